@@ -1,0 +1,317 @@
+//! What a handler knows about the request it serves: its id, its `_meta`,
+//! its cancel token, and the two request-scoped notifications it may send
+//! (progress and log messages).
+//!
+//! Why the emitters check so much: the spec allows `notifications/progress`
+//! only for a request that carried `_meta.progressToken`, with strictly
+//! increasing values, and `notifications/message` only for a request that
+//! set `io.modelcontextprotocol/logLevel`, at or above that level. Nothing at
+//! all may be sent for a request after it was cancelled or answered. The
+//! context enforces the first three; the owner thread, which alone writes
+//! the output, enforces the last (it drops anything for an id that is no
+//! longer in flight).
+
+use std::fmt;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+use serde_json::value::RawValue;
+use serde_json::{Map, Value};
+
+use crate::jsonrpc::{ErrorObject, RequestId, encode_notification};
+use crate::server::serve::{Event, Sink};
+use crate::types::{
+    ClientCapabilities, Implementation, LoggingLevel, LoggingMessageNotificationParams,
+    ProgressNotificationParams, ProgressToken, method,
+};
+
+/// The validated per-request metadata of a modern request
+/// (spec 2026-07-28 basic/index, "Per-request protocol fields").
+#[derive(Debug, Clone)]
+pub struct RequestMeta {
+    pub(crate) protocol_version: String,
+    pub(crate) client_capabilities: Map<String, Value>,
+    pub(crate) client_info: Option<Implementation>,
+    pub(crate) log_level: Option<LoggingLevel>,
+    pub(crate) progress_token: Option<ProgressToken>,
+    pub(crate) raw: Option<Box<RawValue>>,
+}
+
+impl RequestMeta {
+    /// `io.modelcontextprotocol/protocolVersion`.
+    pub fn protocol_version(&self) -> &str {
+        &self.protocol_version
+    }
+
+    /// `io.modelcontextprotocol/clientCapabilities`, as sent.
+    pub fn client_capabilities_raw(&self) -> &Map<String, Value> {
+        &self.client_capabilities
+    }
+
+    /// `io.modelcontextprotocol/clientCapabilities`, typed. Fields the
+    /// client sent in a shape this crate does not know are left out.
+    pub fn client_capabilities(&self) -> ClientCapabilities {
+        serde_json::from_value(Value::Object(self.client_capabilities.clone())).unwrap_or_default()
+    }
+
+    /// `io.modelcontextprotocol/clientInfo`, when the client sent it.
+    pub fn client_info(&self) -> Option<&Implementation> {
+        self.client_info.as_ref()
+    }
+
+    /// `io.modelcontextprotocol/logLevel`, when the client asked for logs.
+    pub fn log_level(&self) -> Option<LoggingLevel> {
+        self.log_level
+    }
+
+    /// `progressToken`, when the client asked for progress.
+    pub fn progress_token(&self) -> Option<&ProgressToken> {
+        self.progress_token.as_ref()
+    }
+
+    /// Any `_meta` entry by key (for example `traceparent`), parsed on
+    /// demand.
+    pub fn get(&self, key: &str) -> Option<Value> {
+        let raw = self.raw.as_ref()?;
+        let mut map: Map<String, Value> = serde_json::from_str(raw.get()).ok()?;
+        map.remove(key)
+    }
+
+    /// Whether the request declared a client capability. `path` is a
+    /// capability name, optionally with sub-capabilities separated by dots:
+    /// `"sampling"`, `"elicitation.url"`, `"sampling.tools"`.
+    pub fn has_client_capability(&self, path: &str) -> bool {
+        let mut map = &self.client_capabilities;
+        let mut parts = path.split('.').peekable();
+        while let Some(part) = parts.next() {
+            match map.get(part) {
+                None | Some(Value::Null) => return false,
+                Some(Value::Object(inner)) => map = inner,
+                Some(_) => return parts.peek().is_none(),
+            }
+        }
+        true
+    }
+}
+
+/// A cancellation flag shared between the owner thread and a handler.
+///
+/// Cheap to clone; cloning shares the flag. Handlers poll
+/// [`CancelToken::is_cancelled`] between units of work, or sleep with
+/// [`CancelToken::wait_timeout`], which wakes early on cancellation.
+#[derive(Clone, Default)]
+pub struct CancelToken {
+    inner: Arc<TokenState>,
+}
+
+#[derive(Default)]
+struct TokenState {
+    cancelled: AtomicBool,
+    // The mutex guards nothing but the condition variable's wait; the flag
+    // itself is the atomic, so `is_cancelled` never takes the lock.
+    lock: Mutex<()>,
+    wake: Condvar,
+}
+
+impl fmt::Debug for CancelToken {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CancelToken")
+            .field("cancelled", &self.is_cancelled())
+            .finish()
+    }
+}
+
+impl CancelToken {
+    /// A token that is not cancelled.
+    pub fn new() -> CancelToken {
+        CancelToken::default()
+    }
+
+    /// Whether the request was cancelled.
+    pub fn is_cancelled(&self) -> bool {
+        self.inner.cancelled.load(Ordering::Acquire)
+    }
+
+    /// Trips the token and wakes every waiter.
+    pub fn cancel(&self) {
+        let _guard = self.inner.lock.lock().unwrap_or_else(|e| e.into_inner());
+        self.inner.cancelled.store(true, Ordering::Release);
+        self.inner.wake.notify_all();
+    }
+
+    /// Blocks for up to `timeout`, returning early when the token is
+    /// cancelled. Returns whether it is cancelled.
+    pub fn wait_timeout(&self, timeout: Duration) -> bool {
+        let deadline = Instant::now() + timeout;
+        let mut guard = self.inner.lock.lock().unwrap_or_else(|e| e.into_inner());
+        while !self.is_cancelled() {
+            let now = Instant::now();
+            if now >= deadline {
+                break;
+            }
+            guard = match self.inner.wake.wait_timeout(guard, deadline - now) {
+                Ok((guard, _)) => guard,
+                Err(poisoned) => poisoned.into_inner().0,
+            };
+        }
+        self.is_cancelled()
+    }
+}
+
+/// Everything a handler gets besides its parameters.
+pub struct RequestContext {
+    id: RequestId,
+    meta: RequestMeta,
+    token: CancelToken,
+    sink: Sink,
+    /// The last progress value sent, as `f64` bits; `NEG_INFINITY` before
+    /// the first.
+    last_progress: AtomicU64,
+}
+
+impl fmt::Debug for RequestContext {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RequestContext")
+            .field("id", &self.id)
+            .field("meta", &self.meta)
+            .field("token", &self.token)
+            .finish_non_exhaustive()
+    }
+}
+
+impl RequestContext {
+    pub(crate) fn new(id: RequestId, meta: RequestMeta, token: CancelToken, sink: Sink) -> Self {
+        RequestContext {
+            id,
+            meta,
+            token,
+            sink,
+            last_progress: AtomicU64::new(f64::NEG_INFINITY.to_bits()),
+        }
+    }
+
+    pub(crate) fn sink(&self) -> &Sink {
+        &self.sink
+    }
+
+    /// The JSON-RPC id of the request.
+    pub fn id(&self) -> &RequestId {
+        &self.id
+    }
+
+    /// The request's validated `_meta`.
+    pub fn meta(&self) -> &RequestMeta {
+        &self.meta
+    }
+
+    /// Whether the client cancelled the request (or the server is shutting
+    /// down past its grace period). Poll it between units of work.
+    pub fn is_cancelled(&self) -> bool {
+        self.token.is_cancelled()
+    }
+
+    /// A clone of the request's cancel token, for helpers and scoped
+    /// threads.
+    pub fn cancel_token(&self) -> CancelToken {
+        self.token.clone()
+    }
+
+    /// Sleeps for up to `timeout`, waking early on cancellation. Returns
+    /// whether the request is cancelled.
+    pub fn wait_cancelled(&self, timeout: Duration) -> bool {
+        self.token.wait_timeout(timeout)
+    }
+
+    /// Fails with `-32021` unless the request declared the client
+    /// capability at `path` (see [`RequestMeta::has_client_capability`]):
+    ///
+    /// ```
+    /// # fn handler(ctx: &mcp_stdio::RequestContext) -> Result<(), mcp_stdio::ErrorObject> {
+    /// ctx.require_client_capability("sampling")?;
+    /// # Ok(()) }
+    /// ```
+    pub fn require_client_capability(&self, path: &str) -> Result<(), ErrorObject> {
+        if self.meta.has_client_capability(path) {
+            return Ok(());
+        }
+        let mut required = Value::Object(Map::new());
+        for part in path.rsplit('.') {
+            let mut map = Map::new();
+            map.insert(part.to_owned(), required);
+            required = Value::Object(map);
+        }
+        // The innermost object stands for "declared, with no settings".
+        Err(ErrorObject::missing_required_client_capability(required))
+    }
+
+    /// Sends `notifications/progress` for this request: only when it carried
+    /// `_meta.progressToken`, only when `progress` is greater than the last
+    /// value sent (anything else is dropped), and never after cancellation.
+    pub fn progress(&self, progress: f64, total: Option<f64>, message: Option<&str>) {
+        let Some(token) = &self.meta.progress_token else {
+            return;
+        };
+        if self.is_cancelled() || !progress.is_finite() {
+            return;
+        }
+        let bits = progress.to_bits();
+        let increased = self
+            .last_progress
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |last| {
+                (progress > f64::from_bits(last)).then_some(bits)
+            })
+            .is_ok();
+        if !increased {
+            return;
+        }
+        let params = ProgressNotificationParams {
+            progress_token: token.clone(),
+            progress,
+            total,
+            message: message.map(str::to_owned),
+            meta: None,
+        };
+        self.send(method::NOTIFICATION_PROGRESS, &params);
+    }
+
+    /// Sends `notifications/message` for this request: only when it set
+    /// `io.modelcontextprotocol/logLevel` and `level` is at or above it, and
+    /// never after cancellation.
+    pub fn log(&self, level: LoggingLevel, logger: Option<&str>, data: Value) {
+        match self.meta.log_level {
+            Some(min) if level >= min => {}
+            _ => return,
+        }
+        if self.is_cancelled() {
+            return;
+        }
+        let params = LoggingMessageNotificationParams {
+            level,
+            logger: logger.map(str::to_owned),
+            data,
+            meta: None,
+        };
+        self.send(method::NOTIFICATION_MESSAGE, &params);
+    }
+
+    fn send<P: Serialize>(&self, method: &str, params: &P) {
+        let mut line = Vec::with_capacity(128);
+        if encode_notification(&mut line, method, params).is_err() {
+            return;
+        }
+        match &self.sink {
+            Sink::Inbox { inbox, seq } => {
+                // The owner may have returned already (shutdown past the
+                // grace period); a notification nobody reads is dropped.
+                let _ = inbox.send(Event::Notify {
+                    id: self.id.clone(),
+                    seq: *seq,
+                    line,
+                });
+            }
+            Sink::Local(lines) => lines.lock().unwrap_or_else(|e| e.into_inner()).push(line),
+        }
+    }
+}

@@ -1,0 +1,262 @@
+//! Classifies one input line: a request, a notification, a response, or
+//! something that must be answered with an error.
+//!
+//! The line is parsed once into borrowed pieces (`&RawValue`), so params stay
+//! unparsed text until the handler that wants them reads them into its own
+//! type. Every way a line can be wrong maps to one JSON-RPC error here:
+//!
+//! | input | answer |
+//! |---|---|
+//! | not UTF-8, not JSON, trailing garbage | `-32700`, id `null` |
+//! | an array (batch), a scalar, no or wrong `jsonrpc`, no or non-string `method`, `id` null / object / fraction, `params` not an object | `-32600`, with the id when it is usable |
+//! | a response (`result` or `error` without `method`) | nothing: peers must not send them, so it is only noted |
+
+use serde::{Deserialize, Deserializer};
+use serde_json::value::RawValue;
+
+use crate::jsonrpc::{ErrorObject, RequestId};
+
+/// One classified input line.
+#[derive(Debug)]
+pub(crate) enum Incoming {
+    /// A request: it must get exactly one reply unless it is cancelled.
+    Request {
+        id: RequestId,
+        method: String,
+        params: Option<Box<RawValue>>,
+    },
+    /// A notification: never answered.
+    Notification {
+        method: String,
+        params: Option<Box<RawValue>>,
+    },
+    /// A response (or error response) sent by the peer.
+    Response { id: Option<RequestId> },
+    /// A line that gets an error reply.
+    Invalid {
+        id: Option<RequestId>,
+        error: ErrorObject,
+    },
+}
+
+/// The members of a JSON-RPC object, each `Some` when present (even when
+/// its value is `null`).
+#[derive(Deserialize)]
+struct Envelope<'a> {
+    #[serde(default, borrow, deserialize_with = "present")]
+    jsonrpc: Option<&'a RawValue>,
+    #[serde(default, borrow, deserialize_with = "present")]
+    id: Option<&'a RawValue>,
+    #[serde(default, borrow, deserialize_with = "present")]
+    method: Option<&'a RawValue>,
+    #[serde(default, borrow, deserialize_with = "present")]
+    params: Option<&'a RawValue>,
+    #[serde(default, borrow, deserialize_with = "present")]
+    result: Option<&'a RawValue>,
+    #[serde(default, borrow, deserialize_with = "present")]
+    error: Option<&'a RawValue>,
+}
+
+/// Deserializes a member that is present, `null` included (a plain
+/// `Option` would read `null` as absent).
+fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<&'de RawValue>, D::Error> {
+    <&RawValue>::deserialize(d).map(Some)
+}
+
+/// Classifies one line (without its newline).
+pub(crate) fn classify(line: &[u8]) -> Incoming {
+    let invalid = |id: Option<RequestId>, error: ErrorObject| Incoming::Invalid { id, error };
+    let text = match std::str::from_utf8(line) {
+        Ok(text) => text,
+        Err(e) => {
+            return invalid(
+                None,
+                ErrorObject::parse_error(format!("invalid UTF-8: {e}")),
+            );
+        }
+    };
+    let trimmed = text.trim_start();
+    if !trimmed.starts_with('{') {
+        // Tell "not JSON" from "JSON, but not an object".
+        return match serde_json::from_str::<serde::de::IgnoredAny>(text) {
+            Err(e) => invalid(None, ErrorObject::parse_error(e)),
+            Ok(_) if trimmed.starts_with('[') => invalid(
+                None,
+                ErrorObject::invalid_request(
+                    "batches are not supported: send one message per line",
+                ),
+            ),
+            Ok(_) => invalid(
+                None,
+                ErrorObject::invalid_request("a message must be a JSON object"),
+            ),
+        };
+    }
+    let env: Envelope<'_> = match serde_json::from_str(text) {
+        Ok(env) => env,
+        Err(e) if e.is_data() => return invalid(None, ErrorObject::invalid_request(e)),
+        Err(e) => return invalid(None, ErrorObject::parse_error(e)),
+    };
+    let id = match env.id {
+        None => None,
+        Some(raw) => match serde_json::from_str::<RequestId>(raw.get()) {
+            Ok(id) => Some(id),
+            Err(_) => {
+                return invalid(
+                    None,
+                    ErrorObject::invalid_request(format!(
+                        "id must be a string or an integer, got {}",
+                        short(raw.get())
+                    )),
+                );
+            }
+        },
+    };
+    match env.jsonrpc {
+        Some(v) if v.get() == "\"2.0\"" => {}
+        Some(v) => {
+            return invalid(
+                id,
+                ErrorObject::invalid_request(format!(
+                    "jsonrpc must be \"2.0\", got {}",
+                    short(v.get())
+                )),
+            );
+        }
+        None => {
+            return invalid(
+                id,
+                ErrorObject::invalid_request("missing \"jsonrpc\": \"2.0\""),
+            );
+        }
+    }
+    let Some(method) = env.method else {
+        if env.result.is_some() || env.error.is_some() {
+            return Incoming::Response { id };
+        }
+        return invalid(id, ErrorObject::invalid_request("missing method"));
+    };
+    let method = match serde_json::from_str::<String>(method.get()) {
+        Ok(method) => method,
+        Err(_) => {
+            return invalid(
+                id,
+                ErrorObject::invalid_request(format!(
+                    "method must be a string, got {}",
+                    short(method.get())
+                )),
+            );
+        }
+    };
+    let params = match env.params {
+        None => None,
+        Some(raw) if raw.get().starts_with('{') => Some(raw.to_owned()),
+        Some(raw) => {
+            return invalid(
+                id,
+                ErrorObject::invalid_request(format!(
+                    "params must be an object, got {}",
+                    short(raw.get())
+                )),
+            );
+        }
+    };
+    match id {
+        Some(id) => Incoming::Request { id, method, params },
+        None => Incoming::Notification { method, params },
+    }
+}
+
+/// The start of a JSON value, for error messages.
+fn short(raw: &str) -> &str {
+    match raw.char_indices().nth(40) {
+        Some((i, _)) => &raw[..i],
+        None => raw,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn error_of(line: &str) -> (Option<RequestId>, i32) {
+        match classify(line.as_bytes()) {
+            Incoming::Invalid { id, error } => (id, error.code),
+            other => panic!("expected an error for {line}, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn requests_and_notifications() {
+        match classify(br#"{"jsonrpc":"2.0","id":"7","method":"a/b","params":{"x":1}}"#) {
+            Incoming::Request { id, method, params } => {
+                assert_eq!(id, RequestId::from("7"));
+                assert_eq!(method, "a/b");
+                assert_eq!(params.unwrap().get(), r#"{"x":1}"#);
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(
+            classify(br#"{"jsonrpc":"2.0","method":"n"}"#),
+            Incoming::Notification { params: None, .. }
+        ));
+        assert!(matches!(
+            classify(br#"{"jsonrpc":"2.0","id":1,"result":{}}"#),
+            Incoming::Response {
+                id: Some(RequestId::Number(1)),
+                ..
+            }
+        ));
+    }
+
+    #[test]
+    fn bad_shapes() {
+        assert_eq!(error_of("{not json"), (None, -32700));
+        assert_eq!(error_of(r#"{"jsonrpc":"2.0"} x"#), (None, -32700));
+        assert_eq!(error_of("[1,2]"), (None, -32600));
+        assert_eq!(error_of("42"), (None, -32600));
+        assert_eq!(
+            error_of(r#"{"id":1,"method":"m"}"#),
+            (Some(1.into()), -32600)
+        );
+        assert_eq!(
+            error_of(r#"{"jsonrpc":"1.0","id":1,"method":"m"}"#),
+            (Some(1.into()), -32600)
+        );
+        assert_eq!(
+            error_of(r#"{"jsonrpc":"2.0","id":1}"#),
+            (Some(1.into()), -32600)
+        );
+        assert_eq!(
+            error_of(r#"{"jsonrpc":"2.0","id":1,"method":5}"#),
+            (Some(1.into()), -32600)
+        );
+        assert_eq!(
+            error_of(r#"{"jsonrpc":"2.0","id":null,"method":"m"}"#),
+            (None, -32600)
+        );
+        assert_eq!(
+            error_of(r#"{"jsonrpc":"2.0","id":{},"method":"m"}"#),
+            (None, -32600)
+        );
+        assert_eq!(
+            error_of(r#"{"jsonrpc":"2.0","id":1.5,"method":"m"}"#),
+            (None, -32600)
+        );
+        assert_eq!(
+            error_of(r#"{"jsonrpc":"2.0","id":"x","method":"m","params":[1]}"#),
+            (Some("x".into()), -32600)
+        );
+        assert_eq!(
+            error_of(r#"{"jsonrpc":"2.0","id":1,"id":2,"method":"m"}"#),
+            (None, -32600)
+        );
+        assert_eq!(classify(b"\xff\xfe").is_parse_error(), true);
+    }
+
+    impl Incoming {
+        fn is_parse_error(&self) -> bool {
+            matches!(self, Incoming::Invalid { error, .. } if error.code == -32700)
+        }
+    }
+}

@@ -1,0 +1,326 @@
+//! JSON-RPC 2.0 as MCP uses it: request ids, error objects, error codes, and
+//! the compact encoding of outgoing messages.
+//!
+//! Incoming lines are classified by [`crate::incoming`]; this module holds the
+//! plain data both directions share.
+
+use std::fmt;
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::Value;
+
+/// A JSON-RPC request id: a string or an integer, never `null`.
+///
+/// `"7"` and `7` are different ids; both are preserved exactly on the wire.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum RequestId {
+    /// An integer id.
+    Number(i64),
+    /// A string id.
+    String(String),
+}
+
+impl RequestId {
+    /// Reads an id from a JSON value; `None` for anything that is not a
+    /// string or an integer that fits `i64` (null, fractions, objects, ...).
+    pub fn from_value(value: &Value) -> Option<RequestId> {
+        match value {
+            Value::String(s) => Some(RequestId::String(s.clone())),
+            Value::Number(n) => n.as_i64().map(RequestId::Number),
+            _ => None,
+        }
+    }
+
+    /// The id as a JSON value.
+    pub fn to_value(&self) -> Value {
+        match self {
+            RequestId::Number(n) => Value::from(*n),
+            RequestId::String(s) => Value::from(s.as_str()),
+        }
+    }
+}
+
+impl fmt::Display for RequestId {
+    /// Shows the id as it looks on the wire: `7` or `"7"`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RequestId::Number(n) => write!(f, "{n}"),
+            RequestId::String(s) => write!(f, "{s:?}"),
+        }
+    }
+}
+
+impl From<i64> for RequestId {
+    fn from(n: i64) -> RequestId {
+        RequestId::Number(n)
+    }
+}
+
+impl From<&str> for RequestId {
+    fn from(s: &str) -> RequestId {
+        RequestId::String(s.to_owned())
+    }
+}
+
+impl From<String> for RequestId {
+    fn from(s: String) -> RequestId {
+        RequestId::String(s)
+    }
+}
+
+impl Serialize for RequestId {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            RequestId::Number(n) => serializer.serialize_i64(*n),
+            RequestId::String(s) => serializer.serialize_str(s),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for RequestId {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<RequestId, D::Error> {
+        struct IdVisitor;
+        impl serde::de::Visitor<'_> for IdVisitor {
+            type Value = RequestId;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a string or an integer")
+            }
+            fn visit_i64<E: serde::de::Error>(self, n: i64) -> Result<RequestId, E> {
+                Ok(RequestId::Number(n))
+            }
+            fn visit_u64<E: serde::de::Error>(self, n: u64) -> Result<RequestId, E> {
+                i64::try_from(n)
+                    .map(RequestId::Number)
+                    .map_err(|_| E::custom("integer id out of range"))
+            }
+            fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<RequestId, E> {
+                Ok(RequestId::String(s.to_owned()))
+            }
+            fn visit_string<E: serde::de::Error>(self, s: String) -> Result<RequestId, E> {
+                Ok(RequestId::String(s))
+            }
+        }
+        deserializer.deserialize_any(IdVisitor)
+    }
+}
+
+/// The standard JSON-RPC and MCP error codes.
+pub mod error_code {
+    /// The line is not valid JSON (or not valid UTF-8).
+    pub const PARSE_ERROR: i32 = -32700;
+    /// The JSON is not a valid JSON-RPC request.
+    pub const INVALID_REQUEST: i32 = -32600;
+    /// The method does not exist (or is not served).
+    pub const METHOD_NOT_FOUND: i32 = -32601;
+    /// The parameters are invalid.
+    pub const INVALID_PARAMS: i32 = -32602;
+    /// An internal error (for example a handler that panicked).
+    pub const INTERNAL_ERROR: i32 = -32603;
+    /// HTTP only: a header disagrees with the body. Never sent over stdio.
+    pub const HEADER_MISMATCH: i32 = -32020;
+    /// The request needs a client capability it did not declare.
+    pub const MISSING_REQUIRED_CLIENT_CAPABILITY: i32 = -32021;
+    /// The request's protocol version is not supported by the server.
+    pub const UNSUPPORTED_PROTOCOL_VERSION: i32 = -32022;
+}
+
+/// The `error` member of a JSON-RPC error response.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ErrorObject {
+    /// The error code, see [`error_code`].
+    pub code: i32,
+    /// A short description of the error.
+    pub message: String,
+    /// Additional information about the error.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<Value>,
+}
+
+impl ErrorObject {
+    /// An error with a code and a message and no data.
+    pub fn new(code: i32, message: impl Into<String>) -> ErrorObject {
+        ErrorObject {
+            code,
+            message: message.into(),
+            data: None,
+        }
+    }
+
+    /// The same error with `data` attached.
+    pub fn with_data(mut self, data: Value) -> ErrorObject {
+        self.data = Some(data);
+        self
+    }
+
+    /// `-32700`: the line could not be parsed.
+    pub fn parse_error(detail: impl fmt::Display) -> ErrorObject {
+        ErrorObject::new(error_code::PARSE_ERROR, format!("parse error: {detail}"))
+    }
+
+    /// `-32600`: the message is not a valid JSON-RPC request.
+    pub fn invalid_request(detail: impl fmt::Display) -> ErrorObject {
+        ErrorObject::new(
+            error_code::INVALID_REQUEST,
+            format!("invalid request: {detail}"),
+        )
+    }
+
+    /// `-32601`: the method is not served.
+    pub fn method_not_found(method: &str) -> ErrorObject {
+        ErrorObject::new(
+            error_code::METHOD_NOT_FOUND,
+            format!("method not found: {method}"),
+        )
+    }
+
+    /// `-32602`: the parameters are invalid.
+    pub fn invalid_params(detail: impl fmt::Display) -> ErrorObject {
+        ErrorObject::new(
+            error_code::INVALID_PARAMS,
+            format!("invalid params: {detail}"),
+        )
+    }
+
+    /// `-32603`: something went wrong inside the server.
+    pub fn internal_error(detail: impl fmt::Display) -> ErrorObject {
+        ErrorObject::new(
+            error_code::INTERNAL_ERROR,
+            format!("internal error: {detail}"),
+        )
+    }
+
+    /// `-32022` with `data.supported` and `data.requested`, as the spec
+    /// requires for an unsupported protocol version.
+    pub fn unsupported_protocol_version(requested: &str, supported: &[&str]) -> ErrorObject {
+        ErrorObject::new(
+            error_code::UNSUPPORTED_PROTOCOL_VERSION,
+            "Unsupported protocol version",
+        )
+        .with_data(serde_json::json!({ "supported": supported, "requested": requested }))
+    }
+
+    /// `-32021` with `data.requiredCapabilities`, a `ClientCapabilities`
+    /// object naming what the request should have declared, for example
+    /// `{"sampling": {}}`.
+    pub fn missing_required_client_capability(required: Value) -> ErrorObject {
+        let names = match &required {
+            Value::Object(map) => map.keys().cloned().collect::<Vec<_>>().join(", "),
+            _ => String::new(),
+        };
+        ErrorObject::new(
+            error_code::MISSING_REQUIRED_CLIENT_CAPABILITY,
+            format!("missing required client capability: {names}"),
+        )
+        .with_data(serde_json::json!({ "requiredCapabilities": required }))
+    }
+}
+
+impl fmt::Display for ErrorObject {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} ({})", self.message, self.code)
+    }
+}
+
+impl std::error::Error for ErrorObject {}
+
+/// A JSON-RPC error response as it goes on the wire. `id` is `None` only
+/// when the id of the offending message could not be read.
+#[derive(Debug, Serialize)]
+pub(crate) struct ErrorResponse<'a> {
+    pub jsonrpc: &'static str,
+    pub id: Option<&'a RequestId>,
+    pub error: &'a ErrorObject,
+}
+
+/// A JSON-RPC result response as it goes on the wire.
+#[derive(Debug, Serialize)]
+pub(crate) struct ResultResponse<'a, T: Serialize> {
+    pub jsonrpc: &'static str,
+    pub id: &'a RequestId,
+    pub result: &'a T,
+}
+
+/// A JSON-RPC request or notification as it goes on the wire.
+#[derive(Debug, Serialize)]
+pub(crate) struct OutgoingMessage<'a, P: Serialize> {
+    pub jsonrpc: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub id: Option<&'a RequestId>,
+    pub method: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub params: Option<&'a P>,
+}
+
+/// Appends the compact encoding of an error response to `out` (no newline).
+pub(crate) fn encode_error(out: &mut Vec<u8>, id: Option<&RequestId>, error: &ErrorObject) {
+    let resp = ErrorResponse {
+        jsonrpc: "2.0",
+        id,
+        error,
+    };
+    // Serializing plain data into a Vec cannot fail.
+    let _ = serde_json::to_writer(out, &resp);
+}
+
+/// Appends the compact encoding of a result response to `out` (no newline).
+pub(crate) fn encode_result<T: Serialize>(
+    out: &mut Vec<u8>,
+    id: &RequestId,
+    result: &T,
+) -> Result<(), serde_json::Error> {
+    let resp = ResultResponse {
+        jsonrpc: "2.0",
+        id,
+        result,
+    };
+    serde_json::to_writer(out, &resp)
+}
+
+/// Appends the compact encoding of a notification to `out` (no newline).
+pub(crate) fn encode_notification<P: Serialize>(
+    out: &mut Vec<u8>,
+    method: &str,
+    params: &P,
+) -> Result<(), serde_json::Error> {
+    let notif = OutgoingMessage {
+        jsonrpc: "2.0",
+        id: None,
+        method,
+        params: Some(params),
+    };
+    serde_json::to_writer(out, &notif)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_keep_their_kind() {
+        let n: RequestId = serde_json::from_str("7").unwrap();
+        let s: RequestId = serde_json::from_str("\"7\"").unwrap();
+        assert_ne!(n, s);
+        assert_eq!(serde_json::to_string(&n).unwrap(), "7");
+        assert_eq!(serde_json::to_string(&s).unwrap(), "\"7\"");
+        assert!(serde_json::from_str::<RequestId>("1.5").is_err());
+        assert!(serde_json::from_str::<RequestId>("null").is_err());
+        assert!(serde_json::from_str::<RequestId>("{}").is_err());
+    }
+
+    #[test]
+    fn error_response_wire() {
+        let mut out = Vec::new();
+        encode_error(&mut out, None, &ErrorObject::new(-32700, "bad"));
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"bad"}}"#
+        );
+        let mut out = Vec::new();
+        let err = ErrorObject::unsupported_protocol_version("v9", &["2026-07-28"]);
+        encode_error(&mut out, Some(&RequestId::from("a")), &err);
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            r#"{"jsonrpc":"2.0","id":"a","error":{"code":-32022,"message":"Unsupported protocol version","data":{"requested":"v9","supported":["2026-07-28"]}}}"#
+        );
+    }
+}

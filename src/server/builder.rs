@@ -1,0 +1,298 @@
+//! [`ServerBuilder`]: registers what a server offers and how it runs.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
+
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use crate::context::RequestContext;
+use crate::jsonrpc::ErrorObject;
+use crate::server::handlers::{
+    CompletionFn, MethodFn, Outcome, PromptArguments, ResourceRequest, ToolOutcome,
+};
+use crate::server::registry::Registry;
+use crate::server::{CacheHints, Config, Inner, Server, Trace, prompt_fn, resource_fn, typed_tool};
+use crate::transport::DEFAULT_MAX_LINE_BYTES;
+use crate::types::{
+    CompleteRequestParams, CompleteResult, GetPromptResult, Implementation, Prompt,
+    ReadResourceResult, Resource, ResourceTemplate, Tool,
+};
+
+/// Builds a [`Server`]: what it offers (tools, resources, templates,
+/// prompts, completion) and how it runs (workers, limits, grace period).
+///
+/// Handlers are plain closures. They run on the worker pool unless
+/// registered with an `inline_` method, which is a promise that the handler
+/// is cheap and never blocks: it then runs on the thread that writes the
+/// output, with no thread hop, and stalls all I/O while it runs.
+pub struct ServerBuilder {
+    info: Implementation,
+    instructions: Option<String>,
+    config: Config,
+    registry: Registry,
+    completion: Option<Arc<CompletionFn>>,
+    methods: HashMap<String, (Arc<MethodFn>, bool)>,
+    trace: Arc<Trace>,
+}
+
+impl fmt::Debug for ServerBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ServerBuilder")
+            .field("info", &self.info)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ServerBuilder {
+    pub(crate) fn new(name: &str, version: &str) -> ServerBuilder {
+        let workers = std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(2)
+            .max(2);
+        ServerBuilder {
+            info: Implementation::new(name, version),
+            instructions: None,
+            config: Config {
+                workers,
+                max_running: 64,
+                queue_limit: 256,
+                max_line_bytes: DEFAULT_MAX_LINE_BYTES,
+                shutdown_grace: Duration::from_secs(2),
+                page_size: 100,
+                cache: CacheHints::default(),
+            },
+            registry: Registry::default(),
+            completion: None,
+            methods: HashMap::new(),
+            trace: Arc::new(|line: &str| eprintln!("mcp-stdio: {line}")),
+        }
+    }
+
+    /// Replaces the server's self-description (title, website, icons, ...);
+    /// it is sent as `_meta["io.modelcontextprotocol/serverInfo"]`.
+    pub fn implementation(mut self, info: Implementation) -> Self {
+        self.info = info;
+        self
+    }
+
+    /// Natural-language guidance for models, sent in `server/discover`.
+    pub fn instructions(mut self, text: &str) -> Self {
+        self.instructions = Some(text.to_owned());
+        self
+    }
+
+    /// Registers a tool that runs on the worker pool.
+    ///
+    /// The handler gets the call's `arguments` deserialized into `T` (use
+    /// `serde_json::Value` to take them raw; a call without `arguments`
+    /// reads as `{}`). A mismatch is answered with `-32602` and serde's
+    /// message, without calling the handler.
+    ///
+    /// Two kinds of failure, on purpose: return `Ok` with a result whose
+    /// `is_error` is `true` (see [`CallToolResult::error_text`]) when the
+    /// tool ran and failed, so the model sees what went wrong and can
+    /// correct itself; return `Err(ErrorObject)` only for protocol errors
+    /// (bad arguments, a missing client capability), which the host handles
+    /// and the model usually never sees.
+    ///
+    /// [`CallToolResult::error_text`]: crate::types::CallToolResult::error_text
+    pub fn tool<T, R, F>(mut self, tool: Tool, handler: F) -> Self
+    where
+        T: DeserializeOwned,
+        R: Into<ToolOutcome>,
+        F: Fn(&RequestContext, T) -> Result<R, ErrorObject> + Send + Sync + 'static,
+    {
+        self.registry.add_tool(tool, typed_tool(handler), false);
+        self
+    }
+
+    /// Registers a tool that runs inline on the owner thread: a promise
+    /// that it is cheap and never blocks. Otherwise as [`ServerBuilder::tool`].
+    pub fn inline_tool<T, R, F>(mut self, tool: Tool, handler: F) -> Self
+    where
+        T: DeserializeOwned,
+        R: Into<ToolOutcome>,
+        F: Fn(&RequestContext, T) -> Result<R, ErrorObject> + Send + Sync + 'static,
+    {
+        self.registry.add_tool(tool, typed_tool(handler), true);
+        self
+    }
+
+    /// Registers a static resource, read on the worker pool.
+    pub fn resource<R, F>(mut self, resource: Resource, handler: F) -> Self
+    where
+        R: Into<Outcome<ReadResourceResult>>,
+        F: Fn(&RequestContext, &ResourceRequest) -> Result<R, ErrorObject> + Send + Sync + 'static,
+    {
+        self.registry
+            .add_resource(resource, resource_fn(handler), false);
+        self
+    }
+
+    /// Registers a static resource read inline on the owner thread (cheap,
+    /// never blocking).
+    pub fn inline_resource<R, F>(mut self, resource: Resource, handler: F) -> Self
+    where
+        R: Into<Outcome<ReadResourceResult>>,
+        F: Fn(&RequestContext, &ResourceRequest) -> Result<R, ErrorObject> + Send + Sync + 'static,
+    {
+        self.registry
+            .add_resource(resource, resource_fn(handler), true);
+        self
+    }
+
+    /// Registers a resource template such as `file:///{+path}` or
+    /// `db://tables/{name}`; `{name}` matches one path segment and
+    /// `{+name}` any text. The handler gets the variables in
+    /// [`ResourceRequest::variables`]. Static resources are matched first,
+    /// then templates in registration order.
+    pub fn resource_template<R, F>(mut self, template: ResourceTemplate, handler: F) -> Self
+    where
+        R: Into<Outcome<ReadResourceResult>>,
+        F: Fn(&RequestContext, &ResourceRequest) -> Result<R, ErrorObject> + Send + Sync + 'static,
+    {
+        self.registry.add_template(template, resource_fn(handler));
+        self
+    }
+
+    /// Registers a prompt. Arguments the prompt declares as required are
+    /// checked before the handler runs (`-32602` names the missing ones).
+    pub fn prompt<R, F>(mut self, prompt: Prompt, handler: F) -> Self
+    where
+        R: Into<Outcome<GetPromptResult>>,
+        F: Fn(&RequestContext, PromptArguments) -> Result<R, ErrorObject> + Send + Sync + 'static,
+    {
+        self.registry.add_prompt(prompt, prompt_fn(handler));
+        self
+    }
+
+    /// Serves `completion/complete` (and advertises `completions`).
+    pub fn completion<F>(mut self, handler: F) -> Self
+    where
+        F: Fn(&RequestContext, CompleteRequestParams) -> Result<CompleteResult, ErrorObject>
+            + Send
+            + Sync
+            + 'static,
+    {
+        self.completion = Some(Arc::new(handler));
+        self
+    }
+
+    /// Serves an application-defined request method (an extension's, for
+    /// example) on the worker pool. The handler gets the params without
+    /// `_meta` (see [`RequestContext::meta`]); an object result is stamped
+    /// with `resultType` and `serverInfo` like every other result.
+    pub fn on_request<F>(mut self, method: &str, handler: F) -> Self
+    where
+        F: Fn(&RequestContext, Value) -> Result<Value, ErrorObject> + Send + Sync + 'static,
+    {
+        self.methods
+            .insert(method.to_owned(), (Arc::new(handler), false));
+        self
+    }
+
+    /// Advertises tools even before any is registered (for servers that add
+    /// them while serving).
+    pub fn enable_tools(mut self) -> Self {
+        self.registry.has_tools = true;
+        self
+    }
+
+    /// Advertises resources even before any is registered.
+    pub fn enable_resources(mut self) -> Self {
+        self.registry.has_resources = true;
+        self
+    }
+
+    /// Advertises prompts even before any is registered.
+    pub fn enable_prompts(mut self) -> Self {
+        self.registry.has_prompts = true;
+        self
+    }
+
+    /// How many worker threads to keep warm (default: available
+    /// parallelism, at least 2).
+    pub fn workers(mut self, n: usize) -> Self {
+        self.config.workers = n.max(1);
+        self
+    }
+
+    /// How many pooled handlers may run at once (default 64). The pool
+    /// grows past its warm workers up to this many threads, so a slow
+    /// handler never holds up the others; beyond it requests wait, unstarted
+    /// and still cancellable.
+    pub fn max_running(mut self, n: usize) -> Self {
+        self.config.max_running = n.max(1);
+        self
+    }
+
+    /// How many lines may be read but not yet started (default 256): the
+    /// queue of waiting requests plus the lines in transit. When it is full
+    /// the server stops reading input until a request starts.
+    pub fn queue_limit(mut self, n: usize) -> Self {
+        self.config.queue_limit = n.max(1);
+        self
+    }
+
+    /// The longest input line accepted, in bytes (default 4 MiB). A longer
+    /// line is answered with `-32600` and discarded without being held in
+    /// memory whole.
+    pub fn max_line_bytes(mut self, n: usize) -> Self {
+        self.config.max_line_bytes = n.max(1);
+        self
+    }
+
+    /// How long in-flight handlers may run after end of input or a stop
+    /// (default 2 s). After it they are cancelled and answered with
+    /// `-32603`, and `serve` returns.
+    pub fn shutdown_grace(mut self, grace: Duration) -> Self {
+        self.config.shutdown_grace = grace;
+        self
+    }
+
+    /// How many items one page of a list holds (default 100).
+    pub fn page_size(mut self, n: usize) -> Self {
+        self.config.page_size = n.max(1);
+        self
+    }
+
+    /// Caching hints for `server/discover`, the lists, and resource reads
+    /// that set none themselves (default `ttlMs: 0`, `"private"`).
+    pub fn cache_hints(mut self, hints: CacheHints) -> Self {
+        self.config.cache = hints;
+        self
+    }
+
+    /// Where the server's diagnostic lines go (a response the client should
+    /// not have sent, a failed read). Default: stderr, prefixed with
+    /// `mcp-stdio: `. The server never writes anything else to stderr, and
+    /// never to stdout but for protocol messages.
+    pub fn trace(mut self, hook: impl Fn(&str) + Send + Sync + 'static) -> Self {
+        self.trace = Arc::new(hook);
+        self
+    }
+
+    /// Finishes the server.
+    pub fn build(self) -> Server {
+        let info_value = serde_json::to_value(&self.info).unwrap_or(Value::Null);
+        Server {
+            inner: Arc::new(Inner {
+                info: self.info,
+                info_value,
+                instructions: self.instructions,
+                config: self.config,
+                registry: RwLock::new(self.registry),
+                completion: self.completion,
+                methods: self.methods,
+                trace: self.trace,
+                connections: Mutex::new(Vec::new()),
+                next_connection: AtomicU64::new(0),
+                stopped: AtomicBool::new(false),
+            }),
+        }
+    }
+}

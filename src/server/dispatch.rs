@@ -1,0 +1,574 @@
+//! The dispatch kernel: from a request to either an immediate error or a
+//! job that produces its reply. No threads and no I/O here.
+//!
+//! Order of checks for every request: the method must be served (`-32601`),
+//! then the per-request `_meta` must be valid (`-32602` naming the missing
+//! key, `-32022` for an unsupported version), then the method's own
+//! parameters are read. Nothing is inferred from earlier requests
+//! (spec 2026-07-28 basic/index, "Statelessness").
+
+use std::ops::Range;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Arc;
+
+use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::value::RawValue;
+use serde_json::{Map, Value};
+
+use crate::context::{RequestContext, RequestMeta};
+use crate::jsonrpc::{ErrorObject, RequestId, encode_error, encode_result};
+use crate::server::handlers::{Outcome, PromptArguments, ResourceRequest};
+use crate::server::{Inner, SUPPORTED_VERSIONS};
+use crate::types::{
+    CompleteRequestParams, DiscoverResult, ListPromptsResult, ListResourceTemplatesResult,
+    ListResourcesResult, ListToolsResult, LoggingLevel, Meta, ResultType, meta_key, method,
+};
+
+/// Produces the complete response line for one request.
+pub(crate) type Work = Box<dyn FnOnce(&RequestContext) -> Vec<u8> + Send>;
+
+/// A request that passed validation, ready to run.
+pub(crate) struct Job {
+    pub meta: RequestMeta,
+    pub work: Work,
+    /// Run on the owner thread: cheap and never blocking.
+    pub inline: bool,
+}
+
+/// The members of params the kernel looks at, borrowed from the line. One
+/// pass over the params finds all of them.
+#[derive(Deserialize, Default)]
+struct Fields<'a> {
+    #[serde(rename = "_meta", borrow, default, deserialize_with = "present")]
+    meta: Option<&'a RawValue>,
+    #[serde(borrow, default, deserialize_with = "present")]
+    name: Option<&'a RawValue>,
+    #[serde(borrow, default, deserialize_with = "present")]
+    arguments: Option<&'a RawValue>,
+    #[serde(borrow, default, deserialize_with = "present")]
+    uri: Option<&'a RawValue>,
+    #[serde(borrow, default, deserialize_with = "present")]
+    cursor: Option<&'a RawValue>,
+}
+
+/// The reserved `_meta` keys, borrowed.
+#[derive(Deserialize)]
+struct MetaFields<'a> {
+    #[serde(
+        rename = "io.modelcontextprotocol/protocolVersion",
+        borrow,
+        default,
+        deserialize_with = "present"
+    )]
+    protocol_version: Option<&'a RawValue>,
+    #[serde(
+        rename = "io.modelcontextprotocol/clientCapabilities",
+        borrow,
+        default,
+        deserialize_with = "present"
+    )]
+    client_capabilities: Option<&'a RawValue>,
+    #[serde(
+        rename = "io.modelcontextprotocol/clientInfo",
+        borrow,
+        default,
+        deserialize_with = "present"
+    )]
+    client_info: Option<&'a RawValue>,
+    #[serde(
+        rename = "io.modelcontextprotocol/logLevel",
+        borrow,
+        default,
+        deserialize_with = "present"
+    )]
+    log_level: Option<&'a RawValue>,
+    #[serde(
+        rename = "progressToken",
+        borrow,
+        default,
+        deserialize_with = "present"
+    )]
+    progress_token: Option<&'a RawValue>,
+}
+
+fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<&'de RawValue>, D::Error> {
+    <&RawValue>::deserialize(d).map(Some)
+}
+
+/// Validates a request and turns it into a job, or the error to answer.
+pub(crate) fn prepare(
+    inner: &Arc<Inner>,
+    method: &str,
+    params: Option<Box<RawValue>>,
+) -> Result<Job, ErrorObject> {
+    let route = route(inner, method)?;
+    let text = params.as_deref().map_or("{}", RawValue::get);
+    let fields: Fields<'_> = serde_json::from_str(text).map_err(ErrorObject::invalid_params)?;
+    let meta = validate_meta(fields.meta)?;
+    let inner = Arc::clone(inner);
+    let job = |inline: bool, work: Work| {
+        Ok(Job {
+            meta: meta.clone(),
+            work,
+            inline,
+        })
+    };
+    match route {
+        Route::Discover => job(true, Box::new(move |ctx| discover(&inner, ctx))),
+        Route::ToolsList | Route::ResourcesList | Route::TemplatesList | Route::PromptsList => {
+            let cursor = optional_string(fields.cursor, "cursor")?;
+            job(
+                true,
+                Box::new(move |ctx| list(&inner, ctx, route, cursor.as_deref())),
+            )
+        }
+        Route::ToolsCall => {
+            let name = required_string(fields.name, "name")?;
+            let args = fields.arguments.filter(|raw| raw.get() != "null");
+            if let Some(raw) = args {
+                if !raw.get().starts_with('{') {
+                    return Err(ErrorObject::invalid_params("arguments must be an object"));
+                }
+            }
+            let range = args.map(|raw| span(text, raw.get()));
+            let (handler, inline) = {
+                let registry = inner.registry.read().unwrap_or_else(|e| e.into_inner());
+                let entry = registry
+                    .tools
+                    .get(&name)
+                    .ok_or_else(|| ErrorObject::invalid_params(format!("unknown tool: {name}")))?;
+                (Arc::clone(&entry.handler), entry.inline)
+            };
+            job(
+                inline,
+                Box::new(move |ctx| {
+                    // The slice is the arguments object as the client sent it.
+                    let args = range.map(|r| &params.as_deref().map_or("", RawValue::get)[r]);
+                    let res = handler(ctx, args);
+                    outcome(&inner, ctx.id(), res)
+                }),
+            )
+        }
+        Route::ResourcesRead => {
+            let uri = required_string(fields.uri, "uri")?;
+            let (handler, variables, inline) = inner.find_resource(&uri)?;
+            let req = ResourceRequest { uri, variables };
+            job(
+                inline,
+                Box::new(move |ctx| {
+                    let res = handler(ctx, &req).map(|out| match out {
+                        Outcome::Complete(mut result) => {
+                            result.ttl_ms.get_or_insert(inner.config.cache.ttl_ms);
+                            result
+                                .cache_scope
+                                .get_or_insert(inner.config.cache.scope.clone());
+                            Outcome::Complete(result)
+                        }
+                        other => other,
+                    });
+                    outcome(&inner, ctx.id(), res)
+                }),
+            )
+        }
+        Route::PromptsGet => {
+            let name = required_string(fields.name, "name")?;
+            let args: PromptArguments = match fields.arguments {
+                None => PromptArguments::new(),
+                Some(raw) if raw.get() == "null" => PromptArguments::new(),
+                Some(raw) => serde_json::from_str(raw.get()).map_err(|e| {
+                    ErrorObject::invalid_params(format!(
+                        "prompt arguments must be an object of strings: {e}"
+                    ))
+                })?,
+            };
+            let handler = {
+                let registry = inner.registry.read().unwrap_or_else(|e| e.into_inner());
+                let entry = registry.prompts.get(&name).ok_or_else(|| {
+                    ErrorObject::invalid_params(format!("unknown prompt: {name}"))
+                })?;
+                let missing: Vec<&str> = entry
+                    .prompt
+                    .arguments
+                    .iter()
+                    .flatten()
+                    .filter(|a| a.required == Some(true) && !args.contains_key(&a.name))
+                    .map(|a| a.name.as_str())
+                    .collect();
+                if !missing.is_empty() {
+                    return Err(ErrorObject::invalid_params(format!(
+                        "prompt {name} is missing required arguments: {}",
+                        missing.join(", ")
+                    )));
+                }
+                Arc::clone(&entry.handler)
+            };
+            job(
+                false,
+                Box::new(move |ctx| {
+                    let res = handler(ctx, args);
+                    outcome(&inner, ctx.id(), res)
+                }),
+            )
+        }
+        Route::Complete => {
+            let params: CompleteRequestParams =
+                serde_json::from_str(text).map_err(ErrorObject::invalid_params)?;
+            let Some(handler) = inner.completion.clone() else {
+                return Err(ErrorObject::method_not_found(method));
+            };
+            job(
+                false,
+                Box::new(move |ctx| {
+                    let res = handler(ctx, params);
+                    finish(&inner, ctx.id(), res)
+                }),
+            )
+        }
+        Route::Custom(handler, inline) => {
+            let mut value: Value =
+                serde_json::from_str(text).map_err(ErrorObject::invalid_params)?;
+            if let Some(map) = value.as_object_mut() {
+                map.remove("_meta");
+            }
+            job(
+                inline,
+                Box::new(move |ctx| {
+                    let res = handler(ctx, value);
+                    finish(&inner, ctx.id(), res)
+                }),
+            )
+        }
+    }
+}
+
+/// Runs a job's work, turning a panic into `-32603` for that request.
+pub(crate) fn run(work: Work, ctx: &RequestContext) -> Vec<u8> {
+    match catch_unwind(AssertUnwindSafe(|| work(ctx))) {
+        Ok(line) => line,
+        Err(panic) => {
+            let what = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "a non-string payload".to_owned());
+            let mut line = Vec::new();
+            encode_error(
+                &mut line,
+                Some(ctx.id()),
+                &ErrorObject::internal_error(format!("handler panicked: {what}")),
+            );
+            line
+        }
+    }
+}
+
+/// Where a method goes.
+#[derive(Clone)]
+enum Route {
+    Discover,
+    ToolsList,
+    ToolsCall,
+    ResourcesList,
+    TemplatesList,
+    ResourcesRead,
+    PromptsList,
+    PromptsGet,
+    Complete,
+    Custom(Arc<crate::server::handlers::MethodFn>, bool),
+}
+
+/// Finds the route of a method; features that are not advertised are not
+/// served (`-32601`).
+fn route(inner: &Inner, name: &str) -> Result<Route, ErrorObject> {
+    let registry = inner.registry.read().unwrap_or_else(|e| e.into_inner());
+    let route = match name {
+        method::SERVER_DISCOVER => Some(Route::Discover),
+        method::TOOLS_LIST if registry.has_tools => Some(Route::ToolsList),
+        method::TOOLS_CALL if registry.has_tools => Some(Route::ToolsCall),
+        method::RESOURCES_LIST if registry.has_resources => Some(Route::ResourcesList),
+        method::RESOURCES_TEMPLATES_LIST if registry.has_resources => Some(Route::TemplatesList),
+        method::RESOURCES_READ if registry.has_resources => Some(Route::ResourcesRead),
+        method::PROMPTS_LIST if registry.has_prompts => Some(Route::PromptsList),
+        method::PROMPTS_GET if registry.has_prompts => Some(Route::PromptsGet),
+        method::COMPLETION_COMPLETE if inner.completion.is_some() => Some(Route::Complete),
+        _ => inner
+            .methods
+            .get(name)
+            .map(|(handler, inline)| Route::Custom(Arc::clone(handler), *inline)),
+    };
+    route.ok_or_else(|| ErrorObject::method_not_found(name))
+}
+
+/// Checks the per-request protocol fields (spec 2026-07-28 basic/index,
+/// "Per-request protocol fields"): a request missing a required one is
+/// malformed and MUST be rejected with `-32602`.
+fn validate_meta(raw: Option<&RawValue>) -> Result<RequestMeta, ErrorObject> {
+    let missing = |key: &str| ErrorObject::invalid_params(format!("missing _meta[\"{key}\"]"));
+    let Some(raw) = raw.filter(|r| r.get() != "null") else {
+        return Err(missing(meta_key::PROTOCOL_VERSION));
+    };
+    let fields: MetaFields<'_> = serde_json::from_str(raw.get())
+        .map_err(|e| ErrorObject::invalid_params(format!("_meta must be an object: {e}")))?;
+    let version_raw = fields
+        .protocol_version
+        .ok_or_else(|| missing(meta_key::PROTOCOL_VERSION))?;
+    let protocol_version: String = serde_json::from_str(version_raw.get()).map_err(|_| {
+        ErrorObject::invalid_params(format!(
+            "_meta[\"{}\"] must be a string",
+            meta_key::PROTOCOL_VERSION
+        ))
+    })?;
+    if !SUPPORTED_VERSIONS.contains(&protocol_version.as_str()) {
+        return Err(ErrorObject::unsupported_protocol_version(
+            &protocol_version,
+            SUPPORTED_VERSIONS,
+        ));
+    }
+    let caps_raw = fields
+        .client_capabilities
+        .ok_or_else(|| missing(meta_key::CLIENT_CAPABILITIES))?;
+    let client_capabilities: Map<String, Value> =
+        serde_json::from_str(caps_raw.get()).map_err(|_| {
+            ErrorObject::invalid_params(format!(
+                "_meta[\"{}\"] must be an object",
+                meta_key::CLIENT_CAPABILITIES
+            ))
+        })?;
+    let client_info = match fields.client_info {
+        None => None,
+        Some(raw) => Some(serde_json::from_str(raw.get()).map_err(|e| {
+            ErrorObject::invalid_params(format!(
+                "_meta[\"{}\"] is invalid: {e}",
+                meta_key::CLIENT_INFO
+            ))
+        })?),
+    };
+    let log_level = match fields.log_level {
+        None => None,
+        Some(raw) => Some(
+            serde_json::from_str::<LoggingLevel>(raw.get()).map_err(|_| {
+                ErrorObject::invalid_params(format!(
+                    "_meta[\"{}\"] is not a log level: {}",
+                    meta_key::LOG_LEVEL,
+                    raw.get()
+                ))
+            })?,
+        ),
+    };
+    let progress_token = match fields.progress_token {
+        None => None,
+        Some(raw) => Some(serde_json::from_str(raw.get()).map_err(|_| {
+            ErrorObject::invalid_params("_meta[\"progressToken\"] must be a string or an integer")
+        })?),
+    };
+    Ok(RequestMeta {
+        protocol_version,
+        client_capabilities,
+        client_info,
+        log_level,
+        progress_token,
+        raw: Some(raw.to_owned()),
+    })
+}
+
+fn required_string(raw: Option<&RawValue>, name: &str) -> Result<String, ErrorObject> {
+    optional_string(raw, name)?
+        .ok_or_else(|| ErrorObject::invalid_params(format!("missing {name}")))
+}
+
+fn optional_string(raw: Option<&RawValue>, name: &str) -> Result<Option<String>, ErrorObject> {
+    match raw {
+        None => Ok(None),
+        Some(raw) if raw.get() == "null" => Ok(None),
+        Some(raw) => serde_json::from_str(raw.get())
+            .map(Some)
+            .map_err(|_| ErrorObject::invalid_params(format!("{name} must be a string"))),
+    }
+}
+
+/// The byte range of `part` inside `whole`; `part` is a slice of `whole`.
+fn span(whole: &str, part: &str) -> Range<usize> {
+    let start = part.as_ptr() as usize - whole.as_ptr() as usize;
+    start..start + part.len()
+}
+
+fn discover(inner: &Inner, ctx: &RequestContext) -> Vec<u8> {
+    let result = DiscoverResult {
+        supported_versions: SUPPORTED_VERSIONS.iter().map(|v| v.to_string()).collect(),
+        capabilities: inner.capabilities(),
+        instructions: inner.instructions.clone(),
+        ttl_ms: Some(inner.config.cache.ttl_ms),
+        cache_scope: Some(inner.config.cache.scope.clone()),
+        result_type: None,
+        meta: None,
+    };
+    finish(inner, ctx.id(), Ok(result))
+}
+
+fn list(inner: &Inner, ctx: &RequestContext, route: Route, cursor: Option<&str>) -> Vec<u8> {
+    let registry = inner.registry.read().unwrap_or_else(|e| e.into_inner());
+    let size = inner.config.page_size;
+    let cache = &inner.config.cache;
+    let id = ctx.id();
+    match route {
+        Route::ToolsList => finish(
+            inner,
+            id,
+            registry
+                .tools
+                .page(cursor, size, |e| e.tool.clone())
+                .map(|(tools, next)| ListToolsResult {
+                    tools,
+                    next_cursor: next,
+                    ttl_ms: Some(cache.ttl_ms),
+                    cache_scope: Some(cache.scope.clone()),
+                    result_type: None,
+                    meta: None,
+                }),
+        ),
+        Route::ResourcesList => finish(
+            inner,
+            id,
+            registry
+                .resources
+                .page(cursor, size, |e| e.resource.clone())
+                .map(|(resources, next)| ListResourcesResult {
+                    resources,
+                    next_cursor: next,
+                    ttl_ms: Some(cache.ttl_ms),
+                    cache_scope: Some(cache.scope.clone()),
+                    result_type: None,
+                    meta: None,
+                }),
+        ),
+        Route::TemplatesList => finish(
+            inner,
+            id,
+            registry
+                .templates
+                .page(cursor, size, |e| e.template.clone())
+                .map(|(resource_templates, next)| ListResourceTemplatesResult {
+                    resource_templates,
+                    next_cursor: next,
+                    ttl_ms: Some(cache.ttl_ms),
+                    cache_scope: Some(cache.scope.clone()),
+                    result_type: None,
+                    meta: None,
+                }),
+        ),
+        _ => finish(
+            inner,
+            id,
+            registry
+                .prompts
+                .page(cursor, size, |e| e.prompt.clone())
+                .map(|(prompts, next)| ListPromptsResult {
+                    prompts,
+                    next_cursor: next,
+                    ttl_ms: Some(cache.ttl_ms),
+                    cache_scope: Some(cache.scope.clone()),
+                    result_type: None,
+                    meta: None,
+                }),
+        ),
+    }
+}
+
+/// A result type that carries `resultType` and `_meta`, which the server
+/// stamps on every result (spec 2026-07-28 basic/index: every result MUST
+/// include `resultType`; servers SHOULD include `serverInfo` in `_meta`).
+pub(crate) trait Stamp: Serialize {
+    /// Fills `resultType` (when absent: `complete`) and
+    /// `_meta["io.modelcontextprotocol/serverInfo"]` (unless set).
+    fn stamp(&mut self, server_info: &Value);
+}
+
+fn stamp_fields(
+    result_type: &mut Option<ResultType>,
+    meta: &mut Option<Meta>,
+    server_info: &Value,
+) {
+    result_type.get_or_insert(ResultType::Complete);
+    meta.get_or_insert_with(Map::new)
+        .entry(meta_key::SERVER_INFO)
+        .or_insert_with(|| server_info.clone());
+}
+
+// One line per result type; a macro keeps the list readable.
+macro_rules! impl_stamp {
+    ($($ty:ty),*) => {$(
+        impl Stamp for $ty {
+            fn stamp(&mut self, server_info: &Value) {
+                stamp_fields(&mut self.result_type, &mut self.meta, server_info);
+            }
+        }
+    )*};
+}
+
+impl_stamp!(
+    crate::types::CallToolResult,
+    crate::types::ReadResourceResult,
+    crate::types::GetPromptResult,
+    crate::types::CompleteResult,
+    crate::types::InputRequiredResult,
+    DiscoverResult,
+    ListToolsResult,
+    ListResourcesResult,
+    ListResourceTemplatesResult,
+    ListPromptsResult
+);
+
+/// Results of application-defined methods: stamped when they are objects.
+impl Stamp for Value {
+    fn stamp(&mut self, server_info: &Value) {
+        if let Value::Object(map) = self {
+            map.entry("resultType")
+                .or_insert_with(|| Value::from("complete"));
+            let meta = map
+                .entry("_meta")
+                .or_insert_with(|| Value::Object(Map::new()));
+            if let Value::Object(meta) = meta {
+                meta.entry(meta_key::SERVER_INFO)
+                    .or_insert_with(|| server_info.clone());
+            }
+        }
+    }
+}
+
+/// Encodes the response for a handler's outcome.
+fn outcome<T: Stamp>(
+    inner: &Inner,
+    id: &RequestId,
+    res: Result<Outcome<T>, ErrorObject>,
+) -> Vec<u8> {
+    match res {
+        Ok(Outcome::Complete(result)) => finish(inner, id, Ok(result)),
+        Ok(Outcome::InputRequired(mut result)) => {
+            result.result_type = Some(ResultType::InputRequired);
+            finish(inner, id, Ok(result))
+        }
+        Err(e) => finish::<Value>(inner, id, Err(e)),
+    }
+}
+
+/// Stamps a result and encodes the response line.
+pub(crate) fn finish<T: Stamp>(
+    inner: &Inner,
+    id: &RequestId,
+    res: Result<T, ErrorObject>,
+) -> Vec<u8> {
+    let mut line = Vec::with_capacity(256);
+    match res {
+        Ok(mut result) => {
+            result.stamp(&inner.info_value);
+            if let Err(e) = encode_result(&mut line, id, &result) {
+                line.clear();
+                let error =
+                    ErrorObject::internal_error(format!("result could not be encoded: {e}"));
+                encode_error(&mut line, Some(id), &error);
+            }
+        }
+        Err(error) => encode_error(&mut line, Some(id), &error),
+    }
+    line
+}

@@ -1,0 +1,409 @@
+//! The server: a registry of tools, resources, prompts and completion, and
+//! [`Server::serve`], which speaks MCP 2026-07-28 over a [`Transport`].
+//!
+//! The application owns its state and handler logic; the server owns the
+//! framing, the threads, the bookkeeping (what is in flight, what was
+//! cancelled) and the spec's rules.
+
+mod builder;
+pub(crate) mod dispatch;
+pub(crate) mod handlers;
+pub(crate) mod in_flight;
+pub(crate) mod pool;
+pub(crate) mod registry;
+pub(crate) mod serve;
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
+
+use crossbeam_channel::Sender;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+pub use builder::ServerBuilder;
+pub use handlers::{Outcome, PromptArguments, ResourceRequest, ToolOutcome};
+
+use crate::context::RequestContext;
+use crate::error::Error;
+use crate::jsonrpc::ErrorObject;
+use crate::transport::Transport;
+use crate::types::{
+    CacheScope, GetPromptResult, Implementation, Prompt, PromptsCapability, ReadResourceResult,
+    Resource, ResourceTemplate, ResourcesCapability, ServerCapabilities, Tool, ToolsCapability,
+};
+use crate::uri_template::UriTemplate;
+use handlers::{CompletionFn, MethodFn, ResourceFn, ToolFn};
+use registry::{PromptEntry, Registry, ResourceEntry, TemplateEntry, ToolEntry};
+use serve::Event;
+
+/// The protocol versions this server speaks, newest first.
+pub const SUPPORTED_VERSIONS: &[&str] = &["2026-07-28"];
+
+/// Caching hints put on discover, list and read results
+/// (spec 2026-07-28 server/utilities/caching).
+#[derive(Debug, Clone, PartialEq)]
+pub struct CacheHints {
+    /// How long the client may consider a result fresh, in milliseconds.
+    pub ttl_ms: u64,
+    /// Who may cache it.
+    pub scope: CacheScope,
+}
+
+impl Default for CacheHints {
+    /// `ttlMs: 0`, `cacheScope: "private"`: the conservative choice.
+    fn default() -> Self {
+        CacheHints {
+            ttl_ms: 0,
+            scope: CacheScope::Private,
+        }
+    }
+}
+
+/// Tuning knobs, set through [`ServerBuilder`].
+#[derive(Clone)]
+pub(crate) struct Config {
+    pub workers: usize,
+    pub max_running: usize,
+    pub queue_limit: usize,
+    pub max_line_bytes: usize,
+    pub shutdown_grace: Duration,
+    pub page_size: usize,
+    pub cache: CacheHints,
+}
+
+/// A hook that receives the server's diagnostic lines.
+pub(crate) type Trace = dyn Fn(&str) + Send + Sync;
+
+/// What every clone of a [`Server`] shares.
+pub(crate) struct Inner {
+    pub info: Implementation,
+    /// `info` as JSON, stamped into every result's `_meta`.
+    pub info_value: Value,
+    pub instructions: Option<String>,
+    pub config: Config,
+    pub registry: RwLock<Registry>,
+    pub completion: Option<Arc<CompletionFn>>,
+    pub methods: HashMap<String, (Arc<MethodFn>, bool)>,
+    pub trace: Arc<Trace>,
+    /// The inboxes of the connections being served, for stop (and, later,
+    /// notifications).
+    connections: Mutex<Vec<(u64, Sender<Event>)>>,
+    next_connection: AtomicU64,
+    stopped: AtomicBool,
+}
+
+/// An MCP server: cheap to clone, every clone is the same server.
+///
+/// Build one with [`Server::builder`], then call [`Server::serve`] on the
+/// thread that should own the output.
+#[derive(Clone)]
+pub struct Server {
+    inner: Arc<Inner>,
+}
+
+impl fmt::Debug for Server {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Server")
+            .field("name", &self.inner.info.name)
+            .field("version", &self.inner.info.version)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Stops a server from any thread; see [`Server::stop_handle`].
+#[derive(Clone)]
+pub struct StopHandle {
+    inner: Arc<Inner>,
+}
+
+impl fmt::Debug for StopHandle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("StopHandle").finish_non_exhaustive()
+    }
+}
+
+impl StopHandle {
+    /// Shuts the server down the way end of input does: no new work,
+    /// in-flight handlers get the grace period, then they are cancelled,
+    /// the output is flushed and [`Server::serve`] returns. Stopping is
+    /// final: a later `serve` on the same server returns at once.
+    pub fn stop(&self) {
+        self.inner.stopped.store(true, Ordering::Release);
+        let connections = self
+            .inner
+            .connections
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        for (_, inbox) in connections.iter() {
+            // A connection that is finishing has dropped its inbox already.
+            let _ = inbox.send(Event::Stop);
+        }
+    }
+}
+
+impl Server {
+    /// Starts building a server that calls itself `name` at `version`.
+    pub fn builder(name: &str, version: &str) -> ServerBuilder {
+        ServerBuilder::new(name, version)
+    }
+
+    /// Serves one connection: blocks until its input ends or
+    /// [`StopHandle::stop`] is called, then shuts down (see
+    /// [`ServerBuilder::shutdown_grace`]) and returns.
+    ///
+    /// The calling thread becomes the connection's owner: it writes every
+    /// output line and runs inline handlers. Several connections may be
+    /// served at once from different threads.
+    ///
+    /// Returns an error only when the output could not be written (the
+    /// client went away) or a thread could not be started.
+    pub fn serve(&self, transport: Transport) -> Result<(), Error> {
+        serve::serve(&self.inner, transport)
+    }
+
+    /// A handle that stops this server from another thread.
+    pub fn stop_handle(&self) -> StopHandle {
+        StopHandle {
+            inner: Arc::clone(&self.inner),
+        }
+    }
+
+    /// The server's name and version, as sent in every result's `_meta`.
+    pub fn info(&self) -> &Implementation {
+        &self.inner.info
+    }
+
+    /// What `server/discover` advertises right now.
+    pub fn capabilities(&self) -> ServerCapabilities {
+        self.inner.capabilities()
+    }
+
+    /// Adds a pooled tool while serving, or replaces the tool of that name;
+    /// the next `tools/list` shows it. Same handler rules as
+    /// [`ServerBuilder::tool`].
+    pub fn add_tool<T, R, F>(&self, tool: Tool, handler: F)
+    where
+        T: DeserializeOwned,
+        R: Into<ToolOutcome>,
+        F: Fn(&RequestContext, T) -> Result<R, ErrorObject> + Send + Sync + 'static,
+    {
+        self.inner
+            .registry_mut()
+            .add_tool(tool, typed_tool(handler), false);
+    }
+
+    /// Removes a tool while serving; whether it was there.
+    pub fn remove_tool(&self, name: &str) -> bool {
+        self.inner.registry_mut().tools.remove(name)
+    }
+
+    /// Adds a pooled resource while serving, or replaces the resource with
+    /// that URI.
+    pub fn add_resource<R, F>(&self, resource: Resource, handler: F)
+    where
+        R: Into<Outcome<ReadResourceResult>>,
+        F: Fn(&RequestContext, &ResourceRequest) -> Result<R, ErrorObject> + Send + Sync + 'static,
+    {
+        self.inner
+            .registry_mut()
+            .add_resource(resource, resource_fn(handler), false);
+    }
+
+    /// Removes a resource while serving; whether it was there.
+    pub fn remove_resource(&self, uri: &str) -> bool {
+        self.inner.registry_mut().resources.remove(uri)
+    }
+
+    /// Adds a resource template while serving, or replaces the template
+    /// with that URI template.
+    pub fn add_resource_template<R, F>(&self, template: ResourceTemplate, handler: F)
+    where
+        R: Into<Outcome<ReadResourceResult>>,
+        F: Fn(&RequestContext, &ResourceRequest) -> Result<R, ErrorObject> + Send + Sync + 'static,
+    {
+        self.inner
+            .registry_mut()
+            .add_template(template, resource_fn(handler));
+    }
+
+    /// Removes a resource template while serving; whether it was there.
+    pub fn remove_resource_template(&self, uri_template: &str) -> bool {
+        self.inner.registry_mut().templates.remove(uri_template)
+    }
+
+    /// Adds a prompt while serving, or replaces the prompt of that name.
+    pub fn add_prompt<R, F>(&self, prompt: Prompt, handler: F)
+    where
+        R: Into<Outcome<GetPromptResult>>,
+        F: Fn(&RequestContext, PromptArguments) -> Result<R, ErrorObject> + Send + Sync + 'static,
+    {
+        self.inner
+            .registry_mut()
+            .add_prompt(prompt, prompt_fn(handler));
+    }
+
+    /// Removes a prompt while serving; whether it was there.
+    pub fn remove_prompt(&self, name: &str) -> bool {
+        self.inner.registry_mut().prompts.remove(name)
+    }
+}
+
+impl Inner {
+    pub(crate) fn trace(&self, line: &str) {
+        (self.trace)(line);
+    }
+
+    pub(crate) fn is_stopped(&self) -> bool {
+        self.stopped.load(Ordering::Acquire)
+    }
+
+    fn registry_mut(&self) -> std::sync::RwLockWriteGuard<'_, Registry> {
+        self.registry.write().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Registers a connection's inbox; returns its key for `disconnect`.
+    pub(crate) fn connect(&self, inbox: Sender<Event>) -> u64 {
+        let key = self.next_connection.fetch_add(1, Ordering::Relaxed);
+        self.connections
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push((key, inbox));
+        key
+    }
+
+    pub(crate) fn disconnect(&self, key: u64) {
+        self.connections
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .retain(|(k, _)| *k != key);
+    }
+
+    /// Capabilities derived from what is registered: what is advertised is
+    /// what is served.
+    pub(crate) fn capabilities(&self) -> ServerCapabilities {
+        let registry = self.registry.read().unwrap_or_else(|e| e.into_inner());
+        ServerCapabilities {
+            tools: registry.has_tools.then(ToolsCapability::default),
+            resources: registry.has_resources.then(ResourcesCapability::default),
+            prompts: registry.has_prompts.then(PromptsCapability::default),
+            completions: self.completion.as_ref().map(|_| Default::default()),
+            // Every handler can log through `RequestContext::log`.
+            logging: Some(Default::default()),
+            ..Default::default()
+        }
+    }
+
+    /// Finds the handler for a `resources/read` URI: a static resource
+    /// first, then the templates in registration order. Unknown URIs are
+    /// `-32602` with `data.uri` (spec 2026-07-28 server/resources).
+    pub(crate) fn find_resource(
+        &self,
+        uri: &str,
+    ) -> Result<
+        (
+            Arc<ResourceFn>,
+            std::collections::BTreeMap<String, String>,
+            bool,
+        ),
+        ErrorObject,
+    > {
+        let registry = self.registry.read().unwrap_or_else(|e| e.into_inner());
+        if let Some(entry) = registry.resources.get(uri) {
+            return Ok((Arc::clone(&entry.handler), Default::default(), entry.inline));
+        }
+        for entry in registry.templates.iter() {
+            if let Some(vars) = entry.pattern.matches(uri) {
+                return Ok((Arc::clone(&entry.handler), vars, false));
+            }
+        }
+        Err(
+            ErrorObject::invalid_params(format!("resource not found: {uri}"))
+                .with_data(serde_json::json!({ "uri": uri })),
+        )
+    }
+}
+
+impl Registry {
+    pub(crate) fn add_tool(&mut self, tool: Tool, handler: Arc<ToolFn>, inline: bool) {
+        self.has_tools = true;
+        self.tools.insert(
+            tool.name.clone(),
+            ToolEntry {
+                tool,
+                handler,
+                inline,
+            },
+        );
+    }
+
+    pub(crate) fn add_resource(
+        &mut self,
+        resource: Resource,
+        handler: Arc<ResourceFn>,
+        inline: bool,
+    ) {
+        self.has_resources = true;
+        self.resources.insert(
+            resource.uri.clone(),
+            ResourceEntry {
+                resource,
+                handler,
+                inline,
+            },
+        );
+    }
+
+    pub(crate) fn add_template(&mut self, template: ResourceTemplate, handler: Arc<ResourceFn>) {
+        self.has_resources = true;
+        let pattern = UriTemplate::parse(&template.uri_template);
+        self.templates.insert(
+            template.uri_template.clone(),
+            TemplateEntry {
+                template,
+                pattern,
+                handler,
+            },
+        );
+    }
+
+    pub(crate) fn add_prompt(&mut self, prompt: Prompt, handler: Arc<handlers::PromptFn>) {
+        self.has_prompts = true;
+        self.prompts
+            .insert(prompt.name.clone(), PromptEntry { prompt, handler });
+    }
+}
+
+/// Wraps a typed tool handler: the arguments object is deserialized into
+/// `T` (an absent `arguments` reads as `{}`), and a mismatch is `-32602`
+/// with serde's message.
+pub(crate) fn typed_tool<T, R, F>(handler: F) -> Arc<ToolFn>
+where
+    T: DeserializeOwned,
+    R: Into<ToolOutcome>,
+    F: Fn(&RequestContext, T) -> Result<R, ErrorObject> + Send + Sync + 'static,
+{
+    Arc::new(move |ctx: &RequestContext, args: Option<&str>| {
+        let args: T = serde_json::from_str(args.unwrap_or("{}"))
+            .map_err(|e| ErrorObject::invalid_params(format!("invalid tool arguments: {e}")))?;
+        handler(ctx, args).map(Into::into)
+    })
+}
+
+pub(crate) fn resource_fn<R, F>(handler: F) -> Arc<ResourceFn>
+where
+    R: Into<Outcome<ReadResourceResult>>,
+    F: Fn(&RequestContext, &ResourceRequest) -> Result<R, ErrorObject> + Send + Sync + 'static,
+{
+    Arc::new(move |ctx: &RequestContext, req: &ResourceRequest| handler(ctx, req).map(Into::into))
+}
+
+pub(crate) fn prompt_fn<R, F>(handler: F) -> Arc<handlers::PromptFn>
+where
+    R: Into<Outcome<GetPromptResult>>,
+    F: Fn(&RequestContext, PromptArguments) -> Result<R, ErrorObject> + Send + Sync + 'static,
+{
+    Arc::new(move |ctx: &RequestContext, args: PromptArguments| handler(ctx, args).map(Into::into))
+}

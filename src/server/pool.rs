@@ -1,0 +1,116 @@
+//! The worker pool: named threads that run pooled handlers.
+//!
+//! The pool keeps `workers` threads warm and grows, one thread at a time,
+//! whenever every thread is busy and fewer than `max_running` handlers run,
+//! so a slow handler never holds up the others. Threads beyond the warm
+//! ones exit after a while without work.
+//!
+//! Jobs go out over an unbounded channel: the owner never blocks sending
+//! one, and the number of jobs in it is capped by the owner's own count of
+//! running requests (DESIGN.md: no cycles of bounded channels).
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::thread;
+use std::time::Duration;
+
+use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
+
+use crate::context::RequestContext;
+use crate::server::dispatch::{Work, run};
+use crate::server::serve::Event;
+
+/// How long a thread beyond the warm ones waits for work before it exits.
+const IDLE_EXIT: Duration = Duration::from_secs(10);
+
+/// One pooled request.
+pub(crate) struct PoolJob {
+    pub ctx: RequestContext,
+    pub seq: u64,
+    pub work: Work,
+}
+
+pub(crate) struct Pool {
+    jobs: Sender<PoolJob>,
+    queue: Receiver<PoolJob>,
+    inbox: Sender<Event>,
+    alive: Arc<AtomicUsize>,
+    warm: usize,
+    max: usize,
+    spawned: usize,
+}
+
+impl Pool {
+    /// Starts `warm` workers that send their results into `inbox`.
+    pub fn new(warm: usize, max: usize, inbox: Sender<Event>) -> Pool {
+        let (jobs, queue) = crossbeam_channel::unbounded();
+        let mut pool = Pool {
+            jobs,
+            queue,
+            inbox,
+            alive: Arc::new(AtomicUsize::new(0)),
+            warm: warm.max(1),
+            max: max.max(warm).max(1),
+            spawned: 0,
+        };
+        for _ in 0..pool.warm {
+            pool.spawn();
+        }
+        pool
+    }
+
+    /// Hands a job to the pool. `running` is the number of pooled handlers
+    /// running, this one included.
+    pub fn submit(&mut self, job: PoolJob, running: usize) {
+        let alive = self.alive.load(Ordering::Acquire);
+        if running > alive && alive < self.max {
+            self.spawn();
+        }
+        // The workers hold the receiving side until the pool is dropped.
+        let _ = self.jobs.send(job);
+    }
+
+    fn spawn(&mut self) {
+        self.spawned += 1;
+        let queue = self.queue.clone();
+        let inbox = self.inbox.clone();
+        let alive = Arc::clone(&self.alive);
+        let warm = self.warm;
+        alive.fetch_add(1, Ordering::AcqRel);
+        let spawned = thread::Builder::new()
+            .name(format!("mcp-worker-{}", self.spawned))
+            .spawn(move || worker(queue, inbox, alive, warm));
+        if spawned.is_err() {
+            // Out of threads: the jobs wait for the workers there are.
+            self.alive.fetch_sub(1, Ordering::AcqRel);
+        }
+    }
+}
+
+fn worker(queue: Receiver<PoolJob>, inbox: Sender<Event>, alive: Arc<AtomicUsize>, warm: usize) {
+    loop {
+        match queue.recv_timeout(IDLE_EXIT) {
+            Ok(PoolJob { ctx, seq, work }) => {
+                let line = run(work, &ctx);
+                let id = ctx.id().clone();
+                drop(ctx);
+                // The owner is gone only after shutdown; then nobody wants it.
+                let _ = inbox.send(Event::Done { id, seq, line });
+            }
+            Err(RecvTimeoutError::Timeout) => {
+                let shrunk = alive
+                    .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                        (n > warm).then(|| n - 1)
+                    })
+                    .is_ok();
+                if shrunk {
+                    return;
+                }
+            }
+            Err(RecvTimeoutError::Disconnected) => {
+                alive.fetch_sub(1, Ordering::AcqRel);
+                return;
+            }
+        }
+    }
+}

@@ -1,0 +1,402 @@
+//! The driver: the reader thread, and the owner loop that runs on the
+//! thread that called [`Server::serve`](crate::Server::serve).
+//!
+//! ```text
+//! input ──► mcp-reader ──► inbox ──► owner ──► output (8 KiB buffer, flushed when the inbox is empty)
+//!                            ▲         │ pooled jobs
+//!                            └─ Done ──┴──► mcp-worker-N
+//! ```
+//!
+//! The owner alone writes the output and alone holds the cancellation map,
+//! so a reply is written only if its request is still in flight and no
+//! request is answered twice. Why the owner writes instead of a writer
+//! thread: each thread hand-off costs several microseconds, and the owner
+//! already has every reply in hand (DESIGN.md has the measurements).
+//!
+//! Backpressure without a cycle of bounded channels: the reader takes a
+//! credit from a bounded channel before it reads each line and the owner
+//! gives it back once it is done with the line, or, for a request that must
+//! wait for a free worker, once that request starts. So at most
+//! `queue_limit` lines are read but not started; past that the reader
+//! stops reading, while everything it already read (cancellations included)
+//! is still handled.
+
+use std::collections::VecDeque;
+use std::io::{self, BufWriter, Write};
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::Instant;
+
+use crossbeam_channel::{Receiver, Sender};
+use serde::Deserialize;
+
+use crate::context::{CancelToken, RequestContext};
+use crate::error::Error;
+use crate::incoming::{Incoming, classify};
+use crate::jsonrpc::{ErrorObject, RequestId, encode_error};
+use crate::server::Inner;
+use crate::server::dispatch::{Job, Work, prepare, run};
+use crate::server::in_flight::{Entry, InFlight};
+use crate::server::pool::{Pool, PoolJob};
+use crate::transport::{Line, Transport, read_line};
+use crate::types::method;
+
+/// Everything the owner thread reacts to, in arrival order.
+pub(crate) enum Event {
+    /// A line from the reader (it holds one credit).
+    Line(Incoming),
+    /// The input ended (or failed).
+    Eof,
+    /// A pooled request finished with this response line.
+    Done {
+        id: RequestId,
+        seq: u64,
+        line: Vec<u8>,
+    },
+    /// A pooled request sent a request-scoped notification.
+    Notify {
+        id: RequestId,
+        seq: u64,
+        line: Vec<u8>,
+    },
+    /// [`crate::StopHandle::stop`] was called.
+    Stop,
+}
+
+/// Where a handler's notifications go: into the inbox (pooled handlers), or
+/// into a list the owner writes before the reply (inline handlers, which
+/// run on the owner and must not wait on its own inbox).
+pub(crate) enum Sink {
+    Inbox { inbox: Sender<Event>, seq: u64 },
+    Local(Mutex<Vec<Vec<u8>>>),
+}
+
+/// A pooled request waiting for a free slot.
+struct Waiting {
+    ctx: RequestContext,
+    seq: u64,
+    work: Work,
+}
+
+/// Serves one connection until its input ends or a stop is requested.
+pub(crate) fn serve(inner: &Arc<Inner>, transport: Transport) -> Result<(), Error> {
+    let config = &inner.config;
+    let (reader, writer) = transport.into_parts();
+    let (inbox_tx, inbox) = crossbeam_channel::unbounded();
+    // Capacity = how many lines may be read but not yet started.
+    let (credit_tx, credits) = crossbeam_channel::bounded(config.queue_limit.max(1));
+    let connection = inner.connect(inbox_tx.clone());
+    {
+        let inbox = inbox_tx.clone();
+        let max_line = config.max_line_bytes;
+        let trace = Arc::clone(&inner.trace);
+        thread::Builder::new()
+            .name("mcp-reader".into())
+            .spawn(move || read_loop(reader, inbox, credit_tx, max_line, &*trace))
+            .map_err(Error::Io)?;
+    }
+    let pool = Pool::new(config.workers, config.max_running, inbox_tx.clone());
+    let mut owner = Owner {
+        inner: Arc::clone(inner),
+        out: BufWriter::with_capacity(8 * 1024, writer),
+        inbox_tx,
+        credits,
+        in_flight: InFlight::default(),
+        waiting: VecDeque::new(),
+        running: 0,
+        pool,
+        next_seq: 0,
+        inline_token: CancelToken::new(),
+        write_error: None,
+    };
+    let res = owner.run(&inbox);
+    inner.disconnect(connection);
+    res
+}
+
+struct Owner {
+    inner: Arc<Inner>,
+    out: BufWriter<Box<dyn Write + Send>>,
+    inbox_tx: Sender<Event>,
+    credits: Receiver<()>,
+    in_flight: InFlight,
+    waiting: VecDeque<Waiting>,
+    running: usize,
+    pool: Pool,
+    next_seq: u64,
+    /// Inline handlers run to completion before the owner reads the next
+    /// event, so nothing can cancel them: they share one token.
+    inline_token: CancelToken,
+    write_error: Option<io::Error>,
+}
+
+impl Owner {
+    fn run(&mut self, inbox: &Receiver<Event>) -> Result<(), Error> {
+        if self.inner.is_stopped() {
+            return Ok(());
+        }
+        let mut deadline: Option<Instant> = None;
+        loop {
+            let event = match inbox.try_recv() {
+                Ok(event) => event,
+                Err(_) => {
+                    // Nothing more to write right now: one flush per burst.
+                    self.flush();
+                    let next = match deadline {
+                        None => inbox.recv().ok(),
+                        Some(at) => inbox.recv_deadline(at).ok(),
+                    };
+                    match next {
+                        Some(event) => event,
+                        None => break,
+                    }
+                }
+            };
+            match event {
+                Event::Line(incoming) => self.on_line(incoming, deadline.is_some()),
+                Event::Eof | Event::Stop => {
+                    if deadline.is_none() {
+                        deadline = Some(Instant::now() + self.inner.config.shutdown_grace);
+                    }
+                }
+                Event::Done { id, seq, line } => {
+                    self.running -= 1;
+                    if self.in_flight.finish(&id, seq) {
+                        self.write(&line);
+                    }
+                    self.start_waiting();
+                }
+                Event::Notify { id, seq, line } => {
+                    if self.in_flight.is_current(&id, seq) {
+                        self.write(&line);
+                    }
+                }
+            }
+            if self.write_error.is_some() || (deadline.is_some() && self.in_flight.is_empty()) {
+                break;
+            }
+        }
+        self.shut_down()
+    }
+
+    /// Past the grace period (or with the output gone): cancel what is
+    /// left, tell the client, flush.
+    fn shut_down(&mut self) -> Result<(), Error> {
+        let left: Vec<(RequestId, Entry)> = self.in_flight.drain().collect();
+        for (id, entry) in left {
+            entry.token.cancel();
+            let error =
+                ErrorObject::internal_error("the server shut down before the request finished");
+            self.write_error_line(Some(&id), &error);
+        }
+        self.waiting.clear();
+        self.flush();
+        match self.write_error.take() {
+            Some(e) => Err(Error::Io(e)),
+            None => Ok(()),
+        }
+    }
+
+    fn on_line(&mut self, incoming: Incoming, stopping: bool) {
+        let mut keep_credit = false;
+        match incoming {
+            Incoming::Request { id, method, params } => {
+                if stopping {
+                    let error = ErrorObject::internal_error("the server is shutting down");
+                    self.write_error_line(Some(&id), &error);
+                } else if self.in_flight.contains(&id) {
+                    let error = ErrorObject::invalid_request(format!(
+                        "request id {id} is already in use by a request in flight"
+                    ));
+                    self.write_error_line(Some(&id), &error);
+                } else {
+                    match prepare(&self.inner, &method, params) {
+                        Ok(job) => keep_credit = self.start(id, job),
+                        Err(error) => self.write_error_line(Some(&id), &error),
+                    }
+                }
+            }
+            Incoming::Notification { method, params } => {
+                if method == method::NOTIFICATION_CANCELLED {
+                    self.on_cancelled(params.as_deref().map(|p| p.get()));
+                }
+                // Spec 2026-07-28 basic/index: notifications are never
+                // answered; unknown ones are ignored.
+            }
+            Incoming::Response { id, .. } => {
+                let id = id.map_or_else(|| "null".to_owned(), |id| id.to_string());
+                self.inner.trace(&format!(
+                    "ignoring a response (id {id}) from the client: this server sends no requests"
+                ));
+            }
+            Incoming::Invalid { id, error } => self.write_error_line(id.as_ref(), &error),
+        }
+        if !keep_credit {
+            self.release_credit();
+        }
+    }
+
+    /// Starts a job: inline on this thread, or on the pool (or queued when
+    /// the pool is at its cap). Returns whether the job was queued, in which
+    /// case it keeps its credit until it starts.
+    fn start(&mut self, id: RequestId, job: Job) -> bool {
+        if job.inline {
+            let ctx = RequestContext::new(
+                id,
+                job.meta,
+                self.inline_token.clone(),
+                Sink::Local(Mutex::new(Vec::new())),
+            );
+            let line = run(job.work, &ctx);
+            if let Sink::Local(notes) = ctx.sink() {
+                let notes = std::mem::take(&mut *notes.lock().unwrap_or_else(|e| e.into_inner()));
+                for note in notes {
+                    self.write(&note);
+                }
+            }
+            self.write(&line);
+            return false;
+        }
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        let token = CancelToken::new();
+        let sink = Sink::Inbox {
+            inbox: self.inbox_tx.clone(),
+            seq,
+        };
+        let ctx = RequestContext::new(id.clone(), job.meta, token.clone(), sink);
+        let waiting = self.running >= self.inner.config.max_running;
+        self.in_flight.insert(
+            id,
+            Entry {
+                seq,
+                token,
+                waiting,
+            },
+        );
+        if waiting {
+            self.waiting.push_back(Waiting {
+                ctx,
+                seq,
+                work: job.work,
+            });
+        } else {
+            self.running += 1;
+            self.pool.submit(
+                PoolJob {
+                    ctx,
+                    seq,
+                    work: job.work,
+                },
+                self.running,
+            );
+        }
+        waiting
+    }
+
+    /// Starts waiting requests while there is room in the pool.
+    fn start_waiting(&mut self) {
+        while self.running < self.inner.config.max_running {
+            let Some(Waiting { ctx, seq, work }) = self.waiting.pop_front() else {
+                return;
+            };
+            if self.in_flight.start(ctx.id(), seq) {
+                self.release_credit();
+                self.running += 1;
+                self.pool.submit(PoolJob { ctx, seq, work }, self.running);
+            }
+        }
+    }
+
+    /// `notifications/cancelled`: malformed or unknown ones are ignored
+    /// (spec 2026-07-28 basic/patterns/cancellation, "Error Handling").
+    fn on_cancelled(&mut self, params: Option<&str>) {
+        #[derive(Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Cancelled {
+            request_id: RequestId,
+        }
+        let Some(Cancelled { request_id }) = params.and_then(|p| serde_json::from_str(p).ok())
+        else {
+            return;
+        };
+        if let Some(entry) = self.in_flight.cancel(&request_id) {
+            if entry.waiting {
+                self.waiting.retain(|w| w.seq != entry.seq);
+                self.release_credit();
+            }
+        }
+    }
+
+    fn release_credit(&self) {
+        // A credit is held for every line in hand, so one is there to take.
+        let _ = self.credits.try_recv();
+    }
+
+    fn write_error_line(&mut self, id: Option<&RequestId>, error: &ErrorObject) {
+        let mut line = Vec::with_capacity(128);
+        encode_error(&mut line, id, error);
+        self.write(&line);
+    }
+
+    fn write(&mut self, line: &[u8]) {
+        if self.write_error.is_some() {
+            return;
+        }
+        let res = self
+            .out
+            .write_all(line)
+            .and_then(|()| self.out.write_all(b"\n"));
+        if let Err(e) = res {
+            self.write_error = Some(e);
+        }
+    }
+
+    fn flush(&mut self) {
+        if self.write_error.is_none() {
+            if let Err(e) = self.out.flush() {
+                self.write_error = Some(e);
+            }
+        }
+    }
+}
+
+/// The reader thread: one classified line at a time into the inbox.
+fn read_loop(
+    mut reader: Box<dyn io::BufRead + Send>,
+    inbox: Sender<Event>,
+    credits: Sender<()>,
+    max_line: usize,
+    trace: &(dyn Fn(&str) + Send + Sync),
+) {
+    let mut buf = Vec::new();
+    loop {
+        // Blocks while `queue_limit` lines are in hand: that is the
+        // backpressure. An error means the owner is gone.
+        if credits.send(()).is_err() {
+            return;
+        }
+        let event = match read_line(&mut *reader, &mut buf, max_line) {
+            Ok(Line::Message) => Event::Line(classify(&buf)),
+            Ok(Line::TooLong(len)) => Event::Line(Incoming::Invalid {
+                id: None,
+                error: ErrorObject::invalid_request(format!(
+                    "message of {len} bytes exceeds the maximum line length of {max_line} bytes"
+                )),
+            }),
+            Ok(Line::Eof) => Event::Eof,
+            Err(e) => {
+                trace(&format!("reading input failed: {e}"));
+                Event::Eof
+            }
+        };
+        let eof = matches!(event, Event::Eof);
+        if inbox.send(event).is_err() || eof {
+            return;
+        }
+        if buf.capacity() > 64 * 1024 {
+            // Do not keep a once-large buffer for the life of the connection.
+            buf = Vec::new();
+        }
+    }
+}

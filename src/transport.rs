@@ -1,0 +1,275 @@
+//! Byte streams and line framing: one JSON-RPC message per line.
+//!
+//! A [`Transport`] is a pair of byte streams, an input to read lines from and
+//! an output to write lines to. [`Transport::stdio`] is the common case;
+//! [`Transport::new`] takes any pair (a Unix socket, a TCP stream, a child
+//! process's pipes) and [`Transport::memory`] makes two connected in-memory
+//! ends for tests.
+//!
+//! Framing rules (spec 2026-07-28 basic/transports/stdio): messages are
+//! delimited by `\n` and never contain a raw newline (serde_json's compact
+//! encoding escapes newlines inside strings). On input a trailing `\r` is
+//! dropped, blank lines are skipped, and so is a UTF-8 byte order mark at
+//! the start of a line. A line longer than the configured maximum is
+//! consumed and thrown away in pieces, so a 64 MiB line never sits in
+//! memory whole.
+
+use std::fmt;
+use std::io::{self, BufRead, BufReader, Read, Write};
+
+use crossbeam_channel::{Receiver, Sender};
+
+/// The default maximum length of one input line: 4 MiB.
+pub const DEFAULT_MAX_LINE_BYTES: usize = 4 * 1024 * 1024;
+
+/// An input and an output byte stream carrying newline-delimited JSON-RPC.
+pub struct Transport {
+    pub(crate) reader: Box<dyn BufRead + Send>,
+    pub(crate) writer: Box<dyn Write + Send>,
+}
+
+impl fmt::Debug for Transport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Transport").finish_non_exhaustive()
+    }
+}
+
+impl Transport {
+    /// The process's own stdin and stdout.
+    ///
+    /// Once a server serves over this transport, nothing else in the process
+    /// may write to stdout: it carries only MCP messages.
+    pub fn stdio() -> Transport {
+        Transport::new(BufReader::new(io::stdin()), io::stdout())
+    }
+
+    /// Any pair of byte streams: lines are read from `reader` and written to
+    /// `writer`. The writer is buffered by whoever writes to it, so pass it
+    /// unbuffered.
+    ///
+    /// ```no_run
+    /// # use std::io::BufReader;
+    /// # use std::os::unix::net::UnixStream;
+    /// let stream = UnixStream::connect("/tmp/mcp.sock")?;
+    /// let transport = mcp_stdio::Transport::new(BufReader::new(stream.try_clone()?), stream);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn new(
+        reader: impl BufRead + Send + 'static,
+        writer: impl Write + Send + 'static,
+    ) -> Transport {
+        Transport {
+            reader: Box::new(reader),
+            writer: Box::new(writer),
+        }
+    }
+
+    /// Two connected in-memory ends: what one writes, the other reads.
+    /// Dropping an end closes its output, which the other end reads as end
+    /// of file.
+    pub fn memory() -> (Transport, Transport) {
+        let (a_out, b_in) = memory_pipe();
+        let (b_out, a_in) = memory_pipe();
+        (Transport::new(a_in, a_out), Transport::new(b_in, b_out))
+    }
+
+    /// Splits the transport into its reader and writer.
+    pub fn into_parts(self) -> (Box<dyn BufRead + Send>, Box<dyn Write + Send>) {
+        (self.reader, self.writer)
+    }
+}
+
+/// Makes a one-way in-memory byte pipe.
+///
+/// Written bytes travel as chunks over an unbounded channel; a test pipe is
+/// drained by its reader, so nothing needs a bound here.
+pub fn memory_pipe() -> (MemoryWriter, BufReader<MemoryReader>) {
+    let (tx, rx) = crossbeam_channel::unbounded();
+    (
+        MemoryWriter { tx },
+        BufReader::new(MemoryReader {
+            rx,
+            chunk: Vec::new(),
+            pos: 0,
+        }),
+    )
+}
+
+/// The writing end of [`memory_pipe`].
+#[derive(Debug)]
+pub struct MemoryWriter {
+    tx: Sender<Vec<u8>>,
+}
+
+impl Write for MemoryWriter {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        if buf.is_empty() {
+            return Ok(0);
+        }
+        self.tx
+            .send(buf.to_vec())
+            .map_err(|_| io::Error::new(io::ErrorKind::BrokenPipe, "memory pipe reader is gone"))?;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// The reading end of [`memory_pipe`]; end of file once every writer is
+/// dropped and all bytes are read.
+#[derive(Debug)]
+pub struct MemoryReader {
+    rx: Receiver<Vec<u8>>,
+    chunk: Vec<u8>,
+    pos: usize,
+}
+
+impl Read for MemoryReader {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        while self.pos == self.chunk.len() {
+            match self.rx.recv() {
+                Ok(chunk) => {
+                    self.chunk = chunk;
+                    self.pos = 0;
+                }
+                Err(_) => return Ok(0),
+            }
+        }
+        let n = buf.len().min(self.chunk.len() - self.pos);
+        buf[..n].copy_from_slice(&self.chunk[self.pos..self.pos + n]);
+        self.pos += n;
+        Ok(n)
+    }
+}
+
+/// What [`read_line`] found.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Line {
+    /// A non-blank line is in the buffer, without its `\r\n` or `\n`.
+    Message,
+    /// A line longer than the maximum was read and discarded; the number is
+    /// how many bytes it had (at least the maximum).
+    TooLong(usize),
+    /// End of input.
+    Eof,
+}
+
+/// Reads the next non-blank line into `buf` (cleared first), holding at
+/// most `max` bytes of it in memory.
+///
+/// A final line without a trailing newline counts as a line.
+pub(crate) fn read_line(
+    reader: &mut dyn BufRead,
+    buf: &mut Vec<u8>,
+    max: usize,
+) -> io::Result<Line> {
+    loop {
+        buf.clear();
+        let mut too_long: Option<usize> = None;
+        let mut saw_any = false;
+        loop {
+            let available = match reader.fill_buf() {
+                Ok(bytes) => bytes,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            };
+            if available.is_empty() {
+                if !saw_any {
+                    return Ok(Line::Eof);
+                }
+                break;
+            }
+            saw_any = true;
+            let (chunk, found_newline) = match available.iter().position(|&b| b == b'\n') {
+                Some(i) => (&available[..i], true),
+                None => (available, false),
+            };
+            let used = chunk.len() + usize::from(found_newline);
+            match &mut too_long {
+                Some(total) => *total += chunk.len(),
+                None if buf.len() + chunk.len() > max => {
+                    too_long = Some(buf.len() + chunk.len());
+                    // Release what was kept so far: the line is thrown away.
+                    *buf = Vec::new();
+                }
+                None => buf.extend_from_slice(chunk),
+            }
+            reader.consume(used);
+            if found_newline {
+                break;
+            }
+        }
+        if let Some(total) = too_long {
+            return Ok(Line::TooLong(total));
+        }
+        if buf.last() == Some(&b'\r') {
+            buf.pop();
+        }
+        if buf.starts_with(b"\xEF\xBB\xBF") {
+            buf.drain(..3);
+        }
+        if buf.iter().all(u8::is_ascii_whitespace) {
+            if !saw_any {
+                return Ok(Line::Eof);
+            }
+            continue;
+        }
+        return Ok(Line::Message);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lines(input: &[u8], max: usize) -> Vec<Result<String, usize>> {
+        let mut reader = BufReader::with_capacity(16, input);
+        let mut buf = Vec::new();
+        let mut out = Vec::new();
+        loop {
+            match read_line(&mut reader, &mut buf, max).unwrap() {
+                Line::Message => out.push(Ok(String::from_utf8(buf.clone()).unwrap())),
+                Line::TooLong(n) => out.push(Err(n)),
+                Line::Eof => return out,
+            }
+        }
+    }
+
+    #[test]
+    fn framing() {
+        let input = b"\xEF\xBB\xBF{\"a\":1}\r\n\n  \r\n{\"b\":2}\n{\"c\":3}";
+        assert_eq!(
+            lines(input, 100),
+            vec![
+                Ok("{\"a\":1}".into()),
+                Ok("{\"b\":2}".into()),
+                Ok("{\"c\":3}".into())
+            ]
+        );
+    }
+
+    #[test]
+    fn long_lines_are_dropped_in_pieces() {
+        let mut input = vec![b'x'; 1000];
+        input.extend_from_slice(b"\n{}\n");
+        assert_eq!(lines(&input, 64), vec![Err(1000), Ok("{}".into())]);
+        // Exactly the maximum still fits.
+        let mut input = vec![b'y'; 64];
+        input.push(b'\n');
+        assert_eq!(lines(&input, 64), vec![Ok("y".repeat(64))]);
+    }
+
+    #[test]
+    fn memory_pipe_carries_bytes_and_closes() {
+        let (mut w, mut r) = memory_pipe();
+        w.write_all(b"hello\nworld\n").unwrap();
+        drop(w);
+        let mut buf = Vec::new();
+        assert_eq!(read_line(&mut r, &mut buf, 100).unwrap(), Line::Message);
+        assert_eq!(buf, b"hello");
+        assert_eq!(read_line(&mut r, &mut buf, 100).unwrap(), Line::Message);
+        assert_eq!(read_line(&mut r, &mut buf, 100).unwrap(), Line::Eof);
+    }
+}

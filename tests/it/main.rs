@@ -1,0 +1,26 @@
+//! Integration tests: one binary, one file per feature. Every test drives a
+//! server over an in-memory transport with the public API only and asserts
+//! the exact JSON it writes.
+
+// The everything example's fixture set, compiled into the tests so they
+// check exactly what the example serves.
+#[path = "../../examples/everything/conformance.rs"]
+mod conformance;
+#[path = "../../examples/everything/server.rs"]
+mod everything;
+#[path = "../../examples/everything/fixtures.rs"]
+mod fixtures;
+
+mod support;
+
+mod bad_input;
+mod cancellation;
+mod concurrency;
+mod discover;
+mod notifications;
+mod prompts;
+mod resources;
+mod shutdown;
+mod spec_examples;
+mod tools;
+mod unix_socket;

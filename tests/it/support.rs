@@ -1,0 +1,182 @@
+//! Test helpers: a server on one end of an in-memory transport, the test on
+//! the other, and bounded waits (a bug fails a test instead of hanging it).
+
+use std::io::Write;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use crossbeam_channel::Receiver;
+use mcp_stdio::{Server, Transport};
+use serde_json::{Value, json};
+
+/// How long any single wait may take before the test fails.
+pub const WAIT: Duration = Duration::from_secs(10);
+
+/// The per-request `_meta` every modern request must carry.
+pub fn meta() -> Value {
+    json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {}
+    })
+}
+
+/// A request with the standard `_meta` merged into `params`.
+pub fn request(id: impl Into<Value>, method: &str, params: Value) -> Value {
+    let mut params = params;
+    let map = params.as_object_mut().expect("params must be an object");
+    map.entry("_meta").or_insert_with(meta);
+    json!({ "jsonrpc": "2.0", "id": id.into(), "method": method, "params": params })
+}
+
+/// A `tools/call` request.
+pub fn call(id: impl Into<Value>, tool: &str, arguments: Value) -> Value {
+    request(
+        id,
+        "tools/call",
+        json!({ "name": tool, "arguments": arguments }),
+    )
+}
+
+/// A `notifications/cancelled` notification.
+pub fn cancel(id: impl Into<Value>) -> Value {
+    json!({ "jsonrpc": "2.0", "method": "notifications/cancelled", "params": { "requestId": id.into(), "reason": "test" } })
+}
+
+/// The `_meta` every result carries.
+pub fn server_meta(server: &Server) -> Value {
+    json!({ "io.modelcontextprotocol/serverInfo": server.info() })
+}
+
+/// A test's end of a connection to a server running on its own thread.
+pub struct Peer {
+    input: Option<Box<dyn Write + Send>>,
+    lines: Receiver<String>,
+    serving: Option<JoinHandle<Result<(), mcp_stdio::Error>>>,
+    /// The server's `_meta` on results.
+    pub server_meta: Value,
+}
+
+impl Peer {
+    /// Serves `server` on a new thread over an in-memory transport.
+    pub fn start(server: &Server) -> Peer {
+        let (ours, theirs) = Transport::memory();
+        let serving = {
+            let server = server.clone();
+            std::thread::spawn(move || server.serve(theirs))
+        };
+        Peer::over(ours, Some(serving), server_meta(server))
+    }
+
+    /// The test's end of any transport.
+    pub fn over(
+        transport: Transport,
+        serving: Option<JoinHandle<Result<(), mcp_stdio::Error>>>,
+        server_meta: Value,
+    ) -> Peer {
+        let (mut reader, writer) = transport.into_parts();
+        let (tx, lines) = crossbeam_channel::unbounded();
+        std::thread::spawn(move || {
+            let mut line = String::new();
+            loop {
+                line.clear();
+                match reader.read_line(&mut line) {
+                    Ok(0) | Err(_) => return,
+                    Ok(_) => {
+                        assert!(line.ends_with('\n'), "every message ends with a newline");
+                        if tx.send(line.trim_end_matches('\n').to_owned()).is_err() {
+                            return;
+                        }
+                    }
+                }
+            }
+        });
+        Peer {
+            input: Some(writer),
+            lines,
+            serving,
+            server_meta,
+        }
+    }
+
+    /// Sends raw bytes followed by a newline.
+    pub fn send_raw(&mut self, bytes: &[u8]) {
+        let input = self.input.as_mut().expect("input is open");
+        input.write_all(bytes).unwrap();
+        input.write_all(b"\n").unwrap();
+        input.flush().unwrap();
+    }
+
+    /// Sends one message.
+    pub fn send(&mut self, message: &Value) {
+        self.send_raw(serde_json::to_string(message).unwrap().as_bytes());
+    }
+
+    /// The next line the server wrote, exactly as written.
+    pub fn recv_line(&self) -> String {
+        self.lines
+            .recv_timeout(WAIT)
+            .expect("the server wrote nothing within the time limit")
+    }
+
+    /// The next message the server wrote.
+    pub fn recv(&self) -> Value {
+        let line = self.recv_line();
+        serde_json::from_str(&line)
+            .unwrap_or_else(|e| panic!("invalid JSON from the server: {e}: {line}"))
+    }
+
+    /// Sends a request and returns the next message (its reply, when
+    /// nothing else is in flight).
+    pub fn ask(&mut self, message: &Value) -> Value {
+        self.send(message);
+        self.recv()
+    }
+
+    /// A complete result as the server sends it: `result` plus
+    /// `resultType` and `_meta`.
+    pub fn result(&self, id: impl Into<Value>, mut result: Value) -> Value {
+        let map = result.as_object_mut().unwrap();
+        map.insert("resultType".into(), json!("complete"));
+        map.insert("_meta".into(), self.server_meta.clone());
+        json!({ "jsonrpc": "2.0", "id": id.into(), "result": result })
+    }
+
+    /// Closes the input (end of file), then returns everything the server
+    /// still wrote until it closed its output, and what `serve` returned.
+    pub fn finish(mut self) -> (Vec<Value>, Result<(), mcp_stdio::Error>) {
+        self.input = None;
+        let mut rest = Vec::new();
+        loop {
+            match self.lines.recv_timeout(WAIT) {
+                Ok(line) => rest.push(serde_json::from_str(&line).unwrap()),
+                Err(crossbeam_channel::RecvTimeoutError::Disconnected) => break,
+                Err(e) => panic!("the server did not close its output: {e}"),
+            }
+        }
+        let res = match self.serving.take() {
+            Some(handle) => handle.join().expect("serve panicked"),
+            None => Ok(()),
+        };
+        (rest, res)
+    }
+
+    /// Closes the input and asserts the server wrote nothing more and
+    /// returned cleanly.
+    pub fn finish_quietly(self) {
+        let (rest, res) = self.finish();
+        assert_eq!(rest, Vec::<Value>::new(), "nothing more was expected");
+        res.expect("serve returned an error");
+    }
+}
+
+/// An error response.
+pub fn error(id: impl Into<Value>, code: i64, message: &str) -> Value {
+    json!({ "jsonrpc": "2.0", "id": id.into(), "error": { "code": code, "message": message } })
+}
+
+/// The error code of a response.
+pub fn code(resp: &Value) -> i64 {
+    resp["error"]["code"]
+        .as_i64()
+        .unwrap_or_else(|| panic!("not an error response: {resp}"))
+}
