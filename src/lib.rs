@@ -2,6 +2,97 @@
 //! revision 2026-07-28, over the stdio transport: plain OS threads and
 //! channels, no async runtime.
 //!
+//! It is for applications that are synchronous and do not want a runtime
+//! (command-line tools, editor plugins, game engines, controllers), for
+//! small static binaries, and for reading a whole MCP implementation in an
+//! afternoon.
+//!
+//! # A server
+//!
+//! ```
+//! use mcp_stdio::types::{CallToolResult, Tool};
+//! use mcp_stdio::{Server, Transport};
+//!
+//! #[derive(serde::Deserialize)]
+//! struct Echo {
+//!     text: String,
+//! }
+//!
+//! let server = Server::builder("echo", "1.0.0")
+//!     .inline_tool(Tool::new("echo", "Returns its text."), |_ctx, args: Echo| {
+//!         Ok(CallToolResult::text(args.text))
+//!     })
+//!     .build();
+//! # let (client, transport) = Transport::memory();
+//! # drop(client);
+//! // In a real server: `server.serve(Transport::stdio())?`.
+//! server.serve(transport)?;
+//! # Ok::<(), mcp_stdio::Error>(())
+//! ```
+//!
+//! Handlers are closures that take a [`RequestContext`] and their
+//! parameters. Tool arguments arrive as the handler's own
+//! `serde::Deserialize` type; a mismatch is answered with `-32602` before
+//! the handler runs. A tool that ran and failed returns a result with
+//! `is_error` set ([`types::CallToolResult::error_text`]), which the model
+//! sees; `Err(ErrorObject)` is for protocol errors. Every request's `_meta`
+//! is validated first (spec: every request carries its protocol version and
+//! client capabilities), and every result is stamped with `resultType` and
+//! the server's identity.
+//!
+//! # Threading model
+//!
+//! ```text
+//! stdin ──► mcp-reader ──► inbox ──► owner (the thread in serve) ──► stdout
+//!                            ▲         │ owns stdout (8 KiB buffer, flushed when the inbox
+//!                            │         │ is empty) and the cancellation map; runs protocol
+//!                            │         │ methods and inline handlers
+//!                            │         ▼
+//!                            └─ Done ◄─ mcp-worker-N: pooled handlers, each with a
+//!                                       RequestContext (cancel token, progress, log)
+//! ```
+//!
+//! - Only the reader touches the input and only the owner writes the
+//!   output. A reply is written only while its request is still in flight,
+//!   so a cancelled request never gets a reply and no request gets two.
+//! - A handler registered with an `inline_` method promises to be cheap and
+//!   never block; it runs on the owner with no thread hop (the benchmarks'
+//!   echo tool is inline). Everything else runs on the pool, which grows up
+//!   to [`ServerBuilder::max_running`] threads so a slow handler never
+//!   delays the others.
+//! - Bounded without a cycle of bounded channels: past
+//!   [`ServerBuilder::queue_limit`] lines read but not started, the reader
+//!   stops reading. Cancellations already read are still honoured.
+//! - End of input or [`StopHandle::stop`]: no new work, in-flight handlers
+//!   get [`ServerBuilder::shutdown_grace`], then they are cancelled and
+//!   answered with `-32603`, and `serve` returns. Signals are opt-in
+//!   ([`signal::stop_on_signals`]): the library never installs a handler.
+//!
+//! # Why synchronous
+//!
+//! MCP servers handle a handful of requests at a time. At that scale a
+//! thread per running request costs nothing worth saving, and blocking
+//! code is easier to write, read, debug and embed. Without a runtime the
+//! binaries are small and start fast, and there is no executor to share
+//! with the host application.
+//!
+//! # Spec coverage
+//!
+//! | Method | |
+//! |---|---|
+//! | `server/discover` | capabilities derived from what is registered |
+//! | `tools/list`, `tools/call` | [`ServerBuilder::tool`], [`ServerBuilder::inline_tool`] |
+//! | `resources/list`, `resources/templates/list`, `resources/read` | [`ServerBuilder::resource`], [`ServerBuilder::resource_template`] |
+//! | `prompts/list`, `prompts/get` | [`ServerBuilder::prompt`] |
+//! | `completion/complete` | [`ServerBuilder::completion`] |
+//! | `notifications/cancelled` | [`RequestContext::is_cancelled`] |
+//! | `notifications/progress`, `notifications/message` | [`RequestContext::progress`], [`RequestContext::log`] |
+//!
+//! # Not here
+//!
+//! The Streamable HTTP transport; the deprecated features of 2026-07-28
+//! beyond per-request logging; the tasks extension.
+//!
 //! [Model Context Protocol]: https://modelcontextprotocol.io
 
 #![forbid(unsafe_code)]
@@ -28,3 +119,8 @@ pub use server::{
 };
 pub use transport::{DEFAULT_MAX_LINE_BYTES, MemoryReader, MemoryWriter, Transport, memory_pipe};
 pub use uri_template::UriTemplate;
+
+/// The README's code blocks are compiled as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

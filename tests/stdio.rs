@@ -1,1 +1,1073 @@
-fn main() {}
+//! The stdio transport over real OS pipes: this test binary re-executes
+//! itself as the server.
+//!
+//! With `MCP_STDIO_TEST_SERVER=1` in the environment, `main` builds a small
+//! server and serves it over `Transport::stdio()`, exiting 0 when `serve`
+//! returns `Ok`. Without it, `main` runs the checks below, each of which
+//! spawns `current_exe()` in server mode with piped stdin, stdout and
+//! stderr, so nothing but the server itself ever writes to the protocol
+//! stream (`harness = false`: there is no libtest banner either).
+//!
+//! Output: one line per check (`ok <name>` or `FAILED <name>: <reason>`),
+//! then `N passed, M failed`; the exit status is non-zero if any check
+//! failed. Every wait is bounded: stdout is read on a thread into a
+//! channel and read back with `recv_timeout`, exits are awaited with a
+//! bounded `try_wait` loop.
+
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
+use std::sync::Mutex;
+use std::thread::{self, JoinHandle};
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{Receiver, RecvTimeoutError};
+use mcp_stdio::types::{CallToolResult, Tool};
+use mcp_stdio::{ErrorObject, Server, Transport};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+/// Set (to anything) in the server process's environment.
+const SERVER_ENV: &str = "MCP_STDIO_TEST_SERVER";
+const SERVER_NAME: &str = "stdio-test";
+const SERVER_VERSION: &str = "0.0.1";
+/// The payload of the `panic` tool's panic.
+const PANIC_PAYLOAD: &str = "deliberate panic from the panic tool";
+/// How long any single wait for a message may take before a check fails.
+const WAIT: Duration = Duration::from_secs(10);
+/// The default grace period of `ServerBuilder::shutdown_grace`.
+const GRACE: Duration = Duration::from_secs(2);
+
+fn main() {
+    if std::env::var_os(SERVER_ENV).is_some() {
+        run_server();
+    }
+    std::process::exit(run_checks());
+}
+
+// ---------------------------------------------------------------------------
+// Server mode
+// ---------------------------------------------------------------------------
+
+fn run_server() -> ! {
+    #[derive(Deserialize)]
+    struct EchoArgs {
+        text: String,
+    }
+    #[derive(Deserialize)]
+    struct SlowArgs {
+        ms: u64,
+        /// What to answer with (default `slept <ms> ms`), so concurrent
+        /// slow calls can be told apart.
+        #[serde(default)]
+        text: Option<String>,
+    }
+    #[derive(Deserialize)]
+    struct BigArgs {
+        bytes: usize,
+    }
+
+    let object = |props: Value, required: &[&str]| json!({ "type": "object", "properties": props, "required": required });
+    let server = Server::builder(SERVER_NAME, SERVER_VERSION)
+        .inline_tool(
+            Tool::new("echo", "Returns its text unchanged.")
+                .input_schema(object(json!({ "text": { "type": "string" } }), &["text"])),
+            |_ctx, args: EchoArgs| Ok(CallToolResult::text(args.text)),
+        )
+        .tool(
+            Tool::new("slow", "Waits `ms` milliseconds (cancellable).").input_schema(object(
+                json!({ "ms": { "type": "integer" }, "text": { "type": "string" } }),
+                &["ms"],
+            )),
+            |ctx, args: SlowArgs| {
+                if ctx.wait_cancelled(Duration::from_millis(args.ms)) {
+                    return Ok(CallToolResult::error_text("cancelled"));
+                }
+                Ok(CallToolResult::text(
+                    args.text.unwrap_or_else(|| format!("slept {} ms", args.ms)),
+                ))
+            },
+        )
+        .tool(
+            Tool::new("big", "Returns `bytes` bytes of text.").input_schema(object(
+                json!({ "bytes": { "type": "integer" } }),
+                &["bytes"],
+            )),
+            |_ctx, args: BigArgs| Ok(CallToolResult::text(big_text(args.bytes))),
+        )
+        .tool(
+            Tool::new("panic", "Panics."),
+            |_ctx, _args: Value| -> Result<CallToolResult, ErrorObject> {
+                panic!("{PANIC_PAYLOAD}")
+            },
+        )
+        .build();
+    if let Err(e) = mcp_stdio::signal::stop_on_signals(server.stop_handle()) {
+        eprintln!("stdio-test server: {e}");
+        std::process::exit(2);
+    }
+    match server.serve(Transport::stdio()) {
+        Ok(()) => std::process::exit(0),
+        Err(e) => {
+            eprintln!("stdio-test server: serve failed: {e}");
+            std::process::exit(1);
+        }
+    }
+}
+
+/// The `big` tool's text: a repeating, position-revealing pattern.
+fn big_text(bytes: usize) -> String {
+    const PATTERN: &[u8] = b"0123456789abcdefghijklmnopqrstuvwxyz";
+    (0..bytes)
+        .map(|i| PATTERN[i % PATTERN.len()] as char)
+        .collect()
+}
+
+// ---------------------------------------------------------------------------
+// Check runner
+// ---------------------------------------------------------------------------
+
+type Check = fn() -> Result<String, String>;
+
+const CHECKS: &[(&str, Check)] = &[
+    ("discover_over_pipes", discover_over_pipes),
+    ("eof_idle_exits_zero", eof_idle_exits_zero),
+    ("eof_with_slow_call_in_flight", eof_with_slow_call_in_flight),
+    (
+        "echo_64kib_round_trip_byte_exact",
+        echo_64kib_round_trip_byte_exact,
+    ),
+    ("big_8mib_reply_is_one_line", big_8mib_reply_is_one_line),
+    (
+        "line_of_64mib_rejected_memory_bounded",
+        line_of_64mib_rejected_memory_bounded,
+    ),
+    (
+        "pipelined_200_concurrent_calls",
+        pipelined_200_concurrent_calls,
+    ),
+    ("panic_recovery_over_pipes", panic_recovery_over_pipes),
+    ("sigterm_idle_exits_zero", sigterm_idle_exits_zero),
+    (
+        "sigterm_with_slow_call_in_flight",
+        sigterm_with_slow_call_in_flight,
+    ),
+    // These two look at the traffic of every check above, so they run last.
+    (
+        "stdout_lines_are_single_line_json",
+        stdout_lines_are_single_line_json,
+    ),
+    (
+        "stdout_only_jsonrpc_stderr_never",
+        stdout_only_jsonrpc_stderr_never,
+    ),
+];
+
+/// The libtest command line, as far as it makes sense here: positional
+/// filters (substrings, or whole names with `--exact`), `--skip <filter>`
+/// and `--list`. Other options are accepted and ignored, with their values.
+#[derive(Default)]
+struct Selection {
+    filters: Vec<String>,
+    skip: Vec<String>,
+    exact: bool,
+    list: bool,
+}
+
+impl Selection {
+    fn from_args(args: impl IntoIterator<Item = String>) -> Selection {
+        const WITH_VALUE: &[&str] = &[
+            "--test-threads",
+            "--color",
+            "--format",
+            "--logfile",
+            "--shuffle-seed",
+            "-Z",
+        ];
+        let mut sel = Selection::default();
+        let mut args = args.into_iter();
+        while let Some(arg) = args.next() {
+            if arg == "--skip" {
+                sel.skip.extend(args.next());
+            } else if let Some(value) = arg.strip_prefix("--skip=") {
+                sel.skip.push(value.to_owned());
+            } else if arg == "--exact" {
+                sel.exact = true;
+            } else if arg == "--list" {
+                sel.list = true;
+            } else if WITH_VALUE.contains(&arg.as_str()) {
+                args.next();
+            } else if !arg.starts_with('-') {
+                sel.filters.push(arg);
+            }
+        }
+        sel
+    }
+
+    fn matches(&self, name: &str, pattern: &str) -> bool {
+        if self.exact {
+            name == pattern
+        } else {
+            name.contains(pattern)
+        }
+    }
+
+    fn includes(&self, name: &str) -> bool {
+        (self.filters.is_empty() || self.filters.iter().any(|f| self.matches(name, f)))
+            && !self.skip.iter().any(|s| self.matches(name, s))
+    }
+}
+
+/// Runs the selected checks and returns the exit status.
+fn run_checks() -> i32 {
+    let selection = Selection::from_args(std::env::args().skip(1));
+    let selected = CHECKS.iter().filter(|(name, _)| selection.includes(name));
+    if selection.list {
+        for (name, _) in selected {
+            println!("{name}: test");
+        }
+        return 0;
+    }
+    let (mut passed, mut failed) = (0, 0);
+    for (name, check) in selected {
+        let outcome = match catch_unwind(AssertUnwindSafe(check)) {
+            Ok(outcome) => outcome,
+            Err(panic) => Err(format!(
+                "panicked: {}",
+                panic
+                    .downcast_ref::<&str>()
+                    .map(|s| s.to_string())
+                    .or_else(|| panic.downcast_ref::<String>().cloned())
+                    .unwrap_or_default()
+            )),
+        };
+        match outcome {
+            Ok(note) if note.is_empty() => {
+                passed += 1;
+                println!("ok {name}");
+            }
+            Ok(note) => {
+                passed += 1;
+                println!("ok {name} ({note})");
+            }
+            Err(reason) => {
+                failed += 1;
+                println!("FAILED {name}: {reason}");
+            }
+        }
+    }
+    println!("{passed} passed, {failed} failed");
+    i32::from(failed > 0)
+}
+
+/// Fails the enclosing check with a formatted reason.
+macro_rules! ensure {
+    ($cond:expr, $($reason:tt)+) => {
+        if !$cond {
+            return Err(format!($($reason)+));
+        }
+    };
+}
+
+// ---------------------------------------------------------------------------
+// Traffic bookkeeping shared by all checks
+// ---------------------------------------------------------------------------
+
+#[derive(Default)]
+struct Traffic {
+    stdout_lines: usize,
+    stdout_bytes: usize,
+    /// Lines that are not exactly one JSON value terminated by `\n`.
+    not_single_line_json: Vec<String>,
+    /// Lines that are JSON but not a JSON-RPC 2.0 message.
+    not_jsonrpc: Vec<String>,
+    stderr_bytes: usize,
+    /// stderr lines that carry a JSON-RPC message.
+    jsonrpc_on_stderr: Vec<String>,
+    servers: usize,
+}
+
+static TRAFFIC: Mutex<Traffic> = Mutex::new(Traffic {
+    stdout_lines: 0,
+    stdout_bytes: 0,
+    not_single_line_json: Vec::new(),
+    not_jsonrpc: Vec::new(),
+    stderr_bytes: 0,
+    jsonrpc_on_stderr: Vec::new(),
+    servers: 0,
+});
+
+fn traffic() -> std::sync::MutexGuard<'static, Traffic> {
+    TRAFFIC.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The first 160 bytes of some bytes (lossy UTF-8), for failure messages.
+fn snippet(bytes: &[u8]) -> String {
+    let text = String::from_utf8_lossy(&bytes[..bytes.len().min(160)]);
+    if bytes.len() > 160 {
+        format!("{text}... ({} bytes)", bytes.len())
+    } else {
+        text.into_owned()
+    }
+}
+
+/// Whether a JSON value is a JSON-RPC 2.0 message a server may send: a
+/// response (an id, and exactly one of result and error) or a notification.
+fn is_jsonrpc_message(value: &Value) -> bool {
+    let Some(map) = value.as_object() else {
+        return false;
+    };
+    if map.get("jsonrpc") != Some(&json!("2.0")) {
+        return false;
+    }
+    let response = map.contains_key("id")
+        && (map.contains_key("result") != map.contains_key("error"))
+        && !map.contains_key("method");
+    let notification = map.get("method").is_some_and(Value::is_string) && !map.contains_key("id");
+    response || notification
+}
+
+/// Checks one raw stdout line (with its `\n`, if it had one) and records it.
+fn record_stdout_line(raw: &[u8]) -> Option<Value> {
+    let mut t = traffic();
+    t.stdout_lines += 1;
+    t.stdout_bytes += raw.len();
+    let Some(body) = raw.strip_suffix(b"\n") else {
+        t.not_single_line_json
+            .push(format!("output ended inside a line: {}", snippet(raw)));
+        return None;
+    };
+    // `from_slice` rejects trailing characters, so a line holding two
+    // messages, or half of one, fails here.
+    match serde_json::from_slice::<Value>(body) {
+        Ok(value) => {
+            if !is_jsonrpc_message(&value) {
+                t.not_jsonrpc.push(snippet(body));
+            }
+            Some(value)
+        }
+        Err(e) => {
+            t.not_single_line_json
+                .push(format!("not one JSON value ({e}): {}", snippet(body)));
+            None
+        }
+    }
+}
+
+/// Checks a server's whole stderr and records it.
+fn record_stderr(bytes: &[u8]) {
+    let mut t = traffic();
+    t.stderr_bytes += bytes.len();
+    for line in bytes.split(|&b| b == b'\n') {
+        let carries_message = serde_json::from_slice::<Value>(line)
+            .map(|v| is_jsonrpc_message(&v))
+            .unwrap_or(false)
+            || line.windows(9).any(|w| w == b"\"jsonrpc\"");
+        if carries_message {
+            t.jsonrpc_on_stderr.push(snippet(line));
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// A server process
+// ---------------------------------------------------------------------------
+
+/// How a server process ended.
+struct Finished {
+    status: ExitStatus,
+    /// From closing stdin (or whatever the check started timing from) to
+    /// the exit being observed.
+    elapsed: Duration,
+    /// Messages written after the last one the check received.
+    rest: Vec<Value>,
+    stderr: String,
+}
+
+struct ServerProcess {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    lines: Receiver<Value>,
+    stdout_thread: Option<JoinHandle<()>>,
+    stderr_thread: Option<JoinHandle<Vec<u8>>>,
+}
+
+impl ServerProcess {
+    fn spawn() -> Result<ServerProcess, String> {
+        let exe = std::env::current_exe().map_err(|e| format!("current_exe: {e}"))?;
+        let mut child = Command::new(exe)
+            .env(SERVER_ENV, "1")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|e| format!("spawning the server failed: {e}"))?;
+        traffic().servers += 1;
+        let stdin = child.stdin.take();
+        let stdout = child.stdout.take().expect("stdout is piped");
+        let mut stderr = child.stderr.take().expect("stderr is piped");
+        let (tx, lines) = crossbeam_channel::unbounded();
+        let stdout_thread = thread::spawn(move || {
+            let mut reader = BufReader::with_capacity(64 * 1024, stdout);
+            let mut raw = Vec::new();
+            loop {
+                raw.clear();
+                match reader.read_until(b'\n', &mut raw) {
+                    Ok(0) | Err(_) => return,
+                    Ok(_) => {
+                        if let Some(value) = record_stdout_line(&raw) {
+                            // The check may be done with this server already.
+                            let _ = tx.send(value);
+                        }
+                    }
+                }
+            }
+        });
+        let stderr_thread = thread::spawn(move || {
+            let mut bytes = Vec::new();
+            let _ = stderr.read_to_end(&mut bytes);
+            record_stderr(&bytes);
+            bytes
+        });
+        Ok(ServerProcess {
+            child,
+            stdin,
+            lines,
+            stdout_thread: Some(stdout_thread),
+            stderr_thread: Some(stderr_thread),
+        })
+    }
+
+    fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    fn send_raw(&mut self, bytes: &[u8]) -> Result<(), String> {
+        let stdin = self.stdin.as_mut().ok_or("stdin is closed")?;
+        stdin
+            .write_all(bytes)
+            .and_then(|()| stdin.flush())
+            .map_err(|e| format!("writing to the server failed: {e}"))
+    }
+
+    fn send(&mut self, message: &Value) -> Result<(), String> {
+        let mut line = serde_json::to_vec(message).expect("a Value always encodes");
+        line.push(b'\n');
+        self.send_raw(&line)
+    }
+
+    fn recv_within(&self, limit: Duration) -> Result<Value, String> {
+        self.lines.recv_timeout(limit).map_err(|e| match e {
+            RecvTimeoutError::Timeout => format!("no message from the server within {limit:?}"),
+            RecvTimeoutError::Disconnected => "the server closed stdout".to_owned(),
+        })
+    }
+
+    fn recv(&self) -> Result<Value, String> {
+        self.recv_within(WAIT)
+    }
+
+    fn ask(&mut self, message: &Value) -> Result<Value, String> {
+        self.send(message)?;
+        self.recv()
+    }
+
+    /// Waits up to `limit` for the process to exit; returns its status and
+    /// how long after `since` the exit was seen.
+    fn wait_exit(
+        &mut self,
+        since: Instant,
+        limit: Duration,
+    ) -> Result<(ExitStatus, Duration), String> {
+        loop {
+            match self.child.try_wait() {
+                Ok(Some(status)) => return Ok((status, since.elapsed())),
+                Ok(None) if since.elapsed() > limit => {
+                    return Err(format!("the server did not exit within {limit:?}"));
+                }
+                // Polling interval of the bounded wait.
+                Ok(None) => thread::sleep(Duration::from_millis(1)),
+                Err(e) => return Err(format!("try_wait failed: {e}")),
+            }
+        }
+    }
+
+    /// Waits for the exit (timed from `since`), then collects what the
+    /// server still wrote on stdout and all of its stderr.
+    fn finish_from(mut self, since: Instant, limit: Duration) -> Result<Finished, String> {
+        let (status, elapsed) = self.wait_exit(since, limit)?;
+        let mut rest = Vec::new();
+        loop {
+            match self.lines.recv_timeout(WAIT) {
+                Ok(value) => rest.push(value),
+                Err(RecvTimeoutError::Disconnected) => break,
+                Err(RecvTimeoutError::Timeout) => {
+                    return Err("stdout stayed open after the server exited".into());
+                }
+            }
+        }
+        let stderr = self.join_threads();
+        Ok(Finished {
+            status,
+            elapsed,
+            rest,
+            stderr,
+        })
+    }
+
+    /// Closes stdin (end of file) and waits for the exit, timed from the
+    /// close.
+    fn close_and_finish(mut self, limit: Duration) -> Result<Finished, String> {
+        let since = Instant::now();
+        self.stdin = None;
+        self.finish_from(since, limit)
+    }
+
+    fn join_threads(&mut self) -> String {
+        if let Some(t) = self.stdout_thread.take() {
+            let _ = t.join();
+        }
+        match self.stderr_thread.take().map(JoinHandle::join) {
+            Some(Ok(bytes)) => String::from_utf8_lossy(&bytes).into_owned(),
+            _ => String::new(),
+        }
+    }
+}
+
+impl Drop for ServerProcess {
+    /// A check that failed half-way leaves no process behind; the pipes
+    /// close with it, so the reader threads end and have recorded
+    /// everything before the traffic checks run.
+    fn drop(&mut self) {
+        self.stdin = None;
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+        }
+        let _ = self.child.wait();
+        self.join_threads();
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Messages
+// ---------------------------------------------------------------------------
+
+fn request(id: impl Into<Value>, method: &str, params: Value) -> Value {
+    let mut params = params;
+    params.as_object_mut().expect("params is an object").insert(
+        "_meta".into(),
+        json!({
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {}
+        }),
+    );
+    json!({ "jsonrpc": "2.0", "id": id.into(), "method": method, "params": params })
+}
+
+fn call(id: impl Into<Value>, tool: &str, arguments: Value) -> Value {
+    request(
+        id,
+        "tools/call",
+        json!({ "name": tool, "arguments": arguments }),
+    )
+}
+
+/// A complete result as the server sends it.
+fn result(id: impl Into<Value>, mut result: Value) -> Value {
+    let map = result.as_object_mut().expect("result is an object");
+    map.insert("resultType".into(), json!("complete"));
+    map.insert(
+        "_meta".into(),
+        json!({ "io.modelcontextprotocol/serverInfo": { "name": SERVER_NAME, "version": SERVER_VERSION } }),
+    );
+    json!({ "jsonrpc": "2.0", "id": id.into(), "result": result })
+}
+
+/// A tool result holding one text block.
+fn text_result(id: impl Into<Value>, text: &str) -> Value {
+    result(id, json!({ "content": [{ "type": "text", "text": text }] }))
+}
+
+fn expect_eq(what: &str, got: &Value, want: &Value) -> Result<(), String> {
+    if got == want {
+        Ok(())
+    } else {
+        Err(format!(
+            "{what}: got {}, want {}",
+            snippet(got.to_string().as_bytes()),
+            snippet(want.to_string().as_bytes())
+        ))
+    }
+}
+
+/// Checks an error response: its id, its code, no `data`, and that the
+/// message mentions each of `mentions` (the wording is the crate's own).
+fn expect_error(
+    what: &str,
+    reply: &Value,
+    id: Value,
+    code: i64,
+    mentions: &[&str],
+) -> Result<(), String> {
+    let Some(message) = reply["error"]["message"].as_str() else {
+        return Err(format!(
+            "{what}: not an error response with a message: {reply}"
+        ));
+    };
+    let want = json!({
+        "jsonrpc": "2.0",
+        "id": id,
+        "error": { "code": code, "message": message }
+    });
+    expect_eq(what, reply, &want)?;
+    for needle in mentions {
+        ensure!(
+            message.contains(needle),
+            "{what}: the message {message:?} does not mention {needle:?}"
+        );
+    }
+    Ok(())
+}
+
+fn expect_exit_zero(finished: &Finished) -> Result<(), String> {
+    ensure!(
+        finished.status.success(),
+        "the server exited with {} (stderr: {})",
+        finished.status,
+        snippet(finished.stderr.as_bytes())
+    );
+    Ok(())
+}
+
+fn ms(d: Duration) -> String {
+    format!("{:.1} ms", d.as_secs_f64() * 1000.0)
+}
+
+// ---------------------------------------------------------------------------
+// Checks
+// ---------------------------------------------------------------------------
+
+fn discover_over_pipes() -> Result<String, String> {
+    let mut server = ServerProcess::spawn()?;
+    let reply = server.ask(&request(1, "server/discover", json!({})))?;
+    let want = result(
+        1,
+        json!({
+            "supportedVersions": ["2026-07-28"],
+            "capabilities": { "tools": {}, "logging": {} },
+            "ttlMs": 0,
+            "cacheScope": "private"
+        }),
+    );
+    expect_eq("discover reply", &reply, &want)?;
+    // A string id is echoed as a string.
+    let reply = server.ask(&request("d-2", "server/discover", json!({})))?;
+    let mut want = want;
+    want["id"] = json!("d-2");
+    expect_eq("discover reply with a string id", &reply, &want)?;
+    let finished = server.close_and_finish(Duration::from_secs(5))?;
+    expect_exit_zero(&finished)?;
+    ensure!(
+        finished.rest.is_empty(),
+        "unexpected output: {:?}",
+        finished.rest
+    );
+    Ok(String::new())
+}
+
+fn eof_idle_exits_zero() -> Result<String, String> {
+    let mut server = ServerProcess::spawn()?;
+    // One round trip first, so the server is up and idle when stdin closes.
+    let reply = server.ask(&call(1, "echo", json!({ "text": "up" })))?;
+    expect_eq("echo reply", &reply, &text_result(1, "up"))?;
+    let finished = server.close_and_finish(Duration::from_secs(5))?;
+    expect_exit_zero(&finished)?;
+    ensure!(
+        finished.rest.is_empty(),
+        "unexpected output: {:?}",
+        finished.rest
+    );
+    Ok(format!(
+        "exited 0 {} after stdin closed",
+        ms(finished.elapsed)
+    ))
+}
+
+fn eof_with_slow_call_in_flight() -> Result<String, String> {
+    let mut server = ServerProcess::spawn()?;
+    server.send(&call(1, "slow", json!({ "ms": 300 })))?;
+    let since = Instant::now();
+    server.stdin = None;
+    // The reply is written before the process exits, since stdout closes
+    // only with the process.
+    let reply = server.recv()?;
+    expect_eq("slow reply", &reply, &text_result(1, "slept 300 ms"))?;
+    let finished = server.finish_from(since, Duration::from_secs(5))?;
+    expect_exit_zero(&finished)?;
+    ensure!(
+        finished.rest.is_empty(),
+        "unexpected output: {:?}",
+        finished.rest
+    );
+    Ok(format!(
+        "reply, then exited 0 {} after stdin closed",
+        ms(finished.elapsed)
+    ))
+}
+
+/// Exactly 64 KiB of UTF-8 text with everything JSON must escape.
+fn tricky_text(len: usize) -> String {
+    let pattern = "plain ASCII, \"quotes\", back\\slash, new\nline, tab\t, \u{1} control, \
+                   é ü ß, 日本語, emoji 😀, line separator \u{2028}, slash / ; ";
+    let mut text = String::with_capacity(len);
+    'fill: loop {
+        for c in pattern.chars() {
+            if text.len() + c.len_utf8() > len {
+                break 'fill;
+            }
+            text.push(c);
+        }
+    }
+    while text.len() < len {
+        text.push('.');
+    }
+    text
+}
+
+fn echo_64kib_round_trip_byte_exact() -> Result<String, String> {
+    let mut server = ServerProcess::spawn()?;
+    let text = tricky_text(64 * 1024);
+    ensure!(
+        text.len() == 64 * 1024,
+        "the test text is {} bytes",
+        text.len()
+    );
+    let reply = server.ask(&call(1, "echo", json!({ "text": text })))?;
+    let got = reply["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default();
+    ensure!(
+        got.as_bytes() == text.as_bytes(),
+        "the echoed text differs: {} bytes back for {} sent",
+        got.len(),
+        text.len()
+    );
+    expect_eq("echo reply", &reply, &text_result(1, &text))?;
+    let finished = server.close_and_finish(Duration::from_secs(5))?;
+    expect_exit_zero(&finished)?;
+    Ok(String::new())
+}
+
+fn big_8mib_reply_is_one_line() -> Result<String, String> {
+    let mut server = ServerProcess::spawn()?;
+    let bytes = 8 * 1024 * 1024;
+    // Output lines have no limit: only input lines do.
+    let reply = server.ask(&call(1, "big", json!({ "bytes": bytes })))?;
+    expect_eq("big reply", &reply, &text_result(1, &big_text(bytes)))?;
+    let reply = server.ask(&call(2, "echo", json!({ "text": "after" })))?;
+    expect_eq("echo after big", &reply, &text_result(2, "after"))?;
+    let finished = server.close_and_finish(Duration::from_secs(5))?;
+    expect_exit_zero(&finished)?;
+    Ok(String::new())
+}
+
+/// The peak resident set size of a process, in KiB, from /proc.
+fn vm_hwm_kib(pid: u32) -> Result<u64, String> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .map_err(|e| format!("reading /proc/{pid}/status: {e}"))?;
+    let line = status
+        .lines()
+        .find(|l| l.starts_with("VmHWM:"))
+        .ok_or("no VmHWM in /proc/<pid>/status")?;
+    line.trim_start_matches("VmHWM:")
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .map_err(|e| format!("bad VmHWM line {line:?}: {e}"))
+}
+
+fn line_of_64mib_rejected_memory_bounded() -> Result<String, String> {
+    const MIB: usize = 1024 * 1024;
+    let mut server = ServerProcess::spawn()?;
+    let pid = server.pid();
+    // A well-formed request whose text is 64 MiB: the server must not find
+    // its id (that would mean holding the line), so the error has id null.
+    let template =
+        serde_json::to_string(&call(99, "echo", json!({ "text": "@SPLIT@" }))).expect("encodes");
+    let (head, tail) = template.split_once("@SPLIT@").ok_or("no marker")?;
+    let (head, tail) = (head.to_owned(), tail.to_owned());
+    let chunk = vec![b'x'; MIB];
+    let chunks = 64;
+    let total = head.len() + chunks * MIB + tail.len();
+    let mut stdin = server.stdin.take().ok_or("stdin is closed")?;
+    let writer = thread::spawn(move || -> std::io::Result<ChildStdin> {
+        stdin.write_all(head.as_bytes())?;
+        for _ in 0..chunks {
+            stdin.write_all(&chunk)?;
+        }
+        stdin.write_all(tail.as_bytes())?;
+        stdin.write_all(b"\n")?;
+        stdin.flush()?;
+        Ok(stdin)
+    });
+    let started = Instant::now();
+    let reply = server.recv_within(Duration::from_secs(120))?;
+    let took = started.elapsed();
+    let total_text = total.to_string();
+    let limit_text = (4 * MIB).to_string();
+    expect_error(
+        "reply to the 64 MiB line",
+        &reply,
+        Value::Null,
+        -32600,
+        &[&limit_text, &total_text],
+    )?;
+    let stdin = writer
+        .join()
+        .map_err(|_| "the writer thread panicked")?
+        .map_err(|e| format!("writing the 64 MiB line failed: {e}"))?;
+    server.stdin = Some(stdin);
+    // The connection survives and serves the next request.
+    let reply = server.ask(&call(100, "echo", json!({ "text": "still here" })))?;
+    expect_eq(
+        "echo after the 64 MiB line",
+        &reply,
+        &text_result(100, "still here"),
+    )?;
+    let hwm = vm_hwm_kib(pid)?;
+    let finished = server.close_and_finish(Duration::from_secs(5))?;
+    expect_exit_zero(&finished)?;
+    ensure!(
+        finished.rest.is_empty(),
+        "unexpected output: {:?}",
+        finished.rest
+    );
+    let hwm_mib = hwm as f64 / 1024.0;
+    ensure!(
+        hwm < 48 * 1024,
+        "peak RSS (VmHWM) {hwm} kB = {hwm_mib:.1} MiB is not below 48 MiB: the line was buffered"
+    );
+    Ok(format!(
+        "VmHWM {hwm} kB = {hwm_mib:.1} MiB after a {total}-byte line; rejected in {}",
+        ms(took)
+    ))
+}
+
+fn pipelined_200_concurrent_calls() -> Result<String, String> {
+    let mut server = ServerProcess::spawn()?;
+    // For each k an integer id k and a string id "k": different ids that
+    // look alike, in flight together. One of each pair is slow.
+    let mut batch = Vec::new();
+    let mut want: HashMap<String, Value> = HashMap::new();
+    for k in 0..100i64 {
+        let int_text = format!("int-{k}");
+        let str_text = format!("str-{k}");
+        let str_id = k.to_string();
+        let (int_call, str_call) = if k % 2 == 0 {
+            (
+                call(k, "echo", json!({ "text": int_text })),
+                call(
+                    str_id.clone(),
+                    "slow",
+                    json!({ "ms": 20, "text": str_text }),
+                ),
+            )
+        } else {
+            (
+                call(k, "slow", json!({ "ms": 20, "text": int_text })),
+                call(str_id.clone(), "echo", json!({ "text": str_text })),
+            )
+        };
+        for message in [int_call, str_call] {
+            serde_json::to_writer(&mut batch, &message).expect("encodes");
+            batch.push(b'\n');
+        }
+        want.insert(json!(k).to_string(), text_result(k, &int_text));
+        want.insert(
+            json!(str_id).to_string(),
+            text_result(str_id.as_str(), &str_text),
+        );
+    }
+    // All 200 in one write: pipelined, none waits for an earlier reply.
+    server.send_raw(&batch)?;
+    let mut seen: HashMap<String, Value> = HashMap::new();
+    let started = Instant::now();
+    while seen.len() < 200 {
+        let reply = server.recv()?;
+        let id = reply["id"].to_string();
+        let Some(expected) = want.get(&id) else {
+            return Err(format!("reply to an unknown id {id}: {reply}"));
+        };
+        expect_eq(&format!("reply to id {id}"), &reply, expected)?;
+        if seen.insert(id.clone(), reply).is_some() {
+            return Err(format!("id {id} was answered twice"));
+        }
+    }
+    let took = started.elapsed();
+    let finished = server.close_and_finish(Duration::from_secs(5))?;
+    expect_exit_zero(&finished)?;
+    ensure!(
+        finished.rest.is_empty(),
+        "extra replies after all 200: {:?}",
+        finished.rest
+    );
+    Ok(format!("200 replies in {}", ms(took)))
+}
+
+fn panic_recovery_over_pipes() -> Result<String, String> {
+    let mut server = ServerProcess::spawn()?;
+    let mut stdout_seen = Vec::new();
+    for round in 0..2i64 {
+        let id = 10 * round + 1;
+        let reply = server.ask(&call(id, "panic", json!({})))?;
+        expect_error(
+            "reply to the panic call",
+            &reply,
+            json!(id),
+            -32603,
+            &["panicked", PANIC_PAYLOAD],
+        )?;
+        stdout_seen.push(reply);
+        let reply = server.ask(&call(id + 1, "echo", json!({ "text": "after panic" })))?;
+        expect_eq(
+            "echo after a panic",
+            &reply,
+            &text_result(id + 1, "after panic"),
+        )?;
+        stdout_seen.push(reply);
+        // A pooled call after the panic too: the worker pool survived.
+        let reply = server.ask(&call(id + 2, "slow", json!({ "ms": 1 })))?;
+        expect_eq(
+            "slow after a panic",
+            &reply,
+            &text_result(id + 2, "slept 1 ms"),
+        )?;
+        stdout_seen.push(reply);
+    }
+    let finished = server.close_and_finish(Duration::from_secs(5))?;
+    expect_exit_zero(&finished)?;
+    ensure!(
+        finished.rest.is_empty(),
+        "unexpected output: {:?}",
+        finished.rest
+    );
+    // The panic hook's report goes to stderr...
+    let reports = finished.stderr.matches(PANIC_PAYLOAD).count();
+    ensure!(
+        reports == 2 && finished.stderr.contains("panicked"),
+        "stderr should report both panics, got: {}",
+        snippet(finished.stderr.as_bytes())
+    );
+    // ...and never to stdout: what stdout carried is the JSON-RPC replies.
+    for message in &stdout_seen {
+        ensure!(
+            !message.to_string().contains("panicked at"),
+            "the panic report reached stdout: {message}"
+        );
+    }
+    Ok(String::new())
+}
+
+fn send_sigterm(pid: u32) -> Result<(), String> {
+    let status = Command::new("kill")
+        .arg("-TERM")
+        .arg(pid.to_string())
+        .status()
+        .map_err(|e| format!("running kill failed: {e}"))?;
+    ensure!(status.success(), "kill -TERM {pid} failed: {status}");
+    Ok(())
+}
+
+fn sigterm_idle_exits_zero() -> Result<String, String> {
+    let mut server = ServerProcess::spawn()?;
+    // The signal handler is installed before `serve` starts, so once a
+    // request is answered the handler is in place.
+    let reply = server.ask(&call(1, "echo", json!({ "text": "up" })))?;
+    expect_eq("echo reply", &reply, &text_result(1, "up"))?;
+    let since = Instant::now();
+    send_sigterm(server.pid())?;
+    // stdin stays open: only the signal can stop the server.
+    let finished = server.finish_from(since, Duration::from_secs(5))?;
+    expect_exit_zero(&finished)?;
+    ensure!(
+        finished.rest.is_empty(),
+        "unexpected output: {:?}",
+        finished.rest
+    );
+    Ok(format!("exited 0 {} after SIGTERM", ms(finished.elapsed)))
+}
+
+fn sigterm_with_slow_call_in_flight() -> Result<String, String> {
+    let mut server = ServerProcess::spawn()?;
+    server.send(&call(1, "slow", json!({ "ms": 10_000 })))?;
+    // Requests are handled in order: once the echo is answered, the slow
+    // call has started and is in flight.
+    let reply = server.ask(&call(2, "echo", json!({ "text": "ping" })))?;
+    expect_eq("echo reply", &reply, &text_result(2, "ping"))?;
+    let since = Instant::now();
+    send_sigterm(server.pid())?;
+    let reply = server.recv_within(Duration::from_secs(6))?;
+    let answered = since.elapsed();
+    expect_error(
+        "reply to the slow call after SIGTERM",
+        &reply,
+        json!(1),
+        -32603,
+        &["shut down"],
+    )?;
+    let finished = server.finish_from(since, Duration::from_secs(6))?;
+    expect_exit_zero(&finished)?;
+    ensure!(
+        finished.rest.is_empty(),
+        "unexpected output: {:?}",
+        finished.rest
+    );
+    // The grace period was given (a lower bound only ever gets safer on a
+    // slow machine).
+    ensure!(
+        answered >= GRACE - Duration::from_millis(100),
+        "the slow call was cut off after {} instead of the {GRACE:?} grace period",
+        ms(answered)
+    );
+    Ok(format!(
+        "-32603 after {}, exited 0 {} after SIGTERM",
+        ms(answered),
+        ms(finished.elapsed)
+    ))
+}
+
+fn stdout_lines_are_single_line_json() -> Result<String, String> {
+    let t = traffic();
+    ensure!(t.stdout_lines > 0, "no stdout traffic was recorded");
+    ensure!(
+        t.not_single_line_json.is_empty(),
+        "{} of {} stdout lines are not exactly one JSON value per line, first: {}",
+        t.not_single_line_json.len(),
+        t.stdout_lines,
+        t.not_single_line_json[0]
+    );
+    Ok(format!(
+        "{} lines, {} bytes from {} servers",
+        t.stdout_lines, t.stdout_bytes, t.servers
+    ))
+}
+
+fn stdout_only_jsonrpc_stderr_never() -> Result<String, String> {
+    let t = traffic();
+    ensure!(t.stdout_lines > 0, "no stdout traffic was recorded");
+    ensure!(
+        t.not_jsonrpc.is_empty(),
+        "{} stdout lines are not JSON-RPC messages, first: {}",
+        t.not_jsonrpc.len(),
+        t.not_jsonrpc[0]
+    );
+    ensure!(
+        t.jsonrpc_on_stderr.is_empty(),
+        "{} stderr lines carry JSON-RPC, first: {}",
+        t.jsonrpc_on_stderr.len(),
+        t.jsonrpc_on_stderr[0]
+    );
+    Ok(format!("{} bytes of stderr checked", t.stderr_bytes))
+}

@@ -3,10 +3,15 @@
 
 use std::sync::{Arc, OnceLock};
 
-use mcp_stdio::Server;
+use mcp_stdio::{Server, ServerBuilder};
 
 /// The fixture server of FIXTURES.md.
 pub fn build() -> Server {
+    build_with(|builder| builder)
+}
+
+/// The fixture server with whatever `extra` registers on top (for tests).
+pub fn build_with(extra: impl FnOnce(ServerBuilder) -> ServerBuilder) -> Server {
     // Some fixtures add and remove tools on the server they belong to.
     let handle: Arc<OnceLock<Server>> = Arc::new(OnceLock::new());
     let builder = Server::builder("mcp-stdio-everything", env!("CARGO_PKG_VERSION"))
@@ -16,7 +21,7 @@ pub fn build() -> Server {
         // Every fixture must be on the first page of every list.
         .page_size(1000);
     let builder = crate::fixtures::register(builder, &handle);
-    let server = crate::conformance::register(builder).build();
+    let server = extra(crate::conformance::register(builder)).build();
     // Set once, right here; nothing else can have set it.
     let _ = handle.set(server.clone());
     server

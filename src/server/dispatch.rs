@@ -13,11 +13,11 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::value::RawValue;
-use serde_json::{Map, Value};
+use serde_json::{Map, Value, json};
 
 use crate::context::{RequestContext, RequestMeta};
 use crate::jsonrpc::{ErrorObject, RequestId, encode_error, encode_result};
-use crate::server::handlers::{Outcome, PromptArguments, ResourceRequest};
+use crate::server::handlers::{Outcome, PromptArguments};
 use crate::server::{Inner, SUPPORTED_VERSIONS};
 use crate::types::{
     CompleteRequestParams, DiscoverResult, ListPromptsResult, ListResourceTemplatesResult,
@@ -106,13 +106,8 @@ pub(crate) fn prepare(
     let fields: Fields<'_> = serde_json::from_str(text).map_err(ErrorObject::invalid_params)?;
     let meta = validate_meta(fields.meta)?;
     let inner = Arc::clone(inner);
-    let job = |inline: bool, work: Work| {
-        Ok(Job {
-            meta: meta.clone(),
-            work,
-            inline,
-        })
-    };
+    // Called once, in whichever arm below builds the job.
+    let job = move |inline: bool, work: Work| Ok(Job { meta, work, inline });
     match route {
         Route::Discover => job(true, Box::new(move |ctx| discover(&inner, ctx))),
         Route::ToolsList | Route::ResourcesList | Route::TemplatesList | Route::PromptsList => {
@@ -125,10 +120,10 @@ pub(crate) fn prepare(
         Route::ToolsCall => {
             let name = required_string(fields.name, "name")?;
             let args = fields.arguments.filter(|raw| raw.get() != "null");
-            if let Some(raw) = args {
-                if !raw.get().starts_with('{') {
-                    return Err(ErrorObject::invalid_params("arguments must be an object"));
-                }
+            if let Some(raw) = args
+                && !raw.get().starts_with('{')
+            {
+                return Err(ErrorObject::invalid_params("arguments must be an object"));
             }
             let range = args.map(|raw| span(text, raw.get()));
             let (handler, inline) = {
@@ -151,17 +146,14 @@ pub(crate) fn prepare(
         }
         Route::ResourcesRead => {
             let uri = required_string(fields.uri, "uri")?;
-            let (handler, variables, inline) = inner.find_resource(&uri)?;
-            let req = ResourceRequest { uri, variables };
+            let found = inner.find_resource(&uri)?;
             job(
-                inline,
+                found.inline,
                 Box::new(move |ctx| {
-                    let res = handler(ctx, &req).map(|out| match out {
+                    let res = (found.handler)(ctx, &found.request).map(|out| match out {
                         Outcome::Complete(mut result) => {
                             result.ttl_ms.get_or_insert(inner.config.cache.ttl_ms);
-                            result
-                                .cache_scope
-                                .get_or_insert(inner.config.cache.scope.clone());
+                            result.cache_scope.get_or_insert(inner.config.cache.scope);
                             Outcome::Complete(result)
                         }
                         other => other,
@@ -296,7 +288,20 @@ fn route(inner: &Inner, name: &str) -> Result<Route, ErrorObject> {
             .get(name)
             .map(|(handler, inline)| Route::Custom(Arc::clone(handler), *inline)),
     };
-    route.ok_or_else(|| ErrorObject::method_not_found(name))
+    route.ok_or_else(|| match name {
+        // Spec 2026-07-28 basic/versioning: a modern-only server SHOULD name
+        // its versions in any error to `initialize`; a legacy client may have
+        // nothing else to show its user.
+        "initialize" => ErrorObject::new(
+            crate::jsonrpc::error_code::METHOD_NOT_FOUND,
+            format!(
+                "method not found: initialize (this server speaks only MCP {}, which has no initialize handshake)",
+                SUPPORTED_VERSIONS.join(", ")
+            ),
+        )
+        .with_data(json!({ "supported": SUPPORTED_VERSIONS })),
+        _ => ErrorObject::method_not_found(name),
+    })
 }
 
 /// Checks the per-request protocol fields (spec 2026-07-28 basic/index,
@@ -398,7 +403,7 @@ fn discover(inner: &Inner, ctx: &RequestContext) -> Vec<u8> {
         capabilities: inner.capabilities(),
         instructions: inner.instructions.clone(),
         ttl_ms: Some(inner.config.cache.ttl_ms),
-        cache_scope: Some(inner.config.cache.scope.clone()),
+        cache_scope: Some(inner.config.cache.scope),
         result_type: None,
         meta: None,
     };
@@ -409,68 +414,29 @@ fn list(inner: &Inner, ctx: &RequestContext, route: Route, cursor: Option<&str>)
     let registry = inner.registry.read().unwrap_or_else(|e| e.into_inner());
     let size = inner.config.page_size;
     let cache = &inner.config.cache;
-    let id = ctx.id();
+    // The four lists differ only in the catalog, the item and the result type.
+    macro_rules! page {
+        ($catalog:ident, $item:ident, $result:ident) => {
+            finish(
+                inner,
+                ctx.id(),
+                registry
+                    .$catalog
+                    .page(cursor, size, |e| e.$item.clone())
+                    .map(|(items, next)| $result {
+                        next_cursor: next,
+                        ttl_ms: Some(cache.ttl_ms),
+                        cache_scope: Some(cache.scope),
+                        ..$result::new(items)
+                    }),
+            )
+        };
+    }
     match route {
-        Route::ToolsList => finish(
-            inner,
-            id,
-            registry
-                .tools
-                .page(cursor, size, |e| e.tool.clone())
-                .map(|(tools, next)| ListToolsResult {
-                    tools,
-                    next_cursor: next,
-                    ttl_ms: Some(cache.ttl_ms),
-                    cache_scope: Some(cache.scope.clone()),
-                    result_type: None,
-                    meta: None,
-                }),
-        ),
-        Route::ResourcesList => finish(
-            inner,
-            id,
-            registry
-                .resources
-                .page(cursor, size, |e| e.resource.clone())
-                .map(|(resources, next)| ListResourcesResult {
-                    resources,
-                    next_cursor: next,
-                    ttl_ms: Some(cache.ttl_ms),
-                    cache_scope: Some(cache.scope.clone()),
-                    result_type: None,
-                    meta: None,
-                }),
-        ),
-        Route::TemplatesList => finish(
-            inner,
-            id,
-            registry
-                .templates
-                .page(cursor, size, |e| e.template.clone())
-                .map(|(resource_templates, next)| ListResourceTemplatesResult {
-                    resource_templates,
-                    next_cursor: next,
-                    ttl_ms: Some(cache.ttl_ms),
-                    cache_scope: Some(cache.scope.clone()),
-                    result_type: None,
-                    meta: None,
-                }),
-        ),
-        _ => finish(
-            inner,
-            id,
-            registry
-                .prompts
-                .page(cursor, size, |e| e.prompt.clone())
-                .map(|(prompts, next)| ListPromptsResult {
-                    prompts,
-                    next_cursor: next,
-                    ttl_ms: Some(cache.ttl_ms),
-                    cache_scope: Some(cache.scope.clone()),
-                    result_type: None,
-                    meta: None,
-                }),
-        ),
+        Route::ToolsList => page!(tools, tool, ListToolsResult),
+        Route::ResourcesList => page!(resources, resource, ListResourcesResult),
+        Route::TemplatesList => page!(templates, template, ListResourceTemplatesResult),
+        _ => page!(prompts, prompt, ListPromptsResult),
     }
 }
 

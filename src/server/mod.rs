@@ -299,31 +299,40 @@ impl Inner {
     /// Finds the handler for a `resources/read` URI: a static resource
     /// first, then the templates in registration order. Unknown URIs are
     /// `-32602` with `data.uri` (spec 2026-07-28 server/resources).
-    pub(crate) fn find_resource(
-        &self,
-        uri: &str,
-    ) -> Result<
-        (
-            Arc<ResourceFn>,
-            std::collections::BTreeMap<String, String>,
-            bool,
-        ),
-        ErrorObject,
-    > {
+    pub(crate) fn find_resource(&self, uri: &str) -> Result<FoundResource, ErrorObject> {
         let registry = self.registry.read().unwrap_or_else(|e| e.into_inner());
         if let Some(entry) = registry.resources.get(uri) {
-            return Ok((Arc::clone(&entry.handler), Default::default(), entry.inline));
+            return Ok(FoundResource {
+                handler: Arc::clone(&entry.handler),
+                request: ResourceRequest {
+                    uri: uri.to_owned(),
+                    variables: Default::default(),
+                },
+                inline: entry.inline,
+            });
         }
         for entry in registry.templates.iter() {
-            if let Some(vars) = entry.pattern.matches(uri) {
-                return Ok((Arc::clone(&entry.handler), vars, false));
+            if let Some(variables) = entry.pattern.matches(uri) {
+                return Ok(FoundResource {
+                    handler: Arc::clone(&entry.handler),
+                    request: ResourceRequest {
+                        uri: uri.to_owned(),
+                        variables,
+                    },
+                    inline: false,
+                });
             }
         }
-        Err(
-            ErrorObject::invalid_params(format!("resource not found: {uri}"))
-                .with_data(serde_json::json!({ "uri": uri })),
-        )
+        let error = ErrorObject::invalid_params(format!("resource not found: {uri}"));
+        Err(error.with_data(serde_json::json!({ "uri": uri })))
     }
+}
+
+/// The handler that reads a URI, and what it is asked.
+pub(crate) struct FoundResource {
+    pub handler: Arc<ResourceFn>,
+    pub request: ResourceRequest,
+    pub inline: bool,
 }
 
 impl Registry {

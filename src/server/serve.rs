@@ -142,6 +142,9 @@ impl Owner {
                 Err(_) => {
                     // Nothing more to write right now: one flush per burst.
                     self.flush();
+                    if self.write_error.is_some() {
+                        break;
+                    }
                     let next = match deadline {
                         None => inbox.recv().ok(),
                         Some(at) => inbox.recv_deadline(at).ok(),
@@ -320,11 +323,11 @@ impl Owner {
         else {
             return;
         };
-        if let Some(entry) = self.in_flight.cancel(&request_id) {
-            if entry.waiting {
-                self.waiting.retain(|w| w.seq != entry.seq);
-                self.release_credit();
-            }
+        if let Some(entry) = self.in_flight.cancel(&request_id)
+            && entry.waiting
+        {
+            self.waiting.retain(|w| w.seq != entry.seq);
+            self.release_credit();
         }
     }
 
@@ -353,10 +356,10 @@ impl Owner {
     }
 
     fn flush(&mut self) {
-        if self.write_error.is_none() {
-            if let Err(e) = self.out.flush() {
-                self.write_error = Some(e);
-            }
+        if self.write_error.is_none()
+            && let Err(e) = self.out.flush()
+        {
+            self.write_error = Some(e);
         }
     }
 }

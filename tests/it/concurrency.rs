@@ -1,1 +1,137 @@
-//! (to be written)
+//! The worker pool, the cap on running requests, and backpressure.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use mcp_stdio::Server;
+use mcp_stdio::types::{CallToolResult, Tool};
+use serde_json::{Value, json};
+
+use crate::support::{Gate, Peer, call, request, text_result};
+
+fn pooled_echo(builder: mcp_stdio::ServerBuilder) -> mcp_stdio::ServerBuilder {
+    builder.tool(Tool::new("pecho", "Pooled echo."), |_ctx, args: Value| {
+        Ok(CallToolResult::text(
+            args["text"].as_str().unwrap_or("").to_owned(),
+        ))
+    })
+}
+
+#[test]
+fn a_slow_request_does_not_delay_a_fast_one() {
+    let (builder, gate) = Gate::install(pooled_echo(Server::builder("slow-fast", "1.0.0")));
+    let server = builder.build();
+    let mut peer = Peer::start(&server);
+    peer.send(&call(1, "block", json!({})));
+    gate.wait_started();
+    // Both a pooled and an inline request are answered while 1 blocks.
+    assert_eq!(
+        peer.ask(&call(2, "pecho", json!({ "text": "fast" }))),
+        text_result(&peer, 2, "fast")
+    );
+    assert_eq!(
+        peer.ask(&request(3, "server/discover", json!({})))["id"],
+        json!(3)
+    );
+    gate.release_one();
+    assert_eq!(peer.recv(), text_result(&peer, 1, "released"));
+    peer.finish_quietly();
+}
+
+#[test]
+fn the_pool_grows_past_its_warm_workers_up_to_the_cap() {
+    let (builder, gate) = Gate::install(Server::builder("grow", "1.0.0").workers(1).max_running(8));
+    let server = builder.build();
+    let mut peer = Peer::start(&server);
+    for id in 0..6 {
+        peer.send(&call(id, "block", json!({})));
+    }
+    // All six run at once although only one worker was warm.
+    let mut started: Vec<i64> = (0..6)
+        .map(|_| gate.wait_started().as_i64().unwrap())
+        .collect();
+    started.sort();
+    assert_eq!(started, [0, 1, 2, 3, 4, 5]);
+    for _ in 0..6 {
+        gate.release_one();
+    }
+    let mut ids: Vec<i64> = (0..6)
+        .map(|_| peer.recv()["id"].as_i64().unwrap())
+        .collect();
+    ids.sort();
+    assert_eq!(ids, [0, 1, 2, 3, 4, 5]);
+    peer.finish_quietly();
+}
+
+// req: pipelining:500-each-once
+#[test]
+fn five_hundred_pipelined_requests_are_each_answered_once() {
+    let server = crate::everything::build_with(pooled_echo);
+    let mut peer = Peer::start(&server);
+    let mut expected = HashMap::new();
+    for i in 0..500 {
+        let id = if i % 2 == 0 {
+            json!(i)
+        } else {
+            json!(format!("s{i}"))
+        };
+        let (tool, text) = match i % 3 {
+            0 => ("echo", format!("inline {i}")),
+            1 => ("pecho", format!("pooled {i}")),
+            _ => ("echo", "x".repeat(i)),
+        };
+        peer.send(&call(id.clone(), tool, json!({ "text": text })));
+        expected.insert(id.to_string(), text);
+    }
+    for _ in 0..500 {
+        let resp = peer.recv();
+        let key = resp["id"].to_string();
+        let text = expected
+            .remove(&key)
+            .unwrap_or_else(|| panic!("unexpected or repeated reply {resp}"));
+        assert_eq!(resp, text_result(&peer, resp["id"].clone(), &text));
+    }
+    assert!(expected.is_empty());
+    peer.finish_quietly();
+}
+
+// req: backpressure:reader-pauses
+#[test]
+fn past_the_queue_limit_the_server_stops_reading_and_loses_nothing() {
+    let (builder, gate) = Gate::install(pooled_echo(
+        Server::builder("backpressure", "1.0.0")
+            .workers(1)
+            .max_running(1)
+            .queue_limit(4),
+    ));
+    let server = builder.build();
+    let mut peer = Peer::start(&server);
+    peer.send(&call("b", "block", json!({})));
+    gate.wait_started();
+    for i in 0..50 {
+        peer.send(&call(i, "pecho", json!({ "text": i.to_string() })));
+    }
+    // An inline request behind them: were the reader still taking input, it
+    // would be answered at once. It is not read until the queue drains.
+    peer.send(&request("d", "server/discover", json!({})));
+    peer.assert_silent_for(Duration::from_millis(200));
+    gate.release_one();
+    assert_eq!(peer.recv(), text_result(&peer, "b", "released"));
+    // One worker: the echoes finish in order. The inline discover is read
+    // once the queue has room again and may overtake the last of them.
+    let mut echoes = Vec::new();
+    let mut discovered = 0;
+    for _ in 0..51 {
+        let resp = peer.recv();
+        if resp["id"] == json!("d") {
+            discovered += 1;
+        } else {
+            let i = resp["id"].as_i64().unwrap();
+            assert_eq!(resp, text_result(&peer, i, &i.to_string()));
+            echoes.push(i);
+        }
+    }
+    assert_eq!(discovered, 1);
+    assert_eq!(echoes, (0..50).collect::<Vec<_>>());
+    peer.finish_quietly();
+}

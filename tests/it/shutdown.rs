@@ -1,1 +1,138 @@
-//! (to be written)
+//! End of input, stop, the grace period, and panics
+//! (spec 2026-07-28 basic/transports/stdio, "Shutdown").
+
+use std::time::Duration;
+
+use mcp_stdio::Server;
+use serde_json::json;
+
+use crate::support::{Gate, Peer, call, error, request, text_result};
+
+#[test]
+fn an_idle_server_returns_at_end_of_input() {
+    let peer = Peer::start(&crate::everything::build());
+    peer.finish_quietly();
+}
+
+#[test]
+fn in_flight_work_finishes_after_end_of_input() {
+    let (builder, gate) = Gate::install(Server::builder("drain", "1.0.0"));
+    let mut peer = Peer::start(&builder.build());
+    peer.send(&call(1, "block", json!({})));
+    gate.wait_started();
+    peer.close_input();
+    gate.release_one();
+    assert_eq!(peer.recv(), text_result(&peer, 1, "released"));
+    peer.finish_quietly();
+}
+
+#[test]
+fn past_the_grace_period_work_is_cancelled_and_answered() {
+    let (builder, gate) =
+        Gate::install(Server::builder("grace", "1.0.0").shutdown_grace(Duration::from_millis(50)));
+    let mut peer = Peer::start(&builder.build());
+    peer.send(&call("late", "block", json!({})));
+    gate.wait_started();
+    let (rest, res) = peer.finish();
+    res.unwrap();
+    assert_eq!(
+        rest,
+        [error(
+            "late",
+            -32603,
+            "internal error: the server shut down before the request finished"
+        )]
+    );
+    // The handler's token was tripped, so it stopped.
+    assert_eq!(gate.wait_cancel_observed(), json!("late"));
+}
+
+#[test]
+fn stop_ends_serve_while_the_input_is_still_open() {
+    let server = crate::everything::build();
+    let stop = server.stop_handle();
+    let mut peer = Peer::start(&server);
+    assert_eq!(
+        peer.ask(&request(1, "server/discover", json!({})))["id"],
+        json!(1)
+    );
+    stop.stop();
+    // `finish` closes the input only after serve has returned: it waits for
+    // the output to close, which serve does on its own.
+    let (rest, res) = peer.finish();
+    assert!(rest.is_empty());
+    res.unwrap();
+    // Stopping is final: serving again returns at once.
+    Peer::start(&server).finish_quietly();
+}
+
+#[test]
+fn after_stop_new_requests_are_refused_and_running_ones_finish() {
+    let (builder, gate) = Gate::install(Server::builder("stop", "1.0.0"));
+    let server = builder.build();
+    let mut peer = Peer::start(&server);
+    peer.send(&call(1, "block", json!({})));
+    gate.wait_started();
+    server.stop_handle().stop();
+    peer.send(&request(2, "server/discover", json!({})));
+    assert_eq!(
+        peer.recv(),
+        error(2, -32603, "internal error: the server is shutting down")
+    );
+    gate.release_one();
+    assert_eq!(peer.recv(), text_result(&peer, 1, "released"));
+    peer.finish_quietly();
+}
+
+// req: panics:recover
+#[test]
+fn a_panicking_handler_gets_an_internal_error_and_the_server_keeps_serving() {
+    let mut peer = Peer::start(&crate::everything::build());
+    assert_eq!(
+        peer.ask(&call(1, "panic", json!({}))),
+        error(
+            1,
+            -32603,
+            "internal error: handler panicked: the panic fixture panicked"
+        )
+    );
+    assert_eq!(
+        peer.ask(&call(2, "echo", json!({ "text": "still here" }))),
+        text_result(&peer, 2, "still here")
+    );
+    // Inline handlers are caught too.
+    let server = Server::builder("inline-panic", "1.0.0")
+        .inline_tool(
+            mcp_stdio::types::Tool::new("boom", "Panics inline."),
+            |_ctx,
+             _: serde_json::Value|
+             -> Result<mcp_stdio::types::CallToolResult, mcp_stdio::ErrorObject> {
+                panic!("inline boom")
+            },
+        )
+        .build();
+    let mut inline = Peer::start(&server);
+    assert_eq!(
+        inline.ask(&call(1, "boom", json!({}))),
+        error(1, -32603, "internal error: handler panicked: inline boom")
+    );
+    assert_eq!(
+        inline.ask(&request(2, "server/discover", json!({})))["id"],
+        json!(2)
+    );
+    inline.finish_quietly();
+    peer.finish_quietly();
+}
+
+#[test]
+fn serve_returns_an_error_when_the_output_is_gone() {
+    let (ours, theirs) = mcp_stdio::Transport::memory();
+    let server = crate::everything::build();
+    let serving = std::thread::spawn(move || server.serve(theirs));
+    let (_reader, mut writer) = ours.into_parts();
+    drop(_reader);
+    let line = serde_json::to_string(&request(1, "server/discover", json!({}))).unwrap();
+    std::io::Write::write_all(&mut writer, format!("{line}\n").as_bytes()).unwrap();
+    let res = serving.join().unwrap();
+    assert!(matches!(res, Err(mcp_stdio::Error::Io(_))), "{res:?}");
+}

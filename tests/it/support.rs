@@ -6,7 +6,8 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use crossbeam_channel::Receiver;
-use mcp_stdio::{Server, Transport};
+use mcp_stdio::types::{CallToolResult, LoggingLevel, Tool};
+use mcp_stdio::{Server, ServerBuilder, Transport};
 use serde_json::{Value, json};
 
 /// How long any single wait may take before the test fails.
@@ -179,4 +180,89 @@ pub fn code(resp: &Value) -> i64 {
     resp["error"]["code"]
         .as_i64()
         .unwrap_or_else(|| panic!("not an error response: {resp}"))
+}
+
+impl Peer {
+    /// Closes the input (the server reads end of file) but keeps reading.
+    pub fn close_input(&mut self) {
+        self.input = None;
+    }
+
+    /// Asserts that the server writes nothing for `quiet`. Only for checks
+    /// that something does *not* happen; a failure shows up as an
+    /// unexpected message, never as a spurious timeout.
+    pub fn assert_silent_for(&self, quiet: Duration) {
+        if let Ok(line) = self.lines.recv_timeout(quiet) {
+            panic!("expected silence, got {line}");
+        }
+    }
+}
+
+/// A test-controlled tool, `block`: it reports its start, then waits until
+/// the test releases it (reply `released`) or the request is cancelled. On
+/// cancellation it reports that too, then tries to send progress, a log
+/// message and a reply, none of which may reach the wire.
+pub struct Gate {
+    pub started: Receiver<Value>,
+    pub observed_cancel: Receiver<Value>,
+    release: crossbeam_channel::Sender<()>,
+}
+
+impl Gate {
+    /// Adds the `block` tool to `builder`.
+    pub fn install(builder: ServerBuilder) -> (ServerBuilder, Gate) {
+        let (started_tx, started) = crossbeam_channel::unbounded();
+        let (observed_tx, observed_cancel) = crossbeam_channel::unbounded();
+        let (release, release_rx) = crossbeam_channel::unbounded::<()>();
+        let tool = Tool::new("block", "Blocks until released or cancelled.");
+        let builder = builder.tool(tool, move |ctx, _: Value| {
+            let id = ctx.id().to_value();
+            started_tx.send(id.clone()).unwrap();
+            loop {
+                if ctx.is_cancelled() {
+                    observed_tx.send(id).unwrap();
+                    ctx.progress(99.0, None, Some("after cancel"));
+                    ctx.log(LoggingLevel::Emergency, None, json!("after cancel"));
+                    return Ok(CallToolResult::text("late"));
+                }
+                match release_rx.recv_timeout(Duration::from_millis(2)) {
+                    Ok(()) => return Ok(CallToolResult::text("released")),
+                    Err(crossbeam_channel::RecvTimeoutError::Timeout) => {}
+                    Err(_) => return Ok(CallToolResult::text("gate dropped")),
+                }
+            }
+        });
+        (
+            builder,
+            Gate {
+                started,
+                observed_cancel,
+                release,
+            },
+        )
+    }
+
+    /// Waits until a `block` call started; returns its id.
+    pub fn wait_started(&self) -> Value {
+        self.started
+            .recv_timeout(WAIT)
+            .expect("a block call should have started")
+    }
+
+    /// Waits until a `block` call saw its cancellation; returns its id.
+    pub fn wait_cancel_observed(&self) -> Value {
+        self.observed_cancel
+            .recv_timeout(WAIT)
+            .expect("a block call should have seen its cancellation")
+    }
+
+    /// Lets one running `block` call finish.
+    pub fn release_one(&self) {
+        self.release.send(()).unwrap();
+    }
+}
+
+/// A `block` reply.
+pub fn text_result(peer: &Peer, id: impl Into<Value>, text: &str) -> Value {
+    peer.result(id, json!({ "content": [{ "type": "text", "text": text }] }))
 }

@@ -1,1 +1,230 @@
-//! (to be written)
+//! The everything server over a real Unix domain socket: `Transport::new`
+//! with a `UnixStream`'s two halves, end of input by `shutdown(Write)`, and
+//! several connections served at once from one `Server`.
+
+use std::io::{BufReader, ErrorKind, Read};
+use std::net::Shutdown;
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::thread::JoinHandle;
+
+use mcp_stdio::{Server, Transport};
+use serde_json::{Value, json};
+
+use crate::support::{Peer, WAIT, call, cancel, request, server_meta};
+
+/// A socket path under the temp dir, unique to this process and test,
+/// removed again on drop (also when the test fails).
+struct SocketPath(PathBuf);
+
+impl SocketPath {
+    fn new(test: &str) -> SocketPath {
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let name = format!("mcp-stdio-{}-{test}-{n}.sock", std::process::id());
+        let path = std::env::temp_dir().join(name);
+        // A leftover from a crashed run with a recycled pid.
+        let _ = std::fs::remove_file(&path);
+        SocketPath(path)
+    }
+}
+
+impl Drop for SocketPath {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+/// Removes the socket file, checking that it was there and is gone.
+fn remove(path: SocketPath) {
+    let file = path.0.clone();
+    assert!(file.exists(), "the socket file should exist until removed");
+    drop(path);
+    assert!(!file.exists(), "the socket file should be gone");
+}
+
+/// Accepts `n` connections on a thread, serving each on its own thread;
+/// returns the serving threads' handles in accept order.
+fn accept_and_serve(
+    listener: UnixListener,
+    server: &Server,
+    n: usize,
+) -> crossbeam_channel::Receiver<JoinHandle<Result<(), mcp_stdio::Error>>> {
+    let (tx, handles) = crossbeam_channel::unbounded();
+    let server = server.clone();
+    std::thread::spawn(move || {
+        for _ in 0..n {
+            let (stream, _) = listener.accept().expect("accept");
+            let reader = stream.try_clone().expect("try_clone");
+            let server = server.clone();
+            let serving = std::thread::spawn(move || {
+                server.serve(Transport::new(BufReader::new(reader), stream))
+            });
+            tx.send(serving).unwrap();
+        }
+    });
+    handles
+}
+
+/// The client end: a `Peer` over the stream, plus a handle on the same
+/// socket for `shutdown` and for reading after the peer is done.
+fn connect(
+    path: &SocketPath,
+    handles: &crossbeam_channel::Receiver<JoinHandle<Result<(), mcp_stdio::Error>>>,
+    server: &Server,
+) -> (Peer, UnixStream) {
+    let stream = UnixStream::connect(&path.0).expect("connect");
+    let control = stream.try_clone().expect("try_clone");
+    let reader = stream.try_clone().expect("try_clone");
+    let serving = handles
+        .recv_timeout(WAIT)
+        .expect("the server should have accepted the connection");
+    let transport = Transport::new(BufReader::new(reader), stream);
+    (
+        Peer::over(transport, Some(serving), server_meta(server)),
+        control,
+    )
+}
+
+/// Half-closes the client's side: the server reads end of file. Then
+/// checks that the server wrote nothing more, that `serve` returned `Ok`
+/// and that the server closed its end of the socket.
+fn shut_down(peer: Peer, control: UnixStream) {
+    control.shutdown(Shutdown::Write).expect("shutdown(Write)");
+    let (rest, res) = peer.finish();
+    assert_eq!(rest, Vec::<Value>::new(), "nothing more was expected");
+    res.expect("serve should return Ok after end of input");
+    // The server dropped both halves of its stream: reading our end now
+    // yields end of file, not a timeout.
+    control.set_read_timeout(Some(WAIT)).unwrap();
+    let mut byte = [0u8; 1];
+    match (&control).read(&mut byte) {
+        Ok(0) => {}
+        Ok(_) => panic!("the server wrote after serve returned"),
+        Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
+            panic!("the server did not close the socket")
+        }
+        Err(e) => panic!("reading the closed socket failed: {e}"),
+    }
+}
+
+/// Text that exercises JSON escaping: quotes, backslashes, control
+/// characters, non-ASCII, a U+2028.
+const TRICKY: &str = "tab\t \"quoted\" back\\slash new\nline \u{1} é 日本 😀 \u{2028} </script>";
+
+#[test]
+fn discover_and_echo_over_a_unix_socket() {
+    let server = crate::everything::build();
+    let path = SocketPath::new("single");
+    let listener = UnixListener::bind(&path.0).expect("bind");
+    let handles = accept_and_serve(listener, &server, 1);
+    let (mut peer, control) = connect(&path, &handles, &server);
+
+    // The same requests over the in-memory transport, for the exact bytes
+    // the server writes (the wire encoding must not depend on the stream).
+    let mut reference = Peer::start(&server);
+    let discover = request("discover-1", "server/discover", json!({}));
+    let echo = call(2, "echo", json!({ "text": TRICKY }));
+
+    peer.send(&discover);
+    let line = peer.recv_line();
+    reference.send(&discover);
+    assert_eq!(
+        line,
+        reference.recv_line(),
+        "discover bytes differ from the in-memory transport"
+    );
+    let resp: Value = serde_json::from_str(&line).unwrap();
+    let expected = peer.result(
+        "discover-1",
+        json!({
+            "supportedVersions": ["2026-07-28"],
+            "capabilities": {
+                "tools": {},
+                "prompts": {},
+                "resources": {},
+                "completions": {},
+                "logging": {}
+            },
+            "instructions": "Fixture server of mcp-stdio: every tool, resource and prompt is a test fixture.",
+            "ttlMs": 0,
+            "cacheScope": "private"
+        }),
+    );
+    assert_eq!(resp, expected);
+
+    peer.send(&echo);
+    let line = peer.recv_line();
+    reference.send(&echo);
+    assert_eq!(
+        line,
+        reference.recv_line(),
+        "echo bytes differ from the in-memory transport"
+    );
+    let resp: Value = serde_json::from_str(&line).unwrap();
+    assert_eq!(
+        resp,
+        peer.result(
+            2,
+            json!({ "content": [{ "type": "text", "text": TRICKY }] })
+        )
+    );
+    assert_eq!(
+        resp["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .as_bytes(),
+        TRICKY.as_bytes()
+    );
+    reference.finish_quietly();
+
+    shut_down(peer, control);
+    remove(path);
+}
+
+#[test]
+fn two_connections_at_once_from_one_server() {
+    let server = crate::everything::build();
+    let path = SocketPath::new("pair");
+    let listener = UnixListener::bind(&path.0).expect("bind");
+    let handles = accept_and_serve(listener, &server, 2);
+    let (mut a, a_control) = connect(&path, &handles, &server);
+    let (mut b, b_control) = connect(&path, &handles, &server);
+    let text = |peer: &Peer, id: Value, text: &str| {
+        peer.result(id, json!({ "content": [{ "type": "text", "text": text }] }))
+    };
+
+    // A long call in flight on A under id 1...
+    a.send(&call(1, "slow", json!({ "ms": 60_000 })));
+    // ...does not hold up B, and B may use id 1 too: ids are per connection.
+    assert_eq!(
+        b.ask(&call(1, "echo", json!({ "text": "from b" }))),
+        text(&b, json!(1), "from b")
+    );
+    assert_eq!(
+        b.ask(&request(2, "server/discover", json!({})))["result"]["supportedVersions"],
+        json!(["2026-07-28"])
+    );
+    // A is served alongside its own slow call.
+    assert_eq!(
+        a.ask(&call(2, "echo", json!({ "text": "from a" }))),
+        text(&a, json!(2), "from a")
+    );
+    // Cancelling A's call is answered by nothing (spec: no reply to a
+    // cancelled request), and touches nothing on B.
+    a.send(&cancel(1));
+    assert_eq!(
+        a.ask(&call(3, "echo", json!({ "text": "a again" }))),
+        text(&a, json!(3), "a again")
+    );
+
+    // Closing A ends A's serve only; B keeps being served.
+    shut_down(a, a_control);
+    assert_eq!(
+        b.ask(&call(3, "echo", json!({ "text": "b after a" }))),
+        text(&b, json!(3), "b after a")
+    );
+    shut_down(b, b_control);
+    remove(path);
+}
