@@ -22,6 +22,7 @@ use serde_json::{Map, Value};
 
 use crate::jsonrpc::{ErrorObject, RequestId, encode_notification};
 use crate::server::serve::{Event, Sink};
+use crate::server::{Notifier, Server};
 use crate::types::{
     ClientCapabilities, Implementation, LoggingLevel, LoggingMessageNotificationParams,
     ProgressNotificationParams, ProgressToken, method,
@@ -166,6 +167,7 @@ pub struct RequestContext {
     meta: RequestMeta,
     token: CancelToken,
     sink: Sink,
+    server: Server,
     /// The last progress value sent, as `f64` bits; `NEG_INFINITY` before
     /// the first.
     last_progress: AtomicU64,
@@ -182,18 +184,37 @@ impl fmt::Debug for RequestContext {
 }
 
 impl RequestContext {
-    pub(crate) fn new(id: RequestId, meta: RequestMeta, token: CancelToken, sink: Sink) -> Self {
+    pub(crate) fn new(
+        id: RequestId,
+        meta: RequestMeta,
+        token: CancelToken,
+        sink: Sink,
+        server: Server,
+    ) -> Self {
         RequestContext {
             id,
             meta,
             token,
             sink,
+            server,
             last_progress: AtomicU64::new(f64::NEG_INFINITY.to_bits()),
         }
     }
 
     pub(crate) fn sink(&self) -> &Sink {
         &self.sink
+    }
+
+    /// The server serving this request: handlers can add and remove tools,
+    /// resources and prompts through it while serving.
+    pub fn server(&self) -> &Server {
+        &self.server
+    }
+
+    /// Publishes changes to open subscriptions (same as
+    /// [`Server::notifier`]).
+    pub fn notifier(&self) -> Notifier {
+        self.server.notifier()
     }
 
     /// The JSON-RPC id of the request.

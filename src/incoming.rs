@@ -97,6 +97,13 @@ pub(crate) fn classify(line: &[u8]) -> Incoming {
         Err(e) if e.is_data() => return invalid(None, ErrorObject::invalid_request(e)),
         Err(e) => return invalid(None, ErrorObject::parse_error(e)),
     };
+    // A response from the peer is only noted, whatever its id looks like.
+    if env.method.is_none() && (env.result.is_some() || env.error.is_some()) {
+        let id = env
+            .id
+            .and_then(|raw| serde_json::from_str::<RequestId>(raw.get()).ok());
+        return Incoming::Response { id };
+    }
     let id = match env.id {
         None => None,
         Some(raw) => match serde_json::from_str::<RequestId>(raw.get()) {
@@ -131,9 +138,6 @@ pub(crate) fn classify(line: &[u8]) -> Incoming {
         }
     }
     let Some(method) = env.method else {
-        if env.result.is_some() || env.error.is_some() {
-            return Incoming::Response { id };
-        }
         return invalid(id, ErrorObject::invalid_request("missing method"));
     };
     let method = match serde_json::from_str::<String>(method.get()) {
@@ -251,7 +255,7 @@ mod tests {
             error_of(r#"{"jsonrpc":"2.0","id":1,"id":2,"method":"m"}"#),
             (None, -32600)
         );
-        assert_eq!(classify(b"\xff\xfe").is_parse_error(), true);
+        assert!(classify(b"\xff\xfe").is_parse_error());
     }
 
     impl Incoming {

@@ -40,6 +40,53 @@
 //! client capabilities), and every result is stamped with `resultType` and
 //! the server's identity.
 //!
+//! # Publishing changes
+//!
+//! A client opens a long-lived `subscriptions/listen` request naming what
+//! it wants to hear about; the server acknowledges it first, then tags
+//! every notification with the listen request's id. The application
+//! publishes through a [`Notifier`] from any thread; adding or removing a
+//! tool, resource or prompt through the [`Server`] announces the list
+//! change by itself. When the server stops (end of input, a stop, a
+//! signal) every listen gets its final result.
+//!
+//! ```
+//! use std::io::{BufRead, Write};
+//! use mcp_stdio::types::{ReadResourceResult, Resource, ResourceContents};
+//! use mcp_stdio::{Server, Transport};
+//!
+//! let server = Server::builder("clock", "1.0.0")
+//!     .resource(Resource::new("clock://now", "now"), |_ctx, req| {
+//!         Ok(ReadResourceResult::new(vec![ResourceContents::text(&req.uri, "12:00")]))
+//!     })
+//!     .build();
+//! let notifier = server.notifier();
+//! let (client, transport) = Transport::memory();
+//! let serving = std::thread::spawn(move || server.serve(transport));
+//! let (mut from_server, mut to_server) = client.into_parts();
+//! writeln!(to_server, r#"{{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen","params":{{"_meta":{{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{{}}}},"notifications":{{"resourceSubscriptions":["clock://now"]}}}}}}"#)?;
+//! let mut ack = String::new();
+//! from_server.read_line(&mut ack)?;
+//! assert!(ack.contains("notifications/subscriptions/acknowledged"));
+//!
+//! notifier.resource_updated("clock://now"); // from any thread
+//! let mut update = String::new();
+//! from_server.read_line(&mut update)?;
+//! assert_eq!(
+//!     update.trim_end(),
+//!     r#"{"jsonrpc":"2.0","method":"notifications/resources/updated","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":1},"uri":"clock://now"}}"#
+//! );
+//! drop(to_server); // end of input: the listen gets its final result
+//! let mut last = String::new();
+//! from_server.read_line(&mut last)?;
+//! assert!(last.starts_with(r#"{"jsonrpc":"2.0","id":1,"result":{"#));
+//! serving.join().unwrap()?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! `examples/subscriptions.rs` is a server that publishes a ticking clock
+//! and the changes of a watched file.
+//!
 //! # Threading model
 //!
 //! ```text
@@ -55,6 +102,10 @@
 //! - Only the reader touches the input and only the owner writes the
 //!   output. A reply is written only while its request is still in flight,
 //!   so a cancelled request never gets a reply and no request gets two.
+//! - The owner also holds the subscription table. A listen's ack is written
+//!   in the same step that makes the subscription visible to events; events
+//!   reach the owner through the same inbox, in order, so one published
+//!   after the ack is always delivered and one published before never is.
 //! - A handler registered with an `inline_` method promises to be cheap and
 //!   never block; it runs on the owner with no thread hop (the benchmarks'
 //!   echo tool is inline). Everything else runs on the pool, which grows up
@@ -85,6 +136,7 @@
 //! | `resources/list`, `resources/templates/list`, `resources/read` | [`ServerBuilder::resource`], [`ServerBuilder::resource_template`] |
 //! | `prompts/list`, `prompts/get` | [`ServerBuilder::prompt`] |
 //! | `completion/complete` | [`ServerBuilder::completion`] |
+//! | `subscriptions/listen` and its notifications | [`Notifier`], [`ServerBuilder::resource_subscription_filter`] |
 //! | `notifications/cancelled` | [`RequestContext::is_cancelled`] |
 //! | `notifications/progress`, `notifications/message` | [`RequestContext::progress`], [`RequestContext::log`] |
 //!
@@ -114,7 +166,7 @@ pub use context::{CancelToken, RequestContext, RequestMeta};
 pub use error::Error;
 pub use jsonrpc::{ErrorObject, RequestId, error_code};
 pub use server::{
-    CacheHints, Outcome, PromptArguments, ResourceRequest, SUPPORTED_VERSIONS, Server,
+    CacheHints, Notifier, Outcome, PromptArguments, ResourceRequest, SUPPORTED_VERSIONS, Server,
     ServerBuilder, StopHandle, ToolOutcome,
 };
 pub use transport::{DEFAULT_MAX_LINE_BYTES, MemoryReader, MemoryWriter, Transport, memory_pipe};

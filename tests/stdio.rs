@@ -3,8 +3,11 @@
 //!
 //! With `MCP_STDIO_TEST_SERVER=1` in the environment, `main` builds a small
 //! server and serves it over `Transport::stdio()`, exiting 0 when `serve`
-//! returns `Ok`. Without it, `main` runs the checks below, each of which
-//! spawns `current_exe()` in server mode with piped stdin, stdout and
+//! returns `Ok`. With `MCP_STDIO_TEST_SERVER=everything` it serves the
+//! crate's fixture server, the everything example (its modules are compiled
+//! into this binary), exactly as `examples/everything/main.rs` does.
+//! Without either, `main` runs the checks below, each of which spawns
+//! `current_exe()` in one of the server modes with piped stdin, stdout and
 //! stderr, so nothing but the server itself ever writes to the protocol
 //! stream (`harness = false`: there is no libtest banner either).
 //!
@@ -13,6 +16,15 @@
 //! failed. Every wait is bounded: stdout is read on a thread into a
 //! channel and read back with `recv_timeout`, exits are awaited with a
 //! bounded `try_wait` loop.
+
+// The everything example's fixture set, at the crate root because its
+// modules refer to each other as `crate::fixtures` and `crate::conformance`.
+#[path = "../examples/everything/conformance.rs"]
+mod conformance;
+#[path = "../examples/everything/server.rs"]
+mod everything;
+#[path = "../examples/everything/fixtures.rs"]
+mod fixtures;
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -28,8 +40,15 @@ use mcp_stdio::{ErrorObject, Server, Transport};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-/// Set (to anything) in the server process's environment.
+/// Set in the server process's environment: to [`EVERYTHING_MODE`] for the
+/// everything server, to anything else for the small server.
 const SERVER_ENV: &str = "MCP_STDIO_TEST_SERVER";
+/// The value of [`SERVER_ENV`] that selects the everything server.
+const EVERYTHING_MODE: &str = "everything";
+/// The value of [`SERVER_ENV`] that selects the small server.
+const SMALL_MODE: &str = "1";
+/// The everything server's name, as `examples/everything/server.rs` sets it.
+const EVERYTHING_NAME: &str = "mcp-stdio-everything";
 const SERVER_NAME: &str = "stdio-test";
 const SERVER_VERSION: &str = "0.0.1";
 /// The payload of the `panic` tool's panic.
@@ -40,8 +59,10 @@ const WAIT: Duration = Duration::from_secs(10);
 const GRACE: Duration = Duration::from_secs(2);
 
 fn main() {
-    if std::env::var_os(SERVER_ENV).is_some() {
-        run_server();
+    match std::env::var_os(SERVER_ENV) {
+        Some(mode) if mode == EVERYTHING_MODE => run_everything_server(),
+        Some(_) => run_server(),
+        None => {}
     }
     std::process::exit(run_checks());
 }
@@ -116,6 +137,23 @@ fn run_server() -> ! {
     }
 }
 
+/// The everything example's `main`: its fixture server over stdio, stopped
+/// gracefully by SIGINT/SIGTERM.
+fn run_everything_server() -> ! {
+    let server = everything::build();
+    if let Err(e) = mcp_stdio::signal::stop_on_signals(server.stop_handle()) {
+        eprintln!("everything server: {e}");
+        std::process::exit(2);
+    }
+    match server.serve(Transport::stdio()) {
+        Ok(()) => std::process::exit(0),
+        Err(e) => {
+            eprintln!("everything server: serve failed: {e}");
+            std::process::exit(1);
+        }
+    }
+}
+
 /// The `big` tool's text: a repeating, position-revealing pattern.
 fn big_text(bytes: usize) -> String {
     const PATTERN: &[u8] = b"0123456789abcdefghijklmnopqrstuvwxyz";
@@ -152,6 +190,39 @@ const CHECKS: &[(&str, Check)] = &[
     (
         "sigterm_with_slow_call_in_flight",
         sigterm_with_slow_call_in_flight,
+    ),
+    // The everything server (the example's fixture set) as a real process.
+    (
+        "everything_discover_capabilities",
+        everything_discover_capabilities,
+    ),
+    (
+        "everything_listen_conformance_probe",
+        everything_listen_conformance_probe,
+    ),
+    (
+        "everything_bump_updates_counter_subscription",
+        everything_bump_updates_counter_subscription,
+    ),
+    (
+        "everything_toggle_tool_announces_list_change",
+        everything_toggle_tool_announces_list_change,
+    ),
+    (
+        "everything_eof_ends_listens_gracefully",
+        everything_eof_ends_listens_gracefully,
+    ),
+    (
+        "everything_sigterm_ends_listens_gracefully",
+        everything_sigterm_ends_listens_gracefully,
+    ),
+    (
+        "everything_end_listen_ends_every_listen",
+        everything_end_listen_ends_every_listen,
+    ),
+    (
+        "everything_removed_methods_not_found",
+        everything_removed_methods_not_found,
     ),
     // These two look at the traffic of every check above, so they run last.
     (
@@ -394,10 +465,20 @@ struct ServerProcess {
 }
 
 impl ServerProcess {
+    /// The small server of [`run_server`].
     fn spawn() -> Result<ServerProcess, String> {
+        ServerProcess::spawn_mode(SMALL_MODE)
+    }
+
+    /// The everything server of [`run_everything_server`].
+    fn spawn_everything() -> Result<ServerProcess, String> {
+        ServerProcess::spawn_mode(EVERYTHING_MODE)
+    }
+
+    fn spawn_mode(mode: &str) -> Result<ServerProcess, String> {
         let exe = std::env::current_exe().map_err(|e| format!("current_exe: {e}"))?;
         let mut child = Command::new(exe)
-            .env(SERVER_ENV, "1")
+            .env(SERVER_ENV, mode)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -573,13 +654,22 @@ fn call(id: impl Into<Value>, tool: &str, arguments: Value) -> Value {
     )
 }
 
-/// A complete result as the server sends it.
-fn result(id: impl Into<Value>, mut result: Value) -> Value {
+/// A complete result as the small server sends it.
+fn result(id: impl Into<Value>, result: Value) -> Value {
+    result_from(
+        json!({ "name": SERVER_NAME, "version": SERVER_VERSION }),
+        id,
+        result,
+    )
+}
+
+/// A complete result as a server with this `serverInfo` sends it.
+fn result_from(server_info: Value, id: impl Into<Value>, mut result: Value) -> Value {
     let map = result.as_object_mut().expect("result is an object");
     map.insert("resultType".into(), json!("complete"));
     map.insert(
         "_meta".into(),
-        json!({ "io.modelcontextprotocol/serverInfo": { "name": SERVER_NAME, "version": SERVER_VERSION } }),
+        json!({ "io.modelcontextprotocol/serverInfo": server_info }),
     );
     json!({ "jsonrpc": "2.0", "id": id.into(), "result": result })
 }
@@ -655,7 +745,9 @@ fn discover_over_pipes() -> Result<String, String> {
         1,
         json!({
             "supportedVersions": ["2026-07-28"],
-            "capabilities": { "tools": {}, "logging": {} },
+            // `subscriptions/listen` delivers tool-list changes, so a
+            // server with tools advertises `listChanged`.
+            "capabilities": { "tools": { "listChanged": true }, "logging": {} },
             "ttlMs": 0,
             "cacheScope": "private"
         }),
@@ -1070,4 +1162,600 @@ fn stdout_only_jsonrpc_stderr_never() -> Result<String, String> {
         t.jsonrpc_on_stderr[0]
     );
     Ok(format!("{} bytes of stderr checked", t.stderr_bytes))
+}
+
+// ---------------------------------------------------------------------------
+// The everything server: subscriptions/listen over real pipes
+// ---------------------------------------------------------------------------
+
+/// The everything server's `serverInfo`.
+fn everything_info() -> Value {
+    json!({ "name": EVERYTHING_NAME, "version": env!("CARGO_PKG_VERSION") })
+}
+
+/// A complete result as the everything server sends it.
+fn ev_result(id: impl Into<Value>, body: Value) -> Value {
+    result_from(everything_info(), id, body)
+}
+
+/// A tool result of the everything server holding one text block.
+fn ev_text_result(id: impl Into<Value>, text: &str) -> Value {
+    ev_result(id, json!({ "content": [{ "type": "text", "text": text }] }))
+}
+
+/// A `subscriptions/listen` request with this filter.
+fn listen(id: impl Into<Value>, filter: Value) -> Value {
+    request(
+        id,
+        "subscriptions/listen",
+        json!({ "notifications": filter }),
+    )
+}
+
+/// `notifications/subscriptions/acknowledged` for subscription `id`.
+fn ack(id: impl Into<Value>, accepted: Value) -> Value {
+    json!({
+        "jsonrpc": "2.0",
+        "method": "notifications/subscriptions/acknowledged",
+        "params": {
+            "_meta": { "io.modelcontextprotocol/subscriptionId": id.into() },
+            "notifications": accepted
+        }
+    })
+}
+
+/// A notification delivered on subscription `id`, with `fields` beside
+/// `_meta` in its params.
+fn delivery(id: impl Into<Value>, method: &str, fields: Value) -> Value {
+    let mut params = fields;
+    params.as_object_mut().expect("fields is an object").insert(
+        "_meta".into(),
+        json!({ "io.modelcontextprotocol/subscriptionId": id.into() }),
+    );
+    json!({ "jsonrpc": "2.0", "method": method, "params": params })
+}
+
+fn tools_changed(id: impl Into<Value>) -> Value {
+    delivery(id, "notifications/tools/list_changed", json!({}))
+}
+
+fn prompts_changed(id: impl Into<Value>) -> Value {
+    delivery(id, "notifications/prompts/list_changed", json!({}))
+}
+
+fn resource_updated(id: impl Into<Value>, uri: &str) -> Value {
+    delivery(id, "notifications/resources/updated", json!({ "uri": uri }))
+}
+
+/// The final result that ends subscription `id` gracefully.
+fn final_result(id: impl Into<Value>) -> Value {
+    let id = id.into();
+    json!({
+        "jsonrpc": "2.0",
+        "id": id,
+        "result": {
+            "resultType": "complete",
+            "_meta": {
+                "io.modelcontextprotocol/subscriptionId": id,
+                "io.modelcontextprotocol/serverInfo": everything_info()
+            }
+        }
+    })
+}
+
+/// The client's cancellation of request `id` (over stdio, how a client
+/// closes a listen stream).
+fn cancelled(id: impl Into<Value>) -> Value {
+    json!({
+        "jsonrpc": "2.0",
+        "method": "notifications/cancelled",
+        "params": { "requestId": id.into(), "reason": "the client is done listening" }
+    })
+}
+
+/// `resources/read` of `mem://counter` showing `value`.
+fn counter_read(id: impl Into<Value>, value: &str) -> Value {
+    ev_result(
+        id,
+        json!({
+            "contents": [{ "uri": "mem://counter", "mimeType": "text/plain", "text": value }],
+            "ttlMs": 0,
+            "cacheScope": "private"
+        }),
+    )
+}
+
+/// The tool `toggle_tool` adds, as `tools/list` shows it.
+fn ephemeral_tool() -> Value {
+    json!({
+        "name": "ephemeral",
+        "description": "Exists between two calls of toggle_tool.",
+        "inputSchema": { "type": "object", "properties": {} }
+    })
+}
+
+/// A millisecond timestamp, as the conformance suite uses for listen ids.
+fn now_ms() -> i64 {
+    let since = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    i64::try_from(since.as_millis()).unwrap_or(i64::MAX)
+}
+
+/// Whether a message is the response to request `id`.
+fn is_response_to(message: &Value, id: &Value) -> bool {
+    message.get("method").is_none() && message.get("id") == Some(id)
+}
+
+/// Checks a successful tool result whose content is the fixture's own
+/// business: `resultType: complete`, the server's info, not `isError`.
+fn expect_tool_success(what: &str, reply: &Value, id: &Value) -> Result<(), String> {
+    let mut stripped = reply.clone();
+    let content = stripped
+        .get_mut("result")
+        .and_then(Value::as_object_mut)
+        .and_then(|result| result.remove("content"));
+    ensure!(
+        content.as_ref().is_some_and(Value::is_array),
+        "{what}: not a tool result with content: {reply}"
+    );
+    expect_eq(what, &stripped, &ev_result(id.clone(), json!({})))
+}
+
+/// Hands out barrier ids, distinct from every id a check uses.
+static NEXT_BARRIER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+
+impl ServerProcess {
+    /// Sends a listen and checks that the next message (nothing else is
+    /// outstanding) is its acknowledgment with the `accepted` filter.
+    fn open_listen(&mut self, id: Value, filter: Value, accepted: Value) -> Result<(), String> {
+        let reply = self.ask(&listen(id.clone(), filter))?;
+        expect_eq(
+            &format!("the first message of listen {id}"),
+            &reply,
+            &ack(id, accepted),
+        )
+    }
+
+    /// Receives until the response to `id`; returns it and the messages
+    /// that came before it.
+    fn until_reply(&self, id: &Value) -> Result<(Value, Vec<Value>), String> {
+        let mut before = Vec::new();
+        loop {
+            let message = self.recv().map_err(|e| {
+                format!("waiting for the reply to {id}: {e} (got {})", json!(before))
+            })?;
+            if is_response_to(&message, id) {
+                return Ok((message, before));
+            }
+            before.push(message);
+        }
+    }
+
+    /// A round trip through the server's inbox: an `echo` sent now is
+    /// handled after every event that was already queued, so whatever the
+    /// server had to write for earlier requests is written before its
+    /// reply. Returns the messages that came before the reply.
+    fn settle(&mut self) -> Result<Vec<Value>, String> {
+        let n = NEXT_BARRIER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let id = json!(format!("barrier-{n}"));
+        let text = format!("barrier {n}");
+        self.send(&call(id.clone(), "echo", json!({ "text": text })))?;
+        let (reply, before) = self.until_reply(&id)?;
+        expect_eq("the barrier's echo", &reply, &ev_text_result(id, &text))?;
+        Ok(before)
+    }
+
+    /// Calls a tool, then waits out a barrier; returns the reply and every
+    /// other message the call caused, in order. A handler publishes before
+    /// it returns, so its events are queued before the barrier's request
+    /// is even sent.
+    fn call_and_settle(
+        &mut self,
+        id: impl Into<Value>,
+        tool: &str,
+    ) -> Result<(Value, Vec<Value>), String> {
+        let id = id.into();
+        self.send(&call(id.clone(), tool, json!({})))?;
+        let (reply, mut caused) = self.until_reply(&id)?;
+        caused.extend(self.settle()?);
+        Ok((reply, caused))
+    }
+}
+
+fn everything_discover_capabilities() -> Result<String, String> {
+    let mut server = ServerProcess::spawn_everything()?;
+    let reply = server.ask(&request(1, "server/discover", json!({})))?;
+    // FIXTURES.md part A: `tools.listChanged`, `prompts.listChanged`,
+    // `resources.subscribe` and `resources.listChanged`, `completions`.
+    let want = ev_result(
+        1,
+        json!({
+            "supportedVersions": ["2026-07-28"],
+            "capabilities": {
+                "tools": { "listChanged": true },
+                "prompts": { "listChanged": true },
+                "resources": { "subscribe": true, "listChanged": true },
+                "completions": {},
+                "logging": {}
+            },
+            "instructions": "Fixture server of mcp-stdio: every tool, resource and prompt is a test fixture.",
+            "ttlMs": 0,
+            "cacheScope": "private"
+        }),
+    );
+    expect_eq("discover reply", &reply, &want)?;
+    let finished = server.close_and_finish(Duration::from_secs(5))?;
+    expect_exit_zero(&finished)?;
+    ensure!(
+        finished.rest.is_empty(),
+        "unexpected output: {:?}",
+        finished.rest
+    );
+    Ok(String::new())
+}
+
+/// FIXTURES.md section 7, as the conformance suite's `server-stateless`
+/// scenario probes it, over stdio.
+fn everything_listen_conformance_probe() -> Result<String, String> {
+    let mut server = ServerProcess::spawn_everything()?;
+    // 1. A tools stream, id a millisecond timestamp: the ack comes first.
+    let tools_id = now_ms();
+    server.open_listen(
+        json!(tools_id),
+        json!({ "toolsListChanged": true }),
+        json!({ "toolsListChanged": true }),
+    )?;
+    let (reply, caused) = server.call_and_settle(1, "test_trigger_tool_change")?;
+    expect_tool_success("test_trigger_tool_change reply", &reply, &json!(1))?;
+    expect_eq(
+        "what test_trigger_tool_change sent",
+        &json!(caused),
+        &json!([tools_changed(tools_id)]),
+    )?;
+    // 2. A prompts stream does not get the tool change...
+    let prompts_id = now_ms().max(tools_id + 1);
+    server.open_listen(
+        json!(prompts_id),
+        json!({ "promptsListChanged": true }),
+        json!({ "promptsListChanged": true }),
+    )?;
+    let (reply, caused) = server.call_and_settle(2, "test_trigger_tool_change")?;
+    expect_tool_success("test_trigger_tool_change reply", &reply, &json!(2))?;
+    expect_eq(
+        "what test_trigger_tool_change sent with a prompts stream open",
+        &json!(caused),
+        &json!([tools_changed(tools_id)]),
+    )?;
+    // 3. ...but does get the prompt change, which the tools stream does not.
+    let (reply, caused) = server.call_and_settle(3, "test_trigger_prompt_change")?;
+    expect_tool_success("test_trigger_prompt_change reply", &reply, &json!(3))?;
+    expect_eq(
+        "what test_trigger_prompt_change sent",
+        &json!(caused),
+        &json!([prompts_changed(prompts_id)]),
+    )?;
+    // 4. The suite closes its streams: over stdio, notifications/cancelled.
+    // From then on nothing carries either id.
+    server.send(&cancelled(tools_id))?;
+    server.send(&cancelled(prompts_id))?;
+    for (id, tool) in [
+        (4, "test_trigger_tool_change"),
+        (5, "test_trigger_prompt_change"),
+    ] {
+        server.send(&call(id, tool, json!({})))?;
+        // Barrier: the trigger's own reply is the next line...
+        let reply = server.recv()?;
+        expect_tool_success(
+            &format!("the next line after {tool} on cancelled streams"),
+            &reply,
+            &json!(id),
+        )?;
+        // ...and nothing follows it before a later request's reply.
+        let caused = server.settle()?;
+        ensure!(
+            caused.is_empty(),
+            "{tool} after both listens were cancelled sent {}",
+            json!(caused)
+        );
+    }
+    // A cancelled listen has ended: no final result for it either.
+    let finished = server.close_and_finish(Duration::from_secs(5))?;
+    expect_exit_zero(&finished)?;
+    ensure!(
+        finished.rest.is_empty(),
+        "output after stdin closed with only cancelled listens: {:?}",
+        finished.rest
+    );
+    Ok(format!("listen ids {tools_id} and {prompts_id}"))
+}
+
+fn everything_bump_updates_counter_subscription() -> Result<String, String> {
+    let mut server = ServerProcess::spawn_everything()?;
+    server.open_listen(
+        json!("counter-watch"),
+        json!({ "resourceSubscriptions": ["mem://counter"] }),
+        json!({ "resourceSubscriptions": ["mem://counter"] }),
+    )?;
+    // A stream for something else, which must not get the update.
+    server.open_listen(
+        json!(9),
+        json!({ "toolsListChanged": true }),
+        json!({ "toolsListChanged": true }),
+    )?;
+    let read = |id: i64| request(id, "resources/read", json!({ "uri": "mem://counter" }));
+    let reply = server.ask(&read(1))?;
+    expect_eq("mem://counter before bump", &reply, &counter_read(1, "0"))?;
+    let (reply, caused) = server.call_and_settle(2, "bump")?;
+    expect_eq("bump reply", &reply, &ev_text_result(2, "1"))?;
+    expect_eq(
+        "what bump sent",
+        &json!(caused),
+        &json!([resource_updated("counter-watch", "mem://counter")]),
+    )?;
+    let reply = server.ask(&read(3))?;
+    expect_eq("mem://counter after bump", &reply, &counter_read(3, "1"))?;
+    let finished = server.close_and_finish(Duration::from_secs(5))?;
+    expect_exit_zero(&finished)?;
+    expect_eq(
+        "output after stdin closed",
+        &json!(finished.rest),
+        &json!([final_result("counter-watch"), final_result(9)]),
+    )?;
+    Ok(String::new())
+}
+
+fn everything_toggle_tool_announces_list_change() -> Result<String, String> {
+    let mut server = ServerProcess::spawn_everything()?;
+    server.open_listen(
+        json!(7),
+        json!({ "toolsListChanged": true }),
+        json!({ "toolsListChanged": true }),
+    )?;
+    server.open_listen(
+        json!("prompts"),
+        json!({ "promptsListChanged": true }),
+        json!({ "promptsListChanged": true }),
+    )?;
+    let listed = |server: &mut ServerProcess, id: i64| -> Result<Vec<Value>, String> {
+        let reply = server.ask(&request(id, "tools/list", json!({})))?;
+        let tools = reply["result"]["tools"]
+            .as_array()
+            .ok_or_else(|| format!("not a tools/list result: {reply}"))?;
+        Ok(tools
+            .iter()
+            .filter(|t| t["name"] == "ephemeral")
+            .cloned()
+            .collect())
+    };
+    let found = listed(&mut server, 1)?;
+    ensure!(found.is_empty(), "ephemeral is listed before toggle_tool");
+    let (reply, caused) = server.call_and_settle(2, "toggle_tool")?;
+    expect_eq(
+        "toggle_tool reply",
+        &reply,
+        &ev_text_result(2, "added ephemeral"),
+    )?;
+    expect_eq(
+        "what toggle_tool sent",
+        &json!(caused),
+        &json!([tools_changed(7)]),
+    )?;
+    let found = listed(&mut server, 3)?;
+    expect_eq(
+        "ephemeral in tools/list",
+        &json!(found),
+        &json!([ephemeral_tool()]),
+    )?;
+    let reply = server.ask(&call(4, "ephemeral", json!({})))?;
+    expect_eq("ephemeral reply", &reply, &ev_text_result(4, "ephemeral"))?;
+    // And back: the removal is announced too.
+    let (reply, caused) = server.call_and_settle(5, "toggle_tool")?;
+    expect_eq(
+        "second toggle_tool reply",
+        &reply,
+        &ev_text_result(5, "removed ephemeral"),
+    )?;
+    expect_eq(
+        "what the second toggle_tool sent",
+        &json!(caused),
+        &json!([tools_changed(7)]),
+    )?;
+    let found = listed(&mut server, 6)?;
+    ensure!(
+        found.is_empty(),
+        "ephemeral is still listed after the second toggle_tool"
+    );
+    let finished = server.close_and_finish(Duration::from_secs(5))?;
+    expect_exit_zero(&finished)?;
+    expect_eq(
+        "output after stdin closed",
+        &json!(finished.rest),
+        &json!([final_result(7), final_result("prompts")]),
+    )?;
+    Ok(String::new())
+}
+
+/// Opens two listens whose ids differ only in type (string "7", then
+/// integer 7), as two subscriptions of their own.
+fn open_two_listens(server: &mut ServerProcess) -> Result<(), String> {
+    server.open_listen(
+        json!("7"),
+        json!({ "toolsListChanged": true }),
+        json!({ "toolsListChanged": true }),
+    )?;
+    server.open_listen(
+        json!(7),
+        json!({ "promptsListChanged": true, "resourceSubscriptions": ["mem://counter"] }),
+        json!({ "promptsListChanged": true, "resourceSubscriptions": ["mem://counter"] }),
+    )
+}
+
+fn everything_eof_ends_listens_gracefully() -> Result<String, String> {
+    let mut server = ServerProcess::spawn_everything()?;
+    open_two_listens(&mut server)?;
+    let finished = server.close_and_finish(Duration::from_secs(5))?;
+    // Exactly the two final results, oldest first, and never a
+    // notifications/cancelled from the server.
+    expect_eq(
+        "output after stdin closed",
+        &json!(finished.rest),
+        &json!([final_result("7"), final_result(7)]),
+    )?;
+    expect_exit_zero(&finished)?;
+    Ok(format!(
+        "2 final results, exited 0 {} after stdin closed",
+        ms(finished.elapsed)
+    ))
+}
+
+fn everything_sigterm_ends_listens_gracefully() -> Result<String, String> {
+    let mut server = ServerProcess::spawn_everything()?;
+    // The handler is installed before `serve` starts: an ack means it is.
+    open_two_listens(&mut server)?;
+    let since = Instant::now();
+    send_sigterm(server.pid())?;
+    // stdin stays open: only the signal can stop the server.
+    let finished = server.finish_from(since, Duration::from_secs(5))?;
+    expect_eq(
+        "output after SIGTERM",
+        &json!(finished.rest),
+        &json!([final_result("7"), final_result(7)]),
+    )?;
+    expect_exit_zero(&finished)?;
+    Ok(format!(
+        "2 final results, exited 0 {} after SIGTERM",
+        ms(finished.elapsed)
+    ))
+}
+
+fn everything_end_listen_ends_every_listen() -> Result<String, String> {
+    let mut server = ServerProcess::spawn_everything()?;
+    server.open_listen(
+        json!("end-a"),
+        json!({ "toolsListChanged": true }),
+        json!({ "toolsListChanged": true }),
+    )?;
+    server.open_listen(
+        json!(2),
+        json!({ "resourceSubscriptions": ["mem://counter"], "promptsListChanged": true }),
+        json!({ "promptsListChanged": true, "resourceSubscriptions": ["mem://counter"] }),
+    )?;
+    let (reply, caused) = server.call_and_settle(3, "end_listen")?;
+    expect_eq(
+        "end_listen reply",
+        &reply,
+        &ev_text_result(3, "closing every subscription"),
+    )?;
+    expect_eq(
+        "what end_listen sent",
+        &json!(caused),
+        &json!([final_result("end-a"), final_result(2)]),
+    )?;
+    // The ended streams get nothing more.
+    let (reply, caused) = server.call_and_settle(4, "toggle_tool")?;
+    expect_eq(
+        "toggle_tool reply",
+        &reply,
+        &ev_text_result(4, "added ephemeral"),
+    )?;
+    ensure!(
+        caused.is_empty(),
+        "toggle_tool after end_listen sent {}",
+        json!(caused)
+    );
+    let (reply, caused) = server.call_and_settle(5, "bump")?;
+    expect_eq("bump reply", &reply, &ev_text_result(5, "1"))?;
+    ensure!(
+        caused.is_empty(),
+        "bump after end_listen sent {}",
+        json!(caused)
+    );
+    // An ended listen's id is free again, and a new stream works.
+    server.open_listen(
+        json!("end-a"),
+        json!({ "toolsListChanged": true }),
+        json!({ "toolsListChanged": true }),
+    )?;
+    let (reply, caused) = server.call_and_settle(6, "toggle_tool")?;
+    expect_eq(
+        "toggle_tool reply",
+        &reply,
+        &ev_text_result(6, "removed ephemeral"),
+    )?;
+    expect_eq(
+        "what toggle_tool sent to the new stream",
+        &json!(caused),
+        &json!([tools_changed("end-a")]),
+    )?;
+    let finished = server.close_and_finish(Duration::from_secs(5))?;
+    expect_exit_zero(&finished)?;
+    expect_eq(
+        "output after stdin closed",
+        &json!(finished.rest),
+        &json!([final_result("end-a")]),
+    )?;
+    Ok(String::new())
+}
+
+fn everything_removed_methods_not_found() -> Result<String, String> {
+    let mut server = ServerProcess::spawn_everything()?;
+    // Removed at 2026-07-28 in favour of subscriptions/listen.
+    for (n, method) in [(1, "resources/subscribe"), (2, "resources/unsubscribe")] {
+        for id in [json!(n), json!(format!("{method} {n}"))] {
+            let reply = server.ask(&request(
+                id.clone(),
+                method,
+                json!({ "uri": "mem://counter" }),
+            ))?;
+            expect_error(&format!("reply to {method}"), &reply, id, -32601, &[method])?;
+        }
+    }
+    // initialize, as a 2025 client sends it (no `_meta`) and with the
+    // 2026 `_meta`: -32601, and the error names the version this server
+    // speaks, which may be the only diagnostic such a client shows.
+    let legacy = json!({
+        "jsonrpc": "2.0",
+        "id": 3,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": { "name": "legacy-client", "version": "1.0.0" }
+        }
+    });
+    let modern = request("init", "initialize", json!({}));
+    for (what, message, id) in [
+        ("a 2025 initialize", legacy, json!(3)),
+        ("an initialize with _meta", modern, json!("init")),
+    ] {
+        let reply = server.ask(&message)?;
+        let error = &reply["error"];
+        let text = error["message"].as_str().unwrap_or_default();
+        let mut want = json!({
+            "jsonrpc": "2.0",
+            "id": id,
+            "error": { "code": -32601, "message": text }
+        });
+        // `data` is the server's to add.
+        if let Some(data) = error.get("data") {
+            want["error"]["data"] = data.clone();
+        }
+        expect_eq(&format!("reply to {what}"), &reply, &want)?;
+        ensure!(
+            text.contains("2026-07-28"),
+            "the error answering {what} does not name 2026-07-28: {reply}"
+        );
+    }
+    // Still serving.
+    let reply = server.ask(&call(4, "echo", json!({ "text": "after" })))?;
+    expect_eq("echo after", &reply, &ev_text_result(4, "after"))?;
+    let finished = server.close_and_finish(Duration::from_secs(5))?;
+    expect_exit_zero(&finished)?;
+    ensure!(
+        finished.rest.is_empty(),
+        "unexpected output: {:?}",
+        finished.rest
+    );
+    Ok(String::new())
 }

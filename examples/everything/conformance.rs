@@ -178,6 +178,26 @@ fn tools(builder: ServerBuilder) -> ServerBuilder {
             },
         )
         .inline_tool(
+            tool(
+                "test_trigger_tool_change",
+                "Publishes a tool-list change to the listening streams.",
+            ),
+            |ctx, _: Value| {
+                ctx.notifier().tools_list_changed();
+                Ok(CallToolResult::text("Tool list change published."))
+            },
+        )
+        .inline_tool(
+            tool(
+                "test_trigger_prompt_change",
+                "Publishes a prompt-list change to the listening streams.",
+            ),
+            |ctx, _: Value| {
+                ctx.notifier().prompts_list_changed();
+                Ok(CallToolResult::text("Prompt list change published."))
+            },
+        )
+        .inline_tool(
             Tool::new(
                 "json_schema_2020_12_tool",
                 "Takes a JSON Schema 2020-12 input.",

@@ -1,14 +1,14 @@
 //! Part A of FIXTURES.md: this crate's own fixtures.
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use mcp_stdio::types::{
     CallToolResult, GetPromptResult, Prompt, PromptArgument, PromptMessage, ReadResourceResult,
     Resource, ResourceContents, Role, TextResourceContents, Tool,
 };
-use mcp_stdio::{ErrorObject, Server, ServerBuilder};
+use mcp_stdio::{ErrorObject, ServerBuilder};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -59,7 +59,7 @@ fn no_args() -> Value {
     json!({ "type": "object", "properties": {} })
 }
 
-pub fn register(builder: ServerBuilder, handle: &Arc<OnceLock<Server>>) -> ServerBuilder {
+pub fn register(builder: ServerBuilder) -> ServerBuilder {
     let state = Arc::new(State::default());
     let (slow_state, stats_state, bump_state, read_state, dyn_state) = (
         state.clone(),
@@ -68,7 +68,6 @@ pub fn register(builder: ServerBuilder, handle: &Arc<OnceLock<Server>>) -> Serve
         state.clone(),
         state,
     );
-    let (toggle_handle, add_handle) = (handle.clone(), handle.clone());
     builder
         .inline_tool(
             Tool::new("echo", "Returns its text unchanged.")
@@ -148,10 +147,14 @@ pub fn register(builder: ServerBuilder, handle: &Arc<OnceLock<Server>>) -> Serve
             |_ctx, args: BigArgs| Ok(CallToolResult::text("x".repeat(args.bytes))),
         )
         .inline_tool(
-            Tool::new("bump", "Increments the counter behind mem://counter.")
-                .input_schema(no_args()),
-            move |_ctx, _: Value| {
+            Tool::new(
+                "bump",
+                "Increments the counter behind mem://counter and publishes the update.",
+            )
+            .input_schema(no_args()),
+            move |ctx, _: Value| {
                 let value = bump_state.counter.fetch_add(1, Ordering::Relaxed) + 1;
+                ctx.notifier().resource_updated("mem://counter");
                 Ok(CallToolResult::text(value.to_string()))
             },
         )
@@ -161,10 +164,9 @@ pub fn register(builder: ServerBuilder, handle: &Arc<OnceLock<Server>>) -> Serve
                 "Adds the tool `ephemeral`, or removes it if present.",
             )
             .input_schema(no_args()),
-            move |_ctx, _: Value| {
-                let server = toggle_handle
-                    .get()
-                    .ok_or_else(|| ErrorObject::internal_error("not serving"))?;
+            |ctx, _: Value| {
+                // Adding or removing a tool announces the list change.
+                let server = ctx.server();
                 if server.remove_tool("ephemeral") {
                     return Ok(CallToolResult::text("removed ephemeral"));
                 }
@@ -178,10 +180,8 @@ pub fn register(builder: ServerBuilder, handle: &Arc<OnceLock<Server>>) -> Serve
         )
         .inline_tool(
             Tool::new("add_tool", "Registers a new tool `dyn_<n>`.").input_schema(no_args()),
-            move |_ctx, _: Value| {
-                let server = add_handle
-                    .get()
-                    .ok_or_else(|| ErrorObject::internal_error("not serving"))?;
+            move |ctx, _: Value| {
+                let server = ctx.server();
                 let name = format!(
                     "dyn_{}",
                     dyn_state.dyn_tools.fetch_add(1, Ordering::Relaxed) + 1
@@ -200,6 +200,17 @@ pub fn register(builder: ServerBuilder, handle: &Arc<OnceLock<Server>>) -> Serve
                 let stats =
                     json!({ "slow_cancelled": stats_state.slow_cancelled.load(Ordering::Relaxed) });
                 Ok(CallToolResult::text(stats.to_string()))
+            },
+        )
+        .inline_tool(
+            Tool::new(
+                "end_listen",
+                "Ends every open subscriptions/listen gracefully.",
+            )
+            .input_schema(no_args()),
+            |ctx, _: Value| {
+                ctx.notifier().close_subscriptions();
+                Ok(CallToolResult::text("closing every subscription"))
             },
         )
         .inline_resource(

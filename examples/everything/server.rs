@@ -1,8 +1,6 @@
 //! Builds the everything server; `main.rs` serves it over stdio, and the
 //! crate's tests serve the very same server in memory.
 
-use std::sync::{Arc, OnceLock};
-
 use mcp_stdio::{Server, ServerBuilder};
 
 /// The fixture server of FIXTURES.md.
@@ -12,17 +10,12 @@ pub fn build() -> Server {
 
 /// The fixture server with whatever `extra` registers on top (for tests).
 pub fn build_with(extra: impl FnOnce(ServerBuilder) -> ServerBuilder) -> Server {
-    // Some fixtures add and remove tools on the server they belong to.
-    let handle: Arc<OnceLock<Server>> = Arc::new(OnceLock::new());
     let builder = Server::builder("mcp-stdio-everything", env!("CARGO_PKG_VERSION"))
         .instructions(
             "Fixture server of mcp-stdio: every tool, resource and prompt is a test fixture.",
         )
         // Every fixture must be on the first page of every list.
         .page_size(1000);
-    let builder = crate::fixtures::register(builder, &handle);
-    let server = extra(crate::conformance::register(builder)).build();
-    // Set once, right here; nothing else can have set it.
-    let _ = handle.set(server.clone());
-    server
+    let builder = crate::fixtures::register(builder);
+    extra(crate::conformance::register(builder)).build()
 }

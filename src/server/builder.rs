@@ -15,7 +15,9 @@ use crate::server::handlers::{
     CompletionFn, MethodFn, Outcome, PromptArguments, ResourceRequest, ToolOutcome,
 };
 use crate::server::registry::Registry;
-use crate::server::{CacheHints, Config, Inner, Server, Trace, prompt_fn, resource_fn, typed_tool};
+use crate::server::{
+    AcceptUri, CacheHints, Config, Inner, Server, Trace, prompt_fn, resource_fn, typed_tool,
+};
 use crate::transport::DEFAULT_MAX_LINE_BYTES;
 use crate::types::{
     CompleteRequestParams, CompleteResult, GetPromptResult, Implementation, Prompt,
@@ -37,6 +39,7 @@ pub struct ServerBuilder {
     completion: Option<Arc<CompletionFn>>,
     methods: HashMap<String, (Arc<MethodFn>, bool)>,
     trace: Arc<Trace>,
+    accept_uri: Option<Arc<AcceptUri>>,
 }
 
 impl fmt::Debug for ServerBuilder {
@@ -69,6 +72,7 @@ impl ServerBuilder {
             completion: None,
             methods: HashMap::new(),
             trace: Arc::new(|line: &str| eprintln!("mcp-stdio: {line}")),
+            accept_uri: None,
         }
     }
 
@@ -276,6 +280,18 @@ impl ServerBuilder {
         self
     }
 
+    /// Decides which URIs a `subscriptions/listen` may subscribe to with
+    /// `resourceSubscriptions`; the acknowledgment lists only the accepted
+    /// ones. By default every requested URI is accepted: a resource may
+    /// appear after the subscription opens.
+    pub fn resource_subscription_filter(
+        mut self,
+        accept: impl Fn(&str) -> bool + Send + Sync + 'static,
+    ) -> Self {
+        self.accept_uri = Some(Arc::new(accept));
+        self
+    }
+
     /// Finishes the server.
     pub fn build(self) -> Server {
         let info_value = serde_json::to_value(&self.info).unwrap_or(Value::Null);
@@ -289,6 +305,7 @@ impl ServerBuilder {
                 completion: self.completion,
                 methods: self.methods,
                 trace: self.trace,
+                accept_uri: self.accept_uri,
                 connections: Mutex::new(Vec::new()),
                 next_connection: AtomicU64::new(0),
                 stopped: AtomicBool::new(false),

@@ -18,14 +18,28 @@ use serde_json::{Map, Value, json};
 use crate::context::{RequestContext, RequestMeta};
 use crate::jsonrpc::{ErrorObject, RequestId, encode_error, encode_result};
 use crate::server::handlers::{Outcome, PromptArguments};
+use crate::server::subscriptions::Accepted;
 use crate::server::{Inner, SUPPORTED_VERSIONS};
 use crate::types::{
     CompleteRequestParams, DiscoverResult, ListPromptsResult, ListResourceTemplatesResult,
-    ListResourcesResult, ListToolsResult, LoggingLevel, Meta, ResultType, meta_key, method,
+    ListResourcesResult, ListToolsResult, LoggingLevel, Meta, ResultType, SubscriptionFilter,
+    meta_key, method,
 };
 
 /// Produces the complete response line for one request.
 pub(crate) type Work = Box<dyn FnOnce(&RequestContext) -> Vec<u8> + Send>;
+
+/// What the owner does with a request that passed validation.
+#[allow(
+    clippy::large_enum_variant,
+    reason = "moved once from prepare to the owner, never stored; boxing the job would cost an allocation per request"
+)]
+pub(crate) enum Prepared {
+    /// Run this job (inline or on the pool) for the reply.
+    Run(Job),
+    /// Open a subscription with this accepted filter.
+    Listen(Accepted),
+}
 
 /// A request that passed validation, ready to run.
 pub(crate) struct Job {
@@ -49,6 +63,8 @@ struct Fields<'a> {
     uri: Option<&'a RawValue>,
     #[serde(borrow, default, deserialize_with = "present")]
     cursor: Option<&'a RawValue>,
+    #[serde(borrow, default, deserialize_with = "present")]
+    notifications: Option<&'a RawValue>,
 }
 
 /// The reserved `_meta` keys, borrowed.
@@ -100,15 +116,31 @@ pub(crate) fn prepare(
     inner: &Arc<Inner>,
     method: &str,
     params: Option<Box<RawValue>>,
-) -> Result<Job, ErrorObject> {
+) -> Result<Prepared, ErrorObject> {
     let route = route(inner, method)?;
     let text = params.as_deref().map_or("{}", RawValue::get);
     let fields: Fields<'_> = serde_json::from_str(text).map_err(ErrorObject::invalid_params)?;
     let meta = validate_meta(fields.meta)?;
     let inner = Arc::clone(inner);
     // Called once, in whichever arm below builds the job.
-    let job = move |inline: bool, work: Work| Ok(Job { meta, work, inline });
+    let job = move |inline: bool, work: Work| Ok(Prepared::Run(Job { meta, work, inline }));
     match route {
+        Route::Listen => {
+            let raw = fields
+                .notifications
+                .ok_or_else(|| ErrorObject::invalid_params("missing notifications"))?;
+            // serde reads a struct from an array by position; the schema
+            // says object, and the other shapes get serde's own message.
+            if raw.get().starts_with('[') {
+                return Err(ErrorObject::invalid_params(
+                    "invalid notifications filter: expected an object, got an array",
+                ));
+            }
+            let filter: SubscriptionFilter = serde_json::from_str(raw.get()).map_err(|e| {
+                ErrorObject::invalid_params(format!("invalid notifications filter: {e}"))
+            })?;
+            Ok(Prepared::Listen(inner.accept(filter)))
+        }
         Route::Discover => job(true, Box::new(move |ctx| discover(&inner, ctx))),
         Route::ToolsList | Route::ResourcesList | Route::TemplatesList | Route::PromptsList => {
             let cursor = optional_string(fields.cursor, "cursor")?;
@@ -208,6 +240,9 @@ pub(crate) fn prepare(
             let Some(handler) = inner.completion.clone() else {
                 return Err(ErrorObject::method_not_found(method));
             };
+            // Spec 2026-07-28 server/utilities/completion: an unknown prompt
+            // or resource reference is invalid params.
+            inner.check_completion_ref(&params.reference)?;
             job(
                 false,
                 Box::new(move |ctx| {
@@ -266,6 +301,7 @@ enum Route {
     PromptsList,
     PromptsGet,
     Complete,
+    Listen,
     Custom(Arc<crate::server::handlers::MethodFn>, bool),
 }
 
@@ -283,6 +319,7 @@ fn route(inner: &Inner, name: &str) -> Result<Route, ErrorObject> {
         method::PROMPTS_LIST if registry.has_prompts => Some(Route::PromptsList),
         method::PROMPTS_GET if registry.has_prompts => Some(Route::PromptsGet),
         method::COMPLETION_COMPLETE if inner.completion.is_some() => Some(Route::Complete),
+        method::SUBSCRIPTIONS_LISTEN => Some(Route::Listen),
         _ => inner
             .methods
             .get(name)
@@ -312,6 +349,13 @@ fn validate_meta(raw: Option<&RawValue>) -> Result<RequestMeta, ErrorObject> {
     let Some(raw) = raw.filter(|r| r.get() != "null") else {
         return Err(missing(meta_key::PROTOCOL_VERSION));
     };
+    // Checked first: serde would read a struct from an array by position.
+    if !raw.get().starts_with('{') {
+        return Err(ErrorObject::invalid_params(format!(
+            "_meta must be an object, got {}",
+            raw.get().chars().take(40).collect::<String>()
+        )));
+    }
     let fields: MetaFields<'_> = serde_json::from_str(raw.get())
         .map_err(|e| ErrorObject::invalid_params(format!("_meta must be an object: {e}")))?;
     let version_raw = fields

@@ -12,6 +12,7 @@ pub(crate) mod in_flight;
 pub(crate) mod pool;
 pub(crate) mod registry;
 pub(crate) mod serve;
+pub(crate) mod subscriptions;
 
 use std::collections::HashMap;
 use std::fmt;
@@ -25,6 +26,7 @@ use serde_json::Value;
 
 pub use builder::ServerBuilder;
 pub use handlers::{Outcome, PromptArguments, ResourceRequest, ToolOutcome};
+pub use subscriptions::Notifier;
 
 use crate::context::RequestContext;
 use crate::error::Error;
@@ -34,10 +36,12 @@ use crate::types::{
     CacheScope, GetPromptResult, Implementation, Prompt, PromptsCapability, ReadResourceResult,
     Resource, ResourceTemplate, ResourcesCapability, ServerCapabilities, Tool, ToolsCapability,
 };
+use crate::types::{CompletionReference, SubscriptionFilter};
 use crate::uri_template::UriTemplate;
 use handlers::{CompletionFn, MethodFn, ResourceFn, ToolFn};
 use registry::{PromptEntry, Registry, ResourceEntry, TemplateEntry, ToolEntry};
 use serve::Event;
+use subscriptions::Accepted;
 
 /// The protocol versions this server speaks, newest first.
 pub const SUPPORTED_VERSIONS: &[&str] = &["2026-07-28"];
@@ -77,6 +81,24 @@ pub(crate) struct Config {
 /// A hook that receives the server's diagnostic lines.
 pub(crate) type Trace = dyn Fn(&str) + Send + Sync;
 
+/// One connection being served, as the rest of the server sees it.
+#[derive(Clone)]
+pub(crate) struct ConnectionHandle {
+    pub key: u64,
+    pub inbox: Sender<Event>,
+    /// Taken by application threads for each event they publish, given
+    /// back by the owner as it handles the event: at most
+    /// `PUBLISH_CREDITS` events wait in the inbox, however fast they come.
+    pub publish_credits: Sender<()>,
+}
+
+/// How many published events may wait for one connection before a
+/// publishing thread blocks until the owner catches up.
+pub(crate) const PUBLISH_CREDITS: usize = 1024;
+
+/// A hook that decides whether a listen may subscribe to a resource URI.
+pub(crate) type AcceptUri = dyn Fn(&str) -> bool + Send + Sync;
+
 /// What every clone of a [`Server`] shares.
 pub(crate) struct Inner {
     pub info: Implementation,
@@ -88,9 +110,10 @@ pub(crate) struct Inner {
     pub completion: Option<Arc<CompletionFn>>,
     pub methods: HashMap<String, (Arc<MethodFn>, bool)>,
     pub trace: Arc<Trace>,
-    /// The inboxes of the connections being served, for stop (and, later,
-    /// notifications).
-    connections: Mutex<Vec<(u64, Sender<Event>)>>,
+    /// Which requested `resourceSubscriptions` URIs a listen accepts.
+    pub accept_uri: Option<Arc<AcceptUri>>,
+    /// The connections being served, for stop and for published events.
+    connections: Mutex<Vec<ConnectionHandle>>,
     next_connection: AtomicU64,
     stopped: AtomicBool,
 }
@@ -132,14 +155,9 @@ impl StopHandle {
     /// final: a later `serve` on the same server returns at once.
     pub fn stop(&self) {
         self.inner.stopped.store(true, Ordering::Release);
-        let connections = self
-            .inner
-            .connections
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
-        for (_, inbox) in connections.iter() {
+        for connection in self.inner.connections() {
             // A connection that is finishing has dropped its inbox already.
-            let _ = inbox.send(Event::Stop);
+            let _ = connection.inbox.send(Event::Stop);
         }
     }
 }
@@ -162,6 +180,13 @@ impl Server {
     /// client went away) or a thread could not be started.
     pub fn serve(&self, transport: Transport) -> Result<(), Error> {
         serve::serve(&self.inner, transport)
+    }
+
+    /// A handle that publishes changes to open subscriptions.
+    pub fn notifier(&self) -> Notifier {
+        Notifier {
+            inner: Arc::clone(&self.inner),
+        }
     }
 
     /// A handle that stops this server from another thread.
@@ -193,11 +218,16 @@ impl Server {
         self.inner
             .registry_mut()
             .add_tool(tool, typed_tool(handler), false);
+        self.notifier().tools_list_changed();
     }
 
     /// Removes a tool while serving; whether it was there.
     pub fn remove_tool(&self, name: &str) -> bool {
-        self.inner.registry_mut().tools.remove(name)
+        let removed = self.inner.registry_mut().tools.remove(name);
+        if removed {
+            self.notifier().tools_list_changed();
+        }
+        removed
     }
 
     /// Adds a pooled resource while serving, or replaces the resource with
@@ -210,11 +240,16 @@ impl Server {
         self.inner
             .registry_mut()
             .add_resource(resource, resource_fn(handler), false);
+        self.notifier().resources_list_changed();
     }
 
     /// Removes a resource while serving; whether it was there.
     pub fn remove_resource(&self, uri: &str) -> bool {
-        self.inner.registry_mut().resources.remove(uri)
+        let removed = self.inner.registry_mut().resources.remove(uri);
+        if removed {
+            self.notifier().resources_list_changed();
+        }
+        removed
     }
 
     /// Adds a resource template while serving, or replaces the template
@@ -227,11 +262,16 @@ impl Server {
         self.inner
             .registry_mut()
             .add_template(template, resource_fn(handler));
+        self.notifier().resources_list_changed();
     }
 
     /// Removes a resource template while serving; whether it was there.
     pub fn remove_resource_template(&self, uri_template: &str) -> bool {
-        self.inner.registry_mut().templates.remove(uri_template)
+        let removed = self.inner.registry_mut().templates.remove(uri_template);
+        if removed {
+            self.notifier().resources_list_changed();
+        }
+        removed
     }
 
     /// Adds a prompt while serving, or replaces the prompt of that name.
@@ -243,11 +283,16 @@ impl Server {
         self.inner
             .registry_mut()
             .add_prompt(prompt, prompt_fn(handler));
+        self.notifier().prompts_list_changed();
     }
 
     /// Removes a prompt while serving; whether it was there.
     pub fn remove_prompt(&self, name: &str) -> bool {
-        self.inner.registry_mut().prompts.remove(name)
+        let removed = self.inner.registry_mut().prompts.remove(name);
+        if removed {
+            self.notifier().prompts_list_changed();
+        }
+        removed
     }
 }
 
@@ -264,21 +309,82 @@ impl Inner {
         self.registry.write().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Registers a connection's inbox; returns its key for `disconnect`.
-    pub(crate) fn connect(&self, inbox: Sender<Event>) -> u64 {
-        let key = self.next_connection.fetch_add(1, Ordering::Relaxed);
+    /// A key for a new connection.
+    pub(crate) fn next_connection_key(&self) -> u64 {
+        self.next_connection.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// Registers a connection being served; `disconnect` removes it.
+    pub(crate) fn connect(&self, handle: ConnectionHandle) {
         self.connections
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .push((key, inbox));
-        key
+            .push(handle);
+    }
+
+    /// The connections being served right now. A copy, so that nobody
+    /// holds the lock while sending (a publisher may block on credits).
+    pub(crate) fn connections(&self) -> Vec<ConnectionHandle> {
+        self.connections
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// The part of a listen filter this server honours (spec 2026-07-28
+    /// basic/patterns/subscriptions, "Acknowledgment"): list changes of
+    /// the features it has, resource updates when it has resources, and of
+    /// those URIs the ones the application's hook accepts. Everything else
+    /// is left out, never echoed.
+    pub(crate) fn accept(&self, filter: SubscriptionFilter) -> Accepted {
+        let registry = self.registry.read().unwrap_or_else(|e| e.into_inner());
+        let asked = |flag: Option<bool>| flag == Some(true);
+        let mut accepted = Accepted {
+            tools: asked(filter.tools_list_changed) && registry.has_tools,
+            prompts: asked(filter.prompts_list_changed) && registry.has_prompts,
+            resources: asked(filter.resources_list_changed) && registry.has_resources,
+            ..Accepted::default()
+        };
+        if registry.has_resources {
+            for uri in filter.resource_subscriptions.into_iter().flatten() {
+                let allowed = self.accept_uri.as_ref().is_none_or(|hook| hook(&uri));
+                if allowed && !accepted.uris.contains(&uri) {
+                    accepted.uris.push(uri);
+                }
+            }
+        }
+        accepted
+    }
+
+    /// A completion reference must name a registered prompt, resource
+    /// template or resource.
+    pub(crate) fn check_completion_ref(
+        &self,
+        reference: &CompletionReference,
+    ) -> Result<(), ErrorObject> {
+        let registry = self.registry.read().unwrap_or_else(|e| e.into_inner());
+        match reference {
+            CompletionReference::Prompt(p) if registry.prompts.get(&p.name).is_none() => Err(
+                ErrorObject::invalid_params(format!("unknown prompt: {}", p.name)),
+            ),
+            CompletionReference::Resource(r)
+                if registry.templates.get(&r.uri).is_none()
+                    && registry.resources.get(&r.uri).is_none() =>
+            {
+                Err(ErrorObject::invalid_params(format!(
+                    "unknown resource template: {}",
+                    r.uri
+                )))
+            }
+            _ => Ok(()),
+        }
     }
 
     pub(crate) fn disconnect(&self, key: u64) {
         self.connections
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .retain(|(k, _)| *k != key);
+            .retain(|c| c.key != key);
     }
 
     /// Capabilities derived from what is registered: what is advertised is
@@ -286,9 +392,17 @@ impl Inner {
     pub(crate) fn capabilities(&self) -> ServerCapabilities {
         let registry = self.registry.read().unwrap_or_else(|e| e.into_inner());
         ServerCapabilities {
-            tools: registry.has_tools.then(ToolsCapability::default),
-            resources: registry.has_resources.then(ResourcesCapability::default),
-            prompts: registry.has_prompts.then(PromptsCapability::default),
+            // `subscriptions/listen` delivers every kind of change.
+            tools: registry.has_tools.then_some(ToolsCapability {
+                list_changed: Some(true),
+            }),
+            resources: registry.has_resources.then_some(ResourcesCapability {
+                subscribe: Some(true),
+                list_changed: Some(true),
+            }),
+            prompts: registry.has_prompts.then_some(PromptsCapability {
+                list_changed: Some(true),
+            }),
             completions: self.completion.as_ref().map(|_| Default::default()),
             // Every handler can log through `RequestContext::log`.
             logging: Some(Default::default()),

@@ -3,13 +3,14 @@
 //!
 //! ```text
 //! input ──► mcp-reader ──► inbox ──► owner ──► output (8 KiB buffer, flushed when the inbox is empty)
-//!                            ▲         │ pooled jobs
-//!                            └─ Done ──┴──► mcp-worker-N
+//!                            ▲ ▲       │ pooled jobs
+//!                            │ └─ Done ┴──► mcp-worker-N
+//!                            └─ Publish ◄── Notifier (any thread)
 //! ```
 //!
-//! The owner alone writes the output and alone holds the cancellation map,
-//! so a reply is written only if its request is still in flight and no
-//! request is answered twice. Why the owner writes instead of a writer
+//! The owner alone writes the output and alone holds the cancellation map
+//! and the subscription table, so a reply is written only if its request
+//! is still in flight and no request is answered twice. Why the owner writes instead of a writer
 //! thread: each thread hand-off costs several microseconds, and the owner
 //! already has every reply in hand (DESIGN.md has the measurements).
 //!
@@ -34,10 +35,13 @@ use crate::context::{CancelToken, RequestContext};
 use crate::error::Error;
 use crate::incoming::{Incoming, classify};
 use crate::jsonrpc::{ErrorObject, RequestId, encode_error};
-use crate::server::Inner;
-use crate::server::dispatch::{Job, Work, prepare, run};
+use crate::server::dispatch::{Job, Prepared, Work, prepare, run};
 use crate::server::in_flight::{Entry, InFlight};
 use crate::server::pool::{Pool, PoolJob};
+use crate::server::subscriptions::{
+    ServerEvent, SubscriptionTable, Template, encode_ack, encode_final, inline,
+};
+use crate::server::{ConnectionHandle, Inner, PUBLISH_CREDITS, Server};
 use crate::transport::{Line, Transport, read_line};
 use crate::types::method;
 
@@ -61,6 +65,9 @@ pub(crate) enum Event {
     },
     /// [`crate::StopHandle::stop`] was called.
     Stop,
+    /// The application published a change, or closes subscriptions.
+    /// `credited`: the publisher took a publish credit for it.
+    Publish { event: ServerEvent, credited: bool },
 }
 
 /// Where a handler's notifications go: into the inbox (pooled handlers), or
@@ -85,7 +92,14 @@ pub(crate) fn serve(inner: &Arc<Inner>, transport: Transport) -> Result<(), Erro
     let (inbox_tx, inbox) = crossbeam_channel::unbounded();
     // Capacity = how many lines may be read but not yet started.
     let (credit_tx, credits) = crossbeam_channel::bounded(config.queue_limit.max(1));
-    let connection = inner.connect(inbox_tx.clone());
+    let key = inner.next_connection_key();
+    // Capacity = how many published events may wait in the inbox.
+    let (credit, publish_credits) = crossbeam_channel::bounded(PUBLISH_CREDITS);
+    inner.connect(ConnectionHandle {
+        key,
+        inbox: inbox_tx.clone(),
+        publish_credits: credit,
+    });
     {
         let inbox = inbox_tx.clone();
         let max_line = config.max_line_bytes;
@@ -99,9 +113,12 @@ pub(crate) fn serve(inner: &Arc<Inner>, transport: Transport) -> Result<(), Erro
     let mut owner = Owner {
         inner: Arc::clone(inner),
         out: BufWriter::with_capacity(8 * 1024, writer),
+        key,
         inbox_tx,
         credits,
+        publish_credits,
         in_flight: InFlight::default(),
+        subscriptions: SubscriptionTable::default(),
         waiting: VecDeque::new(),
         running: 0,
         pool,
@@ -110,16 +127,20 @@ pub(crate) fn serve(inner: &Arc<Inner>, transport: Transport) -> Result<(), Erro
         write_error: None,
     };
     let res = owner.run(&inbox);
-    inner.disconnect(connection);
+    inner.disconnect(key);
     res
 }
 
 struct Owner {
     inner: Arc<Inner>,
     out: BufWriter<Box<dyn Write + Send>>,
+    /// This connection's key among the server's connections.
+    key: u64,
     inbox_tx: Sender<Event>,
     credits: Receiver<()>,
+    publish_credits: Receiver<()>,
     in_flight: InFlight,
+    subscriptions: SubscriptionTable,
     waiting: VecDeque<Waiting>,
     running: usize,
     pool: Pool,
@@ -160,7 +181,15 @@ impl Owner {
                 Event::Eof | Event::Stop => {
                     if deadline.is_none() {
                         deadline = Some(Instant::now() + self.inner.config.shutdown_grace);
+                        self.close_all_subscriptions();
                     }
+                }
+                Event::Publish { event, credited } => {
+                    if credited {
+                        // The publisher holds one, so one is there to take.
+                        let _ = self.publish_credits.try_recv();
+                    }
+                    self.publish(&event);
                 }
                 Event::Done { id, seq, line } => {
                     self.running -= 1;
@@ -185,6 +214,7 @@ impl Owner {
     /// Past the grace period (or with the output gone): cancel what is
     /// left, tell the client, flush.
     fn shut_down(&mut self) -> Result<(), Error> {
+        self.close_all_subscriptions();
         let left: Vec<(RequestId, Entry)> = self.in_flight.drain().collect();
         for (id, entry) in left {
             entry.token.cancel();
@@ -207,14 +237,24 @@ impl Owner {
                 if stopping {
                     let error = ErrorObject::internal_error("the server is shutting down");
                     self.write_error_line(Some(&id), &error);
-                } else if self.in_flight.contains(&id) {
+                } else if self.in_flight.contains(&id) || self.subscriptions.contains(&id) {
                     let error = ErrorObject::invalid_request(format!(
                         "request id {id} is already in use by a request in flight"
                     ));
                     self.write_error_line(Some(&id), &error);
                 } else {
                     match prepare(&self.inner, &method, params) {
-                        Ok(job) => keep_credit = self.start(id, job),
+                        Ok(Prepared::Run(job)) => keep_credit = self.start(id, job),
+                        Ok(Prepared::Listen(accepted)) => {
+                            // Spec 2026-07-28 basic/patterns/subscriptions: the
+                            // ack is the first message carrying this id. It is
+                            // written in the same step that makes the
+                            // subscription visible to events.
+                            let mut line = Vec::with_capacity(160);
+                            encode_ack(&mut line, &id, &accepted);
+                            self.subscriptions.insert(id, accepted);
+                            self.write(&line);
+                        }
                         Err(error) => self.write_error_line(Some(&id), &error),
                     }
                 }
@@ -226,7 +266,7 @@ impl Owner {
                 // Spec 2026-07-28 basic/index: notifications are never
                 // answered; unknown ones are ignored.
             }
-            Incoming::Response { id, .. } => {
+            Incoming::Response { id } => {
                 let id = id.map_or_else(|| "null".to_owned(), |id| id.to_string());
                 self.inner.trace(&format!(
                     "ignoring a response (id {id}) from the client: this server sends no requests"
@@ -249,13 +289,19 @@ impl Owner {
                 job.meta,
                 self.inline_token.clone(),
                 Sink::Local(Mutex::new(Vec::new())),
+                self.server(),
             );
-            let line = run(job.work, &ctx);
+            let (line, published) = inline::run(self.key, || run(job.work, &ctx));
             if let Sink::Local(notes) = ctx.sink() {
                 let notes = std::mem::take(&mut *notes.lock().unwrap_or_else(|e| e.into_inner()));
                 for note in notes {
                     self.write(&note);
                 }
+            }
+            // What the handler published takes effect before its reply and
+            // before anything the client sent after it.
+            for event in &published {
+                self.publish(event);
             }
             self.write(&line);
             return false;
@@ -267,7 +313,7 @@ impl Owner {
             inbox: self.inbox_tx.clone(),
             seq,
         };
-        let ctx = RequestContext::new(id.clone(), job.meta, token.clone(), sink);
+        let ctx = RequestContext::new(id.clone(), job.meta, token.clone(), sink, self.server());
         let waiting = self.running >= self.inner.config.max_running;
         self.in_flight.insert(
             id,
@@ -323,11 +369,77 @@ impl Owner {
         else {
             return;
         };
-        if let Some(entry) = self.in_flight.cancel(&request_id)
-            && entry.waiting
-        {
-            self.waiting.retain(|w| w.seq != entry.seq);
-            self.release_credit();
+        if let Some(entry) = self.in_flight.cancel(&request_id) {
+            if entry.waiting {
+                self.waiting.retain(|w| w.seq != entry.seq);
+                self.release_credit();
+            }
+        } else {
+            // A cancelled listen ends without a final result: from here on
+            // nothing carries its subscription id.
+            self.subscriptions.remove(&request_id);
+        }
+    }
+
+    /// Delivers a published event to every subscription that asked for it,
+    /// or closes subscriptions.
+    fn publish(&mut self, event: &ServerEvent) {
+        match event {
+            ServerEvent::CloseAll => self.close_all_subscriptions(),
+            ServerEvent::Close(id) => {
+                if self.subscriptions.remove(id) {
+                    self.write_final(id);
+                }
+            }
+            _ => {
+                let Some(template) = Template::for_event(event) else {
+                    return;
+                };
+                let mut line = Vec::with_capacity(template.head.len() + template.tail.len() + 24);
+                let (out, write_error) = (&mut self.out, &mut self.write_error);
+                self.subscriptions.each_wanting(event, |id| {
+                    if write_error.is_some() {
+                        return;
+                    }
+                    line.clear();
+                    line.extend_from_slice(&template.head);
+                    // An id into a Vec: encoding cannot fail.
+                    let _ = serde_json::to_writer(&mut line, id);
+                    line.extend_from_slice(&template.tail);
+                    line.push(b'\n');
+                    if let Err(e) = out.write_all(&line) {
+                        *write_error = Some(e);
+                    }
+                });
+            }
+        }
+    }
+
+    /// Ends every open subscription with its final result.
+    ///
+    /// Spec 2026-07-28 basic/patterns/subscriptions ("Graceful Closure"):
+    /// a server that ends a subscription SHOULD answer the listen request
+    /// with a completion result. basic/patterns/cancellation also says a
+    /// server MUST send `notifications/cancelled` for a listen it tears
+    /// down; that page's own rules say a cancellation may only name a
+    /// request still in progress, which a listen stops being the moment
+    /// its final result is written. So a graceful end sends the final
+    /// result alone, as the official Python SDK and rmcp do.
+    fn close_all_subscriptions(&mut self) {
+        for id in self.subscriptions.drain() {
+            self.write_final(&id);
+        }
+    }
+
+    fn write_final(&mut self, id: &RequestId) {
+        let mut line = Vec::with_capacity(160);
+        encode_final(&mut line, id, &self.inner.info_value);
+        self.write(&line);
+    }
+
+    fn server(&self) -> Server {
+        Server {
+            inner: Arc::clone(&self.inner),
         }
     }
 

@@ -120,6 +120,12 @@ fn a_request_cancelled_while_waiting_never_starts() {
     peer.send(&call(2, "block", json!({})));
     peer.send(&cancel(2));
     peer.send(&call(3, "block", json!({})));
+    // A barrier: the owner handles lines in order, so once this is answered
+    // 2 and 3 are queued and 2 is cancelled. Without it, 1 could finish
+    // before 2 is even read, and 2 would start at once.
+    let barrier = peer.ask(&request("barrier", "server/discover", json!({})));
+    assert_eq!(barrier["id"], json!("barrier"), "{barrier}");
+    assert!(barrier["result"].is_object(), "{barrier}");
     gate.release_one();
     assert_eq!(peer.recv(), text_result(&peer, 1, "released"));
     // Next to start is 3, never 2.

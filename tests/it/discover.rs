@@ -74,9 +74,9 @@ fn discover_on_the_everything_server() {
         json!({
             "supportedVersions": ["2026-07-28"],
             "capabilities": {
-                "tools": {},
-                "prompts": {},
-                "resources": {},
+                "tools": { "listChanged": true },
+                "prompts": { "listChanged": true },
+                "resources": { "subscribe": true, "listChanged": true },
                 "completions": {},
                 "logging": {}
             },
@@ -169,7 +169,12 @@ fn enable_switches_advertise_empty_features() {
             1,
             json!({
                 "supportedVersions": ["2026-07-28"],
-                "capabilities": { "tools": {}, "prompts": {}, "resources": {}, "logging": {} },
+                "capabilities": {
+                    "tools": { "listChanged": true },
+                    "prompts": { "listChanged": true },
+                    "resources": { "subscribe": true, "listChanged": true },
+                    "logging": {}
+                },
                 "ttlMs": 0,
                 "cacheScope": "private"
             })
@@ -255,7 +260,22 @@ fn meta_must_be_an_object() {
         error(
             1,
             -32602,
-            "invalid params: _meta must be an object: invalid type: string \"2026-07-28\", expected struct MetaFields at line 1 column 12"
+            "invalid params: _meta must be an object, got \"2026-07-28\""
+        )
+    );
+    // An array is not read by position as the reserved keys.
+    let resp = peer.ask(&raw_request(
+        2,
+        "server/discover",
+        json!({}),
+        Some(json!(["2026-07-28", {}])),
+    ));
+    assert_eq!(
+        resp,
+        error(
+            2,
+            -32602,
+            "invalid params: _meta must be an object, got [\"2026-07-28\",{}]"
         )
     );
     peer.finish_quietly();
@@ -623,10 +643,8 @@ fn removed_and_unknown_methods_are_method_not_found() {
         let by_int = peer.ask(&request(int_id, method, json!({})));
         let by_str = peer.ask(&request(str_id.as_str(), method, json!({})));
         if method == "initialize" {
-            // The message of this one is checked in
-            // `initialize_error_names_supported_versions`.
-            assert_eq!((&by_int["id"], code(&by_int)), (&json!(int_id), -32601));
-            assert_eq!((&by_str["id"], code(&by_str)), (&json!(str_id), -32601));
+            assert_eq!(by_int, initialize_error(int_id));
+            assert_eq!(by_str, initialize_error(str_id.as_str()));
             continue;
         }
         assert_eq!(
@@ -665,6 +683,15 @@ fn legacy_initialize(id: i64) -> Value {
     })
 }
 
+fn initialize_error(id: impl Into<Value>) -> Value {
+    error_data(
+        id,
+        -32601,
+        "method not found: initialize (this server speaks only MCP 2026-07-28, which has no initialize handshake)",
+        json!({ "supported": ["2026-07-28"] }),
+    )
+}
+
 #[test]
 fn initialize_error_names_supported_versions() {
     let server = crate::everything::build();
@@ -680,8 +707,17 @@ fn initialize_error_names_supported_versions() {
     // it supports in any error it returns to an `initialize` request ...
     // this message may be the only diagnostic they can surface to users."
     assert!(
-        resp["error"].to_string().contains("2026-07-28"),
-        "the error answering `initialize` should name the supported versions (message or data): {resp}"
+        resp["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("2026-07-28"),
+        "the error answering `initialize` should name the supported versions: {resp}"
+    );
+    assert_eq!(resp, initialize_error(0));
+    // The same with a string id and with the modern `_meta`.
+    assert_eq!(
+        peer.ask(&request("i", "initialize", json!({}))),
+        initialize_error("i")
     );
     // Serving goes on either way.
     assert_eq!(

@@ -22,5 +22,6 @@ mod prompts;
 mod resources;
 mod shutdown;
 mod spec_examples;
+mod subscriptions;
 mod tools;
 mod unix_socket;

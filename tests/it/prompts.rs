@@ -367,6 +367,39 @@ fn completion_for_a_prompt_argument() {
         )),
         peer.result(5, json!({ "completion": { "values": [] } }))
     );
+    // References to what the server does not have are rejected before the
+    // handler runs; a listed resource's own URI is a valid reference.
+    assert_eq!(
+        peer.ask(&complete(
+            6,
+            json!({ "type": "ref/prompt", "name": "nope" }),
+            "x",
+            ""
+        )),
+        error(6, -32602, "invalid params: unknown prompt: nope")
+    );
+    assert_eq!(
+        peer.ask(&complete(
+            7,
+            json!({ "type": "ref/resource", "uri": "test://nope/{id}" }),
+            "id",
+            ""
+        )),
+        error(
+            7,
+            -32602,
+            "invalid params: unknown resource template: test://nope/{id}"
+        )
+    );
+    assert_eq!(
+        peer.ask(&complete(
+            8,
+            json!({ "type": "ref/resource", "uri": "mem://counter" }),
+            "x",
+            ""
+        )),
+        peer.result(8, json!({ "completion": { "values": [] } }))
+    );
     peer.finish_quietly();
 }
 
@@ -507,15 +540,40 @@ fn custom_prompts_and_completion() {
             "x",
             ""
         )),
+        error(5, -32602, "invalid params: unknown prompt: other"),
+        "an unknown prompt is rejected before the handler runs"
+    );
+    // A registered prompt reaches the handler, whose own error is sent.
+    assert_eq!(
+        peer.ask(&complete(
+            6,
+            json!({ "type": "ref/prompt", "name": "broken" }),
+            "x",
+            ""
+        )),
         error(
-            5,
+            6,
             -32602,
             "invalid params: no completions for that reference"
         )
     );
+    // Without resources, every resource reference is unknown.
     assert_eq!(
-        peer.ask(&request(6, "server/discover", json!({})))["result"]["capabilities"],
-        json!({ "prompts": {}, "completions": {}, "logging": {} })
+        peer.ask(&complete(
+            7,
+            json!({ "type": "ref/resource", "uri": "mem://{x}" }),
+            "x",
+            ""
+        )),
+        error(
+            7,
+            -32602,
+            "invalid params: unknown resource template: mem://{x}"
+        )
+    );
+    assert_eq!(
+        peer.ask(&request(8, "server/discover", json!({})))["result"]["capabilities"],
+        json!({ "prompts": { "listChanged": true }, "completions": {}, "logging": {} })
     );
     peer.finish_quietly();
 }

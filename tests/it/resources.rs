@@ -364,7 +364,12 @@ fn configured_cache_hints_everywhere() {
             1,
             json!({
                 "supportedVersions": ["2026-07-28"],
-                "capabilities": { "tools": {}, "prompts": {}, "resources": {}, "logging": {} },
+                "capabilities": {
+                    "tools": { "listChanged": true },
+                    "prompts": { "listChanged": true },
+                    "resources": { "subscribe": true, "listChanged": true },
+                    "logging": {}
+                },
                 "ttlMs": 5000,
                 "cacheScope": "public"
             })

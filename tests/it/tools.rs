@@ -21,6 +21,7 @@ const EVERYTHING_TOOLS: &[&str] = &[
     "toggle_tool",
     "add_tool",
     "stats",
+    "end_listen",
     "test_simple_text",
     "test_image_content",
     "test_audio_content",
@@ -31,6 +32,8 @@ const EVERYTHING_TOOLS: &[&str] = &[
     "test_missing_capability",
     "test_streaming_elicitation",
     "test_logging_tool",
+    "test_trigger_tool_change",
+    "test_trigger_prompt_change",
     "json_schema_2020_12_tool",
 ];
 
@@ -753,7 +756,7 @@ fn tools_added_and_removed_while_serving() {
     );
     assert_eq!(
         peer.ask(&request(9, "server/discover", json!({})))["result"]["capabilities"]["tools"],
-        json!({})
+        json!({ "listChanged": true })
     );
     peer.finish_quietly();
 }

@@ -141,9 +141,9 @@ fn discover_and_echo_over_a_unix_socket() {
         json!({
             "supportedVersions": ["2026-07-28"],
             "capabilities": {
-                "tools": {},
-                "prompts": {},
-                "resources": {},
+                "tools": { "listChanged": true },
+                "prompts": { "listChanged": true },
+                "resources": { "subscribe": true, "listChanged": true },
                 "completions": {},
                 "logging": {}
             },

@@ -1,0 +1,382 @@
+//! `subscriptions/listen`: the subscription table each connection's owner
+//! thread keeps, and the [`Notifier`] applications publish changes through
+//! (spec 2026-07-28 basic/patterns/subscriptions).
+//!
+//! Why the owner holds the table: the acknowledgment must be the first
+//! message that carries a subscription's id, a cancelled subscription must
+//! never get another message, and an event published after the ack must
+//! reach it. With one thread deciding all three, in the order events reach
+//! its inbox, each is simply true: the ack is written in the same step that
+//! inserts the subscription, an event is matched against the table as it
+//! stands when the event is taken out of the inbox, and a cancellation
+//! removes the entry before anything later is looked at.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt;
+use std::sync::Arc;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::jsonrpc::RequestId;
+use crate::server::Inner;
+use crate::server::serve::Event;
+use crate::types::{SubscriptionFilter, meta_key, method};
+
+/// What the application published, or asked of the open subscriptions.
+#[derive(Debug, Clone)]
+pub(crate) enum ServerEvent {
+    ToolsListChanged,
+    PromptsListChanged,
+    ResourcesListChanged,
+    ResourceUpdated(Arc<str>),
+    /// End every open subscription gracefully.
+    CloseAll,
+    /// End the subscriptions with this id gracefully.
+    Close(RequestId),
+}
+
+/// Publishes changes to every open subscription that asked for them, on
+/// every connection the server is serving. Cheap to clone; use it from any
+/// thread.
+///
+/// ```
+/// # use mcp_stdio::Server;
+/// let server = Server::builder("files", "1.0.0").build();
+/// let notifier = server.notifier();
+/// std::thread::spawn(move || {
+///     // ... a file changed:
+///     notifier.resource_updated("file:///etc/motd");
+/// });
+/// ```
+#[derive(Clone)]
+pub struct Notifier {
+    pub(crate) inner: Arc<Inner>,
+}
+
+impl fmt::Debug for Notifier {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Notifier").finish_non_exhaustive()
+    }
+}
+
+impl Notifier {
+    /// Sends `notifications/tools/list_changed` to the subscriptions that
+    /// asked for `toolsListChanged`.
+    pub fn tools_list_changed(&self) {
+        self.publish(ServerEvent::ToolsListChanged);
+    }
+
+    /// Sends `notifications/prompts/list_changed` to the subscriptions that
+    /// asked for `promptsListChanged`.
+    pub fn prompts_list_changed(&self) {
+        self.publish(ServerEvent::PromptsListChanged);
+    }
+
+    /// Sends `notifications/resources/list_changed` to the subscriptions
+    /// that asked for `resourcesListChanged`.
+    pub fn resources_list_changed(&self) {
+        self.publish(ServerEvent::ResourcesListChanged);
+    }
+
+    /// Sends `notifications/resources/updated` for `uri` to the
+    /// subscriptions whose accepted `resourceSubscriptions` name it.
+    pub fn resource_updated(&self, uri: &str) {
+        self.publish(ServerEvent::ResourceUpdated(uri.into()));
+    }
+
+    /// Ends every open subscription gracefully: each listen request gets its
+    /// final result.
+    pub fn close_subscriptions(&self) {
+        self.publish(ServerEvent::CloseAll);
+    }
+
+    /// Ends the subscription opened by the listen request `id` gracefully
+    /// (on every connection that has one with that id).
+    pub fn close_subscription(&self, id: &RequestId) {
+        self.publish(ServerEvent::Close(id.clone()));
+    }
+
+    fn publish(&self, event: ServerEvent) {
+        for connection in self.inner.connections() {
+            if inline::capture(connection.key, &event) {
+                // Published by an inline handler of this very connection:
+                // its owner applies it as soon as the handler returns.
+                continue;
+            }
+            // An owner thread must never wait on an inbox (its own or, when
+            // the owner of another connection blocks writing, someone
+            // else's); every other thread takes a credit and may wait.
+            let credited = !inline::is_running() && connection.publish_credits.send(()).is_ok();
+            // A connection that is finishing has dropped its inbox already.
+            let _ = connection.inbox.send(Event::Publish {
+                event: event.clone(),
+                credited,
+            });
+        }
+    }
+}
+
+/// Events published by an inline handler, which runs on its connection's
+/// owner thread.
+///
+/// Why a thread-local: the owner must never wait on its own inbox, and an
+/// event an inline handler publishes should take effect before anything
+/// the client sends later is read (an `end_listen` followed by a new
+/// listen must not close the new one). So while an inline handler runs,
+/// the owner marks its thread, and events published for that connection
+/// are collected here instead of queued; the owner applies them the moment
+/// the handler returns, before its reply.
+pub(crate) mod inline {
+    use std::cell::RefCell;
+
+    use super::ServerEvent;
+
+    thread_local! {
+        static RUNNING: RefCell<Option<(u64, Vec<ServerEvent>)>> = const { RefCell::new(None) };
+    }
+
+    /// Runs an inline handler for connection `key`; returns its result and
+    /// the events it published for that connection.
+    pub fn run<R>(key: u64, handler: impl FnOnce() -> R) -> (R, Vec<ServerEvent>) {
+        struct Reset;
+        impl Drop for Reset {
+            fn drop(&mut self) {
+                RUNNING.with(|running| running.borrow_mut().take());
+            }
+        }
+        RUNNING.with(|running| *running.borrow_mut() = Some((key, Vec::new())));
+        let reset = Reset;
+        let res = handler();
+        let events = RUNNING
+            .with(|running| running.borrow_mut().take())
+            .map(|(_, events)| events)
+            .unwrap_or_default();
+        drop(reset);
+        (res, events)
+    }
+
+    /// Whether an inline handler runs on this thread.
+    pub fn is_running() -> bool {
+        RUNNING.with(|running| running.borrow().is_some())
+    }
+
+    /// Collects `event` if an inline handler of connection `key` runs on
+    /// this thread.
+    pub fn capture(key: u64, event: &ServerEvent) -> bool {
+        RUNNING.with(|running| match &mut *running.borrow_mut() {
+            Some((running_key, events)) if *running_key == key => {
+                events.push(event.clone());
+                true
+            }
+            _ => false,
+        })
+    }
+}
+
+/// The notification types one subscription gets: what it asked for, less
+/// what the server does not offer.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Accepted {
+    pub tools: bool,
+    pub prompts: bool,
+    pub resources: bool,
+    /// The accepted URIs, in the order the client listed them. A list, not
+    /// a set: a subscription names a handful of URIs, and a short scan is
+    /// both smaller and faster than hashing.
+    pub uris: Vec<String>,
+}
+
+impl Accepted {
+    /// The acknowledged filter as it goes on the wire.
+    pub fn to_filter(&self) -> SubscriptionFilter {
+        SubscriptionFilter {
+            tools_list_changed: self.tools.then_some(true),
+            prompts_list_changed: self.prompts.then_some(true),
+            resources_list_changed: self.resources.then_some(true),
+            resource_subscriptions: (!self.uris.is_empty()).then(|| self.uris.clone()),
+        }
+    }
+
+    fn wants(&self, event: &ServerEvent) -> bool {
+        match event {
+            ServerEvent::ToolsListChanged => self.tools,
+            ServerEvent::PromptsListChanged => self.prompts,
+            ServerEvent::ResourcesListChanged => self.resources,
+            ServerEvent::ResourceUpdated(uri) => self.uris.iter().any(|u| **u == **uri),
+            ServerEvent::CloseAll | ServerEvent::Close(_) => false,
+        }
+    }
+}
+
+/// The open subscriptions of one connection, in the order they opened.
+#[derive(Debug, Default)]
+pub(crate) struct SubscriptionTable {
+    by_seq: BTreeMap<u64, (RequestId, Accepted)>,
+    by_id: HashMap<RequestId, u64>,
+    next_seq: u64,
+}
+
+impl SubscriptionTable {
+    pub fn contains(&self, id: &RequestId) -> bool {
+        self.by_id.contains_key(id)
+    }
+
+    pub fn insert(&mut self, id: RequestId, accepted: Accepted) {
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        self.by_id.insert(id.clone(), seq);
+        self.by_seq.insert(seq, (id, accepted));
+    }
+
+    /// Forgets a subscription; whether it was open.
+    pub fn remove(&mut self, id: &RequestId) -> bool {
+        match self.by_id.remove(id) {
+            Some(seq) => self.by_seq.remove(&seq).is_some(),
+            None => false,
+        }
+    }
+
+    /// Removes and returns every subscription, oldest first.
+    pub fn drain(&mut self) -> Vec<RequestId> {
+        self.by_id.clear();
+        std::mem::take(&mut self.by_seq)
+            .into_values()
+            .map(|(id, _)| id)
+            .collect()
+    }
+
+    /// Calls `deliver` with the id of every subscription that wants
+    /// `event`, oldest first.
+    pub fn each_wanting(&self, event: &ServerEvent, mut deliver: impl FnMut(&RequestId)) {
+        for (id, accepted) in self.by_seq.values() {
+            if accepted.wants(event) {
+                deliver(id);
+            }
+        }
+    }
+}
+
+/// The parts of a notification line around its subscription id: written as
+/// `head`, the id, `tail`, so fan-out to many subscriptions encodes the
+/// event once.
+pub(crate) struct Template {
+    pub head: Vec<u8>,
+    pub tail: Vec<u8>,
+}
+
+impl Template {
+    /// The template for a change event; `None` for the close events.
+    pub fn for_event(event: &ServerEvent) -> Option<Template> {
+        let method = match event {
+            ServerEvent::ToolsListChanged => method::NOTIFICATION_TOOLS_LIST_CHANGED,
+            ServerEvent::PromptsListChanged => method::NOTIFICATION_PROMPTS_LIST_CHANGED,
+            ServerEvent::ResourcesListChanged => method::NOTIFICATION_RESOURCES_LIST_CHANGED,
+            ServerEvent::ResourceUpdated(_) => method::NOTIFICATION_RESOURCES_UPDATED,
+            ServerEvent::CloseAll | ServerEvent::Close(_) => return None,
+        };
+        let mut head = br#"{"jsonrpc":"2.0","method":"#.to_vec();
+        push_json(&mut head, &method);
+        head.extend_from_slice(br#","params":{"_meta":{"#);
+        push_json(&mut head, &meta_key::SUBSCRIPTION_ID);
+        head.push(b':');
+        let mut tail = b"}".to_vec();
+        if let ServerEvent::ResourceUpdated(uri) = event {
+            tail.extend_from_slice(br#","uri":"#);
+            push_json(&mut tail, &&**uri);
+        }
+        tail.extend_from_slice(b"}}");
+        Some(Template { head, tail })
+    }
+}
+
+/// `notifications/subscriptions/acknowledged` for subscription `id`.
+pub(crate) fn encode_ack(out: &mut Vec<u8>, id: &RequestId, accepted: &Accepted) {
+    #[derive(Serialize)]
+    struct Params<'a> {
+        #[serde(rename = "_meta")]
+        meta: Meta<'a>,
+        notifications: SubscriptionFilter,
+    }
+    #[derive(Serialize)]
+    struct Meta<'a> {
+        #[serde(rename = "io.modelcontextprotocol/subscriptionId")]
+        subscription_id: &'a RequestId,
+    }
+    let params = Params {
+        meta: Meta {
+            subscription_id: id,
+        },
+        notifications: accepted.to_filter(),
+    };
+    // Plain data into a Vec: encoding cannot fail.
+    let _ = crate::jsonrpc::encode_notification(
+        out,
+        method::NOTIFICATION_SUBSCRIPTIONS_ACKNOWLEDGED,
+        &params,
+    );
+}
+
+/// The final result that ends subscription `id` gracefully:
+/// `{"resultType":"complete","_meta":{"io.modelcontextprotocol/subscriptionId": id, ...}}`.
+pub(crate) fn encode_final(out: &mut Vec<u8>, id: &RequestId, server_info: &Value) {
+    let result = serde_json::json!({
+        "resultType": "complete",
+        "_meta": {
+            meta_key::SUBSCRIPTION_ID: id,
+            meta_key::SERVER_INFO: server_info,
+        }
+    });
+    // Plain data into a Vec: encoding cannot fail.
+    let _ = crate::jsonrpc::encode_result(out, id, &result);
+}
+
+fn push_json<T: Serialize + ?Sized>(out: &mut Vec<u8>, value: &T) {
+    // Strings and ids into a Vec: encoding cannot fail.
+    let _ = serde_json::to_writer(out, value);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn templates_wrap_the_id() {
+        let t = Template::for_event(&ServerEvent::ResourceUpdated("mem://a\"b".into())).unwrap();
+        let mut line = t.head.clone();
+        line.extend_from_slice(b"\"7\"");
+        line.extend_from_slice(&t.tail);
+        assert_eq!(
+            String::from_utf8(line).unwrap(),
+            r#"{"jsonrpc":"2.0","method":"notifications/resources/updated","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":"7"},"uri":"mem://a\"b"}}"#
+        );
+    }
+
+    #[test]
+    fn table_keeps_order_and_filters() {
+        let mut table = SubscriptionTable::default();
+        let tools = Accepted {
+            tools: true,
+            ..Default::default()
+        };
+        let uris = Accepted {
+            uris: vec!["u".into()],
+            ..Default::default()
+        };
+        table.insert(RequestId::from(2), tools.clone());
+        table.insert(RequestId::from("1"), uris);
+        table.insert(RequestId::from(1), tools);
+        let mut seen = Vec::new();
+        table.each_wanting(&ServerEvent::ToolsListChanged, |id| seen.push(id.clone()));
+        assert_eq!(seen, [RequestId::from(2), RequestId::from(1)]);
+        seen.clear();
+        table.each_wanting(&ServerEvent::ResourceUpdated("u".into()), |id| {
+            seen.push(id.clone())
+        });
+        assert_eq!(seen, [RequestId::from("1")]);
+        assert!(table.remove(&RequestId::from(2)));
+        assert!(!table.remove(&RequestId::from(2)));
+        assert_eq!(table.drain(), [RequestId::from("1"), RequestId::from(1)]);
+        assert!(!table.contains(&RequestId::from(1)));
+    }
+}
