@@ -12,12 +12,11 @@ use serde_json::Value;
 use crate::context::RequestContext;
 use crate::jsonrpc::ErrorObject;
 use crate::server::handlers::{
-    CompletionFn, MethodFn, Outcome, PromptArguments, ResourceRequest, ToolOutcome,
+    CompletionFn, MethodFn, Outcome, PromptArguments, ResourceRequest, ToolOutcome, prompt_fn,
+    resource_fn, typed_tool,
 };
 use crate::server::registry::Registry;
-use crate::server::{
-    AcceptUri, CacheHints, Config, Inner, Server, Trace, prompt_fn, resource_fn, typed_tool,
-};
+use crate::server::{AcceptUri, CacheHints, Config, Inner, Server, Trace};
 use crate::transport::DEFAULT_MAX_LINE_BYTES;
 use crate::types::{
     CompleteRequestParams, CompleteResult, GetPromptResult, Implementation, Prompt,

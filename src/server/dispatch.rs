@@ -11,19 +11,20 @@ use std::ops::Range;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 
-use serde::{Deserialize, Deserializer, Serialize};
+use serde::{Deserialize, Deserializer};
 use serde_json::value::RawValue;
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 use crate::context::{RequestContext, RequestMeta};
-use crate::jsonrpc::{ErrorObject, RequestId, encode_error, encode_result};
+use crate::jsonrpc::{ErrorObject, encode_error};
 use crate::server::handlers::{Outcome, PromptArguments};
+use crate::server::meta::validate_meta;
+use crate::server::reply::{finish, outcome};
 use crate::server::subscriptions::Accepted;
 use crate::server::{Inner, SUPPORTED_VERSIONS};
 use crate::types::{
     CompleteRequestParams, DiscoverResult, ListPromptsResult, ListResourceTemplatesResult,
-    ListResourcesResult, ListToolsResult, LoggingLevel, Meta, ResultType, SubscriptionFilter,
-    meta_key, method,
+    ListResourcesResult, ListToolsResult, SubscriptionFilter, method,
 };
 
 /// Produces the complete response line for one request.
@@ -65,46 +66,6 @@ struct Fields<'a> {
     cursor: Option<&'a RawValue>,
     #[serde(borrow, default, deserialize_with = "present")]
     notifications: Option<&'a RawValue>,
-}
-
-/// The reserved `_meta` keys, borrowed.
-#[derive(Deserialize)]
-struct MetaFields<'a> {
-    #[serde(
-        rename = "io.modelcontextprotocol/protocolVersion",
-        borrow,
-        default,
-        deserialize_with = "present"
-    )]
-    protocol_version: Option<&'a RawValue>,
-    #[serde(
-        rename = "io.modelcontextprotocol/clientCapabilities",
-        borrow,
-        default,
-        deserialize_with = "present"
-    )]
-    client_capabilities: Option<&'a RawValue>,
-    #[serde(
-        rename = "io.modelcontextprotocol/clientInfo",
-        borrow,
-        default,
-        deserialize_with = "present"
-    )]
-    client_info: Option<&'a RawValue>,
-    #[serde(
-        rename = "io.modelcontextprotocol/logLevel",
-        borrow,
-        default,
-        deserialize_with = "present"
-    )]
-    log_level: Option<&'a RawValue>,
-    #[serde(
-        rename = "progressToken",
-        borrow,
-        default,
-        deserialize_with = "present"
-    )]
-    progress_token: Option<&'a RawValue>,
 }
 
 fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<&'de RawValue>, D::Error> {
@@ -341,85 +302,6 @@ fn route(inner: &Inner, name: &str) -> Result<Route, ErrorObject> {
     })
 }
 
-/// Checks the per-request protocol fields (spec 2026-07-28 basic/index,
-/// "Per-request protocol fields"): a request missing a required one is
-/// malformed and MUST be rejected with `-32602`.
-fn validate_meta(raw: Option<&RawValue>) -> Result<RequestMeta, ErrorObject> {
-    let missing = |key: &str| ErrorObject::invalid_params(format!("missing _meta[\"{key}\"]"));
-    let Some(raw) = raw.filter(|r| r.get() != "null") else {
-        return Err(missing(meta_key::PROTOCOL_VERSION));
-    };
-    // Checked first: serde would read a struct from an array by position.
-    if !raw.get().starts_with('{') {
-        return Err(ErrorObject::invalid_params(format!(
-            "_meta must be an object, got {}",
-            raw.get().chars().take(40).collect::<String>()
-        )));
-    }
-    let fields: MetaFields<'_> = serde_json::from_str(raw.get())
-        .map_err(|e| ErrorObject::invalid_params(format!("_meta must be an object: {e}")))?;
-    let version_raw = fields
-        .protocol_version
-        .ok_or_else(|| missing(meta_key::PROTOCOL_VERSION))?;
-    let protocol_version: String = serde_json::from_str(version_raw.get()).map_err(|_| {
-        ErrorObject::invalid_params(format!(
-            "_meta[\"{}\"] must be a string",
-            meta_key::PROTOCOL_VERSION
-        ))
-    })?;
-    if !SUPPORTED_VERSIONS.contains(&protocol_version.as_str()) {
-        return Err(ErrorObject::unsupported_protocol_version(
-            &protocol_version,
-            SUPPORTED_VERSIONS,
-        ));
-    }
-    let caps_raw = fields
-        .client_capabilities
-        .ok_or_else(|| missing(meta_key::CLIENT_CAPABILITIES))?;
-    let client_capabilities: Map<String, Value> =
-        serde_json::from_str(caps_raw.get()).map_err(|_| {
-            ErrorObject::invalid_params(format!(
-                "_meta[\"{}\"] must be an object",
-                meta_key::CLIENT_CAPABILITIES
-            ))
-        })?;
-    let client_info = match fields.client_info {
-        None => None,
-        Some(raw) => Some(serde_json::from_str(raw.get()).map_err(|e| {
-            ErrorObject::invalid_params(format!(
-                "_meta[\"{}\"] is invalid: {e}",
-                meta_key::CLIENT_INFO
-            ))
-        })?),
-    };
-    let log_level = match fields.log_level {
-        None => None,
-        Some(raw) => Some(
-            serde_json::from_str::<LoggingLevel>(raw.get()).map_err(|_| {
-                ErrorObject::invalid_params(format!(
-                    "_meta[\"{}\"] is not a log level: {}",
-                    meta_key::LOG_LEVEL,
-                    raw.get()
-                ))
-            })?,
-        ),
-    };
-    let progress_token = match fields.progress_token {
-        None => None,
-        Some(raw) => Some(serde_json::from_str(raw.get()).map_err(|_| {
-            ErrorObject::invalid_params("_meta[\"progressToken\"] must be a string or an integer")
-        })?),
-    };
-    Ok(RequestMeta {
-        protocol_version,
-        client_capabilities,
-        client_info,
-        log_level,
-        progress_token,
-        raw: Some(raw.to_owned()),
-    })
-}
-
 fn required_string(raw: Option<&RawValue>, name: &str) -> Result<String, ErrorObject> {
     optional_string(raw, name)?
         .ok_or_else(|| ErrorObject::invalid_params(format!("missing {name}")))
@@ -482,103 +364,4 @@ fn list(inner: &Inner, ctx: &RequestContext, route: Route, cursor: Option<&str>)
         Route::TemplatesList => page!(templates, template, ListResourceTemplatesResult),
         _ => page!(prompts, prompt, ListPromptsResult),
     }
-}
-
-/// A result type that carries `resultType` and `_meta`, which the server
-/// stamps on every result (spec 2026-07-28 basic/index: every result MUST
-/// include `resultType`; servers SHOULD include `serverInfo` in `_meta`).
-pub(crate) trait Stamp: Serialize {
-    /// Fills `resultType` (when absent: `complete`) and
-    /// `_meta["io.modelcontextprotocol/serverInfo"]` (unless set).
-    fn stamp(&mut self, server_info: &Value);
-}
-
-fn stamp_fields(
-    result_type: &mut Option<ResultType>,
-    meta: &mut Option<Meta>,
-    server_info: &Value,
-) {
-    result_type.get_or_insert(ResultType::Complete);
-    meta.get_or_insert_with(Map::new)
-        .entry(meta_key::SERVER_INFO)
-        .or_insert_with(|| server_info.clone());
-}
-
-// One line per result type; a macro keeps the list readable.
-macro_rules! impl_stamp {
-    ($($ty:ty),*) => {$(
-        impl Stamp for $ty {
-            fn stamp(&mut self, server_info: &Value) {
-                stamp_fields(&mut self.result_type, &mut self.meta, server_info);
-            }
-        }
-    )*};
-}
-
-impl_stamp!(
-    crate::types::CallToolResult,
-    crate::types::ReadResourceResult,
-    crate::types::GetPromptResult,
-    crate::types::CompleteResult,
-    crate::types::InputRequiredResult,
-    DiscoverResult,
-    ListToolsResult,
-    ListResourcesResult,
-    ListResourceTemplatesResult,
-    ListPromptsResult
-);
-
-/// Results of application-defined methods: stamped when they are objects.
-impl Stamp for Value {
-    fn stamp(&mut self, server_info: &Value) {
-        if let Value::Object(map) = self {
-            map.entry("resultType")
-                .or_insert_with(|| Value::from("complete"));
-            let meta = map
-                .entry("_meta")
-                .or_insert_with(|| Value::Object(Map::new()));
-            if let Value::Object(meta) = meta {
-                meta.entry(meta_key::SERVER_INFO)
-                    .or_insert_with(|| server_info.clone());
-            }
-        }
-    }
-}
-
-/// Encodes the response for a handler's outcome.
-fn outcome<T: Stamp>(
-    inner: &Inner,
-    id: &RequestId,
-    res: Result<Outcome<T>, ErrorObject>,
-) -> Vec<u8> {
-    match res {
-        Ok(Outcome::Complete(result)) => finish(inner, id, Ok(result)),
-        Ok(Outcome::InputRequired(mut result)) => {
-            result.result_type = Some(ResultType::InputRequired);
-            finish(inner, id, Ok(result))
-        }
-        Err(e) => finish::<Value>(inner, id, Err(e)),
-    }
-}
-
-/// Stamps a result and encodes the response line.
-pub(crate) fn finish<T: Stamp>(
-    inner: &Inner,
-    id: &RequestId,
-    res: Result<T, ErrorObject>,
-) -> Vec<u8> {
-    let mut line = Vec::with_capacity(256);
-    match res {
-        Ok(mut result) => {
-            result.stamp(&inner.info_value);
-            if let Err(e) = encode_result(&mut line, id, &result) {
-                line.clear();
-                let error =
-                    ErrorObject::internal_error(format!("result could not be encoded: {e}"));
-                encode_error(&mut line, Some(id), &error);
-            }
-        }
-        Err(error) => encode_error(&mut line, Some(id), &error),
-    }
-    line
 }

@@ -1,6 +1,9 @@
 //! The shapes of application handlers, and what they may return.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use serde::de::DeserializeOwned;
 
 use serde_json::Value;
 
@@ -70,3 +73,35 @@ pub(crate) type CompletionFn = dyn Fn(&RequestContext, CompleteRequestParams) ->
 /// A stored handler for an application-defined method.
 pub(crate) type MethodFn =
     dyn Fn(&RequestContext, Value) -> Result<Value, ErrorObject> + Send + Sync;
+
+/// Wraps a typed tool handler: the arguments object is deserialized into
+/// `T` (an absent `arguments` reads as `{}`), and a mismatch is `-32602`
+/// with serde's message.
+pub(crate) fn typed_tool<T, R, F>(handler: F) -> Arc<ToolFn>
+where
+    T: DeserializeOwned,
+    R: Into<ToolOutcome>,
+    F: Fn(&RequestContext, T) -> Result<R, ErrorObject> + Send + Sync + 'static,
+{
+    Arc::new(move |ctx: &RequestContext, args: Option<&str>| {
+        let args: T = serde_json::from_str(args.unwrap_or("{}"))
+            .map_err(|e| ErrorObject::invalid_params(format!("invalid tool arguments: {e}")))?;
+        handler(ctx, args).map(Into::into)
+    })
+}
+
+pub(crate) fn resource_fn<R, F>(handler: F) -> Arc<ResourceFn>
+where
+    R: Into<Outcome<ReadResourceResult>>,
+    F: Fn(&RequestContext, &ResourceRequest) -> Result<R, ErrorObject> + Send + Sync + 'static,
+{
+    Arc::new(move |ctx: &RequestContext, req: &ResourceRequest| handler(ctx, req).map(Into::into))
+}
+
+pub(crate) fn prompt_fn<R, F>(handler: F) -> Arc<PromptFn>
+where
+    R: Into<Outcome<GetPromptResult>>,
+    F: Fn(&RequestContext, PromptArguments) -> Result<R, ErrorObject> + Send + Sync + 'static,
+{
+    Arc::new(move |ctx: &RequestContext, args: PromptArguments| handler(ctx, args).map(Into::into))
+}

@@ -9,8 +9,11 @@ mod builder;
 pub(crate) mod dispatch;
 pub(crate) mod handlers;
 pub(crate) mod in_flight;
+pub(crate) mod meta;
 pub(crate) mod pool;
+pub(crate) mod reader;
 pub(crate) mod registry;
+pub(crate) mod reply;
 pub(crate) mod serve;
 pub(crate) mod subscriptions;
 
@@ -37,9 +40,8 @@ use crate::types::{
     Resource, ResourceTemplate, ResourcesCapability, ServerCapabilities, Tool, ToolsCapability,
 };
 use crate::types::{CompletionReference, SubscriptionFilter};
-use crate::uri_template::UriTemplate;
-use handlers::{CompletionFn, MethodFn, ResourceFn, ToolFn};
-use registry::{PromptEntry, Registry, ResourceEntry, TemplateEntry, ToolEntry};
+use handlers::{CompletionFn, MethodFn, ResourceFn, prompt_fn, resource_fn, typed_tool};
+use registry::Registry;
 use serve::Event;
 use subscriptions::Accepted;
 
@@ -447,86 +449,4 @@ pub(crate) struct FoundResource {
     pub handler: Arc<ResourceFn>,
     pub request: ResourceRequest,
     pub inline: bool,
-}
-
-impl Registry {
-    pub(crate) fn add_tool(&mut self, tool: Tool, handler: Arc<ToolFn>, inline: bool) {
-        self.has_tools = true;
-        self.tools.insert(
-            tool.name.clone(),
-            ToolEntry {
-                tool,
-                handler,
-                inline,
-            },
-        );
-    }
-
-    pub(crate) fn add_resource(
-        &mut self,
-        resource: Resource,
-        handler: Arc<ResourceFn>,
-        inline: bool,
-    ) {
-        self.has_resources = true;
-        self.resources.insert(
-            resource.uri.clone(),
-            ResourceEntry {
-                resource,
-                handler,
-                inline,
-            },
-        );
-    }
-
-    pub(crate) fn add_template(&mut self, template: ResourceTemplate, handler: Arc<ResourceFn>) {
-        self.has_resources = true;
-        let pattern = UriTemplate::parse(&template.uri_template);
-        self.templates.insert(
-            template.uri_template.clone(),
-            TemplateEntry {
-                template,
-                pattern,
-                handler,
-            },
-        );
-    }
-
-    pub(crate) fn add_prompt(&mut self, prompt: Prompt, handler: Arc<handlers::PromptFn>) {
-        self.has_prompts = true;
-        self.prompts
-            .insert(prompt.name.clone(), PromptEntry { prompt, handler });
-    }
-}
-
-/// Wraps a typed tool handler: the arguments object is deserialized into
-/// `T` (an absent `arguments` reads as `{}`), and a mismatch is `-32602`
-/// with serde's message.
-pub(crate) fn typed_tool<T, R, F>(handler: F) -> Arc<ToolFn>
-where
-    T: DeserializeOwned,
-    R: Into<ToolOutcome>,
-    F: Fn(&RequestContext, T) -> Result<R, ErrorObject> + Send + Sync + 'static,
-{
-    Arc::new(move |ctx: &RequestContext, args: Option<&str>| {
-        let args: T = serde_json::from_str(args.unwrap_or("{}"))
-            .map_err(|e| ErrorObject::invalid_params(format!("invalid tool arguments: {e}")))?;
-        handler(ctx, args).map(Into::into)
-    })
-}
-
-pub(crate) fn resource_fn<R, F>(handler: F) -> Arc<ResourceFn>
-where
-    R: Into<Outcome<ReadResourceResult>>,
-    F: Fn(&RequestContext, &ResourceRequest) -> Result<R, ErrorObject> + Send + Sync + 'static,
-{
-    Arc::new(move |ctx: &RequestContext, req: &ResourceRequest| handler(ctx, req).map(Into::into))
-}
-
-pub(crate) fn prompt_fn<R, F>(handler: F) -> Arc<handlers::PromptFn>
-where
-    R: Into<Outcome<GetPromptResult>>,
-    F: Fn(&RequestContext, PromptArguments) -> Result<R, ErrorObject> + Send + Sync + 'static,
-{
-    Arc::new(move |ctx: &RequestContext, args: PromptArguments| handler(ctx, args).map(Into::into))
 }

@@ -136,6 +136,56 @@ pub(crate) struct Registry {
     pub has_prompts: bool,
 }
 
+impl Registry {
+    pub(crate) fn add_tool(&mut self, tool: Tool, handler: Arc<ToolFn>, inline: bool) {
+        self.has_tools = true;
+        self.tools.insert(
+            tool.name.clone(),
+            ToolEntry {
+                tool,
+                handler,
+                inline,
+            },
+        );
+    }
+
+    pub(crate) fn add_resource(
+        &mut self,
+        resource: Resource,
+        handler: Arc<ResourceFn>,
+        inline: bool,
+    ) {
+        self.has_resources = true;
+        self.resources.insert(
+            resource.uri.clone(),
+            ResourceEntry {
+                resource,
+                handler,
+                inline,
+            },
+        );
+    }
+
+    pub(crate) fn add_template(&mut self, template: ResourceTemplate, handler: Arc<ResourceFn>) {
+        self.has_resources = true;
+        let pattern = UriTemplate::parse(&template.uri_template);
+        self.templates.insert(
+            template.uri_template.clone(),
+            TemplateEntry {
+                template,
+                pattern,
+                handler,
+            },
+        );
+    }
+
+    pub(crate) fn add_prompt(&mut self, prompt: Prompt, handler: Arc<PromptFn>) {
+        self.has_prompts = true;
+        self.prompts
+            .insert(prompt.name.clone(), PromptEntry { prompt, handler });
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

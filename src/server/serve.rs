@@ -33,16 +33,17 @@ use serde::Deserialize;
 
 use crate::context::{CancelToken, RequestContext};
 use crate::error::Error;
-use crate::incoming::{Incoming, classify};
+use crate::incoming::Incoming;
 use crate::jsonrpc::{ErrorObject, RequestId, encode_error};
 use crate::server::dispatch::{Job, Prepared, Work, prepare, run};
 use crate::server::in_flight::{Entry, InFlight};
 use crate::server::pool::{Pool, PoolJob};
+use crate::server::reader;
 use crate::server::subscriptions::{
     ServerEvent, SubscriptionTable, Template, encode_ack, encode_final, inline,
 };
 use crate::server::{ConnectionHandle, Inner, PUBLISH_CREDITS, Server};
-use crate::transport::{Line, Transport, read_line};
+use crate::transport::Transport;
 use crate::types::method;
 
 /// Everything the owner thread reacts to, in arrival order.
@@ -106,7 +107,7 @@ pub(crate) fn serve(inner: &Arc<Inner>, transport: Transport) -> Result<(), Erro
         let trace = Arc::clone(&inner.trace);
         thread::Builder::new()
             .name("mcp-reader".into())
-            .spawn(move || read_loop(reader, inbox, credit_tx, max_line, &*trace))
+            .spawn(move || reader::read_loop(reader, inbox, credit_tx, max_line, &*trace))
             .map_err(Error::Io)?;
     }
     let pool = Pool::new(config.workers, config.max_running, inbox_tx.clone());
@@ -472,46 +473,6 @@ impl Owner {
             && let Err(e) = self.out.flush()
         {
             self.write_error = Some(e);
-        }
-    }
-}
-
-/// The reader thread: one classified line at a time into the inbox.
-fn read_loop(
-    mut reader: Box<dyn io::BufRead + Send>,
-    inbox: Sender<Event>,
-    credits: Sender<()>,
-    max_line: usize,
-    trace: &(dyn Fn(&str) + Send + Sync),
-) {
-    let mut buf = Vec::new();
-    loop {
-        // Blocks while `queue_limit` lines are in hand: that is the
-        // backpressure. An error means the owner is gone.
-        if credits.send(()).is_err() {
-            return;
-        }
-        let event = match read_line(&mut *reader, &mut buf, max_line) {
-            Ok(Line::Message) => Event::Line(classify(&buf)),
-            Ok(Line::TooLong(len)) => Event::Line(Incoming::Invalid {
-                id: None,
-                error: ErrorObject::invalid_request(format!(
-                    "message of {len} bytes exceeds the maximum line length of {max_line} bytes"
-                )),
-            }),
-            Ok(Line::Eof) => Event::Eof,
-            Err(e) => {
-                trace(&format!("reading input failed: {e}"));
-                Event::Eof
-            }
-        };
-        let eof = matches!(event, Event::Eof);
-        if inbox.send(event).is_err() || eof {
-            return;
-        }
-        if buf.capacity() > 64 * 1024 {
-            // Do not keep a once-large buffer for the life of the connection.
-            buf = Vec::new();
         }
     }
 }

@@ -1,0 +1,134 @@
+//! Validating the per-request `_meta` of a modern request
+//! (spec 2026-07-28 basic/index, "Per-request protocol fields").
+
+use serde::{Deserialize, Deserializer};
+use serde_json::value::RawValue;
+use serde_json::{Map, Value};
+
+use crate::context::RequestMeta;
+use crate::jsonrpc::ErrorObject;
+use crate::server::SUPPORTED_VERSIONS;
+use crate::types::{LoggingLevel, meta_key};
+
+/// The reserved `_meta` keys, borrowed.
+#[derive(Deserialize)]
+struct MetaFields<'a> {
+    #[serde(
+        rename = "io.modelcontextprotocol/protocolVersion",
+        borrow,
+        default,
+        deserialize_with = "present"
+    )]
+    protocol_version: Option<&'a RawValue>,
+    #[serde(
+        rename = "io.modelcontextprotocol/clientCapabilities",
+        borrow,
+        default,
+        deserialize_with = "present"
+    )]
+    client_capabilities: Option<&'a RawValue>,
+    #[serde(
+        rename = "io.modelcontextprotocol/clientInfo",
+        borrow,
+        default,
+        deserialize_with = "present"
+    )]
+    client_info: Option<&'a RawValue>,
+    #[serde(
+        rename = "io.modelcontextprotocol/logLevel",
+        borrow,
+        default,
+        deserialize_with = "present"
+    )]
+    log_level: Option<&'a RawValue>,
+    #[serde(
+        rename = "progressToken",
+        borrow,
+        default,
+        deserialize_with = "present"
+    )]
+    progress_token: Option<&'a RawValue>,
+}
+
+fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<&'de RawValue>, D::Error> {
+    <&RawValue>::deserialize(d).map(Some)
+}
+
+/// Checks the per-request protocol fields (spec 2026-07-28 basic/index,
+/// "Per-request protocol fields"): a request missing a required one is
+/// malformed and MUST be rejected with `-32602`.
+pub(crate) fn validate_meta(raw: Option<&RawValue>) -> Result<RequestMeta, ErrorObject> {
+    let missing = |key: &str| ErrorObject::invalid_params(format!("missing _meta[\"{key}\"]"));
+    let Some(raw) = raw.filter(|r| r.get() != "null") else {
+        return Err(missing(meta_key::PROTOCOL_VERSION));
+    };
+    // Checked first: serde would read a struct from an array by position.
+    if !raw.get().starts_with('{') {
+        return Err(ErrorObject::invalid_params(format!(
+            "_meta must be an object, got {}",
+            raw.get().chars().take(40).collect::<String>()
+        )));
+    }
+    let fields: MetaFields<'_> = serde_json::from_str(raw.get())
+        .map_err(|e| ErrorObject::invalid_params(format!("_meta must be an object: {e}")))?;
+    let version_raw = fields
+        .protocol_version
+        .ok_or_else(|| missing(meta_key::PROTOCOL_VERSION))?;
+    let protocol_version: String = serde_json::from_str(version_raw.get()).map_err(|_| {
+        ErrorObject::invalid_params(format!(
+            "_meta[\"{}\"] must be a string",
+            meta_key::PROTOCOL_VERSION
+        ))
+    })?;
+    if !SUPPORTED_VERSIONS.contains(&protocol_version.as_str()) {
+        return Err(ErrorObject::unsupported_protocol_version(
+            &protocol_version,
+            SUPPORTED_VERSIONS,
+        ));
+    }
+    let caps_raw = fields
+        .client_capabilities
+        .ok_or_else(|| missing(meta_key::CLIENT_CAPABILITIES))?;
+    let client_capabilities: Map<String, Value> =
+        serde_json::from_str(caps_raw.get()).map_err(|_| {
+            ErrorObject::invalid_params(format!(
+                "_meta[\"{}\"] must be an object",
+                meta_key::CLIENT_CAPABILITIES
+            ))
+        })?;
+    let client_info = match fields.client_info {
+        None => None,
+        Some(raw) => Some(serde_json::from_str(raw.get()).map_err(|e| {
+            ErrorObject::invalid_params(format!(
+                "_meta[\"{}\"] is invalid: {e}",
+                meta_key::CLIENT_INFO
+            ))
+        })?),
+    };
+    let log_level = match fields.log_level {
+        None => None,
+        Some(raw) => Some(
+            serde_json::from_str::<LoggingLevel>(raw.get()).map_err(|_| {
+                ErrorObject::invalid_params(format!(
+                    "_meta[\"{}\"] is not a log level: {}",
+                    meta_key::LOG_LEVEL,
+                    raw.get()
+                ))
+            })?,
+        ),
+    };
+    let progress_token = match fields.progress_token {
+        None => None,
+        Some(raw) => Some(serde_json::from_str(raw.get()).map_err(|_| {
+            ErrorObject::invalid_params("_meta[\"progressToken\"] must be a string or an integer")
+        })?),
+    };
+    Ok(RequestMeta {
+        protocol_version,
+        client_capabilities,
+        client_info,
+        log_level,
+        progress_token,
+        raw: Some(raw.to_owned()),
+    })
+}
