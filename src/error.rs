@@ -26,6 +26,10 @@ pub enum Error {
     Cancelled,
     /// The connection closed before an answer came.
     Disconnected,
+    /// The peer broke the protocol, or the two sides cannot agree on it
+    /// (no common version, an unknown `resultType`, a legacy server when
+    /// modern was required); the text says what happened.
+    Protocol(String),
 }
 
 impl fmt::Display for Error {
@@ -37,6 +41,7 @@ impl fmt::Display for Error {
             Error::Timeout => f.write_str("no answer within the timeout"),
             Error::Cancelled => f.write_str("the request was cancelled"),
             Error::Disconnected => f.write_str("the connection closed"),
+            Error::Protocol(what) => write!(f, "protocol error: {what}"),
         }
     }
 }

@@ -152,6 +152,7 @@
 #![deny(missing_debug_implementations)]
 #![warn(rust_2018_idioms)]
 
+mod client;
 mod context;
 mod error;
 mod incoming;
@@ -162,6 +163,10 @@ mod transport;
 pub mod types;
 mod uri_template;
 
+pub use client::{
+    Client, ClientBuilder, Era, EraPolicy, LEGACY_VERSIONS, Pages, PendingCall, RequestOptions,
+    RestartPolicy, Subscription, SubscriptionEnd, SubscriptionEvent,
+};
 pub use context::{CancelToken, RequestContext, RequestMeta};
 pub use error::Error;
 pub use jsonrpc::{ErrorObject, RequestId, error_code};

@@ -1,0 +1,198 @@
+//! One request in flight: its options (timeout, progress and log
+//! callbacks) and [`PendingCall`], the handle that waits for its reply.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{Receiver, RecvTimeoutError};
+use serde_json::value::RawValue;
+
+use crate::client::link::{Delivery, Link};
+use crate::error::Error;
+use crate::jsonrpc::{RequestId, encode_notification};
+use crate::types::{
+    LoggingLevel, LoggingMessageNotificationParams, ProgressNotificationParams, method,
+};
+
+type ProgressFn = dyn FnMut(&ProgressNotificationParams) + Send;
+type LogFn = dyn FnMut(&LoggingMessageNotificationParams) + Send;
+
+/// Per-request settings: timeout, progress and log callbacks.
+///
+/// ```
+/// use std::time::Duration;
+/// let options = mcp_stdio::RequestOptions::new()
+///     .timeout(Duration::from_secs(5))
+///     .on_progress(|p| eprintln!("{}/{:?}", p.progress, p.total))
+///     .reset_timeout_on_progress(Duration::from_secs(60));
+/// ```
+#[derive(Default)]
+pub struct RequestOptions {
+    pub(crate) timeout: Option<Duration>,
+    pub(crate) progress: Option<Box<ProgressFn>>,
+    pub(crate) reset_on_progress: Option<Duration>,
+    pub(crate) log: Option<(LoggingLevel, Box<LogFn>)>,
+}
+
+impl fmt::Debug for RequestOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RequestOptions")
+            .field("timeout", &self.timeout)
+            .field("progress", &self.progress.is_some())
+            .field("reset_on_progress", &self.reset_on_progress)
+            .field("log", &self.log.as_ref().map(|(level, _)| level))
+            .finish()
+    }
+}
+
+impl RequestOptions {
+    /// Default options: the client's timeout, no callbacks.
+    pub fn new() -> RequestOptions {
+        RequestOptions::default()
+    }
+
+    /// How long to wait for the reply before cancelling the request.
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(timeout);
+        self
+    }
+
+    /// Asks for progress (the client sets a unique `progressToken`) and
+    /// calls `callback` on the waiting thread for each notification.
+    pub fn on_progress(
+        mut self,
+        callback: impl FnMut(&ProgressNotificationParams) + Send + 'static,
+    ) -> Self {
+        self.progress = Some(Box::new(callback));
+        self
+    }
+
+    /// Restarts the timeout whenever progress arrives, but never waits
+    /// longer than `max` in all (spec 2026-07-28 basic/patterns/cancellation,
+    /// "Timeouts").
+    pub fn reset_timeout_on_progress(mut self, max: Duration) -> Self {
+        self.reset_on_progress = Some(max);
+        self
+    }
+
+    /// Asks for log messages at `level` and above
+    /// (`io.modelcontextprotocol/logLevel`) and hands them to `callback` on
+    /// the waiting thread.
+    pub fn log(
+        mut self,
+        level: LoggingLevel,
+        callback: impl FnMut(&LoggingMessageNotificationParams) + Send + 'static,
+    ) -> Self {
+        self.log = Some((level, Box::new(callback)));
+        self
+    }
+}
+
+/// A request in flight. Wait for its reply, with or without a timeout, or
+/// cancel it. Dropping it unanswered cancels it.
+pub struct PendingCall {
+    pub(crate) id: RequestId,
+    pub(crate) link: Arc<Link>,
+    pub(crate) rx: Receiver<Delivery>,
+    pub(crate) options: RequestOptions,
+    pub(crate) started: Instant,
+    pub(crate) default_timeout: Duration,
+    pub(crate) done: bool,
+}
+
+impl fmt::Debug for PendingCall {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PendingCall")
+            .field("id", &self.id)
+            .finish_non_exhaustive()
+    }
+}
+
+impl PendingCall {
+    /// The request's JSON-RPC id.
+    pub fn id(&self) -> &RequestId {
+        &self.id
+    }
+
+    /// Waits for the reply, up to the request's timeout; on timeout the
+    /// request is cancelled and `Error::Timeout` returned.
+    pub fn wait(mut self) -> Result<Box<RawValue>, Error> {
+        let timeout = self.options.timeout.unwrap_or(self.default_timeout);
+        self.wait_for(timeout, true)
+    }
+
+    /// Waits for the reply up to `timeout`; then the request is cancelled.
+    pub fn wait_timeout(mut self, timeout: Duration) -> Result<Box<RawValue>, Error> {
+        self.wait_for(timeout, true)
+    }
+
+    /// Cancels the request: the server is sent `notifications/cancelled`,
+    /// and a reply that still comes is dropped.
+    pub fn cancel(mut self, reason: Option<&str>) {
+        self.cancel_inner(reason);
+    }
+
+    fn wait_for(
+        &mut self,
+        timeout: Duration,
+        cancel_on_timeout: bool,
+    ) -> Result<Box<RawValue>, Error> {
+        let mut deadline = Instant::now() + timeout;
+        let hard_limit = self.options.reset_on_progress.map(|max| self.started + max);
+        loop {
+            match self.rx.recv_deadline(deadline) {
+                Ok(Delivery::Reply(reply)) => {
+                    self.done = true;
+                    return reply.map_err(Error::Rpc);
+                }
+                Ok(Delivery::Progress(progress)) => {
+                    if let Some(callback) = &mut self.options.progress {
+                        callback(&progress);
+                    }
+                    if let Some(limit) = hard_limit {
+                        deadline = (Instant::now() + timeout).min(limit);
+                    }
+                }
+                Ok(Delivery::Log(log)) => {
+                    if let Some((_, callback)) = &mut self.options.log {
+                        callback(&log);
+                    }
+                }
+                Ok(Delivery::Disconnected) | Err(RecvTimeoutError::Disconnected) => {
+                    self.done = true;
+                    return Err(Error::Disconnected);
+                }
+                Err(RecvTimeoutError::Timeout) => {
+                    if cancel_on_timeout {
+                        self.cancel_inner(Some("timed out"));
+                    }
+                    return Err(Error::Timeout);
+                }
+            }
+        }
+    }
+
+    fn cancel_inner(&mut self, reason: Option<&str>) {
+        if self.done {
+            return;
+        }
+        self.done = true;
+        self.link.forget(&self.id);
+        let mut line = Vec::new();
+        let mut params = serde_json::json!({ "requestId": self.id });
+        if let Some(reason) = reason {
+            params["reason"] = reason.into();
+        }
+        if encode_notification(&mut line, method::NOTIFICATION_CANCELLED, &params).is_ok() {
+            // A dead connection needs no cancellation.
+            let _ = self.link.send(line);
+        }
+    }
+}
+
+impl Drop for PendingCall {
+    fn drop(&mut self) {
+        self.cancel_inner(Some("the caller stopped waiting"));
+    }
+}

@@ -1,0 +1,237 @@
+//! Which era of the protocol the server speaks
+//! (spec 2026-07-28 basic/transports/stdio, "Backward Compatibility";
+//! basic/versioning).
+//!
+//! The probe: `server/discover` with the preferred modern version.
+//! A `DiscoverResult` means modern. `-32022` means modern but another
+//! version: retry with one from `data.supported`, never `initialize`. Any
+//! other error, or silence for the probe timeout, means legacy: the
+//! `initialize` handshake of 2025-11-25 follows. The fallback is not keyed
+//! to one error code.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::client::link::{Delivery, Link};
+use crate::client::requests::encode_request;
+use crate::client::{ClientBuilder, ServerFacts};
+use crate::error::Error;
+use crate::jsonrpc::{ErrorObject, encode_notification, error_code};
+use crate::server::SUPPORTED_VERSIONS;
+use crate::types::{DiscoverResult, Implementation, ServerCapabilities, meta_key, method};
+
+/// The legacy (initialize-era) versions this client can speak, newest
+/// first.
+pub const LEGACY_VERSIONS: &[&str] = &["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
+
+/// Which era the client may speak.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum EraPolicy {
+    /// Probe with `server/discover`; fall back to `initialize` for a legacy
+    /// server (the default).
+    #[default]
+    Auto,
+    /// Modern only: a legacy server is an error that says what it answered.
+    ModernOnly,
+    /// Legacy only: go straight to `initialize`.
+    LegacyOnly,
+}
+
+/// The era and protocol version agreed with the server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Era {
+    /// Per-request `_meta`, no handshake (2026-07-28 and later).
+    Modern {
+        /// The version stamped on every request.
+        version: String,
+    },
+    /// The `initialize` handshake (2025-11-25 and earlier).
+    Legacy {
+        /// The version the server agreed to.
+        version: String,
+    },
+}
+
+/// Works out the era and learns what the server offers.
+pub(crate) fn establish(options: &ClientBuilder, link: &Arc<Link>) -> Result<ServerFacts, Error> {
+    if options.era == EraPolicy::LegacyOnly {
+        return initialize(options, link);
+    }
+    match probe(options, link, SUPPORTED_VERSIONS[0], true)? {
+        Ok(facts) => Ok(facts),
+        Err(reason) if options.era == EraPolicy::Auto => {
+            (options.trace)(&format!(
+                "the server is legacy ({reason}): falling back to initialize"
+            ));
+            initialize(options, link)
+        }
+        Err(reason) => Err(Error::Protocol(format!(
+            "the server does not speak MCP {}: {reason}",
+            SUPPORTED_VERSIONS.join(", ")
+        ))),
+    }
+}
+
+/// `Ok(Ok(facts))`: modern. `Ok(Err(reason))`: not modern. `Err`: the
+/// connection failed, or a modern server shares no version with us.
+fn probe(
+    options: &ClientBuilder,
+    link: &Arc<Link>,
+    version: &str,
+    may_retry: bool,
+) -> Result<Result<ServerFacts, String>, Error> {
+    let params = json!({ "_meta": {
+        meta_key::PROTOCOL_VERSION: version,
+        meta_key::CLIENT_INFO: options.info,
+        meta_key::CLIENT_CAPABILITIES: options.capabilities,
+    }});
+    let reply = match roundtrip(
+        link,
+        method::SERVER_DISCOVER,
+        &params,
+        options.probe_timeout,
+    )? {
+        Some(reply) => reply,
+        None => {
+            return Ok(Err(format!(
+                "no answer to server/discover within {:?}",
+                options.probe_timeout
+            )));
+        }
+    };
+    match reply {
+        Ok(result) => {
+            let Ok(discover) = serde_json::from_value::<DiscoverResult>(result) else {
+                return Ok(Err(
+                    "its answer to server/discover is not a DiscoverResult".into()
+                ));
+            };
+            let Some(version) = newest_common(&discover.supported_versions) else {
+                return Err(Error::Protocol(format!(
+                    "no protocol version in common: the server supports {:?}, this client {:?}",
+                    discover.supported_versions, SUPPORTED_VERSIONS
+                )));
+            };
+            let info = discover
+                .meta
+                .as_ref()
+                .and_then(|m| m.get(meta_key::SERVER_INFO))
+                .and_then(|v| serde_json::from_value::<Implementation>(v.clone()).ok());
+            Ok(Ok(ServerFacts {
+                era: super::Era::Modern { version },
+                capabilities: discover.capabilities.clone(),
+                info,
+                instructions: discover.instructions.clone(),
+                discover: Some(discover),
+            }))
+        }
+        Err(error) if error.code == error_code::UNSUPPORTED_PROTOCOL_VERSION => {
+            // A modern server: retry with a version it named; never fall
+            // back to initialize.
+            let supported: Vec<String> = error
+                .data
+                .as_ref()
+                .and_then(|d| d.get("supported"))
+                .and_then(|s| serde_json::from_value(s.clone()).ok())
+                .unwrap_or_default();
+            match newest_common(&supported) {
+                Some(common) if may_retry && common != version => {
+                    probe(options, link, &common, false)
+                }
+                _ => Err(Error::Protocol(format!(
+                    "no protocol version in common: the server supports {supported:?}, this client {SUPPORTED_VERSIONS:?}"
+                ))),
+            }
+        }
+        Err(error) => Ok(Err(format!("it answered server/discover with {error}"))),
+    }
+}
+
+/// The 2025-11-25 handshake: `initialize`, then `notifications/initialized`.
+fn initialize(options: &ClientBuilder, link: &Arc<Link>) -> Result<ServerFacts, Error> {
+    #[derive(Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct InitializeResult {
+        protocol_version: String,
+        #[serde(default)]
+        capabilities: ServerCapabilities,
+        #[serde(default)]
+        server_info: Option<Implementation>,
+        #[serde(default)]
+        instructions: Option<String>,
+    }
+    let params = json!({
+        "protocolVersion": LEGACY_VERSIONS[0],
+        "capabilities": options.capabilities,
+        "clientInfo": options.info,
+    });
+    let reply = roundtrip(link, "initialize", &params, options.request_timeout)?
+        .ok_or(Error::Timeout)?
+        .map_err(Error::Rpc)?;
+    let result: InitializeResult = serde_json::from_value(reply)?;
+    if !LEGACY_VERSIONS.contains(&result.protocol_version.as_str()) {
+        return Err(Error::Protocol(format!(
+            "the server wants protocol version {}, which this client does not speak",
+            result.protocol_version
+        )));
+    }
+    let mut line = Vec::new();
+    encode_notification(&mut line, "notifications/initialized", &json!({}))?;
+    if !link.send(line) {
+        return Err(Error::Disconnected);
+    }
+    Ok(ServerFacts {
+        era: super::Era::Legacy {
+            version: result.protocol_version,
+        },
+        capabilities: result.capabilities,
+        info: result.server_info,
+        instructions: result.instructions,
+        discover: None,
+    })
+}
+
+/// Sends one request and waits up to `timeout`: `None` when no answer came
+/// (the request is then forgotten, so a late answer is dropped).
+fn roundtrip(
+    link: &Arc<Link>,
+    method: &str,
+    params: &Value,
+    timeout: Duration,
+) -> Result<Option<Result<Value, ErrorObject>>, Error> {
+    let id = link.next_id();
+    let rx = link.register(&id, None, false);
+    if !link.send(encode_request(&id, method, params)?) {
+        link.forget(&id);
+        return Err(Error::Disconnected);
+    }
+    let deadline = std::time::Instant::now() + timeout;
+    loop {
+        return match rx.recv_deadline(deadline) {
+            Ok(Delivery::Reply(Ok(raw))) => Ok(Some(Ok(serde_json::from_str(raw.get())?))),
+            Ok(Delivery::Reply(Err(error))) => Ok(Some(Err(error))),
+            Ok(Delivery::Disconnected) => Err(Error::Disconnected),
+            // Nothing asked for these; keep waiting for the answer.
+            Ok(Delivery::Progress(_) | Delivery::Log(_)) => continue,
+            Err(_) => {
+                link.forget(&id);
+                if link.is_alive() {
+                    Ok(None)
+                } else {
+                    Err(Error::Disconnected)
+                }
+            }
+        };
+    }
+}
+
+/// The newest version this client speaks that is in `theirs`.
+fn newest_common(theirs: &[String]) -> Option<String> {
+    SUPPORTED_VERSIONS
+        .iter()
+        .find(|ours| theirs.iter().any(|t| t == *ours))
+        .map(|v| v.to_string())
+}

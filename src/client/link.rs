@@ -1,0 +1,450 @@
+//! One live connection to a server: a writer thread, a reader thread, and
+//! the tables that route what the server sends to whoever waits for it.
+//!
+//! ```text
+//! caller threads ──► writer channel ──► mcp-client-writer ──► server input
+//! server output ──► mcp-client-reader ──► response        → pending[id]
+//!                                       ──► subscriptionId  → subscriptions[id]
+//!                                       ──► progress token  → pending[request of that token]
+//!                                       ──► log message     → the one request that asked for logs
+//! ```
+//!
+//! Callers never block on the server's input: lines go through an unbounded
+//! channel to the writer thread, so a timeout or a cancellation always
+//! fires. Everything the reader routes is sent over channels; callbacks run
+//! on the caller's thread, never on the reader.
+
+use std::collections::HashMap;
+use std::io::{BufRead, Write};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{Receiver, Sender};
+use serde::Deserialize;
+use serde_json::Value;
+use serde_json::value::RawValue;
+
+use crate::jsonrpc::{ErrorObject, RequestId};
+use crate::transport::{Line, read_line};
+use crate::types::{
+    LoggingMessageNotificationParams, ProgressNotificationParams, meta_key, method,
+};
+
+/// What the reader delivers to a waiting request.
+#[derive(Debug)]
+pub(crate) enum Delivery {
+    /// The final answer: a result object or the peer's error.
+    Reply(Result<Box<RawValue>, ErrorObject>),
+    /// A progress notification for this request.
+    Progress(ProgressNotificationParams),
+    /// A log message for this request.
+    Log(LoggingMessageNotificationParams),
+    /// The connection is gone.
+    Disconnected,
+}
+
+/// What the reader delivers to a subscription.
+#[derive(Debug)]
+pub(crate) enum SubscriptionDelivery {
+    /// A notification tagged with the subscription's id.
+    Notification { method: String, params: Value },
+    /// The listen request's final result (or an error answering it).
+    Reply(Result<Box<RawValue>, ErrorObject>),
+    /// The connection is gone.
+    Disconnected,
+    /// The connection is gone and the client is restarting the server; the
+    /// listen will be sent again.
+    Reconnecting,
+}
+
+struct Pending {
+    tx: Sender<Delivery>,
+    progress_token: Option<RequestId>,
+    wants_logs: bool,
+}
+
+/// A live connection.
+pub(crate) struct Link {
+    /// `None` once the input was closed.
+    writer: Mutex<Option<Sender<Vec<u8>>>>,
+    pending: Mutex<HashMap<RequestId, Pending>>,
+    subscriptions: Mutex<HashMap<RequestId, Sender<SubscriptionDelivery>>>,
+    alive: AtomicBool,
+    /// Whether the client will restart the server when this link dies.
+    pub restartable: AtomicBool,
+    /// Called once, by the reader, when the link dies.
+    on_death: Mutex<Option<Box<dyn FnOnce() + Send>>>,
+    next_id: AtomicU64,
+    trace: Arc<dyn Fn(&str) + Send + Sync>,
+}
+
+impl Link {
+    /// Starts the reader and writer threads over a byte-stream pair.
+    pub fn start(
+        reader: Box<dyn BufRead + Send>,
+        writer: Box<dyn Write + Send>,
+        max_line: usize,
+        trace: Arc<dyn Fn(&str) + Send + Sync>,
+    ) -> std::io::Result<Arc<Link>> {
+        let (tx, rx) = crossbeam_channel::unbounded::<Vec<u8>>();
+        let link = Arc::new(Link {
+            writer: Mutex::new(Some(tx)),
+            pending: Mutex::new(HashMap::new()),
+            subscriptions: Mutex::new(HashMap::new()),
+            alive: AtomicBool::new(true),
+            restartable: AtomicBool::new(false),
+            on_death: Mutex::new(None),
+            next_id: AtomicU64::new(1),
+            trace,
+        });
+        thread::Builder::new()
+            .name("mcp-client-writer".into())
+            .spawn(move || write_loop(writer, rx))?;
+        let reading = Arc::clone(&link);
+        thread::Builder::new()
+            .name("mcp-client-reader".into())
+            .spawn(move || reading.read_loop(reader, max_line))?;
+        Ok(link)
+    }
+
+    /// A fresh id, unique among this connection's requests.
+    pub fn next_id(&self) -> RequestId {
+        RequestId::Number(self.next_id.fetch_add(1, Ordering::Relaxed) as i64)
+    }
+
+    pub fn is_alive(&self) -> bool {
+        self.alive.load(Ordering::Acquire)
+    }
+
+    /// Queues one line for the server. Fails only when the connection is
+    /// gone.
+    pub fn send(&self, line: Vec<u8>) -> bool {
+        self.is_alive()
+            && lock(&self.writer)
+                .as_ref()
+                .is_some_and(|w| w.send(line).is_ok())
+    }
+
+    /// Closes the server's input once everything queued is written: the
+    /// writer thread drops its end.
+    pub fn close_input(&self) {
+        lock(&self.writer).take();
+    }
+
+    /// Registers a request before it is sent, so no reply can be missed.
+    pub fn register(
+        &self,
+        id: &RequestId,
+        progress_token: Option<RequestId>,
+        wants_logs: bool,
+    ) -> Receiver<Delivery> {
+        let (tx, rx) = crossbeam_channel::unbounded();
+        if !self.is_alive() {
+            let _ = tx.send(Delivery::Disconnected);
+            return rx;
+        }
+        let pending = Pending {
+            tx,
+            progress_token,
+            wants_logs,
+        };
+        lock(&self.pending).insert(id.clone(), pending);
+        // The reader may have gone between the check and the insert.
+        if !self.is_alive() {
+            self.fail_all();
+        }
+        rx
+    }
+
+    /// Forgets a request (answered, timed out or cancelled): a late reply
+    /// is then dropped.
+    pub fn forget(&self, id: &RequestId) {
+        lock(&self.pending).remove(id);
+    }
+
+    /// Registers a subscription's delivery channel before its listen
+    /// request is sent (and again on the new connection after a restart).
+    pub fn adopt_subscription(&self, id: &RequestId, tx: Sender<SubscriptionDelivery>) {
+        lock(&self.subscriptions).insert(id.clone(), tx);
+        if !self.is_alive() {
+            self.fail_all();
+        }
+    }
+
+    pub fn forget_subscription(&self, id: &RequestId) {
+        lock(&self.subscriptions).remove(id);
+    }
+
+    /// Marks the connection dead and fails everything waiting on it.
+    pub fn fail_all(&self) {
+        self.alive.store(false, Ordering::Release);
+        let pending: Vec<Pending> = lock(&self.pending).drain().map(|(_, p)| p).collect();
+        for p in pending {
+            let _ = p.tx.send(Delivery::Disconnected);
+        }
+        let subs: Vec<_> = lock(&self.subscriptions).drain().map(|(_, s)| s).collect();
+        let restarting = self.restartable.load(Ordering::Acquire);
+        for s in subs {
+            let _ = s.send(if restarting {
+                SubscriptionDelivery::Reconnecting
+            } else {
+                SubscriptionDelivery::Disconnected
+            });
+        }
+    }
+
+    /// Sets what the reader calls when the link dies.
+    pub fn on_death(&self, callback: Box<dyn FnOnce() + Send>) {
+        *lock(&self.on_death) = Some(callback);
+    }
+
+    fn read_loop(self: Arc<Link>, mut reader: Box<dyn BufRead + Send>, max_line: usize) {
+        let mut buf = Vec::new();
+        let mut notes = NoteLimiter::default();
+        loop {
+            match read_line(&mut *reader, &mut buf, max_line) {
+                Ok(Line::Message) => self.route(&buf, &mut notes),
+                Ok(Line::TooLong(len)) => {
+                    notes.note(
+                        &*self.trace,
+                        &format!(
+                            "skipped a line of {len} bytes from the server: longer than {max_line}"
+                        ),
+                    );
+                }
+                Ok(Line::Eof) | Err(_) => break,
+            }
+            if buf.capacity() > 64 * 1024 {
+                buf = Vec::new();
+            }
+        }
+        self.fail_all();
+        if let Some(callback) = lock(&self.on_death).take() {
+            callback();
+        }
+    }
+
+    /// Routes one line from the server.
+    fn route(&self, line: &[u8], notes: &mut NoteLimiter) {
+        #[derive(Deserialize)]
+        struct Message<'a> {
+            #[serde(default)]
+            jsonrpc: Option<&'a str>,
+            #[serde(default, borrow)]
+            id: Option<&'a RawValue>,
+            #[serde(default)]
+            method: Option<String>,
+            #[serde(default, borrow)]
+            params: Option<&'a RawValue>,
+            #[serde(default, borrow)]
+            result: Option<&'a RawValue>,
+            #[serde(default)]
+            error: Option<ErrorObject>,
+        }
+        let trace = &*self.trace;
+        let Ok(text) = std::str::from_utf8(line) else {
+            notes.note(trace, "skipped a line from the server that is not UTF-8");
+            return;
+        };
+        let msg: Message<'_> = match serde_json::from_str(text) {
+            Ok(msg) => msg,
+            Err(e) => {
+                notes.note(
+                    trace,
+                    &format!("skipped a line from the server that is not JSON-RPC: {e}"),
+                );
+                return;
+            }
+        };
+        if msg.jsonrpc != Some("2.0") {
+            notes.note(
+                trace,
+                "skipped a message from the server without \"jsonrpc\": \"2.0\"",
+            );
+            return;
+        }
+        let id = msg
+            .id
+            .and_then(|raw| serde_json::from_str::<RequestId>(raw.get()).ok());
+        match (msg.method, id) {
+            (Some(method), Some(id)) => {
+                // Spec 2026-07-28 basic/transports/stdio: the server MUST NOT
+                // send requests, and the client MUST NOT write responses.
+                notes.note(trace, &format!("ignored a request from the server ({method}, id {id}): servers send no requests over stdio"));
+            }
+            (Some(method), None) => {
+                let params = msg.params.map(RawValue::get).unwrap_or("{}");
+                self.route_notification(&method, params, notes);
+            }
+            (None, Some(id)) => {
+                let reply = match (msg.result, msg.error) {
+                    (Some(result), None) => Ok(result.to_owned()),
+                    (None, Some(error)) => Err(error),
+                    _ => {
+                        notes.note(
+                            trace,
+                            &format!("skipped a malformed response (id {id}) from the server"),
+                        );
+                        return;
+                    }
+                };
+                self.route_reply(id, reply, notes);
+            }
+            (None, None) => notes.note(
+                trace,
+                "skipped a message from the server with neither method nor usable id",
+            ),
+        }
+    }
+
+    fn route_reply(
+        &self,
+        id: RequestId,
+        reply: Result<Box<RawValue>, ErrorObject>,
+        notes: &mut NoteLimiter,
+    ) {
+        if let Some(p) = lock(&self.pending).remove(&id) {
+            let _ = p.tx.send(Delivery::Reply(reply));
+            return;
+        }
+        if let Some(tx) = lock(&self.subscriptions).remove(&id) {
+            let _ = tx.send(SubscriptionDelivery::Reply(reply));
+            return;
+        }
+        // A reply to a request that timed out or was cancelled: dropped
+        // silently (spec 2026-07-28 basic/patterns/cancellation). Ids this
+        // client never sent land here too.
+        let _ = notes;
+    }
+
+    fn route_notification(&self, method: &str, params: &str, notes: &mut NoteLimiter) {
+        let trace = &*self.trace;
+        let value: Value = match serde_json::from_str(params) {
+            Ok(value) => value,
+            Err(_) => return,
+        };
+        if let Some(sub_id) = value
+            .get("_meta")
+            .and_then(|m| m.get(meta_key::SUBSCRIPTION_ID))
+            .and_then(RequestId::from_value)
+        {
+            let subs = lock(&self.subscriptions);
+            match subs.get(&sub_id) {
+                Some(tx) => {
+                    let _ = tx.send(SubscriptionDelivery::Notification {
+                        method: method.to_owned(),
+                        params: value,
+                    });
+                }
+                None => notes.note(
+                    trace,
+                    &format!("dropped {method} for unknown subscription {sub_id}"),
+                ),
+            }
+            return;
+        }
+        match method {
+            method::NOTIFICATION_PROGRESS => {
+                let Ok(progress) = serde_json::from_value::<ProgressNotificationParams>(value)
+                else {
+                    return;
+                };
+                let pending = lock(&self.pending);
+                let target = pending
+                    .values()
+                    .find(|p| p.progress_token.as_ref() == Some(&progress.progress_token));
+                if let Some(p) = target {
+                    let _ = p.tx.send(Delivery::Progress(progress));
+                }
+            }
+            method::NOTIFICATION_MESSAGE => {
+                let Ok(log) = serde_json::from_value::<LoggingMessageNotificationParams>(value)
+                else {
+                    return;
+                };
+                // stdio gives log messages no request id. They go to the
+                // request that asked for logs when exactly one in flight
+                // did; otherwise to the client's trace.
+                let pending = lock(&self.pending);
+                let mut asking = pending.values().filter(|p| p.wants_logs);
+                match (asking.next(), asking.next()) {
+                    (Some(p), None) => {
+                        let _ = p.tx.send(Delivery::Log(log));
+                    }
+                    _ => notes.note(
+                        trace,
+                        &format!("server log ({:?}): {}", log.level, log.data),
+                    ),
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+fn write_loop(mut writer: Box<dyn Write + Send>, lines: Receiver<Vec<u8>>) {
+    while let Ok(line) = lines.recv() {
+        let mut ok = writer
+            .write_all(&line)
+            .and_then(|()| writer.write_all(b"\n"))
+            .is_ok();
+        // Write what is queued, then flush once.
+        while ok {
+            match lines.try_recv() {
+                Ok(line) => {
+                    ok = writer
+                        .write_all(&line)
+                        .and_then(|()| writer.write_all(b"\n"))
+                        .is_ok();
+                }
+                Err(_) => break,
+            }
+        }
+        if !ok || writer.flush().is_err() {
+            return;
+        }
+    }
+    // Every sender is gone: dropping the writer closes the server's input.
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Rate-limits the reader's notes about bad input: at most 10 a second, and
+/// a count of what was left out.
+#[derive(Default)]
+struct NoteLimiter {
+    window: Option<Instant>,
+    in_window: u32,
+    suppressed: u64,
+}
+
+impl NoteLimiter {
+    fn note(&mut self, trace: &(dyn Fn(&str) + Send + Sync), text: &str) {
+        let now = Instant::now();
+        match self.window {
+            Some(start) if now.duration_since(start) < Duration::from_secs(1) => {
+                if self.in_window >= 10 {
+                    self.suppressed += 1;
+                    return;
+                }
+                self.in_window += 1;
+            }
+            _ => {
+                if self.suppressed > 0 {
+                    trace(&format!(
+                        "({} more notes about the server's output were left out)",
+                        self.suppressed
+                    ));
+                    self.suppressed = 0;
+                }
+                self.window = Some(now);
+                self.in_window = 1;
+            }
+        }
+        trace(text);
+    }
+}

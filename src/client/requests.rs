@@ -1,0 +1,311 @@
+//! Sending requests: the raw `request` family, and a typed method for
+//! everything a server offers.
+//!
+//! Every modern request is stamped with `_meta`: the protocol version, the
+//! client's identity and the capabilities it was configured with (spec
+//! 2026-07-28 basic/index, "Per-request protocol fields"). Legacy requests
+//! carry none of those.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
+use serde_json::value::RawValue;
+use serde_json::{Map, Value, json};
+
+use crate::client::call::{PendingCall, RequestOptions};
+use crate::client::pages::Pages;
+use crate::client::{Client, ClientInner, Era, lock};
+use crate::error::Error;
+use crate::jsonrpc::{OutgoingMessage, RequestId};
+use crate::server::{Outcome, PromptArguments};
+use crate::types::{
+    CallToolResult, CompleteRequestParams, CompleteResult, DiscoverResult, GetPromptResult,
+    ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
+    LoggingLevel, Prompt, ReadResourceResult, Resource, ResourceTemplate, Tool, meta_key, method,
+};
+
+/// The compact encoding of a request.
+pub(crate) fn encode_request(
+    id: &RequestId,
+    method: &str,
+    params: &Value,
+) -> Result<Vec<u8>, Error> {
+    let msg = OutgoingMessage {
+        jsonrpc: "2.0",
+        id: Some(id),
+        method,
+        params: Some(params),
+    };
+    Ok(serde_json::to_vec(&msg)?)
+}
+
+impl Client {
+    /// Sends a request and waits for its result (the default timeout, no
+    /// callbacks). `params` is a JSON object or `null`; the client adds the
+    /// protocol `_meta`.
+    pub fn request(&self, method: &str, params: Value) -> Result<Value, Error> {
+        self.request_with(method, params, RequestOptions::new())
+    }
+
+    /// Sends a request with per-request options and waits for its result.
+    pub fn request_with(
+        &self,
+        method: &str,
+        params: Value,
+        options: RequestOptions,
+    ) -> Result<Value, Error> {
+        let raw = self.start_request(method, params, options)?.wait()?;
+        Ok(serde_json::from_str(raw.get())?)
+    }
+
+    /// Sends a request and returns at once with a handle to wait for it or
+    /// cancel it.
+    pub fn start_request(
+        &self,
+        method: &str,
+        params: Value,
+        options: RequestOptions,
+    ) -> Result<PendingCall, Error> {
+        let link = self.link();
+        let id = link.next_id();
+        let params = self.stamp(params, &options, &id)?;
+        let line = encode_request(&id, method, &params)?;
+        let token = options.progress.is_some().then(|| id.clone());
+        let rx = link.register(&id, token, options.log.is_some());
+        let call = PendingCall {
+            id,
+            link: Arc::clone(&link),
+            rx,
+            options,
+            started: Instant::now(),
+            default_timeout: self.inner.options.request_timeout,
+            done: false,
+        };
+        if !link.send(line) {
+            return Err(Error::Disconnected);
+        }
+        Ok(call)
+    }
+
+    /// Adds the protocol `_meta` to a request's params.
+    fn stamp(
+        &self,
+        params: Value,
+        options: &RequestOptions,
+        id: &RequestId,
+    ) -> Result<Value, Error> {
+        let log_level = options.log.as_ref().map(|(level, _)| *level);
+        stamp_for(
+            &self.inner,
+            params,
+            id,
+            log_level,
+            options.progress.is_some(),
+        )
+    }
+
+    /// A typed request whose result may be `input_required`.
+    fn outcome<T: DeserializeOwned>(
+        &self,
+        method: &str,
+        params: Value,
+        options: RequestOptions,
+    ) -> Result<Outcome<T>, Error> {
+        let raw = self.start_request(method, params, options)?.wait()?;
+        parse_outcome(&raw)
+    }
+
+    /// A typed request that must complete in one round trip.
+    fn complete_only<T: DeserializeOwned>(&self, method: &str, params: Value) -> Result<T, Error> {
+        match self.outcome(method, params, RequestOptions::new())? {
+            Outcome::Complete(result) => Ok(result),
+            Outcome::InputRequired(_) => Err(Error::Protocol(format!(
+                "the server answered {method} with input_required, which that method does not allow"
+            ))),
+        }
+    }
+
+    /// `server/discover` (modern servers).
+    pub fn discover(&self) -> Result<DiscoverResult, Error> {
+        if let Era::Legacy { .. } = self.era() {
+            return Err(Error::Protocol(
+                "server/discover is not part of the legacy era this server speaks".into(),
+            ));
+        }
+        self.complete_only(method::SERVER_DISCOVER, json!({}))
+    }
+
+    /// `ping` (legacy servers; modern servers have no ping).
+    pub fn ping(&self) -> Result<(), Error> {
+        if let Era::Modern { .. } = self.era() {
+            return Err(Error::Protocol(
+                "ping was removed in the modern era; use server/discover".into(),
+            ));
+        }
+        self.request("ping", json!({})).map(|_| ())
+    }
+
+    /// One page of `tools/list`.
+    pub fn list_tools(&self, cursor: Option<&str>) -> Result<ListToolsResult, Error> {
+        self.complete_only(method::TOOLS_LIST, cursor_params(cursor))
+    }
+
+    /// Every tool, following `nextCursor` page by page.
+    pub fn tools(&self) -> Pages<'_, Tool> {
+        Pages::new(self, method::TOOLS_LIST, "tools")
+    }
+
+    /// `tools/call`: the tool's result, or the server's request for more
+    /// input.
+    pub fn call_tool(
+        &self,
+        name: &str,
+        arguments: Value,
+    ) -> Result<Outcome<CallToolResult>, Error> {
+        self.call_tool_with(name, arguments, RequestOptions::new())
+    }
+
+    /// `tools/call` with per-request options (timeout, progress, logs).
+    pub fn call_tool_with(
+        &self,
+        name: &str,
+        arguments: Value,
+        options: RequestOptions,
+    ) -> Result<Outcome<CallToolResult>, Error> {
+        self.outcome(
+            method::TOOLS_CALL,
+            json!({ "name": name, "arguments": arguments }),
+            options,
+        )
+    }
+
+    /// One page of `resources/list`.
+    pub fn list_resources(&self, cursor: Option<&str>) -> Result<ListResourcesResult, Error> {
+        self.complete_only(method::RESOURCES_LIST, cursor_params(cursor))
+    }
+
+    /// Every resource, page by page.
+    pub fn resources(&self) -> Pages<'_, Resource> {
+        Pages::new(self, method::RESOURCES_LIST, "resources")
+    }
+
+    /// One page of `resources/templates/list`.
+    pub fn list_resource_templates(
+        &self,
+        cursor: Option<&str>,
+    ) -> Result<ListResourceTemplatesResult, Error> {
+        self.complete_only(method::RESOURCES_TEMPLATES_LIST, cursor_params(cursor))
+    }
+
+    /// Every resource template, page by page.
+    pub fn resource_templates(&self) -> Pages<'_, ResourceTemplate> {
+        Pages::new(self, method::RESOURCES_TEMPLATES_LIST, "resourceTemplates")
+    }
+
+    /// `resources/read`.
+    pub fn read_resource(&self, uri: &str) -> Result<Outcome<ReadResourceResult>, Error> {
+        self.outcome(
+            method::RESOURCES_READ,
+            json!({ "uri": uri }),
+            RequestOptions::new(),
+        )
+    }
+
+    /// One page of `prompts/list`.
+    pub fn list_prompts(&self, cursor: Option<&str>) -> Result<ListPromptsResult, Error> {
+        self.complete_only(method::PROMPTS_LIST, cursor_params(cursor))
+    }
+
+    /// Every prompt, page by page.
+    pub fn prompts(&self) -> Pages<'_, Prompt> {
+        Pages::new(self, method::PROMPTS_LIST, "prompts")
+    }
+
+    /// `prompts/get`.
+    pub fn get_prompt(
+        &self,
+        name: &str,
+        arguments: PromptArguments,
+    ) -> Result<Outcome<GetPromptResult>, Error> {
+        self.outcome(
+            method::PROMPTS_GET,
+            json!({ "name": name, "arguments": arguments }),
+            RequestOptions::new(),
+        )
+    }
+
+    /// `completion/complete`.
+    pub fn complete(&self, params: CompleteRequestParams) -> Result<CompleteResult, Error> {
+        self.complete_only(method::COMPLETION_COMPLETE, serde_json::to_value(params)?)
+    }
+}
+
+/// Adds the protocol `_meta` to a request's params: version, identity and
+/// capabilities for a modern server (unless the caller set them), the log
+/// level and progress token when asked for.
+pub(crate) fn stamp_for(
+    inner: &ClientInner,
+    params: Value,
+    id: &RequestId,
+    log_level: Option<LoggingLevel>,
+    progress: bool,
+) -> Result<Value, Error> {
+    let mut map = match params {
+        Value::Null => Map::new(),
+        Value::Object(map) => map,
+        other => {
+            return Err(Error::Protocol(format!(
+                "request params must be a JSON object, not {other}"
+            )));
+        }
+    };
+    let era = lock(&inner.facts).era.clone();
+    let mut meta = match map.remove("_meta") {
+        Some(Value::Object(meta)) => meta,
+        _ => Map::new(),
+    };
+    if let Era::Modern { version } = &era {
+        meta.entry(meta_key::PROTOCOL_VERSION)
+            .or_insert_with(|| version.as_str().into());
+        meta.entry(meta_key::CLIENT_INFO)
+            .or_insert_with(|| serde_json::to_value(&inner.options.info).unwrap_or(Value::Null));
+        meta.entry(meta_key::CLIENT_CAPABILITIES)
+            .or_insert_with(|| Value::Object(inner.options.capabilities.clone()));
+        if let Some(level) = log_level {
+            meta.insert(meta_key::LOG_LEVEL.into(), serde_json::to_value(level)?);
+        }
+    }
+    if progress {
+        meta.insert(meta_key::PROGRESS_TOKEN.into(), id.to_value());
+    }
+    if !meta.is_empty() {
+        map.insert("_meta".into(), Value::Object(meta));
+    }
+    Ok(Value::Object(map))
+}
+
+fn cursor_params(cursor: Option<&str>) -> Value {
+    match cursor {
+        Some(cursor) => json!({ "cursor": cursor }),
+        None => json!({}),
+    }
+}
+
+/// Reads a result by its `resultType` (spec 2026-07-28 basic/index): absent
+/// or `complete` is the final result, `input_required` asks for more input,
+/// anything else is invalid.
+pub(crate) fn parse_outcome<T: DeserializeOwned>(raw: &RawValue) -> Result<Outcome<T>, Error> {
+    #[derive(Deserialize)]
+    struct Kind {
+        #[serde(rename = "resultType", default)]
+        result_type: Option<String>,
+    }
+    let kind: Kind = serde_json::from_str(raw.get())?;
+    match kind.result_type.as_deref() {
+        None | Some("complete") => Ok(Outcome::Complete(serde_json::from_str(raw.get())?)),
+        Some("input_required") => Ok(Outcome::InputRequired(serde_json::from_str(raw.get())?)),
+        Some(other) => Err(Error::Protocol(format!("unknown resultType {other:?}"))),
+    }
+}

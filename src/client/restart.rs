@@ -1,0 +1,118 @@
+//! Unexpected termination (spec 2026-07-28 basic/transports/stdio): when
+//! a spawned server dies, every pending request fails at once; with a
+//! [`RestartPolicy`](crate::client::RestartPolicy) the client then starts
+//! the server again, probes its era afresh, and sends `subscriptions/listen`
+//! again for every live subscription, so the same handles keep delivering.
+
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use crate::client::link::{Link, SubscriptionDelivery};
+use crate::client::requests::encode_request;
+use crate::client::{ClientInner, era, lock, process};
+use crate::types::method;
+
+/// Arms `link` so that its death triggers a restart when the policy allows.
+pub(crate) fn watch(inner: &Arc<ClientInner>, link: &Arc<Link>) {
+    let allowed = inner.command.is_some()
+        && inner
+            .options
+            .restart
+            .as_ref()
+            .is_some_and(|policy| *lock(&inner.restarts) < policy.max_restarts);
+    link.restartable.store(allowed, Ordering::Release);
+    if !allowed {
+        return;
+    }
+    let weak: Weak<ClientInner> = Arc::downgrade(inner);
+    link.on_death(Box::new(move || {
+        // The restart runs on its own thread: the reader that calls this is
+        // about to exit.
+        let spawned = std::thread::Builder::new()
+            .name("mcp-client-restart".into())
+            .spawn(move || {
+                if let Some(inner) = weak.upgrade() {
+                    restart(&inner);
+                }
+            });
+        if spawned.is_err() {
+            // No thread, no restart; the subscriptions learn nothing more.
+        }
+    }));
+}
+
+fn restart(inner: &Arc<ClientInner>) {
+    let Some(policy) = inner.options.restart.clone() else {
+        return;
+    };
+    loop {
+        if inner.closing.load(Ordering::Acquire) {
+            return give_up(inner);
+        }
+        let attempt = {
+            let mut restarts = lock(&inner.restarts);
+            if *restarts >= policy.max_restarts {
+                drop(restarts);
+                return give_up(inner);
+            }
+            *restarts += 1;
+            *restarts
+        };
+        // Reap the dead server.
+        if let Some(mut child) = lock(&inner.child).take() {
+            let _ = process::shut_down(&mut child, Duration::from_millis(100));
+        }
+        std::thread::sleep(policy.backoff * attempt);
+        match start_again(inner) {
+            Ok(()) => return,
+            Err(e) => (inner.options.trace)(&format!("restarting the server failed: {e}")),
+        }
+    }
+}
+
+fn start_again(inner: &Arc<ClientInner>) -> Result<(), crate::Error> {
+    let Some(command) = &inner.command else {
+        return Ok(());
+    };
+    let sink = inner
+        .options
+        .stderr
+        .clone()
+        .unwrap_or_else(|| Arc::new(|_: &str| {}));
+    let spawned = process::spawn(&mut lock(command), sink)?;
+    let link = Link::start(
+        Box::new(std::io::BufReader::new(spawned.stdout)),
+        Box::new(spawned.stdin),
+        inner.options.max_line_bytes,
+        Arc::clone(&inner.options.trace),
+    )?;
+    *lock(&inner.child) = Some(spawned.child);
+    let facts = era::establish(&inner.options, &link)?;
+    *lock(&inner.facts) = facts;
+    *lock(&inner.link) = Arc::clone(&link);
+    // Re-open every live subscription on the new connection, with the
+    // same delivery channel: its handle sees the new ack as `Resubscribed`.
+    for sub in lock(&inner.subscriptions).values() {
+        let id = link.next_id();
+        *lock(&sub.id) = id.clone();
+        link.adopt_subscription(&id, sub.tx.clone());
+        let params = serde_json::json!({ "notifications": sub.filter });
+        let client_params = crate::client::requests::stamp_for(inner, params, &id, None, false)?;
+        link.send(encode_request(
+            &id,
+            method::SUBSCRIPTIONS_LISTEN,
+            &client_params,
+        )?);
+    }
+    watch(inner, &link);
+    (inner.options.trace)("the server was restarted");
+    Ok(())
+}
+
+/// No more restarts: every live subscription is disconnected for good.
+fn give_up(inner: &Arc<ClientInner>) {
+    for sub in lock(&inner.subscriptions).values() {
+        let _ = sub.tx.send(SubscriptionDelivery::Disconnected);
+    }
+}

@@ -1,0 +1,348 @@
+//! [`Subscription`]: the client's end of a `subscriptions/listen` stream, a
+//! blocking iterator of events that ends closed or disconnected.
+
+use std::fmt;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{Receiver, RecvTimeoutError, TryRecvError};
+
+use crate::client::link::{Link, SubscriptionDelivery};
+use crate::jsonrpc::{RequestId, encode_notification};
+use crate::types::{SubscriptionFilter, method};
+
+/// One notification delivered on a subscription.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum SubscriptionEvent {
+    /// `notifications/tools/list_changed`.
+    ToolsListChanged,
+    /// `notifications/prompts/list_changed`.
+    PromptsListChanged,
+    /// `notifications/resources/list_changed`.
+    ResourcesListChanged,
+    /// `notifications/resources/updated` for `uri`.
+    ResourceUpdated {
+        /// The resource that changed.
+        uri: String,
+    },
+    /// The server was restarted and the subscription re-established; the
+    /// server may have accepted a different filter this time.
+    Resubscribed {
+        /// What the new server accepted.
+        accepted: SubscriptionFilter,
+    },
+    /// A notification of a kind this crate does not know, tagged with this
+    /// subscription's id.
+    Other {
+        /// Its method.
+        method: String,
+        /// Its params.
+        params: serde_json::Value,
+    },
+}
+
+/// How a subscription ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SubscriptionEnd {
+    /// The server ended it gracefully: it answered the listen request.
+    Closed,
+    /// The connection dropped without that answer.
+    Disconnected,
+}
+
+/// A live `subscriptions/listen` stream.
+///
+/// [`Subscription::recv`] blocks for the next event; the iterator yields
+/// events until the subscription ends, and [`Subscription::end`] then says
+/// how. Cancelling or dropping it sends `notifications/cancelled` for the
+/// listen id.
+pub struct Subscription {
+    pub(crate) id: Arc<Mutex<RequestId>>,
+    pub(crate) link: Arc<Mutex<Arc<Link>>>,
+    pub(crate) rx: Receiver<SubscriptionDelivery>,
+    pub(crate) requested: SubscriptionFilter,
+    pub(crate) accepted: SubscriptionFilter,
+    pub(crate) end: Option<SubscriptionEnd>,
+    pub(crate) on_drop: Option<Box<dyn FnOnce() + Send>>,
+}
+
+impl fmt::Debug for Subscription {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Subscription")
+            .field("id", &self.id())
+            .field("accepted", &self.accepted)
+            .field("end", &self.end)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Subscription {
+    /// The id of the listen request, which tags every notification.
+    pub fn id(&self) -> RequestId {
+        self.id.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// What the server agreed to send (its acknowledgment).
+    pub fn accepted(&self) -> &SubscriptionFilter {
+        &self.accepted
+    }
+
+    /// What was asked for but not accepted.
+    pub fn not_accepted(&self) -> SubscriptionFilter {
+        let req = &self.requested;
+        let acc = &self.accepted;
+        let flag = |asked: Option<bool>, got: Option<bool>| {
+            (asked == Some(true) && got != Some(true)).then_some(true)
+        };
+        let uris: Vec<String> = req
+            .resource_subscriptions
+            .iter()
+            .flatten()
+            .filter(|uri| {
+                !acc.resource_subscriptions
+                    .iter()
+                    .flatten()
+                    .any(|a| a == *uri)
+            })
+            .cloned()
+            .collect();
+        SubscriptionFilter {
+            tools_list_changed: flag(req.tools_list_changed, acc.tools_list_changed),
+            prompts_list_changed: flag(req.prompts_list_changed, acc.prompts_list_changed),
+            resources_list_changed: flag(req.resources_list_changed, acc.resources_list_changed),
+            resource_subscriptions: (!uris.is_empty()).then_some(uris),
+        }
+    }
+
+    /// How the subscription ended, once it has.
+    pub fn end(&self) -> Option<SubscriptionEnd> {
+        self.end
+    }
+
+    /// Blocks for the next event, or says how the subscription ended.
+    pub fn recv(&mut self) -> Result<SubscriptionEvent, SubscriptionEnd> {
+        loop {
+            if let Some(end) = self.end {
+                return Err(end);
+            }
+            let delivery = self.rx.recv().unwrap_or(SubscriptionDelivery::Disconnected);
+            if let Some(event) = self.take(delivery) {
+                return Ok(event);
+            }
+        }
+    }
+
+    /// Waits up to `timeout` for the next event (`Ok(None)`: none came).
+    pub fn recv_timeout(
+        &mut self,
+        timeout: Duration,
+    ) -> Result<Option<SubscriptionEvent>, SubscriptionEnd> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Some(end) = self.end {
+                return Err(end);
+            }
+            let delivery = match self.rx.recv_deadline(deadline) {
+                Ok(delivery) => delivery,
+                Err(RecvTimeoutError::Timeout) => return Ok(None),
+                Err(RecvTimeoutError::Disconnected) => SubscriptionDelivery::Disconnected,
+            };
+            if let Some(event) = self.take(delivery) {
+                return Ok(Some(event));
+            }
+        }
+    }
+
+    /// The next event if one is waiting.
+    pub fn try_recv(&mut self) -> Result<Option<SubscriptionEvent>, SubscriptionEnd> {
+        loop {
+            if let Some(end) = self.end {
+                return Err(end);
+            }
+            let delivery = match self.rx.try_recv() {
+                Ok(delivery) => delivery,
+                Err(TryRecvError::Empty) => return Ok(None),
+                Err(TryRecvError::Disconnected) => SubscriptionDelivery::Disconnected,
+            };
+            if let Some(event) = self.take(delivery) {
+                return Ok(Some(event));
+            }
+        }
+    }
+
+    /// Ends the subscription from this side: sends `notifications/cancelled`
+    /// for the listen id. No final result follows.
+    pub fn cancel(mut self) {
+        self.cancel_inner();
+    }
+
+    fn cancel_inner(&mut self) {
+        if self.end.is_some() {
+            return;
+        }
+        self.end = Some(SubscriptionEnd::Closed);
+        let id = self.id();
+        let link = Arc::clone(&self.link.lock().unwrap_or_else(|e| e.into_inner()));
+        link.forget_subscription(&id);
+        let mut line = Vec::new();
+        let params = serde_json::json!({ "requestId": id });
+        if encode_notification(&mut line, method::NOTIFICATION_CANCELLED, &params).is_ok() {
+            // A dead connection needs no cancellation.
+            let _ = link.send(line);
+        }
+    }
+
+    /// Turns a delivery into an event, or records the end.
+    fn take(&mut self, delivery: SubscriptionDelivery) -> Option<SubscriptionEvent> {
+        match delivery {
+            SubscriptionDelivery::Notification { method, params }
+                if method == method::NOTIFICATION_SUBSCRIPTIONS_ACKNOWLEDGED =>
+            {
+                // A second ack: the client restarted the server and sent
+                // the listen again.
+                let accepted: SubscriptionFilter = params
+                    .get("notifications")
+                    .and_then(|n| serde_json::from_value(n.clone()).ok())
+                    .unwrap_or_default();
+                self.accepted = accepted.clone();
+                Some(SubscriptionEvent::Resubscribed { accepted })
+            }
+            SubscriptionDelivery::Notification { method, params } => Some(event_of(method, params)),
+            SubscriptionDelivery::Reply(_) => {
+                self.end = Some(SubscriptionEnd::Closed);
+                None
+            }
+            SubscriptionDelivery::Disconnected => {
+                self.end = Some(SubscriptionEnd::Disconnected);
+                None
+            }
+            // The connection dropped and the client is restarting the
+            // server: the subscription carries on.
+            SubscriptionDelivery::Reconnecting => None,
+        }
+    }
+}
+
+impl Iterator for Subscription {
+    type Item = SubscriptionEvent;
+
+    /// The next event; `None` once the subscription ended (see
+    /// [`Subscription::end`]).
+    fn next(&mut self) -> Option<SubscriptionEvent> {
+        self.recv().ok()
+    }
+}
+
+impl Drop for Subscription {
+    fn drop(&mut self) {
+        self.cancel_inner();
+        if let Some(on_drop) = self.on_drop.take() {
+            on_drop();
+        }
+    }
+}
+
+/// The event a tagged notification stands for.
+pub(crate) fn event_of(method: String, params: serde_json::Value) -> SubscriptionEvent {
+    match method.as_str() {
+        method::NOTIFICATION_TOOLS_LIST_CHANGED => SubscriptionEvent::ToolsListChanged,
+        method::NOTIFICATION_PROMPTS_LIST_CHANGED => SubscriptionEvent::PromptsListChanged,
+        method::NOTIFICATION_RESOURCES_LIST_CHANGED => SubscriptionEvent::ResourcesListChanged,
+        method::NOTIFICATION_RESOURCES_UPDATED => {
+            match params.get("uri").and_then(|u| u.as_str()) {
+                Some(uri) => SubscriptionEvent::ResourceUpdated {
+                    uri: uri.to_owned(),
+                },
+                None => SubscriptionEvent::Other { method, params },
+            }
+        }
+        _ => SubscriptionEvent::Other { method, params },
+    }
+}
+
+impl crate::client::Client {
+    /// Opens a subscription: sends `subscriptions/listen` with `filter` and
+    /// blocks until the server acknowledges it (or refuses, or the request
+    /// timeout passes).
+    pub fn listen(&self, filter: SubscriptionFilter) -> Result<Subscription, crate::Error> {
+        use crate::client::{LiveSubscription, lock};
+        use crate::error::Error;
+        if let crate::client::Era::Legacy { .. } = self.era() {
+            return Err(Error::Protocol(
+                "subscriptions/listen is not part of the legacy era this server speaks".into(),
+            ));
+        }
+        let link = self.link();
+        let id = link.next_id();
+        let params = serde_json::json!({ "notifications": filter });
+        let params = crate::client::requests::stamp_for(&self.inner, params, &id, None, false)?;
+        let line =
+            crate::client::requests::encode_request(&id, method::SUBSCRIPTIONS_LISTEN, &params)?;
+        let (tx, rx) = crossbeam_channel::unbounded();
+        link.adopt_subscription(&id, tx.clone());
+        if !link.send(line) {
+            link.forget_subscription(&id);
+            return Err(Error::Disconnected);
+        }
+        // Spec 2026-07-28 basic/patterns/subscriptions: the ack is the first
+        // message carrying this subscription's id.
+        let deadline = Instant::now() + self.inner.options.request_timeout;
+        let accepted = loop {
+            match rx.recv_deadline(deadline) {
+                Ok(SubscriptionDelivery::Notification { method: m, params })
+                    if m == method::NOTIFICATION_SUBSCRIPTIONS_ACKNOWLEDGED =>
+                {
+                    break params
+                        .get("notifications")
+                        .and_then(|n| serde_json::from_value::<SubscriptionFilter>(n.clone()).ok())
+                        .unwrap_or_default();
+                }
+                Ok(SubscriptionDelivery::Notification { method: m, .. }) => {
+                    (self.inner.options.trace)(&format!(
+                        "the server sent {m} for subscription {id} before acknowledging it"
+                    ));
+                }
+                Ok(SubscriptionDelivery::Reply(Err(error))) => return Err(Error::Rpc(error)),
+                Ok(SubscriptionDelivery::Reply(Ok(_))) => {
+                    return Err(Error::Protocol(
+                        "the server ended the subscription before acknowledging it".into(),
+                    ));
+                }
+                Ok(SubscriptionDelivery::Disconnected | SubscriptionDelivery::Reconnecting)
+                | Err(RecvTimeoutError::Disconnected) => return Err(Error::Disconnected),
+                Err(RecvTimeoutError::Timeout) => {
+                    link.forget_subscription(&id);
+                    return Err(Error::Timeout);
+                }
+            }
+        };
+        let shared_id = Arc::new(Mutex::new(id));
+        let key = self
+            .inner
+            .next_subscription
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        lock(&self.inner.subscriptions).insert(
+            key,
+            LiveSubscription {
+                id: Arc::clone(&shared_id),
+                filter: filter.clone(),
+                tx,
+            },
+        );
+        let registry = Arc::downgrade(&self.inner);
+        Ok(Subscription {
+            id: shared_id,
+            link: Arc::clone(&self.inner.link),
+            rx,
+            requested: filter,
+            accepted,
+            end: None,
+            on_drop: Some(Box::new(move || {
+                if let Some(inner) = registry.upgrade() {
+                    lock(&inner.subscriptions).remove(&key);
+                }
+            })),
+        })
+    }
+}
