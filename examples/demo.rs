@@ -1,13 +1,13 @@
-//! A guided tour of the protocol: runs the everything fixture server in
-//! this process over an in-memory transport, sends it a short session, and
-//! prints every line that crosses the wire (`→` to the server, `←` back).
+//! A guided tour of the client and the server: the demo starts itself
+//! again as a real server process (the everything fixtures over stdio),
+//! connects to it with `mcp_stdio::Client`, and prints a short transcript
+//! (`→` what the client asks, `←` what comes back).
 //!
 //! ```text
 //! cargo run --release --example demo
 //! ```
 //!
-//! To talk to a server process instead, pipe JSON lines into
-//! `cargo run --release --example everything` (see the README).
+//! Server mode (what the client spawns): `MCP_DEMO_SERVER=1 demo`.
 
 #[path = "everything/conformance.rs"]
 mod conformance;
@@ -16,110 +16,139 @@ mod fixtures;
 #[path = "everything/server.rs"]
 mod server;
 
-use std::io::{BufRead, Write};
+use std::process::Command;
+use std::time::Duration;
 
-use mcp_stdio::Transport;
+use mcp_stdio::types::{CallToolResult, ContentBlock, SubscriptionFilter};
+use mcp_stdio::{Client, Era, Outcome, RequestOptions, Transport};
 use serde_json::{Value, json};
 
-fn main() {
-    let (client, server_end) = Transport::memory();
-    let server = server::build();
-    let serving = std::thread::spawn(move || server.serve(server_end));
-    let (mut from_server, mut to_server) = client.into_parts();
+type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
 
-    let meta = json!({
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientInfo": { "name": "demo", "version": "1.0.0" },
-        "io.modelcontextprotocol/clientCapabilities": {}
-    });
-    let with_meta = |extra: Value| {
-        let mut params = json!({ "_meta": meta.clone() });
-        params
-            .as_object_mut()
-            .unwrap()
-            .extend(extra.as_object().unwrap().clone());
-        params
+fn main() -> Result<()> {
+    if std::env::var_os("MCP_DEMO_SERVER").is_some() {
+        // Server mode: serve the fixtures until stdin closes.
+        let server = server::build();
+        mcp_stdio::signal::stop_on_signals(server.stop_handle())?;
+        return Ok(server.serve(Transport::stdio())?);
+    }
+
+    // Client mode: spawn this very executable in server mode (`cargo run
+    // --example demo` builds only this binary, so it serves itself).
+    let mut command = Command::new(std::env::current_exe()?);
+    command.env("MCP_DEMO_SERVER", "1");
+    let client = Client::builder()
+        .client_info("demo", "1.0.0")
+        .stderr(|line| eprintln!("[server stderr] {line}"))
+        .spawn(command)?;
+
+    step("Era probe: server/discover, with initialize as the legacy fallback");
+    let (era, version) = match client.era() {
+        Era::Modern { version } => ("modern: server/discover answered", version),
+        Era::Legacy { version } => ("legacy: initialize answered", version),
     };
-    let steps: Vec<(&str, Value, usize)> = vec![
-        (
-            "Discover the server: versions, capabilities, identity.",
-            json!({"jsonrpc":"2.0","id":1,"method":"server/discover","params":with_meta(json!({}))}),
-            1,
-        ),
-        (
-            "Call a tool.",
-            json!({"jsonrpc":"2.0","id":2,"method":"tools/call","params":with_meta(json!({"name":"echo","arguments":{"text":"hello, MCP"}}))}),
-            1,
-        ),
-        (
-            "Structured output.",
-            json!({"jsonrpc":"2.0","id":3,"method":"tools/call","params":with_meta(json!({"name":"add","arguments":{"a":2,"b":40}}))}),
-            1,
-        ),
-        (
-            "Progress: the request carries a progressToken, so notifications come first.",
-            json!({"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"_meta":{"progressToken":"p4","io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}},"name":"progress","arguments":{"steps":2}}}),
-            3,
-        ),
-        (
-            "A tool that fails is still a result (isError), visible to the model.",
-            json!({"jsonrpc":"2.0","id":5,"method":"tools/call","params":with_meta(json!({"name":"fail"}))}),
-            1,
-        ),
-        (
-            "Read a resource.",
-            json!({"jsonrpc":"2.0","id":6,"method":"resources/read","params":with_meta(json!({"uri":"mem://counter"}))}),
-            1,
-        ),
-        (
-            "Get a prompt.",
-            json!({"jsonrpc":"2.0","id":7,"method":"prompts/get","params":with_meta(json!({"name":"greet","arguments":{"name":"Ada"}}))}),
-            1,
-        ),
-        (
-            "Protocol errors: an unknown tool, and a request without _meta.",
-            json!({"jsonrpc":"2.0","id":8,"method":"tools/call","params":with_meta(json!({"name":"nope"}))}),
-            1,
-        ),
-        (
-            "",
-            json!({"jsonrpc":"2.0","id":9,"method":"tools/list","params":{}}),
-            1,
-        ),
-        (
-            "An unsupported protocol version.",
-            json!({"jsonrpc":"2.0","id":10,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"1999-01-01","io.modelcontextprotocol/clientCapabilities":{}}}}),
-            1,
-        ),
-    ];
-    let mut line = String::new();
-    for (title, req, replies) in steps {
-        if !title.is_empty() {
-            println!("\n# {title}");
-        }
-        let text = serde_json::to_string(&req).unwrap();
-        println!("→ {text}");
-        writeln!(to_server, "{text}").unwrap();
-        for _ in 0..replies {
-            line.clear();
-            from_server.read_line(&mut line).unwrap();
-            print!("← {line}");
+    println!("← {era}, protocol {version}");
+    if let Some(info) = client.server_info() {
+        println!("← server {} {}", info.name, info.version);
+    }
+
+    step("tools/list (every page)");
+    let names = client.tools().map(|t| t.map(|t| t.name));
+    let names = names.collect::<std::result::Result<Vec<_>, _>>()?;
+    let (suite, own): (Vec<String>, Vec<String>) = names
+        .iter()
+        .cloned()
+        .partition(|n| n.starts_with("test_") || n.starts_with("json_"));
+    println!("← {} tools: {}", names.len(), own.join(", "));
+    println!("  and the conformance suite's {}", suite.join(", "));
+
+    step("A tool call");
+    call(&client, "echo", json!({ "text": "hello" }))?;
+
+    step("Progress: the client sets a progressToken and hands each notification to a callback");
+    let progress = RequestOptions::new().on_progress(|p| {
+        let (total, message) = (p.total.unwrap_or(f64::NAN), p.message.as_deref());
+        println!(
+            "← progress {}/{total} {}",
+            p.progress,
+            message.unwrap_or("")
+        );
+    });
+    println!("→ tools/call progress {{\"steps\":3}}");
+    let result = client.call_tool_with("progress", json!({ "steps": 3 }), progress)?;
+    println!("← {}", text(result));
+
+    step("A subscription: acknowledged first, then every event tagged with its id");
+    let filter = SubscriptionFilter {
+        resource_subscriptions: Some(vec!["mem://counter".into()]),
+        tools_list_changed: Some(true),
+        ..Default::default()
+    };
+    println!("→ subscriptions/listen {}", serde_json::to_string(&filter)?);
+    let mut sub = client.listen(filter)?;
+    println!("← acknowledged: {}", serde_json::to_string(sub.accepted())?);
+    for tool in ["bump", "toggle_tool"] {
+        call(&client, tool, json!({}))?;
+        match sub.recv_timeout(Duration::from_secs(3)) {
+            Ok(Some(event)) => println!("← event {event:?}"),
+            Ok(None) => println!("← no event within 3 s"),
+            Err(end) => println!("← the subscription ended: {end:?}"),
         }
     }
 
-    println!("\n# Cancellation: a slow call is cancelled; it never gets a reply.");
-    let slow = json!({"jsonrpc":"2.0","id":11,"method":"tools/call","params":with_meta(json!({"name":"slow","arguments":{"ms":60000}}))});
-    let cancel = json!({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":11,"reason":"user pressed stop"}});
-    for msg in [slow, cancel] {
-        let text = serde_json::to_string(&msg).unwrap();
-        println!("→ {text}");
-        writeln!(to_server, "{text}").unwrap();
+    step("Cancellation: a slow call is started, then cancelled; it never gets a reply");
+    println!("→ tools/call slow {{\"ms\":60000}}");
+    let params = json!({ "name": "slow", "arguments": { "ms": 60000 } });
+    let pending = client.start_request("tools/call", params, RequestOptions::new())?;
+    std::thread::sleep(Duration::from_millis(100)); // let the handler start waiting
+    println!(
+        "→ notifications/cancelled {{\"requestId\":{}}}",
+        pending.id()
+    );
+    pending.cancel(Some("the user pressed stop"));
+    // The server counts the cancellations its slow handler saw (asked a
+    // bounded number of times: the cancellation may still be on its way).
+    println!("→ tools/call stats {{}}");
+    let mut stats = String::new();
+    for _ in 0..50 {
+        stats = text(client.call_tool("stats", json!({}))?);
+        if serde_json::from_str::<Value>(&stats)?["slow_cancelled"] == 1 {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
     }
+    println!("← {stats}");
 
-    println!("\n# End of input: the server finishes and returns.");
-    drop(to_server);
-    let mut rest = String::new();
-    while from_server.read_line(&mut rest).unwrap() > 0 {}
-    assert!(rest.is_empty(), "nothing more was expected, got {rest}");
-    println!("serve returned {:?}", serving.join().unwrap());
+    step("Shutdown: close stdin, wait for the exit (then SIGTERM, then SIGKILL)");
+    let status = client.close()?;
+    // On end of input the server answered the listen: the stream is closed.
+    println!("← subscription: {:?}", sub.recv());
+    if let Some(status) = status {
+        println!("← server exited: {status}"); // a spawned server: always some
+    }
+    Ok(())
+}
+
+/// Prints a step's title.
+fn step(title: &str) {
+    println!("\n# {title}");
+}
+
+/// Calls a tool and prints the request and the result's text.
+fn call(client: &Client, name: &str, arguments: Value) -> Result<()> {
+    println!("→ tools/call {name} {arguments}");
+    println!("← {}", text(client.call_tool(name, arguments)?));
+    Ok(())
+}
+
+/// The text blocks of a tool result.
+fn text(outcome: Outcome<CallToolResult>) -> String {
+    let Outcome::Complete(result) = outcome else {
+        return "(the server asked for more input)".into();
+    };
+    let texts = result.content.into_iter().filter_map(|block| match block {
+        ContentBlock::Text(t) => Some(t.text),
+        _ => None,
+    });
+    texts.collect::<Vec<_>>().join(" ")
 }

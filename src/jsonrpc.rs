@@ -1,7 +1,7 @@
 //! JSON-RPC 2.0 as MCP uses it: request ids, error objects, error codes, and
 //! the compact encoding of outgoing messages.
 //!
-//! Incoming lines are classified by [`crate::incoming`]; this module holds the
+//! Incoming lines are classified by the `incoming` module; this module holds the
 //! plain data both directions share.
 
 use std::fmt;

@@ -40,6 +40,52 @@
 //! client capabilities), and every result is stamped with `resultType` and
 //! the server's identity.
 //!
+//! # A client
+//!
+//! [`Client::spawn`] starts a server process with piped stdin and stdout;
+//! [`Client::connect`] takes any byte-stream pair. Either way the client
+//! first probes with `server/discover` and falls back to the `initialize`
+//! handshake for a legacy server (spec: stdio transport, "Backward
+//! Compatibility"); every request is then stamped with the protocol
+//! `_meta`. A [`Client`] is `Send + Sync` and every call blocks the calling
+//! thread: [`RequestOptions`] sets a request's timeout and its progress and
+//! log callbacks, [`Client::start_request`] returns a [`PendingCall`] to
+//! wait for or cancel, and [`Client::listen`] opens a [`Subscription`].
+//!
+//! ```
+//! use mcp_stdio::types::{CallToolResult, ContentBlock, Tool};
+//! use mcp_stdio::{Client, Outcome, Server, Transport};
+//! use serde_json::json;
+//!
+//! #[derive(serde::Deserialize)]
+//! struct Echo {
+//!     text: String,
+//! }
+//!
+//! let server = Server::builder("echo", "1.0.0")
+//!     .inline_tool(Tool::new("echo", "Returns its text."), |_ctx, args: Echo| {
+//!         Ok(CallToolResult::text(args.text))
+//!     })
+//!     .build();
+//! let (client_end, server_end) = Transport::memory();
+//! let serving = std::thread::spawn(move || server.serve(server_end));
+//!
+//! // For a server process: `Client::spawn(Command::new("my-mcp-server"))?`.
+//! let client = Client::connect(client_end)?; // probes the era
+//! assert_eq!(client.server_info().unwrap().name, "echo");
+//! let Outcome::Complete(result) = client.call_tool("echo", json!({ "text": "hi" }))? else {
+//!     panic!("echo never asks for more input");
+//! };
+//! assert!(matches!(&result.content[..], [ContentBlock::Text(t)] if t.text == "hi"));
+//! client.close()?; // closes the server's input: `serve` returns
+//! serving.join().unwrap()?;
+//! # Ok::<(), mcp_stdio::Error>(())
+//! ```
+//!
+//! `examples/client.rs` prints what any stdio server offers, modern or
+//! legacy; `examples/demo.rs` drives every part of the client against a
+//! real server process.
+//!
 //! # Publishing changes
 //!
 //! A client opens a long-lived `subscriptions/listen` request naming what
@@ -129,16 +175,19 @@
 //!
 //! # Spec coverage
 //!
-//! | Method | |
-//! |---|---|
-//! | `server/discover` | capabilities derived from what is registered |
-//! | `tools/list`, `tools/call` | [`ServerBuilder::tool`], [`ServerBuilder::inline_tool`] |
-//! | `resources/list`, `resources/templates/list`, `resources/read` | [`ServerBuilder::resource`], [`ServerBuilder::resource_template`] |
-//! | `prompts/list`, `prompts/get` | [`ServerBuilder::prompt`] |
-//! | `completion/complete` | [`ServerBuilder::completion`] |
-//! | `subscriptions/listen` and its notifications | [`Notifier`], [`ServerBuilder::resource_subscription_filter`] |
-//! | `notifications/cancelled` | [`RequestContext::is_cancelled`] |
-//! | `notifications/progress`, `notifications/message` | [`RequestContext::progress`], [`RequestContext::log`] |
+//! | Method | Server | Client |
+//! |---|---|---|
+//! | `server/discover` | capabilities derived from what is registered | the era probe, [`Client::discover`] |
+//! | `initialize`, `ping` (legacy servers) | | the probe's fallback ([`EraPolicy`]), [`Client::ping`] |
+//! | `tools/list`, `tools/call` | [`ServerBuilder::tool`], [`ServerBuilder::inline_tool`] | [`Client::tools`], [`Client::list_tools`], [`Client::call_tool`], [`Client::call_tool_with`] |
+//! | `resources/list`, `resources/templates/list`, `resources/read` | [`ServerBuilder::resource`], [`ServerBuilder::resource_template`] | [`Client::resources`], [`Client::resource_templates`], [`Client::read_resource`] |
+//! | `prompts/list`, `prompts/get` | [`ServerBuilder::prompt`] | [`Client::prompts`], [`Client::get_prompt`] |
+//! | `completion/complete` | [`ServerBuilder::completion`] | [`Client::complete`] |
+//! | `subscriptions/listen` and its notifications | [`Notifier`], [`ServerBuilder::resource_subscription_filter`] | [`Client::listen`], [`Subscription`] |
+//! | `notifications/cancelled` | [`RequestContext::is_cancelled`] | [`PendingCall::cancel`], [`RequestOptions::timeout`] |
+//! | `notifications/progress`, `notifications/message` | [`RequestContext::progress`], [`RequestContext::log`] | [`RequestOptions::on_progress`], [`RequestOptions::log`] |
+//! | any other method | | [`Client::request`], [`Client::start_request`] |
+//! | shutdown (stdio) | end of input, [`StopHandle::stop`] | [`Client::close`], [`RestartPolicy`] |
 //!
 //! # Not here
 //!

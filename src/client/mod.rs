@@ -366,3 +366,15 @@ impl Drop for Client {
 pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(|e| e.into_inner())
 }
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_client_can_be_shared_between_threads() {
+        fn shared<T: Send + Sync>() {}
+        fn sent<T: Send>() {}
+        shared::<super::Client>();
+        sent::<super::Subscription>();
+        sent::<super::PendingCall>();
+    }
+}

@@ -80,10 +80,19 @@ impl<T: DeserializeOwned> Iterator for Pages<'_, T> {
             self.buffer.extend(items);
             // Spec 2026-07-28 server/utilities/pagination: a missing
             // nextCursor ends the list; an empty string is a cursor.
-            self.cursor = match page.get("nextCursor") {
+            let next = match page.get("nextCursor") {
                 Some(Value::String(next)) => Some(next.clone()),
                 _ => None,
             };
+            if next.is_some() && next == self.cursor {
+                // The same cursor again would loop forever.
+                self.done = true;
+                return Some(Err(Error::Protocol(format!(
+                    "{} returned the cursor it was given as nextCursor",
+                    self.method
+                ))));
+            }
+            self.cursor = next;
             self.done = self.cursor.is_none();
         }
     }

@@ -15,6 +15,7 @@ mod support;
 
 mod bad_input;
 mod cancellation;
+mod client;
 mod concurrency;
 mod discover;
 mod notifications;

@@ -1,0 +1,198 @@
+//! The client against a scripted peer over an in-memory transport: the
+//! exact lines it writes, and how it reads what comes back.
+
+use std::io::{BufRead, Write};
+use std::thread;
+
+use mcp_stdio::types::{ClientCapabilities, ElicitationCapability};
+use mcp_stdio::{Client, Era, EraPolicy, Error, Outcome, Transport};
+use serde_json::{Value, json};
+
+/// The test's end: reads the client's lines, writes replies.
+struct Script {
+    reader: Box<dyn BufRead + Send>,
+    writer: Box<dyn Write + Send>,
+}
+
+impl Script {
+    fn recv(&mut self) -> Value {
+        let mut line = String::new();
+        self.reader.read_line(&mut line).unwrap();
+        serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line:?}"))
+    }
+
+    fn send(&mut self, msg: Value) {
+        writeln!(self.writer, "{msg}").unwrap();
+        self.writer.flush().unwrap();
+    }
+}
+
+fn pair() -> (Transport, Script) {
+    let (ours, theirs) = Transport::memory();
+    let (reader, writer) = theirs.into_parts();
+    (ours, Script { reader, writer })
+}
+
+fn discover_result() -> Value {
+    json!({
+        "resultType": "complete",
+        "supportedVersions": ["2026-07-28"],
+        "capabilities": { "tools": {} },
+        "_meta": { "io.modelcontextprotocol/serverInfo": { "name": "scripted", "version": "9" } }
+    })
+}
+
+// req: client:probe-wire
+#[test]
+fn the_probe_and_every_modern_request_carry_the_protocol_meta() {
+    let (transport, mut server) = pair();
+    let peer = thread::spawn(move || {
+        let probe = server.recv();
+        assert_eq!(
+            probe,
+            json!({ "jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": { "_meta": {
+                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientInfo": { "name": "wire-test", "version": "1.2.3" },
+                "io.modelcontextprotocol/clientCapabilities": { "elicitation": {} }
+            }}})
+        );
+        server.send(json!({ "jsonrpc": "2.0", "id": 1, "result": discover_result() }));
+        let call = server.recv();
+        assert_eq!(
+            call,
+            json!({ "jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+                "name": "echo", "arguments": { "text": "hi" },
+                "_meta": {
+                    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                    "io.modelcontextprotocol/clientInfo": { "name": "wire-test", "version": "1.2.3" },
+                    "io.modelcontextprotocol/clientCapabilities": { "elicitation": {} }
+                }
+            }})
+        );
+        // No resultType: complete (spec 2026-07-28 basic/index).
+        server.send(json!({ "jsonrpc": "2.0", "id": 2, "result": { "content": [{ "type": "text", "text": "hi" }] } }));
+        let call = server.recv();
+        server.send(json!({ "jsonrpc": "2.0", "id": call["id"], "result": { "resultType": "mystery", "content": [] } }));
+        let call = server.recv();
+        server.send(json!({ "jsonrpc": "2.0", "id": call["id"], "error": { "code": -32602, "message": "nope", "data": { "why": 1 } } }));
+        server
+    });
+    let capabilities = ClientCapabilities {
+        elicitation: Some(ElicitationCapability::default()),
+        ..Default::default()
+    };
+    let client = Client::builder()
+        .client_info("wire-test", "1.2.3")
+        .capabilities(capabilities)
+        .connect(transport)
+        .unwrap();
+    assert_eq!(
+        client.era(),
+        Era::Modern {
+            version: "2026-07-28".into()
+        }
+    );
+    assert_eq!(client.server_info().unwrap().name, "scripted");
+    match client.call_tool("echo", json!({ "text": "hi" })).unwrap() {
+        Outcome::Complete(result) => assert_eq!(result.content[0].as_text(), Some("hi")),
+        other => panic!("{other:?}"),
+    }
+    // An unknown resultType is invalid.
+    let err = client.call_tool("echo", json!({})).unwrap_err();
+    assert!(
+        matches!(&err, Error::Protocol(what) if what.contains("mystery")),
+        "{err}"
+    );
+    // The peer's error keeps its code, message and data.
+    match client.call_tool("echo", json!({})).unwrap_err() {
+        Error::Rpc(e) => {
+            assert_eq!(
+                (e.code, e.message.as_str(), e.data),
+                (-32602, "nope", Some(json!({ "why": 1 })))
+            );
+        }
+        other => panic!("{other}"),
+    }
+    let _server = peer.join().unwrap();
+}
+
+#[test]
+fn an_unknown_method_error_to_the_probe_means_legacy_and_initialize_follows() {
+    let (transport, mut server) = pair();
+    let peer = thread::spawn(move || {
+        let probe = server.recv();
+        assert_eq!(probe["method"], "server/discover");
+        server.send(json!({ "jsonrpc": "2.0", "id": probe["id"], "error": { "code": -32601, "message": "Method not found" } }));
+        let init = server.recv();
+        assert_eq!(init["method"], "initialize");
+        assert_eq!(init["params"]["protocolVersion"], "2025-11-25");
+        assert_eq!(init["params"]["clientInfo"]["name"], "mcp-stdio");
+        server.send(json!({ "jsonrpc": "2.0", "id": init["id"], "result": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": { "tools": {} },
+            "serverInfo": { "name": "old", "version": "1" }
+        }}));
+        assert_eq!(
+            server.recv(),
+            json!({ "jsonrpc": "2.0", "method": "notifications/initialized", "params": {} })
+        );
+        let call = server.recv();
+        // Legacy requests carry no per-request protocol fields.
+        assert_eq!(
+            call["params"],
+            json!({ "name": "echo", "arguments": { "text": "x" } })
+        );
+        server.send(json!({ "jsonrpc": "2.0", "id": call["id"], "result": { "content": [] } }));
+    });
+    let client = Client::connect(transport).unwrap();
+    assert_eq!(
+        client.era(),
+        Era::Legacy {
+            version: "2025-06-18".into()
+        }
+    );
+    assert!(matches!(
+        client.call_tool("echo", json!({ "text": "x" })).unwrap(),
+        Outcome::Complete(_)
+    ));
+    peer.join().unwrap();
+}
+
+#[test]
+fn modern_only_names_what_a_legacy_server_said() {
+    let (transport, mut server) = pair();
+    let peer = thread::spawn(move || {
+        let probe = server.recv();
+        server.send(json!({ "jsonrpc": "2.0", "id": probe["id"], "error": { "code": -32602, "message": "Server not initialized" } }));
+        server
+    });
+    let err = Client::builder()
+        .era(EraPolicy::ModernOnly)
+        .connect(transport)
+        .unwrap_err();
+    let text = err.to_string();
+    assert!(
+        text.contains("Server not initialized") && text.contains("-32602"),
+        "{text}"
+    );
+    drop(peer.join().unwrap());
+}
+
+#[test]
+fn the_client_against_the_everything_server_in_memory() {
+    let (ours, theirs) = Transport::memory();
+    let server = crate::everything::build();
+    let serving = thread::spawn(move || server.serve(theirs));
+    let client = Client::connect(ours).unwrap();
+    let names: Vec<String> = client.tools().map(|t| t.unwrap().name).collect();
+    assert!(names.contains(&"echo".to_owned()) && names.contains(&"bump".to_owned()));
+    match client
+        .call_tool("echo", json!({ "text": "memory" }))
+        .unwrap()
+    {
+        Outcome::Complete(result) => assert_eq!(result.content[0].as_text(), Some("memory")),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(client.close().unwrap(), None);
+    serving.join().unwrap().unwrap();
+}
