@@ -21,11 +21,13 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use crate::jsonrpc::{ErrorObject, RequestId, encode_notification};
+use crate::server::mrtr::Retry;
 use crate::server::serve::{Event, Sink};
 use crate::server::{Notifier, Server};
 use crate::types::{
-    ClientCapabilities, Implementation, LoggingLevel, LoggingMessageNotificationParams,
-    ProgressNotificationParams, ProgressToken, method,
+    ClientCapabilities, CreateMessageResult, ElicitResult, Implementation, InputResponses,
+    ListRootsResult, LoggingLevel, LoggingMessageNotificationParams, ProgressNotificationParams,
+    ProgressToken, method,
 };
 
 /// The validated per-request metadata of a modern request
@@ -41,6 +43,18 @@ pub struct RequestMeta {
 }
 
 impl RequestMeta {
+    #[cfg(test)]
+    pub(crate) fn for_tests(client_capabilities: Value) -> RequestMeta {
+        RequestMeta {
+            protocol_version: "2026-07-28".into(),
+            client_capabilities: client_capabilities.as_object().cloned().unwrap_or_default(),
+            client_info: None,
+            log_level: None,
+            progress_token: None,
+            raw: None,
+        }
+    }
+
     /// `io.modelcontextprotocol/protocolVersion`.
     pub fn protocol_version(&self) -> &str {
         &self.protocol_version
@@ -168,6 +182,7 @@ pub struct RequestContext {
     token: CancelToken,
     sink: Sink,
     server: Server,
+    retry: Option<Retry>,
     /// The last progress value sent, as `f64` bits; `NEG_INFINITY` before
     /// the first.
     last_progress: AtomicU64,
@@ -190,6 +205,7 @@ impl RequestContext {
         token: CancelToken,
         sink: Sink,
         server: Server,
+        retry: Option<Retry>,
     ) -> Self {
         RequestContext {
             id,
@@ -197,6 +213,7 @@ impl RequestContext {
             token,
             sink,
             server,
+            retry,
             last_progress: AtomicU64::new(f64::NEG_INFINITY.to_bits()),
         }
     }
@@ -215,6 +232,39 @@ impl RequestContext {
     /// [`Server::notifier`]).
     pub fn notifier(&self) -> Notifier {
         self.server.notifier()
+    }
+
+    /// On a retry of a multi round-trip request: the state the handler put
+    /// in `requestState` last round, verified (see
+    /// [`ServerBuilder::request_state_key`](crate::ServerBuilder::request_state_key)).
+    pub fn request_state(&self) -> Option<&str> {
+        self.retry.as_ref()?.state.as_deref()
+    }
+
+    /// On a retry: the client's answers to the last round's input requests,
+    /// by key. Every answer has the shape of the request it names; unknown
+    /// keys are passed through untouched.
+    pub fn input_responses(&self) -> &InputResponses {
+        static EMPTY: InputResponses = InputResponses::new();
+        self.retry.as_ref().map_or(&EMPTY, |r| &r.responses)
+    }
+
+    /// The answer to the elicitation asked under `key`, if the client sent one.
+    pub fn elicitation(&self, key: &str) -> Option<ElicitResult> {
+        self.input_responses().get(key)?.to_elicit_result().ok()
+    }
+
+    /// The answer to the sampling request asked under `key`.
+    pub fn sampling(&self, key: &str) -> Option<CreateMessageResult> {
+        self.input_responses()
+            .get(key)?
+            .to_create_message_result()
+            .ok()
+    }
+
+    /// The answer to the roots request asked under `key`.
+    pub fn roots(&self, key: &str) -> Option<ListRootsResult> {
+        self.input_responses().get(key)?.to_list_roots_result().ok()
     }
 
     /// The JSON-RPC id of the request.

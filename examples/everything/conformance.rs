@@ -14,6 +14,11 @@ use serde_json::{Value, json};
 
 use crate::fixtures::text_contents;
 
+// The MRTR fixtures live beside this file; every includer of this module
+// gets them with it.
+#[path = "mrtr.rs"]
+mod mrtr;
+
 /// A 1×1 PNG.
 const PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==";
 /// A WAV file of eight silent samples.
@@ -35,9 +40,9 @@ fn png_blob(uri: &str) -> BlobResourceContents {
 }
 
 pub fn register(builder: ServerBuilder) -> ServerBuilder {
-    let builder = tools(builder);
-    let builder = resources(builder);
-    prompts(builder).completion(|_ctx, params| {
+    let builder = prompts(resources(tools(builder)));
+    // The MRTR fixtures come last in every list.
+    mrtr::register(builder).completion(|_ctx, params| {
         let candidates: &[&str] = match &params.reference {
             CompletionReference::Prompt(p) if p.name == "test_prompt_with_arguments" => {
                 &["test", "testValue1", "testValue2"]

@@ -138,9 +138,7 @@ fn probe(
                 .and_then(|s| serde_json::from_value(s.clone()).ok())
                 .unwrap_or_default();
             match newest_common(&supported) {
-                Some(common) if may_retry && common != version => {
-                    probe(options, link, &common, false)
-                }
+                Some(common) if may_retry => probe(options, link, &common, false),
                 _ => Err(Error::Protocol(format!(
                     "no protocol version in common: the server supports {supported:?}, this client {SUPPORTED_VERSIONS:?}"
                 ))),

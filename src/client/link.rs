@@ -57,6 +57,8 @@ pub(crate) enum SubscriptionDelivery {
     /// The connection is gone and the client is restarting the server; the
     /// listen will be sent again.
     Reconnecting,
+    /// The server tore the subscription down with `notifications/cancelled`.
+    TornDown,
 }
 
 struct Pending {
@@ -325,6 +327,15 @@ impl Link {
             Ok(value) => value,
             Err(_) => return,
         };
+        if method == method::NOTIFICATION_CANCELLED {
+            // Spec 2026-07-28 basic/patterns/cancellation: a server sends
+            // this only to tear down a subscription stream.
+            let id = value.get("requestId").and_then(RequestId::from_value);
+            if let Some(tx) = id.and_then(|id| lock(&self.subscriptions).remove(&id)) {
+                let _ = tx.send(SubscriptionDelivery::TornDown);
+            }
+            return;
+        }
         if let Some(sub_id) = value
             .get("_meta")
             .and_then(|m| m.get(meta_key::SUBSCRIPTION_ID))

@@ -7,6 +7,7 @@
 
 mod call;
 mod era;
+mod input;
 mod link;
 mod pages;
 mod process;
@@ -33,7 +34,9 @@ use crate::error::Error;
 use crate::jsonrpc::RequestId;
 use crate::transport::{DEFAULT_MAX_LINE_BYTES, Transport};
 use crate::types::{
-    ClientCapabilities, DiscoverResult, Implementation, ServerCapabilities, SubscriptionFilter,
+    ClientCapabilities, CreateMessageRequestParams, CreateMessageResult, DiscoverResult,
+    ElicitRequestParams, ElicitResult, Implementation, ListRootsResult, ServerCapabilities,
+    SubscriptionFilter,
 };
 use link::{Link, SubscriptionDelivery};
 
@@ -60,6 +63,8 @@ pub struct ClientBuilder {
     pub(crate) stderr: Option<Arc<process::StderrSink>>,
     pub(crate) trace: Arc<dyn Fn(&str) + Send + Sync>,
     pub(crate) restart: Option<RestartPolicy>,
+    pub(crate) input: input::InputHandlers,
+    pub(crate) max_input_rounds: u32,
 }
 
 impl fmt::Debug for ClientBuilder {
@@ -84,6 +89,8 @@ impl Default for ClientBuilder {
             stderr: None,
             trace: Arc::new(|line: &str| eprintln!("mcp-stdio client: {line}")),
             restart: None,
+            input: input::InputHandlers::default(),
+            max_input_rounds: 8,
         }
     }
 }
@@ -159,9 +166,57 @@ impl ClientBuilder {
         self
     }
 
+    /// Answers `elicitation/create` input requests (form and URL mode) of
+    /// multi round-trip requests; declares the `elicitation` capability.
+    pub fn on_elicitation(
+        mut self,
+        handler: impl Fn(&ElicitRequestParams) -> Result<ElicitResult, Error> + Send + Sync + 'static,
+    ) -> Self {
+        self.input.elicitation = Some(Arc::new(handler));
+        self
+    }
+
+    /// Answers `sampling/createMessage` input requests; declares the
+    /// `sampling` capability.
+    pub fn on_sampling(
+        mut self,
+        handler: impl Fn(&CreateMessageRequestParams) -> Result<CreateMessageResult, Error>
+        + Send
+        + Sync
+        + 'static,
+    ) -> Self {
+        self.input.sampling = Some(Arc::new(handler));
+        self
+    }
+
+    /// Answers `roots/list` input requests; declares the `roots` capability.
+    pub fn on_roots(
+        mut self,
+        handler: impl Fn() -> Result<ListRootsResult, Error> + Send + Sync + 'static,
+    ) -> Self {
+        self.input.roots = Some(Arc::new(handler));
+        self
+    }
+
+    /// How many rounds a multi round-trip request may take before the
+    /// client gives up with an error (default 8).
+    pub fn max_input_rounds(mut self, rounds: u32) -> Self {
+        self.max_input_rounds = rounds.max(1);
+        self
+    }
+
+    /// The declared capabilities: the configured ones, plus those the
+    /// input handlers stand for.
+    fn settle_capabilities(&mut self) {
+        for (name, value) in self.input.capabilities() {
+            self.capabilities.entry(name).or_insert(value);
+        }
+    }
+
     /// Spawns `command` as the server, with piped stdin and stdout, and
     /// connects to it.
     pub fn spawn(mut self, mut command: Command) -> Result<Client, Error> {
+        self.settle_capabilities();
         if self.stderr.is_none() {
             let name = command.get_program().to_string_lossy().into_owned();
             self.stderr = Some(Arc::new(move |line: &str| eprintln!("[{name}] {line}")));
@@ -182,7 +237,8 @@ impl ClientBuilder {
 
     /// Connects over any byte-stream pair (a Unix socket, TCP, an in-memory
     /// transport).
-    pub fn connect(self, transport: Transport) -> Result<Client, Error> {
+    pub fn connect(mut self, transport: Transport) -> Result<Client, Error> {
+        self.settle_capabilities();
         let (reader, writer) = transport.into_parts();
         let link = Link::start(reader, writer, self.max_line_bytes, Arc::clone(&self.trace))?;
         Client::start(self, link, None, None)

@@ -107,14 +107,51 @@ impl Client {
     }
 
     /// A typed request whose result may be `input_required`.
+    ///
+    /// An `input_required` result whose every request has a handler is
+    /// answered and the request retried, up to the round limit; otherwise
+    /// it is returned to the caller.
     fn outcome<T: DeserializeOwned>(
         &self,
         method: &str,
         params: Value,
         options: RequestOptions,
     ) -> Result<Outcome<T>, Error> {
-        let raw = self.start_request(method, params, options)?.wait()?;
-        parse_outcome(&raw)
+        let timeout = options.timeout;
+        let mut params = params;
+        let mut options = Some(options);
+        let max_rounds = self.inner.options.max_input_rounds;
+        for round in 0.. {
+            // Callbacks belong to the first round; retries keep the timeout.
+            let opts = options.take().unwrap_or_else(|| RequestOptions {
+                timeout,
+                ..RequestOptions::default()
+            });
+            let raw = self.start_request(method, params.clone(), opts)?.wait()?;
+            let result = match parse_outcome::<T>(&raw)? {
+                Outcome::InputRequired(result) => result,
+                complete => return Ok(complete),
+            };
+            let Some(responses) = self.inner.options.input.answer(&result)? else {
+                return Ok(Outcome::InputRequired(result));
+            };
+            if round + 1 >= max_rounds {
+                return Err(Error::Protocol(format!(
+                    "{method} still needed input after {max_rounds} rounds"
+                )));
+            }
+            let Value::Object(map) = &mut params else {
+                return Err(Error::Protocol(
+                    "request params must be a JSON object".into(),
+                ));
+            };
+            map.insert("inputResponses".into(), Value::Object(responses));
+            match result.request_state {
+                Some(state) => map.insert("requestState".into(), Value::String(state)),
+                None => map.remove("requestState"),
+            };
+        }
+        unreachable!("the loop returns")
     }
 
     /// A typed request that must complete in one round trip.

@@ -87,8 +87,28 @@ fn start_again(inner: &Arc<ClientInner>) -> Result<(), crate::Error> {
         inner.options.max_line_bytes,
         Arc::clone(&inner.options.trace),
     )?;
-    *lock(&inner.child) = Some(spawned.child);
-    let facts = era::establish(&inner.options, &link)?;
+    let mut child = spawned.child;
+    let facts = match era::establish(&inner.options, &link) {
+        Ok(facts) => facts,
+        Err(e) => {
+            link.close_input();
+            let _ = process::shut_down(&mut child, inner.options.close_grace);
+            return Err(e);
+        }
+    };
+    // A close that came while this server started: stop it again. Checked
+    // under the child's lock, which `close` takes after it sets `closing`,
+    // so the new child is either stopped here or found by `close`.
+    {
+        let mut slot = lock(&inner.child);
+        if inner.closing.load(Ordering::Acquire) {
+            drop(slot);
+            link.close_input();
+            let _ = process::shut_down(&mut child, inner.options.close_grace);
+            return Ok(());
+        }
+        *slot = Some(child);
+    }
     *lock(&inner.facts) = facts;
     *lock(&inner.link) = Arc::clone(&link);
     // Re-open every live subscription on the new connection, with the

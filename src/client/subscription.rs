@@ -45,7 +45,8 @@ pub enum SubscriptionEvent {
 /// How a subscription ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SubscriptionEnd {
-    /// The server ended it gracefully: it answered the listen request.
+    /// The server ended it: it answered the listen request (the graceful
+    /// end), or tore it down with `notifications/cancelled`.
     Closed,
     /// The connection dropped without that answer.
     Disconnected,
@@ -220,6 +221,10 @@ impl Subscription {
             // The connection dropped and the client is restarting the
             // server: the subscription carries on.
             SubscriptionDelivery::Reconnecting => None,
+            SubscriptionDelivery::TornDown => {
+                self.end = Some(SubscriptionEnd::Closed);
+                None
+            }
         }
     }
 }
@@ -307,6 +312,11 @@ impl crate::client::Client {
                 Ok(SubscriptionDelivery::Reply(Ok(_))) => {
                     return Err(Error::Protocol(
                         "the server ended the subscription before acknowledging it".into(),
+                    ));
+                }
+                Ok(SubscriptionDelivery::TornDown) => {
+                    return Err(Error::Protocol(
+                        "the server tore the subscription down before acknowledging it".into(),
                     ));
                 }
                 Ok(SubscriptionDelivery::Disconnected | SubscriptionDelivery::Reconnecting)

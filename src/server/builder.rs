@@ -39,6 +39,8 @@ pub struct ServerBuilder {
     methods: HashMap<String, (Arc<MethodFn>, bool)>,
     trace: Arc<Trace>,
     accept_uri: Option<Arc<AcceptUri>>,
+    state_key: Option<[u8; 32]>,
+    state_ttl: Duration,
 }
 
 impl fmt::Debug for ServerBuilder {
@@ -72,6 +74,8 @@ impl ServerBuilder {
             methods: HashMap::new(),
             trace: Arc::new(|line: &str| eprintln!("mcp-stdio: {line}")),
             accept_uri: None,
+            state_key: None,
+            state_ttl: Duration::from_secs(600),
         }
     }
 
@@ -291,6 +295,21 @@ impl ServerBuilder {
         self
     }
 
+    /// The key that seals `requestState` in multi round-trip requests
+    /// (HMAC-SHA256). By default each process draws a random key from the
+    /// operating system; give several server processes behind one client
+    /// the same key so that each accepts the others' states.
+    pub fn request_state_key(mut self, key: [u8; 32]) -> Self {
+        self.state_key = Some(key);
+        self
+    }
+
+    /// How long a sealed `requestState` stays valid (default 10 minutes).
+    pub fn request_state_ttl(mut self, ttl: Duration) -> Self {
+        self.state_ttl = ttl;
+        self
+    }
+
     /// Finishes the server.
     pub fn build(self) -> Server {
         let info_value = serde_json::to_value(&self.info).unwrap_or(Value::Null);
@@ -305,6 +324,7 @@ impl ServerBuilder {
                 methods: self.methods,
                 trace: self.trace,
                 accept_uri: self.accept_uri,
+                sealer: crate::server::mrtr::Sealer::new(self.state_key, self.state_ttl),
                 connections: Mutex::new(Vec::new()),
                 next_connection: AtomicU64::new(0),
                 stopped: AtomicBool::new(false),

@@ -19,6 +19,7 @@ use crate::context::{RequestContext, RequestMeta};
 use crate::jsonrpc::{ErrorObject, encode_error};
 use crate::server::handlers::{Outcome, PromptArguments};
 use crate::server::meta::validate_meta;
+use crate::server::mrtr::{self, Retry};
 use crate::server::reply::{finish, outcome};
 use crate::server::subscriptions::Accepted;
 use crate::server::{Inner, SUPPORTED_VERSIONS};
@@ -48,6 +49,8 @@ pub(crate) struct Job {
     pub work: Work,
     /// Run on the owner thread: cheap and never blocking.
     pub inline: bool,
+    /// The verified `requestState` and `inputResponses` of a retry.
+    pub retry: Option<Retry>,
 }
 
 /// The members of params the kernel looks at, borrowed from the line. One
@@ -66,6 +69,15 @@ struct Fields<'a> {
     cursor: Option<&'a RawValue>,
     #[serde(borrow, default, deserialize_with = "present")]
     notifications: Option<&'a RawValue>,
+    #[serde(
+        rename = "inputResponses",
+        borrow,
+        default,
+        deserialize_with = "present"
+    )]
+    input_responses: Option<&'a RawValue>,
+    #[serde(rename = "requestState", borrow, default, deserialize_with = "present")]
+    request_state: Option<&'a RawValue>,
 }
 
 fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<&'de RawValue>, D::Error> {
@@ -84,7 +96,27 @@ pub(crate) fn prepare(
     let meta = validate_meta(fields.meta)?;
     let inner = Arc::clone(inner);
     // Called once, in whichever arm below builds the job.
-    let job = move |inline: bool, work: Work| Ok(Prepared::Run(Job { meta, work, inline }));
+    let job = move |inline: bool, work: Work, retry: Option<Retry>| {
+        Ok(Prepared::Run(Job {
+            meta,
+            work,
+            inline,
+            retry,
+        }))
+    };
+    // Spec 2026-07-28 basic/patterns/mrtr: a retry's requestState and
+    // inputResponses are checked before the handler runs.
+    let request_state = optional_string(fields.request_state, "requestState")?;
+    let responses = fields.input_responses.map(RawValue::get);
+    let retry = |method: &str, digest: &dyn Fn() -> String| -> Result<Option<Retry>, ErrorObject> {
+        if request_state.is_none() && responses.is_none() {
+            return Ok(None);
+        }
+        inner
+            .sealer
+            .open(request_state.as_deref(), responses, method, digest)
+            .map(Some)
+    };
     match route {
         Route::Listen => {
             let raw = fields
@@ -102,12 +134,13 @@ pub(crate) fn prepare(
             })?;
             Ok(Prepared::Listen(inner.accept(filter)))
         }
-        Route::Discover => job(true, Box::new(move |ctx| discover(&inner, ctx))),
+        Route::Discover => job(true, Box::new(move |ctx| discover(&inner, ctx)), None),
         Route::ToolsList | Route::ResourcesList | Route::TemplatesList | Route::PromptsList => {
             let cursor = optional_string(fields.cursor, "cursor")?;
             job(
                 true,
                 Box::new(move |ctx| list(&inner, ctx, route, cursor.as_deref())),
+                None,
             )
         }
         Route::ToolsCall => {
@@ -119,6 +152,9 @@ pub(crate) fn prepare(
                 return Err(ErrorObject::invalid_params("arguments must be an object"));
             }
             let range = args.map(|raw| span(text, raw.get()));
+            let retry = retry(method::TOOLS_CALL, &|| {
+                mrtr::digest(&[&name, &mrtr::canonical(args.map(RawValue::get))])
+            })?;
             let (handler, inline) = {
                 let registry = inner.registry.read().unwrap_or_else(|e| e.into_inner());
                 let entry = registry
@@ -133,12 +169,15 @@ pub(crate) fn prepare(
                     // The slice is the arguments object as the client sent it.
                     let args = range.map(|r| &params.as_deref().map_or("", RawValue::get)[r]);
                     let res = handler(ctx, args);
-                    outcome(&inner, ctx.id(), res)
+                    let digest = || mrtr::digest(&[&name, &mrtr::canonical(args)]);
+                    outcome(&inner, ctx, method::TOOLS_CALL, &digest, res)
                 }),
+                retry,
             )
         }
         Route::ResourcesRead => {
             let uri = required_string(fields.uri, "uri")?;
+            let retry = retry(method::RESOURCES_READ, &|| mrtr::digest(&[&uri]))?;
             let found = inner.find_resource(&uri)?;
             job(
                 found.inline,
@@ -151,8 +190,10 @@ pub(crate) fn prepare(
                         }
                         other => other,
                     });
-                    outcome(&inner, ctx.id(), res)
+                    let digest = || mrtr::digest(&[&uri]);
+                    outcome(&inner, ctx, method::RESOURCES_READ, &digest, res)
                 }),
+                retry,
             )
         }
         Route::PromptsGet => {
@@ -166,6 +207,10 @@ pub(crate) fn prepare(
                     ))
                 })?,
             };
+            let arguments_json = || serde_json::to_string(&args).unwrap_or_default();
+            let retry = retry(method::PROMPTS_GET, &|| {
+                mrtr::digest(&[&name, &arguments_json()])
+            })?;
             let handler = {
                 let registry = inner.registry.read().unwrap_or_else(|e| e.into_inner());
                 let entry = registry.prompts.get(&name).ok_or_else(|| {
@@ -190,9 +235,12 @@ pub(crate) fn prepare(
             job(
                 false,
                 Box::new(move |ctx| {
+                    let digest =
+                        mrtr::digest(&[&name, &serde_json::to_string(&args).unwrap_or_default()]);
                     let res = handler(ctx, args);
-                    outcome(&inner, ctx.id(), res)
+                    outcome(&inner, ctx, method::PROMPTS_GET, &|| digest.clone(), res)
                 }),
+                retry,
             )
         }
         Route::Complete => {
@@ -210,6 +258,7 @@ pub(crate) fn prepare(
                     let res = handler(ctx, params);
                     finish(&inner, ctx.id(), res)
                 }),
+                None,
             )
         }
         Route::Custom(handler, inline) => {
@@ -218,12 +267,22 @@ pub(crate) fn prepare(
             if let Some(map) = value.as_object_mut() {
                 map.remove("_meta");
             }
+            let method = method.to_owned();
             job(
                 inline,
                 Box::new(move |ctx| {
-                    let res = handler(ctx, value);
+                    let res = handler(ctx, value).and_then(|result| {
+                        // Spec 2026-07-28 basic/patterns/mrtr: only tools/call,
+                        // prompts/get and resources/read may need input.
+                        if result.get("resultType").and_then(Value::as_str) == Some("input_required") {
+                            inner.trace(&format!("the handler of {method} returned input_required, which only tools/call, prompts/get and resources/read may"));
+                            return Err(ErrorObject::internal_error(format!("{method} cannot ask for input")));
+                        }
+                        Ok(result)
+                    });
                     finish(&inner, ctx.id(), res)
                 }),
+                None,
             )
         }
     }

@@ -10,6 +10,7 @@ pub(crate) mod dispatch;
 pub(crate) mod handlers;
 pub(crate) mod in_flight;
 pub(crate) mod meta;
+pub(crate) mod mrtr;
 pub(crate) mod pool;
 pub(crate) mod reader;
 pub(crate) mod registry;
@@ -114,6 +115,8 @@ pub(crate) struct Inner {
     pub trace: Arc<Trace>,
     /// Which requested `resourceSubscriptions` URIs a listen accepts.
     pub accept_uri: Option<Arc<AcceptUri>>,
+    /// Seals and opens `requestState` (multi round-trip requests).
+    pub sealer: mrtr::Sealer,
     /// The connections being served, for stop and for published events.
     connections: Mutex<Vec<ConnectionHandle>>,
     next_connection: AtomicU64,

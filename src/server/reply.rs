@@ -4,6 +4,7 @@
 use serde::Serialize;
 use serde_json::{Map, Value};
 
+use crate::context::RequestContext;
 use crate::jsonrpc::{ErrorObject, RequestId, encode_error, encode_result};
 use crate::server::Inner;
 use crate::server::handlers::Outcome;
@@ -73,19 +74,29 @@ impl Stamp for Value {
     }
 }
 
-/// Encodes the response for a handler's outcome.
+/// Encodes the response for a handler's outcome. An input-required
+/// outcome is checked against the request's declared capabilities and its
+/// state sealed first (see `mrtr`).
 pub(crate) fn outcome<T: Stamp>(
     inner: &Inner,
-    id: &RequestId,
+    ctx: &RequestContext,
+    method: &str,
+    digest: &dyn Fn() -> String,
     res: Result<Outcome<T>, ErrorObject>,
 ) -> Vec<u8> {
     match res {
-        Ok(Outcome::Complete(result)) => finish(inner, id, Ok(result)),
+        Ok(Outcome::Complete(result)) => finish(inner, ctx.id(), Ok(result)),
         Ok(Outcome::InputRequired(mut result)) => {
             result.result_type = Some(ResultType::InputRequired);
-            finish(inner, id, Ok(result))
+            match inner
+                .sealer
+                .seal(&mut result, method, &digest(), ctx.meta())
+            {
+                Ok(()) => finish(inner, ctx.id(), Ok(result)),
+                Err(e) => finish::<Value>(inner, ctx.id(), Err(e)),
+            }
         }
-        Err(e) => finish::<Value>(inner, id, Err(e)),
+        Err(e) => finish::<Value>(inner, ctx.id(), Err(e)),
     }
 }
 

@@ -291,6 +291,7 @@ impl Owner {
                 self.inline_token.clone(),
                 Sink::Local(Mutex::new(Vec::new())),
                 self.server(),
+                job.retry,
             );
             let (line, published) = inline::run(self.key, || run(job.work, &ctx));
             if let Sink::Local(notes) = ctx.sink() {
@@ -314,7 +315,14 @@ impl Owner {
             inbox: self.inbox_tx.clone(),
             seq,
         };
-        let ctx = RequestContext::new(id.clone(), job.meta, token.clone(), sink, self.server());
+        let ctx = RequestContext::new(
+            id.clone(),
+            job.meta,
+            token.clone(),
+            sink,
+            self.server(),
+            job.retry,
+        );
         let waiting = self.running >= self.inner.config.max_running;
         self.in_flight.insert(
             id,

@@ -196,3 +196,89 @@ fn the_client_against_the_everything_server_in_memory() {
     assert_eq!(client.close().unwrap(), None);
     serving.join().unwrap().unwrap();
 }
+
+// req: mrtr:client-retries
+#[test]
+fn the_client_answers_input_requests_and_retries_round_after_round() {
+    use mcp_stdio::types::{ElicitResult, ListRootsResult, Root};
+    let (ours, theirs) = Transport::memory();
+    let server = crate::everything::build();
+    let serving = thread::spawn(move || server.serve(theirs));
+    let asked = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let log = asked.clone();
+    let client = Client::builder()
+        .on_elicitation(move |params| {
+            let message = match params {
+                mcp_stdio::types::ElicitRequestParams::Form(form) => form.message.clone(),
+                mcp_stdio::types::ElicitRequestParams::Url(url) => url.message.clone(),
+            };
+            log.lock().unwrap().push(message.clone());
+            let mut content = serde_json::Map::new();
+            let field = if message.contains("colour") {
+                "colour"
+            } else {
+                "name"
+            };
+            content.insert(
+                field.into(),
+                json!(if field == "colour" { "green" } else { "Ada" }),
+            );
+            Ok(ElicitResult::accept(content))
+        })
+        .on_roots(|| {
+            Ok(ListRootsResult {
+                roots: vec![Root {
+                    uri: "file:///w".into(),
+                    name: None,
+                    meta: None,
+                }],
+            })
+        })
+        // Declared by hand, with no handler: such input requests come back
+        // to the caller.
+        .capabilities(ClientCapabilities {
+            sampling: Some(Default::default()),
+            ..Default::default()
+        })
+        .connect(ours)
+        .unwrap();
+    match client
+        .call_tool("test_input_required_result_multi_round", json!({}))
+        .unwrap()
+    {
+        Outcome::Complete(result) => {
+            assert_eq!(result.content[0].as_text(), Some("Ada likes green"))
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(
+        *asked.lock().unwrap(),
+        ["What is your name?", "Favourite colour?"]
+    );
+    match client
+        .call_tool("test_input_required_result_list_roots", json!({}))
+        .unwrap()
+    {
+        Outcome::Complete(result) => {
+            assert_eq!(result.content[0].as_text(), Some("Roots: file:///w"))
+        }
+        other => panic!("{other:?}"),
+    }
+    // Declared but no sampling handler: the caller gets the input request back.
+    match client
+        .call_tool("test_input_required_result_sampling", json!({}))
+        .unwrap()
+    {
+        Outcome::InputRequired(result) => {
+            assert!(
+                result
+                    .input_requests
+                    .unwrap()
+                    .contains_key("capital_question")
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    client.close().unwrap();
+    serving.join().unwrap().unwrap();
+}

@@ -70,6 +70,10 @@ fn list_on_the_everything_server() {
                     {
                         "name": "test_prompt_with_image",
                         "description": "A prompt with an image."
+                    },
+                    {
+                        "name": "test_input_required_result_prompt",
+                        "description": "A prompt that needs context (MRTR)."
                     }
                 ],
                 "ttlMs": 0,

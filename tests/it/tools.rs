@@ -35,6 +35,15 @@ const EVERYTHING_TOOLS: &[&str] = &[
     "test_trigger_tool_change",
     "test_trigger_prompt_change",
     "json_schema_2020_12_tool",
+    "ask",
+    "test_input_required_result_elicitation",
+    "test_input_required_result_sampling",
+    "test_input_required_result_list_roots",
+    "test_input_required_result_request_state",
+    "test_input_required_result_multiple_inputs",
+    "test_input_required_result_multi_round",
+    "test_input_required_result_tampered_state",
+    "test_input_required_result_capabilities",
 ];
 
 /// The 1×1 PNG of the conformance fixtures.

@@ -1,0 +1,82 @@
+//! Multi round-trip requests on the client (spec 2026-07-28
+//! basic/patterns/mrtr): when a result comes back `input_required`, the
+//! client runs the caller's handlers for every input request and retries
+//! the original request with their answers.
+//!
+//! The retry is a new request (new id) with the same params plus
+//! `inputResponses`, keyed like the requests, and the server's
+//! `requestState` exactly as received (it is opaque: never parsed). The
+//! retry state lives in that one call; nothing is shared with other
+//! requests in flight.
+
+use std::sync::Arc;
+
+use serde_json::{Map, Value};
+
+use crate::error::Error;
+use crate::types::{
+    CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams, ElicitResult,
+    InputRequest, InputRequiredResult, ListRootsResult,
+};
+
+pub(crate) type ElicitFn =
+    dyn Fn(&ElicitRequestParams) -> Result<ElicitResult, Error> + Send + Sync;
+pub(crate) type SamplingFn =
+    dyn Fn(&CreateMessageRequestParams) -> Result<CreateMessageResult, Error> + Send + Sync;
+pub(crate) type RootsFn = dyn Fn() -> Result<ListRootsResult, Error> + Send + Sync;
+
+/// The caller's answers to the three kinds of input request.
+#[derive(Clone, Default)]
+pub(crate) struct InputHandlers {
+    pub elicitation: Option<Arc<ElicitFn>>,
+    pub sampling: Option<Arc<SamplingFn>>,
+    pub roots: Option<Arc<RootsFn>>,
+}
+
+impl InputHandlers {
+    /// The client capabilities these handlers stand for.
+    pub fn capabilities(&self) -> Map<String, Value> {
+        let mut caps = Map::new();
+        if self.elicitation.is_some() {
+            caps.insert(
+                "elicitation".into(),
+                serde_json::json!({ "form": {}, "url": {} }),
+            );
+        }
+        if self.sampling.is_some() {
+            caps.insert("sampling".into(), serde_json::json!({}));
+        }
+        if self.roots.is_some() {
+            caps.insert("roots".into(), serde_json::json!({}));
+        }
+        caps
+    }
+
+    /// Answers every input request, or `None` when one of them has no
+    /// handler (the caller then gets the result to handle by hand).
+    pub fn answer(
+        &self,
+        result: &InputRequiredResult,
+    ) -> Result<Option<Map<String, Value>>, Error> {
+        let mut responses = Map::new();
+        for (key, request) in result.input_requests.iter().flatten() {
+            let answer = match request {
+                InputRequest::Elicit(params) => match &self.elicitation {
+                    Some(handler) => serde_json::to_value(handler(params)?)?,
+                    None => return Ok(None),
+                },
+                InputRequest::CreateMessage(params) => match &self.sampling {
+                    Some(handler) => serde_json::to_value(handler(params)?)?,
+                    None => return Ok(None),
+                },
+                InputRequest::ListRoots(_) => match &self.roots {
+                    Some(handler) => serde_json::to_value(handler()?)?,
+                    None => return Ok(None),
+                },
+                _ => return Ok(None),
+            };
+            responses.insert(key.clone(), answer);
+        }
+        Ok(Some(responses))
+    }
+}

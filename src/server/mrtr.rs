@@ -1,0 +1,391 @@
+//! Multi round-trip requests on the server (spec 2026-07-28
+//! basic/patterns/mrtr): sealing `requestState`, checking it on the retry,
+//! and checking `inputResponses` before the handler sees them.
+//!
+//! Why sealed: `requestState` goes to the client and comes back as
+//! attacker-controlled input. The server therefore never trusts it: what
+//! the handler hands over is wrapped with an expiry, the method, a digest
+//! of the request's salient parameters and the kinds of input requests
+//! asked, and the whole is signed with HMAC-SHA256 under a key the client
+//! never sees. On the retry everything is checked before the handler runs;
+//! a tampered, expired or transplanted state is `-32602`.
+//!
+//! The sealed format, all ASCII:
+//! `v1.<base64url(payload JSON)>.<base64url(HMAC-SHA256(key, "v1." + payload))>`
+//! where the payload is `{"m": method, "d": digest, "e": expiry (Unix ms),
+//! "k": {key: input kind}, "s": the handler's state}`.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use hmac::{Hmac, Mac};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+use crate::context::RequestMeta;
+use crate::jsonrpc::ErrorObject;
+use crate::types::{InputRequest, InputRequiredResult, InputResponse, InputResponses};
+
+type HmacSha256 = Hmac<Sha256>;
+
+/// The kind of an input request, which decides the shape of its response
+/// and the client capability it needs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) enum InputKind {
+    #[serde(rename = "e")]
+    Elicit,
+    #[serde(rename = "s")]
+    Sampling,
+    #[serde(rename = "r")]
+    Roots,
+}
+
+impl InputKind {
+    fn of(request: &InputRequest) -> Option<InputKind> {
+        match request {
+            InputRequest::Elicit(_) => Some(InputKind::Elicit),
+            InputRequest::CreateMessage(_) => Some(InputKind::Sampling),
+            InputRequest::ListRoots(_) => Some(InputKind::Roots),
+            _ => None,
+        }
+    }
+
+    /// Whether `response` has the shape of this kind's result.
+    fn accepts(self, response: &InputResponse) -> bool {
+        match self {
+            InputKind::Elicit => response.to_elicit_result().is_ok(),
+            InputKind::Sampling => response.to_create_message_result().is_ok(),
+            InputKind::Roots => response.to_list_roots_result().is_ok(),
+        }
+    }
+}
+
+/// The sealing key and lifetime of request states.
+pub(crate) struct Sealer {
+    key: [u8; 32],
+    ttl: Duration,
+}
+
+#[derive(Serialize, Deserialize)]
+struct Payload {
+    m: String,
+    d: String,
+    e: u64,
+    #[serde(default)]
+    k: BTreeMap<String, InputKind>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    s: Option<String>,
+}
+
+/// A verified retry: what the handler sealed, and the kinds it asked for.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Retry {
+    pub state: Option<String>,
+    pub responses: InputResponses,
+}
+
+impl Sealer {
+    /// A sealer with `key`, or with a random key from the operating system.
+    pub fn new(key: Option<[u8; 32]>, ttl: Duration) -> Sealer {
+        let key = key.unwrap_or_else(|| {
+            let mut key = [0u8; 32];
+            if getrandom::fill(&mut key).is_err() {
+                // No OS randomness (practically never): fall back to the
+                // process's random hash seeds, which std draws from the OS.
+                use std::hash::{BuildHasher, RandomState};
+                for (i, chunk) in key.chunks_mut(8).enumerate() {
+                    let seed = RandomState::new().hash_one(i).to_le_bytes();
+                    chunk.copy_from_slice(&seed[..chunk.len()]);
+                }
+            }
+            key
+        });
+        Sealer { key, ttl }
+    }
+
+    /// Seals the handler's state into the result's `requestState`, after
+    /// checking that the request declared every capability the input
+    /// requests need (spec 2026-07-28 basic/patterns/mrtr: never ask for
+    /// what the client did not declare).
+    pub fn seal(
+        &self,
+        result: &mut InputRequiredResult,
+        method: &str,
+        digest: &str,
+        meta: &RequestMeta,
+    ) -> Result<(), ErrorObject> {
+        let requests = result.input_requests.iter().flatten();
+        let mut kinds = BTreeMap::new();
+        let mut missing = serde_json::Map::new();
+        for (key, request) in requests {
+            if let Some(kind) = InputKind::of(request) {
+                kinds.insert(key.clone(), kind);
+            }
+            if let Some((name, sub)) = required_capability(request)
+                && !meta.has_client_capability(&path(name, sub))
+            {
+                let entry = missing
+                    .entry(name.to_owned())
+                    .or_insert_with(|| Value::Object(Default::default()));
+                if let (Some(sub), Value::Object(inner)) = (sub, entry) {
+                    inner.insert(sub.to_owned(), Value::Object(Default::default()));
+                }
+            }
+        }
+        if !missing.is_empty() {
+            return Err(ErrorObject::missing_required_client_capability(
+                Value::Object(missing),
+            ));
+        }
+        let expires = now_ms().saturating_add(self.ttl.as_millis() as u64);
+        let payload = Payload {
+            m: method.to_owned(),
+            d: digest.to_owned(),
+            e: expires,
+            k: kinds,
+            s: result.request_state.take(),
+        };
+        let json = serde_json::to_vec(&payload).map_err(ErrorObject::internal_error)?;
+        let mut sealed = String::from("v1.");
+        base64url_encode(&json, &mut sealed);
+        let mac = self.mac(sealed.as_bytes());
+        sealed.push('.');
+        base64url_encode(&mac, &mut sealed);
+        result.request_state = Some(sealed);
+        Ok(())
+    }
+
+    /// Checks a retry: the sealed state (if any) must be intact, unexpired
+    /// and made for this method and these parameters; every input response
+    /// to a request the state names must have that request's shape.
+    /// Unknown keys are ignored.
+    pub fn open(
+        &self,
+        state: Option<&str>,
+        responses: Option<&str>,
+        method: &str,
+        digest: impl FnOnce() -> String,
+    ) -> Result<Retry, ErrorObject> {
+        let mut kinds = None;
+        let mut handler_state = None;
+        if let Some(sealed) = state {
+            let payload = self.verify(sealed)?;
+            if payload.e <= now_ms() {
+                return Err(ErrorObject::invalid_params(
+                    "requestState has expired: start the request again",
+                ));
+            }
+            if payload.m != method || payload.d != digest() {
+                return Err(ErrorObject::invalid_params(
+                    "requestState belongs to a different request (method, tool, prompt, resource or arguments differ)",
+                ));
+            }
+            kinds = Some(payload.k);
+            handler_state = payload.s;
+        }
+        let responses: InputResponses = match responses {
+            None => InputResponses::new(),
+            Some(text) if text.starts_with('{') => serde_json::from_str(text)
+                .map_err(|e| ErrorObject::invalid_params(format!("invalid inputResponses: {e}")))?,
+            Some(text) => {
+                return Err(ErrorObject::invalid_params(format!(
+                    "inputResponses must be an object, got {}",
+                    text.chars().take(40).collect::<String>()
+                )));
+            }
+        };
+        // With a state, the kinds asked are known and each answer must fit
+        // its request; keys that were not asked are ignored. Without one,
+        // nothing says what a key was for: the handler's typed accessors
+        // (`ctx.elicitation(key)` and friends) read what fits and it asks
+        // again for the rest.
+        for (key, response) in &responses {
+            let fits = match kinds.as_ref().and_then(|k| k.get(key)) {
+                Some(kind) => kind.accepts(response),
+                None => true,
+            };
+            if !fits {
+                return Err(ErrorObject::invalid_params(format!(
+                    "inputResponses[{key:?}] does not answer the input request it names"
+                )));
+            }
+        }
+        Ok(Retry {
+            state: handler_state,
+            responses,
+        })
+    }
+
+    fn verify(&self, sealed: &str) -> Result<Payload, ErrorObject> {
+        let tampered =
+            || ErrorObject::invalid_params("requestState is invalid or was tampered with");
+        let (signed, mac) = sealed.rsplit_once('.').ok_or_else(tampered)?;
+        let body = signed.strip_prefix("v1.").ok_or_else(tampered)?;
+        let mac = base64url_decode(mac).ok_or_else(tampered)?;
+        let mut check = HmacSha256::new_from_slice(&self.key).map_err(|_| tampered())?;
+        check.update(signed.as_bytes());
+        // Constant-time comparison, by the hmac crate.
+        check.verify_slice(&mac).map_err(|_| tampered())?;
+        let json = base64url_decode(body).ok_or_else(tampered)?;
+        serde_json::from_slice(&json).map_err(|_| tampered())
+    }
+
+    fn mac(&self, data: &[u8]) -> Vec<u8> {
+        // HMAC accepts keys of any length; 32 bytes cannot fail.
+        let mut mac = match HmacSha256::new_from_slice(&self.key) {
+            Ok(mac) => mac,
+            Err(_) => return Vec::new(),
+        };
+        mac.update(data);
+        mac.finalize().into_bytes().to_vec()
+    }
+}
+
+/// The digest of a request's salient parameters: what a retry must repeat.
+pub(crate) fn digest(parts: &[&str]) -> String {
+    let mut hash = Sha256::new();
+    for part in parts {
+        hash.update((part.len() as u64).to_le_bytes());
+        hash.update(part.as_bytes());
+    }
+    let mut out = String::new();
+    base64url_encode(&hash.finalize(), &mut out);
+    out
+}
+
+/// Canonical JSON of an arguments object (keys sorted), so that a retry
+/// with the same arguments in another order still matches.
+pub(crate) fn canonical(json: Option<&str>) -> String {
+    match json.map(serde_json::from_str::<Value>) {
+        Some(Ok(value)) => value.to_string(),
+        Some(Err(_)) => json.unwrap_or_default().to_owned(),
+        None => "{}".to_owned(),
+    }
+}
+
+/// The capability an input request needs: `elicitation` (URL mode:
+/// `elicitation.url`), `sampling`, `roots`.
+fn required_capability(request: &InputRequest) -> Option<(&'static str, Option<&'static str>)> {
+    match request {
+        InputRequest::Elicit(crate::types::ElicitRequestParams::Url(_)) => {
+            Some(("elicitation", Some("url")))
+        }
+        InputRequest::Elicit(_) => Some(("elicitation", None)),
+        InputRequest::CreateMessage(_) => Some(("sampling", None)),
+        InputRequest::ListRoots(_) => Some(("roots", None)),
+        _ => None,
+    }
+}
+
+fn path(name: &str, sub: Option<&str>) -> String {
+    match sub {
+        Some(sub) => format!("{name}.{sub}"),
+        None => name.to_owned(),
+    }
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+
+/// Base64url without padding (RFC 4648 section 5).
+fn base64url_encode(data: &[u8], out: &mut String) {
+    for chunk in data.chunks(3) {
+        let b = [
+            chunk[0],
+            *chunk.get(1).unwrap_or(&0),
+            *chunk.get(2).unwrap_or(&0),
+        ];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        let chars = chunk.len() + 1;
+        for i in 0..chars {
+            out.push(ALPHABET[((n >> (18 - 6 * i)) & 63) as usize] as char);
+        }
+    }
+}
+
+fn base64url_decode(text: &str) -> Option<Vec<u8>> {
+    let mut out = Vec::with_capacity(text.len() * 3 / 4);
+    let mut acc = 0u32;
+    let mut bits = 0;
+    for c in text.bytes() {
+        let v = ALPHABET.iter().position(|&a| a == c)? as u32;
+        acc = (acc << 6) | v;
+        bits += 6;
+        if bits >= 8 {
+            bits -= 8;
+            out.push((acc >> bits) as u8);
+            acc &= (1 << bits) - 1;
+        }
+    }
+    // Leftover bits must be zero padding of the last character.
+    (acc == 0).then_some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn base64url_round_trips() {
+        for len in 0..40 {
+            let data: Vec<u8> = (0..len).map(|i| (i * 37 + 11) as u8).collect();
+            let mut text = String::new();
+            base64url_encode(&data, &mut text);
+            assert!(!text.contains('='));
+            assert_eq!(base64url_decode(&text), Some(data));
+        }
+        assert_eq!(base64url_decode("a*b"), None);
+    }
+
+    #[test]
+    fn sealed_state_opens_only_unchanged() {
+        let sealer = Sealer::new(Some([7; 32]), Duration::from_secs(60));
+        let meta = RequestMeta::for_tests(serde_json::json!({ "elicitation": {} }));
+        let mut result = InputRequiredResult::default().with_request_state("step 1");
+        sealer.seal(&mut result, "tools/call", "D", &meta).unwrap();
+        let sealed = result.request_state.unwrap();
+        let retry = sealer
+            .open(Some(&sealed), None, "tools/call", || "D".into())
+            .unwrap();
+        assert_eq!(retry.state.as_deref(), Some("step 1"));
+        // Another request, another method, one flipped byte, another key.
+        assert!(
+            sealer
+                .open(Some(&sealed), None, "tools/call", || "E".into())
+                .is_err()
+        );
+        assert!(
+            sealer
+                .open(Some(&sealed), None, "prompts/get", || "D".into())
+                .is_err()
+        );
+        let mut bytes = sealed.clone().into_bytes();
+        bytes[10] ^= 1;
+        let flipped = String::from_utf8(bytes).unwrap();
+        assert!(
+            sealer
+                .open(Some(&flipped), None, "tools/call", || "D".into())
+                .is_err()
+        );
+        let other = Sealer::new(Some([8; 32]), Duration::from_secs(60));
+        assert!(
+            other
+                .open(Some(&sealed), None, "tools/call", || "D".into())
+                .is_err()
+        );
+        // Expired.
+        let short = Sealer::new(Some([7; 32]), Duration::ZERO);
+        let mut result = InputRequiredResult::default();
+        short.seal(&mut result, "tools/call", "D", &meta).unwrap();
+        let err = short.open(result.request_state.as_deref(), None, "tools/call", || {
+            "D".into()
+        });
+        assert!(err.unwrap_err().message.contains("expired"));
+    }
+}
