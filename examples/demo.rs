@@ -19,7 +19,9 @@ mod server;
 use std::process::Command;
 use std::time::Duration;
 
-use mcp_stdio::types::{CallToolResult, ContentBlock, SubscriptionFilter};
+use mcp_stdio::types::{
+    CallToolResult, ContentBlock, ElicitRequestParams, ElicitResult, SubscriptionFilter,
+};
 use mcp_stdio::{Client, Era, Outcome, RequestOptions, Transport};
 use serde_json::{Value, json};
 
@@ -40,6 +42,19 @@ fn main() -> Result<()> {
     let client = Client::builder()
         .client_info("demo", "1.0.0")
         .stderr(|line| eprintln!("[server stderr] {line}"))
+        // Answers the server's questions (multi round-trip requests); having
+        // it makes the client declare the elicitation capability.
+        .on_elicitation(|params| {
+            if let ElicitRequestParams::Form(form) = params {
+                println!(
+                    "← the server asks: {:?}; the user answers \"Ada\"",
+                    form.message
+                );
+            }
+            let mut answer = serde_json::Map::new();
+            answer.insert("name".into(), json!("Ada"));
+            Ok(ElicitResult::accept(answer))
+        })
         .spawn(command)?;
 
     step("Era probe: server/discover, with initialize as the legacy fallback");
@@ -77,6 +92,10 @@ fn main() -> Result<()> {
     println!("→ tools/call progress {{\"steps\":3}}");
     let result = client.call_tool_with("progress", json!({ "steps": 3 }), progress)?;
     println!("← {}", text(result));
+
+    step("Input from the user: the result is input_required, the client answers and retries");
+    println!("→ tools/call ask {{}}");
+    println!("← {}", text(client.call_tool("ask", json!({}))?));
 
     step("A subscription: acknowledged first, then every event tagged with its id");
     let filter = SubscriptionFilter {

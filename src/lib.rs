@@ -133,6 +133,57 @@
 //! `examples/subscriptions.rs` is a server that publishes a ticking clock
 //! and the changes of a watched file.
 //!
+//! # Asking the client for input
+//!
+//! On stdio a server never sends requests. A handler that needs the user,
+//! the client's model or its roots returns [`Outcome::InputRequired`] with
+//! input requests; the client answers them and retries the request, and
+//! the handler reads the answers from its [`RequestContext`]. Whatever the
+//! handler puts in `request_state` is private: the server seals it
+//! (HMAC-SHA256, with an expiry and a digest of the request) and hands it
+//! back, verified, on the retry ([`RequestContext::request_state`]). The
+//! server only asks for what the request's client capabilities allow
+//! (`-32021` otherwise). The client runs its handlers
+//! ([`ClientBuilder::on_elicitation`] and friends) and retries by itself.
+//!
+//! ```
+//! use mcp_stdio::types::*;
+//! use mcp_stdio::{Client, Outcome, Server, Transport};
+//!
+//! let server = Server::builder("greeter", "1.0.0")
+//!     .tool(Tool::new("greet", "Greets the user."), |ctx, _: serde_json::Value| {
+//!         match ctx.elicitation("who") {
+//!             Some(answer) => {
+//!                 let name = answer.content.and_then(|c| c.get("name").cloned()).unwrap_or_default();
+//!                 Ok(Outcome::Complete(CallToolResult::text(format!("Hello, {}!", name.as_str().unwrap_or("?")))))
+//!             }
+//!             None => {
+//!                 let schema = ElicitRequestedSchema::default().property("name", StringSchema::default(), true);
+//!                 let ask = ElicitRequestParams::Form(ElicitRequestFormParams::new("Your name?", schema));
+//!                 let requests = [("who".to_owned(), InputRequest::Elicit(ask))].into();
+//!                 Ok(Outcome::InputRequired(InputRequiredResult::new(requests)))
+//!             }
+//!         }
+//!     })
+//!     .build();
+//! let (client_end, server_end) = Transport::memory();
+//! let serving = std::thread::spawn(move || server.serve(server_end));
+//! let client = Client::builder()
+//!     .on_elicitation(|_request| {
+//!         let mut answer = serde_json::Map::new();
+//!         answer.insert("name".into(), "Ada".into());
+//!         Ok(ElicitResult::accept(answer))
+//!     })
+//!     .connect(client_end)?;
+//! let Outcome::Complete(result) = client.call_tool("greet", serde_json::json!({}))? else {
+//!     panic!("the client answers and retries by itself");
+//! };
+//! assert_eq!(result.content[0].as_text(), Some("Hello, Ada!"));
+//! client.close()?;
+//! serving.join().unwrap()?;
+//! # Ok::<(), mcp_stdio::Error>(())
+//! ```
+//!
 //! # Threading model
 //!
 //! ```text

@@ -34,6 +34,22 @@ pub(crate) struct InputHandlers {
 }
 
 impl InputHandlers {
+    /// Whether every input request has a handler (checked before any
+    /// handler runs, so no user is asked a question whose answer would be
+    /// thrown away).
+    pub fn can_answer(&self, result: &InputRequiredResult) -> bool {
+        result
+            .input_requests
+            .iter()
+            .flatten()
+            .all(|(_, request)| match request {
+                InputRequest::Elicit(_) => self.elicitation.is_some(),
+                InputRequest::CreateMessage(_) => self.sampling.is_some(),
+                InputRequest::ListRoots(_) => self.roots.is_some(),
+                _ => false,
+            })
+    }
+
     /// The client capabilities these handlers stand for.
     pub fn capabilities(&self) -> Map<String, Value> {
         let mut caps = Map::new();
@@ -58,6 +74,9 @@ impl InputHandlers {
         &self,
         result: &InputRequiredResult,
     ) -> Result<Option<Map<String, Value>>, Error> {
+        if !self.can_answer(result) {
+            return Ok(None);
+        }
         let mut responses = Map::new();
         for (key, request) in result.input_requests.iter().flatten() {
             let answer = match request {

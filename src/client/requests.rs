@@ -132,14 +132,19 @@ impl Client {
                 Outcome::InputRequired(result) => result,
                 complete => return Ok(complete),
             };
-            let Some(responses) = self.inner.options.input.answer(&result)? else {
+            if !self.inner.options.input.can_answer(&result) {
                 return Ok(Outcome::InputRequired(result));
-            };
+            }
+            // Checked before the handlers run: nobody is asked a question
+            // whose answer could not be sent.
             if round + 1 >= max_rounds {
                 return Err(Error::Protocol(format!(
                     "{method} still needed input after {max_rounds} rounds"
                 )));
             }
+            let Some(responses) = self.inner.options.input.answer(&result)? else {
+                return Ok(Outcome::InputRequired(result));
+            };
             let Value::Object(map) = &mut params else {
                 return Err(Error::Protocol(
                     "request params must be a JSON object".into(),

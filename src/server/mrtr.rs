@@ -122,8 +122,8 @@ impl Sealer {
             if let Some(kind) = InputKind::of(request) {
                 kinds.insert(key.clone(), kind);
             }
-            if let Some((name, sub)) = required_capability(request)
-                && !meta.has_client_capability(&path(name, sub))
+            if let Some((name, sub)) = required_capability(request, meta)
+                && !declared(meta, name, sub)
             {
                 let entry = missing
                     .entry(name.to_owned())
@@ -264,24 +264,37 @@ pub(crate) fn canonical(json: Option<&str>) -> String {
     }
 }
 
-/// The capability an input request needs: `elicitation` (URL mode:
-/// `elicitation.url`), `sampling`, `roots`.
-fn required_capability(request: &InputRequest) -> Option<(&'static str, Option<&'static str>)> {
+/// The capability an input request needs: `elicitation` (form mode:
+/// `elicitation.form`, URL mode: `elicitation.url`), `sampling`, `roots`.
+///
+/// Spec 2026-07-28 client/elicitation: an empty `elicitation` object means
+/// form mode only, so a form request needs `elicitation` with either no
+/// modes listed or `form` among them.
+fn required_capability(
+    request: &InputRequest,
+    meta: &RequestMeta,
+) -> Option<(&'static str, Option<&'static str>)> {
     match request {
         InputRequest::Elicit(crate::types::ElicitRequestParams::Url(_)) => {
             Some(("elicitation", Some("url")))
         }
-        InputRequest::Elicit(_) => Some(("elicitation", None)),
+        InputRequest::Elicit(_) => {
+            let modes = meta.client_capabilities_raw().get("elicitation");
+            let lists_modes = modes
+                .and_then(Value::as_object)
+                .is_some_and(|m| !m.is_empty());
+            Some(("elicitation", lists_modes.then_some("form")))
+        }
         InputRequest::CreateMessage(_) => Some(("sampling", None)),
         InputRequest::ListRoots(_) => Some(("roots", None)),
         _ => None,
     }
 }
 
-fn path(name: &str, sub: Option<&str>) -> String {
+fn declared(meta: &RequestMeta, name: &str, sub: Option<&str>) -> bool {
     match sub {
-        Some(sub) => format!("{name}.{sub}"),
-        None => name.to_owned(),
+        Some(sub) => meta.has_client_capability(&format!("{name}.{sub}")),
+        None => meta.has_client_capability(name),
     }
 }
 
