@@ -23,9 +23,7 @@ use crate::jsonrpc::{ErrorObject, encode_notification, error_code};
 use crate::server::SUPPORTED_VERSIONS;
 use crate::types::{DiscoverResult, Implementation, ServerCapabilities, meta_key, method};
 
-/// The legacy (initialize-era) versions this client can speak, newest
-/// first.
-pub const LEGACY_VERSIONS: &[&str] = &["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
+pub use crate::server::legacy::LEGACY_VERSIONS;
 
 /// Which era the client may speak.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

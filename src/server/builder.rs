@@ -68,6 +68,7 @@ impl ServerBuilder {
                 shutdown_grace: Duration::from_secs(2),
                 page_size: 100,
                 cache: CacheHints::default(),
+                modern_only: false,
             },
             registry: Registry::default(),
             completion: None,
@@ -307,6 +308,15 @@ impl ServerBuilder {
     /// How long a sealed `requestState` stays valid (default 10 minutes).
     pub fn request_state_ttl(mut self, ttl: Duration) -> Self {
         self.state_ttl = ttl;
+        self
+    }
+
+    /// Serves modern (2026-07-28) requests only: `initialize` is refused
+    /// with an error naming the supported versions. By default a server is
+    /// dual-era and also serves legacy clients (see
+    /// [`LEGACY_VERSIONS`](crate::LEGACY_VERSIONS)).
+    pub fn modern_only(mut self) -> Self {
+        self.config.modern_only = true;
         self
     }
 

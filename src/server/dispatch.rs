@@ -16,9 +16,11 @@ use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
 use crate::context::{RequestContext, RequestMeta};
-use crate::jsonrpc::{ErrorObject, encode_error};
+use crate::jsonrpc::{ErrorObject, encode_error, encode_result};
 use crate::server::handlers::{Outcome, PromptArguments};
-use crate::server::meta::validate_meta;
+use crate::server::legacy::{self, LegacyRequest, LegacySession};
+
+use crate::server::meta::{has_modern_meta, legacy_progress_token, validate_meta};
 use crate::server::mrtr::{self, Retry};
 use crate::server::reply::{finish, outcome};
 use crate::server::subscriptions::Accepted;
@@ -41,6 +43,8 @@ pub(crate) enum Prepared {
     Run(Job),
     /// Open a subscription with this accepted filter.
     Listen(Accepted),
+    /// A request only a legacy session has (or the one that opens it).
+    Legacy(LegacyRequest),
 }
 
 /// A request that passed validation, ready to run.
@@ -89,14 +93,69 @@ pub(crate) fn prepare(
     inner: &Arc<Inner>,
     method: &str,
     params: Option<Box<RawValue>>,
+    session: Option<&LegacySession>,
 ) -> Result<Prepared, ErrorObject> {
-    let route = route(inner, method)?;
     let text = params.as_deref().map_or("{}", RawValue::get);
     let fields: Fields<'_> = serde_json::from_str(text).map_err(ErrorObject::invalid_params)?;
-    let meta = validate_meta(fields.meta)?;
+    // The era of a request is its own shape (spec 2026-07-28
+    // basic/versioning): with modern `_meta` it is modern, even for a
+    // method only the legacy era has (which is then not found).
+    let legacy = if inner.config.modern_only || has_modern_meta(fields.meta) {
+        None
+    } else {
+        match method {
+            "initialize" => {
+                return Ok(Prepared::Legacy(LegacyRequest::Initialize(
+                    legacy::initialize(text)?,
+                )));
+            }
+            // 2025-11-25 basic/utilities/ping: answered at any time.
+            "ping" => return Ok(legacy_ping()),
+            _ => session,
+        }
+    };
+    if legacy.is_some() {
+        let has_resources = inner
+            .registry
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .has_resources;
+        match method {
+            "logging/setLevel" => {
+                return Ok(Prepared::Legacy(LegacyRequest::SetLevel(
+                    legacy::set_level(text)?,
+                )));
+            }
+            "resources/subscribe" if has_resources => {
+                return Ok(Prepared::Legacy(LegacyRequest::Subscribe(
+                    legacy::subscription_uri(text)?,
+                )));
+            }
+            "resources/unsubscribe" if has_resources => {
+                return Ok(Prepared::Legacy(LegacyRequest::Unsubscribe(
+                    legacy::subscription_uri(text)?,
+                )));
+            }
+            method::SUBSCRIPTIONS_LISTEN => return Err(ErrorObject::method_not_found(method)),
+            _ => {}
+        }
+    }
+    let route = route(inner, method)?;
+    let meta = match legacy {
+        Some(session) => session.meta(legacy_progress_token(fields.meta)?),
+        None => validate_meta(fields.meta)?,
+    };
+    // A legacy request's reply drops what only 2026-07-28 results carry.
+    let downgrade = legacy.map(|session| (method.to_owned(), session.version.clone()));
     let inner = Arc::clone(inner);
     // Called once, in whichever arm below builds the job.
     let job = move |inline: bool, work: Work, retry: Option<Retry>| {
+        let work: Work = match downgrade {
+            Some((name, version)) => {
+                Box::new(move |ctx| legacy::downgrade(work(ctx), &name, &version))
+            }
+            None => work,
+        };
         Ok(Prepared::Run(Job {
             meta,
             work,
@@ -423,4 +482,20 @@ fn list(inner: &Inner, ctx: &RequestContext, route: Route, cursor: Option<&str>)
         Route::TemplatesList => page!(templates, template, ListResourceTemplatesResult),
         _ => page!(prompts, prompt, ListPromptsResult),
     }
+}
+
+/// `ping` for a legacy client: an empty result.
+fn legacy_ping() -> Prepared {
+    let work: Work = Box::new(|ctx| {
+        let mut line = Vec::with_capacity(48);
+        // An empty object into a Vec: encoding cannot fail.
+        let _ = encode_result(&mut line, ctx.id(), &json!({}));
+        line
+    });
+    Prepared::Run(Job {
+        meta: RequestMeta::empty(),
+        work,
+        inline: true,
+        retry: None,
+    })
 }

@@ -132,3 +132,28 @@ pub(crate) fn validate_meta(raw: Option<&RawValue>) -> Result<RequestMeta, Error
         raw: Some(raw.to_owned()),
     })
 }
+
+/// Whether a request's `_meta` carries the modern protocol version: the
+/// mark of a modern request (spec 2026-07-28 basic/versioning).
+pub(crate) fn has_modern_meta(raw: Option<&RawValue>) -> bool {
+    raw.filter(|r| r.get().starts_with('{'))
+        .and_then(|r| serde_json::from_str::<MetaFields<'_>>(r.get()).ok())
+        .is_some_and(|f| f.protocol_version.is_some())
+}
+
+/// The progress token of a legacy request's `_meta`, if any.
+pub(crate) fn legacy_progress_token(
+    raw: Option<&RawValue>,
+) -> Result<Option<crate::types::ProgressToken>, ErrorObject> {
+    let Some(raw) = raw.filter(|r| r.get().starts_with('{')) else {
+        return Ok(None);
+    };
+    let fields: MetaFields<'_> = serde_json::from_str(raw.get())
+        .map_err(|e| ErrorObject::invalid_params(format!("_meta must be an object: {e}")))?;
+    match fields.progress_token {
+        None => Ok(None),
+        Some(raw) => serde_json::from_str(raw.get()).map(Some).map_err(|_| {
+            ErrorObject::invalid_params("_meta[\"progressToken\"] must be a string or an integer")
+        }),
+    }
+}

@@ -9,6 +9,7 @@ mod builder;
 pub(crate) mod dispatch;
 pub(crate) mod handlers;
 pub(crate) mod in_flight;
+pub(crate) mod legacy;
 pub(crate) mod meta;
 pub(crate) mod mrtr;
 pub(crate) mod pool;
@@ -79,6 +80,8 @@ pub(crate) struct Config {
     pub shutdown_grace: Duration,
     pub page_size: usize,
     pub cache: CacheHints,
+    /// Refuse `initialize`: serve modern requests only.
+    pub modern_only: bool,
 }
 
 /// A hook that receives the server's diagnostic lines.

@@ -37,6 +37,7 @@ use crate::incoming::Incoming;
 use crate::jsonrpc::{ErrorObject, RequestId, encode_error};
 use crate::server::dispatch::{Job, Prepared, Work, prepare, run};
 use crate::server::in_flight::{Entry, InFlight};
+use crate::server::legacy::{self, LegacyRequest, LegacySession};
 use crate::server::pool::{Pool, PoolJob};
 use crate::server::reader;
 use crate::server::subscriptions::{
@@ -120,6 +121,7 @@ pub(crate) fn serve(inner: &Arc<Inner>, transport: Transport) -> Result<(), Erro
         publish_credits,
         in_flight: InFlight::default(),
         subscriptions: SubscriptionTable::default(),
+        legacy: None,
         waiting: VecDeque::new(),
         running: 0,
         pool,
@@ -142,6 +144,9 @@ struct Owner {
     publish_credits: Receiver<()>,
     in_flight: InFlight,
     subscriptions: SubscriptionTable,
+    /// The legacy session of this connection, once a client sent
+    /// `initialize`.
+    legacy: Option<LegacySession>,
     waiting: VecDeque<Waiting>,
     running: usize,
     pool: Pool,
@@ -244,7 +249,7 @@ impl Owner {
                     ));
                     self.write_error_line(Some(&id), &error);
                 } else {
-                    match prepare(&self.inner, &method, params) {
+                    match prepare(&self.inner, &method, params, self.legacy.as_ref()) {
                         Ok(Prepared::Run(job)) => keep_credit = self.start(id, job),
                         Ok(Prepared::Listen(accepted)) => {
                             // Spec 2026-07-28 basic/patterns/subscriptions: the
@@ -256,6 +261,7 @@ impl Owner {
                             self.subscriptions.insert(id, accepted);
                             self.write(&line);
                         }
+                        Ok(Prepared::Legacy(request)) => self.on_legacy(&id, request),
                         Err(error) => self.write_error_line(Some(&id), &error),
                     }
                 }
@@ -263,6 +269,10 @@ impl Owner {
             Incoming::Notification { method, params } => {
                 if method == method::NOTIFICATION_CANCELLED {
                     self.on_cancelled(params.as_deref().map(|p| p.get()));
+                } else if method == "notifications/initialized" {
+                    if let Some(session) = &mut self.legacy {
+                        session.initialized = true;
+                    }
                 }
                 // Spec 2026-07-28 basic/index: notifications are never
                 // answered; unknown ones are ignored.
@@ -390,9 +400,70 @@ impl Owner {
         }
     }
 
+    /// A request of the legacy session: `initialize` opens it (again),
+    /// the others change it.
+    fn on_legacy(&mut self, id: &RequestId, request: LegacyRequest) {
+        let reply = match request {
+            LegacyRequest::Initialize(session) => {
+                let result = legacy::initialize_result(&self.inner, &session);
+                self.legacy = Some(session);
+                result
+            }
+            LegacyRequest::SetLevel(level) => {
+                if let Some(session) = &mut self.legacy {
+                    session.log_level = Some(level);
+                }
+                serde_json::json!({})
+            }
+            LegacyRequest::Subscribe(uri) => {
+                if let Some(session) = &mut self.legacy {
+                    session.subscribed.insert(uri);
+                }
+                serde_json::json!({})
+            }
+            LegacyRequest::Unsubscribe(uri) => {
+                if let Some(session) = &mut self.legacy {
+                    session.subscribed.remove(&uri);
+                }
+                serde_json::json!({})
+            }
+        };
+        let mut line = Vec::with_capacity(256);
+        // Plain data into a Vec: encoding cannot fail.
+        let _ = crate::jsonrpc::encode_result(&mut line, id, &reply);
+        self.write(&line);
+    }
+
+    /// A published event for the legacy session: resource updates for the
+    /// URIs it subscribed to, list changes once it is initialized (without
+    /// a subscription id; 2025-11-25 has none).
+    fn publish_legacy(&mut self, event: &ServerEvent) {
+        let Some(session) = &self.legacy else {
+            return;
+        };
+        let line = match event {
+            ServerEvent::ResourceUpdated(uri) if session.subscribed.contains(&**uri) => {
+                serde_json::json!({ "jsonrpc": "2.0", "method": method::NOTIFICATION_RESOURCES_UPDATED, "params": { "uri": &**uri } })
+            }
+            ServerEvent::ToolsListChanged if session.initialized => {
+                serde_json::json!({ "jsonrpc": "2.0", "method": method::NOTIFICATION_TOOLS_LIST_CHANGED })
+            }
+            ServerEvent::PromptsListChanged if session.initialized => {
+                serde_json::json!({ "jsonrpc": "2.0", "method": method::NOTIFICATION_PROMPTS_LIST_CHANGED })
+            }
+            ServerEvent::ResourcesListChanged if session.initialized => {
+                serde_json::json!({ "jsonrpc": "2.0", "method": method::NOTIFICATION_RESOURCES_LIST_CHANGED })
+            }
+            _ => return,
+        };
+        let line = line.to_string();
+        self.write(line.as_bytes());
+    }
+
     /// Delivers a published event to every subscription that asked for it,
     /// or closes subscriptions.
     fn publish(&mut self, event: &ServerEvent) {
+        self.publish_legacy(event);
         match event {
             ServerEvent::CloseAll => self.close_all_subscriptions(),
             ServerEvent::Close(id) => {

@@ -661,6 +661,15 @@ fn removed_and_unknown_methods_are_method_not_found() {
             )
         );
     }
+    // Without modern `_meta`, ping is a legacy request: a dual-era server
+    // answers it, a modern-only one does not know it.
+    assert_eq!(
+        peer.ask(&json!({ "jsonrpc": "2.0", "id": "p", "method": "ping" })),
+        json!({ "jsonrpc": "2.0", "id": "p", "result": {} })
+    );
+    peer.finish_quietly();
+    let modern_only = crate::everything::build_with(|b| b.modern_only());
+    let mut peer = Peer::start(&modern_only);
     assert_eq!(
         peer.ask(&json!({ "jsonrpc": "2.0", "id": "p", "method": "ping" })),
         error("p", -32601, "method not found: ping")
@@ -694,7 +703,7 @@ fn initialize_error(id: impl Into<Value>) -> Value {
 
 #[test]
 fn initialize_error_names_supported_versions() {
-    let server = crate::everything::build();
+    let server = crate::everything::build_with(|b| b.modern_only());
     let mut peer = Peer::start(&server);
     let resp = peer.ask(&legacy_initialize(0));
     // -32601 (FIXTURES: the conformance suite wants method-not-found), with
