@@ -105,9 +105,8 @@ pub(crate) fn prepare(
     } else {
         match method {
             "initialize" => {
-                return Ok(Prepared::Legacy(LegacyRequest::Initialize(
-                    legacy::initialize(text)?,
-                )));
+                let session = Box::new(legacy::initialize(text)?);
+                return Ok(Prepared::Legacy(LegacyRequest::Initialize(session)));
             }
             // 2025-11-25 basic/utilities/ping: answered at any time.
             "ping" => return Ok(legacy_ping()),

@@ -49,7 +49,7 @@ pub(crate) struct LegacySession {
 /// What a legacy-only request asks of the owner.
 #[derive(Debug)]
 pub(crate) enum LegacyRequest {
-    Initialize(LegacySession),
+    Initialize(Box<LegacySession>),
     SetLevel(LoggingLevel),
     Subscribe(String),
     Unsubscribe(String),

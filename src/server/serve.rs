@@ -269,10 +269,10 @@ impl Owner {
             Incoming::Notification { method, params } => {
                 if method == method::NOTIFICATION_CANCELLED {
                     self.on_cancelled(params.as_deref().map(|p| p.get()));
-                } else if method == "notifications/initialized" {
-                    if let Some(session) = &mut self.legacy {
-                        session.initialized = true;
-                    }
+                } else if method == "notifications/initialized"
+                    && let Some(session) = &mut self.legacy
+                {
+                    session.initialized = true;
                 }
                 // Spec 2026-07-28 basic/index: notifications are never
                 // answered; unknown ones are ignored.
@@ -406,7 +406,7 @@ impl Owner {
         let reply = match request {
             LegacyRequest::Initialize(session) => {
                 let result = legacy::initialize_result(&self.inner, &session);
-                self.legacy = Some(session);
+                self.legacy = Some(*session);
                 result
             }
             LegacyRequest::SetLevel(level) => {
