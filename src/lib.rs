@@ -240,6 +240,14 @@
 //! | any other method | | [`Client::request`], [`Client::start_request`] |
 //! | shutdown (stdio) | end of input, [`StopHandle::stop`] | [`Client::close`], [`RestartPolicy`] |
 //!
+//! # Legacy clients
+//!
+//! A server is dual-era by default: an `initialize` request without modern
+//! `_meta` opens a legacy session (MCP 2025-11-25 back to 2024-11-05, see
+//! [`LEGACY_VERSIONS`]) served by the same handlers, while modern requests
+//! on the same connection stay stateless. [`ServerBuilder::modern_only`]
+//! refuses `initialize` instead.
+//!
 //! # Not here
 //!
 //! The Streamable HTTP transport; the deprecated features of 2026-07-28

@@ -407,7 +407,7 @@ fn route(inner: &Inner, name: &str) -> Result<Route, ErrorObject> {
         // Spec 2026-07-28 basic/versioning: a modern-only server SHOULD name
         // its versions in any error to `initialize`; a legacy client may have
         // nothing else to show its user.
-        "initialize" => ErrorObject::new(
+        "initialize" if inner.config.modern_only => ErrorObject::new(
             crate::jsonrpc::error_code::METHOD_NOT_FOUND,
             format!(
                 "method not found: initialize (this server speaks only MCP {}, which has no initialize handshake)",
@@ -415,6 +415,17 @@ fn route(inner: &Inner, name: &str) -> Result<Route, ErrorObject> {
             ),
         )
         .with_data(json!({ "supported": SUPPORTED_VERSIONS })),
+        // Reached only with modern `_meta`: a modern request for a method
+        // the modern era removed.
+        "initialize" => ErrorObject::new(
+            crate::jsonrpc::error_code::METHOD_NOT_FOUND,
+            format!(
+                "method not found: initialize is not part of MCP {} (send it without the per-request _meta to open a legacy session, versions {})",
+                SUPPORTED_VERSIONS.join(", "),
+                legacy::LEGACY_VERSIONS.join(", ")
+            ),
+        )
+        .with_data(json!({ "supported": SUPPORTED_VERSIONS, "legacy": legacy::LEGACY_VERSIONS })),
         _ => ErrorObject::method_not_found(name),
     })
 }

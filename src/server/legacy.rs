@@ -132,7 +132,9 @@ pub(crate) fn subscription_uri(params: &str) -> Result<String, ErrorObject> {
     }
     serde_json::from_str::<Params>(params)
         .map(|p| p.uri)
-        .map_err(|e| ErrorObject::invalid_params(format!("invalid params: {e}")))
+        .map_err(|e| {
+            ErrorObject::invalid_params(format!("a resource subscription needs a uri: {e}"))
+        })
 }
 
 /// Rewrites a reply for a legacy client: drops what only 2026-07-28

@@ -643,8 +643,8 @@ fn removed_and_unknown_methods_are_method_not_found() {
         let by_int = peer.ask(&request(int_id, method, json!({})));
         let by_str = peer.ask(&request(str_id.as_str(), method, json!({})));
         if method == "initialize" {
-            assert_eq!(by_int, initialize_error(int_id));
-            assert_eq!(by_str, initialize_error(str_id.as_str()));
+            assert_eq!(by_int, dual_era_initialize_error(int_id));
+            assert_eq!(by_str, dual_era_initialize_error(str_id.as_str()));
             continue;
         }
         assert_eq!(
@@ -698,6 +698,20 @@ fn initialize_error(id: impl Into<Value>) -> Value {
         -32601,
         "method not found: initialize (this server speaks only MCP 2026-07-28, which has no initialize handshake)",
         json!({ "supported": ["2026-07-28"] }),
+    )
+}
+
+/// What a dual-era server answers to an `initialize` that carries modern
+/// `_meta`: a modern request for a removed method.
+fn dual_era_initialize_error(id: impl Into<Value>) -> Value {
+    error_data(
+        id,
+        -32601,
+        "method not found: initialize is not part of MCP 2026-07-28 (send it without the per-request _meta to open a legacy session, versions 2025-11-25, 2025-06-18, 2025-03-26, 2024-11-05)",
+        json!({
+            "supported": ["2026-07-28"],
+            "legacy": ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"]
+        }),
     )
 }
 

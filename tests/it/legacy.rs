@@ -1,0 +1,1347 @@
+//! Legacy clients on a dual-era server (spec 2026-07-28 basic/versioning,
+//! "Backward Compatibility with Initialization-Based Versions"; legacy
+//! pages 2025-11-25 basic/lifecycle, basic/utilities/ping,
+//! server/resources): `initialize` opens a legacy session for the stdio
+//! connection, requests without modern `_meta` are served under it, and
+//! requests with modern `_meta` stay modern on the same connection.
+//!
+//! Every legacy request here is written as raw legacy JSON (no per-request
+//! `_meta`). Legacy replies are re-encoded by the server, so they are
+//! compared as JSON values, never as bytes. Every "nothing else was sent"
+//! check is a barrier: a request whose reply must be the very next line, or
+//! `Peer::finish`.
+
+use std::thread;
+
+use mcp_stdio::{Client, Era, EraPolicy, Outcome, PromptArguments, Server, Transport};
+use serde_json::{Value, json};
+
+use crate::support::{Peer, call, cancel, error, request, text_result};
+
+const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
+const PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
+
+const INSTRUCTIONS: &str =
+    "Fixture server of mcp-stdio: every tool, resource and prompt is a test fixture.";
+
+/// The everything server's tools, in registration order.
+const EVERYTHING_TOOLS: &[&str] = &[
+    "echo",
+    "add",
+    "slow",
+    "progress",
+    "fail",
+    "panic",
+    "big",
+    "bump",
+    "toggle_tool",
+    "add_tool",
+    "stats",
+    "end_listen",
+    "test_simple_text",
+    "test_image_content",
+    "test_audio_content",
+    "test_embedded_resource",
+    "test_multiple_content_types",
+    "test_error_handling",
+    "test_tool_with_progress",
+    "test_missing_capability",
+    "test_streaming_elicitation",
+    "test_logging_tool",
+    "test_trigger_tool_change",
+    "test_trigger_prompt_change",
+    "json_schema_2020_12_tool",
+    "ask",
+    "test_input_required_result_elicitation",
+    "test_input_required_result_sampling",
+    "test_input_required_result_list_roots",
+    "test_input_required_result_request_state",
+    "test_input_required_result_multiple_inputs",
+    "test_input_required_result_multi_round",
+    "test_input_required_result_tampered_state",
+    "test_input_required_result_capabilities",
+];
+
+// --- Helpers -------------------------------------------------------------
+
+/// A raw legacy request: no per-request `_meta` at all.
+fn legacy(id: impl Into<Value>, method: &str, params: Value) -> Value {
+    json!({ "jsonrpc": "2.0", "id": id.into(), "method": method, "params": params })
+}
+
+/// A raw legacy `tools/call`.
+fn legacy_call(id: impl Into<Value>, tool: &str, arguments: Value) -> Value {
+    legacy(
+        id,
+        "tools/call",
+        json!({ "name": tool, "arguments": arguments }),
+    )
+}
+
+/// A legacy `initialize` request asking for `version`.
+fn initialize(id: impl Into<Value>, version: &str) -> Value {
+    initialize_with(id, version, json!({}))
+}
+
+fn initialize_with(id: impl Into<Value>, version: &str, capabilities: Value) -> Value {
+    legacy(
+        id,
+        "initialize",
+        json!({
+            "protocolVersion": version,
+            "capabilities": capabilities,
+            "clientInfo": { "name": "legacy-test", "version": "0.1.0" }
+        }),
+    )
+}
+
+fn initialized() -> Value {
+    json!({ "jsonrpc": "2.0", "method": "notifications/initialized" })
+}
+
+/// A plain (legacy) success response.
+fn ok(id: impl Into<Value>, result: Value) -> Value {
+    json!({ "jsonrpc": "2.0", "id": id.into(), "result": result })
+}
+
+/// A legacy text-only tool result: no `resultType`, no `_meta`.
+fn legacy_text(id: impl Into<Value>, text: &str) -> Value {
+    ok(id, json!({ "content": [{ "type": "text", "text": text }] }))
+}
+
+fn server_info() -> Value {
+    json!({ "name": "mcp-stdio-everything", "version": env!("CARGO_PKG_VERSION") })
+}
+
+/// The everything server's capabilities, as `server/discover` advertises
+/// them (tests/it/discover.rs checks the same object there).
+fn capabilities() -> Value {
+    json!({
+        "tools": { "listChanged": true },
+        "prompts": { "listChanged": true },
+        "resources": { "subscribe": true, "listChanged": true },
+        "completions": {},
+        "logging": {}
+    })
+}
+
+/// The whole `InitializeResult` response of the everything server.
+fn initialize_result(id: impl Into<Value>, version: &str) -> Value {
+    ok(
+        id,
+        json!({
+            "protocolVersion": version,
+            "capabilities": capabilities(),
+            "serverInfo": server_info(),
+            "instructions": INSTRUCTIONS
+        }),
+    )
+}
+
+/// Opens a legacy session (initialize, then initialized) and asserts the
+/// `InitializeResult`.
+fn open_session(peer: &mut Peer, version: &str) {
+    assert_eq!(
+        peer.ask(&initialize("init", version)),
+        initialize_result("init", version)
+    );
+    peer.send(&initialized());
+}
+
+/// A legacy `ping` that must be answered with the very next line.
+fn ping_barrier(peer: &mut Peer, id: impl Into<Value>) {
+    let id = id.into();
+    assert_eq!(
+        peer.ask(&legacy(id.clone(), "ping", json!({}))),
+        ok(id, json!({}))
+    );
+}
+
+/// The legacy `notifications/resources/updated`: no subscription id.
+fn legacy_updated(uri: &str) -> Value {
+    json!({ "jsonrpc": "2.0", "method": "notifications/resources/updated", "params": { "uri": uri } })
+}
+
+/// The modern one, tagged with the subscription it belongs to.
+fn modern_updated(subscription: impl Into<Value>, uri: &str) -> Value {
+    json!({
+        "jsonrpc": "2.0",
+        "method": "notifications/resources/updated",
+        "params": { "_meta": { SUBSCRIPTION_ID: subscription.into() }, "uri": uri }
+    })
+}
+
+fn list_changed(what: &str) -> Value {
+    json!({ "jsonrpc": "2.0", "method": format!("notifications/{what}/list_changed") })
+}
+
+/// One of the three messages of `test_logging_tool`.
+fn log_message(n: u32) -> Value {
+    json!({
+        "jsonrpc": "2.0",
+        "method": "notifications/message",
+        "params": { "level": "info", "logger": "test", "data": format!("log message {n}") }
+    })
+}
+
+fn progress(token: Value, step: u64, total: u64) -> Value {
+    json!({
+        "jsonrpc": "2.0",
+        "method": "notifications/progress",
+        "params": {
+            "progressToken": token,
+            "progress": step as f64,
+            "total": total as f64,
+            "message": format!("step {step} of {total}")
+        }
+    })
+}
+
+/// The text a legacy client gets instead of a request for input
+/// (src/server/legacy.rs, `downgrade`).
+fn needs_input(what: &str, version: &str) -> String {
+    format!(
+        "{what} needs input from the user or the client (elicitation, sampling or roots), \
+         which this server can ask only of clients that speak MCP 2026-07-28; this client speaks {version}"
+    )
+}
+
+/// The `isError` tool result for an MRTR tool called by a legacy client.
+fn needs_input_result(id: impl Into<Value>, version: &str) -> Value {
+    ok(
+        id,
+        json!({
+            "content": [{ "type": "text", "text": needs_input("this tool", version) }],
+            "isError": true
+        }),
+    )
+}
+
+/// Reads `expected.len()` messages and asserts they are exactly `expected`
+/// in any order (a reply and the notification its handler caused).
+fn recv_unordered(peer: &Peer, expected: Vec<Value>) {
+    let mut got: Vec<Value> = expected.iter().map(|_| peer.recv()).collect();
+    let mut expected = expected;
+    let key = |v: &Value| v.to_string();
+    got.sort_by_key(key);
+    expected.sort_by_key(key);
+    assert_eq!(got, expected);
+}
+
+/// A modern result with the fields only 2026-07-28 has removed: what the
+/// same request gets under a legacy session.
+fn strip_modern(mut resp: Value) -> Value {
+    let result = resp["result"].as_object_mut().expect("a result");
+    for key in ["resultType", "ttlMs", "cacheScope", "_meta"] {
+        result.remove(key);
+    }
+    resp
+}
+
+fn names(resp: &Value) -> Vec<&str> {
+    resp["result"]["tools"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no tools in {resp}"))
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect()
+}
+
+fn keys(value: &Value) -> Vec<&str> {
+    let mut keys: Vec<&str> = value
+        .as_object()
+        .unwrap_or_else(|| panic!("not an object: {value}"))
+        .keys()
+        .map(String::as_str)
+        .collect();
+    keys.sort_unstable();
+    keys
+}
+
+/// A `-32602` error for `id` whose message names `detail` (serde's
+/// message, which also carries a position).
+fn assert_invalid_params(resp: &Value, id: i64, detail: &str) {
+    assert_eq!(keys(resp), ["error", "id", "jsonrpc"], "{resp}");
+    assert_eq!(resp["id"], json!(id), "{resp}");
+    assert_eq!(keys(&resp["error"]), ["code", "message"], "{resp}");
+    assert_eq!(resp["error"]["code"], json!(-32602), "{resp}");
+    let message = resp["error"]["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("invalid params: ") && message.contains(detail),
+        "{resp}"
+    );
+}
+
+/// The final result that ends modern subscription `id` gracefully.
+fn closed(peer: &Peer, id: impl Into<Value>) -> Value {
+    let id = id.into();
+    let mut meta = peer.server_meta.clone();
+    meta[SUBSCRIPTION_ID] = id.clone();
+    json!({ "jsonrpc": "2.0", "id": id, "result": { "resultType": "complete", "_meta": meta } })
+}
+
+// --- 1. The raw legacy transcript ----------------------------------------
+
+#[test]
+fn a_raw_legacy_transcript_on_the_everything_server() {
+    let server = crate::everything::build();
+    // What a modern client sees on another connection of the same server.
+    let mut modern = Peer::start(&server);
+    let discover = modern.ask(&request("d", "server/discover", json!({})));
+    let modern_tools = modern.ask(&request("t", "tools/list", json!({})));
+    modern.finish_quietly();
+    assert_eq!(discover["result"]["capabilities"], capabilities());
+    assert_eq!(
+        (
+            &modern_tools["result"]["resultType"],
+            &modern_tools["result"]["ttlMs"],
+            &modern_tools["result"]["cacheScope"],
+            &modern_tools["result"]["_meta"]["io.modelcontextprotocol/serverInfo"],
+        ),
+        (
+            &json!("complete"),
+            &json!(0),
+            &json!("private"),
+            &server_info()
+        )
+    );
+
+    let mut peer = Peer::start(&server);
+    peer.send_raw(
+        br#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw-legacy","version":"1.0.0"}}}"#,
+    );
+    let init = peer.recv();
+    assert_eq!(init, initialize_result(1, "2025-11-25"));
+    // The capabilities are exactly the ones server/discover advertises.
+    assert_eq!(
+        init["result"]["capabilities"],
+        discover["result"]["capabilities"]
+    );
+    assert_eq!(
+        init["result"]["capabilities"],
+        serde_json::to_value(server.capabilities()).unwrap()
+    );
+    peer.send_raw(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+
+    // tools/list: the same tools, without resultType, ttlMs, cacheScope or
+    // the serverInfo _meta.
+    peer.send_raw(br#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#);
+    let tools = peer.recv();
+    let mut expected = strip_modern(modern_tools);
+    expected["id"] = json!(2);
+    assert_eq!(tools, expected);
+    assert_eq!(keys(&tools), ["id", "jsonrpc", "result"]);
+    assert_eq!(keys(&tools["result"]), ["tools"]);
+    assert_eq!(names(&tools), EVERYTHING_TOOLS);
+
+    peer.send_raw(br#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hello legacy"}}}"#);
+    assert_eq!(peer.recv(), legacy_text(3, "hello legacy"));
+
+    peer.send_raw(br#"{"jsonrpc":"2.0","id":4,"method":"resources/subscribe","params":{"uri":"mem://counter"}}"#);
+    assert_eq!(peer.recv(), ok(4, json!({})));
+
+    // An update: the legacy notification has no subscription id.
+    peer.send_raw(br#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"bump","arguments":{}}}"#);
+    recv_unordered(
+        &peer,
+        vec![
+            json!({"jsonrpc":"2.0","method":"notifications/resources/updated","params":{"uri":"mem://counter"}}),
+            legacy_text(5, "1"),
+        ],
+    );
+
+    peer.send_raw(br#"{"jsonrpc":"2.0","id":6,"method":"ping"}"#);
+    assert_eq!(peer.recv(), ok(6, json!({})));
+
+    // logging/setLevel: the level holds for the whole connection, without
+    // any per-request logLevel.
+    peer.send_raw(
+        br#"{"jsonrpc":"2.0","id":7,"method":"logging/setLevel","params":{"level":"info"}}"#,
+    );
+    assert_eq!(peer.recv(), ok(7, json!({})));
+    peer.send_raw(br#"{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"test_logging_tool","arguments":{}}}"#);
+    for n in 1..=3 {
+        assert_eq!(peer.recv(), log_message(n));
+    }
+    assert_eq!(
+        peer.recv(),
+        legacy_text(8, "Logged (where the request asked for logs).")
+    );
+    peer.send_raw(
+        br#"{"jsonrpc":"2.0","id":9,"method":"logging/setLevel","params":{"level":"error"}}"#,
+    );
+    assert_eq!(peer.recv(), ok(9, json!({})));
+    peer.send_raw(br#"{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"name":"test_logging_tool","arguments":{}}}"#);
+    assert_eq!(
+        peer.recv(),
+        legacy_text(10, "Logged (where the request asked for logs).")
+    );
+
+    // resources/unsubscribe stops the updates.
+    peer.send_raw(br#"{"jsonrpc":"2.0","id":11,"method":"resources/unsubscribe","params":{"uri":"mem://counter"}}"#);
+    assert_eq!(peer.recv(), ok(11, json!({})));
+    peer.send_raw(br#"{"jsonrpc":"2.0","id":12,"method":"tools/call","params":{"name":"bump","arguments":{}}}"#);
+    assert_eq!(peer.recv(), legacy_text(12, "2"));
+    peer.send_raw(br#"{"jsonrpc":"2.0","id":13,"method":"ping","params":{}}"#);
+    assert_eq!(peer.recv(), ok(13, json!({})));
+
+    // EOF: serve returns, and nothing more was written.
+    peer.finish_quietly();
+}
+
+#[test]
+fn legacy_results_are_the_modern_results_without_the_modern_fields() {
+    let server = crate::everything::build();
+    let mut peer = Peer::start(&server);
+    open_session(&mut peer, "2025-11-25");
+    let requests: Vec<(&str, Value)> = vec![
+        ("tools/list", json!({})),
+        ("resources/list", json!({})),
+        ("resources/templates/list", json!({})),
+        ("prompts/list", json!({})),
+        ("resources/read", json!({ "uri": "mem://counter" })),
+        ("resources/read", json!({ "uri": "test://template/7/data" })),
+        (
+            "prompts/get",
+            json!({ "name": "greet", "arguments": { "name": "Ada" } }),
+        ),
+        (
+            "completion/complete",
+            json!({ "ref": { "type": "ref/prompt", "name": "greet" }, "argument": { "name": "name", "value": "B" } }),
+        ),
+        (
+            "tools/call",
+            json!({ "name": "add", "arguments": { "a": 1, "b": 2 } }),
+        ),
+        ("tools/call", json!({ "name": "fail", "arguments": {} })),
+    ];
+    for (n, (method, params)) in requests.into_iter().enumerate() {
+        let modern_id = format!("m{n}");
+        let legacy_id = format!("l{n}");
+        let modern = peer.ask(&request(modern_id.as_str(), method, params.clone()));
+        assert_eq!(
+            modern["result"]["resultType"],
+            json!("complete"),
+            "{method}: {modern}"
+        );
+        let resp = peer.ask(&legacy(legacy_id.as_str(), method, params));
+        let mut expected = strip_modern(modern);
+        expected["id"] = json!(legacy_id);
+        assert_eq!(resp, expected, "{method}");
+    }
+    // Spot checks of exact legacy results.
+    assert_eq!(
+        peer.ask(&legacy(
+            "r",
+            "resources/read",
+            json!({ "uri": "mem://counter" })
+        )),
+        ok(
+            "r",
+            json!({ "contents": [{ "uri": "mem://counter", "mimeType": "text/plain", "text": "0" }] })
+        )
+    );
+    assert_eq!(
+        peer.ask(&legacy(
+            "g",
+            "prompts/get",
+            json!({ "name": "greet", "arguments": { "name": "Ada" } })
+        )),
+        ok(
+            "g",
+            json!({ "messages": [{ "role": "user", "content": { "type": "text", "text": "Please greet Ada warmly." } }] })
+        )
+    );
+    assert_eq!(
+        peer.ask(&legacy_call("a", "add", json!({ "a": 1, "b": 2 }))),
+        ok(
+            "a",
+            json!({ "content": [{ "type": "text", "text": "3" }], "structuredContent": { "sum": 3.0 } })
+        )
+    );
+    // Errors keep their JSON-RPC shape.
+    assert_eq!(
+        peer.ask(&legacy_call("u", "nope", json!({}))),
+        error("u", -32602, "invalid params: unknown tool: nope")
+    );
+    peer.finish_quietly();
+}
+
+// --- 2. Version negotiation ----------------------------------------------
+
+#[test]
+fn each_legacy_version_is_echoed() {
+    let server = crate::everything::build();
+    for version in ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"] {
+        let mut peer = Peer::start(&server);
+        assert_eq!(
+            peer.ask(&initialize(1, version)),
+            initialize_result(1, version)
+        );
+        peer.send(&initialized());
+        assert_eq!(
+            peer.ask(&legacy_call(2, "echo", json!({ "text": version }))),
+            legacy_text(2, version)
+        );
+        peer.finish_quietly();
+    }
+    assert_eq!(
+        mcp_stdio::LEGACY_VERSIONS,
+        ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"]
+    );
+}
+
+#[test]
+fn an_unknown_version_gets_the_newest_legacy_version() {
+    let server = crate::everything::build();
+    // Older, newer, the modern version (which has no initialize) and junk.
+    for version in ["2023-01-01", "2099-12-31", "2026-07-28", "latest"] {
+        let mut peer = Peer::start(&server);
+        assert_eq!(
+            peer.ask(&initialize(1, version)),
+            initialize_result(1, "2025-11-25"),
+            "asked for {version}"
+        );
+        peer.finish_quietly();
+    }
+}
+
+#[test]
+fn a_second_initialize_replaces_the_session() {
+    let server = crate::everything::build();
+    let mut peer = Peer::start(&server);
+    open_session(&mut peer, "2025-06-18");
+    assert_eq!(
+        peer.ask(&legacy(
+            1,
+            "resources/subscribe",
+            json!({ "uri": "mem://counter" })
+        )),
+        ok(1, json!({}))
+    );
+    assert_eq!(
+        peer.ask(&legacy(2, "logging/setLevel", json!({ "level": "debug" }))),
+        ok(2, json!({}))
+    );
+    assert_eq!(
+        peer.ask(&legacy_call(3, "ask", json!({}))),
+        needs_input_result(3, "2025-06-18")
+    );
+
+    // The new session has the new version...
+    assert_eq!(
+        peer.ask(&initialize("again", "2024-11-05")),
+        initialize_result("again", "2024-11-05")
+    );
+    assert_eq!(
+        peer.ask(&legacy_call(4, "ask", json!({}))),
+        needs_input_result(4, "2024-11-05")
+    );
+    // ...and none of the old one's subscriptions, log level or
+    // initialized state.
+    assert_eq!(
+        peer.ask(&legacy_call(5, "bump", json!({}))),
+        legacy_text(5, "1")
+    );
+    assert_eq!(
+        peer.ask(&legacy_call(6, "test_logging_tool", json!({}))),
+        legacy_text(6, "Logged (where the request asked for logs).")
+    );
+    assert_eq!(
+        peer.ask(&legacy_call(7, "toggle_tool", json!({}))),
+        legacy_text(7, "added ephemeral")
+    );
+    // Initialized again: list changes flow.
+    peer.send(&initialized());
+    peer.send(&legacy_call(8, "toggle_tool", json!({})));
+    recv_unordered(
+        &peer,
+        vec![list_changed("tools"), legacy_text(8, "removed ephemeral")],
+    );
+    peer.finish_quietly();
+}
+
+#[test]
+fn invalid_initialize_params_are_invalid_params() {
+    let server = crate::everything::build();
+    let mut peer = Peer::start(&server);
+    let resp = peer.ask(&legacy(1, "initialize", json!({ "capabilities": {} })));
+    assert_invalid_params(
+        &resp,
+        1,
+        "invalid initialize params: missing field `protocolVersion`",
+    );
+    // No session was opened: a request without _meta is still modern.
+    assert_eq!(
+        peer.ask(&legacy(2, "tools/list", json!({}))),
+        error(
+            2,
+            -32602,
+            "invalid params: missing _meta[\"io.modelcontextprotocol/protocolVersion\"]"
+        )
+    );
+    peer.finish_quietly();
+}
+
+// --- 3. Before initialize ------------------------------------------------
+
+#[test]
+fn before_initialize_ping_is_answered_and_other_requests_are_modern() {
+    let server = crate::everything::build();
+    let mut peer = Peer::start(&server);
+    // 2025-11-25 basic/utilities/ping: answered at any time, with or
+    // without params.
+    peer.send_raw(br#"{"jsonrpc":"2.0","id":"123","method":"ping"}"#);
+    assert_eq!(peer.recv(), ok("123", json!({})));
+    assert_eq!(peer.ask(&legacy(1, "ping", json!({}))), ok(1, json!({})));
+    // A _meta without the modern protocol version is not modern.
+    assert_eq!(
+        peer.ask(&legacy(
+            2,
+            "ping",
+            json!({ "_meta": { "progressToken": "p" } })
+        )),
+        ok(2, json!({}))
+    );
+    // Without a legacy session, a request without _meta is a malformed
+    // modern request.
+    let missing = "invalid params: missing _meta[\"io.modelcontextprotocol/protocolVersion\"]";
+    peer.send_raw(br#"{"jsonrpc":"2.0","id":3,"method":"tools/list"}"#);
+    assert_eq!(peer.recv(), error(3, -32602, missing));
+    assert_eq!(
+        peer.ask(&legacy(4, "tools/list", json!({}))),
+        error(4, -32602, missing)
+    );
+    assert_eq!(
+        peer.ask(&legacy_call(5, "echo", json!({ "text": "x" }))),
+        error(5, -32602, missing)
+    );
+    assert_eq!(
+        peer.ask(&legacy(
+            6,
+            "subscriptions/listen",
+            json!({ "notifications": { "toolsListChanged": true } })
+        )),
+        error(6, -32602, missing)
+    );
+    peer.finish_quietly();
+}
+
+// --- 4. List changes only once initialized -------------------------------
+
+#[test]
+fn list_changes_reach_a_legacy_client_only_after_initialized() {
+    let server = crate::everything::build();
+    let notifier = server.notifier();
+    let mut peer = Peer::start(&server);
+    assert_eq!(
+        peer.ask(&initialize(1, "2025-11-25")),
+        initialize_result(1, "2025-11-25")
+    );
+    // Not initialized yet: nothing but the reply.
+    assert_eq!(
+        peer.ask(&legacy_call(2, "toggle_tool", json!({}))),
+        legacy_text(2, "added ephemeral")
+    );
+    assert_eq!(
+        peer.ask(&legacy_call(3, "test_trigger_prompt_change", json!({}))),
+        legacy_text(3, "Prompt list change published.")
+    );
+    notifier.tools_list_changed();
+    notifier.prompts_list_changed();
+    notifier.resources_list_changed();
+    ping_barrier(&mut peer, 4);
+
+    peer.send(&initialized());
+    peer.send(&legacy_call(5, "toggle_tool", json!({})));
+    recv_unordered(
+        &peer,
+        vec![
+            json!({"jsonrpc":"2.0","method":"notifications/tools/list_changed"}),
+            legacy_text(5, "removed ephemeral"),
+        ],
+    );
+    peer.send(&legacy_call(6, "test_trigger_prompt_change", json!({})));
+    recv_unordered(
+        &peer,
+        vec![
+            list_changed("prompts"),
+            legacy_text(6, "Prompt list change published."),
+        ],
+    );
+    peer.send(&legacy_call(7, "test_trigger_tool_change", json!({})));
+    recv_unordered(
+        &peer,
+        vec![
+            list_changed("tools"),
+            legacy_text(7, "Tool list change published."),
+        ],
+    );
+    // From another thread, through the same Notifier.
+    notifier.resources_list_changed();
+    assert_eq!(peer.recv(), list_changed("resources"));
+    notifier.tools_list_changed();
+    assert_eq!(peer.recv(), list_changed("tools"));
+    notifier.prompts_list_changed();
+    assert_eq!(peer.recv(), list_changed("prompts"));
+    ping_barrier(&mut peer, 8);
+    peer.finish_quietly();
+}
+
+#[test]
+fn resource_updates_reach_only_the_subscribed_uris() {
+    let server = crate::everything::build();
+    let notifier = server.notifier();
+    let mut peer = Peer::start(&server);
+    open_session(&mut peer, "2025-11-25");
+    for (id, uri) in [(1, "mem://counter"), (2, "test://static-text")] {
+        assert_eq!(
+            peer.ask(&legacy(id, "resources/subscribe", json!({ "uri": uri }))),
+            ok(id, json!({}))
+        );
+    }
+    notifier.resource_updated("test://watched-resource");
+    notifier.resource_updated("test://static-text");
+    assert_eq!(peer.recv(), legacy_updated("test://static-text"));
+    notifier.resource_updated("mem://counter");
+    assert_eq!(peer.recv(), legacy_updated("mem://counter"));
+    ping_barrier(&mut peer, 3);
+    // Subscribing twice and unsubscribing once: the subscription is a set.
+    assert_eq!(
+        peer.ask(&legacy(
+            4,
+            "resources/subscribe",
+            json!({ "uri": "mem://counter" })
+        )),
+        ok(4, json!({}))
+    );
+    assert_eq!(
+        peer.ask(&legacy(
+            5,
+            "resources/unsubscribe",
+            json!({ "uri": "mem://counter" })
+        )),
+        ok(5, json!({}))
+    );
+    notifier.resource_updated("mem://counter");
+    notifier.resource_updated("test://static-text");
+    assert_eq!(peer.recv(), legacy_updated("test://static-text"));
+    ping_barrier(&mut peer, 6);
+    // Bad params are invalid params.
+    let resp = peer.ask(&legacy(7, "resources/subscribe", json!({})));
+    assert_invalid_params(&resp, 7, "missing field `uri`");
+    peer.finish_quietly();
+}
+
+// --- 5. Both eras on one connection --------------------------------------
+
+#[test]
+fn a_mixed_transcript_serves_each_request_in_its_own_era() {
+    let server = crate::everything::build();
+    let mut peer = Peer::start(&server);
+    open_session(&mut peer, "2025-11-25");
+
+    // A modern request on the same connection: modern shape.
+    assert_eq!(
+        peer.ask(&call(1, "echo", json!({ "text": "modern" }))),
+        text_result(&peer, 1, "modern")
+    );
+    assert_eq!(
+        peer.server_meta,
+        json!({ "io.modelcontextprotocol/serverInfo": server_info() })
+    );
+    // Legacy requests are still legacy-shaped.
+    assert_eq!(
+        peer.ask(&legacy_call(2, "echo", json!({ "text": "legacy" }))),
+        legacy_text(2, "legacy")
+    );
+    let modern_read = peer.ask(&request(
+        3,
+        "resources/read",
+        json!({ "uri": "mem://counter" }),
+    ));
+    assert_eq!(
+        modern_read,
+        peer.result(
+            3,
+            json!({
+                "contents": [{ "uri": "mem://counter", "mimeType": "text/plain", "text": "0" }],
+                "ttlMs": 0,
+                "cacheScope": "private"
+            })
+        )
+    );
+    assert_eq!(
+        peer.ask(&legacy(
+            4,
+            "resources/read",
+            json!({ "uri": "mem://counter" })
+        )),
+        ok(
+            4,
+            json!({ "contents": [{ "uri": "mem://counter", "mimeType": "text/plain", "text": "0" }] })
+        )
+    );
+    // Modern requests are not served under the session: no log level
+    // carries over from logging/setLevel.
+    assert_eq!(
+        peer.ask(&legacy(5, "logging/setLevel", json!({ "level": "debug" }))),
+        ok(5, json!({}))
+    );
+    assert_eq!(
+        peer.ask(&call(6, "test_logging_tool", json!({}))),
+        text_result(&peer, 6, "Logged (where the request asked for logs).")
+    );
+
+    // A modern subscription and a legacy one for the same resource.
+    peer.send(&request(
+        "sub",
+        "subscriptions/listen",
+        json!({ "notifications": { "resourceSubscriptions": ["mem://counter"] } }),
+    ));
+    assert_eq!(
+        peer.recv(),
+        json!({
+            "jsonrpc": "2.0",
+            "method": "notifications/subscriptions/acknowledged",
+            "params": {
+                "_meta": { SUBSCRIPTION_ID: "sub" },
+                "notifications": { "resourceSubscriptions": ["mem://counter"] }
+            }
+        })
+    );
+    assert_eq!(
+        peer.ask(&legacy(
+            7,
+            "resources/subscribe",
+            json!({ "uri": "mem://counter" })
+        )),
+        ok(7, json!({}))
+    );
+    // One bump: the tagged modern notification, the untagged legacy one,
+    // and the reply (legacy-shaped for a legacy call...).
+    peer.send(&legacy_call(8, "bump", json!({})));
+    recv_unordered(
+        &peer,
+        vec![
+            modern_updated("sub", "mem://counter"),
+            legacy_updated("mem://counter"),
+            legacy_text(8, "1"),
+        ],
+    );
+    // ...modern-shaped for a modern one.
+    peer.send(&call(9, "bump", json!({})));
+    recv_unordered(
+        &peer,
+        vec![
+            modern_updated("sub", "mem://counter"),
+            legacy_updated("mem://counter"),
+            text_result(&peer, 9, "2"),
+        ],
+    );
+    // The application's Notifier reaches both too.
+    server.notifier().resource_updated("mem://counter");
+    recv_unordered(
+        &peer,
+        vec![
+            modern_updated("sub", "mem://counter"),
+            legacy_updated("mem://counter"),
+        ],
+    );
+    ping_barrier(&mut peer, 10);
+    // The legacy unsubscribe leaves the modern subscription alone.
+    assert_eq!(
+        peer.ask(&legacy(
+            11,
+            "resources/unsubscribe",
+            json!({ "uri": "mem://counter" })
+        )),
+        ok(11, json!({}))
+    );
+    peer.send(&legacy_call(12, "bump", json!({})));
+    recv_unordered(
+        &peer,
+        vec![modern_updated("sub", "mem://counter"), legacy_text(12, "3")],
+    );
+    ping_barrier(&mut peer, 13);
+
+    // EOF: the modern subscription ends with its final result.
+    let expected_final = closed(&peer, "sub");
+    let (rest, res) = peer.finish();
+    res.unwrap();
+    assert_eq!(rest, [expected_final]);
+}
+
+#[test]
+fn one_resource_update_reaches_a_legacy_and_a_modern_connection() {
+    let server = crate::everything::build();
+    let mut old = Peer::start(&server);
+    let mut new = Peer::start(&server);
+    open_session(&mut old, "2025-06-18");
+    assert_eq!(
+        old.ask(&legacy(
+            1,
+            "resources/subscribe",
+            json!({ "uri": "mem://counter" })
+        )),
+        ok(1, json!({}))
+    );
+    new.send(&request(
+        7,
+        "subscriptions/listen",
+        json!({ "notifications": { "resourceSubscriptions": ["mem://counter"] } }),
+    ));
+    assert_eq!(new.recv()["params"]["_meta"][SUBSCRIPTION_ID], json!(7));
+
+    server.notifier().resource_updated("mem://counter");
+    assert_eq!(old.recv(), legacy_updated("mem://counter"));
+    assert_eq!(new.recv(), modern_updated(7, "mem://counter"));
+
+    // A bump on the legacy connection reaches the modern one as well.
+    old.send(&legacy_call(2, "bump", json!({})));
+    recv_unordered(
+        &old,
+        vec![legacy_updated("mem://counter"), legacy_text(2, "1")],
+    );
+    assert_eq!(new.recv(), modern_updated(7, "mem://counter"));
+    ping_barrier(&mut old, 3);
+    old.finish_quietly();
+    let expected_final = closed(&new, 7);
+    let (rest, res) = new.finish();
+    res.unwrap();
+    assert_eq!(rest, [expected_final]);
+}
+
+// --- 6. Modern _meta on legacy-only methods ------------------------------
+
+#[test]
+fn legacy_only_methods_with_modern_meta_are_not_found() {
+    let server = crate::everything::build();
+    let mut peer = Peer::start(&server);
+    open_session(&mut peer, "2025-06-18");
+
+    // initialize with modern _meta is a modern request for a removed
+    // method; it neither answers nor replaces the session.
+    let resp = peer.ask(&request(
+        1,
+        "initialize",
+        json!({
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": { "name": "x", "version": "1" }
+        }),
+    ));
+    assert_eq!(resp["error"]["code"], json!(-32601), "{resp}");
+    assert_eq!(
+        resp["error"]["data"],
+        json!({
+            "supported": ["2026-07-28"],
+            "legacy": ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"]
+        })
+    );
+    assert!(
+        resp["error"]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("method not found: initialize"),
+        "{resp}"
+    );
+    assert_eq!(keys(&resp), ["error", "id", "jsonrpc"]);
+    assert!(resp.get("result").is_none());
+
+    assert_eq!(
+        peer.ask(&request(2, "ping", json!({}))),
+        error(2, -32601, "method not found: ping")
+    );
+    assert_eq!(
+        peer.ask(&request(3, "logging/setLevel", json!({ "level": "debug" }))),
+        error(3, -32601, "method not found: logging/setLevel")
+    );
+    assert_eq!(
+        peer.ask(&request(
+            4,
+            "resources/subscribe",
+            json!({ "uri": "mem://counter" })
+        )),
+        error(4, -32601, "method not found: resources/subscribe")
+    );
+    assert_eq!(
+        peer.ask(&request(
+            5,
+            "resources/unsubscribe",
+            json!({ "uri": "mem://counter" })
+        )),
+        error(5, -32601, "method not found: resources/unsubscribe")
+    );
+    // A modern version the server does not speak changes nothing: still a
+    // modern request.
+    let mut odd = request(6, "ping", json!({}));
+    odd["params"]["_meta"][PROTOCOL_VERSION] = json!("2030-01-01");
+    assert_eq!(peer.ask(&odd), error(6, -32601, "method not found: ping"));
+
+    // None of them touched the session: same version, no subscription,
+    // no log level.
+    assert_eq!(
+        peer.ask(&legacy_call(7, "ask", json!({}))),
+        needs_input_result(7, "2025-06-18")
+    );
+    assert_eq!(
+        peer.ask(&legacy_call(8, "bump", json!({}))),
+        legacy_text(8, "1")
+    );
+    assert_eq!(
+        peer.ask(&legacy_call(9, "test_logging_tool", json!({}))),
+        legacy_text(9, "Logged (where the request asked for logs).")
+    );
+    peer.finish_quietly();
+}
+
+#[test]
+fn subscriptions_listen_without_modern_meta_in_a_legacy_session_is_not_found() {
+    let server = crate::everything::build();
+    let mut peer = Peer::start(&server);
+    open_session(&mut peer, "2025-11-25");
+    assert_eq!(
+        peer.ask(&legacy(
+            1,
+            "subscriptions/listen",
+            json!({ "notifications": { "toolsListChanged": true } })
+        )),
+        error(1, -32601, "method not found: subscriptions/listen")
+    );
+    // Nothing was opened: a list change reaches only the legacy session.
+    peer.send(&legacy_call(2, "test_trigger_tool_change", json!({})));
+    recv_unordered(
+        &peer,
+        vec![
+            list_changed("tools"),
+            legacy_text(2, "Tool list change published."),
+        ],
+    );
+    peer.finish_quietly();
+}
+
+// --- 7. MRTR under legacy ------------------------------------------------
+
+#[test]
+fn tools_that_need_input_are_a_tool_error_for_a_legacy_client() {
+    let server = crate::everything::build();
+    let mut peer = Peer::start(&server);
+    open_session(&mut peer, "2025-11-25");
+    for (id, tool) in [
+        (1, "ask"),
+        (2, "test_input_required_result_elicitation"),
+        (3, "test_input_required_result_sampling"),
+        (4, "test_input_required_result_list_roots"),
+        // It needs the sampling capability, which this session lacks.
+        (7, "test_missing_capability"),
+    ] {
+        assert_eq!(
+            peer.ask(&legacy_call(id, tool, json!({}))),
+            needs_input_result(id, "2025-11-25"),
+            "{tool}"
+        );
+    }
+    assert_eq!(
+        needs_input("this tool", "2025-11-25"),
+        "this tool needs input from the user or the client (elicitation, sampling or roots), which this server can ask only of clients that speak MCP 2026-07-28; this client speaks 2025-11-25"
+    );
+    // A prompt that needs input: an error (prompts/get has no isError).
+    assert_eq!(
+        peer.ask(&legacy(
+            5,
+            "prompts/get",
+            json!({ "name": "test_input_required_result_prompt" })
+        )),
+        json!({
+            "jsonrpc": "2.0",
+            "id": 5,
+            "error": { "code": -32603, "message": needs_input("prompts/get", "2025-11-25") }
+        })
+    );
+    // The same tool called by a modern client (that can answer) on the
+    // same connection still asks for input.
+    let mut modern = call(6, "ask", json!({}));
+    modern["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"] =
+        json!({ "elicitation": {} });
+    let modern = peer.ask(&modern);
+    assert_eq!(
+        modern["result"]["resultType"],
+        json!("input_required"),
+        "{modern}"
+    );
+    peer.finish_quietly();
+}
+
+#[test]
+fn the_mrtr_error_names_the_sessions_version_whatever_the_client_declared() {
+    let server = crate::everything::build();
+    let mut peer = Peer::start(&server);
+    // Declaring elicitation and sampling does not help: this server cannot
+    // send a legacy client requests.
+    let init = initialize_with(
+        "init",
+        "2025-03-26",
+        json!({ "elicitation": {}, "sampling": {}, "roots": { "listChanged": true } }),
+    );
+    assert_eq!(peer.ask(&init), initialize_result("init", "2025-03-26"));
+    peer.send(&initialized());
+    assert_eq!(
+        peer.ask(&legacy_call(
+            1,
+            "test_input_required_result_elicitation",
+            json!({})
+        )),
+        needs_input_result(1, "2025-03-26")
+    );
+    assert_eq!(
+        peer.ask(&legacy_call(2, "ask", json!({}))),
+        needs_input_result(2, "2025-03-26")
+    );
+    // What the client declared in initialize holds for every request of
+    // the session.
+    assert_eq!(
+        peer.ask(&legacy_call(3, "test_missing_capability", json!({}))),
+        legacy_text(3, "The request declared sampling.")
+    );
+    peer.finish_quietly();
+}
+
+// --- 8. Progress and cancellation ----------------------------------------
+
+#[test]
+fn progress_of_a_legacy_request_comes_before_its_reply() {
+    let server = crate::everything::build();
+    let mut peer = Peer::start(&server);
+    open_session(&mut peer, "2025-11-25");
+    for token in [json!("legacy-tok"), json!(42)] {
+        peer.send(&legacy(
+            1,
+            "tools/call",
+            json!({ "name": "progress", "arguments": { "steps": 3 }, "_meta": { "progressToken": token } }),
+        ));
+        for step in 1..=3 {
+            assert_eq!(peer.recv(), progress(token.clone(), step, 3));
+        }
+        assert_eq!(peer.recv(), legacy_text(1, "done"));
+    }
+    // Without a token: no progress.
+    assert_eq!(
+        peer.ask(&legacy_call(2, "progress", json!({ "steps": 3 }))),
+        legacy_text(2, "done")
+    );
+    peer.finish_quietly();
+}
+
+#[test]
+fn a_legacy_request_can_be_cancelled() {
+    let server = crate::everything::build();
+    let mut peer = Peer::start(&server);
+    open_session(&mut peer, "2025-11-25");
+    peer.send(&legacy_call("s", "slow", json!({ "ms": 60_000 })));
+    peer.send(&cancel("s"));
+    // `stats` counts slow calls that saw their cancellation; poll it with
+    // legacy requests (each answer is an event, not a sleep).
+    let mut observed = false;
+    for i in 0..2000 {
+        let stats = peer.ask(&legacy_call(i, "stats", json!({})));
+        assert_eq!(keys(&stats["result"]), ["content"], "{stats}");
+        let text = stats["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        let stats: Value = serde_json::from_str(&text).unwrap();
+        if stats["slow_cancelled"] == json!(1) {
+            observed = true;
+            break;
+        }
+        thread::yield_now();
+    }
+    assert!(observed, "the slow call never saw its cancellation");
+    // The cancelled request is never answered.
+    peer.finish_quietly();
+}
+
+// --- 9. Modern-only mode -------------------------------------------------
+
+#[test]
+fn a_modern_only_server_rejects_initialize_naming_its_versions() {
+    let server = crate::everything::build_with(|b| b.modern_only());
+    let mut peer = Peer::start(&server);
+    let resp = peer.ask(&initialize(1, "2025-11-25"));
+    assert_eq!(
+        resp,
+        json!({
+            "jsonrpc": "2.0",
+            "id": 1,
+            "error": {
+                "code": -32601,
+                "message": "method not found: initialize (this server speaks only MCP 2026-07-28, which has no initialize handshake)",
+                "data": { "supported": ["2026-07-28"] }
+            }
+        })
+    );
+    assert!(
+        resp["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("2026-07-28")
+    );
+    // No session: no legacy ping, no legacy semantics at all.
+    assert_eq!(
+        peer.ask(&legacy(2, "ping", json!({}))),
+        error(2, -32601, "method not found: ping")
+    );
+    peer.send_raw(br#"{"jsonrpc":"2.0","id":3,"method":"ping"}"#);
+    assert_eq!(peer.recv(), error(3, -32601, "method not found: ping"));
+    peer.send(&initialized());
+    assert_eq!(
+        peer.ask(&legacy(4, "tools/list", json!({}))),
+        error(
+            4,
+            -32602,
+            "invalid params: missing _meta[\"io.modelcontextprotocol/protocolVersion\"]"
+        )
+    );
+    assert_eq!(
+        peer.ask(&legacy(5, "logging/setLevel", json!({ "level": "info" }))),
+        error(5, -32601, "method not found: logging/setLevel")
+    );
+    // Modern requests are served as ever.
+    assert_eq!(
+        peer.ask(&call(6, "echo", json!({ "text": "still modern" }))),
+        text_result(&peer, 6, "still modern")
+    );
+    peer.finish_quietly();
+}
+
+// --- 10. The client, end to end ------------------------------------------
+
+/// Serves `server` on a thread; returns the client's end.
+fn serve_on_thread(
+    server: &Server,
+) -> (Transport, thread::JoinHandle<Result<(), mcp_stdio::Error>>) {
+    let (ours, theirs) = Transport::memory();
+    let server = server.clone();
+    let serving = thread::spawn(move || server.serve(theirs));
+    (ours, serving)
+}
+
+#[test]
+fn the_client_forced_legacy_talks_to_the_everything_server() {
+    let server = crate::everything::build();
+    let (transport, serving) = serve_on_thread(&server);
+    let client = Client::builder()
+        .era(EraPolicy::LegacyOnly)
+        .connect(transport)
+        .unwrap();
+    assert_eq!(
+        client.era(),
+        Era::Legacy {
+            version: "2025-11-25".into()
+        }
+    );
+    assert_eq!(
+        serde_json::to_value(client.server_capabilities()).unwrap(),
+        capabilities()
+    );
+    assert_eq!(
+        serde_json::to_value(client.server_info().unwrap()).unwrap(),
+        server_info()
+    );
+    assert_eq!(client.instructions().as_deref(), Some(INSTRUCTIONS));
+    assert!(client.discover_result().is_none());
+
+    let tools: Vec<String> = client.tools().map(|t| t.unwrap().name).collect();
+    assert_eq!(tools, EVERYTHING_TOOLS);
+
+    match client.call_tool("echo", json!({ "text": "hi" })).unwrap() {
+        Outcome::Complete(result) => assert_eq!(
+            serde_json::to_value(result).unwrap(),
+            json!({ "content": [{ "type": "text", "text": "hi" }] })
+        ),
+        other => panic!("{other:?}"),
+    }
+    client.ping().unwrap();
+    match client.read_resource("test://static-text").unwrap() {
+        Outcome::Complete(result) => assert_eq!(
+            serde_json::to_value(result).unwrap(),
+            json!({ "contents": [{
+                "uri": "test://static-text",
+                "mimeType": "text/plain",
+                "text": "This is the content of the static text resource."
+            }] })
+        ),
+        other => panic!("{other:?}"),
+    }
+    let mut args = PromptArguments::new();
+    args.insert("name".into(), "Ada".into());
+    match client.get_prompt("greet", args).unwrap() {
+        Outcome::Complete(result) => assert_eq!(
+            serde_json::to_value(result).unwrap(),
+            json!({ "messages": [{ "role": "user", "content": { "type": "text", "text": "Please greet Ada warmly." } }] })
+        ),
+        other => panic!("{other:?}"),
+    }
+    // A tool that needs input: a tool error the client can show.
+    match client.call_tool("ask", json!({})).unwrap() {
+        Outcome::Complete(result) => assert_eq!(
+            serde_json::to_value(result).unwrap(),
+            json!({
+                "content": [{ "type": "text", "text": needs_input("this tool", "2025-11-25") }],
+                "isError": true
+            })
+        ),
+        other => panic!("{other:?}"),
+    }
+    client.close().unwrap();
+    serving.join().unwrap().unwrap();
+}
+
+#[test]
+fn the_default_client_detects_the_dual_era_server_as_modern() {
+    let server = crate::everything::build();
+    let (transport, serving) = serve_on_thread(&server);
+    let client = Client::connect(transport).unwrap();
+    assert_eq!(
+        client.era(),
+        Era::Modern {
+            version: "2026-07-28".into()
+        }
+    );
+    let discover = client.discover_result().expect("the probe answered");
+    assert_eq!(discover.supported_versions, ["2026-07-28"]);
+    assert_eq!(
+        serde_json::to_value(client.server_capabilities()).unwrap(),
+        capabilities()
+    );
+    match client.call_tool("echo", json!({ "text": "hi" })).unwrap() {
+        Outcome::Complete(result) => {
+            assert_eq!(result.content[0].as_text(), Some("hi"));
+        }
+        other => panic!("{other:?}"),
+    }
+    // Modern clients have no ping.
+    assert!(client.ping().is_err());
+    client.close().unwrap();
+    serving.join().unwrap().unwrap();
+}
+
+#[test]
+fn the_client_forced_legacy_fails_against_a_modern_only_server() {
+    let server = crate::everything::build_with(|b| b.modern_only());
+    let (transport, serving) = serve_on_thread(&server);
+    let err = Client::builder()
+        .era(EraPolicy::LegacyOnly)
+        .connect(transport)
+        .unwrap_err();
+    match err {
+        mcp_stdio::Error::Rpc(e) => {
+            assert_eq!(e.code, -32601);
+            assert!(e.message.contains("2026-07-28"), "{}", e.message);
+            assert_eq!(e.data, Some(json!({ "supported": ["2026-07-28"] })));
+        }
+        other => panic!("{other}"),
+    }
+    serving.join().unwrap().unwrap();
+}
