@@ -20,7 +20,7 @@ use crate::jsonrpc::{ErrorObject, encode_error, encode_result};
 use crate::server::handlers::{Outcome, PromptArguments};
 use crate::server::legacy::{self, LegacyRequest, LegacySession};
 
-use crate::server::meta::{has_modern_meta, legacy_progress_token, validate_meta};
+use crate::server::meta::{MetaView, legacy_progress_token, validate_meta};
 use crate::server::mrtr::{self, Retry};
 use crate::server::reply::{finish, outcome};
 use crate::server::subscriptions::Accepted;
@@ -100,7 +100,8 @@ pub(crate) fn prepare(
     // The era of a request is its own shape (spec 2026-07-28
     // basic/versioning): with modern `_meta` it is modern, even for a
     // method only the legacy era has (which is then not found).
-    let legacy = if inner.config.modern_only || has_modern_meta(fields.meta) {
+    let meta_view = MetaView::new(fields.meta);
+    let legacy = if inner.config.modern_only || meta_view.is_modern() {
         None
     } else {
         match method {
@@ -141,8 +142,8 @@ pub(crate) fn prepare(
     }
     let route = route(inner, method)?;
     let meta = match legacy {
-        Some(session) => session.meta(legacy_progress_token(fields.meta)?),
-        None => validate_meta(fields.meta)?,
+        Some(session) => session.meta(legacy_progress_token(&meta_view)?),
+        None => validate_meta(&meta_view)?,
     };
     // A legacy request's reply drops what only 2026-07-28 results carry.
     let downgrade = legacy.map(|session| (method.to_owned(), session.version.clone()));

@@ -54,23 +54,54 @@ fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<&'de RawValue>, D::
     <&RawValue>::deserialize(d).map(Some)
 }
 
+/// A request's `_meta`, read once: its text and its reserved keys.
+pub(crate) struct MetaView<'a> {
+    raw: Option<&'a RawValue>,
+    fields: Option<MetaFields<'a>>,
+}
+
+impl<'a> MetaView<'a> {
+    /// Reads the reserved keys of `_meta` (absent, `null` or not an object:
+    /// none; serde would read a struct from an array by position).
+    pub fn new(raw: Option<&'a RawValue>) -> MetaView<'a> {
+        let raw = raw.filter(|r| r.get() != "null");
+        let fields = raw
+            .filter(|r| r.get().starts_with('{'))
+            .and_then(|r| serde_json::from_str(r.get()).ok());
+        MetaView { raw, fields }
+    }
+
+    /// Whether it carries the modern protocol version: the mark of a
+    /// modern request (spec 2026-07-28 basic/versioning).
+    pub fn is_modern(&self) -> bool {
+        self.fields
+            .as_ref()
+            .is_some_and(|f| f.protocol_version.is_some())
+    }
+}
+
 /// Checks the per-request protocol fields (spec 2026-07-28 basic/index,
 /// "Per-request protocol fields"): a request missing a required one is
 /// malformed and MUST be rejected with `-32602`.
-pub(crate) fn validate_meta(raw: Option<&RawValue>) -> Result<RequestMeta, ErrorObject> {
+pub(crate) fn validate_meta(view: &MetaView<'_>) -> Result<RequestMeta, ErrorObject> {
     let missing = |key: &str| ErrorObject::invalid_params(format!("missing _meta[\"{key}\"]"));
-    let Some(raw) = raw.filter(|r| r.get() != "null") else {
+    let Some(raw) = view.raw else {
         return Err(missing(meta_key::PROTOCOL_VERSION));
     };
-    // Checked first: serde would read a struct from an array by position.
-    if !raw.get().starts_with('{') {
+    let Some(fields) = &view.fields else {
+        if !raw.get().starts_with('{') {
+            return Err(ErrorObject::invalid_params(format!(
+                "_meta must be an object, got {}",
+                raw.get().chars().take(40).collect::<String>()
+            )));
+        }
+        // Say what serde found wrong.
+        let error = serde_json::from_str::<MetaFields<'_>>(raw.get()).err();
+        let detail = error.map_or_else(String::new, |e| e.to_string());
         return Err(ErrorObject::invalid_params(format!(
-            "_meta must be an object, got {}",
-            raw.get().chars().take(40).collect::<String>()
+            "_meta must be an object: {detail}"
         )));
-    }
-    let fields: MetaFields<'_> = serde_json::from_str(raw.get())
-        .map_err(|e| ErrorObject::invalid_params(format!("_meta must be an object: {e}")))?;
+    };
     let version_raw = fields
         .protocol_version
         .ok_or_else(|| missing(meta_key::PROTOCOL_VERSION))?;
@@ -133,23 +164,13 @@ pub(crate) fn validate_meta(raw: Option<&RawValue>) -> Result<RequestMeta, Error
     })
 }
 
-/// Whether a request's `_meta` carries the modern protocol version: the
-/// mark of a modern request (spec 2026-07-28 basic/versioning).
-pub(crate) fn has_modern_meta(raw: Option<&RawValue>) -> bool {
-    raw.filter(|r| r.get().starts_with('{'))
-        .and_then(|r| serde_json::from_str::<MetaFields<'_>>(r.get()).ok())
-        .is_some_and(|f| f.protocol_version.is_some())
-}
-
 /// The progress token of a legacy request's `_meta`, if any.
 pub(crate) fn legacy_progress_token(
-    raw: Option<&RawValue>,
+    view: &MetaView<'_>,
 ) -> Result<Option<crate::types::ProgressToken>, ErrorObject> {
-    let Some(raw) = raw.filter(|r| r.get().starts_with('{')) else {
+    let Some(fields) = &view.fields else {
         return Ok(None);
     };
-    let fields: MetaFields<'_> = serde_json::from_str(raw.get())
-        .map_err(|e| ErrorObject::invalid_params(format!("_meta must be an object: {e}")))?;
     match fields.progress_token {
         None => Ok(None),
         Some(raw) => serde_json::from_str(raw.get()).map(Some).map_err(|_| {
