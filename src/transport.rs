@@ -182,7 +182,7 @@ pub(crate) fn read_line(
                 break;
             }
             saw_any = true;
-            let (chunk, found_newline) = match available.iter().position(|&b| b == b'\n') {
+            let (chunk, found_newline) = match memchr::memchr(b'\n', available) {
                 Some(i) => (&available[..i], true),
                 None => (available, false),
             };

@@ -64,6 +64,7 @@ impl ServerBuilder {
                 workers,
                 max_running: 64,
                 queue_limit: 256,
+                queue_bytes: 16 * 1024 * 1024,
                 max_line_bytes: DEFAULT_MAX_LINE_BYTES,
                 shutdown_grace: Duration::from_secs(2),
                 page_size: 100,
@@ -243,6 +244,15 @@ impl ServerBuilder {
     /// the server stops reading input until a request starts.
     pub fn queue_limit(mut self, n: usize) -> Self {
         self.config.queue_limit = n.max(1);
+        self
+    }
+
+    /// How many bytes of input may be read but not yet started (default
+    /// 16 MiB; one line is always admitted whatever its size). With
+    /// [`ServerBuilder::queue_limit`] it bounds the memory the server gives
+    /// to requests it has not started.
+    pub fn queue_bytes(mut self, n: usize) -> Self {
+        self.config.queue_bytes = n.max(1);
         self
     }
 

@@ -76,6 +76,7 @@ pub(crate) struct Config {
     pub workers: usize,
     pub max_running: usize,
     pub queue_limit: usize,
+    pub queue_bytes: usize,
     pub max_line_bytes: usize,
     pub shutdown_grace: Duration,
     pub page_size: usize,

@@ -4,50 +4,117 @@
 //! so that it stops reading once `queue_limit` lines are in hand.
 
 use std::io;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
 
-use crossbeam_channel::Sender;
+use crossbeam_channel::{Receiver, Sender};
 
 use crate::incoming::{Incoming, classify};
 use crate::jsonrpc::ErrorObject;
 use crate::server::serve::Event;
 use crate::transport::{Line, read_line};
 
+/// How far the reader may read ahead of the owner: at most `lines` lines
+/// and, past one line, about `bytes` bytes read but not yet handled.
+///
+/// Why both: a line count alone lets 256 lines of 4 MiB sit in memory at
+/// once. The line credits are a bounded channel (the reader blocks sending,
+/// the owner frees one with `try_recv`); the byte count is an atomic the
+/// reader waits on, woken by the owner through a one-slot channel, so no
+/// wake-up is lost.
+pub(crate) struct ReadAhead {
+    line_credits: Sender<()>,
+    line_returns: Receiver<()>,
+    bytes: AtomicUsize,
+    byte_limit: usize,
+    wake: Sender<()>,
+    woken: Receiver<()>,
+}
+
+impl ReadAhead {
+    pub fn new(lines: usize, bytes: usize) -> ReadAhead {
+        let (line_credits, line_returns) = crossbeam_channel::bounded(lines.max(1));
+        let (wake, woken) = crossbeam_channel::bounded(1);
+        ReadAhead {
+            line_credits,
+            line_returns,
+            bytes: AtomicUsize::new(0),
+            byte_limit: bytes.max(1),
+            wake,
+            woken,
+        }
+    }
+
+    /// Reader: waits until another line may be read. `false` when the
+    /// owner is gone.
+    fn acquire(self: &Arc<Self>) -> bool {
+        while self.bytes.load(Ordering::Acquire) > self.byte_limit {
+            // The owner holds the other reference; without it nobody
+            // frees bytes any more.
+            if Arc::strong_count(self) == 1 {
+                return false;
+            }
+            // The owner frees bytes, then wakes us; a wake-up that came
+            // before we got here waits in the channel. The timeout only
+            // bounds how late a gone owner is noticed.
+            let _ = self.woken.recv_timeout(Duration::from_millis(100));
+        }
+        self.line_credits.send(()).is_ok()
+    }
+
+    /// Owner: a line of `bytes` bytes was handled (or its request started).
+    pub fn release(&self, bytes: usize) {
+        // A credit is held for every line in hand, so one is there to take.
+        let _ = self.line_returns.try_recv();
+        self.bytes.fetch_sub(bytes, Ordering::AcqRel);
+        // Full means a wake-up is already pending.
+        let _ = self.wake.try_send(());
+    }
+}
+
 /// The reader thread: one classified line at a time into the inbox.
 pub(crate) fn read_loop(
     mut reader: Box<dyn io::BufRead + Send>,
     inbox: Sender<Event>,
-    credits: Sender<()>,
+    ahead: Arc<ReadAhead>,
     max_line: usize,
     trace: &(dyn Fn(&str) + Send + Sync),
 ) {
     let mut buf = Vec::new();
     loop {
-        // Blocks while `queue_limit` lines are in hand: that is the
-        // backpressure. An error means the owner is gone.
-        if credits.send(()).is_err() {
+        // Blocks while `queue_limit` lines or `queue_bytes` bytes are in
+        // hand: that is the backpressure. `false`: the owner is gone.
+        if !ahead.acquire() {
             return;
         }
         let event = match read_line(&mut *reader, &mut buf, max_line) {
-            Ok(Line::Message) => Event::Line(classify(&buf)),
-            Ok(Line::TooLong(len)) => Event::Line(Incoming::Invalid {
-                id: None,
-                error: ErrorObject::invalid_request(format!(
-                    "message of {len} bytes exceeds the maximum line length of {max_line} bytes"
-                )),
-            }),
+            Ok(Line::Message) => Event::Line(classify(&buf), buf.len()),
+            Ok(Line::TooLong(len)) => Event::Line(
+                Incoming::Invalid {
+                    id: None,
+                    error: ErrorObject::invalid_request(format!(
+                        "message of {len} bytes exceeds the maximum line length of {max_line} bytes"
+                    )),
+                },
+                0,
+            ),
             Ok(Line::Eof) => Event::Eof,
             Err(e) => {
                 trace(&format!("reading input failed: {e}"));
                 Event::Eof
             }
         };
+        if let Event::Line(_, bytes) = &event {
+            ahead.bytes.fetch_add(*bytes, Ordering::AcqRel);
+        }
         let eof = matches!(event, Event::Eof);
         if inbox.send(event).is_err() || eof {
             return;
         }
-        if buf.capacity() > 64 * 1024 {
-            // Do not keep a once-large buffer for the life of the connection.
-            buf = Vec::new();
+        if buf.capacity() > 1024 * 1024 {
+            // Keep a buffer for ordinary lines, not a once-huge one.
+            buf = Vec::with_capacity(64 * 1024);
         }
     }
 }

@@ -14,13 +14,13 @@
 //! thread: each thread hand-off costs several microseconds, and the owner
 //! already has every reply in hand (DESIGN.md has the measurements).
 //!
-//! Backpressure without a cycle of bounded channels: the reader takes a
-//! credit from a bounded channel before it reads each line and the owner
-//! gives it back once it is done with the line, or, for a request that must
-//! wait for a free worker, once that request starts. So at most
-//! `queue_limit` lines are read but not started; past that the reader
-//! stops reading, while everything it already read (cancellations included)
-//! is still handled.
+//! Backpressure without a cycle of bounded channels: before it reads a
+//! line the reader takes a read-ahead credit (`reader::ReadAhead`), and the
+//! owner gives it back once it is done with the line, or, for a request
+//! that must wait for a free worker, once that request starts. So at most
+//! `queue_limit` lines and, past one line, about `queue_bytes` bytes are
+//! read but not started; past that the reader stops reading, while
+//! everything it already read (cancellations included) is still handled.
 
 use std::collections::VecDeque;
 use std::io::{self, BufWriter, Write};
@@ -49,8 +49,9 @@ use crate::types::method;
 
 /// Everything the owner thread reacts to, in arrival order.
 pub(crate) enum Event {
-    /// A line from the reader (it holds one credit).
-    Line(Incoming),
+    /// A line from the reader, and its size (it holds one read-ahead
+    /// credit and that many bytes).
+    Line(Incoming, usize),
     /// The input ended (or failed).
     Eof,
     /// A pooled request finished with this response line.
@@ -85,6 +86,8 @@ struct Waiting {
     ctx: RequestContext,
     seq: u64,
     work: Work,
+    /// The size of its line, released when it starts.
+    bytes: usize,
 }
 
 /// Serves one connection until its input ends or a stop is requested.
@@ -93,7 +96,10 @@ pub(crate) fn serve(inner: &Arc<Inner>, transport: Transport) -> Result<(), Erro
     let (reader, writer) = transport.into_parts();
     let (inbox_tx, inbox) = crossbeam_channel::unbounded();
     // Capacity = how many lines may be read but not yet started.
-    let (credit_tx, credits) = crossbeam_channel::bounded(config.queue_limit.max(1));
+    let ahead = Arc::new(reader::ReadAhead::new(
+        config.queue_limit,
+        config.queue_bytes,
+    ));
     let key = inner.next_connection_key();
     // Capacity = how many published events may wait in the inbox.
     let (credit, publish_credits) = crossbeam_channel::bounded(PUBLISH_CREDITS);
@@ -108,7 +114,10 @@ pub(crate) fn serve(inner: &Arc<Inner>, transport: Transport) -> Result<(), Erro
         let trace = Arc::clone(&inner.trace);
         thread::Builder::new()
             .name("mcp-reader".into())
-            .spawn(move || reader::read_loop(reader, inbox, credit_tx, max_line, &*trace))
+            .spawn({
+                let ahead = Arc::clone(&ahead);
+                move || reader::read_loop(reader, inbox, ahead, max_line, &*trace)
+            })
             .map_err(Error::Io)?;
     }
     let pool = Pool::new(config.workers, config.max_running, inbox_tx.clone());
@@ -117,7 +126,7 @@ pub(crate) fn serve(inner: &Arc<Inner>, transport: Transport) -> Result<(), Erro
         out: BufWriter::with_capacity(8 * 1024, writer),
         key,
         inbox_tx,
-        credits,
+        ahead,
         publish_credits,
         in_flight: InFlight::default(),
         subscriptions: SubscriptionTable::default(),
@@ -140,7 +149,7 @@ struct Owner {
     /// This connection's key among the server's connections.
     key: u64,
     inbox_tx: Sender<Event>,
-    credits: Receiver<()>,
+    ahead: Arc<reader::ReadAhead>,
     publish_credits: Receiver<()>,
     in_flight: InFlight,
     subscriptions: SubscriptionTable,
@@ -183,7 +192,7 @@ impl Owner {
                 }
             };
             match event {
-                Event::Line(incoming) => self.on_line(incoming, deadline.is_some()),
+                Event::Line(incoming, bytes) => self.on_line(incoming, bytes, deadline.is_some()),
                 Event::Eof | Event::Stop => {
                     if deadline.is_none() {
                         deadline = Some(Instant::now() + self.inner.config.shutdown_grace);
@@ -236,7 +245,7 @@ impl Owner {
         }
     }
 
-    fn on_line(&mut self, incoming: Incoming, stopping: bool) {
+    fn on_line(&mut self, incoming: Incoming, bytes: usize, stopping: bool) {
         let mut keep_credit = false;
         match incoming {
             Incoming::Request { id, method, params } => {
@@ -250,7 +259,7 @@ impl Owner {
                     self.write_error_line(Some(&id), &error);
                 } else {
                     match prepare(&self.inner, &method, params, self.legacy.as_ref()) {
-                        Ok(Prepared::Run(job)) => keep_credit = self.start(id, job),
+                        Ok(Prepared::Run(job)) => keep_credit = self.start(id, job, bytes),
                         Ok(Prepared::Listen(accepted)) => {
                             // Spec 2026-07-28 basic/patterns/subscriptions: the
                             // ack is the first message carrying this id. It is
@@ -286,14 +295,14 @@ impl Owner {
             Incoming::Invalid { id, error } => self.write_error_line(id.as_ref(), &error),
         }
         if !keep_credit {
-            self.release_credit();
+            self.ahead.release(bytes);
         }
     }
 
     /// Starts a job: inline on this thread, or on the pool (or queued when
     /// the pool is at its cap). Returns whether the job was queued, in which
     /// case it keeps its credit until it starts.
-    fn start(&mut self, id: RequestId, job: Job) -> bool {
+    fn start(&mut self, id: RequestId, job: Job, bytes: usize) -> bool {
         if job.inline {
             let ctx = RequestContext::new(
                 id,
@@ -347,6 +356,7 @@ impl Owner {
                 ctx,
                 seq,
                 work: job.work,
+                bytes,
             });
         } else {
             self.running += 1;
@@ -365,11 +375,17 @@ impl Owner {
     /// Starts waiting requests while there is room in the pool.
     fn start_waiting(&mut self) {
         while self.running < self.inner.config.max_running {
-            let Some(Waiting { ctx, seq, work }) = self.waiting.pop_front() else {
+            let Some(Waiting {
+                ctx,
+                seq,
+                work,
+                bytes,
+            }) = self.waiting.pop_front()
+            else {
                 return;
             };
             if self.in_flight.start(ctx.id(), seq) {
-                self.release_credit();
+                self.ahead.release(bytes);
                 self.running += 1;
                 self.pool.submit(PoolJob { ctx, seq, work }, self.running);
             }
@@ -389,9 +405,11 @@ impl Owner {
             return;
         };
         if let Some(entry) = self.in_flight.cancel(&request_id) {
-            if entry.waiting {
-                self.waiting.retain(|w| w.seq != entry.seq);
-                self.release_credit();
+            if entry.waiting
+                && let Some(at) = self.waiting.iter().position(|w| w.seq == entry.seq)
+                && let Some(waiting) = self.waiting.remove(at)
+            {
+                self.ahead.release(waiting.bytes);
             }
         } else {
             // A cancelled listen ends without a final result: from here on
@@ -521,11 +539,6 @@ impl Owner {
         Server {
             inner: Arc::clone(&self.inner),
         }
-    }
-
-    fn release_credit(&self) {
-        // A credit is held for every line in hand, so one is there to take.
-        let _ = self.credits.try_recv();
     }
 
     fn write_error_line(&mut self, id: Option<&RequestId>, error: &ErrorObject) {

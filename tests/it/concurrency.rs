@@ -135,3 +135,45 @@ fn past_the_queue_limit_the_server_stops_reading_and_loses_nothing() {
     assert_eq!(echoes, (0..50).collect::<Vec<_>>());
     peer.finish_quietly();
 }
+
+// req: backpressure:bytes
+#[test]
+fn past_the_byte_budget_the_server_stops_reading_and_loses_nothing() {
+    // Plenty of line credits, few bytes: the byte budget is what stops it.
+    let (builder, gate) = Gate::install(pooled_echo(
+        Server::builder("byte-budget", "1.0.0")
+            .workers(1)
+            .max_running(1)
+            .queue_limit(10_000)
+            .queue_bytes(4096),
+    ));
+    let server = builder.build();
+    let mut peer = Peer::start(&server);
+    peer.send(&call("b", "block", json!({})));
+    gate.wait_started();
+    let big = "x".repeat(1000);
+    for i in 0..20 {
+        peer.send(&call(i, "pecho", json!({ "text": format!("{i}{big}") })));
+    }
+    peer.send(&request("d", "server/discover", json!({})));
+    // About four of the 1 KiB requests fit the budget; the discover behind
+    // the rest is not read until the queue drains.
+    peer.assert_silent_for(Duration::from_millis(200));
+    gate.release_one();
+    assert_eq!(peer.recv(), text_result(&peer, "b", "released"));
+    let mut echoes = Vec::new();
+    let mut discovered = 0;
+    for _ in 0..21 {
+        let resp = peer.recv();
+        if resp["id"] == json!("d") {
+            discovered += 1;
+        } else {
+            let i = resp["id"].as_i64().unwrap();
+            assert_eq!(resp, text_result(&peer, i, &format!("{i}{big}")));
+            echoes.push(i);
+        }
+    }
+    assert_eq!(discovered, 1);
+    assert_eq!(echoes, (0..20).collect::<Vec<_>>());
+    peer.finish_quietly();
+}
