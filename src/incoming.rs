@@ -59,7 +59,7 @@ struct Envelope<'a> {
 
 /// Deserializes a member that is present, `null` included (a plain
 /// `Option` would read `null` as absent).
-fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<&'de RawValue>, D::Error> {
+pub(crate) fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<&'de RawValue>, D::Error> {
     <&RawValue>::deserialize(d).map(Some)
 }
 

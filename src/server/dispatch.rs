@@ -11,7 +11,7 @@ use std::ops::Range;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 
-use serde::{Deserialize, Deserializer};
+use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
@@ -61,31 +61,37 @@ pub(crate) struct Job {
 /// pass over the params finds all of them.
 #[derive(Deserialize, Default)]
 struct Fields<'a> {
-    #[serde(rename = "_meta", borrow, default, deserialize_with = "present")]
+    #[serde(
+        rename = "_meta",
+        borrow,
+        default,
+        deserialize_with = "crate::incoming::present"
+    )]
     meta: Option<&'a RawValue>,
-    #[serde(borrow, default, deserialize_with = "present")]
+    #[serde(borrow, default, deserialize_with = "crate::incoming::present")]
     name: Option<&'a RawValue>,
-    #[serde(borrow, default, deserialize_with = "present")]
+    #[serde(borrow, default, deserialize_with = "crate::incoming::present")]
     arguments: Option<&'a RawValue>,
-    #[serde(borrow, default, deserialize_with = "present")]
+    #[serde(borrow, default, deserialize_with = "crate::incoming::present")]
     uri: Option<&'a RawValue>,
-    #[serde(borrow, default, deserialize_with = "present")]
+    #[serde(borrow, default, deserialize_with = "crate::incoming::present")]
     cursor: Option<&'a RawValue>,
-    #[serde(borrow, default, deserialize_with = "present")]
+    #[serde(borrow, default, deserialize_with = "crate::incoming::present")]
     notifications: Option<&'a RawValue>,
     #[serde(
         rename = "inputResponses",
         borrow,
         default,
-        deserialize_with = "present"
+        deserialize_with = "crate::incoming::present"
     )]
     input_responses: Option<&'a RawValue>,
-    #[serde(rename = "requestState", borrow, default, deserialize_with = "present")]
+    #[serde(
+        rename = "requestState",
+        borrow,
+        default,
+        deserialize_with = "crate::incoming::present"
+    )]
     request_state: Option<&'a RawValue>,
-}
-
-fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<&'de RawValue>, D::Error> {
-    <&RawValue>::deserialize(d).map(Some)
 }
 
 /// Validates a request and turns it into a job, or the error to answer.

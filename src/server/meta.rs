@@ -1,7 +1,7 @@
 //! Validating the per-request `_meta` of a modern request
 //! (spec 2026-07-28 basic/index, "Per-request protocol fields").
 
-use serde::{Deserialize, Deserializer};
+use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
@@ -17,41 +17,37 @@ struct MetaFields<'a> {
         rename = "io.modelcontextprotocol/protocolVersion",
         borrow,
         default,
-        deserialize_with = "present"
+        deserialize_with = "crate::incoming::present"
     )]
     protocol_version: Option<&'a RawValue>,
     #[serde(
         rename = "io.modelcontextprotocol/clientCapabilities",
         borrow,
         default,
-        deserialize_with = "present"
+        deserialize_with = "crate::incoming::present"
     )]
     client_capabilities: Option<&'a RawValue>,
     #[serde(
         rename = "io.modelcontextprotocol/clientInfo",
         borrow,
         default,
-        deserialize_with = "present"
+        deserialize_with = "crate::incoming::present"
     )]
     client_info: Option<&'a RawValue>,
     #[serde(
         rename = "io.modelcontextprotocol/logLevel",
         borrow,
         default,
-        deserialize_with = "present"
+        deserialize_with = "crate::incoming::present"
     )]
     log_level: Option<&'a RawValue>,
     #[serde(
         rename = "progressToken",
         borrow,
         default,
-        deserialize_with = "present"
+        deserialize_with = "crate::incoming::present"
     )]
     progress_token: Option<&'a RawValue>,
-}
-
-fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<&'de RawValue>, D::Error> {
-    <&RawValue>::deserialize(d).map(Some)
 }
 
 /// A request's `_meta`, read once: its text and its reserved keys.
