@@ -721,60 +721,9 @@ const CHECKS: &[(&str, Check)] = &[
     ),
 ];
 
-/// The libtest command line, as far as it makes sense here: positional
-/// filters (substrings, or whole names with `--exact`), `--skip <filter>`
-/// and `--list`. Other options are accepted and ignored, with their values.
-#[derive(Default)]
-struct Selection {
-    filters: Vec<String>,
-    skip: Vec<String>,
-    exact: bool,
-    list: bool,
-}
-
-impl Selection {
-    fn from_args(args: impl IntoIterator<Item = String>) -> Selection {
-        const WITH_VALUE: &[&str] = &[
-            "--test-threads",
-            "--color",
-            "--format",
-            "--logfile",
-            "--shuffle-seed",
-            "-Z",
-        ];
-        let mut sel = Selection::default();
-        let mut args = args.into_iter();
-        while let Some(arg) = args.next() {
-            if arg == "--skip" {
-                sel.skip.extend(args.next());
-            } else if let Some(value) = arg.strip_prefix("--skip=") {
-                sel.skip.push(value.to_owned());
-            } else if arg == "--exact" {
-                sel.exact = true;
-            } else if arg == "--list" {
-                sel.list = true;
-            } else if WITH_VALUE.contains(&arg.as_str()) {
-                args.next();
-            } else if !arg.starts_with('-') {
-                sel.filters.push(arg);
-            }
-        }
-        sel
-    }
-
-    fn matches(&self, name: &str, pattern: &str) -> bool {
-        if self.exact {
-            name == pattern
-        } else {
-            name.contains(pattern)
-        }
-    }
-
-    fn includes(&self, name: &str) -> bool {
-        (self.filters.is_empty() || self.filters.iter().any(|f| self.matches(name, f)))
-            && !self.skip.iter().any(|s| self.matches(name, s))
-    }
-}
+#[path = "harness/selection.rs"]
+mod selection;
+use selection::Selection;
 
 /// Runs the selected checks and returns the exit status.
 fn run_checks() -> i32 {
