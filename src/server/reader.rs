@@ -60,7 +60,18 @@ impl ReadAhead {
             // bounds how late a gone owner is noticed.
             let _ = self.woken.recv_timeout(Duration::from_millis(100));
         }
-        self.line_credits.send(()).is_ok()
+        // Both ends of the credit channel live here, so a send can never
+        // fail on its own: poll for a gone owner while it is full.
+        loop {
+            match self
+                .line_credits
+                .send_timeout((), Duration::from_millis(100))
+            {
+                Ok(()) => return true,
+                Err(_) if Arc::strong_count(self) > 1 => {}
+                Err(_) => return false,
+            }
+        }
     }
 
     /// Owner: a line of `bytes` bytes was handled (or its request started).
@@ -116,5 +127,40 @@ pub(crate) fn read_loop(
             // Keep a buffer for ordinary lines, not a once-huge one.
             buf = Vec::with_capacity(64 * 1024);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_reader_waiting_for_credit_lets_go_when_the_owner_is_gone() {
+        let owner = Arc::new(ReadAhead::new(1, 1024));
+        let reader = Arc::clone(&owner);
+        assert!(reader.acquire());
+        // The only credit is in hand: the next acquire waits...
+        let waiting = std::thread::spawn(move || reader.acquire());
+        // ...until the owner's end goes away, and then says so.
+        drop(owner);
+        assert!(!waiting.join().unwrap());
+    }
+
+    #[test]
+    fn the_byte_budget_admits_one_line_then_waits_for_bytes() {
+        let owner = Arc::new(ReadAhead::new(10, 100));
+        let reader = Arc::clone(&owner);
+        assert!(reader.acquire());
+        reader.bytes.fetch_add(500, Ordering::AcqRel);
+        let (done_tx, done) = crossbeam_channel::bounded(1);
+        let waiting = std::thread::spawn(move || {
+            let ok = reader.acquire();
+            done_tx.send(()).unwrap();
+            ok
+        });
+        // Over budget: no second line until the owner frees the bytes.
+        assert!(done.recv_timeout(Duration::from_millis(50)).is_err());
+        owner.release(500);
+        assert!(waiting.join().unwrap());
     }
 }

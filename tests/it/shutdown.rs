@@ -136,3 +136,51 @@ fn serve_returns_an_error_when_the_output_is_gone() {
     let res = serving.join().unwrap();
     assert!(matches!(res, Err(mcp_stdio::Error::Io(_))), "{res:?}");
 }
+
+#[test]
+fn after_stop_a_reader_blocked_on_a_full_queue_lets_go_of_the_input() {
+    use std::io::Write;
+    let (builder, gate) = Gate::install(
+        Server::builder("full", "1.0.0")
+            .workers(1)
+            .max_running(1)
+            .queue_limit(1)
+            .shutdown_grace(std::time::Duration::from_millis(50)),
+    );
+    let server = builder.build();
+    let (ours, theirs) = mcp_stdio::Transport::memory();
+    let serving = {
+        let server = server.clone();
+        std::thread::spawn(move || server.serve(theirs))
+    };
+    let (reader, mut input) = ours.into_parts();
+    let mut line = serde_json::to_vec(&call(1, "block", json!({}))).unwrap();
+    line.push(b'\n');
+    input.write_all(&line).unwrap();
+    gate.wait_started();
+    // Request 2 waits for the one worker and holds the only credit; the
+    // reader, with request 3 in hand, may be waiting for a credit when the
+    // stop comes (or may not have read them yet: either way it must let go).
+    for id in 2..4 {
+        let mut line = serde_json::to_vec(&call(id, "block", json!({}))).unwrap();
+        line.push(b'\n');
+        input.write_all(&line).unwrap();
+    }
+    server.stop_handle().stop();
+    // Past the grace period the owner gives up on what is left and returns.
+    serving.join().unwrap().unwrap();
+    drop(reader);
+    // The reader thread notices the owner is gone and drops the input:
+    // writing to it then fails. Bounded: a stuck reader fails the test.
+    let deadline = std::time::Instant::now() + crate::support::WAIT;
+    loop {
+        if input.write_all(b"{}\n").is_err() {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the reader still holds the input"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
