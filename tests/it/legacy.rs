@@ -24,43 +24,7 @@ const PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
 const INSTRUCTIONS: &str =
     "Fixture server of mcp-stdio: every tool, resource and prompt is a test fixture.";
 
-/// The everything server's tools, in registration order.
-const EVERYTHING_TOOLS: &[&str] = &[
-    "echo",
-    "add",
-    "slow",
-    "progress",
-    "fail",
-    "panic",
-    "big",
-    "bump",
-    "toggle_tool",
-    "add_tool",
-    "stats",
-    "end_listen",
-    "test_simple_text",
-    "test_image_content",
-    "test_audio_content",
-    "test_embedded_resource",
-    "test_multiple_content_types",
-    "test_error_handling",
-    "test_tool_with_progress",
-    "test_missing_capability",
-    "test_streaming_elicitation",
-    "test_logging_tool",
-    "test_trigger_tool_change",
-    "test_trigger_prompt_change",
-    "json_schema_2020_12_tool",
-    "ask",
-    "test_input_required_result_elicitation",
-    "test_input_required_result_sampling",
-    "test_input_required_result_list_roots",
-    "test_input_required_result_request_state",
-    "test_input_required_result_multiple_inputs",
-    "test_input_required_result_multi_round",
-    "test_input_required_result_tampered_state",
-    "test_input_required_result_capabilities",
-];
+use crate::tools::EVERYTHING_TOOLS;
 
 // --- Helpers -------------------------------------------------------------
 

@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 
 use crate::support::{Peer, error, request};
 
-const PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==";
+use crate::support::PNG;
 
 fn get(id: impl Into<Value>, name: &str, arguments: Value) -> Value {
     request(

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 
 use crate::support::{Peer, call, error, request};
 
-const PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==";
+use crate::support::PNG;
 
 fn read(id: impl Into<Value>, uri: &str) -> Value {
     request(id, "resources/read", json!({ "uri": uri }))

@@ -10,6 +10,9 @@ use mcp_stdio::types::{CallToolResult, LoggingLevel, Tool};
 use mcp_stdio::{Server, ServerBuilder, Transport};
 use serde_json::{Value, json};
 
+/// The 1×1 PNG of the conformance fixtures.
+pub const PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==";
+
 /// How long any single wait may take before the test fails.
 pub const WAIT: Duration = Duration::from_secs(10);
 

@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use crate::support::{Peer, call, error, request};
 
 /// The everything server's tools, in registration order.
-const EVERYTHING_TOOLS: &[&str] = &[
+pub(crate) const EVERYTHING_TOOLS: &[&str] = &[
     "echo",
     "add",
     "slow",
@@ -46,8 +46,7 @@ const EVERYTHING_TOOLS: &[&str] = &[
     "test_input_required_result_capabilities",
 ];
 
-/// The 1×1 PNG of the conformance fixtures.
-const PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==";
+use crate::support::PNG;
 /// The WAV clip of the conformance fixtures.
 const WAV: &str =
     "UklGRjQAAABXQVZFZm10IBAAAAABAAEAQB8AAIA+AAACABAAZGF0YRAAAAAAAAAAAAAAAAAAAAAAAAAA";
