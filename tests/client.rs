@@ -23,6 +23,9 @@ mod conformance;
 mod everything;
 #[path = "../examples/everything/fixtures.rs"]
 mod fixtures;
+// The interop checks of `tests/interop/CHECKS.md` (examples/interop).
+#[path = "../examples/interop/checks.rs"]
+mod interop;
 
 use std::collections::{BTreeSet, HashMap};
 use std::fs::OpenOptions;
@@ -38,7 +41,8 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, RecvTimeoutError};
 use mcp_stdio::types::{
-    CallToolResult, CompleteRequestParams, LoggingLevel, ResourceContents, SubscriptionFilter,
+    CallToolResult, CompleteRequestParams, ElicitRequestParams, ElicitResult, LoggingLevel,
+    ResourceContents, SubscriptionFilter,
 };
 use mcp_stdio::{
     Client, ClientBuilder, Era, EraPolicy, Error, Outcome, RequestOptions, RestartPolicy,
@@ -85,6 +89,8 @@ fn run_server(mode: &str) -> ! {
         "legacy-32601" => fake_legacy(Some(-32601)),
         "legacy-32602" => fake_legacy(Some(-32602)),
         "legacy-silent" => fake_legacy(None),
+        "legacy-subscribe" => fake_legacy_subscribe(),
+        "legacy-asks" => fake_legacy_asks(),
         "modern-32022" => fake_modern_32022(),
         "dies-mid-request" => fake_dies_mid_request(),
         // `ignores-sigterm` is the same loop, started through a shell that
@@ -247,6 +253,116 @@ fn fake_legacy(code: Option<i64>) -> ! {
                 &mut out,
                 &error_reply(id, code.unwrap_or(-32601), "Method not found", None),
             ),
+        }
+    }
+    std::process::exit(0);
+}
+
+/// What the legacy fakes answer to `initialize`.
+fn legacy_initialize_result(capabilities: Value) -> Value {
+    json!({
+        "protocolVersion": LEGACY,
+        "capabilities": capabilities,
+        "serverInfo": { "name": "legacy-fake", "version": "0.0.1" }
+    })
+}
+
+/// `legacy-subscribe`: an initialize-era server with `resources.subscribe`
+/// and `tools.listChanged`. `resources/subscribe` answers `{}` (an error
+/// for URIs starting `refuse://`); the tool `bump` sends
+/// `notifications/resources/updated` for `mem://a` and `mem://b` and then
+/// `notifications/tools/list_changed` before its result.
+fn fake_legacy_subscribe() -> ! {
+    let rx = incoming();
+    let mut out = std::io::stdout().lock();
+    while let Ok(msg) = rx.recv() {
+        let (Some(id), Some(method)) = (msg.get("id"), method_of(&msg)) else {
+            continue;
+        };
+        let uri = msg["params"]["uri"].as_str().unwrap_or_default();
+        match method {
+            "initialize" => {
+                let capabilities = json!({
+                    "tools": { "listChanged": true },
+                    "resources": { "subscribe": true }
+                });
+                send(&mut out, &reply(id, legacy_initialize_result(capabilities)));
+            }
+            "resources/subscribe" if uri.starts_with("refuse://") => {
+                send(&mut out, &error_reply(id, -32602, "cannot subscribe", None))
+            }
+            "resources/subscribe" | "resources/unsubscribe" | "ping" => {
+                send(&mut out, &reply(id, json!({})));
+            }
+            "tools/call" if tool_name(&msg) == "bump" => {
+                for uri in ["mem://a", "mem://b"] {
+                    let params = json!({ "uri": uri });
+                    let note = json!({ "jsonrpc": "2.0", "method": "notifications/resources/updated", "params": params });
+                    send(&mut out, &note);
+                }
+                let note =
+                    json!({ "jsonrpc": "2.0", "method": "notifications/tools/list_changed" });
+                send(&mut out, &note);
+                send(&mut out, &reply(id, text_result("bumped")));
+            }
+            _ => send(&mut out, &error_reply(id, -32601, "Method not found", None)),
+        }
+    }
+    std::process::exit(0);
+}
+
+/// `legacy-asks`: an initialize-era server whose tool `ask` sends the
+/// client four requests of its own (`ping`, `elicitation/create`,
+/// `roots/list`, `weird/method`), waits for the four answers, and returns
+/// them, by request id, as its JSON text. Any other tool echoes.
+fn fake_legacy_asks() -> ! {
+    let rx = incoming();
+    let mut out = std::io::stdout().lock();
+    while let Ok(msg) = rx.recv() {
+        let (Some(id), Some(method)) = (msg.get("id"), method_of(&msg)) else {
+            continue;
+        };
+        match method {
+            "initialize" => {
+                let result = legacy_initialize_result(json!({ "tools": {} }));
+                send(&mut out, &reply(id, result));
+            }
+            "tools/call" if tool_name(&msg) == "ask" => {
+                let schema =
+                    json!({ "type": "object", "properties": { "name": { "type": "string" } } });
+                let asks = [
+                    ("s-ping", "ping", json!({})),
+                    (
+                        "s-elicit",
+                        "elicitation/create",
+                        json!({ "message": "Your name?", "requestedSchema": schema }),
+                    ),
+                    ("s-roots", "roots/list", json!({})),
+                    ("s-weird", "weird/method", json!({})),
+                ];
+                for (ask_id, method, params) in &asks {
+                    let request = json!({ "jsonrpc": "2.0", "id": ask_id, "method": method, "params": params });
+                    send(&mut out, &request);
+                }
+                let mut answers = serde_json::Map::new();
+                while answers.len() < asks.len() {
+                    let Ok(answer) = rx.recv_timeout(Duration::from_secs(10)) else {
+                        break;
+                    };
+                    if let Some(ask_id) = answer["id"]
+                        .as_str()
+                        .filter(|_| method_of(&answer).is_none())
+                    {
+                        answers.insert(ask_id.to_owned(), answer.clone());
+                    }
+                }
+                send(
+                    &mut out,
+                    &reply(id, text_result(&Value::Object(answers).to_string())),
+                );
+            }
+            "tools/call" => send(&mut out, &reply(id, text_result(&echo_text(&msg)))),
+            _ => send(&mut out, &error_reply(id, -32601, "Method not found", None)),
         }
     }
     std::process::exit(0);
@@ -680,6 +796,14 @@ const CHECKS: &[(&str, Check)] = &[
         "legacy_only_sends_no_discover",
         legacy_only_sends_no_discover,
     ),
+    (
+        "legacy_server_requests_are_answered",
+        legacy_server_requests_are_answered,
+    ),
+    (
+        "legacy_listen_subscribes_per_uri_and_unsubscribes_last",
+        legacy_listen_subscribes_per_uri_and_unsubscribes_last,
+    ),
     // 3. -32022.
     (
         "modern_32022_retries_discover_never_initialize",
@@ -709,6 +833,17 @@ const CHECKS: &[(&str, Check)] = &[
     (
         "bad_output_skipped_real_reply_returned",
         bad_output_skipped_real_reply_returned,
+    ),
+    // 8. The interop checks (tests/interop/CHECKS.md) this crate's client
+    //    runs against the peers' servers, here against the everything
+    //    server in both eras.
+    (
+        "interop_checks_pass_against_everything",
+        interop_checks_pass_against_everything,
+    ),
+    (
+        "interop_checks_pass_against_everything_legacy",
+        interop_checks_pass_against_everything_legacy,
     ),
     // 7. Late replies.
     (
@@ -1790,13 +1925,23 @@ fn legacy_fallback(mode: &str, builder: ClientBuilder) -> Result<String, String>
     client
         .ping()
         .map_err(|e| format!("ping failed: {e} ({e:?})"))?;
+    // The fake declares neither `listChanged` nor `resources`: nothing
+    // can be delivered, and nothing is sent for it.
+    let asked = SubscriptionFilter {
+        tools_list_changed: Some(true),
+        resource_subscriptions: Some(vec!["mem://x".into()]),
+        ..SubscriptionFilter::default()
+    };
+    let subscription = client
+        .listen(asked.clone())
+        .map_err(|e| format!("listen on a legacy server failed: {e}"))?;
     ensure!(
-        matches!(
-            client.listen(SubscriptionFilter::default()),
-            Err(Error::Protocol(_))
-        ),
-        "listen against a legacy server did not fail with Error::Protocol"
+        subscription.accepted() == &SubscriptionFilter::default()
+            && subscription.not_accepted() == asked,
+        "accepted {:?} of {asked:?}",
+        subscription.accepted()
     );
+    drop(subscription);
     close_ok(client)?;
     let lines = wire.lines();
     check_client_wire(&lines)?;
@@ -1839,6 +1984,180 @@ fn legacy_fallback(mode: &str, builder: ClientBuilder) -> Result<String, String>
         lines[3]
     );
     Ok(format!("legacy after {}", ms(established)))
+}
+
+fn legacy_server_requests_are_answered() -> Result<String, String> {
+    let client = builder()
+        .era(EraPolicy::LegacyOnly)
+        .on_elicitation(|params| {
+            let ElicitRequestParams::Form(form) = params else {
+                return Err(Error::Protocol("a URL elicitation".into()));
+            };
+            let name = format!("answered {:?}", form.message);
+            Ok(ElicitResult::accept(
+                json!({ "name": name })
+                    .as_object()
+                    .cloned()
+                    .unwrap_or_default(),
+            ))
+        })
+        .spawn(server_command("legacy-asks", None))
+        .map_err(|e| format!("connecting failed: {e}"))?;
+    let result = match client.call_tool("ask", json!({})) {
+        Ok(Outcome::Complete(result)) => result,
+        other => return Err(format!("ask: {other:?}")),
+    };
+    let answers: Value = serde_json::from_str(text_of(&result).unwrap_or_default())
+        .map_err(|e| format!("ask's text is not JSON: {e}"))?;
+    ensure!(
+        answers["s-ping"]["result"] == json!({}),
+        "ping: {}",
+        answers["s-ping"]
+    );
+    ensure!(
+        answers["s-elicit"]["result"]
+            == json!({ "action": "accept", "content": { "name": "answered \"Your name?\"" } }),
+        "elicitation/create: {}",
+        answers["s-elicit"]
+    );
+    // No roots handler, and a method nobody knows: -32601 for both.
+    for id in ["s-roots", "s-weird"] {
+        ensure!(
+            answers[id]["error"]["code"] == json!(-32601) && answers[id]["jsonrpc"] == json!("2.0"),
+            "{id}: {}",
+            answers[id]
+        );
+    }
+    expect_text(
+        "echo after the asks",
+        client.call_tool("echo", json!({ "text": "still fine" })),
+        "still fine",
+    )?;
+    close_ok(client)?;
+    Ok("ping, elicitation/create answered; roots/list and an unknown method -32601".into())
+}
+
+fn legacy_listen_subscribes_per_uri_and_unsubscribes_last() -> Result<String, String> {
+    let wire = Wire::new("legacy-subscribe");
+    let client = builder()
+        .spawn(server_command("legacy-subscribe", Some(&wire)))
+        .map_err(|e| format!("connecting failed: {e}"))?;
+    let both = SubscriptionFilter {
+        tools_list_changed: Some(true),
+        prompts_list_changed: Some(true),
+        resource_subscriptions: Some(vec!["mem://a".into(), "refuse://r".into()]),
+        ..SubscriptionFilter::default()
+    };
+    let mut first = client
+        .listen(both)
+        .map_err(|e| format!("listen failed: {e}"))?;
+    let accepted = SubscriptionFilter {
+        tools_list_changed: Some(true),
+        resource_subscriptions: Some(vec!["mem://a".into()]),
+        ..SubscriptionFilter::default()
+    };
+    ensure!(
+        first.accepted() == &accepted,
+        "accepted {:?}, want {accepted:?} (no prompts capability, refuse:// refused)",
+        first.accepted()
+    );
+    let only_a = SubscriptionFilter {
+        resource_subscriptions: Some(vec!["mem://a".into()]),
+        ..SubscriptionFilter::default()
+    };
+    let mut second = client
+        .listen(only_a)
+        .map_err(|e| format!("second listen failed: {e}"))?;
+    expect_text("bump", client.call_tool("bump", json!({})), "bumped")?;
+    let updated_a = SubscriptionEvent::ResourceUpdated {
+        uri: "mem://a".into(),
+    };
+    // mem://b was never asked for; the tool-list change only by the first.
+    let first_events = [
+        next_event("first", &mut first)?,
+        next_event("first", &mut first)?,
+    ];
+    ensure!(
+        first_events == [updated_a.clone(), SubscriptionEvent::ToolsListChanged],
+        "first subscription got {first_events:?}"
+    );
+    ensure!(
+        next_event("second", &mut second)? == updated_a,
+        "second subscription did not get the update of mem://a"
+    );
+    let extra = second
+        .try_recv()
+        .map_err(|e| format!("second ended: {e:?}"))?;
+    ensure!(extra.is_none(), "second subscription also got {extra:?}");
+    drop(first);
+    client.ping().map_err(|e| format!("ping failed: {e}"))?;
+    let unsubscribes = |lines: &[Value]| {
+        lines
+            .iter()
+            .filter(|l| method_of(l) == Some("resources/unsubscribe"))
+            .map(|l| l["params"]["uri"].clone())
+            .collect::<Vec<_>>()
+    };
+    ensure!(
+        unsubscribes(&wire.lines()).is_empty(),
+        "mem://a was unsubscribed while the second subscription still wants it"
+    );
+    drop(second);
+    client.ping().map_err(|e| format!("ping failed: {e}"))?;
+    close_ok(client)?;
+    let lines = wire.lines();
+    let subscribes: Vec<_> = lines
+        .iter()
+        .filter(|l| method_of(l) == Some("resources/subscribe"))
+        .map(|l| l["params"]["uri"].clone())
+        .collect();
+    ensure!(
+        subscribes == [json!("mem://a"), json!("refuse://r"), json!("mem://a")]
+            && unsubscribes(&lines) == [json!("mem://a")],
+        "subscribes {subscribes:?}, unsubscribes {:?}",
+        unsubscribes(&lines)
+    );
+    ensure!(
+        !methods(&lines)
+            .iter()
+            .any(|m| m == "subscriptions/listen" || m == "notifications/cancelled"),
+        "a modern listen message went to a legacy server: {:?}",
+        methods(&lines)
+    );
+    Ok("per-URI subscribe, refused URI left out, unsubscribe after the last handle".into())
+}
+
+/// Runs the interop checks and requires every one to pass, but for the
+/// `skipped` ones, which must be skipped.
+fn interop_checks(command: Command, era: EraPolicy, skipped: &[&str]) -> Result<String, String> {
+    let verdicts = interop::run(command, era);
+    let mut passed = 0;
+    for (name, verdict) in &verdicts {
+        match (verdict.parts(), skipped.contains(name)) {
+            (("pass", _), false) => passed += 1,
+            (("skip", _), true) => {}
+            ((status, detail), _) => return Err(format!("{name}: {status}: {detail}")),
+        }
+    }
+    ensure!(
+        verdicts.len() == interop::CHECKS.len() + 2,
+        "{} verdicts for {} checks plus discover and shutdown",
+        verdicts.len(),
+        interop::CHECKS.len()
+    );
+    Ok(format!("{passed} passed, {} skipped", skipped.len()))
+}
+
+fn interop_checks_pass_against_everything() -> Result<String, String> {
+    interop_checks(server_command("everything", None), EraPolicy::Auto, &[])
+}
+
+fn interop_checks_pass_against_everything_legacy() -> Result<String, String> {
+    interop_checks(
+        server_command("everything", None),
+        EraPolicy::LegacyOnly,
+        &["mrtr.elicitation"],
+    )
 }
 
 fn legacy_32601_falls_back_to_initialize() -> Result<String, String> {

@@ -159,6 +159,9 @@ fn initialize(options: &ClientBuilder, link: &Arc<Link>) -> Result<ServerFacts, 
         #[serde(default)]
         instructions: Option<String>,
     }
+    // A legacy server may ask the client things (ping among them) from
+    // the handshake on.
+    link.answer_server_requests(options.input.clone());
     let params = json!({
         "protocolVersion": LEGACY_VERSIONS[0],
         "capabilities": options.capabilities,

@@ -26,10 +26,14 @@ use serde::Deserialize;
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-use crate::jsonrpc::{ErrorObject, RequestId};
+use crate::client::input::InputHandlers;
+use crate::client::legacy_listen::{self, LegacyFilters};
+use crate::client::server_requests;
+use crate::jsonrpc::{ErrorObject, RequestId, encode_error, encode_result};
 use crate::transport::{Line, read_line};
 use crate::types::{
-    LoggingMessageNotificationParams, ProgressNotificationParams, meta_key, method,
+    LoggingMessageNotificationParams, ProgressNotificationParams, SubscriptionFilter, meta_key,
+    method,
 };
 
 /// What the reader delivers to a waiting request.
@@ -73,9 +77,15 @@ pub(crate) struct Link {
     writer: Mutex<Option<Sender<Vec<u8>>>>,
     pending: Mutex<HashMap<RequestId, Pending>>,
     subscriptions: Mutex<HashMap<RequestId, Sender<SubscriptionDelivery>>>,
+    /// The subscriptions emulated on a legacy server, which get untagged
+    /// notifications (see `legacy_listen`).
+    legacy: Mutex<LegacyFilters>,
     alive: AtomicBool,
     /// Whether the client will restart the server when this link dies.
     pub restartable: AtomicBool,
+    /// Set on a legacy connection: the handlers that answer the server's
+    /// requests (see `server_requests`).
+    server_requests: Mutex<Option<InputHandlers>>,
     /// Called once, by the reader, when the link dies.
     on_death: Mutex<Option<Box<dyn FnOnce() + Send>>>,
     next_id: AtomicU64,
@@ -95,8 +105,10 @@ impl Link {
             writer: Mutex::new(Some(tx)),
             pending: Mutex::new(HashMap::new()),
             subscriptions: Mutex::new(HashMap::new()),
+            legacy: Mutex::new(LegacyFilters::new()),
             alive: AtomicBool::new(true),
             restartable: AtomicBool::new(false),
+            server_requests: Mutex::new(None),
             on_death: Mutex::new(None),
             next_id: AtomicU64::new(1),
             trace,
@@ -175,8 +187,37 @@ impl Link {
         }
     }
 
-    pub fn forget_subscription(&self, id: &RequestId) {
+    /// Forgets a subscription; returns its accepted filter if it was a
+    /// legacy one.
+    pub fn forget_subscription(&self, id: &RequestId) -> Option<SubscriptionFilter> {
         lock(&self.subscriptions).remove(id);
+        lock(&self.legacy).remove(id)
+    }
+
+    /// Registers a subscription emulated on a legacy server: untagged
+    /// notifications that `filter` covers go to `tx`.
+    pub fn adopt_legacy_subscription(
+        &self,
+        id: &RequestId,
+        filter: SubscriptionFilter,
+        tx: Sender<SubscriptionDelivery>,
+    ) {
+        lock(&self.legacy).insert(id.clone(), filter);
+        self.adopt_subscription(id, tx);
+    }
+
+    /// Narrows a legacy subscription's filter to what was accepted.
+    pub fn set_legacy_filter(&self, id: &RequestId, filter: SubscriptionFilter) {
+        if let Some(slot) = lock(&self.legacy).get_mut(id) {
+            *slot = filter;
+        }
+    }
+
+    /// Whether an open legacy subscription still wants updates of `uri`.
+    pub fn legacy_uri_wanted(&self, uri: &str) -> bool {
+        lock(&self.legacy)
+            .values()
+            .any(|f| f.resource_subscriptions.iter().flatten().any(|u| u == uri))
     }
 
     /// Marks the connection dead and fails everything waiting on it.
@@ -186,6 +227,7 @@ impl Link {
         for p in pending {
             let _ = p.tx.send(Delivery::Disconnected);
         }
+        lock(&self.legacy).clear();
         let subs: Vec<_> = lock(&self.subscriptions).drain().map(|(_, s)| s).collect();
         let restarting = self.restartable.load(Ordering::Acquire);
         for s in subs {
@@ -195,6 +237,37 @@ impl Link {
                 SubscriptionDelivery::Disconnected
             });
         }
+    }
+
+    /// Answers the server's requests from now on (a legacy connection).
+    pub fn answer_server_requests(&self, handlers: InputHandlers) {
+        *lock(&self.server_requests) = Some(handlers);
+    }
+
+    /// Answers a legacy server's request on a thread of its own: a handler
+    /// may block on a user, and the reader must go on reading.
+    /// `false` on a modern connection, where nothing answers.
+    fn answer_request(self: &Arc<Link>, id: RequestId, request: String, params: String) -> bool {
+        let Some(handlers) = lock(&self.server_requests).clone() else {
+            return false;
+        };
+        let link = Arc::clone(self);
+        let answering = thread::Builder::new()
+            .name("mcp-client-answer".into())
+            .spawn(move || {
+                let mut line = Vec::new();
+                match server_requests::answer(&handlers, &request, &params) {
+                    Ok(result) => {
+                        let _ = encode_result(&mut line, &id, &result);
+                    }
+                    Err(error) => encode_error(&mut line, Some(&id), &error),
+                }
+                link.send(line);
+            });
+        if answering.is_err() {
+            (self.trace)("could not start a thread to answer the server's request");
+        }
+        true
     }
 
     /// Sets what the reader calls when the link dies.
@@ -229,7 +302,7 @@ impl Link {
     }
 
     /// Routes one line from the server.
-    fn route(&self, line: &[u8], notes: &mut NoteLimiter) {
+    fn route(self: &Arc<Link>, line: &[u8], notes: &mut NoteLimiter) {
         #[derive(Deserialize)]
         struct Message<'a> {
             #[serde(default)]
@@ -272,9 +345,15 @@ impl Link {
             .and_then(|raw| serde_json::from_str::<RequestId>(raw.get()).ok());
         match (msg.method, id) {
             (Some(method), Some(id)) => {
-                // Spec 2026-07-28 basic/transports/stdio: the server MUST NOT
-                // send requests, and the client MUST NOT write responses.
-                notes.note(trace, &format!("ignored a request from the server ({method}, id {id}): servers send no requests over stdio"));
+                // Spec 2026-07-28 basic/transports/stdio: a modern server
+                // MUST NOT send requests; a legacy one may, and is answered.
+                let params = msg.params.map_or("{}", RawValue::get).to_owned();
+                let note = format!(
+                    "ignored a request from the server ({method}, id {id}): servers send no requests over stdio"
+                );
+                if !self.answer_request(id, method, params) {
+                    notes.note(trace, &note);
+                }
             }
             (Some(method), None) => {
                 let params = msg.params.map(RawValue::get).unwrap_or("{}");
@@ -356,6 +435,9 @@ impl Link {
             }
             return;
         }
+        if self.deliver_untagged(method, &value) {
+            return;
+        }
         match method {
             method::NOTIFICATION_PROGRESS => {
                 let Ok(progress) = serde_json::from_value::<ProgressNotificationParams>(value)
@@ -392,6 +474,30 @@ impl Link {
             }
             _ => {}
         }
+    }
+}
+
+impl Link {
+    /// Hands an untagged change notification to every legacy subscription
+    /// that wants it; `false` if it is not a change notification.
+    fn deliver_untagged(&self, method: &str, params: &Value) -> bool {
+        if !legacy_listen::is_change(method) {
+            return false;
+        }
+        let legacy = lock(&self.legacy);
+        let subs = lock(&self.subscriptions);
+        for (id, filter) in legacy.iter() {
+            if let Some(tx) = subs
+                .get(id)
+                .filter(|_| legacy_listen::wants(filter, method, params))
+            {
+                let _ = tx.send(SubscriptionDelivery::Notification {
+                    method: method.to_owned(),
+                    params: params.clone(),
+                });
+            }
+        }
+        true
     }
 }
 

@@ -8,11 +8,13 @@
 mod call;
 mod era;
 mod input;
+mod legacy_listen;
 mod link;
 mod pages;
 mod process;
 mod requests;
 mod restart;
+mod server_requests;
 mod subscription;
 
 use std::collections::HashMap;

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use crate::client::link::{Link, SubscriptionDelivery};
 use crate::client::requests::encode_request;
-use crate::client::{ClientInner, era, lock, process};
+use crate::client::{ClientInner, era, legacy_listen, lock, process};
 use crate::types::method;
 
 /// Arms `link` so that its death triggers a restart when the policy allows.
@@ -113,9 +113,15 @@ fn start_again(inner: &Arc<ClientInner>) -> Result<(), crate::Error> {
     *lock(&inner.link) = Arc::clone(&link);
     // Re-open every live subscription on the new connection, with the
     // same delivery channel: its handle sees the new ack as `Resubscribed`.
+    let legacy = matches!(lock(&inner.facts).era, crate::client::Era::Legacy { .. });
     for sub in lock(&inner.subscriptions).values() {
         let id = link.next_id();
         *lock(&sub.id) = id.clone();
+        if legacy {
+            let caps = lock(&inner.facts).capabilities.clone();
+            legacy_listen::reopen(&link, &caps, &id, &sub.filter, sub.tx.clone());
+            continue;
+        }
         link.adopt_subscription(&id, sub.tx.clone());
         let params = serde_json::json!({ "notifications": sub.filter });
         let client_params = crate::client::requests::stamp_for(inner, params, &id, None, false)?;

@@ -185,7 +185,10 @@ impl Subscription {
         self.end = Some(SubscriptionEnd::Closed);
         let id = self.id();
         let link = Arc::clone(&self.link.lock().unwrap_or_else(|e| e.into_inner()));
-        link.forget_subscription(&id);
+        if let Some(filter) = link.forget_subscription(&id) {
+            // Emulated on a legacy server: nothing was sent to cancel.
+            return crate::client::legacy_listen::close(&link, &filter);
+        }
         let mut line = Vec::new();
         let params = serde_json::json!({ "requestId": id });
         if encode_notification(&mut line, method::NOTIFICATION_CANCELLED, &params).is_ok() {
@@ -270,21 +273,35 @@ impl crate::client::Client {
     /// Opens a subscription: sends `subscriptions/listen` with `filter` and
     /// blocks until the server acknowledges it (or refuses, or the request
     /// timeout passes).
+    ///
+    /// On a legacy (initialize-era) server the same handle is built from
+    /// that era's pieces: `resources/subscribe` for each URI and the
+    /// server's untagged list-changed notifications, as far as its
+    /// capabilities declare them; [`Subscription::accepted`] says what was
+    /// accepted, and dropping the handle unsubscribes.
     pub fn listen(&self, filter: SubscriptionFilter) -> Result<Subscription, crate::Error> {
-        use crate::client::{LiveSubscription, lock};
         use crate::error::Error;
-        if let crate::client::Era::Legacy { .. } = self.era() {
-            return Err(Error::Protocol(
-                "subscriptions/listen is not part of the legacy era this server speaks".into(),
-            ));
-        }
         let link = self.link();
         let id = link.next_id();
+        let (tx, rx) = crossbeam_channel::unbounded();
+        if let crate::client::Era::Legacy { .. } = self.era() {
+            let accepted = crate::client::legacy_listen::open(
+                &link,
+                &self.server_capabilities(),
+                &id,
+                &filter,
+                tx.clone(),
+                self.inner.options.request_timeout,
+            );
+            if !link.is_alive() {
+                return Err(Error::Disconnected);
+            }
+            return Ok(self.track(id, filter, accepted, tx, rx));
+        }
         let params = serde_json::json!({ "notifications": filter });
         let params = crate::client::requests::stamp_for(&self.inner, params, &id, None, false)?;
         let line =
             crate::client::requests::encode_request(&id, method::SUBSCRIPTIONS_LISTEN, &params)?;
-        let (tx, rx) = crossbeam_channel::unbounded();
         link.adopt_subscription(&id, tx.clone());
         if !link.send(line) {
             link.forget_subscription(&id);
@@ -327,6 +344,19 @@ impl crate::client::Client {
                 }
             }
         };
+        Ok(self.track(id, filter, accepted, tx, rx))
+    }
+
+    /// Records a live subscription (for restarts) and makes its handle.
+    fn track(
+        &self,
+        id: RequestId,
+        filter: SubscriptionFilter,
+        accepted: SubscriptionFilter,
+        tx: crossbeam_channel::Sender<SubscriptionDelivery>,
+        rx: Receiver<SubscriptionDelivery>,
+    ) -> Subscription {
+        use crate::client::{LiveSubscription, lock};
         let shared_id = Arc::new(Mutex::new(id));
         let key = self
             .inner
@@ -341,7 +371,7 @@ impl crate::client::Client {
             },
         );
         let registry = Arc::downgrade(&self.inner);
-        Ok(Subscription {
+        Subscription {
             id: shared_id,
             link: Arc::clone(&self.inner.link),
             rx,
@@ -353,6 +383,6 @@ impl crate::client::Client {
                     lock(&inner.subscriptions).remove(&key);
                 }
             })),
-        })
+        }
     }
 }

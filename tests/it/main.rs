@@ -18,6 +18,7 @@ mod cancellation;
 mod client;
 mod concurrency;
 mod discover;
+mod fixtures_md;
 mod legacy;
 mod mrtr;
 mod notifications;

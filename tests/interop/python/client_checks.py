@@ -1,0 +1,478 @@
+#!/usr/bin/env python3
+"""Interop checks: the Python SDK's client (mcp 2.3, 2026-07-28 era) against a server.
+
+Usage (with the 2.3 venv's python):
+
+    client_checks.py [--wire FILE] <server command...>
+
+Runs every check of tests/interop/CHECKS.md ("The checks") in order over stdio
+and prints one JSON line per check on stdout; diagnostics go to stderr.
+`--wire FILE` (or MCP_INTEROP_WIRE=FILE) records every line on the wire, with
+timestamps, for a bug report.
+
+Everything goes through the SDK's public client API: `mcp.Client` over
+`StdioServerParameters` (so `mode="auto"`: `server/discover`, falling back to
+`initialize`), `call_tool` with `progress_callback`, `listen()`, the
+elicitation callback behind the MRTR driver, and anyio cancellation (which the
+SDK turns into `notifications/cancelled`).
+
+The server runs under this same script in `--wrap` mode: a transparent parent
+that records the server's exit status, so the `shutdown` check can tell a
+clean exit on stdin EOF from the SDK's SIGTERM escalation (the SDK's stdio
+transport does not expose the process).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import math
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+CHECK_TIMEOUT = 10.0
+
+# ---------------------------------------------------------------------------
+# --wrap mode: stdlib only, runs before the SDK is imported.
+# ---------------------------------------------------------------------------
+
+
+def wrap_main(argv: list[str]) -> int:
+    """`--wrap STATUS WIRE -- cmd...`: run cmd, optionally tee its stdio, record its exit status."""
+    status_path, wire_path = argv[0], argv[1]
+    cmd = argv[3:]
+    started = time.monotonic()
+    try:
+        if wire_path == "-":
+            child = subprocess.Popen(cmd)  # stdin, stdout, stderr inherited: fully transparent
+        else:
+            child = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    except OSError as e:
+        print(f"cannot start the server {cmd!r}: {e}", file=sys.stderr)
+        return 127
+    if wire_path != "-":
+        wire = open(wire_path, "a", encoding="utf-8")
+        lock = threading.Lock()
+
+        def log(direction: str, line: bytes) -> None:
+            with lock:
+                wire.write(f"{time.monotonic() - started:9.3f} {direction} {line.decode('utf-8', 'replace').rstrip()}\n")
+                wire.flush()
+
+        def pump(src, dst, direction: str, close_dst: bool) -> None:
+            for line in iter(src.readline, b""):
+                log(direction, line)
+                dst.write(line)
+                dst.flush()
+            log(direction, b"<EOF>")
+            if close_dst:
+                dst.close()
+
+        stdin = os.fdopen(0, "rb", buffering=0)
+        stdout = os.fdopen(1, "wb", buffering=0)
+        threading.Thread(target=pump, args=(stdin, child.stdin, "->", True), daemon=True).start()
+        out = threading.Thread(target=pump, args=(child.stdout, stdout, "<-", False), daemon=True)
+        out.start()
+    rc = child.wait()
+    if wire_path != "-":
+        out.join(1.0)
+    with open(status_path, "w", encoding="utf-8") as f:
+        # CLOCK_MONOTONIC is system-wide, so the client can compare `exited_at` with its own clock.
+        json.dump({"returncode": rc, "exited_at": time.monotonic()}, f)
+    return 0 if rc == 0 else 1
+
+
+if __name__ == "__main__" and len(sys.argv) > 1 and sys.argv[1] == "--wrap":
+    sys.exit(wrap_main(sys.argv[2:]))
+
+# ---------------------------------------------------------------------------
+# The checks.
+# ---------------------------------------------------------------------------
+
+import anyio  # noqa: E402
+import mcp_types as types  # noqa: E402
+from mcp import Client, MCPError, StdioServerParameters  # noqa: E402
+from mcp.client.subscriptions import ResourceUpdated, ToolsListChanged  # noqa: E402
+
+ERA = "2026-07-28"
+FIXTURE_TOOLS = ["echo", "add", "test_image_content", "fail", "slow", "progress", "bump", "toggle_tool", "ask"]
+TEMPLATE = "test://template/{id}/data"
+
+
+class CheckFailed(Exception):
+    pass
+
+
+class Skip(Exception):
+    pass
+
+
+def expect(condition: bool, message: str) -> None:
+    if not condition:
+        raise CheckFailed(message)
+
+
+def diag(message: str) -> None:
+    print(f"[client_checks] {message}", file=sys.stderr, flush=True)
+
+
+def texts(result: types.CallToolResult | types.GetPromptResult) -> list[str]:
+    if isinstance(result, types.GetPromptResult):
+        blocks = [m.content for m in result.messages]
+    else:
+        blocks = result.content
+    return [b.text for b in blocks if isinstance(b, types.TextContent)]
+
+
+class Run:
+    """State shared by the checks: the one connection, and what the callbacks saw."""
+
+    def __init__(self, status_path: str) -> None:
+        self.status_path = status_path
+        self.client: Client | None = None
+        self.elicitations: list[types.ElicitRequestParams] = []
+        self.closing_at = math.inf  # when the runner began closing the client
+        self.closed_in: float | None = None  # how long closing took
+
+    async def elicit(self, context, params: types.ElicitRequestParams) -> types.ElicitResult:
+        """The elicitation callback (the MRTR driver calls it): the user answers every form with name Ada."""
+        self.elicitations.append(params)
+        return types.ElicitResult(action="accept", content={"name": "Ada"})
+
+
+async def check_discover(run: Run) -> str:
+    c = run.client
+    session = c.session
+    expect(session.discover_result is not None, "connected without server/discover (fell back to initialize)")
+    expect(c.protocol_version == ERA, f"negotiated {c.protocol_version!r}, want {ERA}")
+    caps = c.server_capabilities
+    missing = []
+    if not (caps.tools and caps.tools.list_changed):
+        missing.append("tools.listChanged")
+    if not (caps.resources and caps.resources.subscribe):
+        missing.append("resources.subscribe")
+    if not (caps.resources and caps.resources.list_changed):
+        missing.append("resources.listChanged")
+    if caps.prompts is None:
+        missing.append("prompts")
+    if caps.completions is None:
+        missing.append("completions")
+    expect(not missing, f"capabilities lack {missing}")
+    info = c.server_info
+    who = f"{info.name} {info.version}" if info else "anonymous server"
+    return f"{who}, {c.protocol_version}, supportedVersions {session.discover_result.supported_versions}"
+
+
+async def check_tools_list(run: Run) -> str:
+    tools = {t.name: t for t in (await run.client.list_tools()).tools}
+    missing = [n for n in FIXTURE_TOOLS if n not in tools]
+    expect(not missing, f"not listed: {missing}")
+    bad = [n for n in FIXTURE_TOOLS if not isinstance(tools[n].input_schema, dict) or not tools[n].input_schema]
+    expect(not bad, f"without inputSchema: {bad}")
+    expect(tools["add"].output_schema is not None, "add has no outputSchema")
+    return f"{len(tools)} tools, all {len(FIXTURE_TOOLS)} fixtures with an inputSchema"
+
+
+async def check_tools_call_text(run: Run) -> str:
+    text = "héllo ✓"
+    result = await run.client.call_tool("echo", {"text": text})
+    expect(not result.is_error, f"isError: {result}")
+    got = texts(result)
+    expect(got == [text], f"echo returned {got!r}")
+    expect(got[0].encode() == text.encode(), "not byte for byte")
+    return f"echo returned {text!r}"
+
+
+async def check_tools_call_image(run: Run) -> str:
+    result = await run.client.call_tool("test_image_content", {})
+    images = [b for b in result.content if isinstance(b, types.ImageContent)]
+    expect(len(images) == 1, f"content {result.content!r}")
+    img = images[0]
+    expect(img.mime_type == "image/png", f"mimeType {img.mime_type!r}")
+    expect(len(img.data) > 0, "empty data")
+    raw = base64.b64decode(img.data, validate=True)
+    expect(raw.startswith(b"\x89PNG\r\n\x1a\n"), "data is not a PNG")
+    return f"image/png, {len(raw)} bytes"
+
+
+async def check_tools_call_structured(run: Run) -> str:
+    result = await run.client.call_tool("add", {"a": 2, "b": 3})
+    expect(not result.is_error, f"isError: {result}")
+    sc = result.structured_content
+    expect(isinstance(sc, dict) and sc.get("sum") == 5, f"structuredContent {sc!r}")
+    return f"structuredContent {json.dumps(sc)}, text {texts(result)!r}"
+
+
+async def check_tools_call_error(run: Run) -> str:
+    try:
+        result = await run.client.call_tool("fail", {})
+    except MCPError as e:
+        raise CheckFailed(f"a JSON-RPC error {e.code} {e} instead of an isError result") from None
+    expect(result.is_error is True, f"isError {result.is_error!r}")
+    return f"isError true: {texts(result)!r}"
+
+
+async def check_tools_call_unknown(run: Run) -> str:
+    try:
+        result = await run.client.call_tool("no_such_tool", {})
+        expect(result.is_error is True, f"a successful result {result!r}")
+        first = "isError result"
+    except MCPError as e:
+        first = f"JSON-RPC error {e.code} {e.error.message!r}"
+    again = await run.client.call_tool("echo", {"text": "still here"})
+    expect(texts(again) == ["still here"], f"echo afterwards returned {texts(again)!r}")
+    return f"{first}; echo afterwards works"
+
+
+async def check_resources_list(run: Run) -> str:
+    resources = (await run.client.list_resources()).resources
+    uris = [str(r.uri) for r in resources]
+    expect("mem://counter" in uris, f"mem://counter not in {uris}")
+    return f"{len(uris)} resources, mem://counter listed"
+
+
+async def check_resources_read(run: Run) -> str:
+    result = await run.client.read_resource("mem://counter")
+    contents = result.contents
+    expect(len(contents) == 1, f"{len(contents)} contents")
+    c = contents[0]
+    expect(isinstance(c, types.TextResourceContents), f"not text: {c!r}")
+    expect(c.text.isdecimal(), f"text {c.text!r} is not decimal")
+    return f"mem://counter = {c.text!r} ({c.mime_type})"
+
+
+async def check_resources_templates(run: Run) -> str:
+    templates = [t.uri_template for t in (await run.client.list_resource_templates()).resource_templates]
+    expect(TEMPLATE in templates, f"{TEMPLATE} not in {templates}")
+    result = await run.client.read_resource("test://template/123/data")
+    got = [c.text for c in result.contents if isinstance(c, types.TextResourceContents)]
+    expect(any("123" in t for t in got), f"read returned {got!r}")
+    return f"template listed; read {got[0]!r}"
+
+
+async def check_prompts_list(run: Run) -> str:
+    prompts = {p.name: p for p in (await run.client.list_prompts()).prompts}
+    expect("greet" in prompts, f"greet not in {list(prompts)}")
+    args = {a.name: a for a in prompts["greet"].arguments or []}
+    expect("name" in args and args["name"].required is True, f"greet arguments {args!r}")
+    return "greet listed with required argument name"
+
+
+async def check_prompts_get(run: Run) -> str:
+    result = await run.client.get_prompt("greet", {"name": "Ada"})
+    got = texts(result)
+    expect(any("Ada" in t for t in got), f"messages {got!r}")
+    return f"{len(result.messages)} message(s): {got!r}"
+
+
+async def check_completion(run: Run) -> str:
+    result = await run.client.complete(types.PromptReference(name="greet"), {"name": "name", "value": "A"})
+    values = result.completion.values
+    expect(values == ["Alice"], f"values {values!r}")
+    return f"values {values!r}"
+
+
+async def check_progress(run: Run) -> str:
+    events: list[tuple] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        events.append(("progress", progress, total))
+
+    result = await run.client.call_tool("progress", {"steps": 3}, progress_callback=on_progress)
+    events.append(("result",))
+    expect(texts(result) == ["done"], f"result {texts(result)!r}")
+    progress = [e for e in events if e[0] == "progress"]
+    expect(len(progress) == 3, f"{len(progress)} progress notifications: {progress}")
+    values = [e[1] for e in progress]
+    expect(values == sorted(values) and len(set(values)) == 3, f"not increasing: {values}")
+    expect(events[-1] == ("result",) and events.index(("result",)) == 3, f"order {events}")
+    return f"progress {values} of {progress[0][2]}, then done"
+
+
+async def check_cancellation(run: Run) -> str:
+    started = time.monotonic()
+    finished = False
+    with anyio.move_on_after(0.2) as scope:
+        await run.client.call_tool("slow", {"ms": 30000})
+        finished = True
+    elapsed = time.monotonic() - started
+    expect(not finished, "slow finished before it was cancelled")
+    expect(scope.cancelled_caught, "not cancelled")
+    expect(elapsed < 1.0, f"the caller took {elapsed:.2f} s to see the cancellation")
+    after = time.monotonic()
+    result = await run.client.call_tool("echo", {"text": "after cancel"})
+    expect(texts(result) == ["after cancel"], f"echo after cancel {texts(result)!r}")
+    return f"cancelled after {elapsed * 1000:.0f} ms; echo after it took {(time.monotonic() - after) * 1000:.0f} ms"
+
+
+async def first_event(sub, wanted, seconds: float = 5.0):
+    with anyio.fail_after(seconds):
+        async for event in sub:
+            diag(f"listen event {event!r}")
+            if wanted(event):
+                return event
+    raise CheckFailed("the listen stream ended without the event")
+
+
+async def check_listen_resource_updated(run: Run) -> str:
+    async with run.client.listen(resource_subscriptions=["mem://counter"]) as sub:
+        honored = sub.honored.resource_subscriptions or []
+        expect("mem://counter" in honored, f"ack honored {sub.honored!r}")
+        bumped = await run.client.call_tool("bump", {})
+        event = await first_event(sub, lambda e: isinstance(e, ResourceUpdated) and e.uri == "mem://counter")
+    return f"acknowledged {honored}; bump ({texts(bumped)[0]}) delivered {event!r}"
+
+
+async def check_listen_tools_changed(run: Run) -> str:
+    async with run.client.listen(tools_list_changed=True) as sub:
+        expect(sub.honored.tools_list_changed is True, f"ack honored {sub.honored!r}")
+        toggled = await run.client.call_tool("toggle_tool", {})
+        event = await first_event(sub, lambda e: isinstance(e, ToolsListChanged))
+    # Toggle back so the server is as it was.
+    back = await run.client.call_tool("toggle_tool", {})
+    return f"toggle_tool ({texts(toggled)[0]}) delivered {event!r}; toggled back ({texts(back)[0]})"
+
+
+async def check_mrtr_elicitation(run: Run) -> str:
+    run.elicitations.clear()
+    result = await run.client.call_tool("ask", {})
+    expect(len(run.elicitations) == 1, f"{len(run.elicitations)} elicitations")
+    params = run.elicitations[0]
+    expect(isinstance(params, types.ElicitRequestFormParams), f"not form mode: {params!r}")
+    props = params.requested_schema.get("properties", {})
+    expect(props.get("name", {}).get("type") == "string", f"requestedSchema {params.requested_schema!r}")
+    got = texts(result)
+    expect(any("Ada" in t for t in got), f"final text {got!r}")
+    return f"asked {params.message!r}; final {got!r}"
+
+
+async def check_shutdown(run: Run) -> str:
+    """Runs after the client closed (the runner closes it: the SDK's context must exit where it was entered)."""
+    elapsed = run.closed_in
+    expect(elapsed is not None, "the client did not close")
+    try:
+        with open(run.status_path, encoding="utf-8") as f:
+            status = json.load(f)
+    except (OSError, ValueError):
+        raise CheckFailed(
+            f"the server did not exit on stdin EOF: the SDK had to kill it ({elapsed:.2f} s to close)"
+        ) from None
+    early = run.closing_at - status["exited_at"]
+    expect(early <= 0, f"the server exited {early:.3f} s before the client closed its stdin")
+    expect(status["returncode"] == 0, f"exit status {status['returncode']}")
+    expect(elapsed <= 5.0, f"closing took {elapsed:.2f} s")
+    return f"exited 0 on stdin EOF; the client closed in {elapsed * 1000:.0f} ms"
+
+
+CHECKS = [
+    ("discover", check_discover),
+    ("tools.list", check_tools_list),
+    ("tools.call.text", check_tools_call_text),
+    ("tools.call.image", check_tools_call_image),
+    ("tools.call.structured", check_tools_call_structured),
+    ("tools.call.error", check_tools_call_error),
+    ("tools.call.unknown", check_tools_call_unknown),
+    ("resources.list", check_resources_list),
+    ("resources.read", check_resources_read),
+    ("resources.templates", check_resources_templates),
+    ("prompts.list", check_prompts_list),
+    ("prompts.get", check_prompts_get),
+    ("completion", check_completion),
+    ("progress", check_progress),
+    ("cancellation", check_cancellation),
+    ("listen.resource_updated", check_listen_resource_updated),
+    ("listen.tools_changed", check_listen_tools_changed),
+    ("mrtr.elicitation", check_mrtr_elicitation),
+    ("shutdown", check_shutdown),
+]
+
+
+def describe(e: BaseException) -> str:
+    """An exception as a one-line detail; an ExceptionGroup (anyio task groups) by its leaves."""
+    if isinstance(e, BaseExceptionGroup):
+        return "; ".join(describe(inner) for inner in e.exceptions)
+    return f"{type(e).__name__}: {e}"
+
+
+def emit(check: str, status: str, detail: str) -> None:
+    print(json.dumps({"check": check, "status": status, "detail": detail}, ensure_ascii=False), flush=True)
+
+
+async def run_one(name: str, check, run: Run) -> bool:
+    """Run one check under its timeout and print its line; True if it failed."""
+    started = time.monotonic()
+    try:
+        with anyio.fail_after(CHECK_TIMEOUT):
+            detail = await check(run)
+        status = "pass"
+    except Skip as e:
+        status, detail = "skip", str(e)
+    except TimeoutError:
+        status, detail = "fail", f"timed out after {CHECK_TIMEOUT:.0f} s"
+    except CheckFailed as e:
+        status, detail = "fail", str(e)
+    except Exception as e:  # noqa: BLE001 - one failure must not stop the rest
+        status, detail = "fail", describe(e)
+    diag(f"{name}: {status} in {time.monotonic() - started:.3f} s")
+    emit(name, status, detail)
+    return status == "fail"
+
+
+async def run_checks(server_cmd: list[str], wire: str | None) -> int:
+    fd, status_path = tempfile.mkstemp(prefix="interop-exit-", suffix=".json")
+    os.close(fd)
+    os.unlink(status_path)  # the wrapper creates it when the server exits
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=[os.path.abspath(__file__), "--wrap", status_path, wire or "-", "--", *server_cmd],
+    )
+    run = Run(status_path)
+    client = run.client = Client(params, read_timeout_seconds=CHECK_TIMEOUT, elicitation_callback=run.elicit)
+    failed = 0
+    connected = False
+    # One scope around the whole connection: its deadline bounds the connect, then
+    # the close; the SDK's task groups must be entered and left inside it.
+    deadline = anyio.CancelScope(deadline=anyio.current_time() + CHECK_TIMEOUT)
+    try:
+        with deadline:
+            async with client:
+                connected = True
+                deadline.deadline = math.inf
+                for name, check in CHECKS[:-1]:
+                    failed += await run_one(name, check, run)
+                deadline.deadline = anyio.current_time() + CHECK_TIMEOUT
+                run.closing_at = time.monotonic()
+            run.closed_in = time.monotonic() - run.closing_at
+    except Exception as e:  # noqa: BLE001
+        if not connected:
+            emit("discover", "fail", f"cannot connect: {describe(e)}")
+            return 1
+        diag(f"closing the client raised {describe(e)}")
+    if not connected:
+        emit("discover", "fail", f"cannot connect within {CHECK_TIMEOUT:.0f} s")
+        return 1
+    failed += await run_one(*CHECKS[-1], run)
+    if os.path.exists(status_path):
+        os.unlink(status_path)
+    return 1 if failed else 0
+
+
+def main(argv: list[str]) -> int:
+    wire = os.environ.get("MCP_INTEROP_WIRE")
+    if argv[:1] == ["--wire"]:
+        wire, argv = argv[1], argv[2:]
+    if not argv:
+        print(__doc__, file=sys.stderr)
+        return 2
+    if wire:
+        wire = os.path.abspath(wire)
+        open(wire, "w").close()  # one run per file
+    return anyio.run(run_checks, argv, wire)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
