@@ -16,108 +16,28 @@ Everything goes through the SDK's public client API: `mcp.Client` over
 elicitation callback behind the MRTR driver, and anyio cancellation (which the
 SDK turns into `notifications/cancelled`).
 
-The server runs under this same script in `--wrap` mode: a transparent parent
-that records the server's exit status, so the `shutdown` check can tell a
-clean exit on stdin EOF from the SDK's SIGTERM escalation (the SDK's stdio
-transport does not expose the process).
+The server runs under harness.py's `--wrap` wrapper, which records its exit
+status for the `shutdown` check (the SDK's stdio transport does not expose the
+process); harness.py also holds the runner and the helpers both Python client
+drivers share.
 """
 
 from __future__ import annotations
 
 import base64
 import json
-import math
-import os
-import subprocess
 import sys
-import tempfile
-import threading
 import time
 
-CHECK_TIMEOUT = 10.0
+import anyio
+import mcp_types as types
+from mcp import Client, MCPError, StdioServerParameters
+from mcp.client.subscriptions import ResourceUpdated, ToolsListChanged
 
-# ---------------------------------------------------------------------------
-# --wrap mode: stdlib only, runs before the SDK is imported.
-# ---------------------------------------------------------------------------
-
-
-def wrap_main(argv: list[str]) -> int:
-    """`--wrap STATUS WIRE -- cmd...`: run cmd, optionally tee its stdio, record its exit status."""
-    status_path, wire_path = argv[0], argv[1]
-    cmd = argv[3:]
-    started = time.monotonic()
-    try:
-        if wire_path == "-":
-            child = subprocess.Popen(cmd)  # stdin, stdout, stderr inherited: fully transparent
-        else:
-            child = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-    except OSError as e:
-        print(f"cannot start the server {cmd!r}: {e}", file=sys.stderr)
-        return 127
-    if wire_path != "-":
-        wire = open(wire_path, "a", encoding="utf-8")
-        lock = threading.Lock()
-
-        def log(direction: str, line: bytes) -> None:
-            with lock:
-                wire.write(f"{time.monotonic() - started:9.3f} {direction} {line.decode('utf-8', 'replace').rstrip()}\n")
-                wire.flush()
-
-        def pump(src, dst, direction: str, close_dst: bool) -> None:
-            for line in iter(src.readline, b""):
-                log(direction, line)
-                dst.write(line)
-                dst.flush()
-            log(direction, b"<EOF>")
-            if close_dst:
-                dst.close()
-
-        stdin = os.fdopen(0, "rb", buffering=0)
-        stdout = os.fdopen(1, "wb", buffering=0)
-        threading.Thread(target=pump, args=(stdin, child.stdin, "->", True), daemon=True).start()
-        out = threading.Thread(target=pump, args=(child.stdout, stdout, "<-", False), daemon=True)
-        out.start()
-    rc = child.wait()
-    if wire_path != "-":
-        out.join(1.0)
-    with open(status_path, "w", encoding="utf-8") as f:
-        # CLOCK_MONOTONIC is system-wide, so the client can compare `exited_at` with its own clock.
-        json.dump({"returncode": rc, "exited_at": time.monotonic()}, f)
-    return 0 if rc == 0 else 1
-
-
-if __name__ == "__main__" and len(sys.argv) > 1 and sys.argv[1] == "--wrap":
-    sys.exit(wrap_main(sys.argv[2:]))
-
-# ---------------------------------------------------------------------------
-# The checks.
-# ---------------------------------------------------------------------------
-
-import anyio  # noqa: E402
-import mcp_types as types  # noqa: E402
-from mcp import Client, MCPError, StdioServerParameters  # noqa: E402
-from mcp.client.subscriptions import ResourceUpdated, ToolsListChanged  # noqa: E402
+import harness  # harness.py beside this script: a script's directory is on sys.path
+from harness import CHECK_TIMEOUT, FIXTURE_TOOLS, TEMPLATE, CheckFailed, check_shutdown, diag, expect
 
 ERA = "2026-07-28"
-FIXTURE_TOOLS = ["echo", "add", "test_image_content", "fail", "slow", "progress", "bump", "toggle_tool", "ask"]
-TEMPLATE = "test://template/{id}/data"
-
-
-class CheckFailed(Exception):
-    pass
-
-
-class Skip(Exception):
-    pass
-
-
-def expect(condition: bool, message: str) -> None:
-    if not condition:
-        raise CheckFailed(message)
-
-
-def diag(message: str) -> None:
-    print(f"[client_checks] {message}", file=sys.stderr, flush=True)
 
 
 def texts(result: types.CallToolResult | types.GetPromptResult) -> list[str]:
@@ -128,15 +48,13 @@ def texts(result: types.CallToolResult | types.GetPromptResult) -> list[str]:
     return [b.text for b in blocks if isinstance(b, types.TextContent)]
 
 
-class Run:
+class Run(harness.Run):
     """State shared by the checks: the one connection, and what the callbacks saw."""
 
     def __init__(self, status_path: str) -> None:
-        self.status_path = status_path
+        super().__init__(status_path)
         self.client: Client | None = None
         self.elicitations: list[types.ElicitRequestParams] = []
-        self.closing_at = math.inf  # when the runner began closing the client
-        self.closed_in: float | None = None  # how long closing took
 
     async def elicit(self, context, params: types.ElicitRequestParams) -> types.ElicitResult:
         """The elicitation callback (the MRTR driver calls it): the user answers every form with name Ada."""
@@ -350,24 +268,6 @@ async def check_mrtr_elicitation(run: Run) -> str:
     return f"asked {params.message!r}; final {got!r}"
 
 
-async def check_shutdown(run: Run) -> str:
-    """Runs after the client closed (the runner closes it: the SDK's context must exit where it was entered)."""
-    elapsed = run.closed_in
-    expect(elapsed is not None, "the client did not close")
-    try:
-        with open(run.status_path, encoding="utf-8") as f:
-            status = json.load(f)
-    except (OSError, ValueError):
-        raise CheckFailed(
-            f"the server did not exit on stdin EOF: the SDK had to kill it ({elapsed:.2f} s to close)"
-        ) from None
-    early = run.closing_at - status["exited_at"]
-    expect(early <= 0, f"the server exited {early:.3f} s before the client closed its stdin")
-    expect(status["returncode"] == 0, f"exit status {status['returncode']}")
-    expect(elapsed <= 5.0, f"closing took {elapsed:.2f} s")
-    return f"exited 0 on stdin EOF; the client closed in {elapsed * 1000:.0f} ms"
-
-
 CHECKS = [
     ("discover", check_discover),
     ("tools.list", check_tools_list),
@@ -391,88 +291,13 @@ CHECKS = [
 ]
 
 
-def describe(e: BaseException) -> str:
-    """An exception as a one-line detail; an ExceptionGroup (anyio task groups) by its leaves."""
-    if isinstance(e, BaseExceptionGroup):
-        return "; ".join(describe(inner) for inner in e.exceptions)
-    return f"{type(e).__name__}: {e}"
-
-
-def emit(check: str, status: str, detail: str) -> None:
-    print(json.dumps({"check": check, "status": status, "detail": detail}, ensure_ascii=False), flush=True)
-
-
-async def run_one(name: str, check, run: Run) -> bool:
-    """Run one check under its timeout and print its line; True if it failed."""
-    started = time.monotonic()
-    try:
-        with anyio.fail_after(CHECK_TIMEOUT):
-            detail = await check(run)
-        status = "pass"
-    except Skip as e:
-        status, detail = "skip", str(e)
-    except TimeoutError:
-        status, detail = "fail", f"timed out after {CHECK_TIMEOUT:.0f} s"
-    except CheckFailed as e:
-        status, detail = "fail", str(e)
-    except Exception as e:  # noqa: BLE001 - one failure must not stop the rest
-        status, detail = "fail", describe(e)
-    diag(f"{name}: {status} in {time.monotonic() - started:.3f} s")
-    emit(name, status, detail)
-    return status == "fail"
-
-
-async def run_checks(server_cmd: list[str], wire: str | None) -> int:
-    fd, status_path = tempfile.mkstemp(prefix="interop-exit-", suffix=".json")
-    os.close(fd)
-    os.unlink(status_path)  # the wrapper creates it when the server exits
-    params = StdioServerParameters(
-        command=sys.executable,
-        args=[os.path.abspath(__file__), "--wrap", status_path, wire or "-", "--", *server_cmd],
-    )
-    run = Run(status_path)
-    client = run.client = Client(params, read_timeout_seconds=CHECK_TIMEOUT, elicitation_callback=run.elicit)
-    failed = 0
-    connected = False
-    # One scope around the whole connection: its deadline bounds the connect, then
-    # the close; the SDK's task groups must be entered and left inside it.
-    deadline = anyio.CancelScope(deadline=anyio.current_time() + CHECK_TIMEOUT)
-    try:
-        with deadline:
-            async with client:
-                connected = True
-                deadline.deadline = math.inf
-                for name, check in CHECKS[:-1]:
-                    failed += await run_one(name, check, run)
-                deadline.deadline = anyio.current_time() + CHECK_TIMEOUT
-                run.closing_at = time.monotonic()
-            run.closed_in = time.monotonic() - run.closing_at
-    except Exception as e:  # noqa: BLE001
-        if not connected:
-            emit("discover", "fail", f"cannot connect: {describe(e)}")
-            return 1
-        diag(f"closing the client raised {describe(e)}")
-    if not connected:
-        emit("discover", "fail", f"cannot connect within {CHECK_TIMEOUT:.0f} s")
-        return 1
-    failed += await run_one(*CHECKS[-1], run)
-    if os.path.exists(status_path):
-        os.unlink(status_path)
-    return 1 if failed else 0
-
-
-def main(argv: list[str]) -> int:
-    wire = os.environ.get("MCP_INTEROP_WIRE")
-    if argv[:1] == ["--wire"]:
-        wire, argv = argv[1], argv[2:]
-    if not argv:
-        print(__doc__, file=sys.stderr)
-        return 2
-    if wire:
-        wire = os.path.abspath(wire)
-        open(wire, "w").close()  # one run per file
-    return anyio.run(run_checks, argv, wire)
+async def drive(server_cmd: list[str], wire: str | None) -> int:
+    run = Run(harness.exit_status_path())
+    command, args = harness.wrapped(server_cmd, run.status_path, wire)
+    params = StdioServerParameters(command=command, args=args)
+    run.client = Client(params, read_timeout_seconds=CHECK_TIMEOUT, elicitation_callback=run.elicit)
+    return await harness.run_checks(CHECKS, run, run.client)
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(harness.main(sys.argv[1:], __doc__, drive))

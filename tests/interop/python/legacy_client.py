@@ -25,125 +25,43 @@ nothing, and the id the session mints is not exposed), so the check sends the
 reading the id the session is about to mint from its private `_request_id`
 counter, the one private access in this file.
 
-The server runs under this same script in `--wrap` mode: a transparent parent
-that records the server's exit status, so the `shutdown` check can tell a
-clean exit on stdin EOF from the SDK's SIGTERM escalation.
+The server runs under harness.py's `--wrap` wrapper, which records its exit
+status for the `shutdown` check; harness.py also holds the runner and the
+helpers both Python client drivers share.
 """
 
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
-import math
-import os
-import subprocess
 import sys
-import tempfile
-import threading
 import time
+from datetime import timedelta
 
-CHECK_TIMEOUT = 10.0
+import anyio
+from mcp import ClientSession, StdioServerParameters, types
+from mcp.client.stdio import stdio_client
+from mcp.shared.exceptions import McpError
+from pydantic import AnyUrl
 
-# ---------------------------------------------------------------------------
-# --wrap mode: stdlib only, runs before the SDK is imported (same as client_checks.py's).
-# ---------------------------------------------------------------------------
-
-
-def wrap_main(argv: list[str]) -> int:
-    """`--wrap STATUS WIRE -- cmd...`: run cmd, optionally tee its stdio, record its exit status."""
-    status_path, wire_path = argv[0], argv[1]
-    cmd = argv[3:]
-    started = time.monotonic()
-    try:
-        if wire_path == "-":
-            child = subprocess.Popen(cmd)  # stdin, stdout, stderr inherited: fully transparent
-        else:
-            child = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-    except OSError as e:
-        print(f"cannot start the server {cmd!r}: {e}", file=sys.stderr)
-        return 127
-    if wire_path != "-":
-        wire = open(wire_path, "a", encoding="utf-8")
-        lock = threading.Lock()
-
-        def log(direction: str, line: bytes) -> None:
-            with lock:
-                wire.write(f"{time.monotonic() - started:9.3f} {direction} {line.decode('utf-8', 'replace').rstrip()}\n")
-                wire.flush()
-
-        def pump(src, dst, direction: str, close_dst: bool) -> None:
-            for line in iter(src.readline, b""):
-                log(direction, line)
-                dst.write(line)
-                dst.flush()
-            log(direction, b"<EOF>")
-            if close_dst:
-                dst.close()
-
-        stdin = os.fdopen(0, "rb", buffering=0)
-        stdout = os.fdopen(1, "wb", buffering=0)
-        threading.Thread(target=pump, args=(stdin, child.stdin, "->", True), daemon=True).start()
-        out = threading.Thread(target=pump, args=(child.stdout, stdout, "<-", False), daemon=True)
-        out.start()
-    rc = child.wait()
-    if wire_path != "-":
-        out.join(1.0)
-    with open(status_path, "w", encoding="utf-8") as f:
-        # CLOCK_MONOTONIC is system-wide, so the client can compare `exited_at` with its own clock.
-        json.dump({"returncode": rc, "exited_at": time.monotonic()}, f)
-    return 0 if rc == 0 else 1
-
-
-if __name__ == "__main__" and len(sys.argv) > 1 and sys.argv[1] == "--wrap":
-    sys.exit(wrap_main(sys.argv[2:]))
-
-# ---------------------------------------------------------------------------
-# The checks.
-# ---------------------------------------------------------------------------
-
-from datetime import timedelta  # noqa: E402
-
-import anyio  # noqa: E402
-from mcp import ClientSession, StdioServerParameters, types  # noqa: E402
-from mcp.client.stdio import stdio_client  # noqa: E402
-from mcp.shared.exceptions import McpError  # noqa: E402
-from pydantic import AnyUrl  # noqa: E402
+import harness  # harness.py beside this script: a script's directory is on sys.path
+from harness import CHECK_TIMEOUT, FIXTURE_TOOLS, TEMPLATE, CheckFailed, Skip, check_shutdown, diag, expect
 
 LEGACY_VERSION = types.LATEST_PROTOCOL_VERSION  # 2025-11-25 in mcp 1.30
-FIXTURE_TOOLS = ["echo", "add", "test_image_content", "fail", "slow", "progress", "bump", "toggle_tool", "ask"]
-TEMPLATE = "test://template/{id}/data"
-
-
-class CheckFailed(Exception):
-    pass
-
-
-class Skip(Exception):
-    pass
-
-
-def expect(condition: bool, message: str) -> None:
-    if not condition:
-        raise CheckFailed(message)
-
-
-def diag(message: str) -> None:
-    print(f"[legacy_client] {message}", file=sys.stderr, flush=True)
 
 
 def texts(blocks) -> list[str]:
     return [b.text for b in blocks if isinstance(b, types.TextContent)]
 
 
-class Run:
+class Run(harness.Run):
     """State shared by the checks: the session, its initialize result, the notifications seen."""
 
     def __init__(self, status_path: str) -> None:
-        self.status_path = status_path
+        super().__init__(status_path)
         self.session: ClientSession | None = None
         self.init: types.InitializeResult | None = None
-        self.closed_in: float | None = None
-        self.closing_at = math.inf
         self.updated: list[str] = []  # uris of notifications/resources/updated
         self.tools_changed = 0  # count of notifications/tools/list_changed
         self.notified = anyio.Event()  # set (and replaced) on each of those
@@ -368,24 +286,6 @@ async def check_listen_tools_changed(run: Run) -> str:
     )
 
 
-async def check_shutdown(run: Run) -> str:
-    """Runs after the session closed (the runner closes it where it was opened)."""
-    elapsed = run.closed_in
-    expect(elapsed is not None, "the client did not close")
-    try:
-        with open(run.status_path, encoding="utf-8") as f:
-            status = json.load(f)
-    except (OSError, ValueError):
-        raise CheckFailed(
-            f"the server did not exit on stdin EOF: the SDK had to kill it ({elapsed:.2f} s to close)"
-        ) from None
-    early = run.closing_at - status["exited_at"]
-    expect(early <= 0, f"the server exited {early:.3f} s before the client closed its stdin")
-    expect(status["returncode"] == 0, f"exit status {status['returncode']}")
-    expect(elapsed <= 5.0, f"closing took {elapsed:.2f} s")
-    return f"exited 0 on stdin EOF; the client closed in {elapsed * 1000:.0f} ms"
-
-
 async def check_elicitation(run: Run) -> str:
     """`ask`, the initialize-era way: the server may send its own `elicitation/create`, answered by
     the session's elicitation_callback. Multi round-trip results are 2026-07-28 only, so a server that
@@ -421,92 +321,26 @@ CHECKS = [
 ]
 
 
-def describe(e: BaseException) -> str:
-    """An exception as a one-line detail; an ExceptionGroup (anyio task groups) by its leaves."""
-    if isinstance(e, BaseExceptionGroup):
-        return "; ".join(describe(inner) for inner in e.exceptions)
-    return f"{type(e).__name__}: {e}"
+@contextlib.asynccontextmanager
+async def connect(run: Run, params: StdioServerParameters):
+    """The session over stdio, initialized: `run.session` and `run.init` are set inside."""
+    async with stdio_client(params) as (read, write):
+        async with ClientSession(
+            read, write, read_timeout_seconds=timedelta(seconds=CHECK_TIMEOUT),
+            message_handler=run.on_message,
+            elicitation_callback=run.on_elicitation,
+        ) as session:
+            run.init = await session.initialize()
+            run.session = session
+            yield
 
 
-def emit(check: str, status: str, detail: str) -> None:
-    print(json.dumps({"check": check, "status": status, "detail": detail}, ensure_ascii=False), flush=True)
-
-
-async def run_one(name: str, check, run: Run) -> bool:
-    """Run one check under its timeout and print its line; True if it failed."""
-    started = time.monotonic()
-    try:
-        with anyio.fail_after(CHECK_TIMEOUT):
-            detail = await check(run)
-        status = "pass"
-    except Skip as e:
-        status, detail = "skip", str(e)
-    except TimeoutError:
-        status, detail = "fail", f"timed out after {CHECK_TIMEOUT:.0f} s"
-    except CheckFailed as e:
-        status, detail = "fail", str(e)
-    except Exception as e:  # noqa: BLE001 - one failure must not stop the rest
-        status, detail = "fail", describe(e)
-    diag(f"{name}: {status} in {time.monotonic() - started:.3f} s")
-    emit(name, status, detail)
-    return status == "fail"
-
-
-async def run_checks(server_cmd: list[str], wire: str | None) -> int:
-    fd, status_path = tempfile.mkstemp(prefix="interop-exit-", suffix=".json")
-    os.close(fd)
-    os.unlink(status_path)  # the wrapper creates it when the server exits
-    params = StdioServerParameters(
-        command=sys.executable,
-        args=[os.path.abspath(__file__), "--wrap", status_path, wire or "-", "--", *server_cmd],
-    )
-    run = Run(status_path)
-    failed = 0
-    connected = False
-    deadline = anyio.CancelScope(deadline=anyio.current_time() + CHECK_TIMEOUT)
-    try:
-        with deadline:
-            async with stdio_client(params) as (read, write):
-                async with ClientSession(
-                    read, write, read_timeout_seconds=timedelta(seconds=CHECK_TIMEOUT),
-                    message_handler=run.on_message,
-                    elicitation_callback=run.on_elicitation,
-                ) as session:
-                    run.init = await session.initialize()
-                    run.session = session
-                    connected = True
-                    deadline.deadline = math.inf
-                    for name, check in CHECKS[:-1]:
-                        failed += await run_one(name, check, run)
-                    deadline.deadline = anyio.current_time() + CHECK_TIMEOUT
-                    run.closing_at = time.monotonic()
-            run.closed_in = time.monotonic() - run.closing_at
-    except Exception as e:  # noqa: BLE001
-        if not connected:
-            emit("discover", "fail", f"cannot connect (initialize): {describe(e)}")
-            return 1
-        diag(f"closing the client raised {describe(e)}")
-    if not connected:
-        emit("discover", "fail", f"cannot connect (initialize) within {CHECK_TIMEOUT:.0f} s")
-        return 1
-    failed += await run_one(*CHECKS[-1], run)
-    if os.path.exists(status_path):
-        os.unlink(status_path)
-    return 1 if failed else 0
-
-
-def main(argv: list[str]) -> int:
-    wire = os.environ.get("MCP_INTEROP_WIRE")
-    if argv[:1] == ["--wire"]:
-        wire, argv = argv[1], argv[2:]
-    if not argv:
-        print(__doc__, file=sys.stderr)
-        return 2
-    if wire:
-        wire = os.path.abspath(wire)
-        open(wire, "w").close()  # one run per file
-    return anyio.run(run_checks, argv, wire)
+async def drive(server_cmd: list[str], wire: str | None) -> int:
+    run = Run(harness.exit_status_path())
+    command, args = harness.wrapped(server_cmd, run.status_path, wire)
+    params = StdioServerParameters(command=command, args=args)
+    return await harness.run_checks(CHECKS, run, connect(run, params), cannot_connect="cannot connect (initialize)")
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(harness.main(sys.argv[1:], __doc__, drive))
