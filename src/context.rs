@@ -230,6 +230,33 @@ impl RequestContext {
         }
     }
 
+    /// The context of a legacy request's next round (see
+    /// `server::legacy_input`): the same request, id, cancellation and
+    /// progress, with the round's metadata and verified answers.
+    pub(crate) fn for_retry(&self, meta: RequestMeta, retry: Option<Retry>) -> RequestContext {
+        let sink = match &self.sink {
+            Sink::Inbox { inbox, seq } => Sink::Inbox {
+                inbox: inbox.clone(),
+                seq: *seq,
+            },
+            Sink::Local(_) => Sink::Local(Mutex::new(Vec::new())),
+        };
+        let ctx = RequestContext::new(
+            self.id.clone(),
+            meta,
+            self.token.clone(),
+            sink,
+            self.server.clone(),
+            retry,
+        );
+        // Progress keeps increasing across rounds.
+        ctx.last_progress.store(
+            self.last_progress.load(Ordering::Acquire),
+            Ordering::Release,
+        );
+        ctx
+    }
+
     pub(crate) fn sink(&self) -> &Sink {
         &self.sink
     }

@@ -30,8 +30,12 @@ pub(crate) enum Incoming {
         method: String,
         params: Option<Box<RawValue>>,
     },
-    /// A response (or error response) sent by the peer.
-    Response { id: Option<RequestId> },
+    /// A response (or error response) sent by the peer: to one of the
+    /// server's own requests to a legacy client, or to nothing.
+    Response {
+        id: Option<RequestId>,
+        reply: Result<Box<RawValue>, ErrorObject>,
+    },
     /// A line that gets an error reply.
     Invalid {
         id: Option<RequestId>,
@@ -102,7 +106,14 @@ pub(crate) fn classify(line: &[u8]) -> Incoming {
         let id = env
             .id
             .and_then(|raw| serde_json::from_str::<RequestId>(raw.get()).ok());
-        return Incoming::Response { id };
+        let reply = match (env.result, env.error) {
+            (Some(result), None) => Ok(result.to_owned()),
+            (_, Some(error)) => Err(serde_json::from_str(error.get()).unwrap_or_else(|_| {
+                ErrorObject::internal_error(format!("a malformed error: {}", short(error.get())))
+            })),
+            (None, None) => unreachable!("checked above"),
+        };
+        return Incoming::Response { id, reply };
     }
     let id = match env.id {
         None => None,

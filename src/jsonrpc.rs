@@ -276,6 +276,21 @@ pub(crate) fn encode_result<T: Serialize>(
     serde_json::to_writer(out, &resp)
 }
 
+/// The compact encoding of a request (no newline).
+pub(crate) fn encode_request<P: Serialize>(
+    id: &RequestId,
+    method: &str,
+    params: &P,
+) -> Result<Vec<u8>, serde_json::Error> {
+    let msg = OutgoingMessage {
+        jsonrpc: "2.0",
+        id: Some(id),
+        method,
+        params: Some(params),
+    };
+    serde_json::to_vec(&msg)
+}
+
 /// Appends the compact encoding of a notification to `out` (no newline).
 pub(crate) fn encode_notification<P: Serialize>(
     out: &mut Vec<u8>,

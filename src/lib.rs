@@ -248,6 +248,18 @@
 //! on the same connection stay stateless. [`ServerBuilder::modern_only`]
 //! refuses `initialize` instead.
 //!
+//! A handler that asks for input ([`Outcome::InputRequired`]) serves a
+//! legacy client too: the server asks it the legacy way, with
+//! `elicitation/create`, `sampling/createMessage` or `roots/list` requests
+//! of its own, then runs the handler again with the answers, exactly as a
+//! modern client's retry would. The handler cannot tell the eras apart.
+//!
+//! The client works the other way round: against a legacy server it
+//! answers the server's requests with the same `on_elicitation`,
+//! `on_sampling` and `on_roots` handlers, and [`Client::listen`] builds its
+//! [`Subscription`] from `resources/subscribe` and the server's
+//! list-changed notifications.
+//!
 //! # Not here
 //!
 //! The Streamable HTTP transport; the deprecated features of 2026-07-28

@@ -18,7 +18,7 @@ use crate::client::call::{PendingCall, RequestOptions};
 use crate::client::pages::Pages;
 use crate::client::{Client, ClientInner, Era, lock};
 use crate::error::Error;
-use crate::jsonrpc::{OutgoingMessage, RequestId};
+use crate::jsonrpc::RequestId;
 use crate::server::{Outcome, PromptArguments};
 use crate::types::{
     CallToolResult, CompleteRequestParams, CompleteResult, DiscoverResult, GetPromptResult,
@@ -32,13 +32,7 @@ pub(crate) fn encode_request(
     method: &str,
     params: &Value,
 ) -> Result<Vec<u8>, Error> {
-    let msg = OutgoingMessage {
-        jsonrpc: "2.0",
-        id: Some(id),
-        method,
-        params: Some(params),
-    };
-    Ok(serde_json::to_vec(&msg)?)
+    Ok(crate::jsonrpc::encode_request(id, method, params)?)
 }
 
 impl Client {

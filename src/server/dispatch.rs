@@ -19,6 +19,7 @@ use crate::context::{RequestContext, RequestMeta};
 use crate::jsonrpc::{ErrorObject, encode_error, encode_result};
 use crate::server::handlers::{Outcome, PromptArguments};
 use crate::server::legacy::{self, LegacyRequest, LegacySession};
+use crate::server::legacy_input;
 
 use crate::server::meta::{MetaView, legacy_progress_token, validate_meta};
 use crate::server::mrtr::{self, Retry};
@@ -101,6 +102,36 @@ pub(crate) fn prepare(
     params: Option<Box<RawValue>>,
     session: Option<&LegacySession>,
 ) -> Result<Prepared, ErrorObject> {
+    prepare_round(inner, method, params, session, Round::First)
+}
+
+/// A later round of a legacy request whose handler asked for input: the
+/// same request with the client's answers (see `legacy_input`).
+pub(crate) fn prepare_retry(
+    inner: &Arc<Inner>,
+    method: &str,
+    params: Box<RawValue>,
+    session: &LegacySession,
+) -> Result<Prepared, ErrorObject> {
+    prepare_round(inner, method, Some(params), Some(session), Round::Retry)
+}
+
+/// Which round of a request `prepare_round` prepares: only the first one
+/// of a legacy request is wrapped to ask the client (the wrapper runs the
+/// later ones itself).
+#[derive(PartialEq)]
+enum Round {
+    First,
+    Retry,
+}
+
+fn prepare_round(
+    inner: &Arc<Inner>,
+    method: &str,
+    params: Option<Box<RawValue>>,
+    session: Option<&LegacySession>,
+    round: Round,
+) -> Result<Prepared, ErrorObject> {
     let text = params.as_deref().map_or("{}", RawValue::get);
     let fields: Fields<'_> = serde_json::from_str(text).map_err(ErrorObject::invalid_params)?;
     // The era of a request is its own shape (spec 2026-07-28
@@ -151,16 +182,31 @@ pub(crate) fn prepare(
         Some(session) => session.meta(legacy_progress_token(&meta_view)?),
         None => validate_meta(&meta_view)?,
     };
-    // A legacy request's reply drops what only 2026-07-28 results carry.
-    let downgrade = legacy.map(|session| (method.to_owned(), session.version.clone()));
+    // A legacy request's reply drops what only 2026-07-28 results carry;
+    // one whose handler may ask for input asks the client, from the pool
+    // (it waits for the answers).
+    let bridge = match legacy {
+        Some(session) if round == Round::First && legacy_input::may_ask(method) => {
+            Some((Arc::clone(inner), text.to_owned(), session.clone()))
+        }
+        _ => None,
+    };
+    let downgrade = legacy
+        .filter(|_| round == Round::First)
+        .map(|session| (method.to_owned(), session.version.clone()));
     let inner = Arc::clone(inner);
     // Called once, in whichever arm below builds the job.
     let job = move |inline: bool, work: Work, retry: Option<Retry>| {
-        let work: Work = match downgrade {
-            Some((name, version)) => {
-                Box::new(move |ctx| legacy::downgrade(work(ctx), &name, &version))
-            }
-            None => work,
+        let (work, inline): (Work, bool) = match (downgrade, bridge) {
+            (Some((name, _)), Some((bridged, params, session))) => (
+                legacy_input::bridge(bridged, name, params, session, work),
+                false,
+            ),
+            (Some((name, version)), None) => (
+                Box::new(move |ctx| legacy::downgrade(work(ctx), &name, &version)),
+                inline,
+            ),
+            _ => (work, inline),
         };
         Ok(Prepared::Run(Job {
             meta,

@@ -138,8 +138,9 @@ pub(crate) fn subscription_uri(params: &str) -> Result<String, ErrorObject> {
 }
 
 /// Rewrites a reply for a legacy client: drops what only 2026-07-28
-/// results carry, and turns a request for input (which legacy clients
-/// cannot answer over this server) into an error they can show.
+/// results carry, and turns a request for input that could not be asked
+/// (a capability the client did not declare, or too many rounds; see
+/// `legacy_input`) into an error it can show.
 pub(crate) fn downgrade(line: Vec<u8>, method_name: &str, version: &str) -> Vec<u8> {
     let Ok(mut resp) = serde_json::from_slice::<Value>(&line) else {
         return line;
@@ -152,10 +153,16 @@ pub(crate) fn downgrade(line: Vec<u8>, method_name: &str, version: &str) -> Vec<
         } else {
             method_name
         };
-        let text = format!(
-            "{what} needs input from the user or the client (elicitation, sampling or roots), \
-             which this server can ask only of clients that speak MCP 2026-07-28; this client speaks {version}"
-        );
+        let text = match resp["error"]["data"]["requiredCapabilities"].as_object() {
+            Some(required) => {
+                let names: Vec<&str> = required.keys().map(String::as_str).collect();
+                format!(
+                    "{what} needs the client capabilities {}, which this client (MCP {version}) did not declare when it initialized",
+                    names.join(", ")
+                )
+            }
+            None => format!("{what} kept asking the client for input and never finished"),
+        };
         if let Some(map) = resp.as_object_mut() {
             map.remove("error");
             map.remove("result");

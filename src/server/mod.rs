@@ -10,6 +10,7 @@ pub(crate) mod dispatch;
 pub(crate) mod handlers;
 pub(crate) mod in_flight;
 pub(crate) mod legacy;
+pub(crate) mod legacy_input;
 pub(crate) mod meta;
 pub(crate) mod mrtr;
 pub(crate) mod pool;

@@ -22,7 +22,7 @@
 //! read but not started; past that the reader stops reading, while
 //! everything it already read (cancellations included) is still handled.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::io::{self, BufWriter, Write};
 use std::sync::{Arc, Mutex};
 use std::thread;
@@ -30,14 +30,16 @@ use std::time::Instant;
 
 use crossbeam_channel::{Receiver, Sender};
 use serde::Deserialize;
+use serde_json::json;
 
 use crate::context::{CancelToken, RequestContext};
 use crate::error::Error;
 use crate::incoming::Incoming;
-use crate::jsonrpc::{ErrorObject, RequestId, encode_error};
+use crate::jsonrpc::{ErrorObject, RequestId, encode_error, encode_notification};
 use crate::server::dispatch::{Job, Prepared, Work, prepare, run};
 use crate::server::in_flight::{Entry, InFlight};
 use crate::server::legacy::{self, LegacyRequest, LegacySession};
+use crate::server::legacy_input::AskReply;
 use crate::server::pool::{Pool, PoolJob};
 use crate::server::reader;
 use crate::server::subscriptions::{
@@ -68,6 +70,15 @@ pub(crate) enum Event {
     },
     /// [`crate::StopHandle::stop`] was called.
     Stop,
+    /// A legacy request's handler asks the client for input: write this
+    /// request to the client and hand its response to `reply`.
+    AskClient {
+        id: RequestId,
+        line: Vec<u8>,
+        reply: Sender<AskReply>,
+    },
+    /// The request that made this ask was cancelled: cancel it at the client.
+    AskWithdrawn { id: RequestId },
     /// The application published a change, or closes subscriptions.
     /// `credited`: the publisher took a publish credit for it.
     Publish { event: ServerEvent, credited: bool },
@@ -130,6 +141,7 @@ pub(crate) fn serve(inner: &Arc<Inner>, transport: Transport) -> Result<(), Erro
         publish_credits,
         in_flight: InFlight::default(),
         subscriptions: SubscriptionTable::default(),
+        asks: HashMap::new(),
         legacy: None,
         waiting: VecDeque::new(),
         running: 0,
@@ -153,6 +165,9 @@ struct Owner {
     publish_credits: Receiver<()>,
     in_flight: InFlight,
     subscriptions: SubscriptionTable,
+    /// This server's requests to a legacy client, by id, awaiting its
+    /// response (see `legacy_input`).
+    asks: HashMap<RequestId, Sender<AskReply>>,
     /// The legacy session of this connection, once a client sent
     /// `initialize`.
     legacy: Option<LegacySession>,
@@ -197,6 +212,9 @@ impl Owner {
                     if deadline.is_none() {
                         deadline = Some(Instant::now() + self.inner.config.shutdown_grace);
                         self.close_all_subscriptions();
+                        // No answer will come: the handlers waiting for
+                        // one finish now.
+                        self.asks.clear();
                     }
                 }
                 Event::Publish { event, credited } => {
@@ -212,6 +230,24 @@ impl Owner {
                         self.write(&line);
                     }
                     self.start_waiting();
+                }
+                Event::AskClient { id, line, reply } => {
+                    if deadline.is_none() {
+                        self.asks.insert(id, reply);
+                        self.write(&line);
+                    }
+                }
+                Event::AskWithdrawn { id } => {
+                    if self.asks.remove(&id).is_some() {
+                        let mut line = Vec::with_capacity(96);
+                        let params =
+                            json!({ "requestId": id, "reason": "the request was cancelled" });
+                        if encode_notification(&mut line, method::NOTIFICATION_CANCELLED, &params)
+                            .is_ok()
+                        {
+                            self.write(&line);
+                        }
+                    }
                 }
                 Event::Notify { id, seq, line } => {
                     if self.in_flight.is_current(&id, seq) {
@@ -286,11 +322,18 @@ impl Owner {
                 // Spec 2026-07-28 basic/index: notifications are never
                 // answered; unknown ones are ignored.
             }
-            Incoming::Response { id } => {
-                let id = id.map_or_else(|| "null".to_owned(), |id| id.to_string());
-                self.inner.trace(&format!(
-                    "ignoring a response (id {id}) from the client: this server sends no requests"
-                ));
+            Incoming::Response { id, reply } => {
+                match id.as_ref().and_then(|id| self.asks.remove(id)) {
+                    Some(waiting) => {
+                        let _ = waiting.send(reply);
+                    }
+                    None => {
+                        let id = id.map_or_else(|| "null".to_owned(), |id| id.to_string());
+                        self.inner.trace(&format!(
+                            "ignoring a response (id {id}) from the client: it answers no request of this server"
+                        ));
+                    }
+                }
             }
             Incoming::Invalid { id, error } => self.write_error_line(id.as_ref(), &error),
         }

@@ -399,8 +399,11 @@ fn traced() -> (Server, Receiver<String>) {
     (server, rx)
 }
 
+/// The server sends requests only to a legacy client whose handler needs
+/// input (tests/it/legacy.rs, section 7); any other response is traced and
+/// dropped.
 #[test]
-fn responses_from_the_client_are_only_traced() {
+fn responses_that_answer_no_request_of_the_server_are_only_traced() {
     let (server, notes) = traced();
     let mut peer = Peer::start(&server);
     peer.send(&json!({ "jsonrpc": "2.0", "id": 5, "result": {} }));
@@ -409,7 +412,7 @@ fn responses_from_the_client_are_only_traced() {
     // there by now.
     assert_eq!(
         notes.try_recv().unwrap(),
-        "ignoring a response (id 5) from the client: this server sends no requests"
+        "ignoring a response (id 5) from the client: it answers no request of this server"
     );
     assert!(notes.try_recv().is_err(), "exactly one note");
 
@@ -417,7 +420,7 @@ fn responses_from_the_client_are_only_traced() {
     assert_still_serving(&mut peer, 2);
     assert_eq!(
         notes.try_recv().unwrap(),
-        "ignoring a response (id \"r\") from the client: this server sends no requests"
+        "ignoring a response (id \"r\") from the client: it answers no request of this server"
     );
 
     // A response with a null id (what a peer sends for a request it could
@@ -429,7 +432,7 @@ fn responses_from_the_client_are_only_traced() {
     assert_still_serving(&mut peer, 3);
     assert_eq!(
         notes.try_recv().unwrap(),
-        "ignoring a response (id null) from the client: this server sends no requests"
+        "ignoring a response (id null) from the client: it answers no request of this server"
     );
     assert!(notes.try_recv().is_err(), "exactly one note");
 
@@ -437,7 +440,17 @@ fn responses_from_the_client_are_only_traced() {
     assert_still_serving(&mut peer, 4);
     assert_eq!(
         notes.try_recv().unwrap(),
-        "ignoring a response (id null) from the client: this server sends no requests"
+        "ignoring a response (id null) from the client: it answers no request of this server"
+    );
+    assert!(notes.try_recv().is_err(), "exactly one note");
+
+    // An id shaped like the server's own asks answers nothing while none
+    // is open.
+    peer.send(&json!({ "jsonrpc": "2.0", "id": "mcp-stdio-ask-1", "result": {} }));
+    assert_still_serving(&mut peer, 40);
+    assert_eq!(
+        notes.try_recv().unwrap(),
+        "ignoring a response (id \"mcp-stdio-ask-1\") from the client: it answers no request of this server"
     );
     assert!(notes.try_recv().is_err(), "exactly one note");
 
@@ -448,7 +461,7 @@ fn responses_from_the_client_are_only_traced() {
         assert_still_serving(&mut peer, 5 + n as i64);
         assert_eq!(
             notes.try_recv().unwrap(),
-            "ignoring a response (id null) from the client: this server sends no requests",
+            "ignoring a response (id null) from the client: it answers no request of this server",
             "id {id}"
         );
         assert!(notes.try_recv().is_err(), "exactly one note for id {id}");

@@ -12,6 +12,7 @@
 //! `Peer::finish`.
 
 use std::thread;
+use std::time::Duration;
 
 use mcp_stdio::{Client, Era, EraPolicy, Outcome, PromptArguments, Server, Transport};
 use serde_json::{Value, json};
@@ -161,24 +162,128 @@ fn progress(token: Value, step: u64, total: u64) -> Value {
     })
 }
 
-/// The text a legacy client gets instead of a request for input
-/// (src/server/legacy.rs, `downgrade`).
-fn needs_input(what: &str, version: &str) -> String {
+/// The text a legacy client gets when a request needs input through
+/// capabilities it did not declare in `initialize` (src/server/legacy.rs,
+/// `downgrade`): `what` is "this tool" or the method name.
+fn undeclared(what: &str, capabilities: &str, version: &str) -> String {
     format!(
-        "{what} needs input from the user or the client (elicitation, sampling or roots), \
-         which this server can ask only of clients that speak MCP 2026-07-28; this client speaks {version}"
+        "{what} needs the client capabilities {capabilities}, which this client (MCP {version}) \
+         did not declare when it initialized"
     )
 }
 
-/// The `isError` tool result for an MRTR tool called by a legacy client.
-fn needs_input_result(id: impl Into<Value>, version: &str) -> Value {
+/// The `isError` tool result for a tool that needs `capabilities` a
+/// legacy client did not declare.
+fn undeclared_result(id: impl Into<Value>, capabilities: &str, version: &str) -> Value {
     ok(
         id,
         json!({
-            "content": [{ "type": "text", "text": needs_input("this tool", version) }],
+            "content": [{ "type": "text", "text": undeclared("this tool", capabilities, version) }],
             "isError": true
         }),
     )
+}
+
+/// Opens a legacy session whose client declared `capabilities`.
+fn open_session_with(peer: &mut Peer, version: &str, capabilities: Value) {
+    assert_eq!(
+        peer.ask(&initialize_with("init", version, capabilities)),
+        initialize_result("init", version)
+    );
+    peer.send(&initialized());
+}
+
+/// Every capability a legacy client can declare for the server's asks.
+fn all_input_capabilities() -> Value {
+    json!({ "elicitation": {}, "sampling": {}, "roots": {} })
+}
+
+/// The prefix of the ids of the server's own requests to a legacy client.
+const ASK_PREFIX: &str = "mcp-stdio-ask-";
+
+/// Reads the server's next message, which must be a request of its own to
+/// the client (an ask): exactly `method` with `params`, with an id of the
+/// server's. Returns that id.
+fn recv_ask(peer: &Peer, method: &str, params: Value) -> Value {
+    let ask = peer.recv();
+    let id = ask["id"].clone();
+    let number = id.as_str().and_then(|id| id.strip_prefix(ASK_PREFIX));
+    assert!(
+        number.is_some_and(|n| n.parse::<u64>().is_ok()),
+        "an ask id is {ASK_PREFIX}<n>: {ask}"
+    );
+    assert_eq!(
+        ask,
+        json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params })
+    );
+    id
+}
+
+/// The client's response to an ask.
+fn answer(peer: &mut Peer, ask: &Value, result: Value) {
+    peer.send(&ok(ask.clone(), result));
+}
+
+/// The params of a form elicitation for one required string `field`, as
+/// the fixtures build it; `mode` is there from 2025-11-25 on.
+fn form(message: &str, field: &str, with_mode: bool) -> Value {
+    let mut params = json!({
+        "message": message,
+        "requestedSchema": {
+            "type": "object",
+            "properties": { field: { "type": "string" } },
+            "required": [field]
+        }
+    });
+    if with_mode {
+        params["mode"] = json!("form");
+    }
+    params
+}
+
+/// The fixtures' `What is your name?` elicitation.
+fn name_form(with_mode: bool) -> Value {
+    form("What is your name?", "name", with_mode)
+}
+
+/// The fixtures' sampling request.
+fn capital_question() -> Value {
+    json!({
+        "messages": [{ "role": "user", "content": { "type": "text", "text": "What is the capital of France?" } }],
+        "maxTokens": 100
+    })
+}
+
+/// A form elicitation's `accept` with one field.
+fn accept(field: &str, value: &str) -> Value {
+    json!({ "action": "accept", "content": { field: value } })
+}
+
+fn paris() -> Value {
+    json!({ "role": "assistant", "content": { "type": "text", "text": "Paris" }, "model": "test-model" })
+}
+
+fn one_root() -> Value {
+    json!({ "roots": [{ "uri": "file:///legacy/root", "name": "root" }] })
+}
+
+/// A server whose trace hook forwards every line into a channel.
+fn traced_everything() -> (Server, crossbeam_channel::Receiver<String>) {
+    let (tx, notes) = crossbeam_channel::unbounded();
+    let server = crate::everything::build_with(|b| {
+        b.trace(move |line| {
+            let _ = tx.send(line.to_owned());
+        })
+    });
+    (server, notes)
+}
+
+/// The trace notes so far about responses that answer nothing.
+fn ignored_responses(notes: &crossbeam_channel::Receiver<String>) -> Vec<String> {
+    notes
+        .try_iter()
+        .filter(|note| note.starts_with("ignoring a response"))
+        .collect()
 }
 
 /// Reads `expected.len()` messages and asserts they are exactly `expected`
@@ -474,7 +579,7 @@ fn an_unknown_version_gets_the_newest_legacy_version() {
 fn a_second_initialize_replaces_the_session() {
     let server = crate::everything::build();
     let mut peer = Peer::start(&server);
-    open_session(&mut peer, "2025-06-18");
+    open_session_with(&mut peer, "2025-06-18", json!({ "elicitation": {} }));
     assert_eq!(
         peer.ask(&legacy(
             1,
@@ -487,19 +592,20 @@ fn a_second_initialize_replaces_the_session() {
         peer.ask(&legacy(2, "logging/setLevel", json!({ "level": "debug" }))),
         ok(2, json!({}))
     );
-    assert_eq!(
-        peer.ask(&legacy_call(3, "ask", json!({}))),
-        needs_input_result(3, "2025-06-18")
-    );
+    // The first session declared elicitation: the server asks.
+    peer.send(&legacy_call(3, "ask", json!({})));
+    let ask = recv_ask(&peer, "elicitation/create", name_form(false));
+    answer(&mut peer, &ask, accept("name", "Ada"));
+    assert_eq!(peer.recv(), legacy_text(3, "Nice to meet you, Ada!"));
 
-    // The new session has the new version...
+    // The new session has the new version and capabilities (none)...
     assert_eq!(
         peer.ask(&initialize("again", "2024-11-05")),
         initialize_result("again", "2024-11-05")
     );
     assert_eq!(
         peer.ask(&legacy_call(4, "ask", json!({}))),
-        needs_input_result(4, "2024-11-05")
+        undeclared_result(4, "elicitation", "2024-11-05")
     );
     // ...and none of the old one's subscriptions, log level or
     // initialized state.
@@ -947,7 +1053,7 @@ fn legacy_only_methods_with_modern_meta_are_not_found() {
     // no log level.
     assert_eq!(
         peer.ask(&legacy_call(7, "ask", json!({}))),
-        needs_input_result(7, "2025-06-18")
+        undeclared_result(7, "elicitation", "2025-06-18")
     );
     assert_eq!(
         peer.ask(&legacy_call(8, "bump", json!({}))),
@@ -985,47 +1091,61 @@ fn subscriptions_listen_without_modern_meta_in_a_legacy_session_is_not_found() {
     peer.finish_quietly();
 }
 
-// --- 7. MRTR under legacy ------------------------------------------------
+// --- 7. Input from a legacy client -----------------------------------------
+//
+// A handler's `input_required` result becomes the server's own requests to
+// a legacy client (src/server/legacy_input.rs): one JSON-RPC request per
+// input request, answered by id, then the handler runs again with the
+// answers, and the client sees only the final, downgraded reply.
 
 #[test]
-fn tools_that_need_input_are_a_tool_error_for_a_legacy_client() {
+fn tools_that_need_an_undeclared_capability_are_a_tool_error_for_a_legacy_client() {
     let server = crate::everything::build();
     let mut peer = Peer::start(&server);
+    // This client declared no capabilities: the server may not ask it.
     open_session(&mut peer, "2025-11-25");
-    for (id, tool) in [
-        (1, "ask"),
-        (2, "test_input_required_result_elicitation"),
-        (3, "test_input_required_result_sampling"),
-        (4, "test_input_required_result_list_roots"),
-        // It needs the sampling capability, which this session lacks.
-        (7, "test_missing_capability"),
+    for (id, tool, needed) in [
+        (1, "ask", "elicitation"),
+        (2, "test_input_required_result_elicitation", "elicitation"),
+        (3, "test_input_required_result_sampling", "sampling"),
+        (4, "test_input_required_result_list_roots", "roots"),
+        (
+            5,
+            "test_input_required_result_multiple_inputs",
+            "elicitation, roots, sampling",
+        ),
+        // Not a multi round-trip tool: it checks the capability itself.
+        (6, "test_missing_capability", "sampling"),
     ] {
         assert_eq!(
             peer.ask(&legacy_call(id, tool, json!({}))),
-            needs_input_result(id, "2025-11-25"),
+            undeclared_result(id, needed, "2025-11-25"),
             "{tool}"
         );
     }
     assert_eq!(
-        needs_input("this tool", "2025-11-25"),
-        "this tool needs input from the user or the client (elicitation, sampling or roots), which this server can ask only of clients that speak MCP 2026-07-28; this client speaks 2025-11-25"
+        undeclared("this tool", "elicitation", "2025-11-25"),
+        "this tool needs the client capabilities elicitation, which this client (MCP 2025-11-25) did not declare when it initialized"
     );
-    // A prompt that needs input: an error (prompts/get has no isError).
+    // A prompt that needs input: an error naming the method (prompts/get
+    // has no isError).
     assert_eq!(
         peer.ask(&legacy(
-            5,
+            7,
             "prompts/get",
             json!({ "name": "test_input_required_result_prompt" })
         )),
         json!({
             "jsonrpc": "2.0",
-            "id": 5,
-            "error": { "code": -32603, "message": needs_input("prompts/get", "2025-11-25") }
+            "id": 7,
+            "error": { "code": -32603, "message": undeclared("prompts/get", "elicitation", "2025-11-25") }
         })
     );
+    // Nothing was asked: the very next line is a ping's reply.
+    ping_barrier(&mut peer, 8);
     // The same tool called by a modern client (that can answer) on the
-    // same connection still asks for input.
-    let mut modern = call(6, "ask", json!({}));
+    // same connection still asks for input, as a result.
+    let mut modern = call(9, "ask", json!({}));
     modern["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"] =
         json!({ "elicitation": {} });
     let modern = peer.ask(&modern);
@@ -1038,11 +1158,43 @@ fn tools_that_need_input_are_a_tool_error_for_a_legacy_client() {
 }
 
 #[test]
-fn the_mrtr_error_names_the_sessions_version_whatever_the_client_declared() {
+fn only_the_capabilities_the_client_did_not_declare_are_named() {
     let server = crate::everything::build();
     let mut peer = Peer::start(&server);
-    // Declaring elicitation and sampling does not help: this server cannot
-    // send a legacy client requests.
+    // Elicitation in URL mode only does not cover a form.
+    open_session_with(
+        &mut peer,
+        "2025-11-25",
+        json!({ "sampling": {}, "elicitation": { "url": {} } }),
+    );
+    assert_eq!(
+        peer.ask(&legacy_call(
+            1,
+            "test_input_required_result_multiple_inputs",
+            json!({})
+        )),
+        undeclared_result(1, "elicitation, roots", "2025-11-25")
+    );
+    assert_eq!(
+        peer.ask(&legacy_call(2, "ask", json!({}))),
+        undeclared_result(2, "elicitation", "2025-11-25")
+    );
+    // What it did declare, it is asked for.
+    peer.send(&legacy_call(
+        3,
+        "test_input_required_result_sampling",
+        json!({}),
+    ));
+    let ask = recv_ask(&peer, "sampling/createMessage", capital_question());
+    answer(&mut peer, &ask, paris());
+    assert_eq!(peer.recv(), legacy_text(3, "The model says: Paris"));
+    peer.finish_quietly();
+}
+
+#[test]
+fn what_a_legacy_client_declared_in_initialize_lets_the_server_ask_it() {
+    let server = crate::everything::build();
+    let mut peer = Peer::start(&server);
     let init = initialize_with(
         "init",
         "2025-03-26",
@@ -1050,24 +1202,441 @@ fn the_mrtr_error_names_the_sessions_version_whatever_the_client_declared() {
     );
     assert_eq!(peer.ask(&init), initialize_result("init", "2025-03-26"));
     peer.send(&initialized());
-    assert_eq!(
-        peer.ask(&legacy_call(
-            1,
-            "test_input_required_result_elicitation",
-            json!({})
-        )),
-        needs_input_result(1, "2025-03-26")
-    );
-    assert_eq!(
-        peer.ask(&legacy_call(2, "ask", json!({}))),
-        needs_input_result(2, "2025-03-26")
-    );
+    // Before 2025-11-25 an elicitation has no `mode`.
+    peer.send(&legacy_call(
+        1,
+        "test_input_required_result_elicitation",
+        json!({}),
+    ));
+    let ask = recv_ask(&peer, "elicitation/create", name_form(false));
+    answer(&mut peer, &ask, accept("name", "Ada"));
+    assert_eq!(peer.recv(), legacy_text(1, "Hello, Ada!"));
+    peer.send(&legacy_call(2, "ask", json!({})));
+    let ask = recv_ask(&peer, "elicitation/create", name_form(false));
+    answer(&mut peer, &ask, accept("name", "Ada"));
+    assert_eq!(peer.recv(), legacy_text(2, "Nice to meet you, Ada!"));
     // What the client declared in initialize holds for every request of
     // the session.
     assert_eq!(
         peer.ask(&legacy_call(3, "test_missing_capability", json!({}))),
         legacy_text(3, "The request declared sampling.")
     );
+    peer.finish_quietly();
+}
+
+#[test]
+fn a_legacy_client_is_asked_with_a_request_of_the_servers_own() {
+    let server = crate::everything::build();
+    let mut peer = Peer::start(&server);
+    open_session_with(&mut peer, "2025-11-25", json!({ "elicitation": {} }));
+    peer.send(&legacy_call(1, "ask", json!({})));
+    // A 2025-11-25 elicitation carries its mode.
+    let ask = recv_ask(&peer, "elicitation/create", name_form(true));
+    answer(&mut peer, &ask, accept("name", "Ada"));
+    // The final reply is a legacy result: no resultType, no _meta.
+    let reply = peer.recv();
+    assert_eq!(reply, legacy_text(1, "Nice to meet you, Ada!"));
+    assert_eq!(keys(&reply["result"]), ["content"]);
+    // The next call is asked anew, under an id of its own.
+    peer.send(&legacy_call(2, "ask", json!({})));
+    let again = recv_ask(&peer, "elicitation/create", name_form(true));
+    assert_ne!(again, ask);
+    answer(&mut peer, &again, accept("name", "Grace"));
+    assert_eq!(peer.recv(), legacy_text(2, "Nice to meet you, Grace!"));
+    peer.finish_quietly();
+}
+
+#[test]
+fn an_elicitation_for_a_2025_06_18_client_has_no_mode() {
+    let server = crate::everything::build();
+    let mut peer = Peer::start(&server);
+    open_session_with(&mut peer, "2025-06-18", json!({ "elicitation": {} }));
+    peer.send(&legacy_call(1, "ask", json!({})));
+    let ask = recv_ask(&peer, "elicitation/create", name_form(false));
+    answer(&mut peer, &ask, accept("name", "Ada"));
+    assert_eq!(peer.recv(), legacy_text(1, "Nice to meet you, Ada!"));
+    peer.finish_quietly();
+}
+
+#[test]
+fn every_ask_of_a_round_goes_out_before_any_answer() {
+    let server = crate::everything::build();
+    let mut peer = Peer::start(&server);
+    open_session_with(&mut peer, "2025-11-25", all_input_capabilities());
+    peer.send(&legacy_call(
+        1,
+        "test_input_required_result_multiple_inputs",
+        json!({}),
+    ));
+    // All three arrive before the client answered anything, in whatever
+    // order.
+    let arrived: Vec<Value> = (0..3).map(|_| peer.recv()).collect();
+    let mut by_method: Vec<&Value> = arrived.iter().collect();
+    by_method.sort_by_key(|ask| ask["method"].as_str().unwrap_or_default().to_owned());
+    let expected = [
+        ("elicitation/create", name_form(true)),
+        ("roots/list", json!({})),
+        ("sampling/createMessage", capital_question()),
+    ];
+    for (ask, (method, params)) in by_method.iter().zip(expected) {
+        assert_eq!(
+            ask,
+            &&json!({ "jsonrpc": "2.0", "id": ask["id"], "method": method, "params": params })
+        );
+        assert!(ask["id"].as_str().unwrap().starts_with(ASK_PREFIX), "{ask}");
+    }
+    let mut ids: Vec<String> = arrived.iter().map(|a| a["id"].to_string()).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    assert_eq!(ids.len(), 3, "three ids: {arrived:?}");
+    // Answered in the reverse order of arrival.
+    for ask in arrived.iter().rev() {
+        let result = match ask["method"].as_str().unwrap() {
+            "elicitation/create" => accept("name", "Ada"),
+            "sampling/createMessage" => paris(),
+            _ => one_root(),
+        };
+        answer(&mut peer, &ask["id"], result);
+    }
+    assert_eq!(
+        peer.recv(),
+        legacy_text(1, "name Ada, model Paris, 1 roots")
+    );
+    peer.finish_quietly();
+}
+
+#[test]
+fn each_round_of_a_multi_round_tool_is_asked_anew() {
+    let server = crate::everything::build();
+    let mut peer = Peer::start(&server);
+    open_session_with(&mut peer, "2025-11-25", json!({ "elicitation": {} }));
+    peer.send(&legacy_call(
+        1,
+        "test_input_required_result_multi_round",
+        json!({}),
+    ));
+    let first = recv_ask(&peer, "elicitation/create", name_form(true));
+    answer(&mut peer, &first, accept("name", "Ada"));
+    let second = recv_ask(
+        &peer,
+        "elicitation/create",
+        form("Favourite colour?", "colour", true),
+    );
+    assert_ne!(first, second);
+    answer(&mut peer, &second, accept("colour", "blue"));
+    assert_eq!(peer.recv(), legacy_text(1, "Ada likes blue"));
+    peer.finish_quietly();
+}
+
+#[test]
+fn a_legacy_client_is_asked_at_most_eight_rounds() {
+    let server = crate::everything::build();
+    let mut peer = Peer::start(&server);
+    open_session_with(&mut peer, "2025-11-25", json!({ "elicitation": {} }));
+    // `ask` asks again until an answer carries a name; these never do.
+    peer.send(&legacy_call(1, "ask", json!({})));
+    let mut seen = Vec::new();
+    for _ in 0..8 {
+        let ask = recv_ask(&peer, "elicitation/create", name_form(true));
+        assert!(!seen.contains(&ask), "a fresh id each round: {ask}");
+        answer(&mut peer, &ask, json!({ "action": "accept" }));
+        seen.push(ask);
+    }
+    assert_eq!(
+        peer.recv(),
+        ok(
+            1,
+            json!({
+                "content": [{ "type": "text", "text": "this tool kept asking the client for input and never finished" }],
+                "isError": true
+            })
+        )
+    );
+    peer.finish_quietly();
+}
+
+#[test]
+fn a_prompt_that_needs_input_asks_a_legacy_client() {
+    let server = crate::everything::build();
+    let mut peer = Peer::start(&server);
+    open_session_with(&mut peer, "2025-11-25", json!({ "elicitation": {} }));
+    peer.send(&legacy(
+        1,
+        "prompts/get",
+        json!({ "name": "test_input_required_result_prompt" }),
+    ));
+    let ask = recv_ask(
+        &peer,
+        "elicitation/create",
+        form("What context should the prompt use?", "context", true),
+    );
+    answer(&mut peer, &ask, accept("context", "a legacy run"));
+    let reply = peer.recv();
+    assert_eq!(
+        reply,
+        ok(
+            1,
+            json!({ "messages": [{ "role": "user", "content": { "type": "text", "text": "Context: a legacy run" } }] })
+        )
+    );
+    assert_eq!(keys(&reply["result"]), ["messages"]);
+    peer.finish_quietly();
+}
+
+#[test]
+fn a_resource_that_needs_input_asks_a_legacy_client() {
+    use mcp_stdio::types::{
+        InputRequest, InputRequiredResult, ReadResourceResult, Resource, ResourceContents,
+    };
+    let server = crate::everything::build_with(|b| {
+        b.resource(Resource::new("legacy://roots", "roots"), |ctx, req| {
+            Ok(match ctx.roots("where") {
+                Some(roots) => {
+                    Outcome::Complete(ReadResourceResult::new(vec![ResourceContents::text(
+                        &req.uri,
+                        roots.roots[0].uri.clone(),
+                    )]))
+                }
+                None => Outcome::InputRequired(InputRequiredResult::new(
+                    [(
+                        // No params at all: the ask still carries `"params": {}`
+                        // (JSON-RPC 2.0: params, when present, are an object).
+                        "where".to_owned(),
+                        InputRequest::ListRoots(None),
+                    )]
+                    .into(),
+                )),
+            })
+        })
+    });
+    let mut peer = Peer::start(&server);
+    open_session_with(&mut peer, "2025-11-25", json!({ "roots": {} }));
+    peer.send(&legacy(
+        1,
+        "resources/read",
+        json!({ "uri": "legacy://roots" }),
+    ));
+    let ask = recv_ask(&peer, "roots/list", json!({}));
+    answer(&mut peer, &ask, one_root());
+    // Downgraded: no ttlMs, cacheScope, resultType or _meta.
+    assert_eq!(
+        peer.recv(),
+        ok(
+            1,
+            json!({ "contents": [{ "uri": "legacy://roots", "text": "file:///legacy/root" }] })
+        )
+    );
+    peer.finish_quietly();
+}
+
+#[test]
+fn an_error_answer_to_an_ask_fails_the_request_with_its_code() {
+    let server = crate::everything::build();
+    let mut peer = Peer::start(&server);
+    open_session_with(&mut peer, "2025-11-25", json!({ "elicitation": {} }));
+    for (id, code, message) in [(1, -32601, "Method not found"), (2, -1, "User rejected")] {
+        peer.send(&legacy_call(id, "ask", json!({})));
+        let ask = recv_ask(&peer, "elicitation/create", name_form(true));
+        peer.send(&error(ask, code, message));
+        assert_eq!(
+            peer.recv(),
+            error(
+                id,
+                code,
+                &format!("the client answered name with an error: {message}")
+            )
+        );
+    }
+    // The session goes on.
+    peer.send(&legacy_call(3, "ask", json!({})));
+    let ask = recv_ask(&peer, "elicitation/create", name_form(true));
+    answer(&mut peer, &ask, accept("name", "Ada"));
+    assert_eq!(peer.recv(), legacy_text(3, "Nice to meet you, Ada!"));
+    peer.finish_quietly();
+}
+
+/// The server's cancellation of one of its asks.
+fn ask_cancelled(ask: &Value) -> Value {
+    json!({
+        "jsonrpc": "2.0",
+        "method": "notifications/cancelled",
+        "params": { "requestId": ask, "reason": "the request was cancelled" }
+    })
+}
+
+/// What the trace says of a response that answers no ask.
+fn ignored(id: &Value) -> String {
+    format!("ignoring a response (id {id}) from the client: it answers no request of this server")
+}
+
+#[test]
+fn cancelling_a_request_withdraws_its_open_ask() {
+    let (server, notes) = traced_everything();
+    let mut peer = Peer::start(&server);
+    open_session_with(&mut peer, "2025-11-25", json!({ "elicitation": {} }));
+    peer.send(&legacy_call(1, "ask", json!({})));
+    let ask = recv_ask(&peer, "elicitation/create", name_form(true));
+    peer.send(&cancel(1));
+    assert_eq!(peer.recv(), ask_cancelled(&ask));
+    // Nothing is ever sent for the cancelled request.
+    peer.assert_silent_for(Duration::from_millis(300));
+    // A late answer to the withdrawn ask answers nothing.
+    answer(&mut peer, &ask, accept("name", "Ada"));
+    ping_barrier(&mut peer, 2);
+    assert_eq!(ignored_responses(&notes), [ignored(&ask)]);
+    // The server goes on serving, the id of the cancelled request too.
+    assert_eq!(
+        peer.ask(&legacy_call(1, "echo", json!({ "text": "after" }))),
+        legacy_text(1, "after")
+    );
+    peer.finish_quietly();
+}
+
+#[test]
+fn cancelling_a_request_withdraws_only_its_unanswered_asks() {
+    let server = crate::everything::build();
+    let mut peer = Peer::start(&server);
+    open_session_with(&mut peer, "2025-11-25", all_input_capabilities());
+    peer.send(&legacy_call(
+        1,
+        "test_input_required_result_multiple_inputs",
+        json!({}),
+    ));
+    let asks: Vec<Value> = (0..3).map(|_| peer.recv()).collect();
+    let (answered, open): (Vec<&Value>, Vec<&Value>) = asks
+        .iter()
+        .partition(|ask| ask["method"] == "elicitation/create");
+    answer(&mut peer, &answered[0]["id"], accept("name", "Ada"));
+    peer.send(&cancel(1));
+    recv_unordered(
+        &peer,
+        open.iter().map(|ask| ask_cancelled(&ask["id"])).collect(),
+    );
+    peer.assert_silent_for(Duration::from_millis(300));
+    ping_barrier(&mut peer, 2);
+    peer.finish_quietly();
+}
+
+#[test]
+fn the_end_of_input_fails_a_request_waiting_for_an_answer() {
+    let server = crate::everything::build();
+    let mut peer = Peer::start(&server);
+    open_session_with(&mut peer, "2025-11-25", json!({ "elicitation": {} }));
+    peer.send(&legacy_call(1, "ask", json!({})));
+    recv_ask(&peer, "elicitation/create", name_form(true));
+    // EOF: the request fails at once (not after the shutdown grace), and
+    // serve returns.
+    let (rest, res) = peer.finish();
+    res.unwrap();
+    assert_eq!(
+        rest,
+        [error(
+            1,
+            -32603,
+            "internal error: the connection closed before the client answered"
+        )]
+    );
+}
+
+#[test]
+fn a_stop_fails_a_request_waiting_for_an_answer() {
+    let server = crate::everything::build();
+    let mut peer = Peer::start(&server);
+    open_session_with(&mut peer, "2025-11-25", json!({ "elicitation": {} }));
+    peer.send(&legacy_call(1, "ask", json!({})));
+    recv_ask(&peer, "elicitation/create", name_form(true));
+    server.stop_handle().stop();
+    assert_eq!(
+        peer.recv(),
+        error(
+            1,
+            -32603,
+            "internal error: the connection closed before the client answered"
+        )
+    );
+    peer.finish_quietly();
+}
+
+#[test]
+fn a_response_that_answers_no_ask_is_only_traced() {
+    let (server, notes) = traced_everything();
+    let mut peer = Peer::start(&server);
+    open_session_with(&mut peer, "2025-11-25", json!({ "elicitation": {} }));
+    peer.send(&legacy_call(1, "ask", json!({})));
+    let ask = recv_ask(&peer, "elicitation/create", name_form(true));
+    // While the ask is open: an id the server never used (its counter
+    // starts at 1), the id of the client's own request, an error.
+    let strays = [
+        ok(format!("{ASK_PREFIX}0"), accept("name", "Eve")),
+        ok(1, accept("name", "Eve")),
+        error("nobody", -32601, "Method not found"),
+    ];
+    for stray in &strays {
+        peer.send(stray);
+    }
+    // Not answered: the next line is a ping's reply.
+    ping_barrier(&mut peer, 2);
+    assert_eq!(
+        ignored_responses(&notes),
+        strays.iter().map(|s| ignored(&s["id"])).collect::<Vec<_>>()
+    );
+    // The open ask still gets its own answer.
+    answer(&mut peer, &ask, accept("name", "Ada"));
+    assert_eq!(peer.recv(), legacy_text(1, "Nice to meet you, Ada!"));
+    peer.finish_quietly();
+    assert_eq!(ignored_responses(&notes), Vec::<String>::new());
+}
+
+#[test]
+fn a_modern_request_in_a_legacy_session_gets_input_required_and_no_ask() {
+    let server = crate::everything::build();
+    let mut peer = Peer::start(&server);
+    open_session_with(&mut peer, "2025-11-25", json!({ "elicitation": {} }));
+    let modern = |id: i64, extra: Value| {
+        let mut call = call(id, "ask", json!({}));
+        call["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"] =
+            json!({ "elicitation": {} });
+        for (key, value) in extra.as_object().unwrap() {
+            call["params"][key] = value.clone();
+        }
+        call
+    };
+    let resp = peer.ask(&modern(1, json!({})));
+    let state = resp["result"]["requestState"]
+        .as_str()
+        .unwrap_or_else(|| panic!("a sealed requestState: {resp}"))
+        .to_owned();
+    assert_eq!(
+        resp,
+        json!({
+            "jsonrpc": "2.0",
+            "id": 1,
+            "result": {
+                "resultType": "input_required",
+                "inputRequests": {
+                    "name": { "method": "elicitation/create", "params": name_form(true) }
+                },
+                "requestState": state,
+                "_meta": peer.server_meta
+            }
+        })
+    );
+    // No ask went out: the next line is a ping's reply.
+    ping_barrier(&mut peer, 2);
+    // The modern retry completes it, modern-shaped.
+    let retry = modern(
+        3,
+        json!({ "inputResponses": { "name": accept("name", "Ada") }, "requestState": state }),
+    );
+    assert_eq!(
+        peer.ask(&retry),
+        text_result(&peer, 3, "Nice to meet you, Ada!")
+    );
+    // A legacy call of the same tool on the same connection is asked.
+    peer.send(&legacy_call(4, "ask", json!({})));
+    let ask = recv_ask(&peer, "elicitation/create", name_form(true));
+    answer(&mut peer, &ask, accept("name", "Ada"));
+    assert_eq!(peer.recv(), legacy_text(4, "Nice to meet you, Ada!"));
     peer.finish_quietly();
 }
 
@@ -1247,14 +1816,76 @@ fn the_client_forced_legacy_talks_to_the_everything_server() {
         ),
         other => panic!("{other:?}"),
     }
-    // A tool that needs input: a tool error the client can show.
+    // A tool that needs input this client cannot give (it declared no
+    // elicitation): a tool error the client can show.
     match client.call_tool("ask", json!({})).unwrap() {
         Outcome::Complete(result) => assert_eq!(
             serde_json::to_value(result).unwrap(),
             json!({
-                "content": [{ "type": "text", "text": needs_input("this tool", "2025-11-25") }],
+                "content": [{ "type": "text", "text": undeclared("this tool", "elicitation", "2025-11-25") }],
                 "isError": true
             })
+        ),
+        other => panic!("{other:?}"),
+    }
+    client.close().unwrap();
+    serving.join().unwrap().unwrap();
+}
+
+#[test]
+fn the_client_forced_legacy_answers_the_servers_asks() {
+    use mcp_stdio::types::{ElicitRequestParams, ElicitResult};
+    let server = crate::everything::build();
+    let (transport, serving) = serve_on_thread(&server);
+    let client = Client::builder()
+        .era(EraPolicy::LegacyOnly)
+        .on_elicitation(|params| {
+            let ElicitRequestParams::Form(form) = params else {
+                panic!("a form: {params:?}");
+            };
+            let (field, value) = match form.message.as_str() {
+                "What is your name?" => ("name", "Ada"),
+                "Favourite colour?" => ("colour", "green"),
+                _ => ("context", "the client's"),
+            };
+            let mut content = serde_json::Map::new();
+            content.insert(field.into(), json!(value));
+            Ok(ElicitResult::accept(content))
+        })
+        .on_sampling(|_| Ok(serde_json::from_value(paris()).unwrap()))
+        .on_roots(|| Ok(serde_json::from_value(one_root()).unwrap()))
+        .connect(transport)
+        .unwrap();
+    assert_eq!(
+        client.era(),
+        Era::Legacy {
+            version: "2025-11-25".into()
+        }
+    );
+    for (tool, text) in [
+        ("ask", "Nice to meet you, Ada!"),
+        (
+            "test_input_required_result_multiple_inputs",
+            "name Ada, model Paris, 1 roots",
+        ),
+        ("test_input_required_result_multi_round", "Ada likes green"),
+    ] {
+        match client.call_tool(tool, json!({})).unwrap() {
+            Outcome::Complete(result) => assert_eq!(
+                serde_json::to_value(result).unwrap(),
+                json!({ "content": [{ "type": "text", "text": text }] }),
+                "{tool}"
+            ),
+            other => panic!("{tool}: {other:?}"),
+        }
+    }
+    match client
+        .get_prompt("test_input_required_result_prompt", PromptArguments::new())
+        .unwrap()
+    {
+        Outcome::Complete(result) => assert_eq!(
+            serde_json::to_value(result).unwrap(),
+            json!({ "messages": [{ "role": "user", "content": { "type": "text", "text": "Context: the client's" } }] })
         ),
         other => panic!("{other:?}"),
     }

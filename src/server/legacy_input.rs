@@ -1,0 +1,227 @@
+//! Input from a legacy client: a handler that returns
+//! [`Outcome::InputRequired`](crate::Outcome::InputRequired) serves a legacy
+//! (initialize-era) client too. A legacy client cannot answer a multi
+//! round-trip result, but its era lets the server ask: the server sends
+//! each input request (`elicitation/create`, `sampling/createMessage`,
+//! `roots/list`) to the client as a request of its own (spec 2025-11-25
+//! client/elicitation, client/sampling, client/roots), waits for the
+//! answers, and runs the handler again with them as `inputResponses` and
+//! the sealed `requestState` it returned, exactly as a modern client's
+//! retry would. The handler cannot tell the eras apart.
+//!
+//! Spec 2026-07-28 basic/versioning, compatibility matrix: a legacy client
+//! with a dual-era server "Works. The server answers `initialize` and serves
+//! the client according to the negotiated legacy revision."
+//!
+//! The asks go out through the owner (`Event::AskClient`), which writes them
+//! and routes the client's responses back by id. While waiting, the request
+//! can still be cancelled: the open asks are then cancelled at the client
+//! with `notifications/cancelled`. A client that answers an ask with an
+//! error ends the request with that error.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use crossbeam_channel::{Receiver, RecvTimeoutError};
+use serde_json::value::RawValue;
+use serde_json::{Map, Value};
+
+use crate::context::RequestContext;
+use crate::jsonrpc::{ErrorObject, RequestId, encode_error, encode_request, error_code};
+use crate::server::Inner;
+use crate::server::dispatch::{self, Prepared, Work};
+use crate::server::legacy::{self, LegacySession};
+use crate::server::serve::{Event, Sink};
+use crate::types::method;
+
+/// How many times one request may ask before it gives up (the client's
+/// own default for multi round-trip requests is the same).
+const MAX_ROUNDS: usize = 8;
+
+/// What a client sent back for one ask.
+pub(crate) type AskReply = Result<Box<RawValue>, ErrorObject>;
+
+/// Whether a request of `method` may need input from the client.
+pub(crate) fn may_ask(method: &str) -> bool {
+    matches!(
+        method,
+        method::TOOLS_CALL | method::PROMPTS_GET | method::RESOURCES_READ
+    )
+}
+
+/// Wraps the work of a legacy request: asks the client for whatever the
+/// handler needs, runs the handler again with the answers, and finally
+/// drops what only 2026-07-28 results carry.
+pub(crate) fn bridge(
+    inner: Arc<Inner>,
+    method: String,
+    params: String,
+    session: LegacySession,
+    work: Work,
+) -> Work {
+    Box::new(move |ctx| {
+        let mut line = work(ctx);
+        let mut rounds = 0;
+        while let Some(input) = input_required(&line) {
+            if rounds == MAX_ROUNDS {
+                break;
+            }
+            rounds += 1;
+            line = match ask_and_retry(&inner, &method, &params, &session, ctx, input) {
+                Ok(line) => line,
+                Err(error) => {
+                    let mut line = Vec::with_capacity(128);
+                    encode_error(&mut line, Some(ctx.id()), &error);
+                    line
+                }
+            };
+        }
+        legacy::downgrade(line, &method, &session.version)
+    })
+}
+
+/// The `inputRequests` and `requestState` of an `input_required` reply.
+struct InputRequired {
+    requests: Map<String, Value>,
+    state: Option<Value>,
+}
+
+fn input_required(line: &[u8]) -> Option<InputRequired> {
+    // The common case, a complete result, is told without parsing.
+    memchr::memmem::find(line, b"\"input_required\"")?;
+    let mut reply: Value = serde_json::from_slice(line).ok()?;
+    let result = reply.get_mut("result")?.as_object_mut()?;
+    if result.get("resultType")? != "input_required" {
+        return None;
+    }
+    let requests = match result.remove("inputRequests")? {
+        Value::Object(requests) => requests,
+        _ => return None,
+    };
+    Some(InputRequired {
+        requests,
+        state: result.remove("requestState"),
+    })
+}
+
+/// One round: every ask sent at once, every answer awaited, then the
+/// handler run again as a retry with the answers.
+fn ask_and_retry(
+    inner: &Arc<Inner>,
+    method: &str,
+    params: &str,
+    session: &LegacySession,
+    ctx: &RequestContext,
+    input: InputRequired,
+) -> Result<Vec<u8>, ErrorObject> {
+    let answers = ask(ctx, input.requests, &session.version)?;
+    let mut retry: Map<String, Value> =
+        serde_json::from_str(params).map_err(ErrorObject::internal_error)?;
+    retry.insert("inputResponses".into(), Value::Object(answers));
+    match input.state {
+        Some(state) => retry.insert("requestState".into(), state),
+        None => retry.remove("requestState"),
+    };
+    let retry = serde_json::value::to_raw_value(&retry).map_err(ErrorObject::internal_error)?;
+    // The answers are checked like a modern retry's; the message names
+    // what this client did (it sent answers, not `inputResponses`).
+    let prepared = dispatch::prepare_retry(inner, method, retry, session).map_err(|error| {
+        if error.code == error_code::INVALID_PARAMS {
+            ErrorObject::invalid_params(format!(
+                "the client's answer does not fit what it was asked: {}",
+                error.message
+            ))
+        } else {
+            error
+        }
+    })?;
+    match prepared {
+        Prepared::Run(job) => {
+            let ctx = ctx.for_retry(job.meta, job.retry);
+            Ok(dispatch::run(job.work, &ctx))
+        }
+        _ => Err(ErrorObject::internal_error(
+            "a retry of a legacy request did not prepare a job",
+        )),
+    }
+}
+
+/// Sends every input request to the client and waits for all the answers,
+/// keyed like the requests.
+fn ask(
+    ctx: &RequestContext,
+    requests: Map<String, Value>,
+    version: &str,
+) -> Result<Map<String, Value>, ErrorObject> {
+    static NEXT_ASK: AtomicU64 = AtomicU64::new(1);
+    let Sink::Inbox { inbox, .. } = ctx.sink() else {
+        return Err(ErrorObject::internal_error(
+            "an inline handler cannot wait for the client's answer",
+        ));
+    };
+    let closed = || ErrorObject::internal_error("the connection closed before the client answered");
+    let mut open: Vec<(String, RequestId, Receiver<AskReply>)> = Vec::new();
+    for (key, mut request) in requests {
+        // Elicitation had no `mode` before 2025-11-25: a form is all there was.
+        if version < "2025-11-25"
+            && let Some(params) = request["params"].as_object_mut()
+            && params.get("mode").is_some_and(|mode| mode == "form")
+        {
+            params.remove("mode");
+        }
+        // JSON-RPC 2.0: params, when present, are an object.
+        let params = match request.get_mut("params").map(Value::take) {
+            Some(Value::Object(params)) => Value::Object(params),
+            _ => Value::Object(Map::new()),
+        };
+        let Some(ask_method) = request["method"].as_str() else {
+            return Err(ErrorObject::internal_error(format!(
+                "input request {key} has no method"
+            )));
+        };
+        let id = RequestId::String(format!(
+            "mcp-stdio-ask-{}",
+            NEXT_ASK.fetch_add(1, Ordering::Relaxed)
+        ));
+        let line = encode_request(&id, ask_method, &params).map_err(ErrorObject::internal_error)?;
+        let (reply, answer) = crossbeam_channel::bounded(1);
+        inbox
+            .send(Event::AskClient {
+                id: id.clone(),
+                line,
+                reply,
+            })
+            .map_err(|_| closed())?;
+        open.push((key, id, answer));
+    }
+    let mut answers = Map::new();
+    let mut waiting = open.iter();
+    while let Some((key, id, answer)) = waiting.next() {
+        let reply = loop {
+            // The cancel token has no channel to select on: a short poll
+            // (only a handler that waits for a person's answer is here).
+            match answer.recv_timeout(Duration::from_millis(20)) {
+                Ok(reply) => break reply,
+                Err(RecvTimeoutError::Timeout) if ctx.is_cancelled() => {
+                    // Nothing is sent for a cancelled request; the asks
+                    // still open are withdrawn.
+                    let unanswered = std::iter::once(id).chain(waiting.map(|(_, id, _)| id));
+                    for id in unanswered {
+                        let _ = inbox.send(Event::AskWithdrawn { id: id.clone() });
+                    }
+                    return Err(ErrorObject::internal_error("cancelled"));
+                }
+                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => return Err(closed()),
+            }
+        };
+        let value = reply.map_err(|error| ErrorObject {
+            message: format!("the client answered {key} with an error: {}", error.message),
+            ..error
+        })?;
+        let value = serde_json::from_str(value.get()).map_err(ErrorObject::internal_error)?;
+        answers.insert(key.clone(), value);
+    }
+    Ok(answers)
+}
