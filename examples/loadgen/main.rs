@@ -22,8 +22,9 @@
 //! `--compare`, the commands are separated by `--`). For example:
 //!
 //! ```text
-//! cargo build --release --examples
-//! target/release/examples/loadgen --pin 1 --compare target/release/examples/floor -- target/release/examples/echo
+//! cargo build --release --example echo
+//! cargo build --profile floor --example floor --example loadgen
+//! target/floor/examples/loadgen --pin 1 --compare target/floor/examples/floor -- target/release/examples/echo
 //! ```
 //!
 //! What is measured, per server and round (each phase on fresh processes;

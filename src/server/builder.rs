@@ -64,7 +64,7 @@ impl ServerBuilder {
                 workers,
                 max_running: 64,
                 queue_limit: 256,
-                queue_bytes: 16 * 1024 * 1024,
+                queue_bytes: 256 * 1024,
                 max_line_bytes: DEFAULT_MAX_LINE_BYTES,
                 shutdown_grace: Duration::from_secs(2),
                 page_size: 100,
@@ -248,9 +248,12 @@ impl ServerBuilder {
     }
 
     /// How many bytes of input may be read but not yet started (default
-    /// 16 MiB; one line is always admitted whatever its size). With
+    /// 256 KiB; one line is always admitted whatever its size). With
     /// [`ServerBuilder::queue_limit`] it bounds the memory the server gives
-    /// to requests it has not started.
+    /// to requests it has not started. Unread input waits in the pipe, which
+    /// costs the server nothing, so a small budget loses no throughput
+    /// (BENCHMARKS.md); a larger one lets more large requests wait when
+    /// every worker is busy.
     pub fn queue_bytes(mut self, n: usize) -> Self {
         self.config.queue_bytes = n.max(1);
         self

@@ -89,7 +89,10 @@ struct InputRequired {
 
 fn input_required(line: &[u8]) -> Option<InputRequired> {
     // The common case, a complete result, is told without parsing.
-    memchr::memmem::find(line, b"\"input_required\"")?;
+    const MARK: &[u8] = b"\"input_required\"";
+    if !line.windows(MARK.len()).any(|w| w == MARK) {
+        return None;
+    }
     let mut reply: Value = serde_json::from_slice(line).ok()?;
     let result = reply.get_mut("result")?.as_object_mut()?;
     if result.get("resultType")? != "input_required" {
