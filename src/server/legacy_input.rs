@@ -23,7 +23,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use crossbeam_channel::{Receiver, RecvTimeoutError};
+use crossbeam_channel::{Receiver, Select};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
@@ -150,6 +150,18 @@ fn ask_and_retry(
     }
 }
 
+/// Cancels the asks still `open` at the client, and passes `error` on.
+fn withdraw(
+    inbox: &crossbeam_channel::Sender<Event>,
+    open: &[(String, RequestId, Receiver<AskReply>)],
+    error: ErrorObject,
+) -> ErrorObject {
+    for (_, id, _) in open {
+        let _ = inbox.send(Event::AskWithdrawn { id: id.clone() });
+    }
+    error
+}
+
 /// Sends every input request to the client and waits for all the answers,
 /// keyed like the requests.
 fn ask(
@@ -198,33 +210,42 @@ fn ask(
             .map_err(|_| closed())?;
         open.push((key, id, answer));
     }
+    // Answers are taken as they come, in any order, so an error or a
+    // cancellation ends the request at once.
     let mut answers = Map::new();
-    let mut waiting = open.iter();
-    while let Some((key, id, answer)) = waiting.next() {
-        let reply = loop {
-            // The cancel token has no channel to select on: a short poll
-            // (only a handler that waits for a person's answer is here).
-            match answer.recv_timeout(Duration::from_millis(20)) {
-                Ok(reply) => break reply,
-                Err(RecvTimeoutError::Timeout) if ctx.is_cancelled() => {
-                    // Nothing is sent for a cancelled request; the asks
-                    // still open are withdrawn.
-                    let unanswered = std::iter::once(id).chain(waiting.map(|(_, id, _)| id));
-                    for id in unanswered {
-                        let _ = inbox.send(Event::AskWithdrawn { id: id.clone() });
-                    }
-                    return Err(ErrorObject::internal_error("cancelled"));
-                }
-                Err(RecvTimeoutError::Timeout) => {}
-                Err(RecvTimeoutError::Disconnected) => return Err(closed()),
+    while !open.is_empty() {
+        let mut select = Select::new();
+        for (_, _, answer) in &open {
+            select.recv(answer);
+        }
+        // The cancel token has no channel to select on: a short timeout
+        // (only a handler that waits for a person's answer is here).
+        let Ok(ready) = select.select_timeout(Duration::from_millis(20)) else {
+            if ctx.is_cancelled() {
+                // Nothing is sent for a cancelled request.
+                return Err(withdraw(
+                    inbox,
+                    &open,
+                    ErrorObject::internal_error("cancelled"),
+                ));
+            }
+            continue;
+        };
+        let at = ready.index();
+        let reply = ready.recv(&open[at].2).map_err(|_| closed())?;
+        let (key, _, _) = open.swap_remove(at);
+        let value = match reply {
+            Ok(value) => value,
+            Err(error) => {
+                let error = ErrorObject {
+                    message: format!("the client answered {key} with an error: {}", error.message),
+                    ..error
+                };
+                return Err(withdraw(inbox, &open, error));
             }
         };
-        let value = reply.map_err(|error| ErrorObject {
-            message: format!("the client answered {key} with an error: {}", error.message),
-            ..error
-        })?;
         let value = serde_json::from_str(value.get()).map_err(ErrorObject::internal_error)?;
-        answers.insert(key.clone(), value);
+        answers.insert(key, value);
     }
     Ok(answers)
 }

@@ -1518,6 +1518,40 @@ fn cancelling_a_request_withdraws_only_its_unanswered_asks() {
 }
 
 #[test]
+fn an_error_answer_ends_the_request_at_once_and_withdraws_the_other_asks() {
+    let server = crate::everything::build();
+    let mut peer = Peer::start(&server);
+    open_session_with(&mut peer, "2025-11-25", all_input_capabilities());
+    peer.send(&legacy_call(
+        1,
+        "test_input_required_result_multiple_inputs",
+        json!({}),
+    ));
+    let asks: Vec<Value> = (0..3).map(|_| peer.recv()).collect();
+    // The last ask to arrive is refused while the others are still open:
+    // the server does not wait for them.
+    let refused = &asks[2];
+    peer.send(&error(refused["id"].clone(), -1, "User rejected"));
+    let key = match refused["method"].as_str() {
+        Some("elicitation/create") => "user_name",
+        Some("sampling/createMessage") => "capital_question",
+        _ => "client_roots",
+    };
+    let mut expected: Vec<Value> = asks[..2]
+        .iter()
+        .map(|ask| ask_cancelled(&ask["id"]))
+        .collect();
+    expected.push(error(
+        1,
+        -1,
+        &format!("the client answered {key} with an error: User rejected"),
+    ));
+    recv_unordered(&peer, expected);
+    ping_barrier(&mut peer, 2);
+    peer.finish_quietly();
+}
+
+#[test]
 fn the_end_of_input_fails_a_request_waiting_for_an_answer() {
     let server = crate::everything::build();
     let mut peer = Peer::start(&server);
