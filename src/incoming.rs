@@ -101,18 +101,21 @@ pub(crate) fn classify(line: &[u8]) -> Incoming {
         Err(e) if e.is_data() => return invalid(None, ErrorObject::invalid_request(e)),
         Err(e) => return invalid(None, ErrorObject::parse_error(e)),
     };
-    // A response from the peer is only noted, whatever its id looks like.
-    if env.method.is_none() && (env.result.is_some() || env.error.is_some()) {
+    // A response from the peer, whatever its id looks like: the owner
+    // routes it to an ask of its own or only notes it.
+    let reply = match (env.result, env.error) {
+        (_, Some(error)) => Some(Err(serde_json::from_str(error.get()).unwrap_or_else(
+            |_| ErrorObject::internal_error(format!("a malformed error: {}", short(error.get()))),
+        ))),
+        (Some(result), None) => Some(Ok(result.to_owned())),
+        (None, None) => None,
+    };
+    if env.method.is_none()
+        && let Some(reply) = reply
+    {
         let id = env
             .id
             .and_then(|raw| serde_json::from_str::<RequestId>(raw.get()).ok());
-        let reply = match (env.result, env.error) {
-            (Some(result), None) => Ok(result.to_owned()),
-            (_, Some(error)) => Err(serde_json::from_str(error.get()).unwrap_or_else(|_| {
-                ErrorObject::internal_error(format!("a malformed error: {}", short(error.get())))
-            })),
-            (None, None) => unreachable!("checked above"),
-        };
         return Incoming::Response { id, reply };
     }
     let id = match env.id {

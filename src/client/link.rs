@@ -246,11 +246,13 @@ impl Link {
 
     /// Answers a legacy server's request on a thread of its own: a handler
     /// may block on a user, and the reader must go on reading.
-    /// `false` on a modern connection, where nothing answers.
-    fn answer_request(self: &Arc<Link>, id: RequestId, request: String, params: String) -> bool {
-        let Some(handlers) = lock(&self.server_requests).clone() else {
-            return false;
-        };
+    fn answer_request(
+        self: &Arc<Link>,
+        handlers: InputHandlers,
+        id: RequestId,
+        request: String,
+        params: String,
+    ) {
         let link = Arc::clone(self);
         let answering = thread::Builder::new()
             .name("mcp-client-answer".into())
@@ -267,7 +269,6 @@ impl Link {
         if answering.is_err() {
             (self.trace)("could not start a thread to answer the server's request");
         }
-        true
     }
 
     /// Sets what the reader calls when the link dies.
@@ -347,12 +348,15 @@ impl Link {
             (Some(method), Some(id)) => {
                 // Spec 2026-07-28 basic/transports/stdio: a modern server
                 // MUST NOT send requests; a legacy one may, and is answered.
-                let params = msg.params.map_or("{}", RawValue::get).to_owned();
-                let note = format!(
-                    "ignored a request from the server ({method}, id {id}): servers send no requests over stdio"
-                );
-                if !self.answer_request(id, method, params) {
-                    notes.note(trace, &note);
+                match lock(&self.server_requests).clone() {
+                    Some(handlers) => {
+                        let params = msg.params.map_or("{}", RawValue::get).to_owned();
+                        self.answer_request(handlers, id, method, params);
+                    }
+                    None => notes.note(
+                        trace,
+                        &format!("ignored a request from the server ({method}, id {id}): servers send no requests over stdio"),
+                    ),
                 }
             }
             (Some(method), None) => {
