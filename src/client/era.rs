@@ -16,9 +16,9 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::client::link::{Delivery, Link};
-use crate::client::requests::encode_request;
 use crate::client::{ClientBuilder, ServerFacts};
 use crate::error::Error;
+use crate::jsonrpc::encode_request;
 use crate::jsonrpc::{ErrorObject, encode_notification, error_code};
 use crate::server::SUPPORTED_VERSIONS;
 use crate::types::{DiscoverResult, Implementation, ServerCapabilities, meta_key, method};

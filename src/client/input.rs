@@ -79,23 +79,29 @@ impl InputHandlers {
         }
         let mut responses = Map::new();
         for (key, request) in result.input_requests.iter().flatten() {
-            let answer = match request {
-                InputRequest::Elicit(params) => match &self.elicitation {
-                    Some(handler) => serde_json::to_value(handler(params)?)?,
-                    None => return Ok(None),
-                },
-                InputRequest::CreateMessage(params) => match &self.sampling {
-                    Some(handler) => serde_json::to_value(handler(params)?)?,
-                    None => return Ok(None),
-                },
-                InputRequest::ListRoots(_) => match &self.roots {
-                    Some(handler) => serde_json::to_value(handler()?)?,
-                    None => return Ok(None),
-                },
-                _ => return Ok(None),
+            let Some(answer) = self.answer_one(request) else {
+                return Ok(None);
             };
-            responses.insert(key.clone(), answer);
+            responses.insert(key.clone(), answer?);
         }
         Ok(Some(responses))
     }
+
+    /// Runs the handler for one input request (multi round-trip, or a
+    /// legacy server's own request); `None` when there is none for its
+    /// kind.
+    pub fn answer_one(&self, request: &InputRequest) -> Option<Result<Value, Error>> {
+        let answer = match request {
+            InputRequest::Elicit(params) => to_value(self.elicitation.as_ref()?(params)),
+            InputRequest::CreateMessage(params) => to_value(self.sampling.as_ref()?(params)),
+            InputRequest::ListRoots(_) => to_value(self.roots.as_ref()?()),
+            _ => return None,
+        };
+        Some(answer)
+    }
+}
+
+/// A handler's answer as JSON.
+fn to_value<T: serde::Serialize>(answer: Result<T, Error>) -> Result<Value, Error> {
+    Ok(serde_json::to_value(answer?)?)
 }

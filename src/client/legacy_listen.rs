@@ -22,8 +22,8 @@ use crossbeam_channel::Sender;
 use serde_json::{Value, json};
 
 use crate::client::link::{Delivery, Link, SubscriptionDelivery};
-use crate::client::requests::encode_request;
 use crate::jsonrpc::RequestId;
+use crate::jsonrpc::encode_request;
 use crate::types::{ServerCapabilities, SubscriptionFilter, method};
 
 /// The legacy era's per-URI subscription requests.

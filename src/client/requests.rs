@@ -26,15 +26,6 @@ use crate::types::{
     LoggingLevel, Prompt, ReadResourceResult, Resource, ResourceTemplate, Tool, meta_key, method,
 };
 
-/// The compact encoding of a request.
-pub(crate) fn encode_request(
-    id: &RequestId,
-    method: &str,
-    params: &Value,
-) -> Result<Vec<u8>, Error> {
-    Ok(crate::jsonrpc::encode_request(id, method, params)?)
-}
-
 impl Client {
     /// Sends a request and waits for its result (the default timeout, no
     /// callbacks). `params` is a JSON object or `null`; the client adds the
@@ -65,7 +56,7 @@ impl Client {
         let link = self.link();
         let id = link.next_id();
         let params = self.stamp(params, &options, &id)?;
-        let line = encode_request(&id, method, &params)?;
+        let line = crate::jsonrpc::encode_request(&id, method, &params)?;
         let token = options.progress.is_some().then(|| id.clone());
         let rx = link.register(&id, token, options.log.is_some());
         let call = PendingCall {

@@ -9,8 +9,8 @@ use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use crate::client::link::{Link, SubscriptionDelivery};
-use crate::client::requests::encode_request;
 use crate::client::{ClientInner, era, legacy_listen, lock, process};
+use crate::jsonrpc::encode_request;
 use crate::types::method;
 
 /// Arms `link` so that its death triggers a restart when the policy allows.

@@ -10,12 +10,11 @@
 //! A modern server sends no requests over stdio, so on a modern connection
 //! they are ignored with a trace note (`Link::route`).
 
-use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
 use crate::client::input::InputHandlers;
 use crate::jsonrpc::ErrorObject;
-use crate::types::{CreateMessageRequestParams, ElicitRequestParams, method};
+use crate::types::InputRequest;
 
 /// The answer to one server request: its result, or the error to send.
 pub(crate) fn answer(
@@ -23,31 +22,16 @@ pub(crate) fn answer(
     request: &str,
     params: &str,
 ) -> Result<Value, ErrorObject> {
-    let unhandled = || ErrorObject::method_not_found(request);
-    match request {
-        "ping" => Ok(json!({})),
-        method::ELICITATION_CREATE => {
-            let handler = handlers.elicitation.as_ref().ok_or_else(unhandled)?;
-            to_result(handler(&parse::<ElicitRequestParams>(params)?))
-        }
-        method::SAMPLING_CREATE_MESSAGE => {
-            let handler = handlers.sampling.as_ref().ok_or_else(unhandled)?;
-            to_result(handler(&parse::<CreateMessageRequestParams>(params)?))
-        }
-        method::ROOTS_LIST => {
-            let handler = handlers.roots.as_ref().ok_or_else(unhandled)?;
-            to_result(handler())
-        }
-        _ => Err(unhandled()),
+    if request == "ping" {
+        return Ok(json!({}));
     }
-}
-
-fn parse<T: DeserializeOwned>(params: &str) -> Result<T, ErrorObject> {
-    serde_json::from_str(params).map_err(ErrorObject::invalid_params)
-}
-
-/// A handler's answer as a result, or its failure as -32603.
-fn to_result<T: serde::Serialize>(answer: Result<T, crate::Error>) -> Result<Value, ErrorObject> {
-    let answer = answer.map_err(ErrorObject::internal_error)?;
-    serde_json::to_value(answer).map_err(ErrorObject::internal_error)
+    // The same shape as a multi round-trip input request.
+    let params: Value = serde_json::from_str(params).map_err(ErrorObject::invalid_params)?;
+    let input: InputRequest =
+        serde_json::from_value(json!({ "method": request, "params": params }))
+            .map_err(ErrorObject::invalid_params)?;
+    match handlers.answer_one(&input) {
+        Some(answer) => answer.map_err(ErrorObject::internal_error),
+        None => Err(ErrorObject::method_not_found(request)),
+    }
 }

@@ -300,8 +300,7 @@ impl crate::client::Client {
         }
         let params = serde_json::json!({ "notifications": filter });
         let params = crate::client::requests::stamp_for(&self.inner, params, &id, None, false)?;
-        let line =
-            crate::client::requests::encode_request(&id, method::SUBSCRIPTIONS_LISTEN, &params)?;
+        let line = crate::jsonrpc::encode_request(&id, method::SUBSCRIPTIONS_LISTEN, &params)?;
         link.adopt_subscription(&id, tx.clone());
         if !link.send(line) {
             link.forget_subscription(&id);

@@ -184,29 +184,38 @@ fn prepare_round(
     };
     // A legacy request's reply drops what only 2026-07-28 results carry;
     // one whose handler may ask for input asks the client, from the pool
-    // (it waits for the answers).
-    let bridge = match legacy {
-        Some(session) if round == Round::First && legacy_input::may_ask(method) => {
-            Some((Arc::clone(inner), text.to_owned(), session.clone()))
-        }
+    // (it waits for the answers). A later round is run by the first
+    // round's wrapper, unwrapped.
+    enum Wrap {
+        Downgrade(String, String),
+        Bridge(Arc<Inner>, String, String, Box<LegacySession>),
+    }
+    let wrap = match legacy {
+        Some(session) if round == Round::First => Some(if legacy_input::may_ask(method) {
+            Wrap::Bridge(
+                Arc::clone(inner),
+                method.to_owned(),
+                text.to_owned(),
+                Box::new(session.clone()),
+            )
+        } else {
+            Wrap::Downgrade(method.to_owned(), session.version.clone())
+        }),
         _ => None,
     };
-    let downgrade = legacy
-        .filter(|_| round == Round::First)
-        .map(|session| (method.to_owned(), session.version.clone()));
     let inner = Arc::clone(inner);
     // Called once, in whichever arm below builds the job.
     let job = move |inline: bool, work: Work, retry: Option<Retry>| {
-        let (work, inline): (Work, bool) = match (downgrade, bridge) {
-            (Some((name, _)), Some((bridged, params, session))) => (
-                legacy_input::bridge(bridged, name, params, session, work),
+        let (work, inline): (Work, bool) = match wrap {
+            Some(Wrap::Bridge(inner, name, params, session)) => (
+                legacy_input::bridge(inner, name, params, *session, work),
                 false,
             ),
-            (Some((name, version)), None) => (
+            Some(Wrap::Downgrade(name, version)) => (
                 Box::new(move |ctx| legacy::downgrade(work(ctx), &name, &version)),
                 inline,
             ),
-            _ => (work, inline),
+            None => (work, inline),
         };
         Ok(Prepared::Run(Job {
             meta,
