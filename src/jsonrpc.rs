@@ -234,7 +234,7 @@ pub(crate) struct ErrorResponse<'a> {
 
 /// A JSON-RPC result response as it goes on the wire.
 #[derive(Debug, Serialize)]
-pub(crate) struct ResultResponse<'a, T: Serialize> {
+pub(crate) struct ResultResponse<'a, T: Serialize + ?Sized> {
     pub jsonrpc: &'static str,
     pub id: &'a RequestId,
     pub result: &'a T,
@@ -262,9 +262,10 @@ pub(crate) fn encode_error(out: &mut Vec<u8>, id: Option<&RequestId>, error: &Er
     let _ = serde_json::to_writer(out, &resp);
 }
 
-/// Appends the compact encoding of a result response to `out` (no newline).
-pub(crate) fn encode_result<T: Serialize>(
-    out: &mut Vec<u8>,
+/// Writes the compact encoding of a result response to `out` (no
+/// newline): a `Vec`, or straight into the output.
+pub(crate) fn encode_result<T: Serialize + ?Sized>(
+    out: &mut dyn std::io::Write,
     id: &RequestId,
     result: &T,
 ) -> Result<(), serde_json::Error> {

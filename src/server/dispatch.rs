@@ -23,7 +23,7 @@ use crate::server::legacy_input;
 
 use crate::server::meta::{MetaView, legacy_progress_token, validate_meta};
 use crate::server::mrtr::{self, Retry};
-use crate::server::reply::{finish, outcome};
+use crate::server::reply::{Reply, finish, outcome};
 use crate::server::subscriptions::Accepted;
 use crate::server::{Inner, SUPPORTED_VERSIONS};
 use crate::types::{
@@ -31,8 +31,8 @@ use crate::types::{
     ListResourcesResult, ListToolsResult, SubscriptionFilter, method,
 };
 
-/// Produces the complete response line for one request.
-pub(crate) type Work = Box<dyn FnOnce(&RequestContext) -> Vec<u8> + Send>;
+/// Runs one request's handler for its response.
+pub(crate) type Work = Box<dyn FnOnce(&RequestContext) -> Reply + Send>;
 
 /// What the owner does with a request that passed validation.
 #[allow(
@@ -212,7 +212,9 @@ fn prepare_round(
                 false,
             ),
             Some(Wrap::Downgrade(name, version)) => (
-                Box::new(move |ctx| legacy::downgrade(work(ctx), &name, &version)),
+                Box::new(move |ctx| {
+                    Reply::Line(legacy::downgrade(work(ctx).into_line(), &name, &version))
+                }),
                 inline,
             ),
             None => (work, inline),
@@ -409,9 +411,9 @@ fn prepare_round(
 }
 
 /// Runs a job's work, turning a panic into `-32603` for that request.
-pub(crate) fn run(work: Work, ctx: &RequestContext) -> Vec<u8> {
+pub(crate) fn run(work: Work, ctx: &RequestContext) -> Reply {
     match catch_unwind(AssertUnwindSafe(|| work(ctx))) {
-        Ok(line) => line,
+        Ok(reply) => reply,
         Err(panic) => {
             let what = panic
                 .downcast_ref::<&str>()
@@ -424,7 +426,7 @@ pub(crate) fn run(work: Work, ctx: &RequestContext) -> Vec<u8> {
                 Some(ctx.id()),
                 &ErrorObject::internal_error(format!("handler panicked: {what}")),
             );
-            line
+            Reply::Line(line)
         }
     }
 }
@@ -513,7 +515,7 @@ fn span(whole: &str, part: &str) -> Range<usize> {
     start..start + part.len()
 }
 
-fn discover(inner: &Inner, ctx: &RequestContext) -> Vec<u8> {
+fn discover(inner: &Inner, ctx: &RequestContext) -> Reply {
     let result = DiscoverResult {
         supported_versions: SUPPORTED_VERSIONS.iter().map(|v| v.to_string()).collect(),
         capabilities: inner.capabilities(),
@@ -526,7 +528,7 @@ fn discover(inner: &Inner, ctx: &RequestContext) -> Vec<u8> {
     finish(inner, ctx.id(), Ok(result))
 }
 
-fn list(inner: &Inner, ctx: &RequestContext, route: Route, cursor: Option<&str>) -> Vec<u8> {
+fn list(inner: &Inner, ctx: &RequestContext, route: Route, cursor: Option<&str>) -> Reply {
     let registry = inner.registry.read().unwrap_or_else(|e| e.into_inner());
     let size = inner.config.page_size;
     let cache = &inner.config.cache;
@@ -562,7 +564,7 @@ fn legacy_ping() -> Prepared {
         let mut line = Vec::with_capacity(48);
         // An empty object into a Vec: encoding cannot fail.
         let _ = encode_result(&mut line, ctx.id(), &json!({}));
-        line
+        Reply::Line(line)
     });
     Prepared::Run(Job {
         meta: RequestMeta::empty(),

@@ -32,6 +32,7 @@ use crate::jsonrpc::{ErrorObject, RequestId, encode_error, encode_request, error
 use crate::server::Inner;
 use crate::server::dispatch::{self, Prepared, Work};
 use crate::server::legacy::{self, LegacySession};
+use crate::server::reply::Reply;
 use crate::server::serve::{Event, Sink};
 use crate::types::method;
 
@@ -61,7 +62,7 @@ pub(crate) fn bridge(
     work: Work,
 ) -> Work {
     Box::new(move |ctx| {
-        let mut line = work(ctx);
+        let mut line = work(ctx).into_line();
         let mut rounds = 0;
         while let Some(input) = input_required(&line) {
             if rounds == MAX_ROUNDS {
@@ -77,7 +78,7 @@ pub(crate) fn bridge(
                 }
             };
         }
-        legacy::downgrade(line, &method, &session.version)
+        Reply::Line(legacy::downgrade(line, &method, &session.version))
     })
 }
 
@@ -142,7 +143,7 @@ fn ask_and_retry(
     match prepared {
         Prepared::Run(job) => {
             let ctx = ctx.for_retry(job.meta, job.retry);
-            Ok(dispatch::run(job.work, &ctx))
+            Ok(dispatch::run(job.work, &ctx).into_line())
         }
         _ => Err(ErrorObject::internal_error(
             "a retry of a legacy request did not prepare a job",

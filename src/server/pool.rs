@@ -91,7 +91,7 @@ fn worker(queue: Receiver<PoolJob>, inbox: Sender<Event>, alive: Arc<AtomicUsize
     loop {
         match queue.recv_timeout(IDLE_EXIT) {
             Ok(PoolJob { ctx, seq, work }) => {
-                let line = run(work, &ctx);
+                let line = run(work, &ctx).into_line();
                 let id = ctx.id().clone();
                 drop(ctx);
                 // The owner is gone only after shutdown; then nobody wants it.

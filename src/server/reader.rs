@@ -123,8 +123,11 @@ pub(crate) fn read_loop(
         if inbox.send(event).is_err() || eof {
             return;
         }
-        if buf.capacity() > 1024 * 1024 {
-            // Keep a buffer for ordinary lines, not a once-huge one.
+        // Keep a large buffer through a run of large lines: a fresh one per
+        // line is new pages to fault in each time, and the freed ones stay
+        // with the allocator (BENCHMARKS.md measured 1 MiB more peak memory).
+        // The first line that is small again gives it back.
+        if buf.capacity() > 1024 * 1024 && buf.len() < buf.capacity() / 4 {
             buf = Vec::with_capacity(64 * 1024);
         }
     }

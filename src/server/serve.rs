@@ -42,6 +42,7 @@ use crate::server::legacy::{self, LegacyRequest, LegacySession};
 use crate::server::legacy_input::AskReply;
 use crate::server::pool::{Pool, PoolJob};
 use crate::server::reader;
+use crate::server::reply::Reply;
 use crate::server::subscriptions::{
     ServerEvent, SubscriptionTable, Template, encode_ack, encode_final, inline,
 };
@@ -355,7 +356,7 @@ impl Owner {
                 self.server(),
                 job.retry,
             );
-            let (line, published) = inline::run(self.key, || run(job.work, &ctx));
+            let (reply, published) = inline::run(self.key, || run(job.work, &ctx));
             if let Sink::Local(notes) = ctx.sink() {
                 let notes = std::mem::take(&mut *notes.lock().unwrap_or_else(|e| e.into_inner()));
                 for note in notes {
@@ -367,7 +368,8 @@ impl Owner {
             for event in &published {
                 self.publish(event);
             }
-            self.write(&line);
+            // Encoded straight into the output: no copy of a large result.
+            self.write_reply(reply);
             return false;
         }
         let seq = self.next_seq;
@@ -591,13 +593,20 @@ impl Owner {
     }
 
     fn write(&mut self, line: &[u8]) {
+        self.write_line(|out| out.write_all(line));
+    }
+
+    fn write_reply(&mut self, reply: Reply) {
+        self.write_line(|out| reply.write_to(out));
+    }
+
+    /// Writes one message with `body`, then its newline. After a failed
+    /// write nothing more is written.
+    fn write_line(&mut self, body: impl FnOnce(&mut dyn Write) -> io::Result<()>) {
         if self.write_error.is_some() {
             return;
         }
-        let res = self
-            .out
-            .write_all(line)
-            .and_then(|()| self.out.write_all(b"\n"));
+        let res = body(&mut self.out).and_then(|()| self.out.write_all(b"\n"));
         if let Err(e) = res {
             self.write_error = Some(e);
         }

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Deserializer, Serialize};
 
 use super::{Meta, ResultType};
 
@@ -25,7 +25,7 @@ pub struct CompleteRequestParams {
 }
 
 /// The `ref` of schema `CompleteRequestParams`, tagged by `"type"`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "type")]
 pub enum CompletionReference {
     /// `"ref/prompt"` (schema `PromptReference`).
@@ -34,6 +34,20 @@ pub enum CompletionReference {
     /// `"ref/resource"` (schema `ResourceTemplateReference`).
     #[serde(rename = "ref/resource")]
     Resource(ResourceTemplateReference),
+}
+
+impl<'de> Deserialize<'de> for CompletionReference {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<CompletionReference, D::Error> {
+        use serde_json::from_value;
+        const TAGS: &[&str] = &["ref/prompt", "ref/resource"];
+        super::tagged::deserialize(deserializer, TAGS, |tag| {
+            Some(match tag {
+                "ref/prompt" => |v| from_value(v).map(CompletionReference::Prompt),
+                "ref/resource" => |v| from_value(v).map(CompletionReference::Resource),
+                _ => return None,
+            })
+        })
+    }
 }
 
 /// A prompt by name (schema `PromptReference`, without its `type` tag).

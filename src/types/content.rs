@@ -15,7 +15,7 @@ use super::{Annotations, Icon, Meta};
 ///
 /// The enum owns the tag: the block structs have no `type` field, so
 /// serialize a block through this enum to get the schema's shape.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum ContentBlock {
     /// `"text"` (schema `TextContent`).
@@ -28,6 +28,23 @@ pub enum ContentBlock {
     ResourceLink(ResourceLink),
     /// `"resource"` (schema `EmbeddedResource`).
     Resource(EmbeddedResource),
+}
+
+impl<'de> Deserialize<'de> for ContentBlock {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<ContentBlock, D::Error> {
+        use serde_json::from_value;
+        const TAGS: &[&str] = &["text", "image", "audio", "resource_link", "resource"];
+        super::tagged::deserialize(deserializer, TAGS, |tag| {
+            Some(match tag {
+                "text" => |v| from_value(v).map(ContentBlock::Text),
+                "image" => |v| from_value(v).map(ContentBlock::Image),
+                "audio" => |v| from_value(v).map(ContentBlock::Audio),
+                "resource_link" => |v| from_value(v).map(ContentBlock::ResourceLink),
+                "resource" => |v| from_value(v).map(ContentBlock::Resource),
+                _ => return None,
+            })
+        })
+    }
 }
 
 impl ContentBlock {

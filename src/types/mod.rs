@@ -10,7 +10,9 @@
 //! and the constructors fill `resultType`.
 //!
 //! Unions the schema leaves untagged are dispatched by hand on a string or
-//! on which key is present, never by trying each variant in turn.
+//! on which key is present, never by trying each variant in turn; unions
+//! tagged by `"type"` are read through one `serde_json::Value` (the
+//! `tagged` module), which is much less code than serde's derive.
 
 mod capabilities;
 mod common;
@@ -28,6 +30,7 @@ mod resources;
 mod roots;
 mod sampling;
 mod subscriptions;
+mod tagged;
 mod tools;
 
 pub use capabilities::*;

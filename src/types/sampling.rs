@@ -96,7 +96,7 @@ impl<'de> Deserialize<'de> for SamplingContent {
 
 /// A block of a sampling message (schema `SamplingMessageContentBlock`),
 /// tagged by `"type"`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum SamplingMessageContentBlock {
     /// `"text"` (schema `TextContent`).
@@ -109,6 +109,26 @@ pub enum SamplingMessageContentBlock {
     ToolUse(ToolUseContent),
     /// `"tool_result"` (schema `ToolResultContent`).
     ToolResult(ToolResultContent),
+}
+
+impl<'de> Deserialize<'de> for SamplingMessageContentBlock {
+    fn deserialize<D: Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<SamplingMessageContentBlock, D::Error> {
+        use serde_json::from_value;
+        type Block = SamplingMessageContentBlock;
+        const TAGS: &[&str] = &["text", "image", "audio", "tool_use", "tool_result"];
+        super::tagged::deserialize(deserializer, TAGS, |tag| {
+            Some(match tag {
+                "text" => |v| from_value(v).map(Block::Text),
+                "image" => |v| from_value(v).map(Block::Image),
+                "audio" => |v| from_value(v).map(Block::Audio),
+                "tool_use" => |v| from_value(v).map(Block::ToolUse),
+                "tool_result" => |v| from_value(v).map(Block::ToolResult),
+                _ => return None,
+            })
+        })
+    }
 }
 
 /// The model asks to call a tool (schema `ToolUseContent`, without its
