@@ -29,7 +29,7 @@ mod interop;
 
 use std::collections::{BTreeSet, HashMap};
 use std::fs::OpenOptions;
-use std::io::{BufRead, Write};
+use std::io::{BufRead, StdoutLock, Write};
 use std::os::unix::process::ExitStatusExt;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::PathBuf;
@@ -153,6 +153,20 @@ fn incoming() -> Receiver<Value> {
     rx
 }
 
+/// A fake's request loop: `handle` gets stdout and the id, method and
+/// message of every request, until the input ends. Notifications and
+/// responses are skipped.
+fn each_request(mut handle: impl FnMut(&mut StdoutLock<'static>, &Value, &str, &Value)) {
+    let rx = incoming();
+    let mut out = std::io::stdout().lock();
+    while let Ok(msg) = rx.recv() {
+        let (Some(id), Some(method)) = (msg.get("id"), method_of(&msg)) else {
+            continue;
+        };
+        handle(&mut out, id, method, &msg);
+    }
+}
+
 /// Writes one message as a line and flushes; a closed stdout ends the fake.
 fn send(out: &mut impl Write, msg: &Value) {
     let mut line = serde_json::to_vec(msg).expect("a Value encodes");
@@ -215,46 +229,35 @@ fn echo_text(msg: &Value) -> String {
 /// server. Before `initialize` it answers every request with `code`, or
 /// not at all; after it, `tools/call` echoes and `ping` answers `{}`.
 fn fake_legacy(code: Option<i64>) -> ! {
-    let rx = incoming();
-    let mut out = std::io::stdout().lock();
     let mut initialized = false;
-    while let Ok(msg) = rx.recv() {
-        let (Some(id), Some(method)) = (msg.get("id"), method_of(&msg)) else {
-            continue;
-        };
-        match method {
-            "initialize" => {
-                let result = json!({
-                    "protocolVersion": LEGACY,
-                    "capabilities": { "tools": {} },
-                    "serverInfo": { "name": "legacy-fake", "version": "0.0.1" },
-                    "instructions": "legacy instructions"
-                });
-                send(&mut out, &reply(id, result));
-                initialized = true;
-            }
-            _ if !initialized => {
-                if let Some(code) = code {
-                    let message = if code == -32601 {
-                        "Method not found"
-                    } else {
-                        "Invalid params: not initialized"
-                    };
-                    send(&mut out, &error_reply(id, code, message, None));
-                }
-            }
-            "tools/call" if tool_name(&msg) == "echo" => {
-                let text = echo_text(&msg);
-                let result = json!({ "content": [{ "type": "text", "text": text }] });
-                send(&mut out, &reply(id, result));
-            }
-            "ping" => send(&mut out, &reply(id, json!({}))),
-            _ => send(
-                &mut out,
-                &error_reply(id, code.unwrap_or(-32601), "Method not found", None),
-            ),
+    each_request(|out, id, method, msg| match method {
+        "initialize" => {
+            let mut result = legacy_initialize_result(json!({ "tools": {} }));
+            result["instructions"] = json!("legacy instructions");
+            send(out, &reply(id, result));
+            initialized = true;
         }
-    }
+        _ if !initialized => {
+            if let Some(code) = code {
+                let message = if code == -32601 {
+                    "Method not found"
+                } else {
+                    "Invalid params: not initialized"
+                };
+                send(out, &error_reply(id, code, message, None));
+            }
+        }
+        "tools/call" if tool_name(msg) == "echo" => {
+            let text = echo_text(msg);
+            let result = json!({ "content": [{ "type": "text", "text": text }] });
+            send(out, &reply(id, result));
+        }
+        "ping" => send(out, &reply(id, json!({}))),
+        _ => send(
+            out,
+            &error_reply(id, code.unwrap_or(-32601), "Method not found", None),
+        ),
+    });
     std::process::exit(0);
 }
 
@@ -273,12 +276,7 @@ fn legacy_initialize_result(capabilities: Value) -> Value {
 /// `notifications/resources/updated` for `mem://a` and `mem://b` and then
 /// `notifications/tools/list_changed` before its result.
 fn fake_legacy_subscribe() -> ! {
-    let rx = incoming();
-    let mut out = std::io::stdout().lock();
-    while let Ok(msg) = rx.recv() {
-        let (Some(id), Some(method)) = (msg.get("id"), method_of(&msg)) else {
-            continue;
-        };
+    each_request(|out, id, method, msg| {
         let uri = msg["params"]["uri"].as_str().unwrap_or_default();
         match method {
             "initialize" => {
@@ -286,28 +284,28 @@ fn fake_legacy_subscribe() -> ! {
                     "tools": { "listChanged": true },
                     "resources": { "subscribe": true }
                 });
-                send(&mut out, &reply(id, legacy_initialize_result(capabilities)));
+                send(out, &reply(id, legacy_initialize_result(capabilities)));
             }
             "resources/subscribe" if uri.starts_with("refuse://") => {
-                send(&mut out, &error_reply(id, -32602, "cannot subscribe", None))
+                send(out, &error_reply(id, -32602, "cannot subscribe", None))
             }
             "resources/subscribe" | "resources/unsubscribe" | "ping" => {
-                send(&mut out, &reply(id, json!({})));
+                send(out, &reply(id, json!({})));
             }
-            "tools/call" if tool_name(&msg) == "bump" => {
+            "tools/call" if tool_name(msg) == "bump" => {
                 for uri in ["mem://a", "mem://b"] {
                     let params = json!({ "uri": uri });
                     let note = json!({ "jsonrpc": "2.0", "method": "notifications/resources/updated", "params": params });
-                    send(&mut out, &note);
+                    send(out, &note);
                 }
                 let note =
                     json!({ "jsonrpc": "2.0", "method": "notifications/tools/list_changed" });
-                send(&mut out, &note);
-                send(&mut out, &reply(id, text_result("bumped")));
+                send(out, &note);
+                send(out, &reply(id, text_result("bumped")));
             }
-            _ => send(&mut out, &error_reply(id, -32601, "Method not found", None)),
+            _ => send(out, &error_reply(id, -32601, "Method not found", None)),
         }
-    }
+    });
     std::process::exit(0);
 }
 
@@ -377,13 +375,8 @@ fn fake_modern_32022() -> ! {
         .ok()
         .and_then(|s| serde_json::from_str(&s).ok())
         .unwrap_or_else(|| vec![MODERN.to_owned()]);
-    let rx = incoming();
-    let mut out = std::io::stdout().lock();
     let mut first_discover = true;
-    while let Ok(msg) = rx.recv() {
-        let (Some(id), Some(method)) = (msg.get("id"), method_of(&msg)) else {
-            continue;
-        };
+    each_request(|out, id, method, msg| {
         let version = msg
             .get("params")
             .and_then(|p| p.get("_meta"))
@@ -400,26 +393,26 @@ fn fake_modern_32022() -> ! {
         };
         if method == "server/discover" && first_discover {
             first_discover = false;
-            send(&mut out, &unsupported());
-            continue;
+            send(out, &unsupported());
+            return;
         }
         if !version
             .as_str()
             .is_some_and(|v| supported.iter().any(|s| s == v))
         {
-            send(&mut out, &unsupported());
-            continue;
+            send(out, &unsupported());
+            return;
         }
         match method {
             "server/discover" => {
                 let mut result = fake_discover("modern-32022", "modern fake");
                 result["supportedVersions"] = json!(supported);
-                send(&mut out, &reply(id, result));
+                send(out, &reply(id, result));
             }
-            "tools/call" => send(&mut out, &reply(id, text_result(&echo_text(&msg)))),
-            _ => send(&mut out, &error_reply(id, -32601, "Method not found", None)),
+            "tools/call" => send(out, &reply(id, text_result(&echo_text(msg)))),
+            _ => send(out, &error_reply(id, -32601, "Method not found", None)),
         }
-    }
+    });
     std::process::exit(0);
 }
 
@@ -431,98 +424,84 @@ fn fake_modern_32022() -> ! {
 /// basic/patterns/cancellation) and answers; exits with status 3 on any
 /// other `tools/call`, without answering it.
 fn fake_dies_mid_request() -> ! {
-    let rx = incoming();
-    let mut out = std::io::stdout().lock();
     let mut listens: Vec<Value> = Vec::new();
-    while let Ok(msg) = rx.recv() {
-        let (Some(id), Some(method)) = (msg.get("id"), method_of(&msg)) else {
-            continue;
-        };
-        match method {
-            "server/discover" => send(
-                &mut out,
-                &reply(
-                    id,
-                    fake_discover("dies-mid-request", &format!("pid {}", std::process::id())),
-                ),
+    each_request(|out, id, method, msg| match method {
+        "server/discover" => send(
+            out,
+            &reply(
+                id,
+                fake_discover("dies-mid-request", &format!("pid {}", std::process::id())),
             ),
-            "subscriptions/listen" => {
-                let mut accepted = msg
-                    .pointer("/params/notifications")
-                    .cloned()
-                    .unwrap_or_else(|| json!({}));
-                if let Some(map) = accepted.as_object_mut() {
-                    map.remove("promptsListChanged");
-                }
-                listens.push(id.clone());
-                let meta = json!({ "io.modelcontextprotocol/subscriptionId": id });
+        ),
+        "subscriptions/listen" => {
+            let mut accepted = msg
+                .pointer("/params/notifications")
+                .cloned()
+                .unwrap_or_else(|| json!({}));
+            if let Some(map) = accepted.as_object_mut() {
+                map.remove("promptsListChanged");
+            }
+            listens.push(id.clone());
+            let meta = json!({ "io.modelcontextprotocol/subscriptionId": id });
+            send(
+                out,
+                &json!({
+                    "jsonrpc": "2.0",
+                    "method": "notifications/subscriptions/acknowledged",
+                    "params": { "_meta": meta, "notifications": accepted }
+                }),
+            );
+            let uris = accepted
+                .get("resourceSubscriptions")
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default();
+            for uri in uris {
                 send(
-                    &mut out,
+                    out,
                     &json!({
                         "jsonrpc": "2.0",
-                        "method": "notifications/subscriptions/acknowledged",
-                        "params": { "_meta": meta, "notifications": accepted }
+                        "method": "notifications/resources/updated",
+                        "params": { "_meta": meta, "uri": uri }
                     }),
                 );
-                let uris = accepted
-                    .get("resourceSubscriptions")
-                    .and_then(Value::as_array)
-                    .cloned()
-                    .unwrap_or_default();
-                for uri in uris {
-                    send(
-                        &mut out,
-                        &json!({
-                            "jsonrpc": "2.0",
-                            "method": "notifications/resources/updated",
-                            "params": { "_meta": meta, "uri": uri }
-                        }),
-                    );
-                }
             }
-            "tools/call" if tool_name(&msg) == "echo" => {
-                send(&mut out, &reply(id, text_result(&echo_text(&msg))));
-            }
-            "tools/call" if tool_name(&msg) == "teardown" => {
-                for listen in listens.drain(..) {
-                    send(
-                        &mut out,
-                        &json!({
-                            "jsonrpc": "2.0",
-                            "method": "notifications/cancelled",
-                            "params": { "requestId": listen, "reason": "the server tears the subscription down" }
-                        }),
-                    );
-                }
-                send(&mut out, &reply(id, text_result("torn down")));
-            }
-            "tools/call" => std::process::exit(3),
-            _ => send(&mut out, &error_reply(id, -32601, "Method not found", None)),
         }
-    }
+        "tools/call" if tool_name(msg) == "echo" => {
+            send(out, &reply(id, text_result(&echo_text(msg))));
+        }
+        "tools/call" if tool_name(msg) == "teardown" => {
+            for listen in listens.drain(..) {
+                send(
+                    out,
+                    &json!({
+                        "jsonrpc": "2.0",
+                        "method": "notifications/cancelled",
+                        "params": { "requestId": listen, "reason": "the server tears the subscription down" }
+                    }),
+                );
+            }
+            send(out, &reply(id, text_result("torn down")));
+        }
+        "tools/call" => std::process::exit(3),
+        _ => send(out, &error_reply(id, -32601, "Method not found", None)),
+    });
     std::process::exit(0);
 }
 
 /// `ignores-eof`: answers `server/discover` (instructions `pid <pid>`),
 /// then keeps running after its input ends, until a signal kills it.
 fn fake_ignores_eof() -> ! {
-    let rx = incoming();
-    let mut out = std::io::stdout().lock();
-    while let Ok(msg) = rx.recv() {
-        let (Some(id), Some(method)) = (msg.get("id"), method_of(&msg)) else {
-            continue;
-        };
-        match method {
-            "server/discover" => send(
-                &mut out,
-                &reply(
-                    id,
-                    fake_discover("ignores-eof", &format!("pid {}", std::process::id())),
-                ),
+    each_request(|out, id, method, _| match method {
+        "server/discover" => send(
+            out,
+            &reply(
+                id,
+                fake_discover("ignores-eof", &format!("pid {}", std::process::id())),
             ),
-            _ => send(&mut out, &error_reply(id, -32601, "Method not found", None)),
-        }
-    }
+        ),
+        _ => send(out, &error_reply(id, -32601, "Method not found", None)),
+    });
     loop {
         thread::sleep(Duration::from_secs(3600));
     }
@@ -532,31 +511,24 @@ fn fake_ignores_eof() -> ! {
 /// is the request's id as a string); on `tools/call` of `junk` writes
 /// every kind of bad line, then the real reply; answers `echo` plainly.
 fn fake_bad_output() -> ! {
-    let rx = incoming();
-    let mut out = std::io::stdout().lock();
     let mut discover_reply: Option<Value> = None;
-    while let Ok(msg) = rx.recv() {
-        let (Some(id), Some(method)) = (msg.get("id"), method_of(&msg)) else {
-            continue;
-        };
-        match method {
-            "server/discover" => {
-                if let Some(n) = id.as_i64() {
-                    let decoy = fake_discover("bad-output", "WRONG: the reply with a string id");
-                    send(&mut out, &reply(&json!(n.to_string()), decoy));
-                }
-                let real = reply(id, fake_discover("bad-output", "bad-output fake"));
-                send(&mut out, &real);
-                discover_reply = Some(real);
+    each_request(|out, id, method, msg| match method {
+        "server/discover" => {
+            if let Some(n) = id.as_i64() {
+                let decoy = fake_discover("bad-output", "WRONG: the reply with a string id");
+                send(out, &reply(&json!(n.to_string()), decoy));
             }
-            "tools/call" if tool_name(&msg) == "junk" => {
-                write_junk(&mut out, id, discover_reply.as_ref());
-                send(&mut out, &reply(id, text_result("the real reply")));
-            }
-            "tools/call" => send(&mut out, &reply(id, text_result(&echo_text(&msg)))),
-            _ => send(&mut out, &error_reply(id, -32601, "Method not found", None)),
+            let real = reply(id, fake_discover("bad-output", "bad-output fake"));
+            send(out, &real);
+            discover_reply = Some(real);
         }
-    }
+        "tools/call" if tool_name(msg) == "junk" => {
+            write_junk(out, id, discover_reply.as_ref());
+            send(out, &reply(id, text_result("the real reply")));
+        }
+        "tools/call" => send(out, &reply(id, text_result(&echo_text(msg)))),
+        _ => send(out, &error_reply(id, -32601, "Method not found", None)),
+    });
     std::process::exit(0);
 }
 

@@ -98,21 +98,44 @@ fn five_hundred_pipelined_requests_are_each_answered_once() {
 // req: backpressure:reader-pauses
 #[test]
 fn past_the_queue_limit_the_server_stops_reading_and_loses_nothing() {
-    let (builder, gate) = Gate::install(pooled_echo(
-        Server::builder("backpressure", "1.0.0")
-            .workers(1)
-            .max_running(1)
-            .queue_limit(4),
-    ));
+    let builder = Server::builder("backpressure", "1.0.0")
+        .workers(1)
+        .max_running(1)
+        .queue_limit(4);
+    stops_reading_and_loses_nothing(builder, 50, |i| i.to_string());
+}
+
+// req: backpressure:bytes
+#[test]
+fn past_the_byte_budget_the_server_stops_reading_and_loses_nothing() {
+    // Plenty of line credits, few bytes: the byte budget is what stops it.
+    // About four of the 1 KiB requests fit it.
+    let builder = Server::builder("byte-budget", "1.0.0")
+        .workers(1)
+        .max_running(1)
+        .queue_limit(10_000)
+        .queue_bytes(4096);
+    let big = "x".repeat(1000);
+    stops_reading_and_loses_nothing(builder, 20, |i| format!("{i}{big}"));
+}
+
+/// With one worker held by a blocked call, sends `count` pooled echoes of
+/// `text(i)` and an inline `server/discover` behind them: were the reader
+/// still taking input, the discover would be answered at once. It must not
+/// be until the queue drains, and then every echo comes, in order.
+fn stops_reading_and_loses_nothing(
+    builder: mcp_stdio::ServerBuilder,
+    count: i64,
+    text: impl Fn(i64) -> String,
+) {
+    let (builder, gate) = Gate::install(pooled_echo(builder));
     let server = builder.build();
     let mut peer = Peer::start(&server);
     peer.send(&call("b", "block", json!({})));
     gate.wait_started();
-    for i in 0..50 {
-        peer.send(&call(i, "pecho", json!({ "text": i.to_string() })));
+    for i in 0..count {
+        peer.send(&call(i, "pecho", json!({ "text": text(i) })));
     }
-    // An inline request behind them: were the reader still taking input, it
-    // would be answered at once. It is not read until the queue drains.
     peer.send(&request("d", "server/discover", json!({})));
     peer.assert_silent_for(Duration::from_millis(200));
     gate.release_one();
@@ -121,59 +144,17 @@ fn past_the_queue_limit_the_server_stops_reading_and_loses_nothing() {
     // once the queue has room again and may overtake the last of them.
     let mut echoes = Vec::new();
     let mut discovered = 0;
-    for _ in 0..51 {
+    for _ in 0..=count {
         let resp = peer.recv();
         if resp["id"] == json!("d") {
             discovered += 1;
         } else {
             let i = resp["id"].as_i64().unwrap();
-            assert_eq!(resp, text_result(&peer, i, &i.to_string()));
+            assert_eq!(resp, text_result(&peer, i, &text(i)));
             echoes.push(i);
         }
     }
     assert_eq!(discovered, 1);
-    assert_eq!(echoes, (0..50).collect::<Vec<_>>());
-    peer.finish_quietly();
-}
-
-// req: backpressure:bytes
-#[test]
-fn past_the_byte_budget_the_server_stops_reading_and_loses_nothing() {
-    // Plenty of line credits, few bytes: the byte budget is what stops it.
-    let (builder, gate) = Gate::install(pooled_echo(
-        Server::builder("byte-budget", "1.0.0")
-            .workers(1)
-            .max_running(1)
-            .queue_limit(10_000)
-            .queue_bytes(4096),
-    ));
-    let server = builder.build();
-    let mut peer = Peer::start(&server);
-    peer.send(&call("b", "block", json!({})));
-    gate.wait_started();
-    let big = "x".repeat(1000);
-    for i in 0..20 {
-        peer.send(&call(i, "pecho", json!({ "text": format!("{i}{big}") })));
-    }
-    peer.send(&request("d", "server/discover", json!({})));
-    // About four of the 1 KiB requests fit the budget; the discover behind
-    // the rest is not read until the queue drains.
-    peer.assert_silent_for(Duration::from_millis(200));
-    gate.release_one();
-    assert_eq!(peer.recv(), text_result(&peer, "b", "released"));
-    let mut echoes = Vec::new();
-    let mut discovered = 0;
-    for _ in 0..21 {
-        let resp = peer.recv();
-        if resp["id"] == json!("d") {
-            discovered += 1;
-        } else {
-            let i = resp["id"].as_i64().unwrap();
-            assert_eq!(resp, text_result(&peer, i, &format!("{i}{big}")));
-            echoes.push(i);
-        }
-    }
-    assert_eq!(discovered, 1);
-    assert_eq!(echoes, (0..20).collect::<Vec<_>>());
+    assert_eq!(echoes, (0..count).collect::<Vec<_>>());
     peer.finish_quietly();
 }

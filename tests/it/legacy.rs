@@ -342,6 +342,25 @@ fn assert_invalid_params(resp: &Value, id: i64, detail: &str) {
 }
 
 /// The final result that ends modern subscription `id` gracefully.
+/// The legacy session of version `version` declared no input capability,
+/// subscribed to nothing and set no log level: `ask` is refused, `bump`
+/// notifies nobody and `test_logging_tool` logs nothing (ids `id` to
+/// `id + 2`).
+fn assert_session_is_bare(peer: &mut Peer, id: i64, version: &str) {
+    assert_eq!(
+        peer.ask(&legacy_call(id, "ask", json!({}))),
+        undeclared_result(id, "elicitation", version)
+    );
+    assert_eq!(
+        peer.ask(&legacy_call(id + 1, "bump", json!({}))),
+        legacy_text(id + 1, "1")
+    );
+    assert_eq!(
+        peer.ask(&legacy_call(id + 2, "test_logging_tool", json!({}))),
+        legacy_text(id + 2, "Logged (where the request asked for logs).")
+    );
+}
+
 fn closed(peer: &Peer, id: impl Into<Value>) -> Value {
     let id = id.into();
     let mut meta = peer.server_meta.clone();
@@ -603,20 +622,9 @@ fn a_second_initialize_replaces_the_session() {
         peer.ask(&initialize("again", "2024-11-05")),
         initialize_result("again", "2024-11-05")
     );
-    assert_eq!(
-        peer.ask(&legacy_call(4, "ask", json!({}))),
-        undeclared_result(4, "elicitation", "2024-11-05")
-    );
     // ...and none of the old one's subscriptions, log level or
     // initialized state.
-    assert_eq!(
-        peer.ask(&legacy_call(5, "bump", json!({}))),
-        legacy_text(5, "1")
-    );
-    assert_eq!(
-        peer.ask(&legacy_call(6, "test_logging_tool", json!({}))),
-        legacy_text(6, "Logged (where the request asked for logs).")
-    );
+    assert_session_is_bare(&mut peer, 4, "2024-11-05");
     assert_eq!(
         peer.ask(&legacy_call(7, "toggle_tool", json!({}))),
         legacy_text(7, "added ephemeral")
@@ -1051,18 +1059,7 @@ fn legacy_only_methods_with_modern_meta_are_not_found() {
 
     // None of them touched the session: same version, no subscription,
     // no log level.
-    assert_eq!(
-        peer.ask(&legacy_call(7, "ask", json!({}))),
-        undeclared_result(7, "elicitation", "2025-06-18")
-    );
-    assert_eq!(
-        peer.ask(&legacy_call(8, "bump", json!({}))),
-        legacy_text(8, "1")
-    );
-    assert_eq!(
-        peer.ask(&legacy_call(9, "test_logging_tool", json!({}))),
-        legacy_text(9, "Logged (where the request asked for logs).")
-    );
+    assert_session_is_bare(&mut peer, 7, "2025-06-18");
     peer.finish_quietly();
 }
 

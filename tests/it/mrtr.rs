@@ -65,6 +65,17 @@ fn mcall(id: impl Into<Value>, tool: &str, extra: Value) -> Value {
     )
 }
 
+/// `tools/call` of `tool` with `{}` arguments, declaring only `caps`.
+fn call_declaring(id: impl Into<Value>, tool: &str, caps: Value) -> Value {
+    mrtr_request(
+        id,
+        "tools/call",
+        json!({ "name": tool, "arguments": {} }),
+        caps,
+        json!({}),
+    )
+}
+
 /// The retry of `tool` with these answers and the echoed state.
 fn retry(id: impl Into<Value>, tool: &str, state: &str, responses: Value) -> Value {
     mcall(
@@ -755,11 +766,9 @@ fn a_state_from_tools_call_is_refused_on_prompts_get() {
 fn an_undeclared_capability_is_minus_32021_naming_it() {
     let server = crate::everything::build();
     let mut peer = Peer::start(&server);
-    let resp = peer.ask(&mrtr_request(
+    let resp = peer.ask(&call_declaring(
         1,
-        "tools/call",
-        json!({ "name": "test_input_required_result_elicitation", "arguments": {} }),
-        json!({}),
+        "test_input_required_result_elicitation",
         json!({}),
     ));
     assert_eq!(
@@ -777,15 +786,7 @@ fn an_undeclared_capability_is_minus_32021_naming_it() {
 fn url_mode_elicitation_needs_elicitation_url() {
     let (server, _) = custom(|b| b);
     let mut peer = Peer::start(&server);
-    let url_call = |id: i64, caps: Value| {
-        mrtr_request(
-            id,
-            "tools/call",
-            json!({ "name": "url_login", "arguments": {} }),
-            caps,
-            json!({}),
-        )
-    };
+    let url_call = |id: i64, caps: Value| call_declaring(id, "url_login", caps);
     let resp = peer.ask(&url_call(1, json!({ "elicitation": {} })));
     assert_eq!(
         resp,
@@ -825,12 +826,10 @@ fn url_mode_elicitation_needs_elicitation_url() {
 fn form_mode_elicitation_is_not_sent_to_a_url_only_client() {
     let server = crate::everything::build();
     let mut peer = Peer::start(&server);
-    let resp = peer.ask(&mrtr_request(
+    let resp = peer.ask(&call_declaring(
         1,
-        "tools/call",
-        json!({ "name": "test_input_required_result_elicitation", "arguments": {} }),
+        "test_input_required_result_elicitation",
         json!({ "elicitation": { "url": {} } }),
-        json!({}),
     ));
     assert_eq!(code_of(&resp), -32021, "{resp}");
     assert_eq!(
@@ -845,13 +844,7 @@ fn every_missing_capability_is_listed() {
     let server = crate::everything::build();
     let mut peer = Peer::start(&server);
     let multiple = |id: i64, caps: Value| {
-        mrtr_request(
-            id,
-            "tools/call",
-            json!({ "name": "test_input_required_result_multiple_inputs", "arguments": {} }),
-            caps,
-            json!({}),
-        )
+        call_declaring(id, "test_input_required_result_multiple_inputs", caps)
     };
     let resp = peer.ask(&multiple(1, json!({ "elicitation": {} })));
     assert_eq!(
@@ -880,15 +873,7 @@ fn the_capabilities_fixture_asks_only_for_what_is_declared() {
     let server = crate::everything::build();
     let mut peer = Peer::start(&server);
     let tool = "test_input_required_result_capabilities";
-    let caps_call = |id: i64, caps: Value| {
-        mrtr_request(
-            id,
-            "tools/call",
-            json!({ "name": tool, "arguments": {} }),
-            caps,
-            json!({}),
-        )
-    };
+    let caps_call = |id: i64, caps: Value| call_declaring(id, tool, caps);
     let resp = peer.ask(&caps_call(1, json!({ "sampling": {} })));
     let state = sealed(&resp);
     assert_eq!(
