@@ -1,66 +1,144 @@
 //! Connects to any stdio MCP server and prints what it offers: its era,
-//! identity, tools, resources, templates and prompts. Works against modern
-//! servers and legacy (initialize-era) ones alike.
+//! identity, tools, resources, templates and prompts, one item a line.
+//! Works against modern servers and legacy (initialize-era) ones alike.
 //!
 //! ```text
 //! cargo run --example client -- cargo run -q --example everything
 //! cargo run --example client -- npx -y @modelcontextprotocol/server-everything
 //! ```
+//!
+//! A list the server does not serve (it answers `-32601`, as many do for
+//! `resources/templates/list`) is shown as "not served" and the rest is
+//! still printed. Anything else that fails is one line on stderr and a
+//! non-zero exit status; a server that dies while starting is reported with
+//! its exit status and the last lines of its stderr.
 
-use std::process::Command;
+use std::io::Write;
+use std::process::{Command, ExitCode};
 
-use mcp_stdio::{Client, Error};
+use mcp_stdio::{Client, Era, Error, error_code};
 
-fn main() -> Result<(), Error> {
-    let mut args = std::env::args().skip(1);
-    let Some(program) = args.next() else {
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let Some((program, rest)) = args.split_first() else {
         eprintln!("usage: client <server command> [args...]");
-        std::process::exit(2);
+        return ExitCode::from(2);
     };
     let mut command = Command::new(program);
-    command.args(args);
-    let client = Client::spawn(command)?;
+    command.args(rest);
+    let mut out = std::io::stdout().lock();
+    let mut err = std::io::stderr().lock();
+    ExitCode::from(run(command, &mut out, &mut err))
+}
 
-    println!("era: {:?}", client.era());
-    if let Some(info) = client.server_info() {
-        println!("server: {} {}", info.name, info.version);
-    }
-    if let Some(instructions) = client.instructions() {
-        println!("instructions: {instructions}");
-    }
+/// Prints what the server started by `command` offers to `out`, and every
+/// failure as one line to `err`. Returns the exit status: 0 when everything
+/// could be printed, 1 otherwise.
+pub fn run(command: Command, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
+    // The server's stderr is not echoed: when it dies while starting, the
+    // error carries its last lines.
+    let client = match Client::builder().stderr(|_| {}).spawn(command) {
+        Ok(client) => client,
+        Err(e) => {
+            let _ = writeln!(err, "client: {e}");
+            return 1;
+        }
+    };
+    let mut failed = false;
+    let mut fail = |err: &mut dyn Write, what: &str, e: &Error| {
+        let _ = writeln!(err, "client: {what}: {e}");
+        failed = true;
+    };
+    let _ = print_server(&client, out);
     let caps = client.server_capabilities();
-    println!("capabilities: {}", serde_json::to_string(&caps)?);
     if caps.tools.is_some() {
-        println!("tools:");
-        for tool in client.tools() {
-            let tool = tool?;
-            println!("  {} - {}", tool.name, tool.description.unwrap_or_default());
+        let _ = writeln!(out, "tools:");
+        let items = client
+            .tools()
+            .map(|tool| tool.map(|t| (t.name, t.description)));
+        if let Err(e) = print_list(items, out) {
+            fail(err, "tools/list", &e);
         }
     }
     if caps.resources.is_some() {
-        println!("resources:");
-        for resource in client.resources() {
-            let resource = resource?;
-            println!("  {} ({})", resource.uri, resource.name);
+        let _ = writeln!(out, "resources:");
+        let items = client
+            .resources()
+            .map(|r| r.map(|r| (r.uri, r.description.or(Some(r.name)))));
+        if let Err(e) = print_list(items, out) {
+            fail(err, "resources/list", &e);
         }
-        println!("resource templates:");
-        for template in client.resource_templates() {
-            let template = template?;
-            println!("  {} ({})", template.uri_template, template.name);
+        let _ = writeln!(out, "resource templates:");
+        let items = client
+            .resource_templates()
+            .map(|t| t.map(|t| (t.uri_template, t.description.or(Some(t.name)))));
+        if let Err(e) = print_list(items, out) {
+            fail(err, "resources/templates/list", &e);
         }
     }
     if caps.prompts.is_some() {
-        println!("prompts:");
-        for prompt in client.prompts() {
-            let prompt = prompt?;
-            println!(
-                "  {} - {}",
-                prompt.name,
-                prompt.description.unwrap_or_default()
-            );
+        let _ = writeln!(out, "prompts:");
+        let items = client.prompts().map(|p| p.map(|p| (p.name, p.description)));
+        if let Err(e) = print_list(items, out) {
+            fail(err, "prompts/list", &e);
         }
     }
-    let status = client.close()?;
-    println!("server exited: {status:?}");
+    match client.close() {
+        Ok(Some(status)) => {
+            let _ = writeln!(out, "server exited: {status}");
+        }
+        Ok(None) => {}
+        Err(e) => fail(err, "closing the server", &e),
+    }
+    u8::from(failed)
+}
+
+/// The era, identity, instructions and capabilities.
+fn print_server(client: &Client, out: &mut dyn Write) -> std::io::Result<()> {
+    match client.era() {
+        Era::Modern { version } => writeln!(out, "era: modern ({version})")?,
+        Era::Legacy { version } => writeln!(out, "era: legacy ({version}, initialize)")?,
+    }
+    if let Some(info) = client.server_info() {
+        writeln!(out, "server: {} {}", info.name, info.version)?;
+    }
+    if let Some(instructions) = client.instructions() {
+        writeln!(out, "instructions: {}", first_line(&instructions))?;
+    }
+    let caps = serde_json::to_value(client.server_capabilities()).unwrap_or_default();
+    let names: Vec<&str> = caps
+        .as_object()
+        .map(|caps| caps.keys().map(String::as_str).collect())
+        .unwrap_or_default();
+    writeln!(out, "capabilities: {}", names.join(", "))
+}
+
+/// Prints one item a line: its name and the first line of its description.
+/// A list the server does not serve (`-32601`) is one line saying so.
+fn print_list(
+    items: impl Iterator<Item = Result<(String, Option<String>), Error>>,
+    out: &mut dyn Write,
+) -> Result<(), Error> {
+    for item in items {
+        let (name, description) = match item {
+            Ok(item) => item,
+            Err(Error::Rpc(e)) if e.code == error_code::METHOD_NOT_FOUND => {
+                let _ = writeln!(out, "  (not served: {})", e.message);
+                return Ok(());
+            }
+            Err(e) => return Err(e),
+        };
+        let _ = match description.as_deref().map(first_line) {
+            Some(text) if !text.is_empty() => writeln!(out, "  {name} - {text}"),
+            _ => writeln!(out, "  {name}"),
+        };
+    }
     Ok(())
+}
+
+fn first_line(text: &str) -> &str {
+    text.lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or("")
 }

@@ -28,8 +28,26 @@ pub enum Error {
     Disconnected,
     /// The peer broke the protocol, or the two sides cannot agree on it
     /// (no common version, an unknown `resultType`, a legacy server when
-    /// modern was required); the text says what happened.
+    /// modern was required, a response that could not be read); the text
+    /// says what happened.
     Protocol(String),
+    /// The answer came as a line longer than the configured maximum
+    /// (`ClientBuilder::max_line_bytes`), and was dropped unread.
+    MessageTooLarge {
+        /// The line's length in bytes.
+        size: usize,
+        /// The maximum line length in bytes.
+        limit: usize,
+    },
+    /// The server process exited before the connection was set up: its
+    /// exit status and the last lines it wrote to stderr, which usually
+    /// say why.
+    ServerExited {
+        /// How the process ended (`None` if that could not be learned).
+        status: Option<std::process::ExitStatus>,
+        /// The last lines of its stderr, oldest first (at most 10).
+        stderr: Vec<String>,
+    },
 }
 
 impl fmt::Display for Error {
@@ -42,6 +60,30 @@ impl fmt::Display for Error {
             Error::Cancelled => f.write_str("the request was cancelled"),
             Error::Disconnected => f.write_str("the connection closed"),
             Error::Protocol(what) => write!(f, "protocol error: {what}"),
+            Error::MessageTooLarge { size, limit } => write!(
+                f,
+                "the answer is a message of {size} bytes, over the maximum line length of {limit} bytes"
+            ),
+            Error::ServerExited { status, stderr } => {
+                match status {
+                    Some(status) => write!(f, "the server exited during start-up ({status})")?,
+                    None => f.write_str("the server exited during start-up")?,
+                }
+                // The last three non-blank lines, on this one line.
+                let last: Vec<&str> = stderr
+                    .iter()
+                    .map(|line| line.trim())
+                    .filter(|line| !line.is_empty())
+                    .collect();
+                match last.len() {
+                    0 => Ok(()),
+                    n => write!(
+                        f,
+                        "; its stderr ended with: {}",
+                        last[n.saturating_sub(3)..].join(" | ")
+                    ),
+                }
+            }
         }
     }
 }

@@ -113,16 +113,14 @@ pub(crate) fn classify(line: &[u8]) -> Incoming {
     if env.method.is_none()
         && let Some(reply) = reply
     {
-        let id = env
-            .id
-            .and_then(|raw| serde_json::from_str::<RequestId>(raw.get()).ok());
+        let id = env.id.and_then(|raw| RequestId::from_json(raw.get()));
         return Incoming::Response { id, reply };
     }
     let id = match env.id {
         None => None,
-        Some(raw) => match serde_json::from_str::<RequestId>(raw.get()) {
-            Ok(id) => Some(id),
-            Err(_) => {
+        Some(raw) => match RequestId::from_json(raw.get()) {
+            Some(id) => Some(id),
+            None => {
                 return invalid(
                     None,
                     ErrorObject::invalid_request(format!(
@@ -134,7 +132,7 @@ pub(crate) fn classify(line: &[u8]) -> Incoming {
         },
     };
     match env.jsonrpc {
-        Some(v) if v.get() == "\"2.0\"" => {}
+        Some(v) if is_version_2(v) => {}
         Some(v) => {
             return invalid(
                 id,
@@ -183,6 +181,15 @@ pub(crate) fn classify(line: &[u8]) -> Incoming {
         Some(id) => Incoming::Request { id, method, params },
         None => Incoming::Notification { method, params },
     }
+}
+
+/// Whether a `jsonrpc` member says `"2.0"`. Compared as a string, not as
+/// text: any character may be escaped (RFC 8259 section 7), so
+/// `"2\u002e0"` is `"2.0"` too.
+pub(crate) fn is_version_2(raw: &RawValue) -> bool {
+    raw.get() == "\"2.0\""
+        || (raw.get().contains('\\')
+            && serde_json::from_str::<String>(raw.get()).is_ok_and(|v| v == "2.0"))
 }
 
 /// The start of a JSON value, for error messages.
@@ -270,6 +277,44 @@ mod tests {
             (None, -32600)
         );
         assert!(classify(b"\xff\xfe").is_parse_error());
+        assert!(classify(b"\x0c\x0c").is_parse_error());
+    }
+
+    #[test]
+    fn escapes_mean_what_they_say() {
+        match classify(br#"{"jsonrpc":"2\u002e0","id":"\u0037","\u006dethod":"a\/b"}"#) {
+            Incoming::Request { id, method, .. } => {
+                assert_eq!(id, RequestId::from("7"));
+                assert_eq!(method, "a/b");
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(
+            error_of(r#"{"jsonrpc":"2\u002e1","id":1,"method":"m"}"#),
+            (Some(1.into()), -32600)
+        );
+    }
+
+    #[test]
+    fn integer_ids_of_any_size_keep_their_text() {
+        for text in [
+            "-9223372036854775809",
+            "18446744073709551616",
+            "1000000000000000000000000",
+        ] {
+            let line = format!(r#"{{"jsonrpc":"2.0","id":{text},"method":"m"}}"#);
+            match classify(line.as_bytes()) {
+                Incoming::Request { id, .. } => {
+                    assert_eq!(id, RequestId::BigNumber(text.into()));
+                    assert_eq!(serde_json::to_string(&id).unwrap(), text);
+                }
+                other => panic!("{other:?}"),
+            }
+        }
+        assert_eq!(
+            error_of(r#"{"jsonrpc":"2.0","id":1e3,"method":"m"}"#),
+            (None, -32600)
+        );
     }
 
     impl Incoming {

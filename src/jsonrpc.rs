@@ -8,34 +8,89 @@ use std::fmt;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
+use serde_json::value::RawValue;
 
 /// A JSON-RPC request id: a string or an integer, never `null`.
 ///
 /// `"7"` and `7` are different ids; both are preserved exactly on the wire.
+/// JSON puts no bound on integers and peers written in Python use any size,
+/// so an integer outside `i64` is kept as its exact text
+/// ([`RequestId::BigNumber`]) and echoed back as sent: an id is never
+/// changed, rounded or refused for its size.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum RequestId {
     /// An integer id.
     Number(i64),
     /// A string id.
     String(String),
+    /// An integer id outside the range of `i64`, kept as its decimal text
+    /// exactly as it came (for example `-9223372036854775809`).
+    BigNumber(String),
 }
 
 impl RequestId {
     /// Reads an id from a JSON value; `None` for anything that is not a
-    /// string or an integer that fits `i64` (null, fractions, objects, ...).
+    /// string or an integer (null, fractions, objects, ...).
+    ///
+    /// A `Value` holds integers beyond `u64` as floats, so their exact
+    /// text is already gone: read such ids from the raw text with
+    /// [`RequestId::from_json`] instead.
     pub fn from_value(value: &Value) -> Option<RequestId> {
         match value {
             Value::String(s) => Some(RequestId::String(s.clone())),
-            Value::Number(n) => n.as_i64().map(RequestId::Number),
+            Value::Number(n) => match n.as_i64() {
+                Some(n) => Some(RequestId::Number(n)),
+                None if n.is_u64() => Some(RequestId::BigNumber(n.to_string())),
+                None => None,
+            },
             _ => None,
         }
     }
 
-    /// The id as a JSON value.
+    /// Reads an id from its JSON text (surrounding whitespace allowed): a
+    /// string, or an integer of any size; `None` for anything else.
+    ///
+    /// ```
+    /// use mcp_stdio::RequestId;
+    /// assert_eq!(RequestId::from_json(" 7 "), Some(RequestId::Number(7)));
+    /// assert_eq!(RequestId::from_json(r#""\u0037""#), Some(RequestId::from("7")));
+    /// assert_eq!(
+    ///     RequestId::from_json("-9223372036854775809"),
+    ///     Some(RequestId::BigNumber("-9223372036854775809".into()))
+    /// );
+    /// assert_eq!(RequestId::from_json("1.5"), None);
+    /// assert_eq!(RequestId::from_json("null"), None);
+    /// ```
+    pub fn from_json(text: &str) -> Option<RequestId> {
+        let text = text.trim_matches(|c| matches!(c, ' ' | '\t' | '\n' | '\r'));
+        if text.starts_with('"') {
+            return serde_json::from_str(text).ok().map(RequestId::String);
+        }
+        // RFC 8259 section 6: int = zero / ( digit1-9 *DIGIT ), after an
+        // optional minus; a fraction or an exponent makes it no integer.
+        let digits = text.strip_prefix('-').unwrap_or(text);
+        let is_integer = match digits.as_bytes() {
+            [b'0'] => true,
+            [b'1'..=b'9', rest @ ..] => rest.iter().all(u8::is_ascii_digit),
+            _ => false,
+        };
+        if !is_integer {
+            return None;
+        }
+        Some(match text.parse::<i64>() {
+            Ok(n) => RequestId::Number(n),
+            Err(_) => RequestId::BigNumber(text.to_owned()),
+        })
+    }
+
+    /// The id as a JSON value. A [`RequestId::BigNumber`] beyond `u64`
+    /// becomes the nearest float there: serialize the id itself to keep
+    /// its text.
     pub fn to_value(&self) -> Value {
         match self {
             RequestId::Number(n) => Value::from(*n),
             RequestId::String(s) => Value::from(s.as_str()),
+            RequestId::BigNumber(text) => serde_json::from_str(text).unwrap_or(Value::Null),
         }
     }
 }
@@ -46,6 +101,7 @@ impl fmt::Display for RequestId {
         match self {
             RequestId::Number(n) => write!(f, "{n}"),
             RequestId::String(s) => write!(f, "{s:?}"),
+            RequestId::BigNumber(text) => f.write_str(text),
         }
     }
 }
@@ -73,34 +129,27 @@ impl Serialize for RequestId {
         match self {
             RequestId::Number(n) => serializer.serialize_i64(*n),
             RequestId::String(s) => serializer.serialize_str(s),
+            // Its text is a JSON integer (checked when it was read), so it
+            // goes out verbatim. Outside serde_json the integer cannot be
+            // represented, and is an error.
+            RequestId::BigNumber(text) => RawValue::from_string(text.clone())
+                .map_err(serde::ser::Error::custom)?
+                .serialize(serializer),
         }
     }
 }
 
 impl<'de> Deserialize<'de> for RequestId {
+    /// Reads the id from its raw JSON text, so that an integer of any size
+    /// keeps its exact value (see [`RequestId::from_json`]).
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<RequestId, D::Error> {
-        struct IdVisitor;
-        impl serde::de::Visitor<'_> for IdVisitor {
-            type Value = RequestId;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a string or an integer")
-            }
-            fn visit_i64<E: serde::de::Error>(self, n: i64) -> Result<RequestId, E> {
-                Ok(RequestId::Number(n))
-            }
-            fn visit_u64<E: serde::de::Error>(self, n: u64) -> Result<RequestId, E> {
-                i64::try_from(n)
-                    .map(RequestId::Number)
-                    .map_err(|_| E::custom("integer id out of range"))
-            }
-            fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<RequestId, E> {
-                Ok(RequestId::String(s.to_owned()))
-            }
-            fn visit_string<E: serde::de::Error>(self, s: String) -> Result<RequestId, E> {
-                Ok(RequestId::String(s))
-            }
-        }
-        deserializer.deserialize_any(IdVisitor)
+        let raw = Box::<RawValue>::deserialize(deserializer)?;
+        RequestId::from_json(raw.get()).ok_or_else(|| {
+            serde::de::Error::custom(format_args!(
+                "expected a string or an integer, got {}",
+                raw.get()
+            ))
+        })
     }
 }
 

@@ -51,6 +51,12 @@
 //! thread: [`RequestOptions`] sets a request's timeout and its progress and
 //! log callbacks, [`Client::start_request`] returns a [`PendingCall`] to
 //! wait for or cancel, and [`Client::listen`] opens a [`Subscription`].
+//! An answer the client cannot use (malformed, longer than the line limit,
+//! an unknown `resultType`) fails its request at once with an [`Error`]
+//! that says what was wrong, never by running out the timeout. The client
+//! writes to stderr only about problems; [`ClientBuilder::trace`] and
+//! [`ClientBuilder::on_log`] take its notes and the server's session-wide
+//! log messages.
 //!
 //! ```
 //! use mcp_stdio::types::{CallToolResult, ContentBlock, Tool};
@@ -274,6 +280,7 @@
 
 mod client;
 mod context;
+mod envelope_scan;
 mod error;
 mod incoming;
 pub mod jsonrpc;

@@ -12,15 +12,25 @@
 //! dropped, blank lines are skipped, and so is a UTF-8 byte order mark at
 //! the start of a line. A line longer than the configured maximum is
 //! consumed and thrown away in pieces, so a 64 MiB line never sits in
-//! memory whole.
+//! memory whole; its top-level `id` is still read on the way (see
+//! `envelope_scan`), so that the request or the call it stands for gets
+//! its answer.
 
 use std::fmt;
 use std::io::{self, BufRead, BufReader, Read, Write};
 
 use crossbeam_channel::{Receiver, Sender};
 
-/// The default maximum length of one input line: 4 MiB.
-pub const DEFAULT_MAX_LINE_BYTES: usize = 4 * 1024 * 1024;
+use crate::envelope_scan::{Envelope, EnvelopeScan, is_json_whitespace};
+
+/// The default maximum length of one input line: 16 MiB, on both sides.
+///
+/// Why this much: the TypeScript SDK accepts lines up to 10 MiB and the
+/// Python SDK has no limit, and real messages get large (a reference
+/// filesystem server reading a 3 MB file answers with a 6 MB line, its text
+/// twice, escaped). Memory stays bounded by the limit: a longer line is
+/// never held whole.
+pub const DEFAULT_MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
 
 /// An input and an output byte stream carrying newline-delimited JSON-RPC.
 pub struct Transport {
@@ -149,17 +159,21 @@ impl Read for MemoryReader {
 pub(crate) enum Line {
     /// A non-blank line is in the buffer, without its `\r\n` or `\n`.
     Message,
-    /// A line longer than the maximum was read and discarded; the number is
-    /// how many bytes it had (at least the maximum).
-    TooLong(usize),
+    /// A line longer than the maximum was read and discarded: how many
+    /// bytes it had (more than the maximum), and what its top-level members
+    /// said (its id, whether it is a response).
+    TooLong { len: usize, envelope: Envelope },
     /// End of input.
     Eof,
 }
 
 /// Reads the next non-blank line into `buf` (cleared first), holding at
-/// most `max` bytes of it in memory.
+/// most `max` bytes of it in memory. A longer line is scanned for its
+/// envelope as it goes by (see `envelope_scan`), then dropped.
 ///
-/// A final line without a trailing newline counts as a line.
+/// A final line without a trailing newline counts as a line. A blank line
+/// is one of JSON whitespace only (RFC 8259: space, tab, CR, LF); any other
+/// byte, a form feed say, makes it a message, which then fails to parse.
 pub(crate) fn read_line(
     reader: &mut dyn BufRead,
     buf: &mut Vec<u8>,
@@ -167,7 +181,7 @@ pub(crate) fn read_line(
 ) -> io::Result<Line> {
     loop {
         buf.clear();
-        let mut too_long: Option<usize> = None;
+        let mut too_long: Option<(usize, EnvelopeScan)> = None;
         let mut saw_any = false;
         loop {
             let available = match reader.fill_buf() {
@@ -188,9 +202,15 @@ pub(crate) fn read_line(
             };
             let used = chunk.len() + usize::from(found_newline);
             match &mut too_long {
-                Some(total) => *total += chunk.len(),
+                Some((total, scan)) => {
+                    *total += chunk.len();
+                    scan.feed(chunk);
+                }
                 None if buf.len() + chunk.len() > max => {
-                    too_long = Some(buf.len() + chunk.len());
+                    let mut scan = EnvelopeScan::new();
+                    scan.feed(buf);
+                    scan.feed(chunk);
+                    too_long = Some((buf.len() + chunk.len(), scan));
                     // Release what was kept so far: the line is thrown away.
                     *buf = Vec::new();
                 }
@@ -201,8 +221,9 @@ pub(crate) fn read_line(
                 break;
             }
         }
-        if let Some(total) = too_long {
-            return Ok(Line::TooLong(total));
+        if let Some((len, scan)) = too_long {
+            let envelope = scan.finish();
+            return Ok(Line::TooLong { len, envelope });
         }
         if buf.last() == Some(&b'\r') {
             buf.pop();
@@ -210,7 +231,7 @@ pub(crate) fn read_line(
         if buf.starts_with(b"\xEF\xBB\xBF") {
             buf.drain(..3);
         }
-        if buf.iter().all(u8::is_ascii_whitespace) {
+        if buf.iter().copied().all(is_json_whitespace) {
             if !saw_any {
                 return Ok(Line::Eof);
             }
@@ -223,6 +244,7 @@ pub(crate) fn read_line(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::jsonrpc::RequestId;
 
     fn lines(input: &[u8], max: usize) -> Vec<Result<String, usize>> {
         let mut reader = BufReader::with_capacity(16, input);
@@ -231,7 +253,7 @@ mod tests {
         loop {
             match read_line(&mut reader, &mut buf, max).unwrap() {
                 Line::Message => out.push(Ok(String::from_utf8(buf.clone()).unwrap())),
-                Line::TooLong(n) => out.push(Err(n)),
+                Line::TooLong { len, .. } => out.push(Err(len)),
                 Line::Eof => return out,
             }
         }
@@ -259,6 +281,31 @@ mod tests {
         let mut input = vec![b'y'; 64];
         input.push(b'\n');
         assert_eq!(lines(&input, 64), vec![Ok("y".repeat(64))]);
+    }
+
+    #[test]
+    fn only_json_whitespace_makes_a_line_blank() {
+        assert_eq!(
+            lines(b" \t\r\n\x0c\x0c\n\x0b\n", 100),
+            vec![Ok("\x0c\x0c".into()), Ok("\x0b".into())]
+        );
+    }
+
+    #[test]
+    fn a_long_line_is_scanned_for_its_id_as_it_goes_by() {
+        let line = format!(
+            "{{\"result\":{{\"text\":\"{}\"}},\"jsonrpc\":\"2.0\",\"id\":42}}\n{{}}\n",
+            "z".repeat(1000)
+        );
+        let mut reader = BufReader::with_capacity(16, line.as_bytes());
+        let mut buf = Vec::new();
+        let Line::TooLong { len, envelope } = read_line(&mut reader, &mut buf, 64).unwrap() else {
+            panic!("expected a long line");
+        };
+        assert_eq!(len, line.len() - 4);
+        assert_eq!(envelope.id, Some(RequestId::Number(42)));
+        assert!(envelope.is_response());
+        assert_eq!(read_line(&mut reader, &mut buf, 64).unwrap(), Line::Message);
     }
 
     #[test]

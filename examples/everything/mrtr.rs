@@ -185,7 +185,15 @@ pub fn register(builder: ServerBuilder) -> ServerBuilder {
             |ctx, _: Value| {
                 let state = ctx.request_state().unwrap_or_default();
                 if let Some(name) = state.strip_prefix("round-2:") {
-                    if let Some(colour) = answered(ctx, "step2", "colour") {
+                    // Any accepted answer completes round 3, whatever its
+                    // field names, as in the conformance suite's reference
+                    // server: its client answers `{"color": "blue"}`.
+                    if let Some(answer) = ctx.elicitation("step2") {
+                        let colour = match (&answer.content, answered(ctx, "step2", "colour")) {
+                            (_, Some(colour)) => colour,
+                            (Some(content), None) => Value::from(content.clone()).to_string(),
+                            (None, None) => String::new(),
+                        };
                         return Ok(CallToolResult::text(format!("{name} likes {colour}")).into());
                     }
                     return Ok(needs(

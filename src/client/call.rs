@@ -79,6 +79,12 @@ impl RequestOptions {
     /// Asks for log messages at `level` and above
     /// (`io.modelcontextprotocol/logLevel`) and hands them to `callback` on
     /// the waiting thread.
+    ///
+    /// Only the messages the spec ties to this request arrive here: on a
+    /// modern server, those that come while it is the only request in
+    /// flight that asked for logs (stdio gives log messages no request
+    /// id). The rest, and every message of a legacy server, whose logging
+    /// is session-wide, go to [`ClientBuilder::on_log`](crate::ClientBuilder::on_log).
     pub fn log(
         mut self,
         level: LoggingLevel,
@@ -144,7 +150,7 @@ impl PendingCall {
             match self.rx.recv_deadline(deadline) {
                 Ok(Delivery::Reply(reply)) => {
                     self.done = true;
-                    return reply.map_err(Error::Rpc);
+                    return reply;
                 }
                 Ok(Delivery::Progress(progress)) => {
                     if let Some(callback) = &mut self.options.progress {

@@ -61,7 +61,7 @@ pub(crate) fn establish(options: &ClientBuilder, link: &Arc<Link>) -> Result<Ser
     match probe(options, link, SUPPORTED_VERSIONS[0], true)? {
         Ok(facts) => Ok(facts),
         Err(reason) if options.era == EraPolicy::Auto => {
-            (options.trace)(&format!(
+            options.notes.info(&format!(
                 "the server is legacy ({reason}): falling back to initialize"
             ));
             initialize(options, link)
@@ -211,7 +211,8 @@ fn roundtrip(
     loop {
         return match rx.recv_deadline(deadline) {
             Ok(Delivery::Reply(Ok(raw))) => Ok(Some(Ok(serde_json::from_str(raw.get())?))),
-            Ok(Delivery::Reply(Err(error))) => Ok(Some(Err(error))),
+            Ok(Delivery::Reply(Err(Error::Rpc(error)))) => Ok(Some(Err(error))),
+            Ok(Delivery::Reply(Err(unreadable))) => Err(unreadable),
             Ok(Delivery::Disconnected) => Err(Error::Disconnected),
             // Nothing asked for these; keep waiting for the answer.
             Ok(Delivery::Progress(_) | Delivery::Log(_)) => continue,

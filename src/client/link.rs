@@ -6,8 +6,14 @@
 //! server output ──► mcp-client-reader ──► response        → pending[id]
 //!                                       ──► subscriptionId  → subscriptions[id]
 //!                                       ──► progress token  → pending[request of that token]
-//!                                       ──► log message     → the one request that asked for logs
+//!                                       ──► log message     → the one request that asked for logs,
+//!                                                             else the client-level log callback
 //! ```
+//!
+//! Nothing the server sends is lost without a word: a response that cannot
+//! be read (malformed, or longer than the line limit) still fails the
+//! request it answers at once, whenever its id can be read (see
+//! `envelope_scan`), instead of leaving the caller to its timeout.
 //!
 //! Callers never block on the server's input: lines go through an unbounded
 //! channel to the writer thread, so a timeout or a cancellation always
@@ -19,7 +25,6 @@ use std::io::{BufRead, Write};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread;
-use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, Sender};
 use serde::Deserialize;
@@ -28,7 +33,10 @@ use serde_json::value::RawValue;
 
 use crate::client::input::InputHandlers;
 use crate::client::legacy_listen::{self, LegacyFilters};
+use crate::client::notes::{NoteLimiter, Notes};
 use crate::client::server_requests;
+use crate::envelope_scan::{Envelope, EnvelopeScan};
+use crate::error::Error;
 use crate::jsonrpc::{ErrorObject, RequestId, encode_error, encode_result};
 use crate::transport::{Line, read_line};
 use crate::types::{
@@ -39,8 +47,9 @@ use crate::types::{
 /// What the reader delivers to a waiting request.
 #[derive(Debug)]
 pub(crate) enum Delivery {
-    /// The final answer: a result object or the peer's error.
-    Reply(Result<Box<RawValue>, ErrorObject>),
+    /// The final answer: a result object, the peer's error
+    /// ([`Error::Rpc`]), or an answer that could not be read.
+    Reply(Result<Box<RawValue>, Error>),
     /// A progress notification for this request.
     Progress(ProgressNotificationParams),
     /// A log message for this request.
@@ -54,8 +63,9 @@ pub(crate) enum Delivery {
 pub(crate) enum SubscriptionDelivery {
     /// A notification tagged with the subscription's id.
     Notification { method: String, params: Value },
-    /// The listen request's final result (or an error answering it).
-    Reply(Result<Box<RawValue>, ErrorObject>),
+    /// The listen request's final result (or an error answering it, or
+    /// an answer that could not be read).
+    Reply(Result<Box<RawValue>, Error>),
     /// The connection is gone.
     Disconnected,
     /// The connection is gone and the client is restarting the server; the
@@ -89,7 +99,7 @@ pub(crate) struct Link {
     /// Called once, by the reader, when the link dies.
     on_death: Mutex<Option<Box<dyn FnOnce() + Send>>>,
     next_id: AtomicU64,
-    trace: Arc<dyn Fn(&str) + Send + Sync>,
+    notes: Notes,
 }
 
 impl Link {
@@ -98,7 +108,7 @@ impl Link {
         reader: Box<dyn BufRead + Send>,
         writer: Box<dyn Write + Send>,
         max_line: usize,
-        trace: Arc<dyn Fn(&str) + Send + Sync>,
+        notes: Notes,
     ) -> std::io::Result<Arc<Link>> {
         let (tx, rx) = crossbeam_channel::unbounded::<Vec<u8>>();
         let link = Arc::new(Link {
@@ -111,7 +121,7 @@ impl Link {
             server_requests: Mutex::new(None),
             on_death: Mutex::new(None),
             next_id: AtomicU64::new(1),
-            trace,
+            notes,
         });
         thread::Builder::new()
             .name("mcp-client-writer".into())
@@ -244,6 +254,12 @@ impl Link {
         *lock(&self.server_requests) = Some(handlers);
     }
 
+    /// Whether this is a legacy (`initialize`) connection: only those
+    /// answer the server's requests.
+    fn is_legacy(&self) -> bool {
+        lock(&self.server_requests).is_some()
+    }
+
     /// Answers a legacy server's request on a thread of its own: a handler
     /// may block on a user, and the reader must go on reading.
     fn answer_request(
@@ -267,7 +283,8 @@ impl Link {
                 link.send(line);
             });
         if answering.is_err() {
-            (self.trace)("could not start a thread to answer the server's request");
+            self.notes
+                .problem("could not start a thread to answer the server's request");
         }
     }
 
@@ -282,13 +299,8 @@ impl Link {
         loop {
             match read_line(&mut *reader, &mut buf, max_line) {
                 Ok(Line::Message) => self.route(&buf, &mut notes),
-                Ok(Line::TooLong(len)) => {
-                    notes.note(
-                        &*self.trace,
-                        &format!(
-                            "skipped a line of {len} bytes from the server: longer than {max_line}"
-                        ),
-                    );
+                Ok(Line::TooLong { len, envelope }) => {
+                    self.too_long(len, max_line, envelope, &mut notes);
                 }
                 Ok(Line::Eof) | Err(_) => break,
             }
@@ -306,8 +318,8 @@ impl Link {
     fn route(self: &Arc<Link>, line: &[u8], notes: &mut NoteLimiter) {
         #[derive(Deserialize)]
         struct Message<'a> {
-            #[serde(default)]
-            jsonrpc: Option<&'a str>,
+            #[serde(default, borrow)]
+            jsonrpc: Option<&'a RawValue>,
             #[serde(default, borrow)]
             id: Option<&'a RawValue>,
             #[serde(default)]
@@ -316,34 +328,23 @@ impl Link {
             params: Option<&'a RawValue>,
             #[serde(default, borrow)]
             result: Option<&'a RawValue>,
-            #[serde(default)]
-            error: Option<ErrorObject>,
+            #[serde(default, borrow)]
+            error: Option<&'a RawValue>,
         }
-        let trace = &*self.trace;
-        let Ok(text) = std::str::from_utf8(line) else {
-            notes.note(trace, "skipped a line from the server that is not UTF-8");
-            return;
-        };
-        let msg: Message<'_> = match serde_json::from_str(text) {
+        let parsed = std::str::from_utf8(line)
+            .map_err(|e| format!("it is not UTF-8: {e}"))
+            .and_then(|text| {
+                serde_json::from_str::<Message<'_>>(text)
+                    .map_err(|e| format!("it is not JSON-RPC: {e}"))
+            });
+        let msg = match parsed {
             Ok(msg) => msg,
-            Err(e) => {
-                notes.note(
-                    trace,
-                    &format!("skipped a line from the server that is not JSON-RPC: {e}"),
-                );
-                return;
-            }
+            Err(problem) => return self.unreadable(line, &problem, notes),
         };
-        if msg.jsonrpc != Some("2.0") {
-            notes.note(
-                trace,
-                "skipped a message from the server without \"jsonrpc\": \"2.0\"",
-            );
-            return;
+        if !msg.jsonrpc.is_some_and(crate::incoming::is_version_2) {
+            return self.unreadable(line, "it lacks \"jsonrpc\": \"2.0\"", notes);
         }
-        let id = msg
-            .id
-            .and_then(|raw| serde_json::from_str::<RequestId>(raw.get()).ok());
+        let id = msg.id.and_then(|raw| RequestId::from_json(raw.get()));
         match (msg.method, id) {
             (Some(method), Some(id)) => {
                 // Spec 2026-07-28 basic/transports/stdio: a modern server
@@ -353,8 +354,8 @@ impl Link {
                         let params = msg.params.map_or("{}", RawValue::get).to_owned();
                         self.answer_request(handlers, id, method, params);
                     }
-                    None => notes.note(
-                        trace,
+                    None => notes.problem(
+                        &self.notes,
                         &format!("ignored a request from the server ({method}, id {id}): servers send no requests over stdio"),
                     ),
                 }
@@ -364,51 +365,94 @@ impl Link {
                 self.route_notification(&method, params, notes);
             }
             (None, Some(id)) => {
-                let reply = match (msg.result, msg.error) {
-                    (Some(result), None) => Ok(result.to_owned()),
-                    (None, Some(error)) => Err(error),
-                    _ => {
-                        notes.note(
-                            trace,
-                            &format!("skipped a malformed response (id {id}) from the server"),
-                        );
-                        return;
-                    }
-                };
-                self.route_reply(id, reply, notes);
+                let reply = read_reply(msg.result, msg.error).unwrap_or_else(|problem| {
+                    Err(Error::Protocol(format!(
+                        "the server's response to request {id} is malformed: {problem}"
+                    )))
+                });
+                self.route_reply(id, reply);
             }
-            (None, None) => notes.note(
-                trace,
+            (None, None) => notes.problem(
+                &self.notes,
                 "skipped a message from the server with neither method nor usable id",
             ),
         }
     }
 
-    fn route_reply(
-        &self,
-        id: RequestId,
-        reply: Result<Box<RawValue>, ErrorObject>,
-        notes: &mut NoteLimiter,
-    ) {
+    /// A line longer than the limit, dropped unread: what its envelope
+    /// says it was still gets its answer.
+    fn too_long(&self, len: usize, max_line: usize, envelope: Envelope, notes: &mut NoteLimiter) {
+        let too_large = Error::MessageTooLarge {
+            size: len,
+            limit: max_line,
+        };
+        match envelope.id {
+            // The answer to a request: that request fails now, and is not
+            // cancelled (it was answered).
+            Some(id) if envelope.is_response() => self.route_reply(id, Err(too_large)),
+            // A legacy server's request: it waits for an answer, so it
+            // gets an error, as a server answers a request it cannot read.
+            Some(id) if envelope.has_method && self.is_legacy() => {
+                let mut line = Vec::new();
+                let error = ErrorObject::invalid_request(format!(
+                    "message of {len} bytes exceeds the maximum line length of {max_line} bytes"
+                ));
+                encode_error(&mut line, Some(&id), &error);
+                self.send(line);
+                notes.problem(
+                    &self.notes,
+                    &format!("refused a request of {len} bytes from the server (id {id}): longer than {max_line}"),
+                );
+            }
+            _ => notes.problem(
+                &self.notes,
+                &format!("skipped a line of {len} bytes from the server: longer than {max_line}"),
+            ),
+        }
+    }
+
+    /// A line that is not a JSON-RPC message. If it is still a response
+    /// whose id can be read, the request it answers fails now with what
+    /// was wrong; anything else is noted and skipped.
+    fn unreadable(&self, line: &[u8], problem: &str, notes: &mut NoteLimiter) {
+        let mut scan = EnvelopeScan::new();
+        scan.feed(line);
+        let envelope = scan.finish();
+        match envelope.id {
+            Some(id) if envelope.is_response() => self.route_reply(
+                id.clone(),
+                Err(Error::Protocol(format!(
+                    "the server's response to request {id} could not be read: {problem}"
+                ))),
+            ),
+            _ => notes.problem(
+                &self.notes,
+                &format!("skipped a line from the server: {problem}"),
+            ),
+        }
+    }
+
+    /// Hands a reply to the request or subscription it answers. A reply
+    /// to a request that timed out or was cancelled is dropped silently
+    /// (spec 2026-07-28 basic/patterns/cancellation); ids this client never
+    /// sent land there too.
+    fn route_reply(&self, id: RequestId, reply: Result<Box<RawValue>, Error>) {
         if let Some(p) = lock(&self.pending).remove(&id) {
             let _ = p.tx.send(Delivery::Reply(reply));
-            return;
-        }
-        if let Some(tx) = lock(&self.subscriptions).remove(&id) {
+        } else if let Some(tx) = lock(&self.subscriptions).remove(&id) {
             let _ = tx.send(SubscriptionDelivery::Reply(reply));
-            return;
         }
-        // A reply to a request that timed out or was cancelled: dropped
-        // silently (spec 2026-07-28 basic/patterns/cancellation). Ids this
-        // client never sent land here too.
-        let _ = notes;
     }
 
     fn route_notification(&self, method: &str, params: &str, notes: &mut NoteLimiter) {
-        let trace = &*self.trace;
         let value: Value = match serde_json::from_str(params) {
             Ok(value) => value,
-            Err(_) => return,
+            Err(e) => {
+                return notes.problem(
+                    &self.notes,
+                    &format!("skipped {method} from the server: its params are not JSON: {e}"),
+                );
+            }
         };
         if method == method::NOTIFICATION_CANCELLED {
             // Spec 2026-07-28 basic/patterns/cancellation: a server sends
@@ -432,10 +476,11 @@ impl Link {
                         params: value,
                     });
                 }
-                None => notes.note(
-                    trace,
-                    &format!("dropped {method} for unknown subscription {sub_id}"),
-                ),
+                // A notification sent before the server read the
+                // cancellation of its subscription: routine.
+                None => self.notes.info(&format!(
+                    "dropped {method} for unknown subscription {sub_id}"
+                )),
             }
             return;
         }
@@ -461,20 +506,7 @@ impl Link {
                 else {
                     return;
                 };
-                // stdio gives log messages no request id. They go to the
-                // request that asked for logs when exactly one in flight
-                // did; otherwise to the client's trace.
-                let pending = lock(&self.pending);
-                let mut asking = pending.values().filter(|p| p.wants_logs);
-                match (asking.next(), asking.next()) {
-                    (Some(p), None) => {
-                        let _ = p.tx.send(Delivery::Log(log));
-                    }
-                    _ => notes.note(
-                        trace,
-                        &format!("server log ({:?}): {}", log.level, log.data),
-                    ),
-                }
+                self.route_log(log);
             }
             _ => {}
         }
@@ -482,6 +514,29 @@ impl Link {
 }
 
 impl Link {
+    /// Routes a `notifications/message`: to a request's log callback only
+    /// when the spec ties the message to it, else to the client.
+    ///
+    /// Modern era (spec 2026-07-28 server/utilities/logging): a server
+    /// sends log messages only for a request that set
+    /// `io.modelcontextprotocol/logLevel`, and stdio carries no request id
+    /// for them, so a message belongs to the request that asked for logs
+    /// when exactly one in flight did. Legacy era: the level is set for the
+    /// whole session (`logging/setLevel`), and messages belong to no
+    /// request. Everything else goes to the client-level callback
+    /// (`ClientBuilder::on_log`), or to the trace as information.
+    fn route_log(&self, log: LoggingMessageNotificationParams) {
+        if !self.is_legacy() {
+            let pending = lock(&self.pending);
+            let mut asking = pending.values().filter(|p| p.wants_logs);
+            if let (Some(p), None) = (asking.next(), asking.next()) {
+                let _ = p.tx.send(Delivery::Log(log));
+                return;
+            }
+        }
+        self.notes.log(&log);
+    }
+
     /// Hands an untagged change notification to every legacy subscription
     /// that wants it; `false` if it is not a change notification.
     fn deliver_untagged(&self, method: &str, params: &Value) -> bool {
@@ -534,38 +589,24 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// Rate-limits the reader's notes about bad input: at most 10 a second, and
-/// a count of what was left out.
-#[derive(Default)]
-struct NoteLimiter {
-    window: Option<Instant>,
-    in_window: u32,
-    suppressed: u64,
-}
-
-impl NoteLimiter {
-    fn note(&mut self, trace: &(dyn Fn(&str) + Send + Sync), text: &str) {
-        let now = Instant::now();
-        match self.window {
-            Some(start) if now.duration_since(start) < Duration::from_secs(1) => {
-                if self.in_window >= 10 {
-                    self.suppressed += 1;
-                    return;
-                }
-                self.in_window += 1;
-            }
-            _ => {
-                if self.suppressed > 0 {
-                    trace(&format!(
-                        "({} more notes about the server's output were left out)",
-                        self.suppressed
-                    ));
-                    self.suppressed = 0;
-                }
-                self.window = Some(now);
-                self.in_window = 1;
-            }
-        }
-        trace(text);
+/// Reads a response's outcome: a result object, or a JSON-RPC error
+/// ([`Error::Rpc`]); `Err` says what makes it malformed.
+fn read_reply(
+    result: Option<&RawValue>,
+    error: Option<&RawValue>,
+) -> Result<Result<Box<RawValue>, Error>, String> {
+    match (result, error) {
+        // Spec 2026-07-28 basic/index: the result is an object.
+        (Some(result), None) if result.get().starts_with('{') => Ok(Ok(result.to_owned())),
+        (Some(result), None) => Err(format!(
+            "its result is not an object: {}",
+            result.get().chars().take(40).collect::<String>()
+        )),
+        (None, Some(error)) => match serde_json::from_str::<ErrorObject>(error.get()) {
+            Ok(error) => Ok(Err(Error::Rpc(error))),
+            Err(e) => Err(format!("its error is not a JSON-RPC error object: {e}")),
+        },
+        (Some(_), Some(_)) => Err("it has both a result and an error".into()),
+        (None, None) => Err("it has neither a result nor an error".into()),
     }
 }

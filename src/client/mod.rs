@@ -10,6 +10,7 @@ mod era;
 mod input;
 mod legacy_listen;
 mod link;
+mod notes;
 mod pages;
 mod process;
 mod requests;
@@ -37,8 +38,8 @@ use crate::jsonrpc::RequestId;
 use crate::transport::{DEFAULT_MAX_LINE_BYTES, Transport};
 use crate::types::{
     ClientCapabilities, CreateMessageRequestParams, CreateMessageResult, DiscoverResult,
-    ElicitRequestParams, ElicitResult, Implementation, ListRootsResult, ServerCapabilities,
-    SubscriptionFilter,
+    ElicitRequestParams, ElicitResult, Implementation, ListRootsResult,
+    LoggingMessageNotificationParams, ServerCapabilities, SubscriptionFilter,
 };
 use link::{Link, SubscriptionDelivery};
 
@@ -63,10 +64,11 @@ pub struct ClientBuilder {
     pub(crate) close_grace: Duration,
     pub(crate) max_line_bytes: usize,
     pub(crate) stderr: Option<Arc<process::StderrSink>>,
-    pub(crate) trace: Arc<dyn Fn(&str) + Send + Sync>,
+    pub(crate) notes: notes::Notes,
     pub(crate) restart: Option<RestartPolicy>,
     pub(crate) input: input::InputHandlers,
     pub(crate) max_input_rounds: u32,
+    pub(crate) max_pages: usize,
 }
 
 impl fmt::Debug for ClientBuilder {
@@ -89,10 +91,11 @@ impl Default for ClientBuilder {
             close_grace: Duration::from_secs(2),
             max_line_bytes: DEFAULT_MAX_LINE_BYTES,
             stderr: None,
-            trace: Arc::new(|line: &str| eprintln!("mcp-stdio client: {line}")),
+            notes: notes::Notes::default(),
             restart: None,
             input: input::InputHandlers::default(),
             max_input_rounds: 8,
+            max_pages: 1000,
         }
     }
 }
@@ -140,8 +143,10 @@ impl ClientBuilder {
         self
     }
 
-    /// The longest line accepted from the server (default 4 MiB); longer
-    /// ones are skipped without being held in memory.
+    /// The longest line accepted from the server (default 16 MiB,
+    /// [`DEFAULT_MAX_LINE_BYTES`](crate::DEFAULT_MAX_LINE_BYTES)); a longer
+    /// one is skipped without being held in memory, and if it answers a
+    /// request, that request fails at once with [`Error::MessageTooLarge`].
     pub fn max_line_bytes(mut self, n: usize) -> Self {
         self.max_line_bytes = n.max(1);
         self
@@ -154,10 +159,36 @@ impl ClientBuilder {
         self
     }
 
-    /// Where the client's own notes go (bad lines from the server, log
-    /// messages nobody asked for); default: stderr.
+    /// Where the client's own notes go: problems (lines from the server it
+    /// could not read, protocol violations, a dead or restarted server) and
+    /// routine information (which era the probe settled on, a log message
+    /// no callback took). Both kinds go to `hook`.
+    ///
+    /// By default problems go to stderr and information nowhere: when
+    /// everything works, the client prints nothing. `.trace(|_| {})`
+    /// silences it completely.
     pub fn trace(mut self, hook: impl Fn(&str) + Send + Sync + 'static) -> Self {
-        self.trace = Arc::new(hook);
+        self.notes.set_trace(Arc::new(hook));
+        self
+    }
+
+    /// Takes the server's log messages (`notifications/message`) that
+    /// belong to no request: every one on a legacy server, where logging is
+    /// set for the whole session ([`Client::set_log_level`]) and the wire
+    /// ties no message to a request; on a modern server, a message that
+    /// came while no request, or more than one, asked for logs (spec
+    /// 2026-07-28 server/utilities/logging: log messages are request-scoped,
+    /// and stdio gives them no request id). A request's own callback
+    /// ([`RequestOptions::log`]) gets the rest.
+    ///
+    /// Runs on the client's reader thread: keep it short. Default: the
+    /// messages go to the trace as information (nowhere, unless a trace
+    /// is set).
+    pub fn on_log(
+        mut self,
+        callback: impl Fn(&LoggingMessageNotificationParams) + Send + Sync + 'static,
+    ) -> Self {
+        self.notes.set_log(Arc::new(callback));
         self
     }
 
@@ -207,6 +238,16 @@ impl ClientBuilder {
         self
     }
 
+    /// How many pages the list iterators ([`Client::tools`] and its kin)
+    /// fetch before they give up with an error (default 1,000): a server
+    /// that hands out a new cursor on every page cannot keep a caller
+    /// going forever. A cursor the server returned before ends the
+    /// iteration with an error at once.
+    pub fn max_pages(mut self, pages: usize) -> Self {
+        self.max_pages = pages.max(1);
+        self
+    }
+
     /// The declared capabilities: the configured ones, plus those the
     /// input handlers stand for.
     fn settle_capabilities(&mut self) {
@@ -232,9 +273,13 @@ impl ClientBuilder {
             Box::new(std::io::BufReader::new(spawned.stdout)),
             Box::new(spawned.stdin),
             self.max_line_bytes,
-            Arc::clone(&self.trace),
+            self.notes.clone(),
         )?;
-        Client::start(self, link, Some(spawned.child), Some(command))
+        let child = Spawned {
+            child: spawned.child,
+            stderr_tail: spawned.stderr_tail,
+        };
+        Client::start(self, link, Some(child), Some(command))
     }
 
     /// Connects over any byte-stream pair (a Unix socket, TCP, an in-memory
@@ -242,9 +287,15 @@ impl ClientBuilder {
     pub fn connect(mut self, transport: Transport) -> Result<Client, Error> {
         self.settle_capabilities();
         let (reader, writer) = transport.into_parts();
-        let link = Link::start(reader, writer, self.max_line_bytes, Arc::clone(&self.trace))?;
+        let link = Link::start(reader, writer, self.max_line_bytes, self.notes.clone())?;
         Client::start(self, link, None, None)
     }
+}
+
+/// A server process the client spawned, until it is connected.
+struct Spawned {
+    child: Child,
+    stderr_tail: process::StderrTail,
 }
 
 /// What the client knows about the server it talks to.
@@ -324,19 +375,35 @@ impl Client {
     fn start(
         options: ClientBuilder,
         link: Arc<Link>,
-        child: Option<Child>,
+        spawned: Option<Spawned>,
         command: Option<Command>,
     ) -> Result<Client, Error> {
         let facts = match era::establish(&options, &link) {
             Ok(facts) => facts,
             Err(e) => {
                 link.close_input();
-                if let Some(mut child) = child {
-                    let _ = process::shut_down(&mut child, options.close_grace);
+                let Some(Spawned {
+                    mut child,
+                    stderr_tail,
+                }) = spawned
+                else {
+                    return Err(e);
+                };
+                let exited = matches!(child.try_wait(), Ok(Some(_)));
+                let status = process::shut_down(&mut child, options.close_grace).ok();
+                // The connection closed under the probe: the server died
+                // (or closed its output) while starting. Its stderr says
+                // why more often than anything else.
+                if exited || matches!(e, Error::Disconnected) {
+                    return Err(Error::ServerExited {
+                        status,
+                        stderr: stderr_tail.lines(Duration::from_millis(500)),
+                    });
                 }
                 return Err(e);
             }
         };
+        let child = spawned.map(|s| s.child);
         let inner = Arc::new(ClientInner {
             link: Arc::new(Mutex::new(Arc::clone(&link))),
             facts: Mutex::new(facts),

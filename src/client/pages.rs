@@ -1,15 +1,21 @@
 //! [`Pages`]: an iterator over every item of a paginated list, fetching the
 //! next page when the current one runs out.
+//!
+//! Each page is fetched by the same typed method a caller uses for one page
+//! (`Client::list_tools` and its kin), so "one page" and "every page" read
+//! a result the same way: an unknown `resultType` or a page without its list
+//! is an error, never an empty page. A server that never stops paging
+//! cannot hang the caller: a cursor seen before is a cycle, and the number
+//! of pages is capped ([`ClientBuilder::max_pages`](crate::ClientBuilder::max_pages)).
 
-use std::collections::VecDeque;
+use std::collections::{HashSet, VecDeque};
 use std::fmt;
-use std::marker::PhantomData;
-
-use serde::de::DeserializeOwned;
-use serde_json::{Value, json};
 
 use crate::client::Client;
 use crate::error::Error;
+
+/// Fetches one page: its items and the cursor of the next one.
+pub(crate) type FetchPage<T> = fn(&Client, Option<&str>) -> Result<(Vec<T>, Option<String>), Error>;
 
 /// Every item of `tools/list`, `resources/list`, `resources/templates/list`
 /// or `prompts/list`, page by page. Yields `Err` once if a page fails, then
@@ -17,11 +23,13 @@ use crate::error::Error;
 pub struct Pages<'c, T> {
     client: &'c Client,
     method: &'static str,
-    field: &'static str,
+    fetch: FetchPage<T>,
     cursor: Option<String>,
+    /// Every cursor followed so far, to tell a cycle.
+    seen: HashSet<String>,
+    pages: usize,
     buffer: VecDeque<T>,
     done: bool,
-    _item: PhantomData<fn() -> T>,
 }
 
 impl<T> fmt::Debug for Pages<'_, T> {
@@ -29,25 +37,54 @@ impl<T> fmt::Debug for Pages<'_, T> {
         f.debug_struct("Pages")
             .field("method", &self.method)
             .field("cursor", &self.cursor)
+            .field("pages", &self.pages)
             .finish_non_exhaustive()
     }
 }
 
 impl<'c, T> Pages<'c, T> {
-    pub(crate) fn new(client: &'c Client, method: &'static str, field: &'static str) -> Self {
+    pub(crate) fn new(client: &'c Client, method: &'static str, fetch: FetchPage<T>) -> Self {
         Pages {
             client,
             method,
-            field,
+            fetch,
             cursor: None,
+            seen: HashSet::new(),
+            pages: 0,
             buffer: VecDeque::new(),
             done: false,
-            _item: PhantomData,
         }
+    }
+
+    /// Fetches the next page into the buffer; `Err` ends the iteration.
+    fn fetch_next(&mut self) -> Result<(), Error> {
+        let max_pages = self.client.inner.options.max_pages;
+        if self.pages >= max_pages {
+            return Err(Error::Protocol(format!(
+                "{} still had more after {max_pages} pages (ClientBuilder::max_pages)",
+                self.method
+            )));
+        }
+        self.pages += 1;
+        let (items, next) = (self.fetch)(self.client, self.cursor.as_deref())?;
+        self.buffer.extend(items);
+        // Spec 2026-07-28 server/utilities/pagination: a missing nextCursor
+        // ends the list; an empty string is a cursor.
+        match next {
+            None => self.done = true,
+            Some(next) if !self.seen.insert(next.clone()) => {
+                return Err(Error::Protocol(format!(
+                    "{} returned a cursor it had returned before ({next:?}): the pages form a cycle",
+                    self.method
+                )));
+            }
+            Some(next) => self.cursor = Some(next),
+        }
+        Ok(())
     }
 }
 
-impl<T: DeserializeOwned> Iterator for Pages<'_, T> {
+impl<T> Iterator for Pages<'_, T> {
     type Item = Result<T, Error>;
 
     fn next(&mut self) -> Option<Result<T, Error>> {
@@ -58,42 +95,11 @@ impl<T: DeserializeOwned> Iterator for Pages<'_, T> {
             if self.done {
                 return None;
             }
-            let params = match &self.cursor {
-                Some(cursor) => json!({ "cursor": cursor }),
-                None => json!({}),
-            };
-            let page = match self.client.request(self.method, params) {
-                Ok(page) => page,
-                Err(e) => {
-                    self.done = true;
-                    return Some(Err(e));
-                }
-            };
-            let items: Vec<T> = match page.get(self.field).cloned().map(serde_json::from_value) {
-                Some(Ok(items)) => items,
-                Some(Err(e)) => {
-                    self.done = true;
-                    return Some(Err(Error::Json(e)));
-                }
-                None => Vec::new(),
-            };
-            self.buffer.extend(items);
-            // Spec 2026-07-28 server/utilities/pagination: a missing
-            // nextCursor ends the list; an empty string is a cursor.
-            let next = match page.get("nextCursor") {
-                Some(Value::String(next)) => Some(next.clone()),
-                _ => None,
-            };
-            if next.is_some() && next == self.cursor {
-                // The same cursor again would loop forever.
+            if let Err(e) = self.fetch_next() {
                 self.done = true;
-                return Some(Err(Error::Protocol(format!(
-                    "{} returned the cursor it was given as nextCursor",
-                    self.method
-                ))));
+                self.buffer.clear();
+                return Some(Err(e));
             }
-            self.cursor = next;
-            self.done = self.cursor.is_none();
         }
     }
 }

@@ -113,7 +113,13 @@ impl Client {
                 ..RequestOptions::default()
             });
             let raw = self.start_request(method, params.clone(), opts)?.wait()?;
-            let result = match parse_outcome::<T>(&raw)? {
+            let outcome = parse_outcome::<T>(&raw).map_err(|e| match e {
+                Error::Json(e) => {
+                    Error::Protocol(format!("the server's {method} result is invalid: {e}"))
+                }
+                other => other,
+            })?;
+            let result = match outcome {
                 Outcome::InputRequired(result) => result,
                 complete => return Ok(complete),
             };
@@ -174,6 +180,20 @@ impl Client {
         self.request("ping", json!({})).map(|_| ())
     }
 
+    /// `logging/setLevel` (legacy servers): asks for the session's log
+    /// messages at `level` and above, which then reach
+    /// [`ClientBuilder::on_log`](crate::ClientBuilder::on_log). A modern
+    /// server takes the level per request instead ([`RequestOptions::log`]).
+    pub fn set_log_level(&self, level: LoggingLevel) -> Result<(), Error> {
+        if let Era::Modern { .. } = self.era() {
+            return Err(Error::Protocol(
+                "logging/setLevel was removed in the modern era; use RequestOptions::log".into(),
+            ));
+        }
+        self.request("logging/setLevel", json!({ "level": level }))
+            .map(|_| ())
+    }
+
     /// One page of `tools/list`.
     pub fn list_tools(&self, cursor: Option<&str>) -> Result<ListToolsResult, Error> {
         self.complete_only(method::TOOLS_LIST, cursor_params(cursor))
@@ -181,7 +201,10 @@ impl Client {
 
     /// Every tool, following `nextCursor` page by page.
     pub fn tools(&self) -> Pages<'_, Tool> {
-        Pages::new(self, method::TOOLS_LIST, "tools")
+        Pages::new(self, method::TOOLS_LIST, |client, cursor| {
+            let page = client.list_tools(cursor)?;
+            Ok((page.tools, page.next_cursor))
+        })
     }
 
     /// `tools/call`: the tool's result, or the server's request for more
@@ -215,7 +238,10 @@ impl Client {
 
     /// Every resource, page by page.
     pub fn resources(&self) -> Pages<'_, Resource> {
-        Pages::new(self, method::RESOURCES_LIST, "resources")
+        Pages::new(self, method::RESOURCES_LIST, |client, cursor| {
+            let page = client.list_resources(cursor)?;
+            Ok((page.resources, page.next_cursor))
+        })
     }
 
     /// One page of `resources/templates/list`.
@@ -228,7 +254,10 @@ impl Client {
 
     /// Every resource template, page by page.
     pub fn resource_templates(&self) -> Pages<'_, ResourceTemplate> {
-        Pages::new(self, method::RESOURCES_TEMPLATES_LIST, "resourceTemplates")
+        Pages::new(self, method::RESOURCES_TEMPLATES_LIST, |client, cursor| {
+            let page = client.list_resource_templates(cursor)?;
+            Ok((page.resource_templates, page.next_cursor))
+        })
     }
 
     /// `resources/read`.
@@ -247,7 +276,10 @@ impl Client {
 
     /// Every prompt, page by page.
     pub fn prompts(&self) -> Pages<'_, Prompt> {
-        Pages::new(self, method::PROMPTS_LIST, "prompts")
+        Pages::new(self, method::PROMPTS_LIST, |client, cursor| {
+            let page = client.list_prompts(cursor)?;
+            Ok((page.prompts, page.next_cursor))
+        })
     }
 
     /// `prompts/get`.

@@ -66,7 +66,10 @@ fn restart(inner: &Arc<ClientInner>) {
         std::thread::sleep(policy.backoff * attempt);
         match start_again(inner) {
             Ok(()) => return,
-            Err(e) => (inner.options.trace)(&format!("restarting the server failed: {e}")),
+            Err(e) => inner
+                .options
+                .notes
+                .problem(&format!("restarting the server failed: {e}")),
         }
     }
 }
@@ -85,7 +88,7 @@ fn start_again(inner: &Arc<ClientInner>) -> Result<(), crate::Error> {
         Box::new(std::io::BufReader::new(spawned.stdout)),
         Box::new(spawned.stdin),
         inner.options.max_line_bytes,
-        Arc::clone(&inner.options.trace),
+        inner.options.notes.clone(),
     )?;
     let mut child = spawned.child;
     let facts = match era::establish(&inner.options, &link) {
@@ -132,7 +135,7 @@ fn start_again(inner: &Arc<ClientInner>) -> Result<(), crate::Error> {
         )?);
     }
     watch(inner, &link);
-    (inner.options.trace)("the server was restarted");
+    inner.options.notes.problem("the server was restarted");
     Ok(())
 }
 

@@ -320,11 +320,11 @@ impl crate::client::Client {
                         .unwrap_or_default();
                 }
                 Ok(SubscriptionDelivery::Notification { method: m, .. }) => {
-                    (self.inner.options.trace)(&format!(
+                    self.inner.options.notes.problem(&format!(
                         "the server sent {m} for subscription {id} before acknowledging it"
                     ));
                 }
-                Ok(SubscriptionDelivery::Reply(Err(error))) => return Err(Error::Rpc(error)),
+                Ok(SubscriptionDelivery::Reply(Err(error))) => return Err(error),
                 Ok(SubscriptionDelivery::Reply(Ok(_))) => {
                     return Err(Error::Protocol(
                         "the server ended the subscription before acknowledging it".into(),

@@ -259,9 +259,11 @@ impl ServerBuilder {
         self
     }
 
-    /// The longest input line accepted, in bytes (default 4 MiB). A longer
-    /// line is answered with `-32600` and discarded without being held in
-    /// memory whole.
+    /// The longest input line accepted, in bytes (default 16 MiB,
+    /// [`DEFAULT_MAX_LINE_BYTES`]). A longer line is discarded without being
+    /// held in memory whole, and answered with `-32600` carrying its
+    /// request's id, read from the line as it goes by (`null` only when it
+    /// has none; a notification gets no answer).
     pub fn max_line_bytes(mut self, n: usize) -> Self {
         self.config.max_line_bytes = n.max(1);
         self
@@ -288,10 +290,12 @@ impl ServerBuilder {
         self
     }
 
-    /// Where the server's diagnostic lines go (a response the client should
-    /// not have sent, a failed read). Default: stderr, prefixed with
-    /// `mcp-stdio: `. The server never writes anything else to stderr, and
-    /// never to stdout but for protocol messages.
+    /// Where the server's diagnostic lines go. There are only problems to
+    /// note (a response the client should not have sent, a notification
+    /// dropped for its length, a failed read, a handler that broke a rule):
+    /// a server whose client behaves writes nothing here. Default: stderr,
+    /// prefixed with `mcp-stdio: `. The server never writes anything else
+    /// to stderr, and never to stdout but for protocol messages.
     pub fn trace(mut self, hook: impl Fn(&str) + Send + Sync + 'static) -> Self {
         self.trace = Arc::new(hook);
         self

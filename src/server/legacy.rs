@@ -21,6 +21,7 @@
 use std::collections::HashSet;
 
 use serde::Deserialize;
+use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
 use crate::context::RequestMeta;
@@ -180,6 +181,8 @@ pub(crate) fn downgrade(line: Vec<u8>, method_name: &str, version: &str) -> Vec<
             }
         }
     } else if let Some(result) = resp.get_mut("result").and_then(Value::as_object_mut) {
+        // (The rewrite goes through a `Value`; the id is put back from the
+        // original text below, so that an id of any size is kept exactly.)
         result.remove("resultType");
         result.remove("ttlMs");
         result.remove("cacheScope");
@@ -194,7 +197,34 @@ pub(crate) fn downgrade(line: Vec<u8>, method_name: &str, version: &str) -> Vec<
             result.remove("_meta");
         }
     }
-    serde_json::to_vec(&resp).unwrap_or(line)
+    encode_with_original_id(&line, &resp).unwrap_or(line)
+}
+
+/// Encodes a rewritten response with the id taken verbatim from the
+/// original line: a `Value` holds an integer beyond 64 bits as a float.
+fn encode_with_original_id(original: &[u8], resp: &Value) -> Option<Vec<u8>> {
+    #[derive(serde::Deserialize)]
+    struct Head<'a> {
+        #[serde(borrow)]
+        id: &'a RawValue,
+    }
+    #[derive(serde::Serialize)]
+    struct Response<'a> {
+        jsonrpc: &'static str,
+        id: &'a RawValue,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        result: Option<&'a Value>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        error: Option<&'a Value>,
+    }
+    let head: Head<'_> = serde_json::from_slice(original).ok()?;
+    serde_json::to_vec(&Response {
+        jsonrpc: "2.0",
+        id: head.id,
+        result: resp.get("result"),
+        error: resp.get("error"),
+    })
+    .ok()
 }
 
 #[cfg(test)]
@@ -216,7 +246,15 @@ mod tests {
         let out = downgrade(line.to_vec(), "tools/list", "2025-11-25");
         assert_eq!(
             String::from_utf8(out).unwrap(),
-            r#"{"id":1,"jsonrpc":"2.0","result":{"tools":[]}}"#
+            r#"{"jsonrpc":"2.0","id":1,"result":{"tools":[]}}"#
+        );
+        // An id beyond 64 bits keeps its text through the rewrite.
+        let line =
+            br#"{"jsonrpc":"2.0","id":-9223372036854775809,"result":{"resultType":"complete"}}"#;
+        let out = downgrade(line.to_vec(), "ping", "2025-11-25");
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            r#"{"jsonrpc":"2.0","id":-9223372036854775809,"result":{}}"#
         );
     }
 }

@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use crossbeam_channel::{Receiver, Sender};
 
+use crate::envelope_scan::Envelope;
 use crate::incoming::{Incoming, classify};
 use crate::jsonrpc::ErrorObject;
 use crate::server::serve::Event;
@@ -101,15 +102,21 @@ pub(crate) fn read_loop(
         }
         let event = match read_line(&mut *reader, &mut buf, max_line) {
             Ok(Line::Message) => Event::Line(classify(&buf), buf.len()),
-            Ok(Line::TooLong(len)) => Event::Line(
-                Incoming::Invalid {
-                    id: None,
-                    error: ErrorObject::invalid_request(format!(
-                        "message of {len} bytes exceeds the maximum line length of {max_line} bytes"
-                    )),
-                },
-                0,
-            ),
+            Ok(Line::TooLong { len, envelope }) => {
+                let too_long = format!(
+                    "message of {len} bytes exceeds the maximum line length of {max_line} bytes"
+                );
+                match too_long_line(envelope, too_long) {
+                    Some(incoming) => Event::Line(incoming, 0),
+                    None => {
+                        trace(&format!(
+                            "dropped a notification of {len} bytes: longer than the maximum line length of {max_line} bytes"
+                        ));
+                        ahead.release(0);
+                        continue;
+                    }
+                }
+            }
             Ok(Line::Eof) => Event::Eof,
             Err(e) => {
                 trace(&format!("reading input failed: {e}"));
@@ -125,6 +132,28 @@ pub(crate) fn read_loop(
         }
         reuse_or_shrink(&mut buf);
     }
+}
+
+/// What a line too long to keep stands for, from its envelope: an error
+/// for the request (spec 2026-07-28 basic/index: with the request's id
+/// whenever it could be read, and the scan reads it wherever it is in the
+/// line; `null` only when there was none), a failed answer to one of the
+/// server's own requests to a legacy client, or, for a notification,
+/// nothing (notifications are never answered).
+fn too_long_line(envelope: Envelope, detail: String) -> Option<Incoming> {
+    if envelope.is_response() {
+        return Some(Incoming::Response {
+            id: envelope.id,
+            reply: Err(ErrorObject::invalid_request(detail)),
+        });
+    }
+    if envelope.is_notification() {
+        return None;
+    }
+    Some(Incoming::Invalid {
+        id: envelope.id,
+        error: ErrorObject::invalid_request(detail),
+    })
 }
 
 /// After a line: keeps a large buffer through a run of large lines, and

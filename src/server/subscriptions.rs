@@ -319,14 +319,31 @@ pub(crate) fn encode_ack(out: &mut Vec<u8>, id: &RequestId, accepted: &Accepted)
 
 /// The final result that ends subscription `id` gracefully:
 /// `{"resultType":"complete","_meta":{"io.modelcontextprotocol/subscriptionId": id, ...}}`.
+///
+/// Serialized from plain structs, not through a `Value`, so that an id of
+/// any size keeps its exact text.
 pub(crate) fn encode_final(out: &mut Vec<u8>, id: &RequestId, server_info: &Value) {
-    let result = serde_json::json!({
-        "resultType": "complete",
-        "_meta": {
-            meta_key::SUBSCRIPTION_ID: id,
-            meta_key::SERVER_INFO: server_info,
-        }
-    });
+    #[derive(Serialize)]
+    struct Final<'a> {
+        #[serde(rename = "resultType")]
+        result_type: &'static str,
+        #[serde(rename = "_meta")]
+        meta: Meta<'a>,
+    }
+    #[derive(Serialize)]
+    struct Meta<'a> {
+        #[serde(rename = "io.modelcontextprotocol/subscriptionId")]
+        subscription_id: &'a RequestId,
+        #[serde(rename = "io.modelcontextprotocol/serverInfo")]
+        server_info: &'a Value,
+    }
+    let result = Final {
+        result_type: "complete",
+        meta: Meta {
+            subscription_id: id,
+            server_info,
+        },
+    };
     // Plain data into a Vec: encoding cannot fail.
     let _ = crate::jsonrpc::encode_result(out, id, &result);
 }

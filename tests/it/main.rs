@@ -19,6 +19,8 @@ mod client;
 mod concurrency;
 mod discover;
 mod fixtures_md;
+mod json_text;
+mod large_lines;
 mod legacy;
 mod mrtr;
 mod notifications;

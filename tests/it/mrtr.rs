@@ -552,6 +552,18 @@ fn three_rounds_with_a_new_state_each_round() {
         json!({ "step2": accept("colour", "blue") }),
     ));
     assert_eq!(resp, text_result(&peer, 3, "Alice likes blue"));
+    // The official conformance client answers under its own key: any
+    // accepted answer completes round 3, its content echoed.
+    let resp = peer.ask(&retry(
+        4,
+        tool,
+        &s2,
+        json!({ "step2": accept("color", "blue") }),
+    ));
+    assert_eq!(
+        resp,
+        text_result(&peer, 4, r#"Alice likes {"color":"blue"}"#)
+    );
     peer.finish_quietly();
 }
 

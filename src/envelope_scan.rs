@@ -1,0 +1,432 @@
+//! Reads the top-level members of a message too long to keep: its `id`,
+//! and whether it has `method`, `result` or `error`, from a stream of
+//! chunks, without holding the line.
+//!
+//! Why: a line over the maximum length is thrown away in pieces (see
+//! `transport`), but whoever sent it still waits for an answer. An error
+//! response must carry the request's id unless it could not be read (spec
+//! 2026-07-28 basic/index, "Error Responses"), and a client must know which
+//! of its requests a too-large response answers. Peers put `id` anywhere:
+//! the TypeScript SDK writes `{"result":{...},"jsonrpc":"2.0","id":5}`, so
+//! the id can be the last bytes of a 100 MiB line.
+//!
+//! So the scan follows just enough of the JSON grammar to know where it is:
+//! inside a string or not (with escapes, across chunk boundaries), and how
+//! deep. It keeps only the text of the top-level key being read (a few
+//! bytes) and of the `id` value (at most [`ID_LIMIT`] bytes), and inside
+//! strings, which are most of any large message, it jumps from one quote or
+//! backslash to the next with `memchr`. Nothing is reported unless the line
+//! is one object that closes exactly once: a truncated or broken line has
+//! no id anyone could trust.
+
+use crate::jsonrpc::RequestId;
+
+/// The longest `id` value (as JSON text) the scan keeps; a longer one counts
+/// as unreadable.
+pub(crate) const ID_LIMIT: usize = 1024;
+
+/// The longest top-level key (as JSON text, quotes and escapes included)
+/// the scan reads; a longer one is none of the members it looks for.
+const KEY_LIMIT: usize = 32;
+
+/// What the scan of a whole line found.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub(crate) struct Envelope {
+    /// The top-level `id`, when there was exactly one and it is a string or
+    /// an integer.
+    pub id: Option<RequestId>,
+    /// A top-level `id` member is present, readable or not.
+    pub has_id: bool,
+    /// A top-level `method` member is present.
+    pub has_method: bool,
+    /// A top-level `result` or `error` member is present.
+    pub has_outcome: bool,
+}
+
+impl Envelope {
+    /// Whether the message is a response (a result or an error, no method).
+    pub fn is_response(&self) -> bool {
+        self.has_outcome && !self.has_method
+    }
+
+    /// Whether the message is a notification (a method and no id at all).
+    pub fn is_notification(&self) -> bool {
+        self.has_method && !self.has_id
+    }
+}
+
+/// Where the scan is in the line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    /// Before the first byte that is not whitespace (or a byte order mark).
+    Start,
+    /// Inside the top-level object.
+    Object,
+    /// The top-level object closed; only whitespace may follow.
+    Closed,
+    /// Not one JSON object: nothing will be reported.
+    Broken,
+}
+
+/// The top-level member whose value is being read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Member {
+    Id,
+    Other,
+}
+
+/// The streaming scan: [`feed`](EnvelopeScan::feed) it every chunk of the
+/// line in order, then [`finish`](EnvelopeScan::finish).
+#[derive(Debug)]
+pub(crate) struct EnvelopeScan {
+    phase: Phase,
+    /// How many bytes of a leading UTF-8 byte order mark were seen.
+    bom: usize,
+    /// Nesting depth: 1 inside the top-level object.
+    depth: usize,
+    in_string: bool,
+    /// The previous byte was a backslash inside a string.
+    escaped: bool,
+    /// At depth 1: the next string is a key.
+    expect_key: bool,
+    /// The string being read is a top-level key.
+    in_key: bool,
+    key: Vec<u8>,
+    /// The member whose value follows the current key.
+    member: Member,
+    /// Inside the value of `id`: its bytes are kept.
+    capturing: bool,
+    value: Vec<u8>,
+    value_too_long: bool,
+    ids_seen: u32,
+    found: Envelope,
+}
+
+const BOM: [u8; 3] = [0xEF, 0xBB, 0xBF];
+
+impl EnvelopeScan {
+    pub fn new() -> EnvelopeScan {
+        EnvelopeScan {
+            phase: Phase::Start,
+            bom: 0,
+            depth: 0,
+            in_string: false,
+            escaped: false,
+            expect_key: false,
+            in_key: false,
+            key: Vec::new(),
+            member: Member::Other,
+            capturing: false,
+            value: Vec::new(),
+            value_too_long: false,
+            ids_seen: 0,
+            found: Envelope::default(),
+        }
+    }
+
+    /// Scans the next chunk of the line.
+    pub fn feed(&mut self, mut bytes: &[u8]) {
+        while let Some((&b, rest)) = bytes.split_first() {
+            match self.phase {
+                Phase::Broken => return,
+                Phase::Start => {
+                    bytes = rest;
+                    if self.bom < BOM.len() && b == BOM[self.bom] {
+                        self.bom += 1;
+                    } else if b == b'{' {
+                        self.phase = Phase::Object;
+                        self.depth = 1;
+                        self.expect_key = true;
+                    } else if !is_json_whitespace(b) {
+                        self.phase = Phase::Broken;
+                    }
+                }
+                Phase::Object => bytes = self.object(bytes),
+                Phase::Closed => {
+                    if !bytes.iter().copied().all(is_json_whitespace) {
+                        self.phase = Phase::Broken;
+                    }
+                    return;
+                }
+            }
+        }
+    }
+
+    /// What the whole line held; nothing unless it was one object.
+    pub fn finish(self) -> Envelope {
+        match self.phase {
+            Phase::Closed => self.found,
+            _ => Envelope::default(),
+        }
+    }
+
+    /// Scans bytes inside the top-level object; returns what follows its
+    /// closing brace (or nothing).
+    fn object<'b>(&mut self, bytes: &'b [u8]) -> &'b [u8] {
+        let mut i = 0;
+        while i < bytes.len() {
+            if self.in_string {
+                if self.escaped {
+                    self.escaped = false;
+                    self.keep(&bytes[i..=i]);
+                    i += 1;
+                    continue;
+                }
+                let rest = &bytes[i..];
+                let Some(at) = find_quote_or_backslash(rest) else {
+                    self.keep(rest);
+                    return &[];
+                };
+                if rest[at] == b'\\' {
+                    // The escaped byte goes with its backslash, when the
+                    // chunk has it.
+                    match rest.get(at + 1) {
+                        Some(_) => {
+                            self.keep(&rest[..at + 2]);
+                            i += at + 2;
+                        }
+                        None => {
+                            self.keep(rest);
+                            self.escaped = true;
+                            return &[];
+                        }
+                    }
+                } else {
+                    self.keep(&rest[..=at]);
+                    i += at + 1;
+                    self.in_string = false;
+                    if self.in_key {
+                        self.in_key = false;
+                        self.end_key();
+                    }
+                }
+                continue;
+            }
+            let b = bytes[i];
+            i += 1;
+            match b {
+                b'"' => {
+                    self.in_string = true;
+                    if self.depth == 1 && self.expect_key {
+                        self.expect_key = false;
+                        self.in_key = true;
+                        self.key.clear();
+                    }
+                    self.keep(&[b]);
+                }
+                b'{' | b'[' => {
+                    self.depth += 1;
+                    self.keep(&[b]);
+                }
+                b'}' | b']' if self.depth == 1 => {
+                    if b == b']' {
+                        self.phase = Phase::Broken;
+                        return &[];
+                    }
+                    self.end_value();
+                    self.depth = 0;
+                    self.phase = Phase::Closed;
+                    return &bytes[i..];
+                }
+                b'}' | b']' => {
+                    self.depth -= 1;
+                    self.keep(&[b]);
+                }
+                b',' if self.depth == 1 => {
+                    self.end_value();
+                    self.expect_key = true;
+                }
+                b':' if self.depth == 1 => {
+                    if self.member == Member::Id {
+                        self.capturing = true;
+                        self.value.clear();
+                        self.value_too_long = false;
+                    }
+                }
+                _ if self.capturing => self.keep(&[b]),
+                // Numbers, literals, whitespace, and separators below the
+                // top level: skip to the next byte that can matter.
+                _ => {
+                    i += bytes[i..]
+                        .iter()
+                        .position(|&c| STRUCTURAL[usize::from(c)])
+                        .unwrap_or(bytes.len() - i);
+                }
+            }
+        }
+        &[]
+    }
+
+    /// Keeps bytes of the key or of the id value being read.
+    fn keep(&mut self, bytes: &[u8]) {
+        if self.in_key {
+            if self.key.len() + bytes.len() <= KEY_LIMIT {
+                self.key.extend_from_slice(bytes);
+            } else {
+                // Longer than any member looked for: make it unreadable.
+                self.key.clear();
+                self.key.push(0);
+            }
+        } else if self.capturing && !self.value_too_long {
+            if self.value.len() + bytes.len() <= ID_LIMIT {
+                self.value.extend_from_slice(bytes);
+            } else {
+                self.value_too_long = true;
+                self.value = Vec::new();
+            }
+        }
+    }
+
+    /// A top-level key was read: which member is it? Keys are compared as
+    /// strings, escapes decoded (`"\u0069d"` is `"id"`).
+    fn end_key(&mut self) {
+        let key: Option<String> = serde_json::from_slice(&self.key).ok();
+        self.member = Member::Other;
+        match key.as_deref() {
+            Some("id") => {
+                self.member = Member::Id;
+                self.ids_seen += 1;
+                self.found.has_id = true;
+            }
+            Some("method") => self.found.has_method = true,
+            Some("result" | "error") => self.found.has_outcome = true,
+            _ => {}
+        }
+    }
+
+    /// The value of a top-level member ended.
+    fn end_value(&mut self) {
+        if self.capturing {
+            self.capturing = false;
+            // Two ids are a malformed message: neither can be trusted.
+            self.found.id = match (self.ids_seen, self.value_too_long) {
+                (1, false) => std::str::from_utf8(&self.value)
+                    .ok()
+                    .and_then(RequestId::from_json),
+                _ => None,
+            };
+        }
+        self.member = Member::Other;
+    }
+}
+
+/// The bytes outside strings that change what the scan is reading.
+const STRUCTURAL: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut i = 0;
+    while i < 7 {
+        table[b"\"{}[],:"[i] as usize] = true;
+        i += 1;
+    }
+    table
+};
+
+/// The next `"` or `\` in a string. Escapes come close together in text
+/// that is itself JSON (`{\"a\":1}`), where a few bytes by hand beat a
+/// `memchr` call per escape; long runs go to `memchr`.
+fn find_quote_or_backslash(bytes: &[u8]) -> Option<usize> {
+    let near = bytes.len().min(16);
+    match bytes[..near].iter().position(|&b| b == b'"' || b == b'\\') {
+        Some(at) => Some(at),
+        None => memchr::memchr2(b'"', b'\\', &bytes[near..]).map(|at| near + at),
+    }
+}
+
+/// RFC 8259 section 2: the only whitespace JSON allows.
+pub(crate) fn is_json_whitespace(b: u8) -> bool {
+    matches!(b, b' ' | b'\t' | b'\n' | b'\r')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Scans `line` whole, and split at every position (and byte by byte),
+    /// and checks that every way gives the same answer.
+    fn scan(line: &str) -> Envelope {
+        let bytes = line.as_bytes();
+        let mut whole = EnvelopeScan::new();
+        whole.feed(bytes);
+        let whole = whole.finish();
+        for split in 0..=bytes.len() {
+            let mut scan = EnvelopeScan::new();
+            scan.feed(&bytes[..split]);
+            scan.feed(&bytes[split..]);
+            assert_eq!(scan.finish(), whole, "split at {split} of {line}");
+        }
+        let mut bytewise = EnvelopeScan::new();
+        for b in bytes.chunks(1) {
+            bytewise.feed(b);
+        }
+        assert_eq!(bytewise.finish(), whole, "byte by byte: {line}");
+        whole
+    }
+
+    fn id_of(line: &str) -> Option<RequestId> {
+        scan(line).id
+    }
+
+    #[test]
+    fn the_id_is_found_wherever_it_is() {
+        assert_eq!(
+            id_of(r#"{"jsonrpc":"2.0","id":5,"method":"m","params":{"x":"y"}}"#),
+            Some(5.into())
+        );
+        assert_eq!(
+            id_of(
+                r#"{"result":{"content":[{"type":"text","text":"a\"}b"}]},"jsonrpc":"2.0","id":5}"#
+            ),
+            Some(5.into())
+        );
+        assert_eq!(
+            id_of(" {\"params\" : { \"id\" : 1 } , \"id\" : \"a\\\"b\" }\r\n"),
+            Some("a\"b".into())
+        );
+        assert_eq!(
+            id_of(r#"{"id":-9223372036854775809,"method":"m"}"#),
+            Some(RequestId::BigNumber("-9223372036854775809".into()))
+        );
+        // A key written with escapes is the same key.
+        assert_eq!(id_of(r#"{"\u0069d":7,"method":"m"}"#), Some(7.into()));
+        // A byte order mark before the object is allowed.
+        assert_eq!(id_of("\u{feff}{\"id\":8}"), Some(8.into()));
+    }
+
+    #[test]
+    fn ids_that_are_not_top_level_or_not_ids_do_not_count() {
+        assert_eq!(id_of(r#"{"params":{"id":1},"method":"m"}"#), None);
+        assert_eq!(id_of(r#"{"text":"\"id\":2","method":"m"}"#), None);
+        assert_eq!(id_of(r#"{"a":["id",3],"method":"m"}"#), None);
+        assert_eq!(id_of(r#"{"id":null,"method":"m"}"#), None);
+        assert_eq!(id_of(r#"{"id":1.5,"method":"m"}"#), None);
+        assert_eq!(id_of(r#"{"id":{"x":1},"method":"m"}"#), None);
+        assert_eq!(id_of(r#"{"id":1,"id":2,"method":"m"}"#), None);
+        let long = format!(r#"{{"id":"{}","method":"m"}}"#, "x".repeat(ID_LIMIT));
+        assert_eq!(id_of(&long), None);
+    }
+
+    #[test]
+    fn nothing_is_reported_for_a_line_that_is_not_one_object() {
+        for line in [
+            r#"[{"id":1}]"#,
+            r#"x{"id":1}"#,
+            r#"{"id":1,"method":"m""#,
+            r#"{"id":1} {"id":2}"#,
+            r#"{"id":1]"#,
+            "\u{c}{\"id\":1}",
+        ] {
+            assert_eq!(scan(line), Envelope::default(), "{line}");
+        }
+        assert_eq!(id_of("{\"id\":1} \t\r\n"), Some(1.into()));
+    }
+
+    #[test]
+    fn responses_are_told_from_requests() {
+        assert!(scan(r#"{"jsonrpc":"2.0","result":{},"id":1}"#).is_response());
+        assert!(scan(r#"{"error":{"code":1,"message":"m"},"id":1}"#).is_response());
+        assert!(!scan(r#"{"id":1,"method":"m","params":{"result":1}}"#).is_response());
+        assert!(!scan(r#"{"id":1,"method":"m","result":{}}"#).is_response());
+        assert!(scan(r#"{"method":"m","params":{"id":1}}"#).is_notification());
+        assert!(!scan(r#"{"method":"m","id":null}"#).is_notification());
+    }
+}
