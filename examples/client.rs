@@ -35,9 +35,9 @@ fn main() -> ExitCode {
 /// failure as one line to `err`. Returns the exit status: 0 when everything
 /// could be printed, 1 otherwise.
 pub fn run(command: Command, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
-    // The server's stderr is not echoed: when it dies while starting, the
-    // error carries its last lines.
-    let client = match Client::builder().stderr(|_| {}).spawn(command) {
+    // The server's stderr is not echoed (the default): when it dies while
+    // starting, the error carries its last lines.
+    let client = match Client::spawn(command) {
         Ok(client) => client,
         Err(e) => {
             let _ = writeln!(err, "client: {e}");
@@ -119,6 +119,10 @@ fn print_list(
     items: impl Iterator<Item = Result<(String, Option<String>), Error>>,
     out: &mut dyn Write,
 ) -> Result<(), Error> {
+    let mut items = items.peekable();
+    if items.peek().is_none() {
+        let _ = writeln!(out, "  (none)");
+    }
     for item in items {
         let (name, description) = match item {
             Ok(item) => item,

@@ -54,7 +54,7 @@ impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Error::Rpc(e) => write!(f, "the peer answered with an error: {e}"),
-            Error::Io(e) => write!(f, "transport i/o failed: {e}"),
+            Error::Io(e) => write!(f, "i/o failed: {e}"),
             Error::Json(e) => write!(f, "invalid json: {e}"),
             Error::Timeout => f.write_str("no answer within the timeout"),
             Error::Cancelled => f.write_str("the request was cancelled"),
@@ -69,22 +69,26 @@ impl fmt::Display for Error {
                     Some(status) => write!(f, "the server exited during start-up ({status})")?,
                     None => f.write_str("the server exited during start-up")?,
                 }
-                // The last three non-blank lines, on this one line.
-                let last: Vec<&str> = stderr
-                    .iter()
-                    .map(|line| line.trim())
-                    .filter(|line| !line.is_empty())
-                    .collect();
-                match last.len() {
-                    0 => Ok(()),
-                    n => write!(
-                        f,
-                        "; its stderr ended with: {}",
-                        last[n.saturating_sub(3)..].join(" | ")
-                    ),
-                }
+                f.write_str(&stderr_ending(stderr))
             }
         }
+    }
+}
+
+/// The last three non-blank lines of a server's stderr, on one line, to
+/// end a message with (empty when there are none).
+pub(crate) fn stderr_ending(stderr: &[String]) -> String {
+    let last: Vec<&str> = stderr
+        .iter()
+        .map(|line| line.trim())
+        .filter(|line| !line.is_empty())
+        .collect();
+    match last.len() {
+        0 => String::new(),
+        n => format!(
+            "; its stderr ended with: {}",
+            last[n.saturating_sub(3)..].join(" | ")
+        ),
     }
 }
 

@@ -152,8 +152,16 @@ impl ClientBuilder {
         self
     }
 
-    /// Where the server's stderr lines go (default: this process's stderr,
-    /// each line prefixed with the server's program name).
+    /// Where the server's stderr lines go, one call per line.
+    ///
+    /// By default they go nowhere: many servers write a banner or their
+    /// own logs there, and an application that embeds the client must not
+    /// see them on its stderr while everything works (the spec: a client
+    /// MAY capture, forward or ignore the server's stderr). The client
+    /// keeps the last ten lines either way, and reports them when the
+    /// server dies: in [`Error::ServerExited`] during start-up, and in a
+    /// problem note for the trace after it. To echo them as they come:
+    /// `.stderr(|line| eprintln!("[server] {line}"))`.
     pub fn stderr(mut self, sink: impl Fn(&str) + Send + Sync + 'static) -> Self {
         self.stderr = Some(Arc::new(sink));
         self
@@ -260,10 +268,6 @@ impl ClientBuilder {
     /// connects to it.
     pub fn spawn(mut self, mut command: Command) -> Result<Client, Error> {
         self.settle_capabilities();
-        if self.stderr.is_none() {
-            let name = command.get_program().to_string_lossy().into_owned();
-            self.stderr = Some(Arc::new(move |line: &str| eprintln!("[{name}] {line}")));
-        }
         let sink = self
             .stderr
             .clone()
@@ -322,6 +326,8 @@ pub(crate) struct ClientInner {
     pub link: Arc<Mutex<Arc<Link>>>,
     pub facts: Mutex<ServerFacts>,
     pub child: Mutex<Option<Child>>,
+    /// The last lines of the current server's stderr (spawned servers).
+    pub stderr_tail: Mutex<Option<process::StderrTail>>,
     pub command: Option<Mutex<Command>>,
     pub subscriptions: Mutex<HashMap<u64, LiveSubscription>>,
     pub next_subscription: AtomicU64,
@@ -403,11 +409,15 @@ impl Client {
                 return Err(e);
             }
         };
-        let child = spawned.map(|s| s.child);
+        let (child, stderr_tail) = match spawned {
+            Some(s) => (Some(s.child), Some(s.stderr_tail)),
+            None => (None, None),
+        };
         let inner = Arc::new(ClientInner {
             link: Arc::new(Mutex::new(Arc::clone(&link))),
             facts: Mutex::new(facts),
             child: Mutex::new(child),
+            stderr_tail: Mutex::new(stderr_tail),
             command: command.map(Mutex::new),
             subscriptions: Mutex::new(HashMap::new()),
             next_subscription: AtomicU64::new(0),

@@ -51,7 +51,11 @@ pub(crate) fn spawn(command: &mut Command, sink: Arc<StderrSink>) -> std::io::Re
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .spawn()?;
+        .spawn()
+        .map_err(|e| {
+            let program = command.get_program().to_string_lossy();
+            std::io::Error::new(e.kind(), format!("could not start {program:?}: {e}"))
+        })?;
     let (Some(stdin), Some(stdout), Some(stderr)) =
         (child.stdin.take(), child.stdout.take(), child.stderr.take())
     else {

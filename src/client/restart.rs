@@ -1,8 +1,10 @@
 //! Unexpected termination (spec 2026-07-28 basic/transports/stdio): when
-//! a spawned server dies, every pending request fails at once; with a
-//! [`RestartPolicy`](crate::client::RestartPolicy) the client then starts
-//! the server again, probes its era afresh, and sends `subscriptions/listen`
-//! again for every live subscription, so the same handles keep delivering.
+//! a spawned server dies, every pending request fails at once and the
+//! trace gets a problem note with its exit status and the last lines of
+//! its stderr; with a [`RestartPolicy`](crate::client::RestartPolicy) the
+//! client then starts the server again, probes its era afresh, and sends
+//! `subscriptions/listen` again for every live subscription, so the same
+//! handles keep delivering.
 
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
@@ -13,22 +15,33 @@ use crate::client::{ClientInner, era, legacy_listen, lock, process};
 use crate::jsonrpc::encode_request;
 use crate::types::method;
 
-/// Arms `link` so that its death triggers a restart when the policy allows.
+/// Arms `link` so that the death of a spawned server is noted, and
+/// triggers a restart when the policy allows.
 pub(crate) fn watch(inner: &Arc<ClientInner>, link: &Arc<Link>) {
-    let allowed = inner.command.is_some()
-        && inner
-            .options
-            .restart
-            .as_ref()
-            .is_some_and(|policy| *lock(&inner.restarts) < policy.max_restarts);
-    link.restartable.store(allowed, Ordering::Release);
-    if !allowed {
+    if inner.command.is_none() {
         return;
     }
+    let allowed = inner
+        .options
+        .restart
+        .as_ref()
+        .is_some_and(|policy| *lock(&inner.restarts) < policy.max_restarts);
+    link.restartable.store(allowed, Ordering::Release);
     let weak: Weak<ClientInner> = Arc::downgrade(inner);
     link.on_death(Box::new(move || {
+        let Some(inner) = weak.upgrade() else {
+            return;
+        };
+        if inner.closing.load(Ordering::Acquire) {
+            return;
+        }
+        note_death(&inner);
+        if !allowed {
+            return;
+        }
         // The restart runs on its own thread: the reader that calls this is
         // about to exit.
+        let weak = Arc::downgrade(&inner);
         let spawned = std::thread::Builder::new()
             .name("mcp-client-restart".into())
             .spawn(move || {
@@ -40,6 +53,29 @@ pub(crate) fn watch(inner: &Arc<ClientInner>, link: &Arc<Link>) {
             // No thread, no restart; the subscriptions learn nothing more.
         }
     }));
+}
+
+/// A problem note for a server whose output ended while the client was
+/// not closing it: how it exited, if it did within a moment, and the
+/// last lines of its stderr.
+fn note_death(inner: &ClientInner) {
+    // Its output closing usually means it exited; give the exit a moment
+    // to be seen (the status is kept for `close`).
+    let status = lock(&inner.child)
+        .as_mut()
+        .and_then(|child| process::wait_timeout(child, Duration::from_millis(200)));
+    let stderr = lock(&inner.stderr_tail)
+        .as_ref()
+        .map(|tail| tail.lines(Duration::from_millis(200)))
+        .unwrap_or_default();
+    let how = match status {
+        Some(status) => format!("the server exited ({status})"),
+        None => "the server closed its output".to_owned(),
+    };
+    inner
+        .options
+        .notes
+        .problem(&format!("{how}{}", crate::error::stderr_ending(&stderr)));
 }
 
 fn restart(inner: &Arc<ClientInner>) {
@@ -91,6 +127,7 @@ fn start_again(inner: &Arc<ClientInner>) -> Result<(), crate::Error> {
         inner.options.notes.clone(),
     )?;
     let mut child = spawned.child;
+    *lock(&inner.stderr_tail) = Some(spawned.stderr_tail);
     let facts = match era::establish(&inner.options, &link) {
         Ok(facts) => facts,
         Err(e) => {

@@ -500,7 +500,10 @@ fn fake_dies_mid_request() -> ! {
             }
             send(out, &reply(id, text_result("torn down")));
         }
-        "tools/call" => std::process::exit(3),
+        "tools/call" => {
+            eprintln!("dying as asked");
+            std::process::exit(3)
+        }
         _ => send(out, &error_reply(id, -32601, "Method not found", None)),
     });
     std::process::exit(0);
@@ -2347,7 +2350,11 @@ fn modern_32022_no_common_version_fails_without_initialize() -> Result<String, S
 // ---------------------------------------------------------------------------
 
 fn death_fails_pending_call_within_1s() -> Result<String, String> {
+    let (note_tx, notes) = crossbeam_channel::unbounded();
     let client = builder()
+        .trace(move |note| {
+            let _ = note_tx.send(note.to_owned());
+        })
         .spawn(server_command("dies-mid-request", None))
         .map_err(|e| format!("connecting failed: {e}"))?;
     expect_text(
@@ -2372,6 +2379,13 @@ fn death_fails_pending_call_within_1s() -> Result<String, String> {
         matches!(after, Err(Error::Disconnected)) && started.elapsed() < Duration::from_secs(1),
         "a call after the death: {after:?} after {:?}",
         started.elapsed()
+    );
+    // A dead server is a problem the trace hears of, with its last words.
+    let want = "the server exited (exit status: 3); its stderr ended with: dying as asked";
+    let note = notes.recv_timeout(WAIT);
+    ensure!(
+        note.as_deref() == Ok(want),
+        "the trace got {note:?}, want {want:?}"
     );
     let status = client
         .close()

@@ -1,0 +1,320 @@
+//! The reader's side of a [`Link`]: what becomes of each line the server
+//! writes.
+//!
+//! A response goes to the request (or subscription) it answers, a tagged
+//! notification to its subscription, progress to the request whose token
+//! it names, a log message to the request the spec ties it to or else to
+//! the client, a legacy server's request to the input handlers. Nothing is
+//! lost without a word: a response that cannot be read (malformed, or
+//! longer than the line limit) still fails the request it answers at once,
+//! whenever its id can be read (see `envelope_scan`), instead of leaving
+//! the caller to its timeout; anything else that cannot be used is noted
+//! as a problem.
+
+use std::io::BufRead;
+use std::sync::Arc;
+
+use serde::Deserialize;
+use serde_json::Value;
+use serde_json::value::RawValue;
+
+use super::{Delivery, Link, SubscriptionDelivery, lock};
+use crate::client::legacy_listen;
+use crate::client::notes::NoteLimiter;
+use crate::envelope_scan::{Envelope, EnvelopeScan};
+use crate::error::Error;
+use crate::jsonrpc::{ErrorObject, RequestId, encode_error};
+use crate::transport::{Line, read_line};
+use crate::types::{
+    LoggingMessageNotificationParams, ProgressNotificationParams, meta_key, method,
+};
+
+impl Link {
+    /// The reader thread: routes every line the server writes until its
+    /// output ends, then fails everything still waiting.
+    pub(super) fn read_loop(self: Arc<Link>, mut reader: Box<dyn BufRead + Send>, max_line: usize) {
+        let mut buf = Vec::new();
+        let mut notes = NoteLimiter::default();
+        loop {
+            match read_line(&mut *reader, &mut buf, max_line) {
+                Ok(Line::Message) => self.route(&buf, &mut notes),
+                Ok(Line::TooLong { len, envelope }) => {
+                    self.too_long(len, max_line, envelope, &mut notes);
+                }
+                Ok(Line::Eof) | Err(_) => break,
+            }
+            if buf.capacity() > 64 * 1024 {
+                buf = Vec::new();
+            }
+        }
+        self.fail_all();
+        if let Some(callback) = lock(&self.on_death).take() {
+            callback();
+        }
+    }
+
+    /// Routes one line from the server.
+    fn route(self: &Arc<Link>, line: &[u8], notes: &mut NoteLimiter) {
+        #[derive(Deserialize)]
+        struct Message<'a> {
+            #[serde(default, borrow)]
+            jsonrpc: Option<&'a RawValue>,
+            #[serde(default, borrow)]
+            id: Option<&'a RawValue>,
+            #[serde(default)]
+            method: Option<String>,
+            #[serde(default, borrow)]
+            params: Option<&'a RawValue>,
+            #[serde(default, borrow)]
+            result: Option<&'a RawValue>,
+            #[serde(default, borrow)]
+            error: Option<&'a RawValue>,
+        }
+        let parsed = std::str::from_utf8(line)
+            .map_err(|e| format!("it is not UTF-8: {e}"))
+            .and_then(|text| {
+                serde_json::from_str::<Message<'_>>(text)
+                    .map_err(|e| format!("it is not JSON-RPC: {e}"))
+            });
+        let msg = match parsed {
+            Ok(msg) => msg,
+            Err(problem) => return self.unreadable(line, &problem, notes),
+        };
+        if !msg.jsonrpc.is_some_and(crate::incoming::is_version_2) {
+            return self.unreadable(line, "it lacks \"jsonrpc\": \"2.0\"", notes);
+        }
+        let id = msg.id.and_then(|raw| RequestId::from_json(raw.get()));
+        match (msg.method, id) {
+            (Some(method), Some(id)) => {
+                // Spec 2026-07-28 basic/transports/stdio: a modern server
+                // MUST NOT send requests; a legacy one may, and is answered.
+                match lock(&self.server_requests).clone() {
+                    Some(handlers) => {
+                        let params = msg.params.map_or("{}", RawValue::get).to_owned();
+                        self.answer_request(handlers, id, method, params);
+                    }
+                    None => notes.problem(
+                        &self.notes,
+                        &format!("ignored a request from the server ({method}, id {id}): servers send no requests over stdio"),
+                    ),
+                }
+            }
+            (Some(method), None) => {
+                let params = msg.params.map(RawValue::get).unwrap_or("{}");
+                self.route_notification(&method, params, notes);
+            }
+            (None, Some(id)) => {
+                let reply = read_reply(msg.result, msg.error).unwrap_or_else(|problem| {
+                    Err(Error::Protocol(format!(
+                        "the server's response to request {id} is malformed: {problem}"
+                    )))
+                });
+                self.route_reply(id, reply);
+            }
+            (None, None) => notes.problem(
+                &self.notes,
+                "skipped a message from the server with neither method nor usable id",
+            ),
+        }
+    }
+
+    /// A line longer than the limit, dropped unread: what its envelope
+    /// says it was still gets its answer.
+    fn too_long(&self, len: usize, max_line: usize, envelope: Envelope, notes: &mut NoteLimiter) {
+        let too_large = Error::MessageTooLarge {
+            size: len,
+            limit: max_line,
+        };
+        match envelope.id {
+            // The answer to a request: that request fails now, and is not
+            // cancelled (it was answered).
+            Some(id) if envelope.is_response() => self.route_reply(id, Err(too_large)),
+            // A legacy server's request: it waits for an answer, so it
+            // gets an error, as a server answers a request it cannot read.
+            Some(id) if envelope.has_method && self.is_legacy() => {
+                let mut line = Vec::new();
+                let error = ErrorObject::invalid_request(format!(
+                    "message of {len} bytes exceeds the maximum line length of {max_line} bytes"
+                ));
+                encode_error(&mut line, Some(&id), &error);
+                self.send(line);
+                notes.problem(
+                    &self.notes,
+                    &format!("refused a request of {len} bytes from the server (id {id}): longer than {max_line}"),
+                );
+            }
+            _ => notes.problem(
+                &self.notes,
+                &format!("skipped a line of {len} bytes from the server: longer than {max_line}"),
+            ),
+        }
+    }
+
+    /// A line that is not a JSON-RPC message. If it is still a response
+    /// whose id can be read, the request it answers fails now with what
+    /// was wrong; anything else is noted and skipped.
+    fn unreadable(&self, line: &[u8], problem: &str, notes: &mut NoteLimiter) {
+        let mut scan = EnvelopeScan::new();
+        scan.feed(line);
+        let envelope = scan.finish();
+        match envelope.id {
+            Some(id) if envelope.is_response() => self.route_reply(
+                id.clone(),
+                Err(Error::Protocol(format!(
+                    "the server's response to request {id} could not be read: {problem}"
+                ))),
+            ),
+            _ => notes.problem(
+                &self.notes,
+                &format!("skipped a line from the server: {problem}"),
+            ),
+        }
+    }
+
+    /// Hands a reply to the request or subscription it answers. A reply
+    /// to a request that timed out or was cancelled is dropped silently
+    /// (spec 2026-07-28 basic/patterns/cancellation); ids this client never
+    /// sent land there too.
+    fn route_reply(&self, id: RequestId, reply: Result<Box<RawValue>, Error>) {
+        if let Some(p) = lock(&self.pending).remove(&id) {
+            let _ = p.tx.send(Delivery::Reply(reply));
+        } else if let Some(tx) = lock(&self.subscriptions).remove(&id) {
+            let _ = tx.send(SubscriptionDelivery::Reply(reply));
+        }
+    }
+
+    fn route_notification(&self, method: &str, params: &str, notes: &mut NoteLimiter) {
+        let value: Value = match serde_json::from_str(params) {
+            Ok(value) => value,
+            Err(e) => {
+                return notes.problem(
+                    &self.notes,
+                    &format!("skipped {method} from the server: its params are not JSON: {e}"),
+                );
+            }
+        };
+        if method == method::NOTIFICATION_CANCELLED {
+            // Spec 2026-07-28 basic/patterns/cancellation: a server sends
+            // this only to tear down a subscription stream.
+            let id = value.get("requestId").and_then(RequestId::from_value);
+            if let Some(tx) = id.and_then(|id| lock(&self.subscriptions).remove(&id)) {
+                let _ = tx.send(SubscriptionDelivery::TornDown);
+            }
+            return;
+        }
+        if let Some(sub_id) = value
+            .get("_meta")
+            .and_then(|m| m.get(meta_key::SUBSCRIPTION_ID))
+            .and_then(RequestId::from_value)
+        {
+            let subs = lock(&self.subscriptions);
+            match subs.get(&sub_id) {
+                Some(tx) => {
+                    let _ = tx.send(SubscriptionDelivery::Notification {
+                        method: method.to_owned(),
+                        params: value,
+                    });
+                }
+                // A notification sent before the server read the
+                // cancellation of its subscription: routine.
+                None => self.notes.info(&format!(
+                    "dropped {method} for unknown subscription {sub_id}"
+                )),
+            }
+            return;
+        }
+        if self.deliver_untagged(method, &value) {
+            return;
+        }
+        match method {
+            method::NOTIFICATION_PROGRESS => {
+                let Ok(progress) = serde_json::from_value::<ProgressNotificationParams>(value)
+                else {
+                    return;
+                };
+                let pending = lock(&self.pending);
+                let target = pending
+                    .values()
+                    .find(|p| p.progress_token.as_ref() == Some(&progress.progress_token));
+                if let Some(p) = target {
+                    let _ = p.tx.send(Delivery::Progress(progress));
+                }
+            }
+            method::NOTIFICATION_MESSAGE => {
+                let Ok(log) = serde_json::from_value::<LoggingMessageNotificationParams>(value)
+                else {
+                    return;
+                };
+                self.route_log(log);
+            }
+            _ => {}
+        }
+    }
+
+    /// Routes a `notifications/message`: to a request's log callback only
+    /// when the spec ties the message to it, else to the client.
+    ///
+    /// Modern era (spec 2026-07-28 server/utilities/logging): a server
+    /// sends log messages only for a request that set
+    /// `io.modelcontextprotocol/logLevel`, and stdio carries no request id
+    /// for them, so a message belongs to the request that asked for logs
+    /// when exactly one in flight did. Legacy era: the level is set for the
+    /// whole session (`logging/setLevel`), and messages belong to no
+    /// request. Everything else goes to the client-level callback
+    /// (`ClientBuilder::on_log`), or to the trace as information.
+    fn route_log(&self, log: LoggingMessageNotificationParams) {
+        if !self.is_legacy() {
+            let pending = lock(&self.pending);
+            let mut asking = pending.values().filter(|p| p.wants_logs);
+            if let (Some(p), None) = (asking.next(), asking.next()) {
+                let _ = p.tx.send(Delivery::Log(log));
+                return;
+            }
+        }
+        self.notes.log(&log);
+    }
+
+    /// Hands an untagged change notification to every legacy subscription
+    /// that wants it; `false` if it is not a change notification.
+    fn deliver_untagged(&self, method: &str, params: &Value) -> bool {
+        if !legacy_listen::is_change(method) {
+            return false;
+        }
+        let legacy = lock(&self.legacy);
+        let subs = lock(&self.subscriptions);
+        for (id, filter) in legacy.iter() {
+            if let Some(tx) = subs
+                .get(id)
+                .filter(|_| legacy_listen::wants(filter, method, params))
+            {
+                let _ = tx.send(SubscriptionDelivery::Notification {
+                    method: method.to_owned(),
+                    params: params.clone(),
+                });
+            }
+        }
+        true
+    }
+}
+
+/// Reads a response's outcome: a result object, or a JSON-RPC error
+/// ([`Error::Rpc`]); `Err` says what makes it malformed.
+fn read_reply(
+    result: Option<&RawValue>,
+    error: Option<&RawValue>,
+) -> Result<Result<Box<RawValue>, Error>, String> {
+    match (result, error) {
+        // Spec 2026-07-28 basic/index: the result is an object.
+        (Some(result), None) if result.get().starts_with('{') => Ok(Ok(result.to_owned())),
+        (Some(result), None) => Err(format!(
+            "its result is not an object: {}",
+            result.get().chars().take(40).collect::<String>()
+        )),
+        (None, Some(error)) => match serde_json::from_str::<ErrorObject>(error.get()) {
+            Ok(error) => Ok(Err(Error::Rpc(error))),
+            Err(e) => Err(format!("its error is not a JSON-RPC error object: {e}")),
+        },
+        (Some(_), Some(_)) => Err("it has both a result and an error".into()),
+        (None, None) => Err("it has neither a result nor an error".into()),
+    }
+}
