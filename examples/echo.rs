@@ -1,5 +1,6 @@
 //! The smallest complete server: one inline `echo` tool. It is what the
-//! benchmarks measure.
+//! benchmarks measure. With `--pooled` the tool runs on the worker pool
+//! instead, as a tool registered with `.tool(..)` does.
 //!
 //! ```text
 //! $ cargo run --release --example echo
@@ -8,7 +9,7 @@
 //! ```
 
 use mcp_stdio::types::{CallToolResult, Tool};
-use mcp_stdio::{Server, Transport};
+use mcp_stdio::{RequestContext, Server, Transport};
 use serde::Deserialize;
 use serde_json::json;
 
@@ -23,13 +24,16 @@ fn main() -> Result<(), mcp_stdio::Error> {
         "properties": { "text": { "type": "string" } },
         "required": ["text"]
     }));
-    let server = Server::builder("echo", "1.0.0")
+    let handler = |_ctx: &RequestContext, args: EchoArgs| Ok(CallToolResult::text(args.text));
+    let builder = Server::builder("echo", "1.0.0");
+    let server = if std::env::args().any(|arg| arg == "--pooled") {
+        builder.tool(echo, handler)
+    } else {
         // Inline: the handler is cheap and never blocks, so it runs on the
         // thread that writes the output, with no thread hop.
-        .inline_tool(echo, |_ctx, args: EchoArgs| {
-            Ok(CallToolResult::text(args.text))
-        })
-        .build();
+        builder.inline_tool(echo, handler)
+    }
+    .build();
     mcp_stdio::signal::stop_on_signals(server.stop_handle())?;
     server.serve(Transport::stdio())
 }

@@ -273,7 +273,7 @@
 //!
 //! [Model Context Protocol]: https://modelcontextprotocol.io
 
-#![forbid(unsafe_code)]
+#![deny(unsafe_code)]
 #![deny(missing_docs)]
 #![deny(missing_debug_implementations)]
 #![warn(rust_2018_idioms)]

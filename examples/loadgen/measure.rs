@@ -5,7 +5,10 @@
 //! - per payload size, on one process: a warm-up, sequential round trips
 //!   (one call at a time), pipelined calls (a window of calls in flight,
 //!   CPU time and peak RSS over them), and finally a burst of calls followed
-//!   at once by stdin EOF, every one of which must still be answered.
+//!   at once by stdin EOF, every one of which must still be answered;
+//! - memory kept: the resident set once idle after `server/discover`, and
+//!   again a second after a burst of pipelined calls of mixed sizes up to
+//!   3 MiB ended: what a long-running server keeps of its worst minute.
 //!
 //! Every reply is checked (id and exact text); the first wrong or missing
 //! reply ends the measurement with an error.
@@ -41,6 +44,10 @@ pub struct Plan {
     pub at_eof: usize,
     /// The least number of calls of any phase, whatever the caps say.
     pub min_calls: usize,
+    /// Calls of the memory-kept burst...
+    pub burst: usize,
+    /// ...in sizes from 1 KiB up to this, log-spaced.
+    pub burst_largest: usize,
     /// Any one server process is killed after this long.
     pub deadline: Duration,
 }
@@ -69,6 +76,8 @@ impl Plan {
             window: 64,
             at_eof: 256,
             min_calls: 64,
+            burst: 400,
+            burst_largest: 3 << 20,
             deadline: Duration::from_secs(300),
         }
     }
@@ -87,6 +96,8 @@ impl Plan {
             window: 64,
             at_eof: 64,
             min_calls: 4,
+            burst: 40,
+            burst_largest: 256 << 10,
             deadline: Duration::from_secs(60),
         }
     }
@@ -113,9 +124,26 @@ impl Plan {
                 c.warmup + c.sequential + c.pipelined + c.at_eof
             })
             .sum();
-        (self.startups + self.sizes.len() + calls) as u64
+        // Each size and the burst start with a discover.
+        (self.startups + self.sizes.len() + calls + 1 + self.burst) as u64
+    }
+
+    /// The payload sizes of the burst: [`BURST_SIZES`] sizes from 1 KiB to
+    /// `burst_largest`, evenly spaced on a log scale.
+    fn burst_sizes(&self) -> Vec<usize> {
+        let (low, high) = (1024.0_f64, self.burst_largest.max(1024) as f64);
+        (0..BURST_SIZES)
+            .map(|i| (low * (high / low).powf(i as f64 / (BURST_SIZES - 1) as f64)) as usize)
+            .collect()
     }
 }
+
+/// How many payload sizes the burst cycles through.
+const BURST_SIZES: usize = 20;
+
+/// How long a server is left idle before its resident set is read: its
+/// own idle work (trimming the heap, say) has happened by then.
+const SETTLE: Duration = Duration::from_secs(1);
 
 /// One measured figure.
 #[derive(Clone, Debug, PartialEq)]
@@ -153,7 +181,38 @@ pub fn measure(command: &ServerCommand, plan: &Plan) -> Result<Measurement, Stri
     for &size in &plan.sizes {
         at_size(command, plan, size, &mut m).map_err(|e| format!("payload {size} B: {e}"))?;
     }
+    memory_kept(command, plan, &mut m).map_err(|e| format!("burst: {e}"))?;
     Ok(m)
+}
+
+/// The resident set idle before and a second after `plan.burst` pipelined
+/// calls whose sizes cycle through [`Plan::burst_sizes`].
+fn memory_kept(command: &ServerCommand, plan: &Plan, m: &mut Measurement) -> Result<(), String> {
+    let payloads: Vec<Payload> = plan.burst_sizes().into_iter().map(Payload::new).collect();
+    let mut server = Server::spawn(command, plan.deadline)?;
+    let id = server.ids(1).start;
+    discover(&mut server, id)?;
+    m.replies_checked += 1;
+    thread::sleep(SETTLE);
+    m.push(
+        "rss_before_burst",
+        None,
+        "KiB",
+        process::rss_kib(server.pid())? as f64,
+    );
+    let first = server.ids(0).start;
+    let payload_of = |id: u64| &payloads[(id - first) as usize % payloads.len()];
+    pipelined(&mut server, &payload_of, plan.burst, plan.window)?;
+    m.replies_checked += plan.burst as u64;
+    thread::sleep(SETTLE);
+    m.push(
+        "rss_after_burst",
+        None,
+        "KiB",
+        process::rss_kib(server.pid())? as f64,
+    );
+    server.close_input();
+    server.wait_exit()
 }
 
 /// Startup (spawn → discover reply), idle peak RSS and exit after stdin EOF,
@@ -236,7 +295,7 @@ fn at_size(
     );
 
     let cpu_before = process::cpu_seconds(server.pid())?;
-    let elapsed = pipelined(&mut server, &payload, counts.pipelined, plan.window)?;
+    let elapsed = pipelined(&mut server, &|_| &payload, counts.pipelined, plan.window)?;
     let cpu = process::cpu_seconds(server.pid())? - cpu_before;
     m.replies_checked += counts.pipelined as u64;
     let per_call = elapsed.as_secs_f64() / counts.pipelined as f64;
@@ -305,13 +364,13 @@ fn sequential(server: &mut Server, payload: &Payload, n: usize) -> Result<Vec<Du
     Ok(times)
 }
 
-/// `n` calls with up to `window` in flight: a writer thread sends a call
-/// whenever a reply frees a slot; this thread reads and checks every reply
-/// (in any order, each id exactly once). Returns the time from the first
-/// write to the last reply.
-fn pipelined(
+/// `n` calls with up to `window` in flight, call `id` carrying
+/// `payload_of(id)`: a writer thread sends a call whenever a reply frees a
+/// slot; this thread reads and checks every reply (in any order, each id
+/// exactly once). Returns the time from the first write to the last reply.
+fn pipelined<'p>(
     server: &mut Server,
-    payload: &Payload,
+    payload_of: &(dyn Fn(u64) -> &'p Payload + Sync),
     n: usize,
     window: usize,
 ) -> Result<Duration, String> {
@@ -334,7 +393,7 @@ fn pipelined(
                         return Ok(()); // the reader gave up
                     }
                 }
-                payload.write_call(input, id).map_err(write_error)?;
+                payload_of(id).write_call(input, id).map_err(write_error)?;
             }
             input.flush().map_err(write_error)
         });
@@ -342,7 +401,7 @@ fn pipelined(
             let mut seen = vec![false; n];
             for _ in 0..n {
                 let id = loop {
-                    if let Reply::Echo(id) = payload.check(output.expect()?)? {
+                    if let Reply::Echo(id) = wire::check(output.expect()?, payload_of)? {
                         break id;
                     }
                 };

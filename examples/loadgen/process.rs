@@ -244,13 +244,23 @@ impl Lines {
 
 /// The process's peak resident set size so far (`VmHWM`), in KiB.
 pub fn peak_rss_kib(pid: u32) -> Result<u64, String> {
+    status_kib(pid, "VmHWM:")
+}
+
+/// The process's resident set size now (`VmRSS`), in KiB.
+pub fn rss_kib(pid: u32) -> Result<u64, String> {
+    status_kib(pid, "VmRSS:")
+}
+
+/// A `kB` field of `/proc/<pid>/status`.
+fn status_kib(pid: u32, field: &str) -> Result<u64, String> {
     let path = format!("/proc/{pid}/status");
     let status = std::fs::read_to_string(&path).map_err(|e| format!("{path}: {e}"))?;
     status
         .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .find_map(|l| l.strip_prefix(field))
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .ok_or_else(|| format!("{path}: no VmHWM"))
+        .ok_or_else(|| format!("{path}: no {field}"))
 }
 
 /// The CPU time the process (all its threads, living and dead) has used,

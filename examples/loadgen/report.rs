@@ -77,6 +77,8 @@ pub fn describe(name: &str) -> &str {
         "cpu_per_1k" => "server CPU per 1,000 pipelined calls",
         "rss_load" => "peak RSS (VmHWM) after pipelined",
         "answered_at_eof" => "calls in flight at EOF, all answered",
+        "rss_before_burst" => "RSS (VmRSS) idle, before a burst",
+        "rss_after_burst" => "RSS idle 1 s after 1 KiB-3 MiB burst",
         other => other,
     }
 }

@@ -86,69 +86,75 @@ impl Payload {
     /// result with exactly one text block whose text is exactly the text of
     /// the call its id names. Anything else is an error.
     pub fn check(&self, line: &[u8]) -> Result<Reply, String> {
-        #[derive(Deserialize)]
-        struct Message<'a> {
-            #[serde(default)]
-            id: Option<Value>,
-            #[serde(default)]
-            method: Option<Cow<'a, str>>,
-            #[serde(borrow, default)]
-            result: Option<CallResult<'a>>,
-            #[serde(default)]
-            error: Option<Value>,
-        }
-        #[derive(Deserialize)]
-        struct CallResult<'a> {
-            #[serde(borrow)]
-            content: Vec<Content<'a>>,
-            #[serde(default, rename = "isError")]
-            is_error: bool,
-        }
-        #[derive(Deserialize)]
-        struct Content<'a> {
-            #[serde(rename = "type")]
-            kind: Cow<'a, str>,
-            #[serde(borrow)]
-            text: Cow<'a, str>,
-        }
-
-        let message: Message = serde_json::from_slice(line)
-            .map_err(|e| format!("not an echo reply ({e}): {}", excerpt(line)))?;
-        let id = match (&message.id, &message.method) {
-            (None, Some(_)) => return Ok(Reply::Notification),
-            (Some(id), None) => id.as_u64(),
-            _ => None,
-        };
-        let Some(id) = id else {
-            return Err(format!("not a reply to a call: {}", excerpt(line)));
-        };
-        if let Some(error) = message.error {
-            return Err(format!("call {id} failed: {error}"));
-        }
-        let Some(result) = message.result else {
-            return Err(format!("reply {id} has no result: {}", excerpt(line)));
-        };
-        if result.is_error {
-            return Err(format!(
-                "call {id} reported a tool error: {}",
-                excerpt(line)
-            ));
-        }
-        match result.content.as_slice() {
-            [block] if block.kind == "text" && self.is_text_of(id, block.text.as_bytes()) => {
-                Ok(Reply::Echo(id))
-            }
-            _ => Err(format!(
-                "reply {id} does not carry the text of call {id}: {}",
-                excerpt(line)
-            )),
-        }
+        check(line, |_| self)
     }
 
     fn is_text_of(&self, id: u64, text: &[u8]) -> bool {
         text.len() == self.text.len()
             && text[..ID_DIGITS] == digits(id)
             && text[ID_DIGITS..] == self.text[ID_DIGITS..]
+    }
+}
+
+/// [`Payload::check`] for calls of different payloads: `payload_of` says
+/// which payload call `id` carried.
+pub fn check<'p>(line: &[u8], payload_of: impl Fn(u64) -> &'p Payload) -> Result<Reply, String> {
+    #[derive(Deserialize)]
+    struct Message<'a> {
+        #[serde(default)]
+        id: Option<Value>,
+        #[serde(default)]
+        method: Option<Cow<'a, str>>,
+        #[serde(borrow, default)]
+        result: Option<CallResult<'a>>,
+        #[serde(default)]
+        error: Option<Value>,
+    }
+    #[derive(Deserialize)]
+    struct CallResult<'a> {
+        #[serde(borrow)]
+        content: Vec<Content<'a>>,
+        #[serde(default, rename = "isError")]
+        is_error: bool,
+    }
+    #[derive(Deserialize)]
+    struct Content<'a> {
+        #[serde(rename = "type")]
+        kind: Cow<'a, str>,
+        #[serde(borrow)]
+        text: Cow<'a, str>,
+    }
+
+    let message: Message = serde_json::from_slice(line)
+        .map_err(|e| format!("not an echo reply ({e}): {}", excerpt(line)))?;
+    let id = match (&message.id, &message.method) {
+        (None, Some(_)) => return Ok(Reply::Notification),
+        (Some(id), None) => id.as_u64(),
+        _ => None,
+    };
+    let Some(id) = id else {
+        return Err(format!("not a reply to a call: {}", excerpt(line)));
+    };
+    if let Some(error) = message.error {
+        return Err(format!("call {id} failed: {error}"));
+    }
+    let Some(result) = message.result else {
+        return Err(format!("reply {id} has no result: {}", excerpt(line)));
+    };
+    if result.is_error {
+        return Err(format!(
+            "call {id} reported a tool error: {}",
+            excerpt(line)
+        ));
+    }
+    match result.content.as_slice() {
+        [block] if block.kind == "text" && payload_of(id).is_text_of(id, block.text.as_bytes()) => {
+            Ok(Reply::Echo(id))
+        }
+        _ => Err(format!(
+            "reply {id} does not carry the text of call {id}: {}",
+            excerpt(line)
+        )),
     }
 }
 

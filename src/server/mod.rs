@@ -8,6 +8,7 @@
 mod builder;
 pub(crate) mod dispatch;
 pub(crate) mod handlers;
+pub(crate) mod heap;
 pub(crate) mod in_flight;
 pub(crate) mod legacy;
 pub(crate) mod legacy_input;
@@ -84,6 +85,8 @@ pub(crate) struct Config {
     pub cache: CacheHints,
     /// Refuse `initialize`: serve modern requests only.
     pub modern_only: bool,
+    /// Share one heap and give its free memory back when idle (`heap`).
+    pub release_memory: bool,
 }
 
 /// A hook that receives the server's diagnostic lines.

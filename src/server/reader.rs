@@ -4,8 +4,8 @@
 //! so that it stops reading once `queue_limit` lines are in hand.
 
 use std::io;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use crossbeam_channel::{Receiver, Sender};
@@ -31,6 +31,9 @@ pub(crate) struct ReadAhead {
     byte_limit: usize,
     wake: Sender<()>,
     woken: Receiver<()>,
+    /// The reader's large line buffer while it waits for the next line:
+    /// the owner frees it if the server goes idle first.
+    parked: Mutex<Vec<u8>>,
 }
 
 impl ReadAhead {
@@ -44,7 +47,17 @@ impl ReadAhead {
             byte_limit: bytes.max(1),
             wake,
             woken,
+            parked: Mutex::new(Vec::new()),
         }
+    }
+
+    /// Owner, idle: frees the reader's large buffer if it is parked.
+    pub fn free_parked(&self) {
+        drop(std::mem::take(&mut *self.parked()));
+    }
+
+    fn parked(&self) -> std::sync::MutexGuard<'_, Vec<u8>> {
+        self.parked.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Reader: waits until another line may be read. `false` when the
@@ -131,6 +144,13 @@ pub(crate) fn read_loop(
             return;
         }
         reuse_or_shrink(&mut buf);
+        if buf.capacity() > 1024 * 1024 {
+            // Wait for input without it: read_line then finds the same
+            // bytes (or the same error) in the reader.
+            *ahead.parked() = std::mem::take(&mut buf);
+            let _ = reader.fill_buf();
+            buf = std::mem::take(&mut *ahead.parked());
+        }
     }
 }
 

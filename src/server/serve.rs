@@ -26,9 +26,9 @@ use std::collections::{HashMap, VecDeque};
 use std::io::{self, BufWriter, Write};
 use std::sync::{Arc, Mutex};
 use std::thread;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
-use crossbeam_channel::{Receiver, Sender};
+use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 use serde::Deserialize;
 use serde_json::json;
 
@@ -37,6 +37,7 @@ use crate::error::Error;
 use crate::incoming::Incoming;
 use crate::jsonrpc::{ErrorObject, RequestId, encode_error, encode_notification};
 use crate::server::dispatch::{Job, Prepared, Work, prepare, run};
+use crate::server::heap;
 use crate::server::in_flight::{Entry, InFlight};
 use crate::server::legacy::{self, LegacyRequest, LegacySession};
 use crate::server::legacy_input::AskReply;
@@ -150,6 +151,7 @@ pub(crate) fn serve(inner: &Arc<Inner>, transport: Transport) -> Result<(), Erro
         next_seq: 0,
         inline_token: CancelToken::new(),
         write_error: None,
+        worked: false,
     };
     let res = owner.run(&inbox);
     inner.disconnect(key);
@@ -180,7 +182,13 @@ struct Owner {
     /// event, so nothing can cancel them: they share one token.
     inline_token: CancelToken,
     write_error: Option<io::Error>,
+    /// Something happened since the heap was last given back.
+    worked: bool,
 }
+
+/// How long the inbox stays empty before freed memory goes back to the
+/// system.
+const IDLE: Duration = Duration::from_millis(250);
 
 impl Owner {
     fn run(&mut self, inbox: &Receiver<Event>) -> Result<(), Error> {
@@ -198,8 +206,21 @@ impl Owner {
                         break;
                     }
                     let next = match deadline {
-                        None => inbox.recv().ok(),
                         Some(at) => inbox.recv_deadline(at).ok(),
+                        // Idle after some work: what it freed goes back
+                        // to the system (see `heap`).
+                        None if self.worked && self.inner.config.release_memory => {
+                            match inbox.recv_timeout(IDLE) {
+                                Err(RecvTimeoutError::Timeout) => {
+                                    self.worked = false;
+                                    self.ahead.free_parked();
+                                    heap::give_back();
+                                    continue;
+                                }
+                                next => next.ok(),
+                            }
+                        }
+                        None => inbox.recv().ok(),
                     };
                     match next {
                         Some(event) => event,
@@ -207,6 +228,7 @@ impl Owner {
                     }
                 }
             };
+            self.worked = true;
             match event {
                 Event::Line(incoming, bytes) => self.on_line(incoming, bytes, deadline.is_some()),
                 Event::Eof | Event::Stop => {
