@@ -133,6 +133,8 @@ fn serve() {
         })
         // Every listen is an open request; let them all be read at once.
         .queue_limit(1 << 16)
+        // The benchmark's own subscription count decides, not the default cap.
+        .max_subscriptions(1 << 20)
         .build();
     let _ = server.serve(Transport::stdio());
 }

@@ -171,14 +171,19 @@ impl CancelToken {
     /// Blocks for up to `timeout`, returning early when the token is
     /// cancelled. Returns whether it is cancelled.
     pub fn wait_timeout(&self, timeout: Duration) -> bool {
-        let deadline = Instant::now() + timeout;
+        // A timeout past what `Instant` can hold (say `u64::MAX` ms from a
+        // client's arguments) waits until cancelled, instead of panicking.
+        let deadline = Instant::now().checked_add(timeout);
         let mut guard = self.inner.lock.lock().unwrap_or_else(|e| e.into_inner());
         while !self.is_cancelled() {
-            let now = Instant::now();
-            if now >= deadline {
-                break;
-            }
-            guard = match self.inner.wake.wait_timeout(guard, deadline - now) {
+            let left = match deadline {
+                Some(at) => match at.checked_duration_since(Instant::now()) {
+                    Some(left) if !left.is_zero() => left,
+                    _ => break,
+                },
+                None => Duration::from_secs(3600),
+            };
+            guard = match self.inner.wake.wait_timeout(guard, left) {
                 Ok((guard, _)) => guard,
                 Err(poisoned) => poisoned.into_inner().0,
             };
@@ -235,9 +240,14 @@ impl RequestContext {
     /// progress, with the round's metadata and verified answers.
     pub(crate) fn for_retry(&self, meta: RequestMeta, retry: Option<Retry>) -> RequestContext {
         let sink = match &self.sink {
-            Sink::Inbox { inbox, seq } => Sink::Inbox {
+            Sink::Inbox {
+                inbox,
+                seq,
+                credits,
+            } => Sink::Inbox {
                 inbox: inbox.clone(),
                 seq: *seq,
+                credits: credits.clone(),
             },
             Sink::Local(_) => Sink::Local(Mutex::new(Vec::new())),
         };
@@ -412,13 +422,21 @@ impl RequestContext {
             return;
         }
         match &self.sink {
-            Sink::Inbox { inbox, seq } => {
-                // The owner may have returned already (shutdown past the
-                // grace period); a notification nobody reads is dropped.
+            Sink::Inbox {
+                inbox,
+                seq,
+                credits,
+            } => {
+                // Waits while the owner has many events in hand (the client
+                // reads slowly). Fails only when the owner has returned
+                // (shutdown past the grace period); a notification nobody
+                // reads is dropped.
+                let credited = credits.send(()).is_ok();
                 let _ = inbox.send(Event::Notify {
                     id: self.id.clone(),
                     seq: *seq,
                     line,
+                    credited,
                 });
             }
             Sink::Local(lines) => lines.lock().unwrap_or_else(|e| e.into_inner()).push(line),

@@ -284,6 +284,7 @@ mod envelope_scan;
 mod error;
 mod incoming;
 pub mod jsonrpc;
+mod note_limiter;
 mod server;
 pub mod signal;
 mod transport;

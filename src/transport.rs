@@ -154,6 +154,9 @@ impl Read for MemoryReader {
     }
 }
 
+/// The line length past which [`read_line`] reserves the maximum at once.
+const GROW_TO_MAX_PAST: usize = 1024 * 1024;
+
 /// What [`read_line`] found.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum Line {
@@ -214,7 +217,19 @@ pub(crate) fn read_line(
                     // Release what was kept so far: the line is thrown away.
                     *buf = Vec::new();
                 }
-                None => buf.extend_from_slice(chunk),
+                None => {
+                    let needed = buf.len() + chunk.len();
+                    if needed > buf.capacity() && needed > GROW_TO_MAX_PAST {
+                        // A large line: grow straight to the maximum rather
+                        // than by doubling. Doubling copies the line into a
+                        // buffer twice its size, so a line near the maximum
+                        // would briefly hold 1.5 times it; pages of the
+                        // reserve that the line never reaches are never
+                        // touched, so they cost no memory.
+                        buf.reserve_exact(max - buf.len());
+                    }
+                    buf.extend_from_slice(chunk);
+                }
             }
             reader.consume(used);
             if found_newline {

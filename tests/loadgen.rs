@@ -44,7 +44,13 @@ use measure::{Measurement, Plan};
 use process::ServerCommand;
 
 /// The figures every measurement has, once.
-const GLOBAL_FIGURES: &[&str] = &["startup", "exit_idle", "rss_idle"];
+const GLOBAL_FIGURES: &[&str] = &[
+    "startup",
+    "exit_idle",
+    "rss_idle",
+    "rss_before_burst",
+    "rss_after_burst",
+];
 /// The figures every measurement has at every payload size.
 const SIZE_FIGURES: &[&str] = &[
     "latency_p50",

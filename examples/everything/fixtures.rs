@@ -115,6 +115,11 @@ pub fn register(builder: ServerBuilder) -> ServerBuilder {
             )),
             |ctx, args: ProgressArgs| {
                 for step in 1..=args.steps {
+                    // A client may ask for any number of steps: stop when
+                    // it no longer waits for them.
+                    if ctx.is_cancelled() {
+                        break;
+                    }
                     let message = format!("step {step} of {}", args.steps);
                     ctx.progress(step as f64, Some(args.steps as f64), Some(&message));
                 }

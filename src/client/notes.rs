@@ -11,8 +11,8 @@
 //! unless the application set a trace, which then gets both kinds.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
+use crate::note_limiter::NoteLimiter;
 use crate::types::LoggingMessageNotificationParams;
 
 /// A hook that takes one note.
@@ -79,39 +79,10 @@ impl Notes {
     }
 }
 
-/// Rate-limits the reader's notes about bad input: at most 10 a second, and
-/// a count of what was left out.
-#[derive(Default)]
-pub(crate) struct NoteLimiter {
-    window: Option<Instant>,
-    in_window: u32,
-    suppressed: u64,
-}
-
 impl NoteLimiter {
-    /// Notes a problem, unless 10 were noted in the last second.
+    /// Notes a problem of the server's output, unless 10 were noted in the
+    /// last second.
     pub fn problem(&mut self, notes: &Notes, text: &str) {
-        let now = Instant::now();
-        match self.window {
-            Some(start) if now.duration_since(start) < Duration::from_secs(1) => {
-                if self.in_window >= 10 {
-                    self.suppressed += 1;
-                    return;
-                }
-                self.in_window += 1;
-            }
-            _ => {
-                if self.suppressed > 0 {
-                    notes.problem(&format!(
-                        "({} more notes about the server's output were left out)",
-                        self.suppressed
-                    ));
-                    self.suppressed = 0;
-                }
-                self.window = Some(now);
-                self.in_window = 1;
-            }
-        }
-        notes.problem(text);
+        self.note(&|line| notes.problem(line), text);
     }
 }

@@ -66,6 +66,8 @@ impl ServerBuilder {
                 queue_limit: 256,
                 queue_bytes: 256 * 1024,
                 max_line_bytes: DEFAULT_MAX_LINE_BYTES,
+                max_subscriptions: 10_000,
+                max_subscription_uris: 1_000,
                 shutdown_grace: Duration::from_secs(2),
                 page_size: 100,
                 cache: CacheHints::default(),
@@ -270,6 +272,23 @@ impl ServerBuilder {
         self
     }
 
+    /// How many subscriptions one connection may hold open (default
+    /// 10,000): open `subscriptions/listen` requests, and the URIs a legacy
+    /// session subscribed to with `resources/subscribe`. Past it a new one
+    /// is refused with `-32603` until the client cancels one; each costs
+    /// the server memory until then.
+    pub fn max_subscriptions(mut self, n: usize) -> Self {
+        self.config.max_subscriptions = n.max(1);
+        self
+    }
+
+    /// How many `resourceSubscriptions` URIs one `subscriptions/listen` may
+    /// name (default 1,000); a longer list is refused with `-32602`.
+    pub fn max_subscription_uris(mut self, n: usize) -> Self {
+        self.config.max_subscription_uris = n.max(1);
+        self
+    }
+
     /// How long in-flight handlers may run after end of input or a stop
     /// (default 2 s). After it they are cancelled and answered with
     /// `-32603`, and `serve` returns.
@@ -379,6 +398,7 @@ impl ServerBuilder {
                 completion: self.completion,
                 methods: self.methods,
                 trace: self.trace,
+                trace_limit: Mutex::default(),
                 accept_uri: self.accept_uri,
                 sealer: crate::server::mrtr::Sealer::new(self.state_key, self.state_ttl),
                 connections: Mutex::new(Vec::new()),

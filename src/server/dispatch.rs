@@ -254,6 +254,14 @@ fn prepare_round(
             let filter: SubscriptionFilter = serde_json::from_str(raw.get()).map_err(|e| {
                 ErrorObject::invalid_params(format!("invalid notifications filter: {e}"))
             })?;
+            let uris = filter.resource_subscriptions.as_ref().map_or(0, Vec::len);
+            let max = inner.config.max_subscription_uris;
+            if uris > max {
+                return Err(ErrorObject::invalid_params(format!(
+                    "invalid notifications filter: {uris} resourceSubscriptions, more than the {max} one subscription may name"
+                ))
+                .with_data(json!({ "limit": max })));
+            }
             Ok(Prepared::Listen(inner.accept(filter)))
         }
         Route::Discover => job(true, Box::new(move |ctx| discover(&inner, ctx)), None),

@@ -41,7 +41,16 @@ use crate::types::method;
 const MAX_ROUNDS: usize = 8;
 
 /// What a client sent back for one ask.
-pub(crate) type AskReply = Result<Box<RawValue>, ErrorObject>;
+pub(crate) type AskReply = Result<Box<RawValue>, AskFailed>;
+
+/// Why an ask got no answer.
+pub(crate) enum AskFailed {
+    /// The client answered with this error.
+    Client(ErrorObject),
+    /// The server did not send the ask: too many requests already wait for
+    /// this client's answers.
+    Refused(ErrorObject),
+}
 
 /// Whether a request of `method` may need input from the client.
 pub(crate) fn may_ask(method: &str) -> bool {
@@ -171,7 +180,7 @@ fn ask(
     version: &str,
 ) -> Result<Map<String, Value>, ErrorObject> {
     static NEXT_ASK: AtomicU64 = AtomicU64::new(1);
-    let Sink::Inbox { inbox, .. } = ctx.sink() else {
+    let Sink::Inbox { inbox, seq, .. } = ctx.sink() else {
         return Err(ErrorObject::internal_error(
             "an inline handler cannot wait for the client's answer",
         ));
@@ -207,6 +216,7 @@ fn ask(
                 id: id.clone(),
                 line,
                 reply,
+                seq: *seq,
             })
             .map_err(|_| closed())?;
         open.push((key, id, answer));
@@ -233,17 +243,21 @@ fn ask(
             continue;
         };
         let at = ready.index();
-        let reply = ready.recv(&open[at].2).map_err(|_| closed())?;
+        let Ok(reply) = ready.recv(&open[at].2) else {
+            open.swap_remove(at);
+            return Err(withdraw(inbox, &open, closed()));
+        };
         let (key, _, _) = open.swap_remove(at);
         let value = match reply {
             Ok(value) => value,
-            Err(error) => {
+            Err(AskFailed::Client(error)) => {
                 let error = ErrorObject {
                     message: format!("the client answered {key} with an error: {}", error.message),
                     ..error
                 };
                 return Err(withdraw(inbox, &open, error));
             }
+            Err(AskFailed::Refused(error)) => return Err(withdraw(inbox, &open, error)),
         };
         let value = serde_json::from_str(value.get()).map_err(ErrorObject::internal_error)?;
         answers.insert(key, value);

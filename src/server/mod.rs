@@ -38,6 +38,7 @@ pub use subscriptions::Notifier;
 use crate::context::RequestContext;
 use crate::error::Error;
 use crate::jsonrpc::ErrorObject;
+use crate::note_limiter::NoteLimiter;
 use crate::transport::Transport;
 use crate::types::{
     CacheScope, GetPromptResult, Implementation, Prompt, PromptsCapability, ReadResourceResult,
@@ -80,6 +81,11 @@ pub(crate) struct Config {
     pub queue_limit: usize,
     pub queue_bytes: usize,
     pub max_line_bytes: usize,
+    /// Open subscriptions one connection may hold: `subscriptions/listen`
+    /// requests, and a legacy session's `resources/subscribe` URIs.
+    pub max_subscriptions: usize,
+    /// `resourceSubscriptions` URIs one `subscriptions/listen` may name.
+    pub max_subscription_uris: usize,
     pub shutdown_grace: Duration,
     pub page_size: usize,
     pub cache: CacheHints,
@@ -121,6 +127,8 @@ pub(crate) struct Inner {
     pub completion: Option<Arc<CompletionFn>>,
     pub methods: HashMap<String, (Arc<MethodFn>, bool)>,
     pub trace: Arc<Trace>,
+    /// Limits the trace: a client can cause notes (see `note_limiter`).
+    pub trace_limit: Mutex<NoteLimiter>,
     /// Which requested `resourceSubscriptions` URIs a listen accepts.
     pub accept_uri: Option<Arc<AcceptUri>>,
     /// Seals and opens `requestState` (multi round-trip requests).
@@ -311,7 +319,8 @@ impl Server {
 
 impl Inner {
     pub(crate) fn trace(&self, line: &str) {
-        (self.trace)(line);
+        let mut limit = self.trace_limit.lock().unwrap_or_else(|e| e.into_inner());
+        limit.note(&*self.trace, line);
     }
 
     pub(crate) fn is_stopped(&self) -> bool {
@@ -359,14 +368,22 @@ impl Inner {
             ..Accepted::default()
         };
         if registry.has_resources {
+            // A set for the duplicates: a scan per URI is quadratic in a
+            // long list.
+            let mut seen = std::collections::HashSet::new();
             for uri in filter.resource_subscriptions.into_iter().flatten() {
-                let allowed = self.accept_uri.as_ref().is_none_or(|hook| hook(&uri));
-                if allowed && !accepted.uris.contains(&uri) {
+                if self.accepts_uri(&uri) && seen.insert(uri.clone()) {
                     accepted.uris.push(uri);
                 }
             }
         }
         accepted
+    }
+
+    /// Whether a subscription may name `uri` (the application's
+    /// [`ServerBuilder::resource_subscription_filter`]; every URI without one).
+    pub(crate) fn accepts_uri(&self, uri: &str) -> bool {
+        self.accept_uri.as_ref().is_none_or(|hook| hook(uri))
     }
 
     /// A completion reference must name a registered prompt, resource

@@ -35,11 +35,11 @@ use serde_json::json;
 use crate::context::{CancelToken, RequestContext};
 use crate::error::Error;
 use crate::incoming::Incoming;
-use crate::jsonrpc::{ErrorObject, RequestId, encode_error, encode_notification};
+use crate::jsonrpc::{ErrorObject, RequestId, encode_error};
 use crate::server::dispatch::{Job, Prepared, Work, prepare, run};
 use crate::server::heap;
 use crate::server::in_flight::{Entry, InFlight};
-use crate::server::legacy::{self, LegacyRequest, LegacySession};
+use crate::server::legacy::LegacySession;
 use crate::server::legacy_input::AskReply;
 use crate::server::pool::{Pool, PoolJob};
 use crate::server::reader;
@@ -50,6 +50,8 @@ use crate::server::subscriptions::{
 use crate::server::{ConnectionHandle, Inner, PUBLISH_CREDITS, Server};
 use crate::transport::Transport;
 use crate::types::method;
+
+mod legacy_client;
 
 /// Everything the owner thread reacts to, in arrival order.
 pub(crate) enum Event {
@@ -65,10 +67,12 @@ pub(crate) enum Event {
         line: Vec<u8>,
     },
     /// A pooled request sent a request-scoped notification.
+    /// `credited`: the handler took a publish credit for it.
     Notify {
         id: RequestId,
         seq: u64,
         line: Vec<u8>,
+        credited: bool,
     },
     /// [`crate::StopHandle::stop`] was called.
     Stop,
@@ -78,6 +82,8 @@ pub(crate) enum Event {
         id: RequestId,
         line: Vec<u8>,
         reply: Sender<AskReply>,
+        /// The sequence number of the request that asks.
+        seq: u64,
     },
     /// The request that made this ask was cancelled: cancel it at the client.
     AskWithdrawn { id: RequestId },
@@ -90,7 +96,14 @@ pub(crate) enum Event {
 /// into a list the owner writes before the reply (inline handlers, which
 /// run on the owner and must not wait on its own inbox).
 pub(crate) enum Sink {
-    Inbox { inbox: Sender<Event>, seq: u64 },
+    /// `credits`: taken for each notification, given back by the owner as
+    /// it writes it, so that a handler that notifies faster than the client
+    /// reads waits instead of filling the inbox.
+    Inbox {
+        inbox: Sender<Event>,
+        seq: u64,
+        credits: Sender<()>,
+    },
     Local(Mutex<Vec<Vec<u8>>>),
 }
 
@@ -119,21 +132,25 @@ pub(crate) fn serve(inner: &Arc<Inner>, transport: Transport) -> Result<(), Erro
     inner.connect(ConnectionHandle {
         key,
         inbox: inbox_tx.clone(),
-        publish_credits: credit,
+        publish_credits: credit.clone(),
     });
     {
         let inbox = inbox_tx.clone();
         let max_line = config.max_line_bytes;
-        let trace = Arc::clone(&inner.trace);
+        let traced = Arc::clone(inner);
         thread::Builder::new()
             .name("mcp-reader".into())
             .spawn({
                 let ahead = Arc::clone(&ahead);
-                move || reader::read_loop(reader, inbox, ahead, max_line, &*trace)
+                move || {
+                    let trace = |line: &str| traced.trace(line);
+                    reader::read_loop(reader, inbox, ahead, max_line, &trace)
+                }
             })
             .map_err(Error::Io)?;
     }
-    let pool = Pool::new(config.workers, config.max_running, inbox_tx.clone());
+    // Parked requests (see `Owner::parked`) hold threads of their own.
+    let pool = Pool::new(config.workers, 2 * config.max_running, inbox_tx.clone());
     let mut owner = Owner {
         inner: Arc::clone(inner),
         out: BufWriter::with_capacity(8 * 1024, writer),
@@ -141,9 +158,11 @@ pub(crate) fn serve(inner: &Arc<Inner>, transport: Transport) -> Result<(), Erro
         inbox_tx,
         ahead,
         publish_credits,
+        credit,
         in_flight: InFlight::default(),
         subscriptions: SubscriptionTable::default(),
         asks: HashMap::new(),
+        parked: HashMap::new(),
         legacy: None,
         waiting: VecDeque::new(),
         running: 0,
@@ -166,11 +185,20 @@ struct Owner {
     inbox_tx: Sender<Event>,
     ahead: Arc<reader::ReadAhead>,
     publish_credits: Receiver<()>,
+    /// The other end of `publish_credits`, for the sinks of pooled handlers.
+    credit: Sender<()>,
     in_flight: InFlight,
     subscriptions: SubscriptionTable,
     /// This server's requests to a legacy client, by id, awaiting its
     /// response (see `legacy_input`).
-    asks: HashMap<RequestId, Sender<AskReply>>,
+    asks: HashMap<RequestId, (Sender<AskReply>, u64)>,
+    /// Pooled requests waiting for the client's answers, by sequence
+    /// number, with how many asks each has open. They hold a worker thread
+    /// but not a place among `max_running`: they wait on input, so if they
+    /// filled the pool, the requests queued behind them would fill the
+    /// read-ahead, the reader would stop, and the answers would never be
+    /// read. At most `max_running` requests may be parked.
+    parked: HashMap<u64, usize>,
     /// The legacy session of this connection, once a client sent
     /// `initialize`.
     legacy: Option<LegacySession>,
@@ -235,9 +263,7 @@ impl Owner {
                     if deadline.is_none() {
                         deadline = Some(Instant::now() + self.inner.config.shutdown_grace);
                         self.close_all_subscriptions();
-                        // No answer will come: the handlers waiting for
-                        // one finish now.
-                        self.asks.clear();
+                        self.drop_asks();
                     }
                 }
                 Event::Publish { event, credited } => {
@@ -248,31 +274,29 @@ impl Owner {
                     self.publish(&event);
                 }
                 Event::Done { id, seq, line } => {
+                    self.forget_asks_of(seq);
                     self.running -= 1;
                     if self.in_flight.finish(&id, seq) {
                         self.write(&line);
                     }
                     self.start_waiting();
                 }
-                Event::AskClient { id, line, reply } => {
-                    if deadline.is_none() {
-                        self.asks.insert(id, reply);
-                        self.write(&line);
+                Event::AskClient {
+                    id,
+                    line,
+                    reply,
+                    seq,
+                } => self.on_ask(id, line, reply, seq, deadline.is_some()),
+                Event::AskWithdrawn { id } => self.on_ask_withdrawn(id),
+                Event::Notify {
+                    id,
+                    seq,
+                    line,
+                    credited,
+                } => {
+                    if credited {
+                        let _ = self.publish_credits.try_recv();
                     }
-                }
-                Event::AskWithdrawn { id } => {
-                    if self.asks.remove(&id).is_some() {
-                        let mut line = Vec::with_capacity(96);
-                        let params =
-                            json!({ "requestId": id, "reason": "the request was cancelled" });
-                        if encode_notification(&mut line, method::NOTIFICATION_CANCELLED, &params)
-                            .is_ok()
-                        {
-                            self.write(&line);
-                        }
-                    }
-                }
-                Event::Notify { id, seq, line } => {
                     if self.in_flight.is_current(&id, seq) {
                         self.write(&line);
                     }
@@ -319,6 +343,16 @@ impl Owner {
                 } else {
                     match prepare(&self.inner, &method, params, self.legacy.as_ref()) {
                         Ok(Prepared::Run(job)) => keep_credit = self.start(id, job, bytes),
+                        Ok(Prepared::Listen(_))
+                            if self.subscriptions.len() >= self.inner.config.max_subscriptions =>
+                        {
+                            let max = self.inner.config.max_subscriptions;
+                            let error = ErrorObject::internal_error(format!(
+                                "too many open subscriptions on this connection (at most {max}): cancel one first"
+                            ))
+                            .with_data(json!({ "limit": max }));
+                            self.write_error_line(Some(&id), &error);
+                        }
                         Ok(Prepared::Listen(accepted)) => {
                             // Spec 2026-07-28 basic/patterns/subscriptions: the
                             // ack is the first message carrying this id. It is
@@ -345,19 +379,7 @@ impl Owner {
                 // Spec 2026-07-28 basic/index: notifications are never
                 // answered; unknown ones are ignored.
             }
-            Incoming::Response { id, reply } => {
-                match id.as_ref().and_then(|id| self.asks.remove(id)) {
-                    Some(waiting) => {
-                        let _ = waiting.send(reply);
-                    }
-                    None => {
-                        let id = id.map_or_else(|| "null".to_owned(), |id| id.to_string());
-                        self.inner.trace(&format!(
-                            "ignoring a response (id {id}) from the client: it answers no request of this server"
-                        ));
-                    }
-                }
-            }
+            Incoming::Response { id, reply } => self.on_response(id, reply),
             Incoming::Invalid { id, error } => self.write_error_line(id.as_ref(), &error),
         }
         if !keep_credit {
@@ -400,6 +422,7 @@ impl Owner {
         let sink = Sink::Inbox {
             inbox: self.inbox_tx.clone(),
             seq,
+            credits: self.credit.clone(),
         };
         let ctx = RequestContext::new(
             id.clone(),
@@ -433,7 +456,7 @@ impl Owner {
                     seq,
                     work: job.work,
                 },
-                self.running,
+                self.running + self.parked.len(),
             );
         }
         waiting
@@ -454,7 +477,8 @@ impl Owner {
             if self.in_flight.start(ctx.id(), seq) {
                 self.ahead.release(bytes);
                 self.running += 1;
-                self.pool.submit(PoolJob { ctx, seq, work }, self.running);
+                self.pool
+                    .submit(PoolJob { ctx, seq, work }, self.running + self.parked.len());
             }
         }
     }
@@ -483,66 +507,6 @@ impl Owner {
             // nothing carries its subscription id.
             self.subscriptions.remove(&request_id);
         }
-    }
-
-    /// A request of the legacy session: `initialize` opens it (again),
-    /// the others change it.
-    fn on_legacy(&mut self, id: &RequestId, request: LegacyRequest) {
-        let reply = match request {
-            LegacyRequest::Initialize(session) => {
-                let result = legacy::initialize_result(&self.inner, &session);
-                self.legacy = Some(*session);
-                result
-            }
-            LegacyRequest::SetLevel(level) => {
-                if let Some(session) = &mut self.legacy {
-                    session.log_level = Some(level);
-                }
-                serde_json::json!({})
-            }
-            LegacyRequest::Subscribe(uri) => {
-                if let Some(session) = &mut self.legacy {
-                    session.subscribed.insert(uri);
-                }
-                serde_json::json!({})
-            }
-            LegacyRequest::Unsubscribe(uri) => {
-                if let Some(session) = &mut self.legacy {
-                    session.subscribed.remove(&uri);
-                }
-                serde_json::json!({})
-            }
-        };
-        let mut line = Vec::with_capacity(256);
-        // Plain data into a Vec: encoding cannot fail.
-        let _ = crate::jsonrpc::encode_result(&mut line, id, &reply);
-        self.write(&line);
-    }
-
-    /// A published event for the legacy session: resource updates for the
-    /// URIs it subscribed to, list changes once it is initialized (without
-    /// a subscription id; 2025-11-25 has none).
-    fn publish_legacy(&mut self, event: &ServerEvent) {
-        let Some(session) = &self.legacy else {
-            return;
-        };
-        let line = match event {
-            ServerEvent::ResourceUpdated(uri) if session.subscribed.contains(&**uri) => {
-                serde_json::json!({ "jsonrpc": "2.0", "method": method::NOTIFICATION_RESOURCES_UPDATED, "params": { "uri": &**uri } })
-            }
-            ServerEvent::ToolsListChanged if session.initialized => {
-                serde_json::json!({ "jsonrpc": "2.0", "method": method::NOTIFICATION_TOOLS_LIST_CHANGED })
-            }
-            ServerEvent::PromptsListChanged if session.initialized => {
-                serde_json::json!({ "jsonrpc": "2.0", "method": method::NOTIFICATION_PROMPTS_LIST_CHANGED })
-            }
-            ServerEvent::ResourcesListChanged if session.initialized => {
-                serde_json::json!({ "jsonrpc": "2.0", "method": method::NOTIFICATION_RESOURCES_LIST_CHANGED })
-            }
-            _ => return,
-        };
-        let line = line.to_string();
-        self.write(line.as_bytes());
     }
 
     /// Delivers a published event to every subscription that asked for it,

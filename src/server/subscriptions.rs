@@ -222,6 +222,11 @@ impl SubscriptionTable {
         self.by_id.contains_key(id)
     }
 
+    /// How many subscriptions are open.
+    pub fn len(&self) -> usize {
+        self.by_id.len()
+    }
+
     pub fn insert(&mut self, id: RequestId, accepted: Accepted) {
         let seq = self.next_seq;
         self.next_seq += 1;

@@ -22,6 +22,7 @@ mod fixtures_md;
 mod json_text;
 mod large_lines;
 mod legacy;
+mod limits;
 mod mrtr;
 mod notifications;
 mod prompts;

@@ -20,10 +20,10 @@ use serde_json::value::RawValue;
 
 use super::{Delivery, Link, SubscriptionDelivery, lock};
 use crate::client::legacy_listen;
-use crate::client::notes::NoteLimiter;
 use crate::envelope_scan::{Envelope, EnvelopeScan};
 use crate::error::Error;
 use crate::jsonrpc::{ErrorObject, RequestId, encode_error};
+use crate::note_limiter::NoteLimiter;
 use crate::transport::{Line, read_line};
 use crate::types::{
     LoggingMessageNotificationParams, ProgressNotificationParams, meta_key, method,
