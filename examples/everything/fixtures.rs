@@ -12,6 +12,12 @@ use mcp_stdio::{ErrorObject, ServerBuilder};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+/// The largest text `big` builds (64 MiB).
+const MAX_BIG: usize = 64 << 20;
+
+/// How many tools `add_tool` may add over the server's life.
+const MAX_DYN_TOOLS: u64 = 1000;
+
 /// Counters behind `mem://counter` and `stats`.
 #[derive(Default)]
 struct State {
@@ -146,10 +152,19 @@ pub fn register(builder: ServerBuilder) -> ServerBuilder {
                 "Returns one text block of exactly `bytes` ASCII bytes.",
             )
             .input_schema(schema(
-                json!({ "bytes": { "type": "integer", "minimum": 0 } }),
+                json!({ "bytes": { "type": "integer", "minimum": 0, "maximum": MAX_BIG } }),
                 &["bytes"],
             )),
-            |_ctx, args: BigArgs| Ok(CallToolResult::text("x".repeat(args.bytes))),
+            |_ctx, args: BigArgs| {
+                // The text is built in memory: a client must not be able
+                // to make the server abort on a failed allocation.
+                if args.bytes > MAX_BIG {
+                    return Err(ErrorObject::invalid_params(format!(
+                        "bytes must be at most {MAX_BIG}"
+                    )));
+                }
+                Ok(CallToolResult::text("x".repeat(args.bytes)))
+            },
         )
         .inline_tool(
             Tool::new(
@@ -187,10 +202,14 @@ pub fn register(builder: ServerBuilder) -> ServerBuilder {
             Tool::new("add_tool", "Registers a new tool `dyn_<n>`.").input_schema(no_args()),
             move |ctx, _: Value| {
                 let server = ctx.server();
-                let name = format!(
-                    "dyn_{}",
-                    dyn_state.dyn_tools.fetch_add(1, Ordering::Relaxed) + 1
-                );
+                let n = dyn_state.dyn_tools.fetch_add(1, Ordering::Relaxed) + 1;
+                // Each tool costs memory for the server's life: bounded.
+                if n > MAX_DYN_TOOLS {
+                    return Ok(CallToolResult::error_text(format!(
+                        "no more than {MAX_DYN_TOOLS} tools can be added"
+                    )));
+                }
+                let name = format!("dyn_{n}");
                 let reply = name.clone();
                 server.add_tool(
                     Tool::new(name.as_str(), "A tool added while serving.").input_schema(no_args()),

@@ -6,12 +6,17 @@
 //! freed. And every thread that allocates gets a heap of its own (up to 8
 //! per core: the reader, each pool worker), whose free top `malloc_trim`
 //! cannot shrink: it only can the main heap's. 400 pipelined calls of 1 KB
-//! to 3 MB left a pooled echo server at 54-82 MB once idle, from 2.6 MB.
+//! to 3 MB left a pooled echo server at 54-92 MB once idle, from 2.6 MB.
 //!
 //! So the server's threads share the main heap, and the owner trims it
-//! once the server has been idle a moment. Unless the environment
-//! configures the allocator itself (`MALLOC_*`, `GLIBC_TUNABLES`);
-//! elsewhere than glibc both are no-ops.
+//! once the server has been idle a moment (3.2 MB after the same burst;
+//! BENCHMARKS.md has the figures and the cost). Unless the application
+//! said no (`ServerBuilder::release_memory_when_idle`) or configures the
+//! allocator itself (`MALLOC_*`, `GLIBC_TUNABLES`); elsewhere than glibc
+//! both are no-ops.
+//!
+//! The crate's only unsafe code: two glibc functions, declared safe to
+//! call, in this module alone.
 #![allow(unsafe_code)]
 
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
