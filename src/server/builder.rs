@@ -236,7 +236,11 @@ impl ServerBuilder {
     /// How many pooled handlers may run at once (default 64). The pool
     /// grows past its warm workers up to this many threads, so a slow
     /// handler never holds up the others; beyond it requests wait, unstarted
-    /// and still cancellable.
+    /// and still cancellable. A handler that waits for a legacy client's
+    /// answers gives its place to a waiting request meanwhile (up to this
+    /// many may wait at once, so the pool may reach twice this many
+    /// threads): the client's answers are behind the waiting requests in
+    /// its input, and must be read.
     pub fn max_running(mut self, n: usize) -> Self {
         self.config.max_running = n.max(1);
         self
