@@ -22,6 +22,7 @@ use std::io::{self, BufRead, BufReader, Read, Write};
 use crossbeam_channel::{Receiver, Sender};
 
 use crate::envelope_scan::{Envelope, EnvelopeScan, is_json_whitespace};
+use crate::jsonrpc::ErrorObject;
 
 /// The default maximum length of one input line: 16 MiB, on both sides.
 ///
@@ -152,6 +153,15 @@ impl Read for MemoryReader {
         self.pos += n;
         Ok(n)
     }
+}
+
+/// `-32600` for a line of `len` bytes over the maximum `max`: how a server
+/// answers a request it could not read for its length (and this crate's
+/// client, a legacy server's request).
+pub(crate) fn too_long_error(len: usize, max: usize) -> ErrorObject {
+    ErrorObject::invalid_request(format!(
+        "message of {len} bytes exceeds the maximum line length of {max} bytes"
+    ))
 }
 
 /// The line length past which [`read_line`] reserves the maximum at once.

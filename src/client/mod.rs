@@ -63,7 +63,7 @@ pub struct ClientBuilder {
     pub(crate) request_timeout: Duration,
     pub(crate) close_grace: Duration,
     pub(crate) max_line_bytes: usize,
-    pub(crate) stderr: Option<Arc<process::StderrSink>>,
+    pub(crate) stderr: Arc<process::StderrSink>,
     pub(crate) notes: notes::Notes,
     pub(crate) restart: Option<RestartPolicy>,
     pub(crate) input: input::InputHandlers,
@@ -90,7 +90,7 @@ impl Default for ClientBuilder {
             request_timeout: Duration::from_secs(60),
             close_grace: Duration::from_secs(2),
             max_line_bytes: DEFAULT_MAX_LINE_BYTES,
-            stderr: None,
+            stderr: Arc::new(|_: &str| {}),
             notes: notes::Notes::default(),
             restart: None,
             input: input::InputHandlers::default(),
@@ -163,7 +163,7 @@ impl ClientBuilder {
     /// problem note for the trace after it. To echo them as they come:
     /// `.stderr(|line| eprintln!("[server] {line}"))`.
     pub fn stderr(mut self, sink: impl Fn(&str) + Send + Sync + 'static) -> Self {
-        self.stderr = Some(Arc::new(sink));
+        self.stderr = Arc::new(sink);
         self
     }
 
@@ -268,11 +268,7 @@ impl ClientBuilder {
     /// connects to it.
     pub fn spawn(mut self, mut command: Command) -> Result<Client, Error> {
         self.settle_capabilities();
-        let sink = self
-            .stderr
-            .clone()
-            .unwrap_or_else(|| Arc::new(|_: &str| {}));
-        let spawned = process::spawn(&mut command, sink)?;
+        let spawned = process::spawn(&mut command, Arc::clone(&self.stderr))?;
         let link = Link::start(
             Box::new(std::io::BufReader::new(spawned.stdout)),
             Box::new(spawned.stdin),

@@ -114,12 +114,7 @@ fn start_again(inner: &Arc<ClientInner>) -> Result<(), crate::Error> {
     let Some(command) = &inner.command else {
         return Ok(());
     };
-    let sink = inner
-        .options
-        .stderr
-        .clone()
-        .unwrap_or_else(|| Arc::new(|_: &str| {}));
-    let spawned = process::spawn(&mut lock(command), sink)?;
+    let spawned = process::spawn(&mut lock(command), Arc::clone(&inner.options.stderr))?;
     let link = Link::start(
         Box::new(std::io::BufReader::new(spawned.stdout)),
         Box::new(spawned.stdin),

@@ -6,9 +6,9 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use crate::context::RequestMeta;
-use crate::jsonrpc::ErrorObject;
+use crate::jsonrpc::{ErrorObject, RequestId};
 use crate::server::SUPPORTED_VERSIONS;
-use crate::types::{LoggingLevel, meta_key};
+use crate::types::{LoggingLevel, ProgressToken, meta_key};
 
 /// The reserved `_meta` keys, borrowed.
 #[derive(Deserialize)]
@@ -144,12 +144,7 @@ pub(crate) fn validate_meta(view: &MetaView<'_>) -> Result<RequestMeta, ErrorObj
             })?,
         ),
     };
-    let progress_token = match fields.progress_token {
-        None => None,
-        Some(raw) => Some(serde_json::from_str(raw.get()).map_err(|_| {
-            ErrorObject::invalid_params("_meta[\"progressToken\"] must be a string or an integer")
-        })?),
-    };
+    let progress_token = progress_token(fields.progress_token)?;
     Ok(RequestMeta {
         protocol_version,
         client_capabilities,
@@ -163,14 +158,20 @@ pub(crate) fn validate_meta(view: &MetaView<'_>) -> Result<RequestMeta, ErrorObj
 /// The progress token of a legacy request's `_meta`, if any.
 pub(crate) fn legacy_progress_token(
     view: &MetaView<'_>,
-) -> Result<Option<crate::types::ProgressToken>, ErrorObject> {
-    let Some(fields) = &view.fields else {
-        return Ok(None);
-    };
-    match fields.progress_token {
+) -> Result<Option<ProgressToken>, ErrorObject> {
+    match &view.fields {
+        Some(fields) => progress_token(fields.progress_token),
         None => Ok(None),
-        Some(raw) => serde_json::from_str(raw.get()).map(Some).map_err(|_| {
-            ErrorObject::invalid_params("_meta[\"progressToken\"] must be a string or an integer")
-        }),
     }
+}
+
+/// Reads `_meta.progressToken` straight from its text: a string, or an
+/// integer of any size, kept exactly.
+fn progress_token(raw: Option<&RawValue>) -> Result<Option<ProgressToken>, ErrorObject> {
+    raw.map(|raw| {
+        RequestId::from_json(raw.get()).ok_or_else(|| {
+            ErrorObject::invalid_params("_meta[\"progressToken\"] must be a string or an integer")
+        })
+    })
+    .transpose()
 }

@@ -14,7 +14,7 @@ use crate::envelope_scan::Envelope;
 use crate::incoming::{Incoming, classify};
 use crate::jsonrpc::ErrorObject;
 use crate::server::serve::Event;
-use crate::transport::{Line, read_line};
+use crate::transport::{Line, read_line, too_long_error};
 
 /// How far the reader may read ahead of the owner: at most `lines` lines
 /// and, past one line, about `bytes` bytes read but not yet handled.
@@ -116,10 +116,7 @@ pub(crate) fn read_loop(
         let event = match read_line(&mut *reader, &mut buf, max_line) {
             Ok(Line::Message) => Event::Line(classify(&buf), buf.len()),
             Ok(Line::TooLong { len, envelope }) => {
-                let too_long = format!(
-                    "message of {len} bytes exceeds the maximum line length of {max_line} bytes"
-                );
-                match too_long_line(envelope, too_long) {
+                match too_long_line(envelope, too_long_error(len, max_line)) {
                     Some(incoming) => Event::Line(incoming, 0),
                     None => {
                         trace(&format!(
@@ -160,11 +157,11 @@ pub(crate) fn read_loop(
 /// line; `null` only when there was none), a failed answer to one of the
 /// server's own requests to a legacy client, or, for a notification,
 /// nothing (notifications are never answered).
-fn too_long_line(envelope: Envelope, detail: String) -> Option<Incoming> {
+fn too_long_line(envelope: Envelope, error: ErrorObject) -> Option<Incoming> {
     if envelope.is_response() {
         return Some(Incoming::Response {
             id: envelope.id,
-            reply: Err(ErrorObject::invalid_request(detail)),
+            reply: Err(error),
         });
     }
     if envelope.is_notification() {
@@ -172,7 +169,7 @@ fn too_long_line(envelope: Envelope, detail: String) -> Option<Incoming> {
     }
     Some(Incoming::Invalid {
         id: envelope.id,
-        error: ErrorObject::invalid_request(detail),
+        error,
     })
 }
 

@@ -254,12 +254,7 @@ pub fn a_legacy_servers_huge_request_is_answered() -> Result<String, String> {
         })
         .spawn(server_command("legacy-asks", None))
         .map_err(|e| format!("connecting failed: {e}"))?;
-    let result = match client.call_tool("huge-ask", json!({})) {
-        Ok(Outcome::Complete(result)) => result,
-        other => return Err(format!("the call: {other:?}")),
-    };
-    let answers: Value = serde_json::from_str(text_of(&result).unwrap_or_default())
-        .map_err(|e| format!("the fake's text is not the answers: {e}"))?;
+    let answers = legacy_asks_answers(&client, "huge-ask")?;
     let answer = &answers["s-huge"];
     ensure!(
         answer["id"] == "s-huge"

@@ -2006,6 +2006,17 @@ fn legacy_fallback(mode: &str, builder: ClientBuilder) -> Result<String, String>
     Ok(format!("legacy after {}", ms(established)))
 }
 
+/// Calls a tool of the `legacy-asks` fake: the client's answers to the
+/// fake's own requests, by request id, as the fake saw them.
+fn legacy_asks_answers(client: &Client, tool: &str) -> Result<Value, String> {
+    let result = match client.call_tool(tool, json!({})) {
+        Ok(Outcome::Complete(result)) => result,
+        other => return Err(format!("{tool}: {other:?}")),
+    };
+    serde_json::from_str(text_of(&result).unwrap_or_default())
+        .map_err(|e| format!("{tool}'s text is not JSON: {e}"))
+}
+
 fn legacy_server_requests_are_answered() -> Result<String, String> {
     let client = builder()
         .era(EraPolicy::LegacyOnly)
@@ -2023,12 +2034,7 @@ fn legacy_server_requests_are_answered() -> Result<String, String> {
         })
         .spawn(server_command("legacy-asks", None))
         .map_err(|e| format!("connecting failed: {e}"))?;
-    let result = match client.call_tool("ask", json!({})) {
-        Ok(Outcome::Complete(result)) => result,
-        other => return Err(format!("ask: {other:?}")),
-    };
-    let answers: Value = serde_json::from_str(text_of(&result).unwrap_or_default())
-        .map_err(|e| format!("ask's text is not JSON: {e}"))?;
+    let answers = legacy_asks_answers(&client, "ask")?;
     ensure!(
         answers["s-ping"]["result"] == json!({}),
         "ping: {}",

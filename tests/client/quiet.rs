@@ -159,6 +159,21 @@ fn collecting_logs(mode: &str, wire: &Wire) -> Result<(Client, Seen), String> {
 
 const SESSION_LOGS: [&str; 3] = [r#""log 1""#, r#""log 2""#, r#""log 3""#];
 
+/// The fake's three log messages reached `on_log` and no request's
+/// callback.
+fn logs_went_to_on_log(per_request: [Vec<String>; 2], logs: &Seen) -> Result<(), String> {
+    ensure!(
+        per_request.iter().all(Vec::is_empty),
+        "request callbacks got log messages that are not theirs: {per_request:?}"
+    );
+    ensure!(
+        *logs.lock().unwrap() == SESSION_LOGS,
+        "on_log got {:?}",
+        logs.lock().unwrap()
+    );
+    Ok(())
+}
+
 pub fn legacy_session_logs_go_to_on_log() -> Result<String, String> {
     let wire = Wire::new("legacy-logs");
     let (client, logs) = collecting_logs("legacy-logs", &wire)?;
@@ -166,16 +181,7 @@ pub fn legacy_session_logs_go_to_on_log() -> Result<String, String> {
         .set_log_level(LoggingLevel::Info)
         .map_err(|e| format!("set_log_level failed: {e}"))?;
     // Both requests ask for logs: neither gets the session's.
-    let per_request = two_holds(&client, [true, true])?;
-    ensure!(
-        per_request.iter().all(Vec::is_empty),
-        "request callbacks got session-wide log messages: {per_request:?}"
-    );
-    ensure!(
-        *logs.lock().unwrap() == SESSION_LOGS,
-        "on_log got {:?}",
-        logs.lock().unwrap()
-    );
+    logs_went_to_on_log(two_holds(&client, [true, true])?, &logs)?;
     close_ok(client)?;
     let lines = wire.lines();
     let set_level = lines
@@ -206,16 +212,7 @@ pub fn modern_logs_go_to_the_one_request_that_asked() -> Result<String, String> 
     );
     // Both asked: stdio cannot tell whose they are, so the client takes
     // them.
-    let per_request = two_holds(&client, [true, true])?;
-    ensure!(
-        per_request.iter().all(Vec::is_empty),
-        "request callbacks got ambiguous log messages: {per_request:?}"
-    );
-    ensure!(
-        *logs.lock().unwrap() == SESSION_LOGS,
-        "on_log got {:?}",
-        logs.lock().unwrap()
-    );
+    logs_went_to_on_log(two_holds(&client, [true, true])?, &logs)?;
     ensure!(
         client.set_log_level(LoggingLevel::Info).is_err(),
         "set_log_level on a modern server"

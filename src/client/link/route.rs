@@ -24,7 +24,7 @@ use crate::envelope_scan::{Envelope, EnvelopeScan};
 use crate::error::Error;
 use crate::jsonrpc::{ErrorObject, RequestId, encode_error};
 use crate::note_limiter::NoteLimiter;
-use crate::transport::{Line, read_line};
+use crate::transport::{Line, read_line, too_long_error};
 use crate::types::{
     LoggingMessageNotificationParams, ProgressNotificationParams, meta_key, method,
 };
@@ -133,10 +133,7 @@ impl Link {
             // gets an error, as a server answers a request it cannot read.
             Some(id) if envelope.has_method && self.is_legacy() => {
                 let mut line = Vec::new();
-                let error = ErrorObject::invalid_request(format!(
-                    "message of {len} bytes exceeds the maximum line length of {max_line} bytes"
-                ));
-                encode_error(&mut line, Some(&id), &error);
+                encode_error(&mut line, Some(&id), &too_long_error(len, max_line));
                 self.send(line);
                 notes.problem(
                     &self.notes,
