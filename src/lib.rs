@@ -279,31 +279,33 @@
 #![warn(rust_2018_idioms)]
 
 mod client;
-mod context;
 mod envelope_scan;
 mod error;
 mod incoming;
 pub mod jsonrpc;
 mod note_limiter;
+mod outcome;
 mod server;
 pub mod signal;
 mod transport;
 pub mod types;
 mod uri_template;
+mod version;
 
 pub use client::{
-    Client, ClientBuilder, Era, EraPolicy, LEGACY_VERSIONS, Pages, PendingCall, RequestOptions,
-    RestartPolicy, Subscription, SubscriptionEnd, SubscriptionEvent,
+    Client, ClientBuilder, Era, EraPolicy, Pages, PendingCall, RequestOptions, RestartPolicy,
+    Subscription, SubscriptionEnd, SubscriptionEvent,
 };
-pub use context::{CancelToken, RequestContext, RequestMeta};
 pub use error::Error;
 pub use jsonrpc::{ErrorObject, RequestId, error_code};
+pub use outcome::{Outcome, PromptArguments, ToolOutcome};
 pub use server::{
-    CacheHints, Notifier, Outcome, PromptArguments, ResourceRequest, SUPPORTED_VERSIONS, Server,
-    ServerBuilder, StopHandle, ToolOutcome,
+    CacheHints, CancelToken, Notifier, RequestContext, RequestMeta, ResourceRequest, Server,
+    ServerBuilder, StopHandle,
 };
 pub use transport::{DEFAULT_MAX_LINE_BYTES, MemoryReader, MemoryWriter, Transport, memory_pipe};
 pub use uri_template::UriTemplate;
+pub use version::{LEGACY_VERSIONS, SUPPORTED_VERSIONS};
 
 /// The README's code blocks are compiled as doc tests.
 #[cfg(doctest)]

@@ -20,10 +20,8 @@ use crate::client::{ClientBuilder, ServerFacts};
 use crate::error::Error;
 use crate::jsonrpc::encode_request;
 use crate::jsonrpc::{ErrorObject, encode_notification, error_code};
-use crate::server::SUPPORTED_VERSIONS;
 use crate::types::{DiscoverResult, Implementation, ServerCapabilities, meta_key, method};
-
-pub use crate::server::legacy::LEGACY_VERSIONS;
+use crate::version::{LEGACY_VERSIONS, SUPPORTED_VERSIONS};
 
 /// Which era the client may speak.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

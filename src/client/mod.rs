@@ -29,7 +29,7 @@ use crossbeam_channel::Sender;
 use serde_json::{Map, Value};
 
 pub use call::{PendingCall, RequestOptions};
-pub use era::{Era, EraPolicy, LEGACY_VERSIONS};
+pub use era::{Era, EraPolicy};
 pub use pages::Pages;
 pub use subscription::{Subscription, SubscriptionEnd, SubscriptionEvent};
 

@@ -19,7 +19,7 @@ use crate::client::pages::Pages;
 use crate::client::{Client, ClientInner, Era, lock};
 use crate::error::Error;
 use crate::jsonrpc::RequestId;
-use crate::server::{Outcome, PromptArguments};
+use crate::outcome::{Outcome, PromptArguments};
 use crate::types::{
     CallToolResult, CompleteRequestParams, CompleteResult, DiscoverResult, GetPromptResult,
     ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,

@@ -9,11 +9,11 @@ use std::time::Duration;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use crate::context::RequestContext;
 use crate::jsonrpc::ErrorObject;
+use crate::outcome::{Outcome, PromptArguments, ToolOutcome};
+use crate::server::context::RequestContext;
 use crate::server::handlers::{
-    CompletionFn, MethodFn, Outcome, PromptArguments, ResourceRequest, ToolOutcome, prompt_fn,
-    resource_fn, typed_tool,
+    CompletionFn, MethodFn, ResourceRequest, prompt_fn, resource_fn, typed_tool,
 };
 use crate::server::registry::Registry;
 use crate::server::{AcceptUri, CacheHints, Config, Inner, Server, Trace};

@@ -15,21 +15,23 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
-use crate::context::{RequestContext, RequestMeta};
 use crate::jsonrpc::{ErrorObject, encode_error, encode_result};
-use crate::server::handlers::{Outcome, PromptArguments};
+use crate::outcome::{Outcome, PromptArguments};
+use crate::server::context::RequestContext;
 use crate::server::legacy::{self, LegacyRequest, LegacySession};
 use crate::server::legacy_input;
+use crate::server::request_meta::RequestMeta;
 
+use crate::server::Inner;
 use crate::server::meta::{MetaView, legacy_progress_token, validate_meta};
 use crate::server::mrtr::{self, Retry};
 use crate::server::reply::{Reply, finish, outcome};
 use crate::server::subscriptions::Accepted;
-use crate::server::{Inner, SUPPORTED_VERSIONS};
 use crate::types::{
     CompleteRequestParams, DiscoverResult, ListPromptsResult, ListResourceTemplatesResult,
     ListResourcesResult, ListToolsResult, SubscriptionFilter, method,
 };
+use crate::version::{LEGACY_VERSIONS, SUPPORTED_VERSIONS};
 
 /// Runs one request's handler for its response.
 pub(crate) type Work = Box<dyn FnOnce(&RequestContext) -> Reply + Send>;
@@ -494,10 +496,10 @@ fn route(inner: &Inner, name: &str) -> Result<Route, ErrorObject> {
             format!(
                 "method not found: initialize is not part of MCP {} (send it without the per-request _meta to open a legacy session, versions {})",
                 SUPPORTED_VERSIONS.join(", "),
-                legacy::LEGACY_VERSIONS.join(", ")
+                LEGACY_VERSIONS.join(", ")
             ),
         )
-        .with_data(json!({ "supported": SUPPORTED_VERSIONS, "legacy": legacy::LEGACY_VERSIONS })),
+        .with_data(json!({ "supported": SUPPORTED_VERSIONS, "legacy": LEGACY_VERSIONS })),
         _ => ErrorObject::method_not_found(name),
     })
 }

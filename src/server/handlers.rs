@@ -7,35 +7,10 @@ use serde::de::DeserializeOwned;
 
 use serde_json::Value;
 
-use crate::context::RequestContext;
 use crate::jsonrpc::ErrorObject;
-use crate::types::{
-    CallToolResult, CompleteRequestParams, CompleteResult, GetPromptResult, InputRequiredResult,
-    ReadResourceResult,
-};
-
-/// What a tool, resource or prompt handler produced: the final result, or
-/// a request for more input from the client (multi round-trip requests,
-/// spec 2026-07-28 basic/patterns/mrtr).
-///
-/// Handlers usually return the final result type directly; it converts
-/// into `Outcome::Complete`.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Outcome<T> {
-    /// The request is done; this is its result.
-    Complete(T),
-    /// The client must answer these input requests and retry.
-    InputRequired(InputRequiredResult),
-}
-
-impl<T> From<T> for Outcome<T> {
-    fn from(result: T) -> Outcome<T> {
-        Outcome::Complete(result)
-    }
-}
-
-/// The outcome of a tool call.
-pub type ToolOutcome = Outcome<CallToolResult>;
+use crate::outcome::{Outcome, PromptArguments, ToolOutcome};
+use crate::server::context::RequestContext;
+use crate::types::{CompleteRequestParams, CompleteResult, GetPromptResult, ReadResourceResult};
 
 /// What a resource handler is asked to read.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -46,9 +21,6 @@ pub struct ResourceRequest {
     /// decoded); empty for a static resource.
     pub variables: BTreeMap<String, String>,
 }
-
-/// A prompt's arguments, by name.
-pub type PromptArguments = BTreeMap<String, String>;
 
 /// A stored tool handler: `arguments` is the JSON text of the arguments
 /// object the client sent, `None` when it sent none.

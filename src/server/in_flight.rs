@@ -10,8 +10,8 @@
 
 use std::collections::HashMap;
 
-use crate::context::CancelToken;
 use crate::jsonrpc::RequestId;
+use crate::server::cancel::CancelToken;
 
 /// One request in flight.
 #[derive(Debug)]

@@ -24,13 +24,11 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
-use crate::context::RequestMeta;
 use crate::jsonrpc::{ErrorObject, error_code};
 use crate::server::Inner;
+use crate::server::request_meta::RequestMeta;
 use crate::types::{LoggingLevel, ProgressToken, meta_key, method};
-
-/// The legacy versions this server speaks, newest first.
-pub const LEGACY_VERSIONS: &[&str] = &["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
+use crate::version::LEGACY_VERSIONS;
 
 /// A legacy client's session: what its `initialize` established, and what
 /// it set since.

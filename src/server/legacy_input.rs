@@ -27,13 +27,14 @@ use crossbeam_channel::{Receiver, Select};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
-use crate::context::RequestContext;
 use crate::jsonrpc::{ErrorObject, RequestId, encode_error, encode_request, error_code};
 use crate::server::Inner;
+use crate::server::context::RequestContext;
+use crate::server::context::Sink;
 use crate::server::dispatch::{self, Prepared, Work};
 use crate::server::legacy::{self, LegacySession};
 use crate::server::reply::Reply;
-use crate::server::serve::{Event, Sink};
+use crate::server::serve::Event;
 use crate::types::method;
 
 /// How many times one request may ask before it gives up (the client's

@@ -5,10 +5,10 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
-use crate::context::RequestMeta;
 use crate::jsonrpc::{ErrorObject, RequestId};
-use crate::server::SUPPORTED_VERSIONS;
+use crate::server::request_meta::RequestMeta;
 use crate::types::{LoggingLevel, ProgressToken, meta_key};
+use crate::version::SUPPORTED_VERSIONS;
 
 /// The reserved `_meta` keys, borrowed.
 #[derive(Deserialize)]

@@ -6,6 +6,8 @@
 //! cancelled) and the spec's rules.
 
 mod builder;
+pub(crate) mod cancel;
+pub(crate) mod context;
 pub(crate) mod dispatch;
 pub(crate) mod handlers;
 pub(crate) mod heap;
@@ -18,6 +20,7 @@ pub(crate) mod pool;
 pub(crate) mod reader;
 pub(crate) mod registry;
 pub(crate) mod reply;
+pub(crate) mod request_meta;
 pub(crate) mod serve;
 pub(crate) mod subscriptions;
 
@@ -32,13 +35,16 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 pub use builder::ServerBuilder;
-pub use handlers::{Outcome, PromptArguments, ResourceRequest, ToolOutcome};
+pub use cancel::CancelToken;
+pub use context::RequestContext;
+pub use handlers::ResourceRequest;
+pub use request_meta::RequestMeta;
 pub use subscriptions::Notifier;
 
-use crate::context::RequestContext;
 use crate::error::Error;
 use crate::jsonrpc::ErrorObject;
 use crate::note_limiter::NoteLimiter;
+use crate::outcome::{Outcome, PromptArguments, ToolOutcome};
 use crate::transport::Transport;
 use crate::types::{
     CacheScope, GetPromptResult, Implementation, Prompt, PromptsCapability, ReadResourceResult,
@@ -49,9 +55,6 @@ use handlers::{CompletionFn, MethodFn, ResourceFn, prompt_fn, resource_fn, typed
 use registry::Registry;
 use serve::Event;
 use subscriptions::Accepted;
-
-/// The protocol versions this server speaks, newest first.
-pub const SUPPORTED_VERSIONS: &[&str] = &["2026-07-28"];
 
 /// Caching hints put on discover, list and read results
 /// (spec 2026-07-28 server/utilities/caching).

@@ -23,8 +23,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use crate::context::RequestMeta;
 use crate::jsonrpc::ErrorObject;
+use crate::server::request_meta::RequestMeta;
 use crate::types::{InputRequest, InputRequiredResult, InputResponse, InputResponses};
 
 type HmacSha256 = Hmac<Sha256>;

@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 
-use crate::context::RequestContext;
+use crate::server::context::RequestContext;
 use crate::server::dispatch::{Work, run};
 use crate::server::serve::Event;
 

@@ -6,10 +6,10 @@ use std::io::{self, Write};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use crate::context::RequestContext;
 use crate::jsonrpc::{ErrorObject, RequestId, encode_error, encode_result};
+use crate::outcome::Outcome;
 use crate::server::Inner;
-use crate::server::handlers::Outcome;
+use crate::server::context::RequestContext;
 use crate::types::{
     DiscoverResult, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
     ListToolsResult, Meta, ResultType, meta_key,

@@ -32,10 +32,11 @@ use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 use serde::Deserialize;
 use serde_json::json;
 
-use crate::context::{CancelToken, RequestContext};
 use crate::error::Error;
 use crate::incoming::Incoming;
 use crate::jsonrpc::{ErrorObject, RequestId, encode_error};
+use crate::server::cancel::CancelToken;
+use crate::server::context::{RequestContext, Sink};
 use crate::server::dispatch::{Job, Prepared, Work, prepare, run};
 use crate::server::heap;
 use crate::server::in_flight::{Entry, InFlight};
@@ -90,21 +91,6 @@ pub(crate) enum Event {
     /// The application published a change, or closes subscriptions.
     /// `credited`: the publisher took a publish credit for it.
     Publish { event: ServerEvent, credited: bool },
-}
-
-/// Where a handler's notifications go: into the inbox (pooled handlers), or
-/// into a list the owner writes before the reply (inline handlers, which
-/// run on the owner and must not wait on its own inbox).
-pub(crate) enum Sink {
-    /// `credits`: taken for each notification, given back by the owner as
-    /// it writes it, so that a handler that notifies faster than the client
-    /// reads waits instead of filling the inbox.
-    Inbox {
-        inbox: Sender<Event>,
-        seq: u64,
-        credits: Sender<()>,
-    },
-    Local(Mutex<Vec<Vec<u8>>>),
 }
 
 /// A pooled request waiting for a free slot.

@@ -12,184 +12,38 @@
 //! longer in flight).
 
 use std::fmt;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
-use std::time::{Duration, Instant};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
 
+use crossbeam_channel::Sender;
 use serde::Serialize;
-use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use crate::jsonrpc::{ErrorObject, RequestId, encode_notification};
+use crate::server::cancel::CancelToken;
 use crate::server::mrtr::Retry;
-use crate::server::serve::{Event, Sink};
+use crate::server::request_meta::RequestMeta;
+use crate::server::serve::Event;
 use crate::server::{Notifier, Server};
 use crate::types::{
-    ClientCapabilities, CreateMessageResult, ElicitResult, Implementation, InputResponses,
-    ListRootsResult, LoggingLevel, LoggingMessageNotificationParams, ProgressNotificationParams,
-    ProgressToken, method,
+    CreateMessageResult, ElicitResult, InputResponses, ListRootsResult, LoggingLevel,
+    LoggingMessageNotificationParams, ProgressNotificationParams, method,
 };
 
-/// The validated per-request metadata of a modern request
-/// (spec 2026-07-28 basic/index, "Per-request protocol fields").
-#[derive(Debug, Clone)]
-pub struct RequestMeta {
-    pub(crate) protocol_version: String,
-    pub(crate) client_capabilities: Map<String, Value>,
-    pub(crate) client_info: Option<Implementation>,
-    pub(crate) log_level: Option<LoggingLevel>,
-    pub(crate) progress_token: Option<ProgressToken>,
-    pub(crate) raw: Option<Box<RawValue>>,
-}
-
-impl RequestMeta {
-    /// The metadata of a request that carried none (a legacy `ping`).
-    pub(crate) fn empty() -> RequestMeta {
-        RequestMeta {
-            protocol_version: String::new(),
-            client_capabilities: Map::new(),
-            client_info: None,
-            log_level: None,
-            progress_token: None,
-            raw: None,
-        }
-    }
-
-    #[cfg(test)]
-    pub(crate) fn for_tests(client_capabilities: Value) -> RequestMeta {
-        RequestMeta {
-            protocol_version: "2026-07-28".into(),
-            client_capabilities: client_capabilities.as_object().cloned().unwrap_or_default(),
-            client_info: None,
-            log_level: None,
-            progress_token: None,
-            raw: None,
-        }
-    }
-
-    /// `io.modelcontextprotocol/protocolVersion`.
-    pub fn protocol_version(&self) -> &str {
-        &self.protocol_version
-    }
-
-    /// `io.modelcontextprotocol/clientCapabilities`, as sent.
-    pub fn client_capabilities_raw(&self) -> &Map<String, Value> {
-        &self.client_capabilities
-    }
-
-    /// `io.modelcontextprotocol/clientCapabilities`, typed. Fields the
-    /// client sent in a shape this crate does not know are left out.
-    pub fn client_capabilities(&self) -> ClientCapabilities {
-        serde_json::from_value(Value::Object(self.client_capabilities.clone())).unwrap_or_default()
-    }
-
-    /// `io.modelcontextprotocol/clientInfo`, when the client sent it.
-    pub fn client_info(&self) -> Option<&Implementation> {
-        self.client_info.as_ref()
-    }
-
-    /// `io.modelcontextprotocol/logLevel`, when the client asked for logs.
-    pub fn log_level(&self) -> Option<LoggingLevel> {
-        self.log_level
-    }
-
-    /// `progressToken`, when the client asked for progress.
-    pub fn progress_token(&self) -> Option<&ProgressToken> {
-        self.progress_token.as_ref()
-    }
-
-    /// Any `_meta` entry by key (for example `traceparent`), parsed on
-    /// demand.
-    pub fn get(&self, key: &str) -> Option<Value> {
-        let raw = self.raw.as_ref()?;
-        let mut map: Map<String, Value> = serde_json::from_str(raw.get()).ok()?;
-        map.remove(key)
-    }
-
-    /// Whether the request declared a client capability. `path` is a
-    /// capability name, optionally with sub-capabilities separated by dots:
-    /// `"sampling"`, `"elicitation.url"`, `"sampling.tools"`.
-    pub fn has_client_capability(&self, path: &str) -> bool {
-        let mut map = &self.client_capabilities;
-        let mut parts = path.split('.').peekable();
-        while let Some(part) = parts.next() {
-            match map.get(part) {
-                None | Some(Value::Null) => return false,
-                Some(Value::Object(inner)) => map = inner,
-                Some(_) => return parts.peek().is_none(),
-            }
-        }
-        true
-    }
-}
-
-/// A cancellation flag shared between the owner thread and a handler.
-///
-/// Cheap to clone; cloning shares the flag. Handlers poll
-/// [`CancelToken::is_cancelled`] between units of work, or sleep with
-/// [`CancelToken::wait_timeout`], which wakes early on cancellation.
-#[derive(Clone, Default)]
-pub struct CancelToken {
-    inner: Arc<TokenState>,
-}
-
-#[derive(Default)]
-struct TokenState {
-    cancelled: AtomicBool,
-    // The mutex guards nothing but the condition variable's wait; the flag
-    // itself is the atomic, so `is_cancelled` never takes the lock.
-    lock: Mutex<()>,
-    wake: Condvar,
-}
-
-impl fmt::Debug for CancelToken {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("CancelToken")
-            .field("cancelled", &self.is_cancelled())
-            .finish()
-    }
-}
-
-impl CancelToken {
-    /// A token that is not cancelled.
-    pub fn new() -> CancelToken {
-        CancelToken::default()
-    }
-
-    /// Whether the request was cancelled.
-    pub fn is_cancelled(&self) -> bool {
-        self.inner.cancelled.load(Ordering::Acquire)
-    }
-
-    /// Trips the token and wakes every waiter.
-    pub fn cancel(&self) {
-        let _guard = self.inner.lock.lock().unwrap_or_else(|e| e.into_inner());
-        self.inner.cancelled.store(true, Ordering::Release);
-        self.inner.wake.notify_all();
-    }
-
-    /// Blocks for up to `timeout`, returning early when the token is
-    /// cancelled. Returns whether it is cancelled.
-    pub fn wait_timeout(&self, timeout: Duration) -> bool {
-        // A timeout past what `Instant` can hold (say `u64::MAX` ms from a
-        // client's arguments) waits until cancelled, instead of panicking.
-        let deadline = Instant::now().checked_add(timeout);
-        let mut guard = self.inner.lock.lock().unwrap_or_else(|e| e.into_inner());
-        while !self.is_cancelled() {
-            let left = match deadline {
-                Some(at) => match at.checked_duration_since(Instant::now()) {
-                    Some(left) if !left.is_zero() => left,
-                    _ => break,
-                },
-                None => Duration::from_secs(3600),
-            };
-            guard = match self.inner.wake.wait_timeout(guard, left) {
-                Ok((guard, _)) => guard,
-                Err(poisoned) => poisoned.into_inner().0,
-            };
-        }
-        self.is_cancelled()
-    }
+/// Where a handler's notifications go: into the inbox (pooled handlers), or
+/// into a list the owner writes before the reply (inline handlers, which
+/// run on the owner and must not wait on its own inbox).
+pub(crate) enum Sink {
+    /// `credits`: taken for each notification, given back by the owner as
+    /// it writes it, so that a handler that notifies faster than the client
+    /// reads waits instead of filling the inbox.
+    Inbox {
+        inbox: Sender<Event>,
+        seq: u64,
+        credits: Sender<()>,
+    },
+    Local(Mutex<Vec<Vec<u8>>>),
 }
 
 /// Everything a handler gets besides its parameters.

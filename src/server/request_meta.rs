@@ -1,0 +1,100 @@
+//! The validated per-request metadata a handler reads
+//! ([`RequestContext::meta`](crate::RequestContext::meta)).
+
+use serde_json::value::RawValue;
+use serde_json::{Map, Value};
+
+use crate::types::{ClientCapabilities, Implementation, LoggingLevel, ProgressToken};
+
+/// The validated per-request metadata of a modern request
+/// (spec 2026-07-28 basic/index, "Per-request protocol fields").
+#[derive(Debug, Clone)]
+pub struct RequestMeta {
+    pub(crate) protocol_version: String,
+    pub(crate) client_capabilities: Map<String, Value>,
+    pub(crate) client_info: Option<Implementation>,
+    pub(crate) log_level: Option<LoggingLevel>,
+    pub(crate) progress_token: Option<ProgressToken>,
+    pub(crate) raw: Option<Box<RawValue>>,
+}
+
+impl RequestMeta {
+    /// The metadata of a request that carried none (a legacy `ping`).
+    pub(crate) fn empty() -> RequestMeta {
+        RequestMeta {
+            protocol_version: String::new(),
+            client_capabilities: Map::new(),
+            client_info: None,
+            log_level: None,
+            progress_token: None,
+            raw: None,
+        }
+    }
+
+    #[cfg(test)]
+    pub(crate) fn for_tests(client_capabilities: Value) -> RequestMeta {
+        RequestMeta {
+            protocol_version: "2026-07-28".into(),
+            client_capabilities: client_capabilities.as_object().cloned().unwrap_or_default(),
+            client_info: None,
+            log_level: None,
+            progress_token: None,
+            raw: None,
+        }
+    }
+
+    /// `io.modelcontextprotocol/protocolVersion`.
+    pub fn protocol_version(&self) -> &str {
+        &self.protocol_version
+    }
+
+    /// `io.modelcontextprotocol/clientCapabilities`, as sent.
+    pub fn client_capabilities_raw(&self) -> &Map<String, Value> {
+        &self.client_capabilities
+    }
+
+    /// `io.modelcontextprotocol/clientCapabilities`, typed. Fields the
+    /// client sent in a shape this crate does not know are left out.
+    pub fn client_capabilities(&self) -> ClientCapabilities {
+        serde_json::from_value(Value::Object(self.client_capabilities.clone())).unwrap_or_default()
+    }
+
+    /// `io.modelcontextprotocol/clientInfo`, when the client sent it.
+    pub fn client_info(&self) -> Option<&Implementation> {
+        self.client_info.as_ref()
+    }
+
+    /// `io.modelcontextprotocol/logLevel`, when the client asked for logs.
+    pub fn log_level(&self) -> Option<LoggingLevel> {
+        self.log_level
+    }
+
+    /// `progressToken`, when the client asked for progress.
+    pub fn progress_token(&self) -> Option<&ProgressToken> {
+        self.progress_token.as_ref()
+    }
+
+    /// Any `_meta` entry by key (for example `traceparent`), parsed on
+    /// demand.
+    pub fn get(&self, key: &str) -> Option<Value> {
+        let raw = self.raw.as_ref()?;
+        let mut map: Map<String, Value> = serde_json::from_str(raw.get()).ok()?;
+        map.remove(key)
+    }
+
+    /// Whether the request declared a client capability. `path` is a
+    /// capability name, optionally with sub-capabilities separated by dots:
+    /// `"sampling"`, `"elicitation.url"`, `"sampling.tools"`.
+    pub fn has_client_capability(&self, path: &str) -> bool {
+        let mut map = &self.client_capabilities;
+        let mut parts = path.split('.').peekable();
+        while let Some(part) = parts.next() {
+            match map.get(part) {
+                None | Some(Value::Null) => return false,
+                Some(Value::Object(inner)) => map = inner,
+                Some(_) => return parts.peek().is_none(),
+            }
+        }
+        true
+    }
+}
