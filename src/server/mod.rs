@@ -13,7 +13,6 @@ pub(crate) mod handlers;
 pub(crate) mod heap;
 pub(crate) mod in_flight;
 pub(crate) mod legacy;
-pub(crate) mod legacy_input;
 pub(crate) mod meta;
 pub(crate) mod mrtr;
 pub(crate) mod pool;
@@ -23,6 +22,7 @@ pub(crate) mod reply;
 pub(crate) mod request_meta;
 pub(crate) mod serve;
 pub(crate) mod subscriptions;
+pub(crate) mod work;
 
 use std::collections::HashMap;
 use std::fmt;

@@ -17,8 +17,8 @@ use std::time::Duration;
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 
 use crate::server::context::RequestContext;
-use crate::server::dispatch::{Work, run};
 use crate::server::serve::Event;
+use crate::server::work::{Work, run};
 
 /// How long a thread beyond the warm ones waits for work before it exits.
 const IDLE_EXIT: Duration = Duration::from_secs(10);

@@ -19,18 +19,6 @@ pub struct RequestMeta {
 }
 
 impl RequestMeta {
-    /// The metadata of a request that carried none (a legacy `ping`).
-    pub(crate) fn empty() -> RequestMeta {
-        RequestMeta {
-            protocol_version: String::new(),
-            client_capabilities: Map::new(),
-            client_info: None,
-            log_level: None,
-            progress_token: None,
-            raw: None,
-        }
-    }
-
     #[cfg(test)]
     pub(crate) fn for_tests(client_capabilities: Value) -> RequestMeta {
         RequestMeta {

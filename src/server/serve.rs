@@ -37,17 +37,17 @@ use crate::incoming::Incoming;
 use crate::jsonrpc::{ErrorObject, RequestId, encode_error};
 use crate::server::cancel::CancelToken;
 use crate::server::context::{RequestContext, Sink};
-use crate::server::dispatch::{Job, Prepared, Work, prepare, run};
+use crate::server::dispatch::{Prepared, prepare};
 use crate::server::heap;
 use crate::server::in_flight::{Entry, InFlight};
-use crate::server::legacy::LegacySession;
-use crate::server::legacy_input::AskReply;
+use crate::server::legacy::{AskReply, LegacySession};
 use crate::server::pool::{Pool, PoolJob};
 use crate::server::reader;
 use crate::server::reply::Reply;
 use crate::server::subscriptions::{
     ServerEvent, SubscriptionTable, Template, encode_ack, encode_final, inline,
 };
+use crate::server::work::{Job, Work, run};
 use crate::server::{ConnectionHandle, Inner, PUBLISH_CREDITS, Server};
 use crate::transport::Transport;
 use crate::types::method;

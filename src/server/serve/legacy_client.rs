@@ -16,8 +16,7 @@ use serde_json::value::RawValue;
 
 use super::Owner;
 use crate::jsonrpc::{ErrorObject, RequestId, encode_notification};
-use crate::server::legacy::{self, LegacyRequest};
-use crate::server::legacy_input::{AskFailed, AskReply};
+use crate::server::legacy::{self, AskFailed, AskReply, LegacyRequest};
 use crate::server::subscriptions::ServerEvent;
 use crate::types::method;
 
@@ -122,9 +121,10 @@ impl Owner {
     }
 
     /// A request of the legacy session: `initialize` opens it (again),
-    /// the others change it.
+    /// `ping` is answered, the others change it.
     pub(super) fn on_legacy(&mut self, id: &RequestId, request: LegacyRequest) {
         let reply = match request {
+            LegacyRequest::Ping => json!({}),
             LegacyRequest::Initialize(session) => {
                 let result = legacy::initialize_result(&self.inner, &session);
                 self.legacy = Some(*session);

@@ -18,17 +18,25 @@
 //! newer than a client's version (`structuredContent`, `title`, `icons`,
 //! resource links, ...) are optional extras that older clients ignore.
 
+mod downgrade;
+mod input;
+
 use std::collections::HashSet;
+use std::sync::Arc;
 
 use serde::Deserialize;
-use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
-use crate::jsonrpc::{ErrorObject, error_code};
+use crate::jsonrpc::ErrorObject;
 use crate::server::Inner;
+use crate::server::reply::Reply;
 use crate::server::request_meta::RequestMeta;
-use crate::types::{LoggingLevel, ProgressToken, meta_key, method};
+use crate::server::work::Work;
+use crate::types::{LoggingLevel, ProgressToken, method};
 use crate::version::LEGACY_VERSIONS;
+
+pub(crate) use downgrade::downgrade;
+pub(crate) use input::{AskFailed, AskReply, Reprepare};
 
 /// A legacy client's session: what its `initialize` established, and what
 /// it set since.
@@ -48,6 +56,9 @@ pub(crate) struct LegacySession {
 /// What a legacy-only request asks of the owner.
 #[derive(Debug)]
 pub(crate) enum LegacyRequest {
+    /// `ping` (2025-11-25 basic/utilities/ping: answered at any time, an
+    /// empty result).
+    Ping,
     Initialize(Box<LegacySession>),
     SetLevel(LoggingLevel),
     Subscribe(String),
@@ -136,93 +147,103 @@ pub(crate) fn subscription_uri(params: &str) -> Result<String, ErrorObject> {
         })
 }
 
-/// Rewrites a reply for a legacy client: drops what only 2026-07-28
-/// results carry, and turns a request for input that could not be asked
-/// (a capability the client did not declare, or too many rounds; see
-/// `legacy_input`) into an error it can show.
-pub(crate) fn downgrade(line: Vec<u8>, method_name: &str, version: &str) -> Vec<u8> {
-    let Ok(mut resp) = serde_json::from_slice::<Value>(&line) else {
-        return line;
-    };
-    let needs_input = resp["result"]["resultType"] == "input_required"
-        || resp["error"]["code"] == error_code::MISSING_REQUIRED_CLIENT_CAPABILITY;
-    if needs_input {
-        let what = if method_name == method::TOOLS_CALL {
-            "this tool"
-        } else {
-            method_name
-        };
-        let text = match resp["error"]["data"]["requiredCapabilities"].as_object() {
-            Some(required) => {
-                let names: Vec<&str> = required.keys().map(String::as_str).collect();
-                format!(
-                    "{what} needs the client capabilities {}, which this client (MCP {version}) did not declare when it initialized",
-                    names.join(", ")
-                )
-            }
-            None => format!("{what} kept asking the client for input and never finished"),
-        };
-        if let Some(map) = resp.as_object_mut() {
-            map.remove("error");
-            map.remove("result");
-            if method_name == method::TOOLS_CALL {
-                map.insert(
-                    "result".into(),
-                    json!({ "content": [{ "type": "text", "text": text }], "isError": true }),
-                );
-            } else {
-                let error = ErrorObject::new(error_code::INTERNAL_ERROR, text);
-                map.insert(
-                    "error".into(),
-                    serde_json::to_value(error).unwrap_or(Value::Null),
-                );
-            }
+/// The requests only the legacy era has, for a request without modern
+/// `_meta`: `initialize` and `ping` at any time, the others within a
+/// session (and `subscriptions/listen`, which that era lacks, is not
+/// found). `None`: a request both eras have.
+pub(crate) fn session_request(
+    inner: &Inner,
+    method: &str,
+    params: &str,
+    session: Option<&LegacySession>,
+) -> Option<Result<LegacyRequest, ErrorObject>> {
+    match method {
+        "initialize" => {
+            return Some(initialize(params).map(|s| LegacyRequest::Initialize(Box::new(s))));
         }
-    } else if let Some(result) = resp.get_mut("result").and_then(Value::as_object_mut) {
-        // (The rewrite goes through a `Value`; the id is put back from the
-        // original text below, so that an id of any size is kept exactly.)
-        result.remove("resultType");
-        result.remove("ttlMs");
-        result.remove("cacheScope");
-        let empty_meta = match result.get_mut("_meta").and_then(Value::as_object_mut) {
-            Some(meta) => {
-                meta.remove(meta_key::SERVER_INFO);
-                meta.is_empty()
-            }
-            None => false,
-        };
-        if empty_meta {
-            result.remove("_meta");
-        }
+        "ping" => return Some(Ok(LegacyRequest::Ping)),
+        _ => {}
     }
-    encode_with_original_id(&line, &resp).unwrap_or(line)
+    session?;
+    let has_resources = inner
+        .registry
+        .read()
+        .unwrap_or_else(|e| e.into_inner())
+        .has_resources;
+    Some(match method {
+        "logging/setLevel" => set_level(params).map(LegacyRequest::SetLevel),
+        "resources/subscribe" if has_resources => {
+            subscription_uri(params).map(LegacyRequest::Subscribe)
+        }
+        "resources/unsubscribe" if has_resources => {
+            subscription_uri(params).map(LegacyRequest::Unsubscribe)
+        }
+        method::SUBSCRIPTIONS_LISTEN => Err(ErrorObject::method_not_found(method)),
+        _ => return None,
+    })
 }
 
-/// Encodes a rewritten response with the id taken verbatim from the
-/// original line: a `Value` holds an integer beyond 64 bits as a float.
-fn encode_with_original_id(original: &[u8], resp: &Value) -> Option<Vec<u8>> {
-    #[derive(serde::Deserialize)]
-    struct Head<'a> {
-        #[serde(borrow)]
-        id: &'a RawValue,
+/// Which round of a request is being prepared: only the first one of a
+/// legacy request is wrapped (the wrapper runs the later ones itself).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Round {
+    First,
+    Retry,
+}
+
+/// How the work of a legacy request is wrapped: its reply drops what only
+/// 2026-07-28 results carry, and one whose handler may ask for input asks
+/// the client from the pool (it waits for the answers).
+pub(crate) enum Wrap {
+    Downgrade { method: String, version: String },
+    Bridge(Box<input::Bridge>),
+}
+
+impl Wrap {
+    /// The wrap of the first round of a legacy request of `method` with
+    /// `params`; `None` for a later round. `reprepare` prepares the later
+    /// rounds (the kernel's own preparation, handed down so that this
+    /// module never calls up into it).
+    pub fn new(
+        inner: &Arc<Inner>,
+        method: &str,
+        params: &str,
+        session: &LegacySession,
+        round: Round,
+        reprepare: Reprepare,
+    ) -> Option<Wrap> {
+        if round == Round::Retry {
+            return None;
+        }
+        Some(if input::may_ask(method) {
+            Wrap::Bridge(Box::new(input::Bridge {
+                inner: Arc::clone(inner),
+                method: method.to_owned(),
+                params: params.to_owned(),
+                session: session.clone(),
+                reprepare,
+            }))
+        } else {
+            Wrap::Downgrade {
+                method: method.to_owned(),
+                version: session.version.clone(),
+            }
+        })
     }
-    #[derive(serde::Serialize)]
-    struct Response<'a> {
-        jsonrpc: &'static str,
-        id: &'a RawValue,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        result: Option<&'a Value>,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        error: Option<&'a Value>,
+
+    /// Wraps `work`; a request that may ask waits for answers, so it runs
+    /// on the pool whatever it was registered as.
+    pub fn apply(self, work: Work, inline: bool) -> (Work, bool) {
+        match self {
+            Wrap::Bridge(bridge) => (bridge.wrap(work), false),
+            Wrap::Downgrade { method, version } => (
+                Box::new(move |ctx| {
+                    Reply::Line(downgrade(work(ctx).into_line(), &method, &version))
+                }),
+                inline,
+            ),
+        }
     }
-    let head: Head<'_> = serde_json::from_slice(original).ok()?;
-    serde_json::to_vec(&Response {
-        jsonrpc: "2.0",
-        id: head.id,
-        result: resp.get("result"),
-        error: resp.get("error"),
-    })
-    .ok()
 }
 
 #[cfg(test)]
@@ -236,23 +257,5 @@ mod tests {
         let s = initialize(r#"{"protocolVersion":"1999-01-01"}"#).unwrap();
         assert_eq!(s.version, "2025-11-25");
         assert!(initialize(r#"{}"#).is_err());
-    }
-
-    #[test]
-    fn replies_are_downgraded() {
-        let line = br#"{"jsonrpc":"2.0","id":1,"result":{"tools":[],"ttlMs":0,"cacheScope":"private","resultType":"complete","_meta":{"io.modelcontextprotocol/serverInfo":{"name":"s","version":"1"}}}}"#;
-        let out = downgrade(line.to_vec(), "tools/list", "2025-11-25");
-        assert_eq!(
-            String::from_utf8(out).unwrap(),
-            r#"{"jsonrpc":"2.0","id":1,"result":{"tools":[]}}"#
-        );
-        // An id beyond 64 bits keeps its text through the rewrite.
-        let line =
-            br#"{"jsonrpc":"2.0","id":-9223372036854775809,"result":{"resultType":"complete"}}"#;
-        let out = downgrade(line.to_vec(), "ping", "2025-11-25");
-        assert_eq!(
-            String::from_utf8(out).unwrap(),
-            r#"{"jsonrpc":"2.0","id":-9223372036854775809,"result":{}}"#
-        );
     }
 }

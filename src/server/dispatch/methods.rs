@@ -1,0 +1,313 @@
+//! One preparation per route: each reads its method's params, checks
+//! them, verifies a retry's state (spec 2026-07-28 basic/patterns/mrtr:
+//! before the handler runs) and returns the work that answers the
+//! request. The order of checks inside each is part of the wire contract:
+//! it decides which error a request with several faults gets.
+
+use std::sync::Arc;
+
+use serde_json::value::RawValue;
+use serde_json::{Value, json};
+
+use super::params::{optional_string, required_string, span};
+use super::route::List;
+use super::{Request, Run};
+use crate::jsonrpc::ErrorObject;
+use crate::outcome::{Outcome, PromptArguments};
+use crate::server::Inner;
+use crate::server::context::RequestContext;
+use crate::server::handlers::{MethodFn, PromptFn, ToolFn};
+use crate::server::mrtr::{self, Retry};
+use crate::server::reply::{Reply, finish, outcome};
+use crate::server::subscriptions::Accepted;
+use crate::types::{
+    CompleteRequestParams, DiscoverResult, ListPromptsResult, ListResourceTemplatesResult,
+    ListResourcesResult, ListToolsResult, SubscriptionFilter, method,
+};
+use crate::version::SUPPORTED_VERSIONS;
+
+/// `subscriptions/listen`: the part of the filter this server honours.
+pub(super) fn prepare_listen(req: &Request<'_>) -> Result<Accepted, ErrorObject> {
+    let raw = req
+        .fields
+        .notifications
+        .ok_or_else(|| ErrorObject::invalid_params("missing notifications"))?;
+    // serde reads a struct from an array by position; the schema says
+    // object, and the other shapes get serde's own message.
+    if raw.get().starts_with('[') {
+        return Err(ErrorObject::invalid_params(
+            "invalid notifications filter: expected an object, got an array",
+        ));
+    }
+    let filter: SubscriptionFilter = serde_json::from_str(raw.get())
+        .map_err(|e| ErrorObject::invalid_params(format!("invalid notifications filter: {e}")))?;
+    let uris = filter.resource_subscriptions.as_ref().map_or(0, Vec::len);
+    let max = req.inner.config.max_subscription_uris;
+    if uris > max {
+        return Err(ErrorObject::invalid_params(format!(
+            "invalid notifications filter: {uris} resourceSubscriptions, more than the {max} one subscription may name"
+        ))
+        .with_data(json!({ "limit": max })));
+    }
+    Ok(req.inner.accept(filter))
+}
+
+/// `server/discover`: inline, from what is registered.
+pub(super) fn prepare_discover(req: &Request<'_>) -> Run {
+    let inner = Arc::clone(req.inner);
+    Run::new(true, Box::new(move |ctx| discover(&inner, ctx)), None)
+}
+
+/// `tools/list`, `resources/list`, `resources/templates/list`,
+/// `prompts/list`: inline, one page from the cursor.
+pub(super) fn prepare_list(req: &Request<'_>, list: List) -> Result<Run, ErrorObject> {
+    let cursor = optional_string(req.fields.cursor, "cursor")?;
+    let inner = Arc::clone(req.inner);
+    let work =
+        Box::new(move |ctx: &RequestContext| list_page(&inner, ctx, list, cursor.as_deref()));
+    Ok(Run::new(true, work, None))
+}
+
+/// `tools/call`, before the work has the params it reads the arguments
+/// from (see [`ToolCall::with_params`]).
+pub(super) struct ToolCall {
+    inner: Arc<Inner>,
+    name: String,
+    /// Where the arguments object is in the params text.
+    arguments: Option<std::ops::Range<usize>>,
+    handler: Arc<ToolFn>,
+    inline: bool,
+    retry: Option<Retry>,
+}
+
+/// `tools/call`: `name` a string, `arguments` an object (or absent), the
+/// retry verified, the tool known. The arguments are not copied: the work
+/// reads them from the params as the client sent them.
+pub(super) fn prepare_tool_call(req: &Request<'_>) -> Result<ToolCall, ErrorObject> {
+    let name = required_string(req.fields.name, "name")?;
+    let args = req.fields.arguments.filter(|raw| raw.get() != "null");
+    if let Some(raw) = args
+        && !raw.get().starts_with('{')
+    {
+        return Err(ErrorObject::invalid_params("arguments must be an object"));
+    }
+    let retry = req.retry.verify(req.inner, method::TOOLS_CALL, &|| {
+        mrtr::digest(&[&name, &mrtr::canonical(args.map(RawValue::get))])
+    })?;
+    let (handler, inline) = {
+        let registry = req.inner.registry.read().unwrap_or_else(|e| e.into_inner());
+        let entry = registry
+            .tools
+            .get(&name)
+            .ok_or_else(|| ErrorObject::invalid_params(format!("unknown tool: {name}")))?;
+        (Arc::clone(&entry.handler), entry.inline)
+    };
+    Ok(ToolCall {
+        inner: Arc::clone(req.inner),
+        arguments: args.map(|raw| span(req.text, raw.get())),
+        name,
+        handler,
+        inline,
+        retry,
+    })
+}
+
+impl ToolCall {
+    /// The work of the call; `params` are the ones it was prepared from.
+    pub fn with_params(self, params: Option<Box<RawValue>>) -> Run {
+        let ToolCall {
+            inner,
+            name,
+            arguments,
+            handler,
+            inline,
+            retry,
+        } = self;
+        let work = Box::new(move |ctx: &RequestContext| {
+            // The slice is the arguments object as the client sent it.
+            let args = arguments.map(|r| &params.as_deref().map_or("", RawValue::get)[r]);
+            let res = handler(ctx, args);
+            let digest = || mrtr::digest(&[&name, &mrtr::canonical(args)]);
+            outcome(&inner, ctx, method::TOOLS_CALL, &digest, res)
+        });
+        Run::new(inline, work, retry)
+    }
+}
+
+/// `resources/read`: `uri` a string, the retry verified, then a resource
+/// or template that serves the URI. Results get the server's cache hints
+/// unless the handler set its own.
+pub(super) fn prepare_resource_read(req: &Request<'_>) -> Result<Run, ErrorObject> {
+    let uri = required_string(req.fields.uri, "uri")?;
+    let retry = req
+        .retry
+        .verify(req.inner, method::RESOURCES_READ, &|| mrtr::digest(&[&uri]))?;
+    let found = req.inner.find_resource(&uri)?;
+    let inner = Arc::clone(req.inner);
+    let inline = found.inline;
+    let work = Box::new(move |ctx: &RequestContext| {
+        let res = (found.handler)(ctx, &found.request).map(|out| match out {
+            Outcome::Complete(mut result) => {
+                result.ttl_ms.get_or_insert(inner.config.cache.ttl_ms);
+                result.cache_scope.get_or_insert(inner.config.cache.scope);
+                Outcome::Complete(result)
+            }
+            other => other,
+        });
+        let digest = || mrtr::digest(&[&uri]);
+        outcome(&inner, ctx, method::RESOURCES_READ, &digest, res)
+    });
+    Ok(Run::new(inline, work, retry))
+}
+
+/// `prompts/get`: `name` a string, `arguments` an object of strings, the
+/// retry verified, the prompt known, its required arguments present.
+pub(super) fn prepare_prompt_get(req: &Request<'_>) -> Result<Run, ErrorObject> {
+    let name = required_string(req.fields.name, "name")?;
+    let args: PromptArguments = match req.fields.arguments {
+        None => PromptArguments::new(),
+        Some(raw) if raw.get() == "null" => PromptArguments::new(),
+        Some(raw) => serde_json::from_str(raw.get()).map_err(|e| {
+            ErrorObject::invalid_params(format!(
+                "prompt arguments must be an object of strings: {e}"
+            ))
+        })?,
+    };
+    let retry = req.retry.verify(req.inner, method::PROMPTS_GET, &|| {
+        prompt_digest(&name, &args)
+    })?;
+    let handler = find_prompt(req.inner, &name, &args)?;
+    let inner = Arc::clone(req.inner);
+    let work = Box::new(move |ctx: &RequestContext| {
+        let digest = prompt_digest(&name, &args);
+        let res = handler(ctx, args);
+        outcome(&inner, ctx, method::PROMPTS_GET, &|| digest.clone(), res)
+    });
+    Ok(Run::new(false, work, retry))
+}
+
+/// What a retry of `prompts/get` must match: the prompt and its arguments.
+fn prompt_digest(name: &str, args: &PromptArguments) -> String {
+    mrtr::digest(&[name, &serde_json::to_string(args).unwrap_or_default()])
+}
+
+/// The handler of a known prompt whose required arguments are all there.
+fn find_prompt(
+    inner: &Inner,
+    name: &str,
+    args: &PromptArguments,
+) -> Result<Arc<PromptFn>, ErrorObject> {
+    let registry = inner.registry.read().unwrap_or_else(|e| e.into_inner());
+    let entry = registry
+        .prompts
+        .get(name)
+        .ok_or_else(|| ErrorObject::invalid_params(format!("unknown prompt: {name}")))?;
+    let missing: Vec<&str> = entry
+        .prompt
+        .arguments
+        .iter()
+        .flatten()
+        .filter(|a| a.required == Some(true) && !args.contains_key(&a.name))
+        .map(|a| a.name.as_str())
+        .collect();
+    if !missing.is_empty() {
+        return Err(ErrorObject::invalid_params(format!(
+            "prompt {name} is missing required arguments: {}",
+            missing.join(", ")
+        )));
+    }
+    Ok(Arc::clone(&entry.handler))
+}
+
+/// `completion/complete`: the params read whole, the reference known
+/// (spec 2026-07-28 server/utilities/completion: an unknown prompt or
+/// resource reference is invalid params).
+pub(super) fn prepare_complete(req: &Request<'_>) -> Result<Run, ErrorObject> {
+    let params: CompleteRequestParams =
+        serde_json::from_str(req.text).map_err(ErrorObject::invalid_params)?;
+    let Some(handler) = req.inner.completion.clone() else {
+        return Err(ErrorObject::method_not_found(req.method));
+    };
+    req.inner.check_completion_ref(&params.reference)?;
+    let inner = Arc::clone(req.inner);
+    let work = Box::new(move |ctx: &RequestContext| {
+        let res = handler(ctx, params);
+        finish(&inner, ctx.id(), res)
+    });
+    Ok(Run::new(false, work, None))
+}
+
+/// An application-defined method: the params without `_meta`, and a
+/// result that is never `input_required` (spec 2026-07-28
+/// basic/patterns/mrtr: only tools/call, prompts/get and resources/read
+/// may need input).
+pub(super) fn prepare_custom(
+    req: &Request<'_>,
+    handler: Arc<MethodFn>,
+    inline: bool,
+) -> Result<Run, ErrorObject> {
+    let mut value: Value = serde_json::from_str(req.text).map_err(ErrorObject::invalid_params)?;
+    if let Some(map) = value.as_object_mut() {
+        map.remove("_meta");
+    }
+    let method = req.method.to_owned();
+    let inner = Arc::clone(req.inner);
+    let work = Box::new(move |ctx: &RequestContext| {
+        let res = handler(ctx, value).and_then(|result| {
+            if result.get("resultType").and_then(Value::as_str) == Some("input_required") {
+                inner.trace(&format!("the handler of {method} returned input_required, which only tools/call, prompts/get and resources/read may"));
+                return Err(ErrorObject::internal_error(format!(
+                    "{method} cannot ask for input"
+                )));
+            }
+            Ok(result)
+        });
+        finish(&inner, ctx.id(), res)
+    });
+    Ok(Run::new(inline, work, None))
+}
+
+/// The `DiscoverResult` of this server.
+fn discover(inner: &Inner, ctx: &RequestContext) -> Reply {
+    let result = DiscoverResult {
+        supported_versions: SUPPORTED_VERSIONS.iter().map(|v| v.to_string()).collect(),
+        capabilities: inner.capabilities(),
+        instructions: inner.instructions.clone(),
+        ttl_ms: Some(inner.config.cache.ttl_ms),
+        cache_scope: Some(inner.config.cache.scope),
+        result_type: None,
+        meta: None,
+    };
+    finish(inner, ctx.id(), Ok(result))
+}
+
+/// One page of a list, with the server's cache hints.
+fn list_page(inner: &Inner, ctx: &RequestContext, list: List, cursor: Option<&str>) -> Reply {
+    let registry = inner.registry.read().unwrap_or_else(|e| e.into_inner());
+    let size = inner.config.page_size;
+    let cache = &inner.config.cache;
+    // The four lists differ only in the catalog, the item and the result type.
+    macro_rules! page {
+        ($catalog:ident, $item:ident, $result:ident) => {
+            finish(
+                inner,
+                ctx.id(),
+                registry
+                    .$catalog
+                    .page(cursor, size, |e| e.$item.clone())
+                    .map(|(items, next)| $result {
+                        next_cursor: next,
+                        ttl_ms: Some(cache.ttl_ms),
+                        cache_scope: Some(cache.scope),
+                        ..$result::new(items)
+                    }),
+            )
+        };
+    }
+    match list {
+        List::Tools => page!(tools, tool, ListToolsResult),
+        List::Resources => page!(resources, resource, ListResourcesResult),
+        List::Templates => page!(templates, template, ListResourceTemplatesResult),
+        List::Prompts => page!(prompts, prompt, ListPromptsResult),
+    }
+}

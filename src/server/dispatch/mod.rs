@@ -1,0 +1,177 @@
+//! The dispatch kernel: from a request to either an immediate error or a
+//! job that produces its reply. No threads and no I/O here.
+//!
+//! Order of checks for every request:
+//!
+//! 1. **Era.** A request is modern when its `_meta` carries the protocol
+//!    version; otherwise it belongs to the connection's legacy session,
+//!    and the methods only that era has (`initialize`, `ping`,
+//!    `logging/setLevel`, `resources/subscribe`) are answered by the
+//!    legacy code ([`legacy::session_request`]). Nothing is inferred from
+//!    earlier requests (spec 2026-07-28 basic/index, "Statelessness").
+//! 2. **Method.** It must be served ([`route`]): `-32601` otherwise.
+//! 3. **`_meta`.** It must be valid: `-32602` naming the missing key,
+//!    `-32022` for an unsupported version ([`validate_meta`]). A legacy
+//!    request's stands in from its session.
+//! 4. **Params.** The method's own preparation reads them, in
+//!    `methods.rs` (one function per route).
+//! 5. **Legacy wrap.** A legacy request's work is wrapped to downgrade
+//!    its reply and to ask the client the legacy way ([`legacy::wrap`]).
+
+mod methods;
+mod params;
+mod route;
+
+use std::sync::Arc;
+
+use serde_json::value::RawValue;
+
+use crate::jsonrpc::ErrorObject;
+use crate::server::Inner;
+use crate::server::legacy::{self, LegacyRequest, LegacySession};
+use crate::server::meta::{MetaView, legacy_progress_token, validate_meta};
+use crate::server::mrtr::Retry;
+use crate::server::subscriptions::Accepted;
+use crate::server::work::{Job, Work};
+use methods::{
+    prepare_complete, prepare_custom, prepare_discover, prepare_list, prepare_listen,
+    prepare_prompt_get, prepare_resource_read, prepare_tool_call,
+};
+use params::{Fields, RetryFields};
+use route::{Route, route};
+
+/// What the owner does with a request that passed validation.
+#[allow(
+    clippy::large_enum_variant,
+    reason = "moved once from prepare to the owner, never stored; boxing the job would cost an allocation per request"
+)]
+pub(crate) enum Prepared {
+    /// Run this job (inline or on the pool) for the reply.
+    Run(Job),
+    /// Open a subscription with this accepted filter.
+    Listen(Accepted),
+    /// A request only a legacy session has (or the one that opens it).
+    Legacy(LegacyRequest),
+}
+
+/// A request being prepared: what every method's preparation reads.
+struct Request<'a> {
+    inner: &'a Arc<Inner>,
+    method: &'a str,
+    /// The params as sent (`{}` when there were none).
+    text: &'a str,
+    fields: Fields<'a>,
+    retry: RetryFields<'a>,
+}
+
+/// What a method's preparation produces: the work, where it runs, and
+/// the verified state of a retry.
+struct Run {
+    work: Work,
+    inline: bool,
+    retry: Option<Retry>,
+}
+
+impl Run {
+    fn new(inline: bool, work: Work, retry: Option<Retry>) -> Run {
+        Run {
+            work,
+            inline,
+            retry,
+        }
+    }
+}
+
+/// Validates a request and turns it into a job, or the error to answer.
+pub(crate) fn prepare(
+    inner: &Arc<Inner>,
+    method: &str,
+    params: Option<Box<RawValue>>,
+    session: Option<&LegacySession>,
+) -> Result<Prepared, ErrorObject> {
+    prepare_round(inner, method, params, session, legacy::Round::First)
+}
+
+/// A later round of a legacy request whose handler asked for input: the
+/// same request with the client's answers (see `legacy::input`). It is
+/// not wrapped again: the first round's wrapper runs it.
+pub(crate) fn prepare_retry(
+    inner: &Arc<Inner>,
+    method: &str,
+    params: Box<RawValue>,
+    session: &LegacySession,
+) -> Result<Job, ErrorObject> {
+    match prepare_round(
+        inner,
+        method,
+        Some(params),
+        Some(session),
+        legacy::Round::Retry,
+    )? {
+        Prepared::Run(job) => Ok(job),
+        _ => Err(ErrorObject::internal_error(
+            "a retry of a legacy request did not prepare a job",
+        )),
+    }
+}
+
+/// The kernel: the checks in the order the module docs give.
+fn prepare_round(
+    inner: &Arc<Inner>,
+    method: &str,
+    params: Option<Box<RawValue>>,
+    session: Option<&LegacySession>,
+    round: legacy::Round,
+) -> Result<Prepared, ErrorObject> {
+    let text = params.as_deref().map_or("{}", RawValue::get);
+    let fields: Fields<'_> = serde_json::from_str(text).map_err(ErrorObject::invalid_params)?;
+    // 1. The era of a request is its own shape (spec 2026-07-28
+    // basic/versioning): with modern `_meta` it is modern, even for a
+    // method only the legacy era has (which is then not found).
+    let meta_view = MetaView::new(fields.meta);
+    let legacy = if inner.config.modern_only || meta_view.is_modern() {
+        None
+    } else {
+        if let Some(request) = legacy::session_request(inner, method, text, session) {
+            return request.map(Prepared::Legacy);
+        }
+        session
+    };
+    // 2. and 3.
+    let route = route(inner, method)?;
+    let meta = match legacy {
+        Some(session) => session.meta(legacy_progress_token(&meta_view)?),
+        None => validate_meta(&meta_view)?,
+    };
+    let wrap = legacy
+        .and_then(|session| legacy::Wrap::new(inner, method, text, session, round, prepare_retry));
+    // 4.
+    let request = Request {
+        inner,
+        method,
+        text,
+        retry: RetryFields::read(&fields)?,
+        fields,
+    };
+    let run = match route {
+        Route::Listen => return prepare_listen(&request).map(Prepared::Listen),
+        Route::Discover => prepare_discover(&request),
+        Route::List(list) => prepare_list(&request, list)?,
+        Route::ToolsCall => prepare_tool_call(&request)?.with_params(params),
+        Route::ResourcesRead => prepare_resource_read(&request)?,
+        Route::PromptsGet => prepare_prompt_get(&request)?,
+        Route::Complete => prepare_complete(&request)?,
+        Route::Custom(handler, inline) => prepare_custom(&request, handler, inline)?,
+    };
+    // 5.
+    let (work, inline) = match wrap {
+        Some(wrap) => wrap.apply(run.work, run.inline),
+        None => (run.work, run.inline),
+    };
+    Ok(Prepared::Run(Job {
+        meta,
+        work,
+        inline,
+        retry: run.retry,
+    }))
+}

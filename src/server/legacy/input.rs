@@ -1,0 +1,299 @@
+//! Input from a legacy client: a handler that returns
+//! [`Outcome::InputRequired`](crate::Outcome::InputRequired) serves a legacy
+//! (initialize-era) client too. A legacy client cannot answer a multi
+//! round-trip result, but its era lets the server ask: the server sends
+//! each input request (`elicitation/create`, `sampling/createMessage`,
+//! `roots/list`) to the client as a request of its own (spec 2025-11-25
+//! client/elicitation, client/sampling, client/roots), waits for the
+//! answers, and runs the handler again with them as `inputResponses` and
+//! the sealed `requestState` it returned, exactly as a modern client's
+//! retry would. The handler cannot tell the eras apart.
+//!
+//! Spec 2026-07-28 basic/versioning, compatibility matrix: a legacy client
+//! with a dual-era server "Works. The server answers `initialize` and serves
+//! the client according to the negotiated legacy revision."
+//!
+//! The asks go out through the owner (`Event::AskClient`), which writes them
+//! and routes the client's responses back by id. While waiting, the request
+//! can still be cancelled: the open asks are then cancelled at the client
+//! with `notifications/cancelled`. A client that answers an ask with an
+//! error ends the request with that error.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use crossbeam_channel::{Receiver, Select};
+use serde_json::value::RawValue;
+use serde_json::{Map, Value};
+
+use crate::jsonrpc::{ErrorObject, RequestId, encode_error, encode_request, error_code};
+use crate::server::Inner;
+use crate::server::context::{RequestContext, Sink};
+use crate::server::legacy::{LegacySession, downgrade};
+use crate::server::reply::Reply;
+use crate::server::serve::Event;
+use crate::server::work::{self, Job, Work};
+use crate::types::method;
+
+/// How many times one request may ask before it gives up (the client's
+/// own default for multi round-trip requests is the same).
+const MAX_ROUNDS: usize = 8;
+
+/// What a client sent back for one ask.
+pub(crate) type AskReply = Result<Box<RawValue>, AskFailed>;
+
+/// Why an ask got no answer.
+pub(crate) enum AskFailed {
+    /// The client answered with this error.
+    Client(ErrorObject),
+    /// The server did not send the ask: too many requests already wait for
+    /// this client's answers.
+    Refused(ErrorObject),
+}
+
+/// Whether a request of `method` may need input from the client.
+pub(crate) fn may_ask(method: &str) -> bool {
+    matches!(
+        method,
+        method::TOOLS_CALL | method::PROMPTS_GET | method::RESOURCES_READ
+    )
+}
+
+/// Prepares a later round of a legacy request: the same method, the
+/// params with the client's answers (the dispatch kernel's
+/// `prepare_retry`).
+pub(crate) type Reprepare =
+    fn(&Arc<Inner>, &str, Box<RawValue>, &LegacySession) -> Result<Job, ErrorObject>;
+
+/// What the wrapper of a legacy request that may ask needs: the request
+/// as sent, its session, and how to prepare its later rounds.
+pub(crate) struct Bridge {
+    pub inner: Arc<Inner>,
+    pub method: String,
+    pub params: String,
+    pub session: LegacySession,
+    pub reprepare: Reprepare,
+}
+
+impl Bridge {
+    /// Wraps the work of a legacy request: asks the client for whatever
+    /// the handler needs, runs the handler again with the answers, and
+    /// finally drops what only 2026-07-28 results carry.
+    pub fn wrap(self, work: Work) -> Work {
+        Box::new(move |ctx| {
+            let mut line = work(ctx).into_line();
+            let mut rounds = 0;
+            while let Some(input) = input_required(&line) {
+                if rounds == MAX_ROUNDS {
+                    break;
+                }
+                rounds += 1;
+                line = match self.ask_and_retry(ctx, input) {
+                    Ok(line) => line,
+                    Err(error) => {
+                        let mut line = Vec::with_capacity(128);
+                        encode_error(&mut line, Some(ctx.id()), &error);
+                        line
+                    }
+                };
+            }
+            Reply::Line(downgrade(line, &self.method, &self.session.version))
+        })
+    }
+
+    /// One round: every ask sent at once, every answer awaited, then the
+    /// handler run again as a retry with the answers.
+    fn ask_and_retry(
+        &self,
+        ctx: &RequestContext,
+        input: InputRequired,
+    ) -> Result<Vec<u8>, ErrorObject> {
+        let answers = ask(ctx, input.requests, &self.session.version)?;
+        let mut retry: Map<String, Value> =
+            serde_json::from_str(&self.params).map_err(ErrorObject::internal_error)?;
+        retry.insert("inputResponses".into(), Value::Object(answers));
+        match input.state {
+            Some(state) => retry.insert("requestState".into(), state),
+            None => retry.remove("requestState"),
+        };
+        let retry = serde_json::value::to_raw_value(&retry).map_err(ErrorObject::internal_error)?;
+        // The answers are checked like a modern retry's; the message names
+        // what this client did (it sent answers, not `inputResponses`).
+        let job =
+            (self.reprepare)(&self.inner, &self.method, retry, &self.session).map_err(|error| {
+                if error.code == error_code::INVALID_PARAMS {
+                    ErrorObject::invalid_params(format!(
+                        "the client's answer does not fit what it was asked: {}",
+                        error.message
+                    ))
+                } else {
+                    error
+                }
+            })?;
+        let ctx = ctx.for_retry(job.meta, job.retry);
+        Ok(work::run(job.work, &ctx).into_line())
+    }
+}
+
+/// The `inputRequests` and `requestState` of an `input_required` reply.
+struct InputRequired {
+    requests: Map<String, Value>,
+    state: Option<Value>,
+}
+
+fn input_required(line: &[u8]) -> Option<InputRequired> {
+    // The common case, a complete result, is told without parsing.
+    const MARK: &[u8] = b"\"input_required\"";
+    if !line.windows(MARK.len()).any(|w| w == MARK) {
+        return None;
+    }
+    let mut reply: Value = serde_json::from_slice(line).ok()?;
+    let result = reply.get_mut("result")?.as_object_mut()?;
+    if result.get("resultType")? != "input_required" {
+        return None;
+    }
+    let requests = match result.remove("inputRequests")? {
+        Value::Object(requests) => requests,
+        _ => return None,
+    };
+    Some(InputRequired {
+        requests,
+        state: result.remove("requestState"),
+    })
+}
+
+/// Cancels the asks still `open` at the client, and passes `error` on.
+fn withdraw(
+    inbox: &crossbeam_channel::Sender<Event>,
+    open: &[OpenAsk],
+    error: ErrorObject,
+) -> ErrorObject {
+    for (_, id, _) in open {
+        let _ = inbox.send(Event::AskWithdrawn { id: id.clone() });
+    }
+    error
+}
+
+/// One ask the client has not answered yet: its input request's key, the
+/// id it went out with, and where its answer arrives.
+type OpenAsk = (String, RequestId, Receiver<AskReply>);
+
+/// Sends every input request to the client and waits for all the answers,
+/// keyed like the requests.
+fn ask(
+    ctx: &RequestContext,
+    requests: Map<String, Value>,
+    version: &str,
+) -> Result<Map<String, Value>, ErrorObject> {
+    let Sink::Inbox { inbox, seq, .. } = ctx.sink() else {
+        return Err(ErrorObject::internal_error(
+            "an inline handler cannot wait for the client's answer",
+        ));
+    };
+    let mut open = Vec::new();
+    for (key, request) in requests {
+        let (id, answer) = send_ask(inbox, *seq, &key, request, version)?;
+        open.push((key, id, answer));
+    }
+    await_answers(ctx, inbox, open)
+}
+
+/// Sends one input request to the client as a request of its own,
+/// through the owner, in the shape the client's `version` knows.
+fn send_ask(
+    inbox: &crossbeam_channel::Sender<Event>,
+    seq: u64,
+    key: &str,
+    mut request: Value,
+    version: &str,
+) -> Result<(RequestId, Receiver<AskReply>), ErrorObject> {
+    static NEXT_ASK: AtomicU64 = AtomicU64::new(1);
+    // Elicitation had no `mode` before 2025-11-25: a form is all there was.
+    if version < "2025-11-25"
+        && let Some(params) = request["params"].as_object_mut()
+        && params.get("mode").is_some_and(|mode| mode == "form")
+    {
+        params.remove("mode");
+    }
+    // JSON-RPC 2.0: params, when present, are an object.
+    let params = match request.get_mut("params").map(Value::take) {
+        Some(Value::Object(params)) => Value::Object(params),
+        _ => Value::Object(Map::new()),
+    };
+    let Some(ask_method) = request["method"].as_str() else {
+        return Err(ErrorObject::internal_error(format!(
+            "input request {key} has no method"
+        )));
+    };
+    let id = RequestId::String(format!(
+        "mcp-stdio-ask-{}",
+        NEXT_ASK.fetch_add(1, Ordering::Relaxed)
+    ));
+    let line = encode_request(&id, ask_method, &params).map_err(ErrorObject::internal_error)?;
+    let (reply, answer) = crossbeam_channel::bounded(1);
+    inbox
+        .send(Event::AskClient {
+            id: id.clone(),
+            line,
+            reply,
+            seq,
+        })
+        .map_err(|_| closed())?;
+    Ok((id, answer))
+}
+
+/// The error of a request whose connection closed while it waited.
+fn closed() -> ErrorObject {
+    ErrorObject::internal_error("the connection closed before the client answered")
+}
+
+/// Waits for the answers to the `open` asks. They are taken as they come,
+/// in any order, so an error or a cancellation ends the request at once
+/// (and withdraws the asks still open).
+fn await_answers(
+    ctx: &RequestContext,
+    inbox: &crossbeam_channel::Sender<Event>,
+    mut open: Vec<OpenAsk>,
+) -> Result<Map<String, Value>, ErrorObject> {
+    let mut answers = Map::new();
+    while !open.is_empty() {
+        let mut select = Select::new();
+        for (_, _, answer) in &open {
+            select.recv(answer);
+        }
+        // The cancel token has no channel to select on: a short timeout
+        // (only a handler that waits for a person's answer is here).
+        let Ok(ready) = select.select_timeout(Duration::from_millis(20)) else {
+            if ctx.is_cancelled() {
+                // Nothing is sent for a cancelled request.
+                return Err(withdraw(
+                    inbox,
+                    &open,
+                    ErrorObject::internal_error("cancelled"),
+                ));
+            }
+            continue;
+        };
+        let at = ready.index();
+        let Ok(reply) = ready.recv(&open[at].2) else {
+            open.swap_remove(at);
+            return Err(withdraw(inbox, &open, closed()));
+        };
+        let (key, _, _) = open.swap_remove(at);
+        let value = match reply {
+            Ok(value) => value,
+            Err(AskFailed::Client(error)) => {
+                let error = ErrorObject {
+                    message: format!("the client answered {key} with an error: {}", error.message),
+                    ..error
+                };
+                return Err(withdraw(inbox, &open, error));
+            }
+            Err(AskFailed::Refused(error)) => return Err(withdraw(inbox, &open, error)),
+        };
+        let value = serde_json::from_str(value.get()).map_err(ErrorObject::internal_error)?;
+        answers.insert(key, value);
+    }
+    Ok(answers)
+}

@@ -1,0 +1,45 @@
+//! A request's work: the boxed closure that produces its reply, the job
+//! the owner runs (inline or on the pool), and running it with a panic
+//! turned into that request's `-32603`.
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
+use crate::jsonrpc::{ErrorObject, encode_error};
+use crate::server::context::RequestContext;
+use crate::server::mrtr::Retry;
+use crate::server::reply::Reply;
+use crate::server::request_meta::RequestMeta;
+
+/// Runs one request's handler for its response.
+pub(crate) type Work = Box<dyn FnOnce(&RequestContext) -> Reply + Send>;
+
+/// A request that passed validation, ready to run.
+pub(crate) struct Job {
+    pub meta: RequestMeta,
+    pub work: Work,
+    /// Run on the owner thread: cheap and never blocking.
+    pub inline: bool,
+    /// The verified `requestState` and `inputResponses` of a retry.
+    pub retry: Option<Retry>,
+}
+
+/// Runs a job's work, turning a panic into `-32603` for that request.
+pub(crate) fn run(work: Work, ctx: &RequestContext) -> Reply {
+    match catch_unwind(AssertUnwindSafe(|| work(ctx))) {
+        Ok(reply) => reply,
+        Err(panic) => {
+            let what = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "a non-string payload".to_owned());
+            let mut line = Vec::new();
+            encode_error(
+                &mut line,
+                Some(ctx.id()),
+                &ErrorObject::internal_error(format!("handler panicked: {what}")),
+            );
+            Reply::Line(line)
+        }
+    }
+}
