@@ -1,0 +1,315 @@
+//! The driver: the reader thread, and the owner loop that runs on the
+//! thread that called [`Server::serve`](crate::Server::serve).
+//!
+//! ```text
+//! input ──► mcp-reader ──► inbox ──► owner ──► output (8 KiB buffer, flushed when the inbox is empty)
+//!                            ▲ ▲       │ pooled jobs
+//!                            │ └─ Done ┴──► mcp-worker-N
+//!                            └─ Publish ◄── Notifier (any thread)
+//! ```
+//!
+//! The owner alone writes the output and alone holds the cancellation map
+//! and the subscription table, so a reply is written only if its request
+//! is still in flight and no request is answered twice. Why the owner writes instead of a writer
+//! thread: each thread hand-off costs several microseconds, and the owner
+//! already has every reply in hand (DESIGN.md has the measurements).
+//!
+//! Backpressure without a cycle of bounded channels: before it reads a
+//! line the reader takes a read-ahead credit (`reader::ReadAhead`), and the
+//! owner gives it back once it is done with the line, or, for a request
+//! that must wait for a free worker, once that request starts. So at most
+//! `queue_limit` lines and, past one line, about `queue_bytes` bytes are
+//! read but not started; past that the reader stops reading, while
+//! everything it already read (cancellations included) is still handled.
+
+use std::collections::{HashMap, VecDeque};
+use std::io::{self, BufWriter, Write};
+use std::sync::Arc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
+
+use crate::error::Error;
+use crate::incoming::Incoming;
+use crate::jsonrpc::{ErrorObject, RequestId};
+use crate::server::cancel::CancelToken;
+use crate::server::heap;
+use crate::server::in_flight::{Entry, InFlight};
+use crate::server::legacy::{AskReply, LegacySession};
+use crate::server::pool::Pool;
+use crate::server::reader;
+use crate::server::subscriptions::{ServerEvent, SubscriptionTable};
+use crate::server::{ConnectionHandle, Inner, PUBLISH_CREDITS};
+use crate::transport::Transport;
+use requests::Waiting;
+
+mod legacy_client;
+mod output;
+mod publish;
+mod requests;
+
+/// Everything the owner thread reacts to, in arrival order.
+pub(crate) enum Event {
+    /// A line from the reader, and its size (it holds one read-ahead
+    /// credit and that many bytes).
+    Line(Incoming, usize),
+    /// The input ended (or failed).
+    Eof,
+    /// A pooled request finished with this response line.
+    Done {
+        id: RequestId,
+        seq: u64,
+        line: Vec<u8>,
+    },
+    /// A pooled request sent a request-scoped notification.
+    /// `credited`: the handler took a publish credit for it.
+    Notify {
+        id: RequestId,
+        seq: u64,
+        line: Vec<u8>,
+        credited: bool,
+    },
+    /// [`crate::StopHandle::stop`] was called.
+    Stop,
+    /// A legacy request's handler asks the client for input: write this
+    /// request to the client and hand its response to `reply`.
+    AskClient {
+        id: RequestId,
+        line: Vec<u8>,
+        reply: Sender<AskReply>,
+        /// The sequence number of the request that asks.
+        seq: u64,
+    },
+    /// The request that made this ask was cancelled: cancel it at the client.
+    AskWithdrawn { id: RequestId },
+    /// The application published a change, or closes subscriptions.
+    /// `credited`: the publisher took a publish credit for it.
+    Publish { event: ServerEvent, credited: bool },
+}
+
+/// Serves one connection until its input ends or a stop is requested.
+pub(crate) fn serve(inner: &Arc<Inner>, transport: Transport) -> Result<(), Error> {
+    let config = &inner.config;
+    let (reader, writer) = transport.into_parts();
+    let (inbox_tx, inbox) = crossbeam_channel::unbounded();
+    // Capacity = how many lines may be read but not yet started.
+    let ahead = Arc::new(reader::ReadAhead::new(
+        config.queue_limit,
+        config.queue_bytes,
+    ));
+    let key = inner.next_connection_key();
+    // Capacity = how many published events may wait in the inbox.
+    let (credit, publish_credits) = crossbeam_channel::bounded(PUBLISH_CREDITS);
+    inner.connect(ConnectionHandle {
+        key,
+        inbox: inbox_tx.clone(),
+        publish_credits: credit.clone(),
+    });
+    {
+        let inbox = inbox_tx.clone();
+        let max_line = config.max_line_bytes;
+        let traced = Arc::clone(inner);
+        thread::Builder::new()
+            .name("mcp-reader".into())
+            .spawn({
+                let ahead = Arc::clone(&ahead);
+                move || {
+                    let trace = |line: &str| traced.trace(line);
+                    reader::read_loop(reader, inbox, ahead, max_line, &trace)
+                }
+            })
+            .map_err(Error::Io)?;
+    }
+    // Parked requests (see `Owner::parked`) hold threads of their own.
+    let pool = Pool::new(config.workers, 2 * config.max_running, inbox_tx.clone());
+    let mut owner = Owner {
+        inner: Arc::clone(inner),
+        out: BufWriter::with_capacity(8 * 1024, writer),
+        key,
+        inbox_tx,
+        ahead,
+        publish_credits,
+        credit,
+        in_flight: InFlight::default(),
+        subscriptions: SubscriptionTable::default(),
+        asks: HashMap::new(),
+        parked: HashMap::new(),
+        legacy: None,
+        waiting: VecDeque::new(),
+        running: 0,
+        pool,
+        next_seq: 0,
+        inline_token: CancelToken::new(),
+        write_error: None,
+        worked: false,
+    };
+    let res = owner.run(&inbox);
+    inner.disconnect(key);
+    res
+}
+
+/// The owner of one connection: everything only the thread in `serve`
+/// touches.
+struct Owner {
+    inner: Arc<Inner>,
+    out: BufWriter<Box<dyn Write + Send>>,
+    /// This connection's key among the server's connections.
+    key: u64,
+    inbox_tx: Sender<Event>,
+    ahead: Arc<reader::ReadAhead>,
+    publish_credits: Receiver<()>,
+    /// The other end of `publish_credits`, for the sinks of pooled handlers.
+    credit: Sender<()>,
+    in_flight: InFlight,
+    subscriptions: SubscriptionTable,
+    /// This server's requests to a legacy client, by id, awaiting its
+    /// response (see `legacy::input`).
+    asks: HashMap<RequestId, (Sender<AskReply>, u64)>,
+    /// Pooled requests waiting for the client's answers, by sequence
+    /// number, with how many asks each has open. They hold a worker thread
+    /// but not a place among `max_running`: they wait on input, so if they
+    /// filled the pool, the requests queued behind them would fill the
+    /// read-ahead, the reader would stop, and the answers would never be
+    /// read. At most `max_running` requests may be parked.
+    parked: HashMap<u64, usize>,
+    /// The legacy session of this connection, once a client sent
+    /// `initialize`.
+    legacy: Option<LegacySession>,
+    waiting: VecDeque<Waiting>,
+    running: usize,
+    pool: Pool,
+    next_seq: u64,
+    /// Inline handlers run to completion before the owner reads the next
+    /// event, so nothing can cancel them: they share one token.
+    inline_token: CancelToken,
+    write_error: Option<io::Error>,
+    /// Something happened since the heap was last given back.
+    worked: bool,
+}
+
+/// How long the inbox stays empty before freed memory goes back to the
+/// system.
+const IDLE: Duration = Duration::from_millis(250);
+
+impl Owner {
+    /// The owner loop: one event at a time, in arrival order, until the
+    /// input ended (or a stop) and nothing is in flight, the grace period
+    /// ran out, or the output failed.
+    fn run(&mut self, inbox: &Receiver<Event>) -> Result<(), Error> {
+        if self.inner.is_stopped() {
+            return Ok(());
+        }
+        let mut deadline: Option<Instant> = None;
+        while let Some(event) = self.next_event(inbox, deadline) {
+            self.worked = true;
+            self.handle(event, &mut deadline);
+            if self.write_error.is_some() || (deadline.is_some() && self.in_flight.is_empty()) {
+                break;
+            }
+        }
+        self.shut_down()
+    }
+
+    /// The next event: at once when one is waiting; otherwise after a
+    /// flush (one per burst), blocking until one comes or, once stopping,
+    /// until the deadline. After an idle spell what the work freed goes
+    /// back to the system (see `heap`). `None`: the loop ends.
+    fn next_event(&mut self, inbox: &Receiver<Event>, deadline: Option<Instant>) -> Option<Event> {
+        if let Ok(event) = inbox.try_recv() {
+            return Some(event);
+        }
+        self.flush();
+        if self.write_error.is_some() {
+            return None;
+        }
+        loop {
+            return match deadline {
+                Some(at) => inbox.recv_deadline(at).ok(),
+                None if self.worked && self.inner.config.release_memory => {
+                    match inbox.recv_timeout(IDLE) {
+                        Err(RecvTimeoutError::Timeout) => {
+                            self.worked = false;
+                            self.ahead.free_parked();
+                            heap::give_back();
+                            continue;
+                        }
+                        next => next.ok(),
+                    }
+                }
+                None => inbox.recv().ok(),
+            };
+        }
+    }
+
+    /// One event. End of input or a stop starts the shutdown: every
+    /// subscription gets its final result, no new work, and in-flight
+    /// requests have until `deadline`.
+    fn handle(&mut self, event: Event, deadline: &mut Option<Instant>) {
+        match event {
+            Event::Line(incoming, bytes) => self.on_line(incoming, bytes, deadline.is_some()),
+            Event::Eof | Event::Stop => {
+                if deadline.is_none() {
+                    *deadline = Some(Instant::now() + self.inner.config.shutdown_grace);
+                    self.close_all_subscriptions();
+                    self.drop_asks();
+                }
+            }
+            Event::Publish { event, credited } => {
+                if credited {
+                    // The publisher holds one, so one is there to take.
+                    let _ = self.publish_credits.try_recv();
+                }
+                self.publish(&event);
+            }
+            Event::Done { id, seq, line } => {
+                self.forget_asks_of(seq);
+                self.running -= 1;
+                if self.in_flight.finish(&id, seq) {
+                    self.write(&line);
+                }
+                self.start_waiting();
+            }
+            Event::AskClient {
+                id,
+                line,
+                reply,
+                seq,
+            } => self.on_ask(id, line, reply, seq, deadline.is_some()),
+            Event::AskWithdrawn { id } => self.on_ask_withdrawn(id),
+            Event::Notify {
+                id,
+                seq,
+                line,
+                credited,
+            } => {
+                if credited {
+                    let _ = self.publish_credits.try_recv();
+                }
+                // Nothing is written for a request no longer in flight.
+                if self.in_flight.is_current(&id, seq) {
+                    self.write(&line);
+                }
+            }
+        }
+    }
+
+    /// Past the grace period (or with the output gone): cancel what is
+    /// left, tell the client, flush.
+    fn shut_down(&mut self) -> Result<(), Error> {
+        self.close_all_subscriptions();
+        let left: Vec<(RequestId, Entry)> = self.in_flight.drain().collect();
+        for (id, entry) in left {
+            entry.token.cancel();
+            let error =
+                ErrorObject::internal_error("the server shut down before the request finished");
+            self.write_error_line(Some(&id), &error);
+        }
+        self.waiting.clear();
+        self.flush();
+        match self.write_error.take() {
+            Some(e) => Err(Error::Io(e)),
+            None => Ok(()),
+        }
+    }
+}
