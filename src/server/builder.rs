@@ -2,7 +2,6 @@
 
 use std::collections::HashMap;
 use std::fmt;
-use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
@@ -41,6 +40,13 @@ pub struct ServerBuilder {
     accept_uri: Option<Arc<AcceptUri>>,
     state_key: Option<[u8; 32]>,
     state_ttl: Duration,
+}
+
+impl Server {
+    /// Starts building a server that calls itself `name` at `version`.
+    pub fn builder(name: &str, version: &str) -> ServerBuilder {
+        ServerBuilder::new(name, version)
+    }
 }
 
 impl fmt::Debug for ServerBuilder {
@@ -405,9 +411,7 @@ impl ServerBuilder {
                 trace_limit: Mutex::default(),
                 accept_uri: self.accept_uri,
                 sealer: crate::server::mrtr::Sealer::new(self.state_key, self.state_ttl),
-                connections: Mutex::new(Vec::new()),
-                next_connection: AtomicU64::new(0),
-                stopped: AtomicBool::new(false),
+                connections: Arc::default(),
             }),
         }
     }

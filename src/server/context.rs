@@ -22,9 +22,9 @@ use serde_json::{Map, Value};
 
 use crate::jsonrpc::{ErrorObject, RequestId, encode_notification};
 use crate::server::cancel::CancelToken;
+use crate::server::event::Event;
 use crate::server::mrtr::Retry;
 use crate::server::request_meta::RequestMeta;
-use crate::server::serve::Event;
 use crate::server::{Notifier, Server};
 use crate::types::{
     CreateMessageResult, ElicitResult, InputResponses, ListRootsResult, LoggingLevel,

@@ -7,14 +7,17 @@
 
 mod builder;
 pub(crate) mod cancel;
+pub(crate) mod connections;
 pub(crate) mod context;
 pub(crate) mod dispatch;
+pub(crate) mod event;
 pub(crate) mod handlers;
 pub(crate) mod heap;
 pub(crate) mod in_flight;
 pub(crate) mod legacy;
 pub(crate) mod meta;
 pub(crate) mod mrtr;
+pub(crate) mod notifier;
 pub(crate) mod pool;
 pub(crate) mod reader;
 pub(crate) mod registry;
@@ -26,11 +29,9 @@ pub(crate) mod work;
 
 use std::collections::HashMap;
 use std::fmt;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
-use crossbeam_channel::Sender;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
@@ -38,23 +39,20 @@ pub use builder::ServerBuilder;
 pub use cancel::CancelToken;
 pub use context::RequestContext;
 pub use handlers::ResourceRequest;
+pub use notifier::Notifier;
 pub use request_meta::RequestMeta;
-pub use subscriptions::Notifier;
 
-use crate::error::Error;
 use crate::jsonrpc::ErrorObject;
 use crate::note_limiter::NoteLimiter;
 use crate::outcome::{Outcome, PromptArguments, ToolOutcome};
-use crate::transport::Transport;
+use crate::types::CompletionReference;
 use crate::types::{
     CacheScope, GetPromptResult, Implementation, Prompt, PromptsCapability, ReadResourceResult,
     Resource, ResourceTemplate, ResourcesCapability, ServerCapabilities, Tool, ToolsCapability,
 };
-use crate::types::{CompletionReference, SubscriptionFilter};
+use connections::Connections;
 use handlers::{CompletionFn, MethodFn, ResourceFn, prompt_fn, resource_fn, typed_tool};
 use registry::Registry;
-use serve::Event;
-use subscriptions::Accepted;
 
 /// Caching hints put on discover, list and read results
 /// (spec 2026-07-28 server/utilities/caching).
@@ -101,21 +99,6 @@ pub(crate) struct Config {
 /// A hook that receives the server's diagnostic lines.
 pub(crate) type Trace = dyn Fn(&str) + Send + Sync;
 
-/// One connection being served, as the rest of the server sees it.
-#[derive(Clone)]
-pub(crate) struct ConnectionHandle {
-    pub key: u64,
-    pub inbox: Sender<Event>,
-    /// Taken by application threads for each event they publish, given
-    /// back by the owner as it handles the event: at most
-    /// `PUBLISH_CREDITS` events wait in the inbox, however fast they come.
-    pub publish_credits: Sender<()>,
-}
-
-/// How many published events may wait for one connection before a
-/// publishing thread blocks until the owner catches up.
-pub(crate) const PUBLISH_CREDITS: usize = 1024;
-
 /// A hook that decides whether a listen may subscribe to a resource URI.
 pub(crate) type AcceptUri = dyn Fn(&str) -> bool + Send + Sync;
 
@@ -137,9 +120,7 @@ pub(crate) struct Inner {
     /// Seals and opens `requestState` (multi round-trip requests).
     pub sealer: mrtr::Sealer,
     /// The connections being served, for stop and for published events.
-    connections: Mutex<Vec<ConnectionHandle>>,
-    next_connection: AtomicU64,
-    stopped: AtomicBool,
+    pub connections: Arc<Connections>,
 }
 
 /// An MCP server: cheap to clone, every clone is the same server.
@@ -178,38 +159,17 @@ impl StopHandle {
     /// the output is flushed and [`Server::serve`] returns. Stopping is
     /// final: a later `serve` on the same server returns at once.
     pub fn stop(&self) {
-        self.inner.stopped.store(true, Ordering::Release);
-        for connection in self.inner.connections() {
-            // A connection that is finishing has dropped its inbox already.
-            let _ = connection.inbox.send(Event::Stop);
-        }
+        self.inner.connections.stop();
     }
 }
 
+// `Server::builder` is in builder.rs and `Server::serve` in serve/mod.rs,
+// beside what they start.
 impl Server {
-    /// Starts building a server that calls itself `name` at `version`.
-    pub fn builder(name: &str, version: &str) -> ServerBuilder {
-        ServerBuilder::new(name, version)
-    }
-
-    /// Serves one connection: blocks until its input ends or
-    /// [`StopHandle::stop`] is called, then shuts down (see
-    /// [`ServerBuilder::shutdown_grace`]) and returns.
-    ///
-    /// The calling thread becomes the connection's owner: it writes every
-    /// output line and runs inline handlers. Several connections may be
-    /// served at once from different threads.
-    ///
-    /// Returns an error only when the output could not be written (the
-    /// client went away) or a thread could not be started.
-    pub fn serve(&self, transport: Transport) -> Result<(), Error> {
-        serve::serve(&self.inner, transport)
-    }
-
     /// A handle that publishes changes to open subscriptions.
     pub fn notifier(&self) -> Notifier {
         Notifier {
-            inner: Arc::clone(&self.inner),
+            connections: Arc::clone(&self.inner.connections),
         }
     }
 
@@ -326,61 +286,8 @@ impl Inner {
         limit.note(&*self.trace, line);
     }
 
-    pub(crate) fn is_stopped(&self) -> bool {
-        self.stopped.load(Ordering::Acquire)
-    }
-
     fn registry_mut(&self) -> std::sync::RwLockWriteGuard<'_, Registry> {
         self.registry.write().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// A key for a new connection.
-    pub(crate) fn next_connection_key(&self) -> u64 {
-        self.next_connection.fetch_add(1, Ordering::Relaxed)
-    }
-
-    /// Registers a connection being served; `disconnect` removes it.
-    pub(crate) fn connect(&self, handle: ConnectionHandle) {
-        self.connections
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(handle);
-    }
-
-    /// The connections being served right now. A copy, so that nobody
-    /// holds the lock while sending (a publisher may block on credits).
-    pub(crate) fn connections(&self) -> Vec<ConnectionHandle> {
-        self.connections
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
-    }
-
-    /// The part of a listen filter this server honours (spec 2026-07-28
-    /// basic/patterns/subscriptions, "Acknowledgment"): list changes of
-    /// the features it has, resource updates when it has resources, and of
-    /// those URIs the ones the application's hook accepts. Everything else
-    /// is left out, never echoed.
-    pub(crate) fn accept(&self, filter: SubscriptionFilter) -> Accepted {
-        let registry = self.registry.read().unwrap_or_else(|e| e.into_inner());
-        let asked = |flag: Option<bool>| flag == Some(true);
-        let mut accepted = Accepted {
-            tools: asked(filter.tools_list_changed) && registry.has_tools,
-            prompts: asked(filter.prompts_list_changed) && registry.has_prompts,
-            resources: asked(filter.resources_list_changed) && registry.has_resources,
-            ..Accepted::default()
-        };
-        if registry.has_resources {
-            // A set for the duplicates: a scan per URI is quadratic in a
-            // long list.
-            let mut seen = std::collections::HashSet::new();
-            for uri in filter.resource_subscriptions.into_iter().flatten() {
-                if self.accepts_uri(&uri) && seen.insert(uri.clone()) {
-                    accepted.uris.push(uri);
-                }
-            }
-        }
-        accepted
     }
 
     /// Whether a subscription may name `uri` (the application's
@@ -411,13 +318,6 @@ impl Inner {
             }
             _ => Ok(()),
         }
-    }
-
-    pub(crate) fn disconnect(&self, key: u64) {
-        self.connections
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .retain(|c| c.key != key);
     }
 
     /// Capabilities derived from what is registered: what is advertised is

@@ -17,7 +17,7 @@ use std::time::Duration;
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 
 use crate::server::context::RequestContext;
-use crate::server::serve::Event;
+use crate::server::event::Event;
 use crate::server::work::{Work, run};
 
 /// How long a thread beyond the warm ones waits for work before it exits.

@@ -13,7 +13,7 @@ use crossbeam_channel::{Receiver, Sender};
 use crate::envelope_scan::Envelope;
 use crate::incoming::{Incoming, classify};
 use crate::jsonrpc::ErrorObject;
-use crate::server::serve::Event;
+use crate::server::event::Event;
 use crate::transport::{Line, read_line, too_long_error};
 
 /// How far the reader may read ahead of the owner: at most `lines` lines

@@ -1,6 +1,7 @@
 //! `subscriptions/listen`: the subscription table each connection's owner
-//! thread keeps, and the [`Notifier`] applications publish changes through
-//! (spec 2026-07-28 basic/patterns/subscriptions).
+//! thread keeps, and the lines it writes for it (the acknowledgment, the
+//! tagged notifications, the final result; spec 2026-07-28
+//! basic/patterns/subscriptions).
 //!
 //! Why the owner holds the table: the acknowledgment must be the first
 //! message that carries a subscription's id, a cancelled subscription must
@@ -12,167 +13,13 @@
 //! removes the entry before anything later is looked at.
 
 use std::collections::{BTreeMap, HashMap};
-use std::fmt;
-use std::sync::Arc;
 
 use serde::Serialize;
 use serde_json::Value;
 
 use crate::jsonrpc::RequestId;
-use crate::server::Inner;
-use crate::server::serve::Event;
+use crate::server::event::ServerEvent;
 use crate::types::{SubscriptionFilter, meta_key, method};
-
-/// What the application published, or asked of the open subscriptions.
-#[derive(Debug, Clone)]
-pub(crate) enum ServerEvent {
-    ToolsListChanged,
-    PromptsListChanged,
-    ResourcesListChanged,
-    ResourceUpdated(Arc<str>),
-    /// End every open subscription gracefully.
-    CloseAll,
-    /// End the subscriptions with this id gracefully.
-    Close(RequestId),
-}
-
-/// Publishes changes to every open subscription that asked for them, on
-/// every connection the server is serving. Cheap to clone; use it from any
-/// thread.
-///
-/// ```
-/// # use mcp_stdio::Server;
-/// let server = Server::builder("files", "1.0.0").build();
-/// let notifier = server.notifier();
-/// std::thread::spawn(move || {
-///     // ... a file changed:
-///     notifier.resource_updated("file:///etc/motd");
-/// });
-/// ```
-#[derive(Clone)]
-pub struct Notifier {
-    pub(crate) inner: Arc<Inner>,
-}
-
-impl fmt::Debug for Notifier {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Notifier").finish_non_exhaustive()
-    }
-}
-
-impl Notifier {
-    /// Sends `notifications/tools/list_changed` to the subscriptions that
-    /// asked for `toolsListChanged`.
-    pub fn tools_list_changed(&self) {
-        self.publish(ServerEvent::ToolsListChanged);
-    }
-
-    /// Sends `notifications/prompts/list_changed` to the subscriptions that
-    /// asked for `promptsListChanged`.
-    pub fn prompts_list_changed(&self) {
-        self.publish(ServerEvent::PromptsListChanged);
-    }
-
-    /// Sends `notifications/resources/list_changed` to the subscriptions
-    /// that asked for `resourcesListChanged`.
-    pub fn resources_list_changed(&self) {
-        self.publish(ServerEvent::ResourcesListChanged);
-    }
-
-    /// Sends `notifications/resources/updated` for `uri` to the
-    /// subscriptions whose accepted `resourceSubscriptions` name it.
-    pub fn resource_updated(&self, uri: &str) {
-        self.publish(ServerEvent::ResourceUpdated(uri.into()));
-    }
-
-    /// Ends every open subscription gracefully: each listen request gets its
-    /// final result.
-    pub fn close_subscriptions(&self) {
-        self.publish(ServerEvent::CloseAll);
-    }
-
-    /// Ends the subscription opened by the listen request `id` gracefully
-    /// (on every connection that has one with that id).
-    pub fn close_subscription(&self, id: &RequestId) {
-        self.publish(ServerEvent::Close(id.clone()));
-    }
-
-    fn publish(&self, event: ServerEvent) {
-        for connection in self.inner.connections() {
-            if inline::capture(connection.key, &event) {
-                // Published by an inline handler of this very connection:
-                // its owner applies it as soon as the handler returns.
-                continue;
-            }
-            // An owner thread must never wait on an inbox (its own or, when
-            // the owner of another connection blocks writing, someone
-            // else's); every other thread takes a credit and may wait.
-            let credited = !inline::is_running() && connection.publish_credits.send(()).is_ok();
-            // A connection that is finishing has dropped its inbox already.
-            let _ = connection.inbox.send(Event::Publish {
-                event: event.clone(),
-                credited,
-            });
-        }
-    }
-}
-
-/// Events published by an inline handler, which runs on its connection's
-/// owner thread.
-///
-/// Why a thread-local: the owner must never wait on its own inbox, and an
-/// event an inline handler publishes should take effect before anything
-/// the client sends later is read (an `end_listen` followed by a new
-/// listen must not close the new one). So while an inline handler runs,
-/// the owner marks its thread, and events published for that connection
-/// are collected here instead of queued; the owner applies them the moment
-/// the handler returns, before its reply.
-pub(crate) mod inline {
-    use std::cell::RefCell;
-
-    use super::ServerEvent;
-
-    thread_local! {
-        static RUNNING: RefCell<Option<(u64, Vec<ServerEvent>)>> = const { RefCell::new(None) };
-    }
-
-    /// Runs an inline handler for connection `key`; returns its result and
-    /// the events it published for that connection.
-    pub fn run<R>(key: u64, handler: impl FnOnce() -> R) -> (R, Vec<ServerEvent>) {
-        struct Reset;
-        impl Drop for Reset {
-            fn drop(&mut self) {
-                RUNNING.with(|running| running.borrow_mut().take());
-            }
-        }
-        RUNNING.with(|running| *running.borrow_mut() = Some((key, Vec::new())));
-        let reset = Reset;
-        let res = handler();
-        let events = RUNNING
-            .with(|running| running.borrow_mut().take())
-            .map(|(_, events)| events)
-            .unwrap_or_default();
-        drop(reset);
-        (res, events)
-    }
-
-    /// Whether an inline handler runs on this thread.
-    pub fn is_running() -> bool {
-        RUNNING.with(|running| running.borrow().is_some())
-    }
-
-    /// Collects `event` if an inline handler of connection `key` runs on
-    /// this thread.
-    pub fn capture(key: u64, event: &ServerEvent) -> bool {
-        RUNNING.with(|running| match &mut *running.borrow_mut() {
-            Some((running_key, events)) if *running_key == key => {
-                events.push(event.clone());
-                true
-            }
-            _ => false,
-        })
-    }
-}
 
 /// The notification types one subscription gets: what it asked for, less
 /// what the server does not offer.

@@ -49,7 +49,34 @@ pub(super) fn prepare_listen(req: &Request<'_>) -> Result<Accepted, ErrorObject>
         ))
         .with_data(json!({ "limit": max })));
     }
-    Ok(req.inner.accept(filter))
+    Ok(accept(req.inner, filter))
+}
+
+/// The part of a listen filter this server honours (spec 2026-07-28
+/// basic/patterns/subscriptions, "Acknowledgment"): list changes of
+/// the features it has, resource updates when it has resources, and of
+/// those URIs the ones the application's hook accepts. Everything else
+/// is left out, never echoed.
+fn accept(inner: &Inner, filter: SubscriptionFilter) -> Accepted {
+    let registry = inner.registry.read().unwrap_or_else(|e| e.into_inner());
+    let asked = |flag: Option<bool>| flag == Some(true);
+    let mut accepted = Accepted {
+        tools: asked(filter.tools_list_changed) && registry.has_tools,
+        prompts: asked(filter.prompts_list_changed) && registry.has_prompts,
+        resources: asked(filter.resources_list_changed) && registry.has_resources,
+        ..Accepted::default()
+    };
+    if registry.has_resources {
+        // A set for the duplicates: a scan per URI is quadratic in a
+        // long list.
+        let mut seen = std::collections::HashSet::new();
+        for uri in filter.resource_subscriptions.into_iter().flatten() {
+            if inner.accepts_uri(&uri) && seen.insert(uri.clone()) {
+                accepted.uris.push(uri);
+            }
+        }
+    }
+    accepted
 }
 
 /// `server/discover`: inline, from what is registered.

@@ -30,27 +30,15 @@ use serde_json::{Map, Value};
 use crate::jsonrpc::{ErrorObject, RequestId, encode_error, encode_request, error_code};
 use crate::server::Inner;
 use crate::server::context::{RequestContext, Sink};
+use crate::server::event::{AskFailed, AskReply, Event};
 use crate::server::legacy::{LegacySession, downgrade};
 use crate::server::reply::Reply;
-use crate::server::serve::Event;
 use crate::server::work::{self, Job, Work};
 use crate::types::method;
 
 /// How many times one request may ask before it gives up (the client's
 /// own default for multi round-trip requests is the same).
 const MAX_ROUNDS: usize = 8;
-
-/// What a client sent back for one ask.
-pub(crate) type AskReply = Result<Box<RawValue>, AskFailed>;
-
-/// Why an ask got no answer.
-pub(crate) enum AskFailed {
-    /// The client answered with this error.
-    Client(ErrorObject),
-    /// The server did not send the ask: too many requests already wait for
-    /// this client's answers.
-    Refused(ErrorObject),
-}
 
 /// Whether a request of `method` may need input from the client.
 pub(crate) fn may_ask(method: &str) -> bool {

@@ -16,8 +16,8 @@ use serde_json::value::RawValue;
 
 use super::Owner;
 use crate::jsonrpc::{ErrorObject, RequestId, encode_notification};
-use crate::server::legacy::{self, AskFailed, AskReply, LegacyRequest};
-use crate::server::subscriptions::ServerEvent;
+use crate::server::event::{AskFailed, AskReply, ServerEvent};
+use crate::server::legacy::{self, LegacyRequest};
 use crate::types::method;
 
 impl Owner {

@@ -31,65 +31,45 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 
 use crate::error::Error;
-use crate::incoming::Incoming;
 use crate::jsonrpc::{ErrorObject, RequestId};
 use crate::server::cancel::CancelToken;
+use crate::server::connections::{ConnectionHandle, PUBLISH_CREDITS};
+use crate::server::context::RequestContext;
+use crate::server::event::AskReply;
+use crate::server::event::Event;
 use crate::server::heap;
 use crate::server::in_flight::{Entry, InFlight};
-use crate::server::legacy::{AskReply, LegacySession};
+use crate::server::legacy::LegacySession;
 use crate::server::pool::Pool;
 use crate::server::reader;
-use crate::server::subscriptions::{ServerEvent, SubscriptionTable};
-use crate::server::{ConnectionHandle, Inner, PUBLISH_CREDITS};
+use crate::server::subscriptions::SubscriptionTable;
+use crate::server::work::Work;
+use crate::server::{Inner, Server};
 use crate::transport::Transport;
-use requests::Waiting;
 
 mod legacy_client;
 mod output;
 mod publish;
 mod requests;
 
-/// Everything the owner thread reacts to, in arrival order.
-pub(crate) enum Event {
-    /// A line from the reader, and its size (it holds one read-ahead
-    /// credit and that many bytes).
-    Line(Incoming, usize),
-    /// The input ended (or failed).
-    Eof,
-    /// A pooled request finished with this response line.
-    Done {
-        id: RequestId,
-        seq: u64,
-        line: Vec<u8>,
-    },
-    /// A pooled request sent a request-scoped notification.
-    /// `credited`: the handler took a publish credit for it.
-    Notify {
-        id: RequestId,
-        seq: u64,
-        line: Vec<u8>,
-        credited: bool,
-    },
-    /// [`crate::StopHandle::stop`] was called.
-    Stop,
-    /// A legacy request's handler asks the client for input: write this
-    /// request to the client and hand its response to `reply`.
-    AskClient {
-        id: RequestId,
-        line: Vec<u8>,
-        reply: Sender<AskReply>,
-        /// The sequence number of the request that asks.
-        seq: u64,
-    },
-    /// The request that made this ask was cancelled: cancel it at the client.
-    AskWithdrawn { id: RequestId },
-    /// The application published a change, or closes subscriptions.
-    /// `credited`: the publisher took a publish credit for it.
-    Publish { event: ServerEvent, credited: bool },
+impl Server {
+    /// Serves one connection: blocks until its input ends or
+    /// [`StopHandle::stop`] is called, then shuts down (see
+    /// [`ServerBuilder::shutdown_grace`]) and returns.
+    ///
+    /// The calling thread becomes the connection's owner: it writes every
+    /// output line and runs inline handlers. Several connections may be
+    /// served at once from different threads.
+    ///
+    /// Returns an error only when the output could not be written (the
+    /// client went away) or a thread could not be started.
+    pub fn serve(&self, transport: Transport) -> Result<(), Error> {
+        serve(&self.inner, transport)
+    }
 }
 
 /// Serves one connection until its input ends or a stop is requested.
-pub(crate) fn serve(inner: &Arc<Inner>, transport: Transport) -> Result<(), Error> {
+fn serve(inner: &Arc<Inner>, transport: Transport) -> Result<(), Error> {
     let config = &inner.config;
     let (reader, writer) = transport.into_parts();
     let (inbox_tx, inbox) = crossbeam_channel::unbounded();
@@ -98,10 +78,10 @@ pub(crate) fn serve(inner: &Arc<Inner>, transport: Transport) -> Result<(), Erro
         config.queue_limit,
         config.queue_bytes,
     ));
-    let key = inner.next_connection_key();
+    let key = inner.connections.next_key();
     // Capacity = how many published events may wait in the inbox.
     let (credit, publish_credits) = crossbeam_channel::bounded(PUBLISH_CREDITS);
-    inner.connect(ConnectionHandle {
+    inner.connections.connect(ConnectionHandle {
         key,
         inbox: inbox_tx.clone(),
         publish_credits: credit.clone(),
@@ -145,7 +125,7 @@ pub(crate) fn serve(inner: &Arc<Inner>, transport: Transport) -> Result<(), Erro
         worked: false,
     };
     let res = owner.run(&inbox);
-    inner.disconnect(key);
+    inner.connections.disconnect(key);
     res
 }
 
@@ -188,6 +168,15 @@ struct Owner {
     worked: bool,
 }
 
+/// A pooled request waiting for a free slot.
+struct Waiting {
+    ctx: RequestContext,
+    seq: u64,
+    work: Work,
+    /// The size of its line, released when it starts.
+    bytes: usize,
+}
+
 /// How long the inbox stays empty before freed memory goes back to the
 /// system.
 const IDLE: Duration = Duration::from_millis(250);
@@ -197,7 +186,7 @@ impl Owner {
     /// input ended (or a stop) and nothing is in flight, the grace period
     /// ran out, or the output failed.
     fn run(&mut self, inbox: &Receiver<Event>) -> Result<(), Error> {
-        if self.inner.is_stopped() {
+        if self.inner.connections.is_stopped() {
             return Ok(());
         }
         let mut deadline: Option<Instant> = None;

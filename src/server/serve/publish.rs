@@ -6,7 +6,8 @@ use std::io::Write;
 
 use super::Owner;
 use crate::jsonrpc::RequestId;
-use crate::server::subscriptions::{ServerEvent, Template, encode_final};
+use crate::server::event::ServerEvent;
+use crate::server::subscriptions::{Template, encode_final};
 
 impl Owner {
     /// Delivers a published event to every subscription that asked for it,

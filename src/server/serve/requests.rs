@@ -10,27 +10,19 @@ use serde::Deserialize;
 use serde_json::json;
 use serde_json::value::RawValue;
 
-use super::Owner;
+use super::{Owner, Waiting};
 use crate::incoming::Incoming;
 use crate::jsonrpc::{ErrorObject, RequestId};
 use crate::server::Server;
 use crate::server::cancel::CancelToken;
+use crate::server::connections::inline;
 use crate::server::context::{RequestContext, Sink};
 use crate::server::dispatch::{Prepared, prepare};
 use crate::server::in_flight::Entry;
 use crate::server::pool::PoolJob;
-use crate::server::subscriptions::{Accepted, encode_ack, inline};
-use crate::server::work::{Job, Work, run};
+use crate::server::subscriptions::{Accepted, encode_ack};
+use crate::server::work::{Job, run};
 use crate::types::method;
-
-/// A pooled request waiting for a free slot.
-pub(super) struct Waiting {
-    ctx: RequestContext,
-    seq: u64,
-    work: Work,
-    /// The size of its line, released when it starts.
-    bytes: usize,
-}
 
 impl Owner {
     /// One line from the reader, of `bytes` bytes. Its read-ahead credit

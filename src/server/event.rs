@@ -1,0 +1,77 @@
+//! What reaches a connection's owner thread through its inbox, in arrival
+//! order: the reader's lines, pooled requests' replies and notifications,
+//! the application's published changes, stops, and a legacy request's
+//! asks. One inbox for all of them keeps their order, which the owner's
+//! guarantees rest on (see `serve`).
+
+use std::sync::Arc;
+
+use crossbeam_channel::Sender;
+use serde_json::value::RawValue;
+
+use crate::incoming::Incoming;
+use crate::jsonrpc::{ErrorObject, RequestId};
+
+/// Everything the owner thread reacts to, in arrival order.
+pub(crate) enum Event {
+    /// A line from the reader, and its size (it holds one read-ahead
+    /// credit and that many bytes).
+    Line(Incoming, usize),
+    /// The input ended (or failed).
+    Eof,
+    /// A pooled request finished with this response line.
+    Done {
+        id: RequestId,
+        seq: u64,
+        line: Vec<u8>,
+    },
+    /// A pooled request sent a request-scoped notification.
+    /// `credited`: the handler took a publish credit for it.
+    Notify {
+        id: RequestId,
+        seq: u64,
+        line: Vec<u8>,
+        credited: bool,
+    },
+    /// [`crate::StopHandle::stop`] was called.
+    Stop,
+    /// A legacy request's handler asks the client for input: write this
+    /// request to the client and hand its response to `reply`.
+    AskClient {
+        id: RequestId,
+        line: Vec<u8>,
+        reply: Sender<AskReply>,
+        /// The sequence number of the request that asks.
+        seq: u64,
+    },
+    /// The request that made this ask was cancelled: cancel it at the client.
+    AskWithdrawn { id: RequestId },
+    /// The application published a change, or closes subscriptions.
+    /// `credited`: the publisher took a publish credit for it.
+    Publish { event: ServerEvent, credited: bool },
+}
+
+/// What the application published, or asked of the open subscriptions.
+#[derive(Debug, Clone)]
+pub(crate) enum ServerEvent {
+    ToolsListChanged,
+    PromptsListChanged,
+    ResourcesListChanged,
+    ResourceUpdated(Arc<str>),
+    /// End every open subscription gracefully.
+    CloseAll,
+    /// End the subscriptions with this id gracefully.
+    Close(RequestId),
+}
+
+/// What a client sent back for one ask.
+pub(crate) type AskReply = Result<Box<RawValue>, AskFailed>;
+
+/// Why an ask got no answer.
+pub(crate) enum AskFailed {
+    /// The client answered with this error.
+    Client(ErrorObject),
+    /// The server did not send the ask: too many requests already wait for
+    /// this client's answers.
+    Refused(ErrorObject),
+}

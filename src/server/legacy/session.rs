@@ -1,0 +1,173 @@
+//! A legacy client's session, and the requests only the legacy era has:
+//! `initialize` opens it, `logging/setLevel` and `resources/subscribe`
+//! change it, `ping` is answered at any time.
+
+use std::collections::HashSet;
+
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+
+use crate::jsonrpc::ErrorObject;
+use crate::server::Inner;
+use crate::server::request_meta::RequestMeta;
+use crate::types::{LoggingLevel, ProgressToken, method};
+use crate::version::LEGACY_VERSIONS;
+
+/// A legacy client's session: what its `initialize` established, and what
+/// it set since.
+#[derive(Debug, Clone)]
+pub(crate) struct LegacySession {
+    pub version: String,
+    pub client_capabilities: Map<String, Value>,
+    pub client_info: Option<crate::types::Implementation>,
+    /// `notifications/initialized` arrived: list changes may be sent.
+    pub initialized: bool,
+    /// `logging/setLevel`, for the whole connection.
+    pub log_level: Option<LoggingLevel>,
+    /// `resources/subscribe`, for the whole connection.
+    pub subscribed: HashSet<String>,
+}
+
+/// What a legacy-only request asks of the owner.
+#[derive(Debug)]
+pub(crate) enum LegacyRequest {
+    /// `ping` (2025-11-25 basic/utilities/ping: answered at any time, an
+    /// empty result).
+    Ping,
+    Initialize(Box<LegacySession>),
+    SetLevel(LoggingLevel),
+    Subscribe(String),
+    Unsubscribe(String),
+}
+
+impl LegacySession {
+    /// The request metadata a legacy request stands for: the session's
+    /// version, capabilities and log level, and its own progress token.
+    pub fn meta(&self, progress_token: Option<ProgressToken>) -> RequestMeta {
+        RequestMeta {
+            protocol_version: self.version.clone(),
+            client_capabilities: self.client_capabilities.clone(),
+            client_info: self.client_info.clone(),
+            log_level: self.log_level,
+            progress_token,
+            raw: None,
+        }
+    }
+}
+
+/// Reads an `initialize` request (2025-11-25 basic/lifecycle): the answer
+/// is the requested version if this server speaks it, otherwise its newest
+/// legacy version.
+pub(crate) fn initialize(params: &str) -> Result<LegacySession, ErrorObject> {
+    #[derive(Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Params {
+        protocol_version: String,
+        #[serde(default)]
+        capabilities: Map<String, Value>,
+        #[serde(default)]
+        client_info: Option<crate::types::Implementation>,
+    }
+    let params: Params = serde_json::from_str(params)
+        .map_err(|e| ErrorObject::invalid_params(format!("invalid initialize params: {e}")))?;
+    let version = if LEGACY_VERSIONS.contains(&params.protocol_version.as_str()) {
+        params.protocol_version
+    } else {
+        LEGACY_VERSIONS[0].to_owned()
+    };
+    Ok(LegacySession {
+        version,
+        client_capabilities: params.capabilities,
+        client_info: params.client_info,
+        initialized: false,
+        log_level: None,
+        subscribed: HashSet::new(),
+    })
+}
+
+/// The `InitializeResult` for a session.
+pub(crate) fn initialize_result(inner: &Inner, session: &LegacySession) -> Value {
+    let mut result = json!({
+        "protocolVersion": session.version,
+        "capabilities": inner.capabilities(),
+        "serverInfo": inner.info,
+    });
+    if let Some(instructions) = &inner.instructions {
+        result["instructions"] = json!(instructions);
+    }
+    result
+}
+
+/// `logging/setLevel` params.
+pub(crate) fn set_level(params: &str) -> Result<LoggingLevel, ErrorObject> {
+    #[derive(Deserialize)]
+    struct Params {
+        level: LoggingLevel,
+    }
+    serde_json::from_str::<Params>(params)
+        .map(|p| p.level)
+        .map_err(|e| ErrorObject::invalid_params(format!("invalid logging/setLevel params: {e}")))
+}
+
+/// `resources/subscribe` and `resources/unsubscribe` params.
+pub(crate) fn subscription_uri(params: &str) -> Result<String, ErrorObject> {
+    #[derive(Deserialize)]
+    struct Params {
+        uri: String,
+    }
+    serde_json::from_str::<Params>(params)
+        .map(|p| p.uri)
+        .map_err(|e| {
+            ErrorObject::invalid_params(format!("a resource subscription needs a uri: {e}"))
+        })
+}
+
+/// The requests only the legacy era has, for a request without modern
+/// `_meta`: `initialize` and `ping` at any time, the others within a
+/// session (and `subscriptions/listen`, which that era lacks, is not
+/// found). `None`: a request both eras have.
+pub(crate) fn session_request(
+    inner: &Inner,
+    method: &str,
+    params: &str,
+    session: Option<&LegacySession>,
+) -> Option<Result<LegacyRequest, ErrorObject>> {
+    match method {
+        "initialize" => {
+            return Some(initialize(params).map(|s| LegacyRequest::Initialize(Box::new(s))));
+        }
+        "ping" => return Some(Ok(LegacyRequest::Ping)),
+        _ => {}
+    }
+    session?;
+    let has_resources = inner
+        .registry
+        .read()
+        .unwrap_or_else(|e| e.into_inner())
+        .has_resources;
+    Some(match method {
+        "logging/setLevel" => set_level(params).map(LegacyRequest::SetLevel),
+        "resources/subscribe" if has_resources => {
+            subscription_uri(params).map(LegacyRequest::Subscribe)
+        }
+        "resources/unsubscribe" if has_resources => {
+            subscription_uri(params).map(LegacyRequest::Unsubscribe)
+        }
+        method::SUBSCRIPTIONS_LISTEN => Err(ErrorObject::method_not_found(method)),
+        _ => return None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn versions_are_negotiated() {
+        let s = initialize(r#"{"protocolVersion":"2025-03-26","capabilities":{},"clientInfo":{"name":"c","version":"1"}}"#).unwrap();
+        assert_eq!(s.version, "2025-03-26");
+        let s = initialize(r#"{"protocolVersion":"1999-01-01"}"#).unwrap();
+        assert_eq!(s.version, "2025-11-25");
+        assert!(initialize(r#"{}"#).is_err());
+    }
+}

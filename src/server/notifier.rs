@@ -1,0 +1,75 @@
+//! [`Notifier`]: how the application publishes changes to the open
+//! subscriptions (spec 2026-07-28 basic/patterns/subscriptions).
+
+use std::fmt;
+use std::sync::Arc;
+
+use crate::jsonrpc::RequestId;
+use crate::server::connections::Connections;
+use crate::server::event::ServerEvent;
+
+/// Publishes changes to every open subscription that asked for them, on
+/// every connection the server is serving. Cheap to clone; use it from any
+/// thread.
+///
+/// ```
+/// # use mcp_stdio::Server;
+/// let server = Server::builder("files", "1.0.0").build();
+/// let notifier = server.notifier();
+/// std::thread::spawn(move || {
+///     // ... a file changed:
+///     notifier.resource_updated("file:///etc/motd");
+/// });
+/// ```
+#[derive(Clone)]
+pub struct Notifier {
+    pub(crate) connections: Arc<Connections>,
+}
+
+impl fmt::Debug for Notifier {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Notifier").finish_non_exhaustive()
+    }
+}
+
+impl Notifier {
+    /// Sends `notifications/tools/list_changed` to the subscriptions that
+    /// asked for `toolsListChanged`.
+    pub fn tools_list_changed(&self) {
+        self.publish(ServerEvent::ToolsListChanged);
+    }
+
+    /// Sends `notifications/prompts/list_changed` to the subscriptions that
+    /// asked for `promptsListChanged`.
+    pub fn prompts_list_changed(&self) {
+        self.publish(ServerEvent::PromptsListChanged);
+    }
+
+    /// Sends `notifications/resources/list_changed` to the subscriptions
+    /// that asked for `resourcesListChanged`.
+    pub fn resources_list_changed(&self) {
+        self.publish(ServerEvent::ResourcesListChanged);
+    }
+
+    /// Sends `notifications/resources/updated` for `uri` to the
+    /// subscriptions whose accepted `resourceSubscriptions` name it.
+    pub fn resource_updated(&self, uri: &str) {
+        self.publish(ServerEvent::ResourceUpdated(uri.into()));
+    }
+
+    /// Ends every open subscription gracefully: each listen request gets its
+    /// final result.
+    pub fn close_subscriptions(&self) {
+        self.publish(ServerEvent::CloseAll);
+    }
+
+    /// Ends the subscription opened by the listen request `id` gracefully
+    /// (on every connection that has one with that id).
+    pub fn close_subscription(&self, id: &RequestId) {
+        self.publish(ServerEvent::Close(id.clone()));
+    }
+
+    fn publish(&self, event: ServerEvent) {
+        self.connections.publish(event);
+    }
+}
