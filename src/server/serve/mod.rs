@@ -54,8 +54,8 @@ mod requests;
 
 impl Server {
     /// Serves one connection: blocks until its input ends or
-    /// [`StopHandle::stop`] is called, then shuts down (see
-    /// [`ServerBuilder::shutdown_grace`]) and returns.
+    /// [`StopHandle::stop`](crate::StopHandle::stop) is called, then shuts down (see
+    /// [`ServerBuilder::shutdown_grace`](crate::ServerBuilder::shutdown_grace)) and returns.
     ///
     /// The calling thread becomes the connection's owner: it writes every
     /// output line and runs inline handlers. Several connections may be
