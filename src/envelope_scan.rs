@@ -131,21 +131,11 @@ impl EnvelopeScan {
                 Phase::Broken => return,
                 Phase::Start => {
                     bytes = rest;
-                    if self.bom < BOM.len() && b == BOM[self.bom] {
-                        self.bom += 1;
-                    } else if b == b'{' {
-                        self.phase = Phase::Object;
-                        self.depth = 1;
-                        self.expect_key = true;
-                    } else if !is_json_whitespace(b) {
-                        self.phase = Phase::Broken;
-                    }
+                    self.before_object(b);
                 }
                 Phase::Object => bytes = self.object(bytes),
                 Phase::Closed => {
-                    if !bytes.iter().copied().all(is_json_whitespace) {
-                        self.phase = Phase::Broken;
-                    }
+                    self.after_object(bytes);
                     return;
                 }
             }
@@ -160,101 +150,144 @@ impl EnvelopeScan {
         }
     }
 
+    /// Reads one byte before the object: a byte order mark, whitespace, or
+    /// the opening brace; anything else breaks the line.
+    fn before_object(&mut self, b: u8) {
+        if self.bom < BOM.len() && b == BOM[self.bom] {
+            self.bom += 1;
+        } else if b == b'{' {
+            self.phase = Phase::Object;
+            self.depth = 1;
+            self.expect_key = true;
+        } else if !is_json_whitespace(b) {
+            self.phase = Phase::Broken;
+        }
+    }
+
+    /// Reads bytes after the object closed: only whitespace may follow.
+    fn after_object(&mut self, bytes: &[u8]) {
+        if !bytes.iter().copied().all(is_json_whitespace) {
+            self.phase = Phase::Broken;
+        }
+    }
+
     /// Scans bytes inside the top-level object; returns what follows its
     /// closing brace (or nothing).
     fn object<'b>(&mut self, bytes: &'b [u8]) -> &'b [u8] {
         let mut i = 0;
-        while i < bytes.len() {
-            if self.in_string {
-                if self.escaped {
-                    self.escaped = false;
-                    self.keep(&bytes[i..=i]);
-                    i += 1;
-                    continue;
-                }
-                let rest = &bytes[i..];
-                let Some(at) = find_quote_or_backslash(rest) else {
-                    self.keep(rest);
-                    return &[];
-                };
-                if rest[at] == b'\\' {
-                    // The escaped byte goes with its backslash, when the
-                    // chunk has it.
-                    match rest.get(at + 1) {
-                        Some(_) => {
-                            self.keep(&rest[..at + 2]);
-                            i += at + 2;
-                        }
-                        None => {
-                            self.keep(rest);
-                            self.escaped = true;
-                            return &[];
-                        }
-                    }
-                } else {
-                    self.keep(&rest[..=at]);
-                    i += at + 1;
-                    self.in_string = false;
-                    if self.in_key {
-                        self.in_key = false;
-                        self.end_key();
-                    }
-                }
-                continue;
+        while i < bytes.len() && self.phase == Phase::Object {
+            i += if self.in_string {
+                self.string(&bytes[i..])
+            } else {
+                self.outside_string(&bytes[i..])
+            };
+        }
+        &bytes[i..]
+    }
+
+    /// Reads string bytes from the start of `rest`, up to and including the
+    /// closing quote; returns how many it read (all of them when the string
+    /// goes on past the chunk).
+    fn string(&mut self, rest: &[u8]) -> usize {
+        if self.escaped {
+            self.escaped = false;
+            self.keep(&rest[..1]);
+            return 1;
+        }
+        let Some(at) = find_quote_or_backslash(rest) else {
+            self.keep(rest);
+            return rest.len();
+        };
+        if rest[at] == b'\\' {
+            // The escaped byte goes with its backslash, when the chunk has
+            // it.
+            if at + 1 < rest.len() {
+                self.keep(&rest[..at + 2]);
+                return at + 2;
             }
-            let b = bytes[i];
-            i += 1;
-            match b {
-                b'"' => {
-                    self.in_string = true;
-                    if self.depth == 1 && self.expect_key {
-                        self.expect_key = false;
-                        self.in_key = true;
-                        self.key.clear();
-                    }
-                    self.keep(&[b]);
-                }
-                b'{' | b'[' => {
-                    self.depth += 1;
-                    self.keep(&[b]);
-                }
-                b'}' | b']' if self.depth == 1 => {
-                    if b == b']' {
-                        self.phase = Phase::Broken;
-                        return &[];
-                    }
-                    self.end_value();
-                    self.depth = 0;
-                    self.phase = Phase::Closed;
-                    return &bytes[i..];
-                }
-                b'}' | b']' => {
-                    self.depth -= 1;
-                    self.keep(&[b]);
-                }
-                b',' if self.depth == 1 => {
-                    self.end_value();
-                    self.expect_key = true;
-                }
-                b':' if self.depth == 1 => {
-                    if self.member == Member::Id {
-                        self.capturing = true;
-                        self.value.clear();
-                        self.value_too_long = false;
-                    }
-                }
-                _ if self.capturing => self.keep(&[b]),
-                // Numbers, literals, whitespace, and separators below the
-                // top level: skip to the next byte that can matter.
-                _ => {
-                    i += bytes[i..]
-                        .iter()
-                        .position(|&c| STRUCTURAL[usize::from(c)])
-                        .unwrap_or(bytes.len() - i);
-                }
+            self.keep(rest);
+            self.escaped = true;
+            return rest.len();
+        }
+        self.keep(&rest[..=at]);
+        self.end_string();
+        at + 1
+    }
+
+    /// Reads bytes outside strings from the start of `rest`: one byte that
+    /// changes what the scan is reading, or a run of bytes that change
+    /// nothing; returns how many it read (all of them when the line broke).
+    fn outside_string(&mut self, rest: &[u8]) -> usize {
+        let b = rest[0];
+        match b {
+            b'"' => self.start_string(),
+            b'{' | b'[' => {
+                self.depth += 1;
+                self.keep(&[b]);
+            }
+            b']' if self.depth == 1 => {
+                self.phase = Phase::Broken;
+                return rest.len();
+            }
+            b'}' if self.depth == 1 => self.close_object(),
+            b'}' | b']' => {
+                self.depth -= 1;
+                self.keep(&[b]);
+            }
+            b',' if self.depth == 1 => {
+                self.end_value();
+                self.expect_key = true;
+            }
+            b':' if self.depth == 1 => self.start_value(),
+            _ if self.capturing => self.keep(&[b]),
+            // Numbers, literals, whitespace, and separators below the top
+            // level: skip to the next byte that can matter.
+            _ => {
+                return 1 + rest[1..]
+                    .iter()
+                    .position(|&c| STRUCTURAL[usize::from(c)])
+                    .unwrap_or(rest.len() - 1);
             }
         }
-        &[]
+        1
+    }
+
+    /// An opening quote: a string starts, and at the top level where a key
+    /// is expected, it is a key.
+    fn start_string(&mut self) {
+        self.in_string = true;
+        if self.depth == 1 && self.expect_key {
+            self.expect_key = false;
+            self.in_key = true;
+            self.key.clear();
+        }
+        self.keep(b"\"");
+    }
+
+    /// A closing quote: the string ended, and with it the key if it was one.
+    fn end_string(&mut self) {
+        self.in_string = false;
+        if self.in_key {
+            self.in_key = false;
+            self.end_key();
+        }
+    }
+
+    /// A colon at the top level: the value of the member starts, and the
+    /// value of `id` is kept.
+    fn start_value(&mut self) {
+        if self.member == Member::Id {
+            self.capturing = true;
+            self.value.clear();
+            self.value_too_long = false;
+        }
+    }
+
+    /// The closing brace of the top-level object: the last value ended.
+    fn close_object(&mut self) {
+        self.end_value();
+        self.depth = 0;
+        self.phase = Phase::Closed;
     }
 
     /// Keeps bytes of the key or of the id value being read.

@@ -67,119 +67,134 @@ pub(crate) fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<&'de Raw
     <&RawValue>::deserialize(d).map(Some)
 }
 
-/// Classifies one line (without its newline).
+/// Classifies one line (without its newline). The checks run in this order,
+/// and the first that fails decides the error a malformed line gets.
 pub(crate) fn classify(line: &[u8]) -> Incoming {
-    let invalid = |id: Option<RequestId>, error: ErrorObject| Incoming::Invalid { id, error };
-    let text = match std::str::from_utf8(line) {
-        Ok(text) => text,
-        Err(e) => {
-            return invalid(
-                None,
-                ErrorObject::parse_error(format!("invalid UTF-8: {e}")),
-            );
-        }
-    };
-    let trimmed = text.trim_start();
-    if !trimmed.starts_with('{') {
-        // Tell "not JSON" from "JSON, but not an object".
-        return match serde_json::from_str::<serde::de::IgnoredAny>(text) {
-            Err(e) => invalid(None, ErrorObject::parse_error(e)),
-            Ok(_) if trimmed.starts_with('[') => invalid(
-                None,
-                ErrorObject::invalid_request(
-                    "batches are not supported: send one message per line",
-                ),
-            ),
-            Ok(_) => invalid(
-                None,
-                ErrorObject::invalid_request("a message must be a JSON object"),
-            ),
-        };
-    }
-    let env: Envelope<'_> = match serde_json::from_str(text) {
+    let env = match envelope(line) {
         Ok(env) => env,
-        Err(e) if e.is_data() => return invalid(None, ErrorObject::invalid_request(e)),
-        Err(e) => return invalid(None, ErrorObject::parse_error(e)),
+        Err(error) => return Incoming::Invalid { id: None, error },
     };
-    // A response from the peer, whatever its id looks like: the owner
-    // routes it to an ask of its own or only notes it.
-    let reply = match (env.result, env.error) {
-        (_, Some(error)) => Some(Err(serde_json::from_str(error.get()).unwrap_or_else(
-            |_| ErrorObject::internal_error(format!("a malformed error: {}", short(error.get()))),
-        ))),
-        (Some(result), None) => Some(Ok(result.to_owned())),
-        (None, None) => None,
-    };
-    if env.method.is_none()
-        && let Some(reply) = reply
-    {
-        let id = env.id.and_then(|raw| RequestId::from_json(raw.get()));
-        return Incoming::Response { id, reply };
+    if let Some(response) = response(&env) {
+        return response;
     }
-    let id = match env.id {
-        None => None,
-        Some(raw) => match RequestId::from_json(raw.get()) {
-            Some(id) => Some(id),
-            None => {
-                return invalid(
-                    None,
-                    ErrorObject::invalid_request(format!(
-                        "id must be a string or an integer, got {}",
-                        short(raw.get())
-                    )),
-                );
-            }
+    let id = match request_id(env.id) {
+        Ok(id) => id,
+        Err(error) => return Incoming::Invalid { id: None, error },
+    };
+    match method_and_params(&env) {
+        Ok((method, params)) => match id {
+            Some(id) => Incoming::Request { id, method, params },
+            None => Incoming::Notification { method, params },
         },
-    };
-    match env.jsonrpc {
-        Some(v) if is_version_2(v) => {}
-        Some(v) => {
-            return invalid(
-                id,
-                ErrorObject::invalid_request(format!(
-                    "jsonrpc must be \"2.0\", got {}",
-                    short(v.get())
-                )),
-            );
-        }
-        None => {
-            return invalid(
-                id,
-                ErrorObject::invalid_request("missing \"jsonrpc\": \"2.0\""),
-            );
-        }
+        Err(error) => Incoming::Invalid { id, error },
     }
-    let Some(method) = env.method else {
-        return invalid(id, ErrorObject::invalid_request("missing method"));
-    };
-    let method = match serde_json::from_str::<String>(method.get()) {
-        Ok(method) => method,
-        Err(_) => {
-            return invalid(
-                id,
-                ErrorObject::invalid_request(format!(
-                    "method must be a string, got {}",
-                    short(method.get())
-                )),
-            );
+}
+
+/// Parses the line into its members: UTF-8, then one JSON object, then
+/// members of the right kind (a duplicate member is `-32600`).
+fn envelope(line: &[u8]) -> Result<Envelope<'_>, ErrorObject> {
+    let text = std::str::from_utf8(line)
+        .map_err(|e| ErrorObject::parse_error(format!("invalid UTF-8: {e}")))?;
+    check_object(text)?;
+    serde_json::from_str(text).map_err(|e| {
+        if e.is_data() {
+            ErrorObject::invalid_request(e)
+        } else {
+            ErrorObject::parse_error(e)
         }
-    };
-    let params = match env.params {
-        None => None,
-        Some(raw) if raw.get().starts_with('{') => Some(raw.to_owned()),
-        Some(raw) => {
-            return invalid(
-                id,
-                ErrorObject::invalid_request(format!(
-                    "params must be an object, got {}",
-                    short(raw.get())
-                )),
-            );
+    })
+}
+
+/// Rejects a line that does not start like an object: not JSON at all
+/// (`-32700`), or JSON that is a batch or a scalar (`-32600`).
+fn check_object(text: &str) -> Result<(), ErrorObject> {
+    let trimmed = text.trim_start();
+    if trimmed.starts_with('{') {
+        return Ok(());
+    }
+    // Tell "not JSON" from "JSON, but not an object".
+    Err(match serde_json::from_str::<serde::de::IgnoredAny>(text) {
+        Err(e) => ErrorObject::parse_error(e),
+        Ok(_) if trimmed.starts_with('[') => {
+            ErrorObject::invalid_request("batches are not supported: send one message per line")
         }
+        Ok(_) => ErrorObject::invalid_request("a message must be a JSON object"),
+    })
+}
+
+/// A response from the peer (`result` or `error`, no `method`), whatever
+/// its id looks like: the owner routes it to an ask of its own or only
+/// notes it.
+fn response(env: &Envelope<'_>) -> Option<Incoming> {
+    if env.method.is_some() {
+        return None;
+    }
+    let reply = match (env.result, env.error) {
+        (_, Some(error)) => Err(serde_json::from_str(error.get()).unwrap_or_else(|_| {
+            ErrorObject::internal_error(format!("a malformed error: {}", short(error.get())))
+        })),
+        (Some(result), None) => Ok(result.to_owned()),
+        (None, None) => return None,
     };
-    match id {
-        Some(id) => Incoming::Request { id, method, params },
-        None => Incoming::Notification { method, params },
+    let id = env.id.and_then(|raw| RequestId::from_json(raw.get()));
+    Some(Incoming::Response { id, reply })
+}
+
+/// Reads the id of a request: none for a notification, an error when it is
+/// not a string or an integer.
+fn request_id(raw: Option<&RawValue>) -> Result<Option<RequestId>, ErrorObject> {
+    let Some(raw) = raw else {
+        return Ok(None);
+    };
+    match RequestId::from_json(raw.get()) {
+        Some(id) => Ok(Some(id)),
+        None => Err(ErrorObject::invalid_request(format!(
+            "id must be a string or an integer, got {}",
+            short(raw.get())
+        ))),
+    }
+}
+
+/// Checks the rest of a request or notification, in order: the version,
+/// the method, the params.
+fn method_and_params(env: &Envelope<'_>) -> Result<(String, Option<Box<RawValue>>), ErrorObject> {
+    check_version(env.jsonrpc)?;
+    let method = method(env.method)?;
+    let params = params(env.params)?;
+    Ok((method, params))
+}
+
+/// Checks that `jsonrpc` is present and says `"2.0"`.
+fn check_version(raw: Option<&RawValue>) -> Result<(), ErrorObject> {
+    match raw {
+        Some(v) if is_version_2(v) => Ok(()),
+        Some(v) => Err(ErrorObject::invalid_request(format!(
+            "jsonrpc must be \"2.0\", got {}",
+            short(v.get())
+        ))),
+        None => Err(ErrorObject::invalid_request("missing \"jsonrpc\": \"2.0\"")),
+    }
+}
+
+/// Reads the method name, which must be present and a string.
+fn method(raw: Option<&RawValue>) -> Result<String, ErrorObject> {
+    let Some(raw) = raw else {
+        return Err(ErrorObject::invalid_request("missing method"));
+    };
+    serde_json::from_str::<String>(raw.get()).map_err(|_| {
+        ErrorObject::invalid_request(format!("method must be a string, got {}", short(raw.get())))
+    })
+}
+
+/// Keeps the params as unparsed text; when present they must be an object.
+fn params(raw: Option<&RawValue>) -> Result<Option<Box<RawValue>>, ErrorObject> {
+    match raw {
+        None => Ok(None),
+        Some(raw) if raw.get().starts_with('{') => Ok(Some(raw.to_owned())),
+        Some(raw) => Err(ErrorObject::invalid_request(format!(
+            "params must be an object, got {}",
+            short(raw.get())
+        ))),
     }
 }
 

@@ -29,6 +29,7 @@ use serde_json::value::RawValue;
 
 use crate::client::input::InputHandlers;
 use crate::client::legacy_listen::LegacyFilters;
+use crate::client::lock;
 use crate::client::notes::Notes;
 use crate::client::server_requests;
 use crate::error::Error;
@@ -70,6 +71,8 @@ pub(crate) enum SubscriptionDelivery {
     TornDown,
 }
 
+/// A request waiting for its answer, with what routes progress and log
+/// messages to it.
 struct Pending {
     tx: Sender<Delivery>,
     progress_token: Option<RequestId>,
@@ -133,6 +136,8 @@ impl Link {
         RequestId::Number(self.next_id.fetch_add(1, Ordering::Relaxed) as i64)
     }
 
+    /// Whether the connection still works: false once the reader stopped
+    /// and failed everything waiting.
     pub fn is_alive(&self) -> bool {
         self.alive.load(Ordering::Acquire)
     }
@@ -289,21 +294,15 @@ impl Link {
     }
 }
 
+/// The writer thread: writes every queued line to the server's input
+/// until the input is closed or a write fails.
 fn write_loop(mut writer: Box<dyn Write + Send>, lines: Receiver<Vec<u8>>) {
     while let Ok(line) = lines.recv() {
-        let mut ok = writer
-            .write_all(&line)
-            .and_then(|()| writer.write_all(b"\n"))
-            .is_ok();
+        let mut ok = write_line(&mut writer, &line);
         // Write what is queued, then flush once.
         while ok {
             match lines.try_recv() {
-                Ok(line) => {
-                    ok = writer
-                        .write_all(&line)
-                        .and_then(|()| writer.write_all(b"\n"))
-                        .is_ok();
-                }
+                Ok(line) => ok = write_line(&mut writer, &line),
                 Err(_) => break,
             }
         }
@@ -314,6 +313,10 @@ fn write_loop(mut writer: Box<dyn Write + Send>, lines: Receiver<Vec<u8>>) {
     // Every sender is gone: dropping the writer closes the server's input.
 }
 
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|e| e.into_inner())
+/// Writes one line and its newline; `false` if the server's input is gone.
+fn write_line(writer: &mut impl Write, line: &[u8]) -> bool {
+    writer
+        .write_all(line)
+        .and_then(|()| writer.write_all(b"\n"))
+        .is_ok()
 }

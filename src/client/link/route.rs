@@ -85,20 +85,7 @@ impl Link {
         }
         let id = msg.id.and_then(|raw| RequestId::from_json(raw.get()));
         match (msg.method, id) {
-            (Some(method), Some(id)) => {
-                // Spec 2026-07-28 basic/transports/stdio: a modern server
-                // MUST NOT send requests; a legacy one may, and is answered.
-                match lock(&self.server_requests).clone() {
-                    Some(handlers) => {
-                        let params = msg.params.map_or("{}", RawValue::get).to_owned();
-                        self.answer_request(handlers, id, method, params);
-                    }
-                    None => notes.problem(
-                        &self.notes,
-                        &format!("ignored a request from the server ({method}, id {id}): servers send no requests over stdio"),
-                    ),
-                }
-            }
+            (Some(method), Some(id)) => self.server_request(id, method, msg.params, notes),
             (Some(method), None) => {
                 let params = msg.params.map(RawValue::get).unwrap_or("{}");
                 self.route_notification(&method, params, notes);
@@ -114,6 +101,28 @@ impl Link {
             (None, None) => notes.problem(
                 &self.notes,
                 "skipped a message from the server with neither method nor usable id",
+            ),
+        }
+    }
+
+    /// A request from the server. Spec 2026-07-28 basic/transports/stdio:
+    /// a modern server MUST NOT send requests; a legacy one may, and is
+    /// answered.
+    fn server_request(
+        self: &Arc<Link>,
+        id: RequestId,
+        method: String,
+        params: Option<&RawValue>,
+        notes: &mut NoteLimiter,
+    ) {
+        match lock(&self.server_requests).clone() {
+            Some(handlers) => {
+                let params = params.map_or("{}", RawValue::get).to_owned();
+                self.answer_request(handlers, id, method, params);
+            }
+            None => notes.problem(
+                &self.notes,
+                &format!("ignored a request from the server ({method}, id {id}): servers send no requests over stdio"),
             ),
         }
     }
@@ -180,6 +189,9 @@ impl Link {
         }
     }
 
+    /// Routes a notification from the server: a subscription's tear-down,
+    /// a notification tagged with a subscription's id, an untagged change
+    /// for legacy subscriptions, progress, or a log message.
     fn route_notification(&self, method: &str, params: &str, notes: &mut NoteLimiter) {
         let value: Value = match serde_json::from_str(params) {
             Ok(value) => value,
@@ -191,52 +203,16 @@ impl Link {
             }
         };
         if method == method::NOTIFICATION_CANCELLED {
-            // Spec 2026-07-28 basic/patterns/cancellation: a server sends
-            // this only to tear down a subscription stream.
-            let id = value.get("requestId").and_then(RequestId::from_value);
-            if let Some(tx) = id.and_then(|id| lock(&self.subscriptions).remove(&id)) {
-                let _ = tx.send(SubscriptionDelivery::TornDown);
-            }
-            return;
+            return self.tear_down(&value);
         }
-        if let Some(sub_id) = value
-            .get("_meta")
-            .and_then(|m| m.get(meta_key::SUBSCRIPTION_ID))
-            .and_then(RequestId::from_value)
-        {
-            let subs = lock(&self.subscriptions);
-            match subs.get(&sub_id) {
-                Some(tx) => {
-                    let _ = tx.send(SubscriptionDelivery::Notification {
-                        method: method.to_owned(),
-                        params: value,
-                    });
-                }
-                // A notification sent before the server read the
-                // cancellation of its subscription: routine.
-                None => self.notes.info(&format!(
-                    "dropped {method} for unknown subscription {sub_id}"
-                )),
-            }
-            return;
+        if let Some(sub_id) = subscription_id(&value) {
+            return self.deliver_tagged(method, sub_id, value);
         }
         if self.deliver_untagged(method, &value) {
             return;
         }
         match method {
-            method::NOTIFICATION_PROGRESS => {
-                let Ok(progress) = serde_json::from_value::<ProgressNotificationParams>(value)
-                else {
-                    return;
-                };
-                let pending = lock(&self.pending);
-                let target = pending
-                    .values()
-                    .find(|p| p.progress_token.as_ref() == Some(&progress.progress_token));
-                if let Some(p) = target {
-                    let _ = p.tx.send(Delivery::Progress(progress));
-                }
-            }
+            method::NOTIFICATION_PROGRESS => self.route_progress(value),
             method::NOTIFICATION_MESSAGE => {
                 let Ok(log) = serde_json::from_value::<LoggingMessageNotificationParams>(value)
                 else {
@@ -245,6 +221,49 @@ impl Link {
                 self.route_log(log);
             }
             _ => {}
+        }
+    }
+
+    /// A `notifications/cancelled` from the server. Spec 2026-07-28
+    /// basic/patterns/cancellation: a server sends this only to tear down a
+    /// subscription stream.
+    fn tear_down(&self, params: &Value) {
+        let id = params.get("requestId").and_then(RequestId::from_value);
+        if let Some(tx) = id.and_then(|id| lock(&self.subscriptions).remove(&id)) {
+            let _ = tx.send(SubscriptionDelivery::TornDown);
+        }
+    }
+
+    /// Hands a notification tagged with `sub_id` to its subscription.
+    fn deliver_tagged(&self, method: &str, sub_id: RequestId, params: Value) {
+        let subs = lock(&self.subscriptions);
+        match subs.get(&sub_id) {
+            Some(tx) => {
+                let _ = tx.send(SubscriptionDelivery::Notification {
+                    method: method.to_owned(),
+                    params,
+                });
+            }
+            // A notification sent before the server read the
+            // cancellation of its subscription: routine.
+            None => self.notes.info(&format!(
+                "dropped {method} for unknown subscription {sub_id}"
+            )),
+        }
+    }
+
+    /// Hands a `notifications/progress` to the request whose token it
+    /// names; anything else is dropped.
+    fn route_progress(&self, params: Value) {
+        let Ok(progress) = serde_json::from_value::<ProgressNotificationParams>(params) else {
+            return;
+        };
+        let pending = lock(&self.pending);
+        let target = pending
+            .values()
+            .find(|p| p.progress_token.as_ref() == Some(&progress.progress_token));
+        if let Some(p) = target {
+            let _ = p.tx.send(Delivery::Progress(progress));
         }
     }
 
@@ -292,6 +311,15 @@ impl Link {
         }
         true
     }
+}
+
+/// The subscription a notification is tagged with
+/// (`_meta.io.modelcontextprotocol/subscriptionId`), if any.
+fn subscription_id(params: &Value) -> Option<RequestId> {
+    params
+        .get("_meta")
+        .and_then(|m| m.get(meta_key::SUBSCRIPTION_ID))
+        .and_then(RequestId::from_value)
 }
 
 /// Reads a response's outcome: a result object, or a JSON-RPC error

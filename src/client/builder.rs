@@ -1,0 +1,268 @@
+//! Sets up a client: [`ClientBuilder`] holds who the client is, what it
+//! declares, which era it speaks, its limits and hooks, and starts a
+//! [`Client`] on a spawned server or any byte-stream pair.
+
+use std::fmt;
+use std::process::Command;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Map, Value};
+
+use super::link::Link;
+use super::{Client, EraPolicy, Spawned, input, notes, process};
+use crate::error::Error;
+use crate::transport::{DEFAULT_MAX_LINE_BYTES, Transport};
+use crate::types::{
+    ClientCapabilities, CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams,
+    ElicitResult, Implementation, ListRootsResult, LoggingMessageNotificationParams,
+};
+
+/// When the server process dies: how often to start it again, and how long
+/// to wait before each attempt (multiplied by the attempt's number).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RestartPolicy {
+    /// How many times to restart over the client's life.
+    pub max_restarts: u32,
+    /// The pause before the first restart; the n-th waits n times as long.
+    pub backoff: Duration,
+}
+
+/// Sets up a [`Client`]: who it is, what it declares, which era it speaks,
+/// its timeouts, where the server's stderr goes, and the restart policy.
+pub struct ClientBuilder {
+    pub(crate) info: Implementation,
+    pub(crate) capabilities: Map<String, Value>,
+    pub(crate) era: EraPolicy,
+    pub(crate) probe_timeout: Duration,
+    pub(crate) request_timeout: Duration,
+    pub(crate) close_grace: Duration,
+    pub(crate) max_line_bytes: usize,
+    pub(crate) stderr: Arc<process::StderrSink>,
+    pub(crate) notes: notes::Notes,
+    pub(crate) restart: Option<RestartPolicy>,
+    pub(crate) input: input::InputHandlers,
+    pub(crate) max_input_rounds: u32,
+    pub(crate) max_pages: usize,
+}
+
+impl fmt::Debug for ClientBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ClientBuilder")
+            .field("info", &self.info)
+            .field("era", &self.era)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Default for ClientBuilder {
+    fn default() -> Self {
+        ClientBuilder {
+            info: Implementation::new("mcp-stdio", env!("CARGO_PKG_VERSION")),
+            capabilities: Map::new(),
+            era: EraPolicy::Auto,
+            probe_timeout: Duration::from_secs(5),
+            request_timeout: Duration::from_secs(60),
+            close_grace: Duration::from_secs(2),
+            max_line_bytes: DEFAULT_MAX_LINE_BYTES,
+            stderr: Arc::new(|_: &str| {}),
+            notes: notes::Notes::default(),
+            restart: None,
+            input: input::InputHandlers::default(),
+            max_input_rounds: 8,
+            max_pages: 1000,
+        }
+    }
+}
+
+impl ClientBuilder {
+    /// The client's name and version, sent as `clientInfo`.
+    pub fn client_info(mut self, name: &str, version: &str) -> Self {
+        self.info = Implementation::new(name, version);
+        self
+    }
+
+    /// The capabilities the client declares on every request
+    /// (`io.modelcontextprotocol/clientCapabilities`); default none.
+    pub fn capabilities(mut self, capabilities: ClientCapabilities) -> Self {
+        self.capabilities = match serde_json::to_value(capabilities) {
+            Ok(Value::Object(map)) => map,
+            _ => Map::new(),
+        };
+        self
+    }
+
+    /// Which era to speak: probe (the default), modern only, or legacy only.
+    pub fn era(mut self, era: EraPolicy) -> Self {
+        self.era = era;
+        self
+    }
+
+    /// How long the `server/discover` probe waits before taking silence for
+    /// a legacy server (default 5 s).
+    pub fn probe_timeout(mut self, timeout: Duration) -> Self {
+        self.probe_timeout = timeout;
+        self
+    }
+
+    /// The default timeout of every request (default 60 s).
+    pub fn request_timeout(mut self, timeout: Duration) -> Self {
+        self.request_timeout = timeout;
+        self
+    }
+
+    /// How long [`Client::close`] waits after closing the server's input,
+    /// and again after SIGTERM, before it escalates (default 2 s).
+    pub fn close_grace(mut self, grace: Duration) -> Self {
+        self.close_grace = grace;
+        self
+    }
+
+    /// The longest line accepted from the server (default 16 MiB,
+    /// [`DEFAULT_MAX_LINE_BYTES`](crate::DEFAULT_MAX_LINE_BYTES)); a longer
+    /// one is skipped without being held in memory, and if it answers a
+    /// request, that request fails at once with [`Error::MessageTooLarge`].
+    pub fn max_line_bytes(mut self, n: usize) -> Self {
+        self.max_line_bytes = n.max(1);
+        self
+    }
+
+    /// Where the server's stderr lines go, one call per line.
+    ///
+    /// By default they go nowhere: many servers write a banner or their
+    /// own logs there, and an application that embeds the client must not
+    /// see them on its stderr while everything works (the spec: a client
+    /// MAY capture, forward or ignore the server's stderr). The client
+    /// keeps the last ten lines either way, and reports them when the
+    /// server dies: in [`Error::ServerExited`] during start-up, and in a
+    /// problem note for the trace after it. To echo them as they come:
+    /// `.stderr(|line| eprintln!("[server] {line}"))`.
+    pub fn stderr(mut self, sink: impl Fn(&str) + Send + Sync + 'static) -> Self {
+        self.stderr = Arc::new(sink);
+        self
+    }
+
+    /// Where the client's own notes go: problems (lines from the server it
+    /// could not read, protocol violations, a dead or restarted server) and
+    /// routine information (which era the probe settled on, a log message
+    /// no callback took). Both kinds go to `hook`.
+    ///
+    /// By default problems go to stderr and information nowhere: when
+    /// everything works, the client prints nothing. `.trace(|_| {})`
+    /// silences it completely.
+    pub fn trace(mut self, hook: impl Fn(&str) + Send + Sync + 'static) -> Self {
+        self.notes.set_trace(Arc::new(hook));
+        self
+    }
+
+    /// Takes the server's log messages (`notifications/message`) that
+    /// belong to no request: every one on a legacy server, where logging is
+    /// set for the whole session ([`Client::set_log_level`]) and the wire
+    /// ties no message to a request; on a modern server, a message that
+    /// came while no request, or more than one, asked for logs (spec
+    /// 2026-07-28 server/utilities/logging: log messages are request-scoped,
+    /// and stdio gives them no request id). A request's own callback
+    /// ([`RequestOptions::log`](super::RequestOptions::log)) gets the rest.
+    ///
+    /// Runs on the client's reader thread: keep it short. Default: the
+    /// messages go to the trace as information (nowhere, unless a trace
+    /// is set).
+    pub fn on_log(
+        mut self,
+        callback: impl Fn(&LoggingMessageNotificationParams) + Send + Sync + 'static,
+    ) -> Self {
+        self.notes.set_log(Arc::new(callback));
+        self
+    }
+
+    /// Restarts the server when it dies unexpectedly, re-probes its era and
+    /// re-opens every live subscription (spawned servers only).
+    pub fn restart(mut self, policy: RestartPolicy) -> Self {
+        self.restart = Some(policy);
+        self
+    }
+
+    /// Answers `elicitation/create` input requests (form and URL mode) of
+    /// multi round-trip requests; declares the `elicitation` capability.
+    pub fn on_elicitation(
+        mut self,
+        handler: impl Fn(&ElicitRequestParams) -> Result<ElicitResult, Error> + Send + Sync + 'static,
+    ) -> Self {
+        self.input.elicitation = Some(Arc::new(handler));
+        self
+    }
+
+    /// Answers `sampling/createMessage` input requests; declares the
+    /// `sampling` capability.
+    pub fn on_sampling(
+        mut self,
+        handler: impl Fn(&CreateMessageRequestParams) -> Result<CreateMessageResult, Error>
+        + Send
+        + Sync
+        + 'static,
+    ) -> Self {
+        self.input.sampling = Some(Arc::new(handler));
+        self
+    }
+
+    /// Answers `roots/list` input requests; declares the `roots` capability.
+    pub fn on_roots(
+        mut self,
+        handler: impl Fn() -> Result<ListRootsResult, Error> + Send + Sync + 'static,
+    ) -> Self {
+        self.input.roots = Some(Arc::new(handler));
+        self
+    }
+
+    /// How many rounds a multi round-trip request may take before the
+    /// client gives up with an error (default 8).
+    pub fn max_input_rounds(mut self, rounds: u32) -> Self {
+        self.max_input_rounds = rounds.max(1);
+        self
+    }
+
+    /// How many pages the list iterators ([`Client::tools`] and its kin)
+    /// fetch before they give up with an error (default 1,000): a server
+    /// that hands out a new cursor on every page cannot keep a caller
+    /// going forever. A cursor the server returned before ends the
+    /// iteration with an error at once.
+    pub fn max_pages(mut self, pages: usize) -> Self {
+        self.max_pages = pages.max(1);
+        self
+    }
+
+    /// The declared capabilities: the configured ones, plus those the
+    /// input handlers stand for.
+    fn settle_capabilities(&mut self) {
+        for (name, value) in self.input.capabilities() {
+            self.capabilities.entry(name).or_insert(value);
+        }
+    }
+
+    /// Spawns `command` as the server, with piped stdin and stdout, and
+    /// connects to it.
+    pub fn spawn(mut self, mut command: Command) -> Result<Client, Error> {
+        self.settle_capabilities();
+        let spawned = process::spawn(&mut command, Arc::clone(&self.stderr))?;
+        let link = Link::start(
+            Box::new(std::io::BufReader::new(spawned.stdout)),
+            Box::new(spawned.stdin),
+            self.max_line_bytes,
+            self.notes.clone(),
+        )?;
+        let child = Spawned {
+            child: spawned.child,
+            stderr_tail: spawned.stderr_tail,
+        };
+        Client::start(self, link, Some(child), Some(command))
+    }
+
+    /// Connects over any byte-stream pair (a Unix socket, TCP, an in-memory
+    /// transport).
+    pub fn connect(mut self, transport: Transport) -> Result<Client, Error> {
+        self.settle_capabilities();
+        let (reader, writer) = transport.into_parts();
+        let link = Link::start(reader, writer, self.max_line_bytes, self.notes.clone())?;
+        Client::start(self, link, None, None)
+    }
+}
