@@ -287,6 +287,7 @@ mod note_limiter;
 mod outcome;
 mod server;
 pub mod signal;
+mod sync;
 mod transport;
 pub mod types;
 mod uri_template;

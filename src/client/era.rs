@@ -15,13 +15,23 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use crate::client::ClientBuilder;
 use crate::client::link::{Delivery, Link};
-use crate::client::{ClientBuilder, ServerFacts};
 use crate::error::Error;
 use crate::jsonrpc::encode_request;
 use crate::jsonrpc::{ErrorObject, encode_notification, error_code};
 use crate::types::{DiscoverResult, Implementation, ServerCapabilities, meta_key, method};
 use crate::version::{LEGACY_VERSIONS, SUPPORTED_VERSIONS};
+
+/// What the client knows about the server it talks to.
+#[derive(Debug, Clone)]
+pub(crate) struct ServerFacts {
+    pub era: Era,
+    pub capabilities: ServerCapabilities,
+    pub info: Option<Implementation>,
+    pub instructions: Option<String>,
+    pub discover: Option<DiscoverResult>,
+}
 
 /// Which era the client may speak.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -175,7 +175,3 @@ fn send_resource_request(
     let rx = link.register(&id, None, false);
     link.send(line).then_some(rx)
 }
-
-/// The legacy subscriptions of a connection: the accepted filter of each,
-/// by its client-side id.
-pub(crate) type LegacyFilters = std::collections::HashMap<RequestId, SubscriptionFilter>;

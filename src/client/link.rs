@@ -28,17 +28,20 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 use crate::client::input::InputHandlers;
-use crate::client::legacy_listen::LegacyFilters;
-use crate::client::lock;
 use crate::client::notes::Notes;
 use crate::client::server_requests;
 use crate::error::Error;
 use crate::jsonrpc::{RequestId, encode_error, encode_result};
+use crate::sync::lock;
 use crate::types::{
     LoggingMessageNotificationParams, ProgressNotificationParams, SubscriptionFilter,
 };
 
 mod route;
+
+/// The legacy subscriptions of a connection: the accepted filter of each,
+/// by its client-side id.
+pub(crate) type LegacyFilters = HashMap<RequestId, SubscriptionFilter>;
 
 /// What the reader delivers to a waiting request.
 #[derive(Debug)]

@@ -17,16 +17,15 @@ mod process;
 mod requests;
 mod restart;
 mod server_requests;
+mod shared;
 mod subscription;
 
 use std::collections::HashMap;
 use std::fmt;
 use std::process::{Child, Command, ExitStatus};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
-
-use crossbeam_channel::Sender;
 
 pub use builder::{ClientBuilder, RestartPolicy};
 pub use call::{PendingCall, RequestOptions};
@@ -35,50 +34,16 @@ pub use pages::Pages;
 pub use subscription::{Subscription, SubscriptionEnd, SubscriptionEvent};
 
 use crate::error::Error;
-use crate::jsonrpc::RequestId;
+use crate::sync::lock;
 use crate::transport::Transport;
-use crate::types::{DiscoverResult, Implementation, ServerCapabilities, SubscriptionFilter};
-use link::{Link, SubscriptionDelivery};
+use crate::types::{DiscoverResult, Implementation, ServerCapabilities};
+use link::Link;
+use shared::ClientInner;
 
 /// A server process the client spawned, until it is connected.
 struct Spawned {
     child: Child,
     stderr_tail: process::StderrTail,
-}
-
-/// What the client knows about the server it talks to.
-#[derive(Debug, Clone)]
-pub(crate) struct ServerFacts {
-    pub era: Era,
-    pub capabilities: ServerCapabilities,
-    pub info: Option<Implementation>,
-    pub instructions: Option<String>,
-    pub discover: Option<DiscoverResult>,
-}
-
-/// A subscription the client keeps alive across restarts.
-pub(crate) struct LiveSubscription {
-    pub id: Arc<Mutex<RequestId>>,
-    pub filter: SubscriptionFilter,
-    pub tx: Sender<SubscriptionDelivery>,
-}
-
-/// What a [`Client`] shares with its subscriptions, pages and restart
-/// watcher: the settings, the current connection, and the server process.
-pub(crate) struct ClientInner {
-    pub options: ClientBuilder,
-    /// The current connection; subscriptions share the cell so that they
-    /// cancel on whichever connection is current.
-    pub link: Arc<Mutex<Arc<Link>>>,
-    pub facts: Mutex<ServerFacts>,
-    pub child: Mutex<Option<Child>>,
-    /// The last lines of the current server's stderr (spawned servers).
-    pub stderr_tail: Mutex<Option<process::StderrTail>>,
-    pub command: Option<Mutex<Command>>,
-    pub subscriptions: Mutex<HashMap<u64, LiveSubscription>>,
-    pub next_subscription: AtomicU64,
-    pub restarts: Mutex<u32>,
-    pub closing: AtomicBool,
 }
 
 /// A connection to one MCP server.
@@ -246,11 +211,6 @@ impl Drop for Client {
             let _ = self.inner.close();
         }
     }
-}
-
-/// Locks `mutex`, taking the data even if a thread panicked holding it.
-pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 #[cfg(test)]

@@ -12,18 +12,19 @@ use std::time::Instant;
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::value::RawValue;
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 use crate::client::call::{PendingCall, RequestOptions};
 use crate::client::pages::Pages;
-use crate::client::{Client, ClientInner, Era, lock};
+use crate::client::shared::stamp_for;
+use crate::client::{Client, Era};
 use crate::error::Error;
 use crate::jsonrpc::RequestId;
 use crate::outcome::{Outcome, PromptArguments};
 use crate::types::{
     CallToolResult, CompleteRequestParams, CompleteResult, DiscoverResult, GetPromptResult,
     ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
-    LoggingLevel, Prompt, ReadResourceResult, Resource, ResourceTemplate, Tool, meta_key, method,
+    LoggingLevel, Prompt, ReadResourceResult, Resource, ResourceTemplate, Tool, method,
 };
 
 impl Client {
@@ -299,50 +300,6 @@ impl Client {
     pub fn complete(&self, params: CompleteRequestParams) -> Result<CompleteResult, Error> {
         self.complete_only(method::COMPLETION_COMPLETE, serde_json::to_value(params)?)
     }
-}
-
-/// Adds the protocol `_meta` to a request's params: version, identity and
-/// capabilities for a modern server (unless the caller set them), the log
-/// level and progress token when asked for.
-pub(crate) fn stamp_for(
-    inner: &ClientInner,
-    params: Value,
-    id: &RequestId,
-    log_level: Option<LoggingLevel>,
-    progress: bool,
-) -> Result<Value, Error> {
-    let mut map = match params {
-        Value::Null => Map::new(),
-        Value::Object(map) => map,
-        other => {
-            return Err(Error::Protocol(format!(
-                "request params must be a JSON object, not {other}"
-            )));
-        }
-    };
-    let era = lock(&inner.facts).era.clone();
-    let mut meta = match map.remove("_meta") {
-        Some(Value::Object(meta)) => meta,
-        _ => Map::new(),
-    };
-    if let Era::Modern { version } = &era {
-        meta.entry(meta_key::PROTOCOL_VERSION)
-            .or_insert_with(|| version.as_str().into());
-        meta.entry(meta_key::CLIENT_INFO)
-            .or_insert_with(|| serde_json::to_value(&inner.options.info).unwrap_or(Value::Null));
-        meta.entry(meta_key::CLIENT_CAPABILITIES)
-            .or_insert_with(|| Value::Object(inner.options.capabilities.clone()));
-        if let Some(level) = log_level {
-            meta.insert(meta_key::LOG_LEVEL.into(), serde_json::to_value(level)?);
-        }
-    }
-    if progress {
-        meta.insert(meta_key::PROGRESS_TOKEN.into(), id.to_value());
-    }
-    if !meta.is_empty() {
-        map.insert("_meta".into(), Value::Object(meta));
-    }
-    Ok(Value::Object(map))
 }
 
 fn cursor_params(cursor: Option<&str>) -> Value {

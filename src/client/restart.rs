@@ -11,8 +11,10 @@ use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use crate::client::link::{Link, SubscriptionDelivery};
-use crate::client::{ClientInner, era, legacy_listen, lock, process};
+use crate::client::shared::{ClientInner, stamp_for};
+use crate::client::{era, legacy_listen, process};
 use crate::jsonrpc::encode_request;
+use crate::sync::lock;
 use crate::types::method;
 
 /// Arms `link` so that the death of a spawned server is noted, and
@@ -159,7 +161,7 @@ fn start_again(inner: &Arc<ClientInner>) -> Result<(), crate::Error> {
         }
         link.adopt_subscription(&id, sub.tx.clone());
         let params = serde_json::json!({ "notifications": sub.filter });
-        let client_params = crate::client::requests::stamp_for(inner, params, &id, None, false)?;
+        let client_params = stamp_for(inner, params, &id, None, false)?;
         link.send(encode_request(
             &id,
             method::SUBSCRIPTIONS_LISTEN,

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{Receiver, RecvTimeoutError, TryRecvError};
 
 use crate::client::link::{Link, SubscriptionDelivery};
+use crate::client::shared::stamp_for;
 use crate::jsonrpc::{RequestId, encode_notification};
 use crate::types::{SubscriptionFilter, method};
 
@@ -299,7 +300,7 @@ impl crate::client::Client {
             return Ok(self.track(id, filter, accepted, tx, rx));
         }
         let params = serde_json::json!({ "notifications": filter });
-        let params = crate::client::requests::stamp_for(&self.inner, params, &id, None, false)?;
+        let params = stamp_for(&self.inner, params, &id, None, false)?;
         let line = crate::jsonrpc::encode_request(&id, method::SUBSCRIPTIONS_LISTEN, &params)?;
         link.adopt_subscription(&id, tx.clone());
         if !link.send(line) {
@@ -355,7 +356,8 @@ impl crate::client::Client {
         tx: crossbeam_channel::Sender<SubscriptionDelivery>,
         rx: Receiver<SubscriptionDelivery>,
     ) -> Subscription {
-        use crate::client::{LiveSubscription, lock};
+        use crate::client::shared::LiveSubscription;
+        use crate::sync::lock;
         let shared_id = Arc::new(Mutex::new(id));
         let key = self
             .inner

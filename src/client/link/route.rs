@@ -18,12 +18,13 @@ use serde::Deserialize;
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-use super::{Delivery, Link, SubscriptionDelivery, lock};
+use super::{Delivery, Link, SubscriptionDelivery};
 use crate::client::legacy_listen;
 use crate::envelope_scan::{Envelope, EnvelopeScan};
 use crate::error::Error;
 use crate::jsonrpc::{ErrorObject, RequestId, encode_error};
 use crate::note_limiter::NoteLimiter;
+use crate::sync::lock;
 use crate::transport::{Line, read_line, too_long_error};
 use crate::types::{
     LoggingMessageNotificationParams, ProgressNotificationParams, meta_key, method,

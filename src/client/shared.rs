@@ -1,0 +1,90 @@
+//! What a [`Client`](crate::Client) shares with its pages, subscriptions
+//! and restart watcher: the settings, the current connection, what it
+//! knows about the server, the server process, and the `_meta` every
+//! request is stamped with.
+
+use std::collections::HashMap;
+use std::process::{Child, Command};
+use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::{Arc, Mutex};
+
+use crossbeam_channel::Sender;
+use serde_json::{Map, Value};
+
+use crate::client::builder::ClientBuilder;
+use crate::client::era::{Era, ServerFacts};
+use crate::client::link::{Link, SubscriptionDelivery};
+use crate::client::process;
+use crate::error::Error;
+use crate::jsonrpc::RequestId;
+use crate::sync::lock;
+use crate::types::{LoggingLevel, SubscriptionFilter, meta_key};
+
+/// A subscription the client keeps alive across restarts.
+pub(crate) struct LiveSubscription {
+    pub id: Arc<Mutex<RequestId>>,
+    pub filter: SubscriptionFilter,
+    pub tx: Sender<SubscriptionDelivery>,
+}
+
+/// What a [`Client`] shares with its subscriptions, pages and restart
+/// watcher: the settings, the current connection, and the server process.
+pub(crate) struct ClientInner {
+    pub options: ClientBuilder,
+    /// The current connection; subscriptions share the cell so that they
+    /// cancel on whichever connection is current.
+    pub link: Arc<Mutex<Arc<Link>>>,
+    pub facts: Mutex<ServerFacts>,
+    pub child: Mutex<Option<Child>>,
+    /// The last lines of the current server's stderr (spawned servers).
+    pub stderr_tail: Mutex<Option<process::StderrTail>>,
+    pub command: Option<Mutex<Command>>,
+    pub subscriptions: Mutex<HashMap<u64, LiveSubscription>>,
+    pub next_subscription: AtomicU64,
+    pub restarts: Mutex<u32>,
+    pub closing: AtomicBool,
+}
+
+/// Adds the protocol `_meta` to a request's params: version, identity and
+/// capabilities for a modern server (unless the caller set them), the log
+/// level and progress token when asked for.
+pub(crate) fn stamp_for(
+    inner: &ClientInner,
+    params: Value,
+    id: &RequestId,
+    log_level: Option<LoggingLevel>,
+    progress: bool,
+) -> Result<Value, Error> {
+    let mut map = match params {
+        Value::Null => Map::new(),
+        Value::Object(map) => map,
+        other => {
+            return Err(Error::Protocol(format!(
+                "request params must be a JSON object, not {other}"
+            )));
+        }
+    };
+    let era = lock(&inner.facts).era.clone();
+    let mut meta = match map.remove("_meta") {
+        Some(Value::Object(meta)) => meta,
+        _ => Map::new(),
+    };
+    if let Era::Modern { version } = &era {
+        meta.entry(meta_key::PROTOCOL_VERSION)
+            .or_insert_with(|| version.as_str().into());
+        meta.entry(meta_key::CLIENT_INFO)
+            .or_insert_with(|| serde_json::to_value(&inner.options.info).unwrap_or(Value::Null));
+        meta.entry(meta_key::CLIENT_CAPABILITIES)
+            .or_insert_with(|| Value::Object(inner.options.capabilities.clone()));
+        if let Some(level) = log_level {
+            meta.insert(meta_key::LOG_LEVEL.into(), serde_json::to_value(level)?);
+        }
+    }
+    if progress {
+        meta.insert(meta_key::PROGRESS_TOKEN.into(), id.to_value());
+    }
+    if !meta.is_empty() {
+        map.insert("_meta".into(), Value::Object(meta));
+    }
+    Ok(Value::Object(map))
+}
