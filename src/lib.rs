@@ -222,6 +222,9 @@
 //!   answered with `-32603`, and `serve` returns. Signals are opt-in
 //!   ([`signal::stop_on_signals`]): the library never installs a handler.
 //!
+//! `ARCHITECTURE.md` in the repository lists every module with its job and
+//! the rule it keeps, and follows one request through them.
+//!
 //! # Why synchronous
 //!
 //! MCP servers handle a handful of requests at a time. At that scale a

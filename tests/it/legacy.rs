@@ -163,7 +163,7 @@ fn progress(token: Value, step: u64, total: u64) -> Value {
 }
 
 /// The text a legacy client gets when a request needs input through
-/// capabilities it did not declare in `initialize` (src/server/legacy.rs,
+/// capabilities it did not declare in `initialize` (src/server/legacy/downgrade.rs,
 /// `downgrade`): `what` is "this tool" or the method name.
 fn undeclared(what: &str, capabilities: &str, version: &str) -> String {
     format!(
@@ -1091,7 +1091,7 @@ fn subscriptions_listen_without_modern_meta_in_a_legacy_session_is_not_found() {
 // --- 7. Input from a legacy client -----------------------------------------
 //
 // A handler's `input_required` result becomes the server's own requests to
-// a legacy client (src/server/legacy_input.rs): one JSON-RPC request per
+// a legacy client (src/server/legacy/input.rs): one JSON-RPC request per
 // input request, answered by id, then the handler runs again with the
 // answers, and the client sees only the final, downgraded reply.
 

@@ -21,6 +21,7 @@ mod discover;
 mod fixtures_md;
 mod json_text;
 mod large_lines;
+mod layers;
 mod legacy;
 mod limits;
 mod mrtr;

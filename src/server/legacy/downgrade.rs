@@ -11,7 +11,7 @@ use crate::types::{meta_key, method};
 /// Rewrites a reply for a legacy client: drops what only 2026-07-28
 /// results carry, and turns a request for input that could not be asked
 /// (a capability the client did not declare, or too many rounds; see
-/// `legacy_input`) into an error it can show.
+/// `input`) into an error it can show.
 pub(crate) fn downgrade(line: Vec<u8>, method_name: &str, version: &str) -> Vec<u8> {
     let Ok(mut resp) = serde_json::from_slice::<Value>(&line) else {
         return line;

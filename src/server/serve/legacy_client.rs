@@ -1,7 +1,7 @@
 //! The owner's side of a legacy client: the requests of its session
 //! (`initialize`, `logging/setLevel`, `resources/subscribe`), the untagged
 //! notifications it gets, and the server's own requests to it (asks, see
-//! `legacy_input`), routed to the handlers that wait for their answers.
+//! `legacy::input`), routed to the handlers that wait for their answers.
 //!
 //! A request waiting for the client's answers is parked: it keeps its
 //! worker thread but gives its place among `max_running` to the requests
