@@ -12,7 +12,9 @@ use crate::types::{CallToolResult, InputRequiredResult};
 /// spec 2026-07-28 basic/patterns/mrtr).
 ///
 /// Handlers usually return the final result type directly; it converts
-/// into `Outcome::Complete`.
+/// into `Outcome::Complete`. The client's typed methods return it too
+/// (with the input handlers it was built with, it answers and retries by
+/// itself, so it sees `InputRequired` only for requests it cannot answer).
 #[derive(Debug, Clone, PartialEq)]
 pub enum Outcome<T> {
     /// The request is done; this is its result.

@@ -1,4 +1,5 @@
-//! The shapes of application handlers, and what they may return.
+//! The shapes of application handlers as the registry stores them, and the
+//! wrappers that read a handler's typed parameters.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

@@ -21,6 +21,10 @@
 //! `queue_limit` lines and, past one line, about `queue_bytes` bytes are
 //! read but not started; past that the reader stops reading, while
 //! everything it already read (cancellations included) is still handled.
+//!
+//! The owner's work is split by job: `requests.rs` the client's messages,
+//! `publish.rs` the application's events, `legacy_client.rs` a legacy
+//! session and the server's asks, `output.rs` the writes.
 
 use std::collections::{HashMap, VecDeque};
 use std::io::{self, BufWriter, Write};
@@ -35,8 +39,7 @@ use crate::jsonrpc::{ErrorObject, RequestId};
 use crate::server::cancel::CancelToken;
 use crate::server::connections::{ConnectionHandle, PUBLISH_CREDITS};
 use crate::server::context::RequestContext;
-use crate::server::event::AskReply;
-use crate::server::event::Event;
+use crate::server::event::{AskReply, Event};
 use crate::server::heap;
 use crate::server::in_flight::{Entry, InFlight};
 use crate::server::legacy::LegacySession;

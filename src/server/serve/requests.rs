@@ -4,7 +4,7 @@
 //! `max_running` they wait in order, each holding its read-ahead credit
 //! until it starts.
 
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use serde::Deserialize;
 use serde_json::json;
@@ -235,7 +235,7 @@ impl Owner {
     /// The server, for a handler's context.
     fn server(&self) -> Server {
         Server {
-            inner: std::sync::Arc::clone(&self.inner),
+            inner: Arc::clone(&self.inner),
         }
     }
 }
