@@ -2,6 +2,10 @@
 //! benchmarks measure. With `--pooled` the tool runs on the worker pool
 //! instead, as a tool registered with `.tool(..)` does.
 //!
+//! Its schema is written by hand, unlike the README's server
+//! (`Tool::input::<T>()`): this is the binary the benchmarks measure, in
+//! the smallest build too, which leaves out the `schemars` feature.
+//!
 //! ```text
 //! $ cargo run --release --example echo
 //! {"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}},"name":"echo","arguments":{"text":"hi"}}}

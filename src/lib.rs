@@ -10,32 +10,37 @@
 //! # A server
 //!
 //! ```
+//! # #[cfg(feature = "schemars")] fn main() -> Result<(), mcp_stdio::Error> {
 //! use mcp_stdio::types::{CallToolResult, Tool};
 //! use mcp_stdio::{Server, Transport};
 //!
-//! #[derive(serde::Deserialize)]
+//! #[derive(serde::Deserialize, schemars::JsonSchema)]
 //! struct Echo {
+//!     /// The text to send back.
 //!     text: String,
 //! }
 //!
+//! let echo = Tool::new("echo", "Returns its text.").input::<Echo>();
 //! let server = Server::builder("echo", "1.0.0")
-//!     .inline_tool(Tool::new("echo", "Returns its text."), |_ctx, args: Echo| {
-//!         Ok(CallToolResult::text(args.text))
-//!     })
+//!     .inline_tool(echo, |_ctx, args: Echo| Ok(CallToolResult::text(args.text)))
 //!     .build();
 //! # let (client, transport) = Transport::memory();
 //! # drop(client);
 //! // In a real server: `server.serve(Transport::stdio())?`.
 //! server.serve(transport)?;
-//! # Ok::<(), mcp_stdio::Error>(())
+//! # Ok(()) }
+//! # #[cfg(not(feature = "schemars"))] fn main() {}
 //! ```
 //!
 //! Handlers are closures that take a [`RequestContext`] and their
 //! parameters. Tool arguments arrive as the handler's own
-//! `serde::Deserialize` type; a mismatch is answered with `-32602` before
-//! the handler runs. A tool that ran and failed returns a result with
-//! `is_error` set ([`types::CallToolResult::error_text`]), which the model
-//! sees; `Err(ErrorObject)` is for protocol errors. Every request's `_meta`
+//! `serde::Deserialize` type, whose `schemars::JsonSchema` derive gives the
+//! tool its `inputSchema` ([`types::Tool::input`], feature `schemars`, on by
+//! default; [`ServerBuilder::structured_tool`] adds a typed output,
+//! [`ServerBuilder::typed_prompt`] typed prompt arguments); a mismatch is
+//! answered with `-32602` before the handler runs. A tool that ran and
+//! failed returns a result with `is_error` set
+//! ([`types::CallToolResult::error_text`]), which the model sees; `Err(ErrorObject)` is for protocol errors. Every request's `_meta`
 //! is validated first (spec: every request carries its protocol version and
 //! client capabilities), and every result is stamped with `resultType` and
 //! the server's identity.
@@ -276,6 +281,7 @@
 //!
 //! [Model Context Protocol]: https://modelcontextprotocol.io
 
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![deny(unsafe_code)]
 #![deny(missing_docs)]
 #![deny(missing_debug_implementations)]
@@ -288,6 +294,8 @@ mod incoming;
 pub mod jsonrpc;
 mod note_limiter;
 mod outcome;
+#[cfg(feature = "schemars")]
+mod schema;
 mod server;
 pub mod signal;
 mod sync;
@@ -303,15 +311,26 @@ pub use client::{
 pub use error::Error;
 pub use jsonrpc::{ErrorObject, RequestId, error_code};
 pub use outcome::{Outcome, PromptArguments, ToolOutcome};
+#[cfg(feature = "schemars")]
+#[cfg_attr(docsrs, doc(cfg(feature = "schemars")))]
+pub use server::StructuredOutput;
 pub use server::{
-    CacheHints, CancelToken, Notifier, RequestContext, RequestMeta, ResourceRequest, Server,
-    ServerBuilder, StopHandle,
+    CacheHints, CancelToken, Elicited, Notifier, RequestContext, RequestMeta, ResourceRequest,
+    Server, ServerBuilder, StopHandle,
 };
 pub use transport::{DEFAULT_MAX_LINE_BYTES, MemoryReader, MemoryWriter, Transport, memory_pipe};
 pub use uri_template::UriTemplate;
 pub use version::{LEGACY_VERSIONS, SUPPORTED_VERSIONS};
 
-/// The README's code blocks are compiled as doc tests.
-#[cfg(doctest)]
+/// The `schemars` crate this one derives schemas with, for
+/// `#[derive(JsonSchema)]` without a direct dependency (then add
+/// `#[schemars(crate = "mcp_stdio::schemars")]` to the type).
+#[cfg(feature = "schemars")]
+#[cfg_attr(docsrs, doc(cfg(feature = "schemars")))]
+pub use schemars;
+
+/// The README's code blocks are compiled as doc tests (its servers derive
+/// their schemas: feature `schemars`).
+#[cfg(all(doctest, feature = "schemars"))]
 #[doc = include_str!("../README.md")]
 struct ReadmeDoctests;

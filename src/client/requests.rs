@@ -218,6 +218,47 @@ impl Client {
         self.call_tool_with(name, arguments, RequestOptions::new())
     }
 
+    /// `tools/call` for a tool with structured output: its
+    /// `structuredContent` read into `T` (typically a type mirroring the
+    /// tool's `outputSchema`).
+    ///
+    /// Errors say what went wrong: the tool ran and failed (`isError`; the
+    /// message carries its text), the result has no `structuredContent`,
+    /// or it does not fit `T` (serde's message) are [`Error::Protocol`];
+    /// a request for input no handler of this client could answer is one
+    /// too.
+    pub fn call_tool_as<T: DeserializeOwned>(
+        &self,
+        name: &str,
+        arguments: Value,
+    ) -> Result<T, Error> {
+        let result = match self.call_tool(name, arguments)? {
+            Outcome::Complete(result) => result,
+            Outcome::InputRequired(_) => {
+                return Err(Error::Protocol(format!(
+                    "tool {name} asked for input this client has no handler for"
+                )));
+            }
+        };
+        if result.is_error == Some(true) {
+            let text: Vec<&str> = result.content.iter().filter_map(|c| c.as_text()).collect();
+            return Err(Error::Protocol(format!(
+                "tool {name} failed: {}",
+                text.join(" ")
+            )));
+        }
+        let Some(structured) = result.structured_content else {
+            return Err(Error::Protocol(format!(
+                "tool {name} returned no structuredContent"
+            )));
+        };
+        serde_json::from_value(structured).map_err(|e| {
+            Error::Protocol(format!(
+                "the structuredContent of tool {name} does not fit the expected type: {e}"
+            ))
+        })
+    }
+
     /// `tools/call` with per-request options (timeout, progress, logs).
     pub fn call_tool_with(
         &self,

@@ -15,6 +15,8 @@ use crate::server::handlers::{
     CompletionFn, MethodFn, ResourceRequest, prompt_fn, resource_fn, typed_tool,
 };
 use crate::server::registry::Registry;
+#[cfg(feature = "schemars")]
+use crate::server::typed::{StructuredOutput, structured_tool, typed_prompt_fn};
 use crate::server::{AcceptUri, CacheHints, Config, Inner, Server, Trace};
 use crate::transport::DEFAULT_MAX_LINE_BYTES;
 use crate::types::{
@@ -140,6 +142,74 @@ impl ServerBuilder {
         self
     }
 
+    /// Registers a tool with typed input and output, on the worker pool:
+    /// its `inputSchema` is derived from `T`, its `outputSchema` from the
+    /// handler's output type `O`,
+    /// and each result carries the handler's `O` as `structuredContent`
+    /// plus the same JSON as a text block. Arguments are read as for
+    /// [`ServerBuilder::tool`] (`-32602` with serde's message on a
+    /// mismatch); an `O` that does not serialize to an object is `-32603`.
+    /// The handler returns `O`, or `Outcome<O>` when it may ask the client
+    /// for input ([`StructuredOutput`]).
+    ///
+    /// ```
+    /// use mcp_stdio::Server;
+    /// use mcp_stdio::types::Tool;
+    ///
+    /// #[derive(serde::Deserialize, schemars::JsonSchema)]
+    /// struct Add {
+    ///     a: i64,
+    ///     b: i64,
+    /// }
+    ///
+    /// #[derive(serde::Serialize, schemars::JsonSchema)]
+    /// struct Sum {
+    ///     sum: i64,
+    /// }
+    ///
+    /// let server = Server::builder("calc", "1.0.0")
+    ///     .structured_tool(Tool::new("add", "Adds two numbers."), |_ctx, args: Add| {
+    ///         Ok(Sum { sum: args.a + args.b })
+    ///     })
+    ///     .build();
+    /// ```
+    ///
+    /// A tool that ran and failed, which the model should see, is better
+    /// written with [`ServerBuilder::tool`] and
+    /// [`CallToolResult::error_text`](crate::types::CallToolResult::error_text).
+    ///
+    /// # Panics
+    ///
+    /// When `T` or `O` is not a struct (or a map).
+    #[cfg(feature = "schemars")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "schemars")))]
+    pub fn structured_tool<T, R, F>(mut self, tool: Tool, handler: F) -> Self
+    where
+        T: DeserializeOwned + schemars::JsonSchema,
+        R: StructuredOutput,
+        F: Fn(&RequestContext, T) -> Result<R, ErrorObject> + Send + Sync + 'static,
+    {
+        let tool = tool.input::<T>().output::<R::Output>();
+        self.registry
+            .add_tool(tool, structured_tool(handler), false);
+        self
+    }
+
+    /// [`ServerBuilder::structured_tool`] run inline on the owner thread (a
+    /// promise that it is cheap and never blocks).
+    #[cfg(feature = "schemars")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "schemars")))]
+    pub fn inline_structured_tool<T, R, F>(mut self, tool: Tool, handler: F) -> Self
+    where
+        T: DeserializeOwned + schemars::JsonSchema,
+        R: StructuredOutput,
+        F: Fn(&RequestContext, T) -> Result<R, ErrorObject> + Send + Sync + 'static,
+    {
+        let tool = tool.input::<T>().output::<R::Output>();
+        self.registry.add_tool(tool, structured_tool(handler), true);
+        self
+    }
+
     /// Registers a static resource, read on the worker pool.
     pub fn resource<R, F>(mut self, resource: Resource, handler: F) -> Self
     where
@@ -185,6 +255,50 @@ impl ServerBuilder {
         F: Fn(&RequestContext, PromptArguments) -> Result<R, ErrorObject> + Send + Sync + 'static,
     {
         self.registry.add_prompt(prompt, prompt_fn(handler));
+        self
+    }
+
+    /// Registers a prompt whose arguments are the fields of `T`: the
+    /// prompt's `arguments` are derived from `T` (names, doc comments as
+    /// descriptions, required unless `Option`), a call missing a required
+    /// one is `-32602` before the handler runs, and the handler gets a `T`.
+    /// Prompt arguments are strings: give `T` `String` and
+    /// `Option<String>` fields.
+    ///
+    /// ```
+    /// use mcp_stdio::Server;
+    /// use mcp_stdio::types::{GetPromptResult, Prompt, PromptMessage, Role};
+    ///
+    /// #[derive(serde::Deserialize, schemars::JsonSchema)]
+    /// struct Review {
+    ///     /// The code to review.
+    ///     code: String,
+    ///     /// What to focus on.
+    ///     focus: Option<String>,
+    /// }
+    ///
+    /// let server = Server::builder("reviewer", "1.0.0")
+    ///     .typed_prompt(Prompt::new("review", "Reviews code."), |_ctx, args: Review| {
+    ///         let focus = args.focus.unwrap_or_else(|| "anything".into());
+    ///         let text = format!("Review this, looking at {focus}:\n{}", args.code);
+    ///         Ok(GetPromptResult::new(vec![PromptMessage::text(Role::User, text)]))
+    ///     })
+    ///     .build();
+    /// ```
+    ///
+    /// # Panics
+    ///
+    /// When `T` is not a struct (or a map).
+    #[cfg(feature = "schemars")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "schemars")))]
+    pub fn typed_prompt<T, R, F>(mut self, prompt: Prompt, handler: F) -> Self
+    where
+        T: DeserializeOwned + schemars::JsonSchema,
+        R: Into<Outcome<GetPromptResult>>,
+        F: Fn(&RequestContext, T) -> Result<R, ErrorObject> + Send + Sync + 'static,
+    {
+        let prompt = prompt.arguments_from::<T>();
+        self.registry.add_prompt(prompt, typed_prompt_fn(handler));
         self
     }
 

@@ -18,6 +18,7 @@ use std::time::Duration;
 
 use crossbeam_channel::Sender;
 use serde::Serialize;
+use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
 use crate::jsonrpc::{ErrorObject, RequestId, encode_notification};
@@ -27,7 +28,7 @@ use crate::server::mrtr::Retry;
 use crate::server::request_meta::RequestMeta;
 use crate::server::{Notifier, Server};
 use crate::types::{
-    CreateMessageResult, ElicitResult, InputResponses, ListRootsResult, LoggingLevel,
+    CreateMessageResult, ElicitAction, ElicitResult, InputResponses, ListRootsResult, LoggingLevel,
     LoggingMessageNotificationParams, ProgressNotificationParams, method,
 };
 
@@ -44,6 +45,18 @@ pub(crate) enum Sink {
         credits: Sender<()>,
     },
     Local(Mutex<Vec<Vec<u8>>>),
+}
+
+/// What the user did with an elicitation form, its fields read into `T`
+/// ([`RequestContext::elicitation_as`]).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Elicited<T> {
+    /// Submitted: the fields.
+    Accepted(T),
+    /// Explicitly refused.
+    Declined,
+    /// Dismissed without choosing.
+    Cancelled,
 }
 
 /// Everything a handler gets besides its parameters.
@@ -155,6 +168,42 @@ impl RequestContext {
     /// The answer to the elicitation asked under `key`, if the client sent one.
     pub fn elicitation(&self, key: &str) -> Option<ElicitResult> {
         self.input_responses().get(key)?.to_elicit_result().ok()
+    }
+
+    /// The answer to the elicitation form asked under `key`, read into
+    /// `T` (typically the type the form was built from, see
+    /// [`ElicitRequestedSchema::for_type`](crate::types::ElicitRequestedSchema::for_type)):
+    /// `Ok(None)` before the client answered, `-32602` when the submitted
+    /// fields do not fit `T`.
+    ///
+    /// ```
+    /// # use mcp_stdio::{Elicited, RequestContext, ErrorObject};
+    /// # #[derive(serde::Deserialize)] struct Contact { name: String }
+    /// # fn handler(ctx: &RequestContext) -> Result<String, ErrorObject> {
+    /// Ok(match ctx.elicitation_as::<Contact>("contact")? {
+    ///     Some(Elicited::Accepted(contact)) => format!("Hello, {}!", contact.name),
+    ///     Some(_) => "Maybe another time.".to_owned(),
+    ///     None => "(ask, with Outcome::InputRequired)".to_owned(),
+    /// })
+    /// # }
+    /// ```
+    pub fn elicitation_as<T: DeserializeOwned>(
+        &self,
+        key: &str,
+    ) -> Result<Option<Elicited<T>>, ErrorObject> {
+        let Some(answer) = self.elicitation(key) else {
+            return Ok(None);
+        };
+        Ok(Some(match answer.content_as::<T>() {
+            Ok(Some(content)) => Elicited::Accepted(content),
+            Ok(None) if answer.action == ElicitAction::Decline => Elicited::Declined,
+            Ok(None) => Elicited::Cancelled,
+            Err(e) => {
+                return Err(ErrorObject::invalid_params(format!(
+                    "the answer to {key} does not fit the form: {e}"
+                )));
+            }
+        }))
     }
 
     /// The answer to the sampling request asked under `key`.

@@ -25,6 +25,8 @@ pub(crate) mod reply;
 pub(crate) mod request_meta;
 pub(crate) mod serve;
 pub(crate) mod subscriptions;
+#[cfg(feature = "schemars")]
+pub(crate) mod typed;
 pub(crate) mod work;
 
 use std::collections::HashMap;
@@ -37,10 +39,12 @@ use serde_json::Value;
 
 pub use builder::ServerBuilder;
 pub use cancel::CancelToken;
-pub use context::RequestContext;
+pub use context::{Elicited, RequestContext};
 pub use handlers::ResourceRequest;
 pub use notifier::Notifier;
 pub use request_meta::RequestMeta;
+#[cfg(feature = "schemars")]
+pub use typed::StructuredOutput;
 
 use crate::jsonrpc::ErrorObject;
 use crate::note_limiter::NoteLimiter;

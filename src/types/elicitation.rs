@@ -9,10 +9,13 @@
 
 use std::collections::BTreeMap;
 
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
 
 use super::{JsonObject, PrimitiveSchemaDefinition};
+#[cfg(feature = "schemars")]
+use crate::jsonrpc::ErrorObject;
 
 /// Params of `elicitation/create` (schema `ElicitRequestParams`): form mode
 /// or URL mode, decided by `mode` (absent means form).
@@ -157,6 +160,38 @@ impl ElicitRequestedSchema {
     }
 }
 
+#[cfg(feature = "schemars")]
+#[cfg_attr(docsrs, doc(cfg(feature = "schemars")))]
+impl ElicitRequestedSchema {
+    /// The form for the fields of `T`: each field's doc comment as its
+    /// description, required unless it is an `Option`; `String`, numbers,
+    /// `bool`, unit-variant enums and `Vec`s of them. A type a form cannot
+    /// express (a nested struct, a map, a variant with data) is an error
+    /// naming the field, which a handler passes on with `?` (`-32603`),
+    /// before anything is sent. Read the answer back with
+    /// [`ElicitResult::content_as`] or
+    /// `RequestContext::elicitation_as`.
+    ///
+    /// ```
+    /// use mcp_stdio::types::ElicitRequestedSchema;
+    ///
+    /// #[derive(serde::Deserialize, schemars::JsonSchema)]
+    /// struct Contact {
+    ///     /// Your name.
+    ///     name: String,
+    ///     /// Your age, if you will say.
+    ///     age: Option<u8>,
+    /// }
+    ///
+    /// let form = ElicitRequestedSchema::for_type::<Contact>()?;
+    /// assert_eq!(form.required, Some(vec!["name".to_owned()]));
+    /// # Ok::<(), mcp_stdio::ErrorObject>(())
+    /// ```
+    pub fn for_type<T: schemars::JsonSchema>() -> Result<ElicitRequestedSchema, ErrorObject> {
+        crate::schema::form_of::<T>()
+    }
+}
+
 /// What the user did with an elicitation (`action` of schema `ElicitResult`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -189,6 +224,31 @@ impl ElicitResult {
         ElicitResult {
             action: ElicitAction::Accept,
             content: Some(content),
+        }
+    }
+
+    /// An `accept` with the fields of `value` (a struct that serializes
+    /// to an object, such as the type the form was built from).
+    pub fn accept_fields<T: Serialize>(value: &T) -> Result<ElicitResult, serde_json::Error> {
+        match serde_json::to_value(value)? {
+            Value::Object(content) => Ok(ElicitResult::accept(content)),
+            other => Err(serde::ser::Error::custom(format!(
+                "a form's answer is an object, not {other}"
+            ))),
+        }
+    }
+
+    /// The submitted fields read into `T` (typically the type the form was
+    /// built from); `None` unless the user accepted.
+    pub fn content_as<T: DeserializeOwned>(&self) -> Result<Option<T>, serde_json::Error> {
+        match (&self.action, &self.content) {
+            (ElicitAction::Accept, Some(content)) => {
+                T::deserialize(Value::Object(content.clone())).map(Some)
+            }
+            (ElicitAction::Accept, None) => {
+                T::deserialize(Value::Object(JsonObject::new())).map(Some)
+            }
+            _ => Ok(None),
         }
     }
 

@@ -49,6 +49,26 @@ impl Prompt {
     }
 }
 
+#[cfg(feature = "schemars")]
+#[cfg_attr(docsrs, doc(cfg(feature = "schemars")))]
+impl Prompt {
+    /// The same prompt with its arguments derived from the fields of `T`
+    /// (replacing any it had): each field's name, its doc comment as the
+    /// description, required unless it is an `Option`. Prompt arguments
+    /// are strings, so `T`'s fields should be `String` or
+    /// `Option<String>`.
+    /// `ServerBuilder::typed_prompt`
+    /// does this and hands the handler a `T`.
+    ///
+    /// # Panics
+    ///
+    /// When `T` is not a struct or a map.
+    pub fn arguments_from<T: schemars::JsonSchema>(mut self) -> Prompt {
+        self.arguments = Some(crate::schema::prompt_arguments_of::<T>());
+        self
+    }
+}
+
 /// An argument a prompt accepts (schema `PromptArgument`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

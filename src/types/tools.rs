@@ -206,6 +206,49 @@ impl CallToolResult {
     }
 }
 
+#[cfg(feature = "schemars")]
+#[cfg_attr(docsrs, doc(cfg(feature = "schemars")))]
+impl Tool {
+    /// The same tool with its input schema derived from `T`, the type its
+    /// handler reads the arguments into: doc comments become descriptions,
+    /// `Option` fields are not required, serde's `rename` and `default` are
+    /// honoured.
+    ///
+    /// ```
+    /// use mcp_stdio::types::Tool;
+    ///
+    /// #[derive(serde::Deserialize, schemars::JsonSchema)]
+    /// struct Greet {
+    ///     /// Who to greet.
+    ///     name: String,
+    /// }
+    ///
+    /// let tool = Tool::new("greet", "Greets someone by name.").input::<Greet>();
+    /// assert_eq!(tool.input_schema["properties"]["name"]["description"], "Who to greet.");
+    /// assert_eq!(tool.input_schema["required"], serde_json::json!(["name"]));
+    /// ```
+    ///
+    /// # Panics
+    ///
+    /// When `T`'s schema is not an object schema (`T` is not a struct or a
+    /// map): the spec requires `"type": "object"`.
+    pub fn input<T: schemars::JsonSchema>(self) -> Tool {
+        self.input_schema(crate::schema::object_schema_of::<T>("input schema"))
+    }
+
+    /// The same tool with its output schema derived from `T`, the type of
+    /// its results' `structuredContent` (see
+    /// `ServerBuilder::structured_tool`,
+    /// which sets both schemas).
+    ///
+    /// # Panics
+    ///
+    /// When `T` is not a struct or a map, as for [`Tool::input`].
+    pub fn output<T: schemars::JsonSchema>(self) -> Tool {
+        self.output_schema(crate::schema::object_schema_of::<T>("output schema"))
+    }
+}
+
 /// The result of `tools/list` (schema `ListToolsResult`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

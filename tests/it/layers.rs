@@ -21,6 +21,8 @@ const SERVER: &[&str] = &[
     "crate::CancelToken",
     "crate::ResourceRequest",
     "crate::CacheHints",
+    "crate::Elicited",
+    "crate::StructuredOutput",
 ];
 
 /// How the client side is named from elsewhere in the crate.

@@ -32,4 +32,6 @@ mod shutdown;
 mod spec_examples;
 mod subscriptions;
 mod tools;
+#[cfg(feature = "schemars")]
+mod typed;
 mod unix_socket;
