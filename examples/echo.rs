@@ -38,6 +38,9 @@ fn main() -> Result<(), mcp_stdio::Error> {
         builder.inline_tool(echo, handler)
     }
     .build();
+    // Without the `signals` feature (the smallest build) SIGTERM simply
+    // ends the process.
+    #[cfg(feature = "signals")]
     mcp_stdio::signal::stop_on_signals(server.stop_handle())?;
     server.serve(Transport::stdio())
 }

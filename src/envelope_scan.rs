@@ -50,6 +50,7 @@ impl Envelope {
     }
 
     /// Whether the message is a notification (a method and no id at all).
+    #[cfg_attr(not(feature = "server"), allow(dead_code))]
     pub fn is_notification(&self) -> bool {
         self.has_method && !self.has_id
     }

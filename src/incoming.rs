@@ -167,7 +167,7 @@ fn method_and_params(env: &Envelope<'_>) -> Result<(String, Option<Box<RawValue>
 /// Checks that `jsonrpc` is present and says `"2.0"`.
 fn check_version(raw: Option<&RawValue>) -> Result<(), ErrorObject> {
     match raw {
-        Some(v) if is_version_2(v) => Ok(()),
+        Some(v) if crate::jsonrpc::is_version_2(v) => Ok(()),
         Some(v) => Err(ErrorObject::invalid_request(format!(
             "jsonrpc must be \"2.0\", got {}",
             short(v.get())
@@ -196,15 +196,6 @@ fn params(raw: Option<&RawValue>) -> Result<Option<Box<RawValue>>, ErrorObject> 
             short(raw.get())
         ))),
     }
-}
-
-/// Whether a `jsonrpc` member says `"2.0"`. Compared as a string, not as
-/// text: any character may be escaped (RFC 8259 section 7), so
-/// `"2\u002e0"` is `"2.0"` too.
-pub(crate) fn is_version_2(raw: &RawValue) -> bool {
-    raw.get() == "\"2.0\""
-        || (raw.get().contains('\\')
-            && serde_json::from_str::<String>(raw.get()).is_ok_and(|v| v == "2.0"))
 }
 
 /// The start of a JSON value, for error messages.

@@ -356,6 +356,15 @@ pub(crate) fn encode_notification<P: Serialize>(
     serde_json::to_writer(out, &notif)
 }
 
+/// Whether a `jsonrpc` member says `"2.0"`. Compared as a string, not as
+/// text: any character may be escaped (RFC 8259 section 7), so
+/// `"2\u002e0"` is `"2.0"` too.
+pub(crate) fn is_version_2(raw: &serde_json::value::RawValue) -> bool {
+    raw.get() == "\"2.0\""
+        || (raw.get().contains('\\')
+            && serde_json::from_str::<String>(raw.get()).is_ok_and(|v| v == "2.0"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

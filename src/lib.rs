@@ -64,6 +64,7 @@
 //! log messages.
 //!
 //! ```
+//! # #[cfg(all(feature = "server", feature = "client"))] fn main() -> Result<(), mcp_stdio::Error> {
 //! use mcp_stdio::types::{CallToolResult, ContentBlock, Tool};
 //! use mcp_stdio::{Client, Outcome, Server, Transport};
 //! use serde_json::json;
@@ -90,7 +91,8 @@
 //! assert!(matches!(&result.content[..], [ContentBlock::Text(t)] if t.text == "hi"));
 //! client.close()?; // closes the server's input: `serve` returns
 //! serving.join().unwrap()?;
-//! # Ok::<(), mcp_stdio::Error>(())
+//! # Ok(()) }
+//! # #[cfg(not(all(feature = "server", feature = "client")))] fn main() {}
 //! ```
 //!
 //! `examples/client.rs` prints what any stdio server offers, modern or
@@ -108,6 +110,7 @@
 //! signal) every listen gets its final result.
 //!
 //! ```
+//! # #[cfg(feature = "server")] fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! use std::io::{BufRead, Write};
 //! use mcp_stdio::types::{ReadResourceResult, Resource, ResourceContents};
 //! use mcp_stdio::{Server, Transport};
@@ -138,7 +141,8 @@
 //! from_server.read_line(&mut last)?;
 //! assert!(last.starts_with(r#"{"jsonrpc":"2.0","id":1,"result":{"#));
 //! serving.join().unwrap()?;
-//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! # Ok(()) }
+//! # #[cfg(not(feature = "server"))] fn main() {}
 //! ```
 //!
 //! `examples/subscriptions.rs` is a server that publishes a ticking clock
@@ -158,6 +162,7 @@
 //! ([`ClientBuilder::on_elicitation`] and friends) and retries by itself.
 //!
 //! ```
+//! # #[cfg(all(feature = "server", feature = "client"))] fn main() -> Result<(), mcp_stdio::Error> {
 //! use mcp_stdio::types::*;
 //! use mcp_stdio::{Client, Outcome, Server, Transport};
 //!
@@ -192,7 +197,8 @@
 //! assert_eq!(result.content[0].as_text(), Some("Hello, Ada!"));
 //! client.close()?;
 //! serving.join().unwrap()?;
-//! # Ok::<(), mcp_stdio::Error>(())
+//! # Ok(()) }
+//! # #[cfg(not(all(feature = "server", feature = "client")))] fn main() {}
 //! ```
 //!
 //! # Threading model
@@ -286,24 +292,36 @@
 #![deny(missing_docs)]
 #![deny(missing_debug_implementations)]
 #![warn(rust_2018_idioms)]
+// Without the server and the client only the wire types are used: the
+// framing and encoding helpers both sides share are left idle.
+#![cfg_attr(not(any(feature = "server", feature = "client")), allow(dead_code))]
 
+#[cfg(feature = "client")]
 mod client;
 mod envelope_scan;
 mod error;
+#[cfg(feature = "server")]
 mod incoming;
 pub mod jsonrpc;
+#[cfg(any(feature = "server", feature = "client"))]
 mod note_limiter;
 mod outcome;
 #[cfg(feature = "schemars")]
 mod schema;
+#[cfg(feature = "server")]
 mod server;
+#[cfg(feature = "signals")]
+#[cfg_attr(docsrs, doc(cfg(feature = "signals")))]
 pub mod signal;
+#[cfg(feature = "client")]
 mod sync;
 mod transport;
 pub mod types;
 mod uri_template;
 mod version;
 
+#[cfg(feature = "client")]
+#[cfg_attr(docsrs, doc(cfg(feature = "client")))]
 pub use client::{
     Client, ClientBuilder, Era, EraPolicy, Pages, PendingCall, RequestOptions, RestartPolicy,
     Subscription, SubscriptionEnd, SubscriptionEvent,
@@ -311,9 +329,11 @@ pub use client::{
 pub use error::Error;
 pub use jsonrpc::{ErrorObject, RequestId, error_code};
 pub use outcome::{Outcome, PromptArguments, ToolOutcome};
-#[cfg(feature = "schemars")]
-#[cfg_attr(docsrs, doc(cfg(feature = "schemars")))]
+#[cfg(all(feature = "server", feature = "schemars"))]
+#[cfg_attr(docsrs, doc(cfg(all(feature = "server", feature = "schemars"))))]
 pub use server::StructuredOutput;
+#[cfg(feature = "server")]
+#[cfg_attr(docsrs, doc(cfg(feature = "server")))]
 pub use server::{
     CacheHints, CancelToken, Elicited, Notifier, RequestContext, RequestMeta, ResourceRequest,
     Server, ServerBuilder, StopHandle,
@@ -329,8 +349,14 @@ pub use version::{LEGACY_VERSIONS, SUPPORTED_VERSIONS};
 #[cfg_attr(docsrs, doc(cfg(feature = "schemars")))]
 pub use schemars;
 
-/// The README's code blocks are compiled as doc tests (its servers derive
-/// their schemas: feature `schemars`).
-#[cfg(all(doctest, feature = "schemars"))]
+/// The README's code blocks are compiled as doc tests (they use every
+/// default feature).
+#[cfg(all(
+    doctest,
+    feature = "server",
+    feature = "client",
+    feature = "signals",
+    feature = "schemars"
+))]
 #[doc = include_str!("../README.md")]
 struct ReadmeDoctests;

@@ -14,7 +14,7 @@
 use std::thread;
 use std::time::Duration;
 
-use mcp_stdio::{Client, Era, EraPolicy, Outcome, PromptArguments, Server, Transport};
+use mcp_stdio::{Outcome, Server};
 use serde_json::{Value, json};
 
 use crate::support::{Peer, call, cancel, error, request, text_result};
@@ -1779,195 +1779,201 @@ fn a_modern_only_server_rejects_initialize_naming_its_versions() {
     peer.finish_quietly();
 }
 
-// --- 10. The client, end to end ------------------------------------------
+#[cfg(feature = "client")]
+mod client_side {
+    use super::*;
+    use mcp_stdio::{Client, Era, EraPolicy, PromptArguments, Transport};
 
-/// Serves `server` on a thread; returns the client's end.
-fn serve_on_thread(
-    server: &Server,
-) -> (Transport, thread::JoinHandle<Result<(), mcp_stdio::Error>>) {
-    let (ours, theirs) = Transport::memory();
-    let server = server.clone();
-    let serving = thread::spawn(move || server.serve(theirs));
-    (ours, serving)
-}
+    // --- 10. The client, end to end ------------------------------------------
 
-#[test]
-fn the_client_forced_legacy_talks_to_the_everything_server() {
-    let server = crate::everything::build();
-    let (transport, serving) = serve_on_thread(&server);
-    let client = Client::builder()
-        .era(EraPolicy::LegacyOnly)
-        .connect(transport)
-        .unwrap();
-    assert_eq!(
-        client.era(),
-        Era::Legacy {
-            version: "2025-11-25".into()
-        }
-    );
-    assert_eq!(
-        serde_json::to_value(client.server_capabilities()).unwrap(),
-        capabilities()
-    );
-    assert_eq!(
-        serde_json::to_value(client.server_info().unwrap()).unwrap(),
-        server_info()
-    );
-    assert_eq!(client.instructions().as_deref(), Some(INSTRUCTIONS));
-    assert!(client.discover_result().is_none());
-
-    let tools: Vec<String> = client.tools().map(|t| t.unwrap().name).collect();
-    assert_eq!(tools, EVERYTHING_TOOLS);
-
-    match client.call_tool("echo", json!({ "text": "hi" })).unwrap() {
-        Outcome::Complete(result) => assert_eq!(
-            serde_json::to_value(result).unwrap(),
-            json!({ "content": [{ "type": "text", "text": "hi" }] })
-        ),
-        other => panic!("{other:?}"),
+    /// Serves `server` on a thread; returns the client's end.
+    fn serve_on_thread(
+        server: &Server,
+    ) -> (Transport, thread::JoinHandle<Result<(), mcp_stdio::Error>>) {
+        let (ours, theirs) = Transport::memory();
+        let server = server.clone();
+        let serving = thread::spawn(move || server.serve(theirs));
+        (ours, serving)
     }
-    client.ping().unwrap();
-    match client.read_resource("test://static-text").unwrap() {
-        Outcome::Complete(result) => assert_eq!(
-            serde_json::to_value(result).unwrap(),
-            json!({ "contents": [{
-                "uri": "test://static-text",
-                "mimeType": "text/plain",
-                "text": "This is the content of the static text resource."
-            }] })
-        ),
-        other => panic!("{other:?}"),
-    }
-    let mut args = PromptArguments::new();
-    args.insert("name".into(), "Ada".into());
-    match client.get_prompt("greet", args).unwrap() {
-        Outcome::Complete(result) => assert_eq!(
-            serde_json::to_value(result).unwrap(),
-            json!({ "messages": [{ "role": "user", "content": { "type": "text", "text": "Please greet Ada warmly." } }] })
-        ),
-        other => panic!("{other:?}"),
-    }
-    // A tool that needs input this client cannot give (it declared no
-    // elicitation): a tool error the client can show.
-    match client.call_tool("ask", json!({})).unwrap() {
-        Outcome::Complete(result) => assert_eq!(
-            serde_json::to_value(result).unwrap(),
-            json!({
-                "content": [{ "type": "text", "text": undeclared("this tool", "elicitation", "2025-11-25") }],
-                "isError": true
-            })
-        ),
-        other => panic!("{other:?}"),
-    }
-    client.close().unwrap();
-    serving.join().unwrap().unwrap();
-}
 
-#[test]
-fn the_client_forced_legacy_answers_the_servers_asks() {
-    use mcp_stdio::types::{ElicitRequestParams, ElicitResult};
-    let server = crate::everything::build();
-    let (transport, serving) = serve_on_thread(&server);
-    let client = Client::builder()
-        .era(EraPolicy::LegacyOnly)
-        .on_elicitation(|params| {
-            let ElicitRequestParams::Form(form) = params else {
-                panic!("a form: {params:?}");
-            };
-            let (field, value) = match form.message.as_str() {
-                "What is your name?" => ("name", "Ada"),
-                "Favourite colour?" => ("colour", "green"),
-                _ => ("context", "the client's"),
-            };
-            let mut content = serde_json::Map::new();
-            content.insert(field.into(), json!(value));
-            Ok(ElicitResult::accept(content))
-        })
-        .on_sampling(|_| Ok(serde_json::from_value(paris()).unwrap()))
-        .on_roots(|| Ok(serde_json::from_value(one_root()).unwrap()))
-        .connect(transport)
-        .unwrap();
-    assert_eq!(
-        client.era(),
-        Era::Legacy {
-            version: "2025-11-25".into()
-        }
-    );
-    for (tool, text) in [
-        ("ask", "Nice to meet you, Ada!"),
-        (
-            "test_input_required_result_multiple_inputs",
-            "name Ada, model Paris, 1 roots",
-        ),
-        ("test_input_required_result_multi_round", "Ada likes green"),
-    ] {
-        match client.call_tool(tool, json!({})).unwrap() {
+    #[test]
+    fn the_client_forced_legacy_talks_to_the_everything_server() {
+        let server = crate::everything::build();
+        let (transport, serving) = serve_on_thread(&server);
+        let client = Client::builder()
+            .era(EraPolicy::LegacyOnly)
+            .connect(transport)
+            .unwrap();
+        assert_eq!(
+            client.era(),
+            Era::Legacy {
+                version: "2025-11-25".into()
+            }
+        );
+        assert_eq!(
+            serde_json::to_value(client.server_capabilities()).unwrap(),
+            capabilities()
+        );
+        assert_eq!(
+            serde_json::to_value(client.server_info().unwrap()).unwrap(),
+            server_info()
+        );
+        assert_eq!(client.instructions().as_deref(), Some(INSTRUCTIONS));
+        assert!(client.discover_result().is_none());
+
+        let tools: Vec<String> = client.tools().map(|t| t.unwrap().name).collect();
+        assert_eq!(tools, EVERYTHING_TOOLS);
+
+        match client.call_tool("echo", json!({ "text": "hi" })).unwrap() {
             Outcome::Complete(result) => assert_eq!(
                 serde_json::to_value(result).unwrap(),
-                json!({ "content": [{ "type": "text", "text": text }] }),
-                "{tool}"
+                json!({ "content": [{ "type": "text", "text": "hi" }] })
             ),
-            other => panic!("{tool}: {other:?}"),
+            other => panic!("{other:?}"),
         }
+        client.ping().unwrap();
+        match client.read_resource("test://static-text").unwrap() {
+            Outcome::Complete(result) => assert_eq!(
+                serde_json::to_value(result).unwrap(),
+                json!({ "contents": [{
+                    "uri": "test://static-text",
+                    "mimeType": "text/plain",
+                    "text": "This is the content of the static text resource."
+                }] })
+            ),
+            other => panic!("{other:?}"),
+        }
+        let mut args = PromptArguments::new();
+        args.insert("name".into(), "Ada".into());
+        match client.get_prompt("greet", args).unwrap() {
+            Outcome::Complete(result) => assert_eq!(
+                serde_json::to_value(result).unwrap(),
+                json!({ "messages": [{ "role": "user", "content": { "type": "text", "text": "Please greet Ada warmly." } }] })
+            ),
+            other => panic!("{other:?}"),
+        }
+        // A tool that needs input this client cannot give (it declared no
+        // elicitation): a tool error the client can show.
+        match client.call_tool("ask", json!({})).unwrap() {
+            Outcome::Complete(result) => assert_eq!(
+                serde_json::to_value(result).unwrap(),
+                json!({
+                    "content": [{ "type": "text", "text": undeclared("this tool", "elicitation", "2025-11-25") }],
+                    "isError": true
+                })
+            ),
+            other => panic!("{other:?}"),
+        }
+        client.close().unwrap();
+        serving.join().unwrap().unwrap();
     }
-    match client
-        .get_prompt("test_input_required_result_prompt", PromptArguments::new())
-        .unwrap()
-    {
-        Outcome::Complete(result) => assert_eq!(
-            serde_json::to_value(result).unwrap(),
-            json!({ "messages": [{ "role": "user", "content": { "type": "text", "text": "Context: the client's" } }] })
-        ),
-        other => panic!("{other:?}"),
-    }
-    client.close().unwrap();
-    serving.join().unwrap().unwrap();
-}
 
-#[test]
-fn the_default_client_detects_the_dual_era_server_as_modern() {
-    let server = crate::everything::build();
-    let (transport, serving) = serve_on_thread(&server);
-    let client = Client::connect(transport).unwrap();
-    assert_eq!(
-        client.era(),
-        Era::Modern {
-            version: "2026-07-28".into()
+    #[test]
+    fn the_client_forced_legacy_answers_the_servers_asks() {
+        use mcp_stdio::types::{ElicitRequestParams, ElicitResult};
+        let server = crate::everything::build();
+        let (transport, serving) = serve_on_thread(&server);
+        let client = Client::builder()
+            .era(EraPolicy::LegacyOnly)
+            .on_elicitation(|params| {
+                let ElicitRequestParams::Form(form) = params else {
+                    panic!("a form: {params:?}");
+                };
+                let (field, value) = match form.message.as_str() {
+                    "What is your name?" => ("name", "Ada"),
+                    "Favourite colour?" => ("colour", "green"),
+                    _ => ("context", "the client's"),
+                };
+                let mut content = serde_json::Map::new();
+                content.insert(field.into(), json!(value));
+                Ok(ElicitResult::accept(content))
+            })
+            .on_sampling(|_| Ok(serde_json::from_value(paris()).unwrap()))
+            .on_roots(|| Ok(serde_json::from_value(one_root()).unwrap()))
+            .connect(transport)
+            .unwrap();
+        assert_eq!(
+            client.era(),
+            Era::Legacy {
+                version: "2025-11-25".into()
+            }
+        );
+        for (tool, text) in [
+            ("ask", "Nice to meet you, Ada!"),
+            (
+                "test_input_required_result_multiple_inputs",
+                "name Ada, model Paris, 1 roots",
+            ),
+            ("test_input_required_result_multi_round", "Ada likes green"),
+        ] {
+            match client.call_tool(tool, json!({})).unwrap() {
+                Outcome::Complete(result) => assert_eq!(
+                    serde_json::to_value(result).unwrap(),
+                    json!({ "content": [{ "type": "text", "text": text }] }),
+                    "{tool}"
+                ),
+                other => panic!("{tool}: {other:?}"),
+            }
         }
-    );
-    let discover = client.discover_result().expect("the probe answered");
-    assert_eq!(discover.supported_versions, ["2026-07-28"]);
-    assert_eq!(
-        serde_json::to_value(client.server_capabilities()).unwrap(),
-        capabilities()
-    );
-    match client.call_tool("echo", json!({ "text": "hi" })).unwrap() {
-        Outcome::Complete(result) => {
-            assert_eq!(result.content[0].as_text(), Some("hi"));
+        match client
+            .get_prompt("test_input_required_result_prompt", PromptArguments::new())
+            .unwrap()
+        {
+            Outcome::Complete(result) => assert_eq!(
+                serde_json::to_value(result).unwrap(),
+                json!({ "messages": [{ "role": "user", "content": { "type": "text", "text": "Context: the client's" } }] })
+            ),
+            other => panic!("{other:?}"),
         }
-        other => panic!("{other:?}"),
+        client.close().unwrap();
+        serving.join().unwrap().unwrap();
     }
-    // Modern clients have no ping.
-    assert!(client.ping().is_err());
-    client.close().unwrap();
-    serving.join().unwrap().unwrap();
-}
 
-#[test]
-fn the_client_forced_legacy_fails_against_a_modern_only_server() {
-    let server = crate::everything::build_with(|b| b.modern_only());
-    let (transport, serving) = serve_on_thread(&server);
-    let err = Client::builder()
-        .era(EraPolicy::LegacyOnly)
-        .connect(transport)
-        .unwrap_err();
-    match err {
-        mcp_stdio::Error::Rpc(e) => {
-            assert_eq!(e.code, -32601);
-            assert!(e.message.contains("2026-07-28"), "{}", e.message);
-            assert_eq!(e.data, Some(json!({ "supported": ["2026-07-28"] })));
+    #[test]
+    fn the_default_client_detects_the_dual_era_server_as_modern() {
+        let server = crate::everything::build();
+        let (transport, serving) = serve_on_thread(&server);
+        let client = Client::connect(transport).unwrap();
+        assert_eq!(
+            client.era(),
+            Era::Modern {
+                version: "2026-07-28".into()
+            }
+        );
+        let discover = client.discover_result().expect("the probe answered");
+        assert_eq!(discover.supported_versions, ["2026-07-28"]);
+        assert_eq!(
+            serde_json::to_value(client.server_capabilities()).unwrap(),
+            capabilities()
+        );
+        match client.call_tool("echo", json!({ "text": "hi" })).unwrap() {
+            Outcome::Complete(result) => {
+                assert_eq!(result.content[0].as_text(), Some("hi"));
+            }
+            other => panic!("{other:?}"),
         }
-        other => panic!("{other}"),
+        // Modern clients have no ping.
+        assert!(client.ping().is_err());
+        client.close().unwrap();
+        serving.join().unwrap().unwrap();
     }
-    serving.join().unwrap().unwrap();
+
+    #[test]
+    fn the_client_forced_legacy_fails_against_a_modern_only_server() {
+        let server = crate::everything::build_with(|b| b.modern_only());
+        let (transport, serving) = serve_on_thread(&server);
+        let err = Client::builder()
+            .era(EraPolicy::LegacyOnly)
+            .connect(transport)
+            .unwrap_err();
+        match err {
+            mcp_stdio::Error::Rpc(e) => {
+                assert_eq!(e.code, -32601);
+                assert!(e.message.contains("2026-07-28"), "{}", e.message);
+                assert_eq!(e.data, Some(json!({ "supported": ["2026-07-28"] })));
+            }
+            other => panic!("{other}"),
+        }
+        serving.join().unwrap().unwrap();
+    }
 }

@@ -15,6 +15,7 @@ mod support;
 
 mod bad_input;
 mod cancellation;
+#[cfg(feature = "client")]
 mod client;
 mod concurrency;
 mod discover;
@@ -32,6 +33,6 @@ mod shutdown;
 mod spec_examples;
 mod subscriptions;
 mod tools;
-#[cfg(feature = "schemars")]
+#[cfg(all(feature = "client", feature = "schemars"))]
 mod typed;
 mod unix_socket;

@@ -3,22 +3,19 @@
 //! `requestState` and how a retry is checked, and the client's automatic
 //! retry, all asserted as exact JSON on the wire.
 
-use std::io::{BufRead, Write};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
-use std::thread;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use mcp_stdio::types::{
-    CallToolResult, ClientCapabilities, ElicitRequestFormParams, ElicitRequestParams,
-    ElicitRequestURLParams, ElicitRequestedSchema, ElicitResult, InputRequest, InputRequests,
-    InputRequiredResult, ListRootsResult, ReadResourceResult, RequestParams, Resource,
-    ResourceContents, Root, StringSchema, Tool,
+    CallToolResult, ElicitRequestFormParams, ElicitRequestParams, ElicitRequestURLParams,
+    ElicitRequestedSchema, InputRequest, InputRequests, InputRequiredResult, ReadResourceResult,
+    RequestParams, Resource, ResourceContents, StringSchema, Tool,
 };
-use mcp_stdio::{Client, Error, Outcome, Server, ServerBuilder, ToolOutcome, Transport};
+use mcp_stdio::{Outcome, Server, ServerBuilder, ToolOutcome};
 use serde_json::{Value, json};
 
-use crate::support::{Peer, WAIT, error, meta, request, text_result};
+use crate::support::{Peer, error, meta, request, text_result};
 
 // ---------------------------------------------------------------------------
 // Requests and expected replies.
@@ -1168,416 +1165,433 @@ fn every_input_required_result_carries_a_request_state() {
     peer.finish_quietly();
 }
 
-// ---------------------------------------------------------------------------
-// Client: the automatic retry, against a scripted server.
+#[cfg(feature = "client")]
+mod client_side {
+    use super::*;
+    use std::io::{BufRead, Write};
+    use std::sync::Condvar;
+    use std::thread;
 
-/// The test's end: reads the client's lines, writes replies.
-struct Script {
-    reader: Box<dyn BufRead + Send>,
-    writer: Box<dyn Write + Send>,
-}
+    use mcp_stdio::types::{ClientCapabilities, ElicitResult, ListRootsResult, Root};
+    use mcp_stdio::{Client, Error, Transport};
 
-impl Script {
-    /// The next message, or `None` at end of input.
-    fn try_recv(&mut self) -> Option<Value> {
-        let mut line = String::new();
-        if self.reader.read_line(&mut line).unwrap() == 0 {
-            return None;
+    use crate::support::WAIT;
+
+    // ---------------------------------------------------------------------------
+    // Client: the automatic retry, against a scripted server.
+
+    /// The test's end: reads the client's lines, writes replies.
+    struct Script {
+        reader: Box<dyn BufRead + Send>,
+        writer: Box<dyn Write + Send>,
+    }
+
+    impl Script {
+        /// The next message, or `None` at end of input.
+        fn try_recv(&mut self) -> Option<Value> {
+            let mut line = String::new();
+            if self.reader.read_line(&mut line).unwrap() == 0 {
+                return None;
+            }
+            Some(serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line:?}")))
         }
-        Some(serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line:?}")))
+
+        fn recv(&mut self) -> Value {
+            self.try_recv().expect("the client closed its output")
+        }
+
+        fn send(&mut self, msg: Value) {
+            writeln!(self.writer, "{msg}").unwrap();
+            self.writer.flush().unwrap();
+        }
+
+        /// Answers the `server/discover` probe; returns it.
+        fn discover(&mut self) -> Value {
+            let probe = self.recv();
+            assert_eq!(probe["method"], "server/discover", "{probe}");
+            self.send(json!({ "jsonrpc": "2.0", "id": probe["id"], "result": {
+                "resultType": "complete",
+                "supportedVersions": ["2026-07-28"],
+                "capabilities": { "tools": {} },
+                "_meta": { "io.modelcontextprotocol/serverInfo": { "name": "scripted", "version": "9" } }
+            }}));
+            probe
+        }
     }
 
-    fn recv(&mut self) -> Value {
-        self.try_recv().expect("the client closed its output")
+    fn pair() -> (Transport, Script) {
+        let (ours, theirs) = Transport::memory();
+        let (reader, writer) = theirs.into_parts();
+        (ours, Script { reader, writer })
     }
 
-    fn send(&mut self, msg: Value) {
-        writeln!(self.writer, "{msg}").unwrap();
-        self.writer.flush().unwrap();
+    /// The `_meta` this file's scripted clients send.
+    fn client_meta(caps: Value) -> Value {
+        json!({
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientInfo": { "name": "mrtr-test", "version": "1" },
+            "io.modelcontextprotocol/clientCapabilities": caps
+        })
     }
 
-    /// Answers the `server/discover` probe; returns it.
-    fn discover(&mut self) -> Value {
-        let probe = self.recv();
-        assert_eq!(probe["method"], "server/discover", "{probe}");
-        self.send(json!({ "jsonrpc": "2.0", "id": probe["id"], "result": {
-            "resultType": "complete",
-            "supportedVersions": ["2026-07-28"],
-            "capabilities": { "tools": {} },
-            "_meta": { "io.modelcontextprotocol/serverInfo": { "name": "scripted", "version": "9" } }
-        }}));
-        probe
+    fn name_answer() -> ElicitResult {
+        let mut content = serde_json::Map::new();
+        content.insert("name".into(), json!("Ada"));
+        ElicitResult::accept(content)
     }
-}
 
-fn pair() -> (Transport, Script) {
-    let (ours, theirs) = Transport::memory();
-    let (reader, writer) = theirs.into_parts();
-    (ours, Script { reader, writer })
-}
-
-/// The `_meta` this file's scripted clients send.
-fn client_meta(caps: Value) -> Value {
-    json!({
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientInfo": { "name": "mrtr-test", "version": "1" },
-        "io.modelcontextprotocol/clientCapabilities": caps
-    })
-}
-
-fn name_answer() -> ElicitResult {
-    let mut content = serde_json::Map::new();
-    content.insert("name".into(), json!("Ada"));
-    ElicitResult::accept(content)
-}
-
-fn test_roots() -> ListRootsResult {
-    ListRootsResult {
-        roots: vec![Root {
-            uri: "file:///test/root".into(),
-            name: Some("Test Root".into()),
-            meta: None,
-        }],
+    fn test_roots() -> ListRootsResult {
+        ListRootsResult {
+            roots: vec![Root {
+                uri: "file:///test/root".into(),
+                name: Some("Test Root".into()),
+                meta: None,
+            }],
+        }
     }
-}
 
-// req: mrtr:client-retries
-#[test]
-fn the_client_retries_with_a_new_id_the_same_params_and_the_exact_state() {
-    let odd_state = "v1.\"quoted\" \u{e9}/+= \\ \u{1F600}\n..x";
-    let caps = json!({ "elicitation": { "form": {}, "url": {} }, "roots": {} });
-    let (transport, mut server) = pair();
-    let peer = {
-        let caps = caps.clone();
-        thread::spawn(move || {
+    // req: mrtr:client-retries
+    #[test]
+    fn the_client_retries_with_a_new_id_the_same_params_and_the_exact_state() {
+        let odd_state = "v1.\"quoted\" \u{e9}/+= \\ \u{1F600}\n..x";
+        let caps = json!({ "elicitation": { "form": {}, "url": {} }, "roots": {} });
+        let (transport, mut server) = pair();
+        let peer = {
+            let caps = caps.clone();
+            thread::spawn(move || {
+                server.discover();
+                let first = server.recv();
+                assert_eq!(
+                    first,
+                    json!({ "jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+                        "name": "deploy",
+                        "arguments": { "env": "prod", "n": 3 },
+                        "_meta": client_meta(caps.clone())
+                    }})
+                );
+                server.send(json!({ "jsonrpc": "2.0", "id": 2, "result": {
+                    "resultType": "input_required",
+                    "inputRequests": {
+                        "who": ask_name(),
+                        "where": { "method": "roots/list" }
+                    },
+                    "requestState": odd_state
+                }}));
+                let second = server.recv();
+                assert_eq!(
+                    second,
+                    json!({ "jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
+                        "name": "deploy",
+                        "arguments": { "env": "prod", "n": 3 },
+                        "inputResponses": {
+                            "who": { "action": "accept", "content": { "name": "Ada" } },
+                            "where": { "roots": [{ "uri": "file:///test/root", "name": "Test Root" }] }
+                        },
+                        "requestState": odd_state,
+                        "_meta": client_meta(caps.clone())
+                    }})
+                );
+                assert_eq!(second["params"]["requestState"].as_str(), Some(odd_state));
+                // Round two asks again, without a state: the retry carries
+                // none, and only this round's answers.
+                server.send(json!({ "jsonrpc": "2.0", "id": 3, "result": {
+                    "resultType": "input_required",
+                    "inputRequests": { "again": { "method": "roots/list", "params": {} } }
+                }}));
+                let third = server.recv();
+                assert_eq!(
+                    third,
+                    json!({ "jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {
+                        "name": "deploy",
+                        "arguments": { "env": "prod", "n": 3 },
+                        "inputResponses": {
+                            "again": { "roots": [{ "uri": "file:///test/root", "name": "Test Root" }] }
+                        },
+                        "_meta": client_meta(caps)
+                    }})
+                );
+                server.send(json!({ "jsonrpc": "2.0", "id": 4, "result": {
+                    "resultType": "complete",
+                    "content": [{ "type": "text", "text": "deployed" }]
+                }}));
+                assert_eq!(server.try_recv(), None, "nothing after the final result");
+            })
+        };
+        let asked = Arc::new(AtomicUsize::new(0));
+        let count = Arc::clone(&asked);
+        let client = Client::builder()
+            .client_info("mrtr-test", "1")
+            .on_elicitation(move |params| {
+                count.fetch_add(1, Ordering::SeqCst);
+                match params {
+                    ElicitRequestParams::Form(form) => {
+                        assert_eq!(form.message, "What is your name?")
+                    }
+                    other => panic!("{other:?}"),
+                }
+                Ok(name_answer())
+            })
+            .on_roots(|| Ok(test_roots()))
+            .connect(transport)
+            .unwrap();
+        match client
+            .call_tool("deploy", json!({ "env": "prod", "n": 3 }))
+            .unwrap()
+        {
+            Outcome::Complete(result) => assert_eq!(result.content[0].as_text(), Some("deployed")),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(asked.load(Ordering::SeqCst), 1);
+        client.close().unwrap();
+        peer.join().unwrap();
+    }
+
+    #[test]
+    fn the_client_gives_up_after_max_input_rounds() {
+        let (transport, mut server) = pair();
+        let peer = thread::spawn(move || {
+            server.discover();
+            let mut ids = Vec::new();
+            while let Some(msg) = server.try_recv() {
+                assert_eq!(msg["method"], "tools/call", "{msg}");
+                ids.push(msg["id"].clone());
+                server.send(json!({ "jsonrpc": "2.0", "id": msg["id"], "result": {
+                    "resultType": "input_required",
+                    "inputRequests": { "who": ask_name() },
+                    "requestState": format!("round {}", ids.len())
+                }}));
+            }
+            ids
+        });
+        let client = Client::builder()
+            .on_elicitation(|_| Ok(name_answer()))
+            .max_input_rounds(3)
+            .connect(transport)
+            .unwrap();
+        let err = client.call_tool("forever", json!({})).unwrap_err();
+        assert!(
+            matches!(&err, Error::Protocol(what) if what.contains("3 rounds")),
+            "{err}"
+        );
+        client.close().unwrap();
+        assert_eq!(peer.join().unwrap(), [json!(2), json!(3), json!(4)]);
+    }
+
+    #[test]
+    fn without_a_handler_the_input_requests_come_back_to_the_caller() {
+        let (transport, mut server) = pair();
+        let peer = thread::spawn(move || {
             server.discover();
             let first = server.recv();
+            assert_eq!(first["params"]["name"], "mixed");
             assert_eq!(
-                first,
-                json!({ "jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
-                    "name": "deploy",
-                    "arguments": { "env": "prod", "n": 3 },
-                    "_meta": client_meta(caps.clone())
-                }})
+                first["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"],
+                json!({ "elicitation": { "form": {}, "url": {} }, "sampling": {} })
             );
-            server.send(json!({ "jsonrpc": "2.0", "id": 2, "result": {
+            server.send(json!({ "jsonrpc": "2.0", "id": first["id"], "result": {
                 "resultType": "input_required",
-                "inputRequests": {
-                    "who": ask_name(),
-                    "where": { "method": "roots/list" }
-                },
-                "requestState": odd_state
+                "inputRequests": { "a_name": ask_name(), "b_capital": ask_capital() },
+                "requestState": "keep-me"
             }}));
-            let second = server.recv();
-            assert_eq!(
-                second,
-                json!({ "jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
-                    "name": "deploy",
-                    "arguments": { "env": "prod", "n": 3 },
-                    "inputResponses": {
-                        "who": { "action": "accept", "content": { "name": "Ada" } },
-                        "where": { "roots": [{ "uri": "file:///test/root", "name": "Test Root" }] }
-                    },
-                    "requestState": odd_state,
-                    "_meta": client_meta(caps.clone())
-                }})
-            );
-            assert_eq!(second["params"]["requestState"].as_str(), Some(odd_state));
-            // Round two asks again, without a state: the retry carries
-            // none, and only this round's answers.
-            server.send(json!({ "jsonrpc": "2.0", "id": 3, "result": {
-                "resultType": "input_required",
-                "inputRequests": { "again": { "method": "roots/list", "params": {} } }
-            }}));
-            let third = server.recv();
-            assert_eq!(
-                third,
-                json!({ "jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {
-                    "name": "deploy",
-                    "arguments": { "env": "prod", "n": 3 },
-                    "inputResponses": {
-                        "again": { "roots": [{ "uri": "file:///test/root", "name": "Test Root" }] }
-                    },
-                    "_meta": client_meta(caps)
-                }})
-            );
-            server.send(json!({ "jsonrpc": "2.0", "id": 4, "result": {
-                "resultType": "complete",
-                "content": [{ "type": "text", "text": "deployed" }]
-            }}));
-            assert_eq!(server.try_recv(), None, "nothing after the final result");
-        })
-    };
-    let asked = Arc::new(AtomicUsize::new(0));
-    let count = Arc::clone(&asked);
-    let client = Client::builder()
-        .client_info("mrtr-test", "1")
-        .on_elicitation(move |params| {
-            count.fetch_add(1, Ordering::SeqCst);
-            match params {
-                ElicitRequestParams::Form(form) => assert_eq!(form.message, "What is your name?"),
-                other => panic!("{other:?}"),
-            }
-            Ok(name_answer())
-        })
-        .on_roots(|| Ok(test_roots()))
-        .connect(transport)
-        .unwrap();
-    match client
-        .call_tool("deploy", json!({ "env": "prod", "n": 3 }))
-        .unwrap()
-    {
-        Outcome::Complete(result) => assert_eq!(result.content[0].as_text(), Some("deployed")),
-        other => panic!("{other:?}"),
-    }
-    assert_eq!(asked.load(Ordering::SeqCst), 1);
-    client.close().unwrap();
-    peer.join().unwrap();
-}
-
-#[test]
-fn the_client_gives_up_after_max_input_rounds() {
-    let (transport, mut server) = pair();
-    let peer = thread::spawn(move || {
-        server.discover();
-        let mut ids = Vec::new();
-        while let Some(msg) = server.try_recv() {
-            assert_eq!(msg["method"], "tools/call", "{msg}");
-            ids.push(msg["id"].clone());
-            server.send(json!({ "jsonrpc": "2.0", "id": msg["id"], "result": {
-                "resultType": "input_required",
-                "inputRequests": { "who": ask_name() },
-                "requestState": format!("round {}", ids.len())
-            }}));
-        }
-        ids
-    });
-    let client = Client::builder()
-        .on_elicitation(|_| Ok(name_answer()))
-        .max_input_rounds(3)
-        .connect(transport)
-        .unwrap();
-    let err = client.call_tool("forever", json!({})).unwrap_err();
-    assert!(
-        matches!(&err, Error::Protocol(what) if what.contains("3 rounds")),
-        "{err}"
-    );
-    client.close().unwrap();
-    assert_eq!(peer.join().unwrap(), [json!(2), json!(3), json!(4)]);
-}
-
-#[test]
-fn without_a_handler_the_input_requests_come_back_to_the_caller() {
-    let (transport, mut server) = pair();
-    let peer = thread::spawn(move || {
-        server.discover();
-        let first = server.recv();
-        assert_eq!(first["params"]["name"], "mixed");
-        assert_eq!(
-            first["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"],
-            json!({ "elicitation": { "form": {}, "url": {} }, "sampling": {} })
-        );
-        server.send(json!({ "jsonrpc": "2.0", "id": first["id"], "result": {
-            "resultType": "input_required",
-            "inputRequests": { "a_name": ask_name(), "b_capital": ask_capital() },
-            "requestState": "keep-me"
-        }}));
-        // No retry: the next request is the caller's next call.
-        let next = server.recv();
-        assert_eq!(next["params"]["name"], "next", "{next}");
-        assert!(next["params"].get("inputResponses").is_none(), "{next}");
-        assert!(next["params"].get("requestState").is_none(), "{next}");
-        server.send(json!({ "jsonrpc": "2.0", "id": next["id"], "result": { "content": [] } }));
-        assert_eq!(server.try_recv(), None);
-    });
-    let client = Client::builder()
-        // Declared by hand, with no handler.
-        .capabilities(ClientCapabilities {
-            sampling: Some(Default::default()),
-            ..Default::default()
-        })
-        .on_elicitation(|_| Ok(name_answer()))
-        .connect(transport)
-        .unwrap();
-    match client.call_tool("mixed", json!({})).unwrap() {
-        Outcome::InputRequired(result) => {
-            assert_eq!(
-                serde_json::to_value(&result).unwrap(),
-                json!({
-                    "resultType": "input_required",
-                    "inputRequests": { "a_name": ask_name(), "b_capital": ask_capital() },
-                    "requestState": "keep-me"
-                })
-            );
-        }
-        other => panic!("{other:?}"),
-    }
-    assert!(matches!(
-        client.call_tool("next", json!({})).unwrap(),
-        Outcome::Complete(_)
-    ));
-    client.close().unwrap();
-    peer.join().unwrap();
-}
-
-#[test]
-fn the_declared_capabilities_follow_from_the_handlers() {
-    let caps = json!({ "elicitation": { "form": {}, "url": {} }, "roots": {} });
-    let (transport, mut server) = pair();
-    let peer = {
-        let caps = caps.clone();
-        thread::spawn(move || {
-            let probe = server.discover();
-            assert_eq!(
-                probe,
-                json!({ "jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {
-                    "_meta": client_meta(caps.clone())
-                }})
-            );
-            let call = server.recv();
-            assert_eq!(call["params"]["_meta"], client_meta(caps));
-            server.send(json!({ "jsonrpc": "2.0", "id": call["id"], "result": { "content": [] } }));
-        })
-    };
-    let client = Client::builder()
-        .client_info("mrtr-test", "1")
-        .on_elicitation(|_| Ok(ElicitResult::decline()))
-        .on_roots(|| Ok(test_roots()))
-        .connect(transport)
-        .unwrap();
-    client.call_tool("x", json!({})).unwrap();
-    client.close().unwrap();
-    peer.join().unwrap();
-}
-
-// ---------------------------------------------------------------------------
-// Client: against the everything server.
-
-#[test]
-fn the_client_completes_a_prompt_and_three_inputs_at_once() {
-    let (ours, theirs) = Transport::memory();
-    let server = crate::everything::build();
-    let serving = thread::spawn(move || server.serve(theirs));
-    let client = Client::builder()
-        .on_elicitation(|params| {
-            let ElicitRequestParams::Form(form) = params else {
-                panic!("{params:?}")
-            };
-            let field = form
-                .requested_schema
-                .properties
-                .keys()
-                .next()
-                .unwrap()
-                .clone();
-            let mut content = serde_json::Map::new();
-            content.insert(field, json!("Ada"));
-            Ok(ElicitResult::accept(content))
-        })
-        .on_sampling(|params| {
-            assert_eq!(params.max_tokens, 100);
-            Ok(serde_json::from_value(sampled("Paris")).unwrap())
-        })
-        .on_roots(|| Ok(test_roots()))
-        .connect(ours)
-        .unwrap();
-    match client
-        .get_prompt("test_input_required_result_prompt", Default::default())
-        .unwrap()
-    {
-        Outcome::Complete(result) => assert_eq!(
-            serde_json::to_value(&result.messages).unwrap(),
-            json!([{ "role": "user", "content": { "type": "text", "text": "Context: Ada" } }])
-        ),
-        other => panic!("{other:?}"),
-    }
-    match client
-        .call_tool("test_input_required_result_multiple_inputs", json!({}))
-        .unwrap()
-    {
-        Outcome::Complete(result) => assert_eq!(
-            result.content[0].as_text(),
-            Some("name Ada, model Paris, 1 roots")
-        ),
-        other => panic!("{other:?}"),
-    }
-    match client
-        .call_tool("test_input_required_result_request_state", json!({}))
-        .unwrap()
-    {
-        Outcome::Complete(result) => {
-            assert_eq!(result.content[0].as_text(), Some("state-ok: confirmed"))
-        }
-        other => panic!("{other:?}"),
-    }
-    client.close().unwrap();
-    serving.join().unwrap().unwrap();
-}
-
-/// Spec basic/patterns/mrtr: `inputRequests` and `requestState` affect
-/// only the retry of their own request. Both calls below seal the same
-/// method, tool and arguments, so a state handed to the wrong call would
-/// verify and show up as the other thread's name.
-#[test]
-fn concurrent_multi_round_calls_keep_their_own_state() {
-    let (ours, theirs) = Transport::memory();
-    let server = crate::everything::build();
-    let serving = thread::spawn(move || server.serve(theirs));
-    // Both calls wait here after their first round, so that both are
-    // between rounds at once (bounded: a lone caller goes on after WAIT).
-    let meeting = Arc::new((Mutex::new(0u32), Condvar::new()));
-    let met = Arc::clone(&meeting);
-    let client = Client::builder()
-        .on_elicitation(move |params| {
-            let ElicitRequestParams::Form(form) = params else {
-                panic!("{params:?}")
-            };
-            let me = thread::current().name().unwrap_or_default().to_owned();
-            let (name, colour) = match me.as_str() {
-                "ada" => ("Ada", "green"),
-                "bob" => ("Bob", "red"),
-                other => panic!("called on thread {other:?}"),
-            };
-            let mut content = serde_json::Map::new();
-            if form.message == "What is your name?" {
-                let (count, wake) = &*met;
-                let mut count = count.lock().unwrap();
-                *count += 1;
-                wake.notify_all();
-                let _ = wake.wait_timeout_while(count, WAIT, |n| *n < 2).unwrap();
-                content.insert("name".into(), json!(name));
-            } else {
-                content.insert("colour".into(), json!(colour));
-            }
-            Ok(ElicitResult::accept(content))
-        })
-        .connect(ours)
-        .unwrap();
-    let texts: Vec<String> = thread::scope(|scope| {
-        let calls: Vec<_> = ["ada", "bob"]
-            .into_iter()
-            .map(|who| {
-                let client = &client;
-                thread::Builder::new()
-                    .name(who.into())
-                    .spawn_scoped(scope, move || {
-                        match client
-                            .call_tool("test_input_required_result_multi_round", json!({}))
-                            .unwrap()
-                        {
-                            Outcome::Complete(result) => {
-                                result.content[0].as_text().unwrap().to_owned()
-                            }
-                            other => panic!("{other:?}"),
-                        }
-                    })
-                    .unwrap()
+            // No retry: the next request is the caller's next call.
+            let next = server.recv();
+            assert_eq!(next["params"]["name"], "next", "{next}");
+            assert!(next["params"].get("inputResponses").is_none(), "{next}");
+            assert!(next["params"].get("requestState").is_none(), "{next}");
+            server.send(json!({ "jsonrpc": "2.0", "id": next["id"], "result": { "content": [] } }));
+            assert_eq!(server.try_recv(), None);
+        });
+        let client = Client::builder()
+            // Declared by hand, with no handler.
+            .capabilities(ClientCapabilities {
+                sampling: Some(Default::default()),
+                ..Default::default()
             })
-            .collect();
-        calls.into_iter().map(|c| c.join().unwrap()).collect()
-    });
-    assert_eq!(texts, ["Ada likes green", "Bob likes red"]);
-    assert_eq!(*meeting.0.lock().unwrap(), 2);
-    client.close().unwrap();
-    serving.join().unwrap().unwrap();
+            .on_elicitation(|_| Ok(name_answer()))
+            .connect(transport)
+            .unwrap();
+        match client.call_tool("mixed", json!({})).unwrap() {
+            Outcome::InputRequired(result) => {
+                assert_eq!(
+                    serde_json::to_value(&result).unwrap(),
+                    json!({
+                        "resultType": "input_required",
+                        "inputRequests": { "a_name": ask_name(), "b_capital": ask_capital() },
+                        "requestState": "keep-me"
+                    })
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(
+            client.call_tool("next", json!({})).unwrap(),
+            Outcome::Complete(_)
+        ));
+        client.close().unwrap();
+        peer.join().unwrap();
+    }
+
+    #[test]
+    fn the_declared_capabilities_follow_from_the_handlers() {
+        let caps = json!({ "elicitation": { "form": {}, "url": {} }, "roots": {} });
+        let (transport, mut server) = pair();
+        let peer = {
+            let caps = caps.clone();
+            thread::spawn(move || {
+                let probe = server.discover();
+                assert_eq!(
+                    probe,
+                    json!({ "jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {
+                        "_meta": client_meta(caps.clone())
+                    }})
+                );
+                let call = server.recv();
+                assert_eq!(call["params"]["_meta"], client_meta(caps));
+                server.send(
+                    json!({ "jsonrpc": "2.0", "id": call["id"], "result": { "content": [] } }),
+                );
+            })
+        };
+        let client = Client::builder()
+            .client_info("mrtr-test", "1")
+            .on_elicitation(|_| Ok(ElicitResult::decline()))
+            .on_roots(|| Ok(test_roots()))
+            .connect(transport)
+            .unwrap();
+        client.call_tool("x", json!({})).unwrap();
+        client.close().unwrap();
+        peer.join().unwrap();
+    }
+
+    // ---------------------------------------------------------------------------
+    // Client: against the everything server.
+
+    #[test]
+    fn the_client_completes_a_prompt_and_three_inputs_at_once() {
+        let (ours, theirs) = Transport::memory();
+        let server = crate::everything::build();
+        let serving = thread::spawn(move || server.serve(theirs));
+        let client = Client::builder()
+            .on_elicitation(|params| {
+                let ElicitRequestParams::Form(form) = params else {
+                    panic!("{params:?}")
+                };
+                let field = form
+                    .requested_schema
+                    .properties
+                    .keys()
+                    .next()
+                    .unwrap()
+                    .clone();
+                let mut content = serde_json::Map::new();
+                content.insert(field, json!("Ada"));
+                Ok(ElicitResult::accept(content))
+            })
+            .on_sampling(|params| {
+                assert_eq!(params.max_tokens, 100);
+                Ok(serde_json::from_value(sampled("Paris")).unwrap())
+            })
+            .on_roots(|| Ok(test_roots()))
+            .connect(ours)
+            .unwrap();
+        match client
+            .get_prompt("test_input_required_result_prompt", Default::default())
+            .unwrap()
+        {
+            Outcome::Complete(result) => assert_eq!(
+                serde_json::to_value(&result.messages).unwrap(),
+                json!([{ "role": "user", "content": { "type": "text", "text": "Context: Ada" } }])
+            ),
+            other => panic!("{other:?}"),
+        }
+        match client
+            .call_tool("test_input_required_result_multiple_inputs", json!({}))
+            .unwrap()
+        {
+            Outcome::Complete(result) => assert_eq!(
+                result.content[0].as_text(),
+                Some("name Ada, model Paris, 1 roots")
+            ),
+            other => panic!("{other:?}"),
+        }
+        match client
+            .call_tool("test_input_required_result_request_state", json!({}))
+            .unwrap()
+        {
+            Outcome::Complete(result) => {
+                assert_eq!(result.content[0].as_text(), Some("state-ok: confirmed"))
+            }
+            other => panic!("{other:?}"),
+        }
+        client.close().unwrap();
+        serving.join().unwrap().unwrap();
+    }
+
+    /// Spec basic/patterns/mrtr: `inputRequests` and `requestState` affect
+    /// only the retry of their own request. Both calls below seal the same
+    /// method, tool and arguments, so a state handed to the wrong call would
+    /// verify and show up as the other thread's name.
+    #[test]
+    fn concurrent_multi_round_calls_keep_their_own_state() {
+        let (ours, theirs) = Transport::memory();
+        let server = crate::everything::build();
+        let serving = thread::spawn(move || server.serve(theirs));
+        // Both calls wait here after their first round, so that both are
+        // between rounds at once (bounded: a lone caller goes on after WAIT).
+        let meeting = Arc::new((Mutex::new(0u32), Condvar::new()));
+        let met = Arc::clone(&meeting);
+        let client = Client::builder()
+            .on_elicitation(move |params| {
+                let ElicitRequestParams::Form(form) = params else {
+                    panic!("{params:?}")
+                };
+                let me = thread::current().name().unwrap_or_default().to_owned();
+                let (name, colour) = match me.as_str() {
+                    "ada" => ("Ada", "green"),
+                    "bob" => ("Bob", "red"),
+                    other => panic!("called on thread {other:?}"),
+                };
+                let mut content = serde_json::Map::new();
+                if form.message == "What is your name?" {
+                    let (count, wake) = &*met;
+                    let mut count = count.lock().unwrap();
+                    *count += 1;
+                    wake.notify_all();
+                    let _ = wake.wait_timeout_while(count, WAIT, |n| *n < 2).unwrap();
+                    content.insert("name".into(), json!(name));
+                } else {
+                    content.insert("colour".into(), json!(colour));
+                }
+                Ok(ElicitResult::accept(content))
+            })
+            .connect(ours)
+            .unwrap();
+        let texts: Vec<String> = thread::scope(|scope| {
+            let calls: Vec<_> = ["ada", "bob"]
+                .into_iter()
+                .map(|who| {
+                    let client = &client;
+                    thread::Builder::new()
+                        .name(who.into())
+                        .spawn_scoped(scope, move || {
+                            match client
+                                .call_tool("test_input_required_result_multi_round", json!({}))
+                                .unwrap()
+                            {
+                                Outcome::Complete(result) => {
+                                    result.content[0].as_text().unwrap().to_owned()
+                                }
+                                other => panic!("{other:?}"),
+                            }
+                        })
+                        .unwrap()
+                })
+                .collect();
+            calls.into_iter().map(|c| c.join().unwrap()).collect()
+        });
+        assert_eq!(texts, ["Ada likes green", "Bob likes red"]);
+        assert_eq!(*meeting.0.lock().unwrap(), 2);
+        client.close().unwrap();
+        serving.join().unwrap().unwrap();
+    }
 }

@@ -81,7 +81,7 @@ impl Link {
             Ok(msg) => msg,
             Err(problem) => return self.unreadable(line, &problem, notes),
         };
-        if !msg.jsonrpc.is_some_and(crate::incoming::is_version_2) {
+        if !msg.jsonrpc.is_some_and(crate::jsonrpc::is_version_2) {
             return self.unreadable(line, "it lacks \"jsonrpc\": \"2.0\"", notes);
         }
         let id = msg.id.and_then(|raw| RequestId::from_json(raw.get()));
