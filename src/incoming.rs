@@ -34,6 +34,8 @@ pub(crate) enum Incoming {
     /// server's own requests to a legacy client, or to nothing.
     Response {
         id: Option<RequestId>,
+        // Only the legacy era's asks are answered by the client.
+        #[cfg_attr(not(feature = "legacy"), allow(dead_code))]
         reply: Result<Box<RawValue>, ErrorObject>,
     },
     /// A line that gets an error reply.

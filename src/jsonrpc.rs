@@ -327,6 +327,7 @@ pub(crate) fn encode_result<T: Serialize + ?Sized>(
 }
 
 /// The compact encoding of a request (no newline).
+#[cfg_attr(not(any(feature = "legacy", feature = "client")), allow(dead_code))]
 pub(crate) fn encode_request<P: Serialize>(
     id: &RequestId,
     method: &str,

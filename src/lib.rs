@@ -236,6 +236,21 @@
 //! `ARCHITECTURE.md` in the repository lists every module with its job and
 //! the rule it keeps, and follows one request through them.
 //!
+//! # Cargo features
+//!
+//! All on by default; docs.rs marks the items each one adds.
+//!
+//! | feature | adds |
+//! |---|---|
+//! | `server` | [`Server`], [`ServerBuilder`], handlers, subscriptions, MRTR sealing |
+//! | `client` | [`Client`], spawning servers, subscriptions, restarts |
+//! | `legacy` | the dual-era server and the client's `initialize` fallback; without it a server answers `initialize` with `-32601` naming its versions and the client refuses a legacy server |
+//! | `signals` | [`signal::stop_on_signals`] (implies `server`) |
+//! | `schemars` | JSON Schemas derived from Rust types ([`types::Tool::input`], [`ServerBuilder::structured_tool`], [`ServerBuilder::typed_prompt`], [`types::ElicitRequestedSchema::for_type`]) |
+//!
+//! With none of them the crate is the wire types ([`types`], [`jsonrpc`])
+//! and the line framing ([`Transport`]).
+//!
 //! # Why synchronous
 //!
 //! MCP servers handle a handful of requests at a time. At that scale a

@@ -62,12 +62,23 @@ pub enum Era {
 }
 
 /// Works out the era and learns what the server offers.
+/// Without the `legacy` feature a legacy server is refused (as
+/// [`EraPolicy::ModernOnly`] does), with an error that says why.
 pub(crate) fn establish(options: &ClientBuilder, link: &Arc<Link>) -> Result<ServerFacts, Error> {
     if options.era == EraPolicy::LegacyOnly {
+        if cfg!(not(feature = "legacy")) {
+            return Err(Error::Protocol(
+                "EraPolicy::LegacyOnly needs the `legacy` feature of mcp-stdio, which this build leaves out".into(),
+            ));
+        }
         return initialize(options, link);
     }
     match probe(options, link, SUPPORTED_VERSIONS[0], true)? {
         Ok(facts) => Ok(facts),
+        Err(reason) if cfg!(not(feature = "legacy")) => Err(Error::Protocol(format!(
+            "the server does not speak MCP {}: {reason} (a legacy server needs the `legacy` feature of mcp-stdio, which this build leaves out)",
+            SUPPORTED_VERSIONS.join(", ")
+        ))),
         Err(reason) if options.era == EraPolicy::Auto => {
             options.notes.info(&format!(
                 "the server is legacy ({reason}): falling back to initialize"

@@ -105,6 +105,7 @@ impl RequestContext {
     /// The context of a legacy request's next round (see
     /// `server::legacy::input`): the same request, id, cancellation and
     /// progress, with the round's metadata and verified answers.
+    #[cfg(feature = "legacy")]
     pub(crate) fn for_retry(&self, meta: RequestMeta, retry: Option<Retry>) -> RequestContext {
         let sink = match &self.sink {
             Sink::Inbox {

@@ -6,11 +6,15 @@
 
 use std::sync::Arc;
 
+#[cfg(feature = "legacy")]
 use crossbeam_channel::Sender;
+#[cfg(feature = "legacy")]
 use serde_json::value::RawValue;
 
 use crate::incoming::Incoming;
-use crate::jsonrpc::{ErrorObject, RequestId};
+#[cfg(feature = "legacy")]
+use crate::jsonrpc::ErrorObject;
+use crate::jsonrpc::RequestId;
 
 /// Everything the owner thread reacts to, in arrival order.
 pub(crate) enum Event {
@@ -37,6 +41,7 @@ pub(crate) enum Event {
     Stop,
     /// A legacy request's handler asks the client for input: write this
     /// request to the client and hand its response to `reply`.
+    #[cfg(feature = "legacy")]
     AskClient {
         id: RequestId,
         line: Vec<u8>,
@@ -45,6 +50,7 @@ pub(crate) enum Event {
         seq: u64,
     },
     /// The request that made this ask was cancelled: cancel it at the client.
+    #[cfg(feature = "legacy")]
     AskWithdrawn { id: RequestId },
     /// The application published a change, or closes subscriptions.
     /// `credited`: the publisher took a publish credit for it.
@@ -65,9 +71,11 @@ pub(crate) enum ServerEvent {
 }
 
 /// What a client sent back for one ask.
+#[cfg(feature = "legacy")]
 pub(crate) type AskReply = Result<Box<RawValue>, AskFailed>;
 
 /// Why an ask got no answer.
+#[cfg(feature = "legacy")]
 pub(crate) enum AskFailed {
     /// The client answered with this error.
     Client(ErrorObject),

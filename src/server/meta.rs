@@ -69,6 +69,7 @@ impl<'a> MetaView<'a> {
 
     /// Whether it carries the modern protocol version: the mark of a
     /// modern request (spec 2026-07-28 basic/versioning).
+    #[cfg(feature = "legacy")]
     pub fn is_modern(&self) -> bool {
         self.fields
             .as_ref()
@@ -156,6 +157,7 @@ pub(crate) fn validate_meta(view: &MetaView<'_>) -> Result<RequestMeta, ErrorObj
 }
 
 /// The progress token of a legacy request's `_meta`, if any.
+#[cfg(feature = "legacy")]
 pub(crate) fn legacy_progress_token(
     view: &MetaView<'_>,
 ) -> Result<Option<ProgressToken>, ErrorObject> {

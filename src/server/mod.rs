@@ -14,6 +14,7 @@ pub(crate) mod event;
 pub(crate) mod handlers;
 pub(crate) mod heap;
 pub(crate) mod in_flight;
+#[cfg(feature = "legacy")]
 pub(crate) mod legacy;
 pub(crate) mod meta;
 pub(crate) mod mrtr;

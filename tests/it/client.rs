@@ -116,6 +116,7 @@ fn the_probe_and_every_modern_request_carry_the_protocol_meta() {
     let _server = peer.join().unwrap();
 }
 
+#[cfg(feature = "legacy")]
 #[test]
 fn an_unknown_method_error_to_the_probe_means_legacy_and_initialize_follows() {
     let (transport, mut server) = pair();
@@ -156,6 +157,25 @@ fn an_unknown_method_error_to_the_probe_means_legacy_and_initialize_follows() {
         Outcome::Complete(_)
     ));
     peer.join().unwrap();
+}
+
+/// Without the `legacy` feature the client refuses a legacy server and
+/// says why, instead of falling back to `initialize`.
+#[cfg(not(feature = "legacy"))]
+#[test]
+fn without_the_legacy_feature_a_legacy_server_is_refused() {
+    let (transport, mut server) = pair();
+    let peer = thread::spawn(move || {
+        let probe = server.recv();
+        server.send(json!({ "jsonrpc": "2.0", "id": probe["id"], "error": { "code": -32601, "message": "Method not found" } }));
+        server
+    });
+    let err = Client::connect(transport).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "protocol error: the server does not speak MCP 2026-07-28: it answered server/discover with Method not found (-32601) (a legacy server needs the `legacy` feature of mcp-stdio, which this build leaves out)"
+    );
+    drop(peer.join().unwrap());
 }
 
 #[test]

@@ -643,8 +643,14 @@ fn removed_and_unknown_methods_are_method_not_found() {
         let by_int = peer.ask(&request(int_id, method, json!({})));
         let by_str = peer.ask(&request(str_id.as_str(), method, json!({})));
         if method == "initialize" {
-            assert_eq!(by_int, dual_era_initialize_error(int_id));
-            assert_eq!(by_str, dual_era_initialize_error(str_id.as_str()));
+            // Without the `legacy` feature every server is modern-only.
+            let expected = if cfg!(feature = "legacy") {
+                dual_era_initialize_error
+            } else {
+                initialize_error
+            };
+            assert_eq!(by_int, expected(int_id.into()));
+            assert_eq!(by_str, expected(str_id.as_str().into()));
             continue;
         }
         assert_eq!(
@@ -663,10 +669,12 @@ fn removed_and_unknown_methods_are_method_not_found() {
     }
     // Without modern `_meta`, ping is a legacy request: a dual-era server
     // answers it, a modern-only one does not know it.
-    assert_eq!(
-        peer.ask(&json!({ "jsonrpc": "2.0", "id": "p", "method": "ping" })),
-        json!({ "jsonrpc": "2.0", "id": "p", "result": {} })
-    );
+    let ping = peer.ask(&json!({ "jsonrpc": "2.0", "id": "p", "method": "ping" }));
+    if cfg!(feature = "legacy") {
+        assert_eq!(ping, json!({ "jsonrpc": "2.0", "id": "p", "result": {} }));
+    } else {
+        assert_eq!(ping, error("p", -32601, "method not found: ping"));
+    }
     peer.finish_quietly();
     let modern_only = crate::everything::build_with(|b| b.modern_only());
     let mut peer = Peer::start(&modern_only);
@@ -692,7 +700,7 @@ fn legacy_initialize(id: i64) -> Value {
     })
 }
 
-fn initialize_error(id: impl Into<Value>) -> Value {
+fn initialize_error(id: Value) -> Value {
     error_data(
         id,
         -32601,
@@ -703,7 +711,7 @@ fn initialize_error(id: impl Into<Value>) -> Value {
 
 /// What a dual-era server answers to an `initialize` that carries modern
 /// `_meta`: a modern request for a removed method.
-fn dual_era_initialize_error(id: impl Into<Value>) -> Value {
+fn dual_era_initialize_error(id: Value) -> Value {
     error_data(
         id,
         -32601,
@@ -736,11 +744,11 @@ fn initialize_error_names_supported_versions() {
             .contains("2026-07-28"),
         "the error answering `initialize` should name the supported versions: {resp}"
     );
-    assert_eq!(resp, initialize_error(0));
+    assert_eq!(resp, initialize_error(json!(0)));
     // The same with a string id and with the modern `_meta`.
     assert_eq!(
         peer.ask(&request("i", "initialize", json!({}))),
-        initialize_error("i")
+        initialize_error(json!("i"))
     );
     // Serving goes on either way.
     assert_eq!(
@@ -950,5 +958,16 @@ fn implementation_is_sent_as_server_info() {
             })
         )
     );
+    peer.finish_quietly();
+}
+
+/// Without the `legacy` feature a server answers `initialize` (without
+/// modern `_meta`: a legacy client's) as `modern_only()` does.
+#[cfg(not(feature = "legacy"))]
+#[test]
+fn without_the_legacy_feature_initialize_names_the_supported_versions() {
+    let server = crate::everything::build();
+    let mut peer = Peer::start(&server);
+    assert_eq!(peer.ask(&legacy_initialize(7)), initialize_error(json!(7)));
     peer.finish_quietly();
 }

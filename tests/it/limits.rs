@@ -14,11 +14,13 @@ use serde_json::{Value, json};
 
 use crate::support::{Peer, WAIT, call, request};
 
+#[cfg(feature = "legacy")]
 fn legacy(id: impl Into<Value>, method: &str, params: Value) -> Value {
     json!({ "jsonrpc": "2.0", "id": id.into(), "method": method, "params": params })
 }
 
 /// Opens a legacy session that declares elicitation.
+#[cfg(feature = "legacy")]
 fn open_legacy_session(peer: &mut Peer) {
     let init = legacy(
         0,
@@ -50,6 +52,7 @@ fn recv_ids(peer: &Peer, n: usize) -> Vec<Value> {
 // client's answers fill the pool: a request with open asks gives its place
 // back, so the requests queued behind it run, the reader reads on, and the
 // answers are read.
+#[cfg(feature = "legacy")]
 #[test]
 fn requests_waiting_for_the_clients_answers_do_not_stop_the_server() {
     let server = crate::everything::build_with(|b| b.max_running(2).queue_limit(2));
@@ -185,6 +188,7 @@ fn one_subscription_names_a_bounded_number_of_uris() {
     assert_eq!(recv_ids(&peer, 1), [json!(1)]);
 }
 
+#[cfg(feature = "legacy")]
 #[test]
 fn legacy_resource_subscriptions_are_filtered_and_capped() {
     let server = crate::everything::build_with(|b| {

@@ -23,6 +23,7 @@ mod fixtures_md;
 mod json_text;
 mod large_lines;
 mod layers;
+#[cfg(feature = "legacy")]
 mod legacy;
 mod limits;
 mod mrtr;

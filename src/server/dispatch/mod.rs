@@ -28,8 +28,11 @@ use serde_json::value::RawValue;
 
 use crate::jsonrpc::ErrorObject;
 use crate::server::Inner;
+#[cfg(feature = "legacy")]
 use crate::server::legacy::{self, LegacyRequest, LegacySession};
-use crate::server::meta::{MetaView, legacy_progress_token, validate_meta};
+#[cfg(feature = "legacy")]
+use crate::server::meta::legacy_progress_token;
+use crate::server::meta::{MetaView, validate_meta};
 use crate::server::mrtr::Retry;
 use crate::server::subscriptions::Accepted;
 use crate::server::work::{Job, Work};
@@ -51,6 +54,7 @@ pub(crate) enum Prepared {
     /// Open a subscription with this accepted filter.
     Listen(Accepted),
     /// A request only a legacy session has (or the one that opens it).
+    #[cfg(feature = "legacy")]
     Legacy(LegacyRequest),
 }
 
@@ -87,11 +91,15 @@ pub(crate) fn prepare(
     inner: &Arc<Inner>,
     method: &str,
     params: Option<Box<RawValue>>,
-    session: Option<&LegacySession>,
+    #[cfg(feature = "legacy")] session: Option<&LegacySession>,
 ) -> Result<Prepared, ErrorObject> {
-    prepare_round(inner, method, params, session, legacy::Round::First)
+    #[cfg(feature = "legacy")]
+    return prepare_round(inner, method, params, session, legacy::Round::First);
+    #[cfg(not(feature = "legacy"))]
+    prepare_round(inner, method, params)
 }
 
+#[cfg(feature = "legacy")]
 /// A later round of a legacy request whose handler asked for input: the
 /// same request with the client's answers (see `legacy::input`). It is
 /// not wrapped again: the first round's wrapper runs it.
@@ -120,8 +128,8 @@ fn prepare_round(
     inner: &Arc<Inner>,
     method: &str,
     params: Option<Box<RawValue>>,
-    session: Option<&LegacySession>,
-    round: legacy::Round,
+    #[cfg(feature = "legacy")] session: Option<&LegacySession>,
+    #[cfg(feature = "legacy")] round: legacy::Round,
 ) -> Result<Prepared, ErrorObject> {
     let text = params.as_deref().map_or("{}", RawValue::get);
     let fields: Fields<'_> = serde_json::from_str(text).map_err(ErrorObject::invalid_params)?;
@@ -129,6 +137,7 @@ fn prepare_round(
     // basic/versioning): with modern `_meta` it is modern, even for a
     // method only the legacy era has (which is then not found).
     let meta_view = MetaView::new(fields.meta);
+    #[cfg(feature = "legacy")]
     let legacy = if inner.config.modern_only || meta_view.is_modern() {
         None
     } else {
@@ -139,10 +148,14 @@ fn prepare_round(
     };
     // 2. and 3.
     let route = route(inner, method)?;
+    #[cfg(feature = "legacy")]
     let meta = match legacy {
         Some(session) => session.meta(legacy_progress_token(&meta_view)?),
         None => validate_meta(&meta_view)?,
     };
+    #[cfg(not(feature = "legacy"))]
+    let meta = validate_meta(&meta_view)?;
+    #[cfg(feature = "legacy")]
     let wrap = legacy
         .and_then(|session| legacy::Wrap::new(inner, method, text, session, round, prepare_retry));
     // 4.
@@ -164,10 +177,13 @@ fn prepare_round(
         Route::Custom(handler, inline) => prepare_custom(&request, handler, inline)?,
     };
     // 5.
+    #[cfg(feature = "legacy")]
     let (work, inline) = match wrap {
         Some(wrap) => wrap.apply(run.work, run.inline),
         None => (run.work, run.inline),
     };
+    #[cfg(not(feature = "legacy"))]
+    let (work, inline) = (run.work, run.inline);
     Ok(Prepared::Run(Job {
         meta,
         work,

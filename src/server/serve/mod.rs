@@ -26,7 +26,9 @@
 //! `publish.rs` the application's events, `legacy_client.rs` a legacy
 //! session and the server's asks, `output.rs` the writes.
 
-use std::collections::{HashMap, VecDeque};
+#[cfg(feature = "legacy")]
+use std::collections::HashMap;
+use std::collections::VecDeque;
 use std::io::{self, BufWriter, Write};
 use std::sync::Arc;
 use std::thread;
@@ -39,9 +41,12 @@ use crate::jsonrpc::{ErrorObject, RequestId};
 use crate::server::cancel::CancelToken;
 use crate::server::connections::{ConnectionHandle, PUBLISH_CREDITS};
 use crate::server::context::RequestContext;
-use crate::server::event::{AskReply, Event};
+#[cfg(feature = "legacy")]
+use crate::server::event::AskReply;
+use crate::server::event::Event;
 use crate::server::heap;
 use crate::server::in_flight::{Entry, InFlight};
+#[cfg(feature = "legacy")]
 use crate::server::legacy::LegacySession;
 use crate::server::pool::Pool;
 use crate::server::reader;
@@ -50,6 +55,7 @@ use crate::server::work::Work;
 use crate::server::{Inner, Server};
 use crate::transport::Transport;
 
+#[cfg(feature = "legacy")]
 mod legacy_client;
 mod output;
 mod publish;
@@ -116,8 +122,11 @@ fn serve(inner: &Arc<Inner>, transport: Transport) -> Result<(), Error> {
         credit,
         in_flight: InFlight::default(),
         subscriptions: SubscriptionTable::default(),
+        #[cfg(feature = "legacy")]
         asks: HashMap::new(),
+        #[cfg(feature = "legacy")]
         parked: HashMap::new(),
+        #[cfg(feature = "legacy")]
         legacy: None,
         waiting: VecDeque::new(),
         running: 0,
@@ -148,6 +157,7 @@ struct Owner {
     subscriptions: SubscriptionTable,
     /// This server's requests to a legacy client, by id, awaiting its
     /// response (see `legacy::input`).
+    #[cfg(feature = "legacy")]
     asks: HashMap<RequestId, (Sender<AskReply>, u64)>,
     /// Pooled requests waiting for the client's answers, by sequence
     /// number, with how many asks each has open. They hold a worker thread
@@ -155,9 +165,11 @@ struct Owner {
     /// filled the pool, the requests queued behind them would fill the
     /// read-ahead, the reader would stop, and the answers would never be
     /// read. At most `max_running` requests may be parked.
+    #[cfg(feature = "legacy")]
     parked: HashMap<u64, usize>,
     /// The legacy session of this connection, once a client sent
     /// `initialize`.
+    #[cfg(feature = "legacy")]
     legacy: Option<LegacySession>,
     waiting: VecDeque<Waiting>,
     running: usize,
@@ -244,6 +256,7 @@ impl Owner {
                 if deadline.is_none() {
                     *deadline = Some(Instant::now() + self.inner.config.shutdown_grace);
                     self.close_all_subscriptions();
+                    #[cfg(feature = "legacy")]
                     self.drop_asks();
                 }
             }
@@ -255,6 +268,7 @@ impl Owner {
                 self.publish(&event);
             }
             Event::Done { id, seq, line } => {
+                #[cfg(feature = "legacy")]
                 self.forget_asks_of(seq);
                 self.running -= 1;
                 if self.in_flight.finish(&id, seq) {
@@ -262,12 +276,14 @@ impl Owner {
                 }
                 self.start_waiting();
             }
+            #[cfg(feature = "legacy")]
             Event::AskClient {
                 id,
                 line,
                 reply,
                 seq,
             } => self.on_ask(id, line, reply, seq, deadline.is_some()),
+            #[cfg(feature = "legacy")]
             Event::AskWithdrawn { id } => self.on_ask_withdrawn(id),
             Event::Notify {
                 id,
@@ -284,6 +300,15 @@ impl Owner {
                 }
             }
         }
+    }
+
+    /// Requests parked waiting for a legacy client's answers: they hold
+    /// threads of the pool beyond `running`.
+    fn parked(&self) -> usize {
+        #[cfg(feature = "legacy")]
+        return self.parked.len();
+        #[cfg(not(feature = "legacy"))]
+        0
     }
 
     /// Past the grace period (or with the output gone): cancel what is

@@ -13,6 +13,7 @@ impl Owner {
     /// Delivers a published event to every subscription that asked for it,
     /// or closes subscriptions.
     pub(super) fn publish(&mut self, event: &ServerEvent) {
+        #[cfg(feature = "legacy")]
         self.publish_legacy(event);
         match event {
             ServerEvent::CloseAll => self.close_all_subscriptions(),

@@ -36,15 +36,25 @@ impl Owner {
             Incoming::Notification { method, params } => {
                 if method == method::NOTIFICATION_CANCELLED {
                     self.on_cancelled(params.as_deref().map(|p| p.get()));
-                } else if method == "notifications/initialized"
-                    && let Some(session) = &mut self.legacy
-                {
-                    session.initialized = true;
+                } else if method == "notifications/initialized" {
+                    #[cfg(feature = "legacy")]
+                    if let Some(session) = &mut self.legacy {
+                        session.initialized = true;
+                    }
                 }
                 // Spec 2026-07-28 basic/index: notifications are never
                 // answered; unknown ones are ignored.
             }
+            #[cfg(feature = "legacy")]
             Incoming::Response { id, reply } => self.on_response(id, reply),
+            // Without the legacy era the server sends no requests of its own.
+            #[cfg(not(feature = "legacy"))]
+            Incoming::Response { id, .. } => {
+                let id = id.map_or_else(|| "null".to_owned(), |id| id.to_string());
+                self.inner.trace(&format!(
+                    "ignoring a response (id {id}) from the client: it answers no request of this server"
+                ));
+            }
             Incoming::Invalid { id, error } => self.write_error_line(id.as_ref(), &error),
         }
         if !keep_credit {
@@ -75,9 +85,14 @@ impl Owner {
             self.write_error_line(Some(&id), &error);
             return false;
         }
-        match prepare(&self.inner, method, params, self.legacy.as_ref()) {
+        #[cfg(feature = "legacy")]
+        let prepared = prepare(&self.inner, method, params, self.legacy.as_ref());
+        #[cfg(not(feature = "legacy"))]
+        let prepared = prepare(&self.inner, method, params);
+        match prepared {
             Ok(Prepared::Run(job)) => return self.start(id, job, bytes),
             Ok(Prepared::Listen(accepted)) => self.open_subscription(id, accepted),
+            #[cfg(feature = "legacy")]
             Ok(Prepared::Legacy(request)) => self.on_legacy(&id, request),
             Err(error) => self.write_error_line(Some(&id), &error),
         }
@@ -152,7 +167,7 @@ impl Owner {
                     seq,
                     work: job.work,
                 },
-                self.running + self.parked.len(),
+                self.running + self.parked(),
             );
         }
         waiting
@@ -201,7 +216,7 @@ impl Owner {
                 self.ahead.release(bytes);
                 self.running += 1;
                 self.pool
-                    .submit(PoolJob { ctx, seq, work }, self.running + self.parked.len());
+                    .submit(PoolJob { ctx, seq, work }, self.running + self.parked());
             }
         }
     }
