@@ -283,6 +283,7 @@ pub(crate) struct ErrorResponse<'a> {
 
 /// A JSON-RPC result response as it goes on the wire.
 #[derive(Debug, Serialize)]
+#[cfg_attr(not(any(feature = "server", feature = "legacy")), allow(dead_code))]
 pub(crate) struct ResultResponse<'a, T: Serialize + ?Sized> {
     pub jsonrpc: &'static str,
     pub id: &'a RequestId,
@@ -313,6 +314,7 @@ pub(crate) fn encode_error(out: &mut Vec<u8>, id: Option<&RequestId>, error: &Er
 
 /// Writes the compact encoding of a result response to `out` (no
 /// newline): a `Vec`, or straight into the output.
+#[cfg_attr(not(any(feature = "server", feature = "legacy")), allow(dead_code))]
 pub(crate) fn encode_result<T: Serialize + ?Sized>(
     out: &mut dyn std::io::Write,
     id: &RequestId,

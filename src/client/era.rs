@@ -12,16 +12,21 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+#[cfg(feature = "legacy")]
 use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::client::ClientBuilder;
 use crate::client::link::{Delivery, Link};
 use crate::error::Error;
+#[cfg(feature = "legacy")]
+use crate::jsonrpc::encode_notification;
 use crate::jsonrpc::encode_request;
-use crate::jsonrpc::{ErrorObject, encode_notification, error_code};
+use crate::jsonrpc::{ErrorObject, error_code};
 use crate::types::{DiscoverResult, Implementation, ServerCapabilities, meta_key, method};
-use crate::version::{LEGACY_VERSIONS, SUPPORTED_VERSIONS};
+#[cfg(feature = "legacy")]
+use crate::version::LEGACY_VERSIONS;
+use crate::version::SUPPORTED_VERSIONS;
 
 /// What the client knows about the server it talks to.
 #[derive(Debug, Clone)]
@@ -66,11 +71,11 @@ pub enum Era {
 /// [`EraPolicy::ModernOnly`] does), with an error that says why.
 pub(crate) fn establish(options: &ClientBuilder, link: &Arc<Link>) -> Result<ServerFacts, Error> {
     if options.era == EraPolicy::LegacyOnly {
-        if cfg!(not(feature = "legacy")) {
-            return Err(Error::Protocol(
-                "EraPolicy::LegacyOnly needs the `legacy` feature of mcp-stdio, which this build leaves out".into(),
-            ));
-        }
+        #[cfg(not(feature = "legacy"))]
+        return Err(Error::Protocol(
+            "EraPolicy::LegacyOnly needs the `legacy` feature of mcp-stdio, which this build leaves out".into(),
+        ));
+        #[cfg(feature = "legacy")]
         return initialize(options, link);
     }
     match probe(options, link, SUPPORTED_VERSIONS[0], true)? {
@@ -83,7 +88,10 @@ pub(crate) fn establish(options: &ClientBuilder, link: &Arc<Link>) -> Result<Ser
             options.notes.info(&format!(
                 "the server is legacy ({reason}): falling back to initialize"
             ));
-            initialize(options, link)
+            #[cfg(feature = "legacy")]
+            return initialize(options, link);
+            #[cfg(not(feature = "legacy"))]
+            unreachable!("refused above without the legacy feature: {reason}")
         }
         Err(reason) => Err(Error::Protocol(format!(
             "the server does not speak MCP {}: {reason}",
@@ -165,6 +173,7 @@ fn probe(
     }
 }
 
+#[cfg(feature = "legacy")]
 /// The 2025-11-25 handshake: `initialize`, then `notifications/initialized`.
 fn initialize(options: &ClientBuilder, link: &Arc<Link>) -> Result<ServerFacts, Error> {
     #[derive(Deserialize)]

@@ -29,9 +29,12 @@ use serde_json::value::RawValue;
 
 use crate::client::input::InputHandlers;
 use crate::client::notes::Notes;
+#[cfg(feature = "legacy")]
 use crate::client::server_requests;
 use crate::error::Error;
-use crate::jsonrpc::{RequestId, encode_error, encode_result};
+use crate::jsonrpc::RequestId;
+#[cfg(feature = "legacy")]
+use crate::jsonrpc::{encode_error, encode_result};
 use crate::sync::lock;
 use crate::types::{
     LoggingMessageNotificationParams, ProgressNotificationParams, SubscriptionFilter,
@@ -39,6 +42,7 @@ use crate::types::{
 
 mod route;
 
+#[cfg(feature = "legacy")]
 /// The legacy subscriptions of a connection: the accepted filter of each,
 /// by its client-side id.
 pub(crate) type LegacyFilters = HashMap<RequestId, SubscriptionFilter>;
@@ -90,6 +94,7 @@ pub(crate) struct Link {
     subscriptions: Mutex<HashMap<RequestId, Sender<SubscriptionDelivery>>>,
     /// The subscriptions emulated on a legacy server, which get untagged
     /// notifications (see `legacy_listen`).
+    #[cfg(feature = "legacy")]
     legacy: Mutex<LegacyFilters>,
     alive: AtomicBool,
     /// Whether the client will restart the server when this link dies.
@@ -116,6 +121,7 @@ impl Link {
             writer: Mutex::new(Some(tx)),
             pending: Mutex::new(HashMap::new()),
             subscriptions: Mutex::new(HashMap::new()),
+            #[cfg(feature = "legacy")]
             legacy: Mutex::new(LegacyFilters::new()),
             alive: AtomicBool::new(true),
             restartable: AtomicBool::new(false),
@@ -204,9 +210,13 @@ impl Link {
     /// legacy one.
     pub fn forget_subscription(&self, id: &RequestId) -> Option<SubscriptionFilter> {
         lock(&self.subscriptions).remove(id);
-        lock(&self.legacy).remove(id)
+        #[cfg(feature = "legacy")]
+        return lock(&self.legacy).remove(id);
+        #[cfg(not(feature = "legacy"))]
+        None
     }
 
+    #[cfg(feature = "legacy")]
     /// Registers a subscription emulated on a legacy server: untagged
     /// notifications that `filter` covers go to `tx`.
     pub fn adopt_legacy_subscription(
@@ -219,6 +229,7 @@ impl Link {
         self.adopt_subscription(id, tx);
     }
 
+    #[cfg(feature = "legacy")]
     /// Narrows a legacy subscription's filter to what was accepted.
     pub fn set_legacy_filter(&self, id: &RequestId, filter: SubscriptionFilter) {
         if let Some(slot) = lock(&self.legacy).get_mut(id) {
@@ -226,6 +237,7 @@ impl Link {
         }
     }
 
+    #[cfg(feature = "legacy")]
     /// Whether an open legacy subscription still wants updates of `uri`.
     pub fn legacy_uri_wanted(&self, uri: &str) -> bool {
         lock(&self.legacy)
@@ -240,6 +252,7 @@ impl Link {
         for p in pending {
             let _ = p.tx.send(Delivery::Disconnected);
         }
+        #[cfg(feature = "legacy")]
         lock(&self.legacy).clear();
         let subs: Vec<_> = lock(&self.subscriptions).drain().map(|(_, s)| s).collect();
         let restarting = self.restartable.load(Ordering::Acquire);
@@ -252,6 +265,7 @@ impl Link {
         }
     }
 
+    #[cfg(feature = "legacy")]
     /// Answers the server's requests from now on (a legacy connection).
     pub fn answer_server_requests(&self, handlers: InputHandlers) {
         *lock(&self.server_requests) = Some(handlers);
@@ -263,6 +277,7 @@ impl Link {
         lock(&self.server_requests).is_some()
     }
 
+    #[cfg(feature = "legacy")]
     /// Answers a legacy server's request on a thread of its own: a handler
     /// may block on a user, and the reader must go on reading.
     fn answer_request(

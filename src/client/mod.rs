@@ -9,6 +9,7 @@ mod builder;
 mod call;
 mod era;
 mod input;
+#[cfg(feature = "legacy")]
 mod legacy_listen;
 mod link;
 mod notes;
@@ -16,6 +17,7 @@ mod pages;
 mod process;
 mod requests;
 mod restart;
+#[cfg(feature = "legacy")]
 mod server_requests;
 mod shared;
 mod subscription;

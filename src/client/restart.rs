@@ -10,9 +10,11 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
+#[cfg(feature = "legacy")]
+use crate::client::legacy_listen;
 use crate::client::link::{Link, SubscriptionDelivery};
 use crate::client::shared::{ClientInner, stamp_for};
-use crate::client::{era, legacy_listen, process};
+use crate::client::{era, process};
 use crate::jsonrpc::encode_request;
 use crate::sync::lock;
 use crate::types::method;
@@ -150,10 +152,12 @@ fn start_again(inner: &Arc<ClientInner>) -> Result<(), crate::Error> {
     *lock(&inner.link) = Arc::clone(&link);
     // Re-open every live subscription on the new connection, with the
     // same delivery channel: its handle sees the new ack as `Resubscribed`.
+    #[cfg(feature = "legacy")]
     let legacy = matches!(lock(&inner.facts).era, crate::client::Era::Legacy { .. });
     for sub in lock(&inner.subscriptions).values() {
         let id = link.next_id();
         *lock(&sub.id) = id.clone();
+        #[cfg(feature = "legacy")]
         if legacy {
             let caps = lock(&inner.facts).capabilities.clone();
             legacy_listen::reopen(&link, &caps, &id, &sub.filter, sub.tx.clone());

@@ -186,10 +186,13 @@ impl Subscription {
         self.end = Some(SubscriptionEnd::Closed);
         let id = self.id();
         let link = Arc::clone(&self.link.lock().unwrap_or_else(|e| e.into_inner()));
+        #[cfg(feature = "legacy")]
         if let Some(filter) = link.forget_subscription(&id) {
             // Emulated on a legacy server: nothing was sent to cancel.
             return crate::client::legacy_listen::close(&link, &filter);
         }
+        #[cfg(not(feature = "legacy"))]
+        link.forget_subscription(&id);
         let mut line = Vec::new();
         let params = serde_json::json!({ "requestId": id });
         if encode_notification(&mut line, method::NOTIFICATION_CANCELLED, &params).is_ok() {
@@ -285,6 +288,7 @@ impl crate::client::Client {
         let link = self.link();
         let id = link.next_id();
         let (tx, rx) = crossbeam_channel::unbounded();
+        #[cfg(feature = "legacy")]
         if let crate::client::Era::Legacy { .. } = self.era() {
             let accepted = crate::client::legacy_listen::open(
                 &link,

@@ -19,6 +19,7 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 use super::{Delivery, Link, SubscriptionDelivery};
+#[cfg(feature = "legacy")]
 use crate::client::legacy_listen;
 use crate::envelope_scan::{Envelope, EnvelopeScan};
 use crate::error::Error;
@@ -109,6 +110,7 @@ impl Link {
     /// A request from the server. Spec 2026-07-28 basic/transports/stdio:
     /// a modern server MUST NOT send requests; a legacy one may, and is
     /// answered.
+    #[cfg_attr(not(feature = "legacy"), allow(unused_variables))]
     fn server_request(
         self: &Arc<Link>,
         id: RequestId,
@@ -117,11 +119,12 @@ impl Link {
         notes: &mut NoteLimiter,
     ) {
         match lock(&self.server_requests).clone() {
+            #[cfg(feature = "legacy")]
             Some(handlers) => {
                 let params = params.map_or("{}", RawValue::get).to_owned();
                 self.answer_request(handlers, id, method, params);
             }
-            None => notes.problem(
+            _ => notes.problem(
                 &self.notes,
                 &format!("ignored a request from the server ({method}, id {id}): servers send no requests over stdio"),
             ),
@@ -209,6 +212,7 @@ impl Link {
         if let Some(sub_id) = subscription_id(&value) {
             return self.deliver_tagged(method, sub_id, value);
         }
+        #[cfg(feature = "legacy")]
         if self.deliver_untagged(method, &value) {
             return;
         }
@@ -291,6 +295,7 @@ impl Link {
         self.notes.log(&log);
     }
 
+    #[cfg(feature = "legacy")]
     /// Hands an untagged change notification to every legacy subscription
     /// that wants it; `false` if it is not a change notification.
     fn deliver_untagged(&self, method: &str, params: &Value) -> bool {
