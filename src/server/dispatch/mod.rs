@@ -7,8 +7,9 @@
 //!    version; otherwise it belongs to the connection's legacy session,
 //!    and the methods only that era has (`initialize`, `ping`,
 //!    `logging/setLevel`, `resources/subscribe`) are answered by the
-//!    legacy code ([`legacy::session_request`]). Nothing is inferred from
+//!    legacy code (`legacy::session_request`). Nothing is inferred from
 //!    earlier requests (spec 2026-07-28 basic/index, "Statelessness").
+//!    Without the `legacy` feature every request is modern.
 //! 2. **Method.** It must be served ([`route`]): `-32601` otherwise.
 //! 3. **`_meta`.** It must be valid: `-32602` naming the missing key,
 //!    `-32022` for an unsupported version ([`validate_meta`]). A legacy
