@@ -119,7 +119,7 @@ impl ClientBuilder {
     }
 
     /// The longest line accepted from the server (default 16 MiB,
-    /// [`DEFAULT_MAX_LINE_BYTES`](crate::DEFAULT_MAX_LINE_BYTES)); a longer
+    /// [`crate::DEFAULT_MAX_LINE_BYTES`]); a longer
     /// one is skipped without being held in memory, and if it answers a
     /// request, that request fails at once with [`Error::MessageTooLarge`].
     pub fn max_line_bytes(mut self, n: usize) -> Self {

@@ -27,7 +27,7 @@ pub(crate) struct LiveSubscription {
     pub tx: Sender<SubscriptionDelivery>,
 }
 
-/// What a [`Client`] shares with its subscriptions, pages and restart
+/// What a [`Client`](crate::Client) shares with its subscriptions, pages and restart
 /// watcher: the settings, the current connection, and the server process.
 pub(crate) struct ClientInner {
     pub options: ClientBuilder,

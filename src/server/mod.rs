@@ -1,5 +1,5 @@
 //! The server: a registry of tools, resources, prompts and completion, and
-//! [`Server::serve`], which speaks MCP 2026-07-28 over a [`Transport`].
+//! [`Server::serve`], which speaks MCP 2026-07-28 over a [`Transport`](crate::Transport).
 //!
 //! The application owns its state and handler logic; the server owns the
 //! framing, the threads, the bookkeeping (what is in flight, what was

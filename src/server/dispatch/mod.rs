@@ -10,14 +10,14 @@
 //!    legacy code (`legacy::session_request`). Nothing is inferred from
 //!    earlier requests (spec 2026-07-28 basic/index, "Statelessness").
 //!    Without the `legacy` feature every request is modern.
-//! 2. **Method.** It must be served ([`route`]): `-32601` otherwise.
+//! 2. **Method.** It must be served ([`route()`]): `-32601` otherwise.
 //! 3. **`_meta`.** It must be valid: `-32602` naming the missing key,
 //!    `-32022` for an unsupported version ([`validate_meta`]). A legacy
 //!    request's stands in from its session.
 //! 4. **Params.** The method's own preparation reads them, in
 //!    `methods.rs` (one function per route).
 //! 5. **Legacy wrap.** A legacy request's work is wrapped to downgrade
-//!    its reply and to ask the client the legacy way ([`legacy::wrap`]).
+//!    its reply and to ask the client the legacy way (`legacy::Wrap`).
 
 mod methods;
 mod params;
