@@ -124,12 +124,8 @@ fn form_field(property: &Value) -> Result<PrimitiveSchemaDefinition, String> {
         };
         field.insert("type".into(), only.clone());
     }
-    if field.get("enum").is_some_and(|values| {
-        values
-            .as_array()
-            .is_some_and(|v| v.iter().any(Value::is_null))
-    }) && let Some(Value::Array(values)) = field.get_mut("enum")
-    {
+    // ... and an `Option` of a plain enum lists `null` among its values.
+    if let Some(Value::Array(values)) = field.get_mut("enum") {
         values.retain(|v| !v.is_null());
     }
     // Documented unit variants: a `oneOf` of string `const`s, with no

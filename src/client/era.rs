@@ -80,19 +80,19 @@ pub(crate) fn establish(options: &ClientBuilder, link: &Arc<Link>) -> Result<Ser
     }
     match probe(options, link, SUPPORTED_VERSIONS[0], true)? {
         Ok(facts) => Ok(facts),
-        Err(reason) if cfg!(not(feature = "legacy")) => Err(Error::Protocol(format!(
+        #[cfg(not(feature = "legacy"))]
+        Err(reason) => Err(Error::Protocol(format!(
             "the server does not speak MCP {}: {reason} (a legacy server needs the `legacy` feature of mcp-stdio, which this build leaves out)",
             SUPPORTED_VERSIONS.join(", ")
         ))),
+        #[cfg(feature = "legacy")]
         Err(reason) if options.era == EraPolicy::Auto => {
             options.notes.info(&format!(
                 "the server is legacy ({reason}): falling back to initialize"
             ));
-            #[cfg(feature = "legacy")]
-            return initialize(options, link);
-            #[cfg(not(feature = "legacy"))]
-            unreachable!("refused above without the legacy feature: {reason}")
+            initialize(options, link)
         }
+        #[cfg(feature = "legacy")]
         Err(reason) => Err(Error::Protocol(format!(
             "the server does not speak MCP {}: {reason}",
             SUPPORTED_VERSIONS.join(", ")
