@@ -58,6 +58,8 @@ pub(crate) fn deliverable(
             .resource_subscriptions
             .clone()
             .filter(|uris| subscribable && !uris.is_empty()),
+        // A legacy server has no tasks.
+        task_ids: None,
     }
 }
 

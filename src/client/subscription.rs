@@ -97,23 +97,21 @@ impl Subscription {
         let flag = |asked: Option<bool>, got: Option<bool>| {
             (asked == Some(true) && got != Some(true)).then_some(true)
         };
-        let uris: Vec<String> = req
-            .resource_subscriptions
-            .iter()
-            .flatten()
-            .filter(|uri| {
-                !acc.resource_subscriptions
-                    .iter()
-                    .flatten()
-                    .any(|a| a == *uri)
-            })
-            .cloned()
-            .collect();
+        let missing = |asked: &Option<Vec<String>>, got: &Option<Vec<String>>| {
+            let left: Vec<String> = asked
+                .iter()
+                .flatten()
+                .filter(|item| !got.iter().flatten().any(|a| a == *item))
+                .cloned()
+                .collect();
+            (!left.is_empty()).then_some(left)
+        };
         SubscriptionFilter {
             tools_list_changed: flag(req.tools_list_changed, acc.tools_list_changed),
             prompts_list_changed: flag(req.prompts_list_changed, acc.prompts_list_changed),
             resources_list_changed: flag(req.resources_list_changed, acc.resources_list_changed),
-            resource_subscriptions: (!uris.is_empty()).then_some(uris),
+            resource_subscriptions: missing(&req.resource_subscriptions, &acc.resource_subscriptions),
+            task_ids: missing(&req.task_ids, &acc.task_ids),
         }
     }
 

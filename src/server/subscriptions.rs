@@ -32,6 +32,8 @@ pub(crate) struct Accepted {
     /// a set: a subscription names a handful of URIs, and a short scan is
     /// both smaller and faster than hashing.
     pub uris: Vec<String>,
+    /// The task ids whose status changes it hears (Tasks extension).
+    pub task_ids: Vec<String>,
 }
 
 impl Accepted {
@@ -42,6 +44,7 @@ impl Accepted {
             prompts_list_changed: self.prompts.then_some(true),
             resources_list_changed: self.resources.then_some(true),
             resource_subscriptions: (!self.uris.is_empty()).then(|| self.uris.clone()),
+            task_ids: (!self.task_ids.is_empty()).then(|| self.task_ids.clone()),
         }
     }
 

@@ -26,6 +26,8 @@ pub enum ResultType {
     Complete,
     /// `"input_required"`: the result is an `InputRequiredResult`.
     InputRequired,
+    /// `"task"`: the result is a `CreateTaskResult` (Tasks extension).
+    Task,
     /// Any other value, kept verbatim.
     Other(String),
 }
@@ -36,6 +38,7 @@ impl ResultType {
         match self {
             ResultType::Complete => "complete",
             ResultType::InputRequired => "input_required",
+            ResultType::Task => "task",
             ResultType::Other(s) => s,
         }
     }
@@ -46,6 +49,7 @@ impl From<&str> for ResultType {
         match s {
             "complete" => ResultType::Complete,
             "input_required" => ResultType::InputRequired,
+            "task" => ResultType::Task,
             other => ResultType::Other(other.to_owned()),
         }
     }
@@ -221,8 +225,11 @@ mod tests {
         let rt: ResultType = serde_json::from_str(r#""input_required""#).unwrap();
         assert_eq!(rt, ResultType::InputRequired);
         let rt: ResultType = serde_json::from_str(r#""task""#).unwrap();
-        assert_eq!(rt, ResultType::Other("task".into()));
+        assert_eq!(rt, ResultType::Task);
         assert_eq!(serde_json::to_string(&rt).unwrap(), r#""task""#);
+        let rt: ResultType = serde_json::from_str(r#""deferred""#).unwrap();
+        assert_eq!(rt, ResultType::Other("deferred".into()));
+        assert_eq!(serde_json::to_string(&rt).unwrap(), r#""deferred""#);
         assert_eq!(
             serde_json::to_string(&ResultType::InputRequired).unwrap(),
             r#""input_required""#

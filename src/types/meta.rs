@@ -82,4 +82,12 @@ pub mod method {
     pub const SAMPLING_CREATE_MESSAGE: &str = "sampling/createMessage";
     /// `roots/list` (schema `ListRootsRequest`), only inside `inputRequests`.
     pub const ROOTS_LIST: &str = "roots/list";
+    /// `tasks/get` (Tasks extension, schema `GetTaskRequest`).
+    pub const TASKS_GET: &str = "tasks/get";
+    /// `tasks/update` (Tasks extension, schema `UpdateTaskRequest`).
+    pub const TASKS_UPDATE: &str = "tasks/update";
+    /// `tasks/cancel` (Tasks extension, schema `CancelTaskRequest`).
+    pub const TASKS_CANCEL: &str = "tasks/cancel";
+    /// `notifications/tasks` (Tasks extension, schema `TaskStatusNotification`).
+    pub const NOTIFICATION_TASKS: &str = "notifications/tasks";
 }

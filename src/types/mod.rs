@@ -31,6 +31,7 @@ mod roots;
 mod sampling;
 mod subscriptions;
 mod tagged;
+mod tasks;
 mod tools;
 
 pub use capabilities::*;
@@ -49,4 +50,5 @@ pub use resources::*;
 pub use roots::*;
 pub use sampling::*;
 pub use subscriptions::*;
+pub use tasks::*;
 pub use tools::*;

@@ -25,6 +25,10 @@ pub struct SubscriptionFilter {
     /// URIs to receive `notifications/resources/updated` for.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resource_subscriptions: Option<Vec<String>>,
+    /// Task ids to receive `notifications/tasks` for (Tasks extension;
+    /// the request must declare the extension).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_ids: Option<Vec<String>>,
 }
 
 /// Params of `subscriptions/listen` (schema `SubscriptionsListenRequestParams`).
