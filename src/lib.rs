@@ -350,8 +350,8 @@ pub use server::StructuredOutput;
 #[cfg(feature = "server")]
 #[cfg_attr(docsrs, doc(cfg(feature = "server")))]
 pub use server::{
-    CacheHints, CancelToken, Elicited, Notifier, RequestContext, RequestMeta, ResourceRequest,
-    Server, ServerBuilder, StopHandle,
+    CacheHints, CancelToken, Elicited, MemoryTaskStore, Notifier, RequestContext, RequestMeta,
+    ResourceRequest, Server, ServerBuilder, StopHandle, StoredTask, TaskMode, TaskStore,
 };
 pub use transport::{DEFAULT_MAX_LINE_BYTES, MemoryReader, MemoryWriter, Transport, memory_pipe};
 pub use uri_template::UriTemplate;

@@ -1327,7 +1327,8 @@ fn everything_discover_capabilities() -> Result<String, String> {
     let mut server = ServerProcess::spawn_everything()?;
     let reply = server.ask(&request(1, "server/discover", json!({})))?;
     // FIXTURES.md part A: `tools.listChanged`, `prompts.listChanged`,
-    // `resources.subscribe` and `resources.listChanged`, `completions`.
+    // `resources.subscribe` and `resources.listChanged`, `completions`;
+    // part C: the Tasks extension.
     let want = ev_result(
         1,
         json!({
@@ -1337,7 +1338,8 @@ fn everything_discover_capabilities() -> Result<String, String> {
                 "prompts": { "listChanged": true },
                 "resources": { "subscribe": true, "listChanged": true },
                 "completions": {},
-                "logging": {}
+                "logging": {},
+                "extensions": { "io.modelcontextprotocol/tasks": {} }
             },
             "instructions": "Fixture server of mcp-stdio: every tool, resource and prompt is a test fixture.",
             "ttlMs": 0,

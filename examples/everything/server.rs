@@ -3,6 +3,11 @@
 
 use mcp_stdio::{Server, ServerBuilder};
 
+// Part C (the Tasks extension's fixtures) lives beside this file; every
+// includer of this module gets it with it.
+#[path = "tasks.rs"]
+mod tasks;
+
 /// The fixture server of FIXTURES.md.
 pub fn build() -> Server {
     build_with(|builder| builder)
@@ -17,5 +22,6 @@ pub fn build_with(extra: impl FnOnce(ServerBuilder) -> ServerBuilder) -> Server 
         // Every fixture must be on the first page of every list.
         .page_size(1000);
     let builder = crate::fixtures::register(builder);
-    extra(crate::conformance::register(builder)).build()
+    let builder = tasks::register(crate::conformance::register(builder));
+    extra(builder).build()
 }

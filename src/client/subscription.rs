@@ -110,7 +110,10 @@ impl Subscription {
             tools_list_changed: flag(req.tools_list_changed, acc.tools_list_changed),
             prompts_list_changed: flag(req.prompts_list_changed, acc.prompts_list_changed),
             resources_list_changed: flag(req.resources_list_changed, acc.resources_list_changed),
-            resource_subscriptions: missing(&req.resource_subscriptions, &acc.resource_subscriptions),
+            resource_subscriptions: missing(
+                &req.resource_subscriptions,
+                &acc.resource_subscriptions,
+            ),
             task_ids: missing(&req.task_ids, &acc.task_ids),
         }
     }

@@ -10,11 +10,13 @@ use serde_json::Value;
 
 use crate::jsonrpc::ErrorObject;
 use crate::outcome::{Outcome, PromptArguments, ToolOutcome};
+use crate::server::connections::Connections;
 use crate::server::context::RequestContext;
 use crate::server::handlers::{
     CompletionFn, MethodFn, ResourceRequest, prompt_fn, resource_fn, typed_tool,
 };
 use crate::server::registry::Registry;
+use crate::server::tasks::{MemoryTaskStore, TaskConfig, TaskStore, Tasks};
 #[cfg(feature = "schemars")]
 use crate::server::typed::{StructuredOutput, structured_tool, typed_prompt_fn};
 use crate::server::{AcceptUri, CacheHints, Config, Inner, Server, Trace};
@@ -35,7 +37,9 @@ pub struct ServerBuilder {
     info: Implementation,
     instructions: Option<String>,
     config: Config,
-    registry: Registry,
+    pub(in crate::server) registry: Registry,
+    pub(in crate::server) task_store: Option<Arc<dyn TaskStore>>,
+    pub(in crate::server) task_config: TaskConfig,
     completion: Option<Arc<CompletionFn>>,
     methods: HashMap<String, (Arc<MethodFn>, bool)>,
     trace: Arc<Trace>,
@@ -83,6 +87,8 @@ impl ServerBuilder {
                 modern_only: false,
             },
             registry: Registry::default(),
+            task_store: None,
+            task_config: TaskConfig::default(),
             completion: None,
             methods: HashMap::new(),
             trace: Arc::new(|line: &str| eprintln!("mcp-stdio: {line}")),
@@ -512,6 +518,11 @@ impl ServerBuilder {
             crate::server::heap::prepare();
         }
         let info_value = serde_json::to_value(&self.info).unwrap_or(Value::Null);
+        let connections = Arc::<Connections>::default();
+        let store = self
+            .task_store
+            .unwrap_or_else(|| Arc::new(MemoryTaskStore::default()));
+        let tasks = Tasks::new(store, self.task_config, Arc::clone(&connections));
         Server {
             inner: Arc::new(Inner {
                 info: self.info,
@@ -525,7 +536,8 @@ impl ServerBuilder {
                 trace_limit: Mutex::default(),
                 accept_uri: self.accept_uri,
                 sealer: crate::server::mrtr::Sealer::new(self.state_key, self.state_ttl),
-                connections: Arc::default(),
+                connections,
+                tasks: Arc::new(tasks),
             }),
         }
     }

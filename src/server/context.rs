@@ -12,8 +12,8 @@
 //! longer in flight).
 
 use std::fmt;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crossbeam_channel::Sender;
@@ -26,10 +26,12 @@ use crate::server::cancel::CancelToken;
 use crate::server::event::Event;
 use crate::server::mrtr::Retry;
 use crate::server::request_meta::RequestMeta;
+use crate::server::tasks::TaskLink;
 use crate::server::{Notifier, Server};
 use crate::types::{
-    CreateMessageResult, ElicitAction, ElicitResult, InputResponses, ListRootsResult, LoggingLevel,
-    LoggingMessageNotificationParams, ProgressNotificationParams, method,
+    CreateMessageResult, ElicitAction, ElicitResult, InputRequests, InputResponses,
+    ListRootsResult, LoggingLevel, LoggingMessageNotificationParams, ProgressNotificationParams,
+    method,
 };
 
 /// Where a handler's notifications go: into the inbox (pooled handlers), or
@@ -45,6 +47,9 @@ pub(crate) enum Sink {
         credits: Sender<()>,
     },
     Local(Mutex<Vec<Vec<u8>>>),
+    /// A task's handler: no notification goes on the wire for a task
+    /// (Tasks extension); a progress message becomes its `statusMessage`.
+    Task(Arc<TaskLink>),
 }
 
 /// What the user did with an elicitation form, its fields read into `T`
@@ -118,6 +123,7 @@ impl RequestContext {
                 credits: credits.clone(),
             },
             Sink::Local(_) => Sink::Local(Mutex::new(Vec::new())),
+            Sink::Task(link) => Sink::Task(Arc::clone(link)),
         };
         let ctx = RequestContext::new(
             self.id.clone(),
@@ -133,6 +139,11 @@ impl RequestContext {
             Ordering::Release,
         );
         ctx
+    }
+
+    /// The verified answers and state of a retry, if this is one.
+    pub(crate) fn retry(&self) -> Option<&Retry> {
+        self.retry.as_ref()
     }
 
     pub(crate) fn sink(&self) -> &Sink {
@@ -270,10 +281,62 @@ impl RequestContext {
         Err(ErrorObject::missing_required_client_capability(required))
     }
 
+    /// Inside a task (Tasks extension): its id. `None` for a request
+    /// answered directly.
+    pub fn task_id(&self) -> Option<&str> {
+        match &self.sink {
+            Sink::Task(link) => Some(&link.task_id),
+            _ => None,
+        }
+    }
+
+    /// Asks the client for input in the middle of the work, and blocks
+    /// until every request is answered: the answers, by the keys of
+    /// `requests`.
+    ///
+    /// Only a task can wait like this: the task shows `input_required`
+    /// with these requests until the client answers them with
+    /// `tasks/update`. It fails (`-32603`) when the task is cancelled or
+    /// expires meanwhile, and outside a task, where the way to ask is to
+    /// return [`Outcome::InputRequired`](crate::Outcome::InputRequired)
+    /// (which works inside a task too: the handler then runs again with
+    /// the answers, as on a retry).
+    ///
+    /// ```
+    /// # use mcp_stdio::{RequestContext, ErrorObject};
+    /// # use mcp_stdio::types::{ElicitAction, InputRequest, InputRequests};
+    /// # fn handler(ctx: &RequestContext, ask: InputRequest) -> Result<bool, ErrorObject> {
+    /// // ... an hour of work, then:
+    /// let answers = ctx.ask(InputRequests::from([("go".to_owned(), ask)]))?;
+    /// let go = answers["go"]
+    ///     .to_elicit_result()
+    ///     .is_ok_and(|a| a.action == ElicitAction::Accept);
+    /// # Ok(go) }
+    /// ```
+    pub fn ask(&self, requests: InputRequests) -> Result<InputResponses, ErrorObject> {
+        match &self.sink {
+            Sink::Task(link) => link.ask(requests),
+            _ => Err(ErrorObject::internal_error(
+                "RequestContext::ask works only inside a task; return Outcome::InputRequired to ask for input",
+            )),
+        }
+    }
+
     /// Sends `notifications/progress` for this request: only when it carried
     /// `_meta.progressToken`, only when `progress` is greater than the last
     /// value sent (anything else is dropped), and never after cancellation.
+    ///
+    /// Inside a task nothing is sent (the extension forbids it); `message`
+    /// becomes the task's `statusMessage`.
     pub fn progress(&self, progress: f64, total: Option<f64>, message: Option<&str>) {
+        if let Sink::Task(link) = &self.sink {
+            if let Some(message) = message
+                && !self.is_cancelled()
+            {
+                link.status_message(message);
+            }
+            return;
+        }
         let Some(token) = &self.meta.progress_token else {
             return;
         };
@@ -344,6 +407,7 @@ impl RequestContext {
                 });
             }
             Sink::Local(lines) => lines.lock().unwrap_or_else(|e| e.into_inner()).push(line),
+            Sink::Task(_) => {}
         }
     }
 }

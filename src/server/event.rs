@@ -64,10 +64,21 @@ pub(crate) enum ServerEvent {
     PromptsListChanged,
     ResourcesListChanged,
     ResourceUpdated(Arc<str>),
+    /// A task's status changed (Tasks extension).
+    TaskStatus(Arc<TaskUpdate>),
     /// End every open subscription gracefully.
     CloseAll,
     /// End the subscriptions with this id gracefully.
     Close(RequestId),
+}
+
+/// A task's new state, for `notifications/tasks`.
+#[derive(Debug)]
+pub(crate) struct TaskUpdate {
+    pub task_id: String,
+    /// The members of its `DetailedTask` object, encoded, without the
+    /// braces: the notification's params are `_meta` and then these.
+    pub members: Vec<u8>,
 }
 
 /// What a client sent back for one ask.

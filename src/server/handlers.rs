@@ -28,6 +28,12 @@ pub struct ResourceRequest {
 pub(crate) type ToolFn =
     dyn Fn(&RequestContext, Option<&str>) -> Result<ToolOutcome, ErrorObject> + Send + Sync;
 
+/// A stored task gate (see
+/// [`ServerBuilder::task_tool_with_gate`](crate::ServerBuilder::task_tool_with_gate)):
+/// the arguments as for [`ToolFn`].
+pub(crate) type GateFn =
+    dyn Fn(&RequestContext, Option<&str>) -> Result<Outcome<()>, ErrorObject> + Send + Sync;
+
 /// A stored resource handler.
 pub(crate) type ResourceFn = dyn Fn(&RequestContext, &ResourceRequest) -> Result<Outcome<ReadResourceResult>, ErrorObject>
     + Send
@@ -60,6 +66,19 @@ where
         let args: T = serde_json::from_str(args.unwrap_or("{}"))
             .map_err(|e| ErrorObject::invalid_params(format!("invalid tool arguments: {e}")))?;
         handler(ctx, args).map(Into::into)
+    })
+}
+
+/// Wraps a typed task gate: the arguments read as for [`typed_tool`].
+pub(crate) fn typed_gate<T, G>(gate: G) -> Arc<GateFn>
+where
+    T: DeserializeOwned,
+    G: Fn(&RequestContext, &T) -> Result<Outcome<()>, ErrorObject> + Send + Sync + 'static,
+{
+    Arc::new(move |ctx: &RequestContext, args: Option<&str>| {
+        let args: T = serde_json::from_str(args.unwrap_or("{}"))
+            .map_err(|e| ErrorObject::invalid_params(format!("invalid tool arguments: {e}")))?;
+        gate(ctx, &args)
     })
 }
 

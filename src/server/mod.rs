@@ -26,6 +26,7 @@ pub(crate) mod reply;
 pub(crate) mod request_meta;
 pub(crate) mod serve;
 pub(crate) mod subscriptions;
+pub(crate) mod tasks;
 #[cfg(feature = "schemars")]
 pub(crate) mod typed;
 pub(crate) mod work;
@@ -44,6 +45,7 @@ pub use context::{Elicited, RequestContext};
 pub use handlers::ResourceRequest;
 pub use notifier::Notifier;
 pub use request_meta::RequestMeta;
+pub use tasks::{MemoryTaskStore, StoredTask, TaskMode, TaskStore};
 #[cfg(feature = "schemars")]
 pub use typed::StructuredOutput;
 
@@ -53,7 +55,8 @@ use crate::outcome::{Outcome, PromptArguments, ToolOutcome};
 use crate::types::CompletionReference;
 use crate::types::{
     CacheScope, GetPromptResult, Implementation, Prompt, PromptsCapability, ReadResourceResult,
-    Resource, ResourceTemplate, ResourcesCapability, ServerCapabilities, Tool, ToolsCapability,
+    Resource, ResourceTemplate, ResourcesCapability, ServerCapabilities, TASKS_EXTENSION, Tool,
+    ToolsCapability,
 };
 use connections::Connections;
 use handlers::{CompletionFn, MethodFn, ResourceFn, prompt_fn, resource_fn, typed_tool};
@@ -126,6 +129,8 @@ pub(crate) struct Inner {
     pub sealer: mrtr::Sealer,
     /// The connections being served, for stop and for published events.
     pub connections: Arc<Connections>,
+    /// The tasks of every connection (Tasks extension).
+    pub tasks: Arc<tasks::Tasks>,
 }
 
 /// An MCP server: cheap to clone, every clone is the same server.
@@ -344,6 +349,14 @@ impl Inner {
             completions: self.completion.as_ref().map(|_| Default::default()),
             // Every handler can log through `RequestContext::log`.
             logging: Some(Default::default()),
+            extensions: registry.has_tasks.then(|| {
+                let mut extensions = crate::types::JsonObject::new();
+                extensions.insert(
+                    TASKS_EXTENSION.to_owned(),
+                    Value::Object(Default::default()),
+                );
+                extensions
+            }),
             ..Default::default()
         }
     }

@@ -10,7 +10,8 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use crate::jsonrpc::ErrorObject;
-use crate::server::handlers::{PromptFn, ResourceFn, ToolFn};
+use crate::server::handlers::{GateFn, PromptFn, ResourceFn, ToolFn};
+use crate::server::tasks::TaskMode;
 use crate::types::{Prompt, Resource, ResourceTemplate, Tool};
 use crate::uri_template::UriTemplate;
 
@@ -19,6 +20,11 @@ pub(crate) struct ToolEntry {
     pub tool: Tool,
     pub handler: Arc<ToolFn>,
     pub inline: bool,
+    /// How it answers a request that declares the Tasks extension.
+    pub task_mode: TaskMode,
+    /// For a task tool: what decides, before the task exists, whether it
+    /// may start (and asks for input first when it needs to).
+    pub gate: Option<Arc<GateFn>>,
 }
 
 /// A static resource and how to read it.
@@ -134,17 +140,34 @@ pub(crate) struct Registry {
     pub has_tools: bool,
     pub has_resources: bool,
     pub has_prompts: bool,
+    /// A task tool was registered: the Tasks extension is advertised and
+    /// its methods served.
+    pub has_tasks: bool,
 }
 
 impl Registry {
     pub(crate) fn add_tool(&mut self, tool: Tool, handler: Arc<ToolFn>, inline: bool) {
+        self.add_task_tool(tool, handler, inline, TaskMode::Never, None);
+    }
+
+    pub(crate) fn add_task_tool(
+        &mut self,
+        tool: Tool,
+        handler: Arc<ToolFn>,
+        inline: bool,
+        task_mode: TaskMode,
+        gate: Option<Arc<GateFn>>,
+    ) {
         self.has_tools = true;
+        self.has_tasks |= task_mode != TaskMode::Never;
         self.tools.insert(
             tool.name.clone(),
             ToolEntry {
                 tool,
                 handler,
                 inline,
+                task_mode,
+                gate,
             },
         );
     }

@@ -52,6 +52,8 @@ impl_stamp!(
     crate::types::GetPromptResult,
     crate::types::CompleteResult,
     crate::types::InputRequiredResult,
+    crate::types::CreateTaskResult,
+    crate::types::GetTaskResult,
     DiscoverResult,
     ListToolsResult,
     ListResourcesResult,

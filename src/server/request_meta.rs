@@ -70,6 +70,19 @@ impl RequestMeta {
         map.remove(key)
     }
 
+    /// Whether the request declared the extension `name` under
+    /// `clientCapabilities.extensions` (for example
+    /// [`TASKS_EXTENSION`](crate::types::TASKS_EXTENSION)). Decided per
+    /// request, never from an earlier one.
+    pub fn has_extension(&self, name: &str) -> bool {
+        match self.client_capabilities.get("extensions") {
+            Some(Value::Object(extensions)) => {
+                !matches!(extensions.get(name), None | Some(Value::Null))
+            }
+            _ => false,
+        }
+    }
+
     /// Whether the request declared a client capability. `path` is a
     /// capability name, optionally with sub-capabilities separated by dots:
     /// `"sampling"`, `"elicitation.url"`, `"sampling.tools"`.

@@ -54,6 +54,7 @@ impl Accepted {
             ServerEvent::PromptsListChanged => self.prompts,
             ServerEvent::ResourcesListChanged => self.resources,
             ServerEvent::ResourceUpdated(uri) => self.uris.iter().any(|u| **u == **uri),
+            ServerEvent::TaskStatus(update) => self.task_ids.contains(&update.task_id),
             ServerEvent::CloseAll | ServerEvent::Close(_) => false,
         }
     }
@@ -128,6 +129,7 @@ impl Template {
             ServerEvent::PromptsListChanged => method::NOTIFICATION_PROMPTS_LIST_CHANGED,
             ServerEvent::ResourcesListChanged => method::NOTIFICATION_RESOURCES_LIST_CHANGED,
             ServerEvent::ResourceUpdated(_) => method::NOTIFICATION_RESOURCES_UPDATED,
+            ServerEvent::TaskStatus(_) => method::NOTIFICATION_TASKS,
             ServerEvent::CloseAll | ServerEvent::Close(_) => return None,
         };
         let mut head = br#"{"jsonrpc":"2.0","method":"#.to_vec();
@@ -139,6 +141,12 @@ impl Template {
         if let ServerEvent::ResourceUpdated(uri) = event {
             tail.extend_from_slice(br#","uri":"#);
             push_json(&mut tail, &&**uri);
+        }
+        if let ServerEvent::TaskStatus(update) = event
+            && !update.members.is_empty()
+        {
+            tail.push(b',');
+            tail.extend_from_slice(&update.members);
         }
         tail.extend_from_slice(b"}}");
         Some(Template { head, tail })

@@ -2,6 +2,7 @@
 //! the owner runs (inline or on the pool), and running it with a panic
 //! turned into that request's `-32603`.
 
+use std::any::Any;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use crate::jsonrpc::{ErrorObject, encode_error};
@@ -28,18 +29,19 @@ pub(crate) fn run(work: Work, ctx: &RequestContext) -> Reply {
     match catch_unwind(AssertUnwindSafe(|| work(ctx))) {
         Ok(reply) => reply,
         Err(panic) => {
-            let what = panic
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| panic.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "a non-string payload".to_owned());
             let mut line = Vec::new();
-            encode_error(
-                &mut line,
-                Some(ctx.id()),
-                &ErrorObject::internal_error(format!("handler panicked: {what}")),
-            );
+            encode_error(&mut line, Some(ctx.id()), &panic_error(&*panic));
             Reply::Line(line)
         }
     }
+}
+
+/// The `-32603` a handler's panic becomes, with its message.
+pub(crate) fn panic_error(panic: &(dyn Any + Send)) -> ErrorObject {
+    let what = panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a non-string payload".to_owned());
+    ErrorObject::internal_error(format!("handler panicked: {what}"))
 }

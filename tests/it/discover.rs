@@ -78,7 +78,8 @@ fn discover_on_the_everything_server() {
                 "prompts": { "listChanged": true },
                 "resources": { "subscribe": true, "listChanged": true },
                 "completions": {},
-                "logging": {}
+                "logging": {},
+                "extensions": { "io.modelcontextprotocol/tasks": {} }
             },
             "instructions": "Fixture server of mcp-stdio: every tool, resource and prompt is a test fixture.",
             "ttlMs": 0,

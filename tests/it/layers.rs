@@ -23,6 +23,10 @@ const SERVER: &[&str] = &[
     "crate::CacheHints",
     "crate::Elicited",
     "crate::StructuredOutput",
+    "crate::MemoryTaskStore",
+    "crate::StoredTask",
+    "crate::TaskMode",
+    "crate::TaskStore",
 ];
 
 /// How the client side is named from elsewhere in the crate.

@@ -44,6 +44,13 @@ pub(crate) const EVERYTHING_TOOLS: &[&str] = &[
     "test_input_required_result_multi_round",
     "test_input_required_result_tampered_state",
     "test_input_required_result_capabilities",
+    "greet",
+    "slow_compute",
+    "failing_job",
+    "protocol_error_job",
+    "confirm_delete",
+    "multi_input",
+    "test_tool_with_task",
 ];
 
 use crate::support::PNG;

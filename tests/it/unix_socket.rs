@@ -145,7 +145,8 @@ fn discover_and_echo_over_a_unix_socket() {
                 "prompts": { "listChanged": true },
                 "resources": { "subscribe": true, "listChanged": true },
                 "completions": {},
-                "logging": {}
+                "logging": {},
+                "extensions": { "io.modelcontextprotocol/tasks": {} }
             },
             "instructions": "Fixture server of mcp-stdio: every tool, resource and prompt is a test fixture.",
             "ttlMs": 0,

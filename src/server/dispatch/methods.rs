@@ -11,18 +11,20 @@ use serde_json::{Value, json};
 
 use super::params::{optional_string, required_string, span};
 use super::route::List;
+use super::tasks::task_call;
 use super::{Request, Run};
 use crate::jsonrpc::ErrorObject;
 use crate::outcome::{Outcome, PromptArguments};
 use crate::server::Inner;
 use crate::server::context::RequestContext;
-use crate::server::handlers::{MethodFn, PromptFn, ToolFn};
+use crate::server::handlers::{GateFn, MethodFn, PromptFn, ToolFn};
 use crate::server::mrtr::{self, Retry};
 use crate::server::reply::{Reply, finish, outcome};
 use crate::server::subscriptions::Accepted;
+use crate::server::tasks::{TaskMode, extension_required};
 use crate::types::{
     CompleteRequestParams, DiscoverResult, ListPromptsResult, ListResourceTemplatesResult,
-    ListResourcesResult, ListToolsResult, SubscriptionFilter, method,
+    ListResourcesResult, ListToolsResult, SubscriptionFilter, TASKS_EXTENSION, method,
 };
 use crate::version::SUPPORTED_VERSIONS;
 
@@ -42,14 +44,34 @@ pub(super) fn prepare_listen(req: &Request<'_>) -> Result<Accepted, ErrorObject>
     let filter: SubscriptionFilter = serde_json::from_str(raw.get())
         .map_err(|e| ErrorObject::invalid_params(format!("invalid notifications filter: {e}")))?;
     let uris = filter.resource_subscriptions.as_ref().map_or(0, Vec::len);
+    let tasks = filter.task_ids.as_ref().map_or(0, Vec::len);
     let max = req.inner.config.max_subscription_uris;
-    if uris > max {
+    if uris > max || tasks > max {
+        let (n, what) = if uris > max {
+            (uris, "resourceSubscriptions")
+        } else {
+            (tasks, "taskIds")
+        };
         return Err(ErrorObject::invalid_params(format!(
-            "invalid notifications filter: {uris} resourceSubscriptions, more than the {max} one subscription may name"
+            "invalid notifications filter: {n} {what}, more than the {max} one subscription may name"
         ))
         .with_data(json!({ "limit": max })));
     }
-    Ok(accept(req.inner, filter))
+    // Tasks extension: following tasks needs the extension declared on
+    // this request (-32021, as for the task methods).
+    if tasks > 0 && !req.meta.has_extension(TASKS_EXTENSION) {
+        return Err(extension_required());
+    }
+    let task_ids = filter.task_ids.clone().unwrap_or_default();
+    let mut accepted = accept(req.inner, filter);
+    let tasks_served = {
+        let registry = req.inner.registry.read().unwrap_or_else(|e| e.into_inner());
+        registry.has_tasks
+    };
+    if tasks_served {
+        accepted.task_ids = req.inner.tasks.known(&task_ids);
+    }
+    Ok(accepted)
 }
 
 /// The part of a listen filter this server honours (spec 2026-07-28
@@ -105,6 +127,8 @@ pub(super) struct ToolCall {
     handler: Arc<ToolFn>,
     inline: bool,
     retry: Option<Retry>,
+    /// `Some` when the call becomes a task: the tool's gate, if it has one.
+    task: Option<Option<Arc<GateFn>>>,
 }
 
 /// `tools/call`: `name` a string, `arguments` an object (or absent), the
@@ -121,15 +145,31 @@ pub(super) fn prepare_tool_call(req: &Request<'_>) -> Result<ToolCall, ErrorObje
     let retry = req.retry.verify(req.inner, method::TOOLS_CALL, &|| {
         mrtr::digest(&[&name, &mrtr::canonical(args.map(RawValue::get))])
     })?;
-    let (handler, inline) = {
+    let (handler, inline, mode, gate) = {
         let registry = req.inner.registry.read().unwrap_or_else(|e| e.into_inner());
         let entry = registry
             .tools
             .get(&name)
             .ok_or_else(|| ErrorObject::invalid_params(format!("unknown tool: {name}")))?;
-        (Arc::clone(&entry.handler), entry.inline)
+        let gate = entry.gate.clone();
+        (
+            Arc::clone(&entry.handler),
+            entry.inline,
+            entry.task_mode,
+            gate,
+        )
+    };
+    // Tasks extension (FIXTURES.md C2), decided by this request's own
+    // capabilities, before the handler runs.
+    let declares = req.meta.has_extension(TASKS_EXTENSION);
+    let task = match mode {
+        TaskMode::Never => None,
+        TaskMode::Optional | TaskMode::Required if declares => Some(gate),
+        TaskMode::Optional => None,
+        TaskMode::Required => return Err(extension_required()),
     };
     Ok(ToolCall {
+        task,
         inner: Arc::clone(req.inner),
         arguments: args.map(|raw| span(req.text, raw.get())),
         name,
@@ -149,7 +189,14 @@ impl ToolCall {
             handler,
             inline,
             retry,
+            task,
         } = self;
+        if let Some(gate) = task {
+            let args = arguments.map(|r| params.as_deref().map_or("", RawValue::get)[r].to_owned());
+            let digest = mrtr::digest(&[&name, &mrtr::canonical(args.as_deref())]);
+            let work = Box::new(task_call(inner, handler, gate, args, digest));
+            return Run::new(false, work, retry);
+        }
         let work = Box::new(move |ctx: &RequestContext| {
             // The slice is the arguments object as the client sent it.
             let args = arguments.map(|r| &params.as_deref().map_or("", RawValue::get)[r]);

@@ -22,6 +22,7 @@
 mod methods;
 mod params;
 mod route;
+mod tasks;
 
 use std::sync::Arc;
 
@@ -35,6 +36,7 @@ use crate::server::legacy::{self, LegacyRequest, LegacySession};
 use crate::server::meta::legacy_progress_token;
 use crate::server::meta::{MetaView, validate_meta};
 use crate::server::mrtr::Retry;
+use crate::server::request_meta::RequestMeta;
 use crate::server::subscriptions::Accepted;
 use crate::server::work::{Job, Work};
 use methods::{
@@ -65,6 +67,8 @@ struct Request<'a> {
     method: &'a str,
     /// The params as sent (`{}` when there were none).
     text: &'a str,
+    /// The request's validated `_meta`.
+    meta: &'a RequestMeta,
     fields: Fields<'a>,
     retry: RetryFields<'a>,
 }
@@ -164,6 +168,7 @@ fn prepare_round(
         inner,
         method,
         text,
+        meta: &meta,
         retry: RetryFields::read(&fields)?,
         fields,
     };
@@ -175,6 +180,7 @@ fn prepare_round(
         Route::ResourcesRead => prepare_resource_read(&request)?,
         Route::PromptsGet => prepare_prompt_get(&request)?,
         Route::Complete => prepare_complete(&request)?,
+        Route::Task(which) => tasks::prepare_task(&request, which)?,
         Route::Custom(handler, inline) => prepare_custom(&request, handler, inline)?,
     };
     // 5.

@@ -34,6 +34,13 @@ pub(super) struct Fields<'a> {
     #[serde(borrow, default, deserialize_with = "crate::incoming::present")]
     pub notifications: Option<&'a RawValue>,
     #[serde(
+        rename = "taskId",
+        borrow,
+        default,
+        deserialize_with = "crate::incoming::present"
+    )]
+    pub task_id: Option<&'a RawValue>,
+    #[serde(
         rename = "inputResponses",
         borrow,
         default,

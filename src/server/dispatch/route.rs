@@ -21,9 +21,20 @@ pub(super) enum Route {
     PromptsGet,
     Complete,
     Listen,
+    /// `tasks/get`, `tasks/update`, `tasks/cancel` (Tasks extension).
+    Task(TaskMethod),
     /// An application-defined method: its handler, and whether it is
     /// inline.
     Custom(Arc<MethodFn>, bool),
+}
+
+/// The methods of the Tasks extension. `tasks/result` and `tasks/list`
+/// are not among them: the extension removed them (`-32601`).
+#[derive(Clone, Copy)]
+pub(super) enum TaskMethod {
+    Get,
+    Update,
+    Cancel,
 }
 
 /// The four paginated lists.
@@ -51,6 +62,9 @@ pub(super) fn route(inner: &Inner, name: &str) -> Result<Route, ErrorObject> {
         method::PROMPTS_GET if registry.has_prompts => Some(Route::PromptsGet),
         method::COMPLETION_COMPLETE if inner.completion.is_some() => Some(Route::Complete),
         method::SUBSCRIPTIONS_LISTEN => Some(Route::Listen),
+        method::TASKS_GET if registry.has_tasks => Some(Route::Task(TaskMethod::Get)),
+        method::TASKS_UPDATE if registry.has_tasks => Some(Route::Task(TaskMethod::Update)),
+        method::TASKS_CANCEL if registry.has_tasks => Some(Route::Task(TaskMethod::Cancel)),
         _ => inner
             .methods
             .get(name)

@@ -10,7 +10,7 @@ use serde_json::{Map, Value, json};
 use crate::jsonrpc::ErrorObject;
 use crate::server::Inner;
 use crate::server::request_meta::RequestMeta;
-use crate::types::{LoggingLevel, ProgressToken, method};
+use crate::types::{LoggingLevel, ProgressToken, ServerCapabilities, method};
 use crate::version::LEGACY_VERSIONS;
 
 /// A legacy client's session: what its `initialize` established, and what
@@ -87,9 +87,15 @@ pub(crate) fn initialize(params: &str) -> Result<LegacySession, ErrorObject> {
 
 /// The `InitializeResult` for a session.
 pub(crate) fn initialize_result(inner: &Inner, session: &LegacySession) -> Value {
+    // The Tasks extension is of the modern era (a legacy client cannot
+    // declare it per request): not offered here.
+    let capabilities = ServerCapabilities {
+        extensions: None,
+        ..inner.capabilities()
+    };
     let mut result = json!({
         "protocolVersion": session.version,
-        "capabilities": inner.capabilities(),
+        "capabilities": capabilities,
         "serverInfo": inner.info,
     });
     if let Some(instructions) = &inner.instructions {

@@ -1,0 +1,410 @@
+//! The Tasks extension on the server (`io.modelcontextprotocol/tasks`,
+//! FIXTURES.md part C): a `tools/call` answered with a task handle, its
+//! work on a thread of its own, and `tasks/get`, `tasks/update`,
+//! `tasks/cancel` and `notifications/tasks`.
+//!
+//! The pieces:
+//!
+//! - [`Tasks`], shared by every connection of a server: the store, the
+//!   tasks whose worker runs in this process (`live`), the bounds.
+//! - `store.rs`: [`TaskStore`] and the default [`MemoryTaskStore`].
+//! - `worker.rs`: a task's thread; it runs the tool's handler, round after
+//!   round when the handler asks for input, and writes the terminal state.
+//!
+//! Every change of a task goes through [`TaskStore::update`] with a
+//! closure that keeps the rules: a terminal status is final (so a worker
+//! that finishes after `tasks/cancel` changes nothing), answers leave
+//! `inputRequests` before `tasks/update` is acknowledged, and
+//! `lastUpdatedAt` moves with the status. Each status change is published
+//! to the subscriptions that follow the task.
+
+mod builder;
+mod store;
+mod worker;
+
+use std::collections::HashMap;
+use std::fmt::Write as _;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
+
+use crossbeam_channel::Sender;
+use serde_json::{Value, json};
+
+pub use store::{MemoryTaskStore, StoredTask, TaskStore};
+pub(crate) use worker::{TaskLink, TaskWork};
+
+use crate::jsonrpc::{ErrorObject, RequestId};
+use crate::server::Server;
+use crate::server::cancel::CancelToken;
+use crate::server::connections::Connections;
+use crate::server::event::{ServerEvent, TaskUpdate};
+use crate::server::mrtr::Retry;
+use crate::server::request_meta::RequestMeta;
+use crate::types::{
+    DetailedTask, InputResponses, JsonObject, TASKS_EXTENSION, Task, TaskStatus, iso8601,
+};
+
+/// How a tool answers a `tools/call` whose request declares the Tasks
+/// extension (FIXTURES.md C2; the extension has no per-tool field on the
+/// wire: the server alone decides).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TaskMode {
+    /// Always synchronous: a plain `CallToolResult`.
+    Never,
+    /// A task when the request declares the extension; synchronous
+    /// otherwise.
+    Optional,
+    /// A task when the request declares the extension; `-32021` naming
+    /// the extension otherwise, before the handler runs.
+    Required,
+}
+
+/// The bounds and defaults of a server's tasks, set through
+/// [`ServerBuilder`](crate::ServerBuilder).
+#[derive(Debug, Clone)]
+pub(crate) struct TaskConfig {
+    /// `ttlMs`: how long a task stays readable after it was created
+    /// (`None`: unlimited, until the store evicts it).
+    pub ttl: Option<Duration>,
+    /// `pollIntervalMs`.
+    pub poll_interval: Duration,
+    /// Tasks whose worker runs at once; past it, creation is refused.
+    pub max_running: usize,
+    /// The largest result (as JSON) a task keeps; a larger one fails the
+    /// task with `-32603`.
+    pub max_result_bytes: usize,
+}
+
+impl Default for TaskConfig {
+    fn default() -> Self {
+        TaskConfig {
+            ttl: Some(Duration::from_secs(3600)),
+            poll_interval: Duration::from_millis(200),
+            max_running: 64,
+            max_result_bytes: 4 << 20,
+        }
+    }
+}
+
+/// What the server sends a task's worker.
+pub(crate) enum Signal {
+    /// Answers to outstanding input requests, by their keys on the wire.
+    Answers(InputResponses),
+    /// `tasks/cancel`: stop.
+    Stop,
+}
+
+/// A task whose worker runs in this process.
+struct Live {
+    token: CancelToken,
+    signals: Sender<Signal>,
+}
+
+/// A server's tasks: the store, the workers running, the bounds.
+pub(crate) struct Tasks {
+    pub store: Arc<dyn TaskStore>,
+    pub config: TaskConfig,
+    live: Mutex<HashMap<String, Live>>,
+    connections: Arc<Connections>,
+}
+
+/// What `-32021` says a request needs for the task methods.
+pub(crate) fn extension_required() -> ErrorObject {
+    ErrorObject::missing_required_client_capability(json!({
+        "extensions": { TASKS_EXTENSION: {} }
+    }))
+}
+
+/// `-32602` for a task id the store does not have.
+fn unknown_task(task_id: &str) -> ErrorObject {
+    ErrorObject::invalid_params(format!(
+        "Failed to retrieve task: no task {task_id:?} (unknown, or expired)"
+    ))
+}
+
+impl Tasks {
+    pub fn new(
+        store: Arc<dyn TaskStore>,
+        config: TaskConfig,
+        connections: Arc<Connections>,
+    ) -> Tasks {
+        Tasks {
+            store,
+            config,
+            live: Mutex::new(HashMap::new()),
+            connections,
+        }
+    }
+
+    fn live(&self) -> std::sync::MutexGuard<'_, HashMap<String, Live>> {
+        self.live.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Creates a task for request `id` and starts its worker. Returns once
+    /// the store holds it (durably created), with its seed state.
+    pub fn start(
+        self: &Arc<Self>,
+        server: Server,
+        id: RequestId,
+        meta: RequestMeta,
+        work: TaskWork,
+        retry: Option<Retry>,
+    ) -> Result<Task, ErrorObject> {
+        let task_id = new_task_id()?;
+        let (signals, inbox) = crossbeam_channel::unbounded();
+        let token = CancelToken::new();
+        {
+            // The slot is taken before the store is called (never under
+            // this lock), so that the bound holds under a burst.
+            let mut live = self.live();
+            let max = self.config.max_running;
+            if live.len() >= max {
+                return Err(ErrorObject::internal_error(format!(
+                    "too many running tasks (at most {max}): try again when one has finished"
+                ))
+                .with_data(json!({ "limit": max })));
+            }
+            let entry = Live {
+                token: token.clone(),
+                signals,
+            };
+            live.insert(task_id.clone(), entry);
+        }
+        let now = SystemTime::now();
+        let stamp = iso8601(now);
+        let task = Task {
+            task_id: task_id.clone(),
+            status: TaskStatus::Working,
+            status_message: None,
+            created_at: stamp.clone(),
+            last_updated_at: stamp,
+            ttl_ms: self.config.ttl.map(|t| t.as_millis().max(1) as u64),
+            poll_interval_ms: Some(self.config.poll_interval.as_millis().max(1) as u64),
+        };
+        let stored = StoredTask {
+            task: DetailedTask::new(task.clone()),
+            expires: self.config.ttl.and_then(|t| now.checked_add(t)),
+        };
+        if let Err(e) = self.store.create(stored.clone()) {
+            self.live().remove(&task_id);
+            return Err(e);
+        }
+        let link = Arc::new(TaskLink::new(
+            Arc::clone(self),
+            task_id.clone(),
+            inbox,
+            stored.expires,
+        ));
+        if let Err(e) = worker::spawn(link, server, id, meta, token, work, retry) {
+            self.finish(&task_id, Err(e.clone()));
+            return Err(e);
+        }
+        Ok(task)
+    }
+
+    /// `tasks/get`.
+    pub fn get(&self, task_id: &str) -> Result<DetailedTask, ErrorObject> {
+        match self.store.get(task_id)? {
+            Some(stored) => Ok(stored.task),
+            None => Err(unknown_task(task_id)),
+        }
+    }
+
+    /// `tasks/update`: the answers to outstanding keys leave
+    /// `inputRequests` now (the task resumes once none is left) and go to
+    /// the worker; any other key is ignored.
+    pub fn update(&self, task_id: &str, responses: InputResponses) -> Result<(), ErrorObject> {
+        let mut accepted = InputResponses::new();
+        let mut resumed = false;
+        let after = self.store.update(task_id, &mut |stored| {
+            accepted.clear();
+            resumed = false;
+            let task = &mut stored.task;
+            if task.task.status != TaskStatus::InputRequired {
+                return;
+            }
+            let Some(outstanding) = task.input_requests.as_mut() else {
+                return;
+            };
+            for (key, answer) in &responses {
+                if outstanding.remove(key).is_some() {
+                    accepted.insert(key.clone(), answer.clone());
+                }
+            }
+            if outstanding.is_empty() {
+                task.input_requests = None;
+                set_status(task, TaskStatus::Working, None);
+                resumed = true;
+            }
+        })?;
+        let Some(after) = after else {
+            return Err(unknown_task(task_id));
+        };
+        if !accepted.is_empty()
+            && let Some(live) = self.live().get(task_id)
+        {
+            let _ = live.signals.send(Signal::Answers(accepted));
+        }
+        if resumed {
+            self.publish(&after.task);
+        }
+        Ok(())
+    }
+
+    /// `tasks/cancel`: a task that has not finished is `cancelled` now and
+    /// its worker told to stop; a finished one is left as it is.
+    pub fn cancel(&self, task_id: &str) -> Result<(), ErrorObject> {
+        let mut changed = false;
+        let after = self.store.update(task_id, &mut |stored| {
+            changed = !stored.task.task.status.is_terminal();
+            if changed {
+                stored.task.input_requests = None;
+                let message = Some("Cancelled by the client".to_owned());
+                set_status(&mut stored.task, TaskStatus::Cancelled, message);
+            }
+        })?;
+        let Some(after) = after else {
+            return Err(unknown_task(task_id));
+        };
+        if let Some(live) = self.live().get(task_id) {
+            live.token.cancel();
+            let _ = live.signals.send(Signal::Stop);
+        }
+        if changed {
+            self.publish(&after.task);
+        }
+        Ok(())
+    }
+
+    /// The worker's end: the terminal state, unless the task is terminal
+    /// already (cancelled). The worker is no longer live after it.
+    pub fn finish(&self, task_id: &str, outcome: Result<Value, ErrorObject>) {
+        let outcome = outcome.and_then(|result| self.bounded(result));
+        let mut changed = false;
+        let after = self.store.update(task_id, &mut |stored| {
+            changed = !stored.task.task.status.is_terminal();
+            if !changed {
+                return;
+            }
+            let task = &mut stored.task;
+            task.input_requests = None;
+            match &outcome {
+                Ok(result) => {
+                    task.result = Some(result.clone());
+                    set_status(task, TaskStatus::Completed, None);
+                }
+                Err(error) => {
+                    task.error = Some(error.clone());
+                    let message = Some(format!("Failed: {}", error.message));
+                    set_status(task, TaskStatus::Failed, message);
+                }
+            }
+        });
+        self.live().remove(task_id);
+        match after {
+            Ok(Some(after)) if changed => self.publish(&after.task),
+            _ => {}
+        }
+    }
+
+    /// A result the task may keep: an object, and no larger than
+    /// `max_result_bytes` as JSON.
+    fn bounded(&self, result: Value) -> Result<JsonObject, ErrorObject> {
+        let Value::Object(result) = result else {
+            return Err(ErrorObject::internal_error(
+                "the result is not a JSON object",
+            ));
+        };
+        let size = serde_json::to_vec(&result).map_or(usize::MAX, |v| v.len());
+        let max = self.config.max_result_bytes;
+        if size > max {
+            return Err(ErrorObject::internal_error(format!(
+                "the result is {size} bytes, more than the {max} a task may keep"
+            ))
+            .with_data(json!({ "limit": max })));
+        }
+        Ok(result)
+    }
+
+    /// Moves a task to a new status (`input_required` with its requests,
+    /// or back to `working`), unless it is terminal. Returns the task
+    /// after the change, or `None` when it is gone or terminal.
+    pub fn transition(
+        &self,
+        task_id: &str,
+        change: &mut dyn FnMut(&mut DetailedTask),
+    ) -> Option<DetailedTask> {
+        let mut changed = false;
+        let after = self.store.update(task_id, &mut |stored| {
+            changed = !stored.task.task.status.is_terminal();
+            if changed {
+                change(&mut stored.task);
+            }
+        });
+        match after {
+            Ok(Some(after)) if changed => Some(after.task),
+            _ => None,
+        }
+    }
+
+    /// Which of `task_ids` a listen may follow: the ones the store knows.
+    pub fn known(&self, task_ids: &[String]) -> Vec<String> {
+        let mut known: Vec<String> = Vec::new();
+        for id in task_ids {
+            if !known.contains(id) && matches!(self.store.get(id), Ok(Some(_))) {
+                known.push(id.clone());
+            }
+        }
+        known
+    }
+
+    /// Sends the task's state to the subscriptions that follow it.
+    pub fn publish(&self, task: &DetailedTask) {
+        let Ok(body) = serde_json::to_vec(task) else {
+            return;
+        };
+        // `{"taskId":...}` without its braces: the notification's params
+        // are these members after `_meta`.
+        let members = body[1..body.len() - 1].to_vec();
+        let update = TaskUpdate {
+            task_id: task.task.task_id.clone(),
+            members,
+        };
+        self.connections
+            .publish(ServerEvent::TaskStatus(Arc::new(update)));
+    }
+}
+
+/// Sets a status (and its message), with `lastUpdatedAt` now.
+pub(crate) fn set_status(task: &mut DetailedTask, status: TaskStatus, message: Option<String>) {
+    task.task.status = status;
+    task.task.status_message = message;
+    task.task.last_updated_at = iso8601(SystemTime::now());
+}
+
+/// 128 bits from the operating system's random source, as 32 hex digits.
+/// Never a weaker source: without one, no task is created.
+fn new_task_id() -> Result<String, ErrorObject> {
+    let mut bytes = [0u8; 16];
+    getrandom::fill(&mut bytes)
+        .map_err(|e| ErrorObject::internal_error(format!("no random source for a task id: {e}")))?;
+    let mut id = String::with_capacity(32);
+    for b in bytes {
+        let _ = write!(id, "{b:02x}");
+    }
+    Ok(id)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn task_ids_are_128_random_bits_in_hex() {
+        let a = new_task_id().unwrap();
+        let b = new_task_id().unwrap();
+        assert_eq!(a.len(), 32);
+        assert!(a.bytes().all(|c| c.is_ascii_hexdigit()));
+        assert_ne!(a, b);
+    }
+}

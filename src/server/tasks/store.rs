@@ -1,0 +1,260 @@
+//! Where tasks live: the [`TaskStore`] trait, and [`MemoryTaskStore`], the
+//! default.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::SystemTime;
+
+use serde_json::json;
+
+use crate::jsonrpc::ErrorObject;
+use crate::types::DetailedTask;
+
+/// A task as a store keeps it: its state as `tasks/get` shows it, and when
+/// it may be forgotten.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredTask {
+    /// The task and its payload (`inputRequests`, `result` or `error`).
+    pub task: DetailedTask,
+    /// `createdAt` plus `ttlMs`: after it, the store may forget the task
+    /// (`tasks/get` is then `-32602`). `None`: kept until evicted.
+    pub expires: Option<SystemTime>,
+}
+
+impl StoredTask {
+    /// Whether the task's TTL ran out by `now`.
+    pub fn is_expired(&self, now: SystemTime) -> bool {
+        self.expires.is_some_and(|at| at <= now)
+    }
+}
+
+/// Where a server keeps its tasks: in memory by default
+/// ([`MemoryTaskStore`]), or in the application's own database
+/// ([`ServerBuilder::task_store`](crate::ServerBuilder::task_store)).
+///
+/// The server calls it from its worker threads (never while holding a lock
+/// of its own), and each call is one step of the task's life:
+///
+/// - [`create`](TaskStore::create) stores a new task. **Durably created**
+///   means: once `create` returns `Ok`, a [`get`](TaskStore::get) of the
+///   id from any thread (any process, for a shared store) finds it. The
+///   server writes the `CreateTaskResult` only after that, so a client's
+///   first `tasks/get` always resolves. For [`MemoryTaskStore`] that is
+///   when the map holds it; for a database, when the insert is committed
+///   (and replicated, if reads may go to a replica).
+/// - [`update`](TaskStore::update) changes one task atomically: the store
+///   calls `change` on the current state and keeps what it leaves, with
+///   no other update of the same task in between (a mutex, a
+///   transaction, a compare-and-swap loop). The server's rules (a
+///   terminal status is final, answers leave `inputRequests` before the
+///   ack) are in the closures it passes; the store only keeps them atomic.
+/// - [`get`](TaskStore::get) reads one task.
+///
+/// A task whose `expires` has passed may be treated as absent by all
+/// three. Errors are `ErrorObject`s the client sees (use `-32603`).
+///
+/// The worker that runs a task lives in the process that created it: a
+/// store shared by several processes makes every task readable from each
+/// of them, but only the creating process can deliver `tasks/update`
+/// answers to a waiting handler or stop it early on `tasks/cancel` (the
+/// cancellation itself is recorded in the store, and a terminal status
+/// written there is never overwritten).
+pub trait TaskStore: Send + Sync {
+    /// Stores a new task (its id is fresh and unguessable). Refuse with an
+    /// error when full.
+    fn create(&self, task: StoredTask) -> Result<(), ErrorObject>;
+
+    /// The task with this id; `None` when unknown or expired.
+    fn get(&self, task_id: &str) -> Result<Option<StoredTask>, ErrorObject>;
+
+    /// Applies `change` to the task atomically and returns the task as it
+    /// is after it; `None` when unknown or expired (then `change` is not
+    /// called).
+    fn update(
+        &self,
+        task_id: &str,
+        change: &mut dyn FnMut(&mut StoredTask),
+    ) -> Result<Option<StoredTask>, ErrorObject>;
+}
+
+/// The default [`TaskStore`]: a map in memory, bounded.
+///
+/// It holds at most `capacity` tasks. Expired tasks are dropped first;
+/// when it is still full, the task that finished longest ago goes (a
+/// finished task may thus be forgotten before its TTL under pressure);
+/// when every task is still running, `create` is refused. Tasks do not
+/// survive the process.
+pub struct MemoryTaskStore {
+    tasks: Mutex<HashMap<String, StoredTask>>,
+    capacity: usize,
+}
+
+impl std::fmt::Debug for MemoryTaskStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MemoryTaskStore")
+            .field("capacity", &self.capacity)
+            .finish_non_exhaustive()
+    }
+}
+
+impl MemoryTaskStore {
+    /// The default capacity: 1024 tasks.
+    pub const DEFAULT_CAPACITY: usize = 1024;
+
+    /// A store for at most `capacity` tasks.
+    pub fn new(capacity: usize) -> MemoryTaskStore {
+        MemoryTaskStore {
+            tasks: Mutex::new(HashMap::new()),
+            capacity: capacity.max(1),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, StoredTask>> {
+        self.tasks.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl Default for MemoryTaskStore {
+    fn default() -> Self {
+        MemoryTaskStore::new(MemoryTaskStore::DEFAULT_CAPACITY)
+    }
+}
+
+impl TaskStore for MemoryTaskStore {
+    fn create(&self, task: StoredTask) -> Result<(), ErrorObject> {
+        let mut tasks = self.lock();
+        if tasks.len() >= self.capacity {
+            let now = SystemTime::now();
+            tasks.retain(|_, t| !t.is_expired(now));
+        }
+        if tasks.len() >= self.capacity {
+            // The oldest finished task (timestamps of one format sort as
+            // strings).
+            let oldest = tasks
+                .iter()
+                .filter(|(_, t)| t.task.task.status.is_terminal())
+                .min_by(|a, b| {
+                    a.1.task
+                        .task
+                        .last_updated_at
+                        .cmp(&b.1.task.task.last_updated_at)
+                })
+                .map(|(id, _)| id.clone());
+            match oldest {
+                Some(id) => {
+                    tasks.remove(&id);
+                }
+                None => {
+                    return Err(ErrorObject::internal_error(format!(
+                        "the task store is full ({} unfinished tasks): try again later",
+                        self.capacity
+                    ))
+                    .with_data(json!({ "limit": self.capacity })));
+                }
+            }
+        }
+        tasks.insert(task.task.task.task_id.clone(), task);
+        Ok(())
+    }
+
+    fn get(&self, task_id: &str) -> Result<Option<StoredTask>, ErrorObject> {
+        let mut tasks = self.lock();
+        match tasks.get(task_id) {
+            Some(t) if t.is_expired(SystemTime::now()) => {
+                tasks.remove(task_id);
+                Ok(None)
+            }
+            found => Ok(found.cloned()),
+        }
+    }
+
+    fn update(
+        &self,
+        task_id: &str,
+        change: &mut dyn FnMut(&mut StoredTask),
+    ) -> Result<Option<StoredTask>, ErrorObject> {
+        let mut tasks = self.lock();
+        let Some(task) = tasks.get_mut(task_id) else {
+            return Ok(None);
+        };
+        if task.is_expired(SystemTime::now()) {
+            tasks.remove(task_id);
+            return Ok(None);
+        }
+        change(task);
+        Ok(Some(task.clone()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::types::{Task, TaskStatus};
+    use std::time::Duration;
+
+    fn stored(
+        id: &str,
+        status: TaskStatus,
+        updated: &str,
+        expires: Option<SystemTime>,
+    ) -> StoredTask {
+        StoredTask {
+            task: DetailedTask::new(Task {
+                task_id: id.into(),
+                status,
+                status_message: None,
+                created_at: updated.into(),
+                last_updated_at: updated.into(),
+                ttl_ms: None,
+                poll_interval_ms: None,
+            }),
+            expires,
+        }
+    }
+
+    #[test]
+    fn a_full_store_drops_the_expired_then_the_oldest_finished_then_refuses() {
+        let store = MemoryTaskStore::new(2);
+        let past = SystemTime::now() - Duration::from_secs(1);
+        store
+            .create(stored("a", TaskStatus::Working, "1", Some(past)))
+            .unwrap();
+        store
+            .create(stored("b", TaskStatus::Completed, "2", None))
+            .unwrap();
+        store
+            .create(stored("c", TaskStatus::Completed, "3", None))
+            .unwrap();
+        assert!(store.get("a").unwrap().is_none(), "expired first");
+        store
+            .create(stored("d", TaskStatus::Working, "4", None))
+            .unwrap();
+        assert!(
+            store.get("b").unwrap().is_none(),
+            "then the oldest finished"
+        );
+        assert!(store.get("c").unwrap().is_some());
+        store
+            .update("c", &mut |t| t.task.task.status = TaskStatus::Working)
+            .unwrap();
+        let err = store
+            .create(stored("e", TaskStatus::Working, "5", None))
+            .unwrap_err();
+        assert!(err.message.contains("full"), "{}", err.message);
+    }
+
+    #[test]
+    fn an_expired_task_is_gone_for_get_and_update() {
+        let store = MemoryTaskStore::default();
+        let soon = SystemTime::now() + Duration::from_millis(30);
+        store
+            .create(stored("t", TaskStatus::Working, "1", Some(soon)))
+            .unwrap();
+        assert!(store.get("t").unwrap().is_some());
+        std::thread::sleep(Duration::from_millis(60));
+        let mut called = false;
+        assert!(store.update("t", &mut |_| called = true).unwrap().is_none());
+        assert!(!called);
+        assert!(store.get("t").unwrap().is_none());
+    }
+}
