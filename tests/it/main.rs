@@ -33,6 +33,7 @@ mod resources;
 mod shutdown;
 mod spec_examples;
 mod subscriptions;
+mod tasks;
 mod tools;
 #[cfg(all(feature = "client", feature = "schemars"))]
 mod typed;

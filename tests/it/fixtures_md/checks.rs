@@ -11,7 +11,7 @@ use super::helpers::{
     next_round, non_empty, notes_then_reply, open, progress_of, read, read_contents, reply_and,
     reply_to, request_state, retry_params, text, tool_params, with_caps, with_progress_token,
 };
-use super::{Check, SUBSCRIPTION_ID, first_page};
+use super::{Check, SUBSCRIPTION_ID, first_page, task_checks};
 
 /// One check per fixture of FIXTURES.md, by the name the file gives it.
 pub(super) const CHECKS: &[(&str, Check)] = &[
@@ -130,6 +130,14 @@ pub(super) const CHECKS: &[(&str, Check)] = &[
     ("prompts/list", |p| {
         check_never_input_required(p, "prompts/list")
     }),
+    // Part C, the Tasks extension.
+    ("tool greet", task_checks::check_greet_tool),
+    ("slow_compute", task_checks::check_slow_compute),
+    ("failing_job", task_checks::check_failing_job),
+    ("protocol_error_job", task_checks::check_protocol_error_job),
+    ("confirm_delete", task_checks::check_confirm_delete),
+    ("multi_input", task_checks::check_multi_input),
+    ("test_tool_with_task", task_checks::check_test_tool_with_task),
 ];
 
 // Part A.

@@ -12,6 +12,7 @@
 mod checks;
 mod helpers;
 mod parse;
+mod task_checks;
 
 use serde_json::{Value, json};
 
@@ -39,14 +40,14 @@ fn every_fixture_in_fixtures_md_answers_as_described() {
     assert!(problems.is_empty(), "{}", problems.join("\n"));
     let mut failed = Vec::new();
     for fixture in &parsed.fixtures {
-        let (_, check) = CHECKS.iter().find(|(n, _)| *n == fixture.name).unwrap();
+        let (_, check) = CHECKS.iter().find(|(n, _)| *n == fixture.id).unwrap();
         let outcome = std::panic::catch_unwind(|| {
             let mut peer = Peer::start(&crate::everything::build());
             check(&mut peer);
             peer.finish_quietly();
         });
         if outcome.is_err() {
-            failed.push(fixture.name.as_str());
+            failed.push(fixture.id.as_str());
         }
     }
     println!(
@@ -200,6 +201,36 @@ Old tools: `old_a(x)`,
         [
             "a check for `gone_tool`, which FIXTURES.md no longer mentions",
             "a check for `old_a`, which FIXTURES.md says is not part of the 2026-07-28 contract",
+        ]
+    );
+}
+
+#[test]
+fn a_name_two_kinds_of_fixture_share_gets_its_kind_in_the_check_name() {
+    let markdown = "\
+| Prompt | Arguments |
+|---|---|
+| `greet` | name |
+
+| Tool | Arguments | Mode |
+|---|---|---|
+| `greet` | name | never |
+
+| Scenario | Fixtures |
+|---|---|
+| `tasks-lifecycle` | `greet` |
+";
+    let parsed = parse(markdown);
+    let got: Vec<(&str, &str, Kind)> = parsed
+        .fixtures
+        .iter()
+        .map(|f| (f.name.as_str(), f.id.as_str(), f.kind))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("greet", "greet", Kind::Prompt),
+            ("greet", "tool greet", Kind::Tool)
         ]
     );
 }

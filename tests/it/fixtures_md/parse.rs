@@ -25,6 +25,10 @@ pub(super) enum Listed {
 #[derive(Debug, PartialEq)]
 pub(super) struct Fixture {
     pub(super) name: String,
+    /// What its check is called: the name, or `tool greet` when another
+    /// kind of fixture has the name already (part C's tool `greet` and
+    /// part A's prompt `greet`).
+    pub(super) id: String,
     pub(super) kind: Kind,
     pub(super) listed: Listed,
 }
@@ -50,7 +54,8 @@ impl Table {
             "URI" => Some(Kind::Resource),
             "Prompt" => Some(Kind::Prompt),
             "Name" | "Fixture" => None,
-            "Requirement" => return None,
+            // Tables of requirements, scenarios and modes (part C).
+            "Requirement" | "Scenario" | "Mode" | "Check" => return None,
             other => panic!("FIXTURES.md has a table this test does not know: {other:?}"),
         };
         let listed_column = header.iter().position(|c| c.starts_with("Listed"));
@@ -88,6 +93,19 @@ fn leading_names(cell: &str) -> (Vec<&str>, &str) {
     (names, rest)
 }
 
+impl Kind {
+    fn word(self) -> &'static str {
+        match self {
+            Kind::Tool => "tool",
+            Kind::Resource => "resource",
+            Kind::Template => "template",
+            Kind::Prompt => "prompt",
+            Kind::Method => "method",
+            Kind::Variant => "variant",
+        }
+    }
+}
+
 fn kind_of_word(word: &str) -> Option<Kind> {
     match word {
         "tool" => Some(Kind::Tool),
@@ -110,9 +128,19 @@ fn kind_of_name(name: &str) -> Kind {
 }
 
 impl Parsed {
-    fn push(&mut self, fixture: Fixture) {
-        match self.fixtures.iter().find(|f| f.name == fixture.name) {
-            Some(seen) => assert_eq!(seen.kind, fixture.kind, "`{}` twice", fixture.name),
+    fn push(&mut self, mut fixture: Fixture) {
+        let seen = self.fixtures.iter().find(|f| f.name == fixture.name);
+        match seen {
+            Some(seen) if seen.kind == fixture.kind => {}
+            Some(_) => {
+                fixture.id = format!("{} {}", fixture.kind.word(), fixture.name);
+                assert!(
+                    !self.fixtures.iter().any(|f| f.id == fixture.id),
+                    "`{}` twice",
+                    fixture.id
+                );
+                self.fixtures.push(fixture);
+            }
             None => self.fixtures.push(fixture),
         }
     }
@@ -124,7 +152,13 @@ impl Parsed {
             let base = base.expect("a `same tool` row follows a tool");
             let name = format!("{} / {}", base.name, aspect.replace('`', ""));
             let (kind, listed) = (Kind::Variant, Listed::No);
-            return self.push(Fixture { name, kind, listed });
+            let id = name.clone();
+            return self.push(Fixture {
+                name,
+                id,
+                kind,
+                listed,
+            });
         }
         let (word, rest) = match first.split_once(' ') {
             Some((word, rest)) if rest.starts_with('`') => match kind_of_word(word) {
@@ -143,8 +177,13 @@ impl Parsed {
         };
         for name in names {
             let kind = word.or(table.kind).unwrap_or_else(|| kind_of_name(name));
-            let name = name.to_owned();
-            self.push(Fixture { name, kind, listed });
+            let (name, id) = (name.to_owned(), name.to_owned());
+            self.push(Fixture {
+                name,
+                id,
+                kind,
+                listed,
+            });
         }
     }
 
@@ -199,10 +238,10 @@ pub(super) fn coverage_problems<'a>(
     let checks: Vec<&str> = checks.collect();
     let mut problems = Vec::new();
     for fixture in &parsed.fixtures {
-        if !checks.contains(&fixture.name.as_str()) {
+        if !checks.contains(&fixture.id.as_str()) {
             problems.push(format!(
                 "fixture `{}` in FIXTURES.md has no check",
-                fixture.name
+                fixture.id
             ));
         }
     }
@@ -213,7 +252,7 @@ pub(super) fn coverage_problems<'a>(
             problems.push(format!(
                 "a check for `{name}`, which FIXTURES.md says is {NOT_IN_CONTRACT}"
             ));
-        } else if !parsed.fixtures.iter().any(|f| f.name == *name) {
+        } else if !parsed.fixtures.iter().any(|f| f.id == *name) {
             problems.push(format!(
                 "a check for `{name}`, which FIXTURES.md no longer mentions"
             ));

@@ -1,0 +1,758 @@
+//! The Tasks extension on the wire (FIXTURES.md part C, C4 row by row),
+//! plus the bounds: expiry, the cap on running tasks, the cap on results,
+//! keys unique over a task's life, a custom store, status notifications.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use mcp_stdio::types::{
+    CallToolResult, ElicitRequestFormParams, ElicitRequestParams, ElicitRequestedSchema,
+    InputRequest, InputRequests, StringSchema, Tool,
+};
+use mcp_stdio::{
+    ErrorObject, MemoryTaskStore, Server, StoredTask, TaskMode, TaskStore,
+};
+use serde_json::{Value, json};
+
+use crate::support::{Peer, WAIT, meta, request};
+
+pub(crate) const EXT: &str = "io.modelcontextprotocol/tasks";
+
+/// Request ids for task tests: unique within a test.
+fn next_id() -> i64 {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    NEXT.fetch_add(1, Ordering::Relaxed) as i64
+}
+
+/// The capabilities of a client that declares the extension.
+pub(crate) fn task_caps() -> Value {
+    json!({ "elicitation": {}, "sampling": {}, "extensions": { EXT: {} } })
+}
+
+/// A request whose `_meta` declares `caps`.
+pub(crate) fn with_caps(method: &str, mut params: Value, caps: Value) -> Value {
+    let mut meta = meta();
+    meta["io.modelcontextprotocol/clientCapabilities"] = caps;
+    params["_meta"] = meta;
+    request(next_id(), method, params)
+}
+
+/// A request that declares the extension.
+pub(crate) fn task_request(method: &str, params: Value) -> Value {
+    with_caps(method, params, task_caps())
+}
+
+/// Sends `req` and returns its reply, skipping notifications.
+pub(crate) fn reply(peer: &mut Peer, req: &Value) -> Value {
+    peer.send(req);
+    loop {
+        let msg = peer.recv();
+        if msg.get("method").is_none() {
+            assert_eq!(msg["id"], req["id"], "{msg}");
+            return msg;
+        }
+    }
+}
+
+fn keys(value: &Value) -> Vec<&str> {
+    let mut keys: Vec<&str> = value
+        .as_object()
+        .unwrap_or_else(|| panic!("not an object: {value}"))
+        .keys()
+        .map(String::as_str)
+        .collect();
+    keys.sort_unstable();
+    keys
+}
+
+/// C4's timestamps: extended ISO 8601, UTC with milliseconds.
+fn assert_timestamp(value: &Value) {
+    let s = value.as_str().unwrap_or_else(|| panic!("not a string: {value}"));
+    let b = s.as_bytes();
+    let shape_ok = s.len() == 24
+        && b[4] == b'-'
+        && b[7] == b'-'
+        && b[10] == b'T'
+        && b[13] == b':'
+        && b[16] == b':'
+        && b[19] == b'.'
+        && b[23] == b'Z';
+    assert!(shape_ok, "not YYYY-MM-DDTHH:MM:SS.mmmZ: {s}");
+}
+
+/// A `CreateTaskResult`: flat, exactly these keys (C4), status working.
+pub(crate) fn assert_create_result(resp: &Value) -> String {
+    let result = &resp["result"];
+    assert_eq!(
+        keys(result),
+        [
+            "_meta",
+            "createdAt",
+            "lastUpdatedAt",
+            "pollIntervalMs",
+            "resultType",
+            "status",
+            "taskId",
+            "ttlMs"
+        ],
+        "{resp}"
+    );
+    assert_eq!(result["resultType"], "task");
+    assert_eq!(result["status"], "working");
+    assert!(result["ttlMs"].as_u64().is_some_and(|t| t > 0), "{result}");
+    assert!(result["pollIntervalMs"].as_u64().is_some_and(|t| t > 0));
+    assert_timestamp(&result["createdAt"]);
+    assert_timestamp(&result["lastUpdatedAt"]);
+    let id = result["taskId"].as_str().unwrap().to_owned();
+    assert!(
+        id.len() == 32 && id.bytes().all(|c| c.is_ascii_hexdigit()),
+        "128 random bits in hex: {id}"
+    );
+    id
+}
+
+/// Calls `tool` declaring the extension; it must create a task.
+pub(crate) fn start(peer: &mut Peer, tool: &str, arguments: Value) -> String {
+    let resp = reply(
+        peer,
+        &task_request("tools/call", json!({ "name": tool, "arguments": arguments })),
+    );
+    assert_create_result(&resp)
+}
+
+/// `tasks/get`: the `DetailedTask` result, its shape checked (C4: exactly
+/// one status field, never `requestState`, `resultType: "complete"`).
+pub(crate) fn get(peer: &mut Peer, task_id: &str) -> Value {
+    let resp = reply(peer, &task_request("tasks/get", json!({ "taskId": task_id })));
+    let result = resp["result"].clone();
+    assert_eq!(result["resultType"], "complete", "{resp}");
+    assert_eq!(result["taskId"], task_id);
+    assert!(result.get("requestState").is_none(), "{result}");
+    assert!(result.get("ttlMs").is_some(), "{result}");
+    assert_timestamp(&result["lastUpdatedAt"]);
+    let has = |key: &str| result.get(key).is_some();
+    let status = result["status"].as_str().unwrap();
+    let fields = (has("inputRequests"), has("result"), has("error"));
+    let expected = match status {
+        "input_required" => (true, false, false),
+        "completed" => (false, true, false),
+        "failed" => (false, false, true),
+        "working" | "cancelled" => (false, false, false),
+        other => panic!("unknown status {other}: {result}"),
+    };
+    assert_eq!(fields, expected, "{result}");
+    result
+}
+
+/// Polls `tasks/get` every 50 ms until the status is one of `until`.
+pub(crate) fn poll(peer: &mut Peer, task_id: &str, until: &[&str]) -> Value {
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let task = get(peer, task_id);
+        if until.contains(&task["status"].as_str().unwrap()) {
+            return task;
+        }
+        assert!(Instant::now() < deadline, "still {task} after {WAIT:?}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// `tasks/update` with these answers; the ack is exactly
+/// `{resultType, _meta}`.
+pub(crate) fn update(peer: &mut Peer, task_id: &str, answers: Value) {
+    let req = task_request(
+        "tasks/update",
+        json!({ "taskId": task_id, "inputResponses": answers }),
+    );
+    assert_ack(&reply(peer, &req));
+}
+
+pub(crate) fn cancel_task(peer: &mut Peer, task_id: &str) {
+    let req = task_request("tasks/cancel", json!({ "taskId": task_id }));
+    assert_ack(&reply(peer, &req));
+}
+
+pub(crate) fn assert_ack(resp: &Value) {
+    assert_eq!(keys(&resp["result"]), ["_meta", "resultType"], "{resp}");
+    assert_eq!(resp["result"]["resultType"], "complete");
+}
+
+pub(crate) fn error_of(resp: &Value) -> (i64, &Value) {
+    let code = resp["error"]["code"].as_i64();
+    (code.unwrap_or_else(|| panic!("not an error: {resp}")), &resp["error"])
+}
+
+/// The `-32021` the task methods and task-required tools answer.
+pub(crate) fn assert_extension_required(resp: &Value) {
+    let (code, error) = error_of(resp);
+    assert_eq!(code, -32021, "{resp}");
+    assert_eq!(
+        error["data"]["requiredCapabilities"],
+        json!({ "extensions": { EXT: {} } })
+    );
+}
+
+fn accept(content: Value) -> Value {
+    json!({ "action": "accept", "content": content })
+}
+
+fn everything() -> Peer {
+    Peer::start(&crate::everything::build())
+}
+
+fn ask_name(message: &str) -> InputRequest {
+    let schema = ElicitRequestedSchema::default().property("name", StringSchema::default(), true);
+    InputRequest::Elicit(ElicitRequestParams::Form(ElicitRequestFormParams::new(
+        message, schema,
+    )))
+}
+
+// --- The life of a task ------------------------------------------------------
+
+#[test]
+fn a_task_is_stored_before_its_handle_is_written_and_completes() {
+    let mut peer = everything();
+    let id = start(
+        &mut peer,
+        "slow_compute",
+        json!({ "seconds": 1, "label": "lifecycle" }),
+    );
+    // Durable creation: the very next request finds it, still working.
+    let working = get(&mut peer, &id);
+    assert_eq!(working["status"], "working");
+    assert_eq!(working["ttlMs"], 3_600_000);
+    assert_eq!(working["pollIntervalMs"], 200);
+    let done = poll(&mut peer, &id, &["completed", "failed", "cancelled"]);
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(
+        done["result"],
+        json!({
+            "content": [{ "type": "text", "text": "slow_compute lifecycle: done after 1 s" }],
+            "resultType": "complete"
+        })
+    );
+    assert_ne!(done["lastUpdatedAt"], working["lastUpdatedAt"]);
+    assert_eq!(done["createdAt"], working["createdAt"]);
+    // Still readable a while after it finished (C4, TTL).
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(get(&mut peer, &id), done);
+    peer.finish_quietly();
+}
+
+#[test]
+fn the_request_decides_not_the_connection() {
+    let mut peer = everything();
+    let plain = reply(
+        &mut peer,
+        &with_caps(
+            "tools/call",
+            json!({ "name": "slow_compute", "arguments": { "seconds": 0, "label": "sync" } }),
+            json!({}),
+        ),
+    );
+    assert_eq!(plain["result"]["resultType"], "complete", "{plain}");
+    assert_eq!(
+        plain["result"]["content"][0]["text"],
+        "slow_compute sync: done after 0 s"
+    );
+    let id = start(&mut peer, "slow_compute", json!({ "seconds": 0 }));
+    poll(&mut peer, &id, &["completed"]);
+    // And again without: synchronous, whatever came before.
+    let again = reply(
+        &mut peer,
+        &with_caps(
+            "tools/call",
+            json!({ "name": "slow_compute", "arguments": { "seconds": 0 } }),
+            json!({ "extensions": {} }),
+        ),
+    );
+    assert_eq!(again["result"]["resultType"], "complete", "{again}");
+    peer.finish_quietly();
+}
+
+#[test]
+fn a_required_task_tool_needs_the_extension_before_its_handler_runs() {
+    let mut peer = everything();
+    for tool in ["failing_job", "test_tool_with_task", "confirm_delete"] {
+        let arguments = if tool == "confirm_delete" {
+            json!({ "filename": "x" })
+        } else {
+            json!({})
+        };
+        let resp = reply(
+            &mut peer,
+            &with_caps(
+                "tools/call",
+                json!({ "name": tool, "arguments": arguments }),
+                json!({ "elicitation": {} }),
+            ),
+        );
+        assert_extension_required(&resp);
+    }
+    peer.finish_quietly();
+}
+
+#[test]
+fn a_never_task_tool_answers_at_once_and_ignores_a_legacy_task_param() {
+    let mut peer = everything();
+    let req = task_request(
+        "tools/call",
+        json!({
+            "name": "greet",
+            "arguments": { "name": "sep-2243" },
+            "task": { "ttl": 60000, "pollInterval": 100 }
+        }),
+    );
+    let resp = reply(&mut peer, &req);
+    assert_eq!(
+        resp["result"]["content"],
+        json!([{ "type": "text", "text": "Hello, sep-2243!" }])
+    );
+    assert_eq!(resp["result"]["resultType"], "complete");
+    assert!(resp["result"].get("taskId").is_none(), "{resp}");
+    peer.finish_quietly();
+}
+
+#[test]
+fn the_task_methods_check_the_extension_then_the_id() {
+    let mut peer = everything();
+    let no_ext = json!({ "elicitation": {} });
+    for method in ["tasks/get", "tasks/cancel", "tasks/update"] {
+        let params = json!({ "taskId": "gate-test", "inputResponses": {} });
+        let resp = reply(&mut peer, &with_caps(method, params, no_ext.clone()));
+        assert_extension_required(&resp);
+        let params = json!({ "taskId": "tasks-conformance-nonexistent-12345", "inputResponses": {} });
+        let resp = reply(&mut peer, &task_request(method, params));
+        assert_eq!(error_of(&resp).0, -32602, "{resp}");
+    }
+    // Removed methods: -32601, even declaring the extension.
+    for (method, params) in [
+        ("tasks/result", json!({ "taskId": "tasks-conformance-isolation-probe" })),
+        ("tasks/list", json!({})),
+    ] {
+        let resp = reply(&mut peer, &task_request(method, params));
+        assert_eq!(error_of(&resp).0, -32601, "{resp}");
+    }
+    // Malformed params.
+    let resp = reply(&mut peer, &task_request("tasks/get", json!({})));
+    assert_eq!(error_of(&resp).0, -32602, "{resp}");
+    let id = start(&mut peer, "slow_compute", json!({ "seconds": 0 }));
+    let bad = json!({ "taskId": id, "inputResponses": [1] });
+    let resp = reply(&mut peer, &task_request("tasks/update", bad));
+    assert_eq!(error_of(&resp).0, -32602, "{resp}");
+    peer.finish_quietly();
+}
+
+#[test]
+fn a_tool_error_completes_and_a_protocol_error_fails() {
+    let mut peer = everything();
+    let failing = start(&mut peer, "failing_job", json!({}));
+    let broken = start(&mut peer, "protocol_error_job", json!({}));
+    let failed = poll(&mut peer, &broken, &["completed", "failed", "cancelled"]);
+    assert_eq!(failed["status"], "failed", "{failed}");
+    assert_eq!(failed["error"]["code"], -32603);
+    assert!(failed["error"]["message"].as_str().unwrap().contains("protocol_error_job"));
+    assert!(failed["statusMessage"].as_str().is_some_and(|m| !m.is_empty()));
+    let done = poll(&mut peer, &failing, &["completed", "failed", "cancelled"]);
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(done["result"]["isError"], true);
+    assert!(done["result"]["content"][0]["text"].as_str().is_some());
+    peer.finish_quietly();
+}
+
+#[test]
+fn a_60_second_task_is_cancelled_while_other_requests_are_served() {
+    let mut peer = everything();
+    let started = Instant::now();
+    let id = start(
+        &mut peer,
+        "slow_compute",
+        json!({ "seconds": 60, "label": "cancel" }),
+    );
+    // Everything else is served meanwhile.
+    let greet = reply(
+        &mut peer,
+        &task_request("tools/call", json!({ "name": "greet", "arguments": { "name": "rt" } })),
+    );
+    assert_eq!(greet["result"]["content"][0]["text"], "Hello, rt!");
+    let other = start(&mut peer, "slow_compute", json!({ "seconds": 0 }));
+    poll(&mut peer, &other, &["completed"]);
+    assert_eq!(get(&mut peer, &id)["status"], "working");
+    cancel_task(&mut peer, &id);
+    // Cancelled before the ack was written.
+    let cancelled = get(&mut peer, &id);
+    assert_eq!(cancelled["status"], "cancelled", "{cancelled}");
+    // Cancelling a terminal task: the same ack, no change.
+    cancel_task(&mut peer, &id);
+    cancel_task(&mut peer, &other);
+    assert_eq!(get(&mut peer, &other)["status"], "completed");
+    // The worker wakes and stops; what it produces changes nothing.
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(get(&mut peer, &id), cancelled);
+    assert!(started.elapsed() < Duration::from_secs(10));
+    peer.finish_quietly();
+}
+
+// --- Input during a task ------------------------------------------------------
+
+#[test]
+fn a_task_waits_for_input_and_resumes_on_update() {
+    let mut peer = everything();
+    let id = start(&mut peer, "confirm_delete", json!({ "filename": "mrtr-input.txt" }));
+    let waiting = poll(&mut peer, &id, &["input_required"]);
+    let requests = waiting["inputRequests"].as_object().unwrap();
+    assert_eq!(keys(&waiting["inputRequests"]), ["confirm"]);
+    assert_eq!(requests["confirm"]["method"], "elicitation/create");
+    assert_eq!(
+        requests["confirm"]["params"],
+        json!({
+            "mode": "form",
+            "message": "Delete mrtr-input.txt?",
+            "requestedSchema": {
+                "type": "object",
+                "properties": { "confirm": { "type": "boolean" } },
+                "required": ["confirm"]
+            }
+        })
+    );
+    // An unknown key: acknowledged, nothing changes.
+    update(&mut peer, &id, json!({ "unknown-key": "not a response" }));
+    assert_eq!(get(&mut peer, &id), waiting);
+    update(&mut peer, &id, json!({ "confirm": accept(json!({ "confirm": true })) }));
+    let done = poll(&mut peer, &id, &["completed", "failed", "cancelled"]);
+    assert_eq!(done["result"]["content"][0]["text"], "Deleted mrtr-input.txt");
+    // The answered key is gone for good: answering it again changes nothing.
+    update(&mut peer, &id, json!({ "confirm": accept(json!({ "confirm": false })) }));
+    assert_eq!(get(&mut peer, &id), done);
+    peer.finish_quietly();
+}
+
+#[test]
+fn a_task_that_asks_twice_is_answered_partially() {
+    let mut peer = everything();
+    let id = start(&mut peer, "multi_input", json!({}));
+    let waiting = poll(&mut peer, &id, &["input_required"]);
+    assert_eq!(keys(&waiting["inputRequests"]), ["confirm", "name"]);
+    let both = json!({ "name": "partial-1", "confirm": true });
+    update(&mut peer, &id, json!({ "confirm": accept(both) }));
+    // Applied before the ack: the next get already shows it.
+    let partial = get(&mut peer, &id);
+    assert_eq!(partial["status"], "input_required", "{partial}");
+    assert_eq!(keys(&partial["inputRequests"]), ["name"]);
+    let both = json!({ "name": "partial-2", "confirm": true });
+    update(&mut peer, &id, json!({ "name": accept(both) }));
+    let done = poll(&mut peer, &id, &["completed", "failed", "cancelled"]);
+    assert_eq!(
+        done["result"]["content"][0]["text"],
+        "name=partial-2, confirm=true"
+    );
+    peer.finish_quietly();
+}
+
+#[test]
+fn a_task_waiting_for_input_can_be_cancelled() {
+    let mut peer = everything();
+    let id = start(&mut peer, "confirm_delete", json!({ "filename": "rt.txt" }));
+    poll(&mut peer, &id, &["input_required"]);
+    cancel_task(&mut peer, &id);
+    let cancelled = get(&mut peer, &id);
+    assert_eq!(cancelled["status"], "cancelled");
+    update(&mut peer, &id, json!({ "confirm": accept(json!({ "confirm": true })) }));
+    std::thread::sleep(Duration::from_millis(100));
+    assert_eq!(get(&mut peer, &id), cancelled);
+    peer.finish_quietly();
+}
+
+#[test]
+fn input_before_the_task_is_an_ordinary_round_trip() {
+    let mut peer = everything();
+    let params = json!({ "name": "test_tool_with_task", "arguments": {} });
+    let round = reply(&mut peer, &task_request("tools/call", params.clone()));
+    assert_eq!(round["result"]["resultType"], "input_required", "{round}");
+    assert!(round["result"].get("taskId").is_none());
+    let ask = &round["result"]["inputRequests"]["user_name"];
+    assert_eq!(ask["method"], "elicitation/create");
+    assert_eq!(ask["params"]["message"], "What is your name?");
+    let mut retry = params.clone();
+    retry["inputResponses"] = json!({ "user_name": accept(json!({ "name": "Alice" })) });
+    if let Some(state) = round["result"].get("requestState") {
+        retry["requestState"] = state.clone();
+    }
+    let created = reply(&mut peer, &task_request("tools/call", retry));
+    let id = assert_create_result(&created);
+    let done = poll(&mut peer, &id, &["completed", "failed", "cancelled"]);
+    assert_eq!(done["result"]["content"][0]["text"], "Hello, Alice!");
+    peer.finish_quietly();
+}
+
+/// A tool that asks under the same key twice, mid-run.
+fn asks_twice() -> Server {
+    Server::builder("t", "1")
+        .task_tool(
+            Tool::new("twice", "Asks for a name twice."),
+            TaskMode::Required,
+            |ctx, _args: Value| {
+                let first = ctx.ask(InputRequests::from([("name".to_owned(), ask_name("First?"))]))?;
+                let second =
+                    ctx.ask(InputRequests::from([("name".to_owned(), ask_name("Second?"))]))?;
+                let name = |answers: &mcp_stdio::types::InputResponses| {
+                    answers["name"].as_value()["content"]["name"].clone()
+                };
+                Ok(CallToolResult::text(format!(
+                    "{} then {}",
+                    name(&first),
+                    name(&second)
+                )))
+            },
+        )
+        .build()
+}
+
+#[test]
+fn keys_are_never_reused_within_a_task() {
+    let mut peer = Peer::start(&asks_twice());
+    let id = start(&mut peer, "twice", json!({}));
+    let first = poll(&mut peer, &id, &["input_required"]);
+    assert_eq!(keys(&first["inputRequests"]), ["name"]);
+    update(&mut peer, &id, json!({ "name": accept(json!({ "name": "a" })) }));
+    let second = poll(&mut peer, &id, &["input_required", "completed"]);
+    assert_eq!(keys(&second["inputRequests"]), ["name~2"], "{second}");
+    assert_eq!(second["inputRequests"]["name~2"]["params"]["message"], "Second?");
+    // The old key is spent: an answer to it is ignored.
+    update(&mut peer, &id, json!({ "name": accept(json!({ "name": "x" })) }));
+    update(&mut peer, &id, json!({ "name~2": accept(json!({ "name": "b" })) }));
+    let done = poll(&mut peer, &id, &["completed", "failed", "cancelled"]);
+    assert_eq!(done["result"]["content"][0]["text"], "\"a\" then \"b\"");
+    peer.finish_quietly();
+}
+
+#[test]
+fn ask_outside_a_task_is_an_error_that_says_what_to_do() {
+    let server = Server::builder("t", "1")
+        .task_tool(
+            Tool::new("maybe", "Asks mid-run."),
+            TaskMode::Optional,
+            |ctx, _args: Value| {
+                ctx.ask(InputRequests::from([("name".to_owned(), ask_name("Who?"))]))?;
+                Ok(CallToolResult::text("asked"))
+            },
+        )
+        .build();
+    let mut peer = Peer::start(&server);
+    let resp = reply(
+        &mut peer,
+        &with_caps("tools/call", json!({ "name": "maybe", "arguments": {} }), json!({})),
+    );
+    let (code, error) = error_of(&resp);
+    assert_eq!(code, -32603);
+    assert!(error["message"].as_str().unwrap().contains("Outcome::InputRequired"));
+    peer.finish_quietly();
+}
+
+// --- Status notifications -------------------------------------------------------
+
+#[test]
+fn a_listen_with_task_ids_hears_every_status_change() {
+    let mut peer = everything();
+    let id = start(&mut peer, "confirm_delete", json!({ "filename": "n.txt" }));
+    poll(&mut peer, &id, &["input_required"]);
+    // Without the extension: -32021.
+    let filter = json!({ "notifications": { "taskIds": [id] } });
+    let resp = reply(&mut peer, &with_caps("subscriptions/listen", filter, json!({})));
+    assert_extension_required(&resp);
+    // With it: the ack lists the ids it follows (known ones only).
+    let filter = json!({ "notifications": { "taskIds": [id, "no-such-task"] } });
+    let listen = task_request("subscriptions/listen", filter);
+    peer.send(&listen);
+    let ack = peer.recv();
+    assert_eq!(ack["method"], "notifications/subscriptions/acknowledged");
+    assert_eq!(ack["params"]["notifications"], json!({ "taskIds": [id] }));
+    let sub = listen["id"].clone();
+    let answer = json!({ "confirm": accept(json!({ "confirm": false })) });
+    let req = task_request(
+        "tasks/update",
+        json!({ "taskId": id, "inputResponses": answer }),
+    );
+    peer.send(&req);
+    // The ack, and `working` then `completed`, each the full task, tagged
+    // with the subscription id.
+    let (mut seen, mut acked) = (Vec::new(), false);
+    while seen.len() < 2 || !acked {
+        let msg = peer.recv();
+        if msg["id"] == req["id"] {
+            assert_ack(&msg);
+            acked = true;
+            continue;
+        }
+        assert_eq!(msg["method"], "notifications/tasks", "{msg}");
+        assert_eq!(msg["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"], sub);
+        seen.push(msg["params"].clone());
+    }
+    assert_eq!(seen[0]["status"], "working");
+    assert_eq!(seen[1]["status"], "completed");
+    let mut done = get(&mut peer, &id);
+    let mut last = seen[1].clone();
+    last.as_object_mut().unwrap().remove("_meta");
+    for key in ["resultType", "_meta"] {
+        done.as_object_mut().unwrap().remove(key);
+    }
+    assert_eq!(last, done, "the notification is what tasks/get says");
+    assert_eq!(done["result"]["content"][0]["text"], "Kept n.txt");
+    peer.finish();
+}
+
+// --- Bounds ---------------------------------------------------------------------
+
+/// A task tool that runs until cancelled.
+fn until_cancelled(builder: mcp_stdio::ServerBuilder) -> mcp_stdio::ServerBuilder {
+    builder.task_tool(
+        Tool::new("hold", "Runs until cancelled."),
+        TaskMode::Required,
+        |ctx, _args: Value| {
+            while !ctx.wait_cancelled(Duration::from_secs(60)) {}
+            Ok(CallToolResult::text("released"))
+        },
+    )
+}
+
+#[test]
+fn tasks_expire_after_their_ttl() {
+    let server = until_cancelled(Server::builder("t", "1"))
+        .task_tool(
+            Tool::new("quick", "Done at once."),
+            TaskMode::Required,
+            |_ctx, _args: Value| Ok(CallToolResult::text("quick")),
+        )
+        .task_ttl(Some(Duration::from_millis(400)))
+        .build();
+    let mut peer = Peer::start(&server);
+    let id = start(&mut peer, "quick", json!({}));
+    let done = poll(&mut peer, &id, &["completed"]);
+    assert_eq!(done["ttlMs"], 400);
+    std::thread::sleep(Duration::from_millis(500));
+    let resp = reply(&mut peer, &task_request("tasks/get", json!({ "taskId": id })));
+    assert_eq!(error_of(&resp).0, -32602, "{resp}");
+    peer.finish_quietly();
+}
+
+#[test]
+fn running_tasks_are_capped() {
+    let server = until_cancelled(Server::builder("t", "1"))
+        .max_running_tasks(2)
+        .build();
+    let mut peer = Peer::start(&server);
+    let a = start(&mut peer, "hold", json!({}));
+    let _b = start(&mut peer, "hold", json!({}));
+    let refused = reply(
+        &mut peer,
+        &task_request("tools/call", json!({ "name": "hold", "arguments": {} })),
+    );
+    let (code, error) = error_of(&refused);
+    assert_eq!(code, -32603, "{refused}");
+    assert!(error["message"].as_str().unwrap().contains("too many running tasks"));
+    assert_eq!(error["data"]["limit"], 2);
+    // One ends: there is room again (once its worker has returned).
+    cancel_task(&mut peer, &a);
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let resp = reply(
+            &mut peer,
+            &task_request("tools/call", json!({ "name": "hold", "arguments": {} })),
+        );
+        if resp["result"]["resultType"] == "task" {
+            break;
+        }
+        assert!(Instant::now() < deadline, "{resp}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    peer.finish();
+}
+
+#[test]
+fn a_result_larger_than_the_cap_fails_the_task() {
+    let server = Server::builder("t", "1")
+        .task_tool(
+            Tool::new("huge", "A big result."),
+            TaskMode::Required,
+            |_ctx, _args: Value| Ok(CallToolResult::text("x".repeat(10_000))),
+        )
+        .max_task_result_bytes(1_000)
+        .build();
+    let mut peer = Peer::start(&server);
+    let id = start(&mut peer, "huge", json!({}));
+    let failed = poll(&mut peer, &id, &["completed", "failed"]);
+    assert_eq!(failed["status"], "failed");
+    assert_eq!(failed["error"]["code"], -32603);
+    assert_eq!(failed["error"]["data"]["limit"], 1_000);
+    peer.finish_quietly();
+}
+
+/// A store that takes its time to commit, and counts what it is asked.
+struct SlowStore {
+    inner: MemoryTaskStore,
+    calls: Arc<Mutex<Vec<&'static str>>>,
+}
+
+impl TaskStore for SlowStore {
+    fn create(&self, task: StoredTask) -> Result<(), ErrorObject> {
+        std::thread::sleep(Duration::from_millis(200));
+        self.calls.lock().unwrap().push("create");
+        self.inner.create(task)
+    }
+
+    fn get(&self, task_id: &str) -> Result<Option<StoredTask>, ErrorObject> {
+        self.calls.lock().unwrap().push("get");
+        self.inner.get(task_id)
+    }
+
+    fn update(
+        &self,
+        task_id: &str,
+        change: &mut dyn FnMut(&mut StoredTask),
+    ) -> Result<Option<StoredTask>, ErrorObject> {
+        self.calls.lock().unwrap().push("update");
+        self.inner.update(task_id, change)
+    }
+}
+
+#[test]
+fn an_application_store_keeps_the_tasks_and_creation_is_durable() {
+    let calls = Arc::new(Mutex::new(Vec::new()));
+    let store = SlowStore {
+        inner: MemoryTaskStore::new(8),
+        calls: Arc::clone(&calls),
+    };
+    let server = Server::builder("t", "1")
+        .task_tool(
+            Tool::new("quick", "Done at once."),
+            TaskMode::Required,
+            |_ctx, _args: Value| Ok(CallToolResult::text("quick")),
+        )
+        .task_store(store)
+        .build();
+    let mut peer = Peer::start(&server);
+    let id = start(&mut peer, "quick", json!({}));
+    poll(&mut peer, &id, &["completed"]);
+    let calls = calls.lock().unwrap().clone();
+    assert_eq!(calls[0], "create", "{calls:?}");
+    assert!(calls.contains(&"update") && calls.contains(&"get"), "{calls:?}");
+    peer.finish_quietly();
+}
+
+#[test]
+fn discover_advertises_the_extension_only_with_a_task_tool() {
+    let mut peer = Peer::start(&Server::builder("t", "1").build());
+    let resp = reply(&mut peer, &task_request("server/discover", json!({})));
+    assert!(resp["result"]["capabilities"].get("extensions").is_none());
+    assert!(resp["result"]["capabilities"].get("tasks").is_none());
+    let resp = reply(&mut peer, &task_request("tasks/get", json!({ "taskId": "x" })));
+    assert_eq!(error_of(&resp).0, -32601, "not served when not advertised");
+    peer.finish_quietly();
+    let mut peer = everything();
+    let resp = reply(&mut peer, &task_request("server/discover", json!({})));
+    let capabilities = &resp["result"]["capabilities"];
+    assert_eq!(capabilities["extensions"], json!({ EXT: {} }));
+    assert!(capabilities.get("tasks").is_none(), "no 2025-11-25 slot");
+    peer.finish_quietly();
+}
