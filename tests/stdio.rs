@@ -224,6 +224,7 @@ const CHECKS: &[(&str, Check)] = &[
         "everything_removed_methods_not_found",
         everything_removed_methods_not_found,
     ),
+    ("everything_tasks_over_stdio", everything_tasks_over_stdio),
     // These two look at the traffic of every check above, so they run last.
     (
         "stdout_lines_are_single_line_json",
@@ -1660,6 +1661,77 @@ fn everything_end_listen_ends_every_listen() -> Result<String, String> {
     Ok(String::new())
 }
 
+
+/// A request declaring the Tasks extension (FIXTURES.md part C).
+fn task_request(id: impl Into<Value>, method: &str, params: Value) -> Value {
+    let mut req = request(id, method, params);
+    req["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"] = json!({
+        "elicitation": {},
+        "extensions": { "io.modelcontextprotocol/tasks": {} }
+    });
+    req
+}
+
+/// Polls `tasks/get` until the task's status is one of `until`.
+fn poll_task(server: &mut ServerProcess, task_id: &Value, until: &[&str]) -> Result<Value, String> {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    for n in 0.. {
+        let id = format!("poll {n}");
+        let reply = server.ask(&task_request(id, "tasks/get", json!({ "taskId": task_id })))?;
+        let status = reply["result"]["status"].as_str().unwrap_or_default();
+        if until.contains(&status) {
+            return Ok(reply["result"].clone());
+        }
+        ensure!(Instant::now() < deadline, "task still {status}: {reply}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    unreachable!()
+}
+
+/// Part C over a real process: a 60-second task cancelled, a task that
+/// asks for input, one whose handler panics (its backtrace goes to
+/// stderr); stdout carries whole JSON-RPC lines throughout (checked on
+/// all traffic by the last two checks), and the server exits cleanly at
+/// EOF with a task still running.
+fn everything_tasks_over_stdio() -> Result<String, String> {
+    let mut server = ServerProcess::spawn_everything()?;
+    let start = |server: &mut ServerProcess, id: &str, tool: &str, args: Value| {
+        let reply = server.ask(&task_request(
+            id,
+            "tools/call",
+            json!({ "name": tool, "arguments": args }),
+        ))?;
+        ensure!(reply["result"]["resultType"] == "task", "no task: {reply}");
+        Ok::<Value, String>(reply["result"]["taskId"].clone())
+    };
+    let long = start(&mut server, "long", "slow_compute", json!({ "seconds": 60 }))?;
+    let ask = start(&mut server, "ask", "confirm_delete", json!({ "filename": "f" }))?;
+    let panics = start(&mut server, "panics", "protocol_error_job", json!({}))?;
+    let _left_running = start(&mut server, "left", "slow_compute", json!({ "seconds": 60 }))?;
+    poll_task(&mut server, &ask, &["input_required"])?;
+    let answer = json!({ "confirm": { "action": "accept", "content": { "confirm": true } } });
+    let ack = server.ask(&task_request(
+        "update",
+        "tasks/update",
+        json!({ "taskId": ask, "inputResponses": answer }),
+    ))?;
+    ensure!(ack["result"]["resultType"] == "complete", "{ack}");
+    let done = poll_task(&mut server, &ask, &["completed"])?;
+    ensure!(done["result"]["content"][0]["text"] == "Deleted f", "{done}");
+    let failed = poll_task(&mut server, &panics, &["failed"])?;
+    ensure!(failed["error"]["code"] == -32603, "{failed}");
+    let ack = server.ask(&task_request("cancel", "tasks/cancel", json!({ "taskId": long })))?;
+    ensure!(ack["result"]["resultType"] == "complete", "{ack}");
+    poll_task(&mut server, &long, &["cancelled"])?;
+    let finished = server.close_and_finish(Duration::from_secs(5))?;
+    expect_exit_zero(&finished)?;
+    ensure!(
+        finished.rest.is_empty(),
+        "unexpected output: {:?}",
+        finished.rest
+    );
+    Ok(String::new())
+}
 fn everything_removed_methods_not_found() -> Result<String, String> {
     let mut server = ServerProcess::spawn_everything()?;
     // Removed at 2026-07-28 in favour of subscriptions/listen.

@@ -108,6 +108,14 @@ pub(super) fn task_call(
                 ctx.retry().cloned(),
             )
             .map(CreateTaskResult::new);
+        // Cancelled while the task was being created: the client will never
+        // see the handle (the owner drops the reply), so nobody could
+        // cancel the task later.
+        if let Ok(created) = &res
+            && ctx.is_cancelled()
+        {
+            let _ = inner.tasks.cancel(&created.task.task_id);
+        }
         finish(&inner, ctx.id(), res)
     }
 }
