@@ -14,11 +14,11 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 fn tool(name: &str, description: &str, properties: Value, required: &[&str]) -> Tool {
-    Tool::new(name, description).input_schema(json!({
-        "type": "object",
-        "properties": properties,
-        "required": required,
-    }))
+    let mut schema = json!({ "type": "object", "properties": properties });
+    if !required.is_empty() {
+        schema["required"] = json!(required);
+    }
+    Tool::new(name, description).input_schema(schema)
 }
 
 fn form(message: &str, field: &str, boolean: bool) -> InputRequest {
