@@ -24,6 +24,15 @@ pub enum Error {
     Timeout,
     /// The request was cancelled.
     Cancelled,
+    /// The task that was to give the answer ended `cancelled` (Tasks
+    /// extension): the server, or a `tasks/cancel` from anyone holding the
+    /// task's id, stopped it.
+    TaskCancelled {
+        /// The task.
+        task_id: String,
+        /// The server's word on it (the task's `statusMessage`), if any.
+        status_message: Option<String>,
+    },
     /// The connection closed before an answer came.
     Disconnected,
     /// The peer broke the protocol, or the two sides cannot agree on it
@@ -58,6 +67,16 @@ impl fmt::Display for Error {
             Error::Json(e) => write!(f, "invalid json: {e}"),
             Error::Timeout => f.write_str("no answer within the timeout"),
             Error::Cancelled => f.write_str("the request was cancelled"),
+            Error::TaskCancelled {
+                task_id,
+                status_message,
+            } => {
+                write!(f, "task {task_id} was cancelled")?;
+                match status_message {
+                    Some(message) => write!(f, ": {message}"),
+                    None => Ok(()),
+                }
+            }
             Error::Disconnected => f.write_str("the connection closed"),
             Error::Protocol(what) => write!(f, "protocol error: {what}"),
             Error::MessageTooLarge { size, limit } => write!(

@@ -272,6 +272,7 @@
 //! | `subscriptions/listen` and its notifications | [`Notifier`], [`ServerBuilder::resource_subscription_filter`] | [`Client::listen`], [`Subscription`] |
 //! | `notifications/cancelled` | [`RequestContext::is_cancelled`] | [`PendingCall::cancel`], [`RequestOptions::timeout`] |
 //! | `notifications/progress`, `notifications/message` | [`RequestContext::progress`], [`RequestContext::log`] | [`RequestOptions::on_progress`], [`RequestOptions::log`] |
+//! | `tasks/get`, `tasks/update`, `tasks/cancel`, `notifications/tasks` (Tasks extension) | [`ServerBuilder::task_tool`], [`TaskMode`], [`RequestContext::ask`], [`TaskStore`] | [`ClientBuilder::tasks`]; [`Client::call_tool`] follows a task to its result; [`Client::start_tool_call`], [`Client::task`], [`TaskHandle`]; [`SubscriptionEvent::TaskStatus`] |
 //! | any other method | | [`Client::request`], [`Client::start_request`] |
 //! | shutdown (stdio) | end of input, [`StopHandle::stop`] | [`Client::close`], [`RestartPolicy`] |
 //!
@@ -298,7 +299,7 @@
 //! # Not here
 //!
 //! The Streamable HTTP transport; the deprecated features of 2026-07-28
-//! beyond per-request logging; the tasks extension.
+//! beyond per-request logging.
 //!
 //! [Model Context Protocol]: https://modelcontextprotocol.io
 
@@ -339,7 +340,7 @@ mod version;
 #[cfg_attr(docsrs, doc(cfg(feature = "client")))]
 pub use client::{
     Client, ClientBuilder, Era, EraPolicy, Pages, PendingCall, RequestOptions, RestartPolicy,
-    Subscription, SubscriptionEnd, SubscriptionEvent,
+    Subscription, SubscriptionEnd, SubscriptionEvent, TaskHandle, ToolCallStart,
 };
 pub use error::Error;
 pub use jsonrpc::{ErrorObject, RequestId, error_code};

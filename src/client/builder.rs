@@ -16,6 +16,7 @@ use crate::transport::{DEFAULT_MAX_LINE_BYTES, Transport};
 use crate::types::{
     ClientCapabilities, CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams,
     ElicitResult, Implementation, ListRootsResult, LoggingMessageNotificationParams,
+    TASKS_EXTENSION,
 };
 
 /// When the server process dies: how often to start it again, and how long
@@ -44,6 +45,7 @@ pub struct ClientBuilder {
     pub(crate) input: input::InputHandlers,
     pub(crate) max_input_rounds: u32,
     pub(crate) max_pages: usize,
+    pub(crate) tasks: bool,
 }
 
 impl fmt::Debug for ClientBuilder {
@@ -71,6 +73,7 @@ impl Default for ClientBuilder {
             input: input::InputHandlers::default(),
             max_input_rounds: 8,
             max_pages: 1000,
+            tasks: false,
         }
     }
 }
@@ -183,7 +186,8 @@ impl ClientBuilder {
     }
 
     /// Answers `elicitation/create` input requests (form and URL mode) of
-    /// multi round-trip requests; declares the `elicitation` capability.
+    /// multi round-trip requests and of tasks; declares the `elicitation`
+    /// capability.
     pub fn on_elicitation(
         mut self,
         handler: impl Fn(&ElicitRequestParams) -> Result<ElicitResult, Error> + Send + Sync + 'static,
@@ -231,11 +235,49 @@ impl ClientBuilder {
         self
     }
 
+    /// Declares the Tasks extension (`io.modelcontextprotocol/tasks`) on
+    /// every modern request (default off): the server may then answer a
+    /// `tools/call` with a task instead of the result.
+    ///
+    /// [`Client::call_tool`] follows such a task to its end by itself
+    /// (polling `tasks/get`, answering input with the handlers set here), so
+    /// the caller sees the tool's result as if it had come at once;
+    /// [`Client::start_tool_call`] and [`Client::task`] hand out the task
+    /// instead ([`TaskHandle`](crate::TaskHandle)). The declaration is
+    /// `"extensions": {"io.modelcontextprotocol/tasks": {}}` in the
+    /// capabilities, next to whatever else they hold. Off, a server that
+    /// still answers with a task gets an error.
+    ///
+    /// ```no_run
+    /// let client = mcp_stdio::Client::builder()
+    ///     .tasks(true)
+    ///     .spawn(std::process::Command::new("my-mcp-server"))?;
+    /// # Ok::<(), mcp_stdio::Error>(())
+    /// ```
+    pub fn tasks(mut self, on: bool) -> Self {
+        self.tasks = on;
+        self
+    }
+
     /// The declared capabilities: the configured ones, plus those the
-    /// input handlers stand for.
+    /// input handlers stand for, plus the Tasks extension when asked for.
     fn settle_capabilities(&mut self) {
         for (name, value) in self.input.capabilities() {
             self.capabilities.entry(name).or_insert(value);
+        }
+        if self.tasks {
+            let extensions = self
+                .capabilities
+                .entry("extensions")
+                .or_insert_with(|| Value::Object(Map::new()));
+            if !extensions.is_object() {
+                *extensions = Value::Object(Map::new());
+            }
+            if let Value::Object(extensions) = extensions {
+                extensions
+                    .entry(TASKS_EXTENSION)
+                    .or_insert_with(|| Value::Object(Map::new()));
+            }
         }
     }
 

@@ -139,6 +139,30 @@ impl PendingCall {
         self.cancel_inner(reason);
     }
 
+    /// Waits up to `timeout` like [`PendingCall::wait_timeout`], but on
+    /// timeout forgets the request without `notifications/cancelled`: for
+    /// the requests of a task (`tasks/*`), which end with `tasks/cancel`
+    /// instead (spec extensions/tasks, "Task Cancellation").
+    pub(crate) fn wait_quietly(mut self, timeout: Duration) -> Result<Box<RawValue>, Error> {
+        let res = self.wait_for(timeout, false);
+        self.detach_inner();
+        res
+    }
+
+    /// Stops waiting without a word to the server: the reply, whenever it
+    /// comes, is dropped. For a request whose answer changes nothing
+    /// (the `tasks/cancel` of a call that already gave up).
+    pub(crate) fn detach(mut self) {
+        self.detach_inner();
+    }
+
+    fn detach_inner(&mut self) {
+        if !self.done {
+            self.done = true;
+            self.link.forget(&self.id);
+        }
+    }
+
     fn wait_for(
         &mut self,
         timeout: Duration,

@@ -8,6 +8,9 @@
 //! `requestState` exactly as received (it is opaque: never parsed). The
 //! retry state lives in that one call; nothing is shared with other
 //! requests in flight.
+//!
+//! A task's `inputRequests` (Tasks extension) are answered by the same
+//! handlers, through `tasks/update` instead of a retry (see `tasks`).
 
 use std::sync::Arc;
 
@@ -42,12 +45,17 @@ impl InputHandlers {
             .input_requests
             .iter()
             .flatten()
-            .all(|(_, request)| match request {
-                InputRequest::Elicit(_) => self.elicitation.is_some(),
-                InputRequest::CreateMessage(_) => self.sampling.is_some(),
-                InputRequest::ListRoots(_) => self.roots.is_some(),
-                _ => false,
-            })
+            .all(|(_, request)| self.handles(request))
+    }
+
+    /// Whether there is a handler for this kind of input request.
+    pub fn handles(&self, request: &InputRequest) -> bool {
+        match request {
+            InputRequest::Elicit(_) => self.elicitation.is_some(),
+            InputRequest::CreateMessage(_) => self.sampling.is_some(),
+            InputRequest::ListRoots(_) => self.roots.is_some(),
+            _ => false,
+        }
     }
 
     /// The client capabilities these handlers stand for.

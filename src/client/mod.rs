@@ -21,6 +21,7 @@ mod restart;
 mod server_requests;
 mod shared;
 mod subscription;
+mod tasks;
 
 use std::collections::HashMap;
 use std::fmt;
@@ -34,6 +35,7 @@ pub use call::{PendingCall, RequestOptions};
 pub use era::{Era, EraPolicy};
 pub use pages::Pages;
 pub use subscription::{Subscription, SubscriptionEnd, SubscriptionEvent};
+pub use tasks::{TaskHandle, ToolCallStart};
 
 use crate::error::Error;
 use crate::sync::lock;
@@ -224,5 +226,6 @@ mod tests {
         shared::<super::Client>();
         sent::<super::Subscription>();
         sent::<super::PendingCall>();
+        shared::<super::TaskHandle>();
     }
 }

@@ -6,9 +6,6 @@
 //! 2026-07-28 basic/index, "Per-request protocol fields"). Legacy requests
 //! carry none of those.
 
-use std::sync::Arc;
-use std::time::Instant;
-
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::value::RawValue;
@@ -16,15 +13,15 @@ use serde_json::{Value, json};
 
 use crate::client::call::{PendingCall, RequestOptions};
 use crate::client::pages::Pages;
-use crate::client::shared::stamp_for;
+use crate::client::tasks::ToolCallStart;
 use crate::client::{Client, Era};
 use crate::error::Error;
-use crate::jsonrpc::RequestId;
 use crate::outcome::{Outcome, PromptArguments};
 use crate::types::{
-    CallToolResult, CompleteRequestParams, CompleteResult, DiscoverResult, GetPromptResult,
-    ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
-    LoggingLevel, Prompt, ReadResourceResult, Resource, ResourceTemplate, Tool, method,
+    CallToolResult, CompleteRequestParams, CompleteResult, CreateTaskResult, DiscoverResult,
+    GetPromptResult, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
+    ListToolsResult, LoggingLevel, Prompt, ReadResourceResult, Resource, ResourceTemplate, Tool,
+    method,
 };
 
 impl Client {
@@ -54,45 +51,11 @@ impl Client {
         params: Value,
         options: RequestOptions,
     ) -> Result<PendingCall, Error> {
-        let link = self.link();
-        let id = link.next_id();
-        let params = self.stamp(params, &options, &id)?;
-        let line = crate::jsonrpc::encode_request(&id, method, &params)?;
-        let token = options.progress.is_some().then(|| id.clone());
-        let rx = link.register(&id, token, options.log.is_some());
-        let call = PendingCall {
-            id,
-            link: Arc::clone(&link),
-            rx,
-            options,
-            started: Instant::now(),
-            default_timeout: self.inner.options.request_timeout,
-            done: false,
-        };
-        if !link.send(line) {
-            return Err(Error::Disconnected);
-        }
-        Ok(call)
+        self.inner.start_request(method, params, options)
     }
 
-    /// Adds the protocol `_meta` to a request's params.
-    fn stamp(
-        &self,
-        params: Value,
-        options: &RequestOptions,
-        id: &RequestId,
-    ) -> Result<Value, Error> {
-        let log_level = options.log.as_ref().map(|(level, _)| *level);
-        stamp_for(
-            &self.inner,
-            params,
-            id,
-            log_level,
-            options.progress.is_some(),
-        )
-    }
-
-    /// A typed request whose result may be `input_required`.
+    /// A typed request whose result may be `input_required`; a task is an
+    /// error here (only `tools/call` may start one: see `start_tool_call`).
     ///
     /// An `input_required` result whose every request has a handler is
     /// answered and the request retried, up to the round limit; otherwise
@@ -103,6 +66,25 @@ impl Client {
         params: Value,
         options: RequestOptions,
     ) -> Result<Outcome<T>, Error> {
+        match self.rounds(method, params, options)? {
+            Reply::Outcome(outcome) => Ok(outcome),
+            // Spec extensions/tasks: only a `tools/call` may be answered
+            // with a task.
+            Reply::Task(_) => Err(Error::Protocol(format!(
+                "the server answered {method} with a task (resultType \"task\"), which only tools/call may start"
+            ))),
+        }
+    }
+
+    /// The rounds of a request that may be `input_required`: answered with
+    /// the application's handlers and retried, up to the round limit, until
+    /// a final result, a task, or input no handler can give.
+    pub(crate) fn rounds<T: DeserializeOwned>(
+        &self,
+        method: &str,
+        params: Value,
+        options: RequestOptions,
+    ) -> Result<Reply<T>, Error> {
         let timeout = options.timeout;
         let mut params = params;
         let mut options = Some(options);
@@ -114,18 +96,18 @@ impl Client {
                 ..RequestOptions::default()
             });
             let raw = self.start_request(method, params.clone(), opts)?.wait()?;
-            let outcome = parse_outcome::<T>(&raw).map_err(|e| match e {
+            let reply = parse_reply::<T>(&raw).map_err(|e| match e {
                 Error::Json(e) => {
                     Error::Protocol(format!("the server's {method} result is invalid: {e}"))
                 }
                 other => other,
             })?;
-            let result = match outcome {
-                Outcome::InputRequired(result) => result,
-                complete => return Ok(complete),
+            let result = match reply {
+                Reply::Outcome(Outcome::InputRequired(result)) => result,
+                done => return Ok(done),
             };
             if !self.inner.options.input.can_answer(&result) {
-                return Ok(Outcome::InputRequired(result));
+                return Ok(Reply::Outcome(Outcome::InputRequired(result)));
             }
             // Checked before the handlers run: nobody is asked a question
             // whose answer could not be sent.
@@ -135,7 +117,7 @@ impl Client {
                 )));
             }
             let Some(responses) = self.inner.options.input.answer(&result)? else {
-                return Ok(Outcome::InputRequired(result));
+                return Ok(Reply::Outcome(Outcome::InputRequired(result)));
             };
             let Value::Object(map) = &mut params else {
                 return Err(Error::Protocol(
@@ -260,17 +242,24 @@ impl Client {
     }
 
     /// `tools/call` with per-request options (timeout, progress, logs).
+    ///
+    /// A server may answer with a task instead of the result (Tasks
+    /// extension, when the client declares it: [`ClientBuilder::tasks`](crate::ClientBuilder::tasks)).
+    /// The call then follows the task to its end as [`TaskHandle::wait`](crate::TaskHandle::wait)
+    /// does, and returns what the tool returned as if it had answered at
+    /// once; the timeout bounds the call's round trips and, from its
+    /// creation, the task as a whole. [`Client::start_tool_call`] hands out
+    /// the task instead.
     pub fn call_tool_with(
         &self,
         name: &str,
         arguments: Value,
         options: RequestOptions,
     ) -> Result<Outcome<CallToolResult>, Error> {
-        self.outcome(
-            method::TOOLS_CALL,
-            json!({ "name": name, "arguments": arguments }),
-            options,
-        )
+        match self.start_tool_call(name, arguments, options)? {
+            ToolCallStart::Immediate(outcome) => Ok(outcome),
+            ToolCallStart::Task(task) => task.wait().map(Outcome::Complete),
+        }
     }
 
     /// One page of `resources/list`.
@@ -350,10 +339,20 @@ fn cursor_params(cursor: Option<&str>) -> Value {
     }
 }
 
+/// What a request came back with: an outcome, or a task (Tasks
+/// extension, `resultType: "task"`) still to be checked against what the
+/// request and the client allow.
+pub(crate) enum Reply<T> {
+    /// A final result, or a request for input.
+    Outcome(Outcome<T>),
+    /// A `CreateTaskResult`.
+    Task(CreateTaskResult),
+}
+
 /// Reads a result by its `resultType` (spec 2026-07-28 basic/index): absent
 /// or `complete` is the final result, `input_required` asks for more input,
-/// anything else is invalid.
-pub(crate) fn parse_outcome<T: DeserializeOwned>(raw: &RawValue) -> Result<Outcome<T>, Error> {
+/// `task` announces a task (Tasks extension), anything else is invalid.
+fn parse_reply<T: DeserializeOwned>(raw: &RawValue) -> Result<Reply<T>, Error> {
     #[derive(Deserialize)]
     struct Kind {
         #[serde(rename = "resultType", default)]
@@ -361,8 +360,23 @@ pub(crate) fn parse_outcome<T: DeserializeOwned>(raw: &RawValue) -> Result<Outco
     }
     let kind: Kind = serde_json::from_str(raw.get())?;
     match kind.result_type.as_deref() {
-        None | Some("complete") => Ok(Outcome::Complete(serde_json::from_str(raw.get())?)),
-        Some("input_required") => Ok(Outcome::InputRequired(serde_json::from_str(raw.get())?)),
+        None | Some("complete") => Ok(Reply::Outcome(Outcome::Complete(serde_json::from_str(
+            raw.get(),
+        )?))),
+        Some("input_required") => Ok(Reply::Outcome(Outcome::InputRequired(
+            serde_json::from_str(raw.get())?,
+        ))),
+        Some("task") => {
+            // A missing `taskId` or `status` fails here, as any result of
+            // the wrong shape does.
+            let created: CreateTaskResult = serde_json::from_str(raw.get())?;
+            if created.task.task_id.is_empty() {
+                return Err(Error::Protocol(
+                    "the server answered with a task whose taskId is empty".into(),
+                ));
+            }
+            Ok(Reply::Task(created))
+        }
         Some(other) => Err(Error::Protocol(format!("unknown resultType {other:?}"))),
     }
 }

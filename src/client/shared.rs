@@ -7,18 +7,20 @@ use std::collections::HashMap;
 use std::process::{Child, Command};
 use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::{Arc, Mutex};
+use std::time::Instant;
 
 use crossbeam_channel::Sender;
 use serde_json::{Map, Value};
 
 use crate::client::builder::ClientBuilder;
+use crate::client::call::{PendingCall, RequestOptions};
 use crate::client::era::{Era, ServerFacts};
 use crate::client::link::{Link, SubscriptionDelivery};
 use crate::client::process;
 use crate::error::Error;
 use crate::jsonrpc::RequestId;
 use crate::sync::lock;
-use crate::types::{LoggingLevel, SubscriptionFilter, meta_key};
+use crate::types::{LoggingLevel, SubscriptionFilter, TASKS_EXTENSION, meta_key};
 
 /// A subscription the client keeps alive across restarts.
 pub(crate) struct LiveSubscription {
@@ -43,6 +45,50 @@ pub(crate) struct ClientInner {
     pub next_subscription: AtomicU64,
     pub restarts: Mutex<u32>,
     pub closing: AtomicBool,
+}
+
+impl ClientInner {
+    /// Sends a request on the current connection, stamped with the
+    /// protocol `_meta`, and returns the handle that waits for its reply.
+    pub fn start_request(
+        &self,
+        method: &str,
+        params: Value,
+        options: RequestOptions,
+    ) -> Result<PendingCall, Error> {
+        let link = Arc::clone(&lock(&self.link));
+        let id = link.next_id();
+        let log_level = options.log.as_ref().map(|(level, _)| *level);
+        let params = stamp_for(self, params, &id, log_level, options.progress.is_some())?;
+        let line = crate::jsonrpc::encode_request(&id, method, &params)?;
+        let token = options.progress.is_some().then(|| id.clone());
+        let rx = link.register(&id, token, options.log.is_some());
+        let call = PendingCall {
+            id,
+            link: Arc::clone(&link),
+            rx,
+            options,
+            started: Instant::now(),
+            default_timeout: self.options.request_timeout,
+            done: false,
+        };
+        if !link.send(line) {
+            return Err(Error::Disconnected);
+        }
+        Ok(call)
+    }
+
+    /// Whether the client's requests declare the Tasks extension: a modern
+    /// server, and the extension among the capabilities.
+    pub fn declares_tasks(&self) -> bool {
+        matches!(lock(&self.facts).era, Era::Modern { .. })
+            && self
+                .options
+                .capabilities
+                .get("extensions")
+                .and_then(Value::as_object)
+                .is_some_and(|extensions| extensions.contains_key(TASKS_EXTENSION))
+    }
 }
 
 /// Adds the protocol `_meta` to a request's params: version, identity and

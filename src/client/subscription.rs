@@ -10,7 +10,7 @@ use crossbeam_channel::{Receiver, RecvTimeoutError, TryRecvError};
 use crate::client::link::{Link, SubscriptionDelivery};
 use crate::client::shared::stamp_for;
 use crate::jsonrpc::{RequestId, encode_notification};
-use crate::types::{SubscriptionFilter, method};
+use crate::types::{DetailedTask, SubscriptionFilter, method};
 
 /// One notification delivered on a subscription.
 #[derive(Debug, Clone, PartialEq)]
@@ -33,8 +33,12 @@ pub enum SubscriptionEvent {
         /// What the new server accepted.
         accepted: SubscriptionFilter,
     },
+    /// `notifications/tasks` (Tasks extension; listen with `taskIds`): the
+    /// task as `tasks/get` would return it now (boxed: it is far larger
+    /// than every other event).
+    TaskStatus(Box<DetailedTask>),
     /// A notification of a kind this crate does not know, tagged with this
-    /// subscription's id.
+    /// subscription's id (or one of a known kind that could not be read).
     Other {
         /// Its method.
         method: String,
@@ -268,6 +272,14 @@ pub(crate) fn event_of(method: String, params: serde_json::Value) -> Subscriptio
                     uri: uri.to_owned(),
                 },
                 None => SubscriptionEvent::Other { method, params },
+            }
+        }
+        method::NOTIFICATION_TASKS => {
+            match serde_json::from_value::<DetailedTask>(params.clone()) {
+                Ok(task) if task.shape_problem().is_none() => {
+                    SubscriptionEvent::TaskStatus(Box::new(task))
+                }
+                _ => SubscriptionEvent::Other { method, params },
             }
         }
         _ => SubscriptionEvent::Other { method, params },

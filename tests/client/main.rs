@@ -861,6 +861,39 @@ const CHECKS: &[(&str, Check)] = &[
         "interop_checks_pass_against_everything_legacy",
         interop_checks_pass_against_everything_legacy,
     ),
+    // 10. The Tasks extension, against a scripted server in memory.
+    (
+        "a_task_is_polled_answered_once_and_completed",
+        tasks::a_task_is_polled_answered_once_and_completed,
+    ),
+    (
+        "task_ends_failed_cancelled_and_tool_error",
+        tasks::task_ends_failed_cancelled_and_tool_error,
+    ),
+    (
+        "a_task_past_the_timeout_is_cancelled",
+        tasks::a_task_past_the_timeout_is_cancelled,
+    ),
+    (
+        "task_answers_of_the_wrong_shape_are_errors",
+        tasks::task_answers_of_the_wrong_shape_are_errors,
+    ),
+    (
+        "a_task_where_none_may_be_is_an_error",
+        tasks::a_task_where_none_may_be_is_an_error,
+    ),
+    (
+        "task_input_without_a_handler_cancels_the_task",
+        tasks::task_input_without_a_handler_cancels_the_task,
+    ),
+    (
+        "task_handles_start_and_resume_by_id",
+        tasks::task_handles_start_and_resume_by_id,
+    ),
+    (
+        "task_status_notifications_reach_the_subscription",
+        tasks::task_status_notifications_reach_the_subscription,
+    ),
     // 7. Late replies.
     (
         "late_reply_after_cancel_dropped",
@@ -947,6 +980,7 @@ macro_rules! ensure {
 // After the macro: the modules use it.
 mod bad_replies;
 mod quiet;
+mod tasks;
 
 // ---------------------------------------------------------------------------
 // Client-side helpers

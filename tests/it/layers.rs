@@ -43,6 +43,8 @@ const CLIENT: &[&str] = &[
     "crate::Subscription",
     "crate::SubscriptionEnd",
     "crate::SubscriptionEvent",
+    "crate::TaskHandle",
+    "crate::ToolCallStart",
 ];
 
 #[test]

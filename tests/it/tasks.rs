@@ -599,7 +599,8 @@ fn a_listen_with_task_ids_hears_every_status_change() {
     }
     assert_eq!(last, done, "the notification is what tasks/get says");
     assert_eq!(done["result"]["content"][0]["text"], "Kept n.txt");
-    peer.finish();
+    let (_rest, served) = peer.finish();
+    served.unwrap();
 }
 
 // --- Bounds ---------------------------------------------------------------------
@@ -666,7 +667,8 @@ fn running_tasks_are_capped() {
         assert!(Instant::now() < deadline, "{resp}");
         std::thread::sleep(Duration::from_millis(20));
     }
-    peer.finish();
+    let (_rest, served) = peer.finish();
+    served.unwrap();
 }
 
 #[test]
