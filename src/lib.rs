@@ -201,6 +201,53 @@
 //! # #[cfg(not(all(feature = "server", feature = "client")))] fn main() {}
 //! ```
 //!
+//! # Long-running tools (the Tasks extension)
+//!
+//! A tool registered with [`ServerBuilder::task_tool`] answers a call that
+//! declares the extension `io.modelcontextprotocol/tasks` with a task
+//! handle at once, and runs its handler (the same closure as for a plain
+//! tool) on a thread of its own; the client polls `tasks/get`, answers the
+//! task's input requests with `tasks/update` and may `tasks/cancel` it.
+//! [`TaskMode`] says what a call without the extension gets. A client
+//! built with [`ClientBuilder::tasks`] follows a task from
+//! [`Client::call_tool`] by itself, answering input with its handlers, and
+//! returns the result as if it had come at once; [`Client::start_tool_call`]
+//! and [`Client::task`] hand out a [`TaskHandle`] instead, to wait for,
+//! cancel, or pick up again by id after a restart. Tasks live in a
+//! [`TaskStore`] ([`MemoryTaskStore`] unless the application brings its
+//! own).
+//!
+//! ```
+//! # #[cfg(all(feature = "server", feature = "client"))] fn main() -> Result<(), mcp_stdio::Error> {
+//! use std::time::Duration;
+//! use mcp_stdio::types::{CallToolResult, Tool};
+//! use mcp_stdio::{Client, Outcome, Server, TaskMode, Transport};
+//!
+//! let server = Server::builder("builds", "1.0.0")
+//!     .task_tool(Tool::new("build", "Builds the project."), TaskMode::Optional, |ctx, _: serde_json::Value| {
+//!         for step in 1..=3 {
+//!             if ctx.wait_cancelled(Duration::from_millis(20)) {
+//!                 return Ok(CallToolResult::error_text("cancelled"));
+//!             }
+//!             ctx.progress(step as f64, Some(3.0), Some("compiling")); // the task's statusMessage
+//!         }
+//!         Ok(CallToolResult::text("built"))
+//!     })
+//!     .build();
+//! let (client_end, server_end) = Transport::memory();
+//! let serving = std::thread::spawn(move || server.serve(server_end));
+//! let client = Client::builder().tasks(true).connect(client_end)?;
+//! // A task on the wire; to the caller, the tool's result.
+//! let Outcome::Complete(result) = client.call_tool("build", serde_json::json!({}))? else {
+//!     unreachable!()
+//! };
+//! assert_eq!(result.content[0].as_text(), Some("built"));
+//! client.close()?;
+//! serving.join().unwrap()?;
+//! # Ok(()) }
+//! # #[cfg(not(all(feature = "server", feature = "client")))] fn main() {}
+//! ```
+//!
 //! # Threading model
 //!
 //! ```text
@@ -211,6 +258,9 @@
 //!                            │         ▼
 //!                            └─ Done ◄─ mcp-worker-N: pooled handlers, each with a
 //!                                       RequestContext (cancel token, progress, log)
+//!
+//!   mcp-task-N: one thread per running task (Tasks extension), started by the
+//!   pooled tools/call that created it; it writes nothing, only the task's store
 //! ```
 //!
 //! - Only the reader touches the input and only the owner writes the
@@ -228,6 +278,12 @@
 //! - Bounded without a cycle of bounded channels: past
 //!   [`ServerBuilder::queue_limit`] lines read but not started, the reader
 //!   stops reading. Cancellations already read are still honoured.
+//! - A task's handler runs on a thread of its own, not on the pool: it may
+//!   run for hours or wait for the client's input, and the pool is for
+//!   requests. Its status changes reach the subscriptions that follow it
+//!   through the inboxes, like any published event. Tasks belong to the
+//!   [`Server`], not to a connection, and go on when the connection that
+//!   created them ends (they stop with the process).
 //! - End of input or [`StopHandle::stop`]: no new work, in-flight handlers
 //!   get [`ServerBuilder::shutdown_grace`], then they are cancelled and
 //!   answered with `-32603`, and `serve` returns. Signals are opt-in

@@ -1661,7 +1661,6 @@ fn everything_end_listen_ends_every_listen() -> Result<String, String> {
     Ok(String::new())
 }
 
-
 /// A request declaring the Tasks extension (FIXTURES.md part C).
 fn task_request(id: impl Into<Value>, method: &str, params: Value) -> Value {
     let mut req = request(id, method, params);
@@ -1704,10 +1703,25 @@ fn everything_tasks_over_stdio() -> Result<String, String> {
         ensure!(reply["result"]["resultType"] == "task", "no task: {reply}");
         Ok::<Value, String>(reply["result"]["taskId"].clone())
     };
-    let long = start(&mut server, "long", "slow_compute", json!({ "seconds": 60 }))?;
-    let ask = start(&mut server, "ask", "confirm_delete", json!({ "filename": "f" }))?;
+    let long = start(
+        &mut server,
+        "long",
+        "slow_compute",
+        json!({ "seconds": 60 }),
+    )?;
+    let ask = start(
+        &mut server,
+        "ask",
+        "confirm_delete",
+        json!({ "filename": "f" }),
+    )?;
     let panics = start(&mut server, "panics", "protocol_error_job", json!({}))?;
-    let _left_running = start(&mut server, "left", "slow_compute", json!({ "seconds": 60 }))?;
+    let _left_running = start(
+        &mut server,
+        "left",
+        "slow_compute",
+        json!({ "seconds": 60 }),
+    )?;
     poll_task(&mut server, &ask, &["input_required"])?;
     let answer = json!({ "confirm": { "action": "accept", "content": { "confirm": true } } });
     let ack = server.ask(&task_request(
@@ -1717,10 +1731,17 @@ fn everything_tasks_over_stdio() -> Result<String, String> {
     ))?;
     ensure!(ack["result"]["resultType"] == "complete", "{ack}");
     let done = poll_task(&mut server, &ask, &["completed"])?;
-    ensure!(done["result"]["content"][0]["text"] == "Deleted f", "{done}");
+    ensure!(
+        done["result"]["content"][0]["text"] == "Deleted f",
+        "{done}"
+    );
     let failed = poll_task(&mut server, &panics, &["failed"])?;
     ensure!(failed["error"]["code"] == -32603, "{failed}");
-    let ack = server.ask(&task_request("cancel", "tasks/cancel", json!({ "taskId": long })))?;
+    let ack = server.ask(&task_request(
+        "cancel",
+        "tasks/cancel",
+        json!({ "taskId": long }),
+    ))?;
     ensure!(ack["result"]["resultType"] == "complete", "{ack}");
     poll_task(&mut server, &long, &["cancelled"])?;
     let finished = server.close_and_finish(Duration::from_secs(5))?;

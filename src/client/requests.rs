@@ -192,6 +192,13 @@ impl Client {
 
     /// `tools/call`: the tool's result, or the server's request for more
     /// input.
+    ///
+    /// With [`ClientBuilder::tasks`](crate::ClientBuilder::tasks) on, a
+    /// server may answer with a task: the call then follows it to its end
+    /// (see [`TaskHandle::wait`](crate::TaskHandle::wait)), within the
+    /// request timeout counted again from the task's creation; a task
+    /// that may take longer wants [`Client::call_tool_with`] and a longer
+    /// [`RequestOptions::timeout`], or [`Client::start_tool_call`].
     pub fn call_tool(
         &self,
         name: &str,

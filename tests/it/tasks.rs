@@ -10,9 +10,7 @@ use mcp_stdio::types::{
     CallToolResult, ElicitRequestFormParams, ElicitRequestParams, ElicitRequestedSchema,
     InputRequest, InputRequests, StringSchema, Tool,
 };
-use mcp_stdio::{
-    ErrorObject, MemoryTaskStore, Server, StoredTask, TaskMode, TaskStore,
-};
+use mcp_stdio::{ErrorObject, MemoryTaskStore, Server, StoredTask, TaskMode, TaskStore};
 use serde_json::{Value, json};
 
 use crate::support::{Peer, WAIT, meta, request};
@@ -68,7 +66,9 @@ fn keys(value: &Value) -> Vec<&str> {
 
 /// C4's timestamps: extended ISO 8601, UTC with milliseconds.
 fn assert_timestamp(value: &Value) {
-    let s = value.as_str().unwrap_or_else(|| panic!("not a string: {value}"));
+    let s = value
+        .as_str()
+        .unwrap_or_else(|| panic!("not a string: {value}"));
     let b = s.as_bytes();
     let shape_ok = s.len() == 24
         && b[4] == b'-'
@@ -116,7 +116,10 @@ pub(crate) fn assert_create_result(resp: &Value) -> String {
 pub(crate) fn start(peer: &mut Peer, tool: &str, arguments: Value) -> String {
     let resp = reply(
         peer,
-        &task_request("tools/call", json!({ "name": tool, "arguments": arguments })),
+        &task_request(
+            "tools/call",
+            json!({ "name": tool, "arguments": arguments }),
+        ),
     );
     assert_create_result(&resp)
 }
@@ -124,7 +127,10 @@ pub(crate) fn start(peer: &mut Peer, tool: &str, arguments: Value) -> String {
 /// `tasks/get`: the `DetailedTask` result, its shape checked (C4: exactly
 /// one status field, never `requestState`, `resultType: "complete"`).
 pub(crate) fn get(peer: &mut Peer, task_id: &str) -> Value {
-    let resp = reply(peer, &task_request("tasks/get", json!({ "taskId": task_id })));
+    let resp = reply(
+        peer,
+        &task_request("tasks/get", json!({ "taskId": task_id })),
+    );
     let result = resp["result"].clone();
     assert_eq!(result["resultType"], "complete", "{resp}");
     assert_eq!(result["taskId"], task_id);
@@ -180,7 +186,10 @@ pub(crate) fn assert_ack(resp: &Value) {
 
 pub(crate) fn error_of(resp: &Value) -> (i64, &Value) {
     let code = resp["error"]["code"].as_i64();
-    (code.unwrap_or_else(|| panic!("not an error: {resp}")), &resp["error"])
+    (
+        code.unwrap_or_else(|| panic!("not an error: {resp}")),
+        &resp["error"],
+    )
 }
 
 /// The `-32021` the task methods and task-required tools answer.
@@ -322,13 +331,17 @@ fn the_task_methods_check_the_extension_then_the_id() {
         let params = json!({ "taskId": "gate-test", "inputResponses": {} });
         let resp = reply(&mut peer, &with_caps(method, params, no_ext.clone()));
         assert_extension_required(&resp);
-        let params = json!({ "taskId": "tasks-conformance-nonexistent-12345", "inputResponses": {} });
+        let params =
+            json!({ "taskId": "tasks-conformance-nonexistent-12345", "inputResponses": {} });
         let resp = reply(&mut peer, &task_request(method, params));
         assert_eq!(error_of(&resp).0, -32602, "{resp}");
     }
     // Removed methods: -32601, even declaring the extension.
     for (method, params) in [
-        ("tasks/result", json!({ "taskId": "tasks-conformance-isolation-probe" })),
+        (
+            "tasks/result",
+            json!({ "taskId": "tasks-conformance-isolation-probe" }),
+        ),
         ("tasks/list", json!({})),
     ] {
         let resp = reply(&mut peer, &task_request(method, params));
@@ -352,8 +365,17 @@ fn a_tool_error_completes_and_a_protocol_error_fails() {
     let failed = poll(&mut peer, &broken, &["completed", "failed", "cancelled"]);
     assert_eq!(failed["status"], "failed", "{failed}");
     assert_eq!(failed["error"]["code"], -32603);
-    assert!(failed["error"]["message"].as_str().unwrap().contains("protocol_error_job"));
-    assert!(failed["statusMessage"].as_str().is_some_and(|m| !m.is_empty()));
+    assert!(
+        failed["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("protocol_error_job")
+    );
+    assert!(
+        failed["statusMessage"]
+            .as_str()
+            .is_some_and(|m| !m.is_empty())
+    );
     let done = poll(&mut peer, &failing, &["completed", "failed", "cancelled"]);
     assert_eq!(done["status"], "completed", "{done}");
     assert_eq!(done["result"]["isError"], true);
@@ -373,7 +395,10 @@ fn a_60_second_task_is_cancelled_while_other_requests_are_served() {
     // Everything else is served meanwhile.
     let greet = reply(
         &mut peer,
-        &task_request("tools/call", json!({ "name": "greet", "arguments": { "name": "rt" } })),
+        &task_request(
+            "tools/call",
+            json!({ "name": "greet", "arguments": { "name": "rt" } }),
+        ),
     );
     assert_eq!(greet["result"]["content"][0]["text"], "Hello, rt!");
     let other = start(&mut peer, "slow_compute", json!({ "seconds": 0 }));
@@ -399,7 +424,11 @@ fn a_60_second_task_is_cancelled_while_other_requests_are_served() {
 #[test]
 fn a_task_waits_for_input_and_resumes_on_update() {
     let mut peer = everything();
-    let id = start(&mut peer, "confirm_delete", json!({ "filename": "mrtr-input.txt" }));
+    let id = start(
+        &mut peer,
+        "confirm_delete",
+        json!({ "filename": "mrtr-input.txt" }),
+    );
     let waiting = poll(&mut peer, &id, &["input_required"]);
     let requests = waiting["inputRequests"].as_object().unwrap();
     assert_eq!(keys(&waiting["inputRequests"]), ["confirm"]);
@@ -419,11 +448,22 @@ fn a_task_waits_for_input_and_resumes_on_update() {
     // An unknown key: acknowledged, nothing changes.
     update(&mut peer, &id, json!({ "unknown-key": "not a response" }));
     assert_eq!(get(&mut peer, &id), waiting);
-    update(&mut peer, &id, json!({ "confirm": accept(json!({ "confirm": true })) }));
+    update(
+        &mut peer,
+        &id,
+        json!({ "confirm": accept(json!({ "confirm": true })) }),
+    );
     let done = poll(&mut peer, &id, &["completed", "failed", "cancelled"]);
-    assert_eq!(done["result"]["content"][0]["text"], "Deleted mrtr-input.txt");
+    assert_eq!(
+        done["result"]["content"][0]["text"],
+        "Deleted mrtr-input.txt"
+    );
     // The answered key is gone for good: answering it again changes nothing.
-    update(&mut peer, &id, json!({ "confirm": accept(json!({ "confirm": false })) }));
+    update(
+        &mut peer,
+        &id,
+        json!({ "confirm": accept(json!({ "confirm": false })) }),
+    );
     assert_eq!(get(&mut peer, &id), done);
     peer.finish_quietly();
 }
@@ -458,7 +498,11 @@ fn a_task_waiting_for_input_can_be_cancelled() {
     cancel_task(&mut peer, &id);
     let cancelled = get(&mut peer, &id);
     assert_eq!(cancelled["status"], "cancelled");
-    update(&mut peer, &id, json!({ "confirm": accept(json!({ "confirm": true })) }));
+    update(
+        &mut peer,
+        &id,
+        json!({ "confirm": accept(json!({ "confirm": true })) }),
+    );
     std::thread::sleep(Duration::from_millis(100));
     assert_eq!(get(&mut peer, &id), cancelled);
     peer.finish_quietly();
@@ -493,9 +537,14 @@ fn asks_twice() -> Server {
             Tool::new("twice", "Asks for a name twice."),
             TaskMode::Required,
             |ctx, _args: Value| {
-                let first = ctx.ask(InputRequests::from([("name".to_owned(), ask_name("First?"))]))?;
-                let second =
-                    ctx.ask(InputRequests::from([("name".to_owned(), ask_name("Second?"))]))?;
+                let first = ctx.ask(InputRequests::from([(
+                    "name".to_owned(),
+                    ask_name("First?"),
+                )]))?;
+                let second = ctx.ask(InputRequests::from([(
+                    "name".to_owned(),
+                    ask_name("Second?"),
+                )]))?;
                 let name = |answers: &mcp_stdio::types::InputResponses| {
                     answers["name"].as_value()["content"]["name"].clone()
                 };
@@ -515,13 +564,28 @@ fn keys_are_never_reused_within_a_task() {
     let id = start(&mut peer, "twice", json!({}));
     let first = poll(&mut peer, &id, &["input_required"]);
     assert_eq!(keys(&first["inputRequests"]), ["name"]);
-    update(&mut peer, &id, json!({ "name": accept(json!({ "name": "a" })) }));
+    update(
+        &mut peer,
+        &id,
+        json!({ "name": accept(json!({ "name": "a" })) }),
+    );
     let second = poll(&mut peer, &id, &["input_required", "completed"]);
     assert_eq!(keys(&second["inputRequests"]), ["name~2"], "{second}");
-    assert_eq!(second["inputRequests"]["name~2"]["params"]["message"], "Second?");
+    assert_eq!(
+        second["inputRequests"]["name~2"]["params"]["message"],
+        "Second?"
+    );
     // The old key is spent: an answer to it is ignored.
-    update(&mut peer, &id, json!({ "name": accept(json!({ "name": "x" })) }));
-    update(&mut peer, &id, json!({ "name~2": accept(json!({ "name": "b" })) }));
+    update(
+        &mut peer,
+        &id,
+        json!({ "name": accept(json!({ "name": "x" })) }),
+    );
+    update(
+        &mut peer,
+        &id,
+        json!({ "name~2": accept(json!({ "name": "b" })) }),
+    );
     let done = poll(&mut peer, &id, &["completed", "failed", "cancelled"]);
     assert_eq!(done["result"]["content"][0]["text"], "\"a\" then \"b\"");
     peer.finish_quietly();
@@ -542,11 +606,20 @@ fn ask_outside_a_task_is_an_error_that_says_what_to_do() {
     let mut peer = Peer::start(&server);
     let resp = reply(
         &mut peer,
-        &with_caps("tools/call", json!({ "name": "maybe", "arguments": {} }), json!({})),
+        &with_caps(
+            "tools/call",
+            json!({ "name": "maybe", "arguments": {} }),
+            json!({}),
+        ),
     );
     let (code, error) = error_of(&resp);
     assert_eq!(code, -32603);
-    assert!(error["message"].as_str().unwrap().contains("Outcome::InputRequired"));
+    assert!(
+        error["message"]
+            .as_str()
+            .unwrap()
+            .contains("Outcome::InputRequired")
+    );
     peer.finish_quietly();
 }
 
@@ -559,7 +632,10 @@ fn a_listen_with_task_ids_hears_every_status_change() {
     poll(&mut peer, &id, &["input_required"]);
     // Without the extension: -32021.
     let filter = json!({ "notifications": { "taskIds": [id] } });
-    let resp = reply(&mut peer, &with_caps("subscriptions/listen", filter, json!({})));
+    let resp = reply(
+        &mut peer,
+        &with_caps("subscriptions/listen", filter, json!({})),
+    );
     assert_extension_required(&resp);
     // With it: the ack lists the ids it follows (known ones only).
     let filter = json!({ "notifications": { "taskIds": [id, "no-such-task"] } });
@@ -586,7 +662,10 @@ fn a_listen_with_task_ids_hears_every_status_change() {
             continue;
         }
         assert_eq!(msg["method"], "notifications/tasks", "{msg}");
-        assert_eq!(msg["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"], sub);
+        assert_eq!(
+            msg["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+            sub
+        );
         seen.push(msg["params"].clone());
     }
     assert_eq!(seen[0]["status"], "working");
@@ -632,7 +711,10 @@ fn tasks_expire_after_their_ttl() {
     let done = poll(&mut peer, &id, &["completed"]);
     assert_eq!(done["ttlMs"], 400);
     std::thread::sleep(Duration::from_millis(500));
-    let resp = reply(&mut peer, &task_request("tasks/get", json!({ "taskId": id })));
+    let resp = reply(
+        &mut peer,
+        &task_request("tasks/get", json!({ "taskId": id })),
+    );
     assert_eq!(error_of(&resp).0, -32602, "{resp}");
     peer.finish_quietly();
 }
@@ -651,7 +733,12 @@ fn running_tasks_are_capped() {
     );
     let (code, error) = error_of(&refused);
     assert_eq!(code, -32603, "{refused}");
-    assert!(error["message"].as_str().unwrap().contains("too many running tasks"));
+    assert!(
+        error["message"]
+            .as_str()
+            .unwrap()
+            .contains("too many running tasks")
+    );
     assert_eq!(error["data"]["limit"], 2);
     // One ends: there is room again (once its worker has returned).
     cancel_task(&mut peer, &a);
@@ -738,7 +825,10 @@ fn an_application_store_keeps_the_tasks_and_creation_is_durable() {
     poll(&mut peer, &id, &["completed"]);
     let calls = calls.lock().unwrap().clone();
     assert_eq!(calls[0], "create", "{calls:?}");
-    assert!(calls.contains(&"update") && calls.contains(&"get"), "{calls:?}");
+    assert!(
+        calls.contains(&"update") && calls.contains(&"get"),
+        "{calls:?}"
+    );
     peer.finish_quietly();
 }
 
@@ -748,7 +838,10 @@ fn discover_advertises_the_extension_only_with_a_task_tool() {
     let resp = reply(&mut peer, &task_request("server/discover", json!({})));
     assert!(resp["result"]["capabilities"].get("extensions").is_none());
     assert!(resp["result"]["capabilities"].get("tasks").is_none());
-    let resp = reply(&mut peer, &task_request("tasks/get", json!({ "taskId": "x" })));
+    let resp = reply(
+        &mut peer,
+        &task_request("tasks/get", json!({ "taskId": "x" })),
+    );
     assert_eq!(error_of(&resp).0, -32601, "not served when not advertised");
     peer.finish_quietly();
     let mut peer = everything();
@@ -757,4 +850,214 @@ fn discover_advertises_the_extension_only_with_a_task_tool() {
     assert_eq!(capabilities["extensions"], json!({ EXT: {} }));
     assert!(capabilities.get("tasks").is_none(), "no 2025-11-25 slot");
     peer.finish_quietly();
+}
+
+// --- This crate's client against this server -------------------------------------
+
+#[cfg(feature = "client")]
+mod client_side {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::thread;
+    use std::time::{Duration, Instant};
+
+    use mcp_stdio::types::{ElicitRequestParams, ElicitResult, SubscriptionFilter, TaskStatus};
+    use mcp_stdio::{
+        Client, Error, Outcome, RequestOptions, Server, SubscriptionEvent, ToolCallStart, Transport,
+    };
+    use serde_json::{Value, json};
+
+    /// A connection to `server`, served on a thread of its own.
+    fn connect(server: &Server, answers: Arc<AtomicUsize>) -> (Client, thread::JoinHandle<()>) {
+        let (ours, theirs) = Transport::memory();
+        let serving = {
+            let server = server.clone();
+            thread::spawn(move || server.serve(theirs).unwrap())
+        };
+        let client = Client::builder()
+            .tasks(true)
+            .on_elicitation(move |params| {
+                answers.fetch_add(1, Ordering::SeqCst);
+                let ElicitRequestParams::Form(form) = params else {
+                    return Ok(ElicitResult::decline());
+                };
+                let field = form
+                    .requested_schema
+                    .properties
+                    .keys()
+                    .next()
+                    .unwrap()
+                    .clone();
+                let value = if field == "confirm" {
+                    json!(true)
+                } else {
+                    json!("Ada")
+                };
+                let mut content = mcp_stdio::types::JsonObject::new();
+                content.insert(field, value);
+                Ok(ElicitResult::accept(content))
+            })
+            .connect(ours)
+            .unwrap();
+        (client, serving)
+    }
+
+    fn text(outcome: Outcome<mcp_stdio::types::CallToolResult>) -> String {
+        match outcome {
+            Outcome::Complete(result) => result.content[0].as_text().unwrap().to_owned(),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn call_tool_follows_a_task_and_answers_its_input_once_per_key() {
+        let server = crate::everything::build();
+        let answers = Arc::new(AtomicUsize::new(0));
+        let (client, serving) = connect(&server, Arc::clone(&answers));
+        let args = json!({ "filename": "e2e.txt" });
+        assert_eq!(
+            text(client.call_tool("confirm_delete", args).unwrap()),
+            "Deleted e2e.txt"
+        );
+        assert_eq!(answers.load(Ordering::SeqCst), 1);
+        // Two questions at once, each answered once.
+        let got = text(client.call_tool("multi_input", json!({})).unwrap());
+        assert_eq!(got, "name=Ada, confirm=true");
+        assert_eq!(answers.load(Ordering::SeqCst), 3);
+        // Input before the task, then the task.
+        let got = text(client.call_tool("test_tool_with_task", json!({})).unwrap());
+        assert_eq!(got, "Hello, Ada!");
+        let args = json!({ "seconds": 1, "label": "e2e" });
+        let got = text(client.call_tool("slow_compute", args).unwrap());
+        assert_eq!(got, "slow_compute e2e: done after 1 s");
+        // A tool error is a result; a protocol error is the call's error.
+        match client.call_tool("failing_job", json!({})).unwrap() {
+            Outcome::Complete(result) => assert_eq!(result.is_error, Some(true)),
+            other => panic!("{other:?}"),
+        }
+        match client.call_tool("protocol_error_job", json!({})) {
+            Err(Error::Rpc(error)) => assert_eq!(error.code, -32603, "{error:?}"),
+            other => panic!("{other:?}"),
+        }
+        client.close().unwrap();
+        serving.join().unwrap();
+    }
+
+    #[test]
+    fn a_timeout_cancels_the_task_on_the_server() {
+        let server = crate::everything::build();
+        let (client, serving) = connect(&server, Arc::default());
+        let options = RequestOptions::new().timeout(Duration::from_millis(300));
+        let started = Instant::now();
+        let Ok(ToolCallStart::Task(task)) =
+            client.start_tool_call("slow_compute", json!({ "seconds": 60 }), options)
+        else {
+            panic!("no task");
+        };
+        let id = task.id().to_owned();
+        match task.wait() {
+            Err(Error::Timeout) => {}
+            other => panic!("{other:?}"),
+        }
+        assert!(started.elapsed() < Duration::from_secs(10));
+        // The server has it cancelled (tasks/cancel, not notifications/cancelled).
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let status = client.task(id.clone()).get().unwrap().task.status;
+            if status == TaskStatus::Cancelled {
+                break;
+            }
+            assert!(Instant::now() < deadline, "still {status:?}");
+            thread::sleep(Duration::from_millis(20));
+        }
+        client.close().unwrap();
+        serving.join().unwrap();
+    }
+
+    #[test]
+    fn a_restarted_client_resumes_a_task_by_id() {
+        // Tasks belong to the server, not to the connection: a client that
+        // went away and a new one that knows the id (say, from its disk).
+        let server = crate::everything::build();
+        let (first, serving) = connect(&server, Arc::default());
+        let args = json!({ "seconds": 1, "label": "resumed" });
+        let Ok(ToolCallStart::Task(task)) =
+            first.start_tool_call("slow_compute", args, RequestOptions::new())
+        else {
+            panic!("no task");
+        };
+        let id = task.id().to_owned();
+        drop(task);
+        first.close().unwrap();
+        serving.join().unwrap();
+        let (second, serving) = connect(&server, Arc::default());
+        let result = second.task(id).wait().unwrap();
+        assert_eq!(
+            result.content[0].as_text(),
+            Some("slow_compute resumed: done after 1 s")
+        );
+        second.close().unwrap();
+        serving.join().unwrap();
+    }
+
+    #[test]
+    fn listen_with_task_ids_delivers_status_events() {
+        let server = crate::everything::build();
+        let (client, serving) = connect(&server, Arc::default());
+        let Ok(ToolCallStart::Task(task)) =
+            client.start_tool_call("failing_job", json!({}), RequestOptions::new())
+        else {
+            panic!("no task");
+        };
+        let filter = SubscriptionFilter {
+            task_ids: Some(vec![task.id().to_owned()]),
+            ..Default::default()
+        };
+        let mut subscription = client.listen(filter).unwrap();
+        assert_eq!(
+            subscription.accepted().task_ids.as_deref(),
+            Some(&[task.id().to_owned()][..])
+        );
+        let event = subscription.recv_timeout(Duration::from_secs(10)).unwrap();
+        let Some(SubscriptionEvent::TaskStatus(done)) = event else {
+            panic!("{event:?}");
+        };
+        assert_eq!(done.task.status, TaskStatus::Completed);
+        assert_eq!(done.result.unwrap()["isError"], Value::Bool(true));
+        drop(subscription);
+        client.close().unwrap();
+        serving.join().unwrap();
+    }
+}
+
+#[cfg(feature = "client")]
+#[test]
+fn a_task_outlives_its_server_in_a_shared_store() {
+    use mcp_stdio::{Client, Transport};
+    // Two servers over one store: the first ran the task and is gone (a
+    // restarted process with the application's database), the second
+    // answers for it.
+    let store = Arc::new(MemoryTaskStore::default());
+    let build = || {
+        Server::builder("t", "1")
+            .task_tool(
+                Tool::new("quick", "Done at once."),
+                TaskMode::Required,
+                |_ctx, _args: Value| Ok(CallToolResult::text("kept in the store")),
+            )
+            .task_store(Arc::clone(&store))
+            .build()
+    };
+    let mut first = Peer::start(&build());
+    let id = start(&mut first, "quick", json!({}));
+    poll(&mut first, &id, &["completed"]);
+    first.finish_quietly();
+    let (ours, theirs) = Transport::memory();
+    let second = build();
+    let serving = std::thread::spawn(move || second.serve(theirs));
+    let client = Client::builder().tasks(true).connect(ours).unwrap();
+    let result = client.task(id).wait().unwrap();
+    assert_eq!(result.content[0].as_text(), Some("kept in the store"));
+    client.close().unwrap();
+    serving.join().unwrap().unwrap();
 }

@@ -77,6 +77,26 @@ pub trait TaskStore: Send + Sync {
     ) -> Result<Option<StoredTask>, ErrorObject>;
 }
 
+/// A shared store: several servers (a restarted one, or one per
+/// connection) can keep their tasks in one place.
+impl<T: TaskStore + ?Sized> TaskStore for std::sync::Arc<T> {
+    fn create(&self, task: StoredTask) -> Result<(), ErrorObject> {
+        (**self).create(task)
+    }
+
+    fn get(&self, task_id: &str) -> Result<Option<StoredTask>, ErrorObject> {
+        (**self).get(task_id)
+    }
+
+    fn update(
+        &self,
+        task_id: &str,
+        change: &mut dyn FnMut(&mut StoredTask),
+    ) -> Result<Option<StoredTask>, ErrorObject> {
+        (**self).update(task_id, change)
+    }
+}
+
 /// The default [`TaskStore`]: a map in memory, bounded.
 ///
 /// It holds at most `capacity` tasks. Expired tasks are dropped first;

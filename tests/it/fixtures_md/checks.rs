@@ -137,7 +137,10 @@ pub(super) const CHECKS: &[(&str, Check)] = &[
     ("protocol_error_job", task_checks::check_protocol_error_job),
     ("confirm_delete", task_checks::check_confirm_delete),
     ("multi_input", task_checks::check_multi_input),
-    ("test_tool_with_task", task_checks::check_test_tool_with_task),
+    (
+        "test_tool_with_task",
+        task_checks::check_test_tool_with_task,
+    ),
 ];
 
 // Part A.

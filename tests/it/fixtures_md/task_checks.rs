@@ -36,7 +36,11 @@ pub(super) fn check_slow_compute(peer: &mut Peer) {
     assert_eq!(sync["result"]["resultType"], "complete", "{sync}");
     let done = start(peer, "slow_compute", json!({ "seconds": 1, "label": "c3" }));
     assert_eq!(get(peer, &done)["status"], "working");
-    let long = start(peer, "slow_compute", json!({ "seconds": 60, "label": "c3" }));
+    let long = start(
+        peer,
+        "slow_compute",
+        json!({ "seconds": 60, "label": "c3" }),
+    );
     let finished = poll(peer, &done, TERMINAL);
     assert_eq!(finished["status"], "completed");
     assert!(!finished["result"]["content"].as_array().unwrap().is_empty());
@@ -69,7 +73,11 @@ pub(super) fn check_protocol_error_job(peer: &mut Peer) {
 }
 
 pub(super) fn check_confirm_delete(peer: &mut Peer) {
-    let id = start(peer, "confirm_delete", json!({ "filename": "mrtr-resume.txt" }));
+    let id = start(
+        peer,
+        "confirm_delete",
+        json!({ "filename": "mrtr-resume.txt" }),
+    );
     let waiting = poll(peer, &id, &["input_required"]);
     assert_eq!(
         waiting["inputRequests"]["confirm"]["method"],
@@ -78,20 +86,32 @@ pub(super) fn check_confirm_delete(peer: &mut Peer) {
     let answer = json!({ "action": "accept", "content": { "confirm": true } });
     update(peer, &id, json!({ "confirm": answer }));
     let done = poll(peer, &id, TERMINAL);
-    assert_eq!(done["result"]["content"][0]["text"], "Deleted mrtr-resume.txt");
+    assert_eq!(
+        done["result"]["content"][0]["text"],
+        "Deleted mrtr-resume.txt"
+    );
 }
 
 pub(super) fn check_multi_input(peer: &mut Peer) {
     let id = start(peer, "multi_input", json!({}));
     let waiting = poll(peer, &id, &["input_required"]);
-    let first = waiting["inputRequests"].as_object().unwrap().keys().next().unwrap().clone();
-    let answer = |name: &str| {
-        json!({ "action": "accept", "content": { "name": name, "confirm": true } })
-    };
+    let first = waiting["inputRequests"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .next()
+        .unwrap()
+        .clone();
+    let answer =
+        |name: &str| json!({ "action": "accept", "content": { "name": name, "confirm": true } });
     update(peer, &id, json!({ first.clone(): answer("partial-1") }));
     let partial = get(peer, &id);
     assert_eq!(partial["status"], "input_required");
-    let rest: Vec<&String> = partial["inputRequests"].as_object().unwrap().keys().collect();
+    let rest: Vec<&String> = partial["inputRequests"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .collect();
     assert!(rest.len() == 1 && *rest[0] != first, "{partial}");
     let second = rest[0].clone();
     update(peer, &id, json!({ second: answer("partial-2") }));
@@ -111,5 +131,10 @@ pub(super) fn check_test_tool_with_task(peer: &mut Peer) {
     let created = reply(peer, &task_request("tools/call", retry));
     let id = assert_create_result(&created);
     let done = poll(peer, &id, TERMINAL);
-    assert!(done["result"]["content"][0]["text"].as_str().unwrap().contains("Alice"));
+    assert!(
+        done["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("Alice")
+    );
 }
