@@ -178,8 +178,8 @@ impl Tasks {
             status_message: None,
             created_at: stamp.clone(),
             last_updated_at: stamp,
-            ttl_ms: self.config.ttl.map(|t| t.as_millis().max(1) as u64),
-            poll_interval_ms: Some(self.config.poll_interval.as_millis().max(1) as u64),
+            ttl_ms: self.config.ttl.map(wire_ms),
+            poll_interval_ms: Some(wire_ms(self.config.poll_interval)),
         };
         let stored = StoredTask {
             task: DetailedTask::new(task.clone()),
@@ -379,7 +379,32 @@ impl Tasks {
 pub(crate) fn set_status(task: &mut DetailedTask, status: TaskStatus, message: Option<String>) {
     task.task.status = status;
     task.task.status_message = message;
-    task.task.last_updated_at = iso8601(SystemTime::now());
+    touch(task);
+}
+
+/// Moves `lastUpdatedAt` to now, and at least one millisecond past its
+/// last value, so that every change shows (two changes within one
+/// millisecond, or a clock stepped back a little).
+pub(crate) fn touch(task: &mut DetailedTask) {
+    let mut at = SystemTime::now();
+    let mut stamp = iso8601(at);
+    // Timestamps of one format order as strings.
+    for _ in 0..1000 {
+        if stamp > task.task.last_updated_at {
+            break;
+        }
+        at += Duration::from_millis(1);
+        stamp = iso8601(at);
+    }
+    task.task.last_updated_at = stamp;
+}
+
+/// A duration as the extension's integer milliseconds: at least 1 (the
+/// suite wants `ttlMs` and `pollIntervalMs` positive), at most 2^53 - 1
+/// (the schema's integer bound).
+fn wire_ms(duration: Duration) -> u64 {
+    const MAX: u64 = (1 << 53) - 1;
+    u64::try_from(duration.as_millis()).map_or(MAX, |ms| ms.clamp(1, MAX))
 }
 
 /// 128 bits from the operating system's random source, as 32 hex digits.
@@ -406,5 +431,34 @@ mod tests {
         assert_eq!(a.len(), 32);
         assert!(a.bytes().all(|c| c.is_ascii_hexdigit()));
         assert_ne!(a, b);
+    }
+
+    #[test]
+    fn every_change_moves_last_updated_at() {
+        let mut task = DetailedTask::new(Task {
+            task_id: "t".into(),
+            status: TaskStatus::Working,
+            status_message: None,
+            created_at: iso8601(SystemTime::now()),
+            last_updated_at: iso8601(SystemTime::now() + Duration::from_millis(50)),
+            ttl_ms: None,
+            poll_interval_ms: None,
+        });
+        // A stamp a little ahead (a clock stepped back) still moves on.
+        let ahead = task.task.last_updated_at.clone();
+        touch(&mut task);
+        assert!(task.task.last_updated_at > ahead);
+        task.task.last_updated_at = iso8601(SystemTime::now());
+        let before = task.task.last_updated_at.clone();
+        set_status(&mut task, TaskStatus::InputRequired, None);
+        set_status(&mut task, TaskStatus::Working, None);
+        assert!(task.task.last_updated_at > before);
+    }
+
+    #[test]
+    fn wire_milliseconds_are_positive_and_json_safe() {
+        assert_eq!(wire_ms(Duration::ZERO), 1);
+        assert_eq!(wire_ms(Duration::from_millis(200)), 200);
+        assert_eq!(wire_ms(Duration::MAX), (1 << 53) - 1);
     }
 }

@@ -26,7 +26,7 @@ use std::time::{Duration, SystemTime};
 use crossbeam_channel::{Receiver, RecvTimeoutError};
 use serde_json::Value;
 
-use super::{Signal, Tasks, set_status};
+use super::{Signal, Tasks, set_status, touch};
 use crate::jsonrpc::{ErrorObject, RequestId};
 use crate::outcome::{Outcome, ToolOutcome};
 use crate::server::Server;
@@ -42,6 +42,10 @@ pub(crate) type TaskWork = Box<dyn Fn(&RequestContext) -> Result<ToolOutcome, Er
 /// How long a wait for answers sleeps at most before it looks at the
 /// clock again (a task without a TTL waits until answered or cancelled).
 const WAKE: Duration = Duration::from_secs(3600);
+
+/// The most rounds a handler may ask for in one task: a handler that asks
+/// for nothing but its own state again would otherwise spin forever.
+const MAX_ROUNDS: usize = 1000;
 
 /// What a handler inside a task reaches through its context: the task,
 /// and the answers the server routes to it.
@@ -134,7 +138,7 @@ impl TaskLink {
         let message = message.to_owned();
         self.tasks.transition(&self.task_id, &mut |task| {
             task.task.status_message = Some(message.clone());
-            task.task.last_updated_at = crate::types::iso8601(SystemTime::now());
+            touch(task);
         });
     }
 }
@@ -182,7 +186,7 @@ fn run(
     work: &TaskWork,
     mut retry: Option<Retry>,
 ) -> Result<Value, ErrorObject> {
-    loop {
+    for _ in 0..MAX_ROUNDS {
         let answers_so_far = retry.as_ref().map(|r| r.responses.clone());
         let ctx = RequestContext::new(
             id.clone(),
@@ -213,4 +217,7 @@ fn run(
             }
         }
     }
+    Err(ErrorObject::internal_error(format!(
+        "the handler asked for input more than {MAX_ROUNDS} times"
+    )))
 }
