@@ -7,9 +7,8 @@
 //! increasing values, and `notifications/message` only for a request that
 //! set `io.modelcontextprotocol/logLevel`, at or above that level. Nothing at
 //! all may be sent for a request after it was cancelled or answered. The
-//! context enforces the first three; the owner thread, which alone writes
-//! the output, enforces the last (it drops anything for an id that is no
-//! longer in flight).
+//! context enforces the first three; the request's gate enforces the last
+//! (see `shared_output`).
 
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -26,6 +25,7 @@ use crate::server::cancel::CancelToken;
 use crate::server::event::Event;
 use crate::server::mrtr::Retry;
 use crate::server::request_meta::RequestMeta;
+use crate::server::shared_output::{Gate, SharedOutput};
 use crate::server::tasks::TaskLink;
 use crate::server::{Notifier, Server};
 use crate::types::{
@@ -34,17 +34,19 @@ use crate::types::{
     method,
 };
 
-/// Where a handler's notifications go: into the inbox (pooled handlers), or
-/// into a list the owner writes before the reply (inline handlers, which
-/// run on the owner and must not wait on its own inbox).
+/// Where a handler's notifications go: straight into the output under
+/// the request's gate (pooled handlers, see `shared_output`), or into a
+/// list the owner writes before the reply (inline handlers, which run on
+/// the owner).
 pub(crate) enum Sink {
-    /// `credits`: taken for each notification, given back by the owner as
-    /// it writes it, so that a handler that notifies faster than the client
-    /// reads waits instead of filling the inbox.
-    Inbox {
+    /// A pooled handler writes its notifications itself, while its gate is
+    /// open; a client that reads slowly makes it wait in the write.
+    /// `inbox` and `seq` reach the owner (`Done`, a legacy request's asks).
+    Pooled {
+        output: Arc<SharedOutput>,
+        gate: Gate,
         inbox: Sender<Event>,
         seq: u64,
-        credits: Sender<()>,
     },
     Local(Mutex<Vec<Vec<u8>>>),
     /// A task's handler: no notification goes on the wire for a task
@@ -113,14 +115,16 @@ impl RequestContext {
     #[cfg(feature = "legacy")]
     pub(crate) fn for_retry(&self, meta: RequestMeta, retry: Option<Retry>) -> RequestContext {
         let sink = match &self.sink {
-            Sink::Inbox {
+            Sink::Pooled {
+                output,
+                gate,
                 inbox,
                 seq,
-                credits,
-            } => Sink::Inbox {
+            } => Sink::Pooled {
+                output: Arc::clone(output),
+                gate: Arc::clone(gate),
                 inbox: inbox.clone(),
                 seq: *seq,
-                credits: credits.clone(),
             },
             Sink::Local(_) => Sink::Local(Mutex::new(Vec::new())),
             Sink::Task(link) => Sink::Task(Arc::clone(link)),
@@ -389,22 +393,13 @@ impl RequestContext {
             return;
         }
         match &self.sink {
-            Sink::Inbox {
-                inbox,
-                seq,
-                credits,
-            } => {
-                // Waits while the owner has many events in hand (the client
-                // reads slowly). Fails only when the owner has returned
-                // (shutdown past the grace period); a notification nobody
-                // reads is dropped.
-                let credited = credits.send(()).is_ok();
-                let _ = inbox.send(Event::Notify {
-                    id: self.id.clone(),
-                    seq: *seq,
-                    line,
-                    credited,
-                });
+            Sink::Pooled { output, gate, .. } => {
+                // Nothing for a request that was answered or cancelled.
+                let mut locked = output.lock();
+                if locked.is_open(gate) {
+                    locked.write(&line);
+                    locked.flush();
+                }
             }
             Sink::Local(lines) => lines.lock().unwrap_or_else(|e| e.into_inner()).push(line),
             Sink::Task(_) => {}

@@ -23,20 +23,9 @@ pub(crate) enum Event {
     Line(Incoming, usize),
     /// The input ended (or failed).
     Eof,
-    /// A pooled request finished with this response line.
-    Done {
-        id: RequestId,
-        seq: u64,
-        line: Vec<u8>,
-    },
-    /// A pooled request sent a request-scoped notification.
-    /// `credited`: the handler took a publish credit for it.
-    Notify {
-        id: RequestId,
-        seq: u64,
-        line: Vec<u8>,
-        credited: bool,
-    },
+    /// A pooled request finished; its worker wrote its reply, or dropped
+    /// it when the request was cancelled (see `shared_output`).
+    Done { id: RequestId, seq: u64 },
     /// [`crate::StopHandle::stop`] was called.
     Stop,
     /// A legacy request's handler asks the client for input: write this

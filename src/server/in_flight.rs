@@ -1,10 +1,11 @@
 //! The cancellation map: every pooled request that is running or waiting to
 //! start, by id, with its cancel token.
 //!
-//! Only the owner thread touches it, so "is this reply still wanted?" has
-//! one answer at a time: a reply is written only if its request is still in
-//! the map, and it leaves the map when its reply is written or when it is
-//! cancelled, whichever comes first. A request whose id is reused after it
+//! Only the owner thread touches it. Whether a reply is still wanted is
+//! the entry's gate, which the worker writing the reply and the owner
+//! cancelling the request both close under the output's lock, so one of
+//! them wins (see `shared_output`); the entry leaves the map when the
+//! owner hears the request is done, or when it cancels it. A request whose id is reused after it
 //! was cancelled gets a new sequence number, so late messages from the old
 //! handler are never taken for the new request's.
 
@@ -12,6 +13,7 @@ use std::collections::HashMap;
 
 use crate::jsonrpc::RequestId;
 use crate::server::cancel::CancelToken;
+use crate::server::shared_output::Gate;
 
 /// One request in flight.
 #[derive(Debug)]
@@ -20,6 +22,8 @@ pub(crate) struct Entry {
     pub token: CancelToken,
     /// Not started yet: it waits for a free slot in the pool.
     pub waiting: bool,
+    /// Open while its worker may still write (see `shared_output`).
+    pub gate: Gate,
 }
 
 /// Requests in flight by id.
@@ -33,8 +37,22 @@ impl InFlight {
         self.map.insert(id, entry);
     }
 
-    pub fn contains(&self, id: &RequestId) -> bool {
-        self.map.contains_key(id)
+    /// Whether `id` belongs to a request still in flight. A request whose
+    /// reply is written (its gate closed) but whose `Done` the owner has
+    /// not taken yet is over: the client may have read the reply and
+    /// reused the id already, so its entry goes now (its `Done`, with the
+    /// old sequence number, then finds nothing).
+    pub fn is_busy(&mut self, id: &RequestId) -> bool {
+        match self.map.get(id) {
+            None => false,
+            // Closed only by the worker that wrote the reply (a cancelled
+            // request leaves the map when it is cancelled); never reopened.
+            Some(entry) if !entry.gate.load(std::sync::atomic::Ordering::Acquire) => {
+                self.map.remove(id);
+                false
+            }
+            Some(_) => true,
+        }
     }
 
     pub fn is_empty(&self) -> bool {
@@ -47,8 +65,8 @@ impl InFlight {
         self.map.get(id).is_some_and(|e| e.seq == seq)
     }
 
-    /// The request finished: removes it and says whether its reply is
-    /// still wanted.
+    /// The request finished: removes it, unless the id went to a newer
+    /// request meanwhile. Says whether it was there.
     pub fn finish(&mut self, id: &RequestId, seq: u64) -> bool {
         if self.is_current(id, seq) {
             self.map.remove(id);
@@ -70,12 +88,11 @@ impl InFlight {
         }
     }
 
-    /// Cancels request `id`: trips its token and forgets it, so nothing
-    /// more is written for it. Unknown ids are ignored.
-    pub fn cancel(&mut self, id: &RequestId) -> Option<Entry> {
-        let entry = self.map.remove(id)?;
-        entry.token.cancel();
-        Some(entry)
+    /// Forgets request `id`, for its cancellation: the caller closes its
+    /// gate, then trips its token (in that order: a handler that wakes on
+    /// the token must find the gate closed). Unknown ids are ignored.
+    pub fn remove(&mut self, id: &RequestId) -> Option<Entry> {
+        self.map.remove(id)
     }
 
     /// Removes every request, for shutdown.

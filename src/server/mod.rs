@@ -25,6 +25,7 @@ pub(crate) mod registry;
 pub(crate) mod reply;
 pub(crate) mod request_meta;
 pub(crate) mod serve;
+pub(crate) mod shared_output;
 pub(crate) mod subscriptions;
 pub(crate) mod tasks;
 #[cfg(feature = "schemars")]

@@ -1,4 +1,5 @@
-//! The worker pool: named threads that run pooled handlers.
+//! The worker pool: named threads that run pooled handlers and write their
+//! replies (see `shared_output`).
 //!
 //! The pool keeps `workers` threads warm and grows, one thread at a time,
 //! whenever every thread is busy and fewer than `max_running` handlers run,
@@ -16,8 +17,9 @@ use std::time::Duration;
 
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 
-use crate::server::context::RequestContext;
+use crate::server::context::{RequestContext, Sink};
 use crate::server::event::Event;
+use crate::server::reply::Reply;
 use crate::server::work::{Work, run};
 
 /// How long a thread beyond the warm ones waits for work before it exits.
@@ -87,15 +89,43 @@ impl Pool {
     }
 }
 
+/// Writes a finished request's reply, unless it was cancelled, and tells
+/// the owner it is done. The gate is closed and the reply written under
+/// the output's lock (see `shared_output`); `Done` goes to the owner after
+/// the lock is released, so the owner is never woken only to wait for it.
+///
+/// Flushing: the owner flushes whenever its inbox runs empty, so any
+/// event it has yet to take (this `Done` included) brings a flush after
+/// this write. The worker flushes itself only when the inbox is empty (the
+/// owner is likely asleep, and waiting for it to wake would put a wake-up
+/// back on the reply's path); under load the owner's one flush per burst
+/// serves many replies.
+fn answer(ctx: &RequestContext, seq: u64, reply: Reply, inbox: &Sender<Event>) {
+    if let Sink::Pooled { output, gate, .. } = ctx.sink() {
+        // Encoded before the lock is taken, so that workers finishing
+        // together do not wait on each other's encoding.
+        let line = reply.into_line();
+        let mut locked = output.lock();
+        if locked.close_gate(gate) {
+            locked.write(&line);
+            if inbox.is_empty() {
+                locked.flush();
+            }
+        }
+    }
+    // The owner is gone only after shutdown; then nobody wants it.
+    let _ = inbox.send(Event::Done {
+        id: ctx.id().clone(),
+        seq,
+    });
+}
+
 fn worker(queue: Receiver<PoolJob>, inbox: Sender<Event>, alive: Arc<AtomicUsize>, warm: usize) {
     loop {
         match queue.recv_timeout(IDLE_EXIT) {
             Ok(PoolJob { ctx, seq, work }) => {
-                let line = run(work, &ctx).into_line();
-                let id = ctx.id().clone();
-                drop(ctx);
-                // The owner is gone only after shutdown; then nobody wants it.
-                let _ = inbox.send(Event::Done { id, seq, line });
+                let reply = run(work, &ctx);
+                answer(&ctx, seq, reply, &inbox);
             }
             Err(RecvTimeoutError::Timeout) => {
                 let shrunk = alive

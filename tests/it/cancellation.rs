@@ -206,3 +206,35 @@ fn the_slow_fixture_observes_cancellation() {
     assert!(observed, "the slow call never saw its cancellation");
     peer.finish_quietly();
 }
+
+// A pooled handler's worker writes its reply itself (see
+// `shared_output`): the owner must hear the request is done before the
+// client can see the reply, or a client that reuses the id at once would
+// be refused as "already in use".
+#[test]
+fn an_id_reused_the_moment_its_reply_arrives_is_a_new_request() {
+    let server = crate::everything::build();
+    let mut peer = Peer::start(&server);
+    for n in 0..2_000 {
+        let reply = peer.ask(&call("again", "slow", json!({ "ms": n % 2 })));
+        assert_eq!(reply["id"], "again", "{reply}");
+        assert!(reply.get("error").is_none(), "round {n}: {reply}");
+    }
+    peer.finish_quietly();
+}
+
+// The handler wakes on its cancel token and returns at once, racing its
+// reply against the cancellation: the gate is closed before the token is
+// tripped, so the reply is never written.
+#[test]
+fn a_handler_that_returns_the_moment_it_is_cancelled_is_not_answered() {
+    let server = crate::everything::build();
+    let mut peer = Peer::start(&server);
+    for n in 0..300 {
+        peer.send(&call(format!("slow {n}"), "slow", json!({ "ms": 60_000 })));
+        peer.send(&cancel(format!("slow {n}")));
+        let reply = peer.ask(&call(n, "echo", json!({ "text": "next" })));
+        assert_eq!(reply["id"], n, "round {n}: {reply}");
+    }
+    peer.finish_quietly();
+}

@@ -174,7 +174,7 @@ fn ask(
     requests: Map<String, Value>,
     version: &str,
 ) -> Result<Map<String, Value>, ErrorObject> {
-    let Sink::Inbox { inbox, seq, .. } = ctx.sink() else {
+    let Sink::Pooled { inbox, seq, .. } = ctx.sink() else {
         return Err(ErrorObject::internal_error(
             "an inline handler cannot wait for the client's answer",
         ));

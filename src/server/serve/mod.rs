@@ -2,17 +2,20 @@
 //! thread that called [`Server::serve`](crate::Server::serve).
 //!
 //! ```text
-//! input ──► mcp-reader ──► inbox ──► owner ──► output (8 KiB buffer, flushed when the inbox is empty)
-//!                            ▲ ▲       │ pooled jobs
-//!                            │ └─ Done ┴──► mcp-worker-N
+//! input ──► mcp-reader ──► inbox ──► owner ──────────────► output (8 KiB buffer, one lock)
+//!                            ▲ ▲       │ pooled jobs            ▲
+//!                            │ └─ Done ┴──► mcp-worker-N ───────┘ its reply, its notifications
 //!                            └─ Publish ◄── Notifier (any thread)
 //! ```
 //!
-//! The owner alone writes the output and alone holds the cancellation map
-//! and the subscription table, so a reply is written only if its request
-//! is still in flight and no request is answered twice. Why the owner writes instead of a writer
-//! thread: each thread hand-off costs several microseconds, and the owner
-//! already has every reply in hand (DESIGN.md has the measurements).
+//! The owner holds the cancellation map and the subscription table, and
+//! writes everything but what pooled handlers write: a worker writes its
+//! request's reply and notifications itself, under the output's lock and
+//! while the request's gate is open (`shared_output`), so a reply is
+//! written only if its request was not cancelled and no request is
+//! answered twice, without a hand-off back to the owner. Why no writer
+//! thread: each thread hand-off costs several microseconds, and the thread
+//! that has a reply in hand can write it (DESIGN.md, BENCHMARKS.md).
 //!
 //! Backpressure without a cycle of bounded channels: before it reads a
 //! line the reader takes a read-ahead credit (`reader::ReadAhead`), and the
@@ -29,7 +32,6 @@
 #[cfg(feature = "legacy")]
 use std::collections::HashMap;
 use std::collections::VecDeque;
-use std::io::{self, BufWriter, Write};
 use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
@@ -50,6 +52,7 @@ use crate::server::in_flight::{Entry, InFlight};
 use crate::server::legacy::LegacySession;
 use crate::server::pool::Pool;
 use crate::server::reader;
+use crate::server::shared_output::SharedOutput;
 use crate::server::subscriptions::SubscriptionTable;
 use crate::server::work::Work;
 use crate::server::{Inner, Server};
@@ -114,12 +117,11 @@ fn serve(inner: &Arc<Inner>, transport: Transport) -> Result<(), Error> {
     let pool = Pool::new(config.workers, 2 * config.max_running, inbox_tx.clone());
     let mut owner = Owner {
         inner: Arc::clone(inner),
-        out: BufWriter::with_capacity(8 * 1024, writer),
+        output: Arc::new(SharedOutput::new(writer)),
         key,
         inbox_tx,
         ahead,
         publish_credits,
-        credit,
         in_flight: InFlight::default(),
         subscriptions: SubscriptionTable::default(),
         #[cfg(feature = "legacy")]
@@ -133,7 +135,6 @@ fn serve(inner: &Arc<Inner>, transport: Transport) -> Result<(), Error> {
         pool,
         next_seq: 0,
         inline_token: CancelToken::new(),
-        write_error: None,
         worked: false,
     };
     let res = owner.run(&inbox);
@@ -145,14 +146,13 @@ fn serve(inner: &Arc<Inner>, transport: Transport) -> Result<(), Error> {
 /// touches.
 struct Owner {
     inner: Arc<Inner>,
-    out: BufWriter<Box<dyn Write + Send>>,
+    /// Shared with the workers, which write their replies themselves.
+    output: Arc<SharedOutput>,
     /// This connection's key among the server's connections.
     key: u64,
     inbox_tx: Sender<Event>,
     ahead: Arc<reader::ReadAhead>,
     publish_credits: Receiver<()>,
-    /// The other end of `publish_credits`, for the sinks of pooled handlers.
-    credit: Sender<()>,
     in_flight: InFlight,
     subscriptions: SubscriptionTable,
     /// This server's requests to a legacy client, by id, awaiting its
@@ -178,7 +178,6 @@ struct Owner {
     /// Inline handlers run to completion before the owner reads the next
     /// event, so nothing can cancel them: they share one token.
     inline_token: CancelToken,
-    write_error: Option<io::Error>,
     /// Something happened since the heap was last given back.
     worked: bool,
 }
@@ -208,7 +207,7 @@ impl Owner {
         while let Some(event) = self.next_event(inbox, deadline) {
             self.worked = true;
             self.handle(event, &mut deadline);
-            if self.write_error.is_some() || (deadline.is_some() && self.in_flight.is_empty()) {
+            if self.output.failed() || (deadline.is_some() && self.in_flight.is_empty()) {
                 break;
             }
         }
@@ -224,7 +223,7 @@ impl Owner {
             return Some(event);
         }
         self.flush();
-        if self.write_error.is_some() {
+        if self.output.failed() {
             return None;
         }
         loop {
@@ -267,13 +266,12 @@ impl Owner {
                 }
                 self.publish(&event);
             }
-            Event::Done { id, seq, line } => {
+            Event::Done { id, seq } => {
                 #[cfg(feature = "legacy")]
                 self.forget_asks_of(seq);
                 self.running -= 1;
-                if self.in_flight.finish(&id, seq) {
-                    self.write(&line);
-                }
+                // Its worker wrote the reply (or dropped it: cancelled).
+                self.in_flight.finish(&id, seq);
                 self.start_waiting();
             }
             #[cfg(feature = "legacy")]
@@ -285,20 +283,6 @@ impl Owner {
             } => self.on_ask(id, line, reply, seq, deadline.is_some()),
             #[cfg(feature = "legacy")]
             Event::AskWithdrawn { id } => self.on_ask_withdrawn(id),
-            Event::Notify {
-                id,
-                seq,
-                line,
-                credited,
-            } => {
-                if credited {
-                    let _ = self.publish_credits.try_recv();
-                }
-                // Nothing is written for a request no longer in flight.
-                if self.in_flight.is_current(&id, seq) {
-                    self.write(&line);
-                }
-            }
         }
     }
 
@@ -317,14 +301,19 @@ impl Owner {
         self.close_all_subscriptions();
         let left: Vec<(RequestId, Entry)> = self.in_flight.drain().collect();
         for (id, entry) in left {
+            // Unless its worker is writing the reply right now.
+            let wanted = self.output.lock().close_gate(&entry.gate);
             entry.token.cancel();
-            let error =
-                ErrorObject::internal_error("the server shut down before the request finished");
-            self.write_error_line(Some(&id), &error);
+            if wanted {
+                let error = ErrorObject::internal_error(
+                    "the server shut down before the request finished",
+                );
+                self.write_error_line(Some(&id), &error);
+            }
         }
         self.waiting.clear();
-        self.flush();
-        match self.write_error.take() {
+        // Closed even if a handler past its grace period still holds it.
+        match self.output.close() {
             Some(e) => Err(Error::Io(e)),
             None => Ok(()),
         }

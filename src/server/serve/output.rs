@@ -1,6 +1,6 @@
-//! The owner's output: one message per line, into an 8 KiB buffer that is
-//! flushed when the inbox is empty. Only the owner writes; after a failed
-//! write nothing more is written, and the error ends the connection.
+//! The owner's writes: one message per line, into the shared output's
+//! 8 KiB buffer, flushed when the inbox is empty. After a failed write
+//! nothing more is written, and the error ends the connection.
 
 use std::io::{self, Write};
 
@@ -29,21 +29,11 @@ impl Owner {
     /// Writes one message with `body`, then its newline. After a failed
     /// write nothing more is written.
     fn write_line(&mut self, body: impl FnOnce(&mut dyn Write) -> io::Result<()>) {
-        if self.write_error.is_some() {
-            return;
-        }
-        let res = body(&mut self.out).and_then(|()| self.out.write_all(b"\n"));
-        if let Err(e) = res {
-            self.write_error = Some(e);
-        }
+        self.output.lock().write_line(body);
     }
 
     /// Flushes the output buffer (once per burst of messages).
     pub(super) fn flush(&mut self) {
-        if self.write_error.is_none()
-            && let Err(e) = self.out.flush()
-        {
-            self.write_error = Some(e);
-        }
+        self.output.lock().flush();
     }
 }

@@ -2,8 +2,6 @@
 //! to every open subscription that asked for it, tagged with its id, and a
 //! subscription that ends gets its final result.
 
-use std::io::Write;
-
 use super::Owner;
 use crate::jsonrpc::RequestId;
 use crate::server::event::ServerEvent;
@@ -27,9 +25,9 @@ impl Owner {
                     return;
                 };
                 let mut line = Vec::with_capacity(template.head.len() + template.tail.len() + 24);
-                let (out, write_error) = (&mut self.out, &mut self.write_error);
+                let mut locked = self.output.lock();
                 self.subscriptions.each_wanting(event, |id| {
-                    if write_error.is_some() {
+                    if locked.failed() {
                         return;
                     }
                     line.clear();
@@ -37,10 +35,7 @@ impl Owner {
                     // An id into a Vec: encoding cannot fail.
                     let _ = serde_json::to_writer(&mut line, id);
                     line.extend_from_slice(&template.tail);
-                    line.push(b'\n');
-                    if let Err(e) = out.write_all(&line) {
-                        *write_error = Some(e);
-                    }
+                    locked.write(&line);
                 });
             }
         }

@@ -20,6 +20,7 @@ use crate::server::context::{RequestContext, Sink};
 use crate::server::dispatch::{Prepared, prepare};
 use crate::server::in_flight::Entry;
 use crate::server::pool::PoolJob;
+use crate::server::shared_output::open_gate;
 use crate::server::subscriptions::{Accepted, encode_ack};
 use crate::server::work::{Job, run};
 use crate::types::method;
@@ -78,7 +79,7 @@ impl Owner {
             self.write_error_line(Some(&id), &error);
             return false;
         }
-        if self.in_flight.contains(&id) || self.subscriptions.contains(&id) {
+        if self.in_flight.is_busy(&id) || self.subscriptions.contains(&id) {
             let error = ErrorObject::invalid_request(format!(
                 "request id {id} is already in use by a request in flight"
             ));
@@ -130,10 +131,12 @@ impl Owner {
         let seq = self.next_seq;
         self.next_seq += 1;
         let token = CancelToken::new();
-        let sink = Sink::Inbox {
+        let gate = open_gate();
+        let sink = Sink::Pooled {
+            output: Arc::clone(&self.output),
+            gate: Arc::clone(&gate),
             inbox: self.inbox_tx.clone(),
             seq,
-            credits: self.credit.clone(),
         };
         let ctx = RequestContext::new(
             id.clone(),
@@ -150,6 +153,7 @@ impl Owner {
                 seq,
                 token,
                 waiting,
+                gate,
             },
         );
         if waiting {
@@ -233,7 +237,11 @@ impl Owner {
         else {
             return;
         };
-        if let Some(entry) = self.in_flight.cancel(&request_id) {
+        if let Some(entry) = self.in_flight.remove(&request_id) {
+            // From here on its worker writes nothing (see `shared_output`);
+            // only then is the handler told.
+            self.output.lock().close_gate(&entry.gate);
+            entry.token.cancel();
             if entry.waiting
                 && let Some(at) = self.waiting.iter().position(|w| w.seq == entry.seq)
                 && let Some(waiting) = self.waiting.remove(at)
