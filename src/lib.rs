@@ -251,21 +251,26 @@
 //! # Threading model
 //!
 //! ```text
-//! stdin ──► mcp-reader ──► inbox ──► owner (the thread in serve) ──► stdout
-//!                            ▲         │ owns stdout (8 KiB buffer, flushed when the inbox
-//!                            │         │ is empty) and the cancellation map; runs protocol
-//!                            │         │ methods and inline handlers
-//!                            │         ▼
+//! stdin ──► mcp-reader ──► inbox ──► owner (the thread in serve) ──► stdout (8 KiB buffer,
+//!                            ▲         │ holds the cancellation map;       ▲  one lock)
+//!                            │         │ runs protocol methods and inline  │
+//!                            │         │ handlers and writes their output  │
+//!                            │         ▼                                   │
 //!                            └─ Done ◄─ mcp-worker-N: pooled handlers, each with a
-//!                                       RequestContext (cancel token, progress, log)
+//!                                       RequestContext (cancel token, progress, log);
+//!                                       a worker writes its own request's messages
 //!
 //!   mcp-task-N: one thread per running task (Tasks extension), started by the
 //!   pooled tools/call that created it; it writes nothing, only the task's store
 //! ```
 //!
-//! - Only the reader touches the input and only the owner writes the
-//!   output. A reply is written only while its request is still in flight,
-//!   so a cancelled request never gets a reply and no request gets two.
+//! - Only the reader touches the input. The owner writes what it and
+//!   inline handlers produce; a worker writes its pooled request's reply
+//!   and notifications itself (one thread hand-off less per call), under
+//!   the output's lock and only while the request's gate is open. The owner
+//!   closes a cancelled request's gate under the same lock before it trips
+//!   the token, so a cancelled request never gets a reply and no request
+//!   gets two.
 //! - The owner also holds the subscription table. A listen's ack is written
 //!   in the same step that makes the subscription visible to events; events
 //!   reach the owner through the same inbox, in order, so one published
