@@ -12,8 +12,10 @@
 //! canned reply with the same id: for `tools/call`, the echo result carrying
 //! `params.arguments.text` (whatever the tool name, with no check of `_meta`
 //! or of the arguments); for `server/discover`, a fixed minimal
-//! `DiscoverResult`, so startup can be measured against it too; for any other
-//! request, `-32601`. Notifications and blank lines are ignored, a line that
+//! `DiscoverResult`, so startup can be measured against it too; for
+//! `tools/list`, the one `echo` tool (SDK clients in the client benchmark
+//! list the tools before they check a result); for any other request,
+//! `-32601`. Notifications and blank lines are ignored, a line that
 //! is not JSON gets `-32700`. Replies are buffered and flushed only when no
 //! complete line is left in the input buffer, so a pipelined burst costs few
 //! writes and a lone request is never kept waiting. It exits on end of input.
@@ -38,6 +40,11 @@ const CALL_SUFFIX: &[u8] = br#"}],"resultType":"complete","_meta":{"io.modelcont
 
 /// A minimal `DiscoverResult` (every required field, tools only).
 const DISCOVER_RESULT: &[u8] = br#","result":{"supportedVersions":["2026-07-28"],"capabilities":{"tools":{}},"ttlMs":0,"cacheScope":"private","resultType":"complete","_meta":{"io.modelcontextprotocol/serverInfo":{"name":"floor","version":"1.0.0"}}}}
+"#;
+
+/// `tools/list`: the one tool, for SDK clients that list the tools before
+/// they check a call's result against its output schema (the Python SDK).
+const TOOLS_LIST_RESULT: &[u8] = br#","result":{"tools":[{"name":"echo","description":"Returns its text.","inputSchema":{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}}],"ttlMs":0,"cacheScope":"private","resultType":"complete","_meta":{"io.modelcontextprotocol/serverInfo":{"name":"floor","version":"1.0.0"}}}}
 "#;
 
 fn main() -> io::Result<()> {
@@ -97,6 +104,7 @@ fn answer(line: &[u8], out: &mut impl Write) -> io::Result<()> {
             out.write_all(CALL_SUFFIX)
         }
         Some("server/discover") => out.write_all(DISCOVER_RESULT),
+        Some("tools/list") => out.write_all(TOOLS_LIST_RESULT),
         _ => out.write_all(b",\"error\":{\"code\":-32601,\"message\":\"method not found\"}}\n"),
     }
 }

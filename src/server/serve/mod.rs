@@ -305,9 +305,8 @@ impl Owner {
             let wanted = self.output.lock().close_gate(&entry.gate);
             entry.token.cancel();
             if wanted {
-                let error = ErrorObject::internal_error(
-                    "the server shut down before the request finished",
-                );
+                let error =
+                    ErrorObject::internal_error("the server shut down before the request finished");
                 self.write_error_line(Some(&id), &error);
             }
         }
