@@ -396,7 +396,7 @@ mod version;
 #[cfg_attr(docsrs, doc(cfg(feature = "client")))]
 pub use client::{
     Client, ClientBuilder, Era, EraPolicy, Pages, PendingCall, RequestOptions, RestartPolicy,
-    Subscription, SubscriptionEnd, SubscriptionEvent, TaskHandle, ToolCallStart,
+    Subscription, SubscriptionEnd, SubscriptionEvent, TaskHandle, ToolCallStart, WireDirection,
 };
 pub use error::Error;
 pub use jsonrpc::{ErrorObject, RequestId, error_code};
