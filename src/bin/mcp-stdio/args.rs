@@ -110,50 +110,8 @@ fn usage(message: impl Into<String>) -> UsageError {
     UsageError(message.into())
 }
 
-pub const HELP: &str = "\
-mcp-stdio: inspect, call, read, prompt and listen to any stdio MCP server
-
-usage: mcp-stdio [OPTIONS] COMMAND [ARGS] -- SERVER [SERVER ARGS...]
-       mcp-stdio [OPTIONS] COMMAND [ARGS] --config FILE [--server NAME]
-
-commands:
-  info                         era, version, server, instructions, capabilities, counts
-  tools | resources | templates | prompts
-                               every item, one a line (--long: schemas and arguments)
-  call TOOL [ARGS]             ARGS: one JSON object, or key=value pairs (a value is
-                               JSON when it parses as JSON, else a string)
-  read URI                     a resource's contents
-  prompt NAME [key=value...]   a prompt's messages
-  complete prompt NAME ARG VALUE | complete resource TEMPLATE ARG VALUE
-                               completions for an argument (key=value... adds context)
-  listen [--tools] [--prompts] [--resources] [--resource URI]...
-                               the acknowledged filter, then one event a line, until
-                               Ctrl-C or the server's final result (default: the three
-                               list changes)
-
-options:
-  --config FILE --server NAME  the server from an mcpServers (or VS Code servers) file
-  --json                       one JSON object a line, results as the server sent them
-  --wire                       every line in both directions on stderr (→ sent, ← received)
-  --era auto|modern|legacy     which era to speak (default auto: probe, then initialize)
-  --timeout SECS               cancel a request after SECS (notifications/cancelled)
-  --log-level LEVEL            ask for log messages (debug, info, notice, warning, error,
-                               critical, alert, emergency) and print them on stderr
-  --answer KEY=VALUE           answer a requested input field (repeatable)
-  --decline                    decline every request for input
-  --interactive                ask for input on stdin even when it is not a terminal
-  --roots DIR                  a root to offer the server (repeatable)
-  --sampling-reply TEXT        answer sampling requests with TEXT (declined otherwise)
-  --long                       lists: descriptions, schemas and arguments in full
-  --save DIR                   call, read: write images, audio and blobs to DIR
-  --show-stderr                echo the server's stderr on ours
-  -h, --help                   this help
-  -V, --version                the version
-
-exit status: 0 success, 1 the server reported a failure (isError, or an error
-answer), 2 usage error, 3 connection or protocol error (timeouts included),
-130 interrupted.
-";
+/// What `--help` prints.
+pub const HELP: &str = include_str!("help.txt");
 
 /// Parses the arguments after the program name.
 pub fn parse(args: Vec<String>) -> Result<Options, UsageError> {

@@ -12,13 +12,14 @@
 //! files), `commands` (what each command does with the client), `output`
 //! (what people read on stdout), `stderr` (progress, logs, the wire, every
 //! other line on stderr), `ask` (input for the server: forms, roots,
-//! sampling), `interrupt` (Ctrl-C for `listen`), `suggest` (did you mean).
+//! sampling), `form` (a form asked field by field), `interrupt` (Ctrl-C for `listen`), `suggest` (did you mean).
 //! This file connects them: the client's settings, errors, exit statuses.
 
 mod args;
 mod ask;
 mod commands;
 mod config;
+mod form;
 mod interrupt;
 mod output;
 mod stderr;
@@ -156,18 +157,52 @@ fn main() -> ExitCode {
         _ => {}
     }
     let stderr = Arc::new(Stderr::new(opts.wire));
-    let status = match run(&opts, &stderr) {
-        Ok(status) => status,
-        Err(failure) => {
-            stderr.line(&format!("mcp-stdio: {}", failure.message));
-            failure.status
-        }
-    };
-    ExitCode::from(status)
+    ExitCode::from(run(&opts, &stderr))
 }
 
-/// Starts the server, runs the command, closes the server.
-fn run(opts: &Options, stderr: &Arc<Stderr>) -> Result<u8, Failure> {
+/// Starts the server, runs the command, says how it failed if it did,
+/// closes the server; the exit status.
+fn run(opts: &Options, stderr: &Arc<Stderr>) -> u8 {
+    let fail = |failure: Failure| {
+        stderr.line(&format!("mcp-stdio: {}", failure.message));
+        failure.status
+    };
+    let (client, signals, asker) = match start(opts, stderr) {
+        Ok(started) => started,
+        Err(failure) => return fail(failure),
+    };
+    let res = commands::run(&commands::Ctx {
+        client: &client,
+        opts,
+        stderr,
+        asker: &asker,
+        signals,
+    });
+    stderr.clear();
+    let status = res.unwrap_or_else(fail);
+    // The command's outcome is decided; how the server exits adds nothing
+    // to it (the client notes a server that had to be killed), except for
+    // a person watching the wire.
+    let closed = client.close();
+    if opts.wire {
+        match closed {
+            Ok(Some(status)) => {
+                stderr.line(&format!(
+                    "· closed the server's input; it exited ({status})"
+                ));
+            }
+            Ok(None) => {}
+            Err(e) => stderr.line(&format!("· closing the server: {e}")),
+        }
+    }
+    status
+}
+
+/// A connected client, with what the command needs beside it.
+type Started = (Client, Option<crossbeam_channel::Receiver<()>>, Arc<Asker>);
+
+/// Starts the server and connects to it.
+fn start(opts: &Options, stderr: &Arc<Stderr>) -> Result<Started, Failure> {
     let (mut command, program) = server_command(opts)?;
     let signals = match opts.command {
         Command::Listen(_) => interrupt::catch(),
@@ -186,28 +221,7 @@ fn run(opts: &Options, stderr: &Arc<Stderr>) -> Result<u8, Failure> {
         Arc::clone(stderr),
     ));
     let client = connect(opts, command, &program, stderr, &asker)?;
-    let res = commands::run(&commands::Ctx {
-        client: &client,
-        opts,
-        stderr,
-        asker: &asker,
-        signals,
-    });
-    stderr.clear();
-    // The command's outcome is decided; how the server exits adds nothing
-    // to it (the client notes a server that had to be killed), except for
-    // a person watching the wire.
-    let closed = client.close();
-    if opts.wire {
-        match closed {
-            Ok(Some(status)) => stderr.line(&format!(
-                "· closed the server's input; it exited ({status})"
-            )),
-            Ok(None) => {}
-            Err(e) => stderr.line(&format!("· closing the server: {e}")),
-        }
-    }
-    res
+    Ok((client, signals, asker))
 }
 
 /// The server's process, and its program name for messages.
