@@ -75,7 +75,9 @@ impl Asker {
             .clone()
     }
 
-    fn refuse(&self, message: String) -> Error {
+    /// Records why input could not be given (the command then fails with
+    /// `message` and status 2), and the error for the client.
+    pub fn refuse(&self, message: String) -> Error {
         *self.refused.lock().unwrap_or_else(|e| e.into_inner()) = Some(message.clone());
         Error::Protocol(message)
     }

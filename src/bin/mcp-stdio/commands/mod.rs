@@ -91,7 +91,7 @@ impl Ctx<'_> {
         self.stderr.clear();
         match res? {
             Outcome::Complete(raw) => Ok(raw),
-            Outcome::InputRequired(result) => Err(Error::Protocol(unanswerable(&result))),
+            Outcome::InputRequired(result) => Err(self.asker.refuse(unanswerable(&result))),
         }
     }
 
@@ -294,4 +294,25 @@ fn complete(
         _ => {}
     }
     Ok(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn input_no_flag_gave_is_named_with_its_flag() {
+        let result: InputRequiredResult = serde_json::from_value(json!({
+            "resultType": "input_required",
+            "inputRequests": {
+                "q": { "method": "sampling/createMessage", "params": { "messages": [], "maxTokens": 10 } },
+                "r": { "method": "roots/list", "params": {} }
+            }
+        }))
+        .unwrap();
+        assert_eq!(
+            unanswerable(&result),
+            "the server needs input that was not given: a model's reply (sampling is declined unless --sampling-reply TEXT is given); the client's roots (pass --roots DIR)"
+        );
+    }
 }
