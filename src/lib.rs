@@ -61,7 +61,15 @@
 //! that says what was wrong, never by running out the timeout. The client
 //! writes to stderr only about problems; [`ClientBuilder::trace`] and
 //! [`ClientBuilder::on_log`] take its notes and the server's session-wide
-//! log messages.
+//! log messages, and [`ClientBuilder::wire`] sees every line in both
+//! directions. [`Client::request_outcome`] sends any request the way the
+//! typed methods do (answering input requests) and hands back its result
+//! exactly as the server sent it.
+//!
+//! The `mcp-stdio` binary of this package (`cargo install --path .` in a
+//! checkout) is a command line built on this client: `mcp-stdio tools --
+//! my-server`, `mcp-stdio call echo text=hi --wire -- my-server` (README,
+//! "The command line").
 //!
 //! ```
 //! # #[cfg(all(feature = "server", feature = "client"))] fn main() -> Result<(), mcp_stdio::Error> {
@@ -304,7 +312,7 @@
 //! | feature | adds |
 //! |---|---|
 //! | `server` | [`Server`], [`ServerBuilder`], handlers, subscriptions, MRTR sealing |
-//! | `client` | [`Client`], spawning servers, subscriptions, restarts |
+//! | `client` | [`Client`], spawning servers, subscriptions, restarts; the `mcp-stdio` binary |
 //! | `legacy` | the dual-era server and the client's `initialize` fallback; without it a server answers `initialize` with `-32601` naming its versions and the client refuses a legacy server |
 //! | `signals` | [`signal::stop_on_signals`] (implies `server`) |
 //! | `schemars` | JSON Schemas derived from Rust types ([`types::Tool::input`], [`ServerBuilder::structured_tool`], [`ServerBuilder::typed_prompt`], [`types::ElicitRequestedSchema::for_type`]) |
@@ -334,7 +342,7 @@
 //! | `notifications/cancelled` | [`RequestContext::is_cancelled`] | [`PendingCall::cancel`], [`RequestOptions::timeout`] |
 //! | `notifications/progress`, `notifications/message` | [`RequestContext::progress`], [`RequestContext::log`] | [`RequestOptions::on_progress`], [`RequestOptions::log`] |
 //! | `tasks/get`, `tasks/update`, `tasks/cancel`, `notifications/tasks` (Tasks extension) | [`ServerBuilder::task_tool`], [`TaskMode`], [`RequestContext::ask`], [`TaskStore`] | [`ClientBuilder::tasks`]; [`Client::call_tool`] follows a task to its result; [`Client::start_tool_call`], [`Client::task`], [`TaskHandle`]; [`SubscriptionEvent::TaskStatus`] |
-//! | any other method | | [`Client::request`], [`Client::start_request`] |
+//! | any other method | | [`Client::request`], [`Client::request_outcome`], [`Client::start_request`] |
 //! | shutdown (stdio) | end of input, [`StopHandle::stop`] | [`Client::close`], [`RestartPolicy`] |
 //!
 //! # Legacy clients
@@ -401,7 +409,7 @@ mod version;
 #[cfg_attr(docsrs, doc(cfg(feature = "client")))]
 pub use client::{
     Client, ClientBuilder, Era, EraPolicy, Pages, PendingCall, RequestOptions, RestartPolicy,
-    Subscription, SubscriptionEnd, SubscriptionEvent, TaskHandle, ToolCallStart,
+    Subscription, SubscriptionEnd, SubscriptionEvent, TaskHandle, ToolCallStart, WireDirection,
 };
 pub use error::Error;
 pub use jsonrpc::{ErrorObject, RequestId, error_code};

@@ -10,6 +10,7 @@ use std::time::Duration;
 use serde_json::{Map, Value};
 
 use super::link::Link;
+use super::wire::{Wire, WireDirection};
 use super::{Client, EraPolicy, Spawned, input, notes, process};
 use crate::error::Error;
 use crate::transport::{DEFAULT_MAX_LINE_BYTES, Transport};
@@ -46,6 +47,7 @@ pub struct ClientBuilder {
     pub(crate) max_input_rounds: u32,
     pub(crate) max_pages: usize,
     pub(crate) tasks: bool,
+    pub(crate) wire: Wire,
 }
 
 impl fmt::Debug for ClientBuilder {
@@ -74,6 +76,7 @@ impl Default for ClientBuilder {
             max_input_rounds: 8,
             max_pages: 1000,
             tasks: false,
+            wire: None,
         }
     }
 }
@@ -155,6 +158,36 @@ impl ClientBuilder {
     /// silences it completely.
     pub fn trace(mut self, hook: impl Fn(&str) + Send + Sync + 'static) -> Self {
         self.notes.set_trace(Arc::new(hook));
+        self
+    }
+
+    /// Sees every line on the wire: each line the client writes to the
+    /// server ([`WireDirection::Sent`]) and each line it reads from it
+    /// ([`WireDirection::Received`]), without the newline, byte for byte.
+    /// For watching the protocol (the era probe, `_meta`, acknowledgments,
+    /// cancellation) or recording a transcript.
+    ///
+    /// The hook runs on the connection's writer thread just before a line
+    /// is written, and on its reader thread just after a line is read, so
+    /// a request always shows before its reply; keep it short, as it holds
+    /// up that thread. A line longer than
+    /// [`max_line_bytes`](ClientBuilder::max_line_bytes) is never held in
+    /// memory and is not shown. Default: none, at the cost of one check
+    /// per line.
+    ///
+    /// ```no_run
+    /// use mcp_stdio::{Client, WireDirection};
+    ///
+    /// let client = Client::builder()
+    ///     .wire(|direction, line| {
+    ///         let arrow = if direction == WireDirection::Sent { "→" } else { "←" };
+    ///         eprintln!("{arrow} {}", String::from_utf8_lossy(line));
+    ///     })
+    ///     .spawn(std::process::Command::new("my-mcp-server"))?;
+    /// # Ok::<(), mcp_stdio::Error>(())
+    /// ```
+    pub fn wire(mut self, hook: impl Fn(WireDirection, &[u8]) + Send + Sync + 'static) -> Self {
+        self.wire = Some(Arc::new(hook));
         self
     }
 
@@ -291,6 +324,7 @@ impl ClientBuilder {
             Box::new(spawned.stdin),
             self.max_line_bytes,
             self.notes.clone(),
+            self.wire.clone(),
         )?;
         let child = Spawned {
             child: spawned.child,
@@ -304,7 +338,13 @@ impl ClientBuilder {
     pub fn connect(mut self, transport: Transport) -> Result<Client, Error> {
         self.settle_capabilities();
         let (reader, writer) = transport.into_parts();
-        let link = Link::start(reader, writer, self.max_line_bytes, self.notes.clone())?;
+        let link = Link::start(
+            reader,
+            writer,
+            self.max_line_bytes,
+            self.notes.clone(),
+            self.wire.clone(),
+        )?;
         Client::start(self, link, None, None)
     }
 }

@@ -31,6 +31,7 @@ use crate::client::input::InputHandlers;
 use crate::client::notes::Notes;
 #[cfg(feature = "legacy")]
 use crate::client::server_requests;
+use crate::client::wire::{Wire, WireDirection};
 use crate::error::Error;
 use crate::jsonrpc::RequestId;
 #[cfg(feature = "legacy")]
@@ -106,6 +107,9 @@ pub(crate) struct Link {
     on_death: Mutex<Option<Box<dyn FnOnce() + Send>>>,
     next_id: AtomicU64,
     notes: Notes,
+    /// Sees every line read (`ClientBuilder::wire`); the writer thread
+    /// holds its own clone for the lines written.
+    wire: Wire,
 }
 
 impl Link {
@@ -115,6 +119,7 @@ impl Link {
         writer: Box<dyn Write + Send>,
         max_line: usize,
         notes: Notes,
+        wire: Wire,
     ) -> std::io::Result<Arc<Link>> {
         let (tx, rx) = crossbeam_channel::unbounded::<Vec<u8>>();
         let link = Arc::new(Link {
@@ -129,10 +134,11 @@ impl Link {
             on_death: Mutex::new(None),
             next_id: AtomicU64::new(1),
             notes,
+            wire: wire.clone(),
         });
         thread::Builder::new()
             .name("mcp-client-writer".into())
-            .spawn(move || write_loop(writer, rx))?;
+            .spawn(move || write_loop(writer, rx, wire))?;
         let reading = Arc::clone(&link);
         thread::Builder::new()
             .name("mcp-client-reader".into())
@@ -313,14 +319,21 @@ impl Link {
 }
 
 /// The writer thread: writes every queued line to the server's input
-/// until the input is closed or a write fails.
-fn write_loop(mut writer: Box<dyn Write + Send>, lines: Receiver<Vec<u8>>) {
+/// until the input is closed or a write fails; the wire hook sees each
+/// line just before it is written.
+fn write_loop(mut writer: Box<dyn Write + Send>, lines: Receiver<Vec<u8>>, wire: Wire) {
+    let write = |writer: &mut Box<dyn Write + Send>, line: &[u8]| {
+        if let Some(wire) = &wire {
+            wire(WireDirection::Sent, line);
+        }
+        write_line(writer, line)
+    };
     while let Ok(line) = lines.recv() {
-        let mut ok = write_line(&mut writer, &line);
+        let mut ok = write(&mut writer, &line);
         // Write what is queued, then flush once.
         while ok {
             match lines.try_recv() {
-                Ok(line) => ok = write_line(&mut writer, &line),
+                Ok(line) => ok = write(&mut writer, &line),
                 Err(_) => break,
             }
         }

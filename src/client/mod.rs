@@ -22,6 +22,7 @@ mod server_requests;
 mod shared;
 mod subscription;
 mod tasks;
+mod wire;
 
 use std::collections::HashMap;
 use std::fmt;
@@ -36,6 +37,7 @@ pub use era::{Era, EraPolicy};
 pub use pages::Pages;
 pub use subscription::{Subscription, SubscriptionEnd, SubscriptionEvent};
 pub use tasks::{TaskHandle, ToolCallStart};
+pub use wire::WireDirection;
 
 use crate::error::Error;
 use crate::sync::lock;

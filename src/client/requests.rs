@@ -54,6 +54,40 @@ impl Client {
         self.inner.start_request(method, params, options)
     }
 
+    /// Sends a request the way the typed methods do, and returns its final
+    /// result exactly as the server sent it: for a caller that passes
+    /// results on (a proxy, a `--json` output) or reads fields this crate
+    /// does not model.
+    ///
+    /// An `input_required` result is answered with the client's input
+    /// handlers ([`ClientBuilder::on_elicitation`](crate::ClientBuilder::on_elicitation)
+    /// and friends) and the request retried, up to the round limit; input
+    /// no handler can give is returned as [`Outcome::InputRequired`]. The
+    /// options (timeout, progress, logs) are those of the first round; the
+    /// retries keep the timeout. A task (`resultType: "task"`) is an error
+    /// here, as in every typed method but `tools/call` with
+    /// [`ClientBuilder::tasks`](crate::ClientBuilder::tasks) on.
+    ///
+    /// ```no_run
+    /// # let client = mcp_stdio::Client::spawn(std::process::Command::new("my-mcp-server"))?;
+    /// use mcp_stdio::{Outcome, RequestOptions};
+    /// use serde_json::json;
+    ///
+    /// let params = json!({ "name": "echo", "arguments": { "text": "hi" } });
+    /// if let Outcome::Complete(raw) = client.request_outcome("tools/call", params, RequestOptions::new())? {
+    ///     println!("{}", raw.get()); // {"content":[{"type":"text","text":"hi"}],...}
+    /// }
+    /// # Ok::<(), mcp_stdio::Error>(())
+    /// ```
+    pub fn request_outcome(
+        &self,
+        method: &str,
+        params: Value,
+        options: RequestOptions,
+    ) -> Result<Outcome<Box<RawValue>>, Error> {
+        self.outcome(method, params, options)
+    }
+
     /// A typed request whose result may be `input_required`; a task is an
     /// error here (only `tools/call` may start one: see `start_tool_call`).
     ///

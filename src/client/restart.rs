@@ -124,6 +124,7 @@ fn start_again(inner: &Arc<ClientInner>) -> Result<(), crate::Error> {
         Box::new(spawned.stdin),
         inner.options.max_line_bytes,
         inner.options.notes.clone(),
+        inner.options.wire.clone(),
     )?;
     let mut child = spawned.child;
     *lock(&inner.stderr_tail) = Some(spawned.stderr_tail);

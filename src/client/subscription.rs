@@ -303,6 +303,13 @@ impl crate::client::Client {
         let (tx, rx) = crossbeam_channel::unbounded();
         #[cfg(feature = "legacy")]
         if let crate::client::Era::Legacy { .. } = self.era() {
+            if !link.is_alive() {
+                return Err(Error::Disconnected);
+            }
+            // A connection that ends while the subscription is opened ends
+            // the subscription after what it delivered (a legacy server has
+            // no acknowledgment to wait for), as a modern subscription the
+            // server acknowledged and then closed.
             let accepted = crate::client::legacy_listen::open(
                 &link,
                 &self.server_capabilities(),
@@ -311,9 +318,6 @@ impl crate::client::Client {
                 tx.clone(),
                 self.inner.options.request_timeout,
             );
-            if !link.is_alive() {
-                return Err(Error::Disconnected);
-            }
             return Ok(self.track(id, filter, accepted, tx, rx));
         }
         let params = serde_json::json!({ "notifications": filter });

@@ -21,6 +21,7 @@ use serde_json::value::RawValue;
 use super::{Delivery, Link, SubscriptionDelivery};
 #[cfg(feature = "legacy")]
 use crate::client::legacy_listen;
+use crate::client::wire::WireDirection;
 use crate::envelope_scan::{Envelope, EnvelopeScan};
 use crate::error::Error;
 use crate::jsonrpc::{ErrorObject, RequestId, encode_error};
@@ -39,7 +40,12 @@ impl Link {
         let mut notes = NoteLimiter::default();
         loop {
             match read_line(&mut *reader, &mut buf, max_line) {
-                Ok(Line::Message) => self.route(&buf, &mut notes),
+                Ok(Line::Message) => {
+                    if let Some(wire) = &self.wire {
+                        wire(WireDirection::Received, &buf);
+                    }
+                    self.route(&buf, &mut notes);
+                }
                 Ok(Line::TooLong { len, envelope }) => {
                     self.too_long(len, max_line, envelope, &mut notes);
                 }

@@ -1,0 +1,646 @@
+//! The command line, parsed by hand: the command and its arguments, the
+//! options, and the server (after `--`, or `--config FILE --server NAME`).
+//!
+//! Why by hand: the grammar is small (one command, a dozen options, the
+//! server after `--`), and a parser crate would cost more build time and
+//! binary size than these few hundred lines. Options may come anywhere
+//! before `--`, as `--name VALUE` or `--name=VALUE`; everything after `--`
+//! is the server's command line, untouched.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use mcp_stdio::EraPolicy;
+use mcp_stdio::types::{LoggingLevel, SubscriptionFilter};
+use serde_json::{Map, Value};
+
+/// What to do.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Command {
+    /// `info`: the era, the server's identity, capabilities and counts.
+    Info,
+    /// `tools`, `resources`, `templates`, `prompts`: every item of a list.
+    List(List),
+    /// `call TOOL [ARGS]`.
+    Call {
+        tool: String,
+        arguments: Map<String, Value>,
+    },
+    /// `read URI`.
+    Read { uri: String },
+    /// `prompt NAME [key=value...]`.
+    Prompt {
+        name: String,
+        arguments: BTreeMap<String, String>,
+    },
+    /// `complete (prompt NAME | resource TEMPLATE) ARG VALUE [key=value...]`.
+    Complete {
+        reference: Value,
+        argument: String,
+        value: String,
+        context: BTreeMap<String, String>,
+    },
+    /// `listen [--tools] [--prompts] [--resources] [--resource URI]...`.
+    Listen(SubscriptionFilter),
+    /// `help`, `--help`, `-h`.
+    Help,
+    /// `--version`, `-V`.
+    Version,
+}
+
+/// The four lists.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum List {
+    Tools,
+    Resources,
+    Templates,
+    Prompts,
+}
+
+impl List {
+    /// The list method, and the member of its result that holds the items.
+    pub fn method(self) -> (&'static str, &'static str) {
+        match self {
+            List::Tools => ("tools/list", "tools"),
+            List::Resources => ("resources/list", "resources"),
+            List::Templates => ("resources/templates/list", "resourceTemplates"),
+            List::Prompts => ("prompts/list", "prompts"),
+        }
+    }
+}
+
+/// Where the server comes from.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ServerSpec {
+    /// The command line after `--`.
+    Argv(Vec<String>),
+    /// An entry of an `mcpServers` (or VS Code `servers`) file.
+    Config { file: PathBuf, name: Option<String> },
+}
+
+/// Everything the command line says.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Options {
+    pub command: Command,
+    /// `None` only for `help` and `--version`.
+    pub server: Option<ServerSpec>,
+    pub json: bool,
+    pub wire: bool,
+    pub era: EraPolicy,
+    pub timeout: Option<Duration>,
+    pub log_level: Option<LoggingLevel>,
+    /// `--answer key=value`, in order (a later one wins).
+    pub answers: BTreeMap<String, String>,
+    pub decline: bool,
+    /// `--interactive`: ask on stdin even when it is not a terminal.
+    pub interactive: bool,
+    pub roots: Vec<PathBuf>,
+    pub sampling_reply: Option<String>,
+    pub long: bool,
+    pub save: Option<PathBuf>,
+    pub show_stderr: bool,
+}
+
+/// A mistake on the command line: one line saying what is wrong.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UsageError(pub String);
+
+fn usage(message: impl Into<String>) -> UsageError {
+    UsageError(message.into())
+}
+
+/// What `--help` prints.
+pub const HELP: &str = include_str!("help.txt");
+
+/// Parses the arguments after the program name.
+pub fn parse(args: Vec<String>) -> Result<Options, UsageError> {
+    let (before, server) = match args.iter().position(|a| a == "--") {
+        Some(at) => (args[..at].to_vec(), Some(args[at + 1..].to_vec())),
+        None => (args, None),
+    };
+    let mut flags = Flags::default();
+    let mut positional = Vec::new();
+    let mut iter = before.into_iter();
+    while let Some(arg) = iter.next() {
+        if arg.len() > 1 && arg.starts_with('-') {
+            flags.take(&arg, &mut iter)?;
+        } else {
+            positional.push(arg);
+        }
+    }
+    if flags.help {
+        return Ok(flags.into_options(Command::Help, None));
+    }
+    if flags.version {
+        return Ok(flags.into_options(Command::Version, None));
+    }
+    let mut positional = positional.into_iter();
+    let command = match positional.next() {
+        None => return Err(usage("no command given (try mcp-stdio --help)")),
+        Some(name) => command(&name, positional.collect(), &flags)?,
+    };
+    if command == Command::Help {
+        return Ok(flags.into_options(Command::Help, None));
+    }
+    check_applies(&command, &flags)?;
+    let server = match (server, flags.config.clone(), flags.server.clone()) {
+        (Some(argv), None, None) if !argv.is_empty() => ServerSpec::Argv(argv),
+        (Some(_), None, None) => return Err(usage("no server command after --")),
+        (Some(_), Some(_), _) | (Some(_), _, Some(_)) => {
+            return Err(usage("give the server after -- or with --config, not both"));
+        }
+        (None, Some(file), name) => ServerSpec::Config { file, name },
+        (None, None, Some(_)) => return Err(usage("--server needs --config FILE")),
+        (None, None, None) => {
+            return Err(usage(
+                "no server: give its command after -- (mcp-stdio tools -- python -m my_server) or --config FILE --server NAME",
+            ));
+        }
+    };
+    Ok(flags.into_options(command, Some(server)))
+}
+
+/// The options, as they are read.
+#[derive(Default)]
+struct Flags {
+    help: bool,
+    version: bool,
+    json: bool,
+    wire: bool,
+    era: EraPolicy,
+    timeout: Option<Duration>,
+    log_level: Option<LoggingLevel>,
+    answers: BTreeMap<String, String>,
+    decline: bool,
+    interactive: bool,
+    roots: Vec<PathBuf>,
+    sampling_reply: Option<String>,
+    long: bool,
+    save: Option<PathBuf>,
+    show_stderr: bool,
+    config: Option<PathBuf>,
+    server: Option<String>,
+    tools: bool,
+    prompts: bool,
+    resources: bool,
+    resource: Vec<String>,
+}
+
+impl Flags {
+    /// Takes one option (and its value, from `--name=value` or the next
+    /// argument).
+    fn take(
+        &mut self,
+        arg: &str,
+        rest: &mut impl Iterator<Item = String>,
+    ) -> Result<(), UsageError> {
+        let (name, inline) = match arg.split_once('=') {
+            Some((name, value)) if name.starts_with("--") => (name, Some(value.to_owned())),
+            _ => (arg, None),
+        };
+        let mut value = || {
+            inline
+                .clone()
+                .or_else(|| rest.next())
+                .ok_or_else(|| usage(format!("{name} needs a value")))
+        };
+        match name {
+            "-h" | "--help" => self.help = true,
+            "-V" | "--version" => self.version = true,
+            "--json" => self.json = true,
+            "--wire" => self.wire = true,
+            "--decline" => self.decline = true,
+            "--interactive" => self.interactive = true,
+            "--long" => self.long = true,
+            "--show-stderr" => self.show_stderr = true,
+            "--tools" => self.tools = true,
+            "--prompts" => self.prompts = true,
+            "--resources" => self.resources = true,
+            "--era" => {
+                self.era = match value()?.as_str() {
+                    "auto" => EraPolicy::Auto,
+                    "modern" => EraPolicy::ModernOnly,
+                    "legacy" => EraPolicy::LegacyOnly,
+                    other => {
+                        return Err(usage(format!(
+                            "--era takes auto, modern or legacy, not {other:?}"
+                        )));
+                    }
+                };
+            }
+            "--timeout" => {
+                let text = value()?;
+                let secs: f64 = text
+                    .parse()
+                    .ok()
+                    .filter(|s: &f64| s.is_finite() && *s > 0.0 && *s < 1e9)
+                    .ok_or_else(|| {
+                        usage(format!(
+                            "--timeout takes a number of seconds above 0, not {text:?}"
+                        ))
+                    })?;
+                self.timeout = Some(Duration::from_secs_f64(secs));
+            }
+            "--log-level" => {
+                let text = value()?;
+                let level = serde_json::from_value(Value::String(text.to_lowercase()))
+                    .map_err(|_| {
+                        usage(format!(
+                            "--log-level takes debug, info, notice, warning, error, critical, alert or emergency, not {text:?}"
+                        ))
+                    })?;
+                self.log_level = Some(level);
+            }
+            "--answer" => {
+                let text = value()?;
+                let (key, answer) = pair(&text, "--answer")?;
+                self.answers.insert(key, answer);
+            }
+            "--roots" | "--root" => self.roots.push(PathBuf::from(value()?)),
+            "--sampling-reply" => self.sampling_reply = Some(value()?),
+            "--save" => self.save = Some(PathBuf::from(value()?)),
+            "--config" => self.config = Some(PathBuf::from(value()?)),
+            "--server" => self.server = Some(value()?),
+            "--resource" => self.resource.push(value()?),
+            _ => {
+                return Err(usage(format!(
+                    "unknown option {name} (try mcp-stdio --help)"
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    fn into_options(self, command: Command, server: Option<ServerSpec>) -> Options {
+        Options {
+            command,
+            server,
+            json: self.json,
+            wire: self.wire,
+            era: self.era,
+            timeout: self.timeout,
+            log_level: self.log_level,
+            answers: self.answers,
+            decline: self.decline,
+            interactive: self.interactive,
+            roots: self.roots,
+            sampling_reply: self.sampling_reply,
+            long: self.long,
+            save: self.save,
+            show_stderr: self.show_stderr,
+        }
+    }
+}
+
+/// The command named `name`, with its positional arguments.
+fn command(name: &str, args: Vec<String>, flags: &Flags) -> Result<Command, UsageError> {
+    let arity = |min: usize, max: usize, shape: &str| {
+        if args.len() < min || args.len() > max {
+            Err(usage(format!("usage: mcp-stdio {name} {shape}")))
+        } else {
+            Ok(())
+        }
+    };
+    let command = match name {
+        "help" => Command::Help,
+        "info" => {
+            arity(0, 0, "")?;
+            Command::Info
+        }
+        "tools" | "resources" | "templates" | "prompts" => {
+            arity(0, 0, "[--long]")?;
+            Command::List(match name {
+                "tools" => List::Tools,
+                "resources" => List::Resources,
+                "templates" => List::Templates,
+                _ => List::Prompts,
+            })
+        }
+        "call" => {
+            arity(1, usize::MAX, "TOOL [JSON | key=value...]")?;
+            Command::Call {
+                tool: args[0].clone(),
+                arguments: tool_arguments(&args[1..])?,
+            }
+        }
+        "read" => {
+            arity(1, 1, "URI")?;
+            Command::Read {
+                uri: args[0].clone(),
+            }
+        }
+        "prompt" => {
+            arity(1, usize::MAX, "NAME [key=value...]")?;
+            Command::Prompt {
+                name: args[0].clone(),
+                arguments: string_pairs(&args[1..])?,
+            }
+        }
+        "complete" => {
+            let shape = "(prompt NAME | resource TEMPLATE) ARG VALUE [key=value...]";
+            arity(4, usize::MAX, shape)?;
+            let reference = match args[0].as_str() {
+                "prompt" => serde_json::json!({ "type": "ref/prompt", "name": args[1] }),
+                "resource" => serde_json::json!({ "type": "ref/resource", "uri": args[1] }),
+                _ => return Err(usage(format!("usage: mcp-stdio complete {shape}"))),
+            };
+            Command::Complete {
+                reference,
+                argument: args[2].clone(),
+                value: args[3].clone(),
+                context: string_pairs(&args[4..])?,
+            }
+        }
+        "listen" => {
+            arity(
+                0,
+                0,
+                "[--tools] [--prompts] [--resources] [--resource URI]...",
+            )?;
+            let none =
+                !(flags.tools || flags.prompts || flags.resources) && flags.resource.is_empty();
+            let on = |flag: bool| (flag || none).then_some(true);
+            Command::Listen(SubscriptionFilter {
+                tools_list_changed: on(flags.tools),
+                prompts_list_changed: on(flags.prompts),
+                resources_list_changed: on(flags.resources),
+                resource_subscriptions: (!flags.resource.is_empty())
+                    .then(|| flags.resource.clone()),
+                task_ids: None,
+            })
+        }
+        other => {
+            return Err(usage(format!(
+                "unknown command {other:?}: info, tools, resources, templates, prompts, call, read, prompt, complete or listen"
+            )));
+        }
+    };
+    Ok(command)
+}
+
+/// Refuses options that mean nothing for the command, so that a typo does
+/// not pass unnoticed.
+fn check_applies(command: &Command, flags: &Flags) -> Result<(), UsageError> {
+    let is_list = matches!(command, Command::List(_));
+    let is_listen = matches!(command, Command::Listen(_));
+    let saves = matches!(command, Command::Call { .. } | Command::Read { .. });
+    let misplaced = [
+        (
+            flags.long && !is_list,
+            "--long",
+            "tools, resources, templates and prompts",
+        ),
+        (flags.save.is_some() && !saves, "--save", "call and read"),
+        (flags.tools && !is_listen, "--tools", "listen"),
+        (flags.prompts && !is_listen, "--prompts", "listen"),
+        (flags.resources && !is_listen, "--resources", "listen"),
+        (
+            !flags.resource.is_empty() && !is_listen,
+            "--resource",
+            "listen",
+        ),
+    ];
+    match misplaced.iter().find(|(wrong, ..)| *wrong) {
+        Some((_, option, commands)) => Err(usage(format!("{option} applies to {commands} only"))),
+        None => Ok(()),
+    }
+}
+
+/// A tool's arguments: one JSON object, or `key=value` pairs whose values
+/// are JSON when they parse as JSON and strings otherwise.
+pub fn tool_arguments(args: &[String]) -> Result<Map<String, Value>, UsageError> {
+    let Some(first) = args.first() else {
+        return Ok(Map::new());
+    };
+    let trimmed = first.trim_start();
+    if trimmed.starts_with('{') || trimmed.starts_with('[') {
+        if args.len() > 1 {
+            return Err(usage(
+                "give the arguments as one JSON object or as key=value pairs, not both",
+            ));
+        }
+        return match serde_json::from_str::<Value>(first) {
+            Ok(Value::Object(map)) => Ok(map),
+            Ok(_) => Err(usage("the arguments must be a JSON object, {...}")),
+            Err(e) => Err(usage(format!(
+                "the arguments are not valid JSON: {e}: {}",
+                pointed(first, e.line(), e.column())
+            ))),
+        };
+    }
+    let mut map = Map::new();
+    for arg in args {
+        let (key, text) = pair(arg, "an argument")?;
+        let value = serde_json::from_str::<Value>(&text).unwrap_or(Value::String(text));
+        map.insert(key, value);
+    }
+    Ok(map)
+}
+
+/// `key=value` pairs taken as strings (prompt arguments, completion
+/// context).
+fn string_pairs(args: &[String]) -> Result<BTreeMap<String, String>, UsageError> {
+    args.iter().map(|arg| pair(arg, "an argument")).collect()
+}
+
+/// Splits `key=value`.
+fn pair(text: &str, what: &str) -> Result<(String, String), UsageError> {
+    match text.split_once('=') {
+        Some((key, value)) if !key.is_empty() => Ok((key.to_owned(), value.to_owned())),
+        Some(_) => Err(usage(format!(
+            "{what} {text:?} has no key before its \"=\" (expected key=value)"
+        ))),
+        None => Err(usage(format!(
+            "{what} {text:?} is not key=value (nor a JSON object)"
+        ))),
+    }
+}
+
+/// The line of `text` that holds the error, with `»` before the column
+/// serde_json points at (1-based).
+fn pointed(text: &str, line: usize, column: usize) -> String {
+    let Some(row) = text.lines().nth(line.saturating_sub(1)) else {
+        return text.to_owned();
+    };
+    let at = row
+        .char_indices()
+        .nth(column.saturating_sub(1))
+        .map_or(row.len(), |(i, _)| i);
+    format!("{}»{}", &row[..at], &row[at..])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(line: &str) -> Vec<String> {
+        line.split_whitespace().map(str::to_owned).collect()
+    }
+
+    fn parse_ok(line: &str) -> Options {
+        parse(args(line)).unwrap()
+    }
+
+    fn parse_err(line: &str) -> String {
+        parse(args(line)).unwrap_err().0
+    }
+
+    #[test]
+    fn the_server_comes_after_the_double_dash_untouched() {
+        let opts = parse_ok("tools --json -- python -m srv --json");
+        assert_eq!(opts.command, Command::List(List::Tools));
+        assert!(opts.json);
+        assert_eq!(
+            opts.server,
+            Some(ServerSpec::Argv(args("python -m srv --json")))
+        );
+    }
+
+    #[test]
+    fn options_go_anywhere_before_the_double_dash() {
+        let opts = parse_ok("--wire call --timeout=1.5 echo text=hi --era legacy -- srv");
+        assert!(opts.wire);
+        assert_eq!(opts.timeout, Some(Duration::from_millis(1500)));
+        assert_eq!(opts.era, EraPolicy::LegacyOnly);
+        let Command::Call { tool, arguments } = opts.command else {
+            panic!("not a call");
+        };
+        assert_eq!(tool, "echo");
+        assert_eq!(
+            Value::Object(arguments),
+            serde_json::json!({ "text": "hi" })
+        );
+    }
+
+    #[test]
+    fn key_value_pairs_are_json_when_they_parse() {
+        let map = tool_arguments(&args("n=3 s=hi t=true o={\"a\":1} q=\"3\" e=")).unwrap();
+        assert_eq!(
+            Value::Object(map),
+            serde_json::json!({ "n": 3, "s": "hi", "t": true, "o": { "a": 1 }, "q": "3", "e": "" })
+        );
+    }
+
+    #[test]
+    fn a_json_object_is_the_arguments() {
+        let map = tool_arguments(&[r#"{"a": 1, "b": [2]}"#.to_owned()]).unwrap();
+        assert_eq!(Value::Object(map), serde_json::json!({ "a": 1, "b": [2] }));
+    }
+
+    #[test]
+    fn bad_json_says_where() {
+        let e = tool_arguments(&[r#"{"a" 1}"#.to_owned()]).unwrap_err().0;
+        assert_eq!(
+            e,
+            r#"the arguments are not valid JSON: expected `:` at line 1 column 6: {"a" »1}"#
+        );
+        let e = tool_arguments(&["[1]".to_owned()]).unwrap_err().0;
+        assert!(e.contains("must be a JSON object"), "{e}");
+    }
+
+    #[test]
+    fn bad_pairs_are_named() {
+        assert_eq!(
+            parse_err("call echo hello -- srv"),
+            r#"an argument "hello" is not key=value (nor a JSON object)"#
+        );
+        assert_eq!(
+            parse_err("call echo =x -- srv"),
+            r#"an argument "=x" has no key before its "=" (expected key=value)"#
+        );
+        assert!(parse_err("call echo {} a=1 -- srv").contains("not both"));
+    }
+
+    #[test]
+    fn usage_errors() {
+        assert!(parse_err("-- srv").starts_with("no command"));
+        assert!(parse_err("tools").starts_with("no server"));
+        assert!(parse_err("tools --").starts_with("no server command"));
+        assert!(parse_err("frob -- srv").starts_with("unknown command"));
+        assert!(parse_err("tools --frob -- srv").starts_with("unknown option --frob"));
+        assert_eq!(
+            parse_err("tools --timeout -- srv"),
+            "--timeout needs a value"
+        );
+        assert!(parse_err("tools --timeout 0 -- srv").contains("--timeout takes"));
+        assert!(parse_err("tools --era new -- srv").contains("--era takes"));
+        assert!(parse_err("tools --log-level loud -- srv").contains("--log-level takes"));
+        assert_eq!(
+            parse_err("call --long echo -- srv"),
+            "--long applies to tools, resources, templates and prompts only"
+        );
+        assert_eq!(parse_err("read -- srv"), "usage: mcp-stdio read URI");
+        assert!(parse_err("tools --config a.json -- srv").contains("not both"));
+        assert!(parse_err("tools --server x").contains("--config"));
+        assert!(parse_err("complete tool x a b -- srv").starts_with("usage: mcp-stdio complete"));
+    }
+
+    #[test]
+    fn help_and_version_need_no_server() {
+        assert_eq!(parse_ok("--help").command, Command::Help);
+        assert_eq!(parse_ok("help").command, Command::Help);
+        assert_eq!(parse_ok("tools -h").command, Command::Help);
+        assert_eq!(parse_ok("-V").command, Command::Version);
+    }
+
+    #[test]
+    fn listen_defaults_to_the_three_lists() {
+        let Command::Listen(filter) = parse_ok("listen -- srv").command else {
+            panic!("not listen");
+        };
+        assert_eq!(filter.tools_list_changed, Some(true));
+        assert_eq!(filter.prompts_list_changed, Some(true));
+        assert_eq!(filter.resources_list_changed, Some(true));
+        assert_eq!(filter.resource_subscriptions, None);
+        let Command::Listen(filter) =
+            parse_ok("listen --resource mem://a --resource mem://b -- srv").command
+        else {
+            panic!("not listen");
+        };
+        assert_eq!(filter.tools_list_changed, None);
+        assert_eq!(
+            filter.resource_subscriptions,
+            Some(vec!["mem://a".to_owned(), "mem://b".to_owned()])
+        );
+    }
+
+    #[test]
+    fn config_and_answers() {
+        let opts = parse_ok(
+            "prompt greet name=Ada --config m.json --server x --answer a=1 --answer a=2 --roots /tmp",
+        );
+        assert_eq!(
+            opts.server,
+            Some(ServerSpec::Config {
+                file: "m.json".into(),
+                name: Some("x".into())
+            })
+        );
+        assert_eq!(opts.answers.get("a").map(String::as_str), Some("2"));
+        assert_eq!(opts.roots, vec![PathBuf::from("/tmp")]);
+        let Command::Prompt { arguments, .. } = opts.command else {
+            panic!("not a prompt");
+        };
+        assert_eq!(arguments.get("name").map(String::as_str), Some("Ada"));
+    }
+
+    #[test]
+    fn complete_takes_a_reference_and_context() {
+        let Command::Complete {
+            reference,
+            argument,
+            value,
+            context,
+        } = parse_ok("complete resource test://{id} id 1 x=y -- srv").command
+        else {
+            panic!("not complete");
+        };
+        assert_eq!(
+            reference,
+            serde_json::json!({ "type": "ref/resource", "uri": "test://{id}" })
+        );
+        assert_eq!((argument.as_str(), value.as_str()), ("id", "1"));
+        assert_eq!(context.get("x").map(String::as_str), Some("y"));
+    }
+}

@@ -1,0 +1,149 @@
+//! `listen`: the acknowledged filter, then one event a line, until the
+//! server's final result, Ctrl-C, or the reader of our output going away.
+
+use std::time::Duration;
+
+use mcp_stdio::types::SubscriptionFilter;
+use mcp_stdio::{Era, SubscriptionEnd, SubscriptionEvent};
+use serde_json::json;
+
+use super::Ctx;
+use crate::output::print;
+use crate::{Failure, status};
+
+pub fn listen(ctx: &Ctx<'_>, filter: &SubscriptionFilter) -> Result<u8, Failure> {
+    let json = ctx.opts.json;
+    let mut sub = ctx
+        .client
+        .listen(filter.clone())
+        .map_err(|e| ctx.failure(e, "subscriptions/listen"))?;
+    let accepted = sub.accepted().clone();
+    if json {
+        let ack = json!({
+            "method": "notifications/subscriptions/acknowledged",
+            "params": { "notifications": accepted },
+        });
+        print(&ack.to_string());
+    } else {
+        print(&format!("listening: {}", describe_filter(&accepted)));
+    }
+    let refused = sub.not_accepted();
+    if refused != SubscriptionFilter::default() {
+        ctx.stderr
+            .line(&format!("not accepted: {}", describe_filter(&refused)));
+    }
+    let legacy = matches!(ctx.client.era(), Era::Legacy { .. });
+    loop {
+        let next = match &ctx.signals {
+            Some(signals) => {
+                // The subscription has no channel to select on: wait in
+                // short slices, looking for a signal between them.
+                match sub.recv_timeout(Duration::from_millis(100)) {
+                    Ok(None) if signals.try_recv().is_ok() => {
+                        sub.cancel();
+                        end_line(json, "cancelled", "cancelled (interrupted)");
+                        return Ok(status::INTERRUPTED);
+                    }
+                    Ok(None) => continue,
+                    Ok(Some(event)) => Ok(event),
+                    Err(end) => Err(end),
+                }
+            }
+            None => sub.recv(),
+        };
+        match next {
+            Ok(event) => {
+                if !print(&event_line(&event, json)) {
+                    // Nobody reads our output any more (`| head`).
+                    sub.cancel();
+                    return Ok(0);
+                }
+            }
+            Err(SubscriptionEnd::Closed) => {
+                end_line(json, "closed", "closed by the server");
+                return Ok(0);
+            }
+            // A legacy server has no final result: the connection ending is
+            // how its subscriptions end.
+            Err(SubscriptionEnd::Disconnected) if legacy => {
+                end_line(
+                    json,
+                    "closed",
+                    "closed by the server (it ended the connection)",
+                );
+                return Ok(0);
+            }
+            Err(SubscriptionEnd::Disconnected) => {
+                return Err(Failure::connection(
+                    "the connection closed before the server's final result for subscriptions/listen",
+                ));
+            }
+        }
+    }
+}
+
+fn end_line(json: bool, end: &str, text: &str) {
+    if json {
+        print(&json!({ "end": end }).to_string());
+    } else {
+        print(text);
+    }
+}
+
+/// `tools, prompts, resources, resource mem://counter`.
+fn describe_filter(filter: &SubscriptionFilter) -> String {
+    let mut parts = Vec::new();
+    let on = |flag: Option<bool>| flag == Some(true);
+    if on(filter.tools_list_changed) {
+        parts.push("tools".to_owned());
+    }
+    if on(filter.prompts_list_changed) {
+        parts.push("prompts".to_owned());
+    }
+    if on(filter.resources_list_changed) {
+        parts.push("resources".to_owned());
+    }
+    for uri in filter.resource_subscriptions.iter().flatten() {
+        parts.push(format!("resource {uri}"));
+    }
+    for task in filter.task_ids.iter().flatten() {
+        parts.push(format!("task {task}"));
+    }
+    if parts.is_empty() {
+        "nothing".to_owned()
+    } else {
+        parts.join(", ")
+    }
+}
+
+/// One event: its short name for people, its notification for `--json`.
+fn event_line(event: &SubscriptionEvent, json: bool) -> String {
+    let (method, params) = match event {
+        SubscriptionEvent::ToolsListChanged => ("notifications/tools/list_changed", json!({})),
+        SubscriptionEvent::PromptsListChanged => ("notifications/prompts/list_changed", json!({})),
+        SubscriptionEvent::ResourcesListChanged => {
+            ("notifications/resources/list_changed", json!({}))
+        }
+        SubscriptionEvent::ResourceUpdated { uri } => {
+            ("notifications/resources/updated", json!({ "uri": uri }))
+        }
+        SubscriptionEvent::Resubscribed { accepted } => (
+            "notifications/subscriptions/acknowledged",
+            json!({ "notifications": accepted }),
+        ),
+        SubscriptionEvent::TaskStatus(task) => ("notifications/tasks", json!(task)),
+        SubscriptionEvent::Other { method, params } => (method.as_str(), params.clone()),
+        _ => ("unknown", json!({})),
+    };
+    if json {
+        return json!({ "method": method, "params": params }).to_string();
+    }
+    let short = method.strip_prefix("notifications/").unwrap_or(method);
+    match event {
+        SubscriptionEvent::ResourceUpdated { uri } => format!("{short} {uri}"),
+        SubscriptionEvent::ToolsListChanged
+        | SubscriptionEvent::PromptsListChanged
+        | SubscriptionEvent::ResourcesListChanged => short.to_owned(),
+        _ => format!("{short} {params}"),
+    }
+}

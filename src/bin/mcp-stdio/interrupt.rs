@@ -1,0 +1,53 @@
+//! Ctrl-C (and SIGTERM) for `listen`, which runs until it is interrupted:
+//! instead of dying, it cancels its subscription (the server gets
+//! `notifications/cancelled`), closes the server's input, and says so.
+//!
+//! With the crate's `signals` feature (on by default) through `ctrlc`, the
+//! crate's one signal dependency. The server is then started in a process
+//! group of its own, so that the terminal's Ctrl-C reaches this process
+//! alone and the server is ended by the protocol, not by the signal racing
+//! it. Without the feature (a `--no-default-features --features client`
+//! build) Ctrl-C keeps its default and ends both at once; `listen` still
+//! ends cleanly when the server sends its final result.
+//!
+//! Why not block the signals and take them with `sigwait`, which needs no
+//! handler at all: a blocked mask is inherited by the server through
+//! `exec` (std does not clear it), and a server that can never see SIGINT
+//! or SIGTERM is a worse surprise than a handler here. Other commands keep
+//! the default: Ctrl-C ends them at once, and `--timeout` is how a script
+//! bounds a call.
+
+use crossbeam_channel::Receiver;
+
+/// Installs the handler; the channel receives each SIGINT or SIGTERM.
+/// `None` when it cannot be installed, or without the `signals` feature.
+#[cfg(feature = "signals")]
+pub fn catch() -> Option<Receiver<()>> {
+    // Unbounded: the handler thread must never block on a person pressing
+    // Ctrl-C twice.
+    let (tx, rx) = crossbeam_channel::unbounded();
+    ctrlc::set_handler(move || {
+        // The receiver is gone only once `listen` has ended.
+        let _ = tx.send(());
+    })
+    .ok()?;
+    Some(rx)
+}
+
+/// Without the `signals` feature Ctrl-C keeps its default.
+#[cfg(not(feature = "signals"))]
+pub fn catch() -> Option<Receiver<()>> {
+    None
+}
+
+/// Puts the server in a process group of its own when this process takes
+/// the signals (see the module docs).
+pub fn own_group(command: &mut std::process::Command) {
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::CommandExt;
+        command.process_group(0);
+    }
+    #[cfg(not(unix))]
+    let _ = command;
+}

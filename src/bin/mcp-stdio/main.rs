@@ -1,0 +1,319 @@
+//! `mcp-stdio`, the command line: inspect, call, read, prompt and listen to
+//! any stdio MCP server, modern (2026-07-28) or legacy (`initialize`), from
+//! the shell.
+//!
+//! ```text
+//! mcp-stdio tools -- python -m my_server
+//! mcp-stdio call echo text=hi --wire -- cargo run -q --example everything
+//! mcp-stdio listen --resource mem://counter --config mcp.json --server everything
+//! ```
+//!
+//! One module per job: `args` (the command line), `config` (`mcpServers`
+//! files), `commands` (what each command does with the client), `output`
+//! (what people read on stdout), `stderr` (progress, logs, the wire, every
+//! other line on stderr), `ask` (input for the server: forms, roots,
+//! sampling), `form` (a form asked field by field), `interrupt` (Ctrl-C for `listen`), `suggest` (did you mean).
+//! This file connects them: the client's settings, errors, exit statuses.
+
+mod args;
+mod ask;
+mod commands;
+mod config;
+mod form;
+mod interrupt;
+mod output;
+mod stderr;
+mod suggest;
+
+use std::io::IsTerminal;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use mcp_stdio::{Client, Error, WireDirection, error_code};
+
+use crate::args::{Command, Options, ServerSpec};
+use crate::ask::Asker;
+use crate::stderr::Stderr;
+
+/// Exit statuses (`--help` lists them).
+pub mod status {
+    /// The server reported a failure: a tool result with `isError`, or a
+    /// JSON-RPC error answering the command's request.
+    pub const SERVER_FAILURE: u8 = 1;
+    /// The command line was wrong, or lacked an answer the server needs.
+    pub const USAGE: u8 = 2;
+    /// The server could not be started or spoken to: not found, exited,
+    /// broke the protocol, no answer in time.
+    pub const CONNECTION: u8 = 3;
+    /// Ctrl-C or SIGTERM ended `listen`.
+    pub const INTERRUPTED: u8 = 130;
+}
+
+/// How a command failed: one line for stderr, and the exit status.
+#[derive(Debug)]
+pub struct Failure {
+    pub status: u8,
+    pub message: String,
+}
+
+impl Failure {
+    pub fn usage(message: impl Into<String>) -> Failure {
+        Failure {
+            status: status::USAGE,
+            message: message.into(),
+        }
+    }
+
+    pub fn connection(message: impl Into<String>) -> Failure {
+        Failure {
+            status: status::CONNECTION,
+            message: message.into(),
+        }
+    }
+
+    /// A client error while doing `what` (`tools/call`, ...).
+    pub fn from_client(e: Error, what: &str, opts: &Options, asker: &Asker) -> Failure {
+        // Input the command line could not give: say which flag gives it.
+        if let Some(message) = asker.refused() {
+            return Failure::usage(message);
+        }
+        match e {
+            Error::Rpc(e) if e.code == error_code::MISSING_REQUIRED_CLIENT_CAPABILITY => {
+                let needs = e
+                    .data
+                    .as_ref()
+                    .and_then(|d| d.get("requiredCapabilities"))
+                    .and_then(|c| c.as_object())
+                    .map(|c| c.keys().cloned().collect::<Vec<_>>())
+                    .unwrap_or_default();
+                let flags: Vec<&str> = needs
+                    .iter()
+                    .filter_map(|c| match c.as_str() {
+                        "sampling" => {
+                            Some("--sampling-reply TEXT (sampling is declined unless it is given)")
+                        }
+                        "roots" => Some("--roots DIR"),
+                        _ => None,
+                    })
+                    .collect();
+                if flags.is_empty() {
+                    Failure {
+                        status: status::SERVER_FAILURE,
+                        message: format!("the server answered {what} with an error: {e}"),
+                    }
+                } else {
+                    Failure::usage(format!(
+                        "{what} needs the client capability {}: pass {}",
+                        needs.join(", "),
+                        flags.join(", ")
+                    ))
+                }
+            }
+            Error::Rpc(e) => Failure {
+                status: status::SERVER_FAILURE,
+                message: format!("the server answered {what} with an error: {e}"),
+            },
+            Error::Timeout => Failure::connection(format!(
+                "no answer to {what} within {}: cancelled (the server was sent notifications/cancelled)",
+                opts.timeout.map_or_else(
+                    || "the timeout".to_owned(),
+                    |t| format!("{} s", t.as_secs_f64())
+                )
+            )),
+            Error::Disconnected => {
+                Failure::connection(format!("the server closed the connection during {what}"))
+            }
+            e @ Error::ServerExited { .. } => Failure::connection(e.to_string()),
+            e => Failure::connection(format!("{what}: {e}")),
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    let args: Result<Vec<String>, _> = std::env::args_os()
+        .skip(1)
+        .map(|a| a.into_string())
+        .collect();
+    let parsed = match args {
+        Ok(args) => args::parse(args).map_err(|e| e.0),
+        Err(arg) => Err(format!("an argument is not UTF-8: {arg:?}")),
+    };
+    let opts = match parsed {
+        Ok(opts) => opts,
+        Err(message) => {
+            eprintln!("mcp-stdio: {message}");
+            return ExitCode::from(status::USAGE);
+        }
+    };
+    match opts.command {
+        Command::Help => {
+            output::print(args::HELP);
+            return ExitCode::SUCCESS;
+        }
+        Command::Version => {
+            output::print(&format!("mcp-stdio {}", env!("CARGO_PKG_VERSION")));
+            return ExitCode::SUCCESS;
+        }
+        _ => {}
+    }
+    let stderr = Arc::new(Stderr::new(opts.wire));
+    ExitCode::from(run(&opts, &stderr))
+}
+
+/// Starts the server, runs the command, says how it failed if it did,
+/// closes the server; the exit status.
+fn run(opts: &Options, stderr: &Arc<Stderr>) -> u8 {
+    let fail = |failure: Failure| {
+        stderr.line(&format!("mcp-stdio: {}", failure.message));
+        failure.status
+    };
+    let (client, signals, asker) = match start(opts, stderr) {
+        Ok(started) => started,
+        Err(failure) => return fail(failure),
+    };
+    let res = commands::run(&commands::Ctx {
+        client: &client,
+        opts,
+        stderr,
+        asker: &asker,
+        signals,
+    });
+    stderr.clear();
+    let status = res.unwrap_or_else(fail);
+    // The command's outcome is decided; how the server exits adds nothing
+    // to it (the client notes a server that had to be killed), except for
+    // a person watching the wire.
+    let closed = client.close();
+    if opts.wire {
+        match closed {
+            Ok(Some(status)) => {
+                stderr.line(&format!(
+                    "· closed the server's input; it exited ({status})"
+                ));
+            }
+            Ok(None) => {}
+            Err(e) => stderr.line(&format!("· closing the server: {e}")),
+        }
+    }
+    status
+}
+
+/// A connected client, with what the command needs beside it.
+type Started = (Client, Option<crossbeam_channel::Receiver<()>>, Arc<Asker>);
+
+/// Starts the server and connects to it.
+fn start(opts: &Options, stderr: &Arc<Stderr>) -> Result<Started, Failure> {
+    let (mut command, program) = server_command(opts)?;
+    let signals = match opts.command {
+        Command::Listen(_) => interrupt::catch(),
+        _ => None,
+    };
+    if signals.is_some() {
+        interrupt::own_group(&mut command);
+    }
+    let roots = ask::roots(&opts.roots).map_err(Failure::usage)?;
+    let asker = Arc::new(Asker::new(
+        opts.answers.clone(),
+        opts.decline,
+        opts.interactive || std::io::stdin().is_terminal(),
+        opts.sampling_reply.clone(),
+        roots,
+        Arc::clone(stderr),
+    ));
+    let client = connect(opts, command, &program, stderr, &asker)?;
+    Ok((client, signals, asker))
+}
+
+/// The server's process, and its program name for messages.
+fn server_command(opts: &Options) -> Result<(std::process::Command, String), Failure> {
+    match &opts.server {
+        Some(ServerSpec::Argv(argv)) => {
+            let mut command = std::process::Command::new(&argv[0]);
+            command.args(&argv[1..]);
+            Ok((command, argv[0].clone()))
+        }
+        Some(ServerSpec::Config { file, name }) => {
+            let config = config::load(file, name.as_deref()).map_err(Failure::usage)?;
+            Ok((config.command(), config.command))
+        }
+        None => Err(Failure::usage("no server given")),
+    }
+}
+
+/// Spawns the server with a client set up from the options.
+fn connect(
+    opts: &Options,
+    command: std::process::Command,
+    program: &str,
+    stderr: &Arc<Stderr>,
+    asker: &Arc<Asker>,
+) -> Result<Client, Failure> {
+    let elicit = Arc::clone(asker);
+    let mut builder = Client::builder()
+        .client_info("mcp-stdio", env!("CARGO_PKG_VERSION"))
+        .era(opts.era)
+        .on_elicitation(move |params| elicit.elicit(params));
+    if let Some(timeout) = opts.timeout {
+        builder = builder.request_timeout(timeout);
+    }
+    if opts.sampling_reply.is_some() {
+        let sample = Arc::clone(asker);
+        builder = builder.on_sampling(move |params| sample.sample(params));
+    }
+    if !opts.roots.is_empty() {
+        let roots = Arc::clone(asker);
+        builder = builder.on_roots(move || roots.roots());
+    }
+    if opts.wire {
+        let wire = Arc::clone(stderr);
+        let notes = Arc::clone(stderr);
+        builder = builder
+            .wire(move |direction, line| {
+                let arrow = match direction {
+                    WireDirection::Sent => '→',
+                    WireDirection::Received => '←',
+                };
+                wire.line(&format!("{arrow} {}", String::from_utf8_lossy(line)));
+            })
+            .trace(move |note| notes.line(&format!("· {note}")));
+    }
+    if opts.show_stderr {
+        let echo = Arc::clone(stderr);
+        builder = builder.stderr(move |line| echo.line(&format!("[server] {line}")));
+    }
+    if opts.log_level.is_some() {
+        let logs = Arc::clone(stderr);
+        builder = builder.on_log(move |log| logs.log(log));
+    }
+    if opts.wire {
+        stderr.line(&format!("· starting {program}"));
+    }
+    let client = builder
+        .spawn(command)
+        .map_err(|e| start_failure(e, program))?;
+    if let (Some(level), mcp_stdio::Era::Legacy { .. }) = (opts.log_level, client.era()) {
+        // The legacy era sets the level for the whole session.
+        if let Err(e) = client.set_log_level(level) {
+            stderr.line(&format!("mcp-stdio: logging/setLevel: {e}"));
+        }
+    }
+    Ok(client)
+}
+
+/// Why the server could not be started or connected to.
+fn start_failure(e: Error, program: &str) -> Failure {
+    match e {
+        Error::Io(e) if e.kind() == std::io::ErrorKind::NotFound => Failure::connection(format!(
+            "cannot start the server: {program:?} was not found (is it installed, and on PATH?)"
+        )),
+        Error::Io(e) if e.kind() == std::io::ErrorKind::PermissionDenied => Failure::connection(
+            format!("cannot start the server: {program:?} is not executable"),
+        ),
+        Error::Io(e) => Failure::connection(format!("cannot start the server: {e}")),
+        e @ Error::ServerExited { .. } => Failure::connection(e.to_string()),
+        Error::Timeout => Failure::connection(
+            "the server did not answer while starting (no answer to server/discover, then none to initialize)",
+        ),
+        e => Failure::connection(format!("cannot connect to the server: {e}")),
+    }
+}

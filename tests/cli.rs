@@ -1,0 +1,1025 @@
+//! The `mcp-stdio` command line against the everything example, in both
+//! eras: this test binary re-executes itself as the server the command line
+//! spawns (after `--`, or through an `mcpServers` file).
+//!
+//! With `MCP_STDIO_CLI_TEST_SERVER` set, `main` becomes a server:
+//! `everything` serves the fixture server (the everything example, its
+//! modules compiled into this binary) over stdio; `eof:N` serves it but
+//! reads only `N` lines, then publishes a tool-list change and an update of
+//! `mem://counter` and reaches the end of its input (so a `listen` sees two
+//! events and the server's final result); `die` writes a line to stderr and
+//! exits 7 before answering anything. The command line passes its own
+//! environment on to the server, so the variable is set on it.
+//!
+//! Without it, `main` runs the checks below. Output: one line per check
+//! (`ok <name>` or `FAILED <name>: <reason>`), then `N passed, M failed`.
+//! Every wait is bounded: each run of the command line is killed after
+//! [`LIMIT`], and output is read on threads into channels.
+
+// The everything example's fixture set, at the crate root because its
+// modules refer to each other as `crate::fixtures` and `crate::conformance`.
+#[path = "../examples/everything/conformance.rs"]
+mod conformance;
+#[path = "../examples/everything/server.rs"]
+mod everything;
+#[path = "../examples/everything/fixtures.rs"]
+mod fixtures;
+#[path = "harness/selection.rs"]
+mod selection;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use mcp_stdio::Transport;
+use selection::Selection;
+use serde_json::Value;
+
+/// Set in a server process's environment: which server to be.
+const SERVER_ENV: &str = "MCP_STDIO_CLI_TEST_SERVER";
+/// The longest one run of the command line may take before it is killed.
+const LIMIT: Duration = Duration::from_secs(20);
+const BIN: &str = env!("CARGO_BIN_EXE_mcp-stdio");
+
+fn main() {
+    if let Ok(mode) = std::env::var(SERVER_ENV) {
+        run_server(&mode);
+    }
+    std::process::exit(run_checks());
+}
+
+// ---------------------------------------------------------------------------
+// Server modes
+// ---------------------------------------------------------------------------
+
+fn run_server(mode: &str) -> ! {
+    if mode == "die" {
+        eprintln!("starting the fixture server");
+        eprintln!("cannot open the database: /nonexistent/db");
+        std::process::exit(7);
+    }
+    let server = everything::build();
+    let res = match mode.strip_prefix("eof:").and_then(|n| n.parse().ok()) {
+        Some(lines) => {
+            let notifier = server.notifier();
+            let input = LinesThenEof {
+                left: lines,
+                on_end: Some(Box::new(move || {
+                    notifier.tools_list_changed();
+                    notifier.resource_updated("mem://counter");
+                })),
+            };
+            server.serve(Transport::new(BufReader::new(input), std::io::stdout()))
+        }
+        None => server.serve(Transport::stdio()),
+    };
+    match res {
+        Ok(()) => std::process::exit(0),
+        Err(e) => {
+            eprintln!("cli test server: {e}");
+            std::process::exit(1);
+        }
+    }
+}
+
+/// Stdin, ended after `left` lines; `on_end` runs when the server asks for
+/// more. The server's reader hands each line to the owner before it reads
+/// on, so what `on_end` publishes comes after the last line's effect (an
+/// open subscription) and before the end of input (its final result).
+struct LinesThenEof {
+    left: usize,
+    on_end: Option<Box<dyn FnOnce() + Send>>,
+}
+
+impl Read for LinesThenEof {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if self.left == 0 {
+            if let Some(on_end) = self.on_end.take() {
+                on_end();
+            }
+            return Ok(0);
+        }
+        let n = std::io::stdin().read(buf)?;
+        for (i, byte) in buf[..n].iter().enumerate() {
+            if *byte == b'\n' {
+                self.left -= 1;
+                if self.left == 0 {
+                    return Ok(i + 1);
+                }
+            }
+        }
+        Ok(n)
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Running the command line
+// ---------------------------------------------------------------------------
+
+/// What one run printed, and how it ended.
+struct Run {
+    code: Option<i32>,
+    stdout: String,
+    stderr: String,
+}
+
+impl Run {
+    fn expect_code(&self, code: i32) -> Result<&Run, String> {
+        if self.code == Some(code) {
+            Ok(self)
+        } else {
+            Err(format!(
+                "exit status {:?}, expected {code}\nstdout: {}\nstderr: {}",
+                self.code, self.stdout, self.stderr
+            ))
+        }
+    }
+
+    fn stdout_is(&self, expected: &str) -> Result<&Run, String> {
+        if self.stdout == expected {
+            Ok(self)
+        } else {
+            Err(format!(
+                "stdout {:?}, expected {expected:?}\nstderr: {}",
+                self.stdout, self.stderr
+            ))
+        }
+    }
+
+    fn stdout_has(&self, part: &str) -> Result<&Run, String> {
+        if self.stdout.contains(part) {
+            Ok(self)
+        } else {
+            Err(format!(
+                "stdout lacks {part:?}: {:?}\nstderr: {}",
+                self.stdout, self.stderr
+            ))
+        }
+    }
+
+    fn stderr_has(&self, part: &str) -> Result<&Run, String> {
+        if self.stderr.contains(part) {
+            Ok(self)
+        } else {
+            Err(format!("stderr lacks {part:?}: {:?}", self.stderr))
+        }
+    }
+
+    /// An error a person can act on: exactly one line on stderr.
+    fn one_error_line(&self, part: &str) -> Result<&Run, String> {
+        self.stderr_has(part)?;
+        let lines = self.stderr.lines().count();
+        if lines == 1 && self.stderr.starts_with("mcp-stdio: ") {
+            Ok(self)
+        } else {
+            Err(format!(
+                "expected one error line, got {lines}: {:?}",
+                self.stderr
+            ))
+        }
+    }
+}
+
+/// Which server, and in which era the command line speaks to it.
+#[derive(Clone, Copy)]
+struct Setup {
+    mode: &'static str,
+    /// `--era` (`auto` finds the modern era of the everything server).
+    era: &'static str,
+}
+
+const MODERN: Setup = Setup {
+    mode: "everything",
+    era: "auto",
+};
+const LEGACY: Setup = Setup {
+    mode: "everything",
+    era: "legacy",
+};
+
+fn me() -> String {
+    std::env::current_exe()
+        .expect("the test binary's path")
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// Runs `mcp-stdio ARGS --era ERA -- <this binary>` with `stdin` piped in
+/// (or nothing: stdin is then empty, as in a script).
+fn cli(setup: Setup, args: &[&str], stdin: &str) -> Result<Run, String> {
+    let mut full: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+    full.extend(["--era".into(), setup.era.into(), "--".into(), me()]);
+    run(&full, &[(SERVER_ENV, setup.mode)], stdin)
+}
+
+fn run(args: &[String], env: &[(&str, &str)], stdin: &str) -> Result<Run, String> {
+    let mut child = Command::new(BIN)
+        .args(args)
+        .envs(env.iter().copied())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("spawning {BIN}: {e}"))?;
+    let mut input = child.stdin.take().expect("piped stdin");
+    let text = stdin.to_owned();
+    // Written on a thread: the command line may not read it all.
+    thread::spawn(move || {
+        let _ = input.write_all(text.as_bytes());
+    });
+    let stdout = read_all(child.stdout.take().expect("piped stdout"));
+    let stderr = read_all(child.stderr.take().expect("piped stderr"));
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().map_err(|e| e.to_string())? {
+            break status;
+        }
+        if started.elapsed() > LIMIT {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(format!(
+                "mcp-stdio {} did not end within {LIMIT:?}",
+                args.join(" ")
+            ));
+        }
+        // Polling interval of the bounded wait.
+        thread::sleep(Duration::from_millis(5));
+    };
+    let collect = |rx: crossbeam_channel::Receiver<String>| {
+        rx.recv_timeout(LIMIT)
+            .map_err(|_| "the output did not end".to_owned())
+    };
+    Ok(Run {
+        code: status.code(),
+        stdout: collect(stdout)?,
+        stderr: collect(stderr)?,
+    })
+}
+
+/// Reads a pipe to its end on a thread.
+fn read_all(mut pipe: impl Read + Send + 'static) -> crossbeam_channel::Receiver<String> {
+    let (tx, rx) = crossbeam_channel::bounded(1);
+    thread::spawn(move || {
+        let mut text = String::new();
+        let _ = pipe.read_to_string(&mut text);
+        let _ = tx.send(text);
+    });
+    rx
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir =
+        std::env::temp_dir().join(format!("mcp-stdio-cli-test-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("a scratch directory");
+    dir
+}
+
+// ---------------------------------------------------------------------------
+// Checks, for each era
+// ---------------------------------------------------------------------------
+
+type Check = fn(Setup) -> Result<(), String>;
+type Once = fn() -> Result<(), String>;
+/// A named check, ready to run.
+type Ready = (String, Box<dyn Fn() -> Result<(), String> + Send + Sync>);
+
+const BOTH_ERAS: &[(&str, Check)] = &[
+    ("info", info),
+    ("info_json", info_json),
+    ("tools", tools),
+    ("tools_long", tools_long),
+    ("tools_json_every_item_as_sent", tools_json),
+    ("resources_templates_prompts", lists),
+    ("call_text", call_text),
+    ("call_structured", call_structured),
+    ("call_json_argument_object", call_json_argument_object),
+    ("call_json_output", call_json_output),
+    ("call_image_save", call_image_save),
+    ("call_is_error_exits_1", call_is_error),
+    ("call_progress_on_stderr", call_progress),
+    ("call_log_level", call_log_level),
+    ("call_answer", call_answer),
+    ("call_answer_interactive_piped", call_answer_interactive),
+    ("call_answer_missing_exits_2", call_answer_missing),
+    ("call_decline", call_decline),
+    ("call_sampling_reply_and_roots", call_sampling_and_roots),
+    ("call_timeout_cancels", call_timeout),
+    ("read", read),
+    ("read_json", read_json),
+    ("prompt", prompt),
+    ("prompt_missing_argument_exits_2", prompt_missing_argument),
+    ("complete", complete),
+    ("listen_ends_closed_at_eof", listen_eof),
+    ("listen_json", listen_json),
+    ("listen_interrupted_cancels", listen_interrupted),
+    ("wire_shows_both_directions", wire),
+    ("unknown_tool_closest_name", unknown_tool_closest),
+    ("unknown_tool_lists_names", unknown_tool_list),
+];
+
+fn info(s: Setup) -> Result<(), String> {
+    let run = cli(s, &["info"], "")?;
+    run.expect_code(0)?;
+    if s.era == "legacy" {
+        run.stdout_has("era:          legacy (2025-11-25, initialize)\n")?;
+    } else {
+        run.stdout_has("era:          modern (2026-07-28)\n")?;
+    }
+    run.stdout_has("server:       mcp-stdio-everything ")?
+        .stdout_has("instructions: Fixture server of mcp-stdio")?
+        .stdout_has("tools (listChanged)")?;
+    let tools = cli(s, &["tools"], "")?;
+    let count = tools.stdout.lines().count();
+    run.stdout_has(&format!("tools:        {count}\n"))?
+        .stdout_has("templates:    1\n")?
+        .stdout_has("prompts:      6\n")?;
+    Ok(())
+}
+
+fn info_json(s: Setup) -> Result<(), String> {
+    let run = cli(s, &["info", "--json"], "")?;
+    run.expect_code(0)?;
+    let info: Value =
+        serde_json::from_str(&run.stdout).map_err(|e| format!("{e}: {}", run.stdout))?;
+    let era = if s.era == "legacy" {
+        "legacy"
+    } else {
+        "modern"
+    };
+    check(info["era"] == era, "era", &info)?;
+    check(
+        info["serverInfo"]["name"] == "mcp-stdio-everything",
+        "serverInfo",
+        &info,
+    )?;
+    check(info["resourceTemplates"] == 1, "resourceTemplates", &info)?;
+    check(
+        info["capabilities"]["tools"]["listChanged"] == true,
+        "capabilities",
+        &info,
+    )
+}
+
+fn check(ok: bool, what: &str, value: &Value) -> Result<(), String> {
+    if ok {
+        Ok(())
+    } else {
+        Err(format!("{what} wrong in {value}"))
+    }
+}
+
+fn tools(s: Setup) -> Result<(), String> {
+    let run = cli(s, &["tools"], "")?;
+    run.expect_code(0)?;
+    let echo = run
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("echo "))
+        .ok_or("no echo line")?;
+    if !echo.ends_with("  Returns its text unchanged.") {
+        return Err(format!("echo line: {echo:?}"));
+    }
+    run.stdout_has("\nask ")?;
+    Ok(())
+}
+
+fn tools_long(s: Setup) -> Result<(), String> {
+    cli(s, &["tools", "--long"], "")?
+        .expect_code(0)?
+        .stdout_has("echo\n    Returns its text unchanged.\n    arguments:\n      text (string, required)\n    input schema: {")?
+        .stdout_has("    output schema: {")?;
+    Ok(())
+}
+
+fn tools_json(s: Setup) -> Result<(), String> {
+    let run = cli(s, &["tools", "--json"], "")?;
+    run.expect_code(0)?;
+    let names: Vec<String> = run
+        .stdout
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<Value>(l)
+                .map(|v| v["name"].as_str().unwrap_or_default().to_owned())
+                .map_err(|e| format!("{e}: {l}"))
+        })
+        .collect::<Result<_, _>>()?;
+    let human = cli(s, &["tools"], "")?;
+    if names.len() != human.stdout.lines().count() || names[0] != "echo" {
+        return Err(format!("json names {names:?} against {}", human.stdout));
+    }
+    // As the server sent it: its own key order (the legacy session's
+    // answers come with sorted keys).
+    if s.era == "legacy" {
+        run.stdout_has(r#"{"description":"Returns its text unchanged.","inputSchema":{"#)?;
+    } else {
+        run.stdout_has(
+            r#"{"name":"echo","description":"Returns its text unchanged.","inputSchema":"#,
+        )?;
+    }
+    Ok(())
+}
+
+fn lists(s: Setup) -> Result<(), String> {
+    cli(s, &["resources"], "")?
+        .expect_code(0)?
+        .stdout_has("mem://counter")?
+        .stdout_has("A counter that the bump tool increments.")?;
+    cli(s, &["templates"], "")?
+        .expect_code(0)?
+        .stdout_has("test://template/{id}/data")?;
+    cli(s, &["prompts"], "")?
+        .expect_code(0)?
+        .stdout_has("greet")?
+        .stdout_has("Greets someone by name.")?;
+    cli(s, &["prompts", "--long"], "")?
+        .expect_code(0)?
+        .stdout_has(
+            "greet\n    Greets someone by name.\n    name (string, required): Who to greet.\n",
+        )?;
+    Ok(())
+}
+
+fn call_text(s: Setup) -> Result<(), String> {
+    cli(s, &["call", "echo", "text=hello world"], "")?
+        .expect_code(0)?
+        .stdout_is("hello world\n")?;
+    Ok(())
+}
+
+fn call_structured(s: Setup) -> Result<(), String> {
+    cli(s, &["call", "add", "a=1", "b=2.5"], "")?
+        .expect_code(0)?
+        .stdout_is("3.5\n{\"sum\":3.5}\n")?;
+    Ok(())
+}
+
+fn call_json_argument_object(s: Setup) -> Result<(), String> {
+    cli(s, &["call", "echo", r#"{"text": "from JSON"}"#], "")?
+        .expect_code(0)?
+        .stdout_is("from JSON\n")?;
+    Ok(())
+}
+
+fn call_json_output(s: Setup) -> Result<(), String> {
+    let run = cli(s, &["call", "echo", "text=hi", "--json"], "")?;
+    run.expect_code(0)?;
+    let result: Value = serde_json::from_str(&run.stdout).map_err(|e| e.to_string())?;
+    check(result["content"][0]["text"] == "hi", "content", &result)?;
+    check(run.stdout.lines().count() == 1, "one line", &result)
+}
+
+fn call_image_save(s: Setup) -> Result<(), String> {
+    let dir = scratch(&format!("save-{}", s.era));
+    let dir_text = dir.to_string_lossy().into_owned();
+    let run = cli(s, &["call", "test_image_content", "--save", &dir_text], "")?;
+    run.expect_code(0)?
+        .stdout_has("[image image/png, 70 bytes → ")?;
+    let png = std::fs::read(dir.join("test_image_content-1.png")).map_err(|e| e.to_string())?;
+    let _ = std::fs::remove_dir_all(&dir);
+    if png.starts_with(b"\x89PNG") {
+        Ok(())
+    } else {
+        Err("not a PNG".into())
+    }
+}
+
+fn call_is_error(s: Setup) -> Result<(), String> {
+    cli(s, &["call", "fail"], "")?
+        .expect_code(1)?
+        .stdout_is("the fail fixture always fails\n")?
+        .one_error_line("tool fail reported an error (isError)")?;
+    Ok(())
+}
+
+fn call_progress(s: Setup) -> Result<(), String> {
+    cli(s, &["call", "progress", "steps=3"], "")?
+        .expect_code(0)?
+        .stdout_is("done\n")?
+        .stderr_has(
+            "progress 1/3 step 1 of 3\nprogress 2/3 step 2 of 3\nprogress 3/3 step 3 of 3\n",
+        )?;
+    Ok(())
+}
+
+fn call_log_level(s: Setup) -> Result<(), String> {
+    cli(s, &["call", "test_logging_tool", "--log-level", "info"], "")?
+        .expect_code(0)?
+        .stderr_has("log info [test]: log message 1\n")?
+        .stderr_has("log info [test]: log message 3\n")?;
+    // Without --log-level, nothing is asked for and nothing comes.
+    let quiet = cli(s, &["call", "test_logging_tool"], "")?;
+    quiet.expect_code(0)?;
+    if quiet.stderr.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("stderr: {}", quiet.stderr))
+    }
+}
+
+fn call_answer(s: Setup) -> Result<(), String> {
+    cli(s, &["call", "ask", "--answer", "name=Ada"], "")?
+        .expect_code(0)?
+        .stdout_is("Nice to meet you, Ada!\n")?;
+    Ok(())
+}
+
+fn call_answer_interactive(s: Setup) -> Result<(), String> {
+    cli(
+        s,
+        &[
+            "call",
+            "test_input_required_result_multi_round",
+            "--interactive",
+        ],
+        "Ada\nblue\n",
+    )?
+    .expect_code(0)?
+    .stdout_is("Ada likes blue\n")?
+    .stderr_has("the server asks: What is your name?\n  name (text, required): Ada\n")?
+    .stderr_has("the server asks: Favourite colour?\n  colour (text, required): blue\n")?;
+    Ok(())
+}
+
+fn call_answer_missing(s: Setup) -> Result<(), String> {
+    cli(s, &["call", "ask"], "")?
+        .expect_code(2)?
+        .one_error_line("the server asks \"What is your name?\" and no one can be asked here: pass --answer name=TEXT, or --decline, or run in a terminal")?;
+    Ok(())
+}
+
+fn call_decline(s: Setup) -> Result<(), String> {
+    cli(s, &["call", "ask", "--decline"], "")?
+        .expect_code(0)?
+        .stdout_is("Nice to meet you, !\n")?
+        .stderr_has("declined (--decline): What is your name?")?;
+    Ok(())
+}
+
+fn call_sampling_and_roots(s: Setup) -> Result<(), String> {
+    cli(
+        s,
+        &[
+            "call",
+            "test_input_required_result_sampling",
+            "--sampling-reply",
+            "Paris",
+        ],
+        "",
+    )?
+    .expect_code(0)?
+    .stdout_is("The model says: Paris\n")?;
+    let declined = cli(s, &["call", "test_input_required_result_sampling"], "")?;
+    if s.era == "legacy" {
+        // A legacy session's capabilities are fixed at initialize: the
+        // server reports the missing one as a tool error.
+        declined.expect_code(1)?.stdout_has("sampling")?;
+    } else {
+        declined
+            .expect_code(2)?
+            .one_error_line("needs the client capability sampling: pass --sampling-reply TEXT")?;
+    }
+    let dir = scratch(&format!("root-{}", s.era));
+    let dir_text = dir.to_string_lossy().into_owned();
+    let canonical = dir.canonicalize().map_err(|e| e.to_string())?;
+    cli(
+        s,
+        &[
+            "call",
+            "test_input_required_result_list_roots",
+            "--roots",
+            &dir_text,
+        ],
+        "",
+    )?
+    .expect_code(0)?
+    .stdout_is(&format!("Roots: file://{}\n", canonical.display()))?;
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(())
+}
+
+fn call_timeout(s: Setup) -> Result<(), String> {
+    let started = Instant::now();
+    let run = cli(
+        s,
+        &["call", "slow", "ms=10000", "--timeout", "0.3", "--wire"],
+        "",
+    )?;
+    run.expect_code(3)?
+        .stderr_has(r#"→ {"jsonrpc":"2.0","method":"notifications/cancelled","params":{"reason":"timed out","requestId":"#)?
+        .stderr_has("mcp-stdio: no answer to tools/call slow within 0.3 s: cancelled (the server was sent notifications/cancelled)\n")?
+        .stderr_has("· closed the server's input; it exited (exit status: 0)")?;
+    if started.elapsed() > Duration::from_secs(5) {
+        return Err(format!("took {:?}", started.elapsed()));
+    }
+    Ok(())
+}
+
+fn read(s: Setup) -> Result<(), String> {
+    cli(s, &["read", "mem://counter"], "")?
+        .expect_code(0)?
+        .stdout_is("0\n")?;
+    cli(s, &["read", "test://static-binary"], "")?
+        .expect_code(0)?
+        .stdout_is("[blob image/png, 70 bytes] test://static-binary\n")?;
+    cli(s, &["read", "test://template/123/data"], "")?
+        .expect_code(0)?
+        .stdout_has("Data for ID: 123")?;
+    cli(s, &["read", "mem://does-not-exist"], "")?
+        .expect_code(1)?
+        .one_error_line(
+            "the server answered resources/read mem://does-not-exist with an error: ",
+        )?;
+    Ok(())
+}
+
+fn read_json(s: Setup) -> Result<(), String> {
+    let run = cli(s, &["read", "test://static-text", "--json"], "")?;
+    run.expect_code(0)?;
+    let result: Value = serde_json::from_str(&run.stdout).map_err(|e| e.to_string())?;
+    check(
+        result["contents"][0]["uri"] == "test://static-text",
+        "contents",
+        &result,
+    )
+}
+
+fn prompt(s: Setup) -> Result<(), String> {
+    cli(s, &["prompt", "greet", "name=Ada"], "")?
+        .expect_code(0)?
+        .stdout_is("user: Please greet Ada warmly.\n")?;
+    cli(s, &["prompt", "test_prompt_with_image"], "")?
+        .expect_code(0)?
+        .stdout_has("user: [image image/png, 70 bytes]")?;
+    cli(s, &["prompt", "gret", "name=Ada"], "")?
+        .expect_code(2)?
+        .one_error_line("the server has no prompt named \"gret\"; did you mean \"greet\"?")?;
+    Ok(())
+}
+
+fn prompt_missing_argument(s: Setup) -> Result<(), String> {
+    cli(s, &["prompt", "greet"], "")?
+        .expect_code(2)?
+        .one_error_line("prompt greet needs name=VALUE")?;
+    Ok(())
+}
+
+fn complete(s: Setup) -> Result<(), String> {
+    cli(s, &["complete", "prompt", "greet", "name", "A"], "")?
+        .expect_code(0)?
+        .stdout_is("Alice\n")?;
+    cli(
+        s,
+        &[
+            "complete",
+            "prompt",
+            "test_prompt_with_arguments",
+            "arg1",
+            "test",
+        ],
+        "",
+    )?
+    .expect_code(0)?
+    .stdout_is("test\ntestValue1\ntestValue2\n")?;
+    cli(
+        s,
+        &[
+            "complete",
+            "resource",
+            "test://template/{id}/data",
+            "id",
+            "1",
+        ],
+        "",
+    )?
+    .expect_code(0)?;
+    Ok(())
+}
+
+/// The lines the server reads before its input ends, for a `listen` of a
+/// tool-list change and `mem://counter`: the probe and the listen
+/// (modern); `initialize`, `notifications/initialized` and one
+/// `resources/subscribe` (legacy).
+fn eof_setup(s: Setup) -> Setup {
+    Setup {
+        mode: if s.era == "legacy" { "eof:3" } else { "eof:2" },
+        era: s.era,
+    }
+}
+
+fn listen_eof(s: Setup) -> Result<(), String> {
+    let run = cli(
+        eof_setup(s),
+        &["listen", "--tools", "--resource", "mem://counter"],
+        "",
+    )?;
+    let end = if s.era == "legacy" {
+        "closed by the server (it ended the connection)"
+    } else {
+        "closed by the server"
+    };
+    run.expect_code(0)?.stdout_is(&format!(
+        "listening: tools, resource mem://counter\ntools/list_changed\nresources/updated mem://counter\n{end}\n"
+    ))?;
+    Ok(())
+}
+
+fn listen_json(s: Setup) -> Result<(), String> {
+    cli(eof_setup(s), &["listen", "--tools", "--resource", "mem://counter", "--json"], "")?
+        .expect_code(0)?
+        .stdout_is(concat!(
+            r#"{"method":"notifications/subscriptions/acknowledged","params":{"notifications":{"resourceSubscriptions":["mem://counter"],"toolsListChanged":true}}}"#,
+            "\n",
+            r#"{"method":"notifications/tools/list_changed","params":{}}"#,
+            "\n",
+            r#"{"method":"notifications/resources/updated","params":{"uri":"mem://counter"}}"#,
+            "\n",
+            r#"{"end":"closed"}"#,
+            "\n"
+        ))?;
+    Ok(())
+}
+
+fn listen_interrupted(s: Setup) -> Result<(), String> {
+    let args = ["listen", "--tools", "--wire", "--era", s.era, "--", &me()];
+    let mut child = Command::new(BIN)
+        .args(args)
+        .env(SERVER_ENV, "everything")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| e.to_string())?;
+    // Each line of stdout as it comes: the first is printed once the
+    // server acknowledged the listen.
+    let stdout = BufReader::new(child.stdout.take().expect("piped stdout"));
+    let (tx, lines) = crossbeam_channel::unbounded();
+    thread::spawn(move || {
+        for line in stdout.lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let stderr = read_all(child.stderr.take().expect("piped stderr"));
+    let mut stdout_text = match lines.recv_timeout(LIMIT) {
+        Ok(first) => first + "\n",
+        Err(_) => {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err("no acknowledged filter printed".into());
+        }
+    };
+    // SIGINT, as Ctrl-C sends it.
+    let killed = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .map_err(|e| e.to_string())?;
+    if !killed.success() {
+        return Err("kill -INT failed".into());
+    }
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().map_err(|e| e.to_string())? {
+            break status;
+        }
+        if started.elapsed() > LIMIT {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err("not ended by SIGINT".into());
+        }
+        // Polling interval of the bounded wait.
+        thread::sleep(Duration::from_millis(5));
+    };
+    while let Ok(line) = lines.recv_timeout(LIMIT) {
+        stdout_text.push_str(&line);
+        stdout_text.push('\n');
+    }
+    let run = Run {
+        code: status.code(),
+        stdout: stdout_text,
+        stderr: stderr.recv_timeout(LIMIT).map_err(|e| e.to_string())?,
+    };
+    run.expect_code(130)?
+        .stdout_is("listening: tools\ncancelled (interrupted)\n")?;
+    if s.era != "legacy" {
+        run.stderr_has(
+            r#"→ {"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":2}}"#,
+        )?;
+    }
+    run.stderr_has("· closed the server's input; it exited (exit status: 0)")?;
+    Ok(())
+}
+
+fn wire(s: Setup) -> Result<(), String> {
+    let run = cli(s, &["call", "echo", "text=hi", "--wire"], "")?;
+    run.expect_code(0)?.stdout_is("hi\n")?;
+    if s.era == "legacy" {
+        run.stderr_has(r#"→ {"jsonrpc":"2.0","id":1,"method":"initialize","params":{"#)?
+            .stderr_has(
+                r#"→ {"jsonrpc":"2.0","method":"notifications/initialized","params":{}}"#,
+            )?;
+    } else {
+        run.stderr_has(
+            r#"→ {"jsonrpc":"2.0","id":1,"method":"server/discover","params":{"_meta":{"#,
+        )?
+        .stderr_has(r#""io.modelcontextprotocol/protocolVersion":"2026-07-28""#)?;
+    }
+    run.stderr_has(r#"← {"jsonrpc":"2.0","id":2,"result":{"content":[{"#)?;
+    Ok(())
+}
+
+fn unknown_tool_closest(s: Setup) -> Result<(), String> {
+    cli(s, &["call", "ecoh", "text=hi"], "")?
+        .expect_code(2)?
+        .one_error_line("the server has no tool named \"ecoh\"; did you mean \"echo\"?")?;
+    Ok(())
+}
+
+fn unknown_tool_list(s: Setup) -> Result<(), String> {
+    cli(s, &["call", "nothing_like_it"], "")?
+        .expect_code(2)?
+        .one_error_line(
+            "the server has no tool named \"nothing_like_it\"; there are: echo, add, slow, ",
+        )?;
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------
+// Checks that need no era
+// ---------------------------------------------------------------------------
+
+const ONCE: &[(&str, Once)] = &[
+    ("server_not_found_exits_3", server_not_found),
+    ("server_exits_during_startup", server_dies),
+    ("bad_key_value_exits_2", bad_key_value),
+    ("bad_json_says_where", bad_json),
+    ("config_file_mcp_servers", config_mcp_servers),
+    ("config_file_vs_code_servers", config_vs_code),
+    ("config_unknown_server", config_unknown_server),
+    ("help_and_version", help_and_version),
+];
+
+fn server_not_found() -> Result<(), String> {
+    let args = ["tools", "--", "/nonexistent/mcp-server", "--flag"].map(String::from);
+    run(&args, &[], "")?
+        .expect_code(3)?
+        .one_error_line("cannot start the server: \"/nonexistent/mcp-server\" was not found (is it installed, and on PATH?)")?;
+    Ok(())
+}
+
+fn server_dies() -> Result<(), String> {
+    cli(Setup { mode: "die", era: "auto" }, &["tools"], "")?
+        .expect_code(3)?
+        .one_error_line("the server exited during start-up (exit status: 7); its stderr ended with: starting the fixture server | cannot open the database: /nonexistent/db")?;
+    Ok(())
+}
+
+fn bad_key_value() -> Result<(), String> {
+    cli(MODERN, &["call", "echo", "text"], "")?
+        .expect_code(2)?
+        .one_error_line("an argument \"text\" is not key=value (nor a JSON object)")?;
+    Ok(())
+}
+
+fn bad_json() -> Result<(), String> {
+    cli(MODERN, &["call", "echo", r#"{"text": hi}"#], "")?
+        .expect_code(2)?
+        .one_error_line(r#"the arguments are not valid JSON: expected value at line 1 column 10: {"text": »hi}"#)?;
+    Ok(())
+}
+
+fn config_file(name: &str, text: &str) -> Result<String, String> {
+    let dir = scratch(name);
+    let file = dir.join("mcp.json");
+    std::fs::write(&file, text).map_err(|e| e.to_string())?;
+    Ok(file.to_string_lossy().into_owned())
+}
+
+fn config_mcp_servers() -> Result<(), String> {
+    let config = serde_json::json!({ "mcpServers": {
+        "everything": { "command": me(), "args": [], "env": { SERVER_ENV: "everything" } },
+        "broken": { "command": "/nonexistent/server" },
+    }});
+    let file = config_file("claude", &config.to_string())?;
+    let args = [
+        "call",
+        "echo",
+        "text=from the config",
+        "--config",
+        &file,
+        "--server",
+        "everything",
+    ]
+    .map(String::from);
+    run(&args, &[], "")?
+        .expect_code(0)?
+        .stdout_is("from the config\n")?;
+    Ok(())
+}
+
+fn config_vs_code() -> Result<(), String> {
+    let text = format!(
+        "{{\n  // VS Code writes comments and trailing commas\n  \"servers\": {{\n    \"fixtures\": {{ \"type\": \"stdio\", \"command\": {:?}, \"env\": {{ \"{SERVER_ENV}\": \"everything\" }}, }},\n  }},\n}}\n",
+        me()
+    );
+    let file = config_file("vscode", &text)?;
+    // The only server needs no --server.
+    let args = ["info", "--config", &file].map(String::from);
+    run(&args, &[], "")?
+        .expect_code(0)?
+        .stdout_has("mcp-stdio-everything")?;
+    Ok(())
+}
+
+fn config_unknown_server() -> Result<(), String> {
+    let config = serde_json::json!({ "mcpServers": { "everything": { "command": me() } } });
+    let file = config_file("unknown", &config.to_string())?;
+    let args = ["tools", "--config", &file, "--server", "everythin"].map(String::from);
+    run(&args, &[], "")?
+        .expect_code(2)?
+        .one_error_line("has no server \"everythin\"; did you mean \"everything\"?")?;
+    Ok(())
+}
+
+fn help_and_version() -> Result<(), String> {
+    run(&["--help".into()], &[], "")?
+        .expect_code(0)?
+        .stdout_has("usage: mcp-stdio [OPTIONS] COMMAND [ARGS] -- SERVER [SERVER ARGS...]")?;
+    run(&["-V".into()], &[], "")?
+        .expect_code(0)?
+        .stdout_is(&format!("mcp-stdio {}\n", env!("CARGO_PKG_VERSION")))?;
+    run(&["tools".into()], &[], "")?
+        .expect_code(2)?
+        .one_error_line("no server: give its command after --")?;
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------
+// Check runner
+// ---------------------------------------------------------------------------
+
+fn run_checks() -> i32 {
+    let selection = Selection::from_args(std::env::args().skip(1));
+    let mut checks: Vec<Ready> = Vec::new();
+    for (era, setup) in [("modern", MODERN), ("legacy", LEGACY)] {
+        for (name, check) in BOTH_ERAS {
+            checks.push((format!("{era}_{name}"), Box::new(move || check(setup))));
+        }
+    }
+    for (name, check) in ONCE {
+        checks.push((name.to_string(), Box::new(check)));
+    }
+    checks.retain(|(name, _)| selection.includes(name));
+    if selection.list {
+        for (name, _) in &checks {
+            println!("{name}: test");
+        }
+        return 0;
+    }
+    // Two at a time: most of a check's time is spent waiting on processes.
+    let (tx, rx) = crossbeam_channel::unbounded();
+    let queue = std::sync::Mutex::new(checks.into_iter());
+    thread::scope(|scope| {
+        for _ in 0..2 {
+            let tx = tx.clone();
+            let queue = &queue;
+            scope.spawn(move || {
+                loop {
+                    let next = queue.lock().unwrap_or_else(|e| e.into_inner()).next();
+                    let Some((name, check)) = next else { return };
+                    let outcome = catch_unwind(AssertUnwindSafe(&check)).unwrap_or_else(|panic| {
+                        Err(format!(
+                            "panicked: {}",
+                            panic
+                                .downcast_ref::<&str>()
+                                .map(|s| s.to_string())
+                                .or_else(|| panic.downcast_ref::<String>().cloned())
+                                .unwrap_or_default()
+                        ))
+                    });
+                    let _ = tx.send((name, outcome));
+                }
+            });
+        }
+        drop(tx);
+    });
+    let (mut passed, mut failed) = (0, 0);
+    let mut results: Vec<(String, Result<(), String>)> = rx.iter().collect();
+    results.sort_by(|a, b| a.0.cmp(&b.0));
+    for (name, outcome) in results {
+        match outcome {
+            Ok(()) => {
+                passed += 1;
+                println!("ok {name}");
+            }
+            Err(reason) => {
+                failed += 1;
+                println!("FAILED {name}: {reason}");
+            }
+        }
+    }
+    println!("{passed} passed, {failed} failed");
+    i32::from(failed > 0)
+}
