@@ -15,6 +15,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+#[cfg(feature = "legacy")]
 use crossbeam_channel::Sender;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -22,6 +23,7 @@ use serde_json::{Map, Value};
 
 use crate::jsonrpc::{ErrorObject, RequestId, encode_notification};
 use crate::server::cancel::CancelToken;
+#[cfg(feature = "legacy")]
 use crate::server::event::Event;
 use crate::server::mrtr::Retry;
 use crate::server::request_meta::RequestMeta;
@@ -41,11 +43,13 @@ use crate::types::{
 pub(crate) enum Sink {
     /// A pooled handler writes its notifications itself, while its gate is
     /// open; a client that reads slowly makes it wait in the write.
-    /// `inbox` and `seq` reach the owner (`Done`, a legacy request's asks).
+    /// `inbox` and `seq` reach the owner with a legacy request's asks.
     Pooled {
         output: Arc<SharedOutput>,
         gate: Gate,
+        #[cfg(feature = "legacy")]
         inbox: Sender<Event>,
+        #[cfg(feature = "legacy")]
         seq: u64,
     },
     Local(Mutex<Vec<Vec<u8>>>),

@@ -36,7 +36,9 @@ use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
+#[cfg(feature = "legacy")]
+use crossbeam_channel::Sender;
+use crossbeam_channel::{Receiver, RecvTimeoutError};
 
 use crate::error::Error;
 use crate::jsonrpc::{ErrorObject, RequestId};
@@ -119,6 +121,7 @@ fn serve(inner: &Arc<Inner>, transport: Transport) -> Result<(), Error> {
         inner: Arc::clone(inner),
         output: Arc::new(SharedOutput::new(writer)),
         key,
+        #[cfg(feature = "legacy")]
         inbox_tx,
         ahead,
         publish_credits,
@@ -150,6 +153,8 @@ struct Owner {
     output: Arc<SharedOutput>,
     /// This connection's key among the server's connections.
     key: u64,
+    /// For a legacy request's asks (its handler's sink).
+    #[cfg(feature = "legacy")]
     inbox_tx: Sender<Event>,
     ahead: Arc<reader::ReadAhead>,
     publish_credits: Receiver<()>,

@@ -135,7 +135,9 @@ impl Owner {
         let sink = Sink::Pooled {
             output: Arc::clone(&self.output),
             gate: Arc::clone(&gate),
+            #[cfg(feature = "legacy")]
             inbox: self.inbox_tx.clone(),
+            #[cfg(feature = "legacy")]
             seq,
         };
         let ctx = RequestContext::new(
