@@ -23,9 +23,9 @@ pub(crate) enum Event {
     Line(Incoming, usize),
     /// The input ended (or failed).
     Eof,
-    /// A pooled request finished; its worker wrote its reply, or dropped
-    /// it when the request was cancelled (see `shared_output`).
-    Done { id: RequestId, seq: u64 },
+    /// Pooled requests finished (see `pool::Finished`): a wake-up, sent
+    /// only while the owner asked for one.
+    Finished,
     /// [`crate::StopHandle::stop`] was called.
     Stop,
     /// A legacy request's handler asks the client for input: write this

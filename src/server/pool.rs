@@ -10,13 +10,14 @@
 //! one, and the number of jobs in it is capped by the owner's own count of
 //! running requests (DESIGN.md: no cycles of bounded channels).
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::Duration;
 
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 
+use crate::jsonrpc::RequestId;
 use crate::server::context::{RequestContext, Sink};
 use crate::server::event::Event;
 use crate::server::reply::Reply;
@@ -24,6 +25,49 @@ use crate::server::work::{Work, run};
 
 /// How long a thread beyond the warm ones waits for work before it exits.
 const IDLE_EXIT: Duration = Duration::from_secs(10);
+
+/// The pooled requests that finished since the owner last looked, by id
+/// and sequence number.
+///
+/// Their replies are written already (see `shared_output`): what the owner
+/// does with them is bookkeeping (its count of running requests, the
+/// cancellation map, starting a request that waits for a slot), and that
+/// can wait for the owner's next wake-up. So a worker wakes the owner
+/// (`Event::Finished`) only while the owner asks for it: when requests
+/// wait for a slot, when it shuts down, when a legacy request is parked.
+/// Otherwise a pooled call costs no wake-up of the owner after its reply.
+#[derive(Default)]
+pub(crate) struct Finished {
+    list: Mutex<Vec<(RequestId, u64)>>,
+    wake: AtomicBool,
+}
+
+impl Finished {
+    /// Records a finished request, and wakes the owner if it asked.
+    fn push(&self, id: RequestId, seq: u64, inbox: &Sender<Event>) {
+        self.list
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push((id, seq));
+        // SeqCst on both sides (here, and in `wake_owner` before the owner
+        // takes the list): either this load sees the owner's request, or
+        // the owner's `take` sees this request.
+        if self.wake.load(Ordering::SeqCst) {
+            // The owner is gone only after shutdown; then nobody wants it.
+            let _ = inbox.send(Event::Finished);
+        }
+    }
+
+    /// Whether workers wake the owner for each finished request.
+    pub fn wake_owner(&self, on: bool) {
+        self.wake.store(on, Ordering::SeqCst);
+    }
+
+    /// The requests finished since the last call.
+    pub fn take(&self) -> Vec<(RequestId, u64)> {
+        std::mem::take(&mut *self.list.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+}
 
 /// One pooled request.
 pub(crate) struct PoolJob {
@@ -36,6 +80,7 @@ pub(crate) struct Pool {
     jobs: Sender<PoolJob>,
     queue: Receiver<PoolJob>,
     inbox: Sender<Event>,
+    finished: Arc<Finished>,
     alive: Arc<AtomicUsize>,
     warm: usize,
     max: usize,
@@ -44,12 +89,13 @@ pub(crate) struct Pool {
 
 impl Pool {
     /// Starts `warm` workers that send their results into `inbox`.
-    pub fn new(warm: usize, max: usize, inbox: Sender<Event>) -> Pool {
+    pub fn new(warm: usize, max: usize, inbox: Sender<Event>, finished: Arc<Finished>) -> Pool {
         let (jobs, queue) = crossbeam_channel::unbounded();
         let mut pool = Pool {
             jobs,
             queue,
             inbox,
+            finished,
             alive: Arc::new(AtomicUsize::new(0)),
             warm: warm.max(1),
             max: max.max(warm).max(1),
@@ -76,12 +122,13 @@ impl Pool {
         self.spawned += 1;
         let queue = self.queue.clone();
         let inbox = self.inbox.clone();
+        let finished = Arc::clone(&self.finished);
         let alive = Arc::clone(&self.alive);
         let warm = self.warm;
         alive.fetch_add(1, Ordering::AcqRel);
         let spawned = thread::Builder::new()
             .name(format!("mcp-worker-{}", self.spawned))
-            .spawn(move || worker(queue, inbox, alive, warm));
+            .spawn(move || worker(queue, inbox, finished, alive, warm));
         if spawned.is_err() {
             // Out of threads: the jobs wait for the workers there are.
             self.alive.fetch_sub(1, Ordering::AcqRel);
@@ -89,18 +136,16 @@ impl Pool {
     }
 }
 
-/// Writes a finished request's reply, unless it was cancelled, and tells
-/// the owner it is done. The gate is closed and the reply written under
-/// the output's lock (see `shared_output`); `Done` goes to the owner after
-/// the lock is released, so the owner is never woken only to wait for it.
+/// Writes a finished request's reply, unless it was cancelled: the gate
+/// is closed and the reply written under the output's lock (see
+/// `shared_output`).
 ///
-/// Flushing: the owner flushes whenever its inbox runs empty, so any
-/// event it has yet to take (this `Done` included) brings a flush after
-/// this write. The worker flushes itself only when the inbox is empty (the
-/// owner is likely asleep, and waiting for it to wake would put a wake-up
-/// back on the reply's path); under load the owner's one flush per burst
-/// serves many replies.
-fn answer(ctx: &RequestContext, seq: u64, reply: Reply, inbox: &Sender<Event>) {
+/// Flushing: the owner flushes whenever its inbox runs empty, so while it
+/// has events to take, its next flush carries this reply. The worker
+/// flushes itself when the inbox is empty (the owner is likely asleep:
+/// waiting for it would put a wake-up back on the reply's path); under
+/// load the owner's one flush per burst serves many replies.
+fn answer(ctx: &RequestContext, reply: Reply, inbox: &Sender<Event>) {
     if let Sink::Pooled { output, gate, .. } = ctx.sink() {
         // Encoded before the lock is taken, so that workers finishing
         // together do not wait on each other's encoding.
@@ -113,19 +158,21 @@ fn answer(ctx: &RequestContext, seq: u64, reply: Reply, inbox: &Sender<Event>) {
             }
         }
     }
-    // The owner is gone only after shutdown; then nobody wants it.
-    let _ = inbox.send(Event::Done {
-        id: ctx.id().clone(),
-        seq,
-    });
 }
 
-fn worker(queue: Receiver<PoolJob>, inbox: Sender<Event>, alive: Arc<AtomicUsize>, warm: usize) {
+fn worker(
+    queue: Receiver<PoolJob>,
+    inbox: Sender<Event>,
+    finished: Arc<Finished>,
+    alive: Arc<AtomicUsize>,
+    warm: usize,
+) {
     loop {
         match queue.recv_timeout(IDLE_EXIT) {
             Ok(PoolJob { ctx, seq, work }) => {
                 let reply = run(work, &ctx);
-                answer(&ctx, seq, reply, &inbox);
+                answer(&ctx, reply, &inbox);
+                finished.push(ctx.id().clone(), seq, &inbox);
             }
             Err(RecvTimeoutError::Timeout) => {
                 let shrunk = alive

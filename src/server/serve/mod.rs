@@ -52,7 +52,7 @@ use crate::server::heap;
 use crate::server::in_flight::{Entry, InFlight};
 #[cfg(feature = "legacy")]
 use crate::server::legacy::LegacySession;
-use crate::server::pool::Pool;
+use crate::server::pool::{Finished, Pool};
 use crate::server::reader;
 use crate::server::shared_output::SharedOutput;
 use crate::server::subscriptions::SubscriptionTable;
@@ -116,7 +116,13 @@ fn serve(inner: &Arc<Inner>, transport: Transport) -> Result<(), Error> {
             .map_err(Error::Io)?;
     }
     // Parked requests (see `Owner::parked`) hold threads of their own.
-    let pool = Pool::new(config.workers, 2 * config.max_running, inbox_tx.clone());
+    let finished = Arc::new(Finished::default());
+    let pool = Pool::new(
+        config.workers,
+        2 * config.max_running,
+        inbox_tx.clone(),
+        Arc::clone(&finished),
+    );
     let mut owner = Owner {
         inner: Arc::clone(inner),
         output: Arc::new(SharedOutput::new(writer)),
@@ -136,6 +142,7 @@ fn serve(inner: &Arc<Inner>, transport: Transport) -> Result<(), Error> {
         waiting: VecDeque::new(),
         running: 0,
         pool,
+        finished,
         next_seq: 0,
         inline_token: CancelToken::new(),
         worked: false,
@@ -179,6 +186,8 @@ struct Owner {
     waiting: VecDeque<Waiting>,
     running: usize,
     pool: Pool,
+    /// Pooled requests that finished, for the owner's bookkeeping.
+    finished: Arc<Finished>,
     next_seq: u64,
     /// Inline handlers run to completion before the owner reads the next
     /// event, so nothing can cancel them: they share one token.
@@ -231,6 +240,19 @@ impl Owner {
         if self.output.failed() {
             return None;
         }
+        // Before sleeping: say whether a finished request must wake us,
+        // then take what finished meanwhile (in that order: see
+        // `Finished::push`).
+        let wake = !self.waiting.is_empty() || deadline.is_some() || self.parked() > 0;
+        self.finished.wake_owner(wake);
+        self.collect_finished();
+        if deadline.is_some() && self.in_flight.is_empty() {
+            return None;
+        }
+        if let Ok(event) = inbox.try_recv() {
+            return Some(event);
+        }
+        self.flush();
         loop {
             return match deadline {
                 Some(at) => inbox.recv_deadline(at).ok(),
@@ -271,14 +293,7 @@ impl Owner {
                 }
                 self.publish(&event);
             }
-            Event::Done { id, seq } => {
-                #[cfg(feature = "legacy")]
-                self.forget_asks_of(seq);
-                self.running -= 1;
-                // Its worker wrote the reply (or dropped it: cancelled).
-                self.in_flight.finish(&id, seq);
-                self.start_waiting();
-            }
+            Event::Finished => self.collect_finished(),
             #[cfg(feature = "legacy")]
             Event::AskClient {
                 id,
@@ -289,6 +304,23 @@ impl Owner {
             #[cfg(feature = "legacy")]
             Event::AskWithdrawn { id } => self.on_ask_withdrawn(id),
         }
+    }
+
+    /// The bookkeeping of pooled requests that finished: their workers
+    /// wrote the replies (or dropped them: cancelled); they leave the
+    /// cancellation map and free their slots for requests waiting.
+    pub(super) fn collect_finished(&mut self) {
+        let finished = self.finished.take();
+        if finished.is_empty() {
+            return;
+        }
+        for (id, seq) in finished {
+            #[cfg(feature = "legacy")]
+            self.forget_asks_of(seq);
+            self.running -= 1;
+            self.in_flight.finish(&id, seq);
+        }
+        self.start_waiting();
     }
 
     /// Requests parked waiting for a legacy client's answers: they hold

@@ -128,6 +128,9 @@ impl Owner {
             self.run_inline(id, job);
             return false;
         }
+        // The running count must be current before it decides between the
+        // pool and the queue (finished requests do not wake the owner).
+        self.collect_finished();
         let seq = self.next_seq;
         self.next_seq += 1;
         let token = CancelToken::new();
