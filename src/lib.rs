@@ -264,7 +264,7 @@
 //!                            │         │ runs protocol methods and inline  │
 //!                            │         │ handlers and writes their output  │
 //!                            │         ▼                                   │
-//!                            └─ Done ◄─ mcp-worker-N: pooled handlers, each with a
+//!                            └ Finished ◄ mcp-worker-N: pooled handlers, each with a
 //!                                       RequestContext (cancel token, progress, log);
 //!                                       a worker writes its own request's messages
 //!

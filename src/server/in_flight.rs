@@ -38,10 +38,10 @@ impl InFlight {
     }
 
     /// Whether `id` belongs to a request still in flight. A request whose
-    /// reply is written (its gate closed) but whose `Done` the owner has
-    /// not taken yet is over: the client may have read the reply and
-    /// reused the id already, so its entry goes now (its `Done`, with the
-    /// old sequence number, then finds nothing).
+    /// reply is written (its gate closed) but whose end the owner has not
+    /// collected yet (`pool::Finished`) is over: the client may have read
+    /// the reply and reused the id already, so its entry goes now (its
+    /// end, with the old sequence number, then finds nothing).
     pub fn is_busy(&mut self, id: &RequestId) -> bool {
         match self.map.get(id) {
             None => false,

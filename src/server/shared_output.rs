@@ -17,7 +17,7 @@
 //! - a client that reuses an id the moment its reply arrives is never
 //!   refused as "already in use": the gate is closed before the reply is
 //!   written, and the owner takes a closed gate for a finished request
-//!   even before the worker's `Done` reaches it (`InFlight::is_busy`).
+//!   even before it collects the worker's end (`InFlight::is_busy`).
 //!
 //! The owner still writes everything else (inline replies, errors,
 //! acknowledgments, subscription notifications), under the same lock.

@@ -4,7 +4,7 @@
 //! ```text
 //! input ──► mcp-reader ──► inbox ──► owner ──────────────► output (8 KiB buffer, one lock)
 //!                            ▲ ▲       │ pooled jobs            ▲
-//!                            │ └─ Done ┴──► mcp-worker-N ───────┘ its reply, its notifications
+//!                            │ └ Finished ┴► mcp-worker-N ──────┘ its reply, its notifications
 //!                            └─ Publish ◄── Notifier (any thread)
 //! ```
 //!
