@@ -106,6 +106,10 @@ pub(crate) struct Tasks {
     pub config: TaskConfig,
     live: Mutex<HashMap<String, Live>>,
     connections: Arc<Connections>,
+    /// Held from a status change in the store until it is published, so
+    /// that status notifications go out in the order of the changes (a
+    /// `cancelled` never overtaken by the `input_required` before it).
+    order: Mutex<()>,
 }
 
 /// What `-32021` says a request needs for the task methods.
@@ -133,7 +137,13 @@ impl Tasks {
             config,
             live: Mutex::new(HashMap::new()),
             connections,
+            order: Mutex::new(()),
         }
+    }
+
+    /// Taken around each status change and its publication.
+    pub fn ordered(&self) -> std::sync::MutexGuard<'_, ()> {
+        self.order.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     fn live(&self) -> std::sync::MutexGuard<'_, HashMap<String, Live>> {
@@ -214,6 +224,7 @@ impl Tasks {
     /// `inputRequests` now (the task resumes once none is left) and go to
     /// the worker; any other key is ignored.
     pub fn update(&self, task_id: &str, responses: InputResponses) -> Result<(), ErrorObject> {
+        let order = self.ordered();
         let mut accepted = InputResponses::new();
         let mut resumed = false;
         let after = self.store.update(task_id, &mut |stored| {
@@ -240,13 +251,16 @@ impl Tasks {
         let Some(after) = after else {
             return Err(unknown_task(task_id));
         };
+        // Published before the worker gets the answers: its own next
+        // change (say, `completed`) can then only come after this one.
+        if resumed {
+            self.publish(&after.task);
+        }
+        drop(order);
         if !accepted.is_empty()
             && let Some(live) = self.live().get(task_id)
         {
             let _ = live.signals.send(Signal::Answers(accepted));
-        }
-        if resumed {
-            self.publish(&after.task);
         }
         Ok(())
     }
@@ -254,6 +268,7 @@ impl Tasks {
     /// `tasks/cancel`: a task that has not finished is `cancelled` now and
     /// its worker told to stop; a finished one is left as it is.
     pub fn cancel(&self, task_id: &str) -> Result<(), ErrorObject> {
+        let order = self.ordered();
         let mut changed = false;
         let after = self.store.update(task_id, &mut |stored| {
             changed = !stored.task.task.status.is_terminal();
@@ -266,12 +281,13 @@ impl Tasks {
         let Some(after) = after else {
             return Err(unknown_task(task_id));
         };
+        if changed {
+            self.publish(&after.task);
+        }
+        drop(order);
         if let Some(live) = self.live().get(task_id) {
             live.token.cancel();
             let _ = live.signals.send(Signal::Stop);
-        }
-        if changed {
-            self.publish(&after.task);
         }
         Ok(())
     }
@@ -280,6 +296,7 @@ impl Tasks {
     /// already (cancelled). The worker is no longer live after it.
     pub fn finish(&self, task_id: &str, outcome: Result<Value, ErrorObject>) {
         let outcome = outcome.and_then(|result| self.bounded(result));
+        let _order = self.ordered();
         let mut changed = false;
         let after = self.store.update(task_id, &mut |stored| {
             changed = !stored.task.task.status.is_terminal();

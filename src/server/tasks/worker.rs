@@ -101,6 +101,7 @@ impl TaskLink {
                 on_wire.insert(wire, request);
             }
         }
+        let order = self.tasks.ordered();
         let shown = self.tasks.transition(&self.task_id, &mut |task| {
             task.input_requests = Some(on_wire.clone());
             set_status(task, TaskStatus::InputRequired, None);
@@ -109,6 +110,7 @@ impl TaskLink {
             return Err(stopped());
         };
         self.tasks.publish(&shown);
+        drop(order);
         let mut answers = InputResponses::new();
         while !outstanding.is_empty() {
             let wait = match self.expires {
