@@ -704,13 +704,13 @@ fn tasks_expire_after_their_ttl() {
             TaskMode::Required,
             |_ctx, _args: Value| Ok(CallToolResult::text("quick")),
         )
-        .task_ttl(Some(Duration::from_millis(400)))
+        .task_ttl(Some(Duration::from_millis(1_000)))
         .build();
     let mut peer = Peer::start(&server);
     let id = start(&mut peer, "quick", json!({}));
     let done = poll(&mut peer, &id, &["completed"]);
-    assert_eq!(done["ttlMs"], 400);
-    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(done["ttlMs"], 1_000);
+    std::thread::sleep(Duration::from_millis(1_100));
     let resp = reply(
         &mut peer,
         &task_request("tasks/get", json!({ "taskId": id })),
