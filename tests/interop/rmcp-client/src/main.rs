@@ -20,7 +20,12 @@ fn cpu_us() -> f64 {
     let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
     let rest = stat.rsplit_once(") ").map_or("", |(_, r)| r);
     let fields: Vec<&str> = rest.split_whitespace().collect();
-    let ticks = |i: usize| fields.get(i).and_then(|f| f.parse::<f64>().ok()).unwrap_or(0.0);
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|f| f.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
     (ticks(11) + ticks(12)) * 1e6 / 100.0
 }
 
@@ -40,7 +45,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         return Err("usage: rmcp-client-bench <server command...>".into());
     }
     let quick = std::env::var_os("CLIENTBENCH_QUICK").is_some();
-    let (warmup, sequential, throughput) = if quick { (10, 50, 640) } else { (1_000, 5_000, 20_000) };
+    let (warmup, sequential, throughput) = if quick {
+        (10, 50, 640)
+    } else {
+        (1_000, 5_000, 20_000)
+    };
     let mut command = tokio::process::Command::new(&server[0]);
     command.args(&server[1..]);
     let lifecycle = ClientLifecycleMode::Discover {
@@ -96,7 +105,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 }
 
 /// One `echo` call, its reply's text checked.
-async fn call(peer: &Peer<RoleClient>, n: usize) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+async fn call(
+    peer: &Peer<RoleClient>,
+    n: usize,
+) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     let mut args = Map::new();
     args.insert("text".into(), Value::String(text(n)));
     let result = peer
