@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
-use super::link::Link;
+use super::link::{Link, ServerInput};
 use super::wire::{Wire, WireDirection};
 use super::{Client, EraPolicy, Spawned, input, notes, process};
 use crate::error::Error;
@@ -167,8 +167,9 @@ impl ClientBuilder {
     /// For watching the protocol (the era probe, `_meta`, acknowledgments,
     /// cancellation) or recording a transcript.
     ///
-    /// The hook runs on the connection's writer thread just before a line
-    /// is written, and on its reader thread just after a line is read, so
+    /// The hook runs just before a line is written (on the connection's
+    /// writer thread, or on the caller's when it writes its own line), and
+    /// on its reader thread just after a line is read, so
     /// a request always shows before its reply; keep it short, as it holds
     /// up that thread. A line longer than
     /// [`max_line_bytes`](ClientBuilder::max_line_bytes) is never held in
@@ -321,7 +322,7 @@ impl ClientBuilder {
         let spawned = process::spawn(&mut command, Arc::clone(&self.stderr))?;
         let link = Link::start(
             Box::new(std::io::BufReader::new(spawned.stdout)),
-            Box::new(spawned.stdin),
+            ServerInput::pipe(spawned.stdin),
             self.max_line_bytes,
             self.notes.clone(),
             self.wire.clone(),
@@ -340,7 +341,7 @@ impl ClientBuilder {
         let (reader, writer) = transport.into_parts();
         let link = Link::start(
             reader,
-            writer,
+            ServerInput::stream(writer),
             self.max_line_bytes,
             self.notes.clone(),
             self.wire.clone(),

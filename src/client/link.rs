@@ -3,6 +3,7 @@
 //!
 //! ```text
 //! caller threads ──► writer channel ──► mcp-client-writer ──► server input
+//!        └───── (a spawned server's pipe, when the write cannot block) ─┘
 //! server output ──► mcp-client-reader ──► response        → pending[id]
 //!                                       ──► subscriptionId  → subscriptions[id]
 //!                                       ──► progress token  → pending[request of that token]
@@ -12,13 +13,14 @@
 //!
 //! Callers never block on the server's input: lines go through an unbounded
 //! channel to the writer thread, so a timeout or a cancellation always
-//! fires. Everything the reader routes to a request or a subscription is
+//! fires; a caller writes its own line only to a spawned server's pipe in
+//! non-blocking mode, when nothing is queued (`input`). Everything the reader routes to a request or a subscription is
 //! sent over channels, and their callbacks run on the caller's thread; only
 //! the client-level hooks (`ClientBuilder::trace`, `on_log`) run on the
 //! reader. What the reader does with each line is in `route`.
 
 use std::collections::HashMap;
-use std::io::{BufRead, Write};
+use std::io::BufRead;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread;
@@ -31,7 +33,7 @@ use crate::client::input::InputHandlers;
 use crate::client::notes::Notes;
 #[cfg(feature = "legacy")]
 use crate::client::server_requests;
-use crate::client::wire::{Wire, WireDirection};
+use crate::client::wire::Wire;
 use crate::error::Error;
 use crate::jsonrpc::RequestId;
 #[cfg(feature = "legacy")]
@@ -40,7 +42,10 @@ use crate::sync::lock;
 use crate::types::{
     LoggingMessageNotificationParams, ProgressNotificationParams, SubscriptionFilter,
 };
+pub(crate) use input::ServerInput;
+use input::{Input, Queued};
 
+mod input;
 mod route;
 
 #[cfg(feature = "legacy")]
@@ -89,8 +94,10 @@ struct Pending {
 
 /// A live connection.
 pub(crate) struct Link {
-    /// `None` once the input was closed.
-    writer: Mutex<Option<Sender<Vec<u8>>>>,
+    /// The writer thread's queue; `None` once the input was closed.
+    writer: Mutex<Option<Sender<Queued>>>,
+    /// The server's input, shared with the writer thread.
+    input: Arc<Input>,
     pending: Mutex<HashMap<RequestId, Pending>>,
     subscriptions: Mutex<HashMap<RequestId, Sender<SubscriptionDelivery>>>,
     /// The subscriptions emulated on a legacy server, which get untagged
@@ -107,8 +114,8 @@ pub(crate) struct Link {
     on_death: Mutex<Option<Box<dyn FnOnce() + Send>>>,
     next_id: AtomicU64,
     notes: Notes,
-    /// Sees every line read (`ClientBuilder::wire`); the writer thread
-    /// holds its own clone for the lines written.
+    /// Sees every line read (`ClientBuilder::wire`); `input` holds its own
+    /// clone for the lines written.
     wire: Wire,
 }
 
@@ -116,14 +123,16 @@ impl Link {
     /// Starts the reader and writer threads over a byte-stream pair.
     pub fn start(
         reader: Box<dyn BufRead + Send>,
-        writer: Box<dyn Write + Send>,
+        writer: ServerInput,
         max_line: usize,
         notes: Notes,
         wire: Wire,
     ) -> std::io::Result<Arc<Link>> {
-        let (tx, rx) = crossbeam_channel::unbounded::<Vec<u8>>();
+        let (tx, rx) = crossbeam_channel::unbounded::<Queued>();
+        let input = Input::new(writer, wire.clone());
         let link = Arc::new(Link {
             writer: Mutex::new(Some(tx)),
+            input: Arc::clone(&input),
             pending: Mutex::new(HashMap::new()),
             subscriptions: Mutex::new(HashMap::new()),
             #[cfg(feature = "legacy")]
@@ -138,7 +147,7 @@ impl Link {
         });
         thread::Builder::new()
             .name("mcp-client-writer".into())
-            .spawn(move || write_loop(writer, rx, wire))?;
+            .spawn(move || input.write_loop(rx))?;
         let reading = Arc::clone(&link);
         thread::Builder::new()
             .name("mcp-client-reader".into())
@@ -157,13 +166,18 @@ impl Link {
         self.alive.load(Ordering::Acquire)
     }
 
-    /// Queues one line for the server. Fails only when the connection is
-    /// gone.
-    pub fn send(&self, line: Vec<u8>) -> bool {
-        self.is_alive()
-            && lock(&self.writer)
-                .as_ref()
-                .is_some_and(|w| w.send(line).is_ok())
+    /// Sends one line to the server: written by the caller when that
+    /// cannot block, queued for the writer thread otherwise (see
+    /// `input`). Fails only when the connection is gone.
+    pub fn send(&self, mut line: Vec<u8>) -> bool {
+        if !self.is_alive() {
+            return false;
+        }
+        line.push(b'\n');
+        let writer = lock(&self.writer);
+        writer
+            .as_ref()
+            .is_some_and(|queue| self.input.send(line, queue))
     }
 
     /// Closes the server's input once everything queued is written: the
@@ -316,38 +330,4 @@ impl Link {
     pub fn on_death(&self, callback: Box<dyn FnOnce() + Send>) {
         *lock(&self.on_death) = Some(callback);
     }
-}
-
-/// The writer thread: writes every queued line to the server's input
-/// until the input is closed or a write fails; the wire hook sees each
-/// line just before it is written.
-fn write_loop(mut writer: Box<dyn Write + Send>, lines: Receiver<Vec<u8>>, wire: Wire) {
-    let write = |writer: &mut Box<dyn Write + Send>, line: &[u8]| {
-        if let Some(wire) = &wire {
-            wire(WireDirection::Sent, line);
-        }
-        write_line(writer, line)
-    };
-    while let Ok(line) = lines.recv() {
-        let mut ok = write(&mut writer, &line);
-        // Write what is queued, then flush once.
-        while ok {
-            match lines.try_recv() {
-                Ok(line) => ok = write(&mut writer, &line),
-                Err(_) => break,
-            }
-        }
-        if !ok || writer.flush().is_err() {
-            return;
-        }
-    }
-    // Every sender is gone: dropping the writer closes the server's input.
-}
-
-/// Writes one line and its newline; `false` if the server's input is gone.
-fn write_line(writer: &mut impl Write, line: &[u8]) -> bool {
-    writer
-        .write_all(line)
-        .and_then(|()| writer.write_all(b"\n"))
-        .is_ok()
 }

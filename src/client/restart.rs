@@ -12,7 +12,7 @@ use std::time::Duration;
 
 #[cfg(feature = "legacy")]
 use crate::client::legacy_listen;
-use crate::client::link::{Link, SubscriptionDelivery};
+use crate::client::link::{Link, ServerInput, SubscriptionDelivery};
 use crate::client::shared::{ClientInner, stamp_for};
 use crate::client::{era, process};
 use crate::jsonrpc::encode_request;
@@ -121,7 +121,7 @@ fn start_again(inner: &Arc<ClientInner>) -> Result<(), crate::Error> {
     let spawned = process::spawn(&mut lock(command), Arc::clone(&inner.options.stderr))?;
     let link = Link::start(
         Box::new(std::io::BufReader::new(spawned.stdout)),
-        Box::new(spawned.stdin),
+        ServerInput::pipe(spawned.stdin),
         inner.options.max_line_bytes,
         inner.options.notes.clone(),
         inner.options.wire.clone(),

@@ -3,8 +3,9 @@
 //! reads from it, to a hook, in the order they cross the pipes.
 //!
 //! For people who want to see the protocol (a `--wire` flag, a debugging
-//! log, a test that records a transcript). The hook is called by the link's
-//! writer thread just before a line is written, and by its reader thread
+//! log, a test that records a transcript). The hook is called just before a
+//! line is written (by the link's writer thread, or by a caller writing its
+//! own line, under the input's lock: in the order of the bytes), and by its reader thread
 //! just after a line is read, so a request always shows before its reply.
 //! Unset, it costs one `Option` check per line.
 

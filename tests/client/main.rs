@@ -97,6 +97,7 @@ fn run_server(mode: &str) -> ! {
         // leaves SIGTERM ignored (see `close_escalates_to_sigkill`).
         "ignores-eof" | "ignores-sigterm" => fake_ignores_eof(),
         "bad-output" => fake_bad_output(),
+        "stops-reading" => fake_stops_reading(),
         "late-reply" => fake_late_reply(),
         "huge-replies" => bad_replies::fake_huge_replies(),
         "malformed-replies" => bad_replies::fake_malformed_replies(),
@@ -527,6 +528,22 @@ fn fake_ignores_eof() -> ! {
     }
 }
 
+/// `stops-reading`: answers `server/discover`, then never reads its input
+/// again (and never exits on its own).
+fn fake_stops_reading() -> ! {
+    let mut line = String::new();
+    let _ = std::io::stdin().lock().read_line(&mut line);
+    let msg: Value = serde_json::from_str(&line).unwrap_or(Value::Null);
+    let mut out = std::io::stdout().lock();
+    send(
+        &mut out,
+        &reply(&msg["id"], fake_discover("stops-reading", "stops reading")),
+    );
+    loop {
+        thread::sleep(Duration::from_secs(3600));
+    }
+}
+
 /// `bad-output`: answers `server/discover` (after a decoy answer whose id
 /// is the request's id as a string); on `tools/call` of `junk` writes
 /// every kind of bad line, then the real reply; answers `echo` plainly.
@@ -712,6 +729,10 @@ fn fake_late_reply() -> ! {
 type Check = fn() -> Result<String, String>;
 
 const CHECKS: &[(&str, Check)] = &[
+    (
+        "a_server_that_stops_reading_never_blocks_a_caller",
+        a_server_that_stops_reading_never_blocks_a_caller,
+    ),
     // 1. The real fixture server.
     (
         "everything_era_and_discover_result",
@@ -1112,6 +1133,34 @@ fn spawn_everything() -> Result<Client, String> {
     builder()
         .spawn(server_command("everything", None))
         .map_err(|e| format!("spawning the everything server failed: {e}"))
+}
+
+/// A caller may write its own line to a spawned server's input (when that
+/// cannot block): a server that stops reading, once its pipe is full,
+/// still lets every call time out on time, and the lines wait for the
+/// writer thread instead.
+fn a_server_that_stops_reading_never_blocks_a_caller() -> Result<String, String> {
+    let client = builder()
+        .close_grace(Duration::from_millis(200))
+        .spawn(server_command("stops-reading", None))
+        .map_err(|e| format!("spawn: {e}"))?;
+    let big = "x".repeat(256 * 1024);
+    let options = || RequestOptions::new().timeout(Duration::from_millis(300));
+    for n in 0..3 {
+        let started = Instant::now();
+        let res = client.call_tool_with("echo", json!({ "text": big }), options());
+        ensure!(
+            matches!(res, Err(Error::Timeout)),
+            "call {n}: expected a timeout, got {res:?}"
+        );
+        ensure!(
+            started.elapsed() < Duration::from_secs(3),
+            "call {n} took {:?}: a caller blocked on the full pipe",
+            started.elapsed()
+        );
+    }
+    let _ = client.close();
+    Ok(String::new())
 }
 
 /// Closes the client and requires a clean exit of the server.

@@ -1,0 +1,232 @@
+//! The server's input, shared by the link's writer thread and the callers.
+//!
+//! A caller never blocks on the server's input (a timeout or a
+//! cancellation must always fire), so lines normally go through a channel
+//! to the writer thread. That hand-off costs a thread wake-up on every
+//! call (BENCHMARKS.md, "The client benchmark"). When the input is a pipe
+//! in non-blocking mode (a spawned server, on Unix), a caller writes its
+//! own line instead, if nothing is queued and nobody is writing: a write
+//! that cannot go through at once (the server is not reading) leaves the
+//! rest to the writer thread, which waits for the pipe. Lines keep their
+//! order: a caller writes directly only while no line is queued or being
+//! written, checked under the input's lock.
+
+use std::io::{self, Write};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+#[cfg(unix)]
+use std::os::fd::{AsFd, OwnedFd};
+
+use crossbeam_channel::{Receiver, Sender};
+
+use crate::client::wire::{Wire, WireDirection};
+use crate::sync::lock;
+
+/// A line for the writer thread, its newline included.
+pub(crate) struct Queued {
+    bytes: Vec<u8>,
+    /// The wire hook saw it already (a caller wrote its start).
+    traced: bool,
+}
+
+/// The server's input as a link starts with it: any writer, or a spawned
+/// server's stdin pipe, which callers may write to directly.
+pub(crate) struct ServerInput {
+    writer: Box<dyn Write + Send>,
+    #[cfg(unix)]
+    nonblocking: Option<OwnedFd>,
+}
+
+impl ServerInput {
+    /// Any byte stream: every line goes through the writer thread.
+    pub fn stream(writer: Box<dyn Write + Send>) -> ServerInput {
+        ServerInput {
+            writer,
+            #[cfg(unix)]
+            nonblocking: None,
+        }
+    }
+
+    /// A spawned server's stdin. On Unix the pipe is switched to
+    /// non-blocking mode, so that a caller can write its own line without
+    /// ever blocking; if that fails, it is used like any stream.
+    pub fn pipe(stdin: std::process::ChildStdin) -> ServerInput {
+        #[cfg(unix)]
+        {
+            use nix::fcntl::{FcntlArg, OFlag, fcntl};
+            let nonblocking = stdin.as_fd().try_clone_to_owned().ok().filter(|fd| {
+                let flags = fcntl(fd, FcntlArg::F_GETFL).map(OFlag::from_bits_truncate);
+                flags.is_ok_and(|flags| {
+                    fcntl(fd, FcntlArg::F_SETFL(flags | OFlag::O_NONBLOCK)).is_ok()
+                })
+            });
+            ServerInput {
+                writer: Box::new(stdin),
+                nonblocking,
+            }
+        }
+        #[cfg(not(unix))]
+        ServerInput::stream(Box::new(stdin))
+    }
+}
+
+/// The server's input.
+pub(crate) struct Input {
+    /// `None` once closed.
+    stream: Mutex<Option<Stream>>,
+    /// Lines queued for the writer thread and not yet written.
+    queued: AtomicUsize,
+    wire: Wire,
+}
+
+struct Stream {
+    writer: Box<dyn Write + Send>,
+    /// A duplicate of the writer's descriptor, a pipe in non-blocking
+    /// mode: callers may write to it directly.
+    #[cfg(unix)]
+    nonblocking: Option<OwnedFd>,
+}
+
+impl Input {
+    pub fn new(input: ServerInput, wire: Wire) -> Arc<Input> {
+        Arc::new(Input {
+            stream: Mutex::new(Some(Stream {
+                writer: input.writer,
+                #[cfg(unix)]
+                nonblocking: input.nonblocking,
+            })),
+            queued: AtomicUsize::new(0),
+            wire,
+        })
+    }
+
+    fn trace(&self, line: &[u8]) {
+        if let Some(wire) = &self.wire {
+            wire(
+                WireDirection::Sent,
+                line.strip_suffix(b"\n").unwrap_or(line),
+            );
+        }
+    }
+
+    /// Sends one line (its newline included): written at once when that
+    /// cannot block, otherwise queued for the writer thread. `false`: the
+    /// input is gone.
+    pub fn send(&self, line: Vec<u8>, queue: &Sender<Queued>) -> bool {
+        #[cfg(unix)]
+        if self.queued.load(Ordering::SeqCst) == 0
+            && let Ok(mut stream) = self.stream.try_lock()
+            && let Some(Stream {
+                nonblocking: Some(fd),
+                ..
+            }) = stream.as_mut()
+            && self.queued.load(Ordering::SeqCst) == 0
+        {
+            self.trace(&line);
+            return match write_some(fd, &line) {
+                Ok(n) if n == line.len() => true,
+                Ok(n) => {
+                    // The rest waits for the pipe, on the writer thread;
+                    // queued before the lock is released, so that nothing
+                    // overtakes it.
+                    self.queued.fetch_add(1, Ordering::SeqCst);
+                    queue
+                        .send(Queued {
+                            bytes: line[n..].to_vec(),
+                            traced: true,
+                        })
+                        .is_ok()
+                }
+                Err(_) => false,
+            };
+        }
+        self.queued.fetch_add(1, Ordering::SeqCst);
+        queue
+            .send(Queued {
+                bytes: line,
+                traced: false,
+            })
+            .is_ok()
+    }
+
+    /// The writer thread: writes what is queued, flushing once the queue
+    /// is empty, and closes the input when every sender is gone or a
+    /// write fails.
+    pub fn write_loop(&self, lines: Receiver<Queued>) {
+        while let Ok(first) = lines.recv() {
+            let mut stream = lock(&self.stream);
+            let Some(out) = stream.as_mut() else {
+                return;
+            };
+            let mut next = Some(first);
+            let mut ok = true;
+            while let Some(line) = next {
+                if !line.traced {
+                    self.trace(&line.bytes);
+                }
+                ok = out.write_waiting(&line.bytes).is_ok();
+                self.queued.fetch_sub(1, Ordering::SeqCst);
+                if !ok {
+                    break;
+                }
+                next = lines.try_recv().ok();
+            }
+            if !ok || out.writer.flush().is_err() {
+                // Closed: callers' lines fail from here on.
+                stream.take();
+                return;
+            }
+        }
+        // Every sender is gone: closing the stream closes the server's input.
+        lock(&self.stream).take();
+    }
+}
+
+impl Stream {
+    /// Writes all of `bytes`, waiting for a non-blocking pipe to drain.
+    fn write_waiting(&mut self, bytes: &[u8]) -> io::Result<()> {
+        #[cfg(unix)]
+        if let Some(fd) = &self.nonblocking {
+            let mut rest = bytes;
+            while !rest.is_empty() {
+                // 0: the pipe is full (see `write_some`).
+                let n = write_some(fd, rest)?;
+                rest = &rest[n..];
+                if !rest.is_empty() {
+                    wait_writable(fd)?;
+                }
+            }
+            return Ok(());
+        }
+        self.writer.write_all(bytes)
+    }
+}
+
+/// Writes what the pipe takes now: the count, possibly short (0 when the
+/// pipe is full).
+#[cfg(unix)]
+fn write_some(fd: &OwnedFd, bytes: &[u8]) -> io::Result<usize> {
+    loop {
+        match nix::unistd::write(fd, bytes) {
+            Ok(n) => return Ok(n),
+            Err(nix::errno::Errno::EAGAIN) => return Ok(0),
+            Err(nix::errno::Errno::EINTR) => continue,
+            Err(e) => return Err(io::Error::from(e)),
+        }
+    }
+}
+
+/// Blocks until the pipe can take more.
+#[cfg(unix)]
+fn wait_writable(fd: &OwnedFd) -> io::Result<()> {
+    use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+    let mut fds = [PollFd::new(fd.as_fd(), PollFlags::POLLOUT)];
+    loop {
+        match poll(&mut fds, PollTimeout::NONE) {
+            Ok(_) => return Ok(()),
+            Err(nix::errno::Errno::EINTR) => continue,
+            Err(e) => return Err(io::Error::from(e)),
+        }
+    }
+}
