@@ -82,6 +82,7 @@ impl Connections {
 
     /// Sends a published change to every connection.
     pub fn publish(&self, event: ServerEvent) {
+        published::mark();
         for connection in self.snapshot() {
             if inline::capture(connection.key, &event) {
                 // Published by an inline handler of this very connection:
@@ -155,5 +156,27 @@ pub(crate) mod inline {
             }
             _ => false,
         })
+    }
+}
+
+/// Whether this thread published an event: a pool worker asks after each
+/// handler, so that what a pooled handler published reaches the client
+/// before its reply (the worker then hands the reply to the owner, which
+/// writes it after the published events, in inbox order).
+pub(crate) mod published {
+    use std::cell::Cell;
+
+    thread_local! {
+        static PUBLISHED: Cell<bool> = const { Cell::new(false) };
+    }
+
+    /// Notes that this thread published an event.
+    pub fn mark() {
+        PUBLISHED.with(|p| p.set(true));
+    }
+
+    /// Whether this thread published an event since the last call.
+    pub fn take() -> bool {
+        PUBLISHED.with(|p| p.replace(false))
     }
 }

@@ -26,6 +26,14 @@ pub(crate) enum Event {
     /// Pooled requests finished (see `pool::Finished`): a wake-up, sent
     /// only while the owner asked for one.
     Finished,
+    /// A pooled request finished with this reply, for the owner to write:
+    /// its handler published events, which must reach the client first
+    /// (they are in the inbox ahead of this).
+    Reply {
+        id: RequestId,
+        seq: u64,
+        line: Vec<u8>,
+    },
     /// [`crate::StopHandle::stop`] was called.
     Stop,
     /// A legacy request's handler asks the client for input: write this

@@ -76,6 +76,15 @@ impl InFlight {
         }
     }
 
+    /// The gate of request `id` with sequence `seq`, if it is still the
+    /// one in flight under that id.
+    pub fn gate_of(&self, id: &RequestId, seq: u64) -> Option<Gate> {
+        self.map
+            .get(id)
+            .filter(|e| e.seq == seq)
+            .map(|e| std::sync::Arc::clone(&e.gate))
+    }
+
     /// A waiting request is about to start: marks it running, or says it
     /// was cancelled meanwhile.
     pub fn start(&mut self, id: &RequestId, seq: u64) -> bool {

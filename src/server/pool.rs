@@ -18,6 +18,7 @@ use std::time::Duration;
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 
 use crate::jsonrpc::RequestId;
+use crate::server::connections::published;
 use crate::server::context::{RequestContext, Sink};
 use crate::server::event::Event;
 use crate::server::reply::Reply;
@@ -170,9 +171,18 @@ fn worker(
     loop {
         match queue.recv_timeout(IDLE_EXIT) {
             Ok(PoolJob { ctx, seq, work }) => {
+                published::take();
                 let reply = run(work, &ctx);
-                answer(&ctx, reply, &inbox);
-                finished.push(ctx.id().clone(), seq, &inbox);
+                if published::take() {
+                    // What it published goes out first: the owner writes
+                    // the reply after the events, in inbox order.
+                    let id = ctx.id().clone();
+                    let line = reply.into_line();
+                    let _ = inbox.send(Event::Reply { id, seq, line });
+                } else {
+                    answer(&ctx, reply, &inbox);
+                    finished.push(ctx.id().clone(), seq, &inbox);
+                }
             }
             Err(RecvTimeoutError::Timeout) => {
                 let shrunk = alive

@@ -20,7 +20,11 @@
 //!   even before it collects the worker's end (`InFlight::is_busy`).
 //!
 //! The owner still writes everything else (inline replies, errors,
-//! acknowledgments, subscription notifications), under the same lock.
+//! acknowledgments, subscription notifications), under the same lock. And
+//! a pooled handler that published events (a tool that announces a change)
+//! hands its reply back to the owner (`Event::Reply`): the events are in
+//! the owner's inbox ahead of it, so they reach the client before the
+//! reply, as an inline handler's do.
 
 use std::io::{self, BufWriter, Write};
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -1621,3 +1621,39 @@ fn a_publisher_waits_once_a_connection_has_a_thousand_events_in_hand() {
     barrier(&mut peer, "b");
     peer.finish_quietly();
 }
+
+// A pooled handler's reply is written by its worker (see
+// `shared_output`), except when the handler published events: then the
+// owner writes the reply after them, so what a tool published reaches the
+// client before the tool's answer, as it does for an inline tool.
+#[test]
+fn what_a_pooled_tool_publishes_arrives_before_its_reply() {
+    let server = Server::builder("publisher", "1.0.0")
+        .tool(
+            mcp_stdio::types::Tool::new("publish", "Announces a tool list change."),
+            |ctx, _: Value| {
+                ctx.notifier().tools_list_changed();
+                Ok(mcp_stdio::types::CallToolResult::text("published"))
+            },
+        )
+        .build();
+    let mut peer = Peer::start(&server);
+    open(
+        &mut peer,
+        "L",
+        json!({ "toolsListChanged": true }),
+        json!({ "toolsListChanged": true }),
+    );
+    for n in 0..50 {
+        peer.send(&call(n, "publish", json!({})));
+        let first = peer.recv();
+        assert_eq!(
+            first["method"], "notifications/tools/list_changed",
+            "round {n}: {first}"
+        );
+        let second = peer.recv();
+        assert_eq!(second["id"], n, "round {n}: {second}");
+    }
+    peer.send(&cancel("L"));
+    peer.finish_quietly();
+}

@@ -294,6 +294,19 @@ impl Owner {
                 self.publish(&event);
             }
             Event::Finished => self.collect_finished(),
+            Event::Reply { id, seq, line } => {
+                #[cfg(feature = "legacy")]
+                self.forget_asks_of(seq);
+                self.running -= 1;
+                if let Some(gate) = self.in_flight.gate_of(&id, seq) {
+                    let mut locked = self.output.lock();
+                    if locked.close_gate(&gate) {
+                        locked.write(&line);
+                    }
+                }
+                self.in_flight.finish(&id, seq);
+                self.start_waiting();
+            }
             #[cfg(feature = "legacy")]
             Event::AskClient {
                 id,
