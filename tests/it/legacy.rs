@@ -17,7 +17,7 @@ use std::time::Duration;
 use mcp_stdio::{Outcome, Server};
 use serde_json::{Value, json};
 
-use crate::support::{Peer, call, cancel, error, request, text_result};
+use crate::support::{Peer, call, cancel, error, keys, request, text_result};
 
 const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
 const PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
@@ -323,17 +323,6 @@ fn names(resp: &Value) -> Vec<&str> {
         .iter()
         .map(|t| t["name"].as_str().unwrap())
         .collect()
-}
-
-fn keys(value: &Value) -> Vec<&str> {
-    let mut keys: Vec<&str> = value
-        .as_object()
-        .unwrap_or_else(|| panic!("not an object: {value}"))
-        .keys()
-        .map(String::as_str)
-        .collect();
-    keys.sort_unstable();
-    keys
 }
 
 /// A `-32602` error for `id` whose message names `detail` (serde's

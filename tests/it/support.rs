@@ -173,6 +173,18 @@ impl Peer {
     }
 }
 
+/// The keys of a JSON object, sorted.
+pub fn keys(value: &Value) -> Vec<&str> {
+    let mut keys: Vec<&str> = value
+        .as_object()
+        .unwrap_or_else(|| panic!("not an object: {value}"))
+        .keys()
+        .map(String::as_str)
+        .collect();
+    keys.sort_unstable();
+    keys
+}
+
 /// An error response.
 pub fn error(id: impl Into<Value>, code: i64, message: &str) -> Value {
     json!({ "jsonrpc": "2.0", "id": id.into(), "error": { "code": code, "message": message } })

@@ -13,7 +13,7 @@ use mcp_stdio::types::{
 use mcp_stdio::{ErrorObject, MemoryTaskStore, Server, StoredTask, TaskMode, TaskStore};
 use serde_json::{Value, json};
 
-use crate::support::{Peer, WAIT, meta, request};
+use crate::support::{Peer, WAIT, keys, meta, request};
 
 pub(crate) const EXT: &str = "io.modelcontextprotocol/tasks";
 
@@ -51,17 +51,6 @@ pub(crate) fn reply(peer: &mut Peer, req: &Value) -> Value {
             return msg;
         }
     }
-}
-
-fn keys(value: &Value) -> Vec<&str> {
-    let mut keys: Vec<&str> = value
-        .as_object()
-        .unwrap_or_else(|| panic!("not an object: {value}"))
-        .keys()
-        .map(String::as_str)
-        .collect();
-    keys.sort_unstable();
-    keys
 }
 
 /// C4's timestamps: extended ISO 8601, UTC with milliseconds.

@@ -252,7 +252,6 @@ impl Owner {
         if let Ok(event) = inbox.try_recv() {
             return Some(event);
         }
-        self.flush();
         loop {
             return match deadline {
                 Some(at) => inbox.recv_deadline(at).ok(),

@@ -142,7 +142,7 @@ impl Tasks {
     }
 
     /// Taken around each status change and its publication.
-    pub fn ordered(&self) -> std::sync::MutexGuard<'_, ()> {
+    fn ordered(&self) -> std::sync::MutexGuard<'_, ()> {
         self.order.lock().unwrap_or_else(|e| e.into_inner())
     }
 
@@ -296,14 +296,7 @@ impl Tasks {
     /// already (cancelled). The worker is no longer live after it.
     pub fn finish(&self, task_id: &str, outcome: Result<Value, ErrorObject>) {
         let outcome = outcome.and_then(|result| self.bounded(result));
-        let _order = self.ordered();
-        let mut changed = false;
-        let after = self.store.update(task_id, &mut |stored| {
-            changed = !stored.task.task.status.is_terminal();
-            if !changed {
-                return;
-            }
-            let task = &mut stored.task;
+        self.change(task_id, &mut |task| {
             task.input_requests = None;
             match &outcome {
                 Ok(result) => {
@@ -318,10 +311,6 @@ impl Tasks {
             }
         });
         self.live().remove(task_id);
-        match after {
-            Ok(Some(after)) if changed => self.publish(&after.task),
-            _ => {}
-        }
     }
 
     /// A result the task may keep: an object, and no larger than
@@ -343,9 +332,10 @@ impl Tasks {
         Ok(result)
     }
 
-    /// Moves a task to a new status (`input_required` with its requests,
-    /// or back to `working`), unless it is terminal. Returns the task
-    /// after the change, or `None` when it is gone or terminal.
+    /// Applies `change` to a task that has not ended (a new status, a
+    /// status message). Returns the task after the change, or `None` when
+    /// it is gone or has ended. Nothing is published: see
+    /// [`Tasks::change`].
     pub fn transition(
         &self,
         task_id: &str,
@@ -362,6 +352,19 @@ impl Tasks {
             Ok(Some(after)) if changed => Some(after.task),
             _ => None,
         }
+    }
+
+    /// [`Tasks::transition`], then the task's new state published, in
+    /// order with every other status change (see `order`).
+    pub fn change(
+        &self,
+        task_id: &str,
+        change: &mut dyn FnMut(&mut DetailedTask),
+    ) -> Option<DetailedTask> {
+        let _order = self.ordered();
+        let after = self.transition(task_id, change)?;
+        self.publish(&after);
+        Some(after)
     }
 
     /// Which of `task_ids` a listen may follow: the ones the store knows.

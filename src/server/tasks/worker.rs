@@ -101,16 +101,13 @@ impl TaskLink {
                 on_wire.insert(wire, request);
             }
         }
-        let order = self.tasks.ordered();
-        let shown = self.tasks.transition(&self.task_id, &mut |task| {
+        let shown = self.tasks.change(&self.task_id, &mut |task| {
             task.input_requests = Some(on_wire.clone());
             set_status(task, TaskStatus::InputRequired, None);
         });
-        let Some(shown) = shown else {
+        if shown.is_none() {
             return Err(stopped());
-        };
-        self.tasks.publish(&shown);
-        drop(order);
+        }
         let mut answers = InputResponses::new();
         while !outstanding.is_empty() {
             let wait = match self.expires {
