@@ -2,6 +2,7 @@
 
 use std::collections::HashMap;
 use std::fmt;
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
@@ -65,15 +66,14 @@ impl fmt::Debug for ServerBuilder {
 
 impl ServerBuilder {
     pub(crate) fn new(name: &str, version: &str) -> ServerBuilder {
-        let workers = std::thread::available_parallelism()
-            .map(|n| n.get())
-            .unwrap_or(2)
-            .max(2);
+        let cpus = std::thread::available_parallelism().map(|n| n.get()).ok();
+        let workers = cpus.unwrap_or(2).max(2);
         ServerBuilder {
             info: Implementation::new(name, version),
             instructions: None,
             config: Config {
                 workers,
+                spin: cpus.is_some_and(|n| n > 1),
                 max_running: 64,
                 queue_limit: 256,
                 queue_bytes: 256 * 1024,
@@ -529,6 +529,7 @@ impl ServerBuilder {
                 info_value,
                 instructions: self.instructions,
                 config: self.config,
+                pooled_tools: AtomicBool::new(self.registry.has_pooled_tools),
                 registry: RwLock::new(self.registry),
                 completion: self.completion,
                 methods: self.methods,

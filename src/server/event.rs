@@ -12,15 +12,22 @@ use crossbeam_channel::Sender;
 use serde_json::value::RawValue;
 
 use crate::incoming::Incoming;
-#[cfg(feature = "legacy")]
-use crate::jsonrpc::ErrorObject;
-use crate::jsonrpc::RequestId;
+use crate::jsonrpc::{ErrorObject, RequestId};
+use crate::server::dispatch::Prepared;
 
 /// Everything the owner thread reacts to, in arrival order.
 pub(crate) enum Event {
     /// A line from the reader, and its size (it holds one read-ahead
     /// credit and that many bytes).
     Line(Incoming, usize),
+    /// A request the reader prepared but did not start (see
+    /// `serve::direct`): the owner acts on it as on a line. It holds one
+    /// read-ahead credit.
+    Prepared(Box<PreparedLine>),
+    /// The reader started a request while the owner slept without the
+    /// timer it needs (see `serve::direct`): a wake-up, so that the owner
+    /// sleeps again with its timers set.
+    DirectWork,
     /// The input ended (or failed).
     Eof,
     /// Pooled requests finished (see `pool::Finished`): a wake-up, sent
@@ -52,6 +59,14 @@ pub(crate) enum Event {
     /// The application published a change, or closes subscriptions.
     /// `credited`: the publisher took a publish credit for it.
     Publish { event: ServerEvent, credited: bool },
+}
+
+/// A request prepared by the reader, for the owner to act on: the result
+/// of `dispatch::prepare`, its id, and the size of its line.
+pub(crate) struct PreparedLine {
+    pub id: RequestId,
+    pub prepared: Result<Prepared, ErrorObject>,
+    pub bytes: usize,
 }
 
 /// What the application published, or asked of the open subscriptions.

@@ -34,6 +34,7 @@ pub(crate) mod work;
 
 use std::collections::HashMap;
 use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
@@ -87,6 +88,9 @@ impl Default for CacheHints {
 #[derive(Clone)]
 pub(crate) struct Config {
     pub workers: usize,
+    /// More than one CPU for this process: a worker out of jobs spins
+    /// briefly before it sleeps (see `pool`).
+    pub spin: bool,
     pub max_running: usize,
     pub queue_limit: usize,
     pub queue_bytes: usize,
@@ -119,6 +123,10 @@ pub(crate) struct Inner {
     pub instructions: Option<String>,
     pub config: Config,
     pub registry: RwLock<Registry>,
+    /// A tool that runs on the pool was registered: only then may the
+    /// reader start a `tools/call` itself (see `serve::direct`). Outside
+    /// the registry's lock, as the reader reads it for every call.
+    pub pooled_tools: AtomicBool,
     pub completion: Option<Arc<CompletionFn>>,
     pub methods: HashMap<String, (Arc<MethodFn>, bool)>,
     pub trace: Arc<Trace>,
@@ -213,6 +221,7 @@ impl Server {
         self.inner
             .registry_mut()
             .add_tool(tool, typed_tool(handler), false);
+        self.inner.pooled_tools.store(true, Ordering::Release);
         self.notifier().tools_list_changed();
     }
 

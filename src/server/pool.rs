@@ -1,19 +1,33 @@
 //! The worker pool: named threads that run pooled handlers and write their
 //! replies (see `shared_output`).
 //!
-//! The pool keeps `workers` threads warm and grows, one thread at a time,
-//! whenever every thread is busy and fewer than `max_running` handlers run,
-//! so a slow handler never holds up the others. Threads beyond the warm
-//! ones exit after a while without work.
+//! The pool keeps `workers` threads warm and grows when jobs wait and its
+//! threads stalled: when a job comes and no thread is free for it (every
+//! idle thread is spoken for by the jobs already queued), the owner checks
+//! again after [`STALL`] (`Owner::check_pool`), and if no thread took a job
+//! in between, every waiting job gets a thread of its own. So a slow
+//! handler never holds up the others for more than [`STALL`], while a
+//! burst of quick calls, which keeps the threads taking jobs, does not
+//! grow the pool: growing to one thread per request in flight, as it did
+//! before, cost a third more CPU and 1.3 MB more memory under load with
+//! no gain in throughput (BENCHMARKS.md, issue 19). Threads beyond the
+//! warm ones exit after a while without work.
+//!
+//! A worker that runs out of jobs spins for a moment before it sleeps
+//! (yielding the CPU to any thread that has work), when the machine has
+//! more than one CPU for it and no other worker is spinning: the next job
+//! of a client that calls one tool after another then costs no wake-up
+//! (tens of microseconds on an idle core). On one CPU it never spins: the
+//! spinning thread would take the time the one that sends the job needs.
 //!
 //! Jobs go out over an unbounded channel: the owner never blocks sending
 //! one, and the number of jobs in it is capped by the owner's own count of
 //! running requests (DESIGN.md: no cycles of bounded channels).
 
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 
@@ -26,6 +40,14 @@ use crate::server::work::{Work, run};
 
 /// How long a thread beyond the warm ones waits for work before it exits.
 const IDLE_EXIT: Duration = Duration::from_secs(10);
+
+/// How long jobs may wait behind threads that take none before the pool
+/// grows (see the module docs).
+pub(crate) const STALL: Duration = Duration::from_micros(200);
+
+/// How long a worker out of jobs spins before it sleeps (see the module
+/// docs): about a round trip of a client that calls again at once.
+const SPIN: Duration = Duration::from_micros(100);
 
 /// The pooled requests that finished since the owner last looked, by id
 /// and sequence number.
@@ -82,22 +104,48 @@ pub(crate) struct Pool {
     queue: Receiver<PoolJob>,
     inbox: Sender<Event>,
     finished: Arc<Finished>,
-    alive: Arc<AtomicUsize>,
+    threads: Arc<Threads>,
     warm: usize,
     max: usize,
     spawned: usize,
 }
 
+/// What the pool's threads are doing, counted by the threads themselves.
+struct Threads {
+    alive: AtomicUsize,
+    /// Waiting for a job (spinning or asleep).
+    idle: AtomicUsize,
+    /// Jobs taken so far: whether the threads make progress.
+    taken: AtomicU64,
+    /// A worker is spinning: the others sleep at once.
+    spinning: AtomicBool,
+    /// How long a worker spins; zero on one CPU.
+    spin: Duration,
+}
+
 impl Pool {
-    /// Starts `warm` workers that send their results into `inbox`.
-    pub fn new(warm: usize, max: usize, inbox: Sender<Event>, finished: Arc<Finished>) -> Pool {
+    /// Starts `warm` workers that send their results into `inbox`; they
+    /// spin before they sleep if `spin` (more than one CPU).
+    pub fn new(
+        warm: usize,
+        max: usize,
+        spin: bool,
+        inbox: Sender<Event>,
+        finished: Arc<Finished>,
+    ) -> Pool {
         let (jobs, queue) = crossbeam_channel::unbounded();
         let mut pool = Pool {
             jobs,
             queue,
             inbox,
             finished,
-            alive: Arc::new(AtomicUsize::new(0)),
+            threads: Arc::new(Threads {
+                alive: AtomicUsize::new(0),
+                idle: AtomicUsize::new(0),
+                taken: AtomicU64::new(0),
+                spinning: AtomicBool::new(false),
+                spin: if spin { SPIN } else { Duration::ZERO },
+            }),
             warm: warm.max(1),
             max: max.max(warm).max(1),
             spawned: 0,
@@ -108,15 +156,40 @@ impl Pool {
         pool
     }
 
-    /// Hands a job to the pool. `running` is the number of pooled handlers
-    /// running, this one included.
-    pub fn submit(&mut self, job: PoolJob, running: usize) {
-        let alive = self.alive.load(Ordering::Acquire);
-        if running > alive && alive < self.max {
-            self.spawn();
-        }
+    /// Hands a job to the pool. Returns the number of jobs taken so far
+    /// when no thread is free for this one: the caller checks after
+    /// [`STALL`] whether the threads took any since ([`Pool::check`]).
+    pub fn submit(&mut self, job: PoolJob) -> Option<u64> {
+        // Each queued job will take one of the idle threads.
+        let free = self.threads.idle.load(Ordering::Acquire) > self.jobs.len();
+        let taken = self.taken();
         // The workers hold the receiving side until the pool is dropped.
         let _ = self.jobs.send(job);
+        (!free).then_some(taken)
+    }
+
+    /// The check after [`STALL`]: when jobs still wait and no thread took a
+    /// job since `taken` was read, each waiting job gets a thread (up to
+    /// the maximum). Returns the count for the next check while jobs wait.
+    pub fn check(&mut self, taken: u64) -> Option<u64> {
+        let waiting = self.jobs.len();
+        if waiting == 0 {
+            return None;
+        }
+        if self.taken() == taken {
+            let idle = self.threads.idle.load(Ordering::Acquire);
+            for _ in idle..waiting {
+                if self.threads.alive.load(Ordering::Acquire) >= self.max {
+                    break;
+                }
+                self.spawn();
+            }
+        }
+        Some(self.taken())
+    }
+
+    fn taken(&self) -> u64 {
+        self.threads.taken.load(Ordering::Acquire)
     }
 
     fn spawn(&mut self) {
@@ -124,15 +197,18 @@ impl Pool {
         let queue = self.queue.clone();
         let inbox = self.inbox.clone();
         let finished = Arc::clone(&self.finished);
-        let alive = Arc::clone(&self.alive);
+        let threads = Arc::clone(&self.threads);
         let warm = self.warm;
-        alive.fetch_add(1, Ordering::AcqRel);
+        // Counted idle from the start: it is about to take a job.
+        threads.alive.fetch_add(1, Ordering::AcqRel);
+        threads.idle.fetch_add(1, Ordering::AcqRel);
         let spawned = thread::Builder::new()
             .name(format!("mcp-worker-{}", self.spawned))
-            .spawn(move || worker(queue, inbox, finished, alive, warm));
+            .spawn(move || worker(queue, inbox, finished, threads, warm));
         if spawned.is_err() {
             // Out of threads: the jobs wait for the workers there are.
-            self.alive.fetch_sub(1, Ordering::AcqRel);
+            self.threads.alive.fetch_sub(1, Ordering::AcqRel);
+            self.threads.idle.fetch_sub(1, Ordering::AcqRel);
         }
     }
 }
@@ -165,11 +241,17 @@ fn worker(
     queue: Receiver<PoolJob>,
     inbox: Sender<Event>,
     finished: Arc<Finished>,
-    alive: Arc<AtomicUsize>,
+    threads: Arc<Threads>,
     warm: usize,
 ) {
     loop {
-        match queue.recv_timeout(IDLE_EXIT) {
+        // Counted idle until it has a job (see `Pool::submit`).
+        let next = threads.next_job(&queue);
+        if next.is_ok() {
+            threads.idle.fetch_sub(1, Ordering::AcqRel);
+            threads.taken.fetch_add(1, Ordering::AcqRel);
+        }
+        match next {
             Ok(PoolJob { ctx, seq, work }) => {
                 published::take();
                 let reply = run(work, &ctx);
@@ -183,21 +265,60 @@ fn worker(
                     answer(&ctx, reply, &inbox);
                     finished.push(ctx.id().clone(), seq, &inbox);
                 }
+                threads.idle.fetch_add(1, Ordering::AcqRel);
             }
             Err(RecvTimeoutError::Timeout) => {
-                let shrunk = alive
+                let shrunk = threads
+                    .alive
                     .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
                         (n > warm).then(|| n - 1)
                     })
                     .is_ok();
                 if shrunk {
+                    threads.idle.fetch_sub(1, Ordering::AcqRel);
                     return;
                 }
             }
             Err(RecvTimeoutError::Disconnected) => {
-                alive.fetch_sub(1, Ordering::AcqRel);
+                threads.alive.fetch_sub(1, Ordering::AcqRel);
+                threads.idle.fetch_sub(1, Ordering::AcqRel);
                 return;
             }
         }
+    }
+}
+
+impl Threads {
+    /// The next job: spinning first when no other worker spins (see the
+    /// module docs), then asleep until one comes or `IDLE_EXIT` passed.
+    fn next_job(&self, queue: &Receiver<PoolJob>) -> Result<PoolJob, RecvTimeoutError> {
+        if let Ok(job) = queue.try_recv() {
+            return Ok(job);
+        }
+        if !self.spin.is_zero()
+            && self
+                .spinning
+                .compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire)
+                .is_ok()
+        {
+            let started = Instant::now();
+            let job = loop {
+                if let Ok(job) = queue.try_recv() {
+                    break Some(job);
+                }
+                if started.elapsed() >= self.spin {
+                    break None;
+                }
+                // Not a busy loop: a thread with work on this CPU runs
+                // first (spinning without yielding cost a third of the
+                // throughput under load, BENCHMARKS.md).
+                thread::yield_now();
+            };
+            self.spinning.store(false, Ordering::Release);
+            if let Some(job) = job {
+                return Ok(job);
+            }
+        }
+        queue.recv_timeout(IDLE_EXIT)
     }
 }

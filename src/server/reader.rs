@@ -2,6 +2,10 @@
 //! line at a time (never more than the maximum line length in memory),
 //! classifies it, and sends it to the owner's inbox, taking a credit first
 //! so that it stops reading once `queue_limit` lines are in hand.
+//!
+//! When the owner has no line of the reader's in hand, the line goes to
+//! `direct` first (see `serve::direct`): a request for a pooled handler
+//! starts there, on this thread, without waking the owner.
 
 use std::io;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -34,6 +38,9 @@ pub(crate) struct ReadAhead {
     /// The reader's large line buffer while it waits for the next line:
     /// the owner frees it if the server goes idle first.
     parked: Mutex<Vec<u8>>,
+    /// Lines (and prepared requests) sent to the owner's inbox that it has
+    /// not handled yet: a line may skip the inbox only when this is 0.
+    in_inbox: AtomicUsize,
 }
 
 impl ReadAhead {
@@ -48,7 +55,20 @@ impl ReadAhead {
             wake,
             woken,
             parked: Mutex::new(Vec::new()),
+            in_inbox: AtomicUsize::new(0),
         }
+    }
+
+    /// Owner: a line (or prepared request) from the inbox is handled. Called
+    /// while the owner's state is locked, so that a reader that then finds
+    /// nothing in the inbox and locks that state sees everything it did.
+    pub fn handled(&self) {
+        self.in_inbox.fetch_sub(1, Ordering::AcqRel);
+    }
+
+    /// Whether every line sent to the owner was handled.
+    fn owner_has_no_line(&self) -> bool {
+        self.in_inbox.load(Ordering::Acquire) == 0
     }
 
     /// Owner, idle: frees the reader's large buffer if it is parked.
@@ -98,13 +118,17 @@ impl ReadAhead {
     }
 }
 
-/// The reader thread: one classified line at a time into the inbox.
+/// The reader thread: one classified line at a time into the inbox, or
+/// to `direct` when the owner has no line in hand. `direct` gets the line
+/// with its bytes counted, and returns `None` when it took care of it
+/// (and of its credit), or the event for the owner.
 pub(crate) fn read_loop(
     mut reader: Box<dyn io::BufRead + Send>,
     inbox: Sender<Event>,
     ahead: Arc<ReadAhead>,
     max_line: usize,
     trace: &(dyn Fn(&str) + Send + Sync),
+    direct: &mut dyn FnMut(Incoming, usize) -> Option<Event>,
 ) {
     let mut buf = Vec::new();
     loop {
@@ -133,12 +157,25 @@ pub(crate) fn read_loop(
                 Event::Eof
             }
         };
-        if let Event::Line(_, bytes) = &event {
-            ahead.bytes.fetch_add(*bytes, Ordering::AcqRel);
-        }
-        let eof = matches!(event, Event::Eof);
-        if inbox.send(event).is_err() || eof {
-            return;
+        let event = match event {
+            Event::Line(incoming, bytes) => {
+                ahead.bytes.fetch_add(bytes, Ordering::AcqRel);
+                if ahead.owner_has_no_line() {
+                    direct(incoming, bytes)
+                } else {
+                    Some(Event::Line(incoming, bytes))
+                }
+            }
+            other => Some(other),
+        };
+        if let Some(event) = event {
+            let eof = matches!(event, Event::Eof);
+            if !eof {
+                ahead.in_inbox.fetch_add(1, Ordering::AcqRel);
+            }
+            if inbox.send(event).is_err() || eof {
+                return;
+            }
         }
         reuse_or_shrink(&mut buf);
         if buf.capacity() > 1024 * 1024 {

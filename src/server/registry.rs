@@ -143,6 +143,9 @@ pub(crate) struct Registry {
     /// A task tool was registered: the Tasks extension is advertised and
     /// its methods served.
     pub has_tasks: bool,
+    /// A tool that runs on the pool (not inline) was registered (see
+    /// `Inner::pooled_tools`).
+    pub has_pooled_tools: bool,
 }
 
 impl Registry {
@@ -160,6 +163,7 @@ impl Registry {
     ) {
         self.has_tools = true;
         self.has_tasks |= task_mode != TaskMode::Never;
+        self.has_pooled_tools |= !inline || task_mode != TaskMode::Never;
         self.tools.insert(
             tool.name.clone(),
             ToolEntry {

@@ -1975,3 +1975,22 @@ mod client_side {
         serving.join().unwrap().unwrap();
     }
 }
+
+/// A call written together with `initialize` belongs to the session that
+/// `initialize` opens, although the reader may start a pooled call itself
+/// (src/server/serve/direct.rs): lines take effect in their order.
+#[test]
+fn a_call_written_together_with_initialize_belongs_to_its_session() {
+    let server = crate::everything::build();
+    let mut peer = Peer::start(&server);
+    let lines = [
+        initialize("init", "2025-11-25"),
+        initialized(),
+        legacy_call(2, "slow", json!({ "ms": 0 })),
+    ];
+    let batch: Vec<String> = lines.iter().map(Value::to_string).collect();
+    peer.send_raw(batch.join("\n").as_bytes());
+    assert_eq!(peer.recv(), initialize_result("init", "2025-11-25"));
+    assert_eq!(peer.recv(), legacy_text(2, "done"));
+    peer.finish_quietly();
+}

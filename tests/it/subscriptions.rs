@@ -1657,3 +1657,36 @@ fn what_a_pooled_tool_publishes_arrives_before_its_reply() {
     peer.send(&cancel("L"));
     peer.finish_quietly();
 }
+
+/// The reader starts a pooled request itself when the owner has no line in
+/// hand (src/server/serve/direct.rs). Lines written together still take
+/// effect in their order: a call behind a listen with the same id finds
+/// the id in use, and a cancellation right behind a slow call ends it
+/// without a reply.
+#[test]
+fn lines_written_together_take_effect_in_their_order() {
+    let server = crate::everything::build();
+    let mut peer = Peer::start(&server);
+    let filter = json!({ "toolsListChanged": true });
+    let lines = [
+        listen("s", filter.clone()),
+        call("s", "slow", json!({ "ms": 0 })),
+        call("c", "slow", json!({ "ms": 60_000 })),
+        cancel("c"),
+        call("after", "slow", json!({ "ms": 0 })),
+    ];
+    let batch: Vec<String> = lines.iter().map(Value::to_string).collect();
+    peer.send_raw(batch.join("\n").as_bytes());
+    assert_eq!(peer.recv(), ack("s", filter));
+    let refused = peer.recv();
+    assert_eq!(refused["id"], json!("s"));
+    assert_eq!(
+        refused["error"]["message"],
+        json!("invalid request: request id \"s\" is already in use by a request in flight")
+    );
+    assert_eq!(peer.recv(), text_result(&peer, "after", "done"));
+    peer.assert_silent_for(Duration::from_millis(100));
+    // A cancelled listen ends without a final result.
+    peer.send(&cancel("s"));
+    peer.finish_quietly();
+}

@@ -3,19 +3,26 @@
 //!
 //! ```text
 //! input ──► mcp-reader ──► inbox ──► owner ──────────────► output (8 KiB buffer, one lock)
-//!                            ▲ ▲       │ pooled jobs            ▲
-//!                            │ └ Finished ┴► mcp-worker-N ──────┘ its reply, its notifications
+//!              │             ▲ ▲       │ pooled jobs            ▲
+//!              │             │ └ Finished ┴► mcp-worker-N ──────┘ its reply, its notifications
+//!              └─ pooled jobs (owner's state locked) ──┘
 //!                            └─ Publish ◄── Notifier (any thread)
 //! ```
 //!
-//! The owner holds the cancellation map and the subscription table, and
-//! writes everything but what pooled handlers write: a worker writes its
-//! request's reply and notifications itself, under the output's lock and
-//! while the request's gate is open (`shared_output`), so a reply is
-//! written only if its request was not cancelled and no request is
-//! answered twice, without a hand-off back to the owner. Why no writer
-//! thread: each thread hand-off costs several microseconds, and the thread
-//! that has a reply in hand can write it (DESIGN.md, BENCHMARKS.md).
+//! The owner's state (`Owner`: the cancellation map, the subscription
+//! table, the pool, the legacy session) is behind one mutex. The owner
+//! thread holds it while it handles an event, and writes everything but
+//! what pooled handlers write: a worker writes its request's reply and
+//! notifications itself, under the output's lock and while the request's
+//! gate is open (`shared_output`), so a reply is written only if its
+//! request was not cancelled and no request is answered twice, without a
+//! hand-off back to the owner. The reader holds the owner's state while it
+//! starts a pooled request itself (`direct`), which it may do only when
+//! the owner has handled every line sent to it before: lines take effect
+//! in their order whichever thread acts on them. Why no writer thread, and
+//! why the reader starts pooled requests: each thread hand-off costs a
+//! wake-up, several microseconds on one core and tens across cores
+//! (DESIGN.md, BENCHMARKS.md).
 //!
 //! Backpressure without a cycle of bounded channels: before it reads a
 //! line the reader takes a read-ahead credit (`reader::ReadAhead`), and the
@@ -26,19 +33,18 @@
 //! everything it already read (cancellations included) is still handled.
 //!
 //! The owner's work is split by job: `requests.rs` the client's messages,
-//! `publish.rs` the application's events, `legacy_client.rs` a legacy
-//! session and the server's asks, `output.rs` the writes.
+//! `direct.rs` the reader's fast path, `publish.rs` the application's
+//! events, `legacy_client.rs` a legacy session and the server's asks,
+//! `output.rs` the writes.
 
 #[cfg(feature = "legacy")]
 use std::collections::HashMap;
 use std::collections::VecDeque;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::thread;
 use std::time::{Duration, Instant};
 
-#[cfg(feature = "legacy")]
-use crossbeam_channel::Sender;
-use crossbeam_channel::{Receiver, RecvTimeoutError};
+use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 
 use crate::error::Error;
 use crate::jsonrpc::{ErrorObject, RequestId};
@@ -52,7 +58,7 @@ use crate::server::heap;
 use crate::server::in_flight::{Entry, InFlight};
 #[cfg(feature = "legacy")]
 use crate::server::legacy::LegacySession;
-use crate::server::pool::{Finished, Pool};
+use crate::server::pool::{Finished, Pool, STALL};
 use crate::server::reader;
 use crate::server::shared_output::SharedOutput;
 use crate::server::subscriptions::SubscriptionTable;
@@ -60,6 +66,7 @@ use crate::server::work::Work;
 use crate::server::{Inner, Server};
 use crate::transport::Transport;
 
+mod direct;
 #[cfg(feature = "legacy")]
 mod legacy_client;
 mod output;
@@ -100,36 +107,21 @@ fn serve(inner: &Arc<Inner>, transport: Transport) -> Result<(), Error> {
         inbox: inbox_tx.clone(),
         publish_credits: credit.clone(),
     });
-    {
-        let inbox = inbox_tx.clone();
-        let max_line = config.max_line_bytes;
-        let traced = Arc::clone(inner);
-        thread::Builder::new()
-            .name("mcp-reader".into())
-            .spawn({
-                let ahead = Arc::clone(&ahead);
-                move || {
-                    let trace = |line: &str| traced.trace(line);
-                    reader::read_loop(reader, inbox, ahead, max_line, &trace)
-                }
-            })
-            .map_err(Error::Io)?;
-    }
     // Parked requests (see `Owner::parked`) hold threads of their own.
     let finished = Arc::new(Finished::default());
     let pool = Pool::new(
         config.workers,
         2 * config.max_running,
+        config.spin,
         inbox_tx.clone(),
         Arc::clone(&finished),
     );
-    let mut owner = Owner {
+    let owner = Arc::new(Mutex::new(Owner {
         inner: Arc::clone(inner),
         output: Arc::new(SharedOutput::new(writer)),
         key,
-        #[cfg(feature = "legacy")]
-        inbox_tx,
-        ahead,
+        inbox_tx: inbox_tx.clone(),
+        ahead: Arc::clone(&ahead),
         publish_credits,
         in_flight: InFlight::default(),
         subscriptions: SubscriptionTable::default(),
@@ -145,23 +137,122 @@ fn serve(inner: &Arc<Inner>, transport: Transport) -> Result<(), Error> {
         finished,
         next_seq: 0,
         inline_token: CancelToken::new(),
+        deadline: None,
+        closed: false,
+        pool_check: None,
         worked: false,
-    };
-    let res = owner.run(&inbox);
+        direct_work: false,
+    }));
+    {
+        let max_line = config.max_line_bytes;
+        let traced = Arc::clone(inner);
+        // Weak: a reader blocked on its input must not keep the owner's
+        // state (and its pool) alive once `serve` returned.
+        let owner = Arc::downgrade(&owner);
+        thread::Builder::new()
+            .name("mcp-reader".into())
+            .spawn(move || {
+                let trace = |line: &str| traced.trace(line);
+                let mut direct = |incoming, bytes| direct::offer(&traced, &owner, incoming, bytes);
+                reader::read_loop(reader, inbox_tx, ahead, max_line, &trace, &mut direct)
+            })
+            .map_err(Error::Io)?;
+    }
+    let res = run(&owner, &inbox);
     inner.connections.disconnect(key);
     res
 }
 
-/// The owner of one connection: everything only the thread in `serve`
-/// touches.
+/// The owner's state, locked. The owner thread holds it while it handles
+/// an event; the reader holds it while it starts a request (`direct`).
+fn lock(owner: &Mutex<Owner>) -> MutexGuard<'_, Owner> {
+    owner.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// The owner loop: one event at a time, in arrival order, until the input
+/// ended (or a stop) and nothing is in flight, the grace period ran out,
+/// or the output failed.
+fn run(owner: &Mutex<Owner>, inbox: &Receiver<Event>) -> Result<(), Error> {
+    if lock(owner).inner.connections.is_stopped() {
+        return Ok(());
+    }
+    while let Some(event) = next_event(owner, inbox) {
+        let mut locked = lock(owner);
+        locked.worked = true;
+        locked.handle(event);
+        if locked.output.failed() || locked.done() {
+            break;
+        }
+    }
+    lock(owner).shut_down()
+}
+
+/// The next event: at once when one is waiting; otherwise after a flush
+/// (one per burst), blocking until one comes or a timer runs out (see
+/// [`Timers`]). `None`: the loop ends. The owner's state is not locked
+/// while it sleeps, so that the reader can start requests.
+fn next_event(owner: &Mutex<Owner>, inbox: &Receiver<Event>) -> Option<Event> {
+    if let Ok(event) = inbox.try_recv() {
+        return Some(event);
+    }
+    let mut timers = {
+        let mut locked = lock(owner);
+        if !locked.before_sleep() {
+            return None;
+        }
+        locked.timers()
+    };
+    if let Ok(event) = inbox.try_recv() {
+        return Some(event);
+    }
+    loop {
+        let next = match timers.next() {
+            Some(at) => inbox.recv_deadline(at),
+            None => inbox.recv().map_err(|_| RecvTimeoutError::Disconnected),
+        };
+        match next {
+            Ok(event) => return Some(event),
+            Err(RecvTimeoutError::Disconnected) => return None,
+            Err(RecvTimeoutError::Timeout) => {
+                if timers.shutdown.is_some_and(|at| Instant::now() >= at) {
+                    return None;
+                }
+                timers = lock(owner).on_timer(timers.idle);
+            }
+        }
+    }
+}
+
+/// What the owner wakes for while its inbox is empty.
+struct Timers {
+    /// The end of the grace period, once stopping: the loop ends.
+    shutdown: Option<Instant>,
+    /// Whether the pool's threads took the jobs that wait (see `pool`).
+    pool_check: Option<Instant>,
+    /// The end of an idle spell: what the work freed goes back to the
+    /// system (see `heap`).
+    idle: Option<Instant>,
+}
+
+impl Timers {
+    fn next(&self) -> Option<Instant> {
+        [self.shutdown, self.pool_check, self.idle]
+            .into_iter()
+            .flatten()
+            .min()
+    }
+}
+
+/// The owner of one connection: its state, locked by the thread in `serve`
+/// for each event and by the reader for each request it starts itself.
 struct Owner {
     inner: Arc<Inner>,
     /// Shared with the workers, which write their replies themselves.
     output: Arc<SharedOutput>,
     /// This connection's key among the server's connections.
     key: u64,
-    /// For a legacy request's asks (its handler's sink).
-    #[cfg(feature = "legacy")]
+    /// The owner's own inbox: for a legacy request's asks (its handler's
+    /// sink), and for the reader to wake the owner (`direct`).
     inbox_tx: Sender<Event>,
     ahead: Arc<reader::ReadAhead>,
     publish_credits: Receiver<()>,
@@ -192,8 +283,19 @@ struct Owner {
     /// Inline handlers run to completion before the owner reads the next
     /// event, so nothing can cancel them: they share one token.
     inline_token: CancelToken,
+    /// When in-flight requests must be done: set at the end of input or a
+    /// stop, after which no new work starts.
+    deadline: Option<Instant>,
+    /// Shut down: nothing more starts, not even from the reader.
+    closed: bool,
+    /// When to check whether the pool's threads took the jobs that wait
+    /// for them, and how many jobs they had taken (see `pool`).
+    pool_check: Option<(Instant, u64)>,
     /// Something happened since the heap was last given back.
     worked: bool,
+    /// The reader started a request since the owner last looked (see
+    /// `idle`).
+    direct_work: bool,
 }
 
 /// A pooled request waiting for a free slot.
@@ -210,76 +312,108 @@ struct Waiting {
 const IDLE: Duration = Duration::from_millis(250);
 
 impl Owner {
-    /// The owner loop: one event at a time, in arrival order, until the
-    /// input ended (or a stop) and nothing is in flight, the grace period
-    /// ran out, or the output failed.
-    fn run(&mut self, inbox: &Receiver<Event>) -> Result<(), Error> {
-        if self.inner.connections.is_stopped() {
-            return Ok(());
-        }
-        let mut deadline: Option<Instant> = None;
-        while let Some(event) = self.next_event(inbox, deadline) {
-            self.worked = true;
-            self.handle(event, &mut deadline);
-            if self.output.failed() || (deadline.is_some() && self.in_flight.is_empty()) {
-                break;
-            }
-        }
-        self.shut_down()
-    }
-
-    /// The next event: at once when one is waiting; otherwise after a
-    /// flush (one per burst), blocking until one comes or, once stopping,
-    /// until the deadline. After an idle spell what the work freed goes
-    /// back to the system (see `heap`). `None`: the loop ends.
-    fn next_event(&mut self, inbox: &Receiver<Event>, deadline: Option<Instant>) -> Option<Event> {
-        if let Ok(event) = inbox.try_recv() {
-            return Some(event);
-        }
+    /// Before the owner sleeps: flushes (one per burst), says whether a
+    /// finished request must wake it, and takes what finished meanwhile
+    /// (in that order: see `Finished::push`). `false`: the loop ends (the
+    /// output failed, or the shutdown is done).
+    fn before_sleep(&mut self) -> bool {
+        self.check_pool();
         self.flush();
         if self.output.failed() {
-            return None;
+            return false;
         }
-        // Before sleeping: say whether a finished request must wake us,
-        // then take what finished meanwhile (in that order: see
-        // `Finished::push`).
-        let wake = !self.waiting.is_empty() || deadline.is_some() || self.parked() > 0;
+        let wake = !self.waiting.is_empty() || self.deadline.is_some() || self.parked() > 0;
         self.finished.wake_owner(wake);
         self.collect_finished();
-        if deadline.is_some() && self.in_flight.is_empty() {
-            return None;
+        !self.done()
+    }
+
+    /// The timers the owner sleeps with.
+    fn timers(&self) -> Timers {
+        let idle = self.deadline.is_none() && self.worked && self.inner.config.release_memory;
+        Timers {
+            shutdown: self.deadline,
+            pool_check: self.pool_check.map(|(at, _)| at),
+            idle: idle.then(|| Instant::now() + IDLE),
         }
-        if let Ok(event) = inbox.try_recv() {
-            return Some(event);
+    }
+
+    /// A timer ran out (not the shutdown's): checks the pool if due, and
+    /// gives memory back after an idle spell. Returns the timers to sleep
+    /// with next.
+    fn on_timer(&mut self, idle: Option<Instant>) -> Timers {
+        self.check_pool();
+        let now = Instant::now();
+        let idle = match idle {
+            Some(at) if now >= at => (!self.idle()).then(|| now + IDLE),
+            other => other,
+        };
+        Timers {
+            idle,
+            ..self.timers()
         }
-        loop {
-            return match deadline {
-                Some(at) => inbox.recv_deadline(at).ok(),
-                None if self.worked && self.inner.config.release_memory => {
-                    match inbox.recv_timeout(IDLE) {
-                        Err(RecvTimeoutError::Timeout) => {
-                            self.worked = false;
-                            self.ahead.free_parked();
-                            heap::give_back();
-                            continue;
-                        }
-                        next => next.ok(),
-                    }
-                }
-                None => inbox.recv().ok(),
-            };
+    }
+
+    /// A job found no free thread in the pool: the pool is checked after
+    /// `STALL` (see `pool`), unless a check is pending already.
+    pub(super) fn watch_pool(&mut self, taken: Option<u64>) {
+        if let Some(taken) = taken
+            && self.pool_check.is_none()
+        {
+            self.pool_check = Some((Instant::now() + STALL, taken));
         }
+    }
+
+    /// A pool check that is due: grows the pool if its threads took no
+    /// job since the check was set, and checks again later while jobs
+    /// wait.
+    fn check_pool(&mut self) {
+        if let Some((at, taken)) = self.pool_check
+            && Instant::now() >= at
+        {
+            self.pool_check = self
+                .pool
+                .check(taken)
+                .map(|taken| (Instant::now() + STALL, taken));
+        }
+    }
+
+    /// The inbox stayed empty for `IDLE`. Unless the reader started work
+    /// meanwhile, the spell is idle: what the work freed goes back to the
+    /// system, and the owner sleeps until the next event. Returns whether
+    /// it did.
+    fn idle(&mut self) -> bool {
+        if std::mem::take(&mut self.direct_work) {
+            return false;
+        }
+        self.worked = false;
+        self.ahead.free_parked();
+        heap::give_back();
+        true
+    }
+
+    /// Stopping, and nothing is in flight any more.
+    fn done(&self) -> bool {
+        self.deadline.is_some() && self.in_flight.is_empty()
     }
 
     /// One event. End of input or a stop starts the shutdown: every
     /// subscription gets its final result, no new work, and in-flight
     /// requests have until `deadline`.
-    fn handle(&mut self, event: Event, deadline: &mut Option<Instant>) {
+    fn handle(&mut self, event: Event) {
         match event {
-            Event::Line(incoming, bytes) => self.on_line(incoming, bytes, deadline.is_some()),
+            Event::Line(incoming, bytes) => {
+                self.on_line(incoming, bytes);
+                self.ahead.handled();
+            }
+            Event::Prepared(line) => {
+                self.on_prepared(*line);
+                self.ahead.handled();
+            }
+            Event::DirectWork => {}
             Event::Eof | Event::Stop => {
-                if deadline.is_none() {
-                    *deadline = Some(Instant::now() + self.inner.config.shutdown_grace);
+                if self.deadline.is_none() {
+                    self.deadline = Some(Instant::now() + self.inner.config.shutdown_grace);
                     self.close_all_subscriptions();
                     #[cfg(feature = "legacy")]
                     self.drop_asks();
@@ -312,7 +446,7 @@ impl Owner {
                 line,
                 reply,
                 seq,
-            } => self.on_ask(id, line, reply, seq, deadline.is_some()),
+            } => self.on_ask(id, line, reply, seq, self.deadline.is_some()),
             #[cfg(feature = "legacy")]
             Event::AskWithdrawn { id } => self.on_ask_withdrawn(id),
         }
@@ -347,6 +481,7 @@ impl Owner {
     /// Past the grace period (or with the output gone): cancel what is
     /// left, tell the client, flush.
     fn shut_down(&mut self) -> Result<(), Error> {
+        self.closed = true;
         self.close_all_subscriptions();
         let left: Vec<(RequestId, Entry)> = self.in_flight.drain().collect();
         for (id, entry) in left {

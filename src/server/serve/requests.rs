@@ -18,6 +18,7 @@ use crate::server::cancel::CancelToken;
 use crate::server::connections::inline;
 use crate::server::context::{RequestContext, Sink};
 use crate::server::dispatch::{Prepared, prepare};
+use crate::server::event::PreparedLine;
 use crate::server::in_flight::Entry;
 use crate::server::pool::PoolJob;
 use crate::server::shared_output::open_gate;
@@ -28,11 +29,11 @@ use crate::types::method;
 impl Owner {
     /// One line from the reader, of `bytes` bytes. Its read-ahead credit
     /// goes back now, unless it became a request waiting for a slot.
-    pub(super) fn on_line(&mut self, incoming: Incoming, bytes: usize, stopping: bool) {
+    pub(super) fn on_line(&mut self, incoming: Incoming, bytes: usize) {
         let mut keep_credit = false;
         match incoming {
             Incoming::Request { id, method, params } => {
-                keep_credit = self.on_request(id, &method, params, bytes, stopping);
+                keep_credit = self.on_request(id, &method, params, bytes);
             }
             Incoming::Notification { method, params } => {
                 if method == method::NOTIFICATION_CANCELLED {
@@ -72,24 +73,70 @@ impl Owner {
         method: &str,
         params: Option<Box<RawValue>>,
         bytes: usize,
-        stopping: bool,
     ) -> bool {
-        if stopping {
-            let error = ErrorObject::internal_error("the server is shutting down");
+        if let Some(error) = self.refusal(&id) {
             self.write_error_line(Some(&id), &error);
             return false;
         }
-        if self.in_flight.is_busy(&id) || self.subscriptions.contains(&id) {
-            let error = ErrorObject::invalid_request(format!(
+        let prepared = self.prepare(method, params);
+        self.act(id, prepared, bytes)
+    }
+
+    /// A request the reader prepared (see `direct`): acted on like one
+    /// the owner prepared, unless a stop came in between.
+    pub(super) fn on_prepared(&mut self, line: PreparedLine) {
+        let PreparedLine {
+            id,
+            prepared,
+            bytes,
+        } = line;
+        let keep_credit = match self.refusal(&id) {
+            Some(error) => {
+                self.write_error_line(Some(&id), &error);
+                false
+            }
+            None => self.act(id, prepared, bytes),
+        };
+        if !keep_credit {
+            self.ahead.release(bytes);
+        }
+    }
+
+    /// Why a request with this id is refused before it is even prepared:
+    /// the server is stopping, or the id is in use.
+    pub(super) fn refusal(&mut self, id: &RequestId) -> Option<ErrorObject> {
+        if self.deadline.is_some() || self.closed {
+            return Some(ErrorObject::internal_error("the server is shutting down"));
+        }
+        if self.in_flight.is_busy(id) || self.subscriptions.contains(id) {
+            return Some(ErrorObject::invalid_request(format!(
                 "request id {id} is already in use by a request in flight"
-            ));
-            self.write_error_line(Some(&id), &error);
-            return false;
+            )));
         }
+        None
+    }
+
+    /// Validates a request and turns it into a job (see `dispatch`), for
+    /// this connection's era.
+    pub(super) fn prepare(
+        &self,
+        method: &str,
+        params: Option<Box<RawValue>>,
+    ) -> Result<Prepared, ErrorObject> {
         #[cfg(feature = "legacy")]
-        let prepared = prepare(&self.inner, method, params, self.legacy.as_ref());
+        return prepare(&self.inner, method, params, self.legacy.as_ref());
         #[cfg(not(feature = "legacy"))]
-        let prepared = prepare(&self.inner, method, params);
+        prepare(&self.inner, method, params)
+    }
+
+    /// Acts on a prepared request. Returns whether it waits for a slot
+    /// (and keeps its credit).
+    fn act(
+        &mut self,
+        id: RequestId,
+        prepared: Result<Prepared, ErrorObject>,
+        bytes: usize,
+    ) -> bool {
         match prepared {
             Ok(Prepared::Run(job)) => return self.start(id, job, bytes),
             Ok(Prepared::Listen(accepted)) => self.open_subscription(id, accepted),
@@ -123,7 +170,7 @@ impl Owner {
     /// Starts a job: inline on this thread, or on the pool (or queued when
     /// the pool is at its cap). Returns whether the job was queued, in which
     /// case it keeps its credit until it starts.
-    fn start(&mut self, id: RequestId, job: Job, bytes: usize) -> bool {
+    pub(super) fn start(&mut self, id: RequestId, job: Job, bytes: usize) -> bool {
         if job.inline {
             self.run_inline(id, job);
             return false;
@@ -170,14 +217,12 @@ impl Owner {
             });
         } else {
             self.running += 1;
-            self.pool.submit(
-                PoolJob {
-                    ctx,
-                    seq,
-                    work: job.work,
-                },
-                self.running + self.parked(),
-            );
+            let taken = self.pool.submit(PoolJob {
+                ctx,
+                seq,
+                work: job.work,
+            });
+            self.watch_pool(taken);
         }
         waiting
     }
@@ -224,8 +269,8 @@ impl Owner {
             if self.in_flight.start(ctx.id(), seq) {
                 self.ahead.release(bytes);
                 self.running += 1;
-                self.pool
-                    .submit(PoolJob { ctx, seq, work }, self.running + self.parked());
+                let taken = self.pool.submit(PoolJob { ctx, seq, work });
+                self.watch_pool(taken);
             }
         }
     }
