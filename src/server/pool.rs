@@ -9,7 +9,7 @@
 //! handler never holds up the others for more than [`STALL`], while a
 //! burst of quick calls, which keeps the threads taking jobs, does not
 //! grow the pool: growing to one thread per request in flight, as it did
-//! before, cost a third more CPU and 1.3 MB more memory under load with
+//! before, cost a third more CPU and 1 MB more memory under load with
 //! no gain in throughput (BENCHMARKS.md, issue 19). Threads beyond the
 //! warm ones exit after a while without work.
 //!
