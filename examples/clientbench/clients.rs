@@ -14,6 +14,8 @@ pub struct Counts {
     sequential: usize,
     /// Calls per throughput phase, spread over its threads.
     throughput: usize,
+    /// Print the process's memory after each phase, on stderr.
+    pub phases: bool,
 }
 
 impl Counts {
@@ -23,14 +25,38 @@ impl Counts {
                 warmup: 10,
                 sequential: 50,
                 throughput: 640,
+                phases: false,
             }
         } else {
             Counts {
                 warmup: 1_000,
                 sequential: 5_000,
                 throughput: 20_000,
+                phases: false,
             }
         }
+    }
+
+    /// With `phases`: this process's peak, anonymous and file-backed
+    /// memory, after `phase`.
+    fn show_memory(&self, phase: &str) {
+        if !self.phases {
+            return;
+        }
+        let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+        let kib = |key: &str| {
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix(key))
+                .map_or("?", |v| v.trim().trim_end_matches(" kB"))
+                .to_owned()
+        };
+        eprintln!(
+            "after {phase}: VmHWM {} KiB, RssAnon {} KiB, RssFile {} KiB",
+            kib("VmHWM:"),
+            kib("RssAnon:"),
+            kib("RssFile:")
+        );
     }
 }
 
@@ -178,6 +204,7 @@ pub fn ours(server: &[String], counts: &Counts) -> Result<Value, String> {
             latencies.push(started.elapsed().as_secs_f64() * 1e6);
         }
     }
+    counts.show_memory("the sequential calls");
     let cpu_before = cpu_us();
     let mut tput = [0.0; 3];
     for (slot, threads) in THREADS.iter().enumerate() {
@@ -201,6 +228,7 @@ pub fn ours(server: &[String], counts: &Counts) -> Result<Value, String> {
             Ok(())
         })?;
         tput[slot] = (per_thread * threads) as f64 / started.elapsed().as_secs_f64();
+        counts.show_memory(&format!("{threads} threads"));
     }
     let cpu = cpu_us() - cpu_before;
     client.close().map_err(|e| e.to_string())?;

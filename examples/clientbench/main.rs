@@ -3,7 +3,7 @@
 //!
 //! ```text
 //! clientbench [--rounds N] [--pin CPU] [--quick] --server PROGRAM [ARGS...] -- CLIENT...
-//! clientbench --run raw|ours [--quick] PROGRAM [ARGS...]
+//! clientbench --run raw|ours [--quick] [--phases] PROGRAM [ARGS...]
 //! ```
 //!
 //! Each CLIENT is `raw` (a loop that writes a line and reads a line: the
@@ -26,7 +26,9 @@
 //!
 //! Every reply's text is checked against its call's. `--pin CPU` runs each
 //! client (and so its server) under `taskset -c CPU`. `--quick`: tiny
-//! counts, to check that everything works.
+//! counts, to check that everything works. `--phases` (with `--run ours`):
+//! the process's peak, anonymous and file-backed memory after each phase,
+//! on stderr, to see where the peak RSS comes from.
 //!
 //! ```text
 //! cargo build --profile floor --example floor --example clientbench
@@ -65,6 +67,7 @@ fn run(args: &[String]) -> Result<(), String> {
     let mut rounds = 3;
     let mut pin: Option<String> = None;
     let mut quick = false;
+    let mut phases = false;
     let mut i = 0;
     let mut run_one: Option<String> = None;
     while i < args.len() {
@@ -84,6 +87,10 @@ fn run(args: &[String]) -> Result<(), String> {
                 quick = true;
                 i += 1;
             }
+            "--phases" => {
+                phases = true;
+                i += 1;
+            }
             "--run" => {
                 run_one = Some(args.get(i + 1).ok_or("--run needs raw or ours")?.clone());
                 i += 2;
@@ -97,7 +104,8 @@ fn run(args: &[String]) -> Result<(), String> {
     }
     let rest = &args[i..];
     if let Some(which) = run_one {
-        let counts = clients::Counts::new(quick);
+        let mut counts = clients::Counts::new(quick);
+        counts.phases = phases;
         let figures = match which.as_str() {
             "raw" => clients::raw(rest, &counts)?,
             "ours" => clients::ours(rest, &counts)?,
