@@ -402,7 +402,7 @@ impl RequestContext {
                 let mut locked = output.lock();
                 if locked.is_open(gate) {
                     locked.write(&line);
-                    locked.flush();
+                    locked.flush_unless_followed();
                 }
             }
             Sink::Local(lines) => lines.lock().unwrap_or_else(|e| e.into_inner()).push(line),

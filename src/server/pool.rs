@@ -47,7 +47,7 @@ pub(crate) const STALL: Duration = Duration::from_micros(200);
 
 /// How long a worker out of jobs spins before it sleeps (see the module
 /// docs): about a round trip of a client that calls again at once.
-const SPIN: Duration = Duration::from_micros(100);
+pub(crate) const SPIN: Duration = Duration::from_micros(100);
 
 /// The pooled requests that finished since the owner last looked, by id
 /// and sequence number.
@@ -220,8 +220,10 @@ impl Pool {
 /// Flushing: the owner flushes whenever its inbox runs empty, so while it
 /// has events to take, its next flush carries this reply. The worker
 /// flushes itself when the inbox is empty (the owner is likely asleep:
-/// waiting for it would put a wake-up back on the reply's path); under
-/// load the owner's one flush per burst serves many replies.
+/// waiting for it would put a wake-up back on the reply's path), unless
+/// another thread waits for the output's lock, which then flushes for
+/// both (`Locked::flush_unless_followed`): under load one flush serves
+/// many replies.
 fn answer(ctx: &RequestContext, reply: Reply, inbox: &Sender<Event>) {
     if let Sink::Pooled { output, gate, .. } = ctx.sink() {
         // Encoded before the lock is taken, so that workers finishing
@@ -231,7 +233,7 @@ fn answer(ctx: &RequestContext, reply: Reply, inbox: &Sender<Event>) {
         if locked.close_gate(gate) {
             locked.write(&line);
             if inbox.is_empty() {
-                locked.flush();
+                locked.flush_unless_followed();
             }
         }
     }

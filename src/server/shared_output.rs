@@ -27,7 +27,7 @@
 //! reply, as an inline handler's do.
 
 use std::io::{self, BufWriter, Write};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 /// Whether a pooled request may still write: open from its start until
@@ -43,6 +43,10 @@ pub(crate) fn open_gate() -> Gate {
 /// The output of one connection.
 pub(crate) struct SharedOutput {
     state: Mutex<State>,
+    /// Threads waiting for the lock (or holding it): a writer that sees
+    /// another behind it leaves the flush to that one (see
+    /// [`Locked::flush_unless_followed`]).
+    writers: AtomicUsize,
 }
 
 struct State {
@@ -50,10 +54,26 @@ struct State {
     out: Option<BufWriter<Box<dyn Write + Send>>>,
     /// The first failed write; after it nothing more is written.
     error: Option<io::Error>,
+    /// A writer left its flush to the thread waiting behind it.
+    flush_owed: bool,
 }
 
 /// The output, locked: write, flush, open and close gates.
-pub(crate) struct Locked<'a>(MutexGuard<'a, State>);
+pub(crate) struct Locked<'a> {
+    state: MutexGuard<'a, State>,
+    writers: &'a AtomicUsize,
+}
+
+impl Drop for Locked<'_> {
+    fn drop(&mut self) {
+        // The last holder of a run pays the flush an earlier writer left
+        // to it (whether or not it wrote itself).
+        if self.state.flush_owed && self.writers.load(Ordering::Acquire) == 1 {
+            self.flush();
+        }
+        self.writers.fetch_sub(1, Ordering::AcqRel);
+    }
+}
 
 impl SharedOutput {
     pub fn new(writer: Box<dyn Write + Send>) -> SharedOutput {
@@ -61,17 +81,24 @@ impl SharedOutput {
             state: Mutex::new(State {
                 out: Some(BufWriter::with_capacity(8 * 1024, writer)),
                 error: None,
+                flush_owed: false,
             }),
+            writers: AtomicUsize::new(0),
         }
     }
 
     pub fn lock(&self) -> Locked<'_> {
-        Locked(self.state.lock().unwrap_or_else(|e| e.into_inner()))
+        // Counted before it waits: the holder sees it is followed.
+        self.writers.fetch_add(1, Ordering::AcqRel);
+        Locked {
+            state: self.state.lock().unwrap_or_else(|e| e.into_inner()),
+            writers: &self.writers,
+        }
     }
 
     /// Whether a write has failed.
     pub fn failed(&self) -> bool {
-        self.lock().0.error.is_some()
+        self.lock().state.error.is_some()
     }
 
     /// Flushes, and closes the output (the peer sees the end of it), even
@@ -80,8 +107,8 @@ impl SharedOutput {
     pub fn close(&self) -> Option<io::Error> {
         let mut locked = self.lock();
         locked.flush();
-        locked.0.out = None;
-        locked.0.error.take()
+        locked.state.out = None;
+        locked.state.error.take()
     }
 }
 
@@ -89,7 +116,7 @@ impl Locked<'_> {
     /// Writes one message with `body`, then its newline. After a failed
     /// write, or once closed, nothing more is written.
     pub fn write_line(&mut self, body: impl FnOnce(&mut dyn Write) -> io::Result<()>) {
-        let state = &mut *self.0;
+        let state = &mut *self.state;
         if state.error.is_some() {
             return;
         }
@@ -107,8 +134,22 @@ impl Locked<'_> {
         self.write_line(|out| out.write_all(line));
     }
 
+    /// Flushes, unless another thread waits for the lock: then the flush
+    /// is owed, and the last holder of the lock in that run pays it when
+    /// it lets go (see `Drop`), so the last writer of a burst flushes for
+    /// all of them. Under pipelined load this saves a `write` per reply
+    /// (BENCHMARKS.md, issue 19).
+    pub fn flush_unless_followed(&mut self) {
+        if self.writers.load(Ordering::Acquire) <= 1 {
+            self.flush();
+        } else {
+            self.state.flush_owed = true;
+        }
+    }
+
     pub fn flush(&mut self) {
-        let state = &mut *self.0;
+        let state = &mut *self.state;
+        state.flush_owed = false;
         if state.error.is_none()
             && let Some(out) = state.out.as_mut()
             && let Err(e) = out.flush()
@@ -118,7 +159,7 @@ impl Locked<'_> {
     }
 
     pub fn failed(&self) -> bool {
-        self.0.error.is_some()
+        self.state.error.is_some()
     }
 
     /// Whether a request with this gate may still write.
@@ -159,5 +200,51 @@ mod tests {
         let mut text = String::new();
         reader.read_to_string(&mut text).unwrap();
         assert_eq!(text, "one\n");
+    }
+
+    /// What reached the writer: the bytes flushed so far.
+    #[derive(Clone, Default)]
+    struct Flushed(Arc<Mutex<Vec<u8>>>);
+
+    impl Write for Flushed {
+        fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(bytes);
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_flush_left_to_the_next_holder_is_paid_even_if_it_writes_nothing() {
+        let flushed = Flushed::default();
+        let output = Arc::new(SharedOutput::new(Box::new(flushed.clone())));
+        let mut locked = output.lock();
+        // Another thread waits for the lock: a cancelled request's worker,
+        // say, that will only close its gate.
+        let waiter = {
+            let output = Arc::clone(&output);
+            std::thread::spawn(move || {
+                let locked = output.lock();
+                locked.close_gate(&open_gate());
+            })
+        };
+        while output.writers.load(Ordering::Acquire) < 2 {
+            std::thread::yield_now();
+        }
+        locked.write(b"reply");
+        locked.flush_unless_followed();
+        // Still holding the lock: nobody flushed, the waiter owes it.
+        assert!(locked.state.flush_owed);
+        assert!(flushed.0.lock().unwrap().is_empty(), "left to the waiter");
+        drop(locked);
+        waiter.join().unwrap();
+        assert_eq!(*flushed.0.lock().unwrap(), b"reply\n");
+        // Alone, a writer flushes at once.
+        let mut locked = output.lock();
+        locked.write(b"next");
+        locked.flush_unless_followed();
+        assert_eq!(*flushed.0.lock().unwrap(), b"reply\nnext\n");
     }
 }

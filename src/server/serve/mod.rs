@@ -58,7 +58,7 @@ use crate::server::heap;
 use crate::server::in_flight::{Entry, InFlight};
 #[cfg(feature = "legacy")]
 use crate::server::legacy::LegacySession;
-use crate::server::pool::{Finished, Pool, STALL};
+use crate::server::pool::{Finished, Pool, SPIN, STALL};
 use crate::server::reader;
 use crate::server::shared_output::SharedOutput;
 use crate::server::subscriptions::SubscriptionTable;
@@ -195,14 +195,14 @@ fn next_event(owner: &Mutex<Owner>, inbox: &Receiver<Event>) -> Option<Event> {
     if let Ok(event) = inbox.try_recv() {
         return Some(event);
     }
-    let mut timers = {
+    let (mut timers, spin) = {
         let mut locked = lock(owner);
         if !locked.before_sleep() {
             return None;
         }
-        locked.timers()
+        (locked.timers(), locked.inner.config.spin)
     };
-    if let Ok(event) = inbox.try_recv() {
+    if let Some(event) = spin_for_event(inbox, spin) {
         return Some(event);
     }
     loop {
@@ -220,6 +220,22 @@ fn next_event(owner: &Mutex<Owner>, inbox: &Receiver<Event>) -> Option<Event> {
                 timers = lock(owner).on_timer(timers.idle);
             }
         }
+    }
+}
+
+/// Before it sleeps, the owner spins (yielding) for up to `SPIN` when the
+/// process has more than one CPU, as a pool worker does (see `pool`): the
+/// next line of a client that calls in a loop then costs no wake-up.
+fn spin_for_event(inbox: &Receiver<Event>, spin: bool) -> Option<Event> {
+    let started = Instant::now();
+    loop {
+        if let Ok(event) = inbox.try_recv() {
+            return Some(event);
+        }
+        if !spin || started.elapsed() >= SPIN {
+            return None;
+        }
+        thread::yield_now();
     }
 }
 
