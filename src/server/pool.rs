@@ -43,7 +43,7 @@ const IDLE_EXIT: Duration = Duration::from_secs(10);
 
 /// How long jobs may wait behind threads that take none before the pool
 /// grows (see the module docs).
-pub(crate) const STALL: Duration = Duration::from_micros(200);
+pub(crate) const STALL: Duration = Duration::from_millis(1);
 
 /// How long a worker out of jobs spins before it sleeps (see the module
 /// docs): about a round trip of a client that calls again at once.

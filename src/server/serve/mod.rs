@@ -22,7 +22,9 @@
 //! in their order whichever thread acts on them. Why no writer thread, and
 //! why the reader starts pooled requests: each thread hand-off costs a
 //! wake-up, several microseconds on one core and tens across cores
-//! (DESIGN.md, BENCHMARKS.md).
+//! (DESIGN.md, BENCHMARKS.md). For the same reason the owner, like a pool
+//! worker, spins (yielding) for a moment before it sleeps when the process
+//! has more than one CPU (`spin_for_event`).
 //!
 //! Backpressure without a cycle of bounded channels: before it reads a
 //! line the reader takes a read-ahead credit (`reader::ReadAhead`), and the
@@ -142,6 +144,7 @@ fn serve(inner: &Arc<Inner>, transport: Transport) -> Result<(), Error> {
         pool_check: None,
         worked: false,
         direct_work: false,
+        handled_lines: false,
     }));
     {
         let max_line = config.max_line_bytes;
@@ -200,7 +203,10 @@ fn next_event(owner: &Mutex<Owner>, inbox: &Receiver<Event>) -> Option<Event> {
         if !locked.before_sleep() {
             return None;
         }
-        (locked.timers(), locked.inner.config.spin)
+        // Only after lines: a wake-up for a timer or for the reader's
+        // work is not a client calling in a loop.
+        let spin = locked.inner.config.spin && std::mem::take(&mut locked.handled_lines);
+        (locked.timers(), spin)
     };
     if let Some(event) = spin_for_event(inbox, spin) {
         return Some(event);
@@ -223,16 +229,20 @@ fn next_event(owner: &Mutex<Owner>, inbox: &Receiver<Event>) -> Option<Event> {
     }
 }
 
-/// Before it sleeps, the owner spins (yielding) for up to `SPIN` when the
-/// process has more than one CPU, as a pool worker does (see `pool`): the
-/// next line of a client that calls in a loop then costs no wake-up.
+/// Before it sleeps after handling lines, the owner spins (yielding) for
+/// up to `SPIN` when the process has more than one CPU, as a pool worker
+/// does (see `pool`): the next line of a client that calls in a loop then
+/// costs no wake-up.
 fn spin_for_event(inbox: &Receiver<Event>, spin: bool) -> Option<Event> {
+    if !spin {
+        return inbox.try_recv().ok();
+    }
     let started = Instant::now();
     loop {
         if let Ok(event) = inbox.try_recv() {
             return Some(event);
         }
-        if !spin || started.elapsed() >= SPIN {
+        if started.elapsed() >= SPIN {
             return None;
         }
         thread::yield_now();
@@ -312,6 +322,9 @@ struct Owner {
     /// The reader started a request since the owner last looked (see
     /// `idle`).
     direct_work: bool,
+    /// Lines were handled since the owner last slept (see
+    /// `spin_for_event`).
+    handled_lines: bool,
 }
 
 /// A pooled request waiting for a free slot.
@@ -421,10 +434,12 @@ impl Owner {
             Event::Line(incoming, bytes) => {
                 self.on_line(incoming, bytes);
                 self.ahead.handled();
+                self.handled_lines = true;
             }
             Event::Prepared(line) => {
                 self.on_prepared(*line);
                 self.ahead.handled();
+                self.handled_lines = true;
             }
             Event::DirectWork => {}
             Event::Eof | Event::Stop => {
