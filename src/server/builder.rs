@@ -529,7 +529,7 @@ impl ServerBuilder {
                 info_value,
                 instructions: self.instructions,
                 config: self.config,
-                pooled_tools: AtomicBool::new(self.registry.has_pooled_tools),
+                pooled_tools: AtomicBool::new(self.registry.has_pooled_tools()),
                 registry: RwLock::new(self.registry),
                 completion: self.completion,
                 methods: self.methods,

@@ -303,24 +303,30 @@ impl Threads {
                 .compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire)
                 .is_ok()
         {
-            let started = Instant::now();
-            let job = loop {
-                if let Ok(job) = queue.try_recv() {
-                    break Some(job);
-                }
-                if started.elapsed() >= self.spin {
-                    break None;
-                }
-                // Not a busy loop: a thread with work on this CPU runs
-                // first (spinning without yielding cost a third of the
-                // throughput under load, BENCHMARKS.md).
-                thread::yield_now();
-            };
+            let job = spin_recv(queue, self.spin);
             self.spinning.store(false, Ordering::Release);
             if let Some(job) = job {
                 return Ok(job);
             }
         }
         queue.recv_timeout(IDLE_EXIT)
+    }
+}
+
+/// Takes a message from `queue` as soon as one comes within `spin`,
+/// yielding the CPU between looks: not a busy loop, so a thread with work
+/// on this CPU runs first (spinning without yielding cost a third of the
+/// throughput under load, BENCHMARKS.md). Used by a worker out of jobs
+/// and by the owner before they sleep.
+pub(crate) fn spin_recv<T>(queue: &Receiver<T>, spin: Duration) -> Option<T> {
+    let started = Instant::now();
+    loop {
+        if let Ok(message) = queue.try_recv() {
+            return Some(message);
+        }
+        if started.elapsed() >= spin {
+            return None;
+        }
+        thread::yield_now();
     }
 }

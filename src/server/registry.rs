@@ -143,12 +143,17 @@ pub(crate) struct Registry {
     /// A task tool was registered: the Tasks extension is advertised and
     /// its methods served.
     pub has_tasks: bool,
-    /// A tool that runs on the pool (not inline) was registered (see
-    /// `Inner::pooled_tools`).
-    pub has_pooled_tools: bool,
 }
 
 impl Registry {
+    /// Whether a registered tool runs on the pool (not inline, or a task
+    /// tool): the start value of `Inner::pooled_tools`.
+    pub(crate) fn has_pooled_tools(&self) -> bool {
+        self.tools
+            .iter()
+            .any(|entry| !entry.inline || entry.task_mode != TaskMode::Never)
+    }
+
     pub(crate) fn add_tool(&mut self, tool: Tool, handler: Arc<ToolFn>, inline: bool) {
         self.add_task_tool(tool, handler, inline, TaskMode::Never, None);
     }
@@ -163,7 +168,6 @@ impl Registry {
     ) {
         self.has_tools = true;
         self.has_tasks |= task_mode != TaskMode::Never;
-        self.has_pooled_tools |= !inline || task_mode != TaskMode::Never;
         self.tools.insert(
             tool.name.clone(),
             ToolEntry {

@@ -60,7 +60,7 @@ use crate::server::heap;
 use crate::server::in_flight::{Entry, InFlight};
 #[cfg(feature = "legacy")]
 use crate::server::legacy::LegacySession;
-use crate::server::pool::{Finished, Pool, SPIN, STALL};
+use crate::server::pool::{Finished, Pool, PoolJob, SPIN, STALL, spin_recv};
 use crate::server::reader;
 use crate::server::shared_output::SharedOutput;
 use crate::server::subscriptions::SubscriptionTable;
@@ -234,18 +234,10 @@ fn next_event(owner: &Mutex<Owner>, inbox: &Receiver<Event>) -> Option<Event> {
 /// does (see `pool`): the next line of a client that calls in a loop then
 /// costs no wake-up.
 fn spin_for_event(inbox: &Receiver<Event>, spin: bool) -> Option<Event> {
-    if !spin {
-        return inbox.try_recv().ok();
-    }
-    let started = Instant::now();
-    loop {
-        if let Ok(event) = inbox.try_recv() {
-            return Some(event);
-        }
-        if started.elapsed() >= SPIN {
-            return None;
-        }
-        thread::yield_now();
+    if spin {
+        spin_recv(inbox, SPIN)
+    } else {
+        inbox.try_recv().ok()
     }
 }
 
@@ -385,7 +377,7 @@ impl Owner {
 
     /// A job found no free thread in the pool: the pool is checked after
     /// `STALL` (see `pool`), unless a check is pending already.
-    pub(super) fn watch_pool(&mut self, taken: Option<u64>) {
+    fn watch_pool(&mut self, taken: Option<u64>) {
         if let Some(taken) = taken
             && self.pool_check.is_none()
         {
@@ -459,16 +451,13 @@ impl Owner {
             }
             Event::Finished => self.collect_finished(),
             Event::Reply { id, seq, line } => {
-                #[cfg(feature = "legacy")]
-                self.forget_asks_of(seq);
-                self.running -= 1;
                 if let Some(gate) = self.in_flight.gate_of(&id, seq) {
                     let mut locked = self.output.lock();
                     if locked.close_gate(&gate) {
                         locked.write(&line);
                     }
                 }
-                self.in_flight.finish(&id, seq);
+                self.ended(&id, seq);
                 self.start_waiting();
             }
             #[cfg(feature = "legacy")]
@@ -492,12 +481,24 @@ impl Owner {
             return;
         }
         for (id, seq) in finished {
-            #[cfg(feature = "legacy")]
-            self.forget_asks_of(seq);
-            self.running -= 1;
-            self.in_flight.finish(&id, seq);
+            self.ended(&id, seq);
         }
         self.start_waiting();
+    }
+
+    /// A pooled request ended: its asks, its slot and its entry go.
+    fn ended(&mut self, id: &RequestId, seq: u64) {
+        #[cfg(feature = "legacy")]
+        self.forget_asks_of(seq);
+        self.running -= 1;
+        self.in_flight.finish(id, seq);
+    }
+
+    /// Hands a job to the pool, and has the pool checked later when no
+    /// thread was free for it (see `pool`).
+    pub(super) fn submit(&mut self, job: PoolJob) {
+        let taken = self.pool.submit(job);
+        self.watch_pool(taken);
     }
 
     /// Requests parked waiting for a legacy client's answers: they hold

@@ -217,12 +217,11 @@ impl Owner {
             });
         } else {
             self.running += 1;
-            let taken = self.pool.submit(PoolJob {
+            self.submit(PoolJob {
                 ctx,
                 seq,
                 work: job.work,
             });
-            self.watch_pool(taken);
         }
         waiting
     }
@@ -269,8 +268,7 @@ impl Owner {
             if self.in_flight.start(ctx.id(), seq) {
                 self.ahead.release(bytes);
                 self.running += 1;
-                let taken = self.pool.submit(PoolJob { ctx, seq, work });
-                self.watch_pool(taken);
+                self.submit(PoolJob { ctx, seq, work });
             }
         }
     }
