@@ -2,7 +2,6 @@
 
 use std::collections::HashMap;
 use std::fmt;
-use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
@@ -32,8 +31,9 @@ use crate::types::{
 ///
 /// Handlers are plain closures. They run on the worker pool unless
 /// registered with an `inline_` method, which is a promise that the handler
-/// is cheap and never blocks: it then runs on the thread that writes the
-/// output, with no thread hop, and stalls all I/O while it runs.
+/// is cheap and never blocks: it then runs on the thread that reads the
+/// input, with no thread hop, and no line is read while it runs
+/// (cancellations included).
 pub struct ServerBuilder {
     info: Implementation,
     instructions: Option<String>,
@@ -73,7 +73,7 @@ impl ServerBuilder {
             instructions: None,
             config: Config {
                 workers,
-                spin: cpus.is_some_and(|n| n > 1),
+                spin: Duration::ZERO,
                 max_running: 64,
                 queue_limit: 256,
                 queue_bytes: 256 * 1024,
@@ -83,7 +83,7 @@ impl ServerBuilder {
                 shutdown_grace: Duration::from_secs(2),
                 page_size: 100,
                 cache: CacheHints::default(),
-                release_memory: true,
+                release_memory: false,
                 modern_only: false,
             },
             registry: Registry::default(),
@@ -136,7 +136,7 @@ impl ServerBuilder {
         self
     }
 
-    /// Registers a tool that runs inline on the owner thread: a promise
+    /// Registers a tool that runs inline on the reader thread: a promise
     /// that it is cheap and never blocks. Otherwise as [`ServerBuilder::tool`].
     pub fn inline_tool<T, R, F>(mut self, tool: Tool, handler: F) -> Self
     where
@@ -201,7 +201,7 @@ impl ServerBuilder {
         self
     }
 
-    /// [`ServerBuilder::structured_tool`] run inline on the owner thread (a
+    /// [`ServerBuilder::structured_tool`] run inline on the reader thread (a
     /// promise that it is cheap and never blocks).
     #[cfg(feature = "schemars")]
     #[cfg_attr(docsrs, doc(cfg(feature = "schemars")))]
@@ -227,7 +227,7 @@ impl ServerBuilder {
         self
     }
 
-    /// Registers a static resource read inline on the owner thread (cheap,
+    /// Registers a static resource read inline on the reader thread (cheap,
     /// never blocking).
     pub fn inline_resource<R, F>(mut self, resource: Resource, handler: F) -> Self
     where
@@ -352,36 +352,50 @@ impl ServerBuilder {
         self
     }
 
-    /// How many worker threads to keep warm (default: available
-    /// parallelism, at least 2).
+    /// How many worker threads stay once started (default: available
+    /// parallelism, at least 2). Threads are started as pooled handlers
+    /// need them (each running handler has one) and those beyond this many
+    /// exit after 10 s without work. The pool is the server's, shared by
+    /// every connection it serves.
     pub fn workers(mut self, n: usize) -> Self {
         self.config.workers = n.max(1);
         self
     }
 
-    /// How many pooled handlers may run at once (default 64). The pool
-    /// grows past its warm workers up to this many threads, so a slow
-    /// handler never holds up the others; beyond it requests wait, unstarted
-    /// and still cancellable. A handler that waits for a legacy client's
-    /// answers gives its place to a waiting request meanwhile (up to this
-    /// many may wait at once, so the pool may reach twice this many
-    /// threads): the client's answers are behind the waiting requests in
-    /// its input, and must be read.
+    /// How many pooled handlers one connection may run at once (default
+    /// 64); beyond it requests wait, unstarted and still cancellable. A
+    /// handler that waits for a legacy client's answers gives its place to
+    /// a waiting request meanwhile (up to this many may wait at once): the
+    /// client's answers are behind the waiting requests in its input, and
+    /// must be read.
     pub fn max_running(mut self, n: usize) -> Self {
         self.config.max_running = n.max(1);
         self
     }
 
-    /// How many lines may be read but not yet started (default 256): the
-    /// queue of waiting requests plus the lines in transit. When it is full
-    /// the server stops reading input until a request starts.
+    /// How long a worker thread out of jobs spins (yielding the CPU) before
+    /// it sleeps (default: not at all). A client that calls pooled tools
+    /// one after another then finds the thread awake: on a machine with
+    /// idle cores that saves a wake-up per call (tens of microseconds,
+    /// BENCHMARKS.md), for up to this much CPU time per idle gap. One
+    /// thread spins at a time; a single-CPU process gains nothing. Off by
+    /// default: a library does not spend its host's CPU unasked.
+    pub fn spin_before_sleep(mut self, spin: Duration) -> Self {
+        self.config.spin = spin;
+        self
+    }
+
+    /// How many requests of one connection may wait for a free place among
+    /// [`max_running`](ServerBuilder::max_running) (default 256). When
+    /// that many wait the server stops reading the connection's input
+    /// until one starts.
     pub fn queue_limit(mut self, n: usize) -> Self {
         self.config.queue_limit = n.max(1);
         self
     }
 
-    /// How many bytes of input may be read but not yet started (default
-    /// 256 KiB; one line is always admitted whatever its size). With
+    /// How many bytes of requests may wait for a free place (default
+    /// 256 KiB; one request is always admitted whatever its size). With
     /// [`ServerBuilder::queue_limit`] it bounds the memory the server gives
     /// to requests it has not started. Unread input waits in the pipe, which
     /// costs the server nothing, so a small budget loses no throughput
@@ -420,8 +434,9 @@ impl ServerBuilder {
     }
 
     /// How long in-flight handlers may run after end of input or a stop
-    /// (default 2 s). After it they are cancelled and answered with
-    /// `-32603`, and `serve` returns.
+    /// (default 2 s; a duration too long for the clock waits as long as
+    /// they take). After it they are cancelled and answered with `-32603`,
+    /// and `serve` returns.
     pub fn shutdown_grace(mut self, grace: Duration) -> Self {
         self.config.shutdown_grace = grace;
         self
@@ -488,19 +503,20 @@ impl ServerBuilder {
     }
 
     /// Whether a server gives the memory a burst of large messages freed
-    /// back to the system once it is idle (default `true`).
+    /// back to the system once it is idle (default `false`).
     ///
     /// With glibc, freed memory otherwise stays with the process: a burst
     /// of 400 calls of 1 KB to 3 MB left a pooled echo server at 54-88 MB
     /// idle, against 3.1 MB with this (BENCHMARKS.md). It works by two
-    /// process-wide allocator settings: [`build`](ServerBuilder::build)
-    /// makes threads started from then on share the main heap
-    /// (`M_ARENA_MAX` 1), and `serve` trims that heap (`malloc_trim`) after
-    /// 250 ms without an event. An application that embeds a server and
-    /// allocates hard from many threads of its own may prefer its
-    /// allocator untouched: pass `false`, or set any `MALLOC_*` variable or
-    /// `GLIBC_TUNABLES` in the environment, which this leaves alone too.
-    /// Elsewhere than glibc it does nothing.
+    /// process-wide allocator settings, which is why it is off unless
+    /// asked: [`build`](ServerBuilder::build) makes threads started from
+    /// then on share the main heap (`M_ARENA_MAX` 1), and `serve` trims
+    /// that heap (`malloc_trim`) after 250 ms without a request. A process
+    /// that is a server and little else (the example servers, say) wants
+    /// it; an application that embeds a server and allocates hard from
+    /// threads of its own may not. Any `MALLOC_*` variable or
+    /// `GLIBC_TUNABLES` in the environment leaves the allocator's settings
+    /// alone. Elsewhere than glibc it does nothing.
     pub fn release_memory_when_idle(mut self, release: bool) -> Self {
         self.config.release_memory = release;
         self
@@ -508,9 +524,9 @@ impl ServerBuilder {
 
     /// Finishes the server.
     ///
-    /// With glibc this also sets the process's allocator up so that an idle
-    /// server gives back what a burst of large messages freed (see
-    /// [`release_memory_when_idle`](ServerBuilder::release_memory_when_idle)).
+    /// With [`release_memory_when_idle`](ServerBuilder::release_memory_when_idle)
+    /// this also sets the process's allocator up so that an idle server
+    /// gives back what a burst of large messages freed.
     pub fn build(self) -> Server {
         // Before the server's threads (and those of `stop_on_signals`)
         // start, so that they share the heap `serve` trims when idle.
@@ -523,13 +539,13 @@ impl ServerBuilder {
             .task_store
             .unwrap_or_else(|| Arc::new(MemoryTaskStore::default()));
         let tasks = Tasks::new(store, self.task_config, Arc::clone(&connections));
+        let pool = crate::server::pool::Pool::new(self.config.workers, self.config.spin);
         Server {
             inner: Arc::new(Inner {
                 info: self.info,
                 info_value,
                 instructions: self.instructions,
                 config: self.config,
-                pooled_tools: AtomicBool::new(self.registry.has_pooled_tools()),
                 registry: RwLock::new(self.registry),
                 completion: self.completion,
                 methods: self.methods,
@@ -539,6 +555,7 @@ impl ServerBuilder {
                 sealer: crate::server::mrtr::Sealer::new(self.state_key, self.state_ttl),
                 connections,
                 tasks: Arc::new(tasks),
+                pool,
             }),
         }
     }

@@ -7,16 +7,16 @@
 //! increasing values, and `notifications/message` only for a request that
 //! set `io.modelcontextprotocol/logLevel`, at or above that level. Nothing at
 //! all may be sent for a request after it was cancelled or answered. The
-//! context enforces the first three; the request's gate enforces the last
-//! (see `shared_output`).
+//! context enforces the first three; its connection the last
+//! (`Conn::notify`, see `conn`).
 
 use std::fmt;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 #[cfg(feature = "legacy")]
-use crossbeam_channel::Sender;
+use crossbeam_channel::Receiver;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
@@ -24,10 +24,9 @@ use serde_json::{Map, Value};
 use crate::jsonrpc::{ErrorObject, RequestId, encode_notification};
 use crate::server::cancel::CancelToken;
 #[cfg(feature = "legacy")]
-use crate::server::event::Event;
+use crate::server::event::{AskFailed, AskReply};
 use crate::server::mrtr::Retry;
 use crate::server::request_meta::RequestMeta;
-use crate::server::shared_output::{Gate, SharedOutput};
 use crate::server::tasks::TaskLink;
 use crate::server::{Notifier, Server};
 use crate::types::{
@@ -36,26 +35,40 @@ use crate::types::{
     method,
 };
 
-/// Where a handler's notifications go: straight into the output under
-/// the request's gate (pooled handlers, see `shared_output`), or into a
-/// list the owner writes before the reply (inline handlers, which run on
-/// the owner).
+/// Where a handler's notifications go.
 pub(crate) enum Sink {
-    /// A pooled handler writes its notifications itself, while its gate is
-    /// open; a client that reads slowly makes it wait in the write.
-    /// `inbox` and `seq` reach the owner with a legacy request's asks.
-    Pooled {
-        output: Arc<SharedOutput>,
-        gate: Gate,
-        #[cfg(feature = "legacy")]
-        inbox: Sender<Event>,
-        #[cfg(feature = "legacy")]
-        seq: u64,
-    },
-    Local(Mutex<Vec<Vec<u8>>>),
+    /// A request of a connection: what it sends goes through the
+    /// connection, and only while the request is in flight.
+    Conn { outlet: Arc<dyn Outlet>, seq: u64 },
     /// A task's handler: no notification goes on the wire for a task
     /// (Tasks extension); a progress message becomes its `statusMessage`.
     Task(Arc<TaskLink>),
+}
+
+/// Where a request's own messages go: its connection. Implemented by the
+/// connection state (`conn`), which this module does not name: the
+/// context stays below the code that serves connections.
+pub(crate) trait Outlet: Send + Sync {
+    /// Writes notification `line` of request `id` (sequence `seq`) if the
+    /// request is still in flight.
+    fn notify(&self, id: &RequestId, seq: u64, line: &[u8]);
+
+    /// Writes `line`, the server's own request `ask` to a legacy client on
+    /// behalf of request `id` (sequence `seq`), if that request is still in
+    /// flight; its answer comes on the channel (see `legacy::input`).
+    #[cfg(feature = "legacy")]
+    fn ask(
+        &self,
+        id: &RequestId,
+        seq: u64,
+        ask: RequestId,
+        line: &[u8],
+    ) -> Result<Receiver<AskReply>, AskFailed>;
+
+    /// The asks `asks` are not awaited any more: each still open is
+    /// cancelled at the client.
+    #[cfg(feature = "legacy")]
+    fn withdraw(&self, asks: &[RequestId]);
 }
 
 /// What the user did with an elicitation form, its fields read into `T`
@@ -119,18 +132,10 @@ impl RequestContext {
     #[cfg(feature = "legacy")]
     pub(crate) fn for_retry(&self, meta: RequestMeta, retry: Option<Retry>) -> RequestContext {
         let sink = match &self.sink {
-            Sink::Pooled {
-                output,
-                gate,
-                inbox,
-                seq,
-            } => Sink::Pooled {
-                output: Arc::clone(output),
-                gate: Arc::clone(gate),
-                inbox: inbox.clone(),
+            Sink::Conn { outlet, seq } => Sink::Conn {
+                outlet: Arc::clone(outlet),
                 seq: *seq,
             },
-            Sink::Local(_) => Sink::Local(Mutex::new(Vec::new())),
             Sink::Task(link) => Sink::Task(Arc::clone(link)),
         };
         let ctx = RequestContext::new(
@@ -397,15 +402,8 @@ impl RequestContext {
             return;
         }
         match &self.sink {
-            Sink::Pooled { output, gate, .. } => {
-                // Nothing for a request that was answered or cancelled.
-                let mut locked = output.lock();
-                if locked.is_open(gate) {
-                    locked.write(&line);
-                    locked.flush_unless_followed();
-                }
-            }
-            Sink::Local(lines) => lines.lock().unwrap_or_else(|e| e.into_inner()).push(line),
+            // Nothing for a request that was answered or cancelled.
+            Sink::Conn { outlet, seq } => outlet.notify(&self.id, *seq, &line),
             Sink::Task(_) => {}
         }
     }

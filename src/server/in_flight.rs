@@ -1,111 +1,242 @@
-//! The cancellation map: every pooled request that is running or waiting to
-//! start, by id, with its cancel token.
+//! The in-flight map, which is also the cancellation map: every request of
+//! one connection that began and is not answered yet, by id, with its
+//! cancel token and where it is (on the reader, queued for a slot, on the
+//! pool, or parked waiting for a legacy client's answers).
 //!
-//! Only the owner thread touches it. Whether a reply is still wanted is
-//! the entry's gate, which the worker writing the reply and the owner
-//! cancelling the request both close under the output's lock, so one of
-//! them wins (see `shared_output`); the entry leaves the map when the
-//! owner hears the request is done, or when it cancels it. A request whose id is reused after it
-//! was cancelled gets a new sequence number, so late messages from the old
-//! handler are never taken for the new request's.
+//! It lives in the connection state (`conn`), under the connection's lock.
+//! A request is answered only if its entry is still here when its reply
+//! comes (`Conn::finish` takes it out in the same step it writes the
+//! reply), so a cancelled request gets nothing and no request gets two
+//! replies. A request whose id is reused after it ended gets a new
+//! sequence number, so late messages of the old handler are never taken
+//! for the new request's.
+//!
+//! The slots (`max_running`) are counted here too, from the stages alone:
+//! [`InFlight::enter`] and [`InFlight::leave`] are the only code that
+//! changes the counts.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 
 use crate::jsonrpc::RequestId;
 use crate::server::cancel::CancelToken;
-use crate::server::shared_output::Gate;
+use crate::server::pool::Job;
 
 /// One request in flight.
-#[derive(Debug)]
 pub(crate) struct Entry {
     pub seq: u64,
     pub token: CancelToken,
-    /// Not started yet: it waits for a free slot in the pool.
-    pub waiting: bool,
-    /// Open while its worker may still write (see `shared_output`).
-    pub gate: Gate,
+    stage: Stage,
 }
 
-/// Requests in flight by id.
-#[derive(Debug, Default)]
+/// Where a request in flight is.
+pub(crate) enum Stage {
+    /// Its inline handler runs on the reader.
+    Inline,
+    /// It waits for a slot: its job, and the size of its line.
+    Queued(Job, usize),
+    /// It runs on the pool and holds a slot.
+    Running,
+    /// It runs on the pool and waits for a legacy client's answers to this
+    /// many asks: it holds no slot meanwhile (see `conn::legacy`).
+    Parked(usize),
+}
+
+/// The requests in flight by id, the queue for slots, and the counts.
+#[derive(Default)]
 pub(crate) struct InFlight {
     map: HashMap<RequestId, Entry>,
+    /// Queued requests in arrival order; one cancelled meanwhile is gone
+    /// from the map and skipped.
+    queue: VecDeque<(RequestId, u64)>,
+    next_seq: u64,
+    /// Requests holding a slot.
+    running: usize,
+    parked: usize,
+    queued: usize,
+    queued_bytes: usize,
 }
 
 impl InFlight {
-    pub fn insert(&mut self, id: RequestId, entry: Entry) {
-        self.map.insert(id, entry);
+    /// A new sequence number, for a request about to be inserted.
+    pub fn new_seq(&mut self) -> u64 {
+        self.next_seq += 1;
+        self.next_seq
     }
 
-    /// Whether `id` belongs to a request still in flight. A request whose
-    /// reply is written (its gate closed) but whose end the owner has not
-    /// collected yet (`pool::Finished`) is over: the client may have read
-    /// the reply and reused the id already, so its entry goes now (its
-    /// end, with the old sequence number, then finds nothing).
-    pub fn is_busy(&mut self, id: &RequestId) -> bool {
-        match self.map.get(id) {
-            None => false,
-            // Closed only by the worker that wrote the reply (a cancelled
-            // request leaves the map when it is cancelled); never reopened.
-            Some(entry) if !entry.gate.load(std::sync::atomic::Ordering::Acquire) => {
-                self.map.remove(id);
-                false
-            }
-            Some(_) => true,
+    /// Adds a request with the sequence number [`InFlight::new_seq`] gave.
+    pub fn insert(&mut self, id: RequestId, seq: u64, token: CancelToken, stage: Stage) {
+        if matches!(stage, Stage::Queued(..)) {
+            self.queue.push_back((id.clone(), seq));
         }
+        self.enter(&stage);
+        // The caller refused an id in use: nothing is replaced.
+        self.map.insert(id, Entry { seq, token, stage });
+    }
+
+    /// Whether `id` is the id of a request in flight.
+    pub fn contains(&self, id: &RequestId) -> bool {
+        self.map.contains_key(id)
     }
 
     pub fn is_empty(&self) -> bool {
         self.map.is_empty()
     }
 
-    /// Whether messages of request `id` with sequence `seq` may still be
-    /// written.
+    /// Whether request `id` with sequence `seq` is still in flight.
     pub fn is_current(&self, id: &RequestId, seq: u64) -> bool {
         self.map.get(id).is_some_and(|e| e.seq == seq)
     }
 
-    /// The request finished: removes it, unless the id went to a newer
-    /// request meanwhile. Says whether it was there.
-    pub fn finish(&mut self, id: &RequestId, seq: u64) -> bool {
-        if self.is_current(id, seq) {
-            self.map.remove(id);
-            true
-        } else {
-            false
+    /// Takes request `id` out if it is the one with sequence `seq`: it is
+    /// being answered. `None`: it was cancelled (or shut down) meanwhile.
+    pub fn take(&mut self, id: &RequestId, seq: u64) -> Option<Entry> {
+        if !self.is_current(id, seq) {
+            return None;
         }
+        self.remove(id)
     }
 
-    /// The gate of request `id` with sequence `seq`, if it is still the
-    /// one in flight under that id.
-    pub fn gate_of(&self, id: &RequestId, seq: u64) -> Option<Gate> {
+    /// Takes request `id` out, whatever its sequence: it is cancelled.
+    pub fn remove(&mut self, id: &RequestId) -> Option<Entry> {
+        let entry = self.map.remove(id)?;
+        self.leave(&entry.stage);
+        Some(entry)
+    }
+
+    /// Every request, taken out, for shutdown.
+    pub fn drain(&mut self) -> Vec<(RequestId, Entry)> {
+        let entries: Vec<_> = self.map.drain().collect();
+        for (_, entry) in &entries {
+            self.leave(&entry.stage);
+        }
+        self.queue.clear();
+        entries
+    }
+
+    /// The next queued request that may start now that a slot is free (at
+    /// most `max_running` hold one): it holds a slot from here on.
+    pub fn next_to_start(&mut self, max_running: usize) -> Option<Job> {
+        while self.running < max_running {
+            let (id, seq) = self.queue.pop_front()?;
+            let Some(entry) = self.map.get_mut(&id).filter(|e| e.seq == seq) else {
+                continue; // cancelled while it waited
+            };
+            let stage = std::mem::replace(&mut entry.stage, Stage::Running);
+            self.leave(&stage);
+            self.enter(&Stage::Running);
+            if let Stage::Queued(job, _) = stage {
+                return Some(job);
+            }
+        }
+        None
+    }
+
+    /// Request `id` (sequence `seq`) asked a legacy client for input: one
+    /// more open ask. With its first it gives up its slot. Returns
+    /// whether it is in flight.
+    pub fn park(&mut self, id: &RequestId, seq: u64) -> bool {
+        self.restage(id, seq, |stage| match stage {
+            Stage::Running => Stage::Parked(1),
+            Stage::Parked(open) => Stage::Parked(open + 1),
+            other => other,
+        })
+    }
+
+    /// One ask of request `id` was answered or withdrawn: with its last
+    /// one it holds a slot again (for a moment past `max_running`, if
+    /// need be: it was running already).
+    pub fn unpark(&mut self, id: &RequestId, seq: u64) {
+        self.restage(id, seq, |stage| match stage {
+            Stage::Parked(1) => Stage::Running,
+            Stage::Parked(open) => Stage::Parked(open - 1),
+            other => other,
+        });
+    }
+
+    /// Requests parked waiting for a legacy client's answers.
+    pub fn parked(&self) -> usize {
+        self.parked
+    }
+
+    /// Whether request `id` (sequence `seq`) is parked.
+    pub fn is_parked(&self, id: &RequestId, seq: u64) -> bool {
         self.map
             .get(id)
-            .filter(|e| e.seq == seq)
-            .map(|e| std::sync::Arc::clone(&e.gate))
+            .is_some_and(|e| e.seq == seq && matches!(e.stage, Stage::Parked(_)))
     }
 
-    /// A waiting request is about to start: marks it running, or says it
-    /// was cancelled meanwhile.
-    pub fn start(&mut self, id: &RequestId, seq: u64) -> bool {
-        match self.map.get_mut(id) {
-            Some(entry) if entry.seq == seq => {
-                entry.waiting = false;
-                true
-            }
-            _ => false,
+    /// The legacy client will answer nothing more: every parked request
+    /// holds a slot again (its handler is about to fail).
+    pub fn unpark_all(&mut self) {
+        let parked: Vec<(RequestId, u64)> = self
+            .map
+            .iter()
+            .filter(|(_, e)| matches!(e.stage, Stage::Parked(_)))
+            .map(|(id, e)| (id.clone(), e.seq))
+            .collect();
+        for (id, seq) in parked {
+            self.restage(&id, seq, |_| Stage::Running);
         }
     }
 
-    /// Forgets request `id`, for its cancellation: the caller closes its
-    /// gate, then trips its token (in that order: a handler that wakes on
-    /// the token must find the gate closed). Unknown ids are ignored.
-    pub fn remove(&mut self, id: &RequestId) -> Option<Entry> {
-        self.map.remove(id)
+    /// Whether the queue for slots holds `lines` requests or `bytes` bytes
+    /// of them (one request is always admitted, whatever its size).
+    pub fn queue_full(&self, lines: usize, bytes: usize) -> bool {
+        self.queued >= lines || (self.queued > 0 && self.queued_bytes >= bytes)
     }
 
-    /// Removes every request, for shutdown.
-    pub fn drain(&mut self) -> impl Iterator<Item = (RequestId, Entry)> + '_ {
-        self.map.drain()
+    /// Whether a pooled request could start now.
+    pub fn has_slot(&self, max_running: usize) -> bool {
+        self.running < max_running
+    }
+
+    fn restage(&mut self, id: &RequestId, seq: u64, change: impl FnOnce(Stage) -> Stage) -> bool {
+        let Some(entry) = self.map.get_mut(id).filter(|e| e.seq == seq) else {
+            return false;
+        };
+        let before = counts(&entry.stage);
+        let old = std::mem::replace(&mut entry.stage, Stage::Inline);
+        entry.stage = change(old);
+        let after = counts(&entry.stage);
+        self.apply(before, false);
+        self.apply(after, true);
+        true
+    }
+
+    /// A request enters `stage`: the counts follow.
+    fn enter(&mut self, stage: &Stage) {
+        self.apply(counts(stage), true);
+    }
+
+    /// A request leaves `stage`.
+    fn leave(&mut self, stage: &Stage) {
+        self.apply(counts(stage), false);
+    }
+
+    fn apply(&mut self, (running, parked, queued, bytes): Counts, enter: bool) {
+        if enter {
+            self.running += running;
+            self.parked += parked;
+            self.queued += queued;
+            self.queued_bytes += bytes;
+        } else {
+            self.running -= running;
+            self.parked -= parked;
+            self.queued -= queued;
+            self.queued_bytes -= bytes;
+        }
+    }
+}
+
+/// What a request counts for: a slot, a parked request, a queued request
+/// and its bytes.
+type Counts = (usize, usize, usize, usize);
+
+fn counts(stage: &Stage) -> Counts {
+    match stage {
+        Stage::Inline => (0, 0, 0, 0),
+        Stage::Queued(_, bytes) => (0, 0, 1, *bytes),
+        Stage::Running => (1, 0, 0, 0),
+        Stage::Parked(_) => (0, 1, 0, 0),
     }
 }

@@ -7,6 +7,7 @@
 
 mod builder;
 pub(crate) mod cancel;
+pub(crate) mod conn;
 pub(crate) mod connections;
 pub(crate) mod context;
 pub(crate) mod dispatch;
@@ -25,7 +26,6 @@ pub(crate) mod registry;
 pub(crate) mod reply;
 pub(crate) mod request_meta;
 pub(crate) mod serve;
-pub(crate) mod shared_output;
 pub(crate) mod subscriptions;
 pub(crate) mod tasks;
 #[cfg(feature = "schemars")]
@@ -34,7 +34,6 @@ pub(crate) mod work;
 
 use std::collections::HashMap;
 use std::fmt;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
@@ -88,9 +87,9 @@ impl Default for CacheHints {
 #[derive(Clone)]
 pub(crate) struct Config {
     pub workers: usize,
-    /// More than one CPU for this process: a worker out of jobs spins
-    /// briefly before it sleeps (see `pool`).
-    pub spin: bool,
+    /// How long a pool thread out of jobs spins before it sleeps (see
+    /// `pool`); zero: it sleeps at once.
+    pub spin: Duration,
     pub max_running: usize,
     pub queue_limit: usize,
     pub queue_bytes: usize,
@@ -123,10 +122,6 @@ pub(crate) struct Inner {
     pub instructions: Option<String>,
     pub config: Config,
     pub registry: RwLock<Registry>,
-    /// A tool that runs on the pool was registered: only then may the
-    /// reader start a `tools/call` itself (see `serve::direct`). Outside
-    /// the registry's lock, as the reader reads it for every call.
-    pub pooled_tools: AtomicBool,
     pub completion: Option<Arc<CompletionFn>>,
     pub methods: HashMap<String, (Arc<MethodFn>, bool)>,
     pub trace: Arc<Trace>,
@@ -140,12 +135,14 @@ pub(crate) struct Inner {
     pub connections: Arc<Connections>,
     /// The tasks of every connection (Tasks extension).
     pub tasks: Arc<tasks::Tasks>,
+    /// The threads that run pooled handlers, for every connection.
+    pub pool: pool::Pool,
 }
 
 /// An MCP server: cheap to clone, every clone is the same server.
 ///
-/// Build one with [`Server::builder`], then call [`Server::serve`] on the
-/// thread that should own the output.
+/// Build one with [`Server::builder`], then call [`Server::serve`] for a
+/// connection (several may be served at once, from different threads).
 #[derive(Clone)]
 pub struct Server {
     inner: Arc<Inner>,
@@ -221,7 +218,6 @@ impl Server {
         self.inner
             .registry_mut()
             .add_tool(tool, typed_tool(handler), false);
-        self.inner.pooled_tools.store(true, Ordering::Release);
         self.notifier().tools_list_changed();
     }
 

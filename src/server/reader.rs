@@ -1,191 +1,186 @@
-//! The reader thread: the only code that touches the input. It reads one
-//! line at a time (never more than the maximum line length in memory),
-//! classifies it, and sends it to the owner's inbox, taking a credit first
-//! so that it stops reading once `queue_limit` lines are in hand.
+//! The reader thread: the only code that reads a connection's input, and
+//! its dispatcher. It reads one line at a time (never more than the
+//! maximum line length in memory), classifies it, and acts on it before it
+//! reads the next: so lines take effect in the order they were read, with
+//! nothing else to keep that order.
 //!
-//! When the owner has no line of the reader's in hand, the line goes to
-//! `direct` first (see `serve::direct`): a request for a pooled handler
-//! starts there, on this thread, without waking the owner.
+//! A request is refused (id in use, shutting down), prepared (see
+//! `dispatch`: outside the lock, it only reads the registry) and begun
+//! (`ConnHandle::begin`). An inline handler then runs right here, without
+//! the connection's lock, and its reply goes out through `Conn::finish`;
+//! a pooled one is already on the pool. While the queue for slots is full
+//! the reader waits before it reads on: that is the backpressure, and a
+//! client's cancellations behind the queued lines wait with them.
+//!
+//! What the reader writes (inline replies, errors, acknowledgments) is
+//! flushed when its input holds no complete line: one `write(2)` for a
+//! pipelined burst, none kept waiting when the client waits.
 
-use std::io;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Duration;
+use std::io::{BufRead, BufReader};
+use std::sync::Arc;
 
-use crossbeam_channel::{Receiver, Sender};
+use serde::Deserialize;
+use serde_json::value::RawValue;
 
 use crate::envelope_scan::Envelope;
 use crate::incoming::{Incoming, classify};
-use crate::jsonrpc::ErrorObject;
-use crate::server::event::Event;
+use crate::jsonrpc::{ErrorObject, RequestId};
+use crate::server::Inner;
+use crate::server::conn::{ConnHandle, End};
+use crate::server::dispatch::{Prepared, prepare};
+use crate::server::work::call;
 use crate::transport::{Line, read_line, too_long_error};
+use crate::types::method;
 
-/// How far the reader may read ahead of the owner: at most `lines` lines
-/// and, past one line, about `bytes` bytes read but not yet handled.
-///
-/// Why both: a line count alone lets 256 lines of 4 MiB sit in memory at
-/// once. The line credits are a bounded channel (the reader blocks sending,
-/// the owner frees one with `try_recv`); the byte count is an atomic the
-/// reader waits on, woken by the owner through a one-slot channel, so no
-/// wake-up is lost.
-pub(crate) struct ReadAhead {
-    line_credits: Sender<()>,
-    line_returns: Receiver<()>,
-    bytes: AtomicUsize,
-    byte_limit: usize,
-    wake: Sender<()>,
-    woken: Receiver<()>,
-    /// The reader's large line buffer while it waits for the next line:
-    /// the owner frees it if the server goes idle first.
-    parked: Mutex<Vec<u8>>,
-    /// Lines (and prepared requests) sent to the owner's inbox that it has
-    /// not handled yet: a line may skip the inbox only when this is 0.
-    in_inbox: AtomicUsize,
-}
+/// The input buffer: large enough that a burst of small lines is one read.
+const INPUT_BUFFER: usize = 64 * 1024;
 
-impl ReadAhead {
-    pub fn new(lines: usize, bytes: usize) -> ReadAhead {
-        let (line_credits, line_returns) = crossbeam_channel::bounded(lines.max(1));
-        let (wake, woken) = crossbeam_channel::bounded(1);
-        ReadAhead {
-            line_credits,
-            line_returns,
-            bytes: AtomicUsize::new(0),
-            byte_limit: bytes.max(1),
-            wake,
-            woken,
-            parked: Mutex::new(Vec::new()),
-            in_inbox: AtomicUsize::new(0),
-        }
-    }
+/// A line buffer this large is given back while the reader waits.
+const LARGE_LINE: usize = 1024 * 1024;
 
-    /// Owner: a line (or prepared request) from the inbox is handled. Called
-    /// while the owner's state is locked, so that a reader that then finds
-    /// nothing in the inbox and locks that state sees everything it did.
-    pub fn handled(&self) {
-        self.in_inbox.fetch_sub(1, Ordering::AcqRel);
-    }
-
-    /// Whether every line sent to the owner was handled.
-    fn owner_has_no_line(&self) -> bool {
-        self.in_inbox.load(Ordering::Acquire) == 0
-    }
-
-    /// Owner, idle: frees the reader's large buffer if it is parked.
-    pub fn free_parked(&self) {
-        drop(std::mem::take(&mut *self.parked()));
-    }
-
-    fn parked(&self) -> std::sync::MutexGuard<'_, Vec<u8>> {
-        self.parked.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// Reader: waits until another line may be read. `false` when the
-    /// owner is gone.
-    fn acquire(self: &Arc<Self>) -> bool {
-        while self.bytes.load(Ordering::Acquire) > self.byte_limit {
-            // The owner holds the other reference; without it nobody
-            // frees bytes any more.
-            if Arc::strong_count(self) == 1 {
-                return false;
-            }
-            // The owner frees bytes, then wakes us; a wake-up that came
-            // before we got here waits in the channel. The timeout only
-            // bounds how late a gone owner is noticed.
-            let _ = self.woken.recv_timeout(Duration::from_millis(100));
-        }
-        // Both ends of the credit channel live here, so a send can never
-        // fail on its own: poll for a gone owner while it is full.
-        loop {
-            match self
-                .line_credits
-                .send_timeout((), Duration::from_millis(100))
-            {
-                Ok(()) => return true,
-                Err(_) if Arc::strong_count(self) > 1 => {}
-                Err(_) => return false,
-            }
-        }
-    }
-
-    /// Owner: a line of `bytes` bytes was handled (or its request started).
-    pub fn release(&self, bytes: usize) {
-        // A credit is held for every line in hand, so one is there to take.
-        let _ = self.line_returns.try_recv();
-        self.bytes.fetch_sub(bytes, Ordering::AcqRel);
-        // Full means a wake-up is already pending.
-        let _ = self.wake.try_send(());
-    }
-}
-
-/// The reader thread: one classified line at a time into the inbox, or
-/// to `direct` when the owner has no line in hand. `direct` gets the line
-/// with its bytes counted, and returns `None` when it took care of it
-/// (and of its credit), or the event for the owner.
-pub(crate) fn read_loop(
-    mut reader: Box<dyn io::BufRead + Send>,
-    inbox: Sender<Event>,
-    ahead: Arc<ReadAhead>,
-    max_line: usize,
-    trace: &(dyn Fn(&str) + Send + Sync),
-    direct: &mut dyn FnMut(Incoming, usize) -> Option<Event>,
-) {
+/// Reads and dispatches `input` until it ends or the connection closes;
+/// then announces the end.
+pub(crate) fn read_loop(inner: &Arc<Inner>, conn: &ConnHandle, input: Box<dyn BufRead + Send>) {
+    let max_line = inner.config.max_line_bytes;
+    let mut input = BufReader::with_capacity(INPUT_BUFFER, input);
     let mut buf = Vec::new();
     loop {
-        // Blocks while `queue_limit` lines or `queue_bytes` bytes are in
-        // hand: that is the backpressure. `false`: the owner is gone.
-        if !ahead.acquire() {
-            return;
+        if memchr::memchr(b'\n', input.buffer()).is_none() {
+            // About to wait for input: what was written goes out now, and a
+            // large line buffer goes back.
+            if buf.capacity() > LARGE_LINE {
+                buf = Vec::new();
+            }
+            let mut locked = conn.lock();
+            if locked.is_closed() {
+                return;
+            }
+            locked.flush();
         }
-        let event = match read_line(&mut *reader, &mut buf, max_line) {
-            Ok(Line::Message) => Event::Line(classify(&buf), buf.len()),
+        let incoming = match read_line(&mut input, &mut buf, max_line) {
+            Ok(Line::Message) => classify(&buf),
             Ok(Line::TooLong { len, envelope }) => {
                 match too_long_line(envelope, too_long_error(len, max_line)) {
-                    Some(incoming) => Event::Line(incoming, 0),
+                    Some(incoming) => incoming,
                     None => {
-                        trace(&format!(
+                        inner.trace(&format!(
                             "dropped a notification of {len} bytes: longer than the maximum line length of {max_line} bytes"
                         ));
-                        ahead.release(0);
                         continue;
                     }
                 }
             }
-            Ok(Line::Eof) => Event::Eof,
+            Ok(Line::Eof) => return conn.end(End::Eof),
             Err(e) => {
-                trace(&format!("reading input failed: {e}"));
-                Event::Eof
+                inner.trace(&format!("reading input failed: {e}"));
+                return conn.end(End::Eof);
             }
         };
-        let event = match event {
-            Event::Line(incoming, bytes) => {
-                ahead.bytes.fetch_add(bytes, Ordering::AcqRel);
-                if ahead.owner_has_no_line() {
-                    direct(incoming, bytes)
-                } else {
-                    Some(Event::Line(incoming, bytes))
+        let bytes = buf.len();
+        dispatch(inner, conn, incoming, bytes);
+        reuse_or_shrink(&mut buf);
+    }
+}
+
+/// Acts on one message of `bytes` bytes: the whole of the server's
+/// reaction to it is done, or begun, when this returns.
+pub(crate) fn dispatch(inner: &Arc<Inner>, conn: &ConnHandle, incoming: Incoming, bytes: usize) {
+    match incoming {
+        Incoming::Request { id, method, params } => {
+            request(inner, conn, id, &method, params, bytes)
+        }
+        Incoming::Notification { method, params } => {
+            if method == method::NOTIFICATION_CANCELLED {
+                if let Some(id) = cancelled_id(params.as_deref()) {
+                    conn.lock().cancel(&id);
                 }
+            } else if method == "notifications/initialized" {
+                #[cfg(feature = "legacy")]
+                conn.lock().mark_initialized();
             }
-            other => Some(other),
-        };
-        if let Some(event) = event {
-            let eof = matches!(event, Event::Eof);
-            if !eof {
-                ahead.in_inbox.fetch_add(1, Ordering::AcqRel);
-            }
-            if inbox.send(event).is_err() || eof {
-                return;
+            // Spec 2026-07-28 basic/index: notifications are never
+            // answered; unknown ones are ignored.
+        }
+        Incoming::Response { id, reply } => {
+            #[cfg(feature = "legacy")]
+            let answered = conn.lock().answer(id.as_ref(), reply);
+            #[cfg(not(feature = "legacy"))]
+            let answered = {
+                let _ = reply;
+                false
+            };
+            if !answered {
+                let id = id.map_or_else(|| "null".to_owned(), |id| id.to_string());
+                inner.trace(&format!(
+                    "ignoring a response (id {id}) from the client: it answers no request of this server"
+                ));
             }
         }
-        reuse_or_shrink(&mut buf);
-        if buf.capacity() > 1024 * 1024 {
-            // Wait for input without it: read_line then finds the same
-            // bytes (or the same error) in the reader.
-            *ahead.parked() = std::mem::take(&mut buf);
-            let _ = reader.fill_buf();
-            buf = std::mem::take(&mut *ahead.parked());
+        Incoming::Invalid { id, error } => conn.lock().write_error(id.as_ref(), &error),
+    }
+}
+
+/// A request: refused, or prepared and begun. An inline one runs here.
+fn request(
+    inner: &Arc<Inner>,
+    conn: &ConnHandle,
+    id: RequestId,
+    method: &str,
+    params: Option<Box<RawValue>>,
+    bytes: usize,
+) {
+    #[cfg(feature = "legacy")]
+    let session = {
+        let mut locked = conn.lock();
+        locked.lines += 1;
+        if let Some(error) = locked.refusal(&id) {
+            return locked.write_error(Some(&id), &error);
+        }
+        locked.session()
+    };
+    #[cfg(not(feature = "legacy"))]
+    {
+        let mut locked = conn.lock();
+        locked.lines += 1;
+        if let Some(error) = locked.refusal(&id) {
+            return locked.write_error(Some(&id), &error);
         }
     }
+    #[cfg(feature = "legacy")]
+    let prepared = prepare(inner, method, params, session.as_deref());
+    #[cfg(not(feature = "legacy"))]
+    let prepared = prepare(inner, method, params);
+    match prepared {
+        Ok(Prepared::Run(job)) => {
+            if let Some(job) = conn.begin(id, job, bytes) {
+                let reply = call(job.work, &job.ctx);
+                conn.lock().finish(job.ctx.id(), job.seq, reply);
+                return;
+            }
+            // Backpressure: the queue for slots is full.
+            let locked = conn.lock();
+            if locked.queue_full() {
+                drop(locked.wait_until(None, |c| !c.queue_full()));
+            }
+        }
+        Ok(Prepared::Listen(accepted)) => conn.lock().listen(id, accepted),
+        #[cfg(feature = "legacy")]
+        Ok(Prepared::Legacy(request)) => conn.lock().legacy_request(&id, request),
+        Err(error) => conn.lock().write_error(Some(&id), &error),
+    }
+}
+
+/// The request id of `notifications/cancelled`; `None` for malformed
+/// params, which are ignored (spec 2026-07-28 basic/patterns/cancellation,
+/// "Error Handling").
+fn cancelled_id(params: Option<&RawValue>) -> Option<RequestId> {
+    #[derive(Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Cancelled {
+        request_id: RequestId,
+    }
+    let params: Cancelled = serde_json::from_str(params?.get()).ok()?;
+    Some(params.request_id)
 }
 
 /// What a line too long to keep stands for, from its envelope: an error
@@ -217,7 +212,7 @@ fn too_long_line(envelope: Envelope, error: ErrorObject) -> Option<Incoming> {
 /// and the freed ones stay resident with the allocator: BENCHMARKS.md
 /// measured 1 MiB more peak memory on 1 MiB lines that way.
 fn reuse_or_shrink(buf: &mut Vec<u8>) {
-    if buf.capacity() > 1024 * 1024 && buf.len() < buf.capacity() / 4 {
+    if buf.capacity() > LARGE_LINE && buf.len() < buf.capacity() / 4 {
         *buf = Vec::with_capacity(64 * 1024);
     }
 }
@@ -241,32 +236,13 @@ mod tests {
     }
 
     #[test]
-    fn a_reader_waiting_for_credit_lets_go_when_the_owner_is_gone() {
-        let owner = Arc::new(ReadAhead::new(1, 1024));
-        let reader = Arc::clone(&owner);
-        assert!(reader.acquire());
-        // The only credit is in hand: the next acquire waits...
-        let waiting = std::thread::spawn(move || reader.acquire());
-        // ...until the owner's end goes away, and then says so.
-        drop(owner);
-        assert!(!waiting.join().unwrap());
-    }
-
-    #[test]
-    fn the_byte_budget_admits_one_line_then_waits_for_bytes() {
-        let owner = Arc::new(ReadAhead::new(10, 100));
-        let reader = Arc::clone(&owner);
-        assert!(reader.acquire());
-        reader.bytes.fetch_add(500, Ordering::AcqRel);
-        let (done_tx, done) = crossbeam_channel::bounded(1);
-        let waiting = std::thread::spawn(move || {
-            let ok = reader.acquire();
-            done_tx.send(()).unwrap();
-            ok
-        });
-        // Over budget: no second line until the owner frees the bytes.
-        assert!(done.recv_timeout(Duration::from_millis(50)).is_err());
-        owner.release(500);
-        assert!(waiting.join().unwrap());
+    fn a_cancellation_names_its_request_or_is_ignored() {
+        let raw = |s: &str| RawValue::from_string(s.to_owned()).unwrap();
+        assert_eq!(
+            cancelled_id(Some(&raw(r#"{"requestId":"a","reason":"x"}"#))),
+            Some(RequestId::from("a"))
+        );
+        assert_eq!(cancelled_id(Some(&raw(r#"{"id":1}"#))), None);
+        assert_eq!(cancelled_id(None), None);
     }
 }

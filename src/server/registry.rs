@@ -146,14 +146,6 @@ pub(crate) struct Registry {
 }
 
 impl Registry {
-    /// Whether a registered tool runs on the pool (not inline, or a task
-    /// tool): the start value of `Inner::pooled_tools`.
-    pub(crate) fn has_pooled_tools(&self) -> bool {
-        self.tools
-            .iter()
-            .any(|entry| !entry.inline || entry.task_mode != TaskMode::Never)
-    }
-
     pub(crate) fn add_tool(&mut self, tool: Tool, handler: Arc<ToolFn>, inline: bool) {
         self.add_task_tool(tool, handler, inline, TaskMode::Never, None);
     }

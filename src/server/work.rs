@@ -1,6 +1,6 @@
-//! A request's work: the boxed closure that produces its reply, the job
-//! the owner runs (inline or on the pool), and running it with a panic
-//! turned into that request's `-32603`.
+//! A request's work: the boxed closure that produces its reply, the job a
+//! connection begins (inline on the reader, or on the pool), and calling it
+//! with a panic turned into that request's `-32603`.
 
 use std::any::Any;
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -18,14 +18,14 @@ pub(crate) type Work = Box<dyn FnOnce(&RequestContext) -> Reply + Send>;
 pub(crate) struct Job {
     pub meta: RequestMeta,
     pub work: Work,
-    /// Run on the owner thread: cheap and never blocking.
+    /// Run on the reader thread: cheap and never blocking.
     pub inline: bool,
     /// The verified `requestState` and `inputResponses` of a retry.
     pub retry: Option<Retry>,
 }
 
-/// Runs a job's work, turning a panic into `-32603` for that request.
-pub(crate) fn run(work: Work, ctx: &RequestContext) -> Reply {
+/// Calls a job's work, turning a panic into `-32603` for that request.
+pub(crate) fn call(work: Work, ctx: &RequestContext) -> Reply {
     match catch_unwind(AssertUnwindSafe(|| work(ctx))) {
         Ok(reply) => reply,
         Err(panic) => {

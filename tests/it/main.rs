@@ -26,6 +26,7 @@ mod layers;
 #[cfg(feature = "legacy")]
 mod legacy;
 mod limits;
+mod module_graph;
 mod mrtr;
 mod notifications;
 mod prompts;

@@ -1583,49 +1583,75 @@ fn what_an_inline_handler_publishes_takes_effect_before_the_next_line_is_read() 
 
 // req: subscriptions:publish-backpressure
 #[test]
-fn a_publisher_waits_once_a_connection_has_a_thousand_events_in_hand() {
-    // An inline tool that holds the owner thread until the test lets go,
-    // so published events pile up unhandled.
-    let (hold_tx, hold_rx) = crossbeam_channel::unbounded::<()>();
-    let (held_tx, held_rx) = crossbeam_channel::unbounded::<()>();
+fn a_publisher_waits_while_the_client_stops_reading_and_nothing_piles_up() {
+    use mcp_stdio::{Transport, memory_pipe};
+    use std::io::{self, Write};
+    use std::sync::{Arc, Mutex};
+
+    /// The server's output: a client that stops reading while `held`.
+    struct Stalling {
+        out: mcp_stdio::MemoryWriter,
+        held: Arc<Mutex<()>>,
+    }
+    impl Write for Stalling {
+        fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+            let _reading = self.held.lock().unwrap();
+            self.out.write(bytes)
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            let _reading = self.held.lock().unwrap();
+            self.out.flush()
+        }
+    }
+
     let server = Server::builder("backpressure", "1.0.0")
-        .inline_tool(
-            Tool::new("hold", "Holds the owner."),
-            move |_ctx, _: Value| {
-                held_tx.send(()).unwrap();
-                hold_rx.recv().unwrap();
-                Ok(CallToolResult::text("let go"))
-            },
-        )
+        .enable_tools()
         .build();
-    let mut peer = Peer::start(&server);
-    peer.send(&call(1, "hold", json!({})));
-    held_rx.recv_timeout(crate::support::WAIT).unwrap();
+    let (to_server, server_in) = memory_pipe();
+    let (server_out, from_server) = memory_pipe();
+    let held = Arc::new(Mutex::new(()));
+    let stalling = Stalling {
+        out: server_out,
+        held: Arc::clone(&held),
+    };
+    let serving = {
+        let server = server.clone();
+        std::thread::spawn(move || server.serve(Transport::new(server_in, stalling)))
+    };
+    let ours = Transport::new(from_server, to_server);
+    let mut peer = Peer::over(ours, Some(serving), server_meta(&server));
+    open(
+        &mut peer,
+        "s",
+        json!({ "toolsListChanged": true }),
+        json!({ "toolsListChanged": true }),
+    );
     let notifier = server.notifier();
     let (published_tx, published) = crossbeam_channel::unbounded();
+    let reading = held.lock().unwrap();
     let publisher = std::thread::spawn(move || {
-        for n in 0..2000 {
+        for n in 0..3 {
             notifier.tools_list_changed();
             published_tx.send(n).unwrap();
         }
     });
-    for n in 0..1024 {
-        assert_eq!(published.recv_timeout(crate::support::WAIT), Ok(n));
-    }
-    // The 1025th waits for the owner.
+    // The event is written before `publish` returns: with the client not
+    // reading, the publisher waits, instead of queueing events in memory.
     assert!(published.recv_timeout(Duration::from_millis(200)).is_err());
-    hold_tx.send(()).unwrap();
-    assert_eq!(peer.recv(), text_result(&peer, 1, "let go"));
+    drop(reading);
     publisher.join().unwrap();
-    assert_eq!(published.iter().count(), 2000 - 1024);
-    barrier(&mut peer, "b");
-    peer.finish_quietly();
+    assert_eq!(published.iter().collect::<Vec<_>>(), [0, 1, 2]);
+    for _ in 0..3 {
+        assert_eq!(peer.recv(), changed("s", TOOLS));
+    }
+    let meta = peer.server_meta.clone();
+    let (rest, res) = peer.finish();
+    res.unwrap();
+    assert_eq!(rest, [closed(&meta, "s")]);
 }
 
-// A pooled handler's reply is written by its worker (see
-// `shared_output`), except when the handler published events: then the
-// owner writes the reply after them, so what a tool published reaches the
-// client before the tool's answer, as it does for an inline tool.
+// What a handler publishes is written before `publish` returns, so it
+// reaches the client before the handler's reply, as for an inline tool.
 #[test]
 fn what_a_pooled_tool_publishes_arrives_before_its_reply() {
     let server = Server::builder("publisher", "1.0.0")

@@ -44,7 +44,6 @@ use methods::{
     prepare_prompt_get, prepare_resource_read, prepare_tool_call,
 };
 use params::{Fields, RetryFields};
-pub(crate) use route::always_on_owner;
 use route::{Route, route};
 
 /// What the owner does with a request that passed validation.

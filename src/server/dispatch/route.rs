@@ -46,26 +46,6 @@ pub(super) enum List {
     Prompts,
 }
 
-/// Whether a request for `name` is answered on the owner whatever it
-/// carries: the protocol's own methods that run inline, and the legacy
-/// session's. The reader prepares nothing for them (see `serve::direct`).
-pub(crate) fn always_on_owner(name: &str) -> bool {
-    matches!(
-        name,
-        method::SERVER_DISCOVER
-            | method::TOOLS_LIST
-            | method::RESOURCES_LIST
-            | method::RESOURCES_TEMPLATES_LIST
-            | method::PROMPTS_LIST
-            | method::SUBSCRIPTIONS_LISTEN
-            | "initialize"
-            | "ping"
-            | "logging/setLevel"
-            | "resources/subscribe"
-            | "resources/unsubscribe"
-    )
-}
-
 /// Finds the route of a method.
 pub(super) fn route(inner: &Inner, name: &str) -> Result<Route, ErrorObject> {
     let registry = inner.registry.read().unwrap_or_else(|e| e.into_inner());

@@ -13,15 +13,16 @@
 //! with a dual-era server "Works. The server answers `initialize` and serves
 //! the client according to the negotiated legacy revision."
 //!
-//! The asks go out through the owner (`Event::AskClient`), which writes them
+//! The asks go out through the request's connection (`Outlet::ask`, see
+//! `conn::legacy`), which writes them only while the request is in flight
 //! and routes the client's responses back by id. While waiting, the request
-//! can still be cancelled: the open asks are then cancelled at the client
-//! with `notifications/cancelled`. A client that answers an ask with an
-//! error ends the request with that error.
+//! can still be cancelled: the connection then cancels the open asks at the
+//! client with `notifications/cancelled` and drops them, which ends the
+//! wait here at once. A client that answers an ask with an error ends the
+//! request with that error.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Duration;
 
 use crossbeam_channel::{Receiver, Select};
 use serde_json::value::RawValue;
@@ -29,11 +30,12 @@ use serde_json::{Map, Value};
 
 use crate::jsonrpc::{ErrorObject, RequestId, encode_error, encode_request, error_code};
 use crate::server::Inner;
-use crate::server::context::{RequestContext, Sink};
-use crate::server::event::{AskFailed, AskReply, Event};
-use crate::server::legacy::{LegacySession, downgrade};
+use crate::server::context::{Outlet, RequestContext, Sink};
+use crate::server::event::{AskFailed, AskReply};
+use crate::server::legacy::downgrade::downgrade;
+use crate::server::legacy::session::LegacySession;
 use crate::server::reply::Reply;
-use crate::server::work::{self, Job, Work};
+use crate::server::work::{Job, Work, call};
 use crate::types::method;
 
 /// How many times one request may ask before it gives up (the client's
@@ -120,7 +122,7 @@ impl Bridge {
                 }
             })?;
         let ctx = ctx.for_retry(job.meta, job.retry);
-        Ok(work::run(job.work, &ctx).into_line())
+        Ok(call(job.work, &ctx).into_line())
     }
 }
 
@@ -152,14 +154,9 @@ fn input_required(line: &[u8]) -> Option<InputRequired> {
 }
 
 /// Cancels the asks still `open` at the client, and passes `error` on.
-fn withdraw(
-    inbox: &crossbeam_channel::Sender<Event>,
-    open: &[OpenAsk],
-    error: ErrorObject,
-) -> ErrorObject {
-    for (_, id, _) in open {
-        let _ = inbox.send(Event::AskWithdrawn { id: id.clone() });
-    }
+fn withdraw(outlet: &dyn Outlet, open: &[OpenAsk], error: ErrorObject) -> ErrorObject {
+    let ids: Vec<RequestId> = open.iter().map(|(_, id, _)| id.clone()).collect();
+    outlet.withdraw(&ids);
     error
 }
 
@@ -174,28 +171,35 @@ fn ask(
     requests: Map<String, Value>,
     version: &str,
 ) -> Result<Map<String, Value>, ErrorObject> {
-    let Sink::Pooled { inbox, seq, .. } = ctx.sink() else {
+    let Sink::Conn { outlet, seq } = ctx.sink() else {
         return Err(ErrorObject::internal_error(
-            "an inline handler cannot wait for the client's answer",
+            "only a request of a connection can ask its client",
         ));
     };
     let mut open = Vec::new();
     for (key, request) in requests {
-        let (id, answer) = send_ask(inbox, *seq, &key, request, version)?;
-        open.push((key, id, answer));
+        let sent = ask_line(&key, request, version).and_then(|(id, line)| {
+            match outlet.ask(ctx.id(), *seq, id.clone(), &line) {
+                Ok(answer) => Ok((id, answer)),
+                Err(AskFailed::Refused(error) | AskFailed::Client(error)) => Err(error),
+                Err(AskFailed::Closed) => Err(ended(ctx)),
+            }
+        });
+        match sent {
+            Ok((id, answer)) => open.push((key, id, answer)),
+            Err(error) => return Err(withdraw(&**outlet, &open, error)),
+        }
     }
-    await_answers(ctx, inbox, open)
+    await_answers(ctx, &**outlet, open)
 }
 
-/// Sends one input request to the client as a request of its own,
-/// through the owner, in the shape the client's `version` knows.
-fn send_ask(
-    inbox: &crossbeam_channel::Sender<Event>,
-    seq: u64,
+/// One input request as a request of the server's own to the client, in
+/// the shape the client's `version` knows: its id and its line.
+fn ask_line(
     key: &str,
     mut request: Value,
     version: &str,
-) -> Result<(RequestId, Receiver<AskReply>), ErrorObject> {
+) -> Result<(RequestId, Vec<u8>), ErrorObject> {
     static NEXT_ASK: AtomicU64 = AtomicU64::new(1);
     // Elicitation had no `mode` before 2025-11-25: a form is all there was.
     if version < "2025-11-25"
@@ -219,29 +223,26 @@ fn send_ask(
         NEXT_ASK.fetch_add(1, Ordering::Relaxed)
     ));
     let line = encode_request(&id, ask_method, &params).map_err(ErrorObject::internal_error)?;
-    let (reply, answer) = crossbeam_channel::bounded(1);
-    inbox
-        .send(Event::AskClient {
-            id: id.clone(),
-            line,
-            reply,
-            seq,
-        })
-        .map_err(|_| closed())?;
-    Ok((id, answer))
+    Ok((id, line))
 }
 
-/// The error of a request whose connection closed while it waited.
-fn closed() -> ErrorObject {
-    ErrorObject::internal_error("the connection closed before the client answered")
+/// The error of a request whose asks ended unanswered: it was cancelled
+/// (nothing is sent for it then), or its connection is closing.
+fn ended(ctx: &RequestContext) -> ErrorObject {
+    if ctx.is_cancelled() {
+        ErrorObject::internal_error("cancelled")
+    } else {
+        ErrorObject::internal_error("the connection closed before the client answered")
+    }
 }
 
 /// Waits for the answers to the `open` asks. They are taken as they come,
-/// in any order, so an error or a cancellation ends the request at once
-/// (and withdraws the asks still open).
+/// in any order, so an error ends the request at once (and withdraws the
+/// asks still open). A cancellation or the connection's end drops the
+/// asks, which ends the wait.
 fn await_answers(
     ctx: &RequestContext,
-    inbox: &crossbeam_channel::Sender<Event>,
+    outlet: &dyn Outlet,
     mut open: Vec<OpenAsk>,
 ) -> Result<Map<String, Value>, ErrorObject> {
     let mut answers = Map::new();
@@ -250,23 +251,11 @@ fn await_answers(
         for (_, _, answer) in &open {
             select.recv(answer);
         }
-        // The cancel token has no channel to select on: a short timeout
-        // (only a handler that waits for a person's answer is here).
-        let Ok(ready) = select.select_timeout(Duration::from_millis(20)) else {
-            if ctx.is_cancelled() {
-                // Nothing is sent for a cancelled request.
-                return Err(withdraw(
-                    inbox,
-                    &open,
-                    ErrorObject::internal_error("cancelled"),
-                ));
-            }
-            continue;
-        };
+        let ready = select.select();
         let at = ready.index();
         let Ok(reply) = ready.recv(&open[at].2) else {
             open.swap_remove(at);
-            return Err(withdraw(inbox, &open, closed()));
+            return Err(withdraw(outlet, &open, ended(ctx)));
         };
         let (key, _, _) = open.swap_remove(at);
         let value = match reply {
@@ -276,9 +265,10 @@ fn await_answers(
                     message: format!("the client answered {key} with an error: {}", error.message),
                     ..error
                 };
-                return Err(withdraw(inbox, &open, error));
+                return Err(withdraw(outlet, &open, error));
             }
-            Err(AskFailed::Refused(error)) => return Err(withdraw(inbox, &open, error)),
+            Err(AskFailed::Refused(error)) => return Err(withdraw(outlet, &open, error)),
+            Err(AskFailed::Closed) => return Err(withdraw(outlet, &open, ended(ctx))),
         };
         let value = serde_json::from_str(value.get()).map_err(ErrorObject::internal_error)?;
         answers.insert(key, value);

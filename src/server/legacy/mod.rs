@@ -18,9 +18,9 @@
 //! newer than a client's version (`structuredContent`, `title`, `icons`,
 //! resource links, ...) are optional extras that older clients ignore.
 
-mod downgrade;
+pub(crate) mod downgrade;
 mod input;
-mod session;
+pub(crate) mod session;
 
 use std::sync::Arc;
 

@@ -153,9 +153,14 @@ pub(crate) fn session_request(
         .has_resources;
     Some(match method {
         "logging/setLevel" => set_level(params).map(LegacyRequest::SetLevel),
-        "resources/subscribe" if has_resources => {
-            subscription_uri(params).map(LegacyRequest::Subscribe)
-        }
+        "resources/subscribe" if has_resources => subscription_uri(params).and_then(|uri| {
+            if inner.accepts_uri(&uri) {
+                Ok(LegacyRequest::Subscribe(uri))
+            } else {
+                // 2025-11-25 server/resources, "Error Handling".
+                Err(ErrorObject::new(-32002, "Resource not found").with_data(json!({ "uri": uri })))
+            }
+        }),
         "resources/unsubscribe" if has_resources => {
             subscription_uri(params).map(LegacyRequest::Unsubscribe)
         }

@@ -1,0 +1,227 @@
+//! A connection's legacy (initialize-era) side: its session, the requests
+//! only that era has, its untagged notifications, and the server's own
+//! requests to the client (asks, see `legacy::input`) with their answers.
+//!
+//! A request waiting for the client's answers is parked: it keeps its pool
+//! thread but gives its slot to the requests queued behind it. Why: if such
+//! requests filled the slots, the queued ones would fill the queue, the
+//! reader would stop, and the answers behind them in the input would never
+//! be read. At most `max_running` requests may be parked; past that an ask
+//! is refused and its request fails.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use crossbeam_channel::{Receiver, Sender};
+use serde_json::json;
+use serde_json::value::RawValue;
+
+use super::Conn;
+use crate::jsonrpc::{ErrorObject, RequestId, encode_notification};
+use crate::server::event::{AskFailed, AskReply, ServerEvent};
+use crate::server::legacy::{self, LegacyRequest, LegacySession};
+use crate::types::method;
+
+/// The legacy side of one connection.
+#[derive(Default)]
+pub(super) struct Legacy {
+    /// Opened by `initialize`; shared with the requests prepared under it.
+    session: Option<Arc<LegacySession>>,
+    /// The server's requests to the client awaiting its response, by id.
+    asks: HashMap<RequestId, Ask>,
+}
+
+/// One of the server's requests to a legacy client.
+struct Ask {
+    reply: Sender<AskReply>,
+    /// The request that asked, and its sequence number.
+    request: RequestId,
+    seq: u64,
+}
+
+impl Conn {
+    /// The legacy session, if a client opened one.
+    pub fn session(&self) -> Option<Arc<LegacySession>> {
+        self.legacy.session.clone()
+    }
+
+    /// `notifications/initialized`: list changes may go to the session.
+    pub fn mark_initialized(&mut self) {
+        if let Some(session) = &mut self.legacy.session {
+            Arc::make_mut(session).initialized = true;
+        }
+    }
+
+    /// Request `request` (sequence `seq`) asks the client with `line`, a
+    /// request of the server's own with id `id`: written, and its answer
+    /// will come on the returned channel. Refused for a request no longer
+    /// in flight (cancelled: nothing more is sent for it), while shutting
+    /// down, and past `max_running` parked requests.
+    pub fn ask(
+        &mut self,
+        request: &RequestId,
+        seq: u64,
+        id: RequestId,
+        line: &[u8],
+    ) -> Result<Receiver<AskReply>, AskFailed> {
+        if self.stopping || !self.in_flight.is_current(request, seq) {
+            return Err(AskFailed::Closed);
+        }
+        let max = self.inner.config.max_running;
+        if self.in_flight.parked() >= max && !self.in_flight.is_parked(request, seq) {
+            return Err(AskFailed::Refused(ErrorObject::internal_error(format!(
+                "too many requests already wait for this client's answers (at most {max})"
+            ))));
+        }
+        self.in_flight.park(request, seq);
+        self.start_queued();
+        let (reply, answer) = crossbeam_channel::bounded(1);
+        let request = request.clone();
+        self.legacy.asks.insert(
+            id,
+            Ask {
+                reply,
+                request,
+                seq,
+            },
+        );
+        self.write(line);
+        Ok(answer)
+    }
+
+    /// The asks `ids` will not be awaited any more (their request failed
+    /// or was cancelled): each still open is cancelled at the client.
+    pub fn withdraw(&mut self, ids: &[RequestId]) {
+        for id in ids {
+            if let Some(ask) = self.legacy.asks.remove(id) {
+                self.in_flight.unpark(&ask.request, ask.seq);
+                self.write_ask_cancelled(id);
+            }
+        }
+    }
+
+    /// A response from the client: the answer to an ask. Returns whether
+    /// it answered one (the caller notes one that did not).
+    pub fn answer(
+        &mut self,
+        id: Option<&RequestId>,
+        reply: Result<Box<RawValue>, ErrorObject>,
+    ) -> bool {
+        let Some(ask) = id.and_then(|id| self.legacy.asks.remove(id)) else {
+            return false;
+        };
+        self.in_flight.unpark(&ask.request, ask.seq);
+        let _ = ask.reply.send(reply.map_err(AskFailed::Client));
+        true
+    }
+
+    /// Request `seq` was cancelled: its open asks are cancelled at the
+    /// client, and its handler, which waits for them, stops waiting.
+    pub(super) fn withdraw_asks_of(&mut self, seq: u64) {
+        let ids: Vec<RequestId> = self
+            .legacy
+            .asks
+            .iter()
+            .filter(|(_, ask)| ask.seq == seq)
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in ids {
+            self.legacy.asks.remove(&id);
+            self.write_ask_cancelled(&id);
+        }
+    }
+
+    /// Request `seq` was answered: asks it left open are answered to
+    /// nobody.
+    pub(super) fn forget_asks_of(&mut self, seq: u64) {
+        self.legacy.asks.retain(|_, ask| ask.seq != seq);
+    }
+
+    /// Shutting down: no answer will come, so the handlers waiting for one
+    /// stop waiting (their asks fail) and hold their slots again.
+    pub(super) fn drop_asks(&mut self) {
+        self.legacy.asks.clear();
+        self.in_flight.unpark_all();
+    }
+
+    fn write_ask_cancelled(&mut self, id: &RequestId) {
+        let mut line = Vec::with_capacity(96);
+        let params = json!({ "requestId": id, "reason": "the request was cancelled" });
+        if encode_notification(&mut line, method::NOTIFICATION_CANCELLED, &params).is_ok() {
+            self.write(&line);
+        }
+    }
+
+    /// A request of the legacy session: `initialize` opens it (again),
+    /// `ping` is answered, the others change it.
+    pub fn legacy_request(&mut self, id: &RequestId, request: LegacyRequest) {
+        if let Some(error) = self.refusal(id) {
+            return self.write_error(Some(id), &error);
+        }
+        let reply = match request {
+            LegacyRequest::Ping => json!({}),
+            LegacyRequest::Initialize(session) => {
+                let result = legacy::initialize_result(&self.inner, &session);
+                self.legacy.session = Some(Arc::new(*session));
+                result
+            }
+            LegacyRequest::SetLevel(level) => {
+                if let Some(session) = &mut self.legacy.session {
+                    Arc::make_mut(session).log_level = Some(level);
+                }
+                json!({})
+            }
+            LegacyRequest::Subscribe(uri) => {
+                let max = self.inner.config.max_subscriptions;
+                if let Some(session) = &mut self.legacy.session {
+                    let session = Arc::make_mut(session);
+                    if session.subscribed.len() >= max && !session.subscribed.contains(&uri) {
+                        let error = ErrorObject::internal_error(format!(
+                            "too many resource subscriptions on this connection (at most {max}): unsubscribe from one first"
+                        ))
+                        .with_data(json!({ "limit": max }));
+                        return self.write_error(Some(id), &error);
+                    }
+                    session.subscribed.insert(uri);
+                }
+                json!({})
+            }
+            LegacyRequest::Unsubscribe(uri) => {
+                if let Some(session) = &mut self.legacy.session {
+                    Arc::make_mut(session).subscribed.remove(&uri);
+                }
+                json!({})
+            }
+        };
+        let mut line = Vec::with_capacity(256);
+        // Plain data into a Vec: encoding cannot fail.
+        let _ = crate::jsonrpc::encode_result(&mut line, id, &reply);
+        self.write(&line);
+    }
+
+    /// A published event for the legacy session: resource updates for the
+    /// URIs it subscribed to, list changes once it is initialized (without
+    /// a subscription id; 2025-11-25 has none).
+    pub(super) fn publish_legacy(&mut self, event: &ServerEvent) {
+        let Some(session) = &self.legacy.session else {
+            return;
+        };
+        let line = match event {
+            ServerEvent::ResourceUpdated(uri) if session.subscribed.contains(&**uri) => {
+                json!({ "jsonrpc": "2.0", "method": method::NOTIFICATION_RESOURCES_UPDATED, "params": { "uri": &**uri } })
+            }
+            ServerEvent::ToolsListChanged if session.initialized => {
+                json!({ "jsonrpc": "2.0", "method": method::NOTIFICATION_TOOLS_LIST_CHANGED })
+            }
+            ServerEvent::PromptsListChanged if session.initialized => {
+                json!({ "jsonrpc": "2.0", "method": method::NOTIFICATION_PROMPTS_LIST_CHANGED })
+            }
+            ServerEvent::ResourcesListChanged if session.initialized => {
+                json!({ "jsonrpc": "2.0", "method": method::NOTIFICATION_RESOURCES_LIST_CHANGED })
+            }
+            _ => return,
+        };
+        let line = line.to_string();
+        self.write(line.as_bytes());
+    }
+}

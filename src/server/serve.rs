@@ -1,0 +1,109 @@
+//! [`Server::serve`]: one connection, from its first line to its end.
+//!
+//! ```text
+//! input ──► mcp-reader: read, classify, dispatch in order ──► conn (one lock) ──► output
+//!              │ inline handlers run here, without the lock          ▲
+//!              └─ pooled jobs ──► mcp-worker-N ── Conn::finish ───────┤
+//!                          Notifier (any thread) ── Conn::publish ───┘
+//! serve() caller: waits for the end (EOF, stop, a failed write), then shuts down
+//! ```
+//!
+//! The thread that calls `serve` does not read or write: it waits for the
+//! end, then gives the requests in flight the grace period, answers what is
+//! left with `-32603` and closes the output (`Conn::shut_down`). It never
+//! waits for a reader blocked on its input: after a stop, `serve` returns
+//! while the reader may still wait for a line it will not act on.
+
+use std::sync::Arc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{Receiver, RecvTimeoutError};
+
+use crate::error::Error;
+use crate::server::conn::{ConnHandle, End};
+use crate::server::{Inner, Server, heap, reader};
+use crate::transport::Transport;
+
+/// How long a connection goes without a request before the memory its
+/// work freed goes back to the system, when asked
+/// ([`ServerBuilder::release_memory_when_idle`](crate::ServerBuilder::release_memory_when_idle)).
+const IDLE: Duration = Duration::from_millis(250);
+
+impl Server {
+    /// Serves one connection: blocks until its input ends or
+    /// [`StopHandle::stop`](crate::StopHandle::stop) is called, then shuts down (see
+    /// [`ServerBuilder::shutdown_grace`](crate::ServerBuilder::shutdown_grace)) and returns.
+    ///
+    /// A thread of its own (`mcp-reader`) reads the input and runs inline
+    /// handlers; pooled handlers run on the server's worker threads.
+    /// Several connections may be served at once from different threads.
+    ///
+    /// Returns an error only when the output could not be written (the
+    /// client went away) or a thread could not be started.
+    pub fn serve(&self, transport: Transport) -> Result<(), Error> {
+        serve(&self.inner, transport)
+    }
+}
+
+/// Serves one connection until its input ends, a stop, or a failed write.
+fn serve(inner: &Arc<Inner>, transport: Transport) -> Result<(), Error> {
+    let (input, output) = transport.into_parts();
+    let (end_tx, end) = crossbeam_channel::unbounded();
+    let conn = ConnHandle::new(inner, output, end_tx);
+    let key = inner.connections.connect(conn.as_connection());
+    let started = {
+        let inner = Arc::clone(inner);
+        let conn = conn.clone();
+        thread::Builder::new()
+            .name("mcp-reader".into())
+            .spawn(move || reader::read_loop(&inner, &conn, input))
+    };
+    let why = match started {
+        Ok(_) => wait_for_end(inner, &conn, &end),
+        Err(e) => {
+            inner.connections.disconnect(key);
+            return Err(Error::Io(e));
+        }
+    };
+    let done = shut_down(inner, &conn, why);
+    inner.connections.disconnect(key);
+    done
+}
+
+/// Waits for the end of serving; meanwhile, when asked, gives memory back
+/// after each idle spell.
+fn wait_for_end(inner: &Inner, conn: &ConnHandle, end: &Receiver<End>) -> End {
+    if !inner.config.release_memory {
+        return end.recv().unwrap_or(End::Eof);
+    }
+    let (mut seen, mut worked) = (0, false);
+    loop {
+        match end.recv_timeout(IDLE) {
+            Ok(why) => return why,
+            Err(RecvTimeoutError::Disconnected) => return End::Eof,
+            Err(RecvTimeoutError::Timeout) => {
+                let lines = conn.lock().lines;
+                if lines != seen {
+                    (seen, worked) = (lines, true);
+                } else if std::mem::take(&mut worked) {
+                    heap::give_back();
+                }
+            }
+        }
+    }
+}
+
+/// The shutdown: no new request begins and every subscription gets its
+/// final result; the requests in flight have the grace period (none after
+/// a failed write); then what is left is answered with `-32603`.
+fn shut_down(inner: &Inner, conn: &ConnHandle, why: End) -> Result<(), Error> {
+    let mut locked = conn.lock();
+    if why != End::OutputFailed {
+        locked.begin_shutdown();
+        // A grace period too long for the clock waits as long as it takes.
+        let deadline = Instant::now().checked_add(inner.config.shutdown_grace);
+        locked = locked.wait_until(deadline, |c| c.settled());
+    }
+    locked.shut_down()
+}
