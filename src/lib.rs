@@ -414,15 +414,35 @@ pub use client::{
 pub use error::Error;
 pub use jsonrpc::{ErrorObject, RequestId, error_code};
 pub use outcome::{Outcome, PromptArguments, ToolOutcome};
-#[cfg(all(feature = "server", feature = "schemars"))]
-#[cfg_attr(docsrs, doc(cfg(all(feature = "server", feature = "schemars"))))]
-pub use server::StructuredOutput;
+// Each from the module that defines it (tests/it/module_graph.rs reads
+// these paths).
 #[cfg(feature = "server")]
 #[cfg_attr(docsrs, doc(cfg(feature = "server")))]
-pub use server::{
-    CacheHints, CancelToken, Elicited, MemoryTaskStore, Notifier, RequestContext, RequestMeta,
-    ResourceRequest, Server, ServerBuilder, StopHandle, StoredTask, TaskMode, TaskStore,
-};
+pub use server::builder::ServerBuilder;
+#[cfg(feature = "server")]
+#[cfg_attr(docsrs, doc(cfg(feature = "server")))]
+pub use server::cancel::CancelToken;
+#[cfg(feature = "server")]
+#[cfg_attr(docsrs, doc(cfg(feature = "server")))]
+pub use server::context::{Elicited, RequestContext};
+#[cfg(feature = "server")]
+#[cfg_attr(docsrs, doc(cfg(feature = "server")))]
+pub use server::handlers::ResourceRequest;
+#[cfg(feature = "server")]
+#[cfg_attr(docsrs, doc(cfg(feature = "server")))]
+pub use server::notifier::Notifier;
+#[cfg(feature = "server")]
+#[cfg_attr(docsrs, doc(cfg(feature = "server")))]
+pub use server::request_meta::RequestMeta;
+#[cfg(feature = "server")]
+#[cfg_attr(docsrs, doc(cfg(feature = "server")))]
+pub use server::tasks::{MemoryTaskStore, StoredTask, TaskMode, TaskStore};
+#[cfg(all(feature = "server", feature = "schemars"))]
+#[cfg_attr(docsrs, doc(cfg(all(feature = "server", feature = "schemars"))))]
+pub use server::typed::StructuredOutput;
+#[cfg(feature = "server")]
+#[cfg_attr(docsrs, doc(cfg(feature = "server")))]
+pub use server::{CacheHints, Server, StopHandle};
 pub use transport::{DEFAULT_MAX_LINE_BYTES, MemoryReader, MemoryWriter, Transport, memory_pipe};
 pub use uri_template::UriTemplate;
 pub use version::{LEGACY_VERSIONS, SUPPORTED_VERSIONS};

@@ -27,7 +27,7 @@ use crate::server::cancel::CancelToken;
 use crate::server::event::{AskFailed, AskReply};
 use crate::server::mrtr::Retry;
 use crate::server::request_meta::RequestMeta;
-use crate::server::tasks::TaskLink;
+use crate::server::tasks::link::TaskLink;
 use crate::server::{Notifier, Server};
 use crate::types::{
     CreateMessageResult, ElicitAction, ElicitResult, InputRequests, InputResponses,
@@ -159,6 +159,7 @@ impl RequestContext {
         self.retry.as_ref()
     }
 
+    #[cfg(feature = "legacy")]
     pub(crate) fn sink(&self) -> &Sink {
         &self.sink
     }

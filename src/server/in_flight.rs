@@ -38,6 +38,7 @@ pub(crate) enum Stage {
     Running,
     /// It runs on the pool and waits for a legacy client's answers to this
     /// many asks: it holds no slot meanwhile (see `conn::legacy`).
+    #[cfg(feature = "legacy")]
     Parked(usize),
 }
 
@@ -131,6 +132,7 @@ impl InFlight {
         None
     }
 
+    #[cfg(feature = "legacy")]
     /// Request `id` (sequence `seq`) asked a legacy client for input: one
     /// more open ask. With its first it gives up its slot. Returns
     /// whether it is in flight.
@@ -142,6 +144,7 @@ impl InFlight {
         })
     }
 
+    #[cfg(feature = "legacy")]
     /// One ask of request `id` was answered or withdrawn: with its last
     /// one it holds a slot again (for a moment past `max_running`, if
     /// need be: it was running already).
@@ -153,11 +156,13 @@ impl InFlight {
         });
     }
 
+    #[cfg(feature = "legacy")]
     /// Requests parked waiting for a legacy client's answers.
     pub fn parked(&self) -> usize {
         self.parked
     }
 
+    #[cfg(feature = "legacy")]
     /// Whether request `id` (sequence `seq`) is parked.
     pub fn is_parked(&self, id: &RequestId, seq: u64) -> bool {
         self.map
@@ -165,6 +170,7 @@ impl InFlight {
             .is_some_and(|e| e.seq == seq && matches!(e.stage, Stage::Parked(_)))
     }
 
+    #[cfg(feature = "legacy")]
     /// The legacy client will answer nothing more: every parked request
     /// holds a slot again (its handler is about to fail).
     pub fn unpark_all(&mut self) {
@@ -190,6 +196,7 @@ impl InFlight {
         self.running < max_running
     }
 
+    #[cfg(feature = "legacy")]
     fn restage(&mut self, id: &RequestId, seq: u64, change: impl FnOnce(Stage) -> Stage) -> bool {
         let Some(entry) = self.map.get_mut(id).filter(|e| e.seq == seq) else {
             return false;
@@ -237,6 +244,7 @@ fn counts(stage: &Stage) -> Counts {
         Stage::Inline => (0, 0, 0, 0),
         Stage::Queued(_, bytes) => (0, 0, 1, *bytes),
         Stage::Running => (1, 0, 0, 0),
+        #[cfg(feature = "legacy")]
         Stage::Parked(_) => (0, 1, 0, 0),
     }
 }

@@ -5,7 +5,7 @@
 //! framing, the threads, the bookkeeping (what is in flight, what was
 //! cancelled) and the spec's rules.
 
-mod builder;
+pub(crate) mod builder;
 pub(crate) mod cancel;
 pub(crate) mod conn;
 pub(crate) mod connections;
@@ -40,15 +40,9 @@ use std::time::Duration;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-pub use builder::ServerBuilder;
-pub use cancel::CancelToken;
-pub use context::{Elicited, RequestContext};
-pub use handlers::ResourceRequest;
-pub use notifier::Notifier;
-pub use request_meta::RequestMeta;
-pub use tasks::{MemoryTaskStore, StoredTask, TaskMode, TaskStore};
-#[cfg(feature = "schemars")]
-pub use typed::StructuredOutput;
+use context::RequestContext;
+use handlers::ResourceRequest;
+use notifier::Notifier;
 
 use crate::jsonrpc::ErrorObject;
 use crate::note_limiter::NoteLimiter;
@@ -208,7 +202,7 @@ impl Server {
 
     /// Adds a pooled tool while serving, or replaces the tool of that name;
     /// the next `tools/list` shows it. Same handler rules as
-    /// [`ServerBuilder::tool`].
+    /// [`ServerBuilder::tool`](crate::ServerBuilder::tool).
     pub fn add_tool<T, R, F>(&self, tool: Tool, handler: F)
     where
         T: DeserializeOwned,

@@ -151,7 +151,7 @@ fn request(
     #[cfg(not(feature = "legacy"))]
     let prepared = prepare(inner, method, params);
     match prepared {
-        Ok(Prepared::Run(job)) => {
+        Ok(Prepared::Job(job)) => {
             if let Some(job) = conn.begin(id, job, bytes) {
                 let reply = call(job.work, &job.ctx);
                 conn.lock().finish(job.ctx.id(), job.seq, reply);

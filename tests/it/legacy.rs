@@ -1487,6 +1487,53 @@ fn cancelling_a_request_withdraws_its_open_ask() {
     peer.finish_quietly();
 }
 
+// The gap the core review found (section 2j): a handler that ignores its
+// cancellation and asks for input afterwards must not put that ask on the
+// wire. Nothing at all is sent for a cancelled request.
+#[test]
+fn a_request_cancelled_before_it_asks_never_asks_the_client() {
+    use mcp_stdio::types::{
+        CallToolResult, InputRequest, InputRequests, InputRequiredResult, RequestParams, Tool,
+    };
+    let (started_tx, started) = crossbeam_channel::bounded::<()>(1);
+    let (release_tx, release) = crossbeam_channel::bounded::<()>(1);
+    let server = Server::builder("late-ask", "1.0.0")
+        .tool(
+            Tool::new("late_ask", "Asks for the roots, after a while."),
+            move |_ctx, _: Value| {
+                started_tx.send(()).unwrap();
+                release.recv().unwrap();
+                let mut requests = InputRequests::new();
+                let roots = InputRequest::ListRoots(Some(RequestParams::default()));
+                requests.insert("roots".to_owned(), roots);
+                Ok(Outcome::<CallToolResult>::InputRequired(
+                    InputRequiredResult::new(requests),
+                ))
+            },
+        )
+        .build();
+    let mut peer = Peer::start(&server);
+    assert_eq!(
+        peer.ask(&initialize_with(
+            "init",
+            "2025-11-25",
+            json!({ "roots": {} })
+        ))["id"],
+        "init"
+    );
+    peer.send(&initialized());
+    peer.send(&legacy_call(1, "late_ask", json!({})));
+    started.recv_timeout(crate::support::WAIT).unwrap();
+    peer.send(&cancel(1));
+    // The cancellation was handled before the handler goes on.
+    ping_barrier(&mut peer, 2);
+    release_tx.send(()).unwrap();
+    // No `roots/list`, no withdrawal of one, no reply.
+    peer.assert_silent_for(Duration::from_millis(300));
+    ping_barrier(&mut peer, 3);
+    peer.finish_quietly();
+}
+
 #[test]
 fn cancelling_a_request_withdraws_only_its_unanswered_asks() {
     let server = crate::everything::build();

@@ -1650,6 +1650,40 @@ fn a_publisher_waits_while_the_client_stops_reading_and_nothing_piles_up() {
     assert_eq!(rest, [closed(&meta, "s")]);
 }
 
+// The gap the core review found (section 2j): what a pooled handler
+// publishes from a thread of its own reaches the client before the
+// handler's reply, as it does from the handler's thread.
+#[test]
+fn what_a_pooled_tool_publishes_from_a_helper_thread_arrives_before_its_reply() {
+    let server = Server::builder("helper", "1.0.0")
+        .tool(
+            Tool::new(
+                "publish_elsewhere",
+                "Announces a change from a helper thread.",
+            ),
+            |ctx, _: Value| {
+                let notifier = ctx.notifier();
+                std::thread::scope(|scope| {
+                    scope.spawn(|| notifier.tools_list_changed());
+                });
+                Ok(CallToolResult::text("published"))
+            },
+        )
+        .build();
+    let mut peer = Peer::start(&server);
+    let tools = json!({ "toolsListChanged": true });
+    open(&mut peer, "s", tools.clone(), tools);
+    for n in 0..50 {
+        peer.send(&call(n, "publish_elsewhere", json!({})));
+        assert_eq!(peer.recv(), changed("s", TOOLS), "round {n}");
+        assert_eq!(peer.recv(), text_result(&peer, n, "published"), "round {n}");
+    }
+    let meta = peer.server_meta.clone();
+    let (rest, res) = peer.finish();
+    res.unwrap();
+    assert_eq!(rest, [closed(&meta, "s")]);
+}
+
 // What a handler publishes is written before `publish` returns, so it
 // reaches the client before the handler's reply, as for an inline tool.
 #[test]

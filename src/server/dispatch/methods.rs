@@ -10,9 +10,9 @@ use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
 use super::params::{optional_string, required_string, span};
+use super::request::{Plan, Request};
 use super::route::List;
 use super::tasks::task_call;
-use super::{Request, Run};
 use crate::jsonrpc::ErrorObject;
 use crate::outcome::{Outcome, PromptArguments};
 use crate::server::Inner;
@@ -102,19 +102,19 @@ fn accept(inner: &Inner, filter: SubscriptionFilter) -> Accepted {
 }
 
 /// `server/discover`: inline, from what is registered.
-pub(super) fn prepare_discover(req: &Request<'_>) -> Run {
+pub(super) fn prepare_discover(req: &Request<'_>) -> Plan {
     let inner = Arc::clone(req.inner);
-    Run::new(true, Box::new(move |ctx| discover(&inner, ctx)), None)
+    Plan::new(true, Box::new(move |ctx| discover(&inner, ctx)), None)
 }
 
 /// `tools/list`, `resources/list`, `resources/templates/list`,
 /// `prompts/list`: inline, one page from the cursor.
-pub(super) fn prepare_list(req: &Request<'_>, list: List) -> Result<Run, ErrorObject> {
+pub(super) fn prepare_list(req: &Request<'_>, list: List) -> Result<Plan, ErrorObject> {
     let cursor = optional_string(req.fields.cursor, "cursor")?;
     let inner = Arc::clone(req.inner);
     let work =
         Box::new(move |ctx: &RequestContext| list_page(&inner, ctx, list, cursor.as_deref()));
-    Ok(Run::new(true, work, None))
+    Ok(Plan::new(true, work, None))
 }
 
 /// `tools/call`, before the work has the params it reads the arguments
@@ -181,7 +181,7 @@ pub(super) fn prepare_tool_call(req: &Request<'_>) -> Result<ToolCall, ErrorObje
 
 impl ToolCall {
     /// The work of the call; `params` are the ones it was prepared from.
-    pub fn with_params(self, params: Option<Box<RawValue>>) -> Run {
+    pub fn with_params(self, params: Option<Box<RawValue>>) -> Plan {
         let ToolCall {
             inner,
             name,
@@ -195,7 +195,7 @@ impl ToolCall {
             let args = arguments.map(|r| params.as_deref().map_or("", RawValue::get)[r].to_owned());
             let digest = mrtr::digest(&[&name, &mrtr::canonical(args.as_deref())]);
             let work = Box::new(task_call(inner, handler, gate, args, digest));
-            return Run::new(false, work, retry);
+            return Plan::new(false, work, retry);
         }
         let work = Box::new(move |ctx: &RequestContext| {
             // The slice is the arguments object as the client sent it.
@@ -204,14 +204,14 @@ impl ToolCall {
             let digest = || mrtr::digest(&[&name, &mrtr::canonical(args)]);
             outcome(&inner, ctx, method::TOOLS_CALL, &digest, res)
         });
-        Run::new(inline, work, retry)
+        Plan::new(inline, work, retry)
     }
 }
 
 /// `resources/read`: `uri` a string, the retry verified, then a resource
 /// or template that serves the URI. Results get the server's cache hints
 /// unless the handler set its own.
-pub(super) fn prepare_resource_read(req: &Request<'_>) -> Result<Run, ErrorObject> {
+pub(super) fn prepare_resource_read(req: &Request<'_>) -> Result<Plan, ErrorObject> {
     let uri = required_string(req.fields.uri, "uri")?;
     let retry = req
         .retry
@@ -231,12 +231,12 @@ pub(super) fn prepare_resource_read(req: &Request<'_>) -> Result<Run, ErrorObjec
         let digest = || mrtr::digest(&[&uri]);
         outcome(&inner, ctx, method::RESOURCES_READ, &digest, res)
     });
-    Ok(Run::new(inline, work, retry))
+    Ok(Plan::new(inline, work, retry))
 }
 
 /// `prompts/get`: `name` a string, `arguments` an object of strings, the
 /// retry verified, the prompt known, its required arguments present.
-pub(super) fn prepare_prompt_get(req: &Request<'_>) -> Result<Run, ErrorObject> {
+pub(super) fn prepare_prompt_get(req: &Request<'_>) -> Result<Plan, ErrorObject> {
     let name = required_string(req.fields.name, "name")?;
     let args: PromptArguments = match req.fields.arguments {
         None => PromptArguments::new(),
@@ -257,7 +257,7 @@ pub(super) fn prepare_prompt_get(req: &Request<'_>) -> Result<Run, ErrorObject> 
         let res = handler(ctx, args);
         outcome(&inner, ctx, method::PROMPTS_GET, &|| digest.clone(), res)
     });
-    Ok(Run::new(false, work, retry))
+    Ok(Plan::new(false, work, retry))
 }
 
 /// What a retry of `prompts/get` must match: the prompt and its arguments.
@@ -296,7 +296,7 @@ fn find_prompt(
 /// `completion/complete`: the params read whole, the reference known
 /// (spec 2026-07-28 server/utilities/completion: an unknown prompt or
 /// resource reference is invalid params).
-pub(super) fn prepare_complete(req: &Request<'_>) -> Result<Run, ErrorObject> {
+pub(super) fn prepare_complete(req: &Request<'_>) -> Result<Plan, ErrorObject> {
     let params: CompleteRequestParams =
         serde_json::from_str(req.text).map_err(ErrorObject::invalid_params)?;
     let Some(handler) = req.inner.completion.clone() else {
@@ -308,7 +308,7 @@ pub(super) fn prepare_complete(req: &Request<'_>) -> Result<Run, ErrorObject> {
         let res = handler(ctx, params);
         finish(&inner, ctx.id(), res)
     });
-    Ok(Run::new(false, work, None))
+    Ok(Plan::new(false, work, None))
 }
 
 /// An application-defined method: the params without `_meta`, and a
@@ -319,7 +319,7 @@ pub(super) fn prepare_custom(
     req: &Request<'_>,
     handler: Arc<MethodFn>,
     inline: bool,
-) -> Result<Run, ErrorObject> {
+) -> Result<Plan, ErrorObject> {
     let mut value: Value = serde_json::from_str(req.text).map_err(ErrorObject::invalid_params)?;
     if let Some(map) = value.as_object_mut() {
         map.remove("_meta");
@@ -338,7 +338,7 @@ pub(super) fn prepare_custom(
         });
         finish(&inner, ctx.id(), res)
     });
-    Ok(Run::new(inline, work, None))
+    Ok(Plan::new(inline, work, None))
 }
 
 /// The `DiscoverResult` of this server.

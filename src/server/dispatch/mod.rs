@@ -21,6 +21,7 @@
 
 mod methods;
 mod params;
+mod request;
 mod route;
 mod tasks;
 
@@ -35,15 +36,14 @@ use crate::server::legacy::{self, LegacyRequest, LegacySession};
 #[cfg(feature = "legacy")]
 use crate::server::meta::legacy_progress_token;
 use crate::server::meta::{MetaView, validate_meta};
-use crate::server::mrtr::Retry;
-use crate::server::request_meta::RequestMeta;
 use crate::server::subscriptions::Accepted;
-use crate::server::work::{Job, Work};
+use crate::server::work::Job;
 use methods::{
     prepare_complete, prepare_custom, prepare_discover, prepare_list, prepare_listen,
     prepare_prompt_get, prepare_resource_read, prepare_tool_call,
 };
 use params::{Fields, RetryFields};
+use request::Request;
 use route::{Route, route};
 
 /// What the owner does with a request that passed validation.
@@ -52,43 +52,13 @@ use route::{Route, route};
     reason = "moved once from prepare to the owner, never stored; boxing the job would cost an allocation per request"
 )]
 pub(crate) enum Prepared {
-    /// Run this job (inline or on the pool) for the reply.
-    Run(Job),
+    /// This job (inline or on the pool) makes the reply.
+    Job(Job),
     /// Open a subscription with this accepted filter.
     Listen(Accepted),
     /// A request only a legacy session has (or the one that opens it).
     #[cfg(feature = "legacy")]
     Legacy(LegacyRequest),
-}
-
-/// A request being prepared: what every method's preparation reads.
-struct Request<'a> {
-    inner: &'a Arc<Inner>,
-    method: &'a str,
-    /// The params as sent (`{}` when there were none).
-    text: &'a str,
-    /// The request's validated `_meta`.
-    meta: &'a RequestMeta,
-    fields: Fields<'a>,
-    retry: RetryFields<'a>,
-}
-
-/// What a method's preparation produces: the work, where it runs, and
-/// the verified state of a retry.
-struct Run {
-    work: Work,
-    inline: bool,
-    retry: Option<Retry>,
-}
-
-impl Run {
-    fn new(inline: bool, work: Work, retry: Option<Retry>) -> Run {
-        Run {
-            work,
-            inline,
-            retry,
-        }
-    }
 }
 
 /// Validates a request and turns it into a job, or the error to answer.
@@ -121,7 +91,7 @@ pub(crate) fn prepare_retry(
         Some(session),
         legacy::Round::Retry,
     )? {
-        Prepared::Run(job) => Ok(job),
+        Prepared::Job(job) => Ok(job),
         _ => Err(ErrorObject::internal_error(
             "a retry of a legacy request did not prepare a job",
         )),
@@ -172,7 +142,7 @@ fn prepare_round(
         retry: RetryFields::read(&fields)?,
         fields,
     };
-    let run = match route {
+    let plan = match route {
         Route::Listen => return prepare_listen(&request).map(Prepared::Listen),
         Route::Discover => prepare_discover(&request),
         Route::List(list) => prepare_list(&request, list)?,
@@ -186,15 +156,15 @@ fn prepare_round(
     // 5.
     #[cfg(feature = "legacy")]
     let (work, inline) = match wrap {
-        Some(wrap) => wrap.apply(run.work, run.inline),
-        None => (run.work, run.inline),
+        Some(wrap) => wrap.apply(plan.work, plan.inline),
+        None => (plan.work, plan.inline),
     };
     #[cfg(not(feature = "legacy"))]
-    let (work, inline) = (run.work, run.inline);
-    Ok(Prepared::Run(Job {
+    let (work, inline) = (plan.work, plan.inline);
+    Ok(Prepared::Job(Job {
         meta,
         work,
         inline,
-        retry: run.retry,
+        retry: plan.retry,
     }))
 }

@@ -9,15 +9,16 @@ use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
 use super::params::required_string;
+use super::request::{Plan, Request};
 use super::route::TaskMethod;
-use super::{Request, Run};
 use crate::jsonrpc::ErrorObject;
 use crate::outcome::Outcome;
 use crate::server::Inner;
 use crate::server::context::RequestContext;
 use crate::server::handlers::{GateFn, ToolFn};
 use crate::server::reply::{Reply, finish, outcome};
-use crate::server::tasks::{TaskWork, extension_required};
+use crate::server::tasks::extension_required;
+use crate::server::tasks::worker::{self, TaskWork};
 use crate::types::{
     CallToolResult, CreateTaskResult, GetTaskResult, InputResponses, TASKS_EXTENSION, method,
 };
@@ -27,7 +28,7 @@ use crate::types::{
 /// `taskId` a string (and `inputResponses` an object), then the work,
 /// which looks the task up (`-32602` when unknown). On the pool: the
 /// store may be the application's database.
-pub(super) fn prepare_task(req: &Request<'_>, which: TaskMethod) -> Result<Run, ErrorObject> {
+pub(super) fn prepare_task(req: &Request<'_>, which: TaskMethod) -> Result<Plan, ErrorObject> {
     if !req.meta.has_extension(TASKS_EXTENSION) {
         return Err(extension_required());
     }
@@ -54,7 +55,7 @@ pub(super) fn prepare_task(req: &Request<'_>, which: TaskMethod) -> Result<Run, 
             finish(&inner, ctx.id(), res)
         }),
     };
-    Ok(Run::new(false, work, None))
+    Ok(Plan::new(false, work, None))
 }
 
 /// The empty acknowledgment of `tasks/update` and `tasks/cancel`
@@ -98,18 +99,17 @@ pub(super) fn task_call(
             }
         }
         let work: TaskWork = Box::new(move |ctx| handler(ctx, args.as_deref()));
-        let res = inner
-            .tasks
-            .start(
-                ctx.server().clone(),
-                ctx.id().clone(),
-                ctx.meta().clone(),
-                work,
-                ctx.retry().cloned(),
-            )
-            .map(CreateTaskResult::new);
+        let res = worker::start(
+            &inner.tasks,
+            ctx.server().clone(),
+            ctx.id().clone(),
+            ctx.meta().clone(),
+            work,
+            ctx.retry().cloned(),
+        )
+        .map(CreateTaskResult::new);
         // Cancelled while the task was being created: the client will never
-        // see the handle (the owner drops the reply), so nobody could
+        // see the handle (its connection drops the reply), so nobody could
         // cancel the task later.
         if let Ok(created) = &res
             && ctx.is_cancelled()

@@ -19,27 +19,24 @@
 //! to the subscriptions that follow the task.
 
 mod builder;
+pub(crate) mod link;
 mod store;
-mod worker;
+pub(crate) mod worker;
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
-use crossbeam_channel::Sender;
+use crossbeam_channel::{Receiver, Sender};
 use serde_json::{Value, json};
 
 pub use store::{MemoryTaskStore, StoredTask, TaskStore};
-pub(crate) use worker::{TaskLink, TaskWork};
 
-use crate::jsonrpc::{ErrorObject, RequestId};
-use crate::server::Server;
+use crate::jsonrpc::ErrorObject;
 use crate::server::cancel::CancelToken;
 use crate::server::connections::Connections;
 use crate::server::event::{ServerEvent, TaskUpdate};
-use crate::server::mrtr::Retry;
-use crate::server::request_meta::RequestMeta;
 use crate::types::{
     DetailedTask, InputResponses, JsonObject, TASKS_EXTENSION, Task, TaskStatus, iso8601,
 };
@@ -84,6 +81,16 @@ impl Default for TaskConfig {
             max_result_bytes: 4 << 20,
         }
     }
+}
+
+/// A task just created, for its worker (`worker::start`).
+pub(crate) struct Created {
+    /// Its seed state, the reply to the `tools/call`.
+    pub task: Task,
+    /// Where the server's answers and stop reach the worker.
+    pub signals: Receiver<Signal>,
+    pub token: CancelToken,
+    pub expires: Option<SystemTime>,
 }
 
 /// What the server sends a task's worker.
@@ -150,16 +157,10 @@ impl Tasks {
         self.live.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Creates a task for request `id` and starts its worker. Returns once
-    /// the store holds it (durably created), with its seed state.
-    pub fn start(
-        self: &Arc<Self>,
-        server: Server,
-        id: RequestId,
-        meta: RequestMeta,
-        work: TaskWork,
-        retry: Option<Retry>,
-    ) -> Result<Task, ErrorObject> {
+    /// Creates a task: it is stored (durably created: any `get` finds it
+    /// from here on) and counted among the running ones. Its worker is
+    /// started by the caller (`worker::start`) with what this returns.
+    pub fn create(&self) -> Result<Created, ErrorObject> {
         let task_id = new_task_id()?;
         let (signals, inbox) = crossbeam_channel::unbounded();
         let token = CancelToken::new();
@@ -199,17 +200,12 @@ impl Tasks {
             self.live().remove(&task_id);
             return Err(e);
         }
-        let link = Arc::new(TaskLink::new(
-            Arc::clone(self),
-            task_id.clone(),
-            inbox,
-            stored.expires,
-        ));
-        if let Err(e) = worker::spawn(link, server, id, meta, token, work, retry) {
-            self.finish(&task_id, Err(e.clone()));
-            return Err(e);
-        }
-        Ok(task)
+        Ok(Created {
+            task,
+            signals: inbox,
+            token,
+            expires: stored.expires,
+        })
     }
 
     /// `tasks/get`.
@@ -294,7 +290,7 @@ impl Tasks {
 
     /// The worker's end: the terminal state, unless the task is terminal
     /// already (cancelled). The worker is no longer live after it.
-    pub fn finish(&self, task_id: &str, outcome: Result<Value, ErrorObject>) {
+    pub fn end(&self, task_id: &str, outcome: Result<Value, ErrorObject>) {
         let outcome = outcome.and_then(|result| self.bounded(result));
         self.change(task_id, &mut |task| {
             task.input_requests = None;

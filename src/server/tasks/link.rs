@@ -1,0 +1,124 @@
+//! What a handler inside a task reaches through its context
+//! ([`TaskLink`]): asking the client for input mid-run, and its progress
+//! message as the task's `statusMessage`.
+//!
+//! Keys are unique over the task's life (spec: never reused): a handler
+//! that asks again under a key it used before gets it renamed on the wire
+//! (`confirm~2`) and answered under its own name.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
+
+use crossbeam_channel::{Receiver, RecvTimeoutError};
+
+use crate::jsonrpc::ErrorObject;
+use crate::server::tasks::{Signal, Tasks, set_status, touch};
+use crate::types::{InputRequests, InputResponses, TaskStatus};
+
+/// How long a wait for answers sleeps at most before it looks at the
+/// clock again (a task without a TTL waits until answered or cancelled).
+const WAKE: Duration = Duration::from_secs(3600);
+
+/// What a handler inside a task reaches through its context: the task,
+/// and the answers the server routes to it.
+pub(crate) struct TaskLink {
+    tasks: Arc<Tasks>,
+    pub task_id: String,
+    signals: Receiver<Signal>,
+    expires: Option<SystemTime>,
+    /// Every key this task has put on the wire.
+    used: Mutex<HashSet<String>>,
+    /// One ask at a time: answers come through one channel.
+    asking: Mutex<()>,
+}
+
+impl TaskLink {
+    pub fn new(
+        tasks: Arc<Tasks>,
+        task_id: String,
+        signals: Receiver<Signal>,
+        expires: Option<SystemTime>,
+    ) -> TaskLink {
+        TaskLink {
+            tasks,
+            task_id,
+            signals,
+            expires,
+            used: Mutex::new(HashSet::new()),
+            asking: Mutex::new(()),
+        }
+    }
+
+    /// Shows `requests` as the task's `inputRequests` and waits for every
+    /// answer; the answers come back under the handler's keys.
+    pub fn ask(&self, requests: InputRequests) -> Result<InputResponses, ErrorObject> {
+        let _one = self.asking.lock().unwrap_or_else(|e| e.into_inner());
+        if requests.is_empty() {
+            return Ok(InputResponses::new());
+        }
+        // Each key as it goes on the wire, and the handler's own name for it.
+        let mut outstanding: HashMap<String, String> = HashMap::new();
+        let mut on_wire = InputRequests::new();
+        {
+            let mut used = self.used.lock().unwrap_or_else(|e| e.into_inner());
+            for (key, request) in requests {
+                let mut wire = key.clone();
+                let mut n = 1;
+                while used.contains(&wire) {
+                    n += 1;
+                    wire = format!("{key}~{n}");
+                }
+                used.insert(wire.clone());
+                outstanding.insert(wire.clone(), key);
+                on_wire.insert(wire, request);
+            }
+        }
+        let shown = self.tasks.change(&self.task_id, &mut |task| {
+            task.input_requests = Some(on_wire.clone());
+            set_status(task, TaskStatus::InputRequired, None);
+        });
+        if shown.is_none() {
+            return Err(stopped());
+        }
+        let mut answers = InputResponses::new();
+        while !outstanding.is_empty() {
+            let wait = match self.expires {
+                Some(at) => match at.duration_since(SystemTime::now()) {
+                    Ok(left) => left.min(WAKE),
+                    Err(_) => return Err(expired()),
+                },
+                None => WAKE,
+            };
+            match self.signals.recv_timeout(wait) {
+                Ok(Signal::Answers(got)) => {
+                    for (wire, answer) in got {
+                        if let Some(key) = outstanding.remove(&wire) {
+                            answers.insert(key, answer);
+                        }
+                    }
+                }
+                Ok(Signal::Stop) | Err(RecvTimeoutError::Disconnected) => return Err(stopped()),
+                Err(RecvTimeoutError::Timeout) => {}
+            }
+        }
+        Ok(answers)
+    }
+
+    /// A progress message becomes the task's `statusMessage`.
+    pub fn status_message(&self, message: &str) {
+        let message = message.to_owned();
+        self.tasks.transition(&self.task_id, &mut |task| {
+            task.task.status_message = Some(message.clone());
+            touch(task);
+        });
+    }
+}
+
+fn stopped() -> ErrorObject {
+    ErrorObject::internal_error("the task was cancelled")
+}
+
+fn expired() -> ErrorObject {
+    ErrorObject::internal_error("the task expired while it waited for input")
+}
