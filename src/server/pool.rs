@@ -1,21 +1,27 @@
 //! The worker pool: named threads that run pooled handlers, shared by
 //! every connection of a server.
 //!
-//! A job gets a thread at once: an idle one if there is one, else a new
-//! one. So a slow handler never holds up another, and the number of
-//! threads follows the number of handlers running (each connection caps
-//! those at `max_running`, see `in_flight`). `workers` threads stay once
-//! started; the others exit after [`IDLE_EXIT`] without work.
+//! A job takes an idle thread if there is one. The first `workers`
+//! threads start as jobs need them and stay; past them, a job that finds
+//! no idle thread waits until the pool's watcher has looked again
+//! ([`STALL`] later): if no thread took a job meanwhile (every one is busy
+//! with a handler that blocks), each waiting job gets a thread of its own.
+//! So a slow handler holds up the others for at most [`STALL`], while a
+//! burst of quick calls, which keeps the threads taking jobs, does not
+//! grow the pool (a thread per job in flight cost a third more CPU and a
+//! megabyte more memory under load, BENCHMARKS.md). Threads beyond the
+//! warm ones exit after [`IDLE_EXIT`] without work. The watcher is a
+//! thread that sleeps; it starts the first time the warm threads are all
+//! busy.
 //!
 //! A thread out of jobs may spin (yielding the CPU) for a moment before it
-//! sleeps, when the application asked for it
-//! ([`ServerBuilder::spin_before_sleep`](crate::ServerBuilder::spin_before_sleep)):
-//! the next job of a client that calls one tool after another then costs
-//! no wake-up. Off by default, since a library must not burn its host's
-//! CPU unasked; one thread spins at a time.
+//! sleeps, when the application asked for it (`spin_before_sleep`): the
+//! next job of a client that calls one tool after another then costs no
+//! wake-up. Off by default, since a library must not burn its host's CPU
+//! unasked; one thread spins at a time.
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -23,6 +29,10 @@ use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 
 /// How long a thread beyond the warm ones waits for work before it exits.
 const IDLE_EXIT: Duration = Duration::from_secs(10);
+
+/// How long jobs may wait behind threads that take none before the pool
+/// grows (see the module docs).
+const STALL: Duration = Duration::from_millis(1);
 
 /// One pooled request: its handler, its reply, and the bookkeeping after.
 pub(crate) type Job = Box<dyn FnOnce() + Send>;
@@ -32,13 +42,17 @@ pub(crate) struct Pool {
     jobs: Sender<Job>,
     queue: Receiver<Job>,
     threads: Arc<Threads>,
+    /// Wakes the watcher, once started.
+    watcher: Mutex<Option<Sender<()>>>,
 }
 
 /// What the pool's threads are doing, counted by the threads themselves.
 struct Threads {
     alive: AtomicUsize,
-    /// Waiting for a job and not yet claimed by one (see [`Pool::submit`]).
+    /// Waiting for a job (spinning or asleep).
     idle: AtomicUsize,
+    /// Jobs taken so far: whether the threads make progress.
+    taken: AtomicU64,
     /// Threads that stay however long they wait.
     warm: usize,
     /// A thread is spinning: the others sleep at once.
@@ -60,41 +74,93 @@ impl Pool {
             threads: Arc::new(Threads {
                 alive: AtomicUsize::new(0),
                 idle: AtomicUsize::new(0),
+                taken: AtomicU64::new(0),
                 warm: warm.max(1),
                 spinning: AtomicBool::new(false),
                 spin,
                 spawned: AtomicUsize::new(0),
             }),
+            watcher: Mutex::new(None),
         }
     }
 
-    /// Runs `job` on a thread of its own: it claims an idle thread, or
-    /// starts one. Never blocks.
+    /// Hands `job` to the pool: an idle thread takes it, or a new one
+    /// while the pool has fewer than its warm threads, or one the watcher
+    /// starts if the threads take no job within [`STALL`]. Never blocks.
     pub fn submit(&self, job: Job) {
-        let claimed = self
-            .threads
-            .idle
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1))
-            .is_ok();
+        // Each queued job will take one of the idle threads.
+        let free = self.threads.idle.load(Ordering::Acquire) > self.jobs.len();
         // The threads hold the receiving side until the pool is dropped.
         let _ = self.jobs.send(job);
-        if !claimed {
-            self.spawn();
+        if free {
+            return;
+        }
+        if self.threads.alive.load(Ordering::Acquire) < self.threads.warm {
+            spawn(&self.queue, &self.threads);
+        } else {
+            self.watch();
         }
     }
 
-    fn spawn(&self) {
-        let queue = self.queue.clone();
-        let threads = Arc::clone(&self.threads);
-        let n = threads.spawned.fetch_add(1, Ordering::Relaxed) + 1;
-        threads.alive.fetch_add(1, Ordering::AcqRel);
-        let spawned = thread::Builder::new()
-            .name(format!("mcp-worker-{n}"))
-            .spawn(move || worker(&queue, &threads));
-        if spawned.is_err() {
-            // Out of threads: the job waits for a thread there is.
-            self.threads.alive.fetch_sub(1, Ordering::AcqRel);
+    /// Has the watcher look at the pool again in [`STALL`].
+    fn watch(&self) {
+        let mut watcher = self.watcher.lock().unwrap_or_else(PoisonError::into_inner);
+        if watcher.is_none() {
+            let (wake, woken) = crossbeam_channel::bounded(1);
+            let queue = self.queue.clone();
+            let threads = Arc::clone(&self.threads);
+            let started = thread::Builder::new()
+                .name("mcp-pool-watch".into())
+                .spawn(move || watch(&woken, &queue, &threads));
+            match started {
+                Ok(_) => *watcher = Some(wake),
+                // No watcher: the job gets a thread now.
+                Err(_) => return spawn(&self.queue, &self.threads),
+            }
         }
+        if let Some(wake) = &*watcher {
+            // Full: a look is due already.
+            let _ = wake.try_send(());
+        }
+    }
+}
+
+/// The watcher: woken when jobs found no idle thread, it looks every
+/// [`STALL`] while jobs wait, and gives each a thread when the threads took
+/// none since the last look. It ends with the pool.
+fn watch(woken: &Receiver<()>, queue: &Receiver<Job>, threads: &Arc<Threads>) {
+    while woken.recv().is_ok() {
+        loop {
+            let taken = threads.taken.load(Ordering::Acquire);
+            thread::sleep(STALL);
+            let waiting = queue.len();
+            if waiting == 0 {
+                break;
+            }
+            if threads.taken.load(Ordering::Acquire) == taken {
+                let idle = threads.idle.load(Ordering::Acquire);
+                for _ in idle..waiting {
+                    spawn(queue, threads);
+                }
+            }
+        }
+    }
+}
+
+fn spawn(queue: &Receiver<Job>, threads: &Arc<Threads>) {
+    let queue = queue.clone();
+    let threads_of_it = Arc::clone(threads);
+    let n = threads.spawned.fetch_add(1, Ordering::Relaxed) + 1;
+    // Counted idle from the start: it is about to take a job.
+    threads.alive.fetch_add(1, Ordering::AcqRel);
+    threads.idle.fetch_add(1, Ordering::AcqRel);
+    let spawned = thread::Builder::new()
+        .name(format!("mcp-worker-{n}"))
+        .spawn(move || worker(&queue, &threads_of_it));
+    if spawned.is_err() {
+        // Out of threads: the job waits for a thread there is.
+        threads.alive.fetch_sub(1, Ordering::AcqRel);
+        threads.idle.fetch_sub(1, Ordering::AcqRel);
     }
 }
 
@@ -102,24 +168,26 @@ fn worker(queue: &Receiver<Job>, threads: &Threads) {
     loop {
         match threads.next_job(queue) {
             Ok(job) => {
+                threads.idle.fetch_sub(1, Ordering::AcqRel);
+                threads.taken.fetch_add(1, Ordering::AcqRel);
                 job();
                 threads.idle.fetch_add(1, Ordering::AcqRel);
             }
             Err(RecvTimeoutError::Timeout) => {
-                // Leave only if no job claimed this thread meanwhile, and
-                // the warm ones stay.
-                if threads.alive.load(Ordering::Acquire) > threads.warm
-                    && threads
-                        .idle
-                        .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1))
-                        .is_ok()
-                {
-                    threads.alive.fetch_sub(1, Ordering::AcqRel);
+                let left = threads
+                    .alive
+                    .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                        (n > threads.warm).then(|| n - 1)
+                    })
+                    .is_ok();
+                if left {
+                    threads.idle.fetch_sub(1, Ordering::AcqRel);
                     return;
                 }
             }
             Err(RecvTimeoutError::Disconnected) => {
                 threads.alive.fetch_sub(1, Ordering::AcqRel);
+                threads.idle.fetch_sub(1, Ordering::AcqRel);
                 return;
             }
         }
@@ -171,7 +239,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn each_job_gets_a_thread_of_its_own_and_warm_threads_are_reused() {
+    fn jobs_behind_blocked_threads_get_threads_of_their_own() {
         let pool = Pool::new(1, Duration::ZERO);
         let (started, starts) = crossbeam_channel::unbounded();
         let (release, gate) = crossbeam_channel::unbounded::<()>();
@@ -183,7 +251,8 @@ mod tests {
                 gate.recv().unwrap();
             }));
         }
-        // All three run at once: none waits behind a blocked one.
+        // All three run at once, although one thread was warm: the
+        // watcher saw the one thread take nothing more.
         let mut seen: Vec<i32> = (0..3)
             .map(|_| starts.recv_timeout(Duration::from_secs(5)).unwrap())
             .collect();
@@ -193,7 +262,7 @@ mod tests {
         for _ in 0..3 {
             release.send(()).unwrap();
         }
-        // Once they are idle, the next job reuses one of them.
+        // Once they are idle, the next job takes one of them.
         while pool.threads.idle.load(Ordering::Acquire) < 3 {
             thread::yield_now();
         }
@@ -201,5 +270,21 @@ mod tests {
         pool.submit(Box::new(move || done.send(()).unwrap()));
         finished.recv_timeout(Duration::from_secs(5)).unwrap();
         assert_eq!(pool.threads.alive.load(Ordering::Acquire), 3);
+    }
+
+    #[test]
+    fn quick_jobs_do_not_grow_the_pool() {
+        let pool = Pool::new(1, Duration::ZERO);
+        let (done, finished) = crossbeam_channel::unbounded();
+        for _ in 0..10_000 {
+            let done = done.clone();
+            pool.submit(Box::new(move || done.send(()).unwrap()));
+        }
+        for _ in 0..10_000 {
+            finished.recv_timeout(Duration::from_secs(5)).unwrap();
+        }
+        // The warm thread kept taking jobs: nothing like a thread per job
+        // (a loaded machine may stall it now and then).
+        assert!(pool.threads.alive.load(Ordering::Acquire) < 100);
     }
 }

@@ -26,7 +26,8 @@ use crate::envelope_scan::Envelope;
 use crate::incoming::{Incoming, classify};
 use crate::jsonrpc::{ErrorObject, RequestId};
 use crate::server::Inner;
-use crate::server::conn::{ConnHandle, End};
+use crate::server::conn::End;
+use crate::server::conn::handle::{Begun, ConnHandle};
 use crate::server::dispatch::{Prepared, prepare};
 use crate::server::work::call;
 use crate::transport::{Line, read_line, too_long_error};
@@ -44,18 +45,18 @@ pub(crate) fn read_loop(inner: &Arc<Inner>, conn: &ConnHandle, input: Box<dyn Bu
     let max_line = inner.config.max_line_bytes;
     let mut input = BufReader::with_capacity(INPUT_BUFFER, input);
     let mut buf = Vec::new();
+    let mut unflushed = false;
     loop {
         if memchr::memchr(b'\n', input.buffer()).is_none() {
-            // About to wait for input: what was written goes out now, and a
-            // large line buffer goes back.
+            // About to wait for input: what this thread wrote goes out now
+            // (other writers flush their own), and a large line buffer
+            // goes back.
+            if std::mem::take(&mut unflushed) {
+                conn.flush();
+            }
             if buf.capacity() > LARGE_LINE {
                 buf = Vec::new();
             }
-            let mut locked = conn.lock();
-            if locked.is_closed() {
-                return;
-            }
-            locked.flush();
         }
         let incoming = match read_line(&mut input, &mut buf, max_line) {
             Ok(Line::Message) => classify(&buf),
@@ -76,34 +77,53 @@ pub(crate) fn read_loop(inner: &Arc<Inner>, conn: &ConnHandle, input: Box<dyn Bu
                 return conn.end(End::Eof);
             }
         };
+        if conn.is_closed() {
+            return;
+        }
         let bytes = buf.len();
-        dispatch(inner, conn, incoming, bytes);
+        match dispatch(inner, conn, incoming, bytes) {
+            After::Quiet => {}
+            After::Unflushed => unflushed = true,
+        }
         reuse_or_shrink(&mut buf);
     }
 }
 
+/// What dispatching a message left behind, for the reader.
+pub(crate) enum After {
+    /// Nothing written here: a pooled request began, or a notification.
+    Quiet,
+    /// Lines written here and not yet flushed.
+    Unflushed,
+}
+
 /// Acts on one message of `bytes` bytes: the whole of the server's
 /// reaction to it is done, or begun, when this returns.
-pub(crate) fn dispatch(inner: &Arc<Inner>, conn: &ConnHandle, incoming: Incoming, bytes: usize) {
+pub(crate) fn dispatch(
+    inner: &Arc<Inner>,
+    conn: &ConnHandle,
+    incoming: Incoming,
+    bytes: usize,
+) -> After {
     match incoming {
         Incoming::Request { id, method, params } => {
-            request(inner, conn, id, &method, params, bytes)
+            return request(inner, conn, id, &method, params, bytes);
         }
         Incoming::Notification { method, params } => {
             if method == method::NOTIFICATION_CANCELLED {
                 if let Some(id) = cancelled_id(params.as_deref()) {
-                    conn.lock().cancel(&id);
+                    conn.lock_for_reader().cancel(&id);
                 }
             } else if method == "notifications/initialized" {
                 #[cfg(feature = "legacy")]
-                conn.lock().mark_initialized();
+                conn.lock_for_reader().mark_initialized();
             }
             // Spec 2026-07-28 basic/index: notifications are never
             // answered; unknown ones are ignored.
         }
         Incoming::Response { id, reply } => {
             #[cfg(feature = "legacy")]
-            let answered = conn.lock().answer(id.as_ref(), reply);
+            let answered = conn.lock_for_reader().answer(id.as_ref(), reply);
             #[cfg(not(feature = "legacy"))]
             let answered = {
                 let _ = reply;
@@ -116,8 +136,9 @@ pub(crate) fn dispatch(inner: &Arc<Inner>, conn: &ConnHandle, incoming: Incoming
                 ));
             }
         }
-        Incoming::Invalid { id, error } => conn.lock().write_error(id.as_ref(), &error),
+        Incoming::Invalid { id, error } => conn.lock_for_reader().write_error(id.as_ref(), &error),
     }
+    After::Unflushed
 }
 
 /// A request: refused, or prepared and begun. An inline one runs here.
@@ -128,46 +149,40 @@ fn request(
     method: &str,
     params: Option<Box<RawValue>>,
     bytes: usize,
-) {
+) -> After {
+    let mut locked = conn.lock_for_reader();
+    locked.lines += 1;
+    if let Some(error) = locked.refusal(&id) {
+        locked.write_error(Some(&id), &error);
+        return After::Unflushed;
+    }
+    // Prepared without the lock: it only reads the registry.
     #[cfg(feature = "legacy")]
-    let session = {
-        let mut locked = conn.lock();
-        locked.lines += 1;
-        if let Some(error) = locked.refusal(&id) {
-            return locked.write_error(Some(&id), &error);
-        }
-        locked.session()
+    let prepared = {
+        let session = locked.session();
+        drop(locked);
+        prepare(inner, method, params, session.as_deref())
     };
     #[cfg(not(feature = "legacy"))]
-    {
-        let mut locked = conn.lock();
-        locked.lines += 1;
-        if let Some(error) = locked.refusal(&id) {
-            return locked.write_error(Some(&id), &error);
-        }
-    }
-    #[cfg(feature = "legacy")]
-    let prepared = prepare(inner, method, params, session.as_deref());
-    #[cfg(not(feature = "legacy"))]
-    let prepared = prepare(inner, method, params);
+    let prepared = {
+        drop(locked);
+        prepare(inner, method, params)
+    };
     match prepared {
-        Ok(Prepared::Job(job)) => {
-            if let Some(job) = conn.begin(id, job, bytes) {
+        Ok(Prepared::Job(job)) => match conn.begin(id, job, bytes) {
+            Begun::Inline(job) => {
                 let reply = call(job.work, &job.ctx);
-                conn.lock().finish(job.ctx.id(), job.seq, reply);
-                return;
+                conn.lock_for_reader().finish(job.ctx.id(), job.seq, reply);
             }
-            // Backpressure: the queue for slots is full.
-            let locked = conn.lock();
-            if locked.queue_full() {
-                drop(locked.wait_until(None, |c| !c.queue_full()));
-            }
-        }
-        Ok(Prepared::Listen(accepted)) => conn.lock().listen(id, accepted),
+            Begun::Pooled => return After::Quiet,
+            Begun::Refused => {}
+        },
+        Ok(Prepared::Listen(accepted)) => conn.lock_for_reader().listen(id, accepted),
         #[cfg(feature = "legacy")]
-        Ok(Prepared::Legacy(request)) => conn.lock().legacy_request(&id, request),
-        Err(error) => conn.lock().write_error(Some(&id), &error),
+        Ok(Prepared::Legacy(request)) => conn.lock_for_reader().legacy_request(&id, request),
+        Err(error) => conn.lock_for_reader().write_error(Some(&id), &error),
     }
+    After::Unflushed
 }
 
 /// The request id of `notifications/cancelled`; `None` for malformed

@@ -21,7 +21,8 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{Receiver, RecvTimeoutError};
 
 use crate::error::Error;
-use crate::server::conn::{ConnHandle, End};
+use crate::server::conn::End;
+use crate::server::conn::handle::ConnHandle;
 use crate::server::{Inner, Server, heap, reader};
 use crate::transport::Transport;
 
@@ -98,12 +99,12 @@ fn wait_for_end(inner: &Inner, conn: &ConnHandle, end: &Receiver<End>) -> End {
 /// final result; the requests in flight have the grace period (none after
 /// a failed write); then what is left is answered with `-32603`.
 fn shut_down(inner: &Inner, conn: &ConnHandle, why: End) -> Result<(), Error> {
-    let mut locked = conn.lock();
     if why != End::OutputFailed {
+        let mut locked = conn.lock();
         locked.begin_shutdown();
         // A grace period too long for the clock waits as long as it takes.
         let deadline = Instant::now().checked_add(inner.config.shutdown_grace);
-        locked = locked.wait_until(deadline, |c| c.settled());
+        drop(locked.wait_until(deadline, |c| c.settled()));
     }
-    locked.shut_down()
+    conn.shut_down()
 }

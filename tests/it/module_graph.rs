@@ -95,7 +95,14 @@ fn server_graph() -> BTreeMap<String, BTreeSet<String>> {
             .collect::<Vec<_>>()
             .join("\n");
         let mut named = BTreeSet::new();
-        for path in paths(&code) {
+        let prefix = format!("{module}::");
+        let children: Vec<String> = known
+            .iter()
+            .filter_map(|m| m.strip_prefix(&prefix))
+            .filter(|rest| !rest.contains("::"))
+            .map(str::to_owned)
+            .collect();
+        for path in paths(&code, &children) {
             let full = absolute(module, &path, &roots, &known);
             if let Some(target) = longest_module(&known, &full)
                 && target != *module
@@ -125,11 +132,22 @@ fn root_reexports(lib: &str) -> BTreeMap<String, String> {
 }
 
 /// Every path a file writes that may lead into the server: the expanded
-/// `use` trees, and `crate::`, `super::` and `self::` paths elsewhere.
-fn paths(code: &str) -> Vec<String> {
+/// `use` trees, `crate::`, `super::` and `self::` paths elsewhere, and
+/// paths into the module's own children (`legacy::Legacy` in `conn`).
+fn paths(code: &str, children: &[String]) -> Vec<String> {
     let mut out = Vec::new();
     for statement in use_statements(code) {
         out.extend(expand(&statement));
+    }
+    for child in children {
+        let start = format!("{child}::");
+        for (at, _) in code.match_indices(&start) {
+            let before = code[..at].chars().next_back();
+            if before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == ':') {
+                continue;
+            }
+            out.push(format!("self::{start}").trim_end_matches(':').to_owned());
+        }
     }
     for start in ["crate::", "super::", "self::"] {
         for (at, _) in code.match_indices(start) {

@@ -9,35 +9,17 @@
 //! be read. At most `max_running` requests may be parked; past that an ask
 //! is refused and its request fails.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
-use crossbeam_channel::{Receiver, Sender};
+use crossbeam_channel::Receiver;
 use serde_json::json;
 use serde_json::value::RawValue;
 
-use super::Conn;
+use super::{Ask, Conn};
 use crate::jsonrpc::{ErrorObject, RequestId, encode_notification};
 use crate::server::event::{AskFailed, AskReply, ServerEvent};
-use crate::server::legacy::{self, LegacyRequest, LegacySession};
+use crate::server::legacy::session::{LegacyRequest, LegacySession, initialize_result};
 use crate::types::method;
-
-/// The legacy side of one connection.
-#[derive(Default)]
-pub(super) struct Legacy {
-    /// Opened by `initialize`; shared with the requests prepared under it.
-    session: Option<Arc<LegacySession>>,
-    /// The server's requests to the client awaiting its response, by id.
-    asks: HashMap<RequestId, Ask>,
-}
-
-/// One of the server's requests to a legacy client.
-struct Ask {
-    reply: Sender<AskReply>,
-    /// The request that asked, and its sequence number.
-    request: RequestId,
-    seq: u64,
-}
 
 impl Conn {
     /// The legacy session, if a client opened one.
@@ -161,7 +143,7 @@ impl Conn {
         let reply = match request {
             LegacyRequest::Ping => json!({}),
             LegacyRequest::Initialize(session) => {
-                let result = legacy::initialize_result(&self.inner, &session);
+                let result = initialize_result(&self.inner, &session);
                 self.legacy.session = Some(Arc::new(*session));
                 result
             }

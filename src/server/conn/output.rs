@@ -1,22 +1,30 @@
-//! A connection's output: whole lines into an 8 KiB buffer, and when the
-//! buffer goes out.
+//! A connection's output: whole lines into an 8 KiB buffer, under a lock
+//! of its own, and when the buffer goes out.
 //!
 //! Spec 2026-07-28 basic/transports/stdio: messages are delimited by
-//! newlines and stdout carries nothing but MCP messages. [`Output::write_line`]
-//! is the only code that writes to a connection's output: one message, then
-//! its newline, and nothing at all after the first failed write.
+//! newlines and stdout carries nothing but MCP messages.
+//! [`OutputGuard::write_line`] is the only code that writes to a
+//! connection's output: one message, then its newline, and nothing at all
+//! after the first failed write.
 //!
-//! Flushing is grouped. A worker or a publisher that wrote leaves the flush
-//! to the next thread waiting for the connection's lock, if there is one
-//! ([`Output::flush_unless_followed`]), and the last holder of a run pays it
-//! (`ConnGuard`'s drop): under load one `write(2)` carries many replies. The
-//! reader leaves what it wrote unflushed until its input has no complete
-//! line left ([`Output::flush`] from `reader`), as the floor does.
+//! Flushing is grouped. A writer that sees another thread waiting for the
+//! output leaves the flush to it ([`OutputGuard::flush_unless_followed`]),
+//! and the last holder of such a run pays it when it lets go (`Drop`):
+//! under load one `write(2)` carries many replies.
 
 use std::io::{self, BufWriter, Write};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+/// The output and the count of threads at its lock.
+pub(super) struct SharedOutput {
+    state: Mutex<Output>,
+    /// Threads holding the lock or waiting for it.
+    writers: AtomicUsize,
+}
 
 /// One connection's output.
-pub(crate) struct Output {
+pub(super) struct Output {
     /// `None` once closed: nothing more is written.
     out: Option<BufWriter<Box<dyn Write + Send>>>,
     /// The first failed write; after it nothing more is written.
@@ -24,34 +32,67 @@ pub(crate) struct Output {
     /// Lines are in the buffer that no flush has sent yet.
     unflushed: bool,
     /// A writer left its flush to the thread behind it at the lock.
-    pub(super) flush_owed: bool,
+    flush_owed: bool,
 }
 
-impl Output {
-    pub fn new(writer: Box<dyn Write + Send>) -> Output {
-        Output {
-            out: Some(BufWriter::with_capacity(8 * 1024, writer)),
-            error: None,
-            unflushed: false,
-            flush_owed: false,
+/// The output, locked.
+pub(super) struct OutputGuard<'a> {
+    state: MutexGuard<'a, Output>,
+    writers: &'a AtomicUsize,
+}
+
+impl SharedOutput {
+    pub fn new(writer: Box<dyn Write + Send>) -> SharedOutput {
+        SharedOutput {
+            state: Mutex::new(Output {
+                out: Some(BufWriter::with_capacity(8 * 1024, writer)),
+                error: None,
+                unflushed: false,
+                flush_owed: false,
+            }),
+            writers: AtomicUsize::new(0),
         }
     }
 
+    pub fn lock(&self) -> OutputGuard<'_> {
+        // Counted before it waits: the holder sees it is followed.
+        self.writers.fetch_add(1, Ordering::AcqRel);
+        OutputGuard {
+            state: self.state.lock().unwrap_or_else(PoisonError::into_inner),
+            writers: &self.writers,
+        }
+    }
+}
+
+impl Drop for OutputGuard<'_> {
+    fn drop(&mut self) {
+        // The last holder of a run pays the flush an earlier writer left.
+        if self.state.flush_owed && self.writers.load(Ordering::Acquire) == 1 {
+            self.flush();
+        }
+        // Uncounted while still holding the lock: the next holder must see
+        // whether anyone is behind it, or an owed flush is never paid.
+        self.writers.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+impl OutputGuard<'_> {
     /// Writes one message with `body`, then its newline. After a failed
     /// write, or once closed, nothing more is written. Returns whether
     /// this write is the one that failed.
     pub fn write_line(&mut self, body: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> bool {
-        if self.error.is_some() {
+        let state = &mut *self.state;
+        if state.error.is_some() {
             return false;
         }
-        let Some(out) = self.out.as_mut() else {
+        let Some(out) = state.out.as_mut() else {
             return false;
         };
-        self.unflushed = true;
+        state.unflushed = true;
         match body(out).and_then(|()| out.write_all(b"\n")) {
             Ok(()) => false,
             Err(e) => {
-                self.error = Some(e);
+                state.error = Some(e);
                 true
             }
         }
@@ -60,41 +101,37 @@ impl Output {
     /// Sends what is buffered. Returns whether this flush is the one that
     /// failed.
     pub fn flush(&mut self) -> bool {
-        self.flush_owed = false;
-        if !std::mem::take(&mut self.unflushed) || self.error.is_some() {
+        let state = &mut *self.state;
+        state.flush_owed = false;
+        if !std::mem::take(&mut state.unflushed) || state.error.is_some() {
             return false;
         }
-        match self.out.as_mut().map(Write::flush) {
+        match state.out.as_mut().map(Write::flush) {
             Some(Err(e)) => {
-                self.error = Some(e);
+                state.error = Some(e);
                 true
             }
             _ => false,
         }
     }
 
-    /// Flushes now when no other thread waits for the lock (`lockers`
-    /// counts the holder too); otherwise the flush is owed, and the last
-    /// holder of the run pays it.
-    pub fn flush_unless_followed(&mut self, lockers: usize) -> bool {
-        if lockers <= 1 {
+    /// Flushes now when no other thread waits for the lock; otherwise the
+    /// flush is owed, and the last holder of the run pays it.
+    pub fn flush_unless_followed(&mut self) -> bool {
+        if self.writers.load(Ordering::Acquire) <= 1 {
             self.flush()
         } else {
-            self.flush_owed = self.unflushed;
+            self.state.flush_owed = self.state.unflushed;
             false
         }
-    }
-
-    pub fn failed(&self) -> bool {
-        self.error.is_some()
     }
 
     /// Flushes and closes the output (the peer sees its end): the first
     /// write error, if any.
     pub fn close(&mut self) -> Option<io::Error> {
         self.flush();
-        self.out = None;
-        self.error.take()
+        self.state.out = None;
+        self.state.error.take()
     }
 }
 
@@ -118,19 +155,33 @@ mod tests {
     }
 
     #[test]
-    fn lines_go_out_whole_and_nothing_after_close() {
+    fn a_flush_left_to_the_next_holder_is_paid_even_if_it_writes_nothing() {
         let flushed = Flushed::default();
-        let mut output = Output::new(Box::new(flushed.clone()));
-        output.write_line(|out| out.write_all(b"one"));
-        assert!(flushed.0.lock().unwrap().is_empty(), "buffered");
-        assert!(!output.flush_unless_followed(2));
-        assert!(output.flush_owed, "left to the thread behind");
-        output.flush_unless_followed(1);
-        assert_eq!(*flushed.0.lock().unwrap(), b"one\n");
-        assert!(output.close().is_none());
-        output.write_line(|out| out.write_all(b"after close"));
-        output.flush();
-        assert_eq!(*flushed.0.lock().unwrap(), b"one\n");
+        let output = Arc::new(SharedOutput::new(Box::new(flushed.clone())));
+        let mut locked = output.lock();
+        // Another thread waits for the lock, and will only look.
+        let waiter = {
+            let output = Arc::clone(&output);
+            std::thread::spawn(move || drop(output.lock()))
+        };
+        while output.writers.load(Ordering::Acquire) < 2 {
+            std::thread::yield_now();
+        }
+        locked.write_line(|out| out.write_all(b"reply"));
+        assert!(!locked.flush_unless_followed());
+        assert!(flushed.0.lock().unwrap().is_empty(), "left to the waiter");
+        drop(locked);
+        waiter.join().unwrap();
+        assert_eq!(*flushed.0.lock().unwrap(), b"reply\n");
+        // Alone, a writer flushes at once; nothing is written once closed.
+        let mut locked = output.lock();
+        locked.write_line(|out| out.write_all(b"next"));
+        locked.flush_unless_followed();
+        assert_eq!(*flushed.0.lock().unwrap(), b"reply\nnext\n");
+        assert!(locked.close().is_none());
+        locked.write_line(|out| out.write_all(b"after close"));
+        locked.flush();
+        assert_eq!(*flushed.0.lock().unwrap(), b"reply\nnext\n");
     }
 
     struct Broken;
@@ -146,13 +197,13 @@ mod tests {
 
     #[test]
     fn the_first_failure_is_reported_once_and_kept() {
-        let mut output = Output::new(Box::new(Broken));
-        assert!(!output.write_line(|out| out.write_all(b"buffered")));
-        assert!(output.flush(), "this flush failed");
-        assert!(!output.write_line(|out| out.write_all(b"x")));
-        assert!(output.failed());
+        let output = SharedOutput::new(Box::new(Broken));
+        let mut locked = output.lock();
+        assert!(!locked.write_line(|out| out.write_all(b"buffered")));
+        assert!(locked.flush(), "this flush failed");
+        assert!(!locked.write_line(|out| out.write_all(b"x")));
         assert_eq!(
-            output.close().map(|e| e.kind()),
+            locked.close().map(|e| e.kind()),
             Some(io::ErrorKind::BrokenPipe)
         );
     }

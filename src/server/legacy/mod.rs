@@ -30,7 +30,7 @@ use crate::server::work::Work;
 
 pub(crate) use downgrade::downgrade;
 pub(crate) use input::Reprepare;
-pub(crate) use session::{LegacyRequest, LegacySession, initialize_result, session_request};
+pub(crate) use session::{LegacyRequest, LegacySession, session_request};
 
 /// Which round of a request is being prepared: only the first one of a
 /// legacy request is wrapped (the wrapper runs the later ones itself).

@@ -1,0 +1,368 @@
+//! Reaching a connection: [`ConnHandle`] (shared by the reader, the pool's
+//! jobs, the notifier and `serve`), its lock ([`ConnGuard`]), and what
+//! happens when the lock is let go.
+//!
+//! Two locks, always taken in this order: the state ([`Conn`]), then the
+//! output. A method of `Conn` only records what to write (`pending`); when
+//! the guard is let go, the output's lock is taken first, the state's let
+//! go, and the lines written. So lines go out in the order of the changes
+//! that wrote them, and the `write(2)` itself never holds the state: a
+//! client that is slow to read, or a worker preempted in its write, never
+//! keeps the reader from its next request.
+
+use std::ops::{Deref, DerefMut};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::time::Instant;
+
+use crossbeam_channel::Sender;
+
+use super::output::{OutputGuard, SharedOutput};
+use super::{Conn, End};
+use crate::error::Error;
+use crate::jsonrpc::RequestId;
+use crate::server::cancel::CancelToken;
+use crate::server::connections::Connection;
+use crate::server::context::{Outlet, RequestContext, Sink};
+use crate::server::event::ServerEvent;
+#[cfg(feature = "legacy")]
+use crate::server::event::{AskFailed, AskReply};
+use crate::server::in_flight::Stage;
+use crate::server::pool::Job as PoolJob;
+use crate::server::reply::Reply;
+use crate::server::work::{Job, Work, call};
+use crate::server::{Inner, Server};
+
+/// A connection, shared by the threads that act on it. Cheap to clone.
+#[derive(Clone)]
+pub(crate) struct ConnHandle(Arc<Shared>);
+
+struct Shared {
+    state: Mutex<Conn>,
+    output: SharedOutput,
+    /// Signalled when what a waiter waits for may have changed: room in the
+    /// queue for slots, nothing left in flight, a failed output.
+    changed: Condvar,
+    /// Where the end of serving is announced, to the thread in `serve`.
+    end: Sender<End>,
+    /// Shut down: the reader reads no more (it looks without the lock).
+    closed: AtomicBool,
+}
+
+/// When the lines a guard wrote are flushed.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Flush {
+    /// At once, unless another thread waits to write, which then flushes
+    /// for both (see `output`).
+    UnlessFollowed,
+    /// Later: the reader flushes when its input holds no complete line.
+    Later,
+}
+
+impl ConnHandle {
+    /// A new connection writing to `output`; its end goes to `end`.
+    pub fn new(
+        inner: &Arc<Inner>,
+        output: Box<dyn std::io::Write + Send>,
+        end: Sender<End>,
+    ) -> Self {
+        ConnHandle(Arc::new(Shared {
+            state: Mutex::new(Conn::new(inner)),
+            output: SharedOutput::new(output),
+            changed: Condvar::new(),
+            end,
+            closed: AtomicBool::new(false),
+        }))
+    }
+
+    /// The connection's state, locked; what it writes is flushed when it
+    /// is let go (unless another writer follows).
+    pub fn lock(&self) -> ConnGuard<'_> {
+        self.0.lock(Flush::UnlessFollowed)
+    }
+
+    /// The state, locked by the reader: what it writes waits for
+    /// [`ConnHandle::flush`], which the reader calls when its input runs
+    /// dry (one `write(2)` for a pipelined burst).
+    pub fn lock_for_reader(&self) -> ConnGuard<'_> {
+        self.0.lock(Flush::Later)
+    }
+
+    /// Flushes the output.
+    pub fn flush(&self) {
+        let mut out = self.0.output.lock();
+        if out.flush() {
+            drop(out);
+            self.0.failed();
+        }
+    }
+
+    /// Whether the connection was shut down: nothing more is read.
+    pub fn is_closed(&self) -> bool {
+        self.0.closed.load(Ordering::Acquire)
+    }
+
+    /// Announces the end of serving (the first one counts).
+    pub fn end(&self, why: End) {
+        let _ = self.0.end.send(why);
+    }
+
+    /// The connection as the server's registry of connections sees it.
+    pub fn as_connection(&self) -> Arc<dyn Connection> {
+        self.0.clone()
+    }
+
+    /// The end (see [`Conn::shut_down`]): every request still in flight is
+    /// answered with `-32603`, then the output is flushed and closed.
+    /// Returns the first write error.
+    pub fn shut_down(&self) -> Result<(), Error> {
+        self.lock().shut_down();
+        self.0.closed.store(true, Ordering::Release);
+        match self.0.output.lock().close() {
+            Some(e) => Err(Error::Io(e)),
+            None => Ok(()),
+        }
+    }
+
+    /// Begins a request that passed validation: it enters the in-flight
+    /// map and either runs on the pool, or waits for a slot, or (an inline
+    /// one) is handed back for the caller to run, without the lock, then
+    /// to answer with [`Conn::finish`]. When the queue for slots is full
+    /// after it, this waits for room: the reader's backpressure.
+    pub fn begin(&self, id: RequestId, job: Job, bytes: usize) -> Begun {
+        let mut guard = self.lock_for_reader();
+        if let Some(error) = guard.refusal(&id) {
+            guard.write_error(Some(&id), &error);
+            return Begun::Refused;
+        }
+        let conn = &mut *guard;
+        let seq = conn.in_flight.new_seq();
+        let token = CancelToken::new();
+        let outlet: Arc<dyn Outlet> = self.0.clone();
+        let ctx = RequestContext::new(
+            id.clone(),
+            job.meta,
+            token.clone(),
+            Sink::Conn { outlet, seq },
+            Server {
+                inner: Arc::clone(&conn.inner),
+            },
+            job.retry,
+        );
+        let work = job.work;
+        if job.inline {
+            conn.in_flight.insert(id, seq, token, Stage::Inline);
+            return Begun::Inline(InlineJob { ctx, seq, work });
+        }
+        let handle = self.clone();
+        let pooled: PoolJob = Box::new(move || {
+            // Encoded before the lock: workers finishing together do not
+            // wait on each other's encoding.
+            let line = call(work, &ctx).into_line();
+            handle.lock().finish(ctx.id(), seq, Reply::Line(line));
+        });
+        if conn.in_flight.has_slot(conn.inner.config.max_running) {
+            conn.in_flight.insert(id, seq, token, Stage::Running);
+            conn.ready.push(pooled);
+        } else {
+            conn.in_flight
+                .insert(id, seq, token, Stage::Queued(pooled, bytes));
+            if conn.queue_full() {
+                drop(guard.wait_until(None, |c| !c.queue_full()));
+            }
+        }
+        Begun::Pooled
+    }
+}
+
+/// What [`ConnHandle::begin`] did with a request.
+#[allow(
+    clippy::large_enum_variant,
+    reason = "returned once and taken apart at once; boxing would cost an allocation per inline request"
+)]
+pub(crate) enum Begun {
+    /// Its handler is to run on the caller's thread, now.
+    Inline(InlineJob),
+    /// It runs on the pool, or waits for a slot.
+    Pooled,
+    /// It was refused (and answered so).
+    Refused,
+}
+
+/// An inline request, begun: its handler runs on the reader, without the
+/// connection's lock.
+pub(crate) struct InlineJob {
+    pub ctx: RequestContext,
+    pub seq: u64,
+    pub work: Work,
+}
+
+impl Shared {
+    fn lock(&self, flush: Flush) -> ConnGuard<'_> {
+        let state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        ConnGuard {
+            shared: self,
+            state: Some(state),
+            flush,
+        }
+    }
+
+    /// A write failed: the client is gone, and serving ends. Called
+    /// without either lock held.
+    fn failed(&self) {
+        let _ = self.end.send(End::OutputFailed);
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        state.failed = true;
+        if state.waiters > 0 {
+            self.changed.notify_all();
+        }
+    }
+}
+
+impl Outlet for Shared {
+    fn notify(&self, id: &RequestId, seq: u64, line: &[u8]) {
+        self.lock(Flush::UnlessFollowed).notify(id, seq, line);
+    }
+
+    #[cfg(feature = "legacy")]
+    fn ask(
+        &self,
+        request: &RequestId,
+        seq: u64,
+        id: RequestId,
+        line: &[u8],
+    ) -> Result<crossbeam_channel::Receiver<AskReply>, AskFailed> {
+        self.lock(Flush::UnlessFollowed).ask(request, seq, id, line)
+    }
+
+    #[cfg(feature = "legacy")]
+    fn withdraw(&self, asks: &[RequestId]) {
+        self.lock(Flush::UnlessFollowed).withdraw(asks);
+    }
+}
+
+impl Connection for Shared {
+    fn publish(&self, event: &ServerEvent) {
+        self.lock(Flush::UnlessFollowed).publish(event);
+    }
+
+    /// Takes effect at once, as end of input would: a request read after
+    /// `stop` returned is refused.
+    fn stop(&self) {
+        self.lock(Flush::UnlessFollowed).begin_shutdown();
+        let _ = self.end.send(End::Stop);
+    }
+}
+
+/// The connection's state, locked. Letting it go writes what it left to
+/// write, hands the jobs that may start to the pool, and wakes the waiters
+/// when something they wait for changed.
+pub(crate) struct ConnGuard<'a> {
+    shared: &'a Shared,
+    /// `None` only while let go.
+    state: Option<MutexGuard<'a, Conn>>,
+    flush: Flush,
+}
+
+impl Deref for ConnGuard<'_> {
+    type Target = Conn;
+    fn deref(&self) -> &Conn {
+        self.state.as_ref().expect("the state is held until let go")
+    }
+}
+
+impl DerefMut for ConnGuard<'_> {
+    fn deref_mut(&mut self) -> &mut Conn {
+        self.state.as_mut().expect("the state is held until let go")
+    }
+}
+
+impl Drop for ConnGuard<'_> {
+    fn drop(&mut self) {
+        if let Some(state) = self.state.take() {
+            self.let_go(state);
+        }
+    }
+}
+
+impl<'a> ConnGuard<'a> {
+    /// Lets go of the state: the output's lock is taken before the state's
+    /// is let go (lines keep the order of the changes), then what is
+    /// pending is written; the ready jobs go to the pool and the waiters
+    /// are woken.
+    fn let_go(&self, mut state: MutexGuard<'a, Conn>) {
+        let shared = self.shared;
+        let pending = std::mem::take(&mut state.pending);
+        let ready = std::mem::take(&mut state.ready);
+        let wake = std::mem::take(&mut state.changed) && state.waiters > 0;
+        let inner = (!ready.is_empty()).then(|| Arc::clone(&state.inner));
+        let out = (!pending.is_empty()).then(|| shared.output.lock());
+        drop(state);
+        if let Some(out) = out {
+            write(shared, out, pending, self.flush);
+        }
+        if let Some(inner) = inner {
+            for job in ready {
+                inner.pool.submit(job);
+            }
+        }
+        if wake {
+            shared.changed.notify_all();
+        }
+    }
+
+    /// Waits, without holding the state, until `done` holds or `deadline`
+    /// (`None`: no deadline) passes; what is pending is written and
+    /// flushed first.
+    pub fn wait_until(mut self, deadline: Option<Instant>, done: impl Fn(&Conn) -> bool) -> Self {
+        let shared = self.shared;
+        while !done(&self) {
+            let now = Instant::now();
+            if deadline.is_some_and(|at| now >= at) {
+                break;
+            }
+            let mut state = self.state.take().expect("held until let go");
+            let pending = std::mem::take(&mut state.pending);
+            if !pending.is_empty() {
+                // Written under the output's lock taken before the state's
+                // is let go, as in `let_go`.
+                let out = shared.output.lock();
+                drop(state);
+                write(shared, out, pending, Flush::UnlessFollowed);
+                self.state = Some(shared.state.lock().unwrap_or_else(PoisonError::into_inner));
+                continue;
+            }
+            state.waiters += 1;
+            state = match deadline {
+                Some(at) => shared
+                    .changed
+                    .wait_timeout(state, at - now)
+                    .map(|(state, _)| state)
+                    .unwrap_or_else(|e| e.into_inner().0),
+                None => shared
+                    .changed
+                    .wait(state)
+                    .unwrap_or_else(PoisonError::into_inner),
+            };
+            state.waiters -= 1;
+            self.state = Some(state);
+        }
+        self
+    }
+}
+
+/// Writes `pending` under the output's lock `out`, then flushes as `flush`
+/// says. A failed write ends serving.
+fn write(shared: &Shared, mut out: OutputGuard<'_>, pending: Vec<Reply>, flush: Flush) {
+    let mut failed = false;
+    for reply in pending {
+        failed |= out.write_line(|w| reply.write_to(w));
+    }
+    if flush == Flush::UnlessFollowed {
+        failed |= out.flush_unless_followed();
+    }
+    drop(out);
+    if failed {
+        shared.failed();
+    }
+}
