@@ -1,0 +1,842 @@
+//! The server under storm: seeded rounds of pipelined pooled and inline
+//! calls over real pipes, cancellations at random moments (before a request
+//! begins, while it runs, right after its reply), ids reused right after
+//! their reply, listens opened and cancelled while pool threads and helper
+//! threads publish, progress from cancelled handlers, tasks, and the end of
+//! input with everything in flight. Every line the server writes is judged
+//! by an exact oracle ([`Model`]): the rules of DESIGN.md, each one a check
+//! below.
+//!
+//! Bounded: `STORM_SECONDS` (default 6) of rounds, each a new connection to
+//! the same server; `STORM_SEED` replays a run's choices (thread timing
+//! differs). CI runs it on one CPU (`taskset -c 0`) and on two.
+//!
+//! The barrier: a cancellation takes effect when the server reads it, which
+//! the client cannot see. So each cancellation is followed (at once or a
+//! few lines later) by an inline call; the server acts on lines in order
+//! and writes lines in the order it decided them, so once that call's
+//! reply is in, nothing more may come for what was cancelled before it.
+
+use std::collections::{HashMap, HashSet};
+use std::io::{BufRead, BufReader, Write};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{Receiver, RecvTimeoutError};
+use mcp_stdio::types::{
+    CallToolResult, ReadResourceResult, ResourceContents, ResourceTemplate, Tool,
+};
+use mcp_stdio::{Server, TaskMode, Transport};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+/// A request id as the model keys it: its JSON text (`7`, `"b9"`).
+type Id = String;
+
+/// How long the server may stay silent while the model waits for it.
+const WAIT: Duration = Duration::from_secs(10);
+/// The URIs that tools publish and listens subscribe to.
+const URIS: usize = 8;
+/// At most this many requests in flight at once.
+const DEPTH: usize = 64;
+const TASKS_EXT: &str = "io.modelcontextprotocol/tasks";
+const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
+
+#[test]
+fn the_server_keeps_every_rule_under_storm() {
+    let seed = std::env::var("STORM_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(1, |d| d.as_nanos() as u64)
+        });
+    let seconds: f64 = std::env::var("STORM_SECONDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(6.0);
+    let mut rng = Rng(seed | 1);
+    let max_running = [1, 2, 4, 16][rng.below(4)];
+    let queue_limit = [1, 4, 64][rng.below(3)];
+    // No grace: requests in flight at the end of input are cut off.
+    let grace = [0, 2, 1000][rng.below(3)];
+    eprintln!(
+        "storm: seed {seed}, max_running {max_running}, queue_limit {queue_limit}, grace {grace} ms"
+    );
+    let server = storm_server(max_running, queue_limit, Duration::from_millis(grace));
+
+    let mut tally = Tally::default();
+    let mut tasks: HashMap<String, String> = HashMap::new();
+    let until = Instant::now() + Duration::from_secs_f64(seconds);
+    while Instant::now() < until {
+        let mut model = Model::start(&server, rng.next(), std::mem::take(&mut tasks));
+        model.storm(Duration::from_millis(100 + rng.below(400) as u64));
+        let model = model.end_of_input();
+        tasks = model.tasks;
+        tally.add(&model.tally);
+    }
+    // The tasks of every round end completed, with their own result.
+    let deadline = Instant::now() + WAIT;
+    while !tasks.is_empty() {
+        assert!(
+            Instant::now() < deadline,
+            "tasks never completed: {tasks:?}"
+        );
+        let mut model = Model::start(&server, rng.next(), std::mem::take(&mut tasks));
+        model.poll_tasks();
+        model.settle();
+        let model = model.end_of_input();
+        tasks = model.tasks;
+        tally.add(&model.tally);
+        thread::sleep(Duration::from_millis(20));
+    }
+    eprintln!("storm: {tally:?}");
+    assert!(tally.replies > 1000, "too little happened: {tally:?}");
+}
+
+// --- The server --------------------------------------------------------
+
+#[derive(Deserialize)]
+struct Args {
+    token: String,
+    #[serde(default)]
+    micros: u64,
+    #[serde(default)]
+    progress: u32,
+    /// A URI to publish `resources/updated` for, before the reply.
+    #[serde(default)]
+    publish: Option<String>,
+    /// Publish from a helper thread rather than the handler's own.
+    #[serde(default)]
+    helper: bool,
+}
+
+fn storm_server(max_running: usize, queue_limit: usize, grace: Duration) -> Server {
+    Server::builder("storm", "1.0.0")
+        .max_running(max_running)
+        .queue_limit(queue_limit)
+        .shutdown_grace(grace)
+        .inline_tool(Tool::new("echo", "Echoes a token."), |_ctx, args: Args| {
+            Ok(CallToolResult::text(args.token))
+        })
+        .tool(
+            Tool::new("work", "Works a while, with progress, maybe publishing."),
+            |ctx, args: Args| {
+                for n in 1..=args.progress {
+                    ctx.progress(f64::from(n), None, None);
+                    thread::sleep(Duration::from_micros(
+                        args.micros / u64::from(args.progress),
+                    ));
+                }
+                if args.progress == 0 && args.micros > 0 {
+                    thread::sleep(Duration::from_micros(args.micros));
+                }
+                if let Some(uri) = &args.publish {
+                    let notifier = ctx.notifier();
+                    if args.helper {
+                        thread::scope(|s| {
+                            s.spawn(|| notifier.resource_updated(uri));
+                        });
+                    } else {
+                        notifier.resource_updated(uri);
+                    }
+                }
+                Ok(CallToolResult::text(args.token))
+            },
+        )
+        .task_tool(
+            Tool::new("task", "Echoes a token as a task."),
+            TaskMode::Required,
+            |_ctx, args: Args| {
+                thread::sleep(Duration::from_micros(args.micros));
+                Ok(CallToolResult::text(args.token))
+            },
+        )
+        .resource_template(
+            ResourceTemplate::new("storm://{n}", "storm"),
+            |_ctx, req| {
+                Ok(ReadResourceResult::new(vec![ResourceContents::text(
+                    req.uri.clone(),
+                    "storm",
+                )]))
+            },
+        )
+        .build()
+}
+
+// --- The oracle --------------------------------------------------------
+
+/// What was seen, over all rounds.
+#[derive(Debug, Default)]
+struct Tally {
+    lines: u64,
+    replies: u64,
+    cancels: u64,
+    replied_despite_cancel: u64,
+    shut_down_replies: u64,
+    progress: u64,
+    published: u64,
+    listens: u64,
+    tasks_done: u64,
+    ids_reused: u64,
+}
+
+impl Tally {
+    fn add(&mut self, o: &Tally) {
+        self.lines += o.lines;
+        self.replies += o.replies;
+        self.cancels += o.cancels;
+        self.replied_despite_cancel += o.replied_despite_cancel;
+        self.shut_down_replies += o.shut_down_replies;
+        self.progress += o.progress;
+        self.published += o.published;
+        self.listens += o.listens;
+        self.tasks_done += o.tasks_done;
+        self.ids_reused += o.ids_reused;
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+enum Kind {
+    /// A call that echoes `token`: inline, pooled, or a barrier.
+    Call,
+    /// A task-augmented call: its reply creates a task.
+    Task,
+    /// `tasks/get` for a task.
+    TaskGet(String),
+}
+
+/// A request in flight.
+#[derive(Debug)]
+struct Req {
+    kind: Kind,
+    token: String,
+    progress: Option<String>,
+    last_progress: f64,
+    /// Cancelled by the client (the reply may still come until a barrier).
+    cancelled: bool,
+    /// The URI it publishes, and the listens that must hear of it.
+    publish: Option<(String, HashSet<String>)>,
+    /// Ids whose cancellation this barrier proves.
+    proves: Vec<Id>,
+}
+
+/// An open subscription.
+#[derive(Debug)]
+struct Listen {
+    uris: HashSet<String>,
+    acked: bool,
+    cancelled: bool,
+}
+
+/// The client's side of one connection, and the oracle.
+struct Model {
+    rng: Rng,
+    input: Option<std::io::PipeWriter>,
+    lines: Receiver<String>,
+    serving: Option<thread::JoinHandle<Result<(), mcp_stdio::Error>>>,
+    /// Requests in flight by id.
+    open: HashMap<Id, Req>,
+    /// Ids cancelled, and proven so by a barrier: nothing may carry them.
+    dead: HashSet<Id>,
+    /// Progress tokens of requests cancelled and proven so, or answered.
+    dead_progress: HashSet<String>,
+    /// Progress tokens in flight, to their request.
+    progress_of: HashMap<String, Id>,
+    /// Cancelled requests and listens no barrier has proven yet.
+    unproven: Vec<Id>,
+    listens: HashMap<Id, Listen>,
+    /// URIs a call in flight publishes, to that call.
+    busy: HashMap<String, Id>,
+    /// Listens heard of per publishing call.
+    heard: HashMap<Id, HashSet<Id>>,
+    /// Ids free to reuse right now.
+    reusable: Vec<Id>,
+    /// Tasks created and not seen completed: id to token.
+    tasks: HashMap<String, String>,
+    /// Tasks being polled right now.
+    polling: HashSet<String>,
+    closing: bool,
+    tally: Tally,
+}
+
+static NEXT: AtomicU64 = AtomicU64::new(1);
+
+fn fresh() -> u64 {
+    NEXT.fetch_add(1, Ordering::Relaxed)
+}
+
+impl Model {
+    fn start(server: &Server, seed: u64, tasks: HashMap<String, String>) -> Model {
+        let (their_in, our_out) = std::io::pipe().expect("a pipe");
+        let (our_in, their_out) = std::io::pipe().expect("a pipe");
+        let transport = Transport::new(BufReader::new(their_in), their_out);
+        let serving = {
+            let server = server.clone();
+            thread::spawn(move || server.serve(transport))
+        };
+        let (tx, lines) = crossbeam_channel::unbounded();
+        thread::spawn(move || {
+            let mut reader = BufReader::new(our_in);
+            let mut line = String::new();
+            loop {
+                line.clear();
+                match reader.read_line(&mut line) {
+                    Ok(0) | Err(_) => return,
+                    Ok(_) => {
+                        assert!(line.ends_with('\n'), "a line without its newline: {line:?}");
+                        if tx.send(line.trim_end_matches('\n').to_owned()).is_err() {
+                            return;
+                        }
+                    }
+                }
+            }
+        });
+        Model {
+            rng: Rng(seed | 1),
+            input: Some(our_out),
+            lines,
+            serving: Some(serving),
+            open: HashMap::new(),
+            dead: HashSet::new(),
+            dead_progress: HashSet::new(),
+            progress_of: HashMap::new(),
+            unproven: Vec::new(),
+            listens: HashMap::new(),
+            busy: HashMap::new(),
+            heard: HashMap::new(),
+            reusable: Vec::new(),
+            tasks,
+            polling: HashSet::new(),
+            closing: false,
+            tally: Tally::default(),
+        }
+    }
+
+    /// Random steps for `length`, then a final burst and a barrier.
+    fn storm(&mut self, length: Duration) {
+        let until = Instant::now() + length;
+        self.poll_tasks();
+        while Instant::now() < until {
+            let burst = 1 + self.rng.below(8);
+            let mut out = Vec::new();
+            for _ in 0..burst {
+                self.step(&mut out);
+            }
+            self.send(&out);
+            self.take_lines(false);
+            while self.open.len() >= DEPTH {
+                self.prove_cancellations();
+                self.take_lines(true);
+            }
+        }
+        let mut out = Vec::new();
+        for _ in 0..self.rng.below(DEPTH / 2) {
+            self.call(&mut out);
+        }
+        self.send(&out);
+    }
+
+    /// One random action, written to `out`.
+    fn step(&mut self, out: &mut Vec<u8>) {
+        match self.rng.below(100) {
+            0..=54 => self.call(out),
+            55..=59 => self.task(out),
+            60..=69 => self.cancel_one(out),
+            70..=74 => {
+                // A cancellation right behind its request: it may take
+                // effect before the request begins.
+                self.call(out);
+                self.cancel_one(out);
+            }
+            75..=84 => self.barrier(out),
+            85..=89 => self.listen(out),
+            90..=92 => self.cancel_listen(out),
+            _ => {
+                // A cancellation of something already answered (or never
+                // sent): ignored, and it must not touch the id's next use.
+                let id = self.reusable.last().cloned().unwrap_or_else(|| "-1".into());
+                write_line(out, &cancel(&id));
+                if self.rng.below(2) == 0 {
+                    self.call(out);
+                }
+            }
+        }
+    }
+
+    fn next_id(&mut self) -> Id {
+        if !self.reusable.is_empty() && self.rng.below(3) == 0 {
+            let i = self.rng.below(self.reusable.len());
+            self.tally.ids_reused += 1;
+            return self.reusable.swap_remove(i);
+        }
+        fresh().to_string()
+    }
+
+    /// A call of `echo` (inline) or `work` (pooled).
+    fn call(&mut self, out: &mut Vec<u8>) {
+        let id = self.next_id();
+        let token = format!("t{}", fresh());
+        let pooled = self.rng.below(3) != 0;
+        let mut args = json!({ "token": token });
+        let mut progress = None;
+        let mut publish = None;
+        if pooled {
+            args["micros"] = json!(self.rng.below(3) as u64 * self.rng.below(300) as u64);
+            if self.rng.below(2) == 0 {
+                args["progress"] = json!(1 + self.rng.below(3));
+                progress = Some(format!("p{}", fresh()));
+            }
+            let uri = format!("storm://{}", self.rng.below(URIS));
+            if self.rng.below(4) == 0 && !self.busy.contains_key(&uri) {
+                args["publish"] = json!(uri);
+                args["helper"] = json!(self.rng.below(2) == 0);
+                // Every listen acknowledged by now that asked for the URI
+                // hears of it before the reply.
+                let hearers = self
+                    .listens
+                    .iter()
+                    .filter(|(_, l)| l.acked && !l.cancelled && l.uris.contains(&uri))
+                    .map(|(id, _)| id.clone())
+                    .collect();
+                self.busy.insert(uri.clone(), id.clone());
+                self.heard.insert(id.clone(), HashSet::new());
+                publish = Some((uri, hearers));
+            }
+        }
+        let name = if pooled { "work" } else { "echo" };
+        let mut req = request(
+            &id,
+            "tools/call",
+            json!({ "name": name, "arguments": args }),
+        );
+        if let Some(p) = &progress {
+            req["params"]["_meta"]["progressToken"] = json!(p);
+            self.progress_of.insert(p.clone(), id.clone());
+        }
+        write_line(out, &req);
+        self.insert(id, Kind::Call, token, progress, publish);
+    }
+
+    fn insert(
+        &mut self,
+        id: Id,
+        kind: Kind,
+        token: String,
+        progress: Option<String>,
+        publish: Option<(String, HashSet<String>)>,
+    ) {
+        self.dead.remove(&id);
+        let old = self.open.insert(
+            id.clone(),
+            Req {
+                kind,
+                token,
+                progress,
+                last_progress: 0.0,
+                cancelled: false,
+                publish,
+                proves: Vec::new(),
+            },
+        );
+        assert!(old.is_none(), "the model reused id {id} while in flight");
+    }
+
+    /// A task-augmented call.
+    fn task(&mut self, out: &mut Vec<u8>) {
+        let id = self.next_id();
+        let token = format!("t{}", fresh());
+        let args = json!({ "token": token, "micros": self.rng.below(2000) });
+        let mut req = request(
+            &id,
+            "tools/call",
+            json!({ "name": "task", "arguments": args }),
+        );
+        req["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"] =
+            json!({ "extensions": { TASKS_EXT: {} } });
+        write_line(out, &req);
+        self.insert(id, Kind::Task, token, None, None);
+    }
+
+    /// `tasks/get` for every task not being polled.
+    fn poll_tasks(&mut self) {
+        let mut out = Vec::new();
+        let ids: Vec<String> = self
+            .tasks
+            .keys()
+            .filter(|t| !self.polling.contains(*t))
+            .cloned()
+            .collect();
+        for task in ids {
+            let id = fresh().to_string();
+            let mut req = request(&id, "tasks/get", json!({ "taskId": task }));
+            req["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"] =
+                json!({ "extensions": { TASKS_EXT: {} } });
+            write_line(&mut out, &req);
+            self.polling.insert(task.clone());
+            self.insert(id, Kind::TaskGet(task), String::new(), None, None);
+        }
+        self.send(&out);
+    }
+
+    /// Cancels a random request in flight (not a publishing one: what it
+    /// publishes is checked exactly, and not a barrier).
+    fn cancel_one(&mut self, out: &mut Vec<u8>) {
+        let candidates: Vec<Id> = self
+            .open
+            .iter()
+            .filter(|(_, r)| {
+                !r.cancelled && r.publish.is_none() && r.proves.is_empty() && r.kind == Kind::Call
+            })
+            .map(|(id, _)| id.clone())
+            .collect();
+        if candidates.is_empty() {
+            return;
+        }
+        let id = candidates[self.rng.below(candidates.len())].clone();
+        self.open.get_mut(&id).expect("in flight").cancelled = true;
+        self.unproven.push(id.clone());
+        self.tally.cancels += 1;
+        write_line(out, &cancel(&id));
+    }
+
+    /// An inline call that proves every cancellation sent before it.
+    fn barrier(&mut self, out: &mut Vec<u8>) {
+        let id = format!("\"b{}\"", fresh());
+        let token = format!("t{}", fresh());
+        write_line(
+            out,
+            &request(
+                &id,
+                "tools/call",
+                json!({ "name": "echo", "arguments": { "token": token } }),
+            ),
+        );
+        self.insert(id.clone(), Kind::Call, token, None, None);
+        let proves = std::mem::take(&mut self.unproven);
+        self.open.get_mut(&id).expect("just sent").proves = proves;
+    }
+
+    fn listen(&mut self, out: &mut Vec<u8>) {
+        if self.listens.len() >= 16 {
+            return;
+        }
+        let id = format!("\"L{}\"", fresh());
+        let n = 1 + self.rng.below(3);
+        let uris: HashSet<String> = (0..n)
+            .map(|_| format!("storm://{}", self.rng.below(URIS)))
+            .collect();
+        let mut sorted: Vec<&String> = uris.iter().collect();
+        sorted.sort();
+        write_line(
+            out,
+            &request(
+                &id,
+                "subscriptions/listen",
+                json!({ "notifications": { "resourceSubscriptions": sorted } }),
+            ),
+        );
+        self.tally.listens += 1;
+        self.listens.insert(
+            id,
+            Listen {
+                uris,
+                acked: false,
+                cancelled: false,
+            },
+        );
+    }
+
+    fn cancel_listen(&mut self, out: &mut Vec<u8>) {
+        let ids: Vec<Id> = self
+            .listens
+            .iter()
+            .filter(|(_, l)| !l.cancelled)
+            .map(|(id, _)| id.clone())
+            .collect();
+        if ids.is_empty() {
+            return;
+        }
+        let id = ids[self.rng.below(ids.len())].clone();
+        self.listens.get_mut(&id).expect("open").cancelled = true;
+        self.unproven.push(id.clone());
+        write_line(out, &cancel(&id));
+    }
+
+    fn send(&mut self, bytes: &[u8]) {
+        if bytes.is_empty() {
+            return;
+        }
+        let input = self.input.as_mut().expect("input open");
+        input.write_all(bytes).expect("the server reads its input");
+    }
+
+    /// Judges the lines in hand; with `wait`, waits for one first.
+    fn take_lines(&mut self, wait: bool) -> bool {
+        if wait {
+            match self.lines.recv_timeout(WAIT) {
+                Ok(line) => self.judge(&line),
+                Err(RecvTimeoutError::Disconnected) => return false,
+                Err(RecvTimeoutError::Timeout) => panic!(
+                    "the server stalled: {} requests in flight: {:?}",
+                    self.open.len(),
+                    self.open
+                ),
+            }
+        }
+        while let Ok(line) = self.lines.try_recv() {
+            self.judge(&line);
+        }
+        true
+    }
+
+    /// Sends a barrier if cancellations wait for one: requests cancelled
+    /// and unanswered leave the model only by it.
+    fn prove_cancellations(&mut self) {
+        if !self.unproven.is_empty() {
+            let mut out = Vec::new();
+            self.barrier(&mut out);
+            self.send(&out);
+        }
+    }
+
+    /// Waits until every request in flight is answered.
+    fn settle(&mut self) {
+        self.prove_cancellations();
+        while !self.open.is_empty() {
+            self.take_lines(true);
+        }
+    }
+
+    /// Closes the input with everything in flight; then every request not
+    /// cancelled gets exactly one reply (its result, or `-32603` for one
+    /// cut off), every listen its final result, and the output ends.
+    fn end_of_input(mut self) -> Model {
+        self.closing = true;
+        self.input = None;
+        while self.take_lines(true) {}
+        let left: Vec<_> = self.open.iter().filter(|(_, r)| !r.cancelled).collect();
+        assert!(left.is_empty(), "requests never answered: {left:?}");
+        let left: Vec<_> = self.listens.iter().filter(|(_, l)| !l.cancelled).collect();
+        assert!(left.is_empty(), "listens never closed: {left:?}");
+        let served = self.serving.take().expect("serving").join();
+        served.expect("serve panicked").expect("serve failed");
+        // Polls cut off before their answer: asked again next round.
+        self.polling.clear();
+        self
+    }
+
+    /// The oracle: one line of the server's output.
+    fn judge(&mut self, line: &str) {
+        self.tally.lines += 1;
+        let msg: Value =
+            serde_json::from_str(line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"));
+        assert_eq!(msg["jsonrpc"], "2.0", "{line}");
+        match msg.get("method").and_then(Value::as_str) {
+            None => self.judge_reply(&msg, line),
+            Some("notifications/progress") => self.judge_progress(&msg, line),
+            Some("notifications/subscriptions/acknowledged") => {
+                let id = &msg["params"]["_meta"][SUBSCRIPTION_ID].to_string();
+                assert!(!self.dead.contains(id), "ack after a cancellation: {line}");
+                let listen = self
+                    .listens
+                    .get_mut(id)
+                    .unwrap_or_else(|| panic!("ack for no listen: {line}"));
+                assert!(!listen.acked, "a second ack: {line}");
+                listen.acked = true;
+            }
+            Some("notifications/resources/updated") => {
+                let id = &msg["params"]["_meta"][SUBSCRIPTION_ID].to_string();
+                let uri = msg["params"]["uri"].as_str().expect("a uri").to_owned();
+                assert!(
+                    !self.dead.contains(id),
+                    "delivered after the cancellation was read: {line}"
+                );
+                let listen = self
+                    .listens
+                    .get(id)
+                    .unwrap_or_else(|| panic!("delivered to no open listen: {line}"));
+                assert!(listen.acked, "delivered before the ack: {line}");
+                assert!(
+                    listen.uris.contains(&uri),
+                    "delivered what was not asked for: {line}"
+                );
+                let call = self
+                    .busy
+                    .get(&uri)
+                    .unwrap_or_else(|| panic!("published after its call's reply: {line}"));
+                let fresh = self.heard.get_mut(call).expect("heard").insert(id.clone());
+                assert!(fresh, "delivered twice: {line}");
+                self.tally.published += 1;
+            }
+            Some(other) => panic!("unexpected notification {other}: {line}"),
+        }
+    }
+
+    fn judge_progress(&mut self, msg: &Value, line: &str) {
+        let token = msg["params"]["progressToken"]
+            .as_str()
+            .expect("a token")
+            .to_owned();
+        assert!(
+            !self.dead_progress.contains(&token),
+            "progress after the reply or after the cancellation was read: {line}"
+        );
+        let id = self
+            .progress_of
+            .get(&token)
+            .unwrap_or_else(|| panic!("progress for no request: {line}"));
+        let req = self.open.get_mut(id).expect("in flight while its token is");
+        let value = msg["params"]["progress"].as_f64().expect("a number");
+        assert!(value > req.last_progress, "progress not increasing: {line}");
+        req.last_progress = value;
+        self.tally.progress += 1;
+    }
+
+    fn judge_reply(&mut self, msg: &Value, line: &str) {
+        let id = &msg["id"].to_string();
+        if self.listens.remove(id).is_some() {
+            // A listen's final result: only at the end of input.
+            assert!(
+                self.closing,
+                "a listen ended before the end of input: {line}"
+            );
+            assert!(msg.get("result").is_some(), "{line}");
+            return;
+        }
+        assert!(
+            !self.dead.contains(id),
+            "a reply after the cancellation was read: {line}"
+        );
+        let req = self
+            .open
+            .remove(id)
+            .unwrap_or_else(|| panic!("a reply to no request in flight (a second reply?): {line}"));
+        self.tally.replies += 1;
+        if req.cancelled {
+            self.tally.replied_despite_cancel += 1;
+        }
+        if let Some(p) = &req.progress {
+            self.progress_of.remove(p);
+            self.dead_progress.insert(p.clone());
+        }
+        if let Some(error) = msg.get("error") {
+            assert!(
+                self.closing && error["code"] == -32603,
+                "an error where a result was due: {line}"
+            );
+            self.tally.shut_down_replies += 1;
+        } else {
+            self.judge_result(&req, &msg["result"], line);
+        }
+        if let Some((uri, hearers)) = &req.publish {
+            self.busy.remove(uri);
+            let heard = self.heard.remove(id).expect("heard");
+            if msg.get("error").is_none() {
+                for hearer in hearers {
+                    // Unless cancelled (or closed) since: it must have heard.
+                    if self.listens.get(hearer).is_some_and(|l| !l.cancelled) {
+                        assert!(
+                            heard.contains(hearer),
+                            "listen {hearer} did not hear of {uri} before the reply: {line}"
+                        );
+                    }
+                }
+            }
+        }
+        for proven in &req.proves {
+            self.dead.insert(proven.clone());
+            if let Some(r) = self.open.remove(proven) {
+                // Cancelled and proven: nothing more will come for it.
+                if let Some(p) = r.progress {
+                    self.progress_of.remove(&p);
+                    self.dead_progress.insert(p);
+                }
+            }
+            self.listens.remove(proven);
+            if !self.closing && is_number(proven) {
+                self.reusable.push(proven.clone());
+            }
+        }
+        if !self.closing && is_number(id) && !req.cancelled {
+            self.reusable.push(id.clone());
+        }
+    }
+
+    fn judge_result(&mut self, req: &Req, result: &Value, line: &str) {
+        match &req.kind {
+            Kind::Call => {
+                assert_eq!(
+                    result["content"][0]["text"], req.token,
+                    "another call's result: {line}"
+                );
+                assert_ne!(result["isError"], true, "{line}");
+            }
+            Kind::Task => {
+                assert_eq!(result["resultType"], "task", "{line}");
+                let task = result["taskId"].as_str().expect("a task id").to_owned();
+                self.tasks.insert(task, req.token.clone());
+            }
+            Kind::TaskGet(task) => {
+                self.polling.remove(task);
+                match result["status"].as_str() {
+                    Some("working") => {}
+                    Some("completed") => {
+                        let token = self.tasks.remove(task).expect("a task of ours");
+                        assert_eq!(
+                            result["result"]["content"][0]["text"], token,
+                            "another task's result: {line}"
+                        );
+                        self.tally.tasks_done += 1;
+                    }
+                    _ => panic!("a task neither working nor completed: {line}"),
+                }
+            }
+        }
+    }
+}
+
+/// Whether an id is a number (the model reuses those).
+fn is_number(id: &str) -> bool {
+    id.bytes().all(|b| b.is_ascii_digit())
+}
+
+/// The id as JSON.
+fn id_value(id: &str) -> Value {
+    serde_json::from_str(id).expect("an id is JSON text")
+}
+
+fn request(id: &str, method: &str, mut params: Value) -> Value {
+    params["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {}
+    });
+    json!({ "jsonrpc": "2.0", "id": id_value(id), "method": method, "params": params })
+}
+
+fn cancel(id: &str) -> Value {
+    json!({ "jsonrpc": "2.0", "method": "notifications/cancelled", "params": { "requestId": id_value(id) } })
+}
+
+fn write_line(out: &mut Vec<u8>, message: &Value) {
+    serde_json::to_writer(&mut *out, message).expect("JSON");
+    out.push(b'\n');
+}
+
+/// xorshift64*: the run's choices, from its seed.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+}
