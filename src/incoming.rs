@@ -208,9 +208,60 @@ fn short(raw: &str) -> &str {
     }
 }
 
+/// The request id of `notifications/cancelled`; `None` for malformed
+/// params, which are ignored (spec 2026-07-28 basic/patterns/cancellation,
+/// "Error Handling").
+pub(crate) fn cancelled_id(params: Option<&RawValue>) -> Option<RequestId> {
+    #[derive(Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Cancelled {
+        request_id: RequestId,
+    }
+    let params: Cancelled = serde_json::from_str(params?.get()).ok()?;
+    Some(params.request_id)
+}
+
+impl Incoming {
+    /// What a line too long to keep stands for, from its envelope: an
+    /// error for the request (spec 2026-07-28 basic/index: with the
+    /// request's id whenever it could be read, and the scan reads it
+    /// wherever it is in the line; `null` only when there was none), a
+    /// failed answer to one of the server's own requests to a legacy
+    /// client, or, for a notification, nothing (never answered).
+    pub(crate) fn too_long(
+        envelope: crate::envelope_scan::Envelope,
+        error: ErrorObject,
+    ) -> Option<Incoming> {
+        if envelope.is_response() {
+            return Some(Incoming::Response {
+                id: envelope.id,
+                reply: Err(error),
+            });
+        }
+        if envelope.is_notification() {
+            return None;
+        }
+        Some(Incoming::Invalid {
+            id: envelope.id,
+            error,
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_cancellation_names_its_request_or_is_ignored() {
+        let raw = |s: &str| RawValue::from_string(s.to_owned()).unwrap();
+        assert_eq!(
+            cancelled_id(Some(&raw(r#"{"requestId":"a","reason":"x"}"#))),
+            Some(RequestId::from("a"))
+        );
+        assert_eq!(cancelled_id(Some(&raw(r#"{"id":1}"#))), None);
+        assert_eq!(cancelled_id(None), None);
+    }
 
     fn error_of(line: &str) -> (Option<RequestId>, i32) {
         match classify(line.as_bytes()) {

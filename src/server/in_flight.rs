@@ -52,6 +52,7 @@ pub(crate) struct InFlight {
     next_seq: u64,
     /// Requests holding a slot.
     running: usize,
+    #[cfg(feature = "legacy")]
     parked: usize,
     queued: usize,
     queued_bytes: usize,
@@ -201,50 +202,43 @@ impl InFlight {
         let Some(entry) = self.map.get_mut(id).filter(|e| e.seq == seq) else {
             return false;
         };
-        let before = counts(&entry.stage);
         let old = std::mem::replace(&mut entry.stage, Stage::Inline);
-        entry.stage = change(old);
-        let after = counts(&entry.stage);
-        self.apply(before, false);
-        self.apply(after, true);
+        self.leave(&old);
+        let new = change(old);
+        self.enter(&new);
+        self.map.get_mut(id).expect("in flight").stage = new;
         true
     }
 
     /// A request enters `stage`: the counts follow.
     fn enter(&mut self, stage: &Stage) {
-        self.apply(counts(stage), true);
+        self.count(stage, true);
     }
 
     /// A request leaves `stage`.
     fn leave(&mut self, stage: &Stage) {
-        self.apply(counts(stage), false);
+        self.count(stage, false);
     }
 
-    fn apply(&mut self, (running, parked, queued, bytes): Counts, enter: bool) {
-        if enter {
-            self.running += running;
-            self.parked += parked;
-            self.queued += queued;
-            self.queued_bytes += bytes;
-        } else {
-            self.running -= running;
-            self.parked -= parked;
-            self.queued -= queued;
-            self.queued_bytes -= bytes;
-        }
+    fn count(&mut self, stage: &Stage, enter: bool) {
+        let counter = match stage {
+            Stage::Inline => return,
+            Stage::Queued(_, bytes) => {
+                bump(&mut self.queued_bytes, *bytes, enter);
+                &mut self.queued
+            }
+            Stage::Running => &mut self.running,
+            #[cfg(feature = "legacy")]
+            Stage::Parked(_) => &mut self.parked,
+        };
+        bump(counter, 1, enter);
     }
 }
 
-/// What a request counts for: a slot, a parked request, a queued request
-/// and its bytes.
-type Counts = (usize, usize, usize, usize);
-
-fn counts(stage: &Stage) -> Counts {
-    match stage {
-        Stage::Inline => (0, 0, 0, 0),
-        Stage::Queued(_, bytes) => (0, 0, 1, *bytes),
-        Stage::Running => (1, 0, 0, 0),
-        #[cfg(feature = "legacy")]
-        Stage::Parked(_) => (0, 1, 0, 0),
+fn bump(counter: &mut usize, by: usize, up: bool) {
+    if up {
+        *counter += by;
+    } else {
+        *counter -= by;
     }
 }

@@ -1,18 +1,16 @@
-//! The worker pool: named threads that run pooled handlers, shared by
-//! every connection of a server.
+//! The worker pool: threads that run pooled handlers, shared by every
+//! connection of a server.
 //!
-//! A job takes an idle thread if there is one. The first `workers`
-//! threads start as jobs need them and stay; past them, a job that finds
-//! no idle thread waits until the pool's watcher has looked again
-//! ([`STALL`] later): if no thread took a job meanwhile (every one is busy
-//! with a handler that blocks), each waiting job gets a thread of its own.
-//! So a slow handler holds up the others for at most [`STALL`], while a
-//! burst of quick calls, which keeps the threads taking jobs, does not
-//! grow the pool (a thread per job in flight cost a third more CPU and a
-//! megabyte more memory under load, BENCHMARKS.md). Threads beyond the
-//! warm ones exit after [`IDLE_EXIT`] without work. The watcher is a
-//! thread that sleeps; it starts the first time the warm threads are all
-//! busy.
+//! A job takes an idle thread if there is one. The first `workers` threads
+//! start as jobs need them and stay. Past them, a job that finds no idle
+//! thread is left to the watcher, a sleeping thread started the first time
+//! it is needed: it looks again [`STALL`] later, and if no thread took a
+//! job meanwhile (each is busy with a handler that blocks), each waiting
+//! job gets a thread of its own. So a slow handler holds up the others for
+//! at most [`STALL`], while a burst of quick calls, which keeps the threads
+//! taking jobs, does not grow the pool (a thread per job in flight cost a
+//! third more CPU and a megabyte more memory under load, BENCHMARKS.md).
+//! Threads beyond the warm ones exit after [`IDLE_EXIT`] without work.
 //!
 //! A thread out of jobs may spin (yielding the CPU) for a moment before it
 //! sleeps, when the application asked for it (`spin_before_sleep`): the
@@ -20,8 +18,9 @@
 //! wake-up. Off by default, since a library must not burn its host's CPU
 //! unasked; one thread spins at a time.
 
+use std::sync::Arc;
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -37,17 +36,19 @@ const STALL: Duration = Duration::from_millis(1);
 /// One pooled request: its handler, its reply, and the bookkeeping after.
 pub(crate) type Job = Box<dyn FnOnce() + Send>;
 
-/// The pool: a queue of jobs and the threads that take them.
+/// The pool: where jobs are sent, and the threads that take them. The
+/// threads end once it is dropped.
 pub(crate) struct Pool {
     jobs: Sender<Job>,
-    queue: Receiver<Job>,
     threads: Arc<Threads>,
-    /// Wakes the watcher, once started.
-    watcher: Mutex<Option<Sender<()>>>,
+    /// Wakes the watcher; `None` if it could not be started.
+    watcher: OnceLock<Option<Sender<()>>>,
 }
 
-/// What the pool's threads are doing, counted by the threads themselves.
+/// The queue of jobs, and what the threads are doing, counted by the
+/// threads themselves.
 struct Threads {
+    queue: Receiver<Job>,
     alive: AtomicUsize,
     /// Waiting for a job (spinning or asleep).
     idle: AtomicUsize,
@@ -55,12 +56,10 @@ struct Threads {
     taken: AtomicU64,
     /// Threads that stay however long they wait.
     warm: usize,
-    /// A thread is spinning: the others sleep at once.
-    spinning: AtomicBool,
     /// How long a thread out of jobs spins; zero: it sleeps at once.
     spin: Duration,
-    /// For the threads' names.
-    spawned: AtomicUsize,
+    /// A thread is spinning: the others sleep at once.
+    spinning: AtomicBool,
 }
 
 impl Pool {
@@ -68,19 +67,19 @@ impl Pool {
     /// threads spin for `spin` before they sleep.
     pub fn new(warm: usize, spin: Duration) -> Pool {
         let (jobs, queue) = crossbeam_channel::unbounded();
+        let threads = Threads {
+            queue,
+            alive: AtomicUsize::new(0),
+            idle: AtomicUsize::new(0),
+            taken: AtomicU64::new(0),
+            warm: warm.max(1),
+            spin,
+            spinning: AtomicBool::new(false),
+        };
         Pool {
             jobs,
-            queue,
-            threads: Arc::new(Threads {
-                alive: AtomicUsize::new(0),
-                idle: AtomicUsize::new(0),
-                taken: AtomicU64::new(0),
-                warm: warm.max(1),
-                spinning: AtomicBool::new(false),
-                spin,
-                spawned: AtomicUsize::new(0),
-            }),
-            watcher: Mutex::new(None),
+            threads: Arc::new(threads),
+            watcher: OnceLock::new(),
         }
     }
 
@@ -88,39 +87,30 @@ impl Pool {
     /// while the pool has fewer than its warm threads, or one the watcher
     /// starts if the threads take no job within [`STALL`]. Never blocks.
     pub fn submit(&self, job: Job) {
+        let threads = &self.threads;
         // Each queued job will take one of the idle threads.
-        let free = self.threads.idle.load(Ordering::Acquire) > self.jobs.len();
+        let free = threads.idle.load(Ordering::Acquire) > self.jobs.len();
         // The threads hold the receiving side until the pool is dropped.
         let _ = self.jobs.send(job);
         if free {
             return;
         }
-        if self.threads.alive.load(Ordering::Acquire) < self.threads.warm {
-            spawn(&self.queue, &self.threads);
-        } else {
-            self.watch();
+        if threads.alive.load(Ordering::Acquire) < threads.warm {
+            return spawn(threads);
         }
-    }
-
-    /// Has the watcher look at the pool again in [`STALL`].
-    fn watch(&self) {
-        let mut watcher = self.watcher.lock().unwrap_or_else(PoisonError::into_inner);
-        if watcher.is_none() {
+        let watcher = self.watcher.get_or_init(|| {
             let (wake, woken) = crossbeam_channel::bounded(1);
-            let queue = self.queue.clone();
-            let threads = Arc::clone(&self.threads);
+            let threads = Arc::clone(threads);
             let started = thread::Builder::new()
                 .name("mcp-pool-watch".into())
-                .spawn(move || watch(&woken, &queue, &threads));
-            match started {
-                Ok(_) => *watcher = Some(wake),
-                // No watcher: the job gets a thread now.
-                Err(_) => return spawn(&self.queue, &self.threads),
-            }
-        }
-        if let Some(wake) = &*watcher {
+                .spawn(move || watch(&woken, &threads));
+            started.ok().map(|_| wake)
+        });
+        match watcher {
             // Full: a look is due already.
-            let _ = wake.try_send(());
+            Some(wake) => drop(wake.try_send(())),
+            // No watcher: the job gets a thread now.
+            None => spawn(threads),
         }
     }
 }
@@ -128,92 +118,89 @@ impl Pool {
 /// The watcher: woken when jobs found no idle thread, it looks every
 /// [`STALL`] while jobs wait, and gives each a thread when the threads took
 /// none since the last look. It ends with the pool.
-fn watch(woken: &Receiver<()>, queue: &Receiver<Job>, threads: &Arc<Threads>) {
+fn watch(woken: &Receiver<()>, threads: &Arc<Threads>) {
     while woken.recv().is_ok() {
         loop {
             let taken = threads.taken.load(Ordering::Acquire);
             thread::sleep(STALL);
-            let waiting = queue.len();
+            let waiting = threads.queue.len();
             if waiting == 0 {
                 break;
             }
             if threads.taken.load(Ordering::Acquire) == taken {
-                let idle = threads.idle.load(Ordering::Acquire);
-                for _ in idle..waiting {
-                    spawn(queue, threads);
+                for _ in threads.idle.load(Ordering::Acquire)..waiting {
+                    spawn(threads);
                 }
             }
         }
     }
 }
 
-fn spawn(queue: &Receiver<Job>, threads: &Arc<Threads>) {
-    let queue = queue.clone();
-    let threads_of_it = Arc::clone(threads);
-    let n = threads.spawned.fetch_add(1, Ordering::Relaxed) + 1;
-    // Counted idle from the start: it is about to take a job.
+/// Starts a thread, counted idle from the start: it is about to take a
+/// job. Out of threads, the job waits for a thread there is.
+fn spawn(threads: &Arc<Threads>) {
     threads.alive.fetch_add(1, Ordering::AcqRel);
     threads.idle.fetch_add(1, Ordering::AcqRel);
+    let of_it = Arc::clone(threads);
     let spawned = thread::Builder::new()
-        .name(format!("mcp-worker-{n}"))
-        .spawn(move || worker(&queue, &threads_of_it));
+        .name("mcp-worker".into())
+        .spawn(move || of_it.work());
     if spawned.is_err() {
-        // Out of threads: the job waits for a thread there is.
         threads.alive.fetch_sub(1, Ordering::AcqRel);
         threads.idle.fetch_sub(1, Ordering::AcqRel);
     }
 }
 
-fn worker(queue: &Receiver<Job>, threads: &Threads) {
-    loop {
-        match threads.next_job(queue) {
-            Ok(job) => {
-                threads.idle.fetch_sub(1, Ordering::AcqRel);
-                threads.taken.fetch_add(1, Ordering::AcqRel);
-                job();
-                threads.idle.fetch_add(1, Ordering::AcqRel);
-            }
-            Err(RecvTimeoutError::Timeout) => {
-                let left = threads
-                    .alive
-                    .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
-                        (n > threads.warm).then(|| n - 1)
-                    })
-                    .is_ok();
-                if left {
-                    threads.idle.fetch_sub(1, Ordering::AcqRel);
-                    return;
+impl Threads {
+    /// A thread's life: jobs until it has waited [`IDLE_EXIT`] for one
+    /// (a thread beyond the warm ones) or the pool is dropped.
+    fn work(&self) {
+        loop {
+            match self.next_job() {
+                Ok(job) => {
+                    self.idle.fetch_sub(1, Ordering::AcqRel);
+                    self.taken.fetch_add(1, Ordering::AcqRel);
+                    job();
+                    self.idle.fetch_add(1, Ordering::AcqRel);
+                    continue;
+                }
+                Err(RecvTimeoutError::Timeout) => {
+                    let above_warm = |n: usize| (n > self.warm).then(|| n - 1);
+                    let alive = &self.alive;
+                    if alive
+                        .fetch_update(Ordering::AcqRel, Ordering::Acquire, above_warm)
+                        .is_err()
+                    {
+                        continue;
+                    }
+                }
+                Err(RecvTimeoutError::Disconnected) => {
+                    self.alive.fetch_sub(1, Ordering::AcqRel);
                 }
             }
-            Err(RecvTimeoutError::Disconnected) => {
-                threads.alive.fetch_sub(1, Ordering::AcqRel);
-                threads.idle.fetch_sub(1, Ordering::AcqRel);
-                return;
-            }
+            self.idle.fetch_sub(1, Ordering::AcqRel);
+            return;
         }
     }
-}
 
-impl Threads {
     /// The next job: spinning first if asked and no other thread spins,
     /// then asleep until one comes or [`IDLE_EXIT`] passed.
-    fn next_job(&self, queue: &Receiver<Job>) -> Result<Job, RecvTimeoutError> {
-        if let Ok(job) = queue.try_recv() {
+    fn next_job(&self) -> Result<Job, RecvTimeoutError> {
+        if let Ok(job) = self.queue.try_recv() {
             return Ok(job);
         }
-        if !self.spin.is_zero()
-            && self
-                .spinning
+        let spins = !self.spin.is_zero()
+            && (self.spinning)
                 .compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire)
-                .is_ok()
-        {
-            let job = spin_recv(queue, self.spin);
+                .is_ok();
+        if spins {
+            let job = spin_recv(&self.queue, self.spin);
             self.spinning.store(false, Ordering::Release);
             if let Some(job) = job {
                 return Ok(job);
             }
         }
-        queue.recv_timeout(IDLE_EXIT)
+        self.queue.recv_timeout(IDLE_EXIT)
     }
 }
 

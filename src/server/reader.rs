@@ -19,25 +19,20 @@
 use std::io::{BufRead, BufReader};
 use std::sync::Arc;
 
-use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use crate::envelope_scan::Envelope;
-use crate::incoming::{Incoming, classify};
-use crate::jsonrpc::{ErrorObject, RequestId};
+use crate::incoming::{Incoming, cancelled_id, classify};
+use crate::jsonrpc::RequestId;
 use crate::server::Inner;
 use crate::server::conn::End;
 use crate::server::conn::handle::{Begun, ConnHandle};
 use crate::server::dispatch::{Prepared, prepare};
 use crate::server::work::call;
-use crate::transport::{Line, read_line, too_long_error};
+use crate::transport::{Line, give_back_large, read_line, reuse_or_shrink, too_long_error};
 use crate::types::method;
 
 /// The input buffer: large enough that a burst of small lines is one read.
 const INPUT_BUFFER: usize = 64 * 1024;
-
-/// A line buffer this large is given back while the reader waits.
-const LARGE_LINE: usize = 1024 * 1024;
 
 /// Reads and dispatches `input` until it ends or the connection closes;
 /// then announces the end.
@@ -54,14 +49,12 @@ pub(crate) fn read_loop(inner: &Arc<Inner>, conn: &ConnHandle, input: Box<dyn Bu
             if std::mem::take(&mut unflushed) {
                 conn.flush();
             }
-            if buf.capacity() > LARGE_LINE {
-                buf = Vec::new();
-            }
+            give_back_large(&mut buf);
         }
         let incoming = match read_line(&mut input, &mut buf, max_line) {
             Ok(Line::Message) => classify(&buf),
             Ok(Line::TooLong { len, envelope }) => {
-                match too_long_line(envelope, too_long_error(len, max_line)) {
+                match Incoming::too_long(envelope, too_long_error(len, max_line)) {
                     Some(incoming) => incoming,
                     None => {
                         inner.trace(&format!(
@@ -183,81 +176,4 @@ fn request(
         Err(error) => conn.lock_for_reader().write_error(Some(&id), &error),
     }
     After::Unflushed
-}
-
-/// The request id of `notifications/cancelled`; `None` for malformed
-/// params, which are ignored (spec 2026-07-28 basic/patterns/cancellation,
-/// "Error Handling").
-fn cancelled_id(params: Option<&RawValue>) -> Option<RequestId> {
-    #[derive(Deserialize)]
-    #[serde(rename_all = "camelCase")]
-    struct Cancelled {
-        request_id: RequestId,
-    }
-    let params: Cancelled = serde_json::from_str(params?.get()).ok()?;
-    Some(params.request_id)
-}
-
-/// What a line too long to keep stands for, from its envelope: an error
-/// for the request (spec 2026-07-28 basic/index: with the request's id
-/// whenever it could be read, and the scan reads it wherever it is in the
-/// line; `null` only when there was none), a failed answer to one of the
-/// server's own requests to a legacy client, or, for a notification,
-/// nothing (notifications are never answered).
-fn too_long_line(envelope: Envelope, error: ErrorObject) -> Option<Incoming> {
-    if envelope.is_response() {
-        return Some(Incoming::Response {
-            id: envelope.id,
-            reply: Err(error),
-        });
-    }
-    if envelope.is_notification() {
-        return None;
-    }
-    Some(Incoming::Invalid {
-        id: envelope.id,
-        error,
-    })
-}
-
-/// After a line: keeps a large buffer through a run of large lines, and
-/// gives it back at the first line that fills less than a quarter of it.
-///
-/// A fresh buffer per large line would be new pages to fault in each time,
-/// and the freed ones stay resident with the allocator: BENCHMARKS.md
-/// measured 1 MiB more peak memory on 1 MiB lines that way.
-fn reuse_or_shrink(buf: &mut Vec<u8>) {
-    if buf.capacity() > LARGE_LINE && buf.len() < buf.capacity() / 4 {
-        *buf = Vec::with_capacity(64 * 1024);
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_large_buffer_is_kept_through_large_lines_and_given_back_after() {
-        let mut buf = vec![b'x'; 1024 * 1024 + 200];
-        buf.reserve(1024 * 1024);
-        let large = buf.capacity();
-        reuse_or_shrink(&mut buf);
-        assert_eq!(buf.capacity(), large, "a large line keeps the buffer");
-        buf.truncate(100);
-        reuse_or_shrink(&mut buf);
-        assert_eq!(buf.capacity(), 64 * 1024, "a small line gives it back");
-        reuse_or_shrink(&mut buf);
-        assert_eq!(buf.capacity(), 64 * 1024, "an ordinary buffer stays");
-    }
-
-    #[test]
-    fn a_cancellation_names_its_request_or_is_ignored() {
-        let raw = |s: &str| RawValue::from_string(s.to_owned()).unwrap();
-        assert_eq!(
-            cancelled_id(Some(&raw(r#"{"requestId":"a","reason":"x"}"#))),
-            Some(RequestId::from("a"))
-        );
-        assert_eq!(cancelled_id(Some(&raw(r#"{"id":1}"#))), None);
-        assert_eq!(cancelled_id(None), None);
-    }
 }

@@ -102,6 +102,24 @@ impl SubscriptionTable {
             .collect()
     }
 
+    /// The lines that deliver a change event, one per subscription that
+    /// wants it (oldest first), each tagged with its id: written to
+    /// `write`. Nothing for the close events.
+    pub fn deliver(&self, event: &ServerEvent, mut write: impl FnMut(&[u8])) {
+        let Some(template) = Template::for_event(event) else {
+            return;
+        };
+        let mut line = Vec::with_capacity(template.head.len() + template.tail.len() + 24);
+        self.each_wanting(event, |id| {
+            line.clear();
+            line.extend_from_slice(&template.head);
+            // An id into a Vec: encoding cannot fail.
+            let _ = serde_json::to_writer(&mut line, id);
+            line.extend_from_slice(&template.tail);
+            write(&line);
+        });
+    }
+
     /// Calls `deliver` with the id of every subscription that wants
     /// `event`, oldest first.
     pub fn each_wanting(&self, event: &ServerEvent, mut deliver: impl FnMut(&RequestId)) {

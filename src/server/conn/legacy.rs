@@ -134,76 +134,41 @@ impl Conn {
         }
     }
 
-    /// A request of the legacy session: `initialize` opens it (again),
-    /// `ping` is answered, the others change it.
+    /// A request of the legacy session (see [`LegacySession::apply`]).
     pub fn legacy_request(&mut self, id: &RequestId, request: LegacyRequest) {
         if let Some(error) = self.refusal(id) {
             return self.write_error(Some(id), &error);
         }
+        let max = self.inner.config.max_subscriptions;
         let reply = match request {
-            LegacyRequest::Ping => json!({}),
             LegacyRequest::Initialize(session) => {
                 let result = initialize_result(&self.inner, &session);
                 self.legacy.session = Some(Arc::new(*session));
-                result
+                Ok(result)
             }
-            LegacyRequest::SetLevel(level) => {
-                if let Some(session) = &mut self.legacy.session {
-                    Arc::make_mut(session).log_level = Some(level);
-                }
-                json!({})
-            }
-            LegacyRequest::Subscribe(uri) => {
-                let max = self.inner.config.max_subscriptions;
-                if let Some(session) = &mut self.legacy.session {
-                    let session = Arc::make_mut(session);
-                    if session.subscribed.len() >= max && !session.subscribed.contains(&uri) {
-                        let error = ErrorObject::internal_error(format!(
-                            "too many resource subscriptions on this connection (at most {max}): unsubscribe from one first"
-                        ))
-                        .with_data(json!({ "limit": max }));
-                        return self.write_error(Some(id), &error);
-                    }
-                    session.subscribed.insert(uri);
-                }
-                json!({})
-            }
-            LegacyRequest::Unsubscribe(uri) => {
-                if let Some(session) = &mut self.legacy.session {
-                    Arc::make_mut(session).subscribed.remove(&uri);
-                }
-                json!({})
-            }
+            other => match &mut self.legacy.session {
+                Some(session) => Arc::make_mut(session).apply(other, max),
+                None => Ok(json!({})),
+            },
         };
         let mut line = Vec::with_capacity(256);
-        // Plain data into a Vec: encoding cannot fail.
-        let _ = crate::jsonrpc::encode_result(&mut line, id, &reply);
+        match reply {
+            // Plain data into a Vec: encoding cannot fail.
+            Ok(reply) => drop(crate::jsonrpc::encode_result(&mut line, id, &reply)),
+            Err(error) => crate::jsonrpc::encode_error(&mut line, Some(id), &error),
+        }
         self.write(&line);
     }
 
-    /// A published event for the legacy session: resource updates for the
-    /// URIs it subscribed to, list changes once it is initialized (without
-    /// a subscription id; 2025-11-25 has none).
+    /// A published event for the legacy session, if it is one it hears of.
     pub(super) fn publish_legacy(&mut self, event: &ServerEvent) {
-        let Some(session) = &self.legacy.session else {
-            return;
-        };
-        let line = match event {
-            ServerEvent::ResourceUpdated(uri) if session.subscribed.contains(&**uri) => {
-                json!({ "jsonrpc": "2.0", "method": method::NOTIFICATION_RESOURCES_UPDATED, "params": { "uri": &**uri } })
-            }
-            ServerEvent::ToolsListChanged if session.initialized => {
-                json!({ "jsonrpc": "2.0", "method": method::NOTIFICATION_TOOLS_LIST_CHANGED })
-            }
-            ServerEvent::PromptsListChanged if session.initialized => {
-                json!({ "jsonrpc": "2.0", "method": method::NOTIFICATION_PROMPTS_LIST_CHANGED })
-            }
-            ServerEvent::ResourcesListChanged if session.initialized => {
-                json!({ "jsonrpc": "2.0", "method": method::NOTIFICATION_RESOURCES_LIST_CHANGED })
-            }
-            _ => return,
-        };
-        let line = line.to_string();
-        self.write(line.as_bytes());
+        if let Some(line) = self
+            .legacy
+            .session
+            .as_ref()
+            .and_then(|s| s.notification(event))
+        {
+            self.write(line.as_bytes());
+        }
     }
 }

@@ -40,9 +40,7 @@ use crate::server::event::ServerEvent;
 use crate::server::in_flight::InFlight;
 use crate::server::pool::Job as PoolJob;
 use crate::server::reply::Reply;
-use crate::server::subscriptions::{
-    Accepted, SubscriptionTable, Template, encode_ack, encode_final,
-};
+use crate::server::subscriptions::{Accepted, SubscriptionTable, encode_ack, encode_final};
 
 /// Why serving a connection ends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -214,21 +212,9 @@ impl Conn {
                 }
             }
             _ => {
-                let Some(template) = Template::for_event(event) else {
-                    return;
-                };
-                let mut ids = Vec::new();
-                self.subscriptions
-                    .each_wanting(event, |id| ids.push(id.clone()));
-                let mut line = Vec::with_capacity(template.head.len() + template.tail.len() + 24);
-                for id in ids {
-                    line.clear();
-                    line.extend_from_slice(&template.head);
-                    // An id into a Vec: encoding cannot fail.
-                    let _ = serde_json::to_writer(&mut line, &id);
-                    line.extend_from_slice(&template.tail);
-                    self.write(&line);
-                }
+                let pending = &mut self.pending;
+                (self.subscriptions)
+                    .deliver(event, |line| pending.push(Reply::Line(line.to_vec())));
             }
         }
     }

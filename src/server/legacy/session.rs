@@ -9,6 +9,7 @@ use serde_json::{Map, Value, json};
 
 use crate::jsonrpc::ErrorObject;
 use crate::server::Inner;
+use crate::server::event::ServerEvent;
 use crate::server::request_meta::RequestMeta;
 use crate::types::{LoggingLevel, ProgressToken, ServerCapabilities, method};
 use crate::version::LEGACY_VERSIONS;
@@ -180,5 +181,57 @@ mod tests {
         let s = initialize(r#"{"protocolVersion":"1999-01-01"}"#).unwrap();
         assert_eq!(s.version, "2025-11-25");
         assert!(initialize(r#"{}"#).is_err());
+    }
+}
+
+impl LegacySession {
+    /// A request that changes the session (or only reads it): `ping`,
+    /// `logging/setLevel`, `resources/subscribe` (at most `max` URIs) and
+    /// `resources/unsubscribe`. Its result, or why it failed.
+    pub fn apply(&mut self, request: LegacyRequest, max: usize) -> Result<Value, ErrorObject> {
+        match request {
+            LegacyRequest::Ping | LegacyRequest::Initialize(_) => {}
+            LegacyRequest::SetLevel(level) => self.log_level = Some(level),
+            LegacyRequest::Subscribe(uri) => {
+                if self.subscribed.len() >= max && !self.subscribed.contains(&uri) {
+                    return Err(ErrorObject::internal_error(format!(
+                        "too many resource subscriptions on this connection (at most {max}): unsubscribe from one first"
+                    ))
+                    .with_data(json!({ "limit": max })));
+                }
+                self.subscribed.insert(uri);
+            }
+            LegacyRequest::Unsubscribe(uri) => {
+                self.subscribed.remove(&uri);
+            }
+        }
+        Ok(json!({}))
+    }
+
+    /// The notification a published event is for this session, if any:
+    /// resource updates for the URIs it subscribed to, list changes once
+    /// it is initialized (without a subscription id; 2025-11-25 has none).
+    pub fn notification(&self, event: &ServerEvent) -> Option<String> {
+        let (method, params) = match event {
+            ServerEvent::ResourceUpdated(uri) if self.subscribed.contains(&**uri) => (
+                method::NOTIFICATION_RESOURCES_UPDATED,
+                Some(json!({ "uri": &**uri })),
+            ),
+            ServerEvent::ToolsListChanged if self.initialized => {
+                (method::NOTIFICATION_TOOLS_LIST_CHANGED, None)
+            }
+            ServerEvent::PromptsListChanged if self.initialized => {
+                (method::NOTIFICATION_PROMPTS_LIST_CHANGED, None)
+            }
+            ServerEvent::ResourcesListChanged if self.initialized => {
+                (method::NOTIFICATION_RESOURCES_LIST_CHANGED, None)
+            }
+            _ => return None,
+        };
+        let mut line = json!({ "jsonrpc": "2.0", "method": method });
+        if let Some(params) = params {
+            line["params"] = params;
+        }
+        Some(line.to_string())
     }
 }
