@@ -170,20 +170,6 @@ pub(crate) fn session_request(
     })
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn versions_are_negotiated() {
-        let s = initialize(r#"{"protocolVersion":"2025-03-26","capabilities":{},"clientInfo":{"name":"c","version":"1"}}"#).unwrap();
-        assert_eq!(s.version, "2025-03-26");
-        let s = initialize(r#"{"protocolVersion":"1999-01-01"}"#).unwrap();
-        assert_eq!(s.version, "2025-11-25");
-        assert!(initialize(r#"{}"#).is_err());
-    }
-}
-
 impl LegacySession {
     /// A request that changes the session (or only reads it): `ping`,
     /// `logging/setLevel`, `resources/subscribe` (at most `max` URIs) and
@@ -233,5 +219,19 @@ impl LegacySession {
             line["params"] = params;
         }
         Some(line.to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn versions_are_negotiated() {
+        let s = initialize(r#"{"protocolVersion":"2025-03-26","capabilities":{},"clientInfo":{"name":"c","version":"1"}}"#).unwrap();
+        assert_eq!(s.version, "2025-03-26");
+        let s = initialize(r#"{"protocolVersion":"1999-01-01"}"#).unwrap();
+        assert_eq!(s.version, "2025-11-25");
+        assert!(initialize(r#"{}"#).is_err());
     }
 }
