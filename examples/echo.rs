@@ -1,6 +1,8 @@
 //! The smallest complete server: one inline `echo` tool. It is what the
 //! benchmarks measure. With `--pooled` the tool runs on the worker pool
-//! instead, as a tool registered with `.tool(..)` does.
+//! instead, as a tool registered with `.tool(..)` does. With
+//! `MCP_BENCH_WORK_US=200` in the environment each call does 200 µs of CPU
+//! work first (a handler that does real work).
 //!
 //! Its schema is written by hand, unlike the README's server
 //! (`Tool::input::<T>()`): this is the binary the benchmarks measure, in
@@ -28,7 +30,10 @@ fn main() -> Result<(), mcp_stdio::Error> {
         "properties": { "text": { "type": "string" } },
         "required": ["text"]
     }));
-    let handler = |_ctx: &RequestContext, args: EchoArgs| Ok(CallToolResult::text(args.text));
+    let handler = |_ctx: &RequestContext, args: EchoArgs| {
+        bench_work();
+        Ok(CallToolResult::text(args.text))
+    };
     let builder = Server::builder("echo", "1.0.0");
     let server = if std::env::args().any(|arg| arg == "--pooled") {
         builder.tool(echo, handler)
@@ -43,4 +48,21 @@ fn main() -> Result<(), mcp_stdio::Error> {
     #[cfg(feature = "signals")]
     mcp_stdio::signal::stop_on_signals(server.stop_handle())?;
     server.serve(Transport::stdio())
+}
+
+/// The work a benchmark's handler does per call: `MCP_BENCH_WORK_US`
+/// microseconds of CPU (none when unset), as a handler that does real work
+/// would; the same in `floor.rs` and the rmcp fixture.
+fn bench_work() {
+    static WORK: std::sync::OnceLock<std::time::Duration> = std::sync::OnceLock::new();
+    let work = *WORK.get_or_init(|| {
+        let us = std::env::var("MCP_BENCH_WORK_US")
+            .ok()
+            .and_then(|v| v.parse().ok());
+        std::time::Duration::from_micros(us.unwrap_or(0))
+    });
+    let started = std::time::Instant::now();
+    while started.elapsed() < work {
+        std::hint::spin_loop();
+    }
 }

@@ -96,6 +96,7 @@ fn answer(line: &[u8], out: &mut impl Write) -> io::Result<()> {
     serde_json::to_writer(&mut *out, id)?;
     match message["method"].as_str() {
         Some("tools/call") => {
+            bench_work();
             let text = message["params"]["arguments"]["text"]
                 .as_str()
                 .unwrap_or("");
@@ -106,5 +107,22 @@ fn answer(line: &[u8], out: &mut impl Write) -> io::Result<()> {
         Some("server/discover") => out.write_all(DISCOVER_RESULT),
         Some("tools/list") => out.write_all(TOOLS_LIST_RESULT),
         _ => out.write_all(b",\"error\":{\"code\":-32601,\"message\":\"method not found\"}}\n"),
+    }
+}
+
+/// The work a benchmark's handler does per call: `MCP_BENCH_WORK_US`
+/// microseconds of CPU (none when unset), as a handler that does real work
+/// would; the same in `floor.rs` and the rmcp fixture.
+fn bench_work() {
+    static WORK: std::sync::OnceLock<std::time::Duration> = std::sync::OnceLock::new();
+    let work = *WORK.get_or_init(|| {
+        let us = std::env::var("MCP_BENCH_WORK_US")
+            .ok()
+            .and_then(|v| v.parse().ok());
+        std::time::Duration::from_micros(us.unwrap_or(0))
+    });
+    let started = std::time::Instant::now();
+    while started.elapsed() < work {
+        std::hint::spin_loop();
     }
 }

@@ -180,6 +180,7 @@ impl Fixture {
 
     #[tool(description = "Returns its text unchanged.")]
     async fn echo(&self, Parameters(args): Parameters<EchoArgs>) -> String {
+        bench_work();
         args.text
     }
 
@@ -574,4 +575,19 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         Err(error) => return Err(error.into()),
     }
     Ok(())
+}
+
+/// The work a benchmark's handler does per call: `MCP_BENCH_WORK_US`
+/// microseconds of CPU (none when unset), as a handler that does real work
+/// would; the same in `floor.rs` and the rmcp fixture.
+fn bench_work() {
+    static WORK: std::sync::OnceLock<std::time::Duration> = std::sync::OnceLock::new();
+    let work = *WORK.get_or_init(|| {
+        let us = std::env::var("MCP_BENCH_WORK_US").ok().and_then(|v| v.parse().ok());
+        std::time::Duration::from_micros(us.unwrap_or(0))
+    });
+    let started = std::time::Instant::now();
+    while started.elapsed() < work {
+        std::hint::spin_loop();
+    }
 }
