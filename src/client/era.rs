@@ -19,8 +19,8 @@ use serde_json::{Value, json};
 use crate::client::ClientBuilder;
 use crate::client::link::{Delivery, Link};
 use crate::error::Error;
-use crate::jsonrpc::{encode_notification, encode_request};
 use crate::jsonrpc::{ErrorObject, error_code};
+use crate::jsonrpc::{encode_notification, encode_request};
 use crate::types::{DiscoverResult, Implementation, ServerCapabilities, meta_key, method};
 #[cfg(feature = "legacy")]
 use crate::version::LEGACY_VERSIONS;
@@ -85,7 +85,10 @@ impl From<Error> for Unsettled {
 /// Works out the era and learns what the server offers.
 /// Without the `legacy` feature a legacy server is refused (as
 /// [`EraPolicy::ModernOnly`] does), with an error that says why.
-pub(crate) fn establish(options: &ClientBuilder, link: &Arc<Link>) -> Result<ServerFacts, Unsettled> {
+pub(crate) fn establish(
+    options: &ClientBuilder,
+    link: &Arc<Link>,
+) -> Result<ServerFacts, Unsettled> {
     if options.era == EraPolicy::LegacyOnly {
         #[cfg(not(feature = "legacy"))]
         return Err(Error::Protocol(
