@@ -111,8 +111,9 @@ fn settle(
         let (link, spawned) = start_server(options, command)?;
         return settle(options, link, Some(spawned), None);
     }
+    // Without the legacy era there is nothing to start it again for.
     #[cfg(not(feature = "legacy"))]
-    let _ = command;
+    let _ = (command, e.died_on_probe);
     // The connection closed under the probe: the server died (or closed
     // its output) while starting. Its stderr says why more often than
     // anything else.
