@@ -872,7 +872,8 @@ fn server_not_found() -> Result<(), String> {
 fn server_dies() -> Result<(), String> {
     cli(Setup { mode: "die", era: "auto" }, &["tools"], "")?
         .expect_code(3)?
-        .one_error_line("the server exited during start-up (exit status: 7); its stderr ended with: starting the fixture server | cannot open the database: /nonexistent/db")?;
+        .one_error_line("the server exited during start-up (exit status: 7); its stderr ended with: starting the fixture server | cannot open the database: /nonexistent/db")?
+        .one_error_line("(a server on an older MCP SDK may fail on the server/discover probe: try --era legacy)")?;
     Ok(())
 }
 

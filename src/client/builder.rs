@@ -11,7 +11,7 @@ use serde_json::{Map, Value};
 
 use super::link::{Link, ServerInput};
 use super::wire::{Wire, WireDirection};
-use super::{Client, EraPolicy, Spawned, input, notes, process};
+use super::{Client, EraPolicy, input, notes, process, start_server};
 use crate::error::Error;
 use crate::transport::{DEFAULT_MAX_LINE_BYTES, Transport};
 use crate::types::{
@@ -319,19 +319,8 @@ impl ClientBuilder {
     /// connects to it.
     pub fn spawn(mut self, mut command: Command) -> Result<Client, Error> {
         self.settle_capabilities();
-        let spawned = process::spawn(&mut command, Arc::clone(&self.stderr))?;
-        let link = Link::start(
-            Box::new(std::io::BufReader::new(spawned.stdout)),
-            ServerInput::pipe(spawned.stdin),
-            self.max_line_bytes,
-            self.notes.clone(),
-            self.wire.clone(),
-        )?;
-        let child = Spawned {
-            child: spawned.child,
-            stderr_tail: spawned.stderr_tail,
-        };
-        Client::start(self, link, Some(child), Some(command))
+        let (link, spawned) = start_server(&self, &mut command)?;
+        Client::start(self, link, Some(spawned), Some(command))
     }
 
     /// Connects over any byte-stream pair (a Unix socket, TCP, an in-memory

@@ -19,10 +19,8 @@ use serde_json::{Value, json};
 use crate::client::ClientBuilder;
 use crate::client::link::{Delivery, Link};
 use crate::error::Error;
-#[cfg(feature = "legacy")]
-use crate::jsonrpc::encode_notification;
-use crate::jsonrpc::encode_request;
 use crate::jsonrpc::{ErrorObject, error_code};
+use crate::jsonrpc::{encode_notification, encode_request};
 use crate::types::{DiscoverResult, Implementation, ServerCapabilities, meta_key, method};
 #[cfg(feature = "legacy")]
 use crate::version::LEGACY_VERSIONS;
@@ -66,37 +64,70 @@ pub enum Era {
     },
 }
 
+/// Why the era could not be settled: the error, and whether the
+/// connection ended under the first `server/discover` probe, unanswered
+/// (an older legacy server that crashes on an unknown method).
+#[derive(Debug)]
+pub(crate) struct Unsettled {
+    pub error: Error,
+    pub died_on_probe: bool,
+}
+
+impl From<Error> for Unsettled {
+    fn from(error: Error) -> Unsettled {
+        Unsettled {
+            error,
+            died_on_probe: false,
+        }
+    }
+}
+
 /// Works out the era and learns what the server offers.
 /// Without the `legacy` feature a legacy server is refused (as
 /// [`EraPolicy::ModernOnly`] does), with an error that says why.
-pub(crate) fn establish(options: &ClientBuilder, link: &Arc<Link>) -> Result<ServerFacts, Error> {
+pub(crate) fn establish(
+    options: &ClientBuilder,
+    link: &Arc<Link>,
+) -> Result<ServerFacts, Unsettled> {
     if options.era == EraPolicy::LegacyOnly {
         #[cfg(not(feature = "legacy"))]
         return Err(Error::Protocol(
             "EraPolicy::LegacyOnly needs the `legacy` feature of mcp-stdio, which this build leaves out".into(),
-        ));
+        ).into());
         #[cfg(feature = "legacy")]
-        return initialize(options, link);
+        return Ok(initialize(options, link)?);
     }
-    match probe(options, link, SUPPORTED_VERSIONS[0], true)? {
+    let probed = match probe(options, link, SUPPORTED_VERSIONS[0], true) {
+        Ok(probed) => probed,
+        Err(Error::Disconnected) => {
+            return Err(Unsettled {
+                error: Error::Disconnected,
+                died_on_probe: true,
+            });
+        }
+        Err(e) => return Err(e.into()),
+    };
+    match probed {
         Ok(facts) => Ok(facts),
         #[cfg(not(feature = "legacy"))]
         Err(reason) => Err(Error::Protocol(format!(
             "the server does not speak MCP {}: {reason} (a legacy server needs the `legacy` feature of mcp-stdio, which this build leaves out)",
             SUPPORTED_VERSIONS.join(", ")
-        ))),
+        ))
+        .into()),
         #[cfg(feature = "legacy")]
         Err(reason) if options.era == EraPolicy::Auto => {
             options.notes.info(&format!(
                 "the server is legacy ({reason}): falling back to initialize"
             ));
-            initialize(options, link)
+            Ok(initialize(options, link)?)
         }
         #[cfg(feature = "legacy")]
         Err(reason) => Err(Error::Protocol(format!(
             "the server does not speak MCP {}: {reason}",
             SUPPORTED_VERSIONS.join(", ")
-        ))),
+        ))
+        .into()),
     }
 }
 
@@ -118,6 +149,7 @@ fn probe(
         method::SERVER_DISCOVER,
         &params,
         options.probe_timeout,
+        true,
     )? {
         Some(reply) => reply,
         None => {
@@ -195,7 +227,9 @@ fn initialize(options: &ClientBuilder, link: &Arc<Link>) -> Result<ServerFacts, 
         "capabilities": options.capabilities,
         "clientInfo": options.info,
     });
-    let reply = roundtrip(link, "initialize", &params, options.request_timeout)?
+    // Spec 2025-11-25 basic/utilities/cancellation: `initialize` is never
+    // cancelled.
+    let reply = roundtrip(link, "initialize", &params, options.request_timeout, false)?
         .ok_or(Error::Timeout)?
         .map_err(Error::Rpc)?;
     let result: InitializeResult = serde_json::from_value(reply)?;
@@ -222,12 +256,14 @@ fn initialize(options: &ClientBuilder, link: &Arc<Link>) -> Result<ServerFacts, 
 }
 
 /// Sends one request and waits up to `timeout`: `None` when no answer came
-/// (the request is then forgotten, so a late answer is dropped).
+/// (the request is then forgotten, so a late answer is dropped, and, when
+/// `cancel` is set, cancelled with `notifications/cancelled`).
 fn roundtrip(
     link: &Arc<Link>,
     method: &str,
     params: &Value,
     timeout: Duration,
+    cancel: bool,
 ) -> Result<Option<Result<Value, ErrorObject>>, Error> {
     let id = link.next_id();
     let rx = link.register(&id, None, false);
@@ -246,6 +282,21 @@ fn roundtrip(
             Ok(Delivery::Progress(_) | Delivery::Log(_)) => continue,
             Err(_) => {
                 link.forget(&id);
+                if cancel {
+                    // Spec 2026-07-28 basic/patterns/cancellation: a request
+                    // the client stops waiting for SHOULD be cancelled.
+                    let mut line = Vec::new();
+                    let params = json!({
+                        "requestId": id,
+                        "reason": format!("no answer within {timeout:?}"),
+                    });
+                    if encode_notification(&mut line, method::NOTIFICATION_CANCELLED, &params)
+                        .is_ok()
+                    {
+                        // A dead connection needs no cancellation.
+                        let _ = link.send(line);
+                    }
+                }
                 if link.is_alive() {
                     Ok(None)
                 } else {

@@ -84,6 +84,14 @@ pub(crate) enum SubscriptionDelivery {
     TornDown,
 }
 
+/// The death watch of a link: armed with a callback, or past its death.
+enum DeathWatch {
+    /// Alive; the callback, once armed.
+    Unarmed(Option<Box<dyn FnOnce() + Send>>),
+    /// The reader ended; a callback armed now runs at once.
+    Dead,
+}
+
 /// A request waiting for its answer, with what routes progress and log
 /// messages to it.
 struct Pending {
@@ -110,8 +118,9 @@ pub(crate) struct Link {
     /// Set on a legacy connection: the handlers that answer the server's
     /// requests (see `server_requests`).
     server_requests: Mutex<Option<InputHandlers>>,
-    /// Called once, by the reader, when the link dies.
-    on_death: Mutex<Option<Box<dyn FnOnce() + Send>>>,
+    /// What happens when the link dies: armed once, called once (see
+    /// [`Link::on_death`]).
+    on_death: Mutex<DeathWatch>,
     next_id: AtomicU64,
     notes: Notes,
     /// Sees every line read (`ClientBuilder::wire`); `input` holds its own
@@ -140,7 +149,7 @@ impl Link {
             alive: AtomicBool::new(true),
             restartable: AtomicBool::new(false),
             server_requests: Mutex::new(None),
-            on_death: Mutex::new(None),
+            on_death: Mutex::new(DeathWatch::Unarmed(None)),
             next_id: AtomicU64::new(1),
             notes,
             wire: wire.clone(),
@@ -326,8 +335,25 @@ impl Link {
         }
     }
 
-    /// Sets what the reader calls when the link dies.
+    /// Arms what runs when the link dies: by the reader when it ends, or
+    /// here, at once, if it already has. Either way it runs exactly once,
+    /// so a death before the watch was armed is never missed.
     pub fn on_death(&self, callback: Box<dyn FnOnce() + Send>) {
-        *lock(&self.on_death) = Some(callback);
+        let mut watch = lock(&self.on_death);
+        if let DeathWatch::Unarmed(slot) = &mut *watch {
+            *slot = Some(callback);
+            return;
+        }
+        drop(watch);
+        callback();
+    }
+
+    /// The reader's end: the watch is past its death, and its callback
+    /// (if armed) runs now.
+    fn died(&self) {
+        let watch = std::mem::replace(&mut *lock(&self.on_death), DeathWatch::Dead);
+        if let DeathWatch::Unarmed(Some(callback)) = watch {
+            callback();
+        }
     }
 }

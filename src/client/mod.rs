@@ -52,6 +52,80 @@ struct Spawned {
     stderr_tail: process::StderrTail,
 }
 
+/// Spawns the server and starts a link on its pipes.
+fn start_server(
+    options: &ClientBuilder,
+    command: &mut Command,
+) -> Result<(Arc<Link>, Spawned), Error> {
+    let spawned = process::spawn(command, Arc::clone(&options.stderr))?;
+    let link = Link::start(
+        Box::new(std::io::BufReader::new(spawned.stdout)),
+        link::ServerInput::pipe(spawned.stdin),
+        options.max_line_bytes,
+        options.notes.clone(),
+        options.wire.clone(),
+    )?;
+    let spawned = Spawned {
+        child: spawned.child,
+        stderr_tail: spawned.stderr_tail,
+    };
+    Ok((link, spawned))
+}
+
+/// Settles the era of a first connection. A spawned server that fails is
+/// shut down. One that exits right after an unanswered `server/discover`
+/// (an older legacy server crashing on a method it does not know) is
+/// spawned once more and spoken to with `initialize`, when the era policy
+/// allows it; its restarts then skip the probe. `command` is `None` once
+/// that respawn was spent.
+fn settle(
+    options: &mut ClientBuilder,
+    link: Arc<Link>,
+    spawned: Option<Spawned>,
+    command: Option<&mut Command>,
+) -> Result<(Arc<Link>, Option<Spawned>, era::ServerFacts), Error> {
+    let e = match era::establish(options, &link) {
+        Ok(facts) => return Ok((link, spawned, facts)),
+        Err(e) => e,
+    };
+    link.close_input();
+    let Some(Spawned {
+        mut child,
+        stderr_tail,
+    }) = spawned
+    else {
+        return Err(e.error);
+    };
+    let exited = matches!(child.try_wait(), Ok(Some(_)));
+    let status = process::shut_down(&mut child, options.close_grace).ok();
+    #[cfg(feature = "legacy")]
+    if let (true, EraPolicy::Auto, Some(command)) = (e.died_on_probe, options.era, command) {
+        let how = status.map_or_else(|| "exited".to_owned(), |s| format!("exited ({s})"));
+        // Routine information, as the fallback of a legacy server that
+        // answers the probe is.
+        options.notes.info(&format!(
+            "the server {how} on the server/discover probe{}: starting it again to speak initialize (an older legacy server that fails on methods it does not know)",
+            crate::error::stderr_ending(&stderr_tail.lines(Duration::from_millis(200)))
+        ));
+        options.era = EraPolicy::LegacyOnly;
+        let (link, spawned) = start_server(options, command)?;
+        return settle(options, link, Some(spawned), None);
+    }
+    // Without the legacy era there is nothing to start it again for.
+    #[cfg(not(feature = "legacy"))]
+    let _ = (command, e.died_on_probe);
+    // The connection closed under the probe: the server died (or closed
+    // its output) while starting. Its stderr says why more often than
+    // anything else.
+    if exited || matches!(e.error, Error::Disconnected) {
+        return Err(Error::ServerExited {
+            status,
+            stderr: stderr_tail.lines(Duration::from_millis(500)),
+        });
+    }
+    Err(e.error)
+}
+
 /// A connection to one MCP server.
 ///
 /// ```no_run
@@ -98,36 +172,12 @@ impl Client {
     /// Settles the era on a fresh connection and starts watching it; a
     /// spawned server that fails to start is shut down.
     fn start(
-        options: ClientBuilder,
+        mut options: ClientBuilder,
         link: Arc<Link>,
         spawned: Option<Spawned>,
-        command: Option<Command>,
+        mut command: Option<Command>,
     ) -> Result<Client, Error> {
-        let facts = match era::establish(&options, &link) {
-            Ok(facts) => facts,
-            Err(e) => {
-                link.close_input();
-                let Some(Spawned {
-                    mut child,
-                    stderr_tail,
-                }) = spawned
-                else {
-                    return Err(e);
-                };
-                let exited = matches!(child.try_wait(), Ok(Some(_)));
-                let status = process::shut_down(&mut child, options.close_grace).ok();
-                // The connection closed under the probe: the server died
-                // (or closed its output) while starting. Its stderr says
-                // why more often than anything else.
-                if exited || matches!(e, Error::Disconnected) {
-                    return Err(Error::ServerExited {
-                        status,
-                        stderr: stderr_tail.lines(Duration::from_millis(500)),
-                    });
-                }
-                return Err(e);
-            }
-        };
+        let (link, spawned, facts) = settle(&mut options, link, spawned, command.as_mut())?;
         let (child, stderr_tail) = match spawned {
             Some(s) => (Some(s.child), Some(s.stderr_tail)),
             None => (None, None),

@@ -12,24 +12,34 @@ use std::time::Duration;
 
 #[cfg(feature = "legacy")]
 use crate::client::legacy_listen;
-use crate::client::link::{Link, ServerInput, SubscriptionDelivery};
-use crate::client::shared::{ClientInner, stamp_for};
-use crate::client::{era, process};
+use crate::client::link::{Link, SubscriptionDelivery};
+use crate::client::shared::{ClientInner, LiveSubscription, stamp_for};
+use crate::client::{era, process, start_server};
 use crate::jsonrpc::encode_request;
 use crate::sync::lock;
 use crate::types::method;
 
-/// Arms `link` so that the death of a spawned server is noted, and
-/// triggers a restart when the policy allows.
+/// Whether the death of `link` will be followed by a restart: a spawned
+/// server, a restart policy, restarts left, and no `close` under way.
+fn may_restart(inner: &ClientInner) -> bool {
+    inner.command.is_some()
+        && !inner.closing.load(Ordering::Acquire)
+        && inner
+            .options
+            .restart
+            .as_ref()
+            .is_some_and(|policy| *lock(&inner.restarts) < policy.max_restarts)
+}
+
+/// Arms `link`'s death watch: its death is noted, and a restart follows
+/// when the policy allows. A link that already died (right after the
+/// probe, say) fires at once, so no death between the start and this
+/// call is missed.
 pub(crate) fn watch(inner: &Arc<ClientInner>, link: &Arc<Link>) {
     if inner.command.is_none() {
         return;
     }
-    let allowed = inner
-        .options
-        .restart
-        .as_ref()
-        .is_some_and(|policy| *lock(&inner.restarts) < policy.max_restarts);
+    let allowed = may_restart(inner);
     link.restartable.store(allowed, Ordering::Release);
     let weak: Weak<ClientInner> = Arc::downgrade(inner);
     link.on_death(Box::new(move || {
@@ -44,7 +54,8 @@ pub(crate) fn watch(inner: &Arc<ClientInner>, link: &Arc<Link>) {
             return;
         }
         // The restart runs on its own thread: the reader that calls this is
-        // about to exit.
+        // about to exit, and a restart thread that arms a dead link must
+        // not wait for the next one.
         let weak = Arc::downgrade(&inner);
         let spawned = std::thread::Builder::new()
             .name("mcp-client-restart".into())
@@ -54,7 +65,11 @@ pub(crate) fn watch(inner: &Arc<ClientInner>, link: &Arc<Link>) {
                 }
             });
         if spawned.is_err() {
-            // No thread, no restart; the subscriptions learn nothing more.
+            inner
+                .options
+                .notes
+                .problem("could not start a thread to restart the server");
+            give_up(&inner);
         }
     }));
 }
@@ -114,18 +129,27 @@ fn restart(inner: &Arc<ClientInner>) {
     }
 }
 
+/// One restart attempt, in the order that leaves no death unseen:
+///
+/// 1. spawn the server and start its link;
+/// 2. mark the link restartable before anything is adopted on it, so a
+///    subscription re-sent on a link that already died is told
+///    `Reconnecting`, never `Disconnected`, while restarts remain;
+/// 3. probe its era: a death here fails the attempt, and `restart` tries
+///    again;
+/// 4. install the child, the facts and the link, and re-send every live
+///    subscription, all under the subscriptions' lock, which `track` takes
+///    too: a listen acknowledged on the old link is either re-sent here
+///    or by `track`;
+/// 5. arm the death watch, which fires at once for a link that died
+///    since step 3.
 fn start_again(inner: &Arc<ClientInner>) -> Result<(), crate::Error> {
     let Some(command) = &inner.command else {
         return Ok(());
     };
-    let spawned = process::spawn(&mut lock(command), Arc::clone(&inner.options.stderr))?;
-    let link = Link::start(
-        Box::new(std::io::BufReader::new(spawned.stdout)),
-        ServerInput::pipe(spawned.stdin),
-        inner.options.max_line_bytes,
-        inner.options.notes.clone(),
-        inner.options.wire.clone(),
-    )?;
+    let (link, spawned) = start_server(&inner.options, &mut lock(command))?;
+    link.restartable
+        .store(may_restart(inner), Ordering::Release);
     let mut child = spawned.child;
     *lock(&inner.stderr_tail) = Some(spawned.stderr_tail);
     let facts = match era::establish(&inner.options, &link) {
@@ -133,49 +157,71 @@ fn start_again(inner: &Arc<ClientInner>) -> Result<(), crate::Error> {
         Err(e) => {
             link.close_input();
             let _ = process::shut_down(&mut child, inner.options.close_grace);
-            return Err(e);
+            return Err(e.error);
         }
     };
-    // A close that came while this server started: stop it again. Checked
-    // under the child's lock, which `close` takes after it sets `closing`,
-    // so the new child is either stopped here or found by `close`.
     {
+        // The subscriptions' lock first: `track` takes it before it reads
+        // the current link.
+        let subs = lock(&inner.subscriptions);
+        // A close that came while this server started: stop it again.
+        // Checked under the child's lock, which `close` takes after it
+        // sets `closing`, so the new child is either stopped here or
+        // found by `close`.
         let mut slot = lock(&inner.child);
         if inner.closing.load(Ordering::Acquire) {
             drop(slot);
+            drop(subs);
             link.close_input();
             let _ = process::shut_down(&mut child, inner.options.close_grace);
             return Ok(());
         }
         *slot = Some(child);
-    }
-    *lock(&inner.facts) = facts;
-    *lock(&inner.link) = Arc::clone(&link);
-    // Re-open every live subscription on the new connection, with the
-    // same delivery channel: its handle sees the new ack as `Resubscribed`.
-    #[cfg(feature = "legacy")]
-    let legacy = matches!(lock(&inner.facts).era, crate::client::Era::Legacy { .. });
-    for sub in lock(&inner.subscriptions).values() {
-        let id = link.next_id();
-        *lock(&sub.id) = id.clone();
-        #[cfg(feature = "legacy")]
-        if legacy {
-            let caps = lock(&inner.facts).capabilities.clone();
-            legacy_listen::reopen(&link, &caps, &id, &sub.filter, sub.tx.clone());
-            continue;
+        drop(slot);
+        *lock(&inner.facts) = facts;
+        *lock(&inner.link) = Arc::clone(&link);
+        for sub in subs.values() {
+            relisten(inner, &link, sub);
         }
-        link.adopt_subscription(&id, sub.tx.clone());
-        let params = serde_json::json!({ "notifications": sub.filter });
-        let client_params = stamp_for(inner, params, &id, None, false)?;
-        link.send(encode_request(
-            &id,
-            method::SUBSCRIPTIONS_LISTEN,
-            &client_params,
-        )?);
     }
-    watch(inner, &link);
     inner.options.notes.problem("the server was restarted");
+    watch(inner, &link);
     Ok(())
+}
+
+/// Re-opens a live subscription on `link`, the current connection, with
+/// the same delivery channel: its handle sees the new ack as
+/// `Resubscribed`. Called with the subscriptions' lock held.
+pub(crate) fn relisten(inner: &ClientInner, link: &Arc<Link>, sub: &LiveSubscription) {
+    let id = link.next_id();
+    *lock(&sub.id) = id.clone();
+    #[cfg(feature = "legacy")]
+    {
+        let facts = lock(&inner.facts);
+        if let crate::client::Era::Legacy { .. } = facts.era {
+            let caps = facts.capabilities.clone();
+            drop(facts);
+            return legacy_listen::reopen(link, &caps, &id, &sub.filter, sub.tx.clone());
+        }
+    }
+    link.adopt_subscription(&id, sub.tx.clone());
+    let params = serde_json::json!({ "notifications": sub.filter });
+    let line = stamp_for(inner, params, &id, None, false)
+        .and_then(|params| Ok(encode_request(&id, method::SUBSCRIPTIONS_LISTEN, &params)?));
+    match line {
+        // A link that died since gets its restart, which sends it again.
+        Ok(line) => {
+            let _ = link.send(line);
+        }
+        Err(e) => {
+            link.forget_subscription(&id);
+            let _ = sub.tx.send(SubscriptionDelivery::Disconnected);
+            inner
+                .options
+                .notes
+                .problem(&format!("could not send the listen again: {e}"));
+        }
+    }
 }
 
 /// No more restarts: every live subscription is disconnected for good.

@@ -318,7 +318,7 @@ impl crate::client::Client {
                 tx.clone(),
                 self.inner.options.request_timeout,
             );
-            return Ok(self.track(id, filter, accepted, tx, rx));
+            return Ok(self.track(&link, id, filter, accepted, tx, rx));
         }
         let params = serde_json::json!({ "notifications": filter });
         let params = stamp_for(&self.inner, params, &id, None, false)?;
@@ -365,12 +365,20 @@ impl crate::client::Client {
                 }
             }
         };
-        Ok(self.track(id, filter, accepted, tx, rx))
+        Ok(self.track(&link, id, filter, accepted, tx, rx))
     }
 
     /// Records a live subscription (for restarts) and makes its handle.
+    ///
+    /// A restart may have replaced `opened`, the link the listen was
+    /// acknowledged on, and re-sent the live subscriptions before this one
+    /// was among them: then it is sent again here, on the current link.
+    /// The check and the insert happen under the subscriptions' lock,
+    /// which the restart holds while it installs a link and re-sends, so
+    /// the listen is re-sent exactly once, by one or the other.
     fn track(
         &self,
+        opened: &Arc<Link>,
         id: RequestId,
         filter: SubscriptionFilter,
         accepted: SubscriptionFilter,
@@ -384,14 +392,19 @@ impl crate::client::Client {
             .inner
             .next_subscription
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        lock(&self.inner.subscriptions).insert(
-            key,
-            LiveSubscription {
-                id: Arc::clone(&shared_id),
-                filter: filter.clone(),
-                tx,
-            },
-        );
+        let live = LiveSubscription {
+            id: Arc::clone(&shared_id),
+            filter: filter.clone(),
+            tx,
+        };
+        {
+            let mut subs = lock(&self.inner.subscriptions);
+            let current = self.link();
+            if !Arc::ptr_eq(&current, opened) {
+                crate::client::restart::relisten(&self.inner, &current, &live);
+            }
+            subs.insert(key, live);
+        }
         let registry = Arc::downgrade(&self.inner);
         Subscription {
             id: shared_id,

@@ -106,6 +106,9 @@ fn run_server(mode: &str) -> ! {
         "modern-logs" => quiet::fake_session_logs(false),
         "templates-32601" => quiet::fake_templates_32601(),
         "dies-at-start" => quiet::fake_dies_at_start(),
+        "modern-asks" => seed_rules::fake_modern_asks(),
+        "noisy-stderr" => seed_rules::fake_noisy_stderr(),
+        "legacy-dies-on-probe" => seed_rules::fake_legacy_dies_on_probe(),
         // Not a server: this process as a client with every default.
         "quiet-client" => quiet::run_quiet_client(),
         other => {
@@ -871,6 +874,24 @@ const CHECKS: &[(&str, Check)] = &[
         "client_example_prints_what_it_can",
         quiet::client_example_prints_what_it_can,
     ),
+    // 10. The stdio rules of the seed pages, and a server that dies on
+    //     the probe.
+    (
+        "modern_client_never_writes_a_response",
+        seed_rules::modern_client_never_writes_a_response,
+    ),
+    (
+        "server_stderr_is_not_an_error",
+        seed_rules::server_stderr_is_not_an_error,
+    ),
+    (
+        "legacy_dies_on_probe_respawned_with_initialize",
+        seed_rules::legacy_dies_on_probe_respawned_with_initialize,
+    ),
+    (
+        "modern_only_does_not_respawn",
+        seed_rules::modern_only_does_not_respawn,
+    ),
     // 8. The interop checks (tests/interop/CHECKS.md) this crate's client
     //    runs against the peers' servers, here against the everything
     //    server in both eras.
@@ -1001,6 +1022,7 @@ macro_rules! ensure {
 // After the macro: the modules use it.
 mod bad_replies;
 mod quiet;
+mod seed_rules;
 mod tasks;
 
 // ---------------------------------------------------------------------------
@@ -2046,8 +2068,27 @@ fn legacy_fallback(mode: &str, builder: ClientBuilder) -> Result<String, String>
     );
     drop(subscription);
     close_ok(client)?;
-    let lines = wire.lines();
+    let mut lines = wire.lines();
     check_client_wire(&lines)?;
+    // Spec 2026-07-28 basic/patterns/cancellation: a probe that timed out
+    // is cancelled, right after it; nothing else is.
+    let cancels: Vec<Value> = lines
+        .iter()
+        .filter(|l| method_of(l) == Some("notifications/cancelled"))
+        .cloned()
+        .collect();
+    if mode == "legacy-silent" {
+        ensure!(
+            cancels.len() == 1
+                && method_of(&lines[1]) == Some("notifications/cancelled")
+                && cancels[0]["params"]["requestId"] == lines[0]["id"],
+            "want the probe {} cancelled right after it: {cancels:?}",
+            lines[0]
+        );
+    } else {
+        ensure!(cancels.is_empty(), "cancelled: {cancels:?}");
+    }
+    lines.retain(|l| method_of(l) != Some("notifications/cancelled"));
     let methods = methods(&lines);
     ensure!(
         methods

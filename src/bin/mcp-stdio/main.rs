@@ -290,7 +290,7 @@ fn connect(
     }
     let client = builder
         .spawn(command)
-        .map_err(|e| start_failure(e, program))?;
+        .map_err(|e| start_failure(e, program, opts.era))?;
     if let (Some(level), mcp_stdio::Era::Legacy { .. }) = (opts.log_level, client.era()) {
         // The legacy era sets the level for the whole session.
         if let Err(e) = client.set_log_level(level) {
@@ -300,8 +300,11 @@ fn connect(
     Ok(client)
 }
 
-/// Why the server could not be started or connected to.
-fn start_failure(e: Error, program: &str) -> Failure {
+/// Why the server could not be started or connected to. A server that
+/// exited while starting, unless it was spoken to in the legacy era only,
+/// may be an older one that crashes on the `server/discover` probe: the
+/// message suggests `--era legacy`.
+fn start_failure(e: Error, program: &str, era: mcp_stdio::EraPolicy) -> Failure {
     match e {
         Error::Io(e) if e.kind() == std::io::ErrorKind::NotFound => Failure::connection(format!(
             "cannot start the server: {program:?} was not found (is it installed, and on PATH?)"
@@ -310,6 +313,11 @@ fn start_failure(e: Error, program: &str) -> Failure {
             format!("cannot start the server: {program:?} is not executable"),
         ),
         Error::Io(e) => Failure::connection(format!("cannot start the server: {e}")),
+        e @ Error::ServerExited { .. } if era != mcp_stdio::EraPolicy::LegacyOnly => {
+            Failure::connection(format!(
+                "{e} (a server on an older MCP SDK may fail on the server/discover probe: try --era legacy)"
+            ))
+        }
         e @ Error::ServerExited { .. } => Failure::connection(e.to_string()),
         Error::Timeout => Failure::connection(
             "the server did not answer while starting (no answer to server/discover, then none to initialize)",

@@ -56,9 +56,7 @@ impl Link {
             }
         }
         self.fail_all();
-        if let Some(callback) = lock(&self.on_death).take() {
-            callback();
-        }
+        self.died();
     }
 
     /// Routes one line from the server.

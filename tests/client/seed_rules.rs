@@ -1,0 +1,210 @@
+//! Rules of the stdio transport that had code but no test (issue 29), and
+//! the legacy server that crashes on the era probe (issue 25, item 4).
+//!
+//! Spec 2026-07-28 basic/transports/stdio: a client MUST NOT write a
+//! JSON-RPC response to a modern server; a client SHOULD NOT assume that
+//! the server's stderr output means an error.
+
+use super::*;
+
+/// `modern-asks`: a modern server that breaks the rule it has (it MUST NOT
+/// send requests): `tools/call` of `ask` sends the client `ping`,
+/// `roots/list` and `elicitation/create`, then answers `asked`. Any other
+/// tool echoes.
+pub fn fake_modern_asks() -> ! {
+    each_request(|out, id, method, msg| match method {
+        "server/discover" => send(out, &reply(id, fake_discover("modern-asks", "asks"))),
+        "tools/call" if tool_name(msg) == "ask" => {
+            let schema =
+                json!({ "type": "object", "properties": { "name": { "type": "string" } } });
+            let asks = [
+                ("s-ping", "ping", json!({})),
+                ("s-roots", "roots/list", json!({})),
+                (
+                    "s-elicit",
+                    "elicitation/create",
+                    json!({ "message": "Your name?", "requestedSchema": schema }),
+                ),
+            ];
+            for (ask_id, method, params) in asks {
+                send(
+                    out,
+                    &json!({ "jsonrpc": "2.0", "id": ask_id, "method": method, "params": params }),
+                );
+            }
+            send(out, &reply(id, text_result("asked")));
+        }
+        "tools/call" => send(out, &reply(id, text_result(&echo_text(msg)))),
+        _ => send(out, &error_reply(id, -32601, "Method not found", None)),
+    });
+    std::process::exit(0);
+}
+
+/// `noisy-stderr`: a modern server that writes alarming lines to stderr
+/// when it starts and before every answer, and otherwise works.
+pub fn fake_noisy_stderr() -> ! {
+    eprintln!("ERROR: this is only a log line");
+    eprintln!("Traceback (most recent call last): nothing failed");
+    each_request(|out, id, method, msg| {
+        eprintln!("error: handling {method}");
+        match method {
+            "server/discover" => send(out, &reply(id, fake_discover("noisy", "noisy"))),
+            "tools/call" => send(out, &reply(id, text_result(&echo_text(msg)))),
+            _ => send(out, &error_reply(id, -32601, "Method not found", None)),
+        }
+    });
+    std::process::exit(0);
+}
+
+/// `legacy-dies-on-probe`: an initialize-era server that, like the Python
+/// servers of older `mcp` 1.x releases, fails to validate a method it does
+/// not know and exits. After `initialize` it echoes and answers `ping`.
+pub fn fake_legacy_dies_on_probe() -> ! {
+    each_request(|out, id, method, msg| match method {
+        "initialize" => {
+            let mut result = legacy_initialize_result(json!({ "tools": {} }));
+            result["instructions"] = json!("legacy instructions");
+            send(out, &reply(id, result));
+        }
+        "tools/call" => {
+            let result = json!({ "content": [{ "type": "text", "text": echo_text(msg) }] });
+            send(out, &reply(id, result));
+        }
+        "ping" => send(out, &reply(id, json!({}))),
+        _ => {
+            eprintln!("pydantic_core.ValidationError: 1 validation error for ClientRequest");
+            std::process::exit(1);
+        }
+    });
+    std::process::exit(0);
+}
+
+/// Spec 2026-07-28 basic/transports/stdio, "Sending messages": the client
+/// MUST NOT write a JSON-RPC response, even to a server that sends it
+/// requests (which a modern server must not), and even with handlers set
+/// that would answer a legacy server.
+pub fn modern_client_never_writes_a_response() -> Result<String, String> {
+    let wire = Wire::new("modern-asks");
+    let (note_tx, notes) = crossbeam_channel::unbounded();
+    let client = builder()
+        .on_roots(|| Ok(mcp_stdio::types::ListRootsResult::default()))
+        .trace(move |note| {
+            let _ = note_tx.send(note.to_owned());
+        })
+        .spawn(server_command("modern-asks", Some(&wire)))
+        .map_err(|e| format!("connecting failed: {e}"))?;
+    expect_text("ask", client.call_tool("ask", json!({})), "asked")?;
+    // The server is read in order: once this answer is back, the three
+    // requests before it were routed.
+    expect_text(
+        "echo after the asks",
+        client.call_tool("echo", json!({ "text": "after" })),
+        "after",
+    )?;
+    close_ok(client)?;
+    let lines = wire.lines();
+    check_client_wire(&lines)?;
+    let methods = methods(&lines);
+    ensure!(
+        methods == ["server/discover", "tools/call", "tools/call"],
+        "the client wrote {methods:?}, want the probe and two calls only"
+    );
+    let ignored: Vec<String> = notes
+        .try_iter()
+        .filter(|n| n.starts_with("ignored a request from the server"))
+        .collect();
+    ensure!(
+        ignored.len() == 3,
+        "want a note for each of the 3 requests ignored, got {ignored:?}"
+    );
+    Ok(String::new())
+}
+
+/// Spec 2026-07-28 basic/transports/stdio: a client SHOULD NOT assume that
+/// stderr output means an error. Lines that look like failures reach the
+/// stderr sink, and nothing else changes: no problem note, every call
+/// answered, a clean close.
+pub fn server_stderr_is_not_an_error() -> Result<String, String> {
+    let (line_tx, lines) = crossbeam_channel::unbounded();
+    let (note_tx, notes) = crossbeam_channel::unbounded();
+    let client = builder()
+        .stderr(move |line| {
+            let _ = line_tx.send(line.to_owned());
+        })
+        .trace(move |note| {
+            let _ = note_tx.send(note.to_owned());
+        })
+        .spawn(server_command("noisy-stderr", None))
+        .map_err(|e| format!("connecting failed with stderr output: {e}"))?;
+    ensure!(
+        matches!(client.era(), Era::Modern { .. }),
+        "era {:?}",
+        client.era()
+    );
+    for text in ["one", "two"] {
+        expect_text(
+            "echo",
+            client.call_tool("echo", json!({ "text": text })),
+            text,
+        )?;
+    }
+    let status = close_ok(client)?;
+    ensure!(status.code() == Some(0), "exit status {status}");
+    let want = [
+        "ERROR: this is only a log line",
+        "Traceback (most recent call last): nothing failed",
+        "error: handling server/discover",
+        "error: handling tools/call",
+        "error: handling tools/call",
+    ];
+    let mut got = Vec::new();
+    while got.len() < want.len() {
+        match lines.recv_timeout(WAIT) {
+            Ok(line) => got.push(line),
+            Err(_) => break,
+        }
+    }
+    ensure!(got == want, "the stderr sink got {got:?}, want {want:?}");
+    let notes: Vec<String> = notes.try_iter().collect();
+    ensure!(
+        notes.is_empty(),
+        "the trace heard of the server's stderr: {notes:?}"
+    );
+    Ok(String::new())
+}
+
+/// Issue 25, item 4: a server that exits right after the unanswered
+/// `server/discover` probe is spawned once more and spoken to with
+/// `initialize`, and the trace says so.
+pub fn legacy_dies_on_probe_respawned_with_initialize() -> Result<String, String> {
+    let (note_tx, notes) = crossbeam_channel::unbounded();
+    let outcome = legacy_fallback(
+        "legacy-dies-on-probe",
+        builder().trace(move |note| {
+            let _ = note_tx.send(note.to_owned());
+        }),
+    )?;
+    let notes: Vec<String> = notes.try_iter().collect();
+    let want = "the server exited (exit status: 1) on the server/discover probe; its stderr ended with: pydantic_core.ValidationError: 1 validation error for ClientRequest: starting it again to speak initialize";
+    ensure!(
+        notes.iter().any(|n| n.starts_with(want)),
+        "no note {want:?} among {notes:?}"
+    );
+    Ok(outcome)
+}
+
+/// Without the fallback (`EraPolicy::ModernOnly`), the same server is an
+/// error that says it exited during start-up: no second start.
+pub fn modern_only_does_not_respawn() -> Result<String, String> {
+    let wire = Wire::new("dies-modern-only");
+    let outcome = builder()
+        .era(EraPolicy::ModernOnly)
+        .spawn(server_command("legacy-dies-on-probe", Some(&wire)));
+    ensure!(
+        matches!(&outcome, Err(Error::ServerExited { status: Some(s), .. }) if s.code() == Some(1)),
+        "want ServerExited with status 1, got {outcome:?}"
+    );
+    let methods = methods(&wire.lines());
+    ensure!(methods == ["server/discover"], "the wire: {methods:?}");
+    Ok(String::new())
+}
