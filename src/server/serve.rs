@@ -3,7 +3,7 @@
 //! ```text
 //! input ──► mcp-reader: read, classify, dispatch in order ──► conn (one lock) ──► output
 //!              │ inline handlers run here, without the lock          ▲
-//!              └─ pooled jobs ──► mcp-worker-N ── Conn::finish ───────┤
+//!              └─ pooled jobs ──► mcp-worker ── Conn::finish ─────────┤
 //!                          Notifier (any thread) ── Conn::publish ───┘
 //! serve() caller: waits for the end (EOF, stop, a failed write), then shuts down
 //! ```
