@@ -1,6 +1,7 @@
 //! The smallest complete server: one inline `echo` tool. It is what the
 //! benchmarks measure. With `--pooled` the tool runs on the worker pool
-//! instead, as a tool registered with `.tool(..)` does. With
+//! instead, as a tool registered with `.tool(..)` does; `--spin` and
+//! `--release-memory` turn on the builder settings of those names. With
 //! `MCP_BENCH_WORK_US=200` in the environment each call does 200 µs of CPU
 //! work first (a handler that does real work).
 //!
@@ -34,8 +35,19 @@ fn main() -> Result<(), mcp_stdio::Error> {
         bench_work();
         Ok(CallToolResult::text(args.text))
     };
-    let builder = Server::builder("echo", "1.0.0");
-    let server = if std::env::args().any(|arg| arg == "--pooled") {
+    let flag = |name: &str| std::env::args().any(|arg| arg == name);
+    // The library's defaults, unless asked: `--spin` keeps an idle worker
+    // awake for 100 µs (yielding) before it sleeps, `--release-memory`
+    // gives memory back to the system after a burst (both process-wide
+    // choices a whole-process server may make; BENCHMARKS.md measures them).
+    let mut builder = Server::builder("echo", "1.0.0");
+    if flag("--spin") {
+        builder = builder.spin_before_sleep(std::time::Duration::from_micros(100));
+    }
+    if flag("--release-memory") {
+        builder = builder.release_memory_when_idle(true);
+    }
+    let server = if flag("--pooled") {
         builder.tool(echo, handler)
     } else {
         // Inline: the handler is cheap and never blocks, so it runs on the

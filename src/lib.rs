@@ -259,51 +259,49 @@
 //! # Threading model
 //!
 //! ```text
-//! stdin ──► mcp-reader ──► inbox ──► owner (the thread in serve) ──► stdout (8 KiB buffer,
-//!                            ▲         │ holds the cancellation map;       ▲  one lock)
-//!                            │         │ runs protocol methods and inline  │
-//!                            │         │ handlers and writes their output  │
-//!                            │         ▼                                   │
-//!                            └ Finished ◄ mcp-worker-N: pooled handlers, each with a
-//!                                       RequestContext (cancel token, progress, log);
-//!                                       a worker writes its own request's messages
-//!
-//!   mcp-task-N: one thread per running task (Tasks extension), started by the
-//!   pooled tools/call that created it; it writes nothing, only the task's store
+//! stdin ──► mcp-reader: read a line, act on it, read the next ──► connection ──► stdout
+//!              │ inline handlers run here                      state (one lock)   ▲
+//!              └── pooled calls ──► mcp-worker: pooled handlers ── reply ────────┤
+//!                                   any thread: Notifier ── publish ────────────┘
+//!   mcp-task-N: one thread per running task (Tasks extension); it writes
+//!   nothing, only the task's store
 //! ```
 //!
-//! - Only the reader touches the input. The owner writes what it and
-//!   inline handlers produce; a worker writes its pooled request's reply
-//!   and notifications itself (one thread hand-off less per call), under
-//!   the output's lock and only while the request's gate is open. The owner
-//!   closes a cancelled request's gate under the same lock before it trips
-//!   the token, so a cancelled request never gets a reply and no request
-//!   gets two.
-//! - The owner also holds the subscription table. A listen's ack is written
-//!   in the same step that makes the subscription visible to events; events
-//!   reach the owner through the same inbox, in order, so one published
-//!   after the ack is always delivered and one published before never is.
+//! - Only the reader touches the input, and it acts on each line before it
+//!   reads the next: lines take effect in the order they came.
+//! - One connection state behind one lock holds the requests in flight
+//!   (the cancellation map), the subscription table and the legacy
+//!   session. A reply is written only for a request still in flight, which
+//!   is taken out in the same step: a cancelled request never gets a reply
+//!   and no request gets two. A listen's ack is written in the step that
+//!   opens the subscription, so it is always its first message. Lines go
+//!   out in the order the state decided them, from whichever thread: what
+//!   a handler publishes reaches the client before its reply.
 //! - A handler registered with an `inline_` method promises to be cheap and
-//!   never block; it runs on the owner with no thread hop (the benchmarks'
-//!   echo tool is inline). Everything else runs on the pool, which grows up
-//!   to [`ServerBuilder::max_running`] threads so a slow handler never
-//!   delays the others.
+//!   never block; it runs on the reader with no thread hop (the benchmarks'
+//!   echo tool is inline). Everything else runs on the worker pool, shared
+//!   by the server's connections, which grows when its threads stall, so
+//!   a slow handler never delays the others for long;
+//!   [`ServerBuilder::max_running`] bounds what runs at once per connection.
 //! - Bounded without a cycle of bounded channels: past
-//!   [`ServerBuilder::queue_limit`] lines read but not started, the reader
-//!   stops reading. Cancellations already read are still honoured.
+//!   [`ServerBuilder::queue_limit`] requests waiting to start, the reader
+//!   stops reading.
 //! - A task's handler runs on a thread of its own, not on the pool: it may
 //!   run for hours or wait for the client's input, and the pool is for
-//!   requests. Its status changes reach the subscriptions that follow it
-//!   through the inboxes, like any published event. Tasks belong to the
-//!   [`Server`], not to a connection, and go on when the connection that
-//!   created them ends (they stop with the process).
+//!   requests. Tasks belong to the [`Server`], not to a connection, and go
+//!   on when the connection that created them ends (they stop with the
+//!   process).
+//! - Nothing process-wide unless asked: no signal handler
+//!   ([`signal::stop_on_signals`] is opt-in), no allocator setting, no
+//!   spinning ([`ServerBuilder::spin_before_sleep`]) and no heap trimming
+//!   ([`ServerBuilder::release_memory_when_idle`]) by default.
 //! - End of input or [`StopHandle::stop`]: no new work, in-flight handlers
 //!   get [`ServerBuilder::shutdown_grace`], then they are cancelled and
-//!   answered with `-32603`, and `serve` returns. Signals are opt-in
-//!   ([`signal::stop_on_signals`]): the library never installs a handler.
+//!   answered with `-32603`, and `serve` returns.
 //!
-//! `ARCHITECTURE.md` in the repository lists every module with its job and
-//! the rule it keeps, and follows one request through them.
+//! `ARCHITECTURE.md` in the repository lists every module with its job,
+//! each rule with the one function that keeps it and the test that fails
+//! without it, and follows one request through them.
 //!
 //! # Cargo features
 //!

@@ -131,23 +131,23 @@ pub(crate) fn outcome<T: Stamp + Send + 'static>(
     res: Result<Outcome<T>, ErrorObject>,
 ) -> Reply {
     match res {
-        Ok(Outcome::Complete(result)) => finish(inner, ctx.id(), Ok(result)),
+        Ok(Outcome::Complete(result)) => response(inner, ctx.id(), Ok(result)),
         Ok(Outcome::InputRequired(mut result)) => {
             result.result_type = Some(ResultType::InputRequired);
             match inner
                 .sealer
                 .seal(&mut result, method, &digest(), ctx.meta())
             {
-                Ok(()) => finish(inner, ctx.id(), Ok(result)),
-                Err(e) => finish::<Value>(inner, ctx.id(), Err(e)),
+                Ok(()) => response(inner, ctx.id(), Ok(result)),
+                Err(e) => response::<Value>(inner, ctx.id(), Err(e)),
             }
         }
-        Err(e) => finish::<Value>(inner, ctx.id(), Err(e)),
+        Err(e) => response::<Value>(inner, ctx.id(), Err(e)),
     }
 }
 
 /// Stamps a result for its response, or encodes the error response.
-pub(crate) fn finish<T: Stamp + Send + 'static>(
+pub(crate) fn response<T: Stamp + Send + 'static>(
     inner: &Inner,
     id: &RequestId,
     res: Result<T, ErrorObject>,

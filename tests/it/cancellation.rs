@@ -8,29 +8,29 @@ use mcp_stdio::Server;
 use mcp_stdio::types::{CallToolResult, Tool};
 use serde_json::{Value, json};
 
-use crate::support::{Gate, Peer, call, cancel, request, text_result};
+use crate::support::{Blocker, Peer, call, cancel, request, text_result};
 
-fn gated(builder: mcp_stdio::ServerBuilder) -> (Server, Gate) {
-    let (builder, gate) = Gate::install(builder);
-    (builder.build(), gate)
+fn blocked(builder: mcp_stdio::ServerBuilder) -> (Server, Blocker) {
+    let (builder, blocker) = Blocker::install(builder);
+    (builder.build(), blocker)
 }
 
-fn server_with_gate() -> (Server, Gate) {
-    gated(Server::builder("cancel-test", "1.0.0"))
+fn server_with_blocker() -> (Server, Blocker) {
+    blocked(Server::builder("cancel-test", "1.0.0"))
 }
 
 // req: cancellation:no-message-after-cancel
 #[test]
 fn a_cancelled_request_gets_no_reply_and_no_notification() {
-    let (server, gate) = server_with_gate();
+    let (server, blocker) = server_with_blocker();
     let mut peer = Peer::start(&server);
     let mut req = call(1, "block", json!({}));
     req["params"]["_meta"]["progressToken"] = json!("p1");
     req["params"]["_meta"]["io.modelcontextprotocol/logLevel"] = json!("debug");
     peer.send(&req);
-    assert_eq!(gate.wait_started(), json!(1));
+    assert_eq!(blocker.wait_started(), json!(1));
     peer.send(&cancel(1));
-    assert_eq!(gate.wait_cancel_observed(), json!(1));
+    assert_eq!(blocker.wait_cancel_observed(), json!(1));
     // The handler has tried to send progress, a log message and a reply by
     // now. The next thing on the wire is the answer to a later request...
     let discover = peer.ask(&request(2, "server/discover", json!({})));
@@ -41,20 +41,20 @@ fn a_cancelled_request_gets_no_reply_and_no_notification() {
 
 #[test]
 fn string_and_integer_ids_are_different_requests() {
-    let (server, gate) = server_with_gate();
+    let (server, blocker) = server_with_blocker();
     let mut peer = Peer::start(&server);
     peer.send(&call("7", "block", json!({})));
-    assert_eq!(gate.wait_started(), json!("7"));
+    assert_eq!(blocker.wait_started(), json!("7"));
     // Cancelling 7 does not touch "7".
     peer.send(&cancel(7));
-    gate.release_one();
+    blocker.release_one();
     assert_eq!(peer.recv(), text_result(&peer, "7", "released"));
-    assert!(gate.observed_cancel.is_empty());
+    assert!(blocker.observed_cancel.is_empty());
 
     peer.send(&call(7, "block", json!({})));
-    assert_eq!(gate.wait_started(), json!(7));
+    assert_eq!(blocker.wait_started(), json!(7));
     peer.send(&cancel("7"));
-    gate.release_one();
+    blocker.release_one();
     assert_eq!(peer.recv(), text_result(&peer, 7, "released"));
     peer.finish_quietly();
 }
@@ -112,10 +112,10 @@ fn cancel_racing_the_reply_never_yields_two_replies() {
 // req: cancellation:waiting-never-starts
 #[test]
 fn a_request_cancelled_while_waiting_never_starts() {
-    let (server, gate) = gated(Server::builder("queue", "1.0.0").workers(1).max_running(1));
+    let (server, blocker) = blocked(Server::builder("queue", "1.0.0").workers(1).max_running(1));
     let mut peer = Peer::start(&server);
     peer.send(&call(1, "block", json!({})));
-    assert_eq!(gate.wait_started(), json!(1));
+    assert_eq!(blocker.wait_started(), json!(1));
     // The pool is at its cap: request 2 waits, unstarted, and is cancelled.
     peer.send(&call(2, "block", json!({})));
     peer.send(&cancel(2));
@@ -126,13 +126,13 @@ fn a_request_cancelled_while_waiting_never_starts() {
     let barrier = peer.ask(&request("barrier", "server/discover", json!({})));
     assert_eq!(barrier["id"], json!("barrier"), "{barrier}");
     assert!(barrier["result"].is_object(), "{barrier}");
-    gate.release_one();
+    blocker.release_one();
     assert_eq!(peer.recv(), text_result(&peer, 1, "released"));
     // Next to start is 3, never 2.
-    assert_eq!(gate.wait_started(), json!(3));
-    gate.release_one();
+    assert_eq!(blocker.wait_started(), json!(3));
+    blocker.release_one();
     assert_eq!(peer.recv(), text_result(&peer, 3, "released"));
-    assert!(gate.started.is_empty());
+    assert!(blocker.started.is_empty());
     peer.finish_quietly();
 }
 
@@ -140,7 +140,7 @@ fn a_request_cancelled_while_waiting_never_starts() {
 fn a_reused_id_after_cancel_is_a_new_request() {
     let starts = Arc::new(AtomicUsize::new(0));
     let counted = starts.clone();
-    let (builder, gate) = Gate::install(Server::builder("reuse", "1.0.0"));
+    let (builder, blocker) = Blocker::install(Server::builder("reuse", "1.0.0"));
     let server = builder
         .tool(
             Tool::new("count", "Counts calls."),
@@ -153,22 +153,22 @@ fn a_reused_id_after_cancel_is_a_new_request() {
         .build();
     let mut peer = Peer::start(&server);
     peer.send(&call(1, "block", json!({})));
-    gate.wait_started();
+    blocker.wait_started();
     peer.send(&cancel(1));
     // The same id again, while the old handler may still be running.
     let fresh = peer.ask(&call(1, "count", json!({})));
     assert_eq!(fresh, text_result(&peer, 1, "0"));
     // The old handler's late reply is never taken for the new request's.
-    gate.wait_cancel_observed();
+    blocker.wait_cancel_observed();
     peer.finish_quietly();
 }
 
 #[test]
 fn an_id_in_flight_cannot_be_reused() {
-    let (server, gate) = server_with_gate();
+    let (server, blocker) = server_with_blocker();
     let mut peer = Peer::start(&server);
     peer.send(&call(5, "block", json!({})));
-    gate.wait_started();
+    blocker.wait_started();
     let dup = peer.ask(&call(5, "block", json!({})));
     assert_eq!(dup["id"], json!(5));
     assert_eq!(dup["error"]["code"], json!(-32600));
@@ -176,7 +176,7 @@ fn an_id_in_flight_cannot_be_reused() {
         dup["error"]["message"],
         json!("invalid request: request id 5 is already in use by a request in flight")
     );
-    gate.release_one();
+    blocker.release_one();
     assert_eq!(peer.recv(), text_result(&peer, 5, "released"));
     peer.finish_quietly();
 }
@@ -224,7 +224,7 @@ fn an_id_reused_the_moment_its_reply_arrives_is_a_new_request() {
 }
 
 // The handler wakes on its cancel token and returns at once, racing its
-// reply against the cancellation: the gate is closed before the token is
+// reply against the cancellation: the blocker is closed before the token is
 // tripped, so the reply is never written.
 #[test]
 fn a_handler_that_returns_the_moment_it_is_cancelled_is_not_answered() {

@@ -7,7 +7,7 @@ use mcp_stdio::Server;
 use mcp_stdio::types::{CallToolResult, Tool};
 use serde_json::{Value, json};
 
-use crate::support::{Gate, Peer, call, request, text_result};
+use crate::support::{Blocker, Peer, call, request, text_result};
 
 fn pooled_echo(builder: mcp_stdio::ServerBuilder) -> mcp_stdio::ServerBuilder {
     builder.tool(Tool::new("pecho", "Pooled echo."), |_ctx, args: Value| {
@@ -19,11 +19,11 @@ fn pooled_echo(builder: mcp_stdio::ServerBuilder) -> mcp_stdio::ServerBuilder {
 
 #[test]
 fn a_slow_request_does_not_delay_a_fast_one() {
-    let (builder, gate) = Gate::install(pooled_echo(Server::builder("slow-fast", "1.0.0")));
+    let (builder, blocker) = Blocker::install(pooled_echo(Server::builder("slow-fast", "1.0.0")));
     let server = builder.build();
     let mut peer = Peer::start(&server);
     peer.send(&call(1, "block", json!({})));
-    gate.wait_started();
+    blocker.wait_started();
     // Both a pooled and an inline request are answered while 1 blocks.
     assert_eq!(
         peer.ask(&call(2, "pecho", json!({ "text": "fast" }))),
@@ -33,14 +33,15 @@ fn a_slow_request_does_not_delay_a_fast_one() {
         peer.ask(&request(3, "server/discover", json!({})))["id"],
         json!(3)
     );
-    gate.release_one();
+    blocker.release_one();
     assert_eq!(peer.recv(), text_result(&peer, 1, "released"));
     peer.finish_quietly();
 }
 
 #[test]
 fn the_pool_grows_past_its_warm_workers_up_to_the_cap() {
-    let (builder, gate) = Gate::install(Server::builder("grow", "1.0.0").workers(1).max_running(8));
+    let (builder, blocker) =
+        Blocker::install(Server::builder("grow", "1.0.0").workers(1).max_running(8));
     let server = builder.build();
     let mut peer = Peer::start(&server);
     for id in 0..6 {
@@ -48,12 +49,12 @@ fn the_pool_grows_past_its_warm_workers_up_to_the_cap() {
     }
     // All six run at once although only one worker was warm.
     let mut started: Vec<i64> = (0..6)
-        .map(|_| gate.wait_started().as_i64().unwrap())
+        .map(|_| blocker.wait_started().as_i64().unwrap())
         .collect();
     started.sort();
     assert_eq!(started, [0, 1, 2, 3, 4, 5]);
     for _ in 0..6 {
-        gate.release_one();
+        blocker.release_one();
     }
     let mut ids: Vec<i64> = (0..6)
         .map(|_| peer.recv()["id"].as_i64().unwrap())
@@ -128,17 +129,17 @@ fn stops_reading_and_loses_nothing(
     count: i64,
     text: impl Fn(i64) -> String,
 ) {
-    let (builder, gate) = Gate::install(pooled_echo(builder));
+    let (builder, blocker) = Blocker::install(pooled_echo(builder));
     let server = builder.build();
     let mut peer = Peer::start(&server);
     peer.send(&call("b", "block", json!({})));
-    gate.wait_started();
+    blocker.wait_started();
     for i in 0..count {
         peer.send(&call(i, "pecho", json!({ "text": text(i) })));
     }
     peer.send(&request("d", "server/discover", json!({})));
     peer.assert_silent_for(Duration::from_millis(200));
-    gate.release_one();
+    blocker.release_one();
     assert_eq!(peer.recv(), text_result(&peer, "b", "released"));
     // One worker: the echoes finish in order. The inline discover is read
     // once the queue has room again and may overtake the last of them.

@@ -6,11 +6,11 @@ use mcp_stdio::Server;
 use serde_json::{Value, json};
 
 use crate::bad_input::{ask_raw, assert_still_serving};
-use crate::support::{Gate, Peer, call, error, request, text_result};
+use crate::support::{Blocker, Peer, call, error, request, text_result};
 
-fn gated() -> (Server, Gate) {
-    let (builder, gate) = Gate::install(Server::builder("json-text", "1.0.0"));
-    (builder.build(), gate)
+fn blocked() -> (Server, Blocker) {
+    let (builder, blocker) = Blocker::install(Server::builder("json-text", "1.0.0"));
+    (builder.build(), blocker)
 }
 
 /// The `_meta` of a modern request, with every key and value escaped.
@@ -44,14 +44,14 @@ fn escaped_members_are_the_same_members() {
 
 #[test]
 fn an_escaped_cancellation_cancels() {
-    let (server, gate) = gated();
+    let (server, blocker) = blocked();
     let mut peer = Peer::start(&server);
     peer.send(&call("slow-1", "block", json!({})));
-    assert_eq!(gate.wait_started(), json!("slow-1"));
+    assert_eq!(blocker.wait_started(), json!("slow-1"));
     peer.send_raw(
         br#"{"jsonrpc":"2\u002e0","method":"notifications\/cancelled","params":{"request\u0049d":"slow\u002d1"}}"#,
     );
-    assert_eq!(gate.wait_cancel_observed(), json!("slow-1"));
+    assert_eq!(blocker.wait_cancel_observed(), json!("slow-1"));
     // No reply for the cancelled call, and no error for the notification.
     let discover = peer.ask(&request(2, "server/discover", json!({})));
     assert_eq!(discover["id"], json!(2));
@@ -154,14 +154,14 @@ fn progress_tokens_and_listen_ids_of_any_size_are_echoed_exactly() {
 
 #[test]
 fn a_request_with_an_id_beyond_64_bits_can_be_cancelled() {
-    let (server, gate) = gated();
+    let (server, blocker) = blocked();
     let mut peer = Peer::start(&server);
     let id = BIG[0];
     let line = format!(
         r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"_meta":{ESCAPED_META},"name":"block","arguments":{{}}}}}}"#
     );
     peer.send_raw(line.as_bytes());
-    gate.wait_started();
+    blocker.wait_started();
     // The same integer written another way is a different text, and so is
     // a neighbour: only the exact id cancels.
     peer.send_raw(
@@ -171,7 +171,7 @@ fn a_request_with_an_id_beyond_64_bits_can_be_cancelled() {
         format!(r#"{{"jsonrpc":"2.0","method":"notifications/cancelled","params":{{"requestId":{id}}}}}"#)
             .as_bytes(),
     );
-    gate.wait_cancel_observed();
+    blocker.wait_cancel_observed();
     let discover = peer.ask(&request(2, "server/discover", json!({})));
     assert_eq!(discover["id"], json!(2));
     peer.finish_quietly();

@@ -109,7 +109,7 @@ fn logging_server() -> Server {
         .build()
 }
 
-// req: logging:gate
+// req: logging:blocker
 #[test]
 fn log_messages_only_at_or_above_the_requested_level() {
     let mut peer = Peer::start(&logging_server());

@@ -6,7 +6,7 @@ use std::time::Duration;
 use mcp_stdio::Server;
 use serde_json::json;
 
-use crate::support::{Gate, Peer, call, error, request, text_result};
+use crate::support::{Blocker, Peer, call, error, request, text_result};
 
 #[test]
 fn an_idle_server_returns_at_end_of_input() {
@@ -16,23 +16,24 @@ fn an_idle_server_returns_at_end_of_input() {
 
 #[test]
 fn in_flight_work_finishes_after_end_of_input() {
-    let (builder, gate) = Gate::install(Server::builder("drain", "1.0.0"));
+    let (builder, blocker) = Blocker::install(Server::builder("drain", "1.0.0"));
     let mut peer = Peer::start(&builder.build());
     peer.send(&call(1, "block", json!({})));
-    gate.wait_started();
+    blocker.wait_started();
     peer.close_input();
-    gate.release_one();
+    blocker.release_one();
     assert_eq!(peer.recv(), text_result(&peer, 1, "released"));
     peer.finish_quietly();
 }
 
 #[test]
 fn past_the_grace_period_work_is_cancelled_and_answered() {
-    let (builder, gate) =
-        Gate::install(Server::builder("grace", "1.0.0").shutdown_grace(Duration::from_millis(50)));
+    let (builder, blocker) = Blocker::install(
+        Server::builder("grace", "1.0.0").shutdown_grace(Duration::from_millis(50)),
+    );
     let mut peer = Peer::start(&builder.build());
     peer.send(&call("late", "block", json!({})));
-    gate.wait_started();
+    blocker.wait_started();
     let (rest, res) = peer.finish();
     res.unwrap();
     assert_eq!(
@@ -44,7 +45,7 @@ fn past_the_grace_period_work_is_cancelled_and_answered() {
         )]
     );
     // The handler's token was tripped, so it stopped.
-    assert_eq!(gate.wait_cancel_observed(), json!("late"));
+    assert_eq!(blocker.wait_cancel_observed(), json!("late"));
 }
 
 #[test]
@@ -68,18 +69,18 @@ fn stop_ends_serve_while_the_input_is_still_open() {
 
 #[test]
 fn after_stop_new_requests_are_refused_and_running_ones_finish() {
-    let (builder, gate) = Gate::install(Server::builder("stop", "1.0.0"));
+    let (builder, blocker) = Blocker::install(Server::builder("stop", "1.0.0"));
     let server = builder.build();
     let mut peer = Peer::start(&server);
     peer.send(&call(1, "block", json!({})));
-    gate.wait_started();
+    blocker.wait_started();
     server.stop_handle().stop();
     peer.send(&request(2, "server/discover", json!({})));
     assert_eq!(
         peer.recv(),
         error(2, -32603, "internal error: the server is shutting down")
     );
-    gate.release_one();
+    blocker.release_one();
     assert_eq!(peer.recv(), text_result(&peer, 1, "released"));
     peer.finish_quietly();
 }
@@ -140,7 +141,7 @@ fn serve_returns_an_error_when_the_output_is_gone() {
 #[test]
 fn after_stop_a_reader_blocked_on_a_full_queue_lets_go_of_the_input() {
     use std::io::Write;
-    let (builder, gate) = Gate::install(
+    let (builder, blocker) = Blocker::install(
         Server::builder("full", "1.0.0")
             .workers(1)
             .max_running(1)
@@ -157,7 +158,7 @@ fn after_stop_a_reader_blocked_on_a_full_queue_lets_go_of_the_input() {
     let mut line = serde_json::to_vec(&call(1, "block", json!({}))).unwrap();
     line.push(b'\n');
     input.write_all(&line).unwrap();
-    gate.wait_started();
+    blocker.wait_started();
     // Request 2 waits for the one worker and holds the only credit; the
     // reader, with request 3 in hand, may be waiting for a credit when the
     // stop comes (or may not have read them yet: either way it must let go).

@@ -17,7 +17,7 @@ use mcp_stdio::types::{
 use mcp_stdio::{RequestId, Server};
 use serde_json::{Value, json};
 
-use crate::support::{Gate, Peer, call, cancel, error, request, server_meta, text_result};
+use crate::support::{Blocker, Peer, call, cancel, error, request, server_meta, text_result};
 
 const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
 const TOOLS: &str = "notifications/tools/list_changed";
@@ -914,7 +914,7 @@ fn end_of_input_closes_every_subscription_oldest_first() {
 
 #[test]
 fn end_of_input_closes_subscriptions_at_once_while_work_drains() {
-    let (builder, gate) = Gate::install(Server::builder("drain", "1.0.0"));
+    let (builder, blocker) = Blocker::install(Server::builder("drain", "1.0.0"));
     let server = builder.build();
     let notifier = server.notifier();
     let mut peer = Peer::start(&server);
@@ -925,12 +925,12 @@ fn end_of_input_closes_subscriptions_at_once_while_work_drains() {
         json!({ "toolsListChanged": true }),
     );
     peer.send(&call("work", "block", json!({})));
-    assert_eq!(gate.wait_started(), json!("work"));
+    assert_eq!(blocker.wait_started(), json!("work"));
     peer.close_input();
     // The subscription ends right away; the request keeps its grace period.
     assert_eq!(peer.recv(), closed(&peer.server_meta, "s"));
     notifier.tools_list_changed();
-    gate.release_one();
+    blocker.release_one();
     assert_eq!(peer.recv(), text_result(&peer, "work", "released"));
     peer.finish_quietly();
 }
@@ -1043,7 +1043,7 @@ fn close_subscription_closes_only_that_one() {
 
 #[test]
 fn an_open_listen_id_is_in_use() {
-    let (builder, gate) = Gate::install(Server::builder("dup", "1.0.0"));
+    let (builder, blocker) = Blocker::install(Server::builder("dup", "1.0.0"));
     let server = builder.build();
     let notifier = server.notifier();
     let mut peer = Peer::start(&server);
@@ -1067,18 +1067,18 @@ fn an_open_listen_id_is_in_use() {
     );
     // So is any other request with that id.
     assert_eq!(peer.ask(&call(1, "block", json!({}))), in_use(json!(1)));
-    assert!(gate.started.is_empty(), "the refused call never started");
+    assert!(blocker.started.is_empty(), "the refused call never started");
     notifier.tools_list_changed();
     assert_eq!(peer.recv(), changed(1, TOOLS));
     barrier(&mut peer, "b1");
     // A listen may not take the id of a request in flight either.
     peer.send(&call("busy", "block", json!({})));
-    assert_eq!(gate.wait_started(), json!("busy"));
+    assert_eq!(blocker.wait_started(), json!("busy"));
     assert_eq!(
         peer.ask(&listen("busy", tools.clone())),
         in_use(json!("busy"))
     );
-    gate.release_one();
+    blocker.release_one();
     assert_eq!(peer.recv(), text_result(&peer, "busy", "released"));
     // Once answered, the id is free.
     open(&mut peer, "busy", tools.clone(), tools.clone());

@@ -217,15 +217,15 @@ impl Peer {
 /// the test releases it (reply `released`) or the request is cancelled. On
 /// cancellation it reports that too, then tries to send progress, a log
 /// message and a reply, none of which may reach the wire.
-pub struct Gate {
+pub struct Blocker {
     pub started: Receiver<Value>,
     pub observed_cancel: Receiver<Value>,
     release: crossbeam_channel::Sender<()>,
 }
 
-impl Gate {
+impl Blocker {
     /// Adds the `block` tool to `builder`.
-    pub fn install(builder: ServerBuilder) -> (ServerBuilder, Gate) {
+    pub fn install(builder: ServerBuilder) -> (ServerBuilder, Blocker) {
         let (started_tx, started) = crossbeam_channel::unbounded();
         let (observed_tx, observed_cancel) = crossbeam_channel::unbounded();
         let (release, release_rx) = crossbeam_channel::unbounded::<()>();
@@ -243,13 +243,13 @@ impl Gate {
                 match release_rx.recv_timeout(Duration::from_millis(2)) {
                     Ok(()) => return Ok(CallToolResult::text("released")),
                     Err(crossbeam_channel::RecvTimeoutError::Timeout) => {}
-                    Err(_) => return Ok(CallToolResult::text("gate dropped")),
+                    Err(_) => return Ok(CallToolResult::text("blocker dropped")),
                 }
             }
         });
         (
             builder,
-            Gate {
+            Blocker {
                 started,
                 observed_cancel,
                 release,

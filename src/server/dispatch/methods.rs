@@ -19,7 +19,7 @@ use crate::server::Inner;
 use crate::server::context::RequestContext;
 use crate::server::handlers::{GateFn, MethodFn, PromptFn, ToolFn};
 use crate::server::mrtr::{self, Retry};
-use crate::server::reply::{Reply, finish, outcome};
+use crate::server::reply::{Reply, outcome, response};
 use crate::server::subscriptions::Accepted;
 use crate::server::tasks::{TaskMode, extension_required};
 use crate::types::{
@@ -306,7 +306,7 @@ pub(super) fn prepare_complete(req: &Request<'_>) -> Result<Plan, ErrorObject> {
     let inner = Arc::clone(req.inner);
     let work = Box::new(move |ctx: &RequestContext| {
         let res = handler(ctx, params);
-        finish(&inner, ctx.id(), res)
+        response(&inner, ctx.id(), res)
     });
     Ok(Plan::new(false, work, None))
 }
@@ -336,7 +336,7 @@ pub(super) fn prepare_custom(
             }
             Ok(result)
         });
-        finish(&inner, ctx.id(), res)
+        response(&inner, ctx.id(), res)
     });
     Ok(Plan::new(inline, work, None))
 }
@@ -352,7 +352,7 @@ fn discover(inner: &Inner, ctx: &RequestContext) -> Reply {
         result_type: None,
         meta: None,
     };
-    finish(inner, ctx.id(), Ok(result))
+    response(inner, ctx.id(), Ok(result))
 }
 
 /// One page of a list, with the server's cache hints.
@@ -363,7 +363,7 @@ fn list_page(inner: &Inner, ctx: &RequestContext, list: List, cursor: Option<&st
     // The four lists differ only in the catalog, the item and the result type.
     macro_rules! page {
         ($catalog:ident, $item:ident, $result:ident) => {
-            finish(
+            response(
                 inner,
                 ctx.id(),
                 registry

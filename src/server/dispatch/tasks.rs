@@ -16,7 +16,7 @@ use crate::outcome::Outcome;
 use crate::server::Inner;
 use crate::server::context::RequestContext;
 use crate::server::handlers::{GateFn, ToolFn};
-use crate::server::reply::{Reply, finish, outcome};
+use crate::server::reply::{Reply, outcome, response};
 use crate::server::tasks::extension_required;
 use crate::server::tasks::worker::{self, TaskWork};
 use crate::types::{
@@ -41,18 +41,18 @@ pub(super) fn prepare_task(req: &Request<'_>, which: TaskMethod) -> Result<Plan,
                 result_type: None,
                 meta: None,
             });
-            finish(&inner, ctx.id(), res)
+            response(&inner, ctx.id(), res)
         }),
         TaskMethod::Update => {
             let responses = input_responses(req.fields.input_responses)?;
             Box::new(move |ctx| {
                 let res = inner.tasks.update(&task_id, responses).map(|()| ack());
-                finish(&inner, ctx.id(), res)
+                response(&inner, ctx.id(), res)
             })
         }
         TaskMethod::Cancel => Box::new(move |ctx| {
             let res = inner.tasks.cancel(&task_id).map(|()| ack());
-            finish(&inner, ctx.id(), res)
+            response(&inner, ctx.id(), res)
         }),
     };
     Ok(Plan::new(false, work, None))
@@ -95,7 +95,7 @@ pub(super) fn task_call(
                     let res = Ok(Outcome::<CallToolResult>::InputRequired(asked));
                     return outcome(&inner, ctx, method::TOOLS_CALL, &|| digest.clone(), res);
                 }
-                Err(error) => return finish::<Value>(&inner, ctx.id(), Err(error)),
+                Err(error) => return response::<Value>(&inner, ctx.id(), Err(error)),
             }
         }
         let work: TaskWork = Box::new(move |ctx| handler(ctx, args.as_deref()));
@@ -116,6 +116,6 @@ pub(super) fn task_call(
         {
             let _ = inner.tasks.cancel(&created.task.task_id);
         }
-        finish(&inner, ctx.id(), res)
+        response(&inner, ctx.id(), res)
     }
 }
