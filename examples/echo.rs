@@ -2,9 +2,12 @@
 //! benchmarks measure. With `--pooled` the tool runs on the worker pool
 //! instead, as a tool registered with `.tool(..)` does.
 //!
-//! Its schema is written by hand, unlike the README's server
-//! (`Tool::input::<T>()`): this is the binary the benchmarks measure, in
-//! the smallest build too, which leaves out the `schemars` feature.
+//! Its schema is written by hand, unlike the README's server (which
+//! advertises the schema derived from its argument type): this is the
+//! binary the benchmarks measure, in the smallest build too, which leaves
+//! out the `schemars` feature. With `schemars` on, a typed tool's argument
+//! type must derive `JsonSchema` (`ToolArguments`), hence the `cfg_attr`;
+//! the hand-written schema still wins.
 //!
 //! ```text
 //! $ cargo run --release --example echo
@@ -18,6 +21,7 @@ use serde::Deserialize;
 use serde_json::json;
 
 #[derive(Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 struct EchoArgs {
     text: String,
 }

@@ -20,7 +20,7 @@
 //!     text: String,
 //! }
 //!
-//! let echo = Tool::new("echo", "Returns its text.").input::<Echo>();
+//! let echo = Tool::new("echo", "Returns its text.");
 //! let server = Server::builder("echo", "1.0.0")
 //!     .inline_tool(echo, |_ctx, args: Echo| Ok(CallToolResult::text(args.text)))
 //!     .build();
@@ -35,10 +35,12 @@
 //! Handlers are closures that take a [`RequestContext`] and their
 //! parameters. Tool arguments arrive as the handler's own
 //! `serde::Deserialize` type, whose `schemars::JsonSchema` derive gives the
-//! tool its `inputSchema` ([`types::Tool::input`], feature `schemars`, on by
-//! default; [`ServerBuilder::structured_tool`] adds a typed output,
-//! [`ServerBuilder::typed_prompt`] typed prompt arguments); a mismatch is
-//! answered with `-32602` before the handler runs. A tool that ran and
+//! tool its `inputSchema` ([`ToolArguments`], feature `schemars`, on by
+//! default; `ServerBuilder::structured_tool` adds a typed output,
+//! `ServerBuilder::typed_prompt` typed prompt arguments). Arguments that do
+//! not fit are answered before the handler runs with a tool result that
+//! tells the model which field is wrong and what it must be (`isError`);
+//! an unknown tool is `-32602`. A tool that ran and
 //! failed returns a result with `is_error` set
 //! ([`types::CallToolResult::error_text`]), which the model sees; `Err(ErrorObject)` is for protocol errors. Every request's `_meta`
 //! is validated first (spec: every request carries its protocol version and
@@ -72,12 +74,12 @@
 //! "The command line").
 //!
 //! ```
-//! # #[cfg(all(feature = "server", feature = "client"))] fn main() -> Result<(), mcp_stdio::Error> {
+//! # #[cfg(all(feature = "server", feature = "client", feature = "schemars"))] fn main() -> Result<(), mcp_stdio::Error> {
 //! use mcp_stdio::types::{CallToolResult, ContentBlock, Tool};
 //! use mcp_stdio::{Client, Outcome, Server, Transport};
 //! use serde_json::json;
 //!
-//! #[derive(serde::Deserialize)]
+//! #[derive(serde::Deserialize, schemars::JsonSchema)]
 //! struct Echo {
 //!     text: String,
 //! }
@@ -100,7 +102,7 @@
 //! client.close()?; // closes the server's input: `serve` returns
 //! serving.join().unwrap()?;
 //! # Ok(()) }
-//! # #[cfg(not(all(feature = "server", feature = "client")))] fn main() {}
+//! # #[cfg(not(all(feature = "server", feature = "client", feature = "schemars")))] fn main() {}
 //! ```
 //!
 //! `examples/client.rs` prints what any stdio server offers, modern or
@@ -416,6 +418,9 @@ pub use jsonrpc::{ErrorObject, RequestId, error_code};
 pub use outcome::{Outcome, PromptArguments, ToolOutcome};
 // Each from the module that defines it (tests/it/module_graph.rs reads
 // these paths).
+#[cfg(feature = "server")]
+#[cfg_attr(docsrs, doc(cfg(feature = "server")))]
+pub use server::arguments::ToolArguments;
 #[cfg(feature = "server")]
 #[cfg_attr(docsrs, doc(cfg(feature = "server")))]
 pub use server::builder::ServerBuilder;

@@ -27,22 +27,26 @@ struct State {
 }
 
 #[derive(Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 struct EchoArgs {
     text: String,
 }
 
 #[derive(Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 struct AddArgs {
     a: f64,
     b: f64,
 }
 
 #[derive(Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 struct SlowArgs {
     ms: u64,
 }
 
 #[derive(Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 struct ProgressArgs {
     #[serde(default = "three")]
     steps: u64,
@@ -53,6 +57,7 @@ fn three() -> u64 {
 }
 
 #[derive(Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 struct BigArgs {
     bytes: usize,
 }
