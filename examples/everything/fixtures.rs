@@ -243,11 +243,9 @@ pub fn register(builder: ServerBuilder) -> ServerBuilder {
             },
         )
         .inline_resource(
-            Resource {
-                mime_type: Some("text/plain".into()),
-                description: Some("A counter that the bump tool increments.".into()),
-                ..Resource::new("mem://counter", "counter")
-            },
+            Resource::new("mem://counter", "counter")
+                .mime_type("text/plain")
+                .description("A counter that the bump tool increments."),
             move |_ctx, req| {
                 let value = read_state.counter.load(Ordering::Relaxed).to_string();
                 Ok(ReadResourceResult::new(vec![text_contents(
