@@ -5,9 +5,12 @@
 //! `MCP_BENCH_WORK_US=200` in the environment each call does 200 µs of CPU
 //! work first (a handler that does real work).
 //!
-//! Its schema is written by hand, unlike the README's server
-//! (`Tool::input::<T>()`): this is the binary the benchmarks measure, in
-//! the smallest build too, which leaves out the `schemars` feature.
+//! Its schema is written by hand, unlike the README's server (which
+//! advertises the schema derived from its argument type): this is the
+//! binary the benchmarks measure, in the smallest build too, which leaves
+//! out the `schemars` feature. With `schemars` on, a typed tool's argument
+//! type must derive `JsonSchema` (`ToolArguments`), hence the `cfg_attr`;
+//! the hand-written schema still wins.
 //!
 //! ```text
 //! $ cargo run --release --example echo
@@ -21,6 +24,7 @@ use serde::Deserialize;
 use serde_json::json;
 
 #[derive(Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 struct EchoArgs {
     text: String,
 }

@@ -20,7 +20,7 @@
 //!     text: String,
 //! }
 //!
-//! let echo = Tool::new("echo", "Returns its text.").input::<Echo>();
+//! let echo = Tool::new("echo", "Returns its text.");
 //! let server = Server::builder("echo", "1.0.0")
 //!     .inline_tool(echo, |_ctx, args: Echo| Ok(CallToolResult::text(args.text)))
 //!     .build();
@@ -35,10 +35,12 @@
 //! Handlers are closures that take a [`RequestContext`] and their
 //! parameters. Tool arguments arrive as the handler's own
 //! `serde::Deserialize` type, whose `schemars::JsonSchema` derive gives the
-//! tool its `inputSchema` ([`types::Tool::input`], feature `schemars`, on by
-//! default; [`ServerBuilder::structured_tool`] adds a typed output,
-//! [`ServerBuilder::typed_prompt`] typed prompt arguments); a mismatch is
-//! answered with `-32602` before the handler runs. A tool that ran and
+//! tool its `inputSchema` ([`ToolArguments`], feature `schemars`, on by
+//! default; `ServerBuilder::structured_tool` adds a typed output,
+//! `ServerBuilder::typed_prompt` typed prompt arguments). Arguments that do
+//! not fit are answered before the handler runs with a tool result that
+//! tells the model which field is wrong and what it must be (`isError`);
+//! an unknown tool is `-32602`. A tool that ran and
 //! failed returns a result with `is_error` set
 //! ([`types::CallToolResult::error_text`]), which the model sees; `Err(ErrorObject)` is for protocol errors. Every request's `_meta`
 //! is validated first (spec: every request carries its protocol version and
@@ -72,12 +74,12 @@
 //! "The command line").
 //!
 //! ```
-//! # #[cfg(all(feature = "server", feature = "client"))] fn main() -> Result<(), mcp_stdio::Error> {
+//! # #[cfg(all(feature = "server", feature = "client", feature = "schemars"))] fn main() -> Result<(), mcp_stdio::Error> {
 //! use mcp_stdio::types::{CallToolResult, ContentBlock, Tool};
 //! use mcp_stdio::{Client, Outcome, Server, Transport};
 //! use serde_json::json;
 //!
-//! #[derive(serde::Deserialize)]
+//! #[derive(serde::Deserialize, schemars::JsonSchema)]
 //! struct Echo {
 //!     text: String,
 //! }
@@ -100,7 +102,7 @@
 //! client.close()?; // closes the server's input: `serve` returns
 //! serving.join().unwrap()?;
 //! # Ok(()) }
-//! # #[cfg(not(all(feature = "server", feature = "client")))] fn main() {}
+//! # #[cfg(not(all(feature = "server", feature = "client", feature = "schemars")))] fn main() {}
 //! ```
 //!
 //! `examples/client.rs` prints what any stdio server offers, modern or
@@ -370,6 +372,110 @@
 //!
 //! [Model Context Protocol]: https://modelcontextprotocol.io
 
+// The guide above links both halves of the crate. A build without one of
+// them (`--no-default-features --features server`, say) has no item to
+// link to, so there its links lead to the "Cargo features" section,
+// which says what the missing feature adds, instead of being unresolved
+// (a warning). The build with every feature (docs.rs) links every item.
+// Links to the client, without `client`.
+#![cfg_attr(
+    not(feature = "client"),
+    doc = "
+[`Client`]: crate#cargo-features
+[`Client::call_tool`]: crate#cargo-features
+[`Client::call_tool_with`]: crate#cargo-features
+[`Client::close`]: crate#cargo-features
+[`Client::complete`]: crate#cargo-features
+[`Client::connect`]: crate#cargo-features
+[`Client::discover`]: crate#cargo-features
+[`Client::get_prompt`]: crate#cargo-features
+[`Client::list_tools`]: crate#cargo-features
+[`Client::listen`]: crate#cargo-features
+[`Client::ping`]: crate#cargo-features
+[`Client::prompts`]: crate#cargo-features
+[`Client::read_resource`]: crate#cargo-features
+[`Client::request`]: crate#cargo-features
+[`Client::request_outcome`]: crate#cargo-features
+[`Client::resource_templates`]: crate#cargo-features
+[`Client::resources`]: crate#cargo-features
+[`Client::spawn`]: crate#cargo-features
+[`Client::start_request`]: crate#cargo-features
+[`Client::start_tool_call`]: crate#cargo-features
+[`Client::task`]: crate#cargo-features
+[`Client::tools`]: crate#cargo-features
+[`ClientBuilder::on_elicitation`]: crate#cargo-features
+[`ClientBuilder::on_log`]: crate#cargo-features
+[`ClientBuilder::tasks`]: crate#cargo-features
+[`ClientBuilder::trace`]: crate#cargo-features
+[`ClientBuilder::wire`]: crate#cargo-features
+[`EraPolicy`]: crate#cargo-features
+[`PendingCall`]: crate#cargo-features
+[`PendingCall::cancel`]: crate#cargo-features
+[`RequestOptions`]: crate#cargo-features
+[`RequestOptions::log`]: crate#cargo-features
+[`RequestOptions::on_progress`]: crate#cargo-features
+[`RequestOptions::timeout`]: crate#cargo-features
+[`RestartPolicy`]: crate#cargo-features
+[`Subscription`]: crate#cargo-features
+[`SubscriptionEvent::TaskStatus`]: crate#cargo-features
+[`TaskHandle`]: crate#cargo-features
+"
+)]
+// Links to the server, without `server`.
+#![cfg_attr(
+    not(feature = "server"),
+    doc = "
+[`MemoryTaskStore`]: crate#cargo-features
+[`Notifier`]: crate#cargo-features
+[`RequestContext`]: crate#cargo-features
+[`RequestContext::ask`]: crate#cargo-features
+[`RequestContext::is_cancelled`]: crate#cargo-features
+[`RequestContext::log`]: crate#cargo-features
+[`RequestContext::progress`]: crate#cargo-features
+[`RequestContext::request_state`]: crate#cargo-features
+[`Server`]: crate#cargo-features
+[`ServerBuilder`]: crate#cargo-features
+[`ServerBuilder::completion`]: crate#cargo-features
+[`ServerBuilder::inline_tool`]: crate#cargo-features
+[`ServerBuilder::max_running`]: crate#cargo-features
+[`ServerBuilder::modern_only`]: crate#cargo-features
+[`ServerBuilder::prompt`]: crate#cargo-features
+[`ServerBuilder::queue_limit`]: crate#cargo-features
+[`ServerBuilder::resource`]: crate#cargo-features
+[`ServerBuilder::resource_subscription_filter`]: crate#cargo-features
+[`ServerBuilder::resource_template`]: crate#cargo-features
+[`ServerBuilder::shutdown_grace`]: crate#cargo-features
+[`ServerBuilder::task_tool`]: crate#cargo-features
+[`ServerBuilder::tool`]: crate#cargo-features
+[`StopHandle::stop`]: crate#cargo-features
+[`TaskMode`]: crate#cargo-features
+[`TaskStore`]: crate#cargo-features
+[`ToolArguments`]: crate#cargo-features
+"
+)]
+// Links to the typed server, without `server` and `schemars`.
+#![cfg_attr(
+    not(all(feature = "server", feature = "schemars")),
+    doc = "
+[`ServerBuilder::structured_tool`]: crate#cargo-features
+[`ServerBuilder::typed_prompt`]: crate#cargo-features
+"
+)]
+// Links to derived schemas, without `schemars`.
+#![cfg_attr(
+    not(feature = "schemars"),
+    doc = "
+[`types::Tool::input`]: crate#cargo-features
+[`types::ElicitRequestedSchema::for_type`]: crate#cargo-features
+"
+)]
+// Links to signal handling, without `signals`.
+#![cfg_attr(
+    not(feature = "signals"),
+    doc = "
+[`signal::stop_on_signals`]: crate#cargo-features
+"
+)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 #![deny(unsafe_code)]
 #![deny(missing_docs)]
@@ -414,6 +520,9 @@ pub use jsonrpc::{ErrorObject, RequestId, error_code};
 pub use outcome::{Outcome, PromptArguments, ToolOutcome};
 // Each from the module that defines it (tests/it/module_graph.rs reads
 // these paths).
+#[cfg(feature = "server")]
+#[cfg_attr(docsrs, doc(cfg(feature = "server")))]
+pub use server::arguments::ToolArguments;
 #[cfg(feature = "server")]
 #[cfg_attr(docsrs, doc(cfg(feature = "server")))]
 pub use server::builder::ServerBuilder;

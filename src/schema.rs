@@ -53,6 +53,22 @@ pub(crate) fn object_schema_of<T: JsonSchema>(what: &str) -> Value {
     schema
 }
 
+/// A typed tool's input schema unless it names one: `T`'s object schema,
+/// or `None` for a type that takes any JSON (`serde_json::Value`), whose
+/// tool keeps `{"type":"object"}`.
+///
+/// # Panics
+///
+/// As [`object_schema_of`].
+pub(crate) fn input_schema_of<T: JsonSchema>() -> Option<Value> {
+    let schema = schema_of::<T>();
+    let says_something = schema.as_object().is_some_and(|map| {
+        map.keys()
+            .any(|k| !matches!(k.as_str(), "$schema" | "title" | "description"))
+    });
+    says_something.then(|| object_schema_of::<T>("input schema"))
+}
+
 /// A prompt's arguments from the fields of `T`: name, title and
 /// description from the schema, required unless the field is optional.
 pub(crate) fn prompt_arguments_of<T: JsonSchema>() -> Vec<PromptArgument> {

@@ -90,6 +90,7 @@ fn main() {
 /// `examples/echo.rs`.
 fn serve_echo() -> Result<(), String> {
     #[derive(Deserialize)]
+    #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
     struct EchoArgs {
         text: String,
     }

@@ -99,6 +99,7 @@ fn the_server_keeps_every_rule_under_storm() {
 // --- The server --------------------------------------------------------
 
 #[derive(Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 struct Args {
     token: String,
     #[serde(default)]

@@ -73,10 +73,12 @@ fn main() {
 
 fn run_server() -> ! {
     #[derive(Deserialize)]
+    #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
     struct EchoArgs {
         text: String,
     }
     #[derive(Deserialize)]
+    #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
     struct SlowArgs {
         ms: u64,
         /// What to answer with (default `slept <ms> ms`), so concurrent
@@ -85,6 +87,7 @@ fn run_server() -> ! {
         text: Option<String>,
     }
     #[derive(Deserialize)]
+    #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
     struct BigArgs {
         bytes: usize,
     }

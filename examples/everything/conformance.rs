@@ -245,11 +245,9 @@ fn json_schema_2020_12() -> Value {
 fn resources(builder: ServerBuilder) -> ServerBuilder {
     builder
         .inline_resource(
-            Resource {
-                description: Some("A static text resource.".into()),
-                mime_type: Some("text/plain".into()),
-                ..Resource::new("test://static-text", "static-text")
-            },
+            Resource::new("test://static-text", "static-text")
+                .description("A static text resource.")
+                .mime_type("text/plain"),
             |_ctx, req| {
                 Ok(ReadResourceResult::new(vec![text_contents(
                     &req.uri,
@@ -259,19 +257,15 @@ fn resources(builder: ServerBuilder) -> ServerBuilder {
             },
         )
         .inline_resource(
-            Resource {
-                description: Some("A static binary resource (a 1x1 PNG).".into()),
-                mime_type: Some("image/png".into()),
-                ..Resource::new("test://static-binary", "static-binary")
-            },
+            Resource::new("test://static-binary", "static-binary")
+                .description("A static binary resource (a 1x1 PNG).")
+                .mime_type("image/png"),
             |_ctx, req| Ok(ReadResourceResult::new(vec![png_blob(&req.uri).into()])),
         )
         .inline_resource(
-            Resource {
-                description: Some("A resource for subscription scenarios.".into()),
-                mime_type: Some("text/plain".into()),
-                ..Resource::new("test://watched-resource", "watched-resource")
-            },
+            Resource::new("test://watched-resource", "watched-resource")
+                .description("A resource for subscription scenarios.")
+                .mime_type("text/plain"),
             |_ctx, req| {
                 Ok(ReadResourceResult::new(vec![text_contents(
                     &req.uri,
@@ -281,11 +275,9 @@ fn resources(builder: ServerBuilder) -> ServerBuilder {
             },
         )
         .resource_template(
-            ResourceTemplate {
-                description: Some("Data by id.".into()),
-                mime_type: Some("application/json".into()),
-                ..ResourceTemplate::new("test://template/{id}/data", "template-data")
-            },
+            ResourceTemplate::new("test://template/{id}/data", "template-data")
+                .description("Data by id.")
+                .mime_type("application/json"),
             |_ctx, req| {
                 let id = req.variables.get("id").map_or("", String::as_str);
                 let text =

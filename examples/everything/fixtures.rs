@@ -27,22 +27,26 @@ struct State {
 }
 
 #[derive(Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 struct EchoArgs {
     text: String,
 }
 
 #[derive(Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 struct AddArgs {
     a: f64,
     b: f64,
 }
 
 #[derive(Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 struct SlowArgs {
     ms: u64,
 }
 
 #[derive(Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 struct ProgressArgs {
     #[serde(default = "three")]
     steps: u64,
@@ -53,6 +57,7 @@ fn three() -> u64 {
 }
 
 #[derive(Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 struct BigArgs {
     bytes: usize,
 }
@@ -238,11 +243,9 @@ pub fn register(builder: ServerBuilder) -> ServerBuilder {
             },
         )
         .inline_resource(
-            Resource {
-                mime_type: Some("text/plain".into()),
-                description: Some("A counter that the bump tool increments.".into()),
-                ..Resource::new("mem://counter", "counter")
-            },
+            Resource::new("mem://counter", "counter")
+                .mime_type("text/plain")
+                .description("A counter that the bump tool increments."),
             move |_ctx, req| {
                 let value = read_state.counter.load(Ordering::Relaxed).to_string();
                 Ok(ReadResourceResult::new(vec![text_contents(

@@ -43,11 +43,13 @@ fn field(answers: &InputResponses, key: &str, field: &str) -> Option<Value> {
 }
 
 #[derive(Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 struct Greet {
     name: String,
 }
 
 #[derive(Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 struct SlowCompute {
     seconds: u64,
     #[serde(default)]
@@ -55,6 +57,7 @@ struct SlowCompute {
 }
 
 #[derive(Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 struct ConfirmDelete {
     filename: String,
 }

@@ -5,11 +5,11 @@ use std::fmt;
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
-use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::jsonrpc::ErrorObject;
 use crate::outcome::{Outcome, PromptArguments, ToolOutcome};
+use crate::server::arguments::{ToolArguments, advertised};
 use crate::server::connections::Connections;
 use crate::server::context::RequestContext;
 use crate::server::handlers::{
@@ -115,23 +115,34 @@ impl ServerBuilder {
     ///
     /// The handler gets the call's `arguments` deserialized into `T` (use
     /// `serde_json::Value` to take them raw; a call without `arguments`
-    /// reads as `{}`). A mismatch is answered with `-32602` and serde's
-    /// message, without calling the handler.
+    /// reads as `{}`). With the `schemars` feature the tool advertises
+    /// `T`'s schema as its `inputSchema`, unless the [`Tool`] was given
+    /// one ([`ToolArguments`]). Arguments that do not fit `T` are answered
+    /// without calling the handler, with a result whose `isError` is
+    /// `true` and whose text names the field and what it must be, for the
+    /// model to correct its call (spec server/tools, "Error Handling"). An
+    /// unknown tool, or `arguments` that is not an object, is `-32602`.
     ///
     /// Two kinds of failure, on purpose: return `Ok` with a result whose
     /// `is_error` is `true` (see [`CallToolResult::error_text`]) when the
     /// tool ran and failed, so the model sees what went wrong and can
     /// correct itself; return `Err(ErrorObject)` only for protocol errors
-    /// (bad arguments, a missing client capability), which the host handles
-    /// and the model usually never sees.
+    /// (a missing client capability, say), which the host handles and the
+    /// model usually never sees.
+    ///
+    /// # Panics
+    ///
+    /// With `schemars`, when the tool has no input schema of its own and
+    /// `T` is not a struct or a map (a tool's arguments are an object).
     ///
     /// [`CallToolResult::error_text`]: crate::types::CallToolResult::error_text
     pub fn tool<T, R, F>(mut self, tool: Tool, handler: F) -> Self
     where
-        T: DeserializeOwned,
+        T: ToolArguments,
         R: Into<ToolOutcome>,
         F: Fn(&RequestContext, T) -> Result<R, ErrorObject> + Send + Sync + 'static,
     {
+        let tool = advertised::<T>(tool);
         self.registry.add_tool(tool, typed_tool(handler), false);
         self
     }
@@ -140,21 +151,22 @@ impl ServerBuilder {
     /// that it is cheap and never blocks. Otherwise as [`ServerBuilder::tool`].
     pub fn inline_tool<T, R, F>(mut self, tool: Tool, handler: F) -> Self
     where
-        T: DeserializeOwned,
+        T: ToolArguments,
         R: Into<ToolOutcome>,
         F: Fn(&RequestContext, T) -> Result<R, ErrorObject> + Send + Sync + 'static,
     {
+        let tool = advertised::<T>(tool);
         self.registry.add_tool(tool, typed_tool(handler), true);
         self
     }
 
     /// Registers a tool with typed input and output, on the worker pool:
-    /// its `inputSchema` is derived from `T`, its `outputSchema` from the
-    /// handler's output type `O`,
+    /// its `inputSchema` is derived from `T` (unless the [`Tool`] has one),
+    /// its `outputSchema` from the handler's output type `O`,
     /// and each result carries the handler's `O` as `structuredContent`
     /// plus the same JSON as a text block. Arguments are read as for
-    /// [`ServerBuilder::tool`] (`-32602` with serde's message on a
-    /// mismatch); an `O` that does not serialize to an object is `-32603`.
+    /// [`ServerBuilder::tool`] (a result with `isError: true` saying what
+    /// did not fit); an `O` that does not serialize to an object is `-32603`.
     /// The handler returns `O`, or `Outcome<O>` when it may ask the client
     /// for input ([`StructuredOutput`]).
     ///
@@ -191,11 +203,11 @@ impl ServerBuilder {
     #[cfg_attr(docsrs, doc(cfg(feature = "schemars")))]
     pub fn structured_tool<T, R, F>(mut self, tool: Tool, handler: F) -> Self
     where
-        T: DeserializeOwned + schemars::JsonSchema,
+        T: ToolArguments,
         R: StructuredOutput,
         F: Fn(&RequestContext, T) -> Result<R, ErrorObject> + Send + Sync + 'static,
     {
-        let tool = tool.input::<T>().output::<R::Output>();
+        let tool = advertised::<T>(tool).output::<R::Output>();
         self.registry
             .add_tool(tool, structured_tool(handler), false);
         self
@@ -207,11 +219,11 @@ impl ServerBuilder {
     #[cfg_attr(docsrs, doc(cfg(feature = "schemars")))]
     pub fn inline_structured_tool<T, R, F>(mut self, tool: Tool, handler: F) -> Self
     where
-        T: DeserializeOwned + schemars::JsonSchema,
+        T: ToolArguments,
         R: StructuredOutput,
         F: Fn(&RequestContext, T) -> Result<R, ErrorObject> + Send + Sync + 'static,
     {
-        let tool = tool.input::<T>().output::<R::Output>();
+        let tool = advertised::<T>(tool).output::<R::Output>();
         self.registry.add_tool(tool, structured_tool(handler), true);
         self
     }
@@ -299,7 +311,7 @@ impl ServerBuilder {
     #[cfg_attr(docsrs, doc(cfg(feature = "schemars")))]
     pub fn typed_prompt<T, R, F>(mut self, prompt: Prompt, handler: F) -> Self
     where
-        T: DeserializeOwned + schemars::JsonSchema,
+        T: serde::de::DeserializeOwned + schemars::JsonSchema,
         R: Into<Outcome<GetPromptResult>>,
         F: Fn(&RequestContext, T) -> Result<R, ErrorObject> + Send + Sync + 'static,
     {

@@ -198,7 +198,7 @@ impl RequestContext {
 
     /// The answer to the elicitation form asked under `key`, read into
     /// `T` (typically the type the form was built from, see
-    /// [`ElicitRequestedSchema::for_type`](crate::types::ElicitRequestedSchema::for_type)):
+    /// `types::ElicitRequestedSchema::for_type`, feature `schemars`):
     /// `Ok(None)` before the client answered, `-32602` when the submitted
     /// fields do not fit `T`.
     ///

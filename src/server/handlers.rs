@@ -10,6 +10,7 @@ use serde_json::Value;
 
 use crate::jsonrpc::ErrorObject;
 use crate::outcome::{Outcome, PromptArguments, ToolOutcome};
+use crate::server::arguments::read_arguments;
 use crate::server::context::RequestContext;
 use crate::types::{CompleteRequestParams, CompleteResult, GetPromptResult, ReadResourceResult};
 
@@ -28,11 +29,12 @@ pub struct ResourceRequest {
 pub(crate) type ToolFn =
     dyn Fn(&RequestContext, Option<&str>) -> Result<ToolOutcome, ErrorObject> + Send + Sync;
 
-/// A stored task gate (see
-/// [`ServerBuilder::task_tool_with_gate`](crate::ServerBuilder::task_tool_with_gate)):
-/// the arguments as for [`ToolFn`].
+/// A stored task gate, run before a task is created (the arguments as for
+/// [`ToolFn`]): `None` to create the task, or the answer to give instead
+/// (the arguments did not fit, or the gate asks for input first; see
+/// [`ServerBuilder::task_tool_with_gate`](crate::ServerBuilder::task_tool_with_gate)).
 pub(crate) type GateFn =
-    dyn Fn(&RequestContext, Option<&str>) -> Result<Outcome<()>, ErrorObject> + Send + Sync;
+    dyn Fn(&RequestContext, Option<&str>) -> Result<Option<ToolOutcome>, ErrorObject> + Send + Sync;
 
 /// A stored resource handler.
 pub(crate) type ResourceFn = dyn Fn(&RequestContext, &ResourceRequest) -> Result<Outcome<ReadResourceResult>, ErrorObject>
@@ -53,32 +55,40 @@ pub(crate) type CompletionFn = dyn Fn(&RequestContext, CompleteRequestParams) ->
 pub(crate) type MethodFn =
     dyn Fn(&RequestContext, Value) -> Result<Value, ErrorObject> + Send + Sync;
 
-/// Wraps a typed tool handler: the arguments object is deserialized into
-/// `T` (an absent `arguments` reads as `{}`), and a mismatch is `-32602`
-/// with serde's message.
+/// Wraps a typed tool handler: the arguments object is read into `T` (an
+/// absent `arguments` reads as `{}`); when it does not fit, the call's
+/// result is the tool error that tells the model why, and the handler is
+/// not called.
 pub(crate) fn typed_tool<T, R, F>(handler: F) -> Arc<ToolFn>
 where
     T: DeserializeOwned,
     R: Into<ToolOutcome>,
     F: Fn(&RequestContext, T) -> Result<R, ErrorObject> + Send + Sync + 'static,
 {
-    Arc::new(move |ctx: &RequestContext, args: Option<&str>| {
-        let args: T = serde_json::from_str(args.unwrap_or("{}"))
-            .map_err(|e| ErrorObject::invalid_params(format!("invalid tool arguments: {e}")))?;
-        handler(ctx, args).map(Into::into)
-    })
+    Arc::new(
+        move |ctx: &RequestContext, args: Option<&str>| match read_arguments(args) {
+            Ok(args) => handler(ctx, args).map(Into::into),
+            Err(wrong) => Ok(Outcome::Complete(wrong)),
+        },
+    )
 }
 
-/// Wraps a typed task gate: the arguments read as for [`typed_tool`].
+/// Wraps a typed task gate: the arguments read as for [`typed_tool`],
+/// before the gate runs and before any task exists.
 pub(crate) fn typed_gate<T, G>(gate: G) -> Arc<GateFn>
 where
     T: DeserializeOwned,
     G: Fn(&RequestContext, &T) -> Result<Outcome<()>, ErrorObject> + Send + Sync + 'static,
 {
     Arc::new(move |ctx: &RequestContext, args: Option<&str>| {
-        let args: T = serde_json::from_str(args.unwrap_or("{}"))
-            .map_err(|e| ErrorObject::invalid_params(format!("invalid tool arguments: {e}")))?;
-        gate(ctx, &args)
+        let args: T = match read_arguments(args) {
+            Ok(args) => args,
+            Err(wrong) => return Ok(Some(Outcome::Complete(wrong))),
+        };
+        Ok(match gate(ctx, &args)? {
+            Outcome::Complete(()) => None,
+            Outcome::InputRequired(asked) => Some(Outcome::InputRequired(asked)),
+        })
     })
 }
 

@@ -5,6 +5,7 @@
 //! framing, the threads, the bookkeeping (what is in flight, what was
 //! cancelled) and the spec's rules.
 
+pub(crate) mod arguments;
 pub(crate) mod builder;
 pub(crate) mod cancel;
 pub(crate) mod conn;
@@ -37,7 +38,6 @@ use std::fmt;
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
-use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use context::RequestContext;
@@ -205,10 +205,11 @@ impl Server {
     /// [`ServerBuilder::tool`](crate::ServerBuilder::tool).
     pub fn add_tool<T, R, F>(&self, tool: Tool, handler: F)
     where
-        T: DeserializeOwned,
+        T: arguments::ToolArguments,
         R: Into<ToolOutcome>,
         F: Fn(&RequestContext, T) -> Result<R, ErrorObject> + Send + Sync + 'static,
     {
+        let tool = arguments::advertised::<T>(tool);
         self.inner
             .registry_mut()
             .add_tool(tool, typed_tool(handler), false);

@@ -54,6 +54,48 @@ impl Resource {
             meta: None,
         }
     }
+
+    /// The same resource with this display title.
+    pub fn title(mut self, title: impl Into<String>) -> Resource {
+        self.title = Some(title.into());
+        self
+    }
+
+    /// The same resource with this description, for the model.
+    pub fn description(mut self, description: impl Into<String>) -> Resource {
+        self.description = Some(description.into());
+        self
+    }
+
+    /// The same resource with this MIME type.
+    pub fn mime_type(mut self, mime_type: impl Into<String>) -> Resource {
+        self.mime_type = Some(mime_type.into());
+        self
+    }
+
+    /// The same resource with these annotations.
+    pub fn annotations(mut self, annotations: Annotations) -> Resource {
+        self.annotations = Some(annotations);
+        self
+    }
+
+    /// The same resource with this size in bytes (before any encoding).
+    pub fn size(mut self, size: u64) -> Resource {
+        self.size = Some(size);
+        self
+    }
+
+    /// The same resource with these icons.
+    pub fn icons(mut self, icons: Vec<Icon>) -> Resource {
+        self.icons = Some(icons);
+        self
+    }
+
+    /// The same resource with this `_meta`.
+    pub fn meta(mut self, meta: Meta) -> Resource {
+        self.meta = Some(meta);
+        self
+    }
 }
 
 impl From<Resource> for ResourceLink {
@@ -114,6 +156,42 @@ impl ResourceTemplate {
             icons: None,
             meta: None,
         }
+    }
+
+    /// The same template with this display title.
+    pub fn title(mut self, title: impl Into<String>) -> ResourceTemplate {
+        self.title = Some(title.into());
+        self
+    }
+
+    /// The same template with this description, for the model.
+    pub fn description(mut self, description: impl Into<String>) -> ResourceTemplate {
+        self.description = Some(description.into());
+        self
+    }
+
+    /// The same template with the MIME type of every resource it matches.
+    pub fn mime_type(mut self, mime_type: impl Into<String>) -> ResourceTemplate {
+        self.mime_type = Some(mime_type.into());
+        self
+    }
+
+    /// The same template with these annotations.
+    pub fn annotations(mut self, annotations: Annotations) -> ResourceTemplate {
+        self.annotations = Some(annotations);
+        self
+    }
+
+    /// The same template with these icons.
+    pub fn icons(mut self, icons: Vec<Icon>) -> ResourceTemplate {
+        self.icons = Some(icons);
+        self
+    }
+
+    /// The same template with this `_meta`.
+    pub fn meta(mut self, meta: Meta) -> ResourceTemplate {
+        self.meta = Some(meta);
+        self
     }
 }
 
@@ -264,4 +342,38 @@ pub struct ResourceUpdatedNotificationParams {
     /// Notification metadata, such as `io.modelcontextprotocol/subscriptionId`.
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
     pub meta: Option<Meta>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn resource_builders_set_every_field_of_the_schema() {
+        let mut meta = Meta::new();
+        meta.insert("k".into(), serde_json::json!(1));
+        let resource = Resource::new("file:///a.txt", "a")
+            .title("A")
+            .description("The letter a.")
+            .mime_type("text/plain")
+            .annotations(Annotations::default())
+            .size(1)
+            .icons(vec![])
+            .meta(meta.clone());
+        assert_eq!(
+            serde_json::to_string(&resource).unwrap(),
+            r#"{"uri":"file:///a.txt","name":"a","title":"A","description":"The letter a.","mimeType":"text/plain","annotations":{},"size":1,"icons":[],"_meta":{"k":1}}"#
+        );
+        let template = ResourceTemplate::new("file:///{path}", "files")
+            .title("Files")
+            .description("Any file.")
+            .mime_type("text/plain")
+            .annotations(Annotations::default())
+            .icons(vec![])
+            .meta(meta);
+        assert_eq!(
+            serde_json::to_string(&template).unwrap(),
+            r#"{"uriTemplate":"file:///{path}","name":"files","title":"Files","description":"Any file.","mimeType":"text/plain","annotations":{},"icons":[],"_meta":{"k":1}}"#
+        );
+    }
 }

@@ -1637,9 +1637,15 @@ fn everything_call_tool_echo_fail_unknown() -> Result<String, String> {
             ));
         }
     }
-    // Bad arguments are the server's -32602 too, and the connection lives on.
+    // Bad arguments are a tool error the model reads, and the connection
+    // lives on.
     match client.call_tool("echo", json!({ "text": 7 })) {
-        Err(Error::Rpc(e)) => ensure!(e.code == -32602, "echo with a number: {e:?}"),
+        Ok(Outcome::Complete(result)) => ensure!(
+            result.is_error == Some(true)
+                && serde_json::to_string(&result.content).is_ok_and(|text| text
+                    .contains("Invalid arguments: `text` must be a string, not the integer 7.")),
+            "echo with a number: {result:?}"
+        ),
         other => return Err(format!("echo with a number: {other:?}")),
     }
     expect_text(

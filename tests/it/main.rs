@@ -13,6 +13,7 @@ mod fixtures;
 
 mod support;
 
+mod arguments;
 mod bad_input;
 mod cancellation;
 #[cfg(feature = "client")]

@@ -3,7 +3,6 @@
 
 use mcp_stdio::types::{CallToolResult, ContentBlock, Tool};
 use mcp_stdio::{ErrorObject, Server};
-use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::support::{Peer, call, error, request};
@@ -81,12 +80,15 @@ fn tool_named<'a>(resp: &'a Value, name: &str) -> &'a Value {
         .unwrap_or_else(|| panic!("{name} is not listed"))
 }
 
-/// serde's message for reading `args` as `T`, as the server reports it.
-fn serde_message<T: for<'de> Deserialize<'de>>(args: &str) -> String {
-    match serde_json::from_str::<T>(args) {
-        Ok(_) => panic!("{args} should not deserialize"),
-        Err(e) => format!("invalid params: invalid tool arguments: {e}"),
-    }
+/// The `isError` result a call with arguments that do not fit gets, for
+/// the model to read.
+pub(crate) fn wrong_arguments(peer: &Peer, id: impl Into<Value>, detail: &str) -> Value {
+    let text =
+        format!("Invalid arguments: {detail}. Correct the arguments and call the tool again.");
+    peer.result(
+        id,
+        json!({ "content": [{ "type": "text", "text": text }], "isError": true }),
+    )
 }
 
 #[test]
@@ -283,16 +285,10 @@ fn add_returns_structured_content() {
             })
         )
     );
-    // Missing b.
-    #[derive(Deserialize)]
-    #[allow(dead_code)]
-    struct AddArgs {
-        a: f64,
-        b: f64,
-    }
+    // Missing b: a tool error the model can correct.
     assert_eq!(
         peer.ask(&call(3, "add", json!({ "a": 1 }))),
-        error(3, -32602, &serde_message::<AddArgs>(r#"{"a":1}"#))
+        wrong_arguments(&peer, 3, "the required field `b` is missing")
     );
     peer.finish_quietly();
 }
@@ -327,44 +323,38 @@ fn tool_execution_errors_are_results() {
     peer.finish_quietly();
 }
 
-#[derive(Deserialize)]
-#[allow(dead_code)]
-struct EchoArgs {
-    text: String,
-}
-
+/// Spec 2026-07-28 server/tools, "Error Handling": arguments that do not
+/// fit the tool are a tool execution error (`isError: true`) whose text
+/// says which field and what it must be; only arguments that are not an
+/// object break the request and are `-32602`.
 #[test]
-fn typed_argument_mismatch_is_invalid_params() {
+fn typed_argument_mismatch_is_a_tool_error() {
     let server = crate::everything::build();
     let mut peer = Peer::start(&server);
-    let resp = peer.ask(&call(1, "echo", json!({ "text": 5 })));
+    peer.send(&call(1, "echo", json!({ "text": 5 })));
+    let meta = serde_json::to_string(&peer.server_meta).unwrap();
     assert_eq!(
-        resp,
-        error(1, -32602, &serde_message::<EchoArgs>(r#"{"text":5}"#))
-    );
-    assert_eq!(
-        resp["error"]["message"],
-        "invalid params: invalid tool arguments: invalid type: integer `5`, expected a string at line 1 column 9"
+        peer.recv_line(),
+        format!(
+            r#"{{"jsonrpc":"2.0","id":1,"result":{{"content":[{{"type":"text","text":"Invalid arguments: `text` must be a string, not the integer 5. Correct the arguments and call the tool again."}}],"isError":true,"resultType":"complete","_meta":{meta}}}}}"#
+        )
     );
     // Empty arguments: the required field is missing.
+    let missing = "the required field `text` is missing";
     assert_eq!(
         peer.ask(&call(2, "echo", json!({}))),
-        error(
-            2,
-            -32602,
-            "invalid params: invalid tool arguments: missing field `text` at line 1 column 2"
-        )
+        wrong_arguments(&peer, 2, missing)
     );
     // No arguments at all reads as `{}`.
     let resp = peer.ask(&request(3, "tools/call", json!({ "name": "echo" })));
-    assert_eq!(resp, error(3, -32602, &serde_message::<EchoArgs>("{}")));
+    assert_eq!(resp, wrong_arguments(&peer, 3, missing));
     // `arguments: null` is the same as absent.
     let resp = peer.ask(&request(
         4,
         "tools/call",
         json!({ "name": "echo", "arguments": null }),
     ));
-    assert_eq!(resp, error(4, -32602, &serde_message::<EchoArgs>("{}")));
+    assert_eq!(resp, wrong_arguments(&peer, 4, missing));
     // Arguments that are not an object.
     for (id, args) in [(5, json!([1])), (6, json!("text")), (7, json!(3))] {
         assert_eq!(

@@ -125,11 +125,12 @@ fn a_structured_tool_answers_with_structured_content_and_the_same_json_as_text()
     );
     assert_eq!(resp, expected);
 
-    // Arguments that do not fit are -32602 before the handler runs.
+    // Arguments that do not fit are a tool error, before the handler runs.
     let resp = peer.ask(&call(2, "greet", json!({ "times": 2 })));
-    assert_eq!(resp["error"]["code"], -32602, "{resp}");
-    let message = resp["error"]["message"].as_str().unwrap();
-    assert!(message.contains("missing field `name`"), "{message}");
+    assert_eq!(
+        resp,
+        crate::tools::wrong_arguments(&peer, 2, "the required field `name` is missing")
+    );
 
     // A result that cannot be serialized is -32603, and the server goes on.
     let resp = peer.ask(&call(3, "broken", json!({})));
@@ -424,28 +425,67 @@ fn a_tool_error_reaches_call_tool_as_with_its_text() {
 /// The README's first server, whose schema the README shows.
 mod readme {
     /// Greets someone by name.
-    #[allow(dead_code, reason = "only its schema is read")]
     #[derive(serde::Deserialize, schemars::JsonSchema)]
     pub struct Greet {
         /// Who to greet.
-        name: String,
+        pub name: String,
     }
 }
 
-#[test]
-fn the_readme_shows_the_schema_schemars_derives() {
+/// The README's first server, as the README writes it.
+fn readme_server() -> Server {
+    let greet = Tool::new("greet", "Greets someone by name.");
+    Server::builder("greeter", "1.0.0")
+        .tool(greet, |_ctx, args: readme::Greet| {
+            Ok(mcp_stdio::types::CallToolResult::text(format!(
+                "Hello, {}!",
+                args.name
+            )))
+        })
+        .build()
+}
+
+/// The first ```json block of the README after `marker`.
+fn readme_json_after(marker: &str) -> &'static str {
     let readme = include_str!("../../README.md");
     let after = readme
-        .split("The tool's `inputSchema` comes from `Greet` itself")
+        .split(marker)
         .nth(1)
-        .expect("the README shows the derived schema");
-    let shown = after
+        .unwrap_or_else(|| panic!("the README says {marker:?}"));
+    after
         .split("```json\n")
         .nth(1)
         .unwrap()
         .split("\n```")
         .next()
-        .unwrap();
-    let tool = Tool::new("greet", "Greets someone by name.").input::<readme::Greet>();
-    assert_eq!(shown, serde_json::to_string(&tool.input_schema).unwrap());
+        .unwrap()
+}
+
+#[test]
+fn the_readme_shows_the_schema_its_server_advertises() {
+    let shown = readme_json_after("The tool's `inputSchema` comes from `Greet` itself");
+    let mut peer = Peer::start(&readme_server());
+    let resp = peer.ask(&request(1, "tools/list", json!({})));
+    let schema = &resp["result"]["tools"][0]["inputSchema"];
+    assert_eq!(shown, serde_json::to_string(schema).unwrap());
+    peer.finish_quietly();
+}
+
+#[test]
+fn the_readme_shows_what_its_server_answers_to_wrong_arguments() {
+    let shown =
+        readme_json_after("Arguments that do not fit are answered before your handler runs");
+    let mut peer = Peer::start(&readme_server());
+    peer.send(&call(1, "greet", json!({ "name": 5 })));
+    let line = peer.recv_line();
+    // The README leaves out the server's `_meta`.
+    let meta = serde_json::to_string(&peer.server_meta).unwrap();
+    let expected = format!(r#"{{"jsonrpc":"2.0","id":1,"result":{}}}"#, shown);
+    let expected = expected.replacen(
+        r#""resultType":"complete"}"#,
+        &format!(r#""resultType":"complete","_meta":{meta}}}"#),
+        1,
+    );
+    assert_eq!(line, expected);
+    peer.finish_quietly();
 }

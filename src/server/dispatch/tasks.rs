@@ -12,16 +12,13 @@ use super::params::required_string;
 use super::request::{Plan, Request};
 use super::route::TaskMethod;
 use crate::jsonrpc::ErrorObject;
-use crate::outcome::Outcome;
 use crate::server::Inner;
 use crate::server::context::RequestContext;
 use crate::server::handlers::{GateFn, ToolFn};
 use crate::server::reply::{Reply, outcome, response};
 use crate::server::tasks::extension_required;
 use crate::server::tasks::worker::{self, TaskWork};
-use crate::types::{
-    CallToolResult, CreateTaskResult, GetTaskResult, InputResponses, TASKS_EXTENSION, method,
-};
+use crate::types::{CreateTaskResult, GetTaskResult, InputResponses, TASKS_EXTENSION, method};
 
 /// `tasks/get`, `tasks/update`, `tasks/cancel`: `-32021` unless the
 /// request declares the extension (before anything else is read), then
@@ -90,9 +87,9 @@ pub(super) fn task_call(
     move |ctx: &RequestContext| {
         if let Some(gate) = &gate {
             match gate(ctx, args.as_deref()) {
-                Ok(Outcome::Complete(())) => {}
-                Ok(Outcome::InputRequired(asked)) => {
-                    let res = Ok(Outcome::<CallToolResult>::InputRequired(asked));
+                Ok(None) => {}
+                Ok(Some(answer)) => {
+                    let res = Ok(answer);
                     return outcome(&inner, ctx, method::TOOLS_CALL, &|| digest.clone(), res);
                 }
                 Err(error) => return response::<Value>(&inner, ctx.id(), Err(error)),

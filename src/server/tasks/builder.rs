@@ -3,12 +3,11 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde::de::DeserializeOwned;
-
 use super::{TaskMode, TaskStore};
 use crate::ServerBuilder;
 use crate::jsonrpc::ErrorObject;
 use crate::outcome::{Outcome, ToolOutcome};
+use crate::server::arguments::{ToolArguments, advertised};
 use crate::server::context::RequestContext;
 use crate::server::handlers::{typed_gate, typed_tool};
 use crate::types::Tool;
@@ -21,7 +20,12 @@ impl ServerBuilder {
     /// `tasks/get`. `mode` says what a request that does not declare it
     /// gets ([`TaskMode`]).
     ///
-    /// The handler is the same as for [`ServerBuilder::tool`]. Inside a
+    /// The handler and its arguments are as for [`ServerBuilder::tool`]
+    /// (the advertised `inputSchema` included). The arguments are read
+    /// before a task is created: when they do not fit, the call is
+    /// answered at once with the `isError: true` result that says why,
+    /// and no task exists (a model corrects its call sooner than it polls
+    /// a failed task). Inside a
     /// task its result becomes the task's `result` (status `completed`,
     /// `isError` results included), an `Err` or a panic its `error`
     /// (status `failed`). It polls [`RequestContext::is_cancelled`] for
@@ -52,15 +56,14 @@ impl ServerBuilder {
     ///     )
     ///     .build();
     /// ```
-    pub fn task_tool<T, R, F>(mut self, tool: Tool, mode: TaskMode, handler: F) -> Self
+    pub fn task_tool<T, R, F>(self, tool: Tool, mode: TaskMode, handler: F) -> Self
     where
-        T: DeserializeOwned,
+        T: ToolArguments,
         R: Into<ToolOutcome>,
         F: Fn(&RequestContext, T) -> Result<R, ErrorObject> + Send + Sync + 'static,
     {
-        self.registry
-            .add_task_tool(tool, typed_tool(handler), false, mode, None);
-        self
+        let go_ahead = |_: &RequestContext, _: &T| Ok(Outcome::Complete(()));
+        self.task_tool_with_gate(tool, mode, go_ahead, handler)
     }
 
     /// [`ServerBuilder::task_tool`] with a gate: before a task is created,
@@ -70,7 +73,9 @@ impl ServerBuilder {
     /// ordinary multi round-trip request (no task yet; the retry runs the
     /// gate again). The answers it gathered are in the handler's
     /// [`RequestContext::input_responses`] inside the task. An `Err` is
-    /// the call's error.
+    /// the call's error. Arguments that do not fit `T` never reach the
+    /// gate: the call's answer is the `isError: true` result that says
+    /// why, as for [`ServerBuilder::task_tool`].
     ///
     /// This is how a tool asks what it needs to know before it commits to
     /// long work (the spec's "MRTR before task creation").
@@ -82,11 +87,12 @@ impl ServerBuilder {
         handler: F,
     ) -> Self
     where
-        T: DeserializeOwned,
+        T: ToolArguments,
         G: Fn(&RequestContext, &T) -> Result<Outcome<()>, ErrorObject> + Send + Sync + 'static,
         R: Into<ToolOutcome>,
         F: Fn(&RequestContext, T) -> Result<R, ErrorObject> + Send + Sync + 'static,
     {
+        let tool = advertised::<T>(tool);
         let gate = Some(typed_gate(gate));
         self.registry
             .add_task_tool(tool, typed_tool(handler), false, mode, gate);
