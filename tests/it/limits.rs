@@ -277,3 +277,63 @@ fn a_handlers_notifications_wait_for_a_client_that_does_not_read() {
     drop(to_server);
     serving.join().unwrap().unwrap();
 }
+
+/// A server built with every limit at zero, or at its largest: no panic,
+/// no hang, and every request still gets exactly one reply (an error where
+/// a limit of zero allows nothing).
+#[test]
+fn extreme_settings_neither_panic_nor_hang() {
+    let tool = || Tool::new("hello", "Says hello.");
+    let zeros = Server::builder("zeros", "1.0.0")
+        .workers(0)
+        .max_running(0)
+        .queue_limit(0)
+        .queue_bytes(0)
+        .max_subscriptions(0)
+        .max_subscription_uris(0)
+        .shutdown_grace(Duration::ZERO)
+        .page_size(0)
+        .request_state_ttl(Duration::ZERO)
+        .task_poll_interval(Duration::ZERO)
+        .max_running_tasks(0)
+        .max_task_result_bytes(0)
+        .tool(tool(), |_ctx, _: Value| Ok(CallToolResult::text("hello")))
+        .build();
+    let largest = Server::builder("largest", "1.0.0")
+        .workers(usize::MAX)
+        .max_running(usize::MAX)
+        .queue_limit(usize::MAX)
+        .queue_bytes(usize::MAX)
+        .max_line_bytes(usize::MAX)
+        .max_subscriptions(usize::MAX)
+        .max_subscription_uris(usize::MAX)
+        .shutdown_grace(Duration::MAX)
+        .page_size(usize::MAX)
+        .request_state_ttl(Duration::MAX)
+        .task_poll_interval(Duration::MAX)
+        .max_running_tasks(usize::MAX)
+        .max_task_result_bytes(usize::MAX)
+        .tool(tool(), |_ctx, _: Value| Ok(CallToolResult::text("hello")))
+        .build();
+    for server in [zeros, largest] {
+        let mut peer = Peer::start(&server);
+        let requests = [
+            call(1, "hello", json!({})),
+            request(2, "tools/list", json!({})),
+            request(
+                3,
+                "subscriptions/listen",
+                json!({ "notifications": { "toolsListChanged": true } }),
+            ),
+            call(4, "hello", json!({})),
+        ];
+        for req in &requests {
+            peer.send(req);
+        }
+        let (rest, res) = peer.finish();
+        res.expect("serve returned cleanly");
+        let mut ids: Vec<i64> = rest.iter().filter_map(|m| m["id"].as_i64()).collect();
+        ids.sort_unstable();
+        assert_eq!(ids, [1, 2, 3, 4], "one reply each: {rest:?}");
+    }
+}
