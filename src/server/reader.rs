@@ -12,8 +12,8 @@
 //! the reader waits before it reads on: that is the backpressure, and a
 //! client's cancellations behind the queued lines wait with them.
 //!
-//! What the reader writes (inline replies, errors, acknowledgments) is
-//! flushed when its input holds no complete line: one `write(2)` for a
+//! While the reader has complete lines in hand, what is written (by it or
+//! by a worker) is flushed when it runs out of them: one `write(2)` for a
 //! pipelined burst, none kept waiting when the client waits.
 
 use std::io::{BufRead, BufReader};
@@ -40,15 +40,13 @@ pub(crate) fn read_loop(inner: &Arc<Inner>, conn: &ConnHandle, input: Box<dyn Bu
     let max_line = inner.config.max_line_bytes;
     let mut input = BufReader::with_capacity(INPUT_BUFFER, input);
     let mut buf = Vec::new();
-    let mut unflushed = false;
     loop {
-        if memchr::memchr(b'\n', input.buffer()).is_none() {
-            // About to wait for input: what this thread wrote goes out now
-            // (other writers flush their own), and a large line buffer
-            // goes back.
-            if std::mem::take(&mut unflushed) {
-                conn.flush();
-            }
+        // With lines in hand, what any thread writes waits for the reader
+        // to run out of them; then it goes out in one `write(2)`, and a
+        // large line buffer goes back.
+        let lines_in_hand = memchr::memchr(b'\n', input.buffer()).is_some();
+        conn.reading(lines_in_hand);
+        if !lines_in_hand {
             give_back_large(&mut buf);
         }
         let incoming = match read_line(&mut input, &mut buf, max_line) {
@@ -73,34 +71,17 @@ pub(crate) fn read_loop(inner: &Arc<Inner>, conn: &ConnHandle, input: Box<dyn Bu
         if conn.is_closed() {
             return;
         }
-        let bytes = buf.len();
-        match dispatch(inner, conn, incoming, bytes) {
-            After::Quiet => {}
-            After::Unflushed => unflushed = true,
-        }
+        dispatch(inner, conn, incoming, buf.len());
         reuse_or_shrink(&mut buf);
     }
 }
 
-/// What dispatching a message left behind, for the reader.
-pub(crate) enum After {
-    /// Nothing written here: a pooled request began, or a notification.
-    Quiet,
-    /// Lines written here and not yet flushed.
-    Unflushed,
-}
-
 /// Acts on one message of `bytes` bytes: the whole of the server's
 /// reaction to it is done, or begun, when this returns.
-pub(crate) fn dispatch(
-    inner: &Arc<Inner>,
-    conn: &ConnHandle,
-    incoming: Incoming,
-    bytes: usize,
-) -> After {
+pub(crate) fn dispatch(inner: &Arc<Inner>, conn: &ConnHandle, incoming: Incoming, bytes: usize) {
     match incoming {
         Incoming::Request { id, method, params } => {
-            return request(inner, conn, id, &method, params, bytes);
+            request(inner, conn, id, &method, params, bytes);
         }
         Incoming::Notification { method, params } => {
             if method == method::NOTIFICATION_CANCELLED {
@@ -131,7 +112,6 @@ pub(crate) fn dispatch(
         }
         Incoming::Invalid { id, error } => conn.lock_for_reader().write_error(id.as_ref(), &error),
     }
-    After::Unflushed
 }
 
 /// A request: refused, or prepared and begun. An inline one runs here.
@@ -142,12 +122,11 @@ fn request(
     method: &str,
     params: Option<Box<RawValue>>,
     bytes: usize,
-) -> After {
+) {
     let mut locked = conn.lock_for_reader();
     locked.lines += 1;
     if let Some(error) = locked.refusal(&id) {
-        locked.write_error(Some(&id), &error);
-        return After::Unflushed;
+        return locked.write_error(Some(&id), &error);
     }
     // Prepared without the lock: it only reads the registry.
     #[cfg(feature = "legacy")]
@@ -167,13 +146,11 @@ fn request(
                 let reply = call(job.work, &job.ctx);
                 conn.lock_for_reader().finish(job.ctx.id(), job.seq, reply);
             }
-            Begun::Pooled => return After::Quiet,
-            Begun::Refused => {}
+            Begun::Pooled | Begun::Refused => {}
         },
         Ok(Prepared::Listen(accepted)) => conn.lock_for_reader().listen(id, accepted),
         #[cfg(feature = "legacy")]
         Ok(Prepared::Legacy(request)) => conn.lock_for_reader().legacy_request(&id, request),
         Err(error) => conn.lock_for_reader().write_error(Some(&id), &error),
     }
-    After::Unflushed
 }

@@ -159,3 +159,29 @@ fn stops_reading_and_loses_nothing(
     assert_eq!(echoes, (0..count).collect::<Vec<_>>());
     peer.finish_quietly();
 }
+
+/// A reply written while the reader has lines in hand waits for the reader
+/// to run out of them, for one `write(2)` per burst; but a reader that
+/// stops to wait for room in the queue must not hold it back meanwhile
+/// (`ConnHandle::begin` flushes before it waits).
+#[test]
+fn a_reply_is_not_held_while_the_reader_waits_for_room() {
+    let (builder, blocker) = Blocker::install(
+        Server::builder("room", "1.0.0")
+            .max_running(1)
+            .queue_limit(1),
+    );
+    let server = builder.build();
+    let mut peer = Peer::start(&server);
+    let burst: Vec<String> = (1..=10)
+        .map(|id| call(id, "block", json!({})).to_string())
+        .collect();
+    peer.send_raw(burst.join("\n").as_bytes());
+    for id in 1..=10 {
+        assert_eq!(blocker.wait_started(), json!(id));
+        blocker.release_one();
+        // Calls behind this one are still unread: the reply comes anyway.
+        assert_eq!(peer.recv(), text_result(&peer, id, "released"));
+    }
+    peer.finish_quietly();
+}

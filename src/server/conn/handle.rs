@@ -88,6 +88,18 @@ impl ConnHandle {
         self.0.lock(Flush::Later)
     }
 
+    /// Whether the reader has complete lines in hand. When it runs out it
+    /// flushes what it and the other writers left (see `output`).
+    pub fn reading(&self, lines_in_hand: bool) {
+        let busy = &self.0.output.reader_busy;
+        if lines_in_hand {
+            busy.store(true, Ordering::Release);
+        } else {
+            busy.store(false, Ordering::Release);
+            self.flush();
+        }
+    }
+
     /// Flushes the output.
     pub fn flush(&self) {
         let mut out = self.0.output.lock();
@@ -168,7 +180,11 @@ impl ConnHandle {
             conn.in_flight
                 .insert(id, seq, token, Stage::Queued(pooled, bytes));
             if conn.queue_full() {
-                drop(guard.wait_until(None, |c| !c.queue_full()));
+                // The reader stops with lines in hand: what waits for its
+                // flush goes out now, and writers flush their own meanwhile.
+                drop(guard);
+                self.reading(false);
+                drop(self.lock_for_reader().wait_until(None, |c| !c.queue_full()));
             }
         }
         Begun::Pooled

@@ -9,11 +9,13 @@
 //!
 //! Flushing is grouped. A writer that sees another thread waiting for the
 //! output leaves the flush to it ([`OutputGuard::flush_unless_followed`]),
-//! and the last holder of such a run pays it when it lets go (`Drop`):
-//! under load one `write(2)` carries many replies.
+//! and the last holder of such a run pays it when it lets go (`Drop`); a
+//! writer leaves it to the reader, too, while the reader has lines in hand
+//! (it flushes when it runs out, `ConnHandle::reading`): under load one
+//! `write(2)` carries many replies.
 
 use std::io::{self, BufWriter, Write};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 /// The output and the count of threads at its lock.
@@ -21,6 +23,8 @@ pub(super) struct SharedOutput {
     state: Mutex<Output>,
     /// Threads holding the lock or waiting for it.
     writers: AtomicUsize,
+    /// The reader has complete lines in hand, and flushes when it runs out.
+    pub reader_busy: AtomicBool,
 }
 
 /// One connection's output.
@@ -38,7 +42,7 @@ pub(super) struct Output {
 /// The output, locked.
 pub(super) struct OutputGuard<'a> {
     state: MutexGuard<'a, Output>,
-    writers: &'a AtomicUsize,
+    shared: &'a SharedOutput,
 }
 
 impl SharedOutput {
@@ -51,6 +55,7 @@ impl SharedOutput {
                 flush_owed: false,
             }),
             writers: AtomicUsize::new(0),
+            reader_busy: AtomicBool::new(false),
         }
     }
 
@@ -59,7 +64,7 @@ impl SharedOutput {
         self.writers.fetch_add(1, Ordering::AcqRel);
         OutputGuard {
             state: self.state.lock().unwrap_or_else(PoisonError::into_inner),
-            writers: &self.writers,
+            shared: self,
         }
     }
 }
@@ -67,12 +72,12 @@ impl SharedOutput {
 impl Drop for OutputGuard<'_> {
     fn drop(&mut self) {
         // The last holder of a run pays the flush an earlier writer left.
-        if self.state.flush_owed && self.writers.load(Ordering::Acquire) == 1 {
+        if self.state.flush_owed && self.shared.writers.load(Ordering::Acquire) == 1 {
             self.flush();
         }
         // Uncounted while still holding the lock: the next holder must see
         // whether anyone is behind it, or an owed flush is never paid.
-        self.writers.fetch_sub(1, Ordering::AcqRel);
+        self.shared.writers.fetch_sub(1, Ordering::AcqRel);
     }
 }
 
@@ -115,14 +120,19 @@ impl OutputGuard<'_> {
         }
     }
 
-    /// Flushes now when no other thread waits for the lock; otherwise the
-    /// flush is owed, and the last holder of the run pays it.
+    /// Flushes now when no other thread waits for the lock and the reader
+    /// has no lines in hand. Otherwise the flush is owed to the last holder
+    /// of the run, or left to the reader, which flushes when it runs out of
+    /// lines: it stores that it did before it takes this lock to flush, so
+    /// a writer that saw it busy wrote before that flush.
     pub fn flush_unless_followed(&mut self) -> bool {
-        if self.writers.load(Ordering::Acquire) <= 1 {
-            self.flush()
-        } else {
+        if self.shared.writers.load(Ordering::Acquire) > 1 {
             self.state.flush_owed = self.state.unflushed;
             false
+        } else if self.shared.reader_busy.load(Ordering::Acquire) {
+            false
+        } else {
+            self.flush()
         }
     }
 
