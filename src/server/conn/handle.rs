@@ -89,13 +89,13 @@ impl ConnHandle {
     }
 
     /// Whether the reader has complete lines in hand. When it runs out it
-    /// flushes what it and the other writers left (see `output`).
+    /// flushes what it and the other writers left meanwhile (see `output`);
+    /// nothing, without taking the output's lock, when nobody left any.
     pub fn reading(&self, lines_in_hand: bool) {
         let busy = &self.0.output.reader_busy;
         if lines_in_hand {
             busy.store(true, Ordering::Release);
-        } else {
-            busy.store(false, Ordering::Release);
+        } else if busy.swap(false, Ordering::AcqRel) {
             self.flush();
         }
     }
@@ -374,8 +374,10 @@ fn write(shared: &Shared, mut out: OutputGuard<'_>, pending: Vec<Reply>, flush: 
     for reply in pending {
         failed |= out.write_line(|w| reply.write_to(w));
     }
-    if flush == Flush::UnlessFollowed {
-        failed |= out.flush_unless_followed();
+    match flush {
+        Flush::UnlessFollowed => failed |= out.flush_unless_followed(),
+        // The reader flushes when it runs out of lines (`ConnHandle::reading`).
+        Flush::Later => shared.output.reader_busy.store(true, Ordering::Release),
     }
     drop(out);
     if failed {
