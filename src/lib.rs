@@ -390,6 +390,8 @@ mod incoming;
 pub mod jsonrpc;
 #[cfg(any(feature = "server", feature = "client"))]
 mod note_limiter;
+#[cfg(any(feature = "server", feature = "client"))]
+mod note_queue;
 mod outcome;
 #[cfg(feature = "schemars")]
 mod schema;

@@ -104,10 +104,16 @@ fn run_server(mode: &str) -> ! {
         "bad-lists" => bad_replies::fake_bad_lists(),
         "legacy-logs" => quiet::fake_session_logs(true),
         "modern-logs" => quiet::fake_session_logs(false),
-        "templates-32601" => quiet::fake_templates_32601(),
+        "templates-32601" => quiet::fake_templates_32601(false),
+        "noisy-templates" => quiet::fake_templates_32601(true),
         "dies-at-start" => quiet::fake_dies_at_start(),
         // Not a server: this process as a client with every default.
         "quiet-client" => quiet::run_quiet_client(),
+        // Not servers: this process as a client whose stderr is stuck.
+        "client-stderr-locked" => quiet::run_client_with_stalled_stderr(true),
+        "client-stderr-full" => quiet::run_client_with_stalled_stderr(false),
+        // Not a server: `examples/client.rs`, with this process's arguments.
+        "client-example" => quiet::run_client_example(),
         other => {
             eprintln!("client test: unknown server mode {other:?}");
             std::process::exit(2);
@@ -870,6 +876,18 @@ const CHECKS: &[(&str, Check)] = &[
     (
         "client_example_prints_what_it_can",
         quiet::client_example_prints_what_it_can,
+    ),
+    (
+        "notes_never_stall_the_client_when_stderr_is_locked",
+        quiet::notes_never_stall_the_client_when_stderr_is_locked,
+    ),
+    (
+        "notes_never_stall_the_client_when_stderr_is_a_full_pipe",
+        quiet::notes_never_stall_the_client_when_stderr_is_a_full_pipe,
+    ),
+    (
+        "client_example_is_not_stalled_by_a_noisy_server",
+        quiet::client_example_is_not_stalled_by_a_noisy_server,
     ),
     // 8. The interop checks (tests/interop/CHECKS.md) this crate's client
     //    runs against the peers' servers, here against the everything
