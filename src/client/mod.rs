@@ -61,8 +61,8 @@ struct Spawned {
 /// for tool in client.tools() {
 ///     println!("{}", tool?.name);
 /// }
-/// let result = client.call_tool("echo", serde_json::json!({ "text": "hi" }))?;
-/// println!("{result:?}");
+/// let result = client.call("echo", serde_json::json!({ "text": "hi" }))?;
+/// println!("{}", result.text_content());
 /// client.close()?;
 /// # Ok::<(), mcp_stdio::Error>(())
 /// ```
