@@ -14,7 +14,6 @@
 //! notes are dropped and counted, and the count is noted once the hook
 //! takes notes again. A process that notes nothing starts no thread.
 
-use std::io::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::thread;
@@ -65,11 +64,11 @@ impl NoteQueue {
     pub fn stderr(thread_name: &'static str, prefix: &'static str) -> NoteQueue {
         NoteQueue::new(
             thread_name,
-            Arc::new(move |line: &str| {
-                // Not `eprintln!`, which panics when stderr is closed: a
-                // note that cannot be written has nowhere else to go.
-                let _ = writeln!(std::io::stderr(), "{prefix}{line}");
-            }),
+            // `eprintln!`, which a test harness captures (the thread
+            // inherits the capture of the thread that started it). Should
+            // stderr fail, its panic ends the note thread, and later notes
+            // are dropped: they had nowhere to go.
+            Arc::new(move |line: &str| eprintln!("{prefix}{line}")),
         )
     }
 

@@ -2507,7 +2507,13 @@ fn death_fails_pending_call_within_1s() -> Result<String, String> {
 
 fn restart_resubscribes_then_gives_up() -> Result<String, String> {
     let wire = Wire::new("restart");
+    // The deaths and the restart are notes the test reads (on stderr by
+    // default, where they would look like failures of the test).
+    let (note_tx, notes) = crossbeam_channel::unbounded();
     let client = builder()
+        .trace(move |note| {
+            let _ = note_tx.send(note.to_owned());
+        })
         .restart(RestartPolicy {
             max_restarts: 1,
             backoff: Duration::from_millis(10),
@@ -2621,6 +2627,16 @@ fn restart_resubscribes_then_gives_up() -> Result<String, String> {
         "the listen was re-sent with another filter: {} then {}",
         listens[0],
         listens[1]
+    );
+    // `close` has waited for the notes still queued.
+    let notes: Vec<String> = notes.try_iter().collect();
+    let deaths = notes
+        .iter()
+        .filter(|n| n.starts_with("the server exited (exit status: 3)"))
+        .count();
+    ensure!(
+        deaths == 2 && notes.iter().any(|n| n == "the server was restarted"),
+        "want two deaths and a restart among the notes: {notes:?}"
     );
     Ok(format!(
         "resubscribed {} after the death",
