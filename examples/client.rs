@@ -18,7 +18,8 @@ use std::process::{Command, ExitCode};
 
 use mcp_stdio::{Client, Era, Error, error_code};
 
-fn main() -> ExitCode {
+/// Public for the client tests, which run it as a process of their own.
+pub fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let Some((program, rest)) = args.split_first() else {
         eprintln!("usage: client <server command> [args...]");
@@ -27,8 +28,10 @@ fn main() -> ExitCode {
     let mut command = Command::new(program);
     command.args(rest);
     let mut out = std::io::stdout().lock();
-    let mut err = std::io::stderr().lock();
-    ExitCode::from(run(command, &mut out, &mut err))
+    // stderr is not locked for the run, only line by line: the client's
+    // notes about a misbehaving server go there too, from a thread of
+    // their own.
+    ExitCode::from(run(command, &mut out, &mut std::io::stderr()))
 }
 
 /// Prints what the server started by `command` offers to `out`, and every

@@ -19,10 +19,8 @@ mod server;
 use std::process::Command;
 use std::time::Duration;
 
-use mcp_stdio::types::{
-    CallToolResult, ContentBlock, ElicitRequestParams, ElicitResult, SubscriptionFilter,
-};
-use mcp_stdio::{Client, Era, Outcome, RequestOptions, Transport};
+use mcp_stdio::types::{ElicitRequestParams, ElicitResult, SubscriptionFilter};
+use mcp_stdio::{Client, Era, RequestOptions, Transport};
 use serde_json::{Value, json};
 
 type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
@@ -91,11 +89,11 @@ fn main() -> Result<()> {
     });
     println!("→ tools/call progress {{\"steps\":3}}");
     let result = client.call_tool_with("progress", json!({ "steps": 3 }), progress)?;
-    println!("← {}", text(result));
+    println!("← {}", result.into_result()?.text_content());
 
     step("Input from the user: the result is input_required, the client answers and retries");
     println!("→ tools/call ask {{}}");
-    println!("← {}", text(client.call_tool("ask", json!({}))?));
+    println!("← {}", client.call("ask", json!({}))?.text_content());
 
     step("A subscription: acknowledged first, then every event tagged with its id");
     let filter = SubscriptionFilter {
@@ -130,7 +128,7 @@ fn main() -> Result<()> {
     println!("→ tools/call stats {{}}");
     let mut stats = String::new();
     for _ in 0..50 {
-        stats = text(client.call_tool("stats", json!({}))?);
+        stats = client.call("stats", json!({}))?.text_content();
         if serde_json::from_str::<Value>(&stats)?["slow_cancelled"] == 1 {
             break;
         }
@@ -156,18 +154,6 @@ fn step(title: &str) {
 /// Calls a tool and prints the request and the result's text.
 fn call(client: &Client, name: &str, arguments: Value) -> Result<()> {
     println!("→ tools/call {name} {arguments}");
-    println!("← {}", text(client.call_tool(name, arguments)?));
+    println!("← {}", client.call(name, arguments)?.text_content());
     Ok(())
-}
-
-/// The text blocks of a tool result.
-fn text(outcome: Outcome<CallToolResult>) -> String {
-    let Outcome::Complete(result) = outcome else {
-        return "(the server asked for more input)".into();
-    };
-    let texts = result.content.into_iter().filter_map(|block| match block {
-        ContentBlock::Text(t) => Some(t.text),
-        _ => None,
-    });
-    texts.collect::<Vec<_>>().join(" ")
 }

@@ -145,9 +145,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     let mut arguments = PromptArguments::new();
     arguments.insert("to".into(), "Grace".into());
-    let Outcome::Complete(note) = client.get_prompt("thanks", arguments)? else {
-        unreachable!("the prompt never asks for input");
-    };
+    let note = client.get_prompt("thanks", arguments)?.into_result()?;
     println!("← {}", serde_json::to_string(&note.messages[0].content)?);
 
     client.close()?;

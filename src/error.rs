@@ -62,7 +62,14 @@ pub enum Error {
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Error::Rpc(e) => write!(f, "the peer answered with an error: {e}"),
+            // The peer's message may span lines (a traceback): an error
+            // is one line.
+            Error::Rpc(e) => write!(
+                f,
+                "the peer answered with an error: {} ({})",
+                one_line(&e.message),
+                e.code
+            ),
             Error::Io(e) => write!(f, "i/o failed: {e}"),
             Error::Json(e) => write!(f, "invalid json: {e}"),
             Error::Timeout => f.write_str("no answer within the timeout"),
@@ -78,7 +85,7 @@ impl fmt::Display for Error {
                 }
             }
             Error::Disconnected => f.write_str("the connection closed"),
-            Error::Protocol(what) => write!(f, "protocol error: {what}"),
+            Error::Protocol(what) => write!(f, "protocol error: {}", one_line(what)),
             Error::MessageTooLarge { size, limit } => write!(
                 f,
                 "the answer is a message of {size} bytes, over the maximum line length of {limit} bytes"
@@ -92,6 +99,20 @@ impl fmt::Display for Error {
             }
         }
     }
+}
+
+/// `text` on one line: its lines trimmed, blank ones dropped, the rest
+/// joined with ` | ` (as [`stderr_ending`] joins a server's last lines).
+pub(crate) fn one_line(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.contains(['\n', '\r']) {
+        return text.into();
+    }
+    let lines: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    lines.join(" | ").into()
 }
 
 /// The last three non-blank lines of a server's stderr, on one line, to
@@ -137,5 +158,24 @@ impl From<serde_json::Error> for Error {
 impl From<ErrorObject> for Error {
     fn from(e: ErrorObject) -> Error {
         Error::Rpc(e)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_error_is_one_line_whatever_the_peer_wrote() {
+        let e = Error::Rpc(ErrorObject::new(
+            -32603,
+            "Traceback (most recent call last):\n  File \"s.py\", line 3\nValueError: bad\n",
+        ));
+        assert_eq!(
+            e.to_string(),
+            "the peer answered with an error: Traceback (most recent call last): | File \"s.py\", line 3 | ValueError: bad (-32603)"
+        );
+        let e = Error::Protocol("first\r\nsecond".into());
+        assert_eq!(e.to_string(), "protocol error: first | second");
     }
 }

@@ -75,8 +75,8 @@
 //!
 //! ```
 //! # #[cfg(all(feature = "server", feature = "client", feature = "schemars"))] fn main() -> Result<(), mcp_stdio::Error> {
-//! use mcp_stdio::types::{CallToolResult, ContentBlock, Tool};
-//! use mcp_stdio::{Client, Outcome, Server, Transport};
+//! use mcp_stdio::types::{CallToolResult, Tool};
+//! use mcp_stdio::{Client, Server, Transport};
 //! use serde_json::json;
 //!
 //! #[derive(serde::Deserialize, schemars::JsonSchema)]
@@ -95,10 +95,7 @@
 //! // For a server process: `Client::spawn(Command::new("my-mcp-server"))?`.
 //! let client = Client::connect(client_end)?; // probes the era
 //! assert_eq!(client.server_info().unwrap().name, "echo");
-//! let Outcome::Complete(result) = client.call_tool("echo", json!({ "text": "hi" }))? else {
-//!     panic!("echo never asks for more input");
-//! };
-//! assert!(matches!(&result.content[..], [ContentBlock::Text(t)] if t.text == "hi"));
+//! assert_eq!(client.call("echo", json!({ "text": "hi" }))?.text_content(), "hi");
 //! client.close()?; // closes the server's input: `serve` returns
 //! serving.join().unwrap()?;
 //! # Ok(()) }
@@ -201,10 +198,9 @@
 //!         Ok(ElicitResult::accept(answer))
 //!     })
 //!     .connect(client_end)?;
-//! let Outcome::Complete(result) = client.call_tool("greet", serde_json::json!({}))? else {
-//!     panic!("the client answers and retries by itself");
-//! };
-//! assert_eq!(result.content[0].as_text(), Some("Hello, Ada!"));
+//! // The client answers the elicitation and retries by itself.
+//! let result = client.call("greet", serde_json::json!({}))?;
+//! assert_eq!(result.text_content(), "Hello, Ada!");
 //! client.close()?;
 //! serving.join().unwrap()?;
 //! # Ok(()) }
@@ -231,7 +227,7 @@
 //! # #[cfg(all(feature = "server", feature = "client"))] fn main() -> Result<(), mcp_stdio::Error> {
 //! use std::time::Duration;
 //! use mcp_stdio::types::{CallToolResult, Tool};
-//! use mcp_stdio::{Client, Outcome, Server, TaskMode, Transport};
+//! use mcp_stdio::{Client, Server, TaskMode, Transport};
 //!
 //! let server = Server::builder("builds", "1.0.0")
 //!     .task_tool(Tool::new("build", "Builds the project."), TaskMode::Optional, |ctx, _: serde_json::Value| {
@@ -248,10 +244,8 @@
 //! let serving = std::thread::spawn(move || server.serve(server_end));
 //! let client = Client::builder().tasks(true).connect(client_end)?;
 //! // A task on the wire; to the caller, the tool's result.
-//! let Outcome::Complete(result) = client.call_tool("build", serde_json::json!({}))? else {
-//!     unreachable!()
-//! };
-//! assert_eq!(result.content[0].as_text(), Some("built"));
+//! let result = client.call("build", serde_json::json!({}))?;
+//! assert_eq!(result.text_content(), "built");
 //! client.close()?;
 //! serving.join().unwrap()?;
 //! # Ok(()) }
@@ -494,6 +488,8 @@ mod incoming;
 pub mod jsonrpc;
 #[cfg(any(feature = "server", feature = "client"))]
 mod note_limiter;
+#[cfg(any(feature = "server", feature = "client"))]
+mod note_queue;
 mod outcome;
 #[cfg(feature = "schemars")]
 mod schema;

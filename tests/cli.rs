@@ -61,7 +61,10 @@ fn run_server(mode: &str) -> ! {
         eprintln!("cannot open the database: /nonexistent/db");
         std::process::exit(7);
     }
-    let server = everything::build();
+    let server = match mode {
+        "failing" => everything::build_with(failing_tools),
+        _ => everything::build(),
+    };
     let res = match mode.strip_prefix("eof:").and_then(|n| n.parse().ok()) {
         Some(lines) => {
             let notifier = server.notifier();
@@ -83,6 +86,32 @@ fn run_server(mode: &str) -> ! {
             std::process::exit(1);
         }
     }
+}
+
+/// The `failing` server's extra tools: `traceback` answers with an error
+/// whose message spans lines, as a Python server's does; `die` writes two
+/// lines to stderr and exits 5 in the middle of the call.
+fn failing_tools(builder: mcp_stdio::ServerBuilder) -> mcp_stdio::ServerBuilder {
+    use mcp_stdio::ErrorObject;
+    use mcp_stdio::types::Tool;
+    builder
+        .tool(
+            Tool::new("traceback", "Fails with a multi-line message."),
+            |_ctx, _: Value| {
+                Err::<mcp_stdio::types::CallToolResult, _>(ErrorObject::new(
+                    -32603,
+                    "Traceback (most recent call last):\n  File \"server.py\", line 3, in call\nValueError: bad input\n",
+                ))
+            },
+        )
+        .tool(
+            Tool::new("die", "Exits mid-call."),
+            |_ctx, _: Value| -> Result<mcp_stdio::types::CallToolResult, ErrorObject> {
+                eprintln!("working on it");
+                eprintln!("fatal: out of memory");
+                std::process::exit(5)
+            },
+        )
 }
 
 /// Stdin, ended after `left` lines; `on_end` runs when the server asks for
@@ -853,6 +882,11 @@ fn unknown_tool_list(s: Setup) -> Result<(), String> {
 const ONCE: &[(&str, Once)] = &[
     ("server_not_found_exits_3", server_not_found),
     ("server_exits_during_startup", server_dies),
+    (
+        "multi_line_server_error_is_one_line",
+        multi_line_server_error,
+    ),
+    ("server_dies_mid_call_is_one_line", server_dies_mid_call),
     ("bad_key_value_exits_2", bad_key_value),
     ("bad_json_says_where", bad_json),
     ("config_file_mcp_servers", config_mcp_servers),
@@ -874,6 +908,20 @@ fn server_dies() -> Result<(), String> {
         .expect_code(3)?
         .one_error_line("the server exited during start-up (exit status: 7); its stderr ended with: starting the fixture server | cannot open the database: /nonexistent/db")?
         .one_error_line("(a server on an older MCP SDK may fail on the server/discover probe: try --era legacy)")?;
+    Ok(())
+}
+
+fn multi_line_server_error() -> Result<(), String> {
+    cli(Setup { mode: "failing", era: "auto" }, &["call", "traceback"], "")?
+        .expect_code(1)?
+        .one_error_line("the server answered tools/call traceback with an error: Traceback (most recent call last): | File \"server.py\", line 3, in call | ValueError: bad input (-32603)")?;
+    Ok(())
+}
+
+fn server_dies_mid_call() -> Result<(), String> {
+    cli(Setup { mode: "failing", era: "auto" }, &["call", "die"], "")?
+        .expect_code(3)?
+        .one_error_line("the server closed the connection during tools/call die: the server exited (exit status: 5); its stderr ended with: working on it | fatal: out of memory")?;
     Ok(())
 }
 

@@ -47,6 +47,11 @@ const SERVER_ENV: &str = "MCP_STDIO_TEST_SERVER";
 const EVERYTHING_MODE: &str = "everything";
 /// The value of [`SERVER_ENV`] that selects the small server.
 const SMALL_MODE: &str = "1";
+/// The small server, serving while its main thread holds
+/// `std::io::stderr().lock()`; its stderr is never read.
+const STDERR_LOCKED_MODE: &str = "stderr-locked";
+/// The small server, serving with its stderr a full pipe nobody reads.
+const STDERR_FULL_MODE: &str = "stderr-full";
 /// The everything server's name, as `examples/everything/server.rs` sets it.
 const EVERYTHING_NAME: &str = "mcp-stdio-everything";
 const SERVER_NAME: &str = "stdio-test";
@@ -61,6 +66,14 @@ const GRACE: Duration = Duration::from_secs(2);
 fn main() {
     match std::env::var_os(SERVER_ENV) {
         Some(mode) if mode == EVERYTHING_MODE => run_everything_server(),
+        Some(mode) if mode == STDERR_LOCKED_MODE => {
+            let _held = std::io::stderr().lock();
+            run_server()
+        }
+        Some(mode) if mode == STDERR_FULL_MODE => {
+            fill_stderr();
+            run_server()
+        }
         Some(_) => run_server(),
         None => {}
     }
@@ -140,6 +153,29 @@ fn run_server() -> ! {
     }
 }
 
+/// Fills stderr's pipe: a thread writes to it through a handle of its own
+/// (so it holds no lock of `std::io::stderr()`) until the write blocks,
+/// which it then does for good, since nobody reads the pipe.
+fn fill_stderr() {
+    use std::os::fd::AsFd;
+    let Ok(fd) = std::io::stderr().as_fd().try_clone_to_owned() else {
+        std::process::exit(2);
+    };
+    let mut pipe = std::fs::File::from(fd);
+    let (filling_tx, filling) = crossbeam_channel::bounded::<()>(0);
+    thread::spawn(move || {
+        let chunk = [b'x'; 4096];
+        // The first chunk: the thread runs. The pipe holds at least 4 KiB.
+        let _ = pipe.write_all(&chunk);
+        drop(filling_tx);
+        while pipe.write_all(&chunk).is_ok() {}
+    });
+    let _ = filling.recv();
+    // The pipe is full once a write has been blocked for a while; there is
+    // no event for that, so the test's checks give the filler a head
+    // start by sending their junk after a first round trip.
+}
+
 /// The everything example's `main`: its fixture server over stdio, stopped
 /// gracefully by SIGINT/SIGTERM.
 fn run_everything_server() -> ! {
@@ -173,6 +209,14 @@ type Check = fn() -> Result<String, String>;
 
 const CHECKS: &[(&str, Check)] = &[
     ("discover_over_pipes", discover_over_pipes),
+    (
+        "notes_never_stall_the_server_when_stderr_is_locked",
+        notes_never_stall_the_server_when_stderr_is_locked,
+    ),
+    (
+        "notes_never_stall_the_server_when_stderr_is_a_full_pipe",
+        notes_never_stall_the_server_when_stderr_is_a_full_pipe,
+    ),
     ("eof_idle_exits_zero", eof_idle_exits_zero),
     ("eof_with_slow_call_in_flight", eof_with_slow_call_in_flight),
     (
@@ -415,6 +459,8 @@ struct ServerProcess {
     lines: Receiver<Value>,
     stdout_thread: Option<JoinHandle<()>>,
     stderr_thread: Option<JoinHandle<Vec<u8>>>,
+    /// stderr, held open and never read (the stalled-stderr modes).
+    _unread_stderr: Option<std::process::ChildStderr>,
 }
 
 impl ServerProcess {
@@ -441,6 +487,7 @@ impl ServerProcess {
         let stdin = child.stdin.take();
         let stdout = child.stdout.take().expect("stdout is piped");
         let mut stderr = child.stderr.take().expect("stderr is piped");
+        let unread = mode.starts_with("stderr-");
         let (tx, lines) = crossbeam_channel::unbounded();
         let stdout_thread = thread::spawn(move || {
             let mut reader = BufReader::with_capacity(64 * 1024, stdout);
@@ -458,6 +505,16 @@ impl ServerProcess {
                 }
             }
         });
+        if unread {
+            return Ok(ServerProcess {
+                child,
+                stdin,
+                lines,
+                stdout_thread: Some(stdout_thread),
+                stderr_thread: None,
+                _unread_stderr: Some(stderr),
+            });
+        }
         let stderr_thread = thread::spawn(move || {
             let mut bytes = Vec::new();
             let _ = stderr.read_to_end(&mut bytes);
@@ -470,6 +527,7 @@ impl ServerProcess {
             lines,
             stdout_thread: Some(stdout_thread),
             stderr_thread: Some(stderr_thread),
+            _unread_stderr: None,
         })
     }
 
@@ -690,6 +748,36 @@ fn ms(d: Duration) -> String {
 // ---------------------------------------------------------------------------
 // Checks
 // ---------------------------------------------------------------------------
+
+/// A server whose stderr cannot take a line (`mode`) is sent input it
+/// notes (responses that answer none of its requests, more than the note
+/// limiter lets through); every request must still be answered.
+fn notes_never_stall_the_server(mode: &str) -> Result<String, String> {
+    let mut server = ServerProcess::spawn_mode(mode)?;
+    let started = Instant::now();
+    server.ask(&call(1, "echo", json!({ "text": "before" })))?;
+    for n in 0..20 {
+        server.send(&json!({ "jsonrpc": "2.0", "id": 1000 + n, "result": {} }))?;
+    }
+    for id in 2..5 {
+        let text = format!("after {id}");
+        let reply = server.ask(&call(id, "echo", json!({ "text": text })))?;
+        expect_eq(
+            "echo after the noted lines",
+            &reply,
+            &text_result(id, &text),
+        )?;
+    }
+    Ok(format!("answered in {}", ms(started.elapsed())))
+}
+
+fn notes_never_stall_the_server_when_stderr_is_locked() -> Result<String, String> {
+    notes_never_stall_the_server(STDERR_LOCKED_MODE)
+}
+
+fn notes_never_stall_the_server_when_stderr_is_a_full_pipe() -> Result<String, String> {
+    notes_never_stall_the_server(STDERR_FULL_MODE)
+}
 
 fn discover_over_pipes() -> Result<String, String> {
     let mut server = ServerProcess::spawn()?;

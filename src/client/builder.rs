@@ -156,6 +156,13 @@ impl ClientBuilder {
     /// By default problems go to stderr and information nowhere: when
     /// everything works, the client prints nothing. `.trace(|_| {})`
     /// silences it completely.
+    ///
+    /// The hook runs on a note thread of its own, never on the thread that
+    /// reads the server's output: while it is slow or blocked (say it
+    /// writes to a stderr the application holds locked, or to a full pipe
+    /// nobody reads), replies are still routed, and notes beyond 256
+    /// waiting are dropped and then counted in one note.
+    /// [`Client::close`] waits up to 250 ms for the notes still queued.
     pub fn trace(mut self, hook: impl Fn(&str) + Send + Sync + 'static) -> Self {
         self.notes.set_trace(Arc::new(hook));
         self

@@ -16,8 +16,10 @@
 //! fires; a caller writes its own line only to a spawned server's pipe in
 //! non-blocking mode, when nothing is queued (`input`). Everything the reader routes to a request or a subscription is
 //! sent over channels, and their callbacks run on the caller's thread; only
-//! the client-level hooks (`ClientBuilder::trace`, `on_log`) run on the
-//! reader. What the reader does with each line is in `route`.
+//! the client-level `ClientBuilder::on_log` and `wire` hooks run on the
+//! reader. Notes (`ClientBuilder::trace`, or stderr by default) are queued
+//! for a note thread (`note_queue`), so that a locked or full stderr never
+//! stalls the reader. What the reader does with each line is in `route`.
 
 use std::collections::HashMap;
 use std::io::BufRead;

@@ -135,8 +135,8 @@ fn settle(
 /// for tool in client.tools() {
 ///     println!("{}", tool?.name);
 /// }
-/// let result = client.call_tool("echo", serde_json::json!({ "text": "hi" }))?;
-/// println!("{result:?}");
+/// let result = client.call("echo", serde_json::json!({ "text": "hi" }))?;
+/// println!("{}", result.text_content());
 /// client.close()?;
 /// # Ok::<(), mcp_stdio::Error>(())
 /// ```
@@ -249,13 +249,15 @@ impl ClientInner {
         link.restartable.store(false, Ordering::Release);
         link.close_input();
         let child = lock(&self.child).take();
-        match child {
-            Some(mut child) => Ok(Some(process::shut_down(
-                &mut child,
-                self.options.close_grace,
-            )?)),
+        let res = match child {
+            Some(mut child) => process::shut_down(&mut child, self.options.close_grace).map(Some),
             None => Ok(None),
-        }
+        };
+        // The notes of the session reach the trace (or stderr) before
+        // close returns, unless the hook is stuck: then close waits no
+        // longer than this.
+        self.options.notes.flush(Duration::from_millis(250));
+        Ok(res?)
     }
 }
 

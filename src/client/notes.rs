@@ -9,14 +9,18 @@
 //! Information (the era the probe settled on, a late notification for a
 //! subscription already ended, a log message nobody asked for) goes nowhere
 //! unless the application set a trace, which then gets both kinds.
+//!
+//! No note is written where it happens: each is queued for a note thread
+//! that hands it to stderr or the trace (see `note_queue`), so the reader
+//! thread keeps routing replies while stderr is locked by the application
+//! or is a full pipe nobody reads, and a slow trace holds up nothing.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use crate::note_limiter::NoteLimiter;
+use crate::note_queue::{NoteFn, NoteQueue};
 use crate::types::LoggingMessageNotificationParams;
-
-/// A hook that takes one note.
-pub(crate) type NoteFn = dyn Fn(&str) + Send + Sync;
 
 /// The client-level log callback (`ClientBuilder::on_log`).
 pub(crate) type LogFn = dyn Fn(&LoggingMessageNotificationParams) + Send + Sync;
@@ -24,16 +28,21 @@ pub(crate) type LogFn = dyn Fn(&LoggingMessageNotificationParams) + Send + Sync;
 /// The client's note hooks and its client-level log callback.
 #[derive(Clone)]
 pub(crate) struct Notes {
-    problem: Arc<NoteFn>,
-    info: Arc<NoteFn>,
+    /// Where problems go, and information too when `info` is set.
+    queue: Arc<NoteQueue>,
+    /// Whether information is noted (a trace is set).
+    info: bool,
     log: Option<Arc<LogFn>>,
 }
+
+/// The note thread's name.
+const THREAD: &str = "mcp-client-notes";
 
 impl Default for Notes {
     fn default() -> Notes {
         Notes {
-            problem: Arc::new(|line: &str| eprintln!("mcp-stdio client: {line}")),
-            info: Arc::new(|_: &str| {}),
+            queue: Arc::new(NoteQueue::stderr(THREAD, "mcp-stdio client: ")),
+            info: false,
             log: None,
         }
     }
@@ -42,8 +51,8 @@ impl Default for Notes {
 impl Notes {
     /// Sends every note, problems and information, to `hook`.
     pub fn set_trace(&mut self, hook: Arc<NoteFn>) {
-        self.problem = Arc::clone(&hook);
-        self.info = hook;
+        self.queue = Arc::new(NoteQueue::new(THREAD, hook));
+        self.info = true;
     }
 
     /// Sends session-wide log messages to `callback`.
@@ -53,12 +62,19 @@ impl Notes {
 
     /// Something went wrong with the server.
     pub fn problem(&self, text: &str) {
-        (self.problem)(text);
+        self.queue.push(text);
     }
 
     /// Routine information.
     pub fn info(&self, text: &str) {
-        (self.info)(text);
+        if self.info {
+            self.queue.push(text);
+        }
+    }
+
+    /// Waits until the notes queued so far were written, at most `timeout`.
+    pub fn flush(&self, timeout: Duration) {
+        self.queue.flush(timeout);
     }
 
     /// A log message from the server that belongs to no request: to the

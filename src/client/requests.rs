@@ -224,8 +224,31 @@ impl Client {
         })
     }
 
+    /// `tools/call`, the short path: the tool's result. Input the server
+    /// asks for is answered by the client's handlers
+    /// ([`ClientBuilder::on_elicitation`](crate::ClientBuilder::on_elicitation)
+    /// and the like), which retry by themselves; a request for input none of
+    /// them gave is an [`Error::Protocol`] saying what was asked. A tool
+    /// that ran and failed is still `Ok`, with
+    /// [`is_error`](CallToolResult::is_error) set and its text for the model.
+    ///
+    /// ```no_run
+    /// # let client = mcp_stdio::Client::spawn(std::process::Command::new("my-mcp-server"))?;
+    /// let text = client.call("echo", serde_json::json!({ "text": "hi" }))?.text_content();
+    /// # Ok::<(), mcp_stdio::Error>(())
+    /// ```
+    ///
+    /// The rest of the API is the same call with more to it:
+    /// [`call_tool`](Client::call_tool) hands back the server's request for
+    /// input as an [`Outcome`], [`call_tool_with`](Client::call_tool_with)
+    /// takes a timeout and callbacks, [`call_tool_as`](Client::call_tool_as)
+    /// reads structured content.
+    pub fn call(&self, name: &str, arguments: Value) -> Result<CallToolResult, Error> {
+        self.call_tool(name, arguments)?.into_result()
+    }
+
     /// `tools/call`: the tool's result, or the server's request for more
-    /// input.
+    /// input that the client's handlers could not give.
     ///
     /// With [`ClientBuilder::tasks`](crate::ClientBuilder::tasks) on, a
     /// server may answer with a task: the call then follows it to its end
@@ -255,19 +278,11 @@ impl Client {
         name: &str,
         arguments: Value,
     ) -> Result<T, Error> {
-        let result = match self.call_tool(name, arguments)? {
-            Outcome::Complete(result) => result,
-            Outcome::InputRequired(_) => {
-                return Err(Error::Protocol(format!(
-                    "tool {name} asked for input this client has no handler for"
-                )));
-            }
-        };
-        if result.is_error == Some(true) {
-            let text: Vec<&str> = result.content.iter().filter_map(|c| c.as_text()).collect();
+        let result = self.call(name, arguments)?;
+        if result.is_error() {
             return Err(Error::Protocol(format!(
                 "tool {name} failed: {}",
-                text.join(" ")
+                result.text_content().replace('\n', " ")
             )));
         }
         let Some(structured) = result.structured_content else {

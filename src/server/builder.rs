@@ -91,7 +91,7 @@ impl ServerBuilder {
             task_config: TaskConfig::default(),
             completion: None,
             methods: HashMap::new(),
-            trace: Arc::new(|line: &str| eprintln!("mcp-stdio: {line}")),
+            trace: default_trace(),
             accept_uri: None,
             state_key: None,
             state_ttl: Duration::from_secs(600),
@@ -471,8 +471,16 @@ impl ServerBuilder {
     /// note (a response the client should not have sent, a notification
     /// dropped for its length, a failed read, a handler that broke a rule):
     /// a server whose client behaves writes nothing here. Default: stderr,
-    /// prefixed with `mcp-stdio: `. The server never writes anything else
-    /// to stderr, and never to stdout but for protocol messages.
+    /// prefixed with `mcp-stdio: `, through a note thread started on the
+    /// first note, so that a stderr the application holds locked, or a
+    /// full pipe nobody reads, never stalls the server's reader (notes
+    /// beyond 256 waiting are dropped, then counted). The server never
+    /// writes anything else to stderr, and never to stdout but for
+    /// protocol messages.
+    ///
+    /// `hook` itself is called where the note happens, often on the thread
+    /// that reads the client's input: it must not block (queue the line,
+    /// or write it somewhere that cannot fill up).
     pub fn trace(mut self, hook: impl Fn(&str) + Send + Sync + 'static) -> Self {
         self.trace = Arc::new(hook);
         self
@@ -571,4 +579,10 @@ impl ServerBuilder {
             }),
         }
     }
+}
+
+/// The default trace: stderr, through a note thread (see `note_queue`).
+fn default_trace() -> Arc<Trace> {
+    let queue = crate::note_queue::NoteQueue::stderr("mcp-server-notes", "mcp-stdio: ");
+    Arc::new(move |line: &str| queue.push(line))
 }

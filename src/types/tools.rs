@@ -185,6 +185,31 @@ impl CallToolResult {
         CallToolResult::new(vec![ContentBlock::text(text)])
     }
 
+    /// Every text block of the result, joined by newlines: what most
+    /// callers want from a tool. Other blocks (images, audio, resources)
+    /// are left out.
+    ///
+    /// ```
+    /// use mcp_stdio::types::{CallToolResult, ContentBlock};
+    ///
+    /// let res = CallToolResult::new(vec![ContentBlock::text("one"), ContentBlock::text("two")]);
+    /// assert_eq!(res.text_content(), "one\ntwo");
+    /// ```
+    pub fn text_content(&self) -> String {
+        let texts: Vec<&str> = self
+            .content
+            .iter()
+            .filter_map(ContentBlock::as_text)
+            .collect();
+        texts.join("\n")
+    }
+
+    /// Whether the tool failed (`isError: true`): the text says why, for
+    /// the model to read.
+    pub fn is_error(&self) -> bool {
+        self.is_error == Some(true)
+    }
+
     /// A failed result (`isError: true`) holding one text block for the model.
     pub fn error_text(text: impl Into<String>) -> CallToolResult {
         let mut res = CallToolResult::text(text);

@@ -246,7 +246,12 @@ fn client_request_ids(lines: &[Value], method: &str) -> Vec<Value> {
 }
 
 pub fn a_legacy_servers_huge_request_is_answered() -> Result<String, String> {
+    // The refusal is a note the test reads, not a line on its stderr.
+    let (note_tx, notes) = crossbeam_channel::unbounded();
     let client = builder()
+        .trace(move |note| {
+            let _ = note_tx.send(note.to_owned());
+        })
         .on_sampling(|_| {
             Err(Error::Protocol(
                 "never asked: the request was too large".into(),
@@ -265,6 +270,12 @@ pub fn a_legacy_servers_huge_request_is_answered() -> Result<String, String> {
         "the client answered the server's huge request with {answer}"
     );
     close_ok(client)?;
+    let notes: Vec<String> = notes.try_iter().collect();
+    ensure!(
+        notes.iter().any(|n| n.starts_with("refused a request of ")
+            && n.ends_with("(id \"s-huge\"): longer than 16777216")),
+        "no note of the refused request: {notes:?}"
+    );
     Ok(String::new())
 }
 

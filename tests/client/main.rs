@@ -104,13 +104,19 @@ fn run_server(mode: &str) -> ! {
         "bad-lists" => bad_replies::fake_bad_lists(),
         "legacy-logs" => quiet::fake_session_logs(true),
         "modern-logs" => quiet::fake_session_logs(false),
-        "templates-32601" => quiet::fake_templates_32601(),
+        "templates-32601" => quiet::fake_templates_32601(false),
+        "noisy-templates" => quiet::fake_templates_32601(true),
         "dies-at-start" => quiet::fake_dies_at_start(),
         "modern-asks" => seed_rules::fake_modern_asks(),
         "noisy-stderr" => seed_rules::fake_noisy_stderr(),
         "legacy-dies-on-probe" => seed_rules::fake_legacy_dies_on_probe(),
         // Not a server: this process as a client with every default.
         "quiet-client" => quiet::run_quiet_client(),
+        // Not servers: this process as a client whose stderr is stuck.
+        "client-stderr-locked" => quiet::run_client_with_stalled_stderr(true),
+        "client-stderr-full" => quiet::run_client_with_stalled_stderr(false),
+        // Not a server: `examples/client.rs`, with this process's arguments.
+        "client-example" => quiet::run_client_example(),
         other => {
             eprintln!("client test: unknown server mode {other:?}");
             std::process::exit(2);
@@ -891,6 +897,18 @@ const CHECKS: &[(&str, Check)] = &[
     (
         "modern_only_does_not_respawn",
         seed_rules::modern_only_does_not_respawn,
+    ),
+    (
+        "notes_never_stall_the_client_when_stderr_is_locked",
+        quiet::notes_never_stall_the_client_when_stderr_is_locked,
+    ),
+    (
+        "notes_never_stall_the_client_when_stderr_is_a_full_pipe",
+        quiet::notes_never_stall_the_client_when_stderr_is_a_full_pipe,
+    ),
+    (
+        "client_example_is_not_stalled_by_a_noisy_server",
+        quiet::client_example_is_not_stalled_by_a_noisy_server,
     ),
     // 8. The interop checks (tests/interop/CHECKS.md) this crate's client
     //    runs against the peers' servers, here against the everything
@@ -2536,7 +2554,13 @@ fn death_fails_pending_call_within_1s() -> Result<String, String> {
 
 fn restart_resubscribes_then_gives_up() -> Result<String, String> {
     let wire = Wire::new("restart");
+    // The deaths and the restart are notes the test reads (on stderr by
+    // default, where they would look like failures of the test).
+    let (note_tx, notes) = crossbeam_channel::unbounded();
     let client = builder()
+        .trace(move |note| {
+            let _ = note_tx.send(note.to_owned());
+        })
         .restart(RestartPolicy {
             max_restarts: 1,
             backoff: Duration::from_millis(10),
@@ -2650,6 +2674,16 @@ fn restart_resubscribes_then_gives_up() -> Result<String, String> {
         "the listen was re-sent with another filter: {} then {}",
         listens[0],
         listens[1]
+    );
+    // `close` has waited for the notes still queued.
+    let notes: Vec<String> = notes.try_iter().collect();
+    let deaths = notes
+        .iter()
+        .filter(|n| n.starts_with("the server exited (exit status: 3)"))
+        .count();
+    ensure!(
+        deaths == 2 && notes.iter().any(|n| n == "the server was restarted"),
+        "want two deaths and a restart among the notes: {notes:?}"
     );
     Ok(format!(
         "resubscribed {} after the death",

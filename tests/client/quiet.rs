@@ -4,8 +4,8 @@
 
 use super::*;
 
-/// `examples/client.rs`, run in-process: its `run` writes to any writer.
-#[allow(dead_code)] // its `main` is not called here
+/// `examples/client.rs`: its `run` writes to any writer, and its `main`
+/// runs as the `client-example` mode.
 #[path = "../../examples/client.rs"]
 mod client_example;
 
@@ -45,8 +45,25 @@ pub fn fake_session_logs(legacy: bool) -> ! {
 
 /// `templates-32601`: a modern server that declares tools, resources and
 /// prompts, and answers `resources/templates/list` with `-32601`.
-pub fn fake_templates_32601() -> ! {
-    each_request(|out, id, method, _| {
+/// `noisy-templates`: the same, but before each answer it writes a line
+/// that is not JSON and a request (which a modern server may not send),
+/// and before the first a line over the client's default limit: each is a
+/// problem the client notes.
+pub fn fake_templates_32601(noisy: bool) -> ! {
+    let mut first = true;
+    each_request(|out, id, method, msg| {
+        if noisy {
+            if std::mem::take(&mut first) {
+                let mut long = vec![b' '; mcp_stdio::DEFAULT_MAX_LINE_BYTES + 1];
+                long.push(b'\n');
+                send_raw(out, &long);
+            }
+            send_raw(out, b"this line is not JSON at all\n");
+            send(
+                out,
+                &json!({ "jsonrpc": "2.0", "id": "from-the-server", "method": "ping" }),
+            );
+        }
         let result = match method {
             "server/discover" => {
                 let mut discover = fake_discover("templates-32601", "Lists things.\nSecond line.");
@@ -62,6 +79,7 @@ pub fn fake_templates_32601() -> ! {
                 json!({ "resources": [{ "uri": "mem://a", "name": "a", "description": "A resource." }] })
             }
             "prompts/list" => json!({ "prompts": [{ "name": "greet" }] }),
+            "tools/call" => text_result(&echo_text(msg)),
             _ => {
                 send(out, &error_reply(id, -32601, "Method not found", None));
                 return;
@@ -117,6 +135,159 @@ pub fn run_quiet_client() -> ! {
             std::process::exit(1);
         }
     }
+}
+
+/// `client-stderr-locked` and `client-stderr-full`: this process as a
+/// client with every default against `noisy-templates`, while its stderr
+/// cannot take a line: the main thread holds `std::io::stderr().lock()`
+/// for the whole run, or stderr is a pipe nobody reads, filled to the
+/// brim before the client starts. Each note the client has to make would
+/// block; replies must still be routed. Prints `done` when every call was
+/// answered.
+pub fn run_client_with_stalled_stderr(locked: bool) -> ! {
+    let _held = locked.then(|| std::io::stderr().lock());
+    if let Err(e) = (!locked).then(fill_stderr).unwrap_or(Ok(())) {
+        println!("failed: filling stderr: {e}");
+        std::process::exit(1);
+    }
+    let outcome = (|| -> Result<(), Error> {
+        let client = Client::builder()
+            .request_timeout(Duration::from_secs(20))
+            .spawn(server_command("noisy-templates", None))?;
+        for tool in client.tools() {
+            tool?;
+        }
+        for n in 0..3 {
+            let text = format!("call {n}");
+            let echoed = client.call("echo", json!({ "text": text }))?.text_content();
+            if echoed != text {
+                return Err(Error::Protocol(format!("echo answered {echoed:?}")));
+            }
+        }
+        client.close()?;
+        Ok(())
+    })();
+    match outcome {
+        Ok(()) => println!("done"),
+        Err(e) => println!("failed: {e}"),
+    }
+    // Exits with the note thread still blocked on stderr.
+    std::process::exit(0);
+}
+
+/// Writes to stderr until its pipe is full, then makes it blocking again:
+/// the next write to it blocks until someone reads.
+fn fill_stderr() -> std::io::Result<()> {
+    use nix::fcntl::{FcntlArg, OFlag, fcntl};
+    let flags = OFlag::from_bits_truncate(fcntl(std::io::stderr(), FcntlArg::F_GETFL)?);
+    fcntl(
+        std::io::stderr(),
+        FcntlArg::F_SETFL(flags | OFlag::O_NONBLOCK),
+    )?;
+    let chunk = [b'x'; 4096];
+    let filled = loop {
+        match std::io::stderr().write(&chunk) {
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break Ok(()),
+            Err(e) => break Err(e),
+        }
+    };
+    fcntl(std::io::stderr(), FcntlArg::F_SETFL(flags))?;
+    filled
+}
+
+/// Runs `mode` (a client) with its stderr piped and never read, and waits
+/// at most `WAIT` for it to print `done`.
+fn stalled_stderr_client(mode: &str) -> Result<String, String> {
+    use std::io::Read;
+    use std::process::Stdio;
+    let mut child = server_command(mode, None)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("starting the client failed: {e}"))?;
+    // Held open and never read, until the client is done.
+    let stderr = child.stderr.take();
+    let mut stdout = child.stdout.take().ok_or("no stdout")?;
+    let (tx, rx) = crossbeam_channel::bounded(1);
+    thread::spawn(move || {
+        let mut text = String::new();
+        let _ = stdout.read_to_string(&mut text);
+        // The receiver is gone only if the check timed out.
+        let _ = tx.send(text);
+    });
+    let started = Instant::now();
+    let out = rx.recv_timeout(WAIT);
+    let took = started.elapsed();
+    if out.is_err() {
+        let _ = child.kill();
+    }
+    let status = child
+        .wait()
+        .map_err(|e| format!("waiting for the client: {e}"))?;
+    drop(stderr);
+    let out = out.map_err(|_| {
+        format!(
+            "the client stalled: no answer within {WAIT:?} while its stderr could not be written"
+        )
+    })?;
+    ensure!(
+        out == "done\n" && status.success(),
+        "the client printed {out:?} and exited with {status}"
+    );
+    Ok(format!("done in {}", ms(took)))
+}
+
+pub fn notes_never_stall_the_client_when_stderr_is_locked() -> Result<String, String> {
+    stalled_stderr_client("client-stderr-locked")
+}
+
+pub fn notes_never_stall_the_client_when_stderr_is_a_full_pipe() -> Result<String, String> {
+    stalled_stderr_client("client-stderr-full")
+}
+
+/// `client-example`: `examples/client.rs`'s `main`, with this process's
+/// arguments.
+pub fn run_client_example() -> ! {
+    let code = client_example::main();
+    std::process::exit(if code == std::process::ExitCode::SUCCESS {
+        0
+    } else {
+        1
+    });
+}
+
+pub fn client_example_is_not_stalled_by_a_noisy_server() -> Result<String, String> {
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    // The example spawns the server it is given: this binary again, as the
+    // noisy fake (`env` sets the mode over the example's own).
+    let output = server_command("client-example", None)
+        .arg("env")
+        .arg(format!("{SERVER_ENV}=noisy-templates"))
+        .arg(exe)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .map_err(|e| format!("running the client example failed: {e}"))?;
+    let (out, err) = (
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr),
+    );
+    ensure!(
+        output.status.success()
+            && out.starts_with("era: modern")
+            && out.ends_with("server exited: exit status: 0\n"),
+        "the example: {}, stdout {out:?}, stderr {err:?}",
+        output.status
+    );
+    // What the client noted went to stderr, one line each.
+    ensure!(
+        err.contains("mcp-stdio client: skipped a line of 16777217 bytes from the server")
+            && err.contains("mcp-stdio client: skipped a line from the server: it is not JSON-RPC")
+            && err.lines().all(|l| l.starts_with("mcp-stdio client: ")),
+        "the example's stderr: {err:?}"
+    );
+    Ok(String::new())
 }
 
 /// Two `hold` calls in flight at once, each with a log callback when

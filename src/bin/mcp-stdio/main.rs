@@ -54,6 +54,10 @@ pub mod status {
 pub struct Failure {
     pub status: u8,
     pub message: String,
+    /// The server's output ended under the command: the client's note on
+    /// how it died (its exit status, its last stderr lines) completes the
+    /// line.
+    pub server_gone: bool,
 }
 
 impl Failure {
@@ -61,6 +65,7 @@ impl Failure {
         Failure {
             status: status::USAGE,
             message: message.into(),
+            server_gone: false,
         }
     }
 
@@ -68,6 +73,7 @@ impl Failure {
         Failure {
             status: status::CONNECTION,
             message: message.into(),
+            server_gone: false,
         }
     }
 
@@ -99,7 +105,12 @@ impl Failure {
                 if flags.is_empty() {
                     Failure {
                         status: status::SERVER_FAILURE,
-                        message: format!("the server answered {what} with an error: {e}"),
+                        message: format!(
+                            "the server answered {what} with an error: {} ({})",
+                            one_line(&e.message),
+                            e.code
+                        ),
+                        server_gone: false,
                     }
                 } else {
                     Failure::usage(format!(
@@ -111,7 +122,12 @@ impl Failure {
             }
             Error::Rpc(e) => Failure {
                 status: status::SERVER_FAILURE,
-                message: format!("the server answered {what} with an error: {e}"),
+                message: format!(
+                    "the server answered {what} with an error: {} ({})",
+                    one_line(&e.message),
+                    e.code
+                ),
+                server_gone: false,
             },
             Error::Timeout => Failure::connection(format!(
                 "no answer to {what} within {}: cancelled (the server was sent notifications/cancelled)",
@@ -120,9 +136,10 @@ impl Failure {
                     |t| format!("{} s", t.as_secs_f64())
                 )
             )),
-            Error::Disconnected => {
-                Failure::connection(format!("the server closed the connection during {what}"))
-            }
+            Error::Disconnected => Failure {
+                server_gone: true,
+                ..Failure::connection(format!("the server closed the connection during {what}"))
+            },
             e @ Error::ServerExited { .. } => Failure::connection(e.to_string()),
             e => Failure::connection(format!("{what}: {e}")),
         }
@@ -162,12 +179,20 @@ fn main() -> ExitCode {
 
 /// Starts the server, runs the command, says how it failed if it did,
 /// closes the server; the exit status.
+///
+/// Each failure is one line, `mcp-stdio: <what failed and why>`: text the
+/// server sent over several lines (an error message, a traceback) is
+/// joined with ` | `, and a server that died adds its exit status and its
+/// last stderr lines to that line. The client's notes show under `--wire`
+/// only.
 fn run(opts: &Options, stderr: &Arc<Stderr>) -> u8 {
     let fail = |failure: Failure| {
-        stderr.line(&format!("mcp-stdio: {}", failure.message));
+        stderr.line(&format!("mcp-stdio: {}", one_line(&failure.message)));
         failure.status
     };
-    let (client, signals, asker) = match start(opts, stderr) {
+    // Unbounded: the client's notes are rate-limited, and a run is short.
+    let (note_tx, notes) = crossbeam_channel::unbounded();
+    let (client, signals, asker) = match start(opts, stderr, note_tx) {
         Ok(started) => started,
         Err(failure) => return fail(failure),
     };
@@ -179,7 +204,12 @@ fn run(opts: &Options, stderr: &Arc<Stderr>) -> u8 {
         signals,
     });
     stderr.clear();
-    let status = res.unwrap_or_else(fail);
+    let status = res.unwrap_or_else(|mut failure| {
+        if let Some(death) = failure.server_gone.then(|| death_note(&notes)).flatten() {
+            failure.message = format!("{}: {death}", failure.message);
+        }
+        fail(failure)
+    });
     // The command's outcome is decided; how the server exits adds nothing
     // to it (the client notes a server that had to be killed), except for
     // a person watching the wire.
@@ -198,11 +228,40 @@ fn run(opts: &Options, stderr: &Arc<Stderr>) -> u8 {
     status
 }
 
+/// The client's note on a server whose output ended: how it exited and
+/// its last stderr lines. The client makes it after a moment's wait for
+/// the exit, so this waits for it, briefly.
+fn death_note(notes: &crossbeam_channel::Receiver<String>) -> Option<String> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
+    while let Ok(note) = notes.recv_deadline(deadline) {
+        if note.starts_with("the server exited") || note.starts_with("the server closed its output")
+        {
+            return Some(note);
+        }
+    }
+    None
+}
+
+/// `text` on one line: its lines trimmed, blank ones dropped, the rest
+/// joined with ` | ` (as the server's last stderr lines are).
+fn one_line(text: &str) -> String {
+    let lines: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    lines.join(" | ")
+}
+
 /// A connected client, with what the command needs beside it.
 type Started = (Client, Option<crossbeam_channel::Receiver<()>>, Arc<Asker>);
 
 /// Starts the server and connects to it.
-fn start(opts: &Options, stderr: &Arc<Stderr>) -> Result<Started, Failure> {
+fn start(
+    opts: &Options,
+    stderr: &Arc<Stderr>,
+    notes: crossbeam_channel::Sender<String>,
+) -> Result<Started, Failure> {
     let (mut command, program) = server_command(opts)?;
     let signals = match opts.command {
         Command::Listen(_) => interrupt::catch(),
@@ -220,7 +279,7 @@ fn start(opts: &Options, stderr: &Arc<Stderr>) -> Result<Started, Failure> {
         roots,
         Arc::clone(stderr),
     ));
-    let client = connect(opts, command, &program, stderr, &asker)?;
+    let client = connect(opts, command, &program, stderr, &asker, notes)?;
     Ok((client, signals, asker))
 }
 
@@ -247,6 +306,7 @@ fn connect(
     program: &str,
     stderr: &Arc<Stderr>,
     asker: &Arc<Asker>,
+    notes: crossbeam_channel::Sender<String>,
 ) -> Result<Client, Failure> {
     let elicit = Arc::clone(asker);
     let mut builder = Client::builder()
@@ -264,18 +324,25 @@ fn connect(
         let roots = Arc::clone(asker);
         builder = builder.on_roots(move || roots.roots());
     }
+    // The client's notes: on stderr under --wire; kept either way, so
+    // that a failure line can say how the server died.
+    let shown = opts.wire.then(|| Arc::clone(stderr));
+    builder = builder.trace(move |note| {
+        if let Some(shown) = &shown {
+            shown.line(&format!("· {note}"));
+        }
+        // The receiver lives as long as the run.
+        let _ = notes.send(note.to_owned());
+    });
     if opts.wire {
         let wire = Arc::clone(stderr);
-        let notes = Arc::clone(stderr);
-        builder = builder
-            .wire(move |direction, line| {
-                let arrow = match direction {
-                    WireDirection::Sent => '→',
-                    WireDirection::Received => '←',
-                };
-                wire.line(&format!("{arrow} {}", String::from_utf8_lossy(line)));
-            })
-            .trace(move |note| notes.line(&format!("· {note}")));
+        builder = builder.wire(move |direction, line| {
+            let arrow = match direction {
+                WireDirection::Sent => '→',
+                WireDirection::Received => '←',
+            };
+            wire.line(&format!("{arrow} {}", String::from_utf8_lossy(line)));
+        });
     }
     if opts.show_stderr {
         let echo = Arc::clone(stderr);

@@ -1,0 +1,197 @@
+//! Notes handed to a thread of their own, so that writing one never holds
+//! up the thread that has something to say.
+//!
+//! Why: the client's reader thread and the server's reader both note
+//! problems with the peer's input (a line that is not JSON, a line over the
+//! limit, a request a server may not send). Written where they happen, one
+//! `eprintln!` blocks the reader, and with it every reply, for as long as
+//! stderr cannot take the line: while the application holds
+//! `std::io::stderr().lock()` (a command-line tool that locks it for its
+//! whole run), or forever once stderr is a pipe nobody reads and its buffer
+//! is full. So a note is only queued where it happens: a bounded channel
+//! takes it without blocking, and a note thread, started on the first
+//! note, hands it to the hook. When the queue is full (the hook is stuck),
+//! notes are dropped and counted, and the count is noted once the hook
+//! takes notes again. A process that notes nothing starts no thread.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::thread;
+use std::time::Duration;
+
+use crossbeam_channel::{Receiver, Sender, TrySendError};
+
+/// A hook that takes one note.
+pub(crate) type NoteFn = dyn Fn(&str) + Send + Sync;
+
+/// How many notes wait for the hook before more are dropped: enough for a
+/// burst (the note limiter lets 10 a second through), few enough that a
+/// stuck hook costs little memory.
+const CAPACITY: usize = 256;
+
+/// What the note thread takes.
+enum Item {
+    Note(String),
+    /// Answered once every note queued before it was handed to the hook.
+    Flush(Sender<()>),
+}
+
+/// A queue of notes in front of one hook.
+pub(crate) struct NoteQueue {
+    hook: Arc<NoteFn>,
+    /// The note thread's queue, once the first note started it; `None`
+    /// if the thread could not be started (notes are then dropped).
+    tx: OnceLock<Option<Sender<Item>>>,
+    /// Notes dropped because the queue was full, not yet reported.
+    dropped: Arc<AtomicU64>,
+    thread_name: &'static str,
+}
+
+impl NoteQueue {
+    /// A queue whose note thread (named `thread_name`) hands each note to
+    /// `hook`.
+    pub fn new(thread_name: &'static str, hook: Arc<NoteFn>) -> NoteQueue {
+        NoteQueue {
+            hook,
+            tx: OnceLock::new(),
+            dropped: Arc::new(AtomicU64::new(0)),
+            thread_name,
+        }
+    }
+
+    /// A queue whose hook writes each note to stderr as one line, after
+    /// `prefix`.
+    pub fn stderr(thread_name: &'static str, prefix: &'static str) -> NoteQueue {
+        NoteQueue::new(
+            thread_name,
+            // `eprintln!`, which a test harness captures (the thread
+            // inherits the capture of the thread that started it). Should
+            // stderr fail, its panic ends the note thread, and later notes
+            // are dropped: they had nowhere to go.
+            Arc::new(move |line: &str| eprintln!("{prefix}{line}")),
+        )
+    }
+
+    /// Queues `text` for the hook; never blocks. Dropped (and counted) if
+    /// the queue is full.
+    pub fn push(&self, text: &str) {
+        let Some(tx) = self.sender() else {
+            self.dropped.fetch_add(1, Ordering::Relaxed);
+            return;
+        };
+        match tx.try_send(Item::Note(text.to_owned())) {
+            Ok(()) => {}
+            Err(TrySendError::Full(_) | TrySendError::Disconnected(_)) => {
+                self.dropped.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// Waits until every note queued so far was handed to the hook, at
+    /// most `timeout` (a stuck hook must not hold up the caller).
+    pub fn flush(&self, timeout: Duration) {
+        let Some(Some(tx)) = self.tx.get() else {
+            return; // Nothing was ever queued.
+        };
+        // Capacity 1: the note thread answers once and never waits.
+        let (done_tx, done_rx) = crossbeam_channel::bounded(1);
+        if tx.send_timeout(Item::Flush(done_tx), timeout).is_ok() {
+            let _ = done_rx.recv_timeout(timeout);
+        }
+    }
+
+    /// The note thread's queue, starting the thread on the first call.
+    fn sender(&self) -> Option<&Sender<Item>> {
+        self.tx
+            .get_or_init(|| {
+                let (tx, rx) = crossbeam_channel::bounded(CAPACITY);
+                let hook = Arc::clone(&self.hook);
+                let dropped = Arc::clone(&self.dropped);
+                // The thread holds no sender: it ends once the queue is
+                // dropped and drained.
+                thread::Builder::new()
+                    .name(self.thread_name.into())
+                    .spawn(move || note_loop(&rx, &*hook, &dropped))
+                    .ok()
+                    .map(|_| tx)
+            })
+            .as_ref()
+    }
+}
+
+impl Drop for NoteQueue {
+    /// Lets the note thread write what is queued before the process may
+    /// exit (a server that noted bad input and then saw EOF), waiting no
+    /// more than 100 ms for a stuck hook.
+    fn drop(&mut self) {
+        self.flush(Duration::from_millis(100));
+    }
+}
+
+/// The note thread: hands each note to `hook`, and after it the count of
+/// notes dropped while the hook was stuck.
+fn note_loop(rx: &Receiver<Item>, hook: &NoteFn, dropped: &AtomicU64) {
+    while let Ok(item) = rx.recv() {
+        match item {
+            Item::Note(text) => hook(&text),
+            Item::Flush(done) => {
+                let _ = done.send(());
+                continue;
+            }
+        }
+        let lost = dropped.swap(0, Ordering::Relaxed);
+        if lost > 0 {
+            hook(&format!(
+                "({lost} notes were dropped: nothing took them while this was being written)"
+            ));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Mutex;
+
+    #[test]
+    fn a_stuck_hook_never_blocks_the_noter_and_the_dropped_are_counted() {
+        let (release_tx, release_rx) = crossbeam_channel::bounded::<()>(0);
+        let seen = Arc::new(Mutex::new(Vec::<String>::new()));
+        let sink = Arc::clone(&seen);
+        let queue = NoteQueue::new(
+            "test-notes",
+            Arc::new(move |line: &str| {
+                if line == "first" {
+                    // Stuck until the test lets go, as a hook writing to
+                    // a full pipe is.
+                    let _ = release_rx.recv_timeout(Duration::from_secs(10));
+                }
+                sink.lock().unwrap().push(line.to_owned());
+            }),
+        );
+        queue.push("first");
+        // The first note may still be queued: fill to one past the brim.
+        for n in 0..=CAPACITY {
+            queue.push(&format!("note {n}"));
+        }
+        // Every push returned although the hook is stuck.
+        release_tx.send(()).unwrap();
+        queue.flush(Duration::from_secs(10));
+        let seen = seen.lock().unwrap();
+        assert_eq!(seen[0], "first");
+        let lost: u64 = seen
+            .iter()
+            .find_map(|l| l.strip_prefix('(')?.split(' ').next()?.parse().ok())
+            .expect("a count of the dropped notes");
+        let notes = seen.iter().filter(|l| l.starts_with("note ")).count() as u64;
+        assert!(lost >= 1, "{seen:?}");
+        assert_eq!(notes + lost, CAPACITY as u64 + 1, "{seen:?}");
+    }
+
+    #[test]
+    fn a_queue_that_notes_nothing_starts_no_thread() {
+        let queue = NoteQueue::stderr("test-notes", "test: ");
+        queue.flush(Duration::from_secs(1));
+        assert!(queue.tx.get().is_none());
+    }
+}
