@@ -438,7 +438,9 @@
 [`ServerBuilder::resource`]: crate#cargo-features
 [`ServerBuilder::resource_subscription_filter`]: crate#cargo-features
 [`ServerBuilder::resource_template`]: crate#cargo-features
+[`ServerBuilder::release_memory_when_idle`]: crate#cargo-features
 [`ServerBuilder::shutdown_grace`]: crate#cargo-features
+[`ServerBuilder::spin_before_sleep`]: crate#cargo-features
 [`ServerBuilder::task_tool`]: crate#cargo-features
 [`ServerBuilder::tool`]: crate#cargo-features
 [`StopHandle::stop`]: crate#cargo-features
