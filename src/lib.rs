@@ -489,6 +489,8 @@
 mod client;
 mod envelope_scan;
 mod error;
+#[cfg(feature = "http")]
+mod http;
 #[cfg(feature = "server")]
 mod incoming;
 pub mod jsonrpc;
@@ -520,6 +522,9 @@ pub use jsonrpc::{ErrorObject, RequestId, error_code};
 pub use outcome::{Outcome, PromptArguments, ToolOutcome};
 // Each from the module that defines it (tests/it/module_graph.rs reads
 // these paths).
+#[cfg(feature = "http")]
+#[cfg_attr(docsrs, doc(cfg(feature = "http")))]
+pub use http::HttpHeaders;
 #[cfg(feature = "server")]
 #[cfg_attr(docsrs, doc(cfg(feature = "server")))]
 pub use server::arguments::ToolArguments;
@@ -535,6 +540,9 @@ pub use server::context::{Elicited, RequestContext};
 #[cfg(feature = "server")]
 #[cfg_attr(docsrs, doc(cfg(feature = "server")))]
 pub use server::handlers::ResourceRequest;
+#[cfg(feature = "http")]
+#[cfg_attr(docsrs, doc(cfg(feature = "http")))]
+pub use server::http::options::{HttpOptions, Unauthorized};
 #[cfg(feature = "server")]
 #[cfg_attr(docsrs, doc(cfg(feature = "server")))]
 pub use server::notifier::Notifier;
