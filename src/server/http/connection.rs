@@ -7,7 +7,7 @@
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use super::exchange::Exchange;
 use super::guard::{self, Refusal};
@@ -84,6 +84,9 @@ pub(crate) fn serve_connection(site: &Site, socket: TcpStream) {
         }
         match input.fill_buf() {
             Ok([]) | Err(_) => return,
+            Ok(_) if site.inner.connections.is_stopped() => {
+                return refuse(&socket, 503, "the server is shutting down", &[]);
+            }
             Ok(_) => {}
         }
         input.get_mut().deadline = Some(Instant::now() + options.header_timeout);
@@ -146,7 +149,8 @@ pub(crate) fn serve_connection(site: &Site, socket: TcpStream) {
             }
         }
         input.get_mut().deadline = None;
-        if !exchange.post(&request) {
+        // After a stop the connection ends with the response in hand.
+        if !exchange.post(&request) || site.inner.connections.is_stopped() {
             let _ = (&socket).flush();
             return;
         }
@@ -221,14 +225,19 @@ fn refuse(socket: &TcpStream, status: u16, message: &str, headers: &[(&str, &str
     all.push(("Content-Type", "application/json"));
     let mut out = socket;
     let _ = write_response(&mut out, status, &all, &body, false);
+    close_gently(socket, Duration::from_millis(200));
+}
+
+/// Closes after an answer. Closing with unread input would reset the
+/// connection, and the client might lose the answer: what it still sends
+/// is read and dropped, for at most `linger` between reads and 1 MiB.
+pub(crate) fn close_gently(socket: &TcpStream, linger: Duration) {
     let _ = socket.shutdown(std::net::Shutdown::Write);
-    // Closing with unread input would reset the connection, and the client
-    // might lose the answer: what it still sends is read and dropped, for
-    // a bounded time.
-    let _ = socket.set_read_timeout(Some(std::time::Duration::from_millis(200)));
+    let _ = socket.set_read_timeout(Some(linger));
     let mut sink = [0u8; 8192];
     let mut left: usize = 1024 * 1024;
-    while let Ok(n @ 1..) = (&mut out).read(&mut sink) {
+    let mut input = socket;
+    while let Ok(n @ 1..) = input.read(&mut sink) {
         left = match left.checked_sub(n) {
             Some(left) => left,
             None => break,

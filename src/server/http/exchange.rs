@@ -117,7 +117,9 @@ impl Exchange<'_> {
             Era::Legacy(version) => {
                 match self.sessions.enter(&conn, &body, request, &method, version) {
                     Ok(session) => Some(session),
-                    Err(refused) => return refused.answer(self, keep_alive),
+                    Err(unknown) => {
+                        return self.error_with(404, None, &unknown.error(), &[], keep_alive);
+                    }
                 }
             }
             Era::Modern => None,

@@ -30,7 +30,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::thread;
 
-use connection::{Site, serve_connection};
+use connection::{Site, close_gently, serve_connection};
 use options::HttpOptions;
 
 use crate::error::Error;
@@ -142,6 +142,8 @@ fn busy(socket: TcpStream) {
         b"too many connections: retry in a moment\n",
         false,
     );
+    // Short: the accept loop waits for it.
+    close_gently(&socket, std::time::Duration::from_millis(20));
 }
 
 /// Stops the accept loop: registered with the server's connections, its

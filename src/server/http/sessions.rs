@@ -19,7 +19,6 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use serde_json::Map;
 
 use super::body::Body;
-use super::exchange::Exchange;
 use crate::http::HttpRequest;
 use crate::jsonrpc::ErrorObject;
 use crate::server::conn::handle::ConnHandle;
@@ -50,14 +49,14 @@ pub(crate) struct Entered {
 pub(crate) struct UnknownSession(String);
 
 impl UnknownSession {
-    /// 2025-11-25: a request with an id the server does not know is `404`,
-    /// and the client starts a new session with `initialize`.
-    pub fn answer(self, exchange: &Exchange<'_>, keep_alive: bool) -> bool {
-        let error = ErrorObject::invalid_request(format!(
+    /// 2025-11-25: a request with an id the server does not know is
+    /// answered `404`, and the client starts a new session with
+    /// `initialize`. This is the error in that answer's body.
+    pub fn error(&self) -> ErrorObject {
+        ErrorObject::invalid_request(format!(
             "session '{}' is not known (it ended, or the server restarted): send initialize for a new one",
             self.0
-        ));
-        exchange.error_with(404, None, &error, &[], keep_alive)
+        ))
     }
 }
 
