@@ -4,8 +4,8 @@
 /// The header fields of an HTTP request, in the order they arrived.
 ///
 /// Names are compared without regard to case; values are kept as sent
-/// (without the whitespace around them). An authorization hook
-/// ([`HttpOptions::authorize`](crate::HttpOptions::authorize)) reads them.
+/// (without the whitespace around them). The server's authorization hook
+/// (`HttpOptions::authorize`) reads them.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct HttpHeaders {
     fields: Vec<(String, String)>,

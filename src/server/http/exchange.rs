@@ -104,12 +104,13 @@ impl Exchange<'_> {
         }
         let events = request.headers.lists("accept", "text/event-stream")
             || request.headers.lists("accept", "*/*");
-        let body = Body::new(
-            self.socket.try_clone().expect("a TCP socket can be cloned"),
-            events,
-            request.http10,
-            keep_alive,
-        );
+        let Ok(socket) = self.socket.try_clone() else {
+            let error = ErrorObject::internal_error(
+                "the server is out of file descriptors: retry in a moment",
+            );
+            return self.error_with(503, Some(&id), &error, &[("Retry-After", "1")], false);
+        };
+        let body = Body::new(socket, events, request.http10, keep_alive);
         let (end_tx, end) = crossbeam_channel::unbounded();
         let conn = ConnHandle::new(self.inner, Box::new(body.clone()), end_tx);
         #[cfg(feature = "legacy")]
