@@ -301,7 +301,7 @@
 //!
 //! # Cargo features
 //!
-//! All on by default; docs.rs marks the items each one adds.
+//! All but `http` on by default; docs.rs marks the items each one adds.
 //!
 //! | feature | adds |
 //! |---|---|
@@ -309,6 +309,7 @@
 //! | `client` | [`Client`], spawning servers, subscriptions, restarts; the `mcp-stdio` binary |
 //! | `legacy` | the dual-era server and the client's `initialize` fallback; without it a server answers `initialize` with `-32601` naming its versions and the client refuses a legacy server |
 //! | `signals` | [`signal::stop_on_signals`] (implies `server`) |
+//! | `http` | `Server::serve_http`, `HttpOptions`: Streamable HTTP for the server (off by default; implies `server`; no new crate). A POST's answer is JSON when the reply is the first thing its request writes, an SSE stream when a notification comes first; closing it cancels the request. A legacy client over HTTP gets sessions (`Mcp-Session-Id`) but no GET stream (so no list-change or resource-update notifications), no resumable streams, and no requests from the server (elicitation, sampling, roots): its session is kept without those capabilities |
 //! | `schemars` | JSON Schemas derived from Rust types ([`types::Tool::input`], [`ServerBuilder::structured_tool`], [`ServerBuilder::typed_prompt`], [`types::ElicitRequestedSchema::for_type`]) |
 //!
 //! With none of them the crate is the wire types ([`types`], [`jsonrpc`])
@@ -485,6 +486,8 @@
 mod client;
 mod envelope_scan;
 mod error;
+#[cfg(feature = "http")]
+mod http;
 #[cfg(feature = "server")]
 mod incoming;
 pub mod jsonrpc;
@@ -518,6 +521,9 @@ pub use jsonrpc::{ErrorObject, RequestId, error_code};
 pub use outcome::{Outcome, PromptArguments, ToolOutcome};
 // Each from the module that defines it (tests/it/module_graph.rs reads
 // these paths).
+#[cfg(feature = "http")]
+#[cfg_attr(docsrs, doc(cfg(feature = "http")))]
+pub use http::HttpHeaders;
 #[cfg(feature = "server")]
 #[cfg_attr(docsrs, doc(cfg(feature = "server")))]
 pub use server::arguments::ToolArguments;
@@ -533,6 +539,9 @@ pub use server::context::{Elicited, RequestContext};
 #[cfg(feature = "server")]
 #[cfg_attr(docsrs, doc(cfg(feature = "server")))]
 pub use server::handlers::ResourceRequest;
+#[cfg(feature = "http")]
+#[cfg_attr(docsrs, doc(cfg(feature = "http")))]
+pub use server::http::options::{HttpOptions, Unauthorized};
 #[cfg(feature = "server")]
 #[cfg_attr(docsrs, doc(cfg(feature = "server")))]
 pub use server::notifier::Notifier;

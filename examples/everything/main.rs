@@ -9,6 +9,13 @@
 //! ```text
 //! $ printf '%s\n' '{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}' | cargo run --example everything
 //! ```
+//!
+//! With the `http` feature, `--http ADDR` serves the same fixtures over
+//! Streamable HTTP at `http://ADDR/mcp` (and prints that URL on stderr):
+//!
+//! ```text
+//! $ cargo run --features http --example everything -- --http 127.0.0.1:8080
+//! ```
 
 mod conformance;
 mod fixtures;
@@ -17,5 +24,28 @@ mod server;
 fn main() -> Result<(), mcp_stdio::Error> {
     let server = server::build();
     mcp_stdio::signal::stop_on_signals(server.stop_handle())?;
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if let Some(at) = args.iter().position(|a| a == "--http") {
+        let Some(addr) = args.get(at + 1) else {
+            eprintln!("everything: --http needs an address, for example --http 127.0.0.1:8080");
+            std::process::exit(2);
+        };
+        return serve_http(&server, addr);
+    }
     server.serve(mcp_stdio::Transport::stdio())
+}
+
+#[cfg(feature = "http")]
+fn serve_http(server: &mcp_stdio::Server, addr: &str) -> Result<(), mcp_stdio::Error> {
+    let listener = std::net::TcpListener::bind(addr)?;
+    eprintln!("http://{}/mcp", listener.local_addr()?);
+    server.serve_http(listener, mcp_stdio::HttpOptions::new())
+}
+
+#[cfg(not(feature = "http"))]
+fn serve_http(_: &mcp_stdio::Server, _: &str) -> Result<(), mcp_stdio::Error> {
+    eprintln!(
+        "everything: --http needs the http feature: cargo run --features http --example everything -- --http ADDR"
+    );
+    std::process::exit(2);
 }

@@ -15,6 +15,8 @@ pub(crate) mod dispatch;
 pub(crate) mod event;
 pub(crate) mod handlers;
 pub(crate) mod heap;
+#[cfg(feature = "http")]
+pub(crate) mod http;
 pub(crate) mod in_flight;
 #[cfg(feature = "legacy")]
 pub(crate) mod legacy;

@@ -27,6 +27,8 @@ const SERVER: &[&str] = &[
     "crate::StoredTask",
     "crate::TaskMode",
     "crate::TaskStore",
+    "crate::HttpOptions",
+    "crate::Unauthorized",
 ];
 
 /// How the client side is named from elsewhere in the crate.

@@ -21,6 +21,8 @@ mod client;
 mod concurrency;
 mod discover;
 mod fixtures_md;
+#[cfg(feature = "http")]
+mod http;
 mod json_text;
 mod large_lines;
 mod layers;

@@ -27,6 +27,13 @@ impl Conn {
         self.legacy.session.clone()
     }
 
+    /// Serves this connection under `session` (Streamable HTTP: each POST
+    /// is a connection, and its session comes from `Mcp-Session-Id`).
+    #[cfg(feature = "http")]
+    pub fn set_session(&mut self, session: Arc<LegacySession>) {
+        self.legacy.session = Some(session);
+    }
+
     /// `notifications/initialized`: list changes may go to the session.
     pub fn mark_initialized(&mut self) {
         if let Some(session) = &mut self.legacy.session {

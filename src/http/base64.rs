@@ -1,0 +1,70 @@
+//! The Base64 sentinel of mirrored header values (spec 2026-07-28
+//! basic/transports/streamable-http, "Value Encoding"):
+//! `=?base64?{standard Base64 of the UTF-8 value}?=`.
+
+/// The value a header carries: decoded when it is in the sentinel form,
+/// as sent otherwise. `Err` says what is wrong with an encoded value.
+pub(crate) fn decode_sentinel(value: &str) -> Result<String, String> {
+    let Some(encoded) = value
+        .strip_prefix("=?base64?")
+        .and_then(|rest| rest.strip_suffix("?="))
+    else {
+        return Ok(value.to_owned());
+    };
+    let bytes = decode(encoded).ok_or_else(|| format!("'{value}' is not valid Base64"))?;
+    String::from_utf8(bytes).map_err(|_| format!("'{value}' does not decode to UTF-8"))
+}
+
+/// Standard Base64 (RFC 4648 section 4), padding optional.
+fn decode(text: &str) -> Option<Vec<u8>> {
+    let text = text.trim_end_matches('=');
+    let mut out = Vec::with_capacity(text.len() * 3 / 4);
+    let (mut acc, mut bits) = (0u32, 0u32);
+    for c in text.bytes() {
+        let v = match c {
+            b'A'..=b'Z' => c - b'A',
+            b'a'..=b'z' => c - b'a' + 26,
+            b'0'..=b'9' => c - b'0' + 52,
+            b'+' => 62,
+            b'/' => 63,
+            _ => return None,
+        };
+        acc = (acc << 6) | u32::from(v);
+        bits += 6;
+        if bits >= 8 {
+            bits -= 8;
+            out.push((acc >> bits) as u8);
+            acc &= (1 << bits) - 1;
+        }
+    }
+    // Leftover bits must be the zero padding of the last byte.
+    (bits < 6 && acc == 0).then_some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_spec_examples_decode() {
+        assert_eq!(decode_sentinel("us-west1").unwrap(), "us-west1");
+        assert_eq!(
+            decode_sentinel("=?base64?SGVsbG8sIOS4lueVjA==?=").unwrap(),
+            "Hello, 世界"
+        );
+        assert_eq!(
+            decode_sentinel("=?base64?IHBhZGRlZCA=?=").unwrap(),
+            " padded "
+        );
+        assert_eq!(
+            decode_sentinel("=?base64?bGluZTEKbGluZTI=?=").unwrap(),
+            "line1\nline2"
+        );
+        assert_eq!(
+            decode_sentinel("=?base64?PT9iYXNlNjQ/bGl0ZXJhbD89?=").unwrap(),
+            "=?base64?literal?="
+        );
+        assert!(decode_sentinel("=?base64?not base64!?=").is_err());
+        assert!(decode_sentinel("=?base64?/w==?=").is_err(), "not UTF-8");
+    }
+}

@@ -1,0 +1,254 @@
+//! A POST's response body as a connection's output: [`Body`] is the
+//! writer a `ConnHandle` writes its lines to, and it turns them into an
+//! HTTP response.
+//!
+//! JSON or SSE is decided by the first line, so nothing has to be guessed
+//! before the handler runs (spec 2026-07-28 basic/transports/streamable-http,
+//! "Sending Messages": the server chooses per request):
+//!
+//! - the first line is the response (an inline handler, an error, a
+//!   quick pooled one): `application/json`, with `Content-Length`, and a
+//!   status from its error code (`404` for `-32601`, `400` for a
+//!   malformed request, a header mismatch, a missing capability or an
+//!   unsupported version, `200` otherwise);
+//! - the first line is a notification (progress, a log message, a
+//!   subscription's acknowledgment), or the request has sent nothing for
+//!   a keep-alive interval: `text/event-stream`, one `data:` event per
+//!   line, the response last, the stream ended after it. A client whose
+//!   `Accept` lacks `text/event-stream` gets the response alone.
+//!
+//! The body only ever writes whole events: a line is held until its
+//! newline arrives, so a keep-alive comment never lands inside one. After
+//! the response, or once the request is cancelled, nothing more is
+//! written.
+
+use std::io::{self, Write};
+use std::net::TcpStream;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use serde::Deserialize;
+use serde::de::IgnoredAny;
+
+use crate::http::{write_chunk, write_last_chunk, write_response, write_stream_head};
+use crate::jsonrpc::error_code;
+
+/// The response of one POST, shared by the connection's output (the
+/// writer) and the thread that serves the POST.
+#[derive(Clone)]
+pub(crate) struct Body(Arc<Mutex<State>>);
+
+/// How the response goes out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// Nothing written yet.
+    Undecided,
+    /// Headers sent: `text/event-stream`.
+    Events,
+    /// The response is complete (or was never to be written).
+    Done,
+}
+
+struct State {
+    socket: TcpStream,
+    /// Bytes of a line whose newline has not arrived yet.
+    partial: Vec<u8>,
+    mode: Mode,
+    /// The client accepts `text/event-stream`.
+    events: bool,
+    /// HTTP/1.1: a stream is chunked (HTTP/1.0: it ends when the
+    /// connection closes).
+    chunked: bool,
+    keep_alive: bool,
+    /// Headers every response of this POST carries.
+    headers: Vec<(&'static str, String)>,
+    /// A write to the socket failed: the client is gone.
+    failed: bool,
+}
+
+/// A response line read just enough to route it.
+#[derive(Deserialize)]
+struct Probe {
+    method: Option<IgnoredAny>,
+    error: Option<Code>,
+}
+
+#[derive(Deserialize)]
+struct Code {
+    code: i64,
+}
+
+impl Body {
+    /// The body of a POST answered on `socket`.
+    pub fn new(socket: TcpStream, events: bool, http10: bool, keep_alive: bool) -> Body {
+        Body(Arc::new(Mutex::new(State {
+            socket,
+            partial: Vec::new(),
+            mode: Mode::Undecided,
+            events,
+            chunked: !http10,
+            keep_alive: keep_alive && !http10,
+            headers: Vec::new(),
+            failed: false,
+        })))
+    }
+
+    /// Adds a header to the response (before its first line).
+    #[cfg_attr(not(feature = "legacy"), allow(dead_code))]
+    pub fn header(&self, name: &'static str, value: String) {
+        self.lock().headers.push((name, value));
+    }
+
+    /// Whether the response is complete (or will never be).
+    pub fn is_done(&self) -> bool {
+        let state = self.lock();
+        state.mode == Mode::Done || state.failed
+    }
+
+    /// Whether the connection may carry another request after this
+    /// response.
+    pub fn keeps_alive(&self) -> bool {
+        let state = self.lock();
+        state.keep_alive && !state.failed && (state.mode != Mode::Events || state.chunked)
+    }
+
+    /// The request was cancelled (the client closed its stream): nothing
+    /// more is written.
+    pub fn cancel(&self) {
+        self.lock().mode = Mode::Done;
+    }
+
+    /// A keep-alive comment on a quiet stream; a request that has sent
+    /// nothing yet becomes a stream for it (when the client accepts one).
+    pub fn keep_alive(&self) {
+        let mut state = self.lock();
+        if state.mode == Mode::Undecided && state.events {
+            state.start_events();
+        }
+        if state.mode == Mode::Events {
+            let mut out = Vec::with_capacity(16);
+            write_chunk(&mut out, b":\n\n", state.chunked);
+            state.send(&out);
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+impl Write for Body {
+    fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+        let mut state = self.lock();
+        let mut rest = bytes;
+        while let Some(at) = memchr::memchr(b'\n', rest) {
+            let line = if state.partial.is_empty() {
+                rest[..at].to_vec()
+            } else {
+                let mut line = std::mem::take(&mut state.partial);
+                line.extend_from_slice(&rest[..at]);
+                line
+            };
+            state.line(&line);
+            rest = &rest[at + 1..];
+        }
+        state.partial.extend_from_slice(rest);
+        if state.failed {
+            return Err(io::ErrorKind::BrokenPipe.into());
+        }
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+impl State {
+    /// One whole message from the connection.
+    fn line(&mut self, line: &[u8]) {
+        if self.mode == Mode::Done || self.failed {
+            return;
+        }
+        // Notifications are encoded with `method` right after `jsonrpc`
+        // (`jsonrpc::encode_notification`); anything else is read.
+        let (is_response, code) = if line.starts_with(br#"{"jsonrpc":"2.0","method":"#) {
+            (false, None)
+        } else {
+            match serde_json::from_slice::<Probe>(line) {
+                Ok(probe) => (probe.method.is_none(), probe.error.map(|e| e.code)),
+                Err(_) => (true, None),
+            }
+        };
+        match (self.mode, is_response) {
+            (Mode::Undecided, true) => {
+                let mut headers: Vec<(&str, &str)> =
+                    self.headers.iter().map(|(n, v)| (*n, v.as_str())).collect();
+                headers.push(("Content-Type", "application/json"));
+                let status = status_for(code);
+                let keep_alive = self.keep_alive;
+                let sent = write_response(&mut self.socket, status, &headers, line, keep_alive);
+                self.failed |= sent.is_err();
+                self.mode = Mode::Done;
+            }
+            (Mode::Undecided, false) if !self.events => {
+                // The client takes JSON only: the response alone.
+            }
+            (Mode::Undecided | Mode::Events, _) => {
+                if self.mode == Mode::Undecided {
+                    self.start_events();
+                }
+                let mut out = Vec::with_capacity(line.len() + 32);
+                let mut event = Vec::with_capacity(line.len() + 24);
+                event.extend_from_slice(b"event: message\ndata: ");
+                event.extend_from_slice(line);
+                event.extend_from_slice(b"\n\n");
+                write_chunk(&mut out, &event, self.chunked);
+                if is_response {
+                    write_last_chunk(&mut out, self.chunked);
+                    self.mode = Mode::Done;
+                }
+                self.send(&out);
+            }
+            (Mode::Done, _) => {}
+        }
+    }
+
+    /// Sends the head of an event stream.
+    fn start_events(&mut self) {
+        let mut headers: Vec<(&str, &str)> =
+            self.headers.iter().map(|(n, v)| (*n, v.as_str())).collect();
+        headers.push(("Content-Type", "text/event-stream"));
+        headers.push(("Cache-Control", "no-cache"));
+        // Spec 2026-07-28 basic/transports/streamable-http: proxies must
+        // not buffer the stream.
+        headers.push(("X-Accel-Buffering", "no"));
+        let mut out = Vec::with_capacity(256);
+        write_stream_head(&mut out, 200, &headers, self.chunked);
+        self.mode = Mode::Events;
+        self.send(&out);
+    }
+
+    fn send(&mut self, bytes: &[u8]) {
+        if !self.failed && self.socket.write_all(bytes).is_err() {
+            self.failed = true;
+        }
+    }
+}
+
+/// The HTTP status of a JSON response, from its error code (spec
+/// 2026-07-28 basic/transports/streamable-http: `404` for an unknown
+/// method, `400` for an unsupported version or a header mismatch; a
+/// request the server cannot read at all is `400` too).
+pub(crate) fn status_for(code: Option<i64>) -> u16 {
+    match code.and_then(|c| i32::try_from(c).ok()) {
+        Some(error_code::METHOD_NOT_FOUND) => 404,
+        Some(
+            error_code::PARSE_ERROR
+            | error_code::INVALID_REQUEST
+            | error_code::HEADER_MISMATCH
+            | error_code::MISSING_REQUIRED_CLIENT_CAPABILITY
+            | error_code::UNSUPPORTED_PROTOCOL_VERSION,
+        ) => 400,
+        _ => 200,
+    }
+}

@@ -1,0 +1,246 @@
+//! One TCP connection, on a thread of its own: requests read one after
+//! another (HTTP/1.1 keep-alive), each checked (`guard`) before its body
+//! is read, then served (`exchange`). Bad HTTP is answered with the
+//! status that says what was wrong and the connection closed; it never
+//! reaches the server's core.
+
+use std::io::{self, BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::exchange::Exchange;
+use super::guard::{self, Refusal};
+use super::options::HttpOptions;
+#[cfg(feature = "legacy")]
+use super::sessions::Sessions;
+use crate::http::{HttpError, HttpRequest, Limits, read_body, read_head, write_response};
+use crate::jsonrpc::{ErrorObject, encode_error};
+use crate::server::Inner;
+
+/// A socket whose reads end at a deadline (the whole request must arrive
+/// by it), or wait up to the idle timeout for a request to begin.
+struct TimedSocket {
+    socket: TcpStream,
+    deadline: Option<Instant>,
+}
+
+impl Read for TimedSocket {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if let Some(at) = self.deadline {
+            let left = at.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(io::ErrorKind::TimedOut.into());
+            }
+            self.socket.set_read_timeout(Some(left))?;
+        }
+        self.socket.read(buf)
+    }
+}
+
+/// What the thread of one connection shares with the listener.
+pub(crate) struct Site {
+    pub inner: Arc<Inner>,
+    pub options: HttpOptions,
+    /// The listener is on a loopback address (see `guard::host`).
+    pub loopback: bool,
+    #[cfg(feature = "legacy")]
+    pub sessions: Sessions,
+}
+
+/// Serves one connection until it closes, fails, idles out or is refused.
+pub(crate) fn serve_connection(site: &Site, socket: TcpStream) {
+    let Ok(read_half) = socket.try_clone() else {
+        return;
+    };
+    let _ = socket.set_nodelay(true);
+    let options = &site.options;
+    let limits = Limits {
+        max_head_bytes: options.max_head_bytes,
+        max_body_bytes: options.max_body_bytes,
+    };
+    let mut input = BufReader::new(TimedSocket {
+        socket: read_half,
+        deadline: None,
+    });
+    let exchange = Exchange {
+        inner: &site.inner,
+        options,
+        socket: &socket,
+        #[cfg(feature = "legacy")]
+        sessions: &site.sessions,
+    };
+    loop {
+        // Waiting for a request to begin: the idle timeout; once it began,
+        // all of it must arrive within the header timeout.
+        input.get_mut().deadline = None;
+        if input
+            .get_ref()
+            .socket
+            .set_read_timeout(Some(options.idle_timeout))
+            .is_err()
+        {
+            return;
+        }
+        match input.fill_buf() {
+            Ok([]) | Err(_) => return,
+            Ok(_) if site.inner.connections.is_stopped() => {
+                return refuse(&socket, 503, "the server is shutting down", &[]);
+            }
+            Ok(_) => {}
+        }
+        input.get_mut().deadline = Some(Instant::now() + options.header_timeout);
+        let mut request = match read_head(&mut input, &limits) {
+            Ok(Some(request)) => request,
+            Ok(None) | Err(HttpError::Io(_)) => return,
+            Err(HttpError::Status(status, message)) => {
+                return refuse(&socket, status, &message, &[]);
+            }
+        };
+        if let Err(refusal) = check(site, &request) {
+            let keep = refusal.status == 405 && request.framing == crate::http::Framing::Empty;
+            let headers: Vec<(&str, &str)> = refusal
+                .headers
+                .iter()
+                .map(|(n, v)| (*n, v.as_str()))
+                .collect();
+            if keep && request.keep_alive() {
+                if !exchange.error_with(
+                    refusal.status,
+                    None,
+                    &ErrorObject::invalid_request(refusal.message),
+                    &headers,
+                    true,
+                ) {
+                    return;
+                }
+                continue;
+            }
+            // The body is not read: the connection cannot carry another
+            // request.
+            return refuse(&socket, refusal.status, &refusal.message, &headers);
+        }
+        if request.method == "DELETE" {
+            #[cfg(feature = "legacy")]
+            if delete(site, &exchange, &request) {
+                continue;
+            }
+            return;
+        }
+        if request.framing == crate::http::Framing::Empty {
+            return refuse(
+                &socket,
+                400,
+                "a POST must carry one JSON-RPC message as its body",
+                &[],
+            );
+        }
+        if request.expects_continue() {
+            let mut out = &socket;
+            if write_response(&mut out, 100, &[], b"", true).is_err() {
+                return;
+            }
+        }
+        match read_body(&mut input, &mut request, &limits) {
+            Ok(()) => {}
+            Err(HttpError::Io(_)) => return,
+            Err(HttpError::Status(status, message)) => {
+                return refuse(&socket, status, &message, &[]);
+            }
+        }
+        input.get_mut().deadline = None;
+        // After a stop the connection ends with the response in hand.
+        if !exchange.post(&request) || site.inner.connections.is_stopped() {
+            let _ = (&socket).flush();
+            return;
+        }
+    }
+}
+
+/// The checks before the body, in order: the path, `Host`, `Origin`, the
+/// method, authorization, the media types.
+fn check(site: &Site, request: &HttpRequest) -> Result<(), Refusal> {
+    let options = &site.options;
+    if request.path() != options.path {
+        return Err(Refusal {
+            status: 404,
+            message: format!(
+                "there is no MCP endpoint at '{}': it is at '{}'",
+                request.path(),
+                options.path
+            ),
+            headers: Vec::new(),
+        });
+    }
+    guard::host(request, options, site.loopback)?;
+    guard::origin(request, options)?;
+    let allow = if cfg!(feature = "legacy") {
+        "POST, DELETE"
+    } else {
+        "POST"
+    };
+    match request.method.as_str() {
+        "POST" => {}
+        #[cfg(feature = "legacy")]
+        "DELETE" if request.headers.get("mcp-session-id").is_some() => {
+            return guard::authorized(request, options);
+        }
+        _ => {
+            // Spec 2026-07-28 "Backward Compatibility": GET and DELETE are
+            // `405`: there is no GET stream, and no session to end.
+            return Err(Refusal {
+                status: 405,
+                message: format!(
+                    "{} is not served at the MCP endpoint: send each JSON-RPC message as a POST",
+                    request.method
+                ),
+                headers: vec![("Allow", allow.to_owned())],
+            });
+        }
+    }
+    guard::authorized(request, options)?;
+    guard::media_types(request)
+}
+
+/// `DELETE` with a legacy session id: the session ends (2025-11-25).
+/// Returns whether the connection goes on.
+#[cfg(feature = "legacy")]
+fn delete(site: &Site, exchange: &Exchange<'_>, request: &HttpRequest) -> bool {
+    let id = request.headers.get("mcp-session-id").unwrap_or_default();
+    let keep_alive = request.keep_alive() && request.framing == crate::http::Framing::Empty;
+    if site.sessions.delete(id) {
+        exchange.respond(200, &[], b"", keep_alive)
+    } else {
+        let error = ErrorObject::invalid_request(format!("session '{id}' is not known"));
+        exchange.error_with(404, None, &error, &[], keep_alive)
+    }
+}
+
+/// Answers `status` with a JSON-RPC error without id, and closes.
+fn refuse(socket: &TcpStream, status: u16, message: &str, headers: &[(&str, &str)]) {
+    let mut body = Vec::with_capacity(128);
+    let error = ErrorObject::invalid_request(message);
+    encode_error(&mut body, None, &error);
+    let mut all = headers.to_vec();
+    all.push(("Content-Type", "application/json"));
+    let mut out = socket;
+    let _ = write_response(&mut out, status, &all, &body, false);
+    close_gently(socket, Duration::from_millis(200));
+}
+
+/// Closes after an answer. Closing with unread input would reset the
+/// connection, and the client might lose the answer: what it still sends
+/// is read and dropped, for at most `linger` between reads and 1 MiB.
+pub(crate) fn close_gently(socket: &TcpStream, linger: Duration) {
+    let _ = socket.shutdown(std::net::Shutdown::Write);
+    let _ = socket.set_read_timeout(Some(linger));
+    let mut sink = [0u8; 8192];
+    let mut left: usize = 1024 * 1024;
+    let mut input = socket;
+    while let Ok(n @ 1..) = input.read(&mut sink) {
+        left = match left.checked_sub(n) {
+            Some(left) => left,
+            None => break,
+        };
+    }
+}

@@ -1,0 +1,247 @@
+//! One POST: its JSON-RPC message, served as a connection of its own
+//! whose output is the response body (see `body`). The message goes
+//! through the same core as a stdio line (`reader::dispatch` on a fresh
+//! `ConnHandle`): the same refusals, kernel, handlers, cancellation and
+//! subscriptions, nothing copied.
+//!
+//! While the request runs, the thread that read it watches its socket:
+//! the client closing it is the cancellation (spec 2026-07-28
+//! basic/transports/streamable-http, "Cancellation"): `Conn::cancel` takes
+//! the request out of the map and trips its token, and the body writes
+//! nothing more. The watch is a `peek` bounded by [`WATCH`]; it also
+//! sends the keep-alive comments of a quiet stream and notices a stop.
+
+use std::net::TcpStream;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::Receiver;
+use serde_json::value::RawValue;
+
+use super::body::{Body, status_for};
+use super::mirror::{self, Era};
+use super::options::HttpOptions;
+#[cfg(feature = "legacy")]
+use super::sessions::Sessions;
+use crate::http::{HttpRequest, write_response};
+use crate::incoming::{Incoming, classify};
+use crate::jsonrpc::{ErrorObject, RequestId, encode_error};
+use crate::server::Inner;
+use crate::server::conn::End;
+use crate::server::conn::handle::ConnHandle;
+use crate::server::reader;
+
+/// How long the watch waits on the socket before it looks at the request
+/// again: the longest a client's close goes unnoticed.
+const WATCH: Duration = Duration::from_millis(50);
+
+/// What the thread serving the connection needs for a POST.
+pub(crate) struct Exchange<'a> {
+    pub inner: &'a Arc<Inner>,
+    pub options: &'a HttpOptions,
+    pub socket: &'a TcpStream,
+    #[cfg(feature = "legacy")]
+    pub sessions: &'a Sessions,
+}
+
+impl Exchange<'_> {
+    /// Serves a POST whose body is read. Returns whether the connection
+    /// may carry another request.
+    pub fn post(&self, request: &HttpRequest) -> bool {
+        let keep_alive = request.keep_alive();
+        match classify(&request.body) {
+            Incoming::Request { id, method, params } => self.request(request, id, method, params),
+            Incoming::Notification { .. } => {
+                // Spec 2026-07-28: an accepted notification is `202`, no
+                // body. Over HTTP none has an effect: a cancellation is the
+                // closing of the request's own stream.
+                self.respond(202, &[], b"", keep_alive)
+            }
+            Incoming::Response { .. } => {
+                #[cfg(feature = "legacy")]
+                if !self.modern_header(request) {
+                    // A legacy client's answer to a request this server
+                    // never sends over HTTP (see `sessions`): accepted,
+                    // and ignored.
+                    return self.respond(202, &[], b"", keep_alive);
+                }
+                let error = ErrorObject::invalid_request(
+                    "a client must not send responses over Streamable HTTP (2026-07-28): send requests and notifications only",
+                );
+                self.error(None, &error, keep_alive)
+            }
+            Incoming::Invalid { id, error } => self.error(id.as_ref(), &error, keep_alive),
+        }
+    }
+
+    #[cfg(feature = "legacy")]
+    fn modern_header(&self, request: &HttpRequest) -> bool {
+        request
+            .headers
+            .get("mcp-protocol-version")
+            .is_some_and(|v| crate::version::SUPPORTED_VERSIONS.contains(&v.trim()))
+    }
+
+    fn request(
+        &self,
+        request: &HttpRequest,
+        id: RequestId,
+        method: String,
+        params: Option<Box<RawValue>>,
+    ) -> bool {
+        let keep_alive = request.keep_alive();
+        let era = match mirror::era(&request.headers, params.as_deref()) {
+            Ok(era) => era,
+            Err(error) => return self.error(Some(&id), &error, keep_alive),
+        };
+        if era == Era::Modern {
+            // Spec 2026-07-28: `Mcp-Session-Id` is ignored, never echoed.
+            if let Err(error) =
+                mirror::check(self.inner, &request.headers, &method, params.as_deref())
+            {
+                return self.error(Some(&id), &error, keep_alive);
+            }
+        }
+        let events = request.headers.lists("accept", "text/event-stream")
+            || request.headers.lists("accept", "*/*");
+        let Ok(socket) = self.socket.try_clone() else {
+            let error = ErrorObject::internal_error(
+                "the server is out of file descriptors: retry in a moment",
+            );
+            return self.error_with(503, Some(&id), &error, &[("Retry-After", "1")], false);
+        };
+        let body = Body::new(socket, events, request.http10, keep_alive);
+        let (end_tx, end) = crossbeam_channel::unbounded();
+        let conn = ConnHandle::new(self.inner, Box::new(body.clone()), end_tx);
+        #[cfg(feature = "legacy")]
+        let session = match &era {
+            Era::Legacy(version) => {
+                match self.sessions.enter(&conn, &body, request, &method, version) {
+                    Ok(session) => Some(session),
+                    Err(unknown) => {
+                        return self.error_with(404, None, &unknown.error(), &[], keep_alive);
+                    }
+                }
+            }
+            Era::Modern => None,
+        };
+        #[cfg(not(feature = "legacy"))]
+        let _ = era;
+        let key = self.inner.connections.connect(conn.as_connection());
+        let bytes = request.body.len();
+        let incoming = Incoming::Request {
+            id: id.clone(),
+            method,
+            params,
+        };
+        reader::dispatch(self.inner, &conn, incoming, bytes);
+        // The reader's lines wait for its flush (`reader`): a POST has no
+        // next line.
+        conn.flush();
+        self.watch(&conn, &body, &end, &id);
+        #[cfg(feature = "legacy")]
+        if let Some(session) = session {
+            self.sessions.leave(&conn, session);
+        }
+        // Nothing is in flight by now (answered or cancelled), unless the
+        // server stopped: then what is left is answered `-32603`.
+        let _ = conn.shut_down();
+        self.inner.connections.disconnect(key);
+        body.keeps_alive() && keep_alive
+    }
+
+    /// Waits for the response to be complete, watching the socket: a close
+    /// cancels the request.
+    fn watch(&self, conn: &ConnHandle, body: &Body, end: &Receiver<End>, id: &RequestId) {
+        let mut next_comment = Instant::now() + self.options.keep_alive_interval;
+        let mut grace_until: Option<Instant> = None;
+        let mut peek = [0u8; 1];
+        while !body.is_done() {
+            match end.try_recv() {
+                Ok(End::Stop) if grace_until.is_none() => {
+                    grace_until = Some(
+                        Instant::now()
+                            .checked_add(self.inner.config.shutdown_grace)
+                            .unwrap_or_else(|| Instant::now() + Duration::from_secs(86_400)),
+                    );
+                }
+                Ok(End::OutputFailed) => break,
+                _ => {}
+            }
+            let now = Instant::now();
+            if grace_until.is_some_and(|at| now >= at) {
+                // `shut_down` (by the caller) answers it `-32603`.
+                return;
+            }
+            if now >= next_comment {
+                body.keep_alive();
+                next_comment = now + self.options.keep_alive_interval;
+            }
+            let _ = self.socket.set_read_timeout(Some(WATCH));
+            match self.socket.peek(&mut peek) {
+                Ok(0) => {
+                    // The client closed the stream: the request is
+                    // cancelled, and nothing more is written for it.
+                    body.cancel();
+                    conn.lock().cancel(id);
+                    return;
+                }
+                Ok(_) => {
+                    // The next request arrived early (pipelining): wait on
+                    // the connection instead of the socket.
+                    let deadline = Some(Instant::now() + WATCH);
+                    drop(conn.lock().wait_until(deadline, |c| c.settled()));
+                }
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                    ) => {}
+                Err(_) => {
+                    body.cancel();
+                    conn.lock().cancel(id);
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Answers with a JSON-RPC error, its status from its code.
+    pub(crate) fn error(
+        &self,
+        id: Option<&RequestId>,
+        error: &ErrorObject,
+        keep_alive: bool,
+    ) -> bool {
+        let status = status_for(Some(i64::from(error.code)));
+        self.error_with(status, id, error, &[], keep_alive)
+    }
+
+    /// Answers `status` with a JSON-RPC error body.
+    pub(crate) fn error_with(
+        &self,
+        status: u16,
+        id: Option<&RequestId>,
+        error: &ErrorObject,
+        headers: &[(&str, &str)],
+        keep_alive: bool,
+    ) -> bool {
+        let mut body = Vec::with_capacity(128);
+        encode_error(&mut body, id, error);
+        let mut all = headers.to_vec();
+        all.push(("Content-Type", "application/json"));
+        self.respond(status, &all, &body, keep_alive)
+    }
+
+    /// Answers a whole response. Returns whether the connection goes on.
+    pub(crate) fn respond(
+        &self,
+        status: u16,
+        headers: &[(&str, &str)],
+        body: &[u8],
+        keep_alive: bool,
+    ) -> bool {
+        let mut socket = self.socket;
+        write_response(&mut socket, status, headers, body, keep_alive).is_ok() && keep_alive
+    }
+}

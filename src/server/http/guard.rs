@@ -1,0 +1,155 @@
+//! The checks a request passes before its body is read (spec 2026-07-28
+//! basic/transports/streamable-http, "Security & Endpoint"): `Host`
+//! against DNS rebinding, `Origin`, the method, authorization,
+//! `Content-Type` and `Accept`. Each refusal is a status and a one-line
+//! reason.
+
+use super::options::HttpOptions;
+use crate::http::HttpRequest;
+
+/// A refusal: the status, the reason, and headers to send with it.
+pub(crate) struct Refusal {
+    pub status: u16,
+    pub message: String,
+    pub headers: Vec<(&'static str, String)>,
+}
+
+impl Refusal {
+    fn new(status: u16, message: impl Into<String>) -> Refusal {
+        Refusal {
+            status,
+            message: message.into(),
+            headers: Vec::new(),
+        }
+    }
+}
+
+/// The names a loopback listener answers to.
+const LOOPBACK_NAMES: &[&str] = &["localhost", "127.0.0.1", "[::1]"];
+
+/// The host name of `host[:port]` (an IPv6 literal keeps its brackets).
+fn host_name(authority: &str) -> &str {
+    if authority.starts_with('[') {
+        return authority.split_inclusive(']').next().unwrap_or(authority);
+    }
+    authority.split(':').next().unwrap_or(authority)
+}
+
+/// `Host`: required (RFC 9112 section 3.2), and against DNS rebinding a
+/// name this server answers to (see [`HttpOptions::allow_host`]).
+pub(crate) fn host(
+    request: &HttpRequest,
+    options: &HttpOptions,
+    loopback: bool,
+) -> Result<(), Refusal> {
+    let Some(host) = request.headers.get("host") else {
+        if request.http10 {
+            return Ok(());
+        }
+        return Err(Refusal::new(400, "the Host header is required in HTTP/1.1"));
+    };
+    if request.headers.count("host") > 1 {
+        return Err(Refusal::new(400, "the Host header is sent more than once"));
+    }
+    let name = host_name(host);
+    let allowed = if !options.hosts.is_empty() {
+        options
+            .hosts
+            .iter()
+            .any(|h| h.eq_ignore_ascii_case(host) || h.eq_ignore_ascii_case(name))
+    } else if loopback {
+        LOOPBACK_NAMES.iter().any(|n| n.eq_ignore_ascii_case(name))
+    } else {
+        true
+    };
+    if allowed {
+        Ok(())
+    } else {
+        Err(Refusal::new(
+            403,
+            format!(
+                "host '{host}' is not served here (DNS rebinding protection): allow it with HttpOptions::allow_host"
+            ),
+        ))
+    }
+}
+
+/// `Origin`, when present: an allowed origin or a loopback one (spec
+/// 2026-07-28: an invalid origin MUST be answered `403`).
+pub(crate) fn origin(request: &HttpRequest, options: &HttpOptions) -> Result<(), Refusal> {
+    let Some(origin) = request.headers.get("origin") else {
+        return Ok(());
+    };
+    let origin = origin.trim_end_matches('/');
+    if options
+        .origins
+        .iter()
+        .any(|o| o.eq_ignore_ascii_case(origin))
+    {
+        return Ok(());
+    }
+    let loopback = origin
+        .split_once("://")
+        .filter(|(scheme, _)| matches!(*scheme, "http" | "https"))
+        .is_some_and(|(_, authority)| {
+            LOOPBACK_NAMES
+                .iter()
+                .any(|n| n.eq_ignore_ascii_case(host_name(authority)))
+        });
+    if loopback {
+        Ok(())
+    } else {
+        Err(Refusal::new(
+            403,
+            format!("origin '{origin}' is not allowed: allow it with HttpOptions::allow_origin"),
+        ))
+    }
+}
+
+/// The authorization hook, if any.
+pub(crate) fn authorized(request: &HttpRequest, options: &HttpOptions) -> Result<(), Refusal> {
+    let Some(hook) = &options.authorize else {
+        return Ok(());
+    };
+    hook(&request.headers).map_err(|refused| Refusal {
+        status: 401,
+        message: refused.message,
+        headers: vec![("WWW-Authenticate", refused.challenge)],
+    })
+}
+
+/// `Content-Type: application/json` (parameters such as `charset`
+/// allowed) and an `Accept` that takes JSON.
+pub(crate) fn media_types(request: &HttpRequest) -> Result<(), Refusal> {
+    let json = request
+        .headers
+        .get("content-type")
+        .and_then(|v| v.split(';').next())
+        .is_some_and(|v| v.trim().eq_ignore_ascii_case("application/json"));
+    if !json {
+        return Err(Refusal::new(
+            415,
+            "the body must be sent with Content-Type: application/json",
+        ));
+    }
+    // Spec 2026-07-28: the client MUST accept both; a client that accepts
+    // JSON alone is still answered (with JSON), one that accepts neither is
+    // refused.
+    let headers = &request.headers;
+    if headers.count("accept") > 0
+        && ![
+            "application/json",
+            "text/event-stream",
+            "application/*",
+            "*/*",
+        ]
+        .iter()
+        .any(|t| headers.lists("accept", t))
+    {
+        return Err(Refusal::new(
+            406,
+            "the Accept header must list application/json and text/event-stream",
+        ));
+    }
+    Ok(())
+}

@@ -1,0 +1,171 @@
+//! [`Server::serve_http`]: the Streamable HTTP transport (spec 2026-07-28
+//! basic/transports/streamable-http), behind the `http` feature.
+//!
+//! ```text
+//! listener ──► mcp-http: accept, count ──► mcp-http-conn (one per connection, up to a cap)
+//!                 read a request (`crate::http`), check it (`guard`), read its body
+//!                 POST ──► a ConnHandle of its own, output = the response body (`body`)
+//!                          reader::dispatch: the core, exactly as for a stdio line
+//!                          watch the socket until the response is complete:
+//!                          a close cancels the request (`exchange`)
+//! ```
+//!
+//! Each POST is a connection of the core's (`Conn`): its refusals, kernel,
+//! handlers, cancellation and subscriptions are the ones stdio uses. One
+//! JSON-RPC message per POST means no request in it waits behind another;
+//! a connection's thread serves its POSTs one after another (keep-alive),
+//! and concurrency comes from connections, as HTTP clients expect.
+
+mod body;
+mod connection;
+mod exchange;
+mod guard;
+mod mirror;
+pub(crate) mod options;
+#[cfg(feature = "legacy")]
+mod sessions;
+
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::thread;
+
+use connection::{Site, close_gently, serve_connection};
+use options::HttpOptions;
+
+use crate::error::Error;
+use crate::http::write_response;
+use crate::server::Server;
+use crate::server::connections::Connection;
+use crate::server::event::ServerEvent;
+
+impl Server {
+    /// Serves MCP over Streamable HTTP on `listener`, at the endpoint
+    /// [`HttpOptions::path`] (default `/mcp`): blocks until
+    /// [`StopHandle::stop`](crate::StopHandle::stop), then waits for the
+    /// requests in flight (see [`ServerBuilder::shutdown_grace`](crate::ServerBuilder::shutdown_grace))
+    /// and returns.
+    ///
+    /// Bind the listener to `127.0.0.1` unless the server must be reached
+    /// from elsewhere (spec 2026-07-28: local servers SHOULD bind only to
+    /// localhost); a loopback listener answers only to loopback `Host`
+    /// names, against DNS rebinding.
+    ///
+    /// Each POST is served like a line on stdio, as a connection of its
+    /// own whose output is the response: `application/json` when the reply
+    /// is the first thing the request writes, `text/event-stream` when a
+    /// notification comes first (progress, logs, a subscription's
+    /// acknowledgment) or nothing came for a keep-alive interval. Closing
+    /// the response cancels the request. The legacy era
+    /// (2025-03-26 to 2025-11-25) is served too, with the `legacy`
+    /// feature: see the crate's guide for what such a client does not get.
+    ///
+    /// ```no_run
+    /// # fn main() -> Result<(), mcp_stdio::Error> {
+    /// let server = mcp_stdio::Server::builder("demo", "1.0.0").build();
+    /// let listener = std::net::TcpListener::bind("127.0.0.1:8080")?;
+    /// eprintln!("serving http://{}/mcp", listener.local_addr()?);
+    /// server.serve_http(listener, mcp_stdio::HttpOptions::new())
+    /// # }
+    /// ```
+    ///
+    /// Returns an error only when the listener fails.
+    pub fn serve_http(&self, listener: TcpListener, options: HttpOptions) -> Result<(), Error> {
+        let local = listener.local_addr()?;
+        let stop = Arc::new(Waker {
+            stopped: AtomicBool::new(false),
+            local,
+        });
+        let key = self.inner.connections.connect(stop.clone());
+        let site = Arc::new(Site {
+            inner: Arc::clone(&self.inner),
+            options,
+            loopback: local.ip().is_loopback(),
+            #[cfg(feature = "legacy")]
+            sessions: Default::default(),
+        });
+        let open = Arc::new(AtomicUsize::new(0));
+        let mut result = Ok(());
+        for socket in listener.incoming() {
+            if stop.stopped.load(Ordering::Acquire) {
+                break;
+            }
+            let socket = match socket {
+                Ok(socket) => socket,
+                // A connection that failed before it was accepted, or no
+                // descriptor left: the next one may do.
+                Err(e) if is_transient(&e) => continue,
+                Err(e) => {
+                    result = Err(Error::Io(e));
+                    break;
+                }
+            };
+            if open.fetch_add(1, Ordering::AcqRel) >= site.options.max_connections {
+                open.fetch_sub(1, Ordering::AcqRel);
+                busy(socket);
+                continue;
+            }
+            let (site, count) = (Arc::clone(&site), Arc::clone(&open));
+            let started = thread::Builder::new()
+                .name("mcp-http-conn".into())
+                .spawn(move || {
+                    serve_connection(&site, socket);
+                    count.fetch_sub(1, Ordering::AcqRel);
+                });
+            if started.is_err() {
+                open.fetch_sub(1, Ordering::AcqRel);
+            }
+        }
+        self.inner.connections.disconnect(key);
+        result
+    }
+}
+
+/// Whether accepting failed for this connection only.
+fn is_transient(e: &std::io::Error) -> bool {
+    use std::io::ErrorKind::*;
+    matches!(
+        e.kind(),
+        ConnectionAborted | ConnectionReset | Interrupted | WouldBlock
+    ) || e
+        .raw_os_error()
+        .is_some_and(|code| code == 24 || code == 23) // EMFILE, ENFILE
+}
+
+/// One connection too many: `503`, and closed.
+fn busy(socket: TcpStream) {
+    let mut out = &socket;
+    let _ = write_response(
+        &mut out,
+        503,
+        &[("Retry-After", "1"), ("Content-Type", "text/plain")],
+        b"too many connections: retry in a moment\n",
+        false,
+    );
+    // Short: the accept loop waits for it.
+    close_gently(&socket, std::time::Duration::from_millis(20));
+}
+
+/// Stops the accept loop: registered with the server's connections, its
+/// `stop` wakes `accept` with a connection of its own.
+struct Waker {
+    stopped: AtomicBool,
+    local: SocketAddr,
+}
+
+impl Connection for Waker {
+    fn publish(&self, _: &ServerEvent) {}
+
+    fn stop(&self) {
+        self.stopped.store(true, Ordering::Release);
+        let mut wake = self.local;
+        if wake.ip().is_unspecified() {
+            wake.set_ip(match wake {
+                SocketAddr::V4(_) => std::net::Ipv4Addr::LOCALHOST.into(),
+                SocketAddr::V6(_) => std::net::Ipv6Addr::LOCALHOST.into(),
+            });
+        }
+        // The connection only wakes `accept`; it is dropped at once.
+        let _ = TcpStream::connect(wake);
+    }
+}

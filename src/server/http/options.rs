@@ -1,0 +1,190 @@
+//! [`HttpOptions`]: how [`Server::serve_http`](crate::Server::serve_http)
+//! serves, its limits and its security settings; [`Unauthorized`], what an
+//! authorization hook answers.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::http::HttpHeaders;
+
+/// An authorization hook: sees every POST's headers before its body is
+/// read.
+pub(crate) type Authorize = dyn Fn(&HttpHeaders) -> Result<(), Unauthorized> + Send + Sync;
+
+/// The settings of the Streamable HTTP transport, built by chaining.
+///
+/// ```
+/// # use std::time::Duration;
+/// let options = mcp_stdio::HttpOptions::new()
+///     .path("/mcp")
+///     .allow_origin("https://app.example.com")
+///     .max_connections(32)
+///     .header_timeout(Duration::from_secs(5));
+/// # drop(options);
+/// ```
+///
+/// Defaults: endpoint `/mcp`; origins: none but loopback ones
+/// (`http://localhost:*`, `http://127.0.0.1:*`, `http://[::1]:*`) and
+/// requests without `Origin`; hosts: loopback names only when the listener
+/// is bound to a loopback address, any otherwise; 64 connections; a body
+/// of at most 4 MiB; 16 KiB of request line and headers, which must
+/// arrive within 10 s; an idle keep-alive connection closed after 60 s; a
+/// keep-alive comment on an SSE stream every 15 s.
+#[derive(Clone)]
+pub struct HttpOptions {
+    pub(crate) path: String,
+    pub(crate) origins: Vec<String>,
+    pub(crate) hosts: Vec<String>,
+    pub(crate) max_connections: usize,
+    pub(crate) max_body_bytes: usize,
+    pub(crate) max_head_bytes: usize,
+    pub(crate) header_timeout: Duration,
+    pub(crate) idle_timeout: Duration,
+    pub(crate) keep_alive_interval: Duration,
+    pub(crate) authorize: Option<Arc<Authorize>>,
+}
+
+impl Default for HttpOptions {
+    fn default() -> Self {
+        HttpOptions {
+            path: "/mcp".into(),
+            origins: Vec::new(),
+            hosts: Vec::new(),
+            max_connections: 64,
+            max_body_bytes: 4 * 1024 * 1024,
+            max_head_bytes: 16 * 1024,
+            header_timeout: Duration::from_secs(10),
+            idle_timeout: Duration::from_secs(60),
+            keep_alive_interval: Duration::from_secs(15),
+            authorize: None,
+        }
+    }
+}
+
+impl fmt::Debug for HttpOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HttpOptions")
+            .field("path", &self.path)
+            .field("origins", &self.origins)
+            .field("hosts", &self.hosts)
+            .field("max_connections", &self.max_connections)
+            .field("max_body_bytes", &self.max_body_bytes)
+            .field("authorize", &self.authorize.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl HttpOptions {
+    /// The defaults (see the type's docs).
+    pub fn new() -> HttpOptions {
+        HttpOptions::default()
+    }
+
+    /// The MCP endpoint's path (default `/mcp`); any other path is `404`.
+    pub fn path(mut self, path: &str) -> Self {
+        self.path = path.to_owned();
+        self
+    }
+
+    /// Allows requests whose `Origin` is exactly `origin`
+    /// (`scheme://host[:port]`, compared without regard to case). Any other
+    /// origin but loopback ones is answered `403` (spec 2026-07-28
+    /// basic/transports/streamable-http, "Security": DNS rebinding).
+    pub fn allow_origin(mut self, origin: &str) -> Self {
+        self.origins.push(origin.trim_end_matches('/').to_owned());
+        self
+    }
+
+    /// Allows requests whose `Host` is `host` (a name, or `name:port`).
+    /// Once any host is allowed, only the allowed ones are; until then a
+    /// listener on a loopback address accepts loopback names only
+    /// (`localhost`, `127.0.0.1`, `[::1]`), against DNS rebinding.
+    pub fn allow_host(mut self, host: &str) -> Self {
+        self.hosts.push(host.to_owned());
+        self
+    }
+
+    /// At most this many connections at once (default 64), a thread each;
+    /// one more is answered `503` and closed.
+    pub fn max_connections(mut self, max: usize) -> Self {
+        self.max_connections = max.max(1);
+        self
+    }
+
+    /// The largest request body accepted (default 4 MiB); a larger one is
+    /// answered `413`.
+    pub fn max_body_bytes(mut self, max: usize) -> Self {
+        self.max_body_bytes = max;
+        self
+    }
+
+    /// How long a request's line, headers and body may take to arrive once
+    /// it began (default 10 s): a slower client is answered `408` and
+    /// closed.
+    pub fn header_timeout(mut self, timeout: Duration) -> Self {
+        self.header_timeout = timeout;
+        self
+    }
+
+    /// How long a keep-alive connection may wait for its next request
+    /// (default 60 s) before it is closed.
+    pub fn idle_timeout(mut self, timeout: Duration) -> Self {
+        self.idle_timeout = timeout;
+        self
+    }
+
+    /// How often an open SSE stream with nothing to send carries a comment
+    /// (`:` and an empty line) so that proxies and clients keep it open
+    /// (default 15 s).
+    pub fn keep_alive_interval(mut self, interval: Duration) -> Self {
+        self.keep_alive_interval = interval;
+        self
+    }
+
+    /// Checks every POST's headers before its body is read; an `Err` is
+    /// answered `401` with its `WWW-Authenticate` challenge.
+    ///
+    /// ```
+    /// use mcp_stdio::{HttpOptions, Unauthorized};
+    /// let options = HttpOptions::new().authorize(|headers| {
+    ///     match headers.get("authorization") {
+    ///         Some("Bearer s3cret") => Ok(()),
+    ///         _ => Err(Unauthorized::new(r#"Bearer realm="mcp""#)),
+    ///     }
+    /// });
+    /// # drop(options);
+    /// ```
+    pub fn authorize(
+        mut self,
+        hook: impl Fn(&HttpHeaders) -> Result<(), Unauthorized> + Send + Sync + 'static,
+    ) -> Self {
+        self.authorize = Some(Arc::new(hook));
+        self
+    }
+}
+
+/// An authorization hook's refusal: answered `401 Unauthorized` with this
+/// `WWW-Authenticate` challenge.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unauthorized {
+    pub(crate) challenge: String,
+    pub(crate) message: String,
+}
+
+impl Unauthorized {
+    /// A refusal with `challenge` as its `WWW-Authenticate` value, for
+    /// example `Bearer resource_metadata="https://example.com/.well-known/oauth-protected-resource"`.
+    pub fn new(challenge: &str) -> Unauthorized {
+        Unauthorized {
+            challenge: challenge.to_owned(),
+            message: "the request is not authorized: send valid credentials".into(),
+        }
+    }
+
+    /// The message of the JSON-RPC error in the body.
+    pub fn message(mut self, message: &str) -> Self {
+        self.message = message.to_owned();
+        self
+    }
+}

@@ -1,0 +1,722 @@
+//! Streamable HTTP (feature `http`): every status code and header rule of
+//! spec 2026-07-28 basic/transports/streamable-http, with a plain
+//! `TcpStream` as the client reading the exact bytes.
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use mcp_stdio::types::{CallToolResult, Tool};
+use mcp_stdio::{Error, ErrorObject, HttpOptions, Server, StopHandle, Unauthorized};
+use serde_json::{Value, json};
+
+use crate::support::WAIT;
+
+/// A server on a loopback port, stopped when dropped.
+struct Http {
+    addr: SocketAddr,
+    stop: StopHandle,
+    thread: Option<JoinHandle<Result<(), Error>>>,
+}
+
+impl Drop for Http {
+    fn drop(&mut self) {
+        self.stop.stop();
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+fn start(server: Server, options: HttpOptions) -> Http {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let stop = server.stop_handle();
+    let thread = std::thread::spawn(move || server.serve_http(listener, options));
+    Http {
+        addr,
+        stop,
+        thread: Some(thread),
+    }
+}
+
+fn everything() -> Http {
+    start(crate::everything::build(), HttpOptions::new())
+}
+
+fn meta() -> Value {
+    crate::support::meta()
+}
+
+/// A modern request's body.
+fn body(id: i64, method: &str, mut params: Value) -> String {
+    params["_meta"] = meta();
+    json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params }).to_string()
+}
+
+/// The headers a conforming client sends with a modern request.
+fn mirrored(method: &str, name: Option<&str>) -> Vec<(String, String)> {
+    let mut headers = vec![
+        ("Content-Type".into(), "application/json".into()),
+        (
+            "Accept".into(),
+            "application/json, text/event-stream".into(),
+        ),
+        ("MCP-Protocol-Version".into(), "2026-07-28".into()),
+        ("Mcp-Method".into(), method.into()),
+    ];
+    if let Some(name) = name {
+        headers.push(("Mcp-Name".into(), name.into()));
+    }
+    headers
+}
+
+/// A POST with `headers` and `body`, `Connection: close`: the response's
+/// exact bytes, to the server's close.
+fn post(addr: SocketAddr, headers: &[(String, String)], body: &str) -> String {
+    let mut request = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Length: {}\r\n",
+        body.len()
+    );
+    for (name, value) in headers {
+        request.push_str(&format!("{name}: {value}\r\n"));
+    }
+    request.push_str("\r\n");
+    request.push_str(body);
+    raw(addr, request.as_bytes())
+}
+
+/// Sends `bytes` and reads until the server closes.
+fn raw(addr: SocketAddr, bytes: &[u8]) -> String {
+    let mut socket = TcpStream::connect(addr).unwrap();
+    socket.set_read_timeout(Some(WAIT)).unwrap();
+    socket.write_all(bytes).unwrap();
+    let mut out = Vec::new();
+    socket.read_to_end(&mut out).unwrap();
+    String::from_utf8(out).unwrap()
+}
+
+fn status(response: &str) -> u16 {
+    response[9..12].parse().unwrap()
+}
+
+fn header<'a>(response: &'a str, name: &str) -> Option<&'a str> {
+    let head = response.split("\r\n\r\n").next().unwrap();
+    head.lines().skip(1).find_map(|line| {
+        let (n, v) = line.split_once(": ")?;
+        n.eq_ignore_ascii_case(name).then_some(v)
+    })
+}
+
+/// The JSON body of a whole response.
+fn json_body(response: &str) -> Value {
+    let (_, body) = response.split_once("\r\n\r\n").unwrap();
+    serde_json::from_str(body).unwrap_or_else(|e| panic!("{e}: {response}"))
+}
+
+/// The `data:` messages of an SSE response.
+fn events(response: &str) -> Vec<Value> {
+    response
+        .lines()
+        .filter_map(|line| line.strip_prefix("data: "))
+        .map(|data| serde_json::from_str(data).unwrap())
+        .collect()
+}
+
+fn error_code(response: &str) -> i64 {
+    json_body(response)["error"]["code"].as_i64().unwrap()
+}
+
+#[test]
+fn an_inline_call_is_answered_with_one_json_object() {
+    let http = everything();
+    let response = post(
+        http.addr,
+        &mirrored("tools/call", Some("echo")),
+        &body(
+            1,
+            "tools/call",
+            json!({ "name": "echo", "arguments": { "text": "hi" } }),
+        ),
+    );
+    assert!(
+        response.starts_with("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: "),
+        "{response}"
+    );
+    let reply = json_body(&response);
+    assert_eq!(reply["id"], 1);
+    assert_eq!(reply["result"]["content"][0]["text"], "hi");
+}
+
+#[test]
+fn progress_makes_the_response_an_event_stream_ending_with_the_reply() {
+    let http = everything();
+    let mut params = json!({ "name": "progress", "arguments": { "steps": 2 } });
+    let mut body: Value = serde_json::from_str(&body(2, "tools/call", params.take())).unwrap();
+    body["params"]["_meta"]["progressToken"] = json!("p");
+    let response = post(
+        http.addr,
+        &mirrored("tools/call", Some("progress")),
+        &body.to_string(),
+    );
+    assert_eq!(status(&response), 200);
+    assert_eq!(header(&response, "content-type"), Some("text/event-stream"));
+    assert_eq!(header(&response, "x-accel-buffering"), Some("no"));
+    assert_eq!(header(&response, "transfer-encoding"), Some("chunked"));
+    let events = events(&response);
+    assert_eq!(events.len(), 3, "{response}");
+    assert_eq!(events[0]["method"], "notifications/progress");
+    assert_eq!(events[0]["params"]["progressToken"], "p");
+    assert_eq!(events[1]["params"]["progress"], 2.0);
+    assert_eq!(events[2]["id"], 2);
+    assert_eq!(events[2]["result"]["content"][0]["text"], "done");
+    assert!(response.ends_with("\r\n0\r\n\r\n"), "the stream is ended");
+}
+
+#[test]
+fn a_notification_is_accepted_with_202_and_no_body() {
+    let http = everything();
+    let notification = json!({ "jsonrpc": "2.0", "method": "notifications/whatever" });
+    let response = post(
+        http.addr,
+        &mirrored("notifications/whatever", None),
+        &notification.to_string(),
+    );
+    assert_eq!(
+        response,
+        "HTTP/1.1 202 Accepted\r\nConnection: close\r\nContent-Length: 0\r\n\r\n"
+    );
+}
+
+#[test]
+fn get_and_delete_are_405_and_other_paths_404() {
+    let http = everything();
+    let addr = http.addr;
+    for method in ["GET", "DELETE", "PUT"] {
+        let response = raw(
+            addr,
+            format!("{method} /mcp HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n")
+                .as_bytes(),
+        );
+        assert_eq!(status(&response), 405, "{method}: {response}");
+        assert!(header(&response, "allow").unwrap().starts_with("POST"));
+    }
+    let response = raw(
+        addr,
+        format!("POST /other HTTP/1.1\r\nHost: {addr}\r\nContent-Length: 0\r\n\r\n").as_bytes(),
+    );
+    assert_eq!(status(&response), 404);
+    assert!(
+        json_body(&response)["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("'/mcp'")
+    );
+}
+
+#[test]
+fn an_unknown_method_is_404_with_method_not_found() {
+    let http = everything();
+    let response = post(
+        http.addr,
+        &mirrored("nope/nope", None),
+        &body(3, "nope/nope", json!({})),
+    );
+    assert_eq!(status(&response), 404);
+    assert_eq!(error_code(&response), -32601);
+    assert_eq!(json_body(&response)["id"], 3);
+}
+
+#[test]
+fn an_unsupported_version_is_400_with_the_supported_list() {
+    let http = everything();
+    let mut headers = mirrored("server/discover", None);
+    headers[2].1 = "2099-01-01".into();
+    let mut request: Value = serde_json::from_str(&body(4, "server/discover", json!({}))).unwrap();
+    request["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"] = json!("2099-01-01");
+    let response = post(http.addr, &headers, &request.to_string());
+    assert_eq!(status(&response), 400);
+    let reply = json_body(&response);
+    assert_eq!(reply["error"]["code"], -32022);
+    assert!(
+        reply["error"]["data"]["supported"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("2026-07-28"))
+    );
+    // Only the header names it (the body has no modern _meta).
+    let plain = json!({ "jsonrpc": "2.0", "id": 5, "method": "tools/list" }).to_string();
+    let response = post(http.addr, &headers, &plain);
+    assert_eq!(status(&response), 400);
+    assert_eq!(error_code(&response), -32022);
+}
+
+#[test]
+fn headers_that_do_not_match_the_body_are_400_header_mismatch() {
+    let http = everything();
+    let call = body(
+        6,
+        "tools/call",
+        json!({ "name": "echo", "arguments": { "text": "x" } }),
+    );
+    let cases: Vec<(&str, Vec<(String, String)>)> = vec![
+        ("wrong Mcp-Method", mirrored("tools/list", Some("echo"))),
+        ("wrong Mcp-Name", mirrored("tools/call", Some("add"))),
+        ("no Mcp-Name", mirrored("tools/call", None)),
+        ("no Mcp-Method", {
+            let mut h = mirrored("tools/call", Some("echo"));
+            h.remove(3);
+            h
+        }),
+        ("no version header", {
+            let mut h = mirrored("tools/call", Some("echo"));
+            h.remove(2);
+            h
+        }),
+        ("another version", {
+            let mut h = mirrored("tools/call", Some("echo"));
+            h[2].1 = "2025-11-25".into();
+            h
+        }),
+        (
+            "a bad sentinel",
+            mirrored("tools/call", Some("=?base64?***?=")),
+        ),
+    ];
+    for (case, headers) in cases {
+        let response = post(http.addr, &headers, &call);
+        assert_eq!(status(&response), 400, "{case}: {response}");
+        let reply = json_body(&response);
+        assert_eq!(reply["error"]["code"], -32020, "{case}");
+        assert_eq!(reply["id"], 6, "{case}");
+        assert!(
+            reply["error"]["message"]
+                .as_str()
+                .unwrap()
+                .starts_with("Header mismatch"),
+            "{case}"
+        );
+    }
+    // Names in any case, and a name in the Base64 sentinel, match.
+    let mut headers: Vec<(String, String)> = mirrored("tools/call", Some("=?base64?ZWNobw==?="))
+        .into_iter()
+        .map(|(n, v)| (n.to_lowercase(), v))
+        .collect();
+    headers.push(("Mcp-Session-Id".into(), "ignored".into()));
+    headers.push(("Last-Event-ID".into(), "7".into()));
+    let response = post(http.addr, &headers, &call);
+    assert_eq!(status(&response), 200, "{response}");
+    assert_eq!(json_body(&response)["result"]["content"][0]["text"], "x");
+    // Spec 2026-07-28: a session id is ignored, never echoed.
+    assert_eq!(header(&response, "mcp-session-id"), None);
+}
+
+#[test]
+fn x_mcp_header_parameters_are_checked_against_the_arguments() {
+    let tool = Tool::new("sql", "Runs a query in a region.").input_schema(json!({
+        "type": "object",
+        "properties": {
+            "region": { "type": "string", "x-mcp-header": "Region" },
+            "limit": { "type": "integer", "x-mcp-header": "Limit" },
+            "query": { "type": "string" }
+        },
+        "required": ["region", "query"]
+    }));
+    let server = Server::builder("http-test", "1.0.0")
+        .tool(tool, |_ctx, args: Value| {
+            Ok(CallToolResult::text(args["region"].as_str().unwrap_or("")))
+        })
+        .build();
+    let http = start(server, HttpOptions::new());
+    let call = |arguments: Value| {
+        body(
+            7,
+            "tools/call",
+            json!({ "name": "sql", "arguments": arguments }),
+        )
+    };
+    let with = |extra: &[(&str, &str)]| {
+        let mut headers = mirrored("tools/call", Some("sql"));
+        headers.extend(extra.iter().map(|(n, v)| (n.to_string(), v.to_string())));
+        headers
+    };
+    let ok = post(
+        http.addr,
+        &with(&[
+            ("mcp-param-region", "=?base64?IHdlc3Qg?="),
+            ("Mcp-Param-Limit", "10.0"),
+        ]),
+        &call(json!({ "region": " west ", "limit": 10, "query": "q" })),
+    );
+    assert_eq!(status(&ok), 200, "{ok}");
+    assert_eq!(json_body(&ok)["result"]["content"][0]["text"], " west ");
+    let refused = [
+        (
+            "missing",
+            with(&[]),
+            json!({ "region": "west", "query": "q" }),
+        ),
+        (
+            "different",
+            with(&[("Mcp-Param-Region", "east")]),
+            json!({ "region": "west", "query": "q" }),
+        ),
+        (
+            "not in the body",
+            with(&[("Mcp-Param-Region", "west"), ("Mcp-Param-Limit", "1")]),
+            json!({ "region": "west", "query": "q" }),
+        ),
+        (
+            "a different number",
+            with(&[("Mcp-Param-Region", "west"), ("Mcp-Param-Limit", "11")]),
+            json!({ "region": "west", "limit": 10, "query": "q" }),
+        ),
+    ];
+    for (case, headers, arguments) in refused {
+        let response = post(http.addr, &headers, &call(arguments));
+        assert_eq!(status(&response), 400, "{case}: {response}");
+        assert_eq!(error_code(&response), -32020, "{case}");
+    }
+}
+
+#[test]
+fn a_foreign_origin_or_host_is_403_and_an_allowed_one_is_served() {
+    let http = start(
+        crate::everything::build(),
+        HttpOptions::new().allow_origin("https://app.example.com"),
+    );
+    let call = body(8, "tools/list", json!({}));
+    let with = |name: &str, value: &str| {
+        let mut headers = mirrored("tools/list", None);
+        headers.push((name.into(), value.into()));
+        headers
+    };
+    for (name, value, expected) in [
+        ("Origin", "https://evil.example", 403),
+        ("Origin", "null", 403),
+        ("Origin", "https://app.example.com", 200),
+        ("Origin", "http://localhost:3000", 200),
+    ] {
+        let response = post(http.addr, &with(name, value), &call);
+        assert_eq!(status(&response), expected, "{name}: {value}: {response}");
+        if expected == 403 {
+            assert_eq!(json_body(&response)["id"], Value::Null);
+        }
+    }
+    // DNS rebinding: a loopback listener answers to loopback names only.
+    let addr = http.addr;
+    let request = |host: &str| {
+        format!(
+            "POST /mcp HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\nContent-Type: application/json\r\nMCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/list\r\nContent-Length: {}\r\n\r\n{call}",
+            call.len()
+        )
+    };
+    assert_eq!(
+        status(&raw(addr, request("evil.example:80").as_bytes())),
+        403
+    );
+    assert_eq!(
+        status(&raw(
+            addr,
+            request(&format!("localhost:{}", addr.port())).as_bytes()
+        )),
+        200
+    );
+    assert_eq!(status(&raw(addr, request("[::1]").as_bytes())), 200);
+}
+
+#[test]
+fn media_types_size_and_bad_http_get_their_status() {
+    let http = start(
+        crate::everything::build(),
+        HttpOptions::new().max_body_bytes(400),
+    );
+    let addr = http.addr;
+    let mut headers = mirrored("tools/list", None);
+    headers[0].1 = "text/plain".into();
+    assert_eq!(status(&post(addr, &headers, "{}")), 415);
+    let mut headers = mirrored("tools/list", None);
+    headers[1].1 = "text/html".into();
+    assert_eq!(status(&post(addr, &headers, "{}")), 406);
+    let large = post(addr, &mirrored("tools/list", None), &"x".repeat(401));
+    assert_eq!(status(&large), 413);
+    assert!(
+        json_body(&large)["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("400 bytes")
+    );
+    assert_eq!(
+        status(&post(addr, &mirrored("tools/list", None), "not json")),
+        400
+    );
+    assert_eq!(
+        error_code(&post(addr, &mirrored("tools/list", None), "not json")),
+        -32700
+    );
+    assert_eq!(status(&raw(addr, b"POST /mcp HTTP/2.0\r\n\r\n")), 505);
+    assert_eq!(status(&raw(addr, b"garbage\r\n\r\n")), 400);
+    assert_eq!(
+        status(&raw(
+            addr,
+            format!("POST /mcp HTTP/1.1\r\nHost: {addr}\r\nTransfer-Encoding: gzip\r\n\r\n")
+                .as_bytes()
+        )),
+        501
+    );
+    // A POST without a body.
+    let empty = raw(
+        addr,
+        format!("POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\r\n")
+            .as_bytes(),
+    );
+    assert_eq!(status(&empty), 400);
+    // A response from the client is refused in the modern era.
+    let reply = json!({ "jsonrpc": "2.0", "id": 1, "result": {} }).to_string();
+    assert_eq!(status(&post(addr, &mirrored("x", None), &reply)), 400);
+    // And the server still serves.
+    let ok = post(
+        addr,
+        &mirrored("tools/list", None),
+        &body(9, "tools/list", json!({})),
+    );
+    assert_eq!(status(&ok), 200);
+}
+
+#[test]
+fn a_chunked_body_and_keep_alive_carry_two_requests_on_one_connection() {
+    let http = everything();
+    let addr = http.addr;
+    let mut socket = TcpStream::connect(addr).unwrap();
+    socket.set_read_timeout(Some(WAIT)).unwrap();
+    let first = body(10, "tools/list", json!({}));
+    let (a, b) = first.split_at(20);
+    let request = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nMCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/list\r\nTransfer-Encoding: chunked\r\n\r\n{:x}\r\n{a}\r\n{:x}\r\n{b}\r\n0\r\n\r\n",
+        a.len(),
+        b.len()
+    );
+    socket.write_all(request.as_bytes()).unwrap();
+    let response = read_one(&mut socket);
+    assert_eq!(status(&response), 200);
+    assert_eq!(header(&response, "connection"), None, "kept alive");
+    assert_eq!(json_body(&response)["id"], 10);
+    let second = body(
+        11,
+        "tools/call",
+        json!({ "name": "echo", "arguments": { "text": "again" } }),
+    );
+    let request = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nExpect: 100-continue\r\nMCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\nMcp-Name: echo\r\nContent-Length: {}\r\n\r\n",
+        second.len()
+    );
+    socket.write_all(request.as_bytes()).unwrap();
+    let mut continued = [0u8; 25];
+    socket.read_exact(&mut continued).unwrap();
+    assert_eq!(&continued, b"HTTP/1.1 100 Continue\r\n\r\n");
+    socket.write_all(second.as_bytes()).unwrap();
+    let response = read_one(&mut socket);
+    assert_eq!(
+        json_body(&response)["result"]["content"][0]["text"],
+        "again"
+    );
+}
+
+/// Reads one response with a `Content-Length` body.
+fn read_one(socket: &mut TcpStream) -> String {
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") {
+        socket.read_exact(&mut byte).unwrap();
+        head.push(byte[0]);
+    }
+    let head = String::from_utf8(head).unwrap();
+    let len: usize = header(&head, "content-length").unwrap().parse().unwrap();
+    let mut body = vec![0u8; len];
+    socket.read_exact(&mut body).unwrap();
+    head + std::str::from_utf8(&body).unwrap()
+}
+
+#[test]
+fn the_authorization_hook_answers_401_with_its_challenge() {
+    let http = start(
+        crate::everything::build(),
+        HttpOptions::new().authorize(|headers| match headers.get("AUTHORIZATION") {
+            Some("Bearer good") => Ok(()),
+            _ => Err(Unauthorized::new(r#"Bearer realm="mcp""#)),
+        }),
+    );
+    let call = body(12, "tools/list", json!({}));
+    let refused = post(http.addr, &mirrored("tools/list", None), &call);
+    assert_eq!(status(&refused), 401);
+    assert_eq!(
+        header(&refused, "www-authenticate"),
+        Some(r#"Bearer realm="mcp""#)
+    );
+    let mut headers = mirrored("tools/list", None);
+    headers.push(("Authorization".into(), "Bearer good".into()));
+    assert_eq!(status(&post(http.addr, &headers, &call)), 200);
+}
+
+#[test]
+fn a_slow_header_is_408_and_one_connection_too_many_is_503() {
+    let http = start(
+        crate::everything::build(),
+        HttpOptions::new()
+            .header_timeout(Duration::from_millis(200))
+            .max_connections(1),
+    );
+    let mut slow = TcpStream::connect(http.addr).unwrap();
+    slow.set_read_timeout(Some(WAIT)).unwrap();
+    slow.write_all(b"POST /mcp HTTP/1.1\r\nHost: local")
+        .unwrap();
+    // While it holds the only connection, another is turned away.
+    let busy = raw(http.addr, b"POST /mcp HTTP/1.1\r\n\r\n");
+    assert_eq!(status(&busy), 503);
+    assert_eq!(header(&busy, "retry-after"), Some("1"));
+    let mut out = String::new();
+    slow.read_to_string(&mut out).unwrap();
+    assert_eq!(status(&out), 408);
+}
+
+#[test]
+fn closing_the_response_stream_cancels_the_request() {
+    let (started_tx, started) = crossbeam_channel::bounded(1);
+    let (cancelled_tx, cancelled) = crossbeam_channel::bounded(1);
+    let server = Server::builder("http-test", "1.0.0")
+        .tool(
+            Tool::new("wait", "Waits until cancelled."),
+            move |ctx, _: Value| {
+                started_tx.send(()).unwrap();
+                let was = ctx.wait_cancelled(WAIT);
+                cancelled_tx.send(was).unwrap();
+                Err::<CallToolResult, _>(ErrorObject::internal_error("cancelled"))
+            },
+        )
+        .build();
+    let http = start(server, HttpOptions::new());
+    let call = body(13, "tools/call", json!({ "name": "wait", "arguments": {} }));
+    let mut socket = TcpStream::connect(http.addr).unwrap();
+    let mut request = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {}\r\nContent-Length: {}\r\n",
+        http.addr,
+        call.len()
+    );
+    for (n, v) in mirrored("tools/call", Some("wait")) {
+        request.push_str(&format!("{n}: {v}\r\n"));
+    }
+    request.push_str("\r\n");
+    request.push_str(&call);
+    socket.write_all(request.as_bytes()).unwrap();
+    started.recv_timeout(WAIT).expect("the handler started");
+    drop(socket);
+    assert_eq!(cancelled.recv_timeout(WAIT), Ok(true), "its token tripped");
+}
+
+#[test]
+fn listen_is_a_long_event_stream_with_keep_alive_comments() {
+    let server = crate::everything::build();
+    let notifier = server.notifier();
+    let http = start(
+        server,
+        HttpOptions::new().keep_alive_interval(Duration::from_millis(100)),
+    );
+    let listen = body(
+        14,
+        "subscriptions/listen",
+        json!({ "notifications": { "toolsListChanged": true } }),
+    );
+    let mut socket = TcpStream::connect(http.addr).unwrap();
+    socket.set_read_timeout(Some(WAIT)).unwrap();
+    let mut request = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {}\r\nContent-Length: {}\r\n",
+        http.addr,
+        listen.len()
+    );
+    for (n, v) in mirrored("subscriptions/listen", None) {
+        request.push_str(&format!("{n}: {v}\r\n"));
+    }
+    request.push_str("\r\n");
+    request.push_str(&listen);
+    socket.write_all(request.as_bytes()).unwrap();
+    let mut seen = String::new();
+    let mut buf = [0u8; 4096];
+    let mut read_until = |socket: &mut TcpStream, what: &str, seen: &mut String| {
+        while !seen.contains(what) {
+            let n = socket.read(&mut buf).unwrap();
+            assert!(n > 0, "the stream ended early: {seen}");
+            seen.push_str(std::str::from_utf8(&buf[..n]).unwrap());
+        }
+    };
+    read_until(&mut socket, "acknowledged", &mut seen);
+    assert!(seen.starts_with("HTTP/1.1 200 OK\r\n"), "{seen}");
+    assert_eq!(header(&seen, "content-type"), Some("text/event-stream"));
+    assert_eq!(header(&seen, "x-accel-buffering"), Some("no"));
+    read_until(&mut socket, ":\n\n", &mut seen);
+    notifier.tools_list_changed();
+    read_until(&mut socket, "list_changed", &mut seen);
+    let events = events(&seen);
+    assert_eq!(
+        events[0]["method"],
+        "notifications/subscriptions/acknowledged"
+    );
+    assert_eq!(events[1]["method"], "notifications/tools/list_changed");
+    assert_eq!(
+        events[1]["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+        14
+    );
+    // A stop ends the stream with the listen's final result.
+    http.stop.stop();
+    let mut rest = String::new();
+    socket.read_to_string(&mut rest).unwrap();
+    let last = self::events(&rest);
+    assert_eq!(last.last().unwrap()["id"], 14, "{rest}");
+    assert!(rest.ends_with("0\r\n\r\n"));
+}
+
+#[cfg(feature = "legacy")]
+#[test]
+fn a_legacy_client_initializes_gets_a_session_and_ends_it() {
+    let http = everything();
+    let addr = http.addr;
+    let plain = vec![("Content-Type".to_owned(), "application/json".to_owned())];
+    let initialize = json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": { "elicitation": {} },
+        "clientInfo": { "name": "old", "version": "1" } } });
+    let response = post(addr, &plain, &initialize.to_string());
+    assert_eq!(status(&response), 200);
+    assert_eq!(
+        json_body(&response)["result"]["protocolVersion"],
+        "2025-06-18"
+    );
+    let session = header(&response, "mcp-session-id").unwrap().to_owned();
+    assert_eq!(session.len(), 32);
+    let mut headers = plain.clone();
+    headers.push(("Mcp-Session-Id".into(), session.clone()));
+    headers.push(("MCP-Protocol-Version".into(), "2025-06-18".into()));
+    let call = json!({ "jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": { "name": "echo", "arguments": { "text": "old" } } });
+    let response = post(addr, &headers, &call.to_string());
+    assert_eq!(header(&response, "mcp-session-id"), Some(session.as_str()));
+    assert_eq!(json_body(&response)["result"]["content"][0]["text"], "old");
+    // Without a session: served statelessly.
+    let response = post(addr, &plain, &call.to_string());
+    assert_eq!(json_body(&response)["result"]["content"][0]["text"], "old");
+    // DELETE ends it; then the id is unknown: 404.
+    let delete = format!(
+        "DELETE /mcp HTTP/1.1\r\nHost: {addr}\r\nMcp-Session-Id: {session}\r\nConnection: close\r\n\r\n"
+    );
+    assert_eq!(status(&raw(addr, delete.as_bytes())), 200);
+    assert_eq!(status(&post(addr, &headers, &call.to_string())), 404);
+}
+
+#[test]
+fn stop_ends_serve_http() {
+    let mut http = everything();
+    http.stop.stop();
+    let thread = http.thread.take().unwrap();
+    let (done_tx, done) = crossbeam_channel::bounded(1);
+    std::thread::spawn(move || done_tx.send(thread.join().unwrap().is_ok()));
+    assert_eq!(done.recv_timeout(WAIT), Ok(true));
+}
