@@ -135,9 +135,9 @@ impl Exchange<'_> {
             params,
         };
         reader::dispatch(self.inner, &conn, incoming, bytes);
-        // The reader's lines wait for its flush (`reader`): a POST has no
-        // next line.
-        conn.flush();
+        // A POST has no next line: what waits for the reader's flush goes
+        // out, and writers flush their own from here on (`reader`).
+        conn.reading(false);
         self.watch(&conn, &body, &end, &id);
         #[cfg(feature = "legacy")]
         if let Some(session) = session {
