@@ -148,7 +148,10 @@ impl ServerBuilder {
     }
 
     /// Registers a tool that runs inline on the reader thread: a promise
-    /// that it is cheap and never blocks. Otherwise as [`ServerBuilder::tool`].
+    /// that it is cheap and never blocks. While it runs no line is read
+    /// (cancellations included), and in a pipelined burst the replies of
+    /// pooled requests before it wait for the reader's flush. Otherwise as
+    /// [`ServerBuilder::tool`].
     pub fn inline_tool<T, R, F>(mut self, tool: Tool, handler: F) -> Self
     where
         T: ToolArguments,
