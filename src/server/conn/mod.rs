@@ -8,16 +8,8 @@
 //! subscriptions; a pool worker to answer its request; any thread that
 //! publishes (`Notifier`) or sends a request's progress; the thread in
 //! `serve` to shut down. Each rule of the protocol is kept by one method
-//! here, which the others call:
-//!
-//! | rule | kept by |
-//! |---|---|
-//! | a cancelled request gets nothing more; no request gets two replies | [`Conn::finish`] (and [`Conn::notify`] for notifications): writes only if the request is still in flight, and takes it out in the same step |
-//! | a cancellation wins over a late reply | [`Conn::cancel`]: takes the request out, then trips its token |
-//! | an acknowledgment is its subscription's first message | [`Conn::listen`]: inserts and acknowledges in one step |
-//! | lines go out in the order of the changes that wrote them | `ConnGuard::let_go` (`handle.rs`): the output's lock is taken before this one is let go |
-//! | stdout carries only whole lines | `Output::write_line` (`output.rs`), the only writer |
-//! | every request gets exactly one reply, even at shutdown | [`Conn::shut_down`] |
+//! here, which the others call; ARCHITECTURE.md ("Each rule in one
+//! function") names them, with the test that fails without each.
 //!
 //! What the methods write waits in `pending` until the lock is let go: it
 //! is written then, under the output's own lock, so that a `write(2)` to a
