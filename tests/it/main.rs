@@ -32,6 +32,7 @@ mod limits;
 mod module_graph;
 mod mrtr;
 mod notifications;
+mod package;
 mod prompts;
 mod resources;
 mod shutdown;
