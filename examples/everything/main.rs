@@ -11,7 +11,8 @@
 //! ```
 //!
 //! With the `http` feature, `--http ADDR` serves the same fixtures over
-//! Streamable HTTP at `http://ADDR/mcp` (and prints that URL on stderr):
+//! Streamable HTTP at `http://ADDR/mcp` (and prints that URL on stderr),
+//! with one more tool whose argument is mirrored in a header:
 //!
 //! ```text
 //! $ cargo run --features http --example everything -- --http 127.0.0.1:8080
@@ -37,6 +38,24 @@ fn main() -> Result<(), mcp_stdio::Error> {
 
 #[cfg(feature = "http")]
 fn serve_http(server: &mcp_stdio::Server, addr: &str) -> Result<(), mcp_stdio::Error> {
+    // Over HTTP one more tool: its `region` is mirrored in the
+    // `Mcp-Param-Region` header (SEP-2243; the conformance suite's
+    // `http-custom-header-server-validation` needs such a tool).
+    let region = mcp_stdio::types::Tool::new(
+        "test_custom_header",
+        "Returns its region, which HTTP clients mirror in a header.",
+    )
+    .input_schema(serde_json::json!({
+        "type": "object",
+        "properties": { "region": { "type": "string", "x-mcp-header": "Region" } },
+        "required": ["region"]
+    }));
+    server.add_tool(region, |_ctx, args: serde_json::Value| {
+        let region = args["region"].as_str().unwrap_or_default();
+        Ok(mcp_stdio::types::CallToolResult::text(format!(
+            "region: {region}"
+        )))
+    });
     let listener = std::net::TcpListener::bind(addr)?;
     eprintln!("http://{}/mcp", listener.local_addr()?);
     server.serve_http(listener, mcp_stdio::HttpOptions::new())

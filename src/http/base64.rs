@@ -15,9 +15,17 @@ pub(crate) fn decode_sentinel(value: &str) -> Result<String, String> {
     String::from_utf8(bytes).map_err(|_| format!("'{value}' does not decode to UTF-8"))
 }
 
-/// Standard Base64 (RFC 4648 section 4), padding optional.
+/// Standard Base64 (RFC 4648 section 4), padded: a length that is not a
+/// multiple of four is refused (SEP-2243's test cases reject
+/// `=?base64?SGVsbG8?=`).
 fn decode(text: &str) -> Option<Vec<u8>> {
-    let text = text.trim_end_matches('=');
+    if text.len() % 4 != 0 {
+        return None;
+    }
+    let text = text
+        .strip_suffix("==")
+        .or_else(|| text.strip_suffix('='))
+        .unwrap_or(text);
     let mut out = Vec::with_capacity(text.len() * 3 / 4);
     let (mut acc, mut bits) = (0u32, 0u32);
     for c in text.bytes() {
@@ -65,6 +73,12 @@ mod tests {
             "=?base64?literal?="
         );
         assert!(decode_sentinel("=?base64?not base64!?=").is_err());
+        assert!(decode_sentinel("=?base64?SGVsbG8?=").is_err(), "unpadded");
+        assert!(
+            decode_sentinel("=?base64?SGVsbG8===?=").is_err(),
+            "overpadded"
+        );
+        assert_eq!(decode_sentinel("=?base64?SGVsbG8=?=").unwrap(), "Hello");
         assert!(decode_sentinel("=?base64?/w==?=").is_err(), "not UTF-8");
     }
 }

@@ -720,3 +720,39 @@ fn stop_ends_serve_http() {
     std::thread::spawn(move || done_tx.send(thread.join().unwrap().is_ok()));
     assert_eq!(done.recv_timeout(WAIT), Ok(true));
 }
+
+/// SEP-2575 and the Tasks extension, as the official conformance suite
+/// checks them natively over HTTP (`server-stateless`,
+/// `tasks-request-headers`): a request missing a required `_meta` field is
+/// `400`, not `200`; a task's `Mcp-Name` is its `taskId`; an unpadded
+/// Base64 sentinel is malformed.
+#[test]
+fn missing_meta_is_400_and_task_methods_mirror_their_task_id() {
+    let http = everything();
+    let no_meta =
+        json!({ "jsonrpc": "2.0", "id": 7, "method": "tools/list", "params": {} }).to_string();
+    let response = post(http.addr, &mirrored("tools/list", None), &no_meta);
+    assert_eq!(status(&response), 400, "{response}");
+    assert_eq!(error_code(&response), -32602, "{response}");
+    let get = body(8, "tasks/get", json!({ "taskId": "abc" }));
+    let response = post(http.addr, &mirrored("tasks/get", Some("other")), &get);
+    assert_eq!(status(&response), 400, "{response}");
+    assert_eq!(error_code(&response), -32020, "{response}");
+    let response = post(http.addr, &mirrored("tasks/get", None), &get);
+    assert_eq!(error_code(&response), -32020, "no Mcp-Name: {response}");
+    let response = post(http.addr, &mirrored("tasks/get", Some("abc")), &get);
+    assert_ne!(
+        error_code(&response),
+        -32020,
+        "the right Mcp-Name passes the mirror: {response}"
+    );
+    let call = body(
+        9,
+        "tools/call",
+        json!({ "name": "echo", "arguments": { "text": "x" } }),
+    );
+    let unpadded = mirrored("tools/call", Some("=?base64?ZWNobw?="));
+    assert_eq!(error_code(&post(http.addr, &unpadded, &call)), -32020);
+    let padded = mirrored("tools/call", Some("=?base64?ZWNobw==?="));
+    assert_eq!(status(&post(http.addr, &padded, &call)), 200);
+}

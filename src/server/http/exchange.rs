@@ -101,6 +101,9 @@ impl Exchange<'_> {
             {
                 return self.error(Some(&id), &error, keep_alive);
             }
+            if let Err(error) = mirror::check_meta(params.as_deref()) {
+                return self.error_with(400, Some(&id), &error, &[], keep_alive);
+            }
         }
         let events = request.headers.lists("accept", "text/event-stream")
             || request.headers.lists("accept", "*/*");

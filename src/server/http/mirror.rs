@@ -15,6 +15,7 @@ use serde_json::value::RawValue;
 use crate::http::{HttpHeaders, decode_sentinel};
 use crate::jsonrpc::{ErrorObject, error_code};
 use crate::server::Inner;
+use crate::server::meta::{MetaView, validate_meta};
 use crate::types::method;
 use crate::version::SUPPORTED_VERSIONS;
 
@@ -23,6 +24,8 @@ use crate::version::SUPPORTED_VERSIONS;
 struct Mirrored<'a> {
     name: Option<String>,
     uri: Option<String>,
+    #[serde(rename = "taskId")]
+    task_id: Option<String>,
     #[serde(borrow)]
     arguments: Option<&'a RawValue>,
     #[serde(rename = "_meta")]
@@ -107,6 +110,21 @@ pub(crate) fn era(headers: &HttpHeaders, params: Option<&RawValue>) -> Result<Er
     }
 }
 
+/// A modern request's `_meta`, checked as dispatch will check it, so that
+/// a request missing a required field is refused with `400 Bad Request`
+/// (SEP-2575; the conformance suite's `server-stateless`), not `200`.
+pub(crate) fn check_meta(params: Option<&RawValue>) -> Result<(), ErrorObject> {
+    #[derive(Deserialize, Default)]
+    struct WithMeta<'a> {
+        #[serde(rename = "_meta", borrow)]
+        meta: Option<&'a RawValue>,
+    }
+    let with: WithMeta<'_> = params
+        .and_then(|p| serde_json::from_str(p.get()).ok())
+        .unwrap_or_default();
+    validate_meta(&MetaView::new(with.meta)).map(drop)
+}
+
 /// Checks `Mcp-Method`, `Mcp-Name` and the `Mcp-Param-*` headers of a
 /// modern request against its body.
 pub(crate) fn check(
@@ -135,6 +153,11 @@ pub(crate) fn check(
     let named = match method {
         method::TOOLS_CALL | method::PROMPTS_GET => Some(("params.name", &mirrored.name)),
         method::RESOURCES_READ => Some(("params.uri", &mirrored.uri)),
+        // The Tasks extension: these name their task, so that a balancer
+        // can route them to the instance that holds it.
+        method::TASKS_GET | method::TASKS_UPDATE | method::TASKS_CANCEL => {
+            Some(("params.taskId", &mirrored.task_id))
+        }
         _ => None,
     };
     if let Some((field, Some(body))) = named {

