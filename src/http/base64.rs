@@ -19,7 +19,7 @@ pub(crate) fn decode_sentinel(value: &str) -> Result<String, String> {
 /// multiple of four is refused (SEP-2243's test cases reject
 /// `=?base64?SGVsbG8?=`).
 fn decode(text: &str) -> Option<Vec<u8>> {
-    if text.len() % 4 != 0 {
+    if !text.len().is_multiple_of(4) {
         return None;
     }
     let text = text
