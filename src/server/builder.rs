@@ -26,6 +26,8 @@ use crate::types::{
     ReadResourceResult, Resource, ResourceTemplate, Tool,
 };
 
+mod limits;
+
 /// Builds a [`Server`]: what it offers (tools, resources, templates,
 /// prompts, completion) and how it runs (workers, limits, grace period).
 ///
@@ -367,96 +369,6 @@ impl ServerBuilder {
         self
     }
 
-    /// How many worker threads stay once started (default: available
-    /// parallelism, at least 2). Threads are started as pooled handlers
-    /// need them (each running handler has one) and those beyond this many
-    /// exit after 10 s without work. The pool is the server's, shared by
-    /// every connection it serves.
-    pub fn workers(mut self, n: usize) -> Self {
-        self.config.workers = n.max(1);
-        self
-    }
-
-    /// How many pooled handlers one connection may run at once (default
-    /// 64); beyond it requests wait, unstarted and still cancellable. A
-    /// handler that waits for a legacy client's answers gives its place to
-    /// a waiting request meanwhile (up to this many may wait at once): the
-    /// client's answers are behind the waiting requests in its input, and
-    /// must be read.
-    pub fn max_running(mut self, n: usize) -> Self {
-        self.config.max_running = n.max(1);
-        self
-    }
-
-    /// How long a worker thread out of jobs spins (yielding the CPU) before
-    /// it sleeps (default: not at all). A client that calls pooled tools
-    /// one after another then finds the thread awake: on a machine with
-    /// idle cores that saves a wake-up per call (tens of microseconds,
-    /// BENCHMARKS.md), for up to this much CPU time per idle gap. One
-    /// thread spins at a time; a single-CPU process gains nothing. Off by
-    /// default: a library does not spend its host's CPU unasked.
-    pub fn spin_before_sleep(mut self, spin: Duration) -> Self {
-        self.config.spin = spin;
-        self
-    }
-
-    /// How many requests of one connection may wait for a free place among
-    /// [`max_running`](ServerBuilder::max_running) (default 256). When
-    /// that many wait the server stops reading the connection's input
-    /// until one starts.
-    pub fn queue_limit(mut self, n: usize) -> Self {
-        self.config.queue_limit = n.max(1);
-        self
-    }
-
-    /// How many bytes of requests may wait for a free place (default
-    /// 256 KiB; one request is always admitted whatever its size). With
-    /// [`ServerBuilder::queue_limit`] it bounds the memory the server gives
-    /// to requests it has not started. Unread input waits in the pipe, which
-    /// costs the server nothing, so a small budget loses no throughput
-    /// (BENCHMARKS.md); a larger one lets more large requests wait when
-    /// every worker is busy.
-    pub fn queue_bytes(mut self, n: usize) -> Self {
-        self.config.queue_bytes = n.max(1);
-        self
-    }
-
-    /// The longest input line accepted, in bytes (default 16 MiB,
-    /// [`DEFAULT_MAX_LINE_BYTES`]). A longer line is discarded without being
-    /// held in memory whole, and answered with `-32600` carrying its
-    /// request's id, read from the line as it goes by (`null` only when it
-    /// has none; a notification gets no answer).
-    pub fn max_line_bytes(mut self, n: usize) -> Self {
-        self.config.max_line_bytes = n.max(1);
-        self
-    }
-
-    /// How many subscriptions one connection may hold open (default
-    /// 10,000): open `subscriptions/listen` requests, and the URIs a legacy
-    /// session subscribed to with `resources/subscribe`. Past it a new one
-    /// is refused with `-32603` until the client cancels one; each costs
-    /// the server memory until then.
-    pub fn max_subscriptions(mut self, n: usize) -> Self {
-        self.config.max_subscriptions = n.max(1);
-        self
-    }
-
-    /// How many `resourceSubscriptions` URIs one `subscriptions/listen` may
-    /// name (default 1,000); a longer list is refused with `-32602`.
-    pub fn max_subscription_uris(mut self, n: usize) -> Self {
-        self.config.max_subscription_uris = n.max(1);
-        self
-    }
-
-    /// How long in-flight handlers may run after end of input or a stop
-    /// (default 2 s; a duration too long for the clock waits as long as
-    /// they take). After it they are cancelled and answered with `-32603`,
-    /// and `serve` returns.
-    pub fn shutdown_grace(mut self, grace: Duration) -> Self {
-        self.config.shutdown_grace = grace;
-        self
-    }
-
     /// How many items one page of a list holds (default 100).
     pub fn page_size(mut self, n: usize) -> Self {
         self.config.page_size = n.max(1);
@@ -522,26 +434,6 @@ impl ServerBuilder {
     /// [`LEGACY_VERSIONS`](crate::LEGACY_VERSIONS)).
     pub fn modern_only(mut self) -> Self {
         self.config.modern_only = true;
-        self
-    }
-
-    /// Whether a server gives the memory a burst of large messages freed
-    /// back to the system once it is idle (default `false`).
-    ///
-    /// With glibc, freed memory otherwise stays with the process: a burst
-    /// of 400 calls of 1 KB to 3 MB left a pooled echo server at 54-88 MB
-    /// idle, against 3.1 MB with this (BENCHMARKS.md). It works by two
-    /// process-wide allocator settings, which is why it is off unless
-    /// asked: [`build`](ServerBuilder::build) makes threads started from
-    /// then on share the main heap (`M_ARENA_MAX` 1), and `serve` trims
-    /// that heap (`malloc_trim`) after 250 ms without a request. A process
-    /// that is a server and little else (the example servers, say) wants
-    /// it; an application that embeds a server and allocates hard from
-    /// threads of its own may not. Any `MALLOC_*` variable or
-    /// `GLIBC_TUNABLES` in the environment leaves the allocator's settings
-    /// alone. Elsewhere than glibc it does nothing.
-    pub fn release_memory_when_idle(mut self, release: bool) -> Self {
-        self.config.release_memory = release;
         self
     }
 
