@@ -100,8 +100,8 @@ impl ConnHandle {
         }
     }
 
-    /// Flushes the output.
-    pub fn flush(&self) {
+    /// Flushes the output (the reader's, through [`ConnHandle::reading`]).
+    fn flush(&self) {
         let mut out = self.0.output.lock();
         if out.flush() {
             drop(out);
