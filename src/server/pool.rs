@@ -5,11 +5,15 @@
 //! start as jobs need them and stay. Past them, a job that finds no idle
 //! thread is left to the watcher, a sleeping thread started the first time
 //! it is needed: it looks again [`STALL`] later, and if no thread took a
-//! job meanwhile (each is busy with a handler that blocks), each waiting
-//! job gets a thread of its own. So a slow handler holds up the others for
-//! at most [`STALL`], while a burst of quick calls, which keeps the threads
-//! taking jobs, does not grow the pool (a thread per job in flight cost a
-//! third more CPU and a megabyte more memory under load, BENCHMARKS.md).
+//! job meanwhile (each is busy with a handler that blocks), waiting jobs
+//! get threads of their own, at most as many as there are (the pool at
+//! most doubles per look). So a slow handler holds up the others for
+//! [`STALL`], and a burst of `n` blocking handlers for about `log2(n)`
+//! looks, while a burst of quick calls, which keeps the threads taking
+//! jobs, does not grow the pool (a thread per job in flight cost a third
+//! more CPU and a megabyte more memory under load, BENCHMARKS.md), nor
+//! does one moment the machine did not run them (CI saw a thread per
+//! queued job when growth had no bound).
 //! Threads beyond the warm ones exit after [`IDLE_EXIT`] without work.
 //!
 //! A thread out of jobs may spin (yielding the CPU) for a moment before it
@@ -120,6 +124,9 @@ impl Pool {
 /// none since the last look. It ends with the pool.
 fn watch(woken: &Receiver<()>, threads: &Arc<Threads>) {
     while woken.recv().is_ok() {
+        // Threads started at the last look: the job each takes first is
+        // not progress of the threads that were there.
+        let mut started = 0;
         loop {
             let taken = threads.taken.load(Ordering::Acquire);
             thread::sleep(STALL);
@@ -127,13 +134,29 @@ fn watch(woken: &Receiver<()>, threads: &Arc<Threads>) {
             if waiting == 0 {
                 break;
             }
-            if threads.taken.load(Ordering::Acquire) == taken {
-                for _ in threads.idle.load(Ordering::Acquire)..waiting {
-                    spawn(threads);
-                }
-            }
+            let progress = threads.taken.load(Ordering::Acquire) - taken;
+            started = if progress <= started {
+                grow(threads, waiting)
+            } else {
+                0
+            };
         }
     }
+}
+
+/// Starts a thread for each waiting job no idle thread will take, at most
+/// as many as are alive: a stalled look at most doubles the pool, so a
+/// burst of quick jobs behind a thread the machine did not run for a
+/// moment does not get a thread each, while jobs that all block get their
+/// threads in a few looks. Returns how many it started.
+fn grow(threads: &Arc<Threads>, waiting: usize) -> u64 {
+    let idle = threads.idle.load(Ordering::Acquire);
+    let alive = threads.alive.load(Ordering::Acquire);
+    let wanted = waiting.saturating_sub(idle).min(alive.max(1));
+    for _ in 0..wanted {
+        spawn(threads);
+    }
+    wanted as u64
 }
 
 /// Starts a thread, counted idle from the start: it is about to take a
@@ -273,5 +296,27 @@ mod tests {
         // The warm thread kept taking jobs: nothing like a thread per job
         // (a loaded machine may stall it now and then).
         assert!(pool.threads.alive.load(Ordering::Acquire) < 100);
+    }
+
+    #[test]
+    fn a_stalled_moment_does_not_give_each_queued_job_a_thread() {
+        let pool = Pool::new(1, Duration::ZERO);
+        // The one warm thread is held for 30 looks while 10,000 quick jobs
+        // queue behind it: as if the machine did not run it for a while.
+        let (release, held) = crossbeam_channel::bounded::<()>(0);
+        pool.submit(Box::new(move || drop(held.recv())));
+        let (done, finished) = crossbeam_channel::unbounded();
+        for _ in 0..10_000 {
+            let done = done.clone();
+            pool.submit(Box::new(move || done.send(()).unwrap()));
+        }
+        thread::sleep(STALL * 30);
+        drop(release);
+        for _ in 0..10_000 {
+            finished.recv_timeout(Duration::from_secs(5)).unwrap();
+        }
+        // The second thread ran the queue; unbounded growth gave 10,001.
+        let alive = pool.threads.alive.load(Ordering::Acquire);
+        assert!(alive < 100, "{alive} threads for 10,000 quick jobs");
     }
 }
