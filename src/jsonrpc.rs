@@ -313,7 +313,7 @@ pub(crate) fn encode_error(out: &mut Vec<u8>, id: Option<&RequestId>, error: &Er
 }
 
 /// Writes the compact encoding of a result response to `out` (no
-/// newline): a `Vec`, or straight into the output.
+/// newline). The server's results go through `server::reply` instead.
 #[cfg_attr(not(any(feature = "server", feature = "legacy")), allow(dead_code))]
 pub(crate) fn encode_result<T: Serialize + ?Sized>(
     out: &mut dyn std::io::Write,

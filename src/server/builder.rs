@@ -449,6 +449,7 @@ impl ServerBuilder {
             crate::server::heap::prepare();
         }
         let info_value = serde_json::to_value(&self.info).unwrap_or(Value::Null);
+        let info_meta = crate::server::reply::encode_info_meta(&info_value);
         let connections = Arc::<Connections>::default();
         let store = self
             .task_store
@@ -459,6 +460,7 @@ impl ServerBuilder {
             inner: Arc::new(Inner {
                 info: self.info,
                 info_value,
+                info_meta,
                 instructions: self.instructions,
                 config: self.config,
                 registry: RwLock::new(self.registry),

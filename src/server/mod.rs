@@ -115,6 +115,9 @@ pub(crate) struct Inner {
     pub info: Implementation,
     /// `info` as JSON, stamped into every result's `_meta`.
     pub info_value: Value,
+    /// `,"_meta":{"io.modelcontextprotocol/serverInfo":..}`: what a result
+    /// without a `_meta` of its own gets (see `reply::Stamp`).
+    pub info_meta: Arc<[u8]>,
     pub instructions: Option<String>,
     pub config: Config,
     pub registry: RwLock<Registry>,

@@ -1,12 +1,14 @@
 //! Encoding replies: every result is stamped with `resultType` and the
 //! server's identity before it goes on the wire.
 
-use std::io::{self, Write};
+use std::io::{self, BufWriter, Write};
+use std::sync::Arc;
 
 use serde::Serialize;
+use serde_json::ser::Formatter;
 use serde_json::{Map, Value};
 
-use crate::jsonrpc::{ErrorObject, RequestId, encode_error, encode_result};
+use crate::jsonrpc::{ErrorObject, RequestId, ResultResponse, encode_error};
 use crate::outcome::Outcome;
 use crate::server::Inner;
 use crate::server::context::RequestContext;
@@ -19,28 +21,36 @@ use crate::types::{
 /// stamps on every result (spec 2026-07-28 basic/index: every result MUST
 /// include `resultType`; servers SHOULD include `serverInfo` in `_meta`).
 pub(crate) trait Stamp: Serialize {
-    /// Fills `resultType` (when absent: `complete`) and
-    /// `_meta["io.modelcontextprotocol/serverInfo"]` (unless set).
-    fn stamp(&mut self, server_info: &Value);
+    /// Fills `resultType` (when absent: `complete`) and, when the result
+    /// has a `_meta` of its own, `serverInfo` in it (unless set). Returns
+    /// whether it has none, and `_meta` is its last member: the server's
+    /// `_meta`, encoded once ([`Inner::info_meta`]), is then appended as
+    /// the result is encoded, which costs a copy instead of building,
+    /// encoding and dropping a map for every reply.
+    fn stamp(&mut self, server_info: &Value) -> bool;
 }
 
 fn stamp_fields(
     result_type: &mut Option<ResultType>,
     meta: &mut Option<Meta>,
     server_info: &Value,
-) {
+) -> bool {
     result_type.get_or_insert(ResultType::Complete);
-    meta.get_or_insert_with(Map::new)
-        .entry(meta_key::SERVER_INFO)
+    let Some(meta) = meta else {
+        return true;
+    };
+    meta.entry(meta_key::SERVER_INFO)
         .or_insert_with(|| server_info.clone());
+    false
 }
 
-// One line per result type; a macro keeps the list readable.
+// One line per result type; a macro keeps the list readable. Each of them
+// declares `meta` (`_meta`) as its last field.
 macro_rules! impl_stamp {
     ($($ty:ty),*) => {$(
         impl Stamp for $ty {
-            fn stamp(&mut self, server_info: &Value) {
-                stamp_fields(&mut self.result_type, &mut self.meta, server_info);
+            fn stamp(&mut self, server_info: &Value) -> bool {
+                stamp_fields(&mut self.result_type, &mut self.meta, server_info)
             }
         }
     )*};
@@ -62,8 +72,9 @@ impl_stamp!(
 );
 
 /// Results of application-defined methods: stamped when they are objects.
+/// Their members are encoded in key order, so `_meta` is built into them.
 impl Stamp for Value {
-    fn stamp(&mut self, server_info: &Value) {
+    fn stamp(&mut self, server_info: &Value) -> bool {
         if let Value::Object(map) = self {
             map.entry("resultType")
                 .or_insert_with(|| Value::from("complete"));
@@ -75,21 +86,101 @@ impl Stamp for Value {
                     .or_insert_with(|| server_info.clone());
             }
         }
+        false
     }
 }
+
+/// A connection's output, which replies are encoded into.
+pub(crate) type Out = BufWriter<Box<dyn Write + Send>>;
 
 /// A request's response, as its work hands it to whoever writes it.
 pub(crate) enum Reply {
     /// Encoded already: errors, and replies a wrapper rewrote.
     Line(Vec<u8>),
-    /// A stamped result, encoded only when it is written: the owner writes
-    /// an inline handler's result straight into the output, so a large
-    /// result is never held twice (as the value and as its JSON).
-    Result(Encode),
+    /// A stamped result, encoded only when it is written: an inline
+    /// handler's result goes straight into the output, so a large result
+    /// is never held twice (as the value and as its JSON).
+    Result(Box<dyn EncodeResult>),
 }
 
-/// Encodes a stamped result response into whatever it is given.
-pub(crate) type Encode = Box<dyn FnOnce(&mut dyn Write) -> serde_json::Result<()> + Send>;
+/// A stamped result response, encoded into the output or into a line.
+pub(crate) trait EncodeResult: Send {
+    /// Encodes the response into the output (no newline).
+    fn encode_into(&self, out: &mut Out) -> serde_json::Result<()>;
+    /// Encodes the response into a new line (no newline).
+    fn encode_line(&self) -> Vec<u8>;
+}
+
+/// A result response: its id, its stamped result and, when the result had
+/// no `_meta`, the server's encoded `_meta` to append to it.
+struct Stamped<T> {
+    id: RequestId,
+    result: T,
+    meta: Option<Arc<[u8]>>,
+}
+
+impl<T: Serialize + Send> Stamped<T> {
+    fn encode<W: Write>(&self, out: W) -> serde_json::Result<()> {
+        let response = ResultResponse {
+            jsonrpc: "2.0",
+            id: &self.id,
+            result: &self.result,
+        };
+        match &self.meta {
+            None => serde_json::to_writer(out, &response),
+            Some(meta) => {
+                let formatter = AppendToResult { depth: 0, meta };
+                response.serialize(&mut serde_json::Serializer::with_formatter(out, formatter))
+            }
+        }
+    }
+}
+
+impl<T: Serialize + Send> EncodeResult for Stamped<T> {
+    fn encode_into(&self, out: &mut Out) -> serde_json::Result<()> {
+        self.encode(out)
+    }
+
+    fn encode_line(&self) -> Vec<u8> {
+        let mut line = Vec::with_capacity(256);
+        // Plain data into a Vec: encoding cannot fail (see `write_to`).
+        let _ = self.encode(&mut line);
+        line
+    }
+}
+
+/// serde_json's compact encoding, with `meta` (`,"_meta":{..}`) written
+/// before the end of the result: the one object two levels deep in a
+/// result response (`{"jsonrpc":..,"id":..,"result":{..}}`; an id is never
+/// an object). The result is never empty: it has `resultType`.
+struct AppendToResult<'a> {
+    depth: usize,
+    meta: &'a [u8],
+}
+
+impl Formatter for AppendToResult<'_> {
+    fn begin_object<W: ?Sized + Write>(&mut self, out: &mut W) -> io::Result<()> {
+        self.depth += 1;
+        out.write_all(b"{")
+    }
+
+    fn end_object<W: ?Sized + Write>(&mut self, out: &mut W) -> io::Result<()> {
+        if self.depth == 2 {
+            out.write_all(self.meta)?;
+        }
+        self.depth -= 1;
+        out.write_all(b"}")
+    }
+}
+
+/// The server's `_meta` as [`Stamped`] appends it to a result.
+pub(crate) fn encode_info_meta(server_info: &Value) -> Arc<[u8]> {
+    let mut meta = format!(",\"_meta\":{{\"{}\":", meta_key::SERVER_INFO).into_bytes();
+    // A `Value` into a Vec: encoding cannot fail.
+    let _ = serde_json::to_writer(&mut meta, server_info);
+    meta.push(b'}');
+    meta.into()
+}
 
 impl Reply {
     /// Writes the response line, without its newline.
@@ -98,24 +189,19 @@ impl Reply {
     /// `Value`s, maps with string keys) whose encoding cannot fail, so an
     /// error here is the output's own, and nothing is half written for any
     /// other reason.
-    pub fn write_to(self, out: &mut dyn Write) -> io::Result<()> {
+    pub fn write_to(self, out: &mut Out) -> io::Result<()> {
         match self {
             Reply::Line(line) => out.write_all(&line),
-            Reply::Result(encode) => encode(out).map_err(io::Error::from),
+            Reply::Result(result) => result.encode_into(out).map_err(io::Error::from),
         }
     }
 
-    /// The encoded response line, for a reply that travels to the owner or
-    /// is rewritten first.
+    /// The encoded response line, for a reply that is encoded before the
+    /// lock or rewritten first.
     pub fn into_line(self) -> Vec<u8> {
         match self {
             Reply::Line(line) => line,
-            Reply::Result(encode) => {
-                let mut line = Vec::with_capacity(256);
-                // Plain data into a Vec: encoding cannot fail (see `write_to`).
-                let _ = encode(&mut line);
-                line
-            }
+            Reply::Result(result) => result.encode_line(),
         }
     }
 }
@@ -154,9 +240,12 @@ pub(crate) fn response<T: Stamp + Send + 'static>(
 ) -> Reply {
     match res {
         Ok(mut result) => {
-            result.stamp(&inner.info_value);
-            let id = id.clone();
-            Reply::Result(Box::new(move |out| encode_result(out, &id, &result)))
+            let append = result.stamp(&inner.info_value);
+            Reply::Result(Box::new(Stamped {
+                id: id.clone(),
+                result,
+                meta: append.then(|| Arc::clone(&inner.info_meta)),
+            }))
         }
         Err(error) => {
             let mut line = Vec::with_capacity(128);
@@ -168,23 +257,94 @@ pub(crate) fn response<T: Stamp + Send + 'static>(
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Mutex;
+
     use super::*;
     use crate::types::CallToolResult;
 
+    /// What a reply writes into a connection's output, and its line.
+    fn both(reply: impl Fn() -> Reply) -> (String, String) {
+        struct Shared(Arc<Mutex<Vec<u8>>>);
+        impl Write for Shared {
+            fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+                self.0.lock().unwrap().write(buf)
+            }
+            fn flush(&mut self) -> io::Result<()> {
+                Ok(())
+            }
+        }
+        let written = Arc::new(Mutex::new(Vec::new()));
+        let mut out: Out = BufWriter::new(Box::new(Shared(Arc::clone(&written))));
+        reply().write_to(&mut out).unwrap();
+        out.flush().unwrap();
+        let streamed = String::from_utf8(written.lock().unwrap().clone()).unwrap();
+        (streamed, String::from_utf8(reply().into_line()).unwrap())
+    }
+
+    fn inner_info() -> (Value, Arc<[u8]>) {
+        let info = serde_json::json!({ "name": "s", "version": "1" });
+        let meta = encode_info_meta(&info);
+        (info, meta)
+    }
+
+    fn stamped(mut result: CallToolResult) -> Reply {
+        let (info, meta) = inner_info();
+        let append = result.stamp(&info);
+        Reply::Result(Box::new(Stamped {
+            id: RequestId::Number(7),
+            result,
+            meta: append.then_some(meta),
+        }))
+    }
+
     #[test]
     fn a_result_streamed_to_the_output_is_the_line_a_worker_sends() {
-        let reply = || {
-            let mut result = CallToolResult::text("a \"quoted\"\nline");
-            result.stamp(&serde_json::json!({ "name": "s", "version": "1" }));
-            let id = RequestId::Number(7);
-            Reply::Result(Box::new(move |out| encode_result(out, &id, &result)))
-        };
-        let mut streamed = Vec::new();
-        reply().write_to(&mut streamed).unwrap();
-        assert_eq!(streamed, reply().into_line());
+        let (streamed, line) = both(|| stamped(CallToolResult::text("a \"quoted\"\nline")));
+        assert_eq!(streamed, line);
         assert_eq!(
-            String::from_utf8(streamed).unwrap(),
+            line,
             r#"{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"a \"quoted\"\nline"}],"resultType":"complete","_meta":{"io.modelcontextprotocol/serverInfo":{"name":"s","version":"1"}}}}"#
+        );
+    }
+
+    #[test]
+    fn server_info_joins_a_meta_of_the_results_own_or_is_appended_the_same() {
+        let nested = || {
+            let mut result = CallToolResult::text("x");
+            result.structured_content = Some(serde_json::json!({ "a": { "b": {} } }));
+            result
+        };
+        let (appended, _) = both(|| stamped(nested()));
+        let (built_in, _) = both(|| {
+            let mut result = nested();
+            result.meta = Some(Map::new());
+            stamped(result)
+        });
+        assert_eq!(appended, built_in);
+        let value: Value = serde_json::from_str(&appended).unwrap();
+        assert_eq!(
+            value["result"]["structuredContent"]["a"]["b"],
+            serde_json::json!({})
+        );
+        assert_eq!(
+            value["result"]["_meta"]["io.modelcontextprotocol/serverInfo"]["name"],
+            "s"
+        );
+        // A meta the handler set keeps its own members, and its serverInfo.
+        let (own, _) = both(|| {
+            let mut result = CallToolResult::text("x");
+            let info = serde_json::json!({ "name": "handler's" });
+            result.meta = Some(Map::from_iter([
+                ("k".to_string(), Value::from(1)),
+                (meta_key::SERVER_INFO.to_string(), info),
+            ]));
+            stamped(result)
+        });
+        assert!(
+            own.ends_with(
+                r#""_meta":{"io.modelcontextprotocol/serverInfo":{"name":"handler's"},"k":1}}}"#
+            ),
+            "{own}"
         );
     }
 }

@@ -18,6 +18,8 @@ use std::io::{self, BufWriter, Write};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
+use crate::server::reply::Out;
+
 /// The output and the count of threads at its lock.
 pub(super) struct SharedOutput {
     state: Mutex<Output>,
@@ -30,7 +32,7 @@ pub(super) struct SharedOutput {
 /// One connection's output.
 pub(super) struct Output {
     /// `None` once closed: nothing more is written.
-    out: Option<BufWriter<Box<dyn Write + Send>>>,
+    out: Option<Out>,
     /// The first failed write; after it nothing more is written.
     error: Option<io::Error>,
     /// Lines are in the buffer that no flush has sent yet.
@@ -85,7 +87,7 @@ impl OutputGuard<'_> {
     /// Writes one message with `body`, then its newline. After a failed
     /// write, or once closed, nothing more is written. Returns whether
     /// this write is the one that failed.
-    pub fn write_line(&mut self, body: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> bool {
+    pub fn write_line(&mut self, body: impl FnOnce(&mut Out) -> io::Result<()>) -> bool {
         let state = &mut *self.state;
         if state.error.is_some() {
             return false;
