@@ -34,8 +34,11 @@ use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 const IDLE_EXIT: Duration = Duration::from_secs(10);
 
 /// How long jobs may wait behind threads that take none before the pool
-/// grows (see the module docs).
-const STALL: Duration = Duration::from_millis(1);
+/// grows (see the module docs). Longer than the scheduler lets a runnable
+/// thread wait for a CPU (a few milliseconds): at 1 ms, a worker that only
+/// waited for its turn on a busy CPU looked blocked, and a pipelined
+/// client on one CPU grew the pool to 68 threads that fought over it.
+const STALL: Duration = Duration::from_millis(10);
 
 /// One pooled request: its handler, its reply, and the bookkeeping after.
 pub(crate) type Job = Box<dyn FnOnce() + Send>;
@@ -301,7 +304,7 @@ mod tests {
     #[test]
     fn a_stalled_moment_does_not_give_each_queued_job_a_thread() {
         let pool = Pool::new(1, Duration::ZERO);
-        // The one warm thread is held for 30 looks while 10,000 quick jobs
+        // The one warm thread is held for 5 looks while 10,000 quick jobs
         // queue behind it: as if the machine did not run it for a while.
         let (release, held) = crossbeam_channel::bounded::<()>(0);
         pool.submit(Box::new(move || {
@@ -312,7 +315,7 @@ mod tests {
             let done = done.clone();
             pool.submit(Box::new(move || done.send(()).unwrap()));
         }
-        thread::sleep(STALL * 30);
+        thread::sleep(STALL * 5);
         drop(release);
         for _ in 0..10_000 {
             finished.recv_timeout(Duration::from_secs(5)).unwrap();
