@@ -535,6 +535,9 @@ pub use server::builder::ServerBuilder;
 pub use server::cancel::CancelToken;
 #[cfg(feature = "server")]
 #[cfg_attr(docsrs, doc(cfg(feature = "server")))]
+pub use server::change_feed::{Change, ChangeFeed};
+#[cfg(feature = "server")]
+#[cfg_attr(docsrs, doc(cfg(feature = "server")))]
 pub use server::context::{Elicited, RequestContext};
 #[cfg(feature = "server")]
 #[cfg_attr(docsrs, doc(cfg(feature = "server")))]

@@ -10,6 +10,7 @@ use serde_json::Value;
 use crate::jsonrpc::ErrorObject;
 use crate::outcome::{Outcome, PromptArguments, ToolOutcome};
 use crate::server::arguments::{ToolArguments, advertised};
+use crate::server::change_feed::ChangeFeed;
 use crate::server::connections::Connections;
 use crate::server::context::RequestContext;
 use crate::server::handlers::{
@@ -47,6 +48,7 @@ pub struct ServerBuilder {
     methods: HashMap<String, (Arc<MethodFn>, bool)>,
     trace: Arc<Trace>,
     accept_uri: Option<Arc<AcceptUri>>,
+    change_feed: Option<Arc<dyn ChangeFeed>>,
     state_key: Option<[u8; 32]>,
     state_ttl: Duration,
 }
@@ -94,6 +96,7 @@ impl ServerBuilder {
             completion: None,
             methods: HashMap::new(),
             trace: default_trace(),
+            change_feed: None,
             accept_uri: None,
             state_key: None,
             state_ttl: Duration::from_secs(600),
@@ -422,6 +425,16 @@ impl ServerBuilder {
         self
     }
 
+    /// Carries what this server publishes to its other replicas, and
+    /// theirs to its subscriptions (see [`ChangeFeed`]): for a server run
+    /// as several processes behind a load balancer, where a client's
+    /// `subscriptions/listen` is held by one replica and the change may
+    /// happen on another. By default changes stay in this process.
+    pub fn change_feed(mut self, feed: impl ChangeFeed + 'static) -> Self {
+        self.change_feed = Some(Arc::new(feed));
+        self
+    }
+
     /// How long a sealed `requestState` stays valid (default 10 minutes).
     pub fn request_state_ttl(mut self, ttl: Duration) -> Self {
         self.state_ttl = ttl;
@@ -451,6 +464,9 @@ impl ServerBuilder {
         let info_value = serde_json::to_value(&self.info).unwrap_or(Value::Null);
         let info_meta = crate::server::reply::encode_info_meta(&info_value);
         let connections = Arc::<Connections>::default();
+        if let Some(feed) = self.change_feed {
+            connections.set_feed(feed);
+        }
         let store = self
             .task_store
             .unwrap_or_else(|| Arc::new(MemoryTaskStore::default()));

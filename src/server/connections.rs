@@ -9,8 +9,9 @@
 //! other writer to it wait.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
+use crate::server::change_feed::{Change, ChangeFeed, to_event};
 use crate::server::event::ServerEvent;
 
 /// One connection being served, as a publisher sees it. Implemented by
@@ -24,12 +25,14 @@ pub(crate) trait Connection: Send + Sync {
     fn stop(&self);
 }
 
-/// Every connection a server is serving, and whether it was stopped.
+/// Every connection a server is serving, whether it was stopped, and the
+/// feed to the server's other replicas, if it has one.
 #[derive(Default)]
 pub(crate) struct Connections {
     list: Mutex<Vec<(u64, Arc<dyn Connection>)>>,
     next_key: AtomicU64,
     stopped: AtomicBool,
+    feed: OnceLock<Arc<dyn ChangeFeed>>,
 }
 
 impl Connections {
@@ -64,8 +67,36 @@ impl Connections {
         }
     }
 
-    /// Delivers a published change to every connection.
-    pub fn publish(&self, event: ServerEvent) {
+    /// Sends what this server publishes to the other replicas too, and
+    /// delivers what they send here (see `change_feed`). The feed holds
+    /// the connections weakly: it does not keep a dropped server's alive.
+    pub fn set_feed(self: &Arc<Self>, feed: Arc<dyn ChangeFeed>) {
+        let connections = Arc::downgrade(self);
+        feed.receive(Box::new(move |change| {
+            if let (Some(connections), Some(event)) = (connections.upgrade(), to_event(change)) {
+                connections.publish_here(event);
+            }
+        }));
+        let _ = self.feed.set(feed);
+    }
+
+    /// Delivers a change published on this server to every connection,
+    /// then to the other replicas.
+    pub fn publish(&self, change: Change) {
+        let Some(feed) = self.feed.get() else {
+            if let Some(event) = to_event(change) {
+                self.publish_here(event);
+            }
+            return;
+        };
+        if let Some(event) = to_event(change.clone()) {
+            self.publish_here(event);
+        }
+        feed.send(&change);
+    }
+
+    /// Delivers an event to every connection of this server only.
+    pub fn publish_here(&self, event: ServerEvent) {
         for connection in self.snapshot() {
             connection.publish(&event);
         }

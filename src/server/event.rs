@@ -36,6 +36,19 @@ pub(crate) struct TaskUpdate {
     pub members: Vec<u8>,
 }
 
+impl TaskUpdate {
+    /// The update that shows `task`; `None` if it cannot be encoded.
+    pub fn of(task: &crate::types::DetailedTask) -> Option<TaskUpdate> {
+        let body = serde_json::to_vec(task).ok()?;
+        // `{"taskId":...}` without its braces.
+        let members = body.get(1..body.len().checked_sub(1)?)?.to_vec();
+        Some(TaskUpdate {
+            task_id: task.task.task_id.clone(),
+            members,
+        })
+    }
+}
+
 /// What a client sent back for one ask.
 #[cfg(feature = "legacy")]
 pub(crate) type AskReply = Result<Box<RawValue>, AskFailed>;

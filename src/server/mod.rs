@@ -8,6 +8,7 @@
 pub(crate) mod arguments;
 pub(crate) mod builder;
 pub(crate) mod cancel;
+pub(crate) mod change_feed;
 pub(crate) mod conn;
 pub(crate) mod connections;
 pub(crate) mod context;

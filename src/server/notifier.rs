@@ -5,12 +5,14 @@ use std::fmt;
 use std::sync::Arc;
 
 use crate::jsonrpc::RequestId;
+use crate::server::change_feed::Change;
 use crate::server::connections::Connections;
 use crate::server::event::ServerEvent;
 
 /// Publishes changes to every open subscription that asked for them, on
-/// every connection the server is serving. Cheap to clone; use it from any
-/// thread.
+/// every connection the server is serving (and, with a
+/// [`ChangeFeed`](crate::ChangeFeed), on its other replicas). Cheap to
+/// clone; use it from any thread.
 ///
 /// ```
 /// # use mcp_stdio::Server;
@@ -36,40 +38,41 @@ impl Notifier {
     /// Sends `notifications/tools/list_changed` to the subscriptions that
     /// asked for `toolsListChanged`.
     pub fn tools_list_changed(&self) {
-        self.publish(ServerEvent::ToolsListChanged);
+        self.publish(Change::ToolsListChanged);
     }
 
     /// Sends `notifications/prompts/list_changed` to the subscriptions that
     /// asked for `promptsListChanged`.
     pub fn prompts_list_changed(&self) {
-        self.publish(ServerEvent::PromptsListChanged);
+        self.publish(Change::PromptsListChanged);
     }
 
     /// Sends `notifications/resources/list_changed` to the subscriptions
     /// that asked for `resourcesListChanged`.
     pub fn resources_list_changed(&self) {
-        self.publish(ServerEvent::ResourcesListChanged);
+        self.publish(Change::ResourcesListChanged);
     }
 
     /// Sends `notifications/resources/updated` for `uri` to the
     /// subscriptions whose accepted `resourceSubscriptions` name it.
     pub fn resource_updated(&self, uri: &str) {
-        self.publish(ServerEvent::ResourceUpdated(uri.into()));
+        self.publish(Change::ResourceUpdated { uri: uri.into() });
     }
 
     /// Ends every open subscription gracefully: each listen request gets its
-    /// final result.
+    /// final result. On this server only, not its other replicas.
     pub fn close_subscriptions(&self) {
-        self.publish(ServerEvent::CloseAll);
+        self.connections.publish_here(ServerEvent::CloseAll);
     }
 
     /// Ends the subscription opened by the listen request `id` gracefully
     /// (on every connection that has one with that id).
     pub fn close_subscription(&self, id: &RequestId) {
-        self.publish(ServerEvent::Close(id.clone()));
+        self.connections
+            .publish_here(ServerEvent::Close(id.clone()));
     }
 
-    fn publish(&self, event: ServerEvent) {
-        self.connections.publish(event);
+    fn publish(&self, change: Change) {
+        self.connections.publish(change);
     }
 }

@@ -16,6 +16,7 @@ mod support;
 mod arguments;
 mod bad_input;
 mod cancellation;
+mod change_feed;
 #[cfg(feature = "client")]
 mod client;
 mod concurrency;

@@ -35,8 +35,8 @@ pub use store::{MemoryTaskStore, StoredTask, TaskStore};
 
 use crate::jsonrpc::ErrorObject;
 use crate::server::cancel::CancelToken;
+use crate::server::change_feed::Change;
 use crate::server::connections::Connections;
-use crate::server::event::{ServerEvent, TaskUpdate};
 use crate::types::{
     DetailedTask, InputResponses, JsonObject, TASKS_EXTENSION, Task, TaskStatus, iso8601,
 };
@@ -376,18 +376,9 @@ impl Tasks {
 
     /// Sends the task's state to the subscriptions that follow it.
     pub fn publish(&self, task: &DetailedTask) {
-        let Ok(body) = serde_json::to_vec(task) else {
-            return;
-        };
-        // `{"taskId":...}` without its braces: the notification's params
-        // are these members after `_meta`.
-        let members = body[1..body.len() - 1].to_vec();
-        let update = TaskUpdate {
-            task_id: task.task.task_id.clone(),
-            members,
-        };
-        self.connections
-            .publish(ServerEvent::TaskStatus(Arc::new(update)));
+        self.connections.publish(Change::TaskStatus {
+            task: Box::new(task.clone()),
+        });
     }
 }
 

@@ -1,0 +1,80 @@
+//! [`ChangeFeed`]: what is published on one replica of a server reaches the
+//! subscriptions held by the others.
+//!
+//! A server behind a load balancer runs as several processes (replicas),
+//! and a client's `subscriptions/listen` stream is held by one of them,
+//! while the change it waits for (a `tools/call` that adds a tool, a task
+//! that finishes) may happen on another. With a feed set
+//! ([`ServerBuilder::change_feed`](crate::ServerBuilder::change_feed)),
+//! every change the server publishes (through its [`Notifier`](crate::Notifier),
+//! and each task's new status) is delivered to this server's own
+//! subscriptions, as without a feed, and also handed to the feed, which
+//! carries it to the other replicas; what the feed receives from them is
+//! delivered to this server's subscriptions only, never sent on again.
+//!
+//! Closing subscriptions (`Notifier::close_subscriptions`) stays local: it
+//! ends this server's streams.
+
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use crate::server::event::{ServerEvent, TaskUpdate};
+use crate::types::DetailedTask;
+
+/// A change published on a server, as it travels between replicas.
+/// Serializes to a small JSON object (`{"kind":"resourceUpdated","uri":..}`),
+/// which is what a feed over a message bus sends.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "camelCase")]
+#[non_exhaustive]
+pub enum Change {
+    /// `notifications/tools/list_changed`.
+    ToolsListChanged,
+    /// `notifications/prompts/list_changed`.
+    PromptsListChanged,
+    /// `notifications/resources/list_changed`.
+    ResourcesListChanged,
+    /// `notifications/resources/updated` for this URI.
+    ResourceUpdated {
+        /// The resource that changed.
+        uri: String,
+    },
+    /// A task's new state (Tasks extension, `notifications/tasks`).
+    TaskStatus {
+        /// The task as `tasks/get` would show it.
+        task: Box<DetailedTask>,
+    },
+}
+
+/// Carries the changes a server publishes to the other replicas of the
+/// same server, and theirs to it. Implement it over the message bus the
+/// replicas share (the `redis` feature has one on Redis pub/sub).
+///
+/// An implementation sends a replica's changes in the order they were
+/// published, and does not hand a replica back its own changes: it
+/// delivered them already.
+pub trait ChangeFeed: Send + Sync {
+    /// Sends a change published on this replica to the others. Called on
+    /// the publishing thread, after this replica's own subscriptions got
+    /// it: it should not block for long (queue, and send from a thread of
+    /// the feed's own).
+    fn send(&self, change: &Change);
+
+    /// Starts delivering the changes the other replicas send: `deliver`
+    /// for each, in the order each replica sent them, from a thread of the
+    /// feed's own, until the feed is dropped. Called once, when the server
+    /// is built.
+    fn receive(&self, deliver: Box<dyn Fn(Change) + Send + Sync>);
+}
+
+/// A change as this server's subscriptions take it.
+pub(crate) fn to_event(change: Change) -> Option<ServerEvent> {
+    Some(match change {
+        Change::ToolsListChanged => ServerEvent::ToolsListChanged,
+        Change::PromptsListChanged => ServerEvent::PromptsListChanged,
+        Change::ResourcesListChanged => ServerEvent::ResourcesListChanged,
+        Change::ResourceUpdated { uri } => ServerEvent::ResourceUpdated(uri.into()),
+        Change::TaskStatus { task } => ServerEvent::TaskStatus(Arc::new(TaskUpdate::of(&task)?)),
+    })
+}
