@@ -186,9 +186,11 @@ impl Sessions {
     pub fn opened(&self, conn: &ConnHandle, body: &Body, entered: &Entered) {
         if entered.given.is_none()
             && let Some(id) = &entered.id
-            && let Some(session) = conn.lock().session()
         {
-            self.store(id, &session, None);
+            let session = conn.lock().session();
+            if let Some(session) = session {
+                self.store(id, &session, None);
+            }
         }
         body.release();
     }
@@ -237,15 +239,24 @@ impl Sessions {
 
     /// `notifications/cancelled` under session `session_id`: the POST
     /// serving request `request` is cancelled, and its response ends
-    /// without a reply.
+    /// without a reply. One already answered is left to end with its
+    /// reply.
     pub fn cancel(&self, session_id: &str, request: &RequestId) -> Result<(), UnknownSession> {
         for post in self.open_posts(session_id)? {
-            if post.request == *request {
-                // What the cancellation writes (its asks' cancellations)
-                // goes out as the guard is let go, before the stream ends.
-                post.conn.lock().cancel(request);
-                post.body.end_unanswered();
+            if post.request != *request {
+                continue;
             }
+            let mut conn = post.conn.lock();
+            // A POST's connection serves its one request: settled, it was
+            // answered (the reply may still be on its way to the body).
+            if conn.settled() {
+                continue;
+            }
+            conn.cancel(request);
+            // What the cancellation wrote (its asks' cancellations) goes
+            // out as the guard is let go, before the stream ends.
+            drop(conn);
+            post.body.end_unanswered();
         }
         Ok(())
     }
