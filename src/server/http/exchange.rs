@@ -10,6 +10,11 @@
 //! the request out of the map and trips its token, and the body writes
 //! nothing more. The watch is a `peek` bounded by [`WATCH`]; it also
 //! sends the keep-alive comments of a quiet stream and notices a stop.
+//!
+//! A legacy client's POSTs that carry no request reach the requests of
+//! its session on other connections (see `sessions`): a JSON-RPC response
+//! answers the server's request on the stream of the POST that asked, and
+//! `notifications/cancelled` cancels the POST serving that request.
 
 use std::net::TcpStream;
 use std::sync::Arc;
