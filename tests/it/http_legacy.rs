@@ -14,7 +14,7 @@ use mcp_stdio::types::{
 use mcp_stdio::{CancelToken, HttpOptions, Outcome, Server};
 use serde_json::{Value, json};
 
-use crate::http::{Http, events, everything, header, json_body, post, start, status};
+use crate::http::{Http, events, everything, header, json_body, post, raw, start, status};
 use crate::support::WAIT;
 
 const VERSION: &str = "2025-11-25";
@@ -239,6 +239,30 @@ fn a_cancelled_notification_in_the_session_cancels_a_request_on_another_connecti
         json!({ "jsonrpc": "2.0", "method": "notifications/cancelled",
             "params": { "requestId": ask_id, "reason": "the request was cancelled" } })
     );
+}
+
+#[test]
+fn deleting_the_session_cancels_a_request_waiting_for_an_answer() {
+    let (http, token) = holding();
+    let session = initialize(http.addr, json!({ "elicitation": {} }));
+    let mut stream = open(http.addr, &session, &call(8, "hold"));
+    let mut seen = String::new();
+    read_until(&mut stream, "elicitation/create", &mut seen);
+    let token = token.recv_timeout(WAIT).unwrap();
+
+    let delete = format!(
+        "DELETE /mcp HTTP/1.1\r\nHost: {}\r\nMcp-Session-Id: {session}\r\nConnection: close\r\n\r\n",
+        http.addr
+    );
+    assert_eq!(status(&raw(http.addr, delete.as_bytes())), 200);
+    assert!(token.wait_timeout(WAIT), "the handler's token tripped");
+    let mut rest = String::new();
+    stream.read_to_string(&mut rest).unwrap();
+    seen.push_str(&rest);
+    assert!(seen.ends_with("0\r\n\r\n"), "the stream ended: {seen}");
+    let events = events(&seen);
+    assert_eq!(events.len(), 2, "the ask and its withdrawal: {seen}");
+    assert_eq!(events[1]["method"], "notifications/cancelled");
 }
 
 #[test]

@@ -121,8 +121,8 @@ impl Body {
     }
 
     /// The request was cancelled by the client's `notifications/cancelled`
-    /// (a legacy session, see `sessions`): the response ends without a
-    /// reply (2025-11-25 basic/utilities/cancellation: none is sent). An
+    /// or the end of its session (a legacy session, see `sessions`): the
+    /// response ends without a reply (2025-11-25 basic/utilities/cancellation: none is sent). An
     /// event stream ends with its last chunk; a response not begun is sent
     /// as an empty stream when the client takes one, and otherwise the
     /// connection closes without one.

@@ -1,7 +1,8 @@
 //! The legacy era over HTTP (2025-11-25 basic/transports, "Streamable
 //! HTTP"): `initialize` over POST opens a session whose id goes back in
 //! `Mcp-Session-Id`; a later POST that names it is served under it (its
-//! version, capabilities and log level), and `DELETE` ends it. A POST with
+//! version, capabilities and log level), and `DELETE` ends it (the
+//! requests still served under it are cancelled). A POST with
 //! no session id is served statelessly, under a session made up from its
 //! `MCP-Protocol-Version` header (2025-03-26 when there is none) with no
 //! client capabilities.
@@ -78,6 +79,25 @@ struct OpenPost {
     request: RequestId,
     conn: ConnHandle,
     body: Body,
+}
+
+impl OpenPost {
+    /// Cancels the POST's request (`Conn::cancel`) and ends its response
+    /// without a reply; one already answered is left to end with its
+    /// reply.
+    fn cancel(&self) {
+        let mut conn = self.conn.lock();
+        // A POST's connection serves its one request: settled, it was
+        // answered (the reply may still be on its way to the body).
+        if conn.settled() {
+            return;
+        }
+        conn.cancel(&self.request);
+        // What the cancellation wrote (its asks' cancellations) goes out
+        // as the guard is let go, before the response ends.
+        drop(conn);
+        self.body.end_unanswered();
+    }
 }
 
 /// A legacy POST's session: the id it is kept under, if any.
@@ -239,33 +259,30 @@ impl Sessions {
 
     /// `notifications/cancelled` under session `session_id`: the POST
     /// serving request `request` is cancelled, and its response ends
-    /// without a reply. One already answered is left to end with its
-    /// reply.
+    /// without a reply.
     pub fn cancel(&self, session_id: &str, request: &RequestId) -> Result<(), UnknownSession> {
         for post in self.open_posts(session_id)? {
-            if post.request != *request {
-                continue;
+            if post.request == *request {
+                post.cancel();
             }
-            let mut conn = post.conn.lock();
-            // A POST's connection serves its one request: settled, it was
-            // answered (the reply may still be on its way to the body).
-            if conn.settled() {
-                continue;
-            }
-            conn.cancel(request);
-            // What the cancellation wrote (its asks' cancellations) goes
-            // out as the guard is let go, before the stream ends.
-            drop(conn);
-            post.body.end_unanswered();
         }
         Ok(())
     }
 
-    /// Ends a session (`DELETE`). Returns whether it existed.
+    /// Ends a session (`DELETE`): the requests still served under it are
+    /// cancelled (nothing could answer their asks any more: a POST that
+    /// names the session is `404` from now on), and their responses end
+    /// without a reply. Returns whether it existed.
     pub fn delete(&self, id: &str) -> bool {
         let mut store = self.lock();
         store.order.retain(|o| o != id);
-        store.by_id.remove(id).is_some()
+        let existed = store.by_id.remove(id).is_some();
+        let open = store.open.get(id).cloned().unwrap_or_default();
+        drop(store);
+        for post in open {
+            post.cancel();
+        }
+        existed
     }
 
     /// The open POSTs of a known session.
