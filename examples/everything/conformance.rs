@@ -18,6 +18,9 @@ use crate::fixtures::text_contents;
 // gets them with it.
 #[path = "mrtr.rs"]
 mod mrtr;
+// So do the 2025-era tools.
+#[path = "era2025.rs"]
+mod era2025;
 
 /// A 1×1 PNG.
 const PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==";
@@ -40,7 +43,7 @@ fn png_blob(uri: &str) -> BlobResourceContents {
 }
 
 pub fn register(builder: ServerBuilder) -> ServerBuilder {
-    let builder = prompts(resources(tools(builder)));
+    let builder = era2025::register(prompts(resources(tools(builder))));
     // The MRTR fixtures come last in every list.
     mrtr::register(builder).completion(|_ctx, params| {
         let candidates: &[&str] = match &params.reference {

@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # The official conformance suite natively over Streamable HTTP: every
 # scenario the 2026-07-28 revision requires, the Tasks extension's
-# included, against `examples/everything --http` (no bridge).
+# included, and every one the 2025-11-25 revision requires (a legacy
+# client with a session: initialize, logs, and the server's elicitation
+# and sampling requests answered by later POSTs), against
+# `examples/everything --http` (no bridge). Fails on any failed check.
 #
-#   tests/conformance/run-http.sh           --requirements 2026-07-28
+#   tests/conformance/run-http.sh           --requirements, both revisions
 #   tests/conformance/run-http.sh SCENARIO  one scenario, verbose
 #
 # Needs npm (the registry): it installs the suite and Node 22 under
@@ -25,6 +28,11 @@ URL="http://127.0.0.1:$PORT/mcp"
 if [ $# -gt 0 ]; then
     exec "$NODE" "$SUITE_JS" server --url "$URL" --scenario "$1" --verbose
 fi
-report=$("$NODE" "$SUITE_JS" server --url "$URL" --requirements 2026-07-28 2>&1) || true
-grep -E "✗|Total" <<<"$report"
-grep -qE "Total: [0-9]+ passed, 0 failed" <<<"$report"
+failed=0
+for revision in 2026-07-28 2025-11-25; do
+    echo "requirements $revision:"
+    report=$("$NODE" "$SUITE_JS" server --url "$URL" --requirements "$revision" 2>&1) || failed=1
+    grep -E "✗|Total" <<<"$report"
+    grep -qE "Total: [0-9]+ passed, 0 failed" <<<"$report" || failed=1
+done
+exit $failed

@@ -14,8 +14,8 @@ use serde_json::{Value, json};
 use crate::support::WAIT;
 
 /// A server on a loopback port, stopped when dropped.
-struct Http {
-    addr: SocketAddr,
+pub(crate) struct Http {
+    pub addr: SocketAddr,
     stop: StopHandle,
     thread: Option<JoinHandle<Result<(), Error>>>,
 }
@@ -29,7 +29,7 @@ impl Drop for Http {
     }
 }
 
-fn start(server: Server, options: HttpOptions) -> Http {
+pub(crate) fn start(server: Server, options: HttpOptions) -> Http {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
     let stop = server.stop_handle();
@@ -41,7 +41,7 @@ fn start(server: Server, options: HttpOptions) -> Http {
     }
 }
 
-fn everything() -> Http {
+pub(crate) fn everything() -> Http {
     start(crate::everything::build(), HttpOptions::new())
 }
 
@@ -74,7 +74,7 @@ fn mirrored(method: &str, name: Option<&str>) -> Vec<(String, String)> {
 
 /// A POST with `headers` and `body`, `Connection: close`: the response's
 /// exact bytes, to the server's close.
-fn post(addr: SocketAddr, headers: &[(String, String)], body: &str) -> String {
+pub(crate) fn post(addr: SocketAddr, headers: &[(String, String)], body: &str) -> String {
     let mut request = format!(
         "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Length: {}\r\n",
         body.len()
@@ -88,7 +88,7 @@ fn post(addr: SocketAddr, headers: &[(String, String)], body: &str) -> String {
 }
 
 /// Sends `bytes` and reads until the server closes.
-fn raw(addr: SocketAddr, bytes: &[u8]) -> String {
+pub(crate) fn raw(addr: SocketAddr, bytes: &[u8]) -> String {
     let mut socket = TcpStream::connect(addr).unwrap();
     socket.set_read_timeout(Some(WAIT)).unwrap();
     socket.write_all(bytes).unwrap();
@@ -97,11 +97,11 @@ fn raw(addr: SocketAddr, bytes: &[u8]) -> String {
     String::from_utf8(out).unwrap()
 }
 
-fn status(response: &str) -> u16 {
+pub(crate) fn status(response: &str) -> u16 {
     response[9..12].parse().unwrap()
 }
 
-fn header<'a>(response: &'a str, name: &str) -> Option<&'a str> {
+pub(crate) fn header<'a>(response: &'a str, name: &str) -> Option<&'a str> {
     let head = response.split("\r\n\r\n").next().unwrap();
     head.lines().skip(1).find_map(|line| {
         let (n, v) = line.split_once(": ")?;
@@ -110,13 +110,13 @@ fn header<'a>(response: &'a str, name: &str) -> Option<&'a str> {
 }
 
 /// The JSON body of a whole response.
-fn json_body(response: &str) -> Value {
+pub(crate) fn json_body(response: &str) -> Value {
     let (_, body) = response.split_once("\r\n\r\n").unwrap();
     serde_json::from_str(body).unwrap_or_else(|e| panic!("{e}: {response}"))
 }
 
 /// The `data:` messages of an SSE response.
-fn events(response: &str) -> Vec<Value> {
+pub(crate) fn events(response: &str) -> Vec<Value> {
     response
         .lines()
         .filter_map(|line| line.strip_prefix("data: "))

@@ -24,6 +24,8 @@ mod discover;
 mod fixtures_md;
 #[cfg(feature = "http")]
 mod http;
+#[cfg(all(feature = "http", feature = "legacy"))]
+mod http_legacy;
 mod json_text;
 mod large_lines;
 mod layers;

@@ -89,6 +89,13 @@ impl Conn {
         }
     }
 
+    /// Whether ask `id` awaits the client's answer here (Streamable HTTP:
+    /// a legacy session looks for the POST that asked, see `http::sessions`).
+    #[cfg(feature = "http")]
+    pub fn is_asking(&self, id: &RequestId) -> bool {
+        self.legacy.asks.contains_key(id)
+    }
+
     /// A response from the client: the answer to an ask. Returns whether
     /// it answered one (the caller notes one that did not).
     pub fn answer(

@@ -63,6 +63,8 @@ struct State {
     headers: Vec<(&'static str, String)>,
     /// A write to the socket failed: the client is gone.
     failed: bool,
+    /// Lines held back until [`Body::release`].
+    held: Option<Vec<Vec<u8>>>,
 }
 
 /// A response line read just enough to route it.
@@ -89,7 +91,58 @@ impl Body {
             keep_alive: keep_alive && !http10,
             headers: Vec::new(),
             failed: false,
+            held: None,
         })))
+    }
+
+    /// Whether the client takes an event stream: only then can the
+    /// server's own requests reach it (legacy sessions, see `sessions`).
+    #[cfg_attr(not(feature = "legacy"), allow(dead_code))]
+    pub fn streams(&self) -> bool {
+        self.lock().events
+    }
+
+    /// Holds back what the connection writes until [`Body::release`]: an
+    /// `initialize`'s answer waits until its session is stored, so the
+    /// client's next POST finds it.
+    #[cfg_attr(not(feature = "legacy"), allow(dead_code))]
+    pub fn hold(&self) {
+        self.lock().held.get_or_insert_with(Vec::new);
+    }
+
+    /// Writes what [`Body::hold`] held back, and from here on writes at
+    /// once.
+    #[cfg_attr(not(feature = "legacy"), allow(dead_code))]
+    pub fn release(&self) {
+        let mut state = self.lock();
+        for line in state.held.take().unwrap_or_default() {
+            state.line(&line);
+        }
+    }
+
+    /// The request was cancelled by the client's `notifications/cancelled`
+    /// or the end of its session (a legacy session, see `sessions`): the
+    /// response ends without a reply (2025-11-25 basic/utilities/cancellation: none is sent). An
+    /// event stream ends with its last chunk; a response not begun is sent
+    /// as an empty stream when the client takes one, and otherwise the
+    /// connection closes without one.
+    #[cfg_attr(not(feature = "legacy"), allow(dead_code))]
+    pub fn end_unanswered(&self) {
+        let mut state = self.lock();
+        state.held = None;
+        match state.mode {
+            Mode::Done => return,
+            Mode::Undecided if !state.events => state.keep_alive = false,
+            Mode::Undecided | Mode::Events => {
+                if state.mode == Mode::Undecided {
+                    state.start_events();
+                }
+                let mut out = Vec::with_capacity(8);
+                write_last_chunk(&mut out, state.chunked);
+                state.send(&out);
+            }
+        }
+        state.mode = Mode::Done;
     }
 
     /// Adds a header to the response (before its first line).
@@ -167,6 +220,10 @@ impl State {
     /// One whole message from the connection.
     fn line(&mut self, line: &[u8]) {
         if self.mode == Mode::Done || self.failed {
+            return;
+        }
+        if let Some(held) = &mut self.held {
+            held.push(line.to_vec());
             return;
         }
         // Notifications are encoded with `method` right after `jsonrpc`

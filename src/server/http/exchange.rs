@@ -10,6 +10,11 @@
 //! the request out of the map and trips its token, and the body writes
 //! nothing more. The watch is a `peek` bounded by [`WATCH`]; it also
 //! sends the keep-alive comments of a quiet stream and notices a stop.
+//!
+//! A legacy client's POSTs that carry no request reach the requests of
+//! its session on other connections (see `sessions`): a JSON-RPC response
+//! answers the server's request on the stream of the POST that asked, and
+//! `notifications/cancelled` cancels the POST serving that request.
 
 use std::net::TcpStream;
 use std::sync::Arc;
@@ -51,20 +56,30 @@ impl Exchange<'_> {
         let keep_alive = request.keep_alive();
         match classify(&request.body) {
             Incoming::Request { id, method, params } => self.request(request, id, method, params),
-            Incoming::Notification { .. } => {
+            Incoming::Notification { method, params } => {
+                #[cfg(feature = "legacy")]
+                if let Some(session) = self.legacy_session(request)
+                    && method == crate::types::method::NOTIFICATION_CANCELLED
+                    && let Some(id) = crate::incoming::cancelled_id(params.as_deref())
+                    && let Err(unknown) = self.sessions.cancel(session, &id)
+                {
+                    return self.error_with(404, None, &unknown.error(), &[], keep_alive);
+                }
+                #[cfg(not(feature = "legacy"))]
+                let _ = (method, params);
                 // Spec 2026-07-28: an accepted notification is `202`, no
-                // body. Over HTTP none has an effect: a cancellation is the
-                // closing of the request's own stream.
+                // body. A modern request's cancellation is the closing of
+                // its own stream; a legacy session's requests are found
+                // through the session.
                 self.respond(202, &[], b"", keep_alive)
             }
-            Incoming::Response { .. } => {
+            Incoming::Response { id, reply } => {
                 #[cfg(feature = "legacy")]
                 if !self.modern_header(request) {
-                    // A legacy client's answer to a request this server
-                    // never sends over HTTP (see `sessions`): accepted,
-                    // and ignored.
-                    return self.respond(202, &[], b"", keep_alive);
+                    return self.answer(request, id, reply);
                 }
+                #[cfg(not(feature = "legacy"))]
+                let _ = (id, reply);
                 let error = ErrorObject::invalid_request(
                     "a client must not send responses over Streamable HTTP (2026-07-28): send requests and notifications only",
                 );
@@ -72,6 +87,46 @@ impl Exchange<'_> {
             }
             Incoming::Invalid { id, error } => self.error(id.as_ref(), &error, keep_alive),
         }
+    }
+
+    /// A legacy client's answer to one of the server's requests (see
+    /// `sessions`): `202` (2025-11-25 basic/transports: an accepted
+    /// response), also when it answers nothing open any more (an ask
+    /// withdrawn meanwhile), or when the POST names no session, which no
+    /// ask is ever sent without; `404` for a session that is not known.
+    #[cfg(feature = "legacy")]
+    fn answer(
+        &self,
+        request: &HttpRequest,
+        id: Option<RequestId>,
+        reply: Result<Box<RawValue>, ErrorObject>,
+    ) -> bool {
+        let keep_alive = request.keep_alive();
+        let answered = match self.legacy_session(request) {
+            Some(session) => match self.sessions.answer(session, id.as_ref(), reply) {
+                Ok(answered) => answered,
+                Err(unknown) => {
+                    return self.error_with(404, None, &unknown.error(), &[], keep_alive);
+                }
+            },
+            None => false,
+        };
+        if !answered {
+            let id = id.map_or_else(|| "null".to_owned(), |id| id.to_string());
+            self.inner.trace(&format!(
+                "ignoring a response (id {id}) from the client: it answers no open request of its session"
+            ));
+        }
+        self.respond(202, &[], b"", keep_alive)
+    }
+
+    /// The `Mcp-Session-Id` of a legacy client's POST.
+    #[cfg(feature = "legacy")]
+    fn legacy_session<'r>(&self, request: &'r HttpRequest) -> Option<&'r str> {
+        if self.modern_header(request) {
+            return None;
+        }
+        request.headers.get("mcp-session-id")
     }
 
     #[cfg(feature = "legacy")]
@@ -119,7 +174,10 @@ impl Exchange<'_> {
         #[cfg(feature = "legacy")]
         let session = match &era {
             Era::Legacy(version) => {
-                match self.sessions.enter(&conn, &body, request, &method, version) {
+                match self
+                    .sessions
+                    .enter(&conn, &body, request, (&id, &method), version)
+                {
                     Ok(session) => Some(session),
                     Err(unknown) => {
                         return self.error_with(404, None, &unknown.error(), &[], keep_alive);
@@ -138,6 +196,10 @@ impl Exchange<'_> {
             params,
         };
         reader::dispatch(self.inner, &conn, incoming, bytes);
+        #[cfg(feature = "legacy")]
+        if let Some(session) = &session {
+            self.sessions.opened(&conn, &body, session);
+        }
         // A POST has no next line: what waits for the reader's flush goes
         // out, and writers flush their own from here on (`reader`).
         conn.reading(false);

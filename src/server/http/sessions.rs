@@ -1,31 +1,58 @@
 //! The legacy era over HTTP (2025-11-25 basic/transports, "Streamable
 //! HTTP"): `initialize` over POST opens a session whose id goes back in
 //! `Mcp-Session-Id`; a later POST that names it is served under it (its
-//! version, capabilities and log level), and `DELETE` ends it. A POST with
+//! version, capabilities and log level), and `DELETE` ends it (the
+//! requests still served under it are cancelled). A POST with
 //! no session id is served statelessly, under a session made up from its
 //! `MCP-Protocol-Version` header (2025-03-26 when there is none) with no
 //! client capabilities.
 //!
+//! The server's own requests (elicitation, sampling, roots, see
+//! `legacy::input`) go out on the stream of the POST whose handler asks,
+//! and the client answers each with a POST of its own, a JSON-RPC
+//! response carrying the same `Mcp-Session-Id` (answered `202`). So the
+//! session keeps its open POSTs, each with its connection (`ConnHandle`):
+//! an answer goes to the one that asked (`Conn::answer`, the rule that an
+//! answer goes to its ask), and a `notifications/cancelled` POST to the
+//! one serving that request (`Conn::cancel`, the same cancellation as on
+//! stdio; its stream then ends without a reply). Ask ids come from one
+//! counter of the process (`legacy::input`), so no two POSTs of a session
+//! ever hold the same one. Why the open POSTs and not a table of ask ids:
+//! each connection already keeps its asks, and a second table would have
+//! to follow every ask, answer, withdrawal and cancellation of theirs; a
+//! session has a handful of POSTs open at a time, and the answer is looked
+//! for among them.
+//!
+//! A POST served statelessly (no `Mcp-Session-Id`) cannot be asked
+//! anything: an answer would arrive on another connection with nothing to
+//! say which request it belongs to, and routing by ask id across the whole
+//! listener would let any client answer any other client's asks. Such a
+//! POST has no client capabilities, so its handler is told the client
+//! cannot answer (`-32021` for a handler that needs input). The same goes
+//! for a POST whose `Accept` lacks `text/event-stream`: an ask could not
+//! reach it, so it runs without the session's elicitation, sampling and
+//! roots capabilities.
+//!
 //! What a legacy HTTP client does not get: the GET stream (`405`), so no
-//! list-change or resource-update notifications; resumable streams; and
-//! the server's own requests (elicitation, sampling, roots), whose answers
-//! would arrive on another connection: a session's client capabilities
-//! are stored without them, so a handler that asks is told the client
-//! cannot answer.
+//! list-change or resource-update notifications; and resumable streams.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use serde_json::Map;
+use serde_json::value::RawValue;
 
 use super::body::Body;
 use crate::http::HttpRequest;
-use crate::jsonrpc::ErrorObject;
+use crate::jsonrpc::{ErrorObject, RequestId};
 use crate::server::conn::handle::ConnHandle;
 use crate::server::legacy::session::LegacySession;
 
 /// Sessions kept at most: the oldest is forgotten past this.
 const MAX_SESSIONS: usize = 1024;
+
+/// The client capabilities that let the server ask the client.
+const ASKS: [&str; 3] = ["elicitation", "sampling", "roots"];
 
 /// The legacy sessions of one HTTP listener, by id.
 #[derive(Default)]
@@ -38,11 +65,50 @@ struct Store {
     by_id: HashMap<String, Arc<LegacySession>>,
     /// Ids, oldest first.
     order: VecDeque<String>,
+    /// The POSTs being served under each session: where the client's
+    /// answers and cancellations go.
+    open: HashMap<String, Vec<OpenPost>>,
+    /// Numbers the open POSTs.
+    next_key: u64,
+}
+
+/// A POST being served under a session.
+#[derive(Clone)]
+struct OpenPost {
+    key: u64,
+    request: RequestId,
+    conn: ConnHandle,
+    body: Body,
+}
+
+impl OpenPost {
+    /// Cancels the POST's request (`Conn::cancel`) and ends its response
+    /// without a reply; one already answered is left to end with its
+    /// reply.
+    fn cancel(&self) {
+        let mut conn = self.conn.lock();
+        // A POST's connection serves its one request: settled, it was
+        // answered (the reply may still be on its way to the body).
+        if conn.settled() {
+            return;
+        }
+        conn.cancel(&self.request);
+        // What the cancellation wrote (its asks' cancellations) goes out
+        // as the guard is let go, before the response ends.
+        drop(conn);
+        self.body.end_unanswered();
+    }
 }
 
 /// A legacy POST's session: the id it is kept under, if any.
 pub(crate) struct Entered {
     id: Option<String>,
+    /// Its number among the session's open POSTs (`None`: `initialize`,
+    /// which is not asked anything and cannot be cancelled by another POST).
+    key: Option<u64>,
+    /// The session the connection was given: a POST that leaves it
+    /// unchanged has nothing to store.
+    given: Option<Arc<LegacySession>>,
 }
 
 /// A legacy POST refused before it runs.
@@ -61,76 +127,196 @@ impl UnknownSession {
 }
 
 impl Sessions {
-    /// Gives `conn` the session a legacy POST runs under; an `initialize`
-    /// gets a new id (sent back with `body`'s headers).
+    /// Gives `conn` the session a legacy POST of request `id` runs under;
+    /// an `initialize` gets a new id (sent back with `body`'s headers, and
+    /// its answer held until [`Sessions::opened`] stored the session).
     pub fn enter(
         &self,
         conn: &ConnHandle,
         body: &Body,
         request: &HttpRequest,
-        method: &str,
+        (id, method): (&RequestId, &str),
         version: &str,
     ) -> Result<Entered, UnknownSession> {
         if method == "initialize" {
-            let id = new_id();
-            body.header("Mcp-Session-Id", id.clone());
-            return Ok(Entered { id: Some(id) });
+            let session_id = new_id();
+            body.header("Mcp-Session-Id", session_id.clone());
+            body.hold();
+            return Ok(Entered {
+                id: Some(session_id),
+                key: None,
+                given: None,
+            });
         }
-        let session = match request.headers.get("mcp-session-id") {
-            Some(id) => {
-                let Some(session) = self.lock().by_id.get(id).cloned() else {
-                    return Err(UnknownSession(id.to_owned()));
-                };
-                body.header("Mcp-Session-Id", id.to_owned());
-                conn.lock().set_session(session);
-                return Ok(Entered {
-                    id: Some(id.to_owned()),
-                });
-            }
-            None => LegacySession {
+        let Some(session_id) = request.headers.get("mcp-session-id") else {
+            conn.lock().set_session(Arc::new(LegacySession {
                 version: version.to_owned(),
                 client_capabilities: Map::new(),
                 client_info: None,
                 initialized: false,
                 log_level: None,
                 subscribed: HashSet::new(),
-            },
+            }));
+            return Ok(Entered {
+                id: None,
+                key: None,
+                given: None,
+            });
         };
-        conn.lock().set_session(Arc::new(session));
-        Ok(Entered { id: None })
+        let mut store = self.lock();
+        let Some(mut session) = store.by_id.get(session_id).cloned() else {
+            return Err(UnknownSession(session_id.to_owned()));
+        };
+        if !body.streams()
+            && ASKS
+                .iter()
+                .any(|c| session.client_capabilities.contains_key(*c))
+        {
+            let mut without = (*session).clone();
+            for asked in ASKS {
+                without.client_capabilities.remove(asked);
+            }
+            session = Arc::new(without);
+        }
+        let key = store.next_key;
+        store.next_key += 1;
+        store
+            .open
+            .entry(session_id.to_owned())
+            .or_default()
+            .push(OpenPost {
+                key,
+                request: id.clone(),
+                conn: conn.clone(),
+                body: body.clone(),
+            });
+        drop(store);
+        body.header("Mcp-Session-Id", session_id.to_owned());
+        conn.lock().set_session(Arc::clone(&session));
+        Ok(Entered {
+            id: Some(session_id.to_owned()),
+            key: Some(key),
+            given: Some(session),
+        })
     }
 
-    /// Keeps what the POST made of its session (opened by `initialize`,
-    /// changed by `logging/setLevel`).
+    /// After the POST's request was dispatched: the session an
+    /// `initialize` opened is stored before its answer goes out (an
+    /// `initialize` that failed opened none).
+    pub fn opened(&self, conn: &ConnHandle, body: &Body, entered: &Entered) {
+        if entered.given.is_none()
+            && let Some(id) = &entered.id
+        {
+            let session = conn.lock().session();
+            if let Some(session) = session {
+                self.store(id, &session, None);
+            }
+        }
+        body.release();
+    }
+
+    /// The POST is over: it leaves its session's open POSTs, and what it
+    /// changed in the session (`logging/setLevel`, a subscription) is kept.
     pub fn leave(&self, conn: &ConnHandle, entered: Entered) {
         let Some(id) = entered.id else { return };
+        if let Some(key) = entered.key {
+            let mut store = self.lock();
+            if let Some(open) = store.open.get_mut(&id) {
+                open.retain(|post| post.key != key);
+                if open.is_empty() {
+                    store.open.remove(&id);
+                }
+            }
+        }
         let Some(session) = conn.lock().session() else {
             return;
         };
-        let mut session = (*session).clone();
-        // No list changes on a POST's stream, and no asks whose answers
-        // could not come back (module docs).
-        session.initialized = false;
-        for asked in ["elicitation", "sampling", "roots"] {
-            session.client_capabilities.remove(asked);
+        match &entered.given {
+            Some(given) if Arc::ptr_eq(given, &session) => {}
+            Some(given) => self.store(&id, &session, Some(given)),
+            None => self.store(&id, &session, None),
         }
+    }
+
+    /// A client's JSON-RPC response under session `session_id`: the answer
+    /// to an ask of one of its open POSTs. Returns whether it answered one.
+    pub fn answer(
+        &self,
+        session_id: &str,
+        id: Option<&RequestId>,
+        reply: Result<Box<RawValue>, ErrorObject>,
+    ) -> Result<bool, UnknownSession> {
+        let open = self.open_posts(session_id)?;
+        let Some(id) = id else { return Ok(false) };
+        for post in open {
+            let mut conn = post.conn.lock();
+            if conn.is_asking(id) {
+                return Ok(conn.answer(Some(id), reply));
+            }
+        }
+        Ok(false)
+    }
+
+    /// `notifications/cancelled` under session `session_id`: the POST
+    /// serving request `request` is cancelled, and its response ends
+    /// without a reply.
+    pub fn cancel(&self, session_id: &str, request: &RequestId) -> Result<(), UnknownSession> {
+        for post in self.open_posts(session_id)? {
+            if post.request == *request {
+                post.cancel();
+            }
+        }
+        Ok(())
+    }
+
+    /// Ends a session (`DELETE`): the requests still served under it are
+    /// cancelled (nothing could answer their asks any more: a POST that
+    /// names the session is `404` from now on), and their responses end
+    /// without a reply. Returns whether it existed.
+    pub fn delete(&self, id: &str) -> bool {
         let mut store = self.lock();
-        if !store.by_id.contains_key(&id) {
-            store.order.push_back(id.clone());
+        store.order.retain(|o| o != id);
+        let existed = store.by_id.remove(id).is_some();
+        let open = store.open.get(id).cloned().unwrap_or_default();
+        drop(store);
+        for post in open {
+            post.cancel();
+        }
+        existed
+    }
+
+    /// The open POSTs of a known session.
+    fn open_posts(&self, session_id: &str) -> Result<Vec<OpenPost>, UnknownSession> {
+        let store = self.lock();
+        if !store.by_id.contains_key(session_id) {
+            return Err(UnknownSession(session_id.to_owned()));
+        }
+        Ok(store.open.get(session_id).cloned().unwrap_or_default())
+    }
+
+    /// Stores `session` under `id`: a new one (`given` is `None`), or one a
+    /// POST changed, which keeps the stored client capabilities (the POST
+    /// may have run without some, see [`Sessions::enter`]). A session
+    /// deleted meanwhile stays deleted.
+    fn store(&self, id: &str, session: &LegacySession, given: Option<&Arc<LegacySession>>) {
+        let mut session = session.clone();
+        // No list changes on a POST's stream (module docs).
+        session.initialized = false;
+        let mut store = self.lock();
+        if given.is_some() {
+            let Some(stored) = store.by_id.get(id) else {
+                return;
+            };
+            session.client_capabilities = stored.client_capabilities.clone();
+        } else {
+            store.order.push_back(id.to_owned());
             if store.order.len() > MAX_SESSIONS
                 && let Some(oldest) = store.order.pop_front()
             {
                 store.by_id.remove(&oldest);
             }
         }
-        store.by_id.insert(id, Arc::new(session));
-    }
-
-    /// Ends a session (`DELETE`). Returns whether it existed.
-    pub fn delete(&self, id: &str) -> bool {
-        let mut store = self.lock();
-        store.order.retain(|o| o != id);
-        store.by_id.remove(id).is_some()
+        store.by_id.insert(id.to_owned(), Arc::new(session));
     }
 
     fn lock(&self) -> MutexGuard<'_, Store> {

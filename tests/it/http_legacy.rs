@@ -1,0 +1,316 @@
+//! Streamable HTTP for a legacy client with a session (features `http` and
+//! `legacy`, spec 2025-11-25 basic/transports): the server's own requests
+//! on the stream of the POST whose handler asks, the client's answer as a
+//! later POST of its own, and the cancellation of a request that waits for
+//! one, with a plain `TcpStream` as the client reading the exact bytes.
+
+use std::io::{Read, Write};
+use std::net::{Shutdown, SocketAddr, TcpStream};
+
+use mcp_stdio::types::{
+    ElicitRequestFormParams, ElicitRequestParams, ElicitRequestedSchema, InputRequest,
+    InputRequests, InputRequiredResult, StringSchema, Tool,
+};
+use mcp_stdio::{CancelToken, HttpOptions, Outcome, Server};
+use serde_json::{Value, json};
+
+use crate::http::{Http, events, everything, header, json_body, post, raw, start, status};
+use crate::support::WAIT;
+
+const VERSION: &str = "2025-11-25";
+
+/// `initialize` declaring `capabilities`: the session's id.
+fn initialize(addr: SocketAddr, capabilities: Value) -> String {
+    let plain = vec![("Content-Type".to_owned(), "application/json".to_owned())];
+    let initialize = json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": VERSION, "capabilities": capabilities,
+        "clientInfo": { "name": "old", "version": "1" } } });
+    let response = post(addr, &plain, &initialize.to_string());
+    assert_eq!(status(&response), 200, "{response}");
+    header(&response, "mcp-session-id").unwrap().to_owned()
+}
+
+/// The headers of a legacy client's POST in `session` (none: stateless),
+/// taking an event stream or (`streams` false) JSON alone.
+fn headers(session: Option<&str>, streams: bool) -> Vec<(String, String)> {
+    let accept = if streams {
+        "application/json, text/event-stream"
+    } else {
+        "application/json"
+    };
+    let mut headers = vec![
+        ("Content-Type".to_owned(), "application/json".to_owned()),
+        ("Accept".to_owned(), accept.to_owned()),
+        ("MCP-Protocol-Version".to_owned(), VERSION.to_owned()),
+    ];
+    if let Some(session) = session {
+        headers.push(("Mcp-Session-Id".to_owned(), session.to_owned()));
+    }
+    headers
+}
+
+/// Sends `body` as a POST in `session` (closing after the response) and
+/// returns the socket, to read its stream as it comes.
+fn open(addr: SocketAddr, session: &str, body: &Value) -> TcpStream {
+    let body = body.to_string();
+    let mut request = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Length: {}\r\n",
+        body.len()
+    );
+    for (name, value) in headers(Some(session), true) {
+        request.push_str(&format!("{name}: {value}\r\n"));
+    }
+    request.push_str("\r\n");
+    request.push_str(&body);
+    let mut socket = TcpStream::connect(addr).unwrap();
+    socket.set_read_timeout(Some(WAIT)).unwrap();
+    socket.write_all(request.as_bytes()).unwrap();
+    socket
+}
+
+/// Reads `socket` into `seen` until it holds `what`.
+fn read_until(socket: &mut TcpStream, what: &str, seen: &mut String) {
+    let mut buf = [0u8; 4096];
+    while !seen.contains(what) {
+        let n = socket.read(&mut buf).unwrap();
+        assert!(n > 0, "the stream ended before {what}: {seen}");
+        seen.push_str(std::str::from_utf8(&buf[..n]).unwrap());
+    }
+}
+
+fn call(id: i64, tool: &str) -> Value {
+    json!({ "jsonrpc": "2.0", "id": id, "method": "tools/call",
+        "params": { "name": tool, "arguments": {} } })
+}
+
+/// Calls `tool` in a session declaring `capabilities`: its stream must
+/// show exactly one ask of `method` first; the answer `result` goes back as
+/// a POST of its own (`202`, no body), and the stream then ends with the
+/// call's result, which is returned.
+fn ask_and_answer(tool: &str, capabilities: Value, method: &str, result: Value) -> Value {
+    let http = everything();
+    let session = initialize(http.addr, capabilities);
+    let mut stream = open(http.addr, &session, &call(2, tool));
+    let mut seen = String::new();
+    read_until(&mut stream, "\n\n", &mut seen);
+    assert!(seen.starts_with("HTTP/1.1 200 OK\r\n"), "{seen}");
+    assert_eq!(header(&seen, "content-type"), Some("text/event-stream"));
+    assert_eq!(header(&seen, "mcp-session-id"), Some(session.as_str()));
+    let ask = events(&seen).remove(0);
+    assert_eq!(ask["method"], method, "{ask}");
+    assert!(ask["id"].as_str().unwrap().starts_with("mcp-stdio-ask-"));
+
+    let answer = json!({ "jsonrpc": "2.0", "id": ask["id"], "result": result });
+    let response = post(
+        http.addr,
+        &headers(Some(&session), true),
+        &answer.to_string(),
+    );
+    assert_eq!(status(&response), 202, "{response}");
+    assert!(response.ends_with("\r\n\r\n"), "no body: {response}");
+
+    let mut rest = String::new();
+    stream.read_to_string(&mut rest).unwrap();
+    seen.push_str(&rest);
+    assert!(seen.ends_with("0\r\n\r\n"), "the stream ended: {seen}");
+    let events = events(&seen);
+    assert_eq!(events.len(), 2, "the ask, then the result: {seen}");
+    assert_eq!(events[1]["id"], 2);
+    events[1]["result"].clone()
+}
+
+#[test]
+fn an_elicitation_goes_out_on_the_post_stream_and_its_answer_comes_as_a_later_post() {
+    let result = ask_and_answer(
+        "ask",
+        json!({ "elicitation": {} }),
+        "elicitation/create",
+        json!({ "action": "accept", "content": { "name": "Ada" } }),
+    );
+    assert_eq!(
+        result,
+        json!({ "content": [{ "type": "text", "text": "Nice to meet you, Ada!" }] })
+    );
+}
+
+#[test]
+fn sampling_and_roots_are_asked_and_answered_the_same_way() {
+    let result = ask_and_answer(
+        "test_input_required_result_sampling",
+        json!({ "sampling": {} }),
+        "sampling/createMessage",
+        json!({ "role": "assistant", "content": { "type": "text", "text": "Paris" },
+            "model": "m", "stopReason": "endTurn" }),
+    );
+    assert_eq!(result["content"][0]["text"], "The model says: Paris");
+    let result = ask_and_answer(
+        "test_input_required_result_list_roots",
+        json!({ "roots": {} }),
+        "roots/list",
+        json!({ "roots": [{ "uri": "file:///work" }] }),
+    );
+    assert_eq!(result["content"][0]["text"], "Roots: file:///work");
+}
+
+/// A server whose tool `hold` asks for a name, handing the test its
+/// request's cancel token as it does.
+fn holding() -> (Http, crossbeam_channel::Receiver<CancelToken>) {
+    let (tokens, token) = crossbeam_channel::unbounded();
+    let server = Server::builder("http-legacy-test", "1.0.0")
+        .inline_tool(
+            Tool::new("hold", "Asks for a name it never gets."),
+            move |ctx, _: Value| {
+                tokens.send(ctx.cancel_token()).unwrap();
+                let schema = ElicitRequestedSchema::default().property(
+                    "name",
+                    StringSchema::default(),
+                    true,
+                );
+                let form = ElicitRequestFormParams::new("Name?", schema);
+                let ask = InputRequest::Elicit(ElicitRequestParams::Form(form));
+                let requests: InputRequests = [("name".to_owned(), ask)].into_iter().collect();
+                Ok(Outcome::InputRequired(InputRequiredResult::new(requests)))
+            },
+        )
+        .build();
+    (start(server, HttpOptions::new()), token)
+}
+
+#[test]
+fn closing_the_stream_while_an_ask_is_open_cancels_the_request() {
+    let (http, token) = holding();
+    let session = initialize(http.addr, json!({ "elicitation": {} }));
+    let mut stream = open(http.addr, &session, &call(3, "hold"));
+    let mut seen = String::new();
+    read_until(&mut stream, "elicitation/create", &mut seen);
+    let ask = events(&seen).remove(0);
+    let token = token.recv_timeout(WAIT).unwrap();
+    assert!(!token.is_cancelled());
+
+    // The client closes its side: the request is cancelled, and nothing
+    // more is sent on the stream (not even the ask's cancellation).
+    stream.shutdown(Shutdown::Write).unwrap();
+    assert!(token.wait_timeout(WAIT), "the handler's token tripped");
+    let mut rest = String::new();
+    stream.read_to_string(&mut rest).unwrap();
+    assert_eq!(rest, "", "nothing more after the ask");
+
+    // A late answer to the withdrawn ask is accepted, and goes nowhere.
+    let answer = json!({ "jsonrpc": "2.0", "id": ask["id"],
+        "result": { "action": "accept", "content": { "name": "late" } } });
+    let response = post(
+        http.addr,
+        &headers(Some(&session), true),
+        &answer.to_string(),
+    );
+    assert_eq!(status(&response), 202);
+}
+
+#[test]
+fn a_cancelled_notification_in_the_session_cancels_a_request_on_another_connection() {
+    let (http, token) = holding();
+    let session = initialize(http.addr, json!({ "elicitation": {} }));
+    let mut stream = open(http.addr, &session, &call(4, "hold"));
+    let mut seen = String::new();
+    read_until(&mut stream, "elicitation/create", &mut seen);
+    let ask_id = events(&seen)[0]["id"].clone();
+    let token = token.recv_timeout(WAIT).unwrap();
+
+    let cancel = json!({ "jsonrpc": "2.0", "method": "notifications/cancelled",
+        "params": { "requestId": 4, "reason": "changed my mind" } });
+    let response = post(
+        http.addr,
+        &headers(Some(&session), true),
+        &cancel.to_string(),
+    );
+    assert_eq!(status(&response), 202);
+    assert!(token.wait_timeout(WAIT), "the handler's token tripped");
+
+    // The stream withdraws the ask, then ends without a reply
+    // (2025-11-25 basic/utilities/cancellation).
+    let mut rest = String::new();
+    stream.read_to_string(&mut rest).unwrap();
+    seen.push_str(&rest);
+    assert!(seen.ends_with("0\r\n\r\n"), "the stream ended: {seen}");
+    let events = events(&seen);
+    assert_eq!(events.len(), 2, "{seen}");
+    assert_eq!(
+        events[1],
+        json!({ "jsonrpc": "2.0", "method": "notifications/cancelled",
+            "params": { "requestId": ask_id, "reason": "the request was cancelled" } })
+    );
+}
+
+#[test]
+fn deleting_the_session_cancels_a_request_waiting_for_an_answer() {
+    let (http, token) = holding();
+    let session = initialize(http.addr, json!({ "elicitation": {} }));
+    let mut stream = open(http.addr, &session, &call(8, "hold"));
+    let mut seen = String::new();
+    read_until(&mut stream, "elicitation/create", &mut seen);
+    let token = token.recv_timeout(WAIT).unwrap();
+
+    let delete = format!(
+        "DELETE /mcp HTTP/1.1\r\nHost: {}\r\nMcp-Session-Id: {session}\r\nConnection: close\r\n\r\n",
+        http.addr
+    );
+    assert_eq!(status(&raw(http.addr, delete.as_bytes())), 200);
+    assert!(token.wait_timeout(WAIT), "the handler's token tripped");
+    let mut rest = String::new();
+    stream.read_to_string(&mut rest).unwrap();
+    seen.push_str(&rest);
+    assert!(seen.ends_with("0\r\n\r\n"), "the stream ended: {seen}");
+    let events = events(&seen);
+    assert_eq!(events.len(), 2, "the ask and its withdrawal: {seen}");
+    assert_eq!(events[1]["method"], "notifications/cancelled");
+}
+
+#[test]
+fn without_a_session_or_an_event_stream_nothing_is_asked() {
+    let http = everything();
+    let session = initialize(http.addr, json!({ "elicitation": {} }));
+    // Stateless: no capabilities, so the handler's ask is refused (for a
+    // legacy client, as a failed tool).
+    let refused = post(http.addr, &headers(None, true), &call(5, "ask").to_string());
+    assert_undeclared(&refused);
+    // JSON alone: an ask could not reach the client.
+    let refused = post(
+        http.addr,
+        &headers(Some(&session), false),
+        &call(6, "ask").to_string(),
+    );
+    assert_undeclared(&refused);
+    // The session keeps its capabilities for the POSTs that stream.
+    let mut stream = open(http.addr, &session, &call(7, "ask"));
+    let mut seen = String::new();
+    read_until(&mut stream, "elicitation/create", &mut seen);
+}
+
+/// A JSON response: the tool failed for want of the elicitation capability.
+fn assert_undeclared(response: &str) {
+    assert_eq!(header(response, "content-type"), Some("application/json"));
+    let result = &json_body(response)["result"];
+    assert_eq!(result["isError"], true, "{response}");
+    let text = result["content"][0]["text"].as_str().unwrap();
+    assert!(
+        text.starts_with("this tool needs the client capabilities elicitation"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_response_post_is_202_unless_its_session_is_unknown() {
+    let http = everything();
+    let answer = json!({ "jsonrpc": "2.0", "id": "mcp-stdio-ask-999", "result": {} });
+    let response = post(http.addr, &headers(None, true), &answer.to_string());
+    assert_eq!(status(&response), 202, "no session: accepted, ignored");
+    let session = initialize(http.addr, json!({}));
+    let response = post(
+        http.addr,
+        &headers(Some(&session), true),
+        &answer.to_string(),
+    );
+    assert_eq!(status(&response), 202, "no such ask: accepted, ignored");
+    let response = post(http.addr, &headers(Some("0123"), true), &answer.to_string());
+    assert_eq!(status(&response), 404, "{response}");
+}
