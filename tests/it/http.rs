@@ -721,6 +721,73 @@ fn stop_ends_serve_http() {
     assert_eq!(done.recv_timeout(WAIT), Ok(true));
 }
 
+#[test]
+fn serve_http_returns_once_the_request_in_flight_is_answered_and_idle_connections_close() {
+    let (started_tx, started) = crossbeam_channel::bounded(1);
+    let (release_tx, release) = crossbeam_channel::bounded::<()>(1);
+    let server = Server::builder("http-test", "1.0.0")
+        .tool(
+            Tool::new("slow", "Waits to be released."),
+            move |_, _: Value| {
+                started_tx.send(()).unwrap();
+                release.recv_timeout(WAIT).unwrap();
+                Ok(CallToolResult::text("done"))
+            },
+        )
+        .build();
+    let mut http = start(
+        server,
+        HttpOptions::new().idle_timeout(Duration::from_secs(300)),
+    );
+    // An idle keep-alive connection: it served one request and waits.
+    let mut idle = TcpStream::connect(http.addr).unwrap();
+    idle.set_read_timeout(Some(WAIT)).unwrap();
+    let list = body(1, "tools/list", json!({}));
+    write_post(&mut idle, http.addr, &mirrored("tools/list", None), &list);
+    assert_eq!(status(&read_one(&mut idle)), 200);
+    // A request in flight.
+    let call = body(2, "tools/call", json!({ "name": "slow", "arguments": {} }));
+    let mut busy = TcpStream::connect(http.addr).unwrap();
+    busy.set_read_timeout(Some(WAIT)).unwrap();
+    write_post(
+        &mut busy,
+        http.addr,
+        &mirrored("tools/call", Some("slow")),
+        &call,
+    );
+    started.recv_timeout(WAIT).unwrap();
+
+    http.stop.stop();
+    let thread = http.thread.take().unwrap();
+    let (done_tx, done) = crossbeam_channel::bounded(1);
+    std::thread::spawn(move || done_tx.send(thread.join().unwrap().is_ok()));
+    // The idle connection is closed at once; serve_http waits for the call.
+    let mut rest = Vec::new();
+    assert_eq!(idle.read_to_end(&mut rest).unwrap(), 0);
+    assert!(
+        done.recv_timeout(Duration::from_millis(300)).is_err(),
+        "returned with a request in flight"
+    );
+    release_tx.send(()).unwrap();
+    let response = read_one(&mut busy);
+    assert_eq!(json_body(&response)["result"]["content"][0]["text"], "done");
+    assert_eq!(done.recv_timeout(WAIT), Ok(true));
+}
+
+/// Writes one POST with a `Content-Length` body on `socket`.
+fn write_post(socket: &mut TcpStream, addr: SocketAddr, headers: &[(String, String)], body: &str) {
+    let mut request = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Length: {}\r\n",
+        body.len()
+    );
+    for (n, v) in headers {
+        request.push_str(&format!("{n}: {v}\r\n"));
+    }
+    request.push_str("\r\n");
+    request.push_str(body);
+    socket.write_all(request.as_bytes()).unwrap();
+}
+
 /// SEP-2575 and the Tasks extension, as the official conformance suite
 /// checks them natively over HTTP (`server-stateless`,
 /// `tasks-request-headers`): a request missing a required `_meta` field is

@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use super::exchange::Exchange;
 use super::guard::{self, Refusal};
+use super::open::OpenConnections;
 use super::options::HttpOptions;
 #[cfg(feature = "legacy")]
 use super::sessions::Sessions;
@@ -46,10 +47,13 @@ pub(crate) struct Site {
     pub loopback: bool,
     #[cfg(feature = "legacy")]
     pub sessions: Sessions,
+    /// The connections open, for the cap and the end.
+    pub open: OpenConnections,
 }
 
-/// Serves one connection until it closes, fails, idles out or is refused.
-pub(crate) fn serve_connection(site: &Site, socket: TcpStream) {
+/// Serves one connection (`open`, its key in `Site::open`) until it
+/// closes, fails, idles out, is refused, or the server stops.
+pub(crate) fn serve_connection(site: &Site, socket: TcpStream, open: u64) {
     let Ok(read_half) = socket.try_clone() else {
         return;
     };
@@ -71,6 +75,10 @@ pub(crate) fn serve_connection(site: &Site, socket: TcpStream) {
         sessions: &site.sessions,
     };
     loop {
+        // Between requests: a stop closes the connection.
+        if !site.open.serving(open, false) {
+            return;
+        }
         // Waiting for a request to begin: the idle timeout; once it began,
         // all of it must arrive within the header timeout.
         input.get_mut().deadline = None;
@@ -89,6 +97,7 @@ pub(crate) fn serve_connection(site: &Site, socket: TcpStream) {
             }
             Ok(_) => {}
         }
+        site.open.serving(open, true);
         input.get_mut().deadline = Some(Instant::now() + options.header_timeout);
         let mut request = match read_head(&mut input, &limits) {
             Ok(Some(request)) => request,

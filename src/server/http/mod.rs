@@ -21,14 +21,16 @@ mod connection;
 mod exchange;
 mod guard;
 mod mirror;
+mod open;
 pub(crate) mod options;
 #[cfg(feature = "legacy")]
 mod sessions;
 
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread;
+use std::time::{Duration, Instant};
 
 use connection::{Site, close_gently, serve_connection};
 use options::HttpOptions;
@@ -83,8 +85,8 @@ impl Server {
             loopback: local.ip().is_loopback(),
             #[cfg(feature = "legacy")]
             sessions: Default::default(),
+            open: Default::default(),
         });
-        let open = Arc::new(AtomicUsize::new(0));
         let mut result = Ok(());
         for socket in listener.incoming() {
             if stop.stopped.load(Ordering::Acquire) {
@@ -100,22 +102,26 @@ impl Server {
                     break;
                 }
             };
-            if open.fetch_add(1, Ordering::AcqRel) >= site.options.max_connections {
-                open.fetch_sub(1, Ordering::AcqRel);
+            let Some(open) = site.open.enter(&socket, site.options.max_connections) else {
                 busy(socket);
                 continue;
-            }
-            let (site, count) = (Arc::clone(&site), Arc::clone(&open));
+            };
+            let serving = Arc::clone(&site);
             let started = thread::Builder::new()
                 .name("mcp-http-conn".into())
                 .spawn(move || {
-                    serve_connection(&site, socket);
-                    count.fetch_sub(1, Ordering::AcqRel);
+                    serve_connection(&serving, socket, open);
+                    serving.open.leave(open);
                 });
             if started.is_err() {
-                open.fetch_sub(1, Ordering::AcqRel);
+                site.open.leave(open);
             }
         }
+        // The requests being served have the grace period, then a moment
+        // to write the error that ends the ones still running.
+        let grace = self.inner.config.shutdown_grace;
+        let deadline = Instant::now().checked_add(grace.saturating_add(Duration::from_secs(1)));
+        site.open.close(deadline);
         self.inner.connections.disconnect(key);
         result
     }
