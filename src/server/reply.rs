@@ -1,7 +1,7 @@
 //! Encoding replies: every result is stamped with `resultType` and the
 //! server's identity before it goes on the wire.
 
-use std::io::{self, BufWriter, Write};
+use std::io::{self, Write};
 use std::sync::Arc;
 
 use serde::Serialize;
@@ -12,6 +12,7 @@ use crate::jsonrpc::{ErrorObject, RequestId, ResultResponse, encode_error};
 use crate::outcome::Outcome;
 use crate::server::Inner;
 use crate::server::context::RequestContext;
+use crate::server::out::Out;
 use crate::types::{
     DiscoverResult, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
     ListToolsResult, Meta, ResultType, meta_key,
@@ -90,9 +91,6 @@ impl Stamp for Value {
     }
 }
 
-/// A connection's output, which replies are encoded into.
-pub(crate) type Out = BufWriter<Box<dyn Write + Send>>;
-
 /// A request's response, as its work hands it to whoever writes it.
 pub(crate) enum Reply {
     /// Encoded already: errors, and replies a wrapper rewrote.
@@ -120,19 +118,15 @@ struct Stamped<T> {
 }
 
 impl<T: Serialize + Send> Stamped<T> {
-    fn encode<W: Write>(&self, out: W) -> serde_json::Result<()> {
+    fn encode(&self, out: &mut Out) -> serde_json::Result<()> {
         let response = ResultResponse {
             jsonrpc: "2.0",
             id: &self.id,
             result: &self.result,
         };
-        match &self.meta {
-            None => serde_json::to_writer(out, &response),
-            Some(meta) => {
-                let formatter = AppendToResult { depth: 0, meta };
-                response.serialize(&mut serde_json::Serializer::with_formatter(out, formatter))
-            }
-        }
+        let meta = self.meta.as_deref().unwrap_or_default();
+        let formatter = AppendToResult { depth: 0, meta };
+        response.serialize(&mut serde_json::Serializer::with_formatter(out, formatter))
     }
 }
 
@@ -142,17 +136,18 @@ impl<T: Serialize + Send> EncodeResult for Stamped<T> {
     }
 
     fn encode_line(&self) -> Vec<u8> {
-        let mut line = Vec::with_capacity(256);
+        let mut line = Out::line();
         // Plain data into a Vec: encoding cannot fail (see `write_to`).
         let _ = self.encode(&mut line);
-        line
+        line.into_line()
     }
 }
 
-/// serde_json's compact encoding, with `meta` (`,"_meta":{..}`) written
-/// before the end of the result: the one object two levels deep in a
-/// result response (`{"jsonrpc":..,"id":..,"result":{..}}`; an id is never
-/// an object). The result is never empty: it has `resultType`.
+/// serde_json's compact encoding, with `meta` (`,"_meta":{..}`, or
+/// nothing) written before the end of the result: the one object two
+/// levels deep in a result response (`{"jsonrpc":..,"id":..,"result":{..}}`;
+/// an id is never an object). The result is never empty: it has
+/// `resultType`.
 struct AppendToResult<'a> {
     depth: usize,
     meta: &'a [u8],
@@ -274,7 +269,7 @@ mod tests {
             }
         }
         let written = Arc::new(Mutex::new(Vec::new()));
-        let mut out: Out = BufWriter::new(Box::new(Shared(Arc::clone(&written))));
+        let mut out = Out::new(8 * 1024, Box::new(Shared(Arc::clone(&written))));
         reply().write_to(&mut out).unwrap();
         out.flush().unwrap();
         let streamed = String::from_utf8(written.lock().unwrap().clone()).unwrap();

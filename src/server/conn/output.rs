@@ -14,11 +14,11 @@
 //! (it flushes when it runs out, `ConnHandle::reading`): under load one
 //! `write(2)` carries many replies.
 
-use std::io::{self, BufWriter, Write};
+use std::io::{self, Write};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
-use crate::server::reply::Out;
+use crate::server::out::Out;
 
 /// The output and the count of threads at its lock.
 pub(super) struct SharedOutput {
@@ -51,7 +51,7 @@ impl SharedOutput {
     pub fn new(writer: Box<dyn Write + Send>) -> SharedOutput {
         SharedOutput {
             state: Mutex::new(Output {
-                out: Some(BufWriter::with_capacity(8 * 1024, writer)),
+                out: Some(Out::new(8 * 1024, writer)),
                 error: None,
                 unflushed: false,
                 flush_owed: false,
