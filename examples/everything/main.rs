@@ -17,15 +17,26 @@
 //! ```text
 //! $ cargo run --features http --example everything -- --http 127.0.0.1:8080
 //! ```
+//!
+//! `--state-key HEX` (64 hex digits) seals multi round-trip state with that
+//! key instead of a random one, so that replicas behind a load balancer
+//! accept each other's rounds (`tests/scale_out.sh`).
 
 mod conformance;
 mod fixtures;
 mod server;
 
 fn main() -> Result<(), mcp_stdio::Error> {
-    let server = server::build();
-    mcp_stdio::signal::stop_on_signals(server.stop_handle())?;
     let args: Vec<String> = std::env::args().skip(1).collect();
+    let server = match flag(&args, "--state-key").map(|hex| parse_key(&hex)) {
+        None => server::build(),
+        Some(Ok(key)) => server::build_with(|builder| builder.request_state_key(key)),
+        Some(Err(e)) => {
+            eprintln!("everything: {e}");
+            std::process::exit(2);
+        }
+    };
+    mcp_stdio::signal::stop_on_signals(server.stop_handle())?;
     if let Some(at) = args.iter().position(|a| a == "--http") {
         let Some(addr) = args.get(at + 1) else {
             eprintln!("everything: --http needs an address, for example --http 127.0.0.1:8080");
@@ -67,4 +78,24 @@ fn serve_http(_: &mcp_stdio::Server, _: &str) -> Result<(), mcp_stdio::Error> {
         "everything: --http needs the http feature: cargo run --features http --example everything -- --http ADDR"
     );
     std::process::exit(2);
+}
+
+/// The value after `name` in `args`, if it is there.
+fn flag(args: &[String], name: &str) -> Option<String> {
+    let at = args.iter().position(|a| a == name)?;
+    Some(args.get(at + 1).cloned().unwrap_or_default())
+}
+
+/// A 32-byte key from 64 hex digits.
+fn parse_key(hex: &str) -> Result<[u8; 32], String> {
+    let wrong = || format!("--state-key needs 64 hex digits (32 bytes), got '{hex}'");
+    if hex.len() != 64 || !hex.is_ascii() {
+        return Err(wrong());
+    }
+    let mut key = [0u8; 32];
+    for (byte, pair) in key.iter_mut().zip(hex.as_bytes().chunks(2)) {
+        let pair = std::str::from_utf8(pair).map_err(|_| wrong())?;
+        *byte = u8::from_str_radix(pair, 16).map_err(|_| wrong())?;
+    }
+    Ok(key)
 }

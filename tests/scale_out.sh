@@ -1,0 +1,137 @@
+#!/usr/bin/env bash
+# Past one process (issue 28): three replicas of `examples/everything --http`
+# behind a real nginx doing plain round robin (no stickiness), proven with
+# the Python SDK's HTTP client (tests/scale_out/checks.py):
+#
+#   - a multi round-trip call whose rounds land on different replicas
+#     completes (they share one sealing key), and a state sealed by another
+#     key is refused;
+#   - a replica killed in the middle: the call in flight on it fails as the
+#     client sees a broken response, the others complete, and later calls
+#     are served by the replicas left.
+#
+#   tests/scale_out.sh          install what is missing, run, exit 1 on a failure
+#
+# Installs nginx from Debian (apt-get) when it is missing, and the Python SDK
+# (mcp==2.3.0) into target/interop/py as tests/interop/run.sh does. Logs and
+# the nginx config are in target/scale_out/. `cargo test` never needs any of it.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PY_MCP=2.3.0
+OUT=target/scale_out
+rm -rf "$OUT"
+mkdir -p "$OUT/nginx"
+
+step() { printf '\n== %s\n' "$*" >&2; }
+
+if ! command -v nginx >/dev/null && [ ! -x /usr/sbin/nginx ]; then
+    step "nginx (Debian package nginx-light)"
+    apt-get install -y -qq nginx-light >/dev/null 2>&1 ||
+        { apt-get update -qq && apt-get install -y -qq nginx-light >/dev/null; }
+fi
+NGINX=$(command -v nginx || echo /usr/sbin/nginx)
+
+venv=target/interop/py
+if [ "$(cat "$venv/.pinned" 2>/dev/null)" != "mcp==$PY_MCP" ]; then
+    step "Python SDK mcp==$PY_MCP ($venv)"
+    rm -rf "$venv"
+    python3 -m venv "$venv"
+    "$venv/bin/pip" install --quiet --disable-pip-version-check "mcp==$PY_MCP"
+    echo "mcp==$PY_MCP" >"$venv/.pinned"
+fi
+
+step "examples/everything with the http feature"
+cargo build --quiet --features http --example everything
+everything=target/debug/examples/everything
+
+# Free loopback ports: three replicas, nginx, and a stranger with its own key.
+read -r -a ports <<<"$(python3 -c '
+import socket
+socks = [socket.socket() for _ in range(5)]
+for s in socks:
+    s.bind(("127.0.0.1", 0))
+print(" ".join(str(s.getsockname()[1]) for s in socks))
+')"
+replica_ports=("${ports[@]:0:3}")
+nginx_port=${ports[3]}
+stranger_port=${ports[4]}
+key=$(python3 -c 'import secrets; print(secrets.token_hex(32))')
+other_key=$(python3 -c 'import secrets; print(secrets.token_hex(32))')
+
+pids=()
+cleanup() {
+    for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+    { wait; } 2>/dev/null || true
+}
+trap cleanup EXIT
+
+step "three replicas (one sealing key) and a stranger (its own key)"
+replica_pids=()
+for i in 0 1 2; do
+    "$everything" --http "127.0.0.1:${replica_ports[$i]}" --state-key "$key" 2>"$OUT/replica$i.log" &
+    pids+=($!)
+    replica_pids+=($!)
+    # Not a job of this shell: the one the checks kill is not reported.
+    disown $!
+done
+"$everything" --http "127.0.0.1:$stranger_port" --state-key "$other_key" 2>"$OUT/stranger.log" &
+pids+=($!)
+
+upstreams=""
+for port in "${replica_ports[@]}"; do
+    upstreams+="        server 127.0.0.1:$port max_fails=1 fail_timeout=30s;"$'\n'
+done
+cat >"$OUT/nginx/nginx.conf" <<CONF
+# Plain round robin over the replicas: no stickiness, no session affinity.
+worker_processes 1;
+daemon off;
+pid $PWD/$OUT/nginx/nginx.pid;
+error_log $PWD/$OUT/nginx/error.log warn;
+events { worker_connections 256; }
+http {
+    access_log off;
+    client_body_temp_path $PWD/$OUT/nginx/body;
+    proxy_temp_path $PWD/$OUT/nginx/proxy;
+    fastcgi_temp_path $PWD/$OUT/nginx/fastcgi;
+    uwsgi_temp_path $PWD/$OUT/nginx/uwsgi;
+    scgi_temp_path $PWD/$OUT/nginx/scgi;
+    # Which replica served each POST, for the checks.
+    log_format upstream '\$upstream_addr \$status \$http_mcp_method';
+    upstream replicas {
+$upstreams        keepalive 16;
+    }
+    server {
+        listen 127.0.0.1:$nginx_port;
+        access_log $PWD/$OUT/nginx/access.log upstream;
+        location /mcp {
+            proxy_pass http://replicas;
+            proxy_http_version 1.1;
+            proxy_set_header Connection "";
+            proxy_set_header Host \$host:\$server_port;
+            # Event streams go through as they are written.
+            proxy_buffering off;
+            proxy_read_timeout 120s;
+        }
+    }
+}
+CONF
+step "nginx on 127.0.0.1:$nginx_port"
+"$NGINX" -p "$PWD/$OUT/nginx" -c "$PWD/$OUT/nginx/nginx.conf" 2>"$OUT/nginx/stderr.log" &
+pids+=($!)
+
+# Every server answers before the checks start.
+for port in "${replica_ports[@]}" "$stranger_port" "$nginx_port"; do
+    for _ in $(seq 1 100); do
+        python3 -c "import socket; socket.create_connection(('127.0.0.1', $port), 0.2)" 2>/dev/null && break
+        sleep 0.1
+    done
+done
+
+step "checks (Python SDK mcp==$PY_MCP through nginx)"
+"$venv/bin/python" tests/scale_out/checks.py \
+    --url "http://127.0.0.1:$nginx_port/mcp" \
+    --access-log "$OUT/nginx/access.log" \
+    --stranger "http://127.0.0.1:$stranger_port/mcp" \
+    --replicas "$(IFS=,; echo "${replica_ports[*]}")" \
+    --replica-pids "$(IFS=,; echo "${replica_pids[*]}")"

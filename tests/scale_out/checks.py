@@ -1,0 +1,209 @@
+#!/usr/bin/env python3
+"""The scale-out checks (tests/scale_out.sh starts everything and runs this
+with the venv's python): the Python SDK's HTTP client, and plain HTTP where a
+check needs to hold the wire, against three replicas behind nginx.
+
+Prints one line per check (`pass NAME: detail` or `FAIL NAME: why`) and exits
+1 when one failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import inspect
+import json
+import os
+import signal
+import sys
+import time
+
+import anyio
+import httpx2 as httpx
+import mcp_types as types
+from mcp import Client
+
+ERA = "2026-07-28"
+META = {
+    "io.modelcontextprotocol/protocolVersion": ERA,
+    "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}},
+}
+
+
+class Failed(Exception):
+    pass
+
+
+def expect(ok: bool, why: str) -> None:
+    if not ok:
+        raise Failed(why)
+
+
+def texts(result: types.CallToolResult) -> list[str]:
+    return [b.text for b in result.content if isinstance(b, types.TextContent)]
+
+
+def served_by(access_log: str, since: int, method: str) -> list[tuple[str, str]]:
+    """(upstream, status) of each POST of `method` logged after line `since`."""
+    with open(access_log) as f:
+        lines = f.read().splitlines()[since:]
+    out = []
+    for line in lines:
+        parts = line.split()
+        if len(parts) >= 3 and parts[2] == method:
+            out.append((parts[0], parts[1]))
+    return out
+
+
+def log_length(access_log: str) -> int:
+    try:
+        with open(access_log) as f:
+            return len(f.read().splitlines())
+    except FileNotFoundError:
+        return 0
+
+
+def post(url: str, method: str, params: dict, name: str | None = None, rid: int = 1, timeout: float = 30):
+    """One modern POST with the headers a conforming client sends; the JSON-RPC answer."""
+    headers = {
+        "Accept": "application/json, text/event-stream",
+        "Content-Type": "application/json",
+        "MCP-Protocol-Version": ERA,
+        "Mcp-Method": method,
+    }
+    if name is not None:
+        headers["Mcp-Name"] = name
+    body = {"jsonrpc": "2.0", "id": rid, "method": method, "params": {**params, "_meta": META}}
+    response = httpx.post(url, headers=headers, json=body, timeout=timeout)
+    return response, answer_of(response)
+
+
+def answer_of(response: httpx.Response):
+    """The JSON-RPC response in a JSON or event-stream body (None when there is none)."""
+    if response.headers.get("content-type", "").startswith("text/event-stream"):
+        answer = None
+        for line in response.text.splitlines():
+            if line.startswith("data:"):
+                message = json.loads(line[5:])
+                if "id" in message and ("result" in message or "error" in message):
+                    answer = message
+        return answer
+    try:
+        return response.json()
+    except ValueError:
+        return None
+
+
+async def check_mrtr_across_replicas(args) -> str:
+    since = log_length(args.access_log)
+    asked = []
+
+    async def elicit(context, params):
+        asked.append(params)
+        return types.ElicitResult(action="accept", content={"name": "Ada"})
+
+    async with Client(args.url, elicitation_callback=elicit) as client:
+        result = await client.call_tool("ask", {})
+    expect(len(asked) == 1, f"{len(asked)} elicitations")
+    expect(any("Ada" in t for t in texts(result)), f"final text {texts(result)!r}")
+    rounds = served_by(args.access_log, since, "tools/call")
+    expect(len(rounds) == 2, f"expected 2 rounds in the access log, saw {rounds}")
+    expect(rounds[0][0] != rounds[1][0], f"both rounds on {rounds[0][0]}: round robin did not spread them")
+    return f"round 1 on {rounds[0][0]}, round 2 on {rounds[1][0]}: {texts(result)[0]!r}"
+
+
+def check_foreign_state_refused(args) -> str:
+    _, first = post(args.url, "tools/call", {"name": "ask", "arguments": {}}, name="ask")
+    result = (first or {}).get("result", {})
+    expect(result.get("resultType") == "input_required", f"not input_required: {first}")
+    state = result.get("requestState")
+    expect(isinstance(state, str) and state, f"no requestState: {result}")
+    keys = list(result.get("inputRequests", {}))
+    expect(keys, f"no inputRequests: {result}")
+    retry = {
+        "name": "ask",
+        "arguments": {},
+        "requestState": state,
+        "inputResponses": {k: {"action": "accept", "content": {"name": "Ada"}} for k in keys},
+    }
+    _, refused = post(args.stranger, "tools/call", retry, name="ask", rid=2)
+    expect(refused is not None and "error" in refused, f"a state sealed by another key was accepted: {refused}")
+    _, accepted = post(args.url, "tools/call", retry, name="ask", rid=3)
+    text = ((accepted or {}).get("result", {}).get("content") or [{}])[0].get("text", "")
+    expect("Ada" in text, f"the same retry through the replicas failed: {accepted}")
+    return f"stranger: {refused['error']['code']} {refused['error']['message']!r}; replicas: {text!r}"
+
+
+async def check_killed_replica(args) -> str:
+    pids = [int(p) for p in args.replica_pids.split(",")]
+    victim_port = args.replicas.split(",")[1]
+    since = log_length(args.access_log)
+    outcomes: dict[int, str] = {}
+
+    async def slow(n: int) -> None:
+        params = {"name": "slow", "arguments": {"ms": 3000}}
+        try:
+            response, answer = await anyio.to_thread.run_sync(
+                lambda: post(args.url, "tools/call", params, name="slow", rid=100 + n)
+            )
+            if answer and "result" in answer:
+                outcomes[n] = "done: " + answer["result"]["content"][0]["text"]
+            else:
+                outcomes[n] = f"failed: HTTP {response.status_code}"
+        except httpx.HTTPError as e:
+            outcomes[n] = f"failed: {type(e).__name__}"
+
+    async with anyio.create_task_group() as group:
+        for n in range(3):
+            group.start_soon(slow, n)
+            # In order, so that round robin gives one to each replica.
+            await anyio.sleep(0.1)
+        await anyio.sleep(0.5)
+        os.kill(pids[1], signal.SIGKILL)
+    failed = [o for o in outcomes.values() if o.startswith("failed")]
+    done = [o for o in outcomes.values() if o.startswith("done")]
+    expect(len(failed) == 1 and len(done) == 2, f"outcomes {outcomes}")
+    calls = served_by(args.access_log, since, "tools/call")
+    dead = [c for c in calls if c[0].endswith(f":{victim_port}")]
+    expect(dead and dead[0][1] != "200", f"the killed replica's call is not the failed one: {calls}")
+    # Later calls go to the replicas left.
+    started = time.monotonic()
+    async with Client(args.url) as client:
+        for i in range(6):
+            result = await client.call_tool("echo", {"text": f"after {i}"})
+            expect(texts(result) == [f"after {i}"], f"call {i} after the kill: {texts(result)}")
+    return (
+        f"in flight: {sorted(outcomes.values())}; then 6 calls served by the two left "
+        f"in {time.monotonic() - started:.2f} s"
+    )
+
+
+async def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--url", required=True)
+    parser.add_argument("--access-log", required=True)
+    parser.add_argument("--stranger", required=True)
+    parser.add_argument("--replicas", required=True)
+    parser.add_argument("--replica-pids", required=True)
+    args = parser.parse_args()
+    checks = [
+        ("mrtr.across_replicas", check_mrtr_across_replicas),
+        ("mrtr.foreign_state_refused", check_foreign_state_refused),
+        # Last: it kills a replica.
+        ("replica.killed", check_killed_replica),
+    ]
+    failures = 0
+    for name, check in checks:
+        try:
+            if inspect.iscoroutinefunction(check):
+                detail = await check(args)
+            else:
+                detail = check(args)
+            print(f"pass {name}: {detail}", flush=True)
+        except Exception as e:  # a failed check, whatever raised it
+            failures += 1
+            print(f"FAIL {name}: {type(e).__name__}: {e}", flush=True)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(anyio.run(main))
