@@ -301,7 +301,7 @@
 //!
 //! # Cargo features
 //!
-//! All but `http` on by default; docs.rs marks the items each one adds.
+//! All but `http` and `redis` on by default; docs.rs marks the items each one adds.
 //!
 //! | feature | adds |
 //! |---|---|
@@ -310,6 +310,7 @@
 //! | `legacy` | the dual-era server and the client's `initialize` fallback; without it a server answers `initialize` with `-32601` naming its versions and the client refuses a legacy server |
 //! | `signals` | [`signal::stop_on_signals`] (implies `server`) |
 //! | `http` | `Server::serve_http`, `HttpOptions`: Streamable HTTP for the server (off by default; implies `server`; no new crate). A POST's answer is JSON when the reply is the first thing its request writes, an SSE stream when a notification comes first; closing it cancels the request. A legacy client over HTTP gets sessions (`Mcp-Session-Id`), progress and logs on a POST's stream, and the server's requests (elicitation, sampling, roots) on the stream of the POST that asks, its answer a later POST in the same session (`notifications/cancelled` in the session cancels a request too); it does not get the GET stream (so no list-change or resource-update notifications) or resumable streams, and a POST without a session, or whose `Accept` lacks `text/event-stream`, is asked nothing (its handler is told the client cannot answer) |
+//! | `redis` | `RedisChangeFeed`: a [`ChangeFeed`] on Redis pub/sub for a server run as several replicas (off by default; implies `server`; the `redis` crate's sync client, which brings about 47 crates, `url` and its IDNA tables among them) |
 //! | `schemars` | JSON Schemas derived from Rust types ([`types::Tool::input`], [`ServerBuilder::structured_tool`], [`ServerBuilder::typed_prompt`], [`types::ElicitRequestedSchema::for_type`]) |
 //!
 //! With none of them the crate is the wire types ([`types`], [`jsonrpc`])
@@ -420,6 +421,7 @@
 #![cfg_attr(
     not(feature = "server"),
     doc = "
+[`ChangeFeed`]: crate#cargo-features
 [`MemoryTaskStore`]: crate#cargo-features
 [`Notifier`]: crate#cargo-features
 [`RequestContext`]: crate#cargo-features
@@ -548,6 +550,9 @@ pub use server::http::options::{HttpOptions, Unauthorized};
 #[cfg(feature = "server")]
 #[cfg_attr(docsrs, doc(cfg(feature = "server")))]
 pub use server::notifier::Notifier;
+#[cfg(feature = "redis")]
+#[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
+pub use server::redis_feed::RedisChangeFeed;
 #[cfg(feature = "server")]
 #[cfg_attr(docsrs, doc(cfg(feature = "server")))]
 pub use server::request_meta::RequestMeta;

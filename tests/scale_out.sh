@@ -6,13 +6,16 @@
 #   - a multi round-trip call whose rounds land on different replicas
 #     completes (they share one sealing key), and a state sealed by another
 #     key is refused;
+#   - a `subscriptions/listen` held by one replica hears the tool-list
+#     change and the resource update caused by calls that landed on the
+#     others (a change feed on Redis pub/sub, `RedisChangeFeed`);
 #   - a replica killed in the middle: the call in flight on it fails as the
 #     client sees a broken response, the others complete, and later calls
 #     are served by the replicas left.
 #
 #   tests/scale_out.sh          install what is missing, run, exit 1 on a failure
 #
-# Installs nginx from Debian (apt-get) when it is missing, and the Python SDK
+# Installs nginx and redis-server from Debian (apt-get) when they are missing, and the Python SDK
 # (mcp==2.3.0) into target/interop/py as tests/interop/run.sh does. Logs and
 # the nginx config are in target/scale_out/. `cargo test` never needs any of it.
 set -euo pipefail
@@ -31,6 +34,11 @@ if ! command -v nginx >/dev/null && [ ! -x /usr/sbin/nginx ]; then
         { apt-get update -qq && apt-get install -y -qq nginx-light >/dev/null; }
 fi
 NGINX=$(command -v nginx || echo /usr/sbin/nginx)
+if ! command -v redis-server >/dev/null; then
+    step "redis-server (Debian package redis-server)"
+    apt-get install -y -qq redis-server >/dev/null 2>&1 ||
+        { apt-get update -qq && apt-get install -y -qq redis-server >/dev/null; }
+fi
 
 venv=target/interop/py
 if [ "$(cat "$venv/.pinned" 2>/dev/null)" != "mcp==$PY_MCP" ]; then
@@ -41,14 +49,14 @@ if [ "$(cat "$venv/.pinned" 2>/dev/null)" != "mcp==$PY_MCP" ]; then
     echo "mcp==$PY_MCP" >"$venv/.pinned"
 fi
 
-step "examples/everything with the http feature"
-cargo build --quiet --features http --example everything
+step "examples/everything with the http and redis features"
+cargo build --quiet --features http,redis --example everything
 everything=target/debug/examples/everything
 
-# Free loopback ports: three replicas, nginx, and a stranger with its own key.
+# Free loopback ports: three replicas, nginx, a stranger with its own key, Redis.
 read -r -a ports <<<"$(python3 -c '
 import socket
-socks = [socket.socket() for _ in range(5)]
+socks = [socket.socket() for _ in range(6)]
 for s in socks:
     s.bind(("127.0.0.1", 0))
 print(" ".join(str(s.getsockname()[1]) for s in socks))
@@ -56,6 +64,7 @@ print(" ".join(str(s.getsockname()[1]) for s in socks))
 replica_ports=("${ports[@]:0:3}")
 nginx_port=${ports[3]}
 stranger_port=${ports[4]}
+redis_port=${ports[5]}
 key=$(python3 -c 'import secrets; print(secrets.token_hex(32))')
 other_key=$(python3 -c 'import secrets; print(secrets.token_hex(32))')
 
@@ -66,10 +75,20 @@ cleanup() {
 }
 trap cleanup EXIT
 
-step "three replicas (one sealing key) and a stranger (its own key)"
+step "redis-server on 127.0.0.1:$redis_port (no persistence)"
+redis-server --port "$redis_port" --bind 127.0.0.1 --save '' --appendonly no --dir "$OUT" \
+    --logfile "$PWD/$OUT/redis.log" &
+pids+=($!)
+for _ in $(seq 1 100); do
+    redis-cli -p "$redis_port" ping >/dev/null 2>&1 && break
+    sleep 0.1
+done
+
+step "three replicas (one sealing key, one Redis) and a stranger (its own key)"
 replica_pids=()
 for i in 0 1 2; do
-    "$everything" --http "127.0.0.1:${replica_ports[$i]}" --state-key "$key" 2>"$OUT/replica$i.log" &
+    "$everything" --http "127.0.0.1:${replica_ports[$i]}" --state-key "$key" \
+        --redis "redis://127.0.0.1:$redis_port/" 2>"$OUT/replica$i.log" &
     pids+=($!)
     replica_pids+=($!)
     # Not a job of this shell: the one the checks kill is not reported.

@@ -20,7 +20,9 @@
 //!
 //! `--state-key HEX` (64 hex digits) seals multi round-trip state with that
 //! key instead of a random one, so that replicas behind a load balancer
-//! accept each other's rounds (`tests/scale_out.sh`).
+//! accept each other's rounds; with the `redis` feature, `--redis URL`
+//! carries what one replica publishes to the listens held by the others
+//! (`tests/scale_out.sh`).
 
 mod conformance;
 mod fixtures;
@@ -28,14 +30,24 @@ mod server;
 
 fn main() -> Result<(), mcp_stdio::Error> {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let server = match flag(&args, "--state-key").map(|hex| parse_key(&hex)) {
-        None => server::build(),
-        Some(Ok(key)) => server::build_with(|builder| builder.request_state_key(key)),
+    let key = match flag(&args, "--state-key").map(|hex| parse_key(&hex)) {
+        None => None,
+        Some(Ok(key)) => Some(key),
         Some(Err(e)) => {
             eprintln!("everything: {e}");
             std::process::exit(2);
         }
     };
+    let redis = flag(&args, "--redis");
+    let server = server::build_with(|mut builder| {
+        if let Some(key) = key {
+            builder = builder.request_state_key(key);
+        }
+        match &redis {
+            Some(url) => with_change_feed(builder, url),
+            None => builder,
+        }
+    });
     mcp_stdio::signal::stop_on_signals(server.stop_handle())?;
     if let Some(at) = args.iter().position(|a| a == "--http") {
         let Some(addr) = args.get(at + 1) else {
@@ -98,4 +110,24 @@ fn parse_key(hex: &str) -> Result<[u8; 32], String> {
         *byte = u8::from_str_radix(pair, 16).map_err(|_| wrong())?;
     }
     Ok(key)
+}
+
+/// What `--redis URL` adds to the builder: a change feed on that Redis.
+#[cfg(feature = "redis")]
+fn with_change_feed(builder: mcp_stdio::ServerBuilder, url: &str) -> mcp_stdio::ServerBuilder {
+    match mcp_stdio::RedisChangeFeed::open(url, "mcp-stdio-everything:changes") {
+        Ok(feed) => builder.change_feed(feed),
+        Err(e) => {
+            eprintln!("everything: {e}");
+            std::process::exit(2);
+        }
+    }
+}
+
+#[cfg(not(feature = "redis"))]
+fn with_change_feed(_: mcp_stdio::ServerBuilder, _: &str) -> mcp_stdio::ServerBuilder {
+    eprintln!(
+        "everything: --redis needs the redis feature: cargo run --features http,redis --example everything -- --http ADDR --redis URL"
+    );
+    std::process::exit(2);
 }

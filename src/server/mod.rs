@@ -27,6 +27,8 @@ pub(crate) mod notifier;
 pub(crate) mod out;
 pub(crate) mod pool;
 pub(crate) mod reader;
+#[cfg(feature = "redis")]
+pub(crate) mod redis_feed;
 pub(crate) mod registry;
 pub(crate) mod reply;
 pub(crate) mod request_meta;

@@ -37,6 +37,8 @@ mod mrtr;
 mod notifications;
 mod package;
 mod prompts;
+#[cfg(feature = "redis")]
+mod redis_feed;
 mod resources;
 mod shutdown;
 mod spec_examples;

@@ -129,6 +129,13 @@ impl Peer {
             .unwrap_or_else(|e| panic!("invalid JSON from the server: {e}: {line}"))
     }
 
+    /// The next message the server wrote within `within`, if any.
+    #[allow(dead_code, reason = "used by the tests of optional features")]
+    pub fn try_recv(&self, within: Duration) -> Option<Value> {
+        let line = self.lines.recv_timeout(within).ok()?;
+        Some(serde_json::from_str(&line).expect("the server writes JSON"))
+    }
+
     /// Sends a request and returns the next message (its reply, when
     /// nothing else is in flight).
     pub fn ask(&mut self, message: &Value) -> Value {

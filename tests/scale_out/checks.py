@@ -21,6 +21,7 @@ import anyio
 import httpx2 as httpx
 import mcp_types as types
 from mcp import Client
+from mcp.client.subscriptions import ResourceUpdated, ToolsListChanged
 
 ERA = "2026-07-28"
 META = {
@@ -133,6 +134,53 @@ def check_foreign_state_refused(args) -> str:
     return f"stranger: {refused['error']['code']} {refused['error']['message']!r}; replicas: {text!r}"
 
 
+async def events_of(sub, wanted, count: int, within: float = 10.0) -> list:
+    """The next `count` events `wanted` picks (fewer if they did not come `within`)."""
+    seen = []
+    with anyio.move_on_after(within):
+        async for event in sub:
+            if wanted(event):
+                seen.append(event)
+                if len(seen) == count:
+                    break
+    return seen
+
+
+async def check_listen_across_replicas(args) -> str:
+    replicas = [f"http://127.0.0.1:{port}/mcp" for port in args.replicas.split(",")]
+    rid = iter(range(1000, 2000))
+    async with Client(args.url) as listener:
+        async with listener.listen(
+            tools_list_changed=True, resource_subscriptions=["mem://counter"]
+        ) as sub:
+            expect(sub.honored.tools_list_changed is True, f"ack honored {sub.honored!r}")
+            # The change happens on each replica in turn, each heard before
+            # the next (the SDK may fold notifications that arrive together):
+            # the listen's own replica tells it directly, the others only
+            # through the feed.
+            changed, updated = [], []
+            for url in replicas:
+                for tool, wanted, heard in [
+                    ("toggle_tool", lambda e: isinstance(e, ToolsListChanged), changed),
+                    ("bump", lambda e: isinstance(e, ResourceUpdated) and e.uri == "mem://counter", updated),
+                ]:
+                    params = {"name": tool, "arguments": {}}
+                    response, answer = await anyio.to_thread.run_sync(
+                        lambda: post(url, "tools/call", params, tool, next(rid))
+                    )
+                    expect(answer is not None and "result" in answer, f"{tool} on {url}: {response.status_code} {answer}")
+                    event = await events_of(sub, wanted, 1, within=5.0)
+                    expect(len(event) == 1, f"{tool} on {url}: the listen heard {event}")
+                    heard.append(url)
+    # Each replica changes its list back.
+    for url in replicas:
+        post(url, "tools/call", {"name": "toggle_tool", "arguments": {}}, "toggle_tool", next(rid))
+    expect(len(changed) == 3, f"{len(changed)} tool-list changes for 3 toggles: {changed}")
+    expect(len(updated) == 3, f"{len(updated)} resource updates for 3 bumps: {updated}")
+    listens = served_by(args.access_log, 0, "subscriptions/listen")
+    return f"the listen on {listens[-1][0] if listens else '?'} heard 3 list changes and 3 updates, one from each replica"
+
+
 async def check_killed_replica(args) -> str:
     pids = [int(p) for p in args.replica_pids.split(",")]
     victim_port = args.replicas.split(",")[1]
@@ -188,6 +236,7 @@ async def main() -> int:
     checks = [
         ("mrtr.across_replicas", check_mrtr_across_replicas),
         ("mrtr.foreign_state_refused", check_foreign_state_refused),
+        ("listen.across_replicas", check_listen_across_replicas),
         # Last: it kills a replica.
         ("replica.killed", check_killed_replica),
     ]
@@ -201,6 +250,8 @@ async def main() -> int:
             print(f"pass {name}: {detail}", flush=True)
         except Exception as e:  # a failed check, whatever raised it
             failures += 1
+            while isinstance(e, BaseExceptionGroup) and len(e.exceptions) == 1:
+                e = e.exceptions[0]
             print(f"FAIL {name}: {type(e).__name__}: {e}", flush=True)
     return 1 if failures else 0
 
