@@ -690,6 +690,11 @@ fn a_legacy_client_initializes_gets_a_session_and_ends_it() {
         json_body(&response)["result"]["protocolVersion"],
         "2025-06-18"
     );
+    // Without a GET stream no list change could reach it: none offered.
+    let capabilities = &json_body(&response)["result"]["capabilities"];
+    for kind in ["tools", "resources", "prompts"] {
+        assert_eq!(capabilities[kind]["listChanged"], false, "{capabilities}");
+    }
     let session = header(&response, "mcp-session-id").unwrap().to_owned();
     assert_eq!(session.len(), 32);
     let mut headers = plain.clone();

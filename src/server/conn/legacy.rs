@@ -148,6 +148,13 @@ impl Conn {
         }
     }
 
+    /// The client hears nothing but the answers to its own requests (a
+    /// legacy client over HTTP, which has no GET stream): `initialize`
+    /// then offers no list-change notifications it would never get.
+    pub fn answers_only(&mut self) {
+        self.legacy.answers_only = true;
+    }
+
     /// A request of the legacy session (see [`LegacySession::apply`]).
     pub fn legacy_request(&mut self, id: &RequestId, request: LegacyRequest) {
         if let Some(error) = self.refusal(id) {
@@ -156,7 +163,8 @@ impl Conn {
         let max = self.inner.config.max_subscriptions;
         let reply = match request {
             LegacyRequest::Initialize(session) => {
-                let result = initialize_result(&self.inner, &session);
+                let list_changes = !self.legacy.answers_only;
+                let result = initialize_result(&self.inner, &session, list_changes);
                 self.legacy.session = Some(Arc::new(*session));
                 Ok(result)
             }

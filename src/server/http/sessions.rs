@@ -139,6 +139,8 @@ impl Sessions {
         version: &str,
     ) -> Result<Entered, UnknownSession> {
         if method == "initialize" {
+            // No GET stream: list changes would never reach this client.
+            conn.lock().answers_only();
             let session_id = new_id();
             body.header("Mcp-Session-Id", session_id.clone());
             body.hold();
