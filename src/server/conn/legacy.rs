@@ -151,6 +151,7 @@ impl Conn {
     /// The client hears nothing but the answers to its own requests (a
     /// legacy client over HTTP, which has no GET stream): `initialize`
     /// then offers no list-change notifications it would never get.
+    #[cfg(feature = "http")]
     pub fn answers_only(&mut self) {
         self.legacy.answers_only = true;
     }
