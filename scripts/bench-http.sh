@@ -50,7 +50,7 @@ start() {
     local pid=$!
     PIDS+=("$pid")
     for _ in $(seq 300); do
-        url=$(grep -o 'http://[^ ]*/mcp' "$log" | head -1 || true)
+        url=$(grep -so 'http://[^ ]*/mcp' "$log" | head -1 || true)
         # Ready when the port answers, not merely when the URL is printed.
         if [ -n "$url" ] && curl -s -o /dev/null -X POST "$url"; then
             break
