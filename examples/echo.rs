@@ -3,7 +3,9 @@
 //! instead, as a tool registered with `.tool(..)` does; `--spin` and
 //! `--release-memory` turn on the builder settings of those names. With
 //! `MCP_BENCH_WORK_US=200` in the environment each call does 200 µs of CPU
-//! work first (a handler that does real work).
+//! work first (a handler that does real work). With `--http ADDR` (feature
+//! `http`) it serves Streamable HTTP at `http://ADDR/mcp` instead of stdio,
+//! printing that URL on stderr: the fixture of `scripts/bench-http.sh`.
 //!
 //! Its schema is written by hand, unlike the README's server (which
 //! advertises the schema derived from its argument type): this is the
@@ -63,7 +65,21 @@ fn main() -> Result<(), mcp_stdio::Error> {
     // ends the process.
     #[cfg(feature = "signals")]
     mcp_stdio::signal::stop_on_signals(server.stop_handle())?;
+    #[cfg(feature = "http")]
+    if let Some(addr) = value_of("--http") {
+        let listener = std::net::TcpListener::bind(&addr)?;
+        eprintln!("http://{}/mcp", listener.local_addr()?);
+        return server.serve_http(listener, mcp_stdio::HttpOptions::new());
+    }
     server.serve(Transport::stdio())
+}
+
+/// The argument after `name`, if `name` is on the command line.
+#[cfg(feature = "http")]
+fn value_of(name: &str) -> Option<String> {
+    let mut args = std::env::args().skip_while(|arg| arg != name);
+    args.next();
+    args.next()
 }
 
 /// The work a benchmark's handler does per call: `MCP_BENCH_WORK_US`

@@ -23,6 +23,9 @@ mod measure;
 #[path = "../examples/loadgen/process.rs"]
 #[allow(dead_code)]
 mod process;
+#[path = "../examples/loadgen/procfs.rs"]
+#[allow(dead_code)]
+mod procfs;
 #[path = "../examples/loadgen/report.rs"]
 #[allow(dead_code)]
 mod report;

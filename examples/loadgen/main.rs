@@ -47,6 +47,7 @@
 
 mod measure;
 mod process;
+mod procfs;
 mod report;
 mod wire;
 

@@ -17,7 +17,8 @@ use std::io::Write;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use crate::process::{self, Server, ServerCommand};
+use crate::process::{Server, ServerCommand};
+use crate::procfs;
 use crate::wire::{self, Payload, Reply};
 
 /// How much to measure.
@@ -198,7 +199,7 @@ fn memory_kept(command: &ServerCommand, plan: &Plan, m: &mut Measurement) -> Res
         "rss_before_burst",
         None,
         "KiB",
-        process::rss_kib(server.pid())? as f64,
+        procfs::rss_kib(server.pid())? as f64,
     );
     let first = server.ids(0).start;
     let payload_of = |id: u64| &payloads[(id - first) as usize % payloads.len()];
@@ -209,7 +210,7 @@ fn memory_kept(command: &ServerCommand, plan: &Plan, m: &mut Measurement) -> Res
         "rss_after_burst",
         None,
         "KiB",
-        process::rss_kib(server.pid())? as f64,
+        procfs::rss_kib(server.pid())? as f64,
     );
     server.close_input();
     server.wait_exit()
@@ -230,7 +231,7 @@ fn startup_and_exit(
         discover(&mut server, id)?;
         startups.push(started.elapsed());
         m.replies_checked += 1;
-        rss.push(process::peak_rss_kib(server.pid())? as f64);
+        rss.push(procfs::peak_rss_kib(server.pid())? as f64);
 
         let closed = Instant::now();
         server.close_input();
@@ -294,9 +295,9 @@ fn at_size(
         nanos(p50) / size as f64,
     );
 
-    let cpu_before = process::cpu_seconds(server.pid())?;
+    let cpu_before = procfs::cpu_seconds(server.pid())?;
     let elapsed = pipelined(&mut server, &|_| &payload, counts.pipelined, plan.window)?;
-    let cpu = process::cpu_seconds(server.pid())? - cpu_before;
+    let cpu = procfs::cpu_seconds(server.pid())? - cpu_before;
     m.replies_checked += counts.pipelined as u64;
     let per_call = elapsed.as_secs_f64() / counts.pipelined as f64;
     m.push("throughput", payload_size, "calls/s", 1.0 / per_call);
@@ -316,7 +317,7 @@ fn at_size(
         "rss_load",
         payload_size,
         "KiB",
-        process::peak_rss_kib(server.pid())? as f64,
+        procfs::peak_rss_kib(server.pid())? as f64,
     );
 
     in_flight_at_eof(&mut server, &payload, counts.at_eof)?;

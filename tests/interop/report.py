@@ -27,6 +27,12 @@ ROWS = [
     ("ts-server", "TypeScript SDK (`@modelcontextprotocol/server`)", "2.4.0", "our client → their server"),
     ("rmcp-server", "Rust SDK (`rmcp`)", "3.11.0", "our client → their server"),
     ("python-legacy-server", "Python SDK (`mcp`, initialize era)", "1.30.0", "our client → their server"),
+    ("python-http-client", "Python SDK (`mcp`), Streamable HTTP", "2.3.0", "their client → our HTTP server"),
+    ("python-legacy-http-client", "Python SDK (`mcp`, initialize era), Streamable HTTP", "1.30.0", "their client → our HTTP server"),
+    ("ts-http-client", "TypeScript SDK (`@modelcontextprotocol/client`), Streamable HTTP", "2.4.0", "their client → our HTTP server"),
+    ("ts-legacy-http-client", "TypeScript SDK (`@modelcontextprotocol/client`, initialize era), Streamable HTTP", "2.4.0", "their client → our HTTP server"),
+    ("inspector-http-client", "MCP Inspector CLI (`@modelcontextprotocol/inspector`), Streamable HTTP", "2.12.0", "their client → our HTTP server"),
+    ("inspector-legacy-http-client", "MCP Inspector CLI (initialize era), Streamable HTTP", "2.12.0", "their client → our HTTP server"),
 ]
 
 SHORT = {
@@ -37,6 +43,12 @@ SHORT = {
     "ts-server": "us→ts",
     "rmcp-server": "us→rmcp",
     "python-legacy-server": "us→py1",
+    "python-http-client": "py⇢us",
+    "python-legacy-http-client": "py1⇢us",
+    "ts-http-client": "ts⇢us",
+    "ts-legacy-http-client": "ts1⇢us",
+    "inspector-http-client": "insp⇢us",
+    "inspector-legacy-http-client": "insp1⇢us",
 }
 
 

@@ -7,6 +7,9 @@
 #   tests/interop/run.sh --readme   the same, then rewrite README.md's
 #                                   "Works with" table from this run
 #
+# The HTTP rows run their clients against `everything --http` (feature
+# http), a fresh server on a free port for each row.
+#
 # Needs python3 (3.10+), node (20+) with npm, and the Rust toolchain; the
 # registries of PyPI, npm and crates.io. `cargo test` never needs any of it.
 # The checks and the fixtures are in tests/interop/CHECKS.md; peer
@@ -19,6 +22,7 @@ PY_MCP=2.3.0          # Python SDK, 2026-07-28 era (probes server/discover)
 PY_MCP_LEGACY=1.30.0  # Python SDK, initialize era only
 TS_MCP=2.4.0          # @modelcontextprotocol/client and /server (see ts/package.json)
 RMCP=3.11.0           # the Rust SDK (see rmcp/Cargo.toml)
+INSPECTOR=2.12.0      # @modelcontextprotocol/inspector, its CLI (see inspector/package.json)
 
 OUT=target/interop
 mkdir -p "$OUT/results" "$OUT/logs"
@@ -50,12 +54,20 @@ install_peers() {
         (cd "$OUT/npm" && npm install --silent --no-audit --no-fund) || return 1
     fi
 
+    step "MCP Inspector $INSPECTOR (npm prefix $OUT/inspector)"
+    mkdir -p "$OUT/inspector"
+    if ! cmp -s tests/interop/inspector/package.json "$OUT/inspector/package.json" ||
+        [ ! -x "$OUT/inspector/node_modules/.bin/mcp-inspector" ]; then
+        cp tests/interop/inspector/package.json "$OUT/inspector/package.json"
+        (cd "$OUT/inspector" && npm install --silent --no-audit --no-fund) || return 1
+    fi
+
     step "rmcp $RMCP fixture server (target dir $OUT/rmcp)"
     cargo build --quiet --manifest-path tests/interop/rmcp/Cargo.toml \
         --target-dir "$OUT/rmcp" || return 1
 
-    step "this crate's examples (everything, interop)"
-    cargo build --quiet --example everything --example interop || return 1
+    step "this crate's examples (everything, interop; feature http)"
+    cargo build --quiet --features http --example everything --example interop || return 1
 }
 
 # Runs one driver: $1 is the row's name, the rest its command. Its JSON
@@ -66,6 +78,34 @@ drive() {
     step "$name"
     timeout 300 "$@" >"$OUT/results/$name.jsonl" 2>"$OUT/logs/$name.log"
     echo $? >"$OUT/results/$name.status"
+}
+
+# Runs one driver against a fresh `everything --http 127.0.0.1:0`: $1 is
+# the row's name, the rest its command, in which the word URL becomes the
+# server's endpoint. The server's stderr goes to logs/<name>.server.log.
+drive_http() {
+    local name=$1 url="" arg
+    shift
+    "$OURS" --http 127.0.0.1:0 2>"$OUT/logs/$name.server.log" &
+    local pid=$!
+    for _ in $(seq 100); do
+        url=$(grep -o 'http://[^ ]*/mcp' "$OUT/logs/$name.server.log" | head -1)
+        [ -n "$url" ] && break
+        sleep 0.1
+    done
+    local cmd=()
+    for arg in "$@"; do
+        [ "$arg" = URL ] && arg=$url
+        cmd+=("$arg")
+    done
+    if [ -n "$url" ]; then
+        drive "$name" "${cmd[@]}"
+    else
+        step "$name: everything --http printed no URL (see $OUT/logs/$name.server.log)"
+        echo 1 >"$OUT/results/$name.status"
+    fi
+    kill "$pid" 2>/dev/null
+    wait "$pid" 2>/dev/null
 }
 
 if ! install_peers; then
@@ -86,5 +126,14 @@ drive python-server "$CLIENT" "$PY" tests/interop/python/server.py
 drive ts-server "$CLIENT" node tests/interop/ts/server.mjs
 drive rmcp-server "$CLIENT" "$OUT/rmcp/debug/rmcp-fixture"
 drive python-legacy-server "$CLIENT" "$PY1" tests/interop/python/legacy_server.py
+
+# Streamable HTTP: their clients against `everything --http`, each era.
+drive_http python-http-client "$PY" tests/interop/python/client_checks.py --url URL
+drive_http python-legacy-http-client "$PY1" tests/interop/python/legacy_client.py --url URL
+drive_http ts-http-client node tests/interop/ts/client_checks.mjs --url URL
+drive_http ts-legacy-http-client node tests/interop/ts/client_checks.mjs --url URL --legacy
+INSPECTOR_CLI=$PWD/$OUT/inspector/node_modules/.bin/mcp-inspector
+drive_http inspector-http-client python3 tests/interop/inspector/inspector_checks.py "$INSPECTOR_CLI" URL modern
+drive_http inspector-legacy-http-client python3 tests/interop/inspector/inspector_checks.py "$INSPECTOR_CLI" URL legacy
 
 python3 tests/interop/report.py "$OUT" "$@"

@@ -4,9 +4,11 @@
 Usage (with the 2.3 venv's python):
 
     client_checks.py [--wire FILE] <server command...>
+    client_checks.py --url http://HOST:PORT/mcp
 
 Runs every check of tests/interop/CHECKS.md ("The checks") in order over stdio
-and prints one JSON line per check on stdout; diagnostics go to stderr.
+(or, with `--url`, over the SDK's Streamable HTTP client against a running
+server) and prints one JSON line per check on stdout; diagnostics go to stderr.
 `--wire FILE` (or MCP_INTEROP_WIRE=FILE) records every line on the wire, with
 timestamps, for a bug report.
 
@@ -291,7 +293,25 @@ CHECKS = [
 ]
 
 
+async def check_http_close(run: Run) -> str:
+    """`shutdown` over HTTP: the client closed in time, and the server serves the next client."""
+    expect(run.closed_in is not None, "the client did not close")
+    expect(run.closed_in <= 5.0, f"closing took {run.closed_in:.2f} s")
+    with anyio.fail_after(CHECK_TIMEOUT):
+        async with Client(run.url, read_timeout_seconds=CHECK_TIMEOUT) as again:
+            result = await again.call_tool("echo", {"text": "next client"})
+            version = again.protocol_version
+    expect(texts(result) == ["next client"], f"echo on a new client returned {texts(result)!r}")
+    return f"the client closed in {run.closed_in * 1000:.0f} ms; a new client ({version}) got its echo"
+
+
 async def drive(server_cmd: list[str], wire: str | None) -> int:
+    if server_cmd[0] == "--url":
+        # Streamable HTTP: the SDK's `Client` takes the URL (streamable_http_client).
+        run = Run(harness.exit_status_path())
+        run.url = server_cmd[1]
+        run.client = Client(run.url, read_timeout_seconds=CHECK_TIMEOUT, elicitation_callback=run.elicit)
+        return await harness.run_checks(CHECKS[:-1] + [("shutdown", check_http_close)], run, run.client)
     run = Run(harness.exit_status_path())
     command, args = harness.wrapped(server_cmd, run.status_path, wire)
     params = StdioServerParameters(command=command, args=args)

@@ -4,9 +4,12 @@
 Usage (with the 1.30 venv's python):
 
     legacy_client.py [--wire FILE] <server command...>
+    legacy_client.py --url http://HOST:PORT/mcp
 
 Runs the checks of tests/interop/CHECKS.md over stdio with mcp 1.x's public
-client API (`stdio_client` + `ClientSession`) and prints one JSON line per
+client API (`stdio_client` + `ClientSession`), or with `--url` over its
+Streamable HTTP client (`streamablehttp_client`, sessions with
+`Mcp-Session-Id`) against a running server, and prints one JSON line per
 check on stdout, in the table's order; diagnostics go to stderr. `--wire
 FILE` (or MCP_INTEROP_WIRE=FILE) records every line on the wire.
 
@@ -42,6 +45,7 @@ from datetime import timedelta
 import anyio
 from mcp import ClientSession, StdioServerParameters, types
 from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamablehttp_client
 from mcp.shared.exceptions import McpError
 from pydantic import AnyUrl
 
@@ -335,7 +339,57 @@ async def connect(run: Run, params: StdioServerParameters):
             yield
 
 
+@contextlib.asynccontextmanager
+async def connect_http(run: Run, url: str):
+    """The session over Streamable HTTP, initialized; `run.session_id` is the id the server assigned."""
+    async with streamablehttp_client(url) as (read, write, get_session_id):
+        async with ClientSession(
+            read, write, read_timeout_seconds=timedelta(seconds=CHECK_TIMEOUT),
+            message_handler=run.on_message,
+            elicitation_callback=run.on_elicitation,
+        ) as session:
+            run.init = await session.initialize()
+            run.session = session
+            run.session_id = get_session_id()
+            yield
+
+
+def post_status(url: str, session_id: str) -> int:
+    """The HTTP status of a `ping` POSTed under `session_id` (urllib: not the SDK)."""
+    import urllib.error
+    import urllib.request
+
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping"}).encode()
+    request = urllib.request.Request(url, data=body, method="POST", headers={
+        "Content-Type": "application/json",
+        "Accept": "application/json, text/event-stream",
+        "Mcp-Session-Id": session_id,
+        "MCP-Protocol-Version": LEGACY_VERSION,
+    })
+    try:
+        with urllib.request.urlopen(request, timeout=CHECK_TIMEOUT) as response:
+            return response.status
+    except urllib.error.HTTPError as e:
+        return e.code
+
+
+async def check_http_close(run: Run) -> str:
+    """`shutdown` over HTTP: the SDK ends its session with DELETE on close; the server then
+    answers that session id with 404 (2025-11-25 transports, Session Management)."""
+    expect(run.closed_in is not None, "the client did not close")
+    expect(run.closed_in <= 5.0, f"closing took {run.closed_in:.2f} s")
+    expect(run.session_id, "the server assigned no Mcp-Session-Id")
+    status = await anyio.to_thread.run_sync(post_status, run.url, run.session_id)
+    expect(status == 404, f"a POST under the closed session {run.session_id!r} got {status}, want 404")
+    return f"session {run.session_id[:8]}… closed in {run.closed_in * 1000:.0f} ms; a POST under it now gets 404"
+
+
 async def drive(server_cmd: list[str], wire: str | None) -> int:
+    if server_cmd[0] == "--url":
+        run = Run(harness.exit_status_path())
+        run.url, run.session_id = server_cmd[1], None
+        checks = CHECKS[:-1] + [("shutdown", check_http_close)]
+        return await harness.run_checks(checks, run, connect_http(run, run.url), cannot_connect="cannot connect (initialize)")
     run = Run(harness.exit_status_path())
     command, args = harness.wrapped(server_cmd, run.status_path, wire)
     params = StdioServerParameters(command=command, args=args)

@@ -2,6 +2,15 @@
 // Interop check driver: the TypeScript SDK v2 client against a server.
 //
 //   node tests/interop/ts/client_checks.mjs <server command> [args...]
+//   node tests/interop/ts/client_checks.mjs --url http://HOST:PORT/mcp [--legacy]
+//
+// With `--url`, the same checks run over the SDK's
+// StreamableHTTPClientTransport against a running server: the 2026-07-28
+// era (`versionNegotiation: 'auto'`), or with `--legacy` the SDK's default
+// `initialize` era (2025-11-25, `Mcp-Session-Id` sessions), where
+// `discover`, the `listen.*` checks and `mrtr.elicitation` use what that era
+// has (initialize, resources/subscribe and the session's own
+// notifications, elicitation/create) and `shutdown` is the session's DELETE.
 //
 // Spawns the server with the SDK's StdioClientTransport, connects with
 // `versionNegotiation: 'auto'` (the SDK probes with `server/discover` and
@@ -21,8 +30,10 @@ import { importPkg } from './load.mjs';
 
 const { Client } = await importPkg('@modelcontextprotocol/client');
 const { StdioClientTransport } = await importPkg('@modelcontextprotocol/client', './stdio');
+const { StreamableHTTPClientTransport } = await importPkg('@modelcontextprotocol/client');
 
 const PROTOCOL = '2026-07-28';
+const LEGACY_PROTOCOL = '2025-11-25';
 const CHECK_TIMEOUT_MS = 10_000;
 const SUBSCRIPTION_ID = 'io.modelcontextprotocol/subscriptionId';
 
@@ -152,11 +163,11 @@ function textOf(result) {
 /** Elicitation requests the SDK dispatched to our handler (MRTR). */
 const elicitations = [];
 
-function newClient() {
+function newClient(era = 'modern') {
     const client = new Client(
         { name: 'mcp-interop-ts-client', version: '1.0.0' },
         {
-            versionNegotiation: { mode: 'auto' },
+            versionNegotiation: { mode: era === 'legacy' ? 'legacy' : 'auto' },
             capabilities: { elicitation: { form: {} } }
         }
     );
@@ -178,11 +189,13 @@ function newTransport(command, args, options = {}) {
 // an Error (fail) or an Outcome (skip / xfail).
 
 async function checkDiscover(ctx) {
-    const client = newClient();
-    const transport = ctx.wire.tap(newTransport(ctx.command, ctx.args));
+    const client = newClient(ctx.era);
+    const transport = ctx.wire.tap(ctx.url ? new StreamableHTTPClientTransport(new URL(ctx.url)) : newTransport(ctx.command, ctx.args));
     ctx.cleanups.push(() => transport.close()); // reaps the server even if connect never finished
     await client.connect(transport, { timeout: 8000 });
     ctx.client = client;
+    ctx.transport = transport;
+    if (ctx.era === 'legacy') return checkLegacyHandshake(client, transport);
 
     const era = client.getProtocolEra();
     const version = client.getNegotiatedProtocolVersion();
@@ -205,6 +218,22 @@ async function checkDiscover(ctx) {
     const info = client.getServerVersion();
     assert(info?.name, `no serverInfo in the discover result's _meta`);
     return `era ${era} ${version}; server ${info.name} ${info.version}; capabilities ${Object.keys(caps).sort().join(',')}`;
+}
+
+/** `discover` in the initialize era: the SDK's `initialize` handshake, and the session the server assigned. */
+function checkLegacyHandshake(client, transport) {
+    const era = client.getProtocolEra();
+    const version = client.getNegotiatedProtocolVersion();
+    assert(era === 'legacy', `the SDK negotiated the ${era} era (version ${version}), not initialize`);
+    assert(version === LEGACY_PROTOCOL, `negotiated ${version}, expected ${LEGACY_PROTOCOL}`);
+    const caps = client.getServerCapabilities() ?? {};
+    const missing = ['tools', 'resources', 'prompts', 'completions'].filter(name => !caps[name]);
+    assert(missing.length === 0, `capabilities lack ${missing.join(', ')}: ${json(caps)}`);
+    assert(caps.resources.subscribe, `resources.subscribe not offered: ${json(caps)}`);
+    const info = client.getServerVersion();
+    assert(info?.name, 'no serverInfo in the initialize result');
+    assert(transport.sessionId, 'the server assigned no Mcp-Session-Id');
+    return `initialize: ${info.name} ${info.version}, ${version}; session ${transport.sessionId.slice(0, 8)}…`;
 }
 
 async function checkToolsList({ client }) {
@@ -360,7 +389,8 @@ async function checkProgress({ client, wire }) {
     return `token ${json(token)}: progress ${values.join(',')} of ${seen[0].total}, then ${json(textOf(result))}`;
 }
 
-async function checkCancellation({ client, wire }) {
+async function checkCancellation(ctx) {
+    const { client, wire } = ctx;
     const mark = wire.mark();
     const controller = new AbortController();
     const started = Date.now();
@@ -378,7 +408,9 @@ async function checkCancellation({ client, wire }) {
     const request = wire.find(sent('tools/call'), mark);
     const id = request?.msg.id;
     const cancel = wire.find(msg => msg.method === 'notifications/cancelled' && msg.params?.requestId === id, mark);
-    assert(cancel?.dir === '>', `the SDK sent no notifications/cancelled for request ${id}`);
+    // Over 2026-07-28 HTTP, closing the POST's response stream is the cancellation; otherwise a notification.
+    const byClosing = ctx.url && ctx.era === 'modern';
+    assert(byClosing || cancel?.dir === '>', `the SDK sent no notifications/cancelled for request ${id}`);
 
     const after = await client.callTool({ name: 'echo', arguments: { text: 'after cancel' } });
     assert(textOf(after) === 'after cancel', `echo after cancel returned ${json(after)}`);
@@ -429,7 +461,36 @@ async function listenFor({ client, wire }, { filter, honors, tool, method, match
     }
 }
 
+/**
+ * The initialize era's spelling of a `listen.*` check: `subscribe` (a
+ * resources/subscribe, or nothing for list changes), call `tool`, and wait
+ * for the session's own `method` notification.
+ */
+async function legacyNotified({ client }, { subscribe, tool, method, matches }) {
+    const delivered = [];
+    client.setNotificationHandler(method, notification => {
+        delivered.push(notification);
+    });
+    try {
+        if (subscribe) await client.subscribeResource({ uri: subscribe });
+        await client.callTool({ name: tool, arguments: {} });
+        await until(() => delivered.some(matches), 5000, `${method} after ${tool}`);
+        if (subscribe) await client.unsubscribeResource({ uri: subscribe });
+        return `${subscribe ? `resources/subscribe ${subscribe}; ` : ''}${tool} delivered ${method}`;
+    } finally {
+        client.removeNotificationHandler(method);
+    }
+}
+
 function checkListenResourceUpdated(ctx) {
+    if (ctx.era === 'legacy') {
+        return legacyNotified(ctx, {
+            subscribe: 'mem://counter',
+            tool: 'bump',
+            method: 'notifications/resources/updated',
+            matches: notification => notification.params?.uri === 'mem://counter'
+        });
+    }
     return listenFor(ctx, {
         filter: { resourceSubscriptions: ['mem://counter'] },
         honors: honored => honored?.resourceSubscriptions?.includes('mem://counter'),
@@ -440,7 +501,8 @@ function checkListenResourceUpdated(ctx) {
 }
 
 async function checkListenToolsChanged(ctx) {
-    const detail = await listenFor(ctx, {
+    const listen = ctx.era === 'legacy' ? legacyNotified : listenFor;
+    const detail = await listen(ctx, {
         filter: { toolsListChanged: true },
         honors: honored => honored?.toolsListChanged === true,
         tool: 'toggle_tool',
@@ -452,7 +514,24 @@ async function checkListenToolsChanged(ctx) {
     return detail;
 }
 
-async function checkMrtrElicitation({ client, wire }) {
+/**
+ * `mrtr.elicitation` in the initialize era: the server may send its own
+ * elicitation/create mid-call (answered by the same handler); a server that
+ * answers with a tool error instead is skipped with its reason.
+ */
+async function checkLegacyElicitation({ client }) {
+    elicitations.length = 0;
+    const result = await client.callTool({ name: 'ask', arguments: {} });
+    const text = textOf(result);
+    if (result.isError) throw new Outcome('skip', `the server does not ask a legacy client for input: ${json(text)}`);
+    assert(elicitations.length === 1, `the elicitation handler ran ${elicitations.length} times`);
+    assert(text.includes('Ada'), `final text ${json(text)}`);
+    return `elicitation/create ${json(elicitations[0].message)} answered; ask returned ${json(text)}`;
+}
+
+async function checkMrtrElicitation(ctx) {
+    if (ctx.era === 'legacy') return checkLegacyElicitation(ctx);
+    const { client, wire } = ctx;
     const mark = wire.mark();
     elicitations.length = 0;
     // The SDK answers input_required through the elicitation/create handler and retries.
@@ -504,6 +583,47 @@ async function checkShutdown(ctx) {
     return `server exited ${elapsed} ms after stdin EOF with status 0`;
 }
 
+/**
+ * `shutdown` over HTTP. Modern: the client closes in time and a new client
+ * gets its echo (the server outlives its clients). Legacy: the SDK ends its
+ * session (DELETE), after which a POST naming it gets 404 (2025-11-25
+ * transports, Session Management).
+ */
+async function checkHttpClose(ctx) {
+    const sessionId = ctx.transport?.sessionId;
+    const started = Date.now();
+    if (ctx.era === 'legacy') await ctx.transport.terminateSession();
+    await ctx.client.close();
+    ctx.client = undefined;
+    const elapsed = Date.now() - started;
+    assert(elapsed < 5000, `closing took ${elapsed} ms`);
+    if (ctx.era === 'legacy') {
+        assert(sessionId, 'the server assigned no Mcp-Session-Id');
+        const response = await fetch(ctx.url, {
+            method: 'POST',
+            headers: {
+                'content-type': 'application/json',
+                accept: 'application/json, text/event-stream',
+                'mcp-session-id': sessionId,
+                'mcp-protocol-version': LEGACY_PROTOCOL
+            },
+            body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping' })
+        });
+        await response.body?.cancel();
+        assert(response.status === 404, `a POST under the ended session got ${response.status}, want 404`);
+        return `DELETE ended session ${sessionId.slice(0, 8)}… in ${elapsed} ms; a POST under it now gets 404`;
+    }
+    const again = newClient();
+    await again.connect(new StreamableHTTPClientTransport(new URL(ctx.url)), { timeout: 8000 });
+    try {
+        const result = await again.callTool({ name: 'echo', arguments: { text: 'next client' } });
+        assert(textOf(result) === 'next client', `echo on a new client returned ${json(result)}`);
+    } finally {
+        await again.close();
+    }
+    return `closed in ${elapsed} ms; a new client got its echo`;
+}
+
 const CHECKS = [
     ['discover', checkDiscover],
     ['tools.list', checkToolsList],
@@ -529,13 +649,20 @@ const CHECKS = [
 // ---------------------------------------------------------------------------
 
 async function main() {
-    const [command, ...args] = process.argv.slice(2);
-    if (!command) {
-        process.stderr.write('usage: node client_checks.mjs <server command> [args...]\n');
+    const argv = process.argv.slice(2);
+    const [command, ...args] = argv;
+    if (!command || (command === '--url' && !args[0])) {
+        process.stderr.write('usage: node client_checks.mjs <server command> [args...] | --url URL [--legacy]\n');
         process.exit(2);
     }
-    const ctx = { command, args, wire: new Wire(Boolean(process.env.INTEROP_WIRE_LOG)), cleanups: [] };
-    for (const [name, check] of CHECKS) {
+    const ctx = { command, args, wire: new Wire(Boolean(process.env.INTEROP_WIRE_LOG)), cleanups: [], era: 'modern' };
+    let checks = CHECKS;
+    if (command === '--url') {
+        ctx.url = args[0];
+        ctx.era = args.includes('--legacy') ? 'legacy' : 'modern';
+        checks = CHECKS.map(([name, check]) => [name, name === 'shutdown' ? checkHttpClose : check]);
+    }
+    for (const [name, check] of checks) {
         try {
             const detail = await withTimeout(Promise.resolve().then(() => check(ctx)), CHECK_TIMEOUT_MS, name);
             emit(name, 'pass', detail);
