@@ -510,6 +510,9 @@ pub mod types;
 mod uri_template;
 mod version;
 
+#[cfg(all(feature = "client", feature = "http"))]
+#[cfg_attr(docsrs, doc(cfg(all(feature = "client", feature = "http"))))]
+pub use client::HeaderSource;
 #[cfg(feature = "client")]
 #[cfg_attr(docsrs, doc(cfg(feature = "client")))]
 pub use client::{

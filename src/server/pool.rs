@@ -304,7 +304,9 @@ mod tests {
         // The one warm thread is held for 30 looks while 10,000 quick jobs
         // queue behind it: as if the machine did not run it for a while.
         let (release, held) = crossbeam_channel::bounded::<()>(0);
-        pool.submit(Box::new(move || drop(held.recv())));
+        pool.submit(Box::new(move || {
+            let _ = held.recv();
+        }));
         let (done, finished) = crossbeam_channel::unbounded();
         for _ in 0..10_000 {
             let done = done.clone();

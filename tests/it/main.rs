@@ -23,6 +23,8 @@ mod discover;
 mod fixtures_md;
 #[cfg(feature = "http")]
 mod http;
+#[cfg(all(feature = "http", feature = "client"))]
+mod http_client;
 mod json_text;
 mod large_lines;
 mod layers;
