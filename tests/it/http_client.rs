@@ -425,3 +425,33 @@ fn a_legacy_session_is_probed_echoed_answered_and_deleted() {
     assert_eq!(seen[3].headers["mcp-name"], "greet");
     assert_eq!(seen[4].body["id"], "s1");
 }
+
+// req: streamable-http:x-mcp-header
+#[test]
+fn marked_arguments_of_a_listed_tool_go_in_param_headers() {
+    let server = crate::everything::build();
+    let region = Tool::new("regional", "Returns its region.").input_schema(json!({
+        "type": "object",
+        "properties": { "region": { "type": "string", "x-mcp-header": "Region" } },
+        "required": ["region"]
+    }));
+    server.add_tool(region, |_ctx, args: Value| {
+        let region = args["region"].as_str().unwrap_or_default();
+        Ok(CallToolResult::text(format!("region: {region}")))
+    });
+    let http = serve(server);
+    let client = Client::builder().connect_url(&http.url).unwrap();
+    // Unlisted, the client does not know the mark: the server refuses.
+    let refused = client
+        .call("regional", json!({ "region": "eu" }))
+        .unwrap_err();
+    assert!(
+        refused.to_string().contains("Mcp-Param-Region"),
+        "{refused}"
+    );
+    assert!(client.tools().any(|t| t.unwrap().name == "regional"));
+    let answer = client
+        .call("regional", json!({ "region": "日本" }))
+        .unwrap();
+    assert_eq!(answer.text_content(), "region: 日本");
+}

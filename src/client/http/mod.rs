@@ -27,6 +27,7 @@
 //! ends it when the client closes.
 
 mod exchange;
+mod params;
 mod settings;
 mod url;
 
@@ -49,6 +50,7 @@ use crate::http::encode_sentinel;
 use crate::sync::lock;
 use crate::types::{meta_key, method};
 use exchange::{Body, Connection, Head};
+use params::ParamHeaders;
 pub use settings::HeaderSource;
 pub(crate) use settings::HttpSettings;
 use url::Endpoint;
@@ -81,6 +83,7 @@ pub(crate) fn open(
         notes,
         session: Mutex::new(None),
         legacy_version: Mutex::new(None),
+        params: Mutex::new(ParamHeaders::default()),
         idle: Mutex::new(Vec::new()),
         streams: Mutex::new(HashMap::new()),
         to_reader: Mutex::new(Some(tx)),
@@ -109,6 +112,8 @@ struct Shared {
     /// The version a legacy server agreed to in `initialize`, sent as
     /// `MCP-Protocol-Version` from then on.
     legacy_version: Mutex<Option<String>>,
+    /// The `x-mcp-header` marks of the tools listed so far.
+    params: Mutex<ParamHeaders>,
     /// Kept-alive connections nobody is using.
     idle: Mutex<Vec<Connection>>,
     /// Each request in flight, by its id as JSON, with its connection once
@@ -138,6 +143,8 @@ struct OutgoingParams {
     name: Option<Value>,
     #[serde(default)]
     uri: Option<Value>,
+    #[serde(default)]
+    arguments: Option<Value>,
     #[serde(default, rename = "taskId")]
     task_id: Option<Value>,
     #[serde(default, rename = "requestId")]
@@ -263,6 +270,10 @@ impl Shared {
             };
             if let Some(value) = source.and_then(Value::as_str) {
                 headers.push(("Mcp-Name".to_owned(), encode_sentinel(value)));
+                if name == method::TOOLS_CALL {
+                    let arguments = params.and_then(|p| p.arguments.as_ref());
+                    headers.extend(lock(&self.params).headers(value, arguments));
+                }
             }
         }
         if let Some(session) = lock(&self.session).clone() {
@@ -287,8 +298,10 @@ impl Shared {
             lock(&self.streams).insert(id.clone(), None);
         }
         let deliver = |message: Vec<u8>| {
-            if method.as_deref() == Some("initialize") {
-                self.learn_legacy_version(&message);
+            match method.as_deref() {
+                Some("initialize") => self.learn_legacy_version(&message),
+                Some(method::TOOLS_LIST) => lock(&self.params).learn(&message),
+                _ => {}
             }
             to_reader.send(one_line(message)).is_ok()
         };
