@@ -124,7 +124,7 @@ for mode in sessions stateless; do
         checks "Python SDK $PY_MCP_LEGACY ($mode)" "http://127.0.0.1:$p/mcp" legacy
     p=$(port)
     serve "fastmcp-$mode" "$p" "$OUT/fastmcp/bin/python" -c "$(py_app fastmcp)" "$p" "$mode" &&
-        checks "fastmcp $FASTMCP ($mode)" "http://127.0.0.1:$p/mcp" legacy
+        checks "fastmcp $FASTMCP ($mode)" "http://127.0.0.1:$p/mcp" modern
 done
 
 printf '\nhttp-client: %d passed, %d failed\n' "$PASSED" "$FAILED"

@@ -321,7 +321,9 @@ fn scripted_legacy(seen: Arc<Mutex<Vec<Seen>>>) -> SocketAddr {
                         respond(
                             &mut writer,
                             "400 Bad Request",
-                            "Content-Type: text/plain\r\n",
+                            // As the Python SDK does: a session named on a
+                            // refusal, which the client must not adopt.
+                            "Content-Type: text/plain\r\nMcp-Session-Id: refused\r\n",
                             "Bad Request: Missing session ID",
                         );
                     } else if req.body.get("method").is_none() {

@@ -276,7 +276,10 @@ impl Shared {
                 }
             }
         }
-        if let Some(session) = lock(&self.session).clone() {
+        // A new session begins with initialize: it carries none.
+        if outgoing.method.as_deref() != Some("initialize")
+            && let Some(session) = lock(&self.session).clone()
+        {
             headers.push(("Mcp-Session-Id".to_owned(), session));
         }
         headers.extend(self.settings.headers());
@@ -328,8 +331,15 @@ impl Shared {
         mut deliver: impl FnMut(Vec<u8>) -> bool,
     ) -> Result<(), String> {
         let url = format!("http://{}{}", self.endpoint.authority, self.endpoint.target);
+        let initialize = headers
+            .iter()
+            .any(|(n, v)| n == "Mcp-Method" && v == "initialize");
         let (mut conn, head) = self.start(verb, body, id, headers)?;
-        if let Some(session) = head.headers.get("mcp-session-id") {
+        // Spec 2025-11-25 basic/transports "Session Management": the
+        // session is the one the answer to a (successful) initialize
+        // assigns; the Python SDK also names one on refusals.
+        let assigned = (200..300).contains(&head.status) && initialize;
+        if let Some(session) = head.headers.get("mcp-session-id").filter(|_| assigned) {
             let mut slot = lock(&self.session);
             if slot.as_deref() != Some(session) {
                 *slot = Some(session.to_owned());
@@ -476,12 +486,13 @@ fn is_rpc_error(message: &[u8]) -> bool {
         .is_ok_and(|m| m.get("error").is_some_and(Value::is_object))
 }
 
-/// An error response made the answer to request `id`: a server that could
-/// not read the request (a `400` for a legacy server's missing session)
-/// answers with a null id.
+/// An error response made the answer to request `id`: the status line
+/// says it answers this POST, whatever id its body has (a legacy server
+/// that refuses a request without its session answers with a null id, or
+/// the Python SDK's `"server-error"`).
 fn with_id(message: Vec<u8>, id: &str) -> Vec<u8> {
     match serde_json::from_slice::<serde_json::Map<String, Value>>(&message) {
-        Ok(mut m) if m.get("id").is_none_or(Value::is_null) => {
+        Ok(mut m) => {
             if let Ok(id) = serde_json::from_str::<Value>(id) {
                 m.insert("id".into(), id);
             }
