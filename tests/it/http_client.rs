@@ -457,3 +457,35 @@ fn marked_arguments_of_a_listed_tool_go_in_param_headers() {
         .unwrap();
     assert_eq!(answer.text_content(), "region: 日本");
 }
+
+// req: streamable-http:backward-compatibility
+#[test]
+fn a_400_with_a_modern_error_is_answered_not_fallen_back_from() {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let record = seen.clone();
+    std::thread::spawn(move || {
+        for conn in listener.incoming() {
+            let Ok(conn) = conn else { return };
+            let mut writer = conn.try_clone().unwrap();
+            let mut reader = BufReader::new(conn);
+            while let Some(req) = read_request(&mut reader) {
+                record.lock().unwrap().push(req.body["method"].clone());
+                let error = json!({ "jsonrpc": "2.0", "id": req.body["id"], "error": {
+                    "code": -32022, "message": "Unsupported protocol version",
+                    "data": { "supported": ["2099-01-01"], "requested": "2026-07-28" } } });
+                let headers = "Content-Type: application/json\r\n";
+                respond(&mut writer, "400 Bad Request", headers, &error.to_string());
+            }
+        }
+    });
+    let e = Client::builder()
+        .connect_url(&format!("http://{addr}/mcp"))
+        .unwrap_err();
+    assert!(
+        e.to_string().contains("no protocol version in common"),
+        "{e}"
+    );
+    assert_eq!(*seen.lock().unwrap(), [json!("server/discover")]);
+}
