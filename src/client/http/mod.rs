@@ -27,19 +27,20 @@
 //! ends it when the client closes.
 
 mod exchange;
+mod messages;
 mod params;
 mod settings;
 mod url;
 
 use std::collections::HashMap;
-use std::io::{self, BufReader, Read, Write};
+use std::io::{self, BufReader, Write};
 use std::net::{Shutdown, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::Duration;
 
-use crossbeam_channel::{Receiver, Sender};
+use crossbeam_channel::Sender;
 use serde::Deserialize;
 use serde_json::Value;
 use serde_json::value::RawValue;
@@ -50,6 +51,7 @@ use crate::http::encode_sentinel;
 use crate::sync::lock;
 use crate::types::{meta_key, method};
 use exchange::{Body, Connection, Head};
+use messages::{Messages, error_line, is_rpc_error, one_line, status_error, with_id};
 use params::ParamHeaders;
 pub use settings::HeaderSource;
 pub(crate) use settings::HttpSettings;
@@ -477,85 +479,5 @@ impl Shared {
             let _ = stream.shutdown(Shutdown::Both);
         }
         lock(&self.to_reader).take();
-    }
-}
-
-/// Whether `message` is a JSON-RPC error response.
-fn is_rpc_error(message: &[u8]) -> bool {
-    serde_json::from_slice::<serde_json::Map<String, Value>>(message)
-        .is_ok_and(|m| m.get("error").is_some_and(Value::is_object))
-}
-
-/// An error response made the answer to request `id`: the status line
-/// says it answers this POST, whatever id its body has (a legacy server
-/// that refuses a request without its session answers with a null id, or
-/// the Python SDK's `"server-error"`).
-fn with_id(message: Vec<u8>, id: &str) -> Vec<u8> {
-    match serde_json::from_slice::<serde_json::Map<String, Value>>(&message) {
-        Ok(mut m) => {
-            if let Ok(id) = serde_json::from_str::<Value>(id) {
-                m.insert("id".into(), id);
-            }
-            serde_json::to_vec(&m).unwrap_or(message)
-        }
-        _ => message,
-    }
-}
-
-/// What an HTTP status with no JSON-RPC error in its body means, in one
-/// line.
-fn status_error(head: &Head, url: &str) -> String {
-    let hint = match head.status {
-        401 | 403 => ": the server wants credentials (ClientBuilder::bearer_token or header)",
-        404 => ": wrong path, or the session ended",
-        405 => ": the server does not take POST at this URL",
-        _ => "",
-    };
-    format!("{url} answered HTTP {}{hint}", head.status)
-}
-
-/// A JSON-RPC error answering request `id` (JSON text) with `message`.
-fn error_line(id: &str, message: &str) -> Vec<u8> {
-    let error = serde_json::json!({ "code": crate::jsonrpc::error_code::INTERNAL_ERROR, "message": message });
-    let mut line = format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"error\":{error}}}").into_bytes();
-    line.push(b'\n');
-    line
-}
-
-/// A message on one line: raw line breaks in JSON are whitespace between
-/// tokens (inside strings they must be escaped), so they become spaces.
-fn one_line(mut message: Vec<u8>) -> Vec<u8> {
-    for b in &mut message {
-        if *b == b'\n' || *b == b'\r' {
-            *b = b' ';
-        }
-    }
-    message.push(b'\n');
-    message
-}
-
-/// The link's reader side: the server's messages, one line each, until
-/// the client closes and every POST has ended.
-struct Messages {
-    rx: Receiver<Vec<u8>>,
-    current: Vec<u8>,
-    at: usize,
-}
-
-impl Read for Messages {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        while self.at == self.current.len() {
-            match self.rx.recv() {
-                Ok(line) => {
-                    self.current = line;
-                    self.at = 0;
-                }
-                Err(_) => return Ok(0),
-            }
-        }
-        let n = buf.len().min(self.current.len() - self.at);
-        buf[..n].copy_from_slice(&self.current[self.at..self.at + n]);
-        self.at += n;
-        Ok(n)
     }
 }
