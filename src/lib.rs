@@ -309,7 +309,7 @@
 //! | `client` | [`Client`], spawning servers, subscriptions, restarts; the `mcp-stdio` binary |
 //! | `legacy` | the dual-era server and the client's `initialize` fallback; without it a server answers `initialize` with `-32601` naming its versions and the client refuses a legacy server |
 //! | `signals` | [`signal::stop_on_signals`] (implies `server`) |
-//! | `http` | `Server::serve_http`, `HttpOptions`: Streamable HTTP for the server (off by default; implies `server`; no new crate). A POST's answer is JSON when the reply is the first thing its request writes, an SSE stream when a notification comes first; closing it cancels the request. A legacy client over HTTP gets sessions (`Mcp-Session-Id`), progress and logs on a POST's stream, and the server's requests (elicitation, sampling, roots) on the stream of the POST that asks, its answer a later POST in the same session (`notifications/cancelled` in the session cancels a request too); it does not get the GET stream (so no list-change or resource-update notifications, and `initialize` offers no `listChanged`) or resumable streams, and a POST without a session, or whose `Accept` lacks `text/event-stream`, is asked nothing (its handler is told the client cannot answer) |
+//! | `http` | `Server::serve_http`, `HttpOptions`: Streamable HTTP for the server (off by default; implies `server`; no new crate). A POST's answer is JSON when the reply is the first thing its request writes, an SSE stream when a notification comes first; closing it cancels the request. A legacy client over HTTP gets sessions (`Mcp-Session-Id`) but no GET stream (so no list-change or resource-update notifications), no resumable streams, and no requests from the server (elicitation, sampling, roots): its session is kept without those capabilities. With `client` too: `ClientBuilder::connect_url` (and `header`, `bearer_token`, `header_source`), the same `Client` over Streamable HTTP in both eras: one POST per message on pooled keep-alive connections, the era probe reading a `400`'s body, cancellation and timeouts by closing the request's stream, a legacy session echoed and ended with `DELETE`; no TLS (`http://` only), no restarts, no GET stream for a legacy server's unsolicited notifications |
 //! | `redis` | `RedisChangeFeed`: a [`ChangeFeed`] on Redis pub/sub for a server run as several replicas (off by default; implies `server`; the `redis` crate's sync client, which brings about 47 crates, `url` and its IDNA tables among them) |
 //! | `schemars` | JSON Schemas derived from Rust types ([`types::Tool::input`], [`ServerBuilder::structured_tool`], [`ServerBuilder::typed_prompt`], [`types::ElicitRequestedSchema::for_type`]) |
 //!
@@ -512,6 +512,9 @@ pub mod types;
 mod uri_template;
 mod version;
 
+#[cfg(all(feature = "client", feature = "http"))]
+#[cfg_attr(docsrs, doc(cfg(all(feature = "client", feature = "http"))))]
+pub use client::HeaderSource;
 #[cfg(feature = "client")]
 #[cfg_attr(docsrs, doc(cfg(feature = "client")))]
 pub use client::{

@@ -48,6 +48,8 @@ pub struct ClientBuilder {
     pub(crate) max_pages: usize,
     pub(crate) tasks: bool,
     pub(crate) wire: Wire,
+    #[cfg(feature = "http")]
+    pub(crate) http: super::http::HttpSettings,
 }
 
 impl fmt::Debug for ClientBuilder {
@@ -77,6 +79,8 @@ impl Default for ClientBuilder {
             max_pages: 1000,
             tasks: false,
             wire: None,
+            #[cfg(feature = "http")]
+            http: super::http::HttpSettings::default(),
         }
     }
 }
@@ -302,7 +306,7 @@ impl ClientBuilder {
 
     /// The declared capabilities: the configured ones, plus those the
     /// input handlers stand for, plus the Tasks extension when asked for.
-    fn settle_capabilities(&mut self) {
+    pub(crate) fn settle_capabilities(&mut self) {
         for (name, value) in self.input.capabilities() {
             self.capabilities.entry(name).or_insert(value);
         }

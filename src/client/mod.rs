@@ -8,6 +8,8 @@
 mod builder;
 mod call;
 mod era;
+#[cfg(feature = "http")]
+mod http;
 mod input;
 #[cfg(feature = "legacy")]
 mod legacy_listen;
@@ -34,6 +36,8 @@ use std::time::Duration;
 pub use builder::{ClientBuilder, RestartPolicy};
 pub use call::{PendingCall, RequestOptions};
 pub use era::{Era, EraPolicy};
+#[cfg(feature = "http")]
+pub use http::HeaderSource;
 pub use pages::Pages;
 pub use subscription::{Subscription, SubscriptionEnd, SubscriptionEvent};
 pub use tasks::{TaskHandle, ToolCallStart};
@@ -47,7 +51,7 @@ use link::Link;
 use shared::ClientInner;
 
 /// A server process the client spawned, until it is connected.
-struct Spawned {
+pub(crate) struct Spawned {
     child: Child,
     stderr_tail: process::StderrTail,
 }
@@ -171,7 +175,7 @@ impl Client {
 
     /// Settles the era on a fresh connection and starts watching it; a
     /// spawned server that fails to start is shut down.
-    fn start(
+    pub(crate) fn start(
         mut options: ClientBuilder,
         link: Arc<Link>,
         spawned: Option<Spawned>,
@@ -248,6 +252,17 @@ impl ClientInner {
         let link = Arc::clone(&lock(&self.link));
         link.restartable.store(false, Ordering::Release);
         link.close_input();
+        #[cfg(feature = "http")]
+        if self.options.http.connected {
+            // Over HTTP closing the input ends the session (a DELETE) and
+            // every stream; the reader ends once they have. Waited for, so
+            // the session is over when close returns. std has no wait on a
+            // flag with a timeout: poll, every 5 ms.
+            let deadline = std::time::Instant::now() + self.options.close_grace;
+            while link.is_alive() && std::time::Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+        }
         let child = lock(&self.child).take();
         let res = match child {
             Some(mut child) => process::shut_down(&mut child, self.options.close_grace).map(Some),

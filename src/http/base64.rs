@@ -15,6 +15,44 @@ pub(crate) fn decode_sentinel(value: &str) -> Result<String, String> {
     String::from_utf8(bytes).map_err(|_| format!("'{value}' does not decode to UTF-8"))
 }
 
+#[cfg(feature = "client")]
+/// The header value that carries `value`: as it is when it is plain
+/// visible ASCII (spaces inside allowed) and not itself in the sentinel
+/// form, the sentinel form otherwise (the client's side of "Value
+/// Encoding").
+pub(crate) fn encode_sentinel(value: &str) -> String {
+    let plain = !value.is_empty()
+        && value.bytes().all(|b| b == b' ' || b.is_ascii_graphic())
+        && !value.starts_with(' ')
+        && !value.ends_with(' ')
+        && (!value.starts_with("=?base64?") || !value.ends_with("?="));
+    if plain {
+        return value.to_owned();
+    }
+    format!("=?base64?{}?=", encode(value.as_bytes()))
+}
+
+#[cfg(feature = "client")]
+/// Standard Base64 (RFC 4648 section 4), padded.
+fn encode(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for group in bytes.chunks(3) {
+        let n = group
+            .iter()
+            .enumerate()
+            .fold(0u32, |n, (i, &b)| n | u32::from(b) << (16 - 8 * i));
+        for i in 0..4 {
+            if i <= group.len() {
+                out.push(char::from(ALPHABET[(n >> (18 - 6 * i)) as usize & 63]));
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
 /// Standard Base64 (RFC 4648 section 4), padded: a length that is not a
 /// multiple of four is refused (SEP-2243's test cases reject
 /// `=?base64?SGVsbG8?=`).
@@ -80,5 +118,27 @@ mod tests {
         );
         assert_eq!(decode_sentinel("=?base64?SGVsbG8=?=").unwrap(), "Hello");
         assert!(decode_sentinel("=?base64?/w==?=").is_err(), "not UTF-8");
+    }
+
+    #[cfg(feature = "client")]
+    #[test]
+    fn values_encode_as_the_spec_shows_and_round_trip() {
+        assert_eq!(encode_sentinel("us-west1"), "us-west1");
+        assert_eq!(
+            encode_sentinel("Hello, 世界"),
+            "=?base64?SGVsbG8sIOS4lueVjA==?="
+        );
+        assert_eq!(encode_sentinel(" padded "), "=?base64?IHBhZGRlZCA=?=");
+        assert_eq!(
+            encode_sentinel("line1\nline2"),
+            "=?base64?bGluZTEKbGluZTI=?="
+        );
+        assert_eq!(
+            encode_sentinel("=?base64?literal?="),
+            "=?base64?PT9iYXNlNjQ/bGl0ZXJhbD89?="
+        );
+        for value in ["a", "ab", "abc", "abcd", "é", "x\ty"] {
+            assert_eq!(decode_sentinel(&encode_sentinel(value)).unwrap(), value);
+        }
     }
 }

@@ -26,6 +26,8 @@ mod fixtures_md;
 mod http;
 #[cfg(all(feature = "http", feature = "legacy"))]
 mod http_legacy;
+#[cfg(all(feature = "http", feature = "client"))]
+mod http_client;
 mod json_text;
 mod large_lines;
 mod layers;

@@ -77,6 +77,8 @@ pub enum ServerSpec {
     Argv(Vec<String>),
     /// An entry of an `mcpServers` (or VS Code `servers`) file.
     Config { file: PathBuf, name: Option<String> },
+    /// `--url URL`: a Streamable HTTP server.
+    Url(String),
 }
 
 /// Everything the command line says.
@@ -100,6 +102,8 @@ pub struct Options {
     pub long: bool,
     pub save: Option<PathBuf>,
     pub show_stderr: bool,
+    /// `--header 'Name: value'`, in order: sent to an HTTP server.
+    pub headers: Vec<(String, String)>,
 }
 
 /// A mistake on the command line: one line saying what is wrong.
@@ -144,6 +148,14 @@ pub fn parse(args: Vec<String>) -> Result<Options, UsageError> {
         return Ok(flags.into_options(Command::Help, None));
     }
     check_applies(&command, &flags)?;
+    if let Some(url) = flags.url.clone() {
+        if server.is_some() || flags.config.is_some() {
+            return Err(usage(
+                "give the server with --url, after --, or with --config: one of them",
+            ));
+        }
+        return Ok(flags.into_options(command, Some(ServerSpec::Url(url))));
+    }
     let server = match (server, flags.config.clone(), flags.server.clone()) {
         (Some(argv), None, None) if !argv.is_empty() => ServerSpec::Argv(argv),
         (Some(_), None, None) => return Err(usage("no server command after --")),
@@ -154,7 +166,7 @@ pub fn parse(args: Vec<String>) -> Result<Options, UsageError> {
         (None, None, Some(_)) => return Err(usage("--server needs --config FILE")),
         (None, None, None) => {
             return Err(usage(
-                "no server: give its command after -- (mcp-stdio tools -- python -m my_server) or --config FILE --server NAME",
+                "no server: give its command after -- (mcp-stdio tools -- python -m my_server), --url http://HOST:PORT/mcp, or --config FILE --server NAME",
             ));
         }
     };
@@ -181,6 +193,8 @@ struct Flags {
     show_stderr: bool,
     config: Option<PathBuf>,
     server: Option<String>,
+    url: Option<String>,
+    headers: Vec<(String, String)>,
     tools: bool,
     prompts: bool,
     resources: bool,
@@ -262,6 +276,15 @@ impl Flags {
             "--save" => self.save = Some(PathBuf::from(value()?)),
             "--config" => self.config = Some(PathBuf::from(value()?)),
             "--server" => self.server = Some(value()?),
+            "--url" => self.url = Some(value()?),
+            "--header" | "-H" => {
+                let text = value()?;
+                let Some((name, header)) = text.split_once(':') else {
+                    return Err(usage(format!("--header takes 'Name: value', not {text:?}")));
+                };
+                self.headers
+                    .push((name.trim().to_owned(), header.trim().to_owned()));
+            }
             "--resource" => self.resource.push(value()?),
             _ => {
                 return Err(usage(format!(
@@ -289,6 +312,7 @@ impl Flags {
             long: self.long,
             save: self.save,
             show_stderr: self.show_stderr,
+            headers: self.headers,
         }
     }
 }
@@ -573,6 +597,12 @@ mod tests {
         assert_eq!(parse_err("read -- srv"), "usage: mcp-stdio read URI");
         assert!(parse_err("tools --config a.json -- srv").contains("not both"));
         assert!(parse_err("tools --server x").contains("--config"));
+        assert!(parse_err("tools --url http://h/mcp -- srv").contains("one of them"));
+        assert!(parse_err("tools --url http://h/mcp --header nocolon").contains("Name: value"));
+        let opts = parse_ok("tools --url http://h:1/mcp --header A:b --header=C:d");
+        assert_eq!(opts.server, Some(ServerSpec::Url("http://h:1/mcp".into())));
+        let headers = [("A".into(), "b".into()), ("C".into(), "d".into())];
+        assert_eq!(opts.headers, headers);
         assert!(parse_err("complete tool x a b -- srv").starts_with("usage: mcp-stdio complete"));
     }
 

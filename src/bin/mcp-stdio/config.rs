@@ -5,8 +5,10 @@
 //! writes `{"servers": {NAME: {...}}}` in `.vscode/mcp.json` (and `"mcp":
 //! {"servers": ...}` in its settings), with comments and trailing commas
 //! allowed. An entry has `command`, `args`, `env` and `cwd`; VS Code adds
-//! `type` (`stdio`, or `http`/`sse` for remote servers, which a stdio tool
-//! cannot reach) and variables: `${workspaceFolder}`, `${userHome}` and
+//! `type` (`stdio`, or `http`/`sse` for remote servers). An entry with a
+//! `url` (and `headers`) is a Streamable HTTP server, reached when this
+//! binary is built with the `http` feature; `sse` (the 2024-11-05 HTTP+SSE
+//! transport) is refused. VS Code's variables: `${workspaceFolder}`, `${userHome}` and
 //! `${env:NAME}` are replaced; `${input:...}` needs VS Code's own prompt
 //! and is refused.
 
@@ -16,10 +18,15 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-/// One server entry, ready to spawn.
+/// One server entry, ready to spawn (or, with `url`, to connect to).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ServerConfig {
+    /// Empty for a remote server.
     pub command: String,
+    /// A Streamable HTTP server's URL.
+    pub url: Option<String>,
+    /// The headers to send to it.
+    pub headers: BTreeMap<String, String>,
     pub args: Vec<String>,
     pub env: BTreeMap<String, String>,
     pub cwd: Option<PathBuf>,
@@ -51,6 +58,8 @@ struct Entry {
     cwd: Option<String>,
     #[serde(default)]
     url: Option<String>,
+    #[serde(default)]
+    headers: BTreeMap<String, String>,
 }
 
 /// Reads `file` and picks the server `name` (or the only one).
@@ -111,20 +120,33 @@ fn servers(text: &str) -> Result<Map<String, Value>, String> {
 
 /// Checks an entry and replaces its variables.
 fn resolve(name: &str, entry: Entry, file: &Path) -> Result<ServerConfig, String> {
-    if let Some(kind) = entry.kind.as_deref().filter(|k| *k != "stdio") {
+    let vars = Vars::for_file(file);
+    if let Some(kind) = entry
+        .kind
+        .as_deref()
+        .filter(|k| !matches!(*k, "stdio" | "http" | "streamable-http"))
+    {
         return Err(format!(
-            "server {name:?} is a {kind} server; mcp-stdio speaks to stdio servers only"
+            "server {name:?} is a {kind} server; mcp-stdio speaks to stdio and Streamable HTTP servers only"
         ));
     }
-    let Some(command) = entry.command else {
-        return Err(match entry.url {
-            Some(url) => format!(
-                "server {name:?} is a remote server ({url}); mcp-stdio speaks to stdio servers only"
-            ),
-            None => format!("server {name:?} has no \"command\""),
+    if let (None, Some(url)) = (&entry.command, entry.url) {
+        let mut headers = BTreeMap::new();
+        for (key, value) in entry.headers {
+            headers.insert(key, vars.expand(&value)?);
+        }
+        return Ok(ServerConfig {
+            command: String::new(),
+            url: Some(vars.expand(&url)?),
+            headers,
+            args: Vec::new(),
+            env: BTreeMap::new(),
+            cwd: None,
         });
+    }
+    let Some(command) = entry.command else {
+        return Err(format!("server {name:?} has no \"command\" (nor \"url\")"));
     };
-    let vars = Vars::for_file(file);
     let mut env = BTreeMap::new();
     for (key, value) in entry.env {
         let text = match value {
@@ -140,6 +162,8 @@ fn resolve(name: &str, entry: Entry, file: &Path) -> Result<ServerConfig, String
     };
     Ok(ServerConfig {
         command: vars.expand(&command)?,
+        url: None,
+        headers: BTreeMap::new(),
         args: entry
             .args
             .iter()
@@ -297,7 +321,7 @@ mod tests {
     fn vs_code_format_with_comments_and_variables() {
         let file = write(
             "vscode.json",
-            "{\n  // my servers\n  \"servers\": {\n    \"a\": { \"type\": \"stdio\", \"command\": \"${workspaceFolder}/srv\", \"cwd\": \"sub\", /* x */ },\n    \"web\": { \"type\": \"http\", \"url\": \"https://example.com/mcp\" },\n    \"b\": { \"command\": \"b\", \"args\": [\"http://x//y\", \"a,}\"] },\n  },\n}\n",
+            "{\n  // my servers\n  \"servers\": {\n    \"a\": { \"type\": \"stdio\", \"command\": \"${workspaceFolder}/srv\", \"cwd\": \"sub\", /* x */ },\n    \"web\": { \"type\": \"http\", \"url\": \"http://example.com/mcp\", \"headers\": { \"Authorization\": \"Bearer ${env:MCP_STDIO_CLI_TEST_HOME}\" } },\n    \"old\": { \"type\": \"sse\", \"url\": \"http://x/sse\" },\n    \"b\": { \"command\": \"b\", \"args\": [\"http://x//y\", \"a,}\"] },\n  },\n}\n",
         );
         let a = load(&file, Some("a")).unwrap();
         let dir = file.parent().unwrap().canonicalize().unwrap();
@@ -305,11 +329,15 @@ mod tests {
         assert_eq!(a.cwd, Some(file.parent().unwrap().join("sub")));
         let b = load(&file, Some("b")).unwrap();
         assert_eq!(b.args, ["http://x//y", "a,}"]);
-        let e = load(&file, Some("web")).unwrap_err();
-        assert!(e.contains("is a http server"), "{e}");
+        let web = load(&file, Some("web")).unwrap();
+        assert_eq!(web.url.as_deref(), Some("http://example.com/mcp"));
+        assert!(web.headers["Authorization"].starts_with("Bearer "));
+        assert!(!web.headers["Authorization"].contains("${"));
+        let e = load(&file, Some("old")).unwrap_err();
+        assert!(e.contains("is a sse server"), "{e}");
         let e = load(&file, None).unwrap_err();
         assert!(
-            e.ends_with("choose one with --server NAME: a, b, web"),
+            e.ends_with("choose one with --server NAME: a, b, old, web"),
             "{e}"
         );
         let e = load(&file, Some("aa")).unwrap_err();

@@ -262,13 +262,13 @@ fn start(
     stderr: &Arc<Stderr>,
     notes: crossbeam_channel::Sender<String>,
 ) -> Result<Started, Failure> {
-    let (mut command, program) = server_command(opts)?;
+    let mut server = server(opts)?;
     let signals = match opts.command {
         Command::Listen(_) => interrupt::catch(),
         _ => None,
     };
-    if signals.is_some() {
-        interrupt::own_group(&mut command);
+    if let (Some(_), Target::Spawn(command)) = (&signals, &mut server.target) {
+        interrupt::own_group(command);
     }
     let roots = ask::roots(&opts.roots).map_err(Failure::usage)?;
     let asker = Arc::new(Asker::new(
@@ -279,21 +279,59 @@ fn start(
         roots,
         Arc::clone(stderr),
     ));
-    let client = connect(opts, command, &program, stderr, &asker, notes)?;
+    let client = connect(opts, server, stderr, &asker, notes)?;
     Ok((client, signals, asker))
 }
 
-/// The server's process, and its program name for messages.
-fn server_command(opts: &Options) -> Result<(std::process::Command, String), Failure> {
+/// How the server is reached.
+enum Target {
+    /// A process to spawn.
+    Spawn(std::process::Command),
+    /// A Streamable HTTP server: its URL and the headers to send.
+    Url(String, Vec<(String, String)>),
+}
+
+/// The server, and its name for messages (program or URL).
+struct ServerTarget {
+    target: Target,
+    name: String,
+}
+
+/// The server the options name: `--url`, the command after `--`, or a
+/// config entry (with a command or a `url`).
+fn server(opts: &Options) -> Result<ServerTarget, Failure> {
     match &opts.server {
         Some(ServerSpec::Argv(argv)) => {
             let mut command = std::process::Command::new(&argv[0]);
             command.args(&argv[1..]);
-            Ok((command, argv[0].clone()))
+            Ok(ServerTarget {
+                target: Target::Spawn(command),
+                name: argv[0].clone(),
+            })
         }
+        Some(ServerSpec::Url(url)) => Ok(ServerTarget {
+            target: Target::Url(url.clone(), opts.headers.clone()),
+            name: url.clone(),
+        }),
         Some(ServerSpec::Config { file, name }) => {
             let config = config::load(file, name.as_deref()).map_err(Failure::usage)?;
-            Ok((config.command(), config.command))
+            if let Some(url) = &config.url {
+                // The entry's headers, then those of the command line.
+                let headers = config
+                    .headers
+                    .iter()
+                    .map(|(n, v)| (n.clone(), v.clone()))
+                    .chain(opts.headers.iter().cloned())
+                    .collect();
+                return Ok(ServerTarget {
+                    target: Target::Url(url.clone(), headers),
+                    name: url.clone(),
+                });
+            }
+            Ok(ServerTarget {
+                target: Target::Spawn(config.command()),
+                name: config.command,
+            })
         }
         None => Err(Failure::usage("no server given")),
     }
@@ -302,8 +340,7 @@ fn server_command(opts: &Options) -> Result<(std::process::Command, String), Fai
 /// Spawns the server with a client set up from the options.
 fn connect(
     opts: &Options,
-    command: std::process::Command,
-    program: &str,
+    server: ServerTarget,
     stderr: &Arc<Stderr>,
     asker: &Arc<Asker>,
     notes: crossbeam_channel::Sender<String>,
@@ -352,12 +389,17 @@ fn connect(
         let logs = Arc::clone(stderr);
         builder = builder.on_log(move |log| logs.log(log));
     }
-    if opts.wire {
-        stderr.line(&format!("· starting {program}"));
+    let program = server.name.as_str();
+    let client = match server.target {
+        Target::Spawn(command) => {
+            if opts.wire {
+                stderr.line(&format!("· starting {program}"));
+            }
+            builder.spawn(command)
+        }
+        Target::Url(url, headers) => connect_url(builder, &url, headers),
     }
-    let client = builder
-        .spawn(command)
-        .map_err(|e| start_failure(e, program, opts.era))?;
+    .map_err(|e| start_failure(e, program, opts.era))?;
     if let (Some(level), mcp_stdio::Era::Legacy { .. }) = (opts.log_level, client.era()) {
         // The legacy era sets the level for the whole session.
         if let Err(e) = client.set_log_level(level) {
@@ -365,6 +407,31 @@ fn connect(
         }
     }
     Ok(client)
+}
+
+/// Connects to a Streamable HTTP server (a binary built with `http`).
+#[cfg(feature = "http")]
+fn connect_url(
+    mut builder: mcp_stdio::ClientBuilder,
+    url: &str,
+    headers: Vec<(String, String)>,
+) -> Result<Client, Error> {
+    for (name, value) in headers {
+        builder = builder.header(&name, &value);
+    }
+    builder.connect_url(url)
+}
+
+/// Without the `http` feature there is no HTTP client to connect with.
+#[cfg(not(feature = "http"))]
+fn connect_url(
+    _builder: mcp_stdio::ClientBuilder,
+    url: &str,
+    _headers: Vec<(String, String)>,
+) -> Result<Client, Error> {
+    Err(Error::Protocol(format!(
+        "cannot reach {url}: this mcp-stdio was built without the `http` feature (cargo install mcp-stdio --features http)"
+    )))
 }
 
 /// Why the server could not be started or connected to. A server that

@@ -173,4 +173,12 @@ async def complete(ref, argument, context) -> Completion | None:
 
 
 if __name__ == "__main__":
-    mcp.run("stdio")
+    import sys
+
+    # `--http PORT [--stateless]`: the same fixtures over Streamable HTTP at
+    # http://127.0.0.1:PORT/mcp (tests/interop/http-client.sh).
+    if "--http" in sys.argv:
+        port = int(sys.argv[sys.argv.index("--http") + 1])
+        mcp.run("streamable-http", port=port, stateless_http="--stateless" in sys.argv)
+    else:
+        mcp.run("stdio")

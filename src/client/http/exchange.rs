@@ -1,0 +1,354 @@
+//! One HTTP/1.1 exchange on a kept-alive connection: the request written
+//! whole, the response's head read, and its body read as it comes, so an
+//! SSE stream hands out each event when it arrives.
+//!
+//! The server side of the crate reads requests (`crate::http`); this is
+//! the mirror image for responses, as strict as it needs to be to find
+//! where a body ends (`Content-Length`, chunked, or the connection's end)
+//! and no stricter: a client cannot answer a bad response with a status.
+
+use std::io::{self, BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+
+use super::url::Endpoint;
+use crate::http::HttpHeaders;
+
+/// The most a response's head (status line and header fields) may take.
+const MAX_HEAD_BYTES: u64 = 64 * 1024;
+
+/// A connection to the server, buffered for reading.
+pub(crate) type Connection = BufReader<TcpStream>;
+
+/// A response's status line and header fields.
+#[derive(Debug)]
+pub(crate) struct Head {
+    /// The status code.
+    pub status: u16,
+    /// The header fields.
+    pub headers: HttpHeaders,
+    framing: Framing,
+}
+
+impl Head {
+    /// Whether the body is an SSE stream.
+    pub fn is_event_stream(&self) -> bool {
+        self.headers.get("content-type").is_some_and(|t| {
+            t.trim_start()
+                .to_ascii_lowercase()
+                .starts_with("text/event-stream")
+        })
+    }
+
+    /// Whether the connection may carry another request after this body.
+    pub fn keeps_alive(&self) -> bool {
+        !self.headers.lists("connection", "close") && self.framing != Framing::UntilClose
+    }
+}
+
+/// How a response's body is delimited (RFC 9112 section 6.3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Framing {
+    Length(u64),
+    Chunked,
+    UntilClose,
+}
+
+/// Writes one request: `method` to the endpoint, with `headers` and `body`.
+pub(crate) fn write_request(
+    stream: &mut TcpStream,
+    method: &str,
+    endpoint: &Endpoint,
+    headers: &[(String, String)],
+    body: &[u8],
+) -> io::Result<()> {
+    let mut out = Vec::with_capacity(256 + body.len());
+    write!(
+        out,
+        "{method} {} HTTP/1.1\r\nHost: {}\r\n",
+        endpoint.target, endpoint.authority
+    )?;
+    for (name, value) in headers {
+        // A value with a line break would smuggle a header in: refused by
+        // the caller's encoding; dropped here as a last guard.
+        if !value.contains(['\r', '\n']) && !name.contains(['\r', '\n', ':']) {
+            write!(out, "{name}: {value}\r\n")?;
+        }
+    }
+    write!(out, "Content-Length: {}\r\n\r\n", body.len())?;
+    out.extend_from_slice(body);
+    stream.write_all(&out)?;
+    stream.flush()
+}
+
+/// Reads a response's head, skipping interim `1xx` responses. `Ok(None)`:
+/// the connection ended before the response began (a kept-alive
+/// connection the server closed meanwhile).
+pub(crate) fn read_head(conn: &mut Connection, head_request: bool) -> io::Result<Option<Head>> {
+    loop {
+        let mut limited = conn.by_ref().take(MAX_HEAD_BYTES);
+        let mut line = String::new();
+        if limited.read_line(&mut line)? == 0 {
+            return Ok(None);
+        }
+        let status = line
+            .strip_prefix("HTTP/1.")
+            .and_then(|rest| rest.get(2..5))
+            .and_then(|code| code.parse::<u16>().ok())
+            .ok_or_else(|| invalid(format!("'{}' is not an HTTP status line", line.trim_end())))?;
+        let mut headers = HttpHeaders::default();
+        loop {
+            line.clear();
+            if limited.read_line(&mut line)? == 0 {
+                return Err(invalid(
+                    "the connection ended inside a response's header".into(),
+                ));
+            }
+            let field = line.trim_end_matches(['\r', '\n']);
+            if field.is_empty() {
+                break;
+            }
+            let (name, value) = field
+                .split_once(':')
+                .ok_or_else(|| invalid(format!("'{field}' is not a header field")))?;
+            headers.push(name.trim().to_owned(), value.trim().to_owned());
+        }
+        if (100..200).contains(&status) {
+            continue;
+        }
+        let framing = if head_request || status == 204 || status == 304 {
+            Framing::Length(0)
+        } else if headers.lists("transfer-encoding", "chunked") {
+            Framing::Chunked
+        } else if let Some(len) = headers.get("content-length") {
+            Framing::Length(
+                len.parse()
+                    .map_err(|_| invalid(format!("Content-Length '{len}' is not a number")))?,
+            )
+        } else {
+            Framing::UntilClose
+        };
+        return Ok(Some(Head {
+            status,
+            headers,
+            framing,
+        }));
+    }
+}
+
+fn invalid(message: String) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, message)
+}
+
+/// A response's body, decoded from its framing as it is read.
+pub(crate) struct Body<'a> {
+    conn: &'a mut Connection,
+    framing: Framing,
+    /// Bytes left in the body (`Length`) or in the current chunk.
+    left: u64,
+    done: bool,
+}
+
+impl<'a> Body<'a> {
+    /// The body that `head` announced, on `conn`.
+    pub fn new(conn: &'a mut Connection, head: &Head) -> Body<'a> {
+        let left = match head.framing {
+            Framing::Length(n) => n,
+            _ => 0,
+        };
+        Body {
+            conn,
+            framing: head.framing,
+            left,
+            done: head.framing == Framing::Length(0),
+        }
+    }
+
+    /// Whether the body was read to its end (the connection can be used
+    /// again).
+    pub fn is_done(&self) -> bool {
+        self.done
+    }
+
+    fn chunk_line(&mut self) -> io::Result<String> {
+        let mut line = String::new();
+        self.conn.by_ref().take(4096).read_line(&mut line)?;
+        if !line.ends_with('\n') {
+            return Err(io::ErrorKind::UnexpectedEof.into());
+        }
+        Ok(line.trim_end().to_owned())
+    }
+}
+
+impl Read for Body<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if self.done || buf.is_empty() {
+            return Ok(0);
+        }
+        if self.framing == Framing::Chunked && self.left == 0 {
+            let line = self.chunk_line()?;
+            let size = line.split(';').next().unwrap_or("").trim();
+            self.left = u64::from_str_radix(size, 16)
+                .map_err(|_| invalid(format!("'{line}' is not a chunk size")))?;
+            if self.left == 0 {
+                // The trailer: fields until an empty line, ignored.
+                while !self.chunk_line()?.is_empty() {}
+                self.done = true;
+                return Ok(0);
+            }
+        }
+        let want = match self.framing {
+            Framing::UntilClose => buf.len(),
+            _ => buf
+                .len()
+                .min(usize::try_from(self.left).unwrap_or(usize::MAX)),
+        };
+        let n = self.conn.read(&mut buf[..want])?;
+        if n == 0 {
+            if self.framing == Framing::UntilClose {
+                self.done = true;
+                return Ok(0);
+            }
+            return Err(io::ErrorKind::UnexpectedEof.into());
+        }
+        if self.framing != Framing::UntilClose {
+            self.left -= n as u64;
+            if self.left == 0 {
+                match self.framing {
+                    Framing::Length(_) => self.done = true,
+                    _ => {
+                        if !self.chunk_line()?.is_empty() {
+                            return Err(invalid("a chunk is longer than its size says".into()));
+                        }
+                    }
+                }
+            }
+        }
+        Ok(n)
+    }
+}
+
+/// Reads an SSE stream (WHATWG HTML, "Server-sent events"), handing the
+/// `data` of each event to `deliver`; stops early when `deliver` returns
+/// false. Events longer than `max_event` bytes are skipped.
+pub(crate) fn read_events(
+    body: &mut Body<'_>,
+    max_event: usize,
+    mut deliver: impl FnMut(Vec<u8>) -> bool,
+) -> io::Result<()> {
+    let mut input = BufReader::new(body);
+    let mut data: Vec<u8> = Vec::new();
+    let mut has_data = false;
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        if input.read_until(b'\n', &mut line)? == 0 {
+            return Ok(());
+        }
+        while matches!(line.last(), Some(b'\n' | b'\r')) {
+            line.pop();
+        }
+        if line.is_empty() {
+            if has_data && data.len() <= max_event && !deliver(std::mem::take(&mut data)) {
+                return Ok(());
+            }
+            data.clear();
+            has_data = false;
+            continue;
+        }
+        let (field, value) = match memchr::memchr(b':', &line) {
+            Some(at) => (
+                &line[..at],
+                line[at + 1..].strip_prefix(b" ").unwrap_or(&line[at + 1..]),
+            ),
+            None => (&line[..], &b""[..]),
+        };
+        if field == b"data" && data.len() <= max_event {
+            if has_data {
+                data.push(b'\n');
+            }
+            data.extend_from_slice(value);
+            has_data = true;
+        }
+    }
+}
+
+/// Reads a JSON body whole (up to `max` bytes) and splits it into the
+/// messages it carries: one object, or each element of a batch array.
+pub(crate) fn read_json(body: &mut Body<'_>, max: usize) -> io::Result<Vec<Vec<u8>>> {
+    let mut bytes = Vec::new();
+    body.take(max as u64 + 1).read_to_end(&mut bytes)?;
+    if bytes.len() > max {
+        return Err(invalid(format!(
+            "a response body is larger than {max} bytes"
+        )));
+    }
+    let text = bytes.trim_ascii();
+    if text.starts_with(b"[") {
+        let items: Vec<&serde_json::value::RawValue> =
+            serde_json::from_slice(text).map_err(|e| invalid(e.to_string()))?;
+        return Ok(items.iter().map(|m| m.get().as_bytes().to_vec()).collect());
+    }
+    Ok(if text.is_empty() {
+        Vec::new()
+    } else {
+        vec![text.to_vec()]
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::TcpListener;
+
+    /// A connection whose server side has already sent `bytes` and closed.
+    fn replayed(bytes: &'static [u8]) -> Connection {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let client = TcpStream::connect(addr).unwrap();
+        let (mut server, _) = listener.accept().unwrap();
+        server.write_all(bytes).unwrap();
+        drop(server);
+        BufReader::new(client)
+    }
+
+    #[test]
+    fn a_chunked_event_stream_yields_each_event() {
+        let mut conn = replayed(
+            b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n\
+              7\r\n: ping\n\r\n1a\r\nevent: message\ndata: {\"a\":\r\nf\r\n1}\ndata: [2]\r\n\n\r\n\
+              0\r\n\r\n",
+        );
+        let head = read_head(&mut conn, false).unwrap().unwrap();
+        assert_eq!(head.status, 200);
+        assert!(head.is_event_stream() && head.keeps_alive());
+        let mut body = Body::new(&mut conn, &head);
+        let mut events = Vec::new();
+        read_events(&mut body, 1024, |e| {
+            events.push(String::from_utf8(e).unwrap());
+            true
+        })
+        .unwrap();
+        assert_eq!(events, ["{\"a\":1}\n[2]"]);
+        assert!(body.is_done());
+    }
+
+    #[test]
+    fn a_json_batch_splits_and_a_length_body_ends_where_it_says() {
+        let mut conn =
+            replayed(b"HTTP/1.1 400 Bad Request\r\ncontent-length: 13\r\n\r\n[{\"a\":1}, 2 ]extra");
+        let head = read_head(&mut conn, false).unwrap().unwrap();
+        assert_eq!(head.status, 400);
+        let mut body = Body::new(&mut conn, &head);
+        let messages = read_json(&mut body, 100).unwrap();
+        assert_eq!(messages, [b"{\"a\":1}".to_vec(), b"2".to_vec()]);
+        assert!(body.is_done());
+    }
+
+    #[test]
+    fn an_ended_connection_is_no_response() {
+        let mut conn = replayed(b"");
+        assert!(read_head(&mut conn, false).unwrap().is_none());
+        let mut conn = replayed(b"SSH-2.0\r\n\r\n");
+        assert!(read_head(&mut conn, false).is_err());
+    }
+}

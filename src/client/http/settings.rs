@@ -1,0 +1,120 @@
+//! What an HTTP client adds to [`ClientBuilder`]: extra headers (a bearer
+//! token, or a callback asked before every request) and
+//! [`ClientBuilder::connect_url`].
+
+use std::fmt;
+use std::sync::Arc;
+
+use crate::client::link::{Link, ServerInput};
+use crate::client::{Client, ClientBuilder};
+use crate::error::Error;
+
+/// Headers computed before every request, `(name, value)`: for a token
+/// that expires, say. Set with [`ClientBuilder::header_source`].
+pub type HeaderSource = dyn Fn() -> Vec<(String, String)> + Send + Sync;
+
+/// The HTTP settings of a builder.
+#[derive(Clone, Default)]
+pub(crate) struct HttpSettings {
+    fixed: Vec<(String, String)>,
+    source: Option<Arc<HeaderSource>>,
+    /// Set by `connect_url`: closing waits for the session's end.
+    pub connected: bool,
+}
+
+impl fmt::Debug for HttpSettings {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let names: Vec<&str> = self.fixed.iter().map(|(n, _)| n.as_str()).collect();
+        f.debug_struct("HttpSettings")
+            .field("headers", &names)
+            .field("source", &self.source.is_some())
+            .finish()
+    }
+}
+
+impl HttpSettings {
+    /// The extra headers of one request: the fixed ones, then the source's.
+    pub fn headers(&self) -> Vec<(String, String)> {
+        let mut headers = self.fixed.clone();
+        if let Some(source) = &self.source {
+            headers.extend(source());
+        }
+        headers
+    }
+}
+
+impl ClientBuilder {
+    /// Sends `name: value` with every HTTP request (see
+    /// [`connect_url`](ClientBuilder::connect_url)); ignored over stdio.
+    /// A value with a line break is never sent.
+    pub fn header(mut self, name: &str, value: &str) -> Self {
+        self.http.fixed.push((name.to_owned(), value.to_owned()));
+        self
+    }
+
+    /// Sends `Authorization: Bearer {token}` with every HTTP request.
+    pub fn bearer_token(self, token: &str) -> Self {
+        self.header("Authorization", &format!("Bearer {token}"))
+    }
+
+    /// Asks `source` for headers before every HTTP request (after the
+    /// fixed ones): for credentials that change while the client lives.
+    /// Runs on the thread that sends the request; keep it quick.
+    pub fn header_source(
+        mut self,
+        source: impl Fn() -> Vec<(String, String)> + Send + Sync + 'static,
+    ) -> Self {
+        self.http.source = Some(Arc::new(source));
+        self
+    }
+
+    /// Connects to a Streamable HTTP server at `url` (`http://host:port/path`;
+    /// no TLS: for a remote server put a TLS-terminating proxy in front).
+    ///
+    /// The client then works as it does over stdio, with the same era
+    /// probe, both eras, MRTR, tasks, subscriptions and cancellation.
+    /// Every message is one POST on a kept-alive connection (one per
+    /// request in flight; up to eight idle ones are kept); an answer that
+    /// streams (SSE) is read as it comes. A timeout or a cancellation
+    /// closes the request's stream, which a modern server takes as the
+    /// cancellation; a legacy server is also sent `notifications/cancelled`.
+    /// A legacy server's session id (`Mcp-Session-Id`) is sent back on
+    /// every request and ended with a `DELETE` by [`Client::close`].
+    ///
+    /// Nothing is restarted: [`ClientBuilder::restart`] is for spawned
+    /// servers. Each request opens a new connection when no idle one is
+    /// left, so a server that went away and came back is reached again by
+    /// the next request (a legacy server that lost the session answers
+    /// `404`, which the caller sees as an error: make a new client).
+    ///
+    /// ```no_run
+    /// let client = mcp_stdio::Client::builder()
+    ///     .bearer_token("secret")
+    ///     .connect_url("http://127.0.0.1:8080/mcp")?;
+    /// let result = client.call("echo", serde_json::json!({ "text": "hi" }))?;
+    /// println!("{}", result.text_content());
+    /// # Ok::<(), mcp_stdio::Error>(())
+    /// ```
+    pub fn connect_url(mut self, url: &str) -> Result<Client, Error> {
+        self.settle_capabilities();
+        self.http.connected = true;
+        let (reader, writer) =
+            super::open(url, &self.http, self.max_line_bytes, self.notes.clone())?;
+        let link = Link::start(
+            reader,
+            ServerInput::stream(writer),
+            self.max_line_bytes,
+            self.notes.clone(),
+            self.wire.clone(),
+        )?;
+        Client::start(self, link, None, None)
+    }
+}
+
+impl Client {
+    /// Connects to a Streamable HTTP server at `url` with default settings
+    /// (see [`ClientBuilder::connect_url`]).
+    pub fn connect_url(url: &str) -> Result<Client, Error> {
+        ClientBuilder::default().connect_url(url)
+    }
+}

@@ -1,0 +1,491 @@
+//! The client over Streamable HTTP (features `http` and `client`): our
+//! client against our own server on a loopback port, in both eras, and
+//! against a scripted legacy peer on a plain `TcpListener` that records
+//! every request it gets.
+
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use crossbeam_channel::{Receiver, Sender};
+use mcp_stdio::types::{
+    CallToolResult, ElicitRequestParams, ElicitResult, SubscriptionFilter, Tool,
+};
+use mcp_stdio::{
+    Client, Era, EraPolicy, Error, HttpOptions, Outcome, RequestOptions, Server, StopHandle,
+    SubscriptionEvent, ToolCallStart,
+};
+use serde_json::{Value, json};
+
+use crate::support::WAIT;
+
+/// Our server on a loopback port, stopped when dropped.
+struct Http {
+    url: String,
+    stop: StopHandle,
+    thread: Option<JoinHandle<Result<(), Error>>>,
+}
+
+impl Drop for Http {
+    fn drop(&mut self) {
+        self.stop.stop();
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+fn serve(server: Server) -> Http {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let stop = server.stop_handle();
+    let thread = std::thread::spawn(move || server.serve_http(listener, HttpOptions::new()));
+    Http {
+        url,
+        stop,
+        thread: Some(thread),
+    }
+}
+
+#[test]
+fn a_modern_client_calls_tools_reads_progress_and_lists_over_http() {
+    let http = serve(crate::everything::build());
+    let client = Client::builder().connect_url(&http.url).unwrap();
+    assert!(
+        matches!(client.era(), Era::Modern { .. }),
+        "{:?}",
+        client.era()
+    );
+    let echoed = client.call("echo", json!({ "text": "héllo" })).unwrap();
+    assert_eq!(echoed.text_content(), "héllo");
+    assert!(client.tools().any(|t| t.unwrap().name == "slow"));
+    let (tx, rx) = crossbeam_channel::unbounded();
+    let options = RequestOptions::new().on_progress(move |p| {
+        let _ = tx.send(p.progress);
+    });
+    let done = client
+        .call_tool_with("progress", json!({ "steps": 3 }), options)
+        .unwrap();
+    assert!(matches!(done, Outcome::Complete(r) if r.text_content() == "done"));
+    assert_eq!(rx.try_iter().collect::<Vec<_>>(), [1.0, 2.0, 3.0]);
+    // resources/read carries its URI in Mcp-Name, which the server checks.
+    let read = client.read_resource("mem://counter").unwrap();
+    assert!(matches!(read, Outcome::Complete(_)));
+    // Many threads at once, each on a connection of its own.
+    std::thread::scope(|s| {
+        for n in 0..8 {
+            let client = &client;
+            s.spawn(move || {
+                let sum = client.call("add", json!({ "a": n, "b": 1 })).unwrap();
+                assert_eq!(sum.text_content(), (n + 1).to_string());
+            });
+        }
+    });
+    assert_eq!(client.close().unwrap(), None);
+}
+
+#[test]
+fn mrtr_and_tasks_work_over_http() {
+    let http = serve(crate::everything::build());
+    let client = Client::builder()
+        .tasks(true)
+        .on_elicitation(|_| {
+            let mut content = serde_json::Map::new();
+            content.insert("name".into(), json!("Ada"));
+            Ok(ElicitResult::accept(content))
+        })
+        .connect_url(&http.url)
+        .unwrap();
+    let asked = client.call("ask", json!({})).unwrap();
+    assert_eq!(asked.text_content(), "Nice to meet you, Ada!");
+    match client
+        .start_tool_call(
+            "slow_compute",
+            json!({ "seconds": 0, "label": "x" }),
+            RequestOptions::new(),
+        )
+        .unwrap()
+    {
+        ToolCallStart::Task(task) => {
+            let result = task.wait_timeout(WAIT).unwrap();
+            assert!(result.is_error != Some(true), "{result:?}");
+        }
+        ToolCallStart::Immediate(outcome) => panic!("not a task: {outcome:?}"),
+    }
+}
+
+/// A server with a tool `held` that reports when it starts and whether
+/// its token tripped (its stream closed) within `WAIT`.
+fn with_held_tool() -> (Http, Receiver<()>, Receiver<bool>) {
+    let (started_tx, started) = crossbeam_channel::unbounded();
+    let (tripped_tx, tripped) = crossbeam_channel::unbounded();
+    let server = crate::everything::build_with(move |b| {
+        b.tool(
+            Tool::new("held", "Waits for its cancellation."),
+            move |ctx, _: Value| {
+                let _ = started_tx.send(());
+                let _ = tripped_tx.send(ctx.wait_cancelled(WAIT));
+                Ok(CallToolResult::text("not cancelled"))
+            },
+        )
+    });
+    (serve(server), started, tripped)
+}
+
+// req: streamable-http:closing-the-stream-cancels
+#[test]
+fn cancelling_closes_the_stream_and_trips_the_handler() {
+    let (http, started, tripped) = with_held_tool();
+    let client = Client::builder().connect_url(&http.url).unwrap();
+    let pending = client
+        .start_request(
+            "tools/call",
+            json!({ "name": "held", "arguments": {} }),
+            RequestOptions::new(),
+        )
+        .unwrap();
+    started.recv_timeout(WAIT).unwrap();
+    pending.cancel(Some("no longer needed"));
+    assert_eq!(tripped.recv_timeout(WAIT), Ok(true));
+    // The client goes on working on its other connections.
+    let echoed = client.call("echo", json!({ "text": "after" })).unwrap();
+    assert_eq!(echoed.text_content(), "after");
+}
+
+#[test]
+fn a_timeout_closes_the_stream_and_trips_the_handler() {
+    let (http, started, tripped) = with_held_tool();
+    let client = Client::builder()
+        .request_timeout(Duration::from_millis(200))
+        .connect_url(&http.url)
+        .unwrap();
+    let timed_out = client.call("held", json!({}));
+    assert!(matches!(timed_out, Err(Error::Timeout)), "{timed_out:?}");
+    started.recv_timeout(WAIT).unwrap();
+    assert_eq!(tripped.recv_timeout(WAIT), Ok(true));
+}
+
+#[test]
+fn listen_over_http_is_a_long_stream_that_gets_published_updates() {
+    let http = serve(crate::everything::build());
+    let client = Client::builder().connect_url(&http.url).unwrap();
+    let filter = SubscriptionFilter {
+        resource_subscriptions: Some(vec!["mem://counter".into()]),
+        ..Default::default()
+    };
+    let mut sub = client.listen(filter).unwrap();
+    client.call("bump", json!({})).unwrap();
+    let event = sub.recv_timeout(WAIT).unwrap();
+    assert_eq!(
+        event,
+        Some(SubscriptionEvent::ResourceUpdated {
+            uri: "mem://counter".into()
+        })
+    );
+    sub.cancel();
+    assert_eq!(
+        client
+            .call("echo", json!({ "text": "after" }))
+            .unwrap()
+            .text_content(),
+        "after"
+    );
+}
+
+#[test]
+fn a_legacy_client_initializes_over_http_against_our_server() {
+    let http = serve(crate::everything::build());
+    let client = Client::builder()
+        .era(EraPolicy::LegacyOnly)
+        .connect_url(&http.url)
+        .unwrap();
+    assert!(
+        matches!(client.era(), Era::Legacy { .. }),
+        "{:?}",
+        client.era()
+    );
+    assert_eq!(
+        client
+            .call("echo", json!({ "text": "old" }))
+            .unwrap()
+            .text_content(),
+        "old"
+    );
+    client.close().unwrap();
+}
+
+#[test]
+fn a_refused_connection_is_an_error_that_names_the_url() {
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let e = Client::builder()
+        .probe_timeout(WAIT)
+        .connect_url(&url)
+        .unwrap_err();
+    assert!(e.to_string().contains(&url), "{e}");
+    let tls = Client::connect_url("https://example.com/mcp").unwrap_err();
+    assert!(tls.to_string().contains("TLS"), "{tls}");
+}
+
+/// One request the scripted peer got.
+#[derive(Debug, Clone)]
+struct Seen {
+    verb: String,
+    headers: HashMap<String, String>,
+    body: Value,
+}
+
+/// Reads one request from `conn`; `None` at the connection's end.
+fn read_request(conn: &mut BufReader<TcpStream>) -> Option<Seen> {
+    let mut line = String::new();
+    if conn.read_line(&mut line).ok()? == 0 {
+        return None;
+    }
+    let verb = line.split(' ').next()?.to_owned();
+    let mut headers = HashMap::new();
+    loop {
+        line.clear();
+        conn.read_line(&mut line).ok()?;
+        let field = line.trim_end();
+        if field.is_empty() {
+            break;
+        }
+        let (name, value) = field.split_once(':')?;
+        headers.insert(name.trim().to_ascii_lowercase(), value.trim().to_owned());
+    }
+    let len: usize = headers
+        .get("content-length")
+        .map_or(0, |l| l.parse().unwrap());
+    let mut body = vec![0; len];
+    conn.read_exact(&mut body).ok()?;
+    let body = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    Some(Seen {
+        verb,
+        headers,
+        body,
+    })
+}
+
+fn respond(conn: &mut TcpStream, status: &str, headers: &str, body: &str) {
+    let head = format!(
+        "HTTP/1.1 {status}\r\n{headers}Content-Length: {}\r\n\r\n",
+        body.len()
+    );
+    conn.write_all(head.as_bytes()).unwrap();
+    conn.write_all(body.as_bytes()).unwrap();
+}
+
+/// A legacy (2025-11-25) Streamable HTTP server with sessions, as the
+/// Python SDK's: a request without the session is a `400` with a text
+/// body; `tools/call` answers on an SSE stream that first asks the client
+/// to elicit and waits for the answer's POST.
+fn scripted_legacy(seen: Arc<Mutex<Vec<Seen>>>) -> SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (answered_tx, answered_rx): (Sender<Value>, Receiver<Value>) =
+        crossbeam_channel::unbounded();
+    std::thread::spawn(move || {
+        for conn in listener.incoming() {
+            let Ok(conn) = conn else { return };
+            let (seen, answered_tx, answered_rx) =
+                (seen.clone(), answered_tx.clone(), answered_rx.clone());
+            std::thread::spawn(move || {
+                let mut writer = conn.try_clone().unwrap();
+                let mut reader = BufReader::new(conn);
+                while let Some(req) = read_request(&mut reader) {
+                    seen.lock().unwrap().push(req.clone());
+                    let session_ok =
+                        req.headers.get("mcp-session-id").map(String::as_str) == Some("s-1");
+                    let method = req.body["method"].as_str().unwrap_or("");
+                    let id = req.body["id"].clone();
+                    if req.verb == "DELETE" {
+                        respond(&mut writer, "200 OK", "", "");
+                    } else if method == "initialize" {
+                        let result = json!({ "jsonrpc": "2.0", "id": id, "result": {
+                            "protocolVersion": "2025-11-25", "capabilities": { "tools": {} },
+                            "serverInfo": { "name": "scripted", "version": "1" } } });
+                        respond(
+                            &mut writer,
+                            "200 OK",
+                            "Content-Type: application/json\r\nMcp-Session-Id: s-1\r\n",
+                            &result.to_string(),
+                        );
+                    } else if !session_ok {
+                        respond(
+                            &mut writer,
+                            "400 Bad Request",
+                            // As the Python SDK does: a session named on a
+                            // refusal, which the client must not adopt.
+                            "Content-Type: text/plain\r\nMcp-Session-Id: refused\r\n",
+                            "Bad Request: Missing session ID",
+                        );
+                    } else if req.body.get("method").is_none() {
+                        let _ = answered_tx.send(req.body.clone());
+                        respond(&mut writer, "202 Accepted", "", "");
+                    } else if method == "tools/call" {
+                        let ask = json!({ "jsonrpc": "2.0", "id": "s1", "method": "elicitation/create",
+                            "params": { "mode": "form", "message": "name?", "requestedSchema": { "type": "object", "properties": {} } } });
+                        let head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n";
+                        writer.write_all(head.as_bytes()).unwrap();
+                        writer
+                            .write_all(format!("event: message\ndata: {ask}\n\n").as_bytes())
+                            .unwrap();
+                        let answer = answered_rx.recv_timeout(WAIT).unwrap();
+                        let name = answer["result"]["content"]["name"]
+                            .as_str()
+                            .unwrap_or("?")
+                            .to_owned();
+                        let result = json!({ "jsonrpc": "2.0", "id": id, "result": {
+                            "content": [{ "type": "text", "text": format!("hi {name}") }] } });
+                        writer
+                            .write_all(format!("data: {result}\n\n").as_bytes())
+                            .unwrap();
+                        return;
+                    } else if id.is_null() {
+                        respond(&mut writer, "202 Accepted", "", "");
+                    } else {
+                        let result = json!({ "jsonrpc": "2.0", "id": id, "result": {} });
+                        respond(
+                            &mut writer,
+                            "200 OK",
+                            "Content-Type: application/json\r\n",
+                            &result.to_string(),
+                        );
+                    }
+                }
+            });
+        }
+    });
+    addr
+}
+
+#[test]
+fn a_legacy_session_is_probed_echoed_answered_and_deleted() {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let addr = scripted_legacy(seen.clone());
+    let client = Client::builder()
+        .header("X-Test", "yes")
+        .on_elicitation(|params| {
+            assert!(matches!(params, ElicitRequestParams::Form(_)));
+            let mut content = serde_json::Map::new();
+            content.insert("name".into(), json!("Ada"));
+            Ok(ElicitResult::accept(content))
+        })
+        .connect_url(&format!("http://{addr}/mcp"))
+        .unwrap();
+    assert_eq!(
+        client.era(),
+        Era::Legacy {
+            version: "2025-11-25".into()
+        }
+    );
+    assert_eq!(
+        client.call("greet", json!({})).unwrap().text_content(),
+        "hi Ada"
+    );
+    client.close().unwrap();
+    let seen = seen.lock().unwrap().clone();
+    let methods: Vec<String> = seen
+        .iter()
+        .map(|s| match s.body["method"].as_str() {
+            Some(m) => m.to_owned(),
+            None if s.verb == "DELETE" => "DELETE".to_owned(),
+            None => "response".to_owned(),
+        })
+        .collect();
+    assert_eq!(
+        methods,
+        [
+            "server/discover",
+            "initialize",
+            "notifications/initialized",
+            "tools/call",
+            "response",
+            "DELETE"
+        ]
+    );
+    // The probe carried the modern headers; everything after initialize
+    // echoes the session and the agreed version.
+    assert_eq!(seen[0].headers["mcp-method"], "server/discover");
+    assert_eq!(seen[0].headers["mcp-protocol-version"], "2026-07-28");
+    assert_eq!(
+        seen[0].headers["accept"],
+        "application/json, text/event-stream"
+    );
+    for s in &seen[2..] {
+        assert_eq!(s.headers["mcp-session-id"], "s-1", "{s:?}");
+        assert_eq!(s.headers["mcp-protocol-version"], "2025-11-25", "{s:?}");
+        assert_eq!(s.headers["x-test"], "yes");
+    }
+    assert_eq!(seen[3].headers["mcp-name"], "greet");
+    assert_eq!(seen[4].body["id"], "s1");
+}
+
+// req: streamable-http:x-mcp-header
+#[test]
+fn marked_arguments_of_a_listed_tool_go_in_param_headers() {
+    let server = crate::everything::build();
+    let region = Tool::new("regional", "Returns its region.").input_schema(json!({
+        "type": "object",
+        "properties": { "region": { "type": "string", "x-mcp-header": "Region" } },
+        "required": ["region"]
+    }));
+    server.add_tool(region, |_ctx, args: Value| {
+        let region = args["region"].as_str().unwrap_or_default();
+        Ok(CallToolResult::text(format!("region: {region}")))
+    });
+    let http = serve(server);
+    let client = Client::builder().connect_url(&http.url).unwrap();
+    // Unlisted, the client does not know the mark: the server refuses.
+    let refused = client
+        .call("regional", json!({ "region": "eu" }))
+        .unwrap_err();
+    assert!(
+        refused.to_string().contains("Mcp-Param-Region"),
+        "{refused}"
+    );
+    assert!(client.tools().any(|t| t.unwrap().name == "regional"));
+    let answer = client
+        .call("regional", json!({ "region": "日本" }))
+        .unwrap();
+    assert_eq!(answer.text_content(), "region: 日本");
+}
+
+// req: streamable-http:backward-compatibility
+#[test]
+fn a_400_with_a_modern_error_is_answered_not_fallen_back_from() {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let record = seen.clone();
+    std::thread::spawn(move || {
+        for conn in listener.incoming() {
+            let Ok(conn) = conn else { return };
+            let mut writer = conn.try_clone().unwrap();
+            let mut reader = BufReader::new(conn);
+            while let Some(req) = read_request(&mut reader) {
+                record.lock().unwrap().push(req.body["method"].clone());
+                let error = json!({ "jsonrpc": "2.0", "id": req.body["id"], "error": {
+                    "code": -32022, "message": "Unsupported protocol version",
+                    "data": { "supported": ["2099-01-01"], "requested": "2026-07-28" } } });
+                let headers = "Content-Type: application/json\r\n";
+                respond(&mut writer, "400 Bad Request", headers, &error.to_string());
+            }
+        }
+    });
+    let e = Client::builder()
+        .connect_url(&format!("http://{addr}/mcp"))
+        .unwrap_err();
+    assert!(
+        e.to_string().contains("no protocol version in common"),
+        "{e}"
+    );
+    assert_eq!(*seen.lock().unwrap(), [json!("server/discover")]);
+}
