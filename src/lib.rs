@@ -559,6 +559,9 @@ pub use server::redis_feed::RedisChangeFeed;
 #[cfg(feature = "server")]
 #[cfg_attr(docsrs, doc(cfg(feature = "server")))]
 pub use server::request_meta::RequestMeta;
+#[cfg(feature = "redis")]
+#[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
+pub use server::tasks::RedisTaskStore;
 #[cfg(feature = "server")]
 #[cfg_attr(docsrs, doc(cfg(feature = "server")))]
 pub use server::tasks::{MemoryTaskStore, StoredTask, TaskMode, TaskStore};

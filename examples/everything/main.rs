@@ -22,6 +22,7 @@
 //! key instead of a random one, so that replicas behind a load balancer
 //! accept each other's rounds; with the `redis` feature, `--redis URL`
 //! carries what one replica publishes to the listens held by the others
+//! and keeps the tasks there, so that any replica answers for any task
 //! (`tests/scale_out.sh`).
 
 mod conformance;
@@ -112,16 +113,25 @@ fn parse_key(hex: &str) -> Result<[u8; 32], String> {
     Ok(key)
 }
 
-/// What `--redis URL` adds to the builder: a change feed on that Redis.
+/// What `--redis URL` adds to the builder: a change feed and the task
+/// store on that Redis.
 #[cfg(feature = "redis")]
 fn with_change_feed(builder: mcp_stdio::ServerBuilder, url: &str) -> mcp_stdio::ServerBuilder {
-    match mcp_stdio::RedisChangeFeed::open(url, "mcp-stdio-everything:changes") {
-        Ok(feed) => builder.change_feed(feed),
+    let feed = match mcp_stdio::RedisChangeFeed::open(url, "mcp-stdio-everything:changes") {
+        Ok(feed) => feed,
         Err(e) => {
             eprintln!("everything: {e}");
             std::process::exit(2);
         }
-    }
+    };
+    let store = match mcp_stdio::RedisTaskStore::open(url, "mcp-stdio-everything:tasks") {
+        Ok(store) => store,
+        Err(e) => {
+            eprintln!("everything: {}", e.message);
+            std::process::exit(2);
+        }
+    };
+    builder.change_feed(feed).task_store(store)
 }
 
 #[cfg(not(feature = "redis"))]

@@ -41,6 +41,8 @@ mod package;
 mod prompts;
 #[cfg(feature = "redis")]
 mod redis_feed;
+#[cfg(feature = "redis")]
+mod redis_store;
 mod resources;
 mod shutdown;
 mod spec_examples;

@@ -45,7 +45,10 @@ impl StoredTask {
 /// - [`update`](TaskStore::update) changes one task atomically: the store
 ///   calls `change` on the current state and keeps what it leaves, with
 ///   no other update of the same task in between (a mutex, a
-///   transaction, a compare-and-swap loop). The server's rules (a
+///   transaction, a compare-and-swap loop). A store that retries (an
+///   optimistic transaction that lost, as in `RedisTaskStore`) may call
+///   `change` more than once, each time on the state it then read: the
+///   server's closures start from what they are given. The server's rules (a
 ///   terminal status is final, answers leave `inputRequests` before the
 ///   ack) are in the closures it passes; the store only keeps them atomic.
 /// - [`get`](TaskStore::get) reads one task.

@@ -1,0 +1,161 @@
+//! A task as [`RedisTaskStore`](crate::RedisTaskStore) keeps it in Redis:
+//! one JSON string per task, and the rule for a task whose lease lapsed.
+//! Pure functions, tested without Redis.
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use serde::{Deserialize, Serialize};
+
+use crate::jsonrpc::ErrorObject;
+use crate::server::tasks::{StoredTask, set_status};
+use crate::types::{DetailedTask, TaskStatus};
+
+/// What is stored under a task's key: the task as `tasks/get` shows it,
+/// and when it may be forgotten, in milliseconds since the Unix epoch.
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Record {
+    task: DetailedTask,
+    expires_ms: Option<u64>,
+}
+
+/// The JSON string stored for `task`.
+pub(crate) fn encode(task: &StoredTask) -> Result<String, ErrorObject> {
+    let record = Record {
+        task: task.task.clone(),
+        expires_ms: task.expires.map(unix_ms),
+    };
+    serde_json::to_string(&record).map_err(|e| {
+        ErrorObject::internal_error(format!("the task does not serialize for Redis: {e}"))
+    })
+}
+
+/// The task stored as `json`.
+pub(crate) fn decode(json: &str) -> Result<StoredTask, ErrorObject> {
+    let record: Record = serde_json::from_str(json).map_err(|e| {
+        ErrorObject::internal_error(format!(
+            "a task in Redis is not one this store wrote ({e}): is another program using the same key prefix?"
+        ))
+    })?;
+    Ok(StoredTask {
+        task: record.task,
+        expires: record
+            .expires_ms
+            .map(|ms| UNIX_EPOCH + Duration::from_millis(ms)),
+    })
+}
+
+/// The milliseconds Redis keeps a task that expires at `expires`, for
+/// `PX`: `None` without a TTL, at least 1 (Redis refuses 0; a task
+/// already expired goes a millisecond later).
+pub(crate) fn keep_ms(expires: Option<SystemTime>, now: SystemTime) -> Option<u64> {
+    expires.map(|at| {
+        let left = at.duration_since(now).unwrap_or(Duration::ZERO);
+        u64::try_from(left.as_millis()).unwrap_or(u64::MAX).max(1)
+    })
+}
+
+/// What a task's `statusMessage` says once its lease lapsed.
+pub(crate) const WENT_AWAY: &str = "the server running this task went away (its lease lapsed without renewal): start the task again";
+
+/// The lease rule: a task that has not finished and whose lease is gone is
+/// `failed` now, with an error and a status message saying its server went
+/// away. Returns whether it changed.
+pub(crate) fn lapse(task: &mut StoredTask) -> bool {
+    if task.task.task.status.is_terminal() {
+        return false;
+    }
+    task.task.input_requests = None;
+    task.task.error = Some(ErrorObject::internal_error(WENT_AWAY));
+    set_status(
+        &mut task.task,
+        TaskStatus::Failed,
+        Some(format!("Failed: {WENT_AWAY}")),
+    );
+    true
+}
+
+fn unix_ms(at: SystemTime) -> u64 {
+    let since = at.duration_since(UNIX_EPOCH).unwrap_or(Duration::ZERO);
+    u64::try_from(since.as_millis()).unwrap_or(u64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::types::{InputRequest, InputRequests, Task};
+    use serde_json::json;
+
+    fn task(status: TaskStatus, expires: Option<SystemTime>) -> StoredTask {
+        StoredTask {
+            task: DetailedTask::new(Task {
+                task_id: "0123abcd".into(),
+                status,
+                status_message: Some("half way".into()),
+                created_at: "2026-07-28T10:00:00.000Z".into(),
+                last_updated_at: "2026-07-28T10:00:01.000Z".into(),
+                ttl_ms: Some(60_000),
+                poll_interval_ms: Some(200),
+            }),
+            expires,
+        }
+    }
+
+    #[test]
+    fn a_task_round_trips_through_its_redis_value() {
+        // Whole milliseconds: what the record keeps.
+        let at = UNIX_EPOCH + Duration::from_millis(1_785_000_000_123);
+        let mut original = task(TaskStatus::Completed, Some(at));
+        original.task.result = Some(json!({ "content": [] }).as_object().unwrap().clone());
+        let json = encode(&original).unwrap();
+        let value: serde_json::Value = serde_json::from_str(&json).unwrap();
+        assert_eq!(value["expiresMs"], 1_785_000_000_123u64);
+        assert_eq!(value["task"]["taskId"], "0123abcd");
+        assert_eq!(value["task"]["status"], "completed");
+        assert_eq!(decode(&json).unwrap(), original);
+
+        let forever = task(TaskStatus::Working, None);
+        let json = encode(&forever).unwrap();
+        assert!(json.contains("\"expiresMs\":null"), "{json}");
+        assert_eq!(decode(&json).unwrap(), forever);
+    }
+
+    #[test]
+    fn a_foreign_value_is_an_error_that_names_the_prefix() {
+        let err = decode("{\"name\":\"not a task\"}").unwrap_err();
+        assert_eq!(err.code, -32603);
+        assert!(err.message.contains("key prefix"), "{}", err.message);
+    }
+
+    #[test]
+    fn redis_keeps_a_task_until_its_expiry_and_at_least_a_millisecond() {
+        let now = SystemTime::now();
+        assert_eq!(keep_ms(None, now), None);
+        assert_eq!(
+            keep_ms(Some(now + Duration::from_millis(1500)), now),
+            Some(1500)
+        );
+        assert_eq!(keep_ms(Some(now - Duration::from_secs(1)), now), Some(1));
+    }
+
+    #[test]
+    fn a_lapsed_lease_fails_an_unfinished_task_and_leaves_a_finished_one() {
+        let mut waiting = task(TaskStatus::InputRequired, None);
+        let mut asked = InputRequests::new();
+        asked.insert("roots".into(), InputRequest::ListRoots(None));
+        waiting.task.input_requests = Some(asked);
+        assert!(lapse(&mut waiting));
+        assert_eq!(waiting.task.task.status, TaskStatus::Failed);
+        assert!(waiting.task.input_requests.is_none());
+        let error = waiting.task.error.as_ref().unwrap();
+        assert!(error.message.contains(WENT_AWAY), "{}", error.message);
+        let message = waiting.task.task.status_message.clone().unwrap();
+        assert!(message.contains("went away"), "{message}");
+        assert!(waiting.task.task.last_updated_at.as_str() > "2026-07-28T10:00:01.000Z");
+
+        let mut done = task(TaskStatus::Completed, None);
+        let before = done.clone();
+        assert!(!lapse(&mut done));
+        assert_eq!(done, before);
+    }
+}

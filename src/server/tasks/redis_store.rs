@@ -1,0 +1,322 @@
+//! [`RedisTaskStore`]: a [`TaskStore`] on Redis, behind the `redis`
+//! feature, so that every replica of a server reads and changes the same
+//! tasks.
+//!
+//! Key layout, under the store's prefix `P`:
+//!
+//! - `P:task:ID`: the task as JSON (`{"task": DetailedTask, "expiresMs":
+//!   ms since the epoch or null}`), with Redis's own expiry at the task's
+//!   TTL (`PX`); no expiry for a task without a TTL.
+//! - `P:lease:ID`: the name of the replica running the task, with an
+//!   expiry of one lease; the replica renews it every third of the lease
+//!   while it runs the task, and deletes it when the task finishes.
+//!
+//! The lease rule: a task that has not finished (`working`,
+//! `input_required`) and has no lease key is `failed`, with a status
+//! message saying its server went away. It is written so by the first
+//! `get` or `update` that sees it, from any replica.
+
+use std::sync::Arc;
+use std::thread;
+use std::time::{Duration, SystemTime};
+
+use crate::jsonrpc::ErrorObject;
+use crate::server::tasks::redis_lease::Leases;
+use crate::server::tasks::redis_pool::Pool;
+use crate::server::tasks::redis_record::{decode, encode, keep_ms, lapse};
+use crate::server::tasks::{StoredTask, TaskStore};
+
+/// Creates the task unless its key exists, and its lease, in one step.
+/// KEYS: task, lease. ARGV: the record, its PX (0: no expiry), the replica,
+/// the lease PX (0: no lease). Returns 1 when created, 0 when the id is
+/// taken.
+const CREATE: &str = r"
+if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+if ARGV[2] == '0' then
+  redis.call('SET', KEYS[1], ARGV[1])
+else
+  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+end
+if ARGV[4] ~= '0' then
+  redis.call('SET', KEYS[2], ARGV[3], 'PX', ARGV[4])
+end
+return 1
+";
+
+/// A [`TaskStore`] on Redis, shared by every replica of a server: each
+/// opens one on the same Redis and prefix.
+///
+/// ```no_run
+/// # fn main() -> Result<(), mcp_stdio::ErrorObject> {
+/// use mcp_stdio::{RedisTaskStore, Server};
+/// let store = RedisTaskStore::open("redis://127.0.0.1:6379/", "mcp:tasks")?;
+/// let server = Server::builder("files", "1.0.0").task_store(store).build();
+/// # drop(server);
+/// # Ok(())
+/// # }
+/// ```
+///
+/// - **Durably created**: [`create`](TaskStore::create) returns `Ok` once
+///   Redis has executed one script that set the task's key (refused if the
+///   id exists) and its lease, and replied. From then on a `get` on any
+///   replica finds it. It lives in that Redis's memory: whether it
+///   survives a Redis restart is Redis's persistence setting
+///   (`appendonly`), and a Redis replica may lag (no `WAIT`).
+/// - **Expiry** is Redis's own: the task's key expires at its TTL. A task
+///   without a TTL ([`task_ttl(None)`](crate::ServerBuilder::task_ttl)) is
+///   kept until someone deletes its key; give tasks a TTL in production.
+/// - **Atomic updates**: `update` runs `WATCH` on the task and its lease,
+///   reads both, calls `change`, and writes with `MULTI`/`EXEC` (keeping
+///   the key's expiry); when another replica wrote in between, it starts
+///   again after a short random pause, at most [`MAX_UPDATE_ATTEMPTS`](RedisTaskStore::MAX_UPDATE_ATTEMPTS)
+///   times, then fails with `-32603` ("try again"). `change` may thus run
+///   more than once, each time on the current state.
+/// - **The lease**: the replica that creates a task holds its lease and
+///   renews it (one thread per store, started with the first task, ended
+///   when the store is dropped) until the task finishes. When that
+///   replica dies, the lease lapses and the next `get` or `update` of the
+///   task, on any replica, writes it `failed` ("its server went away"):
+///   within one [`lease`](RedisTaskStore::lease) (default
+///   [`DEFAULT_LEASE`](RedisTaskStore::DEFAULT_LEASE)) of the last renewal.
+/// - **Connections**: a small pool; a broken connection is replaced and
+///   the operation tried once more on a new one (an `EXEC` whose reply
+///   was lost may then be applied twice: the server's own changes are
+///   idempotent). Each reply may take 5 s at most.
+pub struct RedisTaskStore {
+    pool: Arc<Pool>,
+    prefix: String,
+    /// This replica's name in the lease keys.
+    replica: String,
+    leases: Leases,
+}
+
+impl std::fmt::Debug for RedisTaskStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RedisTaskStore")
+            .field("prefix", &self.prefix)
+            .field("replica", &self.replica)
+            .field("lease", &self.leases.lease)
+            .finish_non_exhaustive()
+    }
+}
+
+impl RedisTaskStore {
+    /// How many times `update` tries when other replicas change the same
+    /// task in between (an optimistic transaction that lost).
+    pub const MAX_UPDATE_ATTEMPTS: usize = 200;
+
+    /// The default lease: a task whose replica died is `failed` at most
+    /// this long after its last renewal.
+    pub const DEFAULT_LEASE: Duration = Duration::from_secs(10);
+
+    /// Connects to the Redis at `url` (`redis://host:port/db`) and keeps
+    /// the tasks under `prefix` (the same on every replica of one server);
+    /// fails when Redis cannot be reached now.
+    pub fn open(url: &str, prefix: &str) -> Result<RedisTaskStore, ErrorObject> {
+        Ok(RedisTaskStore {
+            pool: Arc::new(Pool::open(url)?),
+            prefix: prefix.to_owned(),
+            replica: replica_name()?,
+            leases: Leases::new(RedisTaskStore::DEFAULT_LEASE),
+        })
+    }
+
+    /// The same store with a lease of `lease` (at least 3 ms): how long
+    /// after its replica died a task is reported `failed`. Renewals go
+    /// out every third of it. Set it before the first task is created.
+    #[must_use]
+    pub fn lease(mut self, lease: Duration) -> RedisTaskStore {
+        self.leases = Leases::new(lease.max(Duration::from_millis(3)));
+        self
+    }
+
+    fn task_key(&self, task_id: &str) -> String {
+        format!("{}:task:{task_id}", self.prefix)
+    }
+
+    fn lease_key(&self, task_id: &str) -> String {
+        format!("{}:lease:{task_id}", self.prefix)
+    }
+}
+
+impl TaskStore for RedisTaskStore {
+    fn create(&self, task: StoredTask) -> Result<(), ErrorObject> {
+        let task_id = task.task.task.task_id.clone();
+        let (key, lease_key) = (self.task_key(&task_id), self.lease_key(&task_id));
+        let record = encode(&task)?;
+        let keep = keep_ms(task.expires, SystemTime::now()).unwrap_or(0);
+        let running = !task.task.task.status.is_terminal();
+        let lease_ms = if running {
+            self.leases.hold(lease_key.clone(), &self.pool)?;
+            u64::try_from(self.leases.lease.as_millis()).unwrap_or(u64::MAX)
+        } else {
+            0
+        };
+        let created: Result<i64, ErrorObject> = self.pool.run(|connection| {
+            redis::cmd("EVAL")
+                .arg(CREATE)
+                .arg(2)
+                .arg(&key)
+                .arg(&lease_key)
+                .arg(&record)
+                .arg(keep)
+                .arg(&self.replica)
+                .arg(lease_ms)
+                .query(connection)
+        });
+        match created {
+            Ok(1) => Ok(()),
+            // A retry after a lost reply finds its own write.
+            Ok(_)
+                if self.pool.run(|c| redis::cmd("GET").arg(&key).query(c)).ok()
+                    == Some(Some(record.clone())) =>
+            {
+                Ok(())
+            }
+            outcome => {
+                self.leases.release(&lease_key);
+                outcome?;
+                Err(ErrorObject::internal_error(format!(
+                    "a task {task_id:?} exists already in the Redis store: mint a fresh id"
+                )))
+            }
+        }
+    }
+
+    fn get(&self, task_id: &str) -> Result<Option<StoredTask>, ErrorObject> {
+        let (key, lease_key) = (self.task_key(task_id), self.lease_key(task_id));
+        let (json, leased): (Option<String>, bool) = self.pool.run(|connection| {
+            redis::pipe()
+                .cmd("GET")
+                .arg(&key)
+                .cmd("EXISTS")
+                .arg(&lease_key)
+                .query(connection)
+        })?;
+        let Some(json) = json else { return Ok(None) };
+        let task = decode(&json)?;
+        if task.is_expired(SystemTime::now()) {
+            return Ok(None);
+        }
+        if leased || task.task.task.status.is_terminal() {
+            return Ok(Some(task));
+        }
+        // Its replica went away: written `failed` under the update's rules.
+        self.update(task_id, &mut |_| {})
+    }
+
+    fn update(
+        &self,
+        task_id: &str,
+        change: &mut dyn FnMut(&mut StoredTask),
+    ) -> Result<Option<StoredTask>, ErrorObject> {
+        let (key, lease_key) = (self.task_key(task_id), self.lease_key(task_id));
+        for attempt in 0..RedisTaskStore::MAX_UPDATE_ATTEMPTS {
+            if attempt > 0 {
+                pause(attempt);
+            }
+            let written = self
+                .pool
+                .run(|connection| write_once(connection, &key, &lease_key, change))?;
+            match written {
+                Written::Gone => return Ok(None),
+                Written::Lost => {}
+                Written::Done(task) => {
+                    if task.task.task.status.is_terminal() {
+                        self.leases.release(&lease_key);
+                    }
+                    return Ok(Some(*task));
+                }
+            }
+        }
+        Err(ErrorObject::internal_error(format!(
+            "task {task_id:?} was changed by other replicas during {} attempts in a row: try again",
+            RedisTaskStore::MAX_UPDATE_ATTEMPTS
+        )))
+    }
+}
+
+/// What one optimistic transaction did.
+enum Written {
+    /// No such task (unknown or expired): nothing written.
+    Gone,
+    /// Another client changed the task or its lease in between: nothing
+    /// written.
+    Lost,
+    /// Written: the task as it is now.
+    Done(Box<StoredTask>),
+}
+
+/// One `WATCH`, read, `change`, `MULTI`/`EXEC` round. A finished task's
+/// lease is deleted in the same transaction.
+fn write_once(
+    connection: &mut redis::Connection,
+    key: &str,
+    lease_key: &str,
+    change: &mut dyn FnMut(&mut StoredTask),
+) -> redis::RedisResult<Written> {
+    redis::cmd("WATCH")
+        .arg(key)
+        .arg(lease_key)
+        .query::<()>(connection)?;
+    let (json, leased): (Option<String>, bool) = redis::pipe()
+        .cmd("GET")
+        .arg(key)
+        .cmd("EXISTS")
+        .arg(lease_key)
+        .query(connection)?;
+    let decoded = json.map(|json| decode(&json));
+    let mut task = match decoded {
+        Some(Ok(task)) if !task.is_expired(SystemTime::now()) => task,
+        other => {
+            redis::cmd("UNWATCH").query::<()>(connection)?;
+            return match other {
+                Some(Err(e)) => Err(redis::RedisError::from((
+                    redis::ErrorKind::Client,
+                    "undecodable task",
+                    e.message,
+                ))),
+                _ => Ok(Written::Gone),
+            };
+        }
+    };
+    if !leased {
+        lapse(&mut task);
+    }
+    change(&mut task);
+    let record = encode(&task).map_err(|e| {
+        redis::RedisError::from((redis::ErrorKind::Client, "unencodable task", e.message))
+    })?;
+    let mut transaction = redis::pipe();
+    transaction
+        .atomic()
+        .cmd("SET")
+        .arg(key)
+        .arg(&record)
+        .arg("KEEPTTL")
+        .ignore();
+    if task.task.task.status.is_terminal() {
+        transaction.cmd("DEL").arg(lease_key).ignore();
+    }
+    let committed: Option<()> = transaction.query(connection)?;
+    Ok(match committed {
+        Some(()) => Written::Done(Box::new(task)),
+        None => Written::Lost,
+    })
+}
+
+/// A random pause before attempt `attempt` of a contended update, growing
+/// with the attempts (up to 2 ms), so that contenders spread out.
+fn pause(attempt: usize) {
+    let cap_us = 100 * u64::try_from(attempt.min(20)).unwrap_or(20);
+    let jitter = getrandom::u64().unwrap_or(0) % cap_us.max(1);
+    thread::sleep(Duration::from_micros(jitter));
+}
+
+/// A random name for this replica in its lease keys.
+fn replica_name() -> Result<String, ErrorObject> {
+    let mut bytes = [0u8; 8];
+    getrandom::fill(&mut bytes)
+        .map_err(|e| ErrorObject::internal_error(format!("no random source: {e}")))?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
