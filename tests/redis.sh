@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The Redis parts (issue 28) against a real redis-server: starts one on a
-# free loopback port with no persistence, runs the tests that need it
+# The Redis parts (issue 28: RedisChangeFeed, RedisTaskStore) against a
+# real redis-server: starts one on a free loopback port with no
+# persistence, runs the tests that need it
 # (`#[ignore]`d in `cargo test`), stops it. Installs redis-server from
 # Debian when it is missing. `cargo test` never needs it.
 set -euo pipefail
