@@ -247,7 +247,7 @@ enum Written {
     Done(Box<StoredTask>),
 }
 
-/// One `WATCH`, read, `change`, `MULTI`/`EXEC` round. A finished task's
+/// One `WATCH` and read, `change`, `MULTI`/`EXEC` round: two round trips. A finished task's
 /// lease is deleted in the same transaction.
 fn write_once(
     connection: &mut redis::Connection,
@@ -255,11 +255,12 @@ fn write_once(
     lease_key: &str,
     change: &mut dyn FnMut(&mut StoredTask),
 ) -> redis::RedisResult<Written> {
-    redis::cmd("WATCH")
+    // WATCH and the reads in one round trip.
+    let (json, leased): (Option<String>, bool) = redis::pipe()
+        .cmd("WATCH")
         .arg(key)
         .arg(lease_key)
-        .query::<()>(connection)?;
-    let (json, leased): (Option<String>, bool) = redis::pipe()
+        .ignore()
         .cmd("GET")
         .arg(key)
         .cmd("EXISTS")
