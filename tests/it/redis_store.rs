@@ -274,3 +274,24 @@ fn an_unreachable_redis_is_a_one_line_error_that_says_what_to_do() {
     );
     assert!(!err.message.contains('\n'), "{}", err.message);
 }
+
+#[test]
+#[ignore = "needs Redis: tests/redis.sh"]
+fn a_worker_that_ended_without_finishing_its_task_lets_the_lease_lapse() {
+    let prefix = prefix("ended");
+    let lease = Duration::from_millis(300);
+    let a = replica(&prefix).lease(lease);
+    a.create(working("orphan", None)).unwrap();
+    a.create(working("running", None)).unwrap();
+    // Its last update never reached Redis: the task still says working.
+    a.worker_ended("orphan");
+    std::thread::sleep(lease * 3);
+    let orphan = a.get("orphan").unwrap().unwrap();
+    assert_eq!(orphan.task.task.status, TaskStatus::Failed);
+    let running = a.get("running").unwrap().unwrap();
+    assert_eq!(
+        running.task.task.status,
+        TaskStatus::Working,
+        "still renewed"
+    );
+}

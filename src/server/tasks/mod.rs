@@ -320,6 +320,7 @@ impl Tasks {
             }
         });
         self.live().remove(task_id);
+        self.store.worker_ended(task_id);
     }
 
     /// A result the task may keep: an object, and no larger than

@@ -73,7 +73,8 @@ return 1
 ///   more than once, each time on the current state.
 /// - **The lease**: the replica that creates a task holds its lease and
 ///   renews it (one thread per store, started with the first task, ended
-///   when the store is dropped) until the task finishes. When that
+///   when the store is dropped) until the task finishes or its worker
+///   ends ([`worker_ended`](TaskStore::worker_ended)). When that
 ///   replica dies, the lease lapses and the next `get` or `update` of the
 ///   task, on any replica, writes it `failed` ("its server went away"):
 ///   within one [`lease`](RedisTaskStore::lease) (default
@@ -233,6 +234,13 @@ impl TaskStore for RedisTaskStore {
             "task {task_id:?} was changed by other replicas during {} attempts in a row: try again",
             RedisTaskStore::MAX_UPDATE_ATTEMPTS
         )))
+    }
+
+    /// Stops renewing the task's lease. When the worker's last update did
+    /// not reach Redis, the task is thus `failed` by the lease rule within
+    /// one lease rather than `working` until its TTL.
+    fn worker_ended(&self, task_id: &str) {
+        self.leases.release(&self.lease_key(task_id));
     }
 }
 

@@ -78,6 +78,14 @@ pub trait TaskStore: Send + Sync {
         task_id: &str,
         change: &mut dyn FnMut(&mut StoredTask),
     ) -> Result<Option<StoredTask>, ErrorObject>;
+
+    /// The worker that ran this task in this process has ended, whatever
+    /// its last [`update`](TaskStore::update) did (it may have failed). A
+    /// store that holds something for a running task, such as
+    /// `RedisTaskStore`'s lease, lets it go; the default does nothing.
+    fn worker_ended(&self, task_id: &str) {
+        let _ = task_id;
+    }
 }
 
 /// A shared store: several servers (a restarted one, or one per
@@ -97,6 +105,10 @@ impl<T: TaskStore + ?Sized> TaskStore for std::sync::Arc<T> {
         change: &mut dyn FnMut(&mut StoredTask),
     ) -> Result<Option<StoredTask>, ErrorObject> {
         (**self).update(task_id, change)
+    }
+
+    fn worker_ended(&self, task_id: &str) {
+        (**self).worker_ended(task_id);
     }
 }
 
