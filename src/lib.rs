@@ -561,7 +561,7 @@ pub use server::redis_feed::RedisChangeFeed;
 pub use server::request_meta::RequestMeta;
 #[cfg(feature = "redis")]
 #[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
-pub use server::tasks::RedisTaskStore;
+pub use server::tasks::redis_store::RedisTaskStore;
 #[cfg(feature = "server")]
 #[cfg_attr(docsrs, doc(cfg(feature = "server")))]
 pub use server::tasks::{MemoryTaskStore, StoredTask, TaskMode, TaskStore};

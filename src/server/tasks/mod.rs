@@ -8,7 +8,7 @@
 //! - [`Tasks`], shared by every connection of a server: the store, the
 //!   tasks whose worker runs in this process (`live`), the bounds.
 //! - `store.rs`: [`TaskStore`] and the default [`MemoryTaskStore`].
-//! - `redis_store.rs` (feature `redis`): [`RedisTaskStore`], with its
+//! - `redis_store.rs` (feature `redis`): `RedisTaskStore`, with its
 //!   connection pool (`redis_pool.rs`), its value in Redis and lease rule
 //!   (`redis_record.rs`) and its lease renewal (`redis_lease.rs`).
 //! - `worker.rs`: a task's thread; it runs the tool's handler, round after
@@ -30,7 +30,7 @@ mod redis_pool;
 #[cfg(feature = "redis")]
 mod redis_record;
 #[cfg(feature = "redis")]
-mod redis_store;
+pub(crate) mod redis_store;
 mod store;
 pub(crate) mod worker;
 
@@ -42,8 +42,6 @@ use std::time::{Duration, SystemTime};
 use crossbeam_channel::{Receiver, Sender};
 use serde_json::{Value, json};
 
-#[cfg(feature = "redis")]
-pub use redis_store::RedisTaskStore;
 pub use store::{MemoryTaskStore, StoredTask, TaskStore};
 
 use crate::jsonrpc::ErrorObject;
