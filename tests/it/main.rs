@@ -24,10 +24,10 @@ mod discover;
 mod fixtures_md;
 #[cfg(feature = "http")]
 mod http;
-#[cfg(all(feature = "http", feature = "legacy"))]
-mod http_legacy;
 #[cfg(all(feature = "http", feature = "client"))]
 mod http_client;
+#[cfg(all(feature = "http", feature = "legacy"))]
+mod http_legacy;
 mod json_text;
 mod large_lines;
 mod layers;
