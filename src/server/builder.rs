@@ -470,7 +470,12 @@ impl ServerBuilder {
         let store = self
             .task_store
             .unwrap_or_else(|| Arc::new(MemoryTaskStore::default()));
-        let tasks = Tasks::new(store, self.task_config, Arc::clone(&connections));
+        let tasks = Arc::new(Tasks::new(
+            store,
+            self.task_config,
+            Arc::clone(&connections),
+        ));
+        tasks.hear_replicas();
         let pool = crate::server::pool::Pool::new(self.config.workers, self.config.spin);
         Server {
             inner: Arc::new(Inner {
@@ -487,7 +492,7 @@ impl ServerBuilder {
                 accept_uri: self.accept_uri,
                 sealer: crate::server::mrtr::Sealer::new(self.state_key, self.state_ttl),
                 connections,
-                tasks: Arc::new(tasks),
+                tasks,
                 pool,
             }),
         }

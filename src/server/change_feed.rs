@@ -14,13 +14,18 @@
 //!
 //! Closing subscriptions (`Notifier::close_subscriptions`) stays local: it
 //! ends this server's streams.
+//!
+//! The feed also carries what a task's handler waits for when the task
+//! runs on another replica than the one a `tasks/update` or `tasks/cancel`
+//! landed on ([`Change::TaskAnswers`], [`Change::TaskStop`]): the replica
+//! that runs it hands them to its handler (`tasks`).
 
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
 use crate::server::event::{ServerEvent, TaskUpdate};
-use crate::types::DetailedTask;
+use crate::types::{DetailedTask, InputResponses};
 
 /// A change published on a server, as it travels between replicas.
 /// Serializes to a small JSON object (`{"kind":"resourceUpdated","uri":..}`),
@@ -44,6 +49,21 @@ pub enum Change {
     TaskStatus {
         /// The task as `tasks/get` would show it.
         task: Box<DetailedTask>,
+    },
+    /// Answers a replica took for a task another replica runs
+    /// (`tasks/update`): for the handler that waits for them there. Not a
+    /// subscription's event.
+    TaskAnswers {
+        /// The task.
+        task_id: String,
+        /// The answers, by their keys in `inputRequests`.
+        responses: InputResponses,
+    },
+    /// `tasks/cancel` taken by a replica for a task another runs: its
+    /// handler's token trips there. Not a subscription's event.
+    TaskStop {
+        /// The task.
+        task_id: String,
     },
 }
 
@@ -76,5 +96,6 @@ pub(crate) fn to_event(change: Change) -> Option<ServerEvent> {
         Change::ResourcesListChanged => ServerEvent::ResourcesListChanged,
         Change::ResourceUpdated { uri } => ServerEvent::ResourceUpdated(uri.into()),
         Change::TaskStatus { task } => ServerEvent::TaskStatus(Arc::new(TaskUpdate::of(&task)?)),
+        Change::TaskAnswers { .. } | Change::TaskStop { .. } => return None,
     })
 }

@@ -33,7 +33,13 @@ pub(crate) struct Connections {
     next_key: AtomicU64,
     stopped: AtomicBool,
     feed: OnceLock<Arc<dyn ChangeFeed>>,
+    /// Where the task signals other replicas send go (see `tasks`).
+    task_signals: OnceLock<Box<TaskSignals>>,
 }
+
+/// Takes a task signal from another replica ([`Change::TaskAnswers`],
+/// [`Change::TaskStop`]).
+pub(crate) type TaskSignals = dyn Fn(Change) + Send + Sync;
 
 impl Connections {
     /// Registers a connection being served; returns the key that
@@ -73,11 +79,34 @@ impl Connections {
     pub fn set_feed(self: &Arc<Self>, feed: Arc<dyn ChangeFeed>) {
         let connections = Arc::downgrade(self);
         feed.receive(Box::new(move |change| {
-            if let (Some(connections), Some(event)) = (connections.upgrade(), to_event(change)) {
+            let Some(connections) = connections.upgrade() else {
+                return;
+            };
+            if let Change::TaskAnswers { .. } | Change::TaskStop { .. } = change {
+                if let Some(signal) = connections.task_signals.get() {
+                    signal(change);
+                }
+            } else if let Some(event) = to_event(change) {
                 connections.publish_here(event);
             }
         }));
         let _ = self.feed.set(feed);
+    }
+
+    /// Where task signals from other replicas go (set once, by `tasks`).
+    pub fn on_task_signal(&self, signals: Box<TaskSignals>) {
+        let _ = self.task_signals.set(signals);
+    }
+
+    /// Sends a change to the other replicas only; `false` without a feed.
+    pub fn send_to_replicas(&self, change: &Change) -> bool {
+        match self.feed.get() {
+            Some(feed) => {
+                feed.send(change);
+                true
+            }
+            None => false,
+        }
     }
 
     /// Delivers a change published on this server to every connection,

@@ -6,7 +6,7 @@
 use std::sync::{Arc, Mutex};
 
 use mcp_stdio::types::{CallToolResult, Tool};
-use mcp_stdio::{Change, ChangeFeed, Server};
+use mcp_stdio::{Change, ChangeFeed, MemoryTaskStore, Server};
 use serde_json::{Value, json};
 
 use crate::support::{Peer, request, server_meta};
@@ -40,6 +40,17 @@ impl ChangeFeed for BusEnd {
     fn receive(&self, deliver: Box<dyn Fn(Change) + Send + Sync>) {
         self.bus.lock().unwrap().push((self.replica, deliver));
     }
+}
+
+/// The two ends of a new bus.
+fn bus_ends() -> (BusEnd, BusEnd) {
+    let (bus, sent) = (Deliveries::default(), Arc::new(Mutex::new(Vec::new())));
+    let end = |replica| BusEnd {
+        replica,
+        bus: Arc::clone(&bus),
+        sent: Arc::clone(&sent),
+    };
+    (end(0), end(1))
 }
 
 /// Two replicas of one server on one bus, and what each sent on it.
@@ -178,4 +189,51 @@ fn a_change_reads_back_from_the_json_a_feed_carries() {
         assert_eq!(serde_json::to_value(&change).unwrap(), wire);
         assert_eq!(serde_json::from_value::<Change>(wire).unwrap(), change);
     }
+}
+
+#[test]
+fn a_task_is_answered_and_cancelled_through_the_replica_that_does_not_run_it() {
+    use crate::tasks::{accept, cancel_task, poll, start, update};
+    // One task store (in memory here, shared as a Redis one would be) and
+    // one bus: the fixture server twice.
+    let store = Arc::new(MemoryTaskStore::default());
+    let (end_a, end_b) = bus_ends();
+    let replica = |end: BusEnd| {
+        let store = Arc::clone(&store);
+        crate::everything::build_with(move |builder| builder.task_store(store).change_feed(end))
+    };
+    let (a, b) = (replica(end_a), replica(end_b));
+    let (mut on_a, mut on_b) = (Peer::start(&a), Peer::start(&b));
+
+    // Runs on A, waits for a confirmation; answered through B.
+    let id = start(
+        &mut on_a,
+        "confirm_delete",
+        json!({ "filename": "across.txt" }),
+    );
+    poll(&mut on_b, &id, &["input_required"]);
+    update(
+        &mut on_b,
+        &id,
+        json!({ "confirm": accept(json!({ "confirm": true })) }),
+    );
+    let done = poll(&mut on_b, &id, &["completed", "failed", "cancelled"]);
+    assert_eq!(
+        done["result"]["content"][0]["text"], "Deleted across.txt",
+        "{done}"
+    );
+
+    // Runs on A, cancelled through B: A's handler stops (its token trips)
+    // and the task stays cancelled, not completed by a late handler.
+    let id = start(
+        &mut on_a,
+        "confirm_delete",
+        json!({ "filename": "kept.txt" }),
+    );
+    poll(&mut on_b, &id, &["input_required"]);
+    cancel_task(&mut on_b, &id);
+    let cancelled = poll(&mut on_a, &id, &["cancelled", "completed", "failed"]);
+    assert_eq!(cancelled["status"], "cancelled", "{cancelled}");
+    on_a.finish_quietly();
+    on_b.finish_quietly();
 }

@@ -191,7 +191,7 @@ pub(crate) fn assert_extension_required(resp: &Value) {
     );
 }
 
-fn accept(content: Value) -> Value {
+pub(crate) fn accept(content: Value) -> Value {
     json!({ "action": "accept", "content": content })
 }
 

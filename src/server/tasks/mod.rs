@@ -264,10 +264,20 @@ impl Tasks {
             self.publish(&after.task);
         }
         drop(order);
-        if !accepted.is_empty()
-            && let Some(live) = self.live().get(task_id)
-        {
-            let _ = live.signals.send(Signal::Answers(accepted));
+        if !accepted.is_empty() {
+            let live = self.live();
+            match live.get(task_id) {
+                Some(live) => drop(live.signals.send(Signal::Answers(accepted))),
+                // Its handler may run on another replica.
+                None => {
+                    let task_id = task_id.to_owned();
+                    let answers = Change::TaskAnswers {
+                        task_id,
+                        responses: accepted,
+                    };
+                    self.connections.send_to_replicas(&answers);
+                }
+            }
         }
         Ok(())
     }
@@ -292,11 +302,46 @@ impl Tasks {
             self.publish(&after.task);
         }
         drop(order);
-        if let Some(live) = self.live().get(task_id) {
-            live.token.cancel();
-            let _ = live.signals.send(Signal::Stop);
+        let here = self.stop_here(task_id);
+        if changed && !here {
+            // Its handler may run on another replica.
+            let stop = Change::TaskStop {
+                task_id: task_id.to_owned(),
+            };
+            self.connections.send_to_replicas(&stop);
         }
         Ok(())
+    }
+
+    /// Stops the handler of `task_id` if it runs here; whether it does.
+    fn stop_here(&self, task_id: &str) -> bool {
+        let live = self.live();
+        let Some(live) = live.get(task_id) else {
+            return false;
+        };
+        live.token.cancel();
+        let _ = live.signals.send(Signal::Stop);
+        true
+    }
+
+    /// Takes the task signals other replicas send through the server's
+    /// change feed: answers and stops for the handlers running here.
+    pub fn hear_replicas(self: &Arc<Self>) {
+        let tasks = Arc::downgrade(self);
+        self.connections.on_task_signal(Box::new(move |change| {
+            let Some(tasks) = tasks.upgrade() else {
+                return;
+            };
+            match change {
+                Change::TaskAnswers { task_id, responses } => {
+                    if let Some(live) = tasks.live().get(&task_id) {
+                        let _ = live.signals.send(Signal::Answers(responses));
+                    }
+                }
+                Change::TaskStop { task_id } => drop(tasks.stop_here(&task_id)),
+                _ => {}
+            }
+        }));
     }
 
     /// The worker's end: the terminal state, unless the task is terminal
