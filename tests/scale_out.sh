@@ -9,9 +9,13 @@
 #   - a `subscriptions/listen` held by one replica hears the tool-list
 #     change and the resource update caused by calls that landed on the
 #     others (a change feed on Redis pub/sub, `RedisChangeFeed`);
+#   - a task (one Redis store, `RedisTaskStore`) run by one replica is
+#     polled on a second and answered on a third, and another is cancelled
+#     there (the answer and the stop reach the handler through the feed);
 #   - a replica killed in the middle: the call in flight on it fails as the
-#     client sees a broken response, the others complete, and later calls
-#     are served by the replicas left.
+#     client sees a broken response, the others complete, the task it ran
+#     reads `failed` on another replica within its lease (10 s), and later
+#     calls are served by the replicas left.
 #
 #   tests/scale_out.sh          install what is missing, run, exit 1 on a failure
 #

@@ -26,7 +26,10 @@ from mcp.client.subscriptions import ResourceUpdated, ToolsListChanged
 ERA = "2026-07-28"
 META = {
     "io.modelcontextprotocol/protocolVersion": ERA,
-    "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}},
+    "io.modelcontextprotocol/clientCapabilities": {
+        "elicitation": {"form": {}},
+        "extensions": {"io.modelcontextprotocol/tasks": {}},
+    },
 }
 
 
@@ -71,6 +74,8 @@ def post(url: str, method: str, params: dict, name: str | None = None, rid: int 
         "MCP-Protocol-Version": ERA,
         "Mcp-Method": method,
     }
+    if name is None and method.startswith("tasks/"):
+        name = params.get("taskId")
     if name is not None:
         headers["Mcp-Name"] = name
     body = {"jsonrpc": "2.0", "id": rid, "method": method, "params": {**params, "_meta": META}}
@@ -181,6 +186,61 @@ async def check_listen_across_replicas(args) -> str:
     return f"the listen on {listens[-1][0] if listens else '?'} heard 3 list changes and 3 updates, one from each replica"
 
 
+def replica_urls(args) -> list[str]:
+    return [f"http://127.0.0.1:{port}/mcp" for port in args.replicas.split(",")]
+
+
+def task_status(url: str, task_id: str, rid: int) -> dict:
+    _, answer = post(url, "tasks/get", {"taskId": task_id}, rid=rid)
+    expect(answer is not None and "result" in answer, f"tasks/get {task_id} on {url}: {answer}")
+    return answer["result"]
+
+
+def poll_task(url: str, task_id: str, until: set[str], within: float = 15.0) -> dict:
+    deadline = time.monotonic() + within
+    rid = 3000
+    while True:
+        rid += 1
+        task = task_status(url, task_id, rid)
+        if task["status"] in until:
+            return task
+        expect(time.monotonic() < deadline, f"task {task_id} still {task['status']} on {url} after {within} s")
+        time.sleep(0.1)
+
+
+def start_task(url: str, tool: str, arguments: dict, rid: int) -> str:
+    _, answer = post(url, "tools/call", {"name": tool, "arguments": arguments}, name=tool, rid=rid)
+    task_id = ((answer or {}).get("result") or {}).get("taskId")
+    expect(task_id, f"{tool} on {url} created no task: {answer}")
+    return task_id
+
+
+def check_tasks_across_replicas(args) -> str:
+    """A task runs on replica 0; replica 1 polls it, replica 2 answers it, then cancels another."""
+    runs, polls, answers = replica_urls(args)
+    task_id = start_task(runs, "confirm_delete", {"filename": "across.txt"}, 4001)
+    waiting = poll_task(polls, task_id, {"input_required"})
+    keys = list(waiting.get("inputRequests", {}))
+    expect(keys == ["confirm"], f"inputRequests {waiting}")
+    _, ack = post(answers, "tasks/update", {
+        "taskId": task_id,
+        "inputResponses": {"confirm": {"action": "accept", "content": {"confirm": True}}},
+    }, rid=4002)
+    expect(ack is not None and "result" in ack, f"tasks/update: {ack}")
+    done = poll_task(polls, task_id, {"completed", "failed", "cancelled"})
+    text = (done.get("result", {}).get("content") or [{}])[0].get("text")
+    expect(done["status"] == "completed" and text == "Deleted across.txt", f"after the answer: {done}")
+    # Another, cancelled through the third replica: the handler on the first stops.
+    other = start_task(runs, "confirm_delete", {"filename": "kept.txt"}, 4003)
+    poll_task(polls, other, {"input_required"})
+    _, ack = post(answers, "tasks/cancel", {"taskId": other}, rid=4004)
+    expect(ack is not None and "result" in ack, f"tasks/cancel: {ack}")
+    time.sleep(0.5)
+    cancelled = task_status(runs, other, 4005)
+    expect(cancelled["status"] == "cancelled", f"after the cancel: {cancelled}")
+    return f"task {task_id[:8]}… run on one replica, polled on a second, answered on a third: {text!r}; another cancelled there"
+
+
 async def check_killed_replica(args) -> str:
     pids = [int(p) for p in args.replica_pids.split(",")]
     victim_port = args.replicas.split(",")[1]
@@ -200,6 +260,8 @@ async def check_killed_replica(args) -> str:
         except httpx.HTTPError as e:
             outcomes[n] = f"failed: {type(e).__name__}"
 
+    victim_url = f"http://127.0.0.1:{victim_port}/mcp"
+    orphan = start_task(victim_url, "slow_compute", {"seconds": 120}, 5001)
     async with anyio.create_task_group() as group:
         for n in range(3):
             group.start_soon(slow, n)
@@ -213,6 +275,12 @@ async def check_killed_replica(args) -> str:
     calls = served_by(args.access_log, since, "tools/call")
     dead = [c for c in calls if c[0].endswith(f":{victim_port}")]
     expect(dead and dead[0][1] != "200", f"the killed replica's call is not the failed one: {calls}")
+    # The task the killed replica ran reads failed on another within its lease (10 s).
+    killed_at = time.monotonic()
+    survivor = f"http://127.0.0.1:{args.replicas.split(',')[0]}/mcp"
+    orphaned = await anyio.to_thread.run_sync(lambda: poll_task(survivor, orphan, {"failed", "completed", "cancelled"}, 15.0))
+    expect(orphaned["status"] == "failed", f"the dead replica's task: {orphaned}")
+    failed_after = time.monotonic() - killed_at
     # Later calls go to the replicas left.
     started = time.monotonic()
     async with Client(args.url) as client:
@@ -220,7 +288,8 @@ async def check_killed_replica(args) -> str:
             result = await client.call_tool("echo", {"text": f"after {i}"})
             expect(texts(result) == [f"after {i}"], f"call {i} after the kill: {texts(result)}")
     return (
-        f"in flight: {sorted(outcomes.values())}; then 6 calls served by the two left "
+        f"in flight: {sorted(outcomes.values())}; its task read failed {failed_after:.1f} s later "
+        f"({orphaned.get('statusMessage', '')!r}); then 6 calls served by the two left "
         f"in {time.monotonic() - started:.2f} s"
     )
 
@@ -237,6 +306,7 @@ async def main() -> int:
         ("mrtr.across_replicas", check_mrtr_across_replicas),
         ("mrtr.foreign_state_refused", check_foreign_state_refused),
         ("listen.across_replicas", check_listen_across_replicas),
+        ("tasks.across_replicas", check_tasks_across_replicas),
         # Last: it kills a replica.
         ("replica.killed", check_killed_replica),
     ]
