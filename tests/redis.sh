@@ -22,4 +22,4 @@ for _ in $(seq 1 100); do
     redis-cli -p "$port" ping >/dev/null 2>&1 && break
     sleep 0.1
 done
-REDIS_URL="redis://127.0.0.1:$port/" cargo test --features redis --test it redis -- --ignored
+REDIS_URL="redis://127.0.0.1:$port/" cargo test --features http,redis --test it redis -- --ignored
