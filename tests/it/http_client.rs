@@ -458,6 +458,72 @@ fn marked_arguments_of_a_listed_tool_go_in_param_headers() {
     assert_eq!(answer.text_content(), "region: 日本");
 }
 
+// req: streamable-http:x-mcp-header-invalid
+#[test]
+fn a_tool_whose_marks_are_invalid_is_left_out_of_the_list_with_a_note() {
+    let server = crate::everything::build();
+    let marked = |name: &str, property: Value| {
+        Tool::new(name, "Marked.").input_schema(json!({
+            "type": "object", "properties": { "x": property } }))
+    };
+    let bad = [
+        (
+            "on_a_number",
+            json!({ "type": "number", "x-mcp-header": "X" }),
+        ),
+        (
+            "not_a_token",
+            json!({ "type": "string", "x-mcp-header": "X Y" }),
+        ),
+        (
+            "in_items",
+            json!({ "type": "array", "items": { "type": "string", "x-mcp-header": "X" } }),
+        ),
+    ];
+    for (name, property) in bad
+        .iter()
+        .cloned()
+        .chain([("fine", json!({ "type": "string", "x-mcp-header": "X" }))])
+    {
+        server.add_tool(marked(name, property), |_ctx, _: Value| {
+            Ok(CallToolResult::text("ran"))
+        });
+    }
+    let http = serve(server);
+    let notes = Arc::new(Mutex::new(Vec::new()));
+    let seen = notes.clone();
+    let client = Client::builder()
+        .trace(move |note| seen.lock().unwrap().push(note.to_owned()))
+        .connect_url(&http.url)
+        .unwrap();
+    let names: Vec<String> = client.tools().map(|t| t.unwrap().name).collect();
+    assert!(names.contains(&"fine".to_owned()), "{names:?}");
+    for (name, _) in &bad {
+        assert!(
+            !names.contains(&name.to_string()),
+            "{name} listed: {names:?}"
+        );
+    }
+    // The tool left out can still be called by name; the rest work as listed.
+    assert_eq!(
+        client
+            .call("fine", json!({ "x": "a" }))
+            .unwrap()
+            .text_content(),
+        "ran"
+    );
+    client.close().unwrap();
+    let notes = notes.lock().unwrap();
+    for (name, _) in &bad {
+        assert!(
+            notes
+                .iter()
+                .any(|n| n.contains(&format!("left out the tool {name:?}"))),
+            "{name}: {notes:#?}"
+        );
+    }
+}
+
 // req: streamable-http:backward-compatibility
 #[test]
 fn a_400_with_a_modern_error_is_answered_not_fallen_back_from() {

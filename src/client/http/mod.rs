@@ -303,11 +303,21 @@ impl Shared {
             lock(&self.streams).insert(id.clone(), None);
         }
         let deliver = |message: Vec<u8>| {
-            match method.as_deref() {
-                Some("initialize") => self.learn_legacy_version(&message),
-                Some(method::TOOLS_LIST) => lock(&self.params).learn(&message),
-                _ => {}
-            }
+            let message = match method.as_deref() {
+                Some("initialize") => {
+                    self.learn_legacy_version(&message);
+                    message
+                }
+                Some(method::TOOLS_LIST) => {
+                    let notes = &self.notes;
+                    lock(&self.params).learn(message, &mut |tool, why| {
+                        notes.problem(&format!(
+                            "tools/list: left out the tool {tool:?}: {why} (spec: Streamable HTTP, Custom Headers from Tool Parameters)"
+                        ))
+                    })
+                }
+                _ => message,
+            };
             to_reader.send(one_line(message)).is_ok()
         };
         let res = self.exchange("POST", line, id.as_deref(), headers, deliver);
