@@ -524,7 +524,7 @@ fn a_chunked_body_and_keep_alive_carry_two_requests_on_one_connection() {
 }
 
 /// Reads one response with a `Content-Length` body.
-fn read_one(socket: &mut TcpStream) -> String {
+pub(crate) fn read_one(socket: &mut TcpStream) -> String {
     let mut head = Vec::new();
     let mut byte = [0u8; 1];
     while !head.ends_with(b"\r\n\r\n") {

@@ -14,7 +14,9 @@ use mcp_stdio::types::{
 use mcp_stdio::{CancelToken, HttpOptions, Outcome, Server};
 use serde_json::{Value, json};
 
-use crate::http::{Http, events, everything, header, json_body, post, raw, start, status};
+use crate::http::{
+    Http, events, everything, header, json_body, post, raw, read_one, start, status,
+};
 use crate::support::WAIT;
 
 const VERSION: &str = "2025-11-25";
@@ -313,4 +315,49 @@ fn a_response_post_is_202_unless_its_session_is_unknown() {
     assert_eq!(status(&response), 202, "no such ask: accepted, ignored");
     let response = post(http.addr, &headers(Some("0123"), true), &answer.to_string());
     assert_eq!(status(&response), 404, "{response}");
+}
+
+/// A `resources/subscribe` answered is a subscription the session's next
+/// POST runs under: the change is stored before the answer goes out, so a
+/// client that calls `bump` as soon as it has read the answer (on a
+/// kept-alive connection, as HTTP clients do) hears the update on that
+/// call's stream. Many times over: it was a race.
+#[test]
+fn a_subscription_holds_for_the_post_sent_on_its_answer() {
+    let http = everything();
+    let addr = http.addr;
+    for round in 0..50 {
+        let session = initialize(addr, json!({}));
+        let subscribe = json!({ "jsonrpc": "2.0", "id": 2, "method": "resources/subscribe",
+            "params": { "uri": "mem://counter" } })
+        .to_string();
+        let mut request = format!(
+            "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Length: {}\r\n",
+            subscribe.len()
+        );
+        for (name, value) in headers(Some(&session), false) {
+            request.push_str(&format!("{name}: {value}\r\n"));
+        }
+        request.push_str("\r\n");
+        request.push_str(&subscribe);
+        let mut socket = TcpStream::connect(addr).unwrap();
+        socket.set_read_timeout(Some(WAIT)).unwrap();
+        socket.write_all(request.as_bytes()).unwrap();
+        let response = read_one(&mut socket);
+        assert_eq!(json_body(&response)["id"], 2, "{response}");
+        let response = post(
+            addr,
+            &headers(Some(&session), true),
+            &call(3, "bump").to_string(),
+        );
+        let events = events(&response);
+        assert_eq!(
+            events.len(),
+            2,
+            "round {round}: the update, then the result: {response}"
+        );
+        assert_eq!(events[0]["method"], "notifications/resources/updated");
+        assert_eq!(events[0]["params"]["uri"], "mem://counter");
+        assert_eq!(events[1]["id"], 3);
+    }
 }

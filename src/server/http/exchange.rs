@@ -172,7 +172,7 @@ impl Exchange<'_> {
         let (end_tx, end) = crossbeam_channel::unbounded();
         let conn = ConnHandle::new(self.inner, Box::new(body.clone()), end_tx);
         #[cfg(feature = "legacy")]
-        let session = match &era {
+        let mut session = match &era {
             Era::Legacy(version) => {
                 match self
                     .sessions
@@ -197,7 +197,7 @@ impl Exchange<'_> {
         };
         reader::dispatch(self.inner, &conn, incoming, bytes);
         #[cfg(feature = "legacy")]
-        if let Some(session) = &session {
+        if let Some(session) = &mut session {
             self.sessions.opened(&conn, &body, session);
         }
         // A POST has no next line: what waits for the reader's flush goes
@@ -206,7 +206,7 @@ impl Exchange<'_> {
         self.watch(&conn, &body, &end, &id);
         #[cfg(feature = "legacy")]
         if let Some(session) = session {
-            self.sessions.leave(&conn, session);
+            self.sessions.leave(session);
         }
         // Nothing is in flight by now (answered or cancelled), unless the
         // server stopped: then what is left is answered `-32603`.

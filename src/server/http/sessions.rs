@@ -51,6 +51,14 @@ use crate::server::legacy::session::LegacySession;
 /// Sessions kept at most: the oldest is forgotten past this.
 const MAX_SESSIONS: usize = 1024;
 
+/// The legacy methods that change the session they run under
+/// (`LegacyRequest::SetLevel`, `Subscribe`, `Unsubscribe`).
+const CHANGES_SESSION: [&str; 3] = [
+    "logging/setLevel",
+    "resources/subscribe",
+    "resources/unsubscribe",
+];
+
 /// The client capabilities that let the server ask the client.
 const ASKS: [&str; 3] = ["elicitation", "sampling", "roots"];
 
@@ -129,7 +137,8 @@ impl UnknownSession {
 impl Sessions {
     /// Gives `conn` the session a legacy POST of request `id` runs under;
     /// an `initialize` gets a new id (sent back with `body`'s headers, and
-    /// its answer held until [`Sessions::opened`] stored the session).
+    /// its answer held until [`Sessions::opened`] stored the session), and
+    /// so does the answer of a method that changes the session.
     pub fn enter(
         &self,
         conn: &ConnHandle,
@@ -169,6 +178,11 @@ impl Sessions {
         let Some(mut session) = store.by_id.get(session_id).cloned() else {
             return Err(UnknownSession(session_id.to_owned()));
         };
+        if CHANGES_SESSION.contains(&method) {
+            // Its answer waits until the change is stored (`opened`): the
+            // client's next POST, sent on that answer, must see it.
+            body.hold();
+        }
         if !body.streams()
             && ASKS
                 .iter()
@@ -203,23 +217,33 @@ impl Sessions {
     }
 
     /// After the POST's request was dispatched: the session an
-    /// `initialize` opened is stored before its answer goes out (an
-    /// `initialize` that failed opened none).
-    pub fn opened(&self, conn: &ConnHandle, body: &Body, entered: &Entered) {
-        if entered.given.is_none()
-            && let Some(id) = &entered.id
-        {
+    /// `initialize` opened (an `initialize` that failed opened none), or
+    /// the change a `logging/setLevel` or `resources/subscribe` made, is
+    /// stored before its answer goes out, so that the client's next POST,
+    /// sent on that answer, runs under it.
+    pub fn opened(&self, conn: &ConnHandle, body: &Body, entered: &mut Entered) {
+        if let Some(id) = &entered.id {
             let session = conn.lock().session();
             if let Some(session) = session {
-                self.store(id, &session, None);
+                match &entered.given {
+                    None => self.store(id, &session, None),
+                    Some(given) if !Arc::ptr_eq(given, &session) => {
+                        self.store(id, &session, Some(given));
+                    }
+                    Some(_) => {}
+                }
+                // Stored: `leave` has nothing more to store unless the
+                // session changes again.
+                entered.given = Some(session);
             }
         }
         body.release();
     }
 
-    /// The POST is over: it leaves its session's open POSTs, and what it
-    /// changed in the session (`logging/setLevel`, a subscription) is kept.
-    pub fn leave(&self, conn: &ConnHandle, entered: Entered) {
+    /// The POST is over: it leaves its session's open POSTs. What it
+    /// changed in the session was stored by [`Sessions::opened`] (the
+    /// methods that change one are answered while they are dispatched).
+    pub fn leave(&self, entered: Entered) {
         let Some(id) = entered.id else { return };
         if let Some(key) = entered.key {
             let mut store = self.lock();
@@ -229,14 +253,6 @@ impl Sessions {
                     store.open.remove(&id);
                 }
             }
-        }
-        let Some(session) = conn.lock().session() else {
-            return;
-        };
-        match &entered.given {
-            Some(given) if Arc::ptr_eq(given, &session) => {}
-            Some(given) => self.store(&id, &session, Some(given)),
-            None => self.store(&id, &session, None),
         }
     }
 
