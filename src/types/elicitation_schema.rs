@@ -182,14 +182,40 @@ pub struct NumberSchema {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
     /// The smallest value allowed.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "whole_as_integer"
+    )]
     pub minimum: Option<f64>,
     /// The largest value allowed.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "whole_as_integer"
+    )]
     pub maximum: Option<f64>,
     /// The initial value.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "whole_as_integer"
+    )]
     pub default: Option<f64>,
+}
+
+/// A whole number is written as one (`30`, not `30.0`): an `integer`
+/// field's bounds and default must read as integers to the peer, whose
+/// answer then keeps the same form.
+fn whole_as_integer<S: serde::Serializer>(value: &Option<f64>, out: S) -> Result<S::Ok, S::Error> {
+    match value {
+        // Within ±2^53 every whole f64 is exact as an i64.
+        Some(v) if v.fract() == 0.0 && v.abs() <= 9_007_199_254_740_992.0 => {
+            out.serialize_i64(*v as i64)
+        }
+        Some(v) => out.serialize_f64(*v),
+        None => out.serialize_none(),
+    }
 }
 
 impl Default for NumberSchema {
@@ -408,6 +434,13 @@ mod tests {
             PrimitiveSchemaDefinition::TitledMultiSelectEnum(_) => "titled-multi",
             PrimitiveSchemaDefinition::LegacyTitledEnum(_) => "legacy",
         }
+    }
+
+    #[test]
+    fn whole_numbers_round_trip_as_integers() {
+        let json = r#"{"type":"integer","minimum":1,"maximum":9.5,"default":30}"#;
+        let schema: NumberSchema = serde_json::from_str(json).unwrap();
+        assert_eq!(serde_json::to_string(&schema).unwrap(), json);
     }
 
     #[test]

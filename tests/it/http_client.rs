@@ -284,18 +284,42 @@ fn respond(conn: &mut TcpStream, status: &str, headers: &str, body: &str) {
 
 /// A legacy (2025-11-25) Streamable HTTP server with sessions, as the
 /// Python SDK's: a request without the session is a `400` with a text
-/// body; `tools/call` answers on an SSE stream that first asks the client
-/// to elicit and waits for the answer's POST.
-fn scripted_legacy(seen: Arc<Mutex<Vec<Seen>>>) -> SocketAddr {
+/// body. `tools/call` of `greet` answers on an SSE stream that first asks
+/// the client to elicit and waits for the answer's POST; of `resumed`, on
+/// a stream that ends after a priming event (`id: e-7`, `retry: 50`), the
+/// answer coming on the GET that resumes it from `e-7`; of `vanish`, on a
+/// stream that ends with nothing. The standalone GET stream sends what
+/// the test pushes on `push` (and a comment every 100 ms); the client's
+/// answers to the server's requests (`greet`'s ask, pushed ones) go to
+/// `answered`.
+struct Scripted {
+    addr: SocketAddr,
+    seen: Arc<Mutex<Vec<Seen>>>,
+    push: Sender<Value>,
+    answered: Receiver<Value>,
+}
+
+fn scripted_legacy() -> Scripted {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
+    let seen = Arc::new(Mutex::new(Vec::new()));
     let (answered_tx, answered_rx): (Sender<Value>, Receiver<Value>) =
         crossbeam_channel::unbounded();
+    let (push_tx, push_rx): (Sender<Value>, Receiver<Value>) = crossbeam_channel::unbounded();
+    // The id of `resumed`'s call, for the GET that resumes its stream.
+    let (resume_tx, resume_rx) = crossbeam_channel::unbounded::<Value>();
+    let answers = answered_rx.clone();
+    let record = seen.clone();
     std::thread::spawn(move || {
         for conn in listener.incoming() {
             let Ok(conn) = conn else { return };
-            let (seen, answered_tx, answered_rx) =
-                (seen.clone(), answered_tx.clone(), answered_rx.clone());
+            let (seen, answered_tx, answered_rx, push_rx) = (
+                record.clone(),
+                answered_tx.clone(),
+                answers.clone(),
+                push_rx.clone(),
+            );
+            let (resume_tx, resume_rx) = (resume_tx.clone(), resume_rx.clone());
             std::thread::spawn(move || {
                 let mut writer = conn.try_clone().unwrap();
                 let mut reader = BufReader::new(conn);
@@ -305,11 +329,13 @@ fn scripted_legacy(seen: Arc<Mutex<Vec<Seen>>>) -> SocketAddr {
                         req.headers.get("mcp-session-id").map(String::as_str) == Some("s-1");
                     let method = req.body["method"].as_str().unwrap_or("");
                     let id = req.body["id"].clone();
+                    let events = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n";
                     if req.verb == "DELETE" {
                         respond(&mut writer, "200 OK", "", "");
                     } else if method == "initialize" {
                         let result = json!({ "jsonrpc": "2.0", "id": id, "result": {
-                            "protocolVersion": "2025-11-25", "capabilities": { "tools": {} },
+                            "protocolVersion": "2025-11-25",
+                            "capabilities": { "tools": { "listChanged": true } },
                             "serverInfo": { "name": "scripted", "version": "1" } } });
                         respond(
                             &mut writer,
@@ -326,27 +352,58 @@ fn scripted_legacy(seen: Arc<Mutex<Vec<Seen>>>) -> SocketAddr {
                             "Content-Type: text/plain\r\nMcp-Session-Id: refused\r\n",
                             "Bad Request: Missing session ID",
                         );
+                    } else if req.verb == "GET" {
+                        writer.write_all(events.as_bytes()).unwrap();
+                        if req.headers.get("last-event-id").map(String::as_str) == Some("e-7") {
+                            // The resumed stream of `resumed`'s call.
+                            let id = resume_rx.recv_timeout(WAIT).unwrap();
+                            let result = json!({ "jsonrpc": "2.0", "id": id, "result": {
+                                "content": [{ "type": "text", "text": "resumed" }] } });
+                            let _ =
+                                writer.write_all(format!("id: e-8\ndata: {result}\n\n").as_bytes());
+                            return;
+                        }
+                        loop {
+                            let event = match push_rx.recv_timeout(Duration::from_millis(100)) {
+                                Ok(message) => format!("data: {message}\n\n"),
+                                Err(_) => ": ping\n\n".to_owned(),
+                            };
+                            if writer.write_all(event.as_bytes()).is_err() {
+                                return;
+                            }
+                        }
                     } else if req.body.get("method").is_none() {
                         let _ = answered_tx.send(req.body.clone());
                         respond(&mut writer, "202 Accepted", "", "");
                     } else if method == "tools/call" {
-                        let ask = json!({ "jsonrpc": "2.0", "id": "s1", "method": "elicitation/create",
-                            "params": { "mode": "form", "message": "name?", "requestedSchema": { "type": "object", "properties": {} } } });
-                        let head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n";
-                        writer.write_all(head.as_bytes()).unwrap();
-                        writer
-                            .write_all(format!("event: message\ndata: {ask}\n\n").as_bytes())
-                            .unwrap();
-                        let answer = answered_rx.recv_timeout(WAIT).unwrap();
-                        let name = answer["result"]["content"]["name"]
-                            .as_str()
-                            .unwrap_or("?")
-                            .to_owned();
-                        let result = json!({ "jsonrpc": "2.0", "id": id, "result": {
-                            "content": [{ "type": "text", "text": format!("hi {name}") }] } });
-                        writer
-                            .write_all(format!("data: {result}\n\n").as_bytes())
-                            .unwrap();
+                        writer.write_all(events.as_bytes()).unwrap();
+                        match req.body["params"]["name"].as_str() {
+                            Some("resumed") => {
+                                let priming = "id: e-7\nretry: 50\ndata: \n\n";
+                                writer.write_all(priming.as_bytes()).unwrap();
+                                resume_tx.send(id.clone()).unwrap();
+                            }
+                            Some("vanish") => {}
+                            _ => {
+                                let ask = json!({ "jsonrpc": "2.0", "id": "s1", "method": "elicitation/create",
+                                    "params": { "mode": "form", "message": "name?", "requestedSchema": { "type": "object", "properties": {} } } });
+                                writer
+                                    .write_all(
+                                        format!("event: message\ndata: {ask}\n\n").as_bytes(),
+                                    )
+                                    .unwrap();
+                                let answer = answered_rx.recv_timeout(WAIT).unwrap();
+                                let name = answer["result"]["content"]["name"]
+                                    .as_str()
+                                    .unwrap_or("?")
+                                    .to_owned();
+                                let result = json!({ "jsonrpc": "2.0", "id": id, "result": {
+                                    "content": [{ "type": "text", "text": format!("hi {name}") }] } });
+                                writer
+                                    .write_all(format!("data: {result}\n\n").as_bytes())
+                                    .unwrap();
+                            }
+                        }
                         return;
                     } else if id.is_null() {
                         respond(&mut writer, "202 Accepted", "", "");
@@ -363,13 +420,17 @@ fn scripted_legacy(seen: Arc<Mutex<Vec<Seen>>>) -> SocketAddr {
             });
         }
     });
-    addr
+    Scripted {
+        addr,
+        seen,
+        push: push_tx,
+        answered: answered_rx,
+    }
 }
 
 #[test]
 fn a_legacy_session_is_probed_echoed_answered_and_deleted() {
-    let seen = Arc::new(Mutex::new(Vec::new()));
-    let addr = scripted_legacy(seen.clone());
+    let scripted = scripted_legacy();
     let client = Client::builder()
         .header("X-Test", "yes")
         .on_elicitation(|params| {
@@ -378,7 +439,7 @@ fn a_legacy_session_is_probed_echoed_answered_and_deleted() {
             content.insert("name".into(), json!("Ada"));
             Ok(ElicitResult::accept(content))
         })
-        .connect_url(&format!("http://{addr}/mcp"))
+        .connect_url(&format!("http://{}/mcp", scripted.addr))
         .unwrap();
     assert_eq!(
         client.era(),
@@ -391,7 +452,9 @@ fn a_legacy_session_is_probed_echoed_answered_and_deleted() {
         "hi Ada"
     );
     client.close().unwrap();
-    let seen = seen.lock().unwrap().clone();
+    let seen = scripted.seen.lock().unwrap().clone();
+    // The standalone GET stream runs beside the POSTs (its own test).
+    let (gets, seen): (Vec<Seen>, Vec<Seen>) = seen.into_iter().partition(|s| s.verb == "GET");
     let methods: Vec<String> = seen
         .iter()
         .map(|s| match s.body["method"].as_str() {
@@ -419,13 +482,95 @@ fn a_legacy_session_is_probed_echoed_answered_and_deleted() {
         seen[0].headers["accept"],
         "application/json, text/event-stream"
     );
-    for s in &seen[2..] {
+    for s in seen[2..].iter().chain(&gets) {
         assert_eq!(s.headers["mcp-session-id"], "s-1", "{s:?}");
         assert_eq!(s.headers["mcp-protocol-version"], "2025-11-25", "{s:?}");
         assert_eq!(s.headers["x-test"], "yes");
     }
     assert_eq!(seen[3].headers["mcp-name"], "greet");
     assert_eq!(seen[4].body["id"], "s1");
+}
+
+/// Spec 2025-11-25 basic/transports, "Listening for Messages from the
+/// Server": once initialized, the client opens a GET stream, on which the
+/// server's list changes reach a `listen` and its own requests are
+/// answered by the input handlers (with a POST).
+#[test]
+fn a_legacy_server_talks_on_its_get_stream() {
+    let scripted = scripted_legacy();
+    let client = Client::builder()
+        .on_roots(|| {
+            Ok(serde_json::from_value(json!({ "roots": [{ "uri": "file:///work" }] })).unwrap())
+        })
+        .connect_url(&format!("http://{}/mcp", scripted.addr))
+        .unwrap();
+    let filter = SubscriptionFilter {
+        tools_list_changed: Some(true),
+        ..SubscriptionFilter::default()
+    };
+    let mut subscription = client.listen(filter).unwrap();
+    scripted
+        .push
+        .send(json!({ "jsonrpc": "2.0", "method": "notifications/tools/list_changed" }))
+        .unwrap();
+    let event = subscription.recv_timeout(WAIT).unwrap();
+    assert_eq!(event, Some(SubscriptionEvent::ToolsListChanged));
+    scripted
+        .push
+        .send(json!({ "jsonrpc": "2.0", "id": "r1", "method": "roots/list" }))
+        .unwrap();
+    let answer = scripted.answered.recv_timeout(WAIT).unwrap();
+    assert_eq!(answer["id"], "r1");
+    assert_eq!(answer["result"]["roots"][0]["uri"], "file:///work");
+    drop(subscription);
+    client.close().unwrap();
+    let seen = scripted.seen.lock().unwrap().clone();
+    let get = seen.iter().find(|s| s.verb == "GET").unwrap();
+    assert_eq!(get.headers["accept"], "text/event-stream");
+}
+
+/// Spec 2025-11-25 basic/transports, "Resumability and Redelivery": a
+/// request's stream that ends before its answer is resumed with a GET
+/// carrying `Last-Event-ID`, after the `retry` the server asked for, and
+/// the answer arriving there is the call's.
+#[test]
+fn a_legacy_stream_that_ends_early_is_resumed_from_its_last_event() {
+    let scripted = scripted_legacy();
+    let client = Client::connect_url(&format!("http://{}/mcp", scripted.addr)).unwrap();
+    let started = std::time::Instant::now();
+    let answer = client.call("resumed", json!({})).unwrap();
+    assert_eq!(answer.text_content(), "resumed");
+    assert!(
+        started.elapsed() >= Duration::from_millis(50),
+        "retry: 50 waited"
+    );
+    client.close().unwrap();
+    let seen = scripted.seen.lock().unwrap().clone();
+    assert!(
+        seen.iter().any(|s| s.verb == "GET"
+            && s.headers.get("last-event-id").map(String::as_str) == Some("e-7")),
+        "{seen:?}"
+    );
+}
+
+/// A stream that ends without the answer, with nothing to resume from, is
+/// an error for its call at once, not a wait for the timeout.
+#[test]
+fn a_stream_that_ends_without_the_answer_is_an_error() {
+    let scripted = scripted_legacy();
+    let client = Client::builder()
+        .request_timeout(Duration::from_secs(30))
+        .connect_url(&format!("http://{}/mcp", scripted.addr))
+        .unwrap();
+    let started = std::time::Instant::now();
+    let e = client.call("vanish", json!({})).unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("ended the response stream without answering"),
+        "{e}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(5));
+    client.close().unwrap();
 }
 
 // req: streamable-http:x-mcp-header

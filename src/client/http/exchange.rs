@@ -9,6 +9,7 @@
 
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
+use std::time::Duration;
 
 use super::url::Endpoint;
 use crate::http::HttpHeaders;
@@ -229,10 +230,12 @@ impl Read for Body<'_> {
 
 /// Reads an SSE stream (WHATWG HTML, "Server-sent events"), handing the
 /// `data` of each event to `deliver`; stops early when `deliver` returns
-/// false. Events longer than `max_event` bytes are skipped.
+/// false. Events longer than `max_event` bytes are skipped, and so are
+/// events with empty data; `id:` and `retry:` fields move `cursor`.
 pub(crate) fn read_events(
     body: &mut Body<'_>,
     max_event: usize,
+    cursor: &mut Cursor,
     mut deliver: impl FnMut(Vec<u8>) -> bool,
 ) -> io::Result<()> {
     let mut input = BufReader::new(body);
@@ -248,7 +251,10 @@ pub(crate) fn read_events(
             line.pop();
         }
         if line.is_empty() {
-            if has_data && data.len() <= max_event && !deliver(std::mem::take(&mut data)) {
+            // An event with empty data only moves the cursor (the priming
+            // event of 2025-11-25 "Resumability and Redelivery").
+            let message = has_data && !data.trim_ascii().is_empty() && data.len() <= max_event;
+            if message && !deliver(std::mem::take(&mut data)) {
                 return Ok(());
             }
             data.clear();
@@ -262,14 +268,38 @@ pub(crate) fn read_events(
             ),
             None => (&line[..], &b""[..]),
         };
-        if field == b"data" && data.len() <= max_event {
-            if has_data {
-                data.push(b'\n');
+        match field {
+            b"data" if data.len() <= max_event => {
+                if has_data {
+                    data.push(b'\n');
+                }
+                data.extend_from_slice(value);
+                has_data = true;
             }
-            data.extend_from_slice(value);
-            has_data = true;
+            // The SSE rules: an id with NUL is ignored, a retry that is
+            // not all digits too.
+            b"id" if !value.contains(&0) => {
+                cursor.last_id = Some(String::from_utf8_lossy(value).into_owned());
+            }
+            b"retry" if !value.is_empty() && value.iter().all(u8::is_ascii_digit) => {
+                if let Ok(ms) = std::str::from_utf8(value).unwrap_or("").parse::<u64>() {
+                    cursor.retry = Some(Duration::from_millis(ms));
+                }
+            }
+            _ => {}
         }
     }
+}
+
+/// Where an event stream got to, for a reconnection: the last event id
+/// (sent back as `Last-Event-ID`) and the delay the server asked for
+/// (SSE `id:` and `retry:` fields).
+#[derive(Debug, Default)]
+pub(crate) struct Cursor {
+    /// The last `id:` seen.
+    pub last_id: Option<String>,
+    /// The last `retry:` seen.
+    pub retry: Option<Duration>,
 }
 
 /// Reads a JSON body whole (up to `max` bytes) and splits it into the
@@ -323,13 +353,36 @@ mod tests {
         assert!(head.is_event_stream() && head.keeps_alive());
         let mut body = Body::new(&mut conn, &head);
         let mut events = Vec::new();
-        read_events(&mut body, 1024, |e| {
+        let mut cursor = Cursor::default();
+        read_events(&mut body, 1024, &mut cursor, |e| {
             events.push(String::from_utf8(e).unwrap());
             true
         })
         .unwrap();
         assert_eq!(events, ["{\"a\":1}\n[2]"]);
+        assert_eq!(cursor.last_id, None);
         assert!(body.is_done());
+    }
+
+    #[test]
+    fn a_priming_event_moves_the_cursor_and_delivers_nothing() {
+        let mut conn = replayed(
+            b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\n\
+              id: event-1\nretry: 500\ndata: \n\n\
+              id: bad\0id\nretry: 5s\nevent: message\ndata: {}\n\n",
+        );
+        let head = read_head(&mut conn, false).unwrap().unwrap();
+        let mut body = Body::new(&mut conn, &head);
+        let mut events = Vec::new();
+        let mut cursor = Cursor::default();
+        read_events(&mut body, 1024, &mut cursor, |e| {
+            events.push(e);
+            true
+        })
+        .unwrap();
+        assert_eq!(events, [b"{}".to_vec()]);
+        assert_eq!(cursor.last_id.as_deref(), Some("event-1"));
+        assert_eq!(cursor.retry, Some(Duration::from_millis(500)));
     }
 
     #[test]

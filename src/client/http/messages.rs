@@ -15,6 +15,19 @@ pub(super) fn is_rpc_error(message: &[u8]) -> bool {
         .is_ok_and(|m| m.get("error").is_some_and(Value::is_object))
 }
 
+/// Whether `message` is a response (no `method`) to request `id`, given
+/// as JSON text.
+pub(super) fn is_response_to(message: &[u8], id: &str) -> bool {
+    #[derive(serde::Deserialize)]
+    struct Envelope<'a> {
+        #[serde(borrow)]
+        id: Option<&'a serde_json::value::RawValue>,
+        method: Option<serde::de::IgnoredAny>,
+    }
+    serde_json::from_slice::<Envelope<'_>>(message)
+        .is_ok_and(|m| m.method.is_none() && m.id.is_some_and(|i| i.get() == id))
+}
+
 /// An error response made the answer to request `id`: the status line
 /// says it answers this POST, whatever id its body has (a legacy server
 /// that refuses a request without its session answers with a null id, or

@@ -22,16 +22,22 @@
 //! its stream is closed too). An answer that is not JSON-RPC (a `4xx` or
 //! `5xx` with a text body, a refused connection) becomes a JSON-RPC error
 //! for the request that caused it, so the era probe and every caller see it
-//! the way they would on stdio. Sessions (legacy): an `Mcp-Session-Id` the
-//! server assigns is sent back on every later request, and a `DELETE`
-//! ends it when the client closes.
+//! the way they would on stdio. A response stream that ends without the
+//! answer is an error for its request at once. Sessions (legacy): an
+//! `Mcp-Session-Id` the server assigns is sent back on every later
+//! request, and a `DELETE` ends it when the client closes. A legacy
+//! server also gets the GET streams of its era (`get_stream`): the
+//! standalone one, opened once initialized, for what belongs to no request,
+//! and the resumption of a request's stream that ended early.
 
 mod exchange;
+mod get_stream;
 mod messages;
 mod params;
 mod settings;
 mod url;
 
+use std::cell::Cell;
 use std::collections::HashMap;
 use std::io::{self, BufReader, Write};
 use std::net::{Shutdown, TcpStream};
@@ -50,8 +56,10 @@ use crate::error::Error;
 use crate::http::encode_sentinel;
 use crate::sync::lock;
 use crate::types::{meta_key, method};
-use exchange::{Body, Connection, Head};
-use messages::{Messages, error_line, is_rpc_error, one_line, status_error, with_id};
+use exchange::{Body, Connection, Cursor, Head};
+use messages::{
+    Messages, error_line, is_response_to, is_rpc_error, one_line, status_error, with_id,
+};
 use params::ParamHeaders;
 pub use settings::HeaderSource;
 pub(crate) use settings::HttpSettings;
@@ -226,7 +234,21 @@ impl Shared {
         // what follows (`notifications/initialized` before the first
         // request). A request may stream for long: a thread of its own.
         if outgoing.method.is_none() || id.is_none() {
+            let initialized = method.as_deref() == Some("notifications/initialized");
             shared.post(&line, None, method, &headers, &to_reader);
+            // A legacy session is open: the server may now talk on its
+            // own (2025-11-25 "Listening for Messages from the Server").
+            if initialized && legacy {
+                let listening = Arc::clone(shared);
+                let started = thread::Builder::new()
+                    .name("mcp-client-http-get".into())
+                    .spawn(move || listening.listen());
+                if started.is_err() {
+                    shared
+                        .notes
+                        .problem("could not start a thread for the server's GET stream");
+                }
+            }
             return;
         }
         let posting = Arc::clone(shared);
@@ -290,7 +312,9 @@ impl Shared {
 
     /// One POST and its whole answer, each message of which goes to the
     /// link's reader. Failures become an error for the request (if it is
-    /// one); nothing is reported for a request cancelled meanwhile.
+    /// one), and so does a stream that ends without the answer, unless a
+    /// legacy server's stream can be resumed (`get_stream`); nothing is
+    /// reported for a request cancelled meanwhile.
     fn post(
         &self,
         line: &[u8],
@@ -302,7 +326,11 @@ impl Shared {
         if let Some(id) = &id {
             lock(&self.streams).insert(id.clone(), None);
         }
-        let deliver = |message: Vec<u8>| {
+        let answered = Cell::new(false);
+        let mut deliver = |message: Vec<u8>| {
+            if id.as_deref().is_some_and(|id| is_response_to(&message, id)) {
+                answered.set(true);
+            }
             let message = match method.as_deref() {
                 Some("initialize") => {
                     self.learn_legacy_version(&message);
@@ -320,7 +348,22 @@ impl Shared {
             };
             to_reader.send(one_line(message)).is_ok()
         };
-        let res = self.exchange("POST", line, id.as_deref(), headers, deliver);
+        let mut cursor = Cursor::default();
+        let mut res = self.exchange(
+            "POST",
+            line,
+            id.as_deref(),
+            headers,
+            &mut cursor,
+            &mut deliver,
+        );
+        if let (Ok(()), Some(id), false) = (&res, &id, answered.get()) {
+            res = if cursor.last_id.is_some() && lock(&self.legacy_version).is_some() {
+                self.resume(id, &mut cursor, &answered, &mut deliver)
+            } else {
+                Err("the server ended the response stream without answering".into())
+            };
+        }
         let cancelled = match &id {
             Some(id) => lock(&self.streams).remove(id).is_none(),
             None => false,
@@ -340,6 +383,7 @@ impl Shared {
         body: &[u8],
         id: Option<&str>,
         headers: &[(String, String)],
+        cursor: &mut Cursor,
         mut deliver: impl FnMut(Vec<u8>) -> bool,
     ) -> Result<(), String> {
         let url = format!("http://{}{}", self.endpoint.authority, self.endpoint.target);
@@ -369,7 +413,7 @@ impl Shared {
                 _ => Err(status_error(&head, &url)),
             }
         } else if head.is_event_stream() {
-            exchange::read_events(&mut body, self.max_message, &mut deliver)
+            exchange::read_events(&mut body, self.max_message, cursor, &mut deliver)
                 .map_err(|e| format!("the event stream from {url} broke: {e}"))
         } else if head.status == 202 || head.status == 204 {
             Ok(())
@@ -435,6 +479,10 @@ impl Shared {
                 Err(e) => return Err(format!("the request to {url} failed: {e}")),
             }
         }
+    }
+
+    fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::Acquire)
     }
 
     /// Takes the version a legacy server agreed to from its `initialize`

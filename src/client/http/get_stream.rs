@@ -1,0 +1,195 @@
+//! The GET streams of a legacy server (spec 2025-11-25 basic/transports,
+//! "Listening for Messages from the Server" and "Resumability and
+//! Redelivery"): the standalone stream the client opens once initialized,
+//! on which the server sends what belongs to no request (list changes,
+//! resource updates, its own requests), and the resumption of a POST's
+//! stream that ended before its answer.
+//!
+//! Both read events the way a POST's stream is read and hand every
+//! message to the link's reader, so what arrives on them is routed like
+//! anything else. A reconnection waits the `retry:` the server last asked
+//! for (one second when it asked nothing) and sends the last event id as
+//! `Last-Event-ID`. The 2026-07-28 revision has neither stream: there a
+//! response stream that ends without the answer is an error.
+
+use std::cell::Cell;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use super::Shared;
+use super::exchange::{self, Body, Cursor};
+use super::messages::one_line;
+use crate::sync::lock;
+
+/// The wait before a reconnection when the server asked for none.
+const DEFAULT_RETRY: Duration = Duration::from_secs(1);
+
+/// The longest wait between reconnections of the standalone stream.
+const MAX_RETRY: Duration = Duration::from_secs(30);
+
+/// Reconnections of the standalone stream in a row that bring nothing
+/// before it is given up (with a note).
+const MAX_FAILURES: u32 = 5;
+
+/// Resumptions of one request's stream, in a row without a new event,
+/// before the request fails.
+const MAX_RESUMES: u32 = 3;
+
+/// The key of the standalone stream among [`Shared::streams`]: no request
+/// id's JSON text is a bare word, and [`Shared::close`] closes it with
+/// the rest.
+const STANDALONE: &str = "GET";
+
+impl Shared {
+    /// The standalone GET stream, on a thread of its own, until the
+    /// client closes: a server that offers none answers `405`.
+    pub(super) fn listen(&self) {
+        let Some(to_reader) = lock(&self.to_reader).clone() else {
+            return;
+        };
+        lock(&self.streams).insert(STANDALONE.to_owned(), None);
+        let mut cursor = Cursor::default();
+        let mut failures = 0;
+        while !self.is_closed() {
+            let delivered = Cell::new(false);
+            let ended = self.get(STANDALONE, &mut cursor, |message| {
+                delivered.set(true);
+                to_reader.send(one_line(message)).is_ok()
+            });
+            match ended {
+                Ok(()) => {}
+                Err(Refused::NoStream) => return,
+                Err(Refused::Why(why)) if !delivered.get() => {
+                    failures += 1;
+                    if failures >= MAX_FAILURES && !self.is_closed() {
+                        self.notes.problem(&format!(
+                            "gave up the server's GET stream after {failures} tries ({why}): list changes and the server's own requests will not arrive"
+                        ));
+                        return;
+                    }
+                }
+                Err(Refused::Why(_)) => {}
+            }
+            if delivered.get() {
+                failures = 0;
+            }
+            let wait = cursor.retry.unwrap_or(DEFAULT_RETRY) * 2u32.pow(failures);
+            if !self.pause(wait.min(MAX_RETRY), STANDALONE) {
+                return;
+            }
+        }
+    }
+
+    /// Resumes the stream of request `id` (JSON text) that ended at
+    /// `cursor` before its answer: a GET with `Last-Event-ID` after the
+    /// server's `retry:`, as often as a stream brings new events and up to
+    /// [`MAX_RESUMES`] times in a row that do not. `answered` says when
+    /// `deliver` has handed over the answer. `Err` says why the request
+    /// has no answer; a request cancelled meanwhile ends `Ok`.
+    pub(super) fn resume(
+        &self,
+        id: &str,
+        cursor: &mut Cursor,
+        answered: &Cell<bool>,
+        mut deliver: impl FnMut(Vec<u8>) -> bool,
+    ) -> Result<(), String> {
+        let mut tries = 0;
+        while !answered.get() {
+            if tries == MAX_RESUMES {
+                return Err(format!(
+                    "the server ended the response stream {tries} times without answering"
+                ));
+            }
+            if !self.pause(cursor.retry.unwrap_or(DEFAULT_RETRY), id) {
+                return Ok(());
+            }
+            let at = cursor.last_id.clone();
+            match self.get(id, cursor, &mut deliver) {
+                Ok(()) => {}
+                Err(Refused::NoStream) => {
+                    return Err(
+                        "the server ended the response stream without answering and cannot resume it (GET answered 405)".into()
+                    );
+                }
+                Err(Refused::Why(why)) => {
+                    return Err(format!(
+                        "the server ended the response stream without answering, and resuming it failed: {why}"
+                    ));
+                }
+            }
+            tries = if cursor.last_id == at { tries + 1 } else { 0 };
+        }
+        Ok(())
+    }
+
+    /// One GET stream: its events go to `deliver` until it ends. `key` is
+    /// its entry among the streams (a request's id, or the standalone
+    /// stream's), through which a cancellation or the client's close ends
+    /// it.
+    fn get(
+        &self,
+        key: &str,
+        cursor: &mut Cursor,
+        deliver: impl FnMut(Vec<u8>) -> bool,
+    ) -> Result<(), Refused> {
+        let mut headers = vec![("Accept".to_owned(), "text/event-stream".to_owned())];
+        if let Some(version) = lock(&self.legacy_version).clone() {
+            headers.push(("MCP-Protocol-Version".to_owned(), version));
+        }
+        if let Some(session) = lock(&self.session).clone() {
+            headers.push(("Mcp-Session-Id".to_owned(), session));
+        }
+        if let Some(last) = &cursor.last_id {
+            headers.push(("Last-Event-ID".to_owned(), last.clone()));
+        }
+        headers.extend(self.settings.headers());
+        let (mut conn, head) = self.start("GET", b"", Some(key), &headers)?;
+        if head.status == 405 {
+            return Err(Refused::NoStream);
+        }
+        if !(200..300).contains(&head.status) || !head.is_event_stream() {
+            return Err(Refused::Why(format!(
+                "GET answered HTTP {}{}",
+                head.status,
+                if head.is_event_stream() {
+                    ""
+                } else {
+                    " without an event stream"
+                }
+            )));
+        }
+        let mut body = Body::new(&mut conn, &head);
+        exchange::read_events(&mut body, self.max_message, cursor, deliver)
+            .map_err(|e| Refused::Why(format!("the GET stream broke: {e}")))
+    }
+
+    /// Waits `wait`, or less when the client closes or stream `key` is
+    /// cancelled (then `false`).
+    fn pause(&self, wait: Duration, key: &str) -> bool {
+        let until = Instant::now() + wait;
+        loop {
+            if self.is_closed() || !lock(&self.streams).contains_key(key) {
+                return false;
+            }
+            let left = until.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return true;
+            }
+            thread::sleep(left.min(Duration::from_millis(20)));
+        }
+    }
+}
+
+/// Why a GET brought no stream.
+enum Refused {
+    /// `405`: the server offers no GET stream.
+    NoStream,
+    /// Anything else, in one line.
+    Why(String),
+}
+
+impl From<String> for Refused {
+    fn from(why: String) -> Refused {
+        Refused::Why(why)
+    }
+}
