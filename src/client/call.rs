@@ -133,6 +133,30 @@ impl PendingCall {
         self.wait_for(timeout, true)
     }
 
+    /// Waits like [`wait`](PendingCall::wait), and gives up when `stop`
+    /// says so (asked every 20 ms): the request is then cancelled (the
+    /// server gets `notifications/cancelled`) and the wait ends with
+    /// [`Error::Cancelled`]. For a caller whose own caller may go away
+    /// meanwhile: a proxy whose client cancelled, a UI whose user pressed
+    /// stop.
+    pub fn wait_unless(mut self, stop: impl Fn() -> bool) -> Result<Box<RawValue>, Error> {
+        let deadline = Instant::now() + self.options.timeout.unwrap_or(self.default_timeout);
+        loop {
+            if stop() {
+                self.cancel_inner(Some("cancelled"));
+                return Err(Error::Cancelled);
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            let slice = left.min(Duration::from_millis(20));
+            // Only the last slice's timeout is the request's.
+            let last = slice == left;
+            match self.wait_for(slice, last) {
+                Err(Error::Timeout) if !last => {}
+                done => return done,
+            }
+        }
+    }
+
     /// Cancels the request: the server is sent `notifications/cancelled`,
     /// and a reply that still comes is dropped.
     pub fn cancel(mut self, reason: Option<&str>) {

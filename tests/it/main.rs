@@ -39,6 +39,8 @@ mod mrtr;
 mod notifications;
 mod package;
 mod prompts;
+#[cfg(all(feature = "http", feature = "client", feature = "legacy"))]
+mod proxy;
 #[cfg(feature = "redis")]
 mod redis_feed;
 #[cfg(feature = "redis")]

@@ -43,10 +43,28 @@ pub enum Command {
     },
     /// `listen [--tools] [--prompts] [--resources] [--resource URI]...`.
     Listen(SubscriptionFilter),
+    /// `serve-http [--listen ADDR] [--allow-origin O]... [--allow-host H]...
+    /// [--max-body-bytes N] [--bearer-token T]`: the server over HTTP.
+    ServeHttp(ServeHttp),
     /// `help`, `--help`, `-h`.
     Help,
     /// `--version`, `-V`.
     Version,
+}
+
+/// What `serve-http` listens on and lets in.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServeHttp {
+    /// `--listen ADDR` (default `127.0.0.1:8080`).
+    pub listen: String,
+    /// `--allow-origin ORIGIN`, repeatable.
+    pub allow_origins: Vec<String>,
+    /// `--allow-host HOST`, repeatable.
+    pub allow_hosts: Vec<String>,
+    /// `--max-body-bytes N`.
+    pub max_body_bytes: Option<usize>,
+    /// `--bearer-token TOKEN`: every request must carry it.
+    pub bearer_token: Option<String>,
 }
 
 /// The four lists.
@@ -199,6 +217,11 @@ struct Flags {
     prompts: bool,
     resources: bool,
     resource: Vec<String>,
+    listen: Option<String>,
+    allow_origins: Vec<String>,
+    allow_hosts: Vec<String>,
+    max_body_bytes: Option<usize>,
+    bearer_token: Option<String>,
 }
 
 impl Flags {
@@ -286,6 +309,19 @@ impl Flags {
                     .push((name.trim().to_owned(), header.trim().to_owned()));
             }
             "--resource" => self.resource.push(value()?),
+            "--listen" => self.listen = Some(value()?),
+            "--allow-origin" => self.allow_origins.push(value()?),
+            "--allow-host" => self.allow_hosts.push(value()?),
+            "--max-body-bytes" => {
+                let text = value()?;
+                let n = text.parse().ok().filter(|n| *n > 0).ok_or_else(|| {
+                    usage(format!(
+                        "--max-body-bytes takes a number of bytes above 0, not {text:?}"
+                    ))
+                })?;
+                self.max_body_bytes = Some(n);
+            }
+            "--bearer-token" => self.bearer_token = Some(value()?),
             _ => {
                 return Err(usage(format!(
                     "unknown option {name} (try mcp-stdio --help)"
@@ -394,9 +430,22 @@ fn command(name: &str, args: Vec<String>, flags: &Flags) -> Result<Command, Usag
                 task_ids: None,
             })
         }
+        "serve-http" => {
+            arity(0, 0, "[--listen ADDR] [--allow-origin ORIGIN]... -- SERVER")?;
+            Command::ServeHttp(ServeHttp {
+                listen: flags
+                    .listen
+                    .clone()
+                    .unwrap_or_else(|| "127.0.0.1:8080".into()),
+                allow_origins: flags.allow_origins.clone(),
+                allow_hosts: flags.allow_hosts.clone(),
+                max_body_bytes: flags.max_body_bytes,
+                bearer_token: flags.bearer_token.clone(),
+            })
+        }
         other => {
             return Err(usage(format!(
-                "unknown command {other:?}: info, tools, resources, templates, prompts, call, read, prompt, complete or listen"
+                "unknown command {other:?}: info, tools, resources, templates, prompts, call, read, prompt, complete, listen or serve-http"
             )));
         }
     };
@@ -409,6 +458,7 @@ fn check_applies(command: &Command, flags: &Flags) -> Result<(), UsageError> {
     let is_list = matches!(command, Command::List(_));
     let is_listen = matches!(command, Command::Listen(_));
     let saves = matches!(command, Command::Call { .. } | Command::Read { .. });
+    let serves = matches!(command, Command::ServeHttp(_));
     let misplaced = [
         (
             flags.long && !is_list,
@@ -423,6 +473,27 @@ fn check_applies(command: &Command, flags: &Flags) -> Result<(), UsageError> {
             !flags.resource.is_empty() && !is_listen,
             "--resource",
             "listen",
+        ),
+        (flags.listen.is_some() && !serves, "--listen", "serve-http"),
+        (
+            !flags.allow_origins.is_empty() && !serves,
+            "--allow-origin",
+            "serve-http",
+        ),
+        (
+            !flags.allow_hosts.is_empty() && !serves,
+            "--allow-host",
+            "serve-http",
+        ),
+        (
+            flags.max_body_bytes.is_some() && !serves,
+            "--max-body-bytes",
+            "serve-http",
+        ),
+        (
+            flags.bearer_token.is_some() && !serves,
+            "--bearer-token",
+            "serve-http",
         ),
     ];
     match misplaced.iter().find(|(wrong, ..)| *wrong) {

@@ -22,6 +22,7 @@ mod config;
 mod form;
 mod interrupt;
 mod output;
+mod serve_http;
 mod stderr;
 mod suggest;
 
@@ -191,6 +192,9 @@ fn run(opts: &Options, stderr: &Arc<Stderr>) -> u8 {
         failure.status
     };
     // Unbounded: the client's notes are rate-limited, and a run is short.
+    if let Command::ServeHttp(serve) = &opts.command {
+        return serve_http::run(opts, serve, stderr).unwrap_or_else(fail);
+    }
     let (note_tx, notes) = crossbeam_channel::unbounded();
     let (client, signals, asker) = match start(opts, stderr, note_tx) {
         Ok(started) => started,
@@ -284,7 +288,7 @@ fn start(
 }
 
 /// How the server is reached.
-enum Target {
+pub(crate) enum Target {
     /// A process to spawn.
     Spawn(std::process::Command),
     /// A Streamable HTTP server: its URL and the headers to send.
@@ -292,14 +296,14 @@ enum Target {
 }
 
 /// The server, and its name for messages (program or URL).
-struct ServerTarget {
-    target: Target,
-    name: String,
+pub(crate) struct ServerTarget {
+    pub target: Target,
+    pub name: String,
 }
 
 /// The server the options name: `--url`, the command after `--`, or a
 /// config entry (with a command or a `url`).
-fn server(opts: &Options) -> Result<ServerTarget, Failure> {
+pub(crate) fn server(opts: &Options) -> Result<ServerTarget, Failure> {
     match &opts.server {
         Some(ServerSpec::Argv(argv)) => {
             let mut command = std::process::Command::new(&argv[0]);
@@ -411,7 +415,7 @@ fn connect(
 
 /// Connects to a Streamable HTTP server (a binary built with `http`).
 #[cfg(feature = "http")]
-fn connect_url(
+pub(crate) fn connect_url(
     mut builder: mcp_stdio::ClientBuilder,
     url: &str,
     headers: Vec<(String, String)>,
@@ -424,7 +428,7 @@ fn connect_url(
 
 /// Without the `http` feature there is no HTTP client to connect with.
 #[cfg(not(feature = "http"))]
-fn connect_url(
+pub(crate) fn connect_url(
     _builder: mcp_stdio::ClientBuilder,
     url: &str,
     _headers: Vec<(String, String)>,
@@ -438,7 +442,7 @@ fn connect_url(
 /// exited while starting, unless it was spoken to in the legacy era only,
 /// may be an older one that crashes on the `server/discover` probe: the
 /// message suggests `--era legacy`.
-fn start_failure(e: Error, program: &str, era: mcp_stdio::EraPolicy) -> Failure {
+pub(crate) fn start_failure(e: Error, program: &str, era: mcp_stdio::EraPolicy) -> Failure {
     match e {
         Error::Io(e) if e.kind() == std::io::ErrorKind::NotFound => Failure::connection(format!(
             "cannot start the server: {program:?} was not found (is it installed, and on PATH?)"

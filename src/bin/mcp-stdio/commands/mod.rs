@@ -53,6 +53,8 @@ pub fn run(ctx: &Ctx<'_>) -> Result<u8, Failure> {
             context,
         } => complete(ctx, reference, argument, value, context),
         Command::Listen(filter) => listen::listen(ctx, filter),
+        // Served before a command context exists (`serve_http`).
+        Command::ServeHttp(_) => Ok(0),
         Command::Help | Command::Version => Ok(0),
     }
 }

@@ -1,0 +1,99 @@
+//! `serve-http`: the server after `--` (or from `--config`) served over
+//! Streamable HTTP to clients of both eras, through one child process and
+//! one client (`mcp_stdio::proxy`), with the HTTP server's Origin, Host,
+//! size and authorization options. What supergateway (npm) and mcp-proxy
+//! (PyPI) do in a Node or Python process.
+//!
+//! The client declares no elicitation, sampling or roots of its own: a
+//! modern server's requests for input reach the HTTP caller as multi
+//! round-trip results; a legacy server is not asked to send any.
+
+use std::sync::Arc;
+
+use crate::Failure;
+use crate::args::{Options, ServeHttp};
+use crate::stderr::Stderr;
+
+/// Serves until the process is stopped (Ctrl-C) or the listener fails.
+#[cfg(all(feature = "server", feature = "http"))]
+pub fn run(opts: &Options, serve: &ServeHttp, stderr: &Arc<Stderr>) -> Result<u8, Failure> {
+    use mcp_stdio::{Client, HttpOptions, Unauthorized, WireDirection};
+
+    let target = crate::server(opts)?;
+    let mut builder = Client::builder()
+        .client_info("mcp-stdio serve-http", env!("CARGO_PKG_VERSION"))
+        .era(opts.era);
+    if let Some(timeout) = opts.timeout {
+        builder = builder.request_timeout(timeout);
+    }
+    let notes = Arc::clone(stderr);
+    builder = builder.trace(move |note| notes.line(&format!("mcp-stdio: {note}")));
+    if opts.show_stderr {
+        let echo = Arc::clone(stderr);
+        builder = builder.stderr(move |line| echo.line(&format!("[server] {line}")));
+    }
+    if opts.wire {
+        let wire = Arc::clone(stderr);
+        builder = builder.wire(move |direction, line| {
+            let arrow = match direction {
+                WireDirection::Sent => '→',
+                WireDirection::Received => '←',
+            };
+            wire.line(&format!("{arrow} {}", String::from_utf8_lossy(line)));
+        });
+    }
+    let program = target.name.clone();
+    let client = match target.target {
+        crate::Target::Spawn(command) => builder.spawn(command),
+        crate::Target::Url(url, headers) => crate::connect_url(builder, &url, headers),
+    }
+    .map_err(|e| crate::start_failure(e, &program, opts.era))?;
+    let proxy = mcp_stdio::proxy::serve_as(client)
+        .map_err(|e| Failure::connection(format!("listing what {program} offers: {e}")))?;
+    let listener = std::net::TcpListener::bind(&serve.listen).map_err(|e| {
+        Failure::usage(format!(
+            "cannot listen on {}: {e} (--listen HOST:PORT)",
+            serve.listen
+        ))
+    })?;
+    let mut options = HttpOptions::new();
+    for origin in &serve.allow_origins {
+        options = options.allow_origin(origin);
+    }
+    for host in &serve.allow_hosts {
+        options = options.allow_host(host);
+    }
+    if let Some(max) = serve.max_body_bytes {
+        options = options.max_body_bytes(max);
+    }
+    if let Some(token) = serve.bearer_token.clone() {
+        let expected = format!("Bearer {token}");
+        options = options.authorize(move |headers| {
+            if headers.get("authorization") == Some(expected.as_str()) {
+                Ok(())
+            } else {
+                Err(Unauthorized::new(r#"Bearer realm="mcp-stdio""#)
+                    .message("send Authorization: Bearer with the token serve-http was given"))
+            }
+        });
+    }
+    let addr = listener
+        .local_addr()
+        .map_or_else(|_| serve.listen.clone(), |a| a.to_string());
+    stderr.line(&format!(
+        "mcp-stdio: serving {program} at http://{addr}/mcp"
+    ));
+    proxy
+        .serve_http(listener, options)
+        .map_err(|e| Failure::connection(format!("serving HTTP on {addr}: {e}")))?;
+    Ok(0)
+}
+
+/// Without the `http` feature (or the `server` one) there is nothing to
+/// serve with.
+#[cfg(not(all(feature = "server", feature = "http")))]
+pub fn run(_opts: &Options, _serve: &ServeHttp, _stderr: &Arc<Stderr>) -> Result<u8, Failure> {
+    Err(Failure::usage(
+        "serve-http needs a binary built with the server and http features (cargo install mcp-stdio --features http)",
+    ))
+}

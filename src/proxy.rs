@@ -1,0 +1,402 @@
+//! A [`Server`] that serves what another server offers, through one
+//! [`Client`]: `mcp-stdio serve-http -- CMD` is this over HTTP, so that any
+//! stdio server (modern or legacy) is reached by HTTP clients of both eras
+//! through one child process.
+//!
+//! What is passed through, and how:
+//!
+//! - **Lists.** The server's tools, resources, resource templates and
+//!   prompts are mirrored as they are (schemas byte for byte), with
+//!   `completion/complete` when the server offers it. A list change the
+//!   server announces (on the one `listen` the proxy keeps open) makes the
+//!   proxy list again and publish the change to its own listeners.
+//! - **Calls.** Each `tools/call`, `resources/read`, `prompts/get` and
+//!   `completion/complete` is one request to the server, with the caller's
+//!   client capabilities and log level; the server's progress and log
+//!   messages go back to the caller, and a caller that cancels (or closes
+//!   its HTTP stream) cancels the server's request
+//!   ([`PendingCall::wait_unless`](crate::PendingCall::wait_unless)).
+//! - **Multi round-trip.** A modern server's `input_required` result goes
+//!   back to the caller with its `inputRequests`, its own `requestState`
+//!   kept inside the proxy's sealed state; the caller's retry goes on to
+//!   the server with the answers and that state. A legacy caller is asked
+//!   through its own era's requests by the proxy's server, as for any
+//!   handler. A legacy server's own requests (elicitation, sampling, roots)
+//!   are not passed on: the proxy declares none of those capabilities to
+//!   it, so a well-behaved one does not ask.
+//! - **Subscriptions.** A caller's `resourceSubscriptions` make the proxy
+//!   subscribe to that URI on the server (once per URI, kept while the
+//!   proxy runs) and publish each update it hears.
+//!
+//! Not passed through: tasks (the proxy does not declare the Tasks
+//! extension to the server, which then answers at once), and the
+//! server's log messages that belong to no request.
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::thread;
+
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value, json};
+
+use crate::client::{Client, RequestOptions, SubscriptionEvent};
+use crate::error::Error;
+use crate::jsonrpc::ErrorObject;
+use crate::outcome::{Outcome, PromptArguments};
+use crate::server::Server;
+use crate::server::context::RequestContext;
+use crate::server::handlers::ResourceRequest;
+use crate::types::{
+    CallToolResult, CompleteRequestParams, CompleteResult, GetPromptResult, InputRequiredResult,
+    LoggingMessageNotificationParams, ProgressNotificationParams, ReadResourceResult,
+    SubscriptionFilter, meta_key, method,
+};
+
+/// Builds a server that serves what `client`'s server offers (module
+/// docs): named and described as that server, with its lists mirrored,
+/// and kept up to date while it runs. Serve it as any other:
+/// `Server::serve_http` (feature `http`), [`Server::serve`].
+///
+/// ```no_run
+/// # #[cfg(feature = "http")] fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use mcp_stdio::{Client, HttpOptions};
+///
+/// let client = Client::spawn(std::process::Command::new("my-mcp-server"))?;
+/// let server = mcp_stdio::proxy::serve_as(client)?;
+/// let listener = std::net::TcpListener::bind("127.0.0.1:8080")?;
+/// server.serve_http(listener, HttpOptions::new())?;
+/// # Ok(()) }
+/// # #[cfg(not(feature = "http"))] fn main() {}
+/// ```
+pub fn serve_as(client: Client) -> Result<Server, Error> {
+    let client = Arc::new(client);
+    let (name, version) = client
+        .server_info()
+        .map_or(("proxy".to_owned(), "0".to_owned()), |i| {
+            (i.name, i.version)
+        });
+    let capabilities = client.server_capabilities();
+    let mut builder = Server::builder(&name, &version);
+    if let Some(text) = client.instructions() {
+        builder = builder.instructions(&text);
+    }
+    if capabilities.tools.is_some() {
+        builder = builder.enable_tools();
+    }
+    if capabilities.resources.is_some() {
+        builder = builder.enable_resources();
+    }
+    if capabilities.prompts.is_some() {
+        builder = builder.enable_prompts();
+    }
+    if capabilities.completions.is_some() {
+        let forwarding = Arc::clone(&client);
+        builder = builder.completion(move |ctx, params: CompleteRequestParams| {
+            let params = serde_json::to_value(params).map_err(internal)?;
+            match forward::<CompleteResult>(&forwarding, ctx, method::COMPLETION_COMPLETE, params)?
+            {
+                Outcome::Complete(result) => Ok(result),
+                Outcome::InputRequired(_) => Err(ErrorObject::internal_error(
+                    "the server behind this proxy asked for input to complete an argument",
+                )),
+            }
+        });
+    }
+    let subscribed = Arc::new(Mutex::new(HashSet::<String>::new()));
+    let server_slot: Arc<Mutex<Option<Server>>> = Arc::default();
+    if capabilities.resources.as_ref().and_then(|r| r.subscribe) == Some(true) {
+        let (client, subscribed, slot) = (
+            Arc::clone(&client),
+            Arc::clone(&subscribed),
+            Arc::clone(&server_slot),
+        );
+        builder = builder.resource_subscription_filter(move |uri| {
+            subscribe(&client, &subscribed, &slot, uri);
+            true
+        });
+    }
+    let server = builder.build();
+    *lock(&server_slot) = Some(server.clone());
+    let mirrored = Arc::new(Mutex::new(Mirrored::default()));
+    mirror(&server, &client, &mirrored, Lists::all())?;
+    follow_list_changes(&server, &client, mirrored);
+    Ok(server)
+}
+
+/// Which lists to mirror again.
+#[derive(Clone, Copy)]
+struct Lists {
+    tools: bool,
+    resources: bool,
+    prompts: bool,
+}
+
+impl Lists {
+    fn all() -> Lists {
+        Lists {
+            tools: true,
+            resources: true,
+            prompts: true,
+        }
+    }
+}
+
+/// The names (and URIs) the proxy offers, as last mirrored.
+#[derive(Default)]
+struct Mirrored {
+    tools: HashSet<String>,
+    resources: HashSet<String>,
+    templates: HashSet<String>,
+    prompts: HashSet<String>,
+}
+
+/// Lists what the server offers and makes `server` offer the same: new
+/// and changed entries added (replacing), the ones gone removed.
+fn mirror(
+    server: &Server,
+    client: &Arc<Client>,
+    mirrored: &Mutex<Mirrored>,
+    lists: Lists,
+) -> Result<(), Error> {
+    let capabilities = client.server_capabilities();
+    let mut mirrored = lock(mirrored);
+    if lists.tools && capabilities.tools.is_some() {
+        let tools = client.tools().collect::<Result<Vec<_>, _>>()?;
+        let names: HashSet<String> = tools.iter().map(|t| t.name.clone()).collect();
+        for old in mirrored.tools.difference(&names) {
+            server.remove_tool(old);
+        }
+        mirrored.tools = names;
+        for tool in tools {
+            let (client, name) = (Arc::clone(client), tool.name.clone());
+            server.add_tool(tool, move |ctx, arguments: Value| {
+                let mut params = json!({ "name": name, "arguments": arguments });
+                carry_round(ctx, &mut params);
+                let outcome = forward::<CallToolResult>(&client, ctx, method::TOOLS_CALL, params)?;
+                Ok(outcome)
+            });
+        }
+    }
+    if lists.resources && capabilities.resources.is_some() {
+        let resources = client.resources().collect::<Result<Vec<_>, _>>()?;
+        let uris: HashSet<String> = resources.iter().map(|r| r.uri.clone()).collect();
+        for old in mirrored.resources.difference(&uris) {
+            server.remove_resource(old);
+        }
+        mirrored.resources = uris;
+        for resource in resources {
+            server.add_resource(resource, read_through(client));
+        }
+        let templates = client.resource_templates().collect::<Result<Vec<_>, _>>()?;
+        let patterns: HashSet<String> = templates.iter().map(|t| t.uri_template.clone()).collect();
+        for old in mirrored.templates.difference(&patterns) {
+            server.remove_resource_template(old);
+        }
+        mirrored.templates = patterns;
+        for template in templates {
+            server.add_resource_template(template, read_through(client));
+        }
+    }
+    if lists.prompts && capabilities.prompts.is_some() {
+        let prompts = client.prompts().collect::<Result<Vec<_>, _>>()?;
+        let names: HashSet<String> = prompts.iter().map(|p| p.name.clone()).collect();
+        for old in mirrored.prompts.difference(&names) {
+            server.remove_prompt(old);
+        }
+        mirrored.prompts = names;
+        for prompt in prompts {
+            let (client, name) = (Arc::clone(client), prompt.name.clone());
+            server.add_prompt(prompt, move |ctx, arguments: PromptArguments| {
+                let mut params = json!({ "name": name, "arguments": arguments });
+                carry_round(ctx, &mut params);
+                let outcome =
+                    forward::<GetPromptResult>(&client, ctx, method::PROMPTS_GET, params)?;
+                Ok(outcome)
+            });
+        }
+    }
+    Ok(())
+}
+
+/// The handler of a mirrored resource or template: `resources/read` of
+/// the URI asked for.
+fn read_through(
+    client: &Arc<Client>,
+) -> impl Fn(&RequestContext, &ResourceRequest) -> Result<Outcome<ReadResourceResult>, ErrorObject>
++ Send
++ Sync
++ 'static {
+    let client = Arc::clone(client);
+    move |ctx, request| {
+        let mut params = json!({ "uri": request.uri });
+        carry_round(ctx, &mut params);
+        let outcome = forward::<ReadResourceResult>(&client, ctx, method::RESOURCES_READ, params)?;
+        Ok(outcome)
+    }
+}
+
+/// One request to the server on behalf of `ctx`'s caller: its client
+/// capabilities and log level go along, progress and logs come back, and
+/// its cancellation cancels this request. The server's protocol error is
+/// passed on as it is; anything else is `-32603` saying the proxy's server
+/// failed.
+fn forward<T: DeserializeOwned>(
+    client: &Client,
+    ctx: &RequestContext,
+    method: &str,
+    mut params: Value,
+) -> Result<Outcome<T>, ErrorObject> {
+    let meta = ctx.meta();
+    let mut stamp = Map::new();
+    stamp.insert(
+        meta_key::CLIENT_CAPABILITIES.into(),
+        Value::Object(meta.client_capabilities_raw().clone()),
+    );
+    if let Some(info) = meta.client_info() {
+        stamp.insert(
+            meta_key::CLIENT_INFO.into(),
+            serde_json::to_value(info).map_err(internal)?,
+        );
+    }
+    params["_meta"] = Value::Object(stamp);
+    // The callbacks run inside the wait below, which passes what they
+    // queue on to the caller between its looks at the caller's
+    // cancellation, and once more before the reply: in order, ahead of it.
+    let (tx, rx) = crossbeam_channel::unbounded();
+    let progress = tx.clone();
+    let mut options = RequestOptions::new().on_progress(move |p: &ProgressNotificationParams| {
+        let _ = progress.send(Relayed::Progress(p.clone()));
+    });
+    if let Some(level) = meta.log_level() {
+        options = options.log(level, move |m: &LoggingMessageNotificationParams| {
+            let _ = tx.send(Relayed::Log(m.clone()));
+        });
+    }
+    let relay = || {
+        for relayed in rx.try_iter() {
+            match relayed {
+                Relayed::Progress(p) => ctx.progress(p.progress, p.total, p.message.as_deref()),
+                Relayed::Log(m) => ctx.log(m.level, m.logger.as_deref(), m.data),
+            }
+        }
+    };
+    let call = client
+        .start_request(method, params, options)
+        .map_err(|e| failed(method, e))?;
+    let raw = call.wait_unless(|| {
+        relay();
+        ctx.is_cancelled()
+    });
+    relay();
+    let raw = raw.map_err(|e| failed(method, e))?;
+    let value: Value = serde_json::from_str(raw.get()).map_err(internal)?;
+    if value.get("resultType").and_then(Value::as_str) == Some("input_required") {
+        let asked: InputRequiredResult = serde_json::from_value(value).map_err(internal)?;
+        return Ok(Outcome::InputRequired(asked));
+    }
+    serde_json::from_value(value)
+        .map(Outcome::Complete)
+        .map_err(|e| ErrorObject::internal_error(format!("the server behind this proxy answered {method} with a result of the wrong shape: {e}")))
+}
+
+/// What the server sent the proxy for the caller while a request runs.
+enum Relayed {
+    Progress(ProgressNotificationParams),
+    Log(LoggingMessageNotificationParams),
+}
+
+/// On a caller's retry: the answers, and the server's own `requestState`
+/// (which the proxy's server sealed as the proxy's), go on to the server.
+fn carry_round(ctx: &RequestContext, params: &mut Value) {
+    let responses = ctx.input_responses();
+    if !responses.is_empty() {
+        params["inputResponses"] = serde_json::to_value(responses).unwrap_or(Value::Null);
+    }
+    if let Some(state) = ctx.request_state().filter(|s| !s.is_empty()) {
+        params["requestState"] = state.into();
+    }
+}
+
+/// The one `listen` the proxy keeps on the server for its list changes,
+/// on a thread of its own: each change lists again and publishes.
+fn follow_list_changes(server: &Server, client: &Arc<Client>, mirrored: Arc<Mutex<Mirrored>>) {
+    let capabilities = client.server_capabilities();
+    let changes = |c: Option<bool>| c.filter(|on| *on);
+    let filter = SubscriptionFilter {
+        tools_list_changed: changes(capabilities.tools.as_ref().and_then(|t| t.list_changed)),
+        prompts_list_changed: changes(capabilities.prompts.as_ref().and_then(|p| p.list_changed)),
+        resources_list_changed: changes(
+            capabilities.resources.as_ref().and_then(|r| r.list_changed),
+        ),
+        ..SubscriptionFilter::default()
+    };
+    if filter == SubscriptionFilter::default() {
+        return;
+    }
+    let (server, client) = (server.clone(), Arc::clone(client));
+    let _ = thread::Builder::new()
+        .name("mcp-proxy-lists".into())
+        .spawn(move || {
+            let Ok(mut subscription) = client.listen(filter) else {
+                return;
+            };
+            while let Ok(event) = subscription.recv() {
+                let lists = Lists {
+                    tools: event == SubscriptionEvent::ToolsListChanged,
+                    resources: event == SubscriptionEvent::ResourcesListChanged,
+                    prompts: event == SubscriptionEvent::PromptsListChanged,
+                };
+                let _ = mirror(&server, &client, &mirrored, lists);
+            }
+        });
+}
+
+/// Subscribes to `uri` on the server, once, on a thread of its own that
+/// publishes each update to the proxy's listeners.
+fn subscribe(
+    client: &Arc<Client>,
+    subscribed: &Mutex<HashSet<String>>,
+    server: &Arc<Mutex<Option<Server>>>,
+    uri: &str,
+) {
+    if !lock(subscribed).insert(uri.to_owned()) {
+        return;
+    }
+    let (client, server, uri) = (Arc::clone(client), Arc::clone(server), uri.to_owned());
+    let _ = thread::Builder::new()
+        .name("mcp-proxy-resource".into())
+        .spawn(move || {
+            let filter = SubscriptionFilter {
+                resource_subscriptions: Some(vec![uri]),
+                ..SubscriptionFilter::default()
+            };
+            let Ok(mut subscription) = client.listen(filter) else {
+                return;
+            };
+            while let Ok(event) = subscription.recv() {
+                if let SubscriptionEvent::ResourceUpdated { uri } = event
+                    && let Some(server) = lock(&server).as_ref()
+                {
+                    server.notifier().resource_updated(&uri);
+                }
+            }
+        });
+}
+
+fn failed(method: &str, e: Error) -> ErrorObject {
+    match e {
+        Error::Rpc(error) => error,
+        Error::Cancelled => ErrorObject::internal_error(format!("{method} was cancelled")),
+        other => ErrorObject::internal_error(format!(
+            "the server behind this proxy failed on {method}: {other}"
+        )),
+    }
+}
+
+fn internal(e: impl std::fmt::Display) -> ErrorObject {
+    ErrorObject::internal_error(format!("the proxy could not pass a message on: {e}"))
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}

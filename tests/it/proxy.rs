@@ -1,0 +1,197 @@
+//! `proxy::serve_as` (features `server`, `client` and `http`): the
+//! everything server, reached through one client, served again over
+//! HTTP, and driven by our HTTP client in both eras. What the callers see
+//! must be what the server behind offers.
+
+use std::net::TcpListener;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use mcp_stdio::types::{
+    CallToolResult, ElicitRequestParams, ElicitResult, SubscriptionFilter, Tool,
+};
+use mcp_stdio::{
+    Client, EraPolicy, Error, HttpOptions, RequestOptions, Server, StopHandle, SubscriptionEvent,
+    Transport,
+};
+use serde_json::{Value, json};
+
+use crate::support::WAIT;
+
+/// The everything server behind a proxy served over HTTP: its URL, and
+/// the proxy's stop handle (the proxy stops when dropped).
+struct Proxied {
+    url: String,
+    stop: StopHandle,
+}
+
+impl Drop for Proxied {
+    fn drop(&mut self) {
+        self.stop.stop();
+    }
+}
+
+fn proxied() -> Proxied {
+    let (ours, theirs) = Transport::memory();
+    let behind: Server = crate::everything::build();
+    thread::spawn(move || behind.serve(theirs));
+    let client = Client::connect(ours).unwrap();
+    let proxy = mcp_stdio::proxy::serve_as(client).unwrap();
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let stop = proxy.stop_handle();
+    thread::spawn(move || proxy.serve_http(listener, HttpOptions::new()));
+    Proxied { url, stop }
+}
+
+fn caller(url: &str, era: EraPolicy) -> Client {
+    Client::builder()
+        .era(era)
+        .on_elicitation(|params| {
+            assert!(matches!(params, ElicitRequestParams::Form(_)));
+            let mut content = serde_json::Map::new();
+            content.insert("name".into(), json!("Ada"));
+            Ok(ElicitResult::accept(content))
+        })
+        .connect_url(url)
+        .unwrap()
+}
+
+#[test]
+fn the_proxy_lists_what_the_server_behind_offers_byte_for_byte() {
+    let proxy = proxied();
+    let direct = {
+        let (ours, theirs) = Transport::memory();
+        let behind = crate::everything::build();
+        thread::spawn(move || behind.serve(theirs));
+        Client::connect(ours).unwrap()
+    };
+    let through = caller(&proxy.url, EraPolicy::ModernOnly);
+    let tools = |c: &Client| {
+        serde_json::to_value(c.tools().collect::<Result<Vec<_>, _>>().unwrap()).unwrap()
+    };
+    assert_eq!(tools(&through), tools(&direct));
+    let templates = |c: &Client| {
+        serde_json::to_value(
+            c.resource_templates()
+                .collect::<Result<Vec<_>, _>>()
+                .unwrap(),
+        )
+        .unwrap()
+    };
+    assert_eq!(templates(&through), templates(&direct));
+    let prompts = |c: &Client| {
+        serde_json::to_value(c.prompts().collect::<Result<Vec<_>, _>>().unwrap()).unwrap()
+    };
+    assert_eq!(prompts(&through), prompts(&direct));
+    assert_eq!(
+        through.server_info().unwrap().name,
+        direct.server_info().unwrap().name
+    );
+}
+
+#[test]
+fn calls_progress_and_multi_round_trip_pass_through_in_both_eras() {
+    let proxy = proxied();
+    for era in [EraPolicy::ModernOnly, EraPolicy::LegacyOnly] {
+        let client = caller(&proxy.url, era);
+        let echo = client.call("echo", json!({ "text": "through" })).unwrap();
+        assert_eq!(echo.text_content(), "through", "{era:?}");
+        // The server behind asks (input_required); the caller answers
+        // through the proxy, which sends the answer on.
+        let asked = client.call("ask", json!({})).unwrap();
+        assert!(asked.text_content().contains("Ada"), "{era:?}: {asked:?}");
+        let (tx, rx) = crossbeam_channel::unbounded();
+        let options = RequestOptions::new().on_progress(move |p| {
+            let _ = tx.send(p.progress);
+        });
+        client
+            .call_tool_with("progress", json!({ "steps": 3 }), options)
+            .unwrap();
+        let seen: Vec<f64> = rx.try_iter().collect();
+        assert_eq!(seen.len(), 3, "{era:?}: {seen:?}");
+        let unknown = client.call("no_such_tool", json!({})).unwrap_err();
+        assert!(
+            matches!(unknown, Error::Rpc(ref e) if e.code == -32602),
+            "{unknown}"
+        );
+        client.close().unwrap();
+    }
+}
+
+#[test]
+fn a_caller_that_cancels_cancels_the_call_behind() {
+    let (tripped_tx, tripped) = crossbeam_channel::unbounded();
+    let behind = Server::builder("behind", "1")
+        .tool(
+            Tool::new("hold", "Waits to be cancelled."),
+            move |ctx, _: Value| {
+                let _ = tripped_tx.send(ctx.wait_cancelled(WAIT));
+                Ok(CallToolResult::text("held"))
+            },
+        )
+        .build();
+    let (ours, theirs) = Transport::memory();
+    thread::spawn(move || behind.serve(theirs));
+    let proxy = mcp_stdio::proxy::serve_as(Client::connect(ours).unwrap()).unwrap();
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let _stop = Proxied {
+        url: url.clone(),
+        stop: proxy.stop_handle(),
+    };
+    thread::spawn(move || proxy.serve_http(listener, HttpOptions::new()));
+    let client = caller(&url, EraPolicy::ModernOnly);
+    let e = client
+        .call_tool_with(
+            "hold",
+            json!({}),
+            RequestOptions::new().timeout(Duration::from_millis(300)),
+        )
+        .unwrap_err();
+    assert!(matches!(e, Error::Timeout), "{e}");
+    // The caller's timeout closed its stream; the proxy cancelled the call
+    // behind it, whose handler's token tripped.
+    assert_eq!(tripped.recv_timeout(WAIT), Ok(true));
+}
+
+#[test]
+fn list_changes_and_resource_updates_behind_reach_a_listen_on_the_proxy() {
+    let proxy = proxied();
+    let client = caller(&proxy.url, EraPolicy::ModernOnly);
+    let mut listen = client
+        .listen(SubscriptionFilter {
+            tools_list_changed: Some(true),
+            resource_subscriptions: Some(vec!["mem://counter".into()]),
+            ..SubscriptionFilter::default()
+        })
+        .unwrap();
+    // The proxy subscribes behind it on a thread of its own.
+    thread::sleep(Duration::from_millis(200));
+    client.call("bump", json!({})).unwrap();
+    let event = listen.recv_timeout(WAIT).unwrap();
+    assert_eq!(
+        event,
+        Some(SubscriptionEvent::ResourceUpdated {
+            uri: "mem://counter".into()
+        })
+    );
+    client.call("toggle_tool", json!({})).unwrap();
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let names: Vec<String> = client.tools().map(|t| t.unwrap().name).collect();
+        if names.contains(&"ephemeral".to_owned()) {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "ephemeral never listed: {names:?}"
+        );
+        thread::sleep(Duration::from_millis(20));
+    }
+    let mut heard = false;
+    while let Ok(Some(event)) = listen.recv_timeout(Duration::from_millis(500)) {
+        heard |= event == SubscriptionEvent::ToolsListChanged;
+    }
+    assert!(heard, "no tools/list_changed through the proxy");
+}
