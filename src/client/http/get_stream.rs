@@ -42,7 +42,8 @@ const STANDALONE: &str = "GET";
 
 impl Shared {
     /// The standalone GET stream, on a thread of its own, until the
-    /// client closes: a server that offers none answers `405`.
+    /// client closes: a server that offers none answers `405` (any `4xx`
+    /// is taken as that; retrying would not change it).
     pub(super) fn listen(&self) {
         let Some(to_reader) = lock(&self.to_reader).clone() else {
             return;
@@ -52,28 +53,36 @@ impl Shared {
         let mut failures = 0;
         while !self.is_closed() {
             let delivered = Cell::new(false);
+            let at = cursor.last_id.clone();
             let ended = self.get(STANDALONE, &mut cursor, |message| {
                 delivered.set(true);
                 to_reader.send(one_line(message)).is_ok()
             });
-            match ended {
-                Ok(()) => {}
-                Err(Refused::NoStream) => return,
-                Err(Refused::Why(why)) if !delivered.get() => {
-                    failures += 1;
-                    if failures >= MAX_FAILURES && !self.is_closed() {
-                        self.notes.problem(&format!(
-                            "gave up the server's GET stream after {failures} tries ({why}): list changes and the server's own requests will not arrive"
-                        ));
-                        return;
-                    }
-                }
-                Err(Refused::Why(_)) => {}
-            }
-            if delivered.get() {
+            // A stream that moved on (a message, or a new event id: a
+            // server that closes its stream for the client to poll) is
+            // progress; one that brought nothing is a failure.
+            if delivered.get() || cursor.last_id != at {
                 failures = 0;
+            } else {
+                failures += 1;
             }
-            let wait = cursor.retry.unwrap_or(DEFAULT_RETRY) * 2u32.pow(failures);
+            match ended {
+                Err(Refused::Status(_)) => return,
+                Err(Refused::Why(why)) if failures >= MAX_FAILURES && !self.is_closed() => {
+                    self.notes.problem(&format!(
+                        "gave up the server's GET stream after {failures} tries ({why}): list changes and the server's own requests will not arrive"
+                    ));
+                    return;
+                }
+                Ok(()) if failures >= MAX_FAILURES && !self.is_closed() => {
+                    self.notes.problem(&format!(
+                        "gave up the server's GET stream after it ended {failures} times with nothing: list changes and the server's own requests will not arrive"
+                    ));
+                    return;
+                }
+                _ => {}
+            }
+            let wait = cursor.retry.unwrap_or(DEFAULT_RETRY) * 2u32.pow(failures.min(5));
             if !self.pause(wait.min(MAX_RETRY), STANDALONE) {
                 return;
             }
@@ -106,10 +115,10 @@ impl Shared {
             let at = cursor.last_id.clone();
             match self.get(id, cursor, &mut deliver) {
                 Ok(()) => {}
-                Err(Refused::NoStream) => {
-                    return Err(
-                        "the server ended the response stream without answering and cannot resume it (GET answered 405)".into()
-                    );
+                Err(Refused::Status(status)) => {
+                    return Err(format!(
+                        "the server ended the response stream without answering and cannot resume it (GET answered HTTP {status})"
+                    ));
                 }
                 Err(Refused::Why(why)) => {
                     return Err(format!(
@@ -144,8 +153,8 @@ impl Shared {
         }
         headers.extend(self.settings.headers());
         let (mut conn, head) = self.start("GET", b"", Some(key), &headers)?;
-        if head.status == 405 {
-            return Err(Refused::NoStream);
+        if (400..500).contains(&head.status) {
+            return Err(Refused::Status(head.status));
         }
         if !(200..300).contains(&head.status) || !head.is_event_stream() {
             return Err(Refused::Why(format!(
@@ -182,8 +191,8 @@ impl Shared {
 
 /// Why a GET brought no stream.
 enum Refused {
-    /// `405`: the server offers no GET stream.
-    NoStream,
+    /// A `4xx` (`405`: the server offers no GET stream).
+    Status(u16),
     /// Anything else, in one line.
     Why(String),
 }
