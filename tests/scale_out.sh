@@ -53,8 +53,8 @@ if [ "$(cat "$venv/.pinned" 2>/dev/null)" != "mcp==$PY_MCP" ]; then
     echo "mcp==$PY_MCP" >"$venv/.pinned"
 fi
 
-step "examples/everything with the http and redis features"
-cargo build --quiet --features http,redis --example everything
+step "examples/everything and mcp-stdio with the http and redis features"
+cargo build --quiet --features http,redis --example everything --bin mcp-stdio
 everything=target/debug/examples/everything
 
 # Free loopback ports: three replicas, nginx, a stranger with its own key, Redis.
@@ -150,6 +150,47 @@ for port in "${replica_ports[@]}" "$stranger_port" "$nginx_port"; do
         sleep 0.1
     done
 done
+
+step "checks (our client, mcp-stdio --url, through nginx)"
+cli=target/debug/mcp-stdio
+url="http://127.0.0.1:$nginx_port/mcp"
+failed=0
+ours() { # NAME OK DETAIL
+    if [ "$2" = 0 ]; then echo "PASS  ours: $1: $3"; else echo "FAIL  ours: $1: $3"; failed=1; fi
+}
+# Which replica served each POST of a method since line $1 of the log.
+served() { tail -n +"$(($1 + 1))" "$OUT/nginx/access.log" | awk -v m="$2" '$3 == m {print $1}'; }
+# A multi round-trip call: round 1 and its retry go to two replicas.
+mark=$(wc -l <"$OUT/nginx/access.log")
+got=$(timeout 30 "$cli" call ask --answer name=Ada --url "$url" 2>&1 || true)
+rounds=$(served "$mark" tools/call | tr '\n' ' ')
+distinct=$(served "$mark" tools/call | sort -u | wc -l)
+ok=1
+[[ "$got" == *Ada* ]] && [ "$distinct" -ge 2 ] && ok=0
+ours "mrtr across replicas" $ok "$got (rounds on $rounds)"
+# A listen held by one replica hears the list change each replica makes.
+mark=$(wc -l <"$OUT/nginx/access.log")
+timeout 30 "$cli" listen --tools --json --url "$url" >"$OUT/ours-listen.out" 2>"$OUT/ours-listen.err" &
+listener=$!
+for _ in $(seq 100); do [ -s "$OUT/ours-listen.out" ] && break; sleep 0.05; done
+for _ in 1 2 3; do "$cli" call toggle_tool --url "$url" >/dev/null 2>&1; done
+for _ in $(seq 100); do
+    [ "$(grep -c list_changed "$OUT/ours-listen.out")" -ge 3 ] && break
+    sleep 0.05
+done
+kill -INT "$listener" 2>/dev/null || true
+wait "$listener" 2>/dev/null || true
+heard=$(grep -c list_changed "$OUT/ours-listen.out" || true)
+togglers=$(served "$mark" tools/call | sort -u | wc -l)
+holder=$(served "$mark" subscriptions/listen | head -1)
+ok=1
+[ "$heard" = 3 ] && [ "$togglers" -ge 2 ] && ok=0
+ours "listen across replicas" $ok "the listen on $holder heard $heard list changes, made on $togglers replicas"
+# Each replica toggled back, as it was.
+for addr in $(served "$mark" tools/call); do
+    "$cli" call toggle_tool --url "http://$addr/mcp" >/dev/null 2>&1
+done
+[ "$failed" = 0 ] || exit 1
 
 step "checks (Python SDK mcp==$PY_MCP through nginx)"
 "$venv/bin/python" tests/scale_out/checks.py \
