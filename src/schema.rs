@@ -296,9 +296,9 @@ mod tests {
                 "type": "object",
                 "properties": {
                     "name": { "type": "string", "description": "Your name." },
-                    "age": { "type": "integer", "description": "Your age.", "minimum": 0.0, "maximum": 150.0 },
+                    "age": { "type": "integer", "description": "Your age.", "minimum": 0, "maximum": 150 },
                     "subscribe": { "type": "boolean" },
-                    "score": { "type": "number", "default": 0.0 },
+                    "score": { "type": "number", "default": 0 },
                     "color": { "type": "string", "enum": ["red", "green"] },
                     "tagged": { "type": "string", "oneOf": [
                         { "const": "A", "title": "The first." },

@@ -302,7 +302,7 @@ fn connect(
                     "type": "object",
                     "properties": {
                         "name": { "type": "string", "description": "Your name." },
-                        "age": { "type": "integer", "description": "Your age, if you will say.", "minimum": 0.0, "maximum": 255.0 },
+                        "age": { "type": "integer", "description": "Your age, if you will say.", "minimum": 0, "maximum": 255 },
                         "subscribe": { "type": "boolean", "description": "Keep me posted." },
                         "colour": { "type": "string", "description": "Your favourite.", "enum": ["red", "green"] }
                     },
