@@ -575,7 +575,7 @@ fn a_stream_that_ends_without_the_answer_is_an_error() {
 
 // req: streamable-http:x-mcp-header
 #[test]
-fn marked_arguments_of_a_listed_tool_go_in_param_headers() {
+fn marked_arguments_go_in_param_headers_learned_again_after_a_mismatch() {
     let server = crate::everything::build();
     let region = Tool::new("regional", "Returns its region.").input_schema(json!({
         "type": "object",
@@ -588,14 +588,11 @@ fn marked_arguments_of_a_listed_tool_go_in_param_headers() {
     });
     let http = serve(server);
     let client = Client::builder().connect_url(&http.url).unwrap();
-    // Unlisted, the client does not know the mark: the server refuses.
-    let refused = client
-        .call("regional", json!({ "region": "eu" }))
-        .unwrap_err();
-    assert!(
-        refused.to_string().contains("Mcp-Param-Region"),
-        "{refused}"
-    );
+    // Unlisted, the client does not know the mark: the server refuses
+    // (-32020), and the client lists the tools again and retries, as the
+    // transport page says it SHOULD.
+    let answer = client.call("regional", json!({ "region": "eu" })).unwrap();
+    assert_eq!(answer.text_content(), "region: eu");
     assert!(client.tools().any(|t| t.unwrap().name == "regional"));
     let answer = client
         .call("regional", json!({ "region": "日本" }))

@@ -15,6 +15,12 @@ pub(super) fn is_rpc_error(message: &[u8]) -> bool {
         .is_ok_and(|m| m.get("error").is_some_and(Value::is_object))
 }
 
+/// The `error.code` of an error response.
+pub(super) fn error_code(message: &[u8]) -> Option<i64> {
+    let reply = serde_json::from_slice::<Value>(message).ok()?;
+    reply.get("error")?.get("code")?.as_i64()
+}
+
 /// Whether `message` is a response (no `method`) to request `id`, given
 /// as JSON text.
 pub(super) fn is_response_to(message: &[u8], id: &str) -> bool {

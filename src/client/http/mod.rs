@@ -34,6 +34,7 @@ mod exchange;
 mod get_stream;
 mod messages;
 mod params;
+mod relist;
 mod settings;
 mod url;
 
@@ -54,11 +55,12 @@ use serde_json::value::RawValue;
 use crate::client::notes::Notes;
 use crate::error::Error;
 use crate::http::encode_sentinel;
+use crate::jsonrpc::error_code as rpc_code;
 use crate::sync::lock;
 use crate::types::{meta_key, method};
 use exchange::{Body, Connection, Cursor, Head};
 use messages::{
-    Messages, error_line, is_response_to, is_rpc_error, one_line, status_error, with_id,
+    Messages, error_code, error_line, is_response_to, is_rpc_error, one_line, status_error, with_id,
 };
 use params::ParamHeaders;
 pub use settings::HeaderSource;
@@ -327,7 +329,17 @@ impl Shared {
             lock(&self.streams).insert(id.clone(), None);
         }
         let answered = Cell::new(false);
+        // A tools/call refused for its headers is held back, once: the
+        // tools are listed again and the call retried (`relist`).
+        let hold_mismatch = Cell::new(method.as_deref() == Some(method::TOOLS_CALL));
+        let mismatched = Cell::new(false);
         let mut deliver = |message: Vec<u8>| {
+            if hold_mismatch.get()
+                && error_code(&message) == Some(i64::from(rpc_code::HEADER_MISMATCH))
+            {
+                mismatched.set(true);
+                return true;
+            }
             if id.as_deref().is_some_and(|id| is_response_to(&message, id)) {
                 answered.set(true);
             }
@@ -357,6 +369,23 @@ impl Shared {
             &mut cursor,
             &mut deliver,
         );
+        if mismatched.get() {
+            hold_mismatch.set(false);
+            let relisted = self.relist(line).then(|| serde_json::from_slice(line).ok());
+            let headers = match relisted.flatten() {
+                Some(outgoing) => self.headers(&outgoing),
+                None => headers.to_vec(),
+            };
+            cursor = Cursor::default();
+            res = self.exchange(
+                "POST",
+                line,
+                id.as_deref(),
+                &headers,
+                &mut cursor,
+                &mut deliver,
+            );
+        }
         if let (Ok(()), Some(id), false) = (&res, &id, answered.get()) {
             res = if cursor.last_id.is_some() && lock(&self.legacy_version).is_some() {
                 self.resume(id, &mut cursor, &answered, &mut deliver)
