@@ -341,10 +341,14 @@ fn follow_list_changes(server: &Server, client: &Arc<Client>, mirrored: Arc<Mute
                 return;
             };
             while let Ok(event) = subscription.recv() {
-                let lists = Lists {
-                    tools: event == SubscriptionEvent::ToolsListChanged,
-                    resources: event == SubscriptionEvent::ResourcesListChanged,
-                    prompts: event == SubscriptionEvent::PromptsListChanged,
+                let lists = match event {
+                    // A restarted server may offer other things.
+                    SubscriptionEvent::Resubscribed { .. } => Lists::all(),
+                    event => Lists {
+                        tools: event == SubscriptionEvent::ToolsListChanged,
+                        resources: event == SubscriptionEvent::ResourcesListChanged,
+                        prompts: event == SubscriptionEvent::PromptsListChanged,
+                    },
                 };
                 let _ = mirror(&server, &client, &mirrored, lists);
             }

@@ -17,7 +17,7 @@ use crate::stderr::Stderr;
 /// Serves until the process is stopped (Ctrl-C) or the listener fails.
 #[cfg(all(feature = "server", feature = "http"))]
 pub fn run(opts: &Options, serve: &ServeHttp, stderr: &Arc<Stderr>) -> Result<u8, Failure> {
-    use mcp_stdio::{Client, HttpOptions, Unauthorized, WireDirection};
+    use mcp_stdio::{Client, HttpOptions, RestartPolicy, Unauthorized, WireDirection};
 
     let target = crate::server(opts)?;
     let mut builder = Client::builder()
@@ -44,7 +44,14 @@ pub fn run(opts: &Options, serve: &ServeHttp, stderr: &Arc<Stderr>) -> Result<u8
     }
     let program = target.name.clone();
     let client = match target.target {
-        crate::Target::Spawn(command) => builder.spawn(command),
+        // A child that dies is started again (five times at most): a
+        // gateway outlives a crash of what it serves.
+        crate::Target::Spawn(command) => builder
+            .restart(RestartPolicy {
+                max_restarts: 5,
+                backoff: std::time::Duration::from_millis(200),
+            })
+            .spawn(command),
         crate::Target::Url(url, headers) => crate::connect_url(builder, &url, headers),
     }
     .map_err(|e| crate::start_failure(e, &program, opts.era))?;
