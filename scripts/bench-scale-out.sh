@@ -72,7 +72,11 @@ http {
     scgi_temp_path $PWD/$OUT/$name/scgi;
     upstream replicas {
 $upstreams        keepalive 64;
+        keepalive_requests 10000000;
     }
+    # httpload keeps each connection for the whole run.
+    keepalive_requests 10000000;
+    keepalive_timeout 600s;
     server {
         listen 127.0.0.1:$port;
         location /mcp {

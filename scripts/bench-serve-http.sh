@@ -54,13 +54,14 @@ port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); 
 
 # start NAME PORT: the proxy NAME on PORT in front of the echo server; its pid.
 start() {
+    # `exec`: the pid is the proxy's own, not a subshell's.
     case $1 in
-    ours) "$CLI" serve-http --listen "127.0.0.1:$2" -- "$CHILD" ;;
+    ours) exec "$CLI" serve-http --listen "127.0.0.1:$2" -- "$CHILD" ;;
     supergateway)
-        "$NODE" "$OUT/serve-http/node_modules/supergateway/dist/index.js" --stdio "$CHILD" \
+        exec "$NODE" "$OUT/serve-http/node_modules/supergateway/dist/index.js" --stdio "$CHILD" \
             --outputTransport streamableHttp --stateful --port "$2" --logLevel none
         ;;
-    mcp-proxy) "$OUT/mcp-proxy/bin/mcp-proxy" --port "$2" --host 127.0.0.1 "$CHILD" ;;
+    mcp-proxy) exec "$OUT/mcp-proxy/bin/mcp-proxy" --port "$2" --host 127.0.0.1 "$CHILD" ;;
     esac >"$OUT/logs/bench-serve-http-$1.log" 2>&1 &
     echo $!
 }
