@@ -23,17 +23,19 @@ cd "$(dirname "$0")/.."
 SUPERGATEWAY=4.0.0
 MCP_PROXY=0.13.0
 OUT=target/interop
-mkdir -p "$OUT/logs" "$OUT/serve-http"
+mkdir -p "$OUT/logs"
 # shellcheck source=tests/conformance/install.sh
 . tests/conformance/install.sh # NODE
 OUT=target/interop
 
 echo "== building (release) and installing the peers" >&2
 cargo build --quiet --release --features http --bin mcp-stdio --example echo --example proxybench
-if [ "$(cat "$OUT/serve-http/.supergateway" 2>/dev/null)" != "$SUPERGATEWAY" ]; then
-    (cd "$OUT/serve-http" && [ -f package.json ] || echo '{"private":true}' >package.json
+# Its own npm prefix: tests/interop/serve-http.sh owns target/interop/serve-http.
+if [ "$(cat "$OUT/supergateway/.pinned" 2>/dev/null)" != "$SUPERGATEWAY" ]; then
+    mkdir -p "$OUT/supergateway"
+    (cd "$OUT/supergateway" && echo '{"private":true}' >package.json &&
         npm install --silent --no-audit --no-fund "supergateway@$SUPERGATEWAY") &&
-        echo "$SUPERGATEWAY" >"$OUT/serve-http/.supergateway"
+        echo "$SUPERGATEWAY" >"$OUT/supergateway/.pinned"
 fi
 if [ "$(cat "$OUT/mcp-proxy/.pinned" 2>/dev/null)" != "$MCP_PROXY" ]; then
     rm -rf "$OUT/mcp-proxy"
@@ -58,7 +60,7 @@ start() {
     case $1 in
     ours) exec "$CLI" serve-http --listen "127.0.0.1:$2" -- "$CHILD" ;;
     supergateway)
-        exec "$NODE" "$OUT/serve-http/node_modules/supergateway/dist/index.js" --stdio "$CHILD" \
+        exec "$NODE" "$OUT/supergateway/node_modules/supergateway/dist/index.js" --stdio "$CHILD" \
             --outputTransport streamableHttp --stateful --port "$2" --logLevel none
         ;;
     mcp-proxy) exec "$OUT/mcp-proxy/bin/mcp-proxy" --port "$2" --host 127.0.0.1 "$CHILD" ;;

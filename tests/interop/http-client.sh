@@ -37,11 +37,13 @@ install() {
     venv "$OUT/py" "mcp==$PY_MCP" || return 1
     venv "$OUT/py1" "mcp==$PY_MCP_LEGACY" || return 1
     venv "$OUT/fastmcp" "fastmcp==$FASTMCP" || return 1
+    [ "${FETCH_ONLY:-}" = 1 ] && return 0
     step "mcp-stdio with the http feature"
     cargo build --quiet --features http --bin mcp-stdio || return 1
 }
 
 [ "${1:-}" = "--install-only" ] && { install; exit $?; }
+[ "${1:-}" = "--fetch-only" ] && { FETCH_ONLY=1 install; exit $?; }
 install || { echo "http-client: could not install the peers" >&2; exit 1; }
 
 CLI=target/debug/mcp-stdio

@@ -6,6 +6,7 @@
 #                                   the matrix; exit 1 if any check failed
 #   tests/interop/run.sh --readme   the same, then rewrite README.md's
 #                                   "Works with" table from this run
+#   tests/interop/run.sh --fetch-only   only the peers from PyPI and npm
 #
 # The HTTP rows run their clients against `everything --http` (feature
 # http), a fresh server on a free port for each row.
@@ -62,6 +63,7 @@ install_peers() {
         (cd "$OUT/inspector" && npm install --silent --no-audit --no-fund) || return 1
     fi
 
+    [ "${FETCH_ONLY:-}" = 1 ] && return 0
     step "rmcp $RMCP fixture server (target dir $OUT/rmcp)"
     cargo build --quiet --manifest-path tests/interop/rmcp/Cargo.toml \
         --target-dir "$OUT/rmcp" || return 1
@@ -107,6 +109,13 @@ drive_http() {
     kill "$pid" 2>/dev/null
     wait "$pid" 2>/dev/null
 }
+
+# --fetch-only: the peers from PyPI and npm, no build (.ci/run fetches
+# them while the Rust builds run).
+if [ "${1:-}" = --fetch-only ]; then
+    FETCH_ONLY=1 install_peers
+    exit $?
+fi
 
 if ! install_peers; then
     echo "interop: installing the peers failed" >&2

@@ -11,6 +11,7 @@
 #              server (no fixtures) listed and called by each client
 #
 #   tests/interop/serve-http.sh    one line per check; exit 1 if any failed
+#   tests/interop/serve-http.sh --fetch-only   only the peers from PyPI and npm
 #
 # Needs python3 and npm (the registries); it reuses the venvs of
 # http-client.sh and the Node of tests/conformance/install.sh. `cargo test`
@@ -23,13 +24,18 @@ SERVER_EVERYTHING=2026.8.31 # @modelcontextprotocol/server-everything
 . tests/conformance/install.sh # sets NODE (and an OUT of its own)
 OUT=target/interop
 mkdir -p "$OUT/logs" "$OUT/serve-http"
-tests/interop/http-client.sh --install-only || exit 1
+if [ "${1:-}" = --fetch-only ]; then
+    tests/interop/http-client.sh --fetch-only || exit 1
+else
+    tests/interop/http-client.sh --install-only || exit 1
+fi
 if [ "$(cat "$OUT/serve-http/.pinned" 2>/dev/null)" != "$SERVER_EVERYTHING" ]; then
     (cd "$OUT/serve-http" && echo '{"private":true}' >package.json &&
         npm install --silent --no-audit --no-fund \
             "@modelcontextprotocol/server-everything@$SERVER_EVERYTHING") &&
         echo "$SERVER_EVERYTHING" >"$OUT/serve-http/.pinned" || exit 1
 fi
+[ "${1:-}" = --fetch-only ] && exit 0
 cargo build --quiet --features http --bin mcp-stdio --example everything || exit 1
 
 CLI=target/debug/mcp-stdio
