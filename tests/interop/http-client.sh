@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Our HTTP client (`mcp-stdio --url`) against other SDKs' Streamable HTTP
 # servers: the Python SDK 2.3 (2026-07-28) and 1.30 (legacy), stateless and
-# with sessions, and fastmcp. CI-optional like run.sh; kept apart from
+# with sessions, fastmcp, and the TypeScript SDK 2.4 (both eras). CI-optional like run.sh; kept apart from
 # run.sh's stdio matrix.
 #
 #   tests/interop/http-client.sh    install the pinned peers (cached under
@@ -128,6 +128,19 @@ for mode in sessions stateless; do
     serve "fastmcp-$mode" "$p" "$OUT/fastmcp/bin/python" -c "$(py_app fastmcp)" "$p" "$mode" &&
         checks "fastmcp $FASTMCP ($mode)" "http://127.0.0.1:$p/mcp" modern
 done
+
+# The TypeScript SDK 2.4's `createMcpHandler` (stateless; 2025-era
+# requests through its legacy fallback), from run.sh's npm prefix.
+if [ -d "$OUT/npm/node_modules/@modelcontextprotocol/server" ] && command -v node >/dev/null; then
+    p=$(port)
+    serve ts "$p" node tests/interop/ts/http_echo_server.mjs "$p" && {
+        checks "TypeScript SDK 2.4.0 (stateless)" "http://127.0.0.1:$p/mcp" modern
+        check "TypeScript SDK 2.4.0 (stateless, --era legacy): tools/call echo" "hi there" \
+            call echo 'text=hi there' --era legacy --url "http://127.0.0.1:$p/mcp"
+    }
+else
+    echo "SKIP  TypeScript SDK 2.4.0: no npm prefix at $OUT/npm (tests/interop/run.sh --fetch-only makes it)"
+fi
 
 printf '\nhttp-client: %d passed, %d failed\n' "$PASSED" "$FAILED"
 [ "$FAILED" -eq 0 ]
