@@ -24,9 +24,10 @@
 //!   handler. A legacy server's own requests (elicitation, sampling, roots)
 //!   are not passed on: the proxy declares none of those capabilities to
 //!   it, so a well-behaved one does not ask.
-//! - **Subscriptions.** A caller's `resourceSubscriptions` make the proxy
-//!   subscribe to that URI on the server (once per URI, kept while the
-//!   proxy runs) and publish each update it hears.
+//! - **Subscriptions.** A caller's `resourceSubscriptions` (or legacy
+//!   `resources/subscribe`) make the proxy subscribe to that URI on the
+//!   server before the caller's is acknowledged (once per URI, kept while
+//!   the proxy runs) and publish each update it hears.
 //!
 //! Not passed through: tasks (the proxy does not declare the Tasks
 //! extension to the server, which then answers at once), and the
@@ -355,8 +356,10 @@ fn follow_list_changes(server: &Server, client: &Arc<Client>, mirrored: Arc<Mute
         });
 }
 
-/// Subscribes to `uri` on the server, once, on a thread of its own that
-/// publishes each update to the proxy's listeners.
+/// Subscribes to `uri` on the server, once, before the caller's own
+/// subscription is acknowledged (so that nothing the caller does after its
+/// acknowledgment is missed); a thread of its own then publishes each
+/// update to the proxy's listeners.
 fn subscribe(
     client: &Arc<Client>,
     subscribed: &Mutex<HashSet<String>>,
@@ -366,17 +369,19 @@ fn subscribe(
     if !lock(subscribed).insert(uri.to_owned()) {
         return;
     }
-    let (client, server, uri) = (Arc::clone(client), Arc::clone(server), uri.to_owned());
+    let filter = SubscriptionFilter {
+        resource_subscriptions: Some(vec![uri.to_owned()]),
+        ..SubscriptionFilter::default()
+    };
+    let Ok(mut subscription) = client.listen(filter) else {
+        // Tried again by the next caller that asks.
+        lock(subscribed).remove(uri);
+        return;
+    };
+    let server = Arc::clone(server);
     let _ = thread::Builder::new()
         .name("mcp-proxy-resource".into())
         .spawn(move || {
-            let filter = SubscriptionFilter {
-                resource_subscriptions: Some(vec![uri]),
-                ..SubscriptionFilter::default()
-            };
-            let Ok(mut subscription) = client.listen(filter) else {
-                return;
-            };
             while let Ok(event) = subscription.recv() {
                 if let SubscriptionEvent::ResourceUpdated { uri } = event
                     && let Some(server) = lock(&server).as_ref()

@@ -5,7 +5,8 @@
 #
 #   children:  examples/everything (this crate, modern)
 #              tests/interop/python/legacy_server.py (PyPI mcp 1.30, legacy)
-#              @modelcontextprotocol/server-everything (npm reference, legacy)
+#              @modelcontextprotocol/server-everything and server-memory
+#              (npm reference servers, legacy)
 #   drivers:   the interop checks (tests/interop/CHECKS.md) of both Python
 #              SDKs against the two fixture children; the npm reference
 #              server (no fixtures) listed and called by each client
@@ -20,6 +21,7 @@ set -uo pipefail
 cd "$(dirname "$0")/../.."
 
 SERVER_EVERYTHING=2026.8.31 # @modelcontextprotocol/server-everything
+SERVER_MEMORY=2026.8.31     # @modelcontextprotocol/server-memory
 # shellcheck source=tests/conformance/install.sh
 . tests/conformance/install.sh # sets NODE (and an OUT of its own)
 OUT=target/interop
@@ -29,11 +31,12 @@ if [ "${1:-}" = --fetch-only ]; then
 else
     tests/interop/http-client.sh --install-only || exit 1
 fi
-if [ "$(cat "$OUT/serve-http/.pinned" 2>/dev/null)" != "$SERVER_EVERYTHING" ]; then
+if [ "$(cat "$OUT/serve-http/.pinned" 2>/dev/null)" != "$SERVER_EVERYTHING $SERVER_MEMORY" ]; then
     (cd "$OUT/serve-http" && echo '{"private":true}' >package.json &&
         npm install --silent --no-audit --no-fund \
-            "@modelcontextprotocol/server-everything@$SERVER_EVERYTHING") &&
-        echo "$SERVER_EVERYTHING" >"$OUT/serve-http/.pinned" || exit 1
+            "@modelcontextprotocol/server-everything@$SERVER_EVERYTHING" \
+            "@modelcontextprotocol/server-memory@$SERVER_MEMORY") &&
+        echo "$SERVER_EVERYTHING $SERVER_MEMORY" >"$OUT/serve-http/.pinned" || exit 1
 fi
 [ "${1:-}" = --fetch-only ] && exit 0
 cargo build --quiet --features http --bin mcp-stdio --example everything || exit 1
@@ -125,6 +128,21 @@ if proxy npm "$p" "$NODE" "$OUT/serve-http/node_modules/@modelcontextprotocol/se
     got=$(timeout 60 "$CLI" tools --url "$url" 2>&1 | wc -l)
     [ "$got" -ge 10 ]
     verdict "server-everything $SERVER_EVERYTHING ← mcp-stdio tools" $? "$got tools"
+fi
+
+# The npm reference memory server (a knowledge graph in a file): an
+# entity created through one client is read back through the other.
+p=$(port)
+if MEMORY_FILE_PATH="$PWD/$OUT/serve-http/memory.jsonl" proxy memory "$p" "$NODE" \
+    "$OUT/serve-http/node_modules/@modelcontextprotocol/server-memory/dist/index.js"; then
+    url="http://127.0.0.1:$p/mcp"
+    rm -f "$OUT/serve-http/memory.jsonl"
+    entity='{"entities":[{"name":"serve-http","entityType":"test","observations":["through one child"]}]}'
+    got=$("$OUT/py/bin/python" tests/interop/python/http_smoke.py "$url" create_entities "$entity" 2>&1)
+    verdict "server-memory $SERVER_MEMORY ← Python SDK 2.3: create_entities" $? "$got"
+    got=$(timeout 60 "$CLI" call read_graph --era legacy --url "$url" 2>&1)
+    [[ "$got" == *"through one child"* ]]
+    verdict "server-memory $SERVER_MEMORY ← mcp-stdio --era legacy: read_graph" $? "$(echo "$got" | head -c 120)"
 fi
 
 printf '\nserve-http: %d passed, %d failed\n' "$PASSED" "$FAILED"
