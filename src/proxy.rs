@@ -40,7 +40,7 @@ use std::thread;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
 
-use crate::client::{Client, RequestOptions, SubscriptionEvent};
+use crate::client::{Client, Era, RequestOptions, SubscriptionEvent};
 use crate::error::Error;
 use crate::jsonrpc::ErrorObject;
 use crate::outcome::{Outcome, PromptArguments};
@@ -248,26 +248,33 @@ fn forward<T: DeserializeOwned>(
     mut params: Value,
 ) -> Result<Outcome<T>, ErrorObject> {
     let meta = ctx.meta();
-    let mut stamp = Map::new();
-    stamp.insert(
-        meta_key::CLIENT_CAPABILITIES.into(),
-        Value::Object(meta.client_capabilities_raw().clone()),
-    );
-    if let Some(info) = meta.client_info() {
+    // A modern server reads the caller's capabilities per request; a
+    // legacy one took the proxy's at `initialize`.
+    if matches!(client.era(), Era::Modern { .. }) {
+        let mut stamp = Map::new();
         stamp.insert(
-            meta_key::CLIENT_INFO.into(),
-            serde_json::to_value(info).map_err(internal)?,
+            meta_key::CLIENT_CAPABILITIES.into(),
+            Value::Object(meta.client_capabilities_raw().clone()),
         );
+        if let Some(info) = meta.client_info() {
+            stamp.insert(
+                meta_key::CLIENT_INFO.into(),
+                serde_json::to_value(info).map_err(internal)?,
+            );
+        }
+        params["_meta"] = Value::Object(stamp);
     }
-    params["_meta"] = Value::Object(stamp);
     // The callbacks run inside the wait below, which passes what they
     // queue on to the caller between its looks at the caller's
     // cancellation, and once more before the reply: in order, ahead of it.
     let (tx, rx) = crossbeam_channel::unbounded();
-    let progress = tx.clone();
-    let mut options = RequestOptions::new().on_progress(move |p: &ProgressNotificationParams| {
-        let _ = progress.send(Relayed::Progress(p.clone()));
-    });
+    let mut options = RequestOptions::new();
+    if meta.progress_token().is_some() {
+        let progress = tx.clone();
+        options = options.on_progress(move |p: &ProgressNotificationParams| {
+            let _ = progress.send(Relayed::Progress(p.clone()));
+        });
+    }
     if let Some(level) = meta.log_level() {
         options = options.log(level, move |m: &LoggingMessageNotificationParams| {
             let _ = tx.send(Relayed::Log(m.clone()));
