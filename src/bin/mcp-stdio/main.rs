@@ -376,14 +376,7 @@ fn connect(
         let _ = notes.send(note.to_owned());
     });
     if opts.wire {
-        let wire = Arc::clone(stderr);
-        builder = builder.wire(move |direction, line| {
-            let arrow = match direction {
-                WireDirection::Sent => '→',
-                WireDirection::Received => '←',
-            };
-            wire.line(&format!("{arrow} {}", String::from_utf8_lossy(line)));
-        });
+        builder = show_wire(builder, stderr);
     }
     if opts.show_stderr {
         let echo = Arc::clone(stderr);
@@ -411,6 +404,21 @@ fn connect(
         }
     }
     Ok(client)
+}
+
+/// `--wire`: every line both ways on stderr, `→` sent, `←` received.
+pub(crate) fn show_wire(
+    builder: mcp_stdio::ClientBuilder,
+    stderr: &Arc<Stderr>,
+) -> mcp_stdio::ClientBuilder {
+    let wire = Arc::clone(stderr);
+    builder.wire(move |direction, line| {
+        let arrow = match direction {
+            WireDirection::Sent => '→',
+            WireDirection::Received => '←',
+        };
+        wire.line(&format!("{arrow} {}", String::from_utf8_lossy(line)));
+    })
 }
 
 /// Connects to a Streamable HTTP server (a binary built with `http`).

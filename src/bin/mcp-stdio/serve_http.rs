@@ -17,7 +17,7 @@ use crate::stderr::Stderr;
 /// Serves until the process is stopped (Ctrl-C) or the listener fails.
 #[cfg(all(feature = "server", feature = "http"))]
 pub fn run(opts: &Options, serve: &ServeHttp, stderr: &Arc<Stderr>) -> Result<u8, Failure> {
-    use mcp_stdio::{Client, HttpOptions, RestartPolicy, Unauthorized, WireDirection};
+    use mcp_stdio::{Client, HttpOptions, RestartPolicy, Unauthorized};
 
     let target = crate::server(opts)?;
     let mut builder = Client::builder()
@@ -33,14 +33,7 @@ pub fn run(opts: &Options, serve: &ServeHttp, stderr: &Arc<Stderr>) -> Result<u8
         builder = builder.stderr(move |line| echo.line(&format!("[server] {line}")));
     }
     if opts.wire {
-        let wire = Arc::clone(stderr);
-        builder = builder.wire(move |direction, line| {
-            let arrow = match direction {
-                WireDirection::Sent => '→',
-                WireDirection::Received => '←',
-            };
-            wire.line(&format!("{arrow} {}", String::from_utf8_lossy(line)));
-        });
+        builder = crate::show_wire(builder, stderr);
     }
     let program = target.name.clone();
     let client = match target.target {
