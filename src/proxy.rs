@@ -22,7 +22,8 @@
 //!   the server with the answers and that state. A legacy caller is asked
 //!   through its own era's requests by the proxy's server, as for any
 //!   handler. A legacy server's own requests (elicitation, sampling, roots)
-//!   are not passed on: the proxy declares none of those capabilities to
+//!   are not passed on: on stdio they name no request, so no caller could
+//!   be chosen to ask; the proxy declares none of those capabilities to
 //!   it, so a well-behaved one does not ask.
 //! - **Subscriptions.** A caller's `resourceSubscriptions` (or legacy
 //!   `resources/subscribe`) make the proxy subscribe to that URI on the
@@ -32,8 +33,13 @@
 //! Not passed through: tasks (the proxy does not declare the Tasks
 //! extension to the server, which then answers at once), and the
 //! server's log messages that belong to no request.
+//!
+//! Requests of many callers share the one client, whose ids keep them
+//! apart (a proxy is a client like any other to the server). The proxy
+//! keeps its client, and so the server's process, for as long as the
+//! process that built it runs: it is made for a gateway's whole life.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread;
 
@@ -49,8 +55,8 @@ use crate::server::context::RequestContext;
 use crate::server::handlers::ResourceRequest;
 use crate::types::{
     CallToolResult, CompleteRequestParams, CompleteResult, GetPromptResult, InputRequiredResult,
-    LoggingMessageNotificationParams, ProgressNotificationParams, ReadResourceResult,
-    SubscriptionFilter, meta_key, method,
+    LoggingMessageNotificationParams, ProgressNotificationParams, Prompt, ReadResourceResult,
+    ResourceTemplate, SubscriptionFilter, Tool, meta_key, method,
 };
 
 /// Builds a server that serves what `client`'s server offers (module
@@ -142,17 +148,42 @@ impl Lists {
     }
 }
 
-/// The names (and URIs) the proxy offers, as last mirrored.
+/// What the proxy offers, as last mirrored: each entry's key (a name, a
+/// URI, a URI template) with its definition as JSON, so that a new
+/// listing changes only what changed.
 #[derive(Default)]
 struct Mirrored {
-    tools: HashSet<String>,
-    resources: HashSet<String>,
-    templates: HashSet<String>,
-    prompts: HashSet<String>,
+    tools: HashMap<String, String>,
+    resources: HashMap<String, String>,
+    templates: HashMap<String, String>,
+    prompts: HashMap<String, String>,
 }
 
-/// Lists what the server offers and makes `server` offer the same: new
-/// and changed entries added (replacing), the ones gone removed.
+/// Makes one list of the proxy's what `listed` says: each entry new or
+/// changed since `mirrored` is added (replacing; the server announces the
+/// change), each one gone is removed, the rest is left alone.
+fn sync<T: serde::Serialize>(
+    mirrored: &mut HashMap<String, String>,
+    listed: Vec<T>,
+    key: impl Fn(&T) -> String,
+    mut add: impl FnMut(T),
+    mut remove: impl FnMut(&str) -> bool,
+) {
+    let mut now = HashMap::with_capacity(listed.len());
+    for item in listed {
+        let (key, definition) = (key(&item), serde_json::to_string(&item).unwrap_or_default());
+        if mirrored.get(&key) != Some(&definition) {
+            add(item);
+        }
+        now.insert(key, definition);
+    }
+    for gone in mirrored.keys().filter(|k| !now.contains_key(*k)) {
+        remove(gone);
+    }
+    *mirrored = now;
+}
+
+/// Lists what the server offers and makes `server` offer the same.
 fn mirror(
     server: &Server,
     client: &Arc<Client>,
@@ -163,58 +194,52 @@ fn mirror(
     let mut mirrored = lock(mirrored);
     if lists.tools && capabilities.tools.is_some() {
         let tools = client.tools().collect::<Result<Vec<_>, _>>()?;
-        let names: HashSet<String> = tools.iter().map(|t| t.name.clone()).collect();
-        for old in mirrored.tools.difference(&names) {
-            server.remove_tool(old);
-        }
-        mirrored.tools = names;
-        for tool in tools {
+        let add = |tool: Tool| {
             let (client, name) = (Arc::clone(client), tool.name.clone());
             server.add_tool(tool, move |ctx, arguments: Value| {
                 let mut params = json!({ "name": name, "arguments": arguments });
                 carry_round(ctx, &mut params);
-                let outcome = forward::<CallToolResult>(&client, ctx, method::TOOLS_CALL, params)?;
-                Ok(outcome)
+                forward::<CallToolResult>(&client, ctx, method::TOOLS_CALL, params)
             });
-        }
+        };
+        let remove = |name: &str| server.remove_tool(name);
+        sync(&mut mirrored.tools, tools, |t| t.name.clone(), add, remove);
     }
     if lists.resources && capabilities.resources.is_some() {
         let resources = client.resources().collect::<Result<Vec<_>, _>>()?;
-        let uris: HashSet<String> = resources.iter().map(|r| r.uri.clone()).collect();
-        for old in mirrored.resources.difference(&uris) {
-            server.remove_resource(old);
-        }
-        mirrored.resources = uris;
-        for resource in resources {
-            server.add_resource(resource, read_through(client));
-        }
+        let add = |resource| server.add_resource(resource, read_through(client));
+        let remove = |uri: &str| server.remove_resource(uri);
+        sync(
+            &mut mirrored.resources,
+            resources,
+            |r| r.uri.clone(),
+            add,
+            remove,
+        );
         let templates = client.resource_templates().collect::<Result<Vec<_>, _>>()?;
-        let patterns: HashSet<String> = templates.iter().map(|t| t.uri_template.clone()).collect();
-        for old in mirrored.templates.difference(&patterns) {
-            server.remove_resource_template(old);
-        }
-        mirrored.templates = patterns;
-        for template in templates {
-            server.add_resource_template(template, read_through(client));
-        }
+        let add = |template| server.add_resource_template(template, read_through(client));
+        let remove = |pattern: &str| server.remove_resource_template(pattern);
+        let key = |t: &ResourceTemplate| t.uri_template.clone();
+        sync(&mut mirrored.templates, templates, key, add, remove);
     }
     if lists.prompts && capabilities.prompts.is_some() {
         let prompts = client.prompts().collect::<Result<Vec<_>, _>>()?;
-        let names: HashSet<String> = prompts.iter().map(|p| p.name.clone()).collect();
-        for old in mirrored.prompts.difference(&names) {
-            server.remove_prompt(old);
-        }
-        mirrored.prompts = names;
-        for prompt in prompts {
+        let add = |prompt: Prompt| {
             let (client, name) = (Arc::clone(client), prompt.name.clone());
             server.add_prompt(prompt, move |ctx, arguments: PromptArguments| {
                 let mut params = json!({ "name": name, "arguments": arguments });
                 carry_round(ctx, &mut params);
-                let outcome =
-                    forward::<GetPromptResult>(&client, ctx, method::PROMPTS_GET, params)?;
-                Ok(outcome)
+                forward::<GetPromptResult>(&client, ctx, method::PROMPTS_GET, params)
             });
-        }
+        };
+        let remove = |name: &str| server.remove_prompt(name);
+        sync(
+            &mut mirrored.prompts,
+            prompts,
+            |p| p.name.clone(),
+            add,
+            remove,
+        );
     }
     Ok(())
 }
