@@ -172,7 +172,7 @@ impl Exchange<'_> {
         let (end_tx, end) = crossbeam_channel::unbounded();
         let conn = ConnHandle::new(self.inner, Box::new(body.clone()), end_tx);
         #[cfg(feature = "legacy")]
-        let mut session = match &era {
+        let session = match &era {
             Era::Legacy(version) => {
                 match self
                     .sessions
@@ -197,7 +197,7 @@ impl Exchange<'_> {
         };
         reader::dispatch(self.inner, &conn, incoming, bytes);
         #[cfg(feature = "legacy")]
-        if let Some(session) = &mut session {
+        if let Some(session) = &session {
             self.sessions.opened(&conn, &body, session);
         }
         // A POST has no next line: what waits for the reader's flush goes

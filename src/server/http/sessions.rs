@@ -221,20 +221,15 @@ impl Sessions {
     /// the change a `logging/setLevel` or `resources/subscribe` made, is
     /// stored before its answer goes out, so that the client's next POST,
     /// sent on that answer, runs under it.
-    pub fn opened(&self, conn: &ConnHandle, body: &Body, entered: &mut Entered) {
+    pub fn opened(&self, conn: &ConnHandle, body: &Body, entered: &Entered) {
         if let Some(id) = &entered.id {
             let session = conn.lock().session();
-            if let Some(session) = session {
-                match &entered.given {
-                    None => self.store(id, &session, None),
-                    Some(given) if !Arc::ptr_eq(given, &session) => {
-                        self.store(id, &session, Some(given));
-                    }
-                    Some(_) => {}
+            match (session, &entered.given) {
+                (Some(session), None) => self.store(id, &session, None),
+                (Some(session), Some(given)) if !Arc::ptr_eq(given, &session) => {
+                    self.store(id, &session, Some(given));
                 }
-                // Stored: `leave` has nothing more to store unless the
-                // session changes again.
-                entered.given = Some(session);
+                _ => {}
             }
         }
         body.release();
