@@ -678,6 +678,33 @@ mod tests {
     }
 
     #[test]
+    fn serve_http_takes_its_listener_and_http_options() {
+        let opts = parse_ok(
+            "serve-http --listen 0.0.0.0:9 --allow-origin https://a --allow-origin https://b --bearer-token T -- srv x",
+        );
+        assert_eq!(
+            opts.command,
+            Command::ServeHttp(ServeHttp {
+                listen: "0.0.0.0:9".into(),
+                allow_origins: vec!["https://a".into(), "https://b".into()],
+                allow_hosts: Vec::new(),
+                max_body_bytes: None,
+                bearer_token: Some("T".into()),
+            })
+        );
+        assert_eq!(opts.server, Some(ServerSpec::Argv(args("srv x"))));
+        let Command::ServeHttp(serve) = parse_ok("serve-http -- srv").command else {
+            panic!("not serve-http");
+        };
+        assert_eq!(serve.listen, "127.0.0.1:8080");
+        assert_eq!(
+            parse_err("tools --listen 127.0.0.1:9 -- srv"),
+            "--listen applies to serve-http only"
+        );
+        assert!(parse_err("serve-http --max-body-bytes 0 -- srv").contains("above 0"));
+    }
+
+    #[test]
     fn help_and_version_need_no_server() {
         assert_eq!(parse_ok("--help").command, Command::Help);
         assert_eq!(parse_ok("help").command, Command::Help);
