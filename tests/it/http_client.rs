@@ -363,6 +363,14 @@ fn scripted_legacy() -> Scripted {
                                 writer.write_all(format!("id: e-8\ndata: {result}\n\n").as_bytes());
                             return;
                         }
+                        if !req.headers.contains_key("last-event-id") {
+                            // The first standalone GET: a priming event,
+                            // then closed, as a server that has the client
+                            // poll does (the client is to come back after
+                            // `retry` with `Last-Event-ID: g-1`).
+                            let _ = writer.write_all(b"id: g-1\nretry: 50\ndata: \n\n");
+                            return;
+                        }
                         loop {
                             let event = match push_rx.recv_timeout(Duration::from_millis(100)) {
                                 Ok(message) => format!("data: {message}\n\n"),
@@ -494,7 +502,9 @@ fn a_legacy_session_is_probed_echoed_answered_and_deleted() {
 /// Spec 2025-11-25 basic/transports, "Listening for Messages from the
 /// Server": once initialized, the client opens a GET stream, on which the
 /// server's list changes reach a `listen` and its own requests are
-/// answered by the input handlers (with a POST).
+/// answered by the input handlers (with a POST). The scripted server
+/// closes the first GET after a priming event: the client comes back
+/// after its `retry` with `Last-Event-ID`.
 #[test]
 fn a_legacy_server_talks_on_its_get_stream() {
     let scripted = scripted_legacy();
@@ -525,8 +535,10 @@ fn a_legacy_server_talks_on_its_get_stream() {
     drop(subscription);
     client.close().unwrap();
     let seen = scripted.seen.lock().unwrap().clone();
-    let get = seen.iter().find(|s| s.verb == "GET").unwrap();
-    assert_eq!(get.headers["accept"], "text/event-stream");
+    let gets: Vec<&Seen> = seen.iter().filter(|s| s.verb == "GET").collect();
+    assert_eq!(gets[0].headers["accept"], "text/event-stream");
+    assert_eq!(gets[0].headers.get("last-event-id"), None);
+    assert_eq!(gets[1].headers["last-event-id"], "g-1", "{gets:?}");
 }
 
 /// Spec 2025-11-25 basic/transports, "Resumability and Redelivery": a
