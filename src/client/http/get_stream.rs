@@ -13,6 +13,7 @@
 //! response stream that ends without the answer is an error.
 
 use std::cell::Cell;
+use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -41,10 +42,42 @@ const MAX_RESUMES: u32 = 3;
 const STANDALONE: &str = "GET";
 
 impl Shared {
+    /// A legacy session is open: the server may now talk on its own
+    /// ("Listening for Messages from the Server"), on the stream
+    /// [`Shared::listen`] keeps, on a thread of its own.
+    pub(super) fn start_listening(shared: &Arc<Shared>) {
+        let listening = Arc::clone(shared);
+        let started = thread::Builder::new()
+            .name("mcp-client-http-get".into())
+            .spawn(move || listening.listen());
+        if started.is_err() {
+            shared
+                .notes
+                .problem("could not start a thread for the server's GET stream");
+        }
+    }
+
+    /// The stream of request `id` ended at `cursor` without its answer:
+    /// a legacy server's that named an event is resumed
+    /// ([`Shared::resume`]); any other is an error for the request.
+    pub(super) fn unanswered(
+        &self,
+        id: &str,
+        cursor: &mut Cursor,
+        answered: &Cell<bool>,
+        deliver: impl FnMut(Vec<u8>) -> bool,
+    ) -> Result<(), String> {
+        if cursor.last_id.is_some() && lock(&self.legacy_version).is_some() {
+            self.resume(id, cursor, answered, deliver)
+        } else {
+            Err("the server ended the response stream without answering".into())
+        }
+    }
+
     /// The standalone GET stream, on a thread of its own, until the
     /// client closes: a server that offers none answers `405` (any `4xx`
     /// is taken as that; retrying would not change it).
-    pub(super) fn listen(&self) {
+    fn listen(&self) {
         let Some(to_reader) = lock(&self.to_reader).clone() else {
             return;
         };
@@ -95,7 +128,7 @@ impl Shared {
     /// [`MAX_RESUMES`] times in a row that do not. `answered` says when
     /// `deliver` has handed over the answer. `Err` says why the request
     /// has no answer; a request cancelled meanwhile ends `Ok`.
-    pub(super) fn resume(
+    fn resume(
         &self,
         id: &str,
         cursor: &mut Cursor,

@@ -15,23 +15,35 @@ pub(super) fn is_rpc_error(message: &[u8]) -> bool {
         .is_ok_and(|m| m.get("error").is_some_and(Value::is_object))
 }
 
-/// The `error.code` of an error response.
-pub(super) fn error_code(message: &[u8]) -> Option<i64> {
-    let reply = serde_json::from_slice::<Value>(message).ok()?;
-    reply.get("error")?.get("code")?.as_i64()
+/// What a response to a request carries.
+pub(super) enum Answer {
+    /// A result.
+    Result,
+    /// An error, with its code if it has one.
+    Error(Option<i64>),
 }
 
-/// Whether `message` is a response (no `method`) to request `id`, given
-/// as JSON text.
-pub(super) fn is_response_to(message: &[u8], id: &str) -> bool {
+/// `message` read as the answer to request `id` (given as JSON text), or
+/// `None` when it is none: a request, a notification, another request's
+/// answer. One light parse, once per message of a request's stream.
+pub(super) fn answer_to(message: &[u8], id: &str) -> Option<Answer> {
     #[derive(serde::Deserialize)]
     struct Envelope<'a> {
         #[serde(borrow)]
         id: Option<&'a serde_json::value::RawValue>,
         method: Option<serde::de::IgnoredAny>,
+        // Any shape: a malformed error is still this request's answer
+        // (the link says what is wrong with it).
+        error: Option<Value>,
     }
-    serde_json::from_slice::<Envelope<'_>>(message)
-        .is_ok_and(|m| m.method.is_none() && m.id.is_some_and(|i| i.get() == id))
+    let envelope = serde_json::from_slice::<Envelope<'_>>(message).ok()?;
+    if envelope.method.is_some() || envelope.id.is_none_or(|i| i.get() != id) {
+        return None;
+    }
+    Some(match envelope.error {
+        None => Answer::Result,
+        Some(error) => Answer::Error(error.get("code").and_then(Value::as_i64)),
+    })
 }
 
 /// An error response made the answer to request `id`: the status line

@@ -60,7 +60,7 @@ use crate::sync::lock;
 use crate::types::{meta_key, method};
 use exchange::{Body, Connection, Cursor, Head};
 use messages::{
-    Messages, error_code, error_line, is_response_to, is_rpc_error, one_line, status_error, with_id,
+    Answer, Messages, answer_to, error_line, is_rpc_error, one_line, status_error, with_id,
 };
 use params::ParamHeaders;
 pub use settings::HeaderSource;
@@ -173,7 +173,7 @@ struct HttpInput {
 
 impl Write for HttpInput {
     fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
-        if self.shared.closed.load(Ordering::Acquire) {
+        if self.shared.is_closed() {
             return Err(io::ErrorKind::BrokenPipe.into());
         }
         self.buffer.extend_from_slice(bytes);
@@ -238,18 +238,8 @@ impl Shared {
         if outgoing.method.is_none() || id.is_none() {
             let initialized = method.as_deref() == Some("notifications/initialized");
             shared.post(&line, None, method, &headers, &to_reader);
-            // A legacy session is open: the server may now talk on its
-            // own (2025-11-25 "Listening for Messages from the Server").
             if initialized && legacy {
-                let listening = Arc::clone(shared);
-                let started = thread::Builder::new()
-                    .name("mcp-client-http-get".into())
-                    .spawn(move || listening.listen());
-                if started.is_err() {
-                    shared
-                        .notes
-                        .problem("could not start a thread for the server's GET stream");
-                }
+                Shared::start_listening(shared);
             }
             return;
         }
@@ -334,14 +324,15 @@ impl Shared {
         let hold_mismatch = Cell::new(method.as_deref() == Some(method::TOOLS_CALL));
         let mismatched = Cell::new(false);
         let mut deliver = |message: Vec<u8>| {
-            if hold_mismatch.get()
-                && error_code(&message) == Some(i64::from(rpc_code::HEADER_MISMATCH))
-            {
-                mismatched.set(true);
-                return true;
-            }
-            if id.as_deref().is_some_and(|id| is_response_to(&message, id)) {
-                answered.set(true);
+            match id.as_deref().and_then(|id| answer_to(&message, id)) {
+                Some(Answer::Error(Some(code)))
+                    if hold_mismatch.get() && code == i64::from(rpc_code::HEADER_MISMATCH) =>
+                {
+                    mismatched.set(true);
+                    return true;
+                }
+                Some(_) => answered.set(true),
+                None => {}
             }
             let message = match method.as_deref() {
                 Some("initialize") => {
@@ -371,35 +362,18 @@ impl Shared {
         );
         if mismatched.get() {
             hold_mismatch.set(false);
-            let relisted = self.relist(line).then(|| serde_json::from_slice(line).ok());
-            let headers = match relisted.flatten() {
-                Some(outgoing) => self.headers(&outgoing),
-                None => headers.to_vec(),
-            };
             cursor = Cursor::default();
-            res = self.exchange(
-                "POST",
-                line,
-                id.as_deref(),
-                &headers,
-                &mut cursor,
-                &mut deliver,
-            );
+            res =
+                self.retry_with_new_marks(line, id.as_deref(), headers, &mut cursor, &mut deliver);
         }
         if let (Ok(()), Some(id), false) = (&res, &id, answered.get()) {
-            res = if cursor.last_id.is_some() && lock(&self.legacy_version).is_some() {
-                self.resume(id, &mut cursor, &answered, &mut deliver)
-            } else {
-                Err("the server ended the response stream without answering".into())
-            };
+            res = self.unanswered(id, &mut cursor, &answered, &mut deliver);
         }
         let cancelled = match &id {
             Some(id) => lock(&self.streams).remove(id).is_none(),
             None => false,
         };
-        if let (Err(why), Some(id), false) =
-            (res, &id, cancelled || self.closed.load(Ordering::Acquire))
-        {
+        if let (Err(why), Some(id), false) = (res, &id, cancelled || self.is_closed()) {
             let _ = to_reader.send(error_line(id, &why));
         }
     }
@@ -458,7 +432,7 @@ impl Shared {
             }
         };
         let reusable = body.is_done() && head.keeps_alive();
-        if reusable && !self.closed.load(Ordering::Acquire) {
+        if reusable && !self.is_closed() {
             let mut idle = lock(&self.idle);
             if idle.len() < IDLE_CONNECTIONS {
                 idle.push(conn);
@@ -510,6 +484,7 @@ impl Shared {
         }
     }
 
+    /// Whether the client closed (`close`).
     fn is_closed(&self) -> bool {
         self.closed.load(Ordering::Acquire)
     }

@@ -17,9 +17,28 @@ use crate::types::method;
 const MAX_PAGES: usize = 100;
 
 impl Shared {
+    /// The call `line`, refused for its headers, sent again with the
+    /// headers the tools' marks, listed again, now give (the same ones
+    /// when the listing failed); its answer goes to `deliver`.
+    pub(super) fn retry_with_new_marks(
+        &self,
+        line: &[u8],
+        id: Option<&str>,
+        headers: &[(String, String)],
+        cursor: &mut Cursor,
+        deliver: impl FnMut(Vec<u8>) -> bool,
+    ) -> Result<(), String> {
+        let relisted = self.relist(line).then(|| serde_json::from_slice(line).ok());
+        let headers = match relisted.flatten() {
+            Some(outgoing) => self.headers(&outgoing),
+            None => headers.to_vec(),
+        };
+        self.exchange("POST", line, id, &headers, cursor, deliver)
+    }
+
     /// Lists every tool again (every page), with the `_meta` of the call
     /// `line` that was refused, to learn their marks. Whether it could.
-    pub(super) fn relist(&self, line: &[u8]) -> bool {
+    fn relist(&self, line: &[u8]) -> bool {
         let meta = serde_json::from_slice::<Value>(line)
             .ok()
             .and_then(|v| v.pointer("/params/_meta").cloned());
