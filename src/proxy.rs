@@ -197,8 +197,7 @@ fn mirror(
         let add = |tool: Tool| {
             let (client, name) = (Arc::clone(client), tool.name.clone());
             server.add_tool(tool, move |ctx, arguments: Value| {
-                let mut params = json!({ "name": name, "arguments": arguments });
-                carry_round(ctx, &mut params);
+                let params = json!({ "name": name, "arguments": arguments });
                 forward::<CallToolResult>(&client, ctx, method::TOOLS_CALL, params)
             });
         };
@@ -227,8 +226,7 @@ fn mirror(
         let add = |prompt: Prompt| {
             let (client, name) = (Arc::clone(client), prompt.name.clone());
             server.add_prompt(prompt, move |ctx, arguments: PromptArguments| {
-                let mut params = json!({ "name": name, "arguments": arguments });
-                carry_round(ctx, &mut params);
+                let params = json!({ "name": name, "arguments": arguments });
                 forward::<GetPromptResult>(&client, ctx, method::PROMPTS_GET, params)
             });
         };
@@ -254,15 +252,14 @@ fn read_through(
 + 'static {
     let client = Arc::clone(client);
     move |ctx, request| {
-        let mut params = json!({ "uri": request.uri });
-        carry_round(ctx, &mut params);
-        let outcome = forward::<ReadResourceResult>(&client, ctx, method::RESOURCES_READ, params)?;
-        Ok(outcome)
+        let params = json!({ "uri": request.uri });
+        forward::<ReadResourceResult>(&client, ctx, method::RESOURCES_READ, params)
     }
 }
 
 /// One request to the server on behalf of `ctx`'s caller: its client
-/// capabilities and log level go along, progress and logs come back, and
+/// capabilities and log level go along (and, on a retry, its answers and
+/// the server's state, [`carry_round`]), progress and logs come back, and
 /// its cancellation cancels this request. The server's protocol error is
 /// passed on as it is; anything else is `-32603` saying the proxy's server
 /// failed.
@@ -272,6 +269,7 @@ fn forward<T: DeserializeOwned>(
     method: &str,
     mut params: Value,
 ) -> Result<Outcome<T>, ErrorObject> {
+    carry_round(ctx, &mut params);
     let meta = ctx.meta();
     // A modern server reads the caller's capabilities per request; a
     // legacy one took the proxy's at `initialize`.
