@@ -54,7 +54,7 @@ if [ "$(cat "$venv/.pinned" 2>/dev/null)" != "mcp==$PY_MCP" ]; then
 fi
 
 step "examples/everything and mcp-stdio with the http and redis features"
-cargo build --quiet --features http,redis --example everything --bin mcp-stdio
+cargo build --quiet --features http,redis --example everything --example replicas --bin mcp-stdio
 everything=target/debug/examples/everything
 
 # Free loopback ports: three replicas, nginx, a stranger with its own key, Redis.
@@ -190,6 +190,19 @@ ours "listen across replicas" $ok "the listen on $holder heard $heard list chang
 for addr in $(served "$mark" tools/call); do
     "$cli" call toggle_tool --url "http://$addr/mcp" >/dev/null 2>&1
 done
+# A task run on one replica, followed by our client (tasks/get polled,
+# its question answered with tasks/update) through all of them; another
+# cancelled.
+mark=$(wc -l <"$OUT/nginx/access.log")
+got=$(timeout 60 target/debug/examples/replicas "$url" 2>&1 || true)
+created=$(served "$mark" tools/call | head -1)
+polled=$(served "$mark" tasks/get | sort -u | tr '\n' ' ')
+answered=$(served "$mark" tasks/update | tr '\n' ' ')
+cancelled=$(served "$mark" tasks/cancel | tr '\n' ' ')
+ok=1
+[[ "$got" == *"Deleted ours.txt"* && "$got" == *": cancelled"* ]] &&
+    [ "$(served "$mark" tasks/get | sort -u | wc -l)" -ge 2 ] && [ -n "$answered" ] && ok=0
+ours "tasks across replicas" $ok "created on $created, polled on $polled, answered on $answered, cancelled on $cancelled: $(echo "$got" | tr '\n' ';')"
 [ "$failed" = 0 ] || exit 1
 
 step "checks (Python SDK mcp==$PY_MCP through nginx)"
