@@ -17,6 +17,12 @@
 #     reads `failed` on another replica within its lease (10 s), and later
 #     calls are served by the replicas left.
 #
+#
+# Our client (`mcp-stdio --url`, examples/replicas.rs) does the same
+# through nginx: MRTR rounds on two replicas, a listen hearing each
+# replica's change, a task followed across replicas and another cancelled,
+# and, after the Python checks, a replica killed under a call in flight.
+#
 #   tests/scale_out.sh          install what is missing, run, exit 1 on a failure
 #
 # Installs nginx and redis-server from Debian (apt-get) when they are missing, and the Python SDK
@@ -212,3 +218,22 @@ step "checks (Python SDK mcp==$PY_MCP through nginx)"
     --stranger "http://127.0.0.1:$stranger_port/mcp" \
     --replicas "$(IFS=,; echo "${replica_ports[*]}")" \
     --replica-pids "$(IFS=,; echo "${replica_pids[*]}")"
+
+step "our client when a replica dies mid-call (two replicas left, one is killed)"
+alive=()
+for pid in "${replica_pids[@]}"; do kill -0 "$pid" 2>/dev/null && alive+=("$pid"); done
+# Two slow calls in flight, one on each replica left (round robin).
+for i in 0 1; do
+    timeout 60 "$cli" call slow ms=3000 --url "$url" >"$OUT/ours-slow$i.out" 2>&1 &
+    slow[i]=$!
+done
+sleep 1
+kill -9 "${alive[0]}"
+for i in 0 1; do wait "${slow[i]}" || true; done
+outcomes=$(cat "$OUT/ours-slow0.out" "$OUT/ours-slow1.out" | tr '\n' ';')
+after=$(timeout 30 "$cli" call echo text=after --url "$url" 2>&1 || true)
+ok=1
+[ "$(grep -lx done "$OUT"/ours-slow?.out | wc -l)" = 1 ] &&
+    [ "$(grep -L -x done "$OUT"/ours-slow?.out | wc -l)" = 1 ] && [ "$after" = after ] && ok=0
+ours "replica killed" $ok "in flight: $outcomes then echo: $after"
+[ "$failed" = 0 ]
