@@ -10,7 +10,7 @@
 //!
 //! One module per job: `args` (the command line), `config` (`mcpServers`
 //! files), `commands` (what each command does with the client), `output`
-//! (what people read on stdout), `stderr` (progress, logs, the wire, every
+//! (what people read on stdout), `serve_http` (the server over HTTP, through `mcp_stdio::proxy`), `stderr` (progress, logs, the wire, every
 //! other line on stderr), `ask` (input for the server: forms, roots,
 //! sampling), `form` (a form asked field by field), `interrupt` (Ctrl-C for `listen`), `suggest` (did you mean).
 //! This file connects them: the client's settings, errors, exit statuses.
