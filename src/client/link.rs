@@ -21,7 +21,6 @@
 //! for a note thread (`note_queue`), so that a locked or full stderr never
 //! stalls the reader. What the reader does with each line is in `route`.
 
-use std::collections::HashMap;
 use std::io::BufRead;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -37,7 +36,7 @@ use crate::client::notes::Notes;
 use crate::client::server_requests;
 use crate::client::wire::Wire;
 use crate::error::Error;
-use crate::jsonrpc::RequestId;
+use crate::jsonrpc::{IdMap, RequestId};
 #[cfg(feature = "legacy")]
 use crate::jsonrpc::{encode_error, encode_result};
 use crate::sync::lock;
@@ -53,7 +52,7 @@ mod route;
 #[cfg(feature = "legacy")]
 /// The legacy subscriptions of a connection: the accepted filter of each,
 /// by its client-side id.
-pub(crate) type LegacyFilters = HashMap<RequestId, SubscriptionFilter>;
+pub(crate) type LegacyFilters = IdMap<SubscriptionFilter>;
 
 /// What the reader delivers to a waiting request.
 #[derive(Debug)]
@@ -108,8 +107,8 @@ pub(crate) struct Link {
     writer: Mutex<Option<Sender<Queued>>>,
     /// The server's input, shared with the writer thread.
     input: Arc<Input>,
-    pending: Mutex<HashMap<RequestId, Pending>>,
-    subscriptions: Mutex<HashMap<RequestId, Sender<SubscriptionDelivery>>>,
+    pending: Mutex<IdMap<Pending>>,
+    subscriptions: Mutex<IdMap<Sender<SubscriptionDelivery>>>,
     /// The subscriptions emulated on a legacy server, which get untagged
     /// notifications (see `legacy_listen`).
     #[cfg(feature = "legacy")]
@@ -144,10 +143,10 @@ impl Link {
         let link = Arc::new(Link {
             writer: Mutex::new(Some(tx)),
             input: Arc::clone(&input),
-            pending: Mutex::new(HashMap::new()),
-            subscriptions: Mutex::new(HashMap::new()),
+            pending: Mutex::new(IdMap::default()),
+            subscriptions: Mutex::new(IdMap::default()),
             #[cfg(feature = "legacy")]
-            legacy: Mutex::new(LegacyFilters::new()),
+            legacy: Mutex::new(LegacyFilters::default()),
             alive: AtomicBool::new(true),
             restartable: AtomicBool::new(false),
             server_requests: Mutex::new(None),

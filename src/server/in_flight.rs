@@ -15,9 +15,9 @@
 //! [`InFlight::enter`] and [`InFlight::leave`] are the only code that
 //! changes the counts.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 
-use crate::jsonrpc::RequestId;
+use crate::jsonrpc::{IdMap, RequestId};
 use crate::server::cancel::CancelToken;
 use crate::server::pool::Job;
 
@@ -45,7 +45,7 @@ pub(crate) enum Stage {
 /// The requests in flight by id, the queue for slots, and the counts.
 #[derive(Default)]
 pub(crate) struct InFlight {
-    map: HashMap<RequestId, Entry>,
+    map: IdMap<Entry>,
     /// Queued requests in arrival order; one cancelled meanwhile is gone
     /// from the map and skipped.
     queue: VecDeque<(RequestId, u64)>,

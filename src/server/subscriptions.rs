@@ -12,12 +12,12 @@
 //! stands when the event is taken out of the inbox, and a cancellation
 //! removes the entry before anything later is looked at.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::jsonrpc::RequestId;
+use crate::jsonrpc::{IdMap, RequestId};
 use crate::server::event::ServerEvent;
 use crate::types::{SubscriptionFilter, meta_key, method};
 
@@ -64,7 +64,7 @@ impl Accepted {
 #[derive(Debug, Default)]
 pub(crate) struct SubscriptionTable {
     by_seq: BTreeMap<u64, (RequestId, Accepted)>,
-    by_id: HashMap<RequestId, u64>,
+    by_id: IdMap<u64>,
     next_seq: u64,
 }
 

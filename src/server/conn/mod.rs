@@ -20,12 +20,12 @@ pub(crate) mod handle;
 mod legacy;
 mod output;
 
-#[cfg(feature = "legacy")]
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use serde_json::json;
 
+#[cfg(feature = "legacy")]
+use crate::jsonrpc::IdMap;
 use crate::jsonrpc::{ErrorObject, RequestId, encode_error};
 use crate::server::Inner;
 use crate::server::event::ServerEvent;
@@ -78,7 +78,7 @@ struct Legacy {
     /// Opened by `initialize`; shared with the requests prepared under it.
     session: Option<Arc<crate::server::legacy::session::LegacySession>>,
     /// The server's requests to the client awaiting its response, by id.
-    asks: HashMap<RequestId, Ask>,
+    asks: IdMap<Ask>,
     /// The client hears nothing but the answers to its own requests (HTTP,
     /// where there is no GET stream): `initialize` offers no list changes.
     answers_only: bool,
