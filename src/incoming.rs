@@ -1,9 +1,14 @@
 //! Classifies one input line: a request, a notification, a response, or
 //! something that must be answered with an error.
 //!
-//! The line is parsed once into borrowed pieces (`&RawValue`), so params stay
-//! unparsed text until the handler that wants them reads them into its own
-//! type. Every way a line can be wrong maps to one JSON-RPC error here:
+//! The line is parsed once into borrowed pieces (`&RawValue`): the
+//! envelope and, in the same pass, the members of the params the server
+//! looks at ([`Fields`]); a handler reads its own members (the arguments)
+//! into its own type. A line that pass does not take as a well-formed
+//! request or notification (a response, an error of any kind, a
+//! duplicate member of the params) is read again the plain way, which
+//! finds what it is: so every way a line can be wrong maps to one JSON-RPC
+//! error, decided in one place (the second pass):
 //!
 //! | input | answer |
 //! |---|---|
@@ -11,24 +16,25 @@
 //! | an array (batch), a scalar, no or wrong `jsonrpc`, no or non-string `method`, `id` null / object / fraction, `params` not an object | `-32600`, with the id when it is usable |
 //! | a response (`result` or `error` without `method`) | nothing: peers must not send them, so it is only noted |
 
+use serde::de::{MapAccess, Visitor, value::MapAccessDeserializer};
 use serde::{Deserialize, Deserializer};
 use serde_json::value::RawValue;
 
 use crate::jsonrpc::{ErrorObject, RequestId};
 
-/// One classified input line.
+/// One classified input line, borrowed from it.
 #[derive(Debug)]
-pub(crate) enum Incoming {
+pub(crate) enum Incoming<'a> {
     /// A request: it must get exactly one reply unless it is cancelled.
     Request {
         id: RequestId,
         method: String,
-        params: Option<Box<RawValue>>,
+        params: Option<Params<'a>>,
     },
     /// A notification: never answered.
     Notification {
         method: String,
-        params: Option<Box<RawValue>>,
+        params: Option<Params<'a>>,
     },
     /// A response (or error response) sent by the peer: to one of the
     /// server's own requests to a legacy client, or to nothing.
@@ -43,6 +49,111 @@ pub(crate) enum Incoming {
         id: Option<RequestId>,
         error: ErrorObject,
     },
+}
+
+/// A request's or notification's params (an object).
+#[derive(Debug)]
+pub(crate) enum Params<'a> {
+    /// Read with the envelope: the members the server looks at, borrowed
+    /// from `line`, which is read again only if the whole params text is
+    /// wanted ([`Params::raw`]).
+    Read { line: &'a str, fields: Fields<'a> },
+    /// The params as text: from a line read the plain way, or a legacy
+    /// request's later round.
+    Raw(Box<RawValue>),
+}
+
+impl Params<'_> {
+    /// The params as sent.
+    pub fn raw(&self) -> &RawValue {
+        match self {
+            Params::Read { line, .. } => match serde_json::from_str::<Envelope<'_>>(line) {
+                Ok(Envelope {
+                    params: Some(raw), ..
+                }) => raw,
+                // The line was read once already, with params.
+                _ => unreachable!("a line read with its params reads again"),
+            },
+            Params::Raw(raw) => raw,
+        }
+    }
+
+    /// The members the server looks at; `-32602` when they are not
+    /// readable (a member twice).
+    pub fn fields(&self) -> Result<Fields<'_>, ErrorObject> {
+        match self {
+            Params::Read { fields, .. } => Ok(fields.clone()),
+            Params::Raw(raw) => {
+                serde_json::from_str(raw.get()).map_err(ErrorObject::invalid_params)
+            }
+        }
+    }
+}
+
+/// The members of params the server looks at, borrowed from the line.
+#[derive(Deserialize, Default, Clone, Debug)]
+pub(crate) struct Fields<'a> {
+    #[serde(rename = "_meta", borrow, default, deserialize_with = "present")]
+    pub meta: Option<&'a RawValue>,
+    #[serde(borrow, default, deserialize_with = "present")]
+    pub name: Option<&'a RawValue>,
+    #[serde(borrow, default, deserialize_with = "present")]
+    pub arguments: Option<&'a RawValue>,
+    #[serde(borrow, default, deserialize_with = "present")]
+    pub uri: Option<&'a RawValue>,
+    #[serde(borrow, default, deserialize_with = "present")]
+    pub cursor: Option<&'a RawValue>,
+    #[serde(borrow, default, deserialize_with = "present")]
+    pub notifications: Option<&'a RawValue>,
+    #[serde(rename = "taskId", borrow, default, deserialize_with = "present")]
+    pub task_id: Option<&'a RawValue>,
+    #[serde(
+        rename = "inputResponses",
+        borrow,
+        default,
+        deserialize_with = "present"
+    )]
+    pub input_responses: Option<&'a RawValue>,
+    #[serde(rename = "requestState", borrow, default, deserialize_with = "present")]
+    pub request_state: Option<&'a RawValue>,
+}
+
+/// A request or notification read in one pass, the params' members
+/// included. Its `params` must be an object ([`object_fields`]).
+#[derive(Deserialize)]
+struct ReadEnvelope<'a> {
+    #[serde(default, borrow, deserialize_with = "present")]
+    jsonrpc: Option<&'a RawValue>,
+    #[serde(default, borrow, deserialize_with = "present")]
+    id: Option<&'a RawValue>,
+    #[serde(default, borrow, deserialize_with = "present")]
+    method: Option<&'a RawValue>,
+    #[serde(default, borrow, deserialize_with = "object_fields")]
+    params: Option<Fields<'a>>,
+    // Read so that a line with two of either is refused as before (a
+    // request with one is a request: `response` says why).
+    #[serde(default, borrow, deserialize_with = "present")]
+    #[allow(dead_code, reason = "present to be checked, not used")]
+    result: Option<&'a RawValue>,
+    #[serde(default, borrow, deserialize_with = "present")]
+    #[allow(dead_code, reason = "present to be checked, not used")]
+    error: Option<&'a RawValue>,
+}
+
+/// The params' members, from an object only (a derived struct would also
+/// take an array, by position).
+fn object_fields<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Fields<'de>>, D::Error> {
+    struct Object;
+    impl<'de> Visitor<'de> for Object {
+        type Value = Fields<'de>;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("an object")
+        }
+        fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Fields<'de>, A::Error> {
+            Fields::deserialize(MapAccessDeserializer::new(map))
+        }
+    }
+    d.deserialize_map(Object).map(Some)
 }
 
 /// The members of a JSON-RPC object, each `Some` when present (even when
@@ -71,7 +182,10 @@ pub(crate) fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<&'de Raw
 
 /// Classifies one line (without its newline). The checks run in this order,
 /// and the first that fails decides the error a malformed line gets.
-pub(crate) fn classify(line: &[u8]) -> Incoming {
+pub(crate) fn classify(line: &[u8]) -> Incoming<'_> {
+    if let Some(incoming) = read_in_one_pass(line) {
+        return incoming;
+    }
     let env = match envelope(line) {
         Ok(env) => env,
         Err(error) => return Incoming::Invalid { id: None, error },
@@ -90,6 +204,22 @@ pub(crate) fn classify(line: &[u8]) -> Incoming {
         },
         Err(error) => Incoming::Invalid { id, error },
     }
+}
+
+/// A well-formed request or notification, read with its params' members
+/// in one pass; `None` for anything else, which [`classify`] reads again
+/// the plain way (and so answers as it always did).
+fn read_in_one_pass(line: &[u8]) -> Option<Incoming<'_>> {
+    let text = std::str::from_utf8(line).ok()?;
+    let env: ReadEnvelope<'_> = serde_json::from_str(text).ok()?;
+    check_version(env.jsonrpc).ok()?;
+    let id = request_id(env.id).ok()?;
+    let method = method(env.method).ok()?;
+    let params = env.params.map(|fields| Params::Read { line: text, fields });
+    Some(match id {
+        Some(id) => Incoming::Request { id, method, params },
+        None => Incoming::Notification { method, params },
+    })
 }
 
 /// Parses the line into its members: UTF-8, then one JSON object, then
@@ -127,7 +257,7 @@ fn check_object(text: &str) -> Result<(), ErrorObject> {
 /// A response from the peer (`result` or `error`, no `method`), whatever
 /// its id looks like: the owner routes it to an ask of its own or only
 /// notes it.
-fn response(env: &Envelope<'_>) -> Option<Incoming> {
+fn response<'a>(env: &Envelope<'_>) -> Option<Incoming<'a>> {
     if env.method.is_some() {
         return None;
     }
@@ -159,7 +289,7 @@ fn request_id(raw: Option<&RawValue>) -> Result<Option<RequestId>, ErrorObject> 
 
 /// Checks the rest of a request or notification, in order: the version,
 /// the method, the params.
-fn method_and_params(env: &Envelope<'_>) -> Result<(String, Option<Box<RawValue>>), ErrorObject> {
+fn method_and_params<'a>(env: &Envelope<'_>) -> Result<(String, Option<Params<'a>>), ErrorObject> {
     check_version(env.jsonrpc)?;
     let method = method(env.method)?;
     let params = params(env.params)?;
@@ -189,10 +319,10 @@ fn method(raw: Option<&RawValue>) -> Result<String, ErrorObject> {
 }
 
 /// Keeps the params as unparsed text; when present they must be an object.
-fn params(raw: Option<&RawValue>) -> Result<Option<Box<RawValue>>, ErrorObject> {
+fn params<'a>(raw: Option<&RawValue>) -> Result<Option<Params<'a>>, ErrorObject> {
     match raw {
         None => Ok(None),
-        Some(raw) if raw.get().starts_with('{') => Ok(Some(raw.to_owned())),
+        Some(raw) if raw.get().starts_with('{') => Ok(Some(Params::Raw(raw.to_owned()))),
         Some(raw) => Err(ErrorObject::invalid_request(format!(
             "params must be an object, got {}",
             short(raw.get())
@@ -211,17 +341,17 @@ fn short(raw: &str) -> &str {
 /// The request id of `notifications/cancelled`; `None` for malformed
 /// params, which are ignored (spec 2026-07-28 basic/patterns/cancellation,
 /// "Error Handling").
-pub(crate) fn cancelled_id(params: Option<&RawValue>) -> Option<RequestId> {
+pub(crate) fn cancelled_id(params: Option<&Params<'_>>) -> Option<RequestId> {
     #[derive(Deserialize)]
     #[serde(rename_all = "camelCase")]
     struct Cancelled {
         request_id: RequestId,
     }
-    let params: Cancelled = serde_json::from_str(params?.get()).ok()?;
+    let params: Cancelled = serde_json::from_str(params?.raw().get()).ok()?;
     Some(params.request_id)
 }
 
-impl Incoming {
+impl Incoming<'_> {
     /// What a line too long to keep stands for, from its envelope: an
     /// error for the request (spec 2026-07-28 basic/index: with the
     /// request's id whenever it could be read, and the scan reads it
@@ -231,7 +361,7 @@ impl Incoming {
     pub(crate) fn too_long(
         envelope: crate::envelope_scan::Envelope,
         error: ErrorObject,
-    ) -> Option<Incoming> {
+    ) -> Option<Incoming<'static>> {
         if envelope.is_response() {
             return Some(Incoming::Response {
                 id: envelope.id,
@@ -254,7 +384,7 @@ mod tests {
 
     #[test]
     fn a_cancellation_names_its_request_or_is_ignored() {
-        let raw = |s: &str| RawValue::from_string(s.to_owned()).unwrap();
+        let raw = |s: &str| Params::Raw(RawValue::from_string(s.to_owned()).unwrap());
         assert_eq!(
             cancelled_id(Some(&raw(r#"{"requestId":"a","reason":"x"}"#))),
             Some(RequestId::from("a"))
@@ -276,7 +406,9 @@ mod tests {
             Incoming::Request { id, method, params } => {
                 assert_eq!(id, RequestId::from("7"));
                 assert_eq!(method, "a/b");
-                assert_eq!(params.unwrap().get(), r#"{"x":1}"#);
+                let params = params.unwrap();
+                assert_eq!(params.raw().get(), r#"{"x":1}"#);
+                assert!(matches!(params, Params::Read { .. }), "read in one pass");
             }
             other => panic!("{other:?}"),
         }
@@ -291,6 +423,42 @@ mod tests {
                 ..
             }
         ));
+    }
+
+    #[test]
+    fn a_line_the_one_pass_refuses_is_read_the_plain_way() {
+        // The params as sent, byte for byte, from a line read in one pass.
+        match classify(br#"{"jsonrpc":"2.0","id":1,"method":"m","params": { "x" : [1, {}] } }"#) {
+            Incoming::Request {
+                params: Some(params @ Params::Read { .. }),
+                ..
+            } => assert_eq!(params.raw().get(), r#"{ "x" : [1, {}] }"#),
+            other => panic!("{other:?}"),
+        }
+        // A member of the params twice: a request all the same, whose
+        // params are refused when they are read (`-32602`).
+        match classify(br#"{"jsonrpc":"2.0","id":1,"method":"m","params":{"name":"a","name":"b"}}"#)
+        {
+            Incoming::Request {
+                params: Some(params @ Params::Raw(_)),
+                ..
+            } => assert_eq!(params.fields().unwrap_err().code, -32602),
+            other => panic!("{other:?}"),
+        }
+        // Params that are not an object, or a member of the envelope
+        // twice: the errors the plain reading gives.
+        assert_eq!(
+            error_of(r#"{"jsonrpc":"2.0","id":1,"method":"m","params":null}"#),
+            (Some(1.into()), -32600)
+        );
+        assert_eq!(
+            error_of(r#"{"jsonrpc":"2.0","id":1,"method":"m","result":1,"result":2}"#),
+            (None, -32600)
+        );
+        assert_eq!(
+            error_of(r#"{"jsonrpc":"2.0","id":1,"method":"m","params":{"a":tru}}"#),
+            (None, -32700)
+        );
     }
 
     #[test]
@@ -376,7 +544,7 @@ mod tests {
         );
     }
 
-    impl Incoming {
+    impl Incoming<'_> {
         fn is_parse_error(&self) -> bool {
             matches!(self, Incoming::Invalid { error, .. } if error.code == -32700)
         }

@@ -19,9 +19,7 @@
 use std::io::{BufRead, BufReader};
 use std::sync::Arc;
 
-use serde_json::value::RawValue;
-
-use crate::incoming::{Incoming, cancelled_id, classify};
+use crate::incoming::{Incoming, Params, cancelled_id, classify};
 use crate::jsonrpc::RequestId;
 use crate::server::Inner;
 use crate::server::conn::End;
@@ -78,14 +76,19 @@ pub(crate) fn read_loop(inner: &Arc<Inner>, conn: &ConnHandle, input: Box<dyn Bu
 
 /// Acts on one message of `bytes` bytes: the whole of the server's
 /// reaction to it is done, or begun, when this returns.
-pub(crate) fn dispatch(inner: &Arc<Inner>, conn: &ConnHandle, incoming: Incoming, bytes: usize) {
+pub(crate) fn dispatch(
+    inner: &Arc<Inner>,
+    conn: &ConnHandle,
+    incoming: Incoming<'_>,
+    bytes: usize,
+) {
     match incoming {
         Incoming::Request { id, method, params } => {
             request(inner, conn, id, &method, params, bytes);
         }
         Incoming::Notification { method, params } => {
             if method == method::NOTIFICATION_CANCELLED {
-                if let Some(id) = cancelled_id(params.as_deref()) {
+                if let Some(id) = cancelled_id(params.as_ref()) {
                     conn.lock_for_reader().cancel(&id);
                 }
             } else if method == "notifications/initialized" {
@@ -120,7 +123,7 @@ fn request(
     conn: &ConnHandle,
     id: RequestId,
     method: &str,
-    params: Option<Box<RawValue>>,
+    params: Option<Params<'_>>,
     bytes: usize,
 ) {
     let mut locked = conn.lock_for_reader();

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
-use super::params::{optional_string, required_string, span};
+use super::params::{optional_string, required_string};
 use super::request::{Plan, Request};
 use super::route::List;
 use super::tasks::task_call;
@@ -117,13 +117,13 @@ pub(super) fn prepare_list(req: &Request<'_>, list: List) -> Result<Plan, ErrorO
     Ok(Plan::new(true, work, None))
 }
 
-/// `tools/call`, before the work has the params it reads the arguments
-/// from (see [`ToolCall::with_params`]).
+/// `tools/call`, prepared: what its work needs (see [`ToolCall::plan`]).
 pub(super) struct ToolCall {
     inner: Arc<Inner>,
     name: String,
-    /// Where the arguments object is in the params text.
-    arguments: Option<std::ops::Range<usize>>,
+    /// The arguments object as the client sent it, copied out of the
+    /// line (the work outlives it).
+    arguments: Option<String>,
     handler: Arc<ToolFn>,
     inline: bool,
     retry: Option<Retry>,
@@ -132,8 +132,7 @@ pub(super) struct ToolCall {
 }
 
 /// `tools/call`: `name` a string, `arguments` an object (or absent), the
-/// retry verified, the tool known. The arguments are not copied: the work
-/// reads them from the params as the client sent them.
+/// retry verified, the tool known.
 pub(super) fn prepare_tool_call(req: &Request<'_>) -> Result<ToolCall, ErrorObject> {
     let name = required_string(req.fields.name, "name")?;
     let args = req.fields.arguments.filter(|raw| raw.get() != "null");
@@ -171,7 +170,7 @@ pub(super) fn prepare_tool_call(req: &Request<'_>) -> Result<ToolCall, ErrorObje
     Ok(ToolCall {
         task,
         inner: Arc::clone(req.inner),
-        arguments: args.map(|raw| span(req.text, raw.get())),
+        arguments: args.map(|raw| raw.get().to_owned()),
         name,
         handler,
         inline,
@@ -180,8 +179,8 @@ pub(super) fn prepare_tool_call(req: &Request<'_>) -> Result<ToolCall, ErrorObje
 }
 
 impl ToolCall {
-    /// The work of the call; `params` are the ones it was prepared from.
-    pub fn with_params(self, params: Option<Box<RawValue>>) -> Plan {
+    /// The work of the call.
+    pub fn plan(self) -> Plan {
         let ToolCall {
             inner,
             name,
@@ -192,14 +191,12 @@ impl ToolCall {
             task,
         } = self;
         if let Some(gate) = task {
-            let args = arguments.map(|r| params.as_deref().map_or("", RawValue::get)[r].to_owned());
-            let digest = mrtr::digest(&[&name, &mrtr::canonical(args.as_deref())]);
-            let work = Box::new(task_call(inner, handler, gate, args, digest));
+            let digest = mrtr::digest(&[&name, &mrtr::canonical(arguments.as_deref())]);
+            let work = Box::new(task_call(inner, handler, gate, arguments, digest));
             return Plan::new(false, work, retry);
         }
         let work = Box::new(move |ctx: &RequestContext| {
-            // The slice is the arguments object as the client sent it.
-            let args = arguments.map(|r| &params.as_deref().map_or("", RawValue::get)[r]);
+            let args = arguments.as_deref();
             let res = handler(ctx, args);
             let digest = || mrtr::digest(&[&name, &mrtr::canonical(args)]);
             outcome(&inner, ctx, method::TOOLS_CALL, &digest, res)

@@ -27,8 +27,7 @@ mod tasks;
 
 use std::sync::Arc;
 
-use serde_json::value::RawValue;
-
+use crate::incoming::{Fields, Params};
 use crate::jsonrpc::ErrorObject;
 use crate::server::Inner;
 #[cfg(feature = "legacy")]
@@ -42,7 +41,7 @@ use methods::{
     prepare_complete, prepare_custom, prepare_discover, prepare_list, prepare_listen,
     prepare_prompt_get, prepare_resource_read, prepare_tool_call,
 };
-use params::{Fields, RetryFields};
+use params::RetryFields;
 use request::Request;
 use route::{Route, route};
 
@@ -65,7 +64,7 @@ pub(crate) enum Prepared {
 pub(crate) fn prepare(
     inner: &Arc<Inner>,
     method: &str,
-    params: Option<Box<RawValue>>,
+    params: Option<Params<'_>>,
     #[cfg(feature = "legacy")] session: Option<&LegacySession>,
 ) -> Result<Prepared, ErrorObject> {
     #[cfg(feature = "legacy")]
@@ -81,13 +80,13 @@ pub(crate) fn prepare(
 pub(crate) fn prepare_retry(
     inner: &Arc<Inner>,
     method: &str,
-    params: Box<RawValue>,
+    params: Box<serde_json::value::RawValue>,
     session: &LegacySession,
 ) -> Result<Job, ErrorObject> {
     match prepare_round(
         inner,
         method,
-        Some(params),
+        Some(Params::Raw(params)),
         Some(session),
         legacy::Round::Retry,
     )? {
@@ -102,12 +101,17 @@ pub(crate) fn prepare_retry(
 fn prepare_round(
     inner: &Arc<Inner>,
     method: &str,
-    params: Option<Box<RawValue>>,
+    params: Option<Params<'_>>,
     #[cfg(feature = "legacy")] session: Option<&LegacySession>,
     #[cfg(feature = "legacy")] round: legacy::Round,
 ) -> Result<Prepared, ErrorObject> {
-    let text = params.as_deref().map_or("{}", RawValue::get);
-    let fields: Fields<'_> = serde_json::from_str(text).map_err(ErrorObject::invalid_params)?;
+    let fields = match &params {
+        Some(params) => params.fields()?,
+        None => Fields::default(),
+    };
+    // The params as sent, for what reads all of them; a modern
+    // `tools/call` reads its members alone, and the line is not read again.
+    let text = || params.as_ref().map_or("{}", |params| params.raw().get());
     // 1. The era of a request is its own shape (spec 2026-07-28
     // basic/versioning): with modern `_meta` it is modern, even for a
     // method only the legacy era has (which is then not found).
@@ -116,7 +120,7 @@ fn prepare_round(
     let legacy = if inner.config.modern_only || meta_view.is_modern() {
         None
     } else {
-        if let Some(request) = legacy::session_request(inner, method, text, session) {
+        if let Some(request) = legacy::session_request(inner, method, text(), session) {
             return request.map(Prepared::Legacy);
         }
         session
@@ -131,13 +135,18 @@ fn prepare_round(
     #[cfg(not(feature = "legacy"))]
     let meta = validate_meta(&meta_view)?;
     #[cfg(feature = "legacy")]
-    let wrap = legacy
-        .and_then(|session| legacy::Wrap::new(inner, method, text, session, round, prepare_retry));
+    let wrap = legacy.and_then(|session| {
+        legacy::Wrap::new(inner, method, text(), session, round, prepare_retry)
+    });
     // 4.
     let request = Request {
         inner,
         method,
-        text,
+        text: if matches!(route, Route::ToolsCall) {
+            ""
+        } else {
+            text()
+        },
         meta: &meta,
         retry: RetryFields::read(&fields)?,
         fields,
@@ -146,7 +155,7 @@ fn prepare_round(
         Route::Listen => return prepare_listen(&request).map(Prepared::Listen),
         Route::Discover => prepare_discover(&request),
         Route::List(list) => prepare_list(&request, list)?,
-        Route::ToolsCall => prepare_tool_call(&request)?.with_params(params),
+        Route::ToolsCall => prepare_tool_call(&request)?.plan(),
         Route::ResourcesRead => prepare_resource_read(&request)?,
         Route::PromptsGet => prepare_prompt_get(&request)?,
         Route::Complete => prepare_complete(&request)?,

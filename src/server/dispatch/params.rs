@@ -1,60 +1,14 @@
-//! Reading a request's params: the members the kernel looks at, found in
-//! one pass and borrowed from the line, and the string members read out
-//! of them.
+//! Reading a request's params: the string members read out of the ones
+//! the kernel looks at (`incoming::Fields`, found with the envelope).
 
-use std::ops::Range;
 use std::sync::Arc;
 
-use serde::Deserialize;
 use serde_json::value::RawValue;
 
+use crate::incoming::Fields;
 use crate::jsonrpc::ErrorObject;
 use crate::server::Inner;
 use crate::server::mrtr::Retry;
-
-/// The members of params the kernel looks at, borrowed from the line. One
-/// pass over the params finds all of them.
-#[derive(Deserialize, Default)]
-pub(super) struct Fields<'a> {
-    #[serde(
-        rename = "_meta",
-        borrow,
-        default,
-        deserialize_with = "crate::incoming::present"
-    )]
-    pub meta: Option<&'a RawValue>,
-    #[serde(borrow, default, deserialize_with = "crate::incoming::present")]
-    pub name: Option<&'a RawValue>,
-    #[serde(borrow, default, deserialize_with = "crate::incoming::present")]
-    pub arguments: Option<&'a RawValue>,
-    #[serde(borrow, default, deserialize_with = "crate::incoming::present")]
-    pub uri: Option<&'a RawValue>,
-    #[serde(borrow, default, deserialize_with = "crate::incoming::present")]
-    pub cursor: Option<&'a RawValue>,
-    #[serde(borrow, default, deserialize_with = "crate::incoming::present")]
-    pub notifications: Option<&'a RawValue>,
-    #[serde(
-        rename = "taskId",
-        borrow,
-        default,
-        deserialize_with = "crate::incoming::present"
-    )]
-    pub task_id: Option<&'a RawValue>,
-    #[serde(
-        rename = "inputResponses",
-        borrow,
-        default,
-        deserialize_with = "crate::incoming::present"
-    )]
-    pub input_responses: Option<&'a RawValue>,
-    #[serde(
-        rename = "requestState",
-        borrow,
-        default,
-        deserialize_with = "crate::incoming::present"
-    )]
-    pub request_state: Option<&'a RawValue>,
-}
 
 /// What makes a request a retry of a multi round-trip request
 /// (spec 2026-07-28 basic/patterns/mrtr): its `requestState` and
@@ -110,10 +64,4 @@ pub(super) fn optional_string(
             .map(Some)
             .map_err(|_| ErrorObject::invalid_params(format!("{name} must be a string"))),
     }
-}
-
-/// The byte range of `part` inside `whole`; `part` is a slice of `whole`.
-pub(super) fn span(whole: &str, part: &str) -> Range<usize> {
-    let start = part.as_ptr() as usize - whole.as_ptr() as usize;
-    start..start + part.len()
 }

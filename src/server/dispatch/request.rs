@@ -3,7 +3,8 @@
 
 use std::sync::Arc;
 
-use super::params::{Fields, RetryFields};
+use super::params::RetryFields;
+use crate::incoming::Fields;
 use crate::server::Inner;
 use crate::server::mrtr::Retry;
 use crate::server::request_meta::RequestMeta;
@@ -13,7 +14,8 @@ use crate::server::work::Work;
 pub(super) struct Request<'a> {
     pub inner: &'a Arc<Inner>,
     pub method: &'a str,
-    /// The params as sent (`{}` when there were none).
+    /// The params as sent (`{}` when there were none); empty for
+    /// `tools/call`, which reads only `fields`.
     pub text: &'a str,
     /// The request's validated `_meta`.
     pub meta: &'a RequestMeta,

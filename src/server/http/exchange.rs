@@ -21,6 +21,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::Receiver;
+#[cfg(feature = "legacy")]
 use serde_json::value::RawValue;
 
 use super::body::{Body, status_for};
@@ -29,7 +30,7 @@ use super::options::HttpOptions;
 #[cfg(feature = "legacy")]
 use super::sessions::Sessions;
 use crate::http::{HttpRequest, write_response};
-use crate::incoming::{Incoming, classify};
+use crate::incoming::{Incoming, Params, classify};
 use crate::jsonrpc::{ErrorObject, RequestId, encode_error};
 use crate::server::Inner;
 use crate::server::conn::End;
@@ -60,7 +61,7 @@ impl Exchange<'_> {
                 #[cfg(feature = "legacy")]
                 if let Some(session) = self.legacy_session(request)
                     && method == crate::types::method::NOTIFICATION_CANCELLED
-                    && let Some(id) = crate::incoming::cancelled_id(params.as_deref())
+                    && let Some(id) = crate::incoming::cancelled_id(params.as_ref())
                     && let Err(unknown) = self.sessions.cancel(session, &id)
                 {
                     return self.error_with(404, None, &unknown.error(), &[], keep_alive);
@@ -142,21 +143,21 @@ impl Exchange<'_> {
         request: &HttpRequest,
         id: RequestId,
         method: String,
-        params: Option<Box<RawValue>>,
+        params: Option<Params<'_>>,
     ) -> bool {
         let keep_alive = request.keep_alive();
-        let era = match mirror::era(&request.headers, params.as_deref()) {
+        // Read again from the body: HTTP checks all of the params.
+        let raw = params.as_ref().map(Params::raw);
+        let era = match mirror::era(&request.headers, raw) {
             Ok(era) => era,
             Err(error) => return self.error(Some(&id), &error, keep_alive),
         };
         if era == Era::Modern {
             // Spec 2026-07-28: `Mcp-Session-Id` is ignored, never echoed.
-            if let Err(error) =
-                mirror::check(self.inner, &request.headers, &method, params.as_deref())
-            {
+            if let Err(error) = mirror::check(self.inner, &request.headers, &method, raw) {
                 return self.error(Some(&id), &error, keep_alive);
             }
-            if let Err(error) = mirror::check_meta(params.as_deref()) {
+            if let Err(error) = mirror::check_meta(raw) {
                 return self.error_with(400, Some(&id), &error, &[], keep_alive);
             }
         }
