@@ -462,6 +462,24 @@ mod tests {
     }
 
     #[test]
+    fn params_read_in_one_pass_read_again_at_any_depth() {
+        // serde_json's nesting limit (128) falls at the same place in both
+        // readings: a line the one pass took is read again.
+        for depth in 120..=130 {
+            let nested = format!("{}{}", "[".repeat(depth), "]".repeat(depth));
+            let line =
+                format!(r#"{{"jsonrpc":"2.0","id":1,"method":"m","params":{{"a":{nested}}}}}"#);
+            if let Incoming::Request {
+                params: Some(params),
+                ..
+            } = classify(line.as_bytes())
+            {
+                assert!(params.raw().get().ends_with("]}"), "depth {depth}");
+            }
+        }
+    }
+
+    #[test]
     fn bad_shapes() {
         assert_eq!(error_of("{not json"), (None, -32700));
         assert_eq!(error_of(r#"{"jsonrpc":"2.0"} x"#), (None, -32700));
