@@ -1,6 +1,8 @@
 //! Validating the per-request `_meta` of a modern request
 //! (spec 2026-07-28 basic/index, "Per-request protocol fields").
 
+use std::borrow::Cow;
+
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
@@ -102,18 +104,7 @@ pub(crate) fn validate_meta(view: &MetaView<'_>) -> Result<RequestMeta, ErrorObj
     let version_raw = fields
         .protocol_version
         .ok_or_else(|| missing(meta_key::PROTOCOL_VERSION))?;
-    let protocol_version: String = serde_json::from_str(version_raw.get()).map_err(|_| {
-        ErrorObject::invalid_params(format!(
-            "_meta[\"{}\"] must be a string",
-            meta_key::PROTOCOL_VERSION
-        ))
-    })?;
-    if !SUPPORTED_VERSIONS.contains(&protocol_version.as_str()) {
-        return Err(ErrorObject::unsupported_protocol_version(
-            &protocol_version,
-            SUPPORTED_VERSIONS,
-        ));
-    }
+    let protocol_version = supported_version(version_raw)?;
     let caps_raw = fields
         .client_capabilities
         .ok_or_else(|| missing(meta_key::CLIENT_CAPABILITIES))?;
@@ -147,13 +138,41 @@ pub(crate) fn validate_meta(view: &MetaView<'_>) -> Result<RequestMeta, ErrorObj
     };
     let progress_token = progress_token(fields.progress_token)?;
     Ok(RequestMeta {
-        protocol_version,
+        protocol_version: Cow::Borrowed(protocol_version),
         client_capabilities,
         client_info,
         log_level,
         progress_token,
         raw: Some(raw.to_owned()),
     })
+}
+
+/// The version a request names, one of [`SUPPORTED_VERSIONS`]: compared
+/// as written first (no string is read out), then read, which finds an
+/// escaped spelling or says what is wrong.
+fn supported_version(raw: &RawValue) -> Result<&'static str, ErrorObject> {
+    let plain = raw
+        .get()
+        .strip_prefix('"')
+        .and_then(|s| s.strip_suffix('"'));
+    if let Some(version) = SUPPORTED_VERSIONS
+        .iter()
+        .copied()
+        .find(|v| Some(*v) == plain)
+    {
+        return Ok(version);
+    }
+    let sent: String = serde_json::from_str(raw.get()).map_err(|_| {
+        ErrorObject::invalid_params(format!(
+            "_meta[\"{}\"] must be a string",
+            meta_key::PROTOCOL_VERSION
+        ))
+    })?;
+    SUPPORTED_VERSIONS
+        .iter()
+        .find(|v| **v == sent)
+        .copied()
+        .ok_or_else(|| ErrorObject::unsupported_protocol_version(&sent, SUPPORTED_VERSIONS))
 }
 
 /// The progress token of a legacy request's `_meta`, if any.
@@ -176,4 +195,30 @@ fn progress_token(raw: Option<&RawValue>) -> Result<Option<ProgressToken>, Error
         })
     })
     .transpose()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_version_is_found_however_it_is_spelled() {
+        let raw = |s: &str| RawValue::from_string(s.to_owned()).unwrap();
+        assert_eq!(
+            supported_version(&raw(r#""2026-07-28""#)).unwrap(),
+            "2026-07-28"
+        );
+        assert_eq!(
+            supported_version(&raw(r#""2026\u002d07-28""#)).unwrap(),
+            "2026-07-28"
+        );
+        assert_eq!(
+            supported_version(&raw(r#""1999-01-01""#)).unwrap_err().code,
+            -32022
+        );
+        assert_eq!(
+            supported_version(&raw("20260728")).unwrap_err().code,
+            -32602
+        );
+    }
 }

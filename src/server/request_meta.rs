@@ -1,6 +1,8 @@
 //! The validated per-request metadata a handler reads
 //! ([`RequestContext::meta`](crate::RequestContext::meta)).
 
+use std::borrow::Cow;
+
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
@@ -10,7 +12,8 @@ use crate::types::{ClientCapabilities, Implementation, LoggingLevel, ProgressTok
 /// (spec 2026-07-28 basic/index, "Per-request protocol fields").
 #[derive(Debug, Clone)]
 pub struct RequestMeta {
-    pub(crate) protocol_version: String,
+    /// One of this crate's versions (borrowed) or a legacy session's.
+    pub(crate) protocol_version: Cow<'static, str>,
     pub(crate) client_capabilities: Map<String, Value>,
     pub(crate) client_info: Option<Implementation>,
     pub(crate) log_level: Option<LoggingLevel>,
@@ -22,7 +25,7 @@ impl RequestMeta {
     #[cfg(test)]
     pub(crate) fn for_tests(client_capabilities: Value) -> RequestMeta {
         RequestMeta {
-            protocol_version: "2026-07-28".into(),
+            protocol_version: Cow::Borrowed("2026-07-28"),
             client_capabilities: client_capabilities.as_object().cloned().unwrap_or_default(),
             client_info: None,
             log_level: None,

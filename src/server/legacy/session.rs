@@ -2,6 +2,7 @@
 //! `initialize` opens it, `logging/setLevel` and `resources/subscribe`
 //! change it, `ping` is answered at any time.
 
+use std::borrow::Cow;
 use std::collections::HashSet;
 
 use serde::Deserialize;
@@ -46,7 +47,7 @@ impl LegacySession {
     /// version, capabilities and log level, and its own progress token.
     pub fn meta(&self, progress_token: Option<ProgressToken>) -> RequestMeta {
         RequestMeta {
-            protocol_version: self.version.clone(),
+            protocol_version: Cow::Owned(self.version.clone()),
             client_capabilities: self.client_capabilities.clone(),
             client_info: self.client_info.clone(),
             log_level: self.log_level,
