@@ -16,6 +16,8 @@
 //! | an array (batch), a scalar, no or wrong `jsonrpc`, no or non-string `method`, `id` null / object / fraction, `params` not an object | `-32600`, with the id when it is usable |
 //! | a response (`result` or `error` without `method`) | nothing: peers must not send them, so it is only noted |
 
+use std::borrow::Cow;
+
 use serde::de::{MapAccess, Visitor, value::MapAccessDeserializer};
 use serde::{Deserialize, Deserializer};
 use serde_json::value::RawValue;
@@ -28,12 +30,12 @@ pub(crate) enum Incoming<'a> {
     /// A request: it must get exactly one reply unless it is cancelled.
     Request {
         id: RequestId,
-        method: String,
+        method: Cow<'a, str>,
         params: Option<Params<'a>>,
     },
     /// A notification: never answered.
     Notification {
-        method: String,
+        method: Cow<'a, str>,
         params: Option<Params<'a>>,
     },
     /// A response (or error response) sent by the peer: to one of the
@@ -289,7 +291,9 @@ fn request_id(raw: Option<&RawValue>) -> Result<Option<RequestId>, ErrorObject> 
 
 /// Checks the rest of a request or notification, in order: the version,
 /// the method, the params.
-fn method_and_params<'a>(env: &Envelope<'_>) -> Result<(String, Option<Params<'a>>), ErrorObject> {
+fn method_and_params<'a>(
+    env: &Envelope<'a>,
+) -> Result<(Cow<'a, str>, Option<Params<'a>>), ErrorObject> {
     check_version(env.jsonrpc)?;
     let method = method(env.method)?;
     let params = params(env.params)?;
@@ -309,13 +313,26 @@ fn check_version(raw: Option<&RawValue>) -> Result<(), ErrorObject> {
 }
 
 /// Reads the method name, which must be present and a string.
-fn method(raw: Option<&RawValue>) -> Result<String, ErrorObject> {
+fn method(raw: Option<&RawValue>) -> Result<Cow<'_, str>, ErrorObject> {
     let Some(raw) = raw else {
         return Err(ErrorObject::invalid_request("missing method"));
     };
-    serde_json::from_str::<String>(raw.get()).map_err(|_| {
-        ErrorObject::invalid_request(format!("method must be a string, got {}", short(raw.get())))
-    })
+    // Written plainly (no escape), the name is the text between the quotes.
+    let plain = raw
+        .get()
+        .strip_prefix('"')
+        .and_then(|s| s.strip_suffix('"'));
+    if let Some(name) = plain.filter(|name| !name.contains('\\')) {
+        return Ok(Cow::Borrowed(name));
+    }
+    serde_json::from_str::<String>(raw.get())
+        .map(Cow::Owned)
+        .map_err(|_| {
+            ErrorObject::invalid_request(format!(
+                "method must be a string, got {}",
+                short(raw.get())
+            ))
+        })
 }
 
 /// Keeps the params as unparsed text; when present they must be an object.

@@ -16,6 +16,7 @@
 //! answers the server's request on the stream of the POST that asked, and
 //! `notifications/cancelled` cancels the POST serving that request.
 
+use std::borrow::Cow;
 use std::net::TcpStream;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -142,7 +143,7 @@ impl Exchange<'_> {
         &self,
         request: &HttpRequest,
         id: RequestId,
-        method: String,
+        method: Cow<'_, str>,
         params: Option<Params<'_>>,
     ) -> bool {
         let keep_alive = request.keep_alive();
