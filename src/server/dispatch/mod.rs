@@ -25,6 +25,7 @@ mod request;
 mod route;
 mod tasks;
 
+use std::cell::OnceCell;
 use std::sync::Arc;
 
 use crate::incoming::{Fields, Params};
@@ -109,9 +110,10 @@ fn prepare_round(
         Some(params) => params.fields()?,
         None => Fields::default(),
     };
-    // The params as sent, for what reads all of them; a modern
-    // `tools/call` reads its members alone, and the line is not read again.
-    let text = || params.as_ref().map_or("{}", |params| params.raw().get());
+    // The params as sent, for what reads all of them, read again from the
+    // line at most once; a modern `tools/call` reads its members alone.
+    let raw = OnceCell::new();
+    let text = || *raw.get_or_init(|| params.as_ref().map_or("{}", |params| params.raw().get()));
     // 1. The era of a request is its own shape (spec 2026-07-28
     // basic/versioning): with modern `_meta` it is modern, even for a
     // method only the legacy era has (which is then not found).
