@@ -465,7 +465,14 @@ impl ServerBuilder {
         let info_meta = crate::server::reply::encode_info_meta(&info_value);
         let connections = Arc::<Connections>::default();
         if let Some(feed) = self.change_feed {
-            connections.set_feed(feed);
+            // Held weakly: the feed does not keep a dropped server's alive.
+            let here = Arc::downgrade(&connections);
+            let deliver = move |event| {
+                if let Some(connections) = here.upgrade() {
+                    connections.publish_here(event);
+                }
+            };
+            (connections.replicas).set_feed(feed, Box::new(deliver));
         }
         let store = self
             .task_store

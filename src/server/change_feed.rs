@@ -20,7 +20,7 @@
 //! landed on ([`Change::TaskAnswers`], [`Change::TaskStop`]): the replica
 //! that runs it hands them to its handler (`tasks`).
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use serde::{Deserialize, Serialize};
 
@@ -88,14 +88,59 @@ pub trait ChangeFeed: Send + Sync {
     fn receive(&self, deliver: Box<dyn Fn(Change) + Send + Sync>);
 }
 
+/// A server's link to its other replicas: its feed, if it has one, and
+/// where the task signals they send go.
+#[derive(Default)]
+pub(crate) struct Replicas {
+    feed: OnceLock<Arc<dyn ChangeFeed>>,
+    task_signals: Arc<OnceLock<Box<TaskSignals>>>,
+}
+
+/// Takes a task signal from another replica ([`Change::TaskAnswers`],
+/// [`Change::TaskStop`]).
+pub(crate) type TaskSignals = dyn Fn(Change) + Send + Sync;
+
+impl Replicas {
+    /// Sends what this server publishes to the other replicas too, and
+    /// hands what they send to `deliver` (a subscription's event) or to
+    /// the task signals.
+    pub fn set_feed(
+        &self,
+        feed: Arc<dyn ChangeFeed>,
+        deliver: Box<dyn Fn(ServerEvent) + Send + Sync>,
+    ) {
+        let task_signals = Arc::clone(&self.task_signals);
+        feed.receive(Box::new(move |change| {
+            if let Change::TaskAnswers { .. } | Change::TaskStop { .. } = change {
+                if let Some(signal) = task_signals.get() {
+                    signal(change);
+                }
+            } else if let Some(event) = to_event(&change) {
+                deliver(event);
+            }
+        }));
+        let _ = self.feed.set(feed);
+    }
+
+    /// Where task signals from other replicas go (set once, by `tasks`).
+    pub fn on_task_signal(&self, signals: Box<TaskSignals>) {
+        let _ = self.task_signals.set(signals);
+    }
+
+    /// Sends a change to the other replicas; `false` without a feed.
+    pub fn send(&self, change: &Change) -> bool {
+        self.feed.get().map(|feed| feed.send(change)).is_some()
+    }
+}
+
 /// A change as this server's subscriptions take it.
-pub(crate) fn to_event(change: Change) -> Option<ServerEvent> {
+pub(crate) fn to_event(change: &Change) -> Option<ServerEvent> {
     Some(match change {
         Change::ToolsListChanged => ServerEvent::ToolsListChanged,
         Change::PromptsListChanged => ServerEvent::PromptsListChanged,
         Change::ResourcesListChanged => ServerEvent::ResourcesListChanged,
-        Change::ResourceUpdated { uri } => ServerEvent::ResourceUpdated(uri.into()),
-        Change::TaskStatus { task } => ServerEvent::TaskStatus(Arc::new(TaskUpdate::of(&task)?)),
+        Change::ResourceUpdated { uri } => ServerEvent::ResourceUpdated(uri.as_str().into()),
+        Change::TaskStatus { task } => ServerEvent::TaskStatus(Arc::new(TaskUpdate::of(task)?)),
         Change::TaskAnswers { .. } | Change::TaskStop { .. } => return None,
     })
 }

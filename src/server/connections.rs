@@ -1,5 +1,6 @@
 //! The connections a server is serving, as the rest of the server sees
-//! them: where a published change and a stop go.
+//! them: where a published change and a stop go (and, through
+//! `change_feed`, the server's other replicas).
 //!
 //! Publishing is synchronous: [`Connections::publish`] hands the event to
 //! each connection in turn, which writes it under its own lock before the
@@ -9,9 +10,9 @@
 //! other writer to it wait.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use crate::server::change_feed::{Change, ChangeFeed, to_event};
+use crate::server::change_feed::{Change, Replicas, to_event};
 use crate::server::event::ServerEvent;
 
 /// One connection being served, as a publisher sees it. Implemented by
@@ -26,20 +27,14 @@ pub(crate) trait Connection: Send + Sync {
 }
 
 /// Every connection a server is serving, whether it was stopped, and the
-/// feed to the server's other replicas, if it has one.
+/// server's other replicas, if it has any (`change_feed`).
 #[derive(Default)]
 pub(crate) struct Connections {
     list: Mutex<Vec<(u64, Arc<dyn Connection>)>>,
     next_key: AtomicU64,
     stopped: AtomicBool,
-    feed: OnceLock<Arc<dyn ChangeFeed>>,
-    /// Where the task signals other replicas send go (see `tasks`).
-    task_signals: OnceLock<Box<TaskSignals>>,
+    pub replicas: Replicas,
 }
-
-/// Takes a task signal from another replica ([`Change::TaskAnswers`],
-/// [`Change::TaskStop`]).
-pub(crate) type TaskSignals = dyn Fn(Change) + Send + Sync;
 
 impl Connections {
     /// Registers a connection being served; returns the key that
@@ -73,55 +68,13 @@ impl Connections {
         }
     }
 
-    /// Sends what this server publishes to the other replicas too, and
-    /// delivers what they send here (see `change_feed`). The feed holds
-    /// the connections weakly: it does not keep a dropped server's alive.
-    pub fn set_feed(self: &Arc<Self>, feed: Arc<dyn ChangeFeed>) {
-        let connections = Arc::downgrade(self);
-        feed.receive(Box::new(move |change| {
-            let Some(connections) = connections.upgrade() else {
-                return;
-            };
-            if let Change::TaskAnswers { .. } | Change::TaskStop { .. } = change {
-                if let Some(signal) = connections.task_signals.get() {
-                    signal(change);
-                }
-            } else if let Some(event) = to_event(change) {
-                connections.publish_here(event);
-            }
-        }));
-        let _ = self.feed.set(feed);
-    }
-
-    /// Where task signals from other replicas go (set once, by `tasks`).
-    pub fn on_task_signal(&self, signals: Box<TaskSignals>) {
-        let _ = self.task_signals.set(signals);
-    }
-
-    /// Sends a change to the other replicas only; `false` without a feed.
-    pub fn send_to_replicas(&self, change: &Change) -> bool {
-        match self.feed.get() {
-            Some(feed) => {
-                feed.send(change);
-                true
-            }
-            None => false,
-        }
-    }
-
     /// Delivers a change published on this server to every connection,
     /// then to the other replicas.
     pub fn publish(&self, change: Change) {
-        let Some(feed) = self.feed.get() else {
-            if let Some(event) = to_event(change) {
-                self.publish_here(event);
-            }
-            return;
-        };
-        if let Some(event) = to_event(change.clone()) {
+        if let Some(event) = to_event(&change) {
             self.publish_here(event);
         }
-        feed.send(&change);
+        self.replicas.send(&change);
     }
 
     /// Delivers an event to every connection of this server only.
@@ -137,7 +90,7 @@ impl Connections {
         self.list().iter().map(|(_, c)| Arc::clone(c)).collect()
     }
 
-    fn list(&self) -> std::sync::MutexGuard<'_, Vec<(u64, Arc<dyn Connection>)>> {
+    fn list(&self) -> MutexGuard<'_, Vec<(u64, Arc<dyn Connection>)>> {
         self.list.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }

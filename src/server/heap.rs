@@ -8,7 +8,7 @@
 //! cannot shrink: it only can the main heap's. 400 pipelined calls of 1 KB
 //! to 3 MB left a pooled echo server at 54-92 MB once idle, from 2.6 MB.
 //!
-//! So the server's threads share the main heap, and the owner trims it
+//! So the server's threads share the main heap, and `serve` trims it
 //! once the server has been idle a moment (3.2 MB after the same burst;
 //! BENCHMARKS.md has the figures and the cost). Unless the application
 //! said no (`ServerBuilder::release_memory_when_idle`) or configures the
@@ -18,6 +18,15 @@
 //! The crate's only unsafe code: two glibc functions, declared safe to
 //! call, in this module alone.
 #![allow(unsafe_code)]
+
+use std::time::Duration;
+
+use crossbeam_channel::{Receiver, RecvTimeoutError};
+
+/// How long a connection goes without a request before the memory its
+/// work freed goes back to the system, when asked
+/// ([`ServerBuilder::release_memory_when_idle`](crate::ServerBuilder::release_memory_when_idle)).
+const IDLE: Duration = Duration::from_millis(250);
 
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 unsafe extern "C" {
@@ -44,4 +53,25 @@ pub(crate) fn prepare() {
 pub(crate) fn give_back() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     malloc_trim(0);
+}
+
+/// Waits for a message on `end` (`None`: its senders are gone), and gives
+/// memory back after each idle spell meanwhile: [`IDLE`] in which `lines`
+/// (the lines handled so far) did not change, after one in which it did.
+pub(crate) fn give_back_when_idle<T>(end: &Receiver<T>, lines: impl Fn() -> u64) -> Option<T> {
+    let (mut seen, mut worked) = (0, false);
+    loop {
+        match end.recv_timeout(IDLE) {
+            Ok(message) => return Some(message),
+            Err(RecvTimeoutError::Disconnected) => return None,
+            Err(RecvTimeoutError::Timeout) => {
+                let now = lines();
+                if now != seen {
+                    (seen, worked) = (now, true);
+                } else if std::mem::take(&mut worked) {
+                    give_back();
+                }
+            }
+        }
+    }
 }

@@ -12,8 +12,7 @@
 //! for the new request's.
 //!
 //! The slots (`max_running`) are counted here too, from the stages alone:
-//! [`InFlight::enter`] and [`InFlight::leave`] are the only code that
-//! changes the counts.
+//! `InFlight::count` is the only code that changes the counts.
 
 use std::collections::VecDeque;
 
@@ -70,7 +69,7 @@ impl InFlight {
         if matches!(stage, Stage::Queued(..)) {
             self.queue.push_back((id.clone(), seq));
         }
-        self.enter(&stage);
+        self.count(&stage, true);
         // The caller refused an id in use: nothing is replaced.
         self.map.insert(id, Entry { seq, token, stage });
     }
@@ -101,7 +100,7 @@ impl InFlight {
     /// Takes request `id` out, whatever its sequence: it is cancelled.
     pub fn remove(&mut self, id: &RequestId) -> Option<Entry> {
         let entry = self.map.remove(id)?;
-        self.leave(&entry.stage);
+        self.count(&entry.stage, false);
         Some(entry)
     }
 
@@ -109,7 +108,7 @@ impl InFlight {
     pub fn drain(&mut self) -> Vec<(RequestId, Entry)> {
         let entries: Vec<_> = self.map.drain().collect();
         for (_, entry) in &entries {
-            self.leave(&entry.stage);
+            self.count(&entry.stage, false);
         }
         self.queue.clear();
         entries
@@ -124,8 +123,8 @@ impl InFlight {
                 continue; // cancelled while it waited
             };
             let stage = std::mem::replace(&mut entry.stage, Stage::Running);
-            self.leave(&stage);
-            self.enter(&Stage::Running);
+            self.count(&stage, false);
+            self.count(&Stage::Running, true);
             if let Stage::Queued(job, _) = stage {
                 return Some(job);
             }
@@ -135,14 +134,20 @@ impl InFlight {
 
     #[cfg(feature = "legacy")]
     /// Request `id` (sequence `seq`) asked a legacy client for input: one
-    /// more open ask. With its first it gives up its slot. Returns
-    /// whether it is in flight.
-    pub fn park(&mut self, id: &RequestId, seq: u64) -> bool {
+    /// more open ask. With its first it gives up its slot, unless `max`
+    /// requests are parked already: then it is refused (`false`).
+    pub fn park(&mut self, id: &RequestId, seq: u64, max: usize) -> bool {
+        let parked =
+            (self.map.get(id)).is_some_and(|e| e.seq == seq && matches!(e.stage, Stage::Parked(_)));
+        if self.parked >= max && !parked {
+            return false;
+        }
         self.restage(id, seq, |stage| match stage {
             Stage::Running => Stage::Parked(1),
             Stage::Parked(open) => Stage::Parked(open + 1),
             other => other,
-        })
+        });
+        true
     }
 
     #[cfg(feature = "legacy")]
@@ -158,31 +163,14 @@ impl InFlight {
     }
 
     #[cfg(feature = "legacy")]
-    /// Requests parked waiting for a legacy client's answers.
-    pub fn parked(&self) -> usize {
-        self.parked
-    }
-
-    #[cfg(feature = "legacy")]
-    /// Whether request `id` (sequence `seq`) is parked.
-    pub fn is_parked(&self, id: &RequestId, seq: u64) -> bool {
-        self.map
-            .get(id)
-            .is_some_and(|e| e.seq == seq && matches!(e.stage, Stage::Parked(_)))
-    }
-
-    #[cfg(feature = "legacy")]
     /// The legacy client will answer nothing more: every parked request
     /// holds a slot again (its handler is about to fail).
     pub fn unpark_all(&mut self) {
-        let parked: Vec<(RequestId, u64)> = self
-            .map
-            .iter()
-            .filter(|(_, e)| matches!(e.stage, Stage::Parked(_)))
-            .map(|(id, e)| (id.clone(), e.seq))
-            .collect();
-        for (id, seq) in parked {
-            self.restage(&id, seq, |_| Stage::Running);
+        for entry in self.map.values_mut() {
+            if let Stage::Parked(_) = entry.stage {
+                entry.stage = Stage::Running;
+                (self.parked, self.running) = (self.parked - 1, self.running + 1);
+            }
         }
     }
 
@@ -198,47 +186,33 @@ impl InFlight {
     }
 
     #[cfg(feature = "legacy")]
-    fn restage(&mut self, id: &RequestId, seq: u64, change: impl FnOnce(Stage) -> Stage) -> bool {
+    fn restage(&mut self, id: &RequestId, seq: u64, change: impl FnOnce(Stage) -> Stage) {
         let Some(entry) = self.map.get_mut(id).filter(|e| e.seq == seq) else {
-            return false;
+            return;
         };
         let old = std::mem::replace(&mut entry.stage, Stage::Inline);
-        self.leave(&old);
+        self.count(&old, false);
         let new = change(old);
-        self.enter(&new);
+        self.count(&new, true);
         self.map.get_mut(id).expect("in flight").stage = new;
-        true
     }
 
-    /// A request enters `stage`: the counts follow.
-    fn enter(&mut self, stage: &Stage) {
-        self.count(stage, true);
-    }
-
-    /// A request leaves `stage`.
-    fn leave(&mut self, stage: &Stage) {
-        self.count(stage, false);
-    }
-
+    /// A request enters `stage` or leaves it: the only code that changes
+    /// the counts.
     fn count(&mut self, stage: &Stage, enter: bool) {
-        let counter = match stage {
+        let (counter, bytes) = match stage {
             Stage::Inline => return,
-            Stage::Queued(_, bytes) => {
-                bump(&mut self.queued_bytes, *bytes, enter);
-                &mut self.queued
-            }
-            Stage::Running => &mut self.running,
+            Stage::Queued(_, bytes) => (&mut self.queued, *bytes),
+            Stage::Running => (&mut self.running, 0),
             #[cfg(feature = "legacy")]
-            Stage::Parked(_) => &mut self.parked,
+            Stage::Parked(_) => (&mut self.parked, 0),
         };
-        bump(counter, 1, enter);
-    }
-}
-
-fn bump(counter: &mut usize, by: usize, up: bool) {
-    if up {
-        *counter += by;
-    } else {
-        *counter -= by;
+        if enter {
+            *counter += 1;
+            self.queued_bytes += bytes;
+        } else {
+            *counter -= 1;
+            self.queued_bytes -= bytes;
+        }
     }
 }

@@ -4,11 +4,11 @@
 //! reads the next: so lines take effect in the order they were read, with
 //! nothing else to keep that order.
 //!
-//! A request is refused (id in use, shutting down), prepared (see
-//! `dispatch`: outside the lock, it only reads the registry) and begun
-//! (`ConnHandle::begin`). An inline handler then runs right here, without
-//! the connection's lock, and its reply goes out through `Conn::finish`;
-//! a pooled one is already on the pool. While the queue for slots is full
+//! A request is prepared (see `dispatch`: outside the lock, it only reads
+//! the registry) and begun (`ConnHandle::begin`: refused, answered, or
+//! entered in the in-flight map). An inline handler then runs right here,
+//! without the connection's lock, and its reply goes out through
+//! `Conn::finish`; a pooled one is already on the pool. While the queue for slots is full
 //! the reader waits before it reads on: that is the backpressure, and a
 //! client's cancellations behind the queued lines wait with them.
 //!
@@ -23,8 +23,8 @@ use crate::incoming::{Incoming, Params, cancelled_id, classify};
 use crate::jsonrpc::RequestId;
 use crate::server::Inner;
 use crate::server::conn::End;
-use crate::server::conn::handle::{Begun, ConnHandle};
-use crate::server::dispatch::{Prepared, prepare};
+use crate::server::conn::handle::ConnHandle;
+use crate::server::dispatch::prepare;
 use crate::server::work::call;
 use crate::transport::{Line, give_back_large, read_line, reuse_or_shrink, too_long_error};
 use crate::types::method;
@@ -117,7 +117,8 @@ pub(crate) fn dispatch(
     }
 }
 
-/// A request: refused, or prepared and begun. An inline one runs here.
+/// A request: prepared (outside the lock: it only reads the registry) and
+/// begun. An inline one runs here.
 fn request(
     inner: &Arc<Inner>,
     conn: &ConnHandle,
@@ -126,34 +127,15 @@ fn request(
     params: Option<Params<'_>>,
     bytes: usize,
 ) {
-    let mut locked = conn.lock_for_reader();
-    locked.lines += 1;
-    if let Some(error) = locked.refusal(&id) {
-        return locked.write_error(Some(&id), &error);
-    }
-    // Prepared without the lock: it only reads the registry.
     #[cfg(feature = "legacy")]
     let prepared = {
-        let session = locked.session();
-        drop(locked);
+        let session = conn.lock_for_reader().session();
         prepare(inner, method, params, session.as_deref())
     };
     #[cfg(not(feature = "legacy"))]
-    let prepared = {
-        drop(locked);
-        prepare(inner, method, params)
-    };
-    match prepared {
-        Ok(Prepared::Job(job)) => match conn.begin(id, job, bytes) {
-            Begun::Inline(job) => {
-                let reply = call(job.work, &job.ctx);
-                conn.lock_for_reader().finish(job.ctx.id(), job.seq, reply);
-            }
-            Begun::Pooled | Begun::Refused => {}
-        },
-        Ok(Prepared::Listen(accepted)) => conn.lock_for_reader().listen(id, accepted),
-        #[cfg(feature = "legacy")]
-        Ok(Prepared::Legacy(request)) => conn.lock_for_reader().legacy_request(&id, request),
-        Err(error) => conn.lock_for_reader().write_error(Some(&id), &error),
+    let prepared = prepare(inner, method, params);
+    if let Some(job) = conn.begin(id, prepared, bytes) {
+        let reply = call(job.work, &job.ctx);
+        conn.lock_for_reader().finish(job.ctx.id(), job.seq, reply);
     }
 }

@@ -16,20 +16,15 @@
 
 use std::sync::Arc;
 use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use crossbeam_channel::{Receiver, RecvTimeoutError};
+use crossbeam_channel::Receiver;
 
 use crate::error::Error;
 use crate::server::conn::End;
 use crate::server::conn::handle::ConnHandle;
 use crate::server::{Inner, Server, heap, reader};
 use crate::transport::Transport;
-
-/// How long a connection goes without a request before the memory its
-/// work freed goes back to the system, when asked
-/// ([`ServerBuilder::release_memory_when_idle`](crate::ServerBuilder::release_memory_when_idle)).
-const IDLE: Duration = Duration::from_millis(250);
 
 impl Server {
     /// Serves one connection: blocks until its input ends or
@@ -75,24 +70,10 @@ fn serve(inner: &Arc<Inner>, transport: Transport) -> Result<(), Error> {
 /// Waits for the end of serving; meanwhile, when asked, gives memory back
 /// after each idle spell.
 fn wait_for_end(inner: &Inner, conn: &ConnHandle, end: &Receiver<End>) -> End {
-    if !inner.config.release_memory {
-        return end.recv().unwrap_or(End::Eof);
+    if inner.config.release_memory {
+        return heap::give_back_when_idle(end, || conn.lock().lines).unwrap_or(End::Eof);
     }
-    let (mut seen, mut worked) = (0, false);
-    loop {
-        match end.recv_timeout(IDLE) {
-            Ok(why) => return why,
-            Err(RecvTimeoutError::Disconnected) => return End::Eof,
-            Err(RecvTimeoutError::Timeout) => {
-                let lines = conn.lock().lines;
-                if lines != seen {
-                    (seen, worked) = (lines, true);
-                } else if std::mem::take(&mut worked) {
-                    heap::give_back();
-                }
-            }
-        }
-    }
+    end.recv().unwrap_or(End::Eof)
 }
 
 /// The shutdown: no new request begins and every subscription gets its

@@ -17,20 +17,21 @@ use std::time::Instant;
 
 use crossbeam_channel::Sender;
 
-use super::output::{OutputGuard, SharedOutput};
+use super::output::SharedOutput;
 use super::{Conn, End};
 use crate::error::Error;
-use crate::jsonrpc::RequestId;
+use crate::jsonrpc::{ErrorObject, RequestId};
 use crate::server::cancel::CancelToken;
 use crate::server::connections::Connection;
 use crate::server::context::{Outlet, RequestContext, Sink};
+use crate::server::dispatch::Prepared;
 use crate::server::event::ServerEvent;
 #[cfg(feature = "legacy")]
 use crate::server::event::{AskFailed, AskReply};
 use crate::server::in_flight::Stage;
 use crate::server::pool::Job as PoolJob;
 use crate::server::reply::Reply;
-use crate::server::work::{Job, Work, call};
+use crate::server::work::{Work, call};
 use crate::server::{Inner, Server};
 
 /// A connection, shared by the threads that act on it. Cheap to clone.
@@ -136,17 +137,37 @@ impl ConnHandle {
         }
     }
 
-    /// Begins a request that passed validation: it enters the in-flight
-    /// map and either runs on the pool, or waits for a slot, or (an inline
-    /// one) is handed back for the caller to run, without the lock, then
-    /// to answer with [`Conn::finish`]. When the queue for slots is full
-    /// after it, this waits for room: the reader's backpressure.
-    pub fn begin(&self, id: RequestId, job: Job, bytes: usize) -> Begun {
+    /// Begins a prepared request: it is refused ([`Conn::refusal`], the
+    /// only place that refuses one), answered at once (an error, a listen,
+    /// a request of the legacy session), or it enters the in-flight map and
+    /// runs on the pool, or waits for a slot, or (an inline one) is handed
+    /// back for the caller to run, without the lock, then to answer with
+    /// [`Conn::finish`]. When the queue for slots is full after it, this
+    /// waits for room: the reader's backpressure.
+    pub fn begin(
+        &self,
+        id: RequestId,
+        prepared: Result<Prepared, ErrorObject>,
+        bytes: usize,
+    ) -> Option<InlineJob> {
         let mut guard = self.lock_for_reader();
-        if let Some(error) = guard.refusal(&id) {
-            guard.write_error(Some(&id), &error);
-            return Begun::Refused;
-        }
+        guard.lines += 1;
+        let job = match guard.refusal(&id).map_or(prepared, Err) {
+            Ok(Prepared::Job(job)) => job,
+            Ok(Prepared::Listen(accepted)) => {
+                guard.listen(id, accepted);
+                return None;
+            }
+            #[cfg(feature = "legacy")]
+            Ok(Prepared::Legacy(request)) => {
+                guard.legacy_request(&id, request);
+                return None;
+            }
+            Err(error) => {
+                guard.write_error(Some(&id), &error);
+                return None;
+            }
+        };
         let conn = &mut *guard;
         let seq = conn.in_flight.new_seq();
         let token = CancelToken::new();
@@ -164,7 +185,7 @@ impl ConnHandle {
         let work = job.work;
         if job.inline {
             conn.in_flight.insert(id, seq, token, Stage::Inline);
-            return Begun::Inline(InlineJob { ctx, seq, work });
+            return Some(InlineJob { ctx, seq, work });
         }
         let handle = self.clone();
         let pooled: PoolJob = Box::new(move || {
@@ -187,22 +208,8 @@ impl ConnHandle {
                 drop(self.lock_for_reader().wait_until(None, |c| !c.queue_full()));
             }
         }
-        Begun::Pooled
+        None
     }
-}
-
-/// What [`ConnHandle::begin`] did with a request.
-#[allow(
-    clippy::large_enum_variant,
-    reason = "returned once and taken apart at once; boxing would cost an allocation per inline request"
-)]
-pub(crate) enum Begun {
-    /// Its handler is to run on the caller's thread, now.
-    Inline(InlineJob),
-    /// It runs on the pool, or waits for a slot.
-    Pooled,
-    /// It was refused (and answered so).
-    Refused,
 }
 
 /// An inline request, begun: its handler runs on the reader, without the
@@ -215,19 +222,22 @@ pub(crate) struct InlineJob {
 
 impl Shared {
     fn lock(&self, flush: Flush) -> ConnGuard<'_> {
-        let state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         ConnGuard {
             shared: self,
-            state: Some(state),
+            state: Some(self.lock_state()),
             flush,
         }
+    }
+
+    fn lock_state(&self) -> MutexGuard<'_, Conn> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// A write failed: the client is gone, and serving ends. Called
     /// without either lock held.
     fn failed(&self) {
         let _ = self.end.send(End::OutputFailed);
-        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut state = self.lock_state();
         state.failed = true;
         if state.waiters > 0 {
             self.changed.notify_all();
@@ -296,37 +306,12 @@ impl DerefMut for ConnGuard<'_> {
 impl Drop for ConnGuard<'_> {
     fn drop(&mut self) {
         if let Some(state) = self.state.take() {
-            self.let_go(state);
+            let_go(self.shared, state, self.flush);
         }
     }
 }
 
-impl<'a> ConnGuard<'a> {
-    /// Lets go of the state: the output's lock is taken before the state's
-    /// is let go (lines keep the order of the changes), then what is
-    /// pending is written; the ready jobs go to the pool and the waiters
-    /// are woken.
-    fn let_go(&self, mut state: MutexGuard<'a, Conn>) {
-        let shared = self.shared;
-        let pending = std::mem::take(&mut state.pending);
-        let ready = std::mem::take(&mut state.ready);
-        let wake = std::mem::take(&mut state.changed) && state.waiters > 0;
-        let inner = (!ready.is_empty()).then(|| Arc::clone(&state.inner));
-        let out = (!pending.is_empty()).then(|| shared.output.lock());
-        drop(state);
-        if let Some(out) = out {
-            write(shared, out, pending, self.flush);
-        }
-        if let Some(inner) = inner {
-            for job in ready {
-                inner.pool.submit(job);
-            }
-        }
-        if wake {
-            shared.changed.notify_all();
-        }
-    }
-
+impl ConnGuard<'_> {
     /// Waits, without holding the state, until `done` holds or `deadline`
     /// (`None`: no deadline) passes; what is pending is written and
     /// flushed first.
@@ -338,14 +323,9 @@ impl<'a> ConnGuard<'a> {
                 break;
             }
             let mut state = self.state.take().expect("held until let go");
-            let pending = std::mem::take(&mut state.pending);
-            if !pending.is_empty() {
-                // Written under the output's lock taken before the state's
-                // is let go, as in `let_go`.
-                let out = shared.output.lock();
-                drop(state);
-                write(shared, out, pending, Flush::UnlessFollowed);
-                self.state = Some(shared.state.lock().unwrap_or_else(PoisonError::into_inner));
+            if !state.pending.is_empty() || !state.ready.is_empty() {
+                let_go(shared, state, Flush::UnlessFollowed);
+                self.state = Some(shared.lock_state());
                 continue;
             }
             state.waiters += 1;
@@ -367,20 +347,36 @@ impl<'a> ConnGuard<'a> {
     }
 }
 
-/// Writes `pending` under the output's lock `out`, then flushes as `flush`
-/// says. A failed write ends serving.
-fn write(shared: &Shared, mut out: OutputGuard<'_>, pending: Vec<Reply>, flush: Flush) {
-    let mut failed = false;
-    for reply in pending {
-        failed |= out.write_line(|w| reply.write_to(w));
+/// Lets go of the state: the output's lock is taken before the state's is
+/// let go (lines keep the order of the changes that wrote them), then what
+/// is pending is written and flushed as `flush` says; the ready jobs go to
+/// the pool and the waiters are woken. A failed write ends serving.
+fn let_go(shared: &Shared, mut state: MutexGuard<'_, Conn>, flush: Flush) {
+    let pending = std::mem::take(&mut state.pending);
+    let ready = std::mem::take(&mut state.ready);
+    let wake = std::mem::take(&mut state.changed) && state.waiters > 0;
+    let inner = (!ready.is_empty()).then(|| Arc::clone(&state.inner));
+    let out = (!pending.is_empty()).then(|| shared.output.lock());
+    drop(state);
+    if let Some(mut out) = out {
+        let mut failed = false;
+        for reply in pending {
+            failed |= out.write_line(|w| reply.write_to(w));
+        }
+        match flush {
+            Flush::UnlessFollowed => failed |= out.flush_unless_followed(),
+            // The reader flushes when it runs out of lines (`ConnHandle::reading`).
+            Flush::Later => shared.output.reader_busy.store(true, Ordering::Release),
+        }
+        drop(out);
+        if failed {
+            shared.failed();
+        }
     }
-    match flush {
-        Flush::UnlessFollowed => failed |= out.flush_unless_followed(),
-        // The reader flushes when it runs out of lines (`ConnHandle::reading`).
-        Flush::Later => shared.output.reader_busy.store(true, Ordering::Release),
+    if let Some(inner) = inner {
+        ready.into_iter().for_each(|job| inner.pool.submit(job));
     }
-    drop(out);
-    if failed {
-        shared.failed();
+    if wake {
+        shared.changed.notify_all();
     }
 }

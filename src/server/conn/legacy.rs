@@ -57,12 +57,11 @@ impl Conn {
             return Err(AskFailed::Closed);
         }
         let max = self.inner.config.max_running;
-        if self.in_flight.parked() >= max && !self.in_flight.is_parked(request, seq) {
+        if !self.in_flight.park(request, seq, max) {
             return Err(AskFailed::Refused(ErrorObject::internal_error(format!(
                 "too many requests already wait for this client's answers (at most {max})"
             ))));
         }
-        self.in_flight.park(request, seq);
         self.start_queued();
         let (reply, answer) = crossbeam_channel::bounded(1);
         let request = request.clone();
@@ -114,15 +113,9 @@ impl Conn {
     /// Request `seq` was cancelled: its open asks are cancelled at the
     /// client, and its handler, which waits for them, stops waiting.
     pub(super) fn withdraw_asks_of(&mut self, seq: u64) {
-        let ids: Vec<RequestId> = self
-            .legacy
-            .asks
-            .iter()
-            .filter(|(_, ask)| ask.seq == seq)
-            .map(|(id, _)| id.clone())
-            .collect();
+        let asks = self.legacy.asks.extract_if(|_, ask| ask.seq == seq);
+        let ids: Vec<RequestId> = asks.map(|(id, _)| id).collect();
         for id in ids {
-            self.legacy.asks.remove(&id);
             self.write_ask_cancelled(&id);
         }
     }
@@ -158,9 +151,6 @@ impl Conn {
 
     /// A request of the legacy session (see [`LegacySession::apply`]).
     pub fn legacy_request(&mut self, id: &RequestId, request: LegacyRequest) {
-        if let Some(error) = self.refusal(id) {
-            return self.write_error(Some(id), &error);
-        }
         let max = self.inner.config.max_subscriptions;
         let reply = match request {
             LegacyRequest::Initialize(session) => {

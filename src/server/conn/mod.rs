@@ -176,9 +176,6 @@ impl Conn {
     /// basic/patterns/subscriptions: the ack is the first message carrying
     /// its id), unless the connection holds its maximum already.
     pub fn listen(&mut self, id: RequestId, accepted: Accepted) {
-        if let Some(error) = self.refusal(&id) {
-            return self.write_error(Some(&id), &error);
-        }
         let max = self.inner.config.max_subscriptions;
         if self.subscriptions.len() >= max {
             let error = ErrorObject::internal_error(format!(

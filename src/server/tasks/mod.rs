@@ -275,7 +275,7 @@ impl Tasks {
                         task_id,
                         responses: accepted,
                     };
-                    self.connections.send_to_replicas(&answers);
+                    self.connections.replicas.send(&answers);
                 }
             }
         }
@@ -308,7 +308,7 @@ impl Tasks {
             let stop = Change::TaskStop {
                 task_id: task_id.to_owned(),
             };
-            self.connections.send_to_replicas(&stop);
+            self.connections.replicas.send(&stop);
         }
         Ok(())
     }
@@ -328,20 +328,22 @@ impl Tasks {
     /// change feed: answers and stops for the handlers running here.
     pub fn hear_replicas(self: &Arc<Self>) {
         let tasks = Arc::downgrade(self);
-        self.connections.on_task_signal(Box::new(move |change| {
-            let Some(tasks) = tasks.upgrade() else {
-                return;
-            };
-            match change {
-                Change::TaskAnswers { task_id, responses } => {
-                    if let Some(live) = tasks.live().get(&task_id) {
-                        let _ = live.signals.send(Signal::Answers(responses));
+        self.connections
+            .replicas
+            .on_task_signal(Box::new(move |change| {
+                let Some(tasks) = tasks.upgrade() else {
+                    return;
+                };
+                match change {
+                    Change::TaskAnswers { task_id, responses } => {
+                        if let Some(live) = tasks.live().get(&task_id) {
+                            let _ = live.signals.send(Signal::Answers(responses));
+                        }
                     }
+                    Change::TaskStop { task_id } => drop(tasks.stop_here(&task_id)),
+                    _ => {}
                 }
-                Change::TaskStop { task_id } => drop(tasks.stop_here(&task_id)),
-                _ => {}
-            }
-        }));
+            }));
     }
 
     /// The worker's end: the terminal state, unless the task is terminal
