@@ -51,7 +51,7 @@ pub(crate) enum Sink {
 pub(crate) trait Outlet: Send + Sync {
     /// Writes notification `line` of request `id` (sequence `seq`) if the
     /// request is still in flight.
-    fn notify(&self, id: &RequestId, seq: u64, line: &[u8]);
+    fn notify(&self, id: &RequestId, seq: u64, line: Vec<u8>);
 
     /// Writes `line`, the server's own request `ask` to a legacy client on
     /// behalf of request `id` (sequence `seq`), if that request is still in
@@ -404,7 +404,7 @@ impl RequestContext {
         }
         match &self.sink {
             // Nothing for a request that was answered or cancelled.
-            Sink::Conn { outlet, seq } => outlet.notify(&self.id, *seq, &line),
+            Sink::Conn { outlet, seq } => outlet.notify(&self.id, *seq, line),
             Sink::Task(_) => {}
         }
     }

@@ -38,25 +38,26 @@ impl Notifier {
     /// Sends `notifications/tools/list_changed` to the subscriptions that
     /// asked for `toolsListChanged`.
     pub fn tools_list_changed(&self) {
-        self.publish(Change::ToolsListChanged);
+        self.connections.publish(Change::ToolsListChanged);
     }
 
     /// Sends `notifications/prompts/list_changed` to the subscriptions that
     /// asked for `promptsListChanged`.
     pub fn prompts_list_changed(&self) {
-        self.publish(Change::PromptsListChanged);
+        self.connections.publish(Change::PromptsListChanged);
     }
 
     /// Sends `notifications/resources/list_changed` to the subscriptions
     /// that asked for `resourcesListChanged`.
     pub fn resources_list_changed(&self) {
-        self.publish(Change::ResourcesListChanged);
+        self.connections.publish(Change::ResourcesListChanged);
     }
 
     /// Sends `notifications/resources/updated` for `uri` to the
     /// subscriptions whose accepted `resourceSubscriptions` name it.
     pub fn resource_updated(&self, uri: &str) {
-        self.publish(Change::ResourceUpdated { uri: uri.into() });
+        self.connections
+            .publish(Change::ResourceUpdated { uri: uri.into() });
     }
 
     /// Ends every open subscription gracefully: each listen request gets its
@@ -70,9 +71,5 @@ impl Notifier {
     pub fn close_subscription(&self, id: &RequestId) {
         self.connections
             .publish_here(ServerEvent::Close(id.clone()));
-    }
-
-    fn publish(&self, change: Change) {
-        self.connections.publish(change);
     }
 }

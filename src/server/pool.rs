@@ -188,25 +188,23 @@ impl Threads {
                     self.taken.fetch_add(1, Ordering::AcqRel);
                     job();
                     self.idle.fetch_add(1, Ordering::AcqRel);
-                    continue;
                 }
+                // One thread fewer, unless it is a warm one: it stays.
                 Err(RecvTimeoutError::Timeout) => {
                     let above_warm = |n: usize| (n > self.warm).then(|| n - 1);
                     let alive = &self.alive;
-                    if alive
-                        .fetch_update(Ordering::AcqRel, Ordering::Acquire, above_warm)
-                        .is_err()
+                    if (alive.fetch_update(Ordering::AcqRel, Ordering::Acquire, above_warm)).is_ok()
                     {
-                        continue;
+                        break;
                     }
                 }
                 Err(RecvTimeoutError::Disconnected) => {
                     self.alive.fetch_sub(1, Ordering::AcqRel);
+                    break;
                 }
             }
-            self.idle.fetch_sub(1, Ordering::AcqRel);
-            return;
         }
+        self.idle.fetch_sub(1, Ordering::AcqRel);
     }
 
     /// The next job: spinning first if asked and no other thread spins,

@@ -82,9 +82,9 @@ impl ConnHandle {
         self.0.lock(Flush::UnlessFollowed)
     }
 
-    /// The state, locked by the reader: what it writes waits for
-    /// [`ConnHandle::flush`], which the reader calls when its input runs
-    /// dry (one `write(2)` for a pipelined burst).
+    /// The state, locked by the reader: what it writes is flushed when the
+    /// reader's input runs dry ([`ConnHandle::reading`]: one `write(2)` for
+    /// a pipelined burst).
     pub fn lock_for_reader(&self) -> ConnGuard<'_> {
         self.0.lock(Flush::Later)
     }
@@ -97,16 +97,11 @@ impl ConnHandle {
         if lines_in_hand {
             busy.store(true, Ordering::Release);
         } else if busy.swap(false, Ordering::AcqRel) {
-            self.flush();
-        }
-    }
-
-    /// Flushes the output (the reader's, through [`ConnHandle::reading`]).
-    fn flush(&self) {
-        let mut out = self.0.output.lock();
-        if out.flush() {
-            drop(out);
-            self.0.failed();
+            let mut out = self.0.output.lock();
+            if out.flush() {
+                drop(out);
+                self.0.failed();
+            }
         }
     }
 
@@ -246,7 +241,7 @@ impl Shared {
 }
 
 impl Outlet for Shared {
-    fn notify(&self, id: &RequestId, seq: u64, line: &[u8]) {
+    fn notify(&self, id: &RequestId, seq: u64, line: Vec<u8>) {
         self.lock(Flush::UnlessFollowed).notify(id, seq, line);
     }
 

@@ -11,15 +11,35 @@
 
 use std::sync::Arc;
 
-use crossbeam_channel::Receiver;
+use crossbeam_channel::{Receiver, Sender};
 use serde_json::json;
 use serde_json::value::RawValue;
 
-use super::{Ask, Conn};
-use crate::jsonrpc::{ErrorObject, RequestId, encode_notification};
+use super::Conn;
+use crate::jsonrpc::{ErrorObject, IdMap, RequestId, encode_notification};
 use crate::server::event::{AskFailed, AskReply, ServerEvent};
 use crate::server::legacy::session::{LegacyRequest, LegacySession, initialize_result};
 use crate::types::method;
+
+/// The legacy side of one connection.
+#[derive(Default)]
+pub(super) struct Legacy {
+    /// Opened by `initialize`; shared with the requests prepared under it.
+    session: Option<Arc<LegacySession>>,
+    /// The server's requests to the client awaiting its response, by id.
+    asks: IdMap<Ask>,
+    /// The client hears nothing but the answers to its own requests (HTTP,
+    /// where there is no GET stream): `initialize` offers no list changes.
+    answers_only: bool,
+}
+
+/// One of the server's requests to a legacy client.
+struct Ask {
+    reply: Sender<AskReply>,
+    /// The request that asked, and its sequence number.
+    request: RequestId,
+    seq: u64,
+}
 
 impl Conn {
     /// The legacy session, if a client opened one.
@@ -73,7 +93,7 @@ impl Conn {
                 seq,
             },
         );
-        self.write(line);
+        self.write(line.to_vec());
         Ok(answer)
     }
 
@@ -137,7 +157,7 @@ impl Conn {
         let mut line = Vec::with_capacity(96);
         let params = json!({ "requestId": id, "reason": "the request was cancelled" });
         if encode_notification(&mut line, method::NOTIFICATION_CANCELLED, &params).is_ok() {
-            self.write(&line);
+            self.write(line);
         }
     }
 
@@ -170,7 +190,7 @@ impl Conn {
             Ok(reply) => drop(crate::jsonrpc::encode_result(&mut line, id, &reply)),
             Err(error) => crate::jsonrpc::encode_error(&mut line, Some(id), &error),
         }
-        self.write(&line);
+        self.write(line);
     }
 
     /// A published event for the legacy session, if it is one it hears of.
@@ -181,7 +201,7 @@ impl Conn {
             .as_ref()
             .and_then(|s| s.notification(event))
         {
-            self.write(line.as_bytes());
+            self.write(line.into_bytes());
         }
     }
 }

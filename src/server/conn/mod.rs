@@ -24,8 +24,6 @@ use std::sync::Arc;
 
 use serde_json::json;
 
-#[cfg(feature = "legacy")]
-use crate::jsonrpc::IdMap;
 use crate::jsonrpc::{ErrorObject, RequestId, encode_error};
 use crate::server::Inner;
 use crate::server::event::ServerEvent;
@@ -51,7 +49,7 @@ pub(crate) struct Conn {
     in_flight: InFlight,
     subscriptions: SubscriptionTable,
     #[cfg(feature = "legacy")]
-    legacy: Legacy,
+    legacy: legacy::Legacy,
     /// Written, in order, when the lock is let go.
     pending: Vec<Reply>,
     /// Pooled jobs that may start: handed to the pool once the lock is
@@ -71,28 +69,6 @@ pub(crate) struct Conn {
     pub lines: u64,
 }
 
-/// The legacy side of one connection (its methods are in `legacy.rs`).
-#[cfg(feature = "legacy")]
-#[derive(Default)]
-struct Legacy {
-    /// Opened by `initialize`; shared with the requests prepared under it.
-    session: Option<Arc<crate::server::legacy::session::LegacySession>>,
-    /// The server's requests to the client awaiting its response, by id.
-    asks: IdMap<Ask>,
-    /// The client hears nothing but the answers to its own requests (HTTP,
-    /// where there is no GET stream): `initialize` offers no list changes.
-    answers_only: bool,
-}
-
-/// One of the server's requests to a legacy client.
-#[cfg(feature = "legacy")]
-struct Ask {
-    reply: crossbeam_channel::Sender<crate::server::event::AskReply>,
-    /// The request that asked, and its sequence number.
-    request: RequestId,
-    seq: u64,
-}
-
 impl Conn {
     fn new(inner: &Arc<Inner>) -> Conn {
         Conn {
@@ -100,7 +76,7 @@ impl Conn {
             in_flight: InFlight::default(),
             subscriptions: SubscriptionTable::default(),
             #[cfg(feature = "legacy")]
-            legacy: Legacy::default(),
+            legacy: legacy::Legacy::default(),
             pending: Vec::new(),
             ready: Vec::new(),
             stopping: false,
@@ -114,9 +90,9 @@ impl Conn {
 }
 
 impl Conn {
-    /// Why a request with this id is refused before it is even prepared:
-    /// the server is shutting down, or the id is in use by a request in
-    /// flight or an open subscription.
+    /// Why a request with this id is refused (`ConnHandle::begin` asks
+    /// before anything else): the server is shutting down, or the id is in
+    /// use by a request in flight or an open subscription.
     pub fn refusal(&self, id: &RequestId) -> Option<ErrorObject> {
         if self.stopping {
             return Some(ErrorObject::internal_error("the server is shutting down"));
@@ -147,7 +123,7 @@ impl Conn {
 
     /// Writes a notification of request `id` (sequence `seq`: its progress,
     /// its logs) if the request is still in flight.
-    pub fn notify(&mut self, id: &RequestId, seq: u64, line: &[u8]) {
+    pub fn notify(&mut self, id: &RequestId, seq: u64, line: Vec<u8>) {
         if self.in_flight.is_current(id, seq) {
             self.write(line);
         }
@@ -187,7 +163,7 @@ impl Conn {
         let mut line = Vec::with_capacity(160);
         encode_ack(&mut line, &id, &accepted);
         self.subscriptions.insert(id, accepted);
-        self.write(&line);
+        self.write(line);
     }
 
     /// Delivers a published event to every subscription that asked for it
@@ -230,7 +206,7 @@ impl Conn {
     fn write_final(&mut self, id: &RequestId) {
         let mut line = Vec::with_capacity(160);
         encode_final(&mut line, id, &self.inner.info_value);
-        self.write(&line);
+        self.write(line);
     }
 
     /// Writes an error response (for a request that never began, or a
@@ -238,7 +214,7 @@ impl Conn {
     pub fn write_error(&mut self, id: Option<&RequestId>, error: &ErrorObject) {
         let mut line = Vec::with_capacity(128);
         encode_error(&mut line, id, error);
-        self.write(&line);
+        self.write(line);
     }
 
     /// Whether the queue for slots is full: the reader waits before it
@@ -286,8 +262,8 @@ impl Conn {
 
     /// Writes one encoded message: it goes out, in order, when the lock
     /// is let go (see `handle`).
-    fn write(&mut self, line: &[u8]) {
-        self.pending.push(Reply::Line(line.to_vec()));
+    fn write(&mut self, line: Vec<u8>) {
+        self.pending.push(Reply::Line(line));
     }
 
     /// Starts queued requests while slots are free.
