@@ -11,35 +11,15 @@
 
 use std::sync::Arc;
 
-use crossbeam_channel::{Receiver, Sender};
+use crossbeam_channel::Receiver;
 use serde_json::json;
 use serde_json::value::RawValue;
 
-use super::Conn;
-use crate::jsonrpc::{ErrorObject, IdMap, RequestId, encode_notification};
+use super::{Ask, Conn};
+use crate::jsonrpc::{ErrorObject, RequestId, encode_notification};
 use crate::server::event::{AskFailed, AskReply, ServerEvent};
 use crate::server::legacy::session::{LegacyRequest, LegacySession, initialize_result};
 use crate::types::method;
-
-/// The legacy side of one connection.
-#[derive(Default)]
-pub(super) struct Legacy {
-    /// Opened by `initialize`; shared with the requests prepared under it.
-    session: Option<Arc<LegacySession>>,
-    /// The server's requests to the client awaiting its response, by id.
-    asks: IdMap<Ask>,
-    /// The client hears nothing but the answers to its own requests (HTTP,
-    /// where there is no GET stream): `initialize` offers no list changes.
-    answers_only: bool,
-}
-
-/// One of the server's requests to a legacy client.
-struct Ask {
-    reply: Sender<AskReply>,
-    /// The request that asked, and its sequence number.
-    request: RequestId,
-    seq: u64,
-}
 
 impl Conn {
     /// The legacy session, if a client opened one.

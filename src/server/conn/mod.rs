@@ -24,6 +24,8 @@ use std::sync::Arc;
 
 use serde_json::json;
 
+#[cfg(feature = "legacy")]
+use crate::jsonrpc::IdMap;
 use crate::jsonrpc::{ErrorObject, RequestId, encode_error};
 use crate::server::Inner;
 use crate::server::event::ServerEvent;
@@ -49,7 +51,7 @@ pub(crate) struct Conn {
     in_flight: InFlight,
     subscriptions: SubscriptionTable,
     #[cfg(feature = "legacy")]
-    legacy: legacy::Legacy,
+    legacy: Legacy,
     /// Written, in order, when the lock is let go.
     pending: Vec<Reply>,
     /// Pooled jobs that may start: handed to the pool once the lock is
@@ -69,6 +71,28 @@ pub(crate) struct Conn {
     pub lines: u64,
 }
 
+/// The legacy side of one connection (its methods are in `legacy.rs`).
+#[cfg(feature = "legacy")]
+#[derive(Default)]
+struct Legacy {
+    /// Opened by `initialize`; shared with the requests prepared under it.
+    session: Option<Arc<crate::server::legacy::session::LegacySession>>,
+    /// The server's requests to the client awaiting its response, by id.
+    asks: IdMap<Ask>,
+    /// The client hears nothing but the answers to its own requests (HTTP,
+    /// where there is no GET stream): `initialize` offers no list changes.
+    answers_only: bool,
+}
+
+/// One of the server's requests to a legacy client.
+#[cfg(feature = "legacy")]
+struct Ask {
+    reply: crossbeam_channel::Sender<crate::server::event::AskReply>,
+    /// The request that asked, and its sequence number.
+    request: RequestId,
+    seq: u64,
+}
+
 impl Conn {
     fn new(inner: &Arc<Inner>) -> Conn {
         Conn {
@@ -76,7 +100,7 @@ impl Conn {
             in_flight: InFlight::default(),
             subscriptions: SubscriptionTable::default(),
             #[cfg(feature = "legacy")]
-            legacy: legacy::Legacy::default(),
+            legacy: Legacy::default(),
             pending: Vec::new(),
             ready: Vec::new(),
             stopping: false,
