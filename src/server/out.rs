@@ -44,9 +44,11 @@ impl Out {
         line
     }
 
-    /// A write that does not fit. Sending: the buffer goes first, then
-    /// `data` itself when it is as large as the buffer. Collecting: the
-    /// buffer grows.
+    /// A write that does not fit. Sending: the whole lines in the buffer
+    /// go first, and the line being written stays; all of it goes too
+    /// when it does not fit with `data` (a line longer than the buffer),
+    /// and then `data` itself when it is as large as the buffer.
+    /// Collecting: the buffer grows.
     #[cold]
     #[inline(never)]
     fn write_past_capacity(&mut self, data: &[u8]) -> io::Result<()> {
@@ -56,14 +58,34 @@ impl Out {
             grown.resize(wanted, 0);
             self.buf = grown.into_boxed_slice();
         } else {
-            self.send()?;
-            if data.len() >= self.buf.len() {
-                return self.writer.as_mut().map_or(Ok(()), |w| w.write_all(data));
+            self.send_lines()?;
+            if self.filled + data.len() > self.buf.len() {
+                self.send()?;
+                if data.len() >= self.buf.len() {
+                    return self.writer.as_mut().map_or(Ok(()), |w| w.write_all(data));
+                }
             }
         }
         self.buf[self.filled..self.filled + data.len()].copy_from_slice(data);
         self.filled += data.len();
         Ok(())
+    }
+
+    /// Sends the whole lines in the buffer, and keeps the start of the
+    /// line being written: so a writer that is itself line-buffered (the
+    /// process's stdout) passes each write straight on, in one
+    /// `write(2)`, and what reaches the peer ends at a line's end.
+    fn send_lines(&mut self) -> io::Result<()> {
+        let (Some(writer), Some(last)) = (
+            self.writer.as_mut(),
+            memchr::memrchr(b'\n', &self.buf[..self.filled]),
+        ) else {
+            return Ok(());
+        };
+        let sent = writer.write_all(&self.buf[..=last]);
+        self.buf.copy_within(last + 1..self.filled, 0);
+        self.filled -= last + 1;
+        sent
     }
 
     /// Sends the buffer to the writer; after an error the buffer is
@@ -144,6 +166,20 @@ mod tests {
                 b"0123456789".to_vec(),
                 b"j".to_vec()
             ]
+        );
+    }
+
+    #[test]
+    fn whole_lines_go_out_and_the_line_being_written_stays() {
+        let writes = Arc::new(Mutex::new(Vec::new()));
+        let mut out = Out::new(8, Box::new(Shared(Arc::clone(&writes))));
+        out.write_all(b"ab\ncd").unwrap();
+        out.write_all(b"efg").unwrap();
+        out.write_all(b"h\n").unwrap();
+        out.flush().unwrap();
+        assert_eq!(
+            *writes.lock().unwrap(),
+            [b"ab\n".to_vec(), b"cdefgh\n".to_vec()]
         );
     }
 
