@@ -100,18 +100,15 @@ pub(crate) fn dispatch(
         }
         Incoming::Response { id, reply } => {
             #[cfg(feature = "legacy")]
-            let answered = conn.lock_for_reader().answer(id.as_ref(), reply);
-            #[cfg(not(feature = "legacy"))]
-            let answered = {
-                let _ = reply;
-                false
-            };
-            if !answered {
-                let id = id.map_or_else(|| "null".to_owned(), |id| id.to_string());
-                inner.trace(&format!(
-                    "ignoring a response (id {id}) from the client: it answers no request of this server"
-                ));
+            if conn.lock_for_reader().answer(id.as_ref(), reply) {
+                return;
             }
+            #[cfg(not(feature = "legacy"))]
+            drop(reply);
+            let id = id.map_or_else(|| "null".to_owned(), |id| id.to_string());
+            inner.trace(&format!(
+                "ignoring a response (id {id}) from the client: it answers no request of this server"
+            ));
         }
         Incoming::Invalid { id, error } => conn.lock_for_reader().write_error(id.as_ref(), &error),
     }
