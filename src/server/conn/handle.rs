@@ -277,7 +277,7 @@ impl Connection for Shared {
 
 /// The connection's state, locked. Letting it go writes what it left to
 /// write, hands the jobs that may start to the pool, and wakes the waiters
-/// when something they wait for changed.
+/// (each looks again at what it waits for).
 pub(crate) struct ConnGuard<'a> {
     shared: &'a Shared,
     /// `None` only while let go.
@@ -349,7 +349,7 @@ impl ConnGuard<'_> {
 fn let_go(shared: &Shared, mut state: MutexGuard<'_, Conn>, flush: Flush) {
     let pending = std::mem::take(&mut state.pending);
     let ready = std::mem::take(&mut state.ready);
-    let wake = std::mem::take(&mut state.changed) && state.waiters > 0;
+    let wake = state.waiters > 0;
     let inner = (!ready.is_empty()).then(|| Arc::clone(&state.inner));
     let out = (!pending.is_empty()).then(|| shared.output.lock());
     drop(state);

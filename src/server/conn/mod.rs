@@ -63,10 +63,9 @@ pub(crate) struct Conn {
     closed: bool,
     /// A write failed: the client is gone.
     failed: bool,
-    /// Threads waiting on a change (`ConnGuard::wait_until`).
+    /// Threads waiting on a change (`ConnGuard::wait_until`): letting the
+    /// lock go wakes them, and each looks again at what it waits for.
     waiters: usize,
-    /// Something a waiter may wait for changed under this lock.
-    changed: bool,
     /// Lines handled so far: `serve` tells an idle spell by it.
     pub lines: u64,
 }
@@ -107,7 +106,6 @@ impl Conn {
             closed: false,
             failed: false,
             waiters: 0,
-            changed: false,
             lines: 0,
         }
     }
@@ -132,17 +130,14 @@ impl Conn {
     /// Answers request `id` (sequence `seq`) with `reply`, if it is still
     /// in flight, and takes it out in the same step: the one place that
     /// makes "a cancelled request gets nothing" and "no request gets two
-    /// replies" true. Returns whether the reply was written.
-    pub fn finish(&mut self, id: &RequestId, seq: u64, reply: Reply) -> bool {
-        let Some(_entry) = self.in_flight.take(id, seq) else {
-            return false;
-        };
-        self.pending.push(reply);
-        #[cfg(feature = "legacy")]
-        self.forget_asks_of(seq);
-        self.start_queued();
-        self.changed = true;
-        true
+    /// replies" true.
+    pub fn finish(&mut self, id: &RequestId, seq: u64, reply: Reply) {
+        if self.in_flight.take(id, seq).is_some() {
+            self.pending.push(reply);
+            #[cfg(feature = "legacy")]
+            self.forget_asks_of(seq);
+            self.start_queued();
+        }
     }
 
     /// Writes a notification of request `id` (sequence `seq`: its progress,
@@ -164,7 +159,6 @@ impl Conn {
             self.withdraw_asks_of(entry.seq);
             entry.token.cancel();
             self.start_queued();
-            self.changed = true;
         } else {
             // From here on nothing carries its subscription id.
             self.subscriptions.remove(id);
@@ -266,7 +260,6 @@ impl Conn {
         self.close_subscriptions();
         #[cfg(feature = "legacy")]
         self.drop_asks();
-        self.changed = true;
     }
 
     /// The end: what is still in flight is cancelled and answered with
@@ -275,7 +268,6 @@ impl Conn {
     pub fn shut_down(&mut self) {
         self.begin_shutdown();
         self.closed = true;
-        self.changed = true;
         for (id, entry) in self.in_flight.drain() {
             entry.token.cancel();
             let error =
@@ -294,7 +286,6 @@ impl Conn {
     fn start_queued(&mut self) {
         while let Some(job) = self.in_flight.next_to_start(self.inner.config.max_running) {
             self.ready.push(job);
-            self.changed = true;
         }
     }
 }
