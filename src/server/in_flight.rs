@@ -166,11 +166,16 @@ impl InFlight {
     /// The legacy client will answer nothing more: every parked request
     /// holds a slot again (its handler is about to fail).
     pub fn unpark_all(&mut self) {
+        let mut unparked = 0;
         for entry in self.map.values_mut() {
             if let Stage::Parked(_) = entry.stage {
                 entry.stage = Stage::Running;
-                (self.parked, self.running) = (self.parked - 1, self.running + 1);
+                unparked += 1;
             }
+        }
+        for _ in 0..unparked {
+            self.count(&Stage::Parked(0), false);
+            self.count(&Stage::Running, true);
         }
     }
 

@@ -8,9 +8,10 @@
 //! the registry) and begun (`ConnHandle::begin`: refused, answered, or
 //! entered in the in-flight map). An inline handler then runs right here,
 //! without the connection's lock, and its reply goes out through
-//! `Conn::finish`; a pooled one is already on the pool. While the queue for slots is full
-//! the reader waits before it reads on: that is the backpressure, and a
-//! client's cancellations behind the queued lines wait with them.
+//! `Conn::finish`; a pooled one is already on the pool. While the queue
+//! for slots is full the reader waits before it reads on: that is the
+//! backpressure, and a client's cancellations behind the queued lines
+//! wait with them.
 //!
 //! While the reader has complete lines in hand, what is written (by it or
 //! by a worker) is flushed when it runs out of them: one `write(2)` for a
