@@ -29,6 +29,32 @@ pub(crate) trait Stamp: Serialize {
     /// the result is encoded, which costs a copy instead of building,
     /// encoding and dropping a map for every reply.
     fn stamp(&mut self, server_info: &Value) -> bool;
+
+    /// Takes back what only 2026-07-28 results carry (`resultType`,
+    /// `ttlMs`, `cacheScope`, the server's `_meta` entry), for a legacy
+    /// client. `false`, and nothing changed, unless it is a complete
+    /// result (a request for input or a task is rewritten by the legacy
+    /// code, `legacy::downgrade`).
+    #[cfg(feature = "legacy")]
+    fn unstamp(&mut self) -> bool;
+}
+
+#[cfg(feature = "legacy")]
+fn unstamp_fields(result_type: &mut Option<ResultType>, meta: &mut Option<Meta>) -> bool {
+    if result_type
+        .as_ref()
+        .is_some_and(|t| *t != ResultType::Complete)
+    {
+        return false;
+    }
+    *result_type = None;
+    if let Some(entries) = meta {
+        entries.remove(meta_key::SERVER_INFO);
+        if entries.is_empty() {
+            *meta = None;
+        }
+    }
+    true
 }
 
 fn stamp_fields(
@@ -46,25 +72,43 @@ fn stamp_fields(
 }
 
 // One line per result type; a macro keeps the list readable. Each of them
-// declares `meta` (`_meta`) as its last field.
+// declares `meta` (`_meta`) as its last field; those after `cached:` also
+// carry `ttlMs` and `cacheScope`.
 macro_rules! impl_stamp {
-    ($($ty:ty),*) => {$(
-        impl Stamp for $ty {
+    ($($ty:ty),* ; cached: $($cached:ty),*) => {
+        $(impl Stamp for $ty {
             fn stamp(&mut self, server_info: &Value) -> bool {
                 stamp_fields(&mut self.result_type, &mut self.meta, server_info)
             }
-        }
-    )*};
+            #[cfg(feature = "legacy")]
+            fn unstamp(&mut self) -> bool {
+                unstamp_fields(&mut self.result_type, &mut self.meta)
+            }
+        })*
+        $(impl Stamp for $cached {
+            fn stamp(&mut self, server_info: &Value) -> bool {
+                stamp_fields(&mut self.result_type, &mut self.meta, server_info)
+            }
+            #[cfg(feature = "legacy")]
+            fn unstamp(&mut self) -> bool {
+                let done = unstamp_fields(&mut self.result_type, &mut self.meta);
+                if done {
+                    (self.ttl_ms, self.cache_scope) = (None, None);
+                }
+                done
+            }
+        })*
+    };
 }
 
 impl_stamp!(
     crate::types::CallToolResult,
-    crate::types::ReadResourceResult,
     crate::types::GetPromptResult,
     crate::types::CompleteResult,
     crate::types::InputRequiredResult,
     crate::types::CreateTaskResult,
-    crate::types::GetTaskResult,
+    crate::types::GetTaskResult;
+    cached: crate::types::ReadResourceResult,
     DiscoverResult,
     ListToolsResult,
     ListResourcesResult,
@@ -89,6 +133,26 @@ impl Stamp for Value {
         }
         false
     }
+
+    #[cfg(feature = "legacy")]
+    fn unstamp(&mut self) -> bool {
+        let Value::Object(map) = self else {
+            return true;
+        };
+        if map.get("resultType").is_some_and(|t| t != "complete") {
+            return false;
+        }
+        for key in ["resultType", "ttlMs", "cacheScope"] {
+            map.remove(key);
+        }
+        if let Some(Value::Object(meta)) = map.get_mut("_meta") {
+            meta.remove(meta_key::SERVER_INFO);
+            if meta.is_empty() {
+                map.remove("_meta");
+            }
+        }
+        true
+    }
 }
 
 /// A request's response, as its work hands it to whoever writes it.
@@ -107,6 +171,10 @@ pub(crate) trait EncodeResult: Send {
     fn encode_into(&self, out: &mut Out) -> serde_json::Result<()>;
     /// Encodes the response into a new line (no newline).
     fn encode_line(&self) -> Vec<u8>;
+    /// Makes it the response a legacy client gets ([`Stamp::unstamp`]):
+    /// `false`, and nothing changed, unless it is a complete result.
+    #[cfg(feature = "legacy")]
+    fn unstamp(&mut self) -> bool;
 }
 
 /// A result response: its id, its stamped result and, when the result had
@@ -130,7 +198,7 @@ impl<T: Serialize + Send> Stamped<T> {
     }
 }
 
-impl<T: Serialize + Send> EncodeResult for Stamped<T> {
+impl<T: Stamp + Send> EncodeResult for Stamped<T> {
     fn encode_into(&self, out: &mut Out) -> serde_json::Result<()> {
         self.encode(out)
     }
@@ -140,6 +208,15 @@ impl<T: Serialize + Send> EncodeResult for Stamped<T> {
         // Plain data into a Vec: encoding cannot fail (see `write_to`).
         let _ = self.encode(&mut line);
         line.into_line()
+    }
+
+    #[cfg(feature = "legacy")]
+    fn unstamp(&mut self) -> bool {
+        let done = self.result.unstamp();
+        if done {
+            self.meta = None;
+        }
+        done
     }
 }
 
@@ -290,6 +367,35 @@ mod tests {
             result,
             meta: append.then_some(meta),
         }))
+    }
+
+    #[cfg(feature = "legacy")]
+    #[test]
+    fn an_unstamped_result_is_the_downgraded_line() {
+        use crate::server::legacy::downgrade::downgrade;
+        let results = || {
+            let mut own_meta = CallToolResult::text("b");
+            own_meta.meta = Some(Map::from_iter([("k".to_string(), Value::from(1))]));
+            [CallToolResult::text("a \"q\""), own_meta]
+        };
+        for (result, again) in results().into_iter().zip(results()) {
+            let downgraded = downgrade(stamped(result).into_line(), "tools/call", "2025-11-25");
+            let Reply::Result(mut unstamped) = stamped(again) else {
+                unreachable!("a result")
+            };
+            assert!(unstamped.unstamp());
+            assert_eq!(
+                String::from_utf8(unstamped.encode_line()).unwrap(),
+                String::from_utf8(downgraded).unwrap()
+            );
+        }
+        // A request for input is left to the rewrite.
+        let mut asking = CallToolResult::text("c");
+        asking.result_type = Some(ResultType::InputRequired);
+        let Reply::Result(mut asking) = stamped(asking) else {
+            unreachable!("a result")
+        };
+        assert!(!asking.unstamp());
     }
 
     #[test]

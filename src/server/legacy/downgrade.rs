@@ -2,10 +2,11 @@
 //! carry is dropped, and a request for input that could not be asked
 //! becomes something the client can show.
 //!
-//! A result (the common case) is rewritten member by member, its values
-//! copied as they were written (`result_for_legacy`): a third of what
-//! reading it into a `Value` and writing that again cost, and its members
-//! keep their order.
+//! A complete result (the common case) is never rewritten: what only
+//! 2026-07-28 carries is taken back before it is encoded ([`for_legacy`],
+//! `Stamp::unstamp`). One already encoded is rewritten member by member,
+//! its values copied as written (`result_for_legacy`), and keeps the order
+//! of its members; anything else is read whole.
 
 use std::borrow::Cow;
 use std::fmt;
@@ -15,7 +16,24 @@ use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
 use crate::jsonrpc::{ErrorObject, error_code};
+use crate::server::reply::Reply;
 use crate::types::{meta_key, method};
+
+/// The reply a legacy client gets for `reply`: a complete result is
+/// encoded without what only 2026-07-28 results carry; anything else is
+/// encoded, then rewritten ([`downgrade`]).
+pub(crate) fn for_legacy(reply: Reply, method_name: &str, version: &str) -> Reply {
+    let line = match reply {
+        Reply::Result(mut result) => {
+            if result.unstamp() {
+                return Reply::Result(result);
+            }
+            result.encode_line()
+        }
+        Reply::Line(line) => line,
+    };
+    Reply::Line(downgrade(line, method_name, version))
+}
 
 /// Rewrites a reply for a legacy client: drops what only 2026-07-28
 /// results carry, and turns a request for input that could not be asked

@@ -72,7 +72,16 @@ impl Bridge {
     /// finally drops what only 2026-07-28 results carry.
     pub fn wrap(self, work: Work) -> Work {
         Box::new(move |ctx| {
-            let mut line = work(ctx).into_line();
+            let mut line = match work(ctx) {
+                Reply::Result(mut result) => {
+                    // A complete result: encoded for the legacy client as it is.
+                    if result.unstamp() {
+                        return Reply::Result(result);
+                    }
+                    result.encode_line()
+                }
+                Reply::Line(line) => line,
+            };
             let mut rounds = 0;
             while let Some(input) = input_required(&line) {
                 if rounds == MAX_ROUNDS {

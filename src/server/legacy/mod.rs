@@ -25,10 +25,9 @@ pub(crate) mod session;
 use std::sync::Arc;
 
 use crate::server::Inner;
-use crate::server::reply::Reply;
 use crate::server::work::Work;
 
-pub(crate) use downgrade::downgrade;
+pub(crate) use downgrade::for_legacy;
 pub(crate) use input::Reprepare;
 pub(crate) use session::{LegacyRequest, LegacySession, session_request};
 
@@ -86,9 +85,7 @@ impl Wrap {
         match self {
             Wrap::Bridge(bridge) => (bridge.wrap(work), false),
             Wrap::Downgrade { method, version } => (
-                Box::new(move |ctx| {
-                    Reply::Line(downgrade(work(ctx).into_line(), &method, &version))
-                }),
+                Box::new(move |ctx| for_legacy(work(ctx), &method, &version)),
                 inline,
             ),
         }
