@@ -397,6 +397,15 @@ pub(crate) fn encode_notification<P: Serialize>(
     serde_json::to_writer(out, &notif)
 }
 
+/// A JSON string written without escapes: the text between its quotes,
+/// which is then the string itself. `None` for anything else (a string
+/// with an escape is read the plain way by the caller).
+#[cfg(feature = "server")]
+pub(crate) fn plain_string(raw: &serde_json::value::RawValue) -> Option<&str> {
+    let inner = raw.get().strip_prefix('"')?.strip_suffix('"')?;
+    (!inner.contains('\\')).then_some(inner)
+}
+
 /// Whether a `jsonrpc` member says `"2.0"`. Compared as a string, not as
 /// text: any character may be escaped (RFC 8259 section 7), so
 /// `"2\u002e0"` is `"2.0"` too.

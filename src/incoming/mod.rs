@@ -317,12 +317,7 @@ fn method(raw: Option<&RawValue>) -> Result<Cow<'_, str>, ErrorObject> {
     let Some(raw) = raw else {
         return Err(ErrorObject::invalid_request("missing method"));
     };
-    // Written plainly (no escape), the name is the text between the quotes.
-    let plain = raw
-        .get()
-        .strip_prefix('"')
-        .and_then(|s| s.strip_suffix('"'));
-    if let Some(name) = plain.filter(|name| !name.contains('\\')) {
+    if let Some(name) = crate::jsonrpc::plain_string(raw) {
         return Ok(Cow::Borrowed(name));
     }
     serde_json::from_str::<String>(raw.get())

@@ -151,10 +151,7 @@ pub(crate) fn validate_meta(view: &MetaView<'_>) -> Result<RequestMeta, ErrorObj
 /// as written first (no string is read out), then read, which finds an
 /// escaped spelling or says what is wrong.
 fn supported_version(raw: &RawValue) -> Result<&'static str, ErrorObject> {
-    let plain = raw
-        .get()
-        .strip_prefix('"')
-        .and_then(|s| s.strip_suffix('"'));
+    let plain = crate::jsonrpc::plain_string(raw);
     if let Some(version) = SUPPORTED_VERSIONS
         .iter()
         .copied()
