@@ -23,16 +23,25 @@ use crate::types::{meta_key, method};
 /// encoded without what only 2026-07-28 results carry; anything else is
 /// encoded, then rewritten ([`downgrade`]).
 pub(crate) fn for_legacy(reply: Reply, method_name: &str, version: &str) -> Reply {
-    let line = match reply {
+    match unstamped_or_line(reply) {
+        Ok(unstamped) => unstamped,
+        Err(line) => Reply::Line(downgrade(line, method_name, version)),
+    }
+}
+
+/// A complete result, made the one a legacy client gets
+/// (`Stamp::unstamp`), or else the reply's line, for `downgrade` (or,
+/// asking the client first, `input`) to rewrite.
+pub(crate) fn unstamped_or_line(reply: Reply) -> Result<Reply, Vec<u8>> {
+    match reply {
         Reply::Result(mut result) => {
             if result.unstamp() {
-                return Reply::Result(result);
+                return Ok(Reply::Result(result));
             }
-            result.encode_line()
+            Err(result.encode_line())
         }
-        Reply::Line(line) => line,
-    };
-    Reply::Line(downgrade(line, method_name, version))
+        Reply::Line(line) => Err(line),
+    }
 }
 
 /// Rewrites a reply for a legacy client: drops what only 2026-07-28

@@ -32,7 +32,7 @@ use crate::jsonrpc::{ErrorObject, RequestId, encode_error, encode_request, error
 use crate::server::Inner;
 use crate::server::context::{Outlet, RequestContext, Sink};
 use crate::server::event::{AskFailed, AskReply};
-use crate::server::legacy::downgrade::downgrade;
+use crate::server::legacy::downgrade::{downgrade, unstamped_or_line};
 use crate::server::legacy::session::LegacySession;
 use crate::server::reply::Reply;
 use crate::server::work::{Job, Work, call};
@@ -72,15 +72,9 @@ impl Bridge {
     /// finally drops what only 2026-07-28 results carry.
     pub fn wrap(self, work: Work) -> Work {
         Box::new(move |ctx| {
-            let mut line = match work(ctx) {
-                Reply::Result(mut result) => {
-                    // A complete result: encoded for the legacy client as it is.
-                    if result.unstamp() {
-                        return Reply::Result(result);
-                    }
-                    result.encode_line()
-                }
-                Reply::Line(line) => line,
+            let mut line = match unstamped_or_line(work(ctx)) {
+                Ok(complete) => return complete,
+                Err(line) => line,
             };
             let mut rounds = 0;
             while let Some(input) = input_required(&line) {
