@@ -155,8 +155,10 @@ impl ServerBuilder {
     /// Registers a tool that runs inline on the reader thread: a promise
     /// that it is cheap and never blocks. While it runs no line is read
     /// (cancellations included), and in a pipelined burst the replies of
-    /// pooled requests before it wait for the reader's flush. Otherwise as
-    /// [`ServerBuilder::tool`].
+    /// pooled requests before it wait for the reader's flush. So for a
+    /// client of either era; when it needs a legacy client's input, the
+    /// wait for the answers (which the reader must read) goes on on the
+    /// pool. Otherwise as [`ServerBuilder::tool`].
     pub fn inline_tool<T, R, F>(mut self, tool: Tool, handler: F) -> Self
     where
         T: ToolArguments,

@@ -26,7 +26,6 @@ use crate::server::Inner;
 use crate::server::conn::End;
 use crate::server::conn::handle::ConnHandle;
 use crate::server::dispatch::prepare;
-use crate::server::work::call;
 use crate::transport::{Line, give_back_large, read_line, reuse_or_shrink, too_long_error};
 use crate::types::method;
 
@@ -133,7 +132,6 @@ fn request(
     #[cfg(not(feature = "legacy"))]
     let prepared = prepare(inner, method, params);
     if let Some(job) = conn.begin(id, prepared, bytes) {
-        let reply = call(job.work, &job.ctx);
-        conn.lock_for_reader().finish(job.ctx.id(), job.seq, reply);
+        conn.run_inline(job);
     }
 }

@@ -1534,6 +1534,86 @@ fn a_request_cancelled_before_it_asks_never_asks_the_client() {
     peer.finish_quietly();
 }
 
+/// A server with one inline tool, `where`, that asks for the roots and
+/// then answers with the number of roots; each of its rounds records the
+/// thread it ran on.
+fn where_server() -> (Server, crossbeam_channel::Receiver<String>) {
+    use mcp_stdio::types::{CallToolResult, InputRequest, InputRequests, InputRequiredResult};
+    use mcp_stdio::types::{RequestParams, Tool};
+    let (ran_on_tx, ran_on) = crossbeam_channel::unbounded();
+    let server = Server::builder("where", "1.0.0")
+        .inline_tool(
+            Tool::new("where", "Asks for the roots, then counts them."),
+            move |ctx, _: Value| {
+                let thread = thread::current().name().unwrap_or("").to_owned();
+                ran_on_tx.send(thread).unwrap();
+                if let Some(roots) = ctx.roots("roots") {
+                    let text = format!("{} root(s)", roots.roots.len());
+                    return Ok(Outcome::Complete(CallToolResult::text(text)));
+                }
+                let mut requests = InputRequests::new();
+                let roots = InputRequest::ListRoots(Some(RequestParams::default()));
+                requests.insert("roots".to_owned(), roots);
+                Ok(Outcome::InputRequired(InputRequiredResult::new(requests)))
+            },
+        )
+        .build();
+    (server, ran_on)
+}
+
+/// Opens a 2025-11-25 session that declares roots, on a server that is
+/// not the fixture server.
+fn open_roots_session(peer: &mut Peer) {
+    let init = initialize_with("init", "2025-11-25", json!({ "roots": {} }));
+    assert_eq!(peer.ask(&init)["id"], "init");
+    peer.send(&initialized());
+}
+
+// An inline tool is inline for both eras: its first round runs on the
+// reader for a legacy client too (before, every legacy request that could
+// ask ran on the pool). The rest, which waits for the client's answers,
+// goes to the pool, so the reader reads on meanwhile.
+#[test]
+fn an_inline_tool_runs_on_the_reader_for_a_legacy_client_and_waits_for_answers_on_the_pool() {
+    let (server, ran_on) = where_server();
+    let mut peer = Peer::start(&server);
+    open_roots_session(&mut peer);
+    peer.send(&legacy_call(1, "where", json!({})));
+    let ask = recv_ask(&peer, "roots/list", json!({}));
+    // The reader is free while the request waits for the answer.
+    ping_barrier(&mut peer, 2);
+    answer(&mut peer, &ask, one_root());
+    assert_eq!(peer.recv(), legacy_text(1, "1 root(s)"));
+    let rounds: Vec<String> = ran_on.try_iter().collect();
+    assert_eq!(rounds, ["mcp-reader", "mcp-worker"]);
+    // A modern call of the same tool: the first round on the reader too.
+    let mut modern = call(3, "where", json!({}));
+    modern["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"] =
+        json!({ "roots": {} });
+    assert_eq!(peer.ask(&modern)["result"]["resultType"], "input_required");
+    assert_eq!(ran_on.try_iter().collect::<Vec<_>>(), ["mcp-reader"]);
+    peer.finish_quietly();
+}
+
+// The request handed to the pool is the same request: cancelling it
+// withdraws its ask, and nothing more is sent for it; its id is free again.
+#[test]
+fn cancelling_an_inline_legacy_request_that_waits_for_answers_withdraws_its_ask() {
+    let (server, _ran_on) = where_server();
+    let mut peer = Peer::start(&server);
+    open_roots_session(&mut peer);
+    peer.send(&legacy_call(1, "where", json!({})));
+    let ask = recv_ask(&peer, "roots/list", json!({}));
+    peer.send(&cancel(1));
+    assert_eq!(peer.recv(), ask_cancelled(&ask));
+    peer.assert_silent_for(Duration::from_millis(200));
+    peer.send(&legacy_call(1, "where", json!({})));
+    let again = recv_ask(&peer, "roots/list", json!({}));
+    answer(&mut peer, &again, one_root());
+    assert_eq!(peer.recv(), legacy_text(1, "1 root(s)"));
+    peer.finish_quietly();
+}
+
 #[test]
 fn cancelling_a_request_withdraws_only_its_unanswered_asks() {
     let server = crate::everything::build();

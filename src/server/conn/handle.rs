@@ -136,9 +136,9 @@ impl ConnHandle {
     /// only place that refuses one), answered at once (an error, a listen,
     /// a request of the legacy session), or it enters the in-flight map and
     /// runs on the pool, or waits for a slot, or (an inline one) is handed
-    /// back for the caller to run, without the lock, then to answer with
-    /// [`Conn::finish`]. When the queue for slots is full after it, this
-    /// waits for room: the reader's backpressure.
+    /// back for the caller to run ([`ConnHandle::run_inline`]). When the
+    /// queue for slots is full after it, this waits for room: the reader's
+    /// backpressure.
     pub fn begin(
         &self,
         id: RequestId,
@@ -177,11 +177,59 @@ impl ConnHandle {
             },
             job.retry,
         );
-        let work = job.work;
         if job.inline {
             conn.in_flight.insert(id, seq, token, Stage::Inline);
-            return Some(InlineJob { ctx, seq, work });
+            return Some(InlineJob {
+                ctx,
+                seq,
+                work: job.work,
+                #[cfg(feature = "legacy")]
+                then: job.then,
+            });
         }
+        self.to_pool(guard, seq, token, ctx, job.work, bytes);
+        None
+    }
+
+    /// Runs an inline request's handler, here and without the lock, and
+    /// answers it ([`Conn::finish`]). An inline legacy request whose handler
+    /// needs the client's input goes on on the pool: it waits for answers
+    /// that only the reader can read.
+    pub fn run_inline(&self, job: InlineJob) {
+        let reply = call(job.work, &job.ctx);
+        #[cfg(feature = "legacy")]
+        let reply = match job.then {
+            None => reply,
+            Some(then) => match then(reply) {
+                Ok(reply) => reply,
+                Err(rest) => {
+                    let mut guard = self.lock_for_reader();
+                    // Out of the map as inline, back in as pooled: the same
+                    // sequence number and token (unless shut down meanwhile).
+                    if let Some(entry) = guard.in_flight.take(job.ctx.id(), job.seq) {
+                        self.to_pool(guard, job.seq, entry.token, job.ctx, rest, 0);
+                    }
+                    return;
+                }
+            },
+        };
+        self.lock_for_reader().finish(job.ctx.id(), job.seq, reply);
+    }
+
+    /// Enters the request of `ctx` in the map as pooled: it runs on the
+    /// pool if a slot is free, or waits in the queue for one. When the
+    /// queue is full after it, this waits for room: the reader's
+    /// backpressure.
+    fn to_pool(
+        &self,
+        mut guard: ConnGuard<'_>,
+        seq: u64,
+        token: CancelToken,
+        ctx: RequestContext,
+        work: Work,
+        bytes: usize,
+    ) {
+        let id = ctx.id().clone();
         let handle = self.clone();
         let pooled: PoolJob = Box::new(move || {
             // Encoded before the lock: workers finishing together do not
@@ -189,6 +237,7 @@ impl ConnHandle {
             let line = call(work, &ctx).into_line();
             handle.lock().finish(ctx.id(), seq, Reply::Line(line));
         });
+        let conn = &mut *guard;
         if conn.in_flight.has_slot(conn.inner.config.max_running) {
             conn.in_flight.insert(id, seq, token, Stage::Running);
             conn.ready.push(pooled);
@@ -203,16 +252,17 @@ impl ConnHandle {
                 drop(self.lock_for_reader().wait_until(None, |c| !c.queue_full()));
             }
         }
-        None
     }
 }
 
 /// An inline request, begun: its handler runs on the reader, without the
-/// connection's lock.
+/// connection's lock ([`ConnHandle::run_inline`]).
 pub(crate) struct InlineJob {
-    pub ctx: RequestContext,
-    pub seq: u64,
-    pub work: Work,
+    ctx: RequestContext,
+    seq: u64,
+    work: Work,
+    #[cfg(feature = "legacy")]
+    then: Option<crate::server::work::Then>,
 }
 
 impl Shared {

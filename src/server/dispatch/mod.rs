@@ -166,9 +166,9 @@ fn prepare_round(
     };
     // 5.
     #[cfg(feature = "legacy")]
-    let (work, inline) = match wrap {
+    let (work, inline, then) = match wrap {
         Some(wrap) => wrap.apply(plan.work, plan.inline),
-        None => (plan.work, plan.inline),
+        None => (plan.work, plan.inline, None),
     };
     #[cfg(not(feature = "legacy"))]
     let (work, inline) = (plan.work, plan.inline);
@@ -177,5 +177,7 @@ fn prepare_round(
         work,
         inline,
         retry: plan.retry,
+        #[cfg(feature = "legacy")]
+        then,
     }))
 }

@@ -71,28 +71,46 @@ impl Bridge {
     /// the handler needs, runs the handler again with the answers, and
     /// finally drops what only 2026-07-28 results carry.
     pub fn wrap(self, work: Work) -> Work {
-        Box::new(move |ctx| {
-            let mut line = match unstamped_or_line(work(ctx)) {
-                Ok(complete) => return complete,
-                Err(line) => line,
-            };
-            let mut rounds = 0;
-            while let Some(input) = input_required(&line) {
-                if rounds == MAX_ROUNDS {
-                    break;
-                }
-                rounds += 1;
-                line = match self.ask_and_retry(ctx, input) {
-                    Ok(line) => line,
-                    Err(error) => {
-                        let mut line = Vec::with_capacity(128);
-                        encode_error(&mut line, Some(ctx.id()), &error);
-                        line
-                    }
-                };
-            }
-            Reply::Line(downgrade(line, &self.method, &self.session.version))
+        Box::new(move |ctx| match unstamped_or_line(work(ctx)) {
+            Ok(complete) => complete,
+            Err(line) => self.rounds(ctx, line),
         })
+    }
+
+    /// After the first round of an inline request, run on the reader: the
+    /// reply for the client, or, when the handler needs input, the rest of
+    /// the work (which waits for the client's answers) for the pool.
+    pub fn after_inline(self, reply: Reply) -> Result<Reply, Work> {
+        match unstamped_or_line(reply) {
+            Ok(complete) => Ok(complete),
+            Err(line) if input_required(&line).is_none() => Ok(Reply::Line(downgrade(
+                line,
+                &self.method,
+                &self.session.version,
+            ))),
+            Err(line) => Err(Box::new(move |ctx| self.rounds(ctx, line))),
+        }
+    }
+
+    /// Asks and runs the handler again while its reply (`line`) requires
+    /// input, then makes the last reply a legacy one.
+    fn rounds(&self, ctx: &RequestContext, mut line: Vec<u8>) -> Reply {
+        let mut rounds = 0;
+        while let Some(input) = input_required(&line) {
+            if rounds == MAX_ROUNDS {
+                break;
+            }
+            rounds += 1;
+            line = match self.ask_and_retry(ctx, input) {
+                Ok(line) => line,
+                Err(error) => {
+                    let mut line = Vec::with_capacity(128);
+                    encode_error(&mut line, Some(ctx.id()), &error);
+                    line
+                }
+            };
+        }
+        Reply::Line(downgrade(line, &self.method, &self.session.version))
     }
 
     /// One round: every ask sent at once, every answer awaited, then the

@@ -25,7 +25,7 @@ pub(crate) mod session;
 use std::sync::Arc;
 
 use crate::server::Inner;
-use crate::server::work::Work;
+use crate::server::work::{Then, Work};
 
 pub(crate) use downgrade::for_legacy;
 pub(crate) use input::Reprepare;
@@ -79,14 +79,23 @@ impl Wrap {
         })
     }
 
-    /// Wraps `work`; a request that may ask waits for answers, so it runs
-    /// on the pool whatever it was registered as.
-    pub fn apply(self, work: Work, inline: bool) -> (Work, bool) {
+    /// Wraps `work`, which runs `inline` or not as it was registered. A
+    /// request that asks the client waits for the answers, which only the
+    /// reader can read: an inline one's first round runs on the reader,
+    /// and what follows it (its [`Then`]) hands the rest to the pool when
+    /// the handler needs input.
+    pub fn apply(self, work: Work, inline: bool) -> (Work, bool, Option<Then>) {
         match self {
-            Wrap::Bridge(bridge) => (bridge.wrap(work), false),
+            Wrap::Bridge(bridge) if inline => (
+                work,
+                true,
+                Some(Box::new(move |reply| bridge.after_inline(reply))),
+            ),
+            Wrap::Bridge(bridge) => (bridge.wrap(work), false, None),
             Wrap::Downgrade { method, version } => (
                 Box::new(move |ctx| for_legacy(work(ctx), &method, &version)),
                 inline,
+                None,
             ),
         }
     }
