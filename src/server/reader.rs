@@ -127,7 +127,7 @@ fn request(
     #[cfg(feature = "legacy")]
     let prepared = {
         let session = conn.lock_for_reader().session();
-        prepare(inner, method, params, session.as_deref())
+        prepare(inner, method, params, session.as_ref())
     };
     #[cfg(not(feature = "legacy"))]
     let prepared = prepare(inner, method, params);

@@ -66,7 +66,7 @@ pub(crate) fn prepare(
     inner: &Arc<Inner>,
     method: &str,
     params: Option<Params<'_>>,
-    #[cfg(feature = "legacy")] session: Option<&LegacySession>,
+    #[cfg(feature = "legacy")] session: Option<&Arc<LegacySession>>,
 ) -> Result<Prepared, ErrorObject> {
     #[cfg(feature = "legacy")]
     return prepare_round(inner, method, params, session, legacy::Round::First);
@@ -82,7 +82,7 @@ pub(crate) fn prepare_retry(
     inner: &Arc<Inner>,
     method: &str,
     params: Box<serde_json::value::RawValue>,
-    session: &LegacySession,
+    session: &Arc<LegacySession>,
 ) -> Result<Job, ErrorObject> {
     match prepare_round(
         inner,
@@ -103,7 +103,7 @@ fn prepare_round(
     inner: &Arc<Inner>,
     method: &str,
     params: Option<Params<'_>>,
-    #[cfg(feature = "legacy")] session: Option<&LegacySession>,
+    #[cfg(feature = "legacy")] session: Option<&Arc<LegacySession>>,
     #[cfg(feature = "legacy")] round: legacy::Round,
 ) -> Result<Prepared, ErrorObject> {
     let fields = match &params {
@@ -122,7 +122,8 @@ fn prepare_round(
     let legacy = if inner.config.modern_only || meta_view.is_modern() {
         None
     } else {
-        if let Some(request) = legacy::session_request(inner, method, text(), session) {
+        if let Some(request) = legacy::session_request(inner, method, text(), session.map(|s| &**s))
+        {
             return request.map(Prepared::Legacy);
         }
         session

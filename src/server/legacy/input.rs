@@ -54,7 +54,7 @@ pub(crate) fn may_ask(method: &str) -> bool {
 /// params with the client's answers (the dispatch kernel's
 /// `prepare_retry`).
 pub(crate) type Reprepare =
-    fn(&Arc<Inner>, &str, Box<RawValue>, &LegacySession) -> Result<Job, ErrorObject>;
+    fn(&Arc<Inner>, &str, Box<RawValue>, &Arc<LegacySession>) -> Result<Job, ErrorObject>;
 
 /// What the wrapper of a legacy request that may ask needs: the request
 /// as sent, its session, and how to prepare its later rounds.
@@ -62,7 +62,7 @@ pub(crate) struct Bridge {
     pub inner: Arc<Inner>,
     pub method: String,
     pub params: String,
-    pub session: LegacySession,
+    pub session: Arc<LegacySession>,
     pub reprepare: Reprepare,
 }
 

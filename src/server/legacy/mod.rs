@@ -56,7 +56,7 @@ impl Wrap {
         inner: &Arc<Inner>,
         method: &str,
         params: &str,
-        session: &LegacySession,
+        session: &Arc<LegacySession>,
         round: Round,
         reprepare: Reprepare,
     ) -> Option<Wrap> {
@@ -68,7 +68,7 @@ impl Wrap {
                 inner: Arc::clone(inner),
                 method: method.to_owned(),
                 params: params.to_owned(),
-                session: session.clone(),
+                session: Arc::clone(session),
                 reprepare,
             }))
         } else {
