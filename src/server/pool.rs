@@ -28,7 +28,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
+use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, TryRecvError};
 
 /// How long a thread beyond the warm ones waits for work before it exits.
 const IDLE_EXIT: Duration = Duration::from_secs(10);
@@ -235,8 +235,11 @@ impl Threads {
 fn spin_recv(queue: &Receiver<Job>, spin: Duration) -> Option<Job> {
     let started = Instant::now();
     loop {
-        if let Ok(job) = queue.try_recv() {
-            return Some(job);
+        match queue.try_recv() {
+            Ok(job) => return Some(job),
+            // The pool is gone: however long the spin, it ends now.
+            Err(TryRecvError::Disconnected) => return None,
+            Err(TryRecvError::Empty) => {}
         }
         if started.elapsed() >= spin {
             return None;
@@ -281,6 +284,28 @@ mod tests {
         pool.submit(Box::new(move || done.send(()).unwrap()));
         finished.recv_timeout(Duration::from_secs(5)).unwrap();
         assert_eq!(pool.threads.alive.load(Ordering::Acquire), 3);
+    }
+
+    #[test]
+    fn a_thread_spinning_however_long_ends_with_the_pool() {
+        let pool = Pool::new(1, Duration::MAX);
+        let (done, finished) = crossbeam_channel::bounded(1);
+        pool.submit(Box::new(move || done.send(()).unwrap()));
+        finished.recv_timeout(Duration::from_secs(5)).unwrap();
+        let threads = Arc::clone(&pool.threads);
+        // Spinning now, for ever if nothing told it the pool is gone.
+        while !threads.spinning.load(Ordering::Acquire) {
+            thread::yield_now();
+        }
+        drop(pool);
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while threads.alive.load(Ordering::Acquire) > 0 {
+            assert!(
+                Instant::now() < deadline,
+                "the spinning thread outlived its pool"
+            );
+            thread::yield_now();
+        }
     }
 
     #[test]

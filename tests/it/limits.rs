@@ -313,6 +313,8 @@ fn extreme_settings_neither_panic_nor_hang() {
         .task_poll_interval(Duration::MAX)
         .max_running_tasks(usize::MAX)
         .max_task_result_bytes(usize::MAX)
+        .spin_before_sleep(Duration::MAX)
+        .release_memory_when_idle(true)
         .tool(tool(), |_ctx, _: Value| Ok(CallToolResult::text("hello")))
         .build();
     for server in [zeros, largest] {
