@@ -170,6 +170,13 @@ impl Link {
         RequestId::Number(self.next_id.fetch_add(1, Ordering::Relaxed) as i64)
     }
 
+    /// Whether this client sent a request with `id` (it numbers its
+    /// requests 1, 2, 3, ...).
+    pub fn sent(&self, id: &RequestId) -> bool {
+        let next = self.next_id.load(Ordering::Relaxed);
+        matches!(id, RequestId::Number(n) if *n >= 1 && (*n as u64) < next)
+    }
+
     /// Whether the connection still works: false once the reader stopped
     /// and failed everything waiting.
     pub fn is_alive(&self) -> bool {

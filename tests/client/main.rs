@@ -2842,7 +2842,16 @@ fn bad_output_skipped_real_reply_returned() -> Result<String, String> {
         after.saturating_sub(before) < 28 * 1024,
         "peak RSS grew by {growth_mib:.1} MiB ({before} kB -> {after} kB): more than the 16 MiB line limit and some slack, so the 64 MiB line was held"
     );
-    let notes = notes.lock().unwrap().len();
+    let notes = notes.lock().unwrap();
+    // The decoy is noted: a request answered under an id the client never
+    // sent would otherwise only time out, unexplained.
+    ensure!(
+        notes
+            .iter()
+            .any(|n| n.starts_with("skipped a response with id \"1\" from the server: this client sent no request with that id")),
+        "no note on the response under the string id \"1\": {notes:?}"
+    );
+    let notes = notes.len();
     Ok(format!(
         "VmHWM {before} kB -> {after} kB (+{growth_mib:.1} MiB); junk read in {}; {notes} trace notes",
         ms(took)

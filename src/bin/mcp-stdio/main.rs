@@ -184,8 +184,9 @@ fn main() -> ExitCode {
 /// Each failure is one line, `mcp-stdio: <what failed and why>`: text the
 /// server sent over several lines (an error message, a traceback) is
 /// joined with ` | `, and a server that died adds its exit status and its
-/// last stderr lines to that line. The client's notes show under `--wire`
-/// only.
+/// last stderr lines to that line, as a response under an id the client
+/// never sent adds the client's note on it. The client's notes show under
+/// `--wire` only.
 fn run(opts: &Options, stderr: &Arc<Stderr>) -> u8 {
     let fail = |failure: Failure| {
         stderr.line(&format!("mcp-stdio: {}", one_line(&failure.message)));
@@ -212,6 +213,12 @@ fn run(opts: &Options, stderr: &Arc<Stderr>) -> u8 {
         if let Some(death) = failure.server_gone.then(|| death_note(&notes)).flatten() {
             failure.message = format!("{}: {death}", failure.message);
         }
+        // A request that timed out may have been answered under the wrong
+        // id: say so, or the timeout stays a mystery.
+        let mut skipped = notes.try_iter().filter(|n| n.starts_with(SKIPPED_RESPONSE));
+        if let Some(skipped) = skipped.next() {
+            failure.message = format!("{}; {skipped}", failure.message);
+        }
         fail(failure)
     });
     // The command's outcome is decided; how the server exits adds nothing
@@ -231,6 +238,9 @@ fn run(opts: &Options, stderr: &Arc<Stderr>) -> u8 {
     }
     status
 }
+
+/// How the client's note on a response to no request of its begins.
+const SKIPPED_RESPONSE: &str = "skipped a response with id";
 
 /// The client's note on a server whose output ended: how it exited and
 /// its last stderr lines. The client makes it after a moment's wait for

@@ -102,7 +102,7 @@ impl Link {
                         "the server's response to request {id} is malformed: {problem}"
                     )))
                 });
-                self.route_reply(id, reply);
+                self.route_reply(id, reply, notes);
             }
             (None, None) => notes.problem(
                 &self.notes,
@@ -145,7 +145,7 @@ impl Link {
         match envelope.id {
             // The answer to a request: that request fails now, and is not
             // cancelled (it was answered).
-            Some(id) if envelope.is_response() => self.route_reply(id, Err(too_large)),
+            Some(id) if envelope.is_response() => self.route_reply(id, Err(too_large), notes),
             // A legacy server's request: it waits for an answer, so it
             // gets an error, as a server answers a request it cannot read.
             Some(id) if envelope.has_method && self.is_legacy() => {
@@ -177,6 +177,7 @@ impl Link {
                 Err(Error::Protocol(format!(
                     "the server's response to request {id} could not be read: {problem}"
                 ))),
+                notes,
             ),
             _ => notes.problem(
                 &self.notes,
@@ -187,13 +188,26 @@ impl Link {
 
     /// Hands a reply to the request or subscription it answers. A reply
     /// to a request that timed out or was cancelled is dropped silently
-    /// (spec 2026-07-28 basic/patterns/cancellation); ids this client never
-    /// sent land there too.
-    fn route_reply(&self, id: RequestId, reply: Result<Box<RawValue>, Error>) {
+    /// (spec 2026-07-28 basic/patterns/cancellation); one with an id this
+    /// client never sent is dropped with a note, since the request it was
+    /// meant for would otherwise only time out, unexplained.
+    fn route_reply(
+        &self,
+        id: RequestId,
+        reply: Result<Box<RawValue>, Error>,
+        notes: &mut NoteLimiter,
+    ) {
         if let Some(p) = lock(&self.pending).remove(&id) {
             let _ = p.tx.send(Delivery::Reply(reply));
         } else if let Some(tx) = lock(&self.subscriptions).remove(&id) {
             let _ = tx.send(SubscriptionDelivery::Reply(reply));
+        } else if !self.sent(&id) {
+            notes.problem(
+                &self.notes,
+                &format!(
+                    "skipped a response with id {id} from the server: this client sent no request with that id (a response carries its request's id exactly, a number as a number)"
+                ),
+            );
         }
     }
 
