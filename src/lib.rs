@@ -275,7 +275,9 @@
 //!   a handler publishes reaches the client before its reply.
 //! - A handler registered with an `inline_` method promises to be cheap and
 //!   never block; it runs on the reader with no thread hop (the benchmarks'
-//!   echo tool is inline). Everything else runs on the worker pool, shared
+//!   echo tool is inline), for a client of either era (when it needs a
+//!   legacy client's input, the wait for the answers goes on on the pool).
+//!   Everything else runs on the worker pool, shared
 //!   by the server's connections, which grows when its threads stall, so
 //!   a slow handler never delays the others for long;
 //!   [`ServerBuilder::max_running`] bounds what runs at once per connection.
