@@ -221,19 +221,32 @@ step "checks (Python SDK mcp==$PY_MCP through nginx)"
 
 step "our client when a replica dies mid-call (two replicas left, one is killed)"
 alive=()
-for pid in "${replica_pids[@]}"; do kill -0 "$pid" 2>/dev/null && alive+=("$pid"); done
-# Two slow calls in flight, one on each replica left (round robin).
-for i in 0 1; do
+alive_ports=()
+for k in "${!replica_pids[@]}"; do
+    if kill -0 "${replica_pids[k]}" 2>/dev/null; then
+        alive+=("${replica_pids[k]}")
+        alive_ports+=("${replica_ports[k]}")
+    fi
+done
+# Four slow calls in flight, spread over the two replicas left by round
+# robin; which call went where is read from nginx's log once they ended
+# (two calls can land on one replica: nginx's rotation also counts the dead
+# one, and each command's discover request takes a turn).
+mark=$(wc -l <"$OUT/nginx/access.log")
+for i in 0 1 2 3; do
     timeout 60 "$cli" call slow ms=3000 --url "$url" >"$OUT/ours-slow$i.out" 2>&1 &
     slow[i]=$!
 done
 sleep 1
 kill -9 "${alive[0]}"
-for i in 0 1; do wait "${slow[i]}" || true; done
-outcomes=$(cat "$OUT/ours-slow0.out" "$OUT/ours-slow1.out" | tr '\n' ';')
+for i in 0 1 2 3; do wait "${slow[i]}" || true; done
+outcomes=$(cat "$OUT"/ours-slow?.out | tr '\n' ';')
+on_killed=$(served "$mark" tools/call | grep -c -x "127.0.0.1:${alive_ports[0]}" || true)
+done_calls=$(grep -l -x done "$OUT"/ours-slow?.out | wc -l)
 after=$(timeout 30 "$cli" call echo text=after --url "$url" 2>&1 || true)
 ok=1
-[ "$(grep -lx done "$OUT"/ours-slow?.out | wc -l)" = 1 ] &&
-    [ "$(grep -L -x done "$OUT"/ours-slow?.out | wc -l)" = 1 ] && [ "$after" = after ] && ok=0
-ours "replica killed" $ok "in flight: $outcomes then echo: $after"
+# The calls on the killed replica fail, the others complete: at least one of each.
+[ "$on_killed" -ge 1 ] && [ "$done_calls" -ge 1 ] && [ $((4 - done_calls)) = "$on_killed" ] &&
+    [ "$after" = after ] && ok=0
+ours "replica killed" $ok "$on_killed of 4 calls in flight on the killed replica; outcomes: $outcomes then echo: $after"
 [ "$failed" = 0 ]
