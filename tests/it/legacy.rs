@@ -1538,10 +1538,17 @@ fn a_request_cancelled_before_it_asks_never_asks_the_client() {
 /// then answers with the number of roots; each of its rounds records the
 /// thread it ran on.
 fn where_server() -> (Server, crossbeam_channel::Receiver<String>) {
+    where_server_with(|builder| builder)
+}
+
+/// [`where_server`] with settings of its own.
+fn where_server_with(
+    settings: impl FnOnce(mcp_stdio::ServerBuilder) -> mcp_stdio::ServerBuilder,
+) -> (Server, crossbeam_channel::Receiver<String>) {
     use mcp_stdio::types::{CallToolResult, InputRequest, InputRequests, InputRequiredResult};
     use mcp_stdio::types::{RequestParams, Tool};
     let (ran_on_tx, ran_on) = crossbeam_channel::unbounded();
-    let server = Server::builder("where", "1.0.0")
+    let server = settings(Server::builder("where", "1.0.0"))
         .inline_tool(
             Tool::new("where", "Asks for the roots, then counts them."),
             move |ctx, _: Value| {
@@ -1611,6 +1618,63 @@ fn cancelling_an_inline_legacy_request_that_waits_for_answers_withdraws_its_ask(
     let again = recv_ask(&peer, "roots/list", json!({}));
     answer(&mut peer, &again, one_root());
     assert_eq!(peer.recv(), legacy_text(1, "1 root(s)"));
+    peer.finish_quietly();
+}
+
+// Twelve inline legacy requests that ask, pipelined, on two slots: each
+// goes from the reader to the pool (a slot, or the queue for one) and parks
+// while it asks, and past two parked requests an ask is refused. Three are
+// cancelled right behind the calls, wherever they are by then. Every other
+// request ends exactly once (its answer, or the refusal), a cancelled one
+// never (nothing for it follows its cancellation), and an ask withdrawn is
+// one of a cancelled request's.
+#[test]
+fn pipelined_inline_legacy_asks_end_once_each() {
+    let (server, _ran_on) = where_server_with(|builder| builder.max_running(2));
+    let mut peer = Peer::start(&server);
+    open_roots_session(&mut peer);
+    for id in 1..=12 {
+        peer.send(&legacy_call(id, "where", json!({})));
+    }
+    let cancelled = [3, 7, 11];
+    for id in cancelled {
+        peer.send(&cancel(id));
+    }
+    let mut ended: Vec<i64> = Vec::new();
+    let mut withdrawn = 0;
+    while ended.len() < 12 - cancelled.len() {
+        let message = peer.recv();
+        if message["method"] == "roots/list" {
+            answer(&mut peer, &message["id"], one_root());
+        } else if message["method"] == "notifications/cancelled" {
+            withdrawn += 1;
+        } else {
+            let id = message["id"].as_i64().expect("a reply to a call");
+            let refused = message["error"]["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("too many requests already wait"));
+            assert!(
+                message == legacy_text(id, "1 root(s)") || refused,
+                "{message}"
+            );
+            ended.push(id);
+        }
+    }
+    // Nothing more for anyone: the ping's reply comes next (a withdrawal
+    // still on its way may come first).
+    peer.send(&legacy(99, "ping", json!({})));
+    loop {
+        let message = peer.recv();
+        if message["id"] == 99 {
+            break;
+        }
+        assert_eq!(message["method"], "notifications/cancelled", "{message}");
+        withdrawn += 1;
+    }
+    ended.sort_unstable();
+    let expected: Vec<i64> = (1..=12).filter(|id| !cancelled.contains(id)).collect();
+    assert_eq!(ended, expected);
+    assert!(withdrawn <= cancelled.len(), "{withdrawn} asks withdrawn");
     peer.finish_quietly();
 }
 
