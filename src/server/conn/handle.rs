@@ -187,7 +187,7 @@ impl ConnHandle {
                 then: job.then,
             });
         }
-        self.to_pool(guard, seq, token, ctx, job.work, bytes);
+        self.to_pool(guard, id, seq, ctx, job.work, bytes);
         None
     }
 
@@ -206,8 +206,9 @@ impl ConnHandle {
                     let mut guard = self.lock_for_reader();
                     // Out of the map as inline, back in as pooled: the same
                     // sequence number and token (unless shut down meanwhile).
-                    if let Some(entry) = guard.in_flight.take(job.ctx.id(), job.seq) {
-                        self.to_pool(guard, job.seq, entry.token, job.ctx, rest, 0);
+                    if guard.in_flight.take(job.ctx.id(), job.seq).is_some() {
+                        let id = job.ctx.id().clone();
+                        self.to_pool(guard, id, job.seq, job.ctx, rest, 0);
                     }
                     return;
                 }
@@ -216,20 +217,20 @@ impl ConnHandle {
         self.lock_for_reader().finish(job.ctx.id(), job.seq, reply);
     }
 
-    /// Enters the request of `ctx` in the map as pooled: it runs on the
-    /// pool if a slot is free, or waits in the queue for one. When the
-    /// queue is full after it, this waits for room: the reader's
-    /// backpressure.
+    /// Enters request `id` (of `ctx`, with its cancel token) in the map
+    /// as pooled: it runs on the pool if a slot is free, or waits in the
+    /// queue for one. When the queue is full after it, this waits for
+    /// room: the reader's backpressure.
     fn to_pool(
         &self,
         mut guard: ConnGuard<'_>,
+        id: RequestId,
         seq: u64,
-        token: CancelToken,
         ctx: RequestContext,
         work: Work,
         bytes: usize,
     ) {
-        let id = ctx.id().clone();
+        let token = ctx.cancel_token();
         let handle = self.clone();
         let pooled: PoolJob = Box::new(move || {
             // Encoded before the lock: workers finishing together do not
