@@ -355,7 +355,9 @@
 //! legacy client too: the server asks it the legacy way, with
 //! `elicitation/create`, `sampling/createMessage` or `roots/list` requests
 //! of its own, then runs the handler again with the answers, exactly as a
-//! modern client's retry would. The handler cannot tell the eras apart.
+//! modern client's retry would. The handler cannot tell the eras apart. An
+//! ask the client leaves unanswered for [`ServerBuilder::ask_timeout`] is
+//! cancelled, and the request fails with an error that says so.
 //!
 //! The client works the other way round: against a legacy server it
 //! answers the server's requests with the same `on_elicitation`,

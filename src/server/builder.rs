@@ -89,6 +89,7 @@ impl ServerBuilder {
                 cache: CacheHints::default(),
                 release_memory: false,
                 modern_only: false,
+                ask_timeout: Duration::from_secs(60),
             },
             registry: Registry::default(),
             task_store: None,

@@ -104,6 +104,10 @@ pub(crate) struct Config {
     pub cache: CacheHints,
     /// Refuse `initialize`: serve modern requests only.
     pub modern_only: bool,
+    /// How long a request waits for a legacy client's answers to the
+    /// server's own requests (`legacy::input`); `Duration::MAX`: no limit.
+    #[cfg_attr(not(feature = "legacy"), allow(dead_code))]
+    pub ask_timeout: Duration,
     /// Share one heap and give its free memory back when idle (`heap`).
     pub release_memory: bool,
 }

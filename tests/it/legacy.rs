@@ -12,7 +12,7 @@
 //! `Peer::finish`.
 
 use std::thread;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use mcp_stdio::{Outcome, Server};
 use serde_json::{Value, json};
@@ -1618,6 +1618,44 @@ fn cancelling_an_inline_legacy_request_that_waits_for_answers_withdraws_its_ask(
     let again = recv_ask(&peer, "roots/list", json!({}));
     answer(&mut peer, &again, one_root());
     assert_eq!(peer.recv(), legacy_text(1, "1 root(s)"));
+    peer.finish_quietly();
+}
+
+// Spec 2025-11-25 basic/lifecycle ("Timeouts"): the sender of a request
+// gives up on it after a while and cancels it. A client that never answers
+// the server's ask gets it cancelled after the ask timeout, and its request
+// an error that says so; the connection goes on.
+#[test]
+fn an_ask_the_client_leaves_unanswered_is_cancelled_after_the_ask_timeout() {
+    let timeout = Duration::from_millis(300);
+    let (server, _ran_on) = where_server_with(|builder| builder.ask_timeout(timeout));
+    let mut peer = Peer::start(&server);
+    open_roots_session(&mut peer);
+    let asked = Instant::now();
+    peer.send(&legacy_call(1, "where", json!({})));
+    let ask = recv_ask(&peer, "roots/list", json!({}));
+    assert_eq!(peer.recv(), ask_cancelled(&ask));
+    assert!(
+        asked.elapsed() >= timeout,
+        "gave up after {:?}",
+        asked.elapsed()
+    );
+    let reply = peer.recv();
+    assert_eq!(reply["id"], 1);
+    assert_eq!(reply["error"]["code"], -32603);
+    let message = reply["error"]["message"].as_str().unwrap();
+    assert!(
+        message.starts_with(&format!(
+            "internal error: the client did not answer the server's request {ask} (roots) within 300ms"
+        )),
+        "{message}"
+    );
+    // A late answer is ignored; the next call is served.
+    answer(&mut peer, &ask, one_root());
+    peer.send(&legacy_call(2, "where", json!({})));
+    let again = recv_ask(&peer, "roots/list", json!({}));
+    answer(&mut peer, &again, one_root());
+    assert_eq!(peer.recv(), legacy_text(2, "1 root(s)"));
     peer.finish_quietly();
 }
 

@@ -297,6 +297,7 @@ fn extreme_settings_neither_panic_nor_hang() {
         .task_poll_interval(Duration::ZERO)
         .max_running_tasks(0)
         .max_task_result_bytes(0)
+        .ask_timeout(Duration::ZERO)
         .tool(tool(), |_ctx, _: Value| Ok(CallToolResult::text("hello")))
         .build();
     let largest = Server::builder("largest", "1.0.0")
@@ -314,6 +315,7 @@ fn extreme_settings_neither_panic_nor_hang() {
         .max_running_tasks(usize::MAX)
         .max_task_result_bytes(usize::MAX)
         .spin_before_sleep(Duration::MAX)
+        .ask_timeout(Duration::MAX)
         .release_memory_when_idle(true)
         .tool(tool(), |_ctx, _: Value| Ok(CallToolResult::text("hello")))
         .build();

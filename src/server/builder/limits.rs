@@ -99,6 +99,23 @@ impl ServerBuilder {
         self
     }
 
+    /// How long a request waits for a legacy client's answers to the
+    /// requests the server sends it on a handler's behalf
+    /// (`elicitation/create`, `sampling/createMessage`, `roots/list`;
+    /// default 60 s, as the TypeScript SDK waits; a duration too long for
+    /// the clock waits for ever). Past it the server cancels the unanswered
+    /// asks at the client (`notifications/cancelled`) and answers the
+    /// request with `-32603`, saying which went unanswered: spec 2025-11-25
+    /// basic/lifecycle ("Timeouts") asks every sender of a request to give
+    /// up after a while, so a client that never answers does not hold a
+    /// request, and its thread, for ever. A modern (2026-07-28) client is
+    /// never waited for: it retries with its answers (nor is anyone without
+    /// the `legacy` feature).
+    pub fn ask_timeout(mut self, timeout: Duration) -> Self {
+        self.config.ask_timeout = timeout;
+        self
+    }
+
     /// Whether a server gives the memory a burst of large messages freed
     /// back to the system once it is idle (default `false`).
     ///

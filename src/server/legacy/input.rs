@@ -19,10 +19,13 @@
 //! can still be cancelled: the connection then cancels the open asks at the
 //! client with `notifications/cancelled` and drops them, which ends the
 //! wait here at once. A client that answers an ask with an error ends the
-//! request with that error.
+//! request with that error; one that does not answer within the server's
+//! `ask_timeout` has its asks cancelled, and the request ends with an
+//! error that says so.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, Select};
 use serde_json::value::RawValue;
@@ -120,7 +123,8 @@ impl Bridge {
         ctx: &RequestContext,
         input: InputRequired,
     ) -> Result<Vec<u8>, ErrorObject> {
-        let answers = ask(ctx, input.requests, &self.session.version)?;
+        let timeout = self.inner.config.ask_timeout;
+        let answers = ask(ctx, input.requests, &self.session.version, timeout)?;
         let mut retry: Map<String, Value> =
             serde_json::from_str(&self.params).map_err(ErrorObject::internal_error)?;
         retry.insert("inputResponses".into(), Value::Object(answers));
@@ -185,12 +189,13 @@ fn withdraw(outlet: &dyn Outlet, open: &[OpenAsk], error: ErrorObject) -> ErrorO
 /// id it went out with, and where its answer arrives.
 type OpenAsk = (String, RequestId, Receiver<AskReply>);
 
-/// Sends every input request to the client and waits for all the answers,
-/// keyed like the requests.
+/// Sends every input request to the client and waits (at most `timeout`)
+/// for all the answers, keyed like the requests.
 fn ask(
     ctx: &RequestContext,
     requests: Map<String, Value>,
     version: &str,
+    timeout: Duration,
 ) -> Result<Map<String, Value>, ErrorObject> {
     let Sink::Conn { outlet, seq } = ctx.sink() else {
         return Err(ErrorObject::internal_error(
@@ -211,7 +216,7 @@ fn ask(
             Err(error) => return Err(withdraw(&**outlet, &open, error)),
         }
     }
-    await_answers(ctx, &**outlet, open)
+    await_answers(ctx, &**outlet, open, timeout)
 }
 
 /// One input request as a request of the server's own to the client, in
@@ -247,6 +252,24 @@ fn ask_line(
     Ok((id, line))
 }
 
+/// The error of a request whose `open` asks the client left unanswered
+/// for `timeout`.
+fn unanswered(open: &[OpenAsk], timeout: Duration) -> ErrorObject {
+    let asks: Vec<String> = open
+        .iter()
+        .map(|(key, id, _)| format!("{id} ({key})"))
+        .collect();
+    let requests = if asks.len() == 1 {
+        "request"
+    } else {
+        "requests"
+    };
+    ErrorObject::internal_error(format!(
+        "the client did not answer the server's {requests} {} within {timeout:?}, so the server gave up: answer the server's requests sooner, or give them longer with ServerBuilder::ask_timeout",
+        asks.join(", ")
+    ))
+}
+
 /// The error of a request whose asks ended unanswered: it was cancelled
 /// (nothing is sent for it then), or its connection is closing.
 fn ended(ctx: &RequestContext) -> ErrorObject {
@@ -260,19 +283,25 @@ fn ended(ctx: &RequestContext) -> ErrorObject {
 /// Waits for the answers to the `open` asks. They are taken as they come,
 /// in any order, so an error ends the request at once (and withdraws the
 /// asks still open). A cancellation or the connection's end drops the
-/// asks, which ends the wait.
+/// asks, which ends the wait; so does `timeout`, which withdraws them.
 fn await_answers(
     ctx: &RequestContext,
     outlet: &dyn Outlet,
     mut open: Vec<OpenAsk>,
+    timeout: Duration,
 ) -> Result<Map<String, Value>, ErrorObject> {
+    let deadline = Instant::now().checked_add(timeout);
     let mut answers = Map::new();
     while !open.is_empty() {
         let mut select = Select::new();
         for (_, _, answer) in &open {
             select.recv(answer);
         }
-        let ready = select.select();
+        let ready = match deadline.map(|at| select.select_deadline(at)) {
+            None => select.select(),
+            Some(Ok(ready)) => ready,
+            Some(Err(_)) => return Err(withdraw(outlet, &open, unanswered(&open, timeout))),
+        };
         let at = ready.index();
         let Ok(reply) = ready.recv(&open[at].2) else {
             open.swap_remove(at);
