@@ -125,7 +125,12 @@ pub fn register(builder: ServerBuilder) -> ServerBuilder {
                 &[],
             )),
             |ctx, args: ProgressArgs| {
-                for step in 1..=args.steps {
+                // Without a progress token there is nobody to report to.
+                let steps = match ctx.meta().progress_token() {
+                    Some(_) => args.steps,
+                    None => 0,
+                };
+                for step in 1..=steps {
                     // A client may ask for any number of steps: stop when
                     // it no longer waits for them.
                     if ctx.is_cancelled() {
