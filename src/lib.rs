@@ -367,8 +367,9 @@
 //!
 //! # Not here
 //!
-//! The Streamable HTTP transport; the deprecated features of 2026-07-28
-//! beyond per-request logging.
+//! TLS over HTTP (serve and connect with `http://`; put a TLS-terminating
+//! proxy in front), the deprecated 2024-11-05 HTTP+SSE transport, and the
+//! deprecated features of 2026-07-28 beyond per-request logging.
 //!
 //! [Model Context Protocol]: https://modelcontextprotocol.io
 
@@ -436,6 +437,7 @@
 [`RequestContext::request_state`]: crate#cargo-features
 [`Server`]: crate#cargo-features
 [`ServerBuilder`]: crate#cargo-features
+[`ServerBuilder::ask_timeout`]: crate#cargo-features
 [`ServerBuilder::completion`]: crate#cargo-features
 [`ServerBuilder::inline_tool`]: crate#cargo-features
 [`ServerBuilder::max_running`]: crate#cargo-features
