@@ -7,7 +7,8 @@
 //! call returns (see `conn`). So what a handler publishes reaches its
 //! client before the handler's reply, from whatever thread it published.
 //! A client that stops reading makes a publisher wait, as it makes every
-//! other writer to it wait.
+//! other writer to it wait (over HTTP, until the write timeout drops it,
+//! `HttpOptions::write_timeout`).
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};

@@ -675,6 +675,60 @@ fn listen_is_a_long_event_stream_with_keep_alive_comments() {
     assert!(rest.ends_with("0\r\n\r\n"));
 }
 
+// What the server publishes is written to every listening stream before the
+// publisher goes on. A client that stops reading its stream would hold every
+// publisher once the socket's buffers are full; past the write timeout it is
+// taken to be gone: its connection is closed and publishing goes on.
+#[test]
+fn a_listener_that_stops_reading_is_dropped_after_the_write_timeout() {
+    let server = crate::everything::build();
+    let notifier = server.notifier();
+    let timeout = Duration::from_millis(200);
+    let http = start(server, HttpOptions::new().write_timeout(timeout));
+    // Each update is 64 KiB: the socket's buffers (tens of MiB here) fill
+    // within a few hundred.
+    let uri = format!("mem://{}", "x".repeat(64 * 1024));
+    let listen = body(
+        1,
+        "subscriptions/listen",
+        json!({ "notifications": { "resourceSubscriptions": [uri] } }),
+    );
+    let mut stuck = TcpStream::connect(http.addr).unwrap();
+    stuck.set_read_timeout(Some(WAIT)).unwrap();
+    write_post(
+        &mut stuck,
+        http.addr,
+        &mirrored("subscriptions/listen", None),
+        &listen,
+    );
+    let mut seen = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !String::from_utf8_lossy(&seen).contains("acknowledged") {
+        let n = stuck.read(&mut buf).unwrap();
+        assert!(n > 0, "the stream ended early");
+        seen.extend_from_slice(&buf[..n]);
+    }
+    // The client reads no more. Publish for three seconds, far more than
+    // the buffers hold (gigabytes), on a thread of its own: without the timeout a
+    // publish would wait for ever once they are full.
+    let (done, finished) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let started = std::time::Instant::now();
+        while started.elapsed() < Duration::from_secs(3) {
+            notifier.resource_updated(&uri);
+        }
+        done.send(()).unwrap();
+    });
+    finished
+        .recv_timeout(4 * WAIT)
+        .expect("a publisher waited for the stuck client for ever");
+    // Its connection was closed: what was sent before drains, then EOF.
+    let mut rest = Vec::new();
+    stuck
+        .read_to_end(&mut rest)
+        .expect("the server closed the stream");
+}
+
 #[cfg(feature = "legacy")]
 #[test]
 fn a_legacy_client_initializes_gets_a_session_and_ends_it() {

@@ -59,6 +59,14 @@ pub(crate) fn serve_connection(site: &Site, socket: TcpStream, open: u64) {
     };
     let _ = socket.set_nodelay(true);
     let options = &site.options;
+    // A client that takes nothing for this long is gone (`write_timeout`):
+    // a write to it fails, which ends its connection.
+    if socket
+        .set_write_timeout(Some(options.write_timeout))
+        .is_err()
+    {
+        return;
+    }
     let limits = Limits {
         max_head_bytes: options.max_head_bytes,
         max_body_bytes: options.max_body_bytes,

@@ -30,7 +30,8 @@ pub(crate) type Authorize = dyn Fn(&HttpHeaders) -> Result<(), Unauthorized> + S
 /// is bound to a loopback address, any otherwise; 64 connections; a body
 /// of at most 4 MiB; 16 KiB of request line and headers, which must
 /// arrive within 10 s; an idle keep-alive connection closed after 60 s; a
-/// keep-alive comment on an SSE stream every 15 s.
+/// keep-alive comment on an SSE stream every 15 s; a client that takes
+/// nothing of its response for 10 s dropped.
 #[derive(Clone)]
 pub struct HttpOptions {
     pub(crate) path: String,
@@ -42,6 +43,7 @@ pub struct HttpOptions {
     pub(crate) header_timeout: Duration,
     pub(crate) idle_timeout: Duration,
     pub(crate) keep_alive_interval: Duration,
+    pub(crate) write_timeout: Duration,
     pub(crate) authorize: Option<Arc<Authorize>>,
 }
 
@@ -57,6 +59,7 @@ impl Default for HttpOptions {
             header_timeout: Duration::from_secs(10),
             idle_timeout: Duration::from_secs(60),
             keep_alive_interval: Duration::from_secs(15),
+            write_timeout: Duration::from_secs(10),
             authorize: None,
         }
     }
@@ -139,6 +142,19 @@ impl HttpOptions {
     /// (default 15 s).
     pub fn keep_alive_interval(mut self, interval: Duration) -> Self {
         self.keep_alive_interval = interval;
+        self
+    }
+
+    /// How long a write to a client may wait without the client taking any
+    /// of it (default 10 s, at least 1 ms): past it the client is taken to
+    /// be gone, its connection is closed and its requests are cancelled.
+    /// What the server publishes is written to every listening stream
+    /// before the publisher goes on (so that it precedes the publisher's
+    /// reply), so a client that stops reading a stream whose buffers are
+    /// full would otherwise hold up every publisher of the server, and the
+    /// requests they serve, for as long as it stays connected.
+    pub fn write_timeout(mut self, timeout: Duration) -> Self {
+        self.write_timeout = timeout.max(Duration::from_millis(1));
         self
     }
 
