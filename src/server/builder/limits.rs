@@ -101,9 +101,10 @@ impl ServerBuilder {
 
     /// How long a request waits for a legacy client's answers to the
     /// requests the server sends it on a handler's behalf
-    /// (`elicitation/create`, `sampling/createMessage`, `roots/list`;
-    /// default 60 s, as the TypeScript SDK waits; a duration too long for
-    /// the clock waits for ever). Past it the server cancels the unanswered
+    /// (`elicitation/create`, `sampling/createMessage`, `roots/list`; each
+    /// round of them, when a handler asks again; default 60 s, as the
+    /// TypeScript SDK waits; a duration too long for the clock waits for
+    /// ever). Past it the server cancels the unanswered
     /// asks at the client (`notifications/cancelled`) and answers the
     /// request with `-32603`, saying which went unanswered: spec 2025-11-25
     /// basic/lifecycle ("Timeouts") asks every sender of a request to give
