@@ -368,8 +368,11 @@
 //! # Not here
 //!
 //! TLS over HTTP (serve and connect with `http://`; put a TLS-terminating
-//! proxy in front), the deprecated 2024-11-05 HTTP+SSE transport, and the
-//! deprecated features of 2026-07-28 beyond per-request logging.
+//! proxy in front), the deprecated 2024-11-05 HTTP+SSE transport, JSON-RPC
+//! batches (only 2025-03-26 had them, and a server of that revision must
+//! take them; here a batch is refused with `-32600`, as the Python SDK
+//! refuses it), and the deprecated features of 2026-07-28 beyond
+//! per-request logging.
 //!
 //! [Model Context Protocol]: https://modelcontextprotocol.io
 
