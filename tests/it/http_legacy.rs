@@ -6,6 +6,7 @@
 
 use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream};
+use std::time::Duration;
 
 use mcp_stdio::types::{
     ElicitRequestFormParams, ElicitRequestParams, ElicitRequestedSchema, InputRequest,
@@ -157,8 +158,15 @@ fn sampling_and_roots_are_asked_and_answered_the_same_way() {
 /// A server whose tool `hold` asks for a name, handing the test its
 /// request's cancel token as it does.
 fn holding() -> (Http, crossbeam_channel::Receiver<CancelToken>) {
+    holding_with(|builder| builder)
+}
+
+/// [`holding`], on a server built with `settings`.
+fn holding_with(
+    settings: impl FnOnce(mcp_stdio::ServerBuilder) -> mcp_stdio::ServerBuilder,
+) -> (Http, crossbeam_channel::Receiver<CancelToken>) {
     let (tokens, token) = crossbeam_channel::unbounded();
-    let server = Server::builder("http-legacy-test", "1.0.0")
+    let server = settings(Server::builder("http-legacy-test", "1.0.0"))
         .inline_tool(
             Tool::new("hold", "Asks for a name it never gets."),
             move |ctx, _: Value| {
@@ -206,6 +214,37 @@ fn closing_the_stream_while_an_ask_is_open_cancels_the_request() {
         &answer.to_string(),
     );
     assert_eq!(status(&response), 202);
+}
+
+// The ask timeout over HTTP: the unanswered ask is cancelled on the stream
+// of the POST that asked, and the request's error ends that stream.
+#[test]
+fn an_ask_left_unanswered_past_the_ask_timeout_ends_its_stream_with_an_error() {
+    let (http, _token) = holding_with(|builder| builder.ask_timeout(Duration::from_millis(300)));
+    let session = initialize(http.addr, json!({ "elicitation": {} }));
+    let mut stream = open(http.addr, &session, &call(3, "hold"));
+    let mut seen = String::new();
+    read_until(&mut stream, "elicitation/create", &mut seen);
+    let ask = events(&seen).remove(0);
+    let mut rest = String::new();
+    stream.read_to_string(&mut rest).unwrap();
+    seen.push_str(&rest);
+    assert!(seen.ends_with("0\r\n\r\n"), "the stream ended: {seen}");
+    let events = events(&seen);
+    assert_eq!(
+        events.len(),
+        3,
+        "the ask, its cancellation, the error: {seen}"
+    );
+    assert_eq!(events[1]["method"], "notifications/cancelled");
+    assert_eq!(events[1]["params"]["requestId"], ask["id"]);
+    assert_eq!(events[2]["id"], 3);
+    assert_eq!(events[2]["error"]["code"], -32603);
+    let message = events[2]["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("did not answer the server's request"),
+        "{message}"
+    );
 }
 
 #[test]
