@@ -58,6 +58,13 @@ impl Transport {
     /// `writer`. The writer is buffered by whoever writes to it, so pass it
     /// unbuffered.
     ///
+    /// A server writes what it publishes to every connection before the
+    /// publisher goes on, so a peer that stops reading holds up every
+    /// publisher once its buffers are full. For a server of many
+    /// connections, give a socket a write timeout before handing it over
+    /// (`set_write_timeout`, as `serve_http` does): a write that
+    /// times out ends that connection only.
+    ///
     /// ```no_run
     /// # use std::io::BufReader;
     /// # use std::os::unix::net::UnixStream;
