@@ -228,10 +228,12 @@ impl Read for Body<'_> {
     }
 }
 
-/// Reads an SSE stream (WHATWG HTML, "Server-sent events"), handing the
-/// `data` of each event to `deliver`; stops early when `deliver` returns
-/// false. Events longer than `max_event` bytes are skipped, and so are
-/// events with empty data; `id:` and `retry:` fields move `cursor`.
+/// Reads an SSE stream (WHATWG HTML, "Server-sent events"), handing each
+/// message an event's `data` carries to `deliver` (see [`messages_of`]);
+/// stops early when `deliver` returns false. Events longer than
+/// `max_event` bytes are skipped without being held whole, and so are
+/// events with empty data; `id:` and `retry:` fields move `cursor`. A byte
+/// order mark before the first line is ignored, as the SSE rules say.
 pub(crate) fn read_events(
     body: &mut Body<'_>,
     max_event: usize,
@@ -241,24 +243,32 @@ pub(crate) fn read_events(
     let mut input = BufReader::new(body);
     let mut data: Vec<u8> = Vec::new();
     let mut has_data = false;
+    let mut too_long = false;
     let mut line = Vec::new();
-    loop {
-        line.clear();
-        if input.read_until(b'\n', &mut line)? == 0 {
-            return Ok(());
+    // Room for a field name before a value of `max_event` bytes.
+    let cap = max_event.saturating_add(16);
+    let mut first = true;
+    while let Some(long) = read_line_capped(&mut input, &mut line, cap)? {
+        if std::mem::take(&mut first) && line.starts_with(b"\xEF\xBB\xBF") {
+            line.drain(..3);
         }
-        while matches!(line.last(), Some(b'\n' | b'\r')) {
+        while line.last() == Some(&b'\r') {
             line.pop();
         }
         if line.is_empty() {
             // An event with empty data only moves the cursor (the priming
             // event of 2025-11-25 "Resumability and Redelivery").
-            let message = has_data && !data.trim_ascii().is_empty() && data.len() <= max_event;
-            if message && !deliver(std::mem::take(&mut data)) {
-                return Ok(());
+            let message = has_data && !too_long && !data.trim_ascii().is_empty();
+            if message {
+                for message in messages_of(std::mem::take(&mut data)) {
+                    if !deliver(message) {
+                        return Ok(());
+                    }
+                }
             }
             data.clear();
             has_data = false;
+            too_long = false;
             continue;
         }
         let (field, value) = match memchr::memchr(b':', &line) {
@@ -269,13 +279,18 @@ pub(crate) fn read_events(
             None => (&line[..], &b""[..]),
         };
         match field {
-            b"data" if data.len() <= max_event => {
-                if has_data {
-                    data.push(b'\n');
+            b"data" => {
+                too_long |= long || data.len() + usize::from(has_data) + value.len() > max_event;
+                if !too_long {
+                    if has_data {
+                        data.push(b'\n');
+                    }
+                    data.extend_from_slice(value);
                 }
-                data.extend_from_slice(value);
                 has_data = true;
             }
+            // A field cut short is not what the server sent: ignored.
+            _ if long => {}
             // The SSE rules: an id with NUL is ignored, a retry that is
             // not all digits too.
             b"id" if !value.contains(&0) => {
@@ -289,6 +304,70 @@ pub(crate) fn read_events(
             _ => {}
         }
     }
+    Ok(())
+}
+
+/// Reads one line into `line`, without its LF, keeping at most `cap`
+/// bytes of it: the rest of a longer line is read and dropped, so a line
+/// without end costs no memory. `None` at the end of the stream, else
+/// whether the line was longer than `cap`.
+fn read_line_capped(
+    input: &mut impl BufRead,
+    line: &mut Vec<u8>,
+    cap: usize,
+) -> io::Result<Option<bool>> {
+    line.clear();
+    let (mut read, mut long) = (false, false);
+    loop {
+        let buf = input.fill_buf()?;
+        if buf.is_empty() {
+            return Ok(read.then_some(long));
+        }
+        read = true;
+        let (part, used, ended) = match memchr::memchr(b'\n', buf) {
+            Some(at) => (&buf[..at], at + 1, true),
+            None => (buf, buf.len(), false),
+        };
+        let room = cap.saturating_sub(line.len());
+        line.extend_from_slice(&part[..part.len().min(room)]);
+        long |= part.len() > room;
+        input.consume(used);
+        if ended {
+            return Ok(Some(long));
+        }
+    }
+}
+
+/// The messages an event's data carries, one line each for the link. The
+/// LF that joins an event's `data:` lines is whitespace between JSON
+/// tokens, and becomes a space; one inside a string (where JSON allows no
+/// raw LF) is left, and the link refuses what it splits. A JSON-RPC batch
+/// array (2025-03-26 let a server send one) gives each of its elements.
+fn messages_of(mut data: Vec<u8>) -> Vec<Vec<u8>> {
+    let (mut in_string, mut escaped) = (false, false);
+    for byte in &mut data {
+        if escaped {
+            escaped = false;
+            continue;
+        }
+        match *byte {
+            b'\\' if in_string => escaped = true,
+            b'"' => in_string = !in_string,
+            b'\n' if !in_string => *byte = b' ',
+            _ => {}
+        }
+    }
+    split_batch(&data).unwrap_or_else(|_| vec![data])
+}
+
+/// Each element of a JSON array, or the one message that `text` is.
+fn split_batch(text: &[u8]) -> Result<Vec<Vec<u8>>, serde_json::Error> {
+    let text = text.trim_ascii();
+    if !text.starts_with(b"[") {
+        return Ok(vec![text.to_vec()]);
+    }
+    let items: Vec<&serde_json::value::RawValue> = serde_json::from_slice(text)?;
+    Ok(items.iter().map(|m| m.get().as_bytes().to_vec()).collect())
 }
 
 /// Where an event stream got to, for a reconnection: the last event id
@@ -312,17 +391,10 @@ pub(crate) fn read_json(body: &mut Body<'_>, max: usize) -> io::Result<Vec<Vec<u
             "a response body is larger than {max} bytes"
         )));
     }
-    let text = bytes.trim_ascii();
-    if text.starts_with(b"[") {
-        let items: Vec<&serde_json::value::RawValue> =
-            serde_json::from_slice(text).map_err(|e| invalid(e.to_string()))?;
-        return Ok(items.iter().map(|m| m.get().as_bytes().to_vec()).collect());
+    if bytes.trim_ascii().is_empty() {
+        return Ok(Vec::new());
     }
-    Ok(if text.is_empty() {
-        Vec::new()
-    } else {
-        vec![text.to_vec()]
-    })
+    split_batch(&bytes).map_err(|e| invalid(e.to_string()))
 }
 
 #[cfg(test)]
@@ -331,7 +403,7 @@ mod tests {
     use std::net::TcpListener;
 
     /// A connection whose server side has already sent `bytes` and closed.
-    fn replayed(bytes: &'static [u8]) -> Connection {
+    fn replayed(bytes: &[u8]) -> Connection {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
         let client = TcpStream::connect(addr).unwrap();
@@ -359,9 +431,53 @@ mod tests {
             true
         })
         .unwrap();
-        assert_eq!(events, ["{\"a\":1}\n[2]"]);
+        assert_eq!(events, ["{\"a\":1} [2]"]);
         assert_eq!(cursor.last_id, None);
         assert!(body.is_done());
+    }
+
+    // The SSE rules and what servers send: a byte order mark first, JSON
+    // spread over several `data:` lines (joined by a LF, which must not
+    // split the message for the line-based link), a batch array, and a line
+    // far past the limit, which is dropped as it is read.
+    #[test]
+    fn multi_line_data_a_bom_a_batch_and_an_overlong_line() {
+        let mut stream = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\n\
+            \xEF\xBB\xBFdata: {\"a\":\ndata:  1, \"q\": \"\\\"\"\ndata: }\n\n\
+            data: [{\"b\":2},{\"c\":3}]\n\n"
+            .to_vec();
+        stream.extend_from_slice(b"data: ");
+        stream.extend(std::iter::repeat_n(b'x', 20_000));
+        stream.extend_from_slice(b"\n\nid: ");
+        stream.extend(std::iter::repeat_n(b'i', 20_000));
+        stream.extend_from_slice(b"\ndata: {\"d\":4}\n\n");
+        let mut conn = replayed(&stream);
+        let head = read_head(&mut conn, false).unwrap().unwrap();
+        let mut body = Body::new(&mut conn, &head);
+        let mut events = Vec::new();
+        let mut cursor = Cursor::default();
+        read_events(&mut body, 1024, &mut cursor, |e| {
+            events.push(String::from_utf8(e).unwrap());
+            true
+        })
+        .unwrap();
+        assert_eq!(
+            events,
+            [
+                r#"{"a":  1, "q": "\"" }"#,
+                r#"{"b":2}"#,
+                r#"{"c":3}"#,
+                r#"{"d":4}"#
+            ]
+        );
+        assert_eq!(cursor.last_id, None, "an id cut short is ignored");
+        let mut line = Vec::new();
+        let mut endless = &[b'y'; 10_000][..];
+        assert_eq!(
+            read_line_capped(&mut endless, &mut line, 100).unwrap(),
+            Some(true)
+        );
+        assert_eq!(line.len(), 100);
     }
 
     #[test]
