@@ -413,6 +413,19 @@ mod tests {
         BufReader::new(client)
     }
 
+    /// Every message `read_events` hands over from `body` (at most 1,024
+    /// bytes an event), and where the stream got to.
+    fn events_in(body: &mut Body<'_>) -> (Vec<String>, Cursor) {
+        let mut events = Vec::new();
+        let mut cursor = Cursor::default();
+        read_events(body, 1024, &mut cursor, |e| {
+            events.push(String::from_utf8(e).unwrap());
+            true
+        })
+        .unwrap();
+        (events, cursor)
+    }
+
     #[test]
     fn a_chunked_event_stream_yields_each_event() {
         let mut conn = replayed(
@@ -424,13 +437,7 @@ mod tests {
         assert_eq!(head.status, 200);
         assert!(head.is_event_stream() && head.keeps_alive());
         let mut body = Body::new(&mut conn, &head);
-        let mut events = Vec::new();
-        let mut cursor = Cursor::default();
-        read_events(&mut body, 1024, &mut cursor, |e| {
-            events.push(String::from_utf8(e).unwrap());
-            true
-        })
-        .unwrap();
+        let (events, cursor) = events_in(&mut body);
         assert_eq!(events, ["{\"a\":1} [2]"]);
         assert_eq!(cursor.last_id, None);
         assert!(body.is_done());
@@ -454,13 +461,7 @@ mod tests {
         let mut conn = replayed(&stream);
         let head = read_head(&mut conn, false).unwrap().unwrap();
         let mut body = Body::new(&mut conn, &head);
-        let mut events = Vec::new();
-        let mut cursor = Cursor::default();
-        read_events(&mut body, 1024, &mut cursor, |e| {
-            events.push(String::from_utf8(e).unwrap());
-            true
-        })
-        .unwrap();
+        let (events, cursor) = events_in(&mut body);
         assert_eq!(
             events,
             [
@@ -489,14 +490,8 @@ mod tests {
         );
         let head = read_head(&mut conn, false).unwrap().unwrap();
         let mut body = Body::new(&mut conn, &head);
-        let mut events = Vec::new();
-        let mut cursor = Cursor::default();
-        read_events(&mut body, 1024, &mut cursor, |e| {
-            events.push(e);
-            true
-        })
-        .unwrap();
-        assert_eq!(events, [b"{}".to_vec()]);
+        let (events, cursor) = events_in(&mut body);
+        assert_eq!(events, ["{}"]);
         assert_eq!(cursor.last_id.as_deref(), Some("event-1"));
         assert_eq!(cursor.retry, Some(Duration::from_millis(500)));
     }
