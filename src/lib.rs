@@ -382,108 +382,15 @@
 // which says what the missing feature adds, instead of being unresolved
 // (a warning). The build with every feature (docs.rs) links every item.
 // Links to the client, without `client`.
-#![cfg_attr(
-    not(feature = "client"),
-    doc = "
-[`Client`]: crate#cargo-features
-[`Client::call_tool`]: crate#cargo-features
-[`Client::call_tool_with`]: crate#cargo-features
-[`Client::close`]: crate#cargo-features
-[`Client::complete`]: crate#cargo-features
-[`Client::connect`]: crate#cargo-features
-[`Client::discover`]: crate#cargo-features
-[`Client::get_prompt`]: crate#cargo-features
-[`Client::list_tools`]: crate#cargo-features
-[`Client::listen`]: crate#cargo-features
-[`Client::ping`]: crate#cargo-features
-[`Client::prompts`]: crate#cargo-features
-[`Client::read_resource`]: crate#cargo-features
-[`Client::request`]: crate#cargo-features
-[`Client::request_outcome`]: crate#cargo-features
-[`Client::resource_templates`]: crate#cargo-features
-[`Client::resources`]: crate#cargo-features
-[`Client::spawn`]: crate#cargo-features
-[`Client::start_request`]: crate#cargo-features
-[`Client::start_tool_call`]: crate#cargo-features
-[`Client::task`]: crate#cargo-features
-[`Client::tools`]: crate#cargo-features
-[`ClientBuilder::on_elicitation`]: crate#cargo-features
-[`ClientBuilder::on_log`]: crate#cargo-features
-[`ClientBuilder::tasks`]: crate#cargo-features
-[`ClientBuilder::trace`]: crate#cargo-features
-[`ClientBuilder::wire`]: crate#cargo-features
-[`EraPolicy`]: crate#cargo-features
-[`PendingCall`]: crate#cargo-features
-[`PendingCall::cancel`]: crate#cargo-features
-[`RequestOptions`]: crate#cargo-features
-[`RequestOptions::log`]: crate#cargo-features
-[`RequestOptions::on_progress`]: crate#cargo-features
-[`RequestOptions::timeout`]: crate#cargo-features
-[`RestartPolicy`]: crate#cargo-features
-[`Subscription`]: crate#cargo-features
-[`SubscriptionEvent::TaskStatus`]: crate#cargo-features
-[`TaskHandle`]: crate#cargo-features
-"
-)]
+#![cfg_attr(not(feature = "client"), doc = include_str!("doc_links/without_client.md"))]
 // Links to the server, without `server`.
-#![cfg_attr(
-    not(feature = "server"),
-    doc = "
-[`ChangeFeed`]: crate#cargo-features
-[`MemoryTaskStore`]: crate#cargo-features
-[`Notifier`]: crate#cargo-features
-[`RequestContext`]: crate#cargo-features
-[`RequestContext::ask`]: crate#cargo-features
-[`RequestContext::is_cancelled`]: crate#cargo-features
-[`RequestContext::log`]: crate#cargo-features
-[`RequestContext::progress`]: crate#cargo-features
-[`RequestContext::request_state`]: crate#cargo-features
-[`Server`]: crate#cargo-features
-[`ServerBuilder`]: crate#cargo-features
-[`ServerBuilder::ask_timeout`]: crate#cargo-features
-[`ServerBuilder::completion`]: crate#cargo-features
-[`ServerBuilder::inline_tool`]: crate#cargo-features
-[`ServerBuilder::max_running`]: crate#cargo-features
-[`ServerBuilder::modern_only`]: crate#cargo-features
-[`ServerBuilder::prompt`]: crate#cargo-features
-[`ServerBuilder::queue_limit`]: crate#cargo-features
-[`ServerBuilder::resource`]: crate#cargo-features
-[`ServerBuilder::resource_subscription_filter`]: crate#cargo-features
-[`ServerBuilder::resource_template`]: crate#cargo-features
-[`ServerBuilder::release_memory_when_idle`]: crate#cargo-features
-[`ServerBuilder::shutdown_grace`]: crate#cargo-features
-[`ServerBuilder::spin_before_sleep`]: crate#cargo-features
-[`ServerBuilder::task_tool`]: crate#cargo-features
-[`ServerBuilder::tool`]: crate#cargo-features
-[`StopHandle::stop`]: crate#cargo-features
-[`TaskMode`]: crate#cargo-features
-[`TaskStore`]: crate#cargo-features
-[`ToolArguments`]: crate#cargo-features
-"
-)]
+#![cfg_attr(not(feature = "server"), doc = include_str!("doc_links/without_server.md"))]
 // Links to the typed server, without `server` and `schemars`.
-#![cfg_attr(
-    not(all(feature = "server", feature = "schemars")),
-    doc = "
-[`ServerBuilder::structured_tool`]: crate#cargo-features
-[`ServerBuilder::typed_prompt`]: crate#cargo-features
-"
-)]
+#![cfg_attr(not(all(feature = "server", feature = "schemars")), doc = include_str!("doc_links/without_typed_server.md"))]
 // Links to derived schemas, without `schemars`.
-#![cfg_attr(
-    not(feature = "schemars"),
-    doc = "
-[`types::Tool::input`]: crate#cargo-features
-[`types::ElicitRequestedSchema::for_type`]: crate#cargo-features
-"
-)]
+#![cfg_attr(not(feature = "schemars"), doc = include_str!("doc_links/without_schemars.md"))]
 // Links to signal handling, without `signals`.
-#![cfg_attr(
-    not(feature = "signals"),
-    doc = "
-[`signal::stop_on_signals`]: crate#cargo-features
-"
-)]
+#![cfg_attr(not(feature = "signals"), doc = include_str!("doc_links/without_signals.md"))]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 #![deny(unsafe_code)]
 #![deny(missing_docs)]
