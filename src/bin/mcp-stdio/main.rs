@@ -12,13 +12,14 @@
 //! files), `commands` (what each command does with the client), `output`
 //! (what people read on stdout), `serve_http` (the server over HTTP, through `mcp_stdio::proxy`), `stderr` (progress, logs, the wire, every
 //! other line on stderr), `ask` (input for the server: forms, roots,
-//! sampling), `form` (a form asked field by field), `interrupt` (Ctrl-C for `listen`), `suggest` (did you mean).
+//! sampling), `form` (a form asked field by field, each `field` read from its schema), `interrupt` (Ctrl-C for `listen`), `suggest` (did you mean).
 //! This file connects them: the client's settings, errors, exit statuses.
 
 mod args;
 mod ask;
 mod commands;
 mod config;
+mod field;
 mod form;
 mod interrupt;
 mod output;

@@ -1,0 +1,311 @@
+//! One field of an elicitation form, whatever its schema's shape (text,
+//! number, yes/no, one or several of a list): how it is asked, and how a
+//! typed answer becomes its JSON value. `form` asks the fields.
+
+use mcp_stdio::types::PrimitiveSchemaDefinition as Schema;
+use serde_json::Value;
+
+/// One field of a form, whatever its schema shape.
+pub struct Field {
+    /// The property's name, the key of its value.
+    pub name: String,
+    /// What the person is shown: its title, else its name.
+    pub label: String,
+    pub description: Option<String>,
+    pub kind: Kind,
+    pub default: Option<Value>,
+    pub required: bool,
+}
+
+/// The shape of a field's value.
+pub enum Kind {
+    Text {
+        min: Option<u64>,
+        max: Option<u64>,
+        format: Option<String>,
+    },
+    Number {
+        integer: bool,
+        min: Option<f64>,
+        max: Option<f64>,
+    },
+    Boolean,
+    /// One of `(value, title)`.
+    Choice {
+        options: Vec<(String, Option<String>)>,
+    },
+    /// Any number of `(value, title)`.
+    Choices {
+        options: Vec<(String, Option<String>)>,
+        min: Option<u64>,
+        max: Option<u64>,
+    },
+}
+
+impl Field {
+    /// The field `name` of a requested schema, `required` or not.
+    pub fn new(name: &str, schema: &Schema, required: bool) -> Field {
+        let untitled = |values: &[String]| values.iter().map(|v| (v.clone(), None)).collect();
+        let (title, description, kind, default) = match schema {
+            Schema::String(s) => (
+                &s.title,
+                &s.description,
+                Kind::Text {
+                    min: s.min_length,
+                    max: s.max_length,
+                    format: s.format.clone(),
+                },
+                s.default.clone().map(Value::String),
+            ),
+            Schema::Number(s) => (
+                &s.title,
+                &s.description,
+                Kind::Number {
+                    integer: s.r#type == "integer",
+                    min: s.minimum,
+                    max: s.maximum,
+                },
+                s.default.map(|d| number_value(d, s.r#type == "integer")),
+            ),
+            Schema::Boolean(s) => (
+                &s.title,
+                &s.description,
+                Kind::Boolean,
+                s.default.map(Value::Bool),
+            ),
+            Schema::UntitledSingleSelectEnum(s) => (
+                &s.title,
+                &s.description,
+                Kind::Choice {
+                    options: untitled(&s.r#enum),
+                },
+                s.default.clone().map(Value::String),
+            ),
+            Schema::TitledSingleSelectEnum(s) => (
+                &s.title,
+                &s.description,
+                Kind::Choice {
+                    options: s
+                        .one_of
+                        .iter()
+                        .map(|o| (o.r#const.clone(), Some(o.title.clone())))
+                        .collect(),
+                },
+                s.default.clone().map(Value::String),
+            ),
+            Schema::LegacyTitledEnum(s) => (
+                &s.title,
+                &s.description,
+                Kind::Choice {
+                    options: s
+                        .r#enum
+                        .iter()
+                        .enumerate()
+                        .map(|(i, v)| {
+                            let title = s.enum_names.as_ref().and_then(|n| n.get(i)).cloned();
+                            (v.clone(), title)
+                        })
+                        .collect(),
+                },
+                s.default.clone().map(Value::String),
+            ),
+            Schema::UntitledMultiSelectEnum(s) => (
+                &s.title,
+                &s.description,
+                Kind::Choices {
+                    options: untitled(&s.items.r#enum),
+                    min: s.min_items,
+                    max: s.max_items,
+                },
+                s.default
+                    .clone()
+                    .map(|d| d.into_iter().map(Value::String).collect()),
+            ),
+            Schema::TitledMultiSelectEnum(s) => (
+                &s.title,
+                &s.description,
+                Kind::Choices {
+                    options: s
+                        .items
+                        .any_of
+                        .iter()
+                        .map(|o| (o.r#const.clone(), Some(o.title.clone())))
+                        .collect(),
+                    min: s.min_items,
+                    max: s.max_items,
+                },
+                s.default
+                    .clone()
+                    .map(|d| d.into_iter().map(Value::String).collect()),
+            ),
+        };
+        Field {
+            name: name.to_owned(),
+            label: title.clone().unwrap_or_else(|| name.to_owned()),
+            description: description.clone(),
+            kind,
+            default,
+            required,
+        }
+    }
+
+    /// `name (integer 1..10, required) [5]: `
+    pub fn prompt(&self) -> String {
+        let mut kind = self.kind_text();
+        if self.required {
+            kind.push_str(", required");
+        }
+        let default = match &self.default {
+            Some(Value::String(s)) => format!(" [{s}]"),
+            Some(Value::Array(items)) => format!(
+                " [{}]",
+                items
+                    .iter()
+                    .filter_map(Value::as_str)
+                    .collect::<Vec<_>>()
+                    .join(",")
+            ),
+            Some(other) => format!(" [{other}]"),
+            None => String::new(),
+        };
+        format!("  {} ({kind}){default}: ", self.label)
+    }
+
+    /// What to type, for an `--answer` hint.
+    pub fn placeholder(&self) -> String {
+        match &self.kind {
+            Kind::Text { .. } => "TEXT".to_owned(),
+            Kind::Number { .. } => "NUMBER".to_owned(),
+            Kind::Boolean => "true|false".to_owned(),
+            Kind::Choice { options } => options
+                .iter()
+                .map(|(v, _)| v.as_str())
+                .collect::<Vec<_>>()
+                .join("|"),
+            Kind::Choices { .. } => "A,B".to_owned(),
+        }
+    }
+
+    fn kind_text(&self) -> String {
+        let range = |min: Option<String>, max: Option<String>| match (min, max) {
+            (None, None) => String::new(),
+            (min, max) => format!(" {}..{}", min.unwrap_or_default(), max.unwrap_or_default()),
+        };
+        match &self.kind {
+            Kind::Text { min, max, format } => {
+                let mut text = format.clone().unwrap_or_else(|| "text".to_owned());
+                if min.is_some() || max.is_some() {
+                    text.push_str(&format!(
+                        ",{} characters",
+                        range(min.map(|n| n.to_string()), max.map(|n| n.to_string()))
+                    ));
+                }
+                text
+            }
+            Kind::Number { integer, min, max } => format!(
+                "{}{}",
+                if *integer { "integer" } else { "number" },
+                range(min.map(|n| n.to_string()), max.map(|n| n.to_string()))
+            ),
+            Kind::Boolean => "y/n".to_owned(),
+            Kind::Choice { .. } => "a number or a value".to_owned(),
+            Kind::Choices { .. } => "numbers or values, comma-separated".to_owned(),
+        }
+    }
+
+    /// The typed value of what was typed (or given with `--answer`).
+    pub fn convert(&self, text: &str) -> Result<Value, String> {
+        match &self.kind {
+            Kind::Text { min, max, .. } => {
+                let len = text.chars().count() as u64;
+                if min.is_some_and(|m| len < m) || max.is_some_and(|m| len > m) {
+                    return Err(format!("{len} characters, not within {}", self.kind_text()));
+                }
+                Ok(Value::String(text.to_owned()))
+            }
+            Kind::Number { integer, min, max } => {
+                let n: f64 = text
+                    .trim()
+                    .parse()
+                    .ok()
+                    .filter(|n: &f64| n.is_finite())
+                    .ok_or_else(|| format!("{text:?} is not a number"))?;
+                if *integer && n.fract() != 0.0 {
+                    return Err(format!("{text:?} is not a whole number"));
+                }
+                if min.is_some_and(|m| n < m) || max.is_some_and(|m| n > m) {
+                    return Err(format!("{text} is not within {}", self.kind_text()));
+                }
+                Ok(number_value(n, *integer))
+            }
+            Kind::Boolean => match text.trim().to_lowercase().as_str() {
+                "y" | "yes" | "true" | "1" => Ok(Value::Bool(true)),
+                "n" | "no" | "false" | "0" => Ok(Value::Bool(false)),
+                _ => Err(format!("{text:?} is not yes or no")),
+            },
+            Kind::Choice { options } => choose(options, text).map(Value::String),
+            Kind::Choices { options, min, max } => {
+                let picked: Vec<String> = if text.trim_start().starts_with('[') {
+                    serde_json::from_str::<Vec<String>>(text)
+                        .map_err(|e| format!("not a JSON array of strings: {e}"))?
+                } else {
+                    text.split(',')
+                        .map(str::trim)
+                        .filter(|s| !s.is_empty())
+                        .map(str::to_owned)
+                        .collect()
+                };
+                let mut values: Vec<Value> = Vec::new();
+                for item in picked {
+                    let value = Value::String(choose(options, &item)?);
+                    if !values.contains(&value) {
+                        values.push(value);
+                    }
+                }
+                let n = values.len() as u64;
+                if min.is_some_and(|m| n < m) || max.is_some_and(|m| n > m) {
+                    return Err(format!(
+                        "{n} chosen; choose {}..{}",
+                        min.unwrap_or(0),
+                        max.map_or(String::new(), |m| m.to_string())
+                    ));
+                }
+                Ok(Value::Array(values))
+            }
+        }
+    }
+}
+
+/// The option `text` names: its value, its title (any case), or its
+/// number in the list.
+fn choose(options: &[(String, Option<String>)], text: &str) -> Result<String, String> {
+    let text = text.trim();
+    if let Some((value, _)) = options.iter().find(|(v, _)| v == text) {
+        return Ok(value.clone());
+    }
+    let by_title = options
+        .iter()
+        .find(|(_, t)| t.as_deref().is_some_and(|t| t.eq_ignore_ascii_case(text)));
+    if let Some((value, _)) = by_title {
+        return Ok(value.clone());
+    }
+    if let Some((value, _)) = text
+        .parse::<usize>()
+        .ok()
+        .and_then(|n| n.checked_sub(1))
+        .and_then(|i| options.get(i))
+    {
+        return Ok(value.clone());
+    }
+    let values: Vec<&str> = options.iter().map(|(v, _)| v.as_str()).collect();
+    Err(format!("{text:?} is not one of {}", values.join(", ")))
+}
+
+/// A number as JSON: an integer field gets an integer.
+fn number_value(n: f64, integer: bool) -> Value {
+    if integer && n.abs() < 9e15 {
+        Value::from(n as i64)
+    } else {
+        Value::from(n)
+    }
+}
