@@ -1568,6 +1568,15 @@ fn where_server_with(
     (server, ran_on)
 }
 
+/// Calls `where` as request `id`, answers its ask with one root, and
+/// checks the call's result.
+fn call_where_answered(peer: &mut Peer, id: i64) {
+    peer.send(&legacy_call(id, "where", json!({})));
+    let ask = recv_ask(peer, "roots/list", json!({}));
+    answer(peer, &ask, one_root());
+    assert_eq!(peer.recv(), legacy_text(id, "1 root(s)"));
+}
+
 /// Opens a 2025-11-25 session that declares roots, on a server that is
 /// not the fixture server.
 fn open_roots_session(peer: &mut Peer) {
@@ -1614,10 +1623,7 @@ fn cancelling_an_inline_legacy_request_that_waits_for_answers_withdraws_its_ask(
     peer.send(&cancel(1));
     assert_eq!(peer.recv(), ask_cancelled(&ask));
     peer.assert_silent_for(Duration::from_millis(200));
-    peer.send(&legacy_call(1, "where", json!({})));
-    let again = recv_ask(&peer, "roots/list", json!({}));
-    answer(&mut peer, &again, one_root());
-    assert_eq!(peer.recv(), legacy_text(1, "1 root(s)"));
+    call_where_answered(&mut peer, 1);
     peer.finish_quietly();
 }
 
@@ -1652,10 +1658,7 @@ fn an_ask_the_client_leaves_unanswered_is_cancelled_after_the_ask_timeout() {
     );
     // A late answer is ignored; the next call is served.
     answer(&mut peer, &ask, one_root());
-    peer.send(&legacy_call(2, "where", json!({})));
-    let again = recv_ask(&peer, "roots/list", json!({}));
-    answer(&mut peer, &again, one_root());
-    assert_eq!(peer.recv(), legacy_text(2, "1 root(s)"));
+    call_where_answered(&mut peer, 2);
     peer.finish_quietly();
 }
 
