@@ -266,8 +266,9 @@
 //! - Only the reader touches the input, and it acts on each line before it
 //!   reads the next: lines take effect in the order they came.
 //! - One connection state behind one lock holds the requests in flight
-//!   (the cancellation map), the subscription table and the legacy
-//!   session. A reply is written only for a request still in flight, which
+//!   (the cancellation map), the subscription table, the legacy session
+//!   and the output (one thread at a time sends it, without the lock, and
+//!   what the others wrote meanwhile with it). A reply is written only for a request still in flight, which
 //!   is taken out in the same step: a cancelled request never gets a reply
 //!   and no request gets two. A listen's ack is written in the step that
 //!   opens the subscription, so it is always its first message. Lines go

@@ -37,6 +37,11 @@ impl Out {
         }
     }
 
+    /// How many bytes wait in the buffer.
+    pub fn len(&self) -> usize {
+        self.filled
+    }
+
     /// What a collecting buffer holds.
     pub fn into_line(self) -> Vec<u8> {
         let mut line = self.buf.into_vec();
@@ -88,6 +93,26 @@ impl Out {
         sent
     }
 
+    /// Takes out the writer and what the buffer holds, to be sent without
+    /// the connection's lock ([`Detached::send`]); `spare` becomes the
+    /// buffer, which collects (and grows) until [`Out::attach`]. `None`
+    /// when there is no writer.
+    pub fn detach(&mut self, spare: Box<[u8]>) -> Option<Detached> {
+        let writer = self.writer.take()?;
+        Some(Detached {
+            writer,
+            buf: std::mem::replace(&mut self.buf, spare),
+            filled: std::mem::take(&mut self.filled),
+        })
+    }
+
+    /// Puts back the writer of `detached`; returns its buffer, emptied,
+    /// for the next [`Out::detach`].
+    pub fn attach(&mut self, detached: Detached) -> Box<[u8]> {
+        self.writer = Some(detached.writer);
+        detached.buf
+    }
+
     /// Sends the buffer to the writer; after an error the buffer is
     /// dropped (the output fails for good, see `conn::output`).
     fn send(&mut self) -> io::Result<()> {
@@ -97,6 +122,22 @@ impl Out {
         let sent = writer.write_all(&self.buf[..self.filled]);
         self.filled = 0;
         sent
+    }
+}
+
+/// A writer and the bytes it is to send, taken out of an [`Out`].
+pub(crate) struct Detached {
+    writer: Box<dyn Write + Send>,
+    buf: Box<[u8]>,
+    filled: usize,
+}
+
+impl Detached {
+    /// Sends the bytes and flushes the writer.
+    pub fn send(&mut self) -> io::Result<()> {
+        let filled = std::mem::take(&mut self.filled);
+        self.writer.write_all(&self.buf[..filled])?;
+        self.writer.flush()
     }
 }
 

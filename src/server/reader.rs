@@ -38,13 +38,14 @@ pub(crate) fn read_loop(inner: &Arc<Inner>, conn: &ConnHandle, input: Box<dyn Bu
     let max_line = inner.config.max_line_bytes;
     let mut input = BufReader::with_capacity(INPUT_BUFFER, input);
     let mut buf = Vec::new();
+    // Whether the reader dispatched lines since it last ran dry.
+    let mut dispatched = false;
     loop {
         // With lines in hand, what any thread writes waits for the reader
         // to run out of them; then it goes out in one `write(2)`, and a
         // large line buffer goes back.
-        let lines_in_hand = memchr::memchr(b'\n', input.buffer()).is_some();
-        conn.reading(lines_in_hand);
-        if !lines_in_hand {
+        if memchr::memchr(b'\n', input.buffer()).is_none() {
+            conn.ran_dry(std::mem::take(&mut dispatched));
             give_back_large(&mut buf);
         }
         let incoming = match read_line(&mut input, &mut buf, max_line) {
@@ -70,6 +71,7 @@ pub(crate) fn read_loop(inner: &Arc<Inner>, conn: &ConnHandle, input: Box<dyn Bu
             return;
         }
         dispatch(inner, conn, incoming, buf.len());
+        dispatched = true;
         reuse_or_shrink(&mut buf);
     }
 }

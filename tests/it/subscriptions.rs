@@ -1638,10 +1638,30 @@ fn a_publisher_waits_while_the_client_stops_reading_and_nothing_piles_up() {
     // The event is written before `publish` returns: with the client not
     // reading, the publisher waits, instead of queueing events in memory.
     assert!(published.recv_timeout(Duration::from_millis(200)).is_err());
+    // Another publisher meanwhile gets a few events into the output's
+    // buffer (a backlog of 16 KiB behind the write in progress), then waits
+    // too: what piles up is bounded.
+    let (others_tx, others) = crossbeam_channel::unbounded();
+    let other = {
+        let notifier = server.notifier();
+        std::thread::spawn(move || {
+            for n in 0..1000 {
+                notifier.tools_list_changed();
+                others_tx.send(n).unwrap();
+            }
+        })
+    };
+    std::thread::sleep(Duration::from_millis(300));
+    let through = others.try_iter().count();
+    assert!(
+        through < 1000,
+        "{through} events piled up behind a client that reads nothing"
+    );
     drop(reading);
     publisher.join().unwrap();
+    other.join().unwrap();
     assert_eq!(published.iter().collect::<Vec<_>>(), [0, 1, 2]);
-    for _ in 0..3 {
+    for _ in 0..1003 {
         assert_eq!(peer.recv(), changed("s", TOOLS));
     }
     let meta = peer.server_meta.clone();

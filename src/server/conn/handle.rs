@@ -1,23 +1,21 @@
 //! Reaching a connection: [`ConnHandle`] (shared by the reader, the pool's
 //! jobs, the notifier and `serve`), its lock ([`ConnGuard`]), and what
-//! happens when the lock is let go.
+//! happens when the lock is let go: what was written is sent (unless the
+//! reader will, or another thread is sending: see `output`), the jobs that
+//! may start go to the pool, and the threads waiting for a change are woken.
 //!
-//! Two locks, always taken in this order: the state ([`Conn`]), then the
-//! output. A method of `Conn` only records what to write (`pending`); when
-//! the guard is let go, the output's lock is taken first, the state's let
-//! go, and the lines written. So lines go out in the order of the changes
-//! that wrote them, and the `write(2)` itself never holds the state: a
-//! client that is slow to read, or a worker preempted in its write, never
-//! keeps the reader from its next request.
+//! One lock: the output is part of the state, so lines are written in the
+//! order of the changes that wrote them, from any thread. A client slower
+//! than the server's writers makes them wait once a backlog builds; over
+//! HTTP the write timeout bounds that (`HttpOptions::write_timeout`).
 
 use std::ops::{Deref, DerefMut};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crossbeam_channel::Sender;
 
-use super::output::SharedOutput;
 use super::{Conn, End};
 use crate::error::Error;
 use crate::jsonrpc::{ErrorObject, RequestId};
@@ -40,12 +38,9 @@ pub(crate) struct ConnHandle(Arc<Shared>);
 
 struct Shared {
     state: Mutex<Conn>,
-    output: SharedOutput,
     /// Signalled when what a waiter waits for may have changed: room in the
     /// queue for slots, nothing left in flight, a failed output.
     changed: Condvar,
-    /// Where the end of serving is announced, to the thread in `serve`.
-    end: Sender<End>,
     /// Shut down: the reader reads no more (it looks without the lock).
     closed: AtomicBool,
 }
@@ -53,10 +48,9 @@ struct Shared {
 /// When the lines a guard wrote are flushed.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Flush {
-    /// At once, unless another thread waits to write, which then flushes
-    /// for both (see `output`).
-    UnlessFollowed,
-    /// Later: the reader flushes when its input holds no complete line.
+    /// When the guard is let go, unless the reader will.
+    Now,
+    /// By the reader, when its input holds no complete line.
     Later,
 }
 
@@ -68,40 +62,31 @@ impl ConnHandle {
         end: Sender<End>,
     ) -> Self {
         ConnHandle(Arc::new(Shared {
-            state: Mutex::new(Conn::new(inner)),
-            output: SharedOutput::new(output),
+            state: Mutex::new(Conn::new(inner, output, end)),
             changed: Condvar::new(),
-            end,
             closed: AtomicBool::new(false),
         }))
     }
 
     /// The connection's state, locked; what it writes is flushed when it
-    /// is let go (unless another writer follows).
+    /// is let go (unless the reader will).
     pub fn lock(&self) -> ConnGuard<'_> {
-        self.0.lock(Flush::UnlessFollowed)
+        self.0.lock(Flush::Now)
     }
 
     /// The state, locked by the reader: what it writes is flushed when the
-    /// reader's input runs dry ([`ConnHandle::reading`]: one `write(2)` for
+    /// reader's input runs dry ([`ConnHandle::ran_dry`]: one `write(2)` for
     /// a pipelined burst).
     pub fn lock_for_reader(&self) -> ConnGuard<'_> {
         self.0.lock(Flush::Later)
     }
 
-    /// Whether the reader has complete lines in hand. When it runs out it
-    /// flushes what it and the other writers left meanwhile (see `output`);
-    /// nothing, without taking the output's lock, when nobody left any.
-    pub fn reading(&self, lines_in_hand: bool) {
-        let busy = &self.0.output.reader_busy;
-        if lines_in_hand {
-            busy.store(true, Ordering::Release);
-        } else if busy.swap(false, Ordering::AcqRel) {
-            let mut out = self.0.output.lock();
-            if out.flush() {
-                drop(out);
-                self.0.failed();
-            }
+    /// The reader ran out of complete lines: what it and the other writers
+    /// left to it meanwhile is sent. `wrote`: whether it may have left any
+    /// since it last ran dry (see `reader`).
+    pub fn ran_dry(&self, wrote: bool) {
+        if wrote {
+            self.lock().reader_flushes = false;
         }
     }
 
@@ -112,7 +97,7 @@ impl ConnHandle {
 
     /// Announces the end of serving (the first one counts).
     pub fn end(&self, why: End) {
-        let _ = self.0.end.send(why);
+        let _ = self.0.lock_state().end.send(why);
     }
 
     /// The connection as the server's registry of connections sees it.
@@ -124,9 +109,11 @@ impl ConnHandle {
     /// answered with `-32603`, then the output is flushed and closed.
     /// Returns the first write error.
     pub fn shut_down(&self) -> Result<(), Error> {
-        self.lock().shut_down();
+        let mut conn = self.lock();
+        conn.shut_down();
+        let mut conn = conn.wait_until(None, |c| !c.output.sending);
         self.0.closed.store(true, Ordering::Release);
-        match self.0.output.lock().close() {
+        match conn.output.close() {
             Some(e) => Err(Error::Io(e)),
             None => Ok(()),
         }
@@ -247,10 +234,8 @@ impl ConnHandle {
                 .insert(id, seq, token, Stage::Queued(pooled, bytes));
             if conn.queue_full() {
                 // The reader stops with lines in hand: what waits for its
-                // flush goes out now, and writers flush their own meanwhile.
-                drop(guard);
-                self.reading(false);
-                drop(self.lock_for_reader().wait_until(None, |c| !c.queue_full()));
+                // flush goes out now (`wait_until`).
+                drop(guard.wait_until(None, |c| !c.queue_full()));
             }
         }
     }
@@ -278,22 +263,11 @@ impl Shared {
     fn lock_state(&self) -> MutexGuard<'_, Conn> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
-
-    /// A write failed: the client is gone, and serving ends. Called
-    /// without either lock held.
-    fn failed(&self) {
-        let _ = self.end.send(End::OutputFailed);
-        let mut state = self.lock_state();
-        state.failed = true;
-        if state.waiters > 0 {
-            self.changed.notify_all();
-        }
-    }
 }
 
 impl Outlet for Shared {
     fn notify(&self, id: &RequestId, seq: u64, line: Vec<u8>) {
-        self.lock(Flush::UnlessFollowed).notify(id, seq, line);
+        self.lock(Flush::Now).notify(id, seq, line);
     }
 
     #[cfg(feature = "legacy")]
@@ -304,31 +278,32 @@ impl Outlet for Shared {
         id: RequestId,
         line: &[u8],
     ) -> Result<crossbeam_channel::Receiver<AskReply>, AskFailed> {
-        self.lock(Flush::UnlessFollowed).ask(request, seq, id, line)
+        self.lock(Flush::Now).ask(request, seq, id, line)
     }
 
     #[cfg(feature = "legacy")]
     fn withdraw(&self, asks: &[RequestId]) {
-        self.lock(Flush::UnlessFollowed).withdraw(asks);
+        self.lock(Flush::Now).withdraw(asks);
     }
 }
 
 impl Connection for Shared {
     fn publish(&self, event: &ServerEvent) {
-        self.lock(Flush::UnlessFollowed).publish(event);
+        self.lock(Flush::Now).publish(event);
     }
 
     /// Takes effect at once, as end of input would: a request read after
     /// `stop` returned is refused.
     fn stop(&self) {
-        self.lock(Flush::UnlessFollowed).begin_shutdown();
-        let _ = self.end.send(End::Stop);
+        let mut conn = self.lock(Flush::Now);
+        conn.begin_shutdown();
+        let _ = conn.end.send(End::Stop);
     }
 }
 
-/// The connection's state, locked. Letting it go writes what it left to
-/// write, hands the jobs that may start to the pool, and wakes the waiters
-/// (each looks again at what it waits for).
+/// The connection's state, locked. Letting it go flushes what it wrote,
+/// hands the jobs that may start to the pool, and wakes the waiters (each
+/// looks again at what it waits for).
 pub(crate) struct ConnGuard<'a> {
     shared: &'a Shared,
     /// `None` only while let go.
@@ -359,8 +334,8 @@ impl Drop for ConnGuard<'_> {
 
 impl ConnGuard<'_> {
     /// Waits, without holding the state, until `done` holds or `deadline`
-    /// (`None`: no deadline) passes; what is pending is written and
-    /// flushed first.
+    /// (`None`: no deadline) passes; the jobs that may start are handed
+    /// over and what was written is sent first.
     pub fn wait_until(mut self, deadline: Option<Instant>, done: impl Fn(&Conn) -> bool) -> Self {
         let shared = self.shared;
         while !done(&self) {
@@ -369,60 +344,84 @@ impl ConnGuard<'_> {
                 break;
             }
             let mut state = self.state.take().expect("held until let go");
-            if !state.pending.is_empty() || !state.ready.is_empty() {
-                let_go(shared, state, Flush::UnlessFollowed);
+            if !state.ready.is_empty() || (state.output.unflushed && !state.output.sending) {
+                // Nothing waits for a thread that sleeps: not even the reader.
+                state.reader_flushes = false;
+                let_go(shared, state, Flush::Now);
                 self.state = Some(shared.lock_state());
                 continue;
             }
-            state.waiters += 1;
-            state = match deadline {
-                Some(at) => shared
-                    .changed
-                    .wait_timeout(state, at - now)
-                    .map(|(state, _)| state)
-                    .unwrap_or_else(|e| e.into_inner().0),
-                None => shared
-                    .changed
-                    .wait(state)
-                    .unwrap_or_else(PoisonError::into_inner),
-            };
-            state.waiters -= 1;
-            self.state = Some(state);
+            self.state = Some(wait(shared, state, deadline.map(|at| at - now)));
         }
         self
     }
 }
 
-/// Lets go of the state: the output's lock is taken before the state's is
-/// let go (lines keep the order of the changes that wrote them), then what
-/// is pending is written and flushed as `flush` says; the ready jobs go to
-/// the pool and the waiters are woken. A failed write ends serving.
-fn let_go(shared: &Shared, mut state: MutexGuard<'_, Conn>, flush: Flush) {
-    let pending = std::mem::take(&mut state.pending);
+/// Sleeps until the state changes (or `timeout` passes).
+fn wait<'a>(
+    shared: &'a Shared,
+    mut state: MutexGuard<'a, Conn>,
+    timeout: Option<Duration>,
+) -> MutexGuard<'a, Conn> {
+    state.waiters += 1;
+    let mut state = match timeout {
+        Some(timeout) => shared
+            .changed
+            .wait_timeout(state, timeout)
+            .map(|(state, _)| state)
+            .unwrap_or_else(|e| e.into_inner().0),
+        None => shared
+            .changed
+            .wait(state)
+            .unwrap_or_else(PoisonError::into_inner),
+    };
+    state.waiters -= 1;
+    state
+}
+
+/// Lets go of the state: what was written is sent (or left to the reader,
+/// as `flush` says, or to the thread sending already); a writer far ahead
+/// of a slow client waits for it; the ready jobs go to the pool once the
+/// lock is let go (a worker woken on this CPU then does not find it
+/// taken), and the waiters are woken.
+fn let_go<'a>(shared: &'a Shared, mut state: MutexGuard<'a, Conn>, flush: Flush) {
+    if state.output.unflushed {
+        match flush {
+            Flush::Later => state.reader_flushes = true,
+            Flush::Now if !state.reader_flushes => state = send(shared, state),
+            Flush::Now => {}
+        }
+    }
+    while state.output.backlogged() {
+        state = wait(shared, state, None);
+    }
     let ready = std::mem::take(&mut state.ready);
     let wake = state.waiters > 0;
     let inner = (!ready.is_empty()).then(|| Arc::clone(&state.inner));
-    let out = (!pending.is_empty()).then(|| shared.output.lock());
     drop(state);
-    if let Some(mut out) = out {
-        let mut failed = false;
-        for reply in pending {
-            failed |= out.write_line(|w| reply.write_to(w));
-        }
-        match flush {
-            Flush::UnlessFollowed => failed |= out.flush_unless_followed(),
-            // The reader flushes when it runs out of lines (`ConnHandle::reading`).
-            Flush::Later => shared.output.reader_busy.store(true, Ordering::Release),
-        }
-        drop(out);
-        if failed {
-            shared.failed();
-        }
-    }
     if let Some(inner) = inner {
         ready.into_iter().for_each(|job| inner.pool.submit(job));
     }
     if wake {
         shared.changed.notify_all();
     }
+}
+
+/// Sends what was written without the lock, and what the others write
+/// meanwhile, until nothing is left; unless another thread is sending,
+/// which then sends it (`Output::detach`): one send at a time, so lines
+/// leave in the order they were written. A failed send ends serving.
+fn send<'a>(shared: &'a Shared, mut state: MutexGuard<'a, Conn>) -> MutexGuard<'a, Conn> {
+    while let Some(mut detached) = state.output.detach() {
+        drop(state);
+        let sent = detached.send();
+        state = shared.lock_state();
+        if state.output.attach(detached, sent) {
+            state.fail();
+        }
+        if state.waiters > 0 {
+            shared.changed.notify_all();
+        }
+    }
+    state
 }

@@ -11,17 +11,19 @@
 //! here, which the others call; ARCHITECTURE.md ("Each rule in one
 //! function") names them, with the test that fails without each.
 //!
-//! What the methods write waits in `pending` until the lock is let go: it
-//! is written then, under the output's own lock, so that a `write(2)` to a
-//! slow client never holds up the reader's next request.
+//! The methods write into the output's buffer as they go, so lines leave
+//! in the order of the changes that wrote them; the buffer is flushed when
+//! the lock is let go, unless the reader will flush it (`handle`).
 
 pub(crate) mod handle;
 #[cfg(feature = "legacy")]
 mod legacy;
 mod output;
 
+use std::io::Write;
 use std::sync::Arc;
 
+use crossbeam_channel::Sender;
 use serde_json::json;
 
 #[cfg(feature = "legacy")]
@@ -33,6 +35,7 @@ use crate::server::in_flight::InFlight;
 use crate::server::pool::Job as PoolJob;
 use crate::server::reply::Reply;
 use crate::server::subscriptions::{Accepted, SubscriptionTable, encode_ack, encode_final};
+use output::Output;
 
 /// Why serving a connection ends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -52,8 +55,14 @@ pub(crate) struct Conn {
     subscriptions: SubscriptionTable,
     #[cfg(feature = "legacy")]
     legacy: Legacy,
-    /// Written, in order, when the lock is let go.
-    pending: Vec<Reply>,
+    /// The output: what the methods write goes into its buffer.
+    output: Output,
+    /// The reader has lines in hand and wrote: it flushes when it runs out
+    /// of them (`ConnHandle::ran_dry`), and until then nobody else does.
+    /// One `write(2)` for a pipelined burst.
+    reader_flushes: bool,
+    /// Where the end of serving is announced, to the thread in `serve`.
+    end: Sender<End>,
     /// Pooled jobs that may start: handed to the pool once the lock is
     /// let go, so that a worker woken on this CPU does not find it taken.
     ready: Vec<PoolJob>,
@@ -93,14 +102,16 @@ struct Ask {
 }
 
 impl Conn {
-    fn new(inner: &Arc<Inner>) -> Conn {
+    fn new(inner: &Arc<Inner>, output: Box<dyn Write + Send>, end: Sender<End>) -> Conn {
         Conn {
             inner: Arc::clone(inner),
             in_flight: InFlight::default(),
             subscriptions: SubscriptionTable::default(),
             #[cfg(feature = "legacy")]
             legacy: Legacy::default(),
-            pending: Vec::new(),
+            output: Output::new(output),
+            reader_flushes: false,
+            end,
             ready: Vec::new(),
             stopping: false,
             closed: false,
@@ -133,7 +144,7 @@ impl Conn {
     /// replies" true.
     pub fn finish(&mut self, id: &RequestId, seq: u64, reply: Reply) {
         if self.in_flight.take(id, seq).is_some() {
-            self.pending.push(reply);
+            self.send(reply);
             #[cfg(feature = "legacy")]
             self.forget_asks_of(seq);
             self.start_queued();
@@ -198,9 +209,13 @@ impl Conn {
                 }
             }
             _ => {
-                let pending = &mut self.pending;
-                (self.subscriptions)
-                    .deliver(event, |line| pending.push(Reply::Line(line.to_vec())));
+                let (output, mut failed) = (&mut self.output, false);
+                (self.subscriptions).deliver(event, |line| {
+                    failed |= output.write_line(|w| w.write_all(line))
+                });
+                if failed {
+                    self.fail();
+                }
             }
         }
     }
@@ -276,10 +291,22 @@ impl Conn {
         }
     }
 
-    /// Writes one encoded message: it goes out, in order, when the lock
-    /// is let go (see `handle`).
+    /// Writes one encoded message.
     fn write(&mut self, line: Vec<u8>) {
-        self.pending.push(Reply::Line(line));
+        self.send(Reply::Line(line));
+    }
+
+    /// Writes one reply ([`Output::write_line`], the only writer).
+    fn send(&mut self, reply: Reply) {
+        if self.output.write_line(|out| reply.write_to(out)) {
+            self.fail();
+        }
+    }
+
+    /// A write failed: the client is gone, and serving ends.
+    fn fail(&mut self) {
+        self.failed = true;
+        let _ = self.end.send(End::OutputFailed);
     }
 
     /// Starts queued requests while slots are free.

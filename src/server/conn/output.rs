@@ -1,149 +1,123 @@
-//! A connection's output: whole lines into an 8 KiB buffer, under a lock
-//! of its own, and when the buffer goes out.
+//! A connection's output: whole lines into an 8 KiB buffer in front of the
+//! writer. It is part of the connection state (`Conn`), under its lock:
+//! lines are written in the order of the changes that wrote them.
 //!
 //! Spec 2026-07-28 basic/transports/stdio: messages are delimited by
 //! newlines and stdout carries nothing but MCP messages.
-//! [`OutputGuard::write_line`] is the only code that writes to a
-//! connection's output: one message, then its newline, and nothing at all
-//! after the first failed write.
+//! [`Output::write_line`] is the only code that writes to a connection's
+//! output: one message, then its newline, and nothing at all after the
+//! first failed write.
 //!
-//! Flushing is grouped. A writer that sees another thread waiting for the
-//! output leaves the flush to it ([`OutputGuard::flush_unless_followed`]),
-//! and the last holder of such a run pays it when it lets go (`Drop`); a
-//! writer leaves it to the reader, too, while the reader has lines in hand
-//! (it flushes when it runs out, `ConnHandle::reading`): under load one
-//! `write(2)` carries many replies.
+//! The buffer is sent without the lock, by one thread at a time
+//! ([`Output::detach`], `handle::send`): meanwhile the others write into a
+//! buffer of their own, which that thread sends next. So a `write(2)`
+//! never holds the lock, and the lines still leave in their order.
 
 use std::io::{self, Write};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Mutex, MutexGuard, PoisonError};
 
-use crate::server::out::Out;
+use crate::server::out::{Detached, Out};
 
-/// The output and the count of threads at its lock.
-pub(super) struct SharedOutput {
-    state: Mutex<Output>,
-    /// Threads holding the lock or waiting for it.
-    writers: AtomicUsize,
-    /// The reader has complete lines in hand, and flushes when it runs out.
-    pub reader_busy: AtomicBool,
-}
+/// The buffer's size.
+const BUFFER: usize = 8 * 1024;
+/// How much may wait behind a send in progress before writers wait for it.
+const BACKLOG: usize = 16 * 1024;
 
 /// One connection's output.
 pub(super) struct Output {
     /// `None` once closed: nothing more is written.
     out: Option<Out>,
+    /// The buffer that takes the place of the one a send takes out.
+    spare: Box<[u8]>,
     /// The first failed write; after it nothing more is written.
     error: Option<io::Error>,
     /// Lines are in the buffer that no flush has sent yet.
-    unflushed: bool,
-    /// A writer left its flush to the thread behind it at the lock.
-    flush_owed: bool,
+    pub unflushed: bool,
+    /// A thread is sending without the lock (see the module docs).
+    pub sending: bool,
 }
 
-/// The output, locked.
-pub(super) struct OutputGuard<'a> {
-    state: MutexGuard<'a, Output>,
-    shared: &'a SharedOutput,
-}
-
-impl SharedOutput {
-    pub fn new(writer: Box<dyn Write + Send>) -> SharedOutput {
-        SharedOutput {
-            state: Mutex::new(Output {
-                out: Some(Out::new(8 * 1024, writer)),
-                error: None,
-                unflushed: false,
-                flush_owed: false,
-            }),
-            writers: AtomicUsize::new(0),
-            reader_busy: AtomicBool::new(false),
+impl Output {
+    pub fn new(writer: Box<dyn Write + Send>) -> Output {
+        Output {
+            out: Some(Out::new(BUFFER, writer)),
+            spare: vec![0; BUFFER].into_boxed_slice(),
+            error: None,
+            unflushed: false,
+            sending: false,
         }
     }
 
-    pub fn lock(&self) -> OutputGuard<'_> {
-        // Counted before it waits: the holder sees it is followed.
-        self.writers.fetch_add(1, Ordering::AcqRel);
-        OutputGuard {
-            state: self.state.lock().unwrap_or_else(PoisonError::into_inner),
-            shared: self,
-        }
-    }
-}
-
-impl Drop for OutputGuard<'_> {
-    fn drop(&mut self) {
-        // The last holder of a run pays the flush an earlier writer left.
-        if self.state.flush_owed && self.shared.writers.load(Ordering::Acquire) == 1 {
-            self.flush();
-        }
-        // Uncounted while still holding the lock: the next holder must see
-        // whether anyone is behind it, or an owed flush is never paid.
-        self.shared.writers.fetch_sub(1, Ordering::AcqRel);
-    }
-}
-
-impl OutputGuard<'_> {
     /// Writes one message with `body`, then its newline. After a failed
     /// write, or once closed, nothing more is written. Returns whether
     /// this write is the one that failed.
     pub fn write_line(&mut self, body: impl FnOnce(&mut Out) -> io::Result<()>) -> bool {
-        let state = &mut *self.state;
-        if state.error.is_some() {
+        if self.error.is_some() {
             return false;
         }
-        let Some(out) = state.out.as_mut() else {
+        let Some(out) = self.out.as_mut() else {
             return false;
         };
-        state.unflushed = true;
+        self.unflushed = true;
         match body(out).and_then(|()| out.write_all(b"\n")) {
             Ok(()) => false,
             Err(e) => {
-                state.error = Some(e);
+                self.error = Some(e);
                 true
             }
         }
     }
 
-    /// Sends what is buffered. Returns whether this flush is the one that
-    /// failed.
-    pub fn flush(&mut self) -> bool {
-        let state = &mut *self.state;
-        state.flush_owed = false;
-        if !std::mem::take(&mut state.unflushed) || state.error.is_some() {
-            return false;
+    /// Takes out what is to be sent, and the writer, for the caller to
+    /// send without the lock; `None` when nothing is, or another thread
+    /// sends already (it sends this too, when it is back).
+    pub fn detach(&mut self) -> Option<Detached> {
+        if !self.unflushed || self.sending || self.error.is_some() {
+            return None;
         }
-        match state.out.as_mut().map(Write::flush) {
-            Some(Err(e)) => {
-                state.error = Some(e);
+        let detached = self.out.as_mut()?.detach(std::mem::take(&mut self.spare))?;
+        self.unflushed = false;
+        self.sending = true;
+        Some(detached)
+    }
+
+    /// The send of `detached` is over, with `sent`. Returns whether it is
+    /// the write that failed.
+    pub fn attach(&mut self, detached: Detached, sent: io::Result<()>) -> bool {
+        self.sending = false;
+        if let Some(out) = self.out.as_mut() {
+            let spare = out.attach(detached);
+            // A buffer that grew past the backlog (a large message) is not
+            // kept; one that grew behind a send under load is.
+            self.spare = match spare.len() {
+                ..=BACKLOG => spare,
+                _ => vec![0; BUFFER].into_boxed_slice(),
+            };
+        }
+        match sent {
+            Err(e) if self.error.is_none() => {
+                self.error = Some(e);
                 true
             }
             _ => false,
         }
     }
 
-    /// Flushes now when no other thread waits for the lock and the reader
-    /// has no lines in hand. Otherwise the flush is owed to the last holder
-    /// of the run, or left to the reader, which flushes when it runs out of
-    /// lines: it stores that it did before it takes this lock to flush, so
-    /// a writer that saw it busy wrote before that flush.
-    pub fn flush_unless_followed(&mut self) -> bool {
-        if self.shared.writers.load(Ordering::Acquire) > 1 {
-            self.state.flush_owed = self.state.unflushed;
-            false
-        } else if self.shared.reader_busy.load(Ordering::Acquire) {
-            false
-        } else {
-            self.flush()
-        }
+    /// Whether so much waits behind a send in progress that writers should
+    /// wait for it (a client slower than the server's writers).
+    pub fn backlogged(&self) -> bool {
+        self.sending && self.out.as_ref().is_some_and(|out| out.len() > BACKLOG)
     }
 
     /// Flushes and closes the output (the peer sees its end): the first
-    /// write error, if any.
+    /// write error, if any. Not while a send is in progress.
     pub fn close(&mut self) -> Option<io::Error> {
-        self.flush();
-        self.state.out = None;
-        self.state.error.take()
+        if let Some(mut out) = self.out.take()
+            && self.error.is_none()
+            && let Err(e) = out.flush()
+        {
+            self.error = Some(e);
+        }
+        self.error.take()
     }
 }
 
@@ -167,33 +141,48 @@ mod tests {
     }
 
     #[test]
-    fn a_flush_left_to_the_next_holder_is_paid_even_if_it_writes_nothing() {
+    fn lines_go_out_when_flushed_and_nothing_once_closed() {
         let flushed = Flushed::default();
-        let output = Arc::new(SharedOutput::new(Box::new(flushed.clone())));
-        let mut locked = output.lock();
-        // Another thread waits for the lock, and will only look.
-        let waiter = {
-            let output = Arc::clone(&output);
-            std::thread::spawn(move || drop(output.lock()))
-        };
-        while output.writers.load(Ordering::Acquire) < 2 {
-            std::thread::yield_now();
-        }
-        locked.write_line(|out| out.write_all(b"reply"));
-        assert!(!locked.flush_unless_followed());
-        assert!(flushed.0.lock().unwrap().is_empty(), "left to the waiter");
-        drop(locked);
-        waiter.join().unwrap();
+        let mut output = Output::new(Box::new(flushed.clone()));
+        output.write_line(|out| out.write_all(b"reply"));
+        assert!(flushed.0.lock().unwrap().is_empty(), "buffered");
+        let mut detached = output.detach().expect("something to send");
+        // Written while the send is in progress: sent next.
+        output.write_line(|out| out.write_all(b"next"));
+        assert!(output.detach().is_none(), "one send at a time");
+        let sent = detached.send();
+        assert!(!output.attach(detached, sent));
         assert_eq!(*flushed.0.lock().unwrap(), b"reply\n");
-        // Alone, a writer flushes at once; nothing is written once closed.
-        let mut locked = output.lock();
-        locked.write_line(|out| out.write_all(b"next"));
-        locked.flush_unless_followed();
+        let mut detached = output.detach().expect("what waited");
+        let sent = detached.send();
+        output.attach(detached, sent);
         assert_eq!(*flushed.0.lock().unwrap(), b"reply\nnext\n");
-        assert!(locked.close().is_none());
-        locked.write_line(|out| out.write_all(b"after close"));
-        locked.flush();
-        assert_eq!(*flushed.0.lock().unwrap(), b"reply\nnext\n");
+        output.write_line(|out| out.write_all(b"last"));
+        assert!(output.close().is_none());
+        output.write_line(|out| out.write_all(b"after close"));
+        assert!(output.detach().is_none());
+        assert_eq!(*flushed.0.lock().unwrap(), b"reply\nnext\nlast\n");
+    }
+
+    #[test]
+    fn writers_wait_only_for_a_backlog_behind_a_send() {
+        let mut output = Output::new(Box::new(Flushed::default()));
+        let line = [b'x'; 1024];
+        for _ in 0..2 * BACKLOG / line.len() {
+            output.write_line(|out| out.write_all(&line));
+        }
+        assert!(
+            !output.backlogged(),
+            "no send in progress: the buffer went out as it filled"
+        );
+        let detached = output.detach().unwrap();
+        while output.out.as_ref().unwrap().len() <= BACKLOG {
+            assert!(!output.backlogged());
+            output.write_line(|out| out.write_all(&line));
+        }
+        assert!(output.backlogged());
+        output.attach(detached, Ok(()));
+        assert!(!output.backlogged());
     }
 
     struct Broken;
@@ -209,13 +198,15 @@ mod tests {
 
     #[test]
     fn the_first_failure_is_reported_once_and_kept() {
-        let output = SharedOutput::new(Box::new(Broken));
-        let mut locked = output.lock();
-        assert!(!locked.write_line(|out| out.write_all(b"buffered")));
-        assert!(locked.flush(), "this flush failed");
-        assert!(!locked.write_line(|out| out.write_all(b"x")));
+        let mut output = Output::new(Box::new(Broken));
+        assert!(!output.write_line(|out| out.write_all(b"buffered")));
+        let mut detached = output.detach().unwrap();
+        let sent = detached.send();
+        assert!(output.attach(detached, sent), "this send failed");
+        assert!(!output.write_line(|out| out.write_all(b"x")));
+        assert!(output.detach().is_none(), "nothing after a failure");
         assert_eq!(
-            locked.close().map(|e| e.kind()),
+            output.close().map(|e| e.kind()),
             Some(io::ErrorKind::BrokenPipe)
         );
     }

@@ -204,7 +204,7 @@ impl Exchange<'_> {
         }
         // A POST has no next line: what waits for the reader's flush goes
         // out, and writers flush their own from here on (`reader`).
-        conn.reading(false);
+        conn.ran_dry(true);
         self.watch(&conn, &body, &end, &id);
         #[cfg(feature = "legacy")]
         if let Some(session) = session {
