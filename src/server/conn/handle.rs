@@ -169,6 +169,8 @@ impl ConnHandle {
             return Some(InlineJob {
                 ctx,
                 seq,
+                #[cfg(feature = "legacy")]
+                bytes,
                 work: job.work,
                 #[cfg(feature = "legacy")]
                 then: job.then,
@@ -195,7 +197,7 @@ impl ConnHandle {
                     // sequence number and token (unless shut down meanwhile).
                     if guard.in_flight.take(job.ctx.id(), job.seq).is_some() {
                         let id = job.ctx.id().clone();
-                        self.to_pool(guard, id, job.seq, job.ctx, rest, 0);
+                        self.to_pool(guard, id, job.seq, job.ctx, rest, job.bytes);
                     }
                     return;
                 }
@@ -246,6 +248,10 @@ impl ConnHandle {
 pub(crate) struct InlineJob {
     ctx: RequestContext,
     seq: u64,
+    /// The size of its line: it counts against `queue_bytes` if it goes
+    /// on on the pool and has to wait for a slot.
+    #[cfg(feature = "legacy")]
+    bytes: usize,
     work: Work,
     #[cfg(feature = "legacy")]
     then: Option<crate::server::work::Then>,
