@@ -139,6 +139,36 @@ fn serve_returns_an_error_when_the_output_is_gone() {
 }
 
 #[test]
+fn a_writer_that_panics_fails_the_output_and_serve_returns() {
+    /// An output whose every write panics (an application's own writer).
+    struct Panicking;
+    impl std::io::Write for Panicking {
+        fn write(&mut self, _: &[u8]) -> std::io::Result<usize> {
+            panic!("this writer panics (on purpose, in a test)");
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let (to_server, server_in) = mcp_stdio::memory_pipe();
+    let server = crate::everything::build();
+    let serving =
+        std::thread::spawn(move || server.serve(mcp_stdio::Transport::new(server_in, Panicking)));
+    let mut to_server = to_server;
+    for id in 1..=3 {
+        let line = serde_json::to_string(&request(id, "server/discover", json!({}))).unwrap();
+        std::io::Write::write_all(&mut to_server, format!("{line}\n").as_bytes()).unwrap();
+    }
+    // The input stays open: serving ends because the output failed.
+    let res = serving.join().unwrap();
+    let Err(mcp_stdio::Error::Io(e)) = res else {
+        panic!("{res:?}");
+    };
+    assert_eq!(e.to_string(), "the output's writer panicked");
+    drop(to_server);
+}
+
+#[test]
 fn after_stop_a_reader_blocked_on_a_full_queue_lets_go_of_the_input() {
     use std::io::Write;
     let (builder, blocker) = Blocker::install(

@@ -1639,7 +1639,7 @@ fn a_publisher_waits_while_the_client_stops_reading_and_nothing_piles_up() {
     // reading, the publisher waits, instead of queueing events in memory.
     assert!(published.recv_timeout(Duration::from_millis(200)).is_err());
     // Another publisher meanwhile gets a few events into the output's
-    // buffer (a backlog of 16 KiB behind the write in progress), then waits
+    // buffer (a backlog of 4 KiB behind the write in progress), then waits
     // too: what piles up is bounded.
     let (others_tx, others) = crossbeam_channel::unbounded();
     let other = {

@@ -420,7 +420,10 @@ fn let_go<'a>(shared: &'a Shared, mut state: MutexGuard<'a, Conn>, flush: Flush)
 fn send<'a>(shared: &'a Shared, mut state: MutexGuard<'a, Conn>) -> MutexGuard<'a, Conn> {
     while let Some(mut detached) = state.output.detach() {
         drop(state);
-        let sent = detached.send();
+        // A writer that panics fails the output like one that errs: the
+        // send must come back, or every writer after it would wait.
+        let sent = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| detached.send()))
+            .unwrap_or_else(|_| Err(std::io::Error::other("the output's writer panicked")));
         state = shared.lock_state();
         if state.output.attach(detached, sent) {
             state.fail();

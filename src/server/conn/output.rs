@@ -19,8 +19,9 @@ use crate::server::out::{Detached, Out};
 
 /// The buffer's size.
 const BUFFER: usize = 8 * 1024;
-/// How much may wait behind a send in progress before writers wait for it.
-const BACKLOG: usize = 16 * 1024;
+/// How much may wait behind a send in progress before writers wait for it:
+/// half the buffer, so that the buffer only grows for a large message.
+const BACKLOG: usize = BUFFER / 2;
 
 /// One connection's output.
 pub(super) struct Output {
@@ -86,10 +87,9 @@ impl Output {
         self.sending = false;
         if let Some(out) = self.out.as_mut() {
             let spare = out.attach(detached);
-            // A buffer that grew past the backlog (a large message) is not
-            // kept; one that grew behind a send under load is.
+            // A buffer that grew for a large message is not kept.
             self.spare = match spare.len() {
-                ..=BACKLOG => spare,
+                BUFFER => spare,
                 _ => vec![0; BUFFER].into_boxed_slice(),
             };
         }
