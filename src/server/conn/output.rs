@@ -72,11 +72,11 @@ impl Output {
     /// send without the lock; `None` when nothing is, or another thread
     /// sends already (it sends this too, when it is back).
     pub fn detach(&mut self) -> Option<Detached> {
-        if !self.unflushed || self.sending || self.error.is_some() {
+        // After a failure, or once closed, there is nothing to send.
+        if self.sending || !std::mem::take(&mut self.unflushed) || self.error.is_some() {
             return None;
         }
         let detached = self.out.as_mut()?.detach(std::mem::take(&mut self.spare))?;
-        self.unflushed = false;
         self.sending = true;
         Some(detached)
     }
@@ -205,6 +205,7 @@ mod tests {
         assert!(output.attach(detached, sent), "this send failed");
         assert!(!output.write_line(|out| out.write_all(b"x")));
         assert!(output.detach().is_none(), "nothing after a failure");
+        assert!(!output.unflushed, "and nothing left to send");
         assert_eq!(
             output.close().map(|e| e.kind()),
             Some(io::ErrorKind::BrokenPipe)
