@@ -6,9 +6,10 @@
 //! each connection in turn, which writes it under its own lock before the
 //! call returns (see `conn`). So what a handler publishes reaches its
 //! client before the handler's reply, from whatever thread it published.
-//! A client that stops reading makes a publisher wait, once half the
-//! output's buffer waits for it, as it makes every other writer to it wait
-//! (over HTTP, until the write timeout drops it, `HttpOptions::write_timeout`).
+//! A client that stops reading makes a publisher wait (in its own write,
+//! or once half the output's buffer waits behind another's), as it makes
+//! every other writer to it wait (over HTTP, until the write timeout drops
+//! it, `HttpOptions::write_timeout`).
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
