@@ -185,3 +185,28 @@ fn a_reply_is_not_held_while_the_reader_waits_for_room() {
     }
     peer.finish_quietly();
 }
+
+/// A reply stuck on its way to a client that stops reading holds no lock:
+/// the worker sends it without the connection's lock (`handle::send`), so
+/// meanwhile the reader begins the next request, and a cancellation takes
+/// effect. (Written under the lock, the reader waited at the next line.)
+#[test]
+fn a_reply_stuck_on_a_slow_client_holds_up_no_other_request() {
+    let (builder, blocker) = Blocker::install(pooled_echo(Server::builder("slow", "1.0.0")));
+    let (mut peer, held) = Peer::start_stalling(&builder.build());
+    let stalled = held.lock().unwrap();
+    peer.send(&call(1, "pecho", json!({ "text": "stuck" })));
+    // Its worker sends the reply, and waits for the client.
+    std::thread::sleep(Duration::from_millis(100));
+    peer.send(&call(2, "block", json!({})));
+    assert_eq!(blocker.wait_started(), json!(2), "the reader began it");
+    peer.send(&json!({
+        "jsonrpc": "2.0",
+        "method": "notifications/cancelled",
+        "params": { "requestId": 2 }
+    }));
+    assert_eq!(blocker.wait_cancel_observed(), json!(2));
+    drop(stalled);
+    assert_eq!(peer.recv(), text_result(&peer, 1, "stuck"));
+    peer.finish_quietly();
+}

@@ -1584,42 +1584,10 @@ fn what_an_inline_handler_publishes_takes_effect_before_the_next_line_is_read() 
 // req: subscriptions:publish-backpressure
 #[test]
 fn a_publisher_waits_while_the_client_stops_reading_and_nothing_piles_up() {
-    use mcp_stdio::{Transport, memory_pipe};
-    use std::io::{self, Write};
-    use std::sync::{Arc, Mutex};
-
-    /// The server's output: a client that stops reading while `held`.
-    struct Stalling {
-        out: mcp_stdio::MemoryWriter,
-        held: Arc<Mutex<()>>,
-    }
-    impl Write for Stalling {
-        fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
-            let _reading = self.held.lock().unwrap();
-            self.out.write(bytes)
-        }
-        fn flush(&mut self) -> io::Result<()> {
-            let _reading = self.held.lock().unwrap();
-            self.out.flush()
-        }
-    }
-
     let server = Server::builder("backpressure", "1.0.0")
         .enable_tools()
         .build();
-    let (to_server, server_in) = memory_pipe();
-    let (server_out, from_server) = memory_pipe();
-    let held = Arc::new(Mutex::new(()));
-    let stalling = Stalling {
-        out: server_out,
-        held: Arc::clone(&held),
-    };
-    let serving = {
-        let server = server.clone();
-        std::thread::spawn(move || server.serve(Transport::new(server_in, stalling)))
-    };
-    let ours = Transport::new(from_server, to_server);
-    let mut peer = Peer::over(ours, Some(serving), server_meta(&server));
+    let (mut peer, held) = Peer::start_stalling(&server);
     open(
         &mut peer,
         "s",

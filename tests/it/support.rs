@@ -2,6 +2,7 @@
 //! the other, and bounded waits (a bug fails a test instead of hanging it).
 
 use std::io::Write;
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -69,6 +70,39 @@ impl Peer {
             std::thread::spawn(move || server.serve(theirs))
         };
         Peer::over(ours, Some(serving), server_meta(server))
+    }
+
+    /// Serves `server` with an output that takes nothing while the returned
+    /// lock is held: a client that stops reading, until the test lets go.
+    pub fn start_stalling(server: &Server) -> (Peer, Arc<Mutex<()>>) {
+        /// The server's output, stalled while `held` is locked.
+        struct Stalling {
+            out: mcp_stdio::MemoryWriter,
+            held: Arc<Mutex<()>>,
+        }
+        impl Write for Stalling {
+            fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+                let _reading = self.held.lock().unwrap();
+                self.out.write(bytes)
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                let _reading = self.held.lock().unwrap();
+                self.out.flush()
+            }
+        }
+        let (to_server, server_in) = mcp_stdio::memory_pipe();
+        let (server_out, from_server) = mcp_stdio::memory_pipe();
+        let held = Arc::new(Mutex::new(()));
+        let stalling = Stalling {
+            out: server_out,
+            held: Arc::clone(&held),
+        };
+        let serving = {
+            let server = server.clone();
+            std::thread::spawn(move || server.serve(Transport::new(server_in, stalling)))
+        };
+        let ours = Transport::new(from_server, to_server);
+        (Peer::over(ours, Some(serving), server_meta(server)), held)
     }
 
     /// The test's end of any transport.
