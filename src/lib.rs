@@ -267,13 +267,14 @@
 //!   reads the next: lines take effect in the order they came.
 //! - One connection state behind one lock holds the requests in flight
 //!   (the cancellation map), the subscription table, the legacy session
-//!   and the output (one thread at a time sends it, without the lock, and
-//!   what the others wrote meanwhile with it). A reply is written only for a request still in flight, which
-//!   is taken out in the same step: a cancelled request never gets a reply
-//!   and no request gets two. A listen's ack is written in the step that
-//!   opens the subscription, so it is always its first message. Lines go
-//!   out in the order the state decided them, from whichever thread: what
-//!   a handler publishes reaches the client before its reply.
+//!   and the output (one thread at a time sends it without the lock,
+//!   together with what the others wrote meanwhile). A reply is written
+//!   only for a request still in flight, which is taken out in the same
+//!   step: a cancelled request never gets a reply and no request gets two.
+//!   A listen's ack is written in the step that opens the subscription, so
+//!   it is always its first message. Lines go out in the order the state
+//!   decided them, from whichever thread: what a handler publishes reaches
+//!   the client before its reply.
 //! - A handler registered with an `inline_` method promises to be cheap and
 //!   never block; it runs on the reader with no thread hop (the benchmarks'
 //!   echo tool is inline), for a client of either era (when it needs a
