@@ -150,11 +150,10 @@ fn a_writer_that_panics_fails_the_output_and_serve_returns() {
             Ok(())
         }
     }
-    let (to_server, server_in) = mcp_stdio::memory_pipe();
+    let (mut to_server, server_in) = mcp_stdio::memory_pipe();
     let server = crate::everything::build();
     let serving =
         std::thread::spawn(move || server.serve(mcp_stdio::Transport::new(server_in, Panicking)));
-    let mut to_server = to_server;
     for id in 1..=3 {
         let line = serde_json::to_string(&request(id, "server/discover", json!({}))).unwrap();
         std::io::Write::write_all(&mut to_server, format!("{line}\n").as_bytes()).unwrap();
