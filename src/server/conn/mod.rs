@@ -144,7 +144,7 @@ impl Conn {
     /// replies" true.
     pub fn finish(&mut self, id: &RequestId, seq: u64, reply: Reply) {
         if self.in_flight.take(id, seq).is_some() {
-            self.send(reply);
+            self.write_reply(reply);
             #[cfg(feature = "legacy")]
             self.forget_asks_of(seq);
             self.start_queued();
@@ -293,11 +293,11 @@ impl Conn {
 
     /// Writes one encoded message.
     fn write(&mut self, line: Vec<u8>) {
-        self.send(Reply::Line(line));
+        self.write_reply(Reply::Line(line));
     }
 
     /// Writes one reply ([`Output::write_line`], the only writer).
-    fn send(&mut self, reply: Reply) {
+    fn write_reply(&mut self, reply: Reply) {
         if self.output.write_line(|out| reply.write_to(out)) {
             self.fail();
         }
