@@ -2,7 +2,9 @@
 //! calls over real pipes, cancellations at random moments (before a request
 //! begins, while it runs, right after its reply), ids reused right after
 //! their reply, listens opened and cancelled while pool threads and helper
-//! threads publish, progress from cancelled handlers, tasks, and the end of
+//! threads publish, progress from cancelled handlers, tasks, lines a fault
+//! injector would write (not JSON, batches, wrong members, wrong arguments,
+//! blank lines, CRLF, stray responses and notifications), and the end of
 //! input with everything in flight. Every line the server writes is judged
 //! by an exact oracle ([`Model`]): the rules of DESIGN.md, each one a check
 //! below.
@@ -17,7 +19,7 @@
 //! and writes lines in the order it decided them, so once that call's
 //! reply is in, nothing more may come for what was cancelled before it.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::io::{BufRead, BufReader, Write};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::thread;
@@ -182,6 +184,7 @@ struct Tally {
     listens: u64,
     tasks_done: u64,
     ids_reused: u64,
+    junk: u64,
 }
 
 impl Tally {
@@ -196,6 +199,7 @@ impl Tally {
         self.listens += o.listens;
         self.tasks_done += o.tasks_done;
         self.ids_reused += o.ids_reused;
+        self.junk += o.junk;
     }
 }
 
@@ -207,6 +211,10 @@ enum Kind {
     Task,
     /// `tasks/get` for a task.
     TaskGet(String),
+    /// A call whose arguments do not fit its tool: a result with `isError`.
+    WrongArguments,
+    /// A line the server must refuse at once with this error code.
+    Refused(i64),
 }
 
 /// A request in flight.
@@ -222,6 +230,9 @@ struct Req {
     publish: Option<(String, HashSet<String>)>,
     /// Ids whose cancellation this barrier proves.
     proves: Vec<Id>,
+    /// A barrier: how many errors without an id (for lines that were no
+    /// request) are due before its reply.
+    nulls_before: Option<usize>,
 }
 
 /// An open subscription.
@@ -259,6 +270,12 @@ struct Model {
     tasks: HashMap<String, String>,
     /// Tasks being polled right now.
     polling: HashSet<String>,
+    /// The codes of the errors without an id still due, in order: one for
+    /// each line that was no request (not JSON, a batch, a scalar).
+    nulls_due: VecDeque<i64>,
+    /// Errors without an id due so far, and seen so far.
+    nulls_sent: usize,
+    nulls_seen: usize,
     closing: bool,
     tally: Tally,
 }
@@ -311,6 +328,9 @@ impl Model {
             reusable: Vec::new(),
             tasks,
             polling: HashSet::new(),
+            nulls_due: VecDeque::new(),
+            nulls_sent: 0,
+            nulls_seen: 0,
             closing: false,
             tally: Tally::default(),
         }
@@ -352,7 +372,8 @@ impl Model {
                 self.call(out);
                 self.cancel_one(out);
             }
-            75..=84 => self.barrier(out),
+            75..=81 => self.barrier(out),
+            82..=84 => self.junk(out),
             85..=89 => self.listen(out),
             90..=92 => self.cancel_listen(out),
             _ => {
@@ -418,6 +439,11 @@ impl Model {
             self.progress_of.insert(p.clone(), id.clone());
         }
         write_line(out, &req);
+        if self.rng.below(8) == 0 {
+            // A CRLF line end: the same call.
+            out.pop();
+            out.extend(b"\r\n");
+        }
         self.insert(id, Kind::Call, token, progress, publish);
     }
 
@@ -440,6 +466,7 @@ impl Model {
                 cancelled: false,
                 publish,
                 proves: Vec::new(),
+                nulls_before: None,
             },
         );
         assert!(old.is_none(), "the model reused id {id} while in flight");
@@ -517,7 +544,100 @@ impl Model {
         );
         self.insert(id.clone(), Kind::Call, token, None, None);
         let proves = std::mem::take(&mut self.unproven);
-        self.open.get_mut(&id).expect("just sent").proves = proves;
+        let barrier = self.open.get_mut(&id).expect("just sent");
+        barrier.proves = proves;
+        barrier.nulls_before = Some(self.nulls_sent);
+    }
+
+    /// A line a fault injector would write, and what the server owes it:
+    /// an error at once (with the line's id, or without one for a line
+    /// that is no request), a result with `isError`, or nothing at all.
+    fn junk(&mut self, out: &mut Vec<u8>) {
+        self.tally.junk += 1;
+        let id = format!("\"e{}\"", fresh());
+        match self.rng.below(12) {
+            0 => {
+                // Cut anywhere: an object that never closes.
+                let mut line = Vec::new();
+                write_line(&mut line, &request(&id, "tools/list", json!({})));
+                line.truncate(1 + self.rng.below(line.len() - 2));
+                out.extend(line.iter().filter(|b| **b != b'\n'));
+                out.push(b'\n');
+                self.null_error(-32700);
+            }
+            1 => {
+                out.extend(b"not json at all\n");
+                self.null_error(-32700);
+            }
+            2 => {
+                // A batch: refused whole, and none of its requests runs.
+                let call = request(&id, "tools/call", json!({ "name": "echo" }));
+                write_line(out, &json!([call, call]));
+                self.null_error(-32600);
+            }
+            3 => {
+                write_line(out, &json!(42));
+                self.null_error(-32600);
+            }
+            4 => {
+                write_line(out, &request(&id, "tools/frobnicate", json!({})));
+                self.insert(id, Kind::Refused(-32601), String::new(), None, None);
+            }
+            5 => {
+                let mut line = request(&id, "tools/list", json!({}));
+                line["params"] = json!([1, 2]);
+                write_line(out, &line);
+                self.insert(id, Kind::Refused(-32600), String::new(), None, None);
+            }
+            6 => {
+                let mut line = request(&id, "tools/list", json!({}));
+                line["jsonrpc"] = json!("1.0");
+                write_line(out, &line);
+                self.insert(id, Kind::Refused(-32600), String::new(), None, None);
+            }
+            7 => {
+                // Arguments of the wrong type, inline or pooled: a tool
+                // result the model can act on, not a protocol error.
+                let name = ["echo", "work"][self.rng.below(2)];
+                let args = json!({ "token": 5 });
+                write_line(
+                    out,
+                    &request(
+                        &id,
+                        "tools/call",
+                        json!({ "name": name, "arguments": args }),
+                    ),
+                );
+                self.insert(id, Kind::WrongArguments, String::new(), None, None);
+            }
+            8 => out.extend(
+                [&b""[..], b"   ", b"\r", b"\t"][self.rng.below(4)]
+                    .iter()
+                    .chain(b"\n"),
+            ),
+            9 => write_line(
+                out,
+                &json!({ "jsonrpc": "2.0", "method": "notifications/frobnicated" }),
+            ),
+            10 => write_line(
+                out,
+                &json!({ "jsonrpc": "2.0", "id": id_value(&id), "result": {} }),
+            ),
+            _ => {
+                let bad = [json!(1.5), Value::Null, json!([1]), json!({ "a": 1 })];
+                let bad = bad[self.rng.below(bad.len())].clone();
+                write_line(
+                    out,
+                    &json!({ "jsonrpc": "2.0", "method": "notifications/cancelled", "params": { "requestId": bad } }),
+                );
+            }
+        }
+    }
+
+    /// A line that was no request: an error without an id is due.
+    fn null_error(&mut self, code: i64) {
+        self.nulls_due.push_back(code);
+        self.nulls_sent += 1;
     }
 
     fn listen(&mut self, out: &mut Vec<u8>) {
@@ -622,6 +742,11 @@ impl Model {
         assert!(left.is_empty(), "requests never answered: {left:?}");
         let left: Vec<_> = self.listens.iter().filter(|(_, l)| !l.cancelled).collect();
         assert!(left.is_empty(), "listens never closed: {left:?}");
+        assert!(
+            self.nulls_due.is_empty(),
+            "errors never written for lines that were no request: {:?}",
+            self.nulls_due
+        );
         let served = self.serving.take().expect("serving").join();
         served.expect("serve panicked").expect("serve failed");
         // Polls cut off before their answer: asked again next round.
@@ -698,6 +823,14 @@ impl Model {
 
     fn judge_reply(&mut self, msg: &Value, line: &str) {
         let id = &msg["id"].to_string();
+        if msg["id"].is_null() {
+            // For a line that was no request: in the order they were sent.
+            let due = (self.nulls_due.pop_front())
+                .unwrap_or_else(|| panic!("an error without an id for no line: {line}"));
+            assert_eq!(msg["error"]["code"], due, "{line}");
+            self.nulls_seen += 1;
+            return;
+        }
         if self.listens.remove(id).is_some() {
             // A listen's final result: only at the end of input.
             assert!(
@@ -723,7 +856,10 @@ impl Model {
             self.progress_of.remove(p);
             self.dead_progress.insert(p.clone());
         }
-        if let Some(error) = msg.get("error") {
+        if let Kind::Refused(code) = req.kind {
+            // Refused when read, whatever else is going on.
+            assert_eq!(msg["error"]["code"], code, "{line}");
+        } else if let Some(error) = msg.get("error") {
             assert!(
                 self.closing && error["code"] == -32603,
                 "an error where a result was due: {line}"
@@ -746,6 +882,13 @@ impl Model {
                     }
                 }
             }
+        }
+        // The lines before the barrier were read before it.
+        if let Some(due) = req.nulls_before {
+            assert_eq!(
+                self.nulls_seen, due,
+                "errors for lines read before this barrier came after its reply: {line}"
+            );
         }
         for proven in &req.proves {
             self.dead.insert(proven.clone());
@@ -780,6 +923,10 @@ impl Model {
                 let task = result["taskId"].as_str().expect("a task id").to_owned();
                 self.tasks.insert(task, req.token.clone());
             }
+            Kind::WrongArguments => {
+                assert_eq!(result["isError"], true, "{line}");
+            }
+            Kind::Refused(code) => panic!("a result where error {code} was due: {line}"),
             Kind::TaskGet(task) => {
                 self.polling.remove(task);
                 match result["status"].as_str() {
