@@ -58,8 +58,9 @@ impl Transport {
     /// `writer`. The writer is buffered by whoever writes to it, so pass it
     /// unbuffered.
     ///
-    /// A server writes what it publishes to every connection before the
-    /// publisher goes on, so a peer that stops reading holds up every
+    /// A server writes what it publishes into every connection's output
+    /// before the publisher goes on, and a publisher waits once a few KiB
+    /// wait for a peer that stops reading: so such a peer holds up every
     /// publisher once its buffers are full. For a server of many
     /// connections, give a socket a write timeout before handing it over
     /// (`set_write_timeout`, as `serve_http` does): a write that

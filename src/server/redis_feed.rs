@@ -24,6 +24,17 @@ use crate::server::change_feed::{Change, ChangeFeed};
 /// feed was dropped, and the longest a reconnection waits between tries.
 const LOOK: Duration = Duration::from_secs(1);
 
+/// How long the publisher waits for Redis to take a `PUBLISH` and answer it
+/// before it takes the connection for broken: a Redis that stopped
+/// answering, or a network that dropped it without a word, would otherwise
+/// hold every change after it until the kernel gives up (many minutes).
+const REPLY: Duration = Duration::from_secs(5);
+
+/// How many changes may wait for the publisher; past that (Redis slower
+/// than the server's changes for a long while) a change is lost, as one
+/// published while the connection is down is.
+const OUTBOX: usize = 65_536;
+
 /// A [`ChangeFeed`] over Redis pub/sub: every replica of a server opens one
 /// on the same Redis and channel.
 ///
@@ -40,7 +51,9 @@ const LOOK: Duration = Duration::from_secs(1);
 /// Two threads of its own: one publishes (`send` only queues, so a
 /// publisher never waits for Redis), one receives. A lost connection is
 /// opened again, once a second at most; what was published meanwhile is
-/// lost (see the module docs of `redis_feed`). Dropping the feed (with the
+/// lost (see the module docs of `redis_feed`). A Redis that takes more
+/// than 5 s to answer a `PUBLISH` is taken to be lost too, and at most
+/// 65,536 changes wait for the publisher. Dropping the feed (with the
 /// server that holds it) ends both threads.
 pub struct RedisChangeFeed {
     client: redis::Client,
@@ -75,10 +88,8 @@ impl RedisChangeFeed {
     /// `channel` for the changes; fails when Redis cannot be reached now.
     pub fn open(url: &str, channel: &str) -> Result<RedisChangeFeed, Error> {
         let client = redis::Client::open(url).map_err(|e| redis_error(url, &e))?;
-        let publisher = client
-            .get_connection_with_timeout(LOOK)
-            .map_err(|e| redis_error(url, &e))?;
-        let (outbox, queue) = crossbeam_channel::unbounded();
+        let publisher = publisher_connection(&client).map_err(|e| redis_error(url, &e))?;
+        let (outbox, queue) = crossbeam_channel::bounded(OUTBOX);
         let stopped = Arc::new(AtomicBool::new(false));
         let published = Arc::new(AtomicU64::new(0));
         let feed = RedisChangeFeed {
@@ -109,8 +120,9 @@ impl ChangeFeed for RedisChangeFeed {
             change: change.clone(),
         };
         if let Ok(message) = serde_json::to_vec(&envelope) {
-            // The publisher ends only when the feed is dropped.
-            let _ = self.outbox.send(message);
+            // Full: lost (see `OUTBOX`). The publisher ends only when the
+            // feed is dropped.
+            let _ = self.outbox.try_send(message);
         }
     }
 
@@ -141,27 +153,32 @@ fn publish(
 ) {
     let mut connection = Some(connection);
     while let Ok(message) = queue.recv() {
-        for attempt in 0..2 {
+        // Broken or silent for `REPLY`: once more on a new connection,
+        // then the change is lost.
+        for _attempt in 0..2 {
+            if connection.is_none() {
+                connection = publisher_connection(client).ok();
+            }
             let Some(open) = connection.as_mut() else {
-                connection = client.get_connection_with_timeout(LOOK).ok();
-                if connection.is_none() {
-                    break;
-                }
-                continue;
+                break;
             };
             let sent: redis::RedisResult<i64> =
                 redis::cmd("PUBLISH").arg(channel).arg(&message).query(open);
-            match sent {
-                Ok(_) => {
-                    published.fetch_add(1, Ordering::AcqRel);
-                    break;
-                }
-                // Broken: once more on a new connection, then the change is lost.
-                Err(_) if attempt == 0 => connection = None,
-                Err(_) => {}
+            if sent.is_ok() {
+                published.fetch_add(1, Ordering::AcqRel);
+                break;
             }
+            connection = None;
         }
     }
+}
+
+/// A connection for the publisher, which waits at most [`REPLY`] for Redis.
+fn publisher_connection(client: &redis::Client) -> redis::RedisResult<redis::Connection> {
+    let connection = client.get_connection_with_timeout(LOOK)?;
+    connection.set_write_timeout(Some(REPLY))?;
+    connection.set_read_timeout(Some(REPLY))?;
+    Ok(connection)
 }
 
 /// The subscriber: delivers what the other replicas publish until the feed
@@ -213,4 +230,83 @@ fn redis_error(url: &str, e: &redis::RedisError) -> Error {
     Error::Io(std::io::Error::other(format!(
         "cannot reach Redis at {url}: {e} (is redis-server running there?)"
     )))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::{BufRead, BufReader, Read, Write};
+    use std::net::{TcpListener, TcpStream};
+    use std::time::Instant;
+
+    use super::*;
+
+    /// One command of the Redis protocol (an array of bulk strings), or
+    /// `None` at the end of the stream.
+    fn read_command(input: &mut BufReader<TcpStream>) -> Option<Vec<Vec<u8>>> {
+        let mut line = String::new();
+        input.read_line(&mut line).ok().filter(|n| *n > 0)?;
+        let count: usize = line.trim().strip_prefix('*')?.parse().ok()?;
+        let mut args = Vec::new();
+        for _ in 0..count {
+            line.clear();
+            input.read_line(&mut line).ok()?;
+            let len: usize = line.trim().strip_prefix('$')?.parse().ok()?;
+            let mut arg = vec![0; len + 2];
+            input.read_exact(&mut arg).ok()?;
+            arg.truncate(len);
+            args.push(arg);
+        }
+        Some(args)
+    }
+
+    /// A Redis that answers every command, except `PUBLISH` on its first
+    /// connection: that one it reads and never answers, as a Redis that
+    /// hangs or a network that lost it without a reset would.
+    fn redis_that_goes_silent() -> String {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("redis://{}/", listener.local_addr().unwrap());
+        thread::spawn(move || {
+            for (n, stream) in listener.incoming().enumerate() {
+                let stream = stream.unwrap();
+                thread::spawn(move || {
+                    let mut output = stream.try_clone().unwrap();
+                    let mut input = BufReader::new(stream);
+                    while let Some(command) = read_command(&mut input) {
+                        let reply: &[u8] = match command[0].to_ascii_uppercase().as_slice() {
+                            b"PUBLISH" if n == 0 => continue,
+                            b"PUBLISH" => b":0\r\n",
+                            _ => b"+OK\r\n",
+                        };
+                        output.write_all(reply).unwrap();
+                    }
+                });
+            }
+        });
+        url
+    }
+
+    #[test]
+    fn a_redis_that_stops_answering_is_left_for_a_new_connection() {
+        let feed = RedisChangeFeed::open(&redis_that_goes_silent(), "changes").unwrap();
+        feed.send(&Change::ToolsListChanged);
+        // Without a read timeout the publisher waits for the silent
+        // connection for ever (until the kernel gives up), and every change
+        // after it with it.
+        let deadline = Instant::now() + REPLY + Duration::from_secs(5);
+        while feed.published() == 0 {
+            assert!(
+                Instant::now() < deadline,
+                "the change is still waiting for a Redis that does not answer"
+            );
+            thread::sleep(Duration::from_millis(20));
+        }
+        feed.send(&Change::ToolsListChanged);
+        while feed.published() < 2 {
+            assert!(
+                Instant::now() < deadline,
+                "the next change is not published"
+            );
+            thread::sleep(Duration::from_millis(20));
+        }
+    }
 }

@@ -148,11 +148,12 @@ impl HttpOptions {
     /// How long a write to a client may wait without the client taking any
     /// of it (default 10 s, at least 1 ms): past it the client is taken to
     /// be gone, its connection is closed and its requests are cancelled.
-    /// What the server publishes is written to every listening stream
+    /// What the server publishes goes into every listening stream's output
     /// before the publisher goes on (so that it precedes the publisher's
-    /// reply), so a client that stops reading a stream whose buffers are
-    /// full would otherwise hold up every publisher of the server, and the
-    /// requests they serve, for as long as it stays connected.
+    /// reply), and a publisher waits once a few KiB wait for a stream whose
+    /// socket buffers are full; so a client that stops reading would
+    /// otherwise hold up every publisher of the server, and the requests
+    /// they serve, for as long as it stays connected.
     pub fn write_timeout(mut self, timeout: Duration) -> Self {
         self.write_timeout = timeout.max(Duration::from_millis(1));
         self
