@@ -46,13 +46,16 @@ use std::thread;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
 
-use crate::client::{Client, Era, RequestOptions, SubscriptionEvent};
+use crossbeam_channel::Select;
+
+use crate::client::{Client, Era, RequestOptions, Subscription, SubscriptionEvent};
 use crate::error::Error;
 use crate::jsonrpc::ErrorObject;
 use crate::outcome::{Outcome, PromptArguments};
 use crate::server::Server;
 use crate::server::context::RequestContext;
 use crate::server::handlers::ResourceRequest;
+use crate::server::notifier::Notifier;
 use crate::types::{
     CallToolResult, CompleteRequestParams, CompleteResult, GetPromptResult, InputRequiredResult,
     LoggingMessageNotificationParams, ProgressNotificationParams, Prompt, ReadResourceResult,
@@ -96,12 +99,13 @@ pub fn serve_as(client: Client) -> Result<Server, Error> {
     if capabilities.prompts.is_some() {
         builder = builder.enable_prompts();
     }
+    let updates = Arc::new(Updates::default());
     if capabilities.completions.is_some() {
-        let forwarding = Arc::clone(&client);
+        let (forwarding, updates) = (Arc::clone(&client), Arc::clone(&updates));
         builder = builder.completion(move |ctx, params: CompleteRequestParams| {
             let params = serde_json::to_value(params).map_err(internal)?;
-            match forward::<CompleteResult>(&forwarding, ctx, method::COMPLETION_COMPLETE, params)?
-            {
+            let method = method::COMPLETION_COMPLETE;
+            match forward::<CompleteResult>(&forwarding, &updates, ctx, method, params)? {
                 Outcome::Complete(result) => Ok(result),
                 Outcome::InputRequired(_) => Err(ErrorObject::internal_error(
                     "the server behind this proxy asked for input to complete an argument",
@@ -112,21 +116,22 @@ pub fn serve_as(client: Client) -> Result<Server, Error> {
     let subscribed = Arc::new(Mutex::new(HashSet::<String>::new()));
     let server_slot: Arc<Mutex<Option<Server>>> = Arc::default();
     if capabilities.resources.as_ref().and_then(|r| r.subscribe) == Some(true) {
-        let (client, subscribed, slot) = (
+        let (client, subscribed, slot, updates) = (
             Arc::clone(&client),
             Arc::clone(&subscribed),
             Arc::clone(&server_slot),
+            Arc::clone(&updates),
         );
         builder = builder.resource_subscription_filter(move |uri| {
-            subscribe(&client, &subscribed, &slot, uri);
+            subscribe(&client, &subscribed, &slot, &updates, uri);
             true
         });
     }
     let server = builder.build();
     *lock(&server_slot) = Some(server.clone());
     let mirrored = Arc::new(Mutex::new(Mirrored::default()));
-    mirror(&server, &client, &mirrored, Lists::all())?;
-    follow_list_changes(&server, &client, mirrored);
+    mirror(&server, &client, &updates, &mirrored, Lists::all())?;
+    follow_list_changes(&server, &client, updates, mirrored);
     Ok(server)
 }
 
@@ -187,6 +192,7 @@ fn sync<T: serde::Serialize>(
 fn mirror(
     server: &Server,
     client: &Arc<Client>,
+    updates: &Arc<Updates>,
     mirrored: &Mutex<Mirrored>,
     lists: Lists,
 ) -> Result<(), Error> {
@@ -195,10 +201,11 @@ fn mirror(
     if lists.tools && capabilities.tools.is_some() {
         let tools = client.tools().collect::<Result<Vec<_>, _>>()?;
         let add = |tool: Tool| {
-            let (client, name) = (Arc::clone(client), tool.name.clone());
+            let (client, updates) = (Arc::clone(client), Arc::clone(updates));
+            let name = tool.name.clone();
             server.add_tool(tool, move |ctx, arguments: Value| {
                 let params = json!({ "name": name, "arguments": arguments });
-                forward::<CallToolResult>(&client, ctx, method::TOOLS_CALL, params)
+                forward::<CallToolResult>(&client, &updates, ctx, method::TOOLS_CALL, params)
             });
         };
         let remove = |name: &str| server.remove_tool(name);
@@ -206,7 +213,7 @@ fn mirror(
     }
     if lists.resources && capabilities.resources.is_some() {
         let resources = client.resources().collect::<Result<Vec<_>, _>>()?;
-        let add = |resource| server.add_resource(resource, read_through(client));
+        let add = |resource| server.add_resource(resource, read_through(client, updates));
         let remove = |uri: &str| server.remove_resource(uri);
         sync(
             &mut mirrored.resources,
@@ -216,7 +223,7 @@ fn mirror(
             remove,
         );
         let templates = client.resource_templates().collect::<Result<Vec<_>, _>>()?;
-        let add = |template| server.add_resource_template(template, read_through(client));
+        let add = |template| server.add_resource_template(template, read_through(client, updates));
         let remove = |pattern: &str| server.remove_resource_template(pattern);
         let key = |t: &ResourceTemplate| t.uri_template.clone();
         sync(&mut mirrored.templates, templates, key, add, remove);
@@ -224,10 +231,11 @@ fn mirror(
     if lists.prompts && capabilities.prompts.is_some() {
         let prompts = client.prompts().collect::<Result<Vec<_>, _>>()?;
         let add = |prompt: Prompt| {
-            let (client, name) = (Arc::clone(client), prompt.name.clone());
+            let (client, updates) = (Arc::clone(client), Arc::clone(updates));
+            let name = prompt.name.clone();
             server.add_prompt(prompt, move |ctx, arguments: PromptArguments| {
                 let params = json!({ "name": name, "arguments": arguments });
-                forward::<GetPromptResult>(&client, ctx, method::PROMPTS_GET, params)
+                forward::<GetPromptResult>(&client, &updates, ctx, method::PROMPTS_GET, params)
             });
         };
         let remove = |name: &str| server.remove_prompt(name);
@@ -246,14 +254,15 @@ fn mirror(
 /// the URI asked for.
 fn read_through(
     client: &Arc<Client>,
+    updates: &Arc<Updates>,
 ) -> impl Fn(&RequestContext, &ResourceRequest) -> Result<Outcome<ReadResourceResult>, ErrorObject>
 + Send
 + Sync
 + 'static {
-    let client = Arc::clone(client);
+    let (client, updates) = (Arc::clone(client), Arc::clone(updates));
     move |ctx, request| {
         let params = json!({ "uri": request.uri });
-        forward::<ReadResourceResult>(&client, ctx, method::RESOURCES_READ, params)
+        forward::<ReadResourceResult>(&client, &updates, ctx, method::RESOURCES_READ, params)
     }
 }
 
@@ -262,9 +271,11 @@ fn read_through(
 /// the server's state, [`carry_round`]), progress and logs come back, and
 /// its cancellation cancels this request. The server's protocol error is
 /// passed on as it is; anything else is `-32603` saying the proxy's server
-/// failed.
+/// failed. The resource updates the server sent before its reply are
+/// published before this returns ([`Updates::publish_waiting`]).
 fn forward<T: DeserializeOwned>(
     client: &Client,
+    updates: &Updates,
     ctx: &RequestContext,
     method: &str,
     mut params: Value,
@@ -319,6 +330,7 @@ fn forward<T: DeserializeOwned>(
         ctx.is_cancelled()
     });
     relay();
+    updates.publish_waiting(&ctx.notifier());
     let raw = raw.map_err(|e| failed(method, e))?;
     let value: Value = serde_json::from_str(raw.get()).map_err(internal)?;
     if value.get("resultType").and_then(Value::as_str) == Some("input_required") {
@@ -350,7 +362,12 @@ fn carry_round(ctx: &RequestContext, params: &mut Value) {
 
 /// The one `listen` the proxy keeps on the server for its list changes,
 /// on a thread of its own: each change lists again and publishes.
-fn follow_list_changes(server: &Server, client: &Arc<Client>, mirrored: Arc<Mutex<Mirrored>>) {
+fn follow_list_changes(
+    server: &Server,
+    client: &Arc<Client>,
+    updates: Arc<Updates>,
+    mirrored: Arc<Mutex<Mirrored>>,
+) {
     let capabilities = client.server_capabilities();
     let changes = |c: Option<bool>| c.filter(|on| *on);
     let filter = SubscriptionFilter {
@@ -381,19 +398,54 @@ fn follow_list_changes(server: &Server, client: &Arc<Client>, mirrored: Arc<Mute
                         prompts: event == SubscriptionEvent::PromptsListChanged,
                     },
                 };
-                let _ = mirror(&server, &client, &mirrored, lists);
+                let _ = mirror(&server, &client, &updates, &mirrored, lists);
             }
         });
+}
+
+/// The proxy's subscriptions to the server's resource updates. An update
+/// is taken from its subscription and published in one step, under that
+/// subscription's lock, by the subscription's thread or by a request that
+/// just got its reply ([`forward`]): so the update a call caused reaches
+/// the proxy's callers before that call's reply, as it reached the proxy
+/// (the server writes it first), even where a caller hears only on the
+/// call's own stream (a legacy client over HTTP).
+#[derive(Default)]
+struct Updates(Mutex<Vec<Arc<Mutex<Subscription>>>>);
+
+impl Updates {
+    /// Publishes every update waiting in any of the subscriptions.
+    fn publish_waiting(&self, notifier: &Notifier) {
+        let subscriptions = lock(&self.0).clone();
+        for subscription in subscriptions {
+            publish_waiting(&mut lock(&subscription), notifier);
+        }
+    }
+}
+
+/// Publishes the updates waiting in `subscription`; `true` once it ended.
+fn publish_waiting(subscription: &mut Subscription, notifier: &Notifier) -> bool {
+    loop {
+        match subscription.try_recv() {
+            Ok(Some(SubscriptionEvent::ResourceUpdated { uri })) => {
+                notifier.resource_updated(&uri);
+            }
+            Ok(Some(_)) => {}
+            Ok(None) => return false,
+            Err(_) => return true,
+        }
+    }
 }
 
 /// Subscribes to `uri` on the server, once, before the caller's own
 /// subscription is acknowledged (so that nothing the caller does after its
 /// acknowledgment is missed); a thread of its own then publishes each
-/// update to the proxy's listeners.
+/// update to the proxy's listeners (see [`Updates`]).
 fn subscribe(
     client: &Arc<Client>,
     subscribed: &Mutex<HashSet<String>>,
     server: &Arc<Mutex<Option<Server>>>,
+    updates: &Arc<Updates>,
     uri: &str,
 ) {
     if !lock(subscribed).insert(uri.to_owned()) {
@@ -403,22 +455,33 @@ fn subscribe(
         resource_subscriptions: Some(vec![uri.to_owned()]),
         ..SubscriptionFilter::default()
     };
-    let Ok(mut subscription) = client.listen(filter) else {
+    let Ok(subscription) = client.listen(filter) else {
         // Tried again by the next caller that asks.
         lock(subscribed).remove(uri);
         return;
     };
-    let server = Arc::clone(server);
+    // Waited on without taking anything: what comes is taken under the
+    // subscription's lock (`Updates`).
+    let deliveries = subscription.rx.clone();
+    let subscription = Arc::new(Mutex::new(subscription));
+    lock(&updates.0).push(Arc::clone(&subscription));
+    let (server, updates) = (Arc::clone(server), Arc::clone(updates));
     let _ = thread::Builder::new()
         .name("mcp-proxy-resource".into())
         .spawn(move || {
-            while let Ok(event) = subscription.recv() {
-                if let SubscriptionEvent::ResourceUpdated { uri } = event
-                    && let Some(server) = lock(&server).as_ref()
-                {
-                    server.notifier().resource_updated(&uri);
+            loop {
+                let mut ready = Select::new();
+                ready.recv(&deliveries);
+                ready.ready();
+                // Set once the server is built, before anyone subscribes.
+                let Some(notifier) = lock(&server).as_ref().map(Server::notifier) else {
+                    continue;
+                };
+                if publish_waiting(&mut lock(&subscription), &notifier) {
+                    break;
                 }
             }
+            lock(&updates.0).retain(|s| !Arc::ptr_eq(s, &subscription));
         });
 }
 
