@@ -16,17 +16,23 @@ cd "$(dirname "$0")/../.."
 # shellcheck source=tests/conformance/install.sh
 . tests/conformance/install.sh
 cargo build --quiet --features http --example everything
-PORT=${PORT:-39124}
-target/debug/examples/everything --http "127.0.0.1:$PORT" 2>"$OUT/http-server.stderr" &
+# Port 0: the server takes a free port and prints its URL. (A fixed port
+# sits in the kernel's ephemeral range, where any outgoing connection of
+# the machine may hold it: CI once got "Address already in use".)
+target/debug/examples/everything --http "127.0.0.1:${PORT:-0}" 2>"$OUT/http-server.stderr" &
 SERVER=$!
 trap 'kill $SERVER 2>/dev/null' EXIT
-for _ in $(seq 50); do
-    grep -q "http://" "$OUT/http-server.stderr" 2>/dev/null && break
+URL=
+for _ in $(seq 100); do
+    URL=$(grep -o "http://[^ ]*/mcp" "$OUT/http-server.stderr" 2>/dev/null | head -1) && [ -n "$URL" ] && break
+    kill -0 $SERVER 2>/dev/null || break
     sleep 0.1
 done
-URL="http://127.0.0.1:$PORT/mcp"
+[ -n "$URL" ] || { echo "run-http: the server did not start:" >&2; cat "$OUT/http-server.stderr" >&2; exit 1; }
 if [ $# -gt 0 ]; then
-    exec "$NODE" "$SUITE_JS" server --url "$URL" --scenario "$1" --verbose
+    # Not exec: the trap stops the server afterwards.
+    "$NODE" "$SUITE_JS" server --url "$URL" --scenario "$1" --verbose
+    exit
 fi
 failed=0
 for revision in 2026-07-28 2025-11-25; do

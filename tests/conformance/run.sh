@@ -13,7 +13,8 @@ cd "$(dirname "$0")/../.."
 # shellcheck source=tests/conformance/install.sh
 . tests/conformance/install.sh
 cargo build --quiet --example everything
-PORT=${PORT:-39123}
+# A free port (a fixed one sits in the ephemeral range: see run-http.sh).
+PORT=${PORT:-$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')}
 BRIDGE_WIRE_LOG="$OUT/wire.log" python3 tests/conformance/bridge.py "$PORT" \
     target/debug/examples/everything 2>"$OUT/server.stderr" &
 BRIDGE=$!
