@@ -197,3 +197,64 @@ fn list_changes_and_resource_updates_behind_reach_a_listen_on_the_proxy() {
     }
     assert_eq!(heard, 1, "tools/list_changed through the proxy");
 }
+
+/// A resource update the server behind sends before a call's reply reaches
+/// a legacy caller over HTTP before that reply, on the call's own stream
+/// (it has no other: no GET stream). The proxy read its subscription on a
+/// thread of its own, which raced the call's handler: when the handler
+/// won, the reply went out first and the update reached no one (CI,
+/// `serve-http.sh`, the Python SDK 1.30). Many rounds: it was a race.
+#[test]
+fn an_update_behind_reaches_a_legacy_caller_before_the_reply_that_followed_it() {
+    use crate::http::{events, header, json_body, post, status};
+    let proxy = proxied();
+    let addr: std::net::SocketAddr = (proxy.url)
+        .trim_start_matches("http://")
+        .trim_end_matches("/mcp")
+        .parse()
+        .unwrap();
+    let headers = |session: Option<&str>, accept: &str| {
+        let mut headers = vec![
+            ("Content-Type".to_owned(), "application/json".to_owned()),
+            ("Accept".to_owned(), accept.to_owned()),
+            ("MCP-Protocol-Version".to_owned(), "2025-11-25".to_owned()),
+        ];
+        if let Some(session) = session {
+            headers.push(("Mcp-Session-Id".to_owned(), session.to_owned()));
+        }
+        headers
+    };
+    let initialize = json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": { "name": "old", "version": "1" } } });
+    let response = post(
+        addr,
+        &headers(None, "application/json"),
+        &initialize.to_string(),
+    );
+    assert_eq!(status(&response), 200, "{response}");
+    let session = header(&response, "mcp-session-id").unwrap().to_owned();
+    let subscribe = json!({ "jsonrpc": "2.0", "id": 2, "method": "resources/subscribe",
+        "params": { "uri": "mem://counter" } });
+    let response = post(
+        addr,
+        &headers(Some(&session), "application/json"),
+        &subscribe.to_string(),
+    );
+    assert_eq!(json_body(&response)["id"], 2, "{response}");
+    let streams = headers(Some(&session), "application/json, text/event-stream");
+    for round in 3..103 {
+        let bump = json!({ "jsonrpc": "2.0", "id": round, "method": "tools/call",
+            "params": { "name": "bump", "arguments": {} } });
+        let response = post(addr, &streams, &bump.to_string());
+        let events = events(&response);
+        assert_eq!(
+            events.len(),
+            2,
+            "round {round}: the update, then the result: {response}"
+        );
+        assert_eq!(events[0]["method"], "notifications/resources/updated");
+        assert_eq!(events[0]["params"]["uri"], "mem://counter");
+        assert_eq!(events[1]["id"], round);
+    }
+}
