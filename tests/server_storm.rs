@@ -5,9 +5,13 @@
 //! threads publish, progress from cancelled handlers, tasks, lines a fault
 //! injector would write (not JSON, batches, wrong members, wrong arguments,
 //! blank lines, CRLF, stray responses and notifications), and the end of
-//! input with everything in flight. Every line the server writes is judged
-//! by an exact oracle ([`Model`]): the rules of DESIGN.md, each one a check
-//! below.
+//! input with everything in flight. One round in three is a legacy
+//! (2025-11-25) session (feature `legacy`): no listens or tasks, but calls
+//! that ask the client for input (`elicitation/create`), answered at random
+//! moments or left open while their request is cancelled (the server must
+//! then withdraw the ask, and never ask for a request whose cancellation it
+//! read). Every line the server writes is judged by an exact oracle
+//! ([`Model`]): the rules of DESIGN.md, each one a check below.
 //!
 //! Bounded: `STORM_SECONDS` (default 6) of rounds, each a new connection to
 //! the same server; `STORM_SEED` replays a run's choices (thread timing
@@ -27,9 +31,10 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, RecvTimeoutError};
 use mcp_stdio::types::{
-    CallToolResult, ReadResourceResult, ResourceContents, ResourceTemplate, Tool,
+    CallToolResult, ElicitRequestFormParams, ElicitRequestParams, InputRequest,
+    InputRequiredResult, ReadResourceResult, ResourceContents, ResourceTemplate, Tool,
 };
-use mcp_stdio::{Server, TaskMode, Transport};
+use mcp_stdio::{MemoryTaskStore, Outcome, Server, TaskMode, Transport};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -73,7 +78,10 @@ fn the_server_keeps_every_rule_under_storm() {
     let mut tasks: HashMap<String, String> = HashMap::new();
     let until = Instant::now() + Duration::from_secs_f64(seconds);
     while Instant::now() < until {
-        let mut model = Model::start(&server, rng.next(), std::mem::take(&mut tasks));
+        let legacy = rng.below(3) == 0 && cfg!(feature = "legacy");
+        let seed = rng.next();
+        let mut model = Model::start(&server, seed, std::mem::take(&mut tasks), legacy);
+        model.max_running = max_running;
         model.storm(Duration::from_millis(100 + rng.below(400) as u64));
         let model = model.end_of_input();
         tasks = model.tasks;
@@ -86,7 +94,7 @@ fn the_server_keeps_every_rule_under_storm() {
             Instant::now() < deadline,
             "tasks never completed: {tasks:?}"
         );
-        let mut model = Model::start(&server, rng.next(), std::mem::take(&mut tasks));
+        let mut model = Model::start(&server, rng.next(), std::mem::take(&mut tasks), false);
         model.poll_tasks();
         model.settle();
         let model = model.end_of_input();
@@ -121,6 +129,10 @@ fn storm_server(max_running: usize, queue_limit: usize, grace: Duration) -> Serv
         .max_running(max_running)
         .queue_limit(queue_limit)
         .shutdown_grace(grace)
+        // No task is dropped before the model polls it: a full store drops
+        // the oldest finished task, which the model may not have seen yet
+        // (a legacy round polls none).
+        .task_store(MemoryTaskStore::new(1 << 20))
         .inline_tool(Tool::new("echo", "Echoes a token."), |_ctx, args: Args| {
             Ok(CallToolResult::text(args.token))
         })
@@ -147,6 +159,32 @@ fn storm_server(max_running: usize, queue_limit: usize, grace: Duration) -> Serv
                     }
                 }
                 Ok(CallToolResult::text(args.token))
+            },
+        )
+        .tool(
+            Tool::new(
+                "ask",
+                "Asks the client for a word, then answers token:word.",
+            ),
+            |ctx, args: Args| {
+                Ok(match ctx.elicitation("word") {
+                    Some(answer) => {
+                        let content = answer.content.unwrap_or_default();
+                        let word = content.get("word").and_then(Value::as_str).unwrap_or("");
+                        Outcome::Complete(CallToolResult::text(format!("{}:{word}", args.token)))
+                    }
+                    None => {
+                        // The token as the message: the model tells whose ask it is.
+                        let schema = serde_json::from_value(json!({ "type": "object",
+                            "properties": { "word": { "type": "string" } } }))
+                        .expect("a form schema");
+                        let form = ElicitRequestFormParams::new(&args.token, schema);
+                        let ask = InputRequest::Elicit(ElicitRequestParams::Form(form));
+                        Outcome::InputRequired(InputRequiredResult::new(
+                            [("word".to_owned(), ask)].into_iter().collect(),
+                        ))
+                    }
+                })
             },
         )
         .task_tool(
@@ -185,6 +223,11 @@ struct Tally {
     tasks_done: u64,
     ids_reused: u64,
     junk: u64,
+    legacy_rounds: u64,
+    asks: u64,
+    asks_answered: u64,
+    asks_withdrawn: u64,
+    asks_refused: u64,
 }
 
 impl Tally {
@@ -200,6 +243,11 @@ impl Tally {
         self.tasks_done += o.tasks_done;
         self.ids_reused += o.ids_reused;
         self.junk += o.junk;
+        self.legacy_rounds += o.legacy_rounds;
+        self.asks += o.asks;
+        self.asks_answered += o.asks_answered;
+        self.asks_withdrawn += o.asks_withdrawn;
+        self.asks_refused += o.asks_refused;
     }
 }
 
@@ -215,6 +263,17 @@ enum Kind {
     WrongArguments,
     /// A line the server must refuse at once with this error code.
     Refused(i64),
+    /// A call that asks a legacy client for a word: `token:w` once answered.
+    Ask,
+}
+
+/// One of the server's asks to a legacy client, by the ask's id.
+#[derive(Debug)]
+struct Ask {
+    /// The call that asked.
+    call: Id,
+    /// Answered by the model (the server may not have read it yet).
+    answered: bool,
 }
 
 /// A request in flight.
@@ -233,6 +292,9 @@ struct Req {
     /// A barrier: how many errors without an id (for lines that were no
     /// request) are due before its reply.
     nulls_before: Option<usize>,
+    /// A call of `ask`: the most requests seen waiting for answers (asked,
+    /// no reply yet) at once since it was sent.
+    peak_waiting: usize,
 }
 
 /// An open subscription.
@@ -276,6 +338,14 @@ struct Model {
     /// Errors without an id due so far, and seen so far.
     nulls_sent: usize,
     nulls_seen: usize,
+    /// A legacy session: no listens or tasks; calls may ask for input.
+    legacy: bool,
+    /// The server's `max_running`: as many requests may wait for answers.
+    max_running: usize,
+    /// The server's asks seen, by their id (JSON text).
+    asks: HashMap<Id, Ask>,
+    /// Calls of the `ask` tool in flight, by their token.
+    asking: HashMap<String, Id>,
     closing: bool,
     tally: Tally,
 }
@@ -287,7 +357,7 @@ fn fresh() -> u64 {
 }
 
 impl Model {
-    fn start(server: &Server, seed: u64, tasks: HashMap<String, String>) -> Model {
+    fn start(server: &Server, seed: u64, tasks: HashMap<String, String>, legacy: bool) -> Model {
         let (their_in, our_out) = std::io::pipe().expect("a pipe");
         let (our_in, their_out) = std::io::pipe().expect("a pipe");
         let transport = Transport::new(BufReader::new(their_in), their_out);
@@ -312,7 +382,7 @@ impl Model {
                 }
             }
         });
-        Model {
+        let mut model = Model {
             rng: Rng(seed | 1),
             input: Some(our_out),
             lines,
@@ -331,15 +401,46 @@ impl Model {
             nulls_due: VecDeque::new(),
             nulls_sent: 0,
             nulls_seen: 0,
+            legacy,
+            max_running: 1,
+            asks: HashMap::new(),
+            asking: HashMap::new(),
             closing: false,
             tally: Tally::default(),
+        };
+        if legacy {
+            model.open_session();
         }
+        model
+    }
+
+    /// `initialize` (declaring elicitation) and `notifications/initialized`.
+    fn open_session(&mut self) {
+        self.tally.legacy_rounds += 1;
+        let mut out = Vec::new();
+        let initialize = json!({ "jsonrpc": "2.0", "id": "init", "method": "initialize",
+            "params": { "protocolVersion": "2025-11-25", "capabilities": { "elicitation": {} },
+                "clientInfo": { "name": "storm", "version": "1" } } });
+        write_line(&mut out, &initialize);
+        self.send(&out);
+        let line = (self.lines.recv_timeout(WAIT)).expect("an answer to initialize");
+        let answer: Value = serde_json::from_str(&line).expect("JSON");
+        assert_eq!(answer["id"], "init", "{line}");
+        assert_eq!(answer["result"]["protocolVersion"], "2025-11-25", "{line}");
+        let mut out = Vec::new();
+        write_line(
+            &mut out,
+            &json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }),
+        );
+        self.send(&out);
     }
 
     /// Random steps for `length`, then a final burst and a barrier.
     fn storm(&mut self, length: Duration) {
         let until = Instant::now() + length;
-        self.poll_tasks();
+        if !self.legacy {
+            self.poll_tasks();
+        }
         while Instant::now() < until {
             let burst = 1 + self.rng.below(8);
             let mut out = Vec::new();
@@ -350,6 +451,7 @@ impl Model {
             self.take_lines(false);
             while self.open.len() >= DEPTH {
                 self.prove_cancellations();
+                self.answer_asks(usize::MAX);
                 self.take_lines(true);
             }
         }
@@ -362,6 +464,9 @@ impl Model {
 
     /// One random action, written to `out`.
     fn step(&mut self, out: &mut Vec<u8>) {
+        if self.legacy {
+            return self.legacy_step(out);
+        }
         match self.rng.below(100) {
             0..=54 => self.call(out),
             55..=59 => self.task(out),
@@ -385,6 +490,68 @@ impl Model {
                     self.call(out);
                 }
             }
+        }
+    }
+
+    /// One random action of a legacy session (no listens, no tasks).
+    fn legacy_step(&mut self, out: &mut Vec<u8>) {
+        match self.rng.below(100) {
+            0..=44 => self.call(out),
+            45..=59 => self.ask(out),
+            60..=69 => self.cancel_one(out),
+            70..=74 => {
+                self.ask(out);
+                self.cancel_one(out);
+            }
+            75..=81 => self.barrier(out),
+            82..=84 => self.junk(out),
+            _ => {
+                let n = 1 + self.rng.below(3);
+                self.answer_asks_into(out, n);
+            }
+        }
+    }
+
+    /// A call of `ask`: it asks for a word, then answers `token:word`.
+    fn ask(&mut self, out: &mut Vec<u8>) {
+        let id = self.next_id();
+        let token = format!("t{}", fresh());
+        let params = json!({ "name": "ask", "arguments": { "token": token } });
+        write_line(out, &request(&id, "tools/call", params));
+        self.asking.insert(token.clone(), id.clone());
+        self.insert(id.clone(), Kind::Ask, token, None, None);
+        let waiting = self.waiting();
+        self.open.get_mut(&id).expect("just sent").peak_waiting = waiting;
+    }
+
+    /// How many requests wait for answers, as far as the model knows: they
+    /// asked, and their reply has not come.
+    fn waiting(&self) -> usize {
+        (self.asks.values())
+            .filter(|a| self.open.contains_key(&a.call))
+            .count()
+    }
+
+    /// Answers up to `n` of the asks not answered yet, oldest first.
+    fn answer_asks(&mut self, n: usize) {
+        let mut out = Vec::new();
+        self.answer_asks_into(&mut out, n);
+        self.send(&out);
+    }
+
+    fn answer_asks_into(&mut self, out: &mut Vec<u8>, n: usize) {
+        let mut open: Vec<&Id> = (self.asks.iter())
+            .filter(|(_, a)| !a.answered)
+            .map(|(id, _)| id)
+            .collect();
+        open.sort();
+        let chosen: Vec<Id> = open.into_iter().take(n).cloned().collect();
+        for id in chosen {
+            self.asks.get_mut(&id).expect("seen").answered = true;
+            self.tally.asks_answered += 1;
+            let answer = json!({ "jsonrpc": "2.0", "id": id_value(&id),
+                "result": { "action": "accept", "content": { "word": "w" } } });
+            write_line(out, &answer);
         }
     }
 
@@ -467,6 +634,7 @@ impl Model {
                 publish,
                 proves: Vec::new(),
                 nulls_before: None,
+                peak_waiting: 0,
             },
         );
         assert!(old.is_none(), "the model reused id {id} while in flight");
@@ -516,7 +684,10 @@ impl Model {
             .open
             .iter()
             .filter(|(_, r)| {
-                !r.cancelled && r.publish.is_none() && r.proves.is_empty() && r.kind == Kind::Call
+                !r.cancelled
+                    && r.publish.is_none()
+                    && r.proves.is_empty()
+                    && matches!(r.kind, Kind::Call | Kind::Ask)
             })
             .map(|(id, _)| id.clone())
             .collect();
@@ -690,6 +861,13 @@ impl Model {
         if bytes.is_empty() {
             return;
         }
+        let legacy;
+        let bytes = if self.legacy {
+            legacy = without_modern_meta(bytes);
+            &legacy[..]
+        } else {
+            bytes
+        };
         let input = self.input.as_mut().expect("input open");
         input.write_all(bytes).expect("the server reads its input");
     }
@@ -727,6 +905,7 @@ impl Model {
     fn settle(&mut self) {
         self.prove_cancellations();
         while !self.open.is_empty() {
+            self.answer_asks(usize::MAX);
             self.take_lines(true);
         }
     }
@@ -763,6 +942,26 @@ impl Model {
         match msg.get("method").and_then(Value::as_str) {
             None => self.judge_reply(&msg, line),
             Some("notifications/progress") => self.judge_progress(&msg, line),
+            Some("elicitation/create") => self.judge_ask(&msg, line),
+            Some("notifications/cancelled") => {
+                // The server withdraws an ask of a request the client cancelled.
+                let ask = msg["params"]["requestId"].to_string();
+                let call = &self
+                    .asks
+                    .get(&ask)
+                    .unwrap_or_else(|| panic!("withdrew no ask: {line}"))
+                    .call;
+                let req = self
+                    .open
+                    .get(call)
+                    .unwrap_or_else(|| panic!("withdrew the ask of no request in flight: {line}"));
+                assert!(
+                    req.cancelled,
+                    "withdrew the ask of a request not cancelled: {line}"
+                );
+                self.asks.remove(&ask);
+                self.tally.asks_withdrawn += 1;
+            }
             Some("notifications/subscriptions/acknowledged") => {
                 let id = &msg["params"]["_meta"][SUBSCRIPTION_ID].to_string();
                 assert!(!self.dead.contains(id), "ack after a cancellation: {line}");
@@ -798,6 +997,36 @@ impl Model {
                 self.tally.published += 1;
             }
             Some(other) => panic!("unexpected notification {other}: {line}"),
+        }
+    }
+
+    fn judge_ask(&mut self, msg: &Value, line: &str) {
+        assert!(self.legacy, "an ask in a modern session: {line}");
+        let token = msg["params"]["message"].as_str().expect("a message");
+        let call = (self.asking.get(token))
+            .unwrap_or_else(|| panic!("an ask for no call: {line}"))
+            .clone();
+        assert!(
+            !self.dead.contains(&call),
+            "asked for a request after its cancellation was read: {line}"
+        );
+        assert!(
+            self.open.contains_key(&call),
+            "asked for a request answered: {line}"
+        );
+        let id = msg["id"].to_string();
+        let old = self.asks.insert(
+            id,
+            Ask {
+                call,
+                answered: false,
+            },
+        );
+        assert!(old.is_none(), "two asks with one id: {line}");
+        self.tally.asks += 1;
+        let waiting = self.waiting();
+        for req in self.open.values_mut().filter(|r| r.kind == Kind::Ask) {
+            req.peak_waiting = req.peak_waiting.max(waiting);
         }
     }
 
@@ -848,6 +1077,8 @@ impl Model {
             .open
             .remove(id)
             .unwrap_or_else(|| panic!("a reply to no request in flight (a second reply?): {line}"));
+        // Its ask is over: answered (or its wait cut short at the end).
+        self.asks.retain(|_, a| &a.call != id);
         self.tally.replies += 1;
         if req.cancelled {
             self.tally.replied_despite_cancel += 1;
@@ -856,9 +1087,29 @@ impl Model {
             self.progress_of.remove(p);
             self.dead_progress.insert(p.clone());
         }
+        if let Kind::Ask = req.kind {
+            self.asking.remove(&req.token);
+        }
+        let asked_too_much = |error: &Value| {
+            error["code"] == -32603
+                && (error["message"].as_str())
+                    .is_some_and(|m| m.contains("already wait for this client's answers"))
+        };
         if let Kind::Refused(code) = req.kind {
             // Refused when read, whatever else is going on.
             assert_eq!(msg["error"]["code"], code, "{line}");
+        } else if req.kind == Kind::Ask && msg.get("error").is_some_and(asked_too_much) {
+            // Only while as many requests waited for answers as may. At the
+            // moment the server refused, each had asked (its ask came before
+            // this line) and none had its reply (it comes after that moment,
+            // so after every one of their asks): at some moment since this
+            // call was sent, the model saw them all waiting.
+            assert!(
+                req.peak_waiting >= self.max_running,
+                "an ask refused while at most {} requests waited for answers: {line}",
+                req.peak_waiting
+            );
+            self.tally.asks_refused += 1;
         } else if let Some(error) = msg.get("error") {
             assert!(
                 self.closing && error["code"] == -32603,
@@ -891,6 +1142,18 @@ impl Model {
             );
         }
         for proven in &req.proves {
+            // An ask of it left unanswered was withdrawn by now.
+            let left: Vec<_> = (self.asks.iter())
+                .filter(|(_, a)| &a.call == proven)
+                .map(|(id, a)| (id.clone(), a.answered))
+                .collect();
+            for (ask, answered) in left {
+                assert!(
+                    answered,
+                    "ask {ask} of cancelled request {proven} never withdrawn: {line}"
+                );
+                self.asks.remove(&ask);
+            }
             self.dead.insert(proven.clone());
             if let Some(r) = self.open.remove(proven) {
                 // Cancelled and proven: nothing more will come for it.
@@ -923,6 +1186,13 @@ impl Model {
                 let task = result["taskId"].as_str().expect("a task id").to_owned();
                 self.tasks.insert(task, req.token.clone());
             }
+            Kind::Ask => {
+                assert_eq!(
+                    result["content"][0]["text"],
+                    format!("{}:w", req.token),
+                    "{line}"
+                );
+            }
             Kind::WrongArguments => {
                 assert_eq!(result["isError"], true, "{line}");
             }
@@ -944,6 +1214,41 @@ impl Model {
             }
         }
     }
+}
+
+/// `bytes` as a legacy client writes them: each request's `_meta` without
+/// the per-request protocol version and capabilities of the modern era
+/// (`initialize` declared those). Lines that are not JSON objects stay.
+fn without_modern_meta(bytes: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(bytes.len());
+    for line in bytes.split_inclusive(|b| *b == b'\n') {
+        let Ok(mut message) = serde_json::from_slice::<Value>(line) else {
+            out.extend_from_slice(line);
+            continue;
+        };
+        let Some(meta) = message
+            .pointer_mut("/params/_meta")
+            .and_then(Value::as_object_mut)
+        else {
+            out.extend_from_slice(line);
+            continue;
+        };
+        meta.remove("io.modelcontextprotocol/protocolVersion");
+        meta.remove("io.modelcontextprotocol/clientCapabilities");
+        if meta.is_empty() {
+            message["params"]
+                .as_object_mut()
+                .expect("params")
+                .remove("_meta");
+        }
+        serde_json::to_writer(&mut out, &message).expect("JSON");
+        out.extend_from_slice(if line.ends_with(b"\r\n") {
+            b"\r\n"
+        } else {
+            b"\n"
+        });
+    }
+    out
 }
 
 /// Whether an id is a number (the model reuses those).
