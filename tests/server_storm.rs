@@ -1154,6 +1154,9 @@ impl Model {
                 );
                 self.asks.remove(&ask);
             }
+            // An ask for it from now on is for no call, even once its id is
+            // reused.
+            self.asking.retain(|_, call| call != proven);
             self.dead.insert(proven.clone());
             if let Some(r) = self.open.remove(proven) {
                 // Cancelled and proven: nothing more will come for it.
