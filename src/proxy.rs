@@ -418,13 +418,13 @@ impl Updates {
     fn publish_waiting(&self, notifier: &Notifier) {
         let subscriptions = lock(&self.0).clone();
         for subscription in subscriptions {
-            publish_waiting(&mut lock(&subscription), notifier);
+            publish_from(&mut lock(&subscription), notifier);
         }
     }
 }
 
 /// Publishes the updates waiting in `subscription`; `true` once it ended.
-fn publish_waiting(subscription: &mut Subscription, notifier: &Notifier) -> bool {
+fn publish_from(subscription: &mut Subscription, notifier: &Notifier) -> bool {
     loop {
         match subscription.try_recv() {
             Ok(Some(SubscriptionEvent::ResourceUpdated { uri })) => {
@@ -477,7 +477,7 @@ fn subscribe(
                 let Some(notifier) = lock(&server).as_ref().map(Server::notifier) else {
                     continue;
                 };
-                if publish_waiting(&mut lock(&subscription), &notifier) {
+                if publish_from(&mut lock(&subscription), &notifier) {
                     break;
                 }
             }

@@ -79,9 +79,11 @@ fn the_server_keeps_every_rule_under_storm() {
     let until = Instant::now() + Duration::from_secs_f64(seconds);
     while Instant::now() < until {
         let legacy = rng.below(3) == 0 && cfg!(feature = "legacy");
-        let seed = rng.next();
-        let mut model = Model::start(&server, seed, std::mem::take(&mut tasks), legacy);
-        model.max_running = max_running;
+        let session = Session {
+            legacy,
+            max_running,
+        };
+        let mut model = Model::start(&server, rng.next(), std::mem::take(&mut tasks), session);
         model.storm(Duration::from_millis(100 + rng.below(400) as u64));
         let model = model.end_of_input();
         tasks = model.tasks;
@@ -94,7 +96,11 @@ fn the_server_keeps_every_rule_under_storm() {
             Instant::now() < deadline,
             "tasks never completed: {tasks:?}"
         );
-        let mut model = Model::start(&server, rng.next(), std::mem::take(&mut tasks), false);
+        let session = Session {
+            legacy: false,
+            max_running,
+        };
+        let mut model = Model::start(&server, rng.next(), std::mem::take(&mut tasks), session);
         model.poll_tasks();
         model.settle();
         let model = model.end_of_input();
@@ -267,6 +273,12 @@ enum Kind {
     Ask,
 }
 
+/// What a round's connection is: its era, and the server's `max_running`.
+struct Session {
+    legacy: bool,
+    max_running: usize,
+}
+
 /// One of the server's asks to a legacy client, by the ask's id.
 #[derive(Debug)]
 struct Ask {
@@ -357,7 +369,12 @@ fn fresh() -> u64 {
 }
 
 impl Model {
-    fn start(server: &Server, seed: u64, tasks: HashMap<String, String>, legacy: bool) -> Model {
+    fn start(
+        server: &Server,
+        seed: u64,
+        tasks: HashMap<String, String>,
+        session: Session,
+    ) -> Model {
         let (their_in, our_out) = std::io::pipe().expect("a pipe");
         let (our_in, their_out) = std::io::pipe().expect("a pipe");
         let transport = Transport::new(BufReader::new(their_in), their_out);
@@ -401,14 +418,14 @@ impl Model {
             nulls_due: VecDeque::new(),
             nulls_sent: 0,
             nulls_seen: 0,
-            legacy,
-            max_running: 1,
+            legacy: session.legacy,
+            max_running: session.max_running,
             asks: HashMap::new(),
             asking: HashMap::new(),
             closing: false,
             tally: Tally::default(),
         };
-        if legacy {
+        if session.legacy {
             model.open_session();
         }
         model

@@ -23,7 +23,7 @@ use crate::support::WAIT;
 const VERSION: &str = "2025-11-25";
 
 /// `initialize` declaring `capabilities`: the session's id.
-fn initialize(addr: SocketAddr, capabilities: Value) -> String {
+pub(crate) fn initialize(addr: SocketAddr, capabilities: Value) -> String {
     let plain = vec![("Content-Type".to_owned(), "application/json".to_owned())];
     let initialize = json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": VERSION, "capabilities": capabilities,
@@ -35,7 +35,7 @@ fn initialize(addr: SocketAddr, capabilities: Value) -> String {
 
 /// The headers of a legacy client's POST in `session` (none: stateless),
 /// taking an event stream or (`streams` false) JSON alone.
-fn headers(session: Option<&str>, streams: bool) -> Vec<(String, String)> {
+pub(crate) fn headers(session: Option<&str>, streams: bool) -> Vec<(String, String)> {
     let accept = if streams {
         "application/json, text/event-stream"
     } else {
@@ -81,7 +81,7 @@ fn read_until(socket: &mut TcpStream, what: &str, seen: &mut String) {
     }
 }
 
-fn call(id: i64, tool: &str) -> Value {
+pub(crate) fn call(id: i64, tool: &str) -> Value {
     json!({ "jsonrpc": "2.0", "id": id, "method": "tools/call",
         "params": { "name": tool, "arguments": {} } })
 }
@@ -389,14 +389,20 @@ fn a_subscription_holds_for_the_post_sent_on_its_answer() {
             &headers(Some(&session), true),
             &call(3, "bump").to_string(),
         );
-        let events = events(&response);
-        assert_eq!(
-            events.len(),
-            2,
-            "round {round}: the update, then the result: {response}"
-        );
-        assert_eq!(events[0]["method"], "notifications/resources/updated");
-        assert_eq!(events[0]["params"]["uri"], "mem://counter");
-        assert_eq!(events[1]["id"], 3);
+        assert_updated_then_answered(&response, 3, round);
     }
+}
+
+/// `response`, to `bump` with id `id`, is a stream of two events:
+/// `mem://counter`'s update, then the call's result.
+pub(crate) fn assert_updated_then_answered(response: &str, id: i64, round: i64) {
+    let events = events(response);
+    assert_eq!(
+        events.len(),
+        2,
+        "round {round}: the update, then the result: {response}"
+    );
+    assert_eq!(events[0]["method"], "notifications/resources/updated");
+    assert_eq!(events[0]["params"]["uri"], "mem://counter");
+    assert_eq!(events[1]["id"], id);
 }

@@ -3,7 +3,7 @@
 //! HTTP, and driven by our HTTP client in both eras. What the callers see
 //! must be what the server behind offers.
 
-use std::net::TcpListener;
+use std::net::{SocketAddr, TcpListener};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -18,9 +18,10 @@ use serde_json::{Value, json};
 
 use crate::support::WAIT;
 
-/// The everything server behind a proxy served over HTTP: its URL, and
-/// the proxy's stop handle (the proxy stops when dropped).
+/// The everything server behind a proxy served over HTTP: its address and
+/// URL, and the proxy's stop handle (the proxy stops when dropped).
 struct Proxied {
+    addr: SocketAddr,
     url: String,
     stop: StopHandle,
 }
@@ -32,16 +33,21 @@ impl Drop for Proxied {
 }
 
 fn proxied() -> Proxied {
+    proxied_behind(crate::everything::build())
+}
+
+/// `behind` behind a proxy served over HTTP.
+fn proxied_behind(behind: Server) -> Proxied {
     let (ours, theirs) = Transport::memory();
-    let behind: Server = crate::everything::build();
     thread::spawn(move || behind.serve(theirs));
     let client = Client::connect(ours).unwrap();
     let proxy = mcp_stdio::proxy::serve_as(client).unwrap();
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let addr = listener.local_addr().unwrap();
+    let url = format!("http://{addr}/mcp");
     let stop = proxy.stop_handle();
     thread::spawn(move || proxy.serve_http(listener, HttpOptions::new()));
-    Proxied { url, stop }
+    Proxied { addr, url, stop }
 }
 
 fn caller(url: &str, era: EraPolicy) -> Client {
@@ -131,17 +137,8 @@ fn a_caller_that_cancels_cancels_the_call_behind() {
             },
         )
         .build();
-    let (ours, theirs) = Transport::memory();
-    thread::spawn(move || behind.serve(theirs));
-    let proxy = mcp_stdio::proxy::serve_as(Client::connect(ours).unwrap()).unwrap();
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
-    let _stop = Proxied {
-        url: url.clone(),
-        stop: proxy.stop_handle(),
-    };
-    thread::spawn(move || proxy.serve_http(listener, HttpOptions::new()));
-    let client = caller(&url, EraPolicy::ModernOnly);
+    let proxy = proxied_behind(behind);
+    let client = caller(&proxy.url, EraPolicy::ModernOnly);
     let e = client
         .call_tool_with(
             "hold",
@@ -206,55 +203,25 @@ fn list_changes_and_resource_updates_behind_reach_a_listen_on_the_proxy() {
 /// `serve-http.sh`, the Python SDK 1.30). Many rounds: it was a race.
 #[test]
 fn an_update_behind_reaches_a_legacy_caller_before_the_reply_that_followed_it() {
-    use crate::http::{events, header, json_body, post, status};
+    use crate::http::{json_body, post};
+    use crate::http_legacy::{assert_updated_then_answered, call, headers, initialize};
     let proxy = proxied();
-    let addr: std::net::SocketAddr = (proxy.url)
-        .trim_start_matches("http://")
-        .trim_end_matches("/mcp")
-        .parse()
-        .unwrap();
-    let headers = |session: Option<&str>, accept: &str| {
-        let mut headers = vec![
-            ("Content-Type".to_owned(), "application/json".to_owned()),
-            ("Accept".to_owned(), accept.to_owned()),
-            ("MCP-Protocol-Version".to_owned(), "2025-11-25".to_owned()),
-        ];
-        if let Some(session) = session {
-            headers.push(("Mcp-Session-Id".to_owned(), session.to_owned()));
-        }
-        headers
-    };
-    let initialize = json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-11-25", "capabilities": {},
-        "clientInfo": { "name": "old", "version": "1" } } });
-    let response = post(
-        addr,
-        &headers(None, "application/json"),
-        &initialize.to_string(),
-    );
-    assert_eq!(status(&response), 200, "{response}");
-    let session = header(&response, "mcp-session-id").unwrap().to_owned();
+    let addr = proxy.addr;
+    let session = initialize(addr, json!({}));
     let subscribe = json!({ "jsonrpc": "2.0", "id": 2, "method": "resources/subscribe",
         "params": { "uri": "mem://counter" } });
     let response = post(
         addr,
-        &headers(Some(&session), "application/json"),
+        &headers(Some(&session), false),
         &subscribe.to_string(),
     );
     assert_eq!(json_body(&response)["id"], 2, "{response}");
-    let streams = headers(Some(&session), "application/json, text/event-stream");
     for round in 3..103 {
-        let bump = json!({ "jsonrpc": "2.0", "id": round, "method": "tools/call",
-            "params": { "name": "bump", "arguments": {} } });
-        let response = post(addr, &streams, &bump.to_string());
-        let events = events(&response);
-        assert_eq!(
-            events.len(),
-            2,
-            "round {round}: the update, then the result: {response}"
+        let response = post(
+            addr,
+            &headers(Some(&session), true),
+            &call(round, "bump").to_string(),
         );
-        assert_eq!(events[0]["method"], "notifications/resources/updated");
-        assert_eq!(events[0]["params"]["uri"], "mem://counter");
-        assert_eq!(events[1]["id"], round);
+        assert_updated_then_answered(&response, round, round);
     }
 }
