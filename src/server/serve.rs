@@ -14,6 +14,7 @@
 //! waits for a reader blocked on its input: after a stop, `serve` returns
 //! while the reader may still wait for a line it will not act on.
 
+use std::io::ErrorKind::{BrokenPipe, ConnectionReset};
 use std::sync::Arc;
 use std::thread;
 use std::time::Instant;
@@ -35,10 +36,15 @@ impl Server {
     /// handlers; pooled handlers run on the server's worker threads.
     /// Several connections may be served at once from different threads.
     ///
-    /// Returns an error only when the output could not be written (the
-    /// client went away) or a thread could not be started.
+    /// Returns an error only when the output failed or a thread could not
+    /// be started. A client that closes its end of the output (a broken
+    /// pipe, a reset socket) ends serving as end of input does, with `Ok`:
+    /// which of the two the server notices first is a race.
     pub fn serve(&self, transport: Transport) -> Result<(), Error> {
-        serve(&self.inner, transport)
+        match serve(&self.inner, transport) {
+            Err(Error::Io(e)) if matches!(e.kind(), BrokenPipe | ConnectionReset) => Ok(()),
+            done => done,
+        }
     }
 }
 

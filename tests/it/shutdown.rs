@@ -125,17 +125,43 @@ fn a_panicking_handler_gets_an_internal_error_and_the_server_keeps_serving() {
     peer.finish_quietly();
 }
 
+/// A client that closes its end of the output ends serving as end of input
+/// does (`Ok`: a `main` returning `serve`'s result exits 0, not with a
+/// broken pipe); an output that fails otherwise is an error.
 #[test]
-fn serve_returns_an_error_when_the_output_is_gone() {
+fn serve_returns_ok_when_the_client_closes_the_output_and_an_error_when_it_fails() {
     let (ours, theirs) = mcp_stdio::Transport::memory();
     let server = crate::everything::build();
     let serving = std::thread::spawn(move || server.serve(theirs));
-    let (_reader, mut writer) = ours.into_parts();
-    drop(_reader);
+    let (reader, mut writer) = ours.into_parts();
+    drop(reader);
     let line = serde_json::to_string(&request(1, "server/discover", json!({}))).unwrap();
     std::io::Write::write_all(&mut writer, format!("{line}\n").as_bytes()).unwrap();
     let res = serving.join().unwrap();
-    assert!(matches!(res, Err(mcp_stdio::Error::Io(_))), "{res:?}");
+    assert!(res.is_ok(), "{res:?}");
+
+    /// An output whose every write fails (a full disk, say).
+    struct Failing;
+    impl std::io::Write for Failing {
+        fn write(&mut self, _: &[u8]) -> std::io::Result<usize> {
+            Err(std::io::Error::other(
+                "no space left (on purpose, in a test)",
+            ))
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let (mut to_server, server_in) = mcp_stdio::memory_pipe();
+    let server = crate::everything::build();
+    let serving =
+        std::thread::spawn(move || server.serve(mcp_stdio::Transport::new(server_in, Failing)));
+    std::io::Write::write_all(&mut to_server, format!("{line}\n").as_bytes()).unwrap();
+    let res = serving.join().unwrap();
+    assert!(
+        matches!(&res, Err(mcp_stdio::Error::Io(e)) if e.to_string().contains("no space")),
+        "{res:?}"
+    );
 }
 
 #[test]
