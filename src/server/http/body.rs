@@ -24,7 +24,8 @@
 
 use std::io::{self, Write};
 use std::net::TcpStream;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
 
 use serde::Deserialize;
 use serde::de::IgnoredAny;
@@ -35,7 +36,7 @@ use crate::jsonrpc::error_code;
 /// The response of one POST, shared by the connection's output (the
 /// writer) and the thread that serves the POST.
 #[derive(Clone)]
-pub(crate) struct Body(Arc<Mutex<State>>);
+pub(crate) struct Body(Arc<(Mutex<State>, Condvar)>);
 
 /// How the response goes out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -82,7 +83,7 @@ struct Code {
 impl Body {
     /// The body of a POST answered on `socket`.
     pub fn new(socket: TcpStream, events: bool, http10: bool, keep_alive: bool) -> Body {
-        Body(Arc::new(Mutex::new(State {
+        let state = Mutex::new(State {
             socket,
             partial: Vec::new(),
             mode: Mode::Undecided,
@@ -92,7 +93,8 @@ impl Body {
             headers: Vec::new(),
             failed: false,
             held: None,
-        })))
+        });
+        Body(Arc::new((state, Condvar::new())))
     }
 
     /// Whether the client takes an event stream: only then can the
@@ -118,6 +120,7 @@ impl Body {
         for line in state.held.take().unwrap_or_default() {
             state.line(&line);
         }
+        self.changed();
     }
 
     /// The request was cancelled by the client's `notifications/cancelled`
@@ -143,6 +146,7 @@ impl Body {
             }
         }
         state.mode = Mode::Done;
+        self.changed();
     }
 
     /// Adds a header to the response (before its first line).
@@ -151,10 +155,14 @@ impl Body {
         self.lock().headers.push((name, value));
     }
 
-    /// Whether the response is complete (or will never be).
-    pub fn is_done(&self) -> bool {
+    /// Waits until the response is complete (or will never be) or
+    /// `timeout` passed; returns whether it is.
+    pub fn wait_done(&self, timeout: Duration) -> bool {
         let state = self.lock();
-        state.mode == Mode::Done || state.failed
+        let (state, _) = (self.0.1)
+            .wait_timeout_while(state, timeout, |state| !state.is_done())
+            .unwrap_or_else(PoisonError::into_inner);
+        state.is_done()
     }
 
     /// Whether the connection may carry another request after this
@@ -168,6 +176,7 @@ impl Body {
     /// more is written.
     pub fn cancel(&self) {
         self.lock().mode = Mode::Done;
+        self.changed();
     }
 
     /// A keep-alive comment on a quiet stream; a request that has sent
@@ -182,10 +191,18 @@ impl Body {
             write_chunk(&mut out, b":\n\n", state.chunked);
             state.send(&out);
         }
+        drop(state);
+        self.changed();
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
-        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+        self.0.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Wakes the thread waiting for the response to complete
+    /// ([`Body::wait_done`]).
+    fn changed(&self) {
+        self.0.1.notify_all();
     }
 }
 
@@ -205,7 +222,10 @@ impl Write for Body {
             rest = &rest[at + 1..];
         }
         state.partial.extend_from_slice(rest);
-        if state.failed {
+        let failed = state.failed;
+        drop(state);
+        self.changed();
+        if failed {
             return Err(io::ErrorKind::BrokenPipe.into());
         }
         Ok(bytes.len())
@@ -217,6 +237,10 @@ impl Write for Body {
 }
 
 impl State {
+    fn is_done(&self) -> bool {
+        self.mode == Mode::Done || self.failed
+    }
+
     /// One whole message from the connection.
     fn line(&mut self, line: &[u8]) {
         if self.mode == Mode::Done || self.failed {

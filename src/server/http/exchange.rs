@@ -8,8 +8,9 @@
 //! the client closing it is the cancellation (spec 2026-07-28
 //! basic/transports/streamable-http, "Cancellation"): `Conn::cancel` takes
 //! the request out of the map and trips its token, and the body writes
-//! nothing more. The watch is a `peek` bounded by [`WATCH`]; it also
-//! sends the keep-alive comments of a quiet stream and notices a stop.
+//! nothing more. The watch waits for the response, and looks at the socket
+//! every [`WATCH`]; it also sends the keep-alive comments of a quiet stream
+//! and notices a stop.
 //!
 //! A legacy client's POSTs that carry no request reach the requests of
 //! its session on other connections (see `sessions`): a JSON-RPC response
@@ -38,8 +39,8 @@ use crate::server::conn::End;
 use crate::server::conn::handle::ConnHandle;
 use crate::server::reader;
 
-/// How long the watch waits on the socket before it looks at the request
-/// again: the longest a client's close goes unnoticed.
+/// How long the watch waits for the response before it looks at the
+/// socket again: the longest a client's close goes unnoticed.
 const WATCH: Duration = Duration::from_millis(50);
 
 /// What the thread serving the connection needs for a POST.
@@ -217,13 +218,14 @@ impl Exchange<'_> {
         body.keeps_alive() && keep_alive
     }
 
-    /// Waits for the response to be complete, watching the socket: a close
-    /// cancels the request.
+    /// Waits for the response to be complete (woken by it, so a client
+    /// that reads to the connection's close gets it at once), looking at
+    /// the socket every [`WATCH`]: a close cancels the request.
     fn watch(&self, conn: &ConnHandle, body: &Body, end: &Receiver<End>, id: &RequestId) {
         let mut next_comment = Instant::now() + self.options.keep_alive_interval;
         let mut grace_until: Option<Instant> = None;
         let mut peek = [0u8; 1];
-        while !body.is_done() {
+        while !body.wait_done(WATCH) {
             match end.try_recv() {
                 Ok(End::Stop) if grace_until.is_none() => {
                     grace_until = Some(
@@ -244,7 +246,9 @@ impl Exchange<'_> {
                 body.keep_alive();
                 next_comment = now + self.options.keep_alive_interval;
             }
-            let _ = self.socket.set_read_timeout(Some(WATCH));
+            // A look that does not wait (the body's writer shares the
+            // socket, so it stays blocking): a read timeout of 1 µs.
+            let _ = self.socket.set_read_timeout(Some(Duration::from_micros(1)));
             match self.socket.peek(&mut peek) {
                 Ok(0) => {
                     // The client closed the stream: the request is
@@ -253,12 +257,9 @@ impl Exchange<'_> {
                     conn.lock().cancel(id);
                     return;
                 }
-                Ok(_) => {
-                    // The next request arrived early (pipelining): wait on
-                    // the connection instead of the socket.
-                    let deadline = Some(Instant::now() + WATCH);
-                    drop(conn.lock().wait_until(deadline, |c| c.settled()));
-                }
+                // The next request arrived early (pipelining): the wait
+                // for the response goes on.
+                Ok(_) => {}
                 Err(e)
                     if matches!(
                         e.kind(),
