@@ -439,6 +439,18 @@ fn media_types_size_and_bad_http_get_their_status() {
     let mut headers = mirrored("tools/list", None);
     headers[1].1 = "text/html".into();
     assert_eq!(status(&post(addr, &headers, "{}")), 406);
+    let mut headers = mirrored("tools/list", None);
+    headers.push(("Content-Encoding".into(), "gzip".into()));
+    let compressed = post(addr, &headers, "{}");
+    assert_eq!(status(&compressed), 415);
+    assert!(
+        json_body(&compressed)["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("'gzip'")
+    );
+    headers.last_mut().unwrap().1 = "identity".into();
+    assert_ne!(status(&post(addr, &headers, "{}")), 415);
     let large = post(addr, &mirrored("tools/list", None), &"x".repeat(401));
     assert_eq!(status(&large), 413);
     assert!(

@@ -119,7 +119,7 @@ pub(crate) fn authorized(request: &HttpRequest, options: &HttpOptions) -> Result
 }
 
 /// `Content-Type: application/json` (parameters such as `charset`
-/// allowed) and an `Accept` that takes JSON.
+/// allowed) with no content coding, and an `Accept` that takes JSON.
 pub(crate) fn media_types(request: &HttpRequest) -> Result<(), Refusal> {
     let json = request
         .headers
@@ -132,10 +132,22 @@ pub(crate) fn media_types(request: &HttpRequest) -> Result<(), Refusal> {
             "the body must be sent with Content-Type: application/json",
         ));
     }
+    // RFC 9110 8.4.1: a content coding the server does not read is 415.
+    let headers = &request.headers;
+    if let Some(coding) = headers
+        .get_all("content-encoding")
+        .flat_map(|v| v.split(','))
+        .map(str::trim)
+        .find(|c| !c.is_empty() && !c.eq_ignore_ascii_case("identity"))
+    {
+        return Err(Refusal::new(
+            415,
+            format!("Content-Encoding '{coding}' is not supported: send the body uncompressed"),
+        ));
+    }
     // Spec 2026-07-28: the client MUST accept both; a client that accepts
     // JSON alone is still answered (with JSON), one that accepts neither is
     // refused.
-    let headers = &request.headers;
     if headers.count("accept") > 0
         && ![
             "application/json",
