@@ -97,7 +97,7 @@ p=$(port)
 if proxy everything "$p" target/debug/examples/everything; then
     url="http://127.0.0.1:$p/mcp"
     interop "everything ← Python SDK 2.3" "" "$OUT/py/bin/python" tests/interop/python/client_checks.py --url "$url"
-    interop "everything ← Python SDK 1.30 (sessions)" "listen.tools_changed=skip" \
+    interop "everything ← Python SDK 1.30 (sessions)" "" \
         "$OUT/py1/bin/python" tests/interop/python/legacy_client.py --url "$url"
 fi
 
@@ -109,7 +109,7 @@ if proxy py1 "$p" "$OUT/py1/bin/python" tests/interop/python/legacy_server.py; t
     url="http://127.0.0.1:$p/mcp"
     interop "mcp 1.30 server ← Python SDK 2.3" "mrtr.elicitation=fail" \
         "$OUT/py/bin/python" tests/interop/python/client_checks.py --url "$url"
-    interop "mcp 1.30 server ← Python SDK 1.30 (sessions)" "listen.tools_changed=skip mrtr.elicitation=skip" \
+    interop "mcp 1.30 server ← Python SDK 1.30 (sessions)" "mrtr.elicitation=skip" \
         "$OUT/py1/bin/python" tests/interop/python/legacy_client.py --url "$url"
 fi
 

@@ -406,3 +406,124 @@ pub(crate) fn assert_updated_then_answered(response: &str, id: i64, round: i64) 
     assert_eq!(events[0]["params"]["uri"], "mem://counter");
     assert_eq!(events[1]["id"], id);
 }
+
+/// Opens `session`'s GET stream; the socket, to read the stream as it
+/// comes.
+fn get_stream(addr: SocketAddr, session: &str) -> TcpStream {
+    let request = format!(
+        "GET /mcp HTTP/1.1\r\nHost: {addr}\r\nAccept: text/event-stream\r\n\
+         MCP-Protocol-Version: {VERSION}\r\nMcp-Session-Id: {session}\r\n\r\n"
+    );
+    let mut socket = TcpStream::connect(addr).unwrap();
+    socket.set_read_timeout(Some(WAIT)).unwrap();
+    socket.write_all(request.as_bytes()).unwrap();
+    socket
+}
+
+/// A session's GET stream (2025-11-25 "Listening for Messages from the
+/// Server") hears its list changes and the updates of what it subscribed
+/// to; while it is open no POST of the session carries one (a message goes
+/// on one stream only), a second GET is `409`, and deleting the session
+/// ends it. Closed, the session's POSTs hear the updates again.
+#[test]
+fn a_session_hears_its_notifications_on_its_get_stream_and_nowhere_else() {
+    let http = everything();
+    let addr = http.addr;
+    let session = initialize(addr, json!({}));
+    let session_headers = headers(Some(&session), true);
+    let mut stream = get_stream(addr, &session);
+    let mut seen = String::new();
+    read_until(&mut stream, "\r\n\r\n", &mut seen);
+    assert!(seen.starts_with("HTTP/1.1 200 OK\r\n"), "{seen}");
+    assert_eq!(header(&seen, "content-type"), Some("text/event-stream"));
+    let again = raw(
+        addr,
+        format!(
+            "GET /mcp HTTP/1.1\r\nHost: {addr}\r\nAccept: text/event-stream\r\n\
+             Mcp-Session-Id: {session}\r\nConnection: close\r\n\r\n"
+        )
+        .as_bytes(),
+    );
+    assert_eq!(status(&again), 409, "{again}");
+
+    let subscribe = json!({ "jsonrpc": "2.0", "id": 2, "method": "resources/subscribe",
+        "params": { "uri": "mem://counter" } });
+    assert_eq!(
+        status(&post(addr, &session_headers, &subscribe.to_string())),
+        200
+    );
+    let bumped = post(addr, &session_headers, &call(3, "bump").to_string());
+    assert_eq!(
+        header(&bumped, "content-type"),
+        Some("application/json"),
+        "the result alone: the update went on the GET stream: {bumped}"
+    );
+    assert_eq!(json_body(&bumped)["id"], 3);
+    let toggled = post(addr, &session_headers, &call(4, "toggle_tool").to_string());
+    assert_eq!(json_body(&toggled)["id"], 4, "{toggled}");
+    read_until(&mut stream, "list_changed", &mut seen);
+    assert_eq!(
+        events(&seen),
+        [
+            json!({ "jsonrpc": "2.0", "method": "notifications/resources/updated",
+                "params": { "uri": "mem://counter" } }),
+            json!({ "jsonrpc": "2.0", "method": "notifications/tools/list_changed" }),
+        ],
+        "{seen}"
+    );
+    let toggled = post(addr, &session_headers, &call(5, "toggle_tool").to_string());
+    assert_eq!(json_body(&toggled)["id"], 5, "{toggled}");
+
+    // The client closes the stream: the session's POSTs hear the updates
+    // again (once the server has seen the close).
+    drop(stream);
+    let heard = (6..100).any(|id| {
+        let bumped = post(addr, &session_headers, &call(id, "bump").to_string());
+        events(&bumped).len() == 2
+    });
+    assert!(heard, "no POST carried an update after the stream closed");
+
+    // Deleting the session ends its stream.
+    let mut stream = get_stream(addr, &session);
+    let mut seen = String::new();
+    read_until(&mut stream, "\r\n\r\n", &mut seen);
+    let delete = format!(
+        "DELETE /mcp HTTP/1.1\r\nHost: {addr}\r\nMcp-Session-Id: {session}\r\nConnection: close\r\n\r\n"
+    );
+    assert_eq!(status(&raw(addr, delete.as_bytes())), 200);
+    let mut rest = String::new();
+    stream.read_to_string(&mut rest).unwrap();
+    seen.push_str(&rest);
+    assert!(seen.ends_with("0\r\n\r\n"), "the stream ended: {seen}");
+}
+
+#[test]
+fn a_get_stream_needs_a_known_session_and_an_event_stream() {
+    let http = everything();
+    let addr = http.addr;
+    let unknown = raw(
+        addr,
+        format!(
+            "GET /mcp HTTP/1.1\r\nHost: {addr}\r\nAccept: text/event-stream\r\n\
+             Mcp-Session-Id: 0123\r\nConnection: close\r\n\r\n"
+        )
+        .as_bytes(),
+    );
+    assert_eq!(status(&unknown), 404, "{unknown}");
+    assert!(
+        json_body(&unknown)["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("send initialize for a new one")
+    );
+    let session = initialize(addr, json!({}));
+    let json_only = raw(
+        addr,
+        format!(
+            "GET /mcp HTTP/1.1\r\nHost: {addr}\r\nAccept: application/json\r\n\
+             Mcp-Session-Id: {session}\r\nConnection: close\r\n\r\n"
+        )
+        .as_bytes(),
+    );
+    assert_eq!(status(&json_only), 406, "{json_only}");
+}

@@ -141,12 +141,12 @@ impl Conn {
         }
     }
 
-    /// The client hears nothing but the answers to its own requests (a
-    /// legacy client over HTTP, which has no GET stream): `initialize`
-    /// then offers no list-change notifications it would never get.
+    /// The session's notifications go out on its GET stream (Streamable
+    /// HTTP, see `http::sessions`), so none goes out here: a message is
+    /// sent on one stream only.
     #[cfg(feature = "http")]
-    pub fn answers_only(&mut self) {
-        self.legacy.answers_only = true;
+    pub fn notify_elsewhere(&mut self) {
+        self.legacy.notified_elsewhere = true;
     }
 
     /// A request of the legacy session (see [`LegacySession::apply`]).
@@ -154,8 +154,7 @@ impl Conn {
         let max = self.inner.config.max_subscriptions;
         let reply = match request {
             LegacyRequest::Initialize(session) => {
-                let list_changes = !self.legacy.answers_only;
-                let result = initialize_result(&self.inner, &session, list_changes);
+                let result = initialize_result(&self.inner, &session);
                 self.legacy.session = Some(Arc::new(*session));
                 Ok(result)
             }
@@ -173,8 +172,12 @@ impl Conn {
         self.write(line);
     }
 
-    /// A published event for the legacy session, if it is one it hears of.
+    /// A published event for the legacy session, if it is one it hears of
+    /// (and hears here).
     pub(super) fn publish_legacy(&mut self, event: &ServerEvent) {
+        if self.legacy.notified_elsewhere {
+            return;
+        }
         if let Some(line) = self
             .legacy
             .session

@@ -87,9 +87,9 @@ struct Legacy {
     session: Option<Arc<crate::server::legacy::session::LegacySession>>,
     /// The server's requests to the client awaiting its response, by id.
     asks: IdMap<Ask>,
-    /// The client hears nothing but the answers to its own requests (HTTP,
-    /// where there is no GET stream): `initialize` offers no list changes.
-    answers_only: bool,
+    /// The session's notifications go out on another connection, its GET
+    /// stream (Streamable HTTP): none here.
+    notified_elsewhere: bool,
 }
 
 /// One of the server's requests to a legacy client.

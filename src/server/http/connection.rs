@@ -137,6 +137,12 @@ pub(crate) fn serve_connection(site: &Site, socket: TcpStream, open: u64) {
             // request.
             return refuse(&socket, refusal.status, &refusal.message, &headers);
         }
+        if request.method == "GET" {
+            // The stream ends with the connection.
+            #[cfg(feature = "legacy")]
+            exchange.stream(&request);
+            return;
+        }
         if request.method == "DELETE" {
             #[cfg(feature = "legacy")]
             if delete(site, &exchange, &request) {
@@ -192,19 +198,21 @@ fn check(site: &Site, request: &HttpRequest) -> Result<(), Refusal> {
     guard::host(request, options, site.loopback)?;
     guard::origin(request, options)?;
     let allow = if cfg!(feature = "legacy") {
-        "POST, DELETE"
+        "GET, POST, DELETE"
     } else {
         "POST"
     };
     match request.method.as_str() {
         "POST" => {}
+        // A legacy session's stream, and its end (`sessions`).
         #[cfg(feature = "legacy")]
-        "DELETE" if request.headers.get("mcp-session-id").is_some() => {
+        "GET" | "DELETE" if request.headers.get("mcp-session-id").is_some() => {
             return guard::authorized(request, options);
         }
         _ => {
             // Spec 2026-07-28 "Backward Compatibility": GET and DELETE are
-            // `405`: there is no GET stream, and no session to end.
+            // `405` outside a legacy session: 2026-07-28 has no GET stream,
+            // and no session to end.
             return Err(Refusal {
                 status: 405,
                 message: format!(

@@ -206,7 +206,7 @@ impl Exchange<'_> {
         // A POST has no next line: what waits for the reader's flush goes
         // out, and writers flush their own from here on (`reader`).
         conn.ran_dry(true);
-        self.watch(&conn, &body, &end, &id);
+        self.watch(&conn, &body, &end, Some(&id));
         #[cfg(feature = "legacy")]
         if let Some(session) = session {
             self.sessions.leave(session);
@@ -220,13 +220,22 @@ impl Exchange<'_> {
 
     /// Waits for the response to be complete (woken by it, so a client
     /// that reads to the connection's close gets it at once), looking at
-    /// the socket every [`WATCH`]: a close cancels the request.
-    fn watch(&self, conn: &ConnHandle, body: &Body, end: &Receiver<End>, id: &RequestId) {
+    /// the socket every [`WATCH`]: a close cancels request `id`. A stream
+    /// that answers no request (`id` is `None`, see `stream`) ends at a
+    /// stop, with no grace period.
+    pub(super) fn watch(
+        &self,
+        conn: &ConnHandle,
+        body: &Body,
+        end: &Receiver<End>,
+        id: Option<&RequestId>,
+    ) {
         let mut next_comment = Instant::now() + self.options.keep_alive_interval;
         let mut grace_until: Option<Instant> = None;
         let mut peek = [0u8; 1];
         while !body.wait_done(WATCH) {
             match end.try_recv() {
+                Ok(End::Stop) if id.is_none() => return,
                 Ok(End::Stop) if grace_until.is_none() => {
                     grace_until = Some(
                         Instant::now()
@@ -254,7 +263,9 @@ impl Exchange<'_> {
                     // The client closed the stream: the request is
                     // cancelled, and nothing more is written for it.
                     body.cancel();
-                    conn.lock().cancel(id);
+                    if let Some(id) = id {
+                        conn.lock().cancel(id);
+                    }
                     return;
                 }
                 // The next request arrived early (pipelining): the wait
@@ -267,7 +278,9 @@ impl Exchange<'_> {
                     ) => {}
                 Err(_) => {
                     body.cancel();
-                    conn.lock().cancel(id);
+                    if let Some(id) = id {
+                        conn.lock().cancel(id);
+                    }
                     return;
                 }
             }

@@ -8,6 +8,8 @@
 //!                          reader::dispatch: the core, exactly as for a stdio line
 //!                          watch the socket until the response is complete:
 //!                          a close cancels the request (`exchange`)
+//!                 GET (a legacy session's) ──► a ConnHandle that hears the session's
+//!                          notifications until it ends (`stream`, `sessions`)
 //! ```
 //!
 //! Each POST is a connection of the core's (`Conn`): its refusals, kernel,
@@ -25,6 +27,8 @@ mod open;
 pub(crate) mod options;
 #[cfg(feature = "legacy")]
 mod sessions;
+#[cfg(feature = "legacy")]
+mod stream;
 
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::Arc;

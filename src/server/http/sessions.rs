@@ -33,8 +33,13 @@
 //! reach it, so it runs without the session's elicitation, sampling and
 //! roots capabilities.
 //!
-//! What a legacy HTTP client does not get: the GET stream (`405`), so no
-//! list-change or resource-update notifications; and resumable streams.
+//! A session's GET stream (2025-11-25 "Listening for Messages from the
+//! Server", one per session: a second is `409`) is a connection of its own
+//! (`http::stream`) that hears the session's list changes and resource
+//! updates. While it is open, the session's POSTs send none of them (a
+//! message goes on one stream only); without one, a resource update goes
+//! on the stream of any POST of the session still open. What a legacy HTTP
+//! client does not get: resumable streams.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -76,8 +81,40 @@ struct Store {
     /// The POSTs being served under each session: where the client's
     /// answers and cancellations go.
     open: HashMap<String, Vec<OpenPost>>,
-    /// Numbers the open POSTs.
+    /// Each session's GET stream, if it has one open.
+    streams: HashMap<String, Stream>,
+    /// Numbers the open POSTs and streams.
     next_key: u64,
+    /// Counts the changes of stored sessions (see [`Stream::give`]).
+    revision: u64,
+}
+
+/// A session's GET stream: its connection hears the session's
+/// notifications.
+#[derive(Clone)]
+struct Stream {
+    key: u64,
+    conn: ConnHandle,
+    body: Body,
+    /// The revision of the session the connection was last given.
+    given: Arc<Mutex<u64>>,
+}
+
+impl Stream {
+    /// Gives the stream's connection `session` as of `revision` (unless it
+    /// has a later one already), to hear its list changes and resource
+    /// updates. Not under the sessions' lock: the connection's may wait
+    /// for a client slow to read.
+    fn give(&self, session: &LegacySession, revision: u64) {
+        let mut given = self.given.lock().unwrap_or_else(PoisonError::into_inner);
+        if *given < revision {
+            let mut session = session.clone();
+            // List changes go on this stream (never on a POST's, see `store`).
+            session.initialized = true;
+            self.conn.lock().set_session(Arc::new(session));
+            *given = revision;
+        }
+    }
 }
 
 /// A POST being served under a session.
@@ -148,8 +185,6 @@ impl Sessions {
         version: &str,
     ) -> Result<Entered, UnknownSession> {
         if method == "initialize" {
-            // No GET stream: list changes would never reach this client.
-            conn.lock().answers_only();
             let session_id = new_id();
             body.header("Mcp-Session-Id", session_id.clone());
             body.hold();
@@ -196,6 +231,7 @@ impl Sessions {
         }
         let key = store.next_key;
         store.next_key += 1;
+        let streamed = store.streams.contains_key(session_id);
         store
             .open
             .entry(session_id.to_owned())
@@ -208,7 +244,12 @@ impl Sessions {
             });
         drop(store);
         body.header("Mcp-Session-Id", session_id.to_owned());
-        conn.lock().set_session(Arc::clone(&session));
+        let mut locked = conn.lock();
+        locked.set_session(Arc::clone(&session));
+        if streamed {
+            locked.notify_elsewhere();
+        }
+        drop(locked);
         Ok(Entered {
             id: Some(session_id.to_owned()),
             key: Some(key),
@@ -285,17 +326,73 @@ impl Sessions {
     /// Ends a session (`DELETE`): the requests still served under it are
     /// cancelled (nothing could answer their asks any more: a POST that
     /// names the session is `404` from now on), and their responses end
-    /// without a reply. Returns whether it existed.
+    /// without a reply; its GET stream ends. Returns whether it existed.
     pub fn delete(&self, id: &str) -> bool {
         let mut store = self.lock();
         store.order.retain(|o| o != id);
         let existed = store.by_id.remove(id).is_some();
         let open = store.open.get(id).cloned().unwrap_or_default();
+        let stream = store.streams.remove(id);
         drop(store);
         for post in open {
             post.cancel();
         }
+        if let Some(stream) = stream {
+            stream.body.end_unanswered();
+        }
         existed
+    }
+
+    /// Opens session `id`'s GET stream, served by `conn` writing to `body`:
+    /// from here on its connection hears the session's notifications and
+    /// the session's POSTs hear none. Refused with `404` for a session not
+    /// known, `409` when it has a stream open already. Returns the key
+    /// [`Sessions::close_stream`] takes.
+    pub fn open_stream(
+        &self,
+        id: &str,
+        conn: &ConnHandle,
+        body: &Body,
+    ) -> Result<u64, (u16, ErrorObject)> {
+        let mut store = self.lock();
+        let Some(session) = store.by_id.get(id).cloned() else {
+            return Err((404, UnknownSession(id.to_owned()).error()));
+        };
+        if store.streams.contains_key(id) {
+            return Err((
+                409,
+                ErrorObject::invalid_request(
+                    "this session has a GET stream open already: one per session, close it first",
+                ),
+            ));
+        }
+        let key = store.next_key;
+        store.next_key += 1;
+        store.revision += 1;
+        let revision = store.revision;
+        let stream = Stream {
+            key,
+            conn: conn.clone(),
+            body: body.clone(),
+            given: Arc::default(),
+        };
+        store.streams.insert(id.to_owned(), stream.clone());
+        let open = store.open.get(id).cloned().unwrap_or_default();
+        drop(store);
+        for post in open {
+            post.conn.lock().notify_elsewhere();
+        }
+        stream.give(&session, revision);
+        Ok(key)
+    }
+
+    /// The GET stream with `key` ended: the session's POSTs hear its
+    /// notifications again.
+    pub fn close_stream(&self, id: &str, key: u64) {
+        let mut store = self.lock();
+        if store.streams.get(id).is_some_and(|s| s.key == key) {
+            store.streams.remove(id);
+        }
     }
 
     /// The open POSTs of a known session.
@@ -309,11 +406,11 @@ impl Sessions {
 
     /// Stores `session` under `id`: a new one (`given` is `None`), or one a
     /// POST changed, which keeps the stored client capabilities (the POST
-    /// may have run without some, see [`Sessions::enter`]). A session
-    /// deleted meanwhile stays deleted.
+    /// may have run without some, see [`Sessions::enter`]), and goes to
+    /// its GET stream. A session deleted meanwhile stays deleted.
     fn store(&self, id: &str, session: &LegacySession, given: Option<&Arc<LegacySession>>) {
         let mut session = session.clone();
-        // No list changes on a POST's stream (module docs).
+        // No list changes on a POST's stream: they go on the GET stream.
         session.initialized = false;
         let mut store = self.lock();
         if given.is_some() {
@@ -329,7 +426,14 @@ impl Sessions {
                 store.by_id.remove(&oldest);
             }
         }
-        store.by_id.insert(id.to_owned(), Arc::new(session));
+        store.revision += 1;
+        let (revision, stream) = (store.revision, store.streams.get(id).cloned());
+        let session = Arc::new(session);
+        store.by_id.insert(id.to_owned(), Arc::clone(&session));
+        drop(store);
+        if let Some(stream) = stream {
+            stream.give(&session, revision);
+        }
     }
 
     fn lock(&self) -> MutexGuard<'_, Store> {

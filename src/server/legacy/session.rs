@@ -87,32 +87,14 @@ pub(crate) fn initialize(params: &str) -> Result<LegacySession, ErrorObject> {
     })
 }
 
-/// The `InitializeResult` for a session; `list_changes`: whether the
-/// client can hear notifications outside its requests (not over HTTP,
-/// where there is no GET stream).
-pub(crate) fn initialize_result(
-    inner: &Inner,
-    session: &LegacySession,
-    list_changes: bool,
-) -> Value {
+/// The `InitializeResult` for a session.
+pub(crate) fn initialize_result(inner: &Inner, session: &LegacySession) -> Value {
     // The Tasks extension is of the modern era (a legacy client cannot
     // declare it per request): not offered here.
-    let mut capabilities = ServerCapabilities {
+    let capabilities = ServerCapabilities {
         extensions: None,
         ..inner.capabilities()
     };
-    if !list_changes {
-        let never = Some(false);
-        if let Some(tools) = &mut capabilities.tools {
-            tools.list_changed = never;
-        }
-        if let Some(resources) = &mut capabilities.resources {
-            resources.list_changed = never;
-        }
-        if let Some(prompts) = &mut capabilities.prompts {
-            prompts.list_changed = never;
-        }
-    }
     let mut result = json!({
         "protocolVersion": session.version,
         "capabilities": capabilities,

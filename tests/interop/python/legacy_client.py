@@ -103,16 +103,12 @@ async def check_discover(run: Run) -> str:
     expect(init.protocolVersion == LEGACY_VERSION, f"negotiated {init.protocolVersion!r}, want {LEGACY_VERSION}")
     caps = init.capabilities
     missing = []
-    # Over HTTP there is no GET stream: an honest server offers no list changes.
-    over_http = getattr(run, "url", None) is not None
-    if over_http:
-        offered = [k for k, c in (("tools", caps.tools), ("resources", caps.resources)) if c and c.listChanged]
-        expect(not offered, f"listChanged offered to a legacy HTTP client, which has no stream to hear it: {offered}")
-    if not over_http and not (caps.tools and caps.tools.listChanged):
+    # Over HTTP too: list changes come on the session's GET stream.
+    if not (caps.tools and caps.tools.listChanged):
         missing.append("tools.listChanged")
     if not (caps.resources and caps.resources.subscribe):
         missing.append("resources.subscribe")
-    if not over_http and not (caps.resources and caps.resources.listChanged):
+    if not (caps.resources and caps.resources.listChanged):
         missing.append("resources.listChanged")
     if caps.prompts is None:
         missing.append("prompts")
@@ -287,7 +283,7 @@ async def check_listen_tools_changed(run: Run) -> str:
     # The era's spelling: the session's own (untagged) notifications/tools/list_changed.
     caps = run.init.capabilities
     if not (caps.tools and caps.tools.listChanged):
-        raise Skip("the server offers no tools.listChanged to this client (over HTTP a legacy client has no GET stream)")
+        raise Skip("the server offers no tools.listChanged to this client")
     seen = run.tools_changed
     toggled = await run.session.call_tool("toggle_tool", {})
     await run.until(lambda: run.tools_changed > seen)

@@ -502,7 +502,7 @@ function checkListenResourceUpdated(ctx) {
 
 async function checkListenToolsChanged(ctx) {
     if (ctx.era === 'legacy' && ctx.client.getServerCapabilities()?.tools?.listChanged !== true) {
-        throw new Outcome('skip', 'the server offers no tools.listChanged to this client (over HTTP a legacy client has no GET stream)');
+        throw new Outcome('skip', 'the server offers no tools.listChanged to this client');
     }
     const listen = ctx.era === 'legacy' ? legacyNotified : listenFor;
     const detail = await listen(ctx, {

@@ -1,0 +1,61 @@
+//! A legacy session's GET stream (2025-11-25 basic/transports, "Listening
+//! for Messages from the Server"): `GET` with the session's
+//! `Mcp-Session-Id` opens an event stream on which the server sends the
+//! session's notifications outside any request: its list changes and the
+//! updates of the resources it subscribed to (see `sessions`). The stream
+//! is a connection of its own (a `ConnHandle` writing to a [`Body`] that is
+//! an event stream from the start, registered with the server's
+//! connections so that what is published reaches it), with nothing in
+//! flight. It ends when the client closes it, the session is deleted, the
+//! server stops, or a write fails (the write timeout); the TCP connection
+//! ends with it.
+
+use super::body::Body;
+use super::exchange::Exchange;
+use crate::http::HttpRequest;
+use crate::jsonrpc::ErrorObject;
+use crate::server::conn::handle::ConnHandle;
+
+impl Exchange<'_> {
+    /// Serves a GET of session `request`'s `Mcp-Session-Id` as its stream
+    /// until it ends. `406` when the client does not take an event stream,
+    /// `404` for a session not known, `409` when the session has a stream
+    /// already.
+    pub fn stream(&self, request: &HttpRequest) {
+        let headers = &request.headers;
+        let id = headers.get("mcp-session-id").unwrap_or_default();
+        if !(headers.lists("accept", "text/event-stream") || headers.lists("accept", "*/*")) {
+            let error = ErrorObject::invalid_request(
+                "a GET stream is an event stream: list text/event-stream in Accept",
+            );
+            self.error_with(406, None, &error, &[], false);
+            return;
+        }
+        let Ok(socket) = self.socket.try_clone() else {
+            let error = ErrorObject::internal_error(
+                "the server is out of file descriptors: retry in a moment",
+            );
+            self.error_with(503, None, &error, &[("Retry-After", "1")], false);
+            return;
+        };
+        let body = Body::new(socket, true, request.http10, false);
+        let (end_tx, end) = crossbeam_channel::unbounded();
+        let conn = ConnHandle::new(self.inner, Box::new(body.clone()), end_tx);
+        let key = match self.sessions.open_stream(id, &conn, &body) {
+            Ok(key) => key,
+            Err((status, error)) => {
+                self.error_with(status, None, &error, &[], false);
+                return;
+            }
+        };
+        let connected = self.inner.connections.connect(conn.as_connection());
+        // The response's head, and a comment: the client sees the stream
+        // open before anything is published.
+        body.keep_alive();
+        self.watch(&conn, &body, &end, None);
+        self.sessions.close_stream(id, key);
+        self.inner.connections.disconnect(connected);
+        let _ = conn.shut_down();
+        body.end_unanswered();
+    }
+}
