@@ -527,3 +527,22 @@ fn a_get_stream_needs_a_known_session_and_an_event_stream() {
     );
     assert_eq!(status(&json_only), 406, "{json_only}");
 }
+
+/// A session forgotten for newer ones (the server keeps 1,024) ends its
+/// GET stream, as a deleted one does.
+#[test]
+fn a_forgotten_session_ends_its_get_stream() {
+    let http = everything();
+    let addr = http.addr;
+    let session = initialize(addr, json!({}));
+    let mut stream = get_stream(addr, &session);
+    let mut seen = String::new();
+    read_until(&mut stream, "\r\n\r\n", &mut seen);
+    for _ in 0..1024 {
+        initialize(addr, json!({}));
+    }
+    let mut rest = String::new();
+    stream.read_to_string(&mut rest).unwrap();
+    seen.push_str(&rest);
+    assert!(seen.ends_with("0\r\n\r\n"), "the stream ended: {seen}");
+}

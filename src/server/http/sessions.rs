@@ -407,12 +407,14 @@ impl Sessions {
     /// Stores `session` under `id`: a new one (`given` is `None`), or one a
     /// POST changed, which keeps the stored client capabilities (the POST
     /// may have run without some, see [`Sessions::enter`]), and goes to
-    /// its GET stream. A session deleted meanwhile stays deleted.
+    /// its GET stream. A session deleted meanwhile stays deleted; past
+    /// [`MAX_SESSIONS`] the oldest is forgotten, and its stream ends.
     fn store(&self, id: &str, session: &LegacySession, given: Option<&Arc<LegacySession>>) {
         let mut session = session.clone();
         // No list changes on a POST's stream: they go on the GET stream.
         session.initialized = false;
         let mut store = self.lock();
+        let mut forgotten = None;
         if given.is_some() {
             let Some(stored) = store.by_id.get(id) else {
                 return;
@@ -424,6 +426,7 @@ impl Sessions {
                 && let Some(oldest) = store.order.pop_front()
             {
                 store.by_id.remove(&oldest);
+                forgotten = store.streams.remove(&oldest);
             }
         }
         store.revision += 1;
@@ -433,6 +436,10 @@ impl Sessions {
         drop(store);
         if let Some(stream) = stream {
             stream.give(&session, revision);
+        }
+        // A forgotten session's stream ends, as a deleted one's does.
+        if let Some(stream) = forgotten {
+            stream.body.end_unanswered();
         }
     }
 
