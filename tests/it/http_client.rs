@@ -217,6 +217,44 @@ fn a_legacy_client_initializes_over_http_against_our_server() {
     client.close().unwrap();
 }
 
+/// Our client and our server over HTTP in the legacy era: the client opens
+/// the session's GET stream (once initialized, on a thread of its own), on
+/// which list changes and resource updates reach `listen`, each once.
+#[test]
+fn a_legacy_client_hears_list_changes_and_updates_on_our_servers_get_stream() {
+    let http = serve(crate::everything::build());
+    let client = Client::builder()
+        .era(EraPolicy::LegacyOnly)
+        .connect_url(&http.url)
+        .unwrap();
+    let filter = SubscriptionFilter {
+        tools_list_changed: Some(true),
+        resource_subscriptions: Some(vec!["mem://counter".into()]),
+        ..Default::default()
+    };
+    let mut sub = client.listen(filter).unwrap();
+    // A list change goes on the GET stream only: heard once it is open.
+    let heard = (0..50).any(|_| {
+        client.call("toggle_tool", json!({})).unwrap();
+        sub.recv_timeout(Duration::from_millis(100)).unwrap()
+            == Some(SubscriptionEvent::ToolsListChanged)
+    });
+    assert!(heard, "no tools/list_changed on the GET stream");
+    client.call("bump", json!({})).unwrap();
+    assert_eq!(
+        sub.recv_timeout(WAIT).unwrap(),
+        Some(SubscriptionEvent::ResourceUpdated {
+            uri: "mem://counter".into()
+        })
+    );
+    assert_eq!(
+        sub.recv_timeout(Duration::from_millis(200)).unwrap(),
+        None,
+        "the update came once (the bump's POST stream carried none)"
+    );
+    client.close().unwrap();
+}
+
 #[test]
 fn a_refused_connection_is_an_error_that_names_the_url() {
     let port = TcpListener::bind("127.0.0.1:0")
