@@ -120,7 +120,7 @@ impl Body {
         for line in state.held.take().unwrap_or_default() {
             state.line(&line);
         }
-        self.changed();
+        self.let_go(state);
     }
 
     /// The request was cancelled by the client's `notifications/cancelled`
@@ -146,7 +146,7 @@ impl Body {
             }
         }
         state.mode = Mode::Done;
-        self.changed();
+        self.let_go(state);
     }
 
     /// Adds a header to the response (before its first line).
@@ -175,8 +175,9 @@ impl Body {
     /// The request was cancelled (the client closed its stream): nothing
     /// more is written.
     pub fn cancel(&self) {
-        self.lock().mode = Mode::Done;
-        self.changed();
+        let mut state = self.lock();
+        state.mode = Mode::Done;
+        self.let_go(state);
     }
 
     /// A keep-alive comment on a quiet stream; a request that has sent
@@ -191,18 +192,21 @@ impl Body {
             write_chunk(&mut out, b":\n\n", state.chunked);
             state.send(&out);
         }
-        drop(state);
-        self.changed();
+        self.let_go(state);
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
         self.0.0.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Wakes the thread waiting for the response to complete
-    /// ([`Body::wait_done`]).
-    fn changed(&self) {
-        self.0.1.notify_all();
+    /// Lets go of the state, waking the thread waiting for the response
+    /// ([`Body::wait_done`]) if it is complete.
+    fn let_go(&self, state: MutexGuard<'_, State>) {
+        let done = state.is_done();
+        drop(state);
+        if done {
+            self.0.1.notify_all();
+        }
     }
 }
 
@@ -223,8 +227,7 @@ impl Write for Body {
         }
         state.partial.extend_from_slice(rest);
         let failed = state.failed;
-        drop(state);
-        self.changed();
+        self.let_go(state);
         if failed {
             return Err(io::ErrorKind::BrokenPipe.into());
         }

@@ -386,8 +386,8 @@ impl Sessions {
         Ok(key)
     }
 
-    /// The GET stream with `key` ended: the session's POSTs hear its
-    /// notifications again.
+    /// The GET stream with `key` ended: the session's POSTs that begin from
+    /// here on hear its notifications again.
     pub fn close_stream(&self, id: &str, key: u64) {
         let mut store = self.lock();
         if store.streams.get(id).is_some_and(|s| s.key == key) {
