@@ -19,7 +19,6 @@ pub(crate) fn reason(status: u16) -> &'static str {
         405 => "Method Not Allowed",
         406 => "Not Acceptable",
         408 => "Request Timeout",
-        409 => "Conflict",
         413 => "Content Too Large",
         415 => "Unsupported Media Type",
         431 => "Request Header Fields Too Large",

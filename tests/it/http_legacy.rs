@@ -423,8 +423,9 @@ fn get_stream(addr: SocketAddr, session: &str) -> TcpStream {
 /// A session's GET stream (2025-11-25 "Listening for Messages from the
 /// Server") hears its list changes and the updates of what it subscribed
 /// to; while it is open no POST of the session carries one (a message goes
-/// on one stream only), a second GET is `409`, and deleting the session
-/// ends it. Closed, the session's POSTs hear the updates again.
+/// on one stream only). A new GET (a client reconnecting) ends the last
+/// one and takes its place; deleting the session ends it. Closed, the
+/// session's POSTs hear the updates again.
 #[test]
 fn a_session_hears_its_notifications_on_its_get_stream_and_nowhere_else() {
     let http = everything();
@@ -436,15 +437,6 @@ fn a_session_hears_its_notifications_on_its_get_stream_and_nowhere_else() {
     read_until(&mut stream, "\r\n\r\n", &mut seen);
     assert!(seen.starts_with("HTTP/1.1 200 OK\r\n"), "{seen}");
     assert_eq!(header(&seen, "content-type"), Some("text/event-stream"));
-    let again = raw(
-        addr,
-        format!(
-            "GET /mcp HTTP/1.1\r\nHost: {addr}\r\nAccept: text/event-stream\r\n\
-             Mcp-Session-Id: {session}\r\nConnection: close\r\n\r\n"
-        )
-        .as_bytes(),
-    );
-    assert_eq!(status(&again), 409, "{again}");
 
     let subscribe = json!({ "jsonrpc": "2.0", "id": 2, "method": "resources/subscribe",
         "params": { "uri": "mem://counter" } });
@@ -471,8 +463,22 @@ fn a_session_hears_its_notifications_on_its_get_stream_and_nowhere_else() {
         ],
         "{seen}"
     );
+
+    // The client reconnects: its new stream ends the last and hears from
+    // here on.
+    let mut stream = {
+        let mut again = get_stream(addr, &session);
+        let mut rest = String::new();
+        stream.read_to_string(&mut rest).unwrap();
+        assert!(rest.ends_with("0\r\n\r\n"), "the old stream ended: {rest}");
+        let mut seen = String::new();
+        read_until(&mut again, "\r\n\r\n", &mut seen);
+        again
+    };
     let toggled = post(addr, &session_headers, &call(5, "toggle_tool").to_string());
     assert_eq!(json_body(&toggled)["id"], 5, "{toggled}");
+    let mut seen = String::new();
+    read_until(&mut stream, "list_changed", &mut seen);
 
     // The client closes the stream: the session's POSTs hear the updates
     // again (once the server has seen the close).

@@ -34,7 +34,7 @@
 //! roots capabilities.
 //!
 //! A session's GET stream (2025-11-25 "Listening for Messages from the
-//! Server", one per session: a second is `409`) is a connection of its own
+//! Server"; one per session, a new one ends the last) is a connection of its own
 //! (`http::stream`) that hears the session's list changes and resource
 //! updates. While it is open, the session's POSTs send none of them (a
 //! message goes on one stream only); without one, a resource update goes
@@ -345,27 +345,21 @@ impl Sessions {
 
     /// Opens session `id`'s GET stream, served by `conn` writing to `body`:
     /// from here on its connection hears the session's notifications and
-    /// the session's POSTs hear none. Refused with `404` for a session not
-    /// known, `409` when it has a stream open already. Returns the key
+    /// the session's POSTs hear none. A stream the session had open ends:
+    /// a client that reconnects (its old connection lost without a word, as
+    /// a dropped network leaves it) is not refused for a stream the server
+    /// still thinks open. `404` for a session not known. Returns the key
     /// [`Sessions::close_stream`] takes.
     pub fn open_stream(
         &self,
         id: &str,
         conn: &ConnHandle,
         body: &Body,
-    ) -> Result<u64, (u16, ErrorObject)> {
+    ) -> Result<u64, UnknownSession> {
         let mut store = self.lock();
         let Some(session) = store.by_id.get(id).cloned() else {
-            return Err((404, UnknownSession(id.to_owned()).error()));
+            return Err(UnknownSession(id.to_owned()));
         };
-        if store.streams.contains_key(id) {
-            return Err((
-                409,
-                ErrorObject::invalid_request(
-                    "this session has a GET stream open already: one per session, close it first",
-                ),
-            ));
-        }
         let key = store.next_key;
         store.next_key += 1;
         store.revision += 1;
@@ -376,9 +370,12 @@ impl Sessions {
             body: body.clone(),
             given: Arc::default(),
         };
-        store.streams.insert(id.to_owned(), stream.clone());
+        let replaced = store.streams.insert(id.to_owned(), stream.clone());
         let open = store.open.get(id).cloned().unwrap_or_default();
         drop(store);
+        if let Some(replaced) = replaced {
+            replaced.body.end_unanswered();
+        }
         for post in open {
             post.conn.lock().notify_elsewhere();
         }

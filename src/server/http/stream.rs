@@ -6,9 +6,9 @@
 //! is a connection of its own (a `ConnHandle` writing to a [`Body`] that is
 //! an event stream from the start, registered with the server's
 //! connections so that what is published reaches it), with nothing in
-//! flight. It ends when the client closes it, the session is deleted, the
-//! server stops, or a write fails (the write timeout); the TCP connection
-//! ends with it.
+//! flight. It ends when the client closes it, opens another, the session
+//! is deleted, the server stops, or a write fails (the write timeout); the
+//! TCP connection ends with it.
 
 use super::body::Body;
 use super::exchange::Exchange;
@@ -18,9 +18,9 @@ use crate::server::conn::handle::ConnHandle;
 
 impl Exchange<'_> {
     /// Serves a GET of session `request`'s `Mcp-Session-Id` as its stream
-    /// until it ends. `406` when the client does not take an event stream,
-    /// `404` for a session not known, `409` when the session has a stream
-    /// already.
+    /// until it ends (a stream the session had ends: see
+    /// `Sessions::open_stream`). `406` when the client does not take an
+    /// event stream, `404` for a session not known.
     pub fn stream(&self, request: &HttpRequest) {
         let headers = &request.headers;
         let id = headers.get("mcp-session-id").unwrap_or_default();
@@ -43,8 +43,8 @@ impl Exchange<'_> {
         let conn = ConnHandle::new(self.inner, Box::new(body.clone()), end_tx);
         let key = match self.sessions.open_stream(id, &conn, &body) {
             Ok(key) => key,
-            Err((status, error)) => {
-                self.error_with(status, None, &error, &[], false);
+            Err(unknown) => {
+                self.error_with(404, None, &unknown.error(), &[], false);
                 return;
             }
         };
