@@ -92,15 +92,18 @@ fn settle(
         Ok(facts) => return Ok((link, spawned, facts)),
         Err(e) => e,
     };
-    link.close_input();
     let Some(Spawned {
         mut child,
         stderr_tail,
     }) = spawned
     else {
+        link.close_input();
         return Err(e.error);
     };
+    // Whether it exited on its own: looked at before its input closes,
+    // which ends a server that refused us too, and is no death of its own.
     let exited = matches!(child.try_wait(), Ok(Some(_)));
+    link.close_input();
     let status = process::shut_down(&mut child, options.close_grace).ok();
     #[cfg(feature = "legacy")]
     if let (true, EraPolicy::Auto, Some(command)) = (e.died_on_probe, options.era, command) {
