@@ -255,8 +255,10 @@ impl Exchange<'_> {
                 body.keep_alive();
                 next_comment = now + self.options.keep_alive_interval;
             }
-            // A look that does not wait (the body's writer shares the
-            // socket, so it stays blocking): a read timeout of 1 µs.
+            // A short look (the body's writer shares the socket, so it
+            // stays blocking): a read timeout of 1 µs, which the kernel
+            // rounds up to a clock tick (4-16 ms here). Only a response
+            // that takes longer than `WATCH` can complete during one.
             let _ = self.socket.set_read_timeout(Some(Duration::from_micros(1)));
             match self.socket.peek(&mut peek) {
                 Ok(0) => {
