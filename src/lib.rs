@@ -404,6 +404,8 @@
 
 #[cfg(feature = "client")]
 mod client;
+#[cfg(any(feature = "http", feature = "client"))]
+mod deadline;
 mod envelope_scan;
 mod error;
 #[cfg(feature = "http")]

@@ -140,7 +140,8 @@ impl PendingCall {
     /// meanwhile: a proxy whose client cancelled, a UI whose user pressed
     /// stop.
     pub fn wait_unless(mut self, stop: impl Fn() -> bool) -> Result<Box<RawValue>, Error> {
-        let deadline = Instant::now() + self.options.timeout.unwrap_or(self.default_timeout);
+        let deadline =
+            crate::deadline::from_now(self.options.timeout.unwrap_or(self.default_timeout));
         loop {
             if stop() {
                 self.cancel_inner(Some("cancelled"));
@@ -192,8 +193,9 @@ impl PendingCall {
         timeout: Duration,
         cancel_on_timeout: bool,
     ) -> Result<Box<RawValue>, Error> {
-        let mut deadline = Instant::now() + timeout;
-        let hard_limit = self.options.reset_on_progress.map(|max| self.started + max);
+        let mut deadline = crate::deadline::from_now(timeout);
+        let hard_limit =
+            (self.options.reset_on_progress).map(|max| crate::deadline::after(self.started, max));
         loop {
             match self.rx.recv_deadline(deadline) {
                 Ok(Delivery::Reply(reply)) => {
@@ -205,7 +207,7 @@ impl PendingCall {
                         callback(&progress);
                     }
                     if let Some(limit) = hard_limit {
-                        deadline = (Instant::now() + timeout).min(limit);
+                        deadline = crate::deadline::from_now(timeout).min(limit);
                     }
                 }
                 Ok(Delivery::Log(log)) => {

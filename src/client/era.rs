@@ -271,7 +271,7 @@ fn roundtrip(
         link.forget(&id);
         return Err(Error::Disconnected);
     }
-    let deadline = std::time::Instant::now() + timeout;
+    let deadline = crate::deadline::from_now(timeout);
     loop {
         return match rx.recv_deadline(deadline) {
             Ok(Delivery::Reply(Ok(raw))) => Ok(Some(Ok(serde_json::from_str(raw.get())?))),

@@ -261,7 +261,7 @@ impl ClientInner {
             // every stream; the reader ends once they have. Waited for, so
             // the session is over when close returns. std has no wait on a
             // flag with a timeout: poll, every 5 ms.
-            let deadline = std::time::Instant::now() + self.options.close_grace;
+            let deadline = crate::deadline::from_now(self.options.close_grace);
             while link.is_alive() && std::time::Instant::now() < deadline {
                 std::thread::sleep(Duration::from_millis(5));
             }

@@ -99,7 +99,7 @@ pub(crate) fn spawn(command: &mut Command, sink: Arc<StderrSink>) -> std::io::Re
 
 /// Waits for `child` to exit, up to `timeout`.
 pub(crate) fn wait_timeout(child: &mut Child, timeout: Duration) -> Option<ExitStatus> {
-    let deadline = Instant::now() + timeout;
+    let deadline = crate::deadline::from_now(timeout);
     let mut pause = Duration::from_millis(1);
     loop {
         match child.try_wait() {

@@ -3,7 +3,7 @@
 
 use std::fmt;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crossbeam_channel::{Receiver, RecvTimeoutError, TryRecvError};
 
@@ -145,7 +145,7 @@ impl Subscription {
         &mut self,
         timeout: Duration,
     ) -> Result<Option<SubscriptionEvent>, SubscriptionEnd> {
-        let deadline = Instant::now() + timeout;
+        let deadline = crate::deadline::from_now(timeout);
         loop {
             if let Some(end) = self.end {
                 return Err(end);
@@ -330,7 +330,7 @@ impl crate::client::Client {
         }
         // Spec 2026-07-28 basic/patterns/subscriptions: the ack is the first
         // message carrying this subscription's id.
-        let deadline = Instant::now() + self.inner.options.request_timeout;
+        let deadline = crate::deadline::from_now(self.inner.options.request_timeout);
         let accepted = loop {
             match rx.recv_deadline(deadline) {
                 Ok(SubscriptionDelivery::Notification { method: m, params })

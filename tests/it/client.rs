@@ -302,3 +302,48 @@ fn the_client_answers_input_requests_and_retries_round_after_round() {
     client.close().unwrap();
     serving.join().unwrap().unwrap();
 }
+
+/// The client's timeouts and grace periods at their longest ("no limit"):
+/// no panic (`Instant + Duration::MAX` overflows), and everything works.
+#[test]
+fn a_client_with_every_timeout_at_its_longest_neither_panics_nor_hangs() {
+    use mcp_stdio::RequestOptions;
+    use mcp_stdio::types::SubscriptionFilter;
+    use std::time::Duration;
+    let (ours, theirs) = Transport::memory();
+    let server = crate::everything::build();
+    let serving = thread::spawn(move || server.serve(theirs));
+    let client = Client::builder()
+        .probe_timeout(Duration::MAX)
+        .request_timeout(Duration::MAX)
+        .close_grace(Duration::MAX)
+        .connect(ours)
+        .unwrap();
+    let steps = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = steps.clone();
+    let options = RequestOptions::new()
+        .timeout(Duration::MAX)
+        .reset_timeout_on_progress(Duration::MAX)
+        .on_progress(move |_| {
+            counted.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        });
+    let result = client
+        .request_with(
+            "tools/call",
+            json!({ "name": "progress", "arguments": { "steps": 3 } }),
+            options,
+        )
+        .unwrap();
+    assert_eq!(result["content"][0]["text"], "done", "{result}");
+    assert_eq!(steps.load(std::sync::atomic::Ordering::Relaxed), 3);
+    let filter = SubscriptionFilter {
+        resource_subscriptions: Some(vec!["mem://counter".into()]),
+        ..SubscriptionFilter::default()
+    };
+    let mut updates = client.listen(filter).unwrap();
+    client.call("bump", json!({})).unwrap();
+    assert!(updates.recv_timeout(Duration::MAX).unwrap().is_some());
+    updates.cancel();
+    assert_eq!(client.close().unwrap(), None);
+    serving.join().unwrap().unwrap();
+}

@@ -894,3 +894,38 @@ fn missing_meta_is_400_and_task_methods_mirror_their_task_id() {
     let padded = mirrored("tools/call", Some("=?base64?ZWNobw==?="));
     assert_eq!(status(&post(http.addr, &padded, &call)), 200);
 }
+
+/// `HttpOptions` with every timeout at its longest, or at zero: no panic
+/// (`Instant + Duration::MAX` overflows), and requests are served, a slow
+/// one included (the watch computes its next keep-alive comment).
+#[test]
+fn extreme_http_options_neither_panic_nor_refuse_requests() {
+    for duration in [Duration::MAX, Duration::ZERO] {
+        let options = HttpOptions::new()
+            .header_timeout(duration)
+            .idle_timeout(duration)
+            .keep_alive_interval(duration)
+            .write_timeout(duration);
+        let http = start(crate::everything::build(), options);
+        for (id, tool, arguments) in [
+            (1, "echo", json!({ "text": "hi" })),
+            (2, "slow", json!({ "ms": 120 })),
+        ] {
+            let (name, arguments) = (tool, arguments.clone());
+            let body = json!({ "jsonrpc": "2.0", "id": id, "method": "tools/call",
+                "params": { "name": name, "arguments": arguments, "_meta": {
+                    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                    "io.modelcontextprotocol/clientCapabilities": {} } } });
+            let response = post(
+                http.addr,
+                &mirrored("tools/call", Some(name)),
+                &body.to_string(),
+            );
+            assert_eq!(status(&response), 200, "{duration:?} {tool}: {response}");
+            assert!(
+                response.contains(&format!(r#""id":{id},"result""#)),
+                "{duration:?} {tool}: {response}"
+            );
+        }
+    }
+}

@@ -106,7 +106,7 @@ pub(crate) fn serve_connection(site: &Site, socket: TcpStream, open: u64) {
             Ok(_) => {}
         }
         site.open.serving(open, true);
-        input.get_mut().deadline = Some(Instant::now() + options.header_timeout);
+        input.get_mut().deadline = Some(crate::deadline::from_now(options.header_timeout));
         let mut request = match read_head(&mut input, &limits) {
             Ok(Some(request)) => request,
             Ok(None) | Err(HttpError::Io(_)) => return,

@@ -230,18 +230,14 @@ impl Exchange<'_> {
         end: &Receiver<End>,
         id: Option<&RequestId>,
     ) {
-        let mut next_comment = Instant::now() + self.options.keep_alive_interval;
+        let mut next_comment = crate::deadline::from_now(self.options.keep_alive_interval);
         let mut grace_until: Option<Instant> = None;
         let mut peek = [0u8; 1];
         while !body.wait_done(WATCH) {
             match end.try_recv() {
                 Ok(End::Stop) if id.is_none() => return,
                 Ok(End::Stop) if grace_until.is_none() => {
-                    grace_until = Some(
-                        Instant::now()
-                            .checked_add(self.inner.config.shutdown_grace)
-                            .unwrap_or_else(|| Instant::now() + Duration::from_secs(86_400)),
-                    );
+                    grace_until = Some(crate::deadline::from_now(self.inner.config.shutdown_grace));
                 }
                 Ok(End::OutputFailed) => break,
                 _ => {}
@@ -253,7 +249,7 @@ impl Exchange<'_> {
             }
             if now >= next_comment {
                 body.keep_alive();
-                next_comment = now + self.options.keep_alive_interval;
+                next_comment = crate::deadline::after(now, self.options.keep_alive_interval);
             }
             // A short look (the body's writer shares the socket, so it
             // stays blocking): a read timeout of 1 µs, which the kernel

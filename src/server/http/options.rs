@@ -123,17 +123,17 @@ impl HttpOptions {
     }
 
     /// How long a request's line, headers and body may take to arrive once
-    /// it began (default 10 s): a slower client is answered `408` and
-    /// closed.
+    /// it began (default 10 s, at least 1 ms): a slower client is answered
+    /// `408` and closed.
     pub fn header_timeout(mut self, timeout: Duration) -> Self {
-        self.header_timeout = timeout;
+        self.header_timeout = timeout.max(Duration::from_millis(1));
         self
     }
 
     /// How long a keep-alive connection may wait for its next request
-    /// (default 60 s) before it is closed.
+    /// (default 60 s, at least 1 ms) before it is closed.
     pub fn idle_timeout(mut self, timeout: Duration) -> Self {
-        self.idle_timeout = timeout;
+        self.idle_timeout = timeout.max(Duration::from_millis(1));
         self
     }
 
