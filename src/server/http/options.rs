@@ -109,7 +109,11 @@ impl HttpOptions {
     }
 
     /// At most this many connections at once (default 64), a thread each;
-    /// one more is answered `503` and closed.
+    /// one more is answered `503` and closed. A connection kept alive
+    /// between requests counts (for up to the idle timeout), and so does an
+    /// open stream for as long as the client keeps it: a 2026-07-28
+    /// `subscriptions/listen`, or a legacy session's GET stream, which the
+    /// SDKs' legacy clients open at once. Allow about two per client.
     pub fn max_connections(mut self, max: usize) -> Self {
         self.max_connections = max.max(1);
         self
