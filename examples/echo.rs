@@ -31,7 +31,18 @@ struct EchoArgs {
     text: String,
 }
 
-fn main() -> Result<(), mcp_stdio::Error> {
+fn main() -> std::process::ExitCode {
+    // One line for people, not the error's `Debug`.
+    match run() {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("echo: {e}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+fn run() -> Result<(), mcp_stdio::Error> {
     let echo = Tool::new("echo", "Returns its text unchanged.").input_schema(json!({
         "type": "object",
         "properties": { "text": { "type": "string" } },

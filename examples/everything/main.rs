@@ -29,7 +29,18 @@ mod conformance;
 mod fixtures;
 mod server;
 
-fn main() -> Result<(), mcp_stdio::Error> {
+fn main() -> std::process::ExitCode {
+    // One line for people, not the error's `Debug`.
+    match run() {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("everything: {e}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+fn run() -> Result<(), mcp_stdio::Error> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let key = match flag(&args, "--state-key").map(|hex| parse_key(&hex)) {
         None => None,
