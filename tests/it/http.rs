@@ -911,14 +911,13 @@ fn extreme_http_options_neither_panic_nor_refuse_requests() {
             (1, "echo", json!({ "text": "hi" })),
             (2, "slow", json!({ "ms": 120 })),
         ] {
-            let (name, arguments) = (tool, arguments.clone());
             let body = json!({ "jsonrpc": "2.0", "id": id, "method": "tools/call",
-                "params": { "name": name, "arguments": arguments, "_meta": {
+                "params": { "name": tool, "arguments": arguments, "_meta": {
                     "io.modelcontextprotocol/protocolVersion": "2026-07-28",
                     "io.modelcontextprotocol/clientCapabilities": {} } } });
             let response = post(
                 http.addr,
-                &mirrored("tools/call", Some(name)),
+                &mirrored("tools/call", Some(tool)),
                 &body.to_string(),
             );
             assert_eq!(status(&response), 200, "{duration:?} {tool}: {response}");
