@@ -468,9 +468,9 @@ fn a_session_hears_its_notifications_on_its_get_stream_and_nowhere_else() {
     // here on.
     let mut stream = {
         let mut again = get_stream(addr, &session);
-        let mut rest = String::new();
-        stream.read_to_string(&mut rest).unwrap();
-        assert!(rest.ends_with("0\r\n\r\n"), "the old stream ended: {rest}");
+        // Ended with its last chunk (the connection stays for a next
+        // request).
+        read_until(&mut stream, "\r\n0\r\n\r\n", &mut seen);
         let mut seen = String::new();
         read_until(&mut again, "\r\n\r\n", &mut seen);
         again
@@ -497,10 +497,22 @@ fn a_session_hears_its_notifications_on_its_get_stream_and_nowhere_else() {
         "DELETE /mcp HTTP/1.1\r\nHost: {addr}\r\nMcp-Session-Id: {session}\r\nConnection: close\r\n\r\n"
     );
     assert_eq!(status(&raw(addr, delete.as_bytes())), 200);
-    let mut rest = String::new();
-    stream.read_to_string(&mut rest).unwrap();
-    seen.push_str(&rest);
-    assert!(seen.ends_with("0\r\n\r\n"), "the stream ended: {seen}");
+    read_until(&mut stream, "\r\n0\r\n\r\n", &mut seen);
+    // The stream ended with its last chunk: the connection carries the
+    // client's next request.
+    let body = call(9, "echo").to_string();
+    let mut request = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Length: {}\r\n",
+        body.len()
+    );
+    for (name, value) in headers(None, false) {
+        request.push_str(&format!("{name}: {value}\r\n"));
+    }
+    request.push_str("\r\n");
+    request.push_str(&body);
+    stream.write_all(request.as_bytes()).unwrap();
+    let response = read_one(&mut stream);
+    assert_eq!(json_body(&response)["id"], 9, "{response}");
 }
 
 #[test]
@@ -547,8 +559,39 @@ fn a_forgotten_session_ends_its_get_stream() {
     for _ in 0..1024 {
         initialize(addr, json!({}));
     }
-    let mut rest = String::new();
-    stream.read_to_string(&mut rest).unwrap();
-    seen.push_str(&rest);
-    assert!(seen.ends_with("0\r\n\r\n"), "the stream ended: {seen}");
+    read_until(&mut stream, "\r\n0\r\n\r\n", &mut seen);
+}
+
+/// At the connection cap the oldest GET stream gives way to a new
+/// connection: sessions whose clients never close their streams do not
+/// fill the cap and lock every later client out.
+#[test]
+fn at_the_connection_cap_the_oldest_get_stream_gives_way() {
+    let http = start(
+        crate::everything::build(),
+        HttpOptions::new().max_connections(2),
+    );
+    let addr = http.addr;
+    let mut streams: Vec<TcpStream> = (0..2)
+        .map(|_| {
+            let session = initialize(addr, json!({}));
+            let mut stream = get_stream(addr, &session);
+            let mut seen = String::new();
+            read_until(&mut stream, "\r\n\r\n", &mut seen);
+            stream
+        })
+        .collect();
+    // Full: this POST takes the oldest stream's place.
+    let response = post(addr, &headers(None, true), &call(3, "echo").to_string());
+    assert_eq!(status(&response), 200, "{response}");
+    let mut rest = Vec::new();
+    let _ = streams[0].read_to_end(&mut rest);
+    let newest = &mut streams[1];
+    newest
+        .set_read_timeout(Some(Duration::from_millis(200)))
+        .unwrap();
+    let mut buf = [0u8; 64];
+    let still_open =
+        matches!(newest.read(&mut buf), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock);
+    assert!(still_open, "the newer stream stays");
 }

@@ -138,9 +138,17 @@ pub(crate) fn serve_connection(site: &Site, socket: TcpStream, open: u64) {
             return refuse(&socket, refusal.status, &refusal.message, &headers);
         }
         if request.method == "GET" {
-            // The stream ends with the connection.
+            // While the stream is open the connection may give way to a
+            // new one at the cap (`open`).
             #[cfg(feature = "legacy")]
-            exchange.stream(&request);
+            {
+                site.open.streaming(open, true);
+                let goes_on = exchange.stream(&request);
+                site.open.streaming(open, false);
+                if goes_on && !site.inner.connections.is_stopped() {
+                    continue;
+                }
+            }
             return;
         }
         if request.method == "DELETE" {

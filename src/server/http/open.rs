@@ -3,6 +3,11 @@
 //! to the idle timeout for the next one) is closed at once; one serving a
 //! request ends once its response is complete (the request has the
 //! server's grace period); `serve_http` returns when all have ended.
+//!
+//! At the cap, the oldest legacy GET stream gives way to the new
+//! connection (its socket is shut down; its client may open it again):
+//! clients that never close theirs (a session left behind) would otherwise
+//! fill the cap, one stream each, and every later connection be refused.
 
 use std::collections::HashMap;
 use std::net::{Shutdown, TcpStream};
@@ -19,25 +24,49 @@ pub(crate) struct OpenConnections {
 
 #[derive(Default)]
 struct State {
-    /// Each connection's socket (to close it when idle at the end), and
-    /// whether it is serving a request.
-    sockets: HashMap<u64, (TcpStream, bool)>,
+    /// Each connection, by key: older connections have smaller keys.
+    sockets: HashMap<u64, Open>,
     next_key: u64,
     closing: bool,
 }
 
+/// One open connection.
+struct Open {
+    /// To close it when idle at the end, or when it gives way.
+    socket: TcpStream,
+    /// It is serving a request.
+    busy: bool,
+    /// It serves a legacy session's GET stream (it may give way).
+    stream: bool,
+}
+
 impl OpenConnections {
-    /// Counts a new connection in, unless `max` are open or the listener is
-    /// closing; returns its key.
+    /// Counts a new connection in, unless the listener is closing or `max`
+    /// are open and none is a GET stream that could give way (the oldest
+    /// does); returns its key.
     pub fn enter(&self, socket: &TcpStream, max: usize) -> Option<u64> {
         let mut state = self.lock();
-        if state.closing || state.sockets.len() >= max {
+        if state.closing {
             return None;
+        }
+        if state.sockets.len() >= max {
+            let oldest = (state.sockets.iter())
+                .filter(|(_, open)| open.stream)
+                .map(|(key, _)| *key)
+                .min()?;
+            // Its thread sees the end at its next look and leaves.
+            let gone = state.sockets.remove(&oldest).expect("just found");
+            let _ = gone.socket.shutdown(Shutdown::Both);
         }
         let socket = socket.try_clone().ok()?;
         let key = state.next_key;
         state.next_key += 1;
-        state.sockets.insert(key, (socket, false));
+        let open = Open {
+            socket,
+            busy: false,
+            stream: false,
+        };
+        state.sockets.insert(key, open);
         Some(key)
     }
 
@@ -46,10 +75,20 @@ impl OpenConnections {
     /// closing and the connection is between requests.
     pub fn serving(&self, key: u64, serving: bool) -> bool {
         let mut state = self.lock();
-        if let Some((_, busy)) = state.sockets.get_mut(&key) {
-            *busy = serving;
+        if let Some(open) = state.sockets.get_mut(&key) {
+            open.busy = serving;
         }
         serving || !state.closing
+    }
+
+    /// The connection `key` serves a legacy session's GET stream from here
+    /// on (`true`: at the cap it gives way to a new connection, see the
+    /// module docs), or no more.
+    #[cfg(feature = "legacy")]
+    pub fn streaming(&self, key: u64, stream: bool) {
+        if let Some(open) = self.lock().sockets.get_mut(&key) {
+            open.stream = stream;
+        }
     }
 
     /// The connection `key` ended.
@@ -64,9 +103,9 @@ impl OpenConnections {
     pub fn close(&self, deadline: Option<Instant>) {
         let mut state = self.lock();
         state.closing = true;
-        for (socket, busy) in state.sockets.values() {
-            if !busy {
-                let _ = socket.shutdown(Shutdown::Both);
+        for open in state.sockets.values() {
+            if !open.busy {
+                let _ = open.socket.shutdown(Shutdown::Both);
             }
         }
         while !state.sockets.is_empty() {

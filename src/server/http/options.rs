@@ -113,7 +113,10 @@ impl HttpOptions {
     /// between requests counts (for up to the idle timeout), and so does an
     /// open stream for as long as the client keeps it: a 2026-07-28
     /// `subscriptions/listen`, or a legacy session's GET stream, which the
-    /// SDKs' legacy clients open at once. Allow about two per client.
+    /// SDKs' legacy clients open at once. Allow about two per client. At
+    /// the cap, the oldest legacy GET stream is closed to let a new
+    /// connection in (its client may open it again): sessions left open by
+    /// clients that went away do not fill the cap.
     pub fn max_connections(mut self, max: usize) -> Self {
         self.max_connections = max.max(1);
         self

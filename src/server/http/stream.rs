@@ -7,8 +7,7 @@
 //! an event stream from the start, registered with the server's
 //! connections so that what is published reaches it), with nothing in
 //! flight. It ends when the client closes it, opens another, the session
-//! is deleted, the server stops, or a write fails (the write timeout); the
-//! TCP connection ends with it.
+//! is deleted, the server stops, or a write fails (the write timeout).
 
 use super::body::Body;
 use super::exchange::Exchange;
@@ -20,32 +19,33 @@ impl Exchange<'_> {
     /// Serves a GET of session `request`'s `Mcp-Session-Id` as its stream
     /// until it ends (a stream the session had ends: see
     /// `Sessions::open_stream`). `406` when the client does not take an
-    /// event stream, `404` for a session not known.
-    pub fn stream(&self, request: &HttpRequest) {
+    /// event stream, `404` for a session not known. Returns whether the
+    /// connection may carry another request: a stream the server ended
+    /// (a `DELETE`, a newer stream) ends with its last chunk, and an HTTP
+    /// client may send its next request on the same connection.
+    pub fn stream(&self, request: &HttpRequest) -> bool {
         let headers = &request.headers;
+        let keep_alive = request.keep_alive();
         let id = headers.get("mcp-session-id").unwrap_or_default();
         if !(headers.lists("accept", "text/event-stream") || headers.lists("accept", "*/*")) {
             let error = ErrorObject::invalid_request(
                 "a GET stream is an event stream: list text/event-stream in Accept",
             );
-            self.error_with(406, None, &error, &[], false);
-            return;
+            return self.error_with(406, None, &error, &[], keep_alive);
         }
         let Ok(socket) = self.socket.try_clone() else {
             let error = ErrorObject::internal_error(
                 "the server is out of file descriptors: retry in a moment",
             );
-            self.error_with(503, None, &error, &[("Retry-After", "1")], false);
-            return;
+            return self.error_with(503, None, &error, &[("Retry-After", "1")], false);
         };
-        let body = Body::new(socket, true, request.http10, false);
+        let body = Body::new(socket, true, request.http10, keep_alive);
         let (end_tx, end) = crossbeam_channel::unbounded();
         let conn = ConnHandle::new(self.inner, Box::new(body.clone()), end_tx);
         let key = match self.sessions.open_stream(id, &conn, &body) {
             Ok(key) => key,
             Err(unknown) => {
-                self.error_with(404, None, &unknown.error(), &[], false);
-                return;
+                return self.error_with(404, None, &unknown.error(), &[], keep_alive);
             }
         };
         let connected = self.inner.connections.connect(conn.as_connection());
@@ -57,5 +57,6 @@ impl Exchange<'_> {
         self.inner.connections.disconnect(connected);
         let _ = conn.shut_down();
         body.end_unanswered();
+        body.keeps_alive() && keep_alive
     }
 }
