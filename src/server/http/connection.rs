@@ -145,7 +145,10 @@ pub(crate) fn serve_connection(site: &Site, socket: TcpStream, open: u64) {
                 site.open.streaming(open, true);
                 let goes_on = exchange.stream(&request);
                 site.open.streaming(open, false);
-                if goes_on && !site.inner.connections.is_stopped() {
+                // A body sent with the GET is not read: the connection
+                // ends rather than take it for the next request.
+                let empty = request.framing == crate::http::Framing::Empty;
+                if goes_on && empty && !site.inner.connections.is_stopped() {
                     continue;
                 }
             }
