@@ -120,7 +120,7 @@ impl Body {
         for line in state.held.take().unwrap_or_default() {
             state.line(&line);
         }
-        self.let_go(state);
+        self.wake_if_done(state);
     }
 
     /// The request was cancelled by the client's `notifications/cancelled`
@@ -146,7 +146,7 @@ impl Body {
             }
         }
         state.mode = Mode::Done;
-        self.let_go(state);
+        self.wake_if_done(state);
     }
 
     /// Adds a header to the response (before its first line).
@@ -177,7 +177,7 @@ impl Body {
     pub fn cancel(&self) {
         let mut state = self.lock();
         state.mode = Mode::Done;
-        self.let_go(state);
+        self.wake_if_done(state);
     }
 
     /// A keep-alive comment on a quiet stream; a request that has sent
@@ -192,7 +192,7 @@ impl Body {
             write_chunk(&mut out, b":\n\n", state.chunked);
             state.send(&out);
         }
-        self.let_go(state);
+        self.wake_if_done(state);
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
@@ -201,7 +201,7 @@ impl Body {
 
     /// Lets go of the state, waking the thread waiting for the response
     /// ([`Body::wait_done`]) if it is complete.
-    fn let_go(&self, state: MutexGuard<'_, State>) {
+    fn wake_if_done(&self, state: MutexGuard<'_, State>) {
         let done = state.is_done();
         drop(state);
         if done {
@@ -227,7 +227,7 @@ impl Write for Body {
         }
         state.partial.extend_from_slice(rest);
         let failed = state.failed;
-        self.let_go(state);
+        self.wake_if_done(state);
         if failed {
             return Err(io::ErrorKind::BrokenPipe.into());
         }
