@@ -572,21 +572,46 @@ fn at_the_connection_cap_the_oldest_get_stream_gives_way() {
         HttpOptions::new().max_connections(2),
     );
     let addr = http.addr;
-    let mut streams: Vec<TcpStream> = (0..2)
-        .map(|_| {
-            let session = initialize(addr, json!({}));
-            let mut stream = get_stream(addr, &session);
-            let mut seen = String::new();
-            read_until(&mut stream, "\r\n\r\n", &mut seen);
-            stream
-        })
-        .collect();
+    // Both sessions opened on the connection that then becomes the first
+    // stream: no connection of theirs is still being let go when the cap
+    // is counted.
+    let mut oldest = TcpStream::connect(addr).unwrap();
+    oldest.set_read_timeout(Some(WAIT)).unwrap();
+    let mut sessions = Vec::new();
+    for id in 1..=2 {
+        let body = json!({ "jsonrpc": "2.0", "id": id, "method": "initialize", "params": {
+            "protocolVersion": VERSION, "capabilities": {},
+            "clientInfo": { "name": "old", "version": "1" } } })
+        .to_string();
+        let request = format!(
+            "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
+             Content-Length: {}\r\n\r\n{body}",
+            body.len()
+        );
+        oldest.write_all(request.as_bytes()).unwrap();
+        let response = read_one(&mut oldest);
+        sessions.push(header(&response, "mcp-session-id").unwrap().to_owned());
+    }
+    let get = format!(
+        "GET /mcp HTTP/1.1\r\nHost: {addr}\r\nAccept: text/event-stream\r\n\
+         MCP-Protocol-Version: {VERSION}\r\nMcp-Session-Id: {}\r\n\r\n",
+        sessions[0]
+    );
+    oldest.write_all(get.as_bytes()).unwrap();
+    // The head, then the first comment (a write of its own).
+    let mut seen = String::new();
+    read_until(&mut oldest, ":\n\n", &mut seen);
+    let mut newest = get_stream(addr, &sessions[1]);
+    let mut seen = String::new();
+    read_until(&mut newest, ":\n\n", &mut seen);
+
     // Full: this POST takes the oldest stream's place.
     let response = post(addr, &headers(None, true), &call(3, "echo").to_string());
     assert_eq!(status(&response), 200, "{response}");
     let mut rest = Vec::new();
-    let _ = streams[0].read_to_end(&mut rest);
-    let newest = &mut streams[1];
+    oldest
+        .read_to_end(&mut rest)
+        .expect("the oldest stream's connection was closed");
     newest
         .set_read_timeout(Some(Duration::from_millis(200)))
         .unwrap();
