@@ -22,9 +22,8 @@
 //! wake-up. Off by default, since a library must not burn its host's CPU
 //! unasked; one thread spins at a time.
 
-use std::sync::Arc;
-use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock, Weak};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -48,8 +47,6 @@ pub(crate) type Job = Box<dyn FnOnce() + Send>;
 pub(crate) struct Pool {
     jobs: Sender<Job>,
     threads: Arc<Threads>,
-    /// Wakes the watcher; `None` if it could not be started.
-    watcher: OnceLock<Option<Sender<()>>>,
 }
 
 /// The queue of jobs, and what the threads are doing, counted by the
@@ -67,6 +64,8 @@ struct Threads {
     spin: Duration,
     /// A thread is spinning: the others sleep at once.
     spinning: AtomicBool,
+    /// Wakes the watcher; `None` if it could not be started.
+    watcher: OnceLock<Option<Sender<()>>>,
 }
 
 impl Pool {
@@ -82,11 +81,11 @@ impl Pool {
             warm: warm.max(1),
             spin,
             spinning: AtomicBool::new(false),
+            watcher: OnceLock::new(),
         };
         Pool {
             jobs,
             threads: Arc::new(threads),
-            watcher: OnceLock::new(),
         }
     }
 
@@ -95,38 +94,28 @@ impl Pool {
     /// starts if the threads take no job within [`STALL`]. Never blocks.
     pub fn submit(&self, job: Job) {
         let threads = &self.threads;
-        // Each queued job will take one of the idle threads.
-        let free = threads.idle.load(Ordering::Acquire) > self.jobs.len();
         // The threads hold the receiving side until the pool is dropped.
         let _ = self.jobs.send(job);
-        if free {
+        // Counted after the send: two jobs submitted at once cannot both
+        // count on the same idle thread (`Threads::work` is the other side).
+        if !threads.short_of_idle() {
             return;
         }
         if threads.alive.load(Ordering::Acquire) < threads.warm {
             return spawn(threads);
         }
-        let watcher = self.watcher.get_or_init(|| {
-            let (wake, woken) = crossbeam_channel::bounded(1);
-            let threads = Arc::clone(threads);
-            let started = thread::Builder::new()
-                .name("mcp-pool-watch".into())
-                .spawn(move || watch(&woken, &threads));
-            started.ok().map(|_| wake)
-        });
-        match watcher {
-            // Full: a look is due already.
-            Some(wake) => drop(wake.try_send(())),
-            // No watcher: the job gets a thread now.
-            None => spawn(threads),
-        }
+        threads.wake_watcher();
     }
 }
 
 /// The watcher: woken when jobs found no idle thread, it looks every
 /// [`STALL`] while jobs wait, and gives each a thread when the threads took
 /// none since the last look. It ends with the pool.
-fn watch(woken: &Receiver<()>, threads: &Arc<Threads>) {
+fn watch(woken: &Receiver<()>, threads: &Weak<Threads>) {
     while woken.recv().is_ok() {
+        let Some(threads) = threads.upgrade() else {
+            return;
+        };
         // Threads started at the last look: the job each takes first is
         // not progress of the threads that were there.
         let mut started = 0;
@@ -139,7 +128,7 @@ fn watch(woken: &Receiver<()>, threads: &Arc<Threads>) {
             }
             let progress = threads.taken.load(Ordering::Acquire) - taken;
             started = if progress <= started {
-                grow(threads, waiting)
+                grow(&threads, waiting)
             } else {
                 0
             };
@@ -170,7 +159,7 @@ fn spawn(threads: &Arc<Threads>) {
     let of_it = Arc::clone(threads);
     let spawned = thread::Builder::new()
         .name("mcp-worker".into())
-        .spawn(move || of_it.work());
+        .spawn(move || Threads::work(&of_it));
     if spawned.is_err() {
         threads.alive.fetch_sub(1, Ordering::AcqRel);
         threads.idle.fetch_sub(1, Ordering::AcqRel);
@@ -180,14 +169,20 @@ fn spawn(threads: &Arc<Threads>) {
 impl Threads {
     /// A thread's life: jobs until it has waited [`IDLE_EXIT`] for one
     /// (a thread beyond the warm ones) or the pool is dropped.
-    fn work(&self) {
+    fn work(self: &Arc<Self>) {
         loop {
             match self.next_job() {
                 Ok(job) => {
-                    self.idle.fetch_sub(1, Ordering::AcqRel);
+                    self.idle.fetch_sub(1, Ordering::SeqCst);
                     self.taken.fetch_add(1, Ordering::AcqRel);
+                    // A job submitted while this thread still counted as
+                    // idle may have counted on it: if no idle thread is
+                    // left for the jobs waiting, the watcher looks.
+                    if self.short_of_idle() {
+                        self.wake_watcher();
+                    }
                     job();
-                    self.idle.fetch_add(1, Ordering::AcqRel);
+                    self.idle.fetch_add(1, Ordering::SeqCst);
                 }
                 // One thread fewer, unless it is a warm one: it stays.
                 Err(RecvTimeoutError::Timeout) => {
@@ -205,6 +200,32 @@ impl Threads {
             }
         }
         self.idle.fetch_sub(1, Ordering::AcqRel);
+    }
+
+    /// Whether fewer threads are idle than jobs wait: each waiting job
+    /// takes one idle thread.
+    fn short_of_idle(&self) -> bool {
+        self.idle.load(Ordering::SeqCst) < self.queue.len()
+    }
+
+    /// Has the watcher look (started the first time); without one, a
+    /// waiting job gets a thread now.
+    fn wake_watcher(self: &Arc<Self>) {
+        let watcher = self.watcher.get_or_init(|| {
+            let (wake, woken) = crossbeam_channel::bounded(1);
+            // Not an `Arc`: the watcher ends once the threads are gone,
+            // and with them its waker.
+            let threads = Arc::downgrade(self);
+            let started = thread::Builder::new()
+                .name("mcp-pool-watch".into())
+                .spawn(move || watch(&woken, &threads));
+            started.ok().map(|_| wake)
+        });
+        match watcher {
+            // Full: a look is due already.
+            Some(wake) => drop(wake.try_send(())),
+            None => spawn(self),
+        }
     }
 
     /// The next job: spinning first if asked and no other thread spins,
@@ -284,6 +305,58 @@ mod tests {
         pool.submit(Box::new(move || done.send(()).unwrap()));
         finished.recv_timeout(Duration::from_secs(5)).unwrap();
         assert_eq!(pool.threads.alive.load(Ordering::Acquire), 3);
+    }
+
+    #[test]
+    fn jobs_submitted_at_once_each_get_a_thread_when_the_others_block() {
+        // Jobs submitted from several threads at once (readers of several
+        // connections, workers starting queued requests), one idle thread
+        // for them: each must start while the others block, however the
+        // submits and the idle thread's taking interleave. (Counting the
+        // idle threads before the send let two submits count the same one,
+        // and the second job waited, with no watcher looking, until the
+        // first returned.)
+        let started_at = Instant::now();
+        let mut rounds = 0;
+        while started_at.elapsed() < Duration::from_secs(2) {
+            rounds += 1;
+            let pool = Arc::new(Pool::new(1, Duration::ZERO));
+            let (done, finished) = crossbeam_channel::bounded(1);
+            pool.submit(Box::new(move || done.send(()).unwrap()));
+            finished.recv().unwrap();
+            while pool.threads.idle.load(Ordering::Acquire) < 1 {
+                thread::yield_now();
+            }
+            let (started, starts) = crossbeam_channel::unbounded();
+            let (release, gate) = crossbeam_channel::unbounded::<()>();
+            let go = Arc::new(AtomicBool::new(false));
+            let submitters: Vec<_> = (0..2)
+                .map(|_| {
+                    let (pool, started, gate) = (pool.clone(), started.clone(), gate.clone());
+                    let go = go.clone();
+                    thread::spawn(move || {
+                        // Both submit at the same moment.
+                        while !go.load(Ordering::Acquire) {
+                            std::hint::spin_loop();
+                        }
+                        pool.submit(Box::new(move || {
+                            let _ = started.send(());
+                            let _ = gate.recv();
+                        }));
+                    })
+                })
+                .collect();
+            go.store(true, Ordering::Release);
+            submitters.into_iter().for_each(|t| t.join().unwrap());
+            for job in 0..2 {
+                let start = starts.recv_timeout(Duration::from_secs(2));
+                assert!(
+                    start.is_ok(),
+                    "round {rounds}: job {job} of 2 never started"
+                );
+            }
+            drop(release);
+        }
     }
 
     #[test]
