@@ -173,14 +173,8 @@ impl Threads {
         loop {
             match self.next_job() {
                 Ok(job) => {
-                    self.idle.fetch_sub(1, Ordering::SeqCst);
                     self.taken.fetch_add(1, Ordering::AcqRel);
-                    // A job submitted while this thread still counted as
-                    // idle may have counted on it: if no idle thread is
-                    // left for the jobs waiting, the watcher looks.
-                    if self.short_of_idle() {
-                        self.wake_watcher();
-                    }
+                    self.not_idle();
                     job();
                     self.idle.fetch_add(1, Ordering::SeqCst);
                 }
@@ -190,16 +184,26 @@ impl Threads {
                     let alive = &self.alive;
                     if (alive.fetch_update(Ordering::AcqRel, Ordering::Acquire, above_warm)).is_ok()
                     {
-                        break;
+                        return self.not_idle();
                     }
                 }
                 Err(RecvTimeoutError::Disconnected) => {
                     self.alive.fetch_sub(1, Ordering::AcqRel);
-                    break;
+                    self.idle.fetch_sub(1, Ordering::SeqCst);
+                    return;
                 }
             }
         }
-        self.idle.fetch_sub(1, Ordering::AcqRel);
+    }
+
+    /// This thread stops counting as idle (it took a job, or it exits). A
+    /// job submitted while it still counted may have counted on it: if no
+    /// idle thread is left for the jobs waiting, the watcher looks.
+    fn not_idle(self: &Arc<Self>) {
+        self.idle.fetch_sub(1, Ordering::SeqCst);
+        if self.short_of_idle() {
+            self.wake_watcher();
+        }
     }
 
     /// Whether fewer threads are idle than jobs wait: each waiting job
