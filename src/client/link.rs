@@ -85,6 +85,17 @@ pub(crate) enum SubscriptionDelivery {
     TornDown,
 }
 
+/// What [`Link::forget_subscription`] found.
+pub(crate) enum Forgotten {
+    /// Nothing: the server ended it, or the link died.
+    Nothing,
+    /// A `subscriptions/listen` still open.
+    Tagged,
+    #[cfg(feature = "legacy")]
+    /// A subscription emulated on a legacy server, with its accepted filter.
+    Legacy(SubscriptionFilter),
+}
+
 /// The death watch of a link: armed with a callback, or past its death.
 enum DeathWatch {
     /// Alive; the callback, once armed.
@@ -243,14 +254,19 @@ impl Link {
         }
     }
 
-    /// Forgets a subscription; returns its accepted filter if it was a
-    /// legacy one.
-    pub fn forget_subscription(&self, id: &RequestId) -> Option<SubscriptionFilter> {
-        lock(&self.subscriptions).remove(id);
+    /// Forgets a subscription; says whether it was still registered, and
+    /// its accepted filter if it was a legacy one.
+    pub fn forget_subscription(&self, id: &RequestId) -> Forgotten {
+        let registered = lock(&self.subscriptions).remove(id).is_some();
         #[cfg(feature = "legacy")]
-        return lock(&self.legacy).remove(id);
-        #[cfg(not(feature = "legacy"))]
-        None
+        if let Some(filter) = lock(&self.legacy).remove(id) {
+            return Forgotten::Legacy(filter);
+        }
+        if registered {
+            Forgotten::Tagged
+        } else {
+            Forgotten::Nothing
+        }
     }
 
     #[cfg(feature = "legacy")]

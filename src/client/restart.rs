@@ -47,7 +47,9 @@ pub(crate) fn watch(inner: &Arc<ClientInner>, link: &Arc<Link>) {
             return;
         };
         if inner.closing.load(Ordering::Acquire) {
-            return;
+            // A close that came after the reader told the subscriptions
+            // `Reconnecting`: no restart follows, so they end here.
+            return give_up(&inner);
         }
         note_death(&inner);
         if !allowed {
@@ -174,6 +176,9 @@ fn start_again(inner: &Arc<ClientInner>) -> Result<(), crate::Error> {
             drop(subs);
             link.close_input();
             let _ = process::shut_down(&mut child, inner.options.close_grace);
+            // The subscriptions heard `Reconnecting` when the old server
+            // died; they will not be re-sent now.
+            give_up(inner);
             return Ok(());
         }
         *slot = Some(child);

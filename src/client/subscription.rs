@@ -2,14 +2,15 @@
 //! blocking iterator of events that ends closed or disconnected.
 
 use std::fmt;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use crossbeam_channel::{Receiver, RecvTimeoutError, TryRecvError};
 
-use crate::client::link::{Link, SubscriptionDelivery};
-use crate::client::shared::stamp_for;
+use crate::client::link::{Forgotten, Link, SubscriptionDelivery};
+use crate::client::shared::{ClientInner, stamp_for};
 use crate::jsonrpc::{RequestId, encode_notification};
+use crate::sync::lock;
 use crate::types::{DetailedTask, SubscriptionFilter, method};
 
 /// One notification delivered on a subscription.
@@ -70,7 +71,9 @@ pub struct Subscription {
     pub(crate) requested: SubscriptionFilter,
     pub(crate) accepted: SubscriptionFilter,
     pub(crate) end: Option<SubscriptionEnd>,
-    pub(crate) on_drop: Option<Box<dyn FnOnce() + Send>>,
+    /// Its entry among the client's live subscriptions (which a restart
+    /// sends again), until it is let go.
+    pub(crate) registry: Option<(Weak<ClientInner>, u64)>,
 }
 
 impl fmt::Debug for Subscription {
@@ -189,20 +192,42 @@ impl Subscription {
             return;
         }
         self.end = Some(SubscriptionEnd::Closed);
+        self.release();
+    }
+
+    /// Lets the subscription go, once it ended: out of the client's
+    /// registry first, so that no restart sends it again (a restart
+    /// re-sends under the registry's lock, and installs the link it
+    /// re-sends on under it too, so the id and link read next are the
+    /// ones it was last sent with); then off that link. A listen still
+    /// open there is cancelled (`notifications/cancelled`; a legacy one
+    /// unsubscribed); one the server ended, or a dead link, needs nothing.
+    fn release(&mut self) {
+        let registry =
+            (self.registry.take()).and_then(|(inner, key)| Some((inner.upgrade()?, key)));
+        let subs = registry.as_ref().map(|(inner, key)| {
+            let mut subs = lock(&inner.subscriptions);
+            subs.remove(key);
+            subs
+        });
+        // Read under the registry's lock: no restart is half-way through
+        // installing a link and re-sending on it.
         let id = self.id();
-        let link = Arc::clone(&self.link.lock().unwrap_or_else(|e| e.into_inner()));
-        #[cfg(feature = "legacy")]
-        if let Some(filter) = link.forget_subscription(&id) {
+        let link = Arc::clone(&lock(&self.link));
+        drop(subs);
+        match link.forget_subscription(&id) {
+            Forgotten::Nothing => {}
             // Emulated on a legacy server: nothing was sent to cancel.
-            return crate::client::legacy_listen::close(&link, &filter);
-        }
-        #[cfg(not(feature = "legacy"))]
-        link.forget_subscription(&id);
-        let mut line = Vec::new();
-        let params = serde_json::json!({ "requestId": id });
-        if encode_notification(&mut line, method::NOTIFICATION_CANCELLED, &params).is_ok() {
-            // A dead connection needs no cancellation.
-            let _ = link.send(line);
+            #[cfg(feature = "legacy")]
+            Forgotten::Legacy(filter) => crate::client::legacy_listen::close(&link, &filter),
+            Forgotten::Tagged => {
+                let mut line = Vec::new();
+                let params = serde_json::json!({ "requestId": id });
+                if encode_notification(&mut line, method::NOTIFICATION_CANCELLED, &params).is_ok() {
+                    // A dead connection needs no cancellation.
+                    let _ = link.send(line);
+                }
+            }
         }
     }
 
@@ -222,21 +247,19 @@ impl Subscription {
                 Some(SubscriptionEvent::Resubscribed { accepted })
             }
             SubscriptionDelivery::Notification { method, params } => Some(event_of(method, params)),
-            SubscriptionDelivery::Reply(_) => {
+            SubscriptionDelivery::Reply(_) | SubscriptionDelivery::TornDown => {
                 self.end = Some(SubscriptionEnd::Closed);
+                self.release();
                 None
             }
             SubscriptionDelivery::Disconnected => {
                 self.end = Some(SubscriptionEnd::Disconnected);
+                self.release();
                 None
             }
             // The connection dropped and the client is restarting the
             // server: the subscription carries on.
             SubscriptionDelivery::Reconnecting => None,
-            SubscriptionDelivery::TornDown => {
-                self.end = Some(SubscriptionEnd::Closed);
-                None
-            }
         }
     }
 }
@@ -254,9 +277,6 @@ impl Iterator for Subscription {
 impl Drop for Subscription {
     fn drop(&mut self) {
         self.cancel_inner();
-        if let Some(on_drop) = self.on_drop.take() {
-            on_drop();
-        }
     }
 }
 
@@ -386,7 +406,6 @@ impl crate::client::Client {
         rx: Receiver<SubscriptionDelivery>,
     ) -> Subscription {
         use crate::client::shared::LiveSubscription;
-        use crate::sync::lock;
         let shared_id = Arc::new(Mutex::new(id));
         let key = self
             .inner
@@ -405,7 +424,6 @@ impl crate::client::Client {
             }
             subs.insert(key, live);
         }
-        let registry = Arc::downgrade(&self.inner);
         Subscription {
             id: shared_id,
             link: Arc::clone(&self.inner.link),
@@ -413,11 +431,171 @@ impl crate::client::Client {
             requested: filter,
             accepted,
             end: None,
-            on_drop: Some(Box::new(move || {
-                if let Some(inner) = registry.upgrade() {
-                    lock(&inner.subscriptions).remove(&key);
-                }
-            })),
+            registry: Some((Arc::downgrade(&self.inner), key)),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+    use std::io::{BufRead, BufReader};
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+    use std::sync::{Arc, Barrier, Mutex};
+    use std::time::{Duration, Instant};
+
+    use crossbeam_channel::Receiver;
+    use serde_json::Value;
+
+    use crate::client::era::{Era, ServerFacts};
+    use crate::client::link::{Link, ServerInput};
+    use crate::client::shared::ClientInner;
+    use crate::client::{Client, ClientBuilder, restart};
+    use crate::sync::lock;
+    use crate::types::{ServerCapabilities, SubscriptionFilter};
+
+    /// A link over pipes: the server's output stays open until the
+    /// returned writer is dropped; each line the client writes comes out
+    /// of the receiver, which ends once the client's input is closed.
+    fn link(options: &ClientBuilder) -> (Arc<Link>, std::io::PipeWriter, Receiver<Value>) {
+        let (output, server_writes) = std::io::pipe().expect("a pipe");
+        let (server_reads, input) = std::io::pipe().expect("a pipe");
+        let link = Link::start(
+            Box::new(BufReader::new(output)),
+            ServerInput::stream(Box::new(input)),
+            options.max_line_bytes,
+            options.notes.clone(),
+            None,
+        )
+        .expect("a link");
+        let (tx, rx) = crossbeam_channel::unbounded();
+        std::thread::spawn(move || {
+            for line in BufReader::new(server_reads).lines() {
+                let Ok(line) = line else { break };
+                let _ = tx.send(serde_json::from_str(&line).unwrap_or(Value::Null));
+            }
+        });
+        (link, server_writes, rx)
+    }
+
+    /// One round: two subscriptions acknowledged on a link that dies; a
+    /// restart installs the next link and re-sends them (step 4 of
+    /// `restart::start_again`) while a thread drops one of them. Returns
+    /// what is wrong with the new link's wire, if anything.
+    fn drop_during_a_restart() -> Option<String> {
+        let options = ClientBuilder::default().trace(|_| {});
+        let (old, old_output, _old_input) = link(&options);
+        let (new, new_output, new_input) = link(&options);
+        let inner = Arc::new(ClientInner {
+            link: Arc::new(Mutex::new(Arc::clone(&old))),
+            facts: Mutex::new(ServerFacts {
+                era: Era::Modern {
+                    version: crate::version::SUPPORTED_VERSIONS[0].into(),
+                },
+                capabilities: ServerCapabilities::default(),
+                info: None,
+                instructions: None,
+                discover: None,
+            }),
+            child: Mutex::new(None),
+            stderr_tail: Mutex::new(None),
+            command: None,
+            subscriptions: Mutex::new(HashMap::new()),
+            next_subscription: AtomicU64::new(0),
+            restarts: Mutex::new(0),
+            closing: AtomicBool::new(false),
+            options,
+        });
+        let client = Client {
+            inner: Arc::clone(&inner),
+            closed: true,
+        };
+        // As `Client::listen` does once the old server acknowledged.
+        let open = || {
+            let id = old.next_id();
+            let (tx, rx) = crossbeam_channel::unbounded();
+            old.adopt_subscription(&id, tx.clone());
+            let filter = SubscriptionFilter::default();
+            client.track(&old, id, filter.clone(), filter, tx, rx)
+        };
+        let dropped = open();
+        let kept = open();
+        // The old server dies; restarts remain.
+        old.restartable.store(true, Ordering::Release);
+        drop(old_output);
+        while old.is_alive() {
+            std::thread::yield_now();
+        }
+        let barrier = Arc::new(Barrier::new(2));
+        let dropper = {
+            let barrier = Arc::clone(&barrier);
+            std::thread::spawn(move || {
+                barrier.wait();
+                drop(dropped);
+            })
+        };
+        barrier.wait();
+        {
+            let subs = lock(&inner.subscriptions);
+            *lock(&inner.link) = Arc::clone(&new);
+            for sub in subs.values() {
+                restart::relisten(&inner, &new, sub);
+            }
+        }
+        dropper.join().expect("the dropper");
+        let kept_id = kept.id().to_value();
+        new.close_input();
+        let lines: Vec<Value> = new_input.iter().collect();
+        drop((kept, client, new_output));
+        let of = |method: &str| -> Vec<Value> {
+            (lines.iter())
+                .filter(|l| l["method"] == method)
+                .map(|l| {
+                    let id = &l["id"];
+                    if id.is_null() {
+                        l["params"]["requestId"].clone()
+                    } else {
+                        id.clone()
+                    }
+                })
+                .collect()
+        };
+        let listens = of("subscriptions/listen");
+        let cancels = of("notifications/cancelled");
+        if cancels.contains(&kept_id) {
+            return Some(format!(
+                "the kept subscription ({kept_id}) was cancelled: {lines:?}"
+            ));
+        }
+        if let Some(stray) = cancels.iter().find(|c| !listens.contains(c)) {
+            return Some(format!(
+                "a cancellation for {stray}, never sent on this link: {lines:?}"
+            ));
+        }
+        if let Some(open) = listens
+            .iter()
+            .find(|l| **l != kept_id && !cancels.contains(l))
+        {
+            return Some(format!(
+                "the dropped subscription's listen ({open}) was re-sent and never cancelled: {lines:?}"
+            ));
+        }
+        None
+    }
+
+    #[test]
+    fn a_subscription_dropped_during_a_restart_cancels_its_own_listen_only() {
+        let deadline = Instant::now() + Duration::from_secs(3);
+        let (mut rounds, mut wrong) = (0, Vec::new());
+        while Instant::now() < deadline {
+            rounds += 1;
+            wrong.extend(drop_during_a_restart());
+        }
+        assert!(
+            wrong.is_empty(),
+            "{} of {rounds} rounds went wrong; the first: {}",
+            wrong.len(),
+            wrong[0]
+        );
     }
 }

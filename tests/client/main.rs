@@ -836,8 +836,16 @@ const CHECKS: &[(&str, Check)] = &[
         restart_resubscribes_then_gives_up,
     ),
     (
+        "close_during_a_restart_ends_subscriptions",
+        races::close_during_a_restart_ends_subscriptions,
+    ),
+    (
         "server_teardown_cancelled_ends_subscription",
         server_teardown_cancelled_ends_subscription,
+    ),
+    (
+        "a_restart_does_not_reopen_an_ended_subscription",
+        subscription_ends::a_restart_does_not_reopen_an_ended_subscription,
     ),
     // 5. Close escalation.
     ("close_escalates_to_sigterm", close_escalates_to_sigterm),
@@ -1040,6 +1048,7 @@ macro_rules! ensure {
 // After the macro: the modules use it.
 mod bad_replies;
 mod quiet;
+mod races;
 mod seed_rules;
 mod tasks;
 
@@ -2984,3 +2993,5 @@ fn late_reply_after_timeout_dropped() -> Result<String, String> {
     );
     Ok(String::new())
 }
+
+mod subscription_ends;
