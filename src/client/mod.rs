@@ -199,6 +199,7 @@ impl Client {
             next_subscription: AtomicU64::new(0),
             restarts: Mutex::new(0),
             closing: AtomicBool::new(false),
+            given_up: AtomicBool::new(false),
             options,
         });
         restart::watch(&inner, &link);

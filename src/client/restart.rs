@@ -231,7 +231,9 @@ pub(crate) fn relisten(inner: &ClientInner, link: &Arc<Link>, sub: &LiveSubscrip
 
 /// No more restarts: every live subscription is disconnected for good.
 fn give_up(inner: &Arc<ClientInner>) {
-    for sub in lock(&inner.subscriptions).values() {
+    let subs = lock(&inner.subscriptions);
+    inner.given_up.store(true, Ordering::Release);
+    for sub in subs.values() {
         let _ = sub.tx.send(SubscriptionDelivery::Disconnected);
     }
 }

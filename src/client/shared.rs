@@ -45,6 +45,9 @@ pub(crate) struct ClientInner {
     pub next_subscription: AtomicU64,
     pub restarts: Mutex<u32>,
     pub closing: AtomicBool,
+    /// Set (under the subscriptions' lock) once no restart will follow:
+    /// a subscription recorded after that ends at once (`Client::track`).
+    pub given_up: AtomicBool,
 }
 
 impl ClientInner {

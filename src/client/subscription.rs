@@ -418,11 +418,22 @@ impl crate::client::Client {
         };
         {
             let mut subs = lock(&self.inner.subscriptions);
-            let current = self.link();
-            if !Arc::ptr_eq(&current, opened) {
-                crate::client::restart::relisten(&self.inner, &current, &live);
+            if self
+                .inner
+                .given_up
+                .load(std::sync::atomic::Ordering::Acquire)
+            {
+                // The link it was opened on died, and the restarts ran
+                // out before it was recorded here: it ends now, after
+                // what it delivered (it heard `Reconnecting`).
+                let _ = live.tx.send(SubscriptionDelivery::Disconnected);
+            } else {
+                let current = self.link();
+                if !Arc::ptr_eq(&current, opened) {
+                    crate::client::restart::relisten(&self.inner, &current, &live);
+                }
+                subs.insert(key, live);
             }
-            subs.insert(key, live);
         }
         Subscription {
             id: shared_id,
@@ -440,6 +451,7 @@ impl crate::client::Client {
 mod tests {
     use std::collections::HashMap;
     use std::io::{BufRead, BufReader};
+    use std::process::Command;
     use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
     use std::sync::{Arc, Barrier, Mutex};
     use std::time::{Duration, Instant};
@@ -450,7 +462,7 @@ mod tests {
     use crate::client::era::{Era, ServerFacts};
     use crate::client::link::{Link, ServerInput};
     use crate::client::shared::ClientInner;
-    use crate::client::{Client, ClientBuilder, restart};
+    use crate::client::{Client, ClientBuilder, RestartPolicy, SubscriptionEnd, restart};
     use crate::sync::lock;
     use crate::types::{ServerCapabilities, SubscriptionFilter};
 
@@ -478,16 +490,14 @@ mod tests {
         (link, server_writes, rx)
     }
 
-    /// One round: two subscriptions acknowledged on a link that dies; a
-    /// restart installs the next link and re-sends them (step 4 of
-    /// `restart::start_again`) while a thread drops one of them. Returns
-    /// what is wrong with the new link's wire, if anything.
-    fn drop_during_a_restart() -> Option<String> {
-        let options = ClientBuilder::default().trace(|_| {});
-        let (old, old_output, _old_input) = link(&options);
-        let (new, new_output, new_input) = link(&options);
-        let inner = Arc::new(ClientInner {
-            link: Arc::new(Mutex::new(Arc::clone(&old))),
+    /// The client's shared state over `link`, restarting with `command`.
+    fn client_inner(
+        link: &Arc<Link>,
+        command: Option<Command>,
+        options: ClientBuilder,
+    ) -> Arc<ClientInner> {
+        Arc::new(ClientInner {
+            link: Arc::new(Mutex::new(Arc::clone(link))),
             facts: Mutex::new(ServerFacts {
                 era: Era::Modern {
                     version: crate::version::SUPPORTED_VERSIONS[0].into(),
@@ -499,13 +509,25 @@ mod tests {
             }),
             child: Mutex::new(None),
             stderr_tail: Mutex::new(None),
-            command: None,
+            command: command.map(Mutex::new),
             subscriptions: Mutex::new(HashMap::new()),
             next_subscription: AtomicU64::new(0),
             restarts: Mutex::new(0),
             closing: AtomicBool::new(false),
+            given_up: AtomicBool::new(false),
             options,
-        });
+        })
+    }
+
+    /// One round: two subscriptions acknowledged on a link that dies; a
+    /// restart installs the next link and re-sends them (step 4 of
+    /// `restart::start_again`) while a thread drops one of them. Returns
+    /// what is wrong with the new link's wire, if anything.
+    fn drop_during_a_restart() -> Option<String> {
+        let options = ClientBuilder::default().trace(|_| {});
+        let (old, old_output, _old_input) = link(&options);
+        let (new, new_output, new_input) = link(&options);
+        let inner = client_inner(&old, None, options);
         let client = Client {
             inner: Arc::clone(&inner),
             closed: true,
@@ -597,5 +619,58 @@ mod tests {
             wrong.len(),
             wrong[0]
         );
+    }
+
+    /// `Client::listen` has its acknowledgment when the server dies, and
+    /// the restarts fail and run out (`give_up`) before it records the
+    /// subscription (`track`): the subscription must still end
+    /// `Disconnected`, not wait forever after `Reconnecting`.
+    #[test]
+    fn a_listen_acknowledged_just_before_the_restarts_ran_out_ends() {
+        let options = ClientBuilder::default()
+            .trace(|_| {})
+            .restart(RestartPolicy {
+                max_restarts: 1,
+                backoff: Duration::ZERO,
+            });
+        let (output, server_writes) = std::io::pipe().expect("a pipe");
+        let (_server_reads, input) = std::io::pipe().expect("a pipe");
+        let link = Link::start(
+            Box::new(BufReader::new(output)),
+            ServerInput::stream(Box::new(input)),
+            options.max_line_bytes,
+            options.notes.clone(),
+            None,
+        )
+        .expect("a link");
+        // Every restart fails at once.
+        let command = Command::new("/nonexistent/mcp-server");
+        let inner = client_inner(&link, Some(command), options);
+        restart::watch(&inner, &link);
+        let client = Client {
+            inner: Arc::clone(&inner),
+            closed: true,
+        };
+        // `listen`: the listen is registered, sent and acknowledged ...
+        let id = link.next_id();
+        let (tx, rx) = crossbeam_channel::unbounded();
+        link.adopt_subscription(&id, tx.clone());
+        // ... then the server dies, the one restart fails, and the client
+        // gives up (the restart thread holds the client until it is done) ...
+        drop(server_writes);
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while (link.is_alive()
+            || *crate::sync::lock(&inner.restarts) == 0
+            || Arc::strong_count(&inner) > 2)
+            && Instant::now() < deadline
+        {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        assert_eq!(Arc::strong_count(&inner), 2, "the restart did not end");
+        // ... before `listen` records the subscription.
+        let filter = SubscriptionFilter::default();
+        let mut sub = client.track(&link, id, filter.clone(), filter, tx, rx);
+        let end = sub.recv_timeout(Duration::from_secs(1));
+        assert_eq!(end, Err(SubscriptionEnd::Disconnected));
     }
 }
