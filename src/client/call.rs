@@ -220,21 +220,29 @@ impl PendingCall {
                     return Err(Error::Disconnected);
                 }
                 Err(RecvTimeoutError::Timeout) => {
-                    if cancel_on_timeout {
-                        self.cancel_inner(Some("timed out"));
+                    if !cancel_on_timeout || self.cancel_inner(Some("timed out")) {
+                        return Err(Error::Timeout);
                     }
-                    return Err(Error::Timeout);
+                    // Answered as it timed out: the reader took the request
+                    // out, and its reply (or the link's end) is on its way.
+                    deadline = crate::deadline::after(Instant::now(), Duration::MAX);
                 }
             }
         }
     }
 
-    fn cancel_inner(&mut self, reason: Option<&str>) {
+    /// Sends `notifications/cancelled` for the request if it is still
+    /// waiting for its reply; returns whether it was.
+    fn cancel_inner(&mut self, reason: Option<&str>) -> bool {
         if self.done {
-            return;
+            return false;
         }
         self.done = true;
-        self.link.forget(&self.id);
+        if !self.link.forget(&self.id) {
+            // Answered (the reader took it out) or the link is gone: a
+            // cancellation would name a request that is over.
+            return false;
+        }
         let mut line = Vec::new();
         let mut params = serde_json::json!({ "requestId": self.id });
         if let Some(reason) = reason {
@@ -244,11 +252,69 @@ impl PendingCall {
             // A dead connection needs no cancellation.
             let _ = self.link.send(line);
         }
+        true
     }
 }
 
 impl Drop for PendingCall {
     fn drop(&mut self) {
         self.cancel_inner(Some("the caller stopped waiting"));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::{BufRead, BufReader};
+    use std::thread;
+
+    use super::*;
+    use crate::client::ClientBuilder;
+    use crate::client::link::ServerInput;
+
+    /// The reader took the request out to deliver its reply just as the
+    /// wait timed out: the caller gets the reply, and the server no
+    /// `notifications/cancelled` for a request it answered.
+    #[test]
+    fn a_reply_that_arrives_as_the_wait_times_out_is_taken_not_cancelled() {
+        let options = ClientBuilder::default().trace(|_| {});
+        let (output, _server_writes) = std::io::pipe().expect("a pipe");
+        let (server_reads, input) = std::io::pipe().expect("a pipe");
+        let link = Link::start(
+            Box::new(BufReader::new(output)),
+            ServerInput::stream(Box::new(input)),
+            options.max_line_bytes,
+            options.notes.clone(),
+            None,
+        )
+        .expect("a link");
+        // Not registered: as if the reader had already taken it out of the
+        // pending requests, its reply still on the way.
+        let (tx, rx) = crossbeam_channel::unbounded();
+        let call = PendingCall {
+            id: link.next_id(),
+            link: Arc::clone(&link),
+            rx,
+            options: RequestOptions::new(),
+            started: Instant::now(),
+            default_timeout: Duration::from_secs(60),
+            done: false,
+        };
+        let late = thread::spawn(move || {
+            thread::sleep(Duration::from_millis(50));
+            let reply = RawValue::from_string("{\"late\":true}".into()).unwrap();
+            tx.send(Delivery::Reply(Ok(reply))).unwrap();
+        });
+        let reply = call.wait_timeout(Duration::from_millis(5));
+        late.join().unwrap();
+        assert_eq!(
+            reply.map(|r| r.get().to_owned()).ok().as_deref(),
+            Some("{\"late\":true}")
+        );
+        link.close_input();
+        let written: Vec<String> = BufReader::new(server_reads)
+            .lines()
+            .map_while(Result::ok)
+            .collect();
+        assert!(written.is_empty(), "sent to the server: {written:?}");
     }
 }

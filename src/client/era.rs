@@ -12,6 +12,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use crossbeam_channel::RecvTimeoutError;
+
 #[cfg(feature = "legacy")]
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -271,7 +273,7 @@ fn roundtrip(
         link.forget(&id);
         return Err(Error::Disconnected);
     }
-    let deadline = crate::deadline::from_now(timeout);
+    let mut deadline = crate::deadline::from_now(timeout);
     loop {
         return match rx.recv_deadline(deadline) {
             Ok(Delivery::Reply(Ok(raw))) => Ok(Some(Ok(serde_json::from_str(raw.get())?))),
@@ -280,8 +282,13 @@ fn roundtrip(
             Ok(Delivery::Disconnected) => Err(Error::Disconnected),
             // Nothing asked for these; keep waiting for the answer.
             Ok(Delivery::Progress(_) | Delivery::Log(_)) => continue,
+            Err(RecvTimeoutError::Timeout) if !link.forget(&id) && link.is_alive() => {
+                // Answered as it timed out: the reader took the request out,
+                // and its reply is on its way.
+                deadline = crate::deadline::after(std::time::Instant::now(), Duration::MAX);
+                continue;
+            }
             Err(_) => {
-                link.forget(&id);
                 if cancel {
                     // Spec 2026-07-28 basic/patterns/cancellation: a request
                     // the client stops waiting for SHOULD be cancelled.

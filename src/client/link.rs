@@ -40,9 +40,9 @@ use crate::jsonrpc::{IdMap, RequestId};
 #[cfg(feature = "legacy")]
 use crate::jsonrpc::{encode_error, encode_result};
 use crate::sync::lock;
-use crate::types::{
-    LoggingMessageNotificationParams, ProgressNotificationParams, SubscriptionFilter,
-};
+#[cfg(feature = "legacy")]
+use crate::types::SubscriptionFilter;
+use crate::types::{LoggingMessageNotificationParams, ProgressNotificationParams};
 pub(crate) use input::ServerInput;
 use input::{Input, Queued};
 
@@ -240,9 +240,10 @@ impl Link {
     }
 
     /// Forgets a request (answered, timed out or cancelled): a late reply
-    /// is then dropped.
-    pub fn forget(&self, id: &RequestId) {
-        lock(&self.pending).remove(id);
+    /// is then dropped. Returns whether it was still waiting: `false` when
+    /// the reader took it out to deliver its reply (or the link died).
+    pub fn forget(&self, id: &RequestId) -> bool {
+        lock(&self.pending).remove(id).is_some()
     }
 
     /// Registers a subscription's delivery channel before its listen
