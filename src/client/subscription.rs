@@ -220,14 +220,7 @@ impl Subscription {
             // Emulated on a legacy server: nothing was sent to cancel.
             #[cfg(feature = "legacy")]
             Forgotten::Legacy(filter) => crate::client::legacy_listen::close(&link, &filter),
-            Forgotten::Tagged => {
-                let mut line = Vec::new();
-                let params = serde_json::json!({ "requestId": id });
-                if encode_notification(&mut line, method::NOTIFICATION_CANCELLED, &params).is_ok() {
-                    // A dead connection needs no cancellation.
-                    let _ = link.send(line);
-                }
-            }
+            Forgotten::Tagged => send_cancelled(&link, &id),
         }
     }
 
@@ -271,6 +264,16 @@ impl Iterator for Subscription {
     /// [`Subscription::end`]).
     fn next(&mut self) -> Option<SubscriptionEvent> {
         self.recv().ok()
+    }
+}
+
+/// Cancels the listen `id` at the server (`notifications/cancelled`).
+fn send_cancelled(link: &Link, id: &RequestId) {
+    let mut line = Vec::new();
+    let params = serde_json::json!({ "requestId": id });
+    if encode_notification(&mut line, method::NOTIFICATION_CANCELLED, &params).is_ok() {
+        // A dead connection needs no cancellation.
+        let _ = link.send(line);
     }
 }
 
@@ -380,7 +383,12 @@ impl crate::client::Client {
                 Ok(SubscriptionDelivery::Disconnected | SubscriptionDelivery::Reconnecting)
                 | Err(RecvTimeoutError::Disconnected) => return Err(Error::Disconnected),
                 Err(RecvTimeoutError::Timeout) => {
-                    link.forget_subscription(&id);
+                    // A listen the client stops waiting for is cancelled
+                    // (basic/patterns/cancellation), or a late acknowledgment
+                    // would leave it open at the server for good.
+                    if let Forgotten::Tagged = link.forget_subscription(&id) {
+                        send_cancelled(&link, &id);
+                    }
                     return Err(Error::Timeout);
                 }
             }

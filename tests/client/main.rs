@@ -726,6 +726,8 @@ fn fake_late_reply() -> ! {
                 });
             }
             "tools/call" => send(&mut out, &reply(id, text_result(&echo_text(&msg)))),
+            // Never acknowledged.
+            "subscriptions/listen" => {}
             _ => send(&mut out, &error_reply(id, -32601, "Method not found", None)),
         }
     }
@@ -842,6 +844,10 @@ const CHECKS: &[(&str, Check)] = &[
     (
         "server_teardown_cancelled_ends_subscription",
         server_teardown_cancelled_ends_subscription,
+    ),
+    (
+        "a_listen_never_acknowledged_is_cancelled_on_timeout",
+        a_listen_never_acknowledged_is_cancelled_on_timeout,
     ),
     (
         "a_restart_does_not_reopen_an_ended_subscription",
@@ -2995,3 +3001,36 @@ fn late_reply_after_timeout_dropped() -> Result<String, String> {
 }
 
 mod subscription_ends;
+
+/// A listen the server never acknowledges ends in `Error::Timeout`, and the
+/// client cancels it: a late acknowledgment would otherwise leave it open
+/// at the server for the rest of the session.
+fn a_listen_never_acknowledged_is_cancelled_on_timeout() -> Result<String, String> {
+    let wire = Wire::new("unacked-listen");
+    let client = builder()
+        .request_timeout(Duration::from_millis(100))
+        .spawn(server_command("late-reply", Some(&wire)))
+        .map_err(|e| format!("connecting failed: {e}"))?;
+    let outcome = client.listen(SubscriptionFilter::default());
+    ensure!(
+        matches!(outcome, Err(Error::Timeout)),
+        "listen: want Error::Timeout, got {outcome:?}"
+    );
+    client.close().map_err(|e| format!("close failed: {e}"))?;
+    let lines = wire.lines();
+    let listen = lines
+        .iter()
+        .find(|l| method_of(l) == Some("subscriptions/listen"))
+        .and_then(|l| l.get("id").cloned())
+        .ok_or("no subscriptions/listen on the wire")?;
+    let cancelled = lines.iter().any(|l| {
+        method_of(l) == Some("notifications/cancelled")
+            && l.pointer("/params/requestId") == Some(&listen)
+    });
+    ensure!(
+        cancelled,
+        "the listen {listen} that timed out was not cancelled: {:?}",
+        methods(&lines)
+    );
+    Ok(String::new())
+}
