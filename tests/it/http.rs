@@ -928,3 +928,100 @@ fn extreme_http_options_neither_panic_nor_refuse_requests() {
         }
     }
 }
+
+/// A connection turned away at the cap (`503`) that goes on sending, a
+/// byte at a time, does not hold up the listener: once a connection is
+/// free, the next client is served at once (and a stop would be seen).
+#[test]
+fn a_client_turned_away_at_the_cap_that_trickles_does_not_hold_the_listener() {
+    let http = start(
+        crate::everything::build(),
+        HttpOptions::new().max_connections(1),
+    );
+    let addr = http.addr;
+    let call = body(1, "tools/list", json!({}));
+    // The only connection: served once, kept alive, idle.
+    let mut first = TcpStream::connect(addr).unwrap();
+    first.set_read_timeout(Some(WAIT)).unwrap();
+    let mut request = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Length: {}\r\n",
+        call.len()
+    );
+    for (name, value) in mirrored("tools/list", None) {
+        request.push_str(&format!("{name}: {value}\r\n"));
+    }
+    request.push_str("\r\n");
+    request.push_str(&call);
+    first.write_all(request.as_bytes()).unwrap();
+    assert_eq!(status(&read_one(&mut first)), 200);
+
+    // One too many: it begins a request and goes on sending, slowly.
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let trickler = {
+        let done = std::sync::Arc::clone(&done);
+        std::thread::spawn(move || {
+            let mut socket = TcpStream::connect(addr).unwrap();
+            socket.set_nodelay(true).unwrap();
+            let _ = socket.write_all(b"POST /mcp HTTP/1.1\r\n");
+            let until = std::time::Instant::now() + Duration::from_secs(4);
+            while !done.load(std::sync::atomic::Ordering::Relaxed)
+                && std::time::Instant::now() < until
+                && socket.write_all(b"x").is_ok()
+            {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+        })
+    };
+    std::thread::sleep(Duration::from_millis(200));
+    // The first connection closes: its place is free.
+    drop(first);
+    std::thread::sleep(Duration::from_millis(200));
+    let began = std::time::Instant::now();
+    let response = post(addr, &mirrored("tools/list", None), &call);
+    let took = began.elapsed();
+    done.store(true, std::sync::atomic::Ordering::Relaxed);
+    trickler.join().unwrap();
+    assert_eq!(status(&response), 200, "{response}");
+    assert!(
+        took < Duration::from_secs(1),
+        "the next client waited {took:?}"
+    );
+}
+
+/// A connection whose thread panics (here in the application's
+/// authorization hook) still leaves its place at the cap, and its client
+/// sees the connection close: the listener goes on serving.
+#[test]
+fn a_connection_whose_thread_panics_leaves_its_place() {
+    let http = start(
+        crate::everything::build(),
+        HttpOptions::new().max_connections(1).authorize(|headers| {
+            assert!(headers.get("x-panic").is_none(), "the hook panics");
+            Ok(())
+        }),
+    );
+    let call = body(1, "tools/list", json!({}));
+    let mut panics = mirrored("tools/list", None);
+    panics.push(("X-Panic".into(), "1".into()));
+    let mut request = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {}\r\nContent-Length: {}\r\n",
+        http.addr,
+        call.len()
+    );
+    for (name, value) in &panics {
+        request.push_str(&format!("{name}: {value}\r\n"));
+    }
+    request.push_str("\r\n");
+    request.push_str(&call);
+    let mut socket = TcpStream::connect(http.addr).unwrap();
+    socket
+        .set_read_timeout(Some(Duration::from_secs(2)))
+        .unwrap();
+    socket.write_all(request.as_bytes()).unwrap();
+    let mut out = Vec::new();
+    let closed = socket.read_to_end(&mut out);
+    assert!(closed.is_ok(), "the connection stayed open: {closed:?}");
+    std::thread::sleep(Duration::from_millis(100));
+    let response = post(http.addr, &mirrored("tools/list", None), &call);
+    assert_eq!(status(&response), 200, "{response}");
+}

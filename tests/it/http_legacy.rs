@@ -620,3 +620,43 @@ fn at_the_connection_cap_the_oldest_get_stream_gives_way() {
         matches!(newest.read(&mut buf), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock);
     assert!(still_open, "the newer stream stays");
 }
+
+/// Two POSTs of one session that change it at once (a client that sends
+/// `logging/setLevel` and `resources/subscribe` without waiting for the
+/// first answer, as the SDKs do on connect): both changes hold, the
+/// subscription as much as the level. A race: looped for a while.
+#[test]
+fn two_changes_to_a_session_at_once_both_hold() {
+    let http = everything();
+    let addr = http.addr;
+    let until = std::time::Instant::now() + Duration::from_secs(3);
+    let mut round = 0;
+    while std::time::Instant::now() < until {
+        let session = initialize(addr, json!({}));
+        let json_only = headers(Some(&session), false);
+        let subscribe = json!({ "jsonrpc": "2.0", "id": 2, "method": "resources/subscribe",
+            "params": { "uri": "mem://counter" } })
+        .to_string();
+        let set_level = json!({ "jsonrpc": "2.0", "id": 3, "method": "logging/setLevel",
+            "params": { "level": "emergency" } })
+        .to_string();
+        let start = std::sync::Barrier::new(2);
+        std::thread::scope(|s| {
+            for body in [&subscribe, &set_level] {
+                let (start, json_only) = (&start, &json_only);
+                s.spawn(move || {
+                    start.wait();
+                    let response = post(addr, json_only, body);
+                    assert_eq!(status(&response), 200, "{response}");
+                });
+            }
+        });
+        let response = post(
+            addr,
+            &headers(Some(&session), true),
+            &call(4, "bump").to_string(),
+        );
+        assert_updated_then_answered(&response, 4, round);
+        round += 1;
+    }
+}

@@ -266,17 +266,23 @@ fn refuse(socket: &TcpStream, status: u16, message: &str, headers: &[(&str, &str
 
 /// Closes after an answer. Closing with unread input would reset the
 /// connection, and the client might lose the answer: what it still sends
-/// is read and dropped, for at most `linger` between reads and 1 MiB.
+/// is read and dropped, for at most `linger` in all and 1 MiB. In all, not
+/// between reads: a client that trickles would otherwise hold the thread
+/// (the accept loop's, for a `503`) for as long as it likes.
 pub(crate) fn close_gently(socket: &TcpStream, linger: Duration) {
     let _ = socket.shutdown(std::net::Shutdown::Write);
-    let _ = socket.set_read_timeout(Some(linger));
+    let until = crate::deadline::from_now(linger);
     let mut sink = [0u8; 8192];
     let mut left: usize = 1024 * 1024;
     let mut input = socket;
-    while let Ok(n @ 1..) = input.read(&mut sink) {
-        left = match left.checked_sub(n) {
-            Some(left) => left,
-            None => break,
-        };
+    loop {
+        let wait = until.saturating_duration_since(Instant::now());
+        if wait.is_zero() || socket.set_read_timeout(Some(wait)).is_err() {
+            return;
+        }
+        match input.read(&mut sink) {
+            Ok(n @ 1..) if n <= left => left -= n,
+            _ => return,
+        }
     }
 }

@@ -114,8 +114,8 @@ impl Server {
             let started = thread::Builder::new()
                 .name("mcp-http-conn".into())
                 .spawn(move || {
+                    let _leaves = Leaves(&serving.open, open);
                     serve_connection(&serving, socket, open);
-                    serving.open.leave(open);
                 });
             if started.is_err() {
                 site.open.leave(open);
@@ -128,6 +128,17 @@ impl Server {
         site.open.close(deadline);
         self.inner.connections.disconnect(key);
         result
+    }
+}
+
+/// Counts connection `.1` out of the open ones when its thread ends, however
+/// it ends: a panic (in the application's authorization hook, say) would
+/// otherwise keep its place at the cap, and its socket open, for good.
+struct Leaves<'a>(&'a open::OpenConnections, u64);
+
+impl Drop for Leaves<'_> {
+    fn drop(&mut self) {
+        self.0.leave(self.1);
     }
 }
 

@@ -402,9 +402,11 @@ impl Sessions {
     }
 
     /// Stores `session` under `id`: a new one (`given` is `None`), or one a
-    /// POST changed, which keeps the stored client capabilities (the POST
-    /// may have run without some, see [`Sessions::enter`]), and goes to
-    /// its GET stream. A session deleted meanwhile stays deleted; past
+    /// POST changed from `given`, whose change alone (its level, its
+    /// subscriptions) is made to the session as stored (which keeps its
+    /// client capabilities: the POST may have run without some, see
+    /// [`Sessions::enter`]; and what concurrent POSTs changed), and goes
+    /// to its GET stream. A session deleted meanwhile stays deleted; past
     /// [`MAX_SESSIONS`] the oldest is forgotten, and its stream ends.
     fn store(&self, id: &str, session: &LegacySession, given: Option<&Arc<LegacySession>>) {
         let mut session = session.clone();
@@ -412,11 +414,24 @@ impl Sessions {
         session.initialized = false;
         let mut store = self.lock();
         let mut forgotten = None;
-        if given.is_some() {
+        if let Some(given) = given {
             let Some(stored) = store.by_id.get(id) else {
                 return;
             };
-            session.client_capabilities = stored.client_capabilities.clone();
+            // What this POST changed, onto the session as stored now:
+            // another POST of the session may have changed it since this
+            // one was given it, and its change must hold too.
+            let mut merged = LegacySession::clone(stored);
+            if session.log_level != given.log_level {
+                merged.log_level = session.log_level;
+            }
+            for uri in session.subscribed.difference(&given.subscribed) {
+                merged.subscribed.insert(uri.clone());
+            }
+            for uri in given.subscribed.difference(&session.subscribed) {
+                merged.subscribed.remove(uri);
+            }
+            session = merged;
         } else {
             store.order.push_back(id.to_owned());
             if store.order.len() > MAX_SESSIONS
