@@ -264,12 +264,11 @@ impl Drop for PendingCall {
 
 #[cfg(test)]
 mod tests {
-    use std::io::{BufRead, BufReader};
     use std::thread;
 
     use super::*;
     use crate::client::ClientBuilder;
-    use crate::client::link::ServerInput;
+    use crate::client::link::over_pipes;
 
     /// The reader took the request out to deliver its reply just as the
     /// wait timed out: the caller gets the reply, and the server no
@@ -277,16 +276,7 @@ mod tests {
     #[test]
     fn a_reply_that_arrives_as_the_wait_times_out_is_taken_not_cancelled() {
         let options = ClientBuilder::default().trace(|_| {});
-        let (output, _server_writes) = std::io::pipe().expect("a pipe");
-        let (server_reads, input) = std::io::pipe().expect("a pipe");
-        let link = Link::start(
-            Box::new(BufReader::new(output)),
-            ServerInput::stream(Box::new(input)),
-            options.max_line_bytes,
-            options.notes.clone(),
-            None,
-        )
-        .expect("a link");
+        let (link, _server_writes, written) = over_pipes(&options);
         // Not registered: as if the reader had already taken it out of the
         // pending requests, its reply still on the way.
         let (tx, rx) = crossbeam_channel::unbounded();
@@ -311,10 +301,7 @@ mod tests {
             Some("{\"late\":true}")
         );
         link.close_input();
-        let written: Vec<String> = BufReader::new(server_reads)
-            .lines()
-            .map_while(Result::ok)
-            .collect();
+        let written: Vec<_> = written.iter().collect();
         assert!(written.is_empty(), "sent to the server: {written:?}");
     }
 }

@@ -382,3 +382,35 @@ impl Link {
         }
     }
 }
+
+/// A link over pipes, for tests: the server's output stays open until the
+/// returned writer is dropped; each line the client writes comes out of
+/// the receiver, which ends once the client's input is closed.
+#[cfg(test)]
+pub(crate) fn over_pipes(
+    options: &crate::client::ClientBuilder,
+) -> (
+    Arc<Link>,
+    std::io::PipeWriter,
+    crossbeam_channel::Receiver<serde_json::Value>,
+) {
+    use std::io::BufReader;
+    let (output, server_writes) = std::io::pipe().expect("a pipe");
+    let (server_reads, input) = std::io::pipe().expect("a pipe");
+    let link = Link::start(
+        Box::new(BufReader::new(output)),
+        ServerInput::stream(Box::new(input)),
+        options.max_line_bytes,
+        options.notes.clone(),
+        None,
+    )
+    .expect("a link");
+    let (tx, rx) = crossbeam_channel::unbounded();
+    std::thread::spawn(move || {
+        for line in BufReader::new(server_reads).lines() {
+            let Ok(line) = line else { break };
+            let _ = tx.send(serde_json::from_str(&line).unwrap_or(serde_json::Value::Null));
+        }
+    });
+    (link, server_writes, rx)
+}
