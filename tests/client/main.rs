@@ -839,7 +839,7 @@ const CHECKS: &[(&str, Check)] = &[
     ),
     (
         "close_during_a_restart_ends_subscriptions",
-        races::close_during_a_restart_ends_subscriptions,
+        subscription_ends::close_during_a_restart_ends_subscriptions,
     ),
     (
         "server_teardown_cancelled_ends_subscription",
@@ -1054,7 +1054,6 @@ macro_rules! ensure {
 // After the macro: the modules use it.
 mod bad_replies;
 mod quiet;
-mod races;
 mod seed_rules;
 mod tasks;
 
