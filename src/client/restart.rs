@@ -121,6 +121,11 @@ fn restart(inner: &Arc<ClientInner>) {
             let _ = process::shut_down(&mut child, Duration::from_millis(100));
         }
         std::thread::sleep(policy.backoff * attempt);
+        // A close during the backoff: no server is started just to be
+        // stopped (`start_again` checks again, under the lock, in step 4).
+        if inner.closing.load(Ordering::Acquire) {
+            return give_up(inner);
+        }
         match start_again(inner) {
             Ok(()) => return,
             Err(e) => inner
