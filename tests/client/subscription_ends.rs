@@ -17,13 +17,7 @@ pub fn a_restart_does_not_reopen_an_ended_subscription() -> Result<String, Strin
         .spawn(server_command("dies-mid-request", Some(&wire)))
         .map_err(|e| format!("connecting failed: {e}"))?;
     let first_pid = fake_pid(&client)?;
-    let filter = SubscriptionFilter {
-        resource_subscriptions: Some(vec!["mem://watched".into()]),
-        ..SubscriptionFilter::default()
-    };
-    let mut sub = client
-        .listen(filter)
-        .map_err(|e| format!("listen failed: {e}"))?;
+    let mut sub = watch_resource(&client)?;
     next_event("before the tear-down", &mut sub)?;
     expect_text(
         "the tear-down",
@@ -31,11 +25,7 @@ pub fn a_restart_does_not_reopen_an_ended_subscription() -> Result<String, Strin
         "torn down",
     )?;
     expect_end("after the tear-down", &mut sub, SubscriptionEnd::Closed)?;
-    let outcome = client.call_tool("die", json!({}));
-    ensure!(
-        matches!(outcome, Err(Error::Disconnected)),
-        "the call the server died on: {outcome:?}"
-    );
+    die(&client)?;
     // Wait for the restarted server to answer.
     let deadline = Instant::now() + WAIT;
     loop {
@@ -85,24 +75,14 @@ pub fn close_during_a_restart_ends_subscriptions() -> Result<String, String> {
         })
         .spawn(server_command("dies-mid-request", None))
         .map_err(|e| format!("connecting failed: {e}"))?;
-    let filter = SubscriptionFilter {
-        resource_subscriptions: Some(vec!["mem://watched".into()]),
-        ..SubscriptionFilter::default()
-    };
-    let mut sub = client
-        .listen(filter)
-        .map_err(|e| format!("listen failed: {e}"))?;
+    let mut sub = watch_resource(&client)?;
     let event = next_event("before the death", &mut sub)?;
     ensure!(
         matches!(event, SubscriptionEvent::ResourceUpdated { .. }),
         "before the death: {event:?}"
     );
     let kept = client.task("kept-past-close");
-    let outcome = client.call_tool("die", json!({}));
-    ensure!(
-        matches!(outcome, Err(Error::Disconnected)),
-        "the call the server died on: {outcome:?}"
-    );
+    die(&client)?;
     // The death is noted once the subscription was told `Reconnecting` and
     // the restart decided on: `close` then comes during the backoff.
     let deadline = Instant::now() + WAIT;
@@ -125,4 +105,25 @@ pub fn close_during_a_restart_ends_subscriptions() -> Result<String, String> {
         "after close during the restart: {end:?}, want Err(Disconnected)"
     );
     Ok(String::new())
+}
+
+/// A subscription to the fake's watched resource.
+fn watch_resource(client: &Client) -> Result<mcp_stdio::Subscription, String> {
+    let filter = SubscriptionFilter {
+        resource_subscriptions: Some(vec!["mem://watched".into()]),
+        ..SubscriptionFilter::default()
+    };
+    client
+        .listen(filter)
+        .map_err(|e| format!("listen failed: {e}"))
+}
+
+/// Has the fake server die in the middle of a call.
+fn die(client: &Client) -> Result<(), String> {
+    let outcome = client.call_tool("die", json!({}));
+    ensure!(
+        matches!(outcome, Err(Error::Disconnected)),
+        "the call the server died on: {outcome:?}"
+    );
+    Ok(())
 }
