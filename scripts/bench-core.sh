@@ -1,26 +1,26 @@
 #!/usr/bin/env bash
-# The server core before and after (issue 26): one interleaved run of the
-# floor, the code at BEFORE (default 1094b28, the core before the rework)
-# and this checkout, pooled and inline, and rmcp 3.11, with a handler that
-# does no work and one that does 200 µs of CPU work (MCP_BENCH_WORK_US),
-# pinned to CPU 1 and unpinned. Prints the four tables (BENCHMARKS.md,
+# The server core before and after: one interleaved run of the floor, the
+# code at BEFORE (default 7e84180, the core before issues 42 and 44; 1094b28
+# is the one before issue 26's rework) and this checkout, pooled and inline,
+# and rmcp 3.11, with a handler that does no work and one that does 200 µs
+# of CPU work (MCP_BENCH_WORK_US), pinned to CPU 1 and unpinned. Prints the four tables (BENCHMARKS.md,
 # "The core made simple again").
 #
 #   scripts/bench-core.sh [ROUNDS]        # default 3 rounds; ~25 minutes
 #
-# The "before" echo is built from BEFORE's tree with this file's copy of
-# examples/echo.rs (the same tool, plus the work), in a worktree under
-# target/bench-core.
+# The "before" echo is built from BEFORE's tree, in a worktree under
+# target/bench-core; a tree whose examples/echo.rs cannot do the handler's
+# work yet gets this file's copy (the same tool, plus the work).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${1:-3}
-before=${BEFORE:-1094b28}
+before=${BEFORE:-7e84180}
 dir=target/bench-core
 mkdir -p "$dir"
 if [ ! -d "$dir/before" ]; then
     git worktree add --detach "$dir/before" "$before" >/dev/null
 fi
-cat > "$dir/before/examples/echo.rs" <<'RS'
+grep -q MCP_BENCH_WORK_US "$dir/before/examples/echo.rs" || cat > "$dir/before/examples/echo.rs" <<'RS'
 use mcp_stdio::types::{CallToolResult, Tool};
 use mcp_stdio::{RequestContext, Server, Transport};
 use serde::Deserialize;

@@ -13,18 +13,21 @@
 //! backpressure, and a client's cancellations behind the queued lines
 //! wait with them.
 //!
-//! While the reader has complete lines in hand, what is written (by it or
-//! by a worker) is flushed when it runs out of them: one `write(2)` for a
-//! pipelined burst, none kept waiting when the client waits.
+//! What the reader writes (replies of inline handlers, errors,
+//! acknowledgments) it holds back while it has lines in hand, so that a
+//! pipelined burst is answered in one `write(2)`; and the one way it reads
+//! its input, [`SendFirst`], sends that first. So nothing the server
+//! decided waits behind a blocking read, whatever the input holds (blank
+//! lines, a partial line, a line split across writes).
 
-use std::io::{BufRead, BufReader};
+use std::io::{self, BufRead, BufReader, Read};
 use std::sync::Arc;
 
 use crate::incoming::{Incoming, Params, cancelled_id, classify};
 use crate::jsonrpc::RequestId;
 use crate::server::Inner;
 use crate::server::conn::End;
-use crate::server::conn::handle::ConnHandle;
+use crate::server::conn::handle::{ConnHandle, Sending};
 use crate::server::dispatch::prepare;
 use crate::transport::{Line, give_back_large, read_line, reuse_or_shrink, too_long_error};
 use crate::types::method;
@@ -36,16 +39,11 @@ const INPUT_BUFFER: usize = 64 * 1024;
 /// then announces the end.
 pub(crate) fn read_loop(inner: &Arc<Inner>, conn: &ConnHandle, input: Box<dyn BufRead + Send>) {
     let max_line = inner.config.max_line_bytes;
-    let mut input = BufReader::with_capacity(INPUT_BUFFER, input);
+    let mut input = BufReader::with_capacity(INPUT_BUFFER, SendFirst { input, conn });
     let mut buf = Vec::new();
-    // Whether the reader dispatched lines since it last ran dry.
-    let mut dispatched = false;
     loop {
-        // With lines in hand, what any thread writes waits for the reader
-        // to run out of them; then it goes out in one `write(2)`, and a
-        // large line buffer goes back.
+        // About to wait for input: a large line buffer goes back.
         if memchr::memchr(b'\n', input.buffer()).is_none() {
-            conn.ran_dry(std::mem::take(&mut dispatched));
             give_back_large(&mut buf);
         }
         let incoming = match read_line(&mut input, &mut buf, max_line) {
@@ -71,13 +69,32 @@ pub(crate) fn read_loop(inner: &Arc<Inner>, conn: &ConnHandle, input: Box<dyn Bu
             return;
         }
         dispatch(inner, conn, incoming, buf.len());
-        dispatched = true;
         reuse_or_shrink(&mut buf);
     }
 }
 
+/// The reader's input: every read of it is preceded by the send of what
+/// waits to be sent ([`ConnHandle::send_held`]). The reader holds back
+/// what it writes while it has lines in hand (`Sending::BeforeRead`), and
+/// `read_loop` reads only through this, after its buffer of lines ran out:
+/// so a read that blocks never holds back a reply, an error or an
+/// acknowledgment, whatever came before it on the input.
+struct SendFirst<'a> {
+    input: Box<dyn BufRead + Send>,
+    conn: &'a ConnHandle,
+}
+
+impl Read for SendFirst<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.conn.send_held();
+        self.input.read(buf)
+    }
+}
+
 /// Acts on one message of `bytes` bytes: the whole of the server's
-/// reaction to it is done, or begun, when this returns.
+/// reaction to it is done, or begun, when this returns. What it writes is
+/// held back until the caller reads or waits (`Sending::BeforeRead`); a
+/// caller that reads no next line sends it ([`ConnHandle::send_held`]).
 pub(crate) fn dispatch(
     inner: &Arc<Inner>,
     conn: &ConnHandle,
@@ -91,18 +108,18 @@ pub(crate) fn dispatch(
         Incoming::Notification { method, params } => {
             if method == method::NOTIFICATION_CANCELLED {
                 if let Some(id) = cancelled_id(params.as_ref()) {
-                    conn.lock_for_reader().cancel(&id);
+                    conn.act(Sending::BeforeRead, |c| c.cancel(&id));
                 }
             } else if method == "notifications/initialized" {
                 #[cfg(feature = "legacy")]
-                conn.lock_for_reader().mark_initialized();
+                conn.act(Sending::BeforeRead, |c| c.mark_initialized());
             }
             // Spec 2026-07-28 basic/index: notifications are never
             // answered; unknown ones are ignored.
         }
         Incoming::Response { id, reply } => {
             #[cfg(feature = "legacy")]
-            if conn.lock_for_reader().answer(id.as_ref(), reply) {
+            if conn.act(Sending::BeforeRead, |c| c.answer(id.as_ref(), reply)) {
                 return;
             }
             #[cfg(not(feature = "legacy"))]
@@ -112,7 +129,9 @@ pub(crate) fn dispatch(
                 "ignoring a response (id {id}) from the client: it answers no request of this server"
             ));
         }
-        Incoming::Invalid { id, error } => conn.lock_for_reader().write_error(id.as_ref(), &error),
+        Incoming::Invalid { id, error } => {
+            conn.act(Sending::BeforeRead, |c| c.write_error(id.as_ref(), &error));
+        }
     }
 }
 
@@ -128,7 +147,7 @@ fn request(
 ) {
     #[cfg(feature = "legacy")]
     let prepared = {
-        let session = conn.lock_for_reader().session();
+        let session = conn.look(|c| c.session());
         prepare(inner, method, params, session.as_ref())
     };
     #[cfg(not(feature = "legacy"))]

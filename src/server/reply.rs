@@ -12,7 +12,6 @@ use crate::jsonrpc::{ErrorObject, RequestId, ResultResponse, encode_error};
 use crate::outcome::Outcome;
 use crate::server::Inner;
 use crate::server::context::RequestContext;
-use crate::server::out::Out;
 use crate::types::{
     DiscoverResult, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
     ListToolsResult, Meta, ResultType, meta_key,
@@ -168,7 +167,7 @@ pub(crate) enum Reply {
 /// A stamped result response, encoded into the output or into a line.
 pub(crate) trait EncodeResult: Send {
     /// Encodes the response into the output (no newline).
-    fn encode_into(&self, out: &mut Out) -> serde_json::Result<()>;
+    fn encode_into(&self, out: &mut Vec<u8>) -> serde_json::Result<()>;
     /// Encodes the response into a new line (no newline).
     fn encode_line(&self) -> Vec<u8>;
     /// Makes it the response a legacy client gets ([`Stamp::unstamp`]):
@@ -186,7 +185,7 @@ struct Stamped<T> {
 }
 
 impl<T: Serialize + Send> Stamped<T> {
-    fn encode(&self, out: &mut Out) -> serde_json::Result<()> {
+    fn encode(&self, out: &mut Vec<u8>) -> serde_json::Result<()> {
         let response = ResultResponse {
             jsonrpc: "2.0",
             id: &self.id,
@@ -199,15 +198,15 @@ impl<T: Serialize + Send> Stamped<T> {
 }
 
 impl<T: Stamp + Send> EncodeResult for Stamped<T> {
-    fn encode_into(&self, out: &mut Out) -> serde_json::Result<()> {
+    fn encode_into(&self, out: &mut Vec<u8>) -> serde_json::Result<()> {
         self.encode(out)
     }
 
     fn encode_line(&self) -> Vec<u8> {
-        let mut line = Out::line();
+        let mut line = Vec::with_capacity(256);
         // Plain data into a Vec: encoding cannot fail (see `write_to`).
         let _ = self.encode(&mut line);
-        line.into_line()
+        line
     }
 
     #[cfg(feature = "legacy")]
@@ -255,16 +254,18 @@ pub(crate) fn encode_info_meta(server_info: &Value) -> Arc<[u8]> {
 }
 
 impl Reply {
-    /// Writes the response line, without its newline.
+    /// Appends the response line to `out`, without its newline.
     ///
     /// Every result type the server stamps is plain data (strings, numbers,
-    /// `Value`s, maps with string keys) whose encoding cannot fail, so an
-    /// error here is the output's own, and nothing is half written for any
-    /// other reason.
-    pub fn write_to(self, out: &mut Out) -> io::Result<()> {
+    /// `Value`s, maps with string keys) whose encoding cannot fail; the
+    /// caller still takes back a line an error left half written.
+    pub fn write_to(self, out: &mut Vec<u8>) -> serde_json::Result<()> {
         match self {
-            Reply::Line(line) => out.write_all(&line),
-            Reply::Result(result) => result.encode_into(out).map_err(io::Error::from),
+            Reply::Line(line) => {
+                out.extend_from_slice(&line);
+                Ok(())
+            }
+            Reply::Result(result) => result.encode_into(out),
         }
     }
 
@@ -336,20 +337,9 @@ mod tests {
 
     /// What a reply writes into a connection's output, and its line.
     fn both(reply: impl Fn() -> Reply) -> (String, String) {
-        struct Shared(Arc<Mutex<Vec<u8>>>);
-        impl Write for Shared {
-            fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-                self.0.lock().unwrap().write(buf)
-            }
-            fn flush(&mut self) -> io::Result<()> {
-                Ok(())
-            }
-        }
-        let written = Arc::new(Mutex::new(Vec::new()));
-        let mut out = Out::new(8 * 1024, Box::new(Shared(Arc::clone(&written))));
+        let mut out = b"earlier line\n".to_vec();
         reply().write_to(&mut out).unwrap();
-        out.flush().unwrap();
-        let streamed = String::from_utf8(written.lock().unwrap().clone()).unwrap();
+        let streamed = String::from_utf8(out.split_off(13)).unwrap();
         (streamed, String::from_utf8(reply().into_line()).unwrap())
     }
 

@@ -23,7 +23,7 @@ use crossbeam_channel::Receiver;
 
 use crate::error::Error;
 use crate::server::conn::End;
-use crate::server::conn::handle::ConnHandle;
+use crate::server::conn::handle::{ConnHandle, Sending};
 use crate::server::{Inner, Server, heap, reader};
 use crate::transport::Transport;
 
@@ -77,7 +77,7 @@ fn serve(inner: &Arc<Inner>, transport: Transport) -> Result<(), Error> {
 /// after each idle spell.
 fn wait_for_end(inner: &Inner, conn: &ConnHandle, end: &Receiver<End>) -> End {
     if inner.config.release_memory {
-        return heap::give_back_when_idle(end, || conn.lock().lines).unwrap_or(End::Eof);
+        return heap::give_back_when_idle(end, || conn.look(|c| c.lines)).unwrap_or(End::Eof);
     }
     end.recv().unwrap_or(End::Eof)
 }
@@ -87,11 +87,10 @@ fn wait_for_end(inner: &Inner, conn: &ConnHandle, end: &Receiver<End>) -> End {
 /// a failed write); then what is left is answered with `-32603`.
 fn shut_down(inner: &Inner, conn: &ConnHandle, why: End) -> Result<(), Error> {
     if why != End::OutputFailed {
-        let mut locked = conn.lock();
-        locked.begin_shutdown();
+        conn.act(Sending::Now, |c| c.begin_shutdown());
         // A grace period too long for the clock waits as long as it takes.
         let deadline = Instant::now().checked_add(inner.config.shutdown_grace);
-        drop(locked.wait_until(deadline, |c| c.settled()));
+        conn.wait_until(deadline, |c| c.settled());
     }
     conn.shut_down()
 }

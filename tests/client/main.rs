@@ -102,6 +102,7 @@ fn run_server(mode: &str) -> ! {
         "huge-replies" => bad_replies::fake_huge_replies(),
         "malformed-replies" => bad_replies::fake_malformed_replies(),
         "bad-lists" => bad_replies::fake_bad_lists(),
+        "odd-framing" => framing::fake_odd_framing(),
         "legacy-logs" => quiet::fake_session_logs(true),
         "modern-logs" => quiet::fake_session_logs(false),
         "templates-32601" => quiet::fake_templates_32601(false),
@@ -877,6 +878,10 @@ const CHECKS: &[(&str, Check)] = &[
         "list_pages_are_checked_like_single_pages",
         bad_replies::list_pages_are_checked_like_single_pages,
     ),
+    (
+        "odd_framing_around_replies_delays_and_loses_none",
+        framing::odd_framing_around_replies_delays_and_loses_none,
+    ),
     // 9. Where the client's words go.
     (
         "legacy_session_logs_go_to_on_log",
@@ -1053,6 +1058,7 @@ macro_rules! ensure {
 
 // After the macro: the modules use it.
 mod bad_replies;
+mod framing;
 mod quiet;
 mod seed_rules;
 mod tasks;

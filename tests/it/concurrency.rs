@@ -187,15 +187,28 @@ fn a_reply_is_not_held_while_the_reader_waits_for_room() {
 }
 
 /// A reply stuck on its way to a client that stops reading holds no lock:
-/// the worker sends it without the connection's lock (`handle::send`), so
-/// meanwhile the reader begins the next request, and a cancellation takes
-/// effect. (Written under the lock, the reader waited at the next line.)
+/// the worker sends it without the connection's lock (`handle::Shared::send`),
+/// so meanwhile the reader begins the next request, and a cancellation
+/// takes effect. (Written under the lock, the reader waited at the next line.)
 #[test]
 fn a_reply_stuck_on_a_slow_client_holds_up_no_other_request() {
+    reply_stuck_on_a_slow_client("stuck".to_owned());
+}
+
+/// The same with a reply larger than the output's 8 KiB buffer: writing
+/// only collects, whatever the size (before, a write past the buffer went
+/// to the client from under the lock, and the reader waited at the next
+/// line for as long as the client did not read).
+#[test]
+fn a_reply_larger_than_the_buffer_stuck_on_a_slow_client_holds_up_no_other_request() {
+    reply_stuck_on_a_slow_client("x".repeat(64 * 1024));
+}
+
+fn reply_stuck_on_a_slow_client(text: String) {
     let (builder, blocker) = Blocker::install(pooled_echo(Server::builder("slow", "1.0.0")));
     let (mut peer, held) = Peer::start_stalling(&builder.build());
     let stalled = held.lock().unwrap();
-    peer.send(&call(1, "pecho", json!({ "text": "stuck" })));
+    peer.send(&call(1, "pecho", json!({ "text": text })));
     // Its worker sends the reply, and waits for the client.
     std::thread::sleep(Duration::from_millis(100));
     peer.send(&call(2, "block", json!({})));
@@ -207,6 +220,6 @@ fn a_reply_stuck_on_a_slow_client_holds_up_no_other_request() {
     }));
     assert_eq!(blocker.wait_cancel_observed(), json!(2));
     drop(stalled);
-    assert_eq!(peer.recv(), text_result(&peer, 1, "stuck"));
+    assert_eq!(peer.recv(), text_result(&peer, 1, &text));
     peer.finish_quietly();
 }

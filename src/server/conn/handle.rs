@@ -1,21 +1,36 @@
-//! Reaching a connection: [`ConnHandle`] (shared by the reader, the pool's
-//! jobs, the notifier and `serve`), its lock ([`ConnGuard`]), and what
-//! happens when the lock is let go: what was written is sent (unless the
-//! reader will, or another thread is sending: see `output`), the jobs that
-//! may start go to the pool, and the threads waiting for a change are woken.
+//! Reaching a connection: [`ConnHandle`], shared by the reader, the pool's
+//! jobs, the notifier and `serve`.
 //!
-//! One lock: the output is part of the state, so lines are written in the
-//! order of the changes that wrote them, from any thread. A client slower
-//! than the server's writers makes them wait once a backlog builds; over
-//! HTTP the write timeout bounds that (`HttpOptions::write_timeout`).
+//! Every change goes through one call, [`ConnHandle::act`]: take the lock,
+//! change the state, let the lock go, and then, in plain sight, hand the
+//! jobs that may start to the pool, wake the threads that wait for a
+//! change, and send what was written. Taking and letting go of the lock
+//! does nothing else, and no `Drop` here does any of it.
+//!
+//! What was written is sent without the lock, one thread at a time
+//! ([`Output::detach`](super::output::Output::detach)): a thread that
+//! finds another sending leaves its lines to it, and that thread sends
+//! what was written meanwhile before it stops (`Shared::send`). So the
+//! event that sends them is the end of a `write(2)` in progress: never a
+//! read, never a thread that sleeps. A writer far ahead of a client slow to
+//! read waits for it (`Output::backlogged`); over HTTP the write timeout
+//! bounds that (`HttpOptions::write_timeout`).
+//!
+//! The reader alone holds back what it writes while it has lines in hand
+//! ([`Sending::BeforeRead`]: one `write(2)` for a pipelined burst), and
+//! sends it before it reads ([`ConnHandle::send_held`], called by the
+//! reader's input before every read: `reader::SendFirst`) or sleeps
+//! ([`ConnHandle::wait_until`] sends first). Between the two it only
+//! dispatches the lines it holds, and runs inline handlers, which promise
+//! not to block.
 
-use std::ops::{Deref, DerefMut};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::Sender;
 
+use super::output::{BUFFER, Detached};
 use super::{Conn, End};
 use crate::error::Error;
 use crate::jsonrpc::{ErrorObject, RequestId};
@@ -39,19 +54,21 @@ pub(crate) struct ConnHandle(Arc<Shared>);
 struct Shared {
     state: Mutex<Conn>,
     /// Signalled when what a waiter waits for may have changed: room in the
-    /// queue for slots, nothing left in flight, a failed output.
+    /// queue for slots, nothing left in flight, a send over.
     changed: Condvar,
     /// Shut down: the reader reads no more (it looks without the lock).
     closed: AtomicBool,
 }
 
-/// When the lines a guard wrote are flushed.
+/// When what a change wrote is sent.
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Flush {
-    /// When the guard is let go, unless the reader will.
+pub(crate) enum Sending {
+    /// Before [`ConnHandle::act`] returns (unless another thread is
+    /// sending: it sends these lines too, see the module docs).
     Now,
-    /// By the reader, when its input holds no complete line.
-    Later,
+    /// By the reader, before it next reads or waits, or at once when a
+    /// buffer's worth waits already. Only the reader's own calls use it.
+    BeforeRead,
 }
 
 impl ConnHandle {
@@ -68,25 +85,52 @@ impl ConnHandle {
         }))
     }
 
-    /// The connection's state, locked; what it writes is flushed when it
-    /// is let go (unless the reader will).
-    pub fn lock(&self) -> ConnGuard<'_> {
-        self.0.lock(Flush::Now)
+    /// Changes the connection with `change` under its lock; then, without
+    /// it: hands the jobs that may start to the pool, wakes the threads
+    /// waiting for a change, and sends what was written as `sending` says.
+    /// A writer far ahead of a client slow to read waits for it first.
+    pub fn act<T>(&self, sending: Sending, change: impl FnOnce(&mut Conn) -> T) -> T {
+        self.0.act(sending, change)
     }
 
-    /// The state, locked by the reader: what it writes is flushed when the
-    /// reader's input runs dry ([`ConnHandle::ran_dry`]: one `write(2)` for
-    /// a pipelined burst).
-    pub fn lock_for_reader(&self) -> ConnGuard<'_> {
-        self.0.lock(Flush::Later)
+    /// Reads the connection's state under its lock; nothing else happens.
+    pub fn look<T>(&self, read: impl FnOnce(&Conn) -> T) -> T {
+        read(&self.0.lock_state())
     }
 
-    /// The reader ran out of complete lines: what it and the other writers
-    /// left to it meanwhile is sent. `wrote`: whether it may have left any
-    /// since it last ran dry (see `reader`).
-    pub fn ran_dry(&self, wrote: bool) {
-        if wrote {
-            self.lock().reader_flushes = false;
+    /// Sends what waits to be sent: what the reader held back
+    /// ([`Sending::BeforeRead`]). The reader calls it before every read of
+    /// its input (`reader::SendFirst`); over HTTP a POST, which has no next
+    /// line, calls it once its request is dispatched.
+    pub fn send_held(&self) {
+        let detached = self.0.lock_state().output.detach();
+        if let Some(detached) = detached {
+            self.0.send(detached);
+        }
+    }
+
+    /// Waits until `done` holds or `deadline` (`None`: none) passes, and
+    /// says whether `done` holds. Before it sleeps it sends what waits to
+    /// be sent: nothing decided waits behind a thread that sleeps, the
+    /// reader included.
+    pub fn wait_until(&self, deadline: Option<Instant>, done: impl Fn(&Conn) -> bool) -> bool {
+        let shared = &*self.0;
+        let mut state = shared.lock_state();
+        loop {
+            if done(&state) {
+                return true;
+            }
+            let now = Instant::now();
+            if deadline.is_some_and(|at| now >= at) {
+                return false;
+            }
+            if let Some(detached) = state.output.detach() {
+                drop(state);
+                shared.send(detached);
+                state = shared.lock_state();
+                continue;
+            }
+            state = shared.wait(state, deadline.map(|at| at - now));
         }
     }
 
@@ -106,78 +150,89 @@ impl ConnHandle {
     }
 
     /// The end (see [`Conn::shut_down`]): every request still in flight is
-    /// answered with `-32603`, then the output is flushed and closed.
-    /// Returns the first write error.
+    /// answered with `-32603`, everything written is sent, then the output
+    /// is closed. Returns the first failed send.
     pub fn shut_down(&self) -> Result<(), Error> {
-        let mut conn = self.lock();
-        conn.shut_down();
-        let mut conn = conn.wait_until(None, |c| !c.output.sending);
+        self.act(Sending::Now, Conn::shut_down);
+        self.wait_until(None, |c| !c.output.sending() && c.output.waiting() == 0);
         self.0.closed.store(true, Ordering::Release);
-        match conn.output.close() {
-            Some(e) => Err(Error::Io(e)),
-            None => Ok(()),
-        }
+        let (writer, error) = self.0.lock_state().output.close();
+        let error = match (writer, error) {
+            // Flushed and dropped without the lock: the peer sees the end.
+            (Some(mut writer), None) => writer.flush().err(),
+            (_, error) => error,
+        };
+        error.map_or(Ok(()), |e| Err(Error::Io(e)))
     }
 
-    /// Begins a prepared request: it is refused ([`Conn::refusal`], the
-    /// only place that refuses one), answered at once (an error, a listen,
-    /// a request of the legacy session), or it enters the in-flight map and
-    /// runs on the pool, or waits for a slot, or (an inline one) is handed
-    /// back for the caller to run ([`ConnHandle::run_inline`]). When the
-    /// queue for slots is full after it, this waits for room: the reader's
-    /// backpressure.
+    /// Begins a prepared request (the reader's call): it is refused
+    /// ([`Conn::refusal`], the only place that refuses one), answered at
+    /// once (an error, a listen, a request of the legacy session), or it
+    /// enters the in-flight map and runs on the pool, or waits for a slot,
+    /// or (an inline one) is handed back for the caller to run
+    /// ([`ConnHandle::run_inline`]). When the queue for slots is full
+    /// after it, this waits for room: the reader's backpressure.
     pub fn begin(
         &self,
         id: RequestId,
         prepared: Result<Prepared, ErrorObject>,
         bytes: usize,
     ) -> Option<InlineJob> {
-        let mut guard = self.lock_for_reader();
-        guard.lines += 1;
-        let job = match guard.refusal(&id).map_or(prepared, Err) {
-            Ok(Prepared::Job(job)) => job,
-            Ok(Prepared::Listen(accepted)) => {
-                guard.listen(id, accepted);
-                return None;
-            }
-            #[cfg(feature = "legacy")]
-            Ok(Prepared::Legacy(request)) => {
-                guard.legacy_request(&id, request);
-                return None;
-            }
-            Err(error) => {
-                guard.write_error(Some(&id), &error);
-                return None;
-            }
-        };
-        let conn = &mut *guard;
-        let seq = conn.in_flight.new_seq();
-        let token = CancelToken::new();
-        let outlet: Arc<dyn Outlet> = self.0.clone();
-        let ctx = RequestContext::new(
-            id.clone(),
-            job.meta,
-            token.clone(),
-            Sink::Conn { outlet, seq },
-            Server {
-                inner: Arc::clone(&conn.inner),
-            },
-            job.retry,
-        );
-        if job.inline {
-            conn.in_flight.insert(id, seq, token, Stage::Inline);
-            return Some(InlineJob {
-                ctx,
-                seq,
+        let begun = self.act(Sending::BeforeRead, |conn| {
+            conn.lines += 1;
+            let job = match conn.refusal(&id).map_or(prepared, Err) {
+                Ok(Prepared::Job(job)) => job,
+                Ok(Prepared::Listen(accepted)) => {
+                    conn.listen(id, accepted);
+                    return Begun::Answered;
+                }
                 #[cfg(feature = "legacy")]
-                bytes,
-                work: job.work,
-                #[cfg(feature = "legacy")]
-                then: job.then,
-            });
+                Ok(Prepared::Legacy(request)) => {
+                    conn.legacy_request(&id, request);
+                    return Begun::Answered;
+                }
+                Err(error) => {
+                    conn.write_error(Some(&id), &error);
+                    return Begun::Answered;
+                }
+            };
+            let seq = conn.in_flight.new_seq();
+            let token = CancelToken::new();
+            let outlet: Arc<dyn Outlet> = self.0.clone();
+            let ctx = RequestContext::new(
+                id.clone(),
+                job.meta,
+                token.clone(),
+                Sink::Conn { outlet, seq },
+                Server {
+                    inner: Arc::clone(&conn.inner),
+                },
+                job.retry,
+            );
+            if job.inline {
+                conn.in_flight.insert(id, seq, token, Stage::Inline);
+                return Begun::Inline(InlineJob {
+                    ctx,
+                    seq,
+                    #[cfg(feature = "legacy")]
+                    bytes,
+                    work: job.work,
+                    #[cfg(feature = "legacy")]
+                    then: job.then,
+                });
+            }
+            Begun::Pooled {
+                queue_full: self.enter_pooled(conn, id, seq, ctx, job.work, bytes),
+            }
+        });
+        match begun {
+            Begun::Inline(job) => Some(job),
+            Begun::Pooled { queue_full: true } => {
+                self.wait_for_room();
+                None
+            }
+            Begun::Pooled { queue_full: false } | Begun::Answered => None,
         }
-        self.to_pool(guard, id, seq, ctx, job.work, bytes);
-        None
     }
 
     /// Runs an inline request's handler, here and without the lock, and
@@ -192,55 +247,76 @@ impl ConnHandle {
             Some(then) => match then(reply) {
                 Ok(reply) => reply,
                 Err(rest) => {
-                    let mut guard = self.lock_for_reader();
-                    // Out of the map as inline, back in as pooled: the same
-                    // sequence number and token (unless shut down meanwhile).
-                    if guard.in_flight.take(job.ctx.id(), job.seq).is_some() {
-                        let id = job.ctx.id().clone();
-                        self.to_pool(guard, id, job.seq, job.ctx, rest, job.bytes);
+                    let (ctx, seq, bytes) = (job.ctx, job.seq, job.bytes);
+                    let queue_full = self.act(Sending::BeforeRead, |conn| {
+                        // Out of the map as inline, back in as pooled: the
+                        // same sequence number and token (unless shut down
+                        // meanwhile).
+                        let id = ctx.id().clone();
+                        conn.in_flight.take(&id, seq).is_some()
+                            && self.enter_pooled(conn, id, seq, ctx, rest, bytes)
+                    });
+                    if queue_full {
+                        self.wait_for_room();
                     }
                     return;
                 }
             },
         };
-        self.lock_for_reader().finish(job.ctx.id(), job.seq, reply);
+        let (id, seq) = (job.ctx.id(), job.seq);
+        self.act(Sending::BeforeRead, |conn| conn.finish(id, seq, reply));
     }
 
     /// Enters request `id` (of `ctx`, with its cancel token) in the map
-    /// as pooled: it runs on the pool if a slot is free, or waits in the
-    /// queue for one. When the queue is full after it, this waits for
-    /// room: the reader's backpressure.
-    fn to_pool(
+    /// as pooled: it runs on the pool if a slot is free (`Conn::ready`,
+    /// which [`ConnHandle::act`] hands over), or waits in the queue for
+    /// one. Returns whether the queue is full after it.
+    fn enter_pooled(
         &self,
-        mut guard: ConnGuard<'_>,
+        conn: &mut Conn,
         id: RequestId,
         seq: u64,
         ctx: RequestContext,
         work: Work,
         bytes: usize,
-    ) {
+    ) -> bool {
         let token = ctx.cancel_token();
         let handle = self.clone();
         let pooled: PoolJob = Box::new(move || {
             // Encoded before the lock: workers finishing together do not
             // wait on each other's encoding.
             let line = call(work, &ctx).into_line();
-            handle.lock().finish(ctx.id(), seq, Reply::Line(line));
+            handle.act(Sending::Now, |conn| {
+                conn.finish(ctx.id(), seq, Reply::Line(line));
+            });
         });
-        let conn = &mut *guard;
         if conn.in_flight.has_slot(conn.inner.config.max_running) {
             conn.in_flight.insert(id, seq, token, Stage::Running);
             conn.ready.push(pooled);
+            false
         } else {
             conn.in_flight
                 .insert(id, seq, token, Stage::Queued(pooled, bytes));
-            if conn.queue_full() {
-                // The reader stops with lines in hand: what waits for its
-                // flush goes out now (`wait_until`).
-                drop(guard.wait_until(None, |c| !c.queue_full()));
-            }
+            conn.queue_full()
         }
     }
+
+    /// The reader's backpressure: the queue for slots is full, so it waits
+    /// for room before it reads another line (what it held back is sent
+    /// first: [`ConnHandle::wait_until`]).
+    fn wait_for_room(&self) {
+        self.wait_until(None, |c| !c.queue_full());
+    }
+}
+
+/// What [`ConnHandle::begin`] did with a request.
+enum Begun {
+    /// Refused or answered at once.
+    Answered,
+    /// Inline: the caller runs it.
+    Inline(InlineJob),
+    /// On the pool or queued for a slot.
+    Pooled { queue_full: bool },
 }
 
 /// An inline request, begun: its handler runs on the reader, without the
@@ -258,22 +334,97 @@ pub(crate) struct InlineJob {
 }
 
 impl Shared {
-    fn lock(&self, flush: Flush) -> ConnGuard<'_> {
-        ConnGuard {
-            shared: self,
-            state: Some(self.lock_state()),
-            flush,
+    fn lock_state(&self) -> MutexGuard<'_, Conn> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// See [`ConnHandle::act`].
+    fn act<T>(&self, sending: Sending, change: impl FnOnce(&mut Conn) -> T) -> T {
+        let mut state = self.lock_state();
+        let value = change(&mut state);
+        while state.output.backlogged() {
+            state = self.wait(state, None);
+        }
+        let ready = std::mem::take(&mut state.ready);
+        let wake = state.waiters > 0;
+        let send_now = match sending {
+            Sending::Now => true,
+            Sending::BeforeRead => state.output.waiting() >= BUFFER,
+        };
+        let detached = if send_now {
+            state.output.detach()
+        } else {
+            None
+        };
+        let inner = (!ready.is_empty()).then(|| Arc::clone(&state.inner));
+        drop(state);
+        // Handed over once the lock is let go: a worker woken on this CPU
+        // then does not find it taken.
+        if let Some(inner) = inner {
+            ready.into_iter().for_each(|job| inner.pool.submit(job));
+        }
+        if wake {
+            self.changed.notify_all();
+        }
+        if let Some(detached) = detached {
+            self.send(detached);
+        }
+        value
+    }
+
+    /// Sends `detached` without the lock, then what the others wrote
+    /// meanwhile (they left it to this thread: one send at a time, so lines
+    /// leave in the order they were written), until nothing is left. A
+    /// failed send ends serving.
+    fn send(&self, mut detached: Detached) {
+        loop {
+            // A writer that panics fails the output like one that errs: the
+            // send must come back, or every writer after it would wait.
+            let sent = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| detached.send()))
+                .unwrap_or_else(|_| Err(std::io::Error::other("the output's writer panicked")));
+            let mut state = self.lock_state();
+            if state.output.attach(detached, sent) {
+                state.fail();
+            }
+            let next = state.output.detach();
+            let wake = state.waiters > 0;
+            drop(state);
+            if wake {
+                self.changed.notify_all();
+            }
+            match next {
+                Some(next) => detached = next,
+                None => return,
+            }
         }
     }
 
-    fn lock_state(&self) -> MutexGuard<'_, Conn> {
-        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    /// Sleeps until the state changes (or `timeout` passes).
+    fn wait<'a>(
+        &'a self,
+        mut state: MutexGuard<'a, Conn>,
+        timeout: Option<Duration>,
+    ) -> MutexGuard<'a, Conn> {
+        state.waiters += 1;
+        let mut state = match timeout {
+            Some(timeout) => self
+                .changed
+                .wait_timeout(state, timeout)
+                .map(|(state, _)| state)
+                .unwrap_or_else(|e| e.into_inner().0),
+            None => self
+                .changed
+                .wait(state)
+                .unwrap_or_else(PoisonError::into_inner),
+        };
+        state.waiters -= 1;
+        state
     }
 }
 
 impl Outlet for Shared {
     fn notify(&self, id: &RequestId, seq: u64, line: Vec<u8>) {
-        self.lock(Flush::Now).notify(id, seq, line);
+        self.act(Sending::Now, |conn| conn.notify(id, seq, line));
     }
 
     #[cfg(feature = "legacy")]
@@ -284,153 +435,26 @@ impl Outlet for Shared {
         id: RequestId,
         line: &[u8],
     ) -> Result<crossbeam_channel::Receiver<AskReply>, AskFailed> {
-        self.lock(Flush::Now).ask(request, seq, id, line)
+        self.act(Sending::Now, |conn| conn.ask(request, seq, id, line))
     }
 
     #[cfg(feature = "legacy")]
     fn withdraw(&self, asks: &[RequestId]) {
-        self.lock(Flush::Now).withdraw(asks);
+        self.act(Sending::Now, |conn| conn.withdraw(asks));
     }
 }
 
 impl Connection for Shared {
     fn publish(&self, event: &ServerEvent) {
-        self.lock(Flush::Now).publish(event);
+        self.act(Sending::Now, |conn| conn.publish(event));
     }
 
     /// Takes effect at once, as end of input would: a request read after
     /// `stop` returned is refused.
     fn stop(&self) {
-        let mut conn = self.lock(Flush::Now);
-        conn.begin_shutdown();
-        let _ = conn.end.send(End::Stop);
+        self.act(Sending::Now, |conn| {
+            conn.begin_shutdown();
+            let _ = conn.end.send(End::Stop);
+        });
     }
-}
-
-/// The connection's state, locked. Letting it go flushes what it wrote,
-/// hands the jobs that may start to the pool, and wakes the waiters (each
-/// looks again at what it waits for).
-pub(crate) struct ConnGuard<'a> {
-    shared: &'a Shared,
-    /// `None` only while let go.
-    state: Option<MutexGuard<'a, Conn>>,
-    flush: Flush,
-}
-
-impl Deref for ConnGuard<'_> {
-    type Target = Conn;
-    fn deref(&self) -> &Conn {
-        self.state.as_ref().expect("the state is held until let go")
-    }
-}
-
-impl DerefMut for ConnGuard<'_> {
-    fn deref_mut(&mut self) -> &mut Conn {
-        self.state.as_mut().expect("the state is held until let go")
-    }
-}
-
-impl Drop for ConnGuard<'_> {
-    fn drop(&mut self) {
-        if let Some(state) = self.state.take() {
-            let_go(self.shared, state, self.flush);
-        }
-    }
-}
-
-impl ConnGuard<'_> {
-    /// Waits, without holding the state, until `done` holds or `deadline`
-    /// (`None`: no deadline) passes; the jobs that may start are handed
-    /// over and what was written is sent first.
-    pub fn wait_until(mut self, deadline: Option<Instant>, done: impl Fn(&Conn) -> bool) -> Self {
-        let shared = self.shared;
-        while !done(&self) {
-            let now = Instant::now();
-            if deadline.is_some_and(|at| now >= at) {
-                break;
-            }
-            let mut state = self.state.take().expect("held until let go");
-            if !state.ready.is_empty() || (state.output.unflushed && !state.output.sending) {
-                // Nothing waits for a thread that sleeps: not even the reader.
-                state.reader_flushes = false;
-                let_go(shared, state, Flush::Now);
-                self.state = Some(shared.lock_state());
-                continue;
-            }
-            self.state = Some(wait(shared, state, deadline.map(|at| at - now)));
-        }
-        self
-    }
-}
-
-/// Sleeps until the state changes (or `timeout` passes).
-fn wait<'a>(
-    shared: &'a Shared,
-    mut state: MutexGuard<'a, Conn>,
-    timeout: Option<Duration>,
-) -> MutexGuard<'a, Conn> {
-    state.waiters += 1;
-    let mut state = match timeout {
-        Some(timeout) => shared
-            .changed
-            .wait_timeout(state, timeout)
-            .map(|(state, _)| state)
-            .unwrap_or_else(|e| e.into_inner().0),
-        None => shared
-            .changed
-            .wait(state)
-            .unwrap_or_else(PoisonError::into_inner),
-    };
-    state.waiters -= 1;
-    state
-}
-
-/// Lets go of the state: what was written is sent (or left to the reader,
-/// as `flush` says, or to the thread sending already); a writer far ahead
-/// of a slow client waits for it; the ready jobs go to the pool once the
-/// lock is let go (a worker woken on this CPU then does not find it
-/// taken), and the waiters are woken.
-fn let_go<'a>(shared: &'a Shared, mut state: MutexGuard<'a, Conn>, flush: Flush) {
-    if state.output.unflushed {
-        match flush {
-            Flush::Later => state.reader_flushes = true,
-            Flush::Now if !state.reader_flushes => state = send(shared, state),
-            Flush::Now => {}
-        }
-    }
-    while state.output.backlogged() {
-        state = wait(shared, state, None);
-    }
-    let ready = std::mem::take(&mut state.ready);
-    let wake = state.waiters > 0;
-    let inner = (!ready.is_empty()).then(|| Arc::clone(&state.inner));
-    drop(state);
-    if let Some(inner) = inner {
-        ready.into_iter().for_each(|job| inner.pool.submit(job));
-    }
-    if wake {
-        shared.changed.notify_all();
-    }
-}
-
-/// Sends what was written without the lock, and what the others write
-/// meanwhile, until nothing is left; unless another thread is sending,
-/// which then sends it (`Output::detach`): one send at a time, so lines
-/// leave in the order they were written. A failed send ends serving.
-fn send<'a>(shared: &'a Shared, mut state: MutexGuard<'a, Conn>) -> MutexGuard<'a, Conn> {
-    while let Some(mut detached) = state.output.detach() {
-        drop(state);
-        // A writer that panics fails the output like one that errs: the
-        // send must come back, or every writer after it would wait.
-        let sent = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| detached.send()))
-            .unwrap_or_else(|_| Err(std::io::Error::other("the output's writer panicked")));
-        state = shared.lock_state();
-        if state.output.attach(detached, sent) {
-            state.fail();
-        }
-        if state.waiters > 0 {
-            shared.changed.notify_all();
-        }
-    }
-    state
 }

@@ -3,17 +3,17 @@
 //! map), the subscription table, the legacy session and its asks, the
 //! slots, and what is to be written to the output.
 //!
-//! Every thread that acts on a connection takes this lock (`handle.rs`):
-//! the reader (`reader`) to begin requests, cancel them and open
-//! subscriptions; a pool worker to answer its request; any thread that
-//! publishes (`Notifier`) or sends a request's progress; the thread in
-//! `serve` to shut down. Each rule of the protocol is kept by one method
-//! here, which the others call; ARCHITECTURE.md ("Each rule in one
+//! Every thread that acts on a connection does so through
+//! `ConnHandle::act` (`handle.rs`): the reader to begin requests, cancel
+//! them and open subscriptions; a pool worker to answer its request; any
+//! thread that publishes (`Notifier`) or sends a request's progress; the
+//! thread in `serve` to shut down. Each rule of the protocol is kept by one
+//! method here, which the others call; ARCHITECTURE.md ("Each rule in one
 //! function") names them, with the test that fails without each.
 //!
 //! The methods write into the output's buffer as they go, so lines leave
-//! in the order of the changes that wrote them; the buffer is flushed when
-//! the lock is let go, unless the reader will flush it (`handle`).
+//! in the order of the changes that wrote them; `act` sends them once the
+//! lock is let go (`handle`). Nothing here does I/O.
 
 pub(crate) mod handle;
 #[cfg(feature = "legacy")]
@@ -48,7 +48,8 @@ pub(crate) enum End {
     OutputFailed,
 }
 
-/// One connection's state. Reached only through [`ConnHandle::lock`].
+/// One connection's state. Reached only through `ConnHandle::act` (and
+/// `look`, to read it).
 pub(crate) struct Conn {
     inner: Arc<Inner>,
     in_flight: InFlight,
@@ -57,14 +58,11 @@ pub(crate) struct Conn {
     legacy: Legacy,
     /// The output: what the methods write goes into its buffer.
     output: Output,
-    /// The reader has lines in hand and wrote: it flushes when it runs out
-    /// of them (`ConnHandle::ran_dry`), and until then nobody else does.
-    /// One `write(2)` for a pipelined burst.
-    reader_flushes: bool,
     /// Where the end of serving is announced, to the thread in `serve`.
     end: Sender<End>,
-    /// Pooled jobs that may start: handed to the pool once the lock is
-    /// let go, so that a worker woken on this CPU does not find it taken.
+    /// Pooled jobs that may start: `ConnHandle::act` hands them to the
+    /// pool once the lock is let go, so that a worker woken on this CPU
+    /// does not find it taken. Empty outside an `act`.
     ready: Vec<PoolJob>,
     /// Shutting down: no request begins any more.
     stopping: bool,
@@ -72,8 +70,9 @@ pub(crate) struct Conn {
     closed: bool,
     /// A write failed: the client is gone.
     failed: bool,
-    /// Threads waiting on a change (`ConnGuard::wait_until`): letting the
-    /// lock go wakes them, and each looks again at what it waits for.
+    /// Threads waiting on a change (`ConnHandle::wait_until`, a writer
+    /// waiting for a slow client): `act` wakes them, and each looks again
+    /// at what it waits for.
     waiters: usize,
     /// Lines handled so far: `serve` tells an idle spell by it.
     pub lines: u64,
@@ -110,7 +109,6 @@ impl Conn {
             #[cfg(feature = "legacy")]
             legacy: Legacy::default(),
             output: Output::new(output),
-            reader_flushes: false,
             end,
             ready: Vec::new(),
             stopping: false,
@@ -209,13 +207,13 @@ impl Conn {
                 }
             }
             _ => {
-                let (output, mut failed) = (&mut self.output, false);
+                let output = &mut self.output;
                 (self.subscriptions).deliver(event, |line| {
-                    failed |= output.write_line(|w| w.write_all(line))
+                    output.write_line(|out| {
+                        out.extend_from_slice(line);
+                        Ok(())
+                    });
                 });
-                if failed {
-                    self.fail();
-                }
             }
         }
     }
@@ -298,12 +296,10 @@ impl Conn {
 
     /// Writes one reply ([`Output::write_line`], the only writer).
     fn write_reply(&mut self, reply: Reply) {
-        if self.output.write_line(|out| reply.write_to(out)) {
-            self.fail();
-        }
+        self.output.write_line(|out| reply.write_to(out));
     }
 
-    /// A write failed: the client is gone, and serving ends.
+    /// A send failed: the client is gone, and serving ends.
     fn fail(&mut self) {
         self.failed = true;
         let _ = self.end.send(End::OutputFailed);

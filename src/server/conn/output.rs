@@ -1,101 +1,128 @@
-//! A connection's output: whole lines into an 8 KiB buffer in front of the
-//! writer. It is part of the connection state (`Conn`), under its lock:
-//! lines are written in the order of the changes that wrote them.
+//! A connection's output: whole lines collected in a buffer, part of the
+//! connection state (`Conn`) under its lock, so lines are written in the
+//! order of the changes that wrote them; and sent without the lock.
 //!
 //! Spec 2026-07-28 basic/transports/stdio: messages are delimited by
 //! newlines and stdout carries nothing but MCP messages.
-//! [`Output::write_line`] is the only code that writes to a connection's
+//! [`Output::write_line`] is the only code that adds to a connection's
 //! output: one message, then its newline, and nothing at all after the
-//! first failed write.
+//! first failed send.
 //!
-//! The buffer is sent without the lock, by one thread at a time
-//! ([`Output::detach`], `handle::send`): meanwhile the others write into a
-//! buffer of their own, which that thread sends next. So a `write(2)`
-//! never holds the lock, and the lines still leave in their order.
+//! Writing only appends to the buffer; nothing is sent under the lock.
+//! A send takes the buffer and the writer out ([`Output::detach`]), one
+//! thread at a time, and writes them without the lock (`handle`):
+//! meanwhile the others write into a buffer of their own, which that
+//! thread sends next. So a `write(2)` never holds the lock, the lines
+//! still leave in their order, and only whole lines reach the writer.
 
 use std::io::{self, Write};
 
-use crate::server::out::{Detached, Out};
-
-/// The buffer's size.
-const BUFFER: usize = 8 * 1024;
+/// The size a buffer starts at, and the most the reader holds back before
+/// it sends (`handle::Sending::BeforeRead`).
+pub(super) const BUFFER: usize = 8 * 1024;
 /// How much may wait behind a send in progress before writers wait for it:
-/// half the buffer, so that the buffer only grows for a large message.
+/// half the buffer (a client slower than the server's writers).
 const BACKLOG: usize = BUFFER / 2;
 
 /// One connection's output.
 pub(super) struct Output {
-    /// `None` once closed: nothing more is written.
-    out: Option<Out>,
+    /// Lines written and not yet taken out to be sent.
+    lines: Vec<u8>,
+    /// The writer; `None` while a thread sends with it, and once closed.
+    writer: Option<Box<dyn Write + Send>>,
     /// The buffer that takes the place of the one a send takes out.
-    spare: Box<[u8]>,
-    /// The first failed write; after it nothing more is written.
+    spare: Vec<u8>,
+    /// The first failed send; after it nothing more is written.
     error: Option<io::Error>,
-    /// Lines are in the buffer that no flush has sent yet.
-    pub unflushed: bool,
     /// A thread is sending without the lock (see the module docs).
-    pub sending: bool,
+    sending: bool,
+    /// Closed: nothing more is written.
+    closed: bool,
+}
+
+/// A writer and the lines it is to send, taken out of an [`Output`].
+pub(super) struct Detached {
+    writer: Box<dyn Write + Send>,
+    lines: Vec<u8>,
+}
+
+impl Detached {
+    /// Sends the lines and flushes the writer.
+    pub fn send(&mut self) -> io::Result<()> {
+        let sent = self.writer.write_all(&self.lines);
+        self.lines.clear();
+        sent?;
+        self.writer.flush()
+    }
 }
 
 impl Output {
     pub fn new(writer: Box<dyn Write + Send>) -> Output {
         Output {
-            out: Some(Out::new(BUFFER, writer)),
-            spare: vec![0; BUFFER].into_boxed_slice(),
+            lines: Vec::with_capacity(BUFFER),
+            writer: Some(writer),
+            spare: Vec::with_capacity(BUFFER),
             error: None,
-            unflushed: false,
             sending: false,
+            closed: false,
         }
     }
 
     /// Writes one message with `body`, then its newline. After a failed
-    /// write, or once closed, nothing more is written. Returns whether
-    /// this write is the one that failed.
-    pub fn write_line(&mut self, body: impl FnOnce(&mut Out) -> io::Result<()>) -> bool {
-        if self.error.is_some() {
-            return false;
+    /// send, or once closed, nothing more is written; a message whose
+    /// encoding fails is taken back whole.
+    pub fn write_line(&mut self, body: impl FnOnce(&mut Vec<u8>) -> serde_json::Result<()>) {
+        if self.error.is_some() || self.closed {
+            return;
         }
-        let Some(out) = self.out.as_mut() else {
-            return false;
-        };
-        self.unflushed = true;
-        match body(out).and_then(|()| out.write_all(b"\n")) {
-            Ok(()) => false,
-            Err(e) => {
-                self.error = Some(e);
-                true
-            }
+        let start = self.lines.len();
+        match body(&mut self.lines) {
+            Ok(()) => self.lines.push(b'\n'),
+            Err(_) => self.lines.truncate(start),
         }
+    }
+
+    /// How many bytes wait to be sent (not counting a send in progress).
+    pub fn waiting(&self) -> usize {
+        self.lines.len()
+    }
+
+    /// Whether a thread is sending without the lock.
+    pub fn sending(&self) -> bool {
+        self.sending
     }
 
     /// Takes out what is to be sent, and the writer, for the caller to
     /// send without the lock; `None` when nothing is, or another thread
-    /// sends already (it sends this too, when it is back).
+    /// sends already (it sends this too, when it is back: see
+    /// [`Output::attach`]).
     pub fn detach(&mut self) -> Option<Detached> {
-        // After a failure, or once closed, there is nothing to send.
-        if self.sending || !std::mem::take(&mut self.unflushed) || self.error.is_some() {
+        if self.sending || self.lines.is_empty() {
             return None;
         }
-        let detached = self.out.as_mut()?.detach(std::mem::take(&mut self.spare))?;
+        let writer = self.writer.take()?;
         self.sending = true;
-        Some(detached)
+        let lines = std::mem::replace(&mut self.lines, std::mem::take(&mut self.spare));
+        Some(Detached { writer, lines })
     }
 
     /// The send of `detached` is over, with `sent`. Returns whether it is
-    /// the write that failed.
+    /// the send that failed (then what waits is dropped: the client is
+    /// gone).
     pub fn attach(&mut self, detached: Detached, sent: io::Result<()>) -> bool {
         self.sending = false;
-        if let Some(out) = self.out.as_mut() {
-            let spare = out.attach(detached);
-            // A buffer that grew for a large message is not kept.
-            self.spare = match spare.len() {
-                BUFFER => spare,
-                _ => vec![0; BUFFER].into_boxed_slice(),
-            };
+        let Detached { writer, mut lines } = detached;
+        self.writer = Some(writer);
+        lines.clear();
+        // A buffer that grew for a large message is not kept.
+        if lines.capacity() > 2 * BUFFER {
+            lines = Vec::with_capacity(BUFFER);
         }
+        self.spare = lines;
         match sent {
             Err(e) if self.error.is_none() => {
                 self.error = Some(e);
+                self.lines = Vec::new();
                 true
             }
             _ => false,
@@ -105,19 +132,17 @@ impl Output {
     /// Whether so much waits behind a send in progress that writers should
     /// wait for it (a client slower than the server's writers).
     pub fn backlogged(&self) -> bool {
-        self.sending && self.out.as_ref().is_some_and(|out| out.len() > BACKLOG)
+        self.sending && self.lines.len() > BACKLOG
     }
 
-    /// Flushes and closes the output (the peer sees its end): the first
-    /// write error, if any. Not while a send is in progress.
-    pub fn close(&mut self) -> Option<io::Error> {
-        if let Some(mut out) = self.out.take()
-            && self.error.is_none()
-            && let Err(e) = out.flush()
-        {
-            self.error = Some(e);
-        }
-        self.error.take()
+    /// Closes the output: nothing more is written. Returns the writer, to
+    /// be flushed and dropped without the lock (the peer then sees the
+    /// end), and the first failed send, if any. Call it once nothing waits
+    /// and no send is in progress.
+    pub fn close(&mut self) -> (Option<Box<dyn Write + Send>>, Option<io::Error>) {
+        self.closed = true;
+        self.lines = Vec::new();
+        (self.writer.take(), self.error.take())
     }
 }
 
@@ -126,13 +151,13 @@ mod tests {
     use super::*;
     use std::sync::{Arc, Mutex};
 
-    /// What reached the writer: the bytes flushed so far.
+    /// What reached the writer, one entry per `write`.
     #[derive(Clone, Default)]
-    struct Flushed(Arc<Mutex<Vec<u8>>>);
+    struct Flushed(Arc<Mutex<Vec<Vec<u8>>>>);
 
     impl Write for Flushed {
         fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
-            self.0.lock().unwrap().extend_from_slice(bytes);
+            self.0.lock().unwrap().push(bytes.to_vec());
             Ok(bytes.len())
         }
         fn flush(&mut self) -> io::Result<()> {
@@ -140,45 +165,88 @@ mod tests {
         }
     }
 
+    impl Flushed {
+        fn all(&self) -> Vec<u8> {
+            self.0.lock().unwrap().concat()
+        }
+    }
+
+    fn line(text: &[u8]) -> impl FnOnce(&mut Vec<u8>) -> serde_json::Result<()> + '_ {
+        move |out| {
+            out.extend_from_slice(text);
+            Ok(())
+        }
+    }
+
     #[test]
-    fn lines_go_out_when_flushed_and_nothing_once_closed() {
+    fn lines_go_out_when_sent_and_nothing_once_closed() {
         let flushed = Flushed::default();
         let mut output = Output::new(Box::new(flushed.clone()));
-        output.write_line(|out| out.write_all(b"reply"));
-        assert!(flushed.0.lock().unwrap().is_empty(), "buffered");
+        output.write_line(line(b"reply"));
+        assert!(flushed.all().is_empty(), "writing only collects");
         let mut detached = output.detach().expect("something to send");
         // Written while the send is in progress: sent next.
-        output.write_line(|out| out.write_all(b"next"));
+        output.write_line(line(b"next"));
         assert!(output.detach().is_none(), "one send at a time");
         let sent = detached.send();
         assert!(!output.attach(detached, sent));
-        assert_eq!(*flushed.0.lock().unwrap(), b"reply\n");
+        assert_eq!(flushed.all(), b"reply\n");
         let mut detached = output.detach().expect("what waited");
         let sent = detached.send();
         output.attach(detached, sent);
-        assert_eq!(*flushed.0.lock().unwrap(), b"reply\nnext\n");
-        output.write_line(|out| out.write_all(b"last"));
-        assert!(output.close().is_none());
-        output.write_line(|out| out.write_all(b"after close"));
-        assert!(output.detach().is_none());
-        assert_eq!(*flushed.0.lock().unwrap(), b"reply\nnext\nlast\n");
+        assert_eq!(flushed.all(), b"reply\nnext\n");
+        assert!(output.detach().is_none(), "nothing waits");
+        output.write_line(line(b"dropped at close"));
+        let (writer, error) = output.close();
+        assert!(writer.is_some() && error.is_none());
+        output.write_line(line(b"after close"));
+        assert_eq!(output.waiting(), 0);
+        assert_eq!(flushed.all(), b"reply\nnext\n");
+    }
+
+    #[test]
+    fn a_line_longer_than_the_buffer_goes_out_whole_in_one_write() {
+        let flushed = Flushed::default();
+        let mut output = Output::new(Box::new(flushed.clone()));
+        let long = vec![b'x'; 3 * BUFFER];
+        output.write_line(line(b"short"));
+        output.write_line(line(&long));
+        assert_eq!(flushed.all(), b"", "nothing is written under the lock");
+        let mut detached = output.detach().unwrap();
+        let sent = detached.send();
+        output.attach(detached, sent);
+        let writes = flushed.0.lock().unwrap().clone();
+        assert_eq!(writes.len(), 1);
+        assert_eq!(writes[0].len(), 6 + 3 * BUFFER + 1);
+        assert!(
+            output.spare.capacity() <= 2 * BUFFER,
+            "a grown buffer is not kept"
+        );
+    }
+
+    #[test]
+    fn a_line_whose_encoding_fails_is_taken_back() {
+        let mut output = Output::new(Box::new(Flushed::default()));
+        output.write_line(line(b"kept"));
+        output.write_line(|out| {
+            out.extend_from_slice(b"{\"half");
+            Err(serde::ser::Error::custom("cannot encode"))
+        });
+        assert_eq!(output.lines, b"kept\n");
     }
 
     #[test]
     fn writers_wait_only_for_a_backlog_behind_a_send() {
         let mut output = Output::new(Box::new(Flushed::default()));
-        let line = [b'x'; 1024];
-        for _ in 0..2 * BACKLOG / line.len() {
-            output.write_line(|out| out.write_all(&line));
+        let long = [b'x'; 1024];
+        for _ in 0..2 * BACKLOG / long.len() {
+            output.write_line(line(&long));
         }
-        assert!(
-            !output.backlogged(),
-            "no send in progress: the buffer went out as it filled"
-        );
+        assert!(!output.backlogged(), "no send in progress");
         let detached = output.detach().unwrap();
-        while output.out.as_ref().unwrap().len() <= BACKLOG {
+        while output.waiting() <= BACKLOG {
             assert!(!output.backlogged());
-            output.write_line(|out| out.write_all(&line));
+            output.write_line(line(&long));
         }
         assert!(output.backlogged());
         output.attach(detached, Ok(()));
@@ -199,15 +267,16 @@ mod tests {
     #[test]
     fn the_first_failure_is_reported_once_and_kept() {
         let mut output = Output::new(Box::new(Broken));
-        assert!(!output.write_line(|out| out.write_all(b"buffered")));
+        output.write_line(line(b"buffered"));
         let mut detached = output.detach().unwrap();
+        output.write_line(line(b"behind it"));
         let sent = detached.send();
         assert!(output.attach(detached, sent), "this send failed");
-        assert!(!output.write_line(|out| out.write_all(b"x")));
+        assert_eq!(output.waiting(), 0, "what waited is dropped");
+        output.write_line(line(b"x"));
         assert!(output.detach().is_none(), "nothing after a failure");
-        assert!(!output.unflushed, "and nothing left to send");
         assert_eq!(
-            output.close().map(|e| e.kind()),
+            output.close().1.map(|e| e.kind()),
             Some(io::ErrorKind::BrokenPipe)
         );
     }

@@ -36,7 +36,7 @@ use crate::incoming::{Incoming, Params, classify};
 use crate::jsonrpc::{ErrorObject, RequestId, encode_error};
 use crate::server::Inner;
 use crate::server::conn::End;
-use crate::server::conn::handle::ConnHandle;
+use crate::server::conn::handle::{ConnHandle, Sending};
 use crate::server::reader;
 
 /// How long the watch waits for the response before it looks at the
@@ -203,9 +203,9 @@ impl Exchange<'_> {
         if let Some(session) = &session {
             self.sessions.opened(&conn, &body, session);
         }
-        // A POST has no next line: what waits for the reader's flush goes
-        // out, and writers flush their own from here on (`reader`).
-        conn.ran_dry(true);
+        // A POST has no next line to read: what the dispatch held back for
+        // the reader's next read goes out now (`reader::dispatch`).
+        conn.send_held();
         self.watch(&conn, &body, &end, Some(&id));
         #[cfg(feature = "legacy")]
         if let Some(session) = session {
@@ -262,7 +262,7 @@ impl Exchange<'_> {
                     // cancelled, and nothing more is written for it.
                     body.cancel();
                     if let Some(id) = id {
-                        conn.lock().cancel(id);
+                        conn.act(Sending::Now, |c| c.cancel(id));
                     }
                     return;
                 }
@@ -277,7 +277,7 @@ impl Exchange<'_> {
                 Err(_) => {
                     body.cancel();
                     if let Some(id) = id {
-                        conn.lock().cancel(id);
+                        conn.act(Sending::Now, |c| c.cancel(id));
                     }
                     return;
                 }

@@ -50,7 +50,7 @@ use serde_json::value::RawValue;
 use super::body::Body;
 use crate::http::HttpRequest;
 use crate::jsonrpc::{ErrorObject, RequestId};
-use crate::server::conn::handle::ConnHandle;
+use crate::server::conn::handle::{ConnHandle, Sending};
 use crate::server::legacy::session::LegacySession;
 
 /// Sessions kept at most: the oldest is forgotten past this.
@@ -111,7 +111,7 @@ impl Stream {
             let mut session = session.clone();
             // List changes go on this stream (never on a POST's, see `store`).
             session.initialized = true;
-            self.conn.lock().set_session(Arc::new(session));
+            (self.conn).act(Sending::Now, |c| c.set_session(Arc::new(session)));
             *given = revision;
         }
     }
@@ -131,17 +131,20 @@ impl OpenPost {
     /// without a reply; one already answered is left to end with its
     /// reply.
     fn cancel(&self) {
-        let mut conn = self.conn.lock();
         // A POST's connection serves its one request: settled, it was
         // answered (the reply may still be on its way to the body).
-        if conn.settled() {
-            return;
+        // What the cancellation wrote (its asks' cancellations) is sent
+        // before `act` returns, and so before the response ends.
+        let cancelled = self.conn.act(Sending::Now, |conn| {
+            let answered = conn.settled();
+            if !answered {
+                conn.cancel(&self.request);
+            }
+            !answered
+        });
+        if cancelled {
+            self.body.end_unanswered();
         }
-        conn.cancel(&self.request);
-        // What the cancellation wrote (its asks' cancellations) goes out
-        // as the guard is let go, before the response ends.
-        drop(conn);
-        self.body.end_unanswered();
     }
 }
 
@@ -195,14 +198,15 @@ impl Sessions {
             });
         }
         let Some(session_id) = request.headers.get("mcp-session-id") else {
-            conn.lock().set_session(Arc::new(LegacySession {
+            let session = Arc::new(LegacySession {
                 version: version.to_owned(),
                 client_capabilities: Map::new(),
                 client_info: None,
                 initialized: false,
                 log_level: None,
                 subscribed: HashSet::new(),
-            }));
+            });
+            conn.act(Sending::Now, |c| c.set_session(session));
             return Ok(Entered {
                 id: None,
                 key: None,
@@ -244,12 +248,12 @@ impl Sessions {
             });
         drop(store);
         body.header("Mcp-Session-Id", session_id.to_owned());
-        let mut locked = conn.lock();
-        locked.set_session(Arc::clone(&session));
-        if streamed {
-            locked.notify_elsewhere();
-        }
-        drop(locked);
+        conn.act(Sending::Now, |c| {
+            c.set_session(Arc::clone(&session));
+            if streamed {
+                c.notify_elsewhere();
+            }
+        });
         Ok(Entered {
             id: Some(session_id.to_owned()),
             key: Some(key),
@@ -264,7 +268,7 @@ impl Sessions {
     /// sent on that answer, runs under it.
     pub fn opened(&self, conn: &ConnHandle, body: &Body, entered: &Entered) {
         if let Some(id) = &entered.id {
-            let session = conn.lock().session();
+            let session = conn.look(|c| c.session());
             match (session, &entered.given) {
                 (Some(session), None) => self.store(id, &session, None),
                 (Some(session), Some(given)) if !Arc::ptr_eq(given, &session) => {
@@ -302,10 +306,14 @@ impl Sessions {
     ) -> Result<bool, UnknownSession> {
         let open = self.open_posts(session_id)?;
         let Some(id) = id else { return Ok(false) };
+        let mut reply = Some(reply);
         for post in open {
-            let mut conn = post.conn.lock();
-            if conn.is_asking(id) {
-                return Ok(conn.answer(Some(id), reply));
+            let answered = post.conn.act(Sending::Now, |conn| {
+                let reply = reply.take_if(|_| conn.is_asking(id))?;
+                Some(conn.answer(Some(id), reply))
+            });
+            if let Some(answered) = answered {
+                return Ok(answered);
             }
         }
         Ok(false)
@@ -377,7 +385,7 @@ impl Sessions {
             replaced.body.end_unanswered();
         }
         for post in open {
-            post.conn.lock().notify_elsewhere();
+            post.conn.act(Sending::Now, |c| c.notify_elsewhere());
         }
         stream.give(&session, revision);
         Ok(key)
