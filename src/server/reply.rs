@@ -330,8 +330,6 @@ pub(crate) fn response<T: Stamp + Send + 'static>(
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Mutex;
-
     use super::*;
     use crate::types::CallToolResult;
 

@@ -310,6 +310,10 @@ impl ConnHandle {
 }
 
 /// What [`ConnHandle::begin`] did with a request.
+#[allow(
+    clippy::large_enum_variant,
+    reason = "returned once from the lock to the reader, never stored; boxing the job would cost an allocation per inline request"
+)]
 enum Begun {
     /// Refused or answered at once.
     Answered,

@@ -294,9 +294,13 @@ impl Conn {
         self.write_reply(Reply::Line(line));
     }
 
-    /// Writes one reply ([`Output::write_line`], the only writer).
+    /// Writes one reply ([`Output::write_line`], the only writer; an
+    /// encoded one is moved in, [`Output::push_line`]).
     fn write_reply(&mut self, reply: Reply) {
-        self.output.write_line(|out| reply.write_to(out));
+        match reply {
+            Reply::Line(line) => self.output.push_line(line),
+            reply => self.output.write_line(|out| reply.write_to(out)),
+        }
     }
 
     /// A send failed: the client is gone, and serving ends.

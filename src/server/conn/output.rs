@@ -8,7 +8,9 @@
 //! output: one message, then its newline, and nothing at all after the
 //! first failed send.
 //!
-//! Writing only appends to the buffer; nothing is sent under the lock.
+//! Writing only appends to the buffer (a line already encoded and as
+//! large as the buffer is moved in whole, never copied); nothing is sent
+//! under the lock.
 //! A send takes the buffer and the writer out ([`Output::detach`]), one
 //! thread at a time, and writes them without the lock (`handle`):
 //! meanwhile the others write into a buffer of their own, which that
@@ -26,8 +28,13 @@ const BACKLOG: usize = BUFFER / 2;
 
 /// One connection's output.
 pub(super) struct Output {
-    /// Lines written and not yet taken out to be sent.
+    /// Large lines, each in a buffer of its own, and the buffers of small
+    /// lines before them: sent before `lines`.
+    queued: Vec<Vec<u8>>,
+    /// Small lines written after those, and not yet taken out to be sent.
     lines: Vec<u8>,
+    /// The bytes in `queued` and `lines`.
+    waiting: usize,
     /// The writer; `None` while a thread sends with it, and once closed.
     writer: Option<Box<dyn Write + Send>>,
     /// The buffer that takes the place of the one a send takes out.
@@ -43,13 +50,16 @@ pub(super) struct Output {
 /// A writer and the lines it is to send, taken out of an [`Output`].
 pub(super) struct Detached {
     writer: Box<dyn Write + Send>,
+    queued: Vec<Vec<u8>>,
     lines: Vec<u8>,
 }
 
 impl Detached {
     /// Sends the lines and flushes the writer.
     pub fn send(&mut self) -> io::Result<()> {
-        let sent = self.writer.write_all(&self.lines);
+        let sent = (self.queued.iter().chain([&self.lines]))
+            .try_for_each(|buffer| self.writer.write_all(buffer));
+        self.queued.clear();
         self.lines.clear();
         sent?;
         self.writer.flush()
@@ -59,7 +69,9 @@ impl Detached {
 impl Output {
     pub fn new(writer: Box<dyn Write + Send>) -> Output {
         Output {
+            queued: Vec::new(),
             lines: Vec::with_capacity(BUFFER),
+            waiting: 0,
             writer: Some(writer),
             spare: Vec::with_capacity(BUFFER),
             error: None,
@@ -77,14 +89,38 @@ impl Output {
         }
         let start = self.lines.len();
         match body(&mut self.lines) {
-            Ok(()) => self.lines.push(b'\n'),
+            Ok(()) => {
+                self.lines.push(b'\n');
+                self.waiting += self.lines.len() - start;
+            }
             Err(_) => self.lines.truncate(start),
         }
     }
 
+    /// Writes one message already encoded, then its newline: a large one
+    /// is moved in whole (a pooled reply of megabytes is not copied).
+    pub fn push_line(&mut self, mut line: Vec<u8>) {
+        if line.len() < BUFFER {
+            return self.write_line(|out| {
+                out.extend_from_slice(&line);
+                Ok(())
+            });
+        }
+        if self.error.is_some() || self.closed {
+            return;
+        }
+        line.push(b'\n');
+        self.waiting += line.len();
+        if !self.lines.is_empty() {
+            let lines = std::mem::replace(&mut self.lines, Vec::with_capacity(BUFFER));
+            self.queued.push(lines);
+        }
+        self.queued.push(line);
+    }
+
     /// How many bytes wait to be sent (not counting a send in progress).
     pub fn waiting(&self) -> usize {
-        self.lines.len()
+        self.waiting
     }
 
     /// Whether a thread is sending without the lock.
@@ -97,13 +133,17 @@ impl Output {
     /// sends already (it sends this too, when it is back: see
     /// [`Output::attach`]).
     pub fn detach(&mut self) -> Option<Detached> {
-        if self.sending || self.lines.is_empty() {
+        if self.sending || self.waiting == 0 {
             return None;
         }
         let writer = self.writer.take()?;
         self.sending = true;
-        let lines = std::mem::replace(&mut self.lines, std::mem::take(&mut self.spare));
-        Some(Detached { writer, lines })
+        self.waiting = 0;
+        Some(Detached {
+            writer,
+            queued: std::mem::take(&mut self.queued),
+            lines: std::mem::replace(&mut self.lines, std::mem::take(&mut self.spare)),
+        })
     }
 
     /// The send of `detached` is over, with `sent`. Returns whether it is
@@ -111,8 +151,16 @@ impl Output {
     /// gone).
     pub fn attach(&mut self, detached: Detached, sent: io::Result<()>) -> bool {
         self.sending = false;
-        let Detached { writer, mut lines } = detached;
+        let Detached {
+            writer,
+            queued,
+            mut lines,
+        } = detached;
         self.writer = Some(writer);
+        if self.queued.is_empty() {
+            // Its (empty) list, kept for the next large line.
+            self.queued = queued;
+        }
         lines.clear();
         // A buffer that grew for a large message is not kept.
         if lines.capacity() > 2 * BUFFER {
@@ -122,7 +170,7 @@ impl Output {
         match sent {
             Err(e) if self.error.is_none() => {
                 self.error = Some(e);
-                self.lines = Vec::new();
+                (self.queued, self.lines, self.waiting) = (Vec::new(), Vec::new(), 0);
                 true
             }
             _ => false,
@@ -132,7 +180,7 @@ impl Output {
     /// Whether so much waits behind a send in progress that writers should
     /// wait for it (a client slower than the server's writers).
     pub fn backlogged(&self) -> bool {
-        self.sending && self.lines.len() > BACKLOG
+        self.sending && self.waiting > BACKLOG
     }
 
     /// Closes the output: nothing more is written. Returns the writer, to
@@ -141,7 +189,7 @@ impl Output {
     /// and no send is in progress.
     pub fn close(&mut self) -> (Option<Box<dyn Write + Send>>, Option<io::Error>) {
         self.closed = true;
-        self.lines = Vec::new();
+        (self.queued, self.lines, self.waiting) = (Vec::new(), Vec::new(), 0);
         (self.writer.take(), self.error.take())
     }
 }
@@ -222,6 +270,27 @@ mod tests {
             output.spare.capacity() <= 2 * BUFFER,
             "a grown buffer is not kept"
         );
+    }
+
+    #[test]
+    fn a_large_line_is_moved_in_and_sent_in_its_place() {
+        let flushed = Flushed::default();
+        let mut output = Output::new(Box::new(flushed.clone()));
+        let large = vec![b'L'; 2 * BUFFER];
+        let at = large.as_ptr();
+        output.write_line(line(b"before"));
+        output.push_line(large);
+        assert_eq!(output.queued[1].as_ptr(), at, "moved, not copied");
+        output.push_line(b"after".to_vec());
+        assert_eq!(output.waiting(), 7 + 2 * BUFFER + 1 + 6);
+        let mut detached = output.detach().unwrap();
+        let sent = detached.send();
+        output.attach(detached, sent);
+        let mut want = b"before\n".to_vec();
+        want.extend_from_slice(&[b'L'; 2 * BUFFER]);
+        want.extend_from_slice(b"\nafter\n");
+        assert_eq!(flushed.all(), want);
+        assert_eq!(output.waiting(), 0);
     }
 
     #[test]
