@@ -266,9 +266,11 @@
 //! - Only the reader touches the input, and it acts on each line before it
 //!   reads the next: lines take effect in the order they came.
 //! - One connection state behind one lock holds the requests in flight
-//!   (the cancellation map), the subscription table, the legacy session
-//!   and the output (one thread at a time sends it without the lock,
-//!   together with what the others wrote meanwhile). A reply is written
+//!   (the cancellation map), the subscription table and the output (one
+//!   thread at a time sends it without the lock, together with what the
+//!   others wrote meanwhile; the reader sends what it holds before it
+//!   reads, so nothing decided waits behind a blocking read). A legacy
+//!   client's lines go through a front end first, which owns its session. A reply is written
 //!   only for a request still in flight, which is taken out in the same
 //!   step: a cancelled request never gets a reply and no request gets two.
 //!   A listen's ack is written in the step that opens the subscription, so
@@ -277,8 +279,8 @@
 //!   the client before its reply.
 //! - A handler registered with an `inline_` method promises to be cheap and
 //!   never block; it runs on the reader with no thread hop (the benchmarks'
-//!   echo tool is inline), for a client of either era (when it needs a
-//!   legacy client's input, the wait for the answers goes on on the pool).
+//!   echo tool is inline); for a legacy client, a tool, prompt or resource
+//!   that may ask it for input runs on the pool (it may wait for answers).
 //!   Everything else runs on the worker pool, shared
 //!   by the server's connections, which grows when its threads stall, so
 //!   a slow handler never delays the others for long;

@@ -14,6 +14,7 @@ pub(crate) mod connections;
 pub(crate) mod context;
 pub(crate) mod dispatch;
 pub(crate) mod event;
+pub(crate) mod front;
 pub(crate) mod handlers;
 pub(crate) mod heap;
 #[cfg(feature = "http")]
@@ -304,6 +305,12 @@ impl Server {
 }
 
 impl Inner {
+    /// Whether the server serves legacy clients (the `legacy` feature, and
+    /// not [`ServerBuilder::modern_only`]).
+    pub(crate) fn serves_legacy(&self) -> bool {
+        cfg!(feature = "legacy") && !self.config.modern_only
+    }
+
     pub(crate) fn trace(&self, line: &str) {
         let mut limit = self.trace_limit.lock().unwrap_or_else(|e| e.into_inner());
         limit.note(&*self.trace, line);

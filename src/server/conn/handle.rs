@@ -36,11 +36,9 @@ use crate::error::Error;
 use crate::jsonrpc::{ErrorObject, RequestId};
 use crate::server::cancel::CancelToken;
 use crate::server::connections::Connection;
-use crate::server::context::{Outlet, RequestContext, Sink};
+use crate::server::context::{Holding, Outlet, RequestContext, Sink};
 use crate::server::dispatch::Prepared;
 use crate::server::event::ServerEvent;
-#[cfg(feature = "legacy")]
-use crate::server::event::{AskFailed, AskReply};
 use crate::server::in_flight::Stage;
 use crate::server::pool::Job as PoolJob;
 use crate::server::reply::Reply;
@@ -167,10 +165,9 @@ impl ConnHandle {
 
     /// Begins a prepared request (the reader's call): it is refused
     /// ([`Conn::refusal`], the only place that refuses one), answered at
-    /// once (an error, a listen, a request of the legacy session), or it
-    /// enters the in-flight map and runs on the pool, or waits for a slot,
-    /// or (an inline one) is handed back for the caller to run
-    /// ([`ConnHandle::run_inline`]). When the queue for slots is full
+    /// once (an error, a listen), or it enters the in-flight map and runs
+    /// on the pool, or waits for a slot, or (an inline one) is handed back
+    /// for the caller to run ([`ConnHandle::run_inline`]). When the queue for slots is full
     /// after it, this waits for room: the reader's backpressure.
     pub fn begin(
         &self,
@@ -184,11 +181,6 @@ impl ConnHandle {
                 Ok(Prepared::Job(job)) => job,
                 Ok(Prepared::Listen(accepted)) => {
                     conn.listen(id, accepted);
-                    return Begun::Answered;
-                }
-                #[cfg(feature = "legacy")]
-                Ok(Prepared::Legacy(request)) => {
-                    conn.legacy_request(&id, request);
                     return Begun::Answered;
                 }
                 Err(error) => {
@@ -214,11 +206,7 @@ impl ConnHandle {
                 return Begun::Inline(InlineJob {
                     ctx,
                     seq,
-                    #[cfg(feature = "legacy")]
-                    bytes,
                     work: job.work,
-                    #[cfg(feature = "legacy")]
-                    then: job.then,
                 });
             }
             Begun::Pooled {
@@ -236,33 +224,9 @@ impl ConnHandle {
     }
 
     /// Runs an inline request's handler, here and without the lock, and
-    /// answers it ([`Conn::finish`]). An inline legacy request whose handler
-    /// needs the client's input goes on on the pool: it waits for answers
-    /// that only the reader can read.
+    /// answers it ([`Conn::finish`]).
     pub fn run_inline(&self, job: InlineJob) {
         let reply = call(job.work, &job.ctx);
-        #[cfg(feature = "legacy")]
-        let reply = match job.then {
-            None => reply,
-            Some(then) => match then(reply) {
-                Ok(reply) => reply,
-                Err(rest) => {
-                    let (ctx, seq, bytes) = (job.ctx, job.seq, job.bytes);
-                    let queue_full = self.act(Sending::BeforeRead, |conn| {
-                        // Out of the map as inline, back in as pooled: the
-                        // same sequence number and token (unless shut down
-                        // meanwhile).
-                        let id = ctx.id().clone();
-                        conn.in_flight.take(&id, seq).is_some()
-                            && self.enter_pooled(conn, id, seq, ctx, rest, bytes)
-                    });
-                    if queue_full {
-                        self.wait_for_room();
-                    }
-                    return;
-                }
-            },
-        };
         let (id, seq) = (job.ctx.id(), job.seq);
         self.act(Sending::BeforeRead, |conn| conn.finish(id, seq, reply));
     }
@@ -328,13 +292,7 @@ enum Begun {
 pub(crate) struct InlineJob {
     ctx: RequestContext,
     seq: u64,
-    /// The size of its line: it counts against `queue_bytes` if it goes
-    /// on on the pool and has to wait for a slot.
-    #[cfg(feature = "legacy")]
-    bytes: usize,
     work: Work,
-    #[cfg(feature = "legacy")]
-    then: Option<crate::server::work::Then>,
 }
 
 impl Shared {
@@ -431,20 +389,12 @@ impl Outlet for Shared {
         self.act(Sending::Now, |conn| conn.notify(id, seq, line));
     }
 
-    #[cfg(feature = "legacy")]
-    fn ask(
-        &self,
-        request: &RequestId,
-        seq: u64,
-        id: RequestId,
-        line: &[u8],
-    ) -> Result<crossbeam_channel::Receiver<AskReply>, AskFailed> {
-        self.act(Sending::Now, |conn| conn.ask(request, seq, id, line))
+    fn stop_holding(&self, id: &RequestId, seq: u64) -> Holding {
+        self.act(Sending::Now, |conn| conn.stop_holding(id, seq))
     }
 
-    #[cfg(feature = "legacy")]
-    fn withdraw(&self, asks: &[RequestId]) {
-        self.act(Sending::Now, |conn| conn.withdraw(asks));
+    fn hold_again(&self, id: &RequestId, seq: u64) {
+        self.act(Sending::Now, |conn| conn.hold_again(id, seq));
     }
 }
 
