@@ -46,6 +46,7 @@ mod redis_feed;
 #[cfg(feature = "redis")]
 mod redis_store;
 mod resources;
+mod send_path;
 mod shutdown;
 mod spec_examples;
 mod subscriptions;

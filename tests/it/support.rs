@@ -244,6 +244,23 @@ impl Peer {
         self.input = None;
     }
 
+    /// Waits, with the input still open, until the server closes its
+    /// output; returns the lines it wrote meanwhile, or `None` if the
+    /// output was still open after `within`.
+    #[allow(dead_code, reason = "used by the tests of optional features")]
+    pub fn wait_output_closed(&self, within: Duration) -> Option<Vec<String>> {
+        let deadline = std::time::Instant::now() + within;
+        let mut lines = Vec::new();
+        loop {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(line) => lines.push(line),
+                Err(crossbeam_channel::RecvTimeoutError::Disconnected) => return Some(lines),
+                Err(crossbeam_channel::RecvTimeoutError::Timeout) => return None,
+            }
+        }
+    }
+
     /// Asserts that the server writes nothing for `quiet`. Only for checks
     /// that something does *not* happen; a failure shows up as an
     /// unexpected message, never as a spurious timeout.
