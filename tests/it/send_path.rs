@@ -307,3 +307,34 @@ fn a_backlog_behind_a_client_that_does_not_read_holds_up_no_request_that_writes_
     assert_eq!(ids, [json!(1), json!(2)]);
     peer.finish_quietly();
 }
+
+/// Claim (found wrong, kept: no test had a line past the maximum behind a
+/// reply): a reply held by the reader waits while the reader reads a next
+/// line longer than the maximum, which it reads to its end before it acts
+/// on it. It does not: every read of that line goes through
+/// `SendFirst::read`, which sends first.
+#[test]
+fn a_reply_goes_out_while_the_next_line_grows_past_the_maximum() {
+    let server = crate::everything::build_with(|builder| builder.max_line_bytes(64 * 1024));
+    let mut peer = Peer::start(&server);
+    let mut burst = serde_json::to_vec(&request(1, "server/discover", json!({}))).unwrap();
+    burst.push(b'\n');
+    burst.extend_from_slice(&[b'x'; 256 * 1024]);
+    peer.write_raw(&burst);
+    assert_eq!(
+        peer.recv()["id"],
+        json!(1),
+        "answered before the long line ends"
+    );
+    // The long line ends; what comes next is answered too.
+    peer.write_raw(b"\n");
+    peer.send(&request(2, "server/discover", json!({})));
+    let too_long = peer.recv();
+    assert_eq!(
+        (&too_long["id"], &too_long["error"]["code"]),
+        (&Value::Null, &json!(-32600)),
+        "the long line: {too_long}"
+    );
+    assert_eq!(peer.recv()["id"], json!(2));
+    peer.finish_quietly();
+}

@@ -144,6 +144,14 @@ impl Peer {
         input.flush().unwrap();
     }
 
+    /// Writes raw bytes as they are (no newline added).
+    #[allow(dead_code, reason = "used by some test modules only")]
+    pub fn write_raw(&mut self, bytes: &[u8]) {
+        let input = self.input.as_mut().expect("input is open");
+        input.write_all(bytes).unwrap();
+        input.flush().unwrap();
+    }
+
     /// Sends one message.
     pub fn send(&mut self, message: &Value) {
         self.send_raw(serde_json::to_string(message).unwrap().as_bytes());
