@@ -145,7 +145,6 @@ impl Peer {
     }
 
     /// Writes raw bytes as they are (no newline added).
-    #[allow(dead_code, reason = "used by some test modules only")]
     pub fn write_raw(&mut self, bytes: &[u8]) {
         let input = self.input.as_mut().expect("input is open");
         input.write_all(bytes).unwrap();
@@ -255,7 +254,6 @@ impl Peer {
     /// Waits, with the input still open, until the server closes its
     /// output; returns the lines it wrote meanwhile, or `None` if the
     /// output was still open after `within`.
-    #[allow(dead_code, reason = "used by the tests of optional features")]
     pub fn wait_output_closed(&self, within: Duration) -> Option<Vec<String>> {
         let deadline = std::time::Instant::now() + within;
         let mut lines = Vec::new();
