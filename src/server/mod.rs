@@ -180,7 +180,8 @@ impl StopHandle {
     /// Shuts the server down the way end of input does: no new work,
     /// in-flight handlers get the grace period, then they are cancelled,
     /// the output is flushed and [`Server::serve`] returns. Stopping is
-    /// final: a later `serve` on the same server returns at once.
+    /// final: a later `serve` on the same server returns at once. It never
+    /// blocks on a client: each connection's shutdown sends what is left.
     pub fn stop(&self) {
         self.inner.connections.stop();
     }

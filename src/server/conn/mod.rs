@@ -55,6 +55,10 @@ pub(crate) struct Conn {
     subscriptions: SubscriptionTable,
     /// The output: what the methods write goes into its buffer.
     output: Output,
+    /// The lines written up to the last one held back for the reader or
+    /// the shutdown (`handle::Sending`): `ConnHandle::send_held` sends
+    /// those.
+    held: u64,
     /// Where the end of serving is announced, to the thread in `serve`.
     end: Sender<End>,
     /// Pooled jobs that may start: `ConnHandle::act` hands them to the
@@ -63,7 +67,8 @@ pub(crate) struct Conn {
     ready: Vec<PoolJob>,
     /// Shutting down: no request begins any more.
     stopping: bool,
-    /// Shut down: nothing more is read or written.
+    /// Shut down: nothing more is read or written (the last lines were
+    /// the shutdown's own).
     closed: bool,
     /// A write failed: the client is gone.
     failed: bool,
@@ -82,6 +87,7 @@ impl Conn {
             in_flight: InFlight::default(),
             subscriptions: SubscriptionTable::default(),
             output: Output::new(output),
+            held: 0,
             end,
             ready: Vec::new(),
             stopping: false,
@@ -272,13 +278,14 @@ impl Conn {
     /// closed once they are written (see `ConnHandle::shut_down`).
     pub fn shut_down(&mut self) {
         self.begin_shutdown();
-        self.closed = true;
         for (id, entry) in self.in_flight.drain() {
             entry.token.cancel();
             let error =
                 ErrorObject::internal_error("the server shut down before the request finished");
             self.write_error(Some(&id), &error);
         }
+        // Nothing more is written from here on (`write_reply`).
+        self.closed = true;
     }
 
     /// Writes one encoded message (without its newline) that answers no
@@ -291,6 +298,9 @@ impl Conn {
     /// Writes one reply ([`Output::write_line`], the only writer; an
     /// encoded one is moved in, [`Output::push_line`]).
     fn write_reply(&mut self, reply: Reply) {
+        if self.closed {
+            return;
+        }
         match reply {
             Reply::Line(line) => self.output.push_line(line),
             reply => self.output.write_line(|out| reply.write_to(out)),

@@ -10,21 +10,19 @@
 //!
 //! Writing only appends to the buffer (a line already encoded and as
 //! large as the buffer is moved in whole, never copied); nothing is sent
-//! under the lock.
-//! A send takes the buffer and the writer out ([`Output::detach`]), one
-//! thread at a time, and writes them without the lock (`handle`):
-//! meanwhile the others write into a buffer of their own, which that
-//! thread sends next. So a `write(2)` never holds the lock, the lines
-//! still leave in their order, and only whole lines reach the writer.
+//! under the lock. A send takes the buffer and the writer out
+//! ([`Output::detach`]), one thread at a time, and writes them without
+//! the lock (`handle`); meanwhile the others write into a buffer of their
+//! own, which the next send takes. So a `write(2)` never holds the lock,
+//! the lines still leave in their order, and only whole lines reach the
+//! writer. Lines are counted as they are written and as sends take them
+//! ([`Output::taken`]): a writer knows when its own are on their way.
 
 use std::io::{self, Write};
 
 /// The size a buffer starts at, and the most the reader holds back before
 /// it sends (`handle::Sending::BeforeRead`).
 pub(super) const BUFFER: usize = 8 * 1024;
-/// How much may wait behind a send in progress before writers wait for it:
-/// half the buffer (a client slower than the server's writers).
-const BACKLOG: usize = BUFFER / 2;
 
 /// One connection's output.
 pub(super) struct Output {
@@ -35,6 +33,11 @@ pub(super) struct Output {
     lines: Vec<u8>,
     /// The bytes in `queued` and `lines`.
     waiting: usize,
+    /// Lines written so far, and how many of them sends took (or a
+    /// failure or the close dropped): a writer's lines are on their way
+    /// once `taken` reaches the count its write left.
+    written: u64,
+    taken: u64,
     /// The writer; `None` while a thread sends with it, and once closed.
     writer: Option<Box<dyn Write + Send>>,
     /// The buffer that takes the place of the one a send takes out.
@@ -72,6 +75,8 @@ impl Output {
             queued: Vec::new(),
             lines: Vec::with_capacity(BUFFER),
             waiting: 0,
+            written: 0,
+            taken: 0,
             writer: Some(writer),
             spare: Vec::with_capacity(BUFFER),
             error: None,
@@ -92,6 +97,7 @@ impl Output {
             Ok(()) => {
                 self.lines.push(b'\n');
                 self.waiting += self.lines.len() - start;
+                self.written += 1;
             }
             Err(_) => self.lines.truncate(start),
         }
@@ -111,6 +117,7 @@ impl Output {
         }
         line.push(b'\n');
         self.waiting += line.len();
+        self.written += 1;
         if !self.lines.is_empty() {
             let lines = std::mem::replace(&mut self.lines, Vec::with_capacity(BUFFER));
             self.queued.push(lines);
@@ -128,6 +135,18 @@ impl Output {
         self.sending
     }
 
+    /// How many lines were written so far.
+    pub fn written(&self) -> u64 {
+        self.written
+    }
+
+    /// Whether the first `lines` lines written are on their way: taken by
+    /// a send (in progress, or done), or dropped (a failed send, the
+    /// close), so that nobody need send them any more.
+    pub fn taken(&self, lines: u64) -> bool {
+        self.taken >= lines
+    }
+
     /// Takes out what is to be sent, and the writer, for the caller to
     /// send without the lock; `None` when nothing is, or another thread
     /// sends already (it sends this too, when it is back: see
@@ -139,6 +158,7 @@ impl Output {
         let writer = self.writer.take()?;
         self.sending = true;
         self.waiting = 0;
+        self.taken = self.written;
         Some(Detached {
             writer,
             queued: std::mem::take(&mut self.queued),
@@ -171,16 +191,11 @@ impl Output {
             Err(e) if self.error.is_none() => {
                 self.error = Some(e);
                 (self.queued, self.lines, self.waiting) = (Vec::new(), Vec::new(), 0);
+                self.taken = self.written;
                 true
             }
             _ => false,
         }
-    }
-
-    /// Whether so much waits behind a send in progress that writers should
-    /// wait for it (a client slower than the server's writers).
-    pub fn backlogged(&self) -> bool {
-        self.sending && self.waiting > BACKLOG
     }
 
     /// Closes the output: nothing more is written. Returns the writer, to
@@ -190,6 +205,7 @@ impl Output {
     pub fn close(&mut self) -> (Option<Box<dyn Write + Send>>, Option<io::Error>) {
         self.closed = true;
         (self.queued, self.lines, self.waiting) = (Vec::new(), Vec::new(), 0);
+        self.taken = self.written;
         (self.writer.take(), self.error.take())
     }
 }
@@ -305,21 +321,22 @@ mod tests {
     }
 
     #[test]
-    fn writers_wait_only_for_a_backlog_behind_a_send() {
+    fn a_writer_knows_when_its_lines_are_on_their_way() {
         let mut output = Output::new(Box::new(Flushed::default()));
-        let long = [b'x'; 1024];
-        for _ in 0..2 * BACKLOG / long.len() {
-            output.write_line(line(&long));
-        }
-        assert!(!output.backlogged(), "no send in progress");
-        let detached = output.detach().unwrap();
-        while output.waiting() <= BACKLOG {
-            assert!(!output.backlogged());
-            output.write_line(line(&long));
-        }
-        assert!(output.backlogged());
-        output.attach(detached, Ok(()));
-        assert!(!output.backlogged());
+        output.write_line(line(b"one"));
+        let mine = output.written();
+        assert!(!output.taken(mine), "written, not taken");
+        let mut detached = output.detach().unwrap();
+        assert!(output.taken(mine), "taken by the send in progress");
+        output.write_line(line(b"two"));
+        assert!(!output.taken(output.written()), "written behind the send");
+        let sent = detached.send();
+        output.attach(detached, sent);
+        assert!(!output.taken(output.written()), "nobody took it yet");
+        let mut detached = output.detach().unwrap();
+        let sent = detached.send();
+        output.attach(detached, sent);
+        assert!(output.taken(output.written()));
     }
 
     struct Broken;

@@ -250,6 +250,9 @@ impl Exchange<'_> {
             match end.try_recv() {
                 Ok(End::Stop) if id.is_none() => return,
                 Ok(End::Stop) if grace_until.is_none() => {
+                    // What the stop wrote (a listen's final result) is
+                    // this thread's to send (`Sending::AtShutdown`).
+                    conn.send_held();
                     grace_until = Some(crate::deadline::from_now(self.inner.config.shutdown_grace));
                 }
                 Ok(End::OutputFailed) => break,
