@@ -304,4 +304,93 @@ mod tests {
         let written: Vec<_> = written.iter().collect();
         assert!(written.is_empty(), "sent to the server: {written:?}");
     }
+
+    /// A call registered on a link over pipes, as `start_request` makes it.
+    fn registered(
+        link: &Arc<Link>,
+        options: RequestOptions,
+        default_timeout: Duration,
+    ) -> PendingCall {
+        let id = link.next_id();
+        let token = options.progress.is_some().then(|| id.clone());
+        let rx = link.register(&id, token, false);
+        PendingCall {
+            id,
+            link: Arc::clone(link),
+            rx,
+            options,
+            started: Instant::now(),
+            default_timeout,
+            done: false,
+        }
+    }
+
+    /// Issue 47, item 5: `wait_unless` waits like `wait`, so progress
+    /// restarts its timeout when `reset_timeout_on_progress` asks for it
+    /// (its deadline was fixed at the start: the call timed out after
+    /// 1 s of five progress notifications 400 ms apart).
+    #[test]
+    fn wait_unless_restarts_the_timeout_on_progress() {
+        use std::io::Write;
+        let options = ClientBuilder::default().trace(|_| {});
+        let (link, mut server_writes, _written) = over_pipes(&options);
+        let (seen_tx, seen) = crossbeam_channel::unbounded();
+        let options = RequestOptions::new()
+            .timeout(Duration::from_secs(1))
+            .reset_timeout_on_progress(Duration::from_secs(60))
+            .on_progress(move |p| {
+                let _ = seen_tx.send(p.progress);
+            });
+        let call = registered(&link, options, Duration::from_secs(60));
+        let id = call.id().clone();
+        let server = thread::spawn(move || {
+            for n in 1..=5 {
+                let line = format!(
+                    "{{\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{{\"progressToken\":{id},\"progress\":{n}}}}}\n"
+                );
+                server_writes.write_all(line.as_bytes()).unwrap();
+                thread::sleep(Duration::from_millis(400));
+            }
+            let reply =
+                format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":{{\"done\":true}}}}\n");
+            server_writes.write_all(reply.as_bytes()).unwrap();
+            server_writes
+        });
+        let started = Instant::now();
+        let reply = call.wait_unless(|| false);
+        let took = started.elapsed();
+        let _server_writes = server.join().unwrap();
+        assert_eq!(
+            reply.map(|r| r.get().to_owned()).ok().as_deref(),
+            Some("{\"done\":true}"),
+            "after {took:?}"
+        );
+        assert_eq!(
+            seen.try_iter().collect::<Vec<_>>(),
+            [1.0, 2.0, 3.0, 4.0, 5.0]
+        );
+    }
+
+    /// Issue 47, item 5: `reset_timeout_on_progress(max)` never waits past
+    /// `max` in all, even when no progress comes and the timeout is longer
+    /// (the first deadline was the timeout's: a call without progress
+    /// waited 5 s past a `max` of 300 ms).
+    #[test]
+    fn reset_timeout_on_progress_caps_a_call_without_progress() {
+        let options = ClientBuilder::default().trace(|_| {});
+        let (link, _server_writes, written) = over_pipes(&options);
+        let options = RequestOptions::new()
+            .timeout(Duration::from_secs(5))
+            .reset_timeout_on_progress(Duration::from_millis(300));
+        let call = registered(&link, options, Duration::from_secs(60));
+        let id = call.id().clone();
+        let started = Instant::now();
+        let outcome = call.wait();
+        let took = started.elapsed();
+        assert!(matches!(outcome, Err(Error::Timeout)), "{outcome:?}");
+        assert!(took < Duration::from_secs(2), "timed out after {took:?}");
+        let cancel = written.recv_timeout(Duration::from_secs(5)).unwrap();
+        assert_eq!(cancel["method"], "notifications/cancelled");
+        assert_eq!(cancel["params"]["requestId"], id.to_value());
+    }
 }
