@@ -147,6 +147,13 @@ impl ClientBuilder {
     /// server dies: in [`Error::ServerExited`] during start-up, and in a
     /// problem note for the trace after it. To echo them as they come:
     /// `.stderr(|line| eprintln!("[server] {line}"))`.
+    ///
+    /// A line longer than 64 KiB is cut: the sink gets its first 64 KiB
+    /// and `… [cut: N bytes in all]`, and the rest is read and dropped, so
+    /// a server that writes without newlines costs the client no more
+    /// memory than that. The sink runs on a thread of its own that reads
+    /// the server's stderr: while it blocks, the server blocks as soon as
+    /// the pipe is full.
     pub fn stderr(mut self, sink: impl Fn(&str) + Send + Sync + 'static) -> Self {
         self.stderr = Arc::new(sink);
         self
