@@ -17,7 +17,8 @@
 //! non-blocking mode, when nothing is queued (`input`). Everything the reader routes to a request or a subscription is
 //! sent over channels, and their callbacks run on the caller's thread; only
 //! the client-level `ClientBuilder::on_log` and `wire` hooks run on the
-//! reader. Notes (`ClientBuilder::trace`, or stderr by default) are queued
+//! reader, each under `Notes::guard`, so that a panic in one cannot end the
+//! reader before it fails what waits. Notes (`ClientBuilder::trace`, or stderr by default) are queued
 //! for a note thread (`note_queue`), so that a locked or full stderr never
 //! stalls the reader. What the reader does with each line is in `route`.
 
@@ -150,7 +151,7 @@ impl Link {
         wire: Wire,
     ) -> std::io::Result<Arc<Link>> {
         let (tx, rx) = crossbeam_channel::unbounded::<Queued>();
-        let input = Input::new(writer, wire.clone());
+        let input = Input::new(writer, wire.clone(), notes.clone());
         let link = Arc::new(Link {
             writer: Mutex::new(Some(tx)),
             input: Arc::clone(&input),
@@ -346,7 +347,19 @@ impl Link {
             .name("mcp-client-answer".into())
             .spawn(move || {
                 let mut line = Vec::new();
-                match server_requests::answer(&handlers, &request, &params) {
+                // A handler's panic is the server's -32603, as a server
+                // handler's is the client's.
+                let answer = link
+                    .notes
+                    .guard("input handler", || {
+                        server_requests::answer(&handlers, &request, &params)
+                    })
+                    .unwrap_or_else(|what| {
+                        Err(crate::jsonrpc::ErrorObject::internal_error(format!(
+                            "handler panicked: {what}"
+                        )))
+                    });
+                match answer {
                     Ok(result) => {
                         let _ = encode_result(&mut line, &id, &result);
                     }

@@ -61,7 +61,7 @@ fn start_server(
     options: &ClientBuilder,
     command: &mut Command,
 ) -> Result<(Arc<Link>, Spawned), Error> {
-    let spawned = process::spawn(command, Arc::clone(&options.stderr))?;
+    let spawned = process::spawn(command, Arc::clone(&options.stderr), options.notes.clone())?;
     let link = Link::start(
         Box::new(std::io::BufReader::new(spawned.stdout)),
         link::ServerInput::pipe(spawned.stdin),

@@ -12,6 +12,8 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::Receiver;
 
+use crate::client::notes::Notes;
+
 /// Where the lines a server writes to its stderr go.
 pub(crate) type StderrSink = dyn Fn(&str) + Send + Sync;
 
@@ -52,8 +54,13 @@ impl StderrTail {
 
 /// Spawns `command` with piped stdin, stdout and stderr; a thread hands
 /// each stderr line to `sink` and keeps the last few, each cut at
-/// [`STDERR_LINE_BYTES`].
-pub(crate) fn spawn(command: &mut Command, sink: Arc<StderrSink>) -> std::io::Result<Spawned> {
+/// [`STDERR_LINE_BYTES`]. A panic in `sink` is noted and caught: the thread
+/// goes on reading, or the server would block on a full pipe.
+pub(crate) fn spawn(
+    command: &mut Command,
+    sink: Arc<StderrSink>,
+    notes: Notes,
+) -> std::io::Result<Spawned> {
     let mut child = command
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -89,7 +96,7 @@ pub(crate) fn spawn(command: &mut Command, sink: Arc<StderrSink>) -> std::io::Re
                 if len > buf.len() {
                     line.push_str(&format!(" … [cut: {len} bytes in all]"));
                 }
-                sink(&line);
+                let _ = notes.guard("stderr", || sink(&line));
                 let mut tail = tail.lock().unwrap_or_else(|e| e.into_inner());
                 if tail.len() == TAIL_LINES {
                     tail.pop_front();

@@ -149,7 +149,9 @@ pub fn a_panicking_input_handler_answers_an_error() -> Result<String, String> {
     ensure!(
         answers["s-elicit"]["error"]["code"] == json!(-32603)
             && answers["s-elicit"]["error"]["message"]
-                == json!("handler panicked: the application's elicitation handler panics"),
+                == json!(
+                    "internal error: handler panicked: the application's elicitation handler panics"
+                ),
         "elicitation/create: {} (after {took:?})",
         answers["s-elicit"]
     );

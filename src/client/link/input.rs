@@ -20,6 +20,7 @@ use std::os::fd::{AsFd, OwnedFd};
 
 use crossbeam_channel::{Receiver, Sender};
 
+use crate::client::notes::Notes;
 use crate::client::wire::{Wire, WireDirection};
 use crate::sync::lock;
 
@@ -78,6 +79,8 @@ pub(crate) struct Input {
     /// Lines queued for the writer thread and not yet written.
     queued: AtomicUsize,
     wire: Wire,
+    /// Where a panic of the wire hook is noted.
+    notes: Notes,
 }
 
 struct Stream {
@@ -89,7 +92,7 @@ struct Stream {
 }
 
 impl Input {
-    pub fn new(input: ServerInput, wire: Wire) -> Arc<Input> {
+    pub fn new(input: ServerInput, wire: Wire, notes: Notes) -> Arc<Input> {
         Arc::new(Input {
             stream: Mutex::new(Some(Stream {
                 writer: input.writer,
@@ -98,15 +101,16 @@ impl Input {
             })),
             queued: AtomicUsize::new(0),
             wire,
+            notes,
         })
     }
 
+    /// Shows a line to the wire hook; a panic in it is caught (the line is
+    /// still written, and the writer thread goes on).
     fn trace(&self, line: &[u8]) {
         if let Some(wire) = &self.wire {
-            wire(
-                WireDirection::Sent,
-                line.strip_suffix(b"\n").unwrap_or(line),
-            );
+            let line = line.strip_suffix(b"\n").unwrap_or(line);
+            let _ = self.notes.guard("wire", || wire(WireDirection::Sent, line));
         }
     }
 

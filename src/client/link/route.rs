@@ -42,7 +42,10 @@ impl Link {
             match read_line(&mut *reader, &mut buf, max_line) {
                 Ok(Line::Message) => {
                     if let Some(wire) = &self.wire {
-                        wire(WireDirection::Received, &buf);
+                        // A panic in it is caught: the line is still routed.
+                        let _ = self
+                            .notes
+                            .guard("wire", || wire(WireDirection::Received, &buf));
                     }
                     self.route(&buf, &mut notes);
                 }
