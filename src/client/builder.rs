@@ -255,7 +255,10 @@ impl ClientBuilder {
     /// for its own request's input, and on a thread of the client's for a
     /// legacy server's own request, where a panic is caught and answered
     /// with `-32603` (`handler panicked: ...`), as a server answers its
-    /// handler's panic.
+    /// handler's panic. A legacy server's requests are answered 32 at a
+    /// time at most; one past that gets `-32603` at once ("the client is
+    /// answering 32 requests of the server already"), and one the server
+    /// cancels while its handler runs gets no answer.
     pub fn on_elicitation(
         mut self,
         handler: impl Fn(&ElicitRequestParams) -> Result<ElicitResult, Error> + Send + Sync + 'static,

@@ -37,9 +37,9 @@ use crate::client::notes::Notes;
 use crate::client::server_requests;
 use crate::client::wire::Wire;
 use crate::error::Error;
-use crate::jsonrpc::{IdMap, RequestId};
 #[cfg(feature = "legacy")]
-use crate::jsonrpc::{encode_error, encode_result};
+use crate::jsonrpc::{ErrorObject, encode_error, encode_result};
+use crate::jsonrpc::{IdMap, RequestId};
 use crate::sync::lock;
 #[cfg(feature = "legacy")]
 use crate::types::SubscriptionFilter;
@@ -49,11 +49,20 @@ use input::{Input, Queued};
 
 mod input;
 mod route;
+#[cfg(all(test, feature = "legacy"))]
+mod tests;
 
 #[cfg(feature = "legacy")]
 /// The legacy subscriptions of a connection: the accepted filter of each,
 /// by its client-side id.
 pub(crate) type LegacyFilters = IdMap<SubscriptionFilter>;
+
+/// How many of a legacy server's requests the application's input handlers
+/// answer at once, each on a thread of its own (a handler may wait for a
+/// person). Past it, a request is answered `-32603` at once, saying so:
+/// a server that asks without end costs a bounded number of threads.
+#[cfg(feature = "legacy")]
+pub(crate) const MAX_ANSWERING: usize = 32;
 
 /// What the reader delivers to a waiting request.
 #[derive(Debug)]
@@ -131,6 +140,10 @@ pub(crate) struct Link {
     /// Set on a legacy connection: the handlers that answer the server's
     /// requests (see `server_requests`).
     server_requests: Mutex<Option<InputHandlers>>,
+    /// A legacy server's requests being answered, by id, at most
+    /// [`MAX_ANSWERING`]; the flag is set when the server cancels one.
+    #[cfg(feature = "legacy")]
+    answering: Mutex<IdMap<Arc<AtomicBool>>>,
     /// What happens when the link dies: armed once, called once (see
     /// [`Link::on_death`]).
     on_death: Mutex<DeathWatch>,
@@ -162,6 +175,8 @@ impl Link {
             alive: AtomicBool::new(true),
             restartable: AtomicBool::new(false),
             server_requests: Mutex::new(None),
+            #[cfg(feature = "legacy")]
+            answering: Mutex::new(IdMap::default()),
             on_death: Mutex::new(DeathWatch::Unarmed(None)),
             next_id: AtomicU64::new(1),
             notes,
@@ -334,7 +349,12 @@ impl Link {
 
     #[cfg(feature = "legacy")]
     /// Answers a legacy server's request on a thread of its own: a handler
-    /// may block on a user, and the reader must go on reading.
+    /// may block on a user, and the reader must go on reading. At most
+    /// [`MAX_ANSWERING`] at once, and one per id; past that, or if no
+    /// thread can be started, the request is answered with an error at
+    /// once (spec 2025-11-25 basic/index: every request gets a response).
+    /// A request the server cancels meanwhile gets no answer
+    /// (basic/utilities/cancellation: the receiver SHOULD not send one).
     fn answer_request(
         self: &Arc<Link>,
         handlers: InputHandlers,
@@ -342,11 +362,31 @@ impl Link {
         request: String,
         params: String,
     ) {
+        let cancelled = Arc::new(AtomicBool::new(false));
+        let refusal = {
+            let mut answering = lock(&self.answering);
+            if answering.contains_key(&id) {
+                Some(ErrorObject::invalid_request(format!(
+                    "request id {id} is already in use by a request the client is answering"
+                )))
+            } else if answering.len() >= MAX_ANSWERING {
+                Some(ErrorObject::internal_error(format!(
+                    "the client is answering {MAX_ANSWERING} requests of the server already, the most it answers at once: send it again once one is answered"
+                )))
+            } else {
+                answering.insert(id.clone(), Arc::clone(&cancelled));
+                None
+            }
+        };
+        if let Some(error) = refusal {
+            return self.send_error(&id, &error);
+        }
         let link = Arc::clone(self);
+        let answer_id = id.clone();
         let answering = thread::Builder::new()
             .name("mcp-client-answer".into())
             .spawn(move || {
-                let mut line = Vec::new();
+                let id = answer_id;
                 // A handler's panic is the server's -32603, as a server
                 // handler's is the client's.
                 let answer = link
@@ -355,22 +395,62 @@ impl Link {
                         server_requests::answer(&handlers, &request, &params)
                     })
                     .unwrap_or_else(|what| {
-                        Err(crate::jsonrpc::ErrorObject::internal_error(format!(
+                        Err(ErrorObject::internal_error(format!(
                             "handler panicked: {what}"
                         )))
                     });
+                let mut line = Vec::new();
                 match answer {
                     Ok(result) => {
                         let _ = encode_result(&mut line, &id, &result);
                     }
                     Err(error) => encode_error(&mut line, Some(&id), &error),
                 }
-                link.send(line);
+                // Sent (it never blocks) and out of the table in one step
+                // under the table's lock: a cancellation read before is
+                // seen, and the server, which may reuse the id once it has
+                // the answer, finds it free.
+                let mut answering = lock(&link.answering);
+                answering.remove(&id);
+                if !cancelled.load(Ordering::Acquire) {
+                    link.send(line);
+                }
             });
         if answering.is_err() {
+            lock(&self.answering).remove(&id);
             self.notes
                 .problem("could not start a thread to answer the server's request");
+            self.send_error(
+                &id,
+                &ErrorObject::internal_error(
+                    "the client could not start a thread to answer: send it again later",
+                ),
+            );
         }
+    }
+
+    #[cfg(feature = "legacy")]
+    /// Answers a legacy server's request `id` with `error`.
+    fn send_error(&self, id: &RequestId, error: &ErrorObject) {
+        let mut line = Vec::new();
+        encode_error(&mut line, Some(id), error);
+        self.send(line);
+    }
+
+    #[cfg(feature = "legacy")]
+    /// A legacy server cancelled its own request `id`: if it is being
+    /// answered, its answer is not sent (the handler runs on: it cannot be
+    /// interrupted).
+    fn cancel_answer(&self, id: &RequestId) {
+        if let Some(cancelled) = lock(&self.answering).get(id) {
+            cancelled.store(true, Ordering::Release);
+        }
+    }
+
+    /// How many of a legacy server's requests are being answered.
+    #[cfg(all(test, feature = "legacy"))]
+    pub(crate) fn answering(&self) -> usize {
+        lock(&self.answering).len()
     }
 
     /// Arms what runs when the link dies: by the reader when it ends, or
