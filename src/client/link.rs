@@ -262,6 +262,12 @@ impl Link {
         lock(&self.pending).remove(id).is_some()
     }
 
+    /// How many requests wait for their answer.
+    #[cfg(test)]
+    pub(crate) fn pending_len(&self) -> usize {
+        lock(&self.pending).len()
+    }
+
     /// Registers a subscription's delivery channel before its listen
     /// request is sent (and again on the new connection after a restart).
     pub fn adopt_subscription(&self, id: &RequestId, tx: Sender<SubscriptionDelivery>) {

@@ -8,8 +8,9 @@ use super::*;
 
 /// `legacy-requests`: an initialize-era server with `resources.subscribe`
 /// and `logging`. It keeps the URIs subscribed; a `resources/subscribe`
-/// of a `slow://` URI is taken, but answered only when a line other than
-/// a `resources/subscribe` arrives (after the client stopped waiting).
+/// of a `slow://` URI is taken (cancellations are ignored), but answered
+/// only when a line other than a `resources/subscribe` or a
+/// `notifications/cancelled` arrives (after the client stopped waiting).
 /// Tools:
 /// - `subscribed`: the URIs subscribed now, sorted, as JSON text;
 /// - `bump`: `notifications/resources/updated` for each URI subscribed;
@@ -27,7 +28,10 @@ pub fn fake_legacy_requests() -> ! {
     let mut subscribed = BTreeSet::<String>::new();
     let mut held: Vec<Value> = Vec::new();
     while let Ok(msg) = rx.recv() {
-        if method_of(&msg) != Some("resources/subscribe") {
+        if !matches!(
+            method_of(&msg),
+            Some("resources/subscribe" | "notifications/cancelled")
+        ) {
             for id in held.drain(..) {
                 send(&mut out, &reply(&id, json!({})));
             }
