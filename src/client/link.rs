@@ -11,10 +11,13 @@
 //!                                                             else the client-level log callback
 //! ```
 //!
-//! Callers never block on the server's input: lines go through an unbounded
-//! channel to the writer thread, so a timeout or a cancellation always
-//! fires; a caller writes its own line only to a spawned server's pipe in
-//! non-blocking mode, when nothing is queued (`input`). Everything the reader routes to a request or a subscription is
+//! Callers never block on the server's input: lines go through a channel
+//! to the writer thread, so a timeout or a cancellation always fires; a
+//! caller writes its own line only to a spawned server's pipe in
+//! non-blocking mode, when nothing is queued (`input`). The channel holds
+//! at most `input::MAX_QUEUED_BYTES` (16 MiB) and one line: past it a line
+//! is refused, and a request fails at once, rather than the client
+//! growing while the server does not read. Everything the reader routes to a request or a subscription is
 //! sent over channels, and their callbacks run on the caller's thread; only
 //! the client-level `ClientBuilder::on_log` and `wire` hooks run on the
 //! reader, each under `Notes::guard`, so that a panic in one cannot end the
@@ -212,16 +215,25 @@ impl Link {
 
     /// Sends one line to the server: written by the caller when that
     /// cannot block, queued for the writer thread otherwise (see
-    /// `input`). Fails only when the connection is gone.
-    pub fn send(&self, mut line: Vec<u8>) -> bool {
+    /// `input`). Fails when the connection is gone
+    /// ([`Error::Disconnected`]), or when the server has not read what
+    /// waits already (`input::MAX_QUEUED_BYTES`; [`Error::Io`]).
+    pub fn try_send(&self, mut line: Vec<u8>) -> Result<(), Error> {
         if !self.is_alive() {
-            return false;
+            return Err(Error::Disconnected);
         }
         line.push(b'\n');
         let writer = lock(&self.writer);
-        writer
-            .as_ref()
-            .is_some_and(|queue| self.input.send(line, queue))
+        match writer.as_ref() {
+            Some(queue) => self.input.send(line, queue),
+            None => Err(Error::Disconnected),
+        }
+    }
+
+    /// [`try_send`](Link::try_send) for a line whose failure needs no
+    /// word (a notification, an answer): whether it was sent.
+    pub fn send(&self, line: Vec<u8>) -> bool {
+        self.try_send(line).is_ok()
     }
 
     /// Closes the server's input once everything queued is written: the

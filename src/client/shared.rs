@@ -66,7 +66,12 @@ impl ClientInner {
         let line = crate::jsonrpc::encode_request(&id, method, &params)?;
         let token = options.progress.is_some().then(|| id.clone());
         let rx = link.register(&id, token, options.log.is_some());
-        let call = PendingCall {
+        if let Err(e) = link.try_send(line) {
+            // Never sent: nothing to cancel.
+            link.forget(&id);
+            return Err(e);
+        }
+        Ok(PendingCall {
             id,
             link: Arc::clone(&link),
             rx,
@@ -74,11 +79,7 @@ impl ClientInner {
             started: Instant::now(),
             default_timeout: self.options.request_timeout,
             done: false,
-        };
-        if !link.send(line) {
-            return Err(Error::Disconnected);
-        }
-        Ok(call)
+        })
     }
 
     /// Whether the client's requests declare the Tasks extension: a modern
