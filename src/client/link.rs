@@ -150,6 +150,8 @@ pub(crate) struct Link {
     /// What happens when the link dies: armed once, called once (see
     /// [`Link::on_death`]).
     on_death: Mutex<DeathWatch>,
+    /// Disconnected once the reader thread has ended (nothing is sent).
+    reader_ended: Receiver<()>,
     next_id: AtomicU64,
     notes: Notes,
     /// Sees every line read (`ClientBuilder::wire`); `input` holds its own
@@ -168,6 +170,9 @@ impl Link {
     ) -> std::io::Result<Arc<Link>> {
         let (tx, rx) = crossbeam_channel::unbounded::<Queued>();
         let input = Input::new(writer, wire.clone(), notes.clone());
+        // Nothing is ever sent: `reader_ended` sees the end when the reader
+        // thread drops its sender.
+        let (reading_tx, reader_ended) = crossbeam_channel::bounded::<()>(0);
         let link = Arc::new(Link {
             writer: Mutex::new(Some(tx)),
             input: Arc::clone(&input),
@@ -181,6 +186,7 @@ impl Link {
             #[cfg(feature = "legacy")]
             answering: Mutex::new(IdMap::default()),
             on_death: Mutex::new(DeathWatch::Unarmed(None)),
+            reader_ended,
             next_id: AtomicU64::new(1),
             notes,
             wire: wire.clone(),
@@ -191,7 +197,10 @@ impl Link {
         let reading = Arc::clone(&link);
         thread::Builder::new()
             .name("mcp-client-reader".into())
-            .spawn(move || reading.read_loop(reader, max_line))?;
+            .spawn(move || {
+                let _reading = reading_tx;
+                reading.read_loop(reader, max_line);
+            })?;
         Ok(link)
     }
 
@@ -234,6 +243,15 @@ impl Link {
     /// word (a notification, an answer): whether it was sent.
     pub fn send(&self, line: Vec<u8>) -> bool {
         self.try_send(line).is_ok()
+    }
+
+    /// Waits up to `timeout` for the reader thread to end (the server's
+    /// output ended and everything it wrote was routed); whether it did.
+    pub fn wait_reader(&self, timeout: std::time::Duration) -> bool {
+        matches!(
+            self.reader_ended.recv_timeout(timeout),
+            Err(crossbeam_channel::RecvTimeoutError::Disconnected)
+        )
     }
 
     /// Closes the server's input once everything queued is written: the
