@@ -293,7 +293,7 @@ impl Link {
     }
 
     /// How many requests wait for their answer.
-    #[cfg(test)]
+    #[cfg(all(test, feature = "legacy"))]
     pub(crate) fn pending_len(&self) -> usize {
         lock(&self.pending).len()
     }
