@@ -327,8 +327,10 @@ impl ClientInner {
 }
 
 impl Drop for Client {
-    /// Closes the connection as [`Client::close`] does; bounded by twice
-    /// the close grace.
+    /// Closes the connection as [`Client::close`] does: bounded by three
+    /// times the close grace (the server's exit, after its input and after
+    /// SIGTERM, then its output's end), and by the stop of a restart's
+    /// server when one is under way.
     fn drop(&mut self) {
         if !self.closed {
             let _ = self.inner.close();

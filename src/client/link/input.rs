@@ -208,8 +208,12 @@ impl Input {
                 next = lines.try_recv().ok();
             }
             if !ok || out.writer.flush().is_err() {
-                // Closed: callers' lines fail from here on.
+                // Closed: callers' lines fail from here on, as the
+                // connection's end (`Error::Disconnected`, once this
+                // returns and the queue's receiver is gone), not as a
+                // backlog of lines that will never be written.
                 stream.take();
+                self.queued_bytes.store(0, Ordering::SeqCst);
                 return;
             }
         }
