@@ -7,6 +7,39 @@
 
 use super::*;
 
+/// While it lives, the deliberate panics of these checks (their messages
+/// start `deliberately: `) are kept off stderr, where they would read as
+/// failures of the run; any other panic is reported as before.
+struct QuietPanics {
+    previous: Arc<PanicHook>,
+}
+
+/// What `std::panic::take_hook` returns.
+type PanicHook = Box<dyn Fn(&std::panic::PanicHookInfo<'_>) + Send + Sync>;
+
+impl QuietPanics {
+    fn new() -> QuietPanics {
+        let previous = Arc::new(std::panic::take_hook());
+        let report = Arc::clone(&previous);
+        std::panic::set_hook(Box::new(move |info| {
+            let payload = info.payload();
+            let text = (payload.downcast_ref::<&str>().copied())
+                .or_else(|| payload.downcast_ref::<String>().map(String::as_str));
+            if !text.is_some_and(|t| t.starts_with("deliberately: ")) {
+                report(info);
+            }
+        }));
+        QuietPanics { previous }
+    }
+}
+
+impl Drop for QuietPanics {
+    fn drop(&mut self) {
+        let previous = Arc::clone(&self.previous);
+        std::panic::set_hook(Box::new(move |info| previous(info)));
+    }
+}
+
 /// Long enough for the calls that must be answered, short enough that the
 /// code before the fix fails in seconds, not a minute.
 const TIMEOUT: Duration = Duration::from_secs(3);
@@ -14,6 +47,7 @@ const TIMEOUT: Duration = Duration::from_secs(3);
 /// `on_log` panics on one message: the reader notes it and goes on, so the
 /// calls in flight are answered and the next message is delivered.
 pub fn a_panicking_on_log_hook_stops_nothing() -> Result<String, String> {
+    let _quiet = QuietPanics::new();
     let (log_tx, logs) = crossbeam_channel::unbounded::<Value>();
     let (note_tx, notes) = crossbeam_channel::unbounded::<String>();
     let client = builder()
@@ -24,7 +58,7 @@ pub fn a_panicking_on_log_hook_stops_nothing() -> Result<String, String> {
         })
         .on_log(move |log| {
             if log.data == json!("log 2") {
-                panic!("the application's on_log panics");
+                panic!("deliberately: the application's on_log panics");
             }
             let _ = log_tx.send(log.data.clone());
         })
@@ -52,7 +86,7 @@ pub fn a_panicking_on_log_hook_stops_nothing() -> Result<String, String> {
         "on_log got {logs:?}"
     );
     let notes: Vec<String> = notes.try_iter().collect();
-    let want = "the on_log hook panicked (the application's on_log panics)";
+    let want = "the on_log hook panicked (deliberately: the application's on_log panics)";
     ensure!(
         notes.iter().any(|n| n.starts_with(want)),
         "no note {want:?} among {notes:?}"
@@ -64,6 +98,7 @@ pub fn a_panicking_on_log_hook_stops_nothing() -> Result<String, String> {
 /// written (on the caller's thread or the writer's): the line is still
 /// routed or written, and each call is answered.
 pub fn a_panicking_wire_hook_stops_nothing() -> Result<String, String> {
+    let _quiet = QuietPanics::new();
     let (note_tx, notes) = crossbeam_channel::unbounded::<String>();
     let client = builder()
         .request_timeout(TIMEOUT)
@@ -73,8 +108,12 @@ pub fn a_panicking_wire_hook_stops_nothing() -> Result<String, String> {
         .wire(|direction, line| {
             let line = String::from_utf8_lossy(line);
             match direction {
-                WireDirection::Received if line.contains("boom-in") => panic!("boom on a read"),
-                WireDirection::Sent if line.contains("boom-out") => panic!("boom on a write"),
+                WireDirection::Received if line.contains("boom-in") => {
+                    panic!("deliberately: boom on a read")
+                }
+                WireDirection::Sent if line.contains("boom-out") => {
+                    panic!("deliberately: boom on a write")
+                }
                 _ => {}
             }
         })
@@ -90,8 +129,8 @@ pub fn a_panicking_wire_hook_stops_nothing() -> Result<String, String> {
     close_ok(client)?;
     let notes: Vec<String> = notes.try_iter().collect();
     for want in [
-        "the wire hook panicked (boom on a read)",
-        "the wire hook panicked (boom on a write)",
+        "the wire hook panicked (deliberately: boom on a read)",
+        "the wire hook panicked (deliberately: boom on a write)",
     ] {
         ensure!(
             notes.iter().any(|n| n.starts_with(want)),
@@ -104,13 +143,14 @@ pub fn a_panicking_wire_hook_stops_nothing() -> Result<String, String> {
 /// The stderr sink panics on the first line: the server's stderr is still
 /// read (else the server blocks once the pipe is full), and it answers.
 pub fn a_panicking_stderr_sink_stops_nothing() -> Result<String, String> {
+    let _quiet = QuietPanics::new();
     let (line_tx, lines) = crossbeam_channel::unbounded::<String>();
     let client = builder()
         .request_timeout(TIMEOUT)
         .trace(|_| {})
         .stderr(move |line| {
             if line.starts_with("xxx") {
-                panic!("the application's stderr sink panics");
+                panic!("deliberately: the application's stderr sink panics");
             }
             let _ = line_tx.send(line.to_owned());
         })
@@ -135,11 +175,12 @@ pub fn a_panicking_stderr_sink_stops_nothing() -> Result<String, String> {
 /// `-32603` for it, as a client gets for a server handler's panic, and its
 /// other requests are answered.
 pub fn a_panicking_input_handler_answers_an_error() -> Result<String, String> {
+    let _quiet = QuietPanics::new();
     let client = builder()
         .request_timeout(TIMEOUT * 5)
         .era(EraPolicy::LegacyOnly)
         .trace(|_| {})
-        .on_elicitation(|_| panic!("the application's elicitation handler panics"))
+        .on_elicitation(|_| panic!("deliberately: the application's elicitation handler panics"))
         .spawn(server_command("legacy-asks", None))
         .map_err(|e| format!("connecting failed: {e}"))?;
     let started = Instant::now();
@@ -150,7 +191,7 @@ pub fn a_panicking_input_handler_answers_an_error() -> Result<String, String> {
         answers["s-elicit"]["error"]["code"] == json!(-32603)
             && answers["s-elicit"]["error"]["message"]
                 == json!(
-                    "internal error: handler panicked: the application's elicitation handler panics"
+                    "internal error: handler panicked: deliberately: the application's elicitation handler panics"
                 ),
         "elicitation/create: {} (after {took:?})",
         answers["s-elicit"]
