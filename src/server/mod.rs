@@ -25,6 +25,7 @@ pub(crate) mod legacy;
 pub(crate) mod meta;
 pub(crate) mod mrtr;
 pub(crate) mod notifier;
+pub(crate) mod out;
 pub(crate) mod pool;
 pub(crate) mod reader;
 #[cfg(feature = "redis")]

@@ -210,7 +210,7 @@ impl Conn {
                 let output = &mut self.output;
                 (self.subscriptions).deliver(event, |line| {
                     output.write_line(|out| {
-                        out.extend_from_slice(line);
+                        out.push(line);
                         Ok(())
                     });
                 });

@@ -20,6 +20,8 @@
 
 use std::io::{self, Write};
 
+use crate::server::out::Out;
+
 /// The size a buffer starts at, and the most the reader holds back before
 /// it sends (`handle::Sending::BeforeRead`).
 pub(super) const BUFFER: usize = 8 * 1024;
@@ -30,7 +32,7 @@ pub(super) struct Output {
     /// lines before them: sent before `lines`.
     queued: Vec<Vec<u8>>,
     /// Small lines written after those, and not yet taken out to be sent.
-    lines: Vec<u8>,
+    lines: Out,
     /// The bytes in `queued` and `lines`.
     waiting: usize,
     /// Lines written so far, and how many of them sends took (or a
@@ -41,7 +43,7 @@ pub(super) struct Output {
     /// The writer; `None` while a thread sends with it, and once closed.
     writer: Option<Box<dyn Write + Send>>,
     /// The buffer that takes the place of the one a send takes out.
-    spare: Vec<u8>,
+    spare: Out,
     /// The first failed send; after it nothing more is written.
     error: Option<io::Error>,
     /// A thread is sending without the lock (see the module docs).
@@ -54,13 +56,14 @@ pub(super) struct Output {
 pub(super) struct Detached {
     writer: Box<dyn Write + Send>,
     queued: Vec<Vec<u8>>,
-    lines: Vec<u8>,
+    lines: Out,
 }
 
 impl Detached {
     /// Sends the lines and flushes the writer.
     pub fn send(&mut self) -> io::Result<()> {
-        let sent = (self.queued.iter().chain([&self.lines]))
+        let sent = (self.queued.iter().map(Vec::as_slice))
+            .chain([self.lines.as_slice()])
             .try_for_each(|buffer| self.writer.write_all(buffer));
         self.queued.clear();
         self.lines.clear();
@@ -73,12 +76,12 @@ impl Output {
     pub fn new(writer: Box<dyn Write + Send>) -> Output {
         Output {
             queued: Vec::new(),
-            lines: Vec::with_capacity(BUFFER),
+            lines: Out::with_capacity(BUFFER),
             waiting: 0,
             written: 0,
             taken: 0,
             writer: Some(writer),
-            spare: Vec::with_capacity(BUFFER),
+            spare: Out::with_capacity(BUFFER),
             error: None,
             sending: false,
             closed: false,
@@ -88,14 +91,14 @@ impl Output {
     /// Writes one message with `body`, then its newline. After a failed
     /// send, or once closed, nothing more is written; a message whose
     /// encoding fails is taken back whole.
-    pub fn write_line(&mut self, body: impl FnOnce(&mut Vec<u8>) -> serde_json::Result<()>) {
+    pub fn write_line(&mut self, body: impl FnOnce(&mut Out) -> serde_json::Result<()>) {
         if self.error.is_some() || self.closed {
             return;
         }
         let start = self.lines.len();
         match body(&mut self.lines) {
             Ok(()) => {
-                self.lines.push(b'\n');
+                self.lines.push(b"\n");
                 self.waiting += self.lines.len() - start;
                 self.written += 1;
             }
@@ -108,7 +111,7 @@ impl Output {
     pub fn push_line(&mut self, mut line: Vec<u8>) {
         if line.len() < BUFFER {
             return self.write_line(|out| {
-                out.extend_from_slice(&line);
+                out.push(&line);
                 Ok(())
             });
         }
@@ -119,8 +122,8 @@ impl Output {
         self.waiting += line.len();
         self.written += 1;
         if !self.lines.is_empty() {
-            let lines = std::mem::replace(&mut self.lines, Vec::with_capacity(BUFFER));
-            self.queued.push(lines);
+            let lines = std::mem::replace(&mut self.lines, Out::with_capacity(BUFFER));
+            self.queued.push(lines.into_vec());
         }
         self.queued.push(line);
     }
@@ -184,13 +187,13 @@ impl Output {
         lines.clear();
         // A buffer that grew for a large message is not kept.
         if lines.capacity() > 2 * BUFFER {
-            lines = Vec::with_capacity(BUFFER);
+            lines = Out::with_capacity(BUFFER);
         }
         self.spare = lines;
         match sent {
             Err(e) if self.error.is_none() => {
                 self.error = Some(e);
-                (self.queued, self.lines, self.waiting) = (Vec::new(), Vec::new(), 0);
+                (self.queued, self.lines, self.waiting) = (Vec::new(), Out::default(), 0);
                 self.taken = self.written;
                 true
             }
@@ -204,7 +207,7 @@ impl Output {
     /// and no send is in progress.
     pub fn close(&mut self) -> (Option<Box<dyn Write + Send>>, Option<io::Error>) {
         self.closed = true;
-        (self.queued, self.lines, self.waiting) = (Vec::new(), Vec::new(), 0);
+        (self.queued, self.lines, self.waiting) = (Vec::new(), Out::default(), 0);
         self.taken = self.written;
         (self.writer.take(), self.error.take())
     }
@@ -235,9 +238,9 @@ mod tests {
         }
     }
 
-    fn line(text: &[u8]) -> impl FnOnce(&mut Vec<u8>) -> serde_json::Result<()> + '_ {
+    fn line(text: &[u8]) -> impl FnOnce(&mut Out) -> serde_json::Result<()> + '_ {
         move |out| {
-            out.extend_from_slice(text);
+            out.push(text);
             Ok(())
         }
     }
@@ -314,10 +317,10 @@ mod tests {
         let mut output = Output::new(Box::new(Flushed::default()));
         output.write_line(line(b"kept"));
         output.write_line(|out| {
-            out.extend_from_slice(b"{\"half");
+            out.push(b"{\"half");
             Err(serde::ser::Error::custom("cannot encode"))
         });
-        assert_eq!(output.lines, b"kept\n");
+        assert_eq!(output.lines.as_slice(), b"kept\n");
     }
 
     #[test]
