@@ -42,6 +42,8 @@ mod prompts;
 #[cfg(all(feature = "http", feature = "client", feature = "legacy"))]
 mod proxy;
 #[cfg(feature = "redis")]
+mod redis_faults;
+#[cfg(feature = "redis")]
 mod redis_feed;
 #[cfg(feature = "redis")]
 mod redis_store;
