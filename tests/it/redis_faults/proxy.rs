@@ -28,11 +28,14 @@ struct Faults {
     cut_old: AtomicBool,
 }
 
+/// The connections carried, with the epoch each was opened in.
+type Open = Arc<Mutex<Vec<(u64, TcpStream, TcpStream)>>>;
+
 /// A proxy to the Redis at `target`, listening on a port of its own.
 pub struct Proxy {
     pub url: String,
     faults: Arc<Faults>,
-    open: Arc<Mutex<Vec<(u64, TcpStream, TcpStream)>>>,
+    open: Open,
 }
 
 impl Proxy {
@@ -44,7 +47,7 @@ impl Proxy {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let url = format!("redis://{}/", listener.local_addr().unwrap());
         let faults = Arc::new(Faults::default());
-        let open = Arc::new(Mutex::new(Vec::new()));
+        let open = Open::default();
         let (f, o) = (Arc::clone(&faults), Arc::clone(&open));
         thread::spawn(move || {
             for client in listener.incoming() {
@@ -100,12 +103,7 @@ impl Proxy {
 }
 
 /// Carries one connection both ways on two threads.
-fn carry(
-    client: TcpStream,
-    server: TcpStream,
-    faults: &Arc<Faults>,
-    open: &Arc<Mutex<Vec<(u64, TcpStream, TcpStream)>>>,
-) {
+fn carry(client: TcpStream, server: TcpStream, faults: &Arc<Faults>, open: &Open) {
     let epoch = faults.epoch.load(Ordering::Acquire);
     open.lock().unwrap().push((
         epoch,
