@@ -2,8 +2,10 @@
 # The Redis parts (issue 28: RedisChangeFeed, RedisTaskStore) against a
 # real redis-server: starts one on a free loopback port with no
 # persistence, runs the tests that need it
-# (`#[ignore]`d in `cargo test`), stops it. Installs redis-server from
-# Debian when it is missing. `cargo test` never needs it.
+# (`#[ignore]`d in `cargo test`), stops it. The fault tests
+# (tests/it/redis_faults.rs, issue 48) also start redis-servers of their
+# own, for the stalls. Installs redis-server from Debian when it is
+# missing. `cargo test` never needs it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if ! command -v redis-server >/dev/null; then
