@@ -48,7 +48,7 @@ if ! command -v redis-server >/dev/null; then
 fi
 
 step "examples/everything and examples/fault_storm with the http and redis features"
-cargo build --quiet --features http,redis --example everything --example fault_storm
+cargo build --quiet --features http,redis-tls --example everything --example fault_storm
 everything=${SCALE_OUT_FAULTS_SERVER:-target/debug/examples/everything}
 storm=target/debug/examples/fault_storm
 

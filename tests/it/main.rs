@@ -47,6 +47,8 @@ mod redis_faults;
 mod redis_feed;
 #[cfg(feature = "redis")]
 mod redis_store;
+#[cfg(feature = "redis-tls")]
+mod redis_tls;
 mod resources;
 mod shutdown;
 mod spec_examples;
