@@ -479,6 +479,42 @@ fn a_silent_subscriber_is_noticed_and_its_listeners_are_told() {
 
 #[test]
 #[ignore = "needs Redis: tests/redis.sh"]
+fn a_quiet_feed_is_pinged_not_reopened_and_still_carries_changes() {
+    // Item 3's ping must not take a healthy, quiet subscriber for dead: a
+    // reconnection would tell the listens every list changed.
+    let prefix = prefix("quiet");
+    let (a, b) = (
+        builder()
+            .change_feed(RedisChangeFeed::open(&redis_url(), &prefix).unwrap())
+            .build(),
+        builder()
+            .change_feed(RedisChangeFeed::open(&redis_url(), &prefix).unwrap())
+            .build(),
+    );
+    wait_for_the_feed(&a, &b);
+    let mut peer = Peer::start(&b);
+    peer.send(&request(
+        "l",
+        "subscriptions/listen",
+        json!({ "notifications": { "toolsListChanged": true } }),
+    ));
+    assert_eq!(
+        peer.recv()["method"],
+        "notifications/subscriptions/acknowledged"
+    );
+    // Quiet for more than a ping and its longest answer.
+    let heard = peer.try_recv(Duration::from_secs(12));
+    assert_eq!(heard, None, "a quiet subscriber was taken for dead");
+    a.notifier().tools_list_changed();
+    let heard = peer
+        .try_recv(Duration::from_secs(2))
+        .expect("the change after the quiet");
+    assert_eq!(heard["method"], "notifications/tools/list_changed");
+    let _ = peer.finish();
+}
+
+#[test]
+#[ignore = "needs Redis: tests/redis.sh"]
 fn a_task_whose_replica_is_gone_is_heard_failed_without_a_poll_and_its_handler_stopped() {
     // Items 1 and 4: the runner is cut off from Redis past its lease
     // (gone, for the others); nobody polls the task.

@@ -139,6 +139,10 @@ enum Look {
     All,
 }
 
+/// How long a worker's own write is tried again, for a task without a TTL,
+/// while the store fails ([`Tasks::change_durably`]).
+const GIVE_UP_WITHOUT_TTL: Duration = Duration::from_secs(3600);
+
 /// How many messages may wait for the watch thread; past it they are
 /// dropped, and its next round reads every task anyway.
 const LOOKS_WAITING: usize = 1024;
@@ -644,18 +648,18 @@ impl Tasks {
     /// [`Tasks::change`] for a worker's own step (its questions, its end),
     /// tried again while the store fails (every 100 ms, then up to every
     /// second) until it is written, the task ended or is gone, or `expires`
-    /// passed (then the last error).
+    /// passed (an hour for a task without a TTL): then the last error.
     pub fn change_durably(
         &self,
         task_id: &str,
         expires: Option<SystemTime>,
         change: &mut dyn FnMut(&mut DetailedTask),
     ) -> Result<Option<DetailedTask>, ErrorObject> {
+        let until = expires.unwrap_or_else(|| SystemTime::now() + GIVE_UP_WITHOUT_TTL);
         let mut pause = Duration::from_millis(100);
         loop {
             match self.change(task_id, change) {
-                Err(e) if expires.is_none_or(|at| SystemTime::now() + pause < at) => {
-                    let _ = e;
+                Err(_) if SystemTime::now() + pause < until => {
                     thread::sleep(pause);
                     pause = (pause * 2).min(Duration::from_secs(1));
                 }
