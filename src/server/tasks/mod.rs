@@ -54,7 +54,6 @@ use serde_json::{Value, json};
 pub use store::{MemoryTaskStore, StoredTask, TaskStore};
 
 use crate::jsonrpc::ErrorObject;
-use crate::server::Trace;
 use crate::server::cancel::CancelToken;
 use crate::server::change_feed::Change;
 use crate::server::connections::Connections;
@@ -129,6 +128,10 @@ struct Live {
     /// When the task expires: its worker's writes are tried until then.
     expires: Option<SystemTime>,
 }
+
+/// Where a note for the server's operator goes (the server's trace; named
+/// here so that `tasks` does not name the server).
+pub(crate) type Trace = dyn Fn(&str) + Send + Sync;
 
 /// What wakes the watch thread (`Tasks::watch`).
 enum Look {
