@@ -13,6 +13,8 @@
 //!   (`redis_record.rs`) and its lease renewal (`redis_lease.rs`).
 //! - `worker.rs`: a task's thread; it runs the tool's handler, round after
 //!   round when the handler asks for input, and writes the terminal state.
+//! - `watch.rs`: what the tasks running here hear from elsewhere: the
+//!   feed's messages, and the watch thread of a shared store.
 //!
 //! Every change of a task goes through [`TaskStore::update`] with a
 //! closure that keeps the rules: a terminal status is final (so a worker
@@ -26,7 +28,7 @@
 //! stop) is announced by a message on the change feed, and is in the store
 //! whatever becomes of the message: for a shared store the server reads
 //! the tasks it runs again every [`TaskStore::watch_interval`], when the
-//! feed reconnects, and on each message (`Tasks::watch`), and the
+//! feed reconnects, and on each message (`Tasks::watch`, `watch.rs`), and the
 //! store's sweep ends the tasks whose runner went away.
 
 mod builder;
@@ -40,15 +42,16 @@ mod redis_record;
 #[cfg(feature = "redis")]
 pub(crate) mod redis_store;
 mod store;
+mod watch;
 pub(crate) mod worker;
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::sync::{Arc, Mutex};
 use std::thread;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, SystemTime};
 
-use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
+use crossbeam_channel::{Receiver, Sender};
 use serde_json::{Value, json};
 
 pub use store::{MemoryTaskStore, StoredTask, TaskStore};
@@ -133,7 +136,7 @@ struct Live {
 /// here so that `tasks` does not name the server).
 pub(crate) type Trace = dyn Fn(&str) + Send + Sync;
 
-/// What wakes the watch thread (`Tasks::watch`).
+/// What wakes the watch thread (`Tasks::watch`, `watch.rs`).
 enum Look {
     /// Read this task again: a message about it came.
     Task(String),
@@ -420,125 +423,6 @@ impl Tasks {
         };
         let _ = live.signals.send(signal);
         true
-    }
-
-    /// Takes the task signals other replicas send through the server's
-    /// change feed, for the handlers running here. A message only says
-    /// where to look: what the handler does comes from the store (so a
-    /// forged one changes nothing). `TaskStop` and a reconnection go to the
-    /// watch thread, which reads the store (never the feed's own thread,
-    /// which a slow Redis would hold); without one (a store only this
-    /// process uses), the task is read here.
-    pub fn hear_replicas(self: &Arc<Self>) {
-        let tasks = Arc::downgrade(self);
-        self.connections
-            .replicas
-            .on_task_signal(Box::new(move |change| {
-                let Some(tasks) = tasks.upgrade() else {
-                    return;
-                };
-                match change {
-                    Change::TaskAnswers { task_id } => {
-                        tasks.signal_here(&task_id, Signal::Look);
-                    }
-                    Change::TaskStop { task_id } => tasks.look(Look::Task(task_id)),
-                    Change::Reconnected => tasks.look(Look::All),
-                    _ => {}
-                }
-            }));
-    }
-
-    /// Has the watch thread read tasks again; without one, reads here.
-    fn look(&self, look: Look) {
-        let looks = self.looks.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(looks) = looks.as_ref() {
-            // Full: its next round reads every task anyway.
-            let _ = looks.try_send(look);
-            return;
-        }
-        drop(looks);
-        match look {
-            Look::Task(task_id) => self.look_at(&task_id),
-            Look::All => self.look_at_all(),
-        }
-    }
-
-    /// Starts the watch thread, for a store other processes share
-    /// ([`TaskStore::watch_interval`]): every interval, and at each
-    /// message, it sweeps the store (publishing and stopping what the
-    /// sweep ended) and reads again the tasks this process runs, stopping
-    /// the handlers of those that ended elsewhere and waking those whose
-    /// answers wait in the store. It ends with the server.
-    pub fn watch(self: &Arc<Self>) {
-        let Some(every) = self.store.watch_interval() else {
-            return;
-        };
-        let every = every.max(Duration::from_millis(1));
-        let (looks, heard) = crossbeam_channel::bounded(LOOKS_WAITING);
-        let tasks = Arc::downgrade(self);
-        let spawned = thread::Builder::new()
-            .name("mcp-task-watch".into())
-            .spawn(move || {
-                let mut next = Instant::now() + every;
-                loop {
-                    let wait = next.saturating_duration_since(Instant::now());
-                    let heard = heard.recv_timeout(wait);
-                    let Some(tasks) = tasks.upgrade() else {
-                        return;
-                    };
-                    match heard {
-                        Ok(Look::Task(task_id)) => tasks.look_at(&task_id),
-                        Ok(Look::All) => next = Instant::now(),
-                        Err(RecvTimeoutError::Timeout) => {}
-                        Err(RecvTimeoutError::Disconnected) => return,
-                    }
-                    if Instant::now() >= next {
-                        tasks.look_at_all();
-                        next = Instant::now() + every;
-                    }
-                }
-            });
-        if spawned.is_ok() {
-            *self.looks.lock().unwrap_or_else(|e| e.into_inner()) = Some(looks);
-        }
-    }
-
-    /// Sweeps the store (each task it ended is published, and its handler
-    /// stopped if it runs here), then reads every task running here again.
-    fn look_at_all(&self) {
-        // Redis out of reach: the next round sweeps.
-        if let Ok(ended) = self.store.sweep() {
-            for task in ended {
-                let task_id = task.task.task.task_id.clone();
-                let order = self.ordered();
-                self.publish(&task.task);
-                drop(order);
-                self.stop_here(&task_id);
-            }
-        }
-        let running: Vec<String> = self.live().keys().cloned().collect();
-        for task_id in running {
-            self.look_at(&task_id);
-        }
-    }
-
-    /// Reads `task_id` again if its handler runs here: stopped when the
-    /// task ended or is gone, woken when answers wait for it.
-    fn look_at(&self, task_id: &str) {
-        if !self.live().contains_key(task_id) {
-            return;
-        }
-        match self.store.get(task_id) {
-            Ok(None) => drop(self.stop_here(task_id)),
-            Ok(Some(seen)) if seen.task.task.status.is_terminal() => {
-                self.stop_here(task_id);
-            }
-            Ok(Some(seen)) if !seen.answers.is_empty() => {
-                self.signal_here(task_id, Signal::Look);
-            }
-            // Running, or the store out of reach: the next round looks.
-            _ => {}
-        }
     }
 
     /// The worker's end: the terminal state, unless the task is terminal
