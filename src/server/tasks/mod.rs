@@ -145,6 +145,9 @@ enum Look {
     All,
 }
 
+/// How many signals may wait for a task's handler (see `Tasks::create`).
+const SIGNALS_WAITING: usize = 4;
+
 /// How long a worker's own write is tried again, for a task without a TTL,
 /// while the store fails ([`Tasks::change_durably`]).
 const GIVE_UP_WITHOUT_TTL: Duration = Duration::from_secs(3600);
@@ -216,7 +219,12 @@ impl Tasks {
     /// started by the caller (`worker::start`) with what this returns.
     pub fn create(&self) -> Result<Created, ErrorObject> {
         let task_id = new_task_id()?;
-        let (signals, inbox) = crossbeam_channel::unbounded();
+        // A few signals at most wait: a handler that is not asking for
+        // input reads none, and the watch says `Look` every interval while
+        // answers wait in the store. A signal that finds it full is not
+        // needed: the handler's next look reads the store, which says
+        // everything a signal would (answers, or that the task ended).
+        let (signals, inbox) = crossbeam_channel::bounded(SIGNALS_WAITING);
         let token = CancelToken::new();
         let now = SystemTime::now();
         let expires = self.config.ttl.and_then(|t| now.checked_add(t));
@@ -410,7 +418,8 @@ impl Tasks {
             return false;
         };
         live.token.cancel();
-        let _ = live.signals.send(Signal::Stop);
+        // Full: the signals waiting wake it, and the store says it ended.
+        let _ = live.signals.try_send(Signal::Stop);
         true
     }
 
@@ -421,7 +430,8 @@ impl Tasks {
         let Some(live) = live.get(task_id) else {
             return false;
         };
-        let _ = live.signals.send(signal);
+        // Full: a look is on its way already.
+        let _ = live.signals.try_send(signal);
         true
     }
 
