@@ -19,6 +19,7 @@ use serde_json::value::RawValue;
 use crate::jsonrpc::{ErrorObject, IdMap, RequestId, encode_notification};
 use crate::server::conn::Conn;
 use crate::server::conn::handle::{ConnHandle, Sending};
+use crate::server::context::Holding;
 use crate::types::method;
 
 /// What a client sent back for one ask.
@@ -28,6 +29,9 @@ pub(crate) type AskReply = Result<Box<RawValue>, AskFailed>;
 pub(crate) enum AskFailed {
     /// The client answered with this error.
     Client(ErrorObject),
+    /// The ask was not sent: as many requests wait for this client's
+    /// answers as the connection has slots.
+    Refused(ErrorObject),
     /// The ask was not sent, or will not be answered: its request was
     /// cancelled, or the connection is closing.
     Closed,
@@ -64,24 +68,53 @@ impl Asks {
 
     /// Writes `line`, ask `id` of request `request` (sequence `seq`), if
     /// that request is still in flight: its answer will come on the
-    /// returned channel. Refused (`Closed`) for a request no longer in
-    /// flight (nothing more is sent for a cancelled request) and once the
-    /// client will answer nothing more.
+    /// returned channel. With `give_up_slot` (a round's first ask) the
+    /// request gives up its slot in the same step (`Conn::stop_holding`),
+    /// and the `bool` says whether it did: it takes it again with
+    /// [`Asks::hold_again`] once the round's answers are in. Refused
+    /// (`Refused`) when as many requests wait so as the connection has
+    /// slots: the requests behind them could fill the queue and stop the
+    /// reader, which reads the answers. Refused (`Closed`) for a request no
+    /// longer in flight (nothing more is sent for a cancelled request) and
+    /// once the client will answer nothing more.
     pub fn ask(
         &self,
         request: &RequestId,
         seq: u64,
         id: RequestId,
         line: Vec<u8>,
-    ) -> Result<Receiver<AskReply>, AskFailed> {
+        give_up_slot: bool,
+    ) -> Result<(Receiver<AskReply>, bool), AskFailed> {
         let mut open = self.lock();
-        if open.closed || !(self.conn).act(Sending::Now, |c| c.notify(request, seq, line)) {
+        if open.closed {
             return Err(AskFailed::Closed);
         }
+        let gave_up = self.conn.act(Sending::Now, |c| {
+            let holding = match give_up_slot {
+                true => c.stop_holding(request, seq),
+                false => Holding::NoSlot,
+            };
+            if holding == Holding::Full {
+                let max = c.max_running();
+                return Err(AskFailed::Refused(ErrorObject::internal_error(format!(
+                    "too many requests already wait for this client's answers (at most {max})"
+                ))));
+            }
+            match c.notify(request, seq, line) {
+                true => Ok(holding == Holding::Released),
+                false => Err(AskFailed::Closed),
+            }
+        })?;
         let (reply, answer) = crossbeam_channel::bounded(1);
         let request = request.clone();
         open.asks.insert(id, Ask { reply, request });
-        Ok(answer)
+        Ok((answer, gave_up))
+    }
+
+    /// Request `request` (sequence `seq`) has its round's answers (or gave
+    /// up on them): it holds its slot again.
+    pub fn hold_again(&self, request: &RequestId, seq: u64) {
+        self.conn.act(Sending::Now, |c| c.hold_again(request, seq));
     }
 
     /// The asks `ids` will not be awaited any more (their request failed,

@@ -15,9 +15,10 @@
 //!
 //! The asks go out through the connection's asks (`legacy::asks`), which
 //! write them only while the request is in flight and get the client's
-//! answers back by id. Meanwhile the request gives up its slot
-//! (`RequestContext::wait_without_slot`): the answers are behind the
-//! requests queued after it in the input, and must be read. While
+//! answers back by id. With its first ask the request gives up its slot
+//! until the answers are in (`Asks::ask`, `Conn::stop_holding`): the
+//! answers are behind the requests queued after it in the input, and must
+//! be read; past `max_running` requests waiting so, an ask is refused. While
 //! waiting, the request can still be cancelled: its open asks are then
 //! cancelled at the client with `notifications/cancelled` and dropped,
 //! which ends the wait here at once. A client that answers an ask with an error ends the
@@ -107,14 +108,7 @@ impl Bridge {
     ) -> Result<Vec<u8>, ErrorObject> {
         let timeout = self.inner.config.ask_timeout;
         let version = &self.session.version;
-        let answers = ctx
-            .wait_without_slot(|| ask(&self.asks, ctx, input.requests, version, timeout))
-            .unwrap_or_else(|| {
-                let max = self.inner.config.max_running;
-                Err(ErrorObject::internal_error(format!(
-                    "too many requests already wait for this client's answers (at most {max})"
-                )))
-            })?;
+        let answers = ask(&self.asks, ctx, input.requests, version, timeout)?;
         let mut retry: Map<String, Value> =
             serde_json::from_str(&self.params).map_err(ErrorObject::internal_error)?;
         retry.insert("inputResponses".into(), Value::Object(answers));
@@ -207,20 +201,37 @@ fn ask(
         ));
     };
     let mut open = Vec::new();
+    let mut released = false;
     for (key, request) in requests {
         let sent = ask_line(&key, request, version).and_then(|(id, line)| {
-            match asks.ask(ctx.id(), *seq, id.clone(), line) {
-                Ok(answer) => Ok((id, answer)),
-                Err(AskFailed::Client(error)) => Err(error),
+            // The first ask gives up the request's slot, in the step that
+            // writes it.
+            let first = open.is_empty();
+            match asks.ask(ctx.id(), *seq, id.clone(), line, first) {
+                Ok((answer, gave_up)) => {
+                    released |= gave_up;
+                    Ok((id, answer))
+                }
+                Err(AskFailed::Client(error) | AskFailed::Refused(error)) => Err(error),
                 Err(AskFailed::Closed) => Err(ended(ctx)),
             }
         });
         match sent {
             Ok((id, answer)) => open.push((key, id, answer)),
-            Err(error) => return Err(withdraw(asks, &open, error)),
+            Err(error) => {
+                let error = withdraw(asks, &open, error);
+                if released {
+                    asks.hold_again(ctx.id(), *seq);
+                }
+                return Err(error);
+            }
         }
     }
-    await_answers(ctx, asks, open, timeout)
+    let answers = await_answers(ctx, asks, open, timeout);
+    if released {
+        asks.hold_again(ctx.id(), *seq);
+    }
+    answers
 }
 
 /// One input request as a request of the server's own to the client, in
@@ -321,6 +332,7 @@ fn await_answers(
                 };
                 return Err(withdraw(asks, &open, error));
             }
+            Err(AskFailed::Refused(error)) => return Err(withdraw(asks, &open, error)),
             Err(AskFailed::Closed) => return Err(withdraw(asks, &open, ended(ctx))),
         };
         let value = serde_json::from_str(value.get()).map_err(ErrorObject::internal_error)?;
