@@ -338,3 +338,68 @@ fn a_reply_goes_out_while_the_next_line_grows_past_the_maximum() {
     assert_eq!(peer.recv()["id"], json!(2));
     peer.finish_quietly();
 }
+
+/// Claim (review-44): a legacy request's ask is written and sent
+/// (`Asks::ask`: `act(Sending::Now, ..)`) while its thread holds the
+/// connection's asks, the lock the reader takes for every cancellation
+/// and every answer from the client (`Asks::cancel`, `Asks::answer`).
+/// So a client that stops reading holds the reader as soon as an ask goes
+/// out: a cancellation, and every line after it, waits for the client to
+/// read, where "a client slow to read holds no lock: a cancellation takes
+/// effect" (ARCHITECTURE.md) says it does not.
+///
+/// The cancellation and a modern pooled call are written together, so the
+/// reader holds both without another read (a read would send first, and
+/// wait behind the stuck `write(2)` as every send does).
+#[cfg(feature = "legacy")]
+#[test]
+fn a_cancellation_takes_effect_while_an_ask_waits_for_a_client_that_does_not_read() {
+    let mut blocker = None;
+    let server = crate::everything::build_with(|builder| {
+        let (builder, installed) = crate::support::Blocker::install(builder);
+        blocker = Some(installed);
+        builder
+    });
+    let blocker = blocker.unwrap();
+    let (mut peer, held, entered) = Peer::start_stalling_told(&server);
+    peer.send(&json!({
+        "jsonrpc": "2.0", "id": "init", "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-11-25", "capabilities": { "elicitation": {} },
+            "clientInfo": { "name": "review-44", "version": "1" }
+        }
+    }));
+    assert_eq!(peer.recv()["id"], json!("init"));
+    peer.send(&json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }));
+    while entered.try_recv().is_ok() {}
+    // The client stops reading; the legacy call asks it for a name.
+    let not_reading = held.lock().unwrap();
+    peer.send(&json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": { "name": "ask", "arguments": {} } }));
+    entered
+        .recv_timeout(WAIT)
+        .expect("the ask's write began, and waits for the client");
+    let mut lines = serde_json::to_vec(&cancel(1)).unwrap();
+    lines.push(b'\n');
+    lines.extend(serde_json::to_vec(&call(2, "block", json!({}))).unwrap());
+    lines.push(b'\n');
+    peer.write_raw(&lines);
+    let started = blocker.started.recv_timeout(WAIT).ok();
+    drop(not_reading);
+    assert_eq!(
+        started,
+        Some(json!(2)),
+        "the call after the cancellation did not begin within 10 s while the client did not read: the reader waits for the asks' lock, held through the ask's write(2)"
+    );
+    let ask = peer.recv();
+    assert_eq!(ask["method"], json!("elicitation/create"), "{ask}");
+    let withdrawn = peer.recv();
+    assert_eq!(
+        (&withdrawn["method"], &withdrawn["params"]["requestId"]),
+        (&json!("notifications/cancelled"), &ask["id"]),
+        "{withdrawn}"
+    );
+    blocker.release_one();
+    assert_eq!(peer.recv()["id"], json!(2));
+    peer.finish_quietly();
+}
