@@ -660,3 +660,34 @@ fn two_changes_to_a_session_at_once_both_hold() {
         round += 1;
     }
 }
+
+/// Claim (review-44): an `initialize` that opens no session names none.
+/// 2025-11-25 basic/transports ("Session Management"): the server assigns
+/// a session id "on the HTTP response containing the InitializeResult".
+/// `Sessions::enter` puts `Mcp-Session-Id` on an `initialize`'s response
+/// before the request is dispatched, and `Sessions::opened` stores no
+/// session when it failed: the client reads an error with a session id,
+/// and the server answers that id `404`.
+#[test]
+fn an_initialize_that_fails_names_no_session() {
+    let http = everything();
+    let plain = vec![("Content-Type".to_owned(), "application/json".to_owned())];
+    let bad = json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": { "capabilities": {} } });
+    let response = post(http.addr, &plain, &bad.to_string());
+    assert_eq!(json_body(&response)["error"]["code"], -32602, "{response}");
+    let named = header(&response, "mcp-session-id").map(str::to_owned);
+    let known = named.as_deref().map(|session| {
+        let ping = json!({ "jsonrpc": "2.0", "id": 2, "method": "ping" });
+        status(&post(
+            http.addr,
+            &headers(Some(session), false),
+            &ping.to_string(),
+        ))
+    });
+    assert_eq!(
+        (named.as_deref(), known),
+        (None, None),
+        "a failed initialize named a session (then answered with this status): {response}"
+    );
+}
