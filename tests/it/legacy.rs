@@ -2257,6 +2257,7 @@ fn in_use(id: i64) -> Value {
 /// the change to the session first (`LegacySession::apply`, under the
 /// session's lock) and asks the core whether the request is refused only
 /// afterwards: the client reads `-32600`, and its session changed anyway.
+/// (`initialize` is refused before it opens a session: that part holds.)
 #[test]
 fn a_session_change_refused_for_an_id_in_use_changes_nothing() {
     let (server, blocker) = everything_with_blocker();
@@ -2276,8 +2277,22 @@ fn a_session_change_refused_for_an_id_in_use_changes_nothing() {
         peer.ask(&legacy(7, "logging/setLevel", json!({ "level": "debug" }))),
         in_use(7)
     );
+    assert_eq!(
+        peer.ask(&initialize_with(
+            7,
+            "2025-06-18",
+            json!({ "elicitation": {} })
+        )),
+        in_use(7)
+    );
     blocker.release_one();
     assert_eq!(peer.recv(), legacy_text(7, "released"));
+    // The session is the one opened first (this holds on main): the
+    // refused initialize opened none, so the client is not asked.
+    assert_eq!(
+        peer.ask(&legacy_call(10, "ask", json!({}))),
+        undeclared_result(10, "elicitation", "2025-11-25")
+    );
     // Not subscribed: a bump notifies nobody.
     assert_eq!(
         peer.ask(&legacy_call(8, "bump", json!({}))),

@@ -403,3 +403,105 @@ fn a_cancellation_takes_effect_while_an_ask_waits_for_a_client_that_does_not_rea
     assert_eq!(peer.recv()["id"], json!(2));
     peer.finish_quietly();
 }
+
+/// A client that takes nothing until the test lets go (`held`), then
+/// fails every write: it went away while writes waited for it.
+struct GoneAway {
+    held: Arc<std::sync::Mutex<()>>,
+    entered: Sender<()>,
+}
+
+impl Write for GoneAway {
+    fn write(&mut self, _: &[u8]) -> std::io::Result<usize> {
+        let _ = self.entered.send(());
+        let _gone = self.held.lock().unwrap();
+        Err(std::io::ErrorKind::BrokenPipe.into())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Err(std::io::ErrorKind::BrokenPipe.into())
+    }
+}
+
+/// Claim (review-44, found wrong): a writer waits for its own lines only
+/// while they can still go out (`Shared::send_written`); a send that fails
+/// counts every line written as taken (`Output::attach`), so the writers
+/// waiting behind it return. A pooled handler's progress goes into a
+/// `write(2)` that the client never takes and that then fails; a second
+/// handler writes its progress behind it (after that send took the first
+/// line) just before the failure: both come back, and `serve` ends. The
+/// second line is behind the failed send in about half the rounds (it
+/// races the failure, which is the test's to let go), so the rounds.
+#[test]
+fn writers_waiting_behind_a_send_that_fails_return() {
+    for round in 0..20 {
+        writers_behind_a_failed_send(round);
+    }
+}
+
+fn writers_behind_a_failed_send(round: usize) {
+    let (returned_tx, returned) = crossbeam_channel::unbounded();
+    let (ready_tx, ready) = crossbeam_channel::unbounded::<()>();
+    let (go, go_rx) = crossbeam_channel::unbounded::<()>();
+    let server = Server::builder("gone-away", "1.0.0")
+        .tool(
+            Tool::new(
+                "chatty",
+                "Progress (the second call on the test's word), then done.",
+            ),
+            move |ctx, _: Value| {
+                if ctx.id().to_value() == json!(2) {
+                    ready_tx.send(()).unwrap();
+                    go_rx.recv_timeout(WAIT).unwrap();
+                }
+                ctx.progress(1.0, None, Some("one"));
+                returned_tx.send(ctx.id().to_value()).unwrap();
+                Ok(CallToolResult::text("done"))
+            },
+        )
+        .build();
+    let (to_server, server_in) = mcp_stdio::memory_pipe();
+    // Nothing reaches the client: its end of the output ends at once.
+    let (nothing, from_server) = mcp_stdio::memory_pipe();
+    drop(nothing);
+    let held = Arc::new(std::sync::Mutex::new(()));
+    let (entered_tx, entered) = crossbeam_channel::unbounded();
+    let output = GoneAway {
+        held: Arc::clone(&held),
+        entered: entered_tx,
+    };
+    let serving = {
+        let server = server.clone();
+        std::thread::spawn(move || server.serve(Transport::new(server_in, output)))
+    };
+    let mut peer = Peer::over(
+        Transport::new(from_server, to_server),
+        Some(serving),
+        server_meta(&server),
+    );
+    let chatty = |id: i64| {
+        let mut chatty = call(id, "chatty", json!({}));
+        chatty["params"]["_meta"]["progressToken"] = json!(id);
+        chatty
+    };
+    let gone = held.lock().unwrap();
+    peer.send(&chatty(1));
+    entered
+        .recv_timeout(WAIT)
+        .expect("the first progress line's write began");
+    peer.send(&chatty(2));
+    ready.recv_timeout(WAIT).expect("the second call runs");
+    go.send(()).unwrap();
+    drop(gone);
+    let mut back: Vec<Value> = (0..2)
+        .filter_map(|_| returned.recv_timeout(WAIT).ok())
+        .collect();
+    back.sort_by_key(Value::to_string);
+    assert_eq!(
+        back,
+        [json!(1), json!(2)],
+        "round {round}: both handlers came back"
+    );
+    let (rest, res) = peer.finish();
+    assert!(rest.is_empty());
+    res.expect("a broken pipe ends serving as end of input does");
+}
