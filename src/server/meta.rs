@@ -138,6 +138,7 @@ pub(crate) fn validate_meta(view: &MetaView<'_>) -> Result<RequestMeta, ErrorObj
     };
     let progress_token = progress_token(fields.progress_token)?;
     Ok(RequestMeta {
+        live_level: None,
         protocol_version: Cow::Borrowed(protocol_version),
         client_capabilities,
         client_info,
