@@ -50,13 +50,13 @@ fn meta() -> Value {
 }
 
 /// A modern request's body.
-fn body(id: i64, method: &str, mut params: Value) -> String {
+pub(crate) fn body(id: i64, method: &str, mut params: Value) -> String {
     params["_meta"] = meta();
     json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params }).to_string()
 }
 
 /// The headers a conforming client sends with a modern request.
-fn mirrored(method: &str, name: Option<&str>) -> Vec<(String, String)> {
+pub(crate) fn mirrored(method: &str, name: Option<&str>) -> Vec<(String, String)> {
     let mut headers = vec![
         ("Content-Type".into(), "application/json".into()),
         (
@@ -124,7 +124,7 @@ pub(crate) fn events(response: &str) -> Vec<Value> {
         .collect()
 }
 
-fn error_code(response: &str) -> i64 {
+pub(crate) fn error_code(response: &str) -> i64 {
     json_body(response)["error"]["code"].as_i64().unwrap()
 }
 
