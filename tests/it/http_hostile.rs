@@ -1,11 +1,17 @@
 //! Streamable HTTP as an attacker or a careless peer finds it (issue 43):
-//! the header check with members it does not need beside the ones it does.
+//! the header check with members it does not need beside the ones it does,
+//! connections that send nothing.
+
+use std::io::Read;
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
 
 use mcp_stdio::HttpOptions;
 use mcp_stdio::types::{CallToolResult, Tool};
 use serde_json::{Value, json};
 
 use crate::http::{body, error_code, json_body, mirrored, post, start, status};
+use crate::support::WAIT;
 
 /// The everything server with a tool whose `region` argument is mirrored
 /// in `Mcp-Param-Region` and `limit` in `Mcp-Param-Limit`.
@@ -173,4 +179,55 @@ fn a_mistyped_member_beside_the_mirrored_ones_does_not_skip_the_check() {
     );
     assert_eq!(status(&response), 200, "{response}");
     assert_eq!(json_body(&response)["result"]["content"][0]["text"], "west");
+}
+
+/// Issue 43, item 3: connections that send nothing cannot lock others out.
+/// 300 connections that never send a byte (at the default cap of 64),
+/// then 5 fresh clients, one after another: each is served at once, the
+/// silent connections giving way. Before, the first 64 held every place
+/// for the 60 s idle timeout and everything after them was `503`.
+#[test]
+fn silent_connections_give_way_to_fresh_clients_at_the_cap() {
+    let http = start(crate::everything::build(), HttpOptions::new());
+    let silent: Vec<TcpStream> = (0..300)
+        .map(|_| TcpStream::connect_timeout(&http.addr, WAIT).unwrap())
+        .collect();
+    let began = Instant::now();
+    for id in 0..5 {
+        let response = post(
+            http.addr,
+            &mirrored("tools/list", None),
+            &body(id, "tools/list", json!({})),
+        );
+        assert_eq!(status(&response), 200, "fresh client {id}: {response}");
+    }
+    let took = began.elapsed();
+    assert!(
+        took < Duration::from_secs(3),
+        "5 fresh clients took {took:?}"
+    );
+    drop(silent);
+}
+
+/// Issue 43, item 3: a connection that has sent nothing is on the header
+/// clock, not the idle timeout: it is closed once `header_timeout` passed
+/// (here 300 ms, the idle timeout 60 s). Before, it stayed open for the
+/// idle timeout.
+#[test]
+fn a_connection_that_sends_nothing_is_closed_at_the_header_timeout() {
+    let http = start(
+        crate::everything::build(),
+        HttpOptions::new().header_timeout(Duration::from_millis(300)),
+    );
+    let mut silent = TcpStream::connect(http.addr).unwrap();
+    silent.set_read_timeout(Some(WAIT)).unwrap();
+    let began = Instant::now();
+    let mut out = Vec::new();
+    let closed = silent.read_to_end(&mut out);
+    assert!(
+        closed.is_ok(),
+        "still open after {:?}: {closed:?}",
+        began.elapsed()
+    );
+    assert!(out.is_empty(), "nothing is answered to silence: {out:?}");
 }
