@@ -231,3 +231,143 @@ fn a_connection_that_sends_nothing_is_closed_at_the_header_timeout() {
     );
     assert!(out.is_empty(), "nothing is answered to silence: {out:?}");
 }
+
+/// Set in the environment of this test binary run again as the server of
+/// [`memory_follows_the_bytes_not_the_declared_length`].
+const CHILD_ENV: &str = "MCP_STDIO_IT_HTTP_MEMORY_CHILD";
+const MEMORY_TEST: &str = "http_hostile::memory_follows_the_bytes_not_the_declared_length";
+
+/// Issue 43, item 2: memory follows the bytes, not the promise. A real
+/// server process (this test binary run again, as [`serve_as_child`]);
+/// 64 connections each declare the largest body (4 MiB), fixed-length
+/// and then chunked, and send one byte; the server's peak RSS (`VmHWM`)
+/// must stay within a small bound of where it began. Each connection sends
+/// its head with `Expect: 100-continue` and its byte once `100 Continue`
+/// says the server is reading the body; then all close their sending side
+/// and read the `400` that ends each body, so every body was being read at
+/// once, and each read has ended, when the peak is read. Before, each
+/// declared body was allocated and zeroed whole at once: 256 MiB.
+#[test]
+fn memory_follows_the_bytes_not_the_declared_length() {
+    if std::env::var_os(CHILD_ENV).is_some() {
+        serve_as_child();
+    }
+    let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", MEMORY_TEST, "--nocapture", "--test-threads=1"])
+        .env(CHILD_ENV, "1")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let child_out = child.stdout.take().unwrap();
+    let (addr_tx, addr_rx) = crossbeam_channel::bounded(1);
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        for line in std::io::BufReader::new(child_out).lines() {
+            let Ok(line) = line else { return };
+            // After libtest's "test <name> ... ", on the same line.
+            if let Some((_, addr)) = line.split_once("listening on ") {
+                let _ = addr_tx.send(addr.parse::<std::net::SocketAddr>().unwrap());
+            }
+        }
+    });
+    let checked = std::panic::catch_unwind(|| {
+        let addr = addr_rx
+            .recv_timeout(WAIT)
+            .expect("the child server's address");
+        let before = kib(child.id(), "VmRSS:");
+        let mut grew = Vec::new();
+        for chunked in [false, true] {
+            hold_64_bodies_of_one_byte(addr, chunked);
+            grew.push(kib(child.id(), "VmHWM:").saturating_sub(before));
+        }
+        grew
+    });
+    // The child ends with its input (`serve_as_child`); killed if it
+    // does not in time.
+    drop(child.stdin.take());
+    let deadline = Instant::now() + WAIT;
+    while child.try_wait().unwrap().is_none() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    let grew = checked.unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+    assert!(
+        grew.iter().all(|&kib| kib < 16 * 1024),
+        "the server's peak RSS grew by {} KiB (fixed-length bodies), then {} KiB (chunked): \
+         64 bodies of 4 MiB were allocated on their promise",
+        grew[0],
+        grew[1]
+    );
+}
+
+/// The server of [`memory_follows_the_bytes_not_the_declared_length`]:
+/// the everything server on a loopback port, printed on stdout; it stops
+/// when its input ends, and the process exits.
+fn serve_as_child() -> ! {
+    let server = crate::everything::build();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    println!("listening on {}", listener.local_addr().unwrap());
+    let stop = server.stop_handle();
+    std::thread::spawn(move || {
+        let _ = std::io::copy(&mut std::io::stdin(), &mut std::io::sink());
+        stop.stop();
+    });
+    let served = server.serve_http(listener, HttpOptions::new());
+    std::process::exit(i32::from(served.is_err()));
+}
+
+/// 64 connections, each reading a body declared 4 MiB long (fixed-length
+/// or one chunk) of which it got one byte; then each ends its body early
+/// and reads the `400` that answers it.
+fn hold_64_bodies_of_one_byte(addr: std::net::SocketAddr, chunked: bool) {
+    use std::io::Write;
+    const MAX: usize = 4 * 1024 * 1024;
+    let framing = if chunked {
+        "Transfer-Encoding: chunked".to_owned()
+    } else {
+        format!("Content-Length: {MAX}")
+    };
+    let mut head =
+        format!("POST /mcp HTTP/1.1\r\nHost: {addr}\r\nExpect: 100-continue\r\n{framing}\r\n");
+    for (name, value) in mirrored("tools/list", None) {
+        head.push_str(&format!("{name}: {value}\r\n"));
+    }
+    head.push_str("\r\n");
+    let byte = if chunked {
+        format!("{MAX:x}\r\n{{")
+    } else {
+        "{".to_owned()
+    };
+    let sockets: Vec<TcpStream> = (0..64)
+        .map(|_| {
+            let mut socket = TcpStream::connect(addr).unwrap();
+            socket.set_read_timeout(Some(WAIT)).unwrap();
+            socket.write_all(head.as_bytes()).unwrap();
+            let mut continued = [0u8; 25];
+            socket.read_exact(&mut continued).unwrap();
+            assert_eq!(&continued, b"HTTP/1.1 100 Continue\r\n\r\n");
+            socket.write_all(byte.as_bytes()).unwrap();
+            socket
+        })
+        .collect();
+    for mut socket in sockets {
+        socket.shutdown(std::net::Shutdown::Write).unwrap();
+        let mut out = String::new();
+        socket.read_to_string(&mut out).unwrap();
+        assert_eq!(status(&out), 400, "{out}");
+    }
+}
+
+/// A `/proc/<pid>/status` figure, in KiB.
+fn kib(pid: u32, field: &str) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let line = status.lines().find(|l| l.starts_with(field)).unwrap();
+    line[field.len()..]
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .unwrap()
+}
