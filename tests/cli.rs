@@ -999,6 +999,103 @@ fn help_and_version() -> Result<(), String> {
     Ok(())
 }
 
+/// `serve-http` (issue 43, item 4) serves until SIGTERM or SIGINT, then
+/// stops as a server does (the requests in flight are answered) and exits
+/// 0, saying why. Before, the signal killed it (143 for SIGTERM).
+#[cfg(feature = "http")]
+fn serve_http_signal(signal: &str) -> Result<(), String> {
+    let args = ["serve-http", "--listen", "127.0.0.1:0", "--", &me()];
+    let mut child = Command::new(BIN)
+        .args(args)
+        .env(SERVER_ENV, "everything")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| e.to_string())?;
+    let stdout = read_all(child.stdout.take().expect("piped stdout"));
+    let stderr = BufReader::new(child.stderr.take().expect("piped stderr"));
+    let (tx, lines) = crossbeam_channel::unbounded();
+    thread::spawn(move || {
+        for line in stderr.lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let mut stderr_text = String::new();
+    let served = loop {
+        let Ok(line) = lines.recv_timeout(LIMIT) else {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(format!(
+                "serve-http did not say where it serves: {stderr_text:?}"
+            ));
+        };
+        stderr_text.push_str(&line);
+        stderr_text.push('\n');
+        if let Some((_, url)) = line.split_once(" at http://") {
+            break url.trim_end_matches("/mcp").to_owned();
+        }
+    };
+    let echoed = http_echo(&served);
+    let killed = Command::new("kill")
+        .args([&format!("-{signal}"), &child.id().to_string()])
+        .status()
+        .map_err(|e| e.to_string())?;
+    if !killed.success() {
+        return Err(format!("kill -{signal} failed"));
+    }
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().map_err(|e| e.to_string())? {
+            break status;
+        }
+        if started.elapsed() > LIMIT {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(format!("not ended by SIG{signal}"));
+        }
+        // Polling interval of the bounded wait.
+        thread::sleep(Duration::from_millis(5));
+    };
+    while let Ok(line) = lines.recv_timeout(LIMIT) {
+        stderr_text.push_str(&line);
+        stderr_text.push('\n');
+    }
+    if !echoed?.contains(r#""text":"hi""#) {
+        return Err("the echo through serve-http was not answered".into());
+    }
+    Run {
+        code: status.code(),
+        stdout: stdout.recv_timeout(LIMIT).map_err(|e| e.to_string())?,
+        stderr: stderr_text,
+    }
+    .expect_code(0)?
+    .stderr_has("mcp-stdio: interrupted (SIGTERM or SIGINT): stopped serving")?;
+    Ok(())
+}
+
+/// A modern `tools/call` of `echo` POSTed to `addr`: the response.
+#[cfg(feature = "http")]
+fn http_echo(addr: &str) -> Result<String, String> {
+    let body = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}"#;
+    let request = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\nMcp-Name: echo\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    let mut socket = std::net::TcpStream::connect(addr).map_err(|e| e.to_string())?;
+    socket
+        .set_read_timeout(Some(LIMIT))
+        .map_err(|e| e.to_string())?;
+    socket
+        .write_all(request.as_bytes())
+        .map_err(|e| e.to_string())?;
+    let mut response = String::new();
+    socket
+        .read_to_string(&mut response)
+        .map_err(|e| e.to_string())?;
+    Ok(response)
+}
+
 // ---------------------------------------------------------------------------
 // Check runner
 // ---------------------------------------------------------------------------
@@ -1013,6 +1110,13 @@ fn run_checks() -> i32 {
     }
     for (name, check) in ONCE {
         checks.push((name.to_string(), Box::new(check)));
+    }
+    #[cfg(feature = "http")]
+    for signal in ["TERM", "INT"] {
+        checks.push((
+            format!("serve_http_ends_gracefully_on_sig{}", signal.to_lowercase()),
+            Box::new(move || serve_http_signal(signal)),
+        ));
     }
     checks.retain(|(name, _)| selection.includes(name));
     if selection.list {
