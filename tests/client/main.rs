@@ -111,6 +111,7 @@ fn run_server(mode: &str) -> ! {
         "modern-asks" => seed_rules::fake_modern_asks(),
         "noisy-stderr" => seed_rules::fake_noisy_stderr(),
         "legacy-dies-on-probe" => seed_rules::fake_legacy_dies_on_probe(),
+        "legacy-silent-dies-on-initialize" => seed_rules::fake_legacy_silent_dies_on_initialize(),
         // Not a server: this process as a client with every default.
         "quiet-client" => quiet::run_quiet_client(),
         // Not servers: this process as a client whose stderr is stuck.
@@ -916,6 +917,10 @@ const CHECKS: &[(&str, Check)] = &[
     (
         "modern_only_does_not_respawn",
         seed_rules::modern_only_does_not_respawn,
+    ),
+    (
+        "legacy_silent_then_dies_respawned_with_initialize",
+        seed_rules::legacy_silent_then_dies_respawned_with_initialize,
     ),
     (
         "notes_never_stall_the_client_when_stderr_is_locked",
