@@ -41,7 +41,8 @@ pub fn run(opts: &Options, serve: &ServeHttp, stderr: &Arc<Stderr>) -> Result<u8
         builder = builder.stderr(move |line| echo.line(&format!("[server] {line}")));
     }
     if opts.wire {
-        builder = crate::show_wire(builder, stderr);
+        let over_http = matches!(target.target, crate::Target::Url(..));
+        builder = crate::show_wire(builder, stderr, over_http);
     }
     let program = target.name.clone();
     let client = match target.target {
