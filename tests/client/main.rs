@@ -108,6 +108,7 @@ fn run_server(mode: &str) -> ! {
         "templates-32601" => quiet::fake_templates_32601(false),
         "noisy-templates" => quiet::fake_templates_32601(true),
         "dies-at-start" => quiet::fake_dies_at_start(),
+        "dies-mid-run" => quiet::fake_dies_mid_run(),
         "modern-asks" => seed_rules::fake_modern_asks(),
         "noisy-stderr" => seed_rules::fake_noisy_stderr(),
         "legacy-dies-on-probe" => seed_rules::fake_legacy_dies_on_probe(),
@@ -933,6 +934,10 @@ const CHECKS: &[(&str, Check)] = &[
     (
         "client_example_is_not_stalled_by_a_noisy_server",
         quiet::client_example_is_not_stalled_by_a_noisy_server,
+    ),
+    (
+        "client_example_reports_a_death_mid_run_once",
+        quiet::client_example_reports_a_death_mid_run_once,
     ),
     // 8. The interop checks (tests/interop/CHECKS.md) this crate's client
     //    runs against the peers' servers, here against the everything
