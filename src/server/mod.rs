@@ -368,8 +368,9 @@ impl Inner {
         }
     }
 
-    /// Whether a client may subscribe to single resources (a listen's
-    /// `resourceSubscriptions`, a legacy `resources/subscribe`).
+    /// Whether a legacy client may subscribe to single resources
+    /// (`resources/subscribe`).
+    #[cfg(feature = "legacy")]
     pub(crate) fn subscribable(&self) -> bool {
         self.capabilities().resources.and_then(|r| r.subscribe) == Some(true)
     }

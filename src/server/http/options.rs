@@ -30,9 +30,9 @@ pub(crate) type Authorize = dyn Fn(&HttpHeaders) -> Result<(), Unauthorized> + S
 /// is bound to a loopback address, any otherwise; 64 connections; a body
 /// of at most 4 MiB; 16 KiB of request line and headers, which must
 /// arrive within 10 s (a new connection's from its start); an idle
-/// keep-alive connection closed after 60 s; a
-/// keep-alive comment on an SSE stream every 15 s; a client that takes
-/// nothing of its response for 10 s dropped.
+/// keep-alive connection closed after 60 s; a keep-alive comment on an
+/// SSE stream every 15 s; a client that takes nothing of its response for
+/// 10 s dropped.
 #[derive(Clone)]
 pub struct HttpOptions {
     pub(crate) path: String,
