@@ -159,6 +159,18 @@ fn a_mistyped_member_beside_the_mirrored_ones_does_not_skip_the_check() {
         failed.join("\n")
     );
 
+    // Params the check cannot read (a member twice: which one would the
+    // handler read?) are refused, not compared with one of the two.
+    let twice = body(24, "tools/call", echo.clone()).replacen(
+        r#""name":"echo""#,
+        r#""name":"add","name":"echo""#,
+        1,
+    );
+    assert!(twice.contains(r#""name":"add","name":"echo""#), "{twice}");
+    let response = post(http.addr, &headers("tools/call", Some("echo"), &[]), &twice);
+    assert_eq!(status(&response), 400, "{response}");
+    assert_eq!(error_code(&response), -32020, "{response}");
+
     // The check reads only the members it needs: with the headers right, a
     // member it does not read is the kernel's to judge (here, ignored).
     let response = post(

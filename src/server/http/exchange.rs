@@ -32,7 +32,7 @@ use super::options::HttpOptions;
 #[cfg(feature = "legacy")]
 use super::sessions::Sessions;
 use crate::http::{HttpRequest, write_response};
-use crate::incoming::{Incoming, Params, classify};
+use crate::incoming::{Fields, Incoming, Params, classify};
 use crate::jsonrpc::{ErrorObject, RequestId, encode_error};
 use crate::server::Inner;
 use crate::server::conn::End;
@@ -218,7 +218,18 @@ impl Exchange<'_> {
         params: Option<&Params<'_>>,
     ) -> Result<Era, (u16, ErrorObject)> {
         let status = |error: ErrorObject| (status_for(Some(i64::from(error.code))), error);
-        let fields = mirror::members(params).map_err(status)?;
+        let fields = match mirror::members(params) {
+            Ok(fields) => fields,
+            // Params the kernel cannot read either (a member twice): it
+            // refuses them in both eras (`-32602`), so a legacy request
+            // gets its era's answer there; a modern one is refused here.
+            Err(error) => {
+                return match mirror::era(&request.headers, &Fields::default()) {
+                    Ok(Era::Legacy(version)) => Ok(Era::Legacy(version)),
+                    _ => Err(status(error)),
+                };
+            }
+        };
         let era = mirror::era(&request.headers, &fields).map_err(status)?;
         if era == Era::Modern {
             // Spec 2026-07-28: `Mcp-Session-Id` is ignored, never echoed.
