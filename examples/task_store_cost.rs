@@ -89,6 +89,7 @@ fn task(id: &str) -> StoredTask {
             ttl_ms: Some(60_000),
             poll_interval_ms: Some(200),
         }),
+        answers: Default::default(),
         expires: Some(now + Duration::from_secs(60)),
     }
 }

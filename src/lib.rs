@@ -266,9 +266,11 @@
 //! - Only the reader touches the input, and it acts on each line before it
 //!   reads the next: lines take effect in the order they came.
 //! - One connection state behind one lock holds the requests in flight
-//!   (the cancellation map), the subscription table, the legacy session
-//!   and the output (one thread at a time sends it without the lock,
-//!   together with what the others wrote meanwhile). A reply is written
+//!   (the cancellation map), the subscription table and the output (one
+//!   thread at a time sends it without the lock, together with what the
+//!   others wrote meanwhile; the reader sends what it holds before it
+//!   reads, so nothing decided waits behind a blocking read). A legacy
+//!   client's lines go through a front end first, which owns its session. A reply is written
 //!   only for a request still in flight, which is taken out in the same
 //!   step: a cancelled request never gets a reply and no request gets two.
 //!   A listen's ack is written in the step that opens the subscription, so
@@ -277,8 +279,8 @@
 //!   the client before its reply.
 //! - A handler registered with an `inline_` method promises to be cheap and
 //!   never block; it runs on the reader with no thread hop (the benchmarks'
-//!   echo tool is inline), for a client of either era (when it needs a
-//!   legacy client's input, the wait for the answers goes on on the pool).
+//!   echo tool is inline); for a legacy client, a tool, prompt or resource
+//!   that may ask it for input runs on the pool (it may wait for answers).
 //!   Everything else runs on the worker pool, shared
 //!   by the server's connections, which grows when its threads stall, so
 //!   a slow handler never delays the others for long;
@@ -305,7 +307,7 @@
 //!
 //! # Cargo features
 //!
-//! All but `http` and `redis` on by default; docs.rs marks the items each one adds.
+//! All but `http`, `redis` and `redis-tls` on by default; docs.rs marks the items each one adds.
 //!
 //! | feature | adds |
 //! |---|---|
@@ -315,6 +317,7 @@
 //! | `signals` | [`signal::stop_on_signals`] (implies `server`) |
 //! | `http` | `Server::serve_http`, `HttpOptions`: Streamable HTTP for the server (off by default; implies `server`; no new crate). A POST's answer is JSON when the reply is the first thing its request writes, an SSE stream when a notification comes first; closing it cancels the request. A legacy client over HTTP gets sessions (`Mcp-Session-Id`), progress and logs on a POST's stream, and the server's requests (elicitation, sampling, roots) on the stream of the POST that asks, its answer a later POST in the same session (`notifications/cancelled` in the session cancels a request too); its list changes and resource updates come on the session's GET stream (one per session; without one, a resource update comes on the stream of a POST still open); streams are not resumable, and a POST without a session, or whose `Accept` lacks `text/event-stream`, is asked nothing (its handler is told the client cannot answer). With `client` too: `ClientBuilder::connect_url` (and `header`, `bearer_token`, `header_source`), the same `Client` over Streamable HTTP in both eras: one POST per message on pooled keep-alive connections, the era probe reading a `400`'s body, cancellation and timeouts by closing the request's stream, a legacy session echoed and ended with `DELETE`, tools whose `x-mcp-header` marks are invalid left out of `tools/list` (with a note), a legacy server's GET stream (its list changes, resource updates and requests) and the resumption of a request's stream with `Last-Event-ID`; no TLS (`http://` only), no restarts. `proxy::serve_as` (with `server` and `client`, any transport) serves what another server offers; `mcp-stdio serve-http` is it over HTTP |
 //! | `redis` | `RedisChangeFeed`: a [`ChangeFeed`] on Redis pub/sub, and `RedisTaskStore`: a [`TaskStore`] on Redis whose tasks every replica reads and changes (atomic updates, Redis's own expiry, a lease that fails a task whose replica died), for a server run as several replicas (off by default; implies `server`; the `redis` crate's sync client and the 36 crates it brings, `url` and its IDNA tables among them; no async runtime) |
+//! | `redis-tls` | `rediss://` URLs for both: TLS through rustls on ring, with the system's root certificates (or `SSL_CERT_FILE`) (off by default; implies `redis`; adds rustls and ring, a C build: 13 crates on Linux, build tools included) |
 //! | `schemars` | JSON Schemas derived from Rust types ([`types::Tool::input`], [`ServerBuilder::structured_tool`], [`ServerBuilder::typed_prompt`], [`types::ElicitRequestedSchema::for_type`]) |
 //!
 //! With none of them the crate is the wire types ([`types`], [`jsonrpc`])

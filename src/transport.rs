@@ -59,9 +59,9 @@ impl Transport {
     /// unbuffered.
     ///
     /// A server writes what it publishes into every connection's output
-    /// before the publisher goes on, and a publisher waits once a few KiB
-    /// wait for a peer that stops reading: so such a peer holds up every
-    /// publisher once its buffers are full. For a server of many
+    /// before the publisher goes on, and a publisher waits until what it
+    /// wrote is on its way, which a peer that stops reading delays: so such
+    /// a peer holds up every publisher once its buffers are full. For a server of many
     /// connections, give a socket a write timeout before handing it over
     /// (`set_write_timeout`, as `serve_http` does): a write that
     /// times out ends that connection only.

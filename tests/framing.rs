@@ -6,11 +6,15 @@
 //! Each case writes a message the way some client does (a blank line after
 //! it, as Python's `print(json.dumps(msg) + "\n")` does; `\r\n`; a line
 //! split across writes or sent byte by byte; the start of the next line)
-//! and waits for the replies it must get, a generous deadline each, never a
-//! tight timing. Every case runs for an inline tool, a pooled tool, a
-//! legacy session's `initialize` and a malformed line. The rule they check
-//! is `reader::SendFirst`'s: nothing the server decided waits behind a
-//! blocking read (ARCHITECTURE.md, "Nothing decided waits on a read").
+//! and waits for the replies it must get (in any order: two pooled calls
+//! may finish either way round), a generous deadline each, never a tight
+//! timing. Then it requires that nothing else was written: a request sent
+//! next is answered by the very next line, and the output ends, once stdin
+//! is closed, with nothing more (a spurious error for a blank line, or a
+//! reply sent twice, fails). Every case runs for an inline tool, a pooled
+//! tool, a legacy session's `initialize` and a malformed line. The rule
+//! they check is `reader::SendFirst`'s: nothing the server decided waits
+//! behind a blocking read (ARCHITECTURE.md, "Who sends, and when").
 //!
 //! Output: one line per check (`ok <name>` or `FAILED <name>: <reason>`),
 //! then `N passed, M failed`; non-zero exit status if any failed.
@@ -188,12 +192,20 @@ enum Step {
 }
 
 /// A framing case: the writes, given the kind's line for ids 1 and 2, and
-/// the ids whose replies must come.
+/// the ids whose replies must come (in any order: two pooled calls may
+/// finish either way round).
 struct Case {
     name: &'static str,
     writes: fn(&str, &str) -> Vec<Step>,
     answered: &'static [u64],
+    /// The writes end with the first [`PARTIAL`] bytes of line 2: once
+    /// the replies came, the rest of it is written, and its reply must
+    /// come too.
+    partial: bool,
 }
+
+/// How much of line 2 the cases with a partial next line write.
+const PARTIAL: usize = 10;
 
 fn bytes(text: String) -> Step {
     Step::Bytes(text.into_bytes())
@@ -204,41 +216,49 @@ const CASES: &[Case] = &[
         name: "a plain line",
         writes: |a, _| vec![bytes(format!("{a}\n"))],
         answered: &[1],
+        partial: false,
     },
     Case {
         name: "a blank line after it",
         writes: |a, _| vec![bytes(format!("{a}\n\n"))],
         answered: &[1],
+        partial: false,
     },
     Case {
         name: "a blank line before it",
         writes: |a, _| vec![bytes(format!("\n{a}\n"))],
         answered: &[1],
+        partial: false,
     },
     Case {
         name: "CRLF",
         writes: |a, _| vec![bytes(format!("{a}\r\n"))],
         answered: &[1],
+        partial: false,
     },
     Case {
         name: "CRLF, then a blank CRLF line",
         writes: |a, _| vec![bytes(format!("{a}\r\n\r\n"))],
         answered: &[1],
+        partial: false,
     },
     Case {
         name: "a whitespace-only line after it",
         writes: |a, _| vec![bytes(format!("{a}\n \t \n"))],
         answered: &[1],
+        partial: false,
     },
     Case {
         name: "the blank line in a write of its own",
         writes: |a, _| vec![bytes(format!("{a}\n")), bytes("\n".into())],
         answered: &[1],
+        partial: false,
     },
     Case {
         name: "two lines, then a blank line",
         writes: |a, b| vec![bytes(format!("{a}\n{b}\n\n"))],
         answered: &[1, 2],
+        partial: false,
     },
     Case {
         name: "split across two writes",
@@ -247,26 +267,31 @@ const CASES: &[Case] = &[
             vec![bytes(head.into()), bytes(format!("{tail}\n"))]
         },
         answered: &[1],
+        partial: false,
     },
     Case {
         name: "byte by byte",
         writes: |a, _| vec![Step::ByteByByte(format!("{a}\n").into_bytes())],
         answered: &[1],
+        partial: false,
     },
     Case {
         name: "the start of the next line after it",
-        writes: |a, b| vec![bytes(format!("{a}\n{}", &b[..10]))],
+        writes: |a, b| vec![bytes(format!("{a}\n{}", &b[..PARTIAL]))],
         answered: &[1],
+        partial: true,
     },
     Case {
         name: "a blank line, then the start of the next line",
-        writes: |a, b| vec![bytes(format!("{a}\n\n{}", &b[..10]))],
+        writes: |a, b| vec![bytes(format!("{a}\n\n{}", &b[..PARTIAL]))],
         answered: &[1],
+        partial: true,
     },
     Case {
         name: "a last line without a newline at the end of input",
         writes: |a, _| vec![bytes(a.into()), Step::Close],
         answered: &[1],
+        partial: false,
     },
 ];
 
@@ -324,7 +349,32 @@ impl Process {
             RecvTimeoutError::Disconnected => "the server closed its output".to_owned(),
         })
     }
+
+    /// Nothing was written but the replies: a request sent now is answered
+    /// by the very next line (unless stdin is closed already), and after
+    /// it the output ends, once stdin is closed, with nothing more.
+    fn nothing_more(&mut self) -> Result<(), String> {
+        if self.stdin.is_some() {
+            self.write(format!("{BARRIER}\n").as_bytes())?;
+            let reply = self.reply()?;
+            if reply["id"] != json!("barrier") {
+                return Err(format!("want the barrier's reply next, got {reply}"));
+            }
+            self.stdin = None;
+        }
+        match self.lines.recv_timeout(WAIT) {
+            Err(RecvTimeoutError::Disconnected) => Ok(()),
+            Ok(line) => Err(format!("want nothing more, got {line}")),
+            Err(RecvTimeoutError::Timeout) => Err(format!(
+                "the output did not end within {WAIT:?} of the end of input"
+            )),
+        }
+    }
 }
+
+/// A request every build answers (a legacy `ping`, or an error naming its
+/// id): what the server writes next is its reply.
+const BARRIER: &str = r#"{"jsonrpc":"2.0","id":"barrier","method":"ping"}"#;
 
 impl Drop for Process {
     fn drop(&mut self) {
@@ -356,8 +406,26 @@ fn run(kind: &Kind, case: &Case) -> Result<(), String> {
         // Separate writes reach the server as separate reads.
         thread::sleep(Duration::from_millis(20));
     }
-    for &id in case.answered {
-        (kind.expect)(id, &server.reply()?)?;
+    expect_replies(kind, case.answered, &server)?;
+    if case.partial {
+        server.write(format!("{}\n", &b[PARTIAL..]).as_bytes())?;
+        expect_replies(kind, &[2], &server)?;
+    }
+    server.nothing_more()
+}
+
+/// The replies to `ids`, each once, in any order.
+fn expect_replies(kind: &Kind, ids: &[u64], server: &Process) -> Result<(), String> {
+    let mut replies = Vec::new();
+    for _ in ids {
+        replies.push(server.reply()?);
+    }
+    for &id in ids {
+        let Some(at) = replies.iter().position(|r| (kind.expect)(id, r).is_ok()) else {
+            let first = replies.first().map_or(Ok(()), |r| (kind.expect)(id, r));
+            return Err(first.err().unwrap_or_else(|| format!("no reply for {id}")));
+        };
+        replies.remove(at);
     }
     Ok(())
 }

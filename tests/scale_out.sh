@@ -60,7 +60,7 @@ if [ "$(cat "$venv/.pinned" 2>/dev/null)" != "mcp==$PY_MCP" ]; then
 fi
 
 step "examples/everything and mcp-stdio with the http and redis features"
-cargo build --quiet --features http,redis --example everything --example replicas --bin mcp-stdio
+cargo build --quiet --features http,redis-tls --example everything --example replicas --bin mcp-stdio
 everything=target/debug/examples/everything
 
 # Free loopback ports: three replicas, nginx, a stranger with its own key, Redis.

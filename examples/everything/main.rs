@@ -23,7 +23,9 @@
 //! accept each other's rounds; with the `redis` feature, `--redis URL`
 //! carries what one replica publishes to the listens held by the others
 //! and keeps the tasks there, so that any replica answers for any task
-//! (`tests/scale_out.sh`).
+//! (`tests/scale_out.sh`). `--task-log` has the handlers of `slow_compute`
+//! and `confirm_delete` say on stderr what they did
+//! (`tests/scale_out_faults.sh`).
 
 mod conformance;
 mod fixtures;
@@ -51,6 +53,9 @@ fn run() -> Result<(), mcp_stdio::Error> {
         }
     };
     let redis = flag(&args, "--redis");
+    if args.iter().any(|a| a == "--task-log") {
+        server::tasks::TASK_LOG.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
     let server = server::build_with(|mut builder| {
         if let Some(key) = key {
             builder = builder.request_state_key(key);

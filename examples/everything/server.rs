@@ -6,7 +6,7 @@ use mcp_stdio::{Server, ServerBuilder};
 // Part C (the Tasks extension's fixtures) lives beside this file; every
 // includer of this module gets it with it.
 #[path = "tasks.rs"]
-mod tasks;
+pub(crate) mod tasks;
 
 /// The fixture server of FIXTURES.md.
 #[allow(

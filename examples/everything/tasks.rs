@@ -2,6 +2,7 @@
 //! (`io.modelcontextprotocol/tasks`). Each tool is registered with its
 //! task mode (C2); the handlers are ordinary tool handlers.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use mcp_stdio::types::{
@@ -12,6 +13,18 @@ use mcp_stdio::types::{
 use mcp_stdio::{ErrorObject, Outcome, RequestContext, ServerBuilder, TaskMode};
 use serde::Deserialize;
 use serde_json::{Value, json};
+
+/// Set by `--task-log`: the handlers of `slow_compute` and
+/// `confirm_delete` say on stderr what they did, a line each
+/// (`task-log: done LABEL`), for `tests/scale_out_faults.sh` to hold
+/// against what the tasks' clients saw.
+pub static TASK_LOG: AtomicBool = AtomicBool::new(false);
+
+fn task_log(what: &str, label: &str) {
+    if TASK_LOG.load(Ordering::Relaxed) {
+        eprintln!("task-log: {what} {label}");
+    }
+}
 
 fn tool(name: &str, description: &str, properties: Value, required: &[&str]) -> Tool {
     let mut schema = json!({ "type": "object", "properties": properties });
@@ -126,12 +139,15 @@ pub fn register(builder: ServerBuilder) -> ServerBuilder {
                 Ok(Outcome::Complete(()))
             },
             |ctx, args: ConfirmDelete| {
+                task_log("start", &args.filename);
                 let ask = form(&format!("Delete {}?", args.filename), "confirm", true);
-                let answers = ctx.ask(InputRequests::from([("confirm".to_owned(), ask)]))?;
+                let asked = ctx.ask(InputRequests::from([("confirm".to_owned(), ask)]));
+                let answers = asked.inspect_err(|_| task_log("stopped", &args.filename))?;
                 let text = match field(&answers, "confirm", "confirm") {
                     Some(Value::Bool(true)) => format!("Deleted {}", args.filename),
                     _ => format!("Kept {}", args.filename),
                 };
+                task_log("answered", &args.filename);
                 Ok(CallToolResult::text(text))
             },
         )
@@ -183,6 +199,7 @@ fn name_given(answers: &InputResponses) -> Option<String> {
 /// task's: `tasks/cancel` trips it).
 fn slow_compute(ctx: &RequestContext, args: SlowCompute) -> Result<CallToolResult, ErrorObject> {
     let label = args.label.unwrap_or_default();
+    task_log("start", &label);
     for second in 0..args.seconds {
         ctx.progress(
             second as f64,
@@ -190,11 +207,13 @@ fn slow_compute(ctx: &RequestContext, args: SlowCompute) -> Result<CallToolResul
             Some(&format!("{second} of {} s", args.seconds)),
         );
         if ctx.wait_cancelled(Duration::from_secs(1)) {
+            task_log("stopped", &label);
             return Ok(CallToolResult::error_text(format!(
                 "slow_compute {label}: cancelled"
             )));
         }
     }
+    task_log("done", &label);
     Ok(CallToolResult::text(format!(
         "slow_compute {label}: done after {} s",
         args.seconds

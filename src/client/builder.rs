@@ -147,13 +147,23 @@ impl ClientBuilder {
     /// server dies: in [`Error::ServerExited`] during start-up, and in a
     /// problem note for the trace after it. To echo them as they come:
     /// `.stderr(|line| eprintln!("[server] {line}"))`.
+    ///
+    /// A line longer than 64 KiB is cut: the sink gets its first 64 KiB
+    /// and `… [cut: N bytes in all]`, and the rest is read and dropped, so
+    /// a server that writes without newlines costs the client no more
+    /// memory than that. The sink runs on a thread of its own that reads
+    /// the server's stderr: while it blocks, the server blocks as soon as
+    /// the pipe is full. A panic in it is caught and noted (see
+    /// [`trace`](ClientBuilder::trace)), and the next line is read.
     pub fn stderr(mut self, sink: impl Fn(&str) + Send + Sync + 'static) -> Self {
         self.stderr = Arc::new(sink);
         self
     }
 
     /// Where the client's own notes go: problems (lines from the server it
-    /// could not read, protocol violations, a dead or restarted server) and
+    /// could not read, protocol violations, a dead or restarted server, a
+    /// hook of the application's that panicked: "the on_log hook panicked
+    /// (...): caught") and
     /// routine information (which era the probe settled on, a log message
     /// no callback took). Both kinds go to `hook`.
     ///
@@ -197,8 +207,12 @@ impl ClientBuilder {
     /// The hook runs just before a line is written (on the connection's
     /// writer thread, or on the caller's when it writes its own line), and
     /// on its reader thread just after a line is read, so
-    /// a request always shows before its reply; keep it short, as it holds
-    /// up that thread. A line longer than
+    /// a request always shows before its reply. Keep it short: on a read
+    /// it holds up every reply, and on a caller's write it holds the
+    /// connection's sending lock, so every other thread's request waits
+    /// for it. A panic in it is caught and noted (see
+    /// [`trace`](ClientBuilder::trace)); the line is still written or
+    /// routed. A line longer than
     /// [`max_line_bytes`](ClientBuilder::max_line_bytes) is never held in
     /// memory and is not shown. Default: none, at the cost of one check
     /// per line.
@@ -228,9 +242,11 @@ impl ClientBuilder {
     /// and stdio gives them no request id). A request's own callback
     /// ([`RequestOptions::log`](super::RequestOptions::log)) gets the rest.
     ///
-    /// Runs on the client's reader thread: keep it short. Default: the
-    /// messages go to the trace as information (nowhere, unless a trace
-    /// is set).
+    /// Runs on the client's reader thread: keep it short, as every reply
+    /// waits for it. A panic in it is caught and noted (see
+    /// [`trace`](ClientBuilder::trace)), and the reader goes on. Default:
+    /// the messages go to the trace as information (nowhere, unless a
+    /// trace is set).
     pub fn on_log(
         mut self,
         callback: impl Fn(&LoggingMessageNotificationParams) + Send + Sync + 'static,
@@ -249,6 +265,16 @@ impl ClientBuilder {
     /// Answers `elicitation/create` input requests (form and URL mode) of
     /// multi round-trip requests and of tasks; declares the `elicitation`
     /// capability.
+    ///
+    /// The input handlers (this one, [`on_sampling`](ClientBuilder::on_sampling),
+    /// [`on_roots`](ClientBuilder::on_roots)) run on the caller's thread
+    /// for its own request's input, and on a thread of the client's for a
+    /// legacy server's own request, where a panic is caught and answered
+    /// with `-32603` (`handler panicked: ...`), as a server answers its
+    /// handler's panic. A legacy server's requests are answered 32 at a
+    /// time at most; one past that gets `-32603` at once ("the client is
+    /// answering 32 requests of the server already"), and one the server
+    /// cancels while its handler runs gets no answer.
     pub fn on_elicitation(
         mut self,
         handler: impl Fn(&ElicitRequestParams) -> Result<ElicitResult, Error> + Send + Sync + 'static,

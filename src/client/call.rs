@@ -69,8 +69,9 @@ impl RequestOptions {
     }
 
     /// Restarts the timeout whenever progress arrives, but never waits
-    /// longer than `max` in all (spec 2026-07-28 basic/patterns/cancellation,
-    /// "Timeouts").
+    /// longer than `max` in all, counted from the request's start, with or
+    /// without progress (spec 2026-07-28 basic/patterns/cancellation,
+    /// "Timeouts"). A `max` below the timeout cuts every wait at `max`.
     pub fn reset_timeout_on_progress(mut self, max: Duration) -> Self {
         self.reset_on_progress = Some(max);
         self
@@ -122,40 +123,31 @@ impl PendingCall {
     }
 
     /// Waits for the reply, up to the request's timeout; on timeout the
-    /// request is cancelled and `Error::Timeout` returned.
+    /// request is cancelled and `Error::Timeout` returned. With
+    /// [`RequestOptions::reset_timeout_on_progress`], each progress
+    /// notification restarts the timeout, and the wait never goes past
+    /// that option's `max` from the request's start.
     pub fn wait(mut self) -> Result<Box<RawValue>, Error> {
         let timeout = self.options.timeout.unwrap_or(self.default_timeout);
-        self.wait_for(timeout, true)
+        self.wait_for(timeout, true, None)
     }
 
-    /// Waits for the reply up to `timeout`; then the request is cancelled.
+    /// Waits like [`wait`](PendingCall::wait), with `timeout` instead of the
+    /// request's.
     pub fn wait_timeout(mut self, timeout: Duration) -> Result<Box<RawValue>, Error> {
-        self.wait_for(timeout, true)
+        self.wait_for(timeout, true, None)
     }
 
-    /// Waits like [`wait`](PendingCall::wait), and gives up when `stop`
-    /// says so (asked every 20 ms): the request is then cancelled (the
-    /// server gets `notifications/cancelled`) and the wait ends with
+    /// Waits like [`wait`](PendingCall::wait) (the same timeout, restarted
+    /// by progress when asked), and gives up when `stop` says so (asked
+    /// every 20 ms): the request is then cancelled (the server gets
+    /// `notifications/cancelled`) and the wait ends with
     /// [`Error::Cancelled`]. For a caller whose own caller may go away
     /// meanwhile: a proxy whose client cancelled, a UI whose user pressed
     /// stop.
     pub fn wait_unless(mut self, stop: impl Fn() -> bool) -> Result<Box<RawValue>, Error> {
-        let deadline =
-            crate::deadline::from_now(self.options.timeout.unwrap_or(self.default_timeout));
-        loop {
-            if stop() {
-                self.cancel_inner(Some("cancelled"));
-                return Err(Error::Cancelled);
-            }
-            let left = deadline.saturating_duration_since(Instant::now());
-            let slice = left.min(Duration::from_millis(20));
-            // Only the last slice's timeout is the request's.
-            let last = slice == left;
-            match self.wait_for(slice, last) {
-                Err(Error::Timeout) if !last => {}
-                done => return done,
-            }
-        }
+        let timeout = self.options.timeout.unwrap_or(self.default_timeout);
+        self.wait_for(timeout, true, Some(&stop))
     }
 
     /// Cancels the request: the server is sent `notifications/cancelled`,
@@ -169,7 +161,7 @@ impl PendingCall {
     /// the requests of a task (`tasks/*`), which end with `tasks/cancel`
     /// instead (spec extensions/tasks, "Task Cancellation").
     pub(crate) fn wait_quietly(mut self, timeout: Duration) -> Result<Box<RawValue>, Error> {
-        let res = self.wait_for(timeout, false);
+        let res = self.wait_for(timeout, false, None);
         self.detach_inner();
         res
     }
@@ -188,16 +180,33 @@ impl PendingCall {
         }
     }
 
+    /// The one waiting loop. The deadline is `timeout` from now, restarted
+    /// by each progress notification when `reset_timeout_on_progress` is
+    /// set, and never past that option's `max` from the request's start
+    /// (spec 2026-07-28 basic/patterns/cancellation, "Timeouts": a client
+    /// MAY reset its timeout on progress, and SHOULD always enforce a
+    /// maximum). With `stop`, it is asked every 20 ms, and a `true` ends the
+    /// wait with [`Error::Cancelled`].
     fn wait_for(
         &mut self,
         timeout: Duration,
         cancel_on_timeout: bool,
+        stop: Option<&dyn Fn() -> bool>,
     ) -> Result<Box<RawValue>, Error> {
-        let mut deadline = crate::deadline::from_now(timeout);
-        let hard_limit =
+        let limit =
             (self.options.reset_on_progress).map(|max| crate::deadline::after(self.started, max));
+        let capped = |deadline: Instant| limit.map_or(deadline, |limit| deadline.min(limit));
+        let mut deadline = capped(crate::deadline::from_now(timeout));
         loop {
-            match self.rx.recv_deadline(deadline) {
+            if stop.is_some_and(|stop| stop()) {
+                self.cancel_inner(Some("cancelled"));
+                return Err(Error::Cancelled);
+            }
+            let until = match stop {
+                Some(_) => deadline.min(crate::deadline::from_now(Duration::from_millis(20))),
+                None => deadline,
+            };
+            match self.rx.recv_deadline(until) {
                 Ok(Delivery::Reply(reply)) => {
                     self.done = true;
                     return reply;
@@ -206,8 +215,8 @@ impl PendingCall {
                     if let Some(callback) = &mut self.options.progress {
                         callback(&progress);
                     }
-                    if let Some(limit) = hard_limit {
-                        deadline = crate::deadline::from_now(timeout).min(limit);
+                    if limit.is_some() {
+                        deadline = capped(crate::deadline::from_now(timeout));
                     }
                 }
                 Ok(Delivery::Log(log)) => {
@@ -219,6 +228,8 @@ impl PendingCall {
                     self.done = true;
                     return Err(Error::Disconnected);
                 }
+                // A slice of the wait between two looks at `stop`.
+                Err(RecvTimeoutError::Timeout) if Instant::now() < deadline => {}
                 Err(RecvTimeoutError::Timeout) => {
                     if !cancel_on_timeout || self.cancel_inner(Some("timed out")) {
                         return Err(Error::Timeout);
@@ -303,5 +314,94 @@ mod tests {
         link.close_input();
         let written: Vec<_> = written.iter().collect();
         assert!(written.is_empty(), "sent to the server: {written:?}");
+    }
+
+    /// A call registered on a link over pipes, as `start_request` makes it.
+    fn registered(
+        link: &Arc<Link>,
+        options: RequestOptions,
+        default_timeout: Duration,
+    ) -> PendingCall {
+        let id = link.next_id();
+        let token = options.progress.is_some().then(|| id.clone());
+        let rx = link.register(&id, token, false);
+        PendingCall {
+            id,
+            link: Arc::clone(link),
+            rx,
+            options,
+            started: Instant::now(),
+            default_timeout,
+            done: false,
+        }
+    }
+
+    /// Issue 47, item 5: `wait_unless` waits like `wait`, so progress
+    /// restarts its timeout when `reset_timeout_on_progress` asks for it
+    /// (its deadline was fixed at the start: the call timed out after
+    /// 1 s of five progress notifications 400 ms apart).
+    #[test]
+    fn wait_unless_restarts_the_timeout_on_progress() {
+        use std::io::Write;
+        let options = ClientBuilder::default().trace(|_| {});
+        let (link, mut server_writes, _written) = over_pipes(&options);
+        let (seen_tx, seen) = crossbeam_channel::unbounded();
+        let options = RequestOptions::new()
+            .timeout(Duration::from_secs(1))
+            .reset_timeout_on_progress(Duration::from_secs(60))
+            .on_progress(move |p| {
+                let _ = seen_tx.send(p.progress);
+            });
+        let call = registered(&link, options, Duration::from_secs(60));
+        let id = call.id().clone();
+        let server = thread::spawn(move || {
+            for n in 1..=5 {
+                let line = format!(
+                    "{{\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{{\"progressToken\":{id},\"progress\":{n}}}}}\n"
+                );
+                server_writes.write_all(line.as_bytes()).unwrap();
+                thread::sleep(Duration::from_millis(400));
+            }
+            let reply =
+                format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":{{\"done\":true}}}}\n");
+            server_writes.write_all(reply.as_bytes()).unwrap();
+            server_writes
+        });
+        let started = Instant::now();
+        let reply = call.wait_unless(|| false);
+        let took = started.elapsed();
+        let _server_writes = server.join().unwrap();
+        assert_eq!(
+            reply.map(|r| r.get().to_owned()).ok().as_deref(),
+            Some("{\"done\":true}"),
+            "after {took:?}"
+        );
+        assert_eq!(
+            seen.try_iter().collect::<Vec<_>>(),
+            [1.0, 2.0, 3.0, 4.0, 5.0]
+        );
+    }
+
+    /// Issue 47, item 5: `reset_timeout_on_progress(max)` never waits past
+    /// `max` in all, even when no progress comes and the timeout is longer
+    /// (the first deadline was the timeout's: a call without progress
+    /// waited 5 s past a `max` of 300 ms).
+    #[test]
+    fn reset_timeout_on_progress_caps_a_call_without_progress() {
+        let options = ClientBuilder::default().trace(|_| {});
+        let (link, _server_writes, written) = over_pipes(&options);
+        let options = RequestOptions::new()
+            .timeout(Duration::from_secs(5))
+            .reset_timeout_on_progress(Duration::from_millis(300));
+        let call = registered(&link, options, Duration::from_secs(60));
+        let id = call.id().clone();
+        let started = Instant::now();
+        let outcome = call.wait();
+        let took = started.elapsed();
+        assert!(matches!(outcome, Err(Error::Timeout)), "{outcome:?}");
+        assert!(took < Duration::from_secs(2), "timed out after {took:?}");
+        let cancel = written.recv_timeout(Duration::from_secs(5)).unwrap();
+        assert_eq!(cancel["method"], "notifications/cancelled");
+        assert_eq!(cancel["params"]["requestId"], id.to_value());
     }
 }

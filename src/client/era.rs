@@ -3,11 +3,18 @@
 //! basic/versioning).
 //!
 //! The probe: `server/discover` with the preferred modern version.
-//! A `DiscoverResult` means modern. `-32022` means modern but another
-//! version: retry with one from `data.supported`, never `initialize`. Any
-//! other error, or silence for the probe timeout, means legacy: the
-//! `initialize` handshake of 2025-11-25 follows. The fallback is not keyed
-//! to one error code.
+//! A `DiscoverResult` means modern. Any other error, or silence for the
+//! probe timeout, means legacy: the `initialize` handshake of 2025-11-25
+//! follows. The fallback is not keyed to one error code.
+//!
+//! `-32022` names the versions the server supports: with none in common
+//! the connection fails, never `initialize`; otherwise the probe is sent
+//! once more with the newest common version, and that second probe is
+//! read as the first was, so a `DiscoverResult` means modern, a second
+//! `-32022` fails, and any other error or silence means legacy (a server
+//! that names a version and then does not answer it is not taken at its
+//! word). A connection that ends under either probe counts as a server
+//! that exited on the probe (`Unsettled::died_on_probe`).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -211,8 +218,8 @@ fn probe(
             }))
         }
         Err(error) if error.code == error_code::UNSUPPORTED_PROTOCOL_VERSION => {
-            // A modern server: retry with a version it named; never fall
-            // back to initialize.
+            // A modern server: retry once with a version it named; with
+            // none in common, fail (never fall back to initialize).
             let supported: Vec<String> = error
                 .data
                 .as_ref()

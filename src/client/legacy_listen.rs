@@ -4,9 +4,13 @@
 //!
 //! - `resourceSubscriptions` become one `resources/subscribe` per URI (spec
 //!   2025-11-25 server/resources, "Subscriptions"), accepted when the server
-//!   declares `resources.subscribe` and answers the request; closing the
+//!   declares `resources.subscribe` and answers the request within the
+//!   request timeout (one for them all); one not answered in time is
+//!   cancelled and undone with `resources/unsubscribe`. Closing the
 //!   subscription sends `resources/unsubscribe` for every URI no other open
-//!   subscription still wants.
+//!   subscription still wants. Only the subscribes of `listen` wait for
+//!   their answers; the others (re-sent after a restart, unsubscribes) are
+//!   not registered, so a server that never answers them costs nothing.
 //! - The list-changed flags are accepted when the server declares
 //!   `listChanged` for that list: a legacy server then sends untagged
 //!   `notifications/*/list_changed` to the whole connection.
@@ -16,14 +20,13 @@
 //! the client's own: there is no listen request, and the subscription's id
 //! is a client-side id that never goes on the wire.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use crossbeam_channel::Sender;
+use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 use serde_json::{Value, json};
 
 use crate::client::link::{Delivery, Link, SubscriptionDelivery};
-use crate::jsonrpc::RequestId;
-use crate::jsonrpc::encode_request;
+use crate::jsonrpc::{RequestId, encode_notification, encode_request};
 use crate::types::{ServerCapabilities, SubscriptionFilter, method};
 
 /// The legacy era's per-URI subscription requests.
@@ -65,8 +68,12 @@ pub(crate) fn deliverable(
 
 /// Opens a legacy subscription on `link` under the client-side `id`:
 /// registers it first (so no notification is missed), then subscribes to
-/// each URI and waits up to `timeout` for each answer. Returns what was
-/// accepted; a URI the server refused or did not answer is left out.
+/// each URI and waits up to `timeout` for the answers, all together.
+/// Returns what was accepted; a URI the server refused or did not answer
+/// is left out. A subscribe not answered in time is forgotten, cancelled,
+/// and undone with `resources/unsubscribe` unless another open
+/// subscription wants its URI: a late acceptance must not leave the
+/// server sending updates nobody asked for.
 pub(crate) fn open(
     link: &Link,
     caps: &ServerCapabilities,
@@ -77,28 +84,73 @@ pub(crate) fn open(
 ) -> SubscriptionFilter {
     let mut accepted = deliverable(caps, filter);
     link.adopt_legacy_subscription(id, accepted.clone(), tx);
-    if let Some(uris) = accepted.resource_subscriptions.take() {
-        let answers: Vec<_> = uris
-            .into_iter()
-            .map(|uri| {
-                let rx = send_resource_request(link, SUBSCRIBE, &uri);
-                (uri, rx)
-            })
-            .collect();
-        let kept: Vec<String> = answers
-            .into_iter()
-            .filter(|(_, rx)| {
-                matches!(
-                    rx.as_ref().map(|rx| rx.recv_timeout(timeout)),
-                    Some(Ok(Delivery::Reply(Ok(_))))
-                )
-            })
-            .map(|(uri, _)| uri)
-            .collect();
-        accepted.resource_subscriptions = (!kept.is_empty()).then_some(kept);
-        link.set_legacy_filter(id, accepted.clone());
+    let Some(uris) = accepted.resource_subscriptions.take() else {
+        return accepted;
+    };
+    let asked: Vec<_> = uris
+        .into_iter()
+        .map(|uri| {
+            let asked = ask(link, SUBSCRIBE, &uri);
+            (uri, asked)
+        })
+        .collect();
+    let deadline = crate::deadline::from_now(timeout);
+    let (mut kept, mut given_up) = (Vec::new(), Vec::new());
+    for (uri, asked) in asked {
+        let Some((request, rx)) = asked else {
+            continue;
+        };
+        match answer(link, &request, &rx, deadline) {
+            Some(true) => kept.push(uri),
+            Some(false) => {}
+            None => given_up.push(uri),
+        }
+    }
+    accepted.resource_subscriptions = (!kept.is_empty()).then_some(kept);
+    // This subscription no longer wants what it gave up on: set first, so
+    // that `legacy_uri_wanted` asks only the others.
+    link.set_legacy_filter(id, accepted.clone());
+    for uri in given_up {
+        if !link.legacy_uri_wanted(&uri) {
+            tell(link, UNSUBSCRIBE, &uri);
+        }
     }
     accepted
+}
+
+/// Waits until `deadline` for the answer to the `resources/subscribe`
+/// `request`: `Some(true)` accepted, `Some(false)` refused (or the link is
+/// gone), `None` not answered in time, and then forgotten and cancelled
+/// (spec 2025-11-25 basic/utilities/cancellation), so that no entry is
+/// left waiting for an answer that may never come.
+fn answer(
+    link: &Link,
+    request: &RequestId,
+    rx: &Receiver<Delivery>,
+    mut deadline: Instant,
+) -> Option<bool> {
+    loop {
+        match rx.recv_deadline(deadline) {
+            Ok(Delivery::Reply(reply)) => return Some(reply.is_ok()),
+            // Nothing asked for these.
+            Ok(Delivery::Progress(_) | Delivery::Log(_)) => {}
+            Ok(Delivery::Disconnected) | Err(RecvTimeoutError::Disconnected) => {
+                return Some(false);
+            }
+            Err(RecvTimeoutError::Timeout) if link.forget(request) => {
+                let mut line = Vec::new();
+                let params = json!({ "requestId": request, "reason": "timed out" });
+                if encode_notification(&mut line, method::NOTIFICATION_CANCELLED, &params).is_ok() {
+                    // A dead connection needs no cancellation.
+                    let _ = link.send(line);
+                }
+                return None;
+            }
+            // Answered as it timed out: the reader took it out, and its
+            // answer (or the link's end) is on its way.
+            Err(RecvTimeoutError::Timeout) => deadline = crate::deadline::from_now(Duration::MAX),
+        }
+    }
 }
 
 /// Re-opens a subscription on a restarted legacy server without waiting:
@@ -113,8 +165,7 @@ pub(crate) fn reopen(
 ) {
     let accepted = deliverable(caps, filter);
     for uri in accepted.resource_subscriptions.iter().flatten() {
-        // The answer is not awaited: its receiver is dropped.
-        let _ = send_resource_request(link, SUBSCRIBE, uri);
+        tell(link, SUBSCRIBE, uri);
     }
     let ack = json!({ "notifications": accepted });
     link.adopt_legacy_subscription(id, accepted, tx.clone());
@@ -130,7 +181,7 @@ pub(crate) fn reopen(
 pub(crate) fn close(link: &Link, filter: &SubscriptionFilter) {
     for uri in filter.resource_subscriptions.iter().flatten() {
         if !link.legacy_uri_wanted(uri) {
-            let _ = send_resource_request(link, UNSUBSCRIBE, uri);
+            tell(link, UNSUBSCRIBE, uri);
         }
     }
 }
@@ -165,15 +216,98 @@ pub(crate) fn wants(filter: &SubscriptionFilter, method: &str, params: &Value) -
     }
 }
 
-/// Sends `resources/subscribe` or `resources/unsubscribe` for `uri`; the
-/// receiver gets the answer (`None`: the connection is gone).
-fn send_resource_request(
-    link: &Link,
-    method: &str,
-    uri: &str,
-) -> Option<crossbeam_channel::Receiver<Delivery>> {
+/// Sends `resources/subscribe` or `resources/unsubscribe` for `uri` and
+/// registers it: its id, and the receiver of its answer (`None`: the
+/// connection is gone). The caller must take the answer or forget it.
+fn ask(link: &Link, method: &str, uri: &str) -> Option<(RequestId, Receiver<Delivery>)> {
     let id = link.next_id();
     let line = encode_request(&id, method, &json!({ "uri": uri })).ok()?;
     let rx = link.register(&id, None, false);
-    link.send(line).then_some(rx)
+    if link.send(line) {
+        Some((id, rx))
+    } else {
+        link.forget(&id);
+        None
+    }
+}
+
+/// Sends `resources/subscribe` or `resources/unsubscribe` for `uri`
+/// without waiting for its answer: nothing is registered, and the reader
+/// drops the answer, whenever it comes, as that of a request this client
+/// sent and no longer waits for.
+fn tell(link: &Link, method: &str, uri: &str) {
+    let id = link.next_id();
+    if let Ok(line) = encode_request(&id, method, &json!({ "uri": uri })) {
+        // A dead connection: the restart, if any, subscribes again.
+        let _ = link.send(line);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::client::ClientBuilder;
+    use crate::client::link::{Forgotten, over_pipes};
+
+    /// Issue 47, item 7: a server that answers no `resources/subscribe` or
+    /// `resources/unsubscribe` leaves nothing waiting in the link's
+    /// pending requests, however many subscriptions open and close (each
+    /// unanswered one stayed there for the connection's life), and a
+    /// subscribe given up on is cancelled and undone.
+    #[test]
+    fn unanswered_subscribes_and_unsubscribes_leave_nothing_pending() {
+        let options = ClientBuilder::default().trace(|_| {});
+        let (link, _server_writes, written) = over_pipes(&options);
+        let caps: ServerCapabilities =
+            serde_json::from_value(json!({ "resources": { "subscribe": true } })).unwrap();
+        let filter = SubscriptionFilter {
+            resource_subscriptions: Some(vec!["a://1".into(), "a://2".into()]),
+            ..SubscriptionFilter::default()
+        };
+        let (tx, _rx) = crossbeam_channel::unbounded();
+        let id = link.next_id();
+        let accepted = open(
+            &link,
+            &caps,
+            &id,
+            &filter,
+            tx.clone(),
+            Duration::from_millis(100),
+        );
+        assert_eq!(accepted.resource_subscriptions, None);
+        assert_eq!(link.pending_len(), 0, "after open");
+        let id = link.next_id();
+        reopen(&link, &caps, &id, &filter, tx);
+        assert_eq!(link.pending_len(), 0, "after reopen");
+        let Forgotten::Legacy(filter) = link.forget_subscription(&id) else {
+            panic!("not a legacy subscription");
+        };
+        close(&link, &filter);
+        assert_eq!(link.pending_len(), 0, "after close");
+        link.close_input();
+        let lines: Vec<String> = written
+            .iter()
+            .map(|line| {
+                let what = line["params"]["uri"]
+                    .as_str()
+                    .map_or_else(|| format!("{}", line["params"]["requestId"]), str::to_owned);
+                format!("{} {what}", line["method"].as_str().unwrap_or("?"))
+            })
+            .collect();
+        assert_eq!(
+            lines,
+            [
+                "resources/subscribe a://1",
+                "resources/subscribe a://2",
+                "notifications/cancelled 2",
+                "notifications/cancelled 3",
+                "resources/unsubscribe a://1",
+                "resources/unsubscribe a://2",
+                "resources/subscribe a://1",
+                "resources/subscribe a://2",
+                "resources/unsubscribe a://1",
+                "resources/unsubscribe a://2",
+            ]
+        );
+    }
 }

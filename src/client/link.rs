@@ -11,13 +11,17 @@
 //!                                                             else the client-level log callback
 //! ```
 //!
-//! Callers never block on the server's input: lines go through an unbounded
-//! channel to the writer thread, so a timeout or a cancellation always
-//! fires; a caller writes its own line only to a spawned server's pipe in
-//! non-blocking mode, when nothing is queued (`input`). Everything the reader routes to a request or a subscription is
+//! Callers never block on the server's input: lines go through a channel
+//! to the writer thread, so a timeout or a cancellation always fires; a
+//! caller writes its own line only to a spawned server's pipe in
+//! non-blocking mode, when nothing is queued (`input`). The channel holds
+//! at most `input::MAX_QUEUED_BYTES` (16 MiB) and one line: past it a line
+//! is refused, and a request fails at once, rather than the client
+//! growing while the server does not read. Everything the reader routes to a request or a subscription is
 //! sent over channels, and their callbacks run on the caller's thread; only
 //! the client-level `ClientBuilder::on_log` and `wire` hooks run on the
-//! reader. Notes (`ClientBuilder::trace`, or stderr by default) are queued
+//! reader, each under `Notes::guard`, so that a panic in one cannot end the
+//! reader before it fails what waits. Notes (`ClientBuilder::trace`, or stderr by default) are queued
 //! for a note thread (`note_queue`), so that a locked or full stderr never
 //! stalls the reader. What the reader does with each line is in `route`.
 
@@ -36,9 +40,9 @@ use crate::client::notes::Notes;
 use crate::client::server_requests;
 use crate::client::wire::Wire;
 use crate::error::Error;
-use crate::jsonrpc::{IdMap, RequestId};
 #[cfg(feature = "legacy")]
-use crate::jsonrpc::{encode_error, encode_result};
+use crate::jsonrpc::{ErrorObject, encode_error, encode_result};
+use crate::jsonrpc::{IdMap, RequestId};
 use crate::sync::lock;
 #[cfg(feature = "legacy")]
 use crate::types::SubscriptionFilter;
@@ -48,11 +52,20 @@ use input::{Input, Queued};
 
 mod input;
 mod route;
+#[cfg(all(test, feature = "legacy"))]
+mod tests;
 
 #[cfg(feature = "legacy")]
 /// The legacy subscriptions of a connection: the accepted filter of each,
 /// by its client-side id.
 pub(crate) type LegacyFilters = IdMap<SubscriptionFilter>;
+
+/// How many of a legacy server's requests the application's input handlers
+/// answer at once, each on a thread of its own (a handler may wait for a
+/// person). Past it, a request is answered `-32603` at once, saying so:
+/// a server that asks without end costs a bounded number of threads.
+#[cfg(feature = "legacy")]
+pub(crate) const MAX_ANSWERING: usize = 32;
 
 /// What the reader delivers to a waiting request.
 #[derive(Debug)]
@@ -130,9 +143,15 @@ pub(crate) struct Link {
     /// Set on a legacy connection: the handlers that answer the server's
     /// requests (see `server_requests`).
     server_requests: Mutex<Option<InputHandlers>>,
+    /// A legacy server's requests being answered, by id, at most
+    /// [`MAX_ANSWERING`]; the flag is set when the server cancels one.
+    #[cfg(feature = "legacy")]
+    answering: Mutex<IdMap<Arc<AtomicBool>>>,
     /// What happens when the link dies: armed once, called once (see
     /// [`Link::on_death`]).
     on_death: Mutex<DeathWatch>,
+    /// Disconnected once the reader thread has ended (nothing is sent).
+    reader_ended: Receiver<()>,
     next_id: AtomicU64,
     notes: Notes,
     /// Sees every line read (`ClientBuilder::wire`); `input` holds its own
@@ -150,7 +169,10 @@ impl Link {
         wire: Wire,
     ) -> std::io::Result<Arc<Link>> {
         let (tx, rx) = crossbeam_channel::unbounded::<Queued>();
-        let input = Input::new(writer, wire.clone());
+        let input = Input::new(writer, wire.clone(), notes.clone());
+        // Nothing is ever sent: `reader_ended` sees the end when the reader
+        // thread drops its sender.
+        let (reading_tx, reader_ended) = crossbeam_channel::bounded::<()>(0);
         let link = Arc::new(Link {
             writer: Mutex::new(Some(tx)),
             input: Arc::clone(&input),
@@ -161,7 +183,10 @@ impl Link {
             alive: AtomicBool::new(true),
             restartable: AtomicBool::new(false),
             server_requests: Mutex::new(None),
+            #[cfg(feature = "legacy")]
+            answering: Mutex::new(IdMap::default()),
             on_death: Mutex::new(DeathWatch::Unarmed(None)),
+            reader_ended,
             next_id: AtomicU64::new(1),
             notes,
             wire: wire.clone(),
@@ -172,7 +197,10 @@ impl Link {
         let reading = Arc::clone(&link);
         thread::Builder::new()
             .name("mcp-client-reader".into())
-            .spawn(move || reading.read_loop(reader, max_line))?;
+            .spawn(move || {
+                let _reading = reading_tx;
+                reading.read_loop(reader, max_line);
+            })?;
         Ok(link)
     }
 
@@ -196,16 +224,34 @@ impl Link {
 
     /// Sends one line to the server: written by the caller when that
     /// cannot block, queued for the writer thread otherwise (see
-    /// `input`). Fails only when the connection is gone.
-    pub fn send(&self, mut line: Vec<u8>) -> bool {
+    /// `input`). Fails when the connection is gone
+    /// ([`Error::Disconnected`]), or when the server has not read what
+    /// waits already (`input::MAX_QUEUED_BYTES`; [`Error::Io`]).
+    pub fn try_send(&self, mut line: Vec<u8>) -> Result<(), Error> {
         if !self.is_alive() {
-            return false;
+            return Err(Error::Disconnected);
         }
         line.push(b'\n');
         let writer = lock(&self.writer);
-        writer
-            .as_ref()
-            .is_some_and(|queue| self.input.send(line, queue))
+        match writer.as_ref() {
+            Some(queue) => self.input.send(line, queue),
+            None => Err(Error::Disconnected),
+        }
+    }
+
+    /// [`try_send`](Link::try_send) for a line whose failure needs no
+    /// word (a notification, an answer): whether it was sent.
+    pub fn send(&self, line: Vec<u8>) -> bool {
+        self.try_send(line).is_ok()
+    }
+
+    /// Waits up to `timeout` for the reader thread to end (the server's
+    /// output ended and everything it wrote was routed); whether it did.
+    pub fn wait_reader(&self, timeout: std::time::Duration) -> bool {
+        matches!(
+            self.reader_ended.recv_timeout(timeout),
+            Err(crossbeam_channel::RecvTimeoutError::Disconnected)
+        )
     }
 
     /// Closes the server's input once everything queued is written: the
@@ -244,6 +290,12 @@ impl Link {
     /// the reader took it out to deliver its reply (or the link died).
     pub fn forget(&self, id: &RequestId) -> bool {
         lock(&self.pending).remove(id).is_some()
+    }
+
+    /// How many requests wait for their answer.
+    #[cfg(all(test, feature = "legacy"))]
+    pub(crate) fn pending_len(&self) -> usize {
+        lock(&self.pending).len()
     }
 
     /// Registers a subscription's delivery channel before its listen
@@ -333,7 +385,12 @@ impl Link {
 
     #[cfg(feature = "legacy")]
     /// Answers a legacy server's request on a thread of its own: a handler
-    /// may block on a user, and the reader must go on reading.
+    /// may block on a user, and the reader must go on reading. At most
+    /// [`MAX_ANSWERING`] at once, and one per id; past that, or if no
+    /// thread can be started, the request is answered with an error at
+    /// once (spec 2025-11-25 basic/index: every request gets a response).
+    /// A request the server cancels meanwhile gets no answer
+    /// (basic/utilities/cancellation: the receiver SHOULD not send one).
     fn answer_request(
         self: &Arc<Link>,
         handlers: InputHandlers,
@@ -341,23 +398,95 @@ impl Link {
         request: String,
         params: String,
     ) {
+        let cancelled = Arc::new(AtomicBool::new(false));
+        let refusal = {
+            let mut answering = lock(&self.answering);
+            if answering.contains_key(&id) {
+                Some(ErrorObject::invalid_request(format!(
+                    "request id {id} is already in use by a request the client is answering"
+                )))
+            } else if answering.len() >= MAX_ANSWERING {
+                Some(ErrorObject::internal_error(format!(
+                    "the client is answering {MAX_ANSWERING} requests of the server already, the most it answers at once: send it again once one is answered"
+                )))
+            } else {
+                answering.insert(id.clone(), Arc::clone(&cancelled));
+                None
+            }
+        };
+        if let Some(error) = refusal {
+            return self.send_error(&id, &error);
+        }
         let link = Arc::clone(self);
+        let answer_id = id.clone();
         let answering = thread::Builder::new()
             .name("mcp-client-answer".into())
             .spawn(move || {
+                let id = answer_id;
+                // A handler's panic is the server's -32603, as a server
+                // handler's is the client's.
+                let answer = link
+                    .notes
+                    .guard("input handler", || {
+                        server_requests::answer(&handlers, &request, &params)
+                    })
+                    .unwrap_or_else(|what| {
+                        Err(ErrorObject::internal_error(format!(
+                            "handler panicked: {what}"
+                        )))
+                    });
                 let mut line = Vec::new();
-                match server_requests::answer(&handlers, &request, &params) {
+                match answer {
                     Ok(result) => {
                         let _ = encode_result(&mut line, &id, &result);
                     }
                     Err(error) => encode_error(&mut line, Some(&id), &error),
                 }
-                link.send(line);
+                // Sent (it never blocks) and out of the table in one step
+                // under the table's lock: a cancellation read before is
+                // seen, and the server, which may reuse the id once it has
+                // the answer, finds it free.
+                let mut answering = lock(&link.answering);
+                answering.remove(&id);
+                if !cancelled.load(Ordering::Acquire) {
+                    link.send(line);
+                }
             });
         if answering.is_err() {
+            lock(&self.answering).remove(&id);
             self.notes
                 .problem("could not start a thread to answer the server's request");
+            self.send_error(
+                &id,
+                &ErrorObject::internal_error(
+                    "the client could not start a thread to answer: send it again later",
+                ),
+            );
         }
+    }
+
+    #[cfg(feature = "legacy")]
+    /// Answers a legacy server's request `id` with `error`.
+    fn send_error(&self, id: &RequestId, error: &ErrorObject) {
+        let mut line = Vec::new();
+        encode_error(&mut line, Some(id), error);
+        self.send(line);
+    }
+
+    #[cfg(feature = "legacy")]
+    /// A legacy server cancelled its own request `id`: if it is being
+    /// answered, its answer is not sent (the handler runs on: it cannot be
+    /// interrupted).
+    fn cancel_answer(&self, id: &RequestId) {
+        if let Some(cancelled) = lock(&self.answering).get(id) {
+            cancelled.store(true, Ordering::Release);
+        }
+    }
+
+    /// How many of a legacy server's requests are being answered.
+    #[cfg(all(test, feature = "legacy"))]
+    pub(crate) fn answering(&self) -> usize {
+        lock(&self.answering).len()
     }
 
     /// Arms what runs when the link dies: by the reader when it ends, or

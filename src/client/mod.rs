@@ -30,7 +30,7 @@ use std::collections::HashMap;
 use std::fmt;
 use std::process::{Child, Command, ExitStatus};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
 pub use builder::{ClientBuilder, RestartPolicy};
@@ -61,7 +61,7 @@ fn start_server(
     options: &ClientBuilder,
     command: &mut Command,
 ) -> Result<(Arc<Link>, Spawned), Error> {
-    let spawned = process::spawn(command, Arc::clone(&options.stderr))?;
+    let spawned = process::spawn(command, Arc::clone(&options.stderr), options.notes.clone())?;
     let link = Link::start(
         Box::new(std::io::BufReader::new(spawned.stdout)),
         link::ServerInput::pipe(spawned.stdin),
@@ -200,6 +200,8 @@ impl Client {
             restarts: Mutex::new(0),
             closing: AtomicBool::new(false),
             given_up: AtomicBool::new(false),
+            restart: Mutex::default(),
+            restart_wake: Condvar::new(),
             options,
         });
         restart::watch(&inner, &link);
@@ -237,7 +239,17 @@ impl Client {
 
     /// Shuts the server down the way the spec says: closes its input, waits
     /// for it to exit, then SIGTERM, then SIGKILL (each step waits the
-    /// close grace). Returns the exit status of a spawned server.
+    /// close grace). Returns the exit status of a spawned server (`None`
+    /// for a connection, or when `close` came during a restart, whose
+    /// server it stopped).
+    ///
+    /// Once it returns, nothing waits and nothing it started runs: a
+    /// restart under way is ended first (its server stopped the same way),
+    /// what the server wrote before it exited is routed (the reader is
+    /// given up to the close grace for it: a grandchild of the server may
+    /// hold its output open), then every request still waiting fails with
+    /// [`Error::Disconnected`] and every subscription still open ends
+    /// [`SubscriptionEnd::Disconnected`].
     pub fn close(mut self) -> Result<Option<ExitStatus>, Error> {
         self.closed = true;
         self.inner.close()
@@ -250,9 +262,11 @@ impl Client {
 }
 
 impl ClientInner {
-    /// Closes the current connection and shuts a spawned server down.
+    /// Closes the current connection and shuts a spawned server down; see
+    /// [`Client::close`] for what holds once it returns.
     fn close(&self) -> Result<Option<ExitStatus>, Error> {
         self.closing.store(true, Ordering::Release);
+        self.end_restart();
         let link = Arc::clone(&lock(&self.link));
         link.restartable.store(false, Ordering::Release);
         link.close_input();
@@ -272,17 +286,51 @@ impl ClientInner {
             Some(mut child) => process::shut_down(&mut child, self.options.close_grace).map(Some),
             None => Ok(None),
         };
+        // What the server wrote before it exited reaches its requests and
+        // subscriptions (a subscription's final result among it); then
+        // whatever still waits fails, even when the output never ends (a
+        // grandchild of the server holds it open).
+        link.wait_reader(self.options.close_grace);
+        link.fail_all();
+        restart::give_up(self);
         // The notes of the session reach the trace (or stderr) before
         // close returns, unless the hook is stuck: then close waits no
         // longer than this.
         self.options.notes.flush(Duration::from_millis(250));
         Ok(res?)
     }
+
+    /// Ends a restart under way, once `closing` is set: wakes its backoff,
+    /// fails the link of the server it is probing (so the probe ends now,
+    /// not at its timeout), and waits for its thread, which then stops
+    /// that server (its input closed first) and gives up. Whatever the
+    /// restart installed before it saw `closing` is the current child and
+    /// link when this returns.
+    fn end_restart(&self) {
+        let (thread, starting) = {
+            let mut restarting = lock(&self.restart);
+            (restarting.thread.take(), restarting.starting.clone())
+        };
+        // After the lock: a backoff that had not seen `closing` is waiting.
+        self.restart_wake.notify_all();
+        if let Some(link) = starting {
+            link.fail_all();
+        }
+        // Not on the restart's own thread (an application hook that ran
+        // there and closed the client): it would wait for itself.
+        if let Some(thread) = thread
+            && thread.thread().id() != std::thread::current().id()
+        {
+            let _ = thread.join();
+        }
+    }
 }
 
 impl Drop for Client {
-    /// Closes the connection as [`Client::close`] does; bounded by twice
-    /// the close grace.
+    /// Closes the connection as [`Client::close`] does: bounded by three
+    /// times the close grace (the server's exit, after its input and after
+    /// SIGTERM, then its output's end), and by the stop of a restart's
+    /// server when one is under way.
     fn drop(&mut self) {
         if !self.closed {
             let _ = self.inner.close();

@@ -15,6 +15,8 @@
 //! thread keeps routing replies while stderr is locked by the application
 //! or is a full pipe nobody reads, and a slow trace holds up nothing.
 
+use std::any::Any;
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -83,11 +85,29 @@ impl Notes {
         self.queue.flush(timeout);
     }
 
+    /// Calls the application's `hook` on one of the client's own threads
+    /// (the reader, the writer, the stderr thread, an answering thread). A
+    /// panic in it is caught and noted as a problem, and the thread goes on
+    /// with its work, as the server turns a handler's panic into an error:
+    /// a hook that panics must not leave the reader's cleanup undone (every
+    /// waiter would hang) or the lines a thread carries unsent. `Err`: it
+    /// panicked, with the panic's message.
+    pub fn guard<R>(&self, hook: &str, call: impl FnOnce() -> R) -> Result<R, String> {
+        catch_unwind(AssertUnwindSafe(call)).map_err(|panic| {
+            let what = panic_text(&*panic);
+            self.problem(&format!("the {hook} hook panicked ({what}): caught"));
+            what
+        })
+    }
+
     /// A log message from the server that belongs to no request: to the
     /// client-level callback, else to the trace as information.
     pub fn log(&self, message: &LoggingMessageNotificationParams) {
         match &self.log {
-            Some(callback) => callback(message),
+            // On the reader: a panic must not end it.
+            Some(callback) => {
+                let _ = self.guard("on_log", || callback(message));
+            }
             None => self.info(&format!(
                 "server log ({:?}{}): {}",
                 message.level,
@@ -99,6 +119,15 @@ impl Notes {
             )),
         }
     }
+}
+
+/// A panic's message, when it is a string.
+fn panic_text(panic: &(dyn Any + Send)) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a non-string payload".to_owned())
 }
 
 impl NoteLimiter {

@@ -12,6 +12,8 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::Receiver;
 
+use crate::client::notes::Notes;
+
 /// Where the lines a server writes to its stderr go.
 pub(crate) type StderrSink = dyn Fn(&str) + Send + Sync;
 
@@ -26,6 +28,12 @@ pub(crate) struct Spawned {
 
 /// How many of the last stderr lines [`StderrTail`] keeps.
 const TAIL_LINES: usize = 10;
+
+/// The most of one stderr line the client keeps: its start goes to the
+/// sink and the tail, cut, and the rest is read and dropped. Stderr is for
+/// people; a line longer than this is a dump or a runaway, and the client's
+/// memory for it must not depend on what the server writes.
+pub(crate) const STDERR_LINE_BYTES: usize = 64 * 1024;
 
 /// The last lines a server wrote to its stderr.
 pub(crate) struct StderrTail {
@@ -45,8 +53,14 @@ impl StderrTail {
 }
 
 /// Spawns `command` with piped stdin, stdout and stderr; a thread hands
-/// each stderr line to `sink` and keeps the last few.
-pub(crate) fn spawn(command: &mut Command, sink: Arc<StderrSink>) -> std::io::Result<Spawned> {
+/// each stderr line to `sink` and keeps the last few, each cut at
+/// [`STDERR_LINE_BYTES`]. A panic in `sink` is noted and caught: the thread
+/// goes on reading, or the server would block on a full pipe.
+pub(crate) fn spawn(
+    command: &mut Command,
+    sink: Arc<StderrSink>,
+    notes: Notes,
+) -> std::io::Result<Spawned> {
     let mut child = command
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -76,15 +90,18 @@ pub(crate) fn spawn(command: &mut Command, sink: Arc<StderrSink>) -> std::io::Re
             // are not UTF-8 are shown lossily rather than ending the loop.
             let mut reader = BufReader::new(stderr);
             let mut buf = Vec::new();
-            while let Ok(n @ 1..) = reader.read_until(b'\n', &mut buf) {
-                let text = String::from_utf8_lossy(&buf[..n]);
-                let line = text.trim_end_matches(['\n', '\r']);
-                sink(line);
+            while let Some(len) = read_bounded_line(&mut reader, &mut buf, STDERR_LINE_BYTES) {
+                let text = String::from_utf8_lossy(&buf);
+                let mut line = text.trim_end_matches('\r').to_owned();
+                if len > buf.len() {
+                    line.push_str(&format!(" … [cut: {len} bytes in all]"));
+                }
+                let _ = notes.guard("stderr", || sink(&line));
                 let mut tail = tail.lock().unwrap_or_else(|e| e.into_inner());
                 if tail.len() == TAIL_LINES {
                     tail.pop_front();
                 }
-                tail.push_back(line.to_owned());
+                tail.push_back(line);
                 drop(tail);
                 buf.clear();
             }
@@ -95,6 +112,35 @@ pub(crate) fn spawn(command: &mut Command, sink: Arc<StderrSink>) -> std::io::Re
         stdout,
         stderr_tail: StderrTail { lines, ended },
     })
+}
+
+/// Reads one line into `buf` (empty on entry), keeping at most `max` of its
+/// bytes and dropping the rest as it is read, so that a line without end
+/// costs no more than `max`. Returns the line's whole length without its
+/// newline; `None` at the end of the stream (or a read error) with nothing
+/// read.
+fn read_bounded_line(reader: &mut impl BufRead, buf: &mut Vec<u8>, max: usize) -> Option<usize> {
+    let (mut len, mut read) = (0, false);
+    loop {
+        let available = match reader.fill_buf() {
+            Ok(available) => available,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(_) => &[],
+        };
+        if available.is_empty() {
+            return read.then_some(len);
+        }
+        read = true;
+        let newline = memchr::memchr(b'\n', available);
+        let line = newline.unwrap_or(available.len());
+        let keep = line.min(max.saturating_sub(buf.len()));
+        buf.extend_from_slice(&available[..keep]);
+        len += line;
+        reader.consume(line + usize::from(newline.is_some()));
+        if newline.is_some() {
+            return Some(len);
+        }
+    }
 }
 
 /// Waits for `child` to exit, up to `timeout`.
@@ -145,4 +191,29 @@ fn terminate(child: &Child) {
 #[cfg(not(unix))]
 fn terminate(_child: &Child) {
     // No SIGTERM outside Unix: the escalation goes straight to kill.
+}
+
+#[cfg(test)]
+mod tests {
+    use super::read_bounded_line;
+
+    #[test]
+    fn a_line_past_the_bound_keeps_its_start_and_says_its_length() {
+        let input = b"short\r\nxxxxxxxxxxyyyy\nend without newline";
+        // A reader of 3 bytes at a time: lines span several reads.
+        let mut reader = std::io::BufReader::with_capacity(3, &input[..]);
+        let mut buf = Vec::new();
+        let mut lines = Vec::new();
+        while let Some(len) = read_bounded_line(&mut reader, &mut buf, 10) {
+            lines.push((String::from_utf8(std::mem::take(&mut buf)).unwrap(), len));
+        }
+        assert_eq!(
+            lines,
+            [
+                ("short\r".to_owned(), 6),
+                ("xxxxxxxxxx".to_owned(), 14),
+                ("end withou".to_owned(), 19),
+            ]
+        );
+    }
 }

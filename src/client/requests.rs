@@ -45,6 +45,11 @@ impl Client {
 
     /// Sends a request and returns at once with a handle to wait for it or
     /// cancel it.
+    ///
+    /// Sending never blocks. A server that does not read its input holds
+    /// at most 16 MiB of the client's lines: past that, a request fails
+    /// at once with [`Error::Io`] ("the server has not read the N bytes
+    /// queued for its input ..."), as every request method does.
     pub fn start_request(
         &self,
         method: &str,

@@ -55,6 +55,13 @@ pub(crate) fn watch(inner: &Arc<ClientInner>, link: &Arc<Link>) {
         if !allowed {
             return;
         }
+        // Under the restart's lock, where `close` looks for a restart: a
+        // close that came meanwhile is seen here, or sees this thread.
+        let mut restarting = lock(&inner.restart);
+        if inner.closing.load(Ordering::Acquire) {
+            drop(restarting);
+            return give_up(&inner);
+        }
         // The restart runs on its own thread: the reader that calls this is
         // about to exit, and a restart thread that arms a dead link must
         // not wait for the next one.
@@ -66,12 +73,16 @@ pub(crate) fn watch(inner: &Arc<ClientInner>, link: &Arc<Link>) {
                     restart(&inner);
                 }
             });
-        if spawned.is_err() {
-            inner
-                .options
-                .notes
-                .problem("could not start a thread to restart the server");
-            give_up(&inner);
+        match spawned {
+            Ok(thread) => restarting.thread = Some(thread),
+            Err(_) => {
+                drop(restarting);
+                inner
+                    .options
+                    .notes
+                    .problem("could not start a thread to restart the server");
+                give_up(&inner);
+            }
         }
     }));
 }
@@ -120,14 +131,23 @@ fn restart(inner: &Arc<ClientInner>) {
         if let Some(mut child) = lock(&inner.child).take() {
             let _ = process::shut_down(&mut child, Duration::from_millis(100));
         }
-        std::thread::sleep(policy.backoff * attempt);
-        // A close during the backoff: no server is started just to be
-        // stopped (`start_again` checks again, under the lock, in step 4).
+        // The backoff, cut short by a close (`close` sets `closing`, then
+        // takes this lock and wakes it): no server is started just to be
+        // stopped.
+        let backoff = policy.backoff.saturating_mul(attempt);
+        let restarting = lock(&inner.restart);
+        let _ = inner
+            .restart_wake
+            .wait_timeout_while(restarting, backoff, |_| {
+                !inner.closing.load(Ordering::Acquire)
+            });
         if inner.closing.load(Ordering::Acquire) {
             return give_up(inner);
         }
         match start_again(inner) {
             Ok(()) => return,
+            // A close ended the attempt: the loop gives up.
+            Err(_) if inner.closing.load(Ordering::Acquire) => {}
             Err(e) => inner
                 .options
                 .notes
@@ -138,18 +158,23 @@ fn restart(inner: &Arc<ClientInner>) {
 
 /// One restart attempt, in the order that leaves no death unseen:
 ///
-/// 1. spawn the server and start its link;
+/// 1. spawn the server and start its link; publish the link for `close`
+///    (`Restarting::starting`), unless a close came, which stops the
+///    server at once;
 /// 2. mark the link restartable before anything is adopted on it, so a
 ///    subscription re-sent on a link that already died is told
 ///    `Reconnecting`, never `Disconnected`, while restarts remain;
 /// 3. probe its era: a death here fails the attempt, and `restart` tries
-///    again;
+///    again; a `close` fails the link, which ends the probe at once;
 /// 4. install the child, the facts and the link, and re-send every live
 ///    subscription, all under the subscriptions' lock, which `track` takes
 ///    too: a listen acknowledged on the old link is either re-sent here
 ///    or by `track`;
 /// 5. arm the death watch, which fires at once for a link that died
 ///    since step 3.
+///
+/// A server this stops gets its input closed first (spec 2026-07-28
+/// basic/transports/stdio, "Shutdown"), then the grace, SIGTERM, SIGKILL.
 fn start_again(inner: &Arc<ClientInner>) -> Result<(), crate::Error> {
     let Some(command) = &inner.command else {
         return Ok(());
@@ -157,13 +182,28 @@ fn start_again(inner: &Arc<ClientInner>) -> Result<(), crate::Error> {
     let (link, spawned) = start_server(&inner.options, &mut lock(command))?;
     link.restartable
         .store(may_restart(inner), Ordering::Release);
-    let mut child = spawned.child;
+    let child = spawned.child;
     *lock(&inner.stderr_tail) = Some(spawned.stderr_tail);
-    let facts = match era::establish(&inner.options, &link) {
+    let stop = |mut child: std::process::Child| {
+        link.close_input();
+        let _ = process::shut_down(&mut child, inner.options.close_grace);
+    };
+    {
+        let mut restarting = lock(&inner.restart);
+        if inner.closing.load(Ordering::Acquire) {
+            drop(restarting);
+            stop(child);
+            give_up(inner);
+            return Ok(());
+        }
+        restarting.starting = Some(Arc::clone(&link));
+    }
+    let facts = era::establish(&inner.options, &link);
+    lock(&inner.restart).starting = None;
+    let facts = match facts {
         Ok(facts) => facts,
         Err(e) => {
-            link.close_input();
-            let _ = process::shut_down(&mut child, inner.options.close_grace);
+            stop(child);
             return Err(e.error);
         }
     };
@@ -172,15 +212,13 @@ fn start_again(inner: &Arc<ClientInner>) -> Result<(), crate::Error> {
         // the current link.
         let subs = lock(&inner.subscriptions);
         // A close that came while this server started: stop it again.
-        // Checked under the child's lock, which `close` takes after it
-        // sets `closing`, so the new child is either stopped here or
-        // found by `close`.
+        // `close` waits for this thread before it looks at the child and
+        // the link, so whatever is installed here is its to close.
         let mut slot = lock(&inner.child);
         if inner.closing.load(Ordering::Acquire) {
             drop(slot);
             drop(subs);
-            link.close_input();
-            let _ = process::shut_down(&mut child, inner.options.close_grace);
+            stop(child);
             // The subscriptions heard `Reconnecting` when the old server
             // died; they will not be re-sent now.
             give_up(inner);
@@ -235,7 +273,7 @@ pub(crate) fn relisten(inner: &ClientInner, link: &Arc<Link>, sub: &LiveSubscrip
 }
 
 /// No more restarts: every live subscription is disconnected for good.
-fn give_up(inner: &Arc<ClientInner>) {
+pub(crate) fn give_up(inner: &ClientInner) {
     let subs = lock(&inner.subscriptions);
     inner.given_up.store(true, Ordering::Release);
     for sub in subs.values() {

@@ -7,6 +7,13 @@
 //! ([`ClientBuilder::on_elicitation`](crate::ClientBuilder::on_elicitation)
 //! and friends); anything else gets -32601.
 //!
+//! `ping` is answered on the reader; every other request on a thread of its
+//! own, since a handler may wait for a person, at most
+//! `link::MAX_ANSWERING` (32) at once: past that a request is answered
+//! `-32603` at once, so a server that asks without end costs a bounded
+//! number of threads. A request the server cancels (`notifications/cancelled`
+//! naming its own id) while its handler runs gets no answer.
+//!
 //! A modern server sends no requests over stdio, so on a modern connection
 //! they are ignored with a trace note (`Link::route`).
 

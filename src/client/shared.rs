@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 use std::process::{Child, Command};
 use std::sync::atomic::{AtomicBool, AtomicU64};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::Instant;
 
 use crossbeam_channel::Sender;
@@ -21,6 +21,16 @@ use crate::error::Error;
 use crate::jsonrpc::RequestId;
 use crate::sync::lock;
 use crate::types::{LoggingLevel, SubscriptionFilter, TASKS_EXTENSION, meta_key};
+
+/// A restart under way (`restart.rs`), for `close` to end before it returns.
+#[derive(Default)]
+pub(crate) struct Restarting {
+    /// The restart's thread, while it may still run.
+    pub thread: Option<std::thread::JoinHandle<()>>,
+    /// The link of the server it started, until that server's era is
+    /// settled: `close` fails it, which ends the probe at once.
+    pub starting: Option<Arc<Link>>,
+}
 
 /// A subscription the client keeps alive across restarts.
 pub(crate) struct LiveSubscription {
@@ -48,6 +58,12 @@ pub(crate) struct ClientInner {
     /// Set (under the subscriptions' lock) once no restart will follow:
     /// a subscription recorded after that ends at once (`Client::track`).
     pub given_up: AtomicBool,
+    /// The restart under way, if any. `closing` is set before this lock is
+    /// taken by `close`, and read under it by the restart, so each sees
+    /// the other.
+    pub restart: Mutex<Restarting>,
+    /// Wakes a restart's backoff when `close` comes.
+    pub restart_wake: Condvar,
 }
 
 impl ClientInner {
@@ -66,7 +82,12 @@ impl ClientInner {
         let line = crate::jsonrpc::encode_request(&id, method, &params)?;
         let token = options.progress.is_some().then(|| id.clone());
         let rx = link.register(&id, token, options.log.is_some());
-        let call = PendingCall {
+        if let Err(e) = link.try_send(line) {
+            // Never sent: nothing to cancel.
+            link.forget(&id);
+            return Err(e);
+        }
+        Ok(PendingCall {
             id,
             link: Arc::clone(&link),
             rx,
@@ -74,11 +95,7 @@ impl ClientInner {
             started: Instant::now(),
             default_timeout: self.options.request_timeout,
             done: false,
-        };
-        if !link.send(line) {
-            return Err(Error::Disconnected);
-        }
-        Ok(call)
+        })
     }
 
     /// Whether the client's requests declare the Tasks extension: a modern

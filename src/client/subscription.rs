@@ -347,9 +347,9 @@ impl crate::client::Client {
         let params = stamp_for(&self.inner, params, &id, None, false)?;
         let line = crate::jsonrpc::encode_request(&id, method::SUBSCRIPTIONS_LISTEN, &params)?;
         link.adopt_subscription(&id, tx.clone());
-        if !link.send(line) {
+        if let Err(e) = link.try_send(line) {
             link.forget_subscription(&id);
-            return Err(Error::Disconnected);
+            return Err(e);
         }
         // Spec 2026-07-28 basic/patterns/subscriptions: the ack is the first
         // message carrying this subscription's id.

@@ -7,7 +7,8 @@
 //! line is written (by the link's writer thread, or by a caller writing its
 //! own line, under the input's lock: in the order of the bytes), and by its reader thread
 //! just after a line is read, so a request always shows before its reply.
-//! Unset, it costs one `Option` check per line.
+//! Unset, it costs one `Option` check per line. A panic in the hook is
+//! caught and noted (`Notes::guard`): the line is still written or routed.
 
 use std::sync::Arc;
 

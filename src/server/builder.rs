@@ -436,7 +436,10 @@ impl ServerBuilder {
     /// The key that seals `requestState` in multi round-trip requests
     /// (HMAC-SHA256). By default each process draws a random key from the
     /// operating system; give several server processes behind one client
-    /// the same key so that each accepts the others' states.
+    /// the same key so that each accepts the others' states. With a
+    /// [`change_feed`](ServerBuilder::change_feed), the key also
+    /// authenticates what the replicas send each other
+    /// ([`ChangeFeed::authenticate`]).
     pub fn request_state_key(mut self, key: [u8; 32]) -> Self {
         self.state_key = Some(key);
         self
@@ -489,6 +492,11 @@ impl ServerBuilder {
                     connections.publish_here(event);
                 }
             };
+            // Replicas that share a sealing key authenticate their feed
+            // with it too.
+            if let Some(key) = &self.state_key {
+                feed.authenticate(key);
+            }
             (connections.replicas).set_feed(feed, Box::new(deliver));
         }
         let store = self
@@ -498,8 +506,10 @@ impl ServerBuilder {
             store,
             self.task_config,
             Arc::clone(&connections),
+            Arc::clone(&self.trace),
         ));
         tasks.hear_replicas();
+        tasks.watch();
         let pool = crate::server::pool::Pool::new(self.config.workers, self.config.spin);
         Server {
             inner: Arc::new(Inner {

@@ -15,17 +15,23 @@
 //! Closing subscriptions (`Notifier::close_subscriptions`) stays local: it
 //! ends this server's streams.
 //!
-//! The feed also carries what a task's handler waits for when the task
-//! runs on another replica than the one a `tasks/update` or `tasks/cancel`
-//! landed on ([`Change::TaskAnswers`], [`Change::TaskStop`]): the replica
-//! that runs it hands them to its handler (`tasks`).
+//! The feed also tells a replica that a task it runs was answered or
+//! cancelled on another one ([`Change::TaskAnswers`], [`Change::TaskStop`]).
+//! Such a message only says where to look: the answers and the
+//! cancellation are in the task store, where the replica that runs the
+//! task reads them (`tasks`), so a lost message costs time (until the
+//! server reads its tasks again) and a forged one changes nothing.
+//!
+//! A feed that was cut off and is back tells the server so
+//! ([`Change::Reconnected`]): its listens hear that every list may have
+//! changed, and the tasks it runs are read again.
 
 use std::sync::{Arc, OnceLock};
 
 use serde::{Deserialize, Serialize};
 
 use crate::server::event::{ServerEvent, TaskUpdate};
-use crate::types::{DetailedTask, InputResponses};
+use crate::types::DetailedTask;
 
 /// A change published on a server, as it travels between replicas.
 /// Serializes to a small JSON object (`{"kind":"resourceUpdated","uri":..}`),
@@ -50,21 +56,26 @@ pub enum Change {
         /// The task as `tasks/get` would show it.
         task: Box<DetailedTask>,
     },
-    /// Answers a replica took for a task another replica runs
-    /// (`tasks/update`): for the handler that waits for them there. Not a
-    /// subscription's event.
+    /// A replica stored answers (`tasks/update`) for a task another
+    /// replica may run: the handler waiting there takes them from the
+    /// store. Not a subscription's event.
     TaskAnswers {
         /// The task.
         task_id: String,
-        /// The answers, by their keys in `inputRequests`.
-        responses: InputResponses,
     },
-    /// `tasks/cancel` taken by a replica for a task another runs: its
-    /// handler's token trips there. Not a subscription's event.
+    /// A replica cancelled (`tasks/cancel`) a task another replica may
+    /// run: that replica reads the task and, if the store says it ended,
+    /// trips its handler's token. Not a subscription's event.
     TaskStop {
         /// The task.
         task_id: String,
     },
+    /// Never sent: a feed delivers it to its own replica after it was cut
+    /// off (Redis restarted, the connection broke or went silent) and is
+    /// back, since changes sent meanwhile may be lost. The server's listens
+    /// hear that each list may have changed, and the tasks it runs are
+    /// read again.
+    Reconnected,
 }
 
 /// Carries the changes a server publishes to the other replicas of the
@@ -83,9 +94,21 @@ pub trait ChangeFeed: Send + Sync {
 
     /// Starts delivering the changes the other replicas send: `deliver`
     /// for each, in the order each replica sent them, from a thread of the
-    /// feed's own, until the feed is dropped. Called once, when the server
-    /// is built.
+    /// feed's own, until the feed is dropped; and [`Change::Reconnected`]
+    /// after a break in which some may have been lost. Called once, when
+    /// the server is built.
     fn receive(&self, deliver: Box<dyn Fn(Change) + Send + Sync>);
+
+    /// The key the replicas share
+    /// ([`ServerBuilder::request_state_key`](crate::ServerBuilder::request_state_key)),
+    /// given by the server before [`receive`](ChangeFeed::receive) when one
+    /// was set: a feed over a bus that others can write to should
+    /// authenticate what it sends with it and drop what does not verify,
+    /// so that a stranger cannot show a listener a change. The default
+    /// does nothing.
+    fn authenticate(&self, key: &[u8; 32]) {
+        let _ = key;
+    }
 }
 
 /// A server's link to its other replicas: its feed, if it has one, and
@@ -111,7 +134,16 @@ impl Replicas {
     ) {
         let task_signals = Arc::clone(&self.task_signals);
         feed.receive(Box::new(move |change| {
-            if let Change::TaskAnswers { .. } | Change::TaskStop { .. } = change {
+            if let Change::Reconnected = change {
+                // What was sent meanwhile may be lost: every list may have
+                // changed, for the listens here.
+                deliver(ServerEvent::ToolsListChanged);
+                deliver(ServerEvent::PromptsListChanged);
+                deliver(ServerEvent::ResourcesListChanged);
+            }
+            if let Change::TaskAnswers { .. } | Change::TaskStop { .. } | Change::Reconnected =
+                change
+            {
                 if let Some(signal) = task_signals.get() {
                     signal(change);
                 }
@@ -141,6 +173,8 @@ pub(crate) fn to_event(change: &Change) -> Option<ServerEvent> {
         Change::ResourcesListChanged => ServerEvent::ResourcesListChanged,
         Change::ResourceUpdated { uri } => ServerEvent::ResourceUpdated(uri.as_str().into()),
         Change::TaskStatus { task } => ServerEvent::TaskStatus(Arc::new(TaskUpdate::of(task)?)),
-        Change::TaskAnswers { .. } | Change::TaskStop { .. } => return None,
+        Change::TaskAnswers { .. } | Change::TaskStop { .. } | Change::Reconnected => {
+            return None;
+        }
     })
 }

@@ -7,7 +7,7 @@
 //! call returns (see `conn`). So what a handler publishes reaches its
 //! client before the handler's reply, from whatever thread it published.
 //! A client that stops reading makes a publisher wait (in its own write,
-//! or once half the output's buffer waits behind another's), as it makes
+//! or for the one in progress before it: see `conn::handle`), as it makes
 //! every other writer to it wait (over HTTP, until the write timeout drops
 //! it, `HttpOptions::write_timeout`).
 

@@ -15,16 +15,12 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-#[cfg(feature = "legacy")]
-use crossbeam_channel::Receiver;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
 use crate::jsonrpc::{ErrorObject, RequestId, encode_notification};
 use crate::server::cancel::CancelToken;
-#[cfg(feature = "legacy")]
-use crate::server::event::{AskFailed, AskReply};
 use crate::server::mrtr::Retry;
 use crate::server::request_meta::RequestMeta;
 use crate::server::tasks::link::TaskLink;
@@ -53,22 +49,25 @@ pub(crate) trait Outlet: Send + Sync {
     /// request is still in flight.
     fn notify(&self, id: &RequestId, seq: u64, line: Vec<u8>);
 
-    /// Writes `line`, the server's own request `ask` to a legacy client on
-    /// behalf of request `id` (sequence `seq`), if that request is still in
-    /// flight; its answer comes on the channel (see `legacy::input`).
-    #[cfg(feature = "legacy")]
-    fn ask(
-        &self,
-        id: &RequestId,
-        seq: u64,
-        ask: RequestId,
-        line: &[u8],
-    ) -> Result<Receiver<AskReply>, AskFailed>;
+    /// Request `id` (sequence `seq`) gives up its slot while it waits
+    /// (see [`RequestContext::wait_without_slot`]).
+    fn stop_holding(&self, id: &RequestId, seq: u64) -> Holding;
 
-    /// The asks `asks` are not awaited any more: each still open is
-    /// cancelled at the client.
-    #[cfg(feature = "legacy")]
-    fn withdraw(&self, asks: &[RequestId]);
+    /// Request `id` (sequence `seq`) is done waiting: it holds its slot
+    /// again.
+    fn hold_again(&self, id: &RequestId, seq: u64);
+}
+
+/// What [`Outlet::stop_holding`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Holding {
+    /// The request gave up its slot.
+    Released,
+    /// It held none to give up: inline, not in flight any more, or
+    /// waiting so already.
+    NoSlot,
+    /// Refused: as many requests as there are slots wait so already.
+    Full,
 }
 
 /// What the user did with an elicitation form, its fields read into `T`
@@ -271,6 +270,43 @@ impl RequestContext {
     /// whether the request is cancelled.
     pub fn wait_cancelled(&self, timeout: Duration) -> bool {
         self.token.wait_timeout(timeout)
+    }
+
+    /// Runs `wait`, a wait for something outside the server (another
+    /// service, a lock, a person's answer), while this request holds no
+    /// slot of its connection: the requests queued behind it
+    /// ([`ServerBuilder::max_running`](crate::ServerBuilder::max_running))
+    /// may start meanwhile, where a pooled handler that waits with its slot
+    /// held keeps them waiting. It takes its slot again when `wait` returns
+    /// (for a moment past `max_running`, if need be).
+    ///
+    /// Returns `None`, without running `wait`, when as many requests of the
+    /// connection wait like this as it has slots: past that, the requests
+    /// behind them could fill the queue and stop the server reading, and
+    /// so reading what the waits may be waiting for. A handler with no
+    /// slot to give up (an inline one, a task's) just runs `wait`.
+    ///
+    /// ```
+    /// # fn handler(ctx: &mcp_stdio::RequestContext, lock: &std::sync::Mutex<()>) -> Result<(), mcp_stdio::ErrorObject> {
+    /// let guard = ctx
+    ///     .wait_without_slot(|| lock.lock())
+    ///     .ok_or_else(|| mcp_stdio::ErrorObject::internal_error("too busy: try again"))?;
+    /// # drop(guard); Ok(()) }
+    /// ```
+    pub fn wait_without_slot<T>(&self, wait: impl FnOnce() -> T) -> Option<T> {
+        let Sink::Conn { outlet, seq } = &self.sink else {
+            return Some(wait());
+        };
+        match outlet.stop_holding(&self.id, *seq) {
+            Holding::Full => None,
+            Holding::NoSlot => Some(wait()),
+            Holding::Released => {
+                // Taken again even if `wait` panics: the counts stay true.
+                let waited = std::panic::catch_unwind(std::panic::AssertUnwindSafe(wait));
+                outlet.hold_again(&self.id, *seq);
+                Some(waited.unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
+            }
+        }
     }
 
     /// Fails with `-32021` unless the request declared the client

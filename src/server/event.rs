@@ -1,15 +1,8 @@
 //! What the application publishes to the open subscriptions
-//! ([`ServerEvent`]), and what a legacy client's answer to one of the
-//! server's asks comes back as ([`AskReply`]). Plain data: the connection
-//! state (`conn`) acts on both.
+//! ([`ServerEvent`]). Plain data: the connection state (`conn`) acts on it.
 
 use std::sync::Arc;
 
-#[cfg(feature = "legacy")]
-use serde_json::value::RawValue;
-
-#[cfg(feature = "legacy")]
-use crate::jsonrpc::ErrorObject;
 use crate::jsonrpc::RequestId;
 
 /// What the application published, or asked of the open subscriptions.
@@ -47,21 +40,4 @@ impl TaskUpdate {
             members,
         })
     }
-}
-
-/// What a client sent back for one ask.
-#[cfg(feature = "legacy")]
-pub(crate) type AskReply = Result<Box<RawValue>, AskFailed>;
-
-/// Why an ask got no answer.
-#[cfg(feature = "legacy")]
-pub(crate) enum AskFailed {
-    /// The client answered with this error.
-    Client(ErrorObject),
-    /// The server did not send the ask: too many requests already wait for
-    /// this client's answers.
-    Refused(ErrorObject),
-    /// The server did not send the ask: the request was cancelled, or the
-    /// connection is closing.
-    Closed,
 }

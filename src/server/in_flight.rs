@@ -1,7 +1,7 @@
 //! The in-flight map, which is also the cancellation map: every request of
 //! one connection that began and is not answered yet, by id, with its
 //! cancel token and where it is (on the reader, queued for a slot, on the
-//! pool, or parked waiting for a legacy client's answers).
+//! pool, or on the pool waiting without its slot: `RequestContext::wait_without_slot`).
 //!
 //! It lives in the connection state (`conn`), under the connection's lock.
 //! A request is answered only if its entry is still here when its reply
@@ -35,10 +35,9 @@ pub(crate) enum Stage {
     Queued(Job, usize),
     /// It runs on the pool and holds a slot.
     Running,
-    /// It runs on the pool and waits for a legacy client's answers to this
-    /// many asks: it holds no slot meanwhile (see `conn::legacy`).
-    #[cfg(feature = "legacy")]
-    Parked(usize),
+    /// It runs on the pool and waits for something outside the server
+    /// (`RequestContext::wait_without_slot`): it holds no slot meanwhile.
+    Waiting,
 }
 
 /// The requests in flight by id, the queue for slots, and the counts.
@@ -51,8 +50,8 @@ pub(crate) struct InFlight {
     next_seq: u64,
     /// Requests holding a slot.
     running: usize,
-    #[cfg(feature = "legacy")]
-    parked: usize,
+    /// Requests on the pool waiting without their slot.
+    waiting: usize,
     queued: usize,
     queued_bytes: usize,
 }
@@ -132,51 +131,29 @@ impl InFlight {
         None
     }
 
-    #[cfg(feature = "legacy")]
-    /// Request `id` (sequence `seq`) asked a legacy client for input: one
-    /// more open ask. With its first it gives up its slot, unless `max`
-    /// requests are parked already: then it is refused (`false`).
-    pub fn park(&mut self, id: &RequestId, seq: u64, max: usize) -> bool {
-        let parked =
-            (self.map.get(id)).is_some_and(|e| e.seq == seq && matches!(e.stage, Stage::Parked(_)));
-        if self.parked >= max && !parked {
-            return false;
-        }
-        self.restage(id, seq, |stage| match stage {
-            Stage::Running => Stage::Parked(1),
-            Stage::Parked(open) => Stage::Parked(open + 1),
-            other => other,
-        });
-        true
+    /// Request `id` (sequence `seq`), running on the pool, gives up its
+    /// slot while it waits (`RequestContext::wait_without_slot`), unless
+    /// `max` requests wait so already. Returns whether it did; `false` for a
+    /// request not running (inline, cancelled, waiting already).
+    pub fn stop_holding(&mut self, id: &RequestId, seq: u64, max: usize) -> bool {
+        self.waiting < max && self.restage(id, seq, Stage::Running, Stage::Waiting)
     }
 
-    #[cfg(feature = "legacy")]
-    /// One ask of request `id` was answered or withdrawn: with its last
-    /// one it holds a slot again (for a moment past `max_running`, if
-    /// need be: it was running already).
-    pub fn unpark(&mut self, id: &RequestId, seq: u64) {
-        self.restage(id, seq, |stage| match stage {
-            Stage::Parked(1) => Stage::Running,
-            Stage::Parked(open) => Stage::Parked(open - 1),
-            other => other,
-        });
+    /// How many requests wait without their slot.
+    pub fn waiting(&self) -> usize {
+        self.waiting
     }
 
-    #[cfg(feature = "legacy")]
-    /// The legacy client will answer nothing more: every parked request
-    /// holds a slot again (its handler is about to fail).
-    pub fn unpark_all(&mut self) {
-        let mut unparked = 0;
-        for entry in self.map.values_mut() {
-            if let Stage::Parked(_) = entry.stage {
-                entry.stage = Stage::Running;
-                unparked += 1;
-            }
-        }
-        for _ in 0..unparked {
-            self.count(&Stage::Parked(0), false);
-            self.count(&Stage::Running, true);
-        }
+    /// Whether request `id` (sequence `seq`) runs on the pool, holding its
+    /// slot.
+    pub fn is_running(&self, id: &RequestId, seq: u64) -> bool {
+        (self.map.get(id)).is_some_and(|e| e.seq == seq && matches!(e.stage, Stage::Running))
+    }
+
+    /// Request `id` (sequence `seq`) is done waiting: it holds a slot again
+    /// (for a moment past `max_running`, if need be: it was running).
+    pub fn hold_again(&mut self, id: &RequestId, seq: u64) {
+        self.restage(id, seq, Stage::Waiting, Stage::Running);
     }
 
     /// Whether the queue for slots holds `lines` requests or `bytes` bytes
@@ -190,16 +167,20 @@ impl InFlight {
         self.running < max_running
     }
 
-    #[cfg(feature = "legacy")]
-    fn restage(&mut self, id: &RequestId, seq: u64, change: impl FnOnce(Stage) -> Stage) {
-        let Some(entry) = self.map.get_mut(id).filter(|e| e.seq == seq) else {
-            return;
-        };
-        let old = std::mem::replace(&mut entry.stage, Stage::Inline);
-        self.count(&old, false);
-        let new = change(old);
-        self.count(&new, true);
-        self.map.get_mut(id).expect("in flight").stage = new;
+    /// Moves request `id` (sequence `seq`) from stage `from` to `to` (two
+    /// stages without a job); returns whether it was in `from`.
+    fn restage(&mut self, id: &RequestId, seq: u64, from: Stage, to: Stage) -> bool {
+        let current = self.map.get(id).filter(|e| e.seq == seq);
+        let same = |e: &Entry| std::mem::discriminant(&e.stage) == std::mem::discriminant(&from);
+        if !current.is_some_and(same) {
+            return false;
+        }
+        self.count(&from, false);
+        self.count(&to, true);
+        if let Some(entry) = self.map.get_mut(id) {
+            entry.stage = to;
+        }
+        true
     }
 
     /// A request enters `stage` or leaves it: the only code that changes
@@ -209,8 +190,7 @@ impl InFlight {
             Stage::Inline => return,
             Stage::Queued(_, bytes) => (&mut self.queued, *bytes),
             Stage::Running => (&mut self.running, 0),
-            #[cfg(feature = "legacy")]
-            Stage::Parked(_) => (&mut self.parked, 0),
+            Stage::Waiting => (&mut self.waiting, 0),
         };
         if enter {
             *counter += 1;

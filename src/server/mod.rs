@@ -14,6 +14,7 @@ pub(crate) mod connections;
 pub(crate) mod context;
 pub(crate) mod dispatch;
 pub(crate) mod event;
+pub(crate) mod front;
 pub(crate) mod handlers;
 pub(crate) mod heap;
 #[cfg(feature = "http")]
@@ -24,6 +25,7 @@ pub(crate) mod legacy;
 pub(crate) mod meta;
 pub(crate) mod mrtr;
 pub(crate) mod notifier;
+pub(crate) mod out;
 pub(crate) mod pool;
 pub(crate) mod reader;
 #[cfg(feature = "redis")]
@@ -182,7 +184,8 @@ impl StopHandle {
     /// Shuts the server down the way end of input does: no new work,
     /// in-flight handlers get the grace period, then they are cancelled,
     /// the output is flushed and [`Server::serve`] returns. Stopping is
-    /// final: a later `serve` on the same server returns at once.
+    /// final: a later `serve` on the same server returns at once. It never
+    /// blocks on a client: each connection's shutdown sends what is left.
     pub fn stop(&self) {
         self.inner.connections.stop();
     }
@@ -307,6 +310,12 @@ impl Server {
 }
 
 impl Inner {
+    /// Whether the server serves legacy clients (the `legacy` feature, and
+    /// not [`ServerBuilder::modern_only`]).
+    pub(crate) fn serves_legacy(&self) -> bool {
+        cfg!(feature = "legacy") && !self.config.modern_only
+    }
+
     pub(crate) fn trace(&self, line: &str) {
         let mut limit = self.trace_limit.lock().unwrap_or_else(|e| e.into_inner());
         limit.note(&*self.trace, line);

@@ -35,9 +35,26 @@ use crate::types::method;
 /// The input buffer: large enough that a burst of small lines is one read.
 const INPUT_BUFFER: usize = 64 * 1024;
 
-/// Reads and dispatches `input` until it ends or the connection closes;
-/// then announces the end.
-pub(crate) fn read_loop(inner: &Arc<Inner>, conn: &ConnHandle, input: Box<dyn BufRead + Send>) {
+/// A front end: what stands between the input and the core for the
+/// messages of another era (the legacy era's `legacy::Front`). It acts on
+/// the messages that are its own, through the same connection's methods,
+/// and hands the others back for the core.
+pub(crate) trait FrontEnd: Send {
+    /// Acts on `incoming` (a line of `bytes` bytes) if it is its own;
+    /// otherwise hands it back.
+    fn take<'a>(&mut self, incoming: Incoming<'a>, bytes: usize) -> Option<Incoming<'a>>;
+    /// Nothing more comes: the input ended, or the connection closed.
+    fn end(&mut self);
+}
+
+/// Reads and dispatches `input` until it ends or the connection closes
+/// (what `front` takes goes to it first); then announces the end.
+pub(crate) fn read_loop(
+    inner: &Arc<Inner>,
+    conn: &ConnHandle,
+    input: Box<dyn BufRead + Send>,
+    mut front: Option<Box<dyn FrontEnd>>,
+) {
     let max_line = inner.config.max_line_bytes;
     let mut input = BufReader::with_capacity(INPUT_BUFFER, SendFirst { input, conn });
     let mut buf = Vec::new();
@@ -59,17 +76,30 @@ pub(crate) fn read_loop(inner: &Arc<Inner>, conn: &ConnHandle, input: Box<dyn Bu
                     }
                 }
             }
-            Ok(Line::Eof) => return conn.end(End::Eof),
+            Ok(Line::Eof) => break,
             Err(e) => {
                 inner.trace(&format!("reading input failed: {e}"));
-                return conn.end(End::Eof);
+                break;
             }
         };
         if conn.is_closed() {
-            return;
+            break;
         }
-        dispatch(inner, conn, incoming, buf.len());
+        let bytes = buf.len();
+        let incoming = match &mut front {
+            Some(front) => front.take(incoming, bytes),
+            None => Some(incoming),
+        };
+        if let Some(incoming) = incoming {
+            dispatch(inner, conn, incoming, bytes);
+        }
         reuse_or_shrink(&mut buf);
+    }
+    if let Some(front) = &mut front {
+        front.end();
+    }
+    if !conn.is_closed() {
+        conn.end(End::Eof);
     }
 }
 
@@ -106,23 +136,15 @@ pub(crate) fn dispatch(
             request(inner, conn, id, &method, params, bytes);
         }
         Incoming::Notification { method, params } => {
-            if method == method::NOTIFICATION_CANCELLED {
-                if let Some(id) = cancelled_id(params.as_ref()) {
-                    conn.act(Sending::BeforeRead, |c| c.cancel(&id));
-                }
-            } else if method == "notifications/initialized" {
-                #[cfg(feature = "legacy")]
-                conn.act(Sending::BeforeRead, |c| c.mark_initialized());
+            if method == method::NOTIFICATION_CANCELLED
+                && let Some(id) = cancelled_id(params.as_ref())
+            {
+                conn.act(Sending::BeforeRead, |c| c.cancel(&id));
             }
             // Spec 2026-07-28 basic/index: notifications are never
             // answered; unknown ones are ignored.
         }
         Incoming::Response { id, reply } => {
-            #[cfg(feature = "legacy")]
-            if conn.act(Sending::BeforeRead, |c| c.answer(id.as_ref(), reply)) {
-                return;
-            }
-            #[cfg(not(feature = "legacy"))]
             drop(reply);
             let id = id.map_or_else(|| "null".to_owned(), |id| id.to_string());
             inner.trace(&format!(
@@ -145,13 +167,7 @@ fn request(
     params: Option<Params<'_>>,
     bytes: usize,
 ) {
-    #[cfg(feature = "legacy")]
-    let prepared = {
-        let session = conn.look(|c| c.session());
-        prepare(inner, method, params, session.as_ref())
-    };
-    #[cfg(not(feature = "legacy"))]
-    let prepared = prepare(inner, method, params);
+    let prepared = prepare(inner, method, params, None);
     if let Some(job) = conn.begin(id, prepared, bytes) {
         conn.run_inline(job);
     }

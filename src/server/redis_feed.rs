@@ -5,17 +5,29 @@
 //!
 //! Pub/sub delivers to whoever is subscribed at the moment: a change
 //! published while a replica's subscriber is reconnecting (Redis restarted,
-//! the network broke) does not reach that replica's listens. A client that
-//! must not miss a change re-reads the list (or the resource) after its
-//! stream was broken, as it would after any reconnection.
+//! the network broke) does not reach that replica's listens. So after each
+//! break the subscriber delivers [`Change::Reconnected`]: its listens hear
+//! that every list may have changed, and the server reads the tasks it
+//! runs again. A subscriber connection that went silent without a reset
+//! (a NAT or load balancer that forgot it) is found by a `PING` after
+//! [`QUIET`] without a message, and opened again.
+//!
+//! With the replicas' shared key ([`ChangeFeed::authenticate`]) every
+//! message carries an HMAC-SHA256 of its content, and a message that does
+//! not verify is dropped: a client of Redis that may `PUBLISH` on the
+//! channel cannot show a listener a change. (Replay of a genuine message
+//! is not prevented; none can act on a task by itself: answers and stops
+//! are read from the task store.)
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::thread;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, Sender};
+use hmac::{Hmac, Mac};
 use serde::{Deserialize, Serialize};
+use sha2::Sha256;
 
 use crate::error::Error;
 use crate::server::change_feed::{Change, ChangeFeed};
@@ -24,16 +36,27 @@ use crate::server::change_feed::{Change, ChangeFeed};
 /// feed was dropped, and the longest a reconnection waits between tries.
 const LOOK: Duration = Duration::from_secs(1);
 
+/// How long the subscriber may hear nothing before it sends a `PING`; if
+/// the answer takes longer than [`REPLY`] the connection is taken to be
+/// dead and opened again. A dead connection is thus found within
+/// `QUIET + REPLY` (10 s).
+const QUIET: Duration = Duration::from_secs(5);
+
 /// How long the publisher waits for Redis to take a `PUBLISH` and answer it
 /// before it takes the connection for broken: a Redis that stopped
 /// answering, or a network that dropped it without a word, would otherwise
 /// hold every change after it until the kernel gives up (many minutes).
 const REPLY: Duration = Duration::from_secs(5);
 
-/// How many changes may wait for the publisher; past that (Redis slower
-/// than the server's changes for a long while) a change is lost, as one
-/// published while the connection is down is.
+/// How many changes may wait for the publisher, and how many bytes in
+/// all; past either (Redis slower than the server's changes for a long
+/// while) a change is lost, as one published while the connection is down
+/// is.
 const OUTBOX: usize = 65_536;
+const OUTBOX_BYTES: usize = 64 << 20;
+
+/// What an authenticated message starts with, before its MAC and body.
+const SIGNED: &[u8] = b"mcp-stdio-feed-v1.";
 
 /// A [`ChangeFeed`] over Redis pub/sub: every replica of a server opens one
 /// on the same Redis and channel.
@@ -51,10 +74,13 @@ const OUTBOX: usize = 65_536;
 /// Two threads of its own: one publishes (`send` only queues, so a
 /// publisher never waits for Redis), one receives. A lost connection is
 /// opened again, once a second at most; what was published meanwhile is
-/// lost (see the module docs of `redis_feed`). A Redis that takes more
-/// than 5 s to answer a `PUBLISH` is taken to be lost too, and at most
-/// 65,536 changes wait for the publisher. Dropping the feed (with the
-/// server that holds it) ends both threads.
+/// lost, and the replica's listens are told (see the module docs of
+/// `redis_feed`). A Redis that takes more than 5 s to answer a `PUBLISH`
+/// is taken to be lost too, a subscriber silent for 5 s is pinged, and at
+/// most 65,536 changes and 64 MiB wait for the publisher. With the
+/// replicas' shared key (`request_state_key`) every message is
+/// authenticated. Dropping the feed (with the server that holds it) ends
+/// both threads.
 pub struct RedisChangeFeed {
     client: redis::Client,
     channel: String,
@@ -62,6 +88,10 @@ pub struct RedisChangeFeed {
     /// its own changes.
     replica: String,
     outbox: Sender<Vec<u8>>,
+    /// The bytes waiting in the outbox.
+    queued: Arc<AtomicUsize>,
+    /// The replicas' shared key, once the server gave it.
+    key: Arc<OnceLock<[u8; 32]>>,
     stopped: Arc<AtomicBool>,
     /// How many sent changes went out (for tests and diagnostics).
     published: Arc<AtomicU64>,
@@ -92,18 +122,22 @@ impl RedisChangeFeed {
         let (outbox, queue) = crossbeam_channel::bounded(OUTBOX);
         let stopped = Arc::new(AtomicBool::new(false));
         let published = Arc::new(AtomicU64::new(0));
+        let queued = Arc::new(AtomicUsize::new(0));
         let feed = RedisChangeFeed {
             client: client.clone(),
             channel: channel.to_owned(),
             replica: replica_name()?,
             outbox,
+            queued: Arc::clone(&queued),
+            key: Arc::new(OnceLock::new()),
             stopped,
             published: Arc::clone(&published),
         };
         let channel = feed.channel.clone();
+        let sent = Sent { published, queued };
         thread::Builder::new()
             .name("mcp-redis-publish".into())
-            .spawn(move || publish(&client, publisher, &channel, &queue, &published))?;
+            .spawn(move || publish(&client, publisher, &channel, &queue, &sent))?;
         Ok(feed)
     }
 
@@ -119,20 +153,78 @@ impl ChangeFeed for RedisChangeFeed {
             from: self.replica.clone(),
             change: change.clone(),
         };
-        if let Ok(message) = serde_json::to_vec(&envelope) {
-            // Full: lost (see `OUTBOX`). The publisher ends only when the
-            // feed is dropped.
-            let _ = self.outbox.try_send(message);
+        let Ok(body) = serde_json::to_vec(&envelope) else {
+            return;
+        };
+        let message = match self.key.get() {
+            Some(key) => sign(key, &body),
+            None => body,
+        };
+        let size = message.len();
+        // Full, by count or by bytes: lost (see `OUTBOX`). The publisher
+        // ends only when the feed is dropped.
+        if self.queued.fetch_add(size, Ordering::AcqRel) + size > OUTBOX_BYTES
+            || self.outbox.try_send(message).is_err()
+        {
+            self.queued.fetch_sub(size, Ordering::AcqRel);
         }
     }
 
     fn receive(&self, deliver: Box<dyn Fn(Change) + Send + Sync>) {
         let (client, channel) = (self.client.clone(), self.channel.clone());
         let (replica, stopped) = (self.replica.clone(), Arc::clone(&self.stopped));
+        let key = self.key.get().copied();
         let _ = thread::Builder::new()
             .name("mcp-redis-subscribe".into())
-            .spawn(move || subscribe(&client, &channel, &replica, &stopped, &*deliver));
+            .spawn(move || {
+                let me = Subscriber {
+                    client: &client,
+                    channel: &channel,
+                    replica: &replica,
+                    key: key.as_ref(),
+                    stopped: &stopped,
+                };
+                me.run(&*deliver);
+            });
     }
+
+    fn authenticate(&self, key: &[u8; 32]) {
+        let _ = self.key.set(*key);
+    }
+}
+
+/// `SIGNED`, the hex HMAC-SHA256 of `body` under `key`, a dot, `body`.
+fn sign(key: &[u8; 32], body: &[u8]) -> Vec<u8> {
+    let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(key).expect("any key length");
+    mac.update(body);
+    let tag = mac.finalize().into_bytes();
+    let mut message = Vec::with_capacity(SIGNED.len() + 65 + body.len());
+    message.extend_from_slice(SIGNED);
+    for b in tag {
+        message.extend_from_slice(format!("{b:02x}").as_bytes());
+    }
+    message.push(b'.');
+    message.extend_from_slice(body);
+    message
+}
+
+/// The body of a message `sign` made with `key`; `None` when it was not
+/// (in constant time over the tag).
+fn verify<'a>(key: &[u8; 32], message: &'a [u8]) -> Option<&'a [u8]> {
+    let rest = message.strip_prefix(SIGNED)?;
+    let (hex, body) = (rest.get(..64)?, rest.get(65..)?);
+    if rest.get(64) != Some(&b'.') {
+        return None;
+    }
+    let mut tag = [0u8; 32];
+    for (i, pair) in hex.chunks(2).enumerate() {
+        let text = std::str::from_utf8(pair).ok()?;
+        tag[i] = u8::from_str_radix(text, 16).ok()?;
+    }
+    let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(key).expect("any key length");
+    mac.update(body);
+    mac.verify_slice(&tag).ok()?;
+    Some(body)
 }
 
 impl Drop for RedisChangeFeed {
@@ -142,6 +234,12 @@ impl Drop for RedisChangeFeed {
     }
 }
 
+/// What the publisher counts.
+struct Sent {
+    published: Arc<AtomicU64>,
+    queued: Arc<AtomicUsize>,
+}
+
 /// The publisher: sends what is queued, in order, until the feed is
 /// dropped; opens the connection again when it broke.
 fn publish(
@@ -149,10 +247,11 @@ fn publish(
     connection: redis::Connection,
     channel: &str,
     queue: &Receiver<Vec<u8>>,
-    published: &AtomicU64,
+    sent: &Sent,
 ) {
     let mut connection = Some(connection);
     while let Ok(message) = queue.recv() {
+        sent.queued.fetch_sub(message.len(), Ordering::AcqRel);
         // Broken or silent for `REPLY`: once more on a new connection,
         // then the change is lost.
         for _attempt in 0..2 {
@@ -162,10 +261,10 @@ fn publish(
             let Some(open) = connection.as_mut() else {
                 break;
             };
-            let sent: redis::RedisResult<i64> =
+            let done: redis::RedisResult<i64> =
                 redis::cmd("PUBLISH").arg(channel).arg(&message).query(open);
-            if sent.is_ok() {
-                published.fetch_add(1, Ordering::AcqRel);
+            if done.is_ok() {
+                sent.published.fetch_add(1, Ordering::AcqRel);
                 break;
             }
             connection = None;
@@ -181,41 +280,94 @@ fn publisher_connection(client: &redis::Client) -> redis::RedisResult<redis::Con
     Ok(connection)
 }
 
-/// The subscriber: delivers what the other replicas publish until the feed
-/// is dropped; subscribes again when the connection broke.
-fn subscribe(
-    client: &redis::Client,
-    channel: &str,
-    replica: &str,
-    stopped: &AtomicBool,
-    deliver: &(dyn Fn(Change) + Send + Sync),
-) {
-    while !stopped.load(Ordering::Acquire) {
-        let Ok(mut connection) = client.get_connection_with_timeout(LOOK) else {
-            thread::sleep(LOOK);
-            continue;
-        };
-        let mut pubsub = connection.as_pubsub();
-        if pubsub.subscribe(channel).is_err() || pubsub.set_read_timeout(Some(LOOK)).is_err() {
-            thread::sleep(LOOK);
-            continue;
+/// The subscriber's side of the feed.
+struct Subscriber<'a> {
+    client: &'a redis::Client,
+    channel: &'a str,
+    replica: &'a str,
+    key: Option<&'a [u8; 32]>,
+    stopped: &'a AtomicBool,
+}
+
+impl Subscriber<'_> {
+    /// Delivers what the other replicas publish until the feed is
+    /// dropped; subscribes again when the connection broke or went silent,
+    /// and then delivers [`Change::Reconnected`].
+    fn run(&self, deliver: &(dyn Fn(Change) + Send + Sync)) {
+        let mut subscribed_before = false;
+        while !self.stopped.load(Ordering::Acquire) {
+            let Ok(mut connection) = self.client.get_connection_with_timeout(LOOK) else {
+                thread::sleep(LOOK);
+                continue;
+            };
+            // Every wait is bounded, the subscription's answer included: a
+            // silent network must not hold this thread.
+            if connection.set_read_timeout(Some(REPLY)).is_err()
+                || connection.set_write_timeout(Some(REPLY)).is_err()
+            {
+                thread::sleep(LOOK);
+                continue;
+            }
+            let mut pubsub = connection.as_pubsub();
+            if pubsub.subscribe(self.channel).is_err()
+                || pubsub.set_read_timeout(Some(LOOK)).is_err()
+            {
+                thread::sleep(LOOK);
+                continue;
+            }
+            if subscribed_before {
+                deliver(Change::Reconnected);
+            }
+            subscribed_before = true;
+            self.listen(&mut pubsub, deliver);
         }
-        while !stopped.load(Ordering::Acquire) {
+    }
+
+    /// Delivers from one subscription until it breaks, goes silent, or the
+    /// feed is dropped.
+    fn listen(&self, pubsub: &mut redis::PubSub<'_>, deliver: &(dyn Fn(Change) + Send + Sync)) {
+        let mut heard = Instant::now();
+        while !self.stopped.load(Ordering::Acquire) {
             match pubsub.get_message() {
                 Ok(message) => {
-                    let envelope: Result<Envelope, _> =
-                        serde_json::from_slice(message.get_payload_bytes());
-                    if let Ok(envelope) = envelope
-                        && envelope.from != replica
-                    {
-                        deliver(envelope.change);
+                    heard = Instant::now();
+                    if let Some(change) = self.open(message.get_payload_bytes()) {
+                        deliver(change);
                     }
                 }
-                Err(e) if e.is_timeout() => {}
+                Err(e) if e.is_timeout() => {
+                    if heard.elapsed() < QUIET {
+                        continue;
+                    }
+                    // Quiet for long: is anyone there? The answer may take
+                    // `REPLY`; messages that come first are kept for
+                    // `get_message`.
+                    let alive = pubsub.set_read_timeout(Some(REPLY)).is_ok()
+                        && pubsub.ping::<redis::Value>().is_ok()
+                        && pubsub.set_read_timeout(Some(LOOK)).is_ok();
+                    if !alive {
+                        // Leaving the subscription waits for an answer on
+                        // this dead connection: not for long.
+                        let _ = pubsub.set_read_timeout(Some(Duration::from_millis(10)));
+                        return;
+                    }
+                    heard = Instant::now();
+                }
                 // Broken: subscribe again on a new connection.
-                Err(_) => break,
+                Err(_) => return,
             }
         }
+    }
+
+    /// The change in a message from another replica: `None` for this
+    /// replica's own, and (with a key) for one that does not verify.
+    fn open(&self, payload: &[u8]) -> Option<Change> {
+        let body = match self.key {
+            Some(key) => verify(key, payload)?,
+            None => payload,
+        };
+        let envelope: Envelope = serde_json::from_slice(body).ok()?;
+        (envelope.from != self.replica).then_some(envelope.change)
     }
 }
 
@@ -283,6 +435,20 @@ mod tests {
             }
         });
         url
+    }
+
+    #[test]
+    fn a_message_verifies_only_unchanged_and_under_its_key() {
+        let key = [3; 32];
+        let body = br#"{"from":"a","change":{"kind":"toolsListChanged"}}"#;
+        let signed = sign(&key, body);
+        assert_eq!(verify(&key, &signed), Some(&body[..]));
+        assert_eq!(verify(&[4; 32], &signed), None, "another key");
+        let mut changed = signed.clone();
+        *changed.last_mut().unwrap() = b']';
+        assert_eq!(verify(&key, &changed), None, "a changed body");
+        assert_eq!(verify(&key, body), None, "unsigned");
+        assert_eq!(verify(&key, &signed[..40]), None, "cut short");
     }
 
     #[test]

@@ -12,6 +12,7 @@ use crate::jsonrpc::{ErrorObject, RequestId, ResultResponse, encode_error};
 use crate::outcome::Outcome;
 use crate::server::Inner;
 use crate::server::context::RequestContext;
+use crate::server::out::Out;
 use crate::types::{
     DiscoverResult, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
     ListToolsResult, Meta, ResultType, meta_key,
@@ -167,7 +168,7 @@ pub(crate) enum Reply {
 /// A stamped result response, encoded into the output or into a line.
 pub(crate) trait EncodeResult: Send {
     /// Encodes the response into the output (no newline).
-    fn encode_into(&self, out: &mut Vec<u8>) -> serde_json::Result<()>;
+    fn encode_into(&self, out: &mut Out) -> serde_json::Result<()>;
     /// Encodes the response into a new line (no newline).
     fn encode_line(&self) -> Vec<u8>;
     /// Makes it the response a legacy client gets ([`Stamp::unstamp`]):
@@ -185,7 +186,7 @@ struct Stamped<T> {
 }
 
 impl<T: Serialize + Send> Stamped<T> {
-    fn encode(&self, out: &mut Vec<u8>) -> serde_json::Result<()> {
+    fn encode(&self, out: &mut Out) -> serde_json::Result<()> {
         let response = ResultResponse {
             jsonrpc: "2.0",
             id: &self.id,
@@ -198,15 +199,15 @@ impl<T: Serialize + Send> Stamped<T> {
 }
 
 impl<T: Stamp + Send> EncodeResult for Stamped<T> {
-    fn encode_into(&self, out: &mut Vec<u8>) -> serde_json::Result<()> {
+    fn encode_into(&self, out: &mut Out) -> serde_json::Result<()> {
         self.encode(out)
     }
 
     fn encode_line(&self) -> Vec<u8> {
-        let mut line = Vec::with_capacity(256);
-        // Plain data into a Vec: encoding cannot fail (see `write_to`).
+        let mut line = Out::with_capacity(256);
+        // Plain data into a buffer: encoding cannot fail (see `write_to`).
         let _ = self.encode(&mut line);
-        line
+        line.into_vec()
     }
 
     #[cfg(feature = "legacy")]
@@ -259,10 +260,10 @@ impl Reply {
     /// Every result type the server stamps is plain data (strings, numbers,
     /// `Value`s, maps with string keys) whose encoding cannot fail; the
     /// caller still takes back a line an error left half written.
-    pub fn write_to(self, out: &mut Vec<u8>) -> serde_json::Result<()> {
+    pub fn write_to(self, out: &mut Out) -> serde_json::Result<()> {
         match self {
             Reply::Line(line) => {
-                out.extend_from_slice(&line);
+                out.push(&line);
                 Ok(())
             }
             Reply::Result(result) => result.encode_into(out),
@@ -335,9 +336,10 @@ mod tests {
 
     /// What a reply writes into a connection's output, and its line.
     fn both(reply: impl Fn() -> Reply) -> (String, String) {
-        let mut out = b"earlier line\n".to_vec();
+        let mut out = Out::with_capacity(8);
+        out.write_all(b"earlier line\n").unwrap();
         reply().write_to(&mut out).unwrap();
-        let streamed = String::from_utf8(out.split_off(13)).unwrap();
+        let streamed = String::from_utf8(out.into_vec().split_off(13)).unwrap();
         (streamed, String::from_utf8(reply().into_line()).unwrap())
     }
 

@@ -24,7 +24,7 @@ use crossbeam_channel::Receiver;
 use crate::error::Error;
 use crate::server::conn::End;
 use crate::server::conn::handle::{ConnHandle, Sending};
-use crate::server::{Inner, Server, heap, reader};
+use crate::server::{Inner, Server, front, heap, reader};
 use crate::transport::Transport;
 
 impl Server {
@@ -53,17 +53,27 @@ fn serve(inner: &Arc<Inner>, transport: Transport) -> Result<(), Error> {
     let (input, output) = transport.into_parts();
     let (end_tx, end) = crossbeam_channel::unbounded();
     let conn = ConnHandle::new(inner, output, end_tx);
+    let mut front = front::front_end(inner, &conn);
     let key = inner.connections.connect(conn.as_connection());
+    // The front end goes to the reader once it runs; until then it is
+    // this thread's to end.
+    let (give, take) = crossbeam_channel::bounded(1);
     let started = {
         let inner = Arc::clone(inner);
         let conn = conn.clone();
         thread::Builder::new()
             .name("mcp-reader".into())
-            .spawn(move || reader::read_loop(&inner, &conn, input))
+            .spawn(move || reader::read_loop(&inner, &conn, input, take.recv().ok().flatten()))
     };
     let why = match started {
-        Ok(_) => wait_for_end(inner, &conn, &end),
+        Ok(_) => {
+            let _ = give.send(front.take());
+            wait_for_end(inner, &conn, &end)
+        }
         Err(e) => {
+            if let Some(front) = &mut front {
+                front.end();
+            }
             inner.connections.disconnect(key);
             return Err(Error::Io(e));
         }

@@ -14,14 +14,6 @@ use crate::server::request_meta::RequestMeta;
 /// Runs one request's handler for its response.
 pub(crate) type Work = Box<dyn FnOnce(&RequestContext) -> Reply + Send>;
 
-/// What follows an inline legacy request's first round (see
-/// `legacy::Wrap`): its reply for the client, or, when the handler needs
-/// the client's input, the rest of its work (asking, waiting for the
-/// answers, running the handler again), which waits and so runs on the
-/// pool (`ConnHandle::run_inline`).
-#[cfg(feature = "legacy")]
-pub(crate) type Then = Box<dyn FnOnce(Reply) -> Result<Reply, Work> + Send>;
-
 /// A request that passed validation, ready to run.
 pub(crate) struct Job {
     pub meta: RequestMeta,
@@ -30,9 +22,6 @@ pub(crate) struct Job {
     pub inline: bool,
     /// The verified `requestState` and `inputResponses` of a retry.
     pub retry: Option<Retry>,
-    /// An inline legacy request's next step after its first round.
-    #[cfg(feature = "legacy")]
-    pub then: Option<Then>,
 }
 
 /// Calls a job's work, turning a panic into `-32603` for that request.

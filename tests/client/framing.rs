@@ -28,8 +28,9 @@ const NEXT: &str = r#"{"jsonrpc":"2.0","method":"notifications/framing-test","pa
 
 /// `odd-framing`: answers `server/discover` between blank and
 /// whitespace-only lines with `\r\n` endings, and each `tools/call` framed
-/// as its tool's name says (see [`CASES`]); `pair-a` is held until
-/// `pair-b` comes, and both go out in one write, then a blank line.
+/// as its tool's name says (see [`CASES`]); the answer to the first of
+/// `pair-a` and `pair-b` is held until the other comes, and both go out in
+/// one write, then a blank line.
 pub fn fake_odd_framing() -> ! {
     let mut unfinished = String::new();
     let mut held: Option<Vec<u8>> = None;
@@ -71,12 +72,14 @@ pub fn fake_odd_framing() -> ! {
                 send_raw(out, format!("{rest}{answer}\n\n{next_head}").as_bytes());
                 unfinished = format!("{next_tail}\n");
             }
-            "pair-a" => held = Some(format!("{rest}{answer}\n").into_bytes()),
-            "pair-b" => {
-                let mut both = held.take().unwrap_or_default();
-                both.extend_from_slice(format!("{rest}{answer}\n\n").as_bytes());
-                send_raw(out, &both);
-            }
+            // Whichever of the pair comes first waits for the other.
+            "pair-a" | "pair-b" => match held.take() {
+                None => held = Some(format!("{rest}{answer}\n").into_bytes()),
+                Some(mut both) => {
+                    both.extend_from_slice(format!("{rest}{answer}\n\n").as_bytes());
+                    send_raw(out, &both);
+                }
+            },
             _ => send_raw(out, format!("{rest}{answer}\n").as_bytes()),
         }
     });
@@ -106,8 +109,7 @@ pub fn odd_framing_around_replies_delays_and_loses_none() -> Result<String, Stri
     }
     let (a, b) = thread::scope(|scope| {
         let a = scope.spawn(|| client.call_tool("pair-a", json!({ "text": "a" })));
-        // `pair-b` after `pair-a` is on the wire: the fake holds a's answer.
-        thread::sleep(Duration::from_millis(100));
+        // Either may reach the fake first: it holds the first one's answer.
         let b = client.call_tool("pair-b", json!({ "text": "b" }));
         (a.join().map_err(|_| "pair-a panicked".to_owned()), b)
     });

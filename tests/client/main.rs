@@ -46,7 +46,7 @@ use mcp_stdio::types::{
 };
 use mcp_stdio::{
     Client, ClientBuilder, Era, EraPolicy, Error, Outcome, RequestOptions, RestartPolicy,
-    SubscriptionEnd, SubscriptionEvent, Transport,
+    SubscriptionEnd, SubscriptionEvent, Transport, WireDirection,
 };
 use serde_json::{Value, json};
 
@@ -113,6 +113,13 @@ fn run_server(mode: &str) -> ! {
         "noisy-stderr" => seed_rules::fake_noisy_stderr(),
         "legacy-dies-on-probe" => seed_rules::fake_legacy_dies_on_probe(),
         "legacy-silent-dies-on-initialize" => seed_rules::fake_legacy_silent_dies_on_initialize(),
+        "modern-32022-then-silent" => seed_rules::fake_modern_32022_then_silent(),
+        "stderr-flood" => bounds::fake_stderr_flood(),
+        "legacy-requests" => legacy_bounds::fake_legacy_requests(),
+        "restarts-silent" => closing::fake_restarts_silent(),
+        "grandchild-holds-stdout" => closing::fake_grandchild_holds_stdout(),
+        // Not a server: a grandchild that holds its parent's stdout.
+        "holds-stdout" => closing::run_holds_stdout(),
         // Not a server: this process as a client with every default.
         "quiet-client" => quiet::run_quiet_client(),
         // Not servers: this process as a client whose stderr is stuck.
@@ -939,6 +946,56 @@ const CHECKS: &[(&str, Check)] = &[
         "client_example_reports_a_death_mid_run_once",
         quiet::client_example_reports_a_death_mid_run_once,
     ),
+    (
+        "modern_32022_then_silence_falls_back_to_initialize",
+        seed_rules::modern_32022_then_silence_falls_back_to_initialize,
+    ),
+    // 11. What a server that writes, asks or holds without end costs
+    //     (issue 47).
+    (
+        "a_server_flooding_stderr_without_newlines_costs_a_bounded_line",
+        bounds::a_server_flooding_stderr_without_newlines_costs_a_bounded_line,
+    ),
+    (
+        "a_server_that_does_not_read_holds_a_bounded_queue",
+        bounds::a_server_that_does_not_read_holds_a_bounded_queue,
+    ),
+    (
+        "a_legacy_servers_own_cancellation_ends_no_subscription",
+        legacy_bounds::a_legacy_servers_own_cancellation_ends_no_subscription,
+    ),
+    (
+        "a_flood_of_legacy_server_requests_takes_bounded_threads",
+        legacy_bounds::a_flood_of_legacy_server_requests_takes_bounded_threads,
+    ),
+    (
+        "a_legacy_subscribe_that_times_out_is_undone",
+        legacy_bounds::a_legacy_subscribe_that_times_out_is_undone,
+    ),
+    (
+        "close_during_a_restarts_probe_stops_the_new_server",
+        closing::close_during_a_restarts_probe_stops_the_new_server,
+    ),
+    (
+        "close_fails_every_waiter_though_a_grandchild_holds_stdout",
+        closing::close_fails_every_waiter_though_a_grandchild_holds_stdout,
+    ),
+    (
+        "a_panicking_on_log_hook_stops_nothing",
+        hooks::a_panicking_on_log_hook_stops_nothing,
+    ),
+    (
+        "a_panicking_wire_hook_stops_nothing",
+        hooks::a_panicking_wire_hook_stops_nothing,
+    ),
+    (
+        "a_panicking_stderr_sink_stops_nothing",
+        hooks::a_panicking_stderr_sink_stops_nothing,
+    ),
+    (
+        "a_panicking_input_handler_answers_an_error",
+        hooks::a_panicking_input_handler_answers_an_error,
+    ),
     // 8. The interop checks (tests/interop/CHECKS.md) this crate's client
     //    runs against the peers' servers, here against the everything
     //    server in both eras.
@@ -1068,7 +1125,11 @@ macro_rules! ensure {
 
 // After the macro: the modules use it.
 mod bad_replies;
+mod bounds;
+mod closing;
 mod framing;
+mod hooks;
+mod legacy_bounds;
 mod quiet;
 mod seed_rules;
 mod tasks;

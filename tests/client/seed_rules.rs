@@ -279,3 +279,67 @@ pub fn modern_only_does_not_respawn() -> Result<String, String> {
     ensure!(methods == ["server/discover"], "the wire: {methods:?}");
     Ok(String::new())
 }
+
+/// `modern-32022-then-silent`: answers the first `server/discover` with
+/// `-32022` naming the client's version, and no later one; answers
+/// `initialize` as a legacy server, and echoes.
+pub fn fake_modern_32022_then_silent() -> ! {
+    let mut first_discover = true;
+    each_request(|out, id, method, msg| match method {
+        "server/discover" if std::mem::take(&mut first_discover) => send(
+            out,
+            &error_reply(
+                id,
+                -32022,
+                "Unsupported protocol version",
+                Some(json!({ "supported": [MODERN], "requested": "1999-01-01" })),
+            ),
+        ),
+        "server/discover" => {}
+        "initialize" => send(
+            out,
+            &reply(id, legacy_initialize_result(json!({ "tools": {} }))),
+        ),
+        "tools/call" => {
+            let result = json!({ "content": [{ "type": "text", "text": echo_text(msg) }] });
+            send(out, &reply(id, result));
+        }
+        _ => send(out, &error_reply(id, -32601, "Method not found", None)),
+    });
+    std::process::exit(0);
+}
+
+/// Issue 47, item 5: `-32022` makes the client probe once more with a
+/// version the server named; that retry is a probe like the first, so
+/// silence on it means a legacy server, as `era.rs` now says (it said
+/// "never `initialize`", which did not hold).
+pub fn modern_32022_then_silence_falls_back_to_initialize() -> Result<String, String> {
+    let wire = Wire::new("32022-then-silent");
+    let client = builder()
+        .trace(|_| {})
+        .probe_timeout(Duration::from_millis(300))
+        .spawn(server_command("modern-32022-then-silent", Some(&wire)))
+        .map_err(|e| format!("connecting failed: {e}"))?;
+    ensure!(
+        client.era()
+            == Era::Legacy {
+                version: LEGACY.into()
+            },
+        "era {:?}",
+        client.era()
+    );
+    close_ok(client)?;
+    let methods = methods(&wire.lines());
+    ensure!(
+        methods
+            == [
+                "server/discover",
+                "server/discover",
+                "notifications/cancelled",
+                "initialize",
+                "notifications/initialized"
+            ],
+        "the wire: {methods:?}"
+    );
+    Ok(String::new())
+}

@@ -223,3 +223,43 @@ fn reply_stuck_on_a_slow_client(text: String) {
     assert_eq!(peer.recv(), text_result(&peer, 1, &text));
     peer.finish_quietly();
 }
+
+/// A pooled handler that waits for something outside the server without
+/// its slot (`RequestContext::wait_without_slot`) lets the requests queued
+/// behind it start; as many may wait so as there are slots, and past that
+/// the wait is refused without running.
+#[test]
+fn a_handler_waiting_without_its_slot_lets_queued_requests_start() {
+    let (release, gate) = crossbeam_channel::bounded::<()>(0);
+    let (waiting_tx, waiting) = crossbeam_channel::unbounded();
+    let wait = Tool::new("wait", "Waits without its slot for the test's word.");
+    let server = pooled_echo(Server::builder("slots", "1.0.0").max_running(1))
+        .tool(wait, move |ctx, _: Value| {
+            let waited = ctx.wait_without_slot(|| {
+                waiting_tx.send(()).unwrap();
+                gate.recv().is_ok()
+            });
+            let text = match waited {
+                Some(true) => "waited",
+                Some(false) => "released",
+                None => "refused",
+            };
+            Ok(CallToolResult::text(text))
+        })
+        .build();
+    let mut peer = Peer::start(&server);
+    peer.send(&call(1, "wait", json!({})));
+    waiting
+        .recv_timeout(Duration::from_secs(5))
+        .expect("the first call waits");
+    // One slot, given up: a pooled call runs meanwhile (else it would wait
+    // for the first call, which waits for the test).
+    let second = peer.ask(&call(2, "pecho", json!({ "text": "meanwhile" })));
+    assert_eq!(second, text_result(&peer, 2, "meanwhile"));
+    // One waits without its slot already, as many as there are slots.
+    let third = peer.ask(&call(3, "wait", json!({})));
+    assert_eq!(third, text_result(&peer, 3, "refused"));
+    release.send(()).unwrap();
+    assert_eq!(peer.recv(), text_result(&peer, 1, "waited"));
+    peer.finish_quietly();
+}

@@ -1585,12 +1585,13 @@ fn open_roots_session(peer: &mut Peer) {
     peer.send(&initialized());
 }
 
-// An inline tool is inline for both eras: its first round runs on the
-// reader for a legacy client too (before, every legacy request that could
-// ask ran on the pool). The rest, which waits for the client's answers,
-// goes to the pool, so the reader reads on meanwhile.
+// An inline tool that may ask runs on the pool for a legacy client (the
+// legacy front end, `legacy::Wrap::apply`): it may wait for the client's
+// answers, which only the reader can read, so the reader reads on
+// meanwhile. For a modern client it is inline (it asks by returning
+// input_required, and never waits).
 #[test]
-fn an_inline_tool_runs_on_the_reader_for_a_legacy_client_and_waits_for_answers_on_the_pool() {
+fn an_inline_tool_that_may_ask_runs_on_the_pool_for_a_legacy_client() {
     let (server, ran_on) = where_server();
     let mut peer = Peer::start(&server);
     open_roots_session(&mut peer);
@@ -1601,7 +1602,7 @@ fn an_inline_tool_runs_on_the_reader_for_a_legacy_client_and_waits_for_answers_o
     answer(&mut peer, &ask, one_root());
     assert_eq!(peer.recv(), legacy_text(1, "1 root(s)"));
     let rounds: Vec<String> = ran_on.try_iter().collect();
-    assert_eq!(rounds, ["mcp-reader", "mcp-worker"]);
+    assert_eq!(rounds, ["mcp-worker", "mcp-worker"]);
     // A modern call of the same tool: the first round on the reader too.
     let mut modern = call(3, "where", json!({}));
     modern["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"] =

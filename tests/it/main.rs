@@ -44,10 +44,15 @@ mod prompts;
 #[cfg(all(feature = "http", feature = "client", feature = "legacy"))]
 mod proxy;
 #[cfg(feature = "redis")]
+mod redis_faults;
+#[cfg(feature = "redis")]
 mod redis_feed;
 #[cfg(feature = "redis")]
 mod redis_store;
+#[cfg(feature = "redis-tls")]
+mod redis_tls;
 mod resources;
+mod send_path;
 mod shutdown;
 mod spec_examples;
 mod subscriptions;

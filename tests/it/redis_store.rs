@@ -39,6 +39,7 @@ fn working(id: &str, expires: Option<SystemTime>) -> StoredTask {
             ttl_ms: None,
             poll_interval_ms: Some(100),
         }),
+        answers: Default::default(),
         expires,
     }
 }

@@ -144,6 +144,13 @@ impl Peer {
         input.flush().unwrap();
     }
 
+    /// Writes raw bytes as they are (no newline added).
+    pub fn write_raw(&mut self, bytes: &[u8]) {
+        let input = self.input.as_mut().expect("input is open");
+        input.write_all(bytes).unwrap();
+        input.flush().unwrap();
+    }
+
     /// Sends one message.
     pub fn send(&mut self, message: &Value) {
         self.send_raw(serde_json::to_string(message).unwrap().as_bytes());
@@ -242,6 +249,22 @@ impl Peer {
     /// Closes the input (the server reads end of file) but keeps reading.
     pub fn close_input(&mut self) {
         self.input = None;
+    }
+
+    /// Waits, with the input still open, until the server closes its
+    /// output; returns the lines it wrote meanwhile, or `None` if the
+    /// output was still open after `within`.
+    pub fn wait_output_closed(&self, within: Duration) -> Option<Vec<String>> {
+        let deadline = std::time::Instant::now() + within;
+        let mut lines = Vec::new();
+        loop {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(line) => lines.push(line),
+                Err(crossbeam_channel::RecvTimeoutError::Disconnected) => return Some(lines),
+                Err(crossbeam_channel::RecvTimeoutError::Timeout) => return None,
+            }
+        }
     }
 
     /// Asserts that the server writes nothing for `quiet`. Only for checks

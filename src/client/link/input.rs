@@ -10,6 +10,12 @@
 //! rest to the writer thread, which waits for the pipe. Lines keep their
 //! order: a caller writes directly only while no line is queued or being
 //! written, checked under the input's lock.
+//!
+//! What waits for the writer thread is bounded in bytes
+//! ([`MAX_QUEUED_BYTES`]): a server that stops reading its input holds at
+//! most that (and one line) of the client's memory, and a request sent past
+//! it fails at once with an error that says so, never waiting (a caller
+//! never blocks on the server's input).
 
 use std::io::{self, Write};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -20,8 +26,17 @@ use std::os::fd::{AsFd, OwnedFd};
 
 use crossbeam_channel::{Receiver, Sender};
 
+use crate::client::notes::Notes;
 use crate::client::wire::{Wire, WireDirection};
+use crate::error::Error;
 use crate::sync::lock;
+
+/// The most bytes of lines that wait for the writer thread: past it, a
+/// line is refused (a request fails at once, saying why) rather than
+/// queued, so a server that does not read its input costs the client a
+/// bounded amount of memory. A line is always taken when nothing waits,
+/// whatever its size.
+pub(crate) const MAX_QUEUED_BYTES: usize = 16 * 1024 * 1024;
 
 /// A line for the writer thread, its newline included.
 pub(crate) struct Queued {
@@ -77,7 +92,11 @@ pub(crate) struct Input {
     stream: Mutex<Option<Stream>>,
     /// Lines queued for the writer thread and not yet written.
     queued: AtomicUsize,
+    /// Their bytes, at most [`MAX_QUEUED_BYTES`] (and one line).
+    queued_bytes: AtomicUsize,
     wire: Wire,
+    /// Where a panic of the wire hook is noted.
+    notes: Notes,
 }
 
 struct Stream {
@@ -89,7 +108,7 @@ struct Stream {
 }
 
 impl Input {
-    pub fn new(input: ServerInput, wire: Wire) -> Arc<Input> {
+    pub fn new(input: ServerInput, wire: Wire, notes: Notes) -> Arc<Input> {
         Arc::new(Input {
             stream: Mutex::new(Some(Stream {
                 writer: input.writer,
@@ -97,23 +116,26 @@ impl Input {
                 nonblocking: input.nonblocking,
             })),
             queued: AtomicUsize::new(0),
+            queued_bytes: AtomicUsize::new(0),
             wire,
+            notes,
         })
     }
 
+    /// Shows a line to the wire hook; a panic in it is caught (the line is
+    /// still written, and the writer thread goes on).
     fn trace(&self, line: &[u8]) {
         if let Some(wire) = &self.wire {
-            wire(
-                WireDirection::Sent,
-                line.strip_suffix(b"\n").unwrap_or(line),
-            );
+            let line = line.strip_suffix(b"\n").unwrap_or(line);
+            let _ = self.notes.guard("wire", || wire(WireDirection::Sent, line));
         }
     }
 
     /// Sends one line (its newline included): written at once when that
-    /// cannot block, otherwise queued for the writer thread. `false`: the
-    /// input is gone.
-    pub fn send(&self, line: Vec<u8>, queue: &Sender<Queued>) -> bool {
+    /// cannot block, otherwise queued for the writer thread, unless
+    /// [`MAX_QUEUED_BYTES`] wait already. `Err`: the input is gone
+    /// ([`Error::Disconnected`]), or the line was refused ([`Error::Io`]).
+    pub fn send(&self, line: Vec<u8>, queue: &Sender<Queued>) -> Result<(), Error> {
         #[cfg(unix)]
         if self.queued.load(Ordering::SeqCst) == 0
             && let Ok(mut stream) = self.stream.try_lock()
@@ -125,21 +147,32 @@ impl Input {
         {
             self.trace(&line);
             return match write_some(fd, &line) {
-                Ok(n) if n == line.len() => true,
+                Ok(n) if n == line.len() => Ok(()),
                 Ok(n) => {
                     // The rest waits for the pipe, on the writer thread;
                     // queued before the lock is released, so that nothing
-                    // overtakes it.
+                    // overtakes it, and whatever waits already (its start
+                    // is written).
+                    let rest = line[n..].to_vec();
+                    self.queued_bytes.fetch_add(rest.len(), Ordering::SeqCst);
                     self.queued.fetch_add(1, Ordering::SeqCst);
                     queue
                         .send(Queued {
-                            bytes: line[n..].to_vec(),
+                            bytes: rest,
                             traced: true,
                         })
-                        .is_ok()
+                        .map_err(|_| Error::Disconnected)
                 }
-                Err(_) => false,
+                Err(_) => Err(Error::Disconnected),
             };
+        }
+        let len = line.len();
+        let waiting = self.queued_bytes.fetch_add(len, Ordering::SeqCst);
+        if waiting > 0 && waiting + len > MAX_QUEUED_BYTES {
+            self.queued_bytes.fetch_sub(len, Ordering::SeqCst);
+            return Err(Error::Io(io::Error::other(format!(
+                "the server has not read the {waiting} bytes queued for its input, and the client queues at most {MAX_QUEUED_BYTES}: it is stuck or slow, and this message of {len} bytes was not sent"
+            ))));
         }
         self.queued.fetch_add(1, Ordering::SeqCst);
         queue
@@ -147,7 +180,7 @@ impl Input {
                 bytes: line,
                 traced: false,
             })
-            .is_ok()
+            .map_err(|_| Error::Disconnected)
     }
 
     /// The writer thread: writes what is queued, flushing once the queue
@@ -166,6 +199,8 @@ impl Input {
                     self.trace(&line.bytes);
                 }
                 ok = out.write_waiting(&line.bytes).is_ok();
+                self.queued_bytes
+                    .fetch_sub(line.bytes.len(), Ordering::SeqCst);
                 self.queued.fetch_sub(1, Ordering::SeqCst);
                 if !ok {
                     break;
@@ -173,8 +208,12 @@ impl Input {
                 next = lines.try_recv().ok();
             }
             if !ok || out.writer.flush().is_err() {
-                // Closed: callers' lines fail from here on.
+                // Closed: callers' lines fail from here on, as the
+                // connection's end (`Error::Disconnected`, once this
+                // returns and the queue's receiver is gone), not as a
+                // backlog of lines that will never be written.
                 stream.take();
+                self.queued_bytes.store(0, Ordering::SeqCst);
                 return;
             }
         }

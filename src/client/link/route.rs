@@ -42,7 +42,10 @@ impl Link {
             match read_line(&mut *reader, &mut buf, max_line) {
                 Ok(Line::Message) => {
                     if let Some(wire) = &self.wire {
-                        wire(WireDirection::Received, &buf);
+                        // A panic in it is caught: the line is still routed.
+                        let _ = self
+                            .notes
+                            .guard("wire", || wire(WireDirection::Received, &buf));
                     }
                     self.route(&buf, &mut notes);
                 }
@@ -123,6 +126,14 @@ impl Link {
         notes: &mut NoteLimiter,
     ) {
         match lock(&self.server_requests).clone() {
+            // Spec 2025-11-25 basic/utilities/ping: answered promptly, here,
+            // without a thread.
+            #[cfg(feature = "legacy")]
+            Some(_) if method == "ping" => {
+                let mut line = Vec::new();
+                let _ = crate::jsonrpc::encode_result(&mut line, &id, &serde_json::json!({}));
+                self.send(line);
+            }
             #[cfg(feature = "legacy")]
             Some(handlers) => {
                 let params = params.map_or("{}", RawValue::get).to_owned();
@@ -248,11 +259,22 @@ impl Link {
     }
 
     /// A `notifications/cancelled` from the server. Spec 2026-07-28
-    /// basic/patterns/cancellation: a server sends this only to tear down a
-    /// subscription stream.
+    /// basic/patterns/cancellation: a modern server sends this only to tear
+    /// down a subscription stream. A legacy server cancels one of its own
+    /// requests (spec 2025-11-25 basic/utilities/cancellation: a
+    /// cancellation names a request "previously issued in the same
+    /// direction"), never a subscription: those are the client's own, under
+    /// ids that never go on the wire, which the server's ids may equal.
     fn tear_down(&self, params: &Value) {
-        let id = params.get("requestId").and_then(RequestId::from_value);
-        if let Some(tx) = id.and_then(|id| lock(&self.subscriptions).remove(&id)) {
+        let Some(id) = params.get("requestId").and_then(RequestId::from_value) else {
+            return;
+        };
+        if self.is_legacy() {
+            #[cfg(feature = "legacy")]
+            self.cancel_answer(&id);
+            return;
+        }
+        if let Some(tx) = lock(&self.subscriptions).remove(&id) {
             let _ = tx.send(SubscriptionDelivery::TornDown);
         }
     }

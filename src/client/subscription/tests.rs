@@ -40,6 +40,8 @@ fn client_inner(
         restarts: Mutex::new(0),
         closing: AtomicBool::new(false),
         given_up: AtomicBool::new(false),
+        restart: Mutex::default(),
+        restart_wake: std::sync::Condvar::new(),
         options,
     })
 }

@@ -4,25 +4,32 @@
 //! Every change goes through one call, [`ConnHandle::act`]: take the lock,
 //! change the state, let the lock go, and then, in plain sight, hand the
 //! jobs that may start to the pool, wake the threads that wait for a
-//! change, and send what was written. Taking and letting go of the lock
-//! does nothing else, and no `Drop` here does any of it.
+//! change, and send what the change wrote. Taking and letting go of the
+//! lock does nothing else, and no `Drop` here does any of it.
 //!
 //! What was written is sent without the lock, one thread at a time
-//! ([`Output::detach`](super::output::Output::detach)): a thread that
-//! finds another sending leaves its lines to it, and that thread sends
-//! what was written meanwhile before it stops (`Shared::send`). So the
-//! event that sends them is the end of a `write(2)` in progress: never a
-//! read, never a thread that sleeps. A writer far ahead of a client slow to
-//! read waits for it (`Output::backlogged`); over HTTP the write timeout
-//! bounds that (`HttpOptions::write_timeout`).
+//! ([`Output::detach`](super::output::Output::detach)), and each send
+//! takes every line waiting. A thread that wrote sends its lines itself,
+//! unless a send takes them first; when it finds another thread sending,
+//! it waits for that `write(2)` to end and then sends what waits
+//! (`Shared::send_written`). So a thread sends at most once for its lines:
+//! no thread is held sending for others for as long as they write, and
+//! none waits for more than the `write(2)` in progress and its own. A
+//! client slower than the writers makes them wait, which is the
+//! backpressure (over HTTP the write timeout bounds it:
+//! `HttpOptions::write_timeout`); a change that wrote nothing never waits.
 //!
-//! The reader alone holds back what it writes while it has lines in hand
+//! Two changes leave their send to someone else, each to an event that is
+//! never a blocking read (ARCHITECTURE.md, "Who sends, and when"):
+//! the reader holds back what it writes while it has lines in hand
 //! ([`Sending::BeforeRead`]: one `write(2)` for a pipelined burst), and
 //! sends it before it reads ([`ConnHandle::send_held`], called by the
 //! reader's input before every read: `reader::SendFirst`) or sleeps
-//! ([`ConnHandle::wait_until`] sends first). Between the two it only
-//! dispatches the lines it holds, and runs inline handlers, which promise
-//! not to block.
+//! ([`ConnHandle::wait_until`] sends first); between the two it only
+//! dispatches the lines it holds and runs inline handlers, which promise
+//! not to block. A stop ([`Sending::AtShutdown`]) leaves the final results
+//! it writes to the connection's own shutdown, which it starts: the caller
+//! of `stop` never waits on a client.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
@@ -36,11 +43,9 @@ use crate::error::Error;
 use crate::jsonrpc::{ErrorObject, RequestId};
 use crate::server::cancel::CancelToken;
 use crate::server::connections::Connection;
-use crate::server::context::{Outlet, RequestContext, Sink};
+use crate::server::context::{Holding, Outlet, RequestContext, Sink};
 use crate::server::dispatch::Prepared;
 use crate::server::event::ServerEvent;
-#[cfg(feature = "legacy")]
-use crate::server::event::{AskFailed, AskReply};
 use crate::server::in_flight::Stage;
 use crate::server::pool::Job as PoolJob;
 use crate::server::reply::Reply;
@@ -63,12 +68,16 @@ struct Shared {
 /// When what a change wrote is sent.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Sending {
-    /// Before [`ConnHandle::act`] returns (unless another thread is
-    /// sending: it sends these lines too, see the module docs).
+    /// Before [`ConnHandle::act`] returns: sent by this thread, or taken
+    /// by a send that was waiting for the one in progress (see the module
+    /// docs).
     Now,
     /// By the reader, before it next reads or waits, or at once when a
     /// buffer's worth waits already. Only the reader's own calls use it.
     BeforeRead,
+    /// By the connection's shutdown, which the change starts (a stop):
+    /// `serve`'s thread, or over HTTP the thread serving the request.
+    AtShutdown,
 }
 
 impl ConnHandle {
@@ -98,15 +107,15 @@ impl ConnHandle {
         read(&self.0.lock_state())
     }
 
-    /// Sends what waits to be sent: what the reader held back
-    /// ([`Sending::BeforeRead`]). The reader calls it before every read of
-    /// its input (`reader::SendFirst`); over HTTP a POST, which has no next
-    /// line, calls it once its request is dispatched.
+    /// Sends what was held back ([`Sending::BeforeRead`],
+    /// [`Sending::AtShutdown`]), and what was written before it; lines
+    /// other threads wrote after it are theirs to send. The
+    /// reader calls it before every read of its input (`reader::SendFirst`);
+    /// over HTTP a POST, which has no next line, calls it once its request
+    /// is dispatched, and a stop's final results are sent with it.
     pub fn send_held(&self) {
-        let detached = self.0.lock_state().output.detach();
-        if let Some(detached) = detached {
-            self.0.send(detached);
-        }
+        let held = self.0.lock_state().held;
+        self.0.send_written(held);
     }
 
     /// Waits until `done` holds or `deadline` (`None`: none) passes, and
@@ -151,12 +160,25 @@ impl ConnHandle {
 
     /// The end (see [`Conn::shut_down`]): every request still in flight is
     /// answered with `-32603`, everything written is sent, then the output
-    /// is closed. Returns the first failed send.
+    /// is closed, in the same hold of the lock as the last look (nothing is
+    /// written after [`Conn::shut_down`]). Returns the first failed send.
     pub fn shut_down(&self) -> Result<(), Error> {
         self.act(Sending::Now, Conn::shut_down);
-        self.wait_until(None, |c| !c.output.sending() && c.output.waiting() == 0);
-        self.0.closed.store(true, Ordering::Release);
-        let (writer, error) = self.0.lock_state().output.close();
+        let shared = &*self.0;
+        let mut state = shared.lock_state();
+        while state.output.sending() || state.output.waiting() > 0 {
+            match state.output.detach() {
+                Some(detached) => {
+                    drop(state);
+                    shared.send(detached);
+                    state = shared.lock_state();
+                }
+                None => state = shared.wait(state, None),
+            }
+        }
+        shared.closed.store(true, Ordering::Release);
+        let (writer, error) = state.output.close();
+        drop(state);
         let error = match (writer, error) {
             // Flushed and dropped without the lock: the peer sees the end.
             (Some(mut writer), None) => writer.flush().err(),
@@ -167,10 +189,9 @@ impl ConnHandle {
 
     /// Begins a prepared request (the reader's call): it is refused
     /// ([`Conn::refusal`], the only place that refuses one), answered at
-    /// once (an error, a listen, a request of the legacy session), or it
-    /// enters the in-flight map and runs on the pool, or waits for a slot,
-    /// or (an inline one) is handed back for the caller to run
-    /// ([`ConnHandle::run_inline`]). When the queue for slots is full
+    /// once (an error, a listen), or it enters the in-flight map and runs
+    /// on the pool, or waits for a slot, or (an inline one) is handed back
+    /// for the caller to run ([`ConnHandle::run_inline`]). When the queue for slots is full
     /// after it, this waits for room: the reader's backpressure.
     pub fn begin(
         &self,
@@ -184,11 +205,6 @@ impl ConnHandle {
                 Ok(Prepared::Job(job)) => job,
                 Ok(Prepared::Listen(accepted)) => {
                     conn.listen(id, accepted);
-                    return Begun::Answered;
-                }
-                #[cfg(feature = "legacy")]
-                Ok(Prepared::Legacy(request)) => {
-                    conn.legacy_request(&id, request);
                     return Begun::Answered;
                 }
                 Err(error) => {
@@ -214,11 +230,7 @@ impl ConnHandle {
                 return Begun::Inline(InlineJob {
                     ctx,
                     seq,
-                    #[cfg(feature = "legacy")]
-                    bytes,
                     work: job.work,
-                    #[cfg(feature = "legacy")]
-                    then: job.then,
                 });
             }
             Begun::Pooled {
@@ -236,33 +248,9 @@ impl ConnHandle {
     }
 
     /// Runs an inline request's handler, here and without the lock, and
-    /// answers it ([`Conn::finish`]). An inline legacy request whose handler
-    /// needs the client's input goes on on the pool: it waits for answers
-    /// that only the reader can read.
+    /// answers it ([`Conn::finish`]).
     pub fn run_inline(&self, job: InlineJob) {
         let reply = call(job.work, &job.ctx);
-        #[cfg(feature = "legacy")]
-        let reply = match job.then {
-            None => reply,
-            Some(then) => match then(reply) {
-                Ok(reply) => reply,
-                Err(rest) => {
-                    let (ctx, seq, bytes) = (job.ctx, job.seq, job.bytes);
-                    let queue_full = self.act(Sending::BeforeRead, |conn| {
-                        // Out of the map as inline, back in as pooled: the
-                        // same sequence number and token (unless shut down
-                        // meanwhile).
-                        let id = ctx.id().clone();
-                        conn.in_flight.take(&id, seq).is_some()
-                            && self.enter_pooled(conn, id, seq, ctx, rest, bytes)
-                    });
-                    if queue_full {
-                        self.wait_for_room();
-                    }
-                    return;
-                }
-            },
-        };
         let (id, seq) = (job.ctx.id(), job.seq);
         self.act(Sending::BeforeRead, |conn| conn.finish(id, seq, reply));
     }
@@ -328,13 +316,7 @@ enum Begun {
 pub(crate) struct InlineJob {
     ctx: RequestContext,
     seq: u64,
-    /// The size of its line: it counts against `queue_bytes` if it goes
-    /// on on the pool and has to wait for a slot.
-    #[cfg(feature = "legacy")]
-    bytes: usize,
     work: Work,
-    #[cfg(feature = "legacy")]
-    then: Option<crate::server::work::Then>,
 }
 
 impl Shared {
@@ -345,21 +327,20 @@ impl Shared {
     /// See [`ConnHandle::act`].
     fn act<T>(&self, sending: Sending, change: impl FnOnce(&mut Conn) -> T) -> T {
         let mut state = self.lock_state();
+        let before = state.output.written();
         let value = change(&mut state);
-        while state.output.backlogged() {
-            state = self.wait(state, None);
+        let written = state.output.written();
+        let send = written > before
+            && match sending {
+                Sending::Now => true,
+                Sending::BeforeRead => state.output.waiting() >= BUFFER,
+                Sending::AtShutdown => false,
+            };
+        if written > before && sending != Sending::Now {
+            state.held = written;
         }
         let ready = std::mem::take(&mut state.ready);
         let wake = state.waiters > 0;
-        let send_now = match sending {
-            Sending::Now => true,
-            Sending::BeforeRead => state.output.waiting() >= BUFFER,
-        };
-        let detached = if send_now {
-            state.output.detach()
-        } else {
-            None
-        };
         let inner = (!ready.is_empty()).then(|| Arc::clone(&state.inner));
         drop(state);
         // Handed over once the lock is let go: a worker woken on this CPU
@@ -370,36 +351,44 @@ impl Shared {
         if wake {
             self.changed.notify_all();
         }
-        if let Some(detached) = detached {
-            self.send(detached);
+        if send {
+            self.send_written(written);
         }
         value
     }
 
-    /// Sends `detached` without the lock, then what the others wrote
-    /// meanwhile (they left it to this thread: one send at a time, so lines
-    /// leave in the order they were written), until nothing is left. A
-    /// failed send ends serving.
+    /// Sees the first `written` lines on their way: returns once a send
+    /// took them, sending them itself (with whatever else waits) unless
+    /// another thread is sending, whose `write(2)` it then waits for first.
+    /// At most one send: a thread is never held sending for others.
+    fn send_written(&self, written: u64) {
+        let mut state = self.lock_state();
+        while !state.output.taken(written) {
+            match state.output.detach() {
+                Some(detached) => {
+                    drop(state);
+                    return self.send(detached);
+                }
+                None => state = self.wait(state, None),
+            }
+        }
+    }
+
+    /// Sends `detached` without the lock, puts the writer back, and wakes
+    /// the threads waiting for it. A failed send ends serving.
     fn send(&self, mut detached: Detached) {
-        loop {
-            // A writer that panics fails the output like one that errs: the
-            // send must come back, or every writer after it would wait.
-            let sent = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| detached.send()))
-                .unwrap_or_else(|_| Err(std::io::Error::other("the output's writer panicked")));
-            let mut state = self.lock_state();
-            if state.output.attach(detached, sent) {
-                state.fail();
-            }
-            let next = state.output.detach();
-            let wake = state.waiters > 0;
-            drop(state);
-            if wake {
-                self.changed.notify_all();
-            }
-            match next {
-                Some(next) => detached = next,
-                None => return,
-            }
+        // A writer that panics fails the output like one that errs: the
+        // send must come back, or every writer after it would wait.
+        let sent = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| detached.send()))
+            .unwrap_or_else(|_| Err(std::io::Error::other("the output's writer panicked")));
+        let mut state = self.lock_state();
+        if state.output.attach(detached, sent) {
+            state.fail();
+        }
+        let wake = state.waiters > 0;
+        drop(state);
+        if wake {
+            self.changed.notify_all();
         }
     }
 
@@ -431,20 +420,12 @@ impl Outlet for Shared {
         self.act(Sending::Now, |conn| conn.notify(id, seq, line));
     }
 
-    #[cfg(feature = "legacy")]
-    fn ask(
-        &self,
-        request: &RequestId,
-        seq: u64,
-        id: RequestId,
-        line: &[u8],
-    ) -> Result<crossbeam_channel::Receiver<AskReply>, AskFailed> {
-        self.act(Sending::Now, |conn| conn.ask(request, seq, id, line))
+    fn stop_holding(&self, id: &RequestId, seq: u64) -> Holding {
+        self.act(Sending::Now, |conn| conn.stop_holding(id, seq))
     }
 
-    #[cfg(feature = "legacy")]
-    fn withdraw(&self, asks: &[RequestId]) {
-        self.act(Sending::Now, |conn| conn.withdraw(asks));
+    fn hold_again(&self, id: &RequestId, seq: u64) {
+        self.act(Sending::Now, |conn| conn.hold_again(id, seq));
     }
 }
 
@@ -456,7 +437,7 @@ impl Connection for Shared {
     /// Takes effect at once, as end of input would: a request read after
     /// `stop` returned is refused.
     fn stop(&self) {
-        self.act(Sending::Now, |conn| {
+        self.act(Sending::AtShutdown, |conn| {
             conn.begin_shutdown();
             let _ = conn.end.send(End::Stop);
         });

@@ -1,7 +1,9 @@
 //! The connection state: everything the spec's per-connection rules are
 //! about, behind one lock. The in-flight map (which is the cancellation
-//! map), the subscription table, the legacy session and its asks, the
-//! slots, and what is to be written to the output.
+//! map), the subscription table, the slots, and what is to be written to
+//! the output. It knows one era: a legacy client's session and its asks
+//! live in the legacy front end (`legacy::front`), which acts through
+//! these same methods.
 //!
 //! Every thread that acts on a connection does so through
 //! `ConnHandle::act` (`handle.rs`): the reader to begin requests, cancel
@@ -16,8 +18,6 @@
 //! lock is let go (`handle`). Nothing here does I/O.
 
 pub(crate) mod handle;
-#[cfg(feature = "legacy")]
-mod legacy;
 mod output;
 
 use std::io::Write;
@@ -26,10 +26,9 @@ use std::sync::Arc;
 use crossbeam_channel::Sender;
 use serde_json::json;
 
-#[cfg(feature = "legacy")]
-use crate::jsonrpc::IdMap;
 use crate::jsonrpc::{ErrorObject, RequestId, encode_error};
 use crate::server::Inner;
+use crate::server::context::Holding;
 use crate::server::event::ServerEvent;
 use crate::server::in_flight::InFlight;
 use crate::server::pool::Job as PoolJob;
@@ -54,10 +53,12 @@ pub(crate) struct Conn {
     inner: Arc<Inner>,
     in_flight: InFlight,
     subscriptions: SubscriptionTable,
-    #[cfg(feature = "legacy")]
-    legacy: Legacy,
     /// The output: what the methods write goes into its buffer.
     output: Output,
+    /// The lines written up to the last one held back for the reader or
+    /// the shutdown (`handle::Sending`): `ConnHandle::send_held` sends
+    /// those.
+    held: u64,
     /// Where the end of serving is announced, to the thread in `serve`.
     end: Sender<End>,
     /// Pooled jobs that may start: `ConnHandle::act` hands them to the
@@ -66,7 +67,8 @@ pub(crate) struct Conn {
     ready: Vec<PoolJob>,
     /// Shutting down: no request begins any more.
     stopping: bool,
-    /// Shut down: nothing more is read or written.
+    /// Shut down: nothing more is read or written (the last lines were
+    /// the shutdown's own).
     closed: bool,
     /// A write failed: the client is gone.
     failed: bool,
@@ -78,37 +80,14 @@ pub(crate) struct Conn {
     pub lines: u64,
 }
 
-/// The legacy side of one connection (its methods are in `legacy.rs`).
-#[cfg(feature = "legacy")]
-#[derive(Default)]
-struct Legacy {
-    /// Opened by `initialize`; shared with the requests prepared under it.
-    session: Option<Arc<crate::server::legacy::session::LegacySession>>,
-    /// The server's requests to the client awaiting its response, by id.
-    asks: IdMap<Ask>,
-    /// The session's notifications go out on another connection, its GET
-    /// stream (Streamable HTTP): none here.
-    notified_elsewhere: bool,
-}
-
-/// One of the server's requests to a legacy client.
-#[cfg(feature = "legacy")]
-struct Ask {
-    reply: crossbeam_channel::Sender<crate::server::event::AskReply>,
-    /// The request that asked, and its sequence number.
-    request: RequestId,
-    seq: u64,
-}
-
 impl Conn {
     fn new(inner: &Arc<Inner>, output: Box<dyn Write + Send>, end: Sender<End>) -> Conn {
         Conn {
             inner: Arc::clone(inner),
             in_flight: InFlight::default(),
             subscriptions: SubscriptionTable::default(),
-            #[cfg(feature = "legacy")]
-            legacy: Legacy::default(),
             output: Output::new(output),
+            held: 0,
             end,
             ready: Vec::new(),
             stopping: false,
@@ -143,34 +122,57 @@ impl Conn {
     pub fn finish(&mut self, id: &RequestId, seq: u64, reply: Reply) {
         if self.in_flight.take(id, seq).is_some() {
             self.write_reply(reply);
-            #[cfg(feature = "legacy")]
-            self.forget_asks_of(seq);
             self.start_queued();
         }
     }
 
-    /// Writes a notification of request `id` (sequence `seq`: its progress,
-    /// its logs) if the request is still in flight.
-    pub fn notify(&mut self, id: &RequestId, seq: u64, line: Vec<u8>) {
-        if self.in_flight.is_current(id, seq) {
-            self.write(line);
+    /// Writes a message of request `id` (sequence `seq`: its progress, its
+    /// logs, a legacy front end's asks for it) if the request is still in
+    /// flight; returns whether it did.
+    pub fn notify(&mut self, id: &RequestId, seq: u64, line: Vec<u8>) -> bool {
+        let current = self.in_flight.is_current(id, seq);
+        if current {
+            self.write_line(line);
         }
+        current
+    }
+
+    /// Request `id` (sequence `seq`), running on the pool, gives up its
+    /// slot while it waits (`RequestContext::wait_without_slot`), unless
+    /// `max_running` requests wait so already; a queued request may start.
+    pub fn stop_holding(&mut self, id: &RequestId, seq: u64) -> Holding {
+        let max = self.inner.config.max_running;
+        if self.in_flight.stop_holding(id, seq, max) {
+            self.start_queued();
+            Holding::Released
+        } else if self.in_flight.waiting() >= max && self.in_flight.is_running(id, seq) {
+            Holding::Full
+        } else {
+            Holding::NoSlot
+        }
+    }
+
+    /// Request `id` (sequence `seq`) is done waiting: it holds a slot
+    /// again.
+    pub fn hold_again(&mut self, id: &RequestId, seq: u64) {
+        self.in_flight.hold_again(id, seq);
     }
 
     /// `notifications/cancelled` for `id`: the request leaves the map
     /// before its token trips, so whatever its handler does next writes
     /// nothing (spec 2026-07-28 basic/patterns/cancellation: no further
     /// messages for it). A cancelled listen ends without a final result.
-    /// Unknown ids are ignored.
-    pub fn cancel(&mut self, id: &RequestId) {
+    /// Unknown ids are ignored. Returns whether a request in flight was
+    /// cancelled.
+    pub fn cancel(&mut self, id: &RequestId) -> bool {
         if let Some(entry) = self.in_flight.remove(id) {
-            #[cfg(feature = "legacy")]
-            self.withdraw_asks_of(entry.seq);
             entry.token.cancel();
             self.start_queued();
+            true
         } else {
             // From here on nothing carries its subscription id.
             self.subscriptions.remove(id);
+            false
         }
     }
 
@@ -190,15 +192,13 @@ impl Conn {
         let mut line = Vec::with_capacity(160);
         encode_ack(&mut line, &id, &accepted);
         self.subscriptions.insert(id, accepted);
-        self.write(line);
+        self.write_line(line);
     }
 
     /// Delivers a published event to every subscription that asked for it
     /// (spec 2026-07-28 basic/patterns/subscriptions: nothing a client did
     /// not ask for), tagged with its id, or closes subscriptions.
     pub fn publish(&mut self, event: &ServerEvent) {
-        #[cfg(feature = "legacy")]
-        self.publish_legacy(event);
         match event {
             ServerEvent::CloseAll => self.close_subscriptions(),
             ServerEvent::Close(id) => {
@@ -210,7 +210,7 @@ impl Conn {
                 let output = &mut self.output;
                 (self.subscriptions).deliver(event, |line| {
                     output.write_line(|out| {
-                        out.extend_from_slice(line);
+                        out.push(line);
                         Ok(())
                     });
                 });
@@ -237,7 +237,7 @@ impl Conn {
     fn write_final(&mut self, id: &RequestId) {
         let mut line = Vec::with_capacity(160);
         encode_final(&mut line, id, &self.inner.info_value);
-        self.write(line);
+        self.write_line(line);
     }
 
     /// Writes an error response (for a request that never began, or a
@@ -245,7 +245,7 @@ impl Conn {
     pub fn write_error(&mut self, id: Option<&RequestId>, error: &ErrorObject) {
         let mut line = Vec::with_capacity(128);
         encode_error(&mut line, id, error);
-        self.write(line);
+        self.write_line(line);
     }
 
     /// Whether the queue for slots is full: the reader waits before it
@@ -271,8 +271,6 @@ impl Conn {
         }
         self.stopping = true;
         self.close_subscriptions();
-        #[cfg(feature = "legacy")]
-        self.drop_asks();
     }
 
     /// The end: what is still in flight is cancelled and answered with
@@ -280,23 +278,29 @@ impl Conn {
     /// closed once they are written (see `ConnHandle::shut_down`).
     pub fn shut_down(&mut self) {
         self.begin_shutdown();
-        self.closed = true;
         for (id, entry) in self.in_flight.drain() {
             entry.token.cancel();
             let error =
                 ErrorObject::internal_error("the server shut down before the request finished");
             self.write_error(Some(&id), &error);
         }
+        // Nothing more is written from here on (`write_reply`).
+        self.closed = true;
     }
 
-    /// Writes one encoded message.
-    fn write(&mut self, line: Vec<u8>) {
+    /// Writes one encoded message (without its newline) that answers no
+    /// request in flight: an error for a line that is not one, a front
+    /// end's own answers and notifications.
+    pub fn write_line(&mut self, line: Vec<u8>) {
         self.write_reply(Reply::Line(line));
     }
 
     /// Writes one reply ([`Output::write_line`], the only writer; an
     /// encoded one is moved in, [`Output::push_line`]).
     fn write_reply(&mut self, reply: Reply) {
+        if self.closed {
+            return;
+        }
         match reply {
             Reply::Line(line) => self.output.push_line(line),
             reply => self.output.write_line(|out| reply.write_to(out)),

@@ -10,21 +10,21 @@
 //!
 //! Writing only appends to the buffer (a line already encoded and as
 //! large as the buffer is moved in whole, never copied); nothing is sent
-//! under the lock.
-//! A send takes the buffer and the writer out ([`Output::detach`]), one
-//! thread at a time, and writes them without the lock (`handle`):
-//! meanwhile the others write into a buffer of their own, which that
-//! thread sends next. So a `write(2)` never holds the lock, the lines
-//! still leave in their order, and only whole lines reach the writer.
+//! under the lock. A send takes the buffer and the writer out
+//! ([`Output::detach`]), one thread at a time, and writes them without
+//! the lock (`handle`); meanwhile the others write into a buffer of their
+//! own, which the next send takes. So a `write(2)` never holds the lock,
+//! the lines still leave in their order, and only whole lines reach the
+//! writer. Lines are counted as they are written and as sends take them
+//! ([`Output::taken`]): a writer knows when its own are on their way.
 
 use std::io::{self, Write};
+
+use crate::server::out::Out;
 
 /// The size a buffer starts at, and the most the reader holds back before
 /// it sends (`handle::Sending::BeforeRead`).
 pub(super) const BUFFER: usize = 8 * 1024;
-/// How much may wait behind a send in progress before writers wait for it:
-/// half the buffer (a client slower than the server's writers).
-const BACKLOG: usize = BUFFER / 2;
 
 /// One connection's output.
 pub(super) struct Output {
@@ -32,13 +32,18 @@ pub(super) struct Output {
     /// lines before them: sent before `lines`.
     queued: Vec<Vec<u8>>,
     /// Small lines written after those, and not yet taken out to be sent.
-    lines: Vec<u8>,
+    lines: Out,
     /// The bytes in `queued` and `lines`.
     waiting: usize,
+    /// Lines written so far, and how many of them sends took (or a
+    /// failure or the close dropped): a writer's lines are on their way
+    /// once `taken` reaches the count its write left.
+    written: u64,
+    taken: u64,
     /// The writer; `None` while a thread sends with it, and once closed.
     writer: Option<Box<dyn Write + Send>>,
     /// The buffer that takes the place of the one a send takes out.
-    spare: Vec<u8>,
+    spare: Out,
     /// The first failed send; after it nothing more is written.
     error: Option<io::Error>,
     /// A thread is sending without the lock (see the module docs).
@@ -51,13 +56,14 @@ pub(super) struct Output {
 pub(super) struct Detached {
     writer: Box<dyn Write + Send>,
     queued: Vec<Vec<u8>>,
-    lines: Vec<u8>,
+    lines: Out,
 }
 
 impl Detached {
     /// Sends the lines and flushes the writer.
     pub fn send(&mut self) -> io::Result<()> {
-        let sent = (self.queued.iter().chain([&self.lines]))
+        let sent = (self.queued.iter().map(Vec::as_slice))
+            .chain([self.lines.as_slice()])
             .try_for_each(|buffer| self.writer.write_all(buffer));
         self.queued.clear();
         self.lines.clear();
@@ -70,10 +76,12 @@ impl Output {
     pub fn new(writer: Box<dyn Write + Send>) -> Output {
         Output {
             queued: Vec::new(),
-            lines: Vec::with_capacity(BUFFER),
+            lines: Out::with_capacity(BUFFER),
             waiting: 0,
+            written: 0,
+            taken: 0,
             writer: Some(writer),
-            spare: Vec::with_capacity(BUFFER),
+            spare: Out::with_capacity(BUFFER),
             error: None,
             sending: false,
             closed: false,
@@ -83,15 +91,16 @@ impl Output {
     /// Writes one message with `body`, then its newline. After a failed
     /// send, or once closed, nothing more is written; a message whose
     /// encoding fails is taken back whole.
-    pub fn write_line(&mut self, body: impl FnOnce(&mut Vec<u8>) -> serde_json::Result<()>) {
+    pub fn write_line(&mut self, body: impl FnOnce(&mut Out) -> serde_json::Result<()>) {
         if self.error.is_some() || self.closed {
             return;
         }
         let start = self.lines.len();
         match body(&mut self.lines) {
             Ok(()) => {
-                self.lines.push(b'\n');
+                self.lines.push(b"\n");
                 self.waiting += self.lines.len() - start;
+                self.written += 1;
             }
             Err(_) => self.lines.truncate(start),
         }
@@ -102,7 +111,7 @@ impl Output {
     pub fn push_line(&mut self, mut line: Vec<u8>) {
         if line.len() < BUFFER {
             return self.write_line(|out| {
-                out.extend_from_slice(&line);
+                out.push(&line);
                 Ok(())
             });
         }
@@ -111,9 +120,10 @@ impl Output {
         }
         line.push(b'\n');
         self.waiting += line.len();
+        self.written += 1;
         if !self.lines.is_empty() {
-            let lines = std::mem::replace(&mut self.lines, Vec::with_capacity(BUFFER));
-            self.queued.push(lines);
+            let lines = std::mem::replace(&mut self.lines, Out::with_capacity(BUFFER));
+            self.queued.push(lines.into_vec());
         }
         self.queued.push(line);
     }
@@ -128,6 +138,18 @@ impl Output {
         self.sending
     }
 
+    /// How many lines were written so far.
+    pub fn written(&self) -> u64 {
+        self.written
+    }
+
+    /// Whether the first `lines` lines written are on their way: taken by
+    /// a send (in progress, or done), or dropped (a failed send, the
+    /// close), so that nobody need send them any more.
+    pub fn taken(&self, lines: u64) -> bool {
+        self.taken >= lines
+    }
+
     /// Takes out what is to be sent, and the writer, for the caller to
     /// send without the lock; `None` when nothing is, or another thread
     /// sends already (it sends this too, when it is back: see
@@ -139,6 +161,7 @@ impl Output {
         let writer = self.writer.take()?;
         self.sending = true;
         self.waiting = 0;
+        self.taken = self.written;
         Some(Detached {
             writer,
             queued: std::mem::take(&mut self.queued),
@@ -164,23 +187,18 @@ impl Output {
         lines.clear();
         // A buffer that grew for a large message is not kept.
         if lines.capacity() > 2 * BUFFER {
-            lines = Vec::with_capacity(BUFFER);
+            lines = Out::with_capacity(BUFFER);
         }
         self.spare = lines;
         match sent {
             Err(e) if self.error.is_none() => {
                 self.error = Some(e);
-                (self.queued, self.lines, self.waiting) = (Vec::new(), Vec::new(), 0);
+                (self.queued, self.lines, self.waiting) = (Vec::new(), Out::default(), 0);
+                self.taken = self.written;
                 true
             }
             _ => false,
         }
-    }
-
-    /// Whether so much waits behind a send in progress that writers should
-    /// wait for it (a client slower than the server's writers).
-    pub fn backlogged(&self) -> bool {
-        self.sending && self.waiting > BACKLOG
     }
 
     /// Closes the output: nothing more is written. Returns the writer, to
@@ -189,7 +207,8 @@ impl Output {
     /// and no send is in progress.
     pub fn close(&mut self) -> (Option<Box<dyn Write + Send>>, Option<io::Error>) {
         self.closed = true;
-        (self.queued, self.lines, self.waiting) = (Vec::new(), Vec::new(), 0);
+        (self.queued, self.lines, self.waiting) = (Vec::new(), Out::default(), 0);
+        self.taken = self.written;
         (self.writer.take(), self.error.take())
     }
 }
@@ -219,9 +238,9 @@ mod tests {
         }
     }
 
-    fn line(text: &[u8]) -> impl FnOnce(&mut Vec<u8>) -> serde_json::Result<()> + '_ {
+    fn line(text: &[u8]) -> impl FnOnce(&mut Out) -> serde_json::Result<()> + '_ {
         move |out| {
-            out.extend_from_slice(text);
+            out.push(text);
             Ok(())
         }
     }
@@ -298,28 +317,29 @@ mod tests {
         let mut output = Output::new(Box::new(Flushed::default()));
         output.write_line(line(b"kept"));
         output.write_line(|out| {
-            out.extend_from_slice(b"{\"half");
+            out.push(b"{\"half");
             Err(serde::ser::Error::custom("cannot encode"))
         });
-        assert_eq!(output.lines, b"kept\n");
+        assert_eq!(output.lines.as_slice(), b"kept\n");
     }
 
     #[test]
-    fn writers_wait_only_for_a_backlog_behind_a_send() {
+    fn a_writer_knows_when_its_lines_are_on_their_way() {
         let mut output = Output::new(Box::new(Flushed::default()));
-        let long = [b'x'; 1024];
-        for _ in 0..2 * BACKLOG / long.len() {
-            output.write_line(line(&long));
-        }
-        assert!(!output.backlogged(), "no send in progress");
-        let detached = output.detach().unwrap();
-        while output.waiting() <= BACKLOG {
-            assert!(!output.backlogged());
-            output.write_line(line(&long));
-        }
-        assert!(output.backlogged());
-        output.attach(detached, Ok(()));
-        assert!(!output.backlogged());
+        output.write_line(line(b"one"));
+        let mine = output.written();
+        assert!(!output.taken(mine), "written, not taken");
+        let mut detached = output.detach().unwrap();
+        assert!(output.taken(mine), "taken by the send in progress");
+        output.write_line(line(b"two"));
+        assert!(!output.taken(output.written()), "written behind the send");
+        let sent = detached.send();
+        output.attach(detached, sent);
+        assert!(!output.taken(output.written()), "nobody took it yet");
+        let mut detached = output.detach().unwrap();
+        let sent = detached.send();
+        output.attach(detached, sent);
+        assert!(output.taken(output.written()));
     }
 
     struct Broken;

@@ -3,21 +3,15 @@
 //!
 //! Order of checks for every request:
 //!
-//! 1. **Era.** A request is modern when its `_meta` carries the protocol
-//!    version; otherwise it belongs to the connection's legacy session,
-//!    and the methods only that era has (`initialize`, `ping`,
-//!    `logging/setLevel`, `resources/subscribe`) are answered by the
-//!    legacy code (`legacy::session_request`). Nothing is inferred from
-//!    earlier requests (spec 2026-07-28 basic/index, "Statelessness").
-//!    Without the `legacy` feature every request is modern.
-//! 2. **Method.** It must be served ([`route()`]): `-32601` otherwise.
-//! 3. **`_meta`.** It must be valid: `-32602` naming the missing key,
-//!    `-32022` for an unsupported version ([`validate_meta`]). A legacy
-//!    request's stands in from its session.
-//! 4. **Params.** The method's own preparation reads them, in
+//! 1. **Method.** It must be served ([`route()`]): `-32601` otherwise.
+//! 2. **`_meta`.** It must be valid: `-32602` naming the missing key,
+//!    `-32022` for an unsupported version ([`validate_meta`]). A request of
+//!    a legacy session comes with the `_meta` its session stands for, from
+//!    the legacy front end (`legacy::front`), which also answers the
+//!    methods only that era has and wraps the job; this kernel knows one
+//!    era.
+//! 3. **Params.** The method's own preparation reads them, in
 //!    `methods.rs` (one function per route).
-//! 5. **Legacy wrap.** A legacy request's work is wrapped to downgrade
-//!    its reply and to ask the client the legacy way (`legacy::Wrap`).
 
 mod methods;
 mod params;
@@ -31,11 +25,8 @@ use std::sync::Arc;
 use crate::incoming::{Fields, Params};
 use crate::jsonrpc::ErrorObject;
 use crate::server::Inner;
-#[cfg(feature = "legacy")]
-use crate::server::legacy::{self, LegacyRequest, LegacySession};
-#[cfg(feature = "legacy")]
-use crate::server::meta::legacy_progress_token;
 use crate::server::meta::{MetaView, validate_meta};
+use crate::server::request_meta::RequestMeta;
 use crate::server::subscriptions::Accepted;
 use crate::server::work::Job;
 use methods::{
@@ -56,55 +47,16 @@ pub(crate) enum Prepared {
     Job(Job),
     /// Open a subscription with this accepted filter.
     Listen(Accepted),
-    /// A request only a legacy session has (or the one that opens it).
-    #[cfg(feature = "legacy")]
-    Legacy(LegacyRequest),
 }
 
-/// Validates a request and turns it into a job, or the error to answer.
+/// Validates a request and turns it into a job, or the error to answer,
+/// in the order the module docs give. `meta`: the request metadata its
+/// front end gives it (a legacy session's), instead of its own `_meta`.
 pub(crate) fn prepare(
     inner: &Arc<Inner>,
     method: &str,
     params: Option<Params<'_>>,
-    #[cfg(feature = "legacy")] session: Option<&Arc<LegacySession>>,
-) -> Result<Prepared, ErrorObject> {
-    #[cfg(feature = "legacy")]
-    return prepare_round(inner, method, params, session, legacy::Round::First);
-    #[cfg(not(feature = "legacy"))]
-    prepare_round(inner, method, params)
-}
-
-#[cfg(feature = "legacy")]
-/// A later round of a legacy request whose handler asked for input: the
-/// same request with the client's answers (see `legacy::input`). It is
-/// not wrapped again: the first round's wrapper runs it.
-pub(crate) fn prepare_retry(
-    inner: &Arc<Inner>,
-    method: &str,
-    params: Box<serde_json::value::RawValue>,
-    session: &Arc<LegacySession>,
-) -> Result<Job, ErrorObject> {
-    match prepare_round(
-        inner,
-        method,
-        Some(Params::Raw(params)),
-        Some(session),
-        legacy::Round::Retry,
-    )? {
-        Prepared::Job(job) => Ok(job),
-        _ => Err(ErrorObject::internal_error(
-            "a retry of a legacy request did not prepare a job",
-        )),
-    }
-}
-
-/// The kernel: the checks in the order the module docs give.
-fn prepare_round(
-    inner: &Arc<Inner>,
-    method: &str,
-    params: Option<Params<'_>>,
-    #[cfg(feature = "legacy")] session: Option<&Arc<LegacySession>>,
-    #[cfg(feature = "legacy")] round: legacy::Round,
+    meta: Option<RequestMeta>,
 ) -> Result<Prepared, ErrorObject> {
     let fields = match &params {
         Some(params) => params.fields()?,
@@ -114,34 +66,14 @@ fn prepare_round(
     // line at most once; a modern `tools/call` reads its members alone.
     let raw = OnceCell::new();
     let text = || *raw.get_or_init(|| params.as_ref().map_or("{}", |params| params.raw().get()));
-    // 1. The era of a request is its own shape (spec 2026-07-28
-    // basic/versioning): with modern `_meta` it is modern, even for a
-    // method only the legacy era has (which is then not found).
-    let meta_view = MetaView::new(fields.meta);
-    #[cfg(feature = "legacy")]
-    let legacy = if inner.config.modern_only || meta_view.is_modern() {
-        None
-    } else {
-        if let Some(request) = legacy::session_request(inner, method, text(), session.map(|s| &**s))
-        {
-            return request.map(Prepared::Legacy);
-        }
-        session
-    };
-    // 2. and 3.
+    // 1.
     let route = route(inner, method)?;
-    #[cfg(feature = "legacy")]
-    let meta = match legacy {
-        Some(session) => session.meta(legacy_progress_token(&meta_view)?),
-        None => validate_meta(&meta_view)?,
+    // 2.
+    let meta = match meta {
+        Some(meta) => meta,
+        None => validate_meta(&MetaView::new(fields.meta))?,
     };
-    #[cfg(not(feature = "legacy"))]
-    let meta = validate_meta(&meta_view)?;
-    #[cfg(feature = "legacy")]
-    let wrap = legacy.and_then(|session| {
-        legacy::Wrap::new(inner, method, text(), session, round, prepare_retry)
-    });
-    // 4.
+    // 3.
     let request = Request {
         inner,
         method,
@@ -165,20 +97,10 @@ fn prepare_round(
         Route::Task(which) => tasks::prepare_task(&request, which)?,
         Route::Custom(handler, inline) => prepare_custom(&request, handler, inline)?,
     };
-    // 5.
-    #[cfg(feature = "legacy")]
-    let (work, inline, then) = match wrap {
-        Some(wrap) => wrap.apply(plan.work, plan.inline),
-        None => (plan.work, plan.inline, None),
-    };
-    #[cfg(not(feature = "legacy"))]
-    let (work, inline) = (plan.work, plan.inline);
     Ok(Prepared::Job(Job {
         meta,
-        work,
-        inline,
+        work: plan.work,
+        inline: plan.inline,
         retry: plan.retry,
-        #[cfg(feature = "legacy")]
-        then,
     }))
 }

@@ -79,7 +79,7 @@ fn not_found(inner: &Inner, name: &str) -> ErrorObject {
         // Spec 2026-07-28 basic/versioning: a modern-only server SHOULD name
         // its versions in any error to `initialize`; a legacy client may have
         // nothing else to show its user.
-        "initialize" if inner.config.modern_only || cfg!(not(feature = "legacy")) => ErrorObject::new(
+        "initialize" if !inner.serves_legacy() => ErrorObject::new(
             error_code::METHOD_NOT_FOUND,
             format!(
                 "method not found: initialize (this server speaks only MCP {}, which has no initialize handshake)",

@@ -165,14 +165,13 @@ impl Exchange<'_> {
         let body = Body::new(socket, events, request.http10, keep_alive);
         let (end_tx, end) = crossbeam_channel::unbounded();
         let conn = ConnHandle::new(self.inner, Box::new(body.clone()), end_tx);
+        // A legacy POST goes through the legacy front end, with its session.
         #[cfg(feature = "legacy")]
-        let session = match &era {
+        let legacy = match &era {
             Era::Legacy(version) => {
-                match self
-                    .sessions
-                    .enter(&conn, &body, request, (&id, &method), version)
-                {
-                    Ok(session) => Some(session),
+                let front = crate::server::legacy::Front::new(self.inner, &conn);
+                match (self.sessions).enter(&front, &body, request, (&id, &method), version) {
+                    Ok(session) => Some((front, session)),
                     Err(unknown) => {
                         return self.error_with(404, None, &unknown.error(), &[], keep_alive);
                     }
@@ -189,22 +188,36 @@ impl Exchange<'_> {
             method,
             params,
         };
-        reader::dispatch(self.inner, &conn, incoming, bytes);
         #[cfg(feature = "legacy")]
-        if let Some(session) = &session {
-            self.sessions.opened(&conn, &body, session);
+        let incoming = match &legacy {
+            Some((front, _)) => reader::FrontEnd::take(&mut front.clone(), incoming, bytes),
+            None => Some(incoming),
+        };
+        #[cfg(not(feature = "legacy"))]
+        let incoming = Some(incoming);
+        if let Some(incoming) = incoming {
+            reader::dispatch(self.inner, &conn, incoming, bytes);
+        }
+        #[cfg(feature = "legacy")]
+        if let Some((front, session)) = &legacy {
+            self.sessions.opened(front, &body, session);
         }
         // A POST has no next line to read: what the dispatch held back for
         // the reader's next read goes out now (`reader::dispatch`).
         conn.send_held();
         self.watch(&conn, &body, &end, Some(&id));
         #[cfg(feature = "legacy")]
-        if let Some(session) = session {
+        let front = legacy.map(|(front, session)| {
             self.sessions.leave(session);
-        }
+            front
+        });
         // Nothing is in flight by now (answered or cancelled), unless the
         // server stopped: then what is left is answered `-32603`.
         let _ = conn.shut_down();
+        #[cfg(feature = "legacy")]
+        if let Some(front) = front {
+            front.finish();
+        }
         self.inner.connections.disconnect(key);
         body.keeps_alive() && keep_alive
     }
@@ -258,6 +271,9 @@ impl Exchange<'_> {
             match end.try_recv() {
                 Ok(End::Stop) if id.is_none() => return,
                 Ok(End::Stop) if grace_until.is_none() => {
+                    // What the stop wrote (a listen's final result) is
+                    // this thread's to send (`Sending::AtShutdown`).
+                    conn.send_held();
                     grace_until = Some(crate::deadline::from_now(self.inner.config.shutdown_grace));
                 }
                 Ok(End::OutputFailed) => break,

@@ -166,8 +166,8 @@ impl HttpOptions {
     /// be gone, its connection is closed and its requests are cancelled.
     /// What the server publishes goes into every listening stream's output
     /// before the publisher goes on (so that it precedes the publisher's
-    /// reply), and a publisher waits once a few KiB wait for a stream whose
-    /// socket buffers are full; so a client that stops reading would
+    /// reply), and a publisher waits until what it wrote is taken by a
+    /// send, which waits on a stream whose socket buffers are full; so a client that stops reading would
     /// otherwise hold up every publisher of the server, and the requests
     /// they serve, for as long as it stays connected.
     pub fn write_timeout(mut self, timeout: Duration) -> Self {

@@ -11,14 +11,15 @@
 //! `legacy::input`) go out on the stream of the POST whose handler asks,
 //! and the client answers each with a POST of its own, a JSON-RPC
 //! response carrying the same `Mcp-Session-Id` (answered `202`). So the
-//! session keeps its open POSTs, each with its connection (`ConnHandle`):
-//! an answer goes to the one that asked (`Conn::answer`, the rule that an
-//! answer goes to its ask), and a `notifications/cancelled` POST to the
-//! one serving that request (`Conn::cancel`, the same cancellation as on
-//! stdio; its stream then ends without a reply). Ask ids come from one
+//! session keeps its open POSTs, each with its connection's legacy front
+//! end (`legacy::Front`): an answer goes to the one that asked
+//! (`Front::answer`, the rule that an answer goes to its ask), and a
+//! `notifications/cancelled` POST to the one serving that request
+//! (`Front::cancel`, the same cancellation as on stdio; its stream then
+//! ends without a reply). Ask ids come from one
 //! counter of the process (`legacy::input`), so no two POSTs of a session
 //! ever hold the same one. Why the open POSTs and not a table of ask ids:
-//! each connection already keeps its asks, and a second table would have
+//! each front end already keeps its asks, and a second table would have
 //! to follow every ask, answer, withdrawal and cancellation of theirs; a
 //! session has a handful of POSTs open at a time, and the answer is looked
 //! for among them.
@@ -50,7 +51,8 @@ use serde_json::value::RawValue;
 use super::body::Body;
 use crate::http::HttpRequest;
 use crate::jsonrpc::{ErrorObject, RequestId};
-use crate::server::conn::handle::{ConnHandle, Sending};
+use crate::server::conn::handle::Sending;
+use crate::server::legacy::Front;
 use crate::server::legacy::session::LegacySession;
 
 /// Sessions kept at most: the oldest is forgotten past this.
@@ -94,7 +96,7 @@ struct Store {
 #[derive(Clone)]
 struct Stream {
     key: u64,
-    conn: ConnHandle,
+    front: Front,
     body: Body,
     /// The revision of the session the connection was last given.
     given: Arc<Mutex<u64>>,
@@ -111,7 +113,7 @@ impl Stream {
             let mut session = session.clone();
             // List changes go on this stream (never on a POST's, see `store`).
             session.initialized = true;
-            (self.conn).act(Sending::Now, |c| c.set_session(Arc::new(session)));
+            self.front.set_session(Arc::new(session));
             *given = revision;
         }
     }
@@ -122,7 +124,7 @@ impl Stream {
 struct OpenPost {
     key: u64,
     request: RequestId,
-    conn: ConnHandle,
+    front: Front,
     body: Body,
 }
 
@@ -131,18 +133,11 @@ impl OpenPost {
     /// without a reply; one already answered is left to end with its
     /// reply.
     fn cancel(&self) {
-        // A POST's connection serves its one request: settled, it was
-        // answered (the reply may still be on its way to the body).
+        // A POST's connection serves its one request: not in flight, it
+        // was answered (the reply may still be on its way to the body).
         // What the cancellation wrote (its asks' cancellations) is sent
-        // before `act` returns, and so before the response ends.
-        let cancelled = self.conn.act(Sending::Now, |conn| {
-            let answered = conn.settled();
-            if !answered {
-                conn.cancel(&self.request);
-            }
-            !answered
-        });
-        if cancelled {
+        // before `cancel` returns, and so before the response ends.
+        if self.front.asks().cancel(&self.request, Sending::Now) {
             self.body.end_unanswered();
         }
     }
@@ -175,13 +170,14 @@ impl UnknownSession {
 }
 
 impl Sessions {
-    /// Gives `conn` the session a legacy POST of request `id` runs under;
+    /// Gives `front` (the POST's legacy front end) the session a legacy
+    /// POST of request `id` runs under;
     /// an `initialize` gets a new id (sent back with `body`'s headers, and
     /// its answer held until [`Sessions::opened`] stored the session), and
     /// so does the answer of a method that changes the session.
     pub fn enter(
         &self,
-        conn: &ConnHandle,
+        front: &Front,
         body: &Body,
         request: &HttpRequest,
         (id, method): (&RequestId, &str),
@@ -206,7 +202,7 @@ impl Sessions {
                 log_level: None,
                 subscribed: HashSet::new(),
             });
-            conn.act(Sending::Now, |c| c.set_session(session));
+            front.set_session(session);
             return Ok(Entered {
                 id: None,
                 key: None,
@@ -243,17 +239,16 @@ impl Sessions {
             .push(OpenPost {
                 key,
                 request: id.clone(),
-                conn: conn.clone(),
+                front: front.clone(),
                 body: body.clone(),
             });
         drop(store);
         body.header("Mcp-Session-Id", session_id.to_owned());
-        conn.act(Sending::Now, |c| {
-            c.set_session(Arc::clone(&session));
-            if streamed {
-                c.notify_elsewhere();
-            }
-        });
+        front.set_session(Arc::clone(&session));
+        if streamed {
+            front.hear_none();
+        }
+        front.hear();
         Ok(Entered {
             id: Some(session_id.to_owned()),
             key: Some(key),
@@ -266,9 +261,9 @@ impl Sessions {
     /// the change a `logging/setLevel` or `resources/subscribe` made, is
     /// stored before its answer goes out, so that the client's next POST,
     /// sent on that answer, runs under it.
-    pub fn opened(&self, conn: &ConnHandle, body: &Body, entered: &Entered) {
+    pub fn opened(&self, front: &Front, body: &Body, entered: &Entered) {
         if let Some(id) = &entered.id {
-            let session = conn.look(|c| c.session());
+            let session = front.session();
             match (session, &entered.given) {
                 (Some(session), None) => self.store(id, &session, None),
                 (Some(session), Some(given)) if !Arc::ptr_eq(given, &session) => {
@@ -306,14 +301,11 @@ impl Sessions {
     ) -> Result<bool, UnknownSession> {
         let open = self.open_posts(session_id)?;
         let Some(id) = id else { return Ok(false) };
-        let mut reply = Some(reply);
+        let mut reply = reply;
         for post in open {
-            let answered = post.conn.act(Sending::Now, |conn| {
-                let reply = reply.take_if(|_| conn.is_asking(id))?;
-                Some(conn.answer(Some(id), reply))
-            });
-            if let Some(answered) = answered {
-                return Ok(answered);
+            match post.front.asks().answer(Some(id), reply) {
+                Ok(()) => return Ok(true),
+                Err(again) => reply = again,
             }
         }
         Ok(false)
@@ -351,19 +343,14 @@ impl Sessions {
         existed
     }
 
-    /// Opens session `id`'s GET stream, served by `conn` writing to `body`:
+    /// Opens session `id`'s GET stream, served by `front` writing to `body`:
     /// from here on its connection hears the session's notifications and
     /// the session's POSTs hear none. A stream the session had open ends:
     /// a client that reconnects (its old connection lost without a word, as
     /// a dropped network leaves it) is not refused for a stream the server
     /// still thinks open. `404` for a session not known. Returns the key
     /// [`Sessions::close_stream`] takes.
-    pub fn open_stream(
-        &self,
-        id: &str,
-        conn: &ConnHandle,
-        body: &Body,
-    ) -> Result<u64, UnknownSession> {
+    pub fn open_stream(&self, id: &str, front: &Front, body: &Body) -> Result<u64, UnknownSession> {
         let mut store = self.lock();
         let Some(session) = store.by_id.get(id).cloned() else {
             return Err(UnknownSession(id.to_owned()));
@@ -374,7 +361,7 @@ impl Sessions {
         let revision = store.revision;
         let stream = Stream {
             key,
-            conn: conn.clone(),
+            front: front.clone(),
             body: body.clone(),
             given: Arc::default(),
         };
@@ -385,9 +372,10 @@ impl Sessions {
             replaced.body.end_unanswered();
         }
         for post in open {
-            post.conn.act(Sending::Now, |c| c.notify_elsewhere());
+            post.front.hear_none();
         }
         stream.give(&session, revision);
+        front.hear();
         Ok(key)
     }
 

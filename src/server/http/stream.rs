@@ -14,6 +14,7 @@ use super::exchange::Exchange;
 use crate::http::HttpRequest;
 use crate::jsonrpc::ErrorObject;
 use crate::server::conn::handle::ConnHandle;
+use crate::server::legacy::Front;
 
 impl Exchange<'_> {
     /// Serves a GET of session `request`'s `Mcp-Session-Id` as its stream
@@ -42,7 +43,8 @@ impl Exchange<'_> {
         let body = Body::new(socket, true, request.http10, keep_alive);
         let (end_tx, end) = crossbeam_channel::unbounded();
         let conn = ConnHandle::new(self.inner, Box::new(body.clone()), end_tx);
-        let key = match self.sessions.open_stream(id, &conn, &body) {
+        let front = Front::new(self.inner, &conn);
+        let key = match self.sessions.open_stream(id, &front, &body) {
             Ok(key) => key,
             Err(unknown) => {
                 return self.error_with(404, None, &unknown.error(), &[], keep_alive);
@@ -54,6 +56,7 @@ impl Exchange<'_> {
         body.keep_alive();
         self.watch(&conn, &body, &end, None);
         self.sessions.close_stream(id, key);
+        front.finish();
         self.inner.connections.disconnect(connected);
         let _ = conn.shut_down();
         body.end_unanswered();

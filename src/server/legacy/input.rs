@@ -13,12 +13,14 @@
 //! with a dual-era server "Works. The server answers `initialize` and serves
 //! the client according to the negotiated legacy revision."
 //!
-//! The asks go out through the request's connection (`Outlet::ask`, see
-//! `conn::legacy`), which writes them only while the request is in flight
-//! and routes the client's responses back by id. While waiting, the request
-//! can still be cancelled: the connection then cancels the open asks at the
-//! client with `notifications/cancelled` and drops them, which ends the
-//! wait here at once. A client that answers an ask with an error ends the
+//! The asks go out through the connection's asks (`legacy::asks`), which
+//! write them only while the request is in flight and get the client's
+//! answers back by id. Meanwhile the request gives up its slot
+//! (`RequestContext::wait_without_slot`): the answers are behind the
+//! requests queued after it in the input, and must be read. While
+//! waiting, the request can still be cancelled: its open asks are then
+//! cancelled at the client with `notifications/cancelled` and dropped,
+//! which ends the wait here at once. A client that answers an ask with an error ends the
 //! request with that error; one that does not answer within the server's
 //! `ask_timeout` has its asks cancelled, and the request ends with an
 //! error that says so.
@@ -28,17 +30,18 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, Select};
-use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
+use crate::incoming::Params;
 use crate::jsonrpc::{ErrorObject, RequestId, encode_error, encode_request, error_code};
 use crate::server::Inner;
-use crate::server::context::{Outlet, RequestContext, Sink};
-use crate::server::event::{AskFailed, AskReply};
+use crate::server::context::{RequestContext, Sink};
+use crate::server::dispatch::{Prepared, prepare};
+use crate::server::legacy::asks::{AskFailed, AskReply, Asks};
 use crate::server::legacy::downgrade::{downgrade, unstamped_or_line};
 use crate::server::legacy::session::LegacySession;
 use crate::server::reply::Reply;
-use crate::server::work::{Job, Work, call};
+use crate::server::work::{Work, call};
 use crate::types::method;
 
 /// How many times one request may ask before it gives up (the client's
@@ -53,20 +56,14 @@ pub(crate) fn may_ask(method: &str) -> bool {
     )
 }
 
-/// Prepares a later round of a legacy request: the same method, the
-/// params with the client's answers (the dispatch kernel's
-/// `prepare_retry`).
-pub(crate) type Reprepare =
-    fn(&Arc<Inner>, &str, Box<RawValue>, &Arc<LegacySession>) -> Result<Job, ErrorObject>;
-
 /// What the wrapper of a legacy request that may ask needs: the request
-/// as sent, its session, and how to prepare its later rounds.
+/// as sent, its session, and its connection's asks.
 pub(crate) struct Bridge {
     pub inner: Arc<Inner>,
     pub method: String,
     pub params: String,
     pub session: Arc<LegacySession>,
-    pub reprepare: Reprepare,
+    pub asks: Arc<Asks>,
 }
 
 impl Bridge {
@@ -78,21 +75,6 @@ impl Bridge {
             Ok(complete) => complete,
             Err(line) => self.rounds(ctx, line),
         })
-    }
-
-    /// After the first round of an inline request, run on the reader: the
-    /// reply for the client, or, when the handler needs input, the rest of
-    /// the work (which waits for the client's answers) for the pool.
-    pub fn after_inline(self, reply: Reply) -> Result<Reply, Work> {
-        match unstamped_or_line(reply) {
-            Ok(complete) => Ok(complete),
-            Err(line) if input_required(&line).is_none() => Ok(Reply::Line(downgrade(
-                line,
-                &self.method,
-                &self.session.version,
-            ))),
-            Err(line) => Err(Box::new(move |ctx| self.rounds(ctx, line))),
-        }
     }
 
     /// Asks and runs the handler again while its reply (`line`) requires
@@ -124,7 +106,15 @@ impl Bridge {
         input: InputRequired,
     ) -> Result<Vec<u8>, ErrorObject> {
         let timeout = self.inner.config.ask_timeout;
-        let answers = ask(ctx, input.requests, &self.session.version, timeout)?;
+        let version = &self.session.version;
+        let answers = ctx
+            .wait_without_slot(|| ask(&self.asks, ctx, input.requests, version, timeout))
+            .unwrap_or_else(|| {
+                let max = self.inner.config.max_running;
+                Err(ErrorObject::internal_error(format!(
+                    "too many requests already wait for this client's answers (at most {max})"
+                )))
+            })?;
         let mut retry: Map<String, Value> =
             serde_json::from_str(&self.params).map_err(ErrorObject::internal_error)?;
         retry.insert("inputResponses".into(), Value::Object(answers));
@@ -135,17 +125,30 @@ impl Bridge {
         let retry = serde_json::value::to_raw_value(&retry).map_err(ErrorObject::internal_error)?;
         // The answers are checked like a modern retry's; the message names
         // what this client did (it sent answers, not `inputResponses`).
-        let job =
-            (self.reprepare)(&self.inner, &self.method, retry, &self.session).map_err(|error| {
-                if error.code == error_code::INVALID_PARAMS {
-                    ErrorObject::invalid_params(format!(
-                        "the client's answer does not fit what it was asked: {}",
-                        error.message
-                    ))
-                } else {
-                    error
-                }
-            })?;
+        let meta = self.session.meta(ctx.meta().progress_token.clone());
+        let prepared = prepare(
+            &self.inner,
+            &self.method,
+            Some(Params::Raw(retry)),
+            Some(meta),
+        );
+        let job = match prepared.map_err(|error| {
+            if error.code == error_code::INVALID_PARAMS {
+                ErrorObject::invalid_params(format!(
+                    "the client's answer does not fit what it was asked: {}",
+                    error.message
+                ))
+            } else {
+                error
+            }
+        })? {
+            Prepared::Job(job) => job,
+            Prepared::Listen(_) => {
+                return Err(ErrorObject::internal_error(
+                    "a retry of a legacy request did not prepare a job",
+                ));
+            }
+        };
         let ctx = ctx.for_retry(job.meta, job.retry);
         Ok(call(job.work, &ctx).into_line())
     }
@@ -179,9 +182,9 @@ fn input_required(line: &[u8]) -> Option<InputRequired> {
 }
 
 /// Cancels the asks still `open` at the client, and passes `error` on.
-fn withdraw(outlet: &dyn Outlet, open: &[OpenAsk], error: ErrorObject) -> ErrorObject {
+fn withdraw(asks: &Asks, open: &[OpenAsk], error: ErrorObject) -> ErrorObject {
     let ids: Vec<RequestId> = open.iter().map(|(_, id, _)| id.clone()).collect();
-    outlet.withdraw(&ids);
+    asks.withdraw(&ids);
     error
 }
 
@@ -192,12 +195,13 @@ type OpenAsk = (String, RequestId, Receiver<AskReply>);
 /// Sends every input request to the client and waits (at most `timeout`)
 /// for all the answers, keyed like the requests.
 fn ask(
+    asks: &Asks,
     ctx: &RequestContext,
     requests: Map<String, Value>,
     version: &str,
     timeout: Duration,
 ) -> Result<Map<String, Value>, ErrorObject> {
-    let Sink::Conn { outlet, seq } = ctx.sink() else {
+    let Sink::Conn { seq, .. } = ctx.sink() else {
         return Err(ErrorObject::internal_error(
             "only a request of a connection can ask its client",
         ));
@@ -205,18 +209,18 @@ fn ask(
     let mut open = Vec::new();
     for (key, request) in requests {
         let sent = ask_line(&key, request, version).and_then(|(id, line)| {
-            match outlet.ask(ctx.id(), *seq, id.clone(), &line) {
+            match asks.ask(ctx.id(), *seq, id.clone(), line) {
                 Ok(answer) => Ok((id, answer)),
-                Err(AskFailed::Refused(error) | AskFailed::Client(error)) => Err(error),
+                Err(AskFailed::Client(error)) => Err(error),
                 Err(AskFailed::Closed) => Err(ended(ctx)),
             }
         });
         match sent {
             Ok((id, answer)) => open.push((key, id, answer)),
-            Err(error) => return Err(withdraw(&**outlet, &open, error)),
+            Err(error) => return Err(withdraw(asks, &open, error)),
         }
     }
-    await_answers(ctx, &**outlet, open, timeout)
+    await_answers(ctx, asks, open, timeout)
 }
 
 /// One input request as a request of the server's own to the client, in
@@ -286,7 +290,7 @@ fn ended(ctx: &RequestContext) -> ErrorObject {
 /// asks, which ends the wait; so does `timeout`, which withdraws them.
 fn await_answers(
     ctx: &RequestContext,
-    outlet: &dyn Outlet,
+    asks: &Asks,
     mut open: Vec<OpenAsk>,
     timeout: Duration,
 ) -> Result<Map<String, Value>, ErrorObject> {
@@ -300,12 +304,12 @@ fn await_answers(
         let ready = match deadline.map(|at| select.select_deadline(at)) {
             None => select.select(),
             Some(Ok(ready)) => ready,
-            Some(Err(_)) => return Err(withdraw(outlet, &open, unanswered(&open, timeout))),
+            Some(Err(_)) => return Err(withdraw(asks, &open, unanswered(&open, timeout))),
         };
         let at = ready.index();
         let Ok(reply) = ready.recv(&open[at].2) else {
             open.swap_remove(at);
-            return Err(withdraw(outlet, &open, ended(ctx)));
+            return Err(withdraw(asks, &open, ended(ctx)));
         };
         let (key, _, _) = open.swap_remove(at);
         let value = match reply {
@@ -315,10 +319,9 @@ fn await_answers(
                     message: format!("the client answered {key} with an error: {}", error.message),
                     ..error
                 };
-                return Err(withdraw(outlet, &open, error));
+                return Err(withdraw(asks, &open, error));
             }
-            Err(AskFailed::Refused(error)) => return Err(withdraw(outlet, &open, error)),
-            Err(AskFailed::Closed) => return Err(withdraw(outlet, &open, ended(ctx))),
+            Err(AskFailed::Closed) => return Err(withdraw(asks, &open, ended(ctx))),
         };
         let value = serde_json::from_str(value.get()).map_err(ErrorObject::internal_error)?;
         answers.insert(key, value);

@@ -18,85 +18,11 @@
 //! newer than a client's version (`structuredContent`, `title`, `icons`,
 //! resource links, ...) are optional extras that older clients ignore.
 
+mod asks;
 pub(crate) mod downgrade;
+pub(crate) mod front;
 mod input;
 pub(crate) mod session;
+mod wrap;
 
-use std::sync::Arc;
-
-use crate::server::Inner;
-use crate::server::work::{Then, Work};
-
-pub(crate) use downgrade::for_legacy;
-pub(crate) use input::Reprepare;
-pub(crate) use session::{LegacyRequest, LegacySession, session_request};
-
-/// Which round of a request is being prepared: only the first one of a
-/// legacy request is wrapped (the wrapper runs the later ones itself).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Round {
-    First,
-    Retry,
-}
-
-/// How the work of a legacy request is wrapped: its reply drops what only
-/// 2026-07-28 results carry, and one whose handler may ask for input asks
-/// the client from the pool (it waits for the answers).
-pub(crate) enum Wrap {
-    Downgrade { method: String, version: String },
-    Bridge(Box<input::Bridge>),
-}
-
-impl Wrap {
-    /// The wrap of the first round of a legacy request of `method` with
-    /// `params`; `None` for a later round. `reprepare` prepares the later
-    /// rounds (the kernel's own preparation, handed down so that this
-    /// module never calls up into it).
-    pub fn new(
-        inner: &Arc<Inner>,
-        method: &str,
-        params: &str,
-        session: &Arc<LegacySession>,
-        round: Round,
-        reprepare: Reprepare,
-    ) -> Option<Wrap> {
-        if round == Round::Retry {
-            return None;
-        }
-        Some(if input::may_ask(method) {
-            Wrap::Bridge(Box::new(input::Bridge {
-                inner: Arc::clone(inner),
-                method: method.to_owned(),
-                params: params.to_owned(),
-                session: Arc::clone(session),
-                reprepare,
-            }))
-        } else {
-            Wrap::Downgrade {
-                method: method.to_owned(),
-                version: session.version.clone(),
-            }
-        })
-    }
-
-    /// Wraps `work`, which runs `inline` or not as it was registered. A
-    /// request that asks the client waits for the answers, which only the
-    /// reader can read: an inline one's first round runs on the reader,
-    /// and what follows it (its [`Then`]) hands the rest to the pool when
-    /// the handler needs input.
-    pub fn apply(self, work: Work, inline: bool) -> (Work, bool, Option<Then>) {
-        match self {
-            Wrap::Bridge(bridge) if inline => (
-                work,
-                true,
-                Some(Box::new(move |reply| bridge.after_inline(reply))),
-            ),
-            Wrap::Bridge(bridge) => (bridge.wrap(work), false, None),
-            Wrap::Downgrade { method, version } => (
-                Box::new(move |ctx| for_legacy(work(ctx), &method, &version)),
-                inline,
-                None,
-            ),
-        }
-    }
-}
+pub(crate) use front::Front;

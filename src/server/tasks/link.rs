@@ -74,32 +74,44 @@ impl TaskLink {
                 on_wire.insert(wire, request);
             }
         }
-        let shown = self.tasks.change(&self.task_id, &mut |task| {
-            task.input_requests = Some(on_wire.clone());
-            set_status(task, TaskStatus::InputRequired, None);
-        });
+        let shown = self
+            .tasks
+            .change_durably(&self.task_id, self.expires, &mut |task| {
+                task.input_requests = Some(on_wire.clone());
+                set_status(task, TaskStatus::InputRequired, None);
+            })?;
         if shown.is_none() {
             return Err(stopped());
         }
+        // The answers wait in the store (`Tasks::update`); a signal says
+        // when to look, and for a shared store the handler looks every
+        // interval too, in case the message that announced them was lost.
+        let look_every = self.tasks.store.watch_interval().unwrap_or(WAKE);
         let mut answers = InputResponses::new();
         while !outstanding.is_empty() {
             let wait = match self.expires {
                 Some(at) => match at.duration_since(SystemTime::now()) {
-                    Ok(left) => left.min(WAKE),
+                    Ok(left) => left.min(look_every),
                     Err(_) => return Err(expired()),
                 },
-                None => WAKE,
+                None => look_every,
             };
             match self.signals.recv_timeout(wait) {
-                Ok(Signal::Answers(got)) => {
+                Ok(Signal::Look) | Err(RecvTimeoutError::Timeout) => {}
+                Ok(Signal::Stop) | Err(RecvTimeoutError::Disconnected) => return Err(stopped()),
+            }
+            let wanted = |wire: &str| outstanding.contains_key(wire);
+            match self.tasks.take_answers(&self.task_id, &wanted) {
+                Ok(Some(got)) => {
                     for (wire, answer) in got {
                         if let Some(key) = outstanding.remove(&wire) {
                             answers.insert(key, answer);
                         }
                     }
                 }
-                Ok(Signal::Stop) | Err(RecvTimeoutError::Disconnected) => return Err(stopped()),
-                Err(RecvTimeoutError::Timeout) => {}
+                Ok(None) => return Err(stopped()),
+                // The store out of reach: the next look tries again.
+                Err(_) => {}
             }
         }
         Ok(answers)
@@ -108,7 +120,9 @@ impl TaskLink {
     /// A progress message becomes the task's `statusMessage`.
     pub fn status_message(&self, message: &str) {
         let message = message.to_owned();
-        self.tasks.transition(&self.task_id, &mut |task| {
+        // Best effort: a message lost to a store out of reach is replaced
+        // by the next.
+        let _ = self.tasks.transition(&self.task_id, &mut |task| {
             task.task.status_message = Some(message.clone());
             touch(task);
         });
@@ -116,7 +130,7 @@ impl TaskLink {
 }
 
 fn stopped() -> ErrorObject {
-    ErrorObject::internal_error("the task was cancelled")
+    ErrorObject::internal_error("the task was cancelled (or ended elsewhere)")
 }
 
 fn expired() -> ErrorObject {

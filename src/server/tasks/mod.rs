@@ -13,13 +13,23 @@
 //!   (`redis_record.rs`) and its lease renewal (`redis_lease.rs`).
 //! - `worker.rs`: a task's thread; it runs the tool's handler, round after
 //!   round when the handler asks for input, and writes the terminal state.
+//! - `watch.rs`: what the tasks running here hear from elsewhere: the
+//!   feed's messages, and the watch thread of a shared store.
 //!
 //! Every change of a task goes through [`TaskStore::update`] with a
 //! closure that keeps the rules: a terminal status is final (so a worker
 //! that finishes after `tasks/cancel` changes nothing), answers leave
-//! `inputRequests` before `tasks/update` is acknowledged, and
+//! `inputRequests` for the stored task's `answers` before `tasks/update`
+//! is acknowledged (the handler takes them from there), and
 //! `lastUpdatedAt` moves with the status. Each status change is published
 //! to the subscriptions that follow the task.
+//!
+//! Past one process, what reaches a handler from elsewhere (answers, a
+//! stop) is announced by a message on the change feed, and is in the store
+//! whatever becomes of the message: for a shared store the server reads
+//! the tasks it runs again every [`TaskStore::watch_interval`], when the
+//! feed reconnects, and on each message (`Tasks::watch`, `watch.rs`), and the
+//! store's sweep ends the tasks whose runner went away.
 
 mod builder;
 pub(crate) mod link;
@@ -32,11 +42,13 @@ mod redis_record;
 #[cfg(feature = "redis")]
 pub(crate) mod redis_store;
 mod store;
+mod watch;
 pub(crate) mod worker;
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::sync::{Arc, Mutex};
+use std::thread;
 use std::time::{Duration, SystemTime};
 
 use crossbeam_channel::{Receiver, Sender};
@@ -106,9 +118,9 @@ pub(crate) struct Created {
 
 /// What the server sends a task's worker.
 pub(crate) enum Signal {
-    /// Answers to outstanding input requests, by their keys on the wire.
-    Answers(InputResponses),
-    /// `tasks/cancel`: stop.
+    /// Answers are in the store for it: take them ([`Tasks::take_answers`]).
+    Look,
+    /// The task ended (`tasks/cancel`, or failed elsewhere): stop.
     Stop,
 }
 
@@ -116,7 +128,33 @@ pub(crate) enum Signal {
 struct Live {
     token: CancelToken,
     signals: Sender<Signal>,
+    /// When the task expires: its worker's writes are tried until then.
+    expires: Option<SystemTime>,
 }
+
+/// Where a note for the server's operator goes (the server's trace; named
+/// here so that `tasks` does not name the server).
+pub(crate) type Trace = dyn Fn(&str) + Send + Sync;
+
+/// What wakes the watch thread (`Tasks::watch`, `watch.rs`).
+enum Look {
+    /// Read this task again: a message about it came.
+    Task(String),
+    /// Read every task this process runs again, and sweep: the feed was
+    /// cut and is back.
+    All,
+}
+
+/// How many signals may wait for a task's handler (see `Tasks::create`).
+const SIGNALS_WAITING: usize = 4;
+
+/// How long a worker's own write is tried again, for a task without a TTL,
+/// while the store fails ([`Tasks::change_durably`]).
+const GIVE_UP_WITHOUT_TTL: Duration = Duration::from_secs(3600);
+
+/// How many messages may wait for the watch thread; past it they are
+/// dropped, and its next round reads every task anyway.
+const LOOKS_WAITING: usize = 1024;
 
 /// A server's tasks: the store, the workers running, the bounds.
 pub(crate) struct Tasks {
@@ -128,6 +166,11 @@ pub(crate) struct Tasks {
     /// that status notifications go out in the order of the changes (a
     /// `cancelled` never overtaken by the `input_required` before it).
     order: Mutex<()>,
+    /// Wakes the watch thread, when it runs (a shared store).
+    looks: Mutex<Option<Sender<Look>>>,
+    /// The server's trace, for what no client can be told (a result that
+    /// could not be stored).
+    trace: Arc<Trace>,
 }
 
 /// What `-32021` says a request needs for the task methods.
@@ -149,6 +192,7 @@ impl Tasks {
         store: Arc<dyn TaskStore>,
         config: TaskConfig,
         connections: Arc<Connections>,
+        trace: Arc<Trace>,
     ) -> Tasks {
         Tasks {
             store,
@@ -156,6 +200,8 @@ impl Tasks {
             live: Mutex::new(HashMap::new()),
             connections,
             order: Mutex::new(()),
+            looks: Mutex::new(None),
+            trace,
         }
     }
 
@@ -173,8 +219,15 @@ impl Tasks {
     /// started by the caller (`worker::start`) with what this returns.
     pub fn create(&self) -> Result<Created, ErrorObject> {
         let task_id = new_task_id()?;
-        let (signals, inbox) = crossbeam_channel::unbounded();
+        // A few signals at most wait: a handler that is not asking for
+        // input reads none, and the watch says `Look` every interval while
+        // answers wait in the store. A signal that finds it full is not
+        // needed: the handler's next look reads the store, which says
+        // everything a signal would (answers, or that the task ended).
+        let (signals, inbox) = crossbeam_channel::bounded(SIGNALS_WAITING);
         let token = CancelToken::new();
+        let now = SystemTime::now();
+        let expires = self.config.ttl.and_then(|t| now.checked_add(t));
         {
             // The slot is taken before the store is called (never under
             // this lock), so that the bound holds under a burst.
@@ -189,10 +242,10 @@ impl Tasks {
             let entry = Live {
                 token: token.clone(),
                 signals,
+                expires,
             };
             live.insert(task_id.clone(), entry);
         }
-        let now = SystemTime::now();
         let stamp = iso8601(now);
         let task = Task {
             task_id: task_id.clone(),
@@ -205,7 +258,8 @@ impl Tasks {
         };
         let stored = StoredTask {
             task: DetailedTask::new(task.clone()),
-            expires: self.config.ttl.and_then(|t| now.checked_add(t)),
+            answers: InputResponses::new(),
+            expires,
         };
         if let Err(e) = self.store.create(stored.clone()) {
             self.live().remove(&task_id);
@@ -228,16 +282,19 @@ impl Tasks {
     }
 
     /// `tasks/update`: the answers to outstanding keys leave
-    /// `inputRequests` now (the task resumes once none is left) and go to
-    /// the worker; any other key is ignored.
+    /// `inputRequests` now for the stored task's `answers` (the task
+    /// resumes once none is left), and its handler is told to take them;
+    /// any other key is ignored. A retry of the store's write after a lost
+    /// reply does not apply it twice (`TaskStore::update`), and the answers
+    /// wait in the store for a handler whose message was lost.
     pub fn update(&self, task_id: &str, responses: InputResponses) -> Result<(), ErrorObject> {
         let order = self.ordered();
-        let mut accepted = InputResponses::new();
+        let mut accepted = false;
         let mut resumed = false;
         let after = self.store.update(task_id, &mut |stored| {
-            accepted.clear();
+            accepted = false;
             resumed = false;
-            let task = &mut stored.task;
+            let StoredTask { task, answers, .. } = stored;
             if task.task.status != TaskStatus::InputRequired {
                 return;
             }
@@ -246,7 +303,8 @@ impl Tasks {
             };
             for (key, answer) in &responses {
                 if outstanding.remove(key).is_some() {
-                    accepted.insert(key.clone(), answer.clone());
+                    answers.insert(key.clone(), answer.clone());
+                    accepted = true;
                 }
             }
             if outstanding.is_empty() {
@@ -258,32 +316,71 @@ impl Tasks {
         let Some(after) = after else {
             return Err(unknown_task(task_id));
         };
-        // Published before the worker gets the answers: its own next
+        // Published before the worker takes the answers: its own next
         // change (say, `completed`) can then only come after this one.
         if resumed {
             self.publish(&after.task);
         }
         drop(order);
-        if !accepted.is_empty() {
-            let live = self.live();
-            match live.get(task_id) {
-                Some(live) => drop(live.signals.send(Signal::Answers(accepted))),
-                // Its handler may run on another replica.
-                None => {
-                    let task_id = task_id.to_owned();
-                    let answers = Change::TaskAnswers {
-                        task_id,
-                        responses: accepted,
-                    };
-                    self.connections.replicas.send(&answers);
-                }
-            }
+        if accepted && !self.signal_here(task_id, Signal::Look) {
+            // Its handler may run on another replica.
+            let answers = Change::TaskAnswers {
+                task_id: task_id.to_owned(),
+            };
+            self.connections.replicas.send(&answers);
         }
         Ok(())
     }
 
+    /// The answers the handler of `task_id` waits for under `wanted` (keys
+    /// on the wire), taken out of the store: `None` when the task ended or
+    /// is gone. Taken at most once for each key (a handler ignores a key it
+    /// no longer waits for), so that when the store cannot say whether the
+    /// write took, the answers read are handed over all the same.
+    pub fn take_answers(
+        &self,
+        task_id: &str,
+        wanted: &dyn Fn(&str) -> bool,
+    ) -> Result<Option<InputResponses>, ErrorObject> {
+        // A read first: most looks find nothing, and a read writes nothing.
+        let Some(seen) = self.store.get(task_id)? else {
+            return Ok(None);
+        };
+        if seen.task.task.status.is_terminal() {
+            return Ok(None);
+        }
+        if !seen.answers.keys().any(|key| wanted(key)) {
+            return Ok(Some(InputResponses::new()));
+        }
+        let mut taken = InputResponses::new();
+        let mut ended = false;
+        let after = self.store.update(task_id, &mut |stored| {
+            taken.clear();
+            ended = stored.task.task.status.is_terminal();
+            if ended {
+                return;
+            }
+            stored.answers.retain(|key, answer| {
+                let take = wanted(key);
+                if take {
+                    taken.insert(key.clone(), answer.clone());
+                }
+                !take
+            });
+        });
+        match after {
+            Ok(None) => Ok(None),
+            Ok(Some(_)) if ended => Ok(None),
+            Ok(Some(_)) => Ok(Some(taken)),
+            Err(_) if !taken.is_empty() && !ended => Ok(Some(taken)),
+            Err(e) => Err(e),
+        }
+    }
+
     /// `tasks/cancel`: a task that has not finished is `cancelled` now and
-    /// its worker told to stop; a finished one is left as it is.
+    /// its worker told to stop (here, or through the feed: that replica
+    /// reads the task and stops its handler if the store says so); a
+    /// finished one is left as it is.
     pub fn cancel(&self, task_id: &str) -> Result<(), ErrorObject> {
         let order = self.ordered();
         let mut changed = false;
@@ -291,6 +388,7 @@ impl Tasks {
             changed = !stored.task.task.status.is_terminal();
             if changed {
                 stored.task.input_requests = None;
+                stored.answers.clear();
                 let message = Some("Cancelled by the client".to_owned());
                 set_status(&mut stored.task, TaskStatus::Cancelled, message);
             }
@@ -320,37 +418,34 @@ impl Tasks {
             return false;
         };
         live.token.cancel();
-        let _ = live.signals.send(Signal::Stop);
+        // Full: the signals waiting wake it, and the store says it ended.
+        let _ = live.signals.try_send(Signal::Stop);
         true
     }
 
-    /// Takes the task signals other replicas send through the server's
-    /// change feed: answers and stops for the handlers running here.
-    pub fn hear_replicas(self: &Arc<Self>) {
-        let tasks = Arc::downgrade(self);
-        self.connections
-            .replicas
-            .on_task_signal(Box::new(move |change| {
-                let Some(tasks) = tasks.upgrade() else {
-                    return;
-                };
-                match change {
-                    Change::TaskAnswers { task_id, responses } => {
-                        if let Some(live) = tasks.live().get(&task_id) {
-                            let _ = live.signals.send(Signal::Answers(responses));
-                        }
-                    }
-                    Change::TaskStop { task_id } => drop(tasks.stop_here(&task_id)),
-                    _ => {}
-                }
-            }));
+    /// Sends `signal` to the handler of `task_id` if it runs here; whether
+    /// it does.
+    fn signal_here(&self, task_id: &str, signal: Signal) -> bool {
+        let live = self.live();
+        let Some(live) = live.get(task_id) else {
+            return false;
+        };
+        // Full: a look is on its way already.
+        let _ = live.signals.try_send(signal);
+        true
     }
 
     /// The worker's end: the terminal state, unless the task is terminal
     /// already (cancelled). The worker is no longer live after it.
+    ///
+    /// A store out of reach (Redis restarting) does not lose the result:
+    /// the write is tried again, the lease still renewed, until it is
+    /// written, the task ended otherwise, or it expired. What could not be
+    /// kept is said on the server's trace.
     pub fn end(&self, task_id: &str, outcome: Result<Value, ErrorObject>) {
         let outcome = outcome.and_then(|result| self.bounded(result));
-        self.change(task_id, &mut |task| {
+        let expires = self.live().get(task_id).and_then(|live| live.expires);
+        let written = self.change_durably(task_id, expires, &mut |task| {
             task.input_requests = None;
             match &outcome {
                 Ok(result) => {
@@ -364,6 +459,29 @@ impl Tasks {
                 }
             }
         });
+        match written {
+            Ok(Some(_)) => {}
+            Ok(None) => {
+                // Cancelled is the client's word; anything else (failed by
+                // the lease rule, gone) dropped what the handler finished.
+                let now = self.store.get(task_id);
+                let status = now
+                    .as_ref()
+                    .ok()
+                    .and_then(|t| t.as_ref())
+                    .map(|t| t.task.task.status);
+                if status != Some(TaskStatus::Cancelled) {
+                    (self.trace)(&format!(
+                        "task {task_id}: its handler finished, but the task had ended already ({}): what it finished was not kept",
+                        status.map_or("gone".to_owned(), |s| format!("{s:?}").to_lowercase())
+                    ));
+                }
+            }
+            Err(e) => (self.trace)(&format!(
+                "task {task_id}: its handler finished, but the task store could not keep it before the task expired: {}",
+                e.message
+            )),
+        }
         self.live().remove(task_id);
         self.store.worker_ended(task_id);
     }
@@ -395,18 +513,18 @@ impl Tasks {
         &self,
         task_id: &str,
         change: &mut dyn FnMut(&mut DetailedTask),
-    ) -> Option<DetailedTask> {
+    ) -> Result<Option<DetailedTask>, ErrorObject> {
         let mut changed = false;
         let after = self.store.update(task_id, &mut |stored| {
             changed = !stored.task.task.status.is_terminal();
             if changed {
                 change(&mut stored.task);
+                if stored.task.task.status.is_terminal() {
+                    stored.answers.clear();
+                }
             }
-        });
-        match after {
-            Ok(Some(after)) if changed => Some(after.task),
-            _ => None,
-        }
+        })?;
+        Ok(after.filter(|_| changed).map(|after| after.task))
     }
 
     /// [`Tasks::transition`], then the task's new state published, in
@@ -415,11 +533,36 @@ impl Tasks {
         &self,
         task_id: &str,
         change: &mut dyn FnMut(&mut DetailedTask),
-    ) -> Option<DetailedTask> {
+    ) -> Result<Option<DetailedTask>, ErrorObject> {
         let _order = self.ordered();
         let after = self.transition(task_id, change)?;
-        self.publish(&after);
-        Some(after)
+        if let Some(after) = &after {
+            self.publish(after);
+        }
+        Ok(after)
+    }
+
+    /// [`Tasks::change`] for a worker's own step (its questions, its end),
+    /// tried again while the store fails (every 100 ms, then up to every
+    /// second) until it is written, the task ended or is gone, or `expires`
+    /// passed (an hour for a task without a TTL): then the last error.
+    pub fn change_durably(
+        &self,
+        task_id: &str,
+        expires: Option<SystemTime>,
+        change: &mut dyn FnMut(&mut DetailedTask),
+    ) -> Result<Option<DetailedTask>, ErrorObject> {
+        let until = expires.unwrap_or_else(|| SystemTime::now() + GIVE_UP_WITHOUT_TTL);
+        let mut pause = Duration::from_millis(100);
+        loop {
+            match self.change(task_id, change) {
+                Err(_) if SystemTime::now() + pause < until => {
+                    thread::sleep(pause);
+                    pause = (pause * 2).min(Duration::from_secs(1));
+                }
+                done => return done,
+            }
+        }
     }
 
     /// Which of `task_ids` a listen may follow: the ones the store knows.

@@ -1,9 +1,9 @@
 //! The connections of a [`RedisTaskStore`](crate::RedisTaskStore): a small
-//! pool of synchronous Redis connections, opened on demand, kept when
-//! healthy, dropped when broken.
+//! pool of synchronous Redis connections, opened on demand up to a bound,
+//! kept when healthy, dropped when broken.
 
-use std::sync::Mutex;
-use std::time::Duration;
+use std::sync::{Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
 use crate::jsonrpc::ErrorObject;
 
@@ -14,12 +14,23 @@ const REPLY: Duration = Duration::from_secs(5);
 /// Idle connections kept for reuse; more are opened under load and closed
 /// after use.
 const KEEP: usize = 16;
+/// The most connections open at once (idle or in use); past it, an
+/// operation waits up to [`CONNECT`] for one to come back, then fails.
+pub(crate) const MAX_OPEN: usize = 64;
 
 /// Connections to one Redis.
 pub(crate) struct Pool {
     client: redis::Client,
     url: String,
-    idle: Mutex<Vec<redis::Connection>>,
+    state: Mutex<State>,
+    /// Signalled when a connection comes back or closes.
+    returned: Condvar,
+}
+
+/// The idle connections, and how many are open in all.
+struct State {
+    idle: Vec<redis::Connection>,
+    open: usize,
 }
 
 impl Pool {
@@ -29,11 +40,25 @@ impl Pool {
         let pool = Pool {
             client,
             url: url.to_owned(),
-            idle: Mutex::new(Vec::new()),
+            state: Mutex::new(State {
+                idle: Vec::new(),
+                open: 0,
+            }),
+            returned: Condvar::new(),
         };
-        let first = pool.connect()?;
+        let first = pool.take()?;
         pool.give_back(first);
         Ok(pool)
+    }
+
+    /// A connection of the caller's own, outside the pool, whose replies
+    /// may take `reply` at most (the lease renewal's: it must never wait
+    /// behind the pool).
+    pub fn dedicated(&self, reply: Duration) -> redis::RedisResult<redis::Connection> {
+        let connection = self.client.get_connection_with_timeout(reply)?;
+        connection.set_read_timeout(Some(reply))?;
+        connection.set_write_timeout(Some(reply))?;
+        Ok(connection)
     }
 
     /// Runs `work` on a connection. A connection that broke (Redis
@@ -48,30 +73,82 @@ impl Pool {
         let mut tried = false;
         loop {
             let mut connection = self.take()?;
-            match work(&mut connection) {
+            let done = work(&mut connection);
+            match done {
                 Ok(value) => {
                     self.give_back(connection);
                     return Ok(value);
                 }
-                Err(e) if broken(&e) && !tried => tried = true,
-                Err(e) => return Err(failed(&self.url, &e)),
+                Err(e) => {
+                    self.close(connection);
+                    if broken(&e) && !tried {
+                        tried = true;
+                    } else {
+                        return Err(failed(&self.url, &e));
+                    }
+                }
             }
         }
     }
 
-    fn take(&self) -> Result<redis::Connection, ErrorObject> {
-        let idle = self.idle.lock().unwrap_or_else(|e| e.into_inner()).pop();
-        match idle {
-            Some(connection) => Ok(connection),
-            None => self.connect(),
-        }
+    fn state(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    fn give_back(&self, connection: redis::Connection) {
-        let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
-        if idle.len() < KEEP {
-            idle.push(connection);
+    /// An idle connection, or a new one while fewer than [`MAX_OPEN`] are
+    /// open; at the bound, waits up to [`CONNECT`] for one to come back.
+    fn take(&self) -> Result<redis::Connection, ErrorObject> {
+        let deadline = Instant::now() + CONNECT;
+        let mut state = self.state();
+        loop {
+            if let Some(connection) = state.idle.pop() {
+                return Ok(connection);
+            }
+            if state.open < MAX_OPEN {
+                state.open += 1;
+                break;
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(ErrorObject::internal_error(format!(
+                    "all {MAX_OPEN} connections to the task store on Redis at {} are busy: try again",
+                    self.url
+                )));
+            }
+            state = self
+                .returned
+                .wait_timeout(state, left)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
         }
+        drop(state);
+        // Connected without the lock; the place taken is given back on failure.
+        self.connect().inspect_err(|_| {
+            self.state().open -= 1;
+            self.returned.notify_one();
+        })
+    }
+
+    /// A connection that did its work comes back (kept idle, or closed
+    /// past [`KEEP`]).
+    fn give_back(&self, connection: redis::Connection) {
+        let mut state = self.state();
+        if state.idle.len() < KEEP {
+            state.idle.push(connection);
+        } else {
+            state.open -= 1;
+            drop(connection);
+        }
+        drop(state);
+        self.returned.notify_one();
+    }
+
+    /// A connection that failed is closed: it may be in the middle of a
+    /// transaction or a reply.
+    fn close(&self, connection: redis::Connection) {
+        drop(connection);
+        self.state().open -= 1;
+        self.returned.notify_one();
     }
 
     fn connect(&self) -> Result<redis::Connection, ErrorObject> {

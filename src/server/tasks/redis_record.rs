@@ -8,22 +8,69 @@ use serde::{Deserialize, Serialize};
 
 use crate::jsonrpc::ErrorObject;
 use crate::server::tasks::{StoredTask, set_status};
-use crate::types::{DetailedTask, TaskStatus};
+use crate::types::{DetailedTask, InputResponses, TaskStatus};
 
 /// What is stored under a task's key: the task as `tasks/get` shows it,
-/// and when it may be forgotten, in milliseconds since the Unix epoch.
+/// the answers its handler has not taken yet, when it may be forgotten
+/// (milliseconds since the Unix epoch), and what makes each write
+/// observable: its version (one more at each write) and the ids of the
+/// last writes, so that a write retried after its reply was lost finds
+/// that it was applied (`RedisTaskStore::update`).
 #[derive(Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct Record {
     task: DetailedTask,
+    #[serde(default, skip_serializing_if = "InputResponses::is_empty")]
+    answers: InputResponses,
     expires_ms: Option<u64>,
+    #[serde(default)]
+    version: u64,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    writes: Vec<String>,
 }
 
-/// The JSON string stored for `task`.
+/// How many write ids a record keeps: a retry finds its own write unless
+/// this many others wrote the task between the lost reply and the retry.
+const WRITES_KEPT: usize = 8;
+
+/// A task as read from Redis, with its write history.
+pub(crate) struct Read {
+    pub task: StoredTask,
+    pub version: u64,
+    pub writes: Vec<String>,
+}
+
+impl Read {
+    /// Whether the write `id` was applied to this record.
+    pub fn has_written(&self, id: &str) -> bool {
+        self.writes.iter().any(|w| w == id)
+    }
+}
+
+/// The JSON string stored for `task`, a new task (version 1).
 pub(crate) fn encode(task: &StoredTask) -> Result<String, ErrorObject> {
+    encode_write(task, 0, &[], None)
+}
+
+/// The JSON string stored for `task` written over `version` by the write
+/// `id` (after `writes`).
+pub(crate) fn encode_write(
+    task: &StoredTask,
+    version: u64,
+    writes: &[String],
+    id: Option<&str>,
+) -> Result<String, ErrorObject> {
+    let mut kept: Vec<String> = writes.to_vec();
+    if let Some(id) = id {
+        kept.push(id.to_owned());
+    }
+    let skip = kept.len().saturating_sub(WRITES_KEPT);
     let record = Record {
         task: task.task.clone(),
+        answers: task.answers.clone(),
         expires_ms: task.expires.map(unix_ms),
+        version: version + 1,
+        writes: kept.split_off(skip),
     };
     serde_json::to_string(&record).map_err(|e| {
         ErrorObject::internal_error(format!("the task does not serialize for Redis: {e}"))
@@ -32,16 +79,26 @@ pub(crate) fn encode(task: &StoredTask) -> Result<String, ErrorObject> {
 
 /// The task stored as `json`.
 pub(crate) fn decode(json: &str) -> Result<StoredTask, ErrorObject> {
+    decode_read(json).map(|read| read.task)
+}
+
+/// The task stored as `json`, with its write history.
+pub(crate) fn decode_read(json: &str) -> Result<Read, ErrorObject> {
     let record: Record = serde_json::from_str(json).map_err(|e| {
         ErrorObject::internal_error(format!(
             "a task in Redis is not one this store wrote ({e}): is another program using the same key prefix?"
         ))
     })?;
-    Ok(StoredTask {
-        task: record.task,
-        expires: record
-            .expires_ms
-            .map(|ms| UNIX_EPOCH + Duration::from_millis(ms)),
+    Ok(Read {
+        task: StoredTask {
+            task: record.task,
+            answers: record.answers,
+            expires: record
+                .expires_ms
+                .map(|ms| UNIX_EPOCH + Duration::from_millis(ms)),
+        },
+        version: record.version,
+        writes: record.writes,
     })
 }
 
@@ -66,6 +123,7 @@ pub(crate) fn lapse(task: &mut StoredTask) -> bool {
         return false;
     }
     task.task.input_requests = None;
+    task.answers.clear();
     task.task.error = Some(ErrorObject::internal_error(WENT_AWAY));
     set_status(
         &mut task.task,
@@ -97,6 +155,7 @@ mod tests {
                 ttl_ms: Some(60_000),
                 poll_interval_ms: Some(200),
             }),
+            answers: InputResponses::new(),
             expires,
         }
     }
@@ -118,6 +177,23 @@ mod tests {
         let json = encode(&forever).unwrap();
         assert!(json.contains("\"expiresMs\":null"), "{json}");
         assert_eq!(decode(&json).unwrap(), forever);
+    }
+
+    #[test]
+    fn each_write_has_a_version_and_a_retry_finds_its_own_write() {
+        let task = task(TaskStatus::Working, None);
+        let mut read = decode_read(&encode(&task).unwrap()).unwrap();
+        assert_eq!((read.version, read.writes.len()), (1, 0));
+        for n in 0..20 {
+            let id = format!("w{n}");
+            let json = encode_write(&read.task, read.version, &read.writes, Some(&id)).unwrap();
+            read = decode_read(&json).unwrap();
+            assert!(read.has_written(&id));
+        }
+        assert_eq!(read.version, 21);
+        assert_eq!(read.writes.len(), WRITES_KEPT, "bounded");
+        assert!(!read.has_written("w0"));
+        assert!(read.has_written("w19"));
     }
 
     #[test]

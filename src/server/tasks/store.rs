@@ -3,19 +3,25 @@
 
 use std::collections::HashMap;
 use std::sync::Mutex;
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 use serde_json::json;
 
 use crate::jsonrpc::ErrorObject;
-use crate::types::DetailedTask;
+use crate::types::{DetailedTask, InputResponses};
 
-/// A task as a store keeps it: its state as `tasks/get` shows it, and when
-/// it may be forgotten.
+/// A task as a store keeps it: its state as `tasks/get` shows it, the
+/// answers its handler has not taken yet, and when it may be forgotten.
 #[derive(Debug, Clone, PartialEq)]
 pub struct StoredTask {
     /// The task and its payload (`inputRequests`, `result` or `error`).
     pub task: DetailedTask,
+    /// Answers `tasks/update` took (they left `inputRequests`) that the
+    /// task's handler has not taken yet, by their keys on the wire. Kept
+    /// with the task, so that they reach the handler whichever process
+    /// runs it, even when the message that announces them is lost; never
+    /// shown by `tasks/get`.
+    pub answers: InputResponses,
     /// `createdAt` plus `ttlMs`: after it, the store may forget the task
     /// (`tasks/get` is then `-32602`). `None`: kept until evicted.
     pub expires: Option<SystemTime>,
@@ -56,12 +62,13 @@ impl StoredTask {
 /// A task whose `expires` has passed may be treated as absent by all
 /// three. Errors are `ErrorObject`s the client sees (use `-32603`).
 ///
-/// The worker that runs a task lives in the process that created it: a
-/// store shared by several processes makes every task readable from each
-/// of them, but only the creating process can deliver `tasks/update`
-/// answers to a waiting handler or stop it early on `tasks/cancel` (the
-/// cancellation itself is recorded in the store, and a terminal status
-/// written there is never overwritten).
+/// The worker that runs a task lives in the process that created it. The
+/// answers of `tasks/update` and a `tasks/cancel` are written in the store
+/// wherever they land; the process that runs the task learns of them from
+/// a message (a [`ChangeFeed`](crate::ChangeFeed) between processes) and,
+/// for a store shared by several processes, by reading its tasks again
+/// every [`watch_interval`](TaskStore::watch_interval), so that a lost
+/// message costs time, never the answer or the stop.
 pub trait TaskStore: Send + Sync {
     /// Stores a new task (its id is fresh and unguessable). Refuse with an
     /// error when full.
@@ -86,6 +93,25 @@ pub trait TaskStore: Send + Sync {
     fn worker_ended(&self, task_id: &str) {
         let _ = task_id;
     }
+
+    /// How often the server reads again the tasks this process runs (to
+    /// hear answers and stops whose message was lost, or a task that
+    /// ended elsewhere) and calls [`sweep`](TaskStore::sweep): `Some` for
+    /// a store other processes share. The default, `None`, is for a store
+    /// only this process uses, where nothing is lost.
+    fn watch_interval(&self) -> Option<Duration> {
+        None
+    }
+
+    /// Ends the tasks whose runner went away (a store that holds leases
+    /// finds them here), and returns every task this store so ended since
+    /// the last call, here or in its reads: the server publishes each
+    /// one's new state and stops its handler if it runs here. Called every
+    /// [`watch_interval`](TaskStore::watch_interval). The default ends
+    /// nothing.
+    fn sweep(&self) -> Result<Vec<StoredTask>, ErrorObject> {
+        Ok(Vec::new())
+    }
 }
 
 /// A shared store: several servers (a restarted one, or one per
@@ -109,6 +135,14 @@ impl<T: TaskStore + ?Sized> TaskStore for std::sync::Arc<T> {
 
     fn worker_ended(&self, task_id: &str) {
         (**self).worker_ended(task_id);
+    }
+
+    fn watch_interval(&self) -> Option<Duration> {
+        (**self).watch_interval()
+    }
+
+    fn sweep(&self) -> Result<Vec<StoredTask>, ErrorObject> {
+        (**self).sweep()
     }
 }
 
@@ -225,7 +259,6 @@ impl TaskStore for MemoryTaskStore {
 mod tests {
     use super::*;
     use crate::types::{Task, TaskStatus};
-    use std::time::Duration;
 
     fn stored(
         id: &str,
@@ -243,6 +276,7 @@ mod tests {
                 ttl_ms: None,
                 poll_interval_ms: None,
             }),
+            answers: InputResponses::new(),
             expires,
         }
     }

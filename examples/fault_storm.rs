@@ -1,0 +1,223 @@
+//! The client side of `tests/scale_out_faults.sh`: a storm of task calls
+//! on replicas behind a load balancer while the script breaks Redis and
+//! the replicas, through this crate's HTTP client.
+//!
+//! ```text
+//! fault_storm URL SECONDS THREADS
+//! ```
+//!
+//! Each thread starts tasks of the everything example in turn, each with a
+//! label of its own: `slow_compute` for 3 s (left to run), `slow_compute`
+//! for 60 s (cancelled a second later with `tasks/cancel`), and
+//! `confirm_delete` (its question answered with `tasks/update`). A call
+//! or an answer that fails (Redis stalled, a replica gone) is tried
+//! again. After `SECONDS`, every task started is polled until it ends, 20 s
+//! at most (a lease, a sweep and time to spare), and read once more.
+//! Prints one line per task, `ID LABEL KIND ACTED FINAL_STATUS TEXT`
+//! (ACTED: whether its cancel or answer was acknowledged), for the script
+//! to hold against the handlers' own lines (`--task-log`). Exit status 1
+//! on a usage error only.
+
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use mcp_stdio::types::{DetailedTask, ElicitResult, InputResponse, InputResponses, TaskStatus};
+use mcp_stdio::{Client, EraPolicy, Error, RequestOptions, TaskHandle, ToolCallStart};
+use serde_json::{Map, json};
+
+/// What became of one task.
+struct Record {
+    id: String,
+    label: String,
+    kind: &'static str,
+    acted: bool,
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let (Some(url), Some(seconds), Some(threads)) = (
+        args.first().cloned(),
+        args.get(1).and_then(|s| s.parse::<u64>().ok()),
+        args.get(2).and_then(|s| s.parse::<usize>().ok()),
+    ) else {
+        eprintln!("fault_storm: usage: fault_storm URL SECONDS THREADS");
+        std::process::exit(1);
+    };
+    let until = Instant::now() + Duration::from_secs(seconds);
+    let records = Arc::new(Mutex::new(Vec::new()));
+    let workers: Vec<_> = (0..threads)
+        .map(|n| {
+            let (url, records) = (url.clone(), Arc::clone(&records));
+            thread::spawn(move || storm(&url, n, until, &records))
+        })
+        .collect();
+    for worker in workers {
+        let _ = worker.join();
+    }
+    let client = connect(&url);
+    let records = std::mem::take(&mut *records.lock().unwrap());
+    let deadline = Instant::now() + Duration::from_secs(20);
+    for record in &records {
+        let handle = client.task(record.id.clone());
+        let end = settle(&handle, deadline);
+        // Read once more: a terminal state is final.
+        let again = retry(deadline + Duration::from_secs(5), || handle.get());
+        let (status, text) = match (&end, &again) {
+            (Some(end), Some(again)) if end.task.status != again.task.status => (
+                format!("changed:{:?}->{:?}", end.task.status, again.task.status),
+                String::new(),
+            ),
+            (Some(end), _) => (status_name(end.task.status), summary(end)),
+            (None, _) => ("unread".to_owned(), String::new()),
+        };
+        println!(
+            "{} {} {} {} {} {}",
+            record.id, record.label, record.kind, record.acted, status, text
+        );
+    }
+}
+
+fn connect(url: &str) -> Client {
+    let mut delay = Duration::from_millis(100);
+    loop {
+        let client = Client::builder()
+            .era(EraPolicy::ModernOnly)
+            .tasks(true)
+            // Declares elicitation (`confirm_delete` requires it); the
+            // storm answers its question itself, with `tasks/update`.
+            .on_elicitation(|_| {
+                let mut content = Map::new();
+                content.insert("confirm".into(), json!(true));
+                Ok(ElicitResult::accept(content))
+            })
+            .request_timeout(Duration::from_secs(30))
+            .connect_url(url);
+        match client {
+            Ok(client) => return client,
+            Err(e) => {
+                eprintln!("fault_storm: connect: {e}");
+                thread::sleep(delay);
+                delay = (delay * 2).min(Duration::from_secs(2));
+            }
+        }
+    }
+}
+
+/// One thread's calls until `until`.
+fn storm(url: &str, n: usize, until: Instant, records: &Mutex<Vec<Record>>) {
+    let client = connect(url);
+    let mut i = 0;
+    while Instant::now() < until {
+        i += 1;
+        let label = format!("t{n}-{i}");
+        let kind = ["run", "cancel", "answer"][i % 3];
+        let (tool, args) = match kind {
+            "run" => ("slow_compute", json!({ "seconds": 3, "label": label })),
+            "cancel" => ("slow_compute", json!({ "seconds": 60, "label": label })),
+            _ => ("confirm_delete", json!({ "filename": label })),
+        };
+        let started = client.start_tool_call(tool, args, RequestOptions::new());
+        let mut handle = match started {
+            Ok(ToolCallStart::Task(handle)) => handle,
+            Ok(ToolCallStart::Immediate(_)) => continue,
+            // Not started (or not known to be): nothing to follow.
+            Err(e) => {
+                eprintln!("fault_storm: {label}: start: {e}");
+                thread::sleep(Duration::from_millis(200));
+                continue;
+            }
+        };
+        let id = handle.id().to_owned();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let acted = match kind {
+            "cancel" => {
+                thread::sleep(Duration::from_secs(1));
+                retry(deadline, || handle.cancel()).is_some()
+            }
+            "answer" => answer(&mut handle, deadline),
+            _ => true,
+        };
+        records.lock().unwrap().push(Record {
+            id,
+            label,
+            kind,
+            acted,
+        });
+    }
+}
+
+/// Waits for the task's question and answers it (yes); whether the answer
+/// was acknowledged.
+fn answer(handle: &mut TaskHandle, deadline: Instant) -> bool {
+    while Instant::now() < deadline {
+        let Some(task) = retry(deadline, || handle.get()) else {
+            return false;
+        };
+        match task.task.status {
+            TaskStatus::InputRequired => {
+                let mut content = Map::new();
+                content.insert("confirm".into(), json!(true));
+                let reply = serde_json::to_value(ElicitResult::accept(content)).unwrap();
+                let answers = InputResponses::from([("confirm".to_owned(), InputResponse(reply))]);
+                return retry(deadline, || handle.update(answers.clone())).is_some();
+            }
+            TaskStatus::Working => thread::sleep(Duration::from_millis(100)),
+            _ => return false,
+        }
+    }
+    false
+}
+
+/// The task once it ended, polled until `deadline`.
+fn settle(handle: &TaskHandle, deadline: Instant) -> Option<DetailedTask> {
+    loop {
+        let task = retry(deadline, || handle.get());
+        match task {
+            Some(task) if task.task.status.is_terminal() => return Some(task),
+            Some(task) if Instant::now() >= deadline => return Some(task),
+            None => return None,
+            Some(_) => thread::sleep(Duration::from_millis(200)),
+        }
+    }
+}
+
+/// `call` until it succeeds or `deadline` passes (a replica stalled or
+/// gone, Redis restarting: the next try may land elsewhere).
+fn retry<T>(deadline: Instant, mut call: impl FnMut() -> Result<T, Error>) -> Option<T> {
+    loop {
+        match call() {
+            Ok(value) => return Some(value),
+            Err(_) if Instant::now() < deadline => thread::sleep(Duration::from_millis(200)),
+            Err(e) => {
+                eprintln!("fault_storm: gave up: {e}");
+                return None;
+            }
+        }
+    }
+}
+
+fn status_name(status: TaskStatus) -> String {
+    serde_json::to_value(status)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_owned))
+        .unwrap_or_else(|| format!("{status:?}"))
+}
+
+/// The result's text, or the error's message, on one line.
+fn summary(task: &DetailedTask) -> String {
+    let text = if let Some(result) = &task.result {
+        result
+            .get("content")
+            .and_then(|c| c.get(0))
+            .and_then(|c| c.get("text"))
+            .and_then(|t| t.as_str())
+            .unwrap_or_default()
+            .to_owned()
+    } else if let Some(error) = &task.error {
+        error.message.clone()
+    } else {
+        String::new()
+    };
+    text.replace(['\n', '\r'], " ")
+}

@@ -1,0 +1,55 @@
+//! A legacy server's own requests, on a link over pipes.
+
+use std::io::Write;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::client::ClientBuilder;
+use crate::client::input::InputHandlers;
+use crate::client::link::over_pipes;
+use crate::types::ListRootsResult;
+
+const WAIT: Duration = Duration::from_secs(10);
+
+/// Spec 2025-11-25 basic/utilities/cancellation: the receiver of a
+/// cancellation SHOULD not send a response for the cancelled request. A
+/// request the server cancels while its handler runs gets no answer; the
+/// server's other requests do.
+#[test]
+fn a_legacy_servers_request_it_cancels_gets_no_answer() {
+    let options = ClientBuilder::default().trace(|_| {});
+    let (link, mut server, written) = over_pipes(&options);
+    let (entered_tx, entered) = crossbeam_channel::unbounded();
+    let (release_tx, release) = crossbeam_channel::bounded::<()>(0);
+    link.answer_server_requests(InputHandlers {
+        roots: Some(Arc::new(move || {
+            let _ = entered_tx.send(());
+            let _ = release.recv();
+            Ok(ListRootsResult::default())
+        })),
+        ..InputHandlers::default()
+    });
+    let mut say = |line: &str| writeln!(server, "{line}").unwrap();
+    say(r#"{"jsonrpc":"2.0","id":7,"method":"roots/list"}"#);
+    entered.recv_timeout(WAIT).unwrap();
+    say(r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7}}"#);
+    say(r#"{"jsonrpc":"2.0","id":"after-cancel","method":"ping"}"#);
+    // The ping's answer: the cancellation before it was read.
+    let pong = written.recv_timeout(WAIT).unwrap();
+    assert_eq!(pong["id"], "after-cancel");
+    drop(release_tx);
+    let deadline = Instant::now() + WAIT;
+    while link.answering() > 0 {
+        assert!(
+            Instant::now() < deadline,
+            "the answering thread never ended"
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    // Whatever the thread sent went out before this ping's answer.
+    say(r#"{"jsonrpc":"2.0","id":8,"method":"roots/list"}"#);
+    entered.recv_timeout(WAIT).unwrap();
+    let answer = written.recv_timeout(WAIT).unwrap();
+    assert_eq!(answer["id"], 8, "answered: {answer}");
+    assert_eq!(answer["result"], serde_json::json!({ "roots": [] }));
+}

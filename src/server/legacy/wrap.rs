@@ -1,0 +1,70 @@
+//! How the work of a legacy request is wrapped (see `legacy::front`).
+
+use std::sync::Arc;
+
+use crate::server::Inner;
+use crate::server::legacy::asks::Asks;
+use crate::server::legacy::downgrade::for_legacy;
+use crate::server::legacy::input::{Bridge, may_ask};
+use crate::server::legacy::session::LegacySession;
+use crate::server::work::Job;
+
+/// How the work of a legacy request is wrapped: its reply drops what only
+/// 2026-07-28 results carry, and one whose handler may ask for input asks
+/// the client (it waits for the answers).
+pub(crate) enum Wrap {
+    Downgrade { method: String, version: String },
+    Bridge(Box<Bridge>),
+}
+
+impl Wrap {
+    /// The wrap of a legacy request of `method` with `params`, under
+    /// `session`, on the connection whose asks are `asks`.
+    pub fn new(
+        inner: &Arc<Inner>,
+        method: &str,
+        params: &str,
+        session: &Arc<LegacySession>,
+        asks: &Arc<Asks>,
+    ) -> Wrap {
+        if may_ask(method) {
+            Wrap::Bridge(Box::new(Bridge {
+                inner: Arc::clone(inner),
+                method: method.to_owned(),
+                params: params.to_owned(),
+                session: Arc::clone(session),
+                asks: Arc::clone(asks),
+            }))
+        } else {
+            Wrap::Downgrade {
+                method: method.to_owned(),
+                version: session.version.clone(),
+            }
+        }
+    }
+
+    /// Wraps `job`'s work. A request that may ask the client runs on the
+    /// pool, however its handler was registered: it may wait for answers,
+    /// which only the reader can read.
+    pub fn apply(self, job: Job) -> Job {
+        let Job {
+            meta,
+            work,
+            inline,
+            retry,
+        } = job;
+        let (work, inline) = match self {
+            Wrap::Bridge(bridge) => (bridge.wrap(work), false),
+            Wrap::Downgrade { method, version } => (
+                Box::new(move |ctx: &_| for_legacy(work(ctx), &method, &version)) as _,
+                inline,
+            ),
+        };
+        Job {
+            meta,
+            work,
+            inline,
+            retry,
+        }
+    }
+}

@@ -1,0 +1,132 @@
+//! What the client holds for a server that writes or takes without end
+//! (issue 47, items 1 and 7): its stderr lines, and the lines waiting for
+//! a server that does not read its input, are bounded, measured on this
+//! process's peak resident set (`VmHWM`).
+
+use super::*;
+
+const MIB: usize = 1024 * 1024;
+
+/// `stderr-flood`: a modern server whose `tools/call` of `flood` writes
+/// `arguments.mib` MiB of `x` to its stderr without a newline, then a
+/// newline and the line `end of flood`, and answers `flooded`. Any other
+/// tool echoes.
+pub fn fake_stderr_flood() -> ! {
+    each_request(|out, id, method, msg| match method {
+        "server/discover" => send(out, &reply(id, fake_discover("stderr-flood", "floods"))),
+        "tools/call" if tool_name(msg) == "flood" => {
+            let mib = msg
+                .pointer("/params/arguments/mib")
+                .and_then(Value::as_u64)
+                .unwrap_or(1);
+            let mut err = std::io::stderr().lock();
+            let chunk = vec![b'x'; MIB];
+            for _ in 0..mib {
+                if err.write_all(&chunk).is_err() {
+                    std::process::exit(0);
+                }
+            }
+            let _ = err.write_all(b"\nend of flood\n");
+            drop(err);
+            send(out, &reply(id, text_result("flooded")));
+        }
+        "tools/call" => send(out, &reply(id, text_result(&echo_text(msg)))),
+        _ => send(out, &error_reply(id, -32601, "Method not found", None)),
+    });
+    std::process::exit(0);
+}
+
+/// Item 1: a server that writes 100 MiB to its stderr without a newline
+/// costs the client no more than a bounded part of that line: the sink
+/// gets its start, cut, and then the lines after it.
+pub fn a_server_flooding_stderr_without_newlines_costs_a_bounded_line() -> Result<String, String> {
+    let _ = std::fs::write("/proc/self/clear_refs", "5");
+    let before = vm_hwm_kib()?;
+    let (line_tx, lines) = crossbeam_channel::unbounded::<(usize, String)>();
+    let client = builder()
+        .stderr(move |line| {
+            let end: String = line
+                .chars()
+                .rev()
+                .take(80)
+                .collect::<Vec<_>>()
+                .into_iter()
+                .rev()
+                .collect();
+            let _ = line_tx.send((line.len(), end));
+        })
+        .spawn(server_command("stderr-flood", None))
+        .map_err(|e| format!("connecting failed: {e}"))?;
+    expect_text(
+        "flood",
+        client.call_tool("flood", json!({ "mib": 100 })),
+        "flooded",
+    )?;
+    let (long, long_end) = lines
+        .recv_timeout(WAIT)
+        .map_err(|_| "the sink got no line for the flood".to_owned())?;
+    let (_, next) = lines
+        .recv_timeout(WAIT)
+        .map_err(|_| "the sink got no line after the flood".to_owned())?;
+    close_ok(client)?;
+    let after = vm_hwm_kib()?;
+    let growth = after.saturating_sub(before);
+    ensure!(
+        growth < 16 * 1024,
+        "peak RSS grew by {growth} kB for a 100 MiB stderr line (the line was {long} bytes)"
+    );
+    ensure!(
+        long <= 64 * 1024 + 100,
+        "the sink was handed {long} bytes of one stderr line"
+    );
+    ensure!(
+        long_end.ends_with("[cut: 104857600 bytes in all]"),
+        "the cut line ends {long_end:?}"
+    );
+    ensure!(next == "end of flood", "the line after the flood: {next:?}");
+    Ok(format!("VmHWM +{growth} kB; the sink got {long} bytes"))
+}
+
+/// Item 7: a server that stops reading its input holds at most a bounded
+/// queue of the client's lines; past it, a request fails at once, saying
+/// why, instead of piling up in memory.
+pub fn a_server_that_does_not_read_holds_a_bounded_queue() -> Result<String, String> {
+    let client = builder()
+        .close_grace(Duration::from_millis(200))
+        .spawn(server_command("stops-reading", None))
+        .map_err(|e| format!("spawn: {e}"))?;
+    let _ = std::fs::write("/proc/self/clear_refs", "5");
+    let before = vm_hwm_kib()?;
+    let big = "x".repeat(MIB);
+    let mut calls = Vec::new();
+    let mut refused = Vec::new();
+    for _ in 0..100 {
+        let params = json!({ "name": "echo", "arguments": { "text": big } });
+        match client.start_request("tools/call", params, RequestOptions::new()) {
+            Ok(call) => calls.push(call),
+            Err(e) => refused.push(e.to_string()),
+        }
+    }
+    let after = vm_hwm_kib()?;
+    let growth = after.saturating_sub(before);
+    let queued = calls.len();
+    drop(calls);
+    let _ = client.close();
+    ensure!(
+        growth < 48 * 1024,
+        "peak RSS grew by {growth} kB for 100 requests of 1 MiB the server never read ({queued} taken, {} refused)",
+        refused.len()
+    );
+    ensure!(!refused.is_empty(), "all {queued} requests were queued");
+    let want = "i/o failed: the server has not read";
+    ensure!(
+        refused.iter().all(|e| e.starts_with(want)),
+        "a refusal says {:?}, want it to start {want:?}",
+        refused[0]
+    );
+    Ok(format!(
+        "VmHWM +{growth} kB; {queued} queued, {} refused: {}",
+        refused.len(),
+        refused[0]
+    ))
+}
