@@ -163,14 +163,13 @@ pub(crate) fn session_request(
         _ => {}
     }
     session?;
-    let has_resources = inner
-        .registry
-        .read()
-        .unwrap_or_else(|e| e.into_inner())
-        .has_resources;
+    // A request for what the server does not declare is not found (as a
+    // method it does not serve is).
     Some(match method {
-        "logging/setLevel" => set_level(params).map(LegacyRequest::SetLevel),
-        "resources/subscribe" if has_resources => subscription_uri(params).and_then(|uri| {
+        "logging/setLevel" if inner.capabilities().logging.is_some() => {
+            set_level(params).map(LegacyRequest::SetLevel)
+        }
+        "resources/subscribe" if inner.subscribable() => subscription_uri(params).and_then(|uri| {
             if inner.accepts_uri(&uri) {
                 Ok(LegacyRequest::Subscribe(uri))
             } else {
@@ -178,7 +177,7 @@ pub(crate) fn session_request(
                 Err(ErrorObject::new(-32002, "Resource not found").with_data(json!({ "uri": uri })))
             }
         }),
-        "resources/unsubscribe" if has_resources => {
+        "resources/unsubscribe" if inner.subscribable() => {
             subscription_uri(params).map(LegacyRequest::Unsubscribe)
         }
         method::SUBSCRIPTIONS_LISTEN => Err(ErrorObject::method_not_found(method)),
