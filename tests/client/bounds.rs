@@ -130,3 +130,156 @@ pub fn a_server_that_does_not_read_holds_a_bounded_queue() -> Result<String, Str
         refused[0]
     ))
 }
+
+/// `big-logs`: a modern server whose `tools/call` of `logs` sends
+/// `arguments.n` log messages (`notifications/message`, for no request),
+/// each with a string of `arguments.mib` MiB as its data, then answers
+/// `logged`. Any other tool echoes.
+pub fn fake_big_logs() -> ! {
+    each_request(|out, id, method, msg| match method {
+        "server/discover" => send(out, &reply(id, fake_discover("big-logs", "logs"))),
+        "tools/call" if tool_name(msg) == "logs" => {
+            let arg = |name: &str| {
+                msg.pointer(&format!("/params/arguments/{name}"))
+                    .and_then(Value::as_u64)
+                    .unwrap_or(1) as usize
+            };
+            let data = "x".repeat(arg("mib") * MIB);
+            for k in 0..arg("n") {
+                let params = json!({ "level": "info", "data": format!("{k} {data}") });
+                send(
+                    out,
+                    &json!({ "jsonrpc": "2.0", "method": "notifications/message", "params": params }),
+                );
+            }
+            send(out, &reply(id, text_result("logged")));
+        }
+        "tools/call" => send(out, &reply(id, text_result(&echo_text(msg)))),
+        _ => send(out, &error_reply(id, -32601, "Method not found", None)),
+    });
+    std::process::exit(0);
+}
+
+/// Review of issue 47 (a queue measured in items where bytes matter): the
+/// notes waiting for a trace hook that is stuck (or slow, or stderr, the
+/// default, when it is a full pipe nobody reads) are bounded in number
+/// (256), not in size, and a server's log message for no request becomes
+/// a note of its whole data. So 40 log messages of 4 MiB, each a line the
+/// client accepts, are held whole: 160 MiB while the hook is stuck, and
+/// up to 256 times the line limit (16 MiB), 4 GiB, in all. A note is for a
+/// person: a bounded start of the data is enough.
+pub fn a_stuck_trace_holds_a_bounded_size_of_server_logs() -> Result<String, String> {
+    let (release_tx, release) = crossbeam_channel::bounded::<()>(0);
+    let client = builder()
+        .trace(move |_| {
+            // Stuck until the check lets go (drops the sender), as a hook
+            // writing to a full pipe is.
+            let _ = release.recv_timeout(Duration::from_secs(60));
+        })
+        .spawn(server_command("big-logs", None))
+        .map_err(|e| format!("connecting failed: {e}"))?;
+    let _ = std::fs::write("/proc/self/clear_refs", "5");
+    let before = vm_hwm_kib()?;
+    // The log messages come before the answer: every one was read and
+    // noted when the call returns.
+    let outcome = client.call_tool("logs", json!({ "n": 40, "mib": 4 }));
+    let after = vm_hwm_kib()?;
+    drop(release_tx);
+    expect_text("logs", outcome, "logged")?;
+    close_ok(client)?;
+    let growth = after.saturating_sub(before);
+    ensure!(
+        growth < 64 * 1024,
+        "peak RSS grew by {growth} kB while 40 server log messages of 4 MiB waited for a stuck trace hook"
+    );
+    Ok(format!("VmHWM +{growth} kB"))
+}
+
+/// `floods-subscription`: a modern server that acknowledges every
+/// `subscriptions/listen` (accepting what it asks) and whose `tools/call`
+/// of `publish` sends, to each open listen, `arguments.n`
+/// `notifications/tools/list_changed` tagged with its id, each carrying
+/// `arguments.kib` KiB in its `_meta`, then answers `published`.
+pub fn fake_floods_subscription() -> ! {
+    let mut listens: Vec<Value> = Vec::new();
+    each_request(|out, id, method, msg| match method {
+        "server/discover" => send(
+            out,
+            &reply(id, fake_discover("floods-subscription", "floods")),
+        ),
+        "subscriptions/listen" => {
+            listens.push(id.clone());
+            let accepted = msg
+                .pointer("/params/notifications")
+                .cloned()
+                .unwrap_or_else(|| json!({}));
+            let meta = json!({ "io.modelcontextprotocol/subscriptionId": id });
+            send(
+                out,
+                &json!({ "jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged",
+                    "params": { "_meta": meta, "notifications": accepted } }),
+            );
+        }
+        "tools/call" if tool_name(msg) == "publish" => {
+            let arg = |name: &str| {
+                msg.pointer(&format!("/params/arguments/{name}"))
+                    .and_then(Value::as_u64)
+                    .unwrap_or(1) as usize
+            };
+            let padding = "x".repeat(arg("kib") * 1024);
+            for listen in &listens {
+                for _ in 0..arg("n") {
+                    let meta = json!({
+                        "io.modelcontextprotocol/subscriptionId": listen,
+                        "example.com/padding": padding,
+                    });
+                    send(
+                        out,
+                        &json!({ "jsonrpc": "2.0", "method": "notifications/tools/list_changed",
+                            "params": { "_meta": meta } }),
+                    );
+                }
+            }
+            send(out, &reply(id, text_result("published")));
+        }
+        "tools/call" => send(out, &reply(id, text_result(&echo_text(msg)))),
+        _ => send(out, &error_reply(id, -32601, "Method not found", None)),
+    });
+    std::process::exit(0);
+}
+
+/// Review of issue 47, item 7 (README: "What a server can make the client
+/// hold is bounded"): a subscription's events wait in an unbounded channel
+/// until the application takes them, each with the notification's whole
+/// params, so a server that publishes faster than the application reads
+/// makes the client hold without end. 200 notifications of 1 MiB for a
+/// subscription not read: 200 MiB, and as much more as the server sends.
+/// (A request's progress and log messages wait the same way until its
+/// caller waits.)
+pub fn a_subscription_not_read_holds_a_bounded_backlog() -> Result<String, String> {
+    let client = builder()
+        .trace(|_| {})
+        .spawn(server_command("floods-subscription", None))
+        .map_err(|e| format!("connecting failed: {e}"))?;
+    let sub = client
+        .listen(SubscriptionFilter {
+            tools_list_changed: Some(true),
+            ..SubscriptionFilter::default()
+        })
+        .map_err(|e| format!("listen failed: {e}"))?;
+    let _ = std::fs::write("/proc/self/clear_refs", "5");
+    let before = vm_hwm_kib()?;
+    // The notifications come before the answer: every one was routed when
+    // the call returns.
+    let outcome = client.call_tool("publish", json!({ "n": 200, "kib": 1024 }));
+    let after = vm_hwm_kib()?;
+    drop(sub);
+    expect_text("publish", outcome, "published")?;
+    close_ok(client)?;
+    let growth = after.saturating_sub(before);
+    ensure!(
+        growth < 64 * 1024,
+        "peak RSS grew by {growth} kB for 200 notifications of 1 MiB to a subscription nobody read"
+    );
+    Ok(format!("VmHWM +{growth} kB"))
+}

@@ -118,6 +118,8 @@ fn run_server(mode: &str) -> ! {
         "grandchild-holds-stdout" => closing::fake_grandchild_holds_stdout(),
         // Not a server: a grandchild that holds its parent's stdout.
         "holds-stdout" => closing::run_holds_stdout(),
+        "big-logs" => bounds::fake_big_logs(),
+        "floods-subscription" => bounds::fake_floods_subscription(),
         // Not a server: this process as a client with every default.
         "quiet-client" => quiet::run_quiet_client(),
         // Not servers: this process as a client whose stderr is stuck.
@@ -985,6 +987,21 @@ const CHECKS: &[(&str, Check)] = &[
     (
         "a_panicking_input_handler_answers_an_error",
         hooks::a_panicking_input_handler_answers_an_error,
+    ),
+    // 12. The hostile review of issue 47 items 1-7 (review-47c): each
+    //     fails on main as it is, but `close_at_any_moment_...`, which
+    //     shows a reading wrong.
+    (
+        "a_stuck_trace_holds_a_bounded_size_of_server_logs",
+        bounds::a_stuck_trace_holds_a_bounded_size_of_server_logs,
+    ),
+    (
+        "a_subscription_not_read_holds_a_bounded_backlog",
+        bounds::a_subscription_not_read_holds_a_bounded_backlog,
+    ),
+    (
+        "a_panicking_trace_hook_loses_no_later_note",
+        hooks::a_panicking_trace_hook_loses_no_later_note,
     ),
     // 8. The interop checks (tests/interop/CHECKS.md) this crate's client
     //    runs against the peers' servers, here against the everything
