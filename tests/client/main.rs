@@ -119,7 +119,12 @@ fn run_server(mode: &str) -> ! {
         // Not a server: a grandchild that holds its parent's stdout.
         "holds-stdout" => closing::run_holds_stdout(),
         "big-logs" => bounds::fake_big_logs(),
+        "recorded-dies-mid-request" => closing::fake_recorded_dies_mid_request(),
         "floods-subscription" => bounds::fake_floods_subscription(),
+        "legacy-grandchild-asks-late" => closing::fake_legacy_grandchild_asks_late(),
+        // Not a server: a grandchild that writes to its parent's stdout
+        // when told.
+        "asks-when-told" => closing::run_asks_when_told(),
         // Not a server: this process as a client with every default.
         "quiet-client" => quiet::run_quiet_client(),
         // Not servers: this process as a client whose stderr is stuck.
@@ -1002,6 +1007,18 @@ const CHECKS: &[(&str, Check)] = &[
     (
         "a_panicking_trace_hook_loses_no_later_note",
         hooks::a_panicking_trace_hook_loses_no_later_note,
+    ),
+    (
+        "no_application_hook_runs_after_close_returns",
+        closing::no_application_hook_runs_after_close_returns,
+    ),
+    (
+        "close_at_any_moment_of_a_restart_leaves_no_server",
+        closing::close_at_any_moment_of_a_restart_leaves_no_server,
+    ),
+    (
+        "close_is_bounded_while_a_wire_hook_blocks_another_threads_write",
+        closing::close_is_bounded_while_a_wire_hook_blocks_another_threads_write,
     ),
     // 8. The interop checks (tests/interop/CHECKS.md) this crate's client
     //    runs against the peers' servers, here against the everything
