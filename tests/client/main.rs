@@ -121,6 +121,7 @@ fn run_server(mode: &str) -> ! {
         "big-logs" => bounds::fake_big_logs(),
         "recorded-dies-mid-request" => closing::fake_recorded_dies_mid_request(),
         "floods-subscription" => bounds::fake_floods_subscription(),
+        "always-32022" => seed_rules::fake_always_32022(),
         "legacy-grandchild-asks-late" => closing::fake_legacy_grandchild_asks_late(),
         // Not a server: a grandchild that writes to its parent's stdout
         // when told.
@@ -1019,6 +1020,14 @@ const CHECKS: &[(&str, Check)] = &[
     (
         "close_is_bounded_while_a_wire_hook_blocks_another_threads_write",
         closing::close_is_bounded_while_a_wire_hook_blocks_another_threads_write,
+    ),
+    (
+        "a_second_32022_is_not_called_no_version_in_common",
+        seed_rules::a_second_32022_is_not_called_no_version_in_common,
+    ),
+    (
+        "a_server_that_answered_32022_is_never_sent_initialize",
+        seed_rules::a_server_that_answered_32022_is_never_sent_initialize,
     ),
     // 8. The interop checks (tests/interop/CHECKS.md) this crate's client
     //    runs against the peers' servers, here against the everything

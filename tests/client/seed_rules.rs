@@ -272,3 +272,81 @@ pub fn modern_32022_then_silence_falls_back_to_initialize() -> Result<String, St
     );
     Ok(String::new())
 }
+
+/// `always-32022`: a modern server that answers every request with
+/// `-32022`, naming `2026-07-28`, the version the client asks for, as the
+/// one it supports.
+pub fn fake_always_32022() -> ! {
+    each_request(|out, id, _, msg| {
+        let requested = msg
+            .pointer("/params/_meta")
+            .and_then(|m| m.get(VERSION_KEY))
+            .cloned()
+            .unwrap_or(Value::Null);
+        send(
+            out,
+            &error_reply(
+                id,
+                -32022,
+                "Unsupported protocol version",
+                Some(json!({ "supported": [MODERN], "requested": requested })),
+            ),
+        );
+    });
+    std::process::exit(0);
+}
+
+/// Review of issue 47, item 5 (what the probe says): a server that
+/// refuses the version it names as supported is refused, but the error
+/// must say that, not "no protocol version in common", which is false: the
+/// server named 2026-07-28 and the client speaks it (`era::probe` gives the
+/// retry's `-32022` the message of an empty intersection).
+pub fn a_second_32022_is_not_called_no_version_in_common() -> Result<String, String> {
+    let outcome = builder()
+        .trace(|_| {})
+        .spawn(server_command("always-32022", None));
+    let error = match outcome {
+        Ok(client) => {
+            let era = client.era();
+            let _ = client.close();
+            return Err(format!("connected, era {era:?}"));
+        }
+        Err(e) => e.to_string(),
+    };
+    ensure!(
+        !error.contains("no protocol version in common"),
+        "the error says {error:?}, though the server named {MODERN}, which this client speaks"
+    );
+    Ok(error)
+}
+
+/// Review of issue 47, item 5 (spec 2026-07-28 basic/transports/stdio,
+/// "Backward Compatibility"): a server that answered the probe with
+/// `-32022` is modern ("Do **not** fall back to `initialize`"), and "the
+/// era determination is a property of the server" (basic/versioning). The
+/// merge made the retry's silence mean legacy and changed `era.rs`'s doc
+/// to say so (`modern_32022_then_silence_falls_back_to_initialize` pins
+/// it); this check reads the spec the other way: the connection fails,
+/// and `initialize` is never sent to a server that said it is modern.
+pub fn a_server_that_answered_32022_is_never_sent_initialize() -> Result<String, String> {
+    let wire = Wire::new("32022-then-silent-no-initialize");
+    let outcome = builder()
+        .trace(|_| {})
+        .probe_timeout(Duration::from_millis(300))
+        .spawn(server_command("modern-32022-then-silent", Some(&wire)));
+    let connected = match outcome {
+        Ok(client) => {
+            let era = client.era();
+            let _ = client.close();
+            Some(era)
+        }
+        Err(_) => None,
+    };
+    let methods = methods(&wire.lines());
+    ensure!(
+        !methods.iter().any(|m| m == "initialize"),
+        "the client sent initialize after -32022 (connected: {connected:?}); the wire: {methods:?}"
+    );
+    ensure!(connected.is_none(), "connected as {connected:?}");
+    Ok(String::new())
+}
