@@ -144,13 +144,14 @@ pub fn fake_big_logs() -> ! {
                     .and_then(Value::as_u64)
                     .unwrap_or(1) as usize
             };
+            // Written as text: encoding megabytes with serde_json in a
+            // debug build takes seconds.
             let data = "x".repeat(arg("mib") * MIB);
             for k in 0..arg("n") {
-                let params = json!({ "level": "info", "data": format!("{k} {data}") });
-                send(
-                    out,
-                    &json!({ "jsonrpc": "2.0", "method": "notifications/message", "params": params }),
+                let line = format!(
+                    "{{\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{{\"level\":\"info\",\"data\":\"{k} {data}\"}}}}\n"
                 );
+                send_raw(out, line.as_bytes());
             }
             send(out, &reply(id, text_result("logged")));
         }
@@ -164,13 +165,15 @@ pub fn fake_big_logs() -> ! {
 /// notes waiting for a trace hook that is stuck (or slow, or stderr, the
 /// default, when it is a full pipe nobody reads) are bounded in number
 /// (256), not in size, and a server's log message for no request becomes
-/// a note of its whole data. So 40 log messages of 4 MiB, each a line the
-/// client accepts, are held whole: 160 MiB while the hook is stuck, and
+/// a note of its whole data. So log messages of 4 MiB, each a line the
+/// client accepts, are held whole while the hook is stuck, and
 /// up to 256 times the line limit (16 MiB), 4 GiB, in all. A note is for a
-/// person: a bounded start of the data is enough.
+/// person: a bounded start of the data is enough. (24 of 4 MiB here.)
 pub fn a_stuck_trace_holds_a_bounded_size_of_server_logs() -> Result<String, String> {
     let (release_tx, release) = crossbeam_channel::bounded::<()>(0);
     let client = builder()
+        // Megabytes of JSON take seconds to read in a debug build.
+        .request_timeout(Duration::from_secs(60))
         .trace(move |_| {
             // Stuck until the check lets go (drops the sender), as a hook
             // writing to a full pipe is.
@@ -182,15 +185,15 @@ pub fn a_stuck_trace_holds_a_bounded_size_of_server_logs() -> Result<String, Str
     let before = vm_hwm_kib()?;
     // The log messages come before the answer: every one was read and
     // noted when the call returns.
-    let outcome = client.call_tool("logs", json!({ "n": 40, "mib": 4 }));
+    let outcome = client.call_tool("logs", json!({ "n": 24, "mib": 4 }));
     let after = vm_hwm_kib()?;
     drop(release_tx);
     expect_text("logs", outcome, "logged")?;
     close_ok(client)?;
     let growth = after.saturating_sub(before);
     ensure!(
-        growth < 64 * 1024,
-        "peak RSS grew by {growth} kB while 40 server log messages of 4 MiB waited for a stuck trace hook"
+        growth < 48 * 1024,
+        "peak RSS grew by {growth} kB while 24 server log messages of 4 MiB waited for a stuck trace hook"
     );
     Ok(format!("VmHWM +{growth} kB"))
 }
@@ -226,18 +229,15 @@ pub fn fake_floods_subscription() -> ! {
                     .and_then(Value::as_u64)
                     .unwrap_or(1) as usize
             };
+            // Written as text: encoding megabytes with serde_json in a
+            // debug build takes seconds.
             let padding = "x".repeat(arg("kib") * 1024);
             for listen in &listens {
+                let line = format!(
+                    "{{\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\",\"params\":{{\"_meta\":{{\"io.modelcontextprotocol/subscriptionId\":{listen},\"example.com/padding\":\"{padding}\"}}}}}}\n"
+                );
                 for _ in 0..arg("n") {
-                    let meta = json!({
-                        "io.modelcontextprotocol/subscriptionId": listen,
-                        "example.com/padding": padding,
-                    });
-                    send(
-                        out,
-                        &json!({ "jsonrpc": "2.0", "method": "notifications/tools/list_changed",
-                            "params": { "_meta": meta } }),
-                    );
+                    send_raw(out, line.as_bytes());
                 }
             }
             send(out, &reply(id, text_result("published")));
@@ -252,12 +252,14 @@ pub fn fake_floods_subscription() -> ! {
 /// hold is bounded"): a subscription's events wait in an unbounded channel
 /// until the application takes them, each with the notification's whole
 /// params, so a server that publishes faster than the application reads
-/// makes the client hold without end. 200 notifications of 1 MiB for a
-/// subscription not read: 200 MiB, and as much more as the server sends.
+/// makes the client hold without end. 96 notifications of 1 MiB for a
+/// subscription not read: 96 MiB, and as much more as the server sends.
 /// (A request's progress and log messages wait the same way until its
 /// caller waits.)
 pub fn a_subscription_not_read_holds_a_bounded_backlog() -> Result<String, String> {
     let client = builder()
+        // Megabytes of JSON take seconds to read in a debug build.
+        .request_timeout(Duration::from_secs(60))
         .trace(|_| {})
         .spawn(server_command("floods-subscription", None))
         .map_err(|e| format!("connecting failed: {e}"))?;
@@ -271,15 +273,15 @@ pub fn a_subscription_not_read_holds_a_bounded_backlog() -> Result<String, Strin
     let before = vm_hwm_kib()?;
     // The notifications come before the answer: every one was routed when
     // the call returns.
-    let outcome = client.call_tool("publish", json!({ "n": 200, "kib": 1024 }));
+    let outcome = client.call_tool("publish", json!({ "n": 96, "kib": 1024 }));
     let after = vm_hwm_kib()?;
     drop(sub);
     expect_text("publish", outcome, "published")?;
     close_ok(client)?;
     let growth = after.saturating_sub(before);
     ensure!(
-        growth < 64 * 1024,
-        "peak RSS grew by {growth} kB for 200 notifications of 1 MiB to a subscription nobody read"
+        growth < 48 * 1024,
+        "peak RSS grew by {growth} kB for 96 notifications of 1 MiB to a subscription nobody read"
     );
     Ok(format!("VmHWM +{growth} kB"))
 }
