@@ -486,3 +486,63 @@ pub fn close_at_any_moment_of_a_restart_leaves_no_server() -> Result<String, Str
         phases.len() == 2
     ))
 }
+
+/// Review of issue 47, item 4, with the reader held by the application
+/// rather than by a grandchild: an `on_log` hook blocks on the first of
+/// the server's log messages, so the replies behind it are never routed.
+/// `close` gives the reader the close grace, then fails both calls and
+/// returns. It passes: a hook that blocks the reader does not hold
+/// `close`, and nothing waits once it returned.
+pub fn close_is_bounded_while_an_on_log_hook_blocks_the_reader() -> Result<String, String> {
+    let (entered_tx, entered) = crossbeam_channel::unbounded::<()>();
+    let (release_tx, release) = crossbeam_channel::bounded::<()>(0);
+    let client = builder()
+        .trace(|_| {})
+        .close_grace(Duration::from_millis(200))
+        .on_log(move |_| {
+            let _ = entered_tx.send(());
+            // Until the check lets go (drops the sender).
+            let _ = release.recv_timeout(Duration::from_secs(60));
+        })
+        .spawn(server_command("modern-logs", None))
+        .map_err(|e| format!("connecting failed: {e}"))?;
+    // Two `hold`s: the server sends its log messages, then answers both.
+    let mut calls = Vec::new();
+    for _ in 0..2 {
+        let call = client
+            .start_request(
+                "tools/call",
+                json!({ "name": "hold", "arguments": {} }),
+                RequestOptions::new(),
+            )
+            .map_err(|e| format!("a call failed to start: {e}"))?;
+        calls.push(call);
+    }
+    let blocked = entered.recv_timeout(WAIT);
+    let (done_tx, done) = crossbeam_channel::bounded(2);
+    for call in calls {
+        let done_tx = done_tx.clone();
+        thread::spawn(move || {
+            let _ = done_tx.send(call.wait().map(|_| ()));
+        });
+    }
+    let started = Instant::now();
+    let closed = client.close();
+    let took = started.elapsed();
+    let ends: Vec<_> = (0..2)
+        .map(|_| done.recv_timeout(Duration::from_secs(2)))
+        .collect();
+    drop(release_tx);
+    ensure!(blocked.is_ok(), "the on_log hook was never called");
+    ensure!(closed.is_ok(), "close failed: {closed:?}");
+    ensure!(
+        took < Duration::from_secs(2),
+        "close took {took:?} (close grace 200 ms) while on_log blocked the reader"
+    );
+    ensure!(
+        ends.iter()
+            .all(|end| matches!(end, Ok(Err(Error::Disconnected)))),
+        "the calls whose replies the reader never routed, after close: {ends:?}"
+    );
+    Ok(format!("close took {}", ms(took)))
+}

@@ -995,8 +995,8 @@ const CHECKS: &[(&str, Check)] = &[
         hooks::a_panicking_input_handler_answers_an_error,
     ),
     // 12. The hostile review of issue 47 items 1-7 (review-47c): each
-    //     fails on main as it is, but `close_at_any_moment_...`, which
-    //     shows a reading wrong.
+    //     fails on main as it is, but `close_at_any_moment_...` and
+    //     `close_is_bounded_while_an_on_log_...`, which show readings wrong.
     (
         "a_stuck_trace_holds_a_bounded_size_of_server_logs",
         bounds::a_stuck_trace_holds_a_bounded_size_of_server_logs,
@@ -1016,6 +1016,10 @@ const CHECKS: &[(&str, Check)] = &[
     (
         "close_at_any_moment_of_a_restart_leaves_no_server",
         closing::close_at_any_moment_of_a_restart_leaves_no_server,
+    ),
+    (
+        "close_is_bounded_while_an_on_log_hook_blocks_the_reader",
+        closing::close_is_bounded_while_an_on_log_hook_blocks_the_reader,
     ),
     (
         "close_is_bounded_while_a_wire_hook_blocks_another_threads_write",
