@@ -122,6 +122,7 @@ fn run_server(mode: &str) -> ! {
         "recorded-dies-mid-request" => closing::fake_recorded_dies_mid_request(),
         "floods-subscription" => bounds::fake_floods_subscription(),
         "always-32022" => seed_rules::fake_always_32022(),
+        "asks-then-hangs" => seed_rules::fake_asks_then_hangs(),
         "legacy-grandchild-asks-late" => closing::fake_legacy_grandchild_asks_late(),
         // Not a server: a grandchild that writes to its parent's stdout
         // when told.
@@ -1032,6 +1033,10 @@ const CHECKS: &[(&str, Check)] = &[
     (
         "a_server_that_answered_32022_is_never_sent_initialize",
         seed_rules::a_server_that_answered_32022_is_never_sent_initialize,
+    ),
+    (
+        "reset_timeout_on_progress_caps_the_retry_of_an_input_required_call",
+        seed_rules::reset_timeout_on_progress_caps_the_retry_of_an_input_required_call,
     ),
     // 8. The interop checks (tests/interop/CHECKS.md) this crate's client
     //    runs against the peers' servers, here against the everything

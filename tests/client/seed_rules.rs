@@ -350,3 +350,64 @@ pub fn a_server_that_answered_32022_is_never_sent_initialize() -> Result<String,
     ensure!(connected.is_none(), "connected as {connected:?}");
     Ok(String::new())
 }
+
+/// `asks-then-hangs`: a modern server whose `tools/call` answers
+/// `input_required` (one `elicitation/create`, key `name`) and never
+/// answers the retry that carries `inputResponses`.
+pub fn fake_asks_then_hangs() -> ! {
+    each_request(|out, id, method, msg| match method {
+        "server/discover" => send(out, &reply(id, fake_discover("asks-then-hangs", "hangs"))),
+        "tools/call" if msg.pointer("/params/inputResponses").is_some() => {}
+        "tools/call" => {
+            let elicit = json!({ "method": "elicitation/create", "params": {
+                "mode": "form", "message": "Your name?",
+                "requestedSchema": { "type": "object", "properties": { "name": { "type": "string" } } }
+            }});
+            send(
+                out,
+                &reply(
+                    id,
+                    json!({ "resultType": "input_required", "inputRequests": { "name": elicit } }),
+                ),
+            );
+        }
+        _ => send(out, &error_reply(id, -32601, "Method not found", None)),
+    });
+    std::process::exit(0);
+}
+
+/// Review of issue 47, item 5 (`RequestOptions::reset_timeout_on_progress`:
+/// "never waits longer than `max` in all ... A `max` below the timeout
+/// cuts every wait at `max`"): a call answered `input_required` is retried
+/// with options of the timeout only (`Client::rounds`), so the retry's
+/// wait is the timeout's, not cut at `max`. Here timeout 5 s, `max`
+/// 300 ms, an elicitation handler that answers at once, and a retry never
+/// answered: the call must give up within about `max`, not 5 s.
+pub fn reset_timeout_on_progress_caps_the_retry_of_an_input_required_call() -> Result<String, String>
+{
+    let client = builder()
+        .trace(|_| {})
+        .on_elicitation(|_| {
+            let mut content = serde_json::Map::new();
+            content.insert("name".into(), json!("x"));
+            Ok(ElicitResult::accept(content))
+        })
+        .spawn(server_command("asks-then-hangs", None))
+        .map_err(|e| format!("connecting failed: {e}"))?;
+    let options = RequestOptions::new()
+        .timeout(Duration::from_secs(5))
+        .reset_timeout_on_progress(Duration::from_millis(300));
+    let started = Instant::now();
+    let outcome = client.call_tool_with("ask", json!({}), options);
+    let took = started.elapsed();
+    close_ok(client)?;
+    ensure!(
+        matches!(outcome, Err(Error::Timeout)),
+        "the call: {outcome:?} after {took:?}"
+    );
+    ensure!(
+        took < Duration::from_secs(2),
+        "the call gave up after {took:?}, with max 300 ms and a timeout of 5 s"
+    );
+    Ok(format!("gave up after {}", ms(took)))
+}
