@@ -232,9 +232,15 @@ impl Link {
             return Err(Error::Disconnected);
         }
         line.push(b'\n');
-        let writer = lock(&self.writer);
-        match writer.as_ref() {
-            Some(queue) => self.input.send(line, queue),
+        // A clone, and the lock let go before the line is sent: sending may
+        // call the application's wire hook, and `close_input` takes this
+        // lock, so a hook that blocks on this caller's line must not hold
+        // `close` (it held it without a bound). A line sent on a clone
+        // taken before `close_input` is still queued ahead of the input's
+        // end: the writer thread ends once every clone is gone.
+        let queue = lock(&self.writer).clone();
+        match queue {
+            Some(queue) => self.input.send(line, &queue),
             None => Err(Error::Disconnected),
         }
     }

@@ -35,11 +35,23 @@ use crate::types::{
 impl Link {
     /// The reader thread: routes every line the server writes until its
     /// output ends, then fails everything still waiting.
+    ///
+    /// It stops at the first line read once the link is dead
+    /// (`Link::fail_all`: `Client::close`, or a restart's probe that a
+    /// close ended): after `close` returns, what the server's output still
+    /// carries (a grandchild of the server holds it and writes) reaches no
+    /// hook of the application's and starts no thread. A line read just
+    /// before `close` failed the link is routed, into a link that delivers
+    /// nothing more.
     pub(super) fn read_loop(self: Arc<Link>, mut reader: Box<dyn BufRead + Send>, max_line: usize) {
         let mut buf = Vec::new();
         let mut notes = NoteLimiter::default();
         loop {
-            match read_line(&mut *reader, &mut buf, max_line) {
+            let line = read_line(&mut *reader, &mut buf, max_line);
+            if !self.is_alive() {
+                break;
+            }
+            match line {
                 Ok(Line::Message) => {
                     if let Some(wire) = &self.wire {
                         // A panic in it is caught: the line is still routed.
