@@ -112,6 +112,7 @@ fn run_server(mode: &str) -> ! {
         "noisy-stderr" => seed_rules::fake_noisy_stderr(),
         "legacy-dies-on-probe" => seed_rules::fake_legacy_dies_on_probe(),
         "modern-32022-then-silent" => seed_rules::fake_modern_32022_then_silent(),
+        "modern-32022-then-dies" => seed_rules::fake_modern_32022_then_dies(),
         "stderr-flood" => bounds::fake_stderr_flood(),
         "legacy-requests" => legacy_bounds::fake_legacy_requests(),
         "restarts-silent" => closing::fake_restarts_silent(),
@@ -946,8 +947,12 @@ const CHECKS: &[(&str, Check)] = &[
         quiet::client_example_is_not_stalled_by_a_noisy_server,
     ),
     (
-        "modern_32022_then_silence_falls_back_to_initialize",
-        seed_rules::modern_32022_then_silence_falls_back_to_initialize,
+        "modern_32022_then_silence_fails_without_initialize",
+        seed_rules::modern_32022_then_silence_fails_without_initialize,
+    ),
+    (
+        "a_server_that_answered_32022_and_died_is_not_started_again",
+        seed_rules::a_server_that_answered_32022_and_died_is_not_started_again,
     ),
     // 11. What a server that writes, asks or holds without end costs
     //     (issue 47).

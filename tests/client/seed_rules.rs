@@ -213,6 +213,16 @@ pub fn modern_only_does_not_respawn() -> Result<String, String> {
 /// `-32022` naming the client's version, and no later one; answers
 /// `initialize` as a legacy server, and echoes.
 pub fn fake_modern_32022_then_silent() -> ! {
+    fake_modern_32022_then(false)
+}
+
+/// `modern-32022-then-dies`: `modern-32022-then-silent`, but it exits
+/// (status 1) on the second `server/discover` instead of ignoring it.
+pub fn fake_modern_32022_then_dies() -> ! {
+    fake_modern_32022_then(true)
+}
+
+fn fake_modern_32022_then(dies: bool) -> ! {
     let mut first_discover = true;
     each_request(|out, id, method, msg| match method {
         "server/discover" if std::mem::take(&mut first_discover) => send(
@@ -224,6 +234,7 @@ pub fn fake_modern_32022_then_silent() -> ! {
                 Some(json!({ "supported": [MODERN], "requested": "1999-01-01" })),
             ),
         ),
+        "server/discover" if dies => std::process::exit(1),
         "server/discover" => {}
         "initialize" => send(
             out,
@@ -238,26 +249,31 @@ pub fn fake_modern_32022_then_silent() -> ! {
     std::process::exit(0);
 }
 
-/// Issue 47, item 5: `-32022` makes the client probe once more with a
-/// version the server named; that retry is a probe like the first, so
-/// silence on it means a legacy server, as `era.rs` now says (it said
-/// "never `initialize`", which did not hold).
-pub fn modern_32022_then_silence_falls_back_to_initialize() -> Result<String, String> {
+/// Issue 47, item 5, as the review of it reads spec 2026-07-28
+/// basic/transports/stdio ("Backward Compatibility": a `-32022` means a
+/// modern server, "Do **not** fall back to `initialize`"): the retry with
+/// the version the server named goes unanswered, and the connection fails
+/// saying so, never `initialize`. (Merged as
+/// `modern_32022_then_silence_falls_back_to_initialize`, which pinned the
+/// fallback: the client connected as legacy after `initialize`.)
+pub fn modern_32022_then_silence_fails_without_initialize() -> Result<String, String> {
     let wire = Wire::new("32022-then-silent");
-    let client = builder()
+    let outcome = builder()
         .trace(|_| {})
         .probe_timeout(Duration::from_millis(300))
-        .spawn(server_command("modern-32022-then-silent", Some(&wire)))
-        .map_err(|e| format!("connecting failed: {e}"))?;
-    ensure!(
-        client.era()
-            == Era::Legacy {
-                version: LEGACY.into()
-            },
-        "era {:?}",
-        client.era()
-    );
-    close_ok(client)?;
+        .spawn(server_command("modern-32022-then-silent", Some(&wire)));
+    let text = match outcome {
+        Ok(client) => {
+            let era = client.era();
+            let _ = client.close();
+            return Err(format!("connected as {era:?}"));
+        }
+        Err(Error::Protocol(text)) => text,
+        Err(other) => return Err(format!("want Error::Protocol, got {other:?}")),
+    };
+    for part in ["-32022", "no answer to server/discover within 300ms", "initialize"] {
+        ensure!(text.contains(part), "the error {text:?} does not say {part:?}");
+    }
     let methods = methods(&wire.lines());
     ensure!(
         methods
@@ -265,12 +281,42 @@ pub fn modern_32022_then_silence_falls_back_to_initialize() -> Result<String, St
                 "server/discover",
                 "server/discover",
                 "notifications/cancelled",
-                "initialize",
-                "notifications/initialized"
             ],
         "the wire: {methods:?}"
     );
-    Ok(String::new())
+    Ok(text)
+}
+
+/// The same when the server exits on the retry: a server that answered
+/// `-32022` is modern, so its death on the second probe is not the death
+/// of an older legacy server on an unknown method, and it is not started
+/// again to be spoken to with `initialize` (the first probe's death is:
+/// `legacy_dies_on_probe_respawned_with_initialize`). Before: started
+/// again, and connected as legacy.
+pub fn a_server_that_answered_32022_and_died_is_not_started_again() -> Result<String, String> {
+    let wire = Wire::new("32022-then-dies");
+    let outcome = builder()
+        .trace(|_| {})
+        .spawn(server_command("modern-32022-then-dies", Some(&wire)));
+    let error = match outcome {
+        Ok(client) => {
+            let era = client.era();
+            let _ = client.close();
+            return Err(format!("connected as {era:?}"));
+        }
+        Err(e) => e,
+    };
+    let methods = methods(&wire.lines());
+    ensure!(
+        methods == ["server/discover", "server/discover"],
+        "the wire: {methods:?} (error: {error})"
+    );
+    ensure!(
+        matches!(&error, Error::ServerExited { status: Some(s), .. } if s.code() == Some(1))
+            || matches!(&error, Error::Protocol(text) if text.contains("-32022")),
+        "want the server's exit, or a refusal naming -32022, got {error:?}"
+    );
+    Ok(error.to_string())
 }
 
 /// `always-32022`: a modern server that answers every request with
@@ -325,9 +371,10 @@ pub fn a_second_32022_is_not_called_no_version_in_common() -> Result<String, Str
 /// `-32022` is modern ("Do **not** fall back to `initialize`"), and "the
 /// era determination is a property of the server" (basic/versioning). The
 /// merge made the retry's silence mean legacy and changed `era.rs`'s doc
-/// to say so (`modern_32022_then_silence_falls_back_to_initialize` pins
-/// it); this check reads the spec the other way: the connection fails,
-/// and `initialize` is never sent to a server that said it is modern.
+/// to say so (`modern_32022_then_silence_falls_back_to_initialize` pinned
+/// it, now `modern_32022_then_silence_fails_without_initialize`); this
+/// check reads the spec the other way: the connection fails, and
+/// `initialize` is never sent to a server that said it is modern.
 pub fn a_server_that_answered_32022_is_never_sent_initialize() -> Result<String, String> {
     let wire = Wire::new("32022-then-silent-no-initialize");
     let outcome = builder()
