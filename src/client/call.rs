@@ -72,6 +72,9 @@ impl RequestOptions {
     /// longer than `max` in all, counted from the request's start, with or
     /// without progress (spec 2026-07-28 basic/patterns/cancellation,
     /// "Timeouts"). A `max` below the timeout cuts every wait at `max`.
+    /// A call answered `input_required` is retried with this option and the
+    /// timeout (not the callbacks): each retry is a request of its own, its
+    /// `max` counted from its start.
     pub fn reset_timeout_on_progress(mut self, max: Duration) -> Self {
         self.reset_on_progress = Some(max);
         self
