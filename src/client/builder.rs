@@ -132,6 +132,14 @@ impl ClientBuilder {
     /// [`crate::DEFAULT_MAX_LINE_BYTES`]); a longer
     /// one is skipped without being held in memory, and if it answers a
     /// request, that request fails at once with [`Error::MessageTooLarge`].
+    ///
+    /// It also bounds what waits for the application, in bytes of JSON:
+    /// the events of one [`Subscription`](crate::Subscription) not read yet
+    /// (past it the subscription ends
+    /// [`SubscriptionEnd::Overflowed`](crate::SubscriptionEnd::Overflowed),
+    /// cancelled at the server), and the progress and log messages of one
+    /// request its caller has not taken yet (past it they are dropped, with
+    /// one note).
     pub fn max_line_bytes(mut self, n: usize) -> Self {
         self.max_line_bytes = n.max(1);
         self

@@ -20,6 +20,13 @@ type LogFn = dyn FnMut(&LoggingMessageNotificationParams) + Send;
 
 /// Per-request settings: timeout, progress and log callbacks.
 ///
+/// The callbacks run on the thread that waits for the reply; the progress
+/// and log messages that come before it waits (a [`PendingCall`] not
+/// waited for yet) wait for it, up to the line limit in bytes of JSON
+/// ([`ClientBuilder::max_line_bytes`](crate::ClientBuilder::max_line_bytes),
+/// 16 MiB by default): past it they are dropped, with one note, and the
+/// reply still comes.
+///
 /// ```
 /// use std::time::Duration;
 /// let options = mcp_stdio::RequestOptions::new()
@@ -214,7 +221,7 @@ impl PendingCall {
                     self.done = true;
                     return reply;
                 }
-                Ok(Delivery::Progress(progress)) => {
+                Ok(Delivery::Progress(progress, _held)) => {
                     if let Some(callback) = &mut self.options.progress {
                         callback(&progress);
                     }
@@ -222,7 +229,7 @@ impl PendingCall {
                         deadline = capped(crate::deadline::from_now(timeout));
                     }
                 }
-                Ok(Delivery::Log(log)) => {
+                Ok(Delivery::Log(log, _held)) => {
                     if let Some((_, callback)) = &mut self.options.log {
                         callback(&log);
                     }

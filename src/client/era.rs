@@ -322,7 +322,7 @@ fn roundtrip(
             Ok(Delivery::Reply(Err(unreadable))) => Err(unreadable),
             Ok(Delivery::Disconnected) => Err(Error::Disconnected),
             // Nothing asked for these; keep waiting for the answer.
-            Ok(Delivery::Progress(_) | Delivery::Log(_)) => continue,
+            Ok(Delivery::Progress(..) | Delivery::Log(..)) => continue,
             Err(RecvTimeoutError::Timeout) if !link.forget(&id) && link.is_alive() => {
                 // Answered as it timed out: the reader took the request out,
                 // and its reply is on its way.

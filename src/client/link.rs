@@ -18,7 +18,11 @@
 //! at most `input::MAX_QUEUED_BYTES` (16 MiB) and one line: past it a line
 //! is refused, and a request fails at once, rather than the client
 //! growing while the server does not read. Everything the reader routes to a request or a subscription is
-//! sent over channels, and their callbacks run on the caller's thread; only
+//! sent over channels, and their callbacks run on the caller's thread; what
+//! waits in them is bounded in bytes (`backlog`): past the line limit a
+//! subscription ends `Overflowed`, cancelled at the server, and a call's
+//! progress and log messages are dropped, so the reader never waits for
+//! the application and holds no more than that for it. Only
 //! the client-level `ClientBuilder::on_log` and `wire` hooks run on the
 //! reader, each under `Notes::guard`, so that a panic in one cannot end the
 //! reader before it fails what waits. Notes (`ClientBuilder::trace`, or stderr by default) are queued
@@ -42,14 +46,17 @@ use crate::client::wire::Wire;
 use crate::error::Error;
 #[cfg(feature = "legacy")]
 use crate::jsonrpc::{ErrorObject, encode_error, encode_result};
-use crate::jsonrpc::{IdMap, RequestId};
+use crate::jsonrpc::{IdMap, RequestId, encode_notification};
 use crate::sync::lock;
 #[cfg(feature = "legacy")]
 use crate::types::SubscriptionFilter;
 use crate::types::{LoggingMessageNotificationParams, ProgressNotificationParams};
+use backlog::Backlog;
+pub(crate) use backlog::{Held, SubscriptionSink};
 pub(crate) use input::ServerInput;
 use input::{Input, Queued};
 
+mod backlog;
 mod input;
 mod route;
 #[cfg(all(test, feature = "legacy"))]
@@ -73,10 +80,12 @@ pub(crate) enum Delivery {
     /// The final answer: a result object, the peer's error
     /// ([`Error::Rpc`]), or an answer that could not be read.
     Reply(Result<Box<RawValue>, Error>),
-    /// A progress notification for this request.
-    Progress(ProgressNotificationParams),
-    /// A log message for this request.
-    Log(LoggingMessageNotificationParams),
+    /// A progress notification for this request, and its share of the
+    /// request's backlog.
+    Progress(ProgressNotificationParams, Held),
+    /// A log message for this request, and its share of the request's
+    /// backlog.
+    Log(LoggingMessageNotificationParams, Held),
     /// The connection is gone.
     Disconnected,
 }
@@ -84,8 +93,14 @@ pub(crate) enum Delivery {
 /// What the reader delivers to a subscription.
 #[derive(Debug)]
 pub(crate) enum SubscriptionDelivery {
-    /// A notification tagged with the subscription's id.
-    Notification { method: String, params: Value },
+    /// A notification tagged with the subscription's id (or one a legacy
+    /// subscription wants), and its share of the subscription's backlog
+    /// (kept for its `Drop`, which gives the share back).
+    Notification {
+        method: String,
+        params: Value,
+        _held: Held,
+    },
     /// The listen request's final result (or an error answering it, or
     /// an answer that could not be read).
     Reply(Result<Box<RawValue>, Error>),
@@ -96,6 +111,10 @@ pub(crate) enum SubscriptionDelivery {
     Reconnecting,
     /// The server tore the subscription down with `notifications/cancelled`.
     TornDown,
+    /// The application did not read the subscription's events: more than
+    /// the line limit of them waited, and the client cancelled it at the
+    /// server. Sent after every event it holds.
+    Overflowed,
 }
 
 /// What [`Link::forget_subscription`] found.
@@ -123,6 +142,8 @@ struct Pending {
     tx: Sender<Delivery>,
     progress_token: Option<RequestId>,
     wants_logs: bool,
+    /// The bytes of its progress and log messages not taken yet.
+    backlog: Arc<Backlog>,
 }
 
 /// A live connection.
@@ -132,7 +153,7 @@ pub(crate) struct Link {
     /// The server's input, shared with the writer thread.
     input: Arc<Input>,
     pending: Mutex<IdMap<Pending>>,
-    subscriptions: Mutex<IdMap<Sender<SubscriptionDelivery>>>,
+    subscriptions: Mutex<IdMap<SubscriptionSink>>,
     /// The subscriptions emulated on a legacy server, which get untagged
     /// notifications (see `legacy_listen`).
     #[cfg(feature = "legacy")]
@@ -153,6 +174,9 @@ pub(crate) struct Link {
     /// Disconnected once the reader thread has ended (nothing is sent).
     reader_ended: Receiver<()>,
     next_id: AtomicU64,
+    /// The longest line read from the server, and the most bytes of
+    /// notifications that wait for one request or one subscription.
+    max_line: usize,
     notes: Notes,
     /// Sees every line read (`ClientBuilder::wire`); `input` holds its own
     /// clone for the lines written.
@@ -188,6 +212,7 @@ impl Link {
             on_death: Mutex::new(DeathWatch::Unarmed(None)),
             reader_ended,
             next_id: AtomicU64::new(1),
+            max_line,
             notes,
             wire: wire.clone(),
         });
@@ -251,6 +276,22 @@ impl Link {
         self.try_send(line).is_ok()
     }
 
+    /// Cancels the request or listen `id` at the server
+    /// (`notifications/cancelled`), with `reason` when there is one. A
+    /// dead connection needs no cancellation.
+    pub fn send_cancelled(&self, id: &RequestId, reason: Option<&str>) {
+        let mut line = Vec::new();
+        let mut params = serde_json::json!({ "requestId": id });
+        if let Some(reason) = reason {
+            params["reason"] = reason.into();
+        }
+        if encode_notification(&mut line, crate::types::method::NOTIFICATION_CANCELLED, &params)
+            .is_ok()
+        {
+            self.send(line);
+        }
+    }
+
     /// Waits up to `timeout` for the reader thread to end (the server's
     /// output ended and everything it wrote was routed); whether it did.
     pub fn wait_reader(&self, timeout: std::time::Duration) -> bool {
@@ -282,6 +323,7 @@ impl Link {
             tx,
             progress_token,
             wants_logs,
+            backlog: Arc::default(),
         };
         lock(&self.pending).insert(id.clone(), pending);
         // The reader may have gone between the check and the insert.
@@ -306,8 +348,8 @@ impl Link {
 
     /// Registers a subscription's delivery channel before its listen
     /// request is sent (and again on the new connection after a restart).
-    pub fn adopt_subscription(&self, id: &RequestId, tx: Sender<SubscriptionDelivery>) {
-        lock(&self.subscriptions).insert(id.clone(), tx);
+    pub fn adopt_subscription(&self, id: &RequestId, sink: SubscriptionSink) {
+        lock(&self.subscriptions).insert(id.clone(), sink);
         if !self.is_alive() {
             self.fail_all();
         }
@@ -335,10 +377,10 @@ impl Link {
         &self,
         id: &RequestId,
         filter: SubscriptionFilter,
-        tx: Sender<SubscriptionDelivery>,
+        sink: SubscriptionSink,
     ) {
         lock(&self.legacy).insert(id.clone(), filter);
-        self.adopt_subscription(id, tx);
+        self.adopt_subscription(id, sink);
     }
 
     #[cfg(feature = "legacy")]
@@ -369,7 +411,7 @@ impl Link {
         let subs: Vec<_> = lock(&self.subscriptions).drain().map(|(_, s)| s).collect();
         let restarting = self.restartable.load(Ordering::Acquire);
         for s in subs {
-            let _ = s.send(if restarting {
+            s.send(if restarting {
                 SubscriptionDelivery::Reconnecting
             } else {
                 SubscriptionDelivery::Disconnected

@@ -9,13 +9,12 @@ use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Instant;
 
-use crossbeam_channel::Sender;
 use serde_json::{Map, Value};
 
 use crate::client::builder::ClientBuilder;
 use crate::client::call::{PendingCall, RequestOptions};
 use crate::client::era::{Era, ServerFacts};
-use crate::client::link::{Link, SubscriptionDelivery};
+use crate::client::link::{Link, SubscriptionSink};
 use crate::client::process;
 use crate::error::Error;
 use crate::jsonrpc::RequestId;
@@ -36,7 +35,7 @@ pub(crate) struct Restarting {
 pub(crate) struct LiveSubscription {
     pub id: Arc<Mutex<RequestId>>,
     pub filter: SubscriptionFilter,
-    pub tx: Sender<SubscriptionDelivery>,
+    pub tx: SubscriptionSink,
 }
 
 /// What a [`Client`](crate::Client) shares with its subscriptions, pages and restart

@@ -285,3 +285,167 @@ pub fn a_subscription_not_read_holds_a_bounded_backlog() -> Result<String, Strin
     );
     Ok(format!("VmHWM +{growth} kB"))
 }
+
+/// The review's finding 2, at a bound small enough to count: with
+/// `max_line_bytes` at 64 KiB, 40 notifications of 4 KiB for a subscription
+/// nobody reads. Past the bound (the line limit, in bytes of JSON
+/// waiting) the subscription is cancelled at the server
+/// (`notifications/cancelled` naming its listen) and ends
+/// [`SubscriptionEnd::Overflowed`] after the events it holds, with one
+/// note saying why.
+pub fn an_unread_subscription_past_its_bound_is_cancelled_and_ends_overflowed()
+-> Result<String, String> {
+    let wire = Wire::new("floods-subscription");
+    let (note_tx, notes) = crossbeam_channel::unbounded::<String>();
+    let client = builder()
+        .max_line_bytes(64 * 1024)
+        .trace(move |note| {
+            let _ = note_tx.send(note.to_owned());
+        })
+        .spawn(server_command("floods-subscription", Some(&wire)))
+        .map_err(|e| format!("connecting failed: {e}"))?;
+    let mut sub = client
+        .listen(SubscriptionFilter {
+            tools_list_changed: Some(true),
+            ..SubscriptionFilter::default()
+        })
+        .map_err(|e| format!("listen failed: {e}"))?;
+    let listen_id = sub.id().to_value();
+    // The notifications come before the answer: every one was routed when
+    // the call returns.
+    let outcome = client.call_tool("publish", json!({ "n": 40, "kib": 4 }));
+    expect_text("publish", outcome, "published")?;
+    let mut events = 0;
+    let end = loop {
+        match sub.try_recv() {
+            Ok(Some(SubscriptionEvent::ToolsListChanged)) => events += 1,
+            Ok(Some(other)) => return Err(format!("an event of another kind: {other:?}")),
+            Ok(None) => break None,
+            Err(end) => break Some(end),
+        }
+    };
+    // One more call: the cancellation was written before it.
+    expect_text("echo", client.call_tool("echo", json!({ "text": "x" })), "x")?;
+    close_ok(client)?;
+    let cancels: Vec<Value> = wire
+        .lines()
+        .into_iter()
+        .filter(|l| method_of(l) == Some("notifications/cancelled"))
+        .collect();
+    let noted: Vec<String> = notes
+        .try_iter()
+        .filter(|n| n.contains("did not read"))
+        .collect();
+    ensure!(
+        (1..40).contains(&events),
+        "the subscription delivered {events} of 40 events of 4 KiB with a bound of 64 KiB"
+    );
+    ensure!(
+        end == Some(SubscriptionEnd::Overflowed),
+        "after {events} events the subscription's end is {end:?}"
+    );
+    ensure!(
+        cancels.len() == 1 && cancels[0]["params"]["requestId"] == listen_id,
+        "the cancellations written: {cancels:?}; want one for the listen {listen_id}"
+    );
+    ensure!(noted.len() == 1, "the notes about it: {noted:?}");
+    Ok(format!("{events} events held; {}", noted[0]))
+}
+
+/// `floods-progress`: a modern server whose `tools/call` of `progress`
+/// sends `arguments.n` progress notifications (with the request's
+/// `progressToken`) and `arguments.n` log messages, each carrying
+/// `arguments.kib` KiB of text, then answers `progressed`. Any other tool
+/// echoes. Requests are served one at a time, in order.
+pub fn fake_floods_progress() -> ! {
+    each_request(|out, id, method, msg| match method {
+        "server/discover" => send(
+            out,
+            &reply(id, fake_discover("floods-progress", "floods progress")),
+        ),
+        "tools/call" if tool_name(msg) == "progress" => {
+            let arg = |name: &str| {
+                msg.pointer(&format!("/params/arguments/{name}"))
+                    .and_then(Value::as_u64)
+                    .unwrap_or(1) as usize
+            };
+            let token = msg
+                .pointer("/params/_meta/progressToken")
+                .cloned()
+                .unwrap_or(Value::Null);
+            let padding = "x".repeat(arg("kib") * 1024);
+            for k in 0..arg("n") {
+                send(
+                    out,
+                    &json!({ "jsonrpc": "2.0", "method": "notifications/progress",
+                        "params": { "progressToken": token, "progress": k, "message": padding } }),
+                );
+            }
+            for k in 0..arg("n") {
+                send(
+                    out,
+                    &json!({ "jsonrpc": "2.0", "method": "notifications/message",
+                        "params": { "level": "info", "data": format!("{k} {padding}") } }),
+                );
+            }
+            send(out, &reply(id, text_result("progressed")));
+        }
+        "tools/call" => send(out, &reply(id, text_result(&echo_text(msg)))),
+        _ => send(out, &error_reply(id, -32601, "Method not found", None)),
+    });
+    std::process::exit(0);
+}
+
+/// The review's finding 2 for a request: its progress and log messages
+/// wait for its caller in the same unbounded way until the caller waits.
+/// With `max_line_bytes` at 64 KiB, a call whose caller does not wait yet
+/// gets 40 progress notifications and 40 log messages of 4 KiB: those past
+/// the bound (the line limit, in bytes of JSON waiting) are dropped, with
+/// one note, and the call still gets its reply.
+pub fn progress_and_logs_a_caller_does_not_take_are_bounded() -> Result<String, String> {
+    let (note_tx, notes) = crossbeam_channel::unbounded::<String>();
+    let client = builder()
+        .max_line_bytes(64 * 1024)
+        .trace(move |note| {
+            let _ = note_tx.send(note.to_owned());
+        })
+        .spawn(server_command("floods-progress", None))
+        .map_err(|e| format!("connecting failed: {e}"))?;
+    let progress = Arc::new(AtomicUsize::new(0));
+    let logs = Arc::new(AtomicUsize::new(0));
+    let (seen_progress, seen_logs) = (Arc::clone(&progress), Arc::clone(&logs));
+    let options = RequestOptions::new()
+        .on_progress(move |_| {
+            seen_progress.fetch_add(1, Ordering::Relaxed);
+        })
+        .log(LoggingLevel::Info, move |_| {
+            seen_logs.fetch_add(1, Ordering::Relaxed);
+        });
+    let call = client
+        .start_request(
+            "tools/call",
+            json!({ "name": "progress", "arguments": { "n": 40, "kib": 4 } }),
+            options,
+        )
+        .map_err(|e| format!("the call failed to start: {e}"))?;
+    // Answered after every notification of the first: all were routed
+    // when it returns, while the first call's caller did not wait.
+    expect_text("echo", client.call_tool("echo", json!({ "text": "x" })), "x")?;
+    let reply = call.wait().map(|raw| raw.get().to_owned());
+    close_ok(client)?;
+    let (progress, logs) = (progress.load(Ordering::Relaxed), logs.load(Ordering::Relaxed));
+    let noted: Vec<String> = notes
+        .try_iter()
+        .filter(|n| n.contains("dropped"))
+        .collect();
+    ensure!(
+        reply.as_deref().is_ok_and(|r| r.contains("progressed")),
+        "the call's reply: {reply:?}"
+    );
+    ensure!(
+        (1..80).contains(&(progress + logs)),
+        "the caller got {progress} progress notifications and {logs} log messages of 40 each, 4 KiB each, with a bound of 64 KiB"
+    );
+    ensure!(noted.len() == 1, "the notes about it: {noted:?}");
+    Ok(format!("{progress} progress and {logs} logs taken; {}", noted[0]))
+}

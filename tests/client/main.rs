@@ -122,6 +122,7 @@ fn run_server(mode: &str) -> ! {
         "big-logs" => bounds::fake_big_logs(),
         "recorded-dies-mid-request" => closing::fake_recorded_dies_mid_request(),
         "floods-subscription" => bounds::fake_floods_subscription(),
+        "floods-progress" => bounds::fake_floods_progress(),
         "always-32022" => seed_rules::fake_always_32022(),
         "asks-then-hangs" => seed_rules::fake_asks_then_hangs(),
         "legacy-grandchild-asks-late" => closing::fake_legacy_grandchild_asks_late(),
@@ -1010,6 +1011,14 @@ const CHECKS: &[(&str, Check)] = &[
     (
         "a_subscription_not_read_holds_a_bounded_backlog",
         bounds::a_subscription_not_read_holds_a_bounded_backlog,
+    ),
+    (
+        "an_unread_subscription_past_its_bound_is_cancelled_and_ends_overflowed",
+        bounds::an_unread_subscription_past_its_bound_is_cancelled_and_ends_overflowed,
+    ),
+    (
+        "progress_and_logs_a_caller_does_not_take_are_bounded",
+        bounds::progress_and_logs_a_caller_does_not_take_are_bounded,
     ),
     (
         "a_panicking_trace_hook_loses_no_later_note",
