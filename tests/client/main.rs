@@ -1096,6 +1096,10 @@ const CHECKS: &[(&str, Check)] = &[
         "task_status_notifications_reach_the_subscription",
         tasks::task_status_notifications_reach_the_subscription,
     ),
+    (
+        "close_wakes_a_task_wait_between_polls",
+        tasks::close_wakes_a_task_wait_between_polls,
+    ),
     // 7. Late replies.
     (
         "late_reply_after_cancel_dropped",
