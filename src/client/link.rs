@@ -47,6 +47,7 @@ use crate::error::Error;
 #[cfg(feature = "legacy")]
 use crate::jsonrpc::{ErrorObject, encode_error, encode_result};
 use crate::jsonrpc::{IdMap, RequestId, encode_notification};
+use crate::note_limiter::NoteLimiter;
 use crate::sync::lock;
 #[cfg(feature = "legacy")]
 use crate::types::SubscriptionFilter;
@@ -177,6 +178,8 @@ pub(crate) struct Link {
     /// The longest line read from the server, and the most bytes of
     /// notifications that wait for one request or one subscription.
     max_line: usize,
+    /// Limits the notes of lines refused by a full queue (`send`).
+    unsent: Mutex<NoteLimiter>,
     notes: Notes,
     /// Sees every line read (`ClientBuilder::wire`); `input` holds its own
     /// clone for the lines written.
@@ -213,6 +216,7 @@ impl Link {
             reader_ended,
             next_id: AtomicU64::new(1),
             max_line,
+            unsent: Mutex::default(),
             notes,
             wire: wire.clone(),
         });
@@ -270,10 +274,26 @@ impl Link {
         }
     }
 
-    /// [`try_send`](Link::try_send) for a line whose failure needs no
-    /// word (a notification, an answer): whether it was sent.
+    /// [`try_send`](Link::try_send) for a line no caller hears the failure
+    /// of (a notification, an answer): whether it was sent. A dead
+    /// connection needs no word; a line refused because the server has not
+    /// read what waits is noted (at most 10 a second), saying what it was,
+    /// so that a cancellation or an answer the server never got is not lost
+    /// silently.
     pub fn send(&self, line: Vec<u8>) -> bool {
-        self.try_send(line).is_ok()
+        // Read before the line goes, only when it is likely refused: the
+        // common case reads nothing.
+        let what = self.input.would_refuse(line.len() + 1).then(|| describe(&line));
+        match self.try_send(line) {
+            Ok(()) => true,
+            Err(Error::Disconnected) => false,
+            Err(e) => {
+                let what = what.unwrap_or_else(|| "a line".into());
+                let note = format!("did not send {what}: {e}");
+                lock(&self.unsent).problem(&self.notes, &note);
+                false
+            }
+        }
     }
 
     /// Cancels the request or listen `id` at the server
@@ -557,6 +577,39 @@ impl Link {
         if let DeathWatch::Unarmed(Some(callback)) = watch {
             callback();
         }
+    }
+}
+
+/// What a line the client sends is, for a note: a request's method and
+/// id, a cancellation and the request it names, a notification's method,
+/// or the answer to a legacy server's request.
+fn describe(line: &[u8]) -> String {
+    #[derive(serde::Deserialize)]
+    struct Head<'a> {
+        #[serde(default, borrow)]
+        method: Option<&'a str>,
+        #[serde(default, borrow)]
+        id: Option<&'a RawValue>,
+        #[serde(default, borrow)]
+        params: Option<&'a RawValue>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Cancelled<'a> {
+        #[serde(rename = "requestId", borrow)]
+        request_id: &'a RawValue,
+    }
+    let Ok(head) = serde_json::from_slice::<Head<'_>>(line) else {
+        return "a line".into();
+    };
+    let request_id = (head.params)
+        .and_then(|p| serde_json::from_str::<Cancelled<'_>>(p.get()).ok())
+        .map(|c| c.request_id.get());
+    match (head.method, head.id, request_id) {
+        (Some(method), Some(id), _) => format!("the request {method} (id {})", id.get()),
+        (Some(method), None, Some(request)) => format!("{method} for request {request}"),
+        (Some(method), None, None) => method.to_owned(),
+        (None, Some(id), _) => format!("the answer to the server's request {}", id.get()),
+        (None, None, _) => "a line".into(),
     }
 }
 

@@ -449,3 +449,46 @@ pub fn progress_and_logs_a_caller_does_not_take_are_bounded() -> Result<String, 
     ensure!(noted.len() == 1, "the notes about it: {noted:?}");
     Ok(format!("{progress} progress and {logs} logs taken; {}", noted[0]))
 }
+
+/// The review of issue 47 noticed: a line the client sends without a
+/// caller to tell (a `notifications/cancelled`, a legacy server's answer)
+/// was dropped without a word when the queue for a server that does not
+/// read its input was full. It is noted, saying what was not sent and why.
+pub fn a_cancellation_the_full_queue_refuses_is_noted() -> Result<String, String> {
+    let (note_tx, notes) = crossbeam_channel::unbounded::<String>();
+    let client = builder()
+        .close_grace(Duration::from_millis(200))
+        .trace(move |note| {
+            let _ = note_tx.send(note.to_owned());
+        })
+        .spawn(server_command("stops-reading", None))
+        .map_err(|e| format!("spawn: {e}"))?;
+    let mut calls = Vec::new();
+    // Requests of 1 MiB, then 64 KiB, 4 KiB and 256 bytes, each until one
+    // is refused: at most about 1 KiB is left in the queue.
+    for kib in [1024, 64, 4, 0] {
+        let text = "x".repeat((kib * 1024).max(256));
+        loop {
+            let params = json!({ "name": "echo", "arguments": { "text": text } });
+            match client.start_request("tools/call", params, RequestOptions::new()) {
+                Ok(call) => calls.push(call),
+                Err(_) => break,
+            }
+        }
+    }
+    let Some(call) = calls.pop() else {
+        return Err("no request was queued".into());
+    };
+    let id = call.id().clone();
+    // A reason of 4 KiB: more than what is left.
+    call.cancel(Some(&"r".repeat(4096)));
+    let _ = client.close();
+    drop(calls);
+    let want = format!("notifications/cancelled for request {id}");
+    let noted: Vec<String> = notes.try_iter().filter(|n| n.contains(&want)).collect();
+    ensure!(
+        noted.len() == 1 && noted[0].contains("has not read"),
+        "the notes about the cancellation of {id}: {noted:?}"
+    );
+    Ok(noted[0].clone())
+}

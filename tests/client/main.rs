@@ -1021,6 +1021,10 @@ const CHECKS: &[(&str, Check)] = &[
         bounds::progress_and_logs_a_caller_does_not_take_are_bounded,
     ),
     (
+        "a_cancellation_the_full_queue_refuses_is_noted",
+        bounds::a_cancellation_the_full_queue_refuses_is_noted,
+    ),
+    (
         "a_panicking_trace_hook_loses_no_later_note",
         hooks::a_panicking_trace_hook_loses_no_later_note,
     ),
