@@ -71,6 +71,7 @@ pub(crate) struct Held {
 impl Held {
     /// No share: a delivery the reader did not count (one the client made
     /// itself, as a legacy subscription's acknowledgment).
+    #[cfg(feature = "legacy")]
     pub fn none() -> Held {
         Held {
             bytes: 0,
