@@ -206,11 +206,9 @@ fn probe(
                 .unwrap_or_default();
             match newest_common(&supported) {
                 Some(common) if may_retry => retry(options, link, &common),
-                Some(_) if supported.iter().any(|v| v == version) => {
-                    Err(Error::Protocol(format!(
-                        "the server refused protocol version {version} (-32022) though it names it among those it supports, {supported:?}"
-                    )))
-                }
+                Some(_) if supported.iter().any(|v| v == version) => Err(Error::Protocol(format!(
+                    "the server refused protocol version {version} (-32022) though it names it among those it supports, {supported:?}"
+                ))),
                 Some(_) => Err(Error::Protocol(format!(
                     "the server refused protocol version {version} (-32022), which it had named, and now names {supported:?}"
                 ))),

@@ -281,7 +281,10 @@ impl Link {
     pub fn send(&self, line: Vec<u8>) -> bool {
         // Read before the line goes, only when it is likely refused: the
         // common case reads nothing.
-        let what = self.input.would_refuse(line.len() + 1).then(|| describe(&line));
+        let what = self
+            .input
+            .would_refuse(line.len() + 1)
+            .then(|| describe(&line));
         match self.try_send(line) {
             Ok(()) => true,
             Err(Error::Disconnected) => false,
@@ -303,8 +306,12 @@ impl Link {
         if let Some(reason) = reason {
             params["reason"] = reason.into();
         }
-        if encode_notification(&mut line, crate::types::method::NOTIFICATION_CANCELLED, &params)
-            .is_ok()
+        if encode_notification(
+            &mut line,
+            crate::types::method::NOTIFICATION_CANCELLED,
+            &params,
+        )
+        .is_ok()
         {
             self.send(line);
         }

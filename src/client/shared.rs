@@ -75,9 +75,7 @@ impl ClientInner {
         let restarting = lock(&self.restart);
         let _ = self
             .restart_wake
-            .wait_timeout_while(restarting, pause, |_| {
-                !self.closing.load(Ordering::Acquire)
-            });
+            .wait_timeout_while(restarting, pause, |_| !self.closing.load(Ordering::Acquire));
         !self.closing.load(Ordering::Acquire)
     }
 

@@ -370,8 +370,7 @@ impl crate::client::Client {
             match rx.recv_deadline(deadline) {
                 Ok(SubscriptionDelivery::Notification {
                     method: m, params, ..
-                }) if m == method::NOTIFICATION_SUBSCRIPTIONS_ACKNOWLEDGED =>
-                {
+                }) if m == method::NOTIFICATION_SUBSCRIPTIONS_ACKNOWLEDGED => {
                     break params
                         .get("notifications")
                         .and_then(|n| serde_json::from_value::<SubscriptionFilter>(n.clone()).ok())

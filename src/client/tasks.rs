@@ -278,7 +278,12 @@ impl TaskHandle {
             Ok(ending) => ending,
             // Closing: nothing more goes to the server (the link may still
             // be open while `close` ends a restart).
-            Err(e) if self.inner.closing.load(std::sync::atomic::Ordering::Acquire) => {
+            Err(e)
+                if self
+                    .inner
+                    .closing
+                    .load(std::sync::atomic::Ordering::Acquire) =>
+            {
                 return Err(e);
             }
             Err(e) => {

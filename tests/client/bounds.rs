@@ -325,7 +325,11 @@ pub fn an_unread_subscription_past_its_bound_is_cancelled_and_ends_overflowed()
         }
     };
     // One more call: the cancellation was written before it.
-    expect_text("echo", client.call_tool("echo", json!({ "text": "x" })), "x")?;
+    expect_text(
+        "echo",
+        client.call_tool("echo", json!({ "text": "x" })),
+        "x",
+    )?;
     close_ok(client)?;
     let cancels: Vec<Value> = wire
         .lines()
@@ -430,14 +434,18 @@ pub fn progress_and_logs_a_caller_does_not_take_are_bounded() -> Result<String, 
         .map_err(|e| format!("the call failed to start: {e}"))?;
     // Answered after every notification of the first: all were routed
     // when it returns, while the first call's caller did not wait.
-    expect_text("echo", client.call_tool("echo", json!({ "text": "x" })), "x")?;
+    expect_text(
+        "echo",
+        client.call_tool("echo", json!({ "text": "x" })),
+        "x",
+    )?;
     let reply = call.wait().map(|raw| raw.get().to_owned());
     close_ok(client)?;
-    let (progress, logs) = (progress.load(Ordering::Relaxed), logs.load(Ordering::Relaxed));
-    let noted: Vec<String> = notes
-        .try_iter()
-        .filter(|n| n.contains("dropped"))
-        .collect();
+    let (progress, logs) = (
+        progress.load(Ordering::Relaxed),
+        logs.load(Ordering::Relaxed),
+    );
+    let noted: Vec<String> = notes.try_iter().filter(|n| n.contains("dropped")).collect();
     ensure!(
         reply.as_deref().is_ok_and(|r| r.contains("progressed")),
         "the call's reply: {reply:?}"
@@ -447,7 +455,10 @@ pub fn progress_and_logs_a_caller_does_not_take_are_bounded() -> Result<String, 
         "the caller got {progress} progress notifications and {logs} log messages of 40 each, 4 KiB each, with a bound of 64 KiB"
     );
     ensure!(noted.len() == 1, "the notes about it: {noted:?}");
-    Ok(format!("{progress} progress and {logs} logs taken; {}", noted[0]))
+    Ok(format!(
+        "{progress} progress and {logs} logs taken; {}",
+        noted[0]
+    ))
 }
 
 /// The review of issue 47 noticed: a line the client sends without a

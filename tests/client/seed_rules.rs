@@ -271,8 +271,15 @@ pub fn modern_32022_then_silence_fails_without_initialize() -> Result<String, St
         Err(Error::Protocol(text)) => text,
         Err(other) => return Err(format!("want Error::Protocol, got {other:?}")),
     };
-    for part in ["-32022", "no answer to server/discover within 300ms", "initialize"] {
-        ensure!(text.contains(part), "the error {text:?} does not say {part:?}");
+    for part in [
+        "-32022",
+        "no answer to server/discover within 300ms",
+        "initialize",
+    ] {
+        ensure!(
+            text.contains(part),
+            "the error {text:?} does not say {part:?}"
+        );
     }
     let methods = methods(&wire.lines());
     ensure!(

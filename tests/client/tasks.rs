@@ -851,7 +851,11 @@ pub fn close_wakes_a_task_wait_between_polls() -> Result<String, String> {
         Ok(())
     })?;
     let start = client
-        .start_tool_call("long", json!({}), RequestOptions::new().timeout(WAIT + WAIT))
+        .start_tool_call(
+            "long",
+            json!({}),
+            RequestOptions::new().timeout(WAIT + WAIT),
+        )
         .map_err(|e| format!("the call failed: {e}"))?;
     let ToolCallStart::Task(handle) = start else {
         return Err(format!("want a task, got {start:?}"));

@@ -321,7 +321,10 @@ impl Link {
         drop(subs);
         // Spec 2026-07-28 basic/patterns/subscriptions: a client ends a
         // subscription it no longer takes with `notifications/cancelled`.
-        self.send_cancelled(&sub_id, Some("the client's application did not read its events"));
+        self.send_cancelled(
+            &sub_id,
+            Some("the client's application did not read its events"),
+        );
         self.overflowed(&sub_id, "it was cancelled at the server", notes);
     }
 

@@ -83,9 +83,16 @@ fn a_legacy_subscription_left_unread_overflows_and_is_unsubscribed() {
         )
         .unwrap();
     }
-    writeln!(server, r#"{{"jsonrpc":"2.0","id":"after","method":"ping"}}"#).unwrap();
+    writeln!(
+        server,
+        r#"{{"jsonrpc":"2.0","id":"after","method":"ping"}}"#
+    )
+    .unwrap();
     let unsubscribe = written.recv_timeout(WAIT).unwrap();
-    assert_eq!(unsubscribe["method"], "resources/unsubscribe", "{unsubscribe}");
+    assert_eq!(
+        unsubscribe["method"], "resources/unsubscribe",
+        "{unsubscribe}"
+    );
     assert_eq!(unsubscribe["params"]["uri"], "a://1");
     let pong = written.recv_timeout(WAIT).unwrap();
     assert_eq!(pong["id"], "after", "{pong}");
