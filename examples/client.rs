@@ -10,11 +10,14 @@
 //! A list the server does not serve (it answers `-32601`, as many do for
 //! `resources/templates/list`) is shown as "not served" and the rest is
 //! still printed. Anything else that fails is one line on stderr and a
-//! non-zero exit status; a server that dies while starting is reported with
-//! its exit status and the last lines of its stderr.
+//! non-zero exit status; a server that dies (while starting, or later) is
+//! reported once, with its exit status and the last lines of its stderr,
+//! and nothing more is listed.
 
 use std::io::Write;
 use std::process::{Command, ExitCode};
+use std::sync::mpsc;
+use std::time::Duration;
 
 use mcp_stdio::{Client, Era, Error, error_code};
 
@@ -38,52 +41,77 @@ pub fn main() -> ExitCode {
 /// failure as one line to `err`. Returns the exit status: 0 when everything
 /// could be printed, 1 otherwise.
 pub fn run(command: Command, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
-    // The server's stderr is not echoed (the default): when it dies while
-    // starting, the error carries its last lines.
-    let client = match Client::spawn(command) {
+    // The client's problems go to stderr, a line each, but its note on a
+    // server that died is kept for the failure that death causes, whose
+    // one line then says how (the client keeps the server's last stderr
+    // lines for that note, and for a start-up error).
+    let (death_tx, deaths) = mpsc::channel();
+    let client = Client::builder().trace_problems(move |note: &str| {
+        let death = ["the server exited", "the server closed its output"];
+        if death.iter().any(|d| note.starts_with(d)) {
+            let _ = death_tx.send(note.to_owned());
+        } else {
+            eprintln!("mcp-stdio client: {note}");
+        }
+    });
+    let client = match client.spawn(command) {
         Ok(client) => client,
         Err(e) => {
             let _ = writeln!(err, "client: {e}");
             return 1;
         }
     };
-    let mut failed = false;
-    let mut fail = |err: &mut dyn Write, what: &str, e: &Error| {
-        let _ = writeln!(err, "client: {what}: {e}");
-        failed = true;
-    };
     let _ = print_server(&client, out);
     let caps = client.server_capabilities();
-    if caps.tools.is_some() {
-        let _ = writeln!(out, "tools:");
-        let items = client
-            .tools()
-            .map(|tool| tool.map(|t| (t.name, t.description)));
-        if let Err(e) = print_list(items, out) {
-            fail(err, "tools/list", &e);
-        }
-    }
-    if caps.resources.is_some() {
-        let _ = writeln!(out, "resources:");
-        let items = client
-            .resources()
-            .map(|r| r.map(|r| (r.uri, r.description.or(Some(r.name)))));
-        if let Err(e) = print_list(items, out) {
-            fail(err, "resources/list", &e);
-        }
-        let _ = writeln!(out, "resource templates:");
-        let items = client
-            .resource_templates()
-            .map(|t| t.map(|t| (t.uri_template, t.description.or(Some(t.name)))));
-        if let Err(e) = print_list(items, out) {
-            fail(err, "resources/templates/list", &e);
-        }
-    }
-    if caps.prompts.is_some() {
-        let _ = writeln!(out, "prompts:");
-        let items = client.prompts().map(|p| p.map(|p| (p.name, p.description)));
-        if let Err(e) = print_list(items, out) {
-            fail(err, "prompts/list", &e);
+    let (c, has_resources) = (&client, caps.resources.is_some());
+    let lists: [List<'_>; 4] = [
+        ("tools", "tools/list", caps.tools.is_some(), &|| {
+            c.tools()
+                .map(|t| t.map(|t| (t.name, t.description)))
+                .collect()
+        }),
+        ("resources", "resources/list", has_resources, &|| {
+            c.resources()
+                .map(|r| r.map(|r| (r.uri, r.description.or(Some(r.name)))))
+                .collect()
+        }),
+        (
+            "resource templates",
+            "resources/templates/list",
+            has_resources,
+            &|| {
+                let items = c.resource_templates();
+                items
+                    .map(|t| t.map(|t| (t.uri_template, t.description.or(Some(t.name)))))
+                    .collect()
+            },
+        ),
+        ("prompts", "prompts/list", caps.prompts.is_some(), &|| {
+            c.prompts()
+                .map(|p| p.map(|p| (p.name, p.description)))
+                .collect()
+        }),
+    ];
+    let mut failed = false;
+    for (title, method, _, items) in lists.into_iter().filter(|list| list.2) {
+        let _ = writeln!(out, "{title}:");
+        let (why, gone) = match print_list(items().into_iter(), out) {
+            Ok(()) => continue,
+            Err(Error::Disconnected) => {
+                let note = deaths.recv_timeout(Duration::from_secs(2));
+                (
+                    note.unwrap_or_else(|_| Error::Disconnected.to_string()),
+                    true,
+                )
+            }
+            Err(e) => (e.to_string(), false),
+        };
+        failed = true;
+        let _ = writeln!(err, "client: {method}: {why}");
+        // The server is gone: its one line said how; nothing more can be
+        // listed.
+        if gone {
+            break;
         }
     }
     match client.close() {
@@ -91,10 +119,18 @@ pub fn run(command: Command, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
             let _ = writeln!(out, "server exited: {status}");
         }
         Ok(None) => {}
-        Err(e) => fail(err, "closing the server", &e),
+        Err(e) => {
+            let _ = writeln!(err, "client: closing the server: {e}");
+            failed = true;
+        }
     }
     u8::from(failed)
 }
+
+/// One item of a list: its name and description.
+type Listed = Result<(String, Option<String>), Error>;
+/// A list: its title, its method, whether the server offers it, its items.
+type List<'a> = (&'a str, &'a str, bool, &'a dyn Fn() -> Vec<Listed>);
 
 /// The era, identity, instructions and capabilities.
 fn print_server(client: &Client, out: &mut dyn Write) -> std::io::Result<()> {
@@ -118,10 +154,7 @@ fn print_server(client: &Client, out: &mut dyn Write) -> std::io::Result<()> {
 
 /// Prints one item a line: its name and the first line of its description.
 /// A list the server does not serve (`-32601`) is one line saying so.
-fn print_list(
-    items: impl Iterator<Item = Result<(String, Option<String>), Error>>,
-    out: &mut dyn Write,
-) -> Result<(), Error> {
+fn print_list(items: impl Iterator<Item = Listed>, out: &mut dyn Write) -> Result<(), Error> {
     let mut items = items.peekable();
     if items.peek().is_none() {
         let _ = writeln!(out, "  (none)");

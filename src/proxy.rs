@@ -5,6 +5,13 @@
 //!
 //! What is passed through, and how:
 //!
+//! - **Capabilities.** The proxy claims what the server declares, no more
+//!   (`ServerBuilder::capabilities_at_most`): a list change, a resource
+//!   subscription or logging the server does not declare is not
+//!   advertised, is left out of a listen's acknowledgment, and a legacy
+//!   caller's `resources/subscribe` or `logging/setLevel` for it is
+//!   `-32601`; a caller's log level goes on only to a server that declares
+//!   `logging`.
 //! - **Lists.** The server's tools, resources, resource templates and
 //!   prompts are mirrored as they are (schemas byte for byte), with
 //!   `completion/complete` when the server offers it. A list change the
@@ -59,7 +66,7 @@ use crate::server::notifier::Notifier;
 use crate::types::{
     CallToolResult, CompleteRequestParams, CompleteResult, GetPromptResult, InputRequiredResult,
     LoggingMessageNotificationParams, ProgressNotificationParams, Prompt, ReadResourceResult,
-    ResourceTemplate, SubscriptionFilter, Tool, meta_key, method,
+    ResourceTemplate, ServerCapabilities, SubscriptionFilter, Tool, meta_key, method,
 };
 
 /// Builds a server that serves what `client`'s server offers (module
@@ -86,7 +93,16 @@ pub fn serve_as(client: Client) -> Result<Server, Error> {
             (i.name, i.version)
         });
     let capabilities = client.server_capabilities();
-    let mut builder = Server::builder(&name, &version);
+    // Exactly what the server behind declares, no more (spec 2026-07-28
+    // basic/patterns/subscriptions: "Notification types the server does
+    // not support are omitted"): its list changes, subscriptions and
+    // logging; not its extensions or experimental capabilities, which the
+    // proxy does not pass through.
+    let mut builder = Server::builder(&name, &version).capabilities_at_most(ServerCapabilities {
+        experimental: None,
+        extensions: None,
+        ..capabilities.clone()
+    });
     if let Some(text) = client.instructions() {
         builder = builder.instructions(&text);
     }
@@ -309,7 +325,11 @@ fn forward<T: DeserializeOwned>(
             let _ = progress.send(Relayed::Progress(p.clone()));
         });
     }
-    if let Some(level) = meta.log_level() {
+    // Logs only from a server that declares it sends them: the proxy
+    // declares what it declares (spec 2026-07-28 server/utilities/logging:
+    // a server that emits log messages MUST declare `logging`).
+    let logs = client.server_capabilities().logging.is_some();
+    if let Some(level) = meta.log_level().filter(|_| logs) {
         options = options.log(level, move |m: &LoggingMessageNotificationParams| {
             let _ = tx.send(Relayed::Log(m.clone()));
         });

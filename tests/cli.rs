@@ -56,6 +56,9 @@ fn main() {
 // ---------------------------------------------------------------------------
 
 fn run_server(mode: &str) -> ! {
+    if let "no-listen" | "legacy-bare" = mode {
+        run_bare(mode == "legacy-bare");
+    }
     if mode == "die" {
         eprintln!("starting the fixture server");
         eprintln!("cannot open the database: /nonexistent/db");
@@ -86,6 +89,52 @@ fn run_server(mode: &str) -> ! {
             std::process::exit(1);
         }
     }
+}
+
+/// `no-listen`: a modern server that declares tools without list changes
+/// and answers `subscriptions/listen` (and everything else) with `-32601`,
+/// as fastmcp 4.2.3 and supergateway do. `legacy-bare`: a legacy server
+/// that declares nothing at `initialize`.
+fn run_bare(legacy: bool) -> ! {
+    let mut out = std::io::stdout().lock();
+    for line in std::io::stdin().lock().lines() {
+        let Ok(line) = line else { break };
+        let Ok(msg) = serde_json::from_str::<Value>(&line) else {
+            continue;
+        };
+        let Some(id) = msg.get("id") else { continue };
+        let result = match msg["method"].as_str().unwrap_or_default() {
+            "server/discover" if !legacy => serde_json::json!({
+                "resultType": "complete",
+                "supportedVersions": ["2026-07-28"],
+                "capabilities": { "tools": {} },
+                "_meta": { "io.modelcontextprotocol/serverInfo": { "name": "no-listen", "version": "1" } }
+            }),
+            "initialize" if legacy => serde_json::json!({
+                "protocolVersion": "2025-11-25",
+                "capabilities": {},
+                "serverInfo": { "name": "legacy-bare", "version": "1" }
+            }),
+            "ping" => serde_json::json!({}),
+            method => {
+                let error = serde_json::json!({ "code": -32601, "message": format!("Method not found: {method}") });
+                let _ = writeln!(
+                    out,
+                    "{}",
+                    serde_json::json!({ "jsonrpc": "2.0", "id": id, "error": error })
+                );
+                let _ = out.flush();
+                continue;
+            }
+        };
+        let _ = writeln!(
+            out,
+            "{}",
+            serde_json::json!({ "jsonrpc": "2.0", "id": id, "result": result })
+        );
+        let _ = out.flush();
+    }
+    std::process::exit(0);
 }
 
 /// The `failing` server's extra tools: `traceback` answers with an error
@@ -767,7 +816,21 @@ fn listen_json(s: Setup) -> Result<(), String> {
 }
 
 fn listen_interrupted(s: Setup) -> Result<(), String> {
-    let args = ["listen", "--tools", "--wire", "--era", s.era, "--", &me()];
+    let run = listen_until_sigint(&["listen", "--tools", "--wire", "--era", s.era, "--", &me()])?;
+    run.expect_code(130)?
+        .stdout_is("listening: tools\ncancelled (interrupted)\n")?;
+    if s.era != "legacy" {
+        run.stderr_has(
+            r#"→ {"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":2}}"#,
+        )?;
+    }
+    run.stderr_has("· closed the server's input; it exited (exit status: 0)")?;
+    Ok(())
+}
+
+/// Runs a `listen` (with the everything server, if spawned), interrupts it
+/// with SIGINT once it printed the acknowledged filter, and waits for it.
+fn listen_until_sigint(args: &[&str]) -> Result<Run, String> {
     let mut child = Command::new(BIN)
         .args(args)
         .env(SERVER_ENV, "everything")
@@ -819,19 +882,42 @@ fn listen_interrupted(s: Setup) -> Result<(), String> {
         stdout_text.push_str(&line);
         stdout_text.push('\n');
     }
-    let run = Run {
+    Ok(Run {
         code: status.code(),
         stdout: stdout_text,
         stderr: stderr.recv_timeout(LIMIT).map_err(|e| e.to_string())?,
-    };
+    })
+}
+
+/// Issue 43, item 6: over Streamable HTTP (2026-07-28) a cancellation is
+/// the closing of the request's stream, and no `notifications/cancelled`
+/// is POSTed: `--wire` says what happened instead of showing a message
+/// that was never sent (before, `→ {..."notifications/cancelled"...}`).
+#[cfg(feature = "http")]
+fn listen_interrupted_over_http() -> Result<(), String> {
+    let server = everything::build();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
+    let url = format!(
+        "http://{}/mcp",
+        listener.local_addr().map_err(|e| e.to_string())?
+    );
+    let stop = server.stop_handle();
+    let serving = thread::spawn(move || server.serve_http(listener, mcp_stdio::HttpOptions::new()));
+    let run = listen_until_sigint(&["listen", "--tools", "--wire", "--url", &url]);
+    stop.stop();
+    let _ = serving.join();
+    let run = run?;
     run.expect_code(130)?
-        .stdout_is("listening: tools\ncancelled (interrupted)\n")?;
-    if s.era != "legacy" {
-        run.stderr_has(
-            r#"→ {"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":2}}"#,
+        .stdout_is("listening: tools\ncancelled (interrupted)\n")?
+        .stderr_has(
+            "· cancelled request 2 by closing its response stream (over HTTP no notifications/cancelled is sent)",
         )?;
+    if run.stderr.contains("notifications/cancelled\"") {
+        return Err(format!(
+            "--wire shows a cancellation that was not sent: {}",
+            run.stderr
+        ));
     }
-    run.stderr_has("· closed the server's input; it exited (exit status: 0)")?;
     Ok(())
 }
 
@@ -887,7 +973,32 @@ const ONCE: &[(&str, Once)] = &[
     ("config_file_vs_code_servers", config_vs_code),
     ("config_unknown_server", config_unknown_server),
     ("help_and_version", help_and_version),
+    ("listen_to_a_server_that_offers_nothing", listen_nothing),
 ];
+
+/// Issue 43, item 6: `listen` against a server that offers nothing to
+/// listen to says what the server offers and exits 0, whether it answers
+/// `subscriptions/listen` with `-32601` (a modern server that declares no
+/// list changes: before, exit 1 and "Method not found"), or is a legacy
+/// server that declares nothing (before, "listening: nothing", then it
+/// waited for the end of the connection).
+fn listen_nothing() -> Result<(), String> {
+    for (mode, era) in [("no-listen", "auto"), ("legacy-bare", "legacy")] {
+        let run = cli(Setup { mode, era }, &["listen"], "").map_err(|e| format!("{mode}: {e}"))?;
+        run.expect_code(0)
+            .and_then(|run| {
+                run.stdout_is(
+                    "nothing to listen to: the server offers no list changes and no resource subscriptions\n",
+                )
+            })
+            .map_err(|e| format!("{mode}: {e}"))?;
+        cli(Setup { mode, era }, &["listen", "--json"], "")?
+            .expect_code(0)?
+            .stdout_is("{\"end\":\"nothing\"}\n")
+            .map_err(|e| format!("{mode} --json: {e}"))?;
+    }
+    Ok(())
+}
 
 fn server_not_found() -> Result<(), String> {
     let args = ["tools", "--", "/nonexistent/mcp-server", "--flag"].map(String::from);
@@ -999,6 +1110,103 @@ fn help_and_version() -> Result<(), String> {
     Ok(())
 }
 
+/// `serve-http` (issue 43, item 4) serves until SIGTERM or SIGINT, then
+/// stops as a server does (the requests in flight are answered) and exits
+/// 0, saying why. Before, the signal killed it (143 for SIGTERM).
+#[cfg(feature = "http")]
+fn serve_http_signal(signal: &str) -> Result<(), String> {
+    let args = ["serve-http", "--listen", "127.0.0.1:0", "--", &me()];
+    let mut child = Command::new(BIN)
+        .args(args)
+        .env(SERVER_ENV, "everything")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| e.to_string())?;
+    let stdout = read_all(child.stdout.take().expect("piped stdout"));
+    let stderr = BufReader::new(child.stderr.take().expect("piped stderr"));
+    let (tx, lines) = crossbeam_channel::unbounded();
+    thread::spawn(move || {
+        for line in stderr.lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let mut stderr_text = String::new();
+    let served = loop {
+        let Ok(line) = lines.recv_timeout(LIMIT) else {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(format!(
+                "serve-http did not say where it serves: {stderr_text:?}"
+            ));
+        };
+        stderr_text.push_str(&line);
+        stderr_text.push('\n');
+        if let Some((_, url)) = line.split_once(" at http://") {
+            break url.trim_end_matches("/mcp").to_owned();
+        }
+    };
+    let echoed = http_echo(&served);
+    let killed = Command::new("kill")
+        .args([&format!("-{signal}"), &child.id().to_string()])
+        .status()
+        .map_err(|e| e.to_string())?;
+    if !killed.success() {
+        return Err(format!("kill -{signal} failed"));
+    }
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().map_err(|e| e.to_string())? {
+            break status;
+        }
+        if started.elapsed() > LIMIT {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(format!("not ended by SIG{signal}"));
+        }
+        // Polling interval of the bounded wait.
+        thread::sleep(Duration::from_millis(5));
+    };
+    while let Ok(line) = lines.recv_timeout(LIMIT) {
+        stderr_text.push_str(&line);
+        stderr_text.push('\n');
+    }
+    if !echoed?.contains(r#""text":"hi""#) {
+        return Err("the echo through serve-http was not answered".into());
+    }
+    Run {
+        code: status.code(),
+        stdout: stdout.recv_timeout(LIMIT).map_err(|e| e.to_string())?,
+        stderr: stderr_text,
+    }
+    .expect_code(0)?
+    .stderr_has("mcp-stdio: interrupted (SIGTERM or SIGINT): stopped serving")?;
+    Ok(())
+}
+
+/// A modern `tools/call` of `echo` POSTed to `addr`: the response.
+#[cfg(feature = "http")]
+fn http_echo(addr: &str) -> Result<String, String> {
+    let body = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}"#;
+    let request = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\nMcp-Name: echo\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    let mut socket = std::net::TcpStream::connect(addr).map_err(|e| e.to_string())?;
+    socket
+        .set_read_timeout(Some(LIMIT))
+        .map_err(|e| e.to_string())?;
+    socket
+        .write_all(request.as_bytes())
+        .map_err(|e| e.to_string())?;
+    let mut response = String::new();
+    socket
+        .read_to_string(&mut response)
+        .map_err(|e| e.to_string())?;
+    Ok(response)
+}
+
 // ---------------------------------------------------------------------------
 // Check runner
 // ---------------------------------------------------------------------------
@@ -1013,6 +1221,18 @@ fn run_checks() -> i32 {
     }
     for (name, check) in ONCE {
         checks.push((name.to_string(), Box::new(check)));
+    }
+    #[cfg(feature = "http")]
+    checks.push((
+        "listen_interrupted_over_http_shows_the_closed_stream".into(),
+        Box::new(listen_interrupted_over_http),
+    ));
+    #[cfg(feature = "http")]
+    for signal in ["TERM", "INT"] {
+        checks.push((
+            format!("serve_http_ends_gracefully_on_sig{}", signal.to_lowercase()),
+            Box::new(move || serve_http_signal(signal)),
+        ));
     }
     checks.retain(|(name, _)| selection.includes(name));
     if selection.list {

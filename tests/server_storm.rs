@@ -19,12 +19,9 @@
 //!
 //! The barrier: a cancellation takes effect when the server reads it, which
 //! the client cannot see. So each cancellation is followed (at once or a
-//! few lines later) by a request answered on the reader (an inline call;
-//! in a legacy session, where a call that may ask runs on the pool, a
-//! `ping`, which the legacy front end answers as it reads it); the server
-//! acts on lines in order and writes lines in the order it decided them,
-//! so once that request's reply is in, nothing more may come for what was
-//! cancelled before it.
+//! few lines later) by an inline call; the server acts on lines in order
+//! and writes lines in the order it decided them, so once that call's
+//! reply is in, nothing more may come for what was cancelled before it.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::io::{BufRead, BufReader, Write};
@@ -274,8 +271,6 @@ enum Kind {
     Refused(i64),
     /// A call that asks a legacy client for a word: `token:w` once answered.
     Ask,
-    /// A legacy session's `ping`: an empty result.
-    Ping,
 }
 
 /// What a round's connection is: its era, and the server's `max_running`.
@@ -723,25 +718,19 @@ impl Model {
         write_line(out, &cancel(&id));
     }
 
-    /// A request answered on the reader, which proves every cancellation
-    /// sent before it: an inline call, or a legacy session's `ping`.
+    /// An inline call that proves every cancellation sent before it.
     fn barrier(&mut self, out: &mut Vec<u8>) {
         let id = format!("\"b{}\"", fresh());
         let token = format!("t{}", fresh());
-        if self.legacy {
-            write_line(out, &request(&id, "ping", json!({})));
-            self.insert(id.clone(), Kind::Ping, token, None, None);
-        } else {
-            write_line(
-                out,
-                &request(
-                    &id,
-                    "tools/call",
-                    json!({ "name": "echo", "arguments": { "token": token } }),
-                ),
-            );
-            self.insert(id.clone(), Kind::Call, token, None, None);
-        }
+        write_line(
+            out,
+            &request(
+                &id,
+                "tools/call",
+                json!({ "name": "echo", "arguments": { "token": token } }),
+            ),
+        );
+        self.insert(id.clone(), Kind::Call, token, None, None);
         let proves = std::mem::take(&mut self.unproven);
         let barrier = self.open.get_mut(&id).expect("just sent");
         barrier.proves = proves;
@@ -1227,7 +1216,6 @@ impl Model {
             Kind::WrongArguments => {
                 assert_eq!(result["isError"], true, "{line}");
             }
-            Kind::Ping => assert_eq!(*result, json!({}), "{line}"),
             Kind::Refused(code) => panic!("a result where error {code} was due: {line}"),
             Kind::TaskGet(task) => {
                 self.polling.remove(task);

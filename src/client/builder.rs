@@ -194,6 +194,22 @@ impl ClientBuilder {
         self
     }
 
+    /// Where the client's problems go, as with [`trace`](Self::trace), but
+    /// the routine information goes nowhere, as by default: for an
+    /// application that shows or keeps problems its own way and stays
+    /// quiet while everything works.
+    ///
+    /// ```no_run
+    /// let client = mcp_stdio::Client::builder()
+    ///     .trace_problems(|note| eprintln!("my-app: {note}"))
+    ///     .spawn(std::process::Command::new("my-mcp-server"))?;
+    /// # Ok::<(), mcp_stdio::Error>(())
+    /// ```
+    pub fn trace_problems(mut self, hook: impl Fn(&str) + Send + Sync + 'static) -> Self {
+        self.notes.set_problems(Arc::new(hook));
+        self
+    }
+
     /// Sees every line on the wire: each line the client writes to the
     /// server ([`WireDirection::Sent`]) and each line it reads from it
     /// ([`WireDirection::Received`]), without the newline, byte for byte.

@@ -76,11 +76,24 @@ pub enum Era {
 
 /// Why the era could not be settled: the error, and whether the
 /// connection ended under the first `server/discover` probe, unanswered
-/// (an older legacy server that crashes on an unknown method).
+/// (an older legacy server that crashes on an unknown method), or under
+/// the `initialize` that followed a probe it never answered (one that
+/// ignores the probe and is left unable to go on: `mcp-server-sqlite` on
+/// `mcp` 1.6). Either way the probe is what broke it, and a new start
+/// with `initialize` alone may succeed.
 #[derive(Debug)]
 pub(crate) struct Unsettled {
     pub error: Error,
     pub died_on_probe: bool,
+}
+
+/// Why a server is not modern, from its answer to the probe.
+struct NotModern {
+    /// For the note about the fallback.
+    reason: String,
+    /// It did not answer at all (within the probe timeout).
+    #[cfg_attr(not(feature = "legacy"), allow(dead_code))]
+    unanswered: bool,
 }
 
 impl From<Error> for Unsettled {
@@ -120,20 +133,23 @@ pub(crate) fn establish(
     match probed {
         Ok(facts) => Ok(facts),
         #[cfg(not(feature = "legacy"))]
-        Err(reason) => Err(Error::Protocol(format!(
+        Err(NotModern { reason, .. }) => Err(Error::Protocol(format!(
             "the server does not speak MCP {}: {reason} (a legacy server needs the `legacy` feature of mcp-stdio, which this build leaves out)",
             SUPPORTED_VERSIONS.join(", ")
         ))
         .into()),
         #[cfg(feature = "legacy")]
-        Err(reason) if options.era == EraPolicy::Auto => {
+        Err(NotModern { reason, unanswered }) if options.era == EraPolicy::Auto => {
             options.notes.info(&format!(
                 "the server is legacy ({reason}): falling back to initialize"
             ));
-            Ok(initialize(options, link)?)
+            initialize(options, link).map_err(|error| Unsettled {
+                died_on_probe: unanswered && matches!(error, Error::Disconnected),
+                error,
+            })
         }
         #[cfg(feature = "legacy")]
-        Err(reason) => Err(Error::Protocol(format!(
+        Err(NotModern { reason, .. }) => Err(Error::Protocol(format!(
             "the server does not speak MCP {}: {reason}",
             SUPPORTED_VERSIONS.join(", ")
         ))
@@ -141,14 +157,18 @@ pub(crate) fn establish(
     }
 }
 
-/// `Ok(Ok(facts))`: modern. `Ok(Err(reason))`: not modern. `Err`: the
+/// `Ok(Ok(facts))`: modern. `Ok(Err(why))`: not modern. `Err`: the
 /// connection failed, or a modern server shares no version with us.
 fn probe(
     options: &ClientBuilder,
     link: &Arc<Link>,
     version: &str,
     may_retry: bool,
-) -> Result<Result<ServerFacts, String>, Error> {
+) -> Result<Result<ServerFacts, NotModern>, Error> {
+    let answered = |reason: String| NotModern {
+        reason,
+        unanswered: false,
+    };
     let params = json!({ "_meta": {
         meta_key::PROTOCOL_VERSION: version,
         meta_key::CLIENT_INFO: options.info,
@@ -163,18 +183,21 @@ fn probe(
     )? {
         Some(reply) => reply,
         None => {
-            return Ok(Err(format!(
-                "no answer to server/discover within {:?}",
-                options.probe_timeout
-            )));
+            return Ok(Err(NotModern {
+                reason: format!(
+                    "no answer to server/discover within {:?}",
+                    options.probe_timeout
+                ),
+                unanswered: true,
+            }));
         }
     };
     match reply {
         Ok(result) => {
             let Ok(discover) = serde_json::from_value::<DiscoverResult>(result) else {
-                return Ok(Err(
-                    "its answer to server/discover is not a DiscoverResult".into()
-                ));
+                return Ok(Err(answered(
+                    "its answer to server/discover is not a DiscoverResult".into(),
+                )));
             };
             let Some(version) = newest_common(&discover.supported_versions) else {
                 return Err(Error::Protocol(format!(
@@ -217,7 +240,9 @@ fn probe(
                 ))),
             }
         }
-        Err(error) => Ok(Err(format!("it answered server/discover with {error}"))),
+        Err(error) => Ok(Err(answered(format!(
+            "it answered server/discover with {error}"
+        )))),
     }
 }
 
@@ -230,7 +255,7 @@ fn retry(
     options: &ClientBuilder,
     link: &Arc<Link>,
     version: &str,
-) -> Result<Result<ServerFacts, String>, Error> {
+) -> Result<Result<ServerFacts, NotModern>, Error> {
     let failed = |what: String| {
         Error::Protocol(format!(
             "the server refused the first server/discover with -32022, naming {version}, and {what}: a server that answers -32022 is modern, and is not spoken to with initialize"
@@ -238,7 +263,10 @@ fn retry(
     };
     match probe(options, link, version, false) {
         Ok(Ok(facts)) => Ok(Ok(facts)),
-        Ok(Err(reason)) => Err(failed(format!("then, asked with {version}: {reason}"))),
+        Ok(Err(why)) => Err(failed(format!(
+            "then, asked with {version}: {}",
+            why.reason
+        ))),
         Err(Error::Disconnected) => Err(failed(format!(
             "then closed the connection when asked with {version}"
         ))),

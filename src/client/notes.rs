@@ -57,6 +57,12 @@ impl Notes {
         self.info = true;
     }
 
+    /// Sends the problems to `hook`; information goes nowhere.
+    pub fn set_problems(&mut self, hook: Arc<NoteFn>) {
+        self.queue = Arc::new(NoteQueue::new(THREAD, hook));
+        self.info = false;
+    }
+
     /// Sends session-wide log messages to `callback`.
     pub fn set_log(&mut self, callback: Arc<LogFn>) {
         self.log = Some(callback);

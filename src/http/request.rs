@@ -342,10 +342,26 @@ fn read_line(
     }
 }
 
+/// Reads `len` more bytes of the body onto `body`, which grows as they
+/// arrive: a declared length (or chunk size) is a promise, not a size to
+/// allocate, so a peer that announces the largest body and sends a byte
+/// costs a byte (64 such connections took 256 MiB when the whole length
+/// was allocated and zeroed up front).
 fn read_exact(input: &mut dyn BufRead, body: &mut Vec<u8>, len: usize) -> Result<(), HttpError> {
-    let start = body.len();
-    body.resize(start + len, 0);
-    input.read_exact(&mut body[start..]).map_err(HttpError::Io)
+    let mut left = len;
+    while left > 0 {
+        let buf = match input.fill_buf() {
+            Ok([]) => return Err(HttpError::Io(io::ErrorKind::UnexpectedEof.into())),
+            Ok(buf) => buf,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(HttpError::Io(e)),
+        };
+        let take = buf.len().min(left);
+        body.extend_from_slice(&buf[..take]);
+        input.consume(take);
+        left -= take;
+    }
+    Ok(())
 }
 
 /// A chunked body (RFC 9112 section 7.1): sizes in hex, extensions

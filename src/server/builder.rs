@@ -24,7 +24,7 @@ use crate::server::{AcceptUri, CacheHints, Config, Inner, Server, Trace};
 use crate::transport::DEFAULT_MAX_LINE_BYTES;
 use crate::types::{
     CompleteRequestParams, CompleteResult, GetPromptResult, Implementation, Prompt,
-    ReadResourceResult, Resource, ResourceTemplate, Tool,
+    ReadResourceResult, Resource, ResourceTemplate, ServerCapabilities, Tool,
 };
 
 mod limits;
@@ -48,6 +48,7 @@ pub struct ServerBuilder {
     methods: HashMap<String, (Arc<MethodFn>, bool)>,
     trace: Arc<Trace>,
     accept_uri: Option<Arc<AcceptUri>>,
+    ceiling: Option<ServerCapabilities>,
     change_feed: Option<Arc<dyn ChangeFeed>>,
     state_key: Option<[u8; 32]>,
     state_ttl: Duration,
@@ -99,6 +100,7 @@ impl ServerBuilder {
             trace: default_trace(),
             change_feed: None,
             accept_uri: None,
+            ceiling: None,
             state_key: None,
             state_ttl: Duration::from_secs(600),
         }
@@ -419,6 +421,18 @@ impl ServerBuilder {
         self
     }
 
+    /// Advertises and honours no more than `ceiling`: a feature only when
+    /// it is served and `ceiling` has it, each of its flags (`subscribe`,
+    /// `listChanged`) as `ceiling` says, so that a listen is acknowledged,
+    /// and a legacy `resources/subscribe` or `logging/setLevel` answered,
+    /// only for what `ceiling` declares. For a proxy, whose server can do
+    /// no more than the one behind it (`proxy::serve_as`).
+    #[cfg_attr(not(feature = "client"), allow(dead_code))]
+    pub(crate) fn capabilities_at_most(mut self, ceiling: ServerCapabilities) -> Self {
+        self.ceiling = Some(ceiling);
+        self
+    }
+
     /// The key that seals `requestState` in multi round-trip requests
     /// (HMAC-SHA256). By default each process draws a random key from the
     /// operating system; give several server processes behind one client
@@ -510,6 +524,7 @@ impl ServerBuilder {
                 trace: self.trace,
                 trace_limit: Mutex::default(),
                 accept_uri: self.accept_uri,
+                ceiling: self.ceiling,
                 sealer: crate::server::mrtr::Sealer::new(self.state_key, self.state_ttl),
                 connections,
                 tasks,

@@ -417,7 +417,7 @@ impl RequestContext {
     /// `io.modelcontextprotocol/logLevel` and `level` is at or above it, and
     /// never after cancellation.
     pub fn log(&self, level: LoggingLevel, logger: Option<&str>, data: Value) {
-        match self.meta.log_level {
+        match self.meta.log_level() {
             Some(min) if level >= min => {}
             _ => return,
         }

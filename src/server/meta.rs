@@ -73,9 +73,15 @@ impl<'a> MetaView<'a> {
     /// modern request (spec 2026-07-28 basic/versioning).
     #[cfg(feature = "legacy")]
     pub fn is_modern(&self) -> bool {
-        self.fields
-            .as_ref()
-            .is_some_and(|f| f.protocol_version.is_some())
+        self.protocol_version().is_some()
+    }
+
+    /// The protocol version as sent (`null` included), when `_meta` is
+    /// readable: what makes a request modern, so that HTTP's header check
+    /// (`server::http::mirror`) and the kernel tell the era alike.
+    #[cfg_attr(not(any(feature = "legacy", feature = "http")), allow(dead_code))]
+    pub fn protocol_version(&self) -> Option<&'a RawValue> {
+        self.fields.as_ref().and_then(|f| f.protocol_version)
     }
 }
 
@@ -138,6 +144,7 @@ pub(crate) fn validate_meta(view: &MetaView<'_>) -> Result<RequestMeta, ErrorObj
     };
     let progress_token = progress_token(fields.progress_token)?;
     Ok(RequestMeta {
+        live_level: None,
         protocol_version: Cow::Borrowed(protocol_version),
         client_capabilities,
         client_info,

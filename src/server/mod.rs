@@ -137,6 +137,9 @@ pub(crate) struct Inner {
     pub trace_limit: Mutex<NoteLimiter>,
     /// Which requested `resourceSubscriptions` URIs a listen accepts.
     pub accept_uri: Option<Arc<AcceptUri>>,
+    /// No more than this is advertised or honoured
+    /// (`ServerBuilder::capabilities_at_most`).
+    pub ceiling: Option<ServerCapabilities>,
     /// Seals and opens `requestState` (multi round-trip requests).
     pub sealer: mrtr::Sealer,
     /// The connections being served, for stop and for published events.
@@ -352,9 +355,36 @@ impl Inner {
         }
     }
 
-    /// Capabilities derived from what is registered: what is advertised is
-    /// what is served.
+    /// Capabilities derived from what is registered, within the ceiling
+    /// if the server has one: what is advertised is what is served. Every
+    /// rule that honours a capability asks this (the listen's
+    /// acknowledgment, the legacy session's requests).
     pub(crate) fn capabilities(&self) -> ServerCapabilities {
+        let derived = self.derived_capabilities();
+        match &self.ceiling {
+            None => derived,
+            // A feature when both have it, with the ceiling's flags: the
+            // derived ones are all `true`.
+            Some(ceiling) => ServerCapabilities {
+                tools: derived.tools.and(ceiling.tools.clone()),
+                resources: derived.resources.and(ceiling.resources.clone()),
+                prompts: derived.prompts.and(ceiling.prompts.clone()),
+                completions: derived.completions.and(ceiling.completions.clone()),
+                logging: derived.logging.and(ceiling.logging.clone()),
+                experimental: None,
+                extensions: derived.extensions.and(ceiling.extensions.clone()),
+            },
+        }
+    }
+
+    /// Whether a legacy client may subscribe to single resources
+    /// (`resources/subscribe`).
+    #[cfg(feature = "legacy")]
+    pub(crate) fn subscribable(&self) -> bool {
+        self.capabilities().resources.and_then(|r| r.subscribe) == Some(true)
+    }
+
+    fn derived_capabilities(&self) -> ServerCapabilities {
         let registry = self.registry.read().unwrap_or_else(|e| e.into_inner());
         ServerCapabilities {
             // `subscriptions/listen` delivers every kind of change.

@@ -163,6 +163,15 @@ pub(crate) enum Reply {
     /// handler's result goes straight into the output, so a large result
     /// is never held twice (as the value and as its JSON).
     Result(Box<dyn EncodeResult>),
+    /// Not done: the rest of an inline request's work, which may wait
+    /// (for a legacy client's answers), and so runs on the pool as the same
+    /// request (`ConnHandle::run_inline`). Only an inline job's work
+    /// returns it; nothing writes it.
+    #[cfg_attr(
+        not(feature = "legacy"),
+        expect(dead_code, reason = "only the legacy era's asks wait")
+    )]
+    Later(Box<dyn FnOnce(&RequestContext) -> Reply + Send>),
 }
 
 /// A stamped result response, encoded into the output or into a line.
@@ -267,15 +276,20 @@ impl Reply {
                 Ok(())
             }
             Reply::Result(result) => result.encode_into(out),
+            Reply::Later(_) => Err(serde::ser::Error::custom(
+                "the rest of a request is no reply",
+            )),
         }
     }
 
     /// The encoded response line, for a reply that is encoded before the
-    /// lock or rewritten first.
+    /// lock or rewritten first; empty (nothing is written) for the rest of
+    /// a request, which its caller runs first.
     pub fn into_line(self) -> Vec<u8> {
         match self {
             Reply::Line(line) => line,
             Reply::Result(result) => result.encode_line(),
+            Reply::Later(_) => Vec::new(),
         }
     }
 }

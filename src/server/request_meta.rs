@@ -2,6 +2,7 @@
 //! ([`RequestContext::meta`](crate::RequestContext::meta)).
 
 use std::borrow::Cow;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
@@ -17,8 +18,29 @@ pub struct RequestMeta {
     pub(crate) client_capabilities: Map<String, Value>,
     pub(crate) client_info: Option<Implementation>,
     pub(crate) log_level: Option<LoggingLevel>,
+    /// A level that changes while the request runs (a legacy session's,
+    /// which `logging/setLevel` sets for the whole session): read instead
+    /// of `log_level` when there is one.
+    pub(crate) live_level: Option<Arc<LiveLevel>>,
     pub(crate) progress_token: Option<ProgressToken>,
     pub(crate) raw: Option<Box<RawValue>>,
+}
+
+/// A log level shared by the requests it applies to, set while they run.
+#[derive(Debug, Default)]
+pub(crate) struct LiveLevel(Mutex<Option<LoggingLevel>>);
+
+impl LiveLevel {
+    /// The level now.
+    pub fn get(&self) -> Option<LoggingLevel> {
+        *self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Sets the level for every request that reads it from now on.
+    #[cfg(feature = "legacy")]
+    pub fn set(&self, level: Option<LoggingLevel>) {
+        *self.0.lock().unwrap_or_else(PoisonError::into_inner) = level;
+    }
 }
 
 impl RequestMeta {
@@ -29,6 +51,7 @@ impl RequestMeta {
             client_capabilities: client_capabilities.as_object().cloned().unwrap_or_default(),
             client_info: None,
             log_level: None,
+            live_level: None,
             progress_token: None,
             raw: None,
         }
@@ -55,9 +78,13 @@ impl RequestMeta {
         self.client_info.as_ref()
     }
 
-    /// `io.modelcontextprotocol/logLevel`, when the client asked for logs.
+    /// `io.modelcontextprotocol/logLevel`, when the client asked for logs
+    /// (a legacy client's session level, as it is now).
     pub fn log_level(&self) -> Option<LoggingLevel> {
-        self.log_level
+        match &self.live_level {
+            Some(live) => live.get(),
+            None => self.log_level,
+        }
     }
 
     /// `progressToken`, when the client asked for progress.

@@ -108,9 +108,11 @@ fn run_server(mode: &str) -> ! {
         "templates-32601" => quiet::fake_templates_32601(false),
         "noisy-templates" => quiet::fake_templates_32601(true),
         "dies-at-start" => quiet::fake_dies_at_start(),
+        "dies-mid-run" => quiet::fake_dies_mid_run(),
         "modern-asks" => seed_rules::fake_modern_asks(),
         "noisy-stderr" => seed_rules::fake_noisy_stderr(),
         "legacy-dies-on-probe" => seed_rules::fake_legacy_dies_on_probe(),
+        "legacy-silent-dies-on-initialize" => seed_rules::fake_legacy_silent_dies_on_initialize(),
         "modern-32022-then-silent" => seed_rules::fake_modern_32022_then_silent(),
         "modern-32022-then-dies" => seed_rules::fake_modern_32022_then_dies(),
         "stderr-flood" => bounds::fake_stderr_flood(),
@@ -936,6 +938,10 @@ const CHECKS: &[(&str, Check)] = &[
         seed_rules::modern_only_does_not_respawn,
     ),
     (
+        "legacy_silent_then_dies_respawned_with_initialize",
+        seed_rules::legacy_silent_then_dies_respawned_with_initialize,
+    ),
+    (
         "notes_never_stall_the_client_when_stderr_is_locked",
         quiet::notes_never_stall_the_client_when_stderr_is_locked,
     ),
@@ -946,6 +952,10 @@ const CHECKS: &[(&str, Check)] = &[
     (
         "client_example_is_not_stalled_by_a_noisy_server",
         quiet::client_example_is_not_stalled_by_a_noisy_server,
+    ),
+    (
+        "client_example_reports_a_death_mid_run_once",
+        quiet::client_example_reports_a_death_mid_run_once,
     ),
     (
         "modern_32022_then_silence_fails_without_initialize",

@@ -90,6 +90,70 @@ pub fn fake_templates_32601(noisy: bool) -> ! {
     std::process::exit(0);
 }
 
+/// `dies-mid-run`: a modern server that declares tools, resources and
+/// prompts, answers `tools/list`, and exits with status 4 on
+/// `resources/list`, writing why to stderr first.
+pub fn fake_dies_mid_run() -> ! {
+    each_request(|out, id, method, _msg| match method {
+        "server/discover" => {
+            let mut discover = fake_discover("dies-mid-run", "Dies.");
+            discover["capabilities"] = json!({ "tools": {}, "resources": {}, "prompts": {} });
+            send(out, &reply(id, discover));
+        }
+        "tools/list" => send(
+            out,
+            &reply(
+                id,
+                json!({ "tools": [{ "name": "echo", "inputSchema": { "type": "object" } }] }),
+            ),
+        ),
+        "resources/list" => {
+            eprintln!("fatal: the resource index is corrupt");
+            std::process::exit(4);
+        }
+        _ => send(out, &error_reply(id, -32601, "Method not found", None)),
+    });
+    std::process::exit(0);
+}
+
+/// Issue 43, item 7 (README: "one line on stderr" for a failure):
+/// `examples/client.rs` against a server that dies in the middle of its
+/// run says so once, with the exit status and the server's last stderr
+/// line, and lists nothing more. Before, it printed the death, then "the
+/// connection closed" for each list after it, and the client's default
+/// note said the server exited once more.
+pub fn client_example_reports_a_death_mid_run_once() -> Result<String, String> {
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let output = server_command("client-example", None)
+        .arg("env")
+        .arg(format!("{SERVER_ENV}=dies-mid-run"))
+        .arg(exe)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .map_err(|e| format!("running the client example failed: {e}"))?;
+    let (out, err) = (
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr),
+    );
+    ensure!(
+        output.status.code() == Some(1),
+        "the example exited {}: stdout {out:?}, stderr {err:?}",
+        output.status
+    );
+    ensure!(
+        out.starts_with("era: modern") && out.contains("tools:\n  echo\nresources:\n"),
+        "the example's stdout: {out:?}"
+    );
+    ensure!(
+        err.lines().count() == 1
+            && err.starts_with("client: resources/list: ")
+            && err.contains("exit status: 4")
+            && err.contains("fatal: the resource index is corrupt"),
+        "want one line on stderr saying how the server died, got {err:?}"
+    );
+    Ok(String::new())
+}
+
 /// `dies-at-start`: writes five lines to stderr and exits with status 3,
 /// before reading anything.
 pub fn fake_dies_at_start() -> ! {

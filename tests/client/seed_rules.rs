@@ -79,6 +79,77 @@ pub fn fake_legacy_dies_on_probe() -> ! {
     std::process::exit(0);
 }
 
+/// `legacy-silent-dies-on-initialize`: an initialize-era server that, like
+/// `mcp-server-sqlite` (PyPI, on `mcp` 1.6), does not answer
+/// `server/discover` at all, and then fails on the `initialize` that
+/// follows it and exits. Spoken to with `initialize` first, it works:
+/// it echoes and answers `ping`.
+pub fn fake_legacy_silent_dies_on_initialize() -> ! {
+    let mut probed = false;
+    each_request(|out, id, method, msg| match method {
+        "server/discover" => probed = true,
+        "initialize" if probed => {
+            eprintln!("anyio.BrokenResourceError: the session was left in a bad state");
+            std::process::exit(1);
+        }
+        "initialize" => {
+            let mut result = legacy_initialize_result(json!({ "tools": {} }));
+            result["instructions"] = json!("legacy instructions");
+            send(out, &reply(id, result));
+        }
+        "tools/call" => send(out, &reply(id, text_result(&echo_text(msg)))),
+        "ping" => send(out, &reply(id, json!({}))),
+        _ => send(out, &error_reply(id, -32601, "Method not found", None)),
+    });
+    std::process::exit(0);
+}
+
+/// Issue 43, item 5: a server that leaves the probe unanswered and dies on
+/// the `initialize` that follows is spawned once more and spoken to with
+/// `initialize` from the start. Before, the first start failed with
+/// `ServerExited`: the respawn covered only a death while the probe was
+/// pending.
+pub fn legacy_silent_then_dies_respawned_with_initialize() -> Result<String, String> {
+    let wire = Wire::new("silent-dies");
+    let client = builder()
+        .probe_timeout(Duration::from_millis(300))
+        .spawn(server_command(
+            "legacy-silent-dies-on-initialize",
+            Some(&wire),
+        ))
+        .map_err(|e| format!("connecting failed: {e}"))?;
+    ensure!(
+        client.era()
+            == Era::Legacy {
+                version: LEGACY.into()
+            },
+        "era {:?}, want Legacy {LEGACY}",
+        client.era()
+    );
+    expect_text(
+        "tools/call after the respawn",
+        client.call_tool("echo", json!({ "text": "again" })),
+        "again",
+    )?;
+    close_ok(client)?;
+    let lines = wire.lines();
+    check_client_wire(&lines)?;
+    let methods = methods(&lines);
+    ensure!(
+        methods
+            == [
+                "server/discover",
+                "notifications/cancelled",
+                "initialize",
+                "initialize",
+                "notifications/initialized",
+                "tools/call"
+            ],
+        "the wire of both starts: {methods:?}"
+    );
+    Ok(String::new())
+}
+
 /// Spec 2026-07-28 basic/transports/stdio, "Sending messages": the client
 /// MUST NOT write a JSON-RPC response, even to a server that sends it
 /// requests (which a modern server must not), and even with handlers set

@@ -263,3 +263,86 @@ fn a_handler_waiting_without_its_slot_lets_queued_requests_start() {
     assert_eq!(peer.recv(), text_result(&peer, 1, "waited"));
     peer.finish_quietly();
 }
+
+/// Claim (review-44, found wrong): `RequestContext::wait_without_slot`
+/// leaves the slot counts true whatever the wait does: a wait that panics
+/// (the slot is taken again, `catch_unwind`), a wait inside a wait (the
+/// inner one has no slot to give up), a request cancelled while it waits
+/// (`Conn::cancel` counts it out of the waiting; `hold_again` finds
+/// nothing). On one slot: a handler that goes on after a wait that
+/// panicked holds its slot again (a pooled call waits for it; without the
+/// `catch_unwind` it runs at once, two past a maximum of one), and a count
+/// left one too high would refuse the next wait (`Holding::Full`) or never
+/// start the next pooled request.
+#[test]
+fn waits_without_a_slot_keep_the_counts_through_a_panic_a_nesting_and_a_cancellation() {
+    let (waiting_tx, waiting) = crossbeam_channel::unbounded();
+    let (done_tx, done) = crossbeam_channel::unbounded();
+    let (go, go_rx) = crossbeam_channel::unbounded::<()>();
+    let waits = Tool::new("waits", "Waits without its slot, as told.");
+    let server = pooled_echo(Server::builder("counts", "1.0.0").max_running(1))
+        .tool(waits, move |ctx, args: Value| {
+            let text = match args["how"].as_str() {
+                Some("panic") => {
+                    let waited = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        ctx.wait_without_slot(|| std::panic::resume_unwind(Box::new("in the wait")))
+                    }));
+                    // Going on: with its slot again.
+                    waiting_tx.send(()).unwrap();
+                    go_rx.recv_timeout(crate::support::WAIT).unwrap();
+                    format!("caught: {}", waited.is_err())
+                }
+                Some("nested") => {
+                    let waited = ctx.wait_without_slot(|| ctx.wait_without_slot(|| 1));
+                    format!("nested: {waited:?}")
+                }
+                Some("cancel") => {
+                    let waited = ctx.wait_without_slot(|| {
+                        waiting_tx.send(()).unwrap();
+                        ctx.wait_cancelled(crate::support::WAIT)
+                    });
+                    done_tx.send(waited).unwrap();
+                    "cancelled".to_owned()
+                }
+                _ => format!("plain: {:?}", ctx.wait_without_slot(|| ())),
+            };
+            Ok(CallToolResult::text(text))
+        })
+        .build();
+    let mut peer = Peer::start(&server);
+    let how = |id: i64, how: &str| call(id, "waits", json!({ "how": how }));
+    peer.send(&how(1, "panic"));
+    waiting
+        .recv_timeout(crate::support::WAIT)
+        .expect("call 1 goes on after its wait panicked");
+    peer.send(&call(9, "pecho", json!({ "text": "queued" })));
+    peer.assert_silent_for(Duration::from_millis(300));
+    go.send(()).unwrap();
+    assert_eq!(peer.recv(), text_result(&peer, 1, "caught: true"));
+    assert_eq!(peer.recv(), text_result(&peer, 9, "queued"));
+    assert_eq!(
+        peer.ask(&how(2, "nested")),
+        text_result(&peer, 2, "nested: Some(Some(1))")
+    );
+    peer.send(&how(3, "cancel"));
+    waiting
+        .recv_timeout(crate::support::WAIT)
+        .expect("call 3 waits without its slot");
+    peer.send(&crate::support::cancel(3));
+    assert_eq!(
+        done.recv_timeout(crate::support::WAIT),
+        Ok(Some(true)),
+        "call 3 saw its cancellation"
+    );
+    // One slot, nobody waiting: the next wait is not refused, and a pooled
+    // call starts.
+    assert_eq!(
+        peer.ask(&how(4, "plain")),
+        text_result(&peer, 4, "plain: Some(())")
+    );
+    assert_eq!(
+        peer.ask(&call(5, "pecho", json!({ "text": "after" }))),
+        text_result(&peer, 5, "after")
+    );
+    peer.finish_quietly();
+}

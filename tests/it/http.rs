@@ -50,13 +50,13 @@ fn meta() -> Value {
 }
 
 /// A modern request's body.
-fn body(id: i64, method: &str, mut params: Value) -> String {
+pub(crate) fn body(id: i64, method: &str, mut params: Value) -> String {
     params["_meta"] = meta();
     json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params }).to_string()
 }
 
 /// The headers a conforming client sends with a modern request.
-fn mirrored(method: &str, name: Option<&str>) -> Vec<(String, String)> {
+pub(crate) fn mirrored(method: &str, name: Option<&str>) -> Vec<(String, String)> {
     let mut headers = vec![
         ("Content-Type".into(), "application/json".into()),
         (
@@ -124,7 +124,7 @@ pub(crate) fn events(response: &str) -> Vec<Value> {
         .collect()
 }
 
-fn error_code(response: &str) -> i64 {
+pub(crate) fn error_code(response: &str) -> i64 {
     json_body(response)["error"]["code"].as_i64().unwrap()
 }
 
@@ -579,17 +579,46 @@ fn a_slow_header_is_408_and_one_connection_too_many_is_503() {
             .header_timeout(Duration::from_millis(200))
             .max_connections(1),
     );
+    // While a request holds the only connection (its head is in, its
+    // body awaited: `100 Continue` says so), another is turned away.
+    let mut busy = hold_in_body(http.addr);
+    let refused = raw(http.addr, b"POST /mcp HTTP/1.1\r\n\r\n");
+    assert_eq!(status(&refused), 503);
+    assert_eq!(header(&refused, "retry-after"), Some("1"));
+    let mut out = String::new();
+    busy.read_to_string(&mut out).unwrap();
+    assert_eq!(status(&out), 408, "a body too slow: {out}");
+    // A head too slow.
+    let http = start(
+        crate::everything::build(),
+        HttpOptions::new().header_timeout(Duration::from_millis(200)),
+    );
     let mut slow = TcpStream::connect(http.addr).unwrap();
     slow.set_read_timeout(Some(WAIT)).unwrap();
     slow.write_all(b"POST /mcp HTTP/1.1\r\nHost: local")
         .unwrap();
-    // While it holds the only connection, another is turned away.
-    let busy = raw(http.addr, b"POST /mcp HTTP/1.1\r\n\r\n");
-    assert_eq!(status(&busy), 503);
-    assert_eq!(header(&busy, "retry-after"), Some("1"));
     let mut out = String::new();
     slow.read_to_string(&mut out).unwrap();
-    assert_eq!(status(&out), 408);
+    assert_eq!(status(&out), 408, "a head too slow: {out}");
+}
+
+/// A connection serving a request: its head sent with `Expect:
+/// 100-continue`, `100 Continue` read, its body never sent.
+pub(crate) fn hold_in_body(addr: SocketAddr) -> TcpStream {
+    let mut socket = TcpStream::connect(addr).unwrap();
+    socket.set_read_timeout(Some(WAIT)).unwrap();
+    let mut head = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nExpect: 100-continue\r\nContent-Length: 10\r\n"
+    );
+    for (name, value) in mirrored("tools/list", None) {
+        head.push_str(&format!("{name}: {value}\r\n"));
+    }
+    head.push_str("\r\n");
+    socket.write_all(head.as_bytes()).unwrap();
+    let mut continued = [0u8; 25];
+    socket.read_exact(&mut continued).unwrap();
+    assert_eq!(&continued, b"HTTP/1.1 100 Continue\r\n\r\n");
+    socket
 }
 
 #[test]
@@ -929,9 +958,10 @@ fn extreme_http_options_neither_panic_nor_refuse_requests() {
     }
 }
 
-/// A connection turned away at the cap (`503`) that goes on sending, a
-/// byte at a time, does not hold up the listener: once a connection is
-/// free, the next client is served at once (and a stop would be seen).
+/// A connection turned away at the cap (`503`: the only place is serving
+/// a request) that goes on sending, a byte at a time, does not hold up
+/// the listener: once a connection is free, the next client is served at
+/// once (and a stop would be seen).
 #[test]
 fn a_client_turned_away_at_the_cap_that_trickles_does_not_hold_the_listener() {
     let http = start(
@@ -940,20 +970,8 @@ fn a_client_turned_away_at_the_cap_that_trickles_does_not_hold_the_listener() {
     );
     let addr = http.addr;
     let call = body(1, "tools/list", json!({}));
-    // The only connection: served once, kept alive, idle.
-    let mut first = TcpStream::connect(addr).unwrap();
-    first.set_read_timeout(Some(WAIT)).unwrap();
-    let mut request = format!(
-        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Length: {}\r\n",
-        call.len()
-    );
-    for (name, value) in mirrored("tools/list", None) {
-        request.push_str(&format!("{name}: {value}\r\n"));
-    }
-    request.push_str("\r\n");
-    request.push_str(&call);
-    first.write_all(request.as_bytes()).unwrap();
-    assert_eq!(status(&read_one(&mut first)), 200);
+    // The only connection: serving a request (an idle one would give way).
+    let first = hold_in_body(addr);
 
     // One too many: it begins a request and goes on sending, slowly.
     let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));

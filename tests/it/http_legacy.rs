@@ -660,3 +660,77 @@ fn two_changes_to_a_session_at_once_both_hold() {
         round += 1;
     }
 }
+
+/// Claim (review-44): an `initialize` that opens no session names none.
+/// 2025-11-25 basic/transports ("Session Management"): the server assigns
+/// a session id "on the HTTP response containing the InitializeResult".
+/// `Sessions::enter` puts `Mcp-Session-Id` on an `initialize`'s response
+/// before the request is dispatched, and `Sessions::opened` stores no
+/// session when it failed: the client reads an error with a session id,
+/// and the server answers that id `404`.
+#[test]
+fn an_initialize_that_fails_names_no_session() {
+    let http = everything();
+    let plain = vec![("Content-Type".to_owned(), "application/json".to_owned())];
+    let bad = json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": { "capabilities": {} } });
+    let response = post(http.addr, &plain, &bad.to_string());
+    assert_eq!(json_body(&response)["error"]["code"], -32602, "{response}");
+    let named = header(&response, "mcp-session-id").map(str::to_owned);
+    let known = named.as_deref().map(|session| {
+        let ping = json!({ "jsonrpc": "2.0", "id": 2, "method": "ping" });
+        status(&post(
+            http.addr,
+            &headers(Some(session), false),
+            &ping.to_string(),
+        ))
+    });
+    assert_eq!(
+        (named.as_deref(), known),
+        (None, None),
+        "a failed initialize named a session (then answered with this status): {response}"
+    );
+}
+
+/// Claim (review-44, found wrong): a session's answers reach the POST
+/// that asked, however many of its POSTs wait for one (`Sessions::answer`
+/// looks for the ask among the session's open POSTs): two calls of one
+/// session each ask for a name; answered in the reverse order, each
+/// greets its own.
+#[test]
+fn answers_reach_the_post_that_asked_among_the_open_posts_of_a_session() {
+    let http = everything();
+    let session = initialize(http.addr, json!({ "elicitation": {} }));
+    let mut streams: Vec<(TcpStream, String, Value)> = [2, 3]
+        .into_iter()
+        .map(|id| {
+            let mut stream = open(http.addr, &session, &call(id, "ask"));
+            let mut seen = String::new();
+            read_until(&mut stream, "elicitation/create", &mut seen);
+            let ask = events(&seen).remove(0);
+            (stream, seen, ask["id"].clone())
+        })
+        .collect();
+    for ((_, _, ask), name) in streams.iter().rev().zip(["Bob", "Ada"]) {
+        let answer = json!({ "jsonrpc": "2.0", "id": ask,
+            "result": { "action": "accept", "content": { "name": name } } });
+        let response = post(
+            http.addr,
+            &headers(Some(&session), true),
+            &answer.to_string(),
+        );
+        assert_eq!(status(&response), 202, "{response}");
+    }
+    for ((stream, seen, _), (id, name)) in streams.iter_mut().zip([(2, "Ada"), (3, "Bob")]) {
+        let mut rest = String::new();
+        stream.read_to_string(&mut rest).unwrap();
+        seen.push_str(&rest);
+        let reply = events(seen).pop().unwrap();
+        assert_eq!(reply["id"], id, "{seen}");
+        assert_eq!(
+            reply["result"]["content"][0]["text"],
+            format!("Nice to meet you, {name}!"),
+            "{seen}"
+        );
+    }
+}

@@ -1585,13 +1585,13 @@ fn open_roots_session(peer: &mut Peer) {
     peer.send(&initialized());
 }
 
-// An inline tool that may ask runs on the pool for a legacy client (the
-// legacy front end, `legacy::Wrap::apply`): it may wait for the client's
-// answers, which only the reader can read, so the reader reads on
-// meanwhile. For a modern client it is inline (it asks by returning
-// input_required, and never waits).
+// An inline tool is inline for both eras: its first round runs on the
+// reader for a legacy client too. The rest, which waits for the client's
+// answers, goes to the pool (`Bridge::wrap_inline` hands it back as
+// `Reply::Later`, `ConnHandle::run_inline` re-enters it as pooled), so the
+// reader reads on meanwhile.
 #[test]
-fn an_inline_tool_that_may_ask_runs_on_the_pool_for_a_legacy_client() {
+fn an_inline_tool_runs_on_the_reader_for_a_legacy_client_and_waits_for_answers_on_the_pool() {
     let (server, ran_on) = where_server();
     let mut peer = Peer::start(&server);
     open_roots_session(&mut peer);
@@ -1602,7 +1602,7 @@ fn an_inline_tool_that_may_ask_runs_on_the_pool_for_a_legacy_client() {
     answer(&mut peer, &ask, one_root());
     assert_eq!(peer.recv(), legacy_text(1, "1 root(s)"));
     let rounds: Vec<String> = ran_on.try_iter().collect();
-    assert_eq!(rounds, ["mcp-worker", "mcp-worker"]);
+    assert_eq!(rounds, ["mcp-reader", "mcp-worker"]);
     // A modern call of the same tool: the first round on the reader too.
     let mut modern = call(3, "where", json!({}));
     modern["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"] =
@@ -2225,5 +2225,234 @@ fn a_call_written_together_with_initialize_belongs_to_its_session() {
     peer.send_raw(batch.join("\n").as_bytes());
     assert_eq!(peer.recv(), initialize_result("init", "2025-11-25"));
     assert_eq!(peer.recv(), legacy_text(2, "done"));
+    peer.finish_quietly();
+}
+
+// --- 10. The front end under a hostile review (review-44) -----------------
+
+/// The everything server with the test-controlled `block` tool
+/// (`support::Blocker`, pooled).
+fn everything_with_blocker() -> (Server, crate::support::Blocker) {
+    let mut blocker = None;
+    let server = crate::everything::build_with(|builder| {
+        let (builder, installed) = crate::support::Blocker::install(builder);
+        blocker = Some(installed);
+        builder
+    });
+    (server, blocker.expect("installed"))
+}
+
+/// `-32600` for a request whose id is in use.
+fn in_use(id: i64) -> Value {
+    error(
+        id,
+        -32600,
+        &format!("invalid request: request id {id} is already in use by a request in flight"),
+    )
+}
+
+/// Claim: a request refused for an id in use (`Conn::refusal`, "an id in
+/// flight is refused") changes nothing, `logging/setLevel` and
+/// `resources/subscribe` as much as any. `Front::session_request` applies
+/// the change to the session first (`LegacySession::apply`, under the
+/// session's lock) and asks the core whether the request is refused only
+/// afterwards: the client reads `-32600`, and its session changed anyway.
+/// (`initialize` is refused before it opens a session: that part holds.)
+#[test]
+fn a_session_change_refused_for_an_id_in_use_changes_nothing() {
+    let (server, blocker) = everything_with_blocker();
+    let mut peer = Peer::start(&server);
+    open_session(&mut peer, "2025-11-25");
+    peer.send(&legacy_call(7, "block", json!({})));
+    assert_eq!(blocker.wait_started(), json!(7));
+    assert_eq!(
+        peer.ask(&legacy(
+            7,
+            "resources/subscribe",
+            json!({ "uri": "mem://counter" })
+        )),
+        in_use(7)
+    );
+    assert_eq!(
+        peer.ask(&legacy(7, "logging/setLevel", json!({ "level": "debug" }))),
+        in_use(7)
+    );
+    assert_eq!(
+        peer.ask(&initialize_with(
+            7,
+            "2025-06-18",
+            json!({ "elicitation": {} })
+        )),
+        in_use(7)
+    );
+    blocker.release_one();
+    assert_eq!(peer.recv(), legacy_text(7, "released"));
+    // The session is the one opened first (this holds on main): the
+    // refused initialize opened none, so the client is not asked.
+    assert_eq!(
+        peer.ask(&legacy_call(10, "ask", json!({}))),
+        undeclared_result(10, "elicitation", "2025-11-25")
+    );
+    // Not subscribed: a bump notifies nobody.
+    assert_eq!(
+        peer.ask(&legacy_call(8, "bump", json!({}))),
+        legacy_text(8, "1"),
+        "the refused resources/subscribe subscribed"
+    );
+    // No level: the logging tool logs nothing.
+    assert_eq!(
+        peer.ask(&legacy_call(9, "test_logging_tool", json!({}))),
+        legacy_text(9, "Logged (where the request asked for logs).")
+    );
+    peer.finish_quietly();
+}
+
+/// A server with `retire`, an inline tool that waits for the test's word,
+/// then removes the tool its arguments name (`{"name": ..}`); and two
+/// pooled tools to remove, `victim-m` and `victim-l`. `started` hears each
+/// `retire` begin; `go` lets one go on.
+fn retiring_server() -> (
+    Server,
+    crossbeam_channel::Receiver<()>,
+    crossbeam_channel::Sender<()>,
+) {
+    use mcp_stdio::types::{CallToolResult, Tool};
+    let (started_tx, started) = crossbeam_channel::unbounded();
+    let (go, go_rx) = crossbeam_channel::unbounded::<()>();
+    let mut builder = Server::builder("retire", "1.0.0").inline_tool(
+        Tool::new("retire", "Waits for the test, then removes a tool."),
+        move |ctx, args: Value| {
+            started_tx.send(()).unwrap();
+            go_rx
+                .recv_timeout(crate::support::WAIT)
+                .expect("the test lets retire go on");
+            let name = args["name"].as_str().unwrap_or_default();
+            ctx.server().remove_tool(name);
+            Ok(CallToolResult::text(format!("retired {name}")))
+        },
+    );
+    for victim in ["victim-m", "victim-l"] {
+        builder = builder.tool(Tool::new(victim, "Removed by retire."), |_ctx, _: Value| {
+            Ok(CallToolResult::text("still here"))
+        });
+    }
+    (builder.build(), started, go)
+}
+
+/// The names of a `tools/list` reply's tools.
+fn tool_names(reply: &Value) -> Vec<String> {
+    names(reply).into_iter().map(str::to_owned).collect()
+}
+
+/// Claim: lines take effect in the order they were read, and an inline
+/// handler runs on the reader (ARCHITECTURE.md, "Each rule in one
+/// function"): a client that calls an inline tool and lists the tools in
+/// one write reads the list as the call left it, whatever its era. Since
+/// the front end (1e654d0), every legacy `tools/call`, `prompts/get` and
+/// `resources/read` runs on the pool (`Wrap::apply`, `inline` false for a
+/// request that may ask), so the reader answers the next line while the
+/// call has not run yet: the legacy client reads the tool it retired.
+///
+/// The modern client's transcript first, the same on the same server: the
+/// inline tool runs on the reader, nothing comes while it waits.
+#[test]
+fn a_legacy_call_to_an_inline_tool_takes_effect_before_the_next_line() {
+    let (server, started, go) = retiring_server();
+    let mut peer = Peer::start(&server);
+    let both = |call: Value, list: Value| {
+        let lines = [call.to_string(), list.to_string()];
+        format!("{}\n{}\n", lines[0], lines[1])
+    };
+    peer.write_raw(
+        both(
+            crate::support::call("m1", "retire", json!({ "name": "victim-m" })),
+            request("m2", "tools/list", json!({})),
+        )
+        .as_bytes(),
+    );
+    started.recv_timeout(crate::support::WAIT).unwrap();
+    peer.assert_silent_for(Duration::from_millis(300));
+    go.send(()).unwrap();
+    assert_eq!(peer.recv()["id"], "m1");
+    let listed = peer.recv();
+    assert_eq!(listed["id"], "m2");
+    assert!(
+        !tool_names(&listed).contains(&"victim-m".to_owned()),
+        "{listed}"
+    );
+
+    assert_eq!(peer.ask(&initialize("init", "2025-11-25"))["id"], "init");
+    peer.write_raw(
+        both(
+            legacy_call("l1", "retire", json!({ "name": "victim-l" })),
+            legacy("l2", "tools/list", json!({})),
+        )
+        .as_bytes(),
+    );
+    started.recv_timeout(crate::support::WAIT).unwrap();
+    let early = peer.try_recv(Duration::from_millis(300));
+    go.send(()).unwrap();
+    assert_eq!(
+        early, None,
+        "the legacy client's next line was answered while its inline call had not run"
+    );
+    assert_eq!(peer.recv(), legacy_text("l1", "retired victim-l"));
+    let listed = peer.recv();
+    assert_eq!(listed["id"], "l2");
+    assert!(
+        !tool_names(&listed).contains(&"victim-l".to_owned()),
+        "{listed}"
+    );
+    peer.finish_quietly();
+}
+
+/// Claim: `logging/setLevel` holds for the whole connection from its
+/// answer on (2025-11-25 server/utilities/logging; `LegacySession`'s
+/// `log_level`, "for the whole connection"), so a request still running
+/// when the client turns its logs down sends none below the new level.
+/// The front end fixes a request's level as it prepares it
+/// (`LegacySession::meta`, read once in `Front::request`): a request read
+/// before the change logs at the old level to its end.
+#[test]
+fn a_level_set_while_a_request_runs_holds_for_its_later_logs() {
+    use mcp_stdio::types::{CallToolResult, LoggingLevel, Tool};
+    let (started_tx, started) = crossbeam_channel::unbounded();
+    let (go, go_rx) = crossbeam_channel::unbounded::<()>();
+    let server = Server::builder("levels", "1.0.0")
+        .tool(
+            Tool::new("log_later", "Waits for the test, then logs an error."),
+            move |ctx, _: Value| {
+                started_tx.send(()).unwrap();
+                go_rx
+                    .recv_timeout(crate::support::WAIT)
+                    .expect("the test lets log_later go on");
+                ctx.log(LoggingLevel::Error, None, json!("late"));
+                Ok(CallToolResult::text("logged"))
+            },
+        )
+        .build();
+    let mut peer = Peer::start(&server);
+    assert_eq!(peer.ask(&initialize("init", "2025-11-25"))["id"], "init");
+    assert_eq!(
+        peer.ask(&legacy(1, "logging/setLevel", json!({ "level": "debug" }))),
+        ok(1, json!({}))
+    );
+    peer.send(&legacy_call(2, "log_later", json!({})));
+    started.recv_timeout(crate::support::WAIT).unwrap();
+    // The client turns its logs down to emergencies only.
+    assert_eq!(
+        peer.ask(&legacy(
+            3,
+            "logging/setLevel",
+            json!({ "level": "emergency" })
+        )),
+        ok(3, json!({}))
+    );
+    go.send(()).unwrap();
+    assert_eq!(
+        peer.recv(),
+        legacy_text(2, "logged"),
+        "an error log reached a client that asked for emergencies only"
+    );
     peer.finish_quietly();
 }

@@ -26,6 +26,8 @@ mod fixtures_md;
 mod http;
 #[cfg(all(feature = "http", feature = "client"))]
 mod http_client;
+#[cfg(feature = "http")]
+mod http_hostile;
 #[cfg(all(feature = "http", feature = "legacy"))]
 mod http_legacy;
 mod json_text;

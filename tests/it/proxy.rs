@@ -225,3 +225,112 @@ fn an_update_behind_reaches_a_legacy_caller_before_the_reply_that_followed_it() 
         assert_updated_then_answered(&response, round, round);
     }
 }
+
+/// A legacy server that declares what `mcp-server-time` (PyPI) does:
+/// tools, and resources without subscriptions or list changes; no logging,
+/// no prompts, no completions. It answers `server/discover` with `-32601`.
+fn time_like() -> Client {
+    use std::io::{BufRead, Write};
+    let (ours, theirs) = Transport::memory();
+    let (reader, mut writer) = theirs.into_parts();
+    thread::spawn(move || {
+        for line in reader.lines() {
+            let Ok(line) = line else { return };
+            let msg: Value = serde_json::from_str(&line).unwrap();
+            let Some(id) = msg.get("id").cloned() else {
+                continue;
+            };
+            let result = match msg["method"].as_str().unwrap_or_default() {
+                "initialize" => json!({
+                    "protocolVersion": "2025-11-25",
+                    "capabilities": {
+                        "tools": { "listChanged": false },
+                        "resources": { "subscribe": false, "listChanged": false }
+                    },
+                    "serverInfo": { "name": "time-like", "version": "1" }
+                }),
+                "tools/list" => json!({ "tools": [
+                    { "name": "now", "inputSchema": { "type": "object" } }
+                ] }),
+                "resources/list" => json!({ "resources": [
+                    { "uri": "time://now", "name": "now" }
+                ] }),
+                "resources/templates/list" => json!({ "resourceTemplates": [] }),
+                "tools/call" => json!({ "content": [{ "type": "text", "text": "12:00" }] }),
+                method => {
+                    let error =
+                        json!({ "code": -32601, "message": format!("Method not found: {method}") });
+                    let line = json!({ "jsonrpc": "2.0", "id": id, "error": error });
+                    let _ = writeln!(writer, "{line}");
+                    continue;
+                }
+            };
+            let _ = writeln!(
+                writer,
+                "{}",
+                json!({ "jsonrpc": "2.0", "id": id, "result": result })
+            );
+        }
+    });
+    Client::connect(ours).unwrap()
+}
+
+/// Issue 43, item 4 (spec 2026-07-28 basic/patterns/subscriptions:
+/// "Notification types the server does not support are omitted"): in
+/// front of a server without subscriptions, list changes or logging, the
+/// proxy claims none of them, in either era, acknowledges none of them,
+/// and refuses the legacy requests for them (`-32601`). Before, it
+/// advertised `subscribe`, `listChanged` and `logging`, acknowledged a
+/// subscription to a resource it could never deliver, and answered
+/// `resources/subscribe` and `logging/setLevel` with `{}`.
+#[test]
+fn the_proxy_claims_only_what_the_server_behind_declares() {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let proxy = mcp_stdio::proxy::serve_as(time_like()).unwrap();
+    let _stop = Proxied {
+        addr: listener.local_addr().unwrap(),
+        url: url.clone(),
+        stop: proxy.stop_handle(),
+    };
+    thread::spawn(move || proxy.serve_http(listener, HttpOptions::new()));
+    let declared = json!({
+        "tools": { "listChanged": false },
+        "resources": { "subscribe": false, "listChanged": false }
+    });
+    let mut failed = Vec::new();
+    for era in [EraPolicy::ModernOnly, EraPolicy::LegacyOnly] {
+        let client = caller(&url, era);
+        let offered = serde_json::to_value(client.server_capabilities()).unwrap();
+        if offered != declared {
+            failed.push(format!("{era:?} capabilities: {offered}"));
+        }
+        assert_eq!(
+            client.call("now", json!({})).unwrap().text_content(),
+            "12:00"
+        );
+        let filter = SubscriptionFilter {
+            tools_list_changed: Some(true),
+            resources_list_changed: Some(true),
+            resource_subscriptions: Some(vec!["time://now".into()]),
+            ..SubscriptionFilter::default()
+        };
+        if era == EraPolicy::ModernOnly {
+            let subscription = client.listen(filter).unwrap();
+            if *subscription.accepted() != SubscriptionFilter::default() {
+                failed.push(format!("acknowledged {:?}", subscription.accepted()));
+            }
+            continue;
+        }
+        for (method, params) in [
+            ("resources/subscribe", json!({ "uri": "time://now" })),
+            ("logging/setLevel", json!({ "level": "info" })),
+        ] {
+            match client.request(method, params) {
+                Err(Error::Rpc(e)) if e.code == -32601 => {}
+                other => failed.push(format!("{method}: {other:?}")),
+            }
+        }
+    }
+    assert!(failed.is_empty(), "{}", failed.join("\n"));
+}

@@ -338,3 +338,170 @@ fn a_reply_goes_out_while_the_next_line_grows_past_the_maximum() {
     assert_eq!(peer.recv()["id"], json!(2));
     peer.finish_quietly();
 }
+
+/// Claim (review-44): a legacy request's ask is written and sent
+/// (`Asks::ask`: `act(Sending::Now, ..)`) while its thread holds the
+/// connection's asks, the lock the reader takes for every cancellation
+/// and every answer from the client (`Asks::cancel`, `Asks::answer`).
+/// So a client that stops reading holds the reader as soon as an ask goes
+/// out: a cancellation, and every line after it, waits for the client to
+/// read, where "a client slow to read holds no lock: a cancellation takes
+/// effect" (ARCHITECTURE.md) says it does not.
+///
+/// The cancellation and a modern pooled call are written together, so the
+/// reader holds both without another read (a read would send first, and
+/// wait behind the stuck `write(2)` as every send does).
+#[cfg(feature = "legacy")]
+#[test]
+fn a_cancellation_takes_effect_while_an_ask_waits_for_a_client_that_does_not_read() {
+    let mut blocker = None;
+    let server = crate::everything::build_with(|builder| {
+        let (builder, installed) = crate::support::Blocker::install(builder);
+        blocker = Some(installed);
+        builder
+    });
+    let blocker = blocker.unwrap();
+    let (mut peer, held, entered) = Peer::start_stalling_told(&server);
+    peer.send(&json!({
+        "jsonrpc": "2.0", "id": "init", "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-11-25", "capabilities": { "elicitation": {} },
+            "clientInfo": { "name": "review-44", "version": "1" }
+        }
+    }));
+    assert_eq!(peer.recv()["id"], json!("init"));
+    peer.send(&json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }));
+    while entered.try_recv().is_ok() {}
+    // The client stops reading; the legacy call asks it for a name.
+    let not_reading = held.lock().unwrap();
+    peer.send(&json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": { "name": "ask", "arguments": {} } }));
+    entered
+        .recv_timeout(WAIT)
+        .expect("the ask's write began, and waits for the client");
+    let mut lines = serde_json::to_vec(&cancel(1)).unwrap();
+    lines.push(b'\n');
+    lines.extend(serde_json::to_vec(&call(2, "block", json!({}))).unwrap());
+    lines.push(b'\n');
+    peer.write_raw(&lines);
+    let started = blocker.started.recv_timeout(WAIT).ok();
+    drop(not_reading);
+    assert_eq!(
+        started,
+        Some(json!(2)),
+        "the call after the cancellation did not begin within 10 s while the client did not read: the reader waits for the asks' lock, held through the ask's write(2)"
+    );
+    let ask = peer.recv();
+    assert_eq!(ask["method"], json!("elicitation/create"), "{ask}");
+    let withdrawn = peer.recv();
+    assert_eq!(
+        (&withdrawn["method"], &withdrawn["params"]["requestId"]),
+        (&json!("notifications/cancelled"), &ask["id"]),
+        "{withdrawn}"
+    );
+    blocker.release_one();
+    assert_eq!(peer.recv()["id"], json!(2));
+    peer.finish_quietly();
+}
+
+/// A client that takes nothing until the test lets go (`held`), then
+/// fails every write: it went away while writes waited for it.
+struct GoneAway {
+    held: Arc<std::sync::Mutex<()>>,
+    entered: Sender<()>,
+}
+
+impl Write for GoneAway {
+    fn write(&mut self, _: &[u8]) -> std::io::Result<usize> {
+        let _ = self.entered.send(());
+        let _gone = self.held.lock().unwrap();
+        Err(std::io::ErrorKind::BrokenPipe.into())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Err(std::io::ErrorKind::BrokenPipe.into())
+    }
+}
+
+/// Claim (review-44, found wrong): a writer waits for its own lines only
+/// while they can still go out (`Shared::send_written`); a send that fails
+/// counts every line written as taken (`Output::attach`), so the writers
+/// waiting behind it return. A pooled handler's progress goes into a
+/// `write(2)` that the client never takes and that then fails; a second
+/// handler writes its progress behind it (after that send took the first
+/// line) just before the failure: both come back, and `serve` ends. The
+/// second line is behind the failed send in about half the rounds (it
+/// races the failure, which is the test's to let go), so the rounds.
+#[test]
+fn writers_waiting_behind_a_send_that_fails_return() {
+    for round in 0..20 {
+        writers_behind_a_failed_send(round);
+    }
+}
+
+fn writers_behind_a_failed_send(round: usize) {
+    let (returned_tx, returned) = crossbeam_channel::unbounded();
+    let (ready_tx, ready) = crossbeam_channel::unbounded::<()>();
+    let (go, go_rx) = crossbeam_channel::unbounded::<()>();
+    let server = Server::builder("gone-away", "1.0.0")
+        .tool(
+            Tool::new(
+                "chatty",
+                "Progress (the second call on the test's word), then done.",
+            ),
+            move |ctx, _: Value| {
+                if ctx.id().to_value() == json!(2) {
+                    ready_tx.send(()).unwrap();
+                    go_rx.recv_timeout(WAIT).unwrap();
+                }
+                ctx.progress(1.0, None, Some("one"));
+                returned_tx.send(ctx.id().to_value()).unwrap();
+                Ok(CallToolResult::text("done"))
+            },
+        )
+        .build();
+    let (to_server, server_in) = mcp_stdio::memory_pipe();
+    // Nothing reaches the client: its end of the output ends at once.
+    let (nothing, from_server) = mcp_stdio::memory_pipe();
+    drop(nothing);
+    let held = Arc::new(std::sync::Mutex::new(()));
+    let (entered_tx, entered) = crossbeam_channel::unbounded();
+    let output = GoneAway {
+        held: Arc::clone(&held),
+        entered: entered_tx,
+    };
+    let serving = {
+        let server = server.clone();
+        std::thread::spawn(move || server.serve(Transport::new(server_in, output)))
+    };
+    let mut peer = Peer::over(
+        Transport::new(from_server, to_server),
+        Some(serving),
+        server_meta(&server),
+    );
+    let chatty = |id: i64| {
+        let mut chatty = call(id, "chatty", json!({}));
+        chatty["params"]["_meta"]["progressToken"] = json!(id);
+        chatty
+    };
+    let gone = held.lock().unwrap();
+    peer.send(&chatty(1));
+    entered
+        .recv_timeout(WAIT)
+        .expect("the first progress line's write began");
+    peer.send(&chatty(2));
+    ready.recv_timeout(WAIT).expect("the second call runs");
+    go.send(()).unwrap();
+    drop(gone);
+    let mut back: Vec<Value> = (0..2)
+        .filter_map(|_| returned.recv_timeout(WAIT).ok())
+        .collect();
+    back.sort_by_key(Value::to_string);
+    assert_eq!(
+        back,
+        [json!(1), json!(2)],
+        "round {round}: both handlers came back"
+    );
+    let (rest, res) = peer.finish();
+    assert!(rest.is_empty());
+    res.expect("a broken pipe ends serving as end of input does");
+}

@@ -75,13 +75,25 @@ impl Peer {
     /// Serves `server` with an output that takes nothing while the returned
     /// lock is held: a client that stops reading, until the test lets go.
     pub fn start_stalling(server: &Server) -> (Peer, Arc<Mutex<()>>) {
+        let (peer, held, _) = Peer::start_stalling_told(server);
+        (peer, held)
+    }
+
+    /// [`Peer::start_stalling`], and a channel told as each write of the
+    /// server's begins (before it waits for the lock): the test knows
+    /// which thread of the server is in a `write(2)` the client does not
+    /// take.
+    pub fn start_stalling_told(server: &Server) -> (Peer, Arc<Mutex<()>>, Receiver<()>) {
         /// The server's output, stalled while `held` is locked.
         struct Stalling {
             out: mcp_stdio::MemoryWriter,
             held: Arc<Mutex<()>>,
+            entered: crossbeam_channel::Sender<()>,
         }
         impl Write for Stalling {
             fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+                // The test may have stopped listening: nothing to tell.
+                let _ = self.entered.send(());
                 let _reading = self.held.lock().unwrap();
                 self.out.write(bytes)
             }
@@ -93,16 +105,22 @@ impl Peer {
         let (to_server, server_in) = mcp_stdio::memory_pipe();
         let (server_out, from_server) = mcp_stdio::memory_pipe();
         let held = Arc::new(Mutex::new(()));
+        let (entered, told) = crossbeam_channel::unbounded();
         let stalling = Stalling {
             out: server_out,
             held: Arc::clone(&held),
+            entered,
         };
         let serving = {
             let server = server.clone();
             std::thread::spawn(move || server.serve(Transport::new(server_in, stalling)))
         };
         let ours = Transport::new(from_server, to_server);
-        (Peer::over(ours, Some(serving), server_meta(server)), held)
+        (
+            Peer::over(ours, Some(serving), server_meta(server)),
+            held,
+            told,
+        )
     }
 
     /// The test's end of any transport.

@@ -241,62 +241,51 @@ impl Flags {
             Some((name, value)) if name.starts_with("--") => (name, Some(value.to_owned())),
             _ => (arg, None),
         };
-        let mut value = || {
+        if self.flag(name) {
+            return Ok(());
+        }
+        // Taken only by an option that has a value: an unknown one is
+        // refused as unknown.
+        let value = || {
             inline
-                .clone()
                 .or_else(|| rest.next())
                 .ok_or_else(|| usage(format!("{name} needs a value")))
         };
+        self.valued(name, value)
+    }
+
+    /// An option without a value: whether `name` is one (and it is set).
+    fn flag(&mut self, name: &str) -> bool {
+        let flag = match name {
+            "-h" | "--help" => &mut self.help,
+            "-V" | "--version" => &mut self.version,
+            "--json" => &mut self.json,
+            "--wire" => &mut self.wire,
+            "--decline" => &mut self.decline,
+            "--interactive" => &mut self.interactive,
+            "--long" => &mut self.long,
+            "--show-stderr" => &mut self.show_stderr,
+            "--tools" => &mut self.tools,
+            "--prompts" => &mut self.prompts,
+            "--resources" => &mut self.resources,
+            _ => return false,
+        };
+        *flag = true;
+        true
+    }
+
+    /// An option with a value (read by `value`), or why it is refused.
+    fn valued(
+        &mut self,
+        name: &str,
+        value: impl FnOnce() -> Result<String, UsageError>,
+    ) -> Result<(), UsageError> {
         match name {
-            "-h" | "--help" => self.help = true,
-            "-V" | "--version" => self.version = true,
-            "--json" => self.json = true,
-            "--wire" => self.wire = true,
-            "--decline" => self.decline = true,
-            "--interactive" => self.interactive = true,
-            "--long" => self.long = true,
-            "--show-stderr" => self.show_stderr = true,
-            "--tools" => self.tools = true,
-            "--prompts" => self.prompts = true,
-            "--resources" => self.resources = true,
-            "--era" => {
-                self.era = match value()?.as_str() {
-                    "auto" => EraPolicy::Auto,
-                    "modern" => EraPolicy::ModernOnly,
-                    "legacy" => EraPolicy::LegacyOnly,
-                    other => {
-                        return Err(usage(format!(
-                            "--era takes auto, modern or legacy, not {other:?}"
-                        )));
-                    }
-                };
-            }
-            "--timeout" => {
-                let text = value()?;
-                let secs: f64 = text
-                    .parse()
-                    .ok()
-                    .filter(|s: &f64| s.is_finite() && *s > 0.0 && *s < 1e9)
-                    .ok_or_else(|| {
-                        usage(format!(
-                            "--timeout takes a number of seconds above 0, not {text:?}"
-                        ))
-                    })?;
-                self.timeout = Some(Duration::from_secs_f64(secs));
-            }
-            "--log-level" => {
-                let text = value()?;
-                let level = serde_json::from_value(Value::String(text.to_lowercase()))
-                    .map_err(|_| {
-                        usage(format!(
-                            "--log-level takes debug, info, notice, warning, error, critical, alert or emergency, not {text:?}"
-                        ))
-                    })?;
-                self.log_level = Some(level);
-            }
+            "--era" => self.era = era(&value()?)?,
+            "--timeout" => self.timeout = Some(timeout(&value()?)?),
+            "--log-level" => self.log_level = Some(log_level(&value()?)?),
             "--answer" => {
-                let text = value()?;
-                let (key, answer) = pair(&text, "--answer")?;
+                let (key, answer) = pair(&value()?, "--answer")?;
                 self.answers.insert(key, answer);
             }
             "--roots" | "--root" => self.roots.push(PathBuf::from(value()?)),
@@ -305,27 +294,12 @@ impl Flags {
             "--config" => self.config = Some(PathBuf::from(value()?)),
             "--server" => self.server = Some(value()?),
             "--url" => self.url = Some(value()?),
-            "--header" | "-H" => {
-                let text = value()?;
-                let Some((name, header)) = text.split_once(':') else {
-                    return Err(usage(format!("--header takes 'Name: value', not {text:?}")));
-                };
-                self.headers
-                    .push((name.trim().to_owned(), header.trim().to_owned()));
-            }
+            "--header" | "-H" => self.headers.push(header(&value()?)?),
             "--resource" => self.resource.push(value()?),
             "--listen" => self.listen = Some(value()?),
             "--allow-origin" => self.allow_origins.push(value()?),
             "--allow-host" => self.allow_hosts.push(value()?),
-            "--max-body-bytes" => {
-                let text = value()?;
-                let n = text.parse().ok().filter(|n| *n > 0).ok_or_else(|| {
-                    usage(format!(
-                        "--max-body-bytes takes a number of bytes above 0, not {text:?}"
-                    ))
-                })?;
-                self.max_body_bytes = Some(n);
-            }
+            "--max-body-bytes" => self.max_body_bytes = Some(max_body_bytes(&value()?)?),
             "--bearer-token" => self.bearer_token = Some(value()?),
             _ => {
                 return Err(usage(format!(
@@ -356,6 +330,58 @@ impl Flags {
             headers: self.headers,
         }
     }
+}
+
+/// `--era auto|modern|legacy`.
+fn era(text: &str) -> Result<EraPolicy, UsageError> {
+    match text {
+        "auto" => Ok(EraPolicy::Auto),
+        "modern" => Ok(EraPolicy::ModernOnly),
+        "legacy" => Ok(EraPolicy::LegacyOnly),
+        other => Err(usage(format!(
+            "--era takes auto, modern or legacy, not {other:?}"
+        ))),
+    }
+}
+
+/// `--timeout SECS`: above 0, finite.
+fn timeout(text: &str) -> Result<Duration, UsageError> {
+    let secs: f64 = text
+        .parse()
+        .ok()
+        .filter(|s: &f64| s.is_finite() && *s > 0.0 && *s < 1e9)
+        .ok_or_else(|| {
+            usage(format!(
+                "--timeout takes a number of seconds above 0, not {text:?}"
+            ))
+        })?;
+    Ok(Duration::from_secs_f64(secs))
+}
+
+/// `--log-level LEVEL`, in any case.
+fn log_level(text: &str) -> Result<LoggingLevel, UsageError> {
+    serde_json::from_value(Value::String(text.to_lowercase())).map_err(|_| {
+        usage(format!(
+            "--log-level takes debug, info, notice, warning, error, critical, alert or emergency, not {text:?}"
+        ))
+    })
+}
+
+/// `--header 'Name: value'`.
+fn header(text: &str) -> Result<(String, String), UsageError> {
+    let Some((name, value)) = text.split_once(':') else {
+        return Err(usage(format!("--header takes 'Name: value', not {text:?}")));
+    };
+    Ok((name.trim().to_owned(), value.trim().to_owned()))
+}
+
+/// `--max-body-bytes N`: above 0.
+fn max_body_bytes(text: &str) -> Result<usize, UsageError> {
+    text.parse().ok().filter(|n| *n > 0).ok_or_else(|| {
+        usage(format!(
+            "--max-body-bytes takes a number of bytes above 0, not {text:?}"
+        ))
+    })
 }
 
 /// The command named `name`, with its positional arguments.

@@ -2,6 +2,7 @@
 //! number, yes/no, one or several of a list): how it is asked, and how a
 //! typed answer becomes its JSON value. `form` asks the fields.
 
+use mcp_stdio::types::EnumOption;
 use mcp_stdio::types::PrimitiveSchemaDefinition as Schema;
 use serde_json::Value;
 
@@ -45,100 +46,8 @@ pub enum Kind {
 impl Field {
     /// The field `name` of a requested schema, `required` or not.
     pub fn new(name: &str, schema: &Schema, required: bool) -> Field {
-        let untitled = |values: &[String]| values.iter().map(|v| (v.clone(), None)).collect();
-        let (title, description, kind, default) = match schema {
-            Schema::String(s) => (
-                &s.title,
-                &s.description,
-                Kind::Text {
-                    min: s.min_length,
-                    max: s.max_length,
-                    format: s.format.clone(),
-                },
-                s.default.clone().map(Value::String),
-            ),
-            Schema::Number(s) => (
-                &s.title,
-                &s.description,
-                Kind::Number {
-                    integer: s.r#type == "integer",
-                    min: s.minimum,
-                    max: s.maximum,
-                },
-                s.default.map(|d| number_value(d, s.r#type == "integer")),
-            ),
-            Schema::Boolean(s) => (
-                &s.title,
-                &s.description,
-                Kind::Boolean,
-                s.default.map(Value::Bool),
-            ),
-            Schema::UntitledSingleSelectEnum(s) => (
-                &s.title,
-                &s.description,
-                Kind::Choice {
-                    options: untitled(&s.r#enum),
-                },
-                s.default.clone().map(Value::String),
-            ),
-            Schema::TitledSingleSelectEnum(s) => (
-                &s.title,
-                &s.description,
-                Kind::Choice {
-                    options: s
-                        .one_of
-                        .iter()
-                        .map(|o| (o.r#const.clone(), Some(o.title.clone())))
-                        .collect(),
-                },
-                s.default.clone().map(Value::String),
-            ),
-            Schema::LegacyTitledEnum(s) => (
-                &s.title,
-                &s.description,
-                Kind::Choice {
-                    options: s
-                        .r#enum
-                        .iter()
-                        .enumerate()
-                        .map(|(i, v)| {
-                            let title = s.enum_names.as_ref().and_then(|n| n.get(i)).cloned();
-                            (v.clone(), title)
-                        })
-                        .collect(),
-                },
-                s.default.clone().map(Value::String),
-            ),
-            Schema::UntitledMultiSelectEnum(s) => (
-                &s.title,
-                &s.description,
-                Kind::Choices {
-                    options: untitled(&s.items.r#enum),
-                    min: s.min_items,
-                    max: s.max_items,
-                },
-                s.default
-                    .clone()
-                    .map(|d| d.into_iter().map(Value::String).collect()),
-            ),
-            Schema::TitledMultiSelectEnum(s) => (
-                &s.title,
-                &s.description,
-                Kind::Choices {
-                    options: s
-                        .items
-                        .any_of
-                        .iter()
-                        .map(|o| (o.r#const.clone(), Some(o.title.clone())))
-                        .collect(),
-                    min: s.min_items,
-                    max: s.max_items,
-                },
-                s.default
-                    .clone()
-                    .map(|d| d.into_iter().map(Value::String).collect()),
-            ),
-        };
+        let (title, description) = labels(schema);
+        let (kind, default) = kind(schema);
         Field {
             name: name.to_owned(),
             label: title.clone().unwrap_or_else(|| name.to_owned()),
@@ -299,6 +208,71 @@ fn choose(options: &[(String, Option<String>)], text: &str) -> Result<String, St
     }
     let values: Vec<&str> = options.iter().map(|(v, _)| v.as_str()).collect();
     Err(format!("{text:?} is not one of {}", values.join(", ")))
+}
+
+/// The title and description of a field's schema, whatever its type.
+fn labels(schema: &Schema) -> (&Option<String>, &Option<String>) {
+    match schema {
+        Schema::String(s) => (&s.title, &s.description),
+        Schema::Number(s) => (&s.title, &s.description),
+        Schema::Boolean(s) => (&s.title, &s.description),
+        Schema::UntitledSingleSelectEnum(s) => (&s.title, &s.description),
+        Schema::TitledSingleSelectEnum(s) => (&s.title, &s.description),
+        Schema::LegacyTitledEnum(s) => (&s.title, &s.description),
+        Schema::UntitledMultiSelectEnum(s) => (&s.title, &s.description),
+        Schema::TitledMultiSelectEnum(s) => (&s.title, &s.description),
+    }
+}
+
+/// The kind of answer a field's schema asks for, and its default.
+fn kind(schema: &Schema) -> (Kind, Option<Value>) {
+    let untitled = |values: &[String]| values.iter().map(|v| (v.clone(), None)).collect();
+    let titled = |options: &[EnumOption]| {
+        let option = |o: &EnumOption| (o.r#const.clone(), Some(o.title.clone()));
+        options.iter().map(option).collect()
+    };
+    let text = |default: &Option<String>| default.clone().map(Value::String);
+    let texts = |default: &Option<Vec<String>>| {
+        (default.clone()).map(|d| d.into_iter().map(Value::String).collect())
+    };
+    match schema {
+        Schema::String(s) => {
+            let (min, max, format) = (s.min_length, s.max_length, s.format.clone());
+            (Kind::Text { min, max, format }, text(&s.default))
+        }
+        Schema::Number(s) => {
+            let integer = s.r#type == "integer";
+            let (min, max) = (s.minimum, s.maximum);
+            let default = s.default.map(|d| number_value(d, integer));
+            (Kind::Number { integer, min, max }, default)
+        }
+        Schema::Boolean(s) => (Kind::Boolean, s.default.map(Value::Bool)),
+        Schema::UntitledSingleSelectEnum(s) => {
+            let options = untitled(&s.r#enum);
+            (Kind::Choice { options }, text(&s.default))
+        }
+        Schema::TitledSingleSelectEnum(s) => {
+            let options = titled(&s.one_of);
+            (Kind::Choice { options }, text(&s.default))
+        }
+        Schema::LegacyTitledEnum(s) => {
+            let title = |i: usize| s.enum_names.as_ref().and_then(|n| n.get(i)).cloned();
+            let options = (s.r#enum.iter().enumerate())
+                .map(|(i, v)| (v.clone(), title(i)))
+                .collect();
+            (Kind::Choice { options }, text(&s.default))
+        }
+        Schema::UntitledMultiSelectEnum(s) => {
+            let (min, max) = (s.min_items, s.max_items);
+            let options = untitled(&s.items.r#enum);
+            (Kind::Choices { options, min, max }, texts(&s.default))
+        }
+        Schema::TitledMultiSelectEnum(s) => {
+            let (min, max) = (s.min_items, s.max_items);
+            let options = titled(&s.items.any_of);
+            (Kind::Choices { options, min, max }, texts(&s.default))
+        }
+    }
 }
 
 /// A number as JSON: an integer field gets an integer.

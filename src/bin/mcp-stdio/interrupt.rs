@@ -1,6 +1,8 @@
-//! Ctrl-C (and SIGTERM) for `listen`, which runs until it is interrupted:
-//! instead of dying, it cancels its subscription (the server gets
-//! `notifications/cancelled`), closes the server's input, and says so.
+//! Ctrl-C (and SIGTERM) for `listen` and `serve-http`, which run until
+//! they are interrupted: instead of dying, `listen` cancels its
+//! subscription (the server gets `notifications/cancelled`), closes the
+//! server's input, and says so; `serve-http` stops serving once the
+//! requests in flight are answered, and exits 0.
 //!
 //! With the crate's `signals` feature (on by default) through `ctrlc`, the
 //! crate's one signal dependency. The server is then started in a process
@@ -27,7 +29,7 @@ pub fn catch() -> Option<Receiver<()>> {
     // Ctrl-C twice.
     let (tx, rx) = crossbeam_channel::unbounded();
     ctrlc::set_handler(move || {
-        // The receiver is gone only once `listen` has ended.
+        // The receiver is gone only once `listen` (or `serve-http`) ended.
         let _ = tx.send(());
     })
     .ok()?;

@@ -387,7 +387,8 @@ fn connect(
         let _ = notes.send(note.to_owned());
     });
     if opts.wire {
-        builder = show_wire(builder, stderr);
+        let over_http = matches!(server.target, Target::Url(..));
+        builder = show_wire(builder, stderr, over_http);
     }
     if opts.show_stderr {
         let echo = Arc::clone(stderr);
@@ -418,18 +419,64 @@ fn connect(
 }
 
 /// `--wire`: every line both ways on stderr, `→` sent, `←` received.
+/// Over HTTP (`over_http`) a modern request is cancelled by closing its
+/// response stream, and the client's `notifications/cancelled` is never
+/// POSTed (spec 2026-07-28 basic/transports/streamable-http): that is
+/// shown as what happened. A legacy server (once `initialize` was sent)
+/// is sent the notification, which shows as it is.
 pub(crate) fn show_wire(
     builder: mcp_stdio::ClientBuilder,
     stderr: &Arc<Stderr>,
+    over_http: bool,
 ) -> mcp_stdio::ClientBuilder {
     let wire = Arc::clone(stderr);
+    let legacy = std::sync::atomic::AtomicBool::new(false);
     builder.wire(move |direction, line| {
         let arrow = match direction {
             WireDirection::Sent => '→',
             WireDirection::Received => '←',
         };
+        if over_http && direction == WireDirection::Sent {
+            match sent(line) {
+                Sent::Initialize => legacy.store(true, std::sync::atomic::Ordering::Relaxed),
+                Sent::Cancelled(id) if !legacy.load(std::sync::atomic::Ordering::Relaxed) => {
+                    wire.line(&format!(
+                        "· cancelled request {id} by closing its response stream (over HTTP no notifications/cancelled is sent)"
+                    ));
+                    return;
+                }
+                _ => {}
+            }
+        }
         wire.line(&format!("{arrow} {}", String::from_utf8_lossy(line)));
     })
+}
+
+/// What a sent line is, as far as `--wire` over HTTP cares.
+enum Sent {
+    Initialize,
+    /// `notifications/cancelled`, with the id it cancels as JSON text.
+    Cancelled(String),
+    Other,
+}
+
+fn sent(line: &[u8]) -> Sent {
+    #[derive(serde::Deserialize)]
+    struct Message {
+        method: Option<String>,
+        params: Option<serde_json::Value>,
+    }
+    let Ok(message) = serde_json::from_slice::<Message>(line) else {
+        return Sent::Other;
+    };
+    match message.method.as_deref() {
+        Some("initialize") => Sent::Initialize,
+        Some("notifications/cancelled") => {
+            let id = message.params.as_ref().and_then(|p| p.get("requestId"));
+            Sent::Cancelled(id.map_or_else(|| "?".to_owned(), ToString::to_string))
+        }
+        _ => Sent::Other,
+    }
 }
 
 /// Connects to a Streamable HTTP server (a binary built with `http`).

@@ -14,12 +14,20 @@ use crate::Failure;
 use crate::args::{Options, ServeHttp};
 use crate::stderr::Stderr;
 
-/// Serves until the process is stopped (Ctrl-C) or the listener fails.
+/// Serves until SIGTERM or SIGINT (Ctrl-C), then stops as a server does
+/// (the requests in flight have the grace period) and returns 0; or until
+/// the listener fails.
 #[cfg(all(feature = "server", feature = "http"))]
 pub fn run(opts: &Options, serve: &ServeHttp, stderr: &Arc<Stderr>) -> Result<u8, Failure> {
     use mcp_stdio::{Client, HttpOptions, RestartPolicy, Unauthorized};
 
-    let target = crate::server(opts)?;
+    let mut target = crate::server(opts)?;
+    // The child in a group of its own: the terminal's Ctrl-C reaches this
+    // process alone, which ends the child when it is done with it.
+    let signals = crate::interrupt::catch();
+    if let (Some(_), crate::Target::Spawn(command)) = (&signals, &mut target.target) {
+        crate::interrupt::own_group(command);
+    }
     let mut builder = Client::builder()
         .client_info("mcp-stdio serve-http", env!("CARGO_PKG_VERSION"))
         .era(opts.era);
@@ -33,7 +41,8 @@ pub fn run(opts: &Options, serve: &ServeHttp, stderr: &Arc<Stderr>) -> Result<u8
         builder = builder.stderr(move |line| echo.line(&format!("[server] {line}")));
     }
     if opts.wire {
-        builder = crate::show_wire(builder, stderr);
+        let over_http = matches!(target.target, crate::Target::Url(..));
+        builder = crate::show_wire(builder, stderr, over_http);
     }
     let program = target.name.clone();
     let client = match target.target {
@@ -83,6 +92,19 @@ pub fn run(opts: &Options, serve: &ServeHttp, stderr: &Arc<Stderr>) -> Result<u8
     stderr.line(&format!(
         "mcp-stdio: serving {program} at http://{addr}/mcp"
     ));
+    if let Some(signals) = signals {
+        let (stop, said) = (proxy.stop_handle(), Arc::clone(stderr));
+        // Without its thread a signal is only queued, and the process
+        // serves on: then it is ended some other way, as before.
+        let _ = std::thread::Builder::new()
+            .name("mcp-stdio-signals".into())
+            .spawn(move || {
+                if signals.recv().is_ok() {
+                    said.line("mcp-stdio: interrupted (SIGTERM or SIGINT): stopped serving; the requests in flight are answered first");
+                    stop.stop();
+                }
+            });
+    }
     proxy
         .serve_http(listener, options)
         .map_err(|e| Failure::connection(format!("serving HTTP on {addr}: {e}")))?;

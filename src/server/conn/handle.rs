@@ -99,7 +99,26 @@ impl ConnHandle {
     /// waiting for a change, and sends what was written as `sending` says.
     /// A writer far ahead of a client slow to read waits for it first.
     pub fn act<T>(&self, sending: Sending, change: impl FnOnce(&mut Conn) -> T) -> T {
-        self.0.act(sending, change)
+        let (value, written) = self.act_unsent(change);
+        if let Some(written) = written {
+            self.send_as(sending, written);
+        }
+        value
+    }
+
+    /// [`ConnHandle::act`] without the send: for a caller that holds a lock
+    /// of its own while it acts (a legacy front end's asks), which a
+    /// `write(2)` must not hold. It sends once it let go of it
+    /// ([`ConnHandle::send_as`], with the count returned: the lines written
+    /// up to the change's last, `None` if it wrote nothing).
+    pub fn act_unsent<T>(&self, change: impl FnOnce(&mut Conn) -> T) -> (T, Option<u64>) {
+        self.0.act_unsent(change)
+    }
+
+    /// Sees the first `written` lines, written by a change of this thread,
+    /// sent as `sending` says.
+    pub fn send_as(&self, sending: Sending, written: u64) {
+        self.0.send_as(sending, written);
     }
 
     /// Reads the connection's state under its lock; nothing else happens.
@@ -231,6 +250,7 @@ impl ConnHandle {
                     ctx,
                     seq,
                     work: job.work,
+                    bytes,
                 });
             }
             Begun::Pooled {
@@ -248,11 +268,35 @@ impl ConnHandle {
     }
 
     /// Runs an inline request's handler, here and without the lock, and
-    /// answers it ([`Conn::finish`]).
+    /// answers it ([`Conn::finish`]). When its work hands back the rest
+    /// ([`Reply::Later`]: a legacy request that must wait for the client's
+    /// answers, which only the reader can read), the rest goes on on the
+    /// pool as the same request: the same sequence number and token.
     pub fn run_inline(&self, job: InlineJob) {
-        let reply = call(job.work, &job.ctx);
-        let (id, seq) = (job.ctx.id(), job.seq);
-        self.act(Sending::BeforeRead, |conn| conn.finish(id, seq, reply));
+        let InlineJob {
+            ctx,
+            seq,
+            work,
+            bytes,
+        } = job;
+        match call(work, &ctx) {
+            Reply::Later(rest) => {
+                let queue_full = self.act(Sending::BeforeRead, |conn| {
+                    // Out of the map as inline, back in as pooled (unless
+                    // cancelled or shut down meanwhile).
+                    let id = ctx.id().clone();
+                    conn.in_flight.take(&id, seq).is_some()
+                        && self.enter_pooled(conn, id, seq, ctx, rest, bytes)
+                });
+                if queue_full {
+                    self.wait_for_room();
+                }
+            }
+            reply => {
+                let id = ctx.id();
+                self.act(Sending::BeforeRead, |conn| conn.finish(id, seq, reply));
+            }
+        }
     }
 
     /// Enters request `id` (of `ctx`, with its cancel token) in the map
@@ -272,8 +316,13 @@ impl ConnHandle {
         let handle = self.clone();
         let pooled: PoolJob = Box::new(move || {
             // Encoded before the lock: workers finishing together do not
-            // wait on each other's encoding.
-            let line = call(work, &ctx).into_line();
+            // wait on each other's encoding. (A pooled job's work runs its
+            // rest itself: `Reply::Later` is an inline job's.)
+            let reply = match call(work, &ctx) {
+                Reply::Later(rest) => call(rest, &ctx),
+                reply => reply,
+            };
+            let line = reply.into_line();
             handle.act(Sending::Now, |conn| {
                 conn.finish(ctx.id(), seq, Reply::Line(line));
             });
@@ -317,6 +366,9 @@ pub(crate) struct InlineJob {
     ctx: RequestContext,
     seq: u64,
     work: Work,
+    /// The size of its line: it counts against `queue_bytes` if its rest
+    /// goes on on the pool and has to wait for a slot.
+    bytes: usize,
 }
 
 impl Shared {
@@ -324,21 +376,38 @@ impl Shared {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// See [`ConnHandle::act`].
+    /// See [`ConnHandle::act`] (the same, for the connection's own traits).
     fn act<T>(&self, sending: Sending, change: impl FnOnce(&mut Conn) -> T) -> T {
+        let (value, written) = self.act_unsent(change);
+        if let Some(written) = written {
+            self.send_as(sending, written);
+        }
+        value
+    }
+
+    /// See [`ConnHandle::send_as`].
+    fn send_as(&self, sending: Sending, written: u64) {
+        match sending {
+            Sending::Now => self.send_written(written),
+            held => {
+                let waiting = {
+                    let mut state = self.lock_state();
+                    state.held = state.held.max(written);
+                    state.output.waiting()
+                };
+                if held == Sending::BeforeRead && waiting >= BUFFER {
+                    self.send_written(written);
+                }
+            }
+        }
+    }
+
+    /// See [`ConnHandle::act_unsent`].
+    fn act_unsent<T>(&self, change: impl FnOnce(&mut Conn) -> T) -> (T, Option<u64>) {
         let mut state = self.lock_state();
         let before = state.output.written();
         let value = change(&mut state);
         let written = state.output.written();
-        let send = written > before
-            && match sending {
-                Sending::Now => true,
-                Sending::BeforeRead => state.output.waiting() >= BUFFER,
-                Sending::AtShutdown => false,
-            };
-        if written > before && sending != Sending::Now {
-            state.held = written;
-        }
         let ready = std::mem::take(&mut state.ready);
         let wake = state.waiters > 0;
         let inner = (!ready.is_empty()).then(|| Arc::clone(&state.inner));
@@ -351,10 +420,7 @@ impl Shared {
         if wake {
             self.changed.notify_all();
         }
-        if send {
-            self.send_written(written);
-        }
-        value
+        (value, (written > before).then_some(written))
     }
 
     /// Sees the first `written` lines on their way: returns once a send

@@ -152,12 +152,6 @@ impl Conn {
         }
     }
 
-    /// How many pooled handlers may run at once
-    /// (`ServerBuilder::max_running`).
-    pub fn max_running(&self) -> usize {
-        self.inner.config.max_running
-    }
-
     /// Request `id` (sequence `seq`) is done waiting: it holds a slot
     /// again.
     pub fn hold_again(&mut self, id: &RequestId, seq: u64) {

@@ -109,6 +109,10 @@ impl Output {
     /// Writes one message already encoded, then its newline: a large one
     /// is moved in whole (a pooled reply of megabytes is not copied).
     pub fn push_line(&mut self, mut line: Vec<u8>) {
+        // A message is never empty (see `Reply::into_line`).
+        if line.is_empty() {
+            return;
+        }
         if line.len() < BUFFER {
             return self.write_line(|out| {
                 out.push(&line);

@@ -75,20 +75,25 @@ pub(super) fn prepare_listen(req: &Request<'_>) -> Result<Accepted, ErrorObject>
 }
 
 /// The part of a listen filter this server honours (spec 2026-07-28
-/// basic/patterns/subscriptions, "Acknowledgment"): list changes of
-/// the features it has, resource updates when it has resources, and of
-/// those URIs the ones the application's hook accepts. Everything else
+/// basic/patterns/subscriptions, "Acknowledgment": "Notification types
+/// the server does not support are omitted"): the list changes and the
+/// resource updates its capabilities declare (`Inner::capabilities`), and
+/// of the URIs the ones the application's hook accepts. Everything else
 /// is left out, never echoed.
 fn accept(inner: &Inner, filter: SubscriptionFilter) -> Accepted {
-    let registry = inner.registry.read().unwrap_or_else(|e| e.into_inner());
+    let capabilities = inner.capabilities();
     let asked = |flag: Option<bool>| flag == Some(true);
+    let declared = |flag: Option<bool>| flag == Some(true);
     let mut accepted = Accepted {
-        tools: asked(filter.tools_list_changed) && registry.has_tools,
-        prompts: asked(filter.prompts_list_changed) && registry.has_prompts,
-        resources: asked(filter.resources_list_changed) && registry.has_resources,
+        tools: asked(filter.tools_list_changed)
+            && declared(capabilities.tools.and_then(|t| t.list_changed)),
+        prompts: asked(filter.prompts_list_changed)
+            && declared(capabilities.prompts.and_then(|p| p.list_changed)),
+        resources: asked(filter.resources_list_changed)
+            && declared(capabilities.resources.as_ref().and_then(|r| r.list_changed)),
         ..Accepted::default()
     };
-    if registry.has_resources {
+    if declared(capabilities.resources.and_then(|r| r.subscribe)) {
         // A set for the duplicates: a scan per URI is quadratic in a
         // long list.
         let mut seen = std::collections::HashSet::new();

@@ -19,8 +19,8 @@ use crate::http::{HttpError, HttpRequest, Limits, read_body, read_head, write_re
 use crate::jsonrpc::{ErrorObject, encode_error};
 use crate::server::Inner;
 
-/// A socket whose reads end at a deadline (the whole request must arrive
-/// by it), or wait up to the idle timeout for a request to begin.
+/// A socket whose reads end at a deadline: the first byte of a request
+/// must arrive by it, then the whole request by the next.
 struct TimedSocket {
     socket: TcpStream,
     deadline: Option<Instant>,
@@ -52,29 +52,13 @@ pub(crate) struct Site {
 }
 
 /// Serves one connection (`open`, its key in `Site::open`) until it
-/// closes, fails, idles out, is refused, or the server stops.
+/// closes, fails, idles out, gives way at the cap, is refused, or the
+/// server stops: each request's head, then the request.
 pub(crate) fn serve_connection(site: &Site, socket: TcpStream, open: u64) {
-    let Ok(read_half) = socket.try_clone() else {
-        return;
-    };
-    let _ = socket.set_nodelay(true);
     let options = &site.options;
-    // A client that takes nothing for this long is gone (`write_timeout`):
-    // a write to it fails, which ends its connection.
-    if socket
-        .set_write_timeout(Some(options.write_timeout))
-        .is_err()
-    {
+    let Some(mut input) = reading_side(&socket, options) else {
         return;
-    }
-    let limits = Limits {
-        max_head_bytes: options.max_head_bytes,
-        max_body_bytes: options.max_body_bytes,
     };
-    let mut input = BufReader::new(TimedSocket {
-        socket: read_half,
-        deadline: None,
-    });
     let exchange = Exchange {
         inner: &site.inner,
         options,
@@ -82,113 +66,208 @@ pub(crate) fn serve_connection(site: &Site, socket: TcpStream, open: u64) {
         #[cfg(feature = "legacy")]
         sessions: &site.sessions,
     };
+    // Until its first request's head is in, a connection is on the header
+    // clock from its start: one that sends nothing is let go at
+    // `header_timeout`, not kept for the idle timeout.
+    let mut wait = Wait::Head(crate::deadline::from_now(options.header_timeout));
     loop {
-        // Between requests: a stop closes the connection.
-        if !site.open.serving(open, false) {
+        let Some(request) = next_head(site, &exchange, &mut input, open, wait) else {
             return;
-        }
-        // Waiting for a request to begin: the idle timeout; once it began,
-        // all of it must arrive within the header timeout.
-        input.get_mut().deadline = None;
-        if input
-            .get_ref()
-            .socket
-            .set_read_timeout(Some(options.idle_timeout))
-            .is_err()
-        {
-            return;
-        }
-        match input.fill_buf() {
-            Ok([]) | Err(_) => return,
-            Ok(_) if site.inner.connections.is_stopped() => {
-                return refuse(&socket, 503, "the server is shutting down", &[]);
-            }
-            Ok(_) => {}
-        }
-        site.open.serving(open, true);
-        input.get_mut().deadline = Some(crate::deadline::from_now(options.header_timeout));
-        let mut request = match read_head(&mut input, &limits) {
-            Ok(Some(request)) => request,
-            Ok(None) | Err(HttpError::Io(_)) => return,
-            Err(HttpError::Status(status, message)) => {
-                return refuse(&socket, status, &message, &[]);
-            }
         };
-        if let Err(refusal) = check(site, &request) {
-            let keep = refusal.status == 405 && request.framing == crate::http::Framing::Empty;
-            let headers: Vec<(&str, &str)> = refusal
-                .headers
-                .iter()
-                .map(|(n, v)| (*n, v.as_str()))
-                .collect();
-            if keep && request.keep_alive() {
-                if !exchange.error_with(
-                    refusal.status,
-                    None,
-                    &ErrorObject::invalid_request(refusal.message),
-                    &headers,
-                    true,
-                ) {
-                    return;
-                }
-                continue;
-            }
-            // The body is not read: the connection cannot carry another
-            // request.
-            return refuse(&socket, refusal.status, &refusal.message, &headers);
-        }
-        if request.method == "GET" {
-            // While the stream is open the connection may give way to a
-            // new one at the cap (`open`).
-            #[cfg(feature = "legacy")]
-            {
-                site.open.streaming(open, true);
-                let goes_on = exchange.stream(&request);
-                site.open.streaming(open, false);
-                // A body sent with the GET is not read: the connection
-                // ends rather than take it for the next request.
-                let empty = request.framing == crate::http::Framing::Empty;
-                if goes_on && empty && !site.inner.connections.is_stopped() {
-                    continue;
-                }
-            }
+        if !serve_request(site, &exchange, &mut input, open, request) {
             return;
         }
-        if request.method == "DELETE" {
-            #[cfg(feature = "legacy")]
-            if delete(site, &exchange, &request) {
-                continue;
-            }
-            return;
-        }
-        if request.framing == crate::http::Framing::Empty {
-            return refuse(
-                &socket,
-                400,
-                "a POST must carry one JSON-RPC message as its body",
-                &[],
-            );
-        }
-        if request.expects_continue() {
-            let mut out = &socket;
-            if write_response(&mut out, 100, &[], b"", true).is_err() {
-                return;
-            }
-        }
-        match read_body(&mut input, &mut request, &limits) {
-            Ok(()) => {}
-            Err(HttpError::Io(_)) => return,
-            Err(HttpError::Status(status, message)) => {
-                return refuse(&socket, status, &message, &[]);
-            }
-        }
-        input.get_mut().deadline = None;
-        // After a stop the connection ends with the response in hand.
-        if !exchange.post(&request) || site.inner.connections.is_stopped() {
-            let _ = (&socket).flush();
-            return;
+        wait = Wait::Idle;
+    }
+}
+
+/// How long a connection waits for its next request.
+#[derive(Clone, Copy)]
+enum Wait {
+    /// The whole head must be in by then (a connection's first request).
+    Head(Instant),
+    /// The idle timeout for its first byte, then `header_timeout` for the
+    /// rest of the request (a kept-alive connection's next one).
+    Idle,
+}
+
+/// The connection's input, its reads bounded by a deadline; its write
+/// timeout set (a client that takes nothing for `write_timeout` is gone:
+/// a write to it fails, which ends its connection).
+fn reading_side(socket: &TcpStream, options: &HttpOptions) -> Option<BufReader<TimedSocket>> {
+    let read_half = socket.try_clone().ok()?;
+    let _ = socket.set_nodelay(true);
+    socket.set_write_timeout(Some(options.write_timeout)).ok()?;
+    Some(BufReader::new(TimedSocket {
+        socket: read_half,
+        deadline: None,
+    }))
+}
+
+/// Waits for the next request and reads its head; `None` when the
+/// connection ends instead (closed, silent too long, gave way at the cap,
+/// refused, or the server stopped).
+fn next_head(
+    site: &Site,
+    exchange: &Exchange<'_>,
+    input: &mut BufReader<TimedSocket>,
+    open: u64,
+    wait: Wait,
+) -> Option<HttpRequest> {
+    // Between requests: a stop closes the connection.
+    if !site.open.serving(open, false) {
+        return None;
+    }
+    let options = &site.options;
+    let until = match wait {
+        Wait::Head(until) => until,
+        Wait::Idle => crate::deadline::from_now(options.idle_timeout),
+    };
+    if !request_begins(site, input, open, until) {
+        return None;
+    }
+    if site.inner.connections.is_stopped() {
+        refuse(exchange.socket, 503, "the server is shutting down", &[]);
+        return None;
+    }
+    // It began: counted busy (it no longer gives way), unless it already
+    // gave way.
+    if !site.open.serving(open, true) {
+        return None;
+    }
+    input.get_mut().deadline = Some(match wait {
+        Wait::Head(until) => until,
+        Wait::Idle => crate::deadline::from_now(options.header_timeout),
+    });
+    let limits = limits(options);
+    match read_head(input, &limits) {
+        Ok(Some(request)) => Some(request),
+        Ok(None) | Err(HttpError::Io(_)) => None,
+        Err(HttpError::Status(status, message)) => {
+            refuse(exchange.socket, status, &message, &[]);
+            None
         }
     }
+}
+
+/// Waits until `until` for the first byte of a request: whether one came.
+/// First a look that does not wait, so that a client that sent its request
+/// at once is never counted idle; after it the connection is idle, and at
+/// the cap it may give way to a new one (`OpenConnections::enter`).
+fn request_begins(
+    site: &Site,
+    input: &mut BufReader<TimedSocket>,
+    open: u64,
+    until: Instant,
+) -> bool {
+    // The socket is this thread's alone between requests: nothing else
+    // reads or writes it while it does not block.
+    input.get_mut().deadline = None;
+    if input.get_ref().socket.set_nonblocking(true).is_err() {
+        return false;
+    }
+    let looked = input.fill_buf().map(|buf| !buf.is_empty());
+    if input.get_ref().socket.set_nonblocking(false).is_err() {
+        return false;
+    }
+    match looked {
+        Ok(began) => return began,
+        Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+        Err(_) => return false,
+    }
+    site.open.idle(open);
+    input.get_mut().deadline = Some(until);
+    matches!(input.fill_buf(), Ok([_, ..]))
+}
+
+/// Serves a request whose head is read. Returns whether the connection
+/// goes on to the next.
+fn serve_request(
+    site: &Site,
+    exchange: &Exchange<'_>,
+    input: &mut BufReader<TimedSocket>,
+    open: u64,
+    mut request: HttpRequest,
+) -> bool {
+    let socket = exchange.socket;
+    if let Err(refusal) = check(site, &request) {
+        let headers: Vec<(&str, &str)> = refusal
+            .headers
+            .iter()
+            .map(|(n, v)| (*n, v.as_str()))
+            .collect();
+        let empty = request.framing == crate::http::Framing::Empty;
+        if refusal.status == 405 && empty && request.keep_alive() {
+            let error = ErrorObject::invalid_request(refusal.message);
+            return exchange.error_with(refusal.status, None, &error, &headers, true);
+        }
+        // The body is not read: the connection cannot carry another
+        // request.
+        refuse(socket, refusal.status, &refusal.message, &headers);
+        return false;
+    }
+    #[cfg(not(feature = "legacy"))]
+    let _ = open;
+    match request.method.as_str() {
+        #[cfg(feature = "legacy")]
+        "GET" => return stream(site, exchange, open, &request),
+        #[cfg(feature = "legacy")]
+        "DELETE" => return delete(site, exchange, &request),
+        "POST" => {}
+        // `check` lets GET and DELETE through only with `legacy`.
+        _ => return false,
+    }
+    if request.framing == crate::http::Framing::Empty {
+        refuse(
+            socket,
+            400,
+            "a POST must carry one JSON-RPC message as its body",
+            &[],
+        );
+        return false;
+    }
+    if request.expects_continue() {
+        let mut out = socket;
+        if write_response(&mut out, 100, &[], b"", true).is_err() {
+            return false;
+        }
+    }
+    match read_body(input, &mut request, &limits(&site.options)) {
+        Ok(()) => {}
+        Err(HttpError::Io(_)) => return false,
+        Err(HttpError::Status(status, message)) => {
+            refuse(socket, status, &message, &[]);
+            return false;
+        }
+    }
+    input.get_mut().deadline = None;
+    // After a stop the connection ends with the response in hand.
+    if !exchange.post(&request) || site.inner.connections.is_stopped() {
+        let _ = (&*socket).flush();
+        return false;
+    }
+    true
+}
+
+fn limits(options: &HttpOptions) -> Limits {
+    Limits {
+        max_head_bytes: options.max_head_bytes,
+        max_body_bytes: options.max_body_bytes,
+    }
+}
+
+/// A legacy session's GET stream. Returns whether the connection goes on.
+#[cfg(feature = "legacy")]
+fn stream(site: &Site, exchange: &Exchange<'_>, open: u64, request: &HttpRequest) -> bool {
+    // While the stream is open the connection may give way to a new one
+    // at the cap (`open`).
+    site.open.streaming(open, true);
+    let goes_on = exchange.stream(request);
+    site.open.streaming(open, false);
+    // A body sent with the GET is not read: the connection ends rather
+    // than take it for the next request.
+    let empty = request.framing == crate::http::Framing::Empty;
+    goes_on && empty && !site.inner.connections.is_stopped()
 }
 
 /// The checks before the body, in order: the path, `Host`, `Origin`, the

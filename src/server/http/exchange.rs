@@ -32,7 +32,7 @@ use super::options::HttpOptions;
 #[cfg(feature = "legacy")]
 use super::sessions::Sessions;
 use crate::http::{HttpRequest, write_response};
-use crate::incoming::{Incoming, Params, classify};
+use crate::incoming::{Fields, Incoming, Params, classify};
 use crate::jsonrpc::{ErrorObject, RequestId, encode_error};
 use crate::server::Inner;
 use crate::server::conn::End;
@@ -148,21 +148,12 @@ impl Exchange<'_> {
         params: Option<Params<'_>>,
     ) -> bool {
         let keep_alive = request.keep_alive();
-        // Read again from the body: HTTP checks all of the params.
-        let raw = params.as_ref().map(Params::raw);
-        let era = match mirror::era(&request.headers, raw) {
+        let era = match self.checked(request, &method, params.as_ref()) {
             Ok(era) => era,
-            Err(error) => return self.error(Some(&id), &error, keep_alive),
+            Err((status, error)) => {
+                return self.error_with(status, Some(&id), &error, &[], keep_alive);
+            }
         };
-        if era == Era::Modern {
-            // Spec 2026-07-28: `Mcp-Session-Id` is ignored, never echoed.
-            if let Err(error) = mirror::check(self.inner, &request.headers, &method, raw) {
-                return self.error(Some(&id), &error, keep_alive);
-            }
-            if let Err(error) = mirror::check_meta(raw) {
-                return self.error_with(400, Some(&id), &error, &[], keep_alive);
-            }
-        }
         let events = request.headers.lists("accept", "text/event-stream")
             || request.headers.lists("accept", "*/*");
         let Ok(socket) = self.socket.try_clone() else {
@@ -229,6 +220,36 @@ impl Exchange<'_> {
         }
         self.inner.connections.disconnect(key);
         body.keeps_alive() && keep_alive
+    }
+
+    /// The era of a request, its headers checked against its body (see
+    /// `mirror`), or the status and error that refuse it.
+    fn checked(
+        &self,
+        request: &HttpRequest,
+        method: &str,
+        params: Option<&Params<'_>>,
+    ) -> Result<Era, (u16, ErrorObject)> {
+        let status = |error: ErrorObject| (status_for(Some(i64::from(error.code))), error);
+        let fields = match mirror::members(params) {
+            Ok(fields) => fields,
+            // Params the kernel cannot read either (a member twice): it
+            // refuses them in both eras (`-32602`), so a legacy request
+            // gets its era's answer there; a modern one is refused here.
+            Err(error) => {
+                return match mirror::era(&request.headers, &Fields::default()) {
+                    Ok(Era::Legacy(version)) => Ok(Era::Legacy(version)),
+                    _ => Err(status(error)),
+                };
+            }
+        };
+        let era = mirror::era(&request.headers, &fields).map_err(status)?;
+        if era == Era::Modern {
+            // Spec 2026-07-28: `Mcp-Session-Id` is ignored, never echoed.
+            mirror::check(self.inner, &request.headers, method, &fields).map_err(status)?;
+            mirror::check_meta(&fields).map_err(|error| (400, error))?;
+        }
+        Ok(era)
     }
 
     /// Waits for the response to be complete (woken by it, so a client

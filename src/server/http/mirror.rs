@@ -7,36 +7,27 @@
 //! matched without regard to case, values exactly, after the Base64
 //! sentinel is decoded. A failure is `-32020` (`HeaderMismatch`),
 //! answered `400`.
+//!
+//! Each check reads exactly the members it needs, each on its own: the
+//! params' members as the kernel reads them (`Params::fields`, so the
+//! check and the handler see the same `name`), then the one member a
+//! header mirrors. A member it needs that it cannot read (not a string,
+//! twice) refuses the request; a member it does not need is never read,
+//! so no other member of the wrong type can make it compare nothing.
 
-use serde::Deserialize;
+use std::borrow::Cow;
+
+use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, Visitor};
 use serde_json::Value;
 use serde_json::value::RawValue;
 
 use crate::http::{HttpHeaders, decode_sentinel};
+use crate::incoming::{Fields, Params};
 use crate::jsonrpc::{ErrorObject, error_code};
 use crate::server::Inner;
 use crate::server::meta::{MetaView, validate_meta};
 use crate::types::method;
 use crate::version::SUPPORTED_VERSIONS;
-
-/// The parts of `params` the headers mirror.
-#[derive(Deserialize, Default)]
-struct Mirrored<'a> {
-    name: Option<String>,
-    uri: Option<String>,
-    #[serde(rename = "taskId")]
-    task_id: Option<String>,
-    #[serde(borrow)]
-    arguments: Option<&'a RawValue>,
-    #[serde(rename = "_meta")]
-    meta: Option<MirroredMeta>,
-}
-
-#[derive(Deserialize, Default)]
-struct MirroredMeta {
-    #[serde(rename = "io.modelcontextprotocol/protocolVersion")]
-    protocol_version: Option<Value>,
-}
 
 /// The era a POST speaks, by its version header and its body.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -57,28 +48,41 @@ fn mismatch(message: String) -> ErrorObject {
     )
 }
 
-/// The protocol version of the body's `_meta`, if it names one.
-pub(crate) fn body_version(params: Option<&RawValue>) -> Option<Value> {
-    let params = params?;
-    let mirrored: Mirrored<'_> = serde_json::from_str(params.get()).ok()?;
-    mirrored.meta?.protocol_version
+/// The params' members as the kernel reads them, or `-32020` when they
+/// cannot be read (a member twice): then no header can be checked, and
+/// the request is refused rather than let through unchecked.
+pub(crate) fn members<'p>(params: Option<&'p Params<'_>>) -> Result<Fields<'p>, ErrorObject> {
+    match params {
+        None => Ok(Fields::default()),
+        Some(params) => params.fields().map_err(|e| {
+            mismatch(format!(
+                "the params cannot be read to check the headers against them ({}): send each member once",
+                e.message
+            ))
+        }),
+    }
 }
 
 /// Which era a request speaks over HTTP, or the error that refuses it:
 /// `-32022` for a version this server does not speak, `-32020` for a
-/// version header that does not match the body.
-pub(crate) fn era(headers: &HttpHeaders, params: Option<&RawValue>) -> Result<Era, ErrorObject> {
+/// version header that does not match the body. The body's version is
+/// read as the kernel reads it (`MetaView`), so both tell the same era.
+pub(crate) fn era(headers: &HttpHeaders, fields: &Fields<'_>) -> Result<Era, ErrorObject> {
     let header = headers.get("mcp-protocol-version").map(str::trim);
-    let body = body_version(params);
-    if let Some(body) = &body {
+    if let Some(body) = MetaView::new(fields.meta).protocol_version() {
         let Some(header) = header else {
             return Err(mismatch(
                 "the MCP-Protocol-Version header is required: send the version of the body's _meta in it".into(),
             ));
         };
-        if body.as_str() != Some(header) {
+        if serde_json::from_str::<Cow<'_, str>>(body.get())
+            .ok()
+            .as_deref()
+            != Some(header)
+        {
             return Err(mismatch(format!(
-                "MCP-Protocol-Version header value '{header}' does not match body value {body}"
+                "MCP-Protocol-Version header value '{header}' does not match body value {}",
+                body.get()
             )));
         }
         // An unsupported version is the kernel's `-32022`, as on stdio.
@@ -113,16 +117,8 @@ pub(crate) fn era(headers: &HttpHeaders, params: Option<&RawValue>) -> Result<Er
 /// A modern request's `_meta`, checked as dispatch will check it, so that
 /// a request missing a required field is refused with `400 Bad Request`
 /// (SEP-2575; the conformance suite's `server-stateless`), not `200`.
-pub(crate) fn check_meta(params: Option<&RawValue>) -> Result<(), ErrorObject> {
-    #[derive(Deserialize, Default)]
-    struct WithMeta<'a> {
-        #[serde(rename = "_meta", borrow)]
-        meta: Option<&'a RawValue>,
-    }
-    let with: WithMeta<'_> = params
-        .and_then(|p| serde_json::from_str(p.get()).ok())
-        .unwrap_or_default();
-    validate_meta(&MetaView::new(with.meta)).map(drop)
+pub(crate) fn check_meta(fields: &Fields<'_>) -> Result<(), ErrorObject> {
+    validate_meta(&MetaView::new(fields.meta)).map(drop)
 }
 
 /// Checks `Mcp-Method`, `Mcp-Name` and the `Mcp-Param-*` headers of a
@@ -131,7 +127,7 @@ pub(crate) fn check(
     inner: &Inner,
     headers: &HttpHeaders,
     method: &str,
-    params: Option<&RawValue>,
+    fields: &Fields<'_>,
 ) -> Result<(), ErrorObject> {
     match headers.get("mcp-method") {
         None => {
@@ -146,37 +142,66 @@ pub(crate) fn check(
         }
         Some(_) => {}
     }
-    let mirrored: Mirrored<'_> = match params {
-        Some(p) => serde_json::from_str(p.get()).unwrap_or_default(),
-        None => Mirrored::default(),
-    };
     let named = match method {
-        method::TOOLS_CALL | method::PROMPTS_GET => Some(("params.name", &mirrored.name)),
-        method::RESOURCES_READ => Some(("params.uri", &mirrored.uri)),
+        method::TOOLS_CALL | method::PROMPTS_GET => Some(("params.name", fields.name)),
+        method::RESOURCES_READ => Some(("params.uri", fields.uri)),
         // The Tasks extension: these name their task, so that a balancer
         // can route them to the instance that holds it.
         method::TASKS_GET | method::TASKS_UPDATE | method::TASKS_CANCEL => {
-            Some(("params.taskId", &mirrored.task_id))
+            Some(("params.taskId", fields.task_id))
         }
         _ => None,
     };
-    if let Some((field, Some(body))) = named {
-        let Some(raw) = headers.get("mcp-name") else {
-            return Err(mismatch(format!(
-                "the Mcp-Name header is required for {method}: send {field} in it"
-            )));
-        };
-        let header = decoded("Mcp-Name", raw)?;
-        if header != *body {
-            return Err(mismatch(format!(
-                "Mcp-Name header value '{header}' does not match body value '{body}'"
-            )));
-        }
+    let Some((field, raw)) = named else {
+        return Ok(());
+    };
+    let Some(body) = string_member(raw, field)? else {
+        // No name to mirror: the kernel's "missing" error is the answer.
+        return Ok(());
+    };
+    let Some(raw) = headers.get("mcp-name") else {
+        return Err(mismatch(format!(
+            "the Mcp-Name header is required for {method}: send {field} in it"
+        )));
+    };
+    let header = decoded("Mcp-Name", raw)?;
+    if header != body {
+        return Err(mismatch(format!(
+            "Mcp-Name header value '{header}' does not match body value '{body}'"
+        )));
     }
-    if let (method::TOOLS_CALL, Some(name)) = (method, &mirrored.name) {
-        check_params(inner, headers, name, mirrored.arguments)?;
+    if method == method::TOOLS_CALL {
+        check_params(inner, headers, &body, fields.arguments)?;
     }
     Ok(())
+}
+
+/// A member a header mirrors, read alone: `None` when absent or `null`
+/// (the kernel's reading too); a member of another type cannot be
+/// compared with a header, so it refuses the request.
+fn string_member(raw: Option<&RawValue>, field: &str) -> Result<Option<String>, ErrorObject> {
+    match raw {
+        None => Ok(None),
+        Some(raw) if raw.get() == "null" => Ok(None),
+        Some(raw) => serde_json::from_str(raw.get()).map(Some).map_err(|_| {
+            mismatch(format!(
+                "{field} is {}, not a string, so no header can match it: send it as a string",
+                kind(raw)
+            ))
+        }),
+    }
+}
+
+/// JSON's name for the type of a value, by its first character.
+fn kind(raw: &RawValue) -> &'static str {
+    match raw.get().as_bytes().first() {
+        Some(b'{') => "an object",
+        Some(b'[') => "an array",
+        Some(b'"') => "a string",
+        Some(b't' | b'f') => "a boolean",
+        Some(b'n') => "null",
+        _ => "a number",
+    }
 }
 
 /// A header value, decoded from the Base64 sentinel when it uses it, or
@@ -212,18 +237,9 @@ fn check_params(
         annotations(&entry.tool.input_schema, &mut Vec::new(), &mut annotated);
         annotated
     };
-    if annotated.is_empty() {
-        return Ok(());
-    }
-    let arguments: Value = arguments
-        .and_then(|a| serde_json::from_str(a.get()).ok())
-        .unwrap_or(Value::Null);
     for (path, name) in annotated {
         let header_name = format!("Mcp-Param-{name}");
-        let body = path
-            .iter()
-            .try_fold(&arguments, |v, key| v.get(key))
-            .filter(|v| !v.is_null());
+        let body = argument(arguments, &path)?;
         let header = headers.get(&header_name);
         match (header, body) {
             (None, None) => {}
@@ -243,7 +259,8 @@ fn check_params(
                 let header = decoded(&header_name, raw)?;
                 if !same(&header, body) {
                     return Err(mismatch(format!(
-                        "{header_name} header value '{header}' does not match body value {body}"
+                        "{header_name} header value '{header}' does not match body value {}",
+                        body.get()
                     )));
                 }
             }
@@ -252,13 +269,78 @@ fn check_params(
     Ok(())
 }
 
+/// The argument at `path`, each level read on its own (only the member on
+/// the path; the others are skipped unread): `None` when a level is
+/// absent, `null` or not an object; `-32020` when a level names the
+/// member twice, since a handler might read either.
+fn argument<'a>(
+    arguments: Option<&'a RawValue>,
+    path: &[String],
+) -> Result<Option<&'a RawValue>, ErrorObject> {
+    let mut at = arguments;
+    for key in path {
+        let Some(object) = at.filter(|raw| raw.get().starts_with('{')) else {
+            return Ok(None);
+        };
+        let mut input = serde_json::Deserializer::from_str(object.get());
+        at = Member(key).deserialize(&mut input).map_err(|e| {
+            mismatch(format!(
+                "argument '{}' cannot be checked against its header ({e}): send each member once",
+                path.join(".")
+            ))
+        })?;
+    }
+    Ok(at.filter(|raw| raw.get() != "null"))
+}
+
+/// One member of a JSON object, by name: `None` when absent, an error when
+/// it is there twice.
+struct Member<'k>(&'k str);
+
+impl<'de> DeserializeSeed<'de> for Member<'_> {
+    type Value = Option<&'de RawValue>;
+
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Member<'_> {
+    type Value = Option<&'de RawValue>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("an object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut found = None;
+        while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+            if key != self.0 {
+                map.next_value::<IgnoredAny>()?;
+            } else if found.is_some() {
+                return Err(de::Error::custom(format_args!(
+                    "'{}' appears twice",
+                    self.0
+                )));
+            } else {
+                found = Some(map.next_value::<&'de RawValue>()?);
+            }
+        }
+        Ok(found)
+    }
+}
+
 /// Whether a header's text is the body's primitive value: a string as is,
 /// an integer compared as a number, a boolean as `true` or `false`.
-fn same(header: &str, body: &Value) -> bool {
-    match body {
-        Value::String(s) => s == header,
-        Value::Bool(b) => header == if *b { "true" } else { "false" },
-        Value::Number(n) => header
+fn same(header: &str, body: &RawValue) -> bool {
+    // An object or an array is never a header's value: not read.
+    if body.get().starts_with(['{', '[']) {
+        return false;
+    }
+    match serde_json::from_str::<Value>(body.get()) {
+        Ok(Value::String(s)) => s == header,
+        Ok(Value::Bool(b)) => header == if b { "true" } else { "false" },
+        Ok(Value::Number(n)) => header
             .trim()
             .parse::<f64>()
             .ok()
@@ -289,14 +371,43 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    fn raw(json: &str) -> Box<RawValue> {
+        RawValue::from_string(json.to_owned()).unwrap()
+    }
+
     #[test]
     fn integers_compare_as_numbers_and_booleans_in_lowercase() {
-        assert!(same("42", &json!(42)));
-        assert!(same("42.0", &json!(42)));
-        assert!(!same("43", &json!(42)));
-        assert!(same("true", &json!(true)));
-        assert!(!same("True", &json!(true)));
-        assert!(same("us-west1", &json!("us-west1")));
+        assert!(same("42", &raw("42")));
+        assert!(same("42.0", &raw("42")));
+        assert!(!same("43", &raw("42")));
+        assert!(same("true", &raw("true")));
+        assert!(!same("True", &raw("true")));
+        assert!(same("us-west1", &raw(r#""us-west1""#)));
+        assert!(same("us-west1", &raw(r#""us\u002dwest1""#)));
+        assert!(!same("[1]", &raw("[1]")));
+    }
+
+    #[test]
+    fn an_argument_is_read_level_by_level_and_twice_is_refused() {
+        let path = |p: &str| p.split('.').map(str::to_owned).collect::<Vec<_>>();
+        let args = raw(r#"{"a": {"b": 5, "c": [1, {}]}, "x": "not an object"}"#);
+        assert_eq!(
+            argument(Some(&args), &path("a.b")).unwrap().unwrap().get(),
+            "5"
+        );
+        assert!(argument(Some(&args), &path("a.d")).unwrap().is_none());
+        assert!(argument(Some(&args), &path("x.y")).unwrap().is_none());
+        assert!(argument(None, &path("a")).unwrap().is_none());
+        let null = raw(r#"{"a": null}"#);
+        assert!(argument(Some(&null), &path("a")).unwrap().is_none());
+        let twice = raw(r#"{"a": {"b": 1, "b": 2}}"#);
+        let error = argument(Some(&twice), &path("a.b")).unwrap_err();
+        assert_eq!(error.code, -32020);
+        assert!(
+            error.message.contains("'b' appears twice"),
+            "{}",
+            error.message
+        );
     }
 
     #[test]

@@ -4,10 +4,15 @@
 //! request ends once its response is complete (the request has the
 //! server's grace period); `serve_http` returns when all have ended.
 //!
-//! At the cap, the oldest legacy GET stream gives way to the new
-//! connection (its socket is shut down; its client may open it again):
-//! clients that never close theirs (a session left behind) would otherwise
-//! fill the cap, one stream each, and every later connection be refused.
+//! At the cap a connection that waits for a request gives way to the new
+//! one (its socket is shut down): the one that has waited longest, be it
+//! silent since it opened or idle between requests, else the oldest legacy
+//! GET stream (its client may open it again). Connections that send
+//! nothing, or never close a session's stream, would otherwise fill the
+//! cap and every later connection be refused. A new connection waits
+//! nowhere until its thread has looked at it and found nothing
+//! (`OpenConnections::idle`): a client that sent its request at once is
+//! never the one to give way.
 
 use std::collections::HashMap;
 use std::net::{Shutdown, TcpStream};
@@ -36,26 +41,37 @@ struct Open {
     socket: TcpStream,
     /// It is serving a request.
     busy: bool,
+    /// Since when it has waited for a request, found silent by its thread
+    /// (it may give way); `None` while it serves one, and until its
+    /// thread first looked.
+    idle_since: Option<Instant>,
     /// It serves a legacy session's GET stream (it may give way).
     stream: bool,
 }
 
 impl OpenConnections {
     /// Counts a new connection in, unless the listener is closing or `max`
-    /// are open and none is a GET stream that could give way (the oldest
-    /// does); returns its key.
+    /// are open and none gives way (see the module docs); returns its key.
     pub fn enter(&self, socket: &TcpStream, max: usize) -> Option<u64> {
         let mut state = self.lock();
         if state.closing {
             return None;
         }
         if state.sockets.len() >= max {
-            let oldest = (state.sockets.iter())
-                .filter(|(_, open)| open.stream)
-                .map(|(key, _)| *key)
-                .min()?;
-            // Its thread sees the end at its next look and leaves.
-            let gone = state.sockets.remove(&oldest).expect("just found");
+            let idle = (state.sockets.iter())
+                .filter_map(|(key, open)| Some((open.idle_since?, *key)))
+                .min()
+                .map(|(_, key)| key);
+            let stream = || {
+                (state.sockets.iter())
+                    .filter(|(_, open)| open.stream)
+                    .map(|(key, _)| *key)
+                    .min()
+            };
+            let gives_way = idle.or_else(stream)?;
+            // Its thread sees the end at its next read, or is told by
+            // `serving`, and leaves.
+            let gone = state.sockets.remove(&gives_way).expect("just found");
             let _ = gone.socket.shutdown(Shutdown::Both);
         }
         let socket = socket.try_clone().ok()?;
@@ -64,6 +80,7 @@ impl OpenConnections {
         let open = Open {
             socket,
             busy: false,
+            idle_since: None,
             stream: false,
         };
         state.sockets.insert(key, open);
@@ -71,14 +88,24 @@ impl OpenConnections {
     }
 
     /// The connection `key` begins (`true`) or ends (`false`) serving a
-    /// request. Returns whether it may go on: `false` once the listener is
-    /// closing and the connection is between requests.
+    /// request. Returns whether it may go on: `false` once it gave way to
+    /// another, or the listener is closing and it is between requests.
     pub fn serving(&self, key: u64, serving: bool) -> bool {
         let mut state = self.lock();
-        if let Some(open) = state.sockets.get_mut(&key) {
-            open.busy = serving;
-        }
+        let Some(open) = state.sockets.get_mut(&key) else {
+            return false;
+        };
+        open.busy = serving;
+        open.idle_since = None;
         serving || !state.closing
+    }
+
+    /// The connection `key` waits for a request and its thread found it
+    /// silent (`connection::request_begins`): at the cap it may give way.
+    pub fn idle(&self, key: u64) {
+        if let Some(open) = self.lock().sockets.get_mut(&key) {
+            open.idle_since = Some(Instant::now());
+        }
     }
 
     /// The connection `key` serves a legacy session's GET stream from here

@@ -29,9 +29,10 @@ pub(crate) type Authorize = dyn Fn(&HttpHeaders) -> Result<(), Unauthorized> + S
 /// requests without `Origin`; hosts: loopback names only when the listener
 /// is bound to a loopback address, any otherwise; 64 connections; a body
 /// of at most 4 MiB; 16 KiB of request line and headers, which must
-/// arrive within 10 s; an idle keep-alive connection closed after 60 s; a
-/// keep-alive comment on an SSE stream every 15 s; a client that takes
-/// nothing of its response for 10 s dropped.
+/// arrive within 10 s (a new connection's from its start); an idle
+/// keep-alive connection closed after 60 s; a keep-alive comment on an
+/// SSE stream every 15 s; a client that takes nothing of its response for
+/// 10 s dropped.
 #[derive(Clone)]
 pub struct HttpOptions {
     pub(crate) path: String,
@@ -108,15 +109,18 @@ impl HttpOptions {
         self
     }
 
-    /// At most this many connections at once (default 64), a thread each;
-    /// one more is answered `503` and closed. A connection kept alive
-    /// between requests counts (for up to the idle timeout), and so does an
-    /// open stream for as long as the client keeps it: a 2026-07-28
-    /// `subscriptions/listen`, or a legacy session's GET stream, which the
-    /// SDKs' legacy clients open at once. Allow about two per client. At
-    /// the cap, the oldest legacy GET stream is closed to let a new
-    /// connection in (its client may open it again): sessions left open by
-    /// clients that went away do not fill the cap.
+    /// At most this many connections at once (default 64), a thread each.
+    /// A connection kept alive between requests counts (for up to the idle
+    /// timeout), and so does an open stream for as long as the client
+    /// keeps it: a 2026-07-28 `subscriptions/listen`, or a legacy session's
+    /// GET stream, which the SDKs' legacy clients open at once. Allow about
+    /// two per client. At the cap a connection waiting for a request
+    /// (silent since it opened, or idle between requests; the one that
+    /// waited longest) is closed to let a new one in, else the oldest
+    /// legacy GET stream (its client may open it again): connections that
+    /// send nothing, and sessions left open by clients that went away, do
+    /// not lock later clients out. When every connection is serving a
+    /// request, one more is answered `503` and closed.
     pub fn max_connections(mut self, max: usize) -> Self {
         self.max_connections = max.max(1);
         self
@@ -130,10 +134,15 @@ impl HttpOptions {
     }
 
     /// How long a request's line, headers and body may take to arrive once
-    /// it began (default 10 s, at least 1 ms): a slower client is answered
-    /// `408` and closed.
+    /// it began (default 10 s, at least 100 ms): a slower client is
+    /// answered `408` and closed. A new connection's first request is on
+    /// this clock from the connection's start: one that sends nothing is
+    /// closed when it runs out, without an answer (the idle timeout is for
+    /// a kept-alive connection's next request).
     pub fn header_timeout(mut self, timeout: Duration) -> Self {
-        self.header_timeout = timeout.max(Duration::from_millis(1));
+        // Less would turn away clients whose first packet comes a moment
+        // after their connection.
+        self.header_timeout = timeout.max(Duration::from_millis(100));
         self
     }
 

@@ -184,8 +184,9 @@ impl Sessions {
         version: &str,
     ) -> Result<Entered, UnknownSession> {
         if method == "initialize" {
+            // Its id goes out with its answer only if the session opens
+            // (`Sessions::opened`): a failed `initialize` names none.
             let session_id = new_id();
-            body.header("Mcp-Session-Id", session_id.clone());
             body.hold();
             return Ok(Entered {
                 id: Some(session_id),
@@ -200,6 +201,7 @@ impl Sessions {
                 client_info: None,
                 initialized: false,
                 log_level: None,
+                live_level: Default::default(),
                 subscribed: HashSet::new(),
             });
             front.set_session(session);
@@ -265,7 +267,10 @@ impl Sessions {
         if let Some(id) = &entered.id {
             let session = front.session();
             match (session, &entered.given) {
-                (Some(session), None) => self.store(id, &session, None),
+                (Some(session), None) => {
+                    self.store(id, &session, None);
+                    body.header("Mcp-Session-Id", id.clone());
+                }
                 (Some(session), Some(given)) if !Arc::ptr_eq(given, &session) => {
                     self.store(id, &session, Some(given));
                 }

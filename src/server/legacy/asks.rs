@@ -6,9 +6,12 @@
 //! cancelled or gives up waiting, dropped when the client will answer
 //! nothing more.
 //!
-//! The table is held while it acts on the connection (this lock, then the
+//! The table is held while it changes the connection (this lock, then the
 //! connection's), so an ask is either written before its request's
-//! cancellation and then withdrawn by it, or refused.
+//! cancellation and then withdrawn by it, or refused; what that wrote is
+//! sent once the table is let go (`ConnHandle::act_unsent`), so a client
+//! that stops reading holds no thread that needs the table (the reader's
+//! cancellations and answers).
 
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
@@ -31,7 +34,7 @@ pub(crate) enum AskFailed {
     Client(ErrorObject),
     /// The ask was not sent: as many requests wait for this client's
     /// answers as the connection has slots.
-    Refused(ErrorObject),
+    Full,
     /// The ask was not sent, or will not be answered: its request was
     /// cancelled, or the connection is closing.
     Closed,
@@ -72,7 +75,7 @@ impl Asks {
     /// request gives up its slot in the same step (`Conn::stop_holding`),
     /// and the `bool` says whether it did: it takes it again with
     /// [`Asks::hold_again`] once the round's answers are in. Refused
-    /// (`Refused`) when as many requests wait so as the connection has
+    /// (`Full`) when as many requests wait so as the connection has
     /// slots: the requests behind them could fill the queue and stop the
     /// reader, which reads the answers. Refused (`Closed`) for a request no
     /// longer in flight (nothing more is sent for a cancelled request) and
@@ -89,25 +92,25 @@ impl Asks {
         if open.closed {
             return Err(AskFailed::Closed);
         }
-        let gave_up = self.conn.act(Sending::Now, |c| {
+        let (gave_up, written) = self.conn.act_unsent(|c| {
             let holding = match give_up_slot {
                 true => c.stop_holding(request, seq),
                 false => Holding::NoSlot,
             };
             if holding == Holding::Full {
-                let max = c.max_running();
-                return Err(AskFailed::Refused(ErrorObject::internal_error(format!(
-                    "too many requests already wait for this client's answers (at most {max})"
-                ))));
+                return Err(AskFailed::Full);
             }
             match c.notify(request, seq, line) {
                 true => Ok(holding == Holding::Released),
                 false => Err(AskFailed::Closed),
             }
-        })?;
+        });
+        let gave_up = gave_up?;
         let (reply, answer) = crossbeam_channel::bounded(1);
         let request = request.clone();
         open.asks.insert(id, Ask { reply, request });
+        drop(open);
+        self.send(Sending::Now, written);
         Ok((answer, gave_up))
     }
 
@@ -124,11 +127,13 @@ impl Asks {
         let withdrawn: Vec<&RequestId> = (ids.iter())
             .filter(|id| open.asks.remove(*id).is_some())
             .collect();
-        self.conn.act(Sending::Now, |c| {
+        let ((), written) = self.conn.act_unsent(|c| {
             withdrawn
                 .into_iter()
                 .for_each(|id| write_ask_cancelled(c, id));
         });
+        drop(open);
+        self.send(Sending::Now, written);
     }
 
     /// A response from the client: the answer to an ask, taken (`Ok`), or
@@ -158,10 +163,21 @@ impl Asks {
             .extract_if(|_, ask| ask.request == *id)
             .map(|(ask_id, _)| ask_id)
             .collect();
-        self.conn.act(sending, |c| {
+        let (cancelled, written) = self.conn.act_unsent(|c| {
             ids.iter().for_each(|ask| write_ask_cancelled(c, ask));
             c.cancel(id)
-        })
+        });
+        drop(open);
+        self.send(sending, written);
+        cancelled
+    }
+
+    /// Sends what a change made under the table's lock wrote, once the
+    /// lock is let go.
+    fn send(&self, sending: Sending, written: Option<u64>) {
+        if let Some(written) = written {
+            self.conn.send_as(sending, written);
+        }
     }
 
     /// Nothing more comes from the client: the asks still open are dropped

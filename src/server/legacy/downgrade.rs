@@ -41,6 +41,7 @@ pub(crate) fn unstamped_or_line(reply: Reply) -> Result<Reply, Vec<u8>> {
             Err(result.encode_line())
         }
         Reply::Line(line) => Err(line),
+        later @ Reply::Later(_) => Ok(later),
     }
 }
 

@@ -192,19 +192,20 @@ impl Front {
     fn session_request(&self, id: &RequestId, request: Result<LegacyRequest, ErrorObject>) {
         let inner = &self.0.inner;
         let max = inner.config.max_subscriptions;
-        let (reply, opened) = match request {
-            Ok(LegacyRequest::Initialize(session)) => (
-                Ok(initialize_result(inner, &session)),
-                Some(Arc::new(*session)),
-            ),
-            Ok(other) => {
-                let mut guard = lock(&self.0.session);
-                let reply = match guard.as_mut() {
-                    Some(session) => Arc::make_mut(session).apply(other, max),
-                    None => Ok(json!({})),
-                };
-                (reply, None)
+        // The session as it will be if the request is answered: a
+        // request refused (an id in use, shutting down) changes nothing.
+        let (reply, changed) = match request {
+            Ok(LegacyRequest::Initialize(session)) => {
+                (Ok(initialize_result(inner, &session)), Some(*session))
             }
+            Ok(other) => match self.session() {
+                Some(session) => {
+                    let mut changed = LegacySession::clone(&session);
+                    let reply = changed.apply(other, max);
+                    (reply, Some(changed))
+                }
+                None => (Ok(json!({})), None),
+            },
             Err(error) => (Err(error), None),
         };
         let answered = self.0.conn.act(Sending::BeforeRead, |c| {
@@ -222,8 +223,9 @@ impl Front {
             c.write_line(line);
             true
         });
-        if let (true, Some(session)) = (answered, opened) {
-            self.set_session(session);
+        if let (true, Some(session)) = (answered, changed) {
+            session.apply_level();
+            self.set_session(Arc::new(session));
             self.hear();
         }
     }

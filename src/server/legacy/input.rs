@@ -78,6 +78,21 @@ impl Bridge {
         })
     }
 
+    /// Wraps the work of an inline legacy request, which runs on the
+    /// reader: its first round's reply for the client, or, when the
+    /// handler needs input, the rest (asking, waiting for the answers,
+    /// running the handler again) handed back to run on the pool
+    /// (`Reply::Later`): it waits for answers that only the reader reads.
+    pub fn wrap_inline(self, work: Work) -> Work {
+        Box::new(move |ctx| match unstamped_or_line(work(ctx)) {
+            Ok(complete) => complete,
+            Err(line) if input_required(&line).is_none() => {
+                Reply::Line(downgrade(line, &self.method, &self.session.version))
+            }
+            Err(line) => Reply::Later(Box::new(move |ctx| self.rounds(ctx, line))),
+        })
+    }
+
     /// Asks and runs the handler again while its reply (`line`) requires
     /// input, then makes the last reply a legacy one.
     fn rounds(&self, ctx: &RequestContext, mut line: Vec<u8>) -> Reply {
@@ -108,7 +123,15 @@ impl Bridge {
     ) -> Result<Vec<u8>, ErrorObject> {
         let timeout = self.inner.config.ask_timeout;
         let version = &self.session.version;
-        let answers = ask(&self.asks, ctx, input.requests, version, timeout)?;
+        let max_running = self.inner.config.max_running;
+        let answers = ask(
+            &self.asks,
+            ctx,
+            input.requests,
+            version,
+            timeout,
+            max_running,
+        )?;
         let mut retry: Map<String, Value> =
             serde_json::from_str(&self.params).map_err(ErrorObject::internal_error)?;
         retry.insert("inputResponses".into(), Value::Object(answers));
@@ -187,13 +210,15 @@ fn withdraw(asks: &Asks, open: &[OpenAsk], error: ErrorObject) -> ErrorObject {
 type OpenAsk = (String, RequestId, Receiver<AskReply>);
 
 /// Sends every input request to the client and waits (at most `timeout`)
-/// for all the answers, keyed like the requests.
+/// for all the answers, keyed like the requests; refused when `max_running`
+/// requests wait for this client's answers already.
 fn ask(
     asks: &Asks,
     ctx: &RequestContext,
     requests: Map<String, Value>,
     version: &str,
     timeout: Duration,
+    max_running: usize,
 ) -> Result<Map<String, Value>, ErrorObject> {
     let Sink::Conn { seq, .. } = ctx.sink() else {
         return Err(ErrorObject::internal_error(
@@ -212,7 +237,11 @@ fn ask(
                     released |= gave_up;
                     Ok((id, answer))
                 }
-                Err(AskFailed::Client(error) | AskFailed::Refused(error)) => Err(error),
+                Err(AskFailed::Client(error)) => Err(error),
+                Err(AskFailed::Full) => Err(ErrorObject::internal_error(format!(
+                    "too many requests already wait for this client's answers (at most {})",
+                    max_running
+                ))),
                 Err(AskFailed::Closed) => Err(ended(ctx)),
             }
         });
@@ -332,8 +361,9 @@ fn await_answers(
                 };
                 return Err(withdraw(asks, &open, error));
             }
-            Err(AskFailed::Refused(error)) => return Err(withdraw(asks, &open, error)),
-            Err(AskFailed::Closed) => return Err(withdraw(asks, &open, ended(ctx))),
+            Err(AskFailed::Closed | AskFailed::Full) => {
+                return Err(withdraw(asks, &open, ended(ctx)));
+            }
         };
         let value = serde_json::from_str(value.get()).map_err(ErrorObject::internal_error)?;
         answers.insert(key, value);

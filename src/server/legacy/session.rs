@@ -4,6 +4,7 @@
 
 use std::borrow::Cow;
 use std::collections::HashSet;
+use std::sync::Arc;
 
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
@@ -11,7 +12,7 @@ use serde_json::{Map, Value, json};
 use crate::jsonrpc::ErrorObject;
 use crate::server::Inner;
 use crate::server::event::ServerEvent;
-use crate::server::request_meta::RequestMeta;
+use crate::server::request_meta::{LiveLevel, RequestMeta};
 use crate::types::{LoggingLevel, ProgressToken, ServerCapabilities, method};
 use crate::version::LEGACY_VERSIONS;
 
@@ -26,6 +27,11 @@ pub(crate) struct LegacySession {
     pub initialized: bool,
     /// `logging/setLevel`, for the whole connection.
     pub log_level: Option<LoggingLevel>,
+    /// The same level, shared with the requests prepared under the session
+    /// (and, over HTTP, with its other POSTs) so that a level set while
+    /// they run holds for their later logs; set when a change is answered
+    /// ([`LegacySession::apply_level`]).
+    pub live_level: Arc<LiveLevel>,
     /// `resources/subscribe`, for the whole connection.
     pub subscribed: HashSet<String>,
 }
@@ -43,6 +49,13 @@ pub(crate) enum LegacyRequest {
 }
 
 impl LegacySession {
+    /// This session's level made the one its running requests read (once
+    /// the request that set it is answered: a refused one changes
+    /// nothing).
+    pub fn apply_level(&self) {
+        self.live_level.set(self.log_level);
+    }
+
     /// The request metadata a legacy request stands for: the session's
     /// version, capabilities and log level, and its own progress token.
     pub fn meta(&self, progress_token: Option<ProgressToken>) -> RequestMeta {
@@ -51,6 +64,7 @@ impl LegacySession {
             client_capabilities: self.client_capabilities.clone(),
             client_info: self.client_info.clone(),
             log_level: self.log_level,
+            live_level: Some(Arc::clone(&self.live_level)),
             progress_token,
             raw: None,
         }
@@ -83,6 +97,7 @@ pub(crate) fn initialize(params: &str) -> Result<LegacySession, ErrorObject> {
         client_info: params.client_info,
         initialized: false,
         log_level: None,
+        live_level: Arc::default(),
         subscribed: HashSet::new(),
     })
 }
@@ -148,14 +163,13 @@ pub(crate) fn session_request(
         _ => {}
     }
     session?;
-    let has_resources = inner
-        .registry
-        .read()
-        .unwrap_or_else(|e| e.into_inner())
-        .has_resources;
+    // A request for what the server does not declare is not found (as a
+    // method it does not serve is).
     Some(match method {
-        "logging/setLevel" => set_level(params).map(LegacyRequest::SetLevel),
-        "resources/subscribe" if has_resources => subscription_uri(params).and_then(|uri| {
+        "logging/setLevel" if inner.capabilities().logging.is_some() => {
+            set_level(params).map(LegacyRequest::SetLevel)
+        }
+        "resources/subscribe" if inner.subscribable() => subscription_uri(params).and_then(|uri| {
             if inner.accepts_uri(&uri) {
                 Ok(LegacyRequest::Subscribe(uri))
             } else {
@@ -163,7 +177,7 @@ pub(crate) fn session_request(
                 Err(ErrorObject::new(-32002, "Resource not found").with_data(json!({ "uri": uri })))
             }
         }),
-        "resources/unsubscribe" if has_resources => {
+        "resources/unsubscribe" if inner.subscribable() => {
             subscription_uri(params).map(LegacyRequest::Unsubscribe)
         }
         method::SUBSCRIPTIONS_LISTEN => Err(ErrorObject::method_not_found(method)),

@@ -43,9 +43,10 @@ impl Wrap {
         }
     }
 
-    /// Wraps `job`'s work. A request that may ask the client runs on the
-    /// pool, however its handler was registered: it may wait for answers,
-    /// which only the reader can read.
+    /// Wraps `job`'s work. An inline request that may ask the client runs
+    /// its first round on the reader, as a modern one does, and the rest,
+    /// which waits for answers that only the reader can read, on the pool
+    /// (`Bridge::wrap_inline`).
     pub fn apply(self, job: Job) -> Job {
         let Job {
             meta,
@@ -54,6 +55,7 @@ impl Wrap {
             retry,
         } = job;
         let (work, inline) = match self {
+            Wrap::Bridge(bridge) if inline => (bridge.wrap_inline(work), true),
             Wrap::Bridge(bridge) => (bridge.wrap(work), false),
             Wrap::Downgrade { method, version } => (
                 Box::new(move |ctx: &_| for_legacy(work(ctx), &method, &version)) as _,

@@ -1,10 +1,13 @@
 //! `listen`: the acknowledged filter, then one event a line, until the
 //! server's final result, Ctrl-C, or the reader of our output going away.
+//! A server that offers none of what was asked (it acknowledges nothing,
+//! or declares nothing and does not serve `subscriptions/listen`) is told
+//! apart from a failure: what it offers, and exit 0.
 
 use std::time::Duration;
 
-use mcp_stdio::types::SubscriptionFilter;
-use mcp_stdio::{Era, SubscriptionEnd, SubscriptionEvent};
+use mcp_stdio::types::{ServerCapabilities, SubscriptionFilter};
+use mcp_stdio::{Era, Error, SubscriptionEnd, SubscriptionEvent, error_code};
 use serde_json::json;
 
 use super::Ctx;
@@ -13,11 +16,23 @@ use crate::{Failure, status};
 
 pub fn listen(ctx: &Ctx<'_>, filter: &SubscriptionFilter) -> Result<u8, Failure> {
     let json = ctx.opts.json;
-    let mut sub = ctx
-        .client
-        .listen(filter.clone())
-        .map_err(|e| ctx.failure(e, "subscriptions/listen"))?;
+    let offers = offered(&ctx.client.server_capabilities());
+    let mut sub = match ctx.client.listen(filter.clone()) {
+        Ok(sub) => sub,
+        // A server that declares nothing to listen to need not serve the
+        // method (fastmcp 4.2.3 and supergateway answer `-32601`): an
+        // answer, not a failure.
+        Err(Error::Rpc(e)) if e.code == error_code::METHOD_NOT_FOUND && offers.is_empty() => {
+            return Ok(nothing(json, &offers));
+        }
+        Err(e) => return Err(ctx.failure(e, "subscriptions/listen")),
+    };
     let accepted = sub.accepted().clone();
+    if accepted == SubscriptionFilter::default() {
+        // Nothing asked for can ever come: waiting would wait for nothing.
+        sub.cancel();
+        return Ok(nothing(json, &offers));
+    }
     if json {
         let ack = json!({
             "method": "notifications/subscriptions/acknowledged",
@@ -87,6 +102,45 @@ pub fn listen(ctx: &Ctx<'_>, filter: &SubscriptionFilter) -> Result<u8, Failure>
             }
         }
     }
+}
+
+/// Nothing asked for is offered: says what the server offers; exit 0.
+fn nothing(json: bool, offers: &[&str]) -> u8 {
+    let offers = if offers.is_empty() {
+        "no list changes and no resource subscriptions".to_owned()
+    } else {
+        offers.join(", ")
+    };
+    end_line(
+        json,
+        "nothing",
+        &format!("nothing to listen to: the server offers {offers}"),
+    );
+    0
+}
+
+/// What a server's capabilities say it delivers to a listen.
+fn offered(capabilities: &ServerCapabilities) -> Vec<&'static str> {
+    let on = |flag: Option<bool>| flag == Some(true);
+    let resources = capabilities.resources.as_ref();
+    [
+        (
+            on(capabilities.tools.as_ref().and_then(|t| t.list_changed)),
+            "tools",
+        ),
+        (
+            on(capabilities.prompts.as_ref().and_then(|p| p.list_changed)),
+            "prompts",
+        ),
+        (on(resources.and_then(|r| r.list_changed)), "resources"),
+        (
+            on(resources.and_then(|r| r.subscribe)),
+            "resource subscriptions",
+        ),
+    ]
+    .into_iter()
+    .filter_map(|(on, what)| on.then_some(what))
+    .collect()
 }
 
 fn end_line(json: bool, end: &str, text: &str) {
