@@ -319,8 +319,9 @@ impl Link {
         }
         subs.remove(&sub_id);
         drop(subs);
-        // Spec 2026-07-28 basic/patterns/subscriptions: a client ends a
-        // subscription it no longer takes with `notifications/cancelled`.
+        // Spec 2026-07-28 basic/patterns/subscriptions, "Cancellation": the
+        // client cancels a subscription with `notifications/cancelled`
+        // referencing the `subscriptions/listen` request id.
         self.send_cancelled(
             &sub_id,
             Some("the client's application did not read its events"),
@@ -419,16 +420,17 @@ impl Link {
         }
         let mut legacy = lock(&self.legacy);
         let mut subs = lock(&self.subscriptions);
-        let overflowed: Vec<RequestId> = legacy
-            .iter()
-            .filter(|(id, filter)| {
-                subs.get(*id).is_some_and(|sink| {
-                    legacy_listen::wants(filter, method, params)
-                        && !sink.notify(method, params.clone(), bytes, self.max_line)
-                })
-            })
-            .map(|(id, _)| id.clone())
-            .collect();
+        let mut overflowed = Vec::new();
+        for (id, filter) in legacy.iter() {
+            let Some(sink) = subs.get(id) else { continue };
+            if legacy_listen::wants(filter, method, params)
+                && !sink.notify(method, params.clone(), bytes, self.max_line)
+            {
+                overflowed.push(id.clone());
+            }
+        }
+        // Forgotten under the locks, unsubscribed after them:
+        // `legacy_listen::close` asks which URIs the others still want.
         let ended: Vec<(RequestId, SubscriptionFilter)> = overflowed
             .into_iter()
             .filter_map(|id| {
