@@ -48,8 +48,10 @@ pub enum SubscriptionEvent {
     },
 }
 
-/// How a subscription ended.
+/// How a subscription ended. More ways may come: match it with a `_`
+/// arm.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum SubscriptionEnd {
     /// The server ended it: it answered the listen request (the graceful
     /// end), or tore it down with `notifications/cancelled`.

@@ -100,6 +100,11 @@ pub fn listen(ctx: &Ctx<'_>, filter: &SubscriptionFilter) -> Result<u8, Failure>
                     "the server's events came faster than they were printed, and the client cancelled the subscription once more than 16 MiB of them waited",
                 ));
             }
+            Err(other) => {
+                return Err(Failure::connection(format!(
+                    "the subscription ended ({other:?})"
+                )));
+            }
         }
     }
 }
