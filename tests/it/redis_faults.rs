@@ -7,6 +7,7 @@
 //! path and `--ignored`.
 
 mod proxy;
+mod review;
 
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
@@ -45,6 +46,11 @@ struct OwnRedis {
 
 impl OwnRedis {
     fn start() -> OwnRedis {
+        OwnRedis::start_with(&[])
+    }
+
+    /// A `redis-server` of the test's own with `args` added.
+    fn start_with(args: &[&str]) -> OwnRedis {
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .unwrap()
             .local_addr()
@@ -54,6 +60,7 @@ impl OwnRedis {
             .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
             .args(["--save", "", "--appendonly", "no"])
             .args(["--enable-debug-command", "yes", "--dir", "/tmp"])
+            .args(args)
             .stdout(Stdio::null())
             .spawn()
             .expect("redis-server on the path: run these through tests/redis.sh");
@@ -210,6 +217,16 @@ fn server(
     did: mpsc::Sender<Did>,
     release: Arc<Mutex<mpsc::Receiver<String>>>,
 ) -> Server {
+    server_builder(store, feed, did, release).build()
+}
+
+/// [`server`]'s builder, before `build`.
+fn server_builder(
+    store: RedisTaskStore,
+    feed: Option<RedisChangeFeed>,
+    did: mpsc::Sender<Did>,
+    release: Arc<Mutex<mpsc::Receiver<String>>>,
+) -> mcp_stdio::ServerBuilder {
     let (on_ask, on_wait) = (Mutex::new(did.clone()), Mutex::new(did));
     let mut builder = builder()
         .request_state_key([7; 32])
@@ -257,7 +274,7 @@ fn server(
     if let Some(feed) = feed {
         builder = builder.change_feed(feed);
     }
-    builder.build()
+    builder
 }
 
 /// A replica with its store (and feed) at `url`.

@@ -26,6 +26,18 @@ struct Faults {
     /// Whether the connections of an older epoch are cut (closed) rather
     /// than silenced.
     cut_old: AtomicBool,
+    /// With `lose_exec_reply`: the lost reply cuts every connection and
+    /// refuses new ones (as [`Proxy::cut`]), so that the client's retry
+    /// fails too.
+    cut_on_lost_exec: AtomicBool,
+    /// The next `EXEC` goes to Redis, and its reply (and all after it on
+    /// that connection) is swallowed while the connection stays open: the
+    /// client waits for its read timeout.
+    hold_exec_reply: AtomicBool,
+    /// How many `EXEC` replies were swallowed so.
+    held: AtomicU64,
+    /// How many `EXEC` replies were lost (`lose_exec_reply`).
+    lost: AtomicU64,
 }
 
 /// The connections carried, with the epoch each was opened in.
@@ -77,16 +89,36 @@ impl Proxy {
         self.faults.lose_exec_reply.store(true, Ordering::Release);
     }
 
+    /// The next `EXEC` is applied by Redis, its reply lost, and Redis is
+    /// out of reach from then on (every connection cut, new ones refused)
+    /// until [`Proxy::restore`]: the client's retry fails too.
+    pub fn lose_next_exec_reply_and_cut(&self) {
+        self.faults.cut_on_lost_exec.store(true, Ordering::Release);
+        self.faults.lose_exec_reply.store(true, Ordering::Release);
+    }
+
+    /// The next `EXEC` is applied by Redis and its reply never arrives on
+    /// a connection that stays open (a network that lost it without a
+    /// reset): the client waits for its read timeout.
+    pub fn hold_next_exec_reply(&self) {
+        self.faults.hold_exec_reply.store(true, Ordering::Release);
+    }
+
+    /// How many `EXEC` replies were lost by [`Proxy::lose_next_exec_reply`]
+    /// or [`Proxy::lose_next_exec_reply_and_cut`].
+    pub fn lost(&self) -> u64 {
+        self.faults.lost.load(Ordering::Acquire)
+    }
+
+    /// How many `EXEC` replies were swallowed by [`Proxy::hold_next_exec_reply`].
+    pub fn held(&self) -> u64 {
+        self.faults.held.load(Ordering::Acquire)
+    }
+
     /// Closes every open connection and refuses new ones until
     /// [`Proxy::restore`]: Redis out of reach.
     pub fn cut(&self) {
-        self.faults.refuse.store(true, Ordering::Release);
-        self.faults.cut_old.store(true, Ordering::Release);
-        self.faults.epoch.fetch_add(1, Ordering::AcqRel);
-        for (_, client, server) in self.open.lock().unwrap().drain(..) {
-            let _ = client.shutdown(Shutdown::Both);
-            let _ = server.shutdown(Shutdown::Both);
-        }
+        cut_all(&self.faults, &self.open);
     }
 
     /// The open connections carry nothing from now on, and stay open
@@ -102,6 +134,17 @@ impl Proxy {
     }
 }
 
+/// Closes every open connection and refuses new ones.
+fn cut_all(faults: &Faults, open: &Open) {
+    faults.refuse.store(true, Ordering::Release);
+    faults.cut_old.store(true, Ordering::Release);
+    faults.epoch.fetch_add(1, Ordering::AcqRel);
+    for (_, client, server) in open.lock().unwrap().drain(..) {
+        let _ = client.shutdown(Shutdown::Both);
+        let _ = server.shutdown(Shutdown::Both);
+    }
+}
+
 /// Carries one connection both ways on two threads.
 fn carry(client: TcpStream, server: TcpStream, faults: &Arc<Faults>, open: &Open) {
     let epoch = faults.epoch.load(Ordering::Acquire);
@@ -110,10 +153,12 @@ fn carry(client: TcpStream, server: TcpStream, faults: &Arc<Faults>, open: &Open
         client.try_clone().unwrap(),
         server.try_clone().unwrap(),
     ));
-    // Set by the way up when the reply to what it sent must be lost.
+    // Set by the way up when the reply to what it sent must be lost, or
+    // held.
     let lose = Arc::new(AtomicBool::new(false));
+    let hold = Arc::new(AtomicBool::new(false));
     let (mut c_in, mut s_out) = (client.try_clone().unwrap(), server.try_clone().unwrap());
-    let (f, lose_up) = (Arc::clone(faults), Arc::clone(&lose));
+    let (f, lose_up, hold_up) = (Arc::clone(faults), Arc::clone(&lose), Arc::clone(&hold));
     thread::spawn(move || {
         let mut buf = vec![0; 64 * 1024];
         loop {
@@ -138,14 +183,19 @@ fn carry(client: TcpStream, server: TcpStream, faults: &Arc<Faults>, open: &Open
             if contains(chunk, b"EXEC") && f.lose_exec_reply.swap(false, Ordering::AcqRel) {
                 lose_up.store(true, Ordering::Release);
             }
+            if contains(chunk, b"EXEC") && f.hold_exec_reply.swap(false, Ordering::AcqRel) {
+                hold_up.store(true, Ordering::Release);
+            }
             if s_out.write_all(chunk).is_err() {
                 return;
             }
         }
     });
     let (mut s_in, mut c_out, f) = (server, client, Arc::clone(faults));
+    let all = Arc::clone(open);
     thread::spawn(move || {
         let mut buf = vec![0; 64 * 1024];
+        let mut holding = false;
         loop {
             let Ok(n) = s_in.read(&mut buf) else { return };
             if n == 0 {
@@ -162,9 +212,22 @@ fn carry(client: TcpStream, server: TcpStream, faults: &Arc<Faults>, open: &Open
             }
             if lose.load(Ordering::Acquire) && contains(&buf[..n], b"\r\n") {
                 // The reply to the EXEC (Redis applied it) never arrives.
+                f.lost.fetch_add(1, Ordering::AcqRel);
+                if f.cut_on_lost_exec.swap(false, Ordering::AcqRel) {
+                    cut_all(&f, &all);
+                }
                 let _ = c_out.shutdown(Shutdown::Both);
                 let _ = s_in.shutdown(Shutdown::Both);
                 return;
+            }
+            if !holding && hold.load(Ordering::Acquire) && contains(&buf[..n], b"\r\n") {
+                // The reply to the EXEC (Redis applied it), and all after
+                // it, go nowhere; the connection stays open.
+                holding = true;
+                f.held.fetch_add(1, Ordering::AcqRel);
+            }
+            if holding {
+                continue;
             }
             if c_out.write_all(&buf[..n]).is_err() {
                 return;
