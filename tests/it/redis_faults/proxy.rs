@@ -1,5 +1,5 @@
 //! Faults between a replica and a real Redis: a TCP proxy in front of it
-//! that can delay a script, lose the reply to an `EXEC` it delivered, cut
+//! that can delay a script, lose the reply to a write it delivered, cut
 //! every connection, or go silent on the open ones (a half-open
 //! connection, as after a NAT or load balancer dropped it without a word).
 
@@ -10,14 +10,19 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::Duration;
 
+/// What marks the command that writes a task over its version
+/// (`RedisTaskStore::update`'s script, the only one that keeps the key's
+/// expiry with `KEEPTTL`): a write, for the faults below.
+const WRITE: &[u8] = b"KEEPTTL";
+
 /// What the proxy does to the bytes it carries now.
 #[derive(Default)]
 struct Faults {
     /// Scripts (`EVAL`) wait this long before they go on to Redis.
     delay_eval_ms: AtomicU64,
-    /// The next `EXEC` goes to Redis, its reply is read and dropped, and
+    /// The next write goes to Redis, its reply is read and dropped, and
     /// the client's connection is closed: applied, with the reply lost.
-    lose_exec_reply: AtomicBool,
+    lose_write_reply: AtomicBool,
     /// New connections are closed at once.
     refuse: AtomicBool,
     /// Bumped by a cut or a silence: connections opened before it are
@@ -26,17 +31,17 @@ struct Faults {
     /// Whether the connections of an older epoch are cut (closed) rather
     /// than silenced.
     cut_old: AtomicBool,
-    /// With `lose_exec_reply`: the lost reply cuts every connection and
+    /// With `lose_write_reply`: the lost reply cuts every connection and
     /// refuses new ones (as [`Proxy::cut`]), so that the client's retry
     /// fails too.
-    cut_on_lost_exec: AtomicBool,
-    /// The next `EXEC` goes to Redis, and its reply (and all after it on
+    cut_on_lost_write: AtomicBool,
+    /// The next write goes to Redis, and its reply (and all after it on
     /// that connection) is swallowed while the connection stays open: the
     /// client waits for its read timeout.
-    hold_exec_reply: AtomicBool,
-    /// How many `EXEC` replies were swallowed so.
+    hold_write_reply: AtomicBool,
+    /// How many write replies were swallowed so.
     held: AtomicU64,
-    /// How many `EXEC` replies were lost (`lose_exec_reply`).
+    /// How many write replies were lost (`lose_write_reply`).
     lost: AtomicU64,
 }
 
@@ -83,34 +88,34 @@ impl Proxy {
         self.faults.delay_eval_ms.store(ms, Ordering::Release);
     }
 
-    /// The next `EXEC` is applied by Redis and its reply lost (the
+    /// The next write is applied by Redis and its reply lost (the
     /// client's connection closes instead).
-    pub fn lose_next_exec_reply(&self) {
-        self.faults.lose_exec_reply.store(true, Ordering::Release);
+    pub fn lose_next_write_reply(&self) {
+        self.faults.lose_write_reply.store(true, Ordering::Release);
     }
 
-    /// The next `EXEC` is applied by Redis, its reply lost, and Redis is
+    /// The next write is applied by Redis, its reply lost, and Redis is
     /// out of reach from then on (every connection cut, new ones refused)
     /// until [`Proxy::restore`]: the client's retry fails too.
-    pub fn lose_next_exec_reply_and_cut(&self) {
-        self.faults.cut_on_lost_exec.store(true, Ordering::Release);
-        self.faults.lose_exec_reply.store(true, Ordering::Release);
+    pub fn lose_next_write_reply_and_cut(&self) {
+        self.faults.cut_on_lost_write.store(true, Ordering::Release);
+        self.faults.lose_write_reply.store(true, Ordering::Release);
     }
 
-    /// The next `EXEC` is applied by Redis and its reply never arrives on
+    /// The next write is applied by Redis and its reply never arrives on
     /// a connection that stays open (a network that lost it without a
     /// reset): the client waits for its read timeout.
-    pub fn hold_next_exec_reply(&self) {
-        self.faults.hold_exec_reply.store(true, Ordering::Release);
+    pub fn hold_next_write_reply(&self) {
+        self.faults.hold_write_reply.store(true, Ordering::Release);
     }
 
-    /// How many `EXEC` replies were lost by [`Proxy::lose_next_exec_reply`]
-    /// or [`Proxy::lose_next_exec_reply_and_cut`].
+    /// How many write replies were lost by [`Proxy::lose_next_write_reply`]
+    /// or [`Proxy::lose_next_write_reply_and_cut`].
     pub fn lost(&self) -> u64 {
         self.faults.lost.load(Ordering::Acquire)
     }
 
-    /// How many `EXEC` replies were swallowed by [`Proxy::hold_next_exec_reply`].
+    /// How many write replies were swallowed by [`Proxy::hold_next_write_reply`].
     pub fn held(&self) -> u64 {
         self.faults.held.load(Ordering::Acquire)
     }
@@ -180,10 +185,10 @@ fn carry(client: TcpStream, server: TcpStream, faults: &Arc<Faults>, open: &Open
             if delay > 0 && contains(chunk, b"EVAL") {
                 thread::sleep(Duration::from_millis(delay));
             }
-            if contains(chunk, b"EXEC") && f.lose_exec_reply.swap(false, Ordering::AcqRel) {
+            if contains(chunk, WRITE) && f.lose_write_reply.swap(false, Ordering::AcqRel) {
                 lose_up.store(true, Ordering::Release);
             }
-            if contains(chunk, b"EXEC") && f.hold_exec_reply.swap(false, Ordering::AcqRel) {
+            if contains(chunk, WRITE) && f.hold_write_reply.swap(false, Ordering::AcqRel) {
                 hold_up.store(true, Ordering::Release);
             }
             if s_out.write_all(chunk).is_err() {
@@ -211,9 +216,9 @@ fn carry(client: TcpStream, server: TcpStream, faults: &Arc<Faults>, open: &Open
                 continue;
             }
             if lose.load(Ordering::Acquire) && contains(&buf[..n], b"\r\n") {
-                // The reply to the EXEC (Redis applied it) never arrives.
+                // The reply to the write (Redis applied it) never arrives.
                 f.lost.fetch_add(1, Ordering::AcqRel);
-                if f.cut_on_lost_exec.swap(false, Ordering::AcqRel) {
+                if f.cut_on_lost_write.swap(false, Ordering::AcqRel) {
                     cut_all(&f, &all);
                 }
                 let _ = c_out.shutdown(Shutdown::Both);
@@ -221,7 +226,7 @@ fn carry(client: TcpStream, server: TcpStream, faults: &Arc<Faults>, open: &Open
                 return;
             }
             if !holding && hold.load(Ordering::Acquire) && contains(&buf[..n], b"\r\n") {
-                // The reply to the EXEC (Redis applied it), and all after
+                // The reply to the write (Redis applied it), and all after
                 // it, go nowhere; the connection stays open.
                 holding = true;
                 f.held.fetch_add(1, Ordering::AcqRel);

@@ -91,12 +91,12 @@ fn a_result_written_before_its_reply_was_lost_is_heard_by_the_tasks_listens() {
         Some(Did::Started(_))
     ));
     let listen = follow(&one.server, &id);
-    proxy.lose_next_exec_reply_and_cut();
+    proxy.lose_next_write_reply_and_cut();
     one.release.send("kept".into()).unwrap();
     assert_eq!(one.next(Duration::from_secs(5)), Some(Did::Finished));
     let deadline = Instant::now() + Duration::from_secs(5);
     while proxy.lost() == 0 {
-        assert!(Instant::now() < deadline, "the result's EXEC never came");
+        assert!(Instant::now() < deadline, "the result's write never came");
         thread::sleep(Duration::from_millis(10));
     }
     thread::sleep(OUTAGE);
@@ -144,7 +144,7 @@ fn answers_taken_by_a_write_whose_reply_came_too_late_still_reach_the_handler() 
         Some(Did::Started(_))
     ));
     poll(&mut on_runner, &id, &["input_required"]);
-    proxy.hold_next_exec_reply();
+    proxy.hold_next_write_reply();
     let ack = reply(&mut on_other, &update_request(&id));
     assert!(ack.get("result").is_some(), "{ack}");
     // The runner reads the store every second and takes the answers.
@@ -160,9 +160,8 @@ fn answers_taken_by_a_write_whose_reply_came_too_late_still_reach_the_handler() 
         let again = reply(&mut on_other, &update_request(&id));
         assert!(again.get("result").is_some(), "{again}");
     }
-    // The store's wait for the held reply: 5 s for each of the three
-    // replies of MULTI, SET, EXEC (see the test after this one), then the
-    // retry.
+    // The store's wait for the held reply (5 s: one reply per command, see
+    // the last test of this file), then the retry.
     let got = runner.next(Duration::from_secs(30));
     let status = get(&mut on_other, &id)["status"].clone();
     // Let the handler go, whatever it got.
