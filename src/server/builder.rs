@@ -488,6 +488,7 @@ impl ServerBuilder {
         let store = self
             .task_store
             .unwrap_or_else(|| Arc::new(MemoryTaskStore::default()));
+        store.trace(Arc::clone(&self.trace));
         let tasks = Arc::new(Tasks::new(
             store,
             self.task_config,

@@ -440,8 +440,9 @@ impl Tasks {
     ///
     /// A store out of reach (Redis restarting) does not lose the result:
     /// the write is tried again, the lease still renewed, until it is
-    /// written, the task ended otherwise, or it expired. What could not be
-    /// kept is said on the server's trace.
+    /// written, the task ended otherwise, or it expired; a try that finds
+    /// an earlier one applied (its reply was lost) stands, and the status
+    /// is published. What could not be kept is said on the server's trace.
     pub fn end(&self, task_id: &str, outcome: Result<Value, ErrorObject>) {
         let outcome = outcome.and_then(|result| self.bounded(result));
         let expires = self.live().get(task_id).and_then(|live| live.expires);
@@ -477,6 +478,10 @@ impl Tasks {
                     ));
                 }
             }
+            Err(e) if outcome_unknown(&e) => (self.trace)(&format!(
+                "task {task_id}: its handler finished, and the task store cannot tell whether it kept what it finished: {}",
+                e.message
+            )),
             Err(e) => (self.trace)(&format!(
                 "task {task_id}: its handler finished, but the task store could not keep it before the task expired: {}",
                 e.message
@@ -514,28 +519,51 @@ impl Tasks {
         task_id: &str,
         change: &mut dyn FnMut(&mut DetailedTask),
     ) -> Result<Option<DetailedTask>, ErrorObject> {
-        let mut changed = false;
-        let after = self.store.update(task_id, &mut |stored| {
-            changed = !stored.task.task.status.is_terminal();
-            if changed {
+        self.transition_as(task_id, None, change)
+    }
+
+    /// [`Tasks::transition`], as one try of the change named `write`
+    /// ([`TaskStore::update_as`]) when there is one. A store that finds
+    /// `write` applied by an earlier try returns the task without calling
+    /// the closure: that try's change stands, as if made now.
+    fn transition_as(
+        &self,
+        task_id: &str,
+        write: Option<&str>,
+        change: &mut dyn FnMut(&mut DetailedTask),
+    ) -> Result<Option<DetailedTask>, ErrorObject> {
+        // `None` until the store calls the step (see above).
+        let mut changed = None;
+        let mut step = |stored: &mut StoredTask| {
+            let running = !stored.task.task.status.is_terminal();
+            changed = Some(running);
+            if running {
                 change(&mut stored.task);
                 if stored.task.task.status.is_terminal() {
                     stored.answers.clear();
                 }
             }
-        })?;
-        Ok(after.filter(|_| changed).map(|after| after.task))
+        };
+        let after = match write {
+            Some(write) => self.store.update_as(task_id, write, &mut step)?,
+            None => self.store.update(task_id, &mut step)?,
+        };
+        Ok(after
+            .filter(|_| changed.unwrap_or(true))
+            .map(|after| after.task))
     }
 
-    /// [`Tasks::transition`], then the task's new state published, in
-    /// order with every other status change (see `order`).
-    pub fn change(
+    /// [`Tasks::transition`] as one try of the change named `write`, then
+    /// the task's new state published, in order with every other status
+    /// change (see `order`).
+    fn change(
         &self,
         task_id: &str,
+        write: Option<&str>,
         change: &mut dyn FnMut(&mut DetailedTask),
     ) -> Result<Option<DetailedTask>, ErrorObject> {
         let _order = self.ordered();
-        let after = self.transition(task_id, change)?;
+        let after = self.transition_as(task_id, write, change)?;
         if let Some(after) = &after {
             self.publish(after);
         }
@@ -546,6 +574,10 @@ impl Tasks {
     /// tried again while the store fails (every 100 ms, then up to every
     /// second) until it is written, the task ended or is gone, or `expires`
     /// passed (an hour for a task without a TTL): then the last error.
+    /// Every try carries one write id ([`TaskStore::update_as`]): a try
+    /// after one whose reply was lost finds it applied, and it stands. A
+    /// store that cannot tell whether it was (`outcome_unknown`) is not
+    /// tried again.
     pub fn change_durably(
         &self,
         task_id: &str,
@@ -553,10 +585,11 @@ impl Tasks {
         change: &mut dyn FnMut(&mut DetailedTask),
     ) -> Result<Option<DetailedTask>, ErrorObject> {
         let until = expires.unwrap_or_else(|| SystemTime::now() + GIVE_UP_WITHOUT_TTL);
+        let write = new_task_id()?;
         let mut pause = Duration::from_millis(100);
         loop {
-            match self.change(task_id, change) {
-                Err(_) if SystemTime::now() + pause < until => {
+            match self.change(task_id, Some(&write), change) {
+                Err(e) if !outcome_unknown(&e) && SystemTime::now() + pause < until => {
                     thread::sleep(pause);
                     pause = (pause * 2).min(Duration::from_secs(1));
                 }
@@ -582,6 +615,15 @@ impl Tasks {
             task: Box::new(task.clone()),
         });
     }
+}
+
+/// Whether a store's error says it cannot tell whether a change was
+/// applied ([`TaskStore::update_as`]): trying again would not tell either.
+pub(crate) fn outcome_unknown(error: &ErrorObject) -> bool {
+    error
+        .data
+        .as_ref()
+        .is_some_and(|data| data["outcome"] == "unknown")
 }
 
 /// Sets a status (and its message), with `lastUpdatedAt` now.
