@@ -27,6 +27,13 @@ mod fixtures;
 #[path = "harness/selection.rs"]
 mod selection;
 
+// The checks of issue 49, one file per item, and the scripted servers
+// they use.
+#[path = "cli/fakes.rs"]
+mod fakes;
+#[path = "cli/terminal.rs"]
+mod terminal;
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::PathBuf;
@@ -56,6 +63,9 @@ fn main() {
 // ---------------------------------------------------------------------------
 
 fn run_server(mode: &str) -> ! {
+    if let Some(fake) = mode.strip_prefix("fake:") {
+        fakes::run(fake);
+    }
     if let "no-listen" | "legacy-bare" = mode {
         run_bare(mode == "legacy-bare");
     }
@@ -294,14 +304,20 @@ fn cli(setup: Setup, args: &[&str], stdin: &str) -> Result<Run, String> {
 }
 
 fn run(args: &[String], env: &[(&str, &str)], stdin: &str) -> Result<Run, String> {
-    let mut child = Command::new(BIN)
-        .args(args)
-        .envs(env.iter().copied())
+    let mut command = Command::new(BIN);
+    command.args(args).envs(env.iter().copied());
+    run_command(command, &format!("mcp-stdio {}", args.join(" ")), stdin)
+}
+
+/// Runs `command` (`what`, in messages) with `stdin` piped in, killed
+/// after [`LIMIT`].
+fn run_command(mut command: Command, what: &str, stdin: &str) -> Result<Run, String> {
+    let mut child = command
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .map_err(|e| format!("spawning {BIN}: {e}"))?;
+        .map_err(|e| format!("spawning {what}: {e}"))?;
     let mut input = child.stdin.take().expect("piped stdin");
     let text = stdin.to_owned();
     // Written on a thread: the command line may not read it all.
@@ -318,10 +334,7 @@ fn run(args: &[String], env: &[(&str, &str)], stdin: &str) -> Result<Run, String
         if started.elapsed() > LIMIT {
             let _ = child.kill();
             let _ = child.wait();
-            return Err(format!(
-                "mcp-stdio {} did not end within {LIMIT:?}",
-                args.join(" ")
-            ));
+            return Err(format!("{what} did not end within {LIMIT:?}"));
         }
         // Polling interval of the bounded wait.
         thread::sleep(Duration::from_millis(5));
@@ -1219,7 +1232,8 @@ fn run_checks() -> i32 {
             checks.push((format!("{era}_{name}"), Box::new(move || check(setup))));
         }
     }
-    for (name, check) in ONCE {
+    let issue_49 = [terminal::CHECKS];
+    for (name, check) in ONCE.iter().chain(issue_49.into_iter().flatten()) {
         checks.push((name.to_string(), Box::new(check)));
     }
     #[cfg(feature = "http")]

@@ -111,6 +111,8 @@ pub struct Options {
     /// `None` only for `help` and `--version`.
     pub server: Option<ServerSpec>,
     pub json: bool,
+    /// `--raw`: the server's text as it came, even on a terminal.
+    pub raw: bool,
     pub wire: bool,
     pub era: EraPolicy,
     pub timeout: Option<Duration>,
@@ -202,6 +204,7 @@ struct Flags {
     help: bool,
     version: bool,
     json: bool,
+    raw: bool,
     wire: bool,
     era: EraPolicy,
     timeout: Option<Duration>,
@@ -260,6 +263,7 @@ impl Flags {
             "-h" | "--help" => &mut self.help,
             "-V" | "--version" => &mut self.version,
             "--json" => &mut self.json,
+            "--raw" => &mut self.raw,
             "--wire" => &mut self.wire,
             "--decline" => &mut self.decline,
             "--interactive" => &mut self.interactive,
@@ -315,6 +319,7 @@ impl Flags {
             command,
             server,
             json: self.json,
+            raw: self.raw,
             wire: self.wire,
             era: self.era,
             timeout: self.timeout,

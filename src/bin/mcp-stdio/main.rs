@@ -10,7 +10,8 @@
 //!
 //! One module per job: `args` (the command line), `config` (`mcpServers`
 //! files), `commands` (what each command does with the client), `output`
-//! (what people read on stdout), `serve_http` (the server over HTTP, through `mcp_stdio::proxy`), `stderr` (progress, logs, the wire, every
+//! (what people read on stdout), `escape` (the server's control
+//! characters, shown escaped on a terminal), `serve_http` (the server over HTTP, through `mcp_stdio::proxy`), `stderr` (progress, logs, the wire, every
 //! other line on stderr), `ask` (input for the server: forms, roots,
 //! sampling), `form` (a form asked field by field, each `field` read from its schema), `interrupt` (Ctrl-C for `listen`), `suggest` (did you mean).
 //! This file connects them: the client's settings, errors, exit statuses.
@@ -19,6 +20,7 @@ mod args;
 mod ask;
 mod commands;
 mod config;
+mod escape;
 mod field;
 mod form;
 mod interrupt;
@@ -175,7 +177,14 @@ fn main() -> ExitCode {
         }
         _ => {}
     }
-    let stderr = Arc::new(Stderr::new(opts.wire));
+    // On a terminal the server's control characters are shown escaped,
+    // unless the bytes were asked for (`escape`).
+    let exact = opts.raw || opts.json;
+    escape::set_stdout(!exact && std::io::stdout().is_terminal());
+    let stderr = Arc::new(Stderr::new(
+        opts.wire,
+        !exact && std::io::stderr().is_terminal(),
+    ));
     ExitCode::from(run(&opts, &stderr))
 }
 
@@ -258,14 +267,16 @@ fn death_note(notes: &crossbeam_channel::Receiver<String>) -> Option<String> {
 }
 
 /// `text` on one line: its lines trimmed, blank ones dropped, the rest
-/// joined with ` | ` (as the server's last stderr lines are).
+/// joined with ` | ` (as the server's last stderr lines are), and every
+/// control character left escaped (`escape`): an error line is text, on a
+/// terminal or in a log file read on one later.
 fn one_line(text: &str) -> String {
     let lines: Vec<&str> = text
         .lines()
         .map(str::trim)
         .filter(|l| !l.is_empty())
         .collect();
-    lines.join(" | ")
+    escape::line(&lines.join(" | ")).into_owned()
 }
 
 /// A connected client, with what the command needs beside it.

@@ -13,9 +13,19 @@ use mcp_stdio::types::{
 };
 use serde_json::Value;
 
+use crate::escape::line;
+
 /// Writes `text` to stdout, with a newline unless it ends with one.
 /// `false` once stdout is closed (`| head`): the caller stops.
+///
+/// On a terminal the server's control characters are shown escaped
+/// (`escape`): everything printed goes through here.
 pub fn print(text: &str) -> bool {
+    let text = if crate::escape::stdout() {
+        crate::escape::text(text)
+    } else {
+        std::borrow::Cow::Borrowed(text)
+    };
     let mut out = std::io::stdout().lock();
     let newline = if text.ends_with('\n') { "" } else { "\n" };
     write!(out, "{text}{newline}")
@@ -106,18 +116,18 @@ pub fn content(block: &ContentBlock, saver: &mut Saver) -> String {
         ContentBlock::Audio(a) => {
             format!("[audio {}]", saver.describe(&a.data, Some(&a.mime_type)))
         }
-        ContentBlock::ResourceLink(link) => format!("[link {}]", link.uri),
+        ContentBlock::ResourceLink(link) => format!("[link {}]", line(&link.uri)),
         ContentBlock::Resource(embedded) => match &embedded.resource {
             ResourceContents::Text(t) => {
                 let mime = t
                     .mime_type
                     .as_deref()
                     .map_or(String::new(), |m| format!(", {m}"));
-                format!("[resource {}{mime}]\n{}", t.uri, t.text)
+                format!("[resource {}{}]\n{}", line(&t.uri), line(&mime), t.text)
             }
             ResourceContents::Blob(b) => format!(
                 "[resource {}, {}]",
-                b.uri,
+                line(&b.uri),
                 saver.describe(&b.blob, b.mime_type.as_deref())
             ),
         },
@@ -133,7 +143,7 @@ pub fn resource_contents(contents: &ResourceContents, saver: &mut Saver) -> Stri
             format!(
                 "[blob {}] {}",
                 saver.describe(&b.blob, b.mime_type.as_deref()),
-                b.uri
+                line(&b.uri)
             )
         }
     }
@@ -163,19 +173,21 @@ pub fn prompt_result(result: &GetPromptResult, saver: &mut Saver) -> String {
     out
 }
 
-/// `name  first line of the description`, names padded to `width`.
+/// `name  first line of the description`, names padded to `width` (the
+/// name escaped: one item, one line).
 pub fn item_line(name: &str, description: Option<&str>, width: usize) -> String {
+    let name = line(name);
     match description.map(first_line).filter(|d| !d.is_empty()) {
         Some(text) => format!("{name:width$}  {text}"),
-        None => name.to_owned(),
+        None => name.into_owned(),
     }
 }
 
 /// A tool in full: description, arguments, schemas, annotations.
 pub fn tool_long(tool: &Tool) -> String {
-    let mut out = tool.name.clone();
+    let mut out = line(&tool.name).into_owned();
     if let Some(title) = &tool.title {
-        let _ = write!(out, " ({title})");
+        let _ = write!(out, " ({})", line(title));
     }
     out.push('\n');
     indent(&mut out, tool.description.as_deref().unwrap_or(""));
@@ -195,7 +207,7 @@ pub fn tool_long(tool: &Tool) -> String {
 
 /// A resource in full.
 pub fn resource_long(resource: &Resource) -> String {
-    let mut out = resource.uri.clone();
+    let mut out = line(&resource.uri).into_owned();
     out.push('\n');
     indent(&mut out, &format!("name: {}", resource.name));
     if let Some(title) = &resource.title {
@@ -213,7 +225,7 @@ pub fn resource_long(resource: &Resource) -> String {
 
 /// A resource template in full.
 pub fn template_long(template: &ResourceTemplate) -> String {
-    let mut out = template.uri_template.clone();
+    let mut out = line(&template.uri_template).into_owned();
     out.push('\n');
     indent(&mut out, &format!("name: {}", template.name));
     if let Some(title) = &template.title {
@@ -228,9 +240,9 @@ pub fn template_long(template: &ResourceTemplate) -> String {
 
 /// A prompt in full: description and arguments.
 pub fn prompt_long(prompt: &Prompt) -> String {
-    let mut out = prompt.name.clone();
+    let mut out = line(&prompt.name).into_owned();
     if let Some(title) = &prompt.title {
-        let _ = write!(out, " ({title})");
+        let _ = write!(out, " ({})", line(title));
     }
     out.push('\n');
     indent(&mut out, prompt.description.as_deref().unwrap_or(""));
@@ -250,7 +262,7 @@ pub fn prompt_long(prompt: &Prompt) -> String {
             .map_or(String::new(), |d| format!(": {}", first_line(d)));
         indent(
             &mut out,
-            &format!("{} (string{required}){description}", arg.name),
+            &format!("{} (string{required}){description}", line(&arg.name)),
         );
     }
     out
@@ -296,7 +308,7 @@ pub fn arguments(schema: &Value) -> Vec<String> {
             .get("description")
             .and_then(Value::as_str)
             .map_or(String::new(), |d| format!(": {}", first_line(d)));
-        lines.push(format!("  {name} ({kind}){description}"));
+        lines.push(format!("  {} ({kind}){description}", line(name)));
     }
     lines
 }

@@ -27,15 +27,29 @@ pub struct Stderr {
     /// Draw a bar (stderr is a terminal and nothing else streams there),
     /// or write progress as plain lines.
     bar: bool,
+    /// Escape control characters (stderr is a terminal, and the bytes
+    /// were not asked for: see `escape`).
+    escape: bool,
 }
 
 impl Stderr {
     /// `plain`: progress as lines even on a terminal (under `--wire`, whose
-    /// lines come between two redraws).
-    pub fn new(plain: bool) -> Stderr {
+    /// lines come between two redraws). `escape`: control characters in
+    /// what is written are shown escaped (the bar's own are not).
+    pub fn new(plain: bool, escape: bool) -> Stderr {
         Stderr {
             bar_drawn: Mutex::new(false),
             bar: !plain && std::io::stderr().is_terminal(),
+            escape,
+        }
+    }
+
+    /// `text` as it may be written here.
+    fn shown<'a>(&self, text: &'a str) -> std::borrow::Cow<'a, str> {
+        if self.escape {
+            crate::escape::text(text)
+        } else {
+            std::borrow::Cow::Borrowed(text)
         }
     }
 
@@ -48,7 +62,7 @@ impl Stderr {
             *drawn = false;
         }
         // A failed write to stderr has nowhere left to be reported.
-        let _ = writeln!(err, "{text}");
+        let _ = writeln!(err, "{}", self.shown(text));
     }
 
     /// Writes `text` with no newline after it: a question whose answer is
@@ -60,7 +74,7 @@ impl Stderr {
             let _ = err.write_all(b"\r\x1b[2K");
             *drawn = false;
         }
-        let _ = write!(err, "{text}");
+        let _ = write!(err, "{}", self.shown(text));
         let _ = err.flush();
     }
 
@@ -97,7 +111,10 @@ impl Stderr {
                 cells
             }
         };
-        let message: String = message.chars().take(BAR_MESSAGE_CHARS).collect();
+        let message: String = crate::escape::line(message)
+            .chars()
+            .take(BAR_MESSAGE_CHARS)
+            .collect();
         let mut drawn = self.lock();
         let mut err = std::io::stderr().lock();
         let _ = write!(err, "\r\x1b[2K[{cells}] {count} {message}");

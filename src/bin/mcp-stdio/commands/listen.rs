@@ -158,10 +158,10 @@ fn describe_filter(filter: &SubscriptionFilter) -> String {
         parts.push("resources".to_owned());
     }
     for uri in filter.resource_subscriptions.iter().flatten() {
-        parts.push(format!("resource {uri}"));
+        parts.push(format!("resource {}", crate::escape::line(uri)));
     }
     for task in filter.task_ids.iter().flatten() {
-        parts.push(format!("task {task}"));
+        parts.push(format!("task {}", crate::escape::line(task)));
     }
     if parts.is_empty() {
         "nothing".to_owned()
@@ -194,7 +194,9 @@ fn event_line(event: &SubscriptionEvent, json: bool) -> String {
     }
     let short = method.strip_prefix("notifications/").unwrap_or(method);
     match event {
-        SubscriptionEvent::ResourceUpdated { uri } => format!("{short} {uri}"),
+        SubscriptionEvent::ResourceUpdated { uri } => {
+            format!("{short} {}", crate::escape::line(uri))
+        }
         SubscriptionEvent::ToolsListChanged
         | SubscriptionEvent::PromptsListChanged
         | SubscriptionEvent::ResourcesListChanged => short.to_owned(),

@@ -84,10 +84,8 @@ pub fn info(ctx: &Ctx<'_>) -> Result<u8, Failure> {
             .title
             .as_deref()
             .map_or(String::new(), |t| format!(" ({t})"));
-        line(
-            "server:",
-            &format!("{} {}{title}", server.name, server.version),
-        );
+        let text = format!("{} {}{title}", server.name, server.version);
+        line("server:", &crate::escape::line(&text));
     }
     if let Some(instructions) = client.instructions() {
         let mut lines = instructions.lines();
@@ -199,7 +197,7 @@ pub fn list_items(ctx: &Ctx<'_>, list: List) -> Result<u8, Failure> {
     };
     let width = items
         .iter()
-        .map(|(n, ..)| n.chars().count())
+        .map(|(n, ..)| crate::escape::line(n).chars().count())
         .max()
         .unwrap_or(0)
         .min(40);

@@ -284,6 +284,8 @@ fn complete(
         return Ok(0);
     }
     if !values.is_empty() {
+        // One a line: a value's own newline would make two of it.
+        let values: Vec<_> = values.iter().map(|v| crate::escape::line(v)).collect();
         print(&values.join("\n"));
     }
     let shown = values.len() as u64;
