@@ -239,6 +239,12 @@ impl Link {
         }
     }
 
+    /// How many bytes of what was sent the server has not read yet, where
+    /// that can be known (a spawned server's pipe, on Linux).
+    pub fn unread(&self) -> Option<usize> {
+        self.input.unread()
+    }
+
     /// [`try_send`](Link::try_send) for a line whose failure needs no
     /// word (a notification, an answer): whether it was sent.
     pub fn send(&self, line: Vec<u8>) -> bool {

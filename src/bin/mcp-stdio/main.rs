@@ -206,8 +206,10 @@ fn run(opts: &Options, stderr: &Arc<Stderr>) -> u8 {
     if let Command::ServeHttp(serve) = &opts.command {
         return serve_http::run(opts, serve, stderr).unwrap_or_else(fail);
     }
+    // `--timeout` bounds the whole command, from here.
+    let deadline = opts.timeout.map(|t| std::time::Instant::now() + t);
     let (note_tx, notes) = crossbeam_channel::unbounded();
-    let (client, signals, asker) = match start(opts, stderr, note_tx) {
+    let (client, signals, asker) = match start(opts, stderr, note_tx, &notes) {
         Ok(started) => started,
         Err(failure) => return fail(failure),
     };
@@ -217,6 +219,7 @@ fn run(opts: &Options, stderr: &Arc<Stderr>) -> u8 {
         stderr,
         asker: &asker,
         signals,
+        deadline,
     });
     stderr.clear();
     let status = res.unwrap_or_else(|mut failure| {
@@ -287,6 +290,7 @@ fn start(
     opts: &Options,
     stderr: &Arc<Stderr>,
     notes: crossbeam_channel::Sender<String>,
+    said: &crossbeam_channel::Receiver<String>,
 ) -> Result<Started, Failure> {
     let mut server = server(opts)?;
     let signals = match opts.command {
@@ -305,7 +309,17 @@ fn start(
         roots,
         Arc::clone(stderr),
     ));
-    let client = connect(opts, server, stderr, &asker, notes)?;
+    let client = connect(opts, server, stderr, &asker, notes)
+        .map_err(|(e, program)| start_failure(e, &program, opts, &notes_while_starting(said)))?;
+    if let Some(reason) = client
+        .legacy_reason()
+        .filter(|r| r.starts_with("no answer to server/discover"))
+    {
+        // Silence is a guess, not an answer: say which era it made.
+        stderr.line(&format!(
+            "mcp-stdio: note: speaking the legacy era (initialize): {reason} (--era modern or --era legacy chooses)"
+        ));
+    }
     Ok((client, signals, asker))
 }
 
@@ -363,19 +377,30 @@ pub(crate) fn server(opts: &Options) -> Result<ServerTarget, Failure> {
     }
 }
 
-/// Spawns the server with a client set up from the options.
+/// The longest a start may take without `--timeout`: the era probe, the
+/// wait for a server still installing itself (a first `npx` or `uvx` run),
+/// `initialize`.
+pub(crate) const DEFAULT_START: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// How the client's note on a server that has not read its probe begins.
+const STILL_STARTING: &str = "the server has not read server/discover";
+
+/// Spawns the server with a client set up from the options; the error,
+/// and the server's name for messages.
 fn connect(
     opts: &Options,
     server: ServerTarget,
     stderr: &Arc<Stderr>,
     asker: &Arc<Asker>,
     notes: crossbeam_channel::Sender<String>,
-) -> Result<Client, Failure> {
+) -> Result<Client, (Error, String)> {
     let elicit = Arc::clone(asker);
     let mut builder = Client::builder()
         .client_info("mcp-stdio", env!("CARGO_PKG_VERSION"))
         .era(opts.era)
         .on_elicitation(move |params| elicit.elicit(params));
+    // `--timeout` bounds the whole command: starting is part of it.
+    builder = builder.start_timeout(opts.timeout.unwrap_or(DEFAULT_START));
     if let Some(timeout) = opts.timeout {
         builder = builder.request_timeout(timeout);
     }
@@ -390,9 +415,16 @@ fn connect(
     // The client's notes: on stderr under --wire; kept either way, so
     // that a failure line can say how the server died.
     let shown = opts.wire.then(|| Arc::clone(stderr));
+    let waiting = Arc::clone(stderr);
+    let start_bound = opts.timeout.unwrap_or(DEFAULT_START).as_secs_f64();
     builder = builder.trace(move |note| {
         if let Some(shown) = &shown {
             shown.line(&format!("· {note}"));
+        } else if note.starts_with(STILL_STARTING) {
+            // A wait nobody would understand otherwise.
+            waiting.line(&format!(
+                "mcp-stdio: note: the server has not read its input yet: still starting (a first npx or uvx run installs packages first); waiting up to {start_bound} s in all (--timeout SECS)"
+            ));
         }
         // The receiver lives as long as the run.
         let _ = notes.send(note.to_owned());
@@ -409,7 +441,7 @@ fn connect(
         let logs = Arc::clone(stderr);
         builder = builder.on_log(move |log| logs.log(log));
     }
-    let program = server.name.as_str();
+    let program = server.name;
     let client = match server.target {
         Target::Spawn(command) => {
             if opts.wire {
@@ -419,7 +451,7 @@ fn connect(
         }
         Target::Url(url, headers) => connect_url(builder, &url, headers),
     }
-    .map_err(|e| start_failure(e, program, opts.era))?;
+    .map_err(|e| (e, program))?;
     if let (Some(level), mcp_stdio::Era::Legacy { .. }) = (opts.log_level, client.era()) {
         // The legacy era sets the level for the whole session.
         if let Err(e) = client.set_log_level(level) {
@@ -515,11 +547,30 @@ pub(crate) fn connect_url(
     )))
 }
 
-/// Why the server could not be started or connected to. A server that
-/// exited while starting, unless it was spoken to in the legacy era only,
-/// may be an older one that crashes on the `server/discover` probe: the
-/// message suggests `--era legacy`.
-pub(crate) fn start_failure(e: Error, program: &str, era: mcp_stdio::EraPolicy) -> Failure {
+/// The client's notes while it started (they come on a thread of their
+/// own: those of the last moment are waited for, briefly).
+fn notes_while_starting(notes: &crossbeam_channel::Receiver<String>) -> Vec<String> {
+    let mut said: Vec<String> = notes.try_iter().collect();
+    while let Ok(note) = notes.recv_timeout(std::time::Duration::from_millis(50)) {
+        said.push(note);
+    }
+    said
+}
+
+/// Why the server could not be started or connected to, with what the
+/// client noted while it tried (`said`). A server that exited while
+/// starting, unless it was spoken to with `initialize` already (`--era
+/// legacy`, or the client's own second start), may be an older one that
+/// crashes on the `server/discover` probe: the message suggests `--era
+/// legacy`. A start that ran out of time says which step it was in.
+pub(crate) fn start_failure(e: Error, program: &str, opts: &Options, said: &[String]) -> Failure {
+    let era = opts.era;
+    let noted = |start: &str| said.iter().any(|n| n.starts_with(start));
+    let spoke_initialize = era == mcp_stdio::EraPolicy::LegacyOnly
+        || noted("the server is legacy")
+        || said
+            .iter()
+            .any(|n| n.contains("starting it again to speak initialize"));
     match e {
         Error::Io(e) if e.kind() == std::io::ErrorKind::NotFound => Failure::connection(format!(
             "cannot start the server: {program:?} was not found (is it installed, and on PATH?)"
@@ -528,15 +579,25 @@ pub(crate) fn start_failure(e: Error, program: &str, era: mcp_stdio::EraPolicy) 
             format!("cannot start the server: {program:?} is not executable"),
         ),
         Error::Io(e) => Failure::connection(format!("cannot start the server: {e}")),
-        e @ Error::ServerExited { .. } if era != mcp_stdio::EraPolicy::LegacyOnly => {
+        e @ Error::ServerExited { .. } if !spoke_initialize => Failure::connection(format!(
+            "{e} (a server on an older MCP SDK may fail on the server/discover probe: try --era legacy)"
+        )),
+        e @ Error::ServerExited { .. } => Failure::connection(e.to_string()),
+        Error::Timeout => {
+            let what = if era == mcp_stdio::EraPolicy::LegacyOnly {
+                "no answer to initialize"
+            } else if noted("the server has read nothing of its input") {
+                "it read nothing of its input (still installing, or not an MCP server?)"
+            } else if spoke_initialize {
+                "no answer to server/discover, then none to initialize"
+            } else {
+                "no answer to server/discover"
+            };
+            let bound = opts.timeout.unwrap_or(DEFAULT_START).as_secs_f64();
             Failure::connection(format!(
-                "{e} (a server on an older MCP SDK may fail on the server/discover probe: try --era legacy)"
+                "the server did not answer while starting: {what} within {bound} s"
             ))
         }
-        e @ Error::ServerExited { .. } => Failure::connection(e.to_string()),
-        Error::Timeout => Failure::connection(
-            "the server did not answer while starting (no answer to server/discover, then none to initialize)",
-        ),
         e => Failure::connection(format!("cannot connect to the server: {e}")),
     }
 }

@@ -31,6 +31,7 @@ pub fn run(opts: &Options, serve: &ServeHttp, stderr: &Arc<Stderr>) -> Result<u8
     let mut builder = Client::builder()
         .client_info("mcp-stdio serve-http", env!("CARGO_PKG_VERSION"))
         .era(opts.era);
+    builder = builder.start_timeout(opts.timeout.unwrap_or(crate::DEFAULT_START));
     if let Some(timeout) = opts.timeout {
         builder = builder.request_timeout(timeout);
     }
@@ -56,7 +57,7 @@ pub fn run(opts: &Options, serve: &ServeHttp, stderr: &Arc<Stderr>) -> Result<u8
             .spawn(command),
         crate::Target::Url(url, headers) => crate::connect_url(builder, &url, headers),
     }
-    .map_err(|e| crate::start_failure(e, &program, opts.era))?;
+    .map_err(|e| crate::start_failure(e, &program, opts, &[]))?;
     let proxy = mcp_stdio::proxy::serve_as(client)
         .map_err(|e| Failure::connection(format!("listing what {program} offers: {e}")))?;
     let listener = std::net::TcpListener::bind(&serve.listen).map_err(|e| {

@@ -77,7 +77,12 @@ pub fn info(ctx: &Ctx<'_>) -> Result<u8, Failure> {
     let mut line = |label: &str, text: &str| {
         out.push_str(&format!("{label:<14}{text}\n"));
     };
-    let how = if era == "legacy" { ", initialize" } else { "" };
+    let how = match client.legacy_reason() {
+        // Why the probe found it legacy: its answer, or its silence.
+        Some(reason) => format!(", initialize: {}", crate::escape::line(&reason)),
+        None if era == "legacy" => ", initialize".to_owned(),
+        None => String::new(),
+    };
     line("era:", &format!("{era} ({version}{how})"));
     if let Some(server) = &server {
         let title = server

@@ -36,6 +36,9 @@ pub struct Ctx<'a> {
     pub asker: &'a Asker,
     /// Ctrl-C and SIGTERM, for `listen`.
     pub signals: Option<Receiver<()>>,
+    /// When `--timeout` runs out: it bounds the whole command, start-up
+    /// included, so a request gets what is left of it.
+    pub deadline: Option<std::time::Instant>,
 }
 
 /// Runs the command; the exit status, or why it failed.
@@ -70,8 +73,11 @@ impl Ctx<'_> {
     /// is session-wide, see `connect`).
     fn request_options(&self, progress: bool) -> RequestOptions {
         let mut options = RequestOptions::new();
-        if let Some(timeout) = self.opts.timeout {
-            options = options.timeout(timeout);
+        if let Some(deadline) = self.deadline {
+            // A request that has no time left times out at once (and is
+            // cancelled), as it would a moment later.
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            options = options.timeout(left.max(std::time::Duration::from_millis(1)));
         }
         if progress {
             let stderr = Arc::clone(self.stderr);
