@@ -139,34 +139,40 @@ impl<'de> Deserialize<'de> for InputRequest {
         #[derive(Deserialize)]
         struct Wire {
             method: String,
+            // Raw, not a `Value` (whose objects are sorted by key): a
+            // form's fields keep the order the server wrote them in.
             #[serde(default)]
-            params: Option<Value>,
+            params: Option<Box<serde_json::value::RawValue>>,
         }
         let wire = Wire::deserialize(deserializer)?;
+        let params = |params: Option<Box<serde_json::value::RawValue>>| {
+            params.ok_or_else(|| D::Error::missing_field("params"))
+        };
         // Spec principle: dispatch on the method string, never on shape.
         let res = match wire.method.as_str() {
             method::ELICITATION_CREATE => {
-                let params = wire
-                    .params
-                    .ok_or_else(|| D::Error::missing_field("params"))?;
-                ElicitRequestParams::deserialize(params).map(InputRequest::Elicit)
+                serde_json::from_str(params(wire.params)?.get()).map(InputRequest::Elicit)
             }
             method::SAMPLING_CREATE_MESSAGE => {
-                let params = wire
-                    .params
-                    .ok_or_else(|| D::Error::missing_field("params"))?;
-                CreateMessageRequestParams::deserialize(params).map(InputRequest::CreateMessage)
+                serde_json::from_str(params(wire.params)?.get()).map(InputRequest::CreateMessage)
             }
             method::ROOTS_LIST => match wire.params {
                 Some(params) => {
-                    RequestParams::deserialize(params).map(|p| InputRequest::ListRoots(Some(p)))
+                    serde_json::from_str(params.get()).map(|p| InputRequest::ListRoots(Some(p)))
                 }
                 None => Ok(InputRequest::ListRoots(None)),
             },
-            _ => Ok(InputRequest::Other {
-                method: wire.method,
-                params: wire.params,
-            }),
+            _ => match wire
+                .params
+                .map(|p| serde_json::from_str(p.get()))
+                .transpose()
+            {
+                Ok(params) => Ok(InputRequest::Other {
+                    method: wire.method,
+                    params,
+                }),
+                Err(e) => Err(e),
+            },
         };
         res.map_err(D::Error::custom)
     }
