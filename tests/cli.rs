@@ -29,12 +29,23 @@ mod selection;
 
 // The checks of issue 49, one file per item, and the scripted servers
 // they use.
+#[path = "cli/failures.rs"]
+mod failures;
 #[path = "cli/fakes.rs"]
 mod fakes;
+#[path = "cli/json.rs"]
+mod json;
+#[cfg(feature = "http")]
+#[path = "cli/serve_http.rs"]
+mod serve_http;
+#[path = "cli/small.rs"]
+mod small;
 #[path = "cli/startup.rs"]
 mod startup;
 #[path = "cli/terminal.rs"]
 mod terminal;
+#[path = "cli/values.rs"]
+mod values;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -70,6 +81,9 @@ fn run_server(mode: &str) -> ! {
     }
     if let "no-listen" | "legacy-bare" = mode {
         run_bare(mode == "legacy-bare");
+    }
+    if mode == "tools-only" {
+        run_tools_only();
     }
     if mode == "die" {
         eprintln!("starting the fixture server");
@@ -147,6 +161,19 @@ fn run_bare(legacy: bool) -> ! {
         let _ = out.flush();
     }
     std::process::exit(0);
+}
+
+/// `tools-only`: a modern server with one tool, whose list changes are
+/// all it offers to listen to.
+fn run_tools_only() -> ! {
+    use mcp_stdio::types::{CallToolResult, Tool};
+    let server = mcp_stdio::Server::builder("tools-only", "1")
+        .tool(Tool::new("echo", "Echoes."), |_ctx, args: Value| {
+            Ok::<_, mcp_stdio::ErrorObject>(CallToolResult::text(args.to_string()))
+        })
+        .build();
+    let _ = server.serve(Transport::stdio());
+    std::process::exit(0)
 }
 
 /// The `failing` server's extra tools: `traceback` answers with an error
@@ -815,18 +842,32 @@ fn listen_eof(s: Setup) -> Result<(), String> {
 }
 
 fn listen_json(s: Setup) -> Result<(), String> {
-    cli(eof_setup(s), &["listen", "--tools", "--resource", "mem://counter", "--json"], "")?
-        .expect_code(0)?
-        .stdout_is(concat!(
-            r#"{"method":"notifications/subscriptions/acknowledged","params":{"notifications":{"resourceSubscriptions":["mem://counter"],"toolsListChanged":true}}}"#,
-            "\n",
+    // The legacy era's acknowledgment is the client's (issue 49, item 5).
+    let made_by = if s.era == "legacy" {
+        r#""madeBy":"client","#
+    } else {
+        ""
+    };
+    let ack = format!(
+        r#"{{{made_by}"method":"notifications/subscriptions/acknowledged","params":{{"notifications":{{"resourceSubscriptions":["mem://counter"],"toolsListChanged":true}}}}}}"#
+    );
+    cli(
+        eof_setup(s),
+        &["listen", "--tools", "--resource", "mem://counter", "--json"],
+        "",
+    )?
+    .expect_code(0)?
+    .stdout_is(&format!(
+        "{ack}\n{}",
+        concat!(
             r#"{"method":"notifications/tools/list_changed","params":{}}"#,
             "\n",
             r#"{"method":"notifications/resources/updated","params":{"uri":"mem://counter"}}"#,
             "\n",
             r#"{"end":"closed"}"#,
             "\n"
-        ))?;
+        )
+    ))?;
     Ok(())
 }
 
@@ -950,7 +991,10 @@ fn wire(s: Setup) -> Result<(), String> {
         )?
         .stderr_has(r#""io.modelcontextprotocol/protocolVersion":"2026-07-28""#)?;
     }
-    run.stderr_has(r#"← {"jsonrpc":"2.0","id":2,"result":{"content":[{"#)?;
+    // `text=hi` is typed by the tool's schema: `tools/list` (id 2) first
+    // (issue 49, item 2).
+    run.stderr_has(r#"→ {"jsonrpc":"2.0","id":2,"method":"tools/list","#)?
+        .stderr_has(r#"← {"jsonrpc":"2.0","id":3,"result":{"content":[{"#)?;
     Ok(())
 }
 
@@ -1246,7 +1290,16 @@ fn run_checks() -> i32 {
             checks.push((format!("{era}_{name}"), Box::new(move || check(setup))));
         }
     }
-    let issue_49 = [terminal::CHECKS, startup::CHECKS];
+    let issue_49 = [
+        terminal::CHECKS,
+        values::CHECKS,
+        startup::CHECKS,
+        failures::CHECKS,
+        json::CHECKS,
+        #[cfg(feature = "http")]
+        serve_http::CHECKS,
+        small::CHECKS,
+    ];
     for (name, check) in ONCE.iter().chain(issue_49.into_iter().flatten()) {
         checks.push((name.to_string(), Box::new(check)));
     }

@@ -335,7 +335,10 @@ enum Wait<'a> {
     /// This long.
     #[cfg_attr(
         not(feature = "legacy"),
-        allow(dead_code, reason = "`initialize`, the one wait of its kind, is legacy")
+        allow(
+            dead_code,
+            reason = "`initialize`, the one wait of its kind, is legacy"
+        )
     )]
     For(Duration),
     /// The probe: `grace` once the server has read it; while it has not

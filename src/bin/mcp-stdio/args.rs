@@ -13,11 +13,11 @@ use std::time::Duration;
 
 use mcp_stdio::EraPolicy;
 use mcp_stdio::types::{LoggingLevel, SubscriptionFilter};
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 mod pairs;
 
-pub use pairs::tool_arguments;
+pub use pairs::{Arguments, tool_arguments};
 use pairs::{pair, string_pairs};
 
 /// What to do.
@@ -28,10 +28,7 @@ pub enum Command {
     /// `tools`, `resources`, `templates`, `prompts`: every item of a list.
     List(List),
     /// `call TOOL [ARGS]`.
-    Call {
-        tool: String,
-        arguments: Map<String, Value>,
-    },
+    Call { tool: String, arguments: Arguments },
     /// `read URI`.
     Read { uri: String },
     /// `prompt NAME [key=value...]`.
@@ -174,6 +171,7 @@ pub fn parse(args: Vec<String>) -> Result<Options, UsageError> {
     }
     check_applies(&command, &flags)?;
     if let Some(url) = flags.url.clone() {
+        check_url(&url, "--url")?;
         if server.is_some() || flags.config.is_some() {
             return Err(usage(
                 "give the server with --url, after --, or with --config: one of them",
@@ -182,6 +180,7 @@ pub fn parse(args: Vec<String>) -> Result<Options, UsageError> {
         return Ok(flags.into_options(command, Some(ServerSpec::Url(url))));
     }
     let server = match (server, flags.config.clone(), flags.server.clone()) {
+        (Some(_), None, None) if !flags.headers.is_empty() => return Err(header_for_stdio()),
         (Some(argv), None, None) if !argv.is_empty() => ServerSpec::Argv(argv),
         (Some(_), None, None) => return Err(usage("no server command after --")),
         (Some(_), Some(_), _) | (Some(_), _, Some(_)) => {
@@ -197,6 +196,55 @@ pub fn parse(args: Vec<String>) -> Result<Options, UsageError> {
     };
     Ok(flags.into_options(command, Some(server)))
 }
+
+/// Every option, for "did you mean".
+const OPTIONS: &[&str] = &[
+    "--help",
+    "--version",
+    "--json",
+    "--raw",
+    "--wire",
+    "--decline",
+    "--interactive",
+    "--long",
+    "--show-stderr",
+    "--tools",
+    "--prompts",
+    "--resources",
+    "--era",
+    "--timeout",
+    "--log-level",
+    "--answer",
+    "--roots",
+    "--sampling-reply",
+    "--save",
+    "--config",
+    "--server",
+    "--url",
+    "--header",
+    "--resource",
+    "--listen",
+    "--allow-origin",
+    "--allow-host",
+    "--max-body-bytes",
+    "--bearer-token",
+    "--bearer-token-file",
+];
+
+/// Every command, for "did you mean".
+const COMMANDS: &[&str] = &[
+    "info",
+    "tools",
+    "resources",
+    "templates",
+    "prompts",
+    "call",
+    "read",
+    "prompt",
+    "complete",
+    "listen",
+    "serve-http",
+];
 
 /// The options, as they are read.
 #[derive(Default)]
@@ -230,6 +278,7 @@ struct Flags {
     allow_hosts: Vec<String>,
     max_body_bytes: Option<usize>,
     bearer_token: Option<String>,
+    bearer_token_file: Option<PathBuf>,
 }
 
 impl Flags {
@@ -305,10 +354,11 @@ impl Flags {
             "--allow-host" => self.allow_hosts.push(value()?),
             "--max-body-bytes" => self.max_body_bytes = Some(max_body_bytes(&value()?)?),
             "--bearer-token" => self.bearer_token = Some(value()?),
+            "--bearer-token-file" => self.bearer_token_file = Some(PathBuf::from(value()?)),
             _ => {
-                return Err(usage(format!(
-                    "unknown option {name} (try mcp-stdio --help)"
-                )));
+                let hint = crate::suggest::typo(name, OPTIONS.iter().copied())
+                    .unwrap_or_else(|| " (try mcp-stdio --help)".to_owned());
+                return Err(usage(format!("unknown option {name}{hint}")));
             }
         }
         Ok(())
@@ -334,6 +384,23 @@ impl Flags {
             show_stderr: self.show_stderr,
             headers: self.headers,
         }
+    }
+}
+
+/// `--header` names a stdio server, to which no header can be sent.
+pub fn header_for_stdio() -> UsageError {
+    usage("--header applies to an HTTP server (--url, or a config entry with \"url\") only")
+}
+
+/// A server's URL: `http://` (this binary speaks no TLS).
+pub fn check_url(url: &str, what: &str) -> Result<(), UsageError> {
+    let scheme = url.split_once("://").map(|(s, _)| s.to_ascii_lowercase());
+    match scheme.as_deref() {
+        Some("http") => Ok(()),
+        Some("https") => Err(usage(format!(
+            "{what} takes an http:// URL, not {url:?}: mcp-stdio speaks no TLS (put a proxy that does in front, on the same host)"
+        ))),
+        _ => Err(usage(format!("{what} takes an http:// URL, not {url:?}"))),
     }
 }
 
@@ -378,6 +445,33 @@ fn header(text: &str) -> Result<(String, String), UsageError> {
         return Err(usage(format!("--header takes 'Name: value', not {text:?}")));
     };
     Ok((name.trim().to_owned(), value.trim().to_owned()))
+}
+
+/// The token `serve-http` requires: `--bearer-token`, else the first line
+/// of `--bearer-token-file`, else `MCP_STDIO_BEARER_TOKEN`. The two last
+/// keep it out of the command line, which `ps` shows to every user.
+fn bearer_token(flags: &Flags) -> Result<Option<String>, UsageError> {
+    let token = match (&flags.bearer_token, &flags.bearer_token_file) {
+        (Some(_), Some(_)) => {
+            return Err(usage(
+                "give the token with --bearer-token or --bearer-token-file, not both",
+            ));
+        }
+        (Some(token), None) => token.clone(),
+        (None, Some(file)) => {
+            let text = std::fs::read_to_string(file)
+                .map_err(|e| usage(format!("--bearer-token-file {}: {e}", file.display())))?;
+            text.lines().next().unwrap_or("").trim().to_owned()
+        }
+        (None, None) => match std::env::var("MCP_STDIO_BEARER_TOKEN") {
+            Ok(token) => token.trim().to_owned(),
+            Err(_) => return Ok(None),
+        },
+    };
+    if token.is_empty() {
+        return Err(usage("the bearer token is empty"));
+    }
+    Ok(Some(token))
 }
 
 /// `--max-body-bytes N`: above 0.
@@ -476,13 +570,14 @@ fn command(name: &str, args: Vec<String>, flags: &Flags) -> Result<Command, Usag
                 allow_origins: flags.allow_origins.clone(),
                 allow_hosts: flags.allow_hosts.clone(),
                 max_body_bytes: flags.max_body_bytes,
-                bearer_token: flags.bearer_token.clone(),
+                bearer_token: bearer_token(flags)?,
             })
         }
         other => {
-            return Err(usage(format!(
-                "unknown command {other:?}: info, tools, resources, templates, prompts, call, read, prompt, complete, listen or serve-http"
-            )));
+            let hint = crate::suggest::typo(other, COMMANDS.iter().copied()).unwrap_or_else(|| {
+                ": info, tools, resources, templates, prompts, call, read, prompt, complete, listen or serve-http".to_owned()
+            });
+            return Err(usage(format!("unknown command {other:?}{hint}")));
         }
     };
     Ok(command)
@@ -529,6 +624,11 @@ fn check_applies(command: &Command, flags: &Flags) -> Result<(), UsageError> {
         (
             flags.bearer_token.is_some() && !serves,
             "--bearer-token",
+            "serve-http",
+        ),
+        (
+            flags.bearer_token_file.is_some() && !serves,
+            "--bearer-token-file",
             "serve-http",
         ),
     ];

@@ -28,12 +28,13 @@ mod output;
 mod serve_http;
 mod stderr;
 mod suggest;
+mod values;
 
 use std::io::IsTerminal;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use mcp_stdio::{Client, Error, WireDirection, error_code};
+use mcp_stdio::{Client, Error, ErrorObject, WireDirection, error_code};
 
 use crate::args::{Command, Options, ServerSpec};
 use crate::ask::Asker;
@@ -62,6 +63,9 @@ pub struct Failure {
     /// how it died (its exit status, its last stderr lines) completes the
     /// line.
     pub server_gone: bool,
+    /// The server's error, when that is what failed (`--json` shows it as
+    /// the server sent it).
+    pub rpc: Option<ErrorObject>,
 }
 
 impl Failure {
@@ -70,6 +74,7 @@ impl Failure {
             status: status::USAGE,
             message: message.into(),
             server_gone: false,
+            rpc: None,
         }
     }
 
@@ -78,6 +83,7 @@ impl Failure {
             status: status::CONNECTION,
             message: message.into(),
             server_gone: false,
+            rpc: None,
         }
     }
 
@@ -106,7 +112,25 @@ impl Failure {
                         _ => None,
                     })
                     .collect();
-                if flags.is_empty() {
+                let tasks = e
+                    .data
+                    .as_ref()
+                    .and_then(|d| d.pointer("/requiredCapabilities/extensions"))
+                    .and_then(|x| x.get(mcp_stdio::types::TASKS_EXTENSION))
+                    .is_some();
+                if tasks {
+                    // Nothing to pass: say what the tool needs and why it
+                    // cannot have it here.
+                    Failure {
+                        status: status::SERVER_FAILURE,
+                        message: format!(
+                            "{what} needs the Tasks extension ({}), which mcp-stdio does not declare: it runs tools that answer within the call",
+                            mcp_stdio::types::TASKS_EXTENSION
+                        ),
+                        server_gone: false,
+                        rpc: Some(e),
+                    }
+                } else if flags.is_empty() {
                     Failure {
                         status: status::SERVER_FAILURE,
                         message: format!(
@@ -115,6 +139,7 @@ impl Failure {
                             e.code
                         ),
                         server_gone: false,
+                        rpc: Some(e),
                     }
                 } else {
                     Failure::usage(format!(
@@ -132,6 +157,7 @@ impl Failure {
                     e.code
                 ),
                 server_gone: false,
+                rpc: Some(e),
             },
             Error::Timeout => Failure::connection(format!(
                 "no answer to {what} within {}: cancelled (the server was sent notifications/cancelled)",
@@ -162,7 +188,18 @@ fn main() -> ExitCode {
     let opts = match parsed {
         Ok(opts) => opts,
         Err(message) => {
-            eprintln!("mcp-stdio: {message}");
+            // `--json` was asked for, though the line could not be read.
+            let json = std::env::args_os()
+                .skip(1)
+                .take_while(|a| a != "--")
+                .any(|a| a == "--json");
+            let message = one_line(&message);
+            if json {
+                let line = serde_json::json!({ "error": message, "status": status::USAGE });
+                eprintln!("{line}");
+            } else {
+                eprintln!("mcp-stdio: {message}");
+            }
             return ExitCode::from(status::USAGE);
         }
     };
@@ -184,6 +221,7 @@ fn main() -> ExitCode {
     let stderr = Arc::new(Stderr::new(
         opts.wire,
         !exact && std::io::stderr().is_terminal(),
+        opts.json,
     ));
     ExitCode::from(run(&opts, &stderr))
 }
@@ -199,7 +237,11 @@ fn main() -> ExitCode {
 /// `--wire` only.
 fn run(opts: &Options, stderr: &Arc<Stderr>) -> u8 {
     let fail = |failure: Failure| {
-        stderr.line(&format!("mcp-stdio: {}", one_line(&failure.message)));
+        stderr.error(
+            &one_line(&failure.message),
+            failure.status,
+            failure.rpc.as_ref(),
+        );
         failure.status
     };
     // Unbounded: the client's notes are rate-limited, and a run is short.
@@ -222,6 +264,12 @@ fn run(opts: &Options, stderr: &Arc<Stderr>) -> u8 {
         deadline,
     });
     stderr.clear();
+    // An `--answer` no form used was a mistake, though the command went
+    // through (a mistyped optional field is left out without a word).
+    let res = res.and_then(|status| match asker.unused_answers() {
+        Some(unused) if status == 0 => Err(Failure::usage(unused)),
+        _ => Ok(status),
+    });
     let status = res.unwrap_or_else(|mut failure| {
         if let Some(death) = failure.server_gone.then(|| death_note(&notes)).flatten() {
             failure.message = format!("{}: {death}", failure.message);
@@ -241,12 +289,10 @@ fn run(opts: &Options, stderr: &Arc<Stderr>) -> u8 {
     if opts.wire {
         match closed {
             Ok(Some(status)) => {
-                stderr.line(&format!(
-                    "· closed the server's input; it exited ({status})"
-                ));
+                stderr.client_note(&format!("closed the server's input; it exited ({status})"));
             }
             Ok(None) => {}
-            Err(e) => stderr.line(&format!("· closing the server: {e}")),
+            Err(e) => stderr.client_note(&format!("closing the server: {e}")),
         }
     }
     status
@@ -316,8 +362,8 @@ fn start(
         .filter(|r| r.starts_with("no answer to server/discover"))
     {
         // Silence is a guess, not an answer: say which era it made.
-        stderr.line(&format!(
-            "mcp-stdio: note: speaking the legacy era (initialize): {reason} (--era modern or --era legacy chooses)"
+        stderr.note(&format!(
+            "speaking the legacy era (initialize): {reason} (--era modern or --era legacy chooses)"
         ));
     }
     Ok((client, signals, asker))
@@ -356,6 +402,8 @@ pub(crate) fn server(opts: &Options) -> Result<ServerTarget, Failure> {
         Some(ServerSpec::Config { file, name }) => {
             let config = config::load(file, name.as_deref()).map_err(Failure::usage)?;
             if let Some(url) = &config.url {
+                args::check_url(url, &format!("the url in {}", file.display()))
+                    .map_err(|e| Failure::usage(e.0))?;
                 // The entry's headers, then those of the command line.
                 let headers = config
                     .headers
@@ -367,6 +415,9 @@ pub(crate) fn server(opts: &Options) -> Result<ServerTarget, Failure> {
                     target: Target::Url(url.clone(), headers),
                     name: url.clone(),
                 });
+            }
+            if !opts.headers.is_empty() {
+                return Err(Failure::usage(args::header_for_stdio().0));
             }
             Ok(ServerTarget {
                 target: Target::Spawn(config.command()),
@@ -419,11 +470,11 @@ fn connect(
     let start_bound = opts.timeout.unwrap_or(DEFAULT_START).as_secs_f64();
     builder = builder.trace(move |note| {
         if let Some(shown) = &shown {
-            shown.line(&format!("· {note}"));
+            shown.client_note(note);
         } else if note.starts_with(STILL_STARTING) {
             // A wait nobody would understand otherwise.
-            waiting.line(&format!(
-                "mcp-stdio: note: the server has not read its input yet: still starting (a first npx or uvx run installs packages first); waiting up to {start_bound} s in all (--timeout SECS)"
+            waiting.note(&format!(
+                "the server has not read its input yet: still starting (a first npx or uvx run installs packages first); waiting up to {start_bound} s in all (--timeout SECS)"
             ));
         }
         // The receiver lives as long as the run.
@@ -435,7 +486,7 @@ fn connect(
     }
     if opts.show_stderr {
         let echo = Arc::clone(stderr);
-        builder = builder.stderr(move |line| echo.line(&format!("[server] {line}")));
+        builder = builder.stderr(move |line| echo.server_stderr(line));
     }
     if opts.log_level.is_some() {
         let logs = Arc::clone(stderr);
@@ -445,7 +496,7 @@ fn connect(
     let client = match server.target {
         Target::Spawn(command) => {
             if opts.wire {
-                stderr.line(&format!("· starting {program}"));
+                stderr.client_note(&format!("starting {program}"));
             }
             builder.spawn(command)
         }
@@ -455,7 +506,7 @@ fn connect(
     if let (Some(level), mcp_stdio::Era::Legacy { .. }) = (opts.log_level, client.era()) {
         // The legacy era sets the level for the whole session.
         if let Err(e) = client.set_log_level(level) {
-            stderr.line(&format!("mcp-stdio: logging/setLevel: {e}"));
+            stderr.note(&format!("logging/setLevel: {e}"));
         }
     }
     Ok(client)
@@ -475,23 +526,22 @@ pub(crate) fn show_wire(
     let wire = Arc::clone(stderr);
     let legacy = std::sync::atomic::AtomicBool::new(false);
     builder.wire(move |direction, line| {
-        let arrow = match direction {
-            WireDirection::Sent => '→',
-            WireDirection::Received => '←',
-        };
         if over_http && direction == WireDirection::Sent {
             match sent(line) {
                 Sent::Initialize => legacy.store(true, std::sync::atomic::Ordering::Relaxed),
                 Sent::Cancelled(id) if !legacy.load(std::sync::atomic::Ordering::Relaxed) => {
-                    wire.line(&format!(
-                        "· cancelled request {id} by closing its response stream (over HTTP no notifications/cancelled is sent)"
+                    wire.client_note(&format!(
+                        "cancelled request {id} by closing its response stream (over HTTP no notifications/cancelled is sent)"
                     ));
                     return;
                 }
                 _ => {}
             }
         }
-        wire.line(&format!("{arrow} {}", String::from_utf8_lossy(line)));
+        wire.wire(
+            direction == WireDirection::Sent,
+            &String::from_utf8_lossy(line),
+        );
     })
 }
 

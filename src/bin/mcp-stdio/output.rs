@@ -33,17 +33,32 @@ pub fn print(text: &str) -> bool {
         .is_ok()
 }
 
-/// Where `--save DIR` writes binary content, and how files are named.
+/// Where `--save DIR` writes binary content, and how files are named: the
+/// item's name and the first number no file has yet (a second run writes
+/// `-2`, never over `-1`).
 #[derive(Debug)]
 pub struct Saver {
     dir: Option<PathBuf>,
     /// The start of every file name: the tool, prompt or resource.
     stem: String,
     count: usize,
+    /// The first file that could not be written: the command fails with
+    /// it once its output is printed.
+    error: Option<String>,
 }
 
+/// How many numbers a file name tries before `--save` gives up: a
+/// directory with that many files of one item is a mistake.
+const MAX_SAVED: usize = 10_000;
+
 impl Saver {
-    pub fn new(dir: Option<&Path>, stem: &str) -> Saver {
+    /// A saver into `dir`, which is made if it is missing: a `dir` that
+    /// cannot be is an error, before anything is asked of the server.
+    pub fn new(dir: Option<&Path>, stem: &str) -> Result<Saver, String> {
+        if let Some(dir) = dir {
+            std::fs::create_dir_all(dir)
+                .map_err(|e| format!("cannot save to {}: {e} (--save DIR)", dir.display()))?;
+        }
         let stem: String = stem
             .chars()
             .map(|c| {
@@ -54,10 +69,36 @@ impl Saver {
                 }
             })
             .collect();
-        Saver {
+        Ok(Saver {
             dir: dir.map(Path::to_path_buf),
             stem,
             count: 0,
+            error: None,
+        })
+    }
+
+    /// Why a file could not be written, if one could not.
+    pub fn error(&self) -> Option<&str> {
+        self.error.as_deref()
+    }
+
+    /// Writes `bytes` to the first `STEM-N.EXT` that does not exist: its
+    /// path.
+    fn save(&mut self, dir: &Path, bytes: &[u8], extension: &str) -> std::io::Result<PathBuf> {
+        loop {
+            self.count += 1;
+            let path = dir.join(format!("{}-{}.{extension}", self.stem, self.count));
+            // `create_new`: a file that exists is never written over.
+            let file = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&path);
+            match file {
+                Ok(mut file) => return file.write_all(bytes).map(|()| path),
+                Err(e)
+                    if e.kind() == std::io::ErrorKind::AlreadyExists && self.count < MAX_SAVED => {}
+                Err(e) => return Err(e),
+            }
         }
     }
 
@@ -68,17 +109,15 @@ impl Saver {
             return format!("{mime}, not valid base64");
         };
         let mut text = format!("{mime}, {} bytes", bytes.len());
-        if let Some(dir) = &self.dir {
-            self.count += 1;
-            let path = dir.join(format!("{}-{}.{}", self.stem, self.count, extension(mime)));
-            let saved = std::fs::create_dir_all(dir).and_then(|()| std::fs::write(&path, &bytes));
-            match saved {
-                Ok(()) => {
+        if let Some(dir) = self.dir.clone() {
+            match self.save(&dir, &bytes, extension(mime)) {
+                Ok(path) => {
                     let _ = write!(text, " → {}", path.display());
                 }
-                Err(e) => {
-                    let _ = write!(text, " (not saved to {}: {e})", path.display());
+                Err(e) if self.error.is_none() => {
+                    self.error = Some(format!("cannot save to {}: {e}", dir.display()));
                 }
+                Err(_) => {}
             }
         }
         text
@@ -440,7 +479,7 @@ mod tests {
 
     #[test]
     fn content_for_people() {
-        let mut saver = Saver::new(None, "t");
+        let mut saver = Saver::new(None, "t").unwrap();
         assert_eq!(content(&ContentBlock::text("hi"), &mut saver), "hi");
         assert_eq!(
             content(&ContentBlock::image("aGk=", "image/png"), &mut saver),
@@ -460,7 +499,7 @@ mod tests {
 
     #[test]
     fn structured_content_is_not_repeated() {
-        let mut saver = Saver::new(None, "t");
+        let mut saver = Saver::new(None, "t").unwrap();
         let both = CallToolResult::text("3").with_structured(json!({ "sum": 3 }));
         assert_eq!(call_result(&both, &mut saver), "3\n{\"sum\":3}\n");
         let same = CallToolResult::text("{\"sum\": 3}").with_structured(json!({ "sum": 3 }));
@@ -470,7 +509,8 @@ mod tests {
     #[test]
     fn saved_files_are_named_after_the_item() {
         let dir = std::env::temp_dir().join(format!("mcp-stdio-cli-save-{}", std::process::id()));
-        let mut saver = Saver::new(Some(&dir), "test image");
+        let _ = std::fs::remove_dir_all(&dir);
+        let mut saver = Saver::new(Some(&dir), "test image").unwrap();
         let text = content(&ContentBlock::image("aGk=", "image/png"), &mut saver);
         let path = dir.join("test_image-1.png");
         assert_eq!(
@@ -478,6 +518,10 @@ mod tests {
             format!("[image image/png, 2 bytes → {}]", path.display())
         );
         assert_eq!(std::fs::read(&path).unwrap(), b"hi");
+        // A second saver (a second run) takes the next free name.
+        let mut again = Saver::new(Some(&dir), "test image").unwrap();
+        let text = content(&ContentBlock::image("aGk=", "image/png"), &mut again);
+        assert!(text.ends_with("test_image-2.png]"), "{text}");
         let _ = std::fs::remove_dir_all(&dir);
     }
 

@@ -36,10 +36,10 @@ pub fn run(opts: &Options, serve: &ServeHttp, stderr: &Arc<Stderr>) -> Result<u8
         builder = builder.request_timeout(timeout);
     }
     let notes = Arc::clone(stderr);
-    builder = builder.trace(move |note| notes.line(&format!("mcp-stdio: {note}")));
+    builder = builder.trace(move |note| notes.note(note));
     if opts.show_stderr {
         let echo = Arc::clone(stderr);
-        builder = builder.stderr(move |line| echo.line(&format!("[server] {line}")));
+        builder = builder.stderr(move |line| echo.server_stderr(line));
     }
     if opts.wire {
         let over_http = matches!(target.target, crate::Target::Url(..));

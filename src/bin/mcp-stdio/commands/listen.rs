@@ -33,11 +33,18 @@ pub fn listen(ctx: &Ctx<'_>, filter: &SubscriptionFilter) -> Result<u8, Failure>
         sub.cancel();
         return Ok(nothing(json, &offers));
     }
+    let legacy = matches!(ctx.client.era(), Era::Legacy { .. });
     if json {
-        let ack = json!({
+        let mut ack = json!({
             "method": "notifications/subscriptions/acknowledged",
             "params": { "notifications": accepted },
         });
+        if legacy {
+            // A legacy server has no `subscriptions/listen`: the client
+            // subscribed with `resources/subscribe` and made this itself,
+            // which is said, not passed off as the server's.
+            ack["madeBy"] = json!("client");
+        }
         print(&ack.to_string());
     } else {
         print(&format!("listening: {}", describe_filter(&accepted)));
@@ -47,7 +54,6 @@ pub fn listen(ctx: &Ctx<'_>, filter: &SubscriptionFilter) -> Result<u8, Failure>
         ctx.stderr
             .line(&format!("not accepted: {}", describe_filter(&refused)));
     }
-    let legacy = matches!(ctx.client.era(), Era::Legacy { .. });
     loop {
         let next = match &ctx.signals {
             Some(signals) => {
