@@ -45,17 +45,15 @@ impl<'de> Deserialize<'de> for ElicitRequestParams {
             mode: Option<Value>,
         }
         // Buffered once: `mode` may come after the fields it governs, and
-        // this is off the hot path. Raw, not a `Value`, whose objects are
+        // this is off the hot path. Not as a `Value`, whose objects are
         // sorted by key: a form's fields keep their order (`Properties`).
-        let raw = Box::<serde_json::value::RawValue>::deserialize(deserializer)?;
-        let Mode { mode } = serde_json::from_str(raw.get()).map_err(D::Error::custom)?;
+        let buffered = super::ordered::Ordered::deserialize(deserializer)?;
+        let Mode { mode } = super::ordered::read(&buffered)?;
         match mode {
             None => {}
             Some(Value::String(mode)) if mode == "form" => {}
             Some(Value::String(mode)) if mode == "url" => {
-                return serde_json::from_str::<ElicitRequestURLParams>(raw.get())
-                    .map(ElicitRequestParams::Url)
-                    .map_err(D::Error::custom);
+                return super::ordered::read(&buffered).map(ElicitRequestParams::Url);
             }
             Some(other) => {
                 return Err(D::Error::custom(format!(
@@ -63,9 +61,7 @@ impl<'de> Deserialize<'de> for ElicitRequestParams {
                 )));
             }
         }
-        serde_json::from_str::<ElicitRequestFormParams>(raw.get())
-            .map(ElicitRequestParams::Form)
-            .map_err(D::Error::custom)
+        super::ordered::read(&buffered).map(ElicitRequestParams::Form)
     }
 }
 

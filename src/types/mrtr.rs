@@ -135,46 +135,35 @@ impl Serialize for InputRequest {
 
 impl<'de> Deserialize<'de> for InputRequest {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<InputRequest, D::Error> {
+        use super::ordered::{Ordered, read};
         use serde::de::Error;
         #[derive(Deserialize)]
         struct Wire {
             method: String,
-            // Raw, not a `Value` (whose objects are sorted by key): a
-            // form's fields keep the order the server wrote them in.
+            // Not a `Value` (whose objects are sorted by key): a form's
+            // fields keep the order the server wrote them in.
             #[serde(default)]
-            params: Option<Box<serde_json::value::RawValue>>,
+            params: Option<Ordered>,
         }
         let wire = Wire::deserialize(deserializer)?;
-        let params = |params: Option<Box<serde_json::value::RawValue>>| {
-            params.ok_or_else(|| D::Error::missing_field("params"))
-        };
+        let params = wire.params;
+        let given =
+            |params: Option<Ordered>| params.ok_or_else(|| D::Error::missing_field("params"));
         // Spec principle: dispatch on the method string, never on shape.
-        let res = match wire.method.as_str() {
-            method::ELICITATION_CREATE => {
-                serde_json::from_str(params(wire.params)?.get()).map(InputRequest::Elicit)
-            }
+        match wire.method.as_str() {
+            method::ELICITATION_CREATE => read(&given(params)?).map(InputRequest::Elicit),
             method::SAMPLING_CREATE_MESSAGE => {
-                serde_json::from_str(params(wire.params)?.get()).map(InputRequest::CreateMessage)
+                read(&given(params)?).map(InputRequest::CreateMessage)
             }
-            method::ROOTS_LIST => match wire.params {
-                Some(params) => {
-                    serde_json::from_str(params.get()).map(|p| InputRequest::ListRoots(Some(p)))
-                }
+            method::ROOTS_LIST => match params {
+                Some(params) => read(&params).map(|p| InputRequest::ListRoots(Some(p))),
                 None => Ok(InputRequest::ListRoots(None)),
             },
-            _ => match wire
-                .params
-                .map(|p| serde_json::from_str(p.get()))
-                .transpose()
-            {
-                Ok(params) => Ok(InputRequest::Other {
-                    method: wire.method,
-                    params,
-                }),
-                Err(e) => Err(e),
-            },
-        };
-        res.map_err(D::Error::custom)
+            _ => Ok(InputRequest::Other {
+                params: params.as_ref().map(read).transpose()?,
+                method: wire.method,
+            }),
+        }
     }
 }
 
