@@ -447,6 +447,9 @@ fn header(text: &str) -> Result<(String, String), UsageError> {
     Ok((name.trim().to_owned(), value.trim().to_owned()))
 }
 
+/// Where `serve-http` finds its bearer token when no option gives it.
+pub const BEARER_TOKEN_ENV: &str = "MCP_STDIO_BEARER_TOKEN";
+
 /// The token `serve-http` requires: `--bearer-token`, else the first line
 /// of `--bearer-token-file`, else `MCP_STDIO_BEARER_TOKEN`. The two last
 /// keep it out of the command line, which `ps` shows to every user.
@@ -463,7 +466,7 @@ fn bearer_token(flags: &Flags) -> Result<Option<String>, UsageError> {
                 .map_err(|e| usage(format!("--bearer-token-file {}: {e}", file.display())))?;
             text.lines().next().unwrap_or("").trim().to_owned()
         }
-        (None, None) => match std::env::var("MCP_STDIO_BEARER_TOKEN") {
+        (None, None) => match std::env::var(BEARER_TOKEN_ENV) {
             Ok(token) => token.trim().to_owned(),
             Err(_) => return Ok(None),
         },

@@ -28,6 +28,11 @@ pub fn run(opts: &Options, serve: &ServeHttp, stderr: &Arc<Stderr>) -> Result<u8
     if let (Some(_), crate::Target::Spawn(command)) = (&signals, &mut target.target) {
         crate::interrupt::own_group(command);
     }
+    // The token is for the HTTP callers, not for the child, which would
+    // otherwise inherit it with the rest of the environment.
+    if let crate::Target::Spawn(command) = &mut target.target {
+        command.env_remove(crate::args::BEARER_TOKEN_ENV);
+    }
     let mut builder = Client::builder()
         .client_info("mcp-stdio serve-http", env!("CARGO_PKG_VERSION"))
         .era(opts.era);
