@@ -598,10 +598,14 @@ pub(crate) fn connect_url(
 }
 
 /// The client's notes while it started (they come on a thread of their
-/// own: those of the last moment are waited for, briefly).
+/// own: those of the last moment are waited for, 50 ms after the last one
+/// and half a second at most).
 fn notes_while_starting(notes: &crossbeam_channel::Receiver<String>) -> Vec<String> {
+    let now = std::time::Instant::now();
+    let end = now + std::time::Duration::from_millis(500);
     let mut said: Vec<String> = notes.try_iter().collect();
-    while let Ok(note) = notes.recv_timeout(std::time::Duration::from_millis(50)) {
+    let quiet = || (std::time::Instant::now() + std::time::Duration::from_millis(50)).min(end);
+    while let Ok(note) = notes.recv_deadline(quiet()) {
         said.push(note);
     }
     said
