@@ -33,7 +33,7 @@ const ECHOED: &str = "\x1b]0;pwned\x07\x1b[31mRED";
 /// Runs `mcp-stdio ARGS --era auto -- <this binary>` as server `mode`, on a
 /// terminal of its own: `stdout` is what the terminal showed (stdout and
 /// stderr together, lines ended with `\r\n`).
-fn on_terminal(mode: &str, args: &[&str]) -> Result<Run, String> {
+pub(crate) fn on_terminal(mode: &str, args: &[&str]) -> Result<Run, String> {
     let mut full: Vec<String> = args.iter().map(|a| a.to_string()).collect();
     full.extend(["--era".into(), "auto".into(), "--".into(), me()]);
     // The arguments reach the shell through the environment, so that no
