@@ -71,6 +71,10 @@ pub const CHECKS: &[(&str, Once)] = &[
     ),
     ("review49_json_save_writes_the_files", json_save),
     (
+        "review49_json_progress_is_as_the_server_sent_it",
+        json_progress,
+    ),
+    (
         "review49_line_separators_in_names_stay_on_their_line",
         line_separators,
     ),
@@ -361,6 +365,28 @@ fn json_save() -> Result<(), String> {
     Ok(())
 }
 
+/// Claim: with `--json`, progress is said to be "the notifications as the
+/// server sent them" (`stderr.rs`, `--help`), but it is the typed params
+/// written again: `"progress":1` becomes `1.0`, `"total":2` `2.0`, and
+/// the keys are sorted.
+fn json_progress() -> Result<(), String> {
+    let run = cli(
+        setup("review:progress", "auto"),
+        &["--json", "call", "t"],
+        "",
+    )?;
+    run.expect_code(0)?;
+    let line = run
+        .stderr
+        .lines()
+        .find(|l| l.contains("notifications/progress"))
+        .ok_or_else(|| format!("no progress line: {:?}", run.stderr))?;
+    if !line.contains(PROGRESS) {
+        return Err(format!("sent {PROGRESS}, shown {line}"));
+    }
+    Ok(())
+}
+
 /// Claim: "a name containing a newline cannot break one item a line" holds
 /// for `\n` only: U+2028 (LINE SEPARATOR) in a name and a lone `\r` in a
 /// description pass through to piped output, and a script that splits
@@ -485,6 +511,7 @@ pub fn serve(mode: &str) -> ! {
             "form" | "bigform" => form(method, mode, &mut out, &mut lines),
             "slow-reader" => slow_reader(method),
             "linger" => modern_tool(method, "t"),
+            "progress" => progress(method, &msg, &mut out),
             "names" => names(method),
             other => panic!("no review server {other:?}"),
         };
@@ -557,6 +584,23 @@ fn modern_tool(method: &str, name: &str) -> Reply {
         "tools/call" => text("done"),
         method => not_found(method),
     }
+}
+
+/// The params of `review:progress`'s notification, as it writes them.
+const PROGRESS: &str = r#""progress":1,"total":2,"message":"half""#;
+
+/// `review:progress`: its tool sends one progress notification, with
+/// whole numbers, then answers.
+fn progress(method: &str, msg: &Value, out: &mut impl Write) -> Reply {
+    if method == "tools/call" {
+        let token = msg["params"]["_meta"]["progressToken"].clone();
+        let _ = writeln!(
+            out,
+            r#"{{"jsonrpc":"2.0","method":"notifications/progress","params":{{"progressToken":{token},{PROGRESS}}}}}"#
+        );
+        let _ = out.flush();
+    }
+    modern_tool(method, "t")
 }
 
 fn slow_reader(method: &str) -> Reply {
