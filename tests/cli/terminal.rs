@@ -139,11 +139,16 @@ fn error_escaped() -> Result<(), String> {
     Ok(())
 }
 
+/// An item's line (its name, the first line of its description) is
+/// escaped wherever it goes: one item, one line (the description's title
+/// change too, since the review of issue 49: a lone `\r` or U+2028 in it
+/// broke the line).
 fn newline_name() -> Result<(), String> {
     cli(EVIL, &["tools"], "")?
         .expect_code(0)?
         .stdout_is(&format!(
-            "paint\\u{{1b}}[31m  Paints {TITLE}the title.\ntwo\\nlines       A name with a newline.\n"
+            "paint\\u{{1b}}[31m  Paints {}the title.\ntwo\\nlines       A name with a newline.\n",
+            TITLE.escape_debug()
         ))?;
     Ok(())
 }

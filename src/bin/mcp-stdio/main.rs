@@ -220,12 +220,15 @@ fn main() -> ExitCode {
         _ => {}
     }
     // On a terminal the server's control characters are shown escaped,
-    // unless the bytes were asked for (`escape`).
-    let exact = opts.raw || opts.json;
-    escape::set_stdout(!exact && std::io::stdout().is_terminal());
+    // unless `--raw` asked for stdout's bytes (`escape`).
+    escape::set_stdout(escape::Mode::of(
+        std::io::stdout().is_terminal(),
+        opts.json,
+        opts.raw,
+    ));
     let stderr = Arc::new(Stderr::new(
         opts.wire,
-        !exact && std::io::stderr().is_terminal(),
+        escape::Mode::of(std::io::stderr().is_terminal(), opts.json, false),
         opts.json,
     ));
     ExitCode::from(run(&opts, &stderr))

@@ -23,6 +23,8 @@ use mcp_stdio::ErrorObject;
 use mcp_stdio::types::{LoggingMessageNotificationParams, ProgressNotificationParams};
 use serde_json::{Value, json};
 
+use crate::escape::Mode;
+
 /// How wide the bar is, in cells.
 const BAR_CELLS: usize = 24;
 /// How much of a progress message the bar shows: a line that wraps
@@ -37,35 +39,31 @@ pub struct Stderr {
     /// Draw a bar (stderr is a terminal and nothing else streams there),
     /// or write progress as plain lines.
     bar: bool,
-    /// Escape control characters (stderr is a terminal, and the bytes
-    /// were not asked for: see `escape`).
-    escape: bool,
+    /// How the server's text is shown: escaped on a terminal, as text
+    /// or (`--json`) as JSON escapes (see `escape`); `--raw` does not
+    /// change it, being about stdout.
+    escape: Mode,
     /// `--json`: every line a JSON object.
     json: bool,
 }
 
 impl Stderr {
     /// `plain`: progress as lines even on a terminal (under `--wire`, whose
-    /// lines come between two redraws). `escape`: control characters in
-    /// what is written are shown escaped (the bar's own are not).
-    /// `json`: every line a JSON object (`--json`; no bar, nothing
-    /// escaped: JSON's strings are escaped their own way).
-    pub fn new(plain: bool, escape: bool, json: bool) -> Stderr {
+    /// lines come between two redraws). `escape`: how control characters
+    /// in what is written are shown (the bar's own are not escaped).
+    /// `json`: every line a JSON object (`--json`; no bar).
+    pub fn new(plain: bool, escape: Mode, json: bool) -> Stderr {
         Stderr {
             bar_drawn: Mutex::new(false),
             bar: !plain && !json && std::io::stderr().is_terminal(),
-            escape: escape && !json,
+            escape,
             json,
         }
     }
 
     /// `text` as it may be written here.
     fn shown<'a>(&self, text: &'a str) -> std::borrow::Cow<'a, str> {
-        if self.escape {
-            crate::escape::text(text)
-        } else {
-            std::borrow::Cow::Borrowed(text)
-        }
+        self.escape.shown(text)
     }
 
     /// Writes one line for people (wiping the bar first); `{"note": ...}`
