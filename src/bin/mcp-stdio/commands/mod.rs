@@ -152,10 +152,10 @@ fn unanswerable(result: &InputRequiredResult) -> String {
 }
 
 fn call(ctx: &Ctx<'_>, tool: &str, arguments: &Arguments) -> Result<u8, Failure> {
+    let schema = input_schema(ctx, tool);
     let arguments: Map<String, Value> = match arguments {
-        Arguments::Object(map) => map.clone(),
+        Arguments::Object(map) => crate::values::object_by_schema(map, schema.as_ref()),
         Arguments::Pairs(pairs) => {
-            let schema = input_schema(ctx, tool);
             crate::values::by_schema(pairs, schema.as_ref()).map_err(Failure::usage)?
         }
     };
