@@ -288,9 +288,7 @@ impl<'de> Deserialize<'de> for Properties {
                 while let Some(name) = map.next_key::<String>()? {
                     let schema = map
                         .next_value::<PrimitiveSchemaDefinition>()
-                        .map_err(|e| {
-                            A::Error::custom(format_args!("form field {name:?}: {e}"))
-                        })?;
+                        .map_err(|e| A::Error::custom(format_args!("form field {name:?}: {e}")))?;
                     // A name given twice: the later schema, in the first
                     // one's place (as a JSON object read into a map keeps
                     // the later).

@@ -97,9 +97,8 @@ pub fn line(text: &str) -> Cow<'_, str> {
 /// U+2029, written `\uXXXX`. They can stand only inside a JSON string,
 /// where `\uXXXX` is the same character: the value is unchanged.
 pub fn json(text: &str) -> Cow<'_, str> {
-    let escaped = |c: char| {
-        matches!(c, '\u{7f}'..='\u{9f}' | '\u{2028}' | '\u{2029}') || is_bidi_control(c)
-    };
+    let escaped =
+        |c: char| matches!(c, '\u{7f}'..='\u{9f}' | '\u{2028}' | '\u{2029}') || is_bidi_control(c);
     if !text.contains(escaped) {
         return Cow::Borrowed(text);
     }
@@ -160,10 +159,7 @@ mod tests {
             "a\\u{1b}]0;t\\u{7}b\r\nc\\rd\te\\u{9b}f\\u{202e}g\n"
         );
         assert_eq!(line("two\nlines\t!"), "two\\nlines\\t!");
-        assert_eq!(
-            line("a\u{2028}b\rc\u{85}d"),
-            "a\\u{2028}b\\rc\\u{85}d"
-        );
+        assert_eq!(line("a\u{2028}b\rc\u{85}d"), "a\\u{2028}b\\rc\\u{85}d");
         assert!(matches!(text("plain é ✓\n"), Cow::Borrowed(_)));
         assert!(matches!(line("plain"), Cow::Borrowed(_)));
     }

@@ -43,7 +43,10 @@ pub fn by_schema(
 
 /// Arguments given as one JSON object, their whole numbers made integers
 /// where the tool's input schema (`None`: not known) wants integers.
-pub fn object_by_schema(arguments: &Map<String, Value>, schema: Option<&Value>) -> Map<String, Value> {
+pub fn object_by_schema(
+    arguments: &Map<String, Value>,
+    schema: Option<&Value>,
+) -> Map<String, Value> {
     let mut value = Value::Object(arguments.clone());
     retype(&mut value, schema);
     match value {
@@ -118,9 +121,8 @@ fn one_type<'a>(types: &[(&'a str, &'a Value)]) -> Option<(&'a str, &'a Value)> 
 fn as_type(text: &str, kind: &str, property: &Value) -> Result<Value, String> {
     match kind {
         "string" => Ok(Value::String(text.to_owned())),
-        "integer" => integer(text.trim()).map_err(|e| {
-            e.unwrap_or_else(|| "the tool's schema wants an integer".to_owned())
-        }),
+        "integer" => integer(text.trim())
+            .map_err(|e| e.unwrap_or_else(|| "the tool's schema wants an integer".to_owned())),
         "number" => {
             number(text.trim()).ok_or_else(|| "the tool's schema wants a number".to_owned())?
         }
@@ -193,9 +195,7 @@ fn retype(value: &mut Value, schema: Option<&Value>) {
         }
         Value::Object(members) if kind == "object" => {
             let properties = schema.get("properties").and_then(Value::as_object);
-            let others = schema
-                .get("additionalProperties")
-                .filter(|s| s.is_object());
+            let others = schema.get("additionalProperties").filter(|s| s.is_object());
             for (name, member) in members.iter_mut() {
                 retype(member, properties.and_then(|p| p.get(name)).or(others));
             }
@@ -254,11 +254,13 @@ pub fn number(text: &str) -> Option<Result<Value, String>> {
     let n: Number = serde_json::from_str(text).ok()?;
     Some(if exact(text) {
         // `-0` (see `json`), or the number as written.
-        Ok(if n.as_f64() == Some(0.0) && !text.contains(['.', 'e', 'E']) {
-            Value::from(0)
-        } else {
-            Value::Number(n)
-        })
+        Ok(
+            if n.as_f64() == Some(0.0) && !text.contains(['.', 'e', 'E']) {
+                Value::from(0)
+            } else {
+                Value::Number(n)
+            },
+        )
     } else {
         Err(inexact(text))
     })
