@@ -37,6 +37,7 @@ mod values;
 use std::io::IsTerminal;
 use std::process::ExitCode;
 use std::sync::Arc;
+use std::time::Instant;
 
 use mcp_stdio::{Error, ErrorObject, error_code};
 
@@ -257,7 +258,7 @@ fn run(opts: &Options, stderr: &Arc<Stderr>) -> u8 {
         return serve_http::run(opts, serve, stderr).unwrap_or_else(fail);
     }
     // `--timeout` bounds the whole command, from here.
-    let deadline = opts.timeout.map(|t| std::time::Instant::now() + t);
+    let deadline = opts.timeout.map(|t| Instant::now() + t);
     let (note_tx, notes) = crossbeam_channel::unbounded();
     let (client, signals, asker) = match start(opts, stderr, note_tx, &notes) {
         Ok(started) => started,
@@ -279,7 +280,8 @@ fn run(opts: &Options, stderr: &Arc<Stderr>) -> u8 {
         _ => Ok(status),
     });
     let status = res.unwrap_or_else(|mut failure| {
-        if let Some(death) = failure.server_gone.then(|| death_note(&notes)).flatten() {
+        let death = failure.server_gone.then(|| death_note(&notes, deadline));
+        if let Some(death) = death.flatten() {
             failure.message = format!("{}: {death}", failure.message);
         }
         // A request that timed out may have been answered under the wrong
@@ -292,8 +294,17 @@ fn run(opts: &Options, stderr: &Arc<Stderr>) -> u8 {
     });
     // The command's outcome is decided; how the server exits adds nothing
     // to it (the client notes a server that had to be killed), except for
-    // a person watching the wire.
-    let closed = client.close();
+    // a person watching the wire. `--timeout` bounds the close too: a
+    // server that stays after its input ends (or ignores SIGTERM) is given
+    // what is left of it, not the close grace twice over; but always a
+    // moment to exit on its own once its input is closed.
+    let closed = match deadline {
+        Some(deadline) => {
+            let left = deadline.saturating_duration_since(Instant::now());
+            client.close_within(left.max(MIN_CLOSE))
+        }
+        None => client.close(),
+    };
     if opts.wire {
         match closed {
             Ok(Some(status)) => {
@@ -306,14 +317,22 @@ fn run(opts: &Options, stderr: &Arc<Stderr>) -> u8 {
     status
 }
 
+/// The least a close under `--timeout` is given, past the deadline if need
+/// be: a quarter of a second for each of its three waits (`close_within`).
+const MIN_CLOSE: std::time::Duration = std::time::Duration::from_millis(750);
+
 /// How the client's note on a response to no request of its begins.
 const SKIPPED_RESPONSE: &str = "skipped a response with id";
 
 /// The client's note on a server whose output ended: how it exited and
 /// its last stderr lines. The client makes it after a moment's wait for
-/// the exit, so this waits for it, briefly.
-fn death_note(notes: &crossbeam_channel::Receiver<String>) -> Option<String> {
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
+/// the exit, so this waits for it, briefly (and not past `--timeout`).
+fn death_note(
+    notes: &crossbeam_channel::Receiver<String>,
+    timeout: Option<Instant>,
+) -> Option<String> {
+    let brief = Instant::now() + std::time::Duration::from_secs(2);
+    let deadline = timeout.map_or(brief, |t| t.min(brief));
     while let Ok(note) = notes.recv_deadline(deadline) {
         if note.starts_with("the server exited") || note.starts_with("the server closed its output")
         {
