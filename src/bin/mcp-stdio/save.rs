@@ -212,6 +212,12 @@ mod tests {
         let mut again = Saver::new(Some(&dir), "test image").unwrap();
         let text = content(&ContentBlock::image("aGk=", "image/png"), &mut again);
         assert!(text.ends_with("test_image-2.png]"), "{text}");
+        // A name past what a file name holds is cut (it failed with
+        // ENAMETOOLONG, blamed on the directory).
+        let mut long = Saver::new(Some(&dir), &"n".repeat(300)).unwrap();
+        let text = content(&ContentBlock::image("aGk=", "image/png"), &mut long);
+        assert_eq!(long.error(), None);
+        assert!(text.ends_with(&format!("{}-1.png]", "n".repeat(100))), "{text}");
         let _ = std::fs::remove_dir_all(&dir);
     }
 }
