@@ -217,7 +217,10 @@ mod tests {
         let mut long = Saver::new(Some(&dir), &"n".repeat(300)).unwrap();
         let text = content(&ContentBlock::image("aGk=", "image/png"), &mut long);
         assert_eq!(long.error(), None);
-        assert!(text.ends_with(&format!("{}-1.png]", "n".repeat(100))), "{text}");
+        assert!(
+            text.ends_with(&format!("{}-1.png]", "n".repeat(100))),
+            "{text}"
+        );
         let _ = std::fs::remove_dir_all(&dir);
     }
 }
