@@ -331,8 +331,10 @@ fn death_note(
     notes: &crossbeam_channel::Receiver<String>,
     timeout: Option<Instant>,
 ) -> Option<String> {
-    let brief = Instant::now() + std::time::Duration::from_secs(2);
-    let deadline = timeout.map_or(brief, |t| t.min(brief));
+    let now = Instant::now();
+    let brief = now + std::time::Duration::from_secs(2);
+    // A moment even past `--timeout`: the note may be on its way.
+    let deadline = timeout.map_or(brief, |t| t.max(now + MIN_CLOSE / 3).min(brief));
     while let Ok(note) = notes.recv_deadline(deadline) {
         if note.starts_with("the server exited") || note.starts_with("the server closed its output")
         {
