@@ -40,12 +40,12 @@ pub enum Mode {
 
 impl Mode {
     /// The mode of a stream: `terminal` or not, under `--json` or not;
-    /// `raw` (`--raw`, for stdout only) keeps a terminal's text exact.
+    /// `raw` (`--raw`, for stdout only) keeps a terminal's text exact,
+    /// JSON's too.
     pub fn of(terminal: bool, json: bool, raw: bool) -> Mode {
         match (terminal, json, raw) {
-            (false, _, _) => Mode::Exact,
-            (true, true, _) => Mode::Json,
-            (true, false, true) => Mode::Exact,
+            (false, _, _) | (true, _, true) => Mode::Exact,
+            (true, true, false) => Mode::Json,
             (true, false, false) => Mode::Text,
         }
     }
