@@ -59,6 +59,17 @@ fn run_server(mode: &str) -> ! {
     if let "no-listen" | "legacy-bare" = mode {
         run_bare(mode == "legacy-bare");
     }
+    if mode == "hang-list" {
+        run_tools_only(true);
+    }
+    // `flip:PATH`: the `failing` server the first time (PATH is then
+    // made), a modern server with tools alone every time after.
+    if let Some(path) = mode.strip_prefix("flip:") {
+        if std::fs::metadata(path).is_ok() {
+            run_tools_only(false);
+        }
+        std::fs::write(path, "started once").expect("the flip file");
+    }
     if mode == "die" {
         eprintln!("starting the fixture server");
         eprintln!("cannot open the database: /nonexistent/db");
@@ -66,6 +77,7 @@ fn run_server(mode: &str) -> ! {
     }
     let server = match mode {
         "failing" => everything::build_with(failing_tools),
+        flip if flip.starts_with("flip:") => everything::build_with(failing_tools),
         _ => everything::build(),
     };
     let res = match mode.strip_prefix("eof:").and_then(|n| n.parse().ok()) {
@@ -132,6 +144,46 @@ fn run_bare(legacy: bool) -> ! {
             "{}",
             serde_json::json!({ "jsonrpc": "2.0", "id": id, "result": result })
         );
+        let _ = out.flush();
+    }
+    std::process::exit(0);
+}
+
+/// A modern server that declares tools and nothing else (no list
+/// changes, resources, prompts or logging), with one tool `now`; with
+/// `hang`, it says so on stderr when asked `tools/list` and never
+/// answers it (a server stuck while starting).
+fn run_tools_only(hang: bool) -> ! {
+    let mut out = std::io::stdout().lock();
+    for line in std::io::stdin().lock().lines() {
+        let Ok(line) = line else { break };
+        let Ok(msg) = serde_json::from_str::<Value>(&line) else {
+            continue;
+        };
+        let Some(id) = msg.get("id") else { continue };
+        let reply = match msg["method"].as_str().unwrap_or_default() {
+            "server/discover" => serde_json::json!({ "result": {
+                "resultType": "complete",
+                "supportedVersions": ["2026-07-28"],
+                "capabilities": { "tools": {} },
+                "_meta": { "io.modelcontextprotocol/serverInfo": { "name": "tools-only", "version": "2" } }
+            } }),
+            "tools/list" if hang => {
+                eprintln!("waiting forever on tools/list");
+                continue;
+            }
+            "tools/list" => serde_json::json!({ "result": { "tools": [
+                { "name": "now", "inputSchema": { "type": "object" } }
+            ] } }),
+            "ping" => serde_json::json!({ "result": {} }),
+            method => serde_json::json!({ "error": {
+                "code": -32601, "message": format!("Method not found: {method}")
+            } }),
+        };
+        let mut reply = reply;
+        reply["jsonrpc"] = "2.0".into();
+        reply["id"] = id.clone();
+        let _ = writeln!(out, "{reply}");
         let _ = out.flush();
     }
     std::process::exit(0);
@@ -1207,6 +1259,193 @@ fn http_echo(addr: &str) -> Result<String, String> {
     Ok(response)
 }
 
+/// A running `mcp-stdio serve-http -- <this binary>`: the process, its
+/// stderr a line at a time, and where it serves once it said so.
+#[cfg(feature = "http")]
+struct Gateway {
+    child: std::process::Child,
+    lines: crossbeam_channel::Receiver<String>,
+    stderr: String,
+}
+
+#[cfg(feature = "http")]
+impl Gateway {
+    fn start(mode: &str, extra: &[&str]) -> Result<Gateway, String> {
+        let mut args = vec!["serve-http", "--listen", "127.0.0.1:0"];
+        args.extend(extra);
+        let me = me();
+        args.extend(["--", &me]);
+        let mut child = Command::new(BIN)
+            .args(&args)
+            .env(SERVER_ENV, mode)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|e| e.to_string())?;
+        let stderr = BufReader::new(child.stderr.take().expect("piped stderr"));
+        let (tx, lines) = crossbeam_channel::unbounded();
+        thread::spawn(move || {
+            for line in stderr.lines().map_while(Result::ok) {
+                let _ = tx.send(line);
+            }
+        });
+        Ok(Gateway {
+            child,
+            lines,
+            stderr: String::new(),
+        })
+    }
+
+    /// Waits for a line of stderr holding `part`: the line.
+    fn wait_for(&mut self, part: &str) -> Result<String, String> {
+        let deadline = Instant::now() + LIMIT;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let Ok(line) = self.lines.recv_timeout(left) else {
+                return Err(format!("no {part:?} on stderr: {:?}", self.stderr));
+            };
+            self.stderr.push_str(&line);
+            self.stderr.push('\n');
+            if line.contains(part) {
+                return Ok(line);
+            }
+        }
+    }
+
+    /// Where it serves (`HOST:PORT`), once it says so.
+    fn address(&mut self) -> Result<String, String> {
+        let line = self.wait_for(" at http://")?;
+        let (_, url) = line.split_once(" at http://").expect("just found");
+        Ok(url.trim_end_matches("/mcp").to_owned())
+    }
+}
+
+#[cfg(feature = "http")]
+impl Drop for Gateway {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A modern request POSTed to `addr` with the headers a conforming client
+/// sends: the whole response.
+#[cfg(feature = "http")]
+fn http_request(
+    addr: &str,
+    method: &str,
+    name: Option<&str>,
+    params: Value,
+) -> Result<String, String> {
+    let mut params = params;
+    params["_meta"] = serde_json::json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {}
+    });
+    let body = serde_json::json!({ "jsonrpc": "2.0", "id": 1, "method": method, "params": params })
+        .to_string();
+    let name = name.map_or_else(String::new, |n| format!("Mcp-Name: {n}\r\n"));
+    let request = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\nMcp-Method: {method}\r\n{name}Content-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    let mut socket = std::net::TcpStream::connect(addr).map_err(|e| e.to_string())?;
+    socket
+        .set_read_timeout(Some(LIMIT))
+        .map_err(|e| e.to_string())?;
+    socket
+        .write_all(request.as_bytes())
+        .map_err(|e| e.to_string())?;
+    let mut response = String::new();
+    socket
+        .read_to_string(&mut response)
+        .map_err(|e| e.to_string())?;
+    Ok(response)
+}
+
+/// The capabilities `serve-http` at `addr` advertises (`server/discover`).
+#[cfg(feature = "http")]
+fn advertised(addr: &str) -> Result<Value, String> {
+    let response = http_request(addr, "server/discover", None, serde_json::json!({}))?;
+    let (_, body) = response
+        .split_once("\r\n\r\n")
+        .ok_or_else(|| format!("no body: {response}"))?;
+    let body: Value = serde_json::from_str(body).map_err(|e| format!("{e}: {response}"))?;
+    Ok(body["result"]["capabilities"].clone())
+}
+
+/// Issue 43, item 4 ("`serve-http` claims only what its child has"),
+/// after a restart: the cap is what the first child declared
+/// (`proxy::serve_as` reads it once), but `serve-http` restarts a child
+/// that dies, and the child started again may declare less (an upgrade, a
+/// configuration read again, another build behind the same command).
+/// Here the first child declares resource subscriptions and logging, dies
+/// in a call, and the one started again declares tools alone; `serve-http`
+/// goes on advertising subscriptions and logging it can no longer deliver.
+#[cfg(feature = "http")]
+fn serve_http_claims_what_the_restarted_child_declares() -> Result<(), String> {
+    let flip = scratch("flip").join("started");
+    let mut gateway = Gateway::start(&format!("flip:{}", flip.display()), &[])?;
+    let addr = gateway.address()?;
+    let first = advertised(&addr)?;
+    if first["resources"]["subscribe"] != true || first.get("logging").is_none() {
+        return Err(format!("the first child's capabilities: {first}"));
+    }
+    let died = http_request(
+        &addr,
+        "tools/call",
+        Some("die"),
+        serde_json::json!({ "name": "die", "arguments": {} }),
+    )?;
+    if !died.contains("\"error\"") {
+        return Err(format!("the call that kills the child: {died}"));
+    }
+    gateway.wait_for("the server was restarted")?;
+    let after = advertised(&addr)?;
+    let claims_subscribe = after["resources"]["subscribe"] == true;
+    let claims_logging = after.get("logging").is_some();
+    if claims_subscribe || claims_logging {
+        return Err(format!(
+            "after the restart the child declares tools alone; serve-http advertises {after}"
+        ));
+    }
+    Ok(())
+}
+
+/// `serve-http` catches SIGTERM and SIGINT from its start (issue 43, item
+/// 4), but only its serving loop hears them: while it starts (the child's
+/// lists are read before it listens) a signal is queued and nothing acts
+/// on it. A child that never answers `tools/list` (no timeout by default)
+/// leaves a gateway that SIGTERM no longer ends, as it did before the
+/// handler: only SIGKILL does. Expected: it ends within a few seconds.
+#[cfg(feature = "http")]
+fn serve_http_ends_on_sigterm_while_starting() -> Result<(), String> {
+    let mut gateway = Gateway::start("hang-list", &["--show-stderr"])?;
+    gateway.wait_for("waiting forever on tools/list")?;
+    let killed = Command::new("kill")
+        .args(["-TERM", &gateway.child.id().to_string()])
+        .status()
+        .map_err(|e| e.to_string())?;
+    if !killed.success() {
+        return Err("kill -TERM failed".into());
+    }
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while Instant::now() < deadline {
+        if gateway
+            .child
+            .try_wait()
+            .map_err(|e| e.to_string())?
+            .is_some()
+        {
+            return Ok(());
+        }
+        // Polling interval of the bounded wait.
+        thread::sleep(Duration::from_millis(5));
+    }
+    Err("still running 5 s after SIGTERM, while it listed the child's tools".into())
+}
+
 // ---------------------------------------------------------------------------
 // Check runner
 // ---------------------------------------------------------------------------
@@ -1234,6 +1473,16 @@ fn run_checks() -> i32 {
             Box::new(move || serve_http_signal(signal)),
         ));
     }
+    #[cfg(feature = "http")]
+    checks.push((
+        "serve_http_claims_what_the_restarted_child_declares".into(),
+        Box::new(serve_http_claims_what_the_restarted_child_declares),
+    ));
+    #[cfg(feature = "http")]
+    checks.push((
+        "serve_http_ends_on_sigterm_while_starting".into(),
+        Box::new(serve_http_ends_on_sigterm_while_starting),
+    ));
     checks.retain(|(name, _)| selection.includes(name));
     if selection.list {
         for (name, _) in &checks {
