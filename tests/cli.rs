@@ -75,8 +75,20 @@ fn run_server(mode: &str) -> ! {
         eprintln!("cannot open the database: /nonexistent/db");
         std::process::exit(7);
     }
+    // `linger:PATH`: the everything server, its process id written to
+    // PATH; after the end of its input it lingers (as a server that does
+    // not watch its input does) until a signal ends it, or 30 s.
+    if let Some(path) = mode.strip_prefix("linger:") {
+        std::fs::write(path, std::process::id().to_string()).expect("the pid file");
+        let _ = everything::build().serve(Transport::stdio());
+        thread::sleep(Duration::from_secs(30));
+        std::process::exit(0);
+    }
     let server = match mode {
         "failing" => everything::build_with(failing_tools),
+        "only-mem" => everything::build_with(|builder| {
+            builder.resource_subscription_filter(|uri| uri.starts_with("mem://"))
+        }),
         flip if flip.starts_with("flip:") => everything::build_with(failing_tools),
         _ => everything::build(),
     };
@@ -1446,6 +1458,158 @@ fn serve_http_ends_on_sigterm_while_starting() -> Result<(), String> {
     Err("still running 5 s after SIGTERM, while it listed the child's tools".into())
 }
 
+/// Issue 43, item 6 ("a missing feature as an answer, not a failure"),
+/// read the other way: a server that offers resource subscriptions but
+/// refuses the one asked for (it takes `mem://` URIs only) has not said
+/// it lacks a feature; it said no to `nope://x`. `listen` takes the empty
+/// acknowledgment for a missing feature: "nothing to listen to: the server
+/// offers resource subscriptions", exit 0, which reads as a contradiction
+/// and hides a mistyped URI from a script. Expected: a failure (exit 1)
+/// that names the URI the server did not accept.
+fn listen_to_a_refused_uri_is_a_failure() -> Result<(), String> {
+    let mut failed = Vec::new();
+    for era in ["auto", "legacy"] {
+        let run = cli(
+            Setup {
+                mode: "only-mem",
+                era,
+            },
+            &["listen", "--resource", "nope://x"],
+            "",
+        )?;
+        if run.code == Some(0) || !run.stderr.contains("nope://x") {
+            failed.push(format!(
+                "--era {era}: exit {:?}, stdout {:?}, stderr {:?}",
+                run.code, run.stdout, run.stderr
+            ));
+        }
+    }
+    if failed.is_empty() {
+        Ok(())
+    } else {
+        Err(failed.join("; "))
+    }
+}
+
+/// Whether process `pid` is alive (a zombie is not).
+#[cfg(feature = "http")]
+fn alive(pid: &str) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/status")).is_ok_and(|status| {
+        !status
+            .lines()
+            .any(|l| l.starts_with("State:") && l.contains('Z'))
+    })
+}
+
+/// Spec 2026-07-28 basic/transports/stdio, "Shutdown": the client closes
+/// the server's input, waits, then sends SIGTERM, then SIGKILL. Since
+/// issue 43 `serve-http` puts its child in a process group of its own
+/// (Ctrl-C no longer reaches it) and on SIGINT or SIGTERM returns from
+/// serving without closing its client (the proxy's threads hold it), so
+/// the child only sees its input end when the process exits, and a child
+/// that does not watch its input lingers, orphaned, for as long as it
+/// likes. Before, Ctrl-C reached the child with its parent. Expected: the
+/// child is gone within its grace (2 s) and a moment after `serve-http`.
+#[cfg(feature = "http")]
+fn serve_http_stops_its_child_on_sigint() -> Result<(), String> {
+    let pid_file = scratch("linger").join("pid");
+    let mut gateway = Gateway::start(&format!("linger:{}", pid_file.display()), &[])?;
+    let addr = gateway.address()?;
+    let pid = std::fs::read_to_string(&pid_file).map_err(|e| e.to_string())?;
+    let echoed = http_request(
+        &addr,
+        "tools/call",
+        Some("echo"),
+        serde_json::json!({ "name": "echo", "arguments": { "text": "hi" } }),
+    )?;
+    if !echoed.contains(r#""text":"hi""#) {
+        return Err(format!("the echo through serve-http: {echoed}"));
+    }
+    let killed = Command::new("kill")
+        .args(["-INT", &gateway.child.id().to_string()])
+        .status()
+        .map_err(|e| e.to_string())?;
+    if !killed.success() {
+        return Err("kill -INT failed".into());
+    }
+    let deadline = Instant::now() + LIMIT;
+    while gateway
+        .child
+        .try_wait()
+        .map_err(|e| e.to_string())?
+        .is_none()
+    {
+        if Instant::now() > deadline {
+            return Err("serve-http did not end on SIGINT".into());
+        }
+        // Polling interval of the bounded wait.
+        thread::sleep(Duration::from_millis(5));
+    }
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while alive(&pid) {
+        if Instant::now() > deadline {
+            let _ = Command::new("kill").args(["-KILL", &pid]).status();
+            return Err(format!(
+                "serve-http ended on SIGINT; its child {pid} was still running 5 s later"
+            ));
+        }
+        // Polling interval of the bounded wait.
+        thread::sleep(Duration::from_millis(5));
+    }
+    Ok(())
+}
+
+/// `serve-http` stopped by SIGTERM while a call is in flight: the call is
+/// answered (it ends within the grace), and a second SIGTERM changes
+/// nothing of that; exit 0 (issue 43, item 4, "the requests in flight are
+/// answered").
+#[cfg(feature = "http")]
+fn serve_http_answers_the_call_in_flight_on_sigterm_twice() -> Result<(), String> {
+    let mut gateway = Gateway::start("everything", &["--wire"])?;
+    let addr = gateway.address()?;
+    let call = {
+        let addr = addr.clone();
+        thread::spawn(move || {
+            http_request(
+                &addr,
+                "tools/call",
+                Some("slow"),
+                serde_json::json!({ "name": "slow", "arguments": { "ms": 1000 } }),
+            )
+        })
+    };
+    // On its way to the child: the call is in flight.
+    gateway.wait_for(r#""name":"slow""#)?;
+    for _ in 0..2 {
+        let killed = Command::new("kill")
+            .args(["-TERM", &gateway.child.id().to_string()])
+            .status()
+            .map_err(|e| e.to_string())?;
+        if !killed.success() {
+            return Err("kill -TERM failed".into());
+        }
+    }
+    let answered = call.join().map_err(|_| "the call's thread panicked")??;
+    if !answered.contains(r#""text":"done""#) {
+        return Err(format!("the call in flight: {answered}"));
+    }
+    let deadline = Instant::now() + LIMIT;
+    let status = loop {
+        if let Some(status) = gateway.child.try_wait().map_err(|e| e.to_string())? {
+            break status;
+        }
+        if Instant::now() > deadline {
+            return Err("serve-http did not end on SIGTERM".into());
+        }
+        // Polling interval of the bounded wait.
+        thread::sleep(Duration::from_millis(5));
+    };
+    if status.code() != Some(0) {
+        return Err(format!("serve-http ended {status}"));
+    }
+    Ok(())
+}
+
 // ---------------------------------------------------------------------------
 // Check runner
 // ---------------------------------------------------------------------------
@@ -1473,6 +1637,20 @@ fn run_checks() -> i32 {
             Box::new(move || serve_http_signal(signal)),
         ));
     }
+    checks.push((
+        "listen_to_a_refused_uri_is_a_failure".into(),
+        Box::new(listen_to_a_refused_uri_is_a_failure),
+    ));
+    #[cfg(feature = "http")]
+    checks.push((
+        "serve_http_stops_its_child_on_sigint".into(),
+        Box::new(serve_http_stops_its_child_on_sigint),
+    ));
+    #[cfg(feature = "http")]
+    checks.push((
+        "serve_http_answers_the_call_in_flight_on_sigterm_twice".into(),
+        Box::new(serve_http_answers_the_call_in_flight_on_sigterm_twice),
+    ));
     #[cfg(feature = "http")]
     checks.push((
         "serve_http_claims_what_the_restarted_child_declares".into(),
