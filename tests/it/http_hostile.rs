@@ -728,3 +728,27 @@ fn a_refusal_at_the_cap_costs_the_accept_loop_no_wait_on_a_silent_peer() {
         "behind 100 silent refused connections, a refusal took {took:?}"
     );
 }
+
+/// `src/http/request.rs` says a control character in a header value is
+/// refused, and RFC 9110 section 5.5 allows only spaces and tabs around a
+/// value (OWS). `field` trims with `trim_ascii`, which also takes a form
+/// feed (0x0C) off either end before it looks for control characters: so
+/// `Mcp-Name: echo<FF>` is read as `echo` and matches the body, while an
+/// intermediary that keeps the byte (or refuses it) sees another name.
+/// Expected: `400`, as for a control character inside the value.
+#[test]
+fn a_form_feed_at_the_end_of_a_header_value_is_refused() {
+    let http = crate::http::everything();
+    let mut headers = mirrored("tools/call", None);
+    headers.push(("Mcp-Name".into(), "echo\u{c}".into()));
+    let response = post(
+        http.addr,
+        &headers,
+        &body(
+            35,
+            "tools/call",
+            json!({ "name": "echo", "arguments": { "text": "x" } }),
+        ),
+    );
+    assert_eq!(status(&response), 400, "Mcp-Name: echo<FF>: {response}");
+}
