@@ -406,8 +406,8 @@ fn proxy_resource_threads() -> usize {
 /// runs (`proxy::subscribe`), whether or not the URI names anything and
 /// after the caller's subscription ended. One listen may name 1,000 URIs
 /// (`max_subscription_uris`), and any caller may send as many listens as
-/// it likes: here 3 listens of 200 made-up URIs each, each cancelled at
-/// once, left 600 threads (and 600 listens behind). Expected: what the
+/// it likes: here 3 listens of 50 made-up URIs each, each cancelled at
+/// once, left 150 threads (and 150 listens behind). Expected: what the
 /// proxy holds follows its callers' live subscriptions (a handful here,
 /// once they ended).
 #[test]
@@ -416,7 +416,7 @@ fn subscriptions_through_the_proxy_hold_no_thread_after_they_end() {
     let client = caller(&proxy.url, EraPolicy::ModernOnly);
     let before = proxy_resource_threads();
     for round in 0..3 {
-        let uris = (0..200).map(|i| format!("mem://made-up/{round}/{i}"));
+        let uris = (0..50).map(|i| format!("mem://made-up/{round}/{i}"));
         let subscription = client
             .listen(SubscriptionFilter {
                 resource_subscriptions: Some(uris.collect()),
@@ -428,6 +428,6 @@ fn subscriptions_through_the_proxy_hold_no_thread_after_they_end() {
     let grew = proxy_resource_threads().saturating_sub(before);
     assert!(
         grew < 20,
-        "3 cancelled listens of 200 URIs each left {grew} proxy threads behind"
+        "3 cancelled listens of 50 URIs each left {grew} proxy threads behind"
     );
 }
