@@ -752,3 +752,48 @@ fn a_form_feed_at_the_end_of_a_header_value_is_refused() {
     );
     assert_eq!(status(&response), 400, "Mcp-Name: echo<FF>: {response}");
 }
+
+/// A chunked body that never ends (a chunk of one byte every 20 ms, no
+/// last chunk) is cut at `header_timeout` from the request's start with
+/// `408`, however steadily its bytes come: the deadline is one for the
+/// whole request (`TimedSocket`), not one per read. Here 500 ms; the
+/// answer must come within 3 s.
+#[test]
+fn a_chunked_body_that_never_ends_is_cut_at_the_header_timeout() {
+    use std::io::Write;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let http = start(
+        crate::everything::build(),
+        HttpOptions::new().header_timeout(Duration::from_millis(500)),
+    );
+    let addr = http.addr;
+    let mut socket = TcpStream::connect(addr).unwrap();
+    socket.set_read_timeout(Some(WAIT)).unwrap();
+    socket.set_nodelay(true).unwrap();
+    let mut head = format!("POST /mcp HTTP/1.1\r\nHost: {addr}\r\nTransfer-Encoding: chunked\r\n");
+    for (name, value) in mirrored("tools/list", None) {
+        head.push_str(&format!("{name}: {value}\r\n"));
+    }
+    head.push_str("\r\n1\r\n{\r\n");
+    socket.write_all(head.as_bytes()).unwrap();
+    let done = Arc::new(AtomicBool::new(false));
+    let trickle = {
+        let (mut socket, done) = (socket.try_clone().unwrap(), Arc::clone(&done));
+        std::thread::spawn(move || {
+            while !done.load(Ordering::Relaxed) && socket.write_all(b"1\r\n \r\n").is_ok() {
+                // The peer's pace: a chunk every 20 ms.
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        })
+    };
+    let began = Instant::now();
+    let mut out = Vec::new();
+    let _ = socket.read_to_end(&mut out);
+    let took = began.elapsed();
+    done.store(true, Ordering::Relaxed);
+    trickle.join().unwrap();
+    let response = String::from_utf8_lossy(&out);
+    assert!(response.starts_with("HTTP/1.1 408"), "{response}");
+    assert!(took < Duration::from_secs(3), "cut after {took:?}");
+}
