@@ -797,3 +797,35 @@ fn a_chunked_body_that_never_ends_is_cut_at_the_header_timeout() {
     assert!(response.starts_with("HTTP/1.1 408"), "{response}");
     assert!(took < Duration::from_secs(3), "cut after {took:?}");
 }
+
+/// A careless client sends a body past the limit (5 MiB, the limit 4 MiB)
+/// without `Expect: 100-continue`, reading the answer only once it wrote
+/// everything it could (as curl and most libraries do). The server
+/// answers `413` before the body and closes; the client must see that
+/// `413`, not a connection reset: RFC 9112 section 9.6, a server that
+/// closes with unread input risks the client losing the response, so it
+/// reads on for a while before it closes (`close_gently`).
+#[test]
+fn a_body_past_the_limit_sent_at_once_sees_its_413() {
+    use std::io::Write;
+    let http = crate::http::everything();
+    let addr = http.addr;
+    let len = 5 * 1024 * 1024;
+    let mut head = format!("POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Length: {len}\r\n");
+    for (name, value) in mirrored("tools/list", None) {
+        head.push_str(&format!("{name}: {value}\r\n"));
+    }
+    head.push_str("\r\n");
+    let mut socket = TcpStream::connect(addr).unwrap();
+    socket.set_read_timeout(Some(WAIT)).unwrap();
+    socket.set_write_timeout(Some(WAIT)).unwrap();
+    socket.write_all(head.as_bytes()).unwrap();
+    let written = socket.write_all(&vec![b' '; len]);
+    let mut out = Vec::new();
+    let read = socket.read_to_end(&mut out);
+    let response = String::from_utf8_lossy(&out);
+    assert!(
+        response.starts_with("HTTP/1.1 413"),
+        "writing the body: {written:?}; reading the answer: {read:?}: {response:?}"
+    );
+}
