@@ -212,7 +212,11 @@ fn request_line(line: &[u8]) -> Result<(String, String, bool), HttpError> {
     Ok((method.to_owned(), target.to_owned(), http10))
 }
 
-/// `name: value`, the value without surrounding whitespace.
+/// `name: value`, the value without the spaces and tabs around it (RFC
+/// 9110 section 5.5: OWS is SP and HTAB alone). Any other control
+/// character, at either end too, refuses the request: an intermediary that
+/// keeps a form feed at a value's end would read another value than this
+/// server.
 fn field(line: &[u8]) -> Result<(String, String), HttpError> {
     if line[0] == b' ' || line[0] == b'\t' {
         return Err(bad("obsolete line folding in the header is not accepted"));
@@ -225,7 +229,7 @@ fn field(line: &[u8]) -> Result<(String, String), HttpError> {
             String::from_utf8_lossy(name)
         )));
     }
-    let value = line[colon + 1..].trim_ascii();
+    let value = trim_ows(&line[colon + 1..]);
     if value.iter().any(|&b| (b < 0x20 && b != b'\t') || b == 0x7f) {
         return Err(bad(format!(
             "the value of header {} holds a control character",
@@ -236,6 +240,17 @@ fn field(line: &[u8]) -> Result<(String, String), HttpError> {
         String::from_utf8_lossy(name).into_owned(),
         String::from_utf8_lossy(value).into_owned(),
     ))
+}
+
+/// `bytes` without the spaces and horizontal tabs at either end.
+fn trim_ows(bytes: &[u8]) -> &[u8] {
+    let ows = |b: &u8| *b == b' ' || *b == b'\t';
+    let start = bytes.iter().position(|b| !ows(b)).unwrap_or(bytes.len());
+    let end = bytes
+        .iter()
+        .rposition(|b| !ows(b))
+        .map_or(start, |at| at + 1);
+    &bytes[start..end]
 }
 
 /// RFC 9110 section 5.6.2: the characters of a token.
@@ -377,11 +392,7 @@ fn read_chunked(
         if read_line(input, &mut line, &mut budget)? == 0 {
             return Err(HttpError::Io(io::ErrorKind::UnexpectedEof.into()));
         }
-        let size = line
-            .split(|&b| b == b';')
-            .next()
-            .unwrap_or(&[])
-            .trim_ascii();
+        let size = trim_ows(line.split(|&b| b == b';').next().unwrap_or(&[]));
         let size = std::str::from_utf8(size)
             .ok()
             .filter(|s| !s.is_empty() && s.bytes().all(|b| b.is_ascii_hexdigit()))
@@ -455,6 +466,10 @@ mod tests {
         assert_eq!(plain.method, "POST");
         assert_eq!(plain.path(), "/mcp");
         assert_eq!(plain.headers.get("host"), Some("a"));
+        let spaced = read("GET / HTTP/1.1\r\nA: \t b c \t\r\n\r\n")
+            .unwrap()
+            .unwrap();
+        assert_eq!(spaced.headers.get("a"), Some("b c"));
         assert_eq!(plain.body, b"hello");
         assert!(plain.keep_alive());
         let chunked = read(
@@ -475,6 +490,8 @@ mod tests {
         assert_eq!(status("POST /mcp HTTP/1.1\r\nBad : x\r\n\r\n"), 400);
         assert_eq!(status("POST /mcp HTTP/1.1\r\nA: b\r\n folded\r\n\r\n"), 400);
         assert_eq!(status("POST /mcp HTTP/1.1\r\nA: b\x01\r\n\r\n"), 400);
+        assert_eq!(status("POST /mcp HTTP/1.1\r\nA: b\x0c\r\n\r\n"), 400);
+        assert_eq!(status("POST /mcp HTTP/1.1\r\nA:\x0b b\r\n\r\n"), 400);
         assert_eq!(
             status("POST /mcp HTTP/1.1\r\nContent-Length: x\r\n\r\n"),
             400
