@@ -313,12 +313,29 @@ fn too_large(limits: &Limits) -> HttpError {
     )
 }
 
-/// Reads one line into `line` (without its line ending), charging its
-/// length to `budget`. Returns the bytes consumed (0: end of input).
+/// Reads one line of the head or a chunked body's trailer into `line`
+/// (without its line ending), charging its length to `budget`: past it,
+/// `431`. Returns the bytes consumed (0: end of input).
 fn read_line(
     input: &mut dyn BufRead,
     line: &mut Vec<u8>,
     budget: &mut usize,
+) -> Result<usize, HttpError> {
+    read_line_within(input, line, budget, || {
+        HttpError::Status(
+            431,
+            "the request line or header fields are larger than this server accepts".into(),
+        )
+    })
+}
+
+/// [`read_line`], answering `too_long()` when the line would take more
+/// than `budget`.
+fn read_line_within(
+    input: &mut dyn BufRead,
+    line: &mut Vec<u8>,
+    budget: &mut usize,
+    too_long: impl Fn() -> HttpError,
 ) -> Result<usize, HttpError> {
     line.clear();
     let mut consumed = 0;
@@ -335,10 +352,7 @@ fn read_line(
             None => (buf.len(), false),
         };
         if take > *budget {
-            return Err(HttpError::Status(
-                431,
-                "the request line or header fields are larger than this server accepts".into(),
-            ));
+            return Err(too_long());
         }
         *budget -= take;
         line.extend_from_slice(&buf[..take]);
@@ -381,15 +395,22 @@ fn read_exact(input: &mut dyn BufRead, body: &mut Vec<u8>, len: usize) -> Result
 
 /// A chunked body (RFC 9112 section 7.1): sizes in hex, extensions
 /// ignored, the trailer read and dropped.
+///
+/// The chunks' framing (each size line and the line end after its data)
+/// is charged to a budget of its own, as large as the body limit (or the
+/// head limit, if that is larger): a body within its limit may come in
+/// chunks of any size a client streams it in (64 KiB in 16-byte chunks is
+/// 24 KiB of framing), and one in chunks too small for its size is `413`.
+/// The trailer, header fields after the body, has the head's limit.
 fn read_chunked(
     input: &mut dyn BufRead,
     body: &mut Vec<u8>,
     limits: &Limits,
 ) -> Result<(), HttpError> {
-    let mut budget = limits.max_head_bytes;
+    let mut framing = limits.max_body_bytes.max(limits.max_head_bytes);
     let mut line = Vec::with_capacity(32);
     loop {
-        if read_line(input, &mut line, &mut budget)? == 0 {
+        if chunk_line(input, &mut line, &mut framing, limits)? == 0 {
             return Err(HttpError::Io(io::ErrorKind::UnexpectedEof.into()));
         }
         let size = trim_ows(line.split(|&b| b == b';').next().unwrap_or(&[]));
@@ -410,11 +431,12 @@ fn read_chunked(
             return Err(too_large(limits));
         }
         read_exact(input, body, size)?;
-        if read_line(input, &mut line, &mut budget)? == 0 || !line.is_empty() {
+        if chunk_line(input, &mut line, &mut framing, limits)? == 0 || !line.is_empty() {
             return Err(bad("a chunk is longer than its size says"));
         }
     }
     // The trailer: fields until an empty line, ignored.
+    let mut budget = limits.max_head_bytes;
     loop {
         if read_line(input, &mut line, &mut budget)? == 0 {
             return Err(HttpError::Io(io::ErrorKind::UnexpectedEof.into()));
@@ -423,6 +445,35 @@ fn read_chunked(
             return Ok(());
         }
     }
+}
+
+/// One line of a chunked body's framing, charged to `framing`; a line
+/// longer than the head limit is refused on its own.
+fn chunk_line(
+    input: &mut dyn BufRead,
+    line: &mut Vec<u8>,
+    framing: &mut usize,
+    limits: &Limits,
+) -> Result<usize, HttpError> {
+    let mut budget = (*framing).min(limits.max_head_bytes);
+    let read = read_line_within(input, line, &mut budget, || {
+        if *framing >= limits.max_head_bytes {
+            bad(format!(
+                "a chunk size line is longer than {} bytes",
+                limits.max_head_bytes
+            ))
+        } else {
+            HttpError::Status(
+                413,
+                format!(
+                    "the request body's chunks are too small for its size: their framing passed this server's limit of {} bytes; send larger chunks",
+                    limits.max_body_bytes.max(limits.max_head_bytes)
+                ),
+            )
+        }
+    })?;
+    *framing -= read;
+    Ok(read)
 }
 
 /// Reads a whole request, head and body, for tests.
@@ -520,6 +571,25 @@ mod tests {
             status("POST /mcp HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n"),
             400
         );
+        // The framing of a chunked body has a budget of its own (256 bytes
+        // here, the head limit being the larger), the trailer the head's.
+        let chunks = |n: usize, size: usize| "1\r\nx\r\n".repeat(n) + &"a".repeat(size);
+        let chunked = "POST /mcp HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n";
+        let small = format!(
+            "{chunked}{}0\r\nT: {}\r\n\r\n",
+            chunks(16, 0),
+            "t".repeat(200)
+        );
+        assert_eq!(read(&small).unwrap().unwrap().body, b"x".repeat(16));
+        let long_line = format!("{chunked}1;{}\r\nx\r\n0\r\n\r\n", "e".repeat(300));
+        assert_eq!(status(&long_line), 400);
+        let spent = format!(
+            "{chunked}{}0\r\n\r\n",
+            format!("1;{}\r\nx\r\n", "e".repeat(40)).repeat(7)
+        );
+        assert_eq!(status(&spent), 413);
+        let long_trailer = format!("{chunked}0\r\nT: {}\r\n\r\n", "t".repeat(300));
+        assert_eq!(status(&long_trailer), 431);
         let long = format!("POST /mcp HTTP/1.1\r\nX: {}\r\n\r\n", "a".repeat(300));
         assert_eq!(status(&long), 431);
         assert_eq!(

@@ -127,7 +127,10 @@ impl HttpOptions {
     }
 
     /// The largest request body accepted (default 4 MiB); a larger one is
-    /// answered `413`.
+    /// answered `413`. A chunked body's framing (its size lines and the
+    /// line ends after its chunks) may take as many bytes again, so a body
+    /// within the limit comes in chunks of any reasonable size; its
+    /// trailer has the 16 KiB of the request's head.
     pub fn max_body_bytes(mut self, max: usize) -> Self {
         self.max_body_bytes = max;
         self
