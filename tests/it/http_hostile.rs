@@ -627,8 +627,9 @@ fn connections_trickling_their_request_give_way_to_fresh_clients_at_the_cap() {
 /// request arriving (`request_begins`) and `serving(open, true)` the
 /// connection can be chosen: its thread then returns without a word and
 /// the request is lost (for a POST, which a client must not retry on its
-/// own). Here, at a cap of 2 (one place held by a request whose body is
-/// awaited), a kept-alive client sends its next request while a new
+/// own). Here, at a cap of 2 (one place held by a request being served, a
+/// listen: since the fix a request still being read gives way), a
+/// kept-alive client sends its next request while a new
 /// connection arrives, 200 times: every request sent must be answered.
 #[test]
 fn a_kept_alive_request_is_answered_when_a_new_connection_arrives_at_the_cap() {
@@ -640,7 +641,7 @@ fn a_kept_alive_request_is_answered_when_a_new_connection_arrives_at_the_cap() {
             .header_timeout(Duration::from_secs(60)),
     );
     let addr = http.addr;
-    let _busy = crate::http::hold_in_body(addr);
+    let _busy = crate::http::hold_serving(addr);
     let call = body(34, "tools/list", json!({}));
     let mut request = format!(
         "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Length: {}\r\n",
@@ -702,8 +703,9 @@ fn a_kept_alive_request_is_answered_when_a_new_connection_arrives_at_the_cap() {
 /// close (`busy`, `close_gently`): one thread for the whole listener, so a
 /// peer that connects and says nothing costs it 20 ms, and 50 such
 /// connections a second keep everyone else waiting in the backlog. Here,
-/// at a cap of 1 held by a request whose body is awaited, 100 silent
-/// connections queue ahead of one more client: its `503` should come in
+/// at a cap of 1 held by a request being served (a listen: since the fix
+/// a request still being read gives way), 100 silent connections queue
+/// ahead of one more client: its `503` should come in
 /// well under a second (the refusals cost about nothing each); it took
 /// about 100 × 20 ms.
 #[test]
@@ -715,7 +717,7 @@ fn a_refusal_at_the_cap_costs_the_accept_loop_no_wait_on_a_silent_peer() {
             .header_timeout(Duration::from_secs(60)),
     );
     let addr = http.addr;
-    let _busy = crate::http::hold_in_body(addr);
+    let _busy = crate::http::hold_serving(addr);
     let silent: Vec<TcpStream> = (0..100)
         .map(|_| TcpStream::connect(addr).unwrap())
         .collect();
@@ -829,4 +831,108 @@ fn a_body_past_the_limit_sent_at_once_sees_its_413() {
         response.starts_with("HTTP/1.1 413"),
         "writing the body: {written:?}; reading the answer: {read:?}: {response:?}"
     );
+}
+
+// ---------------------------------------------------------------------------
+// After the review: who gives way at the cap, and what its client hears.
+// ---------------------------------------------------------------------------
+
+/// A kept-alive POST of `tools/list` to `addr`, whole.
+fn kept_alive_request(addr: std::net::SocketAddr, id: i64) -> String {
+    let call = body(id, "tools/list", json!({}));
+    let mut request = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Length: {}\r\n",
+        call.len()
+    );
+    for (name, value) in mirrored("tools/list", None) {
+        request.push_str(&format!("{name}: {value}\r\n"));
+    }
+    request + "\r\n" + &call
+}
+
+/// A fresh client's `tools/list`, sent again while it is turned away
+/// (`503`): the response that was not, and when it came.
+fn served_when_placed(addr: std::net::SocketAddr) -> (String, Instant) {
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let response = post(
+            addr,
+            &mirrored("tools/list", None),
+            &body(38, "tools/list", json!({})),
+        );
+        if status(&response) != 503 || Instant::now() > deadline {
+            return (response, Instant::now());
+        }
+        // The pace of a client that retries.
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// At the cap a request that waits for its bytes (here its body, after
+/// `100 Continue`) gives way to a new connection before a kept-alive one,
+/// and its client hears why: `503` with `Retry-After`, not a reset. The
+/// kept-alive connection, just answered, keeps its place, and its next
+/// request is answered.
+#[test]
+fn a_stalled_request_gives_way_with_503_before_a_kept_alive_connection() {
+    use std::io::Write;
+    let http = start(
+        crate::everything::build(),
+        HttpOptions::new().max_connections(2),
+    );
+    let addr = http.addr;
+    let mut kept = TcpStream::connect(addr).unwrap();
+    kept.set_read_timeout(Some(WAIT)).unwrap();
+    kept.write_all(kept_alive_request(addr, 36).as_bytes())
+        .unwrap();
+    assert_eq!(status(&crate::http::read_one(&mut kept)), 200);
+    let mut stalled = crate::http::hold_in_body(addr);
+    let (response, _) = served_when_placed(addr);
+    assert_eq!(status(&response), 200, "the newcomer: {response}");
+    let mut out = String::new();
+    stalled.read_to_string(&mut out).unwrap();
+    assert_eq!(status(&out), 503, "the stalled request: {out}");
+    assert_eq!(crate::http::header(&out, "retry-after"), Some("1"));
+    kept.write_all(kept_alive_request(addr, 37).as_bytes())
+        .unwrap();
+    let next = crate::http::read_one(&mut kept);
+    assert_eq!(status(&next), 200, "the kept-alive client: {next}");
+}
+
+/// A connection idle between requests keeps its place at the cap for a
+/// moment (its client, just answered, may be sending its next request:
+/// closing it then would lose that request), then gives way: at a cap of
+/// 1, a newcomer is turned away for about a second, then served, and the
+/// idle connection is closed without a word.
+#[test]
+fn an_idle_kept_alive_connection_gives_way_after_a_moment() {
+    use std::io::Write;
+    let http = start(
+        crate::everything::build(),
+        HttpOptions::new().max_connections(1),
+    );
+    let addr = http.addr;
+    let mut kept = TcpStream::connect(addr).unwrap();
+    kept.set_read_timeout(Some(WAIT)).unwrap();
+    kept.write_all(kept_alive_request(addr, 39).as_bytes())
+        .unwrap();
+    assert_eq!(status(&crate::http::read_one(&mut kept)), 200);
+    let answered = Instant::now();
+    let first = post(
+        addr,
+        &mirrored("tools/list", None),
+        &body(40, "tools/list", json!({})),
+    );
+    let line = |response: &str| response.lines().next().unwrap_or("").to_owned();
+    assert_eq!(status(&first), 503, "at once: {}", line(&first));
+    let (response, placed) = served_when_placed(addr);
+    assert_eq!(status(&response), 200, "later: {}", line(&response));
+    let waited = placed - answered;
+    assert!(
+        waited >= Duration::from_millis(900),
+        "the idle connection gave way {waited:?} after its answer"
+    );
+    let mut rest = Vec::new();
+    assert!(kept.read_to_end(&mut rest).is_ok(), "closed");
+    assert!(rest.is_empty(), "nothing said: {rest:?}");
 }
