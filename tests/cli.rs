@@ -1425,6 +1425,53 @@ fn serve_http_claims_what_the_restarted_child_declares() -> Result<(), String> {
     Ok(())
 }
 
+/// After a restart `serve-http` lists again what the child offers: the
+/// tools of the child started again, and none of the first one's. Here the
+/// restarted child declares no list changes and refuses the listen the
+/// client sends it again (`-32601`), so no list change is ever heard;
+/// the proxy lists again when that listen is answered. Before, the first
+/// child's tools stayed listed (and called into a child that has none).
+#[cfg(feature = "http")]
+fn serve_http_lists_what_the_restarted_child_offers() -> Result<(), String> {
+    let flip = scratch("flip-lists").join("started");
+    let mut gateway = Gateway::start(&format!("flip:{}", flip.display()), &[])?;
+    let addr = gateway.address()?;
+    let died = http_request(
+        &addr,
+        "tools/call",
+        Some("die"),
+        serde_json::json!({ "name": "die", "arguments": {} }),
+    )?;
+    if !died.contains("\"error\"") {
+        return Err(format!("the call that kills the child: {died}"));
+    }
+    gateway.wait_for("the server was restarted")?;
+    let deadline = Instant::now() + LIMIT;
+    loop {
+        let listed = http_request(&addr, "tools/list", None, serde_json::json!({}))?;
+        let (_, body) = listed
+            .split_once("\r\n\r\n")
+            .ok_or_else(|| format!("no body: {listed}"))?;
+        let body: Value = serde_json::from_str(body).map_err(|e| format!("{e}: {listed}"))?;
+        let names: Vec<&str> = (body["result"]["tools"].as_array())
+            .map(|tools| tools.iter().filter_map(|t| t["name"].as_str()).collect())
+            .unwrap_or_default();
+        if names == ["now"] {
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            return Err(format!(
+                "after the restart the child offers the tool now alone; serve-http lists {} tools: {:?}",
+                names.len(),
+                &names[..names.len().min(5)]
+            ));
+        }
+        // Polling interval of the bounded wait: the listing happens on
+        // the proxy's own thread.
+        thread::sleep(Duration::from_millis(50));
+    }
+}
+
 /// `serve-http` catches SIGTERM and SIGINT from its start (issue 43, item
 /// 4), but only its serving loop hears them: while it starts (the child's
 /// lists are read before it listens) a signal is queued and nothing acts
@@ -1655,6 +1702,11 @@ fn run_checks() -> i32 {
     checks.push((
         "serve_http_claims_what_the_restarted_child_declares".into(),
         Box::new(serve_http_claims_what_the_restarted_child_declares),
+    ));
+    #[cfg(feature = "http")]
+    checks.push((
+        "serve_http_lists_what_the_restarted_child_offers".into(),
+        Box::new(serve_http_lists_what_the_restarted_child_offers),
     ));
     #[cfg(feature = "http")]
     checks.push((
