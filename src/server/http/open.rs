@@ -36,7 +36,7 @@ use std::time::{Duration, Instant};
 
 /// How long a connection idle between requests keeps its place at the cap
 /// (see the module docs).
-pub(crate) const KEPT_ALIVE_GRACE: Duration = Duration::from_secs(1);
+const KEPT_ALIVE_GRACE: Duration = Duration::from_secs(1);
 
 /// The open connections, by key.
 #[derive(Default)]
