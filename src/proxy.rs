@@ -12,8 +12,8 @@
 //!   declare is not advertised, is left out of a listen's acknowledgment,
 //!   and a legacy caller's `resources/subscribe` or `logging/setLevel` for
 //!   it is `-32601`; a caller's log level goes on only to a server that
-//!   declares `logging`. A feature the first server did not declare is
-//!   not offered, whatever a restarted one declares.
+//!   declares `logging`. Completion, if the first server did not declare
+//!   it, is not offered, whatever a restarted one declares.
 //! - **Lists.** The server's tools, resources, resource templates and
 //!   prompts are mirrored as they are (schemas byte for byte), with
 //!   `completion/complete` when the server offers it. A list change the
@@ -23,7 +23,9 @@
 //!   an item's handler, or what it returns, may be what changed); so does
 //!   a restart of the server (the listen sent again, or refused by the
 //!   restarted server), after which a list the server no longer declares
-//!   is emptied.
+//!   is emptied. That listen is how a restart is heard: behind a first
+//!   server that declared no list changes, the lists stay the first's
+//!   after a restart.
 //! - **Calls.** Each `tools/call`, `resources/read`, `prompts/get` and
 //!   `completion/complete` is one request to the server, with the caller's
 //!   client capabilities and log level; the server's progress and log
@@ -59,7 +61,7 @@
 //! [`Client::close_shared`] on it.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::thread;
 
 use serde::de::DeserializeOwned;
@@ -146,11 +148,13 @@ pub fn serve_as(client: impl Into<Arc<Client>>) -> Result<Server, Error> {
             }
         });
     }
-    let subscribed = Arc::new(Mutex::new(HashSet::<String>::new()));
+    let subscribed = Arc::new(Subscribed::default());
     let server_slot: Arc<Mutex<Option<Server>>> = Arc::default();
-    // Asked only while the server behind declares subscriptions (the
-    // ceiling), which a restarted one may do when the first did not.
-    if capabilities.resources.is_some() {
+    // Always set: asked only while the server behind declares
+    // subscriptions (the ceiling), which a restarted one may do when the
+    // first did not; without it every URI would be acknowledged, and
+    // nothing subscribed behind.
+    {
         let (client, subscribed, slot, updates) = (
             Arc::clone(&client),
             Arc::clone(&subscribed),
@@ -528,41 +532,69 @@ fn publish_from(subscription: &mut Subscription, notifier: &Notifier) -> bool {
     }
 }
 
+/// The URIs the proxy subscribed to on the server, and those it is asking
+/// the server for now.
+#[derive(Default)]
+struct Subscribed {
+    uris: Mutex<SubscribedUris>,
+    /// Told when an answer came.
+    answered: Condvar,
+}
+
+#[derive(Default)]
+struct SubscribedUris {
+    taken: HashSet<String>,
+    asking: HashSet<String>,
+}
+
 /// Subscribes to `uri` on the server, once, before the caller's own
 /// subscription is acknowledged (so that nothing the caller does after its
 /// acknowledgment is missed); a thread of its own then publishes each
 /// update to the proxy's listeners (see [`Updates`]). Returns whether the
 /// server acknowledged `uri` (now, or when the proxy first subscribed):
 /// the caller's acknowledgment names no more (spec 2026-07-28
-/// basic/patterns/subscriptions: it lists what will be delivered).
+/// basic/patterns/subscriptions: it lists what will be delivered). A
+/// second caller of a URI being asked waits for that answer rather than be
+/// acknowledged before it; no lock is held while the server is asked, so
+/// callers of other URIs do not wait behind it.
 fn subscribe(
     client: &Arc<Client>,
-    subscribed: &Mutex<HashSet<String>>,
+    subscribed: &Subscribed,
     server: &Arc<Mutex<Option<Server>>>,
     updates: &Arc<Updates>,
     uri: &str,
 ) -> bool {
-    // Held while the server is asked: a second caller of the same URI
-    // waits for its answer rather than be acknowledged before it.
-    let mut subscribed = lock(subscribed);
-    if subscribed.contains(uri) {
-        return true;
+    {
+        let mut uris = lock(&subscribed.uris);
+        while uris.asking.contains(uri) {
+            uris = (subscribed.answered.wait(uris)).unwrap_or_else(PoisonError::into_inner);
+        }
+        if uris.taken.contains(uri) {
+            return true;
+        }
+        uris.asking.insert(uri.to_owned());
     }
     let filter = SubscriptionFilter {
         resource_subscriptions: Some(vec![uri.to_owned()]),
         ..SubscriptionFilter::default()
     };
-    // Failed: tried again by the next caller that asks.
-    let Ok(subscription) = client.listen(filter) else {
+    // Refused, or failed: tried again by the next caller that asks. One
+    // refused is dropped, which cancels it at the server.
+    let subscription = client.listen(filter).ok().filter(|subscription| {
+        let accepted = subscription.accepted().resource_subscriptions.as_deref();
+        accepted.unwrap_or_default().iter().any(|u| u == uri)
+    });
+    {
+        let mut uris = lock(&subscribed.uris);
+        uris.asking.remove(uri);
+        if subscription.is_some() {
+            uris.taken.insert(uri.to_owned());
+        }
+    }
+    subscribed.answered.notify_all();
+    let Some(subscription) = subscription else {
         return false;
     };
-    let accepted = subscription.accepted().resource_subscriptions.as_deref();
-    if !accepted.unwrap_or_default().iter().any(|u| u == uri) {
-        // Dropped: cancelled at the server.
-        return false;
-    }
-    subscribed.insert(uri.to_owned());
-    drop(subscribed);
     // Waited on without taking anything: what comes is taken under the
     // subscription's lock (`Updates`).
     let deliveries = subscription.rx.clone();

@@ -96,6 +96,14 @@ fn run_server(mode: &str) -> ! {
         }
         std::fs::write(path, "started once").expect("the flip file");
     }
+    // `grow:PATH`: the `tools-only` server the first time (its process id
+    // written to PATH), the `only-mem` server every time after.
+    if let Some(path) = mode.strip_prefix("grow:")
+        && std::fs::metadata(path).is_err()
+    {
+        std::fs::write(path, std::process::id().to_string()).expect("the grow file");
+        run_tools_only();
+    }
     if mode == "die" {
         eprintln!("starting the fixture server");
         eprintln!("cannot open the database: /nonexistent/db");
@@ -112,9 +120,11 @@ fn run_server(mode: &str) -> ! {
     }
     let server = match mode {
         "failing" => everything::build_with(failing_tools),
-        "only-mem" => everything::build_with(|builder| {
-            builder.resource_subscription_filter(|uri| uri.starts_with("mem://"))
-        }),
+        only_mem if only_mem == "only-mem" || only_mem.starts_with("grow:") => {
+            everything::build_with(|builder| {
+                builder.resource_subscription_filter(|uri| uri.starts_with("mem://"))
+            })
+        }
         flip if flip.starts_with("flip:") => everything::build_with(failing_tools),
         _ => everything::build(),
     };
@@ -1496,6 +1506,66 @@ fn serve_http_claims_what_the_restarted_child_declares() -> Result<(), String> {
     Ok(())
 }
 
+/// Found reading the fix of the test above: a restarted child may also
+/// declare more than the first. The proxy set its subscription filter (the
+/// one that subscribes behind it) only when the first child declared
+/// resources; a restarted child that declares resource subscriptions
+/// (mirrored once the lists' listen is sent again), behind a first that
+/// declared tools and their list changes alone, got every URI
+/// acknowledged by the proxy's own server and none subscribed behind it
+/// (`nope://x`, which the child refuses, acknowledged: `listen` waited for
+/// updates that would never come). Expected: refused as the child refused
+/// it (exit 1).
+#[cfg(feature = "http")]
+fn serve_http_subscribes_behind_a_restarted_child_that_declares_more() -> Result<(), String> {
+    let grow = scratch("grow").join("started");
+    let mut gateway = Gateway::start(&format!("grow:{}", grow.display()), &[])?;
+    let addr = gateway.address()?;
+    let first = advertised(&addr)?;
+    if first.get("resources").is_some() {
+        return Err(format!("the first child's capabilities: {first}"));
+    }
+    let pid = std::fs::read_to_string(&grow).map_err(|e| e.to_string())?;
+    let killed = Command::new("kill")
+        .args(["-KILL", pid.trim()])
+        .status()
+        .map_err(|e| e.to_string())?;
+    if !killed.success() {
+        return Err(format!("kill -KILL {pid}: {killed}"));
+    }
+    gateway.wait_for("the server was restarted")?;
+    let deadline = Instant::now() + LIMIT;
+    while advertised(&addr)?["resources"]["subscribe"] != true {
+        if Instant::now() > deadline {
+            return Err(format!(
+                "after the restart: {} advertised",
+                advertised(&addr)?
+            ));
+        }
+        // Polling interval of the bounded wait: the lists are mirrored on
+        // the proxy's own thread.
+        thread::sleep(Duration::from_millis(50));
+    }
+    let url = format!("http://{addr}/mcp");
+    let args = [
+        "--timeout",
+        "5",
+        "listen",
+        "--resource",
+        "nope://x",
+        "--url",
+        &url,
+    ];
+    let run = run(&args.map(str::to_owned), &[], "")?;
+    if run.code != Some(1) || !run.stderr.contains("nope://x") {
+        return Err(format!(
+            "listen --resource nope://x through serve-http: exit {:?}, stdout {:?}, stderr {:?}",
+            run.code, run.stdout, run.stderr
+        ));
+    }
+    Ok(())
+}
+
 /// After a restart `serve-http` lists again what the child offers: the
 /// tools of the child started again, and none of the first one's. Here the
 /// restarted child declares no list changes and refuses the listen the
@@ -1788,6 +1858,11 @@ fn run_checks() -> i32 {
     checks.push((
         "serve_http_lists_what_the_restarted_child_offers".into(),
         Box::new(serve_http_lists_what_the_restarted_child_offers),
+    ));
+    #[cfg(feature = "http")]
+    checks.push((
+        "serve_http_subscribes_behind_a_restarted_child_that_declares_more".into(),
+        Box::new(serve_http_subscribes_behind_a_restarted_child_that_declares_more),
     ));
     #[cfg(feature = "http")]
     checks.push((

@@ -390,6 +390,75 @@ fn the_proxy_acknowledges_only_the_uris_the_server_behind_acknowledged() {
     assert!(failed.is_empty(), "{}", failed.join("\n"));
 }
 
+/// Found reading the fix of the test above: the proxy asked the server
+/// behind with the lock of its subscribed URIs held, so a URI the server
+/// behind takes its time to accept (`mem://slow`, its filter waits) held
+/// up every other caller's subscription, to any URI, for as long. Expected:
+/// a caller of another URI is acknowledged at once meanwhile.
+#[test]
+fn a_slow_subscription_behind_the_proxy_holds_up_no_other_uri() {
+    let (entered_tx, entered) = crossbeam_channel::unbounded::<()>();
+    let (release_tx, release) = crossbeam_channel::unbounded::<()>();
+    let behind = crate::everything::build_with(move |builder| {
+        builder.resource_subscription_filter(move |uri| {
+            if uri == "mem://slow" {
+                let _ = entered_tx.send(());
+                let _ = release.recv_timeout(WAIT);
+            }
+            true
+        })
+    });
+    // Behind over HTTP, where each request is read on its own: over one
+    // stream the server behind would read nothing while its filter waits.
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let behind_url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let _behind_stop = Proxied {
+        addr: listener.local_addr().unwrap(),
+        url: behind_url.clone(),
+        stop: behind.stop_handle(),
+    };
+    thread::spawn(move || behind.serve_http(listener, HttpOptions::new()));
+    let client = Client::builder()
+        .era(EraPolicy::ModernOnly)
+        .connect_url(&behind_url)
+        .unwrap();
+    let proxy = mcp_stdio::proxy::serve_as(client).unwrap();
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let _stop = Proxied {
+        addr: listener.local_addr().unwrap(),
+        url: url.clone(),
+        stop: proxy.stop_handle(),
+    };
+    thread::spawn(move || proxy.serve_http(listener, HttpOptions::new()));
+    let a = caller(&url, EraPolicy::ModernOnly);
+    let slow = thread::spawn(move || {
+        let listen = a.listen(SubscriptionFilter {
+            resource_subscriptions: Some(vec!["mem://slow".into()]),
+            ..SubscriptionFilter::default()
+        });
+        listen.map(|l| l.accepted().resource_subscriptions.clone())
+    });
+    entered.recv_timeout(WAIT).unwrap();
+    let b = caller(&url, EraPolicy::ModernOnly);
+    let started = Instant::now();
+    let accepted = b
+        .listen(SubscriptionFilter {
+            resource_subscriptions: Some(vec!["mem://counter".into()]),
+            ..SubscriptionFilter::default()
+        })
+        .map(|l| l.accepted().resource_subscriptions.clone());
+    let took = started.elapsed();
+    release_tx.send(()).unwrap();
+    assert_eq!(accepted.unwrap(), Some(vec!["mem://counter".to_owned()]));
+    assert!(
+        took < Duration::from_secs(2),
+        "mem://counter waited {took:?}"
+    );
+    let slow = slow.join().unwrap().unwrap();
+    assert_eq!(slow, Some(vec!["mem://slow".to_owned()]));
+}
+
 /// Threads of this process named as the proxy's resource threads
 /// (`mcp-proxy-resource`, cut to the kernel's 15 bytes).
 fn proxy_resource_threads() -> usize {
