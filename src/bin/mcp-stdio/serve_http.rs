@@ -24,7 +24,9 @@ use crate::stderr::Stderr;
 /// hears no Ctrl-C, and this process's exit alone would leave a child that
 /// does not watch its input running. A signal while it starts (a child
 /// that never answers its lists, say) stops the child and ends the
-/// command: 130.
+/// command: 130. One during the client's own start (the era probe,
+/// `initialize`), before there is a client to close, is acted on when
+/// that start ends: within `--timeout`, or `connect::DEFAULT_START`.
 #[cfg(all(feature = "server", feature = "http"))]
 pub fn run(opts: &Options, serve: &ServeHttp, stderr: &Arc<Stderr>) -> Result<u8, Failure> {
     use mcp_stdio::{Client, RestartPolicy};

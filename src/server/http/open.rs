@@ -211,8 +211,9 @@ impl OpenConnections {
         let mut state = self.lock();
         state.closing = true;
         for open in state.sockets.values() {
-            // One reading a request is answered `503` once it is read
-            // (`connection::next_head`), or served if it was in by then.
+            // One reading a request reads it to its end (by the header
+            // timeout), is answered as any request after the stop is
+            // (`connection::serve_request`), and closes.
             if let Phase::Unseen | Phase::Idle(_) = open.phase {
                 let _ = open.socket.shutdown(Shutdown::Both);
             }
