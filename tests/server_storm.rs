@@ -11,7 +11,8 @@
 //! moments or left open while their request is cancelled (the server must
 //! then withdraw the ask, and never ask for a request whose cancellation it
 //! read). Every line the server writes is judged by an exact oracle
-//! ([`Model`]): the rules of DESIGN.md, each one a check below.
+//! ([`Model`]): the rules of ARCHITECTURE.md ("Each rule in one function"),
+//! each one a check below.
 //!
 //! Bounded: `STORM_SECONDS` (default 6) of rounds, each a new connection to
 //! the same server; `STORM_SEED` replays a run's choices (thread timing

@@ -17,6 +17,7 @@ mod link;
 mod notes;
 mod pages;
 mod process;
+mod reply;
 mod requests;
 mod restart;
 #[cfg(feature = "legacy")]
