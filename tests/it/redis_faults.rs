@@ -8,6 +8,7 @@
 
 mod proxy;
 mod review;
+mod review_b;
 
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
