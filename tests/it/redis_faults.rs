@@ -6,6 +6,7 @@
 //! `tests/redis.sh` runs them with `REDIS_URL` set, `redis-server` on the
 //! path and `--ignored`.
 
+mod opening;
 mod proxy;
 mod review;
 mod review_b;
