@@ -10,6 +10,7 @@ mod opening;
 mod proxy;
 mod review;
 mod review_b;
+mod sweep;
 
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;

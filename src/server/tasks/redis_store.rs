@@ -289,8 +289,13 @@ impl TaskStore for RedisTaskStore {
         });
         let created = match created? {
             1 => true,
-            // A retry after a lost reply finds its own write.
-            _ => self.pool.run(|c| redis::cmd("GET").arg(&key).query(c)).ok() == Some(Some(record)),
+            // A retry after a lost reply finds its own write. A read that
+            // fails says so: it is no sign that the id was taken.
+            _ => {
+                let stored: Option<String> =
+                    self.pool.run(|c| redis::cmd("GET").arg(&key).query(c))?;
+                stored == Some(record)
+            }
         };
         if !created {
             return Err(ErrorObject::internal_error(format!(
@@ -351,7 +356,9 @@ impl TaskStore for RedisTaskStore {
     /// the ids of tasks that finished or expired), then hands over every
     /// task this store failed so since the last sweep. Three round trips
     /// when nothing lapsed: the set, one script that says which keys
-    /// exist, and the forgetting.
+    /// exist, and the forgetting. A task it cannot write (Redis failed
+    /// meanwhile, a record it cannot read) is said on the trace and left
+    /// for the next sweep; the others are still swept.
     fn sweep(&self) -> Result<Vec<StoredTask>, ErrorObject> {
         let running = self.running_key();
         let ids: Vec<String> = self
@@ -377,7 +384,12 @@ impl TaskStore for RedisTaskStore {
                 } else if !leased {
                     // Written `failed` (and taken out of the set) by the
                     // lease rule, unless finished meanwhile.
-                    self.update(id, &mut |_| {})?;
+                    if let Err(e) = self.update(id, &mut |_| {}) {
+                        let _ = self.pool.unavailable(&format!(
+                            "could not fail task {id:?}, whose lease lapsed ({}): the next sweep tries again",
+                            e.message
+                        ));
+                    }
                 }
             }
             if !forget.is_empty() {
