@@ -37,6 +37,15 @@ pub(crate) const MAX_OPEN: usize = 64;
 /// The least time between two notes of failures on the trace.
 const NOTE_EVERY: Duration = Duration::from_secs(10);
 
+/// What a client is told when Redis failed ([`Pool::unavailable`]).
+const UNAVAILABLE: &str = "the task store is unavailable: try again";
+
+/// Whether `error` says Redis failed (out of reach, too slow, every
+/// connection busy), rather than something of one task.
+pub(crate) fn is_unavailable(error: &ErrorObject) -> bool {
+    error.message == ErrorObject::internal_error(UNAVAILABLE).message
+}
+
 /// Connections to one Redis.
 pub(crate) struct Pool {
     client: redis::Client,
@@ -154,7 +163,7 @@ impl Pool {
             let mut notes = self.notes.lock().unwrap_or_else(|e| e.into_inner());
             notes.note(&**trace, &note);
         }
-        ErrorObject::internal_error("the task store is unavailable: try again")
+        ErrorObject::internal_error(UNAVAILABLE)
     }
 
     fn state(&self) -> MutexGuard<'_, State> {

@@ -29,7 +29,7 @@ use serde_json::json;
 
 use crate::jsonrpc::ErrorObject;
 use crate::server::tasks::redis_lease::Leases;
-use crate::server::tasks::redis_pool::Pool;
+use crate::server::tasks::redis_pool::{Pool, is_unavailable};
 use crate::server::tasks::redis_record::{
     Read, WRITES_KEPT, Writer, decode_read, encode, encode_write, keep_ms, lapse,
 };
@@ -356,9 +356,11 @@ impl TaskStore for RedisTaskStore {
     /// the ids of tasks that finished or expired), then hands over every
     /// task this store failed so since the last sweep. Three round trips
     /// when nothing lapsed: the set, one script that says which keys
-    /// exist, and the forgetting. A task it cannot write (Redis failed
-    /// meanwhile, a record it cannot read) is said on the trace and left
-    /// for the next sweep; the others are still swept.
+    /// exist, and the forgetting. A task it cannot write (a record it
+    /// cannot read, writes that kept colliding) is said on the trace and
+    /// left for the next sweep, and the others are still swept; when Redis
+    /// fails, the sweep ends there (each other write would wait as long),
+    /// and the next one tries them all again.
     fn sweep(&self) -> Result<Vec<StoredTask>, ErrorObject> {
         let running = self.running_key();
         let ids: Vec<String> = self
@@ -384,11 +386,15 @@ impl TaskStore for RedisTaskStore {
                 } else if !leased {
                     // Written `failed` (and taken out of the set) by the
                     // lease rule, unless finished meanwhile.
-                    if let Err(e) = self.update(id, &mut |_| {}) {
-                        let _ = self.pool.unavailable(&format!(
+                    match self.update(id, &mut |_| {}) {
+                        Err(e) if is_unavailable(&e) => return Err(e),
+                        Err(e) => {
+                            let _ = self.pool.unavailable(&format!(
                             "could not fail task {id:?}, whose lease lapsed ({}): the next sweep tries again",
                             e.message
                         ));
+                        }
+                        Ok(_) => {}
                     }
                 }
             }
