@@ -474,9 +474,14 @@ fn command(name: &str, args: Vec<String>, flags: &Flags) -> Result<Command, Usag
                 bearer_token: flags.bearer_token.clone(),
             })
         }
+        "check" => {
+            return Err(usage(
+                "check comes first, its options after it: mcp-stdio check [OPTIONS] -- SERVER (mcp-stdio check --help)",
+            ));
+        }
         other => {
             return Err(usage(format!(
-                "unknown command {other:?}: info, tools, resources, templates, prompts, call, read, prompt, complete, listen or serve-http"
+                "unknown command {other:?}: info, tools, resources, templates, prompts, call, read, prompt, complete, listen, serve-http or check"
             )));
         }
     };

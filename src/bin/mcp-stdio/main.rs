@@ -17,6 +17,7 @@
 
 mod args;
 mod ask;
+mod check;
 mod commands;
 mod config;
 mod field;
@@ -153,6 +154,12 @@ fn main() -> ExitCode {
         .skip(1)
         .map(|a| a.into_string())
         .collect();
+    // `check` has a command line of its own (check/args.rs).
+    if let Ok(args) = &args {
+        if args.first().map(String::as_str) == Some("check") {
+            return ExitCode::from(check::main(args[1..].to_vec()));
+        }
+    }
     let parsed = match args {
         Ok(args) => args::parse(args).map_err(|e| e.0),
         Err(arg) => Err(format!("an argument is not UTF-8: {arg:?}")),

@@ -1,0 +1,657 @@
+//! The checker's own driver: raw lines to a server and back, with every
+//! line kept as evidence.
+//!
+//! Why not the library's `Client`: it is polite. It never sends a blank
+//! line, a request split across writes, an id of every type, a line that
+//! is not JSON or a request without `_meta`, and it hides what it does not
+//! understand. A checker must send exactly what it means and see exactly
+//! what came back, so this driver writes bytes and reads lines, nothing
+//! more: a session is a child process (stdio) or a URL (`http.rs`), lines
+//! in, lines out.
+//!
+//! Every wait is bounded by a deadline; a server that never answers costs
+//! one check its deadline, not the run.
+
+use std::collections::VecDeque;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
+use serde_json::{Value, json};
+
+/// The longest line kept from the server: past it the rest of the line is
+/// read and dropped (a server writing without newlines costs this much).
+const MAX_LINE: usize = 16 << 20;
+/// How much of one line the evidence keeps.
+const EVIDENCE_CUT: usize = 2048;
+/// How many lines one check's evidence keeps.
+const EVIDENCE_LINES: usize = 400;
+/// The stderr lines kept (the last ones).
+const STDERR_LINES: usize = 200;
+
+/// The protocol version this checker speaks in the modern era.
+pub const MODERN: &str = "2026-07-28";
+/// The legacy version it offers at `initialize`.
+pub const LEGACY: &str = "2025-11-25";
+
+/// Which era a session speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Era {
+    /// 2026-07-28: every request carries its `_meta`.
+    Modern,
+    /// 2025-11-25: `initialize` first.
+    Legacy,
+}
+
+impl Era {
+    pub fn name(self) -> &'static str {
+        match self {
+            Era::Modern => "modern",
+            Era::Legacy => "legacy",
+        }
+    }
+}
+
+/// One line of evidence: what was sent or received, or a note of the
+/// checker's (a pause, a closed input, an exit).
+#[derive(Debug, Clone)]
+pub struct Evidence {
+    /// `sent`, `received`, `stderr` or `note`.
+    pub kind: &'static str,
+    pub text: String,
+}
+
+/// The evidence of one check, shared by every session it starts.
+#[derive(Debug, Clone, Default)]
+pub struct Transcript(Arc<Mutex<Vec<Evidence>>>);
+
+impl Transcript {
+    pub fn push(&self, kind: &'static str, text: &str) {
+        let mut lines = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if lines.len() >= EVIDENCE_LINES {
+            return;
+        }
+        let text = if text.len() > EVIDENCE_CUT {
+            let mut end = EVIDENCE_CUT;
+            while !text.is_char_boundary(end) {
+                end -= 1;
+            }
+            format!("{}… ({} bytes)", &text[..end], text.len())
+        } else {
+            text.to_owned()
+        };
+        lines.push(Evidence { kind, text });
+    }
+
+    pub fn note(&self, text: &str) {
+        self.push("note", text);
+    }
+
+    /// Adds evidence taken from another transcript.
+    pub fn extend(&self, evidence: Vec<Evidence>) {
+        for e in evidence {
+            self.push(e.kind, &e.text);
+        }
+    }
+
+    pub fn take(&self) -> Vec<Evidence> {
+        std::mem::take(&mut *self.0.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+}
+
+/// A message from the server.
+#[derive(Debug, Clone)]
+pub enum Msg {
+    /// A line that parses as JSON, with its text.
+    Json(Value, String),
+    /// A line that does not (lossy UTF-8).
+    NotJson(String),
+}
+
+impl Msg {
+    pub fn json(&self) -> Option<&Value> {
+        match self {
+            Msg::Json(v, _) => Some(v),
+            Msg::NotJson(_) => None,
+        }
+    }
+
+    /// Whether this is a JSON-RPC response (it has `result` or `error`).
+    pub fn is_response(&self) -> bool {
+        self.json()
+            .is_some_and(|v| v.get("result").is_some() || v.get("error").is_some())
+    }
+
+    /// The method of a request or notification.
+    pub fn method(&self) -> Option<&str> {
+        self.json().and_then(|v| v.get("method")).and_then(Value::as_str)
+    }
+
+    pub fn text(&self) -> &str {
+        match self {
+            Msg::Json(_, text) | Msg::NotJson(text) => text,
+        }
+    }
+}
+
+/// Why no answer came.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Missing {
+    /// None within the time given.
+    Timeout(Duration),
+    /// The server's output ended first.
+    Eof,
+}
+
+impl std::fmt::Display for Missing {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Missing::Timeout(t) => write!(f, "no answer within {:.1} s", t.as_secs_f64()),
+            Missing::Eof => write!(f, "the server's output ended before the answer"),
+        }
+    }
+}
+
+/// What the reader threads pass on.
+pub enum Incoming {
+    Line(Vec<u8>),
+    Eof,
+}
+
+/// How a session reaches its server: a child process or HTTP.
+pub trait Link: Send {
+    /// Writes these bytes as they are (stdio), or posts one message
+    /// (HTTP: `bytes` is one line).
+    fn send(&mut self, bytes: &[u8]) -> std::io::Result<()>;
+    /// Closes the server's input (stdio); ends the session (HTTP).
+    fn close_input(&mut self);
+    /// The child, for the stdio checks that need the process itself.
+    fn child(&mut self) -> Option<&mut Child> {
+        None
+    }
+    /// Whether the server's input is a stream of bytes (stdio), where
+    /// blank lines and split writes mean something.
+    fn is_stream(&self) -> bool;
+}
+
+/// The stdio link: the child and its input.
+pub struct StdioLink {
+    child: Child,
+    stdin: Option<ChildStdin>,
+}
+
+impl Link for StdioLink {
+    fn send(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        let Some(stdin) = self.stdin.as_mut() else {
+            return Err(std::io::Error::other("the server's input is closed"));
+        };
+        stdin.write_all(bytes)?;
+        stdin.flush()
+    }
+
+    fn close_input(&mut self) {
+        self.stdin = None;
+    }
+
+    fn child(&mut self) -> Option<&mut Child> {
+        Some(&mut self.child)
+    }
+
+    fn is_stream(&self) -> bool {
+        true
+    }
+}
+
+impl Drop for StdioLink {
+    /// The server and whatever it started (its process group) are ended:
+    /// a check never leaves a process behind.
+    fn drop(&mut self) {
+        self.stdin = None;
+        kill_group(&mut self.child);
+        let _ = self.child.wait();
+    }
+}
+
+/// SIGKILL to the child's process group (it was started in one of its
+/// own), then to the child.
+fn kill_group(child: &mut Child) {
+    #[cfg(unix)]
+    {
+        use nix::sys::signal::{Signal, killpg};
+        use nix::unistd::Pid;
+        if let Ok(pid) = i32::try_from(child.id()) {
+            let _ = killpg(Pid::from_raw(pid), Signal::SIGKILL);
+        }
+    }
+    let _ = child.kill();
+}
+
+/// The stderr of a stdio server: its last lines, and whether any was not
+/// UTF-8.
+#[derive(Debug, Default)]
+pub struct StderrLog {
+    pub lines: VecDeque<String>,
+    pub total: usize,
+    pub not_utf8: usize,
+}
+
+/// One connection to the server under test.
+pub struct Session {
+    link: Box<dyn Link>,
+    incoming: Receiver<Incoming>,
+    pub era: Era,
+    /// The version each modern request names, or the one `initialize`
+    /// agreed.
+    pub version: String,
+    next_id: i64,
+    transcript: Transcript,
+    backlog: VecDeque<Msg>,
+    /// The server's output ended.
+    pub ended: bool,
+    pub stderr: Arc<Mutex<StderrLog>>,
+    /// The result of `initialize` (legacy sessions).
+    pub initialize: Option<Value>,
+}
+
+/// What starts a server: a command line, or a URL with headers.
+#[derive(Debug, Clone)]
+pub enum Target {
+    Command(Vec<String>),
+    Url(String, Vec<(String, String)>),
+}
+
+impl Target {
+    pub fn is_stdio(&self) -> bool {
+        matches!(self, Target::Command(_))
+    }
+}
+
+impl Session {
+    /// Starts the server (or opens the URL) and, for the legacy era,
+    /// initializes it.
+    pub fn start(
+        target: &Target,
+        era: Era,
+        transcript: &Transcript,
+        deadline: Duration,
+    ) -> Result<Session, String> {
+        let mut session = Session::connect(target, transcript)?;
+        session.era = era;
+        if era == Era::Legacy {
+            session.initialize(LEGACY, deadline)?;
+        }
+        Ok(session)
+    }
+
+    /// Starts the server without a word to it.
+    pub fn connect(target: &Target, transcript: &Transcript) -> Result<Session, String> {
+        match target {
+            Target::Command(argv) => Session::spawn(argv, transcript),
+            Target::Url(url, headers) => super::http::connect(url, headers, transcript),
+        }
+    }
+
+    fn spawn(argv: &[String], transcript: &Transcript) -> Result<Session, String> {
+        let mut command = Command::new(&argv[0]);
+        command
+            .args(&argv[1..])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        // A group of its own: the whole tree is ended with the session,
+        // and a terminal's Ctrl-C goes to this process only.
+        #[cfg(unix)]
+        {
+            use std::os::unix::process::CommandExt;
+            command.process_group(0);
+        }
+        let mut child = command.spawn().map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound => format!(
+                "cannot start the server: {:?} was not found (is it installed, and on PATH?)",
+                argv[0]
+            ),
+            _ => format!("cannot start the server {:?}: {e}", argv[0]),
+        })?;
+        let stdin = child.stdin.take();
+        let stdout = child.stdout.take().expect("stdout is piped");
+        let stderr = child.stderr.take().expect("stderr is piped");
+        // Unbounded: the reader must never wait for a check; a run is
+        // short and each line is bounded by MAX_LINE.
+        let (tx, incoming) = crossbeam_channel::unbounded();
+        std::thread::Builder::new()
+            .name("check-stdout".into())
+            .spawn(move || read_lines(stdout, &tx))
+            .map_err(|e| format!("cannot start a thread: {e}"))?;
+        let log = Arc::new(Mutex::new(StderrLog::default()));
+        let sink = Arc::clone(&log);
+        let evidence = transcript.clone();
+        std::thread::Builder::new()
+            .name("check-stderr".into())
+            .spawn(move || read_stderr(stderr, &sink, &evidence))
+            .map_err(|e| format!("cannot start a thread: {e}"))?;
+        transcript.note(&format!("started {}", argv.join(" ")));
+        Ok(Session::new(
+            Box::new(StdioLink { child, stdin }),
+            incoming,
+            transcript,
+            log,
+        ))
+    }
+
+    /// A session over any link.
+    pub fn new(
+        link: Box<dyn Link>,
+        incoming: Receiver<Incoming>,
+        transcript: &Transcript,
+        stderr: Arc<Mutex<StderrLog>>,
+    ) -> Session {
+        Session {
+            link,
+            incoming,
+            era: Era::Modern,
+            version: MODERN.to_owned(),
+            next_id: 0,
+            transcript: transcript.clone(),
+            backlog: VecDeque::new(),
+            ended: false,
+            stderr,
+            initialize: None,
+        }
+    }
+
+    /// `initialize` with `version`, then `notifications/initialized`.
+    pub fn initialize(&mut self, version: &str, deadline: Duration) -> Result<Value, String> {
+        let id = self.fresh_id();
+        let line = json!({
+            "jsonrpc": "2.0", "id": id, "method": "initialize",
+            "params": {
+                "protocolVersion": version,
+                "capabilities": {},
+                "clientInfo": { "name": "mcp-stdio-check", "version": env!("CARGO_PKG_VERSION") }
+            }
+        });
+        self.send_json(&line);
+        let reply = self
+            .response(&id, deadline)
+            .map_err(|e| format!("initialize: {e}"))?;
+        let Some(result) = reply.get("result") else {
+            return Err(format!(
+                "initialize was refused: {}",
+                reply.get("error").unwrap_or(&Value::Null)
+            ));
+        };
+        if let Some(v) = result.get("protocolVersion").and_then(Value::as_str) {
+            self.version = v.to_owned();
+        }
+        self.initialize = Some(result.clone());
+        self.send_json(&json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }));
+        Ok(reply)
+    }
+
+    pub fn is_stream(&self) -> bool {
+        self.link.is_stream()
+    }
+
+    pub fn transcript(&self) -> &Transcript {
+        &self.transcript
+    }
+
+    /// A new integer id.
+    pub fn fresh_id(&mut self) -> Value {
+        self.next_id += 1;
+        json!(self.next_id)
+    }
+
+    /// The `_meta` of a modern request: version, capabilities, identity.
+    pub fn meta(&self) -> Value {
+        json!({
+            "io.modelcontextprotocol/protocolVersion": self.version,
+            "io.modelcontextprotocol/clientCapabilities": {},
+            "io.modelcontextprotocol/clientInfo": { "name": "mcp-stdio-check", "version": env!("CARGO_PKG_VERSION") }
+        })
+    }
+
+    /// The request `method` with `params` and `id`, as this session's era
+    /// writes it: a modern one's `_meta` added to its params.
+    pub fn envelope(&self, id: &Value, method: &str, params: Value) -> Value {
+        let mut params = match params {
+            Value::Object(map) => map,
+            _ => serde_json::Map::new(),
+        };
+        if self.era == Era::Modern && !params.contains_key("_meta") {
+            params.insert("_meta".into(), self.meta());
+        }
+        json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params })
+    }
+
+    /// Sends a request with a fresh id; returns the id.
+    pub fn request(&mut self, method: &str, params: Value) -> Value {
+        let id = self.fresh_id();
+        let message = self.envelope(&id, method, params);
+        self.send_json(&message);
+        id
+    }
+
+    /// Sends a request and waits for its response.
+    pub fn call(&mut self, method: &str, params: Value, wait: Duration) -> Result<Value, Missing> {
+        let id = self.request(method, params);
+        self.response(&id, wait)
+    }
+
+    /// Sends one message as a line.
+    pub fn send_json(&mut self, message: &Value) {
+        let mut line = message.to_string();
+        line.push('\n');
+        self.send_raw(line.as_bytes());
+    }
+
+    /// Writes bytes as they are (in evidence, with `\n` and `\r` shown).
+    pub fn send_raw(&mut self, bytes: &[u8]) {
+        let shown = String::from_utf8_lossy(bytes)
+            .replace('\r', "\\r")
+            .replace('\n', "\\n");
+        self.transcript.push("sent", &shown);
+        if let Err(e) = self.link.send(bytes) {
+            self.transcript.note(&format!("could not send: {e}"));
+        }
+    }
+
+    /// The next message, waiting until `deadline`.
+    pub fn recv_until(&mut self, deadline: Instant) -> Option<Msg> {
+        if let Some(msg) = self.backlog.pop_front() {
+            return Some(msg);
+        }
+        if self.ended {
+            return None;
+        }
+        match self.incoming.recv_deadline(deadline) {
+            Ok(Incoming::Line(bytes)) => Some(self.take_line(bytes)),
+            Ok(Incoming::Eof) | Err(crossbeam_channel::RecvTimeoutError::Disconnected) => {
+                self.ended = true;
+                self.transcript.note("the server's output ended");
+                None
+            }
+            Err(RecvTimeoutError::Timeout) => None,
+        }
+    }
+
+    fn take_line(&mut self, bytes: Vec<u8>) -> Msg {
+        let text = String::from_utf8_lossy(&bytes).into_owned();
+        self.transcript.push("received", &text);
+        match serde_json::from_slice::<Value>(&bytes) {
+            Ok(value) => Msg::Json(value, text),
+            Err(_) => Msg::NotJson(text),
+        }
+    }
+
+    /// The response to `id`, waiting at most `wait`; what came before it
+    /// goes back on the backlog for `others`.
+    pub fn response(&mut self, id: &Value, wait: Duration) -> Result<Value, Missing> {
+        self.response_with(id, wait).map(|(reply, _)| reply)
+    }
+
+    /// The response to `id` and every message that came before it (those
+    /// are consumed).
+    pub fn response_with(
+        &mut self,
+        id: &Value,
+        wait: Duration,
+    ) -> Result<(Value, Vec<Msg>), Missing> {
+        let deadline = Instant::now() + wait;
+        let mut before = Vec::new();
+        loop {
+            match self.recv_until(deadline) {
+                Some(msg) => {
+                    if msg.is_response() && msg.json().and_then(|v| v.get("id")) == Some(id) {
+                        let Msg::Json(reply, _) = msg else {
+                            unreachable!("a response is JSON")
+                        };
+                        return Ok((reply, before));
+                    }
+                    before.push(msg);
+                }
+                None if self.ended => return Err(Missing::Eof),
+                None => return Err(Missing::Timeout(wait)),
+            }
+        }
+    }
+
+    /// Every message that arrives within `wait`.
+    pub fn drain(&mut self, wait: Duration) -> Vec<Msg> {
+        let deadline = Instant::now() + wait;
+        let mut got = Vec::new();
+        while let Some(msg) = self.recv_until(deadline) {
+            got.push(msg);
+        }
+        got
+    }
+
+    /// Closes the server's input.
+    pub fn close_input(&mut self) {
+        self.transcript.note("closed the server's input");
+        self.link.close_input();
+    }
+
+    /// Waits for the server's output to end, then for its exit, until
+    /// `wait` has passed. `None` if it had not exited by then.
+    pub fn wait_exit(&mut self, wait: Duration) -> Option<ExitStatus> {
+        let deadline = Instant::now() + wait;
+        while !self.ended && Instant::now() < deadline {
+            if let Some(msg) = self.recv_until(deadline) {
+                self.backlog.push_back(msg);
+                // What it writes while it exits is kept for the check.
+                if self.backlog.len() > 10_000 {
+                    self.backlog.pop_front();
+                }
+            }
+        }
+        let child = self.link.child()?;
+        loop {
+            if let Ok(Some(status)) = child.try_wait() {
+                self.transcript.note(&format!("the server exited ({status})"));
+                return Some(status);
+            }
+            if Instant::now() >= deadline {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// Sends SIGTERM to the server.
+    #[cfg(unix)]
+    pub fn terminate(&mut self) -> bool {
+        use nix::sys::signal::{Signal, kill};
+        use nix::unistd::Pid;
+        let Some(child) = self.link.child() else {
+            return false;
+        };
+        let Ok(pid) = i32::try_from(child.id()) else {
+            return false;
+        };
+        self.transcript.note("sent SIGTERM");
+        kill(Pid::from_raw(pid), Signal::SIGTERM).is_ok()
+    }
+
+    /// Puts messages back in front of the backlog.
+    pub fn unread(&mut self, msgs: Vec<Msg>) {
+        for msg in msgs.into_iter().rev() {
+            self.backlog.push_front(msg);
+        }
+    }
+}
+
+/// Reads the server's stdout line by line (each cut at `MAX_LINE`) until
+/// its end.
+fn read_lines(stdout: impl Read, tx: &Sender<Incoming>) {
+    let mut reader = BufReader::new(stdout);
+    loop {
+        let mut line = Vec::new();
+        let mut dropped = false;
+        let ended = loop {
+            let available = match reader.fill_buf() {
+                Ok(buf) => buf,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(_) => break true,
+            };
+            if available.is_empty() {
+                break true;
+            }
+            let (take, found) = match memchr::memchr(b'\n', available) {
+                Some(at) => (at + 1, true),
+                None => (available.len(), false),
+            };
+            let room = MAX_LINE.saturating_sub(line.len());
+            let keep = if found { take - 1 } else { take };
+            line.extend_from_slice(&available[..keep.min(room)]);
+            dropped |= keep > room;
+            reader.consume(take);
+            if found {
+                break false;
+            }
+        };
+        if !line.is_empty() || !ended {
+            if dropped {
+                line.extend_from_slice(b"...");
+            }
+            if tx.send(Incoming::Line(line)).is_err() {
+                return;
+            }
+        }
+        if ended {
+            let _ = tx.send(Incoming::Eof);
+            return;
+        }
+    }
+}
+
+/// Keeps the server's stderr: its last lines, counted, each in evidence.
+fn read_stderr(stderr: impl Read, log: &Mutex<StderrLog>, evidence: &Transcript) {
+    let mut reader = BufReader::new(stderr);
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        match reader
+            .by_ref()
+            .take(64 * 1024)
+            .read_until(b'\n', &mut line)
+        {
+            Ok(0) | Err(_) => return,
+            Ok(_) => {}
+        }
+        let utf8 = std::str::from_utf8(&line).is_ok();
+        let text = String::from_utf8_lossy(&line).trim_end().to_owned();
+        evidence.push("stderr", &text);
+        let mut log = log.lock().unwrap_or_else(|e| e.into_inner());
+        log.total += 1;
+        if !utf8 {
+            log.not_utf8 += 1;
+        }
+        log.lines.push_back(text);
+        if log.lines.len() > STDERR_LINES {
+            log.lines.pop_front();
+        }
+    }
+}
