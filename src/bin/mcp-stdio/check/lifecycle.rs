@@ -28,7 +28,7 @@ pub const CHECKS: &[Check] = &[
         id: "lifecycle.unsupported-version",
         level: Level::Must,
         page: "2026-07-28/basic/versioning.md",
-        quote: "If the server does not implement the requested version (whether the version is unknown to the server, or is a known version the server has chosen not to support), it **MUST** respond with an UnsupportedProtocolVersionError listing the versions it does support:",
+        quote: "If the server does not implement the requested version (whether the version is unknown to the server, or is a known version the server has chosen not to support), it **MUST** respond with an `UnsupportedProtocolVersionError` listing the versions it does support:",
         title: "a request for version 1900-01-01 gets -32022 with data.supported and data.requested",
         run: unsupported_version,
     },
