@@ -233,7 +233,7 @@ fn every_quote_is_in_the_spec() -> Result<(), String> {
                     &std::fs::read_to_string(spec.join(file)).map_err(|e| format!("{file}: {e}"))?,
                 )
                 .unwrap();
-                schema["$defs"][def]["description"].as_str().unwrap_or_default().to_owned()
+                descriptions(&schema["$defs"][def])
             }
             None => std::fs::read_to_string(spec.join(page)).map_err(|e| format!("{page}: {e}"))?,
         };
@@ -246,6 +246,23 @@ fn every_quote_is_in_the_spec() -> Result<(), String> {
         return Err(format!("only {n} checks listed"));
     }
     Ok(())
+}
+
+/// Every description in a schema definition (its own and its members'),
+/// joined.
+fn descriptions(v: &Value) -> String {
+    match v {
+        Value::Object(map) => map
+            .iter()
+            .map(|(k, v)| match (k.as_str(), v) {
+                ("description", Value::String(text)) => text.clone(),
+                _ => descriptions(v),
+            })
+            .collect::<Vec<_>>()
+            .join("\n"),
+        Value::Array(items) => items.iter().map(descriptions).collect::<Vec<_>>().join("\n"),
+        _ => String::new(),
+    }
 }
 
 /// Markdown as read: emphasis markers and link targets dropped,
