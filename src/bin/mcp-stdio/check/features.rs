@@ -21,8 +21,16 @@ pub const CHECKS: &[Check] = &[
         level: Level::Must,
         page: "2026-07-28/server/resources.md",
         quote: "If the requested resource does not exist, servers **MUST** return a JSON-RPC error with code `-32602` (Invalid Params).",
-        title: "reading a resource that does not exist gets -32602 (-32002 from a legacy session)",
+        title: "reading a resource that does not exist gets -32602 (modern era)",
         run: unknown_uri,
+    },
+    Check {
+        id: "resources.unknown-uri-legacy",
+        level: Level::Should,
+        page: "2025-11-25/server/resources.md",
+        quote: "Servers **SHOULD** return standard JSON-RPC errors for common failure cases:",
+        title: "reading a resource that does not exist gets -32002 (legacy era; -32602 taken too)",
+        run: unknown_uri_legacy,
     },
     Check {
         id: "prompts.list",
@@ -92,19 +100,23 @@ fn prompts_list(ctx: &mut Ctx) -> Verdict {
     lists(ctx, "prompts", &[("prompts/list", "prompts")])
 }
 
+/// A URI no server serves.
+const UNKNOWN_URI: &str = "mcp-stdio-check-unknown:///no/such/resource";
+
 fn unknown_uri(ctx: &mut Ctx) -> Verdict {
     if let Err(v) = offered(ctx, "resources") {
         return v;
     }
-    let legacy = ctx.facts.primary == Some(Era::Legacy);
-    let uri = "mcp-stdio-check-unknown:///no/such/resource";
+    if ctx.facts.primary == Some(Era::Legacy) {
+        return Verdict::Skip("a legacy server: resources.unknown-uri-legacy holds it to 2025-11-25".into());
+    }
+    let uri = UNKNOWN_URI;
     let reply = match ctx.ask("resources/read", json!({ "uri": uri })) {
         Ok(r) => r,
         Err(v) => return v,
     };
     match (error_code(&reply), reply.pointer("/result/contents")) {
         (Some(-32602), _) => Verdict::Pass("-32602".into()),
-        (Some(-32002), _) if legacy => Verdict::Pass("-32002 (the 2025-11-25 code)".into()),
         (Some(-32002), _) => Verdict::Fail(
             "-32002, which 2026-07-28 retired: \"Implementations of this protocol version MUST NOT emit these codes\"".into(),
         ),
@@ -113,6 +125,30 @@ fn unknown_uri(ctx: &mut Ctx) -> Verdict {
             Verdict::Fail("a result with an empty contents array (\"Servers MUST NOT return an empty contents array for a non-existent resource\")".into())
         }
         (None, _) => Verdict::Fail(format!("{uri} was read: {}", said(&reply))),
+    }
+}
+
+fn unknown_uri_legacy(ctx: &mut Ctx) -> Verdict {
+    if let Err(v) = ctx.facts.need_legacy() {
+        return v;
+    }
+    let offers = ctx.facts.initialize.as_ref().and_then(|i| i.pointer("/capabilities/resources")).is_some();
+    if !offers {
+        return Verdict::Skip("the server offers no resources in the legacy era".into());
+    }
+    let wait = ctx.wait;
+    let session = match ctx.session_in(Era::Legacy) {
+        Ok(s) => s,
+        Err(v) => return v,
+    };
+    let reply = match session.call("resources/read", json!({ "uri": UNKNOWN_URI }), wait) {
+        Ok(r) => r,
+        Err(e) => return Verdict::Fail(format!("resources/read: {e}")),
+    };
+    match error_code(&reply) {
+        Some(-32002) => Verdict::Pass("-32002".into()),
+        Some(-32602) => Verdict::Pass("-32602 (the 2026-07-28 code)".into()),
+        _ => Verdict::Fail(format!("answered with {} instead of -32002", said(&reply))),
     }
 }
 
