@@ -47,7 +47,10 @@ const SLOW: &str = "slow={\"ms\":1500}";
 const FAULTS: &[(&str, &[&str])] = &[
     ("none", &[]),
     ("stdout-log", &["stdio.stdout-only-mcp"]),
-    ("id-as-string", &["jsonrpc.id-types", "jsonrpc.id-large-integer"]),
+    (
+        "id-as-string",
+        &["jsonrpc.id-types", "jsonrpc.id-large-integer"],
+    ),
     ("reply-after-cancel", &["cancel.no-reply-after-cancel"]),
     ("blank-line-hold", &["stdio.blank-line-after"]),
     ("ack-after-event", &["subscriptions.ack-first"]),
@@ -58,30 +61,58 @@ const FAULTS: &[(&str, &[&str])] = &[
     ("no-exit-on-eof", &["stdio.exit-on-eof"]),
     (
         "unknown-method-result",
-        &["jsonrpc.unknown-method-error", "jsonrpc.method-not-found", "schema.error"],
+        &[
+            "jsonrpc.unknown-method-error",
+            "jsonrpc.method-not-found",
+            "schema.error",
+        ],
     ),
     ("any-version", &["lifecycle.unsupported-version"]),
 ];
+
+/// One test: `Err` says what went wrong.
+type Test = Box<dyn Fn() -> Result<(), String> + Send + Sync>;
 
 fn main() {
     if let Ok(fault) = std::env::var(FAULT_ENV) {
         serve_with_fault(&fault);
     }
     let sel = Selection::from_args(std::env::args().skip(1));
-    let mut tests: Vec<(String, Box<dyn Fn() -> Result<(), String> + Send + Sync>)> = Vec::new();
+    let mut tests: Vec<(String, Test)> = Vec::new();
     for (fault, expected) in FAULTS {
         tests.push((
             format!("fault_{}", fault.replace('-', "_")),
             Box::new(move || fault_fails_exactly(fault, expected)),
         ));
     }
-    tests.push(("every_quote_is_in_the_spec".into(), Box::new(every_quote_is_in_the_spec)));
-    tests.push(("embedded_schemas_are_the_specs".into(), Box::new(embedded_schemas_are_the_specs)));
-    tests.push(("conformance_md_is_the_catalogue".into(), Box::new(conformance_md_is_the_catalogue)));
-    tests.push(("a_server_that_cannot_start_is_status_2".into(), Box::new(a_server_that_cannot_start_is_status_2)));
-    tests.push(("junit_report_has_a_case_per_check".into(), Box::new(junit_report_has_a_case_per_check)));
-    tests.push(("only_and_skip_select_by_id_and_group".into(), Box::new(only_and_skip_select_by_id_and_group)));
-    let tests: Vec<_> = tests.into_iter().filter(|(name, _)| sel.includes(name)).collect();
+    tests.push((
+        "every_quote_is_in_the_spec".into(),
+        Box::new(every_quote_is_in_the_spec),
+    ));
+    tests.push((
+        "embedded_schemas_are_the_specs".into(),
+        Box::new(embedded_schemas_are_the_specs),
+    ));
+    tests.push((
+        "conformance_md_is_the_catalogue".into(),
+        Box::new(conformance_md_is_the_catalogue),
+    ));
+    tests.push((
+        "a_server_that_cannot_start_is_status_2".into(),
+        Box::new(a_server_that_cannot_start_is_status_2),
+    ));
+    tests.push((
+        "junit_report_has_a_case_per_check".into(),
+        Box::new(junit_report_has_a_case_per_check),
+    ));
+    tests.push((
+        "only_and_skip_select_by_id_and_group".into(),
+        Box::new(only_and_skip_select_by_id_and_group),
+    ));
+    let tests: Vec<_> = tests
+        .into_iter()
+        .filter(|(name, _)| sel.includes(name))
+        .collect();
     if sel.list {
         for (name, _) in &tests {
             println!("{name}: test");
@@ -95,7 +126,9 @@ fn main() {
         for _ in 0..4 {
             scope.spawn(|| {
                 loop {
-                    let Some((name, test)) = next.lock().unwrap().next() else { return };
+                    let Some((name, test)) = next.lock().unwrap().next() else {
+                        return;
+                    };
                     let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(test))
                         .unwrap_or_else(|_| Err("panicked".into()));
                     match &outcome {
@@ -128,7 +161,12 @@ struct Run {
 /// after [`LIMIT`].
 fn check(args: &[&str], fault: Option<&str>) -> Run {
     let mut command = Command::new(BIN);
-    command.arg("check").args(args).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    command
+        .arg("check")
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
     match fault {
         Some(fault) => command.env(FAULT_ENV, fault),
         None => command.env_remove(FAULT_ENV),
@@ -166,14 +204,20 @@ fn check(args: &[&str], fault: Option<&str>) -> Run {
 }
 
 fn this_exe() -> String {
-    std::env::current_exe().unwrap().to_string_lossy().into_owned()
+    std::env::current_exe()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned()
 }
 
 /// Runs the whole catalogue against the server with `fault` and compares
 /// the checks that did not pass (fail or warn) with `expected`.
 fn fault_fails_exactly(fault: &str, expected: &[&str]) -> Result<(), String> {
     let exe = this_exe();
-    let run = check(&["--format", "json", "--call", SLOW, "--", &exe], Some(fault));
+    let run = check(
+        &["--format", "json", "--call", SLOW, "--", &exe],
+        Some(fault),
+    );
     let mut broken = BTreeSet::new();
     let mut levels = Vec::new();
     let mut count = 0;
@@ -195,11 +239,17 @@ fn fault_fails_exactly(fault: &str, expected: &[&str]) -> Result<(), String> {
             }
         }
         if status == "fail" && v["level"] != "MUST" {
-            return Err(format!("{}: a {} check failed instead of warning", v["id"], v["level"]));
+            return Err(format!(
+                "{}: a {} check failed instead of warning",
+                v["id"], v["level"]
+            ));
         }
     }
     if count < 50 {
-        return Err(format!("only {count} checks ran (status {:?}); stderr: {}", run.status, run.stderr));
+        return Err(format!(
+            "only {count} checks ran (status {:?}); stderr: {}",
+            run.status, run.stderr
+        ));
     }
     let expected: BTreeSet<String> = expected.iter().map(|s| (*s).to_owned()).collect();
     if broken != expected {
@@ -210,7 +260,10 @@ fn fault_fails_exactly(fault: &str, expected: &[&str]) -> Result<(), String> {
             .filter(|v| matches!(v["status"].as_str(), Some("fail" | "warn")))
             .map(|v| format!("{} ({}): {}", v["id"], v["status"], v["reason"]))
             .collect();
-        return Err(format!("expected {expected:?} to fail, got {broken:?}: {}", reasons.join(" | ")));
+        return Err(format!(
+            "expected {expected:?} to fail, got {broken:?}: {}",
+            reasons.join(" | ")
+        ));
     }
     let must_failed = levels.iter().any(|l| l == "MUST");
     let want = if must_failed { 1 } else { 0 };
@@ -230,7 +283,8 @@ fn every_quote_is_in_the_spec() -> Result<(), String> {
         let text = match page.split_once('#') {
             Some((file, def)) => {
                 let schema: Value = serde_json::from_str(
-                    &std::fs::read_to_string(spec.join(file)).map_err(|e| format!("{file}: {e}"))?,
+                    &std::fs::read_to_string(spec.join(file))
+                        .map_err(|e| format!("{file}: {e}"))?,
                 )
                 .unwrap();
                 descriptions(&schema["$defs"][def])
@@ -260,7 +314,11 @@ fn descriptions(v: &Value) -> String {
             })
             .collect::<Vec<_>>()
             .join("\n"),
-        Value::Array(items) => items.iter().map(descriptions).collect::<Vec<_>>().join("\n"),
+        Value::Array(items) => items
+            .iter()
+            .map(descriptions)
+            .collect::<Vec<_>>()
+            .join("\n"),
         _ => String::new(),
     }
 }
@@ -295,11 +353,18 @@ fn normalize(text: &str) -> String {
 fn embedded_schemas_are_the_specs() -> Result<(), String> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     for (spec, embedded) in [
-        ("tests/spec/2026-07-28/schema.json", "src/bin/mcp-stdio/check/schema/2026-07-28.json"),
-        ("tests/spec/2025-11-25/schema.json", "src/bin/mcp-stdio/check/schema/2025-11-25.json"),
-        ("tests/spec/extensions/tasks/schema.json", "src/bin/mcp-stdio/check/schema/tasks.json"),
+        (
+            "tests/spec/2026-07-28/schema.json",
+            "src/bin/mcp-stdio/check/schema/2026-07-28.json",
+        ),
+        (
+            "tests/spec/2025-11-25/schema.json",
+            "src/bin/mcp-stdio/check/schema/2025-11-25.json",
+        ),
     ] {
-        let read = |p: &str| -> Value { serde_json::from_str(&std::fs::read_to_string(root.join(p)).unwrap()).unwrap() };
+        let read = |p: &str| -> Value {
+            serde_json::from_str(&std::fs::read_to_string(root.join(p)).unwrap()).unwrap()
+        };
         if strip(&read(spec), false) != read(embedded) {
             return Err(format!("{embedded} is not {spec} without its descriptions"));
         }
@@ -315,7 +380,11 @@ fn strip(v: &Value, in_map: bool) -> Value {
             map.iter()
                 .filter(|(k, _)| in_map || (k.as_str() != "description" && k.as_str() != "$schema"))
                 .map(|(k, v)| {
-                    let map_of_schemas = !in_map && matches!(k.as_str(), "properties" | "$defs" | "patternProperties" | "definitions");
+                    let map_of_schemas = !in_map
+                        && matches!(
+                            k.as_str(),
+                            "properties" | "$defs" | "patternProperties" | "definitions"
+                        );
                     (k.clone(), strip(v, map_of_schemas))
                 })
                 .collect(),
@@ -346,30 +415,68 @@ fn a_server_that_cannot_start_is_status_2() -> Result<(), String> {
     // A program that exits at once speaks no era.
     let run = check(&["--wait", "1", "--", "true"], None);
     if run.status != Some(2) || !run.stderr.contains("speaks no MCP era") {
-        return Err(format!("true: status {:?}, stderr {:?}", run.status, run.stderr));
+        return Err(format!(
+            "true: status {:?}, stderr {:?}",
+            run.status, run.stderr
+        ));
     }
     Ok(())
 }
 
 fn junit_report_has_a_case_per_check() -> Result<(), String> {
     let exe = this_exe();
-    let run = check(&["--format", "junit", "--only", "jsonrpc,stdio.stdout-only-mcp", "--", &exe], Some("stdout-log"));
+    let run = check(
+        &[
+            "--format",
+            "junit",
+            "--only",
+            "jsonrpc,stdio.stdout-only-mcp",
+            "--",
+            &exe,
+        ],
+        Some("stdout-log"),
+    );
     let cases = run.stdout.matches("<testcase ").count();
     let failures = run.stdout.matches("<failure ").count();
-    if cases != 9 || failures != 1 || !run.stdout.contains("failures=\"1\"") || run.status != Some(1) {
-        return Err(format!("{cases} cases, {failures} failures, status {:?}: {}", run.status, run.stdout));
+    if cases != 9
+        || failures != 1
+        || !run.stdout.contains("failures=\"1\"")
+        || run.status != Some(1)
+    {
+        return Err(format!(
+            "{cases} cases, {failures} failures, status {:?}: {}",
+            run.status, run.stdout
+        ));
     }
     Ok(())
 }
 
 fn only_and_skip_select_by_id_and_group() -> Result<(), String> {
-    let run = check(&["--list", "--format", "json", "--only", "stdio,jsonrpc.id-types", "--skip", "stdio.sigterm"], None);
+    let run = check(
+        &[
+            "--list",
+            "--format",
+            "json",
+            "--only",
+            "stdio,jsonrpc.id-types",
+            "--skip",
+            "stdio.sigterm",
+        ],
+        None,
+    );
     let ids: Vec<String> = run
         .stdout
         .lines()
-        .map(|l| serde_json::from_str::<Value>(l).unwrap()["id"].as_str().unwrap().to_owned())
+        .map(|l| {
+            serde_json::from_str::<Value>(l).unwrap()["id"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
         .collect();
-    if !ids.iter().all(|id| id.starts_with("stdio.") || id == "jsonrpc.id-types")
+    if !ids
+        .iter()
+        .all(|id| id.starts_with("stdio.") || id == "jsonrpc.id-types")
         || ids.contains(&"stdio.sigterm".to_owned())
         || !ids.contains(&"jsonrpc.id-types".to_owned())
     {
@@ -411,7 +518,10 @@ fn serve_with_fault(fault: &str) -> ! {
         out: std::io::stdout(),
     }));
     if fault == "stdout-log" {
-        shared.lock().unwrap().write_now(b"Server starting on stdio...");
+        shared
+            .lock()
+            .unwrap()
+            .write_now(b"Server starting on stdio...");
     }
     let input = FaultIn {
         shared: Arc::clone(&shared),
@@ -461,7 +571,9 @@ impl Read for FaultIn {
             self.ready.clear();
             self.at = 0;
             let mut shared = self.shared.lock().unwrap();
-            let last_blank = lines.last().is_some_and(|l| l.iter().all(u8::is_ascii_whitespace));
+            let last_blank = lines
+                .last()
+                .is_some_and(|l| l.iter().all(u8::is_ascii_whitespace));
             for line in lines {
                 if let Some(line) = filter_in(&mut shared, line) {
                     self.ready.extend_from_slice(&line);
@@ -493,8 +605,14 @@ fn filter_in(shared: &mut Shared, line: Vec<u8>) -> Option<Vec<u8>> {
     match (shared.fault.as_str(), &parsed) {
         ("no-parse-error", None) if !blank => None,
         ("reply-after-cancel", Some(v)) if v["method"] == "notifications/cancelled" => None,
-        ("answers-notifications", Some(v)) if v.get("method").is_some() && v.get("id").is_none() => {
-            shared.write_now(json!({ "jsonrpc": "2.0", "id": null, "result": {} }).to_string().as_bytes());
+        ("answers-notifications", Some(v))
+            if v.get("method").is_some() && v.get("id").is_none() =>
+        {
+            shared.write_now(
+                json!({ "jsonrpc": "2.0", "id": null, "result": {} })
+                    .to_string()
+                    .as_bytes(),
+            );
             Some(line)
         }
         ("ack-after-event", Some(v)) if v["method"] == "subscriptions/listen" => {
@@ -503,7 +621,10 @@ fn filter_in(shared: &mut Shared, line: Vec<u8>) -> Option<Vec<u8>> {
             shared.write_now(event.to_string().as_bytes());
             Some(line)
         }
-        ("any-version", Some(v)) if v.pointer("/params/_meta/io.modelcontextprotocol~1protocolVersion") == Some(&json!("1900-01-01")) => {
+        ("any-version", Some(v))
+            if v.pointer("/params/_meta/io.modelcontextprotocol~1protocolVersion")
+                == Some(&json!("1900-01-01")) =>
+        {
             let mut v = v.clone();
             v["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"] = json!("2026-07-28");
             Some(format!("{v}\n").into_bytes())
@@ -549,13 +670,17 @@ fn filter_out(fault: &str, line: Vec<u8>) -> Vec<u8> {
     match fault {
         "id-as-string" => {
             // Ids that do not fit 1..2^31 come back as strings.
-            if let Some(n) = v.get("id").and_then(|id| id.as_i64().map(i128::from).or(id.as_u64().map(i128::from))) {
-                if !(1..(1 << 31)).contains(&n) {
-                    v["id"] = json!(n.to_string());
-                }
+            if let Some(n) = v
+                .get("id")
+                .and_then(|id| id.as_i64().map(i128::from).or(id.as_u64().map(i128::from)))
+                && !(1..(1 << 31)).contains(&n)
+            {
+                v["id"] = json!(n.to_string());
             }
         }
-        "schema-break" if v.pointer("/result/tools").is_some() => v["result"]["ttlMs"] = json!("soon"),
+        "schema-break" if v.pointer("/result/tools").is_some() => {
+            v["result"]["ttlMs"] = json!("soon")
+        }
         "no-is-error" if v.pointer("/result/isError").is_some() => {
             v["result"].as_object_mut().unwrap().remove("isError");
         }

@@ -155,10 +155,10 @@ fn main() -> ExitCode {
         .map(|a| a.into_string())
         .collect();
     // `check` has a command line of its own (check/args.rs).
-    if let Ok(args) = &args {
-        if args.first().map(String::as_str) == Some("check") {
-            return ExitCode::from(check::main(args[1..].to_vec()));
-        }
+    if let Ok(args) = &args
+        && args.first().map(String::as_str) == Some("check")
+    {
+        return ExitCode::from(check::main(args[1..].to_vec()));
     }
     let parsed = match args {
         Ok(args) => args::parse(args).map_err(|e| e.0),

@@ -114,7 +114,9 @@ impl Args {
         let mut iter = before.into_iter();
         while let Some(arg) = iter.next() {
             let (name, inline) = match arg.split_once('=') {
-                Some((name, value)) if name.starts_with("--") => (name.to_owned(), Some(value.to_owned())),
+                Some((name, value)) if name.starts_with("--") => {
+                    (name.to_owned(), Some(value.to_owned()))
+                }
                 _ => (arg.clone(), None),
             };
             let mut value = || {
@@ -147,7 +149,9 @@ impl Args {
                         "modern" => EraChoice::Modern,
                         "legacy" => EraChoice::Legacy,
                         other => {
-                            return Err(format!("--era takes auto, modern or legacy, not {other:?}"));
+                            return Err(format!(
+                                "--era takes auto, modern or legacy, not {other:?}"
+                            ));
                         }
                     }
                 }
@@ -220,7 +224,9 @@ fn call(text: &str) -> Result<Call, String> {
             let arguments: Value = serde_json::from_str(json)
                 .map_err(|e| format!("--call {tool}=JSON: the arguments are not JSON: {e}"))?;
             if !arguments.is_object() {
-                return Err(format!("--call {tool}=JSON: the arguments must be a JSON object"));
+                return Err(format!(
+                    "--call {tool}=JSON: the arguments must be a JSON object"
+                ));
             }
             (tool, arguments)
         }

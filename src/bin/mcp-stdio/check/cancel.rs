@@ -20,7 +20,9 @@ pub const CHECKS: &[Check] = &[Check {
 
 fn no_reply_after_cancel(ctx: &mut Ctx) -> Verdict {
     if !ctx.target.is_stdio() {
-        return Verdict::Skip("stdio only: over HTTP a request is cancelled by closing its stream".into());
+        return Verdict::Skip(
+            "stdio only: over HTTP a request is cancelled by closing its stream".into(),
+        );
     }
     let Some(call) = ctx.calls.first().cloned() else {
         return Verdict::Skip(
@@ -33,7 +35,10 @@ fn no_reply_after_cancel(ctx: &mut Ctx) -> Verdict {
         Err(v) => return v,
     };
     session.drain(Duration::from_millis(20));
-    let id = session.request("tools/call", json!({ "name": call.tool, "arguments": call.arguments }));
+    let id = session.request(
+        "tools/call",
+        json!({ "name": call.tool, "arguments": call.arguments }),
+    );
     // Still running after 300 ms: slow enough to cancel.
     if let Ok(reply) = session.response(&id, Duration::from_millis(300)) {
         return Verdict::Skip(format!(
@@ -52,10 +57,13 @@ fn no_reply_after_cancel(ctx: &mut Ctx) -> Verdict {
         Ok((_, before)) => before,
         Err(e) => {
             ctx.spoil();
-            return Verdict::Fail(format!("the request after the cancellation was not answered: {e}"));
+            return Verdict::Fail(format!(
+                "the request after the cancellation was not answered: {e}"
+            ));
         }
     };
-    let about = |m: &super::driver::Msg| m.json().and_then(|v| v.get("id")) == Some(&id) && m.is_response();
+    let about =
+        |m: &super::driver::Msg| m.json().and_then(|v| v.get("id")) == Some(&id) && m.is_response();
     let raced = before.iter().any(about);
     // Whatever the call would have sent: give it up to 3 s.
     let after = session.drain(wait.min(Duration::from_secs(3)));
@@ -66,7 +74,9 @@ fn no_reply_after_cancel(ctx: &mut Ctx) -> Verdict {
         ));
     }
     if raced {
-        Verdict::Pass("its reply crossed the cancellation (a race the spec allows); nothing after".into())
+        Verdict::Pass(
+            "its reply crossed the cancellation (a race the spec allows); nothing after".into(),
+        )
     } else {
         Verdict::Pass("no reply and nothing else for it after the cancellation".into())
     }

@@ -126,7 +126,9 @@ impl Msg {
 
     /// The method of a request or notification.
     pub fn method(&self) -> Option<&str> {
-        self.json().and_then(|v| v.get("method")).and_then(Value::as_str)
+        self.json()
+            .and_then(|v| v.get("method"))
+            .and_then(Value::as_str)
     }
 
     pub fn text(&self) -> &str {
@@ -171,9 +173,6 @@ pub trait Link: Send {
     fn child(&mut self) -> Option<&mut Child> {
         None
     }
-    /// Whether the server's input is a stream of bytes (stdio), where
-    /// blank lines and split writes mean something.
-    fn is_stream(&self) -> bool;
 }
 
 /// The stdio link: the child and its input.
@@ -197,10 +196,6 @@ impl Link for StdioLink {
 
     fn child(&mut self) -> Option<&mut Child> {
         Some(&mut self.child)
-    }
-
-    fn is_stream(&self) -> bool {
-        true
     }
 }
 
@@ -390,14 +385,6 @@ impl Session {
         Ok(reply)
     }
 
-    pub fn is_stream(&self) -> bool {
-        self.link.is_stream()
-    }
-
-    pub fn transcript(&self) -> &Transcript {
-        &self.transcript
-    }
-
     /// A new integer id.
     pub fn fresh_id(&mut self) -> Value {
         self.next_id += 1;
@@ -550,7 +537,8 @@ impl Session {
         let child = self.link.child()?;
         loop {
             if let Ok(Some(status)) = child.try_wait() {
-                self.transcript.note(&format!("the server exited ({status})"));
+                self.transcript
+                    .note(&format!("the server exited ({status})"));
                 return Some(status);
             }
             if Instant::now() >= deadline {
@@ -573,13 +561,6 @@ impl Session {
         };
         self.transcript.note("sent SIGTERM");
         kill(Pid::from_raw(pid), Signal::SIGTERM).is_ok()
-    }
-
-    /// Puts messages back in front of the backlog.
-    pub fn unread(&mut self, msgs: Vec<Msg>) {
-        for msg in msgs.into_iter().rev() {
-            self.backlog.push_front(msg);
-        }
     }
 }
 
@@ -633,11 +614,7 @@ fn read_stderr(stderr: impl Read, log: &Mutex<StderrLog>, evidence: &Transcript)
     let mut line = Vec::new();
     loop {
         line.clear();
-        match reader
-            .by_ref()
-            .take(64 * 1024)
-            .read_until(b'\n', &mut line)
-        {
+        match reader.by_ref().take(64 * 1024).read_until(b'\n', &mut line) {
             Ok(0) | Err(_) => return,
             Ok(_) => {}
         }

@@ -108,7 +108,9 @@ fn unknown_uri(ctx: &mut Ctx) -> Verdict {
         return v;
     }
     if ctx.facts.primary == Some(Era::Legacy) {
-        return Verdict::Skip("a legacy server: resources.unknown-uri-legacy holds it to 2025-11-25".into());
+        return Verdict::Skip(
+            "a legacy server: resources.unknown-uri-legacy holds it to 2025-11-25".into(),
+        );
     }
     let uri = UNKNOWN_URI;
     let reply = match ctx.ask("resources/read", json!({ "uri": uri })) {
@@ -132,7 +134,12 @@ fn unknown_uri_legacy(ctx: &mut Ctx) -> Verdict {
     if let Err(v) = ctx.facts.need_legacy() {
         return v;
     }
-    let offers = ctx.facts.initialize.as_ref().and_then(|i| i.pointer("/capabilities/resources")).is_some();
+    let offers = ctx
+        .facts
+        .initialize
+        .as_ref()
+        .and_then(|i| i.pointer("/capabilities/resources"))
+        .is_some();
     if !offers {
         return Verdict::Skip("the server offers no resources in the legacy era".into());
     }
@@ -156,7 +163,10 @@ fn unknown_prompt(ctx: &mut Ctx) -> Verdict {
     if let Err(v) = offered(ctx, "prompts") {
         return v;
     }
-    let reply = match ctx.ask("prompts/get", json!({ "name": "mcp-stdio-check-no-such-prompt" })) {
+    let reply = match ctx.ask(
+        "prompts/get",
+        json!({ "name": "mcp-stdio-check-no-such-prompt" }),
+    ) {
         Ok(r) => r,
         Err(v) => return v,
     };
@@ -173,28 +183,47 @@ fn complete(ctx: &mut Ctx) -> Verdict {
     let era = ctx.facts.primary.unwrap_or(Era::Modern);
     let target = ctx.facts.list("prompts").iter().find_map(|p| {
         let name = p.get("name")?.as_str()?;
-        let arg = p.get("arguments")?.as_array()?.first()?.get("name")?.as_str()?;
-        Some((json!({ "type": "ref/prompt", "name": name }), arg.to_owned()))
+        let arg = p
+            .get("arguments")?
+            .as_array()?
+            .first()?
+            .get("name")?
+            .as_str()?;
+        Some((
+            json!({ "type": "ref/prompt", "name": name }),
+            arg.to_owned(),
+        ))
     });
     let target = target.or_else(|| {
         ctx.facts.list("resourceTemplates").iter().find_map(|t| {
             let template = t.get("uriTemplate")?.as_str()?;
             let start = template.find('{')?;
             let end = template[start..].find('}')? + start;
-            let var = template[start + 1..end].trim_start_matches(['+', '#', '/', '?', '&', '.', ';']);
+            let var =
+                template[start + 1..end].trim_start_matches(['+', '#', '/', '?', '&', '.', ';']);
             let var = var.split([',', '*', ':']).next()?;
-            Some((json!({ "type": "ref/resource", "uri": template }), var.to_owned()))
+            Some((
+                json!({ "type": "ref/resource", "uri": template }),
+                var.to_owned(),
+            ))
         })
     });
     let Some((reference, argument)) = target else {
         return Verdict::Skip("no prompt argument or template variable to complete".into());
     };
-    let reply = match ctx.ask("completion/complete", json!({ "ref": reference, "argument": { "name": argument, "value": "" } })) {
+    let reply = match ctx.ask(
+        "completion/complete",
+        json!({ "ref": reference, "argument": { "name": argument, "value": "" } }),
+    ) {
         Ok(r) => r,
         Err(v) => return v,
     };
     let Some(result) = reply.get("result") else {
-        return Verdict::Fail(format!("completing {argument} of {}: {}", short(&reference.to_string(), 80), said(&reply)));
+        return Verdict::Fail(format!(
+            "completing {argument} of {}: {}",
+            short(&reference.to_string(), 80),
+            said(&reply)
+        ));
     };
     validate(era, "CompleteResult", result, "completion/complete")
 }

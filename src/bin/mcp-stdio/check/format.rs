@@ -135,7 +135,7 @@ impl Report {
                 o.status.name(),
                 o.check.level.name(),
                 o.check.id,
-                one_line(&o.reason)
+                super::short(&one_line(&o.reason), 150)
             )),
             Format::Json => {
                 let evidence: Vec<_> = o

@@ -50,7 +50,7 @@ pub const CHECKS: &[Check] = &[
         level: Level::Should,
         page: "2026-07-28/server/tools.md",
         quote: "Malformed requests (requests that fail to satisfy CallToolRequest schema)",
-        title: "tools/call with a name that is a number gets -32602",
+        title: "tools/call with a name that is a number (over HTTP: tools/list with a cursor that is a number) gets -32602",
         run: invalid_params,
     },
     Check {
@@ -109,7 +109,10 @@ fn errors(msgs: &[Msg]) -> Vec<&Value> {
 }
 
 fn parse_error(ctx: &mut Ctx) -> Verdict {
-    let before = match with_barrier(ctx, b"{\"jsonrpc\": \"2.0\", \"id\": 1, \"method\": \"ping\"\n") {
+    let before = match with_barrier(
+        ctx,
+        b"{\"jsonrpc\": \"2.0\", \"id\": 1, \"method\": \"ping\"\n",
+    ) {
         Ok(b) => b,
         Err(v) => return v,
     };
@@ -118,12 +121,17 @@ fn parse_error(ctx: &mut Ctx) -> Verdict {
             Verdict::Pass("-32700, and the next request answered".into())
         }
         Some(e) => Verdict::Fail(format!("answered with {} instead of -32700", said(e))),
-        None => Verdict::Fail("no error for a line that is not JSON (the next request was answered)".into()),
+        None => Verdict::Fail(
+            "no error for a line that is not JSON (the next request was answered)".into(),
+        ),
     }
 }
 
 fn invalid_request(ctx: &mut Ctx) -> Verdict {
-    let before = match with_barrier(ctx, b"{\"jsonrpc\":\"2.0\",\"id\":\"bad-method\",\"method\":42}\n") {
+    let before = match with_barrier(
+        ctx,
+        b"{\"jsonrpc\":\"2.0\",\"id\":\"bad-method\",\"method\":42}\n",
+    ) {
         Ok(b) => b,
         Err(v) => return v,
     };
@@ -151,8 +159,14 @@ fn unknown_method_error(ctx: &mut Ctx) -> Verdict {
     let message_ok = error.get("message").is_some_and(Value::is_string);
     match (code_ok, message_ok) {
         (true, true) => Verdict::Pass(format!("error {}", error["code"])),
-        (false, _) => Verdict::Fail(format!("the error's code is not an integer: {}", short(&error.to_string(), 160))),
-        (_, false) => Verdict::Fail(format!("the error has no message string: {}", short(&error.to_string(), 160))),
+        (false, _) => Verdict::Fail(format!(
+            "the error's code is not an integer: {}",
+            short(&error.to_string(), 160)
+        )),
+        (_, false) => Verdict::Fail(format!(
+            "the error has no message string: {}",
+            short(&error.to_string(), 160)
+        )),
     }
 }
 
@@ -171,7 +185,14 @@ fn invalid_params(ctx: &mut Ctx) -> Verdict {
     if !ctx.facts.offers("tools") {
         return Verdict::Skip("the server offers no tools".into());
     }
-    let reply = match ctx.ask("tools/call", json!({ "name": 42, "arguments": {} })) {
+    // Over HTTP the name is mirrored in a header, which a number cannot
+    // match (-32020 first): the cursor, which is not, is a number instead.
+    let (method, params) = if ctx.target.is_stdio() {
+        ("tools/call", json!({ "name": 42, "arguments": {} }))
+    } else {
+        ("tools/list", json!({ "cursor": 42 }))
+    };
+    let reply = match ctx.ask(method, params) {
         Ok(r) => r,
         Err(v) => return v,
     };
@@ -196,12 +217,19 @@ fn ids_echoed(ctx: &mut Ctx, ids: &[Value]) -> Verdict {
         match next_response(session, wait) {
             Some(reply) if reply.get("id") == Some(id) => {}
             Some(reply) => {
-                let back = reply.get("id").map_or_else(|| "no id".to_owned(), Value::to_string);
-                return Verdict::Fail(format!("sent the id {id}, the response came back with {back}"));
+                let back = reply
+                    .get("id")
+                    .map_or_else(|| "no id".to_owned(), Value::to_string);
+                return Verdict::Fail(format!(
+                    "sent the id {id}, the response came back with {back}"
+                ));
             }
             None => {
                 ctx.spoil();
-                return Verdict::Fail(format!("no response to the request with id {id} within {:.0} s", wait.as_secs_f64()));
+                return Verdict::Fail(format!(
+                    "no response to the request with id {id} within {:.0} s",
+                    wait.as_secs_f64()
+                ));
             }
         }
     }
@@ -213,7 +241,9 @@ fn next_response(session: &mut Session, wait: Duration) -> Option<Value> {
     let deadline = Instant::now() + wait;
     loop {
         match session.recv_until(deadline)? {
-            Msg::Json(v, _) if v.get("result").is_some() || v.get("error").is_some() => return Some(v),
+            Msg::Json(v, _) if v.get("result").is_some() || v.get("error").is_some() => {
+                return Some(v);
+            }
             _ => {}
         }
     }
@@ -252,7 +282,13 @@ fn notification_no_reply(ctx: &mut Ctx) -> Verdict {
         Err(v) => return v,
     };
     match before.iter().find(|m| m.is_response()) {
-        Some(answer) => Verdict::Fail(format!("a response to a notification: {}", short(answer.text(), 160))),
-        None => Verdict::Pass(format!("{} notifications, none answered", notifications.len())),
+        Some(answer) => Verdict::Fail(format!(
+            "a response to a notification: {}",
+            short(answer.text(), 160)
+        )),
+        None => Verdict::Pass(format!(
+            "{} notifications, none answered",
+            notifications.len()
+        )),
     }
 }

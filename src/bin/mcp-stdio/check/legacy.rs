@@ -75,8 +75,13 @@ fn version_negotiation(ctx: &mut Ctx) -> Verdict {
         Ok(reply) => reply,
         Err(e) => return Verdict::Fail(e),
     };
-    match reply.pointer("/result/protocolVersion").and_then(Value::as_str) {
-        Some("1900-01-01") => Verdict::Fail("it answered 1900-01-01, a version that never existed".into()),
+    match reply
+        .pointer("/result/protocolVersion")
+        .and_then(Value::as_str)
+    {
+        Some("1900-01-01") => {
+            Verdict::Fail("it answered 1900-01-01, a version that never existed".into())
+        }
         Some(v) => Verdict::Pass(format!("answered {v}")),
         None => Verdict::Fail(format!("no protocolVersion in {}", said(&reply))),
     }
@@ -122,7 +127,9 @@ fn set_level(ctx: &mut Ctx) -> Verdict {
     };
     let _ = LEGACY;
     match session.call("logging/setLevel", json!({ "level": "info" }), wait) {
-        Ok(reply) if reply.get("result").is_some() => Verdict::Pass("answered with a result".into()),
+        Ok(reply) if reply.get("result").is_some() => {
+            Verdict::Pass("answered with a result".into())
+        }
         Ok(reply) => Verdict::Fail(format!("answered with {}", said(&reply))),
         Err(e) => Verdict::Fail(format!("logging/setLevel: {e}")),
     }

@@ -149,15 +149,21 @@ fn unsupported_version(ctx: &mut Ctx) -> Verdict {
         return Verdict::Fail(format!("answered with {} instead of -32022", said(&reply)));
     }
     let data = reply.pointer("/error/data");
-    let supported = data.and_then(|d| d.get("supported")).and_then(Value::as_array);
-    let requested = data.and_then(|d| d.get("requested")).and_then(Value::as_str);
+    let supported = data
+        .and_then(|d| d.get("supported"))
+        .and_then(Value::as_array);
+    let requested = data
+        .and_then(|d| d.get("requested"))
+        .and_then(Value::as_str);
     match (supported, requested) {
         (Some(s), Some("1900-01-01")) if s.iter().all(Value::is_string) => {
             Verdict::Pass(format!("-32022, supported {}", Value::Array(s.clone())))
         }
         (None, _) => Verdict::Fail("-32022 without data.supported (an array of versions)".into()),
         (_, None) => Verdict::Fail("-32022 without data.requested".into()),
-        (_, Some(other)) => Verdict::Fail(format!("-32022 names {other:?} as requested, not 1900-01-01")),
+        (_, Some(other)) => Verdict::Fail(format!(
+            "-32022 names {other:?} as requested, not 1900-01-01"
+        )),
     }
 }
 
@@ -186,7 +192,10 @@ fn missing_meta(ctx: &mut Ctx, meta: Value, lacks: &str) -> Verdict {
     };
     match error_code(&reply) {
         Some(-32602) => Verdict::Pass(format!("{method} without {lacks}: -32602")),
-        _ => Verdict::Fail(format!("{method} without {lacks} answered with {}", said(&reply))),
+        _ => Verdict::Fail(format!(
+            "{method} without {lacks} answered with {}",
+            said(&reply)
+        )),
     }
 }
 
@@ -196,6 +205,14 @@ fn meta_capabilities_required(ctx: &mut Ctx) -> Verdict {
 }
 
 fn meta_version_required(ctx: &mut Ctx) -> Verdict {
+    if !ctx.target.is_stdio() {
+        // Spec 2026-07-28 basic/transports/streamable-http: a server that
+        // supports older clients MAY treat a request without the version
+        // header as 2025-03-26.
+        return Verdict::Skip(
+            "over HTTP a request without a version is a legacy one to a server that serves both eras".into(),
+        );
+    }
     let meta = json!({ "io.modelcontextprotocol/clientCapabilities": {} });
     missing_meta(ctx, meta, "protocolVersion")
 }
@@ -214,7 +231,9 @@ fn server_info(ctx: &mut Ctx) -> Verdict {
             Verdict::Pass(format!("serverInfo {}", short(&info.to_string(), 120)))
         }
         Some(info) => Verdict::Fail(format!("serverInfo without a name: {info}")),
-        None => Verdict::Fail("the result's _meta has no io.modelcontextprotocol/serverInfo".into()),
+        None => {
+            Verdict::Fail("the result's _meta has no io.modelcontextprotocol/serverInfo".into())
+        }
     }
 }
 

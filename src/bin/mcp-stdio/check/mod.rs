@@ -279,11 +279,6 @@ impl Ctx {
         }
     }
 
-    /// The named `--call` of `tool`, if the user gave one.
-    pub fn call_of(&self, tool: &str) -> Option<&Call> {
-        self.calls.iter().find(|c| c.tool == tool)
-    }
-
     /// A request in the primary era's shared session, answered within the
     /// wait: the whole response.
     pub fn ask(&mut self, method: &str, params: Value) -> Result<Value, Verdict> {
@@ -332,7 +327,9 @@ pub fn main(argv: Vec<String>) -> u8 {
         }
     };
     let mut report = format::Report::new(args.format, &target, &facts);
-    let outcomes = run_checks(&selected, &target, facts, &args, |outcome| report.one(outcome));
+    let outcomes = run_checks(&selected, &target, facts, &args, |outcome| {
+        report.one(outcome)
+    });
     report.end(&outcomes, started.elapsed());
     if outcomes.iter().any(|o| o.status == Status::Fail) {
         status::FAILED
@@ -380,11 +377,18 @@ fn run_checks(
                 let verdict = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                     (check.run)(&mut ctx)
                 }))
-                .unwrap_or_else(|_| Verdict::Fail("the check itself panicked (a bug of the checker: please report it)".into()));
+                .unwrap_or_else(|_| {
+                    Verdict::Fail(
+                        "the check itself panicked (a bug of the checker: please report it)".into(),
+                    )
+                });
                 let _ = tx.send((verdict, ctx));
             });
         let (verdict, evidence) = match spawned {
-            Err(e) => (Verdict::Fail(format!("cannot start a thread: {e}")), Vec::new()),
+            Err(e) => (
+                Verdict::Fail(format!("cannot start a thread: {e}")),
+                Vec::new(),
+            ),
             Ok(_) => match rx.recv_timeout(args.deadline) {
                 Ok((verdict, ctx)) => {
                     let mut evidence = Vec::new();
@@ -494,7 +498,9 @@ impl Facts {
                 } else {
                     format!("; its stderr: {}", stderr[tail..].join(" | "))
                 };
-                return Err(format!("the server speaks no MCP era this checker knows: {why}{said}"));
+                return Err(format!(
+                    "the server speaks no MCP era this checker knows: {why}{said}"
+                ));
             }
         };
         let mut session = match modern_session {
@@ -507,10 +513,10 @@ impl Facts {
             ("resources", "resources/templates/list", "resourceTemplates"),
             ("prompts", "prompts/list", "prompts"),
         ] {
-            if facts.offers(capability) {
-                if let Ok(items) = list_all(&mut session, method, member, wait) {
-                    facts.lists.insert(member, items);
-                }
+            if facts.offers(capability)
+                && let Ok(items) = list_all(&mut session, method, member, wait)
+            {
+                facts.lists.insert(member, items);
             }
         }
         Ok(facts)
@@ -537,7 +543,10 @@ pub fn list_all(
             .call(method, params, wait)
             .map_err(|e| format!("{method}: {e}"))?;
         let Some(result) = reply.get("result") else {
-            return Err(format!("{method} answered {}", short(&reply.to_string(), 200)));
+            return Err(format!(
+                "{method} answered {}",
+                short(&reply.to_string(), 200)
+            ));
         };
         let page = result
             .get(member)
@@ -548,7 +557,9 @@ pub fn list_all(
             None | Some(Value::Null) => return Ok(items),
             Some(next) => {
                 if seen.contains(next) {
-                    return Err(format!("{method}: the cursor {next} came back again (a cycle)"));
+                    return Err(format!(
+                        "{method}: the cursor {next} came back again (a cycle)"
+                    ));
                 }
                 seen.push(next.clone());
                 cursor = Some(next.clone());

@@ -27,15 +27,51 @@ macro_rules! result_check {
 }
 
 pub const CHECKS: &[Check] = &[
-    result_check!("schema.discover", "server/discover's result is a DiscoverResult", discover),
-    result_check!("schema.initialize", "initialize's result is an InitializeResult (2025-11-25)", initialize),
-    result_check!("schema.tools-list", "tools/list's result is a ListToolsResult", tools_list),
-    result_check!("schema.resources-list", "resources/list's result is a ListResourcesResult", resources_list),
-    result_check!("schema.templates-list", "resources/templates/list's result is a ListResourceTemplatesResult", templates_list),
-    result_check!("schema.resources-read", "reading the first resource listed gives a ReadResourceResult", resources_read),
-    result_check!("schema.prompts-list", "prompts/list's result is a ListPromptsResult", prompts_list),
-    result_check!("schema.prompts-get", "getting the first prompt without required arguments gives a GetPromptResult", prompts_get),
-    result_check!("schema.error", "an error response is a JSONRPCErrorResponse", error),
+    result_check!(
+        "schema.discover",
+        "server/discover's result is a DiscoverResult",
+        discover
+    ),
+    result_check!(
+        "schema.initialize",
+        "initialize's result is an InitializeResult (2025-11-25)",
+        initialize
+    ),
+    result_check!(
+        "schema.tools-list",
+        "tools/list's result is a ListToolsResult",
+        tools_list
+    ),
+    result_check!(
+        "schema.resources-list",
+        "resources/list's result is a ListResourcesResult",
+        resources_list
+    ),
+    result_check!(
+        "schema.templates-list",
+        "resources/templates/list's result is a ListResourceTemplatesResult",
+        templates_list
+    ),
+    result_check!(
+        "schema.resources-read",
+        "reading the first resource listed gives a ReadResourceResult",
+        resources_read
+    ),
+    result_check!(
+        "schema.prompts-list",
+        "prompts/list's result is a ListPromptsResult",
+        prompts_list
+    ),
+    result_check!(
+        "schema.prompts-get",
+        "getting the first prompt without required arguments gives a GetPromptResult",
+        prompts_get
+    ),
+    result_check!(
+        "schema.error",
+        "an error response is a JSONRPCErrorResponse",
+        error
+    ),
 ];
 
 /// The schema of an era.
@@ -57,7 +93,9 @@ pub fn validate(era: Era, name: &str, value: &Value, what: &str) -> Verdict {
             era_schema(era),
             errors.join("; ")
         )),
-        Found::Unknown(keyword) => Verdict::Skip(format!("{name}: the schema uses {keyword}, which this checker does not know")),
+        Found::Unknown(keyword) => Verdict::Skip(format!(
+            "{name}: the schema uses {keyword}, which this checker does not know"
+        )),
     }
 }
 
@@ -124,7 +162,12 @@ fn templates_list(ctx: &mut Ctx) -> Verdict {
     if let Err(v) = offered(ctx, "resources") {
         return v;
     }
-    result_of(ctx, "resources/templates/list", json!({}), "ListResourceTemplatesResult")
+    result_of(
+        ctx,
+        "resources/templates/list",
+        json!({}),
+        "ListResourceTemplatesResult",
+    )
 }
 
 fn resources_read(ctx: &mut Ctx) -> Verdict {
@@ -140,7 +183,12 @@ fn resources_read(ctx: &mut Ctx) -> Verdict {
     else {
         return Verdict::Skip("the server lists no resource".into());
     };
-    result_of(ctx, "resources/read", json!({ "uri": uri }), "ReadResourceResult")
+    result_of(
+        ctx,
+        "resources/read",
+        json!({ "uri": uri }),
+        "ReadResourceResult",
+    )
 }
 
 fn prompts_list(ctx: &mut Ctx) -> Verdict {
@@ -159,10 +207,19 @@ fn prompts_get(ctx: &mut Ctx) -> Verdict {
             .and_then(Value::as_array)
             .is_some_and(|args| args.iter().any(|a| a.get("required") == Some(&json!(true))))
     });
-    let Some(name) = free.and_then(|p| p.get("name")).and_then(Value::as_str).map(str::to_owned) else {
+    let Some(name) = free
+        .and_then(|p| p.get("name"))
+        .and_then(Value::as_str)
+        .map(str::to_owned)
+    else {
         return Verdict::Skip("every prompt listed has a required argument".into());
     };
-    result_of(ctx, "prompts/get", json!({ "name": name }), "GetPromptResult")
+    result_of(
+        ctx,
+        "prompts/get",
+        json!({ "name": name }),
+        "GetPromptResult",
+    )
 }
 
 fn error(ctx: &mut Ctx) -> Verdict {

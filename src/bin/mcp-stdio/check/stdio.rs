@@ -11,7 +11,8 @@ use super::driver::{Era, Msg, Session};
 use super::{Check, Ctx, Level, Verdict, short};
 
 const PAGE: &str = "2026-07-28/basic/transports/stdio.md";
-const READS: &str = "The server reads JSON-RPC messages from `stdin` and writes JSON-RPC messages to `stdout`.";
+const READS: &str =
+    "The server reads JSON-RPC messages from `stdin` and writes JSON-RPC messages to `stdout`.";
 
 pub const CHECKS: &[Check] = &[
     Check {
@@ -124,14 +125,21 @@ pub fn probe(session: &Session, id: &Value) -> Value {
 /// The shared session, or a skip over HTTP (no byte stream).
 fn stream(ctx: &mut Ctx) -> Result<&mut Session, Verdict> {
     if !ctx.target.is_stdio() {
-        return Err(Verdict::Skip("stdio only: over HTTP each message is a request body".into()));
+        return Err(Verdict::Skip(
+            "stdio only: over HTTP each message is a request body".into(),
+        ));
     }
     ctx.session()
 }
 
 /// Writes `parts` (with a pause of `pause` between them) and waits for the
 /// reply to the request among them with `id`.
-fn framed(ctx: &mut Ctx, parts: &dyn Fn(&str) -> Vec<Vec<u8>>, pause: Duration, what: &str) -> Verdict {
+fn framed(
+    ctx: &mut Ctx,
+    parts: &dyn Fn(&str) -> Vec<Vec<u8>>,
+    pause: Duration,
+    what: &str,
+) -> Verdict {
     let wait = ctx.wait;
     let session = match stream(ctx) {
         Ok(s) => s,
@@ -163,7 +171,10 @@ fn split_write(ctx: &mut Ctx) -> Verdict {
         ctx,
         &|line| {
             let mid = line.len() / 2;
-            vec![line.as_bytes()[..mid].to_vec(), format!("{}\n", &line[mid..]).into_bytes()]
+            vec![
+                line.as_bytes()[..mid].to_vec(),
+                format!("{}\n", &line[mid..]).into_bytes(),
+            ]
         },
         Duration::from_millis(200),
         "written in two parts 200 ms apart",
@@ -180,19 +191,39 @@ fn byte_by_byte(ctx: &mut Ctx) -> Verdict {
 }
 
 fn crlf(ctx: &mut Ctx) -> Verdict {
-    framed(ctx, &|line| vec![format!("{line}\r\n").into_bytes()], Duration::ZERO, "ended by \\r\\n")
+    framed(
+        ctx,
+        &|line| vec![format!("{line}\r\n").into_bytes()],
+        Duration::ZERO,
+        "ended by \\r\\n",
+    )
 }
 
 fn blank_line_after(ctx: &mut Ctx) -> Verdict {
-    framed(ctx, &|line| vec![format!("{line}\n\n").into_bytes()], Duration::ZERO, "followed by a blank line")
+    framed(
+        ctx,
+        &|line| vec![format!("{line}\n\n").into_bytes()],
+        Duration::ZERO,
+        "followed by a blank line",
+    )
 }
 
 fn blank_lines_before(ctx: &mut Ctx) -> Verdict {
-    framed(ctx, &|line| vec![format!("\n\n{line}\n").into_bytes()], Duration::ZERO, "after two blank lines")
+    framed(
+        ctx,
+        &|line| vec![format!("\n\n{line}\n").into_bytes()],
+        Duration::ZERO,
+        "after two blank lines",
+    )
 }
 
 fn whitespace_around(ctx: &mut Ctx) -> Verdict {
-    framed(ctx, &|line| vec![format!("  {line} \t\n").into_bytes()], Duration::ZERO, "with spaces and a tab around it")
+    framed(
+        ctx,
+        &|line| vec![format!("  {line} \t\n").into_bytes()],
+        Duration::ZERO,
+        "with spaces and a tab around it",
+    )
 }
 
 fn two_in_one_write(ctx: &mut Ctx) -> Verdict {
@@ -223,7 +254,11 @@ fn typical_traffic(ctx: &Ctx, session: &mut Session) -> Result<Vec<Msg>, Verdict
     } else {
         requests.push("ping");
     }
-    for (capability, method) in [("tools", "tools/list"), ("resources", "resources/list"), ("prompts", "prompts/list")] {
+    for (capability, method) in [
+        ("tools", "tools/list"),
+        ("resources", "resources/list"),
+        ("prompts", "prompts/list"),
+    ] {
         if ctx.facts.offers(capability) {
             requests.push(method);
         }
@@ -307,7 +342,10 @@ fn no_server_requests(ctx: &mut Ctx) -> Verdict {
         .iter()
         .find(|m| m.method().is_some() && m.json().is_some_and(|v| v.get("id").is_some()))
     {
-        Some(request) => Verdict::Fail(format!("a request from the server: {}", short(request.text(), 160))),
+        Some(request) => Verdict::Fail(format!(
+            "a request from the server: {}",
+            short(request.text(), 160)
+        )),
         None => Verdict::Pass(format!("{} messages, no request among them", got.len())),
     }
 }
@@ -331,7 +369,9 @@ fn exit_on_eof(ctx: &mut Ctx) -> Verdict {
             "exited {:.0} ms after its input closed ({status})",
             began.elapsed().as_secs_f64() * 1000.0
         )),
-        None if session.ended => Verdict::Fail("closed its output but was still running 5 s after its input closed".into()),
+        None if session.ended => Verdict::Fail(
+            "closed its output but was still running 5 s after its input closed".into(),
+        ),
         None => Verdict::Fail("still running 5 s after its input closed".into()),
     }
 }
@@ -381,7 +421,13 @@ fn stderr_utf8(ctx: &mut Ctx) -> Verdict {
     }
     let log = session.stderr.lock().unwrap_or_else(|e| e.into_inner());
     if log.not_utf8 > 0 {
-        return Verdict::Fail(format!("{} of {} stderr lines are not UTF-8", log.not_utf8, log.total));
+        return Verdict::Fail(format!(
+            "{} of {} stderr lines are not UTF-8",
+            log.not_utf8, log.total
+        ));
     }
-    Verdict::Pass(format!("{} stderr lines so far, UTF-8, none taken for an error", log.total))
+    Verdict::Pass(format!(
+        "{} stderr lines so far, UTF-8, none taken for an error",
+        log.total
+    ))
 }

@@ -45,7 +45,12 @@ pub const CHECKS: &[Check] = &[
 /// first resource listed.
 fn filter(ctx: &Ctx) -> Value {
     let mut filter = json!({ "toolsListChanged": true, "promptsListChanged": true, "resourcesListChanged": true });
-    if let Some(uri) = ctx.facts.list("resources").iter().find_map(|r| r.get("uri")) {
+    if let Some(uri) = ctx
+        .facts
+        .list("resources")
+        .iter()
+        .find_map(|r| r.get("uri"))
+    {
         filter["resourceSubscriptions"] = json!([uri]);
     }
     filter
@@ -65,10 +70,19 @@ struct Opened {
 fn open(session: &mut Session, filter: &Value, wait: Duration) -> Result<Opened, Verdict> {
     let id = session.request("subscriptions/listen", json!({ "notifications": filter }));
     let deadline = Instant::now() + wait;
-    let mut opened = Opened { id: id.clone(), ack: None, before_ack: Vec::new(), reply: None };
+    let mut opened = Opened {
+        id: id.clone(),
+        ack: None,
+        before_ack: Vec::new(),
+        reply: None,
+    };
     while opened.ack.is_none() {
         let Some(msg) = session.recv_until(deadline) else {
-            let why = if session.ended { Missing::Eof } else { Missing::Timeout(wait) };
+            let why = if session.ended {
+                Missing::Eof
+            } else {
+                Missing::Timeout(wait)
+            };
             return Err(Verdict::Fail(format!("no acknowledgment: {why}")));
         };
         let Some(v) = msg.json() else { continue };
@@ -79,7 +93,9 @@ fn open(session: &mut Session, filter: &Value, wait: Duration) -> Result<Opened,
             }
             continue;
         }
-        let sub = v.pointer("/params/_meta").and_then(|m| m.get(SUBSCRIPTION_ID));
+        let sub = v
+            .pointer("/params/_meta")
+            .and_then(|m| m.get(SUBSCRIPTION_ID));
         if sub != Some(&id) {
             continue;
         }
@@ -89,13 +105,18 @@ fn open(session: &mut Session, filter: &Value, wait: Duration) -> Result<Opened,
             opened.before_ack.push(msg.clone());
         }
     }
-    if let Some(reply) = &opened.reply {
-        if opened.ack.is_none() {
-            return match error_code(reply) {
-                Some(-32601) => Err(Verdict::Skip("the server does not offer subscriptions/listen (-32601)".into())),
-                _ => Err(Verdict::Fail(format!("subscriptions/listen answered with {}", said(reply)))),
-            };
-        }
+    if let Some(reply) = &opened.reply
+        && opened.ack.is_none()
+    {
+        return match error_code(reply) {
+            Some(-32601) => Err(Verdict::Skip(
+                "the server does not offer subscriptions/listen (-32601)".into(),
+            )),
+            _ => Err(Verdict::Fail(format!(
+                "subscriptions/listen answered with {}",
+                said(reply)
+            ))),
+        };
     }
     Ok(opened)
 }
@@ -128,10 +149,16 @@ fn ack_first(ctx: &mut Ctx) -> Verdict {
     };
     cancel(session, &opened.id);
     if let Some(reply) = &opened.reply {
-        return Verdict::Fail(format!("the listen was answered before its acknowledgment: {}", said(reply)));
+        return Verdict::Fail(format!(
+            "the listen was answered before its acknowledgment: {}",
+            said(reply)
+        ));
     }
     match opened.before_ack.first() {
-        Some(early) => Verdict::Fail(format!("before the acknowledgment: {}", short(early.text(), 160))),
+        Some(early) => Verdict::Fail(format!(
+            "before the acknowledgment: {}",
+            short(early.text(), 160)
+        )),
         None => Verdict::Pass("acknowledged first".into()),
     }
 }
@@ -152,8 +179,14 @@ fn ack_omits_unsupported(ctx: &mut Ctx) -> Verdict {
     };
     cancel(session, &opened.id);
     let ack = opened.ack.unwrap_or_default();
-    let Some(acked) = ack.pointer("/params/notifications").and_then(Value::as_object) else {
-        return Verdict::Fail(format!("the acknowledgment has no notifications object: {}", short(&ack.to_string(), 160)));
+    let Some(acked) = ack
+        .pointer("/params/notifications")
+        .and_then(Value::as_object)
+    else {
+        return Verdict::Fail(format!(
+            "the acknowledgment has no notifications object: {}",
+            short(&ack.to_string(), 160)
+        ));
     };
     let declared = |pointer: &str| caps.pointer(pointer) == Some(&json!(true));
     for (key, value) in acked {
@@ -164,14 +197,18 @@ fn ack_omits_unsupported(ctx: &mut Ctx) -> Verdict {
             "toolsListChanged" => (true, declared("/tools/listChanged")),
             "promptsListChanged" => (true, declared("/prompts/listChanged")),
             "resourcesListChanged" => (true, declared("/resources/listChanged")),
-            "resourceSubscriptions" => (filter.get(key).is_some(), declared("/resources/subscribe")),
+            "resourceSubscriptions" => {
+                (filter.get(key).is_some(), declared("/resources/subscribe"))
+            }
             _ => (filter.get(key).is_some(), true),
         };
         if !asked {
             return Verdict::Fail(format!("acknowledged {key}, which was not asked for"));
         }
         if !supported {
-            return Verdict::Fail(format!("acknowledged {key}, which the capabilities do not declare"));
+            return Verdict::Fail(format!(
+                "acknowledged {key}, which the capabilities do not declare"
+            ));
         }
     }
     Verdict::Pass(format!("acknowledged {}", Value::Object(acked.clone())))

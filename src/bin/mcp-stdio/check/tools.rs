@@ -105,7 +105,10 @@ fn invalid_cursor(ctx: &mut Ctx) -> Verdict {
     if let Err(v) = tools(ctx) {
         return v;
     }
-    let reply = match ctx.ask("tools/list", json!({ "cursor": "mcp-stdio-check: not a cursor the server gave" })) {
+    let reply = match ctx.ask(
+        "tools/list",
+        json!({ "cursor": "mcp-stdio-check: not a cursor the server gave" }),
+    ) {
         Ok(r) => r,
         Err(v) => return v,
     };
@@ -126,16 +129,23 @@ fn input_schema(ctx: &mut Ctx) -> Verdict {
             return Verdict::Fail(format!("{name}: no inputSchema"));
         };
         if !schema.is_object() {
-            return Verdict::Fail(format!("{name}: inputSchema is {}, not an object", short(&schema.to_string(), 60)));
+            return Verdict::Fail(format!(
+                "{name}: inputSchema is {}, not an object",
+                short(&schema.to_string(), 60)
+            ));
         }
         if schema.get("type") != Some(&json!("object")) {
             return Verdict::Fail(format!(
                 "{name}: inputSchema's type is {}, not \"object\"",
-                schema.get("type").map_or_else(|| "missing".to_owned(), Value::to_string)
+                schema
+                    .get("type")
+                    .map_or_else(|| "missing".to_owned(), Value::to_string)
             ));
         }
         if let Some(error) = shape_errors(schema).first() {
-            return Verdict::Fail(format!("{name}: inputSchema is not a valid JSON Schema: {error}"));
+            return Verdict::Fail(format!(
+                "{name}: inputSchema is not a valid JSON Schema: {error}"
+            ));
         }
     }
     Verdict::Pass(format!("{} input schemas", tools.len()))
@@ -148,7 +158,10 @@ fn name_format(ctx: &mut Ctx) -> Verdict {
     };
     for tool in &tools {
         let Some(name) = tool.get("name").and_then(Value::as_str) else {
-            return Verdict::Fail(format!("a tool without a name: {}", short(&tool.to_string(), 100)));
+            return Verdict::Fail(format!(
+                "a tool without a name: {}",
+                short(&tool.to_string(), 100)
+            ));
         };
         let len = name.chars().count();
         if !(1..=128).contains(&len) {
@@ -169,7 +182,10 @@ fn names_unique(ctx: &mut Ctx) -> Verdict {
         Ok(t) => t,
         Err(v) => return v,
     };
-    let mut names: Vec<&str> = tools.iter().filter_map(|t| t.get("name")?.as_str()).collect();
+    let mut names: Vec<&str> = tools
+        .iter()
+        .filter_map(|t| t.get("name")?.as_str())
+        .collect();
     names.sort_unstable();
     match names.windows(2).find(|w| w[0] == w[1]) {
         Some(w) => Verdict::Fail(format!("{:?} is listed twice", w[0])),
@@ -181,13 +197,22 @@ fn unknown_tool(ctx: &mut Ctx) -> Verdict {
     if let Err(v) = tools(ctx) {
         return v;
     }
-    let reply = match ctx.ask("tools/call", json!({ "name": "mcp-stdio-check-no-such-tool", "arguments": {} })) {
+    let reply = match ctx.ask(
+        "tools/call",
+        json!({ "name": "mcp-stdio-check-no-such-tool", "arguments": {} }),
+    ) {
         Ok(r) => r,
         Err(v) => return v,
     };
     match reply.get("error") {
-        Some(_) => Verdict::Pass(format!("error {}", error_code(&reply).map_or("?".into(), |c| c.to_string()))),
-        None => Verdict::Fail(format!("answered with {} (a tool result, not an error)", said(&reply))),
+        Some(_) => Verdict::Pass(format!(
+            "error {}",
+            error_code(&reply).map_or("?".into(), |c| c.to_string())
+        )),
+        None => Verdict::Fail(format!(
+            "answered with {} (a tool result, not an error)",
+            said(&reply)
+        )),
     }
 }
 
@@ -195,9 +220,15 @@ fn unknown_tool(ctx: &mut Ctx) -> Verdict {
 /// whose schema certainly refuses something, else the first such tool.
 fn refusing_tool(tools: &[Value]) -> Option<(String, Value, String)> {
     let read_only = |t: &&Value| t.pointer("/annotations/readOnlyHint") == Some(&json!(true));
-    let candidates = tools.iter().filter(read_only).chain(tools.iter().filter(|t| !read_only(t)));
+    let candidates = tools
+        .iter()
+        .filter(read_only)
+        .chain(tools.iter().filter(|t| !read_only(t)));
     for tool in candidates {
-        let (Some(name), Some(schema)) = (tool.get("name").and_then(Value::as_str), tool.get("inputSchema")) else {
+        let (Some(name), Some(schema)) = (
+            tool.get("name").and_then(Value::as_str),
+            tool.get("inputSchema"),
+        ) else {
             continue;
         };
         if let Some((args, why)) = refused_arguments(schema) {
@@ -213,7 +244,9 @@ fn wrong_arguments(ctx: &mut Ctx) -> Verdict {
         Err(v) => return v,
     };
     let Some((name, args, why)) = refusing_tool(&tools) else {
-        return Verdict::Skip("no tool's input schema certainly refuses any arguments this checker can make".into());
+        return Verdict::Skip(
+            "no tool's input schema certainly refuses any arguments this checker can make".into(),
+        );
     };
     let reply = match ctx.ask("tools/call", json!({ "name": name, "arguments": args })) {
         Ok(r) => r,
@@ -223,8 +256,12 @@ fn wrong_arguments(ctx: &mut Ctx) -> Verdict {
         (Some(result), _) if result.get("isError") == Some(&json!(true)) => {
             Verdict::Pass(format!("{name} with {why}: a result with isError: true"))
         }
-        (Some(result), _) if result.get("resultType").and_then(Value::as_str) == Some("input_required") => {
-            Verdict::Skip(format!("{name} asked for input instead of reading its arguments"))
+        (Some(result), _)
+            if result.get("resultType").and_then(Value::as_str) == Some("input_required") =>
+        {
+            Verdict::Skip(format!(
+                "{name} asked for input instead of reading its arguments"
+            ))
         }
         (Some(result), _) => Verdict::Fail(format!(
             "{name} with {why}: a result without isError: true ({})",
@@ -243,33 +280,61 @@ fn call_result(ctx: &mut Ctx) -> Verdict {
         Err(v) => return v,
     };
     let Some(call) = ctx.calls.first().cloned() else {
-        return Verdict::Skip("needs --call TOOL[=JSON]: no tool is called with arguments it accepts unless named".into());
+        return Verdict::Skip(
+            "needs --call TOOL[=JSON]: no tool is called with arguments it accepts unless named"
+                .into(),
+        );
     };
-    let Some(tool) = tools.iter().find(|t| t.get("name") == Some(&json!(call.tool))) else {
-        return Verdict::Fail(format!("--call {}: the server lists no such tool", call.tool));
+    let Some(tool) = tools
+        .iter()
+        .find(|t| t.get("name") == Some(&json!(call.tool)))
+    else {
+        return Verdict::Fail(format!(
+            "--call {}: the server lists no such tool",
+            call.tool
+        ));
     };
     let era = ctx.facts.primary.unwrap_or(Era::Modern);
-    let reply = match ctx.ask("tools/call", json!({ "name": call.tool, "arguments": call.arguments })) {
+    let reply = match ctx.ask(
+        "tools/call",
+        json!({ "name": call.tool, "arguments": call.arguments }),
+    ) {
         Ok(r) => r,
         Err(v) => return v,
     };
     let Some(result) = reply.get("result") else {
         return Verdict::Fail(format!("{} answered with {}", call.tool, said(&reply)));
     };
-    if result.get("resultType").and_then(Value::as_str).is_some_and(|t| t != "complete") {
-        return Verdict::Skip(format!("{} answered {}: not a complete result", call.tool, result["resultType"]));
+    if result
+        .get("resultType")
+        .and_then(Value::as_str)
+        .is_some_and(|t| t != "complete")
+    {
+        return Verdict::Skip(format!(
+            "{} answered {}: not a complete result",
+            call.tool, result["resultType"]
+        ));
     }
     if let verdict @ Verdict::Fail(_) = validate(era, "CallToolResult", result, "tools/call") {
         return verdict;
     }
-    let (Some(output), false) = (tool.get("outputSchema"), result.get("isError") == Some(&json!(true))) else {
+    let (Some(output), false) = (
+        tool.get("outputSchema"),
+        result.get("isError") == Some(&json!(true)),
+    ) else {
         return Verdict::Pass(format!("{}: a valid CallToolResult", call.tool));
     };
     let Some(structured) = result.get("structuredContent") else {
-        return Verdict::Fail(format!("{} has an outputSchema but its result has no structuredContent", call.tool));
+        return Verdict::Fail(format!(
+            "{} has an outputSchema but its result has no structuredContent",
+            call.tool
+        ));
     };
     match Document::of(output).validate(structured) {
-        Found::Valid => Verdict::Pass(format!("{}: a valid CallToolResult; structuredContent fits the outputSchema", call.tool)),
+        Found::Valid => Verdict::Pass(format!(
+            "{}: a valid CallToolResult; structuredContent fits the outputSchema",
+            call.tool
+        )),
         Found::Invalid(errors) => Verdict::Fail(format!(
             "{}: structuredContent does not fit the outputSchema: {}",
             call.tool,
