@@ -98,6 +98,10 @@ fn main() {
         Box::new(conformance_md_is_the_catalogue),
     ));
     tests.push((
+        "a_server_that_stops_reading_costs_each_check_its_deadline".into(),
+        Box::new(a_server_that_stops_reading_costs_each_check_its_deadline),
+    ));
+    tests.push((
         "a_server_that_cannot_start_is_status_2".into(),
         Box::new(a_server_that_cannot_start_is_status_2),
     ));
@@ -407,6 +411,69 @@ fn conformance_md_is_the_catalogue() -> Result<(), String> {
     Ok(())
 }
 
+/// A server that stops reading after its first lines: every check ends
+/// within its deadline, the run ends, and no server process is left.
+fn a_server_that_stops_reading_costs_each_check_its_deadline() -> Result<(), String> {
+    let exe = this_exe();
+    let token = format!("stops-reading:{}", std::process::id());
+    let began = Instant::now();
+    let run = check(
+        &[
+            "--format",
+            "json",
+            "--wait",
+            "2",
+            "--deadline",
+            "1",
+            "--only",
+            "jsonrpc,stdio.byte-by-byte",
+            "--",
+            &exe,
+        ],
+        Some(&token),
+    );
+    let took = began.elapsed();
+    let failed = run
+        .stdout
+        .lines()
+        .filter(|l| l.contains("no verdict within the check's deadline"))
+        .count();
+    if run.status != Some(1) || failed < 1 || took > Duration::from_secs(60) {
+        return Err(format!(
+            "status {:?}, {failed} failed, {:.1} s: {}",
+            run.status,
+            took.as_secs_f64(),
+            run.stderr
+        ));
+    }
+    // Every process that carried the token is gone.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let left = processes_with(&format!("{FAULT_ENV}={token}"));
+        if left.is_empty() {
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            return Err(format!("server processes left behind: {left:?}"));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// The pids of the processes whose environment holds `entry`.
+fn processes_with(entry: &str) -> Vec<u32> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.filter_map(|e| e.ok())
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/environ"))
+                .is_ok_and(|env| env.split(|b| *b == 0).any(|v| v == entry.as_bytes()))
+        })
+        .collect()
+}
+
 fn a_server_that_cannot_start_is_status_2() -> Result<(), String> {
     let run = check(&["--", "/nonexistent/mcp-server"], None);
     if run.status != Some(2) || !run.stderr.contains("was not found") {
@@ -525,6 +592,7 @@ fn serve_with_fault(fault: &str) -> ! {
     }
     let input = FaultIn {
         shared: Arc::clone(&shared),
+        lines: 0,
         partial: Vec::new(),
         ready: Vec::new(),
         at: 0,
@@ -544,6 +612,8 @@ fn serve_with_fault(fault: &str) -> ! {
 /// The server's input: stdin, line by line, through the fault.
 struct FaultIn {
     shared: Arc<Mutex<Shared>>,
+    /// The lines read so far.
+    lines: usize,
     partial: Vec<u8>,
     ready: Vec<u8>,
     at: usize,
@@ -552,6 +622,22 @@ struct FaultIn {
 impl Read for FaultIn {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
         while self.at == self.ready.len() {
+            if let Some(token) = self
+                .shared
+                .lock()
+                .unwrap()
+                .fault
+                .strip_prefix("stops-reading:")
+            {
+                // Served its first lines; now reads nothing, ever (its
+                // process is found by the token and must be gone).
+                if self.lines >= 6 {
+                    let _ = token;
+                    loop {
+                        std::thread::park();
+                    }
+                }
+            }
             let mut chunk = [0u8; 65536];
             let n = std::io::stdin().read(&mut chunk)?;
             if n == 0 {
@@ -567,6 +653,7 @@ impl Read for FaultIn {
             while let Some(at) = self.partial.iter().position(|b| *b == b'\n') {
                 let line: Vec<u8> = self.partial.drain(..=at).collect();
                 lines.push(line);
+                self.lines += 1;
             }
             self.ready.clear();
             self.at = 0;

@@ -46,8 +46,10 @@ options:
   -h, --help          this help
 
 Safe by default: a check sends lists, reads of the resources and prompts the
-server lists, completions, and requests the server must refuse (arguments
-its schema refuses, unknown names). Left out without --call: the result of
+server lists, completions, and requests the server must refuse (unknown
+names; arguments a tool's schema refuses: to a read-only tool, a member of
+the wrong type or a required one left out; to any other tool, no arguments
+when it requires one). Left out without --call: the result of
 a successful tool call (tools.call-result) and cancelling a call in flight
 (cancel.no-reply-after-cancel, which needs a tool slow enough to cancel:
 --call 'slow={\"ms\":3000}').

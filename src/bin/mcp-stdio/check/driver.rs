@@ -23,7 +23,13 @@ use serde_json::{Value, json};
 
 /// The longest line kept from the server: past it the rest of the line is
 /// read and dropped (a server writing without newlines costs this much).
-const MAX_LINE: usize = 16 << 20;
+const MAX_LINE: usize = 4 << 20;
+/// The lines read ahead of the checks: past it the reader waits, and so
+/// does a server that writes faster than the checks read.
+const READ_AHEAD: usize = 256;
+/// The bytes of messages one wait keeps before the awaited response;
+/// past it they are dropped (a server flooding its output).
+const KEEP_BEFORE: usize = 64 << 20;
 /// How much of one line the evidence keeps.
 const EVIDENCE_CUT: usize = 2048;
 /// How many lines one check's evidence keeps.
@@ -63,11 +69,25 @@ pub struct Evidence {
     pub text: String,
 }
 
-/// The evidence of one check, shared by every session it starts.
+/// The evidence of one check, shared by every session it starts, and the
+/// process groups of the servers they started (so that a check that
+/// overruns its deadline can have them killed).
 #[derive(Debug, Clone, Default)]
-pub struct Transcript(Arc<Mutex<Vec<Evidence>>>);
+pub struct Transcript(Arc<Mutex<Vec<Evidence>>>, Arc<Mutex<Vec<u32>>>);
 
 impl Transcript {
+    /// Remembers a server started for this transcript's sessions.
+    fn started(&self, pid: u32) {
+        self.1.lock().unwrap_or_else(|e| e.into_inner()).push(pid);
+    }
+
+    /// SIGKILL to the process group of every server started for it.
+    pub fn kill_servers(&self) {
+        for pid in self.1.lock().unwrap_or_else(|e| e.into_inner()).drain(..) {
+            kill_pid_group(pid);
+        }
+    }
+
     pub fn push(&self, kind: &'static str, text: &str) {
         let mut lines = self.0.lock().unwrap_or_else(|e| e.into_inner());
         if lines.len() >= EVIDENCE_LINES {
@@ -212,15 +232,22 @@ impl Drop for StdioLink {
 /// SIGKILL to the child's process group (it was started in one of its
 /// own), then to the child.
 fn kill_group(child: &mut Child) {
+    kill_pid_group(child.id());
+    let _ = child.kill();
+}
+
+/// SIGKILL to the process group led by `pid`.
+fn kill_pid_group(pid: u32) {
     #[cfg(unix)]
     {
         use nix::sys::signal::{Signal, killpg};
         use nix::unistd::Pid;
-        if let Ok(pid) = i32::try_from(child.id()) {
+        if let Ok(pid) = i32::try_from(pid) {
             let _ = killpg(Pid::from_raw(pid), Signal::SIGKILL);
         }
     }
-    let _ = child.kill();
+    #[cfg(not(unix))]
+    let _ = pid;
 }
 
 /// The stderr of a stdio server: its last lines, and whether any was not
@@ -312,9 +339,9 @@ impl Session {
         let stdin = child.stdin.take();
         let stdout = child.stdout.take().expect("stdout is piped");
         let stderr = child.stderr.take().expect("stderr is piped");
-        // Unbounded: the reader must never wait for a check; a run is
-        // short and each line is bounded by MAX_LINE.
-        let (tx, incoming) = crossbeam_channel::unbounded();
+        // Bounded: a server that floods its output waits for the checks
+        // (and is killed with its session).
+        let (tx, incoming) = crossbeam_channel::bounded(READ_AHEAD);
         std::thread::Builder::new()
             .name("check-stdout".into())
             .spawn(move || read_lines(stdout, &tx))
@@ -327,6 +354,7 @@ impl Session {
             .spawn(move || read_stderr(stderr, &sink, &evidence))
             .map_err(|e| format!("cannot start a thread: {e}"))?;
         transcript.note(&format!("started {}", argv.join(" ")));
+        transcript.started(child.id());
         Ok(Session::new(
             Box::new(StdioLink { child, stdin }),
             incoming,
@@ -488,6 +516,7 @@ impl Session {
     ) -> Result<(Value, Vec<Msg>), Missing> {
         let deadline = Instant::now() + wait;
         let mut before = Vec::new();
+        let mut kept = 0;
         loop {
             match self.recv_until(deadline) {
                 Some(msg) => {
@@ -497,7 +526,10 @@ impl Session {
                         };
                         return Ok((reply, before));
                     }
-                    before.push(msg);
+                    kept += msg.text().len();
+                    if kept <= KEEP_BEFORE {
+                        before.push(msg);
+                    }
                 }
                 None if self.ended => return Err(Missing::Eof),
                 None => return Err(Missing::Timeout(wait)),
@@ -508,9 +540,12 @@ impl Session {
     /// Every message that arrives within `wait`.
     pub fn drain(&mut self, wait: Duration) -> Vec<Msg> {
         let deadline = Instant::now() + wait;
-        let mut got = Vec::new();
+        let (mut got, mut kept) = (Vec::new(), 0);
         while let Some(msg) = self.recv_until(deadline) {
-            got.push(msg);
+            kept += msg.text().len();
+            if kept <= KEEP_BEFORE {
+                got.push(msg);
+            }
         }
         got
     }

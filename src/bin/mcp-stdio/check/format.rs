@@ -117,12 +117,14 @@ impl Report {
                     )
                 },
             );
-            print(&format!(
-                "checking {server} ({}; {}; {})\n",
+            let header = format!(
+                "checking {server} ({}; {}; {})",
                 name.trim(),
                 era(&facts.discover, &facts.no_modern, "modern"),
                 era(&facts.initialize, &facts.no_legacy, "legacy")
-            ));
+            );
+            // The server's name and errors are its own text: escaped.
+            print(&format!("{}\n", crate::escape::line(&header)));
         }
         Report { format, server }
     }
@@ -135,7 +137,7 @@ impl Report {
                 o.status.name(),
                 o.check.level.name(),
                 o.check.id,
-                super::short(&one_line(&o.reason), 150)
+                crate::escape::line(&super::short(&one_line(&o.reason), 150))
             )),
             Format::Json => {
                 let evidence: Vec<_> = o

@@ -275,7 +275,8 @@ fn open(
         .map_err(|e| format!("cannot send to {}: {e}", url.authority()))?;
     let mut reader = BufReader::new(stream);
     let mut status_line = String::new();
-    reader
+    (&mut reader)
+        .take(64 * 1024)
         .read_line(&mut status_line)
         .map_err(|e| format!("no response from {}: {e}", url.authority()))?;
     let status: u16 = status_line
@@ -286,7 +287,8 @@ fn open(
     let mut response_headers = Vec::new();
     loop {
         let mut line = String::new();
-        reader
+        (&mut reader)
+            .take(64 * 1024)
             .read_line(&mut line)
             .map_err(|e| format!("reading the response head: {e}"))?;
         let line = line.trim_end();
@@ -358,11 +360,11 @@ impl Read for Body {
                 }
                 if *left == 0 {
                     let mut size = String::new();
-                    self.reader.read_line(&mut size)?;
+                    (&mut self.reader).take(1024).read_line(&mut size)?;
                     if size.trim().is_empty() {
                         // The CRLF after a chunk's data.
                         size.clear();
-                        self.reader.read_line(&mut size)?;
+                        (&mut self.reader).take(1024).read_line(&mut size)?;
                     }
                     let hex = size.trim().split(';').next().unwrap_or("");
                     let n = usize::from_str_radix(hex, 16).map_err(|_| {
@@ -397,7 +399,9 @@ fn sse(body: Body, mut each: impl FnMut(String) -> bool) {
     let mut line = String::new();
     loop {
         line.clear();
-        match lines.read_line(&mut line) {
+        // A line longer than a message may be is cut (and its event
+        // then is not JSON): a stream without newlines costs this much.
+        match (&mut lines).take(4 << 20).read_line(&mut line) {
             Ok(0) | Err(_) => return,
             Ok(_) => {}
         }
@@ -434,7 +438,8 @@ pub fn exchange(
             let value: Value = serde_json::from_str(&data).unwrap_or(Value::String(data));
             let done = value.get("result").is_some() || value.get("error").is_some();
             ex.messages.push(value);
-            !done
+            // A stream that never answers stops being read at 10,000 events.
+            !done && ex.messages.len() < 10_000
         });
     } else {
         let mut text = Vec::new();
@@ -598,9 +603,8 @@ pub fn connect(
     let parsed = Url::parse(url)?;
     // Reachable at all: a connection, before anything is sent.
     TcpStream::connect(parsed.authority()).map_err(|e| format!("cannot connect to {url}: {e}"))?;
-    // Unbounded, as the stdio reader's: each message is bounded by the
-    // 16 MiB read.
-    let (tx, incoming) = crossbeam_channel::unbounded();
+    // Bounded, as the stdio reader's: a stream that floods waits.
+    let (tx, incoming) = crossbeam_channel::bounded(256);
     transcript.note(&format!("checking {url}"));
     let link = HttpLink {
         url: parsed,

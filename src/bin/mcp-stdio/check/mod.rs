@@ -322,7 +322,8 @@ pub fn main(argv: Vec<String>) -> u8 {
     let facts = match Facts::gather(&target, args.era, args.wait) {
         Ok(facts) => facts,
         Err(message) => {
-            eprintln!("mcp-stdio check: {message}");
+            // It may carry the server's stderr: escaped, on one line.
+            eprintln!("mcp-stdio check: {}", crate::escape::line(&message));
             return status::UNREACHABLE;
         }
     };
@@ -400,9 +401,14 @@ fn run_checks(
                     (verdict, evidence)
                 }
                 Err(_) => {
-                    // The thread still holds the sessions: they end when
-                    // its waits do, each bounded. New ones for the rest.
+                    // The thread still holds the sessions, and may be
+                    // blocked writing to a server that does not read: its
+                    // servers are killed (the writes fail, the thread
+                    // ends), and the next check starts new ones.
                     let mut evidence = Vec::new();
+                    for t in shared_evidence.iter().chain([&transcript]) {
+                        t.kill_servers();
+                    }
                     for t in &shared_evidence {
                         evidence.extend(t.take());
                     }

@@ -632,11 +632,17 @@ fn shape(schema: &Value, path: &str, errors: &mut Vec<String>, depth: usize) {
 }
 
 /// Arguments that a tool's `schema` refuses, found without a guess: the
-/// first required property left out, else a declared property of one type
-/// given another, else a member the schema forbids. `None` when no such
-/// arguments are certain, so that no tool is ever called with arguments
-/// it accepts.
-pub fn refused_arguments(schema: &Value) -> Option<(Value, String)> {
+/// required properties left out (no arguments), else (when `any_way`) a
+/// declared property of one type given another, else a member the schema
+/// forbids. `None` when no such arguments are certain, so that no tool is
+/// ever called with arguments it accepts.
+///
+/// Without `any_way` only the first way is tried: a server that does not
+/// validate its inputs (spec 2026-07-28 server/tools, Security: "Servers
+/// MUST: Validate all tool inputs") then runs a handler that lacks what it
+/// requires, rather than one given a value of another type, which a lax
+/// handler could act on.
+pub fn refused_arguments(schema: &Value, any_way: bool) -> Option<(Value, String)> {
     let map = schema.as_object()?;
     let doc = Document::of(schema);
     let refused = |args: Value, why: String| match doc.validate(&args) {
@@ -655,6 +661,9 @@ pub fn refused_arguments(schema: &Value) -> Option<(Value, String)> {
     {
         return Some(found);
     }
+    if !any_way {
+        return None;
+    }
     for (name, prop) in map
         .get("properties")
         .and_then(Value::as_object)
@@ -672,8 +681,6 @@ pub fn refused_arguments(schema: &Value) -> Option<(Value, String)> {
             _ => continue,
         };
         let mut args = Map::new();
-        // The other required members too, each as its own schema's
-        // example would be unsure: left out, which is refused anyway.
         args.insert(name.clone(), wrong.clone());
         if let Some(found) = refused(
             Value::Object(args),
@@ -740,19 +747,22 @@ mod tests {
     #[test]
     fn refused_arguments_are_refused_and_none_are_made_up() {
         let schema = json!({ "type": "object", "properties": { "text": { "type": "string" } }, "required": ["text"] });
-        assert_eq!(refused_arguments(&schema).map(|(a, _)| a), Some(json!({})));
+        assert_eq!(
+            refused_arguments(&schema, false).map(|(a, _)| a),
+            Some(json!({}))
+        );
         let schema = json!({ "type": "object", "properties": { "n": { "type": "integer" } } });
         assert_eq!(
-            refused_arguments(&schema).map(|(a, _)| a),
+            refused_arguments(&schema, true).map(|(a, _)| a),
             Some(json!({ "n": "not a number" }))
         );
         let schema = json!({ "type": "object", "additionalProperties": false });
-        assert!(refused_arguments(&schema).is_some());
+        assert!(refused_arguments(&schema, true).is_some());
         // Anything goes: nothing is certain to be refused.
-        assert_eq!(refused_arguments(&json!({ "type": "object" })), None);
+        assert_eq!(refused_arguments(&json!({ "type": "object" }), true), None);
         // A property whose type an anyOf decides: not certain.
         let schema = json!({ "type": "object", "properties": { "x": { "anyOf": [{ "type": "string" }, { "type": "integer" }] } } });
-        assert_eq!(refused_arguments(&schema), None);
+        assert_eq!(refused_arguments(&schema, true), None);
     }
 
     #[test]

@@ -216,23 +216,27 @@ fn unknown_tool(ctx: &mut Ctx) -> Verdict {
     }
 }
 
-/// The tool to send refused arguments to: a read-only one if there is one
-/// whose schema certainly refuses something, else the first such tool.
+/// The tool to send refused arguments to, and the arguments: a read-only
+/// tool (its annotations say so) whose schema certainly refuses something;
+/// else any tool with a required argument, called with none (a handler
+/// that runs anyway has nothing it requires to act on).
 fn refusing_tool(tools: &[Value]) -> Option<(String, Value, String)> {
     let read_only = |t: &&Value| t.pointer("/annotations/readOnlyHint") == Some(&json!(true));
-    let candidates = tools
-        .iter()
-        .filter(read_only)
-        .chain(tools.iter().filter(|t| !read_only(t)));
-    for tool in candidates {
-        let (Some(name), Some(schema)) = (
-            tool.get("name").and_then(Value::as_str),
-            tool.get("inputSchema"),
-        ) else {
-            continue;
-        };
-        if let Some((args, why)) = refused_arguments(schema) {
-            return Some((name.to_owned(), args, why));
+    let passes = [(true, true), (false, false)];
+    for (only_read_only, any_way) in passes {
+        for tool in tools
+            .iter()
+            .filter(|t| read_only(t) == only_read_only || !only_read_only)
+        {
+            let (Some(name), Some(schema)) = (
+                tool.get("name").and_then(Value::as_str),
+                tool.get("inputSchema"),
+            ) else {
+                continue;
+            };
+            if let Some((args, why)) = refused_arguments(schema, any_way) {
+                return Some((name.to_owned(), args, why));
+            }
         }
     }
     None
