@@ -7,7 +7,8 @@ use serde_json::{Value, json};
 
 use super::driver::Era;
 use super::results::validate;
-use super::schema::{Document, Found, refused_arguments, shape_errors};
+use super::schema::{Document, Found};
+use super::tool_schema::{refused_arguments, shape_errors};
 use super::{Check, Ctx, Level, Verdict, error_code, list_all, said, short};
 
 const TOOLS: &str = "2026-07-28/server/tools.md";
