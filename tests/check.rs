@@ -42,6 +42,9 @@ const LIMIT: Duration = Duration::from_secs(120);
 /// `--call` for the cancellation check: the everything example's slow
 /// tool, slow enough to cancel.
 const SLOW: &str = "slow={\"ms\":1500}";
+/// `--call` for the MRTR checks: the everything example's tool that asks
+/// for the user's name.
+const ASKS: &str = "ask";
 
 /// Each fault, and the checks it must fail (fail or warn), no more.
 const FAULTS: &[(&str, &[&str])] = &[
@@ -68,6 +71,8 @@ const FAULTS: &[(&str, &[&str])] = &[
         ],
     ),
     ("any-version", &["lifecycle.unsupported-version"]),
+    ("mrtr-empty", &["mrtr.input-required-result"]),
+    ("mrtr-undeclared", &["mrtr.undeclared-input-requests"]),
 ];
 
 /// One test: `Err` says what went wrong.
@@ -219,7 +224,9 @@ fn this_exe() -> String {
 fn fault_fails_exactly(fault: &str, expected: &[&str]) -> Result<(), String> {
     let exe = this_exe();
     let run = check(
-        &["--format", "json", "--call", SLOW, "--", &exe],
+        &[
+            "--format", "json", "--call", SLOW, "--call", ASKS, "--", &exe,
+        ],
         Some(fault),
     );
     let mut broken = BTreeSet::new();
@@ -708,6 +715,13 @@ fn filter_in(shared: &mut Shared, line: Vec<u8>) -> Option<Vec<u8>> {
             shared.write_now(event.to_string().as_bytes());
             Some(line)
         }
+        ("mrtr-undeclared", Some(v)) if v["method"] == "tools/call" => {
+            // Every capability, whatever the client declared.
+            let mut v = v.clone();
+            v["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"] =
+                json!({ "elicitation": {}, "sampling": {}, "roots": {} });
+            Some(format!("{v}\n").into_bytes())
+        }
         ("any-version", Some(v))
             if v.pointer("/params/_meta/io.modelcontextprotocol~1protocolVersion")
                 == Some(&json!("1900-01-01")) =>
@@ -770,6 +784,11 @@ fn filter_out(fault: &str, line: Vec<u8>) -> Vec<u8> {
         }
         "no-is-error" if v.pointer("/result/isError").is_some() => {
             v["result"].as_object_mut().unwrap().remove("isError");
+        }
+        "mrtr-empty" if v.pointer("/result/resultType") == Some(&json!("input_required")) => {
+            let result = v["result"].as_object_mut().unwrap();
+            result.remove("inputRequests");
+            result.remove("requestState");
         }
         "unknown-method-result" if v.pointer("/error/code") == Some(&json!(-32601)) => {
             v = json!({ "jsonrpc": "2.0", "id": v["id"], "result": { "resultType": "complete" } });

@@ -6,7 +6,7 @@
 //! finds every quote in `tests/spec/`). One file per group: `stdio`,
 //! `jsonrpc`, `lifecycle`, `results` (the `schema` group: every result
 //! against `schema.json` of its era, validated by `schema.rs`), `tools`,
-//! `features` (resources, prompts, completion), `cancel`,
+//! `features` (resources, prompts, completion), `cancel`, `mrtr`,
 //! `subscriptions`, `legacy`, `http`. `facts.rs` learns what the server
 //! offers; `driver.rs` is the session (raw lines out and in, every line
 //! kept as evidence) over `stdio_link.rs` (a child process) or
@@ -39,6 +39,7 @@ mod http_link;
 mod jsonrpc;
 mod legacy;
 mod lifecycle;
+mod mrtr;
 mod results;
 mod schema;
 mod stdio;
@@ -158,6 +159,7 @@ pub fn catalogue() -> Vec<&'static Check> {
         tools::CHECKS,
         features::CHECKS,
         cancel::CHECKS,
+        mrtr::CHECKS,
         subscriptions::CHECKS,
         legacy::CHECKS,
         http::CHECKS,
