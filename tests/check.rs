@@ -45,6 +45,9 @@ const SLOW: &str = "slow={\"ms\":1500}";
 /// `--call` for the MRTR checks: the everything example's tool that asks
 /// for the user's name.
 const ASKS: &str = "ask";
+/// `--call` for the Tasks checks: the everything example's tool that is a
+/// task when the client declares the extension.
+const TASK: &str = "slow_compute={\"seconds\":0}";
 
 /// Each fault, and the checks it must fail (fail or warn), no more.
 const FAULTS: &[(&str, &[&str])] = &[
@@ -73,6 +76,9 @@ const FAULTS: &[(&str, &[&str])] = &[
     ("any-version", &["lifecycle.unsupported-version"]),
     ("mrtr-empty", &["mrtr.input-required-result"]),
     ("mrtr-undeclared", &["mrtr.undeclared-input-requests"]),
+    ("task-get-undeclared", &["tasks.get-undeclared"]),
+    ("task-unresolved", &["tasks.created-resolves"]),
+    ("task-undeclared", &["tasks.no-task-undeclared"]),
 ];
 
 /// One test: `Err` says what went wrong.
@@ -225,7 +231,7 @@ fn fault_fails_exactly(fault: &str, expected: &[&str]) -> Result<(), String> {
     let exe = this_exe();
     let run = check(
         &[
-            "--format", "json", "--call", SLOW, "--call", ASKS, "--", &exe,
+            "--format", "json", "--call", SLOW, "--call", ASKS, "--call", TASK, "--", &exe,
         ],
         Some(fault),
     );
@@ -371,6 +377,10 @@ fn embedded_schemas_are_the_specs() -> Result<(), String> {
         (
             "tests/spec/2025-11-25/schema.json",
             "src/bin/mcp-stdio/check/schema/2025-11-25.json",
+        ),
+        (
+            "tests/spec/extensions/tasks/schema.json",
+            "src/bin/mcp-stdio/check/schema/tasks.json",
         ),
     ] {
         let read = |p: &str| -> Value {
@@ -722,6 +732,19 @@ fn filter_in(shared: &mut Shared, line: Vec<u8>) -> Option<Vec<u8>> {
                 json!({ "elicitation": {}, "sampling": {}, "roots": {} });
             Some(format!("{v}\n").into_bytes())
         }
+        ("task-get-undeclared", Some(v)) if v["method"] == "tasks/get" => {
+            // The Tasks extension, whatever the client declared.
+            let mut v = v.clone();
+            v["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"]["extensions"] =
+                json!({ "io.modelcontextprotocol/tasks": {} });
+            Some(format!("{v}\n").into_bytes())
+        }
+        ("task-undeclared", Some(v)) if v["method"] == "tools/call" => {
+            let mut v = v.clone();
+            v["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"]["extensions"] =
+                json!({ "io.modelcontextprotocol/tasks": {} });
+            Some(format!("{v}\n").into_bytes())
+        }
         ("any-version", Some(v))
             if v.pointer("/params/_meta/io.modelcontextprotocol~1protocolVersion")
                 == Some(&json!("1900-01-01")) =>
@@ -789,6 +812,11 @@ fn filter_out(fault: &str, line: Vec<u8>) -> Vec<u8> {
             let result = v["result"].as_object_mut().unwrap();
             result.remove("inputRequests");
             result.remove("requestState");
+        }
+        "task-unresolved" if v.pointer("/result/resultType") == Some(&json!("task")) => {
+            // A task id no tasks/get resolves.
+            let id = v["result"]["taskId"].as_str().unwrap_or_default();
+            v["result"]["taskId"] = json!(format!("not-yet-{id}"));
         }
         "unknown-method-result" if v.pointer("/error/code") == Some(&json!(-32601)) => {
             v = json!({ "jsonrpc": "2.0", "id": v["id"], "result": { "resultType": "complete" } });

@@ -79,9 +79,10 @@ NPM=$OUT/npm/node_modules/.bin
 CHECK=target/debug/mcp-stdio
 # Each server: its name, then the checker's arguments (the server's
 # command line after --). Only the everything example is called with
-# --call: its slow tool and its ask tool (MRTR) are known to be harmless.
+# --call: its slow, ask (MRTR) and slow_compute (a task) tools are known
+# to be harmless.
 servers=(
-    "everything-rs|--call slow={\"ms\":1500} --call ask -- target/debug/examples/everything"
+    "everything-rs|--call slow={\"ms\":1500} --call ask --call slow_compute={\"seconds\":0} -- target/debug/examples/everything"
     "server-everything|-- $NPM/mcp-server-everything"
     "server-memory|-- $NPM/mcp-server-memory"
     "server-filesystem|-- $NPM/mcp-server-filesystem $WORK/files"
@@ -135,7 +136,7 @@ for _ in $(seq 100); do
     [ -n "$url" ] && break
     sleep 0.1
 done
-row everything-rs-http --call 'slow={"ms":1500}' --call ask --url "$url"
+row everything-rs-http --call 'slow={"ms":1500}' --call ask --call 'slow_compute={"seconds":0}' --url "$url"
 kill "$SERVER" 2>/dev/null
 wait "$SERVER" 2>/dev/null
 

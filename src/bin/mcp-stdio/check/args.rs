@@ -52,8 +52,10 @@ the wrong type or a required one left out; to any other tool, no arguments
 when it requires one). Left out without --call: the result of
 a successful tool call (tools.call-result; the first --call), cancelling a
 call in flight (cancel.no-reply-after-cancel, which needs the first --call
-slow enough to cancel: --call 'slow={\"ms\":3000}'), and multi round-trip
-requests (mrtr.*: the first --call that answers input_required).
+slow enough to cancel: --call 'slow={\"ms\":3000}'), multi round-trip
+requests (mrtr.*: the first --call that answers input_required) and tasks
+(tasks.created-resolves, tasks.no-task-undeclared: the first --call that
+answers with a task when the client declares the Tasks extension).
 
 exit status: 0 no MUST failed, 1 a MUST failed, 2 the server could not be
 started or reached (or the command line was wrong).

@@ -300,13 +300,12 @@ impl Session {
         json!(self.next_id)
     }
 
-    /// The `_meta` of a modern request: version, capabilities, identity.
+    /// The `_meta` of a modern request: version, capabilities (none),
+    /// identity.
     pub fn meta(&self) -> Value {
-        json!({
-            "io.modelcontextprotocol/protocolVersion": self.version,
-            "io.modelcontextprotocol/clientCapabilities": {},
-            "io.modelcontextprotocol/clientInfo": { "name": "mcp-stdio-check", "version": env!("CARGO_PKG_VERSION") }
-        })
+        let mut meta = meta_declaring(json!({}));
+        meta["io.modelcontextprotocol/protocolVersion"] = json!(self.version);
+        meta
     }
 
     /// The request `method` with `params` and `id`, as this session's era
@@ -478,4 +477,15 @@ impl Session {
         self.transcript.note("sent SIGTERM");
         kill(Pid::from_raw(pid), Signal::SIGTERM).is_ok()
     }
+}
+
+/// The `_meta` of a 2026-07-28 request that declares `capabilities` (a
+/// check's own request, given in its params: a session adds its own
+/// `_meta` only to a request without one).
+pub fn meta_declaring(capabilities: Value) -> Value {
+    json!({
+        "io.modelcontextprotocol/protocolVersion": MODERN,
+        "io.modelcontextprotocol/clientCapabilities": capabilities,
+        "io.modelcontextprotocol/clientInfo": { "name": "mcp-stdio-check", "version": env!("CARGO_PKG_VERSION") }
+    })
 }

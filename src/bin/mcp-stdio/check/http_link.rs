@@ -90,8 +90,10 @@ impl Exchange {
 }
 
 /// The headers a message takes: `MCP-Protocol-Version`, `Mcp-Method` and
-/// `Mcp-Name` for a modern one (from its body), the session's for a legacy
-/// one.
+/// `Mcp-Name` for a modern one (from its body: the tool's or prompt's
+/// name, the resource's URI, and the Tasks extension's "the client
+/// **MUST** set the `Mcp-Name` header to the value of `params.taskId`"),
+/// the session's for a legacy one.
 pub(super) fn message_headers(
     message: Option<&Value>,
     legacy: &LegacyState,
@@ -111,6 +113,9 @@ pub(super) fn message_headers(
                 let name = match method {
                     "tools/call" | "prompts/get" => message.pointer("/params/name"),
                     "resources/read" => message.pointer("/params/uri"),
+                    "tasks/get" | "tasks/update" | "tasks/cancel" => {
+                        message.pointer("/params/taskId")
+                    }
                     _ => None,
                 };
                 if let Some(name) = name {
@@ -564,6 +569,32 @@ mod tests {
         assert_eq!(base64(b"abc"), "YWJj");
         assert_eq!(header_value("echo"), "echo");
         assert_eq!(header_value("é"), "=?base64?w6k=?=");
+    }
+
+    #[test]
+    fn a_modern_message_names_its_tool_uri_or_task_in_mcp_name() {
+        let meta = json!({ "io.modelcontextprotocol/protocolVersion": "2026-07-28" });
+        for (method, params, name) in [
+            ("tools/call", json!({ "name": "echo" }), Some("echo")),
+            (
+                "resources/read",
+                json!({ "uri": "mem://a" }),
+                Some("mem://a"),
+            ),
+            ("tasks/get", json!({ "taskId": "t1" }), Some("t1")),
+            ("tasks/cancel", json!({ "taskId": "t2" }), Some("t2")),
+            ("tools/list", json!({}), None),
+        ] {
+            let mut params = params;
+            params["_meta"] = meta.clone();
+            let message = json!({ "jsonrpc": "2.0", "id": 1, "method": method, "params": params });
+            let headers = message_headers(Some(&message), &LegacyState::default());
+            let found = headers
+                .iter()
+                .find(|(n, _)| n == "Mcp-Name")
+                .map(|(_, v)| v.as_str());
+            assert_eq!(found, name, "{method}");
+        }
     }
 
     #[test]

@@ -7,7 +7,7 @@
 //! `jsonrpc`, `lifecycle`, `results` (the `schema` group: every result
 //! against `schema.json` of its era, validated by `schema.rs`), `tools`,
 //! `features` (resources, prompts, completion), `cancel`, `mrtr`,
-//! `subscriptions`, `legacy`, `http`. `facts.rs` learns what the server
+//! `tasks`, `subscriptions`, `legacy`, `http`. `facts.rs` learns what the server
 //! offers; `driver.rs` is the session (raw lines out and in, every line
 //! kept as evidence) over `stdio_link.rs` (a child process) or
 //! `http_link.rs` (a URL); `tool_schema.rs` reads a tool's own schema;
@@ -45,6 +45,7 @@ mod schema;
 mod stdio;
 mod stdio_link;
 mod subscriptions;
+mod tasks;
 mod tool_schema;
 mod tools;
 
@@ -160,6 +161,7 @@ pub fn catalogue() -> Vec<&'static Check> {
         features::CHECKS,
         cancel::CHECKS,
         mrtr::CHECKS,
+        tasks::CHECKS,
         subscriptions::CHECKS,
         legacy::CHECKS,
         http::CHECKS,

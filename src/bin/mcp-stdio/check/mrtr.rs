@@ -6,7 +6,7 @@
 
 use serde_json::{Value, json};
 
-use super::driver::{Era, MODERN};
+use super::driver::{Era, meta_declaring};
 use super::results::validate;
 use super::{Call, Check, Ctx, Level, Verdict, said, short};
 
@@ -36,20 +36,11 @@ fn every_capability() -> Value {
     json!({ "elicitation": { "form": {}, "url": {} }, "sampling": {}, "roots": {} })
 }
 
-/// The `_meta` of a modern request that declares `capabilities`.
-fn meta(capabilities: Value) -> Value {
-    json!({
-        "io.modelcontextprotocol/protocolVersion": MODERN,
-        "io.modelcontextprotocol/clientCapabilities": capabilities,
-        "io.modelcontextprotocol/clientInfo": { "name": "mcp-stdio-check", "version": env!("CARGO_PKG_VERSION") }
-    })
-}
-
 /// Calls `call`'s tool declaring `capabilities`: the whole response.
 fn call_with(ctx: &mut Ctx, call: &Call, capabilities: Value) -> Result<Value, Verdict> {
     ctx.ask(
         "tools/call",
-        json!({ "name": call.tool, "arguments": call.arguments, "_meta": meta(capabilities) }),
+        json!({ "name": call.tool, "arguments": call.arguments, "_meta": meta_declaring(capabilities) }),
     )
 }
 
