@@ -113,6 +113,14 @@ fn main() {
         Box::new(a_server_that_stops_reading_costs_each_check_its_deadline),
     ));
     tests.push((
+        "a_server_that_floods_its_output_costs_each_wait_its_time".into(),
+        Box::new(a_server_that_floods_its_output_costs_each_wait_its_time),
+    ));
+    tests.push((
+        "a_server_slow_to_start_is_waited_for".into(),
+        Box::new(a_server_slow_to_start_is_waited_for),
+    ));
+    tests.push((
         "a_server_that_cannot_start_is_status_2".into(),
         Box::new(a_server_that_cannot_start_is_status_2),
     ));
@@ -477,6 +485,63 @@ fn a_server_that_stops_reading_costs_each_check_its_deadline() -> Result<(), Str
     }
 }
 
+/// A server that writes long lines faster than the checker reads them and
+/// answers nothing: each wait still ends at its deadline (a receive that
+/// finds a message never looked at the deadline, so the first wait never
+/// ended), and the run says the server could not be reached.
+fn a_server_that_floods_its_output_costs_each_wait_its_time() -> Result<(), String> {
+    let began = Instant::now();
+    let run = check(
+        &[
+            "--wait",
+            "2",
+            "--only",
+            "jsonrpc.id-types",
+            "--",
+            &this_exe(),
+        ],
+        Some("flood"),
+    );
+    let took = began.elapsed();
+    if run.status != Some(2) || took > Duration::from_secs(60) {
+        return Err(format!(
+            "status {:?} after {:.1} s: {}",
+            run.status,
+            took.as_secs_f64(),
+            run.stderr
+        ));
+    }
+    Ok(())
+}
+
+/// A server that takes longer to say its first line than `--wait` (a
+/// Python or `npx` server on a loaded machine) is waited for, not taken
+/// for one that does not answer: both eras found, the check passes.
+fn a_server_slow_to_start_is_waited_for() -> Result<(), String> {
+    let run = check(
+        &[
+            "--wait",
+            "1",
+            "--only",
+            "jsonrpc.id-types",
+            "--",
+            &this_exe(),
+        ],
+        Some("slow-start"),
+    );
+    if run.status != Some(0)
+        || !run.stdout.contains("modern: yes")
+        || !run.stdout.contains("legacy: yes")
+        || !run.stdout.contains("pass  MUST    jsonrpc.id-types")
+    {
+        return Err(format!(
+            "status {:?}: {}{}",
+            run.status, run.stdout, run.stderr
+        ));
+    }
+    Ok(())
+}
+
 /// The pids of the processes whose environment holds `entry`.
 fn processes_with(entry: &str) -> Vec<u32> {
     let Ok(dir) = std::fs::read_dir("/proc") else {
@@ -601,6 +666,21 @@ fn serve_with_fault(fault: &str) -> ! {
         held: Vec::new(),
         out: std::io::stdout(),
     }));
+    if fault == "slow-start" {
+        // Three seconds before it reads or writes anything.
+        std::thread::sleep(Duration::from_secs(3));
+    }
+    if fault == "flood" {
+        // Long notifications, as fast as they can be written, and
+        // nothing else.
+        let line = json!({ "jsonrpc": "2.0", "method": "notifications/message",
+            "params": { "level": "info", "data": "x".repeat(1 << 20) } })
+        .to_string()
+            + "\n";
+        let mut out = std::io::stdout().lock();
+        while out.write_all(line.as_bytes()).is_ok() {}
+        std::process::exit(0);
+    }
     if fault == "stdout-log" {
         shared
             .lock()

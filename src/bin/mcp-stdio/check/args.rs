@@ -38,7 +38,8 @@ options:
   --call TOOL[=JSON]  the checks may call TOOL, with these arguments (default
                       {}); without it no tool is ever called with arguments
                       its schema accepts (repeatable)
-  --wait SECS         how long to wait for one answer (default 5)
+  --wait SECS         how long to wait for one answer (default 5; a server
+                      process's first answer, 15 at least: it may be starting)
   --deadline SECS     how long one check may take in all (default 20)
   --header 'NAME: VALUE'
                       send this header to an HTTP server (repeatable)

@@ -14,7 +14,7 @@
 
 use std::collections::VecDeque;
 use std::process::{Child, ExitStatus};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, RecvTimeoutError};
@@ -24,9 +24,14 @@ pub use super::stdio_link::StderrLog;
 
 /// The bytes of messages one wait keeps before the awaited response;
 /// past it they are dropped (a server flooding its output).
-const KEEP_BEFORE: usize = 64 << 20;
+const KEEP_BEFORE: usize = 16 << 20;
 /// How much of one line the evidence keeps.
 const EVIDENCE_CUT: usize = 2048;
+/// How long a server process started for a session may take to say its
+/// first line: until it has said one, no wait ends before this much time
+/// since its start (a Python or `npx` server can take seconds to start on
+/// a loaded machine, and a slow start is not a missing answer).
+const STARTUP: Duration = Duration::from_secs(15);
 /// How many lines one check's evidence keeps.
 const EVIDENCE_LINES: usize = 400;
 
@@ -169,10 +174,85 @@ impl std::fmt::Display for Missing {
     }
 }
 
-/// What the reader threads pass on.
+/// What the reader threads pass on: a line holds its bytes' share of the
+/// session's read-ahead budget until the session takes it.
 pub enum Incoming {
-    Line(Vec<u8>),
+    Line(Vec<u8>, Lease),
     Eof,
+}
+
+/// The bytes of the server's lines read ahead of the session: a reader
+/// waits while they exceed the budget, so a server that floods its output
+/// with long lines costs at most this much memory, not the lines' count
+/// times their longest.
+pub struct Budget {
+    /// The bytes held, and whether the session has ended (a reader then
+    /// stops: what it holds is never taken).
+    state: Mutex<(usize, bool)>,
+    freed: Condvar,
+}
+
+/// What one session's readers may hold, read ahead.
+const READ_AHEAD_BYTES: usize = 64 << 20;
+/// The lines they may hold (each link's channel is this long).
+pub const READ_AHEAD_LINES: usize = 256;
+
+impl Budget {
+    pub fn new() -> Arc<Budget> {
+        Arc::new(Budget {
+            state: Mutex::new((0, false)),
+            freed: Condvar::new(),
+        })
+    }
+
+    /// Waits until `n` more bytes fit (a line longer than the whole
+    /// budget waits until nothing else is held), then holds them; `None`
+    /// once the session has ended.
+    pub fn lease(self: &Arc<Budget>, n: usize) -> Option<Lease> {
+        self.lease_within(n, READ_AHEAD_BYTES)
+    }
+
+    /// Holds `n` bytes at once, whatever is held: for a reader that is
+    /// the session's own thread (an HTTP response read by the request's
+    /// sender, bounded by its own cut), which waiting would deadlock.
+    pub fn lease_now(self: &Arc<Budget>, n: usize) -> Option<Lease> {
+        self.lease_within(n, usize::MAX)
+    }
+
+    fn lease_within(self: &Arc<Budget>, n: usize, limit: usize) -> Option<Lease> {
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        while !state.1 && state.0 > 0 && state.0.saturating_add(n) > limit {
+            state = self.freed.wait(state).unwrap_or_else(|e| e.into_inner());
+        }
+        if state.1 {
+            return None;
+        }
+        state.0 += n;
+        Some(Lease {
+            budget: Arc::clone(self),
+            n,
+        })
+    }
+
+    /// The session has ended: a reader waiting for room stops.
+    fn close(&self) {
+        self.state.lock().unwrap_or_else(|e| e.into_inner()).1 = true;
+        self.freed.notify_all();
+    }
+}
+
+/// Bytes held from a `Budget`, given back when dropped.
+pub struct Lease {
+    budget: Arc<Budget>,
+    n: usize,
+}
+
+impl Drop for Lease {
+    fn drop(&mut self) {
+        let mut state = self.budget.state.lock().unwrap_or_else(|e| e.into_inner());
+        state.0 -= self.n;
+        self.budget.freed.notify_all();
+    }
 }
 
 /// How a session reaches its server: a child process or HTTP.
@@ -192,6 +272,14 @@ pub trait Link: Send {
 pub struct Session {
     link: Box<dyn Link>,
     incoming: Receiver<Incoming>,
+    /// The readers' read-ahead budget, closed when the session ends.
+    budget: Arc<Budget>,
+    /// Messages taken past a wait's deadline, in a row.
+    overdue: usize,
+    /// A process started for this session that has not said a line yet:
+    /// no wait ends before `STARTUP` has passed since it was started.
+    pub(super) starting: bool,
+    started: Instant,
     pub era: Era,
     /// The version each modern request names, or the one `initialize`
     /// agreed.
@@ -248,12 +336,17 @@ impl Session {
     pub fn new(
         link: Box<dyn Link>,
         incoming: Receiver<Incoming>,
+        budget: Arc<Budget>,
         transcript: &Transcript,
         stderr: Arc<Mutex<StderrLog>>,
     ) -> Session {
         Session {
             link,
             incoming,
+            budget,
+            overdue: 0,
+            starting: false,
+            started: Instant::now(),
             era: Era::Modern,
             version: MODERN.to_owned(),
             next_id: 0,
@@ -353,16 +446,44 @@ impl Session {
         }
     }
 
-    /// The next message, waiting until `deadline`.
+    /// The next message, waiting until `deadline`. Past it, only what
+    /// was already read ahead (at most `READ_AHEAD_LINES` lines): a server
+    /// that writes faster than the checker reads cannot hold a wait open
+    /// for ever (the channel is never empty then, and a receive that
+    /// finds a message never looks at its deadline).
+    /// While the server has said nothing since it started, the wait
+    /// lasts until `STARTUP` has passed (this waits for an answer; `drain`
+    /// and `wait_exit`, which may expect silence, do not).
     pub fn recv_until(&mut self, deadline: Instant) -> Option<Msg> {
+        self.recv(deadline, true)
+    }
+
+    fn recv(&mut self, deadline: Instant, answer: bool) -> Option<Msg> {
         if let Some(msg) = self.backlog.pop_front() {
             return Some(msg);
         }
         if self.ended {
             return None;
         }
+        let deadline = if answer && self.starting {
+            deadline.max(self.started + STARTUP)
+        } else {
+            deadline
+        };
+        if Instant::now() >= deadline {
+            self.overdue += 1;
+            if self.overdue > READ_AHEAD_LINES {
+                return None;
+            }
+        } else {
+            self.overdue = 0;
+        }
         match self.incoming.recv_deadline(deadline) {
-            Ok(Incoming::Line(bytes)) => Some(self.take_line(bytes)),
+            Ok(Incoming::Line(bytes, lease)) => {
+                let msg = self.take_line(&bytes);
+                drop(lease);
+                Some(msg)
+            }
             Ok(Incoming::Eof) | Err(crossbeam_channel::RecvTimeoutError::Disconnected) => {
                 self.ended = true;
                 self.transcript.note("the server's output ended");
@@ -372,17 +493,18 @@ impl Session {
         }
     }
 
-    fn take_line(&mut self, bytes: Vec<u8>) -> Msg {
-        let text = String::from_utf8_lossy(&bytes).into_owned();
+    fn take_line(&mut self, bytes: &[u8]) -> Msg {
+        self.starting = false;
+        let text = String::from_utf8_lossy(bytes).into_owned();
         self.transcript.push("received", &text);
-        match serde_json::from_slice::<Value>(&bytes) {
+        match serde_json::from_slice::<Value>(bytes) {
             Ok(value) => Msg::Json(value, text),
             Err(_) => Msg::NotJson(text),
         }
     }
 
     /// The response to `id`, waiting at most `wait`; what came before it
-    /// goes back on the backlog for `others`.
+    /// is dropped (it is in the evidence).
     pub fn response(&mut self, id: &Value, wait: Duration) -> Result<Value, Missing> {
         self.response_with(id, wait).map(|(reply, _)| reply)
     }
@@ -421,7 +543,7 @@ impl Session {
     pub fn drain(&mut self, wait: Duration) -> Vec<Msg> {
         let deadline = Instant::now() + wait;
         let (mut got, mut kept) = (Vec::new(), 0);
-        while let Some(msg) = self.recv_until(deadline) {
+        while let Some(msg) = self.recv(deadline, false) {
             kept += msg.text().len();
             if kept <= KEEP_BEFORE {
                 got.push(msg);
@@ -440,12 +562,16 @@ impl Session {
     /// `wait` has passed. `None` if it had not exited by then.
     pub fn wait_exit(&mut self, wait: Duration) -> Option<ExitStatus> {
         let deadline = Instant::now() + wait;
+        let mut kept: usize = self.backlog.iter().map(|m| m.text().len()).sum();
         while !self.ended && Instant::now() < deadline {
-            if let Some(msg) = self.recv_until(deadline) {
+            if let Some(msg) = self.recv(deadline, false) {
+                // What it writes while it exits is kept for the check,
+                // the last of it up to `KEEP_BEFORE` bytes.
+                kept += msg.text().len();
                 self.backlog.push_back(msg);
-                // What it writes while it exits is kept for the check.
-                if self.backlog.len() > 10_000 {
-                    self.backlog.pop_front();
+                while kept > KEEP_BEFORE && self.backlog.len() > 1 {
+                    let first = self.backlog.pop_front().expect("more than one");
+                    kept -= first.text().len();
                 }
             }
         }
@@ -476,6 +602,14 @@ impl Session {
         };
         self.transcript.note("sent SIGTERM");
         kill(Pid::from_raw(pid), Signal::SIGTERM).is_ok()
+    }
+}
+
+impl Drop for Session {
+    /// Its readers stop (one waiting for room would otherwise wait for
+    /// ever: the lines it holds are never taken).
+    fn drop(&mut self) {
+        self.budget.close();
     }
 }
 

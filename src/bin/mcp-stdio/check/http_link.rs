@@ -5,7 +5,8 @@
 //! HTTP/1.1 of its own, over a `TcpStream`, `http://` only: the requests
 //! are plain and few, and the crate's own HTTP code belongs to the server.
 //! What the server sends is bounded: a head line and a chunk size at
-//! 64 KiB, an event's line at 4 MiB, 256 messages read ahead.
+//! 64 KiB, an event's line at 4 MiB, a JSON body at 16 MiB, 256
+//! messages and 64 MiB read ahead (`driver::Budget`).
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
@@ -15,7 +16,7 @@ use std::time::Duration;
 use crossbeam_channel::Sender;
 use serde_json::{Value, json};
 
-use super::driver::{Incoming, Link, Session, StderrLog, Transcript};
+use super::driver::{Budget, Incoming, Link, READ_AHEAD_LINES, Session, StderrLog, Transcript};
 use super::short;
 
 /// An `http://` URL.
@@ -401,6 +402,8 @@ struct HttpLink {
     headers: Vec<(String, String)>,
     legacy: Arc<Mutex<LegacyState>>,
     tx: Sender<Incoming>,
+    /// The bytes read ahead of the session, as the stdio reader's.
+    budget: Arc<Budget>,
     transcript: Transcript,
     /// The open SSE streams, shut down with the link.
     streams: Arc<Mutex<Vec<TcpStream>>>,
@@ -451,6 +454,7 @@ impl HttpLink {
                     .push(stream);
             }
             let tx = self.tx.clone();
+            let budget = Arc::clone(&self.budget);
             let legacy = Arc::clone(&self.legacy);
             std::thread::Builder::new()
                 .name("check-sse".into())
@@ -459,7 +463,9 @@ impl HttpLink {
                         if initialize {
                             learn_version(&legacy, data.as_bytes());
                         }
-                        tx.send(Incoming::Line(data.into_bytes())).is_ok()
+                        budget.lease(data.len()).is_some_and(|lease| {
+                            tx.send(Incoming::Line(data.into_bytes(), lease)).is_ok()
+                        })
                     })
                 })
                 .map_err(std::io::Error::other)?;
@@ -470,8 +476,10 @@ impl HttpLink {
             if initialize {
                 learn_version(&self.legacy, &text);
             }
-            if !text.is_empty() {
-                let _ = self.tx.send(Incoming::Line(text));
+            if !text.is_empty()
+                && let Some(lease) = self.budget.lease_now(text.len())
+            {
+                let _ = self.tx.send(Incoming::Line(text, lease));
             }
         }
         Ok(())
@@ -539,13 +547,15 @@ pub fn connect(
     // Reachable at all: a connection, before anything is sent.
     TcpStream::connect(parsed.authority()).map_err(|e| format!("cannot connect to {url}: {e}"))?;
     // Bounded, as the stdio reader's: a stream that floods waits.
-    let (tx, incoming) = crossbeam_channel::bounded(256);
+    let (tx, incoming) = crossbeam_channel::bounded(READ_AHEAD_LINES);
+    let budget = Budget::new();
     transcript.note(&format!("checking {url}"));
     let link = HttpLink {
         url: parsed,
         headers: headers.to_vec(),
         legacy: Arc::default(),
         tx,
+        budget: Arc::clone(&budget),
         transcript: transcript.clone(),
         streams: Arc::default(),
         closed: false,
@@ -553,6 +563,7 @@ pub fn connect(
     Ok(Session::new(
         Box::new(link),
         incoming,
+        budget,
         transcript,
         Arc::new(Mutex::new(StderrLog::default())),
     ))

@@ -1,7 +1,7 @@
 //! The stdio link: the server as a child process in a process group of
 //! its own, its stdout read line by line (each line bounded, a bounded
-//! number read ahead), its stderr kept; every server it starts is killed
-//! with its group when its session ends.
+//! number and size read ahead), its stderr kept; every server it starts
+//! is killed with its group when its session ends.
 
 use std::collections::VecDeque;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -10,14 +10,11 @@ use std::sync::{Arc, Mutex};
 
 use crossbeam_channel::Sender;
 
-use super::driver::{Incoming, Link, Session, Transcript};
+use super::driver::{Budget, Incoming, Link, READ_AHEAD_LINES, Session, Transcript};
 
 /// The longest line kept from the server: past it the rest of the line is
 /// read and dropped (a server writing without newlines costs this much).
 const MAX_LINE: usize = 4 << 20;
-/// The lines read ahead of the checks: past it the reader waits, and so
-/// does a server that writes faster than the checks read.
-const READ_AHEAD: usize = 256;
 /// The stderr lines kept (the last ones).
 const STDERR_LINES: usize = 200;
 
@@ -48,10 +45,12 @@ pub fn spawn(argv: &[String], transcript: &Transcript) -> Result<Session, String
     let stderr = child.stderr.take().expect("stderr is piped");
     // Bounded: a server that floods its output waits for the checks
     // (and is killed with its session).
-    let (tx, incoming) = crossbeam_channel::bounded(READ_AHEAD);
+    let (tx, incoming) = crossbeam_channel::bounded(READ_AHEAD_LINES);
+    let budget = Budget::new();
+    let reader_budget = Arc::clone(&budget);
     std::thread::Builder::new()
         .name("check-stdout".into())
-        .spawn(move || read_lines(stdout, &tx))
+        .spawn(move || read_lines(stdout, &tx, &reader_budget))
         .map_err(|e| format!("cannot start a thread: {e}"))?;
     let log = Arc::new(Mutex::new(StderrLog::default()));
     let sink = Arc::clone(&log);
@@ -62,12 +61,15 @@ pub fn spawn(argv: &[String], transcript: &Transcript) -> Result<Session, String
         .map_err(|e| format!("cannot start a thread: {e}"))?;
     transcript.note(&format!("started {}", argv.join(" ")));
     transcript.started(child.id());
-    Ok(Session::new(
+    let mut session = Session::new(
         Box::new(StdioLink { child, stdin }),
         incoming,
+        budget,
         transcript,
         log,
-    ))
+    );
+    session.starting = true;
+    Ok(session)
 }
 
 /// The stdio link: the child and its input.
@@ -134,9 +136,9 @@ pub struct StderrLog {
     pub not_utf8: usize,
 }
 
-/// Reads the server's stdout line by line (each cut at `MAX_LINE`) until
-/// its end.
-fn read_lines(stdout: impl Read, tx: &Sender<Incoming>) {
+/// Reads the server's stdout line by line (each cut at `MAX_LINE`, the
+/// lines read ahead within `budget`) until its end.
+fn read_lines(stdout: impl Read, tx: &Sender<Incoming>, budget: &Arc<Budget>) {
     let mut reader = BufReader::new(stdout);
     loop {
         let mut line = Vec::new();
@@ -167,7 +169,10 @@ fn read_lines(stdout: impl Read, tx: &Sender<Incoming>) {
             if dropped {
                 line.extend_from_slice(b"...");
             }
-            if tx.send(Incoming::Line(line)).is_err() {
+            let Some(lease) = budget.lease(line.len()) else {
+                return;
+            };
+            if tx.send(Incoming::Line(line, lease)).is_err() {
                 return;
             }
         }
