@@ -255,6 +255,7 @@ const COMMANDS: &[&str] = &[
     "complete",
     "listen",
     "serve-http",
+    "check",
 ];
 
 /// The options, as they are read.
@@ -489,9 +490,14 @@ fn command(name: &str, args: Vec<String>, flags: &Flags) -> Result<Command, Usag
                 token_file_warning: token_file_warning(flags),
             })
         }
+        "check" => {
+            return Err(usage(
+                "check comes first, its options after it: mcp-stdio check [OPTIONS] -- SERVER (mcp-stdio check --help)",
+            ));
+        }
         other => {
             let hint = crate::suggest::typo(other, COMMANDS.iter().copied()).unwrap_or_else(|| {
-                ": info, tools, resources, templates, prompts, call, read, prompt, complete, listen or serve-http".to_owned()
+                ": info, tools, resources, templates, prompts, call, read, prompt, complete, listen, serve-http or check".to_owned()
             });
             return Err(usage(format!("unknown command {other:?}{hint}")));
         }

@@ -15,11 +15,14 @@
 //! stdout), `save` (`--save DIR`), `escape` (the server's control
 //! characters, shown escaped on a terminal), `serve_http` (the server over HTTP, through `mcp_stdio::proxy`), `stderr` (progress, logs, the wire, every
 //! other line on stderr), `ask` (input for the server: forms, roots,
-//! sampling), `form` (a form asked field by field, each `field` read from its schema), `interrupt` (Ctrl-C for `listen`), `suggest` (did you mean).
+//! sampling), `form` (a form asked field by field, each `field` read from its schema), `interrupt` (Ctrl-C for `listen`), `suggest` (did you mean),
+//! `check` (`mcp-stdio check`, the conformance checker, with a command line
+//! of its own).
 //! This file connects them: the client's settings, errors, exit statuses.
 
 mod args;
 mod ask;
+mod check;
 mod commands;
 mod config;
 mod connect;
@@ -187,6 +190,12 @@ fn main() -> ExitCode {
         .skip(1)
         .map(|a| a.into_string())
         .collect();
+    // `check` has a command line of its own (check/args.rs).
+    if let Ok(args) = &args
+        && args.first().map(String::as_str) == Some("check")
+    {
+        return ExitCode::from(check::main(args[1..].to_vec()));
+    }
     let parsed = match args {
         Ok(args) => args::parse(args).map_err(|e| e.0),
         Err(arg) => Err(format!("an argument is not UTF-8: {arg:?}")),

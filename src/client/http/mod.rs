@@ -59,6 +59,7 @@ use crate::jsonrpc::error_code as rpc_code;
 use crate::sync::lock;
 use crate::types::{meta_key, method};
 use exchange::{Body, Connection, Cursor, Head};
+pub(crate) use messages::no_answer;
 use messages::{
     Answer, Messages, answer_to, error_line, is_rpc_error, one_line, status_error, with_id,
 };

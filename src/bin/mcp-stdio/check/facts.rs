@@ -1,0 +1,207 @@
+//! What the server speaks and offers, learnt once before the checks
+//! (`Facts::gather`), and reading every page of a list (`list_all`).
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use super::args;
+use super::driver::{Era, Missing, Session, Target, Transcript};
+use super::{Verdict, short};
+
+/// What the server speaks and offers, learnt once before the checks.
+#[derive(Debug, Default)]
+pub struct Facts {
+    /// The era most checks speak: modern when the server speaks it.
+    pub primary: Option<Era>,
+    /// The `server/discover` result, when the server is modern.
+    pub discover: Option<Value>,
+    /// The `initialize` result, when it speaks the legacy era (and it was
+    /// asked: `--era auto` or `legacy`).
+    pub initialize: Option<Value>,
+    /// Why an era is not spoken, for the skips.
+    pub no_modern: Option<String>,
+    pub no_legacy: Option<String>,
+    /// Every item of each list, in the primary era (`None`: not offered,
+    /// or the list failed).
+    pub lists: BTreeMap<&'static str, Vec<Value>>,
+}
+
+impl Facts {
+    /// The capabilities declared in the primary era.
+    pub fn capabilities(&self) -> &Value {
+        let result = match self.primary {
+            Some(Era::Modern) => self.discover.as_ref(),
+            _ => self.initialize.as_ref(),
+        };
+        result
+            .and_then(|r| r.get("capabilities"))
+            .unwrap_or(&Value::Null)
+    }
+
+    /// Whether the server declares the capability `name`.
+    pub fn offers(&self, name: &str) -> bool {
+        self.capabilities().get(name).is_some_and(|c| !c.is_null())
+    }
+
+    /// The items of a list (`tools`, `resources`, `resourceTemplates`,
+    /// `prompts`).
+    pub fn list(&self, name: &str) -> &[Value] {
+        self.lists.get(name).map_or(&[], Vec::as_slice)
+    }
+
+    /// A check that needs the modern era: why it is skipped, if it is.
+    pub fn need_modern(&self) -> Result<(), Verdict> {
+        match &self.no_modern {
+            Some(why) => Err(Verdict::Skip(format!("the server is not modern: {why}"))),
+            None => Ok(()),
+        }
+    }
+
+    pub fn need_legacy(&self) -> Result<(), Verdict> {
+        match &self.no_legacy {
+            Some(why) => Err(Verdict::Skip(format!(
+                "the legacy era was not checked: {why}"
+            ))),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Facts {
+    /// Starts the server to learn what it speaks and offers: the probe
+    /// (`server/discover`), then `initialize` on a server of its own
+    /// (unless `--era modern`), then every list the primary era offers.
+    /// An error when it speaks neither era: it could not be reached.
+    pub(super) fn gather(
+        target: &Target,
+        era: args::EraChoice,
+        wait: Duration,
+    ) -> Result<Facts, String> {
+        let transcript = Transcript::default();
+        let mut facts = Facts::default();
+        let mut modern_session = None;
+        if era != args::EraChoice::Legacy {
+            let mut session = Session::connect(target, &transcript)?;
+            match session.call("server/discover", json!({}), wait) {
+                Ok(reply) => match reply.get("result") {
+                    Some(result) if result.get("supportedVersions").is_some() => {
+                        facts.discover = Some(result.clone());
+                        modern_session = Some(session);
+                    }
+                    _ => {
+                        let error = reply.get("error").cloned().unwrap_or(Value::Null);
+                        facts.no_modern = Some(format!(
+                            "it answered server/discover with {}",
+                            short(&error.to_string(), 160)
+                        ));
+                    }
+                },
+                Err(Missing::Eof) => {
+                    facts.no_modern = Some("it exited on server/discover".into());
+                }
+                Err(e) => facts.no_modern = Some(format!("server/discover: {e}")),
+            }
+        } else {
+            facts.no_modern = Some("--era legacy".into());
+        }
+        if era != args::EraChoice::Modern {
+            match Session::start(target, Era::Legacy, &transcript, wait) {
+                Ok(session) => facts.initialize = session.initialize.clone(),
+                Err(e) => facts.no_legacy = Some(e),
+            }
+        } else {
+            facts.no_legacy = Some("--era modern".into());
+        }
+        facts.primary = match (&facts.discover, &facts.initialize) {
+            (Some(_), _) => Some(Era::Modern),
+            (None, Some(_)) => Some(Era::Legacy),
+            (None, None) => {
+                let why = [facts.no_modern.as_deref(), facts.no_legacy.as_deref()]
+                    .into_iter()
+                    .flatten()
+                    .collect::<Vec<_>>()
+                    .join("; ");
+                let stderr = transcript
+                    .take()
+                    .into_iter()
+                    .filter(|e| e.kind == "stderr")
+                    .map(|e| e.text)
+                    .collect::<Vec<_>>();
+                let tail = stderr.len().saturating_sub(3);
+                let said = if stderr.is_empty() {
+                    String::new()
+                } else {
+                    format!("; its stderr: {}", stderr[tail..].join(" | "))
+                };
+                return Err(format!(
+                    "the server speaks no MCP era this checker knows: {why}{said}"
+                ));
+            }
+        };
+        let mut session = match modern_session {
+            Some(session) => session,
+            None => Session::start(target, Era::Legacy, &transcript, wait)?,
+        };
+        for (capability, method, member) in [
+            ("tools", "tools/list", "tools"),
+            ("resources", "resources/list", "resources"),
+            ("resources", "resources/templates/list", "resourceTemplates"),
+            ("prompts", "prompts/list", "prompts"),
+        ] {
+            if facts.offers(capability)
+                && let Ok(items) = list_all(&mut session, method, member, wait)
+            {
+                facts.lists.insert(member, items);
+            }
+        }
+        Ok(facts)
+    }
+}
+
+/// Every item of a paginated list (at most 100 pages; a repeated cursor
+/// ends it with an error).
+pub fn list_all(
+    session: &mut Session,
+    method: &str,
+    member: &str,
+    wait: Duration,
+) -> Result<Vec<Value>, String> {
+    let mut items = Vec::new();
+    let mut cursor: Option<Value> = None;
+    let mut seen = Vec::new();
+    for _ in 0..100 {
+        let params = match &cursor {
+            Some(c) => json!({ "cursor": c }),
+            None => json!({}),
+        };
+        let reply = session
+            .call(method, params, wait)
+            .map_err(|e| format!("{method}: {e}"))?;
+        let Some(result) = reply.get("result") else {
+            return Err(format!(
+                "{method} answered {}",
+                short(&reply.to_string(), 200)
+            ));
+        };
+        let page = result
+            .get(member)
+            .and_then(Value::as_array)
+            .ok_or_else(|| format!("{method}: the result has no {member} array"))?;
+        items.extend(page.iter().cloned());
+        match result.get("nextCursor") {
+            None | Some(Value::Null) => return Ok(items),
+            Some(next) => {
+                if seen.contains(next) {
+                    return Err(format!(
+                        "{method}: the cursor {next} came back again (a cycle)"
+                    ));
+                }
+                seen.push(next.clone());
+                cursor = Some(next.clone());
+            }
+        }
+    }
+    Err(format!("{method}: more than 100 pages"))
+}

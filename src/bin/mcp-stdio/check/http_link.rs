@@ -1,0 +1,620 @@
+//! The checker's HTTP link: one POST per message with the headers the
+//! transport asks for, its response read as JSON or as an SSE stream; and
+//! `exchange`, one request whose status and headers a check reads.
+//!
+//! HTTP/1.1 of its own, over a `TcpStream`, `http://` only: the requests
+//! are plain and few, and the crate's own HTTP code belongs to the server.
+//! What the server sends is bounded: a head line and a chunk size at
+//! 64 KiB, an event's line at 4 MiB, a JSON body at 16 MiB, 256
+//! messages and 64 MiB read ahead (`driver::Budget`).
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use crossbeam_channel::Sender;
+use serde_json::{Value, json};
+
+use super::driver::{Budget, Incoming, Link, READ_AHEAD_LINES, Session, StderrLog, Transcript};
+use super::short;
+
+/// An `http://` URL.
+#[derive(Debug, Clone)]
+pub struct Url {
+    host: String,
+    port: u16,
+    pub path: String,
+}
+
+impl Url {
+    pub fn parse(url: &str) -> Result<Url, String> {
+        let rest = url
+            .strip_prefix("http://")
+            .ok_or_else(|| format!("{url}: only http:// URLs can be checked (no TLS here)"))?;
+        let (authority, path) = match rest.find('/') {
+            Some(at) => (&rest[..at], &rest[at..]),
+            None => (rest, "/"),
+        };
+        let (host, port) = match authority.rsplit_once(':') {
+            Some((h, p)) if !h.ends_with(']') || authority.starts_with('[') => (
+                h.to_owned(),
+                p.parse()
+                    .map_err(|_| format!("{url}: the port is not a number"))?,
+            ),
+            _ => (authority.to_owned(), 80),
+        };
+        Ok(Url {
+            host,
+            port,
+            path: path.to_owned(),
+        })
+    }
+
+    fn authority(&self) -> String {
+        format!("{}:{}", self.host, self.port)
+    }
+}
+
+/// A response's head and what its body carried.
+#[derive(Debug, Default)]
+pub struct Exchange {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    /// Each JSON-RPC message of the body (JSON: the body; SSE: each
+    /// event's data).
+    pub messages: Vec<Value>,
+    /// The body as text, when it was not SSE.
+    pub body: String,
+}
+
+impl Exchange {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// The first response among the messages.
+    pub fn reply(&self) -> Option<&Value> {
+        self.messages
+            .iter()
+            .find(|m| m.get("result").is_some() || m.get("error").is_some())
+    }
+
+    pub fn content_type(&self) -> String {
+        self.header("content-type")
+            .unwrap_or("")
+            .to_ascii_lowercase()
+    }
+}
+
+/// The headers a message takes: `MCP-Protocol-Version`, `Mcp-Method` and
+/// `Mcp-Name` for a modern one (from its body: the tool's or prompt's
+/// name, the resource's URI, and the Tasks extension's "the client
+/// **MUST** set the `Mcp-Name` header to the value of `params.taskId`"),
+/// the session's for a legacy one.
+pub(super) fn message_headers(
+    message: Option<&Value>,
+    legacy: &LegacyState,
+) -> Vec<(String, String)> {
+    let mut headers = Vec::new();
+    let Some(message) = message else {
+        return headers;
+    };
+    let version = message
+        .pointer("/params/_meta/io.modelcontextprotocol~1protocolVersion")
+        .and_then(Value::as_str);
+    match version {
+        Some(version) => {
+            headers.push(("MCP-Protocol-Version".into(), version.to_owned()));
+            if let Some(method) = message.get("method").and_then(Value::as_str) {
+                headers.push(("Mcp-Method".into(), method.to_owned()));
+                let name = match method {
+                    "tools/call" | "prompts/get" => message.pointer("/params/name"),
+                    "resources/read" => message.pointer("/params/uri"),
+                    "tasks/get" | "tasks/update" | "tasks/cancel" => {
+                        message.pointer("/params/taskId")
+                    }
+                    _ => None,
+                };
+                if let Some(name) = name {
+                    let text = match name {
+                        Value::String(s) => s.clone(),
+                        other => other.to_string(),
+                    };
+                    headers.push(("Mcp-Name".into(), header_value(&text)));
+                }
+            }
+        }
+        None => {
+            if let Some(version) = &legacy.version {
+                headers.push(("MCP-Protocol-Version".into(), version.clone()));
+            }
+            if let Some(id) = &legacy.session {
+                headers.push(("Mcp-Session-Id".into(), id.clone()));
+            }
+        }
+    }
+    headers
+}
+
+/// A header value as the spec encodes it: plain visible ASCII as it is,
+/// anything else in the Base64 sentinel `=?base64?...?=`.
+fn header_value(text: &str) -> String {
+    let plain = !text.is_empty()
+        && text.bytes().all(|b| (0x20..0x7f).contains(&b))
+        && !text.starts_with(' ')
+        && !text.ends_with(' ')
+        && !text.starts_with("=?base64?");
+    if plain {
+        text.to_owned()
+    } else {
+        format!("=?base64?{}?=", base64(text.as_bytes()))
+    }
+}
+
+fn base64(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::new();
+    for chunk in bytes.chunks(3) {
+        let n = (u32::from(chunk[0]) << 16)
+            | (u32::from(*chunk.get(1).unwrap_or(&0)) << 8)
+            | u32::from(*chunk.get(2).unwrap_or(&0));
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(ALPHABET[(n >> (18 - 6 * i) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+/// Writes one POST (or other method) and reads the response head; the
+/// reader is left at the body.
+/// A response's status, headers, and the reader left at its body.
+type Head = (u16, Vec<(String, String)>, BufReader<TcpStream>);
+
+fn open(
+    url: &Url,
+    method: &str,
+    headers: &[(String, String)],
+    body: &[u8],
+    wait: Duration,
+) -> Result<Head, String> {
+    let mut stream = TcpStream::connect(url.authority())
+        .map_err(|e| format!("cannot connect to {}: {e}", url.authority()))?;
+    let _ = stream.set_read_timeout(Some(wait));
+    let _ = stream.set_nodelay(true);
+    let mut head = format!(
+        "{method} {} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n",
+        url.path,
+        url.authority()
+    );
+    let has = |name: &str| headers.iter().any(|(n, _)| n.eq_ignore_ascii_case(name));
+    if !has("content-type") && method == "POST" {
+        head.push_str("Content-Type: application/json\r\n");
+    }
+    if !has("accept") {
+        head.push_str("Accept: application/json, text/event-stream\r\n");
+    }
+    for (name, value) in headers {
+        head.push_str(&format!("{name}: {value}\r\n"));
+    }
+    head.push_str(&format!("Content-Length: {}\r\n\r\n", body.len()));
+    stream
+        .write_all(head.as_bytes())
+        .and_then(|()| stream.write_all(body))
+        .map_err(|e| format!("cannot send to {}: {e}", url.authority()))?;
+    let mut reader = BufReader::new(stream);
+    let mut status_line = String::new();
+    (&mut reader)
+        .take(64 * 1024)
+        .read_line(&mut status_line)
+        .map_err(|e| format!("no response from {}: {e}", url.authority()))?;
+    let status: u16 = status_line
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .ok_or_else(|| format!("not an HTTP response: {:?}", short(&status_line, 80)))?;
+    let mut response_headers = Vec::new();
+    loop {
+        let mut line = String::new();
+        (&mut reader)
+            .take(64 * 1024)
+            .read_line(&mut line)
+            .map_err(|e| format!("reading the response head: {e}"))?;
+        let line = line.trim_end();
+        if line.is_empty() {
+            break;
+        }
+        if let Some((n, v)) = line.split_once(':') {
+            response_headers.push((n.trim().to_owned(), v.trim().to_owned()));
+        }
+        if response_headers.len() > 200 {
+            return Err("more than 200 response headers".into());
+        }
+    }
+    Ok((status, response_headers, reader))
+}
+
+/// A response body, its framing undone.
+struct Body {
+    reader: BufReader<TcpStream>,
+    framing: Framing,
+}
+
+enum Framing {
+    Chunked { left: usize, done: bool },
+    Length(usize),
+    Close,
+}
+
+impl Body {
+    fn new(status: u16, headers: &[(String, String)], reader: BufReader<TcpStream>) -> Body {
+        let get = |name: &str| {
+            headers
+                .iter()
+                .find(|(n, _)| n.eq_ignore_ascii_case(name))
+                .map(|(_, v)| v.as_str())
+        };
+        let framing = if status == 204 || status == 304 || (100..200).contains(&status) {
+            Framing::Length(0)
+        } else if get("transfer-encoding")
+            .is_some_and(|t| t.to_ascii_lowercase().contains("chunked"))
+        {
+            Framing::Chunked {
+                left: 0,
+                done: false,
+            }
+        } else if let Some(n) = get("content-length").and_then(|n| n.parse().ok()) {
+            Framing::Length(n)
+        } else {
+            Framing::Close
+        };
+        Body { reader, framing }
+    }
+}
+
+impl Read for Body {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        match &mut self.framing {
+            Framing::Length(0) => Ok(0),
+            Framing::Length(left) => {
+                let n = buf.len().min(*left);
+                let n = self.reader.read(&mut buf[..n])?;
+                *left = if n == 0 { 0 } else { *left - n };
+                Ok(n)
+            }
+            Framing::Close => self.reader.read(buf),
+            Framing::Chunked { left, done } => {
+                if *done {
+                    return Ok(0);
+                }
+                if *left == 0 {
+                    let mut size = String::new();
+                    (&mut self.reader).take(1024).read_line(&mut size)?;
+                    if size.trim().is_empty() {
+                        // The CRLF after a chunk's data.
+                        size.clear();
+                        (&mut self.reader).take(1024).read_line(&mut size)?;
+                    }
+                    let hex = size.trim().split(';').next().unwrap_or("");
+                    let n = usize::from_str_radix(hex, 16).map_err(|_| {
+                        std::io::Error::new(
+                            std::io::ErrorKind::InvalidData,
+                            format!("bad chunk size {hex:?}"),
+                        )
+                    })?;
+                    if n == 0 {
+                        *done = true;
+                        return Ok(0);
+                    }
+                    *left = n;
+                }
+                let n = buf.len().min(*left);
+                let n = self.reader.read(&mut buf[..n])?;
+                if n == 0 {
+                    *done = true;
+                }
+                *left -= n;
+                Ok(n)
+            }
+        }
+    }
+}
+
+/// Reads SSE events from `body`, calling `each` with every event's data
+/// until it returns false or the stream ends.
+fn sse(body: Body, mut each: impl FnMut(String) -> bool) {
+    let mut lines = BufReader::new(body);
+    let mut data: Vec<String> = Vec::new();
+    let mut line = String::new();
+    loop {
+        line.clear();
+        // A line longer than a message may be is cut (and its event
+        // then is not JSON): a stream without newlines costs this much.
+        match (&mut lines).take(4 << 20).read_line(&mut line) {
+            Ok(0) | Err(_) => return,
+            Ok(_) => {}
+        }
+        let text = line.trim_end_matches(['\r', '\n']);
+        if text.is_empty() {
+            if !data.is_empty() && !each(data.join("\n")) {
+                return;
+            }
+            data.clear();
+        } else if let Some(value) = text.strip_prefix("data:") {
+            data.push(value.strip_prefix(' ').unwrap_or(value).to_owned());
+        }
+    }
+}
+
+/// One exchange, read to its end or to the first response in an SSE
+/// stream, within `wait`.
+pub fn exchange(
+    url: &Url,
+    method: &str,
+    headers: &[(String, String)],
+    body: &[u8],
+    wait: Duration,
+) -> Result<Exchange, String> {
+    let (status, headers, reader) = open(url, method, headers, body, wait)?;
+    let mut ex = Exchange {
+        status,
+        headers,
+        ..Exchange::default()
+    };
+    let body = Body::new(status, &ex.headers, reader);
+    if ex.content_type().starts_with("text/event-stream") {
+        sse(body, |data| {
+            let value: Value = serde_json::from_str(&data).unwrap_or(Value::String(data));
+            let done = value.get("result").is_some() || value.get("error").is_some();
+            ex.messages.push(value);
+            // A stream that never answers stops being read at 10,000 events.
+            !done && ex.messages.len() < 10_000
+        });
+    } else {
+        let mut text = Vec::new();
+        let _ = body.take(16 << 20).read_to_end(&mut text);
+        ex.body = String::from_utf8_lossy(&text).into_owned();
+        if let Ok(value) = serde_json::from_slice::<Value>(&text) {
+            ex.messages.push(value);
+        }
+    }
+    Ok(ex)
+}
+
+/// A legacy session's id and version, learnt from `initialize`.
+#[derive(Debug, Default, Clone)]
+pub(super) struct LegacyState {
+    session: Option<String>,
+    version: Option<String>,
+}
+
+/// The HTTP link: each message a POST; what comes back goes to the
+/// session's channel as lines.
+struct HttpLink {
+    url: Url,
+    headers: Vec<(String, String)>,
+    legacy: Arc<Mutex<LegacyState>>,
+    tx: Sender<Incoming>,
+    /// The bytes read ahead of the session, as the stdio reader's.
+    budget: Arc<Budget>,
+    transcript: Transcript,
+    /// The open SSE streams, shut down with the link.
+    streams: Arc<Mutex<Vec<TcpStream>>>,
+    closed: bool,
+}
+
+impl HttpLink {
+    fn post(&mut self, line: &[u8]) -> std::io::Result<()> {
+        let message: Option<Value> = serde_json::from_slice(line).ok();
+        let legacy = self
+            .legacy
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        let mut headers = message_headers(message.as_ref(), &legacy);
+        headers.extend(self.headers.iter().cloned());
+        let shown: Vec<String> = headers.iter().map(|(n, v)| format!("{n}: {v}")).collect();
+        self.transcript
+            .note(&format!("POST {} ({})", self.url.path, shown.join(", ")));
+        let (status, response_headers, reader) =
+            open(&self.url, "POST", &headers, line, Duration::from_secs(60))
+                .map_err(std::io::Error::other)?;
+        let content_type = response_headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case("content-type"))
+            .map_or(String::new(), |(_, v)| v.to_ascii_lowercase());
+        self.transcript
+            .note(&format!("HTTP {status} {content_type}"));
+        let initialize =
+            message.as_ref().and_then(|m| m.get("method")) == Some(&json!("initialize"));
+        if initialize
+            && let Some((_, id)) = response_headers
+                .iter()
+                .find(|(n, _)| n.eq_ignore_ascii_case("mcp-session-id"))
+        {
+            self.legacy
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .session = Some(id.clone());
+        }
+        let body = Body::new(status, &response_headers, reader);
+        if content_type.starts_with("text/event-stream") {
+            if let Ok(stream) = body.reader.get_ref().try_clone() {
+                let _ = stream.set_read_timeout(None);
+                self.streams
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .push(stream);
+            }
+            let tx = self.tx.clone();
+            let budget = Arc::clone(&self.budget);
+            let legacy = Arc::clone(&self.legacy);
+            std::thread::Builder::new()
+                .name("check-sse".into())
+                .spawn(move || {
+                    sse(body, |data| {
+                        if initialize {
+                            learn_version(&legacy, data.as_bytes());
+                        }
+                        budget.lease(data.len()).is_some_and(|lease| {
+                            tx.send(Incoming::Line(data.into_bytes(), lease)).is_ok()
+                        })
+                    })
+                })
+                .map_err(std::io::Error::other)?;
+        } else {
+            let mut text = Vec::new();
+            let _ = body.take(16 << 20).read_to_end(&mut text);
+            let text = text.trim_ascii().to_vec();
+            if initialize {
+                learn_version(&self.legacy, &text);
+            }
+            if !text.is_empty()
+                && let Some(lease) = self.budget.lease_now(text.len())
+            {
+                let _ = self.tx.send(Incoming::Line(text, lease));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The version an `initialize` result agreed, for the legacy requests'
+/// header.
+fn learn_version(legacy: &Mutex<LegacyState>, reply: &[u8]) {
+    if let Ok(v) = serde_json::from_slice::<Value>(reply)
+        && let Some(version) = v.pointer("/result/protocolVersion").and_then(Value::as_str)
+    {
+        legacy.lock().unwrap_or_else(|e| e.into_inner()).version = Some(version.to_owned());
+    }
+}
+
+impl Link for HttpLink {
+    fn send(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        if self.closed {
+            return Err(std::io::Error::other("the session is closed"));
+        }
+        for line in bytes.split(|b| *b == b'\n') {
+            if line.iter().all(u8::is_ascii_whitespace) {
+                continue;
+            }
+            self.post(line)?;
+        }
+        Ok(())
+    }
+
+    fn close_input(&mut self) {
+        self.closed = true;
+        self.shut_streams();
+        let _ = self.tx.send(Incoming::Eof);
+    }
+}
+
+impl HttpLink {
+    fn shut_streams(&self) {
+        for stream in self
+            .streams
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .drain(..)
+        {
+            let _ = stream.shutdown(std::net::Shutdown::Both);
+        }
+    }
+}
+
+impl Drop for HttpLink {
+    /// Every SSE stream it opened is closed (its reader thread ends).
+    fn drop(&mut self) {
+        self.shut_streams();
+    }
+}
+
+/// Opens a session with an HTTP server.
+pub fn connect(
+    url: &str,
+    headers: &[(String, String)],
+    transcript: &Transcript,
+) -> Result<Session, String> {
+    let parsed = Url::parse(url)?;
+    // Reachable at all: a connection, before anything is sent.
+    TcpStream::connect(parsed.authority()).map_err(|e| format!("cannot connect to {url}: {e}"))?;
+    // Bounded, as the stdio reader's: a stream that floods waits.
+    let (tx, incoming) = crossbeam_channel::bounded(READ_AHEAD_LINES);
+    let budget = Budget::new();
+    transcript.note(&format!("checking {url}"));
+    let link = HttpLink {
+        url: parsed,
+        headers: headers.to_vec(),
+        legacy: Arc::default(),
+        tx,
+        budget: Arc::clone(&budget),
+        transcript: transcript.clone(),
+        streams: Arc::default(),
+        closed: false,
+    };
+    Ok(Session::new(
+        Box::new(link),
+        incoming,
+        budget,
+        transcript,
+        Arc::new(Mutex::new(StderrLog::default())),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn base64_and_the_sentinel() {
+        assert_eq!(base64(b"Hello"), "SGVsbG8=");
+        assert_eq!(base64(b"ab"), "YWI=");
+        assert_eq!(base64(b"abc"), "YWJj");
+        assert_eq!(header_value("echo"), "echo");
+        assert_eq!(header_value("é"), "=?base64?w6k=?=");
+    }
+
+    #[test]
+    fn a_modern_message_names_its_tool_uri_or_task_in_mcp_name() {
+        let meta = json!({ "io.modelcontextprotocol/protocolVersion": "2026-07-28" });
+        for (method, params, name) in [
+            ("tools/call", json!({ "name": "echo" }), Some("echo")),
+            (
+                "resources/read",
+                json!({ "uri": "mem://a" }),
+                Some("mem://a"),
+            ),
+            ("tasks/get", json!({ "taskId": "t1" }), Some("t1")),
+            ("tasks/cancel", json!({ "taskId": "t2" }), Some("t2")),
+            ("tools/list", json!({}), None),
+        ] {
+            let mut params = params;
+            params["_meta"] = meta.clone();
+            let message = json!({ "jsonrpc": "2.0", "id": 1, "method": method, "params": params });
+            let headers = message_headers(Some(&message), &LegacyState::default());
+            let found = headers
+                .iter()
+                .find(|(n, _)| n == "Mcp-Name")
+                .map(|(_, v)| v.as_str());
+            assert_eq!(found, name, "{method}");
+        }
+    }
+
+    #[test]
+    fn urls_are_http_only() {
+        let url = Url::parse("http://127.0.0.1:8080/mcp").unwrap();
+        assert_eq!(
+            (url.host.as_str(), url.port, url.path.as_str()),
+            ("127.0.0.1", 8080, "/mcp")
+        );
+        assert!(Url::parse("https://example.com/mcp").is_err());
+    }
+}

@@ -1,0 +1,421 @@
+//! `mcp-stdio check`: a conformance checker any server author can run.
+//!
+//! The catalogue is the spec, cited: each check is a plain function with
+//! its id, its level (the keyword of the sentence it enforces), the spec
+//! page and that sentence, quoted (`--list` prints them; `tests/check.rs`
+//! finds every quote in `tests/spec/`). One file per group: `stdio`,
+//! `jsonrpc`, `lifecycle`, `results` (the `schema` group: every result
+//! against `schema.json` of its era, validated by `schema.rs`), `tools`,
+//! `features` (resources, prompts, completion), `cancel`, `mrtr`,
+//! `tasks`, `subscriptions`, `legacy`, `http`. `facts.rs` learns what the server
+//! offers; `driver.rs` is the session (raw lines out and in, every line
+//! kept as evidence) over `stdio_link.rs` (a child process) or
+//! `http_link.rs` (a URL); `tool_schema.rs` reads a tool's own schema;
+//! `format.rs` prints the reports, `args.rs` reads the command line.
+//!
+//! How a run goes: `Facts::gather` starts the server once to learn what
+//! it speaks and offers (the eras, the capabilities, the lists); then
+//! each check runs on a thread of its own with its own deadline, on a
+//! session shared with the checks before it (one per era) or on a server
+//! of its own when it needs the process itself (its end of input, its
+//! signals, its first lines). A check that overruns its deadline is
+//! failed, its servers killed, and the run goes on.
+//!
+//! Safe by default: no tool is called with arguments its schema accepts
+//! unless the user names it (`--call NAME`); the checks that need such a
+//! call (`tools.call-result`, `cancel.no-reply-after-cancel`) are skipped
+//! without it and say so. Everything else a check sends is a list, a
+//! read of a resource or prompt the server lists, a completion, or a
+//! request the server must refuse.
+
+mod args;
+mod cancel;
+mod driver;
+mod facts;
+mod features;
+mod format;
+mod http;
+mod http_link;
+mod jsonrpc;
+mod legacy;
+mod lifecycle;
+mod mrtr;
+mod results;
+mod schema;
+mod stdio;
+mod stdio_link;
+mod subscriptions;
+mod tasks;
+mod tool_schema;
+mod tools;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+pub use args::Args;
+use driver::{Era, Session, Target, Transcript};
+pub use facts::{Facts, list_all};
+
+/// The exit statuses of `check`.
+pub mod status {
+    /// No MUST failed.
+    pub const PASSED: u8 = 0;
+    /// A MUST failed.
+    pub const FAILED: u8 = 1;
+    /// The server could not be started or reached, or the command line
+    /// was wrong.
+    pub const UNREACHABLE: u8 = 2;
+}
+
+/// The keyword of the quoted sentence.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Level {
+    Must,
+    Should,
+    May,
+}
+
+impl Level {
+    pub fn name(self) -> &'static str {
+        match self {
+            Level::Must => "MUST",
+            Level::Should => "SHOULD",
+            Level::May => "MAY",
+        }
+    }
+}
+
+/// One check of the catalogue.
+pub struct Check {
+    /// `group.name`.
+    pub id: &'static str,
+    pub level: Level,
+    /// The page under the spec's folder: `2026-07-28/basic/transports/stdio.md`,
+    /// or a schema definition: `2026-07-28/schema.json#ParseError`.
+    pub page: &'static str,
+    /// The sentence it enforces, verbatim (markdown emphasis and links
+    /// aside).
+    pub quote: &'static str,
+    /// What it does, in a few words.
+    pub title: &'static str,
+    pub run: fn(&mut Ctx) -> Verdict,
+}
+
+impl Check {
+    pub fn group(&self) -> &'static str {
+        self.id.split('.').next().unwrap_or(self.id)
+    }
+}
+
+/// What a check found.
+#[derive(Debug, Clone)]
+pub enum Verdict {
+    Pass(String),
+    /// A MUST check fails; a SHOULD or MAY check warns.
+    Fail(String),
+    /// It does not apply: the capability, the tool or the era is not
+    /// offered, or it needs `--call`.
+    Skip(String),
+}
+
+/// The outcome as printed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Status {
+    Pass,
+    Fail,
+    Warn,
+    Skip,
+}
+
+impl Status {
+    pub fn name(self) -> &'static str {
+        match self {
+            Status::Pass => "pass",
+            Status::Fail => "fail",
+            Status::Warn => "warn",
+            Status::Skip => "skip",
+        }
+    }
+}
+
+/// One check's outcome, with its evidence.
+pub struct Outcome {
+    pub check: &'static Check,
+    pub status: Status,
+    pub reason: String,
+    pub evidence: Vec<driver::Evidence>,
+    pub elapsed: Duration,
+}
+
+/// Every check, in the order they run.
+pub fn catalogue() -> Vec<&'static Check> {
+    [
+        stdio::CHECKS,
+        jsonrpc::CHECKS,
+        lifecycle::CHECKS,
+        results::CHECKS,
+        tools::CHECKS,
+        features::CHECKS,
+        cancel::CHECKS,
+        mrtr::CHECKS,
+        tasks::CHECKS,
+        subscriptions::CHECKS,
+        legacy::CHECKS,
+        http::CHECKS,
+    ]
+    .into_iter()
+    .flatten()
+    .collect()
+}
+
+/// A tool named with `--call`, and the arguments to call it with.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Call {
+    pub tool: String,
+    pub arguments: Value,
+}
+
+/// What a check works with.
+pub struct Ctx {
+    pub target: Arc<Target>,
+    pub facts: Arc<Facts>,
+    pub calls: Arc<Vec<Call>>,
+    /// How long to wait for one answer.
+    pub wait: Duration,
+    /// This check's evidence (its own sessions write into it).
+    pub transcript: Transcript,
+    /// The sessions shared between checks, by era; given back after the
+    /// check unless it spoiled them.
+    shared: BTreeMap<&'static str, (Session, Transcript)>,
+}
+
+impl Ctx {
+    /// The shared session of the primary era.
+    pub fn session(&mut self) -> Result<&mut Session, Verdict> {
+        let era = self.facts.primary.unwrap_or(Era::Modern);
+        self.session_in(era)
+    }
+
+    /// The shared session of `era`, started on first use.
+    pub fn session_in(&mut self, era: Era) -> Result<&mut Session, Verdict> {
+        let key = era.name();
+        if !self.shared.contains_key(key) {
+            let transcript = Transcript::default();
+            let session = Session::start(&self.target, era, &transcript, self.wait)
+                .map_err(|e| Verdict::Fail(format!("could not start a session: {e}")))?;
+            self.shared.insert(key, (session, transcript));
+        }
+        Ok(&mut self.shared.get_mut(key).expect("inserted").0)
+    }
+
+    /// A server (or HTTP session) of the check's own, in `era`.
+    pub fn fresh(&self, era: Era) -> Result<Session, Verdict> {
+        Session::start(&self.target, era, &self.transcript, self.wait)
+            .map_err(|e| Verdict::Fail(format!("could not start the server: {e}")))
+    }
+
+    /// A server of the check's own, not yet spoken to.
+    pub fn fresh_connect(&self) -> Result<Session, Verdict> {
+        Session::connect(&self.target, &self.transcript)
+            .map_err(|e| Verdict::Fail(format!("could not start the server: {e}")))
+    }
+
+    /// The shared session of the primary era is not to be reused (the
+    /// check left it in a state the next one must not inherit): it is
+    /// ended, its evidence kept for this check.
+    pub fn spoil(&mut self) {
+        let era = self.facts.primary.unwrap_or(Era::Modern);
+        if let Some((session, transcript)) = self.shared.remove(era.name()) {
+            drop(session);
+            self.transcript.extend(transcript.take());
+        }
+    }
+
+    /// A request in the primary era's shared session, answered within the
+    /// wait: the whole response.
+    pub fn ask(&mut self, method: &str, params: Value) -> Result<Value, Verdict> {
+        let wait = self.wait;
+        let session = self.session()?;
+        session
+            .call(method, params, wait)
+            .map_err(|e| Verdict::Fail(format!("{method}: {e}")))
+    }
+}
+
+/// Runs `mcp-stdio check` with the arguments after `check`; the exit
+/// status.
+pub fn main(argv: Vec<String>) -> u8 {
+    let args = match Args::parse(argv) {
+        Ok(args) => args,
+        Err(message) => {
+            eprintln!("mcp-stdio check: {message}");
+            return status::UNREACHABLE;
+        }
+    };
+    if args.help {
+        print!("{}", args::HELP);
+        return status::PASSED;
+    }
+    let selected: Vec<&'static Check> = catalogue()
+        .into_iter()
+        .filter(|c| args.selects(c))
+        .collect();
+    if args.list {
+        format::list(&selected, args.format);
+        return status::PASSED;
+    }
+    let Some(target) = args.target.clone() else {
+        eprintln!(
+            "mcp-stdio check: no server: give its command after -- (mcp-stdio check -- python -m my_server) or --url http://HOST:PORT/mcp"
+        );
+        return status::UNREACHABLE;
+    };
+    let started = Instant::now();
+    let facts = match Facts::gather(&target, args.era, args.wait) {
+        Ok(facts) => facts,
+        Err(message) => {
+            // It may carry the server's stderr: escaped, on one line.
+            eprintln!("mcp-stdio check: {}", crate::escape::line(&message));
+            return status::UNREACHABLE;
+        }
+    };
+    let mut report = format::Report::new(args.format, &target, &facts);
+    let outcomes = run_checks(&selected, &target, facts, &args, |outcome| {
+        report.one(outcome)
+    });
+    report.end(&outcomes, started.elapsed());
+    if outcomes.iter().any(|o| o.status == Status::Fail) {
+        status::FAILED
+    } else {
+        status::PASSED
+    }
+}
+
+/// Runs each check on a thread of its own, within its deadline; `each`
+/// sees each outcome as it comes.
+fn run_checks(
+    checks: &[&'static Check],
+    target: &Target,
+    facts: Facts,
+    args: &Args,
+    mut each: impl FnMut(&Outcome),
+) -> Vec<Outcome> {
+    let target = Arc::new(target.clone());
+    let facts = Arc::new(facts);
+    let calls = Arc::new(args.calls.clone());
+    let mut shared = BTreeMap::new();
+    let mut outcomes = Vec::new();
+    for &check in checks {
+        let transcript = Transcript::default();
+        let ctx = Ctx {
+            target: Arc::clone(&target),
+            facts: Arc::clone(&facts),
+            calls: Arc::clone(&calls),
+            wait: args.wait,
+            transcript: transcript.clone(),
+            shared: std::mem::take(&mut shared),
+        };
+        // The shared sessions' evidence, reachable if the check never
+        // comes back.
+        let shared_evidence: Vec<Transcript> =
+            ctx.shared.values().map(|(_, t)| t.clone()).collect();
+        let began = Instant::now();
+        // One slot: the thread's one verdict, never waited on after the
+        // deadline.
+        let (tx, rx) = crossbeam_channel::bounded(1);
+        let spawned = std::thread::Builder::new()
+            .name(format!("check {}", check.id))
+            .spawn(move || {
+                let mut ctx = ctx;
+                let verdict = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    (check.run)(&mut ctx)
+                }))
+                .unwrap_or_else(|_| {
+                    Verdict::Fail(
+                        "the check itself panicked (a bug of the checker: please report it)".into(),
+                    )
+                });
+                let _ = tx.send((verdict, ctx));
+            });
+        let (verdict, evidence) = match spawned {
+            Err(e) => (
+                Verdict::Fail(format!("cannot start a thread: {e}")),
+                Vec::new(),
+            ),
+            Ok(_) => match rx.recv_timeout(args.deadline) {
+                Ok((verdict, ctx)) => {
+                    let mut evidence = Vec::new();
+                    for (_, t) in ctx.shared.values() {
+                        evidence.extend(t.take());
+                    }
+                    evidence.extend(ctx.transcript.take());
+                    shared = ctx.shared;
+                    (verdict, evidence)
+                }
+                Err(_) => {
+                    // The thread still holds the sessions, and may be
+                    // blocked writing to a server that does not read: its
+                    // servers are killed (the writes fail, the thread
+                    // ends), and the next check starts new ones.
+                    let mut evidence = Vec::new();
+                    for t in shared_evidence.iter().chain([&transcript]) {
+                        t.kill_servers();
+                    }
+                    for t in &shared_evidence {
+                        evidence.extend(t.take());
+                    }
+                    evidence.extend(transcript.take());
+                    (
+                        Verdict::Fail(format!(
+                            "no verdict within the check's deadline of {:.0} s: the server stopped answering",
+                            args.deadline.as_secs_f64()
+                        )),
+                        evidence,
+                    )
+                }
+            },
+        };
+        let (status, reason) = match verdict {
+            Verdict::Pass(reason) => (Status::Pass, reason),
+            Verdict::Skip(reason) => (Status::Skip, reason),
+            Verdict::Fail(reason) if check.level == Level::Must => (Status::Fail, reason),
+            Verdict::Fail(reason) => (Status::Warn, reason),
+        };
+        let outcome = Outcome {
+            check,
+            status,
+            reason,
+            evidence,
+            elapsed: began.elapsed(),
+        };
+        each(&outcome);
+        outcomes.push(outcome);
+    }
+    outcomes
+}
+
+/// `text` cut to `max` bytes (at a character boundary), with an ellipsis.
+pub fn short(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        text.to_owned()
+    } else {
+        format!("{}…", &text[..text.floor_char_boundary(max)])
+    }
+}
+
+/// The error code of a response, if it is an error.
+pub fn error_code(reply: &Value) -> Option<i64> {
+    reply.get("error")?.get("code")?.as_i64()
+}
+
+/// A response, briefly, for a reason.
+pub fn said(reply: &Value) -> String {
+    match (reply.get("result"), reply.get("error")) {
+        (_, Some(error)) => format!("error {}", short(&error.to_string(), 200)),
+        (Some(result), _) => format!("result {}", short(&result.to_string(), 200)),
+        _ => short(&reply.to_string(), 200),
+    }
+}

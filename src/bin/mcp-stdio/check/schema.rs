@@ -1,0 +1,600 @@
+//! A small JSON Schema validator: the keywords the spec's `schema.json`
+//! uses (a tool's own schema is looked at by `tool_schema.rs`).
+//!
+//! Why not a JSON Schema crate: the spec's schemas use fourteen keywords
+//! (`type`, `$ref`, `properties`, `required`, `const`, `items`, `anyOf`,
+//! `allOf`, `additionalProperties`, `enum`, `minimum`, `maximum`,
+//! `maxItems`, `format`), and a full 2020-12 validator with its regex and
+//! URI dependencies would add more to the binary than this whole checker.
+//! Beyond those, this one knows `oneOf`, `not`, `minItems`,
+//! `minLength`/`maxLength`, `exclusiveMinimum`/`exclusiveMaximum`,
+//! `minProperties`/`maxProperties`, `uniqueItems`, `patternProperties`
+//! (keys compared literally), `propertyNames` (which the Tasks
+//! extension's schema uses), `$defs`/`definitions` and `prefixItems`; `format` and `pattern` are annotations here (a value is
+//! never refused for them), and any other keyword makes the answer
+//! `Unknown` rather than a guess.
+//!
+//! The schemas are the spec's `schema.json` files with their descriptions
+//! taken out (`schema/*.json`; `tests/check.rs` compares them with
+//! `tests/spec/`): 107 KB in the binary instead of 455 KB.
+
+use serde_json::{Map, Value};
+
+/// The 2026-07-28 schema.
+pub const MODERN: &str = include_str!("schema/2026-07-28.json");
+/// The 2025-11-25 schema.
+pub const LEGACY: &str = include_str!("schema/2025-11-25.json");
+/// The Tasks extension's schema (`extensions/tasks/schema.json`).
+pub const TASKS: &str = include_str!("schema/tasks.json");
+
+/// A schema document and its `$defs`.
+pub struct Document {
+    root: Value,
+}
+
+/// What validation found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Found {
+    Valid,
+    /// Each reason names the path (`/tools/0/name`) and what is wrong.
+    Invalid(Vec<String>),
+    /// A keyword this validator does not know decides it.
+    Unknown(String),
+}
+
+impl Document {
+    pub fn parse(text: &str) -> Document {
+        Document {
+            root: serde_json::from_str(text).expect("the embedded schema is JSON"),
+        }
+    }
+
+    /// A document whose root is `schema` (a tool's input schema).
+    pub fn of(schema: &Value) -> Document {
+        Document {
+            root: schema.clone(),
+        }
+    }
+
+    /// Whether `$defs` has `name`.
+    #[cfg(test)]
+    pub fn has(&self, name: &str) -> bool {
+        self.root.pointer(&format!("/$defs/{name}")).is_some()
+    }
+
+    /// Validates `value` against the definition `name`.
+    pub fn validate_def(&self, name: &str, value: &Value) -> Found {
+        let Some(schema) = self.root.pointer(&format!("/$defs/{name}")) else {
+            return Found::Unknown(format!("the schema has no definition {name}"));
+        };
+        self.validate_with(schema, value)
+    }
+
+    /// Validates `value` against the document's root.
+    pub fn validate(&self, value: &Value) -> Found {
+        self.validate_with(&self.root, value)
+    }
+
+    fn validate_with(&self, schema: &Value, value: &Value) -> Found {
+        let mut walk = Walk {
+            doc: self,
+            errors: Vec::new(),
+            unknown: None,
+            depth: 0,
+        };
+        walk.check(schema, value, "");
+        match (walk.errors.is_empty(), walk.unknown) {
+            (false, _) => Found::Invalid(walk.errors),
+            (true, Some(keyword)) => Found::Unknown(keyword),
+            (true, None) => Found::Valid,
+        }
+    }
+}
+
+/// Keywords that assert nothing about the value (annotations, and the
+/// ones other keywords read).
+const ANNOTATIONS: &[&str] = &[
+    "$schema",
+    "$id",
+    "$comment",
+    "$anchor",
+    "$defs",
+    "definitions",
+    "title",
+    "description",
+    "default",
+    "examples",
+    "deprecated",
+    "readOnly",
+    "writeOnly",
+    "format",
+    "pattern",
+    "contentMediaType",
+    "contentEncoding",
+    "x-mcp-header",
+    "enumNames",
+];
+
+struct Walk<'a> {
+    doc: &'a Document,
+    errors: Vec<String>,
+    unknown: Option<String>,
+    depth: usize,
+}
+
+impl Walk<'_> {
+    fn fail(&mut self, path: &str, what: String) {
+        if self.errors.len() < 20 {
+            let at = if path.is_empty() { "/" } else { path };
+            self.errors.push(format!("{at}: {what}"));
+        }
+    }
+
+    /// Whether `value` is valid against `schema`, without recording, and
+    /// the keyword that left it undecided, if one did.
+    fn probe(&self, schema: &Value, value: &Value, path: &str) -> (bool, Option<String>) {
+        let mut inner = Walk {
+            doc: self.doc,
+            errors: Vec::new(),
+            unknown: None,
+            depth: self.depth,
+        };
+        inner.check(schema, value, path);
+        let valid = inner.errors.is_empty();
+        (valid, if valid { inner.unknown } else { None })
+    }
+
+    /// Whether `value` is valid against `schema`; an undecided one counts
+    /// as valid, and the answer becomes `Unknown` unless something else
+    /// is wrong.
+    fn passes(&mut self, schema: &Value, value: &Value, path: &str) -> bool {
+        let (valid, unknown) = self.probe(schema, value, path);
+        if let Some(keyword) = unknown {
+            self.unknown.get_or_insert(keyword);
+        }
+        valid
+    }
+
+    fn check(&mut self, schema: &Value, value: &Value, path: &str) {
+        self.depth += 1;
+        if self.depth > 64 {
+            self.unknown = Some("a schema nested more than 64 deep".into());
+            self.depth -= 1;
+            return;
+        }
+        match schema {
+            Value::Bool(true) => {}
+            Value::Bool(false) => self.fail(path, "no value is allowed here".into()),
+            Value::Object(map) => self.keywords(map, value, path),
+            _ => self.unknown = Some("a schema that is neither an object nor a boolean".into()),
+        }
+        self.depth -= 1;
+    }
+
+    fn keywords(&mut self, map: &Map<String, Value>, value: &Value, path: &str) {
+        for (keyword, arg) in map {
+            match keyword.as_str() {
+                "$ref" => self.reference(arg, value, path),
+                "type" => self.type_(arg, value, path),
+                "const" => {
+                    if value != arg {
+                        self.fail(path, format!("must be {arg}, is {}", show(value)));
+                    }
+                }
+                "enum" => {
+                    let allowed = arg.as_array().is_some_and(|a| a.contains(value));
+                    if !allowed {
+                        self.fail(path, format!("must be one of {arg}, is {}", show(value)));
+                    }
+                }
+                "properties" => self.properties(arg, value, path),
+                "required" => self.required(arg, value, path),
+                "additionalProperties" => self.additional(map, arg, value, path),
+                "propertyNames" => {
+                    if let Some(members) = value.as_object() {
+                        for name in members.keys() {
+                            self.check(
+                                arg,
+                                &Value::String(name.clone()),
+                                &format!("{path}/{name}"),
+                            );
+                        }
+                    }
+                }
+                "patternProperties"
+                | "dependentRequired"
+                | "dependentSchemas"
+                | "unevaluatedProperties"
+                | "unevaluatedItems"
+                | "contains"
+                | "if"
+                | "then"
+                | "else" => {
+                    // Decided only when the value is not an object or array
+                    // these would look into.
+                    if (value.is_object() || value.is_array())
+                        && !(keyword == "patternProperties"
+                            && map.contains_key("additionalProperties"))
+                    {
+                        self.unknown.get_or_insert(keyword.clone());
+                    }
+                }
+                "items" => self.items(map, arg, value, path),
+                "prefixItems" => {
+                    if let (Some(schemas), Some(items)) = (arg.as_array(), value.as_array()) {
+                        for (i, (s, v)) in schemas.iter().zip(items).enumerate() {
+                            self.check(s, v, &format!("{path}/{i}"));
+                        }
+                    }
+                }
+                "anyOf" => self.any_of(arg, value, path),
+                "oneOf" => self.one_of(arg, value, path),
+                "allOf" => {
+                    for s in arg.as_array().into_iter().flatten() {
+                        self.check(s, value, path);
+                    }
+                }
+                "not" => match self.probe(arg, value, path) {
+                    (true, None) => self.fail(path, format!("must not match {arg}")),
+                    (true, Some(keyword)) => {
+                        self.unknown.get_or_insert(keyword);
+                    }
+                    (false, _) => {}
+                },
+                "minimum" | "maximum" | "exclusiveMinimum" | "exclusiveMaximum" => {
+                    self.bound(keyword, arg, value, path)
+                }
+                "minItems" | "maxItems" => {
+                    if let (Some(n), Some(items)) = (arg.as_u64(), value.as_array()) {
+                        let len = items.len() as u64;
+                        if (keyword == "minItems" && len < n) || (keyword == "maxItems" && len > n)
+                        {
+                            self.fail(path, format!("{keyword} {n}, has {len} items"));
+                        }
+                    }
+                }
+                "minLength" | "maxLength" => {
+                    if let (Some(n), Some(text)) = (arg.as_u64(), value.as_str()) {
+                        let len = text.chars().count() as u64;
+                        if (keyword == "minLength" && len < n)
+                            || (keyword == "maxLength" && len > n)
+                        {
+                            self.fail(path, format!("{keyword} {n}, has {len} characters"));
+                        }
+                    }
+                }
+                "minProperties" | "maxProperties" => {
+                    if let (Some(n), Some(members)) = (arg.as_u64(), value.as_object()) {
+                        let len = members.len() as u64;
+                        if (keyword == "minProperties" && len < n)
+                            || (keyword == "maxProperties" && len > n)
+                        {
+                            self.fail(path, format!("{keyword} {n}, has {len} members"));
+                        }
+                    }
+                }
+                "uniqueItems" => {
+                    if let (Some(true), Some(items)) = (arg.as_bool(), value.as_array()) {
+                        let mut seen: Vec<&Value> = Vec::new();
+                        for item in items {
+                            if seen.contains(&item) {
+                                self.fail(path, format!("items must be unique: {item} repeats"));
+                                break;
+                            }
+                            seen.push(item);
+                        }
+                    }
+                }
+                "multipleOf" => {
+                    if let (Some(m), Some(n)) = (arg.as_f64(), value.as_f64())
+                        && m > 0.0
+                        && (n / m).fract() != 0.0
+                    {
+                        self.fail(path, format!("must be a multiple of {m}"));
+                    }
+                }
+                k if ANNOTATIONS.contains(&k) => {}
+                k => {
+                    self.unknown.get_or_insert(k.to_owned());
+                }
+            }
+        }
+    }
+
+    fn reference(&mut self, arg: &Value, value: &Value, path: &str) {
+        let target = arg
+            .as_str()
+            .and_then(|r| r.strip_prefix('#'))
+            .and_then(|pointer| self.doc.root.pointer(pointer));
+        match target {
+            Some(schema) => {
+                let schema = schema.clone();
+                self.check(&schema, value, path);
+            }
+            None => self.unknown = Some(format!("$ref {arg}")),
+        }
+    }
+
+    fn type_(&mut self, arg: &Value, value: &Value, path: &str) {
+        let names: Vec<&str> = match arg {
+            Value::String(name) => vec![name.as_str()],
+            Value::Array(names) => names.iter().filter_map(Value::as_str).collect(),
+            _ => return,
+        };
+        if !names.iter().any(|name| is_type(name, value)) {
+            self.fail(
+                path,
+                format!("must be {}, is {}", names.join(" or "), type_name(value)),
+            );
+        }
+    }
+
+    fn properties(&mut self, arg: &Value, value: &Value, path: &str) {
+        let (Some(schemas), Some(members)) = (arg.as_object(), value.as_object()) else {
+            return;
+        };
+        for (name, schema) in schemas {
+            if let Some(member) = members.get(name) {
+                self.check(schema, member, &format!("{path}/{name}"));
+            }
+        }
+    }
+
+    fn required(&mut self, arg: &Value, value: &Value, path: &str) {
+        let Some(members) = value.as_object() else {
+            return;
+        };
+        for name in arg
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+        {
+            if !members.contains_key(name) {
+                self.fail(path, format!("{name} is required"));
+            }
+        }
+    }
+
+    fn additional(&mut self, map: &Map<String, Value>, arg: &Value, value: &Value, path: &str) {
+        let Some(members) = value.as_object() else {
+            return;
+        };
+        let declared = map.get("properties").and_then(Value::as_object);
+        let patterns = map.get("patternProperties").and_then(Value::as_object);
+        for (name, member) in members {
+            if declared.is_some_and(|d| d.contains_key(name)) {
+                continue;
+            }
+            if patterns.is_some_and(|p| !p.is_empty()) {
+                // A pattern may take it: not decided here.
+                self.unknown.get_or_insert("patternProperties".into());
+                continue;
+            }
+            match arg {
+                Value::Bool(false) => self.fail(path, format!("{name} is not allowed here")),
+                schema => self.check(schema, member, &format!("{path}/{name}")),
+            }
+        }
+    }
+
+    fn items(&mut self, map: &Map<String, Value>, arg: &Value, value: &Value, path: &str) {
+        let Some(items) = value.as_array() else {
+            return;
+        };
+        // Draft 7's tuple form; 2020-12's items after prefixItems.
+        let skip = map
+            .get("prefixItems")
+            .and_then(Value::as_array)
+            .map_or(0, Vec::len);
+        match arg {
+            Value::Array(schemas) => {
+                for (i, (s, v)) in schemas.iter().zip(items).enumerate() {
+                    self.check(s, v, &format!("{path}/{i}"));
+                }
+            }
+            schema => {
+                for (i, item) in items.iter().enumerate().skip(skip) {
+                    self.check(schema, item, &format!("{path}/{i}"));
+                }
+            }
+        }
+    }
+
+    fn any_of(&mut self, arg: &Value, value: &Value, path: &str) {
+        let Some(branches) = arg.as_array() else {
+            return;
+        };
+        if branches.iter().any(|b| self.passes(b, value, path)) {
+            return;
+        }
+        // The branch whose errors say the most: the one that failed
+        // deepest, or the first.
+        let mut best: Option<Vec<String>> = None;
+        for branch in branches {
+            let mut inner = Walk {
+                doc: self.doc,
+                errors: Vec::new(),
+                unknown: None,
+                depth: self.depth,
+            };
+            inner.check(branch, value, path);
+            let deepest = |errors: &[String]| errors.iter().map(|e| e.matches('/').count()).max();
+            if best
+                .as_ref()
+                .is_none_or(|b| deepest(&inner.errors) > deepest(b))
+            {
+                best = Some(inner.errors);
+            }
+        }
+        let detail = best.unwrap_or_default().join("; ");
+        self.fail(
+            path,
+            format!("matches none of {} forms ({detail})", branches.len()),
+        );
+    }
+
+    fn one_of(&mut self, arg: &Value, value: &Value, path: &str) {
+        let Some(branches) = arg.as_array() else {
+            return;
+        };
+        let probes: Vec<_> = branches
+            .iter()
+            .map(|b| self.probe(b, value, path))
+            .collect();
+        if let Some(keyword) = probes.iter().find_map(|(_, unknown)| unknown.clone()) {
+            self.unknown.get_or_insert(keyword);
+            return;
+        }
+        let matched = probes.iter().filter(|(valid, _)| *valid).count();
+        if matched != 1 {
+            self.fail(
+                path,
+                format!(
+                    "must match exactly one form of {}, matches {matched}",
+                    branches.len()
+                ),
+            );
+        }
+    }
+
+    fn bound(&mut self, keyword: &str, arg: &Value, value: &Value, path: &str) {
+        let (Some(limit), Some(n)) = (arg.as_f64(), value.as_f64()) else {
+            return;
+        };
+        let wrong = match keyword {
+            "minimum" => n < limit,
+            "maximum" => n > limit,
+            "exclusiveMinimum" => n <= limit,
+            _ => n >= limit,
+        };
+        if wrong {
+            self.fail(path, format!("{keyword} {limit}, is {n}"));
+        }
+    }
+}
+
+/// Whether `value` is of the JSON Schema type `name`.
+fn is_type(name: &str, value: &Value) -> bool {
+    match name {
+        "null" => value.is_null(),
+        "boolean" => value.is_boolean(),
+        "object" => value.is_object(),
+        "array" => value.is_array(),
+        "string" => value.is_string(),
+        "number" => value.is_number(),
+        "integer" => {
+            value.is_i64() || value.is_u64() || value.as_f64().is_some_and(|f| f.fract() == 0.0)
+        }
+        _ => false,
+    }
+}
+
+/// The JSON type of `value`, as a schema names it.
+pub fn type_name(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(n) if n.is_i64() || n.is_u64() => "integer",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+/// A value, short, for a reason.
+fn show(value: &Value) -> String {
+    let text = value.to_string();
+    if text.len() > 60 {
+        format!("{}…", &text[..text.floor_char_boundary(57)])
+    } else {
+        text
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// Every example of the 2026-07-28 spec (`tests/spec-examples/`, the
+    /// spec's `examples/` by definition) is valid against its definition;
+    /// and, with the first member its definition requires taken out, is
+    /// not.
+    #[test]
+    fn the_specs_examples_are_valid_and_without_a_required_member_are_not() {
+        let doc = Document::parse(MODERN);
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/spec-examples");
+        let (mut valid, mut refused, mut wrong) = (0, 0, Vec::new());
+        for def in std::fs::read_dir(&dir).expect("tests/spec-examples") {
+            let def = def.unwrap().path();
+            let name = def.file_name().unwrap().to_str().unwrap().to_owned();
+            for file in std::fs::read_dir(&def).unwrap() {
+                let file = file.unwrap().path();
+                let example: Value =
+                    serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+                match doc.validate_def(&name, &example) {
+                    Found::Valid => valid += 1,
+                    other => wrong.push(format!("{}: {other:?}", file.display())),
+                }
+                let required = doc
+                    .root
+                    .pointer(&format!("/$defs/{name}/required/0"))
+                    .and_then(Value::as_str);
+                if let (Some(member), Some(map)) = (required, example.as_object()) {
+                    let mut without = map.clone();
+                    without.remove(member);
+                    match doc.validate_def(&name, &Value::Object(without)) {
+                        Found::Invalid(_) => refused += 1,
+                        other => {
+                            wrong.push(format!("{} without {member}: {other:?}", file.display()))
+                        }
+                    }
+                }
+            }
+        }
+        assert!(wrong.is_empty(), "{wrong:#?}");
+        assert!(
+            valid >= 100 && refused >= 50,
+            "{valid} valid, {refused} refused"
+        );
+    }
+
+    #[test]
+    fn the_spec_schemas_parse_and_name_the_results() {
+        for (text, names) in [
+            (
+                MODERN,
+                &["DiscoverResult", "ListToolsResult", "CallToolResult"][..],
+            ),
+            (LEGACY, &["InitializeResult", "ListToolsResult"][..]),
+        ] {
+            let doc = Document::parse(text);
+            for name in names {
+                assert!(doc.has(name), "{name}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_discover_result_is_valid_and_a_broken_one_is_not() {
+        let doc = Document::parse(MODERN);
+        let good = json!({
+            "resultType": "complete", "supportedVersions": ["2026-07-28"],
+            "cacheScope": "public", "ttlMs": 0,
+            "capabilities": { "tools": {} },
+            "_meta": { "io.modelcontextprotocol/serverInfo": { "name": "x", "version": "1" } }
+        });
+        assert_eq!(doc.validate_def("DiscoverResult", &good), Found::Valid);
+        let mut bad = good.clone();
+        bad["supportedVersions"] = json!("2026-07-28");
+        let Found::Invalid(errors) = doc.validate_def("DiscoverResult", &bad) else {
+            panic!("accepted {bad}");
+        };
+        assert!(
+            errors[0].starts_with("/supportedVersions: must be array"),
+            "{errors:?}"
+        );
+    }
+}

@@ -1,0 +1,907 @@
+//! `mcp-stdio check` against a server with one switch per fault: each
+//! switch flips one rule of the spec, and the checker must fail exactly
+//! the checks that rule is for, and nothing else; with no switch, nothing
+//! fails. Then the catalogue: every quote is found in the spec
+//! (`tests/spec/`), the embedded schemas are the spec's, `CONFORMANCE.md`
+//! is what `--list --format markdown` prints; and the exit statuses and
+//! report formats.
+//!
+//! With `MCP_STDIO_CHECK_FAULT` set, `main` becomes the server: the
+//! everything example (its modules compiled in, as `tests/cli.rs` does),
+//! its input and output passed through a filter that breaks one rule.
+//! `mcp-stdio check` passes its environment to the server it starts.
+//!
+//! Output: `ok <name>` or `FAILED <name>: <reason>` per test, then
+//! `N passed, M failed`. Every run of the checker is bounded (killed
+//! after [`LIMIT`]).
+
+#[path = "../examples/everything/conformance.rs"]
+mod conformance;
+#[path = "../examples/everything/server.rs"]
+mod everything;
+#[path = "../examples/everything/fixtures.rs"]
+mod fixtures;
+#[path = "harness/selection.rs"]
+mod selection;
+
+use std::collections::BTreeSet;
+use std::io::{BufReader, Read, Write};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use mcp_stdio::Transport;
+use selection::Selection;
+use serde_json::{Value, json};
+
+const FAULT_ENV: &str = "MCP_STDIO_CHECK_FAULT";
+const BIN: &str = env!("CARGO_BIN_EXE_mcp-stdio");
+/// The longest one run of the checker may take.
+const LIMIT: Duration = Duration::from_secs(120);
+/// `--call` for the cancellation check: the everything example's slow
+/// tool, slow enough to cancel.
+const SLOW: &str = "slow={\"ms\":1500}";
+/// `--call` for the MRTR checks: the everything example's tool that asks
+/// for the user's name.
+const ASKS: &str = "ask";
+/// `--call` for the Tasks checks: the everything example's tool that is a
+/// task when the client declares the extension.
+const TASK: &str = "slow_compute={\"seconds\":0}";
+
+/// Each fault, and the checks it must fail (fail or warn), no more.
+const FAULTS: &[(&str, &[&str])] = &[
+    ("none", &[]),
+    ("stdout-log", &["stdio.stdout-only-mcp"]),
+    (
+        "id-as-string",
+        &["jsonrpc.id-types", "jsonrpc.id-large-integer"],
+    ),
+    ("reply-after-cancel", &["cancel.no-reply-after-cancel"]),
+    ("blank-line-hold", &["stdio.blank-line-after"]),
+    ("ack-after-event", &["subscriptions.ack-first"]),
+    ("schema-break", &["schema.tools-list"]),
+    ("no-is-error", &["tools.wrong-arguments"]),
+    ("no-parse-error", &["jsonrpc.parse-error"]),
+    ("answers-notifications", &["jsonrpc.notification-no-reply"]),
+    ("no-exit-on-eof", &["stdio.exit-on-eof"]),
+    (
+        "unknown-method-result",
+        &[
+            "jsonrpc.unknown-method-error",
+            "jsonrpc.method-not-found",
+            "schema.error",
+        ],
+    ),
+    ("any-version", &["lifecycle.unsupported-version"]),
+    ("mrtr-empty", &["mrtr.input-required-result"]),
+    ("mrtr-undeclared", &["mrtr.undeclared-input-requests"]),
+    ("task-get-undeclared", &["tasks.get-undeclared"]),
+    ("task-unresolved", &["tasks.created-resolves"]),
+    ("task-undeclared", &["tasks.no-task-undeclared"]),
+];
+
+/// One test: `Err` says what went wrong.
+type Test = Box<dyn Fn() -> Result<(), String> + Send + Sync>;
+
+fn main() {
+    if let Ok(fault) = std::env::var(FAULT_ENV) {
+        serve_with_fault(&fault);
+    }
+    let sel = Selection::from_args(std::env::args().skip(1));
+    let mut tests: Vec<(String, Test)> = Vec::new();
+    for (fault, expected) in FAULTS {
+        tests.push((
+            format!("fault_{}", fault.replace('-', "_")),
+            Box::new(move || fault_fails_exactly(fault, expected)),
+        ));
+    }
+    tests.push((
+        "every_quote_is_in_the_spec".into(),
+        Box::new(every_quote_is_in_the_spec),
+    ));
+    tests.push((
+        "embedded_schemas_are_the_specs".into(),
+        Box::new(embedded_schemas_are_the_specs),
+    ));
+    tests.push((
+        "conformance_md_is_the_catalogue".into(),
+        Box::new(conformance_md_is_the_catalogue),
+    ));
+    tests.push((
+        "a_server_that_stops_reading_costs_each_check_its_deadline".into(),
+        Box::new(a_server_that_stops_reading_costs_each_check_its_deadline),
+    ));
+    tests.push((
+        "a_server_that_floods_its_output_costs_each_wait_its_time".into(),
+        Box::new(a_server_that_floods_its_output_costs_each_wait_its_time),
+    ));
+    tests.push((
+        "a_server_slow_to_start_is_waited_for".into(),
+        Box::new(a_server_slow_to_start_is_waited_for),
+    ));
+    tests.push((
+        "a_server_that_cannot_start_is_status_2".into(),
+        Box::new(a_server_that_cannot_start_is_status_2),
+    ));
+    tests.push((
+        "junit_report_has_a_case_per_check".into(),
+        Box::new(junit_report_has_a_case_per_check),
+    ));
+    tests.push((
+        "only_and_skip_select_by_id_and_group".into(),
+        Box::new(only_and_skip_select_by_id_and_group),
+    ));
+    let tests: Vec<_> = tests
+        .into_iter()
+        .filter(|(name, _)| sel.includes(name))
+        .collect();
+    if sel.list {
+        for (name, _) in &tests {
+            println!("{name}: test");
+        }
+        return;
+    }
+    // Four at a time: each run is mostly waiting.
+    let results = Mutex::new(Vec::new());
+    let next = Mutex::new(tests.iter());
+    std::thread::scope(|scope| {
+        for _ in 0..4 {
+            scope.spawn(|| {
+                loop {
+                    let Some((name, test)) = next.lock().unwrap().next() else {
+                        return;
+                    };
+                    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(test))
+                        .unwrap_or_else(|_| Err("panicked".into()));
+                    match &outcome {
+                        Ok(()) => println!("ok {name}"),
+                        Err(e) => println!("FAILED {name}: {e}"),
+                    }
+                    results.lock().unwrap().push(outcome.is_ok());
+                }
+            });
+        }
+    });
+    let results = results.into_inner().unwrap();
+    let passed = results.iter().filter(|ok| **ok).count();
+    let failed = results.len() - passed;
+    println!("{passed} passed, {failed} failed");
+    std::process::exit(i32::from(failed > 0));
+}
+
+// ---------------------------------------------------------------------------
+// Running the checker
+// ---------------------------------------------------------------------------
+
+struct Run {
+    status: Option<i32>,
+    stdout: String,
+    stderr: String,
+}
+
+/// Runs `mcp-stdio check ARGS`, with `fault` in its environment; killed
+/// after [`LIMIT`].
+fn check(args: &[&str], fault: Option<&str>) -> Run {
+    let mut command = Command::new(BIN);
+    command
+        .arg("check")
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    match fault {
+        Some(fault) => command.env(FAULT_ENV, fault),
+        None => command.env_remove(FAULT_ENV),
+    };
+    let mut child = command.spawn().expect("mcp-stdio starts");
+    let mut stdout = child.stdout.take().unwrap();
+    let mut stderr = child.stderr.take().unwrap();
+    let out = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = stdout.read_to_string(&mut s);
+        s
+    });
+    let err = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = stderr.read_to_string(&mut s);
+        s
+    });
+    let deadline = Instant::now() + LIMIT;
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status.code();
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    Run {
+        status,
+        stdout: out.join().unwrap(),
+        stderr: err.join().unwrap(),
+    }
+}
+
+fn this_exe() -> String {
+    std::env::current_exe()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// Runs the whole catalogue against the server with `fault` and compares
+/// the checks that did not pass (fail or warn) with `expected`.
+fn fault_fails_exactly(fault: &str, expected: &[&str]) -> Result<(), String> {
+    let exe = this_exe();
+    let run = check(
+        &[
+            "--format", "json", "--call", SLOW, "--call", ASKS, "--call", TASK, "--", &exe,
+        ],
+        Some(fault),
+    );
+    let mut broken = BTreeSet::new();
+    let mut levels = Vec::new();
+    let mut count = 0;
+    for line in run.stdout.lines() {
+        let v: Value = serde_json::from_str(line).map_err(|e| format!("not JSON ({e}): {line}"))?;
+        if v.get("summary").is_some() {
+            continue;
+        }
+        count += 1;
+        let status = v["status"].as_str().unwrap_or_default();
+        if v["evidence"].as_array().is_none() {
+            return Err(format!("no evidence array: {line}"));
+        }
+        if status == "fail" || status == "warn" {
+            broken.insert(v["id"].as_str().unwrap_or_default().to_owned());
+            levels.push(v["level"].as_str().unwrap_or_default().to_owned());
+            if v["evidence"].as_array().is_some_and(Vec::is_empty) {
+                return Err(format!("{} failed without evidence", v["id"]));
+            }
+        }
+        if status == "fail" && v["level"] != "MUST" {
+            return Err(format!(
+                "{}: a {} check failed instead of warning",
+                v["id"], v["level"]
+            ));
+        }
+    }
+    if count < 50 {
+        return Err(format!(
+            "only {count} checks ran (status {:?}); stderr: {}",
+            run.status, run.stderr
+        ));
+    }
+    let expected: BTreeSet<String> = expected.iter().map(|s| (*s).to_owned()).collect();
+    if broken != expected {
+        let reasons: Vec<String> = run
+            .stdout
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .filter(|v| matches!(v["status"].as_str(), Some("fail" | "warn")))
+            .map(|v| format!("{} ({}): {}", v["id"], v["status"], v["reason"]))
+            .collect();
+        return Err(format!(
+            "expected {expected:?} to fail, got {broken:?}: {}",
+            reasons.join(" | ")
+        ));
+    }
+    let must_failed = levels.iter().any(|l| l == "MUST");
+    let want = if must_failed { 1 } else { 0 };
+    if run.status != Some(want) {
+        return Err(format!("exit status {:?}, expected {want}", run.status));
+    }
+    Ok(())
+}
+
+fn every_quote_is_in_the_spec() -> Result<(), String> {
+    let run = check(&["--list", "--format", "json"], None);
+    let spec = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/spec");
+    let mut n = 0;
+    for line in run.stdout.lines() {
+        let c: Value = serde_json::from_str(line).map_err(|e| format!("{e}: {line}"))?;
+        let (page, quote) = (c["page"].as_str().unwrap(), c["quote"].as_str().unwrap());
+        let text = match page.split_once('#') {
+            Some((file, def)) => {
+                let schema: Value = serde_json::from_str(
+                    &std::fs::read_to_string(spec.join(file))
+                        .map_err(|e| format!("{file}: {e}"))?,
+                )
+                .unwrap();
+                descriptions(&schema["$defs"][def])
+            }
+            None => std::fs::read_to_string(spec.join(page)).map_err(|e| format!("{page}: {e}"))?,
+        };
+        if !normalize(&text).contains(&normalize(quote)) {
+            return Err(format!("{}: the quote is not in {page}: {quote}", c["id"]));
+        }
+        n += 1;
+    }
+    if n < 50 {
+        return Err(format!("only {n} checks listed"));
+    }
+    Ok(())
+}
+
+/// Every description in a schema definition (its own and its members'),
+/// joined.
+fn descriptions(v: &Value) -> String {
+    match v {
+        Value::Object(map) => map
+            .iter()
+            .map(|(k, v)| match (k.as_str(), v) {
+                ("description", Value::String(text)) => text.clone(),
+                _ => descriptions(v),
+            })
+            .collect::<Vec<_>>()
+            .join("\n"),
+        Value::Array(items) => items
+            .iter()
+            .map(descriptions)
+            .collect::<Vec<_>>()
+            .join("\n"),
+        _ => String::new(),
+    }
+}
+
+/// Markdown as read: emphasis markers and link targets dropped,
+/// whitespace collapsed.
+fn normalize(text: &str) -> String {
+    let text = text.replace("**", "");
+    let mut out = String::new();
+    let mut rest = text.as_str();
+    // [words](target) and [words][ref] become words.
+    while let Some(open) = rest.find('[') {
+        out.push_str(&rest[..open]);
+        let after = &rest[open + 1..];
+        match after.find(']') {
+            Some(close) if matches!(after[close + 1..].chars().next(), Some('(' | '[')) => {
+                out.push_str(&after[..close]);
+                let tail = &after[close + 1..];
+                let end = if tail.starts_with('(') { ')' } else { ']' };
+                rest = tail.find(end).map_or("", |e| &tail[e + 1..]);
+            }
+            _ => {
+                out.push('[');
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
+    out.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+fn embedded_schemas_are_the_specs() -> Result<(), String> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    for (spec, embedded) in [
+        (
+            "tests/spec/2026-07-28/schema.json",
+            "src/bin/mcp-stdio/check/schema/2026-07-28.json",
+        ),
+        (
+            "tests/spec/2025-11-25/schema.json",
+            "src/bin/mcp-stdio/check/schema/2025-11-25.json",
+        ),
+        (
+            "tests/spec/extensions/tasks/schema.json",
+            "src/bin/mcp-stdio/check/schema/tasks.json",
+        ),
+    ] {
+        let read = |p: &str| -> Value {
+            serde_json::from_str(&std::fs::read_to_string(root.join(p)).unwrap()).unwrap()
+        };
+        if strip(&read(spec), false) != read(embedded) {
+            return Err(format!("{embedded} is not {spec} without its descriptions"));
+        }
+    }
+    Ok(())
+}
+
+/// A schema without its `description` and `$schema` keywords (members of
+/// `properties` and `$defs` keep their names, whatever they are).
+fn strip(v: &Value, in_map: bool) -> Value {
+    match v {
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .filter(|(k, _)| in_map || (k.as_str() != "description" && k.as_str() != "$schema"))
+                .map(|(k, v)| {
+                    let map_of_schemas = !in_map
+                        && matches!(
+                            k.as_str(),
+                            "properties" | "$defs" | "patternProperties" | "definitions"
+                        );
+                    (k.clone(), strip(v, map_of_schemas))
+                })
+                .collect(),
+        ),
+        Value::Array(items) => Value::Array(items.iter().map(|i| strip(i, false)).collect()),
+        other => other.clone(),
+    }
+}
+
+fn conformance_md_is_the_catalogue() -> Result<(), String> {
+    let run = check(&["--list", "--format", "markdown"], None);
+    let doc = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("CONFORMANCE.md"))
+        .map_err(|e| format!("CONFORMANCE.md: {e}"))?;
+    let (begin, end) = ("<!-- catalogue: begin -->\n", "<!-- catalogue: end -->");
+    let start = doc.find(begin).ok_or("no catalogue begin marker")? + begin.len();
+    let stop = doc.find(end).ok_or("no catalogue end marker")?;
+    if doc[start..stop] != run.stdout {
+        return Err("CONFORMANCE.md's catalogue is not what `mcp-stdio check --list --format markdown` prints (regenerate it)".into());
+    }
+    Ok(())
+}
+
+/// A server that stops reading after its first lines: every check ends
+/// within its deadline, the run ends, and no server process is left.
+fn a_server_that_stops_reading_costs_each_check_its_deadline() -> Result<(), String> {
+    let exe = this_exe();
+    let token = format!("stops-reading:{}", std::process::id());
+    let began = Instant::now();
+    let run = check(
+        &[
+            "--format",
+            "json",
+            "--wait",
+            "2",
+            "--deadline",
+            "1",
+            "--only",
+            "jsonrpc,stdio.byte-by-byte",
+            "--",
+            &exe,
+        ],
+        Some(&token),
+    );
+    let took = began.elapsed();
+    let failed = run
+        .stdout
+        .lines()
+        .filter(|l| l.contains("no verdict within the check's deadline"))
+        .count();
+    if run.status != Some(1) || failed < 1 || took > Duration::from_secs(60) {
+        return Err(format!(
+            "status {:?}, {failed} failed, {:.1} s: {}",
+            run.status,
+            took.as_secs_f64(),
+            run.stderr
+        ));
+    }
+    // Every process that carried the token is gone.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let left = processes_with(&format!("{FAULT_ENV}={token}"));
+        if left.is_empty() {
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            return Err(format!("server processes left behind: {left:?}"));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// A server that writes long lines faster than the checker reads them and
+/// answers nothing: each wait still ends at its deadline (a receive that
+/// finds a message never looked at the deadline, so the first wait never
+/// ended), and the run says the server could not be reached.
+fn a_server_that_floods_its_output_costs_each_wait_its_time() -> Result<(), String> {
+    let began = Instant::now();
+    let run = check(
+        &[
+            "--wait",
+            "2",
+            "--only",
+            "jsonrpc.id-types",
+            "--",
+            &this_exe(),
+        ],
+        Some("flood"),
+    );
+    let took = began.elapsed();
+    if run.status != Some(2) || took > Duration::from_secs(60) {
+        return Err(format!(
+            "status {:?} after {:.1} s: {}",
+            run.status,
+            took.as_secs_f64(),
+            run.stderr
+        ));
+    }
+    Ok(())
+}
+
+/// A server that takes longer to say its first line than `--wait` (a
+/// Python or `npx` server on a loaded machine) is waited for, not taken
+/// for one that does not answer: both eras found, the check passes.
+fn a_server_slow_to_start_is_waited_for() -> Result<(), String> {
+    let run = check(
+        &[
+            "--wait",
+            "1",
+            "--only",
+            "jsonrpc.id-types",
+            "--",
+            &this_exe(),
+        ],
+        Some("slow-start"),
+    );
+    if run.status != Some(0)
+        || !run.stdout.contains("modern: yes")
+        || !run.stdout.contains("legacy: yes")
+        || !run.stdout.contains("pass  MUST    jsonrpc.id-types")
+    {
+        return Err(format!(
+            "status {:?}: {}{}",
+            run.status, run.stdout, run.stderr
+        ));
+    }
+    Ok(())
+}
+
+/// The pids of the processes whose environment holds `entry`.
+fn processes_with(entry: &str) -> Vec<u32> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.filter_map(|e| e.ok())
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/environ"))
+                .is_ok_and(|env| env.split(|b| *b == 0).any(|v| v == entry.as_bytes()))
+        })
+        .collect()
+}
+
+fn a_server_that_cannot_start_is_status_2() -> Result<(), String> {
+    let run = check(&["--", "/nonexistent/mcp-server"], None);
+    if run.status != Some(2) || !run.stderr.contains("was not found") {
+        return Err(format!("status {:?}, stderr {:?}", run.status, run.stderr));
+    }
+    // A program that exits at once speaks no era.
+    let run = check(&["--wait", "1", "--", "true"], None);
+    if run.status != Some(2) || !run.stderr.contains("speaks no MCP era") {
+        return Err(format!(
+            "true: status {:?}, stderr {:?}",
+            run.status, run.stderr
+        ));
+    }
+    Ok(())
+}
+
+fn junit_report_has_a_case_per_check() -> Result<(), String> {
+    let exe = this_exe();
+    let run = check(
+        &[
+            "--format",
+            "junit",
+            "--only",
+            "jsonrpc,stdio.stdout-only-mcp",
+            "--",
+            &exe,
+        ],
+        Some("stdout-log"),
+    );
+    let cases = run.stdout.matches("<testcase ").count();
+    let failures = run.stdout.matches("<failure ").count();
+    if cases != 9
+        || failures != 1
+        || !run.stdout.contains("failures=\"1\"")
+        || run.status != Some(1)
+    {
+        return Err(format!(
+            "{cases} cases, {failures} failures, status {:?}: {}",
+            run.status, run.stdout
+        ));
+    }
+    Ok(())
+}
+
+fn only_and_skip_select_by_id_and_group() -> Result<(), String> {
+    let run = check(
+        &[
+            "--list",
+            "--format",
+            "json",
+            "--only",
+            "stdio,jsonrpc.id-types",
+            "--skip",
+            "stdio.sigterm",
+        ],
+        None,
+    );
+    let ids: Vec<String> = run
+        .stdout
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<Value>(l).unwrap()["id"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    if !ids
+        .iter()
+        .all(|id| id.starts_with("stdio.") || id == "jsonrpc.id-types")
+        || ids.contains(&"stdio.sigterm".to_owned())
+        || !ids.contains(&"jsonrpc.id-types".to_owned())
+    {
+        return Err(format!("{ids:?}"));
+    }
+    let run = check(&["--only", "nosuchgroup", "--", "true"], None);
+    if run.status != Some(2) || !run.stderr.contains("no check or group is called") {
+        return Err(format!("status {:?}, {}", run.status, run.stderr));
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------
+// The fault server
+// ---------------------------------------------------------------------------
+
+/// What the input and output filters share.
+struct Shared {
+    fault: String,
+    /// Output held back until the next line that is not blank.
+    hold: bool,
+    held: Vec<Vec<u8>>,
+    out: std::io::Stdout,
+}
+
+impl Shared {
+    fn write_now(&mut self, line: &[u8]) {
+        let _ = self.out.write_all(line);
+        let _ = self.out.write_all(b"\n");
+        let _ = self.out.flush();
+    }
+}
+
+fn serve_with_fault(fault: &str) -> ! {
+    let shared = Arc::new(Mutex::new(Shared {
+        fault: fault.to_owned(),
+        hold: false,
+        held: Vec::new(),
+        out: std::io::stdout(),
+    }));
+    if fault == "slow-start" {
+        // Three seconds before it reads or writes anything.
+        std::thread::sleep(Duration::from_secs(3));
+    }
+    if fault == "flood" {
+        // Long notifications, as fast as they can be written, and
+        // nothing else.
+        let line = json!({ "jsonrpc": "2.0", "method": "notifications/message",
+            "params": { "level": "info", "data": "x".repeat(1 << 20) } })
+        .to_string()
+            + "\n";
+        let mut out = std::io::stdout().lock();
+        while out.write_all(line.as_bytes()).is_ok() {}
+        std::process::exit(0);
+    }
+    if fault == "stdout-log" {
+        shared
+            .lock()
+            .unwrap()
+            .write_now(b"Server starting on stdio...");
+    }
+    let input = FaultIn {
+        shared: Arc::clone(&shared),
+        lines: 0,
+        partial: Vec::new(),
+        ready: Vec::new(),
+        at: 0,
+    };
+    let output = FaultOut {
+        shared: Arc::clone(&shared),
+        partial: Vec::new(),
+    };
+    let res = everything::build().serve(Transport::new(BufReader::new(input), output));
+    if fault == "no-exit-on-eof" {
+        // Served to the end, then lingers: the checker kills it.
+        std::thread::sleep(Duration::from_secs(60));
+    }
+    std::process::exit(i32::from(res.is_err()));
+}
+
+/// The server's input: stdin, line by line, through the fault.
+struct FaultIn {
+    shared: Arc<Mutex<Shared>>,
+    /// The lines read so far.
+    lines: usize,
+    partial: Vec<u8>,
+    ready: Vec<u8>,
+    at: usize,
+}
+
+impl Read for FaultIn {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        while self.at == self.ready.len() {
+            if let Some(token) = self
+                .shared
+                .lock()
+                .unwrap()
+                .fault
+                .strip_prefix("stops-reading:")
+            {
+                // Served its first lines; now reads nothing, ever (its
+                // process is found by the token and must be gone).
+                if self.lines >= 6 {
+                    let _ = token;
+                    loop {
+                        std::thread::park();
+                    }
+                }
+            }
+            let mut chunk = [0u8; 65536];
+            let n = std::io::stdin().read(&mut chunk)?;
+            if n == 0 {
+                if self.partial.is_empty() {
+                    return Ok(0);
+                }
+                self.ready = std::mem::take(&mut self.partial);
+                self.at = 0;
+                break;
+            }
+            self.partial.extend_from_slice(&chunk[..n]);
+            let mut lines = Vec::new();
+            while let Some(at) = self.partial.iter().position(|b| *b == b'\n') {
+                let line: Vec<u8> = self.partial.drain(..=at).collect();
+                lines.push(line);
+                self.lines += 1;
+            }
+            self.ready.clear();
+            self.at = 0;
+            let mut shared = self.shared.lock().unwrap();
+            let last_blank = lines
+                .last()
+                .is_some_and(|l| l.iter().all(u8::is_ascii_whitespace));
+            for line in lines {
+                if let Some(line) = filter_in(&mut shared, line) {
+                    self.ready.extend_from_slice(&line);
+                }
+            }
+            if shared.fault == "blank-line-hold" && last_blank {
+                shared.hold = true;
+            }
+        }
+        let n = buf.len().min(self.ready.len() - self.at);
+        buf[..n].copy_from_slice(&self.ready[self.at..self.at + n]);
+        self.at += n;
+        Ok(n)
+    }
+}
+
+/// One line of input through the fault: dropped, changed, or answered
+/// before the server sees it.
+fn filter_in(shared: &mut Shared, line: Vec<u8>) -> Option<Vec<u8>> {
+    let blank = line.iter().all(u8::is_ascii_whitespace);
+    if !blank && shared.hold {
+        // A line that is not blank releases what was held, then goes on.
+        shared.hold = false;
+        for held in std::mem::take(&mut shared.held) {
+            shared.write_now(&held);
+        }
+    }
+    let parsed: Option<Value> = serde_json::from_slice(&line).ok();
+    match (shared.fault.as_str(), &parsed) {
+        ("no-parse-error", None) if !blank => None,
+        ("reply-after-cancel", Some(v)) if v["method"] == "notifications/cancelled" => None,
+        ("answers-notifications", Some(v))
+            if v.get("method").is_some() && v.get("id").is_none() =>
+        {
+            shared.write_now(
+                json!({ "jsonrpc": "2.0", "id": null, "result": {} })
+                    .to_string()
+                    .as_bytes(),
+            );
+            Some(line)
+        }
+        ("ack-after-event", Some(v)) if v["method"] == "subscriptions/listen" => {
+            let event = json!({ "jsonrpc": "2.0", "method": "notifications/tools/list_changed",
+                "params": { "_meta": { "io.modelcontextprotocol/subscriptionId": v["id"] } } });
+            shared.write_now(event.to_string().as_bytes());
+            Some(line)
+        }
+        ("mrtr-undeclared", Some(v)) if v["method"] == "tools/call" => {
+            // Every capability, whatever the client declared.
+            let mut v = v.clone();
+            v["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"] =
+                json!({ "elicitation": {}, "sampling": {}, "roots": {} });
+            Some(format!("{v}\n").into_bytes())
+        }
+        ("task-get-undeclared", Some(v)) if v["method"] == "tasks/get" => {
+            // The Tasks extension, whatever the client declared.
+            let mut v = v.clone();
+            v["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"]["extensions"] =
+                json!({ "io.modelcontextprotocol/tasks": {} });
+            Some(format!("{v}\n").into_bytes())
+        }
+        ("task-undeclared", Some(v)) if v["method"] == "tools/call" => {
+            let mut v = v.clone();
+            v["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"]["extensions"] =
+                json!({ "io.modelcontextprotocol/tasks": {} });
+            Some(format!("{v}\n").into_bytes())
+        }
+        ("any-version", Some(v))
+            if v.pointer("/params/_meta/io.modelcontextprotocol~1protocolVersion")
+                == Some(&json!("1900-01-01")) =>
+        {
+            let mut v = v.clone();
+            v["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"] = json!("2026-07-28");
+            Some(format!("{v}\n").into_bytes())
+        }
+        _ => Some(line),
+    }
+}
+
+/// The server's output: whole lines, through the fault, to stdout (or
+/// held).
+struct FaultOut {
+    shared: Arc<Mutex<Shared>>,
+    partial: Vec<u8>,
+}
+
+impl Write for FaultOut {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.partial.extend_from_slice(buf);
+        while let Some(at) = self.partial.iter().position(|b| *b == b'\n') {
+            let mut line: Vec<u8> = self.partial.drain(..=at).collect();
+            line.pop();
+            let mut shared = self.shared.lock().unwrap();
+            let line = filter_out(&shared.fault, line);
+            if shared.hold {
+                shared.held.push(line);
+            } else {
+                shared.write_now(&line);
+            }
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// One line of output through the fault.
+fn filter_out(fault: &str, line: Vec<u8>) -> Vec<u8> {
+    let Ok(mut v) = serde_json::from_slice::<Value>(&line) else {
+        return line;
+    };
+    match fault {
+        "id-as-string" => {
+            // Ids that do not fit 1..2^31 come back as strings.
+            if let Some(n) = v
+                .get("id")
+                .and_then(|id| id.as_i64().map(i128::from).or(id.as_u64().map(i128::from)))
+                && !(1..(1 << 31)).contains(&n)
+            {
+                v["id"] = json!(n.to_string());
+            }
+        }
+        "schema-break" if v.pointer("/result/tools").is_some() => {
+            v["result"]["ttlMs"] = json!("soon")
+        }
+        "no-is-error" if v.pointer("/result/isError").is_some() => {
+            v["result"].as_object_mut().unwrap().remove("isError");
+        }
+        "mrtr-empty" if v.pointer("/result/resultType") == Some(&json!("input_required")) => {
+            let result = v["result"].as_object_mut().unwrap();
+            result.remove("inputRequests");
+            result.remove("requestState");
+        }
+        "task-unresolved" if v.pointer("/result/resultType") == Some(&json!("task")) => {
+            // A task id no tasks/get resolves.
+            let id = v["result"]["taskId"].as_str().unwrap_or_default();
+            v["result"]["taskId"] = json!(format!("not-yet-{id}"));
+        }
+        "unknown-method-result" if v.pointer("/error/code") == Some(&json!(-32601)) => {
+            v = json!({ "jsonrpc": "2.0", "id": v["id"], "result": { "resultType": "complete" } });
+        }
+        _ => return line,
+    }
+    v.to_string().into_bytes()
+}
