@@ -270,8 +270,9 @@ fn stream(site: &Site, exchange: &Exchange<'_>, open: u64, request: &HttpRequest
     goes_on && empty && !site.inner.connections.is_stopped()
 }
 
-/// The checks before the body, in order: the path, `Host`, `Origin`, the
-/// method, authorization, the media types.
+/// The checks before the body, in order: the path, the fields that must
+/// come once, `Host`, `Origin`, the method, authorization, the media
+/// types.
 fn check(site: &Site, request: &HttpRequest) -> Result<(), Refusal> {
     let options = &site.options;
     if request.path() != options.path {
@@ -285,6 +286,7 @@ fn check(site: &Site, request: &HttpRequest) -> Result<(), Refusal> {
             headers: Vec::new(),
         });
     }
+    guard::single_fields(request)?;
     guard::host(request, options, site.loopback)?;
     guard::origin(request, options)?;
     let allow = if cfg!(feature = "legacy") {

@@ -35,6 +35,39 @@ fn host_name(authority: &str) -> &str {
     authority.split(':').next().unwrap_or(authority)
 }
 
+/// The header fields the checks read (`Host`, `Origin`, `Content-Type`)
+/// and every `Mcp-*` one the spec's checks compare with the body
+/// (`MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name`, each `Mcp-Param-*`,
+/// `Mcp-Session-Id`): each at most once. A check reads one value; a
+/// gateway in front may route on the last one, or on all of them joined,
+/// and so see another method, tool, version or session than the one
+/// checked (RFC 9110 section 5.3: a field that is not a list must not be
+/// repeated).
+pub(crate) fn single_fields(request: &HttpRequest) -> Result<(), Refusal> {
+    let checked = |name: &str| {
+        ["host", "origin", "content-type"]
+            .iter()
+            .any(|n| n.eq_ignore_ascii_case(name))
+            || name
+                .get(..4)
+                .is_some_and(|prefix| prefix.eq_ignore_ascii_case("mcp-"))
+    };
+    let twice = (request.headers.iter())
+        .map(|(name, _)| name)
+        .filter(|name| checked(name))
+        .find(|name| request.headers.count(name) > 1);
+    match twice {
+        Some(name) => Err(Refusal::new(
+            400,
+            format!(
+                "the {} header is sent more than once: send it once",
+                name.to_ascii_lowercase()
+            ),
+        )),
+        None => Ok(()),
+    }
+}
+
 /// `Host`: required (RFC 9112 section 3.2), and against DNS rebinding a
 /// name this server answers to (see [`HttpOptions::allow_host`]).
 pub(crate) fn host(
@@ -48,9 +81,6 @@ pub(crate) fn host(
         }
         return Err(Refusal::new(400, "the Host header is required in HTTP/1.1"));
     };
-    if request.headers.count("host") > 1 {
-        return Err(Refusal::new(400, "the Host header is sent more than once"));
-    }
     let name = host_name(host);
     let allowed = if !options.hosts.is_empty() {
         options
