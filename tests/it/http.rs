@@ -1043,3 +1043,46 @@ fn a_connection_whose_thread_panics_leaves_its_place() {
     let response = post(http.addr, &mirrored("tools/list", None), &call);
     assert_eq!(status(&response), 200, "{response}");
 }
+
+/// Issue 47, item 14: a loopback listener answers to the loopback address
+/// it is on, and to no other name. On `127.0.0.2` it refused its own
+/// address (`403`, only `localhost`, `127.0.0.1` and `[::1]` passed); on
+/// `::ffff:127.0.0.1` (an IPv4 loopback address in IPv6 form) it counted
+/// as not loopback and served any `Host` (`200` for `evil.example`).
+#[test]
+fn a_loopback_listener_on_any_loopback_address_answers_to_it_alone() {
+    let call = body(9, "tools/list", json!({}));
+    let request = |host: &str| {
+        format!(
+            "POST /mcp HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\nContent-Type: application/json\r\nMCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/list\r\nContent-Length: {}\r\n\r\n{call}",
+            call.len()
+        )
+    };
+    let mut wrong = Vec::new();
+    for bind in ["127.0.0.2:0", "[::ffff:127.0.0.1]:0"] {
+        let listener = TcpListener::bind(bind).unwrap();
+        let addr = listener.local_addr().unwrap();
+        let server = crate::everything::build();
+        let stop = server.stop_handle();
+        let thread = std::thread::spawn(move || server.serve_http(listener, HttpOptions::new()));
+        let own = match addr {
+            SocketAddr::V4(v4) => format!("{}:{}", v4.ip(), v4.port()),
+            SocketAddr::V6(v6) => format!("[{}]:{}", v6.ip(), v6.port()),
+        };
+        for (host, expected) in [
+            (own.as_str(), 200),
+            ("localhost", 200),
+            ("127.0.0.1", 200),
+            ("evil.example", 403),
+            ("evil.example:80", 403),
+        ] {
+            let got = status(&raw(addr, request(host).as_bytes()));
+            if got != expected {
+                wrong.push(format!("on {bind}, Host {host}: {got}, not {expected}"));
+            }
+        }
+        stop.stop();
+        let _ = thread.join();
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}

@@ -24,8 +24,25 @@ impl Refusal {
     }
 }
 
-/// The names a loopback listener answers to.
-const LOOPBACK_NAMES: &[&str] = &["localhost", "127.0.0.1", "[::1]"];
+/// The name a loopback listener answers to besides its addresses.
+const LOOPBACK_NAME: &str = "localhost";
+
+/// Whether `name` (a host name, an IPv6 literal in brackets) names this
+/// machine: `localhost`, or any loopback address, `127.0.0.0/8` and `::1`
+/// written either way (`::ffff:127.0.0.2` is `127.0.0.2`). A DNS name
+/// other than `localhost` could be rebound to any address, so it is not.
+fn is_loopback_name(name: &str) -> bool {
+    if name.eq_ignore_ascii_case(LOOPBACK_NAME) {
+        return true;
+    }
+    let literal = name
+        .strip_prefix('[')
+        .and_then(|n| n.strip_suffix(']'))
+        .unwrap_or(name);
+    literal
+        .parse::<std::net::IpAddr>()
+        .is_ok_and(|ip| ip.to_canonical().is_loopback())
+}
 
 /// The host name of `host[:port]` (an IPv6 literal keeps its brackets).
 fn host_name(authority: &str) -> &str {
@@ -88,7 +105,7 @@ pub(crate) fn host(
             .iter()
             .any(|h| h.eq_ignore_ascii_case(host) || h.eq_ignore_ascii_case(name))
     } else if loopback {
-        LOOPBACK_NAMES.iter().any(|n| n.eq_ignore_ascii_case(name))
+        is_loopback_name(name)
     } else {
         true
     };
@@ -121,11 +138,7 @@ pub(crate) fn origin(request: &HttpRequest, options: &HttpOptions) -> Result<(),
     let loopback = origin
         .split_once("://")
         .filter(|(scheme, _)| matches!(*scheme, "http" | "https"))
-        .is_some_and(|(_, authority)| {
-            LOOPBACK_NAMES
-                .iter()
-                .any(|n| n.eq_ignore_ascii_case(host_name(authority)))
-        });
+        .is_some_and(|(_, authority)| is_loopback_name(host_name(authority)));
     if loopback {
         Ok(())
     } else {

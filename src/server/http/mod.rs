@@ -86,7 +86,8 @@ impl Server {
         let site = Arc::new(Site {
             inner: Arc::clone(&self.inner),
             options,
-            loopback: local.ip().is_loopback(),
+            // `::ffff:127.0.0.1` is a loopback address too.
+            loopback: local.ip().to_canonical().is_loopback(),
             #[cfg(feature = "legacy")]
             sessions: Default::default(),
             open: Default::default(),

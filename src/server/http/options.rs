@@ -25,8 +25,9 @@ pub(crate) type Authorize = dyn Fn(&HttpHeaders) -> Result<(), Unauthorized> + S
 /// ```
 ///
 /// Defaults: endpoint `/mcp`; origins: none but loopback ones
-/// (`http://localhost:*`, `http://127.0.0.1:*`, `http://[::1]:*`) and
-/// requests without `Origin`; hosts: loopback names only when the listener
+/// (`http://localhost:*`, and any loopback address: `http://127.0.0.1:*`,
+/// `http://[::1]:*`, ...) and requests without `Origin`; hosts: loopback
+/// names only when the listener
 /// is bound to a loopback address, any otherwise; 64 connections; a body
 /// of at most 4 MiB; 16 KiB of request line and headers, which must
 /// arrive within 10 s (a new connection's from its start); an idle
@@ -103,7 +104,8 @@ impl HttpOptions {
     /// Allows requests whose `Host` is `host` (a name, or `name:port`).
     /// Once any host is allowed, only the allowed ones are; until then a
     /// listener on a loopback address accepts loopback names only
-    /// (`localhost`, `127.0.0.1`, `[::1]`), against DNS rebinding.
+    /// (`localhost`, and any loopback address: `127.0.0.1`, `127.0.0.2`,
+    /// `[::1]`, `[::ffff:127.0.0.1]`, ...), against DNS rebinding.
     pub fn allow_host(mut self, host: &str) -> Self {
         self.hosts.push(host.to_owned());
         self
