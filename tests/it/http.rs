@@ -1086,3 +1086,97 @@ fn a_loopback_listener_on_any_loopback_address_answers_to_it_alone() {
     }
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }
+
+/// Issue 47, item 14: a browser on an allowed origin can use the endpoint.
+/// Its `POST` with `Content-Type: application/json` and the `Mcp-*`
+/// headers is preceded by a CORS preflight (`OPTIONS`), which was `405`,
+/// so an origin `allow_origin` admitted could never reach the server from
+/// a browser; and a response without `Access-Control-Allow-Origin` is one
+/// the page cannot read.
+#[test]
+fn a_browser_on_an_allowed_origin_passes_the_cors_preflight_and_reads_the_answer() {
+    let http = start(
+        crate::everything::build(),
+        HttpOptions::new().allow_origin("https://app.example.com"),
+    );
+    let addr = http.addr;
+    let preflight = |origin: &str| {
+        raw(
+            addr,
+            format!(
+                "OPTIONS /mcp HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nOrigin: {origin}\r\n\
+                 Access-Control-Request-Method: POST\r\n\
+                 Access-Control-Request-Headers: content-type, mcp-protocol-version, mcp-method, mcp-name\r\n\r\n"
+            )
+            .as_bytes(),
+        )
+    };
+    let allowed = preflight("https://app.example.com");
+    assert_eq!(status(&allowed), 204, "{allowed}");
+    assert_eq!(
+        header(&allowed, "access-control-allow-origin"),
+        Some("https://app.example.com"),
+        "{allowed}"
+    );
+    assert!(
+        header(&allowed, "access-control-allow-methods").is_some_and(|m| m.contains("POST")),
+        "{allowed}"
+    );
+    let asked = header(&allowed, "access-control-allow-headers")
+        .unwrap_or_default()
+        .to_ascii_lowercase();
+    for name in [
+        "content-type",
+        "mcp-protocol-version",
+        "mcp-method",
+        "mcp-name",
+    ] {
+        assert!(asked.contains(name), "{name} not allowed: {allowed}");
+    }
+    let local = preflight("http://localhost:5173");
+    assert_eq!(status(&local), 204, "{local}");
+    assert_eq!(
+        header(&local, "access-control-allow-origin"),
+        Some("http://localhost:5173")
+    );
+    let foreign = preflight("https://evil.example");
+    assert_eq!(status(&foreign), 403, "{foreign}");
+    assert_eq!(header(&foreign, "access-control-allow-origin"), None);
+
+    // The request itself: answered with the origin allowed, and the
+    // session header readable by the page.
+    let mut headers = mirrored("tools/call", Some("echo"));
+    headers.push(("Origin".into(), "https://app.example.com".into()));
+    let response = post(
+        addr,
+        &headers,
+        &body(
+            10,
+            "tools/call",
+            json!({ "name": "echo", "arguments": { "text": "hi" } }),
+        ),
+    );
+    assert_eq!(status(&response), 200, "{response}");
+    assert_eq!(
+        header(&response, "access-control-allow-origin"),
+        Some("https://app.example.com"),
+        "{response}"
+    );
+    assert!(
+        header(&response, "access-control-expose-headers")
+            .is_some_and(|h| h.to_ascii_lowercase().contains("mcp-session-id")),
+        "{response}"
+    );
+    assert_eq!(header(&response, "vary"), Some("Origin"));
+    // Without an Origin, nothing of CORS.
+    let response = post(
+        addr,
+        &mirrored("tools/call", Some("echo")),
+        &body(
+            11,
+            "tools/call",
+            json!({ "name": "echo", "arguments": { "text": "hi" } }),
+        ),
+    );
+    assert_eq!(header(&response, "access-control-allow-origin"), None);
+}

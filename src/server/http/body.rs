@@ -150,7 +150,6 @@ impl Body {
     }
 
     /// Adds a header to the response (before its first line).
-    #[cfg_attr(not(feature = "legacy"), allow(dead_code))]
     pub fn header(&self, name: &'static str, value: String) {
         self.lock().headers.push((name, value));
     }

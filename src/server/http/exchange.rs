@@ -18,6 +18,7 @@
 //! `notifications/cancelled` cancels the POST serving that request.
 
 use std::borrow::Cow;
+use std::cell::RefCell;
 use std::net::TcpStream;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -50,6 +51,10 @@ pub(crate) struct Exchange<'a> {
     pub socket: &'a TcpStream,
     #[cfg(feature = "legacy")]
     pub sessions: &'a Sessions,
+    /// The CORS fields of the responses to the request being served
+    /// (`guard::cors`; none unless a browser on an allowed origin sent
+    /// it), set before each request: every answer carries them.
+    pub cors: RefCell<Vec<(&'static str, String)>>,
 }
 
 impl Exchange<'_> {
@@ -162,7 +167,7 @@ impl Exchange<'_> {
             );
             return self.error_with(503, Some(&id), &error, &[("Retry-After", "1")], false);
         };
-        let body = Body::new(socket, events, request.http10, keep_alive);
+        let body = self.body(socket, events, request);
         let (end_tx, end) = crossbeam_channel::unbounded();
         let conn = ConnHandle::new(self.inner, Box::new(body.clone()), end_tx);
         // A legacy POST goes through the legacy front end, with its session.
@@ -349,7 +354,8 @@ impl Exchange<'_> {
         self.respond(status, &all, &body, keep_alive)
     }
 
-    /// Answers a whole response. Returns whether the connection goes on.
+    /// Answers a whole response (with the request's CORS fields).
+    /// Returns whether the connection goes on.
     pub(crate) fn respond(
         &self,
         status: u16,
@@ -357,7 +363,20 @@ impl Exchange<'_> {
         body: &[u8],
         keep_alive: bool,
     ) -> bool {
+        let cors = self.cors.borrow();
+        let mut all = headers.to_vec();
+        all.extend(cors.iter().map(|(n, v)| (*n, v.as_str())));
         let mut socket = self.socket;
-        write_response(&mut socket, status, headers, body, keep_alive).is_ok() && keep_alive
+        write_response(&mut socket, status, &all, body, keep_alive).is_ok() && keep_alive
+    }
+
+    /// The body of a response to `request` on `socket` (an event stream
+    /// if `events` allows), with the request's CORS fields.
+    pub(super) fn body(&self, socket: TcpStream, events: bool, request: &HttpRequest) -> Body {
+        let body = Body::new(socket, events, request.http10, request.keep_alive());
+        for (name, value) in self.cors.borrow().iter() {
+            body.header(name, value.clone());
+        }
+        body
     }
 }

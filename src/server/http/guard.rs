@@ -149,6 +149,64 @@ pub(crate) fn origin(request: &HttpRequest, options: &HttpOptions) -> Result<(),
     }
 }
 
+/// The CORS fields of every response to a browser on an allowed origin
+/// (the Fetch standard, "CORS protocol"): without
+/// `Access-Control-Allow-Origin` the page cannot read the answer, and
+/// without `Access-Control-Expose-Headers` not the session id a legacy
+/// `initialize` assigns or a `401`'s challenge. None for a request without
+/// `Origin` (not a browser's cross-origin request) or from an origin
+/// [`origin`] refuses.
+pub(crate) fn cors(request: &HttpRequest, options: &HttpOptions) -> Vec<(&'static str, String)> {
+    match request.headers.get("origin") {
+        Some(from) if origin(request, options).is_ok() => vec![
+            ("Access-Control-Allow-Origin", from.to_owned()),
+            ("Vary", "Origin".to_owned()),
+            (
+                "Access-Control-Expose-Headers",
+                "Mcp-Session-Id, WWW-Authenticate".to_owned(),
+            ),
+        ],
+        _ => Vec::new(),
+    }
+}
+
+/// The answer to a CORS preflight (`OPTIONS` with
+/// `Access-Control-Request-Method`) from an allowed origin, besides
+/// [`cors`]'s fields: the methods the endpoint takes (`allow`), the
+/// header fields the browser asked to send (the page's origin is trusted
+/// to send any: the checks after the preflight read them), and how long
+/// the browser may keep the answer. No preflight without an allowed
+/// origin: then only `Allow`, as for any `OPTIONS`.
+pub(crate) fn preflight(
+    request: &HttpRequest,
+    options: &HttpOptions,
+    allow: &str,
+) -> Vec<(&'static str, String)> {
+    let asked = request.headers.get("access-control-request-method");
+    if asked.is_none() || cors(request, options).is_empty() {
+        return Vec::new();
+    }
+    let token = |name: &&str| {
+        !name.is_empty()
+            && name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
+    };
+    let names: Vec<&str> = (request.headers.get_all("access-control-request-headers"))
+        .flat_map(|v| v.split(','))
+        .map(str::trim)
+        .filter(token)
+        .collect();
+    let mut fields = vec![
+        ("Access-Control-Allow-Methods", allow.to_owned()),
+        ("Access-Control-Max-Age", "600".to_owned()),
+    ];
+    if !names.is_empty() {
+        fields.push(("Access-Control-Allow-Headers", names.join(", ")));
+    }
+    fields
+}
+
 /// The authorization hook, if any.
 pub(crate) fn authorized(request: &HttpRequest, options: &HttpOptions) -> Result<(), Refusal> {
     let Some(hook) = &options.authorize else {

@@ -95,7 +95,10 @@ impl HttpOptions {
     /// Allows requests whose `Origin` is exactly `origin`
     /// (`scheme://host[:port]`, compared without regard to case). Any other
     /// origin but loopback ones is answered `403` (spec 2026-07-28
-    /// basic/transports/streamable-http, "Security": DNS rebinding).
+    /// basic/transports/streamable-http, "Security": DNS rebinding). A
+    /// browser on an allowed origin (or a loopback one) passes the CORS
+    /// preflight (`OPTIONS`), and every answer to it carries
+    /// `Access-Control-Allow-Origin`, so its page can read them.
     pub fn allow_origin(mut self, origin: &str) -> Self {
         self.origins.push(origin.trim_end_matches('/').to_owned());
         self

@@ -9,7 +9,6 @@
 //! flight. It ends when the client closes it, opens another, the session
 //! is deleted, the server stops, or a write fails (the write timeout).
 
-use super::body::Body;
 use super::exchange::Exchange;
 use crate::http::HttpRequest;
 use crate::jsonrpc::ErrorObject;
@@ -40,7 +39,7 @@ impl Exchange<'_> {
             );
             return self.error_with(503, None, &error, &[("Retry-After", "1")], false);
         };
-        let body = Body::new(socket, true, request.http10, keep_alive);
+        let body = self.body(socket, true, request);
         let (end_tx, end) = crossbeam_channel::unbounded();
         let conn = ConnHandle::new(self.inner, Box::new(body.clone()), end_tx);
         let front = Front::new(self.inner, &conn);
