@@ -356,6 +356,38 @@ fn a_response_post_is_202_unless_its_session_is_unknown() {
     assert_eq!(status(&response), 404, "{response}");
 }
 
+/// Issue 47, item 14: 2025-11-25 basic/transports, "Session Management":
+/// a request with a session id the server does not know is answered
+/// `404`, and the client starts a new session. Any notification of an
+/// unknown session, not only `notifications/cancelled`: before, every
+/// other one (`notifications/initialized` after the session was deleted,
+/// say) was `202`, and the client went on in a session that was gone.
+#[test]
+fn a_notification_of_an_unknown_session_is_404() {
+    let http = everything();
+    let session = initialize(http.addr, json!({}));
+    for method in [
+        "notifications/initialized",
+        "notifications/roots/list_changed",
+    ] {
+        let notification = json!({ "jsonrpc": "2.0", "method": method }).to_string();
+        let known = post(http.addr, &headers(Some(&session), true), &notification);
+        assert_eq!(status(&known), 202, "{method}: {known}");
+        let unknown = post(http.addr, &headers(Some("0123"), true), &notification);
+        assert_eq!(status(&unknown), 404, "{method}: {unknown}");
+        assert!(
+            json_body(&unknown)["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("send initialize for a new one"),
+            "{unknown}"
+        );
+        // Without a session: stateless, accepted.
+        let stateless = post(http.addr, &headers(None, true), &notification);
+        assert_eq!(status(&stateless), 202, "{method}: {stateless}");
+    }
+}
+
 /// A `resources/subscribe` answered is a subscription the session's next
 /// POST runs under: the change is stored before the answer goes out, so a
 /// client that calls `bump` as soon as it has read the answer (on a

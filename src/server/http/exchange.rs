@@ -65,13 +65,19 @@ impl Exchange<'_> {
         match classify(&request.body) {
             Incoming::Request { id, method, params } => self.request(request, id, method, params),
             Incoming::Notification { method, params } => {
+                // 2025-11-25 "Session Management": a session the server
+                // does not know is `404`, whatever the message.
                 #[cfg(feature = "legacy")]
-                if let Some(session) = self.legacy_session(request)
-                    && method == crate::types::method::NOTIFICATION_CANCELLED
-                    && let Some(id) = crate::incoming::cancelled_id(params.as_ref())
-                    && let Err(unknown) = self.sessions.cancel(session, &id)
-                {
-                    return self.error_with(404, None, &unknown.error(), &[], keep_alive);
+                if let Some(session) = self.legacy_session(request) {
+                    let known = match crate::incoming::cancelled_id(params.as_ref()) {
+                        Some(id) if method == crate::types::method::NOTIFICATION_CANCELLED => {
+                            self.sessions.cancel(session, &id)
+                        }
+                        _ => self.sessions.known(session),
+                    };
+                    if let Err(unknown) = known {
+                        return self.error_with(404, None, &unknown.error(), &[], keep_alive);
+                    }
                 }
                 #[cfg(not(feature = "legacy"))]
                 let _ = (method, params);

@@ -316,6 +316,14 @@ impl Sessions {
         Ok(false)
     }
 
+    /// Whether session `session_id` is known: `Err` says it is not.
+    pub fn known(&self, session_id: &str) -> Result<(), UnknownSession> {
+        match self.lock().by_id.contains_key(session_id) {
+            true => Ok(()),
+            false => Err(UnknownSession(session_id.to_owned())),
+        }
+    }
+
     /// `notifications/cancelled` under session `session_id`: the POST
     /// serving request `request` is cancelled, and its response ends
     /// without a reply.
