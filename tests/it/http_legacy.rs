@@ -306,6 +306,53 @@ fn deleting_the_session_cancels_a_request_waiting_for_an_answer() {
     assert_eq!(events[1]["method"], "notifications/cancelled");
 }
 
+/// Issue 47, item 14: a `DELETE` that lands while a POST of the session is
+/// between finding its session and its request's registration is not
+/// lost. Before, the cancellation found nothing in flight, the request
+/// then began under the deleted session, and its ask waited for an answer
+/// no POST could bring (until the ask timeout). The window is a few
+/// milliseconds wide with 1.5 MB of arguments (read twice in it), and the
+/// `DELETE` is sent at a different moment each round; every round must
+/// end its stream at once: `404` (the session was gone first), or the
+/// request cancelled (its stream ended without a reply).
+#[test]
+fn a_delete_while_a_post_finds_its_session_cancels_its_request() {
+    let (http, _tokens) = holding_with(|builder| {
+        builder
+            .ask_timeout(Duration::from_secs(30))
+            .max_line_bytes(8 * 1024 * 1024)
+    });
+    let addr = http.addr;
+    let pad = "x".repeat(3 * 512 * 1024);
+    let mut stuck = Vec::new();
+    for round in 0..40u64 {
+        let session = initialize(addr, json!({ "elicitation": {} }));
+        let body = json!({ "jsonrpc": "2.0", "id": 2, "method": "tools/call",
+            "params": { "name": "hold", "arguments": { "pad": pad } } });
+        let mut stream = open(addr, &session, &body);
+        // A different moment each round (a sweep, not a wait for an event).
+        std::thread::sleep(Duration::from_micros(round * 400));
+        let delete = format!(
+            "DELETE /mcp HTTP/1.1\r\nHost: {addr}\r\nMcp-Session-Id: {session}\r\nConnection: close\r\n\r\n"
+        );
+        assert_eq!(status(&raw(addr, delete.as_bytes())), 200);
+        stream
+            .set_read_timeout(Some(Duration::from_secs(5)))
+            .unwrap();
+        let mut seen = Vec::new();
+        if let Err(e) = stream.read_to_end(&mut seen) {
+            let seen = String::from_utf8_lossy(&seen);
+            stuck.push(format!("round {round}: {e}: {}", seen.replace("\r\n", " ")));
+        }
+    }
+    assert!(
+        stuck.is_empty(),
+        "{} of 40 requests ran on under their deleted session:\n{}",
+        stuck.len(),
+        stuck.join("\n")
+    );
+}
+
 #[test]
 fn without_a_session_or_an_event_stream_nothing_is_asked() {
     let http = everything();

@@ -43,6 +43,7 @@
 //! client does not get: resumable streams.
 
 use std::collections::{HashMap, HashSet, VecDeque};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use serde_json::Map;
@@ -126,17 +127,27 @@ struct OpenPost {
     request: RequestId,
     front: Front,
     body: Body,
+    /// Set by the first cancellation: one that came before the request
+    /// was in flight is made again once it is ([`Sessions::opened`]).
+    cancelled: Arc<AtomicBool>,
 }
 
 impl OpenPost {
     /// Cancels the POST's request (`Conn::cancel`) and ends its response
     /// without a reply; one already answered is left to end with its
-    /// reply.
+    /// reply. One not yet in flight (the POST found its session and has
+    /// not begun its request) is cancelled once it is.
     fn cancel(&self) {
+        self.cancelled.store(true, Ordering::Release);
+        self.cancel_in_flight();
+    }
+
+    fn cancel_in_flight(&self) {
         // A POST's connection serves its one request: not in flight, it
-        // was answered (the reply may still be on its way to the body).
-        // What the cancellation wrote (its asks' cancellations) is sent
-        // before `cancel` returns, and so before the response ends.
+        // was answered (the reply may still be on its way to the body), or
+        // it has not begun. What the cancellation wrote (its asks'
+        // cancellations) is sent before `cancel` returns, and so before
+        // the response ends.
         if self.front.asks().cancel(&self.request, Sending::Now) {
             self.body.end_unanswered();
         }
@@ -152,6 +163,8 @@ pub(crate) struct Entered {
     /// The session the connection was given: a POST that leaves it
     /// unchanged has nothing to store.
     given: Option<Arc<LegacySession>>,
+    /// The POST among the session's open ones (`None` with `key`).
+    post: Option<OpenPost>,
 }
 
 /// A legacy POST refused before it runs.
@@ -192,6 +205,7 @@ impl Sessions {
                 id: Some(session_id),
                 key: None,
                 given: None,
+                post: None,
             });
         }
         let Some(session_id) = request.headers.get("mcp-session-id") else {
@@ -209,6 +223,7 @@ impl Sessions {
                 id: None,
                 key: None,
                 given: None,
+                post: None,
             });
         };
         let mut store = self.lock();
@@ -234,16 +249,14 @@ impl Sessions {
         let key = store.next_key;
         store.next_key += 1;
         let streamed = store.streams.contains_key(session_id);
-        store
-            .open
-            .entry(session_id.to_owned())
-            .or_default()
-            .push(OpenPost {
-                key,
-                request: id.clone(),
-                front: front.clone(),
-                body: body.clone(),
-            });
+        let post = OpenPost {
+            key,
+            request: id.clone(),
+            front: front.clone(),
+            body: body.clone(),
+            cancelled: Arc::default(),
+        };
+        (store.open.entry(session_id.to_owned()).or_default()).push(post.clone());
         drop(store);
         body.header("Mcp-Session-Id", session_id.to_owned());
         front.set_session(Arc::clone(&session));
@@ -255,6 +268,7 @@ impl Sessions {
             id: Some(session_id.to_owned()),
             key: Some(key),
             given: Some(session),
+            post: Some(post),
         })
     }
 
@@ -263,7 +277,17 @@ impl Sessions {
     /// the change a `logging/setLevel` or `resources/subscribe` made, is
     /// stored before its answer goes out, so that the client's next POST,
     /// sent on that answer, runs under it.
+    ///
+    /// A cancellation (a `DELETE`, `notifications/cancelled`) that came
+    /// while the request was not yet in flight is made again now that it
+    /// is: none is lost between finding the session and beginning the
+    /// request.
     pub fn opened(&self, front: &Front, body: &Body, entered: &Entered) {
+        if let Some(post) = &entered.post
+            && post.cancelled.load(Ordering::Acquire)
+        {
+            post.cancel_in_flight();
+        }
         if let Some(id) = &entered.id {
             let session = front.session();
             match (session, &entered.given) {
