@@ -186,34 +186,93 @@ fn holding_with(
     (start(server, HttpOptions::new()), token)
 }
 
+/// Issue 47, item 14: 2025-11-25 basic/transports: a disconnection "SHOULD
+/// NOT be interpreted as the client cancelling its request"; to cancel,
+/// the client sends `notifications/cancelled`. Closing a legacy POST's
+/// stream, while its request waits for the client's answer, leaves the
+/// request running, and the session's `notifications/cancelled` still
+/// cancels it. Before, the close cancelled it (its token tripped within
+/// one look at the socket, 50 ms).
 #[test]
-fn closing_the_stream_while_an_ask_is_open_cancels_the_request() {
+fn closing_a_legacy_stream_does_not_cancel_its_request() {
     let (http, token) = holding();
     let session = initialize(http.addr, json!({ "elicitation": {} }));
     let mut stream = open(http.addr, &session, &call(3, "hold"));
     let mut seen = String::new();
     read_until(&mut stream, "elicitation/create", &mut seen);
-    let ask = events(&seen).remove(0);
     let token = token.recv_timeout(WAIT).unwrap();
     assert!(!token.is_cancelled());
 
-    // The client closes its side: the request is cancelled, and nothing
-    // more is sent on the stream (not even the ask's cancellation).
-    stream.shutdown(Shutdown::Write).unwrap();
-    assert!(token.wait_timeout(WAIT), "the handler's token tripped");
-    let mut rest = String::new();
-    stream.read_to_string(&mut rest).unwrap();
-    assert_eq!(rest, "", "nothing more after the ask");
+    // The client goes away: the server sees the close within one look at
+    // the socket (every 50 ms); ten of them pass and the request runs on.
+    stream.shutdown(Shutdown::Both).unwrap();
+    drop(stream);
+    assert!(
+        !token.wait_timeout(Duration::from_millis(500)),
+        "the close cancelled the request"
+    );
 
-    // A late answer to the withdrawn ask is accepted, and goes nowhere.
-    let answer = json!({ "jsonrpc": "2.0", "id": ask["id"],
-        "result": { "action": "accept", "content": { "name": "late" } } });
+    // The session's cancellation still reaches it.
+    let cancel = json!({ "jsonrpc": "2.0", "method": "notifications/cancelled",
+        "params": { "requestId": 3, "reason": "changed my mind" } });
     let response = post(
         http.addr,
         &headers(Some(&session), true),
-        &answer.to_string(),
+        &cancel.to_string(),
     );
     assert_eq!(status(&response), 202);
+    assert!(
+        token.wait_timeout(WAIT),
+        "the cancellation tripped the token"
+    );
+}
+
+/// A legacy request whose client went away runs to its end: a pooled
+/// tool's work is done, though its reply goes nowhere; so is a stateless
+/// one's, which nothing could cancel.
+#[test]
+fn a_legacy_request_whose_client_went_away_runs_to_its_end() {
+    let (started_tx, started) = crossbeam_channel::unbounded::<CancelToken>();
+    let (release_tx, release) = crossbeam_channel::unbounded::<()>();
+    let (done_tx, done) = crossbeam_channel::unbounded::<bool>();
+    let server = Server::builder("http-legacy-test", "1.0.0")
+        .tool(
+            Tool::new("work", "Works until released."),
+            move |ctx, _: Value| {
+                started_tx.send(ctx.cancel_token()).unwrap();
+                let _ = release.recv_timeout(WAIT);
+                done_tx.send(ctx.is_cancelled()).unwrap();
+                Ok(mcp_stdio::types::CallToolResult::text("done"))
+            },
+        )
+        .build();
+    let http = start(server, HttpOptions::new());
+    let session = initialize(http.addr, json!({}));
+    for session in [Some(session.as_str()), None] {
+        let body = call(4, "work").to_string();
+        let mut request = format!(
+            "POST /mcp HTTP/1.1\r\nHost: {}\r\nContent-Length: {}\r\n",
+            http.addr,
+            body.len()
+        );
+        for (name, value) in headers(session, true) {
+            request.push_str(&format!("{name}: {value}\r\n"));
+        }
+        request.push_str("\r\n");
+        request.push_str(&body);
+        let mut socket = TcpStream::connect(http.addr).unwrap();
+        socket.write_all(request.as_bytes()).unwrap();
+        let token = started.recv_timeout(WAIT).unwrap();
+        socket.shutdown(Shutdown::Both).unwrap();
+        drop(socket);
+        assert!(
+            !token.wait_timeout(Duration::from_millis(500)),
+            "session {session:?}: the close cancelled the request"
+        );
+        release_tx.send(()).unwrap();
+        let cancelled = done.recv_timeout(WAIT).unwrap();
+        assert!(!cancelled, "session {session:?}: cancelled at its end");
+    }
 }
 
 // The ask timeout over HTTP: the unanswered ask is cancelled on the stream

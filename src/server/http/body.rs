@@ -66,6 +66,12 @@ struct State {
     failed: bool,
     /// Lines held back until [`Body::release`].
     held: Option<Vec<Vec<u8>>>,
+    /// A client that goes away does not end the request (a legacy POST,
+    /// see [`Body::outlive_client`]).
+    outlives_client: bool,
+    /// The client went away: what is written goes nowhere, and the
+    /// response is complete when the reply comes.
+    detached: bool,
 }
 
 /// A response line read just enough to route it.
@@ -93,6 +99,8 @@ impl Body {
             headers: Vec::new(),
             failed: false,
             held: None,
+            outlives_client: false,
+            detached: false,
         });
         Body(Arc::new((state, Condvar::new())))
     }
@@ -149,6 +157,28 @@ impl Body {
         self.wake_if_done(state);
     }
 
+    /// The request goes on when its client goes away (2025-11-25
+    /// basic/transports: a disconnection "SHOULD NOT be interpreted as the
+    /// client cancelling its request"): a failed write or a closed socket
+    /// detaches the body ([`Body::detach`]) instead of failing the
+    /// connection, whose request then runs to its end.
+    #[cfg_attr(not(feature = "legacy"), allow(dead_code))]
+    pub fn outlive_client(&self) {
+        self.lock().outlives_client = true;
+    }
+
+    /// Whether the request goes on without its client.
+    pub fn outlives_client(&self) -> bool {
+        self.lock().outlives_client
+    }
+
+    /// The client went away from a request that goes on: from here on
+    /// nothing is written, and the response is complete when the reply
+    /// comes (or the request is cancelled); the connection then closes.
+    pub fn detach(&self) {
+        self.lock().detached = true;
+    }
+
     /// Adds a header to the response (before its first line).
     pub fn header(&self, name: &'static str, value: String) {
         self.lock().headers.push((name, value));
@@ -168,7 +198,10 @@ impl Body {
     /// response.
     pub fn keeps_alive(&self) -> bool {
         let state = self.lock();
-        state.keep_alive && !state.failed && (state.mode != Mode::Events || state.chunked)
+        state.keep_alive
+            && !state.failed
+            && !state.detached
+            && (state.mode != Mode::Events || state.chunked)
     }
 
     /// The request was cancelled (the client closed its stream): nothing
@@ -268,10 +301,11 @@ impl State {
                     self.headers.iter().map(|(n, v)| (*n, v.as_str())).collect();
                 headers.push(("Content-Type", "application/json"));
                 let status = status_for(code);
-                let keep_alive = self.keep_alive;
-                let sent = write_response(&mut self.socket, status, &headers, line, keep_alive);
-                self.failed |= sent.is_err();
+                let mut out = Vec::with_capacity(line.len() + 256);
+                // Into a Vec: cannot fail.
+                let _ = write_response(&mut out, status, &headers, line, self.keep_alive);
                 self.mode = Mode::Done;
+                self.send(&out);
             }
             (Mode::Undecided, false) if !self.events => {
                 // The client takes JSON only: the response alone.
@@ -312,8 +346,12 @@ impl State {
     }
 
     fn send(&mut self, bytes: &[u8]) {
-        if !self.failed && self.socket.write_all(bytes).is_err() {
-            self.failed = true;
+        if self.failed || self.detached || self.socket.write_all(bytes).is_ok() {
+            return;
+        }
+        match self.outlives_client {
+            true => self.detached = true,
+            false => self.failed = true,
         }
     }
 }

@@ -8,7 +8,11 @@
 //! the client closing it is the cancellation (spec 2026-07-28
 //! basic/transports/streamable-http, "Cancellation"): `Conn::cancel` takes
 //! the request out of the map and trips its token, and the body writes
-//! nothing more. The watch waits for the response, and looks at the socket
+//! nothing more. Not for a legacy request (2025-11-25 basic/transports: a
+//! disconnection "SHOULD NOT be interpreted as the client cancelling its
+//! request"; that era cancels with `notifications/cancelled`): it runs to
+//! its end, its thread waiting, and what it writes goes nowhere
+//! (`Body::outlive_client`). The watch waits for the response, and looks at the socket
 //! every [`WATCH`]; it also sends the keep-alive comments of a quiet stream
 //! and notices a stop.
 //!
@@ -174,6 +178,9 @@ impl Exchange<'_> {
             return self.error_with(503, Some(&id), &error, &[("Retry-After", "1")], false);
         };
         let body = self.body(socket, events, request);
+        if matches!(era, Era::Legacy(_)) {
+            body.outlive_client();
+        }
         let (end_tx, end) = crossbeam_channel::unbounded();
         let conn = ConnHandle::new(self.inner, Box::new(body.clone()), end_tx);
         // A legacy POST goes through the legacy front end, with its session.
@@ -265,9 +272,11 @@ impl Exchange<'_> {
 
     /// Waits for the response to be complete (woken by it, so a client
     /// that reads to the connection's close gets it at once), looking at
-    /// the socket every [`WATCH`]: a close cancels request `id`. A stream
-    /// that answers no request (`id` is `None`, see `stream`) ends at a
-    /// stop, with no grace period.
+    /// the socket every [`WATCH`]: a close cancels request `id` (spec
+    /// 2026-07-28), unless the request outlives its client (a legacy one,
+    /// `Body::outlive_client`), which then runs to its end with nothing
+    /// more written. A stream that answers no request (`id` is `None`, see
+    /// `stream`) ends at a stop, with no grace period.
     pub(super) fn watch(
         &self,
         conn: &ConnHandle,
@@ -278,6 +287,7 @@ impl Exchange<'_> {
         let mut next_comment = crate::deadline::from_now(self.options.keep_alive_interval);
         let mut grace_until: Option<Instant> = None;
         let mut peek = [0u8; 1];
+        let mut client_gone = false;
         while !body.wait_done(WATCH) {
             match end.try_recv() {
                 Ok(End::Stop) if id.is_none() => return,
@@ -295,6 +305,9 @@ impl Exchange<'_> {
                 // `shut_down` (by the caller) answers it `-32603`.
                 return;
             }
+            if client_gone {
+                continue;
+            }
             if now >= next_comment {
                 body.keep_alive();
                 next_comment = crate::deadline::after(now, self.options.keep_alive_interval);
@@ -305,6 +318,11 @@ impl Exchange<'_> {
             // that takes longer than `WATCH` can complete during one.
             let _ = self.socket.set_read_timeout(Some(Duration::from_micros(1)));
             match self.socket.peek(&mut peek) {
+                Ok(0) if id.is_some() && body.outlives_client() => {
+                    // A legacy request goes on; nothing more is written.
+                    body.detach();
+                    client_gone = true;
+                }
                 Ok(0) => {
                     // The client closed the stream: the request is
                     // cancelled, and nothing more is written for it.
@@ -322,6 +340,10 @@ impl Exchange<'_> {
                         e.kind(),
                         std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
                     ) => {}
+                Err(_) if id.is_some() && body.outlives_client() => {
+                    body.detach();
+                    client_gone = true;
+                }
                 Err(_) => {
                     body.cancel();
                     if let Some(id) = id {

@@ -62,7 +62,8 @@ impl Server {
     /// is the first thing the request writes, `text/event-stream` when a
     /// notification comes first (progress, logs, a subscription's
     /// acknowledgment) or nothing came for a keep-alive interval. Closing
-    /// the response cancels the request. The legacy era
+    /// the response cancels the request (not a legacy one, which runs to
+    /// its end: that era cancels with `notifications/cancelled`). The legacy era
     /// (2025-03-26 to 2025-11-25) is served too, with the `legacy`
     /// feature: see the crate's guide for what such a client does not get.
     ///

@@ -168,7 +168,9 @@ impl HttpOptions {
 
     /// How long a write to a client may wait without the client taking any
     /// of it (default 10 s, at least 1 ms): past it the client is taken to
-    /// be gone, its connection is closed and its requests are cancelled.
+    /// be gone, its connection is closed and its requests are cancelled (a
+    /// legacy request runs on to its end, its reply going nowhere: see
+    /// `Server::serve_http`).
     /// What the server publishes goes into every listening stream's output
     /// before the publisher goes on (so that it precedes the publisher's
     /// reply), and a publisher waits until what it wrote is taken by a
