@@ -531,6 +531,64 @@ fn a_subscription_holds_for_the_post_sent_on_its_answer() {
     }
 }
 
+/// Issue 47, item 8: 2025-11-25 basic/transports, "Multiple Connections":
+/// the server MUST send each of its messages on only one of the connected
+/// streams. A session without a GET stream, with two POSTs open (each
+/// waiting for an answer to its ask) and a third that bumps a resource the
+/// session subscribed to: the update goes on exactly one stream, the
+/// bump's (the newest). Before, every open POST of the session carried it
+/// (three streams).
+#[test]
+fn a_resource_update_goes_on_one_stream_of_the_session() {
+    let http = everything();
+    let addr = http.addr;
+    let session = initialize(addr, json!({ "elicitation": {} }));
+    let session_headers = headers(Some(&session), true);
+    let subscribe = json!({ "jsonrpc": "2.0", "id": 2, "method": "resources/subscribe",
+        "params": { "uri": "mem://counter" } });
+    assert_eq!(
+        status(&post(addr, &session_headers, &subscribe.to_string())),
+        200
+    );
+    let mut waiting = Vec::new();
+    for id in [3, 4] {
+        let mut stream = open(addr, &session, &call(id, "ask"));
+        let mut seen = String::new();
+        read_until(&mut stream, "elicitation/create", &mut seen);
+        waiting.push((stream, seen));
+    }
+    let bumped = post(addr, &session_headers, &call(5, "bump").to_string());
+    let mut updates = events(&bumped)
+        .iter()
+        .filter(|e| e["method"] == "notifications/resources/updated")
+        .count();
+    // Published before the bump's reply was written: on the other streams
+    // by now, if it went there.
+    for (stream, seen) in &mut waiting {
+        stream
+            .set_read_timeout(Some(Duration::from_millis(300)))
+            .unwrap();
+        let mut buf = [0u8; 4096];
+        while let Ok(n @ 1..) = stream.read(&mut buf) {
+            seen.push_str(std::str::from_utf8(&buf[..n]).unwrap());
+        }
+        updates += events(seen)
+            .iter()
+            .filter(|e| e["method"] == "notifications/resources/updated")
+            .count();
+    }
+    assert_eq!(updates, 1, "the update on one stream: {bumped}");
+    assert_eq!(json_body_or_last(&bumped)["id"], 5, "{bumped}");
+}
+
+/// The reply in `response`: its JSON body, or its stream's last event.
+fn json_body_or_last(response: &str) -> Value {
+    match header(response, "content-type") {
+        Some("application/json") => json_body(response),
+        _ => events(response).pop().unwrap_or_default(),
+    }
+}
+
 /// `response`, to `bump` with id `id`, is a stream of two events:
 /// `mem://counter`'s update, then the call's result.
 pub(crate) fn assert_updated_then_answered(response: &str, id: i64, round: i64) {

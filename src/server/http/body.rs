@@ -112,6 +112,14 @@ impl Body {
         self.lock().events
     }
 
+    /// Whether a notification written now would reach the client: it
+    /// takes an event stream, and the response is not over.
+    #[cfg_attr(not(feature = "legacy"), allow(dead_code))]
+    pub fn takes_events(&self) -> bool {
+        let state = self.lock();
+        state.events && !state.is_done() && !state.detached
+    }
+
     /// Holds back what the connection writes until [`Body::release`]: an
     /// `initialize`'s answer waits until its session is stored, so the
     /// client's next POST finds it.

@@ -188,7 +188,17 @@ impl Exchange<'_> {
         let legacy = match &era {
             Era::Legacy(version) => {
                 let front = crate::server::legacy::Front::new(self.inner, &conn);
-                match (self.sessions).enter(&front, &body, request, (&id, &method), version) {
+                // A session's notifications reach one of its streams
+                // through the sessions' listener (`sessions`), never a
+                // POST's front end on its own.
+                front.hear_none();
+                match (self.sessions).enter(
+                    (&front, &conn),
+                    &body,
+                    request,
+                    (&id, &method),
+                    version,
+                ) {
                     Ok(session) => Some((front, session)),
                     Err(unknown) => {
                         return self.error_with(404, None, &unknown.error(), &[], keep_alive);

@@ -93,6 +93,9 @@ impl Server {
             sessions: Default::default(),
             open: Default::default(),
         });
+        // The legacy sessions hear what is published as one connection.
+        #[cfg(feature = "legacy")]
+        let sessions = self.inner.connections.connect(site.sessions.listener());
         let mut result = Ok(());
         for socket in listener.incoming() {
             if stop.stopped.load(Ordering::Acquire) {
@@ -128,6 +131,8 @@ impl Server {
         let grace = self.inner.config.shutdown_grace;
         let deadline = Instant::now().checked_add(grace.saturating_add(Duration::from_secs(1)));
         site.open.close(deadline);
+        #[cfg(feature = "legacy")]
+        self.inner.connections.disconnect(sessions);
         self.inner.connections.disconnect(key);
         result
     }

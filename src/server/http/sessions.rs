@@ -34,13 +34,18 @@
 //! reach it, so it runs without the session's elicitation, sampling and
 //! roots capabilities.
 //!
-//! A session's GET stream (2025-11-25 "Listening for Messages from the
-//! Server"; one per session, a new one ends the last) is a connection of its own
-//! (`http::stream`) that hears the session's list changes and resource
-//! updates. While it is open, the session's POSTs send none of them (a
-//! message goes on one stream only); without one, a resource update goes
-//! on the stream of any POST of the session still open. What a legacy HTTP
-//! client does not get: resumable streams.
+//! What the server publishes reaches each session on one stream only
+//! (2025-11-25 "Multiple Connections": the server MUST NOT send a message
+//! on more than one): the sessions hear it as one connection of the
+//! server's connections ([`Sessions::listener`]), which picks one stream
+//! for each session that hears it. The session's GET stream (2025-11-25
+//! "Listening for Messages from the Server"; one per session, a new one
+//! ends the last; a connection of its own, `http::stream`) when it has
+//! one: its list changes and resource updates go there. Without one, a
+//! resource update goes on the stream of the session's newest POST still
+//! open that takes an event stream (the one whose request published it,
+//! when a request of the session did). What a legacy HTTP client does not
+//! get: resumable streams.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -52,7 +57,9 @@ use serde_json::value::RawValue;
 use super::body::Body;
 use crate::http::HttpRequest;
 use crate::jsonrpc::{ErrorObject, RequestId};
-use crate::server::conn::handle::Sending;
+use crate::server::conn::handle::{ConnHandle, Sending};
+use crate::server::connections::Connection;
+use crate::server::event::ServerEvent;
 use crate::server::legacy::Front;
 use crate::server::legacy::session::LegacySession;
 
@@ -73,7 +80,7 @@ const ASKS: [&str; 3] = ["elicitation", "sampling", "roots"];
 /// The legacy sessions of one HTTP listener, by id.
 #[derive(Default)]
 pub(crate) struct Sessions {
-    state: Mutex<Store>,
+    state: Arc<Mutex<Store>>,
 }
 
 #[derive(Default)]
@@ -88,36 +95,14 @@ struct Store {
     streams: HashMap<String, Stream>,
     /// Numbers the open POSTs and streams.
     next_key: u64,
-    /// Counts the changes of stored sessions (see [`Stream::give`]).
-    revision: u64,
 }
 
-/// A session's GET stream: its connection hears the session's
-/// notifications.
+/// A session's GET stream: the connection its notifications go to.
 #[derive(Clone)]
 struct Stream {
     key: u64,
-    front: Front,
+    conn: ConnHandle,
     body: Body,
-    /// The revision of the session the connection was last given.
-    given: Arc<Mutex<u64>>,
-}
-
-impl Stream {
-    /// Gives the stream's connection `session` as of `revision` (unless it
-    /// has a later one already), to hear its list changes and resource
-    /// updates. Not under the sessions' lock: the connection's may wait
-    /// for a client slow to read.
-    fn give(&self, session: &LegacySession, revision: u64) {
-        let mut given = self.given.lock().unwrap_or_else(PoisonError::into_inner);
-        if *given < revision {
-            let mut session = session.clone();
-            // List changes go on this stream (never on a POST's, see `store`).
-            session.initialized = true;
-            self.front.set_session(Arc::new(session));
-            *given = revision;
-        }
-    }
 }
 
 /// A POST being served under a session.
@@ -126,6 +111,8 @@ struct OpenPost {
     key: u64,
     request: RequestId,
     front: Front,
+    /// The POST's connection: a notification of the session may go there.
+    conn: ConnHandle,
     body: Body,
     /// Set by the first cancellation: one that came before the request
     /// was in flight is made again once it is ([`Sessions::opened`]).
@@ -190,7 +177,7 @@ impl Sessions {
     /// so does the answer of a method that changes the session.
     pub fn enter(
         &self,
-        front: &Front,
+        (front, conn): (&Front, &ConnHandle),
         body: &Body,
         request: &HttpRequest,
         (id, method): (&RequestId, &str),
@@ -248,11 +235,11 @@ impl Sessions {
         }
         let key = store.next_key;
         store.next_key += 1;
-        let streamed = store.streams.contains_key(session_id);
         let post = OpenPost {
             key,
             request: id.clone(),
             front: front.clone(),
+            conn: conn.clone(),
             body: body.clone(),
             cancelled: Arc::default(),
         };
@@ -260,10 +247,6 @@ impl Sessions {
         drop(store);
         body.header("Mcp-Session-Id", session_id.to_owned());
         front.set_session(Arc::clone(&session));
-        if streamed {
-            front.hear_none();
-        }
-        front.hear();
         Ok(Entered {
             id: Some(session_id.to_owned()),
             key: Some(key),
@@ -380,40 +363,43 @@ impl Sessions {
         existed
     }
 
-    /// Opens session `id`'s GET stream, served by `front` writing to `body`:
-    /// from here on its connection hears the session's notifications and
-    /// the session's POSTs hear none. A stream the session had open ends:
-    /// a client that reconnects (its old connection lost without a word, as
-    /// a dropped network leaves it) is not refused for a stream the server
+    /// Opens session `id`'s GET stream, its connection `conn` writing to
+    /// `body`: from here on the session's notifications go there, and on
+    /// none of its POSTs. A stream the session had open ends: a client
+    /// that reconnects (its old connection lost without a word, as a
+    /// dropped network leaves it) is not refused for a stream the server
     /// still thinks open. `404` for a session not known. Returns the key
     /// [`Sessions::close_stream`] takes.
-    pub fn open_stream(&self, id: &str, front: &Front, body: &Body) -> Result<u64, UnknownSession> {
+    pub fn open_stream(
+        &self,
+        id: &str,
+        conn: &ConnHandle,
+        body: &Body,
+    ) -> Result<u64, UnknownSession> {
         let mut store = self.lock();
-        let Some(session) = store.by_id.get(id).cloned() else {
+        if !store.by_id.contains_key(id) {
             return Err(UnknownSession(id.to_owned()));
-        };
+        }
         let key = store.next_key;
         store.next_key += 1;
-        store.revision += 1;
-        let revision = store.revision;
         let stream = Stream {
             key,
-            front: front.clone(),
+            conn: conn.clone(),
             body: body.clone(),
-            given: Arc::default(),
         };
-        let replaced = store.streams.insert(id.to_owned(), stream.clone());
-        let open = store.open.get(id).cloned().unwrap_or_default();
+        let replaced = store.streams.insert(id.to_owned(), stream);
         drop(store);
         if let Some(replaced) = replaced {
             replaced.body.end_unanswered();
         }
-        for post in open {
-            post.front.hear_none();
-        }
-        stream.give(&session, revision);
-        front.hear();
         Ok(key)
+    }
+
+    /// The sessions as one of the server's connections: what is published
+    /// reaches each session that hears it on one of its streams (see the
+    /// module docs). Registered for as long as the listener serves.
+    pub fn listener(&self) -> Arc<dyn Connection> {
+        Arc::new(Listener(Arc::clone(&self.state)))
     }
 
     /// The GET stream with `key` ended: the session's POSTs that begin from
@@ -438,8 +424,8 @@ impl Sessions {
     /// POST changed from `given`, whose change alone (its level, its
     /// subscriptions) is made to the session as stored (which keeps its
     /// client capabilities: the POST may have run without some, see
-    /// [`Sessions::enter`]; and what concurrent POSTs changed), and goes
-    /// to its GET stream. A session deleted meanwhile stays deleted; past
+    /// [`Sessions::enter`]; and what concurrent POSTs changed). A session
+    /// deleted meanwhile stays deleted; past
     /// [`MAX_SESSIONS`] the oldest is forgotten, and its stream ends.
     fn store(&self, id: &str, session: &LegacySession, given: Option<&Arc<LegacySession>>) {
         let mut session = session.clone();
@@ -474,14 +460,8 @@ impl Sessions {
                 forgotten = store.streams.remove(&oldest);
             }
         }
-        store.revision += 1;
-        let (revision, stream) = (store.revision, store.streams.get(id).cloned());
-        let session = Arc::new(session);
-        store.by_id.insert(id.to_owned(), Arc::clone(&session));
+        store.by_id.insert(id.to_owned(), Arc::new(session));
         drop(store);
-        if let Some(stream) = stream {
-            stream.give(&session, revision);
-        }
         // A forgotten session's stream ends, as a deleted one's does.
         if let Some(stream) = forgotten {
             stream.body.end_unanswered();
@@ -490,6 +470,46 @@ impl Sessions {
 
     fn lock(&self) -> MutexGuard<'_, Store> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// The sessions of a listener, as one connection of the server's.
+struct Listener(Arc<Mutex<Store>>);
+
+impl Connection for Listener {
+    /// `event` for each session that hears it, on one of its streams: its
+    /// GET stream (list changes and resource updates), else its newest
+    /// POST that can still carry it (resource updates only: a list change
+    /// concerns no request). Written after the sessions' lock is let go:
+    /// a connection's write may wait for a client slow to read.
+    fn publish(&self, event: &ServerEvent) {
+        let targets: Vec<(ConnHandle, String)> = {
+            let store = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+            let streamed = (store.streams.iter())
+                .filter_map(|(id, stream)| Some((store.by_id.get(id)?, stream.conn.clone(), true)));
+            let posted = (store.open.iter())
+                .filter(|(id, _)| !store.streams.contains_key(*id))
+                .filter_map(|(id, posts)| {
+                    let post = posts.iter().rev().find(|post| post.body.takes_events())?;
+                    Some((store.by_id.get(id)?, post.conn.clone(), false))
+                });
+            (streamed.chain(posted))
+                .filter_map(|(session, conn, lists)| {
+                    Some((conn, session.notification_on(event, lists)?))
+                })
+                .collect()
+        };
+        for (conn, line) in targets {
+            conn.act(Sending::Now, |c| c.write_line(line.into_bytes()));
+        }
+    }
+
+    /// The server stops: no client will answer an ask of a session's POST.
+    fn stop(&self) {
+        let store = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        for post in store.open.values().flatten() {
+            post.front.asks().close();
+        }
     }
 }
 

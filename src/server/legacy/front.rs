@@ -112,8 +112,9 @@ impl Front {
         }
     }
 
-    /// The session's notifications go out on another connection (over
-    /// HTTP, its GET stream): none here from now on, whatever comes.
+    /// The session's notifications go out another way (over HTTP, on the
+    /// stream the sessions' listener picks): none here from now on,
+    /// whatever comes.
     pub fn hear_none(&self) {
         let mut hearing = lock(&self.0.hearing);
         hearing.elsewhere = true;

@@ -213,18 +213,24 @@ impl LegacySession {
     /// resource updates for the URIs it subscribed to, list changes once
     /// it is initialized (without a subscription id; 2025-11-25 has none).
     pub fn notification(&self, event: &ServerEvent) -> Option<String> {
+        self.notification_on(event, self.initialized)
+    }
+
+    /// [`LegacySession::notification`] on a stream that carries list
+    /// changes (`lists`) or not.
+    pub fn notification_on(&self, event: &ServerEvent, lists: bool) -> Option<String> {
         let (method, params) = match event {
             ServerEvent::ResourceUpdated(uri) if self.subscribed.contains(&**uri) => (
                 method::NOTIFICATION_RESOURCES_UPDATED,
                 Some(json!({ "uri": &**uri })),
             ),
-            ServerEvent::ToolsListChanged if self.initialized => {
+            ServerEvent::ToolsListChanged if lists => {
                 (method::NOTIFICATION_TOOLS_LIST_CHANGED, None)
             }
-            ServerEvent::PromptsListChanged if self.initialized => {
+            ServerEvent::PromptsListChanged if lists => {
                 (method::NOTIFICATION_PROMPTS_LIST_CHANGED, None)
             }
-            ServerEvent::ResourcesListChanged if self.initialized => {
+            ServerEvent::ResourcesListChanged if lists => {
                 (method::NOTIFICATION_RESOURCES_LIST_CHANGED, None)
             }
             _ => return None,
