@@ -742,20 +742,123 @@ fn a_get_stream_needs_a_known_session_and_an_event_stream() {
     assert_eq!(status(&json_only), 406, "{json_only}");
 }
 
-/// A session forgotten for newer ones (the server keeps 1,024) ends its
-/// GET stream, as a deleted one does.
+/// A session forgotten for newer ones ends its GET stream, as a deleted
+/// one does: past `HttpOptions::max_sessions` (here 2), with every
+/// session holding a stream, the one idle longest gives way.
 #[test]
 fn a_forgotten_session_ends_its_get_stream() {
+    let http = start(
+        crate::everything::build(),
+        HttpOptions::new().max_sessions(2),
+    );
+    let addr = http.addr;
+    let mut streams = Vec::new();
+    for _ in 0..2 {
+        let session = initialize(addr, json!({}));
+        let mut stream = get_stream(addr, &session);
+        let mut seen = String::new();
+        read_until(&mut stream, "\r\n\r\n", &mut seen);
+        streams.push((session, stream, seen));
+    }
+    initialize(addr, json!({}));
+    let (oldest, stream, seen) = &mut streams[0];
+    read_until(stream, "\r\n0\r\n\r\n", seen);
+    let forgotten = post(
+        addr,
+        &headers(Some(oldest), true),
+        &call(2, "echo").to_string(),
+    );
+    assert_eq!(status(&forgotten), 404, "{forgotten}");
+    let (newer, _, _) = &streams[1];
+    let kept = post(
+        addr,
+        &headers(Some(newer), true),
+        &call(3, "echo").to_string(),
+    );
+    assert_eq!(status(&kept), 200, "{kept}");
+}
+
+/// Issue 47, item 9: the bound on sessions evicts the session idle longest
+/// among those that never did anything before a live one. A client that
+/// used its session (a request after `initialize`), and one whose GET
+/// stream is open, keep theirs through a flood of 1,100 unauthenticated
+/// `initialize` POSTs; a session that only initialized, before the flood,
+/// is forgotten. Before, eviction was first in, first out: both live
+/// sessions were `404` after the flood.
+#[test]
+fn live_sessions_outlast_a_flood_of_new_ones() {
     let http = everything();
     let addr = http.addr;
-    let session = initialize(addr, json!({}));
-    let mut stream = get_stream(addr, &session);
+    let idle = initialize(addr, json!({}));
+    let used = initialize(addr, json!({}));
+    let listed = post(
+        addr,
+        &headers(Some(&used), false),
+        &json!({ "jsonrpc": "2.0", "id": 2, "method": "tools/list" }).to_string(),
+    );
+    assert_eq!(status(&listed), 200, "{listed}");
+    let streaming = initialize(addr, json!({}));
+    let mut stream = get_stream(addr, &streaming);
     let mut seen = String::new();
     read_until(&mut stream, "\r\n\r\n", &mut seen);
-    for _ in 0..1024 {
+    for _ in 0..1100 {
         initialize(addr, json!({}));
     }
-    read_until(&mut stream, "\r\n0\r\n\r\n", &mut seen);
+    for (session, expected) in [(&used, 200), (&streaming, 200), (&idle, 404)] {
+        let response = post(
+            addr,
+            &headers(Some(session), false),
+            &call(3, "echo").to_string(),
+        );
+        assert_eq!(status(&response), expected, "{response}");
+    }
+}
+
+/// Issue 47, item 9: a session's memory is bounded, not only the number of
+/// sessions. An `initialize` whose params (capabilities, client info) are
+/// larger than 64 KiB is refused `-32602`, and subscriptions past 256 KiB
+/// of URIs are refused `-32603`: 1,024 sessions hold at most about 320 MiB.
+/// Before, a session kept its capabilities up to the body limit (4 MiB)
+/// and up to 10,000 URIs of any length.
+#[test]
+fn a_session_is_bounded_in_bytes() {
+    let http = everything();
+    let addr = http.addr;
+    let plain = vec![("Content-Type".to_owned(), "application/json".to_owned())];
+    let large = json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": VERSION,
+        "capabilities": { "experimental": { "pad": "x".repeat(100 * 1024) } },
+        "clientInfo": { "name": "old", "version": "1" } } });
+    let refused = post(addr, &plain, &large.to_string());
+    assert_eq!(status(&refused), 200, "{refused}");
+    let error = &json_body(&refused)["error"];
+    assert_eq!(error["code"], -32602, "{refused}");
+    assert!(
+        error["message"].as_str().unwrap().contains("65536"),
+        "{refused}"
+    );
+    assert_eq!(header(&refused, "mcp-session-id"), None, "no session");
+
+    let session = initialize(addr, json!({}));
+    let session_headers = headers(Some(&session), false);
+    let mut subscribed = 0;
+    let refusal = (0..100).find_map(|n| {
+        let uri = format!("mem://{n}/{}", "u".repeat(8 * 1024));
+        let subscribe = json!({ "jsonrpc": "2.0", "id": 10 + n, "method": "resources/subscribe",
+            "params": { "uri": uri } });
+        let response = post(addr, &session_headers, &subscribe.to_string());
+        let reply = json_body(&response);
+        match reply.get("error") {
+            Some(error) => Some(error.clone()),
+            None => {
+                subscribed += 1;
+                None
+            }
+        }
+    });
+    let error = refusal.expect("subscriptions past 256 KiB of URIs are refused");
+    assert_eq!(error["code"], -32603, "{error}");
+    assert!((30..=32).contains(&subscribed), "{subscribed} subscribed");
 }
 
 /// At the connection cap the oldest GET stream gives way to a new

@@ -84,13 +84,15 @@ impl Server {
             local,
         });
         let key = self.inner.connections.connect(stop.clone());
+        #[cfg(feature = "legacy")]
+        let max_sessions = options.max_sessions;
         let site = Arc::new(Site {
             inner: Arc::clone(&self.inner),
             options,
             // `::ffff:127.0.0.1` is a loopback address too.
             loopback: local.ip().to_canonical().is_loopback(),
             #[cfg(feature = "legacy")]
-            sessions: Default::default(),
+            sessions: sessions::Sessions::new(max_sessions),
             open: Default::default(),
         });
         // The legacy sessions hear what is published as one connection.

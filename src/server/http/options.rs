@@ -40,6 +40,7 @@ pub struct HttpOptions {
     pub(crate) origins: Vec<String>,
     pub(crate) hosts: Vec<String>,
     pub(crate) max_connections: usize,
+    pub(crate) max_sessions: usize,
     pub(crate) max_body_bytes: usize,
     pub(crate) max_head_bytes: usize,
     pub(crate) header_timeout: Duration,
@@ -56,6 +57,7 @@ impl Default for HttpOptions {
             origins: Vec::new(),
             hosts: Vec::new(),
             max_connections: 64,
+            max_sessions: 1024,
             max_body_bytes: 4 * 1024 * 1024,
             max_head_bytes: 16 * 1024,
             header_timeout: Duration::from_secs(10),
@@ -128,6 +130,19 @@ impl HttpOptions {
     /// request, one more is answered `503` and closed.
     pub fn max_connections(mut self, max: usize) -> Self {
         self.max_connections = max.max(1);
+        self
+    }
+
+    /// At most this many legacy sessions (2025-11-25 `Mcp-Session-Id`,
+    /// feature `legacy`) are kept at once (default 1,024, at least 1). Past
+    /// it a new `initialize` makes one give way, whose client is then
+    /// answered `404` and starts a new session: first a session that never
+    /// did anything after its `initialize` (the one idle longest), then
+    /// one with nothing open (no GET stream, no POST), idle longest, and
+    /// only then one with a stream open (which ends). Each session holds at
+    /// most 64 KiB of `initialize` params and 256 KiB of subscribed URIs.
+    pub fn max_sessions(mut self, max: usize) -> Self {
+        self.max_sessions = max.max(1);
         self
     }
 

@@ -34,6 +34,14 @@
 //! reach it, so it runs without the session's elicitation, sampling and
 //! roots capabilities.
 //!
+//! Sessions are bounded in number (`HttpOptions::max_sessions`) and each
+//! in size (`legacy::session`: 64 KiB of `initialize` params, 256 KiB of
+//! subscribed URIs; what may be large is shared between a session's
+//! copies, not copied on each change). Past the number a new session
+//! makes one give way ([`Store::evict`]): one that never did anything
+//! after its `initialize` first, so that a flood of `initialize` POSTs
+//! pushes out only its own kind, not the sessions in use.
+//!
 //! What the server publishes reaches each session on one stream only
 //! (2025-11-25 "Multiple Connections": the server MUST NOT send a message
 //! on more than one): the sessions hear it as one connection of the
@@ -47,11 +55,11 @@
 //! when a request of the session did). What a legacy HTTP client does not
 //! get: resumable streams.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Instant;
 
-use serde_json::Map;
 use serde_json::value::RawValue;
 
 use super::body::Body;
@@ -62,9 +70,6 @@ use crate::server::connections::Connection;
 use crate::server::event::ServerEvent;
 use crate::server::legacy::Front;
 use crate::server::legacy::session::LegacySession;
-
-/// Sessions kept at most: the oldest is forgotten past this.
-const MAX_SESSIONS: usize = 1024;
 
 /// The legacy methods that change the session they run under
 /// (`LegacyRequest::SetLevel`, `Subscribe`, `Unsubscribe`).
@@ -78,16 +83,15 @@ const CHANGES_SESSION: [&str; 3] = [
 const ASKS: [&str; 3] = ["elicitation", "sampling", "roots"];
 
 /// The legacy sessions of one HTTP listener, by id.
-#[derive(Default)]
 pub(crate) struct Sessions {
     state: Arc<Mutex<Store>>,
+    /// How many are kept at most (`HttpOptions::max_sessions`).
+    max: usize,
 }
 
 #[derive(Default)]
 struct Store {
-    by_id: HashMap<String, Arc<LegacySession>>,
-    /// Ids, oldest first.
-    order: VecDeque<String>,
+    by_id: HashMap<String, Kept>,
     /// The POSTs being served under each session: where the client's
     /// answers and cancellations go.
     open: HashMap<String, Vec<OpenPost>>,
@@ -95,6 +99,26 @@ struct Store {
     streams: HashMap<String, Stream>,
     /// Numbers the open POSTs and streams.
     next_key: u64,
+}
+
+/// A session as kept, with what decides which one gives way past the most
+/// kept ([`Sessions::store`]).
+struct Kept {
+    session: Arc<LegacySession>,
+    /// A message named the session after its `initialize`: a request, an
+    /// answer, a cancellation, a GET stream.
+    used: bool,
+    /// When a message last named it.
+    seen: Instant,
+}
+
+impl Kept {
+    /// The session was named by a message (`used`: one that does
+    /// something; see [`Kept::used`]).
+    fn seen(&mut self, used: bool) {
+        self.used |= used;
+        self.seen = Instant::now();
+    }
 }
 
 /// A session's GET stream: the connection its notifications go to.
@@ -170,6 +194,14 @@ impl UnknownSession {
 }
 
 impl Sessions {
+    /// No session yet; at most `max` kept.
+    pub fn new(max: usize) -> Sessions {
+        Sessions {
+            state: Arc::default(),
+            max,
+        }
+    }
+
     /// Gives `front` (the POST's legacy front end) the session a legacy
     /// POST of request `id` runs under;
     /// an `initialize` gets a new id (sent back with `body`'s headers, and
@@ -198,12 +230,12 @@ impl Sessions {
         let Some(session_id) = request.headers.get("mcp-session-id") else {
             let session = Arc::new(LegacySession {
                 version: version.to_owned(),
-                client_capabilities: Map::new(),
+                client_capabilities: Arc::default(),
                 client_info: None,
                 initialized: false,
                 log_level: None,
                 live_level: Default::default(),
-                subscribed: HashSet::new(),
+                subscribed: Arc::default(),
             });
             front.set_session(session);
             return Ok(Entered {
@@ -214,9 +246,11 @@ impl Sessions {
             });
         };
         let mut store = self.lock();
-        let Some(mut session) = store.by_id.get(session_id).cloned() else {
+        let Some(kept) = store.by_id.get_mut(session_id) else {
             return Err(UnknownSession(session_id.to_owned()));
         };
+        kept.seen(true);
+        let mut session = Arc::clone(&kept.session);
         if CHANGES_SESSION.contains(&method) {
             // Its answer waits until the change is stored (`opened`): the
             // client's next POST, sent on that answer, must see it.
@@ -228,8 +262,9 @@ impl Sessions {
                 .any(|c| session.client_capabilities.contains_key(*c))
         {
             let mut without = (*session).clone();
+            let capabilities = Arc::make_mut(&mut without.client_capabilities);
             for asked in ASKS {
-                without.client_capabilities.remove(asked);
+                capabilities.remove(asked);
             }
             session = Arc::new(without);
         }
@@ -323,11 +358,15 @@ impl Sessions {
         Ok(false)
     }
 
-    /// Whether session `session_id` is known: `Err` says it is not.
+    /// Whether session `session_id` is known (a notification names it):
+    /// `Err` says it is not.
     pub fn known(&self, session_id: &str) -> Result<(), UnknownSession> {
-        match self.lock().by_id.contains_key(session_id) {
-            true => Ok(()),
-            false => Err(UnknownSession(session_id.to_owned())),
+        match self.lock().by_id.get_mut(session_id) {
+            Some(kept) => {
+                kept.seen(false);
+                Ok(())
+            }
+            None => Err(UnknownSession(session_id.to_owned())),
         }
     }
 
@@ -349,7 +388,6 @@ impl Sessions {
     /// without a reply; its GET stream ends. Returns whether it existed.
     pub fn delete(&self, id: &str) -> bool {
         let mut store = self.lock();
-        store.order.retain(|o| o != id);
         let existed = store.by_id.remove(id).is_some();
         let open = store.open.get(id).cloned().unwrap_or_default();
         let stream = store.streams.remove(id);
@@ -377,9 +415,10 @@ impl Sessions {
         body: &Body,
     ) -> Result<u64, UnknownSession> {
         let mut store = self.lock();
-        if !store.by_id.contains_key(id) {
+        let Some(kept) = store.by_id.get_mut(id) else {
             return Err(UnknownSession(id.to_owned()));
-        }
+        };
+        kept.seen(true);
         let key = store.next_key;
         store.next_key += 1;
         let stream = Stream {
@@ -411,12 +450,14 @@ impl Sessions {
         }
     }
 
-    /// The open POSTs of a known session.
+    /// The open POSTs of a known session (a client's answer or
+    /// cancellation names it).
     fn open_posts(&self, session_id: &str) -> Result<Vec<OpenPost>, UnknownSession> {
-        let store = self.lock();
-        if !store.by_id.contains_key(session_id) {
+        let mut store = self.lock();
+        let Some(kept) = store.by_id.get_mut(session_id) else {
             return Err(UnknownSession(session_id.to_owned()));
-        }
+        };
+        kept.seen(true);
         Ok(store.open.get(session_id).cloned().unwrap_or_default())
     }
 
@@ -425,8 +466,8 @@ impl Sessions {
     /// subscriptions) is made to the session as stored (which keeps its
     /// client capabilities: the POST may have run without some, see
     /// [`Sessions::enter`]; and what concurrent POSTs changed). A session
-    /// deleted meanwhile stays deleted; past
-    /// [`MAX_SESSIONS`] the oldest is forgotten, and its stream ends.
+    /// deleted meanwhile stays deleted. A new one past the most kept makes
+    /// one give way ([`Store::evict`]).
     fn store(&self, id: &str, session: &LegacySession, given: Option<&Arc<LegacySession>>) {
         let mut session = session.clone();
         // No list changes on a POST's stream: they go on the GET stream.
@@ -434,33 +475,37 @@ impl Sessions {
         let mut store = self.lock();
         let mut forgotten = None;
         if let Some(given) = given {
-            let Some(stored) = store.by_id.get(id) else {
+            let Some(stored) = store.by_id.get_mut(id) else {
                 return;
             };
             // What this POST changed, onto the session as stored now:
             // another POST of the session may have changed it since this
             // one was given it, and its change must hold too.
-            let mut merged = LegacySession::clone(stored);
+            let mut merged = LegacySession::clone(&stored.session);
             if session.log_level != given.log_level {
                 merged.log_level = session.log_level;
             }
-            for uri in session.subscribed.difference(&given.subscribed) {
-                merged.subscribed.insert(uri.clone());
+            if session.subscribed != given.subscribed {
+                let subscribed = Arc::make_mut(&mut merged.subscribed);
+                for uri in session.subscribed.difference(&given.subscribed) {
+                    subscribed.insert(uri.clone());
+                }
+                for uri in given.subscribed.difference(&session.subscribed) {
+                    subscribed.remove(uri);
+                }
             }
-            for uri in given.subscribed.difference(&session.subscribed) {
-                merged.subscribed.remove(uri);
-            }
-            session = merged;
+            stored.session = Arc::new(merged);
         } else {
-            store.order.push_back(id.to_owned());
-            if store.order.len() > MAX_SESSIONS
-                && let Some(oldest) = store.order.pop_front()
-            {
-                store.by_id.remove(&oldest);
-                forgotten = store.streams.remove(&oldest);
+            if store.by_id.len() >= self.max {
+                forgotten = store.evict();
             }
+            let kept = Kept {
+                session: Arc::new(session),
+                used: false,
+                seen: Instant::now(),
+            };
+            store.by_id.insert(id.to_owned(), kept);
         }
-        store.by_id.insert(id.to_owned(), Arc::new(session));
         drop(store);
         // A forgotten session's stream ends, as a deleted one's does.
         if let Some(stream) = forgotten {
@@ -470,6 +515,23 @@ impl Sessions {
 
     fn lock(&self) -> MutexGuard<'_, Store> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+impl Store {
+    /// Forgets the session that gives way to a new one (issue 47, item 9:
+    /// a flood of `initialize` must not push out the sessions in use):
+    /// among those with nothing open (no POST, no GET stream), one that
+    /// never did anything after its `initialize` before one that did, the
+    /// one idle longest first; only when every session has something open,
+    /// the one idle longest of them. Returns its GET stream, to end.
+    fn evict(&mut self) -> Option<Stream> {
+        let busy = |id: &String| self.open.contains_key(id) || self.streams.contains_key(id);
+        let victim = (self.by_id.iter())
+            .min_by_key(|(id, kept)| (busy(id), kept.used, kept.seen))
+            .map(|(id, _)| id.clone())?;
+        self.by_id.remove(&victim);
+        self.streams.remove(&victim)
     }
 }
 
@@ -485,13 +547,14 @@ impl Connection for Listener {
     fn publish(&self, event: &ServerEvent) {
         let targets: Vec<(ConnHandle, String)> = {
             let store = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-            let streamed = (store.streams.iter())
-                .filter_map(|(id, stream)| Some((store.by_id.get(id)?, stream.conn.clone(), true)));
+            let streamed = (store.streams.iter()).filter_map(|(id, stream)| {
+                Some((&store.by_id.get(id)?.session, stream.conn.clone(), true))
+            });
             let posted = (store.open.iter())
                 .filter(|(id, _)| !store.streams.contains_key(*id))
                 .filter_map(|(id, posts)| {
                     let post = posts.iter().rev().find(|post| post.body.takes_events())?;
-                    Some((store.by_id.get(id)?, post.conn.clone(), false))
+                    Some((&store.by_id.get(id)?.session, post.conn.clone(), false))
                 });
             (streamed.chain(posted))
                 .filter_map(|(session, conn, lists)| {
