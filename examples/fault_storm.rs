@@ -11,19 +11,27 @@
 //! for 60 s (cancelled a second later with `tasks/cancel`), and
 //! `confirm_delete` (its question answered with `tasks/update`). A call
 //! or an answer that fails (Redis stalled, a replica gone) is tried
-//! again. After `SECONDS`, every task started is polled until it ends, 20 s
+//! again. Each task is followed by a `subscriptions/listen` of its own
+//! (on whichever replica it lands), until it hears the task end and 2 s
+//! more. After `SECONDS`, every task started is polled until it ends, 20 s
 //! at most (a lease, a sweep and time to spare), and read once more.
-//! Prints one line per task, `ID LABEL KIND ACTED FINAL_STATUS TEXT`
-//! (ACTED: whether its cancel or answer was acknowledged), for the script
-//! to hold against the handlers' own lines (`--task-log`). Exit status 1
-//! on a usage error only.
+//! Prints one line per task, `ID LABEL KIND ACTED LISTEN FINAL_STATUS
+//! TEXT` (ACTED: whether its cancel or answer was acknowledged; LISTEN:
+//! what its listen heard, see [`follow`]), for the script to hold against
+//! the handlers' own lines (`--task-log`). Exit status 1 on a usage error
+//! only.
 
 use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use mcp_stdio::types::{DetailedTask, ElicitResult, InputResponse, InputResponses, TaskStatus};
-use mcp_stdio::{Client, EraPolicy, Error, RequestOptions, TaskHandle, ToolCallStart};
+use mcp_stdio::types::{
+    DetailedTask, ElicitResult, InputResponse, InputResponses, SubscriptionFilter, TaskStatus,
+};
+use mcp_stdio::{
+    Client, EraPolicy, Error, RequestOptions, Subscription, SubscriptionEnd, SubscriptionEvent,
+    TaskHandle, ToolCallStart,
+};
 use serde_json::{Map, json};
 
 /// What became of one task.
@@ -32,7 +40,13 @@ struct Record {
     label: String,
     kind: &'static str,
     acted: bool,
+    /// What the task's listen heard ([`follow`]).
+    listen: thread::JoinHandle<String>,
 }
+
+/// How long a listen waits for its task to end, past the storm: the
+/// final polls' 20 s, and a little more.
+const FOLLOW_PAST_THE_STORM: Duration = Duration::from_secs(22);
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -52,13 +66,13 @@ fn main() {
             thread::spawn(move || storm(&url, n, until, &records))
         })
         .collect();
-    for worker in workers {
-        let _ = worker.join();
-    }
+    // Each thread's client, kept open until its listens are read: closing
+    // it would end them.
+    let _clients: Vec<Client> = workers.into_iter().filter_map(|w| w.join().ok()).collect();
     let client = connect(&url);
     let records = std::mem::take(&mut *records.lock().unwrap());
     let deadline = Instant::now() + Duration::from_secs(20);
-    for record in &records {
+    for record in records {
         let handle = client.task(record.id.clone());
         let end = settle(&handle, deadline);
         // Read once more: a terminal state is final.
@@ -71,9 +85,10 @@ fn main() {
             (Some(end), _) => (status_name(end.task.status), summary(end)),
             (None, _) => ("unread".to_owned(), String::new()),
         };
+        let listen = record.listen.join().unwrap_or_else(|_| "panicked".into());
         println!(
-            "{} {} {} {} {} {}",
-            record.id, record.label, record.kind, record.acted, status, text
+            "{} {} {} {} {} {} {}",
+            record.id, record.label, record.kind, record.acted, listen, status, text
         );
     }
 }
@@ -104,8 +119,9 @@ fn connect(url: &str) -> Client {
     }
 }
 
-/// One thread's calls until `until`.
-fn storm(url: &str, n: usize, until: Instant, records: &Mutex<Vec<Record>>) {
+/// One thread's calls until `until`; its client, which its tasks' listens
+/// need open.
+fn storm(url: &str, n: usize, until: Instant, records: &Mutex<Vec<Record>>) -> Client {
     let client = connect(url);
     let mut i = 0;
     while Instant::now() < until {
@@ -129,6 +145,7 @@ fn storm(url: &str, n: usize, until: Instant, records: &Mutex<Vec<Record>>) {
             }
         };
         let id = handle.id().to_owned();
+        let listen = follow(&client, &handle, until + FOLLOW_PAST_THE_STORM);
         let deadline = Instant::now() + Duration::from_secs(30);
         let acted = match kind {
             "cancel" => {
@@ -143,7 +160,72 @@ fn storm(url: &str, n: usize, until: Instant, records: &Mutex<Vec<Record>>) {
             label,
             kind,
             acted,
+            listen,
         });
+    }
+    client
+}
+
+/// Opens a listen that follows the task, and a thread that reads it until
+/// it hears the task end and 2 s more, or `until`. The thread says what it
+/// heard: `heard:STATUS` (a terminal status, and `+STATUS` for each status
+/// heard after it: a task that went back), `nothing` (no end heard by
+/// `until`), `cut:ENDED` (the stream ended first: `disconnected`, its
+/// replica killed, or `closed`), `before` (the task had ended when the
+/// listen was acknowledged: nothing is to be heard), `none` (no listen
+/// was opened).
+fn follow(client: &Client, handle: &TaskHandle, until: Instant) -> thread::JoinHandle<String> {
+    let filter = SubscriptionFilter {
+        task_ids: Some(vec![handle.id().to_owned()]),
+        ..SubscriptionFilter::default()
+    };
+    let opened = client.listen(filter);
+    let ended = opened.is_ok()
+        && handle
+            .get()
+            .is_ok_and(|task| task.task.status.is_terminal());
+    thread::spawn(move || match opened {
+        Err(_) => "none".to_owned(),
+        Ok(_) if ended => "before".to_owned(),
+        Ok(listen) => hear(listen, until),
+    })
+}
+
+/// What a listen following one task hears (see [`follow`]).
+fn hear(mut listen: Subscription, until: Instant) -> String {
+    let mut heard: Vec<String> = Vec::new();
+    let mut after_the_end = None;
+    loop {
+        let stop = after_the_end.unwrap_or(until);
+        let left = stop.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            break;
+        }
+        match listen.recv_timeout(left) {
+            Ok(Some(SubscriptionEvent::TaskStatus(task))) => {
+                if after_the_end.is_some() {
+                    heard.push(status_name(task.task.status));
+                } else if task.task.status.is_terminal() {
+                    heard.push(status_name(task.task.status));
+                    after_the_end = Some(Instant::now() + Duration::from_secs(2));
+                }
+            }
+            Ok(_) => {}
+            Err(end) if heard.is_empty() => {
+                let end = match end {
+                    SubscriptionEnd::Closed => "closed",
+                    _ => "disconnected",
+                };
+                return format!("cut:{end}");
+            }
+            Err(_) => break,
+        }
+    }
+    listen.cancel();
+    if heard.is_empty() {
+        "nothing".to_owned()
+    } else {
+        format!("heard:{}", heard.join("+"))
     }
 }
 

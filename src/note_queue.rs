@@ -13,7 +13,15 @@
 //! note, hands it to the hook. When the queue is full (the hook is stuck),
 //! notes are dropped and counted, and the count is noted once the hook
 //! takes notes again. A process that notes nothing starts no thread.
+//!
+//! What waits is bounded in bytes as well as in number: a note is for a
+//! person, so each is cut to its first [`NOTE_BYTES`] (a server's log
+//! message for no request becomes a note of its whole data, up to the
+//! line limit), and a stuck hook holds at most 256 of them. A hook that
+//! panics loses the note it panicked on, and only that one: the thread
+//! goes on with the next.
 
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::thread;
@@ -28,6 +36,12 @@ pub(crate) type NoteFn = dyn Fn(&str) + Send + Sync;
 /// burst (the note limiter lets 10 a second through), few enough that a
 /// stuck hook costs little memory.
 const CAPACITY: usize = 256;
+
+/// The most of a note's text that is kept (4 KiB); a longer note is cut
+/// at a character boundary and ends with `… [cut: N bytes in all]`, as a
+/// server's stderr line is. With [`CAPACITY`], a stuck hook holds about
+/// 1 MiB of notes at most.
+pub(crate) const NOTE_BYTES: usize = 4 * 1024;
 
 /// What the note thread takes.
 enum Item {
@@ -66,20 +80,20 @@ impl NoteQueue {
             thread_name,
             // `eprintln!`, which a test harness captures (the thread
             // inherits the capture of the thread that started it). Should
-            // stderr fail, its panic ends the note thread, and later notes
-            // are dropped: they had nowhere to go.
+            // stderr fail, its panic is caught (`note_loop`) and the note
+            // lost: it had nowhere to go.
             Arc::new(move |line: &str| eprintln!("{prefix}{line}")),
         )
     }
 
-    /// Queues `text` for the hook; never blocks. Dropped (and counted) if
-    /// the queue is full.
+    /// Queues `text` for the hook, cut to [`NOTE_BYTES`]; never blocks.
+    /// Dropped (and counted) if the queue is full.
     pub fn push(&self, text: &str) {
         let Some(tx) = self.sender() else {
             self.dropped.fetch_add(1, Ordering::Relaxed);
             return;
         };
-        match tx.try_send(Item::Note(text.to_owned())) {
+        match tx.try_send(Item::Note(cut(text))) {
             Ok(()) => {}
             Err(TrySendError::Full(_) | TrySendError::Disconnected(_)) => {
                 self.dropped.fetch_add(1, Ordering::Relaxed);
@@ -128,22 +142,54 @@ impl Drop for NoteQueue {
     }
 }
 
+/// `text`, or its first [`NOTE_BYTES`] (at a character boundary) and how
+/// long it was.
+fn cut(text: &str) -> String {
+    if text.len() <= NOTE_BYTES {
+        return text.to_owned();
+    }
+    let kept = &text[..text.floor_char_boundary(NOTE_BYTES)];
+    format!("{kept} … [cut: {} bytes in all]", text.len())
+}
+
 /// The note thread: hands each note to `hook`, and after it the count of
-/// notes dropped while the hook was stuck.
+/// notes dropped while the hook was stuck, and of those it panicked on.
+///
+/// The hook is the application's (`ClientBuilder::trace`) or stderr's: a
+/// panic in it is caught, as the client's threads catch their hooks'
+/// (`Notes::guard`), and costs that note only. Uncaught, it ended this
+/// thread, and every later note, problems included, was dropped without
+/// a word.
 fn note_loop(rx: &Receiver<Item>, hook: &NoteFn, dropped: &AtomicU64) {
+    let call = |text: &str| catch_unwind(AssertUnwindSafe(|| hook(text))).is_ok();
+    let mut panicked = 0u64;
     while let Ok(item) = rx.recv() {
         match item {
-            Item::Note(text) => hook(&text),
+            Item::Note(text) => {
+                if !call(&text) {
+                    panicked += 1;
+                    continue;
+                }
+            }
             Item::Flush(done) => {
                 let _ = done.send(());
                 continue;
             }
         }
+        // Told once the hook takes a note again.
         let lost = dropped.swap(0, Ordering::Relaxed);
         if lost > 0 {
-            hook(&format!(
+            call(&format!(
                 "({lost} notes were dropped: nothing took them while this was being written)"
             ));
+        }
+        if panicked > 0 {
+            let told = call(&format!(
+                "(the note hook panicked on {panicked} notes: they were lost, the panics caught)"
+            ));
+            if told {
+                panicked = 0;
+            }
         }
     }
 }
@@ -186,6 +232,51 @@ mod tests {
         let notes = seen.iter().filter(|l| l.starts_with("note ")).count() as u64;
         assert!(lost >= 1, "{seen:?}");
         assert_eq!(notes + lost, CAPACITY as u64 + 1, "{seen:?}");
+    }
+
+    /// Review of issue 47: a note is cut to its first 4 KiB, at a
+    /// character boundary, and says how long it was (a server's log
+    /// message of 16 MiB for no request was held whole while it waited).
+    #[test]
+    fn a_long_note_is_cut_at_a_character_boundary() {
+        assert_eq!(cut("short"), "short");
+        let exact = "x".repeat(NOTE_BYTES);
+        assert_eq!(cut(&exact), exact);
+        // 'é' is two bytes: the limit falls inside the last one.
+        let long = format!("{}é{}", "x".repeat(NOTE_BYTES - 1), "y".repeat(10_000));
+        let note = cut(&long);
+        let suffix = format!(" … [cut: {} bytes in all]", long.len());
+        assert_eq!(note, format!("{}{suffix}", "x".repeat(NOTE_BYTES - 1)));
+    }
+
+    /// Review of issue 47, item 6: a hook that panics on one note loses
+    /// that note only; the next is handed to it, and the panic is counted
+    /// (the panic ended the note thread, and every later note was lost).
+    #[test]
+    fn a_hook_that_panics_loses_only_that_note() {
+        let seen = Arc::new(Mutex::new(Vec::<String>::new()));
+        let sink = Arc::clone(&seen);
+        let queue = NoteQueue::new(
+            "test-notes",
+            Arc::new(move |line: &str| {
+                if line == "boom" {
+                    // Off the test's output: the payload is not a string
+                    // the default panic message would show anyway.
+                    std::panic::resume_unwind(Box::new(0u8));
+                }
+                sink.lock().unwrap().push(line.to_owned());
+            }),
+        );
+        queue.push("before");
+        queue.push("boom");
+        queue.push("after");
+        queue.flush(Duration::from_secs(10));
+        let seen = seen.lock().unwrap();
+        assert_eq!(seen[..2], ["before", "after"], "{seen:?}");
+        assert!(
+            seen[2].starts_with("(the note hook panicked on 1 notes"),
+            "{seen:?}"
+        );
     }
 
     #[test]

@@ -53,7 +53,7 @@ appendonly no
 dir $PWD/$tls
 logfile $PWD/$tls/redis.log
 user default off
-user mcp on >$password ~mcp:* &mcp:* +get +set +del +exists +watch +unwatch +multi +exec +eval +pexpire +sadd +srem +smembers +publish +subscribe +ping
+user mcp on >$password ~mcp:* &mcp:* +get +set +del +exists +eval +pexpire +sadd +srem +smembers +publish +subscribe +ping
 CONF
 redis-server "$tls/redis.conf" &
 redis_tls=$!

@@ -16,8 +16,11 @@
 # got its answer (`confirm_delete`, answered with `tasks/update` wherever it
 # landed), cancelled with its handler stopped when the client cancelled it,
 # failed only when its replica was killed, and none still working 20 s
-# after the storm (a lease, a sweep and time to spare). Prints the counts;
-# exit 1 on any task that breaks these.
+# after the storm (a lease, a sweep and time to spare). Each task is also
+# followed by a listen of its own, on whichever replica nginx picks: the
+# listen must hear the task end, in the state it ended in, and nothing
+# after (a listen on the killed replica is cut, and counted). Prints the
+# counts; exit 1 on any task that breaks these.
 #
 #   tests/scale_out_faults.sh      install what is missing, run (about 80 s)
 #
@@ -195,7 +198,7 @@ counts = collections.Counter()
 bad = []
 with open(os.path.join(out, "storm.out")) as f:
     for line in f:
-        task_id, label, kind, acted, status, *text = line.split()
+        task_id, label, kind, acted, listen, status, *text = line.split()
         text = " ".join(text)
         acted = acted == "true"
         gone = ran_on.get(label) == killed
@@ -236,11 +239,31 @@ with open(os.path.join(out, "storm.out")) as f:
                 counts["answered: handler got the answer"] += 1
         if kind == "answer" and acted and not gone and "answered" not in did:
             why = why or f"answered, but its handler never got the answer ({status})"
+        # What its listen heard (examples/fault_storm.rs: follow).
+        if listen.startswith("heard:"):
+            heard = listen[len("heard:"):].split("+")
+            counts["listens: heard the end"] += 1
+            if heard[0] != status:
+                why = why or f"its listen heard it end {heard[0]}, but it ended {status}"
+            elif len(heard) > 1:
+                why = why or f"its listen heard it go on after its end: {listen}"
+        elif listen == "nothing":
+            counts["listens: heard nothing"] += 1
+            if status in ("completed", "cancelled", "failed"):
+                why = why or f"its listen never heard it end ({status})"
+        elif listen.startswith("cut:"):
+            counts["listens: cut (a replica killed)"] += 1
+        elif listen == "before":
+            counts["listens: opened after the end"] += 1
+        else:
+            counts["listens: not opened"] += 1
         if why:
             bad.append(f"{task_id} {label} {kind}: {why}")
 for name in ["started", "run tasks", "cancel tasks", "answer tasks", "completed", "cancelled",
              "cancelled: handler stopped", "cancelled: handler gone with its replica",
-             "answered: handler got the answer", "failed", "failed: replica killed", "left working"]:
+             "answered: handler got the answer", "failed", "failed: replica killed", "left working",
+             "listens: heard the end", "listens: opened after the end",
+             "listens: cut (a replica killed)", "listens: not opened", "listens: heard nothing"]:
     print(f"{name}: {counts[name]}")
 print(f"wrong: {len(bad)}")
 for line in bad[:40]:

@@ -132,6 +132,14 @@ impl ClientBuilder {
     /// [`crate::DEFAULT_MAX_LINE_BYTES`]); a longer
     /// one is skipped without being held in memory, and if it answers a
     /// request, that request fails at once with [`Error::MessageTooLarge`].
+    ///
+    /// It also bounds what waits for the application, in bytes of JSON:
+    /// the events of one [`Subscription`](crate::Subscription) not read yet
+    /// (past it the subscription ends
+    /// [`SubscriptionEnd::Overflowed`](crate::SubscriptionEnd::Overflowed),
+    /// cancelled at the server), and the progress and log messages of one
+    /// request its caller has not taken yet (past it they are dropped, with
+    /// one note).
     pub fn max_line_bytes(mut self, n: usize) -> Self {
         self.max_line_bytes = n.max(1);
         self
@@ -175,7 +183,11 @@ impl ClientBuilder {
     /// reads the server's output: while it is slow or blocked (say it
     /// writes to a stderr the application holds locked, or to a full pipe
     /// nobody reads), replies are still routed, and notes beyond 256
-    /// waiting are dropped and then counted in one note.
+    /// waiting are dropped and then counted in one note. A note is cut to
+    /// its first 4 KiB (`… [cut: N bytes in all]`): a server's log message
+    /// no callback took is noted with its data. A panic in the hook costs
+    /// the note it panicked on, counted in a later note; the next note is
+    /// handed to it as usual.
     /// [`Client::close`] waits up to 250 ms for the notes still queued.
     pub fn trace(mut self, hook: impl Fn(&str) + Send + Sync + 'static) -> Self {
         self.notes.set_trace(Arc::new(hook));
@@ -209,8 +221,9 @@ impl ClientBuilder {
     /// on its reader thread just after a line is read, so
     /// a request always shows before its reply. Keep it short: on a read
     /// it holds up every reply, and on a caller's write it holds the
-    /// connection's sending lock, so every other thread's request waits
-    /// for it. A panic in it is caught and noted (see
+    /// server's input, so every other thread's line waits behind it (queued:
+    /// no other caller blocks, and [`Client::close`] does not wait for
+    /// it). A panic in it is caught and noted (see
     /// [`trace`](ClientBuilder::trace)); the line is still written or
     /// routed. A line longer than
     /// [`max_line_bytes`](ClientBuilder::max_line_bytes) is never held in

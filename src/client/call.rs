@@ -20,6 +20,13 @@ type LogFn = dyn FnMut(&LoggingMessageNotificationParams) + Send;
 
 /// Per-request settings: timeout, progress and log callbacks.
 ///
+/// The callbacks run on the thread that waits for the reply; the progress
+/// and log messages that come before it waits (a [`PendingCall`] not
+/// waited for yet) wait for it, up to the line limit in bytes of JSON
+/// ([`ClientBuilder::max_line_bytes`](crate::ClientBuilder::max_line_bytes),
+/// 16 MiB by default): past it they are dropped, with one note, and the
+/// reply still comes.
+///
 /// ```
 /// use std::time::Duration;
 /// let options = mcp_stdio::RequestOptions::new()
@@ -72,6 +79,9 @@ impl RequestOptions {
     /// longer than `max` in all, counted from the request's start, with or
     /// without progress (spec 2026-07-28 basic/patterns/cancellation,
     /// "Timeouts"). A `max` below the timeout cuts every wait at `max`.
+    /// A call answered `input_required` is retried with this option and the
+    /// timeout (not the callbacks): each retry is a request of its own, its
+    /// `max` counted from its start.
     pub fn reset_timeout_on_progress(mut self, max: Duration) -> Self {
         self.reset_on_progress = Some(max);
         self
@@ -211,7 +221,7 @@ impl PendingCall {
                     self.done = true;
                     return reply;
                 }
-                Ok(Delivery::Progress(progress)) => {
+                Ok(Delivery::Progress(progress, _held)) => {
                     if let Some(callback) = &mut self.options.progress {
                         callback(&progress);
                     }
@@ -219,7 +229,7 @@ impl PendingCall {
                         deadline = capped(crate::deadline::from_now(timeout));
                     }
                 }
-                Ok(Delivery::Log(log)) => {
+                Ok(Delivery::Log(log, _held)) => {
                     if let Some((_, callback)) = &mut self.options.log {
                         callback(&log);
                     }

@@ -7,14 +7,15 @@
 //! probe timeout, means legacy: the `initialize` handshake of 2025-11-25
 //! follows. The fallback is not keyed to one error code.
 //!
-//! `-32022` names the versions the server supports: with none in common
-//! the connection fails, never `initialize`; otherwise the probe is sent
-//! once more with the newest common version, and that second probe is
-//! read as the first was, so a `DiscoverResult` means modern, a second
-//! `-32022` fails, and any other error or silence means legacy (a server
-//! that names a version and then does not answer it is not taken at its
-//! word). A connection that ends under either probe counts as a server
-//! that exited on the probe (`Unsettled::died_on_probe`).
+//! `-32022` means a modern server (spec 2026-07-28 basic/transports/stdio,
+//! "Backward Compatibility": "Do **not** fall back to `initialize`"), and
+//! names the versions it supports: with none in common the connection
+//! fails; otherwise the probe is sent once more with the newest common
+//! version, and anything but a `DiscoverResult` to that retry (an error, a
+//! second `-32022`, silence, the connection's end) fails the connection
+//! too, saying what the server did. Never `initialize`, and never a new
+//! start with it: only a connection that ends under the first probe counts
+//! as a server that exited on the probe (`Unsettled::died_on_probe`).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -227,8 +228,14 @@ fn probe(
                 .and_then(|s| serde_json::from_value(s.clone()).ok())
                 .unwrap_or_default();
             match newest_common(&supported) {
-                Some(common) if may_retry => probe(options, link, &common, false),
-                _ => Err(Error::Protocol(format!(
+                Some(common) if may_retry => retry(options, link, &common),
+                Some(_) if supported.iter().any(|v| v == version) => Err(Error::Protocol(format!(
+                    "the server refused protocol version {version} (-32022) though it names it among those it supports, {supported:?}"
+                ))),
+                Some(_) => Err(Error::Protocol(format!(
+                    "the server refused protocol version {version} (-32022), which it had named, and now names {supported:?}"
+                ))),
+                None => Err(Error::Protocol(format!(
                     "no protocol version in common: the server supports {supported:?}, this client {SUPPORTED_VERSIONS:?}"
                 ))),
             }
@@ -236,6 +243,34 @@ fn probe(
         Err(error) => Ok(Err(answered(format!(
             "it answered server/discover with {error}"
         )))),
+    }
+}
+
+/// The probe once more, with `version`, after the server refused the
+/// first with `-32022`: the server is modern, so anything but a
+/// `DiscoverResult` fails the connection (never `initialize`), and its
+/// end here is no death on the first probe (`Unsettled::died_on_probe`:
+/// no new start with `initialize` either).
+fn retry(
+    options: &ClientBuilder,
+    link: &Arc<Link>,
+    version: &str,
+) -> Result<Result<ServerFacts, NotModern>, Error> {
+    let failed = |what: String| {
+        Error::Protocol(format!(
+            "the server refused the first server/discover with -32022, naming {version}, and {what}: a server that answers -32022 is modern, and is not spoken to with initialize"
+        ))
+    };
+    match probe(options, link, version, false) {
+        Ok(Ok(facts)) => Ok(Ok(facts)),
+        Ok(Err(why)) => Err(failed(format!(
+            "then, asked with {version}: {}",
+            why.reason
+        ))),
+        Err(Error::Disconnected) => Err(failed(format!(
+            "then closed the connection when asked with {version}"
+        ))),
+        Err(e) => Err(e),
     }
 }
 
@@ -313,7 +348,7 @@ fn roundtrip(
             Ok(Delivery::Reply(Err(unreadable))) => Err(unreadable),
             Ok(Delivery::Disconnected) => Err(Error::Disconnected),
             // Nothing asked for these; keep waiting for the answer.
-            Ok(Delivery::Progress(_) | Delivery::Log(_)) => continue,
+            Ok(Delivery::Progress(..) | Delivery::Log(..)) => continue,
             Err(RecvTimeoutError::Timeout) if !link.forget(&id) && link.is_alive() => {
                 // Answered as it timed out: the reader took the request out,
                 // and its reply is on its way.

@@ -22,10 +22,10 @@
 
 use std::time::{Duration, Instant};
 
-use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
+use crossbeam_channel::{Receiver, RecvTimeoutError};
 use serde_json::{Value, json};
 
-use crate::client::link::{Delivery, Link, SubscriptionDelivery};
+use crate::client::link::{Delivery, Held, Link, SubscriptionDelivery, SubscriptionSink};
 use crate::jsonrpc::{RequestId, encode_notification, encode_request};
 use crate::types::{ServerCapabilities, SubscriptionFilter, method};
 
@@ -79,7 +79,7 @@ pub(crate) fn open(
     caps: &ServerCapabilities,
     id: &RequestId,
     filter: &SubscriptionFilter,
-    tx: Sender<SubscriptionDelivery>,
+    tx: SubscriptionSink,
     timeout: Duration,
 ) -> SubscriptionFilter {
     let mut accepted = deliverable(caps, filter);
@@ -133,7 +133,7 @@ fn answer(
         match rx.recv_deadline(deadline) {
             Ok(Delivery::Reply(reply)) => return Some(reply.is_ok()),
             // Nothing asked for these.
-            Ok(Delivery::Progress(_) | Delivery::Log(_)) => {}
+            Ok(Delivery::Progress(..) | Delivery::Log(..)) => {}
             Ok(Delivery::Disconnected) | Err(RecvTimeoutError::Disconnected) => {
                 return Some(false);
             }
@@ -161,7 +161,7 @@ pub(crate) fn reopen(
     caps: &ServerCapabilities,
     id: &RequestId,
     filter: &SubscriptionFilter,
-    tx: Sender<SubscriptionDelivery>,
+    tx: SubscriptionSink,
 ) {
     let accepted = deliverable(caps, filter);
     for uri in accepted.resource_subscriptions.iter().flatten() {
@@ -169,9 +169,10 @@ pub(crate) fn reopen(
     }
     let ack = json!({ "notifications": accepted });
     link.adopt_legacy_subscription(id, accepted, tx.clone());
-    let _ = tx.send(SubscriptionDelivery::Notification {
+    tx.send(SubscriptionDelivery::Notification {
         method: method::NOTIFICATION_SUBSCRIPTIONS_ACKNOWLEDGED.to_owned(),
         params: ack,
+        _held: Held::none(),
     });
 }
 
@@ -264,7 +265,7 @@ mod tests {
             resource_subscriptions: Some(vec!["a://1".into(), "a://2".into()]),
             ..SubscriptionFilter::default()
         };
-        let (tx, _rx) = crossbeam_channel::unbounded();
+        let (tx, _rx) = SubscriptionSink::channel();
         let id = link.next_id();
         let accepted = open(
             &link,

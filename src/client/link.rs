@@ -18,7 +18,11 @@
 //! at most `input::MAX_QUEUED_BYTES` (16 MiB) and one line: past it a line
 //! is refused, and a request fails at once, rather than the client
 //! growing while the server does not read. Everything the reader routes to a request or a subscription is
-//! sent over channels, and their callbacks run on the caller's thread; only
+//! sent over channels, and their callbacks run on the caller's thread; what
+//! waits in them is bounded in bytes (`backlog`): past the line limit a
+//! subscription ends `Overflowed`, cancelled at the server, and a call's
+//! progress and log messages are dropped, so the reader never waits for
+//! the application and holds no more than that for it. Only
 //! the client-level `ClientBuilder::on_log` and `wire` hooks run on the
 //! reader, each under `Notes::guard`, so that a panic in one cannot end the
 //! reader before it fails what waits. Notes (`ClientBuilder::trace`, or stderr by default) are queued
@@ -36,20 +40,22 @@ use serde_json::value::RawValue;
 
 use crate::client::input::InputHandlers;
 use crate::client::notes::Notes;
-#[cfg(feature = "legacy")]
-use crate::client::server_requests;
 use crate::client::wire::Wire;
 use crate::error::Error;
-#[cfg(feature = "legacy")]
-use crate::jsonrpc::{ErrorObject, encode_error, encode_result};
-use crate::jsonrpc::{IdMap, RequestId};
+use crate::jsonrpc::{IdMap, RequestId, encode_notification};
+use crate::note_limiter::NoteLimiter;
 use crate::sync::lock;
 #[cfg(feature = "legacy")]
 use crate::types::SubscriptionFilter;
 use crate::types::{LoggingMessageNotificationParams, ProgressNotificationParams};
+use backlog::Backlog;
+pub(crate) use backlog::{Held, SubscriptionSink};
 pub(crate) use input::ServerInput;
 use input::{Input, Queued};
 
+#[cfg(feature = "legacy")]
+mod answer;
+mod backlog;
 mod input;
 mod route;
 #[cfg(all(test, feature = "legacy"))]
@@ -73,10 +79,12 @@ pub(crate) enum Delivery {
     /// The final answer: a result object, the peer's error
     /// ([`Error::Rpc`]), or an answer that could not be read.
     Reply(Result<Box<RawValue>, Error>),
-    /// A progress notification for this request.
-    Progress(ProgressNotificationParams),
-    /// A log message for this request.
-    Log(LoggingMessageNotificationParams),
+    /// A progress notification for this request, and its share of the
+    /// request's backlog.
+    Progress(ProgressNotificationParams, Held),
+    /// A log message for this request, and its share of the request's
+    /// backlog.
+    Log(LoggingMessageNotificationParams, Held),
     /// The connection is gone.
     Disconnected,
 }
@@ -84,8 +92,14 @@ pub(crate) enum Delivery {
 /// What the reader delivers to a subscription.
 #[derive(Debug)]
 pub(crate) enum SubscriptionDelivery {
-    /// A notification tagged with the subscription's id.
-    Notification { method: String, params: Value },
+    /// A notification tagged with the subscription's id (or one a legacy
+    /// subscription wants), and its share of the subscription's backlog
+    /// (kept for its `Drop`, which gives the share back).
+    Notification {
+        method: String,
+        params: Value,
+        _held: Held,
+    },
     /// The listen request's final result (or an error answering it, or
     /// an answer that could not be read).
     Reply(Result<Box<RawValue>, Error>),
@@ -96,6 +110,10 @@ pub(crate) enum SubscriptionDelivery {
     Reconnecting,
     /// The server tore the subscription down with `notifications/cancelled`.
     TornDown,
+    /// The application did not read the subscription's events: more than
+    /// the line limit of them waited, and the client cancelled it at the
+    /// server. Sent after every event it holds.
+    Overflowed,
 }
 
 /// What [`Link::forget_subscription`] found.
@@ -123,6 +141,8 @@ struct Pending {
     tx: Sender<Delivery>,
     progress_token: Option<RequestId>,
     wants_logs: bool,
+    /// The bytes of its progress and log messages not taken yet.
+    backlog: Arc<Backlog>,
 }
 
 /// A live connection.
@@ -132,7 +152,7 @@ pub(crate) struct Link {
     /// The server's input, shared with the writer thread.
     input: Arc<Input>,
     pending: Mutex<IdMap<Pending>>,
-    subscriptions: Mutex<IdMap<Sender<SubscriptionDelivery>>>,
+    subscriptions: Mutex<IdMap<SubscriptionSink>>,
     /// The subscriptions emulated on a legacy server, which get untagged
     /// notifications (see `legacy_listen`).
     #[cfg(feature = "legacy")]
@@ -153,6 +173,11 @@ pub(crate) struct Link {
     /// Disconnected once the reader thread has ended (nothing is sent).
     reader_ended: Receiver<()>,
     next_id: AtomicU64,
+    /// The longest line read from the server, and the most bytes of
+    /// notifications that wait for one request or one subscription.
+    max_line: usize,
+    /// Limits the notes of lines refused by a full queue (`send`).
+    unsent: Mutex<NoteLimiter>,
     notes: Notes,
     /// Sees every line read (`ClientBuilder::wire`); `input` holds its own
     /// clone for the lines written.
@@ -188,6 +213,8 @@ impl Link {
             on_death: Mutex::new(DeathWatch::Unarmed(None)),
             reader_ended,
             next_id: AtomicU64::new(1),
+            max_line,
+            unsent: Mutex::default(),
             notes,
             wire: wire.clone(),
         });
@@ -232,17 +259,62 @@ impl Link {
             return Err(Error::Disconnected);
         }
         line.push(b'\n');
-        let writer = lock(&self.writer);
-        match writer.as_ref() {
-            Some(queue) => self.input.send(line, queue),
+        // A clone, and the lock let go before the line is sent: sending may
+        // call the application's wire hook, and `close_input` takes this
+        // lock, so a hook that blocks on this caller's line must not hold
+        // `close` (it held it without a bound). A line sent on a clone
+        // taken before `close_input` is still queued ahead of the input's
+        // end: the writer thread ends once every clone is gone.
+        let queue = lock(&self.writer).clone();
+        match queue {
+            Some(queue) => self.input.send(line, &queue),
             None => Err(Error::Disconnected),
         }
     }
 
-    /// [`try_send`](Link::try_send) for a line whose failure needs no
-    /// word (a notification, an answer): whether it was sent.
+    /// [`try_send`](Link::try_send) for a line no caller hears the failure
+    /// of (a notification, an answer): whether it was sent. A dead
+    /// connection needs no word; a line refused because the server has not
+    /// read what waits is noted (at most 10 a second), saying what it was,
+    /// so that a cancellation or an answer the server never got is not lost
+    /// silently.
     pub fn send(&self, line: Vec<u8>) -> bool {
-        self.try_send(line).is_ok()
+        // Read before the line goes, only when it is likely refused: the
+        // common case reads nothing.
+        let what = self
+            .input
+            .would_refuse(line.len() + 1)
+            .then(|| describe(&line));
+        match self.try_send(line) {
+            Ok(()) => true,
+            Err(Error::Disconnected) => false,
+            Err(e) => {
+                let what = what.unwrap_or_else(|| "a line".into());
+                let note = format!("did not send {what}: {e}");
+                lock(&self.unsent).problem(&self.notes, &note);
+                false
+            }
+        }
+    }
+
+    /// Cancels the request or listen `id` at the server
+    /// (`notifications/cancelled`), with `reason` when there is one. A
+    /// dead connection needs no cancellation.
+    pub fn send_cancelled(&self, id: &RequestId, reason: Option<&str>) {
+        let mut line = Vec::new();
+        let mut params = serde_json::json!({ "requestId": id });
+        if let Some(reason) = reason {
+            params["reason"] = reason.into();
+        }
+        if encode_notification(
+            &mut line,
+            crate::types::method::NOTIFICATION_CANCELLED,
+            &params,
+        )
+        .is_ok()
+        {
+            self.send(line);
+        }
     }
 
     /// Waits up to `timeout` for the reader thread to end (the server's
@@ -276,6 +348,7 @@ impl Link {
             tx,
             progress_token,
             wants_logs,
+            backlog: Arc::default(),
         };
         lock(&self.pending).insert(id.clone(), pending);
         // The reader may have gone between the check and the insert.
@@ -300,8 +373,8 @@ impl Link {
 
     /// Registers a subscription's delivery channel before its listen
     /// request is sent (and again on the new connection after a restart).
-    pub fn adopt_subscription(&self, id: &RequestId, tx: Sender<SubscriptionDelivery>) {
-        lock(&self.subscriptions).insert(id.clone(), tx);
+    pub fn adopt_subscription(&self, id: &RequestId, sink: SubscriptionSink) {
+        lock(&self.subscriptions).insert(id.clone(), sink);
         if !self.is_alive() {
             self.fail_all();
         }
@@ -329,10 +402,10 @@ impl Link {
         &self,
         id: &RequestId,
         filter: SubscriptionFilter,
-        tx: Sender<SubscriptionDelivery>,
+        sink: SubscriptionSink,
     ) {
         lock(&self.legacy).insert(id.clone(), filter);
-        self.adopt_subscription(id, tx);
+        self.adopt_subscription(id, sink);
     }
 
     #[cfg(feature = "legacy")]
@@ -363,7 +436,7 @@ impl Link {
         let subs: Vec<_> = lock(&self.subscriptions).drain().map(|(_, s)| s).collect();
         let restarting = self.restartable.load(Ordering::Acquire);
         for s in subs {
-            let _ = s.send(if restarting {
+            s.send(if restarting {
                 SubscriptionDelivery::Reconnecting
             } else {
                 SubscriptionDelivery::Disconnected
@@ -381,112 +454,6 @@ impl Link {
     /// answer the server's requests.
     fn is_legacy(&self) -> bool {
         lock(&self.server_requests).is_some()
-    }
-
-    #[cfg(feature = "legacy")]
-    /// Answers a legacy server's request on a thread of its own: a handler
-    /// may block on a user, and the reader must go on reading. At most
-    /// [`MAX_ANSWERING`] at once, and one per id; past that, or if no
-    /// thread can be started, the request is answered with an error at
-    /// once (spec 2025-11-25 basic/index: every request gets a response).
-    /// A request the server cancels meanwhile gets no answer
-    /// (basic/utilities/cancellation: the receiver SHOULD not send one).
-    fn answer_request(
-        self: &Arc<Link>,
-        handlers: InputHandlers,
-        id: RequestId,
-        request: String,
-        params: String,
-    ) {
-        let cancelled = Arc::new(AtomicBool::new(false));
-        let refusal = {
-            let mut answering = lock(&self.answering);
-            if answering.contains_key(&id) {
-                Some(ErrorObject::invalid_request(format!(
-                    "request id {id} is already in use by a request the client is answering"
-                )))
-            } else if answering.len() >= MAX_ANSWERING {
-                Some(ErrorObject::internal_error(format!(
-                    "the client is answering {MAX_ANSWERING} requests of the server already, the most it answers at once: send it again once one is answered"
-                )))
-            } else {
-                answering.insert(id.clone(), Arc::clone(&cancelled));
-                None
-            }
-        };
-        if let Some(error) = refusal {
-            return self.send_error(&id, &error);
-        }
-        let link = Arc::clone(self);
-        let answer_id = id.clone();
-        let answering = thread::Builder::new()
-            .name("mcp-client-answer".into())
-            .spawn(move || {
-                let id = answer_id;
-                // A handler's panic is the server's -32603, as a server
-                // handler's is the client's.
-                let answer = link
-                    .notes
-                    .guard("input handler", || {
-                        server_requests::answer(&handlers, &request, &params)
-                    })
-                    .unwrap_or_else(|what| {
-                        Err(ErrorObject::internal_error(format!(
-                            "handler panicked: {what}"
-                        )))
-                    });
-                let mut line = Vec::new();
-                match answer {
-                    Ok(result) => {
-                        let _ = encode_result(&mut line, &id, &result);
-                    }
-                    Err(error) => encode_error(&mut line, Some(&id), &error),
-                }
-                // Sent (it never blocks) and out of the table in one step
-                // under the table's lock: a cancellation read before is
-                // seen, and the server, which may reuse the id once it has
-                // the answer, finds it free.
-                let mut answering = lock(&link.answering);
-                answering.remove(&id);
-                if !cancelled.load(Ordering::Acquire) {
-                    link.send(line);
-                }
-            });
-        if answering.is_err() {
-            lock(&self.answering).remove(&id);
-            self.notes
-                .problem("could not start a thread to answer the server's request");
-            self.send_error(
-                &id,
-                &ErrorObject::internal_error(
-                    "the client could not start a thread to answer: send it again later",
-                ),
-            );
-        }
-    }
-
-    #[cfg(feature = "legacy")]
-    /// Answers a legacy server's request `id` with `error`.
-    fn send_error(&self, id: &RequestId, error: &ErrorObject) {
-        let mut line = Vec::new();
-        encode_error(&mut line, Some(id), error);
-        self.send(line);
-    }
-
-    #[cfg(feature = "legacy")]
-    /// A legacy server cancelled its own request `id`: if it is being
-    /// answered, its answer is not sent (the handler runs on: it cannot be
-    /// interrupted).
-    fn cancel_answer(&self, id: &RequestId) {
-        if let Some(cancelled) = lock(&self.answering).get(id) {
-            cancelled.store(true, Ordering::Release);
-        }
-    }
-
-    /// How many of a legacy server's requests are being answered.
-    #[cfg(all(test, feature = "legacy"))]
-    pub(crate) fn answering(&self) -> usize {
-        lock(&self.answering).len()
     }
 
     /// Arms what runs when the link dies: by the reader when it ends, or
@@ -509,6 +476,39 @@ impl Link {
         if let DeathWatch::Unarmed(Some(callback)) = watch {
             callback();
         }
+    }
+}
+
+/// What a line the client sends is, for a note: a request's method and
+/// id, a cancellation and the request it names, a notification's method,
+/// or the answer to a legacy server's request.
+fn describe(line: &[u8]) -> String {
+    #[derive(serde::Deserialize)]
+    struct Head<'a> {
+        #[serde(default, borrow)]
+        method: Option<&'a str>,
+        #[serde(default, borrow)]
+        id: Option<&'a RawValue>,
+        #[serde(default, borrow)]
+        params: Option<&'a RawValue>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Cancelled<'a> {
+        #[serde(rename = "requestId", borrow)]
+        request_id: &'a RawValue,
+    }
+    let Ok(head) = serde_json::from_slice::<Head<'_>>(line) else {
+        return "a line".into();
+    };
+    let request_id = (head.params)
+        .and_then(|p| serde_json::from_str::<Cancelled<'_>>(p.get()).ok())
+        .map(|c| c.request_id.get());
+    match (head.method, head.id, request_id) {
+        (Some(method), Some(id), _) => format!("the request {method} (id {})", id.get()),
+        (Some(method), None, Some(request)) => format!("{method} for request {request}"),
+        (Some(method), None, None) => method.to_owned(),
+        (None, Some(id), _) => format!("the answer to the server's request {}", id.get()),
+        (None, None, _) => "a line".into(),
     }
 }
 

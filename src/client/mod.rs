@@ -249,7 +249,11 @@ impl Client {
     /// given up to the close grace for it: a grandchild of the server may
     /// hold its output open), then every request still waiting fails with
     /// [`Error::Disconnected`] and every subscription still open ends
-    /// [`SubscriptionEnd::Disconnected`].
+    /// [`SubscriptionEnd::Disconnected`]. What the output carries after
+    /// that (a grandchild that goes on writing) is not routed: no hook of
+    /// the application's is called for it. A hook the reader was already
+    /// in (an `on_log` that blocks) returns in its own time; `close` does
+    /// not wait for it past the close grace.
     pub fn close(mut self) -> Result<Option<ExitStatus>, Error> {
         self.closed = true;
         self.inner.close()

@@ -124,14 +124,17 @@ impl Client {
         params: Value,
         options: RequestOptions,
     ) -> Result<Reply<T>, Error> {
-        let timeout = options.timeout;
+        let (timeout, reset_on_progress) = (options.timeout, options.reset_on_progress);
         let mut params = params;
         let mut options = Some(options);
         let max_rounds = self.inner.options.max_input_rounds;
         for round in 0.. {
-            // Callbacks belong to the first round; retries keep the timeout.
+            // Callbacks belong to the first round; retries keep the
+            // timeout and `reset_timeout_on_progress`'s `max` (each round is
+            // a request of its own, its `max` counted from its start).
             let opts = options.take().unwrap_or_else(|| RequestOptions {
                 timeout,
+                reset_on_progress,
                 ..RequestOptions::default()
             });
             let raw = self.start_request(method, params.clone(), opts)?.wait()?;

@@ -239,8 +239,14 @@ fn start_again(inner: &Arc<ClientInner>) -> Result<(), crate::Error> {
 
 /// Re-opens a live subscription on `link`, the current connection, with
 /// the same delivery channel: its handle sees the new ack as
-/// `Resubscribed`. Called with the subscriptions' lock held.
+/// `Resubscribed`. Called with the subscriptions' lock held. One that
+/// overflowed is not re-opened: it ended (its handle reads
+/// `Overflowed` after its events), though it is live until the handle
+/// reads that.
 pub(crate) fn relisten(inner: &ClientInner, link: &Arc<Link>, sub: &LiveSubscription) {
+    if sub.tx.overflowed() {
+        return;
+    }
     let id = link.next_id();
     *lock(&sub.id) = id.clone();
     #[cfg(feature = "legacy")]
@@ -263,7 +269,7 @@ pub(crate) fn relisten(inner: &ClientInner, link: &Arc<Link>, sub: &LiveSubscrip
         }
         Err(e) => {
             link.forget_subscription(&id);
-            let _ = sub.tx.send(SubscriptionDelivery::Disconnected);
+            sub.tx.send(SubscriptionDelivery::Disconnected);
             inner
                 .options
                 .notes
@@ -277,6 +283,6 @@ pub(crate) fn give_up(inner: &ClientInner) {
     let subs = lock(&inner.subscriptions);
     inner.given_up.store(true, Ordering::Release);
     for sub in subs.values() {
-        let _ = sub.tx.send(SubscriptionDelivery::Disconnected);
+        sub.tx.send(SubscriptionDelivery::Disconnected);
     }
 }

@@ -5,17 +5,16 @@
 
 use std::collections::HashMap;
 use std::process::{Child, Command};
-use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
-use crossbeam_channel::Sender;
 use serde_json::{Map, Value};
 
 use crate::client::builder::ClientBuilder;
 use crate::client::call::{PendingCall, RequestOptions};
 use crate::client::era::{Era, ServerFacts};
-use crate::client::link::{Link, SubscriptionDelivery};
+use crate::client::link::{Link, SubscriptionSink};
 use crate::client::process;
 use crate::error::Error;
 use crate::jsonrpc::RequestId;
@@ -36,7 +35,7 @@ pub(crate) struct Restarting {
 pub(crate) struct LiveSubscription {
     pub id: Arc<Mutex<RequestId>>,
     pub filter: SubscriptionFilter,
-    pub tx: Sender<SubscriptionDelivery>,
+    pub tx: SubscriptionSink,
 }
 
 /// What a [`Client`](crate::Client) shares with its subscriptions, pages and restart
@@ -62,11 +61,24 @@ pub(crate) struct ClientInner {
     /// taken by `close`, and read under it by the restart, so each sees
     /// the other.
     pub restart: Mutex<Restarting>,
-    /// Wakes a restart's backoff when `close` comes.
+    /// Wakes a restart's backoff and a task's wait between two polls when
+    /// `close` comes (under the restart's lock).
     pub restart_wake: Condvar,
 }
 
 impl ClientInner {
+    /// Sleeps for `pause`, unless `close` comes first (it sets `closing`,
+    /// then takes the restart's lock and wakes `restart_wake`, so a close
+    /// is seen before the sleep or wakes it): whether the client is still
+    /// open.
+    pub fn pause_unless_closed(&self, pause: Duration) -> bool {
+        let restarting = lock(&self.restart);
+        let _ = self
+            .restart_wake
+            .wait_timeout_while(restarting, pause, |_| !self.closing.load(Ordering::Acquire));
+        !self.closing.load(Ordering::Acquire)
+    }
+
     /// Sends a request on the current connection, stamped with the
     /// protocol `_meta`, and returns the handle that waits for its reply.
     pub fn start_request(

@@ -7,9 +7,9 @@ use std::time::Duration;
 
 use crossbeam_channel::{Receiver, RecvTimeoutError, TryRecvError};
 
-use crate::client::link::{Forgotten, Link, SubscriptionDelivery};
+use crate::client::link::{Forgotten, Link, SubscriptionDelivery, SubscriptionSink};
 use crate::client::shared::{ClientInner, stamp_for};
-use crate::jsonrpc::{RequestId, encode_notification};
+use crate::jsonrpc::RequestId;
 use crate::sync::lock;
 use crate::types::{DetailedTask, SubscriptionFilter, method};
 
@@ -48,14 +48,24 @@ pub enum SubscriptionEvent {
     },
 }
 
-/// How a subscription ended.
+/// How a subscription ended. More ways may come: match it with a `_`
+/// arm.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum SubscriptionEnd {
     /// The server ended it: it answered the listen request (the graceful
     /// end), or tore it down with `notifications/cancelled`.
     Closed,
     /// The connection dropped without that answer.
     Disconnected,
+    /// The application did not read its events: more of them waited than
+    /// the client holds for one subscription (the line limit,
+    /// [`ClientBuilder::max_line_bytes`](crate::ClientBuilder::max_line_bytes),
+    /// 16 MiB by default, counted in bytes of JSON), so the client
+    /// cancelled it at the server (`notifications/cancelled`; on a legacy
+    /// server, `resources/unsubscribe` for its resources) and noted it. It
+    /// comes after every event it held; open a new subscription to go on.
+    Overflowed,
 }
 
 /// A live `subscriptions/listen` stream.
@@ -64,6 +74,12 @@ pub enum SubscriptionEnd {
 /// events until the subscription ends, and [`Subscription::end`] then says
 /// how. Cancelling or dropping it sends `notifications/cancelled` for the
 /// listen id.
+///
+/// Events wait for the application without blocking the client's reader,
+/// up to the line limit in bytes
+/// ([`ClientBuilder::max_line_bytes`](crate::ClientBuilder::max_line_bytes),
+/// 16 MiB by default); a subscription left unread past that ends
+/// [`SubscriptionEnd::Overflowed`].
 pub struct Subscription {
     pub(crate) id: Arc<Mutex<RequestId>>,
     pub(crate) link: Arc<Mutex<Arc<Link>>>,
@@ -220,14 +236,14 @@ impl Subscription {
             // Emulated on a legacy server: nothing was sent to cancel.
             #[cfg(feature = "legacy")]
             Forgotten::Legacy(filter) => crate::client::legacy_listen::close(&link, &filter),
-            Forgotten::Tagged => send_cancelled(&link, &id),
+            Forgotten::Tagged => link.send_cancelled(&id, None),
         }
     }
 
     /// Turns a delivery into an event, or records the end.
     fn take(&mut self, delivery: SubscriptionDelivery) -> Option<SubscriptionEvent> {
         match delivery {
-            SubscriptionDelivery::Notification { method, params }
+            SubscriptionDelivery::Notification { method, params, .. }
                 if method == method::NOTIFICATION_SUBSCRIPTIONS_ACKNOWLEDGED =>
             {
                 // A second ack: the client restarted the server and sent
@@ -239,7 +255,9 @@ impl Subscription {
                 self.accepted = accepted.clone();
                 Some(SubscriptionEvent::Resubscribed { accepted })
             }
-            SubscriptionDelivery::Notification { method, params } => Some(event_of(method, params)),
+            SubscriptionDelivery::Notification { method, params, .. } => {
+                Some(event_of(method, params))
+            }
             SubscriptionDelivery::Reply(_) | SubscriptionDelivery::TornDown => {
                 self.end = Some(SubscriptionEnd::Closed);
                 self.release();
@@ -247,6 +265,12 @@ impl Subscription {
             }
             SubscriptionDelivery::Disconnected => {
                 self.end = Some(SubscriptionEnd::Disconnected);
+                self.release();
+                None
+            }
+            // The reader forgot it on its link and cancelled it there.
+            SubscriptionDelivery::Overflowed => {
+                self.end = Some(SubscriptionEnd::Overflowed);
                 self.release();
                 None
             }
@@ -264,16 +288,6 @@ impl Iterator for Subscription {
     /// [`Subscription::end`]).
     fn next(&mut self) -> Option<SubscriptionEvent> {
         self.recv().ok()
-    }
-}
-
-/// Cancels the listen `id` at the server (`notifications/cancelled`).
-fn send_cancelled(link: &Link, id: &RequestId) {
-    let mut line = Vec::new();
-    let params = serde_json::json!({ "requestId": id });
-    if encode_notification(&mut line, method::NOTIFICATION_CANCELLED, &params).is_ok() {
-        // A dead connection needs no cancellation.
-        let _ = link.send(line);
     }
 }
 
@@ -323,7 +337,7 @@ impl crate::client::Client {
         use crate::error::Error;
         let link = self.link();
         let id = link.next_id();
-        let (tx, rx) = crossbeam_channel::unbounded();
+        let (tx, rx) = SubscriptionSink::channel();
         #[cfg(feature = "legacy")]
         if let crate::client::Era::Legacy { .. } = self.era() {
             if !link.is_alive() {
@@ -356,9 +370,9 @@ impl crate::client::Client {
         let deadline = crate::deadline::from_now(self.inner.options.request_timeout);
         let accepted = loop {
             match rx.recv_deadline(deadline) {
-                Ok(SubscriptionDelivery::Notification { method: m, params })
-                    if m == method::NOTIFICATION_SUBSCRIPTIONS_ACKNOWLEDGED =>
-                {
+                Ok(SubscriptionDelivery::Notification {
+                    method: m, params, ..
+                }) if m == method::NOTIFICATION_SUBSCRIPTIONS_ACKNOWLEDGED => {
                     break params
                         .get("notifications")
                         .and_then(|n| serde_json::from_value::<SubscriptionFilter>(n.clone()).ok())
@@ -380,6 +394,13 @@ impl crate::client::Client {
                         "the server tore the subscription down before acknowledging it".into(),
                     ));
                 }
+                // The reader cancelled it: more than the line limit came
+                // before the ack, faster than this loop dropped it.
+                Ok(SubscriptionDelivery::Overflowed) => {
+                    return Err(Error::Protocol(format!(
+                        "the server sent more than the line limit of notifications for subscription {id} before acknowledging it"
+                    )));
+                }
                 Ok(SubscriptionDelivery::Disconnected | SubscriptionDelivery::Reconnecting)
                 | Err(RecvTimeoutError::Disconnected) => return Err(Error::Disconnected),
                 Err(RecvTimeoutError::Timeout) => {
@@ -387,7 +408,7 @@ impl crate::client::Client {
                     // (basic/patterns/cancellation), or a late acknowledgment
                     // would leave it open at the server for good.
                     if let Forgotten::Tagged = link.forget_subscription(&id) {
-                        send_cancelled(&link, &id);
+                        link.send_cancelled(&id, None);
                     }
                     return Err(Error::Timeout);
                 }
@@ -410,7 +431,7 @@ impl crate::client::Client {
         id: RequestId,
         filter: SubscriptionFilter,
         accepted: SubscriptionFilter,
-        tx: crossbeam_channel::Sender<SubscriptionDelivery>,
+        tx: SubscriptionSink,
         rx: Receiver<SubscriptionDelivery>,
     ) -> Subscription {
         use crate::client::shared::LiveSubscription;
@@ -434,7 +455,7 @@ impl crate::client::Client {
                 // The link it was opened on died, and the restarts ran
                 // out before it was recorded here: it ends now, after
                 // what it delivered (it heard `Reconnecting`).
-                let _ = live.tx.send(SubscriptionDelivery::Disconnected);
+                live.tx.send(SubscriptionDelivery::Disconnected);
             } else {
                 let current = self.link();
                 if !Arc::ptr_eq(&current, opened) {

@@ -21,7 +21,6 @@
 use std::collections::BTreeSet;
 use std::fmt;
 use std::sync::Arc;
-use std::thread;
 use std::time::{Duration, Instant};
 
 use serde_json::value::RawValue;
@@ -263,7 +262,10 @@ impl TaskHandle {
     /// gives up cancels the task (`tasks/cancel`) before it returns: on
     /// timeout ([`Error::Timeout`]), on input no handler can give (an
     /// [`Error::Protocol`] naming the keys and methods), on a handler's
-    /// error, on an answer of the wrong shape.
+    /// error, on an answer of the wrong shape. [`Client::close`] ends it at
+    /// once, between two polls too, with [`Error::Disconnected`], and
+    /// cancels nothing (the task goes on at the server, and a new client
+    /// can pick it up by its id, [`Client::task`]).
     pub fn wait(self) -> Result<CallToolResult, Error> {
         let timeout = self.timeout;
         self.wait_timeout(timeout)
@@ -274,6 +276,16 @@ impl TaskHandle {
         let mut deadline = deadline_after(timeout);
         let ending = match self.follow(&mut deadline) {
             Ok(ending) => ending,
+            // Closing: nothing more goes to the server (the link may still
+            // be open while `close` ends a restart).
+            Err(e)
+                if self
+                    .inner
+                    .closing
+                    .load(std::sync::atomic::Ordering::Acquire) =>
+            {
+                return Err(e);
+            }
             Err(e) => {
                 self.cancel_quietly();
                 return Err(e);
@@ -342,13 +354,16 @@ impl TaskHandle {
                 }
                 TaskStatus::Working => {}
             }
+            // A close ends the pause (it may be 10 s): the next poll would
+            // only find the connection gone.
             let pause = poll_interval(self.poll_interval_ms);
             let left = deadline.saturating_duration_since(Instant::now());
+            if !self.inner.pause_unless_closed(left.min(pause)) {
+                return Err(Error::Disconnected);
+            }
             if left <= pause {
-                thread::sleep(left);
                 return Err(Error::Timeout);
             }
-            thread::sleep(pause);
         }
     }
 

@@ -16,6 +16,7 @@ use crate::server::context::RequestContext;
 use crate::server::handlers::{
     CompletionFn, MethodFn, ResourceRequest, prompt_fn, resource_fn, typed_tool,
 };
+use crate::server::mrtr::{FEED_KEY, SEAL_KEY, derive_key};
 use crate::server::registry::Registry;
 use crate::server::tasks::{MemoryTaskStore, TaskConfig, TaskStore, Tasks};
 #[cfg(feature = "schemars")]
@@ -439,7 +440,8 @@ impl ServerBuilder {
     /// the same key so that each accepts the others' states. With a
     /// [`change_feed`](ServerBuilder::change_feed), the key also
     /// authenticates what the replicas send each other
-    /// ([`ChangeFeed::authenticate`]).
+    /// ([`ChangeFeed::authenticate`]). Each use has a key of its own,
+    /// derived from this one (HMAC-SHA256 of the use's name).
     pub fn request_state_key(mut self, key: [u8; 32]) -> Self {
         self.state_key = Some(key);
         self
@@ -493,15 +495,17 @@ impl ServerBuilder {
                 }
             };
             // Replicas that share a sealing key authenticate their feed
-            // with it too.
+            // with a key derived from it.
             if let Some(key) = &self.state_key {
-                feed.authenticate(key);
+                feed.authenticate(&derive_key(key, FEED_KEY));
             }
+            feed.trace(Arc::clone(&self.trace));
             (connections.replicas).set_feed(feed, Box::new(deliver));
         }
         let store = self
             .task_store
             .unwrap_or_else(|| Arc::new(MemoryTaskStore::default()));
+        store.trace(Arc::clone(&self.trace));
         let tasks = Arc::new(Tasks::new(
             store,
             self.task_config,
@@ -525,7 +529,10 @@ impl ServerBuilder {
                 trace_limit: Mutex::default(),
                 accept_uri: self.accept_uri,
                 ceiling: self.ceiling,
-                sealer: crate::server::mrtr::Sealer::new(self.state_key, self.state_ttl),
+                sealer: crate::server::mrtr::Sealer::new(
+                    self.state_key.map(|key| derive_key(&key, SEAL_KEY)),
+                    self.state_ttl,
+                ),
                 connections,
                 tasks,
                 pool,

@@ -24,9 +24,18 @@
 //!
 //! A feed that was cut off and is back tells the server so
 //! ([`Change::Reconnected`]): its listens hear that every list may have
-//! changed, and the tasks it runs are read again.
+//! changed, the tasks it runs are read again, and so are the tasks its
+//! listens follow, whose statuses they may have missed.
+//!
+//! A task's status may reach a replica late (a publisher that kept it
+//! through an outage, a message replayed by a client of the bus), and from
+//! several replicas: a listen is never shown one older than the last it
+//! was shown (`Replicas::deliver_status`, by `lastUpdatedAt`, which every
+//! change of a task moves on).
 
-use std::sync::{Arc, OnceLock};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
@@ -70,11 +79,13 @@ pub enum Change {
         /// The task.
         task_id: String,
     },
-    /// Never sent: a feed delivers it to its own replica after it was cut
-    /// off (Redis restarted, the connection broke or went silent) and is
-    /// back, since changes sent meanwhile may be lost. The server's listens
-    /// hear that each list may have changed, and the tasks it runs are
-    /// read again.
+    /// A feed delivers it to its own replica after it was cut off (Redis
+    /// restarted, the connection broke or went silent) and is back, since
+    /// changes sent meanwhile may be lost; a feed may also send it to the
+    /// others when it had to drop changes of its own (`RedisChangeFeed`
+    /// does, when its outbox overflowed). The server's listens hear that
+    /// each list may have changed and the current status of each task they
+    /// follow, and the tasks it runs are read again.
     Reconnected,
 }
 
@@ -99,24 +110,83 @@ pub trait ChangeFeed: Send + Sync {
     /// the server is built.
     fn receive(&self, deliver: Box<dyn Fn(Change) + Send + Sync>);
 
-    /// The key the replicas share
-    /// ([`ServerBuilder::request_state_key`](crate::ServerBuilder::request_state_key)),
+    /// A key the replicas share, for the feed alone: derived from
+    /// [`ServerBuilder::request_state_key`](crate::ServerBuilder::request_state_key),
     /// given by the server before [`receive`](ChangeFeed::receive) when one
-    /// was set: a feed over a bus that others can write to should
-    /// authenticate what it sends with it and drop what does not verify,
-    /// so that a stranger cannot show a listener a change. The default
-    /// does nothing.
+    /// was set. A feed over a bus that others can write to (or read)
+    /// should authenticate what it sends with it and drop what does not
+    /// verify, or was taken already, so that a stranger cannot show a
+    /// listener a change, nor show it one again. The default does nothing.
     fn authenticate(&self, key: &[u8; 32]) {
         let _ = key;
     }
+
+    /// Where the feed says what the server's operator should know
+    /// (messages that do not verify, and why that may be): the server's
+    /// trace ([`ServerBuilder::trace`](crate::ServerBuilder::trace)), given
+    /// by the server before [`receive`](ChangeFeed::receive). The default
+    /// keeps nothing.
+    fn trace(&self, trace: Arc<dyn Fn(&str) + Send + Sync>) {
+        let _ = trace;
+    }
 }
 
-/// A server's link to its other replicas: its feed, if it has one, and
-/// where the task signals they send go.
+/// A server's link to its other replicas: its feed, if it has one, where
+/// the task signals they send go, and the task statuses delivered here.
 #[derive(Default)]
 pub(crate) struct Replicas {
     feed: OnceLock<Arc<dyn ChangeFeed>>,
     task_signals: Arc<OnceLock<Box<TaskSignals>>>,
+    delivered: Arc<Mutex<Delivered>>,
+}
+
+/// How many tasks [`Delivered`] remembers; past it, those delivered longest
+/// ago are forgotten first.
+const DELIVERED_KEPT: usize = 65_536;
+
+/// How long [`Delivered`] is sure to remember a task's last status.
+const DELIVERED_FOR: Duration = Duration::from_secs(600);
+
+/// The `lastUpdatedAt` of the newest status of each task delivered to this
+/// server's listens, and when.
+#[derive(Default)]
+struct Delivered {
+    last: HashMap<String, (String, Instant)>,
+}
+
+impl Delivered {
+    /// Whether `task`'s status is newer than every status of it delivered
+    /// here; if it is, it counts as delivered from now on. Timestamps of
+    /// one format order as strings.
+    fn take(&mut self, task: &DetailedTask) -> bool {
+        let (id, stamp) = (&task.task.task_id, &task.task.last_updated_at);
+        if let Some((last, _)) = self.last.get(id)
+            && last >= stamp
+        {
+            return false;
+        }
+        if self.last.len() >= DELIVERED_KEPT && !self.last.contains_key(id) {
+            self.forget_old();
+        }
+        self.last
+            .insert(id.clone(), (stamp.clone(), Instant::now()));
+        true
+    }
+
+    /// Forgets the tasks delivered more than [`DELIVERED_FOR`] ago, and if
+    /// that is not enough, the older half.
+    fn forget_old(&mut self) {
+        let now = Instant::now();
+        self.last
+            .retain(|_, (_, at)| now.duration_since(*at) < DELIVERED_FOR);
+        if self.last.len() >= DELIVERED_KEPT {
+            let mut times: Vec<Instant> = self.last.values().map(|(_, at)| *at).collect();
+            let middle = times.len() / 2;
+            let (_, median, _) = times.select_nth_unstable(middle);
+            let median = *median;
+            self.last.retain(|_, (_, at)| *at > median);
+        }
+    }
 }
 
 /// Takes a task signal from another replica ([`Change::TaskAnswers`],
@@ -133,6 +203,7 @@ impl Replicas {
         deliver: Box<dyn Fn(ServerEvent) + Send + Sync>,
     ) {
         let task_signals = Arc::clone(&self.task_signals);
+        let delivered = Arc::clone(&self.delivered);
         feed.receive(Box::new(move |change| {
             if let Change::Reconnected = change {
                 // What was sent meanwhile may be lost: every list may have
@@ -147,11 +218,41 @@ impl Replicas {
                 if let Some(signal) = task_signals.get() {
                     signal(change);
                 }
+            } else if let Change::TaskStatus { task } = &change {
+                let mut delivered = lock(&delivered);
+                if delivered.take(task)
+                    && let Some(event) = to_event(&change)
+                {
+                    // Under the lock: in order with every other status.
+                    deliver(event);
+                }
             } else if let Some(event) = to_event(&change) {
                 deliver(event);
             }
         }));
         let _ = self.feed.set(feed);
+    }
+
+    /// Whether this server has other replicas (a feed).
+    pub fn has_feed(&self) -> bool {
+        self.feed.get().is_some()
+    }
+
+    /// Runs `deliver` (which delivers `task`'s status to this server's
+    /// listens) unless a status of that task at least as new was delivered
+    /// here already: then a listen would see the task go back, or hear the
+    /// same status twice. Under the lock that every delivery of a status
+    /// from elsewhere takes, so that none overtakes another. Without a
+    /// feed, every status is this server's own, in order: `deliver` runs.
+    pub fn deliver_status(&self, task: &DetailedTask, deliver: impl FnOnce()) {
+        if !self.has_feed() {
+            deliver();
+            return;
+        }
+        let mut delivered = lock(&self.delivered);
+        if delivered.take(task) {
+            deliver();
+        }
     }
 
     /// Where task signals from other replicas go (set once, by `tasks`).
@@ -163,6 +264,10 @@ impl Replicas {
     pub fn send(&self, change: &Change) -> bool {
         self.feed.get().map(|feed| feed.send(change)).is_some()
     }
+}
+
+fn lock(delivered: &Mutex<Delivered>) -> MutexGuard<'_, Delivered> {
+    delivered.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// A change as this server's subscriptions take it.

@@ -61,6 +61,24 @@ impl InputKind {
     }
 }
 
+/// What the key the application configured (`request_state_key`) is
+/// derived into for sealing request states.
+pub(crate) const SEAL_KEY: &str = "mcp-stdio requestState seal";
+
+/// What it is derived into for authenticating the change feed.
+pub(crate) const FEED_KEY: &str = "mcp-stdio change feed";
+
+/// The key for one `purpose` (one of the two above), derived from the one
+/// the application configured: HMAC-SHA256 of the purpose under it. Each
+/// purpose has a key of its own, so that a MAC made for one (a message on
+/// the change feed, which a client of the bus may read) is worth nothing
+/// for the other (a sealed `requestState`).
+pub(crate) fn derive_key(key: &[u8; 32], purpose: &str) -> [u8; 32] {
+    let mut mac = HmacSha256::new_from_slice(key).expect("HMAC takes a key of any length");
+    mac.update(purpose.as_bytes());
+    mac.finalize().into_bytes().into()
+}
+
 /// The sealing key and lifetime of request states.
 pub(crate) struct Sealer {
     key: [u8; 32],

@@ -3,34 +3,51 @@
 //! one connection (so in the order it published them), and subscribes to
 //! the same channel on another, skipping what it sent itself.
 //!
-//! Pub/sub delivers to whoever is subscribed at the moment: a change
-//! published while a replica's subscriber is reconnecting (Redis restarted,
-//! the network broke) does not reach that replica's listens. So after each
-//! break the subscriber delivers [`Change::Reconnected`]: its listens hear
-//! that every list may have changed, and the server reads the tasks it
-//! runs again. A subscriber connection that went silent without a reset
-//! (a NAT or load balancer that forgot it) is found by a `PING` after
-//! [`QUIET`] without a message, and opened again.
+//! Pub/sub delivers to whoever is subscribed at the moment, and only what
+//! was published. So the publisher keeps each change until Redis took it
+//! (Redis stalled, restarting, or out of reach: it tries again, on a new
+//! connection, until the feed is dropped); past the outbox's bound a change
+//! is dropped, and once the publisher gets through it sends a resync
+//! ([`Change::Reconnected`]) that the others take as their own
+//! reconnection. A change published while a replica's subscriber is
+//! reconnecting does not reach that replica: after each break the
+//! subscriber delivers [`Change::Reconnected`], so its listens hear that
+//! every list may have changed and the current status of the tasks they
+//! follow, and the server reads the tasks it runs again. A subscriber
+//! connection that went silent without a reset (a NAT or load balancer
+//! that forgot it) is found by a `PING` after [`QUIET`] without a message,
+//! and opened again.
 //!
-//! With the replicas' shared key ([`ChangeFeed::authenticate`]) every
-//! message carries an HMAC-SHA256 of its content, and a message that does
-//! not verify is dropped: a client of Redis that may `PUBLISH` on the
-//! channel cannot show a listener a change. (Replay of a genuine message
-//! is not prevented; none can act on a task by itself: answers and stops
-//! are read from the task store.)
+//! Each message names its sender (a random name per feed), the sender's
+//! clock (ms since the Unix epoch) and a sequence number of the sender's,
+//! one more for each message. A subscriber drops a message stamped more
+//! than [`FRESH`] from its own clock, and one whose number is not past the
+//! last it took from that sender (a `PUBLISH` sent twice after its reply
+//! was lost, or a message replayed). With the replicas' shared key
+//! ([`ChangeFeed::authenticate`]: derived from `request_state_key`, and
+//! not the key that seals `requestState`) every message also carries an
+//! HMAC-SHA256 of the channel's name and of all that, and one that does not
+//! verify is dropped: a client of Redis that may `PUBLISH` on the channel
+//! cannot show a listener a change, nor show one again (and a listen never
+//! sees a task's status older than one it saw: `change_feed`). Messages
+//! dropped for their key or their stamp are counted and said on the
+//! server's trace: the first at once, then at most one note a minute.
 
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::thread;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use crossbeam_channel::{Receiver, Sender};
+use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 use hmac::{Hmac, Mac};
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use sha2::Sha256;
 
 use crate::error::Error;
+use crate::note_limiter::NoteLimiter;
 use crate::server::change_feed::{Change, ChangeFeed};
+use crate::server::tasks::redis_pool::shown_url;
 
 /// How long the subscriber waits for a message before it looks whether the
 /// feed was dropped, and the longest a reconnection waits between tries.
@@ -43,20 +60,35 @@ const LOOK: Duration = Duration::from_secs(1);
 const QUIET: Duration = Duration::from_secs(5);
 
 /// How long the publisher waits for Redis to take a `PUBLISH` and answer it
-/// before it takes the connection for broken: a Redis that stopped
-/// answering, or a network that dropped it without a word, would otherwise
-/// hold every change after it until the kernel gives up (many minutes).
+/// before it takes the connection for broken (and sends it again on a new
+/// one): a Redis that stopped answering, or a network that dropped it
+/// without a word, would otherwise hold every change after it until the
+/// kernel gives up (many minutes).
 const REPLY: Duration = Duration::from_secs(5);
 
 /// How many changes may wait for the publisher, and how many bytes in
-/// all; past either (Redis slower than the server's changes for a long
-/// while) a change is lost, as one published while the connection is down
-/// is.
+/// all; past either (Redis out of reach, or slower than the server's
+/// changes, for a long while) a change is dropped, and a resync follows.
 const OUTBOX: usize = 65_536;
 const OUTBOX_BYTES: usize = 64 << 20;
 
+/// How far a message's stamp may be from the subscriber's clock, either
+/// way: the replicas' clocks may differ by less.
+const FRESH: Duration = Duration::from_secs(60);
+
+/// How many senders a subscriber remembers the last sequence number of;
+/// past it, the ones not heard from for two [`FRESH`] are forgotten (their
+/// old messages are stale anyway), then the older half.
+const SENDERS_KEPT: usize = 4096;
+
+/// The least time between two notes of one kind on the trace.
+const NOTE_EVERY: Duration = Duration::from_secs(60);
+
 /// What an authenticated message starts with, before its MAC and body.
-const SIGNED: &[u8] = b"mcp-stdio-feed-v1.";
+const SIGNED: &[u8] = b"mcp-stdio-feed-v2.";
+
+/// Where the feed's notes go (the server's trace).
+type Trace = dyn Fn(&str) + Send + Sync;
 
 /// A [`ChangeFeed`] over Redis pub/sub: every replica of a server opens one
 /// on the same Redis and channel.
@@ -73,14 +105,15 @@ const SIGNED: &[u8] = b"mcp-stdio-feed-v1.";
 ///
 /// Two threads of its own: one publishes (`send` only queues, so a
 /// publisher never waits for Redis), one receives. A lost connection is
-/// opened again, once a second at most; what was published meanwhile is
-/// lost, and the replica's listens are told (see the module docs of
-/// `redis_feed`). A Redis that takes more than 5 s to answer a `PUBLISH`
-/// is taken to be lost too, a subscriber silent for 5 s is pinged, and at
-/// most 65,536 changes and 64 MiB wait for the publisher. With the
-/// replicas' shared key (`request_state_key`) every message is
-/// authenticated. Dropping the feed (with the server that holds it) ends
-/// both threads.
+/// opened again, once a second at most. A change is kept until Redis took
+/// it; at most 65,536 changes and 64 MiB wait for the publisher, past
+/// which a change is dropped and the other replicas are told to read
+/// again what their listens follow (see the module docs of `redis_feed`).
+/// A Redis that takes more than 5 s to answer a `PUBLISH` is taken to be
+/// lost, and a subscriber silent for 5 s is pinged. With the replicas'
+/// shared key (`request_state_key`) every message is authenticated, and
+/// none is taken twice. Dropping the feed (with the server that holds it)
+/// ends both threads, and what was not published yet is dropped.
 pub struct RedisChangeFeed {
     client: redis::Client,
     channel: String,
@@ -90,8 +123,13 @@ pub struct RedisChangeFeed {
     outbox: Sender<Vec<u8>>,
     /// The bytes waiting in the outbox.
     queued: Arc<AtomicUsize>,
-    /// The replicas' shared key, once the server gave it.
+    /// Set when a change was dropped for a full outbox: the publisher
+    /// sends a resync once it gets through.
+    overflowed: Arc<AtomicBool>,
+    /// The key the replicas share for the feed, once the server gave it.
     key: Arc<OnceLock<[u8; 32]>>,
+    /// The server's trace, once the server gave it.
+    trace: Arc<OnceLock<Arc<Trace>>>,
     stopped: Arc<AtomicBool>,
     /// How many sent changes went out (for tests and diagnostics).
     published: Arc<AtomicU64>,
@@ -106,38 +144,52 @@ impl std::fmt::Debug for RedisChangeFeed {
     }
 }
 
-/// One change on the channel, with the replica that published it.
-#[derive(Serialize, Deserialize)]
+/// One change on the channel: the replica that published it, its clock
+/// then (ms since the Unix epoch), its sequence number.
+#[derive(Deserialize)]
 struct Envelope {
     from: String,
+    at: u64,
+    seq: u64,
     change: Change,
 }
 
 impl RedisChangeFeed {
-    /// Connects to the Redis at `url` (`redis://host:port/db`) and uses
-    /// `channel` for the changes; fails when Redis cannot be reached now.
+    /// Connects to the Redis at `url` (`redis://host:port/db`, or
+    /// `rediss://user:password@host:port/db`) and uses `channel` for the
+    /// changes; fails when Redis cannot be reached now. No message shows
+    /// the URL's user or password.
     pub fn open(url: &str, channel: &str) -> Result<RedisChangeFeed, Error> {
-        let client = redis::Client::open(url).map_err(|e| redis_error(url, &e))?;
-        let publisher = publisher_connection(&client).map_err(|e| redis_error(url, &e))?;
+        let shown = shown_url(url);
+        let client = redis::Client::open(url).map_err(|e| redis_error(&shown, &e))?;
+        let first = publisher_connection(&client).map_err(|e| redis_error(&shown, &e))?;
         let (outbox, queue) = crossbeam_channel::bounded(OUTBOX);
-        let stopped = Arc::new(AtomicBool::new(false));
-        let published = Arc::new(AtomicU64::new(0));
-        let queued = Arc::new(AtomicUsize::new(0));
         let feed = RedisChangeFeed {
             client: client.clone(),
             channel: channel.to_owned(),
             replica: replica_name()?,
             outbox,
-            queued: Arc::clone(&queued),
-            key: Arc::new(OnceLock::new()),
-            stopped,
-            published: Arc::clone(&published),
+            queued: Arc::default(),
+            overflowed: Arc::default(),
+            key: Arc::default(),
+            trace: Arc::default(),
+            stopped: Arc::default(),
+            published: Arc::default(),
         };
-        let channel = feed.channel.clone();
-        let sent = Sent { published, queued };
+        let publisher = Publisher {
+            client,
+            channel: feed.channel.clone(),
+            replica: feed.replica.clone(),
+            key: Arc::clone(&feed.key),
+            trace: Arc::clone(&feed.trace),
+            queued: Arc::clone(&feed.queued),
+            overflowed: Arc::clone(&feed.overflowed),
+            stopped: Arc::clone(&feed.stopped),
+            published: Arc::clone(&feed.published),
+        };
         thread::Builder::new()
             .name("mcp-redis-publish".into())
-            .spawn(move || publish(&client, publisher, &channel, &queue, &sent))?;
+            .spawn(move || publisher.run(Some(first), &queue))?;
         Ok(feed)
     }
 
@@ -149,24 +201,17 @@ impl RedisChangeFeed {
 
 impl ChangeFeed for RedisChangeFeed {
     fn send(&self, change: &Change) {
-        let envelope = Envelope {
-            from: self.replica.clone(),
-            change: change.clone(),
-        };
-        let Ok(body) = serde_json::to_vec(&envelope) else {
+        let Ok(message) = serde_json::to_vec(change) else {
             return;
         };
-        let message = match self.key.get() {
-            Some(key) => sign(key, &body),
-            None => body,
-        };
         let size = message.len();
-        // Full, by count or by bytes: lost (see `OUTBOX`). The publisher
-        // ends only when the feed is dropped.
+        // Full, by count or by bytes: dropped, and a resync follows (see
+        // `OUTBOX`). The publisher ends only when the feed is dropped.
         if self.queued.fetch_add(size, Ordering::AcqRel) + size > OUTBOX_BYTES
             || self.outbox.try_send(message).is_err()
         {
             self.queued.fetch_sub(size, Ordering::AcqRel);
+            self.overflowed.store(true, Ordering::Release);
         }
     }
 
@@ -174,6 +219,7 @@ impl ChangeFeed for RedisChangeFeed {
         let (client, channel) = (self.client.clone(), self.channel.clone());
         let (replica, stopped) = (self.replica.clone(), Arc::clone(&self.stopped));
         let key = self.key.get().copied();
+        let trace = self.trace.get().cloned();
         let _ = thread::Builder::new()
             .name("mcp-redis-subscribe".into())
             .spawn(move || {
@@ -183,6 +229,7 @@ impl ChangeFeed for RedisChangeFeed {
                     replica: &replica,
                     key: key.as_ref(),
                     stopped: &stopped,
+                    trace,
                 };
                 me.run(&*deliver);
             });
@@ -191,13 +238,16 @@ impl ChangeFeed for RedisChangeFeed {
     fn authenticate(&self, key: &[u8; 32]) {
         let _ = self.key.set(*key);
     }
+
+    fn trace(&self, trace: Arc<Trace>) {
+        let _ = self.trace.set(trace);
+    }
 }
 
-/// `SIGNED`, the hex HMAC-SHA256 of `body` under `key`, a dot, `body`.
-fn sign(key: &[u8; 32], body: &[u8]) -> Vec<u8> {
-    let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(key).expect("any key length");
-    mac.update(body);
-    let tag = mac.finalize().into_bytes();
+/// `SIGNED`, the hex HMAC-SHA256 under `key` of the channel's name (its
+/// length first) and `body`, a dot, `body`.
+fn sign(key: &[u8; 32], channel: &str, body: &[u8]) -> Vec<u8> {
+    let tag = mac(key, channel, body).finalize().into_bytes();
     let mut message = Vec::with_capacity(SIGNED.len() + 65 + body.len());
     message.extend_from_slice(SIGNED);
     for b in tag {
@@ -208,9 +258,9 @@ fn sign(key: &[u8; 32], body: &[u8]) -> Vec<u8> {
     message
 }
 
-/// The body of a message `sign` made with `key`; `None` when it was not
-/// (in constant time over the tag).
-fn verify<'a>(key: &[u8; 32], message: &'a [u8]) -> Option<&'a [u8]> {
+/// The body of a message `sign` made with `key` for `channel`; `None`
+/// when it was not (in constant time over the tag).
+fn verify<'a>(key: &[u8; 32], channel: &str, message: &'a [u8]) -> Option<&'a [u8]> {
     let rest = message.strip_prefix(SIGNED)?;
     let (hex, body) = (rest.get(..64)?, rest.get(65..)?);
     if rest.get(64) != Some(&b'.') {
@@ -221,53 +271,137 @@ fn verify<'a>(key: &[u8; 32], message: &'a [u8]) -> Option<&'a [u8]> {
         let text = std::str::from_utf8(pair).ok()?;
         tag[i] = u8::from_str_radix(text, 16).ok()?;
     }
-    let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(key).expect("any key length");
-    mac.update(body);
-    mac.verify_slice(&tag).ok()?;
+    mac(key, channel, body).verify_slice(&tag).ok()?;
     Some(body)
+}
+
+fn mac(key: &[u8; 32], channel: &str, body: &[u8]) -> Hmac<Sha256> {
+    let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(key).expect("any key length");
+    mac.update(&(channel.len() as u64).to_be_bytes());
+    mac.update(channel.as_bytes());
+    mac.update(body);
+    mac
 }
 
 impl Drop for RedisChangeFeed {
     fn drop(&mut self) {
-        // The publisher ends with the outbox, the subscriber at its next look.
+        // The publisher ends with the outbox or at its next try, the
+        // subscriber at its next look.
         self.stopped.store(true, Ordering::Release);
     }
 }
 
-/// What the publisher counts.
-struct Sent {
-    published: Arc<AtomicU64>,
+/// The publisher's side of the feed.
+struct Publisher {
+    client: redis::Client,
+    channel: String,
+    replica: String,
+    key: Arc<OnceLock<[u8; 32]>>,
+    trace: Arc<OnceLock<Arc<Trace>>>,
     queued: Arc<AtomicUsize>,
+    overflowed: Arc<AtomicBool>,
+    stopped: Arc<AtomicBool>,
+    published: Arc<AtomicU64>,
 }
 
-/// The publisher: sends what is queued, in order, until the feed is
-/// dropped; opens the connection again when it broke.
-fn publish(
-    client: &redis::Client,
-    connection: redis::Connection,
-    channel: &str,
-    queue: &Receiver<Vec<u8>>,
-    sent: &Sent,
-) {
-    let mut connection = Some(connection);
-    while let Ok(message) = queue.recv() {
-        sent.queued.fetch_sub(message.len(), Ordering::AcqRel);
-        // Broken or silent for `REPLY`: once more on a new connection,
-        // then the change is lost.
-        for _attempt in 0..2 {
-            if connection.is_none() {
-                connection = publisher_connection(client).ok();
-            }
-            let Some(open) = connection.as_mut() else {
-                break;
+impl Publisher {
+    /// Sends what is queued, in order, each until Redis took it, and a
+    /// resync after the outbox overflowed; until the feed is dropped.
+    fn run(&self, mut connection: Option<redis::Connection>, queue: &Receiver<Vec<u8>>) {
+        let resync = serde_json::to_vec(&Change::Reconnected).unwrap_or_default();
+        let mut notes = NoteLimiter::new(1, NOTE_EVERY);
+        let mut seq = 0;
+        loop {
+            let change = match queue.recv_timeout(LOOK) {
+                Ok(change) => {
+                    self.queued.fetch_sub(change.len(), Ordering::AcqRel);
+                    Some(change)
+                }
+                Err(RecvTimeoutError::Timeout) => None,
+                Err(RecvTimeoutError::Disconnected) => return,
             };
-            let done: redis::RedisResult<i64> =
-                redis::cmd("PUBLISH").arg(channel).arg(&message).query(open);
-            if done.is_ok() {
-                sent.published.fetch_add(1, Ordering::AcqRel);
-                break;
+            if self.overflowed.swap(false, Ordering::AcqRel) {
+                seq += 1;
+                if !self.send(&mut connection, seq, &resync, &mut notes) {
+                    return;
+                }
             }
-            connection = None;
+            if let Some(change) = change {
+                seq += 1;
+                if !self.send(&mut connection, seq, &change, &mut notes) {
+                    return;
+                }
+                self.published.fetch_add(1, Ordering::AcqRel);
+            }
+        }
+    }
+
+    /// Publishes `change` as message `seq`, again and again (on a new
+    /// connection each time, every second at most) until Redis takes it;
+    /// `false` when the feed was dropped first. One whose reply did not
+    /// come may have gone out: sent again with the same number, it is
+    /// taken once.
+    fn send(
+        &self,
+        connection: &mut Option<redis::Connection>,
+        seq: u64,
+        change: &[u8],
+        notes: &mut NoteLimiter,
+    ) -> bool {
+        let mut pause = Duration::from_millis(50);
+        loop {
+            if self.stopped.load(Ordering::Acquire) {
+                return false;
+            }
+            let failed = match connection.as_mut() {
+                None => match publisher_connection(&self.client) {
+                    Ok(open) => {
+                        *connection = Some(open);
+                        continue;
+                    }
+                    Err(e) => e,
+                },
+                Some(open) => {
+                    let message = self.message(seq, change);
+                    let done: redis::RedisResult<i64> = redis::cmd("PUBLISH")
+                        .arg(&self.channel)
+                        .arg(&message)
+                        .query(open);
+                    match done {
+                        Ok(_) => return true,
+                        Err(e) => e,
+                    }
+                }
+            };
+            // Broken, refused, or silent for `REPLY`: never reused.
+            *connection = None;
+            if let Some(trace) = self.trace.get() {
+                let note = format!(
+                    "the change feed cannot publish on channel {:?} (changes wait, and are sent when it can): {}",
+                    self.channel,
+                    failed.to_string().replace(['\r', '\n'], " ")
+                );
+                notes.note(&**trace, &note);
+            }
+            thread::sleep(pause);
+            pause = (pause * 2).min(LOOK);
+        }
+    }
+
+    /// Message `seq` for `change`: the envelope, signed when the replicas
+    /// share a key.
+    fn message(&self, seq: u64, change: &[u8]) -> Vec<u8> {
+        let mut body = format!(
+            r#"{{"from":"{}","at":{},"seq":{seq},"change":"#,
+            self.replica,
+            unix_ms(SystemTime::now())
+        )
+        .into_bytes();
+        body.extend_from_slice(change);
+        body.push(b'}');
+        match self.key.get() {
+            Some(key) => sign(key, &self.channel, &body),
+            None => body,
         }
     }
 }
@@ -287,6 +421,56 @@ struct Subscriber<'a> {
     replica: &'a str,
     key: Option<&'a [u8; 32]>,
     stopped: &'a AtomicBool,
+    trace: Option<Arc<Trace>>,
+}
+
+/// What a subscriber remembers of the messages it took and dropped.
+struct Heard {
+    /// The last sequence number taken from each sender, and when.
+    senders: HashMap<String, (u64, Instant)>,
+    /// Messages dropped because they do not verify (or do not read).
+    unverified: u64,
+    /// Messages dropped for a stamp too far from this replica's clock.
+    stale: u64,
+    unverified_notes: NoteLimiter,
+    stale_notes: NoteLimiter,
+}
+
+impl Heard {
+    fn new() -> Heard {
+        Heard {
+            senders: HashMap::new(),
+            unverified: 0,
+            stale: 0,
+            unverified_notes: NoteLimiter::new(1, NOTE_EVERY),
+            stale_notes: NoteLimiter::new(1, NOTE_EVERY),
+        }
+    }
+
+    /// Whether message `seq` of `from` is past the last one taken from it;
+    /// if so, it is the last from now on.
+    fn take(&mut self, from: &str, seq: u64) -> bool {
+        let now = Instant::now();
+        if let Some((last, at)) = self.senders.get_mut(from) {
+            if seq <= *last {
+                return false;
+            }
+            (*last, *at) = (seq, now);
+            return true;
+        }
+        if self.senders.len() >= SENDERS_KEPT {
+            self.senders
+                .retain(|_, (_, at)| now.duration_since(*at) < FRESH * 2);
+        }
+        if self.senders.len() >= SENDERS_KEPT {
+            let mut times: Vec<Instant> = self.senders.values().map(|(_, at)| *at).collect();
+            let middle = times.len() / 2;
+            let median = *times.select_nth_unstable(middle).1;
+            self.senders.retain(|_, (_, at)| *at > median);
+        }
+        self.senders.insert(from.to_owned(), (seq, now));
+        true
+    }
 }
 
 impl Subscriber<'_> {
@@ -294,6 +478,7 @@ impl Subscriber<'_> {
     /// dropped; subscribes again when the connection broke or went silent,
     /// and then delivers [`Change::Reconnected`].
     fn run(&self, deliver: &(dyn Fn(Change) + Send + Sync)) {
+        let mut heard = Heard::new();
         let mut subscribed_before = false;
         while !self.stopped.load(Ordering::Acquire) {
             let Ok(mut connection) = self.client.get_connection_with_timeout(LOOK) else {
@@ -319,24 +504,29 @@ impl Subscriber<'_> {
                 deliver(Change::Reconnected);
             }
             subscribed_before = true;
-            self.listen(&mut pubsub, deliver);
+            self.listen(&mut pubsub, &mut heard, deliver);
         }
     }
 
     /// Delivers from one subscription until it breaks, goes silent, or the
     /// feed is dropped.
-    fn listen(&self, pubsub: &mut redis::PubSub<'_>, deliver: &(dyn Fn(Change) + Send + Sync)) {
-        let mut heard = Instant::now();
+    fn listen(
+        &self,
+        pubsub: &mut redis::PubSub<'_>,
+        heard: &mut Heard,
+        deliver: &(dyn Fn(Change) + Send + Sync),
+    ) {
+        let mut quiet_since = Instant::now();
         while !self.stopped.load(Ordering::Acquire) {
             match pubsub.get_message() {
                 Ok(message) => {
-                    heard = Instant::now();
-                    if let Some(change) = self.open(message.get_payload_bytes()) {
+                    quiet_since = Instant::now();
+                    if let Some(change) = self.open(message.get_payload_bytes(), heard) {
                         deliver(change);
                     }
                 }
                 Err(e) if e.is_timeout() => {
-                    if heard.elapsed() < QUIET {
+                    if quiet_since.elapsed() < QUIET {
                         continue;
                     }
                     // Quiet for long: is anyone there? The answer may take
@@ -351,7 +541,7 @@ impl Subscriber<'_> {
                         let _ = pubsub.set_read_timeout(Some(Duration::from_millis(10)));
                         return;
                     }
-                    heard = Instant::now();
+                    quiet_since = Instant::now();
                 }
                 // Broken: subscribe again on a new connection.
                 Err(_) => return,
@@ -360,15 +550,57 @@ impl Subscriber<'_> {
     }
 
     /// The change in a message from another replica: `None` for this
-    /// replica's own, and (with a key) for one that does not verify.
-    fn open(&self, payload: &[u8]) -> Option<Change> {
+    /// replica's own, for one that does not verify (with a key) or does
+    /// not read, for one stamped more than [`FRESH`] from this replica's
+    /// clock, and for one taken already (its number is not past the last
+    /// from its sender).
+    fn open(&self, payload: &[u8], heard: &mut Heard) -> Option<Change> {
         let body = match self.key {
-            Some(key) => verify(key, payload)?,
-            None => payload,
+            Some(key) => verify(key, self.channel, payload),
+            None => Some(payload),
         };
-        let envelope: Envelope = serde_json::from_slice(body).ok()?;
-        (envelope.from != self.replica).then_some(envelope.change)
+        let Some(envelope) = body.and_then(|body| serde_json::from_slice::<Envelope>(body).ok())
+        else {
+            heard.unverified += 1;
+            self.note(&mut heard.unverified_notes, &format!(
+                "the change feed on channel {:?} dropped a message that {} ({} so far): do all the replicas share one request_state_key (a rotation half done, a typo)? Or something else publishes on the channel",
+                self.channel,
+                if self.key.is_some() { "does not verify under this replica's key" } else { "this replica, which has no key, cannot read" },
+                heard.unverified
+            ));
+            return None;
+        };
+        if envelope.from == self.replica {
+            return None;
+        }
+        let now = unix_ms(SystemTime::now());
+        let apart = now.abs_diff(envelope.at);
+        if u128::from(apart) > FRESH.as_millis() {
+            heard.stale += 1;
+            self.note(&mut heard.stale_notes, &format!(
+                "the change feed on channel {:?} dropped a message stamped {} s from this replica's clock ({} so far): are the replicas' clocks more than {} s apart? Or a client of Redis replays old messages",
+                self.channel,
+                apart / 1000,
+                heard.stale,
+                FRESH.as_secs()
+            ));
+            return None;
+        }
+        heard
+            .take(&envelope.from, envelope.seq)
+            .then_some(envelope.change)
     }
+
+    fn note(&self, notes: &mut NoteLimiter, text: &str) {
+        if let Some(trace) = &self.trace {
+            notes.note(&**trace, text);
+        }
+    }
+}
+
+fn unix_ms(at: SystemTime) -> u64 {
+    let since = at.duration_since(UNIX_EPOCH).unwrap_or(Duration::ZERO);
+    u64::try_from(since.as_millis()).unwrap_or(u64::MAX)
 }
 
 /// A random name for this replica.
@@ -378,9 +610,10 @@ fn replica_name() -> Result<String, Error> {
     Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
 }
 
-fn redis_error(url: &str, e: &redis::RedisError) -> Error {
+/// Redis could not be reached at `shown` (the URL without its credentials).
+fn redis_error(shown: &str, e: &redis::RedisError) -> Error {
     Error::Io(std::io::Error::other(format!(
-        "cannot reach Redis at {url}: {e} (is redis-server running there?)"
+        "cannot reach Redis at {shown}: {e} (is redis-server running there?)"
     )))
 }
 
@@ -438,17 +671,29 @@ mod tests {
     }
 
     #[test]
-    fn a_message_verifies_only_unchanged_and_under_its_key() {
+    fn a_message_verifies_only_unchanged_under_its_key_and_on_its_channel() {
         let key = [3; 32];
-        let body = br#"{"from":"a","change":{"kind":"toolsListChanged"}}"#;
-        let signed = sign(&key, body);
-        assert_eq!(verify(&key, &signed), Some(&body[..]));
-        assert_eq!(verify(&[4; 32], &signed), None, "another key");
+        let body = br#"{"from":"a","at":1,"seq":1,"change":{"kind":"toolsListChanged"}}"#;
+        let signed = sign(&key, "changes", body);
+        assert_eq!(verify(&key, "changes", &signed), Some(&body[..]));
+        assert_eq!(verify(&[4; 32], "changes", &signed), None, "another key");
+        assert_eq!(verify(&key, "other", &signed), None, "another channel");
         let mut changed = signed.clone();
         *changed.last_mut().unwrap() = b']';
-        assert_eq!(verify(&key, &changed), None, "a changed body");
-        assert_eq!(verify(&key, body), None, "unsigned");
-        assert_eq!(verify(&key, &signed[..40]), None, "cut short");
+        assert_eq!(verify(&key, "changes", &changed), None, "a changed body");
+        assert_eq!(verify(&key, "changes", body), None, "unsigned");
+        assert_eq!(verify(&key, "changes", &signed[..40]), None, "cut short");
+    }
+
+    #[test]
+    fn messages_of_one_sender_are_taken_once_and_in_order() {
+        let mut heard = Heard::new();
+        assert!(heard.take("a", 1));
+        assert!(heard.take("a", 2));
+        assert!(!heard.take("a", 2), "sent twice");
+        assert!(!heard.take("a", 1), "replayed");
+        assert!(heard.take("b", 1), "another sender");
+        assert!(heard.take("a", 7));
     }
 
     #[test]

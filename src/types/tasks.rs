@@ -227,6 +227,56 @@ pub fn iso8601(time: SystemTime) -> String {
     )
 }
 
+/// The time a stamp [`iso8601`] wrote stands for; `None` for any other
+/// text (another format, a date before 1970).
+#[cfg(feature = "server")]
+pub(crate) fn parse_iso8601(stamp: &str) -> Option<SystemTime> {
+    let b = stamp.as_bytes();
+    if b.len() != 24 || b[23] != b'Z' {
+        return None;
+    }
+    let number = |from: usize, to: usize| -> Option<u64> {
+        let text = stamp.get(from..to)?;
+        text.bytes()
+            .all(|c| c.is_ascii_digit())
+            .then(|| text.parse().ok())?
+    };
+    let seps = [
+        (4, b'-'),
+        (7, b'-'),
+        (10, b'T'),
+        (13, b':'),
+        (16, b':'),
+        (19, b'.'),
+    ];
+    if seps.iter().any(|&(at, sep)| b[at] != sep) {
+        return None;
+    }
+    let (year, month, day) = (number(0, 4)?, number(5, 7)?, number(8, 10)?);
+    let (hour, minute, second) = (number(11, 13)?, number(14, 16)?, number(17, 19)?);
+    let millis = number(20, 23)?;
+    if year < 1970 || !(1..=12).contains(&month) || !(1..=31).contains(&day) {
+        return None;
+    }
+    let days = days_from_civil(year, month, day);
+    let secs = days * 86_400 + hour * 3600 + minute * 60 + second;
+    UNIX_EPOCH.checked_add(Duration::from_millis(secs.checked_mul(1000)? + millis))
+}
+
+/// The day count since 1970-01-01 of a proleptic Gregorian date (Howard
+/// Hinnant's `days_from_civil`, for dates from 1970), the inverse of
+/// [`civil_from_days`].
+#[cfg(feature = "server")]
+fn days_from_civil(year: u64, month: u64, day: u64) -> u64 {
+    let year = if month <= 2 { year - 1 } else { year };
+    let era = year / 400;
+    let yoe = year - era * 400;
+    let mp = if month > 2 { month - 3 } else { month + 9 };
+    let doy = (153 * mp + 2) / 5 + day - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
 /// The proleptic Gregorian date of a day count since 1970-01-01 (Howard
 /// Hinnant's `civil_from_days`, for days after the epoch).
 fn civil_from_days(days: u64) -> (u64, u64, u64) {
@@ -246,6 +296,23 @@ fn civil_from_days(days: u64) -> (u64, u64, u64) {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    #[cfg(feature = "server")]
+    fn a_stamp_reads_back_as_the_time_it_was_written_for() {
+        for ms in [0, 951_782_400_000, 1_785_000_000_123, 4_102_444_799_999] {
+            let at = UNIX_EPOCH + Duration::from_millis(ms);
+            assert_eq!(parse_iso8601(&iso8601(at)), Some(at), "{}", iso8601(at));
+        }
+        for other in [
+            "2026-07-28T10:30:00Z",
+            "2026-07-28 10:30:00.000Z",
+            "2026-13-01T00:00:00.000Z",
+            "x",
+        ] {
+            assert_eq!(parse_iso8601(other), None, "{other}");
+        }
+    }
 
     fn task(status: TaskStatus) -> Task {
         Task {

@@ -207,3 +207,342 @@ pub fn close_fails_every_waiter_though_a_grandchild_holds_stdout() -> Result<Str
         .status();
     outcome
 }
+
+/// For `asks-when-told`: the file whose existence tells it to write.
+const TOLD_ENV: &str = "MCP_STDIO_CLIENT_TEST_TOLD";
+
+/// `legacy-grandchild-asks-late`: an initialize-era server with `logging`
+/// that starts `asks-when-told` (this binary) with its own stdout, which
+/// the grandchild keeps open after this server exits; its instructions
+/// are `grandchild <pid>`. Exits at the end of its input.
+pub fn fake_legacy_grandchild_asks_late() -> ! {
+    let exe = std::env::current_exe().expect("the test knows its own path");
+    let grandchild = Command::new(exe)
+        .env(SERVER_ENV, "asks-when-told")
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("the grandchild starts");
+    let instructions = format!("grandchild {}", grandchild.id());
+    each_request(|out, id, method, _| match method {
+        "initialize" => {
+            let mut result = legacy_initialize_result(json!({ "tools": {}, "logging": {} }));
+            result["instructions"] = json!(instructions);
+            send(out, &reply(id, result));
+        }
+        "ping" => send(out, &reply(id, json!({}))),
+        _ => send(out, &error_reply(id, -32601, "Method not found", None)),
+    });
+    std::process::exit(0);
+}
+
+/// `asks-when-told`: not a server; once the file named by
+/// `MCP_STDIO_CLIENT_TEST_TOLD` exists (a minute at most), writes to the
+/// stdout it inherited what a legacy server may write at any time: an
+/// `elicitation/create` request (`late-ask`) and a log message
+/// (`late log`), then exits.
+pub fn run_asks_when_told() -> ! {
+    let told = std::env::var_os(TOLD_ENV).expect("the file to wait for");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !std::path::Path::new(&told).exists() {
+        if Instant::now() > deadline {
+            std::process::exit(0);
+        }
+        thread::sleep(Duration::from_millis(10));
+    }
+    let mut out = std::io::stdout().lock();
+    let schema = json!({ "type": "object", "properties": { "name": { "type": "string" } } });
+    send(
+        &mut out,
+        &json!({ "jsonrpc": "2.0", "id": "late-ask", "method": "elicitation/create",
+            "params": { "message": "Your name?", "requestedSchema": schema } }),
+    );
+    let params = json!({ "level": "warning", "data": "late log" });
+    send(
+        &mut out,
+        &json!({ "jsonrpc": "2.0", "method": "notifications/message", "params": params }),
+    );
+    std::process::exit(0);
+}
+
+/// Review of issue 47, item 4 (`Client::close`: "once it returns, nothing
+/// waits and nothing it started runs"): a grandchild of the server holds
+/// its output, and writes to it after `close` returned. The link's reader,
+/// given up on but still reading, routes those lines as if nothing had
+/// closed: the application's `on_elicitation` handler is asked a question
+/// (on a thread the client starts after it closed) and its `on_log` hook
+/// gets a message. Once `close` returns, the client calls no hook of the
+/// application's.
+pub fn no_application_hook_runs_after_close_returns() -> Result<String, String> {
+    let told = Wire::new("told");
+    let mut command = server_command("legacy-grandchild-asks-late", None);
+    command.env(TOLD_ENV, &told.path);
+    let (hook_tx, hooks) = crossbeam_channel::unbounded::<String>();
+    let elicit_tx = hook_tx.clone();
+    let client = builder()
+        .trace(|_| {})
+        .era(EraPolicy::LegacyOnly)
+        .close_grace(Duration::from_millis(300))
+        .on_elicitation(move |_| {
+            let _ = elicit_tx.send("on_elicitation".to_owned());
+            Ok(ElicitResult::decline())
+        })
+        .on_log(move |log| {
+            let _ = hook_tx.send(format!("on_log ({})", log.data));
+        })
+        .spawn(command)
+        .map_err(|e| format!("connecting failed: {e}"))?;
+    let grandchild: u32 = client
+        .instructions()
+        .and_then(|i| i.strip_prefix("grandchild ")?.parse().ok())
+        .ok_or("no grandchild pid in the instructions")?;
+    let outcome = (|| {
+        let closed = client.close();
+        ensure!(closed.is_ok(), "close failed: {closed:?}");
+        let _ = hooks.try_iter().count();
+        std::fs::write(&told.path, "now").map_err(|e| format!("telling the grandchild: {e}"))?;
+        // The grandchild wrote its lines once it has exited.
+        let deadline = Instant::now() + WAIT;
+        while !matches!(process_state(grandchild), None | Some('Z')) {
+            ensure!(
+                Instant::now() < deadline,
+                "the grandchild (pid {grandchild}) did not write and exit"
+            );
+            thread::sleep(Duration::from_millis(10));
+        }
+        // A hook the reader still calls comes at once; none is the answer.
+        let mut late: Vec<String> = hooks
+            .recv_timeout(Duration::from_secs(2))
+            .into_iter()
+            .collect();
+        late.extend(hooks.try_iter());
+        ensure!(
+            late.is_empty(),
+            "after close returned, the client called the application's {late:?}"
+        );
+        Ok(String::new())
+    })();
+    let _ = std::fs::remove_file(&told.path);
+    // The grandchild is this test's to end, should it still run.
+    let _ = Command::new("kill")
+        .arg("-9")
+        .arg(grandchild.to_string())
+        .status();
+    outcome
+}
+
+/// Review of issue 47, items 3 and 4 (`Drop for Client`: "bounded by three
+/// times the close grace"): a wire hook that blocks on a line a caller
+/// writes itself (here the `notifications/cancelled` of a dropped call)
+/// holds the link's sending lock (`Link::try_send` keeps it while
+/// `Input::send` calls the hook), and `close` takes that lock to close the
+/// server's input (`Link::close_input`), so `close` waits as long as the
+/// hook, with no bound. A hook on the reader that blocks does not hold
+/// `close` (it waits the close grace for the reader, then goes on).
+pub fn close_is_bounded_while_a_wire_hook_blocks_another_threads_write() -> Result<String, String> {
+    let (entered_tx, entered) = crossbeam_channel::unbounded::<Option<String>>();
+    let (release_tx, release) = crossbeam_channel::bounded::<()>(0);
+    let client = builder()
+        .trace(|_| {})
+        .close_grace(Duration::from_millis(200))
+        .wire(move |direction, line| {
+            let cancel = String::from_utf8_lossy(line).contains("notifications/cancelled");
+            if direction == WireDirection::Sent && cancel {
+                let _ = entered_tx.send(thread::current().name().map(str::to_owned));
+                // Until the check lets go (drops the sender).
+                let _ = release.recv_timeout(Duration::from_secs(60));
+            }
+        })
+        .spawn(server_command("modern-logs", None))
+        .map_err(|e| format!("connecting failed: {e}"))?;
+    // `hold` is never answered alone.
+    let call = client
+        .start_request(
+            "tools/call",
+            json!({ "name": "hold", "arguments": {} }),
+            RequestOptions::new(),
+        )
+        .map_err(|e| format!("the call failed to start: {e}"))?;
+    let canceller = thread::Builder::new()
+        .name("canceller".into())
+        .spawn(move || call.cancel(None))
+        .map_err(|e| e.to_string())?;
+    let who = entered.recv_timeout(WAIT);
+    let (done_tx, done) = crossbeam_channel::bounded(1);
+    let closer = thread::spawn(move || {
+        let started = Instant::now();
+        let closed = client.close().map(|_| ());
+        let _ = done_tx.send(started.elapsed());
+        closed
+    });
+    let waited = done.recv_timeout(Duration::from_secs(5));
+    drop(release_tx);
+    let _ = canceller.join();
+    let closed = closer.join().map_err(|_| "close panicked".to_owned())?;
+    ensure!(
+        who == Ok(Some("canceller".to_owned())),
+        "the hook saw the cancellation on {who:?}, not on the thread that wrote it"
+    );
+    ensure!(
+        waited.is_ok(),
+        "close had not returned 5 s after it began (close grace 200 ms): it waited for a wire hook blocked on another thread's write"
+    );
+    closed.map_err(|e| format!("close failed: {e}"))?;
+    Ok(format!("close took {}", ms(waited.unwrap_or_default())))
+}
+
+/// `recorded-dies-mid-request`: `dies-mid-request`, after appending
+/// `start <pid>` to the file named by `MCP_STDIO_CLIENT_TEST_STARTS`.
+pub fn fake_recorded_dies_mid_request() -> ! {
+    let path = std::env::var_os(STARTS_ENV).expect("the starts file");
+    let mut file = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&path)
+        .expect("the starts file opens");
+    let _ = file.write_all(format!("start {}\n", std::process::id()).as_bytes());
+    drop(file);
+    fake_dies_mid_request();
+}
+
+/// Review of issue 47, item 3, at every moment of a restart rather than
+/// one: the server dies on a call, and `close` comes 0 to 39 ms later
+/// (the pause only spreads the moments: the reap, the backoff, the spawn,
+/// the probe, the install, the re-sent listen). Whenever it comes, once it
+/// returns every server started was reaped (none runs, none is a zombie
+/// left to the test process) and the subscription ended. It passes: the
+/// reading that `close` can miss a restart's server at some moment is
+/// wrong, here at least.
+pub fn close_at_any_moment_of_a_restart_leaves_no_server() -> Result<String, String> {
+    let mut phases = BTreeSet::new();
+    for pause_ms in 0..40u64 {
+        let starts = Wire::new("any-moment-starts");
+        let mut command = server_command("recorded-dies-mid-request", None);
+        command.env(STARTS_ENV, &starts.path);
+        let client = builder()
+            .trace(|_| {})
+            .close_grace(Duration::from_secs(2))
+            .restart(RestartPolicy {
+                max_restarts: 2,
+                backoff: Duration::from_millis(5),
+            })
+            .spawn(command)
+            .map_err(|e| format!("connecting failed: {e}"))?;
+        let mut sub = client
+            .listen(SubscriptionFilter {
+                tools_list_changed: Some(true),
+                ..SubscriptionFilter::default()
+            })
+            .map_err(|e| format!("listen failed: {e}"))?;
+        let outcome = client.call_tool("die", json!({}));
+        ensure!(
+            matches!(outcome, Err(Error::Disconnected)),
+            "the call the server died on: {outcome:?}"
+        );
+        thread::sleep(Duration::from_millis(pause_ms));
+        let started = Instant::now();
+        let closed = client.close();
+        let took = started.elapsed();
+        // Whether the restart had installed its server when close came.
+        let mut resubscribed = false;
+        let end = loop {
+            match sub.try_recv() {
+                Ok(Some(SubscriptionEvent::Resubscribed { .. })) => resubscribed = true,
+                Ok(Some(_)) => {}
+                other => break other,
+            }
+        };
+        phases.insert(resubscribed);
+        let text = std::fs::read_to_string(&starts.path).unwrap_or_default();
+        let _ = std::fs::remove_file(&starts.path);
+        ensure!(
+            closed.is_ok(),
+            "after {pause_ms} ms: close failed: {closed:?}"
+        );
+        ensure!(
+            took < Duration::from_secs(5),
+            "after {pause_ms} ms: close took {took:?}"
+        );
+        ensure!(
+            matches!(
+                end,
+                Err(SubscriptionEnd::Disconnected | SubscriptionEnd::Closed)
+            ),
+            "after {pause_ms} ms: the subscription after close: {end:?}"
+        );
+        for pid in text
+            .lines()
+            .filter_map(|l| l.strip_prefix("start ")?.parse::<u32>().ok())
+        {
+            let state = process_state(pid);
+            ensure!(
+                state.is_none(),
+                "after {pause_ms} ms: server {pid} is in state {state:?} once close returned (starts: {text:?})"
+            );
+        }
+    }
+    Ok(format!(
+        "close came before and after the restart installed its server: {}",
+        phases.len() == 2
+    ))
+}
+
+/// Review of issue 47, item 4, with the reader held by the application
+/// rather than by a grandchild: an `on_log` hook blocks on the first of
+/// the server's log messages, so the replies behind it are never routed.
+/// `close` gives the reader the close grace, then fails both calls and
+/// returns. It passes: a hook that blocks the reader does not hold
+/// `close`, and nothing waits once it returned.
+pub fn close_is_bounded_while_an_on_log_hook_blocks_the_reader() -> Result<String, String> {
+    let (entered_tx, entered) = crossbeam_channel::unbounded::<()>();
+    let (release_tx, release) = crossbeam_channel::bounded::<()>(0);
+    let client = builder()
+        .trace(|_| {})
+        .close_grace(Duration::from_millis(200))
+        .on_log(move |_| {
+            let _ = entered_tx.send(());
+            // Until the check lets go (drops the sender).
+            let _ = release.recv_timeout(Duration::from_secs(60));
+        })
+        .spawn(server_command("modern-logs", None))
+        .map_err(|e| format!("connecting failed: {e}"))?;
+    // Two `hold`s: the server sends its log messages, then answers both.
+    let mut calls = Vec::new();
+    for _ in 0..2 {
+        let call = client
+            .start_request(
+                "tools/call",
+                json!({ "name": "hold", "arguments": {} }),
+                RequestOptions::new(),
+            )
+            .map_err(|e| format!("a call failed to start: {e}"))?;
+        calls.push(call);
+    }
+    let blocked = entered.recv_timeout(WAIT);
+    let (done_tx, done) = crossbeam_channel::bounded(2);
+    for call in calls {
+        let done_tx = done_tx.clone();
+        thread::spawn(move || {
+            let _ = done_tx.send(call.wait().map(|_| ()));
+        });
+    }
+    let started = Instant::now();
+    let closed = client.close();
+    let took = started.elapsed();
+    let ends: Vec<_> = (0..2)
+        .map(|_| done.recv_timeout(Duration::from_secs(2)))
+        .collect();
+    drop(release_tx);
+    ensure!(blocked.is_ok(), "the on_log hook was never called");
+    ensure!(closed.is_ok(), "close failed: {closed:?}");
+    ensure!(
+        took < Duration::from_secs(2),
+        "close took {took:?} (close grace 200 ms) while on_log blocked the reader"
+    );
+    ensure!(
+        ends.iter()
+            .all(|end| matches!(end, Ok(Err(Error::Disconnected)))),
+        "the calls whose replies the reader never routed, after close: {ends:?}"
+    );
+    Ok(format!("close took {}", ms(took)))
+}

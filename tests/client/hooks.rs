@@ -203,3 +203,53 @@ pub fn a_panicking_input_handler_answers_an_error() -> Result<String, String> {
     );
     Ok(String::new())
 }
+
+/// Review of issue 47, item 6: the trace hook (`ClientBuilder::trace`) is
+/// an application hook on a thread of the client's (the note thread) too,
+/// and the only one not called through `Notes::guard`: its panic on one
+/// note ends the note thread, and every later note, problems included, is
+/// dropped without a word for the rest of the session. Here it panics on
+/// the note of the first of three server log messages (notes, as no
+/// request asked for them and no `on_log` is set); the third must still
+/// reach it.
+pub fn a_panicking_trace_hook_loses_no_later_note() -> Result<String, String> {
+    let _quiet = QuietPanics::new();
+    let (note_tx, notes) = crossbeam_channel::unbounded::<String>();
+    let client = builder()
+        .request_timeout(TIMEOUT)
+        .trace(move |note| {
+            if note.contains("log 1") {
+                panic!("deliberately: the application's trace hook panics");
+            }
+            let _ = note_tx.send(note.to_owned());
+        })
+        .spawn(server_command("modern-logs", None))
+        .map_err(|e| format!("connecting failed: {e}"))?;
+    let outcomes = thread::scope(|s| {
+        let calls: Vec<_> = (0..2)
+            .map(|_| s.spawn(|| client.call_tool("hold", json!({}))))
+            .collect();
+        calls
+            .into_iter()
+            .map(|c| c.join().expect("the call's thread"))
+            .collect::<Vec<_>>()
+    });
+    for outcome in outcomes {
+        expect_text("hold", outcome, "held")?;
+    }
+    let mut seen = Vec::new();
+    let deadline = Instant::now() + WAIT;
+    let third = loop {
+        match notes.recv_deadline(deadline) {
+            Ok(note) if note.contains("log 3") => break Some(note),
+            Ok(note) => seen.push(note),
+            Err(_) => break None,
+        }
+    };
+    close_ok(client)?;
+    ensure!(
+        third.is_some(),
+        "the note of the third log message never reached the trace within {WAIT:?} after the hook panicked on the first; it got {seen:?}"
+    );
+    Ok(String::new())
+}

@@ -284,6 +284,16 @@ pub fn modern_only_does_not_respawn() -> Result<String, String> {
 /// `-32022` naming the client's version, and no later one; answers
 /// `initialize` as a legacy server, and echoes.
 pub fn fake_modern_32022_then_silent() -> ! {
+    fake_modern_32022_then(false)
+}
+
+/// `modern-32022-then-dies`: `modern-32022-then-silent`, but it exits
+/// (status 1) on the second `server/discover` instead of ignoring it.
+pub fn fake_modern_32022_then_dies() -> ! {
+    fake_modern_32022_then(true)
+}
+
+fn fake_modern_32022_then(dies: bool) -> ! {
     let mut first_discover = true;
     each_request(|out, id, method, msg| match method {
         "server/discover" if std::mem::take(&mut first_discover) => send(
@@ -295,6 +305,7 @@ pub fn fake_modern_32022_then_silent() -> ! {
                 Some(json!({ "supported": [MODERN], "requested": "1999-01-01" })),
             ),
         ),
+        "server/discover" if dies => std::process::exit(1),
         "server/discover" => {}
         "initialize" => send(
             out,
@@ -309,26 +320,38 @@ pub fn fake_modern_32022_then_silent() -> ! {
     std::process::exit(0);
 }
 
-/// Issue 47, item 5: `-32022` makes the client probe once more with a
-/// version the server named; that retry is a probe like the first, so
-/// silence on it means a legacy server, as `era.rs` now says (it said
-/// "never `initialize`", which did not hold).
-pub fn modern_32022_then_silence_falls_back_to_initialize() -> Result<String, String> {
+/// Issue 47, item 5, as the review of it reads spec 2026-07-28
+/// basic/transports/stdio ("Backward Compatibility": a `-32022` means a
+/// modern server, "Do **not** fall back to `initialize`"): the retry with
+/// the version the server named goes unanswered, and the connection fails
+/// saying so, never `initialize`. (Merged as
+/// `modern_32022_then_silence_falls_back_to_initialize`, which pinned the
+/// fallback: the client connected as legacy after `initialize`.)
+pub fn modern_32022_then_silence_fails_without_initialize() -> Result<String, String> {
     let wire = Wire::new("32022-then-silent");
-    let client = builder()
+    let outcome = builder()
         .trace(|_| {})
         .probe_timeout(Duration::from_millis(300))
-        .spawn(server_command("modern-32022-then-silent", Some(&wire)))
-        .map_err(|e| format!("connecting failed: {e}"))?;
-    ensure!(
-        client.era()
-            == Era::Legacy {
-                version: LEGACY.into()
-            },
-        "era {:?}",
-        client.era()
-    );
-    close_ok(client)?;
+        .spawn(server_command("modern-32022-then-silent", Some(&wire)));
+    let text = match outcome {
+        Ok(client) => {
+            let era = client.era();
+            let _ = client.close();
+            return Err(format!("connected as {era:?}"));
+        }
+        Err(Error::Protocol(text)) => text,
+        Err(other) => return Err(format!("want Error::Protocol, got {other:?}")),
+    };
+    for part in [
+        "-32022",
+        "no answer to server/discover within 300ms",
+        "initialize",
+    ] {
+        ensure!(
+            text.contains(part),
+            "the error {text:?} does not say {part:?}"
+        );
+    }
     let methods = methods(&wire.lines());
     ensure!(
         methods
@@ -336,10 +359,180 @@ pub fn modern_32022_then_silence_falls_back_to_initialize() -> Result<String, St
                 "server/discover",
                 "server/discover",
                 "notifications/cancelled",
-                "initialize",
-                "notifications/initialized"
             ],
         "the wire: {methods:?}"
     );
+    Ok(text)
+}
+
+/// The same when the server exits on the retry: a server that answered
+/// `-32022` is modern, so its death on the second probe is not the death
+/// of an older legacy server on an unknown method, and it is not started
+/// again to be spoken to with `initialize` (the first probe's death is:
+/// `legacy_dies_on_probe_respawned_with_initialize`). Before: started
+/// again, and connected as legacy.
+pub fn a_server_that_answered_32022_and_died_is_not_started_again() -> Result<String, String> {
+    let wire = Wire::new("32022-then-dies");
+    let outcome = builder()
+        .trace(|_| {})
+        .spawn(server_command("modern-32022-then-dies", Some(&wire)));
+    let error = match outcome {
+        Ok(client) => {
+            let era = client.era();
+            let _ = client.close();
+            return Err(format!("connected as {era:?}"));
+        }
+        Err(e) => e,
+    };
+    let methods = methods(&wire.lines());
+    ensure!(
+        methods == ["server/discover", "server/discover"],
+        "the wire: {methods:?} (error: {error})"
+    );
+    ensure!(
+        matches!(&error, Error::ServerExited { status: Some(s), .. } if s.code() == Some(1))
+            || matches!(&error, Error::Protocol(text) if text.contains("-32022")),
+        "want the server's exit, or a refusal naming -32022, got {error:?}"
+    );
+    Ok(error.to_string())
+}
+
+/// `always-32022`: a modern server that answers every request with
+/// `-32022`, naming `2026-07-28`, the version the client asks for, as the
+/// one it supports.
+pub fn fake_always_32022() -> ! {
+    each_request(|out, id, _, msg| {
+        let requested = msg
+            .pointer("/params/_meta")
+            .and_then(|m| m.get(VERSION_KEY))
+            .cloned()
+            .unwrap_or(Value::Null);
+        send(
+            out,
+            &error_reply(
+                id,
+                -32022,
+                "Unsupported protocol version",
+                Some(json!({ "supported": [MODERN], "requested": requested })),
+            ),
+        );
+    });
+    std::process::exit(0);
+}
+
+/// Review of issue 47, item 5 (what the probe says): a server that
+/// refuses the version it names as supported is refused, but the error
+/// must say that, not "no protocol version in common", which is false: the
+/// server named 2026-07-28 and the client speaks it (`era::probe` gives the
+/// retry's `-32022` the message of an empty intersection).
+pub fn a_second_32022_is_not_called_no_version_in_common() -> Result<String, String> {
+    let outcome = builder()
+        .trace(|_| {})
+        .spawn(server_command("always-32022", None));
+    let error = match outcome {
+        Ok(client) => {
+            let era = client.era();
+            let _ = client.close();
+            return Err(format!("connected, era {era:?}"));
+        }
+        Err(e) => e.to_string(),
+    };
+    ensure!(
+        !error.contains("no protocol version in common"),
+        "the error says {error:?}, though the server named {MODERN}, which this client speaks"
+    );
+    Ok(error)
+}
+
+/// Review of issue 47, item 5 (spec 2026-07-28 basic/transports/stdio,
+/// "Backward Compatibility"): a server that answered the probe with
+/// `-32022` is modern ("Do **not** fall back to `initialize`"), and "the
+/// era determination is a property of the server" (basic/versioning). The
+/// merge made the retry's silence mean legacy and changed `era.rs`'s doc
+/// to say so (`modern_32022_then_silence_falls_back_to_initialize` pinned
+/// it, now `modern_32022_then_silence_fails_without_initialize`); this
+/// check reads the spec the other way: the connection fails, and
+/// `initialize` is never sent to a server that said it is modern.
+pub fn a_server_that_answered_32022_is_never_sent_initialize() -> Result<String, String> {
+    let wire = Wire::new("32022-then-silent-no-initialize");
+    let outcome = builder()
+        .trace(|_| {})
+        .probe_timeout(Duration::from_millis(300))
+        .spawn(server_command("modern-32022-then-silent", Some(&wire)));
+    let connected = match outcome {
+        Ok(client) => {
+            let era = client.era();
+            let _ = client.close();
+            Some(era)
+        }
+        Err(_) => None,
+    };
+    let methods = methods(&wire.lines());
+    ensure!(
+        !methods.iter().any(|m| m == "initialize"),
+        "the client sent initialize after -32022 (connected: {connected:?}); the wire: {methods:?}"
+    );
+    ensure!(connected.is_none(), "connected as {connected:?}");
     Ok(String::new())
+}
+
+/// `asks-then-hangs`: a modern server whose `tools/call` answers
+/// `input_required` (one `elicitation/create`, key `name`) and never
+/// answers the retry that carries `inputResponses`.
+pub fn fake_asks_then_hangs() -> ! {
+    each_request(|out, id, method, msg| match method {
+        "server/discover" => send(out, &reply(id, fake_discover("asks-then-hangs", "hangs"))),
+        "tools/call" if msg.pointer("/params/inputResponses").is_some() => {}
+        "tools/call" => {
+            let elicit = json!({ "method": "elicitation/create", "params": {
+                "mode": "form", "message": "Your name?",
+                "requestedSchema": { "type": "object", "properties": { "name": { "type": "string" } } }
+            }});
+            send(
+                out,
+                &reply(
+                    id,
+                    json!({ "resultType": "input_required", "inputRequests": { "name": elicit } }),
+                ),
+            );
+        }
+        _ => send(out, &error_reply(id, -32601, "Method not found", None)),
+    });
+    std::process::exit(0);
+}
+
+/// Review of issue 47, item 5 (`RequestOptions::reset_timeout_on_progress`:
+/// "never waits longer than `max` in all ... A `max` below the timeout
+/// cuts every wait at `max`"): a call answered `input_required` is retried
+/// with options of the timeout only (`Client::rounds`), so the retry's
+/// wait is the timeout's, not cut at `max`. Here timeout 5 s, `max`
+/// 300 ms, an elicitation handler that answers at once, and a retry never
+/// answered: the call must give up within about `max`, not 5 s.
+pub fn reset_timeout_on_progress_caps_the_retry_of_an_input_required_call() -> Result<String, String>
+{
+    let client = builder()
+        .trace(|_| {})
+        .on_elicitation(|_| {
+            let mut content = serde_json::Map::new();
+            content.insert("name".into(), json!("x"));
+            Ok(ElicitResult::accept(content))
+        })
+        .spawn(server_command("asks-then-hangs", None))
+        .map_err(|e| format!("connecting failed: {e}"))?;
+    let options = RequestOptions::new()
+        .timeout(Duration::from_secs(5))
+        .reset_timeout_on_progress(Duration::from_millis(300));
+    let started = Instant::now();
+    let outcome = client.call_tool_with("ask", json!({}), options);
+    let took = started.elapsed();
+    close_ok(client)?;
+    ensure!(
+        matches!(outcome, Err(Error::Timeout)),
+        "the call: {outcome:?} after {took:?}"
+    );
+    ensure!(
+        took < Duration::from_secs(2),
+        "the call gave up after {took:?}, with max 300 ms and a timeout of 5 s"
+    );
+    Ok(format!("gave up after {}", ms(took)))
 }

@@ -833,3 +833,58 @@ pub fn task_status_notifications_reach_the_subscription() -> Result<String, Stri
     }
     Ok(String::new())
 }
+
+/// The review of issue 47 noticed: a task's wait sleeps out the server's
+/// poll interval (up to 10 s) between two `tasks/get`, and a `close` meanwhile
+/// was seen only at the next poll. Here the server asks for 10 s between
+/// polls; `close` comes once the first poll is answered, and the wait must
+/// end `Disconnected` within a second or two of it.
+pub fn close_wakes_a_task_wait_between_polls() -> Result<String, String> {
+    let (polled_tx, polled) = crossbeam_channel::bounded::<()>(1);
+    let builder = tasks_builder().close_grace(Duration::from_millis(100));
+    let (client, script) = start(builder, move |peer| {
+        let call = peer.expect("tools/call")?;
+        peer.answer(&call, created("t-long", 10_000));
+        let get = expect_task_request(peer, "tasks/get", "t-long")?;
+        peer.answer(&get, got("t-long", "working", 10_000, json!({})));
+        let _ = polled_tx.send(());
+        Ok(())
+    })?;
+    let start = client
+        .start_tool_call(
+            "long",
+            json!({}),
+            RequestOptions::new().timeout(WAIT + WAIT),
+        )
+        .map_err(|e| format!("the call failed: {e}"))?;
+    let ToolCallStart::Task(handle) = start else {
+        return Err(format!("want a task, got {start:?}"));
+    };
+    let (done_tx, done) = crossbeam_channel::bounded(1);
+    let waiter = thread::spawn(move || {
+        let outcome = handle.wait();
+        let _ = done_tx.send((outcome, Instant::now()));
+    });
+    polled
+        .recv_timeout(WAIT)
+        .map_err(|_| "the task was never polled".to_owned())?;
+    // The answer to the poll reached the wait, which now sleeps: the
+    // script's end stays open while the peer is held.
+    let _peer = script.finish()?;
+    let closing = Instant::now();
+    let closed = client.close();
+    let ended = done.recv_timeout(Duration::from_secs(20));
+    let _ = waiter.join();
+    closed.map_err(|e| format!("close failed: {e}"))?;
+    let (outcome, at) = ended.map_err(|_| "the wait never ended".to_owned())?;
+    let after = at.saturating_duration_since(closing);
+    ensure!(
+        matches!(outcome, Err(Error::Disconnected)),
+        "the wait after close: {outcome:?}"
+    );
+    ensure!(
+        after < Duration::from_secs(2),
+        "the wait ended {after:?} after close began, with a poll interval of 10 s"
+    );
+    Ok(format!("the wait ended {} after close began", ms(after)))
+}

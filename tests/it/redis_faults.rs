@@ -7,6 +7,7 @@
 //! path and `--ignored`.
 
 mod proxy;
+mod review;
 
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
@@ -45,6 +46,11 @@ struct OwnRedis {
 
 impl OwnRedis {
     fn start() -> OwnRedis {
+        OwnRedis::start_with(&[])
+    }
+
+    /// A `redis-server` of the test's own with `args` added.
+    fn start_with(args: &[&str]) -> OwnRedis {
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .unwrap()
             .local_addr()
@@ -54,6 +60,7 @@ impl OwnRedis {
             .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
             .args(["--save", "", "--appendonly", "no"])
             .args(["--enable-debug-command", "yes", "--dir", "/tmp"])
+            .args(args)
             .stdout(Stdio::null())
             .spawn()
             .expect("redis-server on the path: run these through tests/redis.sh");
@@ -115,27 +122,17 @@ fn pttl(c: &mut redis::Connection, key: &str) -> i64 {
     redis::cmd("PTTL").arg(key).query(c).unwrap()
 }
 
-#[test]
-#[ignore = "needs Redis: tests/redis.sh"]
-fn a_stall_shorter_than_the_lease_at_the_worst_moment_fails_no_task() {
-    // Item 1. The worst moment for a stall is just before the next renewal
-    // would have run: the lease then has only what is left since the last
-    // one. Found from the lease key's PTTL, which jumps up at each renewal.
-    let redis = OwnRedis::start();
-    let lease = Duration::from_millis(3000);
-    let store = RedisTaskStore::open(&redis.url, "stall")
-        .unwrap()
-        .lease(lease);
-    store.create(working("t")).unwrap();
-    let mut c = connection(&redis.url);
-    let key = "stall:lease:t";
-    // Two renewals: when the last ran and how often they run.
+/// Sleeps until just before the next renewal of the lease `key` (of a
+/// `lease`), the worst moment for Redis to stop: the lease then has only
+/// what is left since the last one. Found from the key's PTTL, which jumps
+/// up at each renewal. Returns how often they run.
+fn until_just_before_a_renewal(c: &mut redis::Connection, key: &str, lease: Duration) -> Duration {
     let mut renewals = Vec::new();
-    let mut last = pttl(&mut c, key);
+    let mut last = pttl(c, key);
     let deadline = Instant::now() + lease * 3;
     while renewals.len() < 2 && Instant::now() < deadline {
         thread::sleep(Duration::from_millis(5));
-        let now = pttl(&mut c, key);
+        let now = pttl(c, key);
         if now > last + 20 {
             renewals.push(Instant::now());
         }
@@ -145,6 +142,21 @@ fn a_stall_shorter_than_the_lease_at_the_worst_moment_fails_no_task() {
     let every = renewals[1] - renewals[0];
     let next = renewals[1] + every;
     thread::sleep(next.saturating_duration_since(Instant::now() + Duration::from_millis(40)));
+    every
+}
+
+#[test]
+#[ignore = "needs Redis: tests/redis.sh"]
+fn a_stall_shorter_than_the_lease_at_the_worst_moment_fails_no_task() {
+    // Item 1, a stall starting just before a renewal.
+    let redis = OwnRedis::start();
+    let lease = Duration::from_millis(3000);
+    let store = RedisTaskStore::open(&redis.url, "stall")
+        .unwrap()
+        .lease(lease);
+    store.create(working("t")).unwrap();
+    let mut c = connection(&redis.url);
+    let every = until_just_before_a_renewal(&mut c, "stall:lease:t", lease);
     // Three quarters of the lease: shorter than the lease by more than a
     // fifth of it, the margin the store documents.
     let stall = lease * 3 / 4;
@@ -156,6 +168,82 @@ fn a_stall_shorter_than_the_lease_at_the_worst_moment_fails_no_task() {
         "a stall of {stall:?} starting just before a renewal (renewals every {every:?}) failed the task: {:?}",
         task.task.task.status_message
     );
+}
+
+#[test]
+#[ignore = "needs Redis: tests/redis.sh"]
+fn a_long_script_shorter_than_three_quarters_of_the_lease_fails_no_task() {
+    // README's margin for a Redis busy with a long script (another
+    // client's): past `busy-reply-threshold` Redis answers every renewal
+    // `BUSY` at once, so a renewal is not held until it wakes, as in a
+    // stall, but tried again every twentieth of the lease; the lease
+    // outlasts a script shorter than three quarters of it.
+    let redis = OwnRedis::start_with(&["--busy-reply-threshold", "100"]);
+    let lease = Duration::from_millis(2000);
+    let store = RedisTaskStore::open(&redis.url, "busy")
+        .unwrap()
+        .lease(lease);
+    store.create(working("t")).unwrap();
+    let mut c = connection(&redis.url);
+    let every = until_just_before_a_renewal(&mut c, "busy:lease:t", lease);
+    let busy = lease * 7 / 10;
+    let micros = busy.as_micros().to_string();
+    let _: i64 = redis::cmd("EVAL")
+        .arg(
+            "local t = redis.call('TIME') local from = t[1] * 1000000 + t[2] \
+             while true do t = redis.call('TIME') \
+             if t[1] * 1000000 + t[2] - from > tonumber(ARGV[1]) then return 1 end end",
+        )
+        .arg(0)
+        .arg(&micros)
+        .query(&mut c)
+        .unwrap();
+    let task = store.get("t").unwrap().unwrap();
+    assert_eq!(
+        task.task.task.status,
+        TaskStatus::Working,
+        "a script of {busy:?} starting just before a renewal (renewals every {every:?}) failed the task: {:?}",
+        task.task.task.status_message
+    );
+}
+
+#[test]
+#[ignore = "needs Redis: tests/redis.sh"]
+fn a_task_redis_keeps_is_there_for_a_replica_whose_clock_is_ahead() {
+    // A task's expiry is Redis's own (its key's PX); the record's
+    // `expiresMs` is the creating replica's clock. A replica whose clock is
+    // ahead read a task Redis still kept as gone (`tasks/get` -32602, and
+    // the task's own worker stopped).
+    let prefix = prefix("clock");
+    let store = RedisTaskStore::open(&redis_url(), &prefix).unwrap();
+    let mut task = working("t");
+    task.expires = Some(SystemTime::now() + Duration::from_secs(60));
+    store.create(task).unwrap();
+    // As a replica whose clock is 70 s ahead sees it: expired 10 s ago.
+    let key = format!("{prefix}:task:t");
+    let mut c = connection(&redis_url());
+    let raw: String = redis::cmd("GET").arg(&key).query(&mut c).unwrap();
+    let mut record: Value = serde_json::from_str(&raw).unwrap();
+    let now_ms = SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis();
+    record["expiresMs"] = json!(u64::try_from(now_ms).unwrap() - 10_000);
+    let _: () = redis::cmd("SET")
+        .arg(&key)
+        .arg(record.to_string())
+        .arg("KEEPTTL")
+        .query(&mut c)
+        .unwrap();
+    assert!(pttl(&mut c, &key) > 50_000, "Redis keeps it");
+    assert!(
+        store.get("t").unwrap().is_some(),
+        "a task Redis keeps was read as gone"
+    );
+    let changed = store
+        .update("t", &mut |t| t.task.task.status_message = Some("on".into()))
+        .unwrap();
+    assert!(changed.is_some(), "a task Redis keeps was gone for update");
 }
 
 #[test]
@@ -210,6 +298,16 @@ fn server(
     did: mpsc::Sender<Did>,
     release: Arc<Mutex<mpsc::Receiver<String>>>,
 ) -> Server {
+    server_builder(store, feed, did, release).build()
+}
+
+/// [`server`]'s builder, before `build`.
+fn server_builder(
+    store: RedisTaskStore,
+    feed: Option<RedisChangeFeed>,
+    did: mpsc::Sender<Did>,
+    release: Arc<Mutex<mpsc::Receiver<String>>>,
+) -> mcp_stdio::ServerBuilder {
     let (on_ask, on_wait) = (Mutex::new(did.clone()), Mutex::new(did));
     let mut builder = builder()
         .request_state_key([7; 32])
@@ -257,7 +355,7 @@ fn server(
     if let Some(feed) = feed {
         builder = builder.change_feed(feed);
     }
-    builder.build()
+    builder
 }
 
 /// A replica with its store (and feed) at `url`.
@@ -299,13 +397,13 @@ fn update_request(task_id: &str) -> Value {
 
 #[test]
 #[ignore = "needs Redis: tests/redis.sh"]
-fn an_update_whose_exec_reply_was_lost_still_reaches_the_handler() {
+fn an_update_whose_write_reply_was_lost_still_reaches_the_handler() {
     // Item 2: Redis applies the update, the reply is lost, the store tries
     // again on a new connection and finds nothing left to answer.
     let proxy = Proxy::to(&redis_url());
     let one = replica(
         &proxy.url,
-        &prefix("lost-exec"),
+        &prefix("lost-write"),
         false,
         Duration::from_secs(10),
     );
@@ -316,7 +414,7 @@ fn an_update_whose_exec_reply_was_lost_still_reaches_the_handler() {
         Some(Did::Started(_))
     ));
     poll(&mut peer, &id, &["input_required"]);
-    proxy.lose_next_exec_reply();
+    proxy.lose_next_write_reply();
     let ack = reply(&mut peer, &update_request(&id));
     assert!(ack.get("result").is_some(), "{ack}");
     let got = one.next(Duration::from_secs(5));
@@ -332,7 +430,7 @@ fn an_update_whose_exec_reply_was_lost_still_reaches_the_handler() {
 
 #[test]
 #[ignore = "needs Redis: tests/redis.sh"]
-fn a_cancel_whose_exec_reply_was_lost_still_stops_the_handler_on_another_replica() {
+fn a_cancel_whose_write_reply_was_lost_still_stops_the_handler_on_another_replica() {
     // Item 2, on the way to another replica's handler.
     let prefix = prefix("lost-cancel");
     let proxy = Proxy::to(&redis_url());
@@ -346,7 +444,7 @@ fn a_cancel_whose_exec_reply_was_lost_still_stops_the_handler_on_another_replica
         runner.next(Duration::from_secs(5)),
         Some(Did::Started(_))
     ));
-    proxy.lose_next_exec_reply();
+    proxy.lose_next_write_reply();
     let ack = reply(
         &mut on_other,
         &task_request("tasks/cancel", json!({ "taskId": id })),

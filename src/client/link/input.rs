@@ -183,6 +183,14 @@ impl Input {
             .map_err(|_| Error::Disconnected)
     }
 
+    /// Whether a line of `len` bytes would now be refused (see
+    /// [`send`](Input::send)); by the time it is sent that may have
+    /// changed.
+    pub fn would_refuse(&self, len: usize) -> bool {
+        let waiting = self.queued_bytes.load(Ordering::SeqCst);
+        waiting > 0 && waiting.saturating_add(len) > MAX_QUEUED_BYTES
+    }
+
     /// The writer thread: writes what is queued, flushing once the queue
     /// is empty, and closes the input when every sender is gone or a
     /// write fails.

@@ -18,7 +18,7 @@ use serde::Deserialize;
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-use super::{Delivery, Link, SubscriptionDelivery};
+use super::{Delivery, Held, Link, Pending, SubscriptionDelivery};
 #[cfg(feature = "legacy")]
 use crate::client::legacy_listen;
 use crate::client::wire::WireDirection;
@@ -28,6 +28,8 @@ use crate::jsonrpc::{ErrorObject, RequestId, encode_error};
 use crate::note_limiter::NoteLimiter;
 use crate::sync::lock;
 use crate::transport::{Line, read_line, too_long_error};
+#[cfg(feature = "legacy")]
+use crate::types::SubscriptionFilter;
 use crate::types::{
     LoggingMessageNotificationParams, ProgressNotificationParams, meta_key, method,
 };
@@ -35,11 +37,23 @@ use crate::types::{
 impl Link {
     /// The reader thread: routes every line the server writes until its
     /// output ends, then fails everything still waiting.
+    ///
+    /// It stops at the first line read once the link is dead
+    /// (`Link::fail_all`: `Client::close`, or a restart's probe that a
+    /// close ended): after `close` returns, what the server's output still
+    /// carries (a grandchild of the server holds it and writes) reaches no
+    /// hook of the application's and starts no thread. A line read just
+    /// before `close` failed the link is routed, into a link that delivers
+    /// nothing more.
     pub(super) fn read_loop(self: Arc<Link>, mut reader: Box<dyn BufRead + Send>, max_line: usize) {
         let mut buf = Vec::new();
         let mut notes = NoteLimiter::default();
         loop {
-            match read_line(&mut *reader, &mut buf, max_line) {
+            let line = read_line(&mut *reader, &mut buf, max_line);
+            if !self.is_alive() {
+                break;
+            }
+            match line {
                 Ok(Line::Message) => {
                     if let Some(wire) = &self.wire {
                         // A panic in it is caught: the line is still routed.
@@ -210,8 +224,8 @@ impl Link {
     ) {
         if let Some(p) = lock(&self.pending).remove(&id) {
             let _ = p.tx.send(Delivery::Reply(reply));
-        } else if let Some(tx) = lock(&self.subscriptions).remove(&id) {
-            let _ = tx.send(SubscriptionDelivery::Reply(reply));
+        } else if let Some(sink) = lock(&self.subscriptions).remove(&id) {
+            sink.send(SubscriptionDelivery::Reply(reply));
         } else if !self.sent(&id) {
             notes.problem(
                 &self.notes,
@@ -224,8 +238,10 @@ impl Link {
 
     /// Routes a notification from the server: a subscription's tear-down,
     /// a notification tagged with a subscription's id, an untagged change
-    /// for legacy subscriptions, progress, or a log message.
+    /// for legacy subscriptions, progress, or a log message. What waits for
+    /// the application is counted in the bytes of `params`, its JSON text.
     fn route_notification(&self, method: &str, params: &str, notes: &mut NoteLimiter) {
+        let bytes = params.len();
         let value: Value = match serde_json::from_str(params) {
             Ok(value) => value,
             Err(e) => {
@@ -239,20 +255,20 @@ impl Link {
             return self.tear_down(&value);
         }
         if let Some(sub_id) = subscription_id(&value) {
-            return self.deliver_tagged(method, sub_id, value);
+            return self.deliver_tagged(method, sub_id, value, bytes, notes);
         }
         #[cfg(feature = "legacy")]
-        if self.deliver_untagged(method, &value) {
+        if self.deliver_untagged(method, &value, bytes, notes) {
             return;
         }
         match method {
-            method::NOTIFICATION_PROGRESS => self.route_progress(value),
+            method::NOTIFICATION_PROGRESS => self.route_progress(value, bytes),
             method::NOTIFICATION_MESSAGE => {
                 let Ok(log) = serde_json::from_value::<LoggingMessageNotificationParams>(value)
                 else {
                     return;
                 };
-                self.route_log(log);
+                self.route_log(log, bytes);
             }
             _ => {}
         }
@@ -274,41 +290,93 @@ impl Link {
             self.cancel_answer(&id);
             return;
         }
-        if let Some(tx) = lock(&self.subscriptions).remove(&id) {
-            let _ = tx.send(SubscriptionDelivery::TornDown);
+        if let Some(sink) = lock(&self.subscriptions).remove(&id) {
+            sink.send(SubscriptionDelivery::TornDown);
         }
     }
 
-    /// Hands a notification tagged with `sub_id` to its subscription.
-    fn deliver_tagged(&self, method: &str, sub_id: RequestId, params: Value) {
-        let subs = lock(&self.subscriptions);
-        match subs.get(&sub_id) {
-            Some(tx) => {
-                let _ = tx.send(SubscriptionDelivery::Notification {
-                    method: method.to_owned(),
-                    params,
-                });
-            }
+    /// Hands a notification tagged with `sub_id` to its subscription, or
+    /// ends it if the application left more than the line limit of its
+    /// events unread ([`Link::overflowed`]).
+    fn deliver_tagged(
+        &self,
+        method: &str,
+        sub_id: RequestId,
+        params: Value,
+        bytes: usize,
+        notes: &mut NoteLimiter,
+    ) {
+        let mut subs = lock(&self.subscriptions);
+        let Some(sink) = subs.get(&sub_id) else {
             // A notification sent before the server read the
             // cancellation of its subscription: routine.
-            None => self.notes.info(&format!(
+            return self.notes.info(&format!(
                 "dropped {method} for unknown subscription {sub_id}"
-            )),
+            ));
+        };
+        if sink.notify(method, params, bytes, self.max_line) {
+            return;
         }
+        subs.remove(&sub_id);
+        drop(subs);
+        // Spec 2026-07-28 basic/patterns/subscriptions, "Cancellation": the
+        // client cancels a subscription with `notifications/cancelled`
+        // referencing the `subscriptions/listen` request id.
+        self.send_cancelled(
+            &sub_id,
+            Some("the client's application did not read its events"),
+        );
+        self.overflowed(&sub_id, "it was cancelled at the server", notes);
+    }
+
+    /// Notes a subscription that ended because the application did not
+    /// read its events.
+    fn overflowed(&self, sub_id: &RequestId, how: &str, notes: &mut NoteLimiter) {
+        notes.problem(
+            &self.notes,
+            &format!(
+                "ended subscription {sub_id}: the application did not read its events, and more than {} bytes of them waited (the line limit, max_line_bytes); {how}",
+                self.max_line
+            ),
+        );
     }
 
     /// Hands a `notifications/progress` to the request whose token it
     /// names; anything else is dropped.
-    fn route_progress(&self, params: Value) {
+    fn route_progress(&self, params: Value, bytes: usize) {
         let Ok(progress) = serde_json::from_value::<ProgressNotificationParams>(params) else {
             return;
         };
         let pending = lock(&self.pending);
         let target = pending
-            .values()
-            .find(|p| p.progress_token.as_ref() == Some(&progress.progress_token));
-        if let Some(p) = target {
-            let _ = p.tx.send(Delivery::Progress(progress));
+            .iter()
+            .find(|(_, p)| p.progress_token.as_ref() == Some(&progress.progress_token));
+        if let Some((id, p)) = target {
+            self.deliver(id, p, bytes, |held| Delivery::Progress(progress, held));
+        }
+    }
+
+    /// Hands a progress or log message of `bytes` to the request `id`,
+    /// unless more than the line limit of them wait for its caller already
+    /// (it has not waited yet, or its callbacks are slow): then it is
+    /// dropped, and the first one dropped is noted. The reader never waits
+    /// for a caller.
+    fn deliver(
+        &self,
+        id: &RequestId,
+        pending: &Pending,
+        bytes: usize,
+        delivery: impl FnOnce(Held) -> Delivery,
+    ) {
+        match pending.backlog.hold(bytes, self.max_line) {
+            Some(held) => {
+                let _ = pending.tx.send(delivery(held));
+            }
+            None if pending.backlog.first_overflow() => self.notes.problem(&format!(
+                "dropped progress and log messages for request {id}: its caller did not take them, and more than {} bytes of them waited (the line limit, max_line_bytes); more are dropped while that many wait",
+                self.max_line
+            )),
+            None => {}
         }
     }
 
@@ -323,13 +391,12 @@ impl Link {
     /// whole session (`logging/setLevel`), and messages belong to no
     /// request. Everything else goes to the client-level callback
     /// (`ClientBuilder::on_log`), or to the trace as information.
-    fn route_log(&self, log: LoggingMessageNotificationParams) {
+    fn route_log(&self, log: LoggingMessageNotificationParams, bytes: usize) {
         if !self.is_legacy() {
             let pending = lock(&self.pending);
-            let mut asking = pending.values().filter(|p| p.wants_logs);
-            if let (Some(p), None) = (asking.next(), asking.next()) {
-                let _ = p.tx.send(Delivery::Log(log));
-                return;
+            let mut asking = pending.iter().filter(|(_, p)| p.wants_logs);
+            if let (Some((id, p)), None) = (asking.next(), asking.next()) {
+                return self.deliver(id, p, bytes, |held| Delivery::Log(log, held));
             }
         }
         self.notes.log(&log);
@@ -337,23 +404,45 @@ impl Link {
 
     #[cfg(feature = "legacy")]
     /// Hands an untagged change notification to every legacy subscription
-    /// that wants it; `false` if it is not a change notification.
-    fn deliver_untagged(&self, method: &str, params: &Value) -> bool {
+    /// that wants it; `false` if it is not a change notification. A
+    /// subscription whose events the application left unread past the line
+    /// limit ends, and its URIs no other subscription wants are
+    /// unsubscribed (a legacy server has no cancellation of it).
+    fn deliver_untagged(
+        &self,
+        method: &str,
+        params: &Value,
+        bytes: usize,
+        notes: &mut NoteLimiter,
+    ) -> bool {
         if !legacy_listen::is_change(method) {
             return false;
         }
-        let legacy = lock(&self.legacy);
-        let subs = lock(&self.subscriptions);
+        let mut legacy = lock(&self.legacy);
+        let mut subs = lock(&self.subscriptions);
+        let mut overflowed = Vec::new();
         for (id, filter) in legacy.iter() {
-            if let Some(tx) = subs
-                .get(id)
-                .filter(|_| legacy_listen::wants(filter, method, params))
+            let Some(sink) = subs.get(id) else { continue };
+            if legacy_listen::wants(filter, method, params)
+                && !sink.notify(method, params.clone(), bytes, self.max_line)
             {
-                let _ = tx.send(SubscriptionDelivery::Notification {
-                    method: method.to_owned(),
-                    params: params.clone(),
-                });
+                overflowed.push(id.clone());
             }
+        }
+        // Forgotten under the locks, unsubscribed after them:
+        // `legacy_listen::close` asks which URIs the others still want.
+        let ended: Vec<(RequestId, SubscriptionFilter)> = overflowed
+            .into_iter()
+            .filter_map(|id| {
+                subs.remove(&id);
+                legacy.remove(&id).map(|filter| (id, filter))
+            })
+            .collect();
+        drop((legacy, subs));
+        for (id, filter) in ended {
+            legacy_listen::close(self, &filter);
+            let how = "its resources no other subscription wants were unsubscribed";
+            self.overflowed(&id, how, notes);
         }
         true
     }

@@ -53,3 +53,66 @@ fn a_legacy_servers_request_it_cancels_gets_no_answer() {
     assert_eq!(answer["id"], 8, "answered: {answer}");
     assert_eq!(answer["result"], serde_json::json!({ "roots": [] }));
 }
+
+/// Review of issue 47, finding 2, on a legacy server: a subscription whose
+/// events the application does not read ends `Overflowed` after the line
+/// limit of them, and its resource is unsubscribed (a legacy server has no
+/// cancellation of it); the reader went on routing (the ping after the
+/// flood is answered).
+#[test]
+fn a_legacy_subscription_left_unread_overflows_and_is_unsubscribed() {
+    use crate::client::link::{SubscriptionDelivery, SubscriptionSink};
+    use crate::types::SubscriptionFilter;
+    let options = ClientBuilder::default()
+        .trace(|_| {})
+        .max_line_bytes(16 * 1024);
+    let (link, mut server, written) = over_pipes(&options);
+    link.answer_server_requests(InputHandlers::default());
+    let (sink, events) = SubscriptionSink::channel();
+    let filter = SubscriptionFilter {
+        resource_subscriptions: Some(vec!["a://1".into()]),
+        ..SubscriptionFilter::default()
+    };
+    let id = link.next_id();
+    link.adopt_legacy_subscription(&id, filter, sink);
+    let padding = "x".repeat(1024);
+    for _ in 0..40 {
+        writeln!(
+            server,
+            r#"{{"jsonrpc":"2.0","method":"notifications/resources/updated","params":{{"uri":"a://1","_meta":{{"pad":"{padding}"}}}}}}"#
+        )
+        .unwrap();
+    }
+    writeln!(
+        server,
+        r#"{{"jsonrpc":"2.0","id":"after","method":"ping"}}"#
+    )
+    .unwrap();
+    let unsubscribe = written.recv_timeout(WAIT).unwrap();
+    assert_eq!(
+        unsubscribe["method"], "resources/unsubscribe",
+        "{unsubscribe}"
+    );
+    assert_eq!(unsubscribe["params"]["uri"], "a://1");
+    let pong = written.recv_timeout(WAIT).unwrap();
+    assert_eq!(pong["id"], "after", "{pong}");
+    let got: Vec<SubscriptionDelivery> = events.try_iter().collect();
+    let (last, updates) = got.split_last().unwrap();
+    assert!(
+        matches!(last, SubscriptionDelivery::Overflowed),
+        "the last delivery: {last:?}"
+    );
+    assert!(
+        (1..40).contains(&updates.len())
+            && updates
+                .iter()
+                .all(|d| matches!(d, SubscriptionDelivery::Notification { .. })),
+        "{} deliveries before the end: {updates:?}",
+        updates.len()
+    );
+    // Forgotten by the link: nothing more is routed to it.
+    assert!(matches!(
+        link.forget_subscription(&id),
+        crate::client::link::Forgotten::Nothing
+    ));
+}

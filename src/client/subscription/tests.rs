@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use crate::client::era::{Era, ServerFacts};
-use crate::client::link::{Link, over_pipes};
+use crate::client::link::{Link, SubscriptionSink, over_pipes};
 use crate::client::shared::ClientInner;
 use crate::client::{Client, ClientBuilder, RestartPolicy, SubscriptionEnd, restart};
 use crate::sync::lock;
@@ -62,7 +62,7 @@ fn drop_during_a_restart() -> Option<String> {
     // As `Client::listen` does once the old server acknowledged.
     let open = || {
         let id = old.next_id();
-        let (tx, rx) = crossbeam_channel::unbounded();
+        let (tx, rx) = SubscriptionSink::channel();
         old.adopt_subscription(&id, tx.clone());
         let filter = SubscriptionFilter::default();
         client.track(&old, id, filter.clone(), filter, tx, rx)
@@ -171,7 +171,7 @@ fn a_listen_acknowledged_just_before_the_restarts_ran_out_ends() {
     };
     // `listen`: the listen is registered, sent and acknowledged ...
     let id = link.next_id();
-    let (tx, rx) = crossbeam_channel::unbounded();
+    let (tx, rx) = SubscriptionSink::channel();
     link.adopt_subscription(&id, tx.clone());
     // ... then the server dies, the one restart fails, and the client
     // gives up (the restart thread holds the client until it is done) ...

@@ -96,8 +96,9 @@ impl ConnHandle {
 
     /// Changes the connection with `change` under its lock; then, without
     /// it: hands the jobs that may start to the pool, wakes the threads
-    /// waiting for a change, and sends what was written as `sending` says.
-    /// A writer far ahead of a client slow to read waits for it first.
+    /// waiting for a change, and sees what the change wrote sent as
+    /// `sending` says (with [`Sending::Now`] it waits for at most the
+    /// `write(2)` in progress and its own: see the module docs).
     pub fn act<T>(&self, sending: Sending, change: impl FnOnce(&mut Conn) -> T) -> T {
         let (value, written) = self.act_unsent(change);
         if let Some(written) = written {
@@ -128,10 +129,10 @@ impl ConnHandle {
 
     /// Sends what was held back ([`Sending::BeforeRead`],
     /// [`Sending::AtShutdown`]), and what was written before it; lines
-    /// other threads wrote after it are theirs to send. The
-    /// reader calls it before every read of its input (`reader::SendFirst`);
-    /// over HTTP a POST, which has no next line, calls it once its request
-    /// is dispatched, and a stop's final results are sent with it.
+    /// other threads wrote after it are theirs to send. The reader calls it
+    /// before every read of its input (`reader::SendFirst`); over HTTP a
+    /// POST, which has no next line, calls it once its request is
+    /// dispatched, and the thread serving it on a stop.
     pub fn send_held(&self) {
         let held = self.0.lock_state().held;
         self.0.send_written(held);

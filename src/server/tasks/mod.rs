@@ -36,7 +36,7 @@ pub(crate) mod link;
 #[cfg(feature = "redis")]
 mod redis_lease;
 #[cfg(feature = "redis")]
-mod redis_pool;
+pub(crate) mod redis_pool;
 #[cfg(feature = "redis")]
 mod redis_record;
 #[cfg(feature = "redis")]
@@ -47,6 +47,7 @@ pub(crate) mod worker;
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, SystemTime};
@@ -60,8 +61,10 @@ use crate::jsonrpc::ErrorObject;
 use crate::server::cancel::CancelToken;
 use crate::server::change_feed::Change;
 use crate::server::connections::Connections;
+use crate::server::event::{ServerEvent, TaskUpdate};
 use crate::types::{
     DetailedTask, InputResponses, JsonObject, TASKS_EXTENSION, Task, TaskStatus, iso8601,
+    parse_iso8601,
 };
 
 /// How a tool answers a `tools/call` whose request declares the Tasks
@@ -156,6 +159,11 @@ const GIVE_UP_WITHOUT_TTL: Duration = Duration::from_secs(3600);
 /// dropped, and its next round reads every task anyway.
 const LOOKS_WAITING: usize = 1024;
 
+/// How many tasks followed by listens a server remembers for a resync of
+/// its feed ([`Tasks::tell_listens`]); past it the first followed are
+/// forgotten.
+const FOLLOWED_KEPT: usize = 4096;
+
 /// A server's tasks: the store, the workers running, the bounds.
 pub(crate) struct Tasks {
     pub store: Arc<dyn TaskStore>,
@@ -168,6 +176,12 @@ pub(crate) struct Tasks {
     order: Mutex<()>,
     /// Wakes the watch thread, when it runs (a shared store).
     looks: Mutex<Option<Sender<Look>>>,
+    /// Set when the feed was cut off and is back: the watch thread's next
+    /// round tells the listens what they missed ([`Tasks::tell_listens`]).
+    resync: AtomicBool,
+    /// The tasks the listens of this server follow (with a feed only), in
+    /// the order they were first followed.
+    followed: Mutex<Vec<String>>,
     /// The server's trace, for what no client can be told (a result that
     /// could not be stored).
     trace: Arc<Trace>,
@@ -201,6 +215,8 @@ impl Tasks {
             connections,
             order: Mutex::new(()),
             looks: Mutex::new(None),
+            resync: AtomicBool::new(false),
+            followed: Mutex::new(Vec::new()),
             trace,
         }
     }
@@ -440,8 +456,9 @@ impl Tasks {
     ///
     /// A store out of reach (Redis restarting) does not lose the result:
     /// the write is tried again, the lease still renewed, until it is
-    /// written, the task ended otherwise, or it expired. What could not be
-    /// kept is said on the server's trace.
+    /// written, the task ended otherwise, or it expired; a try that finds
+    /// an earlier one applied (its reply was lost) stands, and the status
+    /// is published. What could not be kept is said on the server's trace.
     pub fn end(&self, task_id: &str, outcome: Result<Value, ErrorObject>) {
         let outcome = outcome.and_then(|result| self.bounded(result));
         let expires = self.live().get(task_id).and_then(|live| live.expires);
@@ -477,6 +494,10 @@ impl Tasks {
                     ));
                 }
             }
+            Err(e) if outcome_unknown(&e) => (self.trace)(&format!(
+                "task {task_id}: its handler finished, and the task store cannot tell whether it kept what it finished: {}",
+                e.message
+            )),
             Err(e) => (self.trace)(&format!(
                 "task {task_id}: its handler finished, but the task store could not keep it before the task expired: {}",
                 e.message
@@ -514,28 +535,51 @@ impl Tasks {
         task_id: &str,
         change: &mut dyn FnMut(&mut DetailedTask),
     ) -> Result<Option<DetailedTask>, ErrorObject> {
-        let mut changed = false;
-        let after = self.store.update(task_id, &mut |stored| {
-            changed = !stored.task.task.status.is_terminal();
-            if changed {
+        self.transition_as(task_id, None, change)
+    }
+
+    /// [`Tasks::transition`], as one try of the change named `write`
+    /// ([`TaskStore::update_as`]) when there is one. A store that finds
+    /// `write` applied by an earlier try returns the task without calling
+    /// the closure: that try's change stands, as if made now.
+    fn transition_as(
+        &self,
+        task_id: &str,
+        write: Option<&str>,
+        change: &mut dyn FnMut(&mut DetailedTask),
+    ) -> Result<Option<DetailedTask>, ErrorObject> {
+        // `None` until the store calls the step (see above).
+        let mut changed = None;
+        let mut step = |stored: &mut StoredTask| {
+            let running = !stored.task.task.status.is_terminal();
+            changed = Some(running);
+            if running {
                 change(&mut stored.task);
                 if stored.task.task.status.is_terminal() {
                     stored.answers.clear();
                 }
             }
-        })?;
-        Ok(after.filter(|_| changed).map(|after| after.task))
+        };
+        let after = match write {
+            Some(write) => self.store.update_as(task_id, write, &mut step)?,
+            None => self.store.update(task_id, &mut step)?,
+        };
+        Ok(after
+            .filter(|_| changed.unwrap_or(true))
+            .map(|after| after.task))
     }
 
-    /// [`Tasks::transition`], then the task's new state published, in
-    /// order with every other status change (see `order`).
-    pub fn change(
+    /// [`Tasks::transition`] as one try of the change named `write`, then
+    /// the task's new state published, in order with every other status
+    /// change (see `order`).
+    fn change(
         &self,
         task_id: &str,
+        write: Option<&str>,
         change: &mut dyn FnMut(&mut DetailedTask),
     ) -> Result<Option<DetailedTask>, ErrorObject> {
         let _order = self.ordered();
-        let after = self.transition(task_id, change)?;
+        let after = self.transition_as(task_id, write, change)?;
         if let Some(after) = &after {
             self.publish(after);
         }
@@ -546,6 +590,10 @@ impl Tasks {
     /// tried again while the store fails (every 100 ms, then up to every
     /// second) until it is written, the task ended or is gone, or `expires`
     /// passed (an hour for a task without a TTL): then the last error.
+    /// Every try carries one write id ([`TaskStore::update_as`]): a try
+    /// after one whose reply was lost finds it applied, and it stands. A
+    /// store that cannot tell whether it was (`outcome_unknown`) is not
+    /// tried again.
     pub fn change_durably(
         &self,
         task_id: &str,
@@ -553,10 +601,11 @@ impl Tasks {
         change: &mut dyn FnMut(&mut DetailedTask),
     ) -> Result<Option<DetailedTask>, ErrorObject> {
         let until = expires.unwrap_or_else(|| SystemTime::now() + GIVE_UP_WITHOUT_TTL);
+        let write = new_task_id()?;
         let mut pause = Duration::from_millis(100);
         loop {
-            match self.change(task_id, change) {
-                Err(_) if SystemTime::now() + pause < until => {
+            match self.change(task_id, Some(&write), change) {
+                Err(e) if !outcome_unknown(&e) && SystemTime::now() + pause < until => {
                     thread::sleep(pause);
                     pause = (pause * 2).min(Duration::from_secs(1));
                 }
@@ -566,6 +615,7 @@ impl Tasks {
     }
 
     /// Which of `task_ids` a listen may follow: the ones the store knows.
+    /// With a feed they are remembered, for [`Tasks::tell_listens`].
     pub fn known(&self, task_ids: &[String]) -> Vec<String> {
         let mut known: Vec<String> = Vec::new();
         for id in task_ids {
@@ -573,15 +623,76 @@ impl Tasks {
                 known.push(id.clone());
             }
         }
+        if self.connections.replicas.has_feed() {
+            let mut followed = self.followed();
+            for id in &known {
+                if !followed.contains(id) {
+                    followed.push(id.clone());
+                }
+            }
+            let over = followed.len().saturating_sub(FOLLOWED_KEPT);
+            followed.drain(..over);
+        }
         known
     }
 
-    /// Sends the task's state to the subscriptions that follow it.
+    fn followed(&self) -> std::sync::MutexGuard<'_, Vec<String>> {
+        self.followed.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// After the feed was cut off and is back (statuses sent meanwhile may
+    /// be lost): each task the listens here follow is read again, and its
+    /// status delivered to them, unless one at least as new was
+    /// (`Replicas::deliver_status`: a listen hears what it missed, once).
+    /// A task that ended or is gone is forgotten: nothing follows it.
+    pub(crate) fn tell_listens(&self) {
+        let followed = self.followed().clone();
+        for task_id in followed {
+            let over = match self.store.get(&task_id) {
+                Ok(Some(stored)) => {
+                    self.deliver_here(&stored.task);
+                    stored.task.task.status.is_terminal()
+                }
+                Ok(None) => true,
+                // Out of reach: the next reconnection tells it.
+                Err(_) => false,
+            };
+            if over {
+                self.followed().retain(|id| *id != task_id);
+            }
+        }
+    }
+
+    /// Sends the task's state to the subscriptions that follow it, here
+    /// and on the other replicas.
     pub fn publish(&self, task: &DetailedTask) {
-        self.connections.publish(Change::TaskStatus {
-            task: Box::new(task.clone()),
+        let connections = &self.connections;
+        connections.replicas.deliver_status(task, || {
+            connections.publish(Change::TaskStatus {
+                task: Box::new(task.clone()),
+            });
         });
     }
+
+    /// Sends the task's state to the subscriptions of this server only.
+    fn deliver_here(&self, task: &DetailedTask) {
+        let Some(update) = TaskUpdate::of(task) else {
+            return;
+        };
+        let connections = &self.connections;
+        connections.replicas.deliver_status(task, || {
+            connections.publish_here(ServerEvent::TaskStatus(Arc::new(update)));
+        });
+    }
+}
+
+/// Whether a store's error says it cannot tell whether a change was
+/// applied ([`TaskStore::update_as`]): trying again would not tell either.
+pub(crate) fn outcome_unknown(error: &ErrorObject) -> bool {
+    error
+        .data
+        .as_ref()
+        .is_some_and(|data| data["outcome"] == "unknown")
 }
 
 /// Sets a status (and its message), with `lastUpdatedAt` now.
@@ -592,20 +703,16 @@ pub(crate) fn set_status(task: &mut DetailedTask, status: TaskStatus, message: O
 }
 
 /// Moves `lastUpdatedAt` to now, and at least one millisecond past its
-/// last value, so that every change shows (two changes within one
-/// millisecond, or a clock stepped back a little).
+/// last value, so that every change shows and a later change never looks
+/// older (two changes within one millisecond, a clock stepped back, a
+/// replica whose clock is behind the one that wrote last): listens across
+/// replicas are shown a task's statuses in this order
+/// (`Replicas::deliver_status`).
 pub(crate) fn touch(task: &mut DetailedTask) {
-    let mut at = SystemTime::now();
-    let mut stamp = iso8601(at);
-    // Timestamps of one format order as strings.
-    for _ in 0..1000 {
-        if stamp > task.task.last_updated_at {
-            break;
-        }
-        at += Duration::from_millis(1);
-        stamp = iso8601(at);
-    }
-    task.task.last_updated_at = stamp;
+    let now = SystemTime::now();
+    let next = parse_iso8601(&task.task.last_updated_at)
+        .and_then(|last| last.checked_add(Duration::from_millis(1)));
+    task.task.last_updated_at = iso8601(next.map_or(now, |next| next.max(now)));
 }
 
 /// A duration as the extension's integer milliseconds: at least 1 (the
@@ -657,6 +764,15 @@ mod tests {
         let ahead = task.task.last_updated_at.clone();
         touch(&mut task);
         assert!(task.task.last_updated_at > ahead);
+        // So does one an hour ahead (written by a replica whose clock is).
+        let hour = iso8601(SystemTime::now() + Duration::from_secs(3600));
+        task.task.last_updated_at = hour.clone();
+        touch(&mut task);
+        assert!(
+            task.task.last_updated_at > hour,
+            "{}",
+            task.task.last_updated_at
+        );
         task.task.last_updated_at = iso8601(SystemTime::now());
         let before = task.task.last_updated_at.clone();
         set_status(&mut task, TaskStatus::InputRequired, None);

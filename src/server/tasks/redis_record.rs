@@ -10,28 +10,32 @@ use crate::jsonrpc::ErrorObject;
 use crate::server::tasks::{StoredTask, set_status};
 use crate::types::{DetailedTask, InputResponses, TaskStatus};
 
-/// What is stored under a task's key: the task as `tasks/get` shows it,
-/// the answers its handler has not taken yet, when it may be forgotten
-/// (milliseconds since the Unix epoch), and what makes each write
-/// observable: its version (one more at each write) and the ids of the
-/// last writes, so that a write retried after its reply was lost finds
-/// that it was applied (`RedisTaskStore::update`).
+/// What is stored under a task's key: what makes each write observable,
+/// its version (one more at each write) and the ids of the last writes, so
+/// that a write tried again after its reply was lost finds that it was
+/// applied (`RedisTaskStore::update`); the task as `tasks/get` shows it,
+/// the answers its handler has not taken yet, and when it may be forgotten
+/// (milliseconds since the Unix epoch).
+///
+/// The version comes first (`{"version":N,...`): the script that writes a
+/// task reads it there to compare, without parsing the rest.
 #[derive(Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct Record {
+    #[serde(default)]
+    version: u64,
     task: DetailedTask,
     #[serde(default, skip_serializing_if = "InputResponses::is_empty")]
     answers: InputResponses,
     expires_ms: Option<u64>,
-    #[serde(default)]
-    version: u64,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     writes: Vec<String>,
 }
 
 /// How many write ids a record keeps: a retry finds its own write unless
-/// this many others wrote the task between the lost reply and the retry.
-const WRITES_KEPT: usize = 8;
+/// this many others wrote the task between the lost reply and the retry
+/// (then it knows it cannot tell: `RedisTaskStore::update`).
+pub(crate) const WRITES_KEPT: usize = 8;
 
 /// A task as read from Redis, with its write history.
 pub(crate) struct Read {
@@ -75,11 +79,6 @@ pub(crate) fn encode_write(
     serde_json::to_string(&record).map_err(|e| {
         ErrorObject::internal_error(format!("the task does not serialize for Redis: {e}"))
     })
-}
-
-/// The task stored as `json`.
-pub(crate) fn decode(json: &str) -> Result<StoredTask, ErrorObject> {
-    decode_read(json).map(|read| read.task)
 }
 
 /// The task stored as `json`, with its write history.
@@ -168,15 +167,16 @@ mod tests {
         original.task.result = Some(json!({ "content": [] }).as_object().unwrap().clone());
         let json = encode(&original).unwrap();
         let value: serde_json::Value = serde_json::from_str(&json).unwrap();
+        assert!(json.starts_with("{\"version\":1,"), "{json}");
         assert_eq!(value["expiresMs"], 1_785_000_000_123u64);
         assert_eq!(value["task"]["taskId"], "0123abcd");
         assert_eq!(value["task"]["status"], "completed");
-        assert_eq!(decode(&json).unwrap(), original);
+        assert_eq!(decode_read(&json).unwrap().task, original);
 
         let forever = task(TaskStatus::Working, None);
         let json = encode(&forever).unwrap();
         assert!(json.contains("\"expiresMs\":null"), "{json}");
-        assert_eq!(decode(&json).unwrap(), forever);
+        assert_eq!(decode_read(&json).unwrap().task, forever);
     }
 
     #[test]
@@ -198,7 +198,9 @@ mod tests {
 
     #[test]
     fn a_foreign_value_is_an_error_that_names_the_prefix() {
-        let err = decode("{\"name\":\"not a task\"}").unwrap_err();
+        let Err(err) = decode_read("{\"name\":\"not a task\"}") else {
+            panic!("a foreign value decoded");
+        };
         assert_eq!(err.code, -32603);
         assert!(err.message.contains("key prefix"), "{}", err.message);
     }

@@ -21,17 +21,20 @@
 //! each task so failed is handed to the server that wrote it to publish
 //! ([`TaskStore::sweep`]).
 
+use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, SystemTime};
+
+use serde_json::json;
 
 use crate::jsonrpc::ErrorObject;
 use crate::server::tasks::redis_lease::Leases;
 use crate::server::tasks::redis_pool::Pool;
 use crate::server::tasks::redis_record::{
-    decode, decode_read, encode, encode_write, keep_ms, lapse,
+    Read, WRITES_KEPT, decode_read, encode, encode_write, keep_ms, lapse,
 };
-use crate::server::tasks::{StoredTask, TaskStore};
+use crate::server::tasks::{StoredTask, TaskStore, Trace};
 
 /// Creates the task unless its key exists, and its lease, in one step.
 /// KEYS: task, lease, running set. ARGV: the record, its PX (0: no
@@ -51,10 +54,53 @@ end
 return 1
 ";
 
+/// A task and whether its lease is held, in one reply. KEYS: task, lease.
+/// Returns the record (nil when there is none) and 1 or 0.
+const READ: &str = r"return {redis.call('GET', KEYS[1]), redis.call('EXISTS', KEYS[2])}";
+
+/// Writes a task over the version it was read at, keeping its expiry; a
+/// finished task's lease and running-set entry go in the same step. KEYS:
+/// task, lease, running set. ARGV: the version read, the new record, 1
+/// when it is finished, the task id. Returns 1 when written, 0 when
+/// another write came in between (nothing written), -1 when the task is
+/// gone. The version is the record's first member (`redis_record.rs`);
+/// a record written otherwise is parsed.
+const WRITE: &str = r#"
+local now = redis.call('GET', KEYS[1])
+if not now then return -1 end
+local version = string.match(now, '^{"version":(%d+),')
+if not version then
+  local ok, record = pcall(cjson.decode, now)
+  version = (ok and type(record) == 'table') and tostring(record.version or 0) or '0'
+end
+if version ~= ARGV[1] then return 0 end
+redis.call('SET', KEYS[1], ARGV[2], 'KEEPTTL')
+if ARGV[3] == '1' then
+  redis.call('DEL', KEYS[2])
+  redis.call('SREM', KEYS[3], ARGV[4])
+end
+return 1
+"#;
+
+/// Whether each key in `KEYS` exists, in one reply (the sweep's).
+const EXIST: &str = r"
+local found = {}
+for i, key in ipairs(KEYS) do found[i] = redis.call('EXISTS', key) end
+return found
+";
+
 /// The most tasks failed by the lease rule a store keeps for the server
 /// to publish ([`TaskStore::sweep`]) between two sweeps; past it the
 /// oldest go unpublished (a reader still finds them `failed`).
 const LAPSED_KEPT: usize = 1024;
+
+/// The most writes whose reply was lost a store remembers for the next try
+/// of the same change (`update_as`); past it the oldest are forgotten.
+const UNSURE_KEPT: usize = 256;
+
+/// How many writes of one update may go unanswered (the connection broke,
+/// the reply did not come in time) before the update fails.
+const UNANSWERED_WRITES: usize = 2;
 
 /// A [`TaskStore`] on Redis, shared by every replica of a server: each
 /// opens one on the same Redis and prefix.
@@ -75,37 +121,51 @@ const LAPSED_KEPT: usize = 1024;
 ///   replica finds it. It lives in that Redis's memory: whether it
 ///   survives a Redis restart is Redis's persistence setting
 ///   (`appendonly`), and a Redis replica may lag (no `WAIT`).
-/// - **Expiry** is Redis's own: the task's key expires at its TTL. A task
-///   without a TTL ([`task_ttl(None)`](crate::ServerBuilder::task_ttl)) is
-///   kept until someone deletes its key; give tasks a TTL in production.
-/// - **Atomic updates**: `update` runs `WATCH` on the task and its lease,
-///   reads both, calls `change`, and writes with `MULTI`/`EXEC` (keeping
-///   the key's expiry); when another replica wrote in between, it starts
-///   again after a short random pause, at most [`MAX_UPDATE_ATTEMPTS`](RedisTaskStore::MAX_UPDATE_ATTEMPTS)
+/// - **Expiry** is Redis's own: the task's key expires at its TTL, by
+///   Redis's clock (a replica's clock ahead of it does not make a live
+///   task look gone). A task without a TTL
+///   ([`task_ttl(None)`](crate::ServerBuilder::task_ttl)) is kept until
+///   someone deletes its key; give tasks a TTL in production.
+/// - **Atomic updates**: `update` reads the task and its lease (one
+///   script), calls `change`, and writes with a script that compares the
+///   record's version with the one read (keeping the key's expiry); when
+///   another replica wrote in between, it starts again after a short
+///   random pause, at most [`MAX_UPDATE_ATTEMPTS`](RedisTaskStore::MAX_UPDATE_ATTEMPTS)
 ///   times, then fails with `-32603` ("try again"). `change` may thus run
-///   more than once, each time on the current state.
-/// - **Exactly once**: each write carries an id, and the record keeps the
-///   ids of its last 8 writes and a version. An `update` retried after
-///   its reply was lost (Redis applied it, the connection broke) finds
-///   its own id and does not apply `change` again: what the first run
-///   decided (answers taken, a cancellation) stands, and its side effects
-///   happen once.
+///   more than once, each time on the current state. A `change` that
+///   changes nothing writes nothing.
+/// - **Exactly once**: each write carries an id (one for each `update`,
+///   one for all the tries of a change through
+///   [`update_as`](TaskStore::update_as)), and the record keeps the ids of
+///   its last 8 writes and a version. A try after a lost reply (Redis
+///   applied the write, the connection broke) finds its own id and does
+///   not apply `change` again: what the first run decided (answers taken,
+///   a cancellation, a result) stands, and its side effects happen once.
+///   When its id is not there but more than 8 writes came since the
+///   version its lost write read, it cannot tell whether that write was
+///   applied, and fails with `-32603` and `data: {"outcome": "unknown"}`
+///   rather than apply `change` a second time.
 /// - **The lease**: the replica that creates a task holds its lease and
 ///   renews it (one thread per store on a connection of its own, every
 ///   fifth of the lease, started with the first task, ended when the
 ///   store is dropped) until the task finishes or its worker ends
 ///   ([`worker_ended`](TaskStore::worker_ended)). It outlasts a Redis
-///   stall shorter than four fifths of the lease and an outage (Redis
-///   restarting) shorter than three quarters of it. When the replica dies,
+///   stall shorter than four fifths of the lease, and an outage (Redis
+///   restarting, or answering `BUSY` while a long script runs) shorter
+///   than three quarters of it. When the replica dies,
 ///   the lease lapses and the task is written `failed` ("its server went
 ///   away") by the next `get` or `update` of it on any replica, or by the
 ///   sweep every replica runs each [`SWEEP_INTERVAL`](RedisTaskStore::SWEEP_INTERVAL):
 ///   within one [`lease`](RedisTaskStore::lease) (default
 ///   [`DEFAULT_LEASE`](RedisTaskStore::DEFAULT_LEASE)) and one sweep of
 ///   the last renewal, and published.
-/// - **Connections**: a pool of at most 64 (16 kept idle); a broken
-///   connection is replaced and the operation tried once more on a new
-///   one. Each reply may take 5 s at most.
+/// - **Connections**: a pool of at most 64 (16 kept idle). Each operation
+///   is one command with one reply, which may take 5 s at most; a
+///   connection whose command failed is closed, and a read is tried once
+///   more on a new one.
+/// - **Errors** reach clients as "the task store is unavailable: try
+///   again"; what failed, and where (the URL without its user and
+///   password), goes to the server's [trace](crate::ServerBuilder::trace).
 pub struct RedisTaskStore {
     pool: Arc<Pool>,
     prefix: String,
@@ -115,6 +175,10 @@ pub struct RedisTaskStore {
     /// Tasks this store failed by the lease rule, for the next sweep to
     /// hand to the server.
     lapsed: Mutex<Vec<StoredTask>>,
+    /// Writes whose reply was lost in an update that then failed: the
+    /// write id and the version it read, for the next try of the same
+    /// change (`update_as`).
+    unsure: Mutex<VecDeque<(String, u64)>>,
 }
 
 impl std::fmt::Debug for RedisTaskStore {
@@ -140,9 +204,10 @@ impl RedisTaskStore {
     /// sweeps the tasks whose lease lapsed ([`TaskStore::watch_interval`]).
     pub const SWEEP_INTERVAL: Duration = Duration::from_secs(1);
 
-    /// Connects to the Redis at `url` (`redis://host:port/db`) and keeps
-    /// the tasks under `prefix` (the same on every replica of one server);
-    /// fails when Redis cannot be reached now.
+    /// Connects to the Redis at `url` (`redis://host:port/db`, or
+    /// `rediss://user:password@host:port/db`) and keeps the tasks under
+    /// `prefix` (the same on every replica of one server); fails when Redis
+    /// cannot be reached now. No message shows the URL's user or password.
     pub fn open(url: &str, prefix: &str) -> Result<RedisTaskStore, ErrorObject> {
         Ok(RedisTaskStore {
             pool: Arc::new(Pool::open(url)?),
@@ -150,6 +215,7 @@ impl RedisTaskStore {
             replica: replica_name()?,
             leases: Leases::new(RedisTaskStore::DEFAULT_LEASE),
             lapsed: Mutex::new(Vec::new()),
+            unsure: Mutex::new(VecDeque::new()),
         })
     }
 
@@ -182,6 +248,45 @@ impl RedisTaskStore {
             lapsed.remove(0);
         }
         lapsed.push(task.clone());
+    }
+
+    fn unsure(&self) -> std::sync::MutexGuard<'_, VecDeque<(String, u64)>> {
+        self.unsure.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The version an earlier try of the write `id` read, if its reply
+    /// was lost; forgotten here (kept again if this try fails too).
+    fn take_unsure(&self, id: &str) -> Option<u64> {
+        let mut unsure = self.unsure();
+        let at = unsure.iter().position(|(w, _)| w == id)?;
+        unsure.remove(at).map(|(_, version)| version)
+    }
+
+    /// Remembers that the write `id`, over `version`, may have been
+    /// applied, for the next try of the same change.
+    fn keep_unsure(&self, id: &str, version: Option<u64>) {
+        let Some(version) = version else { return };
+        let mut unsure = self.unsure();
+        if unsure.len() >= UNSURE_KEPT {
+            unsure.pop_front();
+        }
+        unsure.push_back((id.to_owned(), version));
+    }
+
+    /// The task and whether its lease is held, in one round trip; `None`
+    /// when there is no such task (Redis expired it, or never had it).
+    fn read(&self, task_id: &str) -> Result<Option<(Read, bool)>, ErrorObject> {
+        let (key, lease_key) = (self.task_key(task_id), self.lease_key(task_id));
+        let (json, leased): (Option<String>, bool) = self.pool.run(|c| {
+            redis::cmd("EVAL")
+                .arg(READ)
+                .arg(2)
+                .arg(&key)
+                .arg(&lease_key)
+                .query(c)
+        })?;
+        json.map(|json| Ok((decode_read(&json)?, leased)))
+            .transpose()
     }
 }
 
@@ -231,22 +336,11 @@ impl TaskStore for RedisTaskStore {
     }
 
     fn get(&self, task_id: &str) -> Result<Option<StoredTask>, ErrorObject> {
-        let (key, lease_key) = (self.task_key(task_id), self.lease_key(task_id));
-        let (json, leased): (Option<String>, bool) = self.pool.run(|connection| {
-            redis::pipe()
-                .cmd("GET")
-                .arg(&key)
-                .cmd("EXISTS")
-                .arg(&lease_key)
-                .query(connection)
-        })?;
-        let Some(json) = json else { return Ok(None) };
-        let task = decode(&json)?;
-        if task.is_expired(SystemTime::now()) {
+        let Some((read, leased)) = self.read(task_id)? else {
             return Ok(None);
-        }
-        if leased || task.task.task.status.is_terminal() {
-            return Ok(Some(task));
+        };
+        if leased || read.task.task.task.status.is_terminal() {
+            return Ok(Some(read.task));
         }
         // Its replica went away: written `failed` under the update's rules.
         self.update(task_id, &mut |_| {})
@@ -257,35 +351,95 @@ impl TaskStore for RedisTaskStore {
         task_id: &str,
         change: &mut dyn FnMut(&mut StoredTask),
     ) -> Result<Option<StoredTask>, ErrorObject> {
+        self.update_as(task_id, &write_id()?, change)
+    }
+
+    /// Reads, changes and writes over the version read, until the write
+    /// goes in (see [`RedisTaskStore`], "Atomic updates" and "Exactly
+    /// once"). A write whose reply is lost may have been applied: the
+    /// next try reads again and looks for its id (`write`) in the record.
+    fn update_as(
+        &self,
+        task_id: &str,
+        write: &str,
+        change: &mut dyn FnMut(&mut StoredTask),
+    ) -> Result<Option<StoredTask>, ErrorObject> {
         let (key, lease_key) = (self.task_key(task_id), self.lease_key(task_id));
         let running = self.running_key();
-        // This update's id: a try that finds it in the record was applied
-        // already (its reply was lost), and is not applied again.
-        let id = write_id()?;
+        // The version read by a try of this write whose reply was lost.
+        let mut unsure = self.take_unsure(write);
+        let mut unanswered = 0;
         for attempt in 0..RedisTaskStore::MAX_UPDATE_ATTEMPTS {
-            if attempt > 0 {
+            if attempt > 0 && unanswered == 0 {
                 pause(attempt);
             }
-            let keys = Keys {
-                task: &key,
-                lease: &lease_key,
-                running: &running,
-                task_id,
+            let read = match self.read(task_id) {
+                Ok(Some(read)) => read,
+                Ok(None) => return Ok(None),
+                Err(e) => {
+                    self.keep_unsure(write, unsure);
+                    return Err(e);
+                }
             };
-            let written = self
-                .pool
-                .run(|connection| write_once(connection, &keys, &id, change))?;
+            let (read, leased) = read;
+            if read.has_written(write) {
+                // This change, applied by a try whose reply was lost.
+                if read.task.task.task.status.is_terminal() {
+                    self.leases.release(&lease_key);
+                }
+                return Ok(Some(read.task));
+            }
+            if unsure.is_some_and(|version| read.version > version + WRITES_KEPT as u64) {
+                // Its id would be gone by now even if it had been applied.
+                return Err(outcome_unknown(task_id, read.version - unsure.unwrap_or(0)));
+            }
+            let mut task = read.task.clone();
+            let lapsed = !leased && lapse(&mut task);
+            change(&mut task);
+            let finished = task.task.task.status.is_terminal();
+            if task == read.task {
+                // Nothing to write: no write pushes another's id out.
+                if finished {
+                    self.leases.release(&lease_key);
+                }
+                return Ok(Some(task));
+            }
+            let record = encode_write(&task, read.version, &read.writes, Some(write))?;
+            let written: Result<i64, _> = self.pool.run_once(|c| {
+                redis::cmd("EVAL")
+                    .arg(WRITE)
+                    .arg(3)
+                    .arg(&key)
+                    .arg(&lease_key)
+                    .arg(&running)
+                    .arg(read.version)
+                    .arg(&record)
+                    .arg(if finished { "1" } else { "0" })
+                    .arg(task_id)
+                    .query(c)
+            });
             match written {
-                Written::Gone => return Ok(None),
-                Written::Lost => {}
-                Written::Done { task, lapsed } => {
-                    if task.task.task.status.is_terminal() {
+                Ok(1) => {
+                    if finished {
                         self.leases.release(&lease_key);
                     }
                     if lapsed {
                         self.note_lapse(&task);
                     }
-                    return Ok(Some(*task));
+                    return Ok(Some(task));
+                }
+                // Another write came in between: read again.
+                Ok(0) => {}
+                Ok(_) => return Ok(None),
+                Err(failure) if failure.may_have_run && unanswered + 1 < UNANSWERED_WRITES => {
+                    // Read again (on a new connection) and look for it.
+                    unanswered += 1;
+                    unsure = Some(read.version);
+                }
+                Err(failure) => {
+                    let lost = failure.may_have_run.then_some(read.version);
+                    self.keep_unsure(write, lost.or(unsure));
+                    return Err(failure.error);
                 }
             }
         }
@@ -308,24 +462,29 @@ impl TaskStore for RedisTaskStore {
 
     /// Fails every task in `P:running` whose lease is gone (and forgets
     /// the ids of tasks that finished or expired), then hands over every
-    /// task this store failed so since the last sweep.
+    /// task this store failed so since the last sweep. Three round trips
+    /// when nothing lapsed: the set, one script that says which keys
+    /// exist, and the forgetting.
     fn sweep(&self) -> Result<Vec<StoredTask>, ErrorObject> {
         let running = self.running_key();
         let ids: Vec<String> = self
             .pool
             .run(|c| redis::cmd("SMEMBERS").arg(&running).query(c))?;
         if !ids.is_empty() {
-            let found: Vec<(bool, bool)> = self.pool.run(|c| {
-                let mut pipe = redis::pipe();
-                for id in &ids {
-                    pipe.cmd("EXISTS").arg(self.task_key(id));
-                    pipe.cmd("EXISTS").arg(self.lease_key(id));
-                }
-                let flat: Vec<bool> = pipe.query(c)?;
-                Ok(flat.chunks(2).map(|p| (p[0], p[1])).collect())
+            let keys: Vec<String> = ids
+                .iter()
+                .flat_map(|id| [self.task_key(id), self.lease_key(id)])
+                .collect();
+            let found: Vec<bool> = self.pool.run(|c| {
+                redis::cmd("EVAL")
+                    .arg(EXIST)
+                    .arg(keys.len())
+                    .arg(&keys)
+                    .query(c)
             })?;
             let mut forget = Vec::new();
-            for (id, (task, leased)) in ids.iter().zip(found) {
+            for (id, pair) in ids.iter().zip(found.chunks(2)) {
+                let (task, leased) = (pair[0], pair.get(1) == Some(&true));
                 if !task {
                     forget.push(id.clone());
                 } else if !leased {
@@ -342,102 +501,20 @@ impl TaskStore for RedisTaskStore {
         let mut lapsed = self.lapsed.lock().unwrap_or_else(|e| e.into_inner());
         Ok(std::mem::take(&mut *lapsed))
     }
-}
 
-/// What one optimistic transaction did.
-enum Written {
-    /// No such task (unknown or expired): nothing written.
-    Gone,
-    /// Another client changed the task or its lease in between: nothing
-    /// written.
-    Lost,
-    /// Written (now, or by an earlier try of the same update whose reply
-    /// was lost): the task as it is now, and whether the lease rule failed
-    /// it in this write.
-    Done { task: Box<StoredTask>, lapsed: bool },
-}
-
-/// The keys one update touches.
-struct Keys<'a> {
-    task: &'a str,
-    lease: &'a str,
-    running: &'a str,
-    task_id: &'a str,
-}
-
-/// One `WATCH` and read, `change`, `MULTI`/`EXEC` round: two round trips.
-/// A finished task's lease is deleted, and its id taken out of the running
-/// set, in the same transaction. A record that holds the write `id` is
-/// this update, applied by an earlier try: it is not applied again.
-fn write_once(
-    connection: &mut redis::Connection,
-    keys: &Keys<'_>,
-    id: &str,
-    change: &mut dyn FnMut(&mut StoredTask),
-) -> redis::RedisResult<Written> {
-    // WATCH and the reads in one round trip.
-    let (json, leased): (Option<String>, bool) = redis::pipe()
-        .cmd("WATCH")
-        .arg(keys.task)
-        .arg(keys.lease)
-        .ignore()
-        .cmd("GET")
-        .arg(keys.task)
-        .cmd("EXISTS")
-        .arg(keys.lease)
-        .query(connection)?;
-    let decoded = json.map(|json| decode_read(&json));
-    let read = match decoded {
-        Some(Ok(read)) if !read.task.is_expired(SystemTime::now()) => read,
-        other => {
-            redis::cmd("UNWATCH").query::<()>(connection)?;
-            return match other {
-                Some(Err(e)) => Err(redis::RedisError::from((
-                    redis::ErrorKind::Client,
-                    "undecodable task",
-                    e.message,
-                ))),
-                _ => Ok(Written::Gone),
-            };
-        }
-    };
-    if read.has_written(id) {
-        redis::cmd("UNWATCH").query::<()>(connection)?;
-        return Ok(Written::Done {
-            task: Box::new(read.task),
-            lapsed: false,
-        });
+    fn trace(&self, trace: Arc<Trace>) {
+        self.pool.trace_to(trace);
     }
-    let mut task = read.task;
-    let lapsed = !leased && lapse(&mut task);
-    change(&mut task);
-    let record = encode_write(&task, read.version, &read.writes, Some(id)).map_err(|e| {
-        redis::RedisError::from((redis::ErrorKind::Client, "unencodable task", e.message))
-    })?;
-    let mut transaction = redis::pipe();
-    transaction
-        .atomic()
-        .cmd("SET")
-        .arg(keys.task)
-        .arg(&record)
-        .arg("KEEPTTL")
-        .ignore();
-    if task.task.task.status.is_terminal() {
-        transaction.cmd("DEL").arg(keys.lease).ignore();
-        transaction
-            .cmd("SREM")
-            .arg(keys.running)
-            .arg(keys.task_id)
-            .ignore();
-    }
-    let committed: Option<()> = transaction.query(connection)?;
-    Ok(match committed {
-        Some(()) => Written::Done {
-            task: Box::new(task),
-            lapsed,
-        },
-        None => Written::Lost,
-    })
+}
+
+/// A try of a change cannot tell whether an earlier one was applied: its
+/// reply was lost, and `since` writes came after the version it read,
+/// more than the ids a record keeps.
+fn outcome_unknown(task_id: &str, since: u64) -> ErrorObject {
+    ErrorObject::internal_error(format!(
+        "the task store cannot tell whether a change of task {task_id:?} was applied (its reply was lost, and {since} writes came since): read the task"
+    ))
+    .with_data(json!({ "outcome": "unknown" }))
 }
 
 /// A random id for one update.
@@ -453,7 +530,7 @@ fn pause(attempt: usize) {
     thread::sleep(Duration::from_micros(jitter));
 }
 
-/// A random name for this replica in its lease keys.
+/// A random name for this replica in its lease keys, or for a write.
 fn replica_name() -> Result<String, ErrorObject> {
     let mut bytes = [0u8; 8];
     getrandom::fill(&mut bytes)

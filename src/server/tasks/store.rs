@@ -2,7 +2,7 @@
 //! default.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 use serde_json::json;
@@ -60,7 +60,10 @@ impl StoredTask {
 /// - [`get`](TaskStore::get) reads one task.
 ///
 /// A task whose `expires` has passed may be treated as absent by all
-/// three. Errors are `ErrorObject`s the client sees (use `-32603`).
+/// three. Errors are `ErrorObject`s the client sees (use `-32603`): say
+/// what the client may do ("try again"), and put what only the operator
+/// may read (an address, a database's own message) on the
+/// [`trace`](TaskStore::trace).
 ///
 /// The worker that runs a task lives in the process that created it. The
 /// answers of `tasks/update` and a `tasks/cancel` are written in the store
@@ -85,6 +88,27 @@ pub trait TaskStore: Send + Sync {
         task_id: &str,
         change: &mut dyn FnMut(&mut StoredTask),
     ) -> Result<Option<StoredTask>, ErrorObject>;
+
+    /// [`update`](TaskStore::update) as one try of a change the server
+    /// tries again while the store fails (a worker's own step: its
+    /// questions, its end), named `write`, the same name on every try. A
+    /// store that may apply a write and then lose its reply (a database
+    /// across a network) keeps the name with what it writes, and a try
+    /// that finds its name there returns the task as it is without calling
+    /// `change`: the first try stands, and the server goes on as if this
+    /// one had applied it. A store that cannot tell whether an earlier try
+    /// was applied answers an error whose `data` is
+    /// `{"outcome": "unknown"}`, and the server does not try again. The
+    /// default calls `update`.
+    fn update_as(
+        &self,
+        task_id: &str,
+        write: &str,
+        change: &mut dyn FnMut(&mut StoredTask),
+    ) -> Result<Option<StoredTask>, ErrorObject> {
+        let _ = write;
+        self.update(task_id, change)
+    }
 
     /// The worker that ran this task in this process has ended, whatever
     /// its last [`update`](TaskStore::update) did (it may have failed). A
@@ -112,11 +136,19 @@ pub trait TaskStore: Send + Sync {
     fn sweep(&self) -> Result<Vec<StoredTask>, ErrorObject> {
         Ok(Vec::new())
     }
+
+    /// Where the store says what the server's operator should know and no
+    /// client may be told (a database's address, the text of its errors):
+    /// the server's trace ([`ServerBuilder::trace`](crate::ServerBuilder::trace)),
+    /// given when the server is built. The default keeps nothing.
+    fn trace(&self, trace: Arc<dyn Fn(&str) + Send + Sync>) {
+        let _ = trace;
+    }
 }
 
 /// A shared store: several servers (a restarted one, or one per
 /// connection) can keep their tasks in one place.
-impl<T: TaskStore + ?Sized> TaskStore for std::sync::Arc<T> {
+impl<T: TaskStore + ?Sized> TaskStore for Arc<T> {
     fn create(&self, task: StoredTask) -> Result<(), ErrorObject> {
         (**self).create(task)
     }
@@ -133,6 +165,15 @@ impl<T: TaskStore + ?Sized> TaskStore for std::sync::Arc<T> {
         (**self).update(task_id, change)
     }
 
+    fn update_as(
+        &self,
+        task_id: &str,
+        write: &str,
+        change: &mut dyn FnMut(&mut StoredTask),
+    ) -> Result<Option<StoredTask>, ErrorObject> {
+        (**self).update_as(task_id, write, change)
+    }
+
     fn worker_ended(&self, task_id: &str) {
         (**self).worker_ended(task_id);
     }
@@ -143,6 +184,10 @@ impl<T: TaskStore + ?Sized> TaskStore for std::sync::Arc<T> {
 
     fn sweep(&self) -> Result<Vec<StoredTask>, ErrorObject> {
         (**self).sweep()
+    }
+
+    fn trace(&self, trace: Arc<dyn Fn(&str) + Send + Sync>) {
+        (**self).trace(trace);
     }
 }
 

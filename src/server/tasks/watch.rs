@@ -5,6 +5,7 @@
 //! sweeps the store for tasks whose runner went away.
 
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -20,7 +21,9 @@ impl Tasks {
     /// forged one changes nothing). `TaskStop` and a reconnection go to the
     /// watch thread, which reads the store (never the feed's own thread,
     /// which a slow Redis would hold); without one (a store only this
-    /// process uses), the task is read here.
+    /// process uses), the task is read here. After a reconnection the
+    /// listens here are also told the statuses they may have missed
+    /// ([`Tasks::tell_listens`]).
     pub fn hear_replicas(self: &Arc<Self>) {
         let tasks = Arc::downgrade(self);
         self.connections
@@ -34,7 +37,12 @@ impl Tasks {
                         tasks.signal_here(&task_id, Signal::Look);
                     }
                     Change::TaskStop { task_id } => tasks.look(Look::Task(task_id)),
-                    Change::Reconnected => tasks.look(Look::All),
+                    Change::Reconnected => {
+                        // Set before the look: a look dropped for a full
+                        // queue still finds it at the next round.
+                        tasks.resync.store(true, Ordering::Release);
+                        tasks.look(Look::All);
+                    }
                     _ => {}
                 }
             }));
@@ -53,6 +61,9 @@ impl Tasks {
             Look::Task(task_id) => self.look_at(&task_id),
             Look::All => self.look_at_all(),
         }
+        if self.resync.swap(false, Ordering::AcqRel) {
+            self.tell_listens();
+        }
     }
 
     /// Starts the watch thread, for a store other processes share
@@ -60,7 +71,8 @@ impl Tasks {
     /// message, it sweeps the store (publishing and stopping what the
     /// sweep ended) and reads again the tasks this process runs, stopping
     /// the handlers of those that ended elsewhere and waking those whose
-    /// answers wait in the store. It ends with the server.
+    /// answers wait in the store; after a reconnection of the feed, it
+    /// tells the listens what they missed first. It ends with the server.
     pub fn watch(self: &Arc<Self>) {
         let Some(every) = self.store.watch_interval() else {
             return;
@@ -83,6 +95,9 @@ impl Tasks {
                         Ok(Look::All) => next = Instant::now(),
                         Err(RecvTimeoutError::Timeout) => {}
                         Err(RecvTimeoutError::Disconnected) => return,
+                    }
+                    if tasks.resync.swap(false, Ordering::AcqRel) {
+                        tasks.tell_listens();
                     }
                     if Instant::now() >= next {
                         tasks.look_at_all();

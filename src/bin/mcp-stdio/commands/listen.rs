@@ -93,6 +93,18 @@ pub fn listen(ctx: &Ctx<'_>, filter: &SubscriptionFilter) -> Result<u8, Failure>
                     "the connection closed before the server's final result for subscriptions/listen",
                 ));
             }
+            // The events came faster than they were printed (our output
+            // is read slowly) for longer than the client holds them.
+            Err(SubscriptionEnd::Overflowed) => {
+                return Err(Failure::connection(
+                    "the server's events came faster than they were printed, and the client cancelled the subscription once more than 16 MiB of them waited",
+                ));
+            }
+            Err(other) => {
+                return Err(Failure::connection(format!(
+                    "the subscription ended ({other:?})"
+                )));
+            }
         }
     }
 }
