@@ -37,12 +37,15 @@ use super::options::HttpOptions;
 #[cfg(feature = "legacy")]
 use super::sessions::Sessions;
 use crate::http::{HttpRequest, write_response};
-use crate::incoming::{Fields, Incoming, Params, classify};
+use crate::incoming::{Incoming, Params, classify};
 use crate::jsonrpc::{ErrorObject, RequestId, encode_error};
 use crate::server::Inner;
-use crate::server::conn::End;
 use crate::server::conn::handle::{ConnHandle, Sending};
+use crate::server::conn::{End, Writer};
+use crate::server::dispatch::prepare;
+use crate::server::meta::MetaView;
 use crate::server::reader;
+use crate::server::request_meta::RequestMeta;
 
 /// How long the watch waits for the response before it looks at the
 /// socket again: the longest a client's close goes unnoticed.
@@ -163,8 +166,8 @@ impl Exchange<'_> {
         params: Option<Params<'_>>,
     ) -> bool {
         let keep_alive = request.keep_alive();
-        let era = match self.checked(request, &method, params.as_ref()) {
-            Ok(era) => era,
+        let (era, meta) = match self.checked(request, &method, params.as_ref()) {
+            Ok(checked) => checked,
             Err((status, error)) => {
                 return self.error_with(status, Some(&id), &error, &[], keep_alive);
             }
@@ -182,7 +185,7 @@ impl Exchange<'_> {
             body.outlive_client();
         }
         let (end_tx, end) = crossbeam_channel::unbounded();
-        let conn = ConnHandle::new(self.inner, Box::new(body.clone()), end_tx);
+        let conn = ConnHandle::new(self.inner, Writer::Lines(Box::new(body.clone())), end_tx);
         // A legacy POST goes through the legacy front end, with its session.
         #[cfg(feature = "legacy")]
         let legacy = match &era {
@@ -211,20 +214,32 @@ impl Exchange<'_> {
         let _ = era;
         let key = self.inner.connections.connect(conn.as_connection());
         let bytes = request.body.len();
-        let incoming = Incoming::Request {
-            id: id.clone(),
-            method,
-            params,
-        };
-        #[cfg(feature = "legacy")]
-        let incoming = match &legacy {
-            Some((front, _)) => reader::FrontEnd::take(&mut front.clone(), incoming, bytes),
-            None => Some(incoming),
-        };
-        #[cfg(not(feature = "legacy"))]
-        let incoming = Some(incoming);
-        if let Some(incoming) = incoming {
-            reader::dispatch(self.inner, &conn, incoming, bytes);
+        match meta {
+            // A modern request, its metadata read once (`checked`): as
+            // `reader::dispatch` begins a request, with that metadata.
+            Some(meta) => {
+                let prepared = prepare(self.inner, &method, params, Some(meta));
+                if let Some(job) = conn.begin(id.clone(), prepared, bytes) {
+                    conn.run_inline(job);
+                }
+            }
+            None => {
+                let incoming = Incoming::Request {
+                    id: id.clone(),
+                    method,
+                    params,
+                };
+                #[cfg(feature = "legacy")]
+                let incoming = match &legacy {
+                    Some((front, _)) => reader::FrontEnd::take(&mut front.clone(), incoming, bytes),
+                    None => Some(incoming),
+                };
+                #[cfg(not(feature = "legacy"))]
+                let incoming = Some(incoming);
+                if let Some(incoming) = incoming {
+                    reader::dispatch(self.inner, &conn, incoming, bytes);
+                }
+            }
         }
         #[cfg(feature = "legacy")]
         if let Some((front, session)) = &legacy {
@@ -251,33 +266,36 @@ impl Exchange<'_> {
     }
 
     /// The era of a request, its headers checked against its body (see
-    /// `mirror`), or the status and error that refuse it.
+    /// `mirror`), with a modern request's metadata (its `_meta` read once,
+    /// here, for the kernel too); or the status and error that refuse it.
     fn checked(
         &self,
         request: &HttpRequest,
         method: &str,
         params: Option<&Params<'_>>,
-    ) -> Result<Era, (u16, ErrorObject)> {
-        let status = |error: ErrorObject| (status_for(Some(i64::from(error.code))), error);
+    ) -> Result<(Era, Option<RequestMeta>), (u16, ErrorObject)> {
+        let status = |error: ErrorObject| (status_for(Some(error.code)), error);
         let fields = match mirror::members(params) {
             Ok(fields) => fields,
             // Params the kernel cannot read either (a member twice): it
             // refuses them in both eras (`-32602`), so a legacy request
             // gets its era's answer there; a modern one is refused here.
             Err(error) => {
-                return match mirror::era(&request.headers, &Fields::default()) {
-                    Ok(Era::Legacy(version)) => Ok(Era::Legacy(version)),
+                return match mirror::era(&request.headers, &MetaView::new(None)) {
+                    Ok(Era::Legacy(version)) => Ok((Era::Legacy(version), None)),
                     _ => Err(status(error)),
                 };
             }
         };
-        let era = mirror::era(&request.headers, &fields).map_err(status)?;
-        if era == Era::Modern {
-            // Spec 2026-07-28: `Mcp-Session-Id` is ignored, never echoed.
-            mirror::check(self.inner, &request.headers, method, &fields).map_err(status)?;
-            mirror::check_meta(&fields).map_err(|error| (400, error))?;
+        let meta = MetaView::new(fields.meta);
+        let era = mirror::era(&request.headers, &meta).map_err(status)?;
+        if era != Era::Modern {
+            return Ok((era, None));
         }
-        Ok(era)
+        // Spec 2026-07-28: `Mcp-Session-Id` is ignored, never echoed.
+        mirror::check(self.inner, &request.headers, method, &fields).map_err(status)?;
+        let meta = mirror::check_meta(&meta).map_err(|error| (400, error))?;
+        Ok((era, Some(meta)))
     }
 
     /// Waits for the response to be complete (woken by it, so a client
@@ -372,7 +390,7 @@ impl Exchange<'_> {
         error: &ErrorObject,
         keep_alive: bool,
     ) -> bool {
-        let status = status_for(Some(i64::from(error.code)));
+        let status = status_for(Some(error.code));
         self.error_with(status, id, error, &[], keep_alive)
     }
 

@@ -65,6 +65,7 @@ use serde_json::value::RawValue;
 use super::body::Body;
 use crate::http::HttpRequest;
 use crate::jsonrpc::{ErrorObject, RequestId};
+use crate::server::conn::LineKind;
 use crate::server::conn::handle::{ConnHandle, Sending};
 use crate::server::connections::Connection;
 use crate::server::event::ServerEvent;
@@ -563,7 +564,9 @@ impl Connection for Listener {
                 .collect()
         };
         for (conn, line) in targets {
-            conn.act(Sending::Now, |c| c.write_line(line.into_bytes()));
+            conn.act(Sending::Now, |c| {
+                c.write_line(line.into_bytes(), LineKind::Message)
+            });
         }
     }
 

@@ -11,6 +11,7 @@
 use super::exchange::Exchange;
 use crate::http::HttpRequest;
 use crate::jsonrpc::ErrorObject;
+use crate::server::conn::Writer;
 use crate::server::conn::handle::ConnHandle;
 
 impl Exchange<'_> {
@@ -39,7 +40,7 @@ impl Exchange<'_> {
         };
         let body = self.body(socket, true, request);
         let (end_tx, end) = crossbeam_channel::unbounded();
-        let conn = ConnHandle::new(self.inner, Box::new(body.clone()), end_tx);
+        let conn = ConnHandle::new(self.inner, Writer::Lines(Box::new(body.clone())), end_tx);
         let key = match self.sessions.open_stream(id, &conn, &body) {
             Ok(key) => key,
             Err(unknown) => {
