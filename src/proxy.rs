@@ -35,7 +35,9 @@
 //! - **Subscriptions.** A caller's `resourceSubscriptions` (or legacy
 //!   `resources/subscribe`) make the proxy subscribe to that URI on the
 //!   server before the caller's is acknowledged (once per URI, kept while
-//!   the proxy runs) and publish each update it hears.
+//!   the proxy runs, at most [`MAX_SUBSCRIBED`] URIs: past them a URI is
+//!   not acknowledged) and publish each update it hears, all of them from
+//!   one thread.
 //!
 //! Not passed through: tasks (the proxy does not declare the Tasks
 //! extension to the server, which then answers at once), and the
@@ -139,8 +141,7 @@ pub fn serve_as(client: Client) -> Result<Server, Error> {
             Arc::clone(&updates),
         );
         builder = builder.resource_subscription_filter(move |uri| {
-            subscribe(&client, &subscribed, &slot, &updates, uri);
-            true
+            subscribe(&client, &subscribed, &slot, &updates, uri)
         });
     }
     let server = builder.build();
@@ -423,22 +424,98 @@ fn follow_list_changes(
         });
 }
 
+/// The most URIs the proxy subscribes to on the server (issue 47, item
+/// 12: callers name URIs, and each is a subscription behind, kept while the
+/// proxy runs: a bound on what callers make it hold).
+const MAX_SUBSCRIBED: usize = 1_000;
+
 /// The proxy's subscriptions to the server's resource updates. An update
 /// is taken from its subscription and published in one step, under that
-/// subscription's lock, by the subscription's thread or by a request that
-/// just got its reply ([`forward`]): so the update a call caused reaches
-/// the proxy's callers before that call's reply, as it reached the proxy
-/// (the server writes it first), even where a caller hears only on the
-/// call's own stream (a legacy client over HTTP).
+/// subscription's lock, by the thread that publishes them all
+/// ([`Updates::publish_loop`]) or by a request that just got its reply
+/// ([`forward`]): so the update a call caused reaches the proxy's callers
+/// before that call's reply, as it reached the proxy (the server writes it
+/// first), even where a caller hears only on the call's own stream (a
+/// legacy client over HTTP).
 #[derive(Default)]
-struct Updates(Mutex<Vec<Arc<Mutex<Subscription>>>>);
+struct Updates {
+    subscriptions: Mutex<Vec<Arc<Mutex<Subscription>>>>,
+    /// Wakes the publishing thread when a subscription is added; `None`
+    /// until it runs.
+    wake: Mutex<Option<crossbeam_channel::Sender<()>>>,
+}
 
 impl Updates {
     /// Publishes every update waiting in any of the subscriptions.
     fn publish_waiting(&self, notifier: &Notifier) {
-        let subscriptions = lock(&self.0).clone();
+        let subscriptions = lock(&self.subscriptions).clone();
         for subscription in subscriptions {
             publish_from(&mut lock(&subscription), notifier);
+        }
+    }
+
+    /// Adds `subscription`, published from here on by the one thread that
+    /// publishes them all (started with the first). Whether it was taken:
+    /// `false` when no thread could be started.
+    fn add(
+        self: &Arc<Updates>,
+        subscription: Subscription,
+        server: &Arc<Mutex<Option<Server>>>,
+    ) -> bool {
+        lock(&self.subscriptions).push(Arc::new(Mutex::new(subscription)));
+        let mut wake = lock(&self.wake);
+        if let Some(wake) = wake.as_ref() {
+            let _ = wake.send(());
+            return true;
+        }
+        let (tx, rx) = crossbeam_channel::unbounded();
+        let (updates, server) = (Arc::clone(self), Arc::clone(server));
+        let started = thread::Builder::new()
+            .name("mcp-proxy-resources".into())
+            .spawn(move || updates.publish_loop(&rx, &server));
+        match started {
+            Ok(_) => {
+                *wake = Some(tx);
+                true
+            }
+            Err(_) => {
+                lock(&self.subscriptions).pop();
+                false
+            }
+        }
+    }
+
+    /// The publishing thread: waits for an update in any subscription (or
+    /// a new subscription), and publishes what waits in the one that has
+    /// some; a subscription that ended is dropped.
+    fn publish_loop(&self, wake: &crossbeam_channel::Receiver<()>, server: &Mutex<Option<Server>>) {
+        loop {
+            let subscriptions = lock(&self.subscriptions).clone();
+            // Waited on without taking anything: what comes is taken under
+            // the subscription's lock (see the type's docs).
+            let deliveries: Vec<_> = (subscriptions.iter())
+                .map(|subscription| lock(subscription).rx.clone())
+                .collect();
+            let mut ready = Select::new();
+            ready.recv(wake);
+            for delivery in &deliveries {
+                ready.recv(delivery);
+            }
+            let index = ready.ready();
+            if index == 0 {
+                match wake.try_recv() {
+                    Err(crossbeam_channel::TryRecvError::Disconnected) => return,
+                    _ => continue,
+                }
+            }
+            // Set once the server is built, before anyone subscribes.
+            let Some(notifier) = lock(server).as_ref().map(Server::notifier) else {
+                continue;
+            };
+            let subscription = &subscriptions[index - 1];
+            if publish_from(&mut lock(subscription), &notifier) {
+                lock(&self.subscriptions).retain(|s| !Arc::ptr_eq(s, subscription));
+            }
         }
     }
 }
@@ -459,50 +536,40 @@ fn publish_from(subscription: &mut Subscription, notifier: &Notifier) -> bool {
 
 /// Subscribes to `uri` on the server, once, before the caller's own
 /// subscription is acknowledged (so that nothing the caller does after its
-/// acknowledgment is missed); a thread of its own then publishes each
-/// update to the proxy's listeners (see [`Updates`]).
+/// acknowledgment is missed); the proxy's publishing thread then publishes
+/// each update to its listeners (see [`Updates`]). Whether the URI is
+/// subscribed to: not past [`MAX_SUBSCRIBED`] URIs, nor when the server
+/// refused.
 fn subscribe(
     client: &Arc<Client>,
     subscribed: &Mutex<HashSet<String>>,
     server: &Arc<Mutex<Option<Server>>>,
     updates: &Arc<Updates>,
     uri: &str,
-) {
-    if !lock(subscribed).insert(uri.to_owned()) {
-        return;
+) -> bool {
+    {
+        let mut subscribed = lock(subscribed);
+        if subscribed.contains(uri) {
+            return true;
+        }
+        if subscribed.len() >= MAX_SUBSCRIBED {
+            return false;
+        }
+        subscribed.insert(uri.to_owned());
     }
     let filter = SubscriptionFilter {
         resource_subscriptions: Some(vec![uri.to_owned()]),
         ..SubscriptionFilter::default()
     };
-    let Ok(subscription) = client.listen(filter) else {
+    let taken = match client.listen(filter) {
+        Ok(subscription) => updates.add(subscription, server),
+        Err(_) => false,
+    };
+    if !taken {
         // Tried again by the next caller that asks.
         lock(subscribed).remove(uri);
-        return;
-    };
-    // Waited on without taking anything: what comes is taken under the
-    // subscription's lock (`Updates`).
-    let deliveries = subscription.rx.clone();
-    let subscription = Arc::new(Mutex::new(subscription));
-    lock(&updates.0).push(Arc::clone(&subscription));
-    let (server, updates) = (Arc::clone(server), Arc::clone(updates));
-    let _ = thread::Builder::new()
-        .name("mcp-proxy-resource".into())
-        .spawn(move || {
-            loop {
-                let mut ready = Select::new();
-                ready.recv(&deliveries);
-                ready.ready();
-                // Set once the server is built, before anyone subscribes.
-                let Some(notifier) = lock(&server).as_ref().map(Server::notifier) else {
-                    continue;
-                };
-                if publish_from(&mut lock(&subscription), &notifier) {
-                    break;
-                }
-            }
-            lock(&updates.0).retain(|s| !Arc::ptr_eq(s, &subscription));
-        });
+    }
+    taken
 }
 
 fn failed(method: &str, e: Error) -> ErrorObject {

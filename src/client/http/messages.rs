@@ -1,10 +1,7 @@
-//! The messages the link's reader gets over HTTP: each one line, an
-//! answer that is not JSON-RPC turned into a JSON-RPC error for the
-//! request that caused it, and the channel they come through.
+//! Reading the messages a POST's answer carries just enough to route
+//! them, and an answer that is not JSON-RPC turned into a JSON-RPC error
+//! for the request that caused it.
 
-use std::io::{self, Read};
-
-use crossbeam_channel::Receiver;
 use serde_json::Value;
 
 use super::exchange::Head;
@@ -77,45 +74,5 @@ pub(super) fn status_error(head: &Head, url: &str) -> String {
 /// A JSON-RPC error answering request `id` (JSON text) with `message`.
 pub(super) fn error_line(id: &str, message: &str) -> Vec<u8> {
     let error = serde_json::json!({ "code": crate::jsonrpc::error_code::INTERNAL_ERROR, "message": message });
-    let mut line = format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"error\":{error}}}").into_bytes();
-    line.push(b'\n');
-    line
-}
-
-/// A message on one line: raw line breaks in JSON are whitespace between
-/// tokens (inside strings they must be escaped), so they become spaces.
-pub(super) fn one_line(mut message: Vec<u8>) -> Vec<u8> {
-    for b in &mut message {
-        if *b == b'\n' || *b == b'\r' {
-            *b = b' ';
-        }
-    }
-    message.push(b'\n');
-    message
-}
-
-/// The link's reader side: the server's messages, one line each, until
-/// the client closes and every POST has ended.
-pub(super) struct Messages {
-    pub rx: Receiver<Vec<u8>>,
-    pub current: Vec<u8>,
-    pub at: usize,
-}
-
-impl Read for Messages {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        while self.at == self.current.len() {
-            match self.rx.recv() {
-                Ok(line) => {
-                    self.current = line;
-                    self.at = 0;
-                }
-                Err(_) => return Ok(0),
-            }
-        }
-        let n = buf.len().min(self.current.len() - self.at);
-        buf[..n].copy_from_slice(&self.current[self.at..self.at + n]);
-        self.at += n;
-        Ok(n)
-    }
+    format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"error\":{error}}}").into_bytes()
 }

@@ -76,8 +76,9 @@ impl Link {
         self.died();
     }
 
-    /// Routes one line from the server.
-    fn route(self: &Arc<Link>, line: &[u8], notes: &mut NoteLimiter) {
+    /// Routes one line from the server (read by the reader thread, or by a
+    /// carrier's, `carrier::Inbox`).
+    pub(super) fn route(self: &Arc<Link>, line: &[u8], notes: &mut NoteLimiter) {
         #[derive(Deserialize)]
         struct Message<'a> {
             #[serde(default, borrow)]
@@ -386,16 +387,23 @@ impl Link {
     /// Modern era (spec 2026-07-28 server/utilities/logging): a server
     /// sends log messages only for a request that set
     /// `io.modelcontextprotocol/logLevel`, and stdio carries no request id
-    /// for them, so a message belongs to the request that asked for logs
-    /// when exactly one in flight did. Legacy era: the level is set for the
-    /// whole session (`logging/setLevel`), and messages belong to no
-    /// request. Everything else goes to the client-level callback
-    /// (`ClientBuilder::on_log`), or to the trace as information.
+    /// for them, so a message is a request's only when that request asked
+    /// for logs and has been the only one in flight since it was sent:
+    /// then nothing else could have caused it, even from a server that
+    /// logs where it was not asked (issue 47, item 12: through a proxy,
+    /// another request is another caller's, who must never read this
+    /// one's). Legacy era: the level is set for the whole session
+    /// (`logging/setLevel`), and messages belong to no request. Everything
+    /// else goes to the client-level callback (`ClientBuilder::on_log`), or
+    /// to the trace as information.
     fn route_log(&self, log: LoggingMessageNotificationParams, bytes: usize) {
         if !self.is_legacy() {
             let pending = lock(&self.pending);
-            let mut asking = pending.iter().filter(|(_, p)| p.wants_logs);
-            if let (Some((id, p)), None) = (asking.next(), asking.next()) {
+            let mut in_flight = pending.iter();
+            if let (Some((id, p)), None) = (in_flight.next(), in_flight.next())
+                && p.wants_logs
+                && p.alone
+            {
                 return self.deliver(id, p, bytes, |held| Delivery::Log(log, held));
             }
         }

@@ -475,9 +475,12 @@ mod tests {
         );
     }
 
-    /// What a writer of lines was given: each line and its kind.
+    /// A line and its kind, as a writer of lines was given it.
+    type Line = (LineKind, Vec<u8>);
+
+    /// What a writer of lines was given.
     #[derive(Clone, Default)]
-    struct Told(Arc<Mutex<Vec<(LineKind, Vec<u8>)>>>);
+    struct Told(Arc<Mutex<Vec<Line>>>);
 
     impl LineWriter for Told {
         fn line(&mut self, kind: LineKind, line: &[u8]) -> io::Result<()> {
