@@ -35,8 +35,8 @@
 //! - **Subscriptions.** A caller's `resourceSubscriptions` (or legacy
 //!   `resources/subscribe`) make the proxy subscribe to that URI on the
 //!   server before the caller's is acknowledged (once per URI, kept while
-//!   the proxy runs, at most [`MAX_SUBSCRIBED`] URIs: past them a URI is
-//!   not acknowledged) and publish each update it hears, all of them from
+//!   the proxy runs, at most 1,000 URIs: past them a URI is not
+//!   acknowledged) and publish each update it hears, all of them from
 //!   one thread.
 //!
 //! Not passed through: tasks (the proxy does not declare the Tasks

@@ -40,7 +40,9 @@ use serde_json::value::RawValue;
 
 use crate::client::input::InputHandlers;
 use crate::client::notes::Notes;
-use crate::client::wire::{Wire, WireDirection};
+use crate::client::wire::Wire;
+#[cfg(feature = "http")]
+use crate::client::wire::WireDirection;
 use crate::error::Error;
 use crate::jsonrpc::{IdMap, RequestId, encode_notification};
 use crate::note_limiter::NoteLimiter;

@@ -46,6 +46,10 @@ pub(crate) enum Writer {
     /// A byte stream: lines go out together, many in one `write(2)`.
     Bytes(Box<dyn Write + Send>),
     /// A writer given one line at a time, with what it is.
+    #[cfg_attr(
+        not(feature = "http"),
+        allow(dead_code, reason = "only a Streamable HTTP response body is one")
+    )]
     Lines(Box<dyn LineWriter>),
 }
 
