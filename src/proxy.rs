@@ -88,6 +88,8 @@ use crate::types::{
 /// # #[cfg(not(feature = "http"))] fn main() {}
 /// ```
 pub fn serve_as(client: Client) -> Result<Server, Error> {
+    // Its requests are many callers': no caller reads another's logs.
+    client.serve_many_callers();
     let client = Arc::new(client);
     let (name, version) = client
         .server_info()

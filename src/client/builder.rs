@@ -250,10 +250,9 @@ impl ClientBuilder {
     /// belong to no request: every one on a legacy server, where logging is
     /// set for the whole session ([`Client::set_log_level`]) and the wire
     /// ties no message to a request; on a modern server, a message that
-    /// came while no request asked for logs, or while the one that asked
-    /// was not alone in flight since it was sent (spec 2026-07-28
-    /// server/utilities/logging: log messages are request-scoped, and stdio
-    /// gives them no request id). A request's own callback
+    /// came while no request, or more than one, asked for logs (spec
+    /// 2026-07-28 server/utilities/logging: log messages are request-scoped,
+    /// and stdio gives them no request id). A request's own callback
     /// ([`RequestOptions::log`](super::RequestOptions::log)) gets the rest.
     ///
     /// Runs on the client's reader thread: keep it short, as every reply

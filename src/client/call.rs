@@ -91,13 +91,13 @@ impl RequestOptions {
     /// (`io.modelcontextprotocol/logLevel`) and hands them to `callback` on
     /// the waiting thread.
     ///
-    /// Only the messages nothing else could have caused arrive here: on a
-    /// modern server, those that come while this request has been the only
-    /// one in flight since it was sent (stdio gives log messages no request
-    /// id, and a server may log where it was not asked: a message that
-    /// came beside another request could be that one's, which through a
-    /// proxy is another caller's). The rest, and every message of a legacy
-    /// server, whose logging is session-wide, go to
+    /// Only the messages the spec ties to this request arrive here: on a
+    /// modern server, those that come while it is the only request in
+    /// flight that asked for logs (stdio gives log messages no request
+    /// id; a proxy's client, whose requests are many callers', takes them
+    /// only while this request has been the only one in flight since it
+    /// was sent). The rest, and every message of a legacy server, whose
+    /// logging is session-wide, go to
     /// [`ClientBuilder::on_log`](crate::ClientBuilder::on_log).
     pub fn log(
         mut self,

@@ -7,7 +7,7 @@
 //! server output ──► mcp-client-reader ──► response        → pending[id]
 //!                                       ──► subscriptionId  → subscriptions[id]
 //!                                       ──► progress token  → pending[request of that token]
-//!                                       ──► log message     → the request that asked for logs, alone in flight,
+//!                                       ──► log message     → the one request that asked for logs,
 //!                                                             else the client-level log callback
 //! ```
 //!
@@ -147,9 +147,9 @@ struct Pending {
     tx: Sender<Delivery>,
     progress_token: Option<RequestId>,
     wants_logs: bool,
-    /// No other request has been in flight since it was registered: only
-    /// then is a log message (which names no request) its own
-    /// (`route::route_log`).
+    /// No other request has been in flight since it was registered: for a
+    /// client whose requests are many callers', only then is a log message
+    /// (which names no request) its own (`route::route_log`).
     alone: bool,
     /// The bytes of its progress and log messages not taken yet.
     backlog: Arc<Backlog>,
@@ -413,7 +413,11 @@ impl Link {
             return rx;
         }
         let mut in_flight = lock(&self.pending);
-        in_flight.values_mut().for_each(|other| other.alone = false);
+        // Only a request that came into an empty map is alone, so at most
+        // the one there is now stops being.
+        if in_flight.len() == 1 {
+            in_flight.values_mut().for_each(|other| other.alone = false);
+        }
         let pending = Pending {
             tx,
             progress_token,

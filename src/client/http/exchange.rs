@@ -170,6 +170,20 @@ impl<'a> Body<'a> {
         self.done
     }
 
+    /// Reads the end of a chunked body if it has arrived already (it is in
+    /// the connection's buffer), never waiting: a stream left after its
+    /// answer is usually over by then (the server writes the answer's event
+    /// and the last chunk together), and the connection can then be used
+    /// again; one that is not is left unread.
+    pub fn end_if_arrived(&mut self) {
+        const LAST_CHUNK: &[u8] = b"0\r\n\r\n";
+        let at_chunk = self.framing == Framing::Chunked && self.left == 0 && !self.done;
+        if at_chunk && self.conn.buffer().starts_with(LAST_CHUNK) {
+            self.conn.consume(LAST_CHUNK.len());
+            self.done = true;
+        }
+    }
+
     fn chunk_line(&mut self) -> io::Result<String> {
         let mut line = String::new();
         self.conn.by_ref().take(4096).read_line(&mut line)?;

@@ -265,8 +265,10 @@ impl Shared {
                 _ => Err(Failed::Why(status_error(&head, &url))),
             }
         } else if head.is_event_stream() {
-            exchange::read_events(&mut body, self.max_message, cursor, &mut deliver)
-                .map_err(|e| Failed::Why(format!("the event stream from {url} broke: {e}")))
+            let read = exchange::read_events(&mut body, self.max_message, cursor, &mut deliver)
+                .map_err(|e| Failed::Why(format!("the event stream from {url} broke: {e}")));
+            body.end_if_arrived();
+            read
         } else if head.status == 202 || head.status == 204 {
             Ok(())
         } else {

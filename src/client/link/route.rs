@@ -387,22 +387,24 @@ impl Link {
     /// Modern era (spec 2026-07-28 server/utilities/logging): a server
     /// sends log messages only for a request that set
     /// `io.modelcontextprotocol/logLevel`, and stdio carries no request id
-    /// for them, so a message is a request's only when that request asked
-    /// for logs and has been the only one in flight since it was sent:
-    /// then nothing else could have caused it, even from a server that
-    /// logs where it was not asked (issue 47, item 12: through a proxy,
-    /// another request is another caller's, who must never read this
-    /// one's). Legacy era: the level is set for the whole session
-    /// (`logging/setLevel`), and messages belong to no request. Everything
-    /// else goes to the client-level callback (`ClientBuilder::on_log`), or
-    /// to the trace as information.
+    /// for them, so a message belongs to the request that asked for logs
+    /// when exactly one in flight did. When the client's requests are many
+    /// callers' (a proxy's, `Notes::many_callers`), only when that request
+    /// has been the only one in flight since it was sent: a server may log
+    /// where it was not asked, and a message that came beside another
+    /// request could be that one's, another caller's, who must never read
+    /// it (issue 47, item 12). Legacy era: the level is set for the whole
+    /// session (`logging/setLevel`), and messages belong to no request.
+    /// Everything else goes to the client-level callback
+    /// (`ClientBuilder::on_log`), or to the trace as information.
     fn route_log(&self, log: LoggingMessageNotificationParams, bytes: usize) {
         if !self.is_legacy() {
             let pending = lock(&self.pending);
-            let mut in_flight = pending.iter();
-            if let (Some((id, p)), None) = (in_flight.next(), in_flight.next())
+            let only = self.notes.many_callers();
+            let mut asking = pending.iter().filter(|(_, p)| p.wants_logs || only);
+            if let (Some((id, p)), None) = (asking.next(), asking.next())
                 && p.wants_logs
-                && p.alone
+                && (p.alone || !only)
             {
                 return self.deliver(id, p, bytes, |held| Delivery::Log(log, held));
             }
