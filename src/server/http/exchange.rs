@@ -12,9 +12,9 @@
 //! disconnection "SHOULD NOT be interpreted as the client cancelling its
 //! request"; that era cancels with `notifications/cancelled`): it runs to
 //! its end, its thread waiting, and what it writes goes nowhere
-//! (`Body::outlive_client`). The watch waits for the response, and looks at the socket
-//! every [`WATCH`]; it also sends the keep-alive comments of a quiet stream
-//! and notices a stop.
+//! (`Body::outlive_client`). The watch waits for the response, and looks
+//! at the socket every [`WATCH`]; it also sends the keep-alive comments of
+//! a quiet stream and notices a stop.
 //!
 //! A legacy client's POSTs that carry no request reach the requests of
 //! its session on other connections (see `sessions`): a JSON-RPC response
