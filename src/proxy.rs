@@ -16,7 +16,9 @@
 //!   prompts are mirrored as they are (schemas byte for byte), with
 //!   `completion/complete` when the server offers it. A list change the
 //!   server announces (on the one `listen` the proxy keeps open) makes the
-//!   proxy list again and publish the change to its own listeners.
+//!   proxy list again and publish the change to its own listeners, even
+//!   when the list it fetches looks the same (the server said it changed:
+//!   an item's handler, or what it returns, may be what changed).
 //! - **Calls.** Each `tools/call`, `resources/read`, `prompts/get` and
 //!   `completion/complete` is one request to the server, with the caller's
 //!   client capabilities and log level; the server's progress and log
@@ -185,37 +187,48 @@ struct Mirrored {
 
 /// Makes one list of the proxy's what `listed` says: each entry new or
 /// changed since `mirrored` is added (replacing; the server announces the
-/// change), each one gone is removed, the rest is left alone.
+/// change), each one gone is removed, the rest is left alone. Whether
+/// anything was added or removed (and so announced).
 fn sync<T: serde::Serialize>(
     mirrored: &mut HashMap<String, String>,
     listed: Vec<T>,
     key: impl Fn(&T) -> String,
     mut add: impl FnMut(T),
     mut remove: impl FnMut(&str) -> bool,
-) {
+) -> bool {
     let mut now = HashMap::with_capacity(listed.len());
+    let mut changed = false;
     for item in listed {
         let (key, definition) = (key(&item), serde_json::to_string(&item).unwrap_or_default());
         if mirrored.get(&key) != Some(&definition) {
             add(item);
+            changed = true;
         }
         now.insert(key, definition);
     }
     for gone in mirrored.keys().filter(|k| !now.contains_key(*k)) {
         remove(gone);
+        changed = true;
     }
     *mirrored = now;
+    changed
 }
 
-/// Lists what the server offers and makes `server` offer the same.
+/// Lists what the server offers and makes `server` offer the same; which
+/// of `lists` changed (each change is announced by the change itself).
 fn mirror(
     server: &Server,
     client: &Arc<Client>,
     updates: &Arc<Updates>,
     mirrored: &Mutex<Mirrored>,
     lists: Lists,
-) -> Result<(), Error> {
+) -> Result<Lists, Error> {
     let capabilities = client.server_capabilities();
+    let mut changed = Lists {
+        tools: false,
+        resources: false,
+        prompts: false,
+    };
     let mut mirrored = lock(mirrored);
     if lists.tools && capabilities.tools.is_some() {
         let tools = client.tools().collect::<Result<Vec<_>, _>>()?;
@@ -228,13 +241,13 @@ fn mirror(
             });
         };
         let remove = |name: &str| server.remove_tool(name);
-        sync(&mut mirrored.tools, tools, |t| t.name.clone(), add, remove);
+        changed.tools = sync(&mut mirrored.tools, tools, |t| t.name.clone(), add, remove);
     }
     if lists.resources && capabilities.resources.is_some() {
         let resources = client.resources().collect::<Result<Vec<_>, _>>()?;
         let add = |resource| server.add_resource(resource, read_through(client, updates));
         let remove = |uri: &str| server.remove_resource(uri);
-        sync(
+        changed.resources = sync(
             &mut mirrored.resources,
             resources,
             |r| r.uri.clone(),
@@ -245,7 +258,7 @@ fn mirror(
         let add = |template| server.add_resource_template(template, read_through(client, updates));
         let remove = |pattern: &str| server.remove_resource_template(pattern);
         let key = |t: &ResourceTemplate| t.uri_template.clone();
-        sync(&mut mirrored.templates, templates, key, add, remove);
+        changed.resources |= sync(&mut mirrored.templates, templates, key, add, remove);
     }
     if lists.prompts && capabilities.prompts.is_some() {
         let prompts = client.prompts().collect::<Result<Vec<_>, _>>()?;
@@ -258,7 +271,7 @@ fn mirror(
             });
         };
         let remove = |name: &str| server.remove_prompt(name);
-        sync(
+        changed.prompts = sync(
             &mut mirrored.prompts,
             prompts,
             |p| p.name.clone(),
@@ -266,7 +279,7 @@ fn mirror(
             remove,
         );
     }
-    Ok(())
+    Ok(changed)
 }
 
 /// The handler of a mirrored resource or template: `resources/read` of
@@ -412,16 +425,37 @@ fn follow_list_changes(
                 return;
             };
             while let Ok(event) = subscription.recv() {
-                let lists = match event {
+                let (lists, announced) = match event {
                     // A restarted server may offer other things.
-                    SubscriptionEvent::Resubscribed { .. } => Lists::all(),
-                    event => Lists {
-                        tools: event == SubscriptionEvent::ToolsListChanged,
-                        resources: event == SubscriptionEvent::ResourcesListChanged,
-                        prompts: event == SubscriptionEvent::PromptsListChanged,
-                    },
+                    SubscriptionEvent::Resubscribed { .. } => (Lists::all(), false),
+                    event => (
+                        Lists {
+                            tools: event == SubscriptionEvent::ToolsListChanged,
+                            resources: event == SubscriptionEvent::ResourcesListChanged,
+                            prompts: event == SubscriptionEvent::PromptsListChanged,
+                        },
+                        true,
+                    ),
                 };
-                let _ = mirror(&server, &client, &updates, &mirrored, lists);
+                // A change the server announced is passed on, even when the
+                // list fetched again looks the same (nothing added or
+                // removed, so nothing announced it yet).
+                let Ok(changed) = mirror(&server, &client, &updates, &mirrored, lists) else {
+                    continue;
+                };
+                if !announced {
+                    continue;
+                }
+                let notifier = server.notifier();
+                if lists.tools && !changed.tools {
+                    notifier.tools_list_changed();
+                }
+                if lists.resources && !changed.resources {
+                    notifier.resources_list_changed();
+                }
+                if lists.prompts && !changed.prompts {
+                    notifier.prompts_list_changed();
+                }
             }
         });
 }

@@ -27,6 +27,26 @@ mod fixtures;
 #[path = "harness/selection.rs"]
 mod selection;
 
+// The checks of issue 49, one file per item, and the scripted servers
+// they use.
+#[path = "cli/failures.rs"]
+mod failures;
+#[path = "cli/fakes.rs"]
+mod fakes;
+#[path = "cli/json.rs"]
+mod json;
+#[cfg(feature = "http")]
+#[path = "cli/serve_http.rs"]
+mod serve_http;
+#[path = "cli/small.rs"]
+mod small;
+#[path = "cli/startup.rs"]
+mod startup;
+#[path = "cli/terminal.rs"]
+mod terminal;
+#[path = "cli/values.rs"]
+mod values;
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::PathBuf;
@@ -56,8 +76,14 @@ fn main() {
 // ---------------------------------------------------------------------------
 
 fn run_server(mode: &str) -> ! {
+    if let Some(fake) = mode.strip_prefix("fake:") {
+        fakes::run(fake);
+    }
     if let "no-listen" | "legacy-bare" = mode {
         run_bare(mode == "legacy-bare");
+    }
+    if mode == "tools-only" {
+        run_tools_only();
     }
     if mode == "die" {
         eprintln!("starting the fixture server");
@@ -135,6 +161,19 @@ fn run_bare(legacy: bool) -> ! {
         let _ = out.flush();
     }
     std::process::exit(0);
+}
+
+/// `tools-only`: a modern server with one tool, whose list changes are
+/// all it offers to listen to.
+fn run_tools_only() -> ! {
+    use mcp_stdio::types::{CallToolResult, Tool};
+    let server = mcp_stdio::Server::builder("tools-only", "1")
+        .tool(Tool::new("echo", "Echoes."), |_ctx, args: Value| {
+            Ok::<_, mcp_stdio::ErrorObject>(CallToolResult::text(args.to_string()))
+        })
+        .build();
+    let _ = server.serve(Transport::stdio());
+    std::process::exit(0)
 }
 
 /// The `failing` server's extra tools: `traceback` answers with an error
@@ -294,14 +333,20 @@ fn cli(setup: Setup, args: &[&str], stdin: &str) -> Result<Run, String> {
 }
 
 fn run(args: &[String], env: &[(&str, &str)], stdin: &str) -> Result<Run, String> {
-    let mut child = Command::new(BIN)
-        .args(args)
-        .envs(env.iter().copied())
+    let mut command = Command::new(BIN);
+    command.args(args).envs(env.iter().copied());
+    run_command(command, &format!("mcp-stdio {}", args.join(" ")), stdin)
+}
+
+/// Runs `command` (`what`, in messages) with `stdin` piped in, killed
+/// after [`LIMIT`].
+fn run_command(mut command: Command, what: &str, stdin: &str) -> Result<Run, String> {
+    let mut child = command
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .map_err(|e| format!("spawning {BIN}: {e}"))?;
+        .map_err(|e| format!("spawning {what}: {e}"))?;
     let mut input = child.stdin.take().expect("piped stdin");
     let text = stdin.to_owned();
     // Written on a thread: the command line may not read it all.
@@ -318,10 +363,7 @@ fn run(args: &[String], env: &[(&str, &str)], stdin: &str) -> Result<Run, String
         if started.elapsed() > LIMIT {
             let _ = child.kill();
             let _ = child.wait();
-            return Err(format!(
-                "mcp-stdio {} did not end within {LIMIT:?}",
-                args.join(" ")
-            ));
+            return Err(format!("{what} did not end within {LIMIT:?}"));
         }
         // Polling interval of the bounded wait.
         thread::sleep(Duration::from_millis(5));
@@ -800,18 +842,32 @@ fn listen_eof(s: Setup) -> Result<(), String> {
 }
 
 fn listen_json(s: Setup) -> Result<(), String> {
-    cli(eof_setup(s), &["listen", "--tools", "--resource", "mem://counter", "--json"], "")?
-        .expect_code(0)?
-        .stdout_is(concat!(
-            r#"{"method":"notifications/subscriptions/acknowledged","params":{"notifications":{"resourceSubscriptions":["mem://counter"],"toolsListChanged":true}}}"#,
-            "\n",
+    // The legacy era's acknowledgment is the client's (issue 49, item 5).
+    let made_by = if s.era == "legacy" {
+        r#""madeBy":"client","#
+    } else {
+        ""
+    };
+    let ack = format!(
+        r#"{{{made_by}"method":"notifications/subscriptions/acknowledged","params":{{"notifications":{{"resourceSubscriptions":["mem://counter"],"toolsListChanged":true}}}}}}"#
+    );
+    cli(
+        eof_setup(s),
+        &["listen", "--tools", "--resource", "mem://counter", "--json"],
+        "",
+    )?
+    .expect_code(0)?
+    .stdout_is(&format!(
+        "{ack}\n{}",
+        concat!(
             r#"{"method":"notifications/tools/list_changed","params":{}}"#,
             "\n",
             r#"{"method":"notifications/resources/updated","params":{"uri":"mem://counter"}}"#,
             "\n",
             r#"{"end":"closed"}"#,
             "\n"
-        ))?;
+        )
+    ))?;
     Ok(())
 }
 
@@ -935,7 +991,10 @@ fn wire(s: Setup) -> Result<(), String> {
         )?
         .stderr_has(r#""io.modelcontextprotocol/protocolVersion":"2026-07-28""#)?;
     }
-    run.stderr_has(r#"← {"jsonrpc":"2.0","id":2,"result":{"content":[{"#)?;
+    // `text=hi` is typed by the tool's schema: `tools/list` (id 2) first
+    // (issue 49, item 2).
+    run.stderr_has(r#"→ {"jsonrpc":"2.0","id":2,"method":"tools/list","#)?
+        .stderr_has(r#"← {"jsonrpc":"2.0","id":3,"result":{"content":[{"#)?;
     Ok(())
 }
 
@@ -1008,11 +1067,23 @@ fn server_not_found() -> Result<(), String> {
     Ok(())
 }
 
+/// Issue 49, item 4: the client already started the server again to speak
+/// `initialize` (a server that dies on the probe), so the line no longer
+/// suggests `--era legacy` (before: "try --era legacy").
 fn server_dies() -> Result<(), String> {
-    cli(Setup { mode: "die", era: "auto" }, &["tools"], "")?
-        .expect_code(3)?
-        .one_error_line("the server exited during start-up (exit status: 7); its stderr ended with: starting the fixture server | cannot open the database: /nonexistent/db")?
-        .one_error_line("(a server on an older MCP SDK may fail on the server/discover probe: try --era legacy)")?;
+    let run = cli(
+        Setup {
+            mode: "die",
+            era: "auto",
+        },
+        &["tools"],
+        "",
+    )?;
+    run.expect_code(3)?
+        .one_error_line("the server exited during start-up (exit status: 7); its stderr ended with: starting the fixture server | cannot open the database: /nonexistent/db")?;
+    if run.stderr.contains("--era legacy") {
+        return Err(format!("suggests what was done: {}", run.stderr));
+    }
     Ok(())
 }
 
@@ -1219,7 +1290,17 @@ fn run_checks() -> i32 {
             checks.push((format!("{era}_{name}"), Box::new(move || check(setup))));
         }
     }
-    for (name, check) in ONCE {
+    let issue_49 = [
+        terminal::CHECKS,
+        values::CHECKS,
+        startup::CHECKS,
+        failures::CHECKS,
+        json::CHECKS,
+        #[cfg(feature = "http")]
+        serve_http::CHECKS,
+        small::CHECKS,
+    ];
+    for (name, check) in ONCE.iter().chain(issue_49.into_iter().flatten()) {
         checks.push((name.to_string(), Box::new(check)));
     }
     #[cfg(feature = "http")]

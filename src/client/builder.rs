@@ -38,6 +38,7 @@ pub struct ClientBuilder {
     pub(crate) era: EraPolicy,
     pub(crate) probe_timeout: Duration,
     pub(crate) request_timeout: Duration,
+    pub(crate) start_timeout: Option<Duration>,
     pub(crate) close_grace: Duration,
     pub(crate) max_line_bytes: usize,
     pub(crate) stderr: Arc<process::StderrSink>,
@@ -69,6 +70,7 @@ impl Default for ClientBuilder {
             era: EraPolicy::Auto,
             probe_timeout: Duration::from_secs(5),
             request_timeout: Duration::from_secs(60),
+            start_timeout: None,
             close_grace: Duration::from_secs(2),
             max_line_bytes: DEFAULT_MAX_LINE_BYTES,
             stderr: Arc::new(|_: &str| {}),
@@ -109,9 +111,23 @@ impl ClientBuilder {
     }
 
     /// How long the `server/discover` probe waits before taking silence for
-    /// a legacy server (default 5 s).
+    /// a legacy server (default 5 s). Where the client can see into a
+    /// spawned server's stdin (on Linux), it runs from the moment the
+    /// server read the probe: a server still starting (a first `npx` or
+    /// `uvx` run installs packages first) is waited for, up to the
+    /// [`start_timeout`](Self::start_timeout) or else the request timeout.
     pub fn probe_timeout(mut self, timeout: Duration) -> Self {
         self.probe_timeout = timeout;
+        self
+    }
+
+    /// How long starting may take in all: the era probe, the wait for a
+    /// server still starting, and `initialize` (a respawn for a server
+    /// that died on the probe included). Past it the start fails with
+    /// [`Error::Timeout`]. Default: no bound of its own; each step has
+    /// its timeout.
+    pub fn start_timeout(mut self, timeout: Duration) -> Self {
+        self.start_timeout = Some(timeout);
         self
     }
 

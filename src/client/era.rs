@@ -7,6 +7,17 @@
 //! probe timeout, means legacy: the `initialize` handshake of 2025-11-25
 //! follows. The fallback is not keyed to one error code.
 //!
+//! Silence counts only once the server has read the probe. A server that
+//! has not (a first `npx` or `uvx` run fetches and installs packages before
+//! the server runs, which can take longer than the probe timeout) is still
+//! starting, and a modern one would be taken for legacy if its silence
+//! counted: the probe waits for it up to the start's deadline
+//! (`ClientBuilder::start_timeout`, else the request timeout), and its
+//! probe timeout runs from the moment it read the probe. Whether it read
+//! is known where the client can see into its stdin pipe (a spawned
+//! server, on Linux: `Link::unread`); elsewhere silence counts from the
+//! probe, as before.
+//!
 //! `-32022` means a modern server (spec 2026-07-28 basic/transports/stdio,
 //! "Backward Compatibility": "Do **not** fall back to `initialize`"), and
 //! names the versions it supports: with none in common the connection
@@ -17,8 +28,9 @@
 //! start with it: only a connection that ends under the first probe counts
 //! as a server that exited on the probe (`Unsettled::died_on_probe`).
 
+use std::cell::Cell;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crossbeam_channel::RecvTimeoutError;
 
@@ -28,6 +40,7 @@ use serde_json::{Value, json};
 
 use crate::client::ClientBuilder;
 use crate::client::link::{Delivery, Link};
+use crate::client::notes::Notes;
 use crate::error::Error;
 use crate::jsonrpc::{ErrorObject, error_code};
 use crate::jsonrpc::{encode_notification, encode_request};
@@ -44,6 +57,8 @@ pub(crate) struct ServerFacts {
     pub info: Option<Implementation>,
     pub instructions: Option<String>,
     pub discover: Option<DiscoverResult>,
+    /// Why the probe found the server legacy (`Client::legacy_reason`).
+    pub legacy_reason: Option<String>,
 }
 
 /// Which era the client may speak.
@@ -105,12 +120,15 @@ impl From<Error> for Unsettled {
     }
 }
 
-/// Works out the era and learns what the server offers.
+/// Works out the era and learns what the server offers, by `deadline`
+/// if there is one (`ClientBuilder::start_timeout`): past it the start
+/// fails with [`Error::Timeout`].
 /// Without the `legacy` feature a legacy server is refused (as
 /// [`EraPolicy::ModernOnly`] does), with an error that says why.
 pub(crate) fn establish(
     options: &ClientBuilder,
     link: &Arc<Link>,
+    deadline: Option<Instant>,
 ) -> Result<ServerFacts, Unsettled> {
     if options.era == EraPolicy::LegacyOnly {
         #[cfg(not(feature = "legacy"))]
@@ -118,9 +136,9 @@ pub(crate) fn establish(
             "EraPolicy::LegacyOnly needs the `legacy` feature of mcp-stdio, which this build leaves out".into(),
         ).into());
         #[cfg(feature = "legacy")]
-        return Ok(initialize(options, link)?);
+        return Ok(initialize(options, link, deadline)?);
     }
-    let probed = match probe(options, link, SUPPORTED_VERSIONS[0], true) {
+    let probed = match probe(options, link, SUPPORTED_VERSIONS[0], true, deadline) {
         Ok(probed) => probed,
         Err(Error::Disconnected) => {
             return Err(Unsettled {
@@ -143,10 +161,12 @@ pub(crate) fn establish(
             options.notes.info(&format!(
                 "the server is legacy ({reason}): falling back to initialize"
             ));
-            initialize(options, link).map_err(|error| Unsettled {
+            let mut facts = initialize(options, link, deadline).map_err(|error| Unsettled {
                 died_on_probe: unanswered && matches!(error, Error::Disconnected),
                 error,
-            })
+            })?;
+            facts.legacy_reason = Some(reason);
+            Ok(facts)
         }
         #[cfg(feature = "legacy")]
         Err(NotModern { reason, .. }) => Err(Error::Protocol(format!(
@@ -164,6 +184,7 @@ fn probe(
     link: &Arc<Link>,
     version: &str,
     may_retry: bool,
+    deadline: Option<Instant>,
 ) -> Result<Result<ServerFacts, NotModern>, Error> {
     let answered = |reason: String| NotModern {
         reason,
@@ -174,19 +195,27 @@ fn probe(
         meta_key::CLIENT_INFO: options.info,
         meta_key::CLIENT_CAPABILITIES: options.capabilities,
     }});
-    let reply = match roundtrip(
-        link,
-        method::SERVER_DISCOVER,
-        &params,
-        options.probe_timeout,
-        true,
-    )? {
+    let started = Instant::now();
+    let wait = Wait::Probe {
+        grace: options.probe_timeout,
+        limit: deadline.unwrap_or_else(|| crate::deadline::from_now(options.request_timeout)),
+        notes: &options.notes,
+        unread: Cell::new(false),
+    };
+    let reply = match roundtrip(link, method::SERVER_DISCOVER, &params, &wait, true)? {
         Some(reply) => reply,
+        None if wait.gave_up_unread() => {
+            options.notes.info(&format!(
+                "the server has read nothing of its input (server/discover) within {}: it has not started",
+                seconds(started.elapsed())
+            ));
+            return Err(Error::Timeout);
+        }
         None => {
             return Ok(Err(NotModern {
                 reason: format!(
-                    "no answer to server/discover within {:?}",
-                    options.probe_timeout
+                    "no answer to server/discover within {}",
+                    seconds(options.probe_timeout)
                 ),
                 unanswered: true,
             }));
@@ -216,6 +245,7 @@ fn probe(
                 info,
                 instructions: discover.instructions.clone(),
                 discover: Some(discover),
+                legacy_reason: None,
             }))
         }
         Err(error) if error.code == error_code::UNSUPPORTED_PROTOCOL_VERSION => {
@@ -228,7 +258,7 @@ fn probe(
                 .and_then(|s| serde_json::from_value(s.clone()).ok())
                 .unwrap_or_default();
             match newest_common(&supported) {
-                Some(common) if may_retry => retry(options, link, &common),
+                Some(common) if may_retry => retry(options, link, &common, deadline),
                 Some(_) if supported.iter().any(|v| v == version) => Err(Error::Protocol(format!(
                     "the server refused protocol version {version} (-32022) though it names it among those it supports, {supported:?}"
                 ))),
@@ -255,13 +285,14 @@ fn retry(
     options: &ClientBuilder,
     link: &Arc<Link>,
     version: &str,
+    deadline: Option<Instant>,
 ) -> Result<Result<ServerFacts, NotModern>, Error> {
     let failed = |what: String| {
         Error::Protocol(format!(
             "the server refused the first server/discover with -32022, naming {version}, and {what}: a server that answers -32022 is modern, and is not spoken to with initialize"
         ))
     };
-    match probe(options, link, version, false) {
+    match probe(options, link, version, false, deadline) {
         Ok(Ok(facts)) => Ok(Ok(facts)),
         Ok(Err(why)) => Err(failed(format!(
             "then, asked with {version}: {}",
@@ -276,7 +307,11 @@ fn retry(
 
 #[cfg(feature = "legacy")]
 /// The 2025-11-25 handshake: `initialize`, then `notifications/initialized`.
-fn initialize(options: &ClientBuilder, link: &Arc<Link>) -> Result<ServerFacts, Error> {
+fn initialize(
+    options: &ClientBuilder,
+    link: &Arc<Link>,
+    deadline: Option<Instant>,
+) -> Result<ServerFacts, Error> {
     #[derive(Deserialize)]
     #[serde(rename_all = "camelCase")]
     struct InitializeResult {
@@ -298,7 +333,13 @@ fn initialize(options: &ClientBuilder, link: &Arc<Link>) -> Result<ServerFacts, 
     });
     // Spec 2025-11-25 basic/utilities/cancellation: `initialize` is never
     // cancelled.
-    let reply = roundtrip(link, "initialize", &params, options.request_timeout, false)?
+    let timeout = match deadline {
+        Some(deadline) => {
+            (deadline.saturating_duration_since(Instant::now())).min(options.request_timeout)
+        }
+        None => options.request_timeout,
+    };
+    let reply = roundtrip(link, "initialize", &params, &Wait::For(timeout), false)?
         .ok_or(Error::Timeout)?
         .map_err(Error::Rpc)?;
     let result: InitializeResult = serde_json::from_value(reply)?;
@@ -321,17 +362,99 @@ fn initialize(options: &ClientBuilder, link: &Arc<Link>) -> Result<ServerFacts, 
         info: result.server_info,
         instructions: result.instructions,
         discover: None,
+        legacy_reason: None,
     })
 }
 
-/// Sends one request and waits up to `timeout`: `None` when no answer came
+/// How long a round trip waits for its answer.
+enum Wait<'a> {
+    /// This long.
+    #[cfg_attr(
+        not(feature = "legacy"),
+        allow(
+            dead_code,
+            reason = "`initialize`, the one wait of its kind, is legacy"
+        )
+    )]
+    For(Duration),
+    /// The probe: `grace` once the server has read it; while it has not
+    /// (it is still starting), as long as that takes, up to `limit`.
+    /// `unread`: at the last look the server had not read it (looked at
+    /// before a cancellation is sent, which the server has not read
+    /// either).
+    Probe {
+        grace: Duration,
+        limit: Instant,
+        notes: &'a Notes,
+        unread: Cell<bool>,
+    },
+}
+
+/// How often the probe looks whether a server still starting has read it:
+/// the most its grace can start late.
+const STARTING_LOOK: Duration = Duration::from_millis(100);
+
+impl Wait<'_> {
+    /// The first deadline, from `sent`.
+    fn first(&self, sent: Instant) -> Instant {
+        match self {
+            Wait::For(timeout) => crate::deadline::after(sent, *timeout),
+            Wait::Probe { grace, limit, .. } => crate::deadline::after(sent, *grace).min(*limit),
+        }
+    }
+
+    /// The next deadline once `now` passed the last one with no answer, or
+    /// `None` to give up.
+    fn next(&self, link: &Link, now: Instant) -> Option<Instant> {
+        let Wait::Probe {
+            grace,
+            limit,
+            notes,
+            unread,
+        } = self
+        else {
+            return None;
+        };
+        let was_unread = unread.get();
+        unread.set(link.unread().is_some_and(|n| n > 0));
+        if now >= *limit {
+            return None;
+        }
+        match (was_unread, unread.get()) {
+            (false, true) => {
+                notes.info(&format!(
+                    "the server has not read server/discover after {}: it is still starting; waiting for it",
+                    seconds(*grace)
+                ));
+                Some((now + STARTING_LOOK).min(*limit))
+            }
+            (true, true) => Some((now + STARTING_LOOK).min(*limit)),
+            // Read since the last look: its grace runs from now.
+            (true, false) => Some(crate::deadline::after(now, *grace).min(*limit)),
+            (false, false) => None,
+        }
+    }
+
+    /// Whether the server had not read the request when the wait gave up.
+    fn gave_up_unread(&self) -> bool {
+        matches!(self, Wait::Probe { unread, .. } if unread.get())
+    }
+}
+
+/// `5 s`, `0.3 s`: to a tenth of a second.
+fn seconds(duration: Duration) -> String {
+    let tenths = (duration.as_secs_f64() * 10.0).round() / 10.0;
+    format!("{tenths} s")
+}
+
+/// Sends one request and waits as `wait` says: `None` when no answer came
 /// (the request is then forgotten, so a late answer is dropped, and, when
 /// `cancel` is set, cancelled with `notifications/cancelled`).
 fn roundtrip(
     link: &Arc<Link>,
     method: &str,
     params: &Value,
-    timeout: Duration,
+    wait: &Wait<'_>,
     cancel: bool,
 ) -> Result<Option<Result<Value, ErrorObject>>, Error> {
     let id = link.next_id();
@@ -340,7 +463,8 @@ fn roundtrip(
         link.forget(&id);
         return Err(Error::Disconnected);
     }
-    let mut deadline = crate::deadline::from_now(timeout);
+    let sent = Instant::now();
+    let mut deadline = wait.first(sent);
     loop {
         return match rx.recv_deadline(deadline) {
             Ok(Delivery::Reply(Ok(raw))) => Ok(Some(Ok(serde_json::from_str(raw.get())?))),
@@ -349,6 +473,10 @@ fn roundtrip(
             Ok(Delivery::Disconnected) => Err(Error::Disconnected),
             // Nothing asked for these; keep waiting for the answer.
             Ok(Delivery::Progress(..) | Delivery::Log(..)) => continue,
+            Err(RecvTimeoutError::Timeout) if let Some(next) = wait.next(link, Instant::now()) => {
+                deadline = next;
+                continue;
+            }
             Err(RecvTimeoutError::Timeout) if !link.forget(&id) && link.is_alive() => {
                 // Answered as it timed out: the reader took the request out,
                 // and its reply is on its way.
@@ -362,7 +490,7 @@ fn roundtrip(
                     let mut line = Vec::new();
                     let params = json!({
                         "requestId": id,
-                        "reason": format!("no answer within {timeout:?}"),
+                        "reason": format!("no answer within {}", seconds(sent.elapsed())),
                     });
                     if encode_notification(&mut line, method::NOTIFICATION_CANCELLED, &params)
                         .is_ok()

@@ -334,6 +334,16 @@ impl Link {
         }
     }
 
+    /// How many bytes of what was sent the server has not read yet, where
+    /// that can be known (a spawned server's pipe, on Linux; never over a
+    /// carrier).
+    pub fn unread(&self) -> Option<usize> {
+        match &self.out {
+            Outbound::Stream { input, .. } => input.unread(),
+            Outbound::Carrier(_) => None,
+        }
+    }
+
     /// [`try_send`](Link::try_send) for a line no caller hears the failure
     /// of (a notification, an answer): whether it was sent. A dead
     /// connection needs no word; a line refused because the server has not

@@ -31,7 +31,7 @@ use std::fmt;
 use std::process::{Child, Command, ExitStatus};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 pub use builder::{ClientBuilder, RestartPolicy};
 pub use call::{PendingCall, RequestOptions};
@@ -87,8 +87,9 @@ fn settle(
     link: Arc<Link>,
     spawned: Option<Spawned>,
     command: Option<&mut Command>,
+    deadline: Option<Instant>,
 ) -> Result<(Arc<Link>, Option<Spawned>, era::ServerFacts), Error> {
-    let e = match era::establish(options, &link) {
+    let e = match era::establish(options, &link, deadline) {
         Ok(facts) => return Ok((link, spawned, facts)),
         Err(e) => e,
     };
@@ -103,8 +104,16 @@ fn settle(
     // Whether it exited on its own: looked at before its input closes,
     // which ends a server that refused us too, and is no death of its own.
     let exited = matches!(child.try_wait(), Ok(Some(_)));
+    // A server that has read nothing of its input cannot see it close:
+    // it is sent SIGTERM at once, and the close grace runs from there.
+    let reading = link.unread().is_none_or(|n| n == 0);
     link.close_input();
-    let status = process::shut_down(&mut child, options.close_grace).ok();
+    let status = if reading {
+        process::shut_down(&mut child, options.close_grace)
+    } else {
+        process::terminate_then_kill(&mut child, options.close_grace)
+    }
+    .ok();
     #[cfg(feature = "legacy")]
     if let (true, EraPolicy::Auto, Some(command)) = (e.died_on_probe, options.era, command) {
         let how = status.map_or_else(|| "exited".to_owned(), |s| format!("exited ({s})"));
@@ -116,7 +125,11 @@ fn settle(
         ));
         options.era = EraPolicy::LegacyOnly;
         let (link, spawned) = start_server(options, command)?;
-        return settle(options, link, Some(spawned), None);
+        let mut settled = settle(options, link, Some(spawned), None, deadline)?;
+        settled.2.legacy_reason = Some(format!(
+            "it {how} on the server/discover probe, and was started again"
+        ));
+        return Ok(settled);
     }
     // Without the legacy era there is nothing to start it again for.
     #[cfg(not(feature = "legacy"))]
@@ -184,7 +197,10 @@ impl Client {
         spawned: Option<Spawned>,
         mut command: Option<Command>,
     ) -> Result<Client, Error> {
-        let (link, spawned, facts) = settle(&mut options, link, spawned, command.as_mut())?;
+        // One deadline for the whole start, a respawn included.
+        let deadline = options.start_timeout.map(crate::deadline::from_now);
+        let (link, spawned, facts) =
+            settle(&mut options, link, spawned, command.as_mut(), deadline)?;
         let (child, stderr_tail) = match spawned {
             Some(s) => (Some(s.child), Some(s.stderr_tail)),
             None => (None, None),
@@ -230,6 +246,15 @@ impl Client {
     /// The server's instructions for models, if it gave any.
     pub fn instructions(&self) -> Option<String> {
         lock(&self.inner.facts).instructions.clone()
+    }
+
+    /// Why the client speaks the legacy era with this server, when the
+    /// probe decided it: what the server answered to `server/discover`
+    /// (`it answered server/discover with Method not found (-32601)`), or
+    /// its silence (`no answer to server/discover within 5 s`). `None` for
+    /// a modern server, and under [`EraPolicy::LegacyOnly`].
+    pub fn legacy_reason(&self) -> Option<String> {
+        lock(&self.inner.facts).legacy_reason.clone()
     }
 
     /// The `server/discover` result of the probe (modern servers only).

@@ -170,6 +170,15 @@ pub(crate) fn shut_down(child: &mut Child, grace: Duration) -> std::io::Result<E
     if let Some(status) = wait_timeout(child, grace) {
         return Ok(status);
     }
+    terminate_then_kill(child, grace)
+}
+
+/// SIGTERM, waits `grace`, then SIGKILL: for a child that will not see its
+/// input close (it never read it). Always reaps the child.
+pub(crate) fn terminate_then_kill(
+    child: &mut Child,
+    grace: Duration,
+) -> std::io::Result<ExitStatus> {
     terminate(child);
     if let Some(status) = wait_timeout(child, grace) {
         return Ok(status);

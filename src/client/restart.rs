@@ -198,7 +198,8 @@ fn start_again(inner: &Arc<ClientInner>) -> Result<(), crate::Error> {
         }
         restarting.starting = Some(Arc::clone(&link));
     }
-    let facts = era::establish(&inner.options, &link);
+    let deadline = inner.options.start_timeout.map(crate::deadline::from_now);
+    let facts = era::establish(&inner.options, &link, deadline);
     lock(&inner.restart).starting = None;
     let facts = match facts {
         Ok(facts) => facts,

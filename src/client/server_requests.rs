@@ -32,10 +32,12 @@ pub(crate) fn answer(
     if request == "ping" {
         return Ok(json!({}));
     }
-    // The same shape as a multi round-trip input request.
-    let params: Value = serde_json::from_str(params).map_err(ErrorObject::invalid_params)?;
+    // The same shape as a multi round-trip input request, read from the
+    // text as it came (not a `Value`, whose objects are sorted: a form's
+    // fields keep the server's order).
+    let method = serde_json::to_string(request).map_err(ErrorObject::internal_error)?;
     let input: InputRequest =
-        serde_json::from_value(json!({ "method": request, "params": params }))
+        serde_json::from_str(&format!(r#"{{"method":{method},"params":{params}}}"#))
             .map_err(ErrorObject::invalid_params)?;
     match handlers.answer_one(&input) {
         Some(answer) => answer.map_err(ErrorObject::internal_error),

@@ -7,9 +7,10 @@
 //! `ElicitRequestFormParams::mode` is optional and keeps whether it was sent;
 //! [`ElicitRequestParams`] dispatches on the `mode` string by hand.
 
-use std::collections::BTreeMap;
+use std::fmt;
 
-use serde::de::DeserializeOwned;
+use serde::de::{DeserializeOwned, MapAccess, Visitor};
+use serde::ser::SerializeMap;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
 
@@ -39,16 +40,20 @@ impl Serialize for ElicitRequestParams {
 impl<'de> Deserialize<'de> for ElicitRequestParams {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<ElicitRequestParams, D::Error> {
         use serde::de::Error;
+        #[derive(Deserialize)]
+        struct Mode {
+            mode: Option<Value>,
+        }
         // Buffered once: `mode` may come after the fields it governs, and
-        // this is off the hot path.
-        let value = Value::deserialize(deserializer)?;
-        match value.get("mode") {
+        // this is off the hot path. Not as a `Value`, whose objects are
+        // sorted by key: a form's fields keep their order (`Properties`).
+        let buffered = super::ordered::Ordered::deserialize(deserializer)?;
+        let Mode { mode } = super::ordered::read(&buffered)?;
+        match mode {
             None => {}
             Some(Value::String(mode)) if mode == "form" => {}
             Some(Value::String(mode)) if mode == "url" => {
-                return ElicitRequestURLParams::deserialize(value)
-                    .map(ElicitRequestParams::Url)
-                    .map_err(D::Error::custom);
+                return super::ordered::read(&buffered).map(ElicitRequestParams::Url);
             }
             Some(other) => {
                 return Err(D::Error::custom(format!(
@@ -56,9 +61,7 @@ impl<'de> Deserialize<'de> for ElicitRequestParams {
                 )));
             }
         }
-        ElicitRequestFormParams::deserialize(value)
-            .map(ElicitRequestParams::Form)
-            .map_err(D::Error::custom)
+        super::ordered::read(&buffered).map(ElicitRequestParams::Form)
     }
 }
 
@@ -122,8 +125,8 @@ pub struct ElicitRequestedSchema {
     pub schema: Option<String>,
     /// Always `"object"`.
     pub r#type: String,
-    /// The fields, by name.
-    pub properties: BTreeMap<String, PrimitiveSchemaDefinition>,
+    /// The fields, by name, in the order the schema lists them.
+    pub properties: Properties,
     /// Names of the fields that must be filled in.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub required: Option<Vec<String>>,
@@ -135,7 +138,7 @@ impl Default for ElicitRequestedSchema {
         ElicitRequestedSchema {
             schema: None,
             r#type: "object".to_owned(),
-            properties: BTreeMap::new(),
+            properties: Properties::default(),
             required: None,
         }
     }
@@ -157,6 +160,134 @@ impl ElicitRequestedSchema {
         }
         self.properties.insert(name, schema.into());
         self
+    }
+}
+
+/// The fields of a form (`properties` of schema `ElicitRequestedSchema`), in
+/// the order the schema lists them. A JSON object's members have no order
+/// of their own, but a form's author wrote its fields in one (a name before
+/// an email address) and every client shows them so: a map sorted by name
+/// would ask the questions in another order, and answers typed in the
+/// author's order would land in the wrong fields.
+///
+/// ```
+/// use mcp_stdio::types::{ElicitRequestedSchema, StringSchema};
+///
+/// let form: ElicitRequestedSchema = serde_json::from_str(
+///     r#"{"type":"object","properties":{"zeta":{"type":"string"},"alpha":{"type":"string"}}}"#,
+/// )?;
+/// let names: Vec<&String> = form.properties.keys().collect();
+/// assert_eq!(names, ["zeta", "alpha"]);
+/// assert!(form.properties.get("alpha").is_some());
+/// # Ok::<(), serde_json::Error>(())
+/// ```
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Properties(Vec<(String, PrimitiveSchemaDefinition)>);
+
+impl Properties {
+    /// The schema of field `name`.
+    pub fn get(&self, name: &str) -> Option<&PrimitiveSchemaDefinition> {
+        self.0.iter().find(|(n, _)| n == name).map(|(_, s)| s)
+    }
+
+    /// Whether there is a field `name`.
+    pub fn contains_key(&self, name: &str) -> bool {
+        self.get(name).is_some()
+    }
+
+    /// Adds field `name` last, or replaces the field of that name where it
+    /// is; the schema it replaced.
+    pub fn insert(
+        &mut self,
+        name: impl Into<String>,
+        schema: impl Into<PrimitiveSchemaDefinition>,
+    ) -> Option<PrimitiveSchemaDefinition> {
+        let (name, schema) = (name.into(), schema.into());
+        match self.0.iter_mut().find(|(n, _)| *n == name) {
+            Some((_, old)) => Some(std::mem::replace(old, schema)),
+            None => {
+                self.0.push((name, schema));
+                None
+            }
+        }
+    }
+
+    /// The fields' names, in order.
+    pub fn keys(&self) -> impl Iterator<Item = &String> {
+        self.0.iter().map(|(n, _)| n)
+    }
+
+    /// The fields, in order.
+    pub fn iter(&self) -> impl Iterator<Item = (&String, &PrimitiveSchemaDefinition)> {
+        self.0.iter().map(|(n, s)| (n, s))
+    }
+
+    /// How many fields there are.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Whether there is no field.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+impl<'a> IntoIterator for &'a Properties {
+    type Item = (&'a String, &'a PrimitiveSchemaDefinition);
+    type IntoIter = std::iter::Map<
+        std::slice::Iter<'a, (String, PrimitiveSchemaDefinition)>,
+        fn(&'a (String, PrimitiveSchemaDefinition)) -> (&'a String, &'a PrimitiveSchemaDefinition),
+    >;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.iter().map(|(n, s)| (n, s))
+    }
+}
+
+impl<S: Into<PrimitiveSchemaDefinition>> FromIterator<(String, S)> for Properties {
+    fn from_iter<I: IntoIterator<Item = (String, S)>>(fields: I) -> Properties {
+        let mut properties = Properties::default();
+        for (name, schema) in fields {
+            properties.insert(name, schema);
+        }
+        properties
+    }
+}
+
+impl Serialize for Properties {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(Some(self.0.len()))?;
+        for (name, schema) in &self.0 {
+            map.serialize_entry(name, schema)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> Deserialize<'de> for Properties {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Properties, D::Error> {
+        struct Fields;
+        impl<'de> Visitor<'de> for Fields {
+            type Value = Properties;
+
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an object of field schemas")
+            }
+
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Properties, A::Error> {
+                let mut properties = Properties::default();
+                // A name given twice: the later schema, in the first one's
+                // place (as a JSON object read into a map keeps the later).
+                while let Some((name, schema)) =
+                    map.next_entry::<String, PrimitiveSchemaDefinition>()?
+                {
+                    properties.insert(name, schema);
+                }
+                Ok(properties)
+            }
+        }
+        deserializer.deserialize_map(Fields)
     }
 }
 

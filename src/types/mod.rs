@@ -25,6 +25,7 @@ mod logging;
 mod meta;
 mod mrtr;
 mod notifications;
+mod ordered;
 mod prompts;
 mod resources;
 mod roots;

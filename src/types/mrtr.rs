@@ -135,40 +135,35 @@ impl Serialize for InputRequest {
 
 impl<'de> Deserialize<'de> for InputRequest {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<InputRequest, D::Error> {
+        use super::ordered::{Ordered, read};
         use serde::de::Error;
         #[derive(Deserialize)]
         struct Wire {
             method: String,
+            // Not a `Value` (whose objects are sorted by key): a form's
+            // fields keep the order the server wrote them in.
             #[serde(default)]
-            params: Option<Value>,
+            params: Option<Ordered>,
         }
         let wire = Wire::deserialize(deserializer)?;
+        let params = wire.params;
+        let given =
+            |params: Option<Ordered>| params.ok_or_else(|| D::Error::missing_field("params"));
         // Spec principle: dispatch on the method string, never on shape.
-        let res = match wire.method.as_str() {
-            method::ELICITATION_CREATE => {
-                let params = wire
-                    .params
-                    .ok_or_else(|| D::Error::missing_field("params"))?;
-                ElicitRequestParams::deserialize(params).map(InputRequest::Elicit)
-            }
+        match wire.method.as_str() {
+            method::ELICITATION_CREATE => read(&given(params)?).map(InputRequest::Elicit),
             method::SAMPLING_CREATE_MESSAGE => {
-                let params = wire
-                    .params
-                    .ok_or_else(|| D::Error::missing_field("params"))?;
-                CreateMessageRequestParams::deserialize(params).map(InputRequest::CreateMessage)
+                read(&given(params)?).map(InputRequest::CreateMessage)
             }
-            method::ROOTS_LIST => match wire.params {
-                Some(params) => {
-                    RequestParams::deserialize(params).map(|p| InputRequest::ListRoots(Some(p)))
-                }
+            method::ROOTS_LIST => match params {
+                Some(params) => read(&params).map(|p| InputRequest::ListRoots(Some(p))),
                 None => Ok(InputRequest::ListRoots(None)),
             },
             _ => Ok(InputRequest::Other {
+                params: params.as_ref().map(read).transpose()?,
                 method: wire.method,
-                params: wire.params,
             }),
-        };
-        res.map_err(D::Error::custom)
+        }
     }
 }
 

@@ -360,4 +360,21 @@ mod tests {
         let leap = UNIX_EPOCH + Duration::from_secs(951_782_400); // 2000-02-29
         assert_eq!(iso8601(leap), "2000-02-29T00:00:00.000Z");
     }
+
+    /// A task's input requests are read through `flatten` (the task is
+    /// buffered whole first): a form inside keeps its fields' order there
+    /// too, and reads at all.
+    #[test]
+    fn a_tasks_form_keeps_its_fields_order() {
+        let text = r#"{"taskId":"t","status":"input_required","createdAt":"2026-01-01T00:00:00Z","lastUpdatedAt":"2026-01-01T00:00:00Z","ttlMs":null,"inputRequests":{"k":{"method":"elicitation/create","params":{"message":"m","requestedSchema":{"type":"object","properties":{"zeta":{"type":"string"},"alpha":{"type":"number"}}}}}},"resultType":"complete"}"#;
+        let got: GetTaskResult = serde_json::from_str(text).unwrap();
+        let requests = got.task.input_requests.unwrap();
+        let crate::types::InputRequest::Elicit(crate::types::ElicitRequestParams::Form(form)) =
+            &requests["k"]
+        else {
+            panic!("{requests:?}");
+        };
+        let names: Vec<&String> = form.requested_schema.properties.keys().collect();
+        assert_eq!(names, ["zeta", "alpha"]);
+    }
 }

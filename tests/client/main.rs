@@ -942,6 +942,14 @@ const CHECKS: &[(&str, Check)] = &[
         seed_rules::legacy_silent_then_dies_respawned_with_initialize,
     ),
     (
+        "a_server_slow_to_read_the_probe_is_modern",
+        start::a_server_slow_to_read_the_probe_is_modern,
+    ),
+    (
+        "start_timeout_bounds_a_server_that_never_reads",
+        start::start_timeout_bounds_a_server_that_never_reads,
+    ),
+    (
         "notes_never_stall_the_client_when_stderr_is_locked",
         quiet::notes_never_stall_the_client_when_stderr_is_locked,
     ),
@@ -1206,6 +1214,7 @@ mod hooks;
 mod legacy_bounds;
 mod quiet;
 mod seed_rules;
+mod start;
 mod tasks;
 
 // ---------------------------------------------------------------------------

@@ -344,7 +344,7 @@ pub fn modern_32022_then_silence_fails_without_initialize() -> Result<String, St
     };
     for part in [
         "-32022",
-        "no answer to server/discover within 300ms",
+        "no answer to server/discover within 0.3 s",
         "initialize",
     ] {
         ensure!(

@@ -13,11 +13,17 @@ use std::time::Duration;
 
 use mcp_stdio::EraPolicy;
 use mcp_stdio::types::{LoggingLevel, SubscriptionFilter};
-use serde_json::{Map, Value};
+use serde_json::Value;
 
+mod checks;
 mod pairs;
 
-pub use pairs::tool_arguments;
+// `serve-http` keeps the token out of its child's environment.
+#[cfg(all(feature = "server", feature = "http"))]
+pub use checks::BEARER_TOKEN_ENV;
+use checks::{bearer_token, check_applies, era, header, log_level, max_body_bytes, timeout};
+pub use checks::{check_url, header_for_stdio};
+pub use pairs::{Arguments, tool_arguments};
 use pairs::{pair, string_pairs};
 
 /// What to do.
@@ -28,10 +34,7 @@ pub enum Command {
     /// `tools`, `resources`, `templates`, `prompts`: every item of a list.
     List(List),
     /// `call TOOL [ARGS]`.
-    Call {
-        tool: String,
-        arguments: Map<String, Value>,
-    },
+    Call { tool: String, arguments: Arguments },
     /// `read URI`.
     Read { uri: String },
     /// `prompt NAME [key=value...]`.
@@ -111,6 +114,8 @@ pub struct Options {
     /// `None` only for `help` and `--version`.
     pub server: Option<ServerSpec>,
     pub json: bool,
+    /// `--raw`: the server's text as it came, even on a terminal.
+    pub raw: bool,
     pub wire: bool,
     pub era: EraPolicy,
     pub timeout: Option<Duration>,
@@ -172,6 +177,7 @@ pub fn parse(args: Vec<String>) -> Result<Options, UsageError> {
     }
     check_applies(&command, &flags)?;
     if let Some(url) = flags.url.clone() {
+        check_url(&url, "--url")?;
         if server.is_some() || flags.config.is_some() {
             return Err(usage(
                 "give the server with --url, after --, or with --config: one of them",
@@ -180,6 +186,7 @@ pub fn parse(args: Vec<String>) -> Result<Options, UsageError> {
         return Ok(flags.into_options(command, Some(ServerSpec::Url(url))));
     }
     let server = match (server, flags.config.clone(), flags.server.clone()) {
+        (Some(_), None, None) if !flags.headers.is_empty() => return Err(header_for_stdio()),
         (Some(argv), None, None) if !argv.is_empty() => ServerSpec::Argv(argv),
         (Some(_), None, None) => return Err(usage("no server command after --")),
         (Some(_), Some(_), _) | (Some(_), _, Some(_)) => {
@@ -196,12 +203,62 @@ pub fn parse(args: Vec<String>) -> Result<Options, UsageError> {
     Ok(flags.into_options(command, Some(server)))
 }
 
+/// Every option, for "did you mean".
+const OPTIONS: &[&str] = &[
+    "--help",
+    "--version",
+    "--json",
+    "--raw",
+    "--wire",
+    "--decline",
+    "--interactive",
+    "--long",
+    "--show-stderr",
+    "--tools",
+    "--prompts",
+    "--resources",
+    "--era",
+    "--timeout",
+    "--log-level",
+    "--answer",
+    "--roots",
+    "--sampling-reply",
+    "--save",
+    "--config",
+    "--server",
+    "--url",
+    "--header",
+    "--resource",
+    "--listen",
+    "--allow-origin",
+    "--allow-host",
+    "--max-body-bytes",
+    "--bearer-token",
+    "--bearer-token-file",
+];
+
+/// Every command, for "did you mean".
+const COMMANDS: &[&str] = &[
+    "info",
+    "tools",
+    "resources",
+    "templates",
+    "prompts",
+    "call",
+    "read",
+    "prompt",
+    "complete",
+    "listen",
+    "serve-http",
+];
+
 /// The options, as they are read.
 #[derive(Default)]
 struct Flags {
     help: bool,
     version: bool,
     json: bool,
+    raw: bool,
     wire: bool,
     era: EraPolicy,
     timeout: Option<Duration>,
@@ -227,6 +284,7 @@ struct Flags {
     allow_hosts: Vec<String>,
     max_body_bytes: Option<usize>,
     bearer_token: Option<String>,
+    bearer_token_file: Option<PathBuf>,
 }
 
 impl Flags {
@@ -260,6 +318,7 @@ impl Flags {
             "-h" | "--help" => &mut self.help,
             "-V" | "--version" => &mut self.version,
             "--json" => &mut self.json,
+            "--raw" => &mut self.raw,
             "--wire" => &mut self.wire,
             "--decline" => &mut self.decline,
             "--interactive" => &mut self.interactive,
@@ -301,10 +360,11 @@ impl Flags {
             "--allow-host" => self.allow_hosts.push(value()?),
             "--max-body-bytes" => self.max_body_bytes = Some(max_body_bytes(&value()?)?),
             "--bearer-token" => self.bearer_token = Some(value()?),
+            "--bearer-token-file" => self.bearer_token_file = Some(PathBuf::from(value()?)),
             _ => {
-                return Err(usage(format!(
-                    "unknown option {name} (try mcp-stdio --help)"
-                )));
+                let hint = crate::suggest::typo(name, OPTIONS.iter().copied())
+                    .unwrap_or_else(|| " (try mcp-stdio --help)".to_owned());
+                return Err(usage(format!("unknown option {name}{hint}")));
             }
         }
         Ok(())
@@ -315,6 +375,7 @@ impl Flags {
             command,
             server,
             json: self.json,
+            raw: self.raw,
             wire: self.wire,
             era: self.era,
             timeout: self.timeout,
@@ -330,58 +391,6 @@ impl Flags {
             headers: self.headers,
         }
     }
-}
-
-/// `--era auto|modern|legacy`.
-fn era(text: &str) -> Result<EraPolicy, UsageError> {
-    match text {
-        "auto" => Ok(EraPolicy::Auto),
-        "modern" => Ok(EraPolicy::ModernOnly),
-        "legacy" => Ok(EraPolicy::LegacyOnly),
-        other => Err(usage(format!(
-            "--era takes auto, modern or legacy, not {other:?}"
-        ))),
-    }
-}
-
-/// `--timeout SECS`: above 0, finite.
-fn timeout(text: &str) -> Result<Duration, UsageError> {
-    let secs: f64 = text
-        .parse()
-        .ok()
-        .filter(|s: &f64| s.is_finite() && *s > 0.0 && *s < 1e9)
-        .ok_or_else(|| {
-            usage(format!(
-                "--timeout takes a number of seconds above 0, not {text:?}"
-            ))
-        })?;
-    Ok(Duration::from_secs_f64(secs))
-}
-
-/// `--log-level LEVEL`, in any case.
-fn log_level(text: &str) -> Result<LoggingLevel, UsageError> {
-    serde_json::from_value(Value::String(text.to_lowercase())).map_err(|_| {
-        usage(format!(
-            "--log-level takes debug, info, notice, warning, error, critical, alert or emergency, not {text:?}"
-        ))
-    })
-}
-
-/// `--header 'Name: value'`.
-fn header(text: &str) -> Result<(String, String), UsageError> {
-    let Some((name, value)) = text.split_once(':') else {
-        return Err(usage(format!("--header takes 'Name: value', not {text:?}")));
-    };
-    Ok((name.trim().to_owned(), value.trim().to_owned()))
-}
-
-/// `--max-body-bytes N`: above 0.
-fn max_body_bytes(text: &str) -> Result<usize, UsageError> {
-    text.parse().ok().filter(|n| *n > 0).ok_or_else(|| {
-        usage(format!(
-            "--max-body-bytes takes a number of bytes above 0, not {text:?}"
-        ))
-    })
 }
 
 /// The command named `name`, with its positional arguments.
@@ -471,66 +480,17 @@ fn command(name: &str, args: Vec<String>, flags: &Flags) -> Result<Command, Usag
                 allow_origins: flags.allow_origins.clone(),
                 allow_hosts: flags.allow_hosts.clone(),
                 max_body_bytes: flags.max_body_bytes,
-                bearer_token: flags.bearer_token.clone(),
+                bearer_token: bearer_token(flags)?,
             })
         }
         other => {
-            return Err(usage(format!(
-                "unknown command {other:?}: info, tools, resources, templates, prompts, call, read, prompt, complete, listen or serve-http"
-            )));
+            let hint = crate::suggest::typo(other, COMMANDS.iter().copied()).unwrap_or_else(|| {
+                ": info, tools, resources, templates, prompts, call, read, prompt, complete, listen or serve-http".to_owned()
+            });
+            return Err(usage(format!("unknown command {other:?}{hint}")));
         }
     };
     Ok(command)
-}
-
-/// Refuses options that mean nothing for the command, so that a typo does
-/// not pass unnoticed.
-fn check_applies(command: &Command, flags: &Flags) -> Result<(), UsageError> {
-    let is_list = matches!(command, Command::List(_));
-    let is_listen = matches!(command, Command::Listen(_));
-    let saves = matches!(command, Command::Call { .. } | Command::Read { .. });
-    let serves = matches!(command, Command::ServeHttp(_));
-    let misplaced = [
-        (
-            flags.long && !is_list,
-            "--long",
-            "tools, resources, templates and prompts",
-        ),
-        (flags.save.is_some() && !saves, "--save", "call and read"),
-        (flags.tools && !is_listen, "--tools", "listen"),
-        (flags.prompts && !is_listen, "--prompts", "listen"),
-        (flags.resources && !is_listen, "--resources", "listen"),
-        (
-            !flags.resource.is_empty() && !is_listen,
-            "--resource",
-            "listen",
-        ),
-        (flags.listen.is_some() && !serves, "--listen", "serve-http"),
-        (
-            !flags.allow_origins.is_empty() && !serves,
-            "--allow-origin",
-            "serve-http",
-        ),
-        (
-            !flags.allow_hosts.is_empty() && !serves,
-            "--allow-host",
-            "serve-http",
-        ),
-        (
-            flags.max_body_bytes.is_some() && !serves,
-            "--max-body-bytes",
-            "serve-http",
-        ),
-        (
-            flags.bearer_token.is_some() && !serves,
-            "--bearer-token",
-            "serve-http",
-        ),
-    ];
-    match misplaced.iter().find(|(wrong, ..)| *wrong) {
-        Some((_, option, commands)) => Err(usage(format!("{option} applies to {commands} only"))),
-        None => Ok(()),
-    }
 }
 
 #[cfg(test)]

@@ -44,6 +44,10 @@ pub struct Asker {
     refused: Mutex<Option<String>>,
     /// One question at a time: a legacy server may ask two at once.
     asking: Mutex<()>,
+    /// The forms asked, each its message and its fields' names: an
+    /// `--answer` that names a field of none of them is a mistake
+    /// (`unused_answers`).
+    forms: Mutex<Vec<(String, Vec<String>)>>,
 }
 
 impl Asker {
@@ -64,7 +68,41 @@ impl Asker {
             stderr,
             refused: Mutex::new(None),
             asking: Mutex::new(()),
+            forms: Mutex::new(Vec::new()),
         }
+    }
+
+    /// The first `--answer` that named no field of any form the server
+    /// asked, as the failure to end with: a key mistyped (`--answer nmae=`)
+    /// would otherwise be dropped without a word. Nothing under
+    /// `--decline`, which uses no answer.
+    pub fn unused_answers(&self) -> Option<String> {
+        if self.decline {
+            return None;
+        }
+        let forms = self.forms.lock().unwrap_or_else(|e| e.into_inner());
+        let (key, value) = self
+            .answers
+            .iter()
+            .find(|(key, _)| !forms.iter().any(|(_, fields)| fields.contains(key)))?;
+        let answer = crate::escape::line(&format!("--answer {key}={value}")).into_owned();
+        Some(match forms.as_slice() {
+            [] => format!("{answer} was not used: the server asked for no input"),
+            [(message, fields)] => format!(
+                "{answer} names no field of the form {message:?} (its fields: {})",
+                fields.join(", ")
+            ),
+            forms => {
+                let each: Vec<String> = forms
+                    .iter()
+                    .map(|(message, fields)| format!("{message:?}: {}", fields.join(", ")))
+                    .collect();
+                format!(
+                    "{answer} names no field of the forms the server asked ({})",
+                    each.join("; ")
+                )
+            }
+        })
     }
 
     /// Why input could not be given, if it could not.
@@ -114,6 +152,8 @@ impl Asker {
     }
 
     fn form(&self, form: &ElicitRequestFormParams) -> Result<ElicitResult, Error> {
+        let fields = form.requested_schema.properties.keys().cloned().collect();
+        (self.forms.lock().unwrap_or_else(|e| e.into_inner())).push((form.message.clone(), fields));
         let stderr = &self.stderr;
         let mut say = |text: &str| stderr.line(text);
         // Typed answers end their own line on a terminal; piped ones

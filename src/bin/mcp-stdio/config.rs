@@ -160,6 +160,20 @@ fn resolve(name: &str, entry: Entry, file: &Path) -> Result<ServerConfig, String
         Some(cwd) => Some(base.join(vars.expand(&cwd)?)),
         None => None,
     };
+    // Said here: spawning in a missing directory fails as if the command
+    // were missing ("not found").
+    if let Some(cwd) = cwd.as_ref().filter(|cwd| !cwd.is_dir()) {
+        let what = if cwd.exists() {
+            "is not a directory"
+        } else {
+            "does not exist"
+        };
+        return Err(format!(
+            "server {name:?} in {}: its cwd {} {what}",
+            file.display(),
+            cwd.display()
+        ));
+    }
     Ok(ServerConfig {
         command: vars.expand(&command)?,
         url: None,
@@ -323,6 +337,7 @@ mod tests {
             "vscode.json",
             "{\n  // my servers\n  \"servers\": {\n    \"a\": { \"type\": \"stdio\", \"command\": \"${workspaceFolder}/srv\", \"cwd\": \"sub\", /* x */ },\n    \"web\": { \"type\": \"http\", \"url\": \"http://example.com/mcp\", \"headers\": { \"Authorization\": \"Bearer ${env:MCP_STDIO_CLI_TEST_HOME}\" } },\n    \"old\": { \"type\": \"sse\", \"url\": \"http://x/sse\" },\n    \"b\": { \"command\": \"b\", \"args\": [\"http://x//y\", \"a,}\"] },\n  },\n}\n",
         );
+        std::fs::create_dir_all(file.parent().unwrap().join("sub")).unwrap();
         let a = load(&file, Some("a")).unwrap();
         let dir = file.parent().unwrap().canonicalize().unwrap();
         assert_eq!(a.command, format!("{}/srv", dir.display()));

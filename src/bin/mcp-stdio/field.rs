@@ -83,7 +83,14 @@ impl Field {
     /// What to type, for an `--answer` hint.
     pub fn placeholder(&self) -> String {
         match &self.kind {
-            Kind::Text { .. } => "TEXT".to_owned(),
+            Kind::Text { format, .. } => match format.as_deref() {
+                Some("email") => "EMAIL",
+                Some("uri") => "URI",
+                Some("date") => "YYYY-MM-DD",
+                Some("date-time") => "DATE-TIME",
+                _ => "TEXT",
+            }
+            .to_owned(),
             Kind::Number { .. } => "NUMBER".to_owned(),
             Kind::Boolean => "true|false".to_owned(),
             Kind::Choice { options } => options
@@ -125,10 +132,13 @@ impl Field {
     /// The typed value of what was typed (or given with `--answer`).
     pub fn convert(&self, text: &str) -> Result<Value, String> {
         match &self.kind {
-            Kind::Text { min, max, .. } => {
+            Kind::Text { min, max, format } => {
                 let len = text.chars().count() as u64;
                 if min.is_some_and(|m| len < m) || max.is_some_and(|m| len > m) {
                     return Err(format!("{len} characters, not within {}", self.kind_text()));
+                }
+                if let Some(format) = format {
+                    check_format(text, format)?;
                 }
                 Ok(Value::String(text.to_owned()))
             }
@@ -183,6 +193,94 @@ impl Field {
             }
         }
     }
+}
+
+/// Checks `text` against a string field's `format`, the four the spec's
+/// `StringSchema` names (spec 2026-07-28 client/elicitation): a form that
+/// announces `(email)` takes an email address. The checks are the shape a
+/// person could get wrong, not every rule of the RFCs; the server checks
+/// again.
+fn check_format(text: &str, format: &str) -> Result<(), String> {
+    let ok = match format {
+        "email" => text.split_once('@').is_some_and(|(local, domain)| {
+            !local.is_empty()
+                && !domain.starts_with('.')
+                && !domain.ends_with('.')
+                && domain.contains('.')
+                && !domain.contains('@')
+                && !text.contains(char::is_whitespace)
+        }),
+        "uri" => text.split_once(':').is_some_and(|(scheme, rest)| {
+            let mut chars = scheme.chars();
+            chars.next().is_some_and(|c| c.is_ascii_alphabetic())
+                && chars.all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c))
+                && !rest.is_empty()
+                && !text.contains(char::is_whitespace)
+        }),
+        "date" => is_date(text),
+        "date-time" => text
+            .split_once(['T', 't'])
+            .is_some_and(|(date, time)| is_date(date) && is_time(time)),
+        // A format the spec does not name: the server's to check.
+        _ => true,
+    };
+    if ok {
+        return Ok(());
+    }
+    let what = match format {
+        "email" => "an email address",
+        "uri" => "a URI (scheme:...)",
+        "date" => "a date (YYYY-MM-DD)",
+        _ => "a date and time (RFC 3339: 2026-07-28T09:30:00Z)",
+    };
+    Err(format!("{text:?} is not {what}"))
+}
+
+/// `YYYY-MM-DD`, a day that exists.
+fn is_date(text: &str) -> bool {
+    let parts: Vec<&str> = text.split('-').collect();
+    let [year, month, day] = parts.as_slice() else {
+        return false;
+    };
+    let number = |s: &str, len: usize| {
+        (s.len() == len && s.bytes().all(|b| b.is_ascii_digit())).then(|| s.parse::<u32>().ok())?
+    };
+    let (Some(year), Some(month), Some(day)) = (number(year, 4), number(month, 2), number(day, 2))
+    else {
+        return false;
+    };
+    let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0);
+    let days = match month {
+        1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
+        4 | 6 | 9 | 11 => 30,
+        2 if leap => 29,
+        2 => 28,
+        _ => return false,
+    };
+    (1..=days).contains(&day)
+}
+
+/// RFC 3339's time: `HH:MM:SS`, a fraction, then `Z` or `+HH:MM`.
+fn is_time(text: &str) -> bool {
+    let two = |s: &str, max: u32| {
+        s.len() == 2
+            && s.bytes().all(|b| b.is_ascii_digit())
+            && s.parse::<u32>().is_ok_and(|n| n <= max)
+    };
+    let (clock, offset) = match text.find(['Z', 'z', '+', '-']) {
+        Some(at) => text.split_at(at),
+        None => return false,
+    };
+    let offset_ok = matches!(offset, "Z" | "z")
+        || offset[1..]
+            .split_once(':')
+            .is_some_and(|(h, m)| two(h, 23) && two(m, 59));
+    let (clock, fraction) = clock.split_once('.').unwrap_or((clock, "0"));
+    let parts: Vec<&str> = clock.split(':').collect();
+    offset_ok
+        && !fraction.is_empty()
+        && fraction.bytes().all(|b| b.is_ascii_digit())
+        && matches!(parts.as_slice(), [h, m, s] if two(h, 23) && two(m, 59) && two(s, 60))
 }
 
 /// The option `text` names: its value, its title (any case), or its
@@ -281,5 +379,41 @@ fn number_value(n: f64, integer: bool) -> Value {
         Value::from(n as i64)
     } else {
         Value::from(n)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::check_format;
+
+    #[test]
+    fn formats_are_checked() {
+        for (format, ok) in [
+            ("email", "ada@example.org"),
+            ("uri", "https://example.org/a b".split(' ').next().unwrap()),
+            ("uri", "urn:isbn:0451450523"),
+            ("date", "2024-02-29"),
+            ("date-time", "2026-07-28T09:30:00Z"),
+            ("date-time", "2026-07-28t09:30:00.25+02:00"),
+            ("hostname", "anything: not a format the spec names"),
+        ] {
+            assert_eq!(check_format(ok, format), Ok(()), "{format} {ok}");
+        }
+        for (format, wrong) in [
+            ("email", "not-an-email"),
+            ("email", "a@b"),
+            ("email", "a b@c.org"),
+            ("uri", "example.org"),
+            ("date", "2023-02-29"),
+            ("date", "2026-7-28"),
+            ("date-time", "2026-07-28 09:30:00Z"),
+            ("date-time", "2026-07-28T09:30:00"),
+        ] {
+            assert!(check_format(wrong, format).is_err(), "{format} {wrong}");
+        }
+        assert_eq!(
+            check_format("x", "email").unwrap_err(),
+            "\"x\" is not an email address"
+        );
     }
 }

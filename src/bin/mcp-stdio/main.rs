@@ -9,8 +9,11 @@
 //! ```
 //!
 //! One module per job: `args` (the command line), `config` (`mcpServers`
-//! files), `commands` (what each command does with the client), `output`
-//! (what people read on stdout), `serve_http` (the server over HTTP, through `mcp_stdio::proxy`), `stderr` (progress, logs, the wire, every
+//! files), `connect` (the server, and the client set up to reach it),
+//! `commands` (what each command does with the client), `values`
+//! (`key=value` typed by the tool's schema), `output` (what people read on
+//! stdout), `save` (`--save DIR`), `escape` (the server's control
+//! characters, shown escaped on a terminal), `serve_http` (the server over HTTP, through `mcp_stdio::proxy`), `stderr` (progress, logs, the wire, every
 //! other line on stderr), `ask` (input for the server: forms, roots,
 //! sampling), `form` (a form asked field by field, each `field` read from its schema), `interrupt` (Ctrl-C for `listen`), `suggest` (did you mean).
 //! This file connects them: the client's settings, errors, exit statuses.
@@ -19,22 +22,27 @@ mod args;
 mod ask;
 mod commands;
 mod config;
+mod connect;
+mod escape;
 mod field;
 mod form;
 mod interrupt;
 mod output;
+mod save;
 mod serve_http;
 mod stderr;
 mod suggest;
+mod values;
 
 use std::io::IsTerminal;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use mcp_stdio::{Client, Error, WireDirection, error_code};
+use mcp_stdio::{Error, ErrorObject, error_code};
 
-use crate::args::{Command, Options, ServerSpec};
+use crate::args::{Command, Options};
 use crate::ask::Asker;
+use crate::connect::start;
 use crate::stderr::Stderr;
 
 /// Exit statuses (`--help` lists them).
@@ -60,6 +68,9 @@ pub struct Failure {
     /// how it died (its exit status, its last stderr lines) completes the
     /// line.
     pub server_gone: bool,
+    /// The server's error, when that is what failed (`--json` shows it as
+    /// the server sent it).
+    pub rpc: Option<ErrorObject>,
 }
 
 impl Failure {
@@ -68,6 +79,7 @@ impl Failure {
             status: status::USAGE,
             message: message.into(),
             server_gone: false,
+            rpc: None,
         }
     }
 
@@ -76,6 +88,7 @@ impl Failure {
             status: status::CONNECTION,
             message: message.into(),
             server_gone: false,
+            rpc: None,
         }
     }
 
@@ -104,7 +117,25 @@ impl Failure {
                         _ => None,
                     })
                     .collect();
-                if flags.is_empty() {
+                let tasks = e
+                    .data
+                    .as_ref()
+                    .and_then(|d| d.pointer("/requiredCapabilities/extensions"))
+                    .and_then(|x| x.get(mcp_stdio::types::TASKS_EXTENSION))
+                    .is_some();
+                if tasks {
+                    // Nothing to pass: say what the tool needs and why it
+                    // cannot have it here.
+                    Failure {
+                        status: status::SERVER_FAILURE,
+                        message: format!(
+                            "{what} needs the Tasks extension ({}), which mcp-stdio does not declare: it runs tools that answer within the call",
+                            mcp_stdio::types::TASKS_EXTENSION
+                        ),
+                        server_gone: false,
+                        rpc: Some(e),
+                    }
+                } else if flags.is_empty() {
                     Failure {
                         status: status::SERVER_FAILURE,
                         message: format!(
@@ -113,6 +144,7 @@ impl Failure {
                             e.code
                         ),
                         server_gone: false,
+                        rpc: Some(e),
                     }
                 } else {
                     Failure::usage(format!(
@@ -130,6 +162,7 @@ impl Failure {
                     e.code
                 ),
                 server_gone: false,
+                rpc: Some(e),
             },
             Error::Timeout => Failure::connection(format!(
                 "no answer to {what} within {}: cancelled (the server was sent notifications/cancelled)",
@@ -160,7 +193,18 @@ fn main() -> ExitCode {
     let opts = match parsed {
         Ok(opts) => opts,
         Err(message) => {
-            eprintln!("mcp-stdio: {message}");
+            // `--json` was asked for, though the line could not be read.
+            let json = std::env::args_os()
+                .skip(1)
+                .take_while(|a| a != "--")
+                .any(|a| a == "--json");
+            let message = one_line(&message);
+            if json {
+                let line = serde_json::json!({ "error": message, "status": status::USAGE });
+                eprintln!("{line}");
+            } else {
+                eprintln!("mcp-stdio: {message}");
+            }
             return ExitCode::from(status::USAGE);
         }
     };
@@ -175,7 +219,15 @@ fn main() -> ExitCode {
         }
         _ => {}
     }
-    let stderr = Arc::new(Stderr::new(opts.wire));
+    // On a terminal the server's control characters are shown escaped,
+    // unless the bytes were asked for (`escape`).
+    let exact = opts.raw || opts.json;
+    escape::set_stdout(!exact && std::io::stdout().is_terminal());
+    let stderr = Arc::new(Stderr::new(
+        opts.wire,
+        !exact && std::io::stderr().is_terminal(),
+        opts.json,
+    ));
     ExitCode::from(run(&opts, &stderr))
 }
 
@@ -190,15 +242,21 @@ fn main() -> ExitCode {
 /// `--wire` only.
 fn run(opts: &Options, stderr: &Arc<Stderr>) -> u8 {
     let fail = |failure: Failure| {
-        stderr.line(&format!("mcp-stdio: {}", one_line(&failure.message)));
+        stderr.error(
+            &one_line(&failure.message),
+            failure.status,
+            failure.rpc.as_ref(),
+        );
         failure.status
     };
     // Unbounded: the client's notes are rate-limited, and a run is short.
     if let Command::ServeHttp(serve) = &opts.command {
         return serve_http::run(opts, serve, stderr).unwrap_or_else(fail);
     }
+    // `--timeout` bounds the whole command, from here.
+    let deadline = opts.timeout.map(|t| std::time::Instant::now() + t);
     let (note_tx, notes) = crossbeam_channel::unbounded();
-    let (client, signals, asker) = match start(opts, stderr, note_tx) {
+    let (client, signals, asker) = match start(opts, stderr, note_tx, &notes) {
         Ok(started) => started,
         Err(failure) => return fail(failure),
     };
@@ -208,8 +266,15 @@ fn run(opts: &Options, stderr: &Arc<Stderr>) -> u8 {
         stderr,
         asker: &asker,
         signals,
+        deadline,
     });
     stderr.clear();
+    // An `--answer` no form used was a mistake, though the command went
+    // through (a mistyped optional field is left out without a word).
+    let res = res.and_then(|status| match asker.unused_answers() {
+        Some(unused) if status == 0 => Err(Failure::usage(unused)),
+        _ => Ok(status),
+    });
     let status = res.unwrap_or_else(|mut failure| {
         if let Some(death) = failure.server_gone.then(|| death_note(&notes)).flatten() {
             failure.message = format!("{}: {death}", failure.message);
@@ -229,12 +294,10 @@ fn run(opts: &Options, stderr: &Arc<Stderr>) -> u8 {
     if opts.wire {
         match closed {
             Ok(Some(status)) => {
-                stderr.line(&format!(
-                    "· closed the server's input; it exited ({status})"
-                ));
+                stderr.client_note(&format!("closed the server's input; it exited ({status})"));
             }
             Ok(None) => {}
-            Err(e) => stderr.line(&format!("· closing the server: {e}")),
+            Err(e) => stderr.client_note(&format!("closing the server: {e}")),
         }
     }
     status
@@ -258,274 +321,14 @@ fn death_note(notes: &crossbeam_channel::Receiver<String>) -> Option<String> {
 }
 
 /// `text` on one line: its lines trimmed, blank ones dropped, the rest
-/// joined with ` | ` (as the server's last stderr lines are).
+/// joined with ` | ` (as the server's last stderr lines are), and every
+/// control character left escaped (`escape`): an error line is text, on a
+/// terminal or in a log file read on one later.
 fn one_line(text: &str) -> String {
     let lines: Vec<&str> = text
         .lines()
         .map(str::trim)
         .filter(|l| !l.is_empty())
         .collect();
-    lines.join(" | ")
-}
-
-/// A connected client, with what the command needs beside it.
-type Started = (Client, Option<crossbeam_channel::Receiver<()>>, Arc<Asker>);
-
-/// Starts the server and connects to it.
-fn start(
-    opts: &Options,
-    stderr: &Arc<Stderr>,
-    notes: crossbeam_channel::Sender<String>,
-) -> Result<Started, Failure> {
-    let mut server = server(opts)?;
-    let signals = match opts.command {
-        Command::Listen(_) => interrupt::catch(),
-        _ => None,
-    };
-    if let (Some(_), Target::Spawn(command)) = (&signals, &mut server.target) {
-        interrupt::own_group(command);
-    }
-    let roots = ask::roots(&opts.roots).map_err(Failure::usage)?;
-    let asker = Arc::new(Asker::new(
-        opts.answers.clone(),
-        opts.decline,
-        opts.interactive || std::io::stdin().is_terminal(),
-        opts.sampling_reply.clone(),
-        roots,
-        Arc::clone(stderr),
-    ));
-    let client = connect(opts, server, stderr, &asker, notes)?;
-    Ok((client, signals, asker))
-}
-
-/// How the server is reached.
-pub(crate) enum Target {
-    /// A process to spawn.
-    Spawn(std::process::Command),
-    /// A Streamable HTTP server: its URL and the headers to send.
-    Url(String, Vec<(String, String)>),
-}
-
-/// The server, and its name for messages (program or URL).
-pub(crate) struct ServerTarget {
-    pub target: Target,
-    pub name: String,
-}
-
-/// The server the options name: `--url`, the command after `--`, or a
-/// config entry (with a command or a `url`).
-pub(crate) fn server(opts: &Options) -> Result<ServerTarget, Failure> {
-    match &opts.server {
-        Some(ServerSpec::Argv(argv)) => {
-            let mut command = std::process::Command::new(&argv[0]);
-            command.args(&argv[1..]);
-            Ok(ServerTarget {
-                target: Target::Spawn(command),
-                name: argv[0].clone(),
-            })
-        }
-        Some(ServerSpec::Url(url)) => Ok(ServerTarget {
-            target: Target::Url(url.clone(), opts.headers.clone()),
-            name: url.clone(),
-        }),
-        Some(ServerSpec::Config { file, name }) => {
-            let config = config::load(file, name.as_deref()).map_err(Failure::usage)?;
-            if let Some(url) = &config.url {
-                // The entry's headers, then those of the command line.
-                let headers = config
-                    .headers
-                    .iter()
-                    .map(|(n, v)| (n.clone(), v.clone()))
-                    .chain(opts.headers.iter().cloned())
-                    .collect();
-                return Ok(ServerTarget {
-                    target: Target::Url(url.clone(), headers),
-                    name: url.clone(),
-                });
-            }
-            Ok(ServerTarget {
-                target: Target::Spawn(config.command()),
-                name: config.command,
-            })
-        }
-        None => Err(Failure::usage("no server given")),
-    }
-}
-
-/// Spawns the server with a client set up from the options.
-fn connect(
-    opts: &Options,
-    server: ServerTarget,
-    stderr: &Arc<Stderr>,
-    asker: &Arc<Asker>,
-    notes: crossbeam_channel::Sender<String>,
-) -> Result<Client, Failure> {
-    let elicit = Arc::clone(asker);
-    let mut builder = Client::builder()
-        .client_info("mcp-stdio", env!("CARGO_PKG_VERSION"))
-        .era(opts.era)
-        .on_elicitation(move |params| elicit.elicit(params));
-    if let Some(timeout) = opts.timeout {
-        builder = builder.request_timeout(timeout);
-    }
-    if opts.sampling_reply.is_some() {
-        let sample = Arc::clone(asker);
-        builder = builder.on_sampling(move |params| sample.sample(params));
-    }
-    if !opts.roots.is_empty() {
-        let roots = Arc::clone(asker);
-        builder = builder.on_roots(move || roots.roots());
-    }
-    // The client's notes: on stderr under --wire; kept either way, so
-    // that a failure line can say how the server died.
-    let shown = opts.wire.then(|| Arc::clone(stderr));
-    builder = builder.trace(move |note| {
-        if let Some(shown) = &shown {
-            shown.line(&format!("· {note}"));
-        }
-        // The receiver lives as long as the run.
-        let _ = notes.send(note.to_owned());
-    });
-    if opts.wire {
-        let over_http = matches!(server.target, Target::Url(..));
-        builder = show_wire(builder, stderr, over_http);
-    }
-    if opts.show_stderr {
-        let echo = Arc::clone(stderr);
-        builder = builder.stderr(move |line| echo.line(&format!("[server] {line}")));
-    }
-    if opts.log_level.is_some() {
-        let logs = Arc::clone(stderr);
-        builder = builder.on_log(move |log| logs.log(log));
-    }
-    let program = server.name.as_str();
-    let client = match server.target {
-        Target::Spawn(command) => {
-            if opts.wire {
-                stderr.line(&format!("· starting {program}"));
-            }
-            builder.spawn(command)
-        }
-        Target::Url(url, headers) => connect_url(builder, &url, headers),
-    }
-    .map_err(|e| start_failure(e, program, opts.era))?;
-    if let (Some(level), mcp_stdio::Era::Legacy { .. }) = (opts.log_level, client.era()) {
-        // The legacy era sets the level for the whole session.
-        if let Err(e) = client.set_log_level(level) {
-            stderr.line(&format!("mcp-stdio: logging/setLevel: {e}"));
-        }
-    }
-    Ok(client)
-}
-
-/// `--wire`: every line both ways on stderr, `→` sent, `←` received.
-/// Over HTTP (`over_http`) a modern request is cancelled by closing its
-/// response stream, and the client's `notifications/cancelled` is never
-/// POSTed (spec 2026-07-28 basic/transports/streamable-http): that is
-/// shown as what happened. A legacy server (once `initialize` was sent)
-/// is sent the notification, which shows as it is.
-pub(crate) fn show_wire(
-    builder: mcp_stdio::ClientBuilder,
-    stderr: &Arc<Stderr>,
-    over_http: bool,
-) -> mcp_stdio::ClientBuilder {
-    let wire = Arc::clone(stderr);
-    let legacy = std::sync::atomic::AtomicBool::new(false);
-    builder.wire(move |direction, line| {
-        let arrow = match direction {
-            WireDirection::Sent => '→',
-            WireDirection::Received => '←',
-        };
-        if over_http && direction == WireDirection::Sent {
-            match sent(line) {
-                Sent::Initialize => legacy.store(true, std::sync::atomic::Ordering::Relaxed),
-                Sent::Cancelled(id) if !legacy.load(std::sync::atomic::Ordering::Relaxed) => {
-                    wire.line(&format!(
-                        "· cancelled request {id} by closing its response stream (over HTTP no notifications/cancelled is sent)"
-                    ));
-                    return;
-                }
-                _ => {}
-            }
-        }
-        wire.line(&format!("{arrow} {}", String::from_utf8_lossy(line)));
-    })
-}
-
-/// What a sent line is, as far as `--wire` over HTTP cares.
-enum Sent {
-    Initialize,
-    /// `notifications/cancelled`, with the id it cancels as JSON text.
-    Cancelled(String),
-    Other,
-}
-
-fn sent(line: &[u8]) -> Sent {
-    #[derive(serde::Deserialize)]
-    struct Message {
-        method: Option<String>,
-        params: Option<serde_json::Value>,
-    }
-    let Ok(message) = serde_json::from_slice::<Message>(line) else {
-        return Sent::Other;
-    };
-    match message.method.as_deref() {
-        Some("initialize") => Sent::Initialize,
-        Some("notifications/cancelled") => {
-            let id = message.params.as_ref().and_then(|p| p.get("requestId"));
-            Sent::Cancelled(id.map_or_else(|| "?".to_owned(), ToString::to_string))
-        }
-        _ => Sent::Other,
-    }
-}
-
-/// Connects to a Streamable HTTP server (a binary built with `http`).
-#[cfg(feature = "http")]
-pub(crate) fn connect_url(
-    mut builder: mcp_stdio::ClientBuilder,
-    url: &str,
-    headers: Vec<(String, String)>,
-) -> Result<Client, Error> {
-    for (name, value) in headers {
-        builder = builder.header(&name, &value);
-    }
-    builder.connect_url(url)
-}
-
-/// Without the `http` feature there is no HTTP client to connect with.
-#[cfg(not(feature = "http"))]
-pub(crate) fn connect_url(
-    _builder: mcp_stdio::ClientBuilder,
-    url: &str,
-    _headers: Vec<(String, String)>,
-) -> Result<Client, Error> {
-    Err(Error::Protocol(format!(
-        "cannot reach {url}: this mcp-stdio was built without the `http` feature (cargo install mcp-stdio --features http)"
-    )))
-}
-
-/// Why the server could not be started or connected to. A server that
-/// exited while starting, unless it was spoken to in the legacy era only,
-/// may be an older one that crashes on the `server/discover` probe: the
-/// message suggests `--era legacy`.
-pub(crate) fn start_failure(e: Error, program: &str, era: mcp_stdio::EraPolicy) -> Failure {
-    match e {
-        Error::Io(e) if e.kind() == std::io::ErrorKind::NotFound => Failure::connection(format!(
-            "cannot start the server: {program:?} was not found (is it installed, and on PATH?)"
-        )),
-        Error::Io(e) if e.kind() == std::io::ErrorKind::PermissionDenied => Failure::connection(
-            format!("cannot start the server: {program:?} is not executable"),
-        ),
-        Error::Io(e) => Failure::connection(format!("cannot start the server: {e}")),
-        e @ Error::ServerExited { .. } if era != mcp_stdio::EraPolicy::LegacyOnly => {
-            Failure::connection(format!(
-                "{e} (a server on an older MCP SDK may fail on the server/discover probe: try --era legacy)"
-            ))
-        }
-        e @ Error::ServerExited { .. } => Failure::connection(e.to_string()),
-        Error::Timeout => Failure::connection(
-            "the server did not answer while starting (no answer to server/discover, then none to initialize)",
-        ),
-        e => Failure::connection(format!("cannot connect to the server: {e}")),
-    }
+    escape::line(&lines.join(" | ")).into_owned()
 }

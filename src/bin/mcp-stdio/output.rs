@@ -5,7 +5,6 @@
 
 use std::fmt::Write as _;
 use std::io::Write;
-use std::path::{Path, PathBuf};
 
 use mcp_stdio::types::{
     CallToolResult, ContentBlock, GetPromptResult, Prompt, Resource, ResourceContents,
@@ -13,66 +12,25 @@ use mcp_stdio::types::{
 };
 use serde_json::Value;
 
+use crate::escape::line;
+pub use crate::save::Saver;
+
 /// Writes `text` to stdout, with a newline unless it ends with one.
 /// `false` once stdout is closed (`| head`): the caller stops.
+///
+/// On a terminal the server's control characters are shown escaped
+/// (`escape`): everything printed goes through here.
 pub fn print(text: &str) -> bool {
+    let text = if crate::escape::stdout() {
+        crate::escape::text(text)
+    } else {
+        std::borrow::Cow::Borrowed(text)
+    };
     let mut out = std::io::stdout().lock();
     let newline = if text.ends_with('\n') { "" } else { "\n" };
     write!(out, "{text}{newline}")
         .and_then(|()| out.flush())
         .is_ok()
-}
-
-/// Where `--save DIR` writes binary content, and how files are named.
-#[derive(Debug)]
-pub struct Saver {
-    dir: Option<PathBuf>,
-    /// The start of every file name: the tool, prompt or resource.
-    stem: String,
-    count: usize,
-}
-
-impl Saver {
-    pub fn new(dir: Option<&Path>, stem: &str) -> Saver {
-        let stem: String = stem
-            .chars()
-            .map(|c| {
-                if c.is_ascii_alphanumeric() || "-_.".contains(c) {
-                    c
-                } else {
-                    '_'
-                }
-            })
-            .collect();
-        Saver {
-            dir: dir.map(Path::to_path_buf),
-            stem,
-            count: 0,
-        }
-    }
-
-    /// `image/png, 68 bytes`, and `→ DIR/FILE` when saved.
-    fn describe(&mut self, base64: &str, mime: Option<&str>) -> String {
-        let mime = mime.unwrap_or("application/octet-stream");
-        let Some(bytes) = decode_base64(base64) else {
-            return format!("{mime}, not valid base64");
-        };
-        let mut text = format!("{mime}, {} bytes", bytes.len());
-        if let Some(dir) = &self.dir {
-            self.count += 1;
-            let path = dir.join(format!("{}-{}.{}", self.stem, self.count, extension(mime)));
-            let saved = std::fs::create_dir_all(dir).and_then(|()| std::fs::write(&path, &bytes));
-            match saved {
-                Ok(()) => {
-                    let _ = write!(text, " → {}", path.display());
-                }
-                Err(e) => {
-                    let _ = write!(text, " (not saved to {}: {e})", path.display());
-                }
-            }
-        }
-        text
-    }
 }
 
 /// A tool's result: each content block, then the structured content as
@@ -106,18 +64,18 @@ pub fn content(block: &ContentBlock, saver: &mut Saver) -> String {
         ContentBlock::Audio(a) => {
             format!("[audio {}]", saver.describe(&a.data, Some(&a.mime_type)))
         }
-        ContentBlock::ResourceLink(link) => format!("[link {}]", link.uri),
+        ContentBlock::ResourceLink(link) => format!("[link {}]", line(&link.uri)),
         ContentBlock::Resource(embedded) => match &embedded.resource {
             ResourceContents::Text(t) => {
                 let mime = t
                     .mime_type
                     .as_deref()
                     .map_or(String::new(), |m| format!(", {m}"));
-                format!("[resource {}{mime}]\n{}", t.uri, t.text)
+                format!("[resource {}{}]\n{}", line(&t.uri), line(&mime), t.text)
             }
             ResourceContents::Blob(b) => format!(
                 "[resource {}, {}]",
-                b.uri,
+                line(&b.uri),
                 saver.describe(&b.blob, b.mime_type.as_deref())
             ),
         },
@@ -133,7 +91,7 @@ pub fn resource_contents(contents: &ResourceContents, saver: &mut Saver) -> Stri
             format!(
                 "[blob {}] {}",
                 saver.describe(&b.blob, b.mime_type.as_deref()),
-                b.uri
+                line(&b.uri)
             )
         }
     }
@@ -163,19 +121,21 @@ pub fn prompt_result(result: &GetPromptResult, saver: &mut Saver) -> String {
     out
 }
 
-/// `name  first line of the description`, names padded to `width`.
+/// `name  first line of the description`, names padded to `width` (the
+/// name escaped: one item, one line).
 pub fn item_line(name: &str, description: Option<&str>, width: usize) -> String {
+    let name = line(name);
     match description.map(first_line).filter(|d| !d.is_empty()) {
         Some(text) => format!("{name:width$}  {text}"),
-        None => name.to_owned(),
+        None => name.into_owned(),
     }
 }
 
 /// A tool in full: description, arguments, schemas, annotations.
 pub fn tool_long(tool: &Tool) -> String {
-    let mut out = tool.name.clone();
+    let mut out = line(&tool.name).into_owned();
     if let Some(title) = &tool.title {
-        let _ = write!(out, " ({title})");
+        let _ = write!(out, " ({})", line(title));
     }
     out.push('\n');
     indent(&mut out, tool.description.as_deref().unwrap_or(""));
@@ -195,7 +155,7 @@ pub fn tool_long(tool: &Tool) -> String {
 
 /// A resource in full.
 pub fn resource_long(resource: &Resource) -> String {
-    let mut out = resource.uri.clone();
+    let mut out = line(&resource.uri).into_owned();
     out.push('\n');
     indent(&mut out, &format!("name: {}", resource.name));
     if let Some(title) = &resource.title {
@@ -213,7 +173,7 @@ pub fn resource_long(resource: &Resource) -> String {
 
 /// A resource template in full.
 pub fn template_long(template: &ResourceTemplate) -> String {
-    let mut out = template.uri_template.clone();
+    let mut out = line(&template.uri_template).into_owned();
     out.push('\n');
     indent(&mut out, &format!("name: {}", template.name));
     if let Some(title) = &template.title {
@@ -228,9 +188,9 @@ pub fn template_long(template: &ResourceTemplate) -> String {
 
 /// A prompt in full: description and arguments.
 pub fn prompt_long(prompt: &Prompt) -> String {
-    let mut out = prompt.name.clone();
+    let mut out = line(&prompt.name).into_owned();
     if let Some(title) = &prompt.title {
-        let _ = write!(out, " ({title})");
+        let _ = write!(out, " ({})", line(title));
     }
     out.push('\n');
     indent(&mut out, prompt.description.as_deref().unwrap_or(""));
@@ -250,7 +210,7 @@ pub fn prompt_long(prompt: &Prompt) -> String {
             .map_or(String::new(), |d| format!(": {}", first_line(d)));
         indent(
             &mut out,
-            &format!("{} (string{required}){description}", arg.name),
+            &format!("{} (string{required}){description}", line(&arg.name)),
         );
     }
     out
@@ -296,7 +256,7 @@ pub fn arguments(schema: &Value) -> Vec<String> {
             .get("description")
             .and_then(Value::as_str)
             .map_or(String::new(), |d| format!(": {}", first_line(d)));
-        lines.push(format!("  {name} ({kind}){description}"));
+        lines.push(format!("  {} ({kind}){description}", line(name)));
     }
     lines
 }
@@ -354,60 +314,6 @@ fn indent(out: &mut String, text: &str) {
     }
 }
 
-/// A file extension for a MIME type.
-fn extension(mime: &str) -> &str {
-    match mime {
-        "image/png" => "png",
-        "image/jpeg" => "jpg",
-        "image/gif" => "gif",
-        "image/webp" => "webp",
-        "image/svg+xml" => "svg",
-        "audio/wav" | "audio/x-wav" => "wav",
-        "audio/mpeg" => "mp3",
-        "audio/ogg" => "ogg",
-        "application/pdf" => "pdf",
-        "application/json" => "json",
-        "text/plain" => "txt",
-        _ => "bin",
-    }
-}
-
-/// Standard base64 (RFC 4648, with or without padding; whitespace
-/// skipped); `None` if it is not base64.
-pub fn decode_base64(text: &str) -> Option<Vec<u8>> {
-    fn value(c: u8) -> Option<u32> {
-        Some(match c {
-            b'A'..=b'Z' => c - b'A',
-            b'a'..=b'z' => c - b'a' + 26,
-            b'0'..=b'9' => c - b'0' + 52,
-            b'+' | b'-' => 62,
-            b'/' | b'_' => 63,
-            _ => return None,
-        } as u32)
-    }
-    let digits: Vec<u8> = text.bytes().filter(|c| !c.is_ascii_whitespace()).collect();
-    let digits = match digits.iter().position(|&c| c == b'=') {
-        Some(at) if digits[at..].iter().all(|&c| c == b'=') && digits[at..].len() <= 2 => {
-            &digits[..at]
-        }
-        Some(_) => return None,
-        None => &digits[..],
-    };
-    if digits.len() % 4 == 1 {
-        return None;
-    }
-    let mut out = Vec::with_capacity(digits.len() * 3 / 4);
-    for chunk in digits.chunks(4) {
-        let mut n = 0u32;
-        for (i, &c) in chunk.iter().enumerate() {
-            n |= value(c)? << (18 - 6 * i);
-        }
-        let bytes = n.to_be_bytes();
-        out.extend_from_slice(&bytes[1..chunk.len()]);
-    }
-    Some(out)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -415,20 +321,8 @@ mod tests {
     use serde_json::json;
 
     #[test]
-    fn base64_decodes() {
-        assert_eq!(decode_base64("aGk=").unwrap(), b"hi");
-        assert_eq!(decode_base64("aGk").unwrap(), b"hi");
-        assert_eq!(decode_base64("aGVsbG8gd29ybGQ=").unwrap(), b"hello world");
-        assert_eq!(decode_base64("").unwrap(), b"");
-        assert_eq!(decode_base64("YQ==").unwrap(), b"a");
-        assert!(decode_base64("a").is_none());
-        assert!(decode_base64("a*bc").is_none());
-        assert!(decode_base64("YQ==YQ==").is_none());
-    }
-
-    #[test]
     fn content_for_people() {
-        let mut saver = Saver::new(None, "t");
+        let mut saver = Saver::new(None, "t").unwrap();
         assert_eq!(content(&ContentBlock::text("hi"), &mut saver), "hi");
         assert_eq!(
             content(&ContentBlock::image("aGk=", "image/png"), &mut saver),
@@ -448,25 +342,11 @@ mod tests {
 
     #[test]
     fn structured_content_is_not_repeated() {
-        let mut saver = Saver::new(None, "t");
+        let mut saver = Saver::new(None, "t").unwrap();
         let both = CallToolResult::text("3").with_structured(json!({ "sum": 3 }));
         assert_eq!(call_result(&both, &mut saver), "3\n{\"sum\":3}\n");
         let same = CallToolResult::text("{\"sum\": 3}").with_structured(json!({ "sum": 3 }));
         assert_eq!(call_result(&same, &mut saver), "{\"sum\": 3}\n");
-    }
-
-    #[test]
-    fn saved_files_are_named_after_the_item() {
-        let dir = std::env::temp_dir().join(format!("mcp-stdio-cli-save-{}", std::process::id()));
-        let mut saver = Saver::new(Some(&dir), "test image");
-        let text = content(&ContentBlock::image("aGk=", "image/png"), &mut saver);
-        let path = dir.join("test_image-1.png");
-        assert_eq!(
-            text,
-            format!("[image image/png, 2 bytes → {}]", path.display())
-        );
-        assert_eq!(std::fs::read(&path).unwrap(), b"hi");
-        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

@@ -21,42 +21,50 @@ use crate::stderr::Stderr;
 pub fn run(opts: &Options, serve: &ServeHttp, stderr: &Arc<Stderr>) -> Result<u8, Failure> {
     use mcp_stdio::{Client, HttpOptions, RestartPolicy, Unauthorized};
 
-    let mut target = crate::server(opts)?;
+    let mut target = crate::connect::server(opts)?;
     // The child in a group of its own: the terminal's Ctrl-C reaches this
     // process alone, which ends the child when it is done with it.
     let signals = crate::interrupt::catch();
-    if let (Some(_), crate::Target::Spawn(command)) = (&signals, &mut target.target) {
+    if let (Some(_), crate::connect::Target::Spawn(command)) = (&signals, &mut target.target) {
         crate::interrupt::own_group(command);
+    }
+    // The token is for the HTTP callers, not for the child, which would
+    // otherwise inherit it with the rest of the environment.
+    if let crate::connect::Target::Spawn(command) = &mut target.target {
+        command.env_remove(crate::args::BEARER_TOKEN_ENV);
     }
     let mut builder = Client::builder()
         .client_info("mcp-stdio serve-http", env!("CARGO_PKG_VERSION"))
         .era(opts.era);
+    builder = builder.start_timeout(opts.timeout.unwrap_or(crate::connect::DEFAULT_START));
     if let Some(timeout) = opts.timeout {
         builder = builder.request_timeout(timeout);
     }
     let notes = Arc::clone(stderr);
-    builder = builder.trace(move |note| notes.line(&format!("mcp-stdio: {note}")));
+    builder = builder.trace(move |note| notes.note(note));
     if opts.show_stderr {
         let echo = Arc::clone(stderr);
-        builder = builder.stderr(move |line| echo.line(&format!("[server] {line}")));
+        builder = builder.stderr(move |line| echo.server_stderr(line));
     }
     if opts.wire {
-        let over_http = matches!(target.target, crate::Target::Url(..));
-        builder = crate::show_wire(builder, stderr, over_http);
+        let over_http = matches!(target.target, crate::connect::Target::Url(..));
+        builder = crate::connect::show_wire(builder, stderr, over_http);
     }
     let program = target.name.clone();
     let client = match target.target {
         // A child that dies is started again (five times at most): a
         // gateway outlives a crash of what it serves.
-        crate::Target::Spawn(command) => builder
+        crate::connect::Target::Spawn(command) => builder
             .restart(RestartPolicy {
                 max_restarts: 5,
                 backoff: std::time::Duration::from_millis(200),
             })
             .spawn(command),
-        crate::Target::Url(url, headers) => crate::connect_url(builder, &url, headers),
+        crate::connect::Target::Url(url, headers) => {
+            crate::connect::connect_url(builder, &url, headers)
+        }
     }
-    .map_err(|e| crate::start_failure(e, &program, opts.era))?;
+    .map_err(|e| crate::connect::start_failure(e, &program, opts, &[]))?;
     let proxy = mcp_stdio::proxy::serve_as(client)
         .map_err(|e| Failure::connection(format!("listing what {program} offers: {e}")))?;
     let listener = std::net::TcpListener::bind(&serve.listen).map_err(|e| {

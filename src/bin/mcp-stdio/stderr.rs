@@ -2,6 +2,14 @@
 //! progress bar, the server's log messages, the wire (`--wire`), the
 //! client's notes, questions for the user, and errors.
 //!
+//! With `--json` every line is a JSON object, so that a script reads
+//! stderr as it reads stdout: an error is `{"error": ..., "status": N}`
+//! (with `rpcError`, the server's error as it sent it, when that is what
+//! failed), progress and log messages are the notifications as the server
+//! sent them (`{"method": "notifications/progress", "params": ...}`), the
+//! wire is `{"wire": "sent"|"received", "line": ...}`, the server's stderr
+//! `{"serverStderr": ...}`, and everything else `{"note": ...}`.
+//!
 //! Why one place: these come from several threads at once (the client's
 //! reader and writer threads call the wire hook, the waiting thread draws
 //! progress, a legacy server's questions are asked on a thread of their
@@ -11,7 +19,9 @@
 use std::io::{IsTerminal, Write};
 use std::sync::Mutex;
 
+use mcp_stdio::ErrorObject;
 use mcp_stdio::types::{LoggingMessageNotificationParams, ProgressNotificationParams};
+use serde_json::{Value, json};
 
 /// How wide the bar is, in cells.
 const BAR_CELLS: usize = 24;
@@ -27,20 +37,96 @@ pub struct Stderr {
     /// Draw a bar (stderr is a terminal and nothing else streams there),
     /// or write progress as plain lines.
     bar: bool,
+    /// Escape control characters (stderr is a terminal, and the bytes
+    /// were not asked for: see `escape`).
+    escape: bool,
+    /// `--json`: every line a JSON object.
+    json: bool,
 }
 
 impl Stderr {
     /// `plain`: progress as lines even on a terminal (under `--wire`, whose
-    /// lines come between two redraws).
-    pub fn new(plain: bool) -> Stderr {
+    /// lines come between two redraws). `escape`: control characters in
+    /// what is written are shown escaped (the bar's own are not).
+    /// `json`: every line a JSON object (`--json`; no bar, nothing
+    /// escaped: JSON's strings are escaped their own way).
+    pub fn new(plain: bool, escape: bool, json: bool) -> Stderr {
         Stderr {
             bar_drawn: Mutex::new(false),
-            bar: !plain && std::io::stderr().is_terminal(),
+            bar: !plain && !json && std::io::stderr().is_terminal(),
+            escape: escape && !json,
+            json,
         }
     }
 
-    /// Writes one line (wiping the bar first).
+    /// `text` as it may be written here.
+    fn shown<'a>(&self, text: &'a str) -> std::borrow::Cow<'a, str> {
+        if self.escape {
+            crate::escape::text(text)
+        } else {
+            std::borrow::Cow::Borrowed(text)
+        }
+    }
+
+    /// Writes one line for people (wiping the bar first); `{"note": ...}`
+    /// with `--json`.
     pub fn line(&self, text: &str) {
+        if self.json {
+            return self.write(&json!({ "note": text }).to_string());
+        }
+        self.write(text);
+    }
+
+    /// The line of a failure: `mcp-stdio: MESSAGE`, or with `--json`
+    /// `{"error": MESSAGE, "status": STATUS}` and the server's error as it
+    /// sent it (`rpcError`) when that is what failed.
+    pub fn error(&self, message: &str, status: u8, rpc: Option<&ErrorObject>) {
+        if !self.json {
+            return self.write(&format!("mcp-stdio: {message}"));
+        }
+        let mut line = json!({ "error": message, "status": status });
+        if let Some(rpc) = rpc {
+            line["rpcError"] = serde_json::to_value(rpc).unwrap_or(Value::Null);
+        }
+        self.write(&line.to_string());
+    }
+
+    /// A note of the command line's own: `mcp-stdio: note: TEXT`.
+    pub fn note(&self, text: &str) {
+        if self.json {
+            return self.write(&json!({ "note": text }).to_string());
+        }
+        self.write(&format!("mcp-stdio: note: {text}"));
+    }
+
+    /// A note of the client's (`--wire`): `· TEXT`.
+    pub fn client_note(&self, text: &str) {
+        if self.json {
+            return self.write(&json!({ "clientNote": text }).to_string());
+        }
+        self.write(&format!("· {text}"));
+    }
+
+    /// A line the server wrote to its stderr (`--show-stderr`).
+    pub fn server_stderr(&self, line: &str) {
+        if self.json {
+            return self.write(&json!({ "serverStderr": line }).to_string());
+        }
+        self.write(&format!("[server] {line}"));
+    }
+
+    /// A line on the wire (`--wire`): `→` sent, `←` received.
+    pub fn wire(&self, sent: bool, line: &str) {
+        if self.json {
+            let direction = if sent { "sent" } else { "received" };
+            return self.write(&json!({ "wire": direction, "line": line }).to_string());
+        }
+        let arrow = if sent { '→' } else { '←' };
+        self.write(&format!("{arrow} {line}"));
+    }
+
+    /// Writes `text` and a newline, wiping the bar first.
+    fn write(&self, text: &str) {
         let mut drawn = self.lock();
         let mut err = std::io::stderr().lock();
         if *drawn {
@@ -48,19 +134,23 @@ impl Stderr {
             *drawn = false;
         }
         // A failed write to stderr has nowhere left to be reported.
-        let _ = writeln!(err, "{text}");
+        let _ = writeln!(err, "{}", self.shown(text));
     }
 
     /// Writes `text` with no newline after it: a question whose answer is
-    /// typed on the same line.
+    /// typed on the same line (with `--json`, `{"question": ...}` on a
+    /// line of its own).
     pub fn ask(&self, text: &str) {
+        if self.json {
+            return self.write(&json!({ "question": text }).to_string());
+        }
         let mut drawn = self.lock();
         let mut err = std::io::stderr().lock();
         if *drawn {
             let _ = err.write_all(b"\r\x1b[2K");
             *drawn = false;
         }
-        let _ = write!(err, "{text}");
+        let _ = write!(err, "{}", self.shown(text));
         let _ = err.flush();
     }
 
@@ -75,6 +165,11 @@ impl Stderr {
 
     /// Shows a progress notification: the bar redrawn in place, or a line.
     pub fn progress(&self, p: &ProgressNotificationParams) {
+        if self.json {
+            let params = serde_json::to_value(p).unwrap_or(Value::Null);
+            let line = json!({ "method": "notifications/progress", "params": params });
+            return self.write(&line.to_string());
+        }
         let count = match p.total {
             Some(total) => format!("{}/{}", number(p.progress), number(total)),
             None => number(p.progress),
@@ -97,7 +192,10 @@ impl Stderr {
                 cells
             }
         };
-        let message: String = message.chars().take(BAR_MESSAGE_CHARS).collect();
+        let message: String = crate::escape::line(message)
+            .chars()
+            .take(BAR_MESSAGE_CHARS)
+            .collect();
         let mut drawn = self.lock();
         let mut err = std::io::stderr().lock();
         let _ = write!(err, "\r\x1b[2K[{cells}] {count} {message}");
@@ -107,6 +205,11 @@ impl Stderr {
 
     /// Shows a log message from the server.
     pub fn log(&self, log: &LoggingMessageNotificationParams) {
+        if self.json {
+            let params = serde_json::to_value(log).unwrap_or(Value::Null);
+            let line = json!({ "method": "notifications/message", "params": params });
+            return self.write(&line.to_string());
+        }
         let level = serde_json::to_value(log.level)
             .ok()
             .and_then(|v| v.as_str().map(str::to_owned))

@@ -23,6 +23,12 @@ pub fn hint<'a>(wrong: &str, names: impl Iterator<Item = &'a str>) -> String {
     }
 }
 
+/// `; did you mean "NAME"?` when one of `names` is close to `wrong`.
+pub fn typo<'a>(wrong: &str, names: impl Iterator<Item = &'a str>) -> Option<String> {
+    let names: Vec<&str> = names.collect();
+    closest(wrong, &names).map(|close| format!("; did you mean {close:?}?"))
+}
+
 /// The name nearest to `wrong`, if near enough to be a typo.
 fn closest<'a>(wrong: &str, names: &[&'a str]) -> Option<&'a str> {
     let wrong_lower = wrong.to_lowercase();

@@ -191,6 +191,27 @@ impl Input {
         waiting > 0 && waiting.saturating_add(len) > MAX_QUEUED_BYTES
     }
 
+    /// How many bytes of what was sent the server has not read yet: in its
+    /// stdin pipe, or still queued here. `None` when that cannot be known:
+    /// the input is not a pipe, or this is not Linux (where `FIONREAD` on
+    /// the pipe's write end counts what is in it). Whether a server has
+    /// read anything at all is the one sign that it runs: a server still
+    /// being installed (a first `npx` or `uvx` run) has not.
+    pub fn unread(&self) -> Option<usize> {
+        let queued = self.queued_bytes.load(Ordering::SeqCst);
+        let Ok(stream) = self.stream.try_lock() else {
+            // The writer thread holds the input while it waits for the
+            // pipe to drain: the server has not read everything.
+            return Some(queued.max(1));
+        };
+        #[cfg(target_os = "linux")]
+        if let Some(fd) = stream.as_ref().and_then(|s| s.nonblocking.as_ref()) {
+            return pipe_unread(fd).map(|n| n + queued);
+        }
+        drop(stream);
+        None
+    }
+
     /// The writer thread: writes what is queued, flushing once the queue
     /// is empty, and closes the input when every sender is gone or a
     /// write fails.
@@ -248,6 +269,24 @@ impl Stream {
         }
         self.writer.write_all(bytes)
     }
+}
+
+/// The bytes in a pipe, read through its write end: `FIONREAD` counts
+/// them on either end of a Linux pipe.
+#[cfg(target_os = "linux")]
+#[allow(
+    unsafe_code,
+    reason = "one ioctl that writes an int: nix has no safe FIONREAD"
+)]
+fn pipe_unread(fd: &OwnedFd) -> Option<usize> {
+    use std::os::fd::AsRawFd;
+    let mut n: nix::libc::c_int = 0;
+    // SAFETY: FIONREAD writes one `c_int` through its pointer, which points
+    // at `n`, alive for the call; `fd` is an open descriptor (borrowed, so
+    // not closed while the call runs). A descriptor that is no pipe fails
+    // with an error, which is `None` here.
+    let res = unsafe { nix::libc::ioctl(fd.as_raw_fd(), nix::libc::FIONREAD, &mut n) };
+    (res == 0).then(|| usize::try_from(n).unwrap_or(0))
 }
 
 /// Writes what the pipe takes now: the count, possibly short (0 when the

@@ -31,6 +31,7 @@ fn client_inner(
             info: None,
             instructions: None,
             discover: None,
+            legacy_reason: None,
         }),
         child: Mutex::new(None),
         stderr_tail: Mutex::new(None),

@@ -404,7 +404,9 @@ mod tests {
     fn a_large_line_is_moved_in_and_sent_in_its_place() {
         let flushed = Flushed::default();
         let mut output = Output::new(Writer::Bytes(Box::new(flushed.clone())));
-        let large = vec![b'L'; 2 * BUFFER];
+        // Room for the newline, so that pushing it cannot move the bytes.
+        let mut large = Vec::with_capacity(2 * BUFFER + 1);
+        large.resize(2 * BUFFER, b'L');
         let at = large.as_ptr();
         output.write_line(LineKind::Message, line(b"before"));
         output.push_line(LineKind::Message, large);

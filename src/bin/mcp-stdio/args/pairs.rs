@@ -7,11 +7,20 @@ use serde_json::{Map, Value};
 
 use super::{UsageError, usage};
 
-/// A tool's arguments: one JSON object, or `key=value` pairs whose values
-/// are JSON when they parse as JSON and strings otherwise.
-pub fn tool_arguments(args: &[String]) -> Result<Map<String, Value>, UsageError> {
+/// A tool's arguments, as written.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Arguments {
+    /// One JSON object, sent as it is (its numbers checked: `values`).
+    Object(Map<String, Value>),
+    /// `key=value` pairs, whose values the tool's schema types
+    /// (`values::by_schema`).
+    Pairs(Vec<(String, String)>),
+}
+
+/// A tool's arguments: one JSON object, or `key=value` pairs.
+pub fn tool_arguments(args: &[String]) -> Result<Arguments, UsageError> {
     let Some(first) = args.first() else {
-        return Ok(Map::new());
+        return Ok(Arguments::Object(Map::new()));
     };
     let trimmed = first.trim_start();
     if trimmed.starts_with('{') || trimmed.starts_with('[') {
@@ -21,7 +30,10 @@ pub fn tool_arguments(args: &[String]) -> Result<Map<String, Value>, UsageError>
             ));
         }
         return match serde_json::from_str::<Value>(first) {
-            Ok(Value::Object(map)) => Ok(map),
+            Ok(Value::Object(map)) => {
+                crate::values::exact_numbers(first).map_err(usage)?;
+                Ok(Arguments::Object(map))
+            }
             Ok(_) => Err(usage("the arguments must be a JSON object, {...}")),
             Err(e) => Err(usage(format!(
                 "the arguments are not valid JSON: {e}: {}",
@@ -29,13 +41,10 @@ pub fn tool_arguments(args: &[String]) -> Result<Map<String, Value>, UsageError>
             ))),
         };
     }
-    let mut map = Map::new();
-    for arg in args {
-        let (key, text) = pair(arg, "an argument")?;
-        let value = serde_json::from_str::<Value>(&text).unwrap_or(Value::String(text));
-        map.insert(key, value);
-    }
-    Ok(map)
+    args.iter()
+        .map(|arg| pair(arg, "an argument"))
+        .collect::<Result<_, _>>()
+        .map(Arguments::Pairs)
 }
 
 /// `key=value` pairs taken as strings (prompt arguments, completion

@@ -36,24 +36,36 @@ fn options_go_anywhere_before_the_double_dash() {
     };
     assert_eq!(tool, "echo");
     assert_eq!(
-        Value::Object(arguments),
-        serde_json::json!({ "text": "hi" })
+        arguments,
+        Arguments::Pairs(vec![("text".into(), "hi".into())])
     );
 }
 
 #[test]
-fn key_value_pairs_are_json_when_they_parse() {
-    let map = tool_arguments(&args("n=3 s=hi t=true o={\"a\":1} q=\"3\" e=")).unwrap();
+fn key_value_pairs_are_kept_as_written() {
+    let Arguments::Pairs(pairs) = tool_arguments(&args("n=3 s=a=b e=")).unwrap() else {
+        panic!("not pairs");
+    };
     assert_eq!(
-        Value::Object(map),
-        serde_json::json!({ "n": 3, "s": "hi", "t": true, "o": { "a": 1 }, "q": "3", "e": "" })
+        pairs,
+        [("n", "3"), ("s", "a=b"), ("e", "")].map(|(k, v)| (k.to_owned(), v.to_owned()))
     );
 }
 
 #[test]
 fn a_json_object_is_the_arguments() {
-    let map = tool_arguments(&[r#"{"a": 1, "b": [2]}"#.to_owned()]).unwrap();
+    let Arguments::Object(map) = tool_arguments(&[r#"{"a": 1, "b": [2]}"#.to_owned()]).unwrap()
+    else {
+        panic!("not an object");
+    };
     assert_eq!(Value::Object(map), serde_json::json!({ "a": 1, "b": [2] }));
+    let e = tool_arguments(&[r#"{"a": 123456789012345678901234567890}"#.to_owned()])
+        .unwrap_err()
+        .0;
+    assert!(
+        e.starts_with("123456789012345678901234567890 cannot be sent exactly"),
+        "{e}"
+    );
 }
 
 #[test]

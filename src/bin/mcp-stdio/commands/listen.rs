@@ -33,11 +33,18 @@ pub fn listen(ctx: &Ctx<'_>, filter: &SubscriptionFilter) -> Result<u8, Failure>
         sub.cancel();
         return Ok(nothing(json, &offers));
     }
+    let legacy = matches!(ctx.client.era(), Era::Legacy { .. });
     if json {
-        let ack = json!({
+        let mut ack = json!({
             "method": "notifications/subscriptions/acknowledged",
             "params": { "notifications": accepted },
         });
+        if legacy {
+            // A legacy server has no `subscriptions/listen`: the client
+            // subscribed with `resources/subscribe` and made this itself,
+            // which is said, not passed off as the server's.
+            ack["madeBy"] = json!("client");
+        }
         print(&ack.to_string());
     } else {
         print(&format!("listening: {}", describe_filter(&accepted)));
@@ -47,7 +54,6 @@ pub fn listen(ctx: &Ctx<'_>, filter: &SubscriptionFilter) -> Result<u8, Failure>
         ctx.stderr
             .line(&format!("not accepted: {}", describe_filter(&refused)));
     }
-    let legacy = matches!(ctx.client.era(), Era::Legacy { .. });
     loop {
         let next = match &ctx.signals {
             Some(signals) => {
@@ -170,10 +176,10 @@ fn describe_filter(filter: &SubscriptionFilter) -> String {
         parts.push("resources".to_owned());
     }
     for uri in filter.resource_subscriptions.iter().flatten() {
-        parts.push(format!("resource {uri}"));
+        parts.push(format!("resource {}", crate::escape::line(uri)));
     }
     for task in filter.task_ids.iter().flatten() {
-        parts.push(format!("task {task}"));
+        parts.push(format!("task {}", crate::escape::line(task)));
     }
     if parts.is_empty() {
         "nothing".to_owned()
@@ -206,7 +212,9 @@ fn event_line(event: &SubscriptionEvent, json: bool) -> String {
     }
     let short = method.strip_prefix("notifications/").unwrap_or(method);
     match event {
-        SubscriptionEvent::ResourceUpdated { uri } => format!("{short} {uri}"),
+        SubscriptionEvent::ResourceUpdated { uri } => {
+            format!("{short} {}", crate::escape::line(uri))
+        }
         SubscriptionEvent::ToolsListChanged
         | SubscriptionEvent::PromptsListChanged
         | SubscriptionEvent::ResourcesListChanged => short.to_owned(),

@@ -77,17 +77,20 @@ pub fn info(ctx: &Ctx<'_>) -> Result<u8, Failure> {
     let mut line = |label: &str, text: &str| {
         out.push_str(&format!("{label:<14}{text}\n"));
     };
-    let how = if era == "legacy" { ", initialize" } else { "" };
+    let how = match client.legacy_reason() {
+        // Why the probe found it legacy: its answer, or its silence.
+        Some(reason) => format!(", initialize: {}", crate::escape::line(&reason)),
+        None if era == "legacy" => ", initialize".to_owned(),
+        None => String::new(),
+    };
     line("era:", &format!("{era} ({version}{how})"));
     if let Some(server) = &server {
         let title = server
             .title
             .as_deref()
             .map_or(String::new(), |t| format!(" ({t})"));
-        line(
-            "server:",
-            &format!("{} {}{title}", server.name, server.version),
-        );
+        let text = format!("{} {}{title}", server.name, server.version);
+        line("server:", &crate::escape::line(&text));
     }
     if let Some(instructions) = client.instructions() {
         let mut lines = instructions.lines();
@@ -199,7 +202,7 @@ pub fn list_items(ctx: &Ctx<'_>, list: List) -> Result<u8, Failure> {
     };
     let width = items
         .iter()
-        .map(|(n, ..)| n.chars().count())
+        .map(|(n, ..)| crate::escape::line(n).chars().count())
         .max()
         .unwrap_or(0)
         .min(40);

@@ -22,7 +22,7 @@ use serde_json::{Map, Value, json};
 mod listen;
 mod lists;
 
-use crate::args::{Command, List, Options};
+use crate::args::{Arguments, Command, List, Options};
 use crate::ask::Asker;
 use crate::output::{self, Saver, print};
 use crate::stderr::Stderr;
@@ -36,6 +36,9 @@ pub struct Ctx<'a> {
     pub asker: &'a Asker,
     /// Ctrl-C and SIGTERM, for `listen`.
     pub signals: Option<Receiver<()>>,
+    /// When `--timeout` runs out: it bounds the whole command, start-up
+    /// included, so a request gets what is left of it.
+    pub deadline: Option<std::time::Instant>,
 }
 
 /// Runs the command; the exit status, or why it failed.
@@ -70,8 +73,11 @@ impl Ctx<'_> {
     /// is session-wide, see `connect`).
     fn request_options(&self, progress: bool) -> RequestOptions {
         let mut options = RequestOptions::new();
-        if let Some(timeout) = self.opts.timeout {
-            options = options.timeout(timeout);
+        if let Some(deadline) = self.deadline {
+            // A request that has no time left times out at once (and is
+            // cancelled), as it would a moment later.
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            options = options.timeout(left.max(std::time::Duration::from_millis(1)));
         }
         if progress {
             let stderr = Arc::clone(self.stderr);
@@ -92,6 +98,13 @@ impl Ctx<'_> {
         let res = self.client.request_outcome(method, params, options);
         self.stderr.clear();
         match res? {
+            // A legacy server asks on a request of its own, and answers
+            // the command's request whatever became of its question: a
+            // question the command line could not answer fails the command
+            // all the same (the refusal says which `--answer` to pass).
+            Outcome::Complete(_) if let Some(refused) = self.asker.refused() => {
+                Err(Error::Protocol(refused))
+            }
             Outcome::Complete(raw) => Ok(raw),
             Outcome::InputRequired(result) => Err(self.asker.refuse(unanswerable(&result))),
         }
@@ -138,7 +151,15 @@ fn unanswerable(result: &InputRequiredResult) -> String {
     )
 }
 
-fn call(ctx: &Ctx<'_>, tool: &str, arguments: &Map<String, Value>) -> Result<u8, Failure> {
+fn call(ctx: &Ctx<'_>, tool: &str, arguments: &Arguments) -> Result<u8, Failure> {
+    let arguments: Map<String, Value> = match arguments {
+        Arguments::Object(map) => map.clone(),
+        Arguments::Pairs(pairs) => {
+            let schema = input_schema(ctx, tool);
+            crate::values::by_schema(pairs, schema.as_ref()).map_err(Failure::usage)?
+        }
+    };
+    let mut saver = Saver::new(ctx.opts.save.as_deref(), tool).map_err(Failure::usage)?;
     let params = json!({ "name": tool, "arguments": arguments });
     let raw = match ctx.send("tools/call", params, true) {
         Ok(raw) => raw,
@@ -151,7 +172,6 @@ fn call(ctx: &Ctx<'_>, tool: &str, arguments: &Map<String, Value>) -> Result<u8,
             return Err(ctx.failure(e, &format!("tools/call {tool}")));
         }
     };
-    let mut saver = Saver::new(ctx.opts.save.as_deref(), tool);
     let result: CallToolResult = serde_json::from_str(raw.get()).map_err(|e| {
         Failure::connection(format!("the server's tools/call result is not valid: {e}"))
     })?;
@@ -160,13 +180,42 @@ fn call(ctx: &Ctx<'_>, tool: &str, arguments: &Map<String, Value>) -> Result<u8,
         missing_name(ctx, List::Tools, tool)?;
     }
     ctx.show::<CallToolResult>(&raw, "tools/call", |r| output::call_result(r, &mut saver))?;
+    saved(&saver)?;
     if result.is_error == Some(true) {
-        ctx.stderr.line(&format!(
-            "mcp-stdio: tool {tool} reported an error (isError)"
-        ));
+        ctx.stderr.error(
+            &format!(
+                "tool {} reported an error (isError)",
+                crate::escape::line(tool)
+            ),
+            status::SERVER_FAILURE,
+            None,
+        );
         return Ok(status::SERVER_FAILURE);
     }
     Ok(0)
+}
+
+/// The input schema of `tool`, when the server lists it (`None` when it
+/// does not, or its list cannot be read: the arguments are then typed as
+/// if the schema said nothing).
+fn input_schema(ctx: &Ctx<'_>, tool: &str) -> Option<Value> {
+    for listed in ctx.client.tools() {
+        match listed {
+            Ok(t) if t.name == tool => return Some(t.input_schema),
+            Ok(_) => {}
+            Err(_) => return None,
+        }
+    }
+    None
+}
+
+/// A file `--save` could not write fails the command (status 2, the
+/// option's directory is wrong), once the output is printed.
+fn saved(saver: &Saver) -> Result<(), Failure> {
+    match saver.error() {
+        Some(e) => Err(Failure::usage(e)),
+        None => Ok(()),
+    }
 }
 
 /// A usage failure when `name` is not in `list`, naming the closest one or
@@ -185,20 +234,21 @@ fn missing_name(ctx: &Ctx<'_>, list: List, name: &str) -> Result<(), Failure> {
         List::Templates => "resource template",
     };
     Err(Failure::usage(format!(
-        "the server has no {kind} named {name:?}{}",
+        "the server has no {kind} named {:?}{}",
+        name,
         crate::suggest::hint(name, names.iter().map(String::as_str))
     )))
 }
 
 fn read(ctx: &Ctx<'_>, uri: &str) -> Result<u8, Failure> {
-    let raw = ctx
-        .send("resources/read", json!({ "uri": uri }), false)
-        .map_err(|e| ctx.failure(e, &format!("resources/read {uri}")))?;
     let stem = uri
         .rsplit(['/', ':'])
         .find(|s| !s.is_empty())
         .unwrap_or("resource");
-    let mut saver = Saver::new(ctx.opts.save.as_deref(), stem);
+    let mut saver = Saver::new(ctx.opts.save.as_deref(), stem).map_err(Failure::usage)?;
+    let raw = ctx
+        .send("resources/read", json!({ "uri": uri }), false)
+        .map_err(|e| ctx.failure(e, &format!("resources/read {uri}")))?;
     ctx.show::<ReadResourceResult>(&raw, "resources/read", |r| {
         let texts: Vec<String> = r
             .contents
@@ -207,10 +257,12 @@ fn read(ctx: &Ctx<'_>, uri: &str) -> Result<u8, Failure> {
             .collect();
         texts.join("\n")
     })?;
+    saved(&saver)?;
     Ok(0)
 }
 
 fn prompt(ctx: &Ctx<'_>, name: &str, arguments: &BTreeMap<String, String>) -> Result<u8, Failure> {
+    let mut saver = Saver::new(ctx.opts.save.as_deref(), name).map_err(Failure::usage)?;
     let params = json!({ "name": name, "arguments": arguments });
     let raw = match ctx.send("prompts/get", params, false) {
         Ok(raw) => raw,
@@ -222,10 +274,10 @@ fn prompt(ctx: &Ctx<'_>, name: &str, arguments: &BTreeMap<String, String>) -> Re
             return Err(ctx.failure(e, &format!("prompts/get {name}")));
         }
     };
-    let mut saver = Saver::new(ctx.opts.save.as_deref(), name);
     ctx.show::<GetPromptResult>(&raw, "prompts/get", |r| {
         output::prompt_result(r, &mut saver)
     })?;
+    saved(&saver)?;
     Ok(0)
 }
 
@@ -270,9 +322,27 @@ fn complete(
     if !context.is_empty() {
         params["context"] = json!({ "arguments": context });
     }
-    let raw = ctx
-        .send("completion/complete", params, false)
-        .map_err(|e| ctx.failure(e, "completion/complete"))?;
+    let raw = match ctx.send("completion/complete", params, false) {
+        Ok(raw) => raw,
+        Err(e) => {
+            // As for `call` and `prompt`: a name the server does not have
+            // is a usage error, with the closest one.
+            if matches!(e, Error::Rpc(_)) {
+                match (
+                    reference["type"].as_str(),
+                    reference["name"].as_str(),
+                    reference["uri"].as_str(),
+                ) {
+                    (Some("ref/prompt"), Some(name), _) => missing_name(ctx, List::Prompts, name)?,
+                    (Some("ref/resource"), _, Some(uri)) => {
+                        missing_name(ctx, List::Templates, uri)?
+                    }
+                    _ => {}
+                }
+            }
+            return Err(ctx.failure(e, "completion/complete"));
+        }
+    };
     let result: CompleteResult = serde_json::from_str(raw.get()).map_err(|e| {
         Failure::connection(format!(
             "the server's completion/complete result is not valid: {e}"
@@ -284,6 +354,8 @@ fn complete(
         return Ok(0);
     }
     if !values.is_empty() {
+        // One a line: a value's own newline would make two of it.
+        let values: Vec<_> = values.iter().map(|v| crate::escape::line(v)).collect();
         print(&values.join("\n"));
     }
     let shown = values.len() as u64;
