@@ -430,8 +430,14 @@ fn scripted_legacy() -> Scripted {
                                 resume_tx.send(id.clone()).unwrap();
                             }
                             Some("vanish") => {}
-                            _ => {
-                                let ask = json!({ "jsonrpc": "2.0", "id": "s1", "method": "elicitation/create",
+                            name => {
+                                // `same-id` asks with the call's own id: the
+                                // two directions' ids are apart (JSON-RPC).
+                                let ask_id = match name {
+                                    Some("same-id") => id.clone(),
+                                    _ => json!("s1"),
+                                };
+                                let ask = json!({ "jsonrpc": "2.0", "id": ask_id, "method": "elicitation/create",
                                     "params": { "mode": "form", "message": "name?", "requestedSchema": { "type": "object", "properties": {} } } });
                                 writer
                                     .write_all(
@@ -472,6 +478,30 @@ fn scripted_legacy() -> Scripted {
         push: push_tx,
         answered: answered_rx,
     }
+}
+
+/// The client's answer to a legacy server's request is no request of the
+/// client's: it waits for no answer, and its id, which may be that of one
+/// of the client's requests (each side numbers its own), names nothing
+/// else in flight. Before: the answer's POST was taken for a request of
+/// that id, and its `202` failed the client's call of the same id with
+/// "the server ended the response stream without answering".
+#[test]
+fn an_answer_with_the_id_of_a_call_in_flight_is_not_taken_for_it() {
+    let scripted = scripted_legacy();
+    let client = Client::builder()
+        .on_elicitation(|_| {
+            let mut content = serde_json::Map::new();
+            content.insert("name".into(), json!("Ada"));
+            Ok(ElicitResult::accept(content))
+        })
+        .connect_url(&format!("http://{}/mcp", scripted.addr))
+        .unwrap();
+    for _ in 0..5 {
+        let result = client.call("same-id", json!({})).unwrap();
+        assert_eq!(result.text_content(), "hi Ada");
+    }
+    client.close().unwrap();
 }
 
 #[test]

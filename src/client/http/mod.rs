@@ -231,7 +231,11 @@ impl Shared {
             return Ok(());
         };
         let params = OutgoingParams::of(&outgoing);
-        let id = outgoing.id.map(|id| id.get().to_owned());
+        // A request's id: an answer's (no method) names the server's
+        // request, not one of the client's, and waits for nothing.
+        let id = (outgoing.id)
+            .filter(|_| outgoing.method.is_some())
+            .map(|id| id.get().to_owned());
         let method = outgoing.method.as_deref().map(str::to_owned);
         let legacy = lock(&shared.legacy_version).is_some();
         if method.as_deref() == Some(method::NOTIFICATION_CANCELLED) {
