@@ -523,7 +523,10 @@ impl Updates {
 
     /// The publishing thread: waits for an update in any subscription (or
     /// a new subscription), and publishes what waits in the one that has
-    /// some; a subscription that ended is dropped.
+    /// some; a subscription that ended is dropped. It ends with the last
+    /// subscription (the client closed): the next one starts it again
+    /// ([`Updates::add`], which adds before it looks at `wake`; this
+    /// thread looks at the subscriptions under `wake`'s lock).
     fn publish_loop(&self, wake: &crossbeam_channel::Receiver<()>, server: &Mutex<Option<Server>>) {
         loop {
             let subscriptions = lock(&self.subscriptions).clone();
@@ -551,6 +554,11 @@ impl Updates {
             let subscription = &subscriptions[index - 1];
             if publish_from(&mut lock(subscription), &notifier) {
                 lock(&self.subscriptions).retain(|s| !Arc::ptr_eq(s, subscription));
+                let mut running = lock(&self.wake);
+                if lock(&self.subscriptions).is_empty() {
+                    *running = None;
+                    return;
+                }
             }
         }
     }
