@@ -51,8 +51,8 @@
 //! ends the last; a connection of its own, `http::stream`) when it has
 //! one: its list changes and resource updates go there. Without one, a
 //! resource update goes on the stream of the session's newest POST still
-//! open that takes an event stream (the one whose request published it,
-//! when a request of the session did). What a legacy HTTP client does not
+//! open that takes an event stream (whichever request published it: the
+//! listener does not know which did). What a legacy HTTP client does not
 //! get: resumable streams.
 
 use std::collections::HashMap;
