@@ -69,10 +69,13 @@ pub(crate) fn single_fields(request: &HttpRequest) -> Result<(), Refusal> {
                 .get(..4)
                 .is_some_and(|prefix| prefix.eq_ignore_ascii_case("mcp-"))
     };
+    // One pass (a head may hold a thousand fields): the checked names
+    // seen so far, in lower case.
+    let mut seen = std::collections::HashSet::new();
     let twice = (request.headers.iter())
         .map(|(name, _)| name)
         .filter(|name| checked(name))
-        .find(|name| request.headers.count(name) > 1);
+        .find(|name| !seen.insert(name.to_ascii_lowercase()));
     match twice {
         Some(name) => Err(Refusal::new(
             400,
