@@ -340,6 +340,7 @@ impl Link {
     pub fn unread(&self) -> Option<usize> {
         match &self.out {
             Outbound::Stream { input, .. } => input.unread(),
+            #[cfg(feature = "http")]
             Outbound::Carrier(_) => None,
         }
     }
