@@ -72,6 +72,7 @@ impl Notes {
     /// `proxy::serve_as`): a log message, which names no request, is
     /// given to a request only when nothing else could have caused it
     /// (`link::route`), so that no caller reads another's.
+    #[cfg(feature = "server")]
     pub fn serve_many_callers(&self) {
         self.many_callers.store(true, Ordering::Release);
     }
