@@ -388,7 +388,10 @@ fn kib(pid: u32, field: &str) -> u64 {
 /// refused (`400`), as `Host` is: the check would compare the first value
 /// while a gateway routing on the last, or on both joined, sees another
 /// method, tool, version or session. Before, each case but `Host` passed
-/// the check on its first value and ran (`200`).
+/// the check on its first value and ran (`200`). A header mirrored from
+/// the body is malformed sent twice: `-32020` (2026-07-28 "Server
+/// Validation"; it was `-32600` on this branch until the review of issue
+/// 43 asked for `-32020`); the others `-32600`.
 #[test]
 fn a_checked_header_sent_twice_is_refused() {
     let http = with_annotated_tool();
@@ -485,6 +488,10 @@ fn a_checked_header_sent_twice_is_refused() {
             message.contains("more than once") && message.contains(&name.to_lowercase()),
             "{name}: {message}"
         );
+        let mirrored = name.starts_with("Mcp-Param")
+            || ["Mcp-Method", "Mcp-Name", "MCP-Protocol-Version"].contains(&name);
+        let code = if mirrored { -32020 } else { -32600 };
+        assert_eq!(error_code(&response), code, "{name}: {message}");
     }
     assert!(
         passed.is_empty(),

@@ -199,13 +199,13 @@ fn serve_request(
             .map(|(n, v)| (*n, v.as_str()))
             .collect();
         let empty = request.framing == crate::http::Framing::Empty;
+        let error = refusal.error();
         if refusal.status == 405 && empty && request.keep_alive() {
-            let error = ErrorObject::invalid_request(refusal.message);
             return exchange.error_with(refusal.status, None, &error, &headers, true);
         }
         // The body is not read: the connection cannot carry another
         // request.
-        refuse(socket, refusal.status, &refusal.message, &headers);
+        refuse_with(socket, refusal.status, &error, &headers);
         return false;
     }
     #[cfg(not(feature = "legacy"))]
@@ -285,6 +285,7 @@ fn check(site: &Site, request: &HttpRequest) -> Result<(), Refusal> {
                 options.path
             ),
             headers: Vec::new(),
+            mismatch: false,
         });
     }
     guard::single_fields(request)?;
@@ -311,6 +312,7 @@ fn check(site: &Site, request: &HttpRequest) -> Result<(), Refusal> {
                     request.method
                 ),
                 headers: vec![("Allow", ALLOW.to_owned())],
+                mismatch: false,
             });
         }
     }
@@ -352,9 +354,18 @@ fn delete(site: &Site, exchange: &Exchange<'_>, request: &HttpRequest) -> bool {
 
 /// Answers `status` with a JSON-RPC error without id, and closes.
 fn refuse(socket: &TcpStream, status: u16, message: &str, headers: &[(&str, &str)]) {
+    refuse_with(
+        socket,
+        status,
+        &ErrorObject::invalid_request(message),
+        headers,
+    );
+}
+
+/// [`refuse`] with `error` as the body.
+fn refuse_with(socket: &TcpStream, status: u16, error: &ErrorObject, headers: &[(&str, &str)]) {
     let mut body = Vec::with_capacity(128);
-    let error = ErrorObject::invalid_request(message);
-    encode_error(&mut body, None, &error);
+    encode_error(&mut body, None, error);
     let mut all = headers.to_vec();
     all.push(("Content-Type", "application/json"));
     let mut out = socket;

@@ -6,12 +6,16 @@
 
 use super::options::HttpOptions;
 use crate::http::HttpRequest;
+use crate::jsonrpc::{ErrorObject, error_code};
 
 /// A refusal: the status, the reason, and headers to send with it.
 pub(crate) struct Refusal {
     pub status: u16,
     pub message: String,
     pub headers: Vec<(&'static str, String)>,
+    /// The JSON-RPC error of its body: `-32600`, or `-32020` for a header
+    /// mirrored from the body that is malformed ([`single_fields`]).
+    pub mismatch: bool,
 }
 
 impl Refusal {
@@ -20,6 +24,18 @@ impl Refusal {
             status,
             message: message.into(),
             headers: Vec::new(),
+            mismatch: false,
+        }
+    }
+
+    /// The JSON-RPC error of the refusal's body.
+    pub fn error(&self) -> ErrorObject {
+        match self.mismatch {
+            true => ErrorObject::new(
+                error_code::HEADER_MISMATCH,
+                format!("Header mismatch: {}", self.message),
+            ),
+            false => ErrorObject::invalid_request(&self.message),
         }
     }
 }
@@ -59,7 +75,10 @@ fn host_name(authority: &str) -> &str {
 /// gateway in front may route on the last one, or on all of them joined,
 /// and so see another method, tool, version or session than the one
 /// checked (RFC 9110 section 5.3: a field that is not a list must not be
-/// repeated).
+/// repeated). A header mirrored from the body (`Mcp-Method`, `Mcp-Name`,
+/// `MCP-Protocol-Version`, `Mcp-Param-*`) sent twice is malformed, which
+/// 2026-07-28 "Server Validation" refuses with `-32020` (`HeaderMismatch`);
+/// the others with `-32600`.
 pub(crate) fn single_fields(request: &HttpRequest) -> Result<(), Refusal> {
     let checked = |name: &str| {
         ["host", "origin", "content-type"]
@@ -76,16 +95,17 @@ pub(crate) fn single_fields(request: &HttpRequest) -> Result<(), Refusal> {
         .map(|(name, _)| name)
         .filter(|name| checked(name))
         .find(|name| !seen.insert(name.to_ascii_lowercase()));
-    match twice {
-        Some(name) => Err(Refusal::new(
-            400,
-            format!(
-                "the {} header is sent more than once: send it once",
-                name.to_ascii_lowercase()
-            ),
-        )),
-        None => Ok(()),
-    }
+    let Some(name) = twice else {
+        return Ok(());
+    };
+    let name = name.to_ascii_lowercase();
+    let mirrored = ["mcp-method", "mcp-name", "mcp-protocol-version"].contains(&name.as_str())
+        || name.starts_with("mcp-param-");
+    let message = format!("the {name} header is sent more than once: send it once");
+    Err(Refusal {
+        mismatch: mirrored,
+        ..Refusal::new(400, message)
+    })
 }
 
 /// `Host`: required (RFC 9112 section 3.2), and against DNS rebinding a
@@ -219,6 +239,7 @@ pub(crate) fn authorized(request: &HttpRequest, options: &HttpOptions) -> Result
         status: 401,
         message: refused.message,
         headers: vec![("WWW-Authenticate", refused.challenge)],
+        mismatch: false,
     })
 }
 
