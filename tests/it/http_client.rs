@@ -814,6 +814,52 @@ fn answer_json(req: &Seen, writer: &mut TcpStream, headers: &str, result: Value)
     );
 }
 
+/// Issue 47, item 11: a notification's POST waits a bounded time, even
+/// for a server that answers it with an event stream it keeps going (a
+/// keep-alive comment every 100 ms: no read timeout ever fires). The
+/// legacy `notifications/initialized` is POSTed by the caller of
+/// `connect_url`, which returned only once that stream ended: here after
+/// 30 s (`WAIT * 3`), when the server let go. Now within 10 s of reading
+/// (`ACCEPT_TIMEOUT`).
+#[test]
+fn a_notification_answered_with_an_endless_stream_is_let_go() {
+    let addr = scripted(|req, writer| {
+        match req.body["method"].as_str().unwrap_or("") {
+            "initialize" => answer_json(
+                req,
+                writer,
+                "Mcp-Session-Id: s-1\r\n",
+                json!({ "protocolVersion": "2025-11-25",
+                    "capabilities": { "tools": {} },
+                    "serverInfo": { "name": "chatty", "version": "1" } }),
+            ),
+            "notifications/initialized" => {
+                let head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n";
+                writer.write_all(head.as_bytes()).unwrap();
+                let started = std::time::Instant::now();
+                while started.elapsed() < WAIT * 3 {
+                    if writer.write_all(b": ping\n\n").is_err() {
+                        break;
+                    }
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+                return false;
+            }
+            _ if req.verb == "GET" => respond(writer, "405 Method Not Allowed", "", ""),
+            _ => respond(writer, "202 Accepted", "", ""),
+        }
+        true
+    });
+    let started = std::time::Instant::now();
+    let client = Client::builder()
+        .era(EraPolicy::LegacyOnly)
+        .connect_url(&format!("http://{addr}/mcp"))
+        .unwrap();
+    let took = started.elapsed();
+    assert!(took < Duration::from_secs(15), "connected after {took:?}");
+    let _ = client.close();
+}
+
 /// Issue 47, item 11: a server that never answers one of the client's
 /// notifications holds nothing else. A legacy server takes the client's
 /// `notifications/cancelled` (sent when a call times out) and never

@@ -8,7 +8,7 @@ use std::cell::Cell;
 use std::io::BufReader;
 use std::net::{TcpStream, ToSocketAddrs};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use super::exchange::{self, Body, Connection, Cursor, Head};
 use super::messages::{Answer, answer_to, error_line, is_rpc_error, status_error, with_id};
@@ -244,6 +244,13 @@ impl Shared {
             }
         }
         let mut body = Body::new(&mut kept.conn, &head);
+        if id.is_none() {
+            // Not a request: its answer is a `202` (2025-11-25), and a
+            // body kept going anyway (an event stream of keep-alive
+            // comments, which no read timeout ends) is read for
+            // `ACCEPT_TIMEOUT` at most.
+            body.until(Instant::now() + ACCEPT_TIMEOUT);
+        }
         let read = if !(200..300).contains(&head.status) {
             let messages = exchange::read_json(&mut body, self.max_message).unwrap_or_default();
             let rpc = messages.into_iter().find(|m| is_rpc_error(m));
