@@ -17,13 +17,13 @@
 //! at most (a lease, a sweep and time to spare), and read once more.
 //! Prints one line per task, `ID LABEL KIND ACTED LISTEN FINAL_STATUS
 //! TEXT` (ACTED: whether its cancel or answer was acknowledged; LISTEN:
-//! what its listen heard, see [`follow`]), for the script to hold against
-//! the handlers' own lines (`--task-log`). Exit status 1 on a usage error
-//! only.
+//! what its listen heard, and how and when it ended, see [`follow`]), for
+//! the script to hold against the handlers' own lines (`--task-log`) and
+//! the time it killed a replica. Exit status 1 on a usage error only.
 
 use std::sync::{Arc, Mutex};
 use std::thread;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use mcp_stdio::types::{
     DetailedTask, ElicitResult, InputResponse, InputResponses, SubscriptionFilter, TaskStatus,
@@ -168,24 +168,38 @@ fn storm(url: &str, n: usize, until: Instant, records: &Mutex<Vec<Record>>) -> C
 
 /// Opens a listen that follows the task, and a thread that reads it until
 /// it hears the task end and 2 s more, or `until`. The thread says what it
-/// heard: `heard:STATUS` (a terminal status, and `+STATUS` for each status
-/// heard after it: a task that went back), `nothing` (no end heard by
-/// `until`), `cut:ENDED` (the stream ended first: `disconnected`, its
-/// replica killed, or `closed`), `before` (the task had ended when the
-/// listen was acknowledged: nothing is to be heard), `none` (no listen
-/// was opened).
+/// heard, each status in the order heard (`STATUSES`, `+` between them,
+/// empty when none):
+///
+/// - `heard:STATUSES`: a terminal status among them (anything after it is
+///   a task that went back);
+/// - `nothing:STATUSES`: no end heard by `until`;
+/// - `cut:END@MS:STATUSES`: the stream ended before the task's end was
+///   heard, how (`disconnected`: the connection dropped, as when its
+///   replica is killed; `closed`: the server ended it; `overflowed`: this
+///   client did) and when (Unix time in milliseconds);
+/// - `before`: the task had ended when the listen was acknowledged, so
+///   nothing is to be heard;
+/// - `none`: the listen could not be opened (its request failed), and
+///   `refused`: it was, but without the task (the replica could not read
+///   it).
 fn follow(client: &Client, handle: &TaskHandle, until: Instant) -> thread::JoinHandle<String> {
     let filter = SubscriptionFilter {
         task_ids: Some(vec![handle.id().to_owned()]),
         ..SubscriptionFilter::default()
     };
     let opened = client.listen(filter);
+    let refused = opened
+        .as_ref()
+        .is_ok_and(|listen| listen.not_accepted().task_ids.is_some());
     let ended = opened.is_ok()
+        && !refused
         && handle
             .get()
             .is_ok_and(|task| task.task.status.is_terminal());
     thread::spawn(move || match opened {
         Err(_) => "none".to_owned(),
+        Ok(_) if refused => "refused".to_owned(),
         Ok(_) if ended => "before".to_owned(),
         Ok(listen) => hear(listen, until),
     })
@@ -203,30 +217,35 @@ fn hear(mut listen: Subscription, until: Instant) -> String {
         }
         match listen.recv_timeout(left) {
             Ok(Some(SubscriptionEvent::TaskStatus(task))) => {
-                if after_the_end.is_some() {
-                    heard.push(status_name(task.task.status));
-                } else if task.task.status.is_terminal() {
-                    heard.push(status_name(task.task.status));
+                heard.push(status_name(task.task.status));
+                if after_the_end.is_none() && task.task.status.is_terminal() {
                     after_the_end = Some(Instant::now() + Duration::from_secs(2));
                 }
             }
             Ok(_) => {}
-            Err(end) if heard.is_empty() => {
+            Err(end) if after_the_end.is_none() => {
                 let end = match end {
                     SubscriptionEnd::Closed => "closed",
-                    _ => "disconnected",
+                    SubscriptionEnd::Overflowed => "overflowed",
+                    SubscriptionEnd::Disconnected => "disconnected",
+                    _ => "other",
                 };
-                return format!("cut:{end}");
+                let at = SystemTime::now()
+                    .duration_since(UNIX_EPOCH)
+                    .unwrap_or_default()
+                    .as_millis();
+                return format!("cut:{end}@{at}:{}", heard.join("+"));
             }
             Err(_) => break,
         }
     }
     listen.cancel();
-    if heard.is_empty() {
-        "nothing".to_owned()
+    let what = if after_the_end.is_some() {
+        "heard"
     } else {
-        format!("heard:{}", heard.join("+"))
-    }
+        "nothing"
+    };
+    format!("{what}:{}", heard.join("+"))
 }
 
 /// Waits for the task's question and answers it (yes); whether the answer

@@ -7,6 +7,10 @@
 # "The core made simple again").
 #
 #   scripts/bench-core.sh [ROUNDS]        # default 3 rounds; ~25 minutes
+#   EXTRA="path/to/echo --pooled" scripts/bench-core.sh   # one more server, last
+#
+# EXTRA is how BENCHMARKS.md "A pool without a watcher, measured" ran the
+# plain pool (branch plain-pool's examples/echo) beside the others.
 #
 # The "before" echo is built from BEFORE's tree, in a worktree under
 # target/bench-core; a tree whose examples/echo.rs cannot do the handler's
@@ -77,6 +81,6 @@ for work in 0 200; do
         # shellcheck disable=SC2086
         MCP_BENCH_WORK_US=$work target/floor/examples/loadgen $pin --rounds "$rounds" --sizes 32 \
             --compare $floor -- "$dir/echo-before" --pooled -- "$dir/echo-after" --pooled \
-            -- "$dir/echo-before" -- "$dir/echo-after" -- $rmcp 2>/dev/null
+            -- "$dir/echo-before" -- "$dir/echo-after" -- $rmcp ${EXTRA:+-- $EXTRA} 2>/dev/null
     done
 done

@@ -4,8 +4,9 @@
 //!
 //! It is for applications that are synchronous and do not want a runtime
 //! (command-line tools, editor plugins, game engines, controllers), for
-//! small static binaries, and for reading a whole MCP implementation in an
-//! afternoon.
+//! small static binaries, and for learning the protocol from code that reads
+//! top to bottom (ARCHITECTURE.md opens with the reading path of the stdio
+//! server, from the reader to the reply).
 //!
 //! # A server
 //!

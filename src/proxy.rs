@@ -5,20 +5,27 @@
 //!
 //! What is passed through, and how:
 //!
-//! - **Capabilities.** The proxy claims what the server declares, no more
-//!   (`ServerBuilder::capabilities_at_most`): a list change, a resource
-//!   subscription or logging the server does not declare is not
-//!   advertised, is left out of a listen's acknowledgment, and a legacy
-//!   caller's `resources/subscribe` or `logging/setLevel` for it is
-//!   `-32601`; a caller's log level goes on only to a server that declares
-//!   `logging`.
+//! - **Capabilities.** The proxy claims what the server declares now, no
+//!   more (`ServerBuilder::capabilities_at_most`, asked each time: a
+//!   server the client restarted may declare less than the first): a list
+//!   change, a resource subscription or logging the server does not
+//!   declare is not advertised, is left out of a listen's acknowledgment,
+//!   and a legacy caller's `resources/subscribe` or `logging/setLevel` for
+//!   it is `-32601`; a caller's log level goes on only to a server that
+//!   declares `logging`. Completion, if the first server did not declare
+//!   it, is not offered, whatever a restarted one declares.
 //! - **Lists.** The server's tools, resources, resource templates and
 //!   prompts are mirrored as they are (schemas byte for byte), with
 //!   `completion/complete` when the server offers it. A list change the
 //!   server announces (on the one `listen` the proxy keeps open) makes the
 //!   proxy list again and publish the change to its own listeners, even
 //!   when the list it fetches looks the same (the server said it changed:
-//!   an item's handler, or what it returns, may be what changed).
+//!   an item's handler, or what it returns, may be what changed); so does
+//!   a restart of the server (the listen sent again, or refused by the
+//!   restarted server), after which a list the server no longer declares
+//!   is emptied. That listen is how a restart is heard: behind a first
+//!   server that declared no list changes, the lists stay the first's
+//!   after a restart.
 //! - **Calls.** Each `tools/call`, `resources/read`, `prompts/get` and
 //!   `completion/complete` is one request to the server, with the caller's
 //!   client capabilities and log level; the server's progress and log
@@ -39,7 +46,8 @@
 //!   server before the caller's is acknowledged (once per URI, kept while
 //!   the proxy runs, at most 1,000 URIs: past them a URI is not
 //!   acknowledged) and publish each update it hears, all of them from
-//!   one thread.
+//!   one thread. The caller's is acknowledged only for a URI the server
+//!   acknowledged (a legacy caller's refused `-32002`).
 //!
 //! Not passed through: tasks (the proxy does not declare the Tasks
 //! extension to the server, which then answers at once), and the
@@ -48,10 +56,13 @@
 //! Requests of many callers share the one client, whose ids keep them
 //! apart (a proxy is a client like any other to the server). The proxy
 //! keeps its client, and so the server's process, for as long as the
-//! process that built it runs: it is made for a gateway's whole life.
+//! process that built it runs: it is made for a gateway's whole life. To
+//! end the server behind once serving is over, keep a handle of your own:
+//! give [`serve_as`] an `Arc<Client>` and call
+//! [`Client::close_shared`] on it.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::thread;
 
 use serde::de::DeserializeOwned;
@@ -76,7 +87,9 @@ use crate::types::{
 /// Builds a server that serves what `client`'s server offers (module
 /// docs): named and described as that server, with its lists mirrored,
 /// and kept up to date while it runs. Serve it as any other:
-/// `Server::serve_http` (feature `http`), [`Server::serve`].
+/// `Server::serve_http` (feature `http`), [`Server::serve`]. `client` is a
+/// [`Client`], or an `Arc<Client>` of which you keep a clone (to close it
+/// once serving is over).
 ///
 /// ```no_run
 /// # #[cfg(feature = "http")] fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -89,26 +102,29 @@ use crate::types::{
 /// # Ok(()) }
 /// # #[cfg(not(feature = "http"))] fn main() {}
 /// ```
-pub fn serve_as(client: Client) -> Result<Server, Error> {
+pub fn serve_as(client: impl Into<Arc<Client>>) -> Result<Server, Error> {
+    let client: Arc<Client> = client.into();
     // Its requests are many callers': no caller reads another's logs.
     client.serve_many_callers();
-    let client = Arc::new(client);
     let (name, version) = client
         .server_info()
         .map_or(("proxy".to_owned(), "0".to_owned()), |i| {
             (i.name, i.version)
         });
     let capabilities = client.server_capabilities();
-    // Exactly what the server behind declares, no more (spec 2026-07-28
+    // What the server behind declares now, no more (spec 2026-07-28
     // basic/patterns/subscriptions: "Notification types the server does
     // not support are omitted"): its list changes, subscriptions and
     // logging; not its extensions or experimental capabilities, which the
-    // proxy does not pass through.
-    let mut builder = Server::builder(&name, &version).capabilities_at_most(ServerCapabilities {
-        experimental: None,
-        extensions: None,
-        ..capabilities.clone()
-    });
+    // proxy does not pass through. Read from the client each time: a
+    // restarted server may declare less than the first one did.
+    let declared = Arc::clone(&client);
+    let mut builder =
+        Server::builder(&name, &version).capabilities_at_most(move || ServerCapabilities {
+            experimental: None,
+            extensions: None,
+            ..declared.server_capabilities()
+        });
     if let Some(text) = client.instructions() {
         builder = builder.instructions(&text);
     }
@@ -135,9 +151,13 @@ pub fn serve_as(client: Client) -> Result<Server, Error> {
             }
         });
     }
-    let subscribed = Arc::new(Mutex::new(HashSet::<String>::new()));
+    let subscribed = Arc::new(Subscribed::default());
     let server_slot: Arc<Mutex<Option<Server>>> = Arc::default();
-    if capabilities.resources.as_ref().and_then(|r| r.subscribe) == Some(true) {
+    // Always set: asked only while the server behind declares
+    // subscriptions (the ceiling), which a restarted one may do when the
+    // first did not; without it every URI would be acknowledged, and
+    // nothing subscribed behind.
+    {
         let (client, subscribed, slot, updates) = (
             Arc::clone(&client),
             Arc::clone(&subscribed),
@@ -214,8 +234,10 @@ fn sync<T: serde::Serialize>(
     changed
 }
 
-/// Lists what the server offers and makes `server` offer the same; which
-/// of `lists` changed (each change is announced by the change itself).
+/// Lists what the server offers and makes `server` offer the same (a list
+/// the server does not declare, any more: a restarted server may declare
+/// less, is emptied); which of `lists` changed (each change is announced
+/// by the change itself).
 fn mirror(
     server: &Server,
     client: &Arc<Client>,
@@ -230,8 +252,11 @@ fn mirror(
         prompts: false,
     };
     let mut mirrored = lock(mirrored);
-    if lists.tools && capabilities.tools.is_some() {
-        let tools = client.tools().collect::<Result<Vec<_>, _>>()?;
+    if lists.tools {
+        let tools = match capabilities.tools {
+            Some(_) => client.tools().collect::<Result<Vec<_>, _>>()?,
+            None => Vec::new(),
+        };
         let add = |tool: Tool| {
             let (client, updates) = (Arc::clone(client), Arc::clone(updates));
             let name = tool.name.clone();
@@ -243,8 +268,12 @@ fn mirror(
         let remove = |name: &str| server.remove_tool(name);
         changed.tools = sync(&mut mirrored.tools, tools, |t| t.name.clone(), add, remove);
     }
-    if lists.resources && capabilities.resources.is_some() {
-        let resources = client.resources().collect::<Result<Vec<_>, _>>()?;
+    let resources_declared = capabilities.resources.is_some();
+    if lists.resources {
+        let resources = match resources_declared {
+            true => client.resources().collect::<Result<Vec<_>, _>>()?,
+            false => Vec::new(),
+        };
         let add = |resource| server.add_resource(resource, read_through(client, updates));
         let remove = |uri: &str| server.remove_resource(uri);
         changed.resources = sync(
@@ -254,14 +283,20 @@ fn mirror(
             add,
             remove,
         );
-        let templates = client.resource_templates().collect::<Result<Vec<_>, _>>()?;
+        let templates = match resources_declared {
+            true => client.resource_templates().collect::<Result<Vec<_>, _>>()?,
+            false => Vec::new(),
+        };
         let add = |template| server.add_resource_template(template, read_through(client, updates));
         let remove = |pattern: &str| server.remove_resource_template(pattern);
         let key = |t: &ResourceTemplate| t.uri_template.clone();
         changed.resources |= sync(&mut mirrored.templates, templates, key, add, remove);
     }
-    if lists.prompts && capabilities.prompts.is_some() {
-        let prompts = client.prompts().collect::<Result<Vec<_>, _>>()?;
+    if lists.prompts {
+        let prompts = match capabilities.prompts {
+            Some(_) => client.prompts().collect::<Result<Vec<_>, _>>()?,
+            None => Vec::new(),
+        };
         let add = |prompt: Prompt| {
             let (client, updates) = (Arc::clone(client), Arc::clone(updates));
             let name = prompt.name.clone();
@@ -397,7 +432,9 @@ fn carry_round(ctx: &RequestContext, params: &mut Value) {
 }
 
 /// The one `listen` the proxy keeps on the server for its list changes,
-/// on a thread of its own: each change lists again and publishes.
+/// on a thread of its own: each change lists again and publishes; so does
+/// a restart of the server, which sends the listen again (`Resubscribed`)
+/// or ends it (a restarted server that refuses it).
 fn follow_list_changes(
     server: &Server,
     client: &Arc<Client>,
@@ -457,6 +494,10 @@ fn follow_list_changes(
                     notifier.prompts_list_changed();
                 }
             }
+            // Ended: by the server (a restarted one that refused the listen
+            // sent again among them), or with the client. Listed once more
+            // for the first: a list change after it goes unheard.
+            let _ = mirror(&server, &client, &updates, &mirrored, Lists::all());
         });
 }
 
@@ -578,41 +619,73 @@ fn publish_from(subscription: &mut Subscription, notifier: &Notifier) -> bool {
     }
 }
 
+/// The URIs the proxy subscribed to on the server, and those it is asking
+/// the server for now.
+#[derive(Default)]
+struct Subscribed {
+    uris: Mutex<SubscribedUris>,
+    /// Told when an answer came.
+    answered: Condvar,
+}
+
+#[derive(Default)]
+struct SubscribedUris {
+    taken: HashSet<String>,
+    asking: HashSet<String>,
+}
+
 /// Subscribes to `uri` on the server, once, before the caller's own
 /// subscription is acknowledged (so that nothing the caller does after its
 /// acknowledgment is missed); the proxy's publishing thread then publishes
-/// each update to its listeners (see [`Updates`]). Whether the URI is
-/// subscribed to: not past [`MAX_SUBSCRIBED`] URIs, nor when the server
-/// refused.
+/// each update to its listeners (see [`Updates`]). Returns whether the
+/// server acknowledged `uri` (now, or when the proxy first subscribed):
+/// the caller's acknowledgment names no more (spec 2026-07-28
+/// basic/patterns/subscriptions: it lists what will be delivered); nor is
+/// a URI past [`MAX_SUBSCRIBED`] (those subscribed and those being asked)
+/// taken. A second caller of a URI being asked waits for that answer
+/// rather than be acknowledged before it; no lock is held while the
+/// server is asked, so callers of other URIs do not wait behind it.
 fn subscribe(
     client: &Arc<Client>,
-    subscribed: &Mutex<HashSet<String>>,
+    subscribed: &Subscribed,
     server: &Arc<Mutex<Option<Server>>>,
     updates: &Arc<Updates>,
     uri: &str,
 ) -> bool {
     {
-        let mut subscribed = lock(subscribed);
-        if subscribed.contains(uri) {
+        let mut uris = lock(&subscribed.uris);
+        while uris.asking.contains(uri) {
+            uris = (subscribed.answered.wait(uris)).unwrap_or_else(PoisonError::into_inner);
+        }
+        if uris.taken.contains(uri) {
             return true;
         }
-        if subscribed.len() >= MAX_SUBSCRIBED {
+        if uris.taken.len() + uris.asking.len() >= MAX_SUBSCRIBED {
             return false;
         }
-        subscribed.insert(uri.to_owned());
+        uris.asking.insert(uri.to_owned());
     }
     let filter = SubscriptionFilter {
         resource_subscriptions: Some(vec![uri.to_owned()]),
         ..SubscriptionFilter::default()
     };
-    let taken = match client.listen(filter) {
-        Ok(subscription) => updates.add(subscription, server),
-        Err(_) => false,
-    };
-    if !taken {
-        // Tried again by the next caller that asks.
-        lock(subscribed).remove(uri);
+    // Refused, or failed: tried again by the next caller that asks. One
+    // refused is dropped, which cancels it at the server.
+    let subscription = client.listen(filter).ok().filter(|subscription| {
+        let accepted = subscription.accepted().resource_subscriptions.as_deref();
+        accepted.unwrap_or_default().iter().any(|u| u == uri)
+    });
+    // Published from here on by the proxy's one publishing thread, before
+    // a second caller of `uri` is told it is taken.
+    let taken = subscription.is_some_and(|subscription| updates.add(subscription, server));
+    {
+        let mut uris = lock(&subscribed.uris);
+        uris.asking.remove(uri);
+        if taken {
+            uris.taken.insert(uri.to_owned());
+        }
     }
+    subscribed.answered.notify_all();
     taken
 }
 

@@ -85,13 +85,47 @@ fn run_server(mode: &str) -> ! {
     if mode == "tools-only" {
         run_tools_only();
     }
+    if mode == "hang-list" {
+        run_tools_alone(true);
+    }
+    // `flip:PATH`: the `failing` server the first time (PATH is then
+    // made), a modern server with tools alone every time after.
+    if let Some(path) = mode.strip_prefix("flip:") {
+        if std::fs::metadata(path).is_ok() {
+            run_tools_alone(false);
+        }
+        std::fs::write(path, "started once").expect("the flip file");
+    }
+    // `grow:PATH`: the `tools-only` server the first time (its process id
+    // written to PATH), the `only-mem` server every time after.
+    if let Some(path) = mode.strip_prefix("grow:")
+        && std::fs::metadata(path).is_err()
+    {
+        std::fs::write(path, std::process::id().to_string()).expect("the grow file");
+        run_tools_only();
+    }
     if mode == "die" {
         eprintln!("starting the fixture server");
         eprintln!("cannot open the database: /nonexistent/db");
         std::process::exit(7);
     }
+    // `linger:PATH`: the everything server, its process id written to
+    // PATH; after the end of its input it lingers (as a server that does
+    // not watch its input does) until a signal ends it, or 30 s.
+    if let Some(path) = mode.strip_prefix("linger:") {
+        std::fs::write(path, std::process::id().to_string()).expect("the pid file");
+        let _ = everything::build().serve(Transport::stdio());
+        thread::sleep(Duration::from_secs(30));
+        std::process::exit(0);
+    }
     let server = match mode {
         "failing" => everything::build_with(failing_tools),
+        only_mem if only_mem == "only-mem" || only_mem.starts_with("grow:") => {
+            everything::build_with(|builder| {
+                builder.resource_subscription_filter(|uri| uri.starts_with("mem://"))
+            })
+        }
+        flip if flip.starts_with("flip:") => everything::build_with(failing_tools),
         _ => everything::build(),
     };
     let res = match mode.strip_prefix("eof:").and_then(|n| n.parse().ok()) {
@@ -158,6 +192,46 @@ fn run_bare(legacy: bool) -> ! {
             "{}",
             serde_json::json!({ "jsonrpc": "2.0", "id": id, "result": result })
         );
+        let _ = out.flush();
+    }
+    std::process::exit(0);
+}
+
+/// A modern server that declares tools and nothing else (no list
+/// changes, resources, prompts or logging), with one tool `now`; with
+/// `hang`, it says so on stderr when asked `tools/list` and never
+/// answers it (a server stuck while starting).
+fn run_tools_alone(hang: bool) -> ! {
+    let mut out = std::io::stdout().lock();
+    for line in std::io::stdin().lock().lines() {
+        let Ok(line) = line else { break };
+        let Ok(msg) = serde_json::from_str::<Value>(&line) else {
+            continue;
+        };
+        let Some(id) = msg.get("id") else { continue };
+        let reply = match msg["method"].as_str().unwrap_or_default() {
+            "server/discover" => serde_json::json!({ "result": {
+                "resultType": "complete",
+                "supportedVersions": ["2026-07-28"],
+                "capabilities": { "tools": {} },
+                "_meta": { "io.modelcontextprotocol/serverInfo": { "name": "tools-only", "version": "2" } }
+            } }),
+            "tools/list" if hang => {
+                eprintln!("waiting forever on tools/list");
+                continue;
+            }
+            "tools/list" => serde_json::json!({ "result": { "tools": [
+                { "name": "now", "inputSchema": { "type": "object" } }
+            ] } }),
+            "ping" => serde_json::json!({ "result": {} }),
+            method => serde_json::json!({ "error": {
+                "code": -32601, "message": format!("Method not found: {method}")
+            } }),
+        };
+        let mut reply = reply;
+        reply["jsonrpc"] = "2.0".into();
+        reply["id"] = id.clone();
+        let _ = writeln!(out, "{reply}");
         let _ = out.flush();
     }
     std::process::exit(0);
@@ -1278,6 +1352,452 @@ fn http_echo(addr: &str) -> Result<String, String> {
     Ok(response)
 }
 
+/// A running `mcp-stdio serve-http -- <this binary>`: the process, its
+/// stderr a line at a time, and where it serves once it said so.
+#[cfg(feature = "http")]
+struct Gateway {
+    child: std::process::Child,
+    lines: crossbeam_channel::Receiver<String>,
+    stderr: String,
+}
+
+#[cfg(feature = "http")]
+impl Gateway {
+    fn start(mode: &str, extra: &[&str]) -> Result<Gateway, String> {
+        let mut args = vec!["serve-http", "--listen", "127.0.0.1:0"];
+        args.extend(extra);
+        let me = me();
+        args.extend(["--", &me]);
+        let mut child = Command::new(BIN)
+            .args(&args)
+            .env(SERVER_ENV, mode)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|e| e.to_string())?;
+        let stderr = BufReader::new(child.stderr.take().expect("piped stderr"));
+        let (tx, lines) = crossbeam_channel::unbounded();
+        thread::spawn(move || {
+            for line in stderr.lines().map_while(Result::ok) {
+                let _ = tx.send(line);
+            }
+        });
+        Ok(Gateway {
+            child,
+            lines,
+            stderr: String::new(),
+        })
+    }
+
+    /// Waits for a line of stderr holding `part`: the line.
+    fn wait_for(&mut self, part: &str) -> Result<String, String> {
+        let deadline = Instant::now() + LIMIT;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let Ok(line) = self.lines.recv_timeout(left) else {
+                return Err(format!("no {part:?} on stderr: {:?}", self.stderr));
+            };
+            self.stderr.push_str(&line);
+            self.stderr.push('\n');
+            if line.contains(part) {
+                return Ok(line);
+            }
+        }
+    }
+
+    /// Where it serves (`HOST:PORT`), once it says so.
+    fn address(&mut self) -> Result<String, String> {
+        let line = self.wait_for(" at http://")?;
+        let (_, url) = line.split_once(" at http://").expect("just found");
+        Ok(url.trim_end_matches("/mcp").to_owned())
+    }
+}
+
+#[cfg(feature = "http")]
+impl Drop for Gateway {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A modern request POSTed to `addr` with the headers a conforming client
+/// sends: the whole response.
+#[cfg(feature = "http")]
+fn http_request(
+    addr: &str,
+    method: &str,
+    name: Option<&str>,
+    params: Value,
+) -> Result<String, String> {
+    let mut params = params;
+    params["_meta"] = serde_json::json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {}
+    });
+    let body = serde_json::json!({ "jsonrpc": "2.0", "id": 1, "method": method, "params": params })
+        .to_string();
+    let name = name.map_or_else(String::new, |n| format!("Mcp-Name: {n}\r\n"));
+    let request = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\nMcp-Method: {method}\r\n{name}Content-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    let mut socket = std::net::TcpStream::connect(addr).map_err(|e| e.to_string())?;
+    socket
+        .set_read_timeout(Some(LIMIT))
+        .map_err(|e| e.to_string())?;
+    socket
+        .write_all(request.as_bytes())
+        .map_err(|e| e.to_string())?;
+    let mut response = String::new();
+    socket
+        .read_to_string(&mut response)
+        .map_err(|e| e.to_string())?;
+    Ok(response)
+}
+
+/// The capabilities `serve-http` at `addr` advertises (`server/discover`).
+#[cfg(feature = "http")]
+fn advertised(addr: &str) -> Result<Value, String> {
+    let response = http_request(addr, "server/discover", None, serde_json::json!({}))?;
+    let (_, body) = response
+        .split_once("\r\n\r\n")
+        .ok_or_else(|| format!("no body: {response}"))?;
+    let body: Value = serde_json::from_str(body).map_err(|e| format!("{e}: {response}"))?;
+    Ok(body["result"]["capabilities"].clone())
+}
+
+/// Issue 43, item 4 ("`serve-http` claims only what its child has"),
+/// after a restart: the cap is what the first child declared
+/// (`proxy::serve_as` reads it once), but `serve-http` restarts a child
+/// that dies, and the child started again may declare less (an upgrade, a
+/// configuration read again, another build behind the same command).
+/// Here the first child declares resource subscriptions and logging, dies
+/// in a call, and the one started again declares tools alone; `serve-http`
+/// goes on advertising subscriptions and logging it can no longer deliver.
+#[cfg(feature = "http")]
+fn serve_http_claims_what_the_restarted_child_declares() -> Result<(), String> {
+    let flip = scratch("flip").join("started");
+    let mut gateway = Gateway::start(&format!("flip:{}", flip.display()), &[])?;
+    let addr = gateway.address()?;
+    let first = advertised(&addr)?;
+    if first["resources"]["subscribe"] != true || first.get("logging").is_none() {
+        return Err(format!("the first child's capabilities: {first}"));
+    }
+    let died = http_request(
+        &addr,
+        "tools/call",
+        Some("die"),
+        serde_json::json!({ "name": "die", "arguments": {} }),
+    )?;
+    if !died.contains("\"error\"") {
+        return Err(format!("the call that kills the child: {died}"));
+    }
+    gateway.wait_for("the server was restarted")?;
+    let after = advertised(&addr)?;
+    let claims_subscribe = after["resources"]["subscribe"] == true;
+    let claims_logging = after.get("logging").is_some();
+    if claims_subscribe || claims_logging {
+        return Err(format!(
+            "after the restart the child declares tools alone; serve-http advertises {after}"
+        ));
+    }
+    Ok(())
+}
+
+/// Found reading the fix of the test above: a restarted child may also
+/// declare more than the first. The proxy set its subscription filter (the
+/// one that subscribes behind it) only when the first child declared
+/// resources; a restarted child that declares resource subscriptions
+/// (mirrored once the lists' listen is sent again), behind a first that
+/// declared tools and their list changes alone, got every URI
+/// acknowledged by the proxy's own server and none subscribed behind it
+/// (`nope://x`, which the child refuses, acknowledged: `listen` waited for
+/// updates that would never come). Expected: refused as the child refused
+/// it (exit 1).
+#[cfg(feature = "http")]
+fn serve_http_subscribes_behind_a_restarted_child_that_declares_more() -> Result<(), String> {
+    let grow = scratch("grow").join("started");
+    let mut gateway = Gateway::start(&format!("grow:{}", grow.display()), &[])?;
+    let addr = gateway.address()?;
+    let first = advertised(&addr)?;
+    if first.get("resources").is_some() {
+        return Err(format!("the first child's capabilities: {first}"));
+    }
+    let pid = std::fs::read_to_string(&grow).map_err(|e| e.to_string())?;
+    let killed = Command::new("kill")
+        .args(["-KILL", pid.trim()])
+        .status()
+        .map_err(|e| e.to_string())?;
+    if !killed.success() {
+        return Err(format!("kill -KILL {pid}: {killed}"));
+    }
+    gateway.wait_for("the server was restarted")?;
+    let deadline = Instant::now() + LIMIT;
+    while advertised(&addr)?["resources"]["subscribe"] != true {
+        if Instant::now() > deadline {
+            return Err(format!(
+                "after the restart: {} advertised",
+                advertised(&addr)?
+            ));
+        }
+        // Polling interval of the bounded wait: the lists are mirrored on
+        // the proxy's own thread.
+        thread::sleep(Duration::from_millis(50));
+    }
+    let url = format!("http://{addr}/mcp");
+    let args = [
+        "--timeout",
+        "5",
+        "listen",
+        "--resource",
+        "nope://x",
+        "--url",
+        &url,
+    ];
+    let run = run(&args.map(str::to_owned), &[], "")?;
+    if run.code != Some(1) || !run.stderr.contains("nope://x") {
+        return Err(format!(
+            "listen --resource nope://x through serve-http: exit {:?}, stdout {:?}, stderr {:?}",
+            run.code, run.stdout, run.stderr
+        ));
+    }
+    Ok(())
+}
+
+/// After a restart `serve-http` lists again what the child offers: the
+/// tools of the child started again, and none of the first one's. Here the
+/// restarted child declares no list changes and refuses the listen the
+/// client sends it again (`-32601`), so no list change is ever heard;
+/// the proxy lists again when that listen is answered. Before, the first
+/// child's tools stayed listed (and called into a child that has none).
+#[cfg(feature = "http")]
+fn serve_http_lists_what_the_restarted_child_offers() -> Result<(), String> {
+    let flip = scratch("flip-lists").join("started");
+    let mut gateway = Gateway::start(&format!("flip:{}", flip.display()), &[])?;
+    let addr = gateway.address()?;
+    let died = http_request(
+        &addr,
+        "tools/call",
+        Some("die"),
+        serde_json::json!({ "name": "die", "arguments": {} }),
+    )?;
+    if !died.contains("\"error\"") {
+        return Err(format!("the call that kills the child: {died}"));
+    }
+    gateway.wait_for("the server was restarted")?;
+    let deadline = Instant::now() + LIMIT;
+    loop {
+        let listed = http_request(&addr, "tools/list", None, serde_json::json!({}))?;
+        let (_, body) = listed
+            .split_once("\r\n\r\n")
+            .ok_or_else(|| format!("no body: {listed}"))?;
+        let body: Value = serde_json::from_str(body).map_err(|e| format!("{e}: {listed}"))?;
+        let names: Vec<&str> = (body["result"]["tools"].as_array())
+            .map(|tools| tools.iter().filter_map(|t| t["name"].as_str()).collect())
+            .unwrap_or_default();
+        if names == ["now"] {
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            return Err(format!(
+                "after the restart the child offers the tool now alone; serve-http lists {} tools: {:?}",
+                names.len(),
+                &names[..names.len().min(5)]
+            ));
+        }
+        // Polling interval of the bounded wait: the listing happens on
+        // the proxy's own thread.
+        thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// `serve-http` catches SIGTERM and SIGINT from its start (issue 43, item
+/// 4), but only its serving loop hears them: while it starts (the child's
+/// lists are read before it listens) a signal is queued and nothing acts
+/// on it. A child that never answers `tools/list` (no timeout by default)
+/// leaves a gateway that SIGTERM no longer ends, as it did before the
+/// handler: only SIGKILL does. Expected: it ends within a few seconds.
+#[cfg(feature = "http")]
+fn serve_http_ends_on_sigterm_while_starting() -> Result<(), String> {
+    let mut gateway = Gateway::start("hang-list", &["--show-stderr"])?;
+    gateway.wait_for("waiting forever on tools/list")?;
+    let killed = Command::new("kill")
+        .args(["-TERM", &gateway.child.id().to_string()])
+        .status()
+        .map_err(|e| e.to_string())?;
+    if !killed.success() {
+        return Err("kill -TERM failed".into());
+    }
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while Instant::now() < deadline {
+        if gateway
+            .child
+            .try_wait()
+            .map_err(|e| e.to_string())?
+            .is_some()
+        {
+            return Ok(());
+        }
+        // Polling interval of the bounded wait.
+        thread::sleep(Duration::from_millis(5));
+    }
+    Err("still running 5 s after SIGTERM, while it listed the child's tools".into())
+}
+
+/// Issue 43, item 6 ("a missing feature as an answer, not a failure"),
+/// read the other way: a server that offers resource subscriptions but
+/// refuses the one asked for (it takes `mem://` URIs only) has not said
+/// it lacks a feature; it said no to `nope://x`. `listen` takes the empty
+/// acknowledgment for a missing feature: "nothing to listen to: the server
+/// offers resource subscriptions", exit 0, which reads as a contradiction
+/// and hides a mistyped URI from a script. Expected: a failure (exit 1)
+/// that names the URI the server did not accept.
+fn listen_to_a_refused_uri_is_a_failure() -> Result<(), String> {
+    let mut failed = Vec::new();
+    for era in ["auto", "legacy"] {
+        let run = cli(
+            Setup {
+                mode: "only-mem",
+                era,
+            },
+            &["listen", "--resource", "nope://x"],
+            "",
+        )?;
+        if run.code == Some(0) || !run.stderr.contains("nope://x") {
+            failed.push(format!(
+                "--era {era}: exit {:?}, stdout {:?}, stderr {:?}",
+                run.code, run.stdout, run.stderr
+            ));
+        }
+    }
+    if failed.is_empty() {
+        Ok(())
+    } else {
+        Err(failed.join("; "))
+    }
+}
+
+/// Whether process `pid` is alive (a zombie is not).
+#[cfg(feature = "http")]
+fn alive(pid: &str) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/status")).is_ok_and(|status| {
+        !status
+            .lines()
+            .any(|l| l.starts_with("State:") && l.contains('Z'))
+    })
+}
+
+/// Spec 2026-07-28 basic/transports/stdio, "Shutdown": the client closes
+/// the server's input, waits, then sends SIGTERM, then SIGKILL. Since
+/// issue 43 `serve-http` puts its child in a process group of its own
+/// (Ctrl-C no longer reaches it) and on SIGINT or SIGTERM returns from
+/// serving without closing its client (the proxy's threads hold it), so
+/// the child only sees its input end when the process exits, and a child
+/// that does not watch its input lingers, orphaned, for as long as it
+/// likes. Before, Ctrl-C reached the child with its parent. Expected: the
+/// child is gone within its grace (2 s) and a moment after `serve-http`.
+#[cfg(feature = "http")]
+fn serve_http_stops_its_child_on_sigint() -> Result<(), String> {
+    let pid_file = scratch("linger").join("pid");
+    let mut gateway = Gateway::start(&format!("linger:{}", pid_file.display()), &[])?;
+    let addr = gateway.address()?;
+    let pid = std::fs::read_to_string(&pid_file).map_err(|e| e.to_string())?;
+    let echoed = http_request(
+        &addr,
+        "tools/call",
+        Some("echo"),
+        serde_json::json!({ "name": "echo", "arguments": { "text": "hi" } }),
+    )?;
+    if !echoed.contains(r#""text":"hi""#) {
+        return Err(format!("the echo through serve-http: {echoed}"));
+    }
+    let killed = Command::new("kill")
+        .args(["-INT", &gateway.child.id().to_string()])
+        .status()
+        .map_err(|e| e.to_string())?;
+    if !killed.success() {
+        return Err("kill -INT failed".into());
+    }
+    let deadline = Instant::now() + LIMIT;
+    while gateway
+        .child
+        .try_wait()
+        .map_err(|e| e.to_string())?
+        .is_none()
+    {
+        if Instant::now() > deadline {
+            return Err("serve-http did not end on SIGINT".into());
+        }
+        // Polling interval of the bounded wait.
+        thread::sleep(Duration::from_millis(5));
+    }
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while alive(&pid) {
+        if Instant::now() > deadline {
+            let _ = Command::new("kill").args(["-KILL", &pid]).status();
+            return Err(format!(
+                "serve-http ended on SIGINT; its child {pid} was still running 5 s later"
+            ));
+        }
+        // Polling interval of the bounded wait.
+        thread::sleep(Duration::from_millis(5));
+    }
+    Ok(())
+}
+
+/// `serve-http` stopped by SIGTERM while a call is in flight: the call is
+/// answered (it ends within the grace), and a second SIGTERM changes
+/// nothing of that; exit 0 (issue 43, item 4, "the requests in flight are
+/// answered").
+#[cfg(feature = "http")]
+fn serve_http_answers_the_call_in_flight_on_sigterm_twice() -> Result<(), String> {
+    let mut gateway = Gateway::start("everything", &["--wire"])?;
+    let addr = gateway.address()?;
+    let call = {
+        let addr = addr.clone();
+        thread::spawn(move || {
+            http_request(
+                &addr,
+                "tools/call",
+                Some("slow"),
+                serde_json::json!({ "name": "slow", "arguments": { "ms": 1000 } }),
+            )
+        })
+    };
+    // On its way to the child: the call is in flight.
+    gateway.wait_for(r#""name":"slow""#)?;
+    for _ in 0..2 {
+        let killed = Command::new("kill")
+            .args(["-TERM", &gateway.child.id().to_string()])
+            .status()
+            .map_err(|e| e.to_string())?;
+        if !killed.success() {
+            return Err("kill -TERM failed".into());
+        }
+    }
+    let answered = call.join().map_err(|_| "the call's thread panicked")??;
+    if !answered.contains(r#""text":"done""#) {
+        return Err(format!("the call in flight: {answered}"));
+    }
+    let deadline = Instant::now() + LIMIT;
+    let status = loop {
+        if let Some(status) = gateway.child.try_wait().map_err(|e| e.to_string())? {
+            break status;
+        }
+        if Instant::now() > deadline {
+            return Err("serve-http did not end on SIGTERM".into());
+        }
+        // Polling interval of the bounded wait.
+        thread::sleep(Duration::from_millis(5));
+    };
+    if status.code() != Some(0) {
+        return Err(format!("serve-http ended {status}"));
+    }
+    Ok(())
+}
+
 // ---------------------------------------------------------------------------
 // Check runner
 // ---------------------------------------------------------------------------
@@ -1315,6 +1835,40 @@ fn run_checks() -> i32 {
             Box::new(move || serve_http_signal(signal)),
         ));
     }
+    checks.push((
+        "listen_to_a_refused_uri_is_a_failure".into(),
+        Box::new(listen_to_a_refused_uri_is_a_failure),
+    ));
+    #[cfg(feature = "http")]
+    checks.push((
+        "serve_http_stops_its_child_on_sigint".into(),
+        Box::new(serve_http_stops_its_child_on_sigint),
+    ));
+    #[cfg(feature = "http")]
+    checks.push((
+        "serve_http_answers_the_call_in_flight_on_sigterm_twice".into(),
+        Box::new(serve_http_answers_the_call_in_flight_on_sigterm_twice),
+    ));
+    #[cfg(feature = "http")]
+    checks.push((
+        "serve_http_claims_what_the_restarted_child_declares".into(),
+        Box::new(serve_http_claims_what_the_restarted_child_declares),
+    ));
+    #[cfg(feature = "http")]
+    checks.push((
+        "serve_http_lists_what_the_restarted_child_offers".into(),
+        Box::new(serve_http_lists_what_the_restarted_child_offers),
+    ));
+    #[cfg(feature = "http")]
+    checks.push((
+        "serve_http_subscribes_behind_a_restarted_child_that_declares_more".into(),
+        Box::new(serve_http_subscribes_behind_a_restarted_child_that_declares_more),
+    ));
+    #[cfg(feature = "http")]
+    checks.push((
+        "serve_http_ends_on_sigterm_while_starting".into(),
+        Box::new(serve_http_ends_on_sigterm_while_starting),
+    ));
     checks.retain(|(name, _)| selection.includes(name));
     if selection.list {
         for (name, _) in &checks {

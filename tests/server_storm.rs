@@ -11,7 +11,8 @@
 //! moments or left open while their request is cancelled (the server must
 //! then withdraw the ask, and never ask for a request whose cancellation it
 //! read). Every line the server writes is judged by an exact oracle
-//! ([`Model`]): the rules of DESIGN.md, each one a check below.
+//! ([`Model`]): the rules of ARCHITECTURE.md ("Each rule in one function"),
+//! each one a check below.
 //!
 //! Bounded: `STORM_SECONDS` (default 6) of rounds, each a new connection to
 //! the same server; `STORM_SEED` replays a run's choices (thread timing
@@ -336,6 +337,12 @@ struct Model {
     listens: HashMap<Id, Listen>,
     /// URIs a call in flight publishes, to that call.
     busy: HashMap<String, Id>,
+    /// This round's URIs are `storm://ROUND.N`: a handler of an earlier
+    /// round that the end of its input cut off (answered `-32603`) may
+    /// still run and publish, and what it publishes reaches every
+    /// connection of the server, this round's listens too (found by CI on
+    /// one CPU: read as a second delivery of this round's publish).
+    round: u64,
     /// Listens heard of per publishing call.
     heard: HashMap<Id, HashSet<Id>>,
     /// Ids free to reuse right now.
@@ -411,6 +418,7 @@ impl Model {
             unproven: Vec::new(),
             listens: HashMap::new(),
             busy: HashMap::new(),
+            round: fresh(),
             heard: HashMap::new(),
             reusable: Vec::new(),
             tasks,
@@ -429,6 +437,11 @@ impl Model {
             model.open_session();
         }
         model
+    }
+
+    /// One of this round's URIs, at random.
+    fn uri(&mut self) -> String {
+        format!("storm://{}.{}", self.round, self.rng.below(URIS))
     }
 
     /// `initialize` (declaring elicitation) and `notifications/initialized`.
@@ -595,7 +608,7 @@ impl Model {
                 args["progress"] = json!(1 + self.rng.below(3));
                 progress = Some(format!("p{}", fresh()));
             }
-            let uri = format!("storm://{}", self.rng.below(URIS));
+            let uri = self.uri();
             if self.rng.below(4) == 0 && !self.busy.contains_key(&uri) {
                 args["publish"] = json!(uri);
                 args["helper"] = json!(self.rng.below(2) == 0);
@@ -834,9 +847,7 @@ impl Model {
         }
         let id = format!("\"L{}\"", fresh());
         let n = 1 + self.rng.below(3);
-        let uris: HashSet<String> = (0..n)
-            .map(|_| format!("storm://{}", self.rng.below(URIS)))
-            .collect();
+        let uris: HashSet<String> = (0..n).map(|_| self.uri()).collect();
         let mut sorted: Vec<&String> = uris.iter().collect();
         sorted.sort();
         write_line(

@@ -17,6 +17,7 @@ mod link;
 mod notes;
 mod pages;
 mod process;
+mod reply;
 mod requests;
 mod restart;
 #[cfg(feature = "legacy")]
@@ -284,6 +285,15 @@ impl Client {
         self.inner.close()
     }
 
+    /// [`Client::close`] for a client shared between threads (an
+    /// `Arc<Client>`, as the handlers of `proxy::serve_as` hold it): the
+    /// same shutdown, for every holder. What the
+    /// others ask after it fails with [`Error::Disconnected`]; dropping
+    /// the client later closes nothing more.
+    pub fn close_shared(&self) -> Result<Option<ExitStatus>, Error> {
+        self.inner.close()
+    }
+
     /// The client's requests are many callers' from here on (a proxy's):
     /// see `Notes::serve_many_callers`.
     #[cfg(feature = "server")]
@@ -368,7 +378,7 @@ impl Drop for Client {
     /// SIGTERM, then its output's end), and by the stop of a restart's
     /// server when one is under way.
     fn drop(&mut self) {
-        if !self.closed {
+        if !self.closed && !self.inner.closing.load(Ordering::Acquire) {
             let _ = self.inner.close();
         }
     }

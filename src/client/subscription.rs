@@ -56,7 +56,9 @@ pub enum SubscriptionEnd {
     /// The server ended it: it answered the listen request (the graceful
     /// end), or tore it down with `notifications/cancelled`.
     Closed,
-    /// The connection dropped without that answer.
+    /// The connection dropped without that answer (over HTTP: the
+    /// listen's stream ended or broke before it, as when the server was
+    /// killed behind a load balancer).
     Disconnected,
     /// The application did not read its events: more of them waited than
     /// the client holds for one subscription (the line limit,
@@ -257,6 +259,15 @@ impl Subscription {
             }
             SubscriptionDelivery::Notification { method, params, .. } => {
                 Some(event_of(method, params))
+            }
+            // Over HTTP, a stream that broke before its answer (the
+            // server killed behind a load balancer) is answered by the
+            // client itself: the connection dropped.
+            #[cfg(feature = "http")]
+            SubscriptionDelivery::Reply(Err(error)) if crate::client::http::no_answer(&error) => {
+                self.end = Some(SubscriptionEnd::Disconnected);
+                self.release();
+                None
             }
             SubscriptionDelivery::Reply(_) | SubscriptionDelivery::TornDown => {
                 self.end = Some(SubscriptionEnd::Closed);

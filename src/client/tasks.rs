@@ -28,7 +28,7 @@ use serde_json::{Value, json};
 
 use crate::client::Client;
 use crate::client::call::RequestOptions;
-use crate::client::requests::Reply;
+use crate::client::reply::Reply;
 use crate::client::shared::ClientInner;
 use crate::error::Error;
 use crate::jsonrpc::ErrorObject;

@@ -212,7 +212,11 @@ fn request_line(line: &[u8]) -> Result<(String, String, bool), HttpError> {
     Ok((method.to_owned(), target.to_owned(), http10))
 }
 
-/// `name: value`, the value without surrounding whitespace.
+/// `name: value`, the value without the spaces and tabs around it (RFC
+/// 9110 section 5.5: OWS is SP and HTAB alone). Any other control
+/// character, at either end too, refuses the request: an intermediary that
+/// keeps a form feed at a value's end would read another value than this
+/// server.
 fn field(line: &[u8]) -> Result<(String, String), HttpError> {
     if line[0] == b' ' || line[0] == b'\t' {
         return Err(bad("obsolete line folding in the header is not accepted"));
@@ -225,7 +229,7 @@ fn field(line: &[u8]) -> Result<(String, String), HttpError> {
             String::from_utf8_lossy(name)
         )));
     }
-    let value = line[colon + 1..].trim_ascii();
+    let value = trim_ows(&line[colon + 1..]);
     if value.iter().any(|&b| (b < 0x20 && b != b'\t') || b == 0x7f) {
         return Err(bad(format!(
             "the value of header {} holds a control character",
@@ -236,6 +240,17 @@ fn field(line: &[u8]) -> Result<(String, String), HttpError> {
         String::from_utf8_lossy(name).into_owned(),
         String::from_utf8_lossy(value).into_owned(),
     ))
+}
+
+/// `bytes` without the spaces and horizontal tabs at either end.
+fn trim_ows(bytes: &[u8]) -> &[u8] {
+    let ows = |b: &u8| *b == b' ' || *b == b'\t';
+    let start = bytes.iter().position(|b| !ows(b)).unwrap_or(bytes.len());
+    let end = bytes
+        .iter()
+        .rposition(|b| !ows(b))
+        .map_or(start, |at| at + 1);
+    &bytes[start..end]
 }
 
 /// RFC 9110 section 5.6.2: the characters of a token.
@@ -298,12 +313,29 @@ fn too_large(limits: &Limits) -> HttpError {
     )
 }
 
-/// Reads one line into `line` (without its line ending), charging its
-/// length to `budget`. Returns the bytes consumed (0: end of input).
+/// Reads one line of the head or a chunked body's trailer into `line`
+/// (without its line ending), charging its length to `budget`: past it,
+/// `431`. Returns the bytes consumed (0: end of input).
 fn read_line(
     input: &mut dyn BufRead,
     line: &mut Vec<u8>,
     budget: &mut usize,
+) -> Result<usize, HttpError> {
+    read_line_within(input, line, budget, || {
+        HttpError::Status(
+            431,
+            "the request line or header fields are larger than this server accepts".into(),
+        )
+    })
+}
+
+/// [`read_line`], answering `too_long()` when the line would take more
+/// than `budget`.
+fn read_line_within(
+    input: &mut dyn BufRead,
+    line: &mut Vec<u8>,
+    budget: &mut usize,
+    too_long: impl Fn() -> HttpError,
 ) -> Result<usize, HttpError> {
     line.clear();
     let mut consumed = 0;
@@ -320,10 +352,7 @@ fn read_line(
             None => (buf.len(), false),
         };
         if take > *budget {
-            return Err(HttpError::Status(
-                431,
-                "the request line or header fields are larger than this server accepts".into(),
-            ));
+            return Err(too_long());
         }
         *budget -= take;
         line.extend_from_slice(&buf[..take]);
@@ -366,22 +395,25 @@ fn read_exact(input: &mut dyn BufRead, body: &mut Vec<u8>, len: usize) -> Result
 
 /// A chunked body (RFC 9112 section 7.1): sizes in hex, extensions
 /// ignored, the trailer read and dropped.
+///
+/// The chunks' framing (each size line and the line end after its data)
+/// is charged to a budget of its own, as large as the body limit (or the
+/// head limit, if that is larger): a body within its limit may come in
+/// chunks of any size a client streams it in (64 KiB in 16-byte chunks is
+/// 24 KiB of framing), and one in chunks too small for its size is `413`.
+/// The trailer, header fields after the body, has the head's limit.
 fn read_chunked(
     input: &mut dyn BufRead,
     body: &mut Vec<u8>,
     limits: &Limits,
 ) -> Result<(), HttpError> {
-    let mut budget = limits.max_head_bytes;
+    let mut framing = limits.max_body_bytes.max(limits.max_head_bytes);
     let mut line = Vec::with_capacity(32);
     loop {
-        if read_line(input, &mut line, &mut budget)? == 0 {
+        if chunk_line(input, &mut line, &mut framing, limits)? == 0 {
             return Err(HttpError::Io(io::ErrorKind::UnexpectedEof.into()));
         }
-        let size = line
-            .split(|&b| b == b';')
-            .next()
-            .unwrap_or(&[])
-            .trim_ascii();
+        let size = trim_ows(line.split(|&b| b == b';').next().unwrap_or(&[]));
         let size = std::str::from_utf8(size)
             .ok()
             .filter(|s| !s.is_empty() && s.bytes().all(|b| b.is_ascii_hexdigit()))
@@ -399,11 +431,12 @@ fn read_chunked(
             return Err(too_large(limits));
         }
         read_exact(input, body, size)?;
-        if read_line(input, &mut line, &mut budget)? == 0 || !line.is_empty() {
+        if chunk_line(input, &mut line, &mut framing, limits)? == 0 || !line.is_empty() {
             return Err(bad("a chunk is longer than its size says"));
         }
     }
     // The trailer: fields until an empty line, ignored.
+    let mut budget = limits.max_head_bytes;
     loop {
         if read_line(input, &mut line, &mut budget)? == 0 {
             return Err(HttpError::Io(io::ErrorKind::UnexpectedEof.into()));
@@ -412,6 +445,35 @@ fn read_chunked(
             return Ok(());
         }
     }
+}
+
+/// One line of a chunked body's framing, charged to `framing`; a line
+/// longer than the head limit is refused on its own.
+fn chunk_line(
+    input: &mut dyn BufRead,
+    line: &mut Vec<u8>,
+    framing: &mut usize,
+    limits: &Limits,
+) -> Result<usize, HttpError> {
+    let mut budget = (*framing).min(limits.max_head_bytes);
+    let read = read_line_within(input, line, &mut budget, || {
+        if *framing >= limits.max_head_bytes {
+            bad(format!(
+                "a chunk size line is longer than {} bytes",
+                limits.max_head_bytes
+            ))
+        } else {
+            HttpError::Status(
+                413,
+                format!(
+                    "the request body's chunks are too small for its size: their framing passed this server's limit of {} bytes; send larger chunks",
+                    limits.max_body_bytes.max(limits.max_head_bytes)
+                ),
+            )
+        }
+    })?;
+    *framing -= read;
+    Ok(read)
 }
 
 /// Reads a whole request, head and body, for tests.
@@ -455,6 +517,10 @@ mod tests {
         assert_eq!(plain.method, "POST");
         assert_eq!(plain.path(), "/mcp");
         assert_eq!(plain.headers.get("host"), Some("a"));
+        let spaced = read("GET / HTTP/1.1\r\nA: \t b c \t\r\n\r\n")
+            .unwrap()
+            .unwrap();
+        assert_eq!(spaced.headers.get("a"), Some("b c"));
         assert_eq!(plain.body, b"hello");
         assert!(plain.keep_alive());
         let chunked = read(
@@ -475,6 +541,8 @@ mod tests {
         assert_eq!(status("POST /mcp HTTP/1.1\r\nBad : x\r\n\r\n"), 400);
         assert_eq!(status("POST /mcp HTTP/1.1\r\nA: b\r\n folded\r\n\r\n"), 400);
         assert_eq!(status("POST /mcp HTTP/1.1\r\nA: b\x01\r\n\r\n"), 400);
+        assert_eq!(status("POST /mcp HTTP/1.1\r\nA: b\x0c\r\n\r\n"), 400);
+        assert_eq!(status("POST /mcp HTTP/1.1\r\nA:\x0b b\r\n\r\n"), 400);
         assert_eq!(
             status("POST /mcp HTTP/1.1\r\nContent-Length: x\r\n\r\n"),
             400
@@ -503,6 +571,25 @@ mod tests {
             status("POST /mcp HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n"),
             400
         );
+        // The framing of a chunked body has a budget of its own (256 bytes
+        // here, the head limit being the larger), the trailer the head's.
+        let chunks = |n: usize, size: usize| "1\r\nx\r\n".repeat(n) + &"a".repeat(size);
+        let chunked = "POST /mcp HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n";
+        let small = format!(
+            "{chunked}{}0\r\nT: {}\r\n\r\n",
+            chunks(16, 0),
+            "t".repeat(200)
+        );
+        assert_eq!(read(&small).unwrap().unwrap().body, b"x".repeat(16));
+        let long_line = format!("{chunked}1;{}\r\nx\r\n0\r\n\r\n", "e".repeat(300));
+        assert_eq!(status(&long_line), 400);
+        let spent = format!(
+            "{chunked}{}0\r\n\r\n",
+            format!("1;{}\r\nx\r\n", "e".repeat(40)).repeat(7)
+        );
+        assert_eq!(status(&spent), 413);
+        let long_trailer = format!("{chunked}0\r\nT: {}\r\n\r\n", "t".repeat(300));
+        assert_eq!(status(&long_trailer), 431);
         let long = format!("POST /mcp HTTP/1.1\r\nX: {}\r\n\r\n", "a".repeat(300));
         assert_eq!(status(&long), 431);
         assert_eq!(

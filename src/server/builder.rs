@@ -21,7 +21,7 @@ use crate::server::registry::Registry;
 use crate::server::tasks::{MemoryTaskStore, TaskConfig, TaskStore, Tasks};
 #[cfg(feature = "schemars")]
 use crate::server::typed::{StructuredOutput, structured_tool, typed_prompt_fn};
-use crate::server::{AcceptUri, CacheHints, Config, Inner, Server, Trace};
+use crate::server::{AcceptUri, CacheHints, Ceiling, Config, Inner, Server, Trace};
 use crate::transport::DEFAULT_MAX_LINE_BYTES;
 use crate::types::{
     CompleteRequestParams, CompleteResult, GetPromptResult, Implementation, Prompt,
@@ -49,7 +49,7 @@ pub struct ServerBuilder {
     methods: HashMap<String, (Arc<MethodFn>, bool)>,
     trace: Arc<Trace>,
     accept_uri: Option<Arc<AcceptUri>>,
-    ceiling: Option<ServerCapabilities>,
+    ceiling: Option<Arc<Ceiling>>,
     change_feed: Option<Arc<dyn ChangeFeed>>,
     state_key: Option<[u8; 32]>,
     state_ttl: Duration,
@@ -422,15 +422,19 @@ impl ServerBuilder {
         self
     }
 
-    /// Advertises and honours no more than `ceiling`: a feature only when
-    /// it is served and `ceiling` has it, each of its flags (`subscribe`,
-    /// `listChanged`) as `ceiling` says, so that a listen is acknowledged,
-    /// and a legacy `resources/subscribe` or `logging/setLevel` answered,
-    /// only for what `ceiling` declares. For a proxy, whose server can do
-    /// no more than the one behind it (`proxy::serve_as`).
+    /// Advertises and honours no more than what `ceiling` returns, asked
+    /// each time: a feature only when it is served and the ceiling has it,
+    /// each of its flags (`subscribe`, `listChanged`) as the ceiling says,
+    /// so that a listen is acknowledged, and a legacy `resources/subscribe`
+    /// or `logging/setLevel` answered, only for what it declares. For a
+    /// proxy, whose server can do no more than the one behind it now
+    /// (`proxy::serve_as`: a server restarted may declare less).
     #[cfg_attr(not(feature = "client"), allow(dead_code))]
-    pub(crate) fn capabilities_at_most(mut self, ceiling: ServerCapabilities) -> Self {
-        self.ceiling = Some(ceiling);
+    pub(crate) fn capabilities_at_most(
+        mut self,
+        ceiling: impl Fn() -> ServerCapabilities + Send + Sync + 'static,
+    ) -> Self {
+        self.ceiling = Some(Arc::new(ceiling));
         self
     }
 

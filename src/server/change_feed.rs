@@ -31,7 +31,9 @@
 //! through an outage, a message replayed by a client of the bus), and from
 //! several replicas: a listen is never shown one older than the last it
 //! was shown (`Replicas::deliver_status`, by `lastUpdatedAt`, which every
-//! change of a task moves on).
+//! change of a task moves on), nor one older than the store had when it
+//! opened (`Tasks::known` delivers what it read to the listens already
+//! open, and the older statuses are then dropped as old).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};

@@ -119,6 +119,10 @@ pub(crate) type Trace = dyn Fn(&str) + Send + Sync;
 /// A hook that decides whether a listen may subscribe to a resource URI.
 pub(crate) type AcceptUri = dyn Fn(&str) -> bool + Send + Sync;
 
+/// The most a server may advertise, asked each time (a proxy's is what the
+/// server behind it declares now).
+pub(crate) type Ceiling = dyn Fn() -> ServerCapabilities + Send + Sync;
+
 /// What every clone of a [`Server`] shares.
 pub(crate) struct Inner {
     pub info: Implementation,
@@ -137,9 +141,9 @@ pub(crate) struct Inner {
     pub trace_limit: Mutex<NoteLimiter>,
     /// Which requested `resourceSubscriptions` URIs a listen accepts.
     pub accept_uri: Option<Arc<AcceptUri>>,
-    /// No more than this is advertised or honoured
+    /// No more than what this returns is advertised or honoured
     /// (`ServerBuilder::capabilities_at_most`).
-    pub ceiling: Option<ServerCapabilities>,
+    pub ceiling: Option<Arc<Ceiling>>,
     /// Seals and opens `requestState` (multi round-trip requests).
     pub sealer: mrtr::Sealer,
     /// The connections being served, for stop and for published events.
@@ -361,7 +365,7 @@ impl Inner {
     /// acknowledgment, the legacy session's requests).
     pub(crate) fn capabilities(&self) -> ServerCapabilities {
         let derived = self.derived_capabilities();
-        match &self.ceiling {
+        match self.ceiling.as_ref().map(|ceiling| ceiling()) {
             None => derived,
             // A feature when both have it, with the ceiling's flags: the
             // derived ones are all `true`.

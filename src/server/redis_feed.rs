@@ -72,6 +72,18 @@ const REPLY: Duration = Duration::from_secs(5);
 const OUTBOX: usize = 65_536;
 const OUTBOX_BYTES: usize = 64 << 20;
 
+/// The least time between two resyncs a publisher sends: each makes every
+/// other replica tell each of its listens that every list changed and
+/// read the tasks they follow and run, so a publisher whose changes come
+/// faster than Redis takes them (its outbox full) sends one per second,
+/// not one with each change.
+const RESYNC_EVERY: Duration = Duration::from_secs(1);
+
+/// The least time between two resyncs a subscriber makes for messages it
+/// dropped as stale: each was genuine (it verified), so a change is lost,
+/// and a replica whose clock is off keeps sending them.
+const STALE_RESYNC_EVERY: Duration = Duration::from_secs(5);
+
 /// How far a message's stamp may be from the subscriber's clock, either
 /// way: the replicas' clocks may differ by less.
 const FRESH: Duration = Duration::from_secs(60);
@@ -306,11 +318,13 @@ struct Publisher {
 
 impl Publisher {
     /// Sends what is queued, in order, each until Redis took it, and a
-    /// resync after the outbox overflowed; until the feed is dropped.
+    /// resync after the outbox overflowed, one per [`RESYNC_EVERY`] at
+    /// most; until the feed is dropped.
     fn run(&self, mut connection: Option<redis::Connection>, queue: &Receiver<Vec<u8>>) {
         let resync = serde_json::to_vec(&Change::Reconnected).unwrap_or_default();
         let mut notes = NoteLimiter::new(1, NOTE_EVERY);
         let mut seq = 0;
+        let mut resynced: Option<Instant> = None;
         loop {
             let change = match queue.recv_timeout(LOOK) {
                 Ok(change) => {
@@ -320,7 +334,12 @@ impl Publisher {
                 Err(RecvTimeoutError::Timeout) => None,
                 Err(RecvTimeoutError::Disconnected) => return,
             };
-            if self.overflowed.swap(false, Ordering::AcqRel) {
+            // A resync not due yet waits (`overflowed` stays set): the
+            // next look, a second at most, sends it.
+            if resynced.is_none_or(|at| at.elapsed() >= RESYNC_EVERY)
+                && self.overflowed.swap(false, Ordering::AcqRel)
+            {
+                resynced = Some(Instant::now());
                 seq += 1;
                 if !self.send(&mut connection, seq, &resync, &mut notes) {
                     return;
@@ -432,6 +451,8 @@ struct Heard {
     unverified: u64,
     /// Messages dropped for a stamp too far from this replica's clock.
     stale: u64,
+    /// When such a message last made this replica resync.
+    stale_resync: Option<Instant>,
     unverified_notes: NoteLimiter,
     stale_notes: NoteLimiter,
 }
@@ -442,6 +463,7 @@ impl Heard {
             senders: HashMap::new(),
             unverified: 0,
             stale: 0,
+            stale_resync: None,
             unverified_notes: NoteLimiter::new(1, NOTE_EVERY),
             stale_notes: NoteLimiter::new(1, NOTE_EVERY),
         }
@@ -551,9 +573,13 @@ impl Subscriber<'_> {
 
     /// The change in a message from another replica: `None` for this
     /// replica's own, for one that does not verify (with a key) or does
-    /// not read, for one stamped more than [`FRESH`] from this replica's
-    /// clock, and for one taken already (its number is not past the last
-    /// from its sender).
+    /// not read, and for one taken already (its number is not past the
+    /// last from its sender). One stamped more than [`FRESH`] from this
+    /// replica's clock is dropped too, but it read (and verified, with a
+    /// key), so a change is lost (a replica whose clock is off sends no
+    /// other kind): it is [`Change::Reconnected`] here, once per
+    /// [`STALE_RESYNC_EVERY`] at most, and the listens hear what it
+    /// changed from the store.
     fn open(&self, payload: &[u8], heard: &mut Heard) -> Option<Change> {
         let body = match self.key {
             Some(key) => verify(key, self.channel, payload),
@@ -575,20 +601,30 @@ impl Subscriber<'_> {
         }
         let now = unix_ms(SystemTime::now());
         let apart = now.abs_diff(envelope.at);
-        if u128::from(apart) > FRESH.as_millis() {
-            heard.stale += 1;
-            self.note(&mut heard.stale_notes, &format!(
-                "the change feed on channel {:?} dropped a message stamped {} s from this replica's clock ({} so far): are the replicas' clocks more than {} s apart? Or a client of Redis replays old messages",
-                self.channel,
-                apart / 1000,
-                heard.stale,
-                FRESH.as_secs()
-            ));
+        let fresh = u128::from(apart) <= FRESH.as_millis();
+        if !heard.take(&envelope.from, envelope.seq) {
             return None;
         }
-        heard
-            .take(&envelope.from, envelope.seq)
-            .then_some(envelope.change)
+        if fresh {
+            return Some(envelope.change);
+        }
+        heard.stale += 1;
+        self.note(&mut heard.stale_notes, &format!(
+            "the change feed on channel {:?} dropped a message stamped {} s from this replica's clock ({} so far), and reads what it may have changed from the store instead, every {} s at most: are the replicas' clocks more than {} s apart? Or a client of Redis replays old messages",
+            self.channel,
+            apart / 1000,
+            heard.stale,
+            STALE_RESYNC_EVERY.as_secs(),
+            FRESH.as_secs()
+        ));
+        if heard
+            .stale_resync
+            .is_some_and(|at| at.elapsed() < STALE_RESYNC_EVERY)
+        {
+            return None;
+        }
+        heard.stale_resync = Some(Instant::now());
+        Some(Change::Reconnected)
     }
 
     fn note(&self, notes: &mut NoteLimiter, text: &str) {

@@ -579,14 +579,22 @@ fn a_slow_header_is_408_and_one_connection_too_many_is_503() {
             .header_timeout(Duration::from_millis(200))
             .max_connections(1),
     );
-    // While a request holds the only connection (its head is in, its
-    // body awaited: `100 Continue` says so), another is turned away.
-    let mut busy = hold_in_body(http.addr);
+    // While a request is served on the only connection (a listen, until
+    // its client closes it), another is turned away.
+    let busy = hold_serving(http.addr);
     let refused = raw(http.addr, b"POST /mcp HTTP/1.1\r\n\r\n");
     assert_eq!(status(&refused), 503);
     assert_eq!(header(&refused, "retry-after"), Some("1"));
+    drop(busy);
+    // A body too slow (its head is in, its body awaited: `100 Continue`
+    // says so).
+    let http = start(
+        crate::everything::build(),
+        HttpOptions::new().header_timeout(Duration::from_millis(200)),
+    );
+    let mut slow = hold_in_body(http.addr);
     let mut out = String::new();
-    busy.read_to_string(&mut out).unwrap();
+    slow.read_to_string(&mut out).unwrap();
     assert_eq!(status(&out), 408, "a body too slow: {out}");
     // A head too slow.
     let http = start(
@@ -602,7 +610,38 @@ fn a_slow_header_is_408_and_one_connection_too_many_is_503() {
     assert_eq!(status(&out), 408, "a head too slow: {out}");
 }
 
-/// A connection serving a request: its head sent with `Expect:
+/// A connection serving a request, which it goes on serving until the
+/// socket is dropped: a `subscriptions/listen`, read to its
+/// acknowledgment. At the cap it never gives way.
+pub(crate) fn hold_serving(addr: SocketAddr) -> TcpStream {
+    let listen = body(
+        90,
+        "subscriptions/listen",
+        json!({ "notifications": { "toolsListChanged": true } }),
+    );
+    let mut socket = TcpStream::connect(addr).unwrap();
+    socket.set_read_timeout(Some(WAIT)).unwrap();
+    write_post(
+        &mut socket,
+        addr,
+        &mirrored("subscriptions/listen", None),
+        &listen,
+    );
+    let mut seen = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !String::from_utf8_lossy(&seen).contains("acknowledged") {
+        let n = socket.read(&mut buf).unwrap();
+        assert!(
+            n > 0,
+            "the listen ended: {}",
+            String::from_utf8_lossy(&seen)
+        );
+        seen.extend_from_slice(&buf[..n]);
+    }
+    socket
+}
+
+/// A connection reading a request: its head sent with `Expect:
 /// 100-continue`, `100 Continue` read, its body never sent.
 pub(crate) fn hold_in_body(addr: SocketAddr) -> TcpStream {
     let mut socket = TcpStream::connect(addr).unwrap();
@@ -1029,8 +1068,9 @@ fn a_client_turned_away_at_the_cap_that_trickles_does_not_hold_the_listener() {
     );
     let addr = http.addr;
     let call = body(1, "tools/list", json!({}));
-    // The only connection: serving a request (an idle one would give way).
-    let first = hold_in_body(addr);
+    // The only connection: serving a request (an idle one, or one
+    // reading its request, would give way).
+    let first = hold_serving(addr);
 
     // One too many: it begins a request and goes on sending, slowly.
     let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));

@@ -16,7 +16,7 @@ use mcp_stdio::types::{
 };
 use mcp_stdio::{
     Client, Era, EraPolicy, Error, HttpOptions, Outcome, RequestOptions, Server, StopHandle,
-    SubscriptionEvent, ToolCallStart,
+    SubscriptionEnd, SubscriptionEvent, ToolCallStart,
 };
 use serde_json::{Value, json};
 
@@ -193,6 +193,81 @@ fn listen_over_http_is_a_long_stream_that_gets_published_updates() {
             .text_content(),
         "after"
     );
+}
+
+/// A TCP forwarder to `target` whose connections can all be cut at once
+/// (a server killed, as a load balancer in front of it shows it: the
+/// stream ends, no answer).
+struct Cuttable {
+    addr: SocketAddr,
+    open: Arc<Mutex<Vec<TcpStream>>>,
+}
+
+impl Cuttable {
+    fn to(target: &str) -> Cuttable {
+        let target = target
+            .trim_start_matches("http://")
+            .trim_end_matches("/mcp")
+            .to_owned();
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let open = Arc::new(Mutex::new(Vec::new()));
+        let all = Arc::clone(&open);
+        std::thread::spawn(move || {
+            for client in listener.incoming().flatten() {
+                let Ok(server) = TcpStream::connect(&target) else {
+                    continue;
+                };
+                all.lock()
+                    .unwrap()
+                    .extend([client.try_clone().unwrap(), server.try_clone().unwrap()]);
+                for (mut from, mut to) in [
+                    (client.try_clone().unwrap(), server.try_clone().unwrap()),
+                    (server, client),
+                ] {
+                    std::thread::spawn(move || {
+                        let _ = std::io::copy(&mut from, &mut to);
+                        let _ = to.shutdown(std::net::Shutdown::Both);
+                    });
+                }
+            }
+        });
+        Cuttable { addr, open }
+    }
+
+    fn cut(&self) {
+        for stream in self.open.lock().unwrap().drain(..) {
+            let _ = stream.shutdown(std::net::Shutdown::Both);
+        }
+    }
+}
+
+/// A listen whose stream breaks before its answer (its replica killed
+/// behind a load balancer: `tests/scale_out_faults.sh`) ends
+/// `Disconnected`: the server did not end it, and a client that reopens
+/// listens on a dropped connection must be told so. It ended `Closed`,
+/// with the error the transport made up taken for the server's answer.
+#[test]
+fn a_listen_whose_stream_is_cut_ends_disconnected() {
+    let http = serve(crate::everything::build());
+    let cuttable = Cuttable::to(&http.url);
+    let client = Client::builder()
+        .connect_url(&format!("http://{}/mcp", cuttable.addr))
+        .unwrap();
+    let filter = SubscriptionFilter {
+        resource_subscriptions: Some(vec!["mem://counter".into()]),
+        ..Default::default()
+    };
+    let mut sub = client.listen(filter).unwrap();
+    cuttable.cut();
+    let end = loop {
+        match sub.recv_timeout(WAIT) {
+            Ok(Some(_)) => {}
+            Ok(None) => panic!("the cut listen did not end in {WAIT:?}"),
+            Err(end) => break end,
+        }
+    };
+    assert_eq!(end, SubscriptionEnd::Disconnected);
 }
 
 #[test]

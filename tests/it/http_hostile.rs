@@ -504,3 +504,555 @@ fn a_checked_header_sent_twice_is_refused() {
     headers.push(("Accept".into(), "text/event-stream".into()));
     assert_eq!(status(&post(http.addr, &headers, &echo)), 200);
 }
+
+// ---------------------------------------------------------------------------
+// The review of issue 43 (review-43): claims, each a test that failed on
+// the code as merged.
+// ---------------------------------------------------------------------------
+
+/// Spec 2026-07-28 basic/transports/streamable-http, "Server Validation":
+/// the check exists because "different components in the network rely on
+/// different sources of truth". A mirrored header sent twice is two truths:
+/// the server compares the first (`HttpHeaders::get`), a balancer may route
+/// on the last or on both joined (`echo, add`, RFC 9110 section 5.3). None
+/// of these headers is a list, so one sent twice must be refused with
+/// `-32020`. Each case repeats one header: the first copy matches the body,
+/// the second does not.
+#[test]
+fn a_mirrored_header_sent_twice_is_refused() {
+    let http = with_annotated_tool();
+    let echo = json!({ "name": "echo", "arguments": { "text": "x" } });
+    let sql = json!({ "name": "sql", "arguments": { "region": "west" } });
+    let with = |method: &str, name: &str, extra: &[(&str, &str)]| {
+        let mut headers = mirrored(method, Some(name));
+        headers.extend(extra.iter().map(|(n, v)| (n.to_string(), v.to_string())));
+        headers
+    };
+    let cases: Vec<Case> = vec![
+        (
+            "Mcp-Name: echo, then Mcp-Name: add",
+            "tools/call",
+            with("tools/call", "echo", &[("mcp-name", "add")]),
+            echo.clone(),
+        ),
+        (
+            "Mcp-Method: tools/call, then Mcp-Method: tools/list",
+            "tools/call",
+            with("tools/call", "echo", &[("Mcp-Method", "tools/list")]),
+            echo.clone(),
+        ),
+        (
+            "Mcp-Param-Region: west, then Mcp-Param-Region: east",
+            "tools/call",
+            with(
+                "tools/call",
+                "sql",
+                &[("Mcp-Param-Region", "west"), ("Mcp-Param-Region", "east")],
+            ),
+            sql,
+        ),
+        (
+            "MCP-Protocol-Version: 2026-07-28, then 2025-11-25",
+            "tools/call",
+            with(
+                "tools/call",
+                "echo",
+                &[("MCP-Protocol-Version", "2025-11-25")],
+            ),
+            echo,
+        ),
+    ];
+    let mut failed = Vec::new();
+    for (case, method, headers, params) in cases {
+        let response = post(http.addr, &headers, &body(31, method, params));
+        if status(&response) != 400 || error_code(&response) != -32020 {
+            failed.push(format!("{case}: {}", response.lines().last().unwrap_or("")));
+        }
+    }
+    assert!(
+        failed.is_empty(),
+        "{} headers sent twice not refused with -32020:\n{}",
+        failed.len(),
+        failed.join("\n")
+    );
+}
+
+/// Spec 2026-07-28, "Server Validation": integers compare numerically,
+/// and `x-mcp-header` integers MUST be within JavaScript's safe range
+/// (±(2^53 - 1)). `same` compares through `f64`, where 2^53 and 2^53 + 1
+/// are one number: a balancer routes on the header's shard
+/// 9007199254740992 while the handler reads 9007199254740993 from the
+/// body. A body integer past the safe range cannot be compared exactly:
+/// refused (`-32020`), as is a header that names another integer.
+#[test]
+fn an_integer_past_the_safe_range_does_not_match_its_neighbour() {
+    let http = with_annotated_tool();
+    let headers = |limit: &str| {
+        let mut headers = mirrored("tools/call", Some("sql"));
+        headers.push(("Mcp-Param-Region".into(), "west".into()));
+        headers.push(("Mcp-Param-Limit".into(), limit.into()));
+        headers
+    };
+    let params = json!({
+        "name": "sql",
+        "arguments": { "region": "west", "limit": 9_007_199_254_740_993_u64 }
+    });
+    let response = post(
+        http.addr,
+        &headers("9007199254740992"),
+        &body(32, "tools/call", params),
+    );
+    assert_eq!(
+        (status(&response), error_code_or_none(&response)),
+        (400, Some(-32020)),
+        "header 9007199254740992, body 9007199254740993: {response}"
+    );
+}
+
+/// The JSON-RPC error code of a response, if its body has one.
+fn error_code_or_none(response: &str) -> Option<i64> {
+    let (_, body) = response.split_once("\r\n\r\n")?;
+    serde_json::from_str::<Value>(body).ok()?["error"]["code"].as_i64()
+}
+
+/// RFC 9112 section 7.1: a chunked body may come in chunks of any size. A
+/// client that streams its JSON as it encodes it (Python's
+/// `json.JSONEncoder.iterencode` under `requests`, Node's `req.write` per
+/// piece) sends many small chunks. `read_chunked` charges each chunk's
+/// size line and the line ending after its data to the head's budget
+/// (`max_head_bytes`, 16 KiB): 5 bytes a chunk, so a body of 64 KiB in
+/// 16-byte chunks, well within the 4 MiB body limit, is refused `431`
+/// with "the request line or header fields are larger than this server
+/// accepts", which is not what was wrong.
+#[test]
+fn a_body_in_small_chunks_within_the_limit_is_read() {
+    use std::io::Write;
+    let http = crate::http::everything();
+    let addr = http.addr;
+    let text = "x".repeat(64 * 1024);
+    let call = body(
+        33,
+        "tools/call",
+        json!({ "name": "echo", "arguments": { "text": text } }),
+    );
+    let mut request = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nTransfer-Encoding: chunked\r\n"
+    );
+    for (name, value) in mirrored("tools/call", Some("echo")) {
+        request.push_str(&format!("{name}: {value}\r\n"));
+    }
+    request.push_str("\r\n");
+    for chunk in call.as_bytes().chunks(16) {
+        request.push_str(&format!("{:x}\r\n", chunk.len()));
+        request.push_str(std::str::from_utf8(chunk).unwrap());
+        request.push_str("\r\n");
+    }
+    request.push_str("0\r\n\r\n");
+    let mut socket = TcpStream::connect(addr).unwrap();
+    socket.set_read_timeout(Some(WAIT)).unwrap();
+    // Written on a thread: a server that refuses early stops reading.
+    let mut writer = socket.try_clone().unwrap();
+    let sent = std::thread::spawn(move || {
+        let _ = writer.write_all(request.as_bytes());
+    });
+    let mut out = Vec::new();
+    let _ = socket.read_to_end(&mut out);
+    sent.join().unwrap();
+    let response = String::from_utf8_lossy(&out);
+    assert!(
+        response.starts_with("HTTP/1.1 200"),
+        "a 64 KiB body in 16-byte chunks: {}",
+        response.lines().last().unwrap_or("")
+    );
+    assert_eq!(json_body(&response)["result"]["content"][0]["text"], text);
+}
+
+/// Issue 43, item 3, read by an attacker: a connection that sent one byte
+/// of its head (or its whole head and none of its body) counts as serving
+/// a request (`OpenConnections::serving`), so it never gives way at the
+/// cap. 64 such connections, each sending a byte every 100 ms, hold every
+/// place for `header_timeout` (10 s), and again after reconnecting: fresh
+/// clients get `503` throughout. Expected: a connection still reading its
+/// request gives way like a silent one (the one reading longest first),
+/// so 5 fresh clients are served within a few seconds. Two variants: the
+/// head trickles; the head is complete and the body trickles.
+#[test]
+fn connections_trickling_their_request_give_way_to_fresh_clients_at_the_cap() {
+    use std::io::Write;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let mut failed = Vec::new();
+    for variant in ["a head", "a body"] {
+        let http = crate::http::everything();
+        let addr = http.addr;
+        let done = Arc::new(AtomicBool::new(false));
+        let mut head = format!("POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Length: 1000\r\n");
+        for (name, value) in mirrored("tools/list", None) {
+            head.push_str(&format!("{name}: {value}\r\n"));
+        }
+        head.push_str("\r\n");
+        let (first, each) = match variant {
+            "a head" => ("P".to_owned(), b"O"),
+            _ => (format!("{head}{{"), b" "),
+        };
+        let tricklers: Vec<_> = (0..64)
+            .map(|_| {
+                let mut socket = TcpStream::connect(addr).unwrap();
+                socket.set_nodelay(true).unwrap();
+                socket.write_all(first.as_bytes()).unwrap();
+                let done = Arc::clone(&done);
+                std::thread::spawn(move || {
+                    let until = Instant::now() + Duration::from_secs(8);
+                    while !done.load(Ordering::Relaxed)
+                        && Instant::now() < until
+                        && socket.write_all(each).is_ok()
+                    {
+                        // The attacker's pace: a byte every 100 ms.
+                        std::thread::sleep(Duration::from_millis(100));
+                    }
+                })
+            })
+            .collect();
+        let began = Instant::now();
+        let mut refused = Vec::new();
+        for id in 0..5 {
+            let response = post(
+                addr,
+                &mirrored("tools/list", None),
+                &body(id, "tools/list", json!({})),
+            );
+            if status(&response) != 200 {
+                refused.push(format!("fresh client {id}: {}", &response[..12]));
+            }
+        }
+        let took = began.elapsed();
+        done.store(true, Ordering::Relaxed);
+        for trickler in tricklers {
+            trickler.join().unwrap();
+        }
+        if !refused.is_empty() || took >= Duration::from_secs(3) {
+            failed.push(format!(
+                "64 connections trickling {variant}: {} of 5 fresh clients refused in {took:?}",
+                refused.len()
+            ));
+        }
+    }
+    assert!(failed.is_empty(), "{}", failed.join("\n"));
+}
+
+/// A keep-alive client's next request is never dropped unanswered: once
+/// its bytes have arrived the connection is no longer idle. At the cap
+/// the connection that waited longest gives way (`OpenConnections::enter`)
+/// with no look at its socket, and between the first byte of its next
+/// request arriving (`request_begins`) and `serving(open, true)` the
+/// connection can be chosen: its thread then returns without a word and
+/// the request is lost (for a POST, which a client must not retry on its
+/// own). Here, at a cap of 2 (one place held by a request being served, a
+/// listen: since the fix a request still being read gives way), a
+/// kept-alive client sends its next request while a new
+/// connection arrives, 200 times: every request sent must be answered.
+#[test]
+fn a_kept_alive_request_is_answered_when_a_new_connection_arrives_at_the_cap() {
+    use std::io::Write;
+    let http = start(
+        crate::everything::build(),
+        HttpOptions::new()
+            .max_connections(2)
+            .header_timeout(Duration::from_secs(60)),
+    );
+    let addr = http.addr;
+    let _busy = crate::http::hold_serving(addr);
+    let call = body(34, "tools/list", json!({}));
+    let mut request = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Length: {}\r\n",
+        call.len()
+    );
+    for (name, value) in mirrored("tools/list", None) {
+        request.push_str(&format!("{name}: {value}\r\n"));
+    }
+    request.push_str("\r\n");
+    request.push_str(&call);
+    // A kept-alive connection with one request answered; `503` while the
+    // newcomer of a round lost (it leaves once its thread sees it closed).
+    let keep_alive = || {
+        let deadline = Instant::now() + WAIT;
+        loop {
+            let mut socket = TcpStream::connect(addr).unwrap();
+            socket.set_read_timeout(Some(WAIT)).unwrap();
+            socket.write_all(request.as_bytes()).unwrap();
+            let first = crate::http::read_one(&mut socket);
+            if status(&first) == 200 {
+                return socket;
+            }
+            assert!(Instant::now() < deadline, "no place again: {first}");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    };
+    let mut client = keep_alive();
+    let mut lost = 0;
+    for _ in 0..200 {
+        // Idle (its thread looked and found nothing) by the time the next
+        // request goes: a moment after its response.
+        std::thread::sleep(Duration::from_millis(5));
+        client.write_all(request.as_bytes()).unwrap();
+        let newcomer = TcpStream::connect(addr).unwrap();
+        let mut byte = [0u8; 1];
+        match client.peek(&mut byte) {
+            Ok(1) => {
+                let response = crate::http::read_one(&mut client);
+                assert_eq!(status(&response), 200, "{response}");
+            }
+            // Closed with the request unanswered: it gave way.
+            _ => {
+                lost += 1;
+                drop(newcomer);
+                client = keep_alive();
+                continue;
+            }
+        }
+        drop(newcomer);
+    }
+    assert_eq!(
+        lost, 0,
+        "{lost} of 200 kept-alive requests were dropped unanswered"
+    );
+}
+
+/// The accept loop answers a connection it turns away (every place is
+/// serving a request) with `503`, then waits up to 20 ms for the peer to
+/// close (`busy`, `close_gently`): one thread for the whole listener, so a
+/// peer that connects and says nothing costs it 20 ms, and 50 such
+/// connections a second keep everyone else waiting in the backlog. Here,
+/// at a cap of 1 held by a request being served (a listen: since the fix
+/// a request still being read gives way), 100 silent connections queue
+/// ahead of one more client: its `503` should come in
+/// well under a second (the refusals cost about nothing each); it took
+/// about 100 × 20 ms.
+#[test]
+fn a_refusal_at_the_cap_costs_the_accept_loop_no_wait_on_a_silent_peer() {
+    let http = start(
+        crate::everything::build(),
+        HttpOptions::new()
+            .max_connections(1)
+            .header_timeout(Duration::from_secs(60)),
+    );
+    let addr = http.addr;
+    let _busy = crate::http::hold_serving(addr);
+    let silent: Vec<TcpStream> = (0..100)
+        .map(|_| TcpStream::connect(addr).unwrap())
+        .collect();
+    let began = Instant::now();
+    let response = crate::http::raw(addr, b"POST /mcp HTTP/1.1\r\n\r\n");
+    let took = began.elapsed();
+    assert_eq!(status(&response), 503, "{response}");
+    drop(silent);
+    assert!(
+        took < Duration::from_millis(500),
+        "behind 100 silent refused connections, a refusal took {took:?}"
+    );
+}
+
+/// `src/http/request.rs` says a control character in a header value is
+/// refused, and RFC 9110 section 5.5 allows only spaces and tabs around a
+/// value (OWS). `field` trims with `trim_ascii`, which also takes a form
+/// feed (0x0C) off either end before it looks for control characters: so
+/// `Mcp-Name: echo<FF>` is read as `echo` and matches the body, while an
+/// intermediary that keeps the byte (or refuses it) sees another name.
+/// Expected: `400`, as for a control character inside the value.
+#[test]
+fn a_form_feed_at_the_end_of_a_header_value_is_refused() {
+    let http = crate::http::everything();
+    let mut headers = mirrored("tools/call", None);
+    headers.push(("Mcp-Name".into(), "echo\u{c}".into()));
+    let response = post(
+        http.addr,
+        &headers,
+        &body(
+            35,
+            "tools/call",
+            json!({ "name": "echo", "arguments": { "text": "x" } }),
+        ),
+    );
+    assert_eq!(status(&response), 400, "Mcp-Name: echo<FF>: {response}");
+}
+
+/// A chunked body that never ends (a chunk of one byte every 20 ms, no
+/// last chunk) is cut at `header_timeout` from the request's start with
+/// `408`, however steadily its bytes come: the deadline is one for the
+/// whole request (`TimedSocket`), not one per read. Here 500 ms; the
+/// answer must come within 3 s.
+#[test]
+fn a_chunked_body_that_never_ends_is_cut_at_the_header_timeout() {
+    use std::io::Write;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let http = start(
+        crate::everything::build(),
+        HttpOptions::new().header_timeout(Duration::from_millis(500)),
+    );
+    let addr = http.addr;
+    let mut socket = TcpStream::connect(addr).unwrap();
+    socket.set_read_timeout(Some(WAIT)).unwrap();
+    socket.set_nodelay(true).unwrap();
+    let mut head = format!("POST /mcp HTTP/1.1\r\nHost: {addr}\r\nTransfer-Encoding: chunked\r\n");
+    for (name, value) in mirrored("tools/list", None) {
+        head.push_str(&format!("{name}: {value}\r\n"));
+    }
+    head.push_str("\r\n1\r\n{\r\n");
+    socket.write_all(head.as_bytes()).unwrap();
+    let done = Arc::new(AtomicBool::new(false));
+    let trickle = {
+        let (mut socket, done) = (socket.try_clone().unwrap(), Arc::clone(&done));
+        std::thread::spawn(move || {
+            while !done.load(Ordering::Relaxed) && socket.write_all(b"1\r\n \r\n").is_ok() {
+                // The peer's pace: a chunk every 20 ms.
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        })
+    };
+    let began = Instant::now();
+    let mut out = Vec::new();
+    let _ = socket.read_to_end(&mut out);
+    let took = began.elapsed();
+    done.store(true, Ordering::Relaxed);
+    trickle.join().unwrap();
+    let response = String::from_utf8_lossy(&out);
+    assert!(response.starts_with("HTTP/1.1 408"), "{response}");
+    assert!(took < Duration::from_secs(3), "cut after {took:?}");
+}
+
+/// A careless client sends a body past the limit (5 MiB, the limit 4 MiB)
+/// without `Expect: 100-continue`, reading the answer only once it wrote
+/// everything it could (as curl and most libraries do). The server
+/// answers `413` before the body and closes; the client must see that
+/// `413`, not a connection reset: RFC 9112 section 9.6, a server that
+/// closes with unread input risks the client losing the response, so it
+/// reads on for a while before it closes (`close_gently`).
+#[test]
+fn a_body_past_the_limit_sent_at_once_sees_its_413() {
+    use std::io::Write;
+    let http = crate::http::everything();
+    let addr = http.addr;
+    let len = 5 * 1024 * 1024;
+    let mut head = format!("POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Length: {len}\r\n");
+    for (name, value) in mirrored("tools/list", None) {
+        head.push_str(&format!("{name}: {value}\r\n"));
+    }
+    head.push_str("\r\n");
+    let mut socket = TcpStream::connect(addr).unwrap();
+    socket.set_read_timeout(Some(WAIT)).unwrap();
+    socket.set_write_timeout(Some(WAIT)).unwrap();
+    socket.write_all(head.as_bytes()).unwrap();
+    let written = socket.write_all(&vec![b' '; len]);
+    let mut out = Vec::new();
+    let read = socket.read_to_end(&mut out);
+    let response = String::from_utf8_lossy(&out);
+    assert!(
+        response.starts_with("HTTP/1.1 413"),
+        "writing the body: {written:?}; reading the answer: {read:?}: {response:?}"
+    );
+}
+
+// ---------------------------------------------------------------------------
+// After the review: who gives way at the cap, and what its client hears.
+// ---------------------------------------------------------------------------
+
+/// A kept-alive POST of `tools/list` to `addr`, whole.
+fn kept_alive_request(addr: std::net::SocketAddr, id: i64) -> String {
+    let call = body(id, "tools/list", json!({}));
+    let mut request = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Length: {}\r\n",
+        call.len()
+    );
+    for (name, value) in mirrored("tools/list", None) {
+        request.push_str(&format!("{name}: {value}\r\n"));
+    }
+    request + "\r\n" + &call
+}
+
+/// A fresh client's `tools/list`, sent again while it is turned away
+/// (`503`): the response that was not, and when it came.
+fn served_when_placed(addr: std::net::SocketAddr) -> (String, Instant) {
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let response = post(
+            addr,
+            &mirrored("tools/list", None),
+            &body(38, "tools/list", json!({})),
+        );
+        if status(&response) != 503 || Instant::now() > deadline {
+            return (response, Instant::now());
+        }
+        // The pace of a client that retries.
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// At the cap a request that waits for its bytes (here its body, after
+/// `100 Continue`) gives way to a new connection before a kept-alive one,
+/// and its client hears why: `503` with `Retry-After`, not a reset. The
+/// kept-alive connection, just answered, keeps its place, and its next
+/// request is answered.
+#[test]
+fn a_stalled_request_gives_way_with_503_before_a_kept_alive_connection() {
+    use std::io::Write;
+    let http = start(
+        crate::everything::build(),
+        HttpOptions::new().max_connections(2),
+    );
+    let addr = http.addr;
+    let mut kept = TcpStream::connect(addr).unwrap();
+    kept.set_read_timeout(Some(WAIT)).unwrap();
+    kept.write_all(kept_alive_request(addr, 36).as_bytes())
+        .unwrap();
+    assert_eq!(status(&crate::http::read_one(&mut kept)), 200);
+    let mut stalled = crate::http::hold_in_body(addr);
+    let (response, _) = served_when_placed(addr);
+    assert_eq!(status(&response), 200, "the newcomer: {response}");
+    let mut out = String::new();
+    stalled.read_to_string(&mut out).unwrap();
+    assert_eq!(status(&out), 503, "the stalled request: {out}");
+    assert_eq!(crate::http::header(&out, "retry-after"), Some("1"));
+    kept.write_all(kept_alive_request(addr, 37).as_bytes())
+        .unwrap();
+    let next = crate::http::read_one(&mut kept);
+    assert_eq!(status(&next), 200, "the kept-alive client: {next}");
+}
+
+/// A connection idle between requests keeps its place at the cap for a
+/// moment (its client, just answered, may be sending its next request:
+/// closing it then would lose that request), then gives way: at a cap of
+/// 1, a newcomer is turned away for about a second, then served, and the
+/// idle connection is closed without a word.
+#[test]
+fn an_idle_kept_alive_connection_gives_way_after_a_moment() {
+    use std::io::Write;
+    let http = start(
+        crate::everything::build(),
+        HttpOptions::new().max_connections(1),
+    );
+    let addr = http.addr;
+    let mut kept = TcpStream::connect(addr).unwrap();
+    kept.set_read_timeout(Some(WAIT)).unwrap();
+    kept.write_all(kept_alive_request(addr, 39).as_bytes())
+        .unwrap();
+    assert_eq!(status(&crate::http::read_one(&mut kept)), 200);
+    let answered = Instant::now();
+    let first = post(
+        addr,
+        &mirrored("tools/list", None),
+        &body(40, "tools/list", json!({})),
+    );
+    let line = |response: &str| response.lines().next().unwrap_or("").to_owned();
+    assert_eq!(status(&first), 503, "at once: {}", line(&first));
+    let (response, placed) = served_when_placed(addr);
+    assert_eq!(status(&response), 200, "later: {}", line(&response));
+    let waited = placed - answered;
+    assert!(
+        waited >= Duration::from_millis(900),
+        "the idle connection gave way {waited:?} after its answer"
+    );
+    let mut rest = Vec::new();
+    assert!(kept.read_to_end(&mut rest).is_ok(), "closed");
+    assert!(rest.is_empty(), "nothing said: {rest:?}");
+}

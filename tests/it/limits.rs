@@ -214,8 +214,8 @@ fn legacy_resource_subscriptions_are_filtered_and_capped() {
     peer.finish_quietly();
 }
 
-// DESIGN.md: a client that stops reading stdout blocks the writes, and
-// nothing grows without limit. A pooled handler writes its notifications
+// A client that stops reading stdout blocks the writes, and nothing grows
+// without limit (ARCHITECTURE.md, "Who sends, and when"). A pooled handler writes its notifications
 // itself: it waits in the write once the pipe and the output buffer are
 // full.
 #[test]

@@ -554,3 +554,169 @@ fn a_subscription_waiting_behind_the_proxy_holds_no_lock() {
         Some(vec!["mem://slow".to_owned()])
     );
 }
+
+// ---------------------------------------------------------------------------
+// The review of issue 43 (review-43): claims, each a test that failed on
+// the code as merged.
+// ---------------------------------------------------------------------------
+
+/// Issue 43, item 4 ("refuse what the child cannot do"), for one URI: a
+/// server behind that takes subscriptions only to `mem://` URIs leaves
+/// `nope://x` out of its acknowledgment, and refuses a legacy
+/// `resources/subscribe` to it. The proxy's filter (`proxy::subscribe`)
+/// answers `true` whatever the server behind acknowledged, even when its
+/// listen failed: the caller is told it will hear updates of `nope://x`,
+/// which no one will ever send. Expected: the proxy acknowledges exactly
+/// what the server behind did, in both eras.
+#[test]
+fn the_proxy_acknowledges_only_the_uris_the_server_behind_acknowledged() {
+    let only_mem = || {
+        crate::everything::build_with(|builder| {
+            builder.resource_subscription_filter(|uri| uri.starts_with("mem://"))
+        })
+    };
+    let asked = SubscriptionFilter {
+        resource_subscriptions: Some(vec!["mem://counter".into(), "nope://x".into()]),
+        ..SubscriptionFilter::default()
+    };
+    let direct = {
+        let (ours, theirs) = Transport::memory();
+        let behind = only_mem();
+        thread::spawn(move || behind.serve(theirs));
+        Client::connect(ours).unwrap()
+    };
+    let behind_accepted = direct.listen(asked.clone()).unwrap().accepted().clone();
+    assert_eq!(
+        behind_accepted.resource_subscriptions,
+        Some(vec!["mem://counter".to_owned()]),
+        "the server behind"
+    );
+    let proxy = proxied_behind(only_mem());
+    let mut failed = Vec::new();
+    let modern = caller(&proxy.url, EraPolicy::ModernOnly);
+    let accepted = modern.listen(asked).unwrap().accepted().clone();
+    if accepted.resource_subscriptions != behind_accepted.resource_subscriptions {
+        failed.push(format!(
+            "modern: the proxy acknowledged {:?}",
+            accepted.resource_subscriptions
+        ));
+    }
+    let legacy = caller(&proxy.url, EraPolicy::LegacyOnly);
+    if let Ok(answer) = legacy.request("resources/subscribe", json!({ "uri": "nope://x" })) {
+        failed.push(format!(
+            "legacy: resources/subscribe nope://x answered {answer}"
+        ));
+    }
+    assert!(failed.is_empty(), "{}", failed.join("\n"));
+}
+
+/// Found reading the fix of the test above: the proxy asked the server
+/// behind with the lock of its subscribed URIs held, so a URI the server
+/// behind takes its time to accept (`mem://slow`, its filter waits) held
+/// up every other caller's subscription, to any URI, for as long. Expected:
+/// a caller of another URI is acknowledged at once meanwhile.
+#[test]
+fn a_slow_subscription_behind_the_proxy_holds_up_no_other_uri() {
+    let (entered_tx, entered) = crossbeam_channel::unbounded::<()>();
+    let (release_tx, release) = crossbeam_channel::unbounded::<()>();
+    let behind = crate::everything::build_with(move |builder| {
+        builder.resource_subscription_filter(move |uri| {
+            if uri == "mem://slow" {
+                let _ = entered_tx.send(());
+                let _ = release.recv_timeout(WAIT);
+            }
+            true
+        })
+    });
+    // Behind over HTTP, where each request is read on its own: over one
+    // stream the server behind would read nothing while its filter waits.
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let behind_url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let _behind_stop = Proxied {
+        addr: listener.local_addr().unwrap(),
+        url: behind_url.clone(),
+        stop: behind.stop_handle(),
+    };
+    thread::spawn(move || behind.serve_http(listener, HttpOptions::new()));
+    let client = Client::builder()
+        .era(EraPolicy::ModernOnly)
+        .connect_url(&behind_url)
+        .unwrap();
+    let proxy = mcp_stdio::proxy::serve_as(client).unwrap();
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let _stop = Proxied {
+        addr: listener.local_addr().unwrap(),
+        url: url.clone(),
+        stop: proxy.stop_handle(),
+    };
+    thread::spawn(move || proxy.serve_http(listener, HttpOptions::new()));
+    let a = caller(&url, EraPolicy::ModernOnly);
+    let slow = thread::spawn(move || {
+        let listen = a.listen(SubscriptionFilter {
+            resource_subscriptions: Some(vec!["mem://slow".into()]),
+            ..SubscriptionFilter::default()
+        });
+        listen.map(|l| l.accepted().resource_subscriptions.clone())
+    });
+    entered.recv_timeout(WAIT).unwrap();
+    let b = caller(&url, EraPolicy::ModernOnly);
+    let started = Instant::now();
+    let accepted = b
+        .listen(SubscriptionFilter {
+            resource_subscriptions: Some(vec!["mem://counter".into()]),
+            ..SubscriptionFilter::default()
+        })
+        .map(|l| l.accepted().resource_subscriptions.clone());
+    let took = started.elapsed();
+    release_tx.send(()).unwrap();
+    assert_eq!(accepted.unwrap(), Some(vec!["mem://counter".to_owned()]));
+    assert!(
+        took < Duration::from_secs(2),
+        "mem://counter waited {took:?}"
+    );
+    let slow = slow.join().unwrap().unwrap();
+    assert_eq!(slow, Some(vec!["mem://slow".to_owned()]));
+}
+
+/// Threads of this process named as the proxy's resource threads
+/// (`mcp-proxy-resource`, cut to the kernel's 15 bytes).
+fn proxy_resource_threads() -> usize {
+    std::fs::read_dir("/proc/self/task")
+        .unwrap()
+        .filter_map(|task| std::fs::read_to_string(task.ok()?.path().join("comm")).ok())
+        .filter(|comm| comm.trim_end() == "mcp-proxy-resou")
+        .count()
+}
+
+/// Unbounded growth through the proxy: each URI a caller names in
+/// `resourceSubscriptions` that the proxy has not seen gets a `listen` on
+/// the server behind and a thread of the proxy's, kept while the proxy
+/// runs (`proxy::subscribe`), whether or not the URI names anything and
+/// after the caller's subscription ended. One listen may name 1,000 URIs
+/// (`max_subscription_uris`), and any caller may send as many listens as
+/// it likes: here 3 listens of 50 made-up URIs each, each cancelled at
+/// once, left 150 threads (and 150 listens behind). Expected: what the
+/// proxy holds follows its callers' live subscriptions (a handful here,
+/// once they ended).
+#[test]
+fn subscriptions_through_the_proxy_hold_no_thread_after_they_end() {
+    let proxy = proxied();
+    let client = caller(&proxy.url, EraPolicy::ModernOnly);
+    let before = proxy_resource_threads();
+    for round in 0..3 {
+        let uris = (0..50).map(|i| format!("mem://made-up/{round}/{i}"));
+        let subscription = client
+            .listen(SubscriptionFilter {
+                resource_subscriptions: Some(uris.collect()),
+                ..SubscriptionFilter::default()
+            })
+            .unwrap();
+        subscription.cancel();
+    }
+    let grew = proxy_resource_threads().saturating_sub(before);
+    assert!(
+        grew < 20,
+        "3 cancelled listens of 50 URIs each left {grew} proxy threads behind"
+    );
+}

@@ -6,8 +6,11 @@
 //! `tests/redis.sh` runs them with `REDIS_URL` set, `redis-server` on the
 //! path and `--ignored`.
 
+mod opening;
 mod proxy;
 mod review;
+mod review_b;
+mod sweep;
 
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;

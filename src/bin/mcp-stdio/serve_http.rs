@@ -9,6 +9,8 @@
 //! round-trip results; a legacy server is not asked to send any.
 
 use std::sync::Arc;
+#[cfg(all(feature = "server", feature = "http"))]
+use std::sync::{Mutex, PoisonError};
 
 use crate::Failure;
 use crate::args::{Options, ServeHttp};
@@ -16,10 +18,18 @@ use crate::stderr::Stderr;
 
 /// Serves until SIGTERM or SIGINT (Ctrl-C), then stops as a server does
 /// (the requests in flight have the grace period) and returns 0; or until
-/// the listener fails.
+/// the listener fails. Either way the child is then shut down as a client
+/// does (spec 2026-07-28 basic/transports/stdio, "Shutdown": its input
+/// closed, then SIGTERM, then SIGKILL): in a process group of its own, it
+/// hears no Ctrl-C, and this process's exit alone would leave a child that
+/// does not watch its input running. A signal while it starts (a child
+/// that never answers its lists, say) stops the child and ends the
+/// command: 130. One during the client's own start (the era probe,
+/// `initialize`), before there is a client to close, is acted on when
+/// that start ends: within `--timeout`, or `connect::DEFAULT_START`.
 #[cfg(all(feature = "server", feature = "http"))]
 pub fn run(opts: &Options, serve: &ServeHttp, stderr: &Arc<Stderr>) -> Result<u8, Failure> {
-    use mcp_stdio::{Client, HttpOptions, RestartPolicy, Unauthorized};
+    use mcp_stdio::{Client, RestartPolicy};
 
     let mut target = crate::connect::server(opts)?;
     // The child in a group of its own: the terminal's Ctrl-C reaches this
@@ -51,6 +61,10 @@ pub fn run(opts: &Options, serve: &ServeHttp, stderr: &Arc<Stderr>) -> Result<u8
         builder = crate::connect::show_wire(builder, stderr, over_http);
     }
     let program = target.name.clone();
+    // Heard from the start: a signal queued for a serving loop not yet
+    // begun would end nothing.
+    let stage = Arc::new(Mutex::new(Stage::default()));
+    let heard = signals.and_then(|signals| hear(signals, &stage, stderr, &program));
     let client = match target.target {
         // A child that dies is started again (five times at most): a
         // gateway outlives a crash of what it serves.
@@ -64,9 +78,124 @@ pub fn run(opts: &Options, serve: &ServeHttp, stderr: &Arc<Stderr>) -> Result<u8
             crate::connect::connect_url(builder, &url, headers)
         }
     }
-    .map_err(|e| crate::connect::start_failure(e, &program, opts, &[]))?;
-    let proxy = mcp_stdio::proxy::serve_as(client)
-        .map_err(|e| Failure::connection(format!("listing what {program} offers: {e}")))?;
+    .map(Arc::new);
+    let client = match client {
+        Ok(client) if lock(&stage).starting(&client) => client,
+        Ok(client) => {
+            let _ = client.close_shared();
+            return Err(interrupted(&program));
+        }
+        Err(_) if lock(&stage).interrupted => return Err(interrupted(&program)),
+        Err(e) => return Err(crate::connect::start_failure(e, &program, opts, &[])),
+    };
+    let served = serve_through(&client, serve, stderr, &program, &stage);
+    if lock(&stage).interrupted
+        && let Some(heard) = heard
+    {
+        // Its close of the child while this one starts: done before the
+        // process ends.
+        let _ = heard.join();
+    }
+    let _ = client.close_shared();
+    served
+}
+
+/// What a signal stops: the start (the client, once there is one, is
+/// closed, which fails what waits on the child) or the serving.
+#[cfg(all(feature = "server", feature = "http"))]
+#[derive(Default)]
+struct Stage {
+    interrupted: bool,
+    client: Option<Arc<mcp_stdio::Client>>,
+    stop: Option<mcp_stdio::StopHandle>,
+}
+
+#[cfg(all(feature = "server", feature = "http"))]
+impl Stage {
+    /// The client is made: a signal from now on closes it. `false` when
+    /// one came already.
+    fn starting(&mut self, client: &Arc<mcp_stdio::Client>) -> bool {
+        self.client = Some(Arc::clone(client));
+        !self.interrupted
+    }
+
+    /// Serving begins: a signal from now on stops it. `false` when one
+    /// came already.
+    fn serving(&mut self, stop: mcp_stdio::StopHandle) -> bool {
+        self.stop = Some(stop);
+        !self.interrupted
+    }
+}
+
+#[cfg(all(feature = "server", feature = "http"))]
+fn lock(stage: &Mutex<Stage>) -> std::sync::MutexGuard<'_, Stage> {
+    stage.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// The thread that hears the first SIGTERM or SIGINT (later ones change
+/// nothing): while serving it stops the server (the requests in flight
+/// are answered first); while starting it closes the client (what the
+/// start waits on fails). `None` when the thread cannot be started: then
+/// a signal is only queued, and the process is ended some other way.
+#[cfg(all(feature = "server", feature = "http"))]
+fn hear(
+    signals: crossbeam_channel::Receiver<()>,
+    stage: &Arc<Mutex<Stage>>,
+    stderr: &Arc<Stderr>,
+    program: &str,
+) -> Option<std::thread::JoinHandle<()>> {
+    let (stage, said, program) = (Arc::clone(stage), Arc::clone(stderr), program.to_owned());
+    std::thread::Builder::new()
+        .name("mcp-stdio-signals".into())
+        .spawn(move || {
+            if signals.recv().is_err() {
+                return;
+            }
+            let (client, stop) = {
+                let mut stage = lock(&stage);
+                stage.interrupted = true;
+                (stage.client.clone(), stage.stop.clone())
+            };
+            if let Some(stop) = stop {
+                said.line("mcp-stdio: interrupted (SIGTERM or SIGINT): stopped serving; the requests in flight are answered first");
+                stop.stop();
+            } else if let Some(client) = client {
+                said.line(&format!(
+                    "mcp-stdio: interrupted (SIGTERM or SIGINT) while starting: stopping {program}"
+                ));
+                let _ = client.close_shared();
+            }
+        })
+        .ok()
+}
+
+#[cfg(all(feature = "server", feature = "http"))]
+fn interrupted(program: &str) -> Failure {
+    Failure {
+        status: crate::status::INTERRUPTED,
+        message: format!("interrupted (SIGTERM or SIGINT) while starting {program}"),
+        server_gone: false,
+        rpc: None,
+    }
+}
+
+/// Lists what the server offers, then serves it over HTTP until stopped.
+#[cfg(all(feature = "server", feature = "http"))]
+fn serve_through(
+    client: &Arc<mcp_stdio::Client>,
+    serve: &ServeHttp,
+    stderr: &Arc<Stderr>,
+    program: &str,
+    stage: &Mutex<Stage>,
+) -> Result<u8, Failure> {
+    use mcp_stdio::{HttpOptions, Unauthorized};
+
+    let proxy = mcp_stdio::proxy::serve_as(Arc::clone(client)).map_err(|e| {
+        if lock(stage).interrupted {
+            return interrupted(program);
+        }
+        Failure::connection(format!("listing what {program} offers: {e}"))
+    })?;
     let listener = std::net::TcpListener::bind(&serve.listen).map_err(|e| {
         Failure::usage(format!(
             "cannot listen on {}: {e} (--listen HOST:PORT)",
@@ -97,22 +226,12 @@ pub fn run(opts: &Options, serve: &ServeHttp, stderr: &Arc<Stderr>) -> Result<u8
     let addr = listener
         .local_addr()
         .map_or_else(|_| serve.listen.clone(), |a| a.to_string());
+    if !lock(stage).serving(proxy.stop_handle()) {
+        return Err(interrupted(program));
+    }
     stderr.line(&format!(
         "mcp-stdio: serving {program} at http://{addr}/mcp"
     ));
-    if let Some(signals) = signals {
-        let (stop, said) = (proxy.stop_handle(), Arc::clone(stderr));
-        // Without its thread a signal is only queued, and the process
-        // serves on: then it is ended some other way, as before.
-        let _ = std::thread::Builder::new()
-            .name("mcp-stdio-signals".into())
-            .spawn(move || {
-                if signals.recv().is_ok() {
-                    said.line("mcp-stdio: interrupted (SIGTERM or SIGINT): stopped serving; the requests in flight are answered first");
-                    stop.stop();
-                }
-            });
-    }
     proxy
         .serve_http(listener, options)
         .map_err(|e| Failure::connection(format!("serving HTTP on {addr}: {e}")))?;

@@ -71,8 +71,27 @@ pub(super) fn status_error(head: &Head, url: &str) -> String {
     format!("{url} answered HTTP {}{hint}", head.status)
 }
 
-/// A JSON-RPC error answering request `id` (JSON text) with `message`.
+/// The `data` of an error this client makes up for a request whose
+/// exchange ended without the server's answer ([`error_line`]).
+const NO_ANSWER: &str = "no answer from the server";
+
+/// A JSON-RPC error answering request `id` (JSON text) with `message`,
+/// made up by this client when the exchange ended without the server's
+/// answer (refused, broken, a stream that ended first); its `data` says
+/// so (`{"transport": "no answer from the server"}`, [`no_answer`]).
 pub(super) fn error_line(id: &str, message: &str) -> Vec<u8> {
-    let error = serde_json::json!({ "code": crate::jsonrpc::error_code::INTERNAL_ERROR, "message": message });
+    let error = serde_json::json!({
+        "code": crate::jsonrpc::error_code::INTERNAL_ERROR,
+        "message": message,
+        "data": { "transport": NO_ANSWER },
+    });
     format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"error\":{error}}}").into_bytes()
+}
+
+/// Whether `error` is one this client made up ([`error_line`]): the
+/// server never answered, so a subscription so ended was not ended by the
+/// server, its connection dropped.
+pub(crate) fn no_answer(error: &crate::Error) -> bool {
+    matches!(error, crate::Error::Rpc(e)
+        if e.data.as_ref().is_some_and(|data| data["transport"] == NO_ANSWER))
 }

@@ -68,6 +68,7 @@ use crate::error::Error;
 use crate::http::encode_sentinel;
 use crate::sync::lock;
 use crate::types::method;
+pub(crate) use messages::no_answer;
 use params::ParamHeaders;
 use post::Post;
 pub use settings::HeaderSource;

@@ -4,14 +4,14 @@
 //! status that says what was wrong and the connection closed; it never
 //! reaches the server's core.
 
-use std::io::{self, BufRead, BufReader, Read, Write};
+use std::io::{self, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::exchange::Exchange;
 use super::guard::{self, Refusal};
-use super::open::OpenConnections;
+use super::open::{OpenConnections, would_wait};
 use super::options::HttpOptions;
 #[cfg(feature = "legacy")]
 use super::sessions::Sessions;
@@ -20,15 +20,27 @@ use crate::jsonrpc::{ErrorObject, encode_error};
 use crate::server::Inner;
 
 /// A socket whose reads end at a deadline: the first byte of a request
-/// must arrive by it, then the whole request by the next.
-struct TimedSocket {
+/// must arrive by it, then the whole request by the next. While a request
+/// is read, the first read that has to wait for bytes tells the cap
+/// (`OpenConnections::stalled`): a connection whose request trickles in
+/// may give way to a new one, one whose request came whole never does.
+struct TimedSocket<'a> {
     socket: TcpStream,
     deadline: Option<Instant>,
+    /// The connections open, and this one's key.
+    open: &'a OpenConnections,
+    key: u64,
+    /// This request's reads had to wait for bytes (the cap was told).
+    stalled: bool,
 }
 
-impl Read for TimedSocket {
+impl Read for TimedSocket<'_> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         if let Some(at) = self.deadline {
+            if !self.stalled && would_wait(&self.socket) {
+                self.stalled = true;
+                self.open.stalled(self.key);
+            }
             let left = at.saturating_duration_since(Instant::now());
             if left.is_zero() {
                 return Err(io::ErrorKind::TimedOut.into());
@@ -56,7 +68,7 @@ pub(crate) struct Site {
 /// server stops: each request's head, then the request.
 pub(crate) fn serve_connection(site: &Site, socket: TcpStream, open: u64) {
     let options = &site.options;
-    let Some(mut input) = reading_side(&socket, options) else {
+    let Some(mut input) = reading_side(&socket, options, &site.open, open) else {
         return;
     };
     let exchange = Exchange {
@@ -95,13 +107,21 @@ enum Wait {
 /// The connection's input, its reads bounded by a deadline; its write
 /// timeout set (a client that takes nothing for `write_timeout` is gone:
 /// a write to it fails, which ends its connection).
-fn reading_side(socket: &TcpStream, options: &HttpOptions) -> Option<BufReader<TimedSocket>> {
+fn reading_side<'a>(
+    socket: &TcpStream,
+    options: &HttpOptions,
+    open: &'a OpenConnections,
+    key: u64,
+) -> Option<BufReader<TimedSocket<'a>>> {
     let read_half = socket.try_clone().ok()?;
     let _ = socket.set_nodelay(true);
     socket.set_write_timeout(Some(options.write_timeout)).ok()?;
     Some(BufReader::new(TimedSocket {
         socket: read_half,
         deadline: None,
+        open,
+        key,
+        stalled: false,
     }))
 }
 
@@ -111,12 +131,12 @@ fn reading_side(socket: &TcpStream, options: &HttpOptions) -> Option<BufReader<T
 fn next_head(
     site: &Site,
     exchange: &Exchange<'_>,
-    input: &mut BufReader<TimedSocket>,
+    input: &mut BufReader<TimedSocket<'_>>,
     open: u64,
     wait: Wait,
 ) -> Option<HttpRequest> {
     // Between requests: a stop closes the connection.
-    if !site.open.serving(open, false) {
+    if !site.open.between(open) {
         return None;
     }
     let options = &site.options;
@@ -124,16 +144,16 @@ fn next_head(
         Wait::Head(until) => until,
         Wait::Idle => crate::deadline::from_now(options.idle_timeout),
     };
-    if !request_begins(site, input, open, until) {
-        return None;
+    match request_begins(site, input, open, until) {
+        Begins::Yes => {}
+        Begins::No => return None,
+        Begins::GaveWay => {
+            gave_way(exchange.socket);
+            return None;
+        }
     }
     if site.inner.connections.is_stopped() {
         refuse(exchange.socket, 503, "the server is shutting down", &[]);
-        return None;
-    }
-    // It began: counted busy (it no longer gives way), unless it already
-    // gave way.
-    if !site.open.serving(open, true) {
         return None;
     }
     input.get_mut().deadline = Some(match wait {
@@ -141,44 +161,101 @@ fn next_head(
         Wait::Idle => crate::deadline::from_now(options.header_timeout),
     });
     let limits = limits(options);
-    match read_head(input, &limits) {
-        Ok(Some(request)) => Some(request),
+    let failed = match read_head(input, &limits) {
+        Ok(Some(request)) => return Some(request),
         Ok(None) | Err(HttpError::Io(_)) => None,
-        Err(HttpError::Status(status, message)) => {
-            refuse(exchange.socket, status, &message, &[]);
-            None
+        Err(HttpError::Status(status, message)) => Some((status, message)),
+    };
+    // A connection that gave way reads the end of its input: it answers
+    // `503`, whatever the read made of it.
+    if site.open.gave_way(open) {
+        gave_way(exchange.socket);
+    } else if let Some((status, message)) = failed {
+        refuse(exchange.socket, status, &message, &[]);
+    }
+    None
+}
+
+/// Whether a request began on a connection waiting for one.
+enum Begins {
+    /// Its first byte came; the connection is reading it.
+    Yes,
+    /// The connection closed, failed, or stayed silent until its deadline.
+    No,
+    /// Its first byte came, but the connection gave way at the cap first.
+    GaveWay,
+}
+
+/// Waits until `until` for the first byte of a request. First a look that
+/// does not wait, so that a client that sent its request at once is never
+/// counted idle; after it the connection is idle, and at the cap it may
+/// give way to a new one (`OpenConnections::enter`). The byte is looked at,
+/// not read, until the connection counts as reading: until then the cap
+/// sees it waiting in the socket and leaves this connection alone.
+fn request_begins(
+    site: &Site,
+    input: &mut BufReader<TimedSocket<'_>>,
+    open: u64,
+    until: Instant,
+) -> Begins {
+    // Bytes of the next request read with the last one (pipelining) are
+    // in hand already.
+    if input.buffer().is_empty() {
+        let socket = &input.get_ref().socket;
+        match look(socket, None) {
+            Ok(true) => {}
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                site.open.idle(open);
+                if !matches!(look(socket, Some(until)), Ok(true)) {
+                    return Begins::No;
+                }
+            }
+            _ => return Begins::No,
         }
+    }
+    input.get_mut().stalled = false;
+    if site.open.reading(open) {
+        Begins::Yes
+    } else {
+        Begins::GaveWay
     }
 }
 
-/// Waits until `until` for the first byte of a request: whether one came.
-/// First a look that does not wait, so that a client that sent its request
-/// at once is never counted idle; after it the connection is idle, and at
-/// the cap it may give way to a new one (`OpenConnections::enter`).
-fn request_begins(
-    site: &Site,
-    input: &mut BufReader<TimedSocket>,
-    open: u64,
-    until: Instant,
-) -> bool {
-    // The socket is this thread's alone between requests: nothing else
-    // reads or writes it while it does not block.
-    input.get_mut().deadline = None;
-    if input.get_ref().socket.set_nonblocking(true).is_err() {
-        return false;
-    }
-    let looked = input.fill_buf().map(|buf| !buf.is_empty());
-    if input.get_ref().socket.set_nonblocking(false).is_err() {
-        return false;
-    }
-    match looked {
-        Ok(began) => return began,
-        Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-        Err(_) => return false,
-    }
-    site.open.idle(open);
-    input.get_mut().deadline = Some(until);
-    matches!(input.fill_buf(), Ok([_, ..]))
+/// Looks at `socket` without reading it: `Ok(true)` when bytes wait,
+/// `Ok(false)` at its end, an error of kind `WouldBlock` or `TimedOut`
+/// when nothing came by `until` (`None`: nothing waits now).
+fn look(socket: &TcpStream, until: Option<Instant>) -> io::Result<bool> {
+    let mut byte = [0u8; 1];
+    let looked = match until {
+        // The socket is this thread's alone between requests: nothing
+        // else reads or writes it while it does not block.
+        None => {
+            socket.set_nonblocking(true)?;
+            let looked = socket.peek(&mut byte);
+            socket.set_nonblocking(false)?;
+            looked
+        }
+        Some(until) => loop {
+            let left = until.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(io::ErrorKind::TimedOut.into());
+            }
+            socket.set_read_timeout(Some(left))?;
+            match socket.peek(&mut byte) {
+                // A signal (a read with a timeout is not restarted).
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                looked => break looked,
+            }
+        },
+    };
+    looked.map(|n| n > 0)
+}
+
+/// A connection that gave way at the cap while it read a request (see
+/// `open`): its client is told to retry, and it closes.
+fn gave_way(socket: &TcpStream) {
+    let message = "too many connections: retry in a moment";
+    refuse(socket, 503, message, &[("Retry-After", "1")]);
 }
 
 /// Serves a request whose head is read. Returns whether the connection
@@ -186,7 +263,7 @@ fn request_begins(
 fn serve_request(
     site: &Site,
     exchange: &Exchange<'_>,
-    input: &mut BufReader<TimedSocket>,
+    input: &mut BufReader<TimedSocket<'_>>,
     open: u64,
     mut request: HttpRequest,
 ) -> bool {
@@ -208,8 +285,12 @@ fn serve_request(
         refuse_with(socket, refusal.status, &error, &headers);
         return false;
     }
-    #[cfg(not(feature = "legacy"))]
-    let _ = open;
+    // A request without a body is in whole: it is served (unless its
+    // connection gave way meanwhile); a POST once its body is read.
+    if request.method != "POST" && !site.open.serving(open) {
+        gave_way(socket);
+        return false;
+    }
     match request.method.as_str() {
         "OPTIONS" => return options(site, exchange, &request),
         #[cfg(feature = "legacy")]
@@ -233,7 +314,18 @@ fn serve_request(
             return false;
         }
     }
-    match read_body(input, &mut request, &limits(&site.options)) {
+    let read = read_body(input, &mut request, &limits(&site.options));
+    // A connection that gave way while its body came reads the end of its
+    // input (or its body whole, just then): it answers `503`.
+    let here = match read {
+        Ok(()) => site.open.serving(open),
+        Err(_) => !site.open.gave_way(open),
+    };
+    if !here {
+        gave_way(socket);
+        return false;
+    }
+    match read {
         Ok(()) => {}
         Err(HttpError::Io(_)) => return false,
         Err(HttpError::Status(status, message)) => {
@@ -376,9 +468,9 @@ fn refuse_with(socket: &TcpStream, status: u16, error: &ErrorObject, headers: &[
 /// Closes after an answer. Closing with unread input would reset the
 /// connection, and the client might lose the answer: what it still sends
 /// is read and dropped, for at most `linger` in all and 1 MiB. In all, not
-/// between reads: a client that trickles would otherwise hold the thread
-/// (the accept loop's, for a `503`) for as long as it likes.
-pub(crate) fn close_gently(socket: &TcpStream, linger: Duration) {
+/// between reads: a client that trickles would otherwise hold its
+/// connection's thread for as long as it likes.
+fn close_gently(socket: &TcpStream, linger: Duration) {
     let _ = socket.shutdown(std::net::Shutdown::Write);
     let until = crate::deadline::from_now(linger);
     let mut sink = [0u8; 8192];

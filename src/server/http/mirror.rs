@@ -262,7 +262,13 @@ fn check_params(
             }
             (Some(raw), Some(body)) => {
                 let header = decoded(&header_name, raw)?;
-                if !same(&header, body) {
+                if !same(&header, body).map_err(|why| {
+                    mismatch(format!(
+                        "argument '{}' is {}, {why}, so no {header_name} header can match it",
+                        path.join("."),
+                        body.get()
+                    ))
+                })? {
                     return Err(mismatch(format!(
                         "{header_name} header value '{header}' does not match body value {}",
                         body.get()
@@ -336,23 +342,90 @@ impl<'de> Visitor<'de> for Member<'_> {
 }
 
 /// Whether a header's text is the body's primitive value: a string as is,
-/// an integer compared as a number, a boolean as `true` or `false`.
-fn same(header: &str, body: &RawValue) -> bool {
-    // An object or an array is never a header's value: not read.
-    if body.get().starts_with(['{', '[']) {
-        return false;
+/// a boolean as `true` or `false`, an integer compared as a number,
+/// exactly (spec 2026-07-28, "Server Validation": `42.0` is `42`). Through
+/// `f64`, 2^53 and 2^53 + 1 were one number: a balancer could route on
+/// one while the handler read the other. So a body number must be an
+/// integer within JavaScript's safe range, ±(2^53 − 1), as the spec
+/// requires of a mirrored integer (its "Custom Headers" constraints);
+/// any other is `Err`, why it cannot be compared.
+fn same(header: &str, body: &RawValue) -> Result<bool, &'static str> {
+    match body.get().as_bytes().first() {
+        // An object or an array is never a header's value: not read.
+        Some(b'{' | b'[') => Ok(false),
+        Some(b'"') => {
+            Ok(serde_json::from_str::<Cow<'_, str>>(body.get()).is_ok_and(|s| s == header))
+        }
+        Some(b't') => Ok(header == "true"),
+        Some(b'f') => Ok(header == "false"),
+        Some(b'-' | b'0'..=b'9') => {
+            let body = safe_integer(body.get()).ok_or("not an integer within ±(2^53 − 1)")?;
+            Ok(safe_integer(header) == Some(body))
+        }
+        _ => Ok(false),
     }
-    match serde_json::from_str::<Value>(body.get()) {
-        Ok(Value::String(s)) => s == header,
-        Ok(Value::Bool(b)) => header == if b { "true" } else { "false" },
-        Ok(Value::Number(n)) => header
-            .trim()
-            .parse::<f64>()
-            .ok()
-            .zip(n.as_f64())
-            .is_some_and(|(h, b)| h == b),
-        _ => false,
+}
+
+/// `part`, if it is one or more decimal digits.
+fn digits_of(part: &[u8]) -> Option<&[u8]> {
+    (!part.is_empty() && part.iter().all(u8::is_ascii_digit)).then_some(part)
+}
+
+/// JavaScript's `Number.MAX_SAFE_INTEGER`, 2^53 − 1.
+const MAX_SAFE_INTEGER: i64 = (1 << 53) - 1;
+
+/// The integer a decimal text stands for (a JSON number, or a header's
+/// `42`, `-7`, `42.0`, `4.2e1`: `[+-]digits[.digits][(e|E)[+-]digits]`,
+/// nothing around it), read exactly; `None` unless it is an integer within
+/// ±(2^53 − 1).
+fn safe_integer(text: &str) -> Option<i64> {
+    let (negative, rest) = match text.as_bytes() {
+        [b'-', rest @ ..] => (true, rest),
+        [b'+', rest @ ..] => (false, rest),
+        rest => (false, rest),
+    };
+    let (mantissa, exponent) = match rest.iter().position(|&b| b == b'e' || b == b'E') {
+        Some(at) => {
+            let (negative, power) = match &rest[at + 1..] {
+                [b'-', power @ ..] => (true, power),
+                [b'+', power @ ..] => (false, power),
+                power => (false, power),
+            };
+            // Saturating: past ±10^18 no safe integer is near, whatever
+            // the digits.
+            let power = digits_of(power)?.iter().fold(0i64, |n, d| {
+                n.saturating_mul(10).saturating_add(i64::from(d - b'0'))
+            });
+            (&rest[..at], if negative { -power } else { power })
+        }
+        None => (rest, 0),
+    };
+    let (whole, fraction) = match mantissa.iter().position(|&b| b == b'.') {
+        Some(at) => (digits_of(&mantissa[..at])?, digits_of(&mantissa[at + 1..])?),
+        None => (digits_of(mantissa)?, &[][..]),
+    };
+    // The significant digits, and the power of ten of the last one.
+    let mut digits: Vec<u8> = whole.iter().chain(fraction).map(|d| d - b'0').collect();
+    let mut exponent = exponent.saturating_sub(i64::try_from(fraction.len()).ok()?);
+    while digits.last() == Some(&0) {
+        digits.pop();
+        exponent = exponent.saturating_add(1);
     }
+    let leading = digits.iter().take_while(|&&d| d == 0).count();
+    digits.drain(..leading);
+    if digits.is_empty() {
+        return Some(0);
+    }
+    // 16 digits hold every safe integer; more never fit one.
+    let places = i64::try_from(digits.len()).ok()?.saturating_add(exponent);
+    if exponent < 0 || places > 16 {
+        return None;
+    }
+    let mut n = digits.iter().fold(0i64, |n, &d| n * 10 + i64::from(d));
+    for _ in 0..exponent {
+        n *= 10;
+    }
+    (n <= MAX_SAFE_INTEGER).then_some(if negative { -n } else { n })
 }
 
 /// The `x-mcp-header` annotations of a schema reachable through
@@ -382,14 +455,45 @@ mod tests {
 
     #[test]
     fn integers_compare_as_numbers_and_booleans_in_lowercase() {
-        assert!(same("42", &raw("42")));
-        assert!(same("42.0", &raw("42")));
-        assert!(!same("43", &raw("42")));
-        assert!(same("true", &raw("true")));
-        assert!(!same("True", &raw("true")));
-        assert!(same("us-west1", &raw(r#""us-west1""#)));
-        assert!(same("us-west1", &raw(r#""us\u002dwest1""#)));
-        assert!(!same("[1]", &raw("[1]")));
+        let same = |header: &str, body: &str| same(header, &raw(body));
+        assert_eq!(same("42", "42"), Ok(true));
+        assert_eq!(same("42.0", "42"), Ok(true));
+        assert_eq!(same("4.2e1", "42"), Ok(true));
+        assert_eq!(same("42", "420e-1"), Ok(true));
+        assert_eq!(same("-7", "-7"), Ok(true));
+        assert_eq!(same("0", "-0"), Ok(true));
+        assert_eq!(same("43", "42"), Ok(false));
+        assert_eq!(same("42.5", "42"), Ok(false));
+        assert_eq!(same(" 42", "42"), Ok(false));
+        assert_eq!(same("42x", "42"), Ok(false));
+        assert_eq!(same("1e99999999999999999999", "1"), Ok(false));
+        assert_eq!(same("true", "true"), Ok(true));
+        assert_eq!(same("True", "true"), Ok(false));
+        assert_eq!(same("false", "false"), Ok(true));
+        assert_eq!(same("us-west1", r#""us-west1""#), Ok(true));
+        assert_eq!(same("us-west1", r#""us\u002dwest1""#), Ok(true));
+        assert_eq!(same("[1]", "[1]"), Ok(false));
+        assert_eq!(same("null", "null"), Ok(false));
+    }
+
+    #[test]
+    fn a_body_integer_is_compared_exactly_and_past_the_safe_range_refused() {
+        let same = |header: &str, body: &str| same(header, &raw(body));
+        assert_eq!(same("9007199254740991", "9007199254740991"), Ok(true));
+        assert_eq!(same("-9007199254740991", "-9007199254740991"), Ok(true));
+        assert_eq!(same("9007199254740990", "9007199254740991"), Ok(false));
+        assert_eq!(same("9007199254740991", "9007199254740990"), Ok(false));
+        for body in [
+            "9007199254740992",
+            "9007199254740993",
+            "-9007199254740992",
+            "1e16",
+            "1.5",
+            "1e-1",
+            "123456789012345678901234567890",
+        ] {
+            assert!(same(body, body).is_err(), "{body}");
+        }
     }
 
     #[test]

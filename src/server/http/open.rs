@@ -4,20 +4,39 @@
 //! request ends once its response is complete (the request has the
 //! server's grace period); `serve_http` returns when all have ended.
 //!
-//! At the cap a connection that waits for a request gives way to the new
-//! one (its socket is shut down): the one that has waited longest, be it
-//! silent since it opened or idle between requests, else the oldest legacy
-//! GET stream (its client may open it again). Connections that send
-//! nothing, or never close a session's stream, would otherwise fill the
-//! cap and every later connection be refused. A new connection waits
-//! nowhere until its thread has looked at it and found nothing
-//! (`OpenConnections::idle`): a client that sent its request at once is
-//! never the one to give way.
+//! At the cap a connection that is not serving a request gives way to the
+//! new one, in this order:
+//!
+//! 1. one silent since it opened (the one that has waited longest);
+//! 2. one still reading a request that had to wait for its bytes, its
+//!    head's or its body's (the one that has been reading longest): its
+//!    thread answers `503` with `Retry-After`, so its client hears why;
+//! 3. one idle between requests for [`KEPT_ALIVE_GRACE`] or more (the one
+//!    idle longest);
+//! 4. the oldest legacy GET stream (its client may open it again).
+//!
+//! None of the others gives way: a connection serves a request from its
+//! whole request read to the end of its response; one reading a request
+//! whose bytes have all come so far is about to serve it; a silent or idle
+//! one whose request has arrived (its bytes wait in its socket, unread)
+//! would lose it; and a client just answered may be sending its next
+//! request, whose bytes could reach the socket a moment after a look found
+//! it empty (they cross on the network). Connections that send nothing,
+//! trickle a request byte by byte, or never close a session's stream would
+//! otherwise fill the cap and every later connection be refused. A new
+//! connection waits nowhere until its thread has looked at it and found
+//! nothing (`OpenConnections::idle`) or the first byte of a request
+//! (`OpenConnections::reading`): a client that sent its request at once is
+//! never the one to give way while it waits.
 
 use std::collections::HashMap;
 use std::net::{Shutdown, TcpStream};
 use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
-use std::time::Instant;
+use std::time::{Duration, Instant};
+
+/// How long a connection idle between requests keeps its place at the cap
+/// (see the module docs).
+const KEPT_ALIVE_GRACE: Duration = Duration::from_secs(1);
 
 /// The open connections, by key.
 #[derive(Default)]
@@ -29,7 +48,9 @@ pub(crate) struct OpenConnections {
 
 #[derive(Default)]
 struct State {
-    /// Each connection, by key: older connections have smaller keys.
+    /// Each connection, by key: older connections have smaller keys. A
+    /// connection that gave way is taken out at once (its place is the
+    /// new one's), before its thread ends.
     sockets: HashMap<u64, Open>,
     next_key: u64,
     closing: bool,
@@ -39,14 +60,27 @@ struct State {
 struct Open {
     /// To close it when idle at the end, or when it gives way.
     socket: TcpStream,
-    /// It is serving a request.
-    busy: bool,
-    /// Since when it has waited for a request, found silent by its thread
-    /// (it may give way); `None` while it serves one, and until its
-    /// thread first looked.
-    idle_since: Option<Instant>,
+    phase: Phase,
+    /// It has served a request: idle, it is kept alive for the next.
+    served: bool,
     /// It serves a legacy session's GET stream (it may give way).
     stream: bool,
+}
+
+/// Where a connection is between its requests and in one.
+#[derive(Clone, Copy)]
+enum Phase {
+    /// Its thread has not looked for a request yet (since it opened, or
+    /// since its last response): it does not give way.
+    Unseen,
+    /// Waiting for a request, found silent by its thread, since then.
+    Idle(Instant),
+    /// Reading a request (its head or its body) since its first byte;
+    /// `stalled` once a read had to wait for bytes.
+    Reading { since: Instant, stalled: bool },
+    /// Serving a request: from its whole request read to its response's
+    /// end.
+    Serving,
 }
 
 impl OpenConnections {
@@ -58,54 +92,100 @@ impl OpenConnections {
             return None;
         }
         if state.sockets.len() >= max {
-            let idle = (state.sockets.iter())
-                .filter_map(|(key, open)| Some((open.idle_since?, *key)))
-                .min()
-                .map(|(_, key)| key);
-            let stream = || {
-                (state.sockets.iter())
-                    .filter(|(_, open)| open.stream)
-                    .map(|(key, _)| *key)
-                    .min()
-            };
-            let gives_way = idle.or_else(stream)?;
-            // Its thread sees the end at its next read, or is told by
-            // `serving`, and leaves.
+            let gives_way = state.gives_way()?;
             let gone = state.sockets.remove(&gives_way).expect("just found");
-            let _ = gone.socket.shutdown(Shutdown::Both);
+            // Its thread sees the end of its input at its next read, or is
+            // told by `between`, `reading` or `serving`, and leaves; one
+            // that began a request answers it `503` first, so its socket's
+            // sending side stays open. A stream's is closed too: its
+            // thread may be waiting on a client that does not read.
+            let how = if gone.stream {
+                Shutdown::Both
+            } else {
+                Shutdown::Read
+            };
+            let _ = gone.socket.shutdown(how);
         }
         let socket = socket.try_clone().ok()?;
         let key = state.next_key;
         state.next_key += 1;
         let open = Open {
             socket,
-            busy: false,
-            idle_since: None,
+            phase: Phase::Unseen,
+            served: false,
             stream: false,
         };
         state.sockets.insert(key, open);
         Some(key)
     }
 
-    /// The connection `key` begins (`true`) or ends (`false`) serving a
-    /// request. Returns whether it may go on: `false` once it gave way to
-    /// another, or the listener is closing and it is between requests.
-    pub fn serving(&self, key: u64, serving: bool) -> bool {
+    /// The connection `key` is between requests (its response is complete,
+    /// or none began). Returns whether it may go on: `false` once it gave
+    /// way to another, or the listener is closing.
+    pub fn between(&self, key: u64) -> bool {
         let mut state = self.lock();
+        let closing = state.closing;
         let Some(open) = state.sockets.get_mut(&key) else {
             return false;
         };
-        open.busy = serving;
-        open.idle_since = None;
-        serving || !state.closing
+        open.phase = Phase::Unseen;
+        !closing
     }
 
     /// The connection `key` waits for a request and its thread found it
     /// silent (`connection::request_begins`): at the cap it may give way.
     pub fn idle(&self, key: u64) {
         if let Some(open) = self.lock().sockets.get_mut(&key) {
-            open.idle_since = Some(Instant::now());
+            open.phase = Phase::Idle(Instant::now());
         }
+    }
+
+    /// The first byte of a request came to connection `key` (its thread
+    /// saw it waiting, unread). Returns `false` when it already gave way.
+    pub fn reading(&self, key: u64) -> bool {
+        let since = Instant::now();
+        self.enters(
+            key,
+            Phase::Reading {
+                since,
+                stalled: false,
+            },
+        )
+    }
+
+    /// The connection `key`, reading a request, has to wait for more of
+    /// its bytes: from now on it may give way at the cap.
+    pub fn stalled(&self, key: u64) {
+        if let Some(open) = self.lock().sockets.get_mut(&key)
+            && let Phase::Reading { stalled, .. } = &mut open.phase
+        {
+            *stalled = true;
+        }
+    }
+
+    /// The connection `key` read a whole request and serves it: it no
+    /// longer gives way. Returns `false` when it already gave way (its
+    /// request is answered `503`, not served).
+    pub fn serving(&self, key: u64) -> bool {
+        self.enters(key, Phase::Serving)
+    }
+
+    /// The connection `key` enters `phase`, unless it gave way: whether it
+    /// did.
+    fn enters(&self, key: u64, phase: Phase) -> bool {
+        let mut state = self.lock();
+        let Some(open) = state.sockets.get_mut(&key) else {
+            return false;
+        };
+        open.phase = phase;
+        open.served |= matches!(phase, Phase::Serving);
+        true
+    }
+
+    /// Whether the connection `key` gave way to another (and its thread
+    /// should answer what it began with `503`).
+    pub fn gave_way(&self, key: u64) -> bool {
+        !self.lock().sockets.contains_key(&key)
     }
 
     /// The connection `key` serves a legacy session's GET stream from here
@@ -131,7 +211,10 @@ impl OpenConnections {
         let mut state = self.lock();
         state.closing = true;
         for open in state.sockets.values() {
-            if !open.busy {
+            // One reading a request reads it to its end (by the header
+            // timeout), is answered as any request after the stop is
+            // (`connection::serve_request`), and closes.
+            if let Phase::Unseen | Phase::Idle(_) = open.phase {
                 let _ = open.socket.shutdown(Shutdown::Both);
             }
         }
@@ -154,4 +237,103 @@ impl OpenConnections {
     fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
+}
+
+impl State {
+    /// The connection that gives way to a new one at the cap, if any (see
+    /// the module docs for the order).
+    fn gives_way(&self) -> Option<u64> {
+        let now = Instant::now();
+        let silent = |open: &Open| match open.phase {
+            Phase::Idle(since) if !open.served => Some(since),
+            _ => None,
+        };
+        let stalled = |open: &Open| match open.phase {
+            Phase::Reading {
+                since,
+                stalled: true,
+            } => Some(since),
+            _ => None,
+        };
+        let kept = |open: &Open| match open.phase {
+            Phase::Idle(since) if open.served && now - since >= KEPT_ALIVE_GRACE => Some(since),
+            _ => None,
+        };
+        (self
+            .oldest(silent)
+            .find(|key| !request_waits(&self.sockets[key].socket)))
+        .or_else(|| self.oldest(stalled).next())
+        .or_else(|| {
+            self.oldest(kept)
+                .find(|key| !request_waits(&self.sockets[key].socket))
+        })
+        .or_else(|| {
+            (self.sockets.iter())
+                .filter(|(_, open)| open.stream)
+                .map(|(key, _)| *key)
+                .min()
+        })
+    }
+
+    /// The connections `since` picks, the one it dates earliest first.
+    fn oldest(&self, since: impl Fn(&Open) -> Option<Instant>) -> impl Iterator<Item = u64> {
+        let mut picked: Vec<(Instant, u64)> = (self.sockets.iter())
+            .filter_map(|(key, open)| Some((since(open)?, *key)))
+            .collect();
+        picked.sort_unstable();
+        picked.into_iter().map(|(_, key)| key)
+    }
+}
+
+/// Whether a request's bytes wait to be read in `socket`, looked at
+/// without waiting and without reading it: its reads are its connection
+/// thread's. The thread marks the connection as reading only after it saw
+/// a request's first byte waiting, before it reads it
+/// (`connection::request_begins`), so an idle connection whose next
+/// request has arrived is seen here, unread, and is left alone. A peer
+/// that closed (its end arrived, or a reset) sends no request: its thread
+/// leaves once it reads the end.
+#[cfg(unix)]
+fn request_waits(socket: &TcpStream) -> bool {
+    use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+    use std::os::fd::AsFd;
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    let ended =
+        PollFlags::POLLHUP | PollFlags::POLLERR | PollFlags::from_bits_retain(nix::libc::POLLRDHUP);
+    // Elsewhere a peer's end looks like a request's bytes: that
+    // connection is left alone, and its thread leaves soon.
+    #[cfg(not(any(target_os = "linux", target_os = "android")))]
+    let ended = PollFlags::POLLHUP | PollFlags::POLLERR;
+    let mut fds = [PollFd::new(socket.as_fd(), PollFlags::POLLIN | ended)];
+    match poll(&mut fds, PollTimeout::ZERO) {
+        Ok(0) => false,
+        Ok(_) => fds[0]
+            .revents()
+            .is_some_and(|got| got.contains(PollFlags::POLLIN) && !got.intersects(ended)),
+        // A failed look counts as a request: that connection is left alone.
+        Err(_) => true,
+    }
+}
+
+/// Without `poll(2)`: no request is known to wait, and a connection whose
+/// request arrived as it gave way answers it `503` (`connection::gave_way`).
+#[cfg(not(unix))]
+fn request_waits(_socket: &TcpStream) -> bool {
+    false
+}
+
+/// Whether a read of `socket` would wait (nothing has come to read, not
+/// even its end): its connection thread asks before it reads.
+#[cfg(unix)]
+pub(crate) fn would_wait(socket: &TcpStream) -> bool {
+    use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+    use std::os::fd::AsFd;
+    let mut fds = [PollFd::new(socket.as_fd(), PollFlags::POLLIN)];
+    poll(&mut fds, PollTimeout::ZERO).is_ok_and(|ready| ready == 0)
+}
+
+/// Without `poll(2)`: every read might wait.
+#[cfg(not(unix))]
+pub(crate) fn would_wait(_socket: &TcpStream) -> bool {
+    true
 }

@@ -121,13 +121,18 @@ impl HttpOptions {
     /// timeout), and so does an open stream for as long as the client
     /// keeps it: a 2026-07-28 `subscriptions/listen`, or a legacy session's
     /// GET stream, which the SDKs' legacy clients open at once. Allow about
-    /// two per client. At the cap a connection waiting for a request
-    /// (silent since it opened, or idle between requests; the one that
-    /// waited longest) is closed to let a new one in, else the oldest
-    /// legacy GET stream (its client may open it again): connections that
-    /// send nothing, and sessions left open by clients that went away, do
-    /// not lock later clients out. When every connection is serving a
-    /// request, one more is answered `503` and closed.
+    /// two per client. At the cap one connection gives way to let a new
+    /// one in: one silent since it opened, else one whose request trickles
+    /// in (a read of it had to wait for bytes; answered `503` with
+    /// `Retry-After`), else one idle between requests for a second or
+    /// more, else the oldest legacy GET stream (its client may open it
+    /// again); each time the one that has waited, or been reading, longest.
+    /// Connections that send nothing or trickle a request, and sessions
+    /// left open by clients that went away, do not lock later clients
+    /// out. A connection serving a request, one whose request came whole,
+    /// one whose next request has arrived, and one answered a moment ago
+    /// (its client may be sending its next request) keep their place: when
+    /// only such are open, one more is answered `503` and closed at once.
     pub fn max_connections(mut self, max: usize) -> Self {
         self.max_connections = max.max(1);
         self
@@ -147,7 +152,10 @@ impl HttpOptions {
     }
 
     /// The largest request body accepted (default 4 MiB); a larger one is
-    /// answered `413`.
+    /// answered `413`. A chunked body's framing (its size lines and the
+    /// line ends after its chunks) may take as many bytes again, so a body
+    /// within the limit comes in chunks of any reasonable size; its
+    /// trailer has the 16 KiB of the request's head.
     pub fn max_body_bytes(mut self, max: usize) -> Self {
         self.max_body_bytes = max;
         self

@@ -615,15 +615,27 @@ impl Tasks {
     }
 
     /// Which of `task_ids` a listen may follow: the ones the store knows.
-    /// With a feed they are remembered, for [`Tasks::tell_listens`].
+    /// With a feed they are remembered, for [`Tasks::tell_listens`], and
+    /// the status just read is delivered to the listens already open here
+    /// (before this one is), unless one as new was: from then on no older
+    /// status of the task is shown on this replica, however late it comes
+    /// (a publisher that kept it through an outage, a message replayed to
+    /// a replica started since), and the listens open before hear it now,
+    /// since its own message, when it comes, is no longer new here.
     pub fn known(&self, task_ids: &[String]) -> Vec<String> {
+        let feed = self.connections.replicas.has_feed();
         let mut known: Vec<String> = Vec::new();
         for id in task_ids {
-            if !known.contains(id) && matches!(self.store.get(id), Ok(Some(_))) {
+            if !known.contains(id)
+                && let Ok(Some(stored)) = self.store.get(id)
+            {
+                if feed {
+                    self.deliver_here(&stored.task);
+                }
                 known.push(id.clone());
             }
         }
-        if self.connections.replicas.has_feed() {
+        if feed {
             let mut followed = self.followed();
             for id in &known {
                 if !followed.contains(id) {
@@ -664,13 +676,13 @@ impl Tasks {
     }
 
     /// Sends the task's state to the subscriptions that follow it, here
-    /// and on the other replicas.
+    /// (unless a status as new was delivered here: a listen's opening, or
+    /// a reconnection, may have read it from the store first) and on the
+    /// other replicas, always: each of them drops what is not new there.
     pub fn publish(&self, task: &DetailedTask) {
-        let connections = &self.connections;
-        connections.replicas.deliver_status(task, || {
-            connections.publish(Change::TaskStatus {
-                task: Box::new(task.clone()),
-            });
+        self.deliver_here(task);
+        self.connections.replicas.send(&Change::TaskStatus {
+            task: Box::new(task.clone()),
         });
     }
 

@@ -37,6 +37,15 @@ pub(crate) const MAX_OPEN: usize = 64;
 /// The least time between two notes of failures on the trace.
 const NOTE_EVERY: Duration = Duration::from_secs(10);
 
+/// What a client is told when Redis failed ([`Pool::unavailable`]).
+const UNAVAILABLE: &str = "the task store is unavailable: try again";
+
+/// Whether `error` says Redis failed (out of reach, too slow, every
+/// connection busy), rather than something of one task.
+pub(crate) fn is_unavailable(error: &ErrorObject) -> bool {
+    error.message == ErrorObject::internal_error(UNAVAILABLE).message
+}
+
 /// Connections to one Redis.
 pub(crate) struct Pool {
     client: redis::Client,
@@ -154,7 +163,7 @@ impl Pool {
             let mut notes = self.notes.lock().unwrap_or_else(|e| e.into_inner());
             notes.note(&**trace, &note);
         }
-        ErrorObject::internal_error("the task store is unavailable: try again")
+        ErrorObject::internal_error(UNAVAILABLE)
     }
 
     fn state(&self) -> MutexGuard<'_, State> {
@@ -236,17 +245,19 @@ fn broken(e: &redis::RedisError) -> bool {
 
 /// `url` as a message may show it: without a user, a password or a query
 /// (`rediss://mcp:PASSWORD@host:6380/0?...` is `rediss://host:6380/0`).
+/// Everything up to the last `@` goes first, then what follows a `?` or
+/// a `#`: a password put in the URL as it is may hold any of `/`, `?`,
+/// `#` and `@` (`openssl rand -base64` gives `/`), and such a URL, which
+/// does not parse, is the one an error shows. (An `@` in a path or a
+/// query hides more than needed, never less.)
 pub(crate) fn shown_url(url: &str) -> String {
-    let url = url.split(['?', '#']).next().unwrap_or_default();
     let Some((scheme, rest)) = url.split_once("://") else {
         // Not a URL: nothing in it is shown.
         return "(an unreadable URL)".to_owned();
     };
-    let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
-    let host = authority
-        .rsplit_once('@')
-        .map_or(authority, |(_, host)| host);
-    format!("{scheme}://{host}{path}")
+    let rest = rest.rsplit_once('@').map_or(rest, |(_, host)| host);
+    let rest = rest.split(['?', '#']).next().unwrap_or_default();
+    format!("{scheme}://{rest}")
 }
 
 /// Redis could not be reached when the store was opened: said to the
@@ -279,6 +290,16 @@ mod tests {
                 "redis+unix:///run/redis.sock",
             ),
             ("s3cret", "(an unreadable URL)"),
+            (
+                "redis://mcp:Pw8/Zq9+Ab@127.0.0.1:6379/",
+                "redis://127.0.0.1:6379/",
+            ),
+            (
+                "redis://mcp:Pw8#Zq9@127.0.0.1:6379/0",
+                "redis://127.0.0.1:6379/0",
+            ),
+            ("redis://mcp:Pw8?Zq9@h:1/", "redis://h:1/"),
+            ("redis://mcp:a/b?c#d@e@h:1/2?x=y@z", "redis://z"),
         ] {
             assert_eq!(shown_url(url), shown, "{url}");
         }

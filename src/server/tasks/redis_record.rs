@@ -11,10 +11,11 @@ use crate::server::tasks::{StoredTask, set_status};
 use crate::types::{DetailedTask, InputResponses, TaskStatus};
 
 /// What is stored under a task's key: what makes each write observable,
-/// its version (one more at each write) and the ids of the last writes, so
-/// that a write tried again after its reply was lost finds that it was
-/// applied (`RedisTaskStore::update`); the task as `tasks/get` shows it,
-/// the answers its handler has not taken yet, and when it may be forgotten
+/// its version (one more at each write), the ids of the last plain writes
+/// and the id of the worker's last write, so that a write tried again
+/// after its reply was lost finds that it was applied
+/// (`RedisTaskStore::update`); the task as `tasks/get` shows it, the
+/// answers its handler has not taken yet, and when it may be forgotten
 /// (milliseconds since the Unix epoch).
 ///
 /// The version comes first (`{"version":N,...`): the script that writes a
@@ -30,53 +31,97 @@ struct Record {
     expires_ms: Option<u64>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     writes: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    worker: Option<String>,
 }
 
-/// How many write ids a record keeps: a retry finds its own write unless
-/// this many others wrote the task between the lost reply and the retry
-/// (then it knows it cannot tell: `RedisTaskStore::update`).
+/// How many plain write ids a record keeps: a retry of a plain update
+/// finds its own write unless this many others wrote the task between the
+/// lost reply and the retry (then it knows it cannot tell:
+/// `RedisTaskStore::update`). The worker's write id has a place of its
+/// own ([`Writer::Worker`]), which no plain write takes.
 pub(crate) const WRITES_KEPT: usize = 8;
+
+/// Who writes a record, with the id of the write.
+#[derive(Clone, Copy)]
+pub(crate) enum Writer<'a> {
+    /// A plain update (`tasks/update`'s answers, a cancellation, a handler
+    /// taking its answers, the lease rule): its id joins the last
+    /// [`WRITES_KEPT`].
+    Update(&'a str),
+    /// The task's worker, one step at a time (its questions, its end,
+    /// `TaskStore::update_as`): its id takes the place of the worker's
+    /// last, where no plain write pushes it out, so that however many
+    /// answers a client gives meanwhile, a retry finds it.
+    Worker(&'a str),
+}
+
+impl Writer<'_> {
+    pub fn id(&self) -> &str {
+        match self {
+            Writer::Update(id) | Writer::Worker(id) => id,
+        }
+    }
+}
 
 /// A task as read from Redis, with its write history.
 pub(crate) struct Read {
     pub task: StoredTask,
     pub version: u64,
     pub writes: Vec<String>,
+    /// The id of the worker's last write.
+    pub worker: Option<String>,
 }
 
 impl Read {
-    /// Whether the write `id` was applied to this record.
+    /// Whether the write `id` was applied to this record: one of the last
+    /// plain writes, or the worker's last. A worker writes one step at a
+    /// time and only its writes set `worker`, so a worker's write whose id
+    /// is not there was not applied.
     pub fn has_written(&self, id: &str) -> bool {
-        self.writes.iter().any(|w| w == id)
+        self.writes.iter().any(|w| w == id) || self.worker.as_deref() == Some(id)
     }
 }
 
 /// The JSON string stored for `task`, a new task (version 1).
 pub(crate) fn encode(task: &StoredTask) -> Result<String, ErrorObject> {
-    encode_write(task, 0, &[], None)
+    to_json(&record(task, 1, Vec::new(), None))
 }
 
-/// The JSON string stored for `task` written over `version` by the write
-/// `id` (after `writes`).
+/// The JSON string stored for `task` written over `over` (the record as
+/// read) by `by`: the next version, the plain write ids kept, the worker's
+/// id kept or replaced.
 pub(crate) fn encode_write(
     task: &StoredTask,
-    version: u64,
-    writes: &[String],
-    id: Option<&str>,
+    over: &Read,
+    by: Writer<'_>,
 ) -> Result<String, ErrorObject> {
-    let mut kept: Vec<String> = writes.to_vec();
-    if let Some(id) = id {
-        kept.push(id.to_owned());
+    let mut writes = over.writes.clone();
+    let mut worker = over.worker.clone();
+    match by {
+        Writer::Update(id) => {
+            writes.push(id.to_owned());
+            let skip = writes.len().saturating_sub(WRITES_KEPT);
+            writes.drain(..skip);
+        }
+        Writer::Worker(id) => worker = Some(id.to_owned()),
     }
-    let skip = kept.len().saturating_sub(WRITES_KEPT);
-    let record = Record {
+    to_json(&record(task, over.version + 1, writes, worker))
+}
+
+fn record(task: &StoredTask, version: u64, writes: Vec<String>, worker: Option<String>) -> Record {
+    Record {
+        version,
         task: task.task.clone(),
         answers: task.answers.clone(),
         expires_ms: task.expires.map(unix_ms),
-        version: version + 1,
-        writes: kept.split_off(skip),
-    };
-    serde_json::to_string(&record).map_err(|e| {
+        writes,
+        worker,
+    }
+}
+
+fn to_json(record: &Record) -> Result<String, ErrorObject> {
+    serde_json::to_string(record).map_err(|e| {
         ErrorObject::internal_error(format!("the task does not serialize for Redis: {e}"))
     })
 }
@@ -98,6 +143,7 @@ pub(crate) fn decode_read(json: &str) -> Result<Read, ErrorObject> {
         },
         version: record.version,
         writes: record.writes,
+        worker: record.worker,
     })
 }
 
@@ -186,7 +232,7 @@ mod tests {
         assert_eq!((read.version, read.writes.len()), (1, 0));
         for n in 0..20 {
             let id = format!("w{n}");
-            let json = encode_write(&read.task, read.version, &read.writes, Some(&id)).unwrap();
+            let json = encode_write(&read.task, &read, Writer::Update(&id)).unwrap();
             read = decode_read(&json).unwrap();
             assert!(read.has_written(&id));
         }
@@ -194,6 +240,30 @@ mod tests {
         assert_eq!(read.writes.len(), WRITES_KEPT, "bounded");
         assert!(!read.has_written("w0"));
         assert!(read.has_written("w19"));
+    }
+
+    #[test]
+    fn the_workers_write_id_outlives_any_number_of_plain_writes() {
+        // review_b::a_question_answered_key_by_key_while_its_write_reply_was_late_is_not_failed:
+        // nine answers after the worker's write pushed its id out.
+        let task = task(TaskStatus::Working, None);
+        let mut read = decode_read(&encode(&task).unwrap()).unwrap();
+        let json = encode_write(&read.task, &read, Writer::Worker("asks")).unwrap();
+        read = decode_read(&json).unwrap();
+        for n in 0..3 * WRITES_KEPT {
+            let id = format!("answer{n}");
+            let json = encode_write(&read.task, &read, Writer::Update(&id)).unwrap();
+            read = decode_read(&json).unwrap();
+        }
+        assert!(read.has_written("asks"));
+        assert_eq!(read.writes.len(), WRITES_KEPT);
+        // The worker's next step takes its place; the plain ids stay.
+        let json = encode_write(&read.task, &read, Writer::Worker("ends")).unwrap();
+        read = decode_read(&json).unwrap();
+        assert!(read.has_written("ends"));
+        assert!(!read.has_written("asks"));
+        assert!(read.has_written(&format!("answer{}", 3 * WRITES_KEPT - 1)));
+        assert_eq!(read.version, 2 + 3 * WRITES_KEPT as u64 + 1);
     }
 
     #[test]

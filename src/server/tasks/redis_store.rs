@@ -21,7 +21,6 @@
 //! each task so failed is handed to the server that wrote it to publish
 //! ([`TaskStore::sweep`]).
 
-use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, SystemTime};
@@ -30,9 +29,9 @@ use serde_json::json;
 
 use crate::jsonrpc::ErrorObject;
 use crate::server::tasks::redis_lease::Leases;
-use crate::server::tasks::redis_pool::Pool;
+use crate::server::tasks::redis_pool::{Pool, is_unavailable};
 use crate::server::tasks::redis_record::{
-    Read, WRITES_KEPT, decode_read, encode, encode_write, keep_ms, lapse,
+    Read, WRITES_KEPT, Writer, decode_read, encode, encode_write, keep_ms, lapse,
 };
 use crate::server::tasks::{StoredTask, TaskStore, Trace};
 
@@ -94,10 +93,6 @@ return found
 /// oldest go unpublished (a reader still finds them `failed`).
 const LAPSED_KEPT: usize = 1024;
 
-/// The most writes whose reply was lost a store remembers for the next try
-/// of the same change (`update_as`); past it the oldest are forgotten.
-const UNSURE_KEPT: usize = 256;
-
 /// How many writes of one update may go unanswered (the connection broke,
 /// the reply did not come in time) before the update fails.
 const UNANSWERED_WRITES: usize = 2;
@@ -135,16 +130,19 @@ const UNANSWERED_WRITES: usize = 2;
 ///   more than once, each time on the current state. A `change` that
 ///   changes nothing writes nothing.
 /// - **Exactly once**: each write carries an id (one for each `update`,
-///   one for all the tries of a change through
-///   [`update_as`](TaskStore::update_as)), and the record keeps the ids of
-///   its last 8 writes and a version. A try after a lost reply (Redis
-///   applied the write, the connection broke) finds its own id and does
-///   not apply `change` again: what the first run decided (answers taken,
-///   a cancellation, a result) stands, and its side effects happen once.
-///   When its id is not there but more than 8 writes came since the
-///   version its lost write read, it cannot tell whether that write was
-///   applied, and fails with `-32603` and `data: {"outcome": "unknown"}`
-///   rather than apply `change` a second time.
+///   one for all the tries of a worker's step through
+///   [`update_as`](TaskStore::update_as)), and the record keeps a version,
+///   the ids of its last 8 plain writes, and the id of the worker's last
+///   write in a place of its own. A try after a lost reply (Redis applied
+///   the write, the connection broke) finds its own id and does not apply
+///   `change` again: what the first run decided (answers taken, a
+///   cancellation, a result) stands, and its side effects happen once. A
+///   worker's write is found however many plain writes came since (a
+///   client answering a form one key at a time); a plain `update` whose
+///   id is not there, when more than 8 writes came since the version its
+///   lost write read, cannot tell whether that write was applied, and
+///   fails with `-32603` and `data: {"outcome": "unknown"}` rather than
+///   apply `change` a second time.
 /// - **The lease**: the replica that creates a task holds its lease and
 ///   renews it (one thread per store on a connection of its own, every
 ///   fifth of the lease, started with the first task, ended when the
@@ -175,10 +173,6 @@ pub struct RedisTaskStore {
     /// Tasks this store failed by the lease rule, for the next sweep to
     /// hand to the server.
     lapsed: Mutex<Vec<StoredTask>>,
-    /// Writes whose reply was lost in an update that then failed: the
-    /// write id and the version it read, for the next try of the same
-    /// change (`update_as`).
-    unsure: Mutex<VecDeque<(String, u64)>>,
 }
 
 impl std::fmt::Debug for RedisTaskStore {
@@ -215,7 +209,6 @@ impl RedisTaskStore {
             replica: replica_name()?,
             leases: Leases::new(RedisTaskStore::DEFAULT_LEASE),
             lapsed: Mutex::new(Vec::new()),
-            unsure: Mutex::new(VecDeque::new()),
         })
     }
 
@@ -248,29 +241,6 @@ impl RedisTaskStore {
             lapsed.remove(0);
         }
         lapsed.push(task.clone());
-    }
-
-    fn unsure(&self) -> std::sync::MutexGuard<'_, VecDeque<(String, u64)>> {
-        self.unsure.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// The version an earlier try of the write `id` read, if its reply
-    /// was lost; forgotten here (kept again if this try fails too).
-    fn take_unsure(&self, id: &str) -> Option<u64> {
-        let mut unsure = self.unsure();
-        let at = unsure.iter().position(|(w, _)| w == id)?;
-        unsure.remove(at).map(|(_, version)| version)
-    }
-
-    /// Remembers that the write `id`, over `version`, may have been
-    /// applied, for the next try of the same change.
-    fn keep_unsure(&self, id: &str, version: Option<u64>) {
-        let Some(version) = version else { return };
-        let mut unsure = self.unsure();
-        if unsure.len() >= UNSURE_KEPT {
-            unsure.pop_front();
-        }
-        unsure.push_back((id.to_owned(), version));
     }
 
     /// The task and whether its lease is held, in one round trip; `None`
@@ -319,8 +289,13 @@ impl TaskStore for RedisTaskStore {
         });
         let created = match created? {
             1 => true,
-            // A retry after a lost reply finds its own write.
-            _ => self.pool.run(|c| redis::cmd("GET").arg(&key).query(c)).ok() == Some(Some(record)),
+            // A retry after a lost reply finds its own write. A read that
+            // fails says so: it is no sign that the id was taken.
+            _ => {
+                let stored: Option<String> =
+                    self.pool.run(|c| redis::cmd("GET").arg(&key).query(c))?;
+                stored == Some(record)
+            }
         };
         if !created {
             return Err(ErrorObject::internal_error(format!(
@@ -351,23 +326,108 @@ impl TaskStore for RedisTaskStore {
         task_id: &str,
         change: &mut dyn FnMut(&mut StoredTask),
     ) -> Result<Option<StoredTask>, ErrorObject> {
-        self.update_as(task_id, &write_id()?, change)
+        self.write(task_id, Writer::Update(&write_id()?), change)
     }
 
-    /// Reads, changes and writes over the version read, until the write
-    /// goes in (see [`RedisTaskStore`], "Atomic updates" and "Exactly
-    /// once"). A write whose reply is lost may have been applied: the
-    /// next try reads again and looks for its id (`write`) in the record.
+    /// [`update`](TaskStore::update) as the task's worker, with one write
+    /// id over every try of the step (`write`): a try finds an earlier one
+    /// applied however many plain writes came since.
     fn update_as(
         &self,
         task_id: &str,
         write: &str,
         change: &mut dyn FnMut(&mut StoredTask),
     ) -> Result<Option<StoredTask>, ErrorObject> {
+        self.write(task_id, Writer::Worker(write), change)
+    }
+
+    /// Stops renewing the task's lease. When the worker's last update did
+    /// not reach Redis, the task is thus `failed` by the lease rule within
+    /// one lease rather than `working` until its TTL.
+    fn worker_ended(&self, task_id: &str) {
+        self.leases.release(&self.lease_key(task_id));
+    }
+
+    fn watch_interval(&self) -> Option<Duration> {
+        Some(RedisTaskStore::SWEEP_INTERVAL)
+    }
+
+    /// Fails every task in `P:running` whose lease is gone (and forgets
+    /// the ids of tasks that finished or expired), then hands over every
+    /// task this store failed so since the last sweep. Three round trips
+    /// when nothing lapsed: the set, one script that says which keys
+    /// exist, and the forgetting. A task it cannot write (a record it
+    /// cannot read, writes that kept colliding) is said on the trace and
+    /// left for the next sweep, and the others are still swept; when Redis
+    /// fails, the sweep ends there (each other write would wait as long),
+    /// and the next one tries them all again.
+    fn sweep(&self) -> Result<Vec<StoredTask>, ErrorObject> {
+        let running = self.running_key();
+        let ids: Vec<String> = self
+            .pool
+            .run(|c| redis::cmd("SMEMBERS").arg(&running).query(c))?;
+        if !ids.is_empty() {
+            let keys: Vec<String> = ids
+                .iter()
+                .flat_map(|id| [self.task_key(id), self.lease_key(id)])
+                .collect();
+            let found: Vec<bool> = self.pool.run(|c| {
+                redis::cmd("EVAL")
+                    .arg(EXIST)
+                    .arg(keys.len())
+                    .arg(&keys)
+                    .query(c)
+            })?;
+            let mut forget = Vec::new();
+            for (id, pair) in ids.iter().zip(found.chunks(2)) {
+                let (task, leased) = (pair[0], pair.get(1) == Some(&true));
+                if !task {
+                    forget.push(id.clone());
+                } else if !leased {
+                    // Written `failed` (and taken out of the set) by the
+                    // lease rule, unless finished meanwhile.
+                    match self.update(id, &mut |_| {}) {
+                        Err(e) if is_unavailable(&e) => return Err(e),
+                        Err(e) => {
+                            let _ = self.pool.unavailable(&format!(
+                            "could not fail task {id:?}, whose lease lapsed ({}): the next sweep tries again",
+                            e.message
+                        ));
+                        }
+                        Ok(_) => {}
+                    }
+                }
+            }
+            if !forget.is_empty() {
+                self.pool
+                    .run(|c| redis::cmd("SREM").arg(&running).arg(&forget).query::<()>(c))?;
+            }
+        }
+        let mut lapsed = self.lapsed.lock().unwrap_or_else(|e| e.into_inner());
+        Ok(std::mem::take(&mut *lapsed))
+    }
+
+    fn trace(&self, trace: Arc<Trace>) {
+        self.pool.trace_to(trace);
+    }
+}
+
+impl RedisTaskStore {
+    /// Reads, changes and writes over the version read, until the write
+    /// goes in (see [`RedisTaskStore`], "Atomic updates" and "Exactly
+    /// once"). A write whose reply is lost may have been applied: the
+    /// next try reads again and looks for its id in the record.
+    fn write(
+        &self,
+        task_id: &str,
+        by: Writer<'_>,
+        change: &mut dyn FnMut(&mut StoredTask),
+    ) -> Result<Option<StoredTask>, ErrorObject> {
+        let write = by.id();
         let (key, lease_key) = (self.task_key(task_id), self.lease_key(task_id));
         let running = self.running_key();
         // The version read by a try of this write whose reply was lost.
-        let mut unsure = self.take_unsure(write);
+        let mut unsure = None;
         let mut unanswered = 0;
         for attempt in 0..RedisTaskStore::MAX_UPDATE_ATTEMPTS {
             if attempt > 0 && unanswered == 0 {
@@ -376,10 +436,7 @@ impl TaskStore for RedisTaskStore {
             let read = match self.read(task_id) {
                 Ok(Some(read)) => read,
                 Ok(None) => return Ok(None),
-                Err(e) => {
-                    self.keep_unsure(write, unsure);
-                    return Err(e);
-                }
+                Err(e) => return Err(e),
             };
             let (read, leased) = read;
             if read.has_written(write) {
@@ -389,7 +446,9 @@ impl TaskStore for RedisTaskStore {
                 }
                 return Ok(Some(read.task));
             }
-            if unsure.is_some_and(|version| read.version > version + WRITES_KEPT as u64) {
+            if let Writer::Update(_) = by
+                && unsure.is_some_and(|version| read.version > version + WRITES_KEPT as u64)
+            {
                 // Its id would be gone by now even if it had been applied.
                 return Err(outcome_unknown(task_id, read.version - unsure.unwrap_or(0)));
             }
@@ -404,7 +463,7 @@ impl TaskStore for RedisTaskStore {
                 }
                 return Ok(Some(task));
             }
-            let record = encode_write(&task, read.version, &read.writes, Some(write))?;
+            let record = encode_write(&task, &read, by)?;
             let written: Result<i64, _> = self.pool.run_once(|c| {
                 redis::cmd("EVAL")
                     .arg(WRITE)
@@ -436,74 +495,13 @@ impl TaskStore for RedisTaskStore {
                     unanswered += 1;
                     unsure = Some(read.version);
                 }
-                Err(failure) => {
-                    let lost = failure.may_have_run.then_some(read.version);
-                    self.keep_unsure(write, lost.or(unsure));
-                    return Err(failure.error);
-                }
+                Err(failure) => return Err(failure.error),
             }
         }
         Err(ErrorObject::internal_error(format!(
             "task {task_id:?} was changed by other replicas during {} attempts in a row: try again",
             RedisTaskStore::MAX_UPDATE_ATTEMPTS
         )))
-    }
-
-    /// Stops renewing the task's lease. When the worker's last update did
-    /// not reach Redis, the task is thus `failed` by the lease rule within
-    /// one lease rather than `working` until its TTL.
-    fn worker_ended(&self, task_id: &str) {
-        self.leases.release(&self.lease_key(task_id));
-    }
-
-    fn watch_interval(&self) -> Option<Duration> {
-        Some(RedisTaskStore::SWEEP_INTERVAL)
-    }
-
-    /// Fails every task in `P:running` whose lease is gone (and forgets
-    /// the ids of tasks that finished or expired), then hands over every
-    /// task this store failed so since the last sweep. Three round trips
-    /// when nothing lapsed: the set, one script that says which keys
-    /// exist, and the forgetting.
-    fn sweep(&self) -> Result<Vec<StoredTask>, ErrorObject> {
-        let running = self.running_key();
-        let ids: Vec<String> = self
-            .pool
-            .run(|c| redis::cmd("SMEMBERS").arg(&running).query(c))?;
-        if !ids.is_empty() {
-            let keys: Vec<String> = ids
-                .iter()
-                .flat_map(|id| [self.task_key(id), self.lease_key(id)])
-                .collect();
-            let found: Vec<bool> = self.pool.run(|c| {
-                redis::cmd("EVAL")
-                    .arg(EXIST)
-                    .arg(keys.len())
-                    .arg(&keys)
-                    .query(c)
-            })?;
-            let mut forget = Vec::new();
-            for (id, pair) in ids.iter().zip(found.chunks(2)) {
-                let (task, leased) = (pair[0], pair.get(1) == Some(&true));
-                if !task {
-                    forget.push(id.clone());
-                } else if !leased {
-                    // Written `failed` (and taken out of the set) by the
-                    // lease rule, unless finished meanwhile.
-                    self.update(id, &mut |_| {})?;
-                }
-            }
-            if !forget.is_empty() {
-                self.pool
-                    .run(|c| redis::cmd("SREM").arg(&running).arg(&forget).query::<()>(c))?;
-            }
-        }
-        let mut lapsed = self.lapsed.lock().unwrap_or_else(|e| e.into_inner());
-        Ok(std::mem::take(&mut *lapsed))
-    }
-
-    fn trace(&self, trace: Arc<Trace>) {
-        self.pool.trace_to(trace);
     }
 }
 

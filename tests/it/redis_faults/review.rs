@@ -10,7 +10,7 @@ use super::*;
 
 /// The statuses a listen hears (`notifications/tasks`) within `within`,
 /// up to and with `until`.
-fn heard_until(peer: &Peer, until: &str, within: Duration) -> Vec<String> {
+pub(super) fn heard_until(peer: &Peer, until: &str, within: Duration) -> Vec<String> {
     let deadline = Instant::now() + within;
     let mut heard = Vec::new();
     while let Some(left) = deadline.checked_duration_since(Instant::now()) {
@@ -29,7 +29,7 @@ fn heard_until(peer: &Peer, until: &str, within: Duration) -> Vec<String> {
 }
 
 /// A listen on `server` that follows the task `task_id`, acknowledged.
-fn follow(server: &Server, task_id: &str) -> Peer {
+pub(super) fn follow(server: &Server, task_id: &str) -> Peer {
     let mut peer = Peer::start(server);
     peer.send(&task_request(
         "subscriptions/listen",

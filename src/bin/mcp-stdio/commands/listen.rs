@@ -2,7 +2,9 @@
 //! server's final result, Ctrl-C, or the reader of our output going away.
 //! A server that offers none of what was asked (it acknowledges nothing,
 //! or declares nothing and does not serve `subscriptions/listen`) is told
-//! apart from a failure: what it offers, and exit 0.
+//! apart from a failure: what it offers, and exit 0. One that offers
+//! resource subscriptions but accepts none of the URIs asked for said no
+//! to them: a failure (exit 1) that names them.
 
 use std::time::Duration;
 
@@ -30,7 +32,26 @@ pub fn listen(ctx: &Ctx<'_>, filter: &SubscriptionFilter) -> Result<u8, Failure>
     let accepted = sub.accepted().clone();
     if accepted == SubscriptionFilter::default() {
         // Nothing asked for can ever come: waiting would wait for nothing.
+        let refused = sub.not_accepted().resource_subscriptions;
         sub.cancel();
+        if let Some(uris) = refused.filter(|uris| !uris.is_empty())
+            && offers.contains(&SUBSCRIPTIONS)
+        {
+            return Err(Failure {
+                status: status::SERVER_FAILURE,
+                message: format!(
+                    "the server accepted no subscription to {}: it offers resource subscriptions, but not to {}",
+                    uris.join(", "),
+                    if uris.len() == 1 {
+                        "that URI"
+                    } else {
+                        "those URIs"
+                    }
+                ),
+                server_gone: false,
+                rpc: None,
+            });
+        }
         return Ok(nothing(json, &offers));
     }
     let legacy = matches!(ctx.client.era(), Era::Legacy { .. });
@@ -130,6 +151,9 @@ fn nothing(json: bool, offers: &[&str]) -> u8 {
     0
 }
 
+/// How [`offered`] names resource subscriptions.
+const SUBSCRIPTIONS: &str = "resource subscriptions";
+
 /// What a server's capabilities say it delivers to a listen.
 fn offered(capabilities: &ServerCapabilities) -> Vec<&'static str> {
     let on = |flag: Option<bool>| flag == Some(true);
@@ -144,10 +168,7 @@ fn offered(capabilities: &ServerCapabilities) -> Vec<&'static str> {
             "prompts",
         ),
         (on(resources.and_then(|r| r.list_changed)), "resources"),
-        (
-            on(resources.and_then(|r| r.subscribe)),
-            "resource subscriptions",
-        ),
+        (on(resources.and_then(|r| r.subscribe)), SUBSCRIPTIONS),
     ]
     .into_iter()
     .filter_map(|(on, what)| on.then_some(what))
