@@ -44,9 +44,10 @@
 //! - **Subscriptions.** A caller's `resourceSubscriptions` (or legacy
 //!   `resources/subscribe`) make the proxy subscribe to that URI on the
 //!   server before the caller's is acknowledged (once per URI, kept while
-//!   the proxy runs) and publish each update it hears. The caller's is
-//!   acknowledged only for a URI the server acknowledged (a legacy
-//!   caller's refused `-32002`).
+//!   the proxy runs, at most 1,000 URIs: past them a URI is not
+//!   acknowledged) and publish each update it hears, all of them from
+//!   one thread. The caller's is acknowledged only for a URI the server
+//!   acknowledged (a legacy caller's refused `-32002`).
 //!
 //! Not passed through: tasks (the proxy does not declare the Tasks
 //! extension to the server, which then answers at once), and the
@@ -103,6 +104,8 @@ use crate::types::{
 /// ```
 pub fn serve_as(client: impl Into<Arc<Client>>) -> Result<Server, Error> {
     let client: Arc<Client> = client.into();
+    // Its requests are many callers': no caller reads another's logs.
+    client.serve_many_callers();
     let (name, version) = client
         .server_info()
         .map_or(("proxy".to_owned(), "0".to_owned()), |i| {
@@ -498,22 +501,106 @@ fn follow_list_changes(
         });
 }
 
+/// The most URIs the proxy subscribes to on the server (issue 47, item
+/// 12: callers name URIs, and each is a subscription behind, kept while the
+/// proxy runs: a bound on what callers make it hold).
+const MAX_SUBSCRIBED: usize = 1_000;
+
 /// The proxy's subscriptions to the server's resource updates. An update
 /// is taken from its subscription and published in one step, under that
-/// subscription's lock, by the subscription's thread or by a request that
-/// just got its reply ([`forward`]): so the update a call caused reaches
-/// the proxy's callers before that call's reply, as it reached the proxy
-/// (the server writes it first), even where a caller hears only on the
-/// call's own stream (a legacy client over HTTP).
+/// subscription's lock, by the thread that publishes them all
+/// ([`Updates::publish_loop`]) or by a request that just got its reply
+/// ([`forward`]): so the update a call caused reaches the proxy's callers
+/// before that call's reply, as it reached the proxy (the server writes it
+/// first), even where a caller hears only on the call's own stream (a
+/// legacy client over HTTP).
 #[derive(Default)]
-struct Updates(Mutex<Vec<Arc<Mutex<Subscription>>>>);
+struct Updates {
+    subscriptions: Mutex<Vec<Arc<Mutex<Subscription>>>>,
+    /// Wakes the publishing thread when a subscription is added; `None`
+    /// until it runs.
+    wake: Mutex<Option<crossbeam_channel::Sender<()>>>,
+}
 
 impl Updates {
     /// Publishes every update waiting in any of the subscriptions.
     fn publish_waiting(&self, notifier: &Notifier) {
-        let subscriptions = lock(&self.0).clone();
+        let subscriptions = lock(&self.subscriptions).clone();
         for subscription in subscriptions {
             publish_from(&mut lock(&subscription), notifier);
+        }
+    }
+
+    /// Adds `subscription`, published from here on by the one thread that
+    /// publishes them all (started with the first). Whether it was taken:
+    /// `false` when no thread could be started.
+    fn add(
+        self: &Arc<Updates>,
+        subscription: Subscription,
+        server: &Arc<Mutex<Option<Server>>>,
+    ) -> bool {
+        lock(&self.subscriptions).push(Arc::new(Mutex::new(subscription)));
+        let mut wake = lock(&self.wake);
+        if let Some(wake) = wake.as_ref() {
+            let _ = wake.send(());
+            return true;
+        }
+        let (tx, rx) = crossbeam_channel::unbounded();
+        let (updates, server) = (Arc::clone(self), Arc::clone(server));
+        let started = thread::Builder::new()
+            .name("mcp-proxy-resources".into())
+            .spawn(move || updates.publish_loop(&rx, &server));
+        match started {
+            Ok(_) => {
+                *wake = Some(tx);
+                true
+            }
+            Err(_) => {
+                lock(&self.subscriptions).pop();
+                false
+            }
+        }
+    }
+
+    /// The publishing thread: waits for an update in any subscription (or
+    /// a new subscription), and publishes what waits in the one that has
+    /// some; a subscription that ended is dropped. It ends with the last
+    /// subscription (the client closed): the next one starts it again
+    /// ([`Updates::add`], which adds before it looks at `wake`; this
+    /// thread looks at the subscriptions under `wake`'s lock).
+    fn publish_loop(&self, wake: &crossbeam_channel::Receiver<()>, server: &Mutex<Option<Server>>) {
+        loop {
+            let subscriptions = lock(&self.subscriptions).clone();
+            // Waited on without taking anything: what comes is taken under
+            // the subscription's lock (see the type's docs).
+            let deliveries: Vec<_> = (subscriptions.iter())
+                .map(|subscription| lock(subscription).rx.clone())
+                .collect();
+            let mut ready = Select::new();
+            ready.recv(wake);
+            for delivery in &deliveries {
+                ready.recv(delivery);
+            }
+            let index = ready.ready();
+            if index == 0 {
+                match wake.try_recv() {
+                    Err(crossbeam_channel::TryRecvError::Disconnected) => return,
+                    _ => continue,
+                }
+            }
+            // Set once the server is built, before anyone subscribes.
+            let Some(notifier) = lock(server).as_ref().map(Server::notifier) else {
+                continue;
+            };
+            let subscription = &subscriptions[index - 1];
+            if publish_from(&mut lock(subscription), &notifier) {
+                lock(&self.subscriptions).retain(|s| !Arc::ptr_eq(s, subscription));
+                let mut running = lock(&self.wake);
+                if lock(&self.subscriptions).is_empty() {
+                    *running = None;
+                    return;
+                }
+            }
         }
     }
 }
@@ -549,14 +636,15 @@ struct SubscribedUris {
 
 /// Subscribes to `uri` on the server, once, before the caller's own
 /// subscription is acknowledged (so that nothing the caller does after its
-/// acknowledgment is missed); a thread of its own then publishes each
-/// update to the proxy's listeners (see [`Updates`]). Returns whether the
+/// acknowledgment is missed); the proxy's publishing thread then publishes
+/// each update to its listeners (see [`Updates`]). Returns whether the
 /// server acknowledged `uri` (now, or when the proxy first subscribed):
 /// the caller's acknowledgment names no more (spec 2026-07-28
-/// basic/patterns/subscriptions: it lists what will be delivered). A
-/// second caller of a URI being asked waits for that answer rather than be
-/// acknowledged before it; no lock is held while the server is asked, so
-/// callers of other URIs do not wait behind it.
+/// basic/patterns/subscriptions: it lists what will be delivered); nor is
+/// a URI past [`MAX_SUBSCRIBED`] (those subscribed and those being asked)
+/// taken. A second caller of a URI being asked waits for that answer
+/// rather than be acknowledged before it; no lock is held while the
+/// server is asked, so callers of other URIs do not wait behind it.
 fn subscribe(
     client: &Arc<Client>,
     subscribed: &Subscribed,
@@ -572,6 +660,9 @@ fn subscribe(
         if uris.taken.contains(uri) {
             return true;
         }
+        if uris.taken.len() + uris.asking.len() >= MAX_SUBSCRIBED {
+            return false;
+        }
         uris.asking.insert(uri.to_owned());
     }
     let filter = SubscriptionFilter {
@@ -584,41 +675,18 @@ fn subscribe(
         let accepted = subscription.accepted().resource_subscriptions.as_deref();
         accepted.unwrap_or_default().iter().any(|u| u == uri)
     });
+    // Published from here on by the proxy's one publishing thread, before
+    // a second caller of `uri` is told it is taken.
+    let taken = subscription.is_some_and(|subscription| updates.add(subscription, server));
     {
         let mut uris = lock(&subscribed.uris);
         uris.asking.remove(uri);
-        if subscription.is_some() {
+        if taken {
             uris.taken.insert(uri.to_owned());
         }
     }
     subscribed.answered.notify_all();
-    let Some(subscription) = subscription else {
-        return false;
-    };
-    // Waited on without taking anything: what comes is taken under the
-    // subscription's lock (`Updates`).
-    let deliveries = subscription.rx.clone();
-    let subscription = Arc::new(Mutex::new(subscription));
-    lock(&updates.0).push(Arc::clone(&subscription));
-    let (server, updates) = (Arc::clone(server), Arc::clone(updates));
-    let _ = thread::Builder::new()
-        .name("mcp-proxy-resource".into())
-        .spawn(move || {
-            loop {
-                let mut ready = Select::new();
-                ready.recv(&deliveries);
-                ready.ready();
-                // Set once the server is built, before anyone subscribes.
-                let Some(notifier) = lock(&server).as_ref().map(Server::notifier) else {
-                    continue;
-                };
-                if publish_from(&mut lock(&subscription), &notifier) {
-                    break;
-                }
-            }
-            lock(&updates.0).retain(|s| !Arc::ptr_eq(s, &subscription));
-        });
-    true
+    taken
 }
 
 fn failed(method: &str, e: Error) -> ErrorObject {

@@ -3,7 +3,7 @@
 //! (plain `TcpStream`s), against servers that are already running.
 //!
 //! ```text
-//! httpload [--rounds N] [--calls N] [--warmup N] [--conns 1,16] LABEL=URL@PID ...
+//! httpload [--rounds N] [--calls N] [--warmup N] [--conns 1,16] [--client] LABEL=URL@PID ...
 //!
 //! LABEL=URL@PID   a server: its name in the table, its endpoint
 //!                 (http://127.0.0.1:PORT/mcp) and its process id, whose
@@ -14,6 +14,12 @@
 //!                 (default 2000), spread evenly over the connections
 //! --warmup N      untimed calls on each connection first (default 100)
 //! --conns LIST    connection counts, comma-separated (default 1,16)
+//! --client        also through this crate's `Client` (features `client` and
+//!                 `http`): one client per server, as many threads sharing
+//!                 it as the connection count; after each raw measurement,
+//!                 in the same round, and the table adds the client's p50
+//!                 over the raw one (the server's own time: the least any
+//!                 client can take)
 //! ```
 //!
 //! Per server, round and connection count: every connection opens, warms up,
@@ -27,6 +33,7 @@
 //!
 //! `scripts/bench-http.sh` builds and starts the servers and runs this.
 
+mod client;
 mod conn;
 #[path = "../loadgen/procfs.rs"]
 mod procfs;
@@ -39,22 +46,24 @@ use std::time::{Duration, Instant};
 use conn::{Conn, Endpoint};
 
 /// A server under test.
-struct Target {
+pub(crate) struct Target {
     label: String,
     endpoint: Endpoint,
     pid: u32,
 }
 
-struct Options {
+pub(crate) struct Options {
     rounds: usize,
     calls: usize,
     warmup: usize,
     conns: Vec<usize>,
+    /// Also through `mcp_stdio::Client`.
+    client: bool,
     targets: Vec<Target>,
 }
 
 /// One measurement: a server, a connection count, a round.
-struct Sample {
+pub(crate) struct Sample {
     p50_us: f64,
     p99_us: f64,
     calls_per_s: f64,
@@ -79,7 +88,7 @@ fn main() -> ExitCode {
 }
 
 fn usage() -> &'static str {
-    "usage: httpload [--rounds N] [--calls N] [--warmup N] [--conns 1,16] LABEL=URL@PID ..."
+    "usage: httpload [--rounds N] [--calls N] [--warmup N] [--conns 1,16] [--client] LABEL=URL@PID ..."
 }
 
 fn parse(args: Vec<String>) -> Result<Options, String> {
@@ -88,6 +97,7 @@ fn parse(args: Vec<String>) -> Result<Options, String> {
         calls: 2000,
         warmup: 100,
         conns: vec![1, 16],
+        client: false,
         targets: Vec::new(),
     };
     let mut args = args.into_iter();
@@ -97,6 +107,10 @@ fn parse(args: Vec<String>) -> Result<Options, String> {
             "--rounds" => options.rounds = number(&value("--rounds")?)?,
             "--calls" => options.calls = number(&value("--calls")?)?,
             "--warmup" => options.warmup = number(&value("--warmup")?)?,
+            "--client" if cfg!(all(feature = "client", feature = "http")) => {
+                options.client = true;
+            }
+            "--client" => return Err("--client needs the features client and http".into()),
             "--conns" => {
                 options.conns = value("--conns")?
                     .split(',')
@@ -132,27 +146,28 @@ fn parse_target(arg: &str) -> Result<Target, String> {
 }
 
 fn run(options: &Options) -> Result<(), String> {
-    // samples[target][conns index] = one Sample per round.
-    let mut samples: Vec<Vec<Vec<Sample>>> = options
-        .targets
-        .iter()
-        .map(|_| options.conns.iter().map(|_| Vec::new()).collect())
-        .collect();
+    // samples[target][conns index] = one Sample per round; the same
+    // through the crate's client.
+    let empty = || -> Vec<Vec<Vec<Sample>>> {
+        (options.targets.iter())
+            .map(|_| options.conns.iter().map(|_| Vec::new()).collect())
+            .collect()
+    };
+    let (mut samples, mut through_client) = (empty(), empty());
     for round in 0..options.rounds {
         for (t, target) in options.targets.iter().enumerate() {
             for (c, &conns) in options.conns.iter().enumerate() {
                 let sample = measure(target, conns, options)
                     .map_err(|e| format!("{} with {conns} connection(s): {e}", target.label))?;
-                eprintln!(
-                    "round {}: {} x{conns}: p50 {:.0} µs, p99 {:.0} µs, {:.0} calls/s, {:.1} µs CPU/call",
-                    round + 1,
-                    target.label,
-                    sample.p50_us,
-                    sample.p99_us,
-                    sample.calls_per_s,
-                    sample.cpu_us_per_call
-                );
+                report(round, &target.label, conns, &sample);
                 samples[t][c].push(sample);
+                if options.client {
+                    let sample = client::measure(target, conns, options).map_err(|e| {
+                        format!("{} with the client, {conns} thread(s): {e}", target.label)
+                    })?;
+                    report(round, &format!("{} (Client)", target.label), conns, &sample);
+                    through_client[t][c].push(sample);
+                }
             }
         }
     }
@@ -173,9 +188,44 @@ fn run(options: &Options) -> Result<(), String> {
                 of(|s| s.calls_per_s),
                 of(|s| s.cpu_us_per_call),
             );
+            if options.client {
+                let by =
+                    |f: fn(&Sample) -> f64| median(through_client[t][c].iter().map(f).collect());
+                println!(
+                    "| {} through Client | {conns} | {:.0} | {:.0} | {:.0} | {:.1} | | |",
+                    target.label,
+                    by(|s| s.p50_us),
+                    by(|s| s.p99_us),
+                    by(|s| s.calls_per_s),
+                    by(|s| s.cpu_us_per_call),
+                );
+            }
+        }
+    }
+    if options.client {
+        println!();
+        println!("| Server | Threads | Client p50 / raw p50 |");
+        println!("|---|---:|---:|");
+        for (t, target) in options.targets.iter().enumerate() {
+            for (c, &conns) in options.conns.iter().enumerate() {
+                let p50 = |s: &[Sample]| median(s.iter().map(|s| s.p50_us).collect());
+                let ratio = p50(&through_client[t][c]) / p50(&samples[t][c]);
+                println!("| {} | {conns} | {ratio:.2} |", target.label);
+            }
         }
     }
     Ok(())
+}
+
+fn report(round: usize, label: &str, conns: usize, sample: &Sample) {
+    eprintln!(
+        "round {}: {label} x{conns}: p50 {:.0} µs, p99 {:.0} µs, {:.0} calls/s, {:.1} µs CPU/call",
+        round + 1,
+        sample.p50_us,
+        sample.p99_us,
+        sample.calls_per_s,
+        sample.cpu_us_per_call
+    );
 }
 
 /// `options.calls` calls spread over `conns` connections, each its own thread.
@@ -226,14 +276,20 @@ fn measure(target: &Target, conns: usize, options: &Options) -> Result<Sample, S
     if let Some(e) = failure {
         return Err(e);
     }
+    Ok(summarize(latencies, wall, cpu))
+}
+
+/// The figures of calls that took `latencies`, over `wall` in all, with
+/// `cpu` seconds of the server's.
+pub(crate) fn summarize(mut latencies: Vec<Duration>, wall: Duration, cpu: f64) -> Sample {
     latencies.sort_unstable();
     let calls = latencies.len() as f64;
-    Ok(Sample {
+    Sample {
         p50_us: micros(percentile(&latencies, 0.50)),
         p99_us: micros(percentile(&latencies, 0.99)),
         calls_per_s: calls / wall.as_secs_f64(),
         cpu_us_per_call: cpu * 1e6 / calls,
-    })
+    }
 }
 
 /// The `p` quantile of `sorted` (nearest rank).

@@ -94,8 +94,11 @@ impl RequestOptions {
     /// Only the messages the spec ties to this request arrive here: on a
     /// modern server, those that come while it is the only request in
     /// flight that asked for logs (stdio gives log messages no request
-    /// id). The rest, and every message of a legacy server, whose logging
-    /// is session-wide, go to [`ClientBuilder::on_log`](crate::ClientBuilder::on_log).
+    /// id; a proxy's client, whose requests are many callers', takes them
+    /// only while this request has been the only one in flight since it
+    /// was sent). The rest, and every message of a legacy server, whose
+    /// logging is session-wide, go to
+    /// [`ClientBuilder::on_log`](crate::ClientBuilder::on_log).
     pub fn log(
         mut self,
         level: LoggingLevel,

@@ -41,6 +41,8 @@ use serde_json::value::RawValue;
 use crate::client::input::InputHandlers;
 use crate::client::notes::Notes;
 use crate::client::wire::Wire;
+#[cfg(feature = "http")]
+use crate::client::wire::WireDirection;
 use crate::error::Error;
 use crate::jsonrpc::{IdMap, RequestId, encode_notification};
 use crate::note_limiter::NoteLimiter;
@@ -50,12 +52,16 @@ use crate::types::SubscriptionFilter;
 use crate::types::{LoggingMessageNotificationParams, ProgressNotificationParams};
 use backlog::Backlog;
 pub(crate) use backlog::{Held, SubscriptionSink};
+#[cfg(feature = "http")]
+pub(crate) use carrier::{Carrier, Inbox};
 pub(crate) use input::ServerInput;
 use input::{Input, Queued};
 
 #[cfg(feature = "legacy")]
 mod answer;
 mod backlog;
+#[cfg(feature = "http")]
+mod carrier;
 mod input;
 mod route;
 #[cfg(all(test, feature = "legacy"))]
@@ -141,16 +147,31 @@ struct Pending {
     tx: Sender<Delivery>,
     progress_token: Option<RequestId>,
     wants_logs: bool,
+    /// No other request has been in flight since it was registered: for a
+    /// client whose requests are many callers', only then is a log message
+    /// (which names no request) its own (`route::route_log`).
+    alone: bool,
     /// The bytes of its progress and log messages not taken yet.
     backlog: Arc<Backlog>,
 }
 
+/// How a link's lines reach the server.
+enum Outbound {
+    /// A byte stream, written by the writer thread: its queue (`None` once
+    /// the input was closed) and the server's input, shared with it.
+    Stream {
+        writer: Mutex<Option<Sender<Queued>>>,
+        input: Arc<Input>,
+    },
+    /// A transport that carries one message at a time, and hands back the
+    /// answers itself (`carrier`).
+    #[cfg(feature = "http")]
+    Carrier(Box<dyn Carrier>),
+}
+
 /// A live connection.
 pub(crate) struct Link {
-    /// The writer thread's queue; `None` once the input was closed.
-    writer: Mutex<Option<Sender<Queued>>>,
-    /// The server's input, shared with the writer thread.
-    input: Arc<Input>,
+    out: Outbound,
     pending: Mutex<IdMap<Pending>>,
     subscriptions: Mutex<IdMap<SubscriptionSink>>,
     /// The subscriptions emulated on a legacy server, which get untagged
@@ -198,9 +219,50 @@ impl Link {
         // Nothing is ever sent: `reader_ended` sees the end when the reader
         // thread drops its sender.
         let (reading_tx, reader_ended) = crossbeam_channel::bounded::<()>(0);
-        let link = Arc::new(Link {
+        let out = Outbound::Stream {
             writer: Mutex::new(Some(tx)),
             input: Arc::clone(&input),
+        };
+        let link = Arc::new(Link::new(out, reader_ended, max_line, notes, wire));
+        thread::Builder::new()
+            .name("mcp-client-writer".into())
+            .spawn(move || input.write_loop(rx))?;
+        let reading = Arc::clone(&link);
+        thread::Builder::new()
+            .name("mcp-client-reader".into())
+            .spawn(move || {
+                let _reading = reading_tx;
+                reading.read_loop(reader, max_line);
+            })?;
+        Ok(link)
+    }
+
+    #[cfg(feature = "http")]
+    /// A link over a transport that carries one message at a time, made
+    /// by `carrier` with the inbox it hands the server's messages to: no
+    /// thread of the link's own (see `carrier`).
+    pub fn start_carried(
+        carrier: impl FnOnce(Inbox) -> Box<dyn Carrier>,
+        max_line: usize,
+        notes: Notes,
+        wire: Wire,
+    ) -> Arc<Link> {
+        let (reading, reader_ended) = crossbeam_channel::bounded::<()>(0);
+        Arc::new_cyclic(|link| {
+            let out = Outbound::Carrier(carrier(Inbox::new(link.clone(), reading)));
+            Link::new(out, reader_ended, max_line, notes, wire)
+        })
+    }
+
+    fn new(
+        out: Outbound,
+        reader_ended: Receiver<()>,
+        max_line: usize,
+        notes: Notes,
+        wire: Wire,
+    ) -> Link {
+        Link {
+            out,
             pending: Mutex::new(IdMap::default()),
             subscriptions: Mutex::new(IdMap::default()),
             #[cfg(feature = "legacy")]
@@ -216,19 +278,8 @@ impl Link {
             max_line,
             unsent: Mutex::default(),
             notes,
-            wire: wire.clone(),
-        });
-        thread::Builder::new()
-            .name("mcp-client-writer".into())
-            .spawn(move || input.write_loop(rx))?;
-        let reading = Arc::clone(&link);
-        thread::Builder::new()
-            .name("mcp-client-reader".into())
-            .spawn(move || {
-                let _reading = reading_tx;
-                reading.read_loop(reader, max_line);
-            })?;
-        Ok(link)
+            wire,
+        }
     }
 
     /// A fresh id, unique among this connection's requests.
@@ -258,6 +309,17 @@ impl Link {
         if !self.is_alive() {
             return Err(Error::Disconnected);
         }
+        let (writer, input) = match &self.out {
+            Outbound::Stream { writer, input } => (writer, input),
+            #[cfg(feature = "http")]
+            Outbound::Carrier(carrier) => {
+                if let Some(wire) = &self.wire {
+                    // A panic in it is caught: the line is still sent.
+                    let _ = (self.notes).guard("wire", || wire(WireDirection::Sent, &line));
+                }
+                return carrier.send(line);
+            }
+        };
         line.push(b'\n');
         // A clone, and the lock let go before the line is sent: sending may
         // call the application's wire hook, and `close_input` takes this
@@ -265,17 +327,22 @@ impl Link {
         // `close` (it held it without a bound). A line sent on a clone
         // taken before `close_input` is still queued ahead of the input's
         // end: the writer thread ends once every clone is gone.
-        let queue = lock(&self.writer).clone();
+        let queue = lock(writer).clone();
         match queue {
-            Some(queue) => self.input.send(line, &queue),
+            Some(queue) => input.send(line, &queue),
             None => Err(Error::Disconnected),
         }
     }
 
     /// How many bytes of what was sent the server has not read yet, where
-    /// that can be known (a spawned server's pipe, on Linux).
+    /// that can be known (a spawned server's pipe, on Linux; never over a
+    /// carrier).
     pub fn unread(&self) -> Option<usize> {
-        self.input.unread()
+        match &self.out {
+            Outbound::Stream { input, .. } => input.unread(),
+            #[cfg(feature = "http")]
+            Outbound::Carrier(_) => None,
+        }
     }
 
     /// [`try_send`](Link::try_send) for a line no caller hears the failure
@@ -287,10 +354,12 @@ impl Link {
     pub fn send(&self, line: Vec<u8>) -> bool {
         // Read before the line goes, only when it is likely refused: the
         // common case reads nothing.
-        let what = self
-            .input
-            .would_refuse(line.len() + 1)
-            .then(|| describe(&line));
+        let what = match &self.out {
+            Outbound::Stream { input, .. } => input.would_refuse(line.len() + 1),
+            #[cfg(feature = "http")]
+            Outbound::Carrier(_) => false,
+        };
+        let what = what.then(|| describe(&line));
         match self.try_send(line) {
             Ok(()) => true,
             Err(Error::Disconnected) => false,
@@ -333,9 +402,13 @@ impl Link {
     }
 
     /// Closes the server's input once everything queued is written: the
-    /// writer thread drops its end.
+    /// writer thread drops its end. A carrier closes (`Carrier::close`).
     pub fn close_input(&self) {
-        lock(&self.writer).take();
+        match &self.out {
+            Outbound::Stream { writer, .. } => drop(lock(writer).take()),
+            #[cfg(feature = "http")]
+            Outbound::Carrier(carrier) => carrier.close(),
+        }
     }
 
     /// Registers a request before it is sent, so no reply can be missed.
@@ -350,13 +423,21 @@ impl Link {
             let _ = tx.send(Delivery::Disconnected);
             return rx;
         }
+        let mut in_flight = lock(&self.pending);
+        // Only a request that came into an empty map is alone, so at most
+        // the one there is now stops being.
+        if in_flight.len() == 1 {
+            in_flight.values_mut().for_each(|other| other.alone = false);
+        }
         let pending = Pending {
             tx,
             progress_token,
             wants_logs,
+            alone: in_flight.is_empty(),
             backlog: Arc::default(),
         };
-        lock(&self.pending).insert(id.clone(), pending);
+        in_flight.insert(id.clone(), pending);
+        drop(in_flight);
         // The reader may have gone between the check and the insert.
         if !self.is_alive() {
             self.fail_all();

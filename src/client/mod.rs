@@ -313,6 +313,13 @@ impl Client {
         self.inner.close(self.inner.options.close_grace)
     }
 
+    /// The client's requests are many callers' from here on (a proxy's):
+    /// see `Notes::serve_many_callers`.
+    #[cfg(feature = "server")]
+    pub(crate) fn serve_many_callers(&self) {
+        self.inner.options.notes.serve_many_callers();
+    }
+
     /// The current connection.
     pub(crate) fn link(&self) -> Arc<Link> {
         Arc::clone(&lock(&self.inner.link))

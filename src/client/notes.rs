@@ -18,6 +18,7 @@
 use std::any::Any;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use crate::note_limiter::NoteLimiter;
@@ -35,6 +36,9 @@ pub(crate) struct Notes {
     /// Whether information is noted (a trace is set).
     info: bool,
     log: Option<Arc<LogFn>>,
+    /// The client's requests are many callers' (a proxy's, see
+    /// [`Notes::serve_many_callers`]); shared by the client's links.
+    many_callers: Arc<AtomicBool>,
 }
 
 /// The note thread's name.
@@ -46,6 +50,7 @@ impl Default for Notes {
             queue: Arc::new(NoteQueue::stderr(THREAD, "mcp-stdio client: ")),
             info: false,
             log: None,
+            many_callers: Arc::default(),
         }
     }
 }
@@ -61,6 +66,20 @@ impl Notes {
     pub fn set_problems(&mut self, hook: Arc<NoteFn>) {
         self.queue = Arc::new(NoteQueue::new(THREAD, hook));
         self.info = false;
+    }
+
+    /// The client's requests are many callers' from here on (a proxy's:
+    /// `proxy::serve_as`): a log message, which names no request, is
+    /// given to a request only when nothing else could have caused it
+    /// (`link::route`), so that no caller reads another's.
+    #[cfg(feature = "server")]
+    pub fn serve_many_callers(&self) {
+        self.many_callers.store(true, Ordering::Release);
+    }
+
+    /// Whether the client's requests are many callers'.
+    pub fn many_callers(&self) -> bool {
+        self.many_callers.load(Ordering::Acquire)
     }
 
     /// Sends session-wide log messages to `callback`.

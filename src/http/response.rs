@@ -41,7 +41,7 @@ fn head(out: &mut Vec<u8>, status: u16, headers: &[(&str, &str)], keep_alive: bo
     }
 }
 
-/// Writes a whole response with `body` (none for a `202` or a `100`),
+/// Writes a whole response with `body` (none for a `202`, a `204` or a `100`),
 /// in one `write`.
 pub(crate) fn write_response(
     w: &mut dyn Write,
@@ -52,7 +52,8 @@ pub(crate) fn write_response(
 ) -> io::Result<()> {
     let mut out = Vec::with_capacity(128 + body.len());
     head(&mut out, status, headers, keep_alive);
-    if status != 100 {
+    // RFC 9110 section 8.6: none with a 1xx or a 204.
+    if status != 100 && status != 204 {
         let _ = write!(out, "Content-Length: {}\r\n", body.len());
     }
     out.extend_from_slice(b"\r\n");

@@ -157,8 +157,10 @@ impl Stamp for Value {
 
 /// A request's response, as its work hands it to whoever writes it.
 pub(crate) enum Reply {
-    /// Encoded already: errors, and replies a wrapper rewrote.
-    Line(Vec<u8>),
+    /// Encoded already: errors, and replies a wrapper rewrote; `error` is
+    /// the code of an error response (a writer of lines is told it:
+    /// `conn::LineKind`).
+    Line { line: Vec<u8>, error: Option<i32> },
     /// A stamped result, encoded only when it is written: an inline
     /// handler's result goes straight into the output, so a large result
     /// is never held twice (as the value and as its JSON).
@@ -271,7 +273,7 @@ impl Reply {
     /// caller still takes back a line an error left half written.
     pub fn write_to(self, out: &mut Out) -> serde_json::Result<()> {
         match self {
-            Reply::Line(line) => {
+            Reply::Line { line, .. } => {
                 out.push(&line);
                 Ok(())
             }
@@ -287,9 +289,36 @@ impl Reply {
     /// a request, which its caller runs first.
     pub fn into_line(self) -> Vec<u8> {
         match self {
-            Reply::Line(line) => line,
+            Reply::Line { line, .. } => line,
             Reply::Result(result) => result.encode_line(),
             Reply::Later(_) => Vec::new(),
+        }
+    }
+
+    /// The reply encoded ([`Reply::into_line`]), its error code kept.
+    pub fn encoded(self) -> Reply {
+        let error = self.error_code();
+        Reply::Line {
+            line: self.into_line(),
+            error,
+        }
+    }
+
+    /// The code of an error response; `None` for a result.
+    pub fn error_code(&self) -> Option<i32> {
+        match self {
+            Reply::Line { error, .. } => *error,
+            Reply::Result(_) | Reply::Later(_) => None,
+        }
+    }
+
+    /// An error response to request `id`.
+    pub fn error(id: &RequestId, error: &ErrorObject) -> Reply {
+        let mut line = Vec::with_capacity(128);
+        encode_error(&mut line, Some(id), error);
+        Reply::Line {
+            line,
+            error: Some(error.code),
         }
     }
 }
@@ -335,11 +364,7 @@ pub(crate) fn response<T: Stamp + Send + 'static>(
                 meta: append.then(|| Arc::clone(&inner.info_meta)),
             }))
         }
-        Err(error) => {
-            let mut line = Vec::with_capacity(128);
-            encode_error(&mut line, Some(id), &error);
-            Reply::Line(line)
-        }
+        Err(error) => Reply::error(id, &error),
     }
 }
 
@@ -383,7 +408,8 @@ mod tests {
             [CallToolResult::text("a \"q\""), own_meta]
         };
         for (result, again) in results().into_iter().zip(results()) {
-            let downgraded = downgrade(stamped(result).into_line(), "tools/call", "2025-11-25");
+            let (downgraded, _) =
+                downgrade(stamped(result).into_line(), "tools/call", "2025-11-25");
             let Reply::Result(mut unstamped) = stamped(again) else {
                 unreachable!("a result")
             };

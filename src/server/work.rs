@@ -5,7 +5,7 @@
 use std::any::Any;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
-use crate::jsonrpc::{ErrorObject, encode_error};
+use crate::jsonrpc::ErrorObject;
 use crate::server::context::RequestContext;
 use crate::server::mrtr::Retry;
 use crate::server::reply::Reply;
@@ -28,11 +28,7 @@ pub(crate) struct Job {
 pub(crate) fn call(work: Work, ctx: &RequestContext) -> Reply {
     match catch_unwind(AssertUnwindSafe(|| work(ctx))) {
         Ok(reply) => reply,
-        Err(panic) => {
-            let mut line = Vec::new();
-            encode_error(&mut line, Some(ctx.id()), &panic_error(&*panic));
-            Reply::Line(line)
-        }
+        Err(panic) => Reply::error(ctx.id(), &panic_error(&*panic)),
     }
 }
 

@@ -505,8 +505,14 @@ fn scripted_legacy() -> Scripted {
                                 resume_tx.send(id.clone()).unwrap();
                             }
                             Some("vanish") => {}
-                            _ => {
-                                let ask = json!({ "jsonrpc": "2.0", "id": "s1", "method": "elicitation/create",
+                            name => {
+                                // `same-id` asks with the call's own id: the
+                                // two directions' ids are apart (JSON-RPC).
+                                let ask_id = match name {
+                                    Some("same-id") => id.clone(),
+                                    _ => json!("s1"),
+                                };
+                                let ask = json!({ "jsonrpc": "2.0", "id": ask_id, "method": "elicitation/create",
                                     "params": { "mode": "form", "message": "name?", "requestedSchema": { "type": "object", "properties": {} } } });
                                 writer
                                     .write_all(
@@ -547,6 +553,30 @@ fn scripted_legacy() -> Scripted {
         push: push_tx,
         answered: answered_rx,
     }
+}
+
+/// The client's answer to a legacy server's request is no request of the
+/// client's: it waits for no answer, and its id, which may be that of one
+/// of the client's requests (each side numbers its own), names nothing
+/// else in flight. Before: the answer's POST was taken for a request of
+/// that id, and its `202` failed the client's call of the same id with
+/// "the server ended the response stream without answering".
+#[test]
+fn an_answer_with_the_id_of_a_call_in_flight_is_not_taken_for_it() {
+    let scripted = scripted_legacy();
+    let client = Client::builder()
+        .on_elicitation(|_| {
+            let mut content = serde_json::Map::new();
+            content.insert("name".into(), json!("Ada"));
+            Ok(ElicitResult::accept(content))
+        })
+        .connect_url(&format!("http://{}/mcp", scripted.addr))
+        .unwrap();
+    for _ in 0..5 {
+        let result = client.call("same-id", json!({})).unwrap();
+        assert_eq!(result.text_content(), "hi Ada");
+    }
+    client.close().unwrap();
 }
 
 #[test]
@@ -821,4 +851,261 @@ fn a_400_with_a_modern_error_is_answered_not_fallen_back_from() {
         "{e}"
     );
     assert_eq!(*seen.lock().unwrap(), [json!("server/discover")]);
+}
+
+/// A peer on a plain `TcpListener` that answers each request with
+/// `answer(request, writer)`, one thread per connection; whatever it does
+/// with the connection after (keep it open, close it) is `answer`'s.
+fn scripted(answer: impl Fn(&Seen, &mut TcpStream) -> bool + Send + Sync + 'static) -> SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let answer = Arc::new(answer);
+    std::thread::spawn(move || {
+        for conn in listener.incoming() {
+            let Ok(conn) = conn else { return };
+            let answer = Arc::clone(&answer);
+            std::thread::spawn(move || {
+                let mut writer = conn.try_clone().unwrap();
+                let mut reader = BufReader::new(conn);
+                while let Some(req) = read_request(&mut reader) {
+                    if !answer(&req, &mut writer) {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    addr
+}
+
+/// The JSON answer `result` to request `req`.
+fn answer_json(req: &Seen, writer: &mut TcpStream, headers: &str, result: Value) {
+    let body = json!({ "jsonrpc": "2.0", "id": req.body["id"], "result": result });
+    respond(
+        writer,
+        "200 OK",
+        &format!("Content-Type: application/json\r\n{headers}"),
+        &body.to_string(),
+    );
+}
+
+/// Issue 47, item 11: a notification's POST waits a bounded time, even
+/// for a server that answers it with an event stream it keeps going (a
+/// keep-alive comment every 100 ms: no read timeout ever fires). The
+/// legacy `notifications/initialized` is POSTed by the caller of
+/// `connect_url`, which returned only once that stream ended: here after
+/// 30 s (`WAIT * 3`), when the server let go. Now within 10 s of reading
+/// (`ACCEPT_TIMEOUT`).
+#[test]
+fn a_notification_answered_with_an_endless_stream_is_let_go() {
+    let addr = scripted(|req, writer| {
+        match req.body["method"].as_str().unwrap_or("") {
+            "initialize" => answer_json(
+                req,
+                writer,
+                "Mcp-Session-Id: s-1\r\n",
+                json!({ "protocolVersion": "2025-11-25",
+                    "capabilities": { "tools": {} },
+                    "serverInfo": { "name": "chatty", "version": "1" } }),
+            ),
+            "notifications/initialized" => {
+                let head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n";
+                writer.write_all(head.as_bytes()).unwrap();
+                let started = std::time::Instant::now();
+                while started.elapsed() < WAIT * 3 {
+                    if writer.write_all(b": ping\n\n").is_err() {
+                        break;
+                    }
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+                return false;
+            }
+            _ if req.verb == "GET" => respond(writer, "405 Method Not Allowed", "", ""),
+            _ => respond(writer, "202 Accepted", "", ""),
+        }
+        true
+    });
+    let started = std::time::Instant::now();
+    let client = Client::builder()
+        .era(EraPolicy::LegacyOnly)
+        .connect_url(&format!("http://{addr}/mcp"))
+        .unwrap();
+    let took = started.elapsed();
+    assert!(took < Duration::from_secs(15), "connected after {took:?}");
+    let _ = client.close();
+}
+
+/// Issue 47, item 11: a server that never answers one of the client's
+/// notifications holds nothing else. A legacy server takes the client's
+/// `notifications/cancelled` (sent when a call times out) and never
+/// answers that POST; the next call is answered all the same. Before, the
+/// cancellation was POSTed on the link's writer thread, with no timeout,
+/// and every later message waited behind it: the next call timed out.
+#[test]
+fn a_notification_the_server_never_answers_holds_up_no_later_call() {
+    let addr = scripted(|req, writer| {
+        let method = req.body["method"].as_str().unwrap_or("");
+        match method {
+            "initialize" => answer_json(
+                req,
+                writer,
+                "Mcp-Session-Id: s-1\r\n",
+                json!({ "protocolVersion": "2025-11-25",
+                    "capabilities": { "tools": {} },
+                    "serverInfo": { "name": "stuck", "version": "1" } }),
+            ),
+            "tools/call" if req.body["params"]["name"] == "slow" => {
+                // An event stream that never answers: the client times out.
+                let head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n";
+                writer.write_all(head.as_bytes()).unwrap();
+                std::thread::sleep(WAIT);
+                return false;
+            }
+            "tools/call" => answer_json(
+                req,
+                writer,
+                "",
+                json!({ "content": [{ "type": "text", "text": "fine" }] }),
+            ),
+            // Read, never answered.
+            "notifications/cancelled" => {
+                std::thread::sleep(WAIT * 2);
+                return false;
+            }
+            _ if req.verb == "GET" => respond(writer, "405 Method Not Allowed", "", ""),
+            _ => respond(writer, "202 Accepted", "", ""),
+        }
+        true
+    });
+    let client = Client::builder()
+        .era(EraPolicy::LegacyOnly)
+        .connect_url(&format!("http://{addr}/mcp"))
+        .unwrap();
+    let slow = client.call_tool_with(
+        "slow",
+        json!({}),
+        RequestOptions::new().timeout(Duration::from_millis(200)),
+    );
+    assert!(matches!(slow, Err(Error::Timeout)), "{slow:?}");
+    let started = std::time::Instant::now();
+    let fine = client.call_tool_with(
+        "echo",
+        json!({}),
+        RequestOptions::new().timeout(Duration::from_secs(5)),
+    );
+    assert!(
+        matches!(&fine, Ok(Outcome::Complete(r)) if r.text_content() == "fine"),
+        "{fine:?} after {:?}",
+        started.elapsed()
+    );
+}
+
+/// Issue 47, item 11: a response stream the server leaves open after the
+/// answer is closed by the client once it has the answer (a thread and a
+/// socket each otherwise, until the client closes). The scripted modern
+/// server answers `tools/call` on an event stream it never ends, and
+/// waits for the client to close the connection. Before, the client read
+/// on until `close`.
+#[test]
+fn a_stream_left_open_after_its_answer_is_closed_by_the_client() {
+    let (closed_tx, closed) = crossbeam_channel::unbounded::<bool>();
+    let addr = scripted(move |req, writer| {
+        match req.body["method"].as_str().unwrap_or("") {
+            "server/discover" => answer_json(
+                req,
+                writer,
+                "",
+                json!({ "supportedVersions": ["2026-07-28"],
+                    "capabilities": { "tools": {} },
+                    "serverInfo": { "name": "open", "version": "1" },
+                    "resultType": "complete" }),
+            ),
+            "tools/call" => {
+                let result = json!({ "jsonrpc": "2.0", "id": req.body["id"], "result": {
+                    "content": [{ "type": "text", "text": "answered" }],
+                    "resultType": "complete" } });
+                let stream = format!(
+                    "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n{:x}\r\ndata: {result}\n\n\r\n",
+                    format!("data: {result}\n\n").len()
+                );
+                writer.write_all(stream.as_bytes()).unwrap();
+                // Never ended: does the client let go?
+                writer.set_read_timeout(Some(WAIT)).unwrap();
+                let mut byte = [0u8; 1];
+                let _ = closed_tx.send(matches!(writer.read(&mut byte), Ok(0)));
+                return false;
+            }
+            _ => respond(writer, "202 Accepted", "", ""),
+        }
+        true
+    });
+    let client = Client::builder()
+        .era(EraPolicy::ModernOnly)
+        .connect_url(&format!("http://{addr}/mcp"))
+        .unwrap();
+    for _ in 0..3 {
+        let answered = client.call("echo", json!({})).unwrap();
+        assert_eq!(answered.text_content(), "answered");
+        assert!(
+            closed.recv_timeout(WAIT + Duration::from_secs(1)).unwrap(),
+            "the client kept the stream open after its answer"
+        );
+    }
+}
+
+/// Issue 47, item 10: 2025-11-25 basic/transports, "Session Management":
+/// a client that gets `404` for a request carrying its session id MUST
+/// start a new session with a new `initialize`. Our server forgets the
+/// client's session (at `max_sessions(1)`, a new one pushes it out); the
+/// client's next call starts a new session and is answered, and its
+/// resource subscription holds on the new session (set again). Before,
+/// the client kept the dead id: every later call failed with `404`.
+#[test]
+fn a_legacy_session_the_server_forgot_is_started_again() {
+    let http = {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+        let server = crate::everything::build();
+        let stop = server.stop_handle();
+        let options = HttpOptions::new().max_sessions(1);
+        let thread = std::thread::spawn(move || server.serve_http(listener, options));
+        Http {
+            url,
+            stop,
+            thread: Some(thread),
+        }
+    };
+    let client = Client::builder()
+        .era(EraPolicy::LegacyOnly)
+        .connect_url(&http.url)
+        .unwrap();
+    let filter = SubscriptionFilter {
+        resource_subscriptions: Some(vec!["mem://counter".into()]),
+        ..SubscriptionFilter::default()
+    };
+    let mut subscription = client.listen(filter).unwrap();
+    assert_eq!(
+        client
+            .call("echo", json!({ "text": "one" }))
+            .unwrap()
+            .text_content(),
+        "one"
+    );
+    // Another client's session pushes this one's out.
+    let other = Client::builder()
+        .era(EraPolicy::LegacyOnly)
+        .connect_url(&http.url)
+        .unwrap();
+    other.close().unwrap();
+    let again = client.call("echo", json!({ "text": "two" }));
+    assert_eq!(again.unwrap().text_content(), "two");
+    client.call("bump", json!({})).unwrap();
+    let event = subscription.recv_timeout(WAIT).unwrap();
+    assert_eq!(
+        event,
+        Some(SubscriptionEvent::ResourceUpdated {
+            uri: "mem://counter".into()
+        })
+    );
+    client.close().unwrap();
 }

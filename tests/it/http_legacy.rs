@@ -186,34 +186,93 @@ fn holding_with(
     (start(server, HttpOptions::new()), token)
 }
 
+/// Issue 47, item 14: 2025-11-25 basic/transports: a disconnection "SHOULD
+/// NOT be interpreted as the client cancelling its request"; to cancel,
+/// the client sends `notifications/cancelled`. Closing a legacy POST's
+/// stream, while its request waits for the client's answer, leaves the
+/// request running, and the session's `notifications/cancelled` still
+/// cancels it. Before, the close cancelled it (its token tripped within
+/// one look at the socket, 50 ms).
 #[test]
-fn closing_the_stream_while_an_ask_is_open_cancels_the_request() {
+fn closing_a_legacy_stream_does_not_cancel_its_request() {
     let (http, token) = holding();
     let session = initialize(http.addr, json!({ "elicitation": {} }));
     let mut stream = open(http.addr, &session, &call(3, "hold"));
     let mut seen = String::new();
     read_until(&mut stream, "elicitation/create", &mut seen);
-    let ask = events(&seen).remove(0);
     let token = token.recv_timeout(WAIT).unwrap();
     assert!(!token.is_cancelled());
 
-    // The client closes its side: the request is cancelled, and nothing
-    // more is sent on the stream (not even the ask's cancellation).
-    stream.shutdown(Shutdown::Write).unwrap();
-    assert!(token.wait_timeout(WAIT), "the handler's token tripped");
-    let mut rest = String::new();
-    stream.read_to_string(&mut rest).unwrap();
-    assert_eq!(rest, "", "nothing more after the ask");
+    // The client goes away: the server sees the close within one look at
+    // the socket (every 50 ms); ten of them pass and the request runs on.
+    stream.shutdown(Shutdown::Both).unwrap();
+    drop(stream);
+    assert!(
+        !token.wait_timeout(Duration::from_millis(500)),
+        "the close cancelled the request"
+    );
 
-    // A late answer to the withdrawn ask is accepted, and goes nowhere.
-    let answer = json!({ "jsonrpc": "2.0", "id": ask["id"],
-        "result": { "action": "accept", "content": { "name": "late" } } });
+    // The session's cancellation still reaches it.
+    let cancel = json!({ "jsonrpc": "2.0", "method": "notifications/cancelled",
+        "params": { "requestId": 3, "reason": "changed my mind" } });
     let response = post(
         http.addr,
         &headers(Some(&session), true),
-        &answer.to_string(),
+        &cancel.to_string(),
     );
     assert_eq!(status(&response), 202);
+    assert!(
+        token.wait_timeout(WAIT),
+        "the cancellation tripped the token"
+    );
+}
+
+/// A legacy request whose client went away runs to its end: a pooled
+/// tool's work is done, though its reply goes nowhere; so is a stateless
+/// one's, which nothing could cancel.
+#[test]
+fn a_legacy_request_whose_client_went_away_runs_to_its_end() {
+    let (started_tx, started) = crossbeam_channel::unbounded::<CancelToken>();
+    let (release_tx, release) = crossbeam_channel::unbounded::<()>();
+    let (done_tx, done) = crossbeam_channel::unbounded::<bool>();
+    let server = Server::builder("http-legacy-test", "1.0.0")
+        .tool(
+            Tool::new("work", "Works until released."),
+            move |ctx, _: Value| {
+                started_tx.send(ctx.cancel_token()).unwrap();
+                let _ = release.recv_timeout(WAIT);
+                done_tx.send(ctx.is_cancelled()).unwrap();
+                Ok(mcp_stdio::types::CallToolResult::text("done"))
+            },
+        )
+        .build();
+    let http = start(server, HttpOptions::new());
+    let session = initialize(http.addr, json!({}));
+    for session in [Some(session.as_str()), None] {
+        let body = call(4, "work").to_string();
+        let mut request = format!(
+            "POST /mcp HTTP/1.1\r\nHost: {}\r\nContent-Length: {}\r\n",
+            http.addr,
+            body.len()
+        );
+        for (name, value) in headers(session, true) {
+            request.push_str(&format!("{name}: {value}\r\n"));
+        }
+        request.push_str("\r\n");
+        request.push_str(&body);
+        let mut socket = TcpStream::connect(http.addr).unwrap();
+        socket.write_all(request.as_bytes()).unwrap();
+        let token = started.recv_timeout(WAIT).unwrap();
+        socket.shutdown(Shutdown::Both).unwrap();
+        drop(socket);
+        assert!(
+            !token.wait_timeout(Duration::from_millis(500)),
+            "session {session:?}: the close cancelled the request"
+        );
+        release_tx.send(()).unwrap();
+        let cancelled = done.recv_timeout(WAIT).unwrap();
+        assert!(!cancelled, "session {session:?}: cancelled at its end");
+    }
 }
 
 // The ask timeout over HTTP: the unanswered ask is cancelled on the stream
@@ -306,6 +365,53 @@ fn deleting_the_session_cancels_a_request_waiting_for_an_answer() {
     assert_eq!(events[1]["method"], "notifications/cancelled");
 }
 
+/// Issue 47, item 14: a `DELETE` that lands while a POST of the session is
+/// between finding its session and its request's registration is not
+/// lost. Before, the cancellation found nothing in flight, the request
+/// then began under the deleted session, and its ask waited for an answer
+/// no POST could bring (until the ask timeout). The window is a few
+/// milliseconds wide with 1.5 MB of arguments (read twice in it), and the
+/// `DELETE` is sent at a different moment each round; every round must
+/// end its stream at once: `404` (the session was gone first), or the
+/// request cancelled (its stream ended without a reply).
+#[test]
+fn a_delete_while_a_post_finds_its_session_cancels_its_request() {
+    let (http, _tokens) = holding_with(|builder| {
+        builder
+            .ask_timeout(Duration::from_secs(30))
+            .max_line_bytes(8 * 1024 * 1024)
+    });
+    let addr = http.addr;
+    let pad = "x".repeat(3 * 512 * 1024);
+    let mut stuck = Vec::new();
+    for round in 0..40u64 {
+        let session = initialize(addr, json!({ "elicitation": {} }));
+        let body = json!({ "jsonrpc": "2.0", "id": 2, "method": "tools/call",
+            "params": { "name": "hold", "arguments": { "pad": pad } } });
+        let mut stream = open(addr, &session, &body);
+        // A different moment each round (a sweep, not a wait for an event).
+        std::thread::sleep(Duration::from_micros(round * 400));
+        let delete = format!(
+            "DELETE /mcp HTTP/1.1\r\nHost: {addr}\r\nMcp-Session-Id: {session}\r\nConnection: close\r\n\r\n"
+        );
+        assert_eq!(status(&raw(addr, delete.as_bytes())), 200);
+        stream
+            .set_read_timeout(Some(Duration::from_secs(5)))
+            .unwrap();
+        let mut seen = Vec::new();
+        if let Err(e) = stream.read_to_end(&mut seen) {
+            let seen = String::from_utf8_lossy(&seen);
+            stuck.push(format!("round {round}: {e}: {}", seen.replace("\r\n", " ")));
+        }
+    }
+    assert!(
+        stuck.is_empty(),
+        "{} of 40 requests ran on under their deleted session:\n{}",
+        stuck.len(),
+        stuck.join("\n")
+    );
+}
+
 #[test]
 fn without_a_session_or_an_event_stream_nothing_is_asked() {
     let http = everything();
@@ -356,6 +462,38 @@ fn a_response_post_is_202_unless_its_session_is_unknown() {
     assert_eq!(status(&response), 404, "{response}");
 }
 
+/// Issue 47, item 14: 2025-11-25 basic/transports, "Session Management":
+/// a request with a session id the server does not know is answered
+/// `404`, and the client starts a new session. Any notification of an
+/// unknown session, not only `notifications/cancelled`: before, every
+/// other one (`notifications/initialized` after the session was deleted,
+/// say) was `202`, and the client went on in a session that was gone.
+#[test]
+fn a_notification_of_an_unknown_session_is_404() {
+    let http = everything();
+    let session = initialize(http.addr, json!({}));
+    for method in [
+        "notifications/initialized",
+        "notifications/roots/list_changed",
+    ] {
+        let notification = json!({ "jsonrpc": "2.0", "method": method }).to_string();
+        let known = post(http.addr, &headers(Some(&session), true), &notification);
+        assert_eq!(status(&known), 202, "{method}: {known}");
+        let unknown = post(http.addr, &headers(Some("0123"), true), &notification);
+        assert_eq!(status(&unknown), 404, "{method}: {unknown}");
+        assert!(
+            json_body(&unknown)["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("send initialize for a new one"),
+            "{unknown}"
+        );
+        // Without a session: stateless, accepted.
+        let stateless = post(http.addr, &headers(None, true), &notification);
+        assert_eq!(status(&stateless), 202, "{method}: {stateless}");
+    }
+}
+
 /// A `resources/subscribe` answered is a subscription the session's next
 /// POST runs under: the change is stored before the answer goes out, so a
 /// client that calls `bump` as soon as it has read the answer (on a
@@ -390,6 +528,64 @@ fn a_subscription_holds_for_the_post_sent_on_its_answer() {
             &call(3, "bump").to_string(),
         );
         assert_updated_then_answered(&response, 3, round);
+    }
+}
+
+/// Issue 47, item 8: 2025-11-25 basic/transports, "Multiple Connections":
+/// the server MUST send each of its messages on only one of the connected
+/// streams. A session without a GET stream, with two POSTs open (each
+/// waiting for an answer to its ask) and a third that bumps a resource the
+/// session subscribed to: the update goes on exactly one stream, the
+/// bump's (the newest). Before, every open POST of the session carried it
+/// (three streams).
+#[test]
+fn a_resource_update_goes_on_one_stream_of_the_session() {
+    let http = everything();
+    let addr = http.addr;
+    let session = initialize(addr, json!({ "elicitation": {} }));
+    let session_headers = headers(Some(&session), true);
+    let subscribe = json!({ "jsonrpc": "2.0", "id": 2, "method": "resources/subscribe",
+        "params": { "uri": "mem://counter" } });
+    assert_eq!(
+        status(&post(addr, &session_headers, &subscribe.to_string())),
+        200
+    );
+    let mut waiting = Vec::new();
+    for id in [3, 4] {
+        let mut stream = open(addr, &session, &call(id, "ask"));
+        let mut seen = String::new();
+        read_until(&mut stream, "elicitation/create", &mut seen);
+        waiting.push((stream, seen));
+    }
+    let bumped = post(addr, &session_headers, &call(5, "bump").to_string());
+    let mut updates = events(&bumped)
+        .iter()
+        .filter(|e| e["method"] == "notifications/resources/updated")
+        .count();
+    // Published before the bump's reply was written: on the other streams
+    // by now, if it went there.
+    for (stream, seen) in &mut waiting {
+        stream
+            .set_read_timeout(Some(Duration::from_millis(300)))
+            .unwrap();
+        let mut buf = [0u8; 4096];
+        while let Ok(n @ 1..) = stream.read(&mut buf) {
+            seen.push_str(std::str::from_utf8(&buf[..n]).unwrap());
+        }
+        updates += events(seen)
+            .iter()
+            .filter(|e| e["method"] == "notifications/resources/updated")
+            .count();
+    }
+    assert_eq!(updates, 1, "the update on one stream: {bumped}");
+    assert_eq!(json_body_or_last(&bumped)["id"], 5, "{bumped}");
+}
+
+/// The reply in `response`: its JSON body, or its stream's last event.
+fn json_body_or_last(response: &str) -> Value {
+    match header(response, "content-type") {
+        Some("application/json") => json_body(response),
+        _ => events(response).pop().unwrap_or_default(),
     }
 }
 
@@ -546,20 +742,123 @@ fn a_get_stream_needs_a_known_session_and_an_event_stream() {
     assert_eq!(status(&json_only), 406, "{json_only}");
 }
 
-/// A session forgotten for newer ones (the server keeps 1,024) ends its
-/// GET stream, as a deleted one does.
+/// A session forgotten for newer ones ends its GET stream, as a deleted
+/// one does: past `HttpOptions::max_sessions` (here 2), with every
+/// session holding a stream, the one idle longest gives way.
 #[test]
 fn a_forgotten_session_ends_its_get_stream() {
+    let http = start(
+        crate::everything::build(),
+        HttpOptions::new().max_sessions(2),
+    );
+    let addr = http.addr;
+    let mut streams = Vec::new();
+    for _ in 0..2 {
+        let session = initialize(addr, json!({}));
+        let mut stream = get_stream(addr, &session);
+        let mut seen = String::new();
+        read_until(&mut stream, "\r\n\r\n", &mut seen);
+        streams.push((session, stream, seen));
+    }
+    initialize(addr, json!({}));
+    let (oldest, stream, seen) = &mut streams[0];
+    read_until(stream, "\r\n0\r\n\r\n", seen);
+    let forgotten = post(
+        addr,
+        &headers(Some(oldest), true),
+        &call(2, "echo").to_string(),
+    );
+    assert_eq!(status(&forgotten), 404, "{forgotten}");
+    let (newer, _, _) = &streams[1];
+    let kept = post(
+        addr,
+        &headers(Some(newer), true),
+        &call(3, "echo").to_string(),
+    );
+    assert_eq!(status(&kept), 200, "{kept}");
+}
+
+/// Issue 47, item 9: the bound on sessions evicts the session idle longest
+/// among those that never did anything before a live one. A client that
+/// used its session (a request after `initialize`), and one whose GET
+/// stream is open, keep theirs through a flood of 1,100 unauthenticated
+/// `initialize` POSTs; a session that only initialized, before the flood,
+/// is forgotten. Before, eviction was first in, first out: both live
+/// sessions were `404` after the flood.
+#[test]
+fn live_sessions_outlast_a_flood_of_new_ones() {
     let http = everything();
     let addr = http.addr;
-    let session = initialize(addr, json!({}));
-    let mut stream = get_stream(addr, &session);
+    let idle = initialize(addr, json!({}));
+    let used = initialize(addr, json!({}));
+    let listed = post(
+        addr,
+        &headers(Some(&used), false),
+        &json!({ "jsonrpc": "2.0", "id": 2, "method": "tools/list" }).to_string(),
+    );
+    assert_eq!(status(&listed), 200, "{listed}");
+    let streaming = initialize(addr, json!({}));
+    let mut stream = get_stream(addr, &streaming);
     let mut seen = String::new();
     read_until(&mut stream, "\r\n\r\n", &mut seen);
-    for _ in 0..1024 {
+    for _ in 0..1100 {
         initialize(addr, json!({}));
     }
-    read_until(&mut stream, "\r\n0\r\n\r\n", &mut seen);
+    for (session, expected) in [(&used, 200), (&streaming, 200), (&idle, 404)] {
+        let response = post(
+            addr,
+            &headers(Some(session), false),
+            &call(3, "echo").to_string(),
+        );
+        assert_eq!(status(&response), expected, "{response}");
+    }
+}
+
+/// Issue 47, item 9: a session's memory is bounded, not only the number of
+/// sessions. An `initialize` whose params (capabilities, client info) are
+/// larger than 64 KiB is refused `-32602`, and subscriptions past 256 KiB
+/// of URIs are refused `-32603`: 1,024 sessions hold at most about 320 MiB.
+/// Before, a session kept its capabilities up to the body limit (4 MiB)
+/// and up to 10,000 URIs of any length.
+#[test]
+fn a_session_is_bounded_in_bytes() {
+    let http = everything();
+    let addr = http.addr;
+    let plain = vec![("Content-Type".to_owned(), "application/json".to_owned())];
+    let large = json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": VERSION,
+        "capabilities": { "experimental": { "pad": "x".repeat(100 * 1024) } },
+        "clientInfo": { "name": "old", "version": "1" } } });
+    let refused = post(addr, &plain, &large.to_string());
+    assert_eq!(status(&refused), 200, "{refused}");
+    let error = &json_body(&refused)["error"];
+    assert_eq!(error["code"], -32602, "{refused}");
+    assert!(
+        error["message"].as_str().unwrap().contains("65536"),
+        "{refused}"
+    );
+    assert_eq!(header(&refused, "mcp-session-id"), None, "no session");
+
+    let session = initialize(addr, json!({}));
+    let session_headers = headers(Some(&session), false);
+    let mut subscribed = 0;
+    let refusal = (0..100).find_map(|n| {
+        let uri = format!("mem://{n}/{}", "u".repeat(8 * 1024));
+        let subscribe = json!({ "jsonrpc": "2.0", "id": 10 + n, "method": "resources/subscribe",
+            "params": { "uri": uri } });
+        let response = post(addr, &session_headers, &subscribe.to_string());
+        let reply = json_body(&response);
+        match reply.get("error") {
+            Some(error) => Some(error.clone()),
+            None => {
+                subscribed += 1;
+                None
+            }
+        }
+    });
+    let error = refusal.expect("subscriptions past 256 KiB of URIs are refused");
+    assert_eq!(error["code"], -32603, "{error}");
+    assert!((30..=32).contains(&subscribed), "{subscribed} subscribed");
 }
 
 /// At the connection cap the oldest GET stream gives way to a new

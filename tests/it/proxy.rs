@@ -335,6 +335,226 @@ fn the_proxy_claims_only_what_the_server_behind_declares() {
     assert!(failed.is_empty(), "{}", failed.join("\n"));
 }
 
+/// A modern server behind the proxy that logs where it was not asked to:
+/// `noisy` writes a log message (that no request asked for), then answers
+/// the `wait` call it held, then its own.
+fn noisy_behind() -> Client {
+    use std::io::{BufRead, Write};
+    let (ours, theirs) = Transport::memory();
+    let (reader, mut writer) = theirs.into_parts();
+    thread::spawn(move || {
+        let mut held = None;
+        for line in reader.lines() {
+            let Ok(line) = line else { return };
+            let msg: Value = serde_json::from_str(&line).unwrap();
+            let Some(id) = msg.get("id").cloned() else {
+                continue;
+            };
+            let mut send = |line: Value| {
+                let _ = writeln!(writer, "{line}");
+            };
+            let result = match msg["method"].as_str().unwrap_or_default() {
+                "server/discover" => json!({
+                    "supportedVersions": ["2026-07-28"],
+                    "capabilities": { "tools": {}, "logging": {} },
+                    "serverInfo": { "name": "noisy", "version": "1" },
+                    "resultType": "complete"
+                }),
+                "tools/list" => json!({ "tools": [
+                    { "name": "wait", "inputSchema": { "type": "object" } },
+                    { "name": "noisy", "inputSchema": { "type": "object" } }
+                ], "resultType": "complete" }),
+                "tools/call" if msg["params"]["name"] == "wait" => {
+                    held = Some(id);
+                    continue;
+                }
+                "tools/call" => {
+                    send(json!({ "jsonrpc": "2.0", "method": "notifications/message",
+                        "params": { "level": "error", "data": "the noisy caller's secret" } }));
+                    if let Some(held) = held.take() {
+                        send(json!({ "jsonrpc": "2.0", "id": held, "result": {
+                            "content": [{ "type": "text", "text": "waited" }],
+                            "resultType": "complete" } }));
+                    }
+                    json!({ "content": [{ "type": "text", "text": "noisy" }], "resultType": "complete" })
+                }
+                method => {
+                    let error = json!({ "code": -32601, "message": format!("no {method}") });
+                    send(json!({ "jsonrpc": "2.0", "id": id, "error": error }));
+                    continue;
+                }
+            };
+            send(json!({ "jsonrpc": "2.0", "id": id, "result": result }));
+        }
+    });
+    Client::builder()
+        .era(EraPolicy::ModernOnly)
+        .connect(ours)
+        .unwrap()
+}
+
+/// Issue 47, item 12: a caller never reads another caller's logs. Caller A
+/// asks for logs on a call the server behind holds; caller B's call makes
+/// that server write a log message no request asked for. Stdio carries no
+/// request id for a log, so it belongs to no caller: it must not reach A.
+/// Before, the proxy's client gave it to the one request in flight that
+/// asked for logs, A's, and A read B's message.
+#[test]
+fn a_caller_never_reads_another_callers_log() {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let proxy = mcp_stdio::proxy::serve_as(noisy_behind()).unwrap();
+    let _stop = Proxied {
+        addr: listener.local_addr().unwrap(),
+        url: url.clone(),
+        stop: proxy.stop_handle(),
+    };
+    thread::spawn(move || proxy.serve_http(listener, HttpOptions::new()));
+    let a = caller(&url, EraPolicy::ModernOnly);
+    let b = caller(&url, EraPolicy::ModernOnly);
+    let (logs_tx, logs) = crossbeam_channel::unbounded();
+    let waiting = thread::spawn(move || {
+        let options = RequestOptions::new().timeout(WAIT).log(
+            mcp_stdio::types::LoggingLevel::Debug,
+            move |m| {
+                let _ = logs_tx.send(m.data.clone());
+            },
+        );
+        let waited = a.call_tool_with("wait", json!({}), options);
+        (a, waited)
+    });
+    // A's call is held behind; B's then runs (retried until A's is there).
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let noisy = b.call("noisy", json!({})).unwrap();
+        assert_eq!(noisy.text_content(), "noisy");
+        if waiting.is_finished() || Instant::now() > deadline {
+            break;
+        }
+    }
+    let (_a, waited) = waiting.join().unwrap();
+    assert!(waited.is_ok(), "{waited:?}");
+    let leaked: Vec<Value> = logs.try_iter().collect();
+    assert!(leaked.is_empty(), "caller A read: {leaked:?}");
+}
+
+/// The threads of this process whose name starts with `prefix` (Linux).
+fn threads_named(prefix: &str) -> usize {
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+        return 0;
+    };
+    tasks
+        .filter_map(|task| std::fs::read_to_string(task.ok()?.path().join("comm")).ok())
+        .filter(|name| name.starts_with(prefix))
+        .count()
+}
+
+/// Issue 47, item 12: what callers subscribe to does not grow the proxy
+/// without a bound. Each URI a caller names is one subscription behind,
+/// published by one thread for them all, and past 1,000 URIs no new one is
+/// taken (left out of the acknowledgment). Before, each new URI started a
+/// thread of its own (300 URIs, 300 threads) and there was no bound.
+#[test]
+fn subscriptions_behind_the_proxy_take_one_thread_and_are_bounded() {
+    let proxy = proxied();
+    let client = caller(&proxy.url, EraPolicy::ModernOnly);
+    let before = threads_named("mcp-proxy-res");
+    let uris = |from: usize, n: usize| -> Vec<String> {
+        (from..from + n)
+            .map(|i| format!("mem://thread-test/{i}"))
+            .collect()
+    };
+    let listen = client
+        .listen(SubscriptionFilter {
+            resource_subscriptions: Some(uris(0, 300)),
+            ..SubscriptionFilter::default()
+        })
+        .unwrap();
+    assert_eq!(
+        listen
+            .accepted()
+            .resource_subscriptions
+            .as_ref()
+            .map(Vec::len),
+        Some(300)
+    );
+    let started = threads_named("mcp-proxy-res").saturating_sub(before);
+    assert!(started <= 5, "{started} threads for 300 URIs");
+    let more = client
+        .listen(SubscriptionFilter {
+            resource_subscriptions: Some(uris(300, 1000)),
+            ..SubscriptionFilter::default()
+        })
+        .unwrap();
+    let taken = more
+        .accepted()
+        .resource_subscriptions
+        .as_ref()
+        .map_or(0, Vec::len);
+    assert_eq!(taken, 700, "1,000 URIs at most behind the proxy");
+}
+
+/// Issue 47, item 12, found wrong: a caller's subscription that waits for
+/// the server behind holds no lock of the proxy's. The server behind
+/// takes its time to accept `mem://slow` (its own subscription filter
+/// waits); meanwhile a tool is added to the proxy (its registry's write
+/// lock) and another caller lists the tools, both at once. The reading was
+/// that the proxy held its registry's read lock across that round trip, so
+/// that the write waited, and every request behind it; the listen's
+/// filter runs with no lock held (`dispatch::methods::accept`), and this
+/// passes on the code as it was.
+#[test]
+fn a_subscription_waiting_behind_the_proxy_holds_no_lock() {
+    let (entered_tx, entered) = crossbeam_channel::unbounded::<()>();
+    let (release_tx, release) = crossbeam_channel::unbounded::<()>();
+    let behind = crate::everything::build_with(move |builder| {
+        builder.resource_subscription_filter(move |uri| {
+            if uri == "mem://slow" {
+                let _ = entered_tx.send(());
+                let _ = release.recv_timeout(WAIT);
+            }
+            true
+        })
+    });
+    let (ours, theirs) = Transport::memory();
+    thread::spawn(move || behind.serve(theirs));
+    let proxy = mcp_stdio::proxy::serve_as(Client::connect(ours).unwrap()).unwrap();
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let serving = proxy.clone();
+    let _stop = Proxied {
+        addr: listener.local_addr().unwrap(),
+        url: url.clone(),
+        stop: proxy.stop_handle(),
+    };
+    thread::spawn(move || serving.serve_http(listener, HttpOptions::new()));
+    let a = caller(&url, EraPolicy::ModernOnly);
+    let subscribing = thread::spawn(move || {
+        let listen = a.listen(SubscriptionFilter {
+            resource_subscriptions: Some(vec!["mem://slow".into()]),
+            ..SubscriptionFilter::default()
+        });
+        (a, listen.map(|l| l.accepted().clone()))
+    });
+    entered.recv_timeout(WAIT).unwrap();
+    let b = caller(&url, EraPolicy::ModernOnly);
+    let started = Instant::now();
+    proxy.add_tool(
+        Tool::new("added", "Added while a subscription waits."),
+        |_ctx, _: Value| Ok(CallToolResult::text("added")),
+    );
+    let names: Vec<String> = b.tools().map(|t| t.unwrap().name).collect();
+    let took = started.elapsed();
+    release_tx.send(()).unwrap();
+    assert!(names.contains(&"added".to_owned()), "{names:?}");
+    assert!(took < Duration::from_secs(2), "the proxy waited {took:?}");
+    let (_a, accepted) = subscribing.join().unwrap();
+    assert_eq!(
+        accepted.unwrap().resource_subscriptions,
+        Some(vec!["mem://slow".to_owned()])
+    );
+}
+
 // ---------------------------------------------------------------------------
 // The review of issue 43 (review-43): claims, each a test that failed on
 // the code as merged.
@@ -480,7 +700,6 @@ fn proxy_resource_threads() -> usize {
 /// proxy holds follows its callers' live subscriptions (a handful here,
 /// once they ended).
 #[test]
-#[ignore = "issue 47 item 12: fixed on branch issue-47-http"]
 fn subscriptions_through_the_proxy_hold_no_thread_after_they_end() {
     let proxy = proxied();
     let client = caller(&proxy.url, EraPolicy::ModernOnly);

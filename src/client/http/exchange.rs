@@ -9,7 +9,7 @@
 
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use super::url::Endpoint;
 use crate::http::HttpHeaders;
@@ -147,6 +147,8 @@ pub(crate) struct Body<'a> {
     /// Bytes left in the body (`Length`) or in the current chunk.
     left: u64,
     done: bool,
+    /// Past it, a read fails ([`Body::until`]).
+    until: Option<Instant>,
 }
 
 impl<'a> Body<'a> {
@@ -161,13 +163,35 @@ impl<'a> Body<'a> {
             framing: head.framing,
             left,
             done: head.framing == Framing::Length(0),
+            until: None,
         }
+    }
+
+    /// Reading ends at `deadline` (a read then fails, `TimedOut`), however
+    /// the server keeps the body going: a socket's read timeout bounds
+    /// only its silences, and a stream of keep-alive comments has none.
+    pub fn until(&mut self, deadline: Instant) {
+        self.until = Some(deadline);
     }
 
     /// Whether the body was read to its end (the connection can be used
     /// again).
     pub fn is_done(&self) -> bool {
         self.done
+    }
+
+    /// Reads the end of a chunked body if it has arrived already (it is in
+    /// the connection's buffer), never waiting: a stream left after its
+    /// answer is usually over by then (the server writes the answer's event
+    /// and the last chunk together), and the connection can then be used
+    /// again; one that is not is left unread.
+    pub fn end_if_arrived(&mut self) {
+        const LAST_CHUNK: &[u8] = b"0\r\n\r\n";
+        let at_chunk = self.framing == Framing::Chunked && self.left == 0 && !self.done;
+        if at_chunk && self.conn.buffer().starts_with(LAST_CHUNK) {
+            self.conn.consume(LAST_CHUNK.len());
+            self.done = true;
+        }
     }
 
     fn chunk_line(&mut self) -> io::Result<String> {
@@ -184,6 +208,12 @@ impl Read for Body<'_> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         if self.done || buf.is_empty() {
             return Ok(0);
+        }
+        if self.until.is_some_and(|until| Instant::now() >= until) {
+            return Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                "the answer took longer than its time limit",
+            ));
         }
         if self.framing == Framing::Chunked && self.left == 0 {
             let line = self.chunk_line()?;

@@ -6,10 +6,11 @@
 //! stream that ended before its answer.
 //!
 //! Both read events the way a POST's stream is read and hand every
-//! message to the link's reader, so what arrives on them is routed like
-//! anything else. A reconnection waits the `retry:` the server last asked
-//! for (one second when it asked nothing) and sends the last event id as
-//! `Last-Event-ID`. The 2026-07-28 revision has neither stream: there a
+//! message to the link (`Inbox::deliver`), so what arrives on them is
+//! routed like anything else. A `404` for the standalone stream's session
+//! starts a new session (`session`), whose stream is then opened. A
+//! reconnection waits the `retry:` the server last asked for (one second
+//! when it asked nothing) and sends the last event id as `Last-Event-ID`. The 2026-07-28 revision has neither stream: there a
 //! response stream that ends without the answer is an error.
 
 use std::cell::Cell;
@@ -19,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use super::Shared;
 use super::exchange::{self, Body, Cursor};
-use super::messages::one_line;
+use crate::note_limiter::NoteLimiter;
 use crate::sync::lock;
 
 /// The wait before a reconnection when the server asked for none.
@@ -78,18 +79,20 @@ impl Shared {
     /// client closes: a server that offers none answers `405` (any `4xx`
     /// is taken as that; retrying would not change it).
     fn listen(&self) {
-        let Some(to_reader) = lock(&self.to_reader).clone() else {
+        let Some(inbox) = self.inbox() else {
             return;
         };
+        let mut notes = NoteLimiter::default();
         lock(&self.streams).insert(STANDALONE.to_owned(), None);
         let mut cursor = Cursor::default();
         let mut failures = 0;
         while !self.is_closed() {
             let delivered = Cell::new(false);
             let at = cursor.last_id.clone();
+            let session = lock(&self.session).clone();
             let ended = self.get(STANDALONE, &mut cursor, |message| {
                 delivered.set(true);
-                to_reader.send(one_line(message)).is_ok()
+                inbox.deliver(&message, &mut notes)
             });
             // A stream that moved on (a message, or a new event id: a
             // server that closes its stream for the client to poll) is
@@ -100,6 +103,16 @@ impl Shared {
                 failures += 1;
             }
             match ended {
+                // The session is gone: a new one, whose stream is opened.
+                Err(Refused::Status(404)) if session.is_some() => {
+                    let gone = [("Mcp-Session-Id".to_owned(), session.unwrap_or_default())];
+                    if self.renew(&gone) {
+                        cursor = Cursor::default();
+                        failures = 0;
+                        continue;
+                    }
+                    return;
+                }
                 Err(Refused::Status(_)) => return,
                 Err(Refused::Why(why)) if failures >= MAX_FAILURES && !self.is_closed() => {
                     self.notes.problem(&format!(
@@ -185,7 +198,7 @@ impl Shared {
             headers.push(("Last-Event-ID".to_owned(), last.clone()));
         }
         headers.extend(self.settings.headers());
-        let (mut conn, head) = self.start("GET", b"", Some(key), &headers)?;
+        let (mut kept, head) = self.start(None, "GET", b"", Some(key), &headers)?;
         if (400..500).contains(&head.status) {
             return Err(Refused::Status(head.status));
         }
@@ -200,7 +213,7 @@ impl Shared {
                 }
             )));
         }
-        let mut body = Body::new(&mut conn, &head);
+        let mut body = Body::new(kept.connection(), &head);
         exchange::read_events(&mut body, self.max_message, cursor, deliver)
             .map_err(|e| Refused::Why(format!("the GET stream broke: {e}")))
     }

@@ -1,10 +1,7 @@
-//! The messages the link's reader gets over HTTP: each one line, an
-//! answer that is not JSON-RPC turned into a JSON-RPC error for the
-//! request that caused it, and the channel they come through.
+//! Reading the messages a POST's answer carries just enough to route
+//! them, and an answer that is not JSON-RPC turned into a JSON-RPC error
+//! for the request that caused it.
 
-use std::io::{self, Read};
-
-use crossbeam_channel::Receiver;
 use serde_json::Value;
 
 use super::exchange::Head;
@@ -88,9 +85,7 @@ pub(super) fn error_line(id: &str, message: &str) -> Vec<u8> {
         "message": message,
         "data": { "transport": NO_ANSWER },
     });
-    let mut line = format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"error\":{error}}}").into_bytes();
-    line.push(b'\n');
-    line
+    format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"error\":{error}}}").into_bytes()
 }
 
 /// Whether `error` is one this client made up ([`error_line`]): the
@@ -99,42 +94,4 @@ pub(super) fn error_line(id: &str, message: &str) -> Vec<u8> {
 pub(crate) fn no_answer(error: &crate::Error) -> bool {
     matches!(error, crate::Error::Rpc(e)
         if e.data.as_ref().is_some_and(|data| data["transport"] == NO_ANSWER))
-}
-
-/// A message on one line: raw line breaks in JSON are whitespace between
-/// tokens (inside strings they must be escaped), so they become spaces.
-pub(super) fn one_line(mut message: Vec<u8>) -> Vec<u8> {
-    for b in &mut message {
-        if *b == b'\n' || *b == b'\r' {
-            *b = b' ';
-        }
-    }
-    message.push(b'\n');
-    message
-}
-
-/// The link's reader side: the server's messages, one line each, until
-/// the client closes and every POST has ended.
-pub(super) struct Messages {
-    pub rx: Receiver<Vec<u8>>,
-    pub current: Vec<u8>,
-    pub at: usize,
-}
-
-impl Read for Messages {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        while self.at == self.current.len() {
-            match self.rx.recv() {
-                Ok(line) => {
-                    self.current = line;
-                    self.at = 0;
-                }
-                Err(_) => return Ok(0),
-            }
-        }
-        let n = buf.len().min(self.current.len() - self.at);
-        buf[..n].copy_from_slice(&self.current[self.at..self.at + n]);
-        self.at += n;
-        Ok(n)
-    }
 }

@@ -62,6 +62,12 @@ impl ParamHeaders {
         serde_json::to_vec(&reply).unwrap_or(message)
     }
 
+    /// Whether `tool` has marked arguments (its calls' `arguments` are then
+    /// read for [`ParamHeaders::headers`]).
+    pub fn marked(&self, tool: &str) -> bool {
+        self.tools.contains_key(tool)
+    }
+
     /// The `Mcp-Param-*` headers of a call of `tool` with `arguments`: one
     /// per marked argument that has a primitive value.
     pub fn headers(&self, tool: &str, arguments: Option<&Value>) -> Vec<(String, String)> {

@@ -10,6 +10,7 @@ use serde_json::{Value, json};
 
 use super::Shared;
 use super::exchange::Cursor;
+use super::post::Failed;
 use crate::sync::lock;
 use crate::types::method;
 
@@ -30,10 +31,14 @@ impl Shared {
     ) -> Result<(), String> {
         let relisted = self.relist(line).then(|| serde_json::from_slice(line).ok());
         let headers = match relisted.flatten() {
-            Some(outgoing) => self.headers(&outgoing),
+            Some(outgoing) => self.headers(&outgoing, &super::OutgoingParams::of(&outgoing)),
             None => headers.to_vec(),
         };
         self.exchange("POST", line, id, &headers, cursor, deliver)
+            .map_err(|failed| match failed {
+                Failed::Why(why) => why,
+                Failed::SessionGone => "the server does not know the session any more (404)".into(),
+            })
     }
 
     /// Lists every tool again (every page), with the `_meta` of the call
@@ -57,7 +62,7 @@ impl Shared {
             let Ok(outgoing) = serde_json::from_str(&body) else {
                 return false;
             };
-            let headers = self.headers(&outgoing);
+            let headers = self.headers(&outgoing, &super::OutgoingParams::of(&outgoing));
             let mut listed = None;
             let read = self.exchange(
                 "POST",

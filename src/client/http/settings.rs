@@ -5,7 +5,8 @@
 use std::fmt;
 use std::sync::Arc;
 
-use crate::client::link::{Link, ServerInput};
+use super::url::Endpoint;
+use crate::client::link::Link;
 use crate::client::{Client, ClientBuilder};
 use crate::error::Error;
 
@@ -74,18 +75,24 @@ impl ClientBuilder {
     /// The client then works as it does over stdio, with the same era
     /// probe, both eras, MRTR, tasks, subscriptions and cancellation.
     /// Every message is one POST on a kept-alive connection (one per
-    /// request in flight; up to eight idle ones are kept); an answer that
-    /// streams (SSE) is read as it comes. A timeout or a cancellation
-    /// closes the request's stream, which a modern server takes as the
-    /// cancellation; a legacy server is also sent `notifications/cancelled`.
-    /// A legacy server's session id (`Mcp-Session-Id`) is sent back on
-    /// every request and ended with a `DELETE` by [`Client::close`].
+    /// request in flight; up to eight idle ones are kept), sent and read by
+    /// threads the client keeps while there is work (no thread per
+    /// request); an answer that streams (SSE) is read as it comes, until
+    /// the request's answer. A notification or an answer the server does
+    /// not accept within 10 s is given up, holding nothing else. A timeout
+    /// or a cancellation closes the request's stream, which a modern
+    /// server takes as the cancellation; a legacy server is also sent
+    /// `notifications/cancelled`. A legacy server's session id
+    /// (`Mcp-Session-Id`) is sent back on every request and ended with a
+    /// `DELETE` by [`Client::close`]; when the server answers `404` for it
+    /// (it forgot the session, or restarted), a new session is started with
+    /// a new `initialize` and set up as the last one was (its log level,
+    /// its resource subscriptions), and the request is sent again in it.
     ///
     /// Nothing is restarted: [`ClientBuilder::restart`] is for spawned
     /// servers. Each request opens a new connection when no idle one is
     /// left, so a server that went away and came back is reached again by
-    /// the next request (a legacy server that lost the session answers
-    /// `404`, which the caller sees as an error: make a new client).
+    /// the next request.
     ///
     /// ```no_run
     /// let client = mcp_stdio::Client::builder()
@@ -98,15 +105,14 @@ impl ClientBuilder {
     pub fn connect_url(mut self, url: &str) -> Result<Client, Error> {
         self.settle_capabilities();
         self.http.connected = true;
-        let (reader, writer) =
-            super::open(url, &self.http, self.max_line_bytes, self.notes.clone())?;
-        let link = Link::start(
-            reader,
-            ServerInput::stream(writer),
+        let endpoint = Endpoint::parse(url)?;
+        let (settings, max, notes) = (&self.http, self.max_line_bytes, self.notes.clone());
+        let link = Link::start_carried(
+            |inbox| super::open(endpoint, settings, max, notes, inbox),
             self.max_line_bytes,
             self.notes.clone(),
             self.wire.clone(),
-        )?;
+        );
         Client::start(self, link, None, None)
     }
 }

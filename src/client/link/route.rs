@@ -76,8 +76,9 @@ impl Link {
         self.died();
     }
 
-    /// Routes one line from the server.
-    fn route(self: &Arc<Link>, line: &[u8], notes: &mut NoteLimiter) {
+    /// Routes one line from the server (read by the reader thread, or by a
+    /// carrier's, `carrier::Inbox`).
+    pub(super) fn route(self: &Arc<Link>, line: &[u8], notes: &mut NoteLimiter) {
         #[derive(Deserialize)]
         struct Message<'a> {
             #[serde(default, borrow)]
@@ -387,15 +388,24 @@ impl Link {
     /// sends log messages only for a request that set
     /// `io.modelcontextprotocol/logLevel`, and stdio carries no request id
     /// for them, so a message belongs to the request that asked for logs
-    /// when exactly one in flight did. Legacy era: the level is set for the
-    /// whole session (`logging/setLevel`), and messages belong to no
-    /// request. Everything else goes to the client-level callback
+    /// when exactly one in flight did. When the client's requests are many
+    /// callers' (a proxy's, `Notes::many_callers`), only when that request
+    /// has been the only one in flight since it was sent: a server may log
+    /// where it was not asked, and a message that came beside another
+    /// request could be that one's, another caller's, who must never read
+    /// it (issue 47, item 12). Legacy era: the level is set for the whole
+    /// session (`logging/setLevel`), and messages belong to no request.
+    /// Everything else goes to the client-level callback
     /// (`ClientBuilder::on_log`), or to the trace as information.
     fn route_log(&self, log: LoggingMessageNotificationParams, bytes: usize) {
         if !self.is_legacy() {
             let pending = lock(&self.pending);
-            let mut asking = pending.iter().filter(|(_, p)| p.wants_logs);
-            if let (Some((id, p)), None) = (asking.next(), asking.next()) {
+            let only = self.notes.many_callers();
+            let mut asking = pending.iter().filter(|(_, p)| p.wants_logs || only);
+            if let (Some((id, p)), None) = (asking.next(), asking.next())
+                && p.wants_logs
+                && (p.alone || !only)
+            {
                 return self.deliver(id, p, bytes, |held| Delivery::Log(log, held));
             }
         }

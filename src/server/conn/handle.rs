@@ -38,7 +38,7 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::Sender;
 
 use super::output::{BUFFER, Detached};
-use super::{Conn, End};
+use super::{Conn, End, Writer};
 use crate::error::Error;
 use crate::jsonrpc::{ErrorObject, RequestId};
 use crate::server::cancel::CancelToken;
@@ -81,14 +81,12 @@ pub(crate) enum Sending {
 }
 
 impl ConnHandle {
-    /// A new connection writing to `output`; its end goes to `end`.
-    pub fn new(
-        inner: &Arc<Inner>,
-        output: Box<dyn std::io::Write + Send>,
-        end: Sender<End>,
-    ) -> Self {
+    /// A new connection writing to `output` (a byte stream, or a writer
+    /// of lines told what each is: `output::Writer`); its end goes to
+    /// `end`.
+    pub fn new(inner: &Arc<Inner>, output: impl Into<Writer>, end: Sender<End>) -> Self {
         ConnHandle(Arc::new(Shared {
-            state: Mutex::new(Conn::new(inner, output, end)),
+            state: Mutex::new(Conn::new(inner, output.into(), end)),
             changed: Condvar::new(),
             closed: AtomicBool::new(false),
         }))
@@ -323,9 +321,9 @@ impl ConnHandle {
                 Reply::Later(rest) => call(rest, &ctx),
                 reply => reply,
             };
-            let line = reply.into_line();
+            let reply = reply.encoded();
             handle.act(Sending::Now, |conn| {
-                conn.finish(ctx.id(), seq, Reply::Line(line));
+                conn.finish(ctx.id(), seq, reply);
             });
         });
         if conn.in_flight.has_slot(conn.inner.config.max_running) {

@@ -20,7 +20,6 @@
 pub(crate) mod handle;
 mod output;
 
-use std::io::Write;
 use std::sync::Arc;
 
 use crossbeam_channel::Sender;
@@ -34,7 +33,10 @@ use crate::server::in_flight::InFlight;
 use crate::server::pool::Job as PoolJob;
 use crate::server::reply::Reply;
 use crate::server::subscriptions::{Accepted, SubscriptionTable, encode_ack, encode_final};
+#[cfg(feature = "http")]
+pub(crate) use output::LineWriter;
 use output::Output;
+pub(crate) use output::{LineKind, Writer};
 
 /// Why serving a connection ends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -81,7 +83,7 @@ pub(crate) struct Conn {
 }
 
 impl Conn {
-    fn new(inner: &Arc<Inner>, output: Box<dyn Write + Send>, end: Sender<End>) -> Conn {
+    fn new(inner: &Arc<Inner>, output: Writer, end: Sender<End>) -> Conn {
         Conn {
             inner: Arc::clone(inner),
             in_flight: InFlight::default(),
@@ -132,7 +134,7 @@ impl Conn {
     pub fn notify(&mut self, id: &RequestId, seq: u64, line: Vec<u8>) -> bool {
         let current = self.in_flight.is_current(id, seq);
         if current {
-            self.write_line(line);
+            self.write_line(line, LineKind::Message);
         }
         current
     }
@@ -192,7 +194,7 @@ impl Conn {
         let mut line = Vec::with_capacity(160);
         encode_ack(&mut line, &id, &accepted);
         self.subscriptions.insert(id, accepted);
-        self.write_line(line);
+        self.write_line(line, LineKind::Message);
     }
 
     /// Delivers a published event to every subscription that asked for it
@@ -209,7 +211,7 @@ impl Conn {
             _ => {
                 let output = &mut self.output;
                 (self.subscriptions).deliver(event, |line| {
-                    output.write_line(|out| {
+                    output.write_line(LineKind::Message, |out| {
                         out.push(line);
                         Ok(())
                     });
@@ -237,7 +239,7 @@ impl Conn {
     fn write_final(&mut self, id: &RequestId) {
         let mut line = Vec::with_capacity(160);
         encode_final(&mut line, id, &self.inner.info_value);
-        self.write_line(line);
+        self.write_line(line, LineKind::Response { error: None });
     }
 
     /// Writes an error response (for a request that never began, or a
@@ -245,7 +247,10 @@ impl Conn {
     pub fn write_error(&mut self, id: Option<&RequestId>, error: &ErrorObject) {
         let mut line = Vec::with_capacity(128);
         encode_error(&mut line, id, error);
-        self.write_line(line);
+        let kind = LineKind::Response {
+            error: Some(error.code),
+        };
+        self.write_line(line, kind);
     }
 
     /// Whether the queue for slots is full: the reader waits before it
@@ -288,22 +293,28 @@ impl Conn {
         self.closed = true;
     }
 
-    /// Writes one encoded message (without its newline) that answers no
-    /// request in flight: an error for a line that is not one, a front
+    /// Writes one encoded message (without its newline), which is `kind`
+    /// (for a writer that is told, `output::Writer::Lines`), and answers
+    /// no request in flight: an error for a line that is not one, a front
     /// end's own answers and notifications.
-    pub fn write_line(&mut self, line: Vec<u8>) {
-        self.write_reply(Reply::Line(line));
+    pub fn write_line(&mut self, line: Vec<u8>, kind: LineKind) {
+        if !self.closed {
+            self.output.push_line(kind, line);
+        }
     }
 
     /// Writes one reply ([`Output::write_line`], the only writer; an
-    /// encoded one is moved in, [`Output::push_line`]).
+    /// encoded one is moved in, [`Output::push_line`]), a response.
     fn write_reply(&mut self, reply: Reply) {
         if self.closed {
             return;
         }
+        let kind = LineKind::Response {
+            error: reply.error_code(),
+        };
         match reply {
-            Reply::Line(line) => self.output.push_line(line),
-            reply => self.output.write_line(|out| reply.write_to(out)),
+            Reply::Line { line, .. } => self.output.push_line(kind, line),
+            reply => self.output.write_line(kind, |out| reply.write_to(out)),
         }
     }
 

@@ -17,10 +17,63 @@
 //! the lines still leave in their order, and only whole lines reach the
 //! writer. Lines are counted as they are written and as sends take them
 //! ([`Output::taken`]): a writer knows when its own are on their way.
+//!
+//! The writer is a byte stream ([`Writer::Bytes`], stdio: many lines in
+//! one `write(2)`), or a writer of lines ([`Writer::Lines`], a Streamable
+//! HTTP response body) that is told what each line is ([`LineKind`], from
+//! the method that wrote it): whether it is a response, with its error
+//! code. It decides its status and its end by them, without reading the
+//! line again.
 
 use std::io::{self, Write};
 
 use crate::server::out::Out;
+
+/// What a line written to a connection is, for a writer that is told
+/// ([`Writer::Lines`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum LineKind {
+    /// A response: to a request, or a listen's final result; an error
+    /// carries its code.
+    Response { error: Option<i32> },
+    /// Anything else the server sends: a notification, or (a legacy
+    /// front end's) a request to the client.
+    Message,
+}
+
+/// Where a connection's lines go.
+pub(crate) enum Writer {
+    /// A byte stream: lines go out together, many in one `write(2)`.
+    Bytes(Box<dyn Write + Send>),
+    /// A writer given one line at a time, with what it is.
+    #[cfg_attr(
+        not(feature = "http"),
+        allow(dead_code, reason = "only a Streamable HTTP response body is one")
+    )]
+    Lines(Box<dyn LineWriter>),
+}
+
+/// A writer of whole lines ([`Writer::Lines`]).
+pub(crate) trait LineWriter: Send {
+    /// Writes one message (without its newline), which is `kind`.
+    fn line(&mut self, kind: LineKind, line: &[u8]) -> io::Result<()>;
+}
+
+impl From<Box<dyn Write + Send>> for Writer {
+    fn from(writer: Box<dyn Write + Send>) -> Writer {
+        Writer::Bytes(writer)
+    }
+}
+
+impl Writer {
+    /// Flushes a byte stream (a writer of lines has nothing held).
+    pub fn flush(&mut self) -> io::Result<()> {
+        match self {
+            Writer::Bytes(writer) => writer.flush(),
+            Writer::Lines(_) => Ok(()),
+        }
+    }
+}
 
 /// The size a buffer starts at, and the most the reader holds back before
 /// it sends (`handle::Sending::BeforeRead`).
@@ -35,13 +88,17 @@ pub(super) struct Output {
     lines: Out,
     /// The bytes in `queued` and `lines`.
     waiting: usize,
+    /// The kind and length (newline included) of each line in `queued`
+    /// and `lines`, in order: only for a writer of lines (`None` for a
+    /// byte stream, which is not told).
+    kinds: Option<Vec<(LineKind, usize)>>,
     /// Lines written so far, and how many of them sends took (or a
     /// failure or the close dropped): a writer's lines are on their way
     /// once `taken` reaches the count its write left.
     written: u64,
     taken: u64,
     /// The writer; `None` while a thread sends with it, and once closed.
-    writer: Option<Box<dyn Write + Send>>,
+    writer: Option<Writer>,
     /// The buffer that takes the place of the one a send takes out.
     spare: Out,
     /// The first failed send; after it nothing more is written.
@@ -54,30 +111,53 @@ pub(super) struct Output {
 
 /// A writer and the lines it is to send, taken out of an [`Output`].
 pub(super) struct Detached {
-    writer: Box<dyn Write + Send>,
+    writer: Writer,
     queued: Vec<Vec<u8>>,
     lines: Out,
+    /// The lines' kinds, for a writer of lines.
+    kinds: Vec<(LineKind, usize)>,
 }
 
 impl Detached {
     /// Sends the lines and flushes the writer.
     pub fn send(&mut self) -> io::Result<()> {
-        let sent = (self.queued.iter().map(Vec::as_slice))
-            .chain([self.lines.as_slice()])
-            .try_for_each(|buffer| self.writer.write_all(buffer));
+        let buffers = (self.queued.iter().map(Vec::as_slice)).chain([self.lines.as_slice()]);
+        let sent = match &mut self.writer {
+            Writer::Bytes(writer) => buffers
+                .into_iter()
+                .try_for_each(|buffer| writer.write_all(buffer))
+                .and_then(|()| writer.flush()),
+            Writer::Lines(writer) => {
+                // Each buffer holds whole lines, in the order of `kinds`.
+                let mut kinds = self.kinds.iter();
+                buffers.into_iter().try_for_each(|mut buffer| {
+                    while !buffer.is_empty() {
+                        let Some(&(kind, len)) = kinds.next() else {
+                            break;
+                        };
+                        let (line, rest) = buffer.split_at(len.min(buffer.len()));
+                        writer.line(kind, line.strip_suffix(b"\n").unwrap_or(line))?;
+                        buffer = rest;
+                    }
+                    Ok(())
+                })
+            }
+        };
         self.queued.clear();
         self.lines.clear();
-        sent?;
-        self.writer.flush()
+        self.kinds.clear();
+        sent
     }
 }
 
 impl Output {
-    pub fn new(writer: Box<dyn Write + Send>) -> Output {
+    pub fn new(writer: Writer) -> Output {
+        let kinds = matches!(writer, Writer::Lines(_)).then(Vec::new);
         Output {
             queued: Vec::new(),
             lines: Out::with_capacity(BUFFER),
             waiting: 0,
+            kinds,
             written: 0,
             taken: 0,
             writer: Some(writer),
@@ -88,10 +168,14 @@ impl Output {
         }
     }
 
-    /// Writes one message with `body`, then its newline. After a failed
-    /// send, or once closed, nothing more is written; a message whose
-    /// encoding fails is taken back whole.
-    pub fn write_line(&mut self, body: impl FnOnce(&mut Out) -> serde_json::Result<()>) {
+    /// Writes one message with `body`, then its newline; it is `kind`.
+    /// After a failed send, or once closed, nothing more is written; a
+    /// message whose encoding fails is taken back whole.
+    pub fn write_line(
+        &mut self,
+        kind: LineKind,
+        body: impl FnOnce(&mut Out) -> serde_json::Result<()>,
+    ) {
         if self.error.is_some() || self.closed {
             return;
         }
@@ -99,22 +183,27 @@ impl Output {
         match body(&mut self.lines) {
             Ok(()) => {
                 self.lines.push(b"\n");
-                self.waiting += self.lines.len() - start;
+                let len = self.lines.len() - start;
+                self.waiting += len;
                 self.written += 1;
+                if let Some(kinds) = &mut self.kinds {
+                    kinds.push((kind, len));
+                }
             }
             Err(_) => self.lines.truncate(start),
         }
     }
 
-    /// Writes one message already encoded, then its newline: a large one
-    /// is moved in whole (a pooled reply of megabytes is not copied).
-    pub fn push_line(&mut self, mut line: Vec<u8>) {
+    /// Writes one message already encoded, then its newline; it is `kind`.
+    /// A large one is moved in whole (a pooled reply of megabytes is not
+    /// copied).
+    pub fn push_line(&mut self, kind: LineKind, mut line: Vec<u8>) {
         // A message is never empty (see `Reply::into_line`).
         if line.is_empty() {
             return;
         }
         if line.len() < BUFFER {
-            return self.write_line(|out| {
+            return self.write_line(kind, |out| {
                 out.push(&line);
                 Ok(())
             });
@@ -125,6 +214,9 @@ impl Output {
         line.push(b'\n');
         self.waiting += line.len();
         self.written += 1;
+        if let Some(kinds) = &mut self.kinds {
+            kinds.push((kind, line.len()));
+        }
         if !self.lines.is_empty() {
             let lines = std::mem::replace(&mut self.lines, Out::with_capacity(BUFFER));
             self.queued.push(lines.into_vec());
@@ -170,6 +262,7 @@ impl Output {
             writer,
             queued: std::mem::take(&mut self.queued),
             lines: std::mem::replace(&mut self.lines, std::mem::take(&mut self.spare)),
+            kinds: self.kinds.as_mut().map(std::mem::take).unwrap_or_default(),
         })
     }
 
@@ -182,11 +275,16 @@ impl Output {
             writer,
             queued,
             mut lines,
+            kinds,
         } = detached;
         self.writer = Some(writer);
         if self.queued.is_empty() {
             // Its (empty) list, kept for the next large line.
             self.queued = queued;
+        }
+        if let Some(mine) = self.kinds.as_mut().filter(|mine| mine.is_empty()) {
+            // Its (empty) list, kept for the next lines.
+            *mine = kinds;
         }
         lines.clear();
         // A buffer that grew for a large message is not kept.
@@ -197,8 +295,7 @@ impl Output {
         match sent {
             Err(e) if self.error.is_none() => {
                 self.error = Some(e);
-                (self.queued, self.lines, self.waiting) = (Vec::new(), Out::default(), 0);
-                self.taken = self.written;
+                self.drop_waiting();
                 true
             }
             _ => false,
@@ -209,11 +306,19 @@ impl Output {
     /// be flushed and dropped without the lock (the peer then sees the
     /// end), and the first failed send, if any. Call it once nothing waits
     /// and no send is in progress.
-    pub fn close(&mut self) -> (Option<Box<dyn Write + Send>>, Option<io::Error>) {
+    pub fn close(&mut self) -> (Option<Writer>, Option<io::Error>) {
         self.closed = true;
-        (self.queued, self.lines, self.waiting) = (Vec::new(), Out::default(), 0);
-        self.taken = self.written;
+        self.drop_waiting();
         (self.writer.take(), self.error.take())
+    }
+
+    /// Drops what waits to be sent: nobody will send it.
+    fn drop_waiting(&mut self) {
+        (self.queued, self.lines, self.waiting) = (Vec::new(), Out::default(), 0);
+        if let Some(kinds) = &mut self.kinds {
+            kinds.clear();
+        }
+        self.taken = self.written;
     }
 }
 
@@ -252,12 +357,12 @@ mod tests {
     #[test]
     fn lines_go_out_when_sent_and_nothing_once_closed() {
         let flushed = Flushed::default();
-        let mut output = Output::new(Box::new(flushed.clone()));
-        output.write_line(line(b"reply"));
+        let mut output = Output::new(Writer::Bytes(Box::new(flushed.clone())));
+        output.write_line(LineKind::Message, line(b"reply"));
         assert!(flushed.all().is_empty(), "writing only collects");
         let mut detached = output.detach().expect("something to send");
         // Written while the send is in progress: sent next.
-        output.write_line(line(b"next"));
+        output.write_line(LineKind::Message, line(b"next"));
         assert!(output.detach().is_none(), "one send at a time");
         let sent = detached.send();
         assert!(!output.attach(detached, sent));
@@ -267,10 +372,10 @@ mod tests {
         output.attach(detached, sent);
         assert_eq!(flushed.all(), b"reply\nnext\n");
         assert!(output.detach().is_none(), "nothing waits");
-        output.write_line(line(b"dropped at close"));
+        output.write_line(LineKind::Message, line(b"dropped at close"));
         let (writer, error) = output.close();
         assert!(writer.is_some() && error.is_none());
-        output.write_line(line(b"after close"));
+        output.write_line(LineKind::Message, line(b"after close"));
         assert_eq!(output.waiting(), 0);
         assert_eq!(flushed.all(), b"reply\nnext\n");
     }
@@ -278,10 +383,10 @@ mod tests {
     #[test]
     fn a_line_longer_than_the_buffer_goes_out_whole_in_one_write() {
         let flushed = Flushed::default();
-        let mut output = Output::new(Box::new(flushed.clone()));
+        let mut output = Output::new(Writer::Bytes(Box::new(flushed.clone())));
         let long = vec![b'x'; 3 * BUFFER];
-        output.write_line(line(b"short"));
-        output.write_line(line(&long));
+        output.write_line(LineKind::Message, line(b"short"));
+        output.write_line(LineKind::Message, line(&long));
         assert_eq!(flushed.all(), b"", "nothing is written under the lock");
         let mut detached = output.detach().unwrap();
         let sent = detached.send();
@@ -298,15 +403,15 @@ mod tests {
     #[test]
     fn a_large_line_is_moved_in_and_sent_in_its_place() {
         let flushed = Flushed::default();
-        let mut output = Output::new(Box::new(flushed.clone()));
+        let mut output = Output::new(Writer::Bytes(Box::new(flushed.clone())));
         // Room for the newline, so that pushing it cannot move the bytes.
         let mut large = Vec::with_capacity(2 * BUFFER + 1);
         large.resize(2 * BUFFER, b'L');
         let at = large.as_ptr();
-        output.write_line(line(b"before"));
-        output.push_line(large);
+        output.write_line(LineKind::Message, line(b"before"));
+        output.push_line(LineKind::Message, large);
         assert_eq!(output.queued[1].as_ptr(), at, "moved, not copied");
-        output.push_line(b"after".to_vec());
+        output.push_line(LineKind::Message, b"after".to_vec());
         assert_eq!(output.waiting(), 7 + 2 * BUFFER + 1 + 6);
         let mut detached = output.detach().unwrap();
         let sent = detached.send();
@@ -320,9 +425,9 @@ mod tests {
 
     #[test]
     fn a_line_whose_encoding_fails_is_taken_back() {
-        let mut output = Output::new(Box::new(Flushed::default()));
-        output.write_line(line(b"kept"));
-        output.write_line(|out| {
+        let mut output = Output::new(Writer::Bytes(Box::new(Flushed::default())));
+        output.write_line(LineKind::Message, line(b"kept"));
+        output.write_line(LineKind::Message, |out| {
             out.push(b"{\"half");
             Err(serde::ser::Error::custom("cannot encode"))
         });
@@ -331,13 +436,13 @@ mod tests {
 
     #[test]
     fn a_writer_knows_when_its_lines_are_on_their_way() {
-        let mut output = Output::new(Box::new(Flushed::default()));
-        output.write_line(line(b"one"));
+        let mut output = Output::new(Writer::Bytes(Box::new(Flushed::default())));
+        output.write_line(LineKind::Message, line(b"one"));
         let mine = output.written();
         assert!(!output.taken(mine), "written, not taken");
         let mut detached = output.detach().unwrap();
         assert!(output.taken(mine), "taken by the send in progress");
-        output.write_line(line(b"two"));
+        output.write_line(LineKind::Message, line(b"two"));
         assert!(!output.taken(output.written()), "written behind the send");
         let sent = detached.send();
         output.attach(detached, sent);
@@ -361,18 +466,61 @@ mod tests {
 
     #[test]
     fn the_first_failure_is_reported_once_and_kept() {
-        let mut output = Output::new(Box::new(Broken));
-        output.write_line(line(b"buffered"));
+        let mut output = Output::new(Writer::Bytes(Box::new(Broken)));
+        output.write_line(LineKind::Message, line(b"buffered"));
         let mut detached = output.detach().unwrap();
-        output.write_line(line(b"behind it"));
+        output.write_line(LineKind::Message, line(b"behind it"));
         let sent = detached.send();
         assert!(output.attach(detached, sent), "this send failed");
         assert_eq!(output.waiting(), 0, "what waited is dropped");
-        output.write_line(line(b"x"));
+        output.write_line(LineKind::Message, line(b"x"));
         assert!(output.detach().is_none(), "nothing after a failure");
         assert_eq!(
             output.close().1.map(|e| e.kind()),
             Some(io::ErrorKind::BrokenPipe)
+        );
+    }
+
+    /// A line and its kind, as a writer of lines was given it.
+    type Line = (LineKind, Vec<u8>);
+
+    /// What a writer of lines was given.
+    #[derive(Clone, Default)]
+    struct Told(Arc<Mutex<Vec<Line>>>);
+
+    impl LineWriter for Told {
+        fn line(&mut self, kind: LineKind, line: &[u8]) -> io::Result<()> {
+            self.0.lock().unwrap().push((kind, line.to_vec()));
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_writer_of_lines_is_told_each_line_and_its_kind() {
+        let told = Told::default();
+        let mut output = Output::new(Writer::Lines(Box::new(told.clone())));
+        let error = LineKind::Response {
+            error: Some(-32601),
+        };
+        let large = vec![b'L'; 2 * BUFFER];
+        output.write_line(LineKind::Message, line(b"progress"));
+        output.push_line(LineKind::Message, large.clone());
+        output.write_line(error, line(b"reply"));
+        let mut detached = output.detach().unwrap();
+        let sent = detached.send();
+        output.attach(detached, sent);
+        output.push_line(LineKind::Response { error: None }, b"next".to_vec());
+        let mut detached = output.detach().unwrap();
+        let sent = detached.send();
+        output.attach(detached, sent);
+        assert_eq!(
+            *told.0.lock().unwrap(),
+            [
+                (LineKind::Message, b"progress".to_vec()),
+                (LineKind::Message, large),
+                (error, b"reply".to_vec()),
+                (LineKind::Response { error: None }, b"next".to_vec()),
+            ]
         );
     }
 }

@@ -1,6 +1,8 @@
 //! A POST's response body as a connection's output: [`Body`] is the
-//! writer a `ConnHandle` writes its lines to, and it turns them into an
-//! HTTP response.
+//! writer of lines a `ConnHandle` writes to (`conn::Writer::Lines`), told
+//! what each line is (`LineKind`: the response, with its error code, or a
+//! message), and it turns them into an HTTP response without reading them
+//! again.
 //!
 //! JSON or SSE is decided by the first line, so nothing has to be guessed
 //! before the handler runs (spec 2026-07-28 basic/transports/streamable-http,
@@ -17,21 +19,18 @@
 //!   line, the response last, the stream ended after it. A client whose
 //!   `Accept` lacks `text/event-stream` gets the response alone.
 //!
-//! The body only ever writes whole events: a line is held until its
-//! newline arrives, so a keep-alive comment never lands inside one. After
-//! the response, or once the request is cancelled, nothing more is
-//! written.
+//! The body is given whole lines only, so a keep-alive comment never lands
+//! inside an event. After the response, or once the request is cancelled,
+//! nothing more is written.
 
 use std::io::{self, Write};
 use std::net::TcpStream;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
-use serde::Deserialize;
-use serde::de::IgnoredAny;
-
 use crate::http::{write_chunk, write_last_chunk, write_response, write_stream_head};
 use crate::jsonrpc::error_code;
+use crate::server::conn::{LineKind, LineWriter};
 
 /// The response of one POST, shared by the connection's output (the
 /// writer) and the thread that serves the POST.
@@ -51,8 +50,6 @@ enum Mode {
 
 struct State {
     socket: TcpStream,
-    /// Bytes of a line whose newline has not arrived yet.
-    partial: Vec<u8>,
     mode: Mode,
     /// The client accepts `text/event-stream`.
     events: bool,
@@ -65,19 +62,13 @@ struct State {
     /// A write to the socket failed: the client is gone.
     failed: bool,
     /// Lines held back until [`Body::release`].
-    held: Option<Vec<Vec<u8>>>,
-}
-
-/// A response line read just enough to route it.
-#[derive(Deserialize)]
-struct Probe {
-    method: Option<IgnoredAny>,
-    error: Option<Code>,
-}
-
-#[derive(Deserialize)]
-struct Code {
-    code: i64,
+    held: Option<Vec<(LineKind, Vec<u8>)>>,
+    /// A client that goes away does not end the request (a legacy POST,
+    /// see [`Body::outlive_client`]).
+    outlives_client: bool,
+    /// The client went away: what is written goes nowhere, and the
+    /// response is complete when the reply comes.
+    detached: bool,
 }
 
 impl Body {
@@ -85,7 +76,6 @@ impl Body {
     pub fn new(socket: TcpStream, events: bool, http10: bool, keep_alive: bool) -> Body {
         let state = Mutex::new(State {
             socket,
-            partial: Vec::new(),
             mode: Mode::Undecided,
             events,
             chunked: !http10,
@@ -93,6 +83,8 @@ impl Body {
             headers: Vec::new(),
             failed: false,
             held: None,
+            outlives_client: false,
+            detached: false,
         });
         Body(Arc::new((state, Condvar::new())))
     }
@@ -102,6 +94,14 @@ impl Body {
     #[cfg_attr(not(feature = "legacy"), allow(dead_code))]
     pub fn streams(&self) -> bool {
         self.lock().events
+    }
+
+    /// Whether a notification written now would reach the client: it
+    /// takes an event stream, and the response is not over.
+    #[cfg_attr(not(feature = "legacy"), allow(dead_code))]
+    pub fn takes_events(&self) -> bool {
+        let state = self.lock();
+        state.events && !state.is_done() && !state.detached
     }
 
     /// Holds back what the connection writes until [`Body::release`]: an
@@ -117,8 +117,8 @@ impl Body {
     #[cfg_attr(not(feature = "legacy"), allow(dead_code))]
     pub fn release(&self) {
         let mut state = self.lock();
-        for line in state.held.take().unwrap_or_default() {
-            state.line(&line);
+        for (kind, line) in state.held.take().unwrap_or_default() {
+            state.line(kind, &line);
         }
         self.wake_if_done(state);
     }
@@ -149,8 +149,29 @@ impl Body {
         self.wake_if_done(state);
     }
 
-    /// Adds a header to the response (before its first line).
+    /// The request goes on when its client goes away (2025-11-25
+    /// basic/transports: a disconnection "SHOULD NOT be interpreted as the
+    /// client cancelling its request"): a failed write or a closed socket
+    /// detaches the body ([`Body::detach`]) instead of failing the
+    /// connection, whose request then runs to its end.
     #[cfg_attr(not(feature = "legacy"), allow(dead_code))]
+    pub fn outlive_client(&self) {
+        self.lock().outlives_client = true;
+    }
+
+    /// Whether the request goes on without its client.
+    pub fn outlives_client(&self) -> bool {
+        self.lock().outlives_client
+    }
+
+    /// The client went away from a request that goes on: from here on
+    /// nothing is written, and the response is complete when the reply
+    /// comes (or the request is cancelled); the connection then closes.
+    pub fn detach(&self) {
+        self.lock().detached = true;
+    }
+
+    /// Adds a header to the response (before its first line).
     pub fn header(&self, name: &'static str, value: String) {
         self.lock().headers.push((name, value));
     }
@@ -169,7 +190,10 @@ impl Body {
     /// response.
     pub fn keeps_alive(&self) -> bool {
         let state = self.lock();
-        state.keep_alive && !state.failed && (state.mode != Mode::Events || state.chunked)
+        state.keep_alive
+            && !state.failed
+            && !state.detached
+            && (state.mode != Mode::Events || state.chunked)
     }
 
     /// The request was cancelled (the client closed its stream): nothing
@@ -210,31 +234,15 @@ impl Body {
     }
 }
 
-impl Write for Body {
-    fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+impl LineWriter for Body {
+    fn line(&mut self, kind: LineKind, line: &[u8]) -> io::Result<()> {
         let mut state = self.lock();
-        let mut rest = bytes;
-        while let Some(at) = memchr::memchr(b'\n', rest) {
-            let line = if state.partial.is_empty() {
-                rest[..at].to_vec()
-            } else {
-                let mut line = std::mem::take(&mut state.partial);
-                line.extend_from_slice(&rest[..at]);
-                line
-            };
-            state.line(&line);
-            rest = &rest[at + 1..];
-        }
-        state.partial.extend_from_slice(rest);
+        state.line(kind, line);
         let failed = state.failed;
         self.wake_if_done(state);
         if failed {
             return Err(io::ErrorKind::BrokenPipe.into());
         }
-        Ok(bytes.len())
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
         Ok(())
     }
 }
@@ -244,24 +252,18 @@ impl State {
         self.mode == Mode::Done || self.failed
     }
 
-    /// One whole message from the connection.
-    fn line(&mut self, line: &[u8]) {
+    /// One whole message from the connection, which is `kind`.
+    fn line(&mut self, kind: LineKind, line: &[u8]) {
         if self.mode == Mode::Done || self.failed {
             return;
         }
         if let Some(held) = &mut self.held {
-            held.push(line.to_vec());
+            held.push((kind, line.to_vec()));
             return;
         }
-        // Notifications are encoded with `method` right after `jsonrpc`
-        // (`jsonrpc::encode_notification`); anything else is read.
-        let (is_response, code) = if line.starts_with(br#"{"jsonrpc":"2.0","method":"#) {
-            (false, None)
-        } else {
-            match serde_json::from_slice::<Probe>(line) {
-                Ok(probe) => (probe.method.is_none(), probe.error.map(|e| e.code)),
-                Err(_) => (true, None),
-            }
+        let (is_response, code) = match kind {
+            LineKind::Response { error } => (true, error),
+            LineKind::Message => (false, None),
         };
         match (self.mode, is_response) {
             (Mode::Undecided, true) => {
@@ -269,10 +271,11 @@ impl State {
                     self.headers.iter().map(|(n, v)| (*n, v.as_str())).collect();
                 headers.push(("Content-Type", "application/json"));
                 let status = status_for(code);
-                let keep_alive = self.keep_alive;
-                let sent = write_response(&mut self.socket, status, &headers, line, keep_alive);
-                self.failed |= sent.is_err();
+                let mut out = Vec::with_capacity(line.len() + 256);
+                // Into a Vec: cannot fail.
+                let _ = write_response(&mut out, status, &headers, line, self.keep_alive);
                 self.mode = Mode::Done;
+                self.send(&out);
             }
             (Mode::Undecided, false) if !self.events => {
                 // The client takes JSON only: the response alone.
@@ -313,8 +316,12 @@ impl State {
     }
 
     fn send(&mut self, bytes: &[u8]) {
-        if !self.failed && self.socket.write_all(bytes).is_err() {
-            self.failed = true;
+        if self.failed || self.detached || self.socket.write_all(bytes).is_ok() {
+            return;
+        }
+        match self.outlives_client {
+            true => self.detached = true,
+            false => self.failed = true,
         }
     }
 }
@@ -323,8 +330,8 @@ impl State {
 /// 2026-07-28 basic/transports/streamable-http: `404` for an unknown
 /// method, `400` for an unsupported version or a header mismatch; a
 /// request the server cannot read at all is `400` too).
-pub(crate) fn status_for(code: Option<i64>) -> u16 {
-    match code.and_then(|c| i32::try_from(c).ok()) {
+pub(crate) fn status_for(code: Option<i32>) -> u16 {
+    match code {
         Some(error_code::METHOD_NOT_FOUND) => 404,
         Some(
             error_code::PARSE_ERROR

@@ -77,6 +77,7 @@ pub(crate) fn serve_connection(site: &Site, socket: TcpStream, open: u64) {
         socket: &socket,
         #[cfg(feature = "legacy")]
         sessions: &site.sessions,
+        cors: Default::default(),
     };
     // Until its first request's head is in, a connection is on the header
     // clock from its start: one that sends nothing is let go at
@@ -267,20 +268,21 @@ fn serve_request(
     mut request: HttpRequest,
 ) -> bool {
     let socket = exchange.socket;
+    *exchange.cors.borrow_mut() = guard::cors(&request, &site.options);
     if let Err(refusal) = check(site, &request) {
-        let headers: Vec<(&str, &str)> = refusal
-            .headers
-            .iter()
+        let cors = exchange.cors.borrow();
+        let headers: Vec<(&str, &str)> = (refusal.headers.iter())
+            .chain(cors.iter())
             .map(|(n, v)| (*n, v.as_str()))
             .collect();
         let empty = request.framing == crate::http::Framing::Empty;
+        let error = refusal.error();
         if refusal.status == 405 && empty && request.keep_alive() {
-            let error = ErrorObject::invalid_request(refusal.message);
             return exchange.error_with(refusal.status, None, &error, &headers, true);
         }
         // The body is not read: the connection cannot carry another
         // request.
-        refuse(socket, refusal.status, &refusal.message, &headers);
+        refuse_with(socket, refusal.status, &error, &headers);
         return false;
     }
     // A request without a body is in whole: it is served (unless its
@@ -290,6 +292,7 @@ fn serve_request(
         return false;
     }
     match request.method.as_str() {
+        "OPTIONS" => return options(site, exchange, &request),
         #[cfg(feature = "legacy")]
         "GET" => return stream(site, exchange, open, &request),
         #[cfg(feature = "legacy")]
@@ -298,13 +301,11 @@ fn serve_request(
         // `check` lets GET and DELETE through only with `legacy`.
         _ => return false,
     }
+    let cors = exchange.cors.borrow().clone();
+    let cors: Vec<(&str, &str)> = cors.iter().map(|(n, v)| (*n, v.as_str())).collect();
     if request.framing == crate::http::Framing::Empty {
-        refuse(
-            socket,
-            400,
-            "a POST must carry one JSON-RPC message as its body",
-            &[],
-        );
+        let message = "a POST must carry one JSON-RPC message as its body";
+        refuse(socket, 400, message, &cors);
         return false;
     }
     if request.expects_continue() {
@@ -328,7 +329,7 @@ fn serve_request(
         Ok(()) => {}
         Err(HttpError::Io(_)) => return false,
         Err(HttpError::Status(status, message)) => {
-            refuse(socket, status, &message, &[]);
+            refuse(socket, status, &message, &cors);
             return false;
         }
     }
@@ -362,8 +363,9 @@ fn stream(site: &Site, exchange: &Exchange<'_>, open: u64, request: &HttpRequest
     goes_on && empty && !site.inner.connections.is_stopped()
 }
 
-/// The checks before the body, in order: the path, `Host`, `Origin`, the
-/// method, authorization, the media types.
+/// The checks before the body, in order: the path, the fields that must
+/// come once, `Host`, `Origin`, the method, authorization, the media
+/// types.
 fn check(site: &Site, request: &HttpRequest) -> Result<(), Refusal> {
     let options = &site.options;
     if request.path() != options.path {
@@ -375,17 +377,17 @@ fn check(site: &Site, request: &HttpRequest) -> Result<(), Refusal> {
                 options.path
             ),
             headers: Vec::new(),
+            mismatch: false,
         });
     }
+    guard::single_fields(request)?;
     guard::host(request, options, site.loopback)?;
     guard::origin(request, options)?;
-    let allow = if cfg!(feature = "legacy") {
-        "GET, POST, DELETE"
-    } else {
-        "POST"
-    };
     match request.method.as_str() {
         "POST" => {}
+        // A CORS preflight carries no credentials (browsers send none on
+        // it): answered before authorization.
+        "OPTIONS" => return Ok(()),
         // A legacy session's stream, and its end (`sessions`).
         #[cfg(feature = "legacy")]
         "GET" | "DELETE" if request.headers.get("mcp-session-id").is_some() => {
@@ -401,12 +403,31 @@ fn check(site: &Site, request: &HttpRequest) -> Result<(), Refusal> {
                     "{} is not served at the MCP endpoint: send each JSON-RPC message as a POST",
                     request.method
                 ),
-                headers: vec![("Allow", allow.to_owned())],
+                headers: vec![("Allow", ALLOW.to_owned())],
+                mismatch: false,
             });
         }
     }
     guard::authorized(request, options)?;
     guard::media_types(request)
+}
+
+/// The methods the endpoint takes.
+const ALLOW: &str = if cfg!(feature = "legacy") {
+    "GET, POST, DELETE"
+} else {
+    "POST"
+};
+
+/// `OPTIONS`: the methods the endpoint takes, and for a browser's CORS
+/// preflight from an allowed origin what it may send (`guard::preflight`);
+/// `204`, no body. Returns whether the connection goes on.
+fn options(site: &Site, exchange: &Exchange<'_>, request: &HttpRequest) -> bool {
+    let mut fields = guard::preflight(request, &site.options, ALLOW);
+    fields.push(("Allow", ALLOW.to_owned()));
+    let headers: Vec<(&str, &str)> = fields.iter().map(|(n, v)| (*n, v.as_str())).collect();
+    let keep_alive = request.keep_alive() && request.framing == crate::http::Framing::Empty;
+    exchange.respond(204, &headers, b"", keep_alive)
 }
 
 /// `DELETE` with a legacy session id: the session ends (2025-11-25).
@@ -425,9 +446,18 @@ fn delete(site: &Site, exchange: &Exchange<'_>, request: &HttpRequest) -> bool {
 
 /// Answers `status` with a JSON-RPC error without id, and closes.
 fn refuse(socket: &TcpStream, status: u16, message: &str, headers: &[(&str, &str)]) {
+    refuse_with(
+        socket,
+        status,
+        &ErrorObject::invalid_request(message),
+        headers,
+    );
+}
+
+/// [`refuse`] with `error` as the body.
+fn refuse_with(socket: &TcpStream, status: u16, error: &ErrorObject, headers: &[(&str, &str)]) {
     let mut body = Vec::with_capacity(128);
-    let error = ErrorObject::invalid_request(message);
-    encode_error(&mut body, None, &error);
+    encode_error(&mut body, None, error);
     let mut all = headers.to_vec();
     all.push(("Content-Type", "application/json"));
     let mut out = socket;

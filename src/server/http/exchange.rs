@@ -8,9 +8,13 @@
 //! the client closing it is the cancellation (spec 2026-07-28
 //! basic/transports/streamable-http, "Cancellation"): `Conn::cancel` takes
 //! the request out of the map and trips its token, and the body writes
-//! nothing more. The watch waits for the response, and looks at the socket
-//! every [`WATCH`]; it also sends the keep-alive comments of a quiet stream
-//! and notices a stop.
+//! nothing more. Not for a legacy request (2025-11-25 basic/transports: a
+//! disconnection "SHOULD NOT be interpreted as the client cancelling its
+//! request"; that era cancels with `notifications/cancelled`): it runs to
+//! its end, its thread waiting, and what it writes goes nowhere
+//! (`Body::outlive_client`). The watch waits for the response, and looks
+//! at the socket every [`WATCH`]; it also sends the keep-alive comments of
+//! a quiet stream and notices a stop.
 //!
 //! A legacy client's POSTs that carry no request reach the requests of
 //! its session on other connections (see `sessions`): a JSON-RPC response
@@ -18,6 +22,7 @@
 //! `notifications/cancelled` cancels the POST serving that request.
 
 use std::borrow::Cow;
+use std::cell::RefCell;
 use std::net::TcpStream;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -32,12 +37,15 @@ use super::options::HttpOptions;
 #[cfg(feature = "legacy")]
 use super::sessions::Sessions;
 use crate::http::{HttpRequest, write_response};
-use crate::incoming::{Fields, Incoming, Params, classify};
+use crate::incoming::{Incoming, Params, classify};
 use crate::jsonrpc::{ErrorObject, RequestId, encode_error};
 use crate::server::Inner;
-use crate::server::conn::End;
 use crate::server::conn::handle::{ConnHandle, Sending};
+use crate::server::conn::{End, Writer};
+use crate::server::dispatch::prepare;
+use crate::server::meta::MetaView;
 use crate::server::reader;
+use crate::server::request_meta::RequestMeta;
 
 /// How long the watch waits for the response before it looks at the
 /// socket again: the longest a client's close goes unnoticed.
@@ -50,6 +58,10 @@ pub(crate) struct Exchange<'a> {
     pub socket: &'a TcpStream,
     #[cfg(feature = "legacy")]
     pub sessions: &'a Sessions,
+    /// The CORS fields of the responses to the request being served
+    /// (`guard::cors`; none unless a browser on an allowed origin sent
+    /// it), set before each request: every answer carries them.
+    pub cors: RefCell<Vec<(&'static str, String)>>,
 }
 
 impl Exchange<'_> {
@@ -60,13 +72,19 @@ impl Exchange<'_> {
         match classify(&request.body) {
             Incoming::Request { id, method, params } => self.request(request, id, method, params),
             Incoming::Notification { method, params } => {
+                // 2025-11-25 "Session Management": a session the server
+                // does not know is `404`, whatever the message.
                 #[cfg(feature = "legacy")]
-                if let Some(session) = self.legacy_session(request)
-                    && method == crate::types::method::NOTIFICATION_CANCELLED
-                    && let Some(id) = crate::incoming::cancelled_id(params.as_ref())
-                    && let Err(unknown) = self.sessions.cancel(session, &id)
-                {
-                    return self.error_with(404, None, &unknown.error(), &[], keep_alive);
+                if let Some(session) = self.legacy_session(request) {
+                    let known = match crate::incoming::cancelled_id(params.as_ref()) {
+                        Some(id) if method == crate::types::method::NOTIFICATION_CANCELLED => {
+                            self.sessions.cancel(session, &id)
+                        }
+                        _ => self.sessions.known(session),
+                    };
+                    if let Err(unknown) = known {
+                        return self.error_with(404, None, &unknown.error(), &[], keep_alive);
+                    }
                 }
                 #[cfg(not(feature = "legacy"))]
                 let _ = (method, params);
@@ -148,8 +166,8 @@ impl Exchange<'_> {
         params: Option<Params<'_>>,
     ) -> bool {
         let keep_alive = request.keep_alive();
-        let era = match self.checked(request, &method, params.as_ref()) {
-            Ok(era) => era,
+        let (era, meta) = match self.checked(request, &method, params.as_ref()) {
+            Ok(checked) => checked,
             Err((status, error)) => {
                 return self.error_with(status, Some(&id), &error, &[], keep_alive);
             }
@@ -162,15 +180,28 @@ impl Exchange<'_> {
             );
             return self.error_with(503, Some(&id), &error, &[("Retry-After", "1")], false);
         };
-        let body = Body::new(socket, events, request.http10, keep_alive);
+        let body = self.body(socket, events, request);
+        if matches!(era, Era::Legacy(_)) {
+            body.outlive_client();
+        }
         let (end_tx, end) = crossbeam_channel::unbounded();
-        let conn = ConnHandle::new(self.inner, Box::new(body.clone()), end_tx);
+        let conn = ConnHandle::new(self.inner, Writer::Lines(Box::new(body.clone())), end_tx);
         // A legacy POST goes through the legacy front end, with its session.
         #[cfg(feature = "legacy")]
         let legacy = match &era {
             Era::Legacy(version) => {
                 let front = crate::server::legacy::Front::new(self.inner, &conn);
-                match (self.sessions).enter(&front, &body, request, (&id, &method), version) {
+                // A session's notifications reach one of its streams
+                // through the sessions' listener (`sessions`), never a
+                // POST's front end on its own.
+                front.hear_none();
+                match (self.sessions).enter(
+                    (&front, &conn),
+                    &body,
+                    request,
+                    (&id, &method),
+                    version,
+                ) {
                     Ok(session) => Some((front, session)),
                     Err(unknown) => {
                         return self.error_with(404, None, &unknown.error(), &[], keep_alive);
@@ -183,20 +214,32 @@ impl Exchange<'_> {
         let _ = era;
         let key = self.inner.connections.connect(conn.as_connection());
         let bytes = request.body.len();
-        let incoming = Incoming::Request {
-            id: id.clone(),
-            method,
-            params,
-        };
-        #[cfg(feature = "legacy")]
-        let incoming = match &legacy {
-            Some((front, _)) => reader::FrontEnd::take(&mut front.clone(), incoming, bytes),
-            None => Some(incoming),
-        };
-        #[cfg(not(feature = "legacy"))]
-        let incoming = Some(incoming);
-        if let Some(incoming) = incoming {
-            reader::dispatch(self.inner, &conn, incoming, bytes);
+        match meta {
+            // A modern request, its metadata read once (`checked`): as
+            // `reader::dispatch` begins a request, with that metadata.
+            Some(meta) => {
+                let prepared = prepare(self.inner, &method, params, Some(meta));
+                if let Some(job) = conn.begin(id.clone(), prepared, bytes) {
+                    conn.run_inline(job);
+                }
+            }
+            None => {
+                let incoming = Incoming::Request {
+                    id: id.clone(),
+                    method,
+                    params,
+                };
+                #[cfg(feature = "legacy")]
+                let incoming = match &legacy {
+                    Some((front, _)) => reader::FrontEnd::take(&mut front.clone(), incoming, bytes),
+                    None => Some(incoming),
+                };
+                #[cfg(not(feature = "legacy"))]
+                let incoming = Some(incoming);
+                if let Some(incoming) = incoming {
+                    reader::dispatch(self.inner, &conn, incoming, bytes);
+                }
+            }
         }
         #[cfg(feature = "legacy")]
         if let Some((front, session)) = &legacy {
@@ -223,40 +266,45 @@ impl Exchange<'_> {
     }
 
     /// The era of a request, its headers checked against its body (see
-    /// `mirror`), or the status and error that refuse it.
+    /// `mirror`), with a modern request's metadata (its `_meta` read once,
+    /// here, for the kernel too); or the status and error that refuse it.
     fn checked(
         &self,
         request: &HttpRequest,
         method: &str,
         params: Option<&Params<'_>>,
-    ) -> Result<Era, (u16, ErrorObject)> {
-        let status = |error: ErrorObject| (status_for(Some(i64::from(error.code))), error);
+    ) -> Result<(Era, Option<RequestMeta>), (u16, ErrorObject)> {
+        let status = |error: ErrorObject| (status_for(Some(error.code)), error);
         let fields = match mirror::members(params) {
             Ok(fields) => fields,
             // Params the kernel cannot read either (a member twice): it
             // refuses them in both eras (`-32602`), so a legacy request
             // gets its era's answer there; a modern one is refused here.
             Err(error) => {
-                return match mirror::era(&request.headers, &Fields::default()) {
-                    Ok(Era::Legacy(version)) => Ok(Era::Legacy(version)),
+                return match mirror::era(&request.headers, &MetaView::new(None)) {
+                    Ok(Era::Legacy(version)) => Ok((Era::Legacy(version), None)),
                     _ => Err(status(error)),
                 };
             }
         };
-        let era = mirror::era(&request.headers, &fields).map_err(status)?;
-        if era == Era::Modern {
-            // Spec 2026-07-28: `Mcp-Session-Id` is ignored, never echoed.
-            mirror::check(self.inner, &request.headers, method, &fields).map_err(status)?;
-            mirror::check_meta(&fields).map_err(|error| (400, error))?;
+        let meta = MetaView::new(fields.meta);
+        let era = mirror::era(&request.headers, &meta).map_err(status)?;
+        if era != Era::Modern {
+            return Ok((era, None));
         }
-        Ok(era)
+        // Spec 2026-07-28: `Mcp-Session-Id` is ignored, never echoed.
+        mirror::check(self.inner, &request.headers, method, &fields).map_err(status)?;
+        let meta = mirror::check_meta(&meta).map_err(|error| (400, error))?;
+        Ok((era, Some(meta)))
     }
 
     /// Waits for the response to be complete (woken by it, so a client
     /// that reads to the connection's close gets it at once), looking at
-    /// the socket every [`WATCH`]: a close cancels request `id`. A stream
-    /// that answers no request (`id` is `None`, see `stream`) ends at a
-    /// stop, with no grace period.
+    /// the socket every [`WATCH`]: a close cancels request `id` (spec
+    /// 2026-07-28), unless the request outlives its client (a legacy one,
+    /// `Body::outlive_client`), which then runs to its end with nothing
+    /// more written. A stream that answers no request (`id` is `None`, see
+    /// `stream`) ends at a stop, with no grace period.
     pub(super) fn watch(
         &self,
         conn: &ConnHandle,
@@ -267,6 +315,7 @@ impl Exchange<'_> {
         let mut next_comment = crate::deadline::from_now(self.options.keep_alive_interval);
         let mut grace_until: Option<Instant> = None;
         let mut peek = [0u8; 1];
+        let mut client_gone = false;
         while !body.wait_done(WATCH) {
             match end.try_recv() {
                 Ok(End::Stop) if id.is_none() => return,
@@ -284,6 +333,9 @@ impl Exchange<'_> {
                 // `shut_down` (by the caller) answers it `-32603`.
                 return;
             }
+            if client_gone {
+                continue;
+            }
             if now >= next_comment {
                 body.keep_alive();
                 next_comment = crate::deadline::after(now, self.options.keep_alive_interval);
@@ -294,6 +346,11 @@ impl Exchange<'_> {
             // that takes longer than `WATCH` can complete during one.
             let _ = self.socket.set_read_timeout(Some(Duration::from_micros(1)));
             match self.socket.peek(&mut peek) {
+                Ok(0) if id.is_some() && body.outlives_client() => {
+                    // A legacy request goes on; nothing more is written.
+                    body.detach();
+                    client_gone = true;
+                }
                 Ok(0) => {
                     // The client closed the stream: the request is
                     // cancelled, and nothing more is written for it.
@@ -311,6 +368,10 @@ impl Exchange<'_> {
                         e.kind(),
                         std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
                     ) => {}
+                Err(_) if id.is_some() && body.outlives_client() => {
+                    body.detach();
+                    client_gone = true;
+                }
                 Err(_) => {
                     body.cancel();
                     if let Some(id) = id {
@@ -329,7 +390,7 @@ impl Exchange<'_> {
         error: &ErrorObject,
         keep_alive: bool,
     ) -> bool {
-        let status = status_for(Some(i64::from(error.code)));
+        let status = status_for(Some(error.code));
         self.error_with(status, id, error, &[], keep_alive)
     }
 
@@ -349,7 +410,8 @@ impl Exchange<'_> {
         self.respond(status, &all, &body, keep_alive)
     }
 
-    /// Answers a whole response. Returns whether the connection goes on.
+    /// Answers a whole response (with the request's CORS fields).
+    /// Returns whether the connection goes on.
     pub(crate) fn respond(
         &self,
         status: u16,
@@ -357,7 +419,20 @@ impl Exchange<'_> {
         body: &[u8],
         keep_alive: bool,
     ) -> bool {
+        let cors = self.cors.borrow();
+        let mut all = headers.to_vec();
+        all.extend(cors.iter().map(|(n, v)| (*n, v.as_str())));
         let mut socket = self.socket;
-        write_response(&mut socket, status, headers, body, keep_alive).is_ok() && keep_alive
+        write_response(&mut socket, status, &all, body, keep_alive).is_ok() && keep_alive
+    }
+
+    /// The body of a response to `request` on `socket` (an event stream
+    /// if `events` allows), with the request's CORS fields.
+    pub(super) fn body(&self, socket: TcpStream, events: bool, request: &HttpRequest) -> Body {
+        let body = Body::new(socket, events, request.http10, request.keep_alive());
+        for (name, value) in self.cors.borrow().iter() {
+            body.header(name, value.clone());
+        }
+        body
     }
 }

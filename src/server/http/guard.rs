@@ -6,12 +6,16 @@
 
 use super::options::HttpOptions;
 use crate::http::HttpRequest;
+use crate::jsonrpc::{ErrorObject, error_code};
 
 /// A refusal: the status, the reason, and headers to send with it.
 pub(crate) struct Refusal {
     pub status: u16,
     pub message: String,
     pub headers: Vec<(&'static str, String)>,
+    /// The JSON-RPC error of its body: `-32600`, or `-32020` for a header
+    /// mirrored from the body that is malformed ([`single_fields`]).
+    pub mismatch: bool,
 }
 
 impl Refusal {
@@ -20,12 +24,41 @@ impl Refusal {
             status,
             message: message.into(),
             headers: Vec::new(),
+            mismatch: false,
+        }
+    }
+
+    /// The JSON-RPC error of the refusal's body.
+    pub fn error(&self) -> ErrorObject {
+        match self.mismatch {
+            true => ErrorObject::new(
+                error_code::HEADER_MISMATCH,
+                format!("Header mismatch: {}", self.message),
+            ),
+            false => ErrorObject::invalid_request(&self.message),
         }
     }
 }
 
-/// The names a loopback listener answers to.
-const LOOPBACK_NAMES: &[&str] = &["localhost", "127.0.0.1", "[::1]"];
+/// The name a loopback listener answers to besides its addresses.
+const LOOPBACK_NAME: &str = "localhost";
+
+/// Whether `name` (a host name, an IPv6 literal in brackets) names this
+/// machine: `localhost`, or any loopback address, `127.0.0.0/8` and `::1`
+/// written either way (`::ffff:127.0.0.2` is `127.0.0.2`). A DNS name
+/// other than `localhost` could be rebound to any address, so it is not.
+fn is_loopback_name(name: &str) -> bool {
+    if name.eq_ignore_ascii_case(LOOPBACK_NAME) {
+        return true;
+    }
+    let literal = name
+        .strip_prefix('[')
+        .and_then(|n| n.strip_suffix(']'))
+        .unwrap_or(name);
+    literal
+        .parse::<std::net::IpAddr>()
+        .is_ok_and(|ip| ip.to_canonical().is_loopback())
+}
 
 /// The host name of `host[:port]` (an IPv6 literal keeps its brackets).
 fn host_name(authority: &str) -> &str {
@@ -33,6 +66,46 @@ fn host_name(authority: &str) -> &str {
         return authority.split_inclusive(']').next().unwrap_or(authority);
     }
     authority.split(':').next().unwrap_or(authority)
+}
+
+/// The header fields the checks read (`Host`, `Origin`, `Content-Type`)
+/// and every `Mcp-*` one the spec's checks compare with the body
+/// (`MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name`, each `Mcp-Param-*`,
+/// `Mcp-Session-Id`): each at most once. A check reads one value; a
+/// gateway in front may route on the last one, or on all of them joined,
+/// and so see another method, tool, version or session than the one
+/// checked (RFC 9110 section 5.3: a field that is not a list must not be
+/// repeated). A header mirrored from the body (`Mcp-Method`, `Mcp-Name`,
+/// `MCP-Protocol-Version`, `Mcp-Param-*`) sent twice is malformed, which
+/// 2026-07-28 "Server Validation" refuses with `-32020` (`HeaderMismatch`);
+/// the others with `-32600`.
+pub(crate) fn single_fields(request: &HttpRequest) -> Result<(), Refusal> {
+    let checked = |name: &str| {
+        ["host", "origin", "content-type"]
+            .iter()
+            .any(|n| n.eq_ignore_ascii_case(name))
+            || name
+                .get(..4)
+                .is_some_and(|prefix| prefix.eq_ignore_ascii_case("mcp-"))
+    };
+    // One pass (a head may hold a thousand fields): the checked names
+    // seen so far, in lower case.
+    let mut seen = std::collections::HashSet::new();
+    let twice = (request.headers.iter())
+        .map(|(name, _)| name)
+        .filter(|name| checked(name))
+        .find(|name| !seen.insert(name.to_ascii_lowercase()));
+    let Some(name) = twice else {
+        return Ok(());
+    };
+    let name = name.to_ascii_lowercase();
+    let mirrored = ["mcp-method", "mcp-name", "mcp-protocol-version"].contains(&name.as_str())
+        || name.starts_with("mcp-param-");
+    let message = format!("the {name} header is sent more than once: send it once");
+    Err(Refusal {
+        mismatch: mirrored,
+        ..Refusal::new(400, message)
+    })
 }
 
 /// `Host`: required (RFC 9112 section 3.2), and against DNS rebinding a
@@ -48,9 +121,6 @@ pub(crate) fn host(
         }
         return Err(Refusal::new(400, "the Host header is required in HTTP/1.1"));
     };
-    if request.headers.count("host") > 1 {
-        return Err(Refusal::new(400, "the Host header is sent more than once"));
-    }
     let name = host_name(host);
     let allowed = if !options.hosts.is_empty() {
         options
@@ -58,7 +128,7 @@ pub(crate) fn host(
             .iter()
             .any(|h| h.eq_ignore_ascii_case(host) || h.eq_ignore_ascii_case(name))
     } else if loopback {
-        LOOPBACK_NAMES.iter().any(|n| n.eq_ignore_ascii_case(name))
+        is_loopback_name(name)
     } else {
         true
     };
@@ -91,11 +161,7 @@ pub(crate) fn origin(request: &HttpRequest, options: &HttpOptions) -> Result<(),
     let loopback = origin
         .split_once("://")
         .filter(|(scheme, _)| matches!(*scheme, "http" | "https"))
-        .is_some_and(|(_, authority)| {
-            LOOPBACK_NAMES
-                .iter()
-                .any(|n| n.eq_ignore_ascii_case(host_name(authority)))
-        });
+        .is_some_and(|(_, authority)| is_loopback_name(host_name(authority)));
     if loopback {
         Ok(())
     } else {
@@ -104,6 +170,64 @@ pub(crate) fn origin(request: &HttpRequest, options: &HttpOptions) -> Result<(),
             format!("origin '{origin}' is not allowed: allow it with HttpOptions::allow_origin"),
         ))
     }
+}
+
+/// The CORS fields of every response to a browser on an allowed origin
+/// (the Fetch standard, "CORS protocol"): without
+/// `Access-Control-Allow-Origin` the page cannot read the answer, and
+/// without `Access-Control-Expose-Headers` not the session id a legacy
+/// `initialize` assigns or a `401`'s challenge. None for a request without
+/// `Origin` (not a browser's cross-origin request) or from an origin
+/// [`origin`] refuses.
+pub(crate) fn cors(request: &HttpRequest, options: &HttpOptions) -> Vec<(&'static str, String)> {
+    match request.headers.get("origin") {
+        Some(from) if origin(request, options).is_ok() => vec![
+            ("Access-Control-Allow-Origin", from.to_owned()),
+            ("Vary", "Origin".to_owned()),
+            (
+                "Access-Control-Expose-Headers",
+                "Mcp-Session-Id, WWW-Authenticate".to_owned(),
+            ),
+        ],
+        _ => Vec::new(),
+    }
+}
+
+/// The answer to a CORS preflight (`OPTIONS` with
+/// `Access-Control-Request-Method`) from an allowed origin, besides
+/// [`cors`]'s fields: the methods the endpoint takes (`allow`), the
+/// header fields the browser asked to send (the page's origin is trusted
+/// to send any: the checks after the preflight read them), and how long
+/// the browser may keep the answer. No preflight without an allowed
+/// origin: then only `Allow`, as for any `OPTIONS`.
+pub(crate) fn preflight(
+    request: &HttpRequest,
+    options: &HttpOptions,
+    allow: &str,
+) -> Vec<(&'static str, String)> {
+    let asked = request.headers.get("access-control-request-method");
+    if asked.is_none() || cors(request, options).is_empty() {
+        return Vec::new();
+    }
+    let token = |name: &&str| {
+        !name.is_empty()
+            && name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
+    };
+    let names: Vec<&str> = (request.headers.get_all("access-control-request-headers"))
+        .flat_map(|v| v.split(','))
+        .map(str::trim)
+        .filter(token)
+        .collect();
+    let mut fields = vec![
+        ("Access-Control-Allow-Methods", allow.to_owned()),
+        ("Access-Control-Max-Age", "600".to_owned()),
+    ];
+    if !names.is_empty() {
+        fields.push(("Access-Control-Allow-Headers", names.join(", ")));
+    }
+    fields
 }
 
 /// The authorization hook, if any.
@@ -115,6 +239,7 @@ pub(crate) fn authorized(request: &HttpRequest, options: &HttpOptions) -> Result
         status: 401,
         message: refused.message,
         headers: vec![("WWW-Authenticate", refused.challenge)],
+        mismatch: false,
     })
 }
 

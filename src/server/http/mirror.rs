@@ -26,6 +26,7 @@ use crate::incoming::{Fields, Params};
 use crate::jsonrpc::{ErrorObject, error_code};
 use crate::server::Inner;
 use crate::server::meta::{MetaView, validate_meta};
+use crate::server::request_meta::RequestMeta;
 use crate::types::method;
 use crate::version::SUPPORTED_VERSIONS;
 
@@ -66,10 +67,11 @@ pub(crate) fn members<'p>(params: Option<&'p Params<'_>>) -> Result<Fields<'p>, 
 /// Which era a request speaks over HTTP, or the error that refuses it:
 /// `-32022` for a version this server does not speak, `-32020` for a
 /// version header that does not match the body. The body's version is
-/// read as the kernel reads it (`MetaView`), so both tell the same era.
-pub(crate) fn era(headers: &HttpHeaders, fields: &Fields<'_>) -> Result<Era, ErrorObject> {
+/// read as the kernel reads it (`meta`, the body's `_meta` read once), so
+/// both tell the same era.
+pub(crate) fn era(headers: &HttpHeaders, meta: &MetaView<'_>) -> Result<Era, ErrorObject> {
     let header = headers.get("mcp-protocol-version").map(str::trim);
-    if let Some(body) = MetaView::new(fields.meta).protocol_version() {
+    if let Some(body) = meta.protocol_version() {
         let Some(header) = header else {
             return Err(mismatch(
                 "the MCP-Protocol-Version header is required: send the version of the body's _meta in it".into(),
@@ -114,11 +116,14 @@ pub(crate) fn era(headers: &HttpHeaders, fields: &Fields<'_>) -> Result<Era, Err
     }
 }
 
-/// A modern request's `_meta`, checked as dispatch will check it, so that
-/// a request missing a required field is refused with `400 Bad Request`
-/// (SEP-2575; the conformance suite's `server-stateless`), not `200`.
-pub(crate) fn check_meta(fields: &Fields<'_>) -> Result<(), ErrorObject> {
-    validate_meta(&MetaView::new(fields.meta)).map(drop)
+/// A modern request's `_meta` (`meta`, read once for the era and this),
+/// checked as dispatch checks it: a request missing a required field is
+/// refused with `400 Bad Request` (SEP-2575; the conformance suite's
+/// `server-stateless`), not `200`. The request metadata it stands for is
+/// handed to the kernel (`dispatch::prepare`), which then reads no
+/// `_meta` again.
+pub(crate) fn check_meta(meta: &MetaView<'_>) -> Result<RequestMeta, ErrorObject> {
+    validate_meta(meta)
 }
 
 /// Checks `Mcp-Method`, `Mcp-Name` and the `Mcp-Param-*` headers of a

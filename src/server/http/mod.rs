@@ -63,7 +63,8 @@ impl Server {
     /// is the first thing the request writes, `text/event-stream` when a
     /// notification comes first (progress, logs, a subscription's
     /// acknowledgment) or nothing came for a keep-alive interval. Closing
-    /// the response cancels the request. The legacy era
+    /// the response cancels the request (not a legacy one, which runs to
+    /// its end: that era cancels with `notifications/cancelled`). The legacy era
     /// (2025-03-26 to 2025-11-25) is served too, with the `legacy`
     /// feature: see the crate's guide for what such a client does not get.
     ///
@@ -84,14 +85,20 @@ impl Server {
             local,
         });
         let key = self.inner.connections.connect(stop.clone());
+        #[cfg(feature = "legacy")]
+        let max_sessions = options.max_sessions;
         let site = Arc::new(Site {
             inner: Arc::clone(&self.inner),
             options,
-            loopback: local.ip().is_loopback(),
+            // `::ffff:127.0.0.1` is a loopback address too.
+            loopback: local.ip().to_canonical().is_loopback(),
             #[cfg(feature = "legacy")]
-            sessions: Default::default(),
+            sessions: sessions::Sessions::new(max_sessions),
             open: Default::default(),
         });
+        // The legacy sessions hear what is published as one connection.
+        #[cfg(feature = "legacy")]
+        let sessions = self.inner.connections.connect(site.sessions.listener());
         let mut result = Ok(());
         for socket in listener.incoming() {
             if stop.stopped.load(Ordering::Acquire) {
@@ -127,6 +134,8 @@ impl Server {
         let grace = self.inner.config.shutdown_grace;
         let deadline = Instant::now().checked_add(grace.saturating_add(Duration::from_secs(1)));
         site.open.close(deadline);
+        #[cfg(feature = "legacy")]
+        self.inner.connections.disconnect(sessions);
         self.inner.connections.disconnect(key);
         result
     }

@@ -25,8 +25,9 @@ pub(crate) type Authorize = dyn Fn(&HttpHeaders) -> Result<(), Unauthorized> + S
 /// ```
 ///
 /// Defaults: endpoint `/mcp`; origins: none but loopback ones
-/// (`http://localhost:*`, `http://127.0.0.1:*`, `http://[::1]:*`) and
-/// requests without `Origin`; hosts: loopback names only when the listener
+/// (`http://localhost:*`, and any loopback address: `http://127.0.0.1:*`,
+/// `http://[::1]:*`, ...) and requests without `Origin`; hosts: loopback
+/// names only when the listener
 /// is bound to a loopback address, any otherwise; 64 connections; a body
 /// of at most 4 MiB; 16 KiB of request line and headers, which must
 /// arrive within 10 s (a new connection's from its start); an idle
@@ -39,6 +40,7 @@ pub struct HttpOptions {
     pub(crate) origins: Vec<String>,
     pub(crate) hosts: Vec<String>,
     pub(crate) max_connections: usize,
+    pub(crate) max_sessions: usize,
     pub(crate) max_body_bytes: usize,
     pub(crate) max_head_bytes: usize,
     pub(crate) header_timeout: Duration,
@@ -55,6 +57,7 @@ impl Default for HttpOptions {
             origins: Vec::new(),
             hosts: Vec::new(),
             max_connections: 64,
+            max_sessions: 1024,
             max_body_bytes: 4 * 1024 * 1024,
             max_head_bytes: 16 * 1024,
             header_timeout: Duration::from_secs(10),
@@ -94,7 +97,10 @@ impl HttpOptions {
     /// Allows requests whose `Origin` is exactly `origin`
     /// (`scheme://host[:port]`, compared without regard to case). Any other
     /// origin but loopback ones is answered `403` (spec 2026-07-28
-    /// basic/transports/streamable-http, "Security": DNS rebinding).
+    /// basic/transports/streamable-http, "Security": DNS rebinding). A
+    /// browser on an allowed origin (or a loopback one) passes the CORS
+    /// preflight (`OPTIONS`), and every answer to it carries
+    /// `Access-Control-Allow-Origin`, so its page can read them.
     pub fn allow_origin(mut self, origin: &str) -> Self {
         self.origins.push(origin.trim_end_matches('/').to_owned());
         self
@@ -103,7 +109,8 @@ impl HttpOptions {
     /// Allows requests whose `Host` is `host` (a name, or `name:port`).
     /// Once any host is allowed, only the allowed ones are; until then a
     /// listener on a loopback address accepts loopback names only
-    /// (`localhost`, `127.0.0.1`, `[::1]`), against DNS rebinding.
+    /// (`localhost`, and any loopback address: `127.0.0.1`, `127.0.0.2`,
+    /// `[::1]`, `[::ffff:127.0.0.1]`, ...), against DNS rebinding.
     pub fn allow_host(mut self, host: &str) -> Self {
         self.hosts.push(host.to_owned());
         self
@@ -128,6 +135,19 @@ impl HttpOptions {
     /// only such are open, one more is answered `503` and closed at once.
     pub fn max_connections(mut self, max: usize) -> Self {
         self.max_connections = max.max(1);
+        self
+    }
+
+    /// At most this many legacy sessions (2025-11-25 `Mcp-Session-Id`,
+    /// feature `legacy`) are kept at once (default 1,024, at least 1). Past
+    /// it a new `initialize` makes one give way, whose client is then
+    /// answered `404` and starts a new session: first a session that never
+    /// did anything after its `initialize` (the one idle longest), then
+    /// one with nothing open (no GET stream, no POST), idle longest, and
+    /// only then one with a stream open (which ends). Each session holds at
+    /// most 64 KiB of `initialize` params and 256 KiB of subscribed URIs.
+    pub fn max_sessions(mut self, max: usize) -> Self {
+        self.max_sessions = max.max(1);
         self
     }
 
@@ -171,7 +191,9 @@ impl HttpOptions {
 
     /// How long a write to a client may wait without the client taking any
     /// of it (default 10 s, at least 1 ms): past it the client is taken to
-    /// be gone, its connection is closed and its requests are cancelled.
+    /// be gone, its connection is closed and its requests are cancelled (a
+    /// legacy request runs on to its end, its reply going nowhere: see
+    /// `Server::serve_http`).
     /// What the server publishes goes into every listening stream's output
     /// before the publisher goes on (so that it precedes the publisher's
     /// reply), and a publisher waits until what it wrote is taken by a

@@ -34,29 +34,43 @@
 //! reach it, so it runs without the session's elicitation, sampling and
 //! roots capabilities.
 //!
-//! A session's GET stream (2025-11-25 "Listening for Messages from the
-//! Server"; one per session, a new one ends the last) is a connection of its own
-//! (`http::stream`) that hears the session's list changes and resource
-//! updates. While it is open, the session's POSTs send none of them (a
-//! message goes on one stream only); without one, a resource update goes
-//! on the stream of any POST of the session still open. What a legacy HTTP
-//! client does not get: resumable streams.
+//! Sessions are bounded in number (`HttpOptions::max_sessions`) and each
+//! in size (`legacy::session`: 64 KiB of `initialize` params, 256 KiB of
+//! subscribed URIs; what may be large is shared between a session's
+//! copies, not copied on each change). Past the number a new session
+//! makes one give way ([`Store::evict`]): one that never did anything
+//! after its `initialize` first, so that a flood of `initialize` POSTs
+//! pushes out only its own kind, not the sessions in use.
+//!
+//! What the server publishes reaches each session on one stream only
+//! (2025-11-25 "Multiple Connections": the server MUST NOT send a message
+//! on more than one): the sessions hear it as one connection of the
+//! server's connections ([`Sessions::listener`]), which picks one stream
+//! for each session that hears it. The session's GET stream (2025-11-25
+//! "Listening for Messages from the Server"; one per session, a new one
+//! ends the last; a connection of its own, `http::stream`) when it has
+//! one: its list changes and resource updates go there. Without one, a
+//! resource update goes on the stream of the session's newest POST still
+//! open that takes an event stream (whichever request published it: the
+//! listener does not know which did). What a legacy HTTP client does not
+//! get: resumable streams.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Instant;
 
-use serde_json::Map;
 use serde_json::value::RawValue;
 
 use super::body::Body;
 use crate::http::HttpRequest;
 use crate::jsonrpc::{ErrorObject, RequestId};
-use crate::server::conn::handle::Sending;
+use crate::server::conn::LineKind;
+use crate::server::conn::handle::{ConnHandle, Sending};
+use crate::server::connections::Connection;
+use crate::server::event::ServerEvent;
 use crate::server::legacy::Front;
 use crate::server::legacy::session::LegacySession;
-
-/// Sessions kept at most: the oldest is forgotten past this.
-const MAX_SESSIONS: usize = 1024;
 
 /// The legacy methods that change the session they run under
 /// (`LegacyRequest::SetLevel`, `Subscribe`, `Unsubscribe`).
@@ -70,16 +84,15 @@ const CHANGES_SESSION: [&str; 3] = [
 const ASKS: [&str; 3] = ["elicitation", "sampling", "roots"];
 
 /// The legacy sessions of one HTTP listener, by id.
-#[derive(Default)]
 pub(crate) struct Sessions {
-    state: Mutex<Store>,
+    state: Arc<Mutex<Store>>,
+    /// How many are kept at most (`HttpOptions::max_sessions`).
+    max: usize,
 }
 
 #[derive(Default)]
 struct Store {
-    by_id: HashMap<String, Arc<LegacySession>>,
-    /// Ids, oldest first.
-    order: VecDeque<String>,
+    by_id: HashMap<String, Kept>,
     /// The POSTs being served under each session: where the client's
     /// answers and cancellations go.
     open: HashMap<String, Vec<OpenPost>>,
@@ -87,36 +100,34 @@ struct Store {
     streams: HashMap<String, Stream>,
     /// Numbers the open POSTs and streams.
     next_key: u64,
-    /// Counts the changes of stored sessions (see [`Stream::give`]).
-    revision: u64,
 }
 
-/// A session's GET stream: its connection hears the session's
-/// notifications.
+/// A session as kept, with what decides which one gives way past the most
+/// kept ([`Sessions::store`]).
+struct Kept {
+    session: Arc<LegacySession>,
+    /// A message named the session after its `initialize`: a request, an
+    /// answer, a cancellation, a GET stream.
+    used: bool,
+    /// When a message last named it.
+    seen: Instant,
+}
+
+impl Kept {
+    /// The session was named by a message (`used`: one that does
+    /// something; see [`Kept::used`]).
+    fn seen(&mut self, used: bool) {
+        self.used |= used;
+        self.seen = Instant::now();
+    }
+}
+
+/// A session's GET stream: the connection its notifications go to.
 #[derive(Clone)]
 struct Stream {
     key: u64,
-    front: Front,
+    conn: ConnHandle,
     body: Body,
-    /// The revision of the session the connection was last given.
-    given: Arc<Mutex<u64>>,
-}
-
-impl Stream {
-    /// Gives the stream's connection `session` as of `revision` (unless it
-    /// has a later one already), to hear its list changes and resource
-    /// updates. Not under the sessions' lock: the connection's may wait
-    /// for a client slow to read.
-    fn give(&self, session: &LegacySession, revision: u64) {
-        let mut given = self.given.lock().unwrap_or_else(PoisonError::into_inner);
-        if *given < revision {
-            let mut session = session.clone();
-            // List changes go on this stream (never on a POST's, see `store`).
-            session.initialized = true;
-            self.front.set_session(Arc::new(session));
-            *given = revision;
-        }
-    }
 }
 
 /// A POST being served under a session.
@@ -125,18 +136,30 @@ struct OpenPost {
     key: u64,
     request: RequestId,
     front: Front,
+    /// The POST's connection: a notification of the session may go there.
+    conn: ConnHandle,
     body: Body,
+    /// Set by the first cancellation: one that came before the request
+    /// was in flight is made again once it is ([`Sessions::opened`]).
+    cancelled: Arc<AtomicBool>,
 }
 
 impl OpenPost {
     /// Cancels the POST's request (`Conn::cancel`) and ends its response
     /// without a reply; one already answered is left to end with its
-    /// reply.
+    /// reply. One not yet in flight (the POST found its session and has
+    /// not begun its request) is cancelled once it is.
     fn cancel(&self) {
+        self.cancelled.store(true, Ordering::Release);
+        self.cancel_in_flight();
+    }
+
+    fn cancel_in_flight(&self) {
         // A POST's connection serves its one request: not in flight, it
-        // was answered (the reply may still be on its way to the body).
-        // What the cancellation wrote (its asks' cancellations) is sent
-        // before `cancel` returns, and so before the response ends.
+        // was answered (the reply may still be on its way to the body), or
+        // it has not begun. What the cancellation wrote (its asks'
+        // cancellations) is sent before `cancel` returns, and so before
+        // the response ends.
         if self.front.asks().cancel(&self.request, Sending::Now) {
             self.body.end_unanswered();
         }
@@ -152,6 +175,8 @@ pub(crate) struct Entered {
     /// The session the connection was given: a POST that leaves it
     /// unchanged has nothing to store.
     given: Option<Arc<LegacySession>>,
+    /// The POST among the session's open ones (`None` with `key`).
+    post: Option<OpenPost>,
 }
 
 /// A legacy POST refused before it runs.
@@ -170,6 +195,14 @@ impl UnknownSession {
 }
 
 impl Sessions {
+    /// No session yet; at most `max` kept.
+    pub fn new(max: usize) -> Sessions {
+        Sessions {
+            state: Arc::default(),
+            max,
+        }
+    }
+
     /// Gives `front` (the POST's legacy front end) the session a legacy
     /// POST of request `id` runs under;
     /// an `initialize` gets a new id (sent back with `body`'s headers, and
@@ -177,7 +210,7 @@ impl Sessions {
     /// so does the answer of a method that changes the session.
     pub fn enter(
         &self,
-        front: &Front,
+        (front, conn): (&Front, &ConnHandle),
         body: &Body,
         request: &HttpRequest,
         (id, method): (&RequestId, &str),
@@ -192,29 +225,33 @@ impl Sessions {
                 id: Some(session_id),
                 key: None,
                 given: None,
+                post: None,
             });
         }
         let Some(session_id) = request.headers.get("mcp-session-id") else {
             let session = Arc::new(LegacySession {
                 version: version.to_owned(),
-                client_capabilities: Map::new(),
+                client_capabilities: Arc::default(),
                 client_info: None,
                 initialized: false,
                 log_level: None,
                 live_level: Default::default(),
-                subscribed: HashSet::new(),
+                subscribed: Arc::default(),
             });
             front.set_session(session);
             return Ok(Entered {
                 id: None,
                 key: None,
                 given: None,
+                post: None,
             });
         };
         let mut store = self.lock();
-        let Some(mut session) = store.by_id.get(session_id).cloned() else {
+        let Some(kept) = store.by_id.get_mut(session_id) else {
             return Err(UnknownSession(session_id.to_owned()));
         };
+        kept.seen(true);
+        let mut session = Arc::clone(&kept.session);
         if CHANGES_SESSION.contains(&method) {
             // Its answer waits until the change is stored (`opened`): the
             // client's next POST, sent on that answer, must see it.
@@ -226,35 +263,31 @@ impl Sessions {
                 .any(|c| session.client_capabilities.contains_key(*c))
         {
             let mut without = (*session).clone();
+            let capabilities = Arc::make_mut(&mut without.client_capabilities);
             for asked in ASKS {
-                without.client_capabilities.remove(asked);
+                capabilities.remove(asked);
             }
             session = Arc::new(without);
         }
         let key = store.next_key;
         store.next_key += 1;
-        let streamed = store.streams.contains_key(session_id);
-        store
-            .open
-            .entry(session_id.to_owned())
-            .or_default()
-            .push(OpenPost {
-                key,
-                request: id.clone(),
-                front: front.clone(),
-                body: body.clone(),
-            });
+        let post = OpenPost {
+            key,
+            request: id.clone(),
+            front: front.clone(),
+            conn: conn.clone(),
+            body: body.clone(),
+            cancelled: Arc::default(),
+        };
+        (store.open.entry(session_id.to_owned()).or_default()).push(post.clone());
         drop(store);
         body.header("Mcp-Session-Id", session_id.to_owned());
         front.set_session(Arc::clone(&session));
-        if streamed {
-            front.hear_none();
-        }
-        front.hear();
         Ok(Entered {
             id: Some(session_id.to_owned()),
             key: Some(key),
             given: Some(session),
+            post: Some(post),
         })
     }
 
@@ -263,7 +296,17 @@ impl Sessions {
     /// the change a `logging/setLevel` or `resources/subscribe` made, is
     /// stored before its answer goes out, so that the client's next POST,
     /// sent on that answer, runs under it.
+    ///
+    /// A cancellation (a `DELETE`, `notifications/cancelled`) that came
+    /// while the request was not yet in flight is made again now that it
+    /// is: none is lost between finding the session and beginning the
+    /// request.
     pub fn opened(&self, front: &Front, body: &Body, entered: &Entered) {
+        if let Some(post) = &entered.post
+            && post.cancelled.load(Ordering::Acquire)
+        {
+            post.cancel_in_flight();
+        }
         if let Some(id) = &entered.id {
             let session = front.session();
             match (session, &entered.given) {
@@ -316,6 +359,18 @@ impl Sessions {
         Ok(false)
     }
 
+    /// Whether session `session_id` is known (a notification names it):
+    /// `Err` says it is not.
+    pub fn known(&self, session_id: &str) -> Result<(), UnknownSession> {
+        match self.lock().by_id.get_mut(session_id) {
+            Some(kept) => {
+                kept.seen(false);
+                Ok(())
+            }
+            None => Err(UnknownSession(session_id.to_owned())),
+        }
+    }
+
     /// `notifications/cancelled` under session `session_id`: the POST
     /// serving request `request` is cancelled, and its response ends
     /// without a reply.
@@ -334,7 +389,6 @@ impl Sessions {
     /// without a reply; its GET stream ends. Returns whether it existed.
     pub fn delete(&self, id: &str) -> bool {
         let mut store = self.lock();
-        store.order.retain(|o| o != id);
         let existed = store.by_id.remove(id).is_some();
         let open = store.open.get(id).cloned().unwrap_or_default();
         let stream = store.streams.remove(id);
@@ -348,40 +402,44 @@ impl Sessions {
         existed
     }
 
-    /// Opens session `id`'s GET stream, served by `front` writing to `body`:
-    /// from here on its connection hears the session's notifications and
-    /// the session's POSTs hear none. A stream the session had open ends:
-    /// a client that reconnects (its old connection lost without a word, as
-    /// a dropped network leaves it) is not refused for a stream the server
+    /// Opens session `id`'s GET stream, its connection `conn` writing to
+    /// `body`: from here on the session's notifications go there, and on
+    /// none of its POSTs. A stream the session had open ends: a client
+    /// that reconnects (its old connection lost without a word, as a
+    /// dropped network leaves it) is not refused for a stream the server
     /// still thinks open. `404` for a session not known. Returns the key
     /// [`Sessions::close_stream`] takes.
-    pub fn open_stream(&self, id: &str, front: &Front, body: &Body) -> Result<u64, UnknownSession> {
+    pub fn open_stream(
+        &self,
+        id: &str,
+        conn: &ConnHandle,
+        body: &Body,
+    ) -> Result<u64, UnknownSession> {
         let mut store = self.lock();
-        let Some(session) = store.by_id.get(id).cloned() else {
+        let Some(kept) = store.by_id.get_mut(id) else {
             return Err(UnknownSession(id.to_owned()));
         };
+        kept.seen(true);
         let key = store.next_key;
         store.next_key += 1;
-        store.revision += 1;
-        let revision = store.revision;
         let stream = Stream {
             key,
-            front: front.clone(),
+            conn: conn.clone(),
             body: body.clone(),
-            given: Arc::default(),
         };
-        let replaced = store.streams.insert(id.to_owned(), stream.clone());
-        let open = store.open.get(id).cloned().unwrap_or_default();
+        let replaced = store.streams.insert(id.to_owned(), stream);
         drop(store);
         if let Some(replaced) = replaced {
             replaced.body.end_unanswered();
         }
-        for post in open {
-            post.front.hear_none();
-        }
-        stream.give(&session, revision);
-        front.hear();
         Ok(key)
+    }
+
+    /// The sessions as one of the server's connections: what is published
+    /// reaches each session that hears it on one of its streams (see the
+    /// module docs). Registered for as long as the listener serves.
+    pub fn listener(&self) -> Arc<dyn Connection> {
+        Arc::new(Listener(Arc::clone(&self.state)))
     }
 
     /// The GET stream with `key` ended: the session's POSTs that begin from
@@ -393,12 +451,14 @@ impl Sessions {
         }
     }
 
-    /// The open POSTs of a known session.
+    /// The open POSTs of a known session (a client's answer or
+    /// cancellation names it).
     fn open_posts(&self, session_id: &str) -> Result<Vec<OpenPost>, UnknownSession> {
-        let store = self.lock();
-        if !store.by_id.contains_key(session_id) {
+        let mut store = self.lock();
+        let Some(kept) = store.by_id.get_mut(session_id) else {
             return Err(UnknownSession(session_id.to_owned()));
-        }
+        };
+        kept.seen(true);
         Ok(store.open.get(session_id).cloned().unwrap_or_default())
     }
 
@@ -406,9 +466,9 @@ impl Sessions {
     /// POST changed from `given`, whose change alone (its level, its
     /// subscriptions) is made to the session as stored (which keeps its
     /// client capabilities: the POST may have run without some, see
-    /// [`Sessions::enter`]; and what concurrent POSTs changed), and goes
-    /// to its GET stream. A session deleted meanwhile stays deleted; past
-    /// [`MAX_SESSIONS`] the oldest is forgotten, and its stream ends.
+    /// [`Sessions::enter`]; and what concurrent POSTs changed). A session
+    /// deleted meanwhile stays deleted. A new one past the most kept makes
+    /// one give way ([`Store::evict`]).
     fn store(&self, id: &str, session: &LegacySession, given: Option<&Arc<LegacySession>>) {
         let mut session = session.clone();
         // No list changes on a POST's stream: they go on the GET stream.
@@ -416,40 +476,38 @@ impl Sessions {
         let mut store = self.lock();
         let mut forgotten = None;
         if let Some(given) = given {
-            let Some(stored) = store.by_id.get(id) else {
+            let Some(stored) = store.by_id.get_mut(id) else {
                 return;
             };
             // What this POST changed, onto the session as stored now:
             // another POST of the session may have changed it since this
             // one was given it, and its change must hold too.
-            let mut merged = LegacySession::clone(stored);
+            let mut merged = LegacySession::clone(&stored.session);
             if session.log_level != given.log_level {
                 merged.log_level = session.log_level;
             }
-            for uri in session.subscribed.difference(&given.subscribed) {
-                merged.subscribed.insert(uri.clone());
+            if session.subscribed != given.subscribed {
+                let subscribed = Arc::make_mut(&mut merged.subscribed);
+                for uri in session.subscribed.difference(&given.subscribed) {
+                    subscribed.insert(uri.clone());
+                }
+                for uri in given.subscribed.difference(&session.subscribed) {
+                    subscribed.remove(uri);
+                }
             }
-            for uri in given.subscribed.difference(&session.subscribed) {
-                merged.subscribed.remove(uri);
-            }
-            session = merged;
+            stored.session = Arc::new(merged);
         } else {
-            store.order.push_back(id.to_owned());
-            if store.order.len() > MAX_SESSIONS
-                && let Some(oldest) = store.order.pop_front()
-            {
-                store.by_id.remove(&oldest);
-                forgotten = store.streams.remove(&oldest);
+            if store.by_id.len() >= self.max {
+                forgotten = store.evict();
             }
+            let kept = Kept {
+                session: Arc::new(session),
+                used: false,
+                seen: Instant::now(),
+            };
+            store.by_id.insert(id.to_owned(), kept);
         }
-        store.revision += 1;
-        let (revision, stream) = (store.revision, store.streams.get(id).cloned());
-        let session = Arc::new(session);
-        store.by_id.insert(id.to_owned(), Arc::clone(&session));
         drop(store);
-        if let Some(stream) = stream {
-            stream.give(&session, revision);
-        }
         // A forgotten session's stream ends, as a deleted one's does.
         if let Some(stream) = forgotten {
             stream.body.end_unanswered();
@@ -458,6 +516,66 @@ impl Sessions {
 
     fn lock(&self) -> MutexGuard<'_, Store> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+impl Store {
+    /// Forgets the session that gives way to a new one (issue 47, item 9:
+    /// a flood of `initialize` must not push out the sessions in use):
+    /// among those with nothing open (no POST, no GET stream), one that
+    /// never did anything after its `initialize` before one that did, the
+    /// one idle longest first; only when every session has something open,
+    /// the one idle longest of them. Returns its GET stream, to end.
+    fn evict(&mut self) -> Option<Stream> {
+        let busy = |id: &String| self.open.contains_key(id) || self.streams.contains_key(id);
+        let victim = (self.by_id.iter())
+            .min_by_key(|(id, kept)| (busy(id), kept.used, kept.seen))
+            .map(|(id, _)| id.clone())?;
+        self.by_id.remove(&victim);
+        self.streams.remove(&victim)
+    }
+}
+
+/// The sessions of a listener, as one connection of the server's.
+struct Listener(Arc<Mutex<Store>>);
+
+impl Connection for Listener {
+    /// `event` for each session that hears it, on one of its streams: its
+    /// GET stream (list changes and resource updates), else its newest
+    /// POST that can still carry it (resource updates only: a list change
+    /// concerns no request). Written after the sessions' lock is let go:
+    /// a connection's write may wait for a client slow to read.
+    fn publish(&self, event: &ServerEvent) {
+        let targets: Vec<(ConnHandle, String)> = {
+            let store = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+            let streamed = (store.streams.iter()).filter_map(|(id, stream)| {
+                Some((&store.by_id.get(id)?.session, stream.conn.clone(), true))
+            });
+            let posted = (store.open.iter())
+                .filter(|(id, _)| !store.streams.contains_key(*id))
+                .filter_map(|(id, posts)| {
+                    let post = posts.iter().rev().find(|post| post.body.takes_events())?;
+                    Some((&store.by_id.get(id)?.session, post.conn.clone(), false))
+                });
+            (streamed.chain(posted))
+                .filter_map(|(session, conn, lists)| {
+                    Some((conn, session.notification_on(event, lists)?))
+                })
+                .collect()
+        };
+        for (conn, line) in targets {
+            conn.act(Sending::Now, |c| {
+                c.write_line(line.into_bytes(), LineKind::Message)
+            });
+        }
+    }
+
+    /// The server stops: no client will answer an ask of a session's POST.
+    fn stop(&self) {
+        let store = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        for post in store.open.values().flatten() {
+            post.front.asks().close();
+        }
     }
 }
 

@@ -3,18 +3,16 @@
 //! `Mcp-Session-Id` opens an event stream on which the server sends the
 //! session's notifications outside any request: its list changes and the
 //! updates of the resources it subscribed to (see `sessions`). The stream
-//! is a connection of its own (a `ConnHandle` writing to a [`Body`] that is
-//! an event stream from the start, registered with the server's
-//! connections so that what is published reaches it), with nothing in
-//! flight. It ends when the client closes it, opens another, the session
+//! is a connection of its own (a `ConnHandle` writing to a `body::Body`
+//! that is an event stream from the start, to which the sessions' listener
+//! writes the session's notifications), with nothing in flight. It ends when the client closes it, opens another, the session
 //! is deleted, the server stops, or a write fails (the write timeout).
 
-use super::body::Body;
 use super::exchange::Exchange;
 use crate::http::HttpRequest;
 use crate::jsonrpc::ErrorObject;
+use crate::server::conn::Writer;
 use crate::server::conn::handle::ConnHandle;
-use crate::server::legacy::Front;
 
 impl Exchange<'_> {
     /// Serves a GET of session `request`'s `Mcp-Session-Id` as its stream
@@ -40,11 +38,10 @@ impl Exchange<'_> {
             );
             return self.error_with(503, None, &error, &[("Retry-After", "1")], false);
         };
-        let body = Body::new(socket, true, request.http10, keep_alive);
+        let body = self.body(socket, true, request);
         let (end_tx, end) = crossbeam_channel::unbounded();
-        let conn = ConnHandle::new(self.inner, Box::new(body.clone()), end_tx);
-        let front = Front::new(self.inner, &conn);
-        let key = match self.sessions.open_stream(id, &front, &body) {
+        let conn = ConnHandle::new(self.inner, Writer::Lines(Box::new(body.clone())), end_tx);
+        let key = match self.sessions.open_stream(id, &conn, &body) {
             Ok(key) => key,
             Err(unknown) => {
                 return self.error_with(404, None, &unknown.error(), &[], keep_alive);
@@ -56,7 +53,6 @@ impl Exchange<'_> {
         body.keep_alive();
         self.watch(&conn, &body, &end, None);
         self.sessions.close_stream(id, key);
-        front.finish();
         self.inner.connections.disconnect(connected);
         let _ = conn.shut_down();
         body.end_unanswered();

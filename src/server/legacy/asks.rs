@@ -20,8 +20,8 @@ use serde_json::json;
 use serde_json::value::RawValue;
 
 use crate::jsonrpc::{ErrorObject, IdMap, RequestId, encode_notification};
-use crate::server::conn::Conn;
 use crate::server::conn::handle::{ConnHandle, Sending};
+use crate::server::conn::{Conn, LineKind};
 use crate::server::context::Holding;
 use crate::types::method;
 
@@ -198,6 +198,6 @@ fn write_ask_cancelled(conn: &mut Conn, id: &RequestId) {
     let mut line = Vec::with_capacity(96);
     let params = json!({ "requestId": id, "reason": "the request was cancelled" });
     if encode_notification(&mut line, method::NOTIFICATION_CANCELLED, &params).is_ok() {
-        conn.write_line(line);
+        conn.write_line(line, LineKind::Message);
     }
 }

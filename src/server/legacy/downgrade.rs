@@ -25,8 +25,14 @@ use crate::types::{meta_key, method};
 pub(crate) fn for_legacy(reply: Reply, method_name: &str, version: &str) -> Reply {
     match unstamped_or_line(reply) {
         Ok(unstamped) => unstamped,
-        Err(line) => Reply::Line(downgrade(line, method_name, version)),
+        Err(line) => downgraded(line, method_name, version),
     }
+}
+
+/// [`downgrade`] as a reply, with the code of the error it is, if any.
+pub(crate) fn downgraded(line: Vec<u8>, method_name: &str, version: &str) -> Reply {
+    let (line, error) = downgrade(line, method_name, version);
+    Reply::Line { line, error }
 }
 
 /// A complete result, made the one a legacy client gets
@@ -40,7 +46,7 @@ pub(crate) fn unstamped_or_line(reply: Reply) -> Result<Reply, Vec<u8>> {
             }
             Err(result.encode_line())
         }
-        Reply::Line(line) => Err(line),
+        Reply::Line { line, .. } => Err(line),
         later @ Reply::Later(_) => Ok(later),
     }
 }
@@ -49,12 +55,15 @@ pub(crate) fn unstamped_or_line(reply: Reply) -> Result<Reply, Vec<u8>> {
 /// results carry, and turns a request for input that could not be asked
 /// (a capability the client did not declare, or too many rounds; see
 /// `input`) into an error it can show.
-pub(crate) fn downgrade(line: Vec<u8>, method_name: &str, version: &str) -> Vec<u8> {
+/// With the line, the code of the error response it is, if any.
+pub(crate) fn downgrade(line: Vec<u8>, method_name: &str, version: &str) -> (Vec<u8>, Option<i32>) {
     if let Some(downgraded) = result_for_legacy(&line) {
-        return downgraded;
+        return (downgraded, None);
     }
     let Ok(mut resp) = serde_json::from_slice::<Value>(&line) else {
-        return line;
+        // Not JSON: no line a server writes (an error's code read, it
+        // would be one).
+        return (line, None);
     };
     let needs_input = resp["result"]["resultType"] == "input_required"
         || resp["error"]["code"] == error_code::MISSING_REQUIRED_CLIENT_CAPABILITY;
@@ -107,7 +116,10 @@ pub(crate) fn downgrade(line: Vec<u8>, method_name: &str, version: &str) -> Vec<
             result.remove("_meta");
         }
     }
-    encode_with_original_id(&line, &resp).unwrap_or(line)
+    let error = resp["error"]["code"]
+        .as_i64()
+        .and_then(|code| i32::try_from(code).ok());
+    (encode_with_original_id(&line, &resp).unwrap_or(line), error)
 }
 
 /// A result's line without what only 2026-07-28 results carry
@@ -238,7 +250,8 @@ mod tests {
     #[test]
     fn replies_are_downgraded() {
         let line = br#"{"jsonrpc":"2.0","id":1,"result":{"tools":[],"ttlMs":0,"cacheScope":"private","resultType":"complete","_meta":{"io.modelcontextprotocol/serverInfo":{"name":"s","version":"1"}}}}"#;
-        let out = downgrade(line.to_vec(), "tools/list", "2025-11-25");
+        let (out, error) = downgrade(line.to_vec(), "tools/list", "2025-11-25");
+        assert_eq!(error, None);
         assert_eq!(
             String::from_utf8(out).unwrap(),
             r#"{"jsonrpc":"2.0","id":1,"result":{"tools":[]}}"#
@@ -246,14 +259,14 @@ mod tests {
         // An id beyond 64 bits keeps its text through the rewrite.
         let line =
             br#"{"jsonrpc":"2.0","id":-9223372036854775809,"result":{"resultType":"complete"}}"#;
-        let out = downgrade(line.to_vec(), "ping", "2025-11-25");
+        let (out, _) = downgrade(line.to_vec(), "ping", "2025-11-25");
         assert_eq!(
             String::from_utf8(out).unwrap(),
             r#"{"jsonrpc":"2.0","id":-9223372036854775809,"result":{}}"#
         );
         // Members keep their order; a `_meta` keeps what is not the server's.
         let line = br#"{"jsonrpc":"2.0","id":"a","result":{"content":[{"type":"text","text":"hi \"x\""}],"isError":false,"resultType":"complete","_meta":{"io.modelcontextprotocol/serverInfo":{"name":"s"},"k\u00e9y":1}}}"#;
-        let out = downgrade(line.to_vec(), "tools/call", "2025-11-25");
+        let (out, _) = downgrade(line.to_vec(), "tools/call", "2025-11-25");
         assert_eq!(
             String::from_utf8(out).unwrap(),
             r#"{"jsonrpc":"2.0","id":"a","result":{"content":[{"type":"text","text":"hi \"x\""}],"isError":false,"_meta":{"kéy":1}}}"#
@@ -268,5 +281,20 @@ mod tests {
         assert_eq!(result_for_legacy(line), None);
         let line = br#"{"jsonrpc":"2.0","id":1,"result":{"_meta":[]}}"#;
         assert_eq!(result_for_legacy(line), None);
+    }
+
+    #[test]
+    fn a_downgraded_error_keeps_its_code_and_a_request_for_input_becomes_one() {
+        let line = br#"{"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"m"}}"#;
+        assert_eq!(
+            downgrade(line.to_vec(), "prompts/get", "2025-11-25").1,
+            Some(-32601)
+        );
+        let line = br#"{"jsonrpc":"2.0","id":1,"result":{"resultType":"input_required","inputRequests":{}}}"#;
+        assert_eq!(
+            downgrade(line.to_vec(), "prompts/get", "2025-11-25").1,
+            Some(-32603)
+        );
+        assert_eq!(downgrade(line.to_vec(), "tools/call", "2025-11-25").1, None);
     }
 }

@@ -31,6 +31,7 @@ use serde_json::json;
 use crate::incoming::{Incoming, Params, cancelled_id};
 use crate::jsonrpc::{ErrorObject, RequestId};
 use crate::server::Inner;
+use crate::server::conn::LineKind;
 use crate::server::conn::handle::{ConnHandle, Sending};
 use crate::server::connections::Connection;
 use crate::server::dispatch::{Prepared, prepare};
@@ -112,8 +113,9 @@ impl Front {
         }
     }
 
-    /// The session's notifications go out on another connection (over
-    /// HTTP, its GET stream): none here from now on, whatever comes.
+    /// The session's notifications go out another way (over HTTP, on the
+    /// stream the sessions' listener picks): none here from now on,
+    /// whatever comes.
     pub fn hear_none(&self) {
         let mut hearing = lock(&self.0.hearing);
         hearing.elsewhere = true;
@@ -219,8 +221,9 @@ impl Front {
                 // Plain data into a Vec: encoding cannot fail.
                 Ok(result) => drop(crate::jsonrpc::encode_result(&mut line, id, result)),
                 Err(error) => crate::jsonrpc::encode_error(&mut line, Some(id), error),
-            }
-            c.write_line(line);
+            };
+            let error = reply.as_ref().err().map(|e| e.code);
+            c.write_line(line, LineKind::Response { error });
             true
         });
         if let (true, Some(session)) = (answered, changed) {
@@ -271,8 +274,9 @@ impl Connection for Shared {
             .as_ref()
             .and_then(|s| s.notification(event));
         if let Some(line) = line {
-            self.conn
-                .act(Sending::Now, |c| c.write_line(line.into_bytes()));
+            self.conn.act(Sending::Now, |c| {
+                c.write_line(line.into_bytes(), LineKind::Message)
+            });
         }
     }
 

@@ -39,7 +39,7 @@ use crate::server::Inner;
 use crate::server::context::{RequestContext, Sink};
 use crate::server::dispatch::{Prepared, prepare};
 use crate::server::legacy::asks::{AskFailed, AskReply, Asks};
-use crate::server::legacy::downgrade::{downgrade, unstamped_or_line};
+use crate::server::legacy::downgrade::{downgraded, unstamped_or_line};
 use crate::server::legacy::session::LegacySession;
 use crate::server::reply::Reply;
 use crate::server::work::{Work, call};
@@ -87,7 +87,7 @@ impl Bridge {
         Box::new(move |ctx| match unstamped_or_line(work(ctx)) {
             Ok(complete) => complete,
             Err(line) if input_required(&line).is_none() => {
-                Reply::Line(downgrade(line, &self.method, &self.session.version))
+                downgraded(line, &self.method, &self.session.version)
             }
             Err(line) => Reply::Later(Box::new(move |ctx| self.rounds(ctx, line))),
         })
@@ -111,7 +111,7 @@ impl Bridge {
                 }
             };
         }
-        Reply::Line(downgrade(line, &self.method, &self.session.version))
+        downgraded(line, &self.method, &self.session.version)
     }
 
     /// One round: every ask sent at once, every answer awaited, then the

@@ -16,12 +16,22 @@ use crate::server::request_meta::{LiveLevel, RequestMeta};
 use crate::types::{LoggingLevel, ProgressToken, ServerCapabilities, method};
 use crate::version::LEGACY_VERSIONS;
 
+/// The most `initialize` params (capabilities, client info) a session
+/// keeps: a larger `initialize` is refused. Over HTTP a listener keeps up
+/// to `HttpOptions::max_sessions` sessions, so each must be small.
+pub(crate) const MAX_INITIALIZE_BYTES: usize = 64 * 1024;
+
+/// The most bytes of URIs a session subscribes to (besides their count,
+/// `ServerBuilder::max_subscriptions`).
+pub(crate) const MAX_SUBSCRIBED_BYTES: usize = 256 * 1024;
+
 /// A legacy client's session: what its `initialize` established, and what
-/// it set since.
+/// it set since. Cheap to clone: what may be large is shared, and copied
+/// only when it changes.
 #[derive(Debug, Clone)]
 pub(crate) struct LegacySession {
     pub version: String,
-    pub client_capabilities: Map<String, Value>,
+    pub client_capabilities: Arc<Map<String, Value>>,
     pub client_info: Option<crate::types::Implementation>,
     /// `notifications/initialized` arrived: list changes may be sent.
     pub initialized: bool,
@@ -33,7 +43,7 @@ pub(crate) struct LegacySession {
     /// ([`LegacySession::apply_level`]).
     pub live_level: Arc<LiveLevel>,
     /// `resources/subscribe`, for the whole connection.
-    pub subscribed: HashSet<String>,
+    pub subscribed: Arc<HashSet<String>>,
 }
 
 /// What a legacy-only request asks of the owner.
@@ -61,7 +71,7 @@ impl LegacySession {
     pub fn meta(&self, progress_token: Option<ProgressToken>) -> RequestMeta {
         RequestMeta {
             protocol_version: Cow::Owned(self.version.clone()),
-            client_capabilities: self.client_capabilities.clone(),
+            client_capabilities: Map::clone(&self.client_capabilities),
             client_info: self.client_info.clone(),
             log_level: self.log_level,
             live_level: Some(Arc::clone(&self.live_level)),
@@ -73,8 +83,16 @@ impl LegacySession {
 
 /// Reads an `initialize` request (2025-11-25 basic/lifecycle): the answer
 /// is the requested version if this server speaks it, otherwise its newest
-/// legacy version.
+/// legacy version. Params larger than [`MAX_INITIALIZE_BYTES`] are
+/// refused: a session keeps them for its whole life.
 pub(crate) fn initialize(params: &str) -> Result<LegacySession, ErrorObject> {
+    if params.len() > MAX_INITIALIZE_BYTES {
+        return Err(ErrorObject::invalid_params(format!(
+            "initialize params of {} bytes: a session keeps at most {MAX_INITIALIZE_BYTES}; declare fewer capabilities",
+            params.len()
+        ))
+        .with_data(json!({ "limit": MAX_INITIALIZE_BYTES })));
+    }
     #[derive(Deserialize)]
     #[serde(rename_all = "camelCase")]
     struct Params {
@@ -93,12 +111,12 @@ pub(crate) fn initialize(params: &str) -> Result<LegacySession, ErrorObject> {
     };
     Ok(LegacySession {
         version,
-        client_capabilities: params.capabilities,
+        client_capabilities: Arc::new(params.capabilities),
         client_info: params.client_info,
         initialized: false,
         log_level: None,
         live_level: Arc::default(),
-        subscribed: HashSet::new(),
+        subscribed: Arc::default(),
     })
 }
 
@@ -187,23 +205,37 @@ pub(crate) fn session_request(
 
 impl LegacySession {
     /// A request that changes the session (or only reads it): `ping`,
-    /// `logging/setLevel`, `resources/subscribe` (at most `max` URIs) and
-    /// `resources/unsubscribe`. Its result, or why it failed.
+    /// `logging/setLevel`, `resources/subscribe` (at most `max` URIs, and
+    /// [`MAX_SUBSCRIBED_BYTES`] of them) and `resources/unsubscribe`. Its
+    /// result, or why it failed.
     pub fn apply(&mut self, request: LegacyRequest, max: usize) -> Result<Value, ErrorObject> {
         match request {
             LegacyRequest::Ping | LegacyRequest::Initialize(_) => {}
             LegacyRequest::SetLevel(level) => self.log_level = Some(level),
             LegacyRequest::Subscribe(uri) => {
-                if self.subscribed.len() >= max && !self.subscribed.contains(&uri) {
+                if self.subscribed.contains(&uri) {
+                    return Ok(json!({}));
+                }
+                if self.subscribed.len() >= max {
                     return Err(ErrorObject::internal_error(format!(
                         "too many resource subscriptions on this connection (at most {max}): unsubscribe from one first"
                     ))
                     .with_data(json!({ "limit": max })));
                 }
-                self.subscribed.insert(uri);
+                let bytes: usize = self.subscribed.iter().map(String::len).sum();
+                if bytes + uri.len() > MAX_SUBSCRIBED_BYTES {
+                    return Err(ErrorObject::internal_error(format!(
+                        "the resource subscriptions of this connection would take {} bytes of URIs, more than the {MAX_SUBSCRIBED_BYTES} it keeps: unsubscribe from one first",
+                        bytes + uri.len()
+                    ))
+                    .with_data(json!({ "limitBytes": MAX_SUBSCRIBED_BYTES })));
+                }
+                Arc::make_mut(&mut self.subscribed).insert(uri);
             }
             LegacyRequest::Unsubscribe(uri) => {
-                self.subscribed.remove(&uri);
+                if self.subscribed.contains(&uri) {
+                    Arc::make_mut(&mut self.subscribed).remove(&uri);
+                }
             }
         }
         Ok(json!({}))
@@ -213,18 +245,24 @@ impl LegacySession {
     /// resource updates for the URIs it subscribed to, list changes once
     /// it is initialized (without a subscription id; 2025-11-25 has none).
     pub fn notification(&self, event: &ServerEvent) -> Option<String> {
+        self.notification_on(event, self.initialized)
+    }
+
+    /// [`LegacySession::notification`] on a stream that carries list
+    /// changes (`lists`) or not.
+    pub fn notification_on(&self, event: &ServerEvent, lists: bool) -> Option<String> {
         let (method, params) = match event {
             ServerEvent::ResourceUpdated(uri) if self.subscribed.contains(&**uri) => (
                 method::NOTIFICATION_RESOURCES_UPDATED,
                 Some(json!({ "uri": &**uri })),
             ),
-            ServerEvent::ToolsListChanged if self.initialized => {
+            ServerEvent::ToolsListChanged if lists => {
                 (method::NOTIFICATION_TOOLS_LIST_CHANGED, None)
             }
-            ServerEvent::PromptsListChanged if self.initialized => {
+            ServerEvent::PromptsListChanged if lists => {
                 (method::NOTIFICATION_PROMPTS_LIST_CHANGED, None)
             }
-            ServerEvent::ResourcesListChanged if self.initialized => {
+            ServerEvent::ResourcesListChanged if lists => {
                 (method::NOTIFICATION_RESOURCES_LIST_CHANGED, None)
             }
             _ => return None,

@@ -1,0 +1,430 @@
+//! One message's POST and its whole answer, on a worker (`workers`): each
+//! message of the answer goes to the link (`Inbox::deliver`) as it comes.
+//! A request's answer ends its reading: a stream the server leaves open
+//! after it is closed (its connection dropped), not read until the client
+//! closes.
+
+use std::cell::Cell;
+use std::io::BufReader;
+use std::net::{TcpStream, ToSocketAddrs};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::exchange::{self, Body, Connection, Cursor, Head};
+use super::messages::{Answer, answer_to, error_line, is_rpc_error, status_error, with_id};
+use super::{ACCEPT_TIMEOUT, CONNECT_TIMEOUT, IDLE_CONNECTIONS, Outgoing, OutgoingParams, Shared};
+use crate::jsonrpc::error_code as rpc_code;
+use crate::note_limiter::NoteLimiter;
+use crate::sync::lock;
+use crate::types::method;
+
+/// The largest request written from its caller's thread
+/// ([`Shared::write_ahead`]): far less than a socket's send buffer, so the
+/// write never waits for the server.
+const WRITE_AHEAD_BYTES: usize = 16 * 1024;
+
+/// How long a POST waits for its answer: a request (`id`), as long as its
+/// caller does (a cancellation closes its stream); anything else,
+/// [`ACCEPT_TIMEOUT`].
+fn read_timeout(id: Option<&str>) -> Option<Duration> {
+    id.is_none().then_some(ACCEPT_TIMEOUT)
+}
+
+/// A connection to the server, kept between requests.
+pub(super) struct Kept {
+    conn: Connection,
+    /// Its socket again, shared with the streams of the requests it
+    /// carries (`Shared::streams`), through which a cancellation closes it.
+    socket: Arc<TcpStream>,
+    /// The read timeout it has.
+    read_timeout: Option<Duration>,
+}
+
+impl Kept {
+    /// The connection, to read an answer's body from.
+    pub(super) fn connection(&mut self) -> &mut Connection {
+        &mut self.conn
+    }
+}
+
+/// One message to POST, with its headers.
+pub(super) struct Post {
+    pub line: Vec<u8>,
+    /// A request's id, as JSON text; `None` for a notification or an
+    /// answer.
+    pub id: Option<String>,
+    pub method: Option<String>,
+    pub headers: Vec<(String, String)>,
+    /// The connection its caller wrote it on already (`write_ahead`).
+    pub written: Option<Kept>,
+}
+
+/// Why an exchange brought no usable answer.
+pub(super) enum Failed {
+    /// The server does not know the session the request named (`404`
+    /// without an answer to the request): a new one may be started
+    /// (`session`).
+    SessionGone,
+    /// Anything else, in one line.
+    Why(String),
+}
+
+impl From<String> for Failed {
+    fn from(why: String) -> Failed {
+        Failed::Why(why)
+    }
+}
+
+impl Failed {
+    fn into_why(self) -> String {
+        match self {
+            Failed::SessionGone => {
+                "the server does not know the session any more (404), and a new one could not be started".into()
+            }
+            Failed::Why(why) => why,
+        }
+    }
+}
+
+impl Shared {
+    /// POSTs `post` and hands each message of its answer to the link.
+    /// Failures become an error for the request (if it is one), and so does
+    /// a stream that ends without the answer, unless a legacy server's
+    /// stream can be resumed (`get_stream`); nothing is reported for a
+    /// request cancelled meanwhile. A `404` for a legacy session starts a
+    /// new one, and a request is sent once more in it.
+    pub(super) fn post(&self, post: Post) {
+        let Some(inbox) = self.inbox() else {
+            return;
+        };
+        let mut notes = NoteLimiter::default();
+        let Post {
+            line,
+            id,
+            method,
+            mut headers,
+            written,
+        } = post;
+        let Some(id) = id else {
+            // A notification or an answer: accepted (`202`) or not, within
+            // `ACCEPT_TIMEOUT`; what a server sends back anyway is routed.
+            let deliver = |message: Vec<u8>| inbox.deliver(&message, &mut notes);
+            let sent = self.exchange(
+                "POST",
+                &line,
+                None,
+                &headers,
+                &mut Cursor::default(),
+                deliver,
+            );
+            if let Err(Failed::SessionGone) = sent {
+                self.renew(&headers);
+            }
+            return;
+        };
+        let answered = Cell::new(false);
+        // A tools/call refused for its headers is held back, once: the
+        // tools are listed again and the call retried (`relist`).
+        let hold_mismatch = Cell::new(method.as_deref() == Some(method::TOOLS_CALL));
+        let mismatched = Cell::new(false);
+        let mut deliver = |message: Vec<u8>| {
+            match answer_to(&message, &id) {
+                Some(Answer::Error(Some(code)))
+                    if hold_mismatch.get() && code == i64::from(rpc_code::HEADER_MISMATCH) =>
+                {
+                    mismatched.set(true);
+                    return false;
+                }
+                Some(_) => answered.set(true),
+                None => {}
+            }
+            let message = match method.as_deref() {
+                Some("initialize") => {
+                    self.learn_legacy_version(&message);
+                    message
+                }
+                Some(method::TOOLS_LIST) => {
+                    let notes = &self.notes;
+                    lock(&self.params).learn(message, &mut |tool, why| {
+                        notes.problem(&format!(
+                            "tools/list: left out the tool {tool:?}: {why} (spec: Streamable HTTP, Custom Headers from Tool Parameters)"
+                        ))
+                    })
+                }
+                _ => message,
+            };
+            // Once answered, nothing more is read: a stream the server
+            // leaves open is closed.
+            inbox.deliver(&message, &mut notes) && !answered.get()
+        };
+        let mut cursor = Cursor::default();
+        let mut res = self.exchange_on(
+            written,
+            "POST",
+            &line,
+            Some(&id),
+            &headers,
+            &mut cursor,
+            &mut deliver,
+        );
+        if let Err(Failed::SessionGone) = res
+            && self.renew(&headers)
+            && let Ok(outgoing) = serde_json::from_slice::<Outgoing<'_>>(&line)
+        {
+            headers = self.headers(&outgoing, &OutgoingParams::of(&outgoing));
+            cursor = Cursor::default();
+            res = self.exchange(
+                "POST",
+                &line,
+                Some(&id),
+                &headers,
+                &mut cursor,
+                &mut deliver,
+            );
+        }
+        if mismatched.get() {
+            hold_mismatch.set(false);
+            cursor = Cursor::default();
+            res = self
+                .retry_with_new_marks(&line, Some(&id), &headers, &mut cursor, &mut deliver)
+                .map_err(Failed::Why);
+        }
+        if let (Ok(()), false) = (&res, answered.get()) {
+            res = (self.unanswered(&id, &mut cursor, &answered, &mut deliver)).map_err(Failed::Why);
+        }
+        let cancelled = lock(&self.streams).remove(&id).is_none();
+        if let (Err(why), false) = (res, cancelled || self.is_closed()) {
+            inbox.deliver(&error_line(&id, &why.into_why()), &mut notes);
+        }
+    }
+
+    /// Sends one request and hands each message of the answer to
+    /// `deliver`, until it returns false. `Err` says, in one line, why
+    /// there is no usable answer.
+    pub(super) fn exchange(
+        &self,
+        verb: &str,
+        body: &[u8],
+        id: Option<&str>,
+        headers: &[(String, String)],
+        cursor: &mut Cursor,
+        deliver: impl FnMut(Vec<u8>) -> bool,
+    ) -> Result<(), Failed> {
+        self.exchange_on(None, verb, body, id, headers, cursor, deliver)
+    }
+
+    /// [`Shared::exchange`], the request written already on `written`
+    /// (by its caller, [`Shared::write_ahead`]), if it is given.
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "exchange's, and the connection the request went on"
+    )]
+    fn exchange_on(
+        &self,
+        written: Option<Kept>,
+        verb: &str,
+        body: &[u8],
+        id: Option<&str>,
+        headers: &[(String, String)],
+        cursor: &mut Cursor,
+        mut deliver: impl FnMut(Vec<u8>) -> bool,
+    ) -> Result<(), Failed> {
+        let url = format!("http://{}{}", self.endpoint.authority, self.endpoint.target);
+        let named = |name: &str| headers.iter().find(|(n, _)| n == name).map(|(_, v)| v);
+        let initialize = named("Mcp-Method").is_some_and(|m| m == "initialize");
+        let (mut kept, head) = self.start(written, verb, body, id, headers)?;
+        // Spec 2025-11-25 basic/transports "Session Management": the
+        // session is the one the answer to a (successful) initialize
+        // assigns; the Python SDK also names one on refusals.
+        let assigned = (200..300).contains(&head.status) && initialize;
+        if let Some(session) = head.headers.get("mcp-session-id").filter(|_| assigned) {
+            let mut slot = lock(&self.session);
+            if slot.as_deref() != Some(session) {
+                *slot = Some(session.to_owned());
+            }
+        }
+        let mut body = Body::new(&mut kept.conn, &head);
+        if id.is_none() {
+            // Not a request: its answer is a `202` (2025-11-25), and a
+            // body kept going anyway (an event stream of keep-alive
+            // comments, which no read timeout ends) is read for
+            // `ACCEPT_TIMEOUT` at most.
+            body.until(Instant::now() + ACCEPT_TIMEOUT);
+        }
+        let read = if !(200..300).contains(&head.status) {
+            let messages = exchange::read_json(&mut body, self.max_message).unwrap_or_default();
+            let rpc = messages.into_iter().find(|m| is_rpc_error(m));
+            let answers = rpc
+                .as_ref()
+                .zip(id)
+                .is_some_and(|(message, id)| answer_to(message, id).is_some());
+            match (rpc, id) {
+                // 2025-11-25 "Session Management": a `404` for a request
+                // with a session id is the session's end, unless it
+                // answers the request (a method not found, say).
+                _ if head.status == 404 && named("Mcp-Session-Id").is_some() && !answers => {
+                    Err(Failed::SessionGone)
+                }
+                (Some(message), Some(id)) => {
+                    deliver(with_id(message, id));
+                    Ok(())
+                }
+                _ => Err(Failed::Why(status_error(&head, &url))),
+            }
+        } else if head.is_event_stream() {
+            let read = exchange::read_events(&mut body, self.max_message, cursor, &mut deliver)
+                .map_err(|e| Failed::Why(format!("the event stream from {url} broke: {e}")));
+            body.end_if_arrived();
+            read
+        } else if head.status == 202 || head.status == 204 {
+            Ok(())
+        } else {
+            match exchange::read_json(&mut body, self.max_message) {
+                Ok(messages) => {
+                    for message in messages {
+                        if !deliver(message) {
+                            break;
+                        }
+                    }
+                    Ok(())
+                }
+                Err(e) => Err(Failed::Why(format!(
+                    "the answer from {url} could not be read: {e}"
+                ))),
+            }
+        };
+        let reusable = body.is_done() && head.keeps_alive();
+        if reusable && !self.is_closed() {
+            let mut idle = lock(&self.idle);
+            if idle.len() < IDLE_CONNECTIONS {
+                idle.push(kept);
+            }
+        }
+        read
+    }
+
+    /// Writes the request on an idle connection or a new one (unless it
+    /// was `written` already), and reads the answer's head. A kept-alive
+    /// connection the server closed meanwhile is replaced by a new one,
+    /// once. A request (`id`) waits for its answer as long as its caller
+    /// does (a cancellation closes its stream); anything else for
+    /// [`ACCEPT_TIMEOUT`].
+    pub(super) fn start(
+        &self,
+        written: Option<Kept>,
+        verb: &str,
+        body: &[u8],
+        id: Option<&str>,
+        headers: &[(String, String)],
+    ) -> Result<(Kept, Head), String> {
+        let url = format!("http://{}{}", self.endpoint.authority, self.endpoint.target);
+        let mut reused = written.map(|kept| (kept, true));
+        if reused.is_none() {
+            reused = lock(&self.idle).pop().map(|kept| (kept, false));
+        }
+        loop {
+            let was_reused = reused.is_some();
+            let (mut kept, sent) = match reused.take() {
+                Some(reused) => reused,
+                None => (
+                    self.open_connection()
+                        .map_err(|e| format!("could not connect to {url}: {e}"))?,
+                    false,
+                ),
+            };
+            let written = match sent {
+                true => Ok(()),
+                false => self.write(&mut kept, verb, body, id, headers),
+            };
+            let head = match written {
+                Ok(()) => exchange::read_head(&mut kept.conn, verb == "HEAD"),
+                Err(e) => Err(e),
+            };
+            match head {
+                Ok(Some(head)) => return Ok((kept, head)),
+                Ok(None) | Err(_) if was_reused => continue,
+                Ok(None) => return Err(format!("{url} closed the connection without an answer")),
+                Err(e) => return Err(format!("the request to {url} failed: {e}")),
+            }
+        }
+    }
+
+    /// Writes the request on `kept`, registered first as request `id`'s
+    /// stream (which a cancellation closes). Its read timeout is set for
+    /// the answer (only when it changes: a system call saved per request).
+    fn write(
+        &self,
+        kept: &mut Kept,
+        verb: &str,
+        body: &[u8],
+        id: Option<&str>,
+        headers: &[(String, String)],
+    ) -> std::io::Result<()> {
+        let wanted = read_timeout(id);
+        if kept.read_timeout != wanted {
+            kept.socket.set_read_timeout(wanted)?;
+            kept.read_timeout = wanted;
+        }
+        if let Some(id) = id {
+            match lock(&self.streams).get_mut(id) {
+                Some(slot) => *slot = Some(Arc::clone(&kept.socket)),
+                // Cancelled before it was sent.
+                None => return Err(std::io::Error::other("cancelled")),
+            }
+        }
+        exchange::write_request(kept.conn.get_mut(), verb, &self.endpoint, headers, body)
+    }
+
+    /// Writes a small request's POST on an idle connection from the
+    /// caller's thread, before its worker is woken: the server works on it
+    /// while the worker wakes, which then only reads the answer (a wake-up
+    /// less on the call's way). `None` when no connection is idle, the
+    /// request is large (a write of it might wait for the server), or the
+    /// write failed: the worker then does it all.
+    pub(super) fn write_ahead(
+        &self,
+        line: &[u8],
+        id: &str,
+        headers: &[(String, String)],
+    ) -> Option<Kept> {
+        if line.len() > WRITE_AHEAD_BYTES {
+            return None;
+        }
+        let mut kept = lock(&self.idle).pop()?;
+        self.write(&mut kept, "POST", line, Some(id), headers)
+            .ok()?;
+        Some(kept)
+    }
+
+    /// A new connection, set up once: no delay (a request is one write), a
+    /// write timeout ([`ACCEPT_TIMEOUT`]).
+    fn open_connection(&self) -> std::io::Result<Kept> {
+        let socket = self.connect(CONNECT_TIMEOUT)?;
+        socket.set_nodelay(true)?;
+        socket.set_write_timeout(Some(ACCEPT_TIMEOUT))?;
+        let shared = Arc::new(socket.try_clone()?);
+        Ok(Kept {
+            conn: BufReader::new(socket),
+            socket: shared,
+            read_timeout: None,
+        })
+    }
+
+    /// A new connection to the server, within `timeout` for each address
+    /// its name resolves to.
+    pub(super) fn connect(&self, timeout: Duration) -> std::io::Result<TcpStream> {
+        let mut last = None;
+        for addr in self.endpoint.authority.to_socket_addrs()? {
+            match TcpStream::connect_timeout(&addr, timeout) {
+                Ok(stream) => return Ok(stream),
+                Err(e) => last = Some(e),
+            }
+        }
+        Err(last.unwrap_or_else(|| {
+            std::io::Error::new(
+                std::io::ErrorKind::NotFound,
+                "the host name resolves to no address",
+            )
+        }))
+    }
+}
