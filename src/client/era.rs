@@ -299,6 +299,10 @@ fn probe(
                 ))),
             }
         }
+        // The transport failed (a connection refused, an HTTP status of
+        // the server's own refusal): no answer, so no era, and nothing a
+        // fallback to `initialize` would get past.
+        Err(error) if Error::Rpc(error.clone()).is_transport_failure() => Err(Error::Rpc(error)),
         Err(error) => Ok(Err(answered(format!(
             "it answered server/discover with {error}"
         )))),

@@ -181,11 +181,21 @@ fn refused_connection() -> Result<(), String> {
         .map_err(|e| e.to_string())?
         .port();
     let url = format!("http://127.0.0.1:{port}/mcp");
-    let run = run(&["--wire", "info", "--url", &url].map(String::from), &[], "")?;
+    let run = run(
+        &["--wire", "info", "--url", &url].map(String::from),
+        &[],
+        "",
+    )?;
     run.expect_code(3)?
         .stderr_has("mcp-stdio: cannot connect to the server: ")?
         .stderr_has("Connection refused")?;
-    for made_up in ["-32603", "answered with an error", "←", "initialize", "legacy"] {
+    for made_up in [
+        "-32603",
+        "answered with an error",
+        "←",
+        "initialize",
+        "legacy",
+    ] {
         if run.stderr.contains(made_up) {
             return Err(format!("says {made_up:?}: {:?}", run.stderr));
         }

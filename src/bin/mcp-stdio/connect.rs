@@ -324,6 +324,11 @@ pub(crate) fn start_failure(e: Error, program: &str, opts: &Options, said: &[Str
             .iter()
             .any(|n| n.contains("starting it again to speak initialize"));
     match e {
+        // The client's own word for a transport that failed (a connection
+        // refused), not the server's.
+        Error::Rpc(e) if Error::Rpc(e.clone()).is_transport_failure() => {
+            Failure::connection(format!("cannot connect to the server: {}", e.message))
+        }
         Error::Io(e) if e.kind() == std::io::ErrorKind::NotFound => Failure::connection(format!(
             "cannot start the server: {program:?} was not found (is it installed, and on PATH?)"
         )),

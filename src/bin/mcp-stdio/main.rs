@@ -158,6 +158,11 @@ impl Failure {
                     ))
                 }
             }
+            // Not the server's error: the transport failed before it
+            // answered (a connection refused or broken).
+            Error::Rpc(e) if Error::Rpc(e.clone()).is_transport_failure() => {
+                Failure::connection(format!("{what}: {}", e.message))
+            }
             Error::Rpc(e) => Failure {
                 status: status::SERVER_FAILURE,
                 message: format!(
