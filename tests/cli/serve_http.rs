@@ -23,6 +23,10 @@ pub const CHECKS: &[(&str, Once)] = &[
         "serve_http_token_from_the_environment_or_a_file",
         token_elsewhere,
     ),
+    (
+        "serve_http_keeps_the_childs_tasks_extension",
+        keeps_tasks_extension,
+    ),
     ("a_refused_connection_says_so", refused_connection),
     (
         "a_probe_refused_for_a_body_limit_is_not_legacy",
@@ -218,6 +222,25 @@ fn body_limit_not_legacy() -> Result<(), String> {
         if run.stderr.contains(wrong) {
             return Err(format!("says {wrong:?}: {:?}", run.stderr));
         }
+    }
+    Ok(())
+}
+
+/// The child's Tasks extension was left out of what `serve-http`
+/// advertises (issue 49, item 6).
+fn keeps_tasks_extension() -> Result<(), String> {
+    let serving = Serving::start(&[], &[])?;
+    let run = run(
+        &["info", "--json", "--url", &serving.url()].map(String::from),
+        &[],
+        "",
+    )?;
+    run.expect_code(0)?;
+    let info: serde_json::Value =
+        serde_json::from_str(&run.stdout).map_err(|e| format!("{e}: {}", run.stdout))?;
+    let extensions = &info["capabilities"]["extensions"];
+    if extensions.get("io.modelcontextprotocol/tasks").is_none() {
+        return Err(format!("no tasks extension: {}", info["capabilities"]));
     }
     Ok(())
 }
