@@ -56,7 +56,7 @@
 //!   would make one). A caller that declares the extension gets a task of
 //!   the proxy's for each call, whose work is the call to the server with
 //!   the caller's capabilities: a task the server makes of it is followed
-//!   to its end ([`follow_task`]: `tasks/get` at its poll interval, the
+//!   to its end (`follow_task`: `tasks/get` at its poll interval, the
 //!   input it asks for asked of the caller through the proxy's task,
 //!   `tasks/cancel` when the caller cancels). A caller that does not gets
 //!   the answer at once, or the server's `-32021` for a tool it runs only
