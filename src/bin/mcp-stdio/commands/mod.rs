@@ -171,7 +171,7 @@ fn call(ctx: &Ctx<'_>, tool: &str, arguments: &Arguments) -> Result<u8, Failure>
         Err(e) => {
             // A JSON-RPC error may mean there is no such tool: say so, and
             // which names there are.
-            if matches!(e, Error::Rpc(_)) {
+            if matches!(e, Error::Rpc(_)) && !e.is_transport_failure() {
                 missing_name(ctx, List::Tools, tool)?;
             }
             return Err(ctx.failure(e, &format!("tools/call {tool}")));
@@ -278,7 +278,7 @@ fn prompt(ctx: &Ctx<'_>, name: &str, arguments: &BTreeMap<String, String>) -> Re
     let raw = match ctx.send("prompts/get", params, false) {
         Ok(raw) => raw,
         Err(e) => {
-            if matches!(e, Error::Rpc(_)) {
+            if matches!(e, Error::Rpc(_)) && !e.is_transport_failure() {
                 missing_name(ctx, List::Prompts, name)?;
                 missing_arguments(ctx, name, arguments)?;
             }
@@ -338,7 +338,7 @@ fn complete(
         Err(e) => {
             // As for `call` and `prompt`: a name the server does not have
             // is a usage error, with the closest one.
-            if matches!(e, Error::Rpc(_)) {
+            if matches!(e, Error::Rpc(_)) && !e.is_transport_failure() {
                 match (
                     reference["type"].as_str(),
                     reference["name"].as_str(),
