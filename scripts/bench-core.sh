@@ -12,7 +12,7 @@
 #
 # PLAIN_POOL builds this checkout with scripts/plain-pool.patch applied (the
 # pool as issue 44 item 2 asked for it: a mutex and a channel, no watcher;
-# measured and not kept, BENCHMARKS.md "A pool without a watcher,
+# measured and not kept: BENCHMARKS.md "A pool without a watcher,
 # measured") in a worktree under target/bench-core, and runs its echo last.
 #
 # The "before" echo is built from BEFORE's tree, in a worktree under
