@@ -179,7 +179,12 @@ mark=$(wc -l <"$OUT/nginx/access.log")
 timeout 30 "$cli" listen --tools --json --url "$url" >"$OUT/ours-listen.out" 2>"$OUT/ours-listen.err" &
 listener=$!
 for _ in $(seq 100); do [ -s "$OUT/ours-listen.out" ] && break; sleep 0.05; done
-for _ in 1 2 3; do "$cli" call toggle_tool --url "$url" >/dev/null 2>&1; done
+# Each replica toggles once, called directly: through nginx, which replica
+# a call reaches depends on how many requests each client makes (round
+# robin), and three clients of as many requests each can all land on one.
+for port in "${replica_ports[@]}"; do
+    "$cli" call toggle_tool --url "http://127.0.0.1:$port/mcp" >/dev/null 2>&1
+done
 for _ in $(seq 100); do
     [ "$(grep -c list_changed "$OUT/ours-listen.out")" -ge 3 ] && break
     sleep 0.05
@@ -187,14 +192,13 @@ done
 kill -INT "$listener" 2>/dev/null || true
 wait "$listener" 2>/dev/null || true
 heard=$(grep -c list_changed "$OUT/ours-listen.out" || true)
-togglers=$(served "$mark" tools/call | sort -u | wc -l)
 holder=$(served "$mark" subscriptions/listen | head -1)
 ok=1
-[ "$heard" = 3 ] && [ "$togglers" -ge 2 ] && ok=0
-ours "listen across replicas" $ok "the listen on $holder heard $heard list changes, made on $togglers replicas"
+[ "$heard" = 3 ] && [ -n "$holder" ] && ok=0
+ours "listen across replicas" $ok "the listen on $holder heard $heard list changes, one made on each of the 3 replicas"
 # Each replica toggled back, as it was.
-for addr in $(served "$mark" tools/call); do
-    "$cli" call toggle_tool --url "http://$addr/mcp" >/dev/null 2>&1
+for port in "${replica_ports[@]}"; do
+    "$cli" call toggle_tool --url "http://127.0.0.1:$port/mcp" >/dev/null 2>&1
 done
 # A task run on one replica, followed by our client (tasks/get polled,
 # its question answered with tasks/update) through all of them; another
