@@ -84,6 +84,9 @@ const FAULTS: &[(&str, &[&str])] = &[
 /// One test: `Err` says what went wrong.
 type Test = Box<dyn Fn() -> Result<(), String> + Send + Sync>;
 
+/// One of review-45's tests.
+type ReviewTest = fn() -> Result<(), String>;
+
 fn main() {
     if let Ok(fault) = std::env::var(FAULT_ENV) {
         serve_with_fault(&fault);
@@ -134,7 +137,7 @@ fn main() {
     ));
     // review-45: each fails on main as merged (the report says what it
     // showed and the fix it asks for).
-    let review: &[(&str, fn() -> Result<(), String>)] = &[
+    let review: &[(&str, ReviewTest)] = &[
         (
             "review_a_late_answer_is_not_taken_for_a_later_checks",
             review_a_late_answer_is_not_taken_for_a_later_checks,
@@ -182,6 +185,14 @@ fn main() {
         (
             "review_a_result_type_outside_the_protocols_set_fails",
             review_a_result_type_outside_the_protocols_set_fails,
+        ),
+        (
+            "review_a_session_id_never_given_is_not_a_terminated_session",
+            review_a_session_id_never_given_is_not_a_terminated_session,
+        ),
+        (
+            "review_a_log_line_before_the_legacy_handshake_fails_stdout_only_mcp",
+            review_a_log_line_before_the_legacy_handshake_fails_stdout_only_mcp,
         ),
     ];
     for &(name, test) in review {
@@ -743,10 +754,13 @@ fn failed(run: &Run) -> Vec<String> {
 /// ("a response to a notification"), two MUSTs the server keeps.
 fn review_a_late_answer_is_not_taken_for_a_later_checks() -> Result<(), String> {
     let exe = this_exe();
+    let mut wrong = Vec::new();
     for second in ["jsonrpc.id-types", "jsonrpc.notification-no-reply"] {
         let only = format!("jsonrpc.parse-error,jsonrpc.method-not-found,{second}");
         let run = check(
-            &["--format", "json", "--wait", "2", "--only", &only, "--", &exe],
+            &[
+                "--format", "json", "--wait", "2", "--only", &only, "--", &exe,
+            ],
             Some("slow-unknown-method"),
         );
         let late = outcome(&run, "jsonrpc.method-not-found")?;
@@ -755,19 +769,24 @@ fn review_a_late_answer_is_not_taken_for_a_later_checks() -> Result<(), String> 
         }
         let checked = outcome(&run, second)?;
         if checked["status"] != "pass" {
-            return Err(format!(
+            wrong.push(format!(
                 "{second}: {} ({})",
                 checked["status"], checked["reason"]
             ));
         }
     }
-    Ok(())
+    if wrong.is_empty() {
+        Ok(())
+    } else {
+        Err(wrong.join(" | "))
+    }
 }
 
 /// A server whose tools/list answer is one valid line of 5 MiB (a long
-/// description): the checker cuts lines at 4 MiB, then calls the line
-/// "not JSON" and the list unanswered, and fails `stdio.stdout-only-mcp`
-/// and `tools.list`, two MUSTs the server keeps (the spec sets no limit
+/// description): the checker cuts lines at 4 MiB, reads the cut line as
+/// not JSON, so never as the answer, and fails `stdio.stdout-only-mcp`
+/// and `tools.list` ("tools/list: no answer within 2.0 s"), two MUSTs
+/// the server keeps (the spec sets no limit
 /// on a line). A line past the checker's own limit is the checker's
 /// limit: a skip that says so, never a violation.
 fn review_a_line_longer_than_the_checkers_limit_is_not_a_violation() -> Result<(), String> {
@@ -797,8 +816,8 @@ fn review_a_line_longer_than_the_checkers_limit_is_not_a_violation() -> Result<(
 /// is the 400 stderr lines the transcript keeps, and not one of the lines
 /// the checker sent or received ("with its evidence: the lines sent and
 /// received").
-fn review_a_stderr_flood_leaves_the_lines_sent_and_received_in_the_evidence()
--> Result<(), String> {
+fn review_a_stderr_flood_leaves_the_lines_sent_and_received_in_the_evidence() -> Result<(), String>
+{
     let run = check(
         &[
             "--format",
@@ -834,7 +853,14 @@ fn review_a_stderr_flood_leaves_the_lines_sent_and_received_in_the_evidence()
 /// 2, "could not be started or reached", saying "no answer within 1.0 s".
 fn review_a_server_answering_every_request_with_another_id_is_status_1() -> Result<(), String> {
     let run = check(
-        &["--wait", "1", "--only", "jsonrpc.id-types", "--", &this_exe()],
+        &[
+            "--wait",
+            "1",
+            "--only",
+            "jsonrpc.id-types",
+            "--",
+            &this_exe(),
+        ],
         Some("id-always-string"),
     );
     if run.status != Some(1) {
@@ -855,7 +881,14 @@ fn review_a_server_answering_every_request_with_another_id_is_status_1() -> Resu
 /// checker fails `subscriptions.ack-first` (a MUST).
 fn review_a_server_with_nothing_to_listen_to_is_skipped_not_failed() -> Result<(), String> {
     let run = check(
-        &["--format", "json", "--only", "subscriptions", "--", &this_exe()],
+        &[
+            "--format",
+            "json",
+            "--only",
+            "subscriptions",
+            "--",
+            &this_exe(),
+        ],
         Some("no-listen"),
     );
     let failed = failed(&run);
@@ -922,8 +955,7 @@ fn review_every_must_check_quotes_a_must() -> Result<(), String> {
 /// opens with a fixed 60 s), and `Facts::gather` runs on the main thread
 /// with no deadline: `--wait 1` takes two minutes to say "could not be
 /// reached".
-fn review_an_http_server_that_holds_its_body_costs_each_request_the_wait() -> Result<(), String>
-{
+fn review_an_http_server_that_holds_its_body_costs_each_request_the_wait() -> Result<(), String> {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
     let url = format!("http://{}/mcp", listener.local_addr().unwrap());
     std::thread::spawn(move || {
@@ -1058,6 +1090,147 @@ fn review_a_result_type_outside_the_protocols_set_fails() -> Result<(), String> 
         return Err(format!("{} ({})", checked["status"], checked["reason"]));
     }
     Ok(())
+}
+
+/// A legacy server that writes "Server starting on stdio..." on stdout
+/// before anything else (the commonest break of "The server MUST NOT
+/// write anything to its stdout that is not a valid MCP message"):
+/// `stdio.stdout-only-mcp` starts its fresh legacy server with
+/// `Session::start`, whose `initialize` drops whatever came before its
+/// answer, so the check never sees the line and passes ("2 lines, each a
+/// JSON-RPC message", the line in its own evidence). The `stdout-log`
+/// fault is caught only because the everything example is modern.
+fn review_a_log_line_before_the_legacy_handshake_fails_stdout_only_mcp() -> Result<(), String> {
+    let run = check(
+        &[
+            "--format",
+            "json",
+            "--era",
+            "legacy",
+            "--only",
+            "stdio.stdout-only-mcp",
+            "--",
+            &this_exe(),
+        ],
+        Some("stdout-log"),
+    );
+    let checked = outcome(&run, "stdio.stdout-only-mcp")?;
+    if checked["status"] != "fail" || run.status != Some(1) {
+        return Err(format!(
+            "status {:?}: {} ({})",
+            run.status, checked["status"], checked["reason"]
+        ));
+    }
+    Ok(())
+}
+
+/// A legacy Streamable HTTP server as the Python SDK 1.x's session manager
+/// answers: a request with a session id it never gave gets `400 Bad
+/// Request: No valid session ID provided`. The sentence
+/// `http.legacy-unknown-session` quotes ("The server MAY terminate the
+/// session at any time, after which it MUST respond to requests
+/// containing that session ID with HTTP 404 Not Found") is about a
+/// session the server ended; 2025-11-25 says nothing of an id it never
+/// gave. The checker fails it as a MUST.
+fn review_a_session_id_never_given_is_not_a_terminated_session() -> Result<(), String> {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(stream) = stream else { return };
+            std::thread::spawn(move || legacy_http_exchange(stream));
+        }
+    });
+    let run = check(
+        &[
+            "--format",
+            "json",
+            "--wait",
+            "1",
+            "--only",
+            "http.legacy-unknown-session",
+            "--url",
+            &url,
+        ],
+        None,
+    );
+    let checked = outcome(&run, "http.legacy-unknown-session")?;
+    if checked["status"] == "fail" {
+        return Err(format!("{} ({})", checked["status"], checked["reason"]));
+    }
+    Ok(())
+}
+
+/// One request to the legacy HTTP server above, answered.
+fn legacy_http_exchange(stream: std::net::TcpStream) {
+    use std::io::BufRead;
+    let mut reader = BufReader::new(&stream);
+    let mut headers = Vec::new();
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line).unwrap_or(0) == 0 {
+            return;
+        }
+        let line = line.trim_end();
+        if line.is_empty() {
+            break;
+        }
+        if let Some((name, value)) = line.split_once(':') {
+            headers.push((name.trim().to_ascii_lowercase(), value.trim().to_owned()));
+        }
+    }
+    let header = |name: &str| {
+        headers
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.clone())
+    };
+    let length: usize = header("content-length")
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0);
+    let mut body = vec![0; length];
+    if reader.read_exact(&mut body).is_err() {
+        return;
+    }
+    let message: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    let (status, extra, text) = if message["method"] == "initialize" {
+        let result = json!({ "protocolVersion": "2025-11-25", "capabilities": {},
+            "serverInfo": { "name": "legacy-http", "version": "1" } });
+        (
+            "200 OK",
+            "Mcp-Session-Id: s1\r\nContent-Type: application/json\r\n",
+            json!({ "jsonrpc": "2.0", "id": message["id"], "result": result }).to_string(),
+        )
+    } else if message.get("id").is_none() {
+        ("202 Accepted", "", String::new())
+    } else if header("mcp-session-id").as_deref() != Some("s1") {
+        (
+            "400 Bad Request",
+            "Content-Type: text/plain\r\n",
+            "Bad Request: No valid session ID provided".to_owned(),
+        )
+    } else if message["method"] == "ping" {
+        (
+            "200 OK",
+            "Content-Type: application/json\r\n",
+            json!({ "jsonrpc": "2.0", "id": message["id"], "result": {} }).to_string(),
+        )
+    } else {
+        (
+            "200 OK",
+            "Content-Type: application/json\r\n",
+            json!({ "jsonrpc": "2.0", "id": message["id"],
+                "error": { "code": -32601, "message": "Method not found" } })
+            .to_string(),
+        )
+    };
+    let _ = (&stream).write_all(
+        format!(
+            "HTTP/1.1 {status}\r\n{extra}Content-Length: {}\r\nConnection: close\r\n\r\n{text}",
+            text.len()
+        )
+        .as_bytes(),
+    );
 }
 
 // ---------------------------------------------------------------------------
@@ -1398,7 +1571,10 @@ fn filter_out(fault: &str, line: Vec<u8>) -> Vec<u8> {
         "no-listen" if v.pointer("/error/code") == Some(&json!(-32601)) => {
             v["error"]["code"] = json!(-32602);
         }
-        "no-listen" if v.pointer("/result/capabilities").is_some_and(Value::is_object) => {
+        "no-listen"
+            if v.pointer("/result/capabilities")
+                .is_some_and(Value::is_object) =>
+        {
             // Nothing to listen to.
             for cap in v["result"]["capabilities"]
                 .as_object_mut()
