@@ -287,6 +287,11 @@ pub struct Session {
     next_id: i64,
     transcript: Transcript,
     backlog: VecDeque<Msg>,
+    /// The ids of requests whose wait ended without their response: a
+    /// response to one that comes later is evidence only, never taken for
+    /// the answer to a later request (nor for a response to a
+    /// notification).
+    abandoned: Vec<Value>,
     /// The server's output ended.
     pub ended: bool,
     pub stderr: Arc<Mutex<StderrLog>>,
@@ -352,6 +357,7 @@ impl Session {
             next_id: 0,
             transcript: transcript.clone(),
             backlog: VecDeque::new(),
+            abandoned: Vec::new(),
             ended: false,
             stderr,
             initialize: None,
@@ -478,19 +484,52 @@ impl Session {
         } else {
             self.overdue = 0;
         }
-        match self.incoming.recv_deadline(deadline) {
-            Ok(Incoming::Line(bytes, lease)) => {
-                let msg = self.take_line(&bytes);
-                drop(lease);
-                Some(msg)
+        loop {
+            match self.incoming.recv_deadline(deadline) {
+                Ok(Incoming::Line(bytes, lease)) => {
+                    let msg = self.take_line(&bytes);
+                    drop(lease);
+                    if self.is_late(&msg) {
+                        continue;
+                    }
+                    return Some(msg);
+                }
+                Ok(Incoming::Eof) | Err(crossbeam_channel::RecvTimeoutError::Disconnected) => {
+                    self.ended = true;
+                    self.transcript.note("the server's output ended");
+                    return None;
+                }
+                Err(RecvTimeoutError::Timeout) => return None,
             }
-            Ok(Incoming::Eof) | Err(crossbeam_channel::RecvTimeoutError::Disconnected) => {
-                self.ended = true;
-                self.transcript.note("the server's output ended");
-                None
-            }
-            Err(RecvTimeoutError::Timeout) => None,
         }
+    }
+
+    /// Whether `msg` is the response to a request whose wait has ended
+    /// (noted in the evidence, then passed over).
+    fn is_late(&mut self, msg: &Msg) -> bool {
+        if !msg.is_response() {
+            return false;
+        }
+        let Some(id) = msg.json().and_then(|v| v.get("id")) else {
+            return false;
+        };
+        let Some(at) = self.abandoned.iter().position(|a| a == id) else {
+            return false;
+        };
+        self.abandoned.swap_remove(at);
+        self.transcript.note(&format!(
+            "a late response to the request with id {id}, after its wait had ended: not taken for another's"
+        ));
+        true
+    }
+
+    /// Stops waiting for the response to `id`: if it comes later, it is
+    /// evidence only.
+    pub fn abandon(&mut self, id: &Value) {
+        if self.abandoned.len() >= READ_AHEAD_LINES {
+            self.abandoned.remove(0);
+        }
+        self.abandoned.push(id.clone());
     }
 
     fn take_line(&mut self, bytes: &[u8]) -> Msg {
@@ -534,7 +573,10 @@ impl Session {
                     }
                 }
                 None if self.ended => return Err(Missing::Eof),
-                None => return Err(Missing::Timeout(wait)),
+                None => {
+                    self.abandon(id);
+                    return Err(Missing::Timeout(wait));
+                }
             }
         }
     }
