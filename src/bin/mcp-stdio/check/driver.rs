@@ -126,13 +126,16 @@ pub enum Msg {
     Json(Value, String),
     /// A line that does not (lossy UTF-8).
     NotJson(String),
+    /// A line longer than the checker keeps (`MAX_LINE`), its start: the
+    /// checker's limit, not the server's fault (the spec sets none).
+    Cut(String),
 }
 
 impl Msg {
     pub fn json(&self) -> Option<&Value> {
         match self {
             Msg::Json(v, _) => Some(v),
-            Msg::NotJson(_) => None,
+            Msg::NotJson(_) | Msg::Cut(_) => None,
         }
     }
 
@@ -151,7 +154,7 @@ impl Msg {
 
     pub fn text(&self) -> &str {
         match self {
-            Msg::Json(_, text) | Msg::NotJson(text) => text,
+            Msg::Json(_, text) | Msg::NotJson(text) | Msg::Cut(text) => text,
         }
     }
 }
@@ -178,6 +181,8 @@ impl std::fmt::Display for Missing {
 /// session's read-ahead budget until the session takes it.
 pub enum Incoming {
     Line(Vec<u8>, Lease),
+    /// The first `MAX_LINE` bytes of a longer line (the rest was dropped).
+    Cut(Vec<u8>, Lease),
     Eof,
 }
 
@@ -194,6 +199,10 @@ pub struct Budget {
 
 /// What one session's readers may hold, read ahead.
 const READ_AHEAD_BYTES: usize = 64 << 20;
+/// The longest line kept from the server, the whole read-ahead budget:
+/// past it the rest of the line is read and dropped (a server writing
+/// without newlines costs this much), and the line is `Msg::Cut`.
+pub const MAX_LINE: usize = READ_AHEAD_BYTES;
 /// The lines they may hold (each link's channel is this long).
 pub const READ_AHEAD_LINES: usize = 256;
 
@@ -493,6 +502,17 @@ impl Session {
                         continue;
                     }
                     return Some(msg);
+                }
+                Ok(Incoming::Cut(bytes, lease)) => {
+                    self.starting = false;
+                    let text = String::from_utf8_lossy(&bytes).into_owned();
+                    drop(lease);
+                    self.transcript.push("received", &text);
+                    self.transcript.note(&format!(
+                        "that line was longer than the checker keeps ({} MiB): the rest was dropped",
+                        MAX_LINE >> 20
+                    ));
+                    return Some(Msg::Cut(text));
                 }
                 Ok(Incoming::Eof) | Err(crossbeam_channel::RecvTimeoutError::Disconnected) => {
                     self.ended = true;

@@ -315,6 +315,12 @@ fn stdout_only_mcp(ctx: &mut Ctx) -> Verdict {
         let why = match msg {
             Msg::NotJson(_) => Some("not JSON".to_owned()),
             Msg::Json(v, _) => not_a_message(v),
+            Msg::Cut(_) => {
+                return Verdict::Skip(format!(
+                    "a line longer than the checker's limit of {} MiB, not read whole",
+                    super::driver::MAX_LINE >> 20
+                ));
+            }
         };
         if let Some(why) = why {
             return Verdict::Fail(format!("{why}: {}", short(msg.text(), 120)));

@@ -10,11 +10,8 @@ use std::sync::{Arc, Mutex};
 
 use crossbeam_channel::Sender;
 
-use super::driver::{Budget, Incoming, Link, READ_AHEAD_LINES, Session, Transcript};
+use super::driver::{Budget, Incoming, Link, MAX_LINE, READ_AHEAD_LINES, Session, Transcript};
 
-/// The longest line kept from the server: past it the rest of the line is
-/// read and dropped (a server writing without newlines costs this much).
-const MAX_LINE: usize = 4 << 20;
 /// The stderr lines kept (the last ones).
 const STDERR_LINES: usize = 200;
 
@@ -166,13 +163,15 @@ fn read_lines(stdout: impl Read, tx: &Sender<Incoming>, budget: &Arc<Budget>) {
             }
         };
         if !line.is_empty() || !ended {
-            if dropped {
-                line.extend_from_slice(b"...");
-            }
             let Some(lease) = budget.lease(line.len()) else {
                 return;
             };
-            if tx.send(Incoming::Line(line, lease)).is_err() {
+            let incoming = if dropped {
+                Incoming::Cut(line, lease)
+            } else {
+                Incoming::Line(line, lease)
+            };
+            if tx.send(incoming).is_err() {
                 return;
             }
         }
