@@ -34,6 +34,8 @@ const EVIDENCE_CUT: usize = 2048;
 const STARTUP: Duration = Duration::from_secs(15);
 /// How many lines one check's evidence keeps.
 const EVIDENCE_LINES: usize = 400;
+/// How many of them may be the server's stderr.
+const STDERR_EVIDENCE: usize = 100;
 
 /// The protocol version this checker speaks in the modern era.
 pub const MODERN: &str = "2026-07-28";
@@ -86,10 +88,20 @@ impl Transcript {
         }
     }
 
+    /// Keeps one line of evidence, up to `EVIDENCE_LINES` in all, of
+    /// which at most `STDERR_EVIDENCE` are the server's stderr: a server
+    /// that logs without pause (stderr is its to use "for any logging
+    /// purposes") cannot push the lines sent and received out.
     pub fn push(&self, kind: &'static str, text: &str) {
         let mut lines = self.0.lock().unwrap_or_else(|e| e.into_inner());
         if lines.len() >= EVIDENCE_LINES {
             return;
+        }
+        if kind == "stderr" {
+            let stderr = lines.iter().filter(|e| e.kind == "stderr").count();
+            if stderr >= STDERR_EVIDENCE {
+                return;
+            }
         }
         let text = if text.len() > EVIDENCE_CUT {
             let mut end = EVIDENCE_CUT;
