@@ -171,13 +171,25 @@ impl Msg {
     }
 }
 
+/// What `Missing::OtherId` says: a server that was reached and broke a
+/// MUST (the run's status is 1, not 2).
+pub const OTHER_ID: &str = "a response came back with the id";
+
 /// Why no answer came.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum Missing {
     /// None within the time given.
     Timeout(Duration),
     /// The server's output ended first.
     Eof,
+    /// None within the time given, but a response with another id came
+    /// (`back`), for the request with the id `sent`: "Result responses
+    /// MUST include the same ID as the request".
+    OtherId {
+        wait: Duration,
+        sent: Value,
+        back: Value,
+    },
 }
 
 impl std::fmt::Display for Missing {
@@ -185,6 +197,11 @@ impl std::fmt::Display for Missing {
         match self {
             Missing::Timeout(t) => write!(f, "no answer within {:.1} s", t.as_secs_f64()),
             Missing::Eof => write!(f, "the server's output ended before the answer"),
+            Missing::OtherId { wait, sent, back } => write!(
+                f,
+                "no answer within {:.1} s with the id {sent}; {OTHER_ID} {back}",
+                wait.as_secs_f64()
+            ),
         }
     }
 }
@@ -590,6 +607,7 @@ impl Session {
         let deadline = Instant::now() + wait;
         let mut before = Vec::new();
         let mut kept = 0;
+        let mut other_id = None;
         loop {
             match self.recv_until(deadline) {
                 Some(msg) => {
@@ -599,6 +617,9 @@ impl Session {
                         };
                         return Ok((reply, before));
                     }
+                    if other_id.is_none() && msg.is_response() {
+                        other_id = msg.json().and_then(|v| v.get("id")).cloned();
+                    }
                     kept += msg.text().len();
                     if kept <= KEEP_BEFORE {
                         before.push(msg);
@@ -607,7 +628,14 @@ impl Session {
                 None if self.ended => return Err(Missing::Eof),
                 None => {
                     self.abandon(id);
-                    return Err(Missing::Timeout(wait));
+                    return Err(match other_id {
+                        Some(back) => Missing::OtherId {
+                            wait,
+                            sent: id.clone(),
+                            back,
+                        },
+                        None => Missing::Timeout(wait),
+                    });
                 }
             }
         }

@@ -7,7 +7,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use super::args;
-use super::driver::{Era, Missing, Session, Target, Transcript};
+use super::driver::{Era, Missing, OTHER_ID, Session, Target, Transcript};
 use super::{Verdict, short};
 
 /// What the server speaks and offers, learnt once before the checks.
@@ -69,21 +69,32 @@ impl Facts {
     }
 }
 
+/// Why `Facts::gather` found no era.
+#[derive(Debug)]
+pub enum Unreached {
+    /// The server could not be started or reached, or speaks no era.
+    Not(String),
+    /// It answered, each time with an id other than the one sent.
+    OtherId(String),
+}
+
 impl Facts {
     /// Starts the server to learn what it speaks and offers: the probe
     /// (`server/discover`), then `initialize` on a server of its own
     /// (unless `--era modern`), then every list the primary era offers.
-    /// An error when it speaks neither era: it could not be reached.
+    /// An error when it speaks neither era: it could not be reached
+    /// (`Unreached::Not`), or it answered with ids other than those sent
+    /// (`Unreached::OtherId`, a MUST broken).
     pub(super) fn gather(
         target: &Target,
         era: args::EraChoice,
         wait: Duration,
-    ) -> Result<Facts, String> {
+    ) -> Result<Facts, Unreached> {
         let transcript = Transcript::default();
         let mut facts = Facts::default();
         let mut modern_session = None;
         if era != args::EraChoice::Legacy {
-            let mut session = Session::connect(target, &transcript)?;
+            let mut session = Session::connect(target, &transcript).map_err(Unreached::Not)?;
             match session.call("server/discover", json!({}), wait) {
                 Ok(reply) => match reply.get("result") {
                     Some(result) if result.get("supportedVersions").is_some() => {
@@ -135,14 +146,18 @@ impl Facts {
                 } else {
                     format!("; its stderr: {}", stderr[tail..].join(" | "))
                 };
-                return Err(format!(
-                    "the server speaks no MCP era this checker knows: {why}{said}"
-                ));
+                let message =
+                    format!("the server speaks no MCP era this checker knows: {why}{said}");
+                return Err(if why.contains(OTHER_ID) {
+                    Unreached::OtherId(message)
+                } else {
+                    Unreached::Not(message)
+                });
             }
         };
         let mut session = match modern_session {
             Some(session) => session,
-            None => Session::start(target, Era::Legacy, &transcript, wait)?,
+            None => Session::start(target, Era::Legacy, &transcript, wait).map_err(Unreached::Not)?,
         };
         for (capability, method, member) in [
             ("tools", "tools/list", "tools"),

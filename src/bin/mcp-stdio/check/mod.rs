@@ -276,10 +276,19 @@ pub fn main(argv: Vec<String>) -> u8 {
     let started = Instant::now();
     let facts = match Facts::gather(&target, args.era, args.wait) {
         Ok(facts) => facts,
-        Err(message) => {
+        Err(facts::Unreached::Not(message)) => {
             // It may carry the server's stderr: escaped, on one line.
             eprintln!("mcp-stdio check: {}", crate::escape::line(&message));
             return status::UNREACHABLE;
+        }
+        Err(facts::Unreached::OtherId(message)) => {
+            // Reached, and a MUST broken: "Result responses MUST include
+            // the same ID as the request" (basic/index.md).
+            eprintln!(
+                "mcp-stdio check: {}: responses MUST include the same ID as the request",
+                crate::escape::line(&message)
+            );
+            return status::FAILED;
         }
     };
     let mut report = format::Report::new(args.format, &target, &facts);
