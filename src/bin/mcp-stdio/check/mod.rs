@@ -291,6 +291,10 @@ pub fn main(argv: Vec<String>) -> u8 {
             return status::FAILED;
         }
     };
+    if let Some(message) = unlisted_call(&facts, &args.calls) {
+        eprintln!("mcp-stdio check: {message}");
+        return status::UNREACHABLE;
+    }
     let mut report = format::Report::new(args.format, &target, &facts);
     let outcomes = run_checks(&selected, &target, facts, &args, |outcome| {
         report.one(outcome)
@@ -301,6 +305,26 @@ pub fn main(argv: Vec<String>) -> u8 {
     } else {
         status::PASSED
     }
+}
+
+/// A `--call` naming a tool the server does not list: the command line
+/// is wrong (a usage error, status 2), not the server. `None` when every
+/// tool named is listed, or the list could not be read (the checks say
+/// so then).
+fn unlisted_call(facts: &Facts, calls: &[Call]) -> Option<String> {
+    let tools = facts.lists.get("tools")?;
+    let call = calls
+        .iter()
+        .find(|c| !tools.iter().any(|t| t.get("name") == Some(&Value::from(c.tool.as_str()))))?;
+    let names: Vec<&str> = tools
+        .iter()
+        .filter_map(|t| t.get("name").and_then(Value::as_str))
+        .collect();
+    Some(format!(
+        "--call {:?}: the server lists no such tool (it lists {}): name one of its tools",
+        call.tool,
+        short(&names.join(", "), 300)
+    ))
 }
 
 /// Runs each check on a thread of its own, within its deadline; `each`
