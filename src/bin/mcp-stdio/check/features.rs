@@ -50,7 +50,7 @@ pub const CHECKS: &[Check] = &[
     },
     Check {
         id: "completion.complete",
-        level: Level::Must,
+        level: Level::Should,
         page: "2026-07-28/basic/index.md",
         quote: "This is the source of truth for all protocol messages and structures.",
         title: "completion/complete for a prompt's argument gives a CompleteResult (at most 100 values)",

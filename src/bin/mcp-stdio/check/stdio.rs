@@ -33,7 +33,7 @@ pub const CHECKS: &[Check] = &[
     },
     Check {
         id: "stdio.split-write",
-        level: Level::Must,
+        level: Level::Should,
         page: PAGE,
         quote: READS,
         title: "a request written in two parts, a pause between, is answered",
@@ -41,7 +41,7 @@ pub const CHECKS: &[Check] = &[
     },
     Check {
         id: "stdio.byte-by-byte",
-        level: Level::Must,
+        level: Level::Should,
         page: PAGE,
         quote: READS,
         title: "a request written one byte at a time is answered",
