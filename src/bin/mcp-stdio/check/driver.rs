@@ -359,7 +359,7 @@ impl Session {
         transcript: &Transcript,
         deadline: Duration,
     ) -> Result<Session, String> {
-        let mut session = Session::connect(target, transcript)?;
+        let mut session = Session::connect(target, transcript, deadline)?;
         session.era = era;
         if era == Era::Legacy {
             session.initialize(LEGACY, deadline)?;
@@ -367,11 +367,18 @@ impl Session {
         Ok(session)
     }
 
-    /// Starts the server without a word to it.
-    pub fn connect(target: &Target, transcript: &Transcript) -> Result<Session, String> {
+    /// Starts the server without a word to it. `wait` bounds each HTTP
+    /// exchange (connection, head and JSON body).
+    pub fn connect(
+        target: &Target,
+        transcript: &Transcript,
+        wait: Duration,
+    ) -> Result<Session, String> {
         match target {
             Target::Command(argv) => super::stdio_link::spawn(argv, transcript),
-            Target::Url(url, headers) => super::http_link::connect(url, headers, transcript),
+            Target::Url(url, headers) => {
+                super::http_link::connect(url, headers, transcript, wait)
+            }
         }
     }
 

@@ -94,7 +94,7 @@ impl Facts {
         let mut facts = Facts::default();
         let mut modern_session = None;
         if era != args::EraChoice::Legacy {
-            let mut session = Session::connect(target, &transcript).map_err(Unreached::Not)?;
+            let mut session = Session::connect(target, &transcript, wait).map_err(Unreached::Not)?;
             match session.call("server/discover", json!({}), wait) {
                 Ok(reply) => match reply.get("result") {
                     Some(result) if result.get("supportedVersions").is_some() => {

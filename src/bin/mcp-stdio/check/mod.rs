@@ -219,7 +219,7 @@ impl Ctx {
 
     /// A server of the check's own, not yet spoken to.
     pub fn fresh_connect(&self) -> Result<Session, Verdict> {
-        Session::connect(&self.target, &self.transcript)
+        Session::connect(&self.target, &self.transcript, self.wait)
             .map_err(|e| Verdict::Fail(format!("could not start the server: {e}")))
     }
 
