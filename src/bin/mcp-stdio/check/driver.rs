@@ -579,6 +579,12 @@ impl Session {
         true
     }
 
+    /// Waits again for the response to `id` after a wait for it ended:
+    /// it is read as any other message.
+    pub fn reclaim(&mut self, id: &Value) {
+        self.abandoned.retain(|a| a != id);
+    }
+
     /// Stops waiting for the response to `id`: if it comes later, it is
     /// evidence only.
     pub fn abandon(&mut self, id: &Value) {
