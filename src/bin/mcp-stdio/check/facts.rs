@@ -1,8 +1,8 @@
 //! What the server speaks and offers, learnt once before the checks
 //! (`Facts::gather`), and reading every page of a list (`list_all`).
 
-use std::collections::BTreeMap;
-use std::time::Duration;
+use std::collections::{BTreeMap, HashSet};
+use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
@@ -89,9 +89,12 @@ impl Facts {
         target: &Target,
         era: args::EraChoice,
         wait: Duration,
+        deadline: Duration,
     ) -> Result<Facts, Unreached> {
         let transcript = Transcript::default();
         let mut facts = Facts::default();
+        // Each list is read for at most a check's deadline.
+        let until = Instant::now() + deadline;
         let mut modern_session = None;
         if era != args::EraChoice::Legacy {
             let mut session = Session::connect(target, &transcript, wait).map_err(Unreached::Not)?;
@@ -166,7 +169,7 @@ impl Facts {
             ("prompts", "prompts/list", "prompts"),
         ] {
             if facts.offers(capability)
-                && let Ok(items) = list_all(&mut session, method, member, wait)
+                && let Ok(items) = list_all(&mut session, method, member, wait, until)
             {
                 facts.lists.insert(member, items);
             }
@@ -175,48 +178,56 @@ impl Facts {
     }
 }
 
-/// Every item of a paginated list (at most 100 pages; a repeated cursor
-/// ends it with an error).
+/// Every item of a paginated list, read until its last page or until
+/// `until`: the spec bounds neither pages nor items, so a list still
+/// going then is the checker's time that is up (a skip that says so),
+/// never a violation. A cursor that comes back is a cycle (a failure).
 pub fn list_all(
     session: &mut Session,
     method: &str,
     member: &str,
     wait: Duration,
-) -> Result<Vec<Value>, String> {
+    until: Instant,
+) -> Result<Vec<Value>, Verdict> {
     let mut items = Vec::new();
     let mut cursor: Option<Value> = None;
-    let mut seen = Vec::new();
-    for _ in 0..100 {
+    let mut seen = HashSet::new();
+    loop {
+        if cursor.is_some() && Instant::now() >= until {
+            return Err(Verdict::Skip(format!(
+                "{method}: {} pages read, {} {member}, and more to come when the check's time was up",
+                seen.len() + 1,
+                items.len()
+            )));
+        }
         let params = match &cursor {
             Some(c) => json!({ "cursor": c }),
             None => json!({}),
         };
         let reply = session
             .call(method, params, wait)
-            .map_err(|e| format!("{method}: {e}"))?;
+            .map_err(|e| Verdict::Fail(format!("{method}: {e}")))?;
         let Some(result) = reply.get("result") else {
-            return Err(format!(
+            return Err(Verdict::Fail(format!(
                 "{method} answered {}",
                 short(&reply.to_string(), 200)
-            ));
+            )));
         };
         let page = result
             .get(member)
             .and_then(Value::as_array)
-            .ok_or_else(|| format!("{method}: the result has no {member} array"))?;
+            .ok_or_else(|| Verdict::Fail(format!("{method}: the result has no {member} array")))?;
         items.extend(page.iter().cloned());
         match result.get("nextCursor") {
             None | Some(Value::Null) => return Ok(items),
             Some(next) => {
-                if seen.contains(next) {
-                    return Err(format!(
+                if !seen.insert(next.to_string()) {
+                    return Err(Verdict::Fail(format!(
                         "{method}: the cursor {next} came back again (a cycle)"
-                    ));
+                    )));
                 }
-                seen.push(next.clone());
                 cursor = Some(next.clone());
             }
         }
     }
-    Err(format!("{method}: more than 100 pages"))
 }

@@ -70,16 +70,16 @@ fn lists(ctx: &mut Ctx, capability: &str, lists: &[(&str, &str)]) -> Verdict {
     if let Err(v) = offered(ctx, capability) {
         return v;
     }
-    let wait = ctx.wait;
+    let (wait, until) = (ctx.wait, ctx.list_until());
     let session = match ctx.session() {
         Ok(s) => s,
         Err(v) => return v,
     };
     let mut said = Vec::new();
     for (method, member) in lists {
-        match list_all(session, method, member, wait) {
+        match list_all(session, method, member, wait, until) {
             Ok(items) => said.push(format!("{} {member}", items.len())),
-            Err(e) => return Verdict::Fail(e),
+            Err(v) => return v,
         }
     }
     Verdict::Pass(said.join(", "))

@@ -185,6 +185,8 @@ pub struct Ctx {
     pub calls: Arc<Vec<Call>>,
     /// How long to wait for one answer.
     pub wait: Duration,
+    /// When the check's deadline passes (`--deadline` after its start).
+    pub until: Instant,
     /// This check's evidence (its own sessions write into it).
     pub transcript: Transcript,
     /// The sessions shared between checks, by era; given back after the
@@ -274,7 +276,7 @@ pub fn main(argv: Vec<String>) -> u8 {
         return status::UNREACHABLE;
     };
     let started = Instant::now();
-    let facts = match Facts::gather(&target, args.era, args.wait) {
+    let facts = match Facts::gather(&target, args.era, args.wait, args.deadline) {
         Ok(facts) => facts,
         Err(facts::Unreached::Not(message)) => {
             // It may carry the server's stderr: escaped, on one line.
@@ -327,6 +329,17 @@ fn unlisted_call(facts: &Facts, calls: &[Call]) -> Option<String> {
     ))
 }
 
+impl Ctx {
+    /// When a list still going must stop, to leave the check its verdict:
+    /// one wait before its deadline.
+    pub fn list_until(&self) -> Instant {
+        self.until
+            .checked_sub(self.wait)
+            .unwrap_or(self.until)
+            .max(Instant::now())
+    }
+}
+
 /// Runs each check on a thread of its own, within its deadline; `each`
 /// sees each outcome as it comes.
 fn run_checks(
@@ -348,6 +361,7 @@ fn run_checks(
             facts: Arc::clone(&facts),
             calls: Arc::clone(&calls),
             wait: args.wait,
+            until: Instant::now() + args.deadline,
             transcript: transcript.clone(),
             shared: std::mem::take(&mut shared),
         };
