@@ -219,6 +219,16 @@ fn complete(ctx: &mut Ctx) -> Verdict {
         Err(v) => return v,
     };
     let Some(result) = reply.get("result") else {
+        // completion.md's error handling: -32602 for invalid or missing
+        // arguments, -32603 for internal errors. Answers the spec names,
+        // with no result to check.
+        if matches!(error_code(&reply), Some(-32602 | -32603)) {
+            return Verdict::Skip(format!(
+                "completing {argument} of {}: {}, an error the spec names: no result to check",
+                short(&reference.to_string(), 80),
+                said(&reply)
+            ));
+        }
         return Verdict::Fail(format!(
             "completing {argument} of {}: {}",
             short(&reference.to_string(), 80),
