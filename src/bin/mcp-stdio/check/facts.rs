@@ -45,6 +45,15 @@ impl Facts {
         self.capabilities().get(name).is_some_and(|c| !c.is_null())
     }
 
+    /// Whether the server advertises the extension `name` among its
+    /// capabilities.
+    pub fn offers_extension(&self, name: &str) -> bool {
+        self.capabilities()
+            .get("extensions")
+            .and_then(|e| e.get(name))
+            .is_some_and(|e| !e.is_null())
+    }
+
     /// The items of a list (`tools`, `resources`, `resourceTemplates`,
     /// `prompts`).
     pub fn list(&self, name: &str) -> &[Value] {
