@@ -335,6 +335,9 @@ pub struct Session {
     pub stderr: Arc<Mutex<StderrLog>>,
     /// The result of `initialize` (legacy sessions).
     pub initialize: Option<Value>,
+    /// What the server wrote during `initialize`: what came before its
+    /// answer (a log line on stdout, say), then the answer.
+    pub handshake: Vec<Msg>,
 }
 
 /// What starts a server: a command line, or a URL with headers.
@@ -406,6 +409,7 @@ impl Session {
             ended: false,
             stderr,
             initialize: None,
+            handshake: Vec::new(),
         }
     }
 
@@ -421,9 +425,12 @@ impl Session {
             }
         });
         self.send_json(&line);
-        let reply = self
-            .response(&id, deadline)
+        let (reply, before) = self
+            .response_with(&id, deadline)
             .map_err(|e| format!("initialize: {e}"))?;
+        self.handshake = before;
+        self.handshake
+            .push(Msg::Json(reply.clone(), reply.to_string()));
         let Some(result) = reply.get("result") else {
             return Err(format!(
                 "initialize was refused: {}",

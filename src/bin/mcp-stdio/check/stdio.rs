@@ -305,8 +305,11 @@ fn stdout_only_mcp(ctx: &mut Ctx) -> Verdict {
         Ok(s) => s,
         Err(v) => return v,
     };
-    // What it wrote before it was asked anything, then the traffic.
-    let mut got = session.drain(Duration::from_millis(200));
+    // What it wrote during the handshake (a legacy session's
+    // `initialize`) and before it was asked anything else, then the
+    // traffic.
+    let mut got = std::mem::take(&mut session.handshake);
+    got.extend(session.drain(Duration::from_millis(200)));
     match typical_traffic(ctx, &mut session) {
         Ok(more) => got.extend(more),
         Err(v) => return v,
