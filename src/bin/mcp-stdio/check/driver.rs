@@ -81,6 +81,14 @@ impl Transcript {
         self.1.lock().unwrap_or_else(|e| e.into_inner()).push(pid);
     }
 
+    /// A server started for it has been reaped: its pid is no longer its.
+    pub(super) fn forget(&self, pid: u32) {
+        self.1
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .retain(|p| *p != pid);
+    }
+
     /// SIGKILL to the process group of every server started for it.
     pub fn kill_servers(&self) {
         for pid in self.1.lock().unwrap_or_else(|e| e.into_inner()).drain(..) {
@@ -379,9 +387,7 @@ impl Session {
     ) -> Result<Session, String> {
         match target {
             Target::Command(argv) => super::stdio_link::spawn(argv, transcript),
-            Target::Url(url, headers) => {
-                super::http_link::connect(url, headers, transcript, wait)
-            }
+            Target::Url(url, headers) => super::http_link::connect(url, headers, transcript, wait),
         }
     }
 
@@ -700,6 +706,8 @@ impl Session {
         let child = self.link.child()?;
         loop {
             if let Ok(Some(status)) = child.try_wait() {
+                // Reaped: its pid is no longer one to kill.
+                self.transcript.forget(child.id());
                 self.transcript
                     .note(&format!("the server exited ({status})"));
                 return Some(status);

@@ -106,7 +106,8 @@ impl Facts {
         let until = Instant::now() + deadline;
         let mut modern_session = None;
         if era != args::EraChoice::Legacy {
-            let mut session = Session::connect(target, &transcript, wait).map_err(Unreached::Not)?;
+            let mut session =
+                Session::connect(target, &transcript, wait).map_err(Unreached::Not)?;
             match session.call("server/discover", json!({}), wait) {
                 Ok(reply) => match reply.get("result") {
                     Some(result) if result.get("supportedVersions").is_some() => {
@@ -169,7 +170,9 @@ impl Facts {
         };
         let mut session = match modern_session {
             Some(session) => session,
-            None => Session::start(target, Era::Legacy, &transcript, wait).map_err(Unreached::Not)?,
+            None => {
+                Session::start(target, Era::Legacy, &transcript, wait).map_err(Unreached::Not)?
+            }
         };
         for (capability, method, member) in [
             ("tools", "tools/list", "tools"),

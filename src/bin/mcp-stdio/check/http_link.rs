@@ -473,8 +473,7 @@ impl HttpLink {
         self.transcript
             .note(&format!("POST {} ({})", self.url.path, shown.join(", ")));
         let (status, response_headers, reader) =
-            open(&self.url, "POST", &headers, line, self.wait)
-                .map_err(std::io::Error::other)?;
+            open(&self.url, "POST", &headers, line, self.wait).map_err(std::io::Error::other)?;
         let content_type = response_headers
             .iter()
             .find(|(n, _)| n.eq_ignore_ascii_case("content-type"))
@@ -523,7 +522,15 @@ impl HttpLink {
                 .map_err(std::io::Error::other)?;
         } else {
             let mut text = Vec::new();
-            let _ = body.take(16 << 20).read_to_end(&mut text);
+            if let Err(e) = body.take(16 << 20).read_to_end(&mut text) {
+                // Part of a body is not a message: the wait for it ends
+                // as the wait for no answer does.
+                self.transcript.note(&format!(
+                    "the response body was not read whole ({} bytes): {e}",
+                    text.len()
+                ));
+                return Ok(());
+            }
             let text = text.trim_ascii().to_vec();
             if initialize {
                 learn_version(&self.legacy, &text);

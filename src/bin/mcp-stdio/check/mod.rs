@@ -315,9 +315,11 @@ pub fn main(argv: Vec<String>) -> u8 {
 /// so then).
 fn unlisted_call(facts: &Facts, calls: &[Call]) -> Option<String> {
     let tools = facts.lists.get("tools")?;
-    let call = calls
-        .iter()
-        .find(|c| !tools.iter().any(|t| t.get("name") == Some(&Value::from(c.tool.as_str()))))?;
+    let call = calls.iter().find(|c| {
+        !tools
+            .iter()
+            .any(|t| t.get("name") == Some(&Value::from(c.tool.as_str())))
+    })?;
     let names: Vec<&str> = tools
         .iter()
         .filter_map(|t| t.get("name").and_then(Value::as_str))

@@ -118,13 +118,7 @@ fn result_of(ctx: &mut Ctx, method: &str, params: Value, name: &str) -> Verdict 
 /// `result_of`, where an error with one of the codes in `allowed` (one
 /// the spec names for `method`) is a skip: no result to check, and not a
 /// violation (`schema.error` checks errors).
-fn result_or(
-    ctx: &mut Ctx,
-    method: &str,
-    params: Value,
-    name: &str,
-    allowed: &[i64],
-) -> Verdict {
+fn result_or(ctx: &mut Ctx, method: &str, params: Value, name: &str, allowed: &[i64]) -> Verdict {
     let era = ctx.facts.primary.unwrap_or(Era::Modern);
     let reply = match ctx.ask(method, params) {
         Ok(r) => r,

@@ -59,7 +59,11 @@ pub fn spawn(argv: &[String], transcript: &Transcript) -> Result<Session, String
     transcript.note(&format!("started {}", argv.join(" ")));
     transcript.started(child.id());
     let mut session = Session::new(
-        Box::new(StdioLink { child, stdin }),
+        Box::new(StdioLink {
+            child,
+            stdin,
+            transcript: transcript.clone(),
+        }),
         incoming,
         budget,
         transcript,
@@ -73,6 +77,9 @@ pub fn spawn(argv: &[String], transcript: &Transcript) -> Result<Session, String
 pub struct StdioLink {
     child: Child,
     stdin: Option<ChildStdin>,
+    /// Where its pid was noted for `Transcript::kill_servers`, forgotten
+    /// once it is reaped.
+    transcript: Transcript,
 }
 
 impl Link for StdioLink {
@@ -99,6 +106,9 @@ impl Drop for StdioLink {
     fn drop(&mut self) {
         self.stdin = None;
         kill_group(&mut self.child);
+        // Forgotten before it is reaped: once reaped its pid may be
+        // another process's, which a later `kill_servers` must not reach.
+        self.transcript.forget(self.child.id());
         let _ = self.child.wait();
     }
 }
