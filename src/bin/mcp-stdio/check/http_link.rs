@@ -220,7 +220,6 @@ fn connect_within(url: &Url, wait: Duration) -> Result<TcpStream, String> {
 /// Writes one POST (or other method) and reads the response head; the
 /// reader is left at the body. The connection, the write and every read
 /// of the response (head and body) end within `wait` of the start.
-
 fn open(
     url: &Url,
     method: &str,
