@@ -84,6 +84,9 @@ const FAULTS: &[(&str, &[&str])] = &[
 /// One test: `Err` says what went wrong.
 type Test = Box<dyn Fn() -> Result<(), String> + Send + Sync>;
 
+/// One of review-45's tests.
+type ReviewTest = fn() -> Result<(), String>;
+
 fn main() {
     if let Ok(fault) = std::env::var(FAULT_ENV) {
         serve_with_fault(&fault);
@@ -132,6 +135,69 @@ fn main() {
         "only_and_skip_select_by_id_and_group".into(),
         Box::new(only_and_skip_select_by_id_and_group),
     ));
+    // review-45: each fails on main as merged (the report says what it
+    // showed and the fix it asks for).
+    let review: &[(&str, ReviewTest)] = &[
+        (
+            "review_a_late_answer_is_not_taken_for_a_later_checks",
+            review_a_late_answer_is_not_taken_for_a_later_checks,
+        ),
+        (
+            "review_a_line_longer_than_the_checkers_limit_is_not_a_violation",
+            review_a_line_longer_than_the_checkers_limit_is_not_a_violation,
+        ),
+        (
+            "review_a_stderr_flood_leaves_the_lines_sent_and_received_in_the_evidence",
+            review_a_stderr_flood_leaves_the_lines_sent_and_received_in_the_evidence,
+        ),
+        (
+            "review_a_server_answering_every_request_with_another_id_is_status_1",
+            review_a_server_answering_every_request_with_another_id_is_status_1,
+        ),
+        (
+            "review_a_server_with_nothing_to_listen_to_is_skipped_not_failed",
+            review_a_server_with_nothing_to_listen_to_is_skipped_not_failed,
+        ),
+        (
+            "review_a_call_naming_a_tool_the_server_does_not_list_fails_no_must",
+            review_a_call_naming_a_tool_the_server_does_not_list_fails_no_must,
+        ),
+        (
+            "review_every_must_check_quotes_a_must",
+            review_every_must_check_quotes_a_must,
+        ),
+        (
+            "review_an_http_server_that_holds_its_body_costs_each_request_the_wait",
+            review_an_http_server_that_holds_its_body_costs_each_request_the_wait,
+        ),
+        (
+            "review_cancellation_is_checked_when_it_runs_alone",
+            review_cancellation_is_checked_when_it_runs_alone,
+        ),
+        (
+            "review_a_list_of_more_than_100_pages_is_not_a_violation",
+            review_a_list_of_more_than_100_pages_is_not_a_violation,
+        ),
+        (
+            "review_an_error_the_spec_allows_is_not_a_schema_violation",
+            review_an_error_the_spec_allows_is_not_a_schema_violation,
+        ),
+        (
+            "review_a_result_type_outside_the_protocols_set_fails",
+            review_a_result_type_outside_the_protocols_set_fails,
+        ),
+        (
+            "review_a_session_id_never_given_is_not_a_terminated_session",
+            review_a_session_id_never_given_is_not_a_terminated_session,
+        ),
+        (
+            "review_a_log_line_before_the_legacy_handshake_fails_stdout_only_mcp",
+            review_a_log_line_before_the_legacy_handshake_fails_stdout_only_mcp,
+        ),
+    ];
+    for &(name, test) in review {
+        tests.push((name.into(), Box::new(test)));
+    }
     let tests: Vec<_> = tests
         .into_iter()
         .filter(|(name, _)| sel.includes(name))
@@ -183,6 +249,12 @@ struct Run {
 /// Runs `mcp-stdio check ARGS`, with `fault` in its environment; killed
 /// after [`LIMIT`].
 fn check(args: &[&str], fault: Option<&str>) -> Run {
+    check_within(args, fault, LIMIT)
+}
+
+/// Runs `mcp-stdio check ARGS`, with `fault` in its environment; killed
+/// after `limit` (its status is then `None`).
+fn check_within(args: &[&str], fault: Option<&str>, limit: Duration) -> Run {
     let mut command = Command::new(BIN);
     command
         .arg("check")
@@ -207,7 +279,7 @@ fn check(args: &[&str], fault: Option<&str>) -> Run {
         let _ = stderr.read_to_string(&mut s);
         s
     });
-    let deadline = Instant::now() + LIMIT;
+    let deadline = Instant::now() + limit;
     let status = loop {
         if let Some(status) = child.try_wait().unwrap() {
             break status.code();
@@ -639,6 +711,529 @@ fn only_and_skip_select_by_id_and_group() -> Result<(), String> {
 }
 
 // ---------------------------------------------------------------------------
+// review-45: claims of the hostile review, each a test that fails on main
+// as merged
+// ---------------------------------------------------------------------------
+
+/// The per-check objects of a `--format json` run (the summary left out).
+fn outcomes(run: &Run) -> Vec<Value> {
+    run.stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|v| v.get("summary").is_none())
+        .collect()
+}
+
+/// The outcome of check `id` in a `--format json` run.
+fn outcome(run: &Run, id: &str) -> Result<Value, String> {
+    outcomes(run)
+        .into_iter()
+        .find(|v| v["id"] == id)
+        .ok_or_else(|| {
+            format!(
+                "{id} did not run (status {:?}): {}{}",
+                run.status, run.stdout, run.stderr
+            )
+        })
+}
+
+/// Every check that failed (a MUST), with its reason.
+fn failed(run: &Run) -> Vec<String> {
+    outcomes(run)
+        .iter()
+        .filter(|v| v["status"] == "fail")
+        .map(|v| format!("{}: {}", v["id"], v["reason"]))
+        .collect()
+}
+
+/// A server whose answer to an unknown method comes 2.5 s late (past
+/// `--wait 2`): `jsonrpc.method-not-found` warns, rightly. But the shared
+/// session is kept, and the late answer is then read as the answer to the
+/// next check's request: `jsonrpc.id-types` fails ("sent the id 0, the
+/// response came back with N") and `jsonrpc.notification-no-reply` fails
+/// ("a response to a notification"), two MUSTs the server keeps.
+fn review_a_late_answer_is_not_taken_for_a_later_checks() -> Result<(), String> {
+    let exe = this_exe();
+    let mut wrong = Vec::new();
+    for second in ["jsonrpc.id-types", "jsonrpc.notification-no-reply"] {
+        let only = format!("jsonrpc.parse-error,jsonrpc.method-not-found,{second}");
+        let run = check(
+            &[
+                "--format", "json", "--wait", "2", "--only", &only, "--", &exe,
+            ],
+            Some("slow-unknown-method"),
+        );
+        let late = outcome(&run, "jsonrpc.method-not-found")?;
+        if late["status"] != "warn" {
+            return Err(format!("the unknown method was not late: {late}"));
+        }
+        let checked = outcome(&run, second)?;
+        if checked["status"] != "pass" {
+            wrong.push(format!(
+                "{second}: {} ({})",
+                checked["status"], checked["reason"]
+            ));
+        }
+    }
+    if wrong.is_empty() {
+        Ok(())
+    } else {
+        Err(wrong.join(" | "))
+    }
+}
+
+/// A server whose tools/list answer is one valid line of 5 MiB (a long
+/// description): the checker cuts lines at 4 MiB, reads the cut line as
+/// not JSON, so never as the answer, and fails `stdio.stdout-only-mcp`
+/// and `tools.list` ("tools/list: no answer within 2.0 s"), two MUSTs
+/// the server keeps (the spec sets no limit
+/// on a line). A line past the checker's own limit is the checker's
+/// limit: a skip that says so, never a violation.
+fn review_a_line_longer_than_the_checkers_limit_is_not_a_violation() -> Result<(), String> {
+    let run = check(
+        &[
+            "--format",
+            "json",
+            "--wait",
+            "2",
+            "--only",
+            "stdio.stdout-only-mcp,tools.list",
+            "--",
+            &this_exe(),
+        ],
+        Some("huge-tools-list"),
+    );
+    let failed = failed(&run);
+    if !failed.is_empty() || outcomes(&run).len() != 2 {
+        return Err(format!("status {:?}: {}", run.status, failed.join(" | ")));
+    }
+    Ok(())
+}
+
+/// A server that writes to stderr without pause (the spec: the server MAY
+/// write to stderr "for any logging purposes") and echoes ids out of
+/// range as strings: `jsonrpc.id-types` fails, rightly, but its evidence
+/// is the 400 stderr lines the transcript keeps, and not one of the lines
+/// the checker sent or received ("with its evidence: the lines sent and
+/// received").
+fn review_a_stderr_flood_leaves_the_lines_sent_and_received_in_the_evidence() -> Result<(), String>
+{
+    let run = check(
+        &[
+            "--format",
+            "json",
+            "--only",
+            "jsonrpc.parse-error,jsonrpc.id-types",
+            "--",
+            &this_exe(),
+        ],
+        Some("stderr-flood+id-as-string"),
+    );
+    let ids = outcome(&run, "jsonrpc.id-types")?;
+    if ids["status"] != "fail" {
+        return Err(format!("id-types did not fail: {ids}"));
+    }
+    let evidence = ids["evidence"].as_array().cloned().unwrap_or_default();
+    let count = |kind: &str| evidence.iter().filter(|e| e["kind"] == kind).count();
+    if count("sent") == 0 || count("received") == 0 {
+        return Err(format!(
+            "{} evidence lines: {} sent, {} received, {} stderr",
+            evidence.len(),
+            count("sent"),
+            count("received"),
+            count("stderr")
+        ));
+    }
+    Ok(())
+}
+
+/// A server that answers every request, each with its id as a string
+/// ("1" for 1): it was started and reached, and it breaks a MUST ("Result
+/// responses MUST include the same ID as the request"). The checker exits
+/// 2, "could not be started or reached", saying "no answer within 1.0 s".
+fn review_a_server_answering_every_request_with_another_id_is_status_1() -> Result<(), String> {
+    let run = check(
+        &[
+            "--wait",
+            "1",
+            "--only",
+            "jsonrpc.id-types",
+            "--",
+            &this_exe(),
+        ],
+        Some("id-always-string"),
+    );
+    if run.status != Some(1) {
+        return Err(format!(
+            "status {:?}: {}{}",
+            run.status, run.stdout, run.stderr
+        ));
+    }
+    Ok(())
+}
+
+/// A modern server that declares nothing to listen to (no listChanged, no
+/// subscribe) and does not implement subscriptions/listen, answering it
+/// as it answers every unknown method, -32602 (a SHOULD broken, which
+/// jsonrpc.method-not-found warns about): no sentence of the spec makes
+/// subscriptions/listen a MUST, and the catalogue's rule is "a check that
+/// needs a capability ... the server does not offer is a skip". The
+/// checker fails `subscriptions.ack-first` (a MUST).
+fn review_a_server_with_nothing_to_listen_to_is_skipped_not_failed() -> Result<(), String> {
+    let run = check(
+        &[
+            "--format",
+            "json",
+            "--only",
+            "subscriptions",
+            "--",
+            &this_exe(),
+        ],
+        Some("no-listen"),
+    );
+    let failed = failed(&run);
+    if !failed.is_empty() || run.status != Some(0) {
+        return Err(format!("status {:?}: {}", run.status, failed.join(" | ")));
+    }
+    Ok(())
+}
+
+/// `--call` naming a tool the server does not list (a typo of the user's)
+/// fails `tools.call-result`, a MUST ("Servers MUST provide structured
+/// results that conform to this schema"), and the run exits 1: the
+/// server is blamed for the command line.
+fn review_a_call_naming_a_tool_the_server_does_not_list_fails_no_must() -> Result<(), String> {
+    let run = check(
+        &[
+            "--format",
+            "json",
+            "--only",
+            "tools.call-result",
+            "--call",
+            "no_such_tool",
+            "--",
+            &this_exe(),
+        ],
+        Some("none"),
+    );
+    let failed = failed(&run);
+    if !failed.is_empty() || run.status == Some(1) {
+        return Err(format!("status {:?}: {}", run.status, failed.join(" | ")));
+    }
+    Ok(())
+}
+
+/// CONFORMANCE.md: "Levels are the keyword of the quoted sentence", and a
+/// rule without a keyword is a SHOULD. Thirteen MUST checks quote a
+/// sentence without one: `stdio.split-write` and `stdio.byte-by-byte`
+/// ("The server reads JSON-RPC messages from `stdin` ..."), the nine
+/// `schema.*` and `completion.complete` ("This is the source of truth for
+/// all protocol messages and structures."), `legacy.set-level` ("A
+/// request from the client to the server, to enable or adjust logging.").
+fn review_every_must_check_quotes_a_must() -> Result<(), String> {
+    let run = check(&["--list", "--format", "json"], None);
+    let mut without = Vec::new();
+    for line in run.stdout.lines() {
+        let c: Value = serde_json::from_str(line).map_err(|e| format!("{e}: {line}"))?;
+        if c["level"] == "MUST" && !c["quote"].as_str().unwrap_or_default().contains("MUST") {
+            without.push(c["id"].as_str().unwrap_or_default().to_owned());
+        }
+    }
+    if !without.is_empty() {
+        return Err(format!(
+            "{} MUST checks quote no MUST: {}",
+            without.len(),
+            without.join(", ")
+        ));
+    }
+    Ok(())
+}
+
+/// An HTTP server that sends a response's head and then holds its body
+/// (Content-Length: 100, nothing more): each POST of the checker's link
+/// waits 60 s for it whatever `--wait` says (`http_link::HttpLink::post`
+/// opens with a fixed 60 s), and `Facts::gather` runs on the main thread
+/// with no deadline: `--wait 1` takes two minutes to say "could not be
+/// reached".
+fn review_an_http_server_that_holds_its_body_costs_each_request_the_wait() -> Result<(), String> {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { return };
+            let _ = stream.write_all(
+                b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n",
+            );
+            held.push(stream);
+        }
+    });
+    let began = Instant::now();
+    let run = check_within(
+        &["--wait", "1", "--url", &url],
+        None,
+        Duration::from_secs(60),
+    );
+    let took = began.elapsed();
+    if run.status != Some(2) || took > Duration::from_secs(30) {
+        return Err(format!(
+            "status {:?} after {:.1} s: {}",
+            run.status,
+            took.as_secs_f64(),
+            run.stderr
+        ));
+    }
+    Ok(())
+}
+
+/// `cancel.no-reply-after-cancel` run alone (`--only cancel`) on a server
+/// that answers a cancelled call: the shared session is new, so its
+/// "still running after 300 ms?" wait is stretched to the 15 s a server
+/// process is given for its first line; the slow call's answer (1.5 s)
+/// comes within it, and the check skips, "answered within 300 ms, too
+/// fast to cancel": it cannot fail when it runs first on a session.
+fn review_cancellation_is_checked_when_it_runs_alone() -> Result<(), String> {
+    let run = check(
+        &[
+            "--format",
+            "json",
+            "--only",
+            "cancel",
+            "--call",
+            SLOW,
+            "--",
+            &this_exe(),
+        ],
+        Some("reply-after-cancel"),
+    );
+    let cancel = outcome(&run, "cancel.no-reply-after-cancel")?;
+    if cancel["status"] != "fail" || run.status != Some(1) {
+        return Err(format!(
+            "status {:?}: {} ({})",
+            run.status, cancel["status"], cancel["reason"]
+        ));
+    }
+    Ok(())
+}
+
+/// A server that lists 150 tools one a page (a gateway in front of many
+/// servers, a small page size): `list_all` stops at 100 pages with an
+/// error, and `tools.list` fails, a MUST, though the server answered
+/// every page and the spec bounds neither pages nor tools.
+fn review_a_list_of_more_than_100_pages_is_not_a_violation() -> Result<(), String> {
+    let run = check(
+        &[
+            "--format",
+            "json",
+            "--only",
+            "tools.list",
+            "--",
+            &this_exe(),
+        ],
+        Some("many-pages"),
+    );
+    let list = outcome(&run, "tools.list")?;
+    if list["status"] != "pass" {
+        return Err(format!("{} ({})", list["status"], list["reason"]));
+    }
+    Ok(())
+}
+
+/// A server whose listed resource cannot be read just now (-32603: "Servers
+/// SHOULD return -32603 for internal errors", resources.md), whose prompt
+/// fails (-32603, prompts.md's "Internal errors") and whose completion
+/// needs the other arguments first (-32602, completion.md's "Missing
+/// required arguments"): each answer is one the spec names, yet
+/// `schema.resources-read`, `schema.prompts-get` and `completion.complete`
+/// fail as MUSTs ("answered with error ..."). An error is not a result
+/// that breaks the schema (`schema.error` checks errors).
+fn review_an_error_the_spec_allows_is_not_a_schema_violation() -> Result<(), String> {
+    let run = check(
+        &[
+            "--format",
+            "json",
+            "--only",
+            "schema.resources-read,schema.prompts-get,completion.complete",
+            "--",
+            &this_exe(),
+        ],
+        Some("errors-not-results"),
+    );
+    let failed = failed(&run);
+    if !failed.is_empty() || outcomes(&run).len() != 3 {
+        return Err(format!("status {:?}: {}", run.status, failed.join(" | ")));
+    }
+    Ok(())
+}
+
+/// A server whose every result says `"resultType": "done"`: basic/index.md
+/// "The set of supported `ResultType` values **MUST** be created from the
+/// set defined in the core protocol and include any additional values of
+/// supported extensions that are advertised via capabilities" ("complete",
+/// "input_required"; "task" with the Tasks extension), and a client
+/// "**MUST**" take any other as invalid. `lifecycle.result-type` passes
+/// any string: it cannot fail on a value.
+fn review_a_result_type_outside_the_protocols_set_fails() -> Result<(), String> {
+    let run = check(
+        &[
+            "--format",
+            "json",
+            "--only",
+            "lifecycle.result-type",
+            "--",
+            &this_exe(),
+        ],
+        Some("result-type-unknown"),
+    );
+    let checked = outcome(&run, "lifecycle.result-type")?;
+    if checked["status"] != "fail" {
+        return Err(format!("{} ({})", checked["status"], checked["reason"]));
+    }
+    Ok(())
+}
+
+/// A legacy server that writes "Server starting on stdio..." on stdout
+/// before anything else (the commonest break of "The server MUST NOT
+/// write anything to its stdout that is not a valid MCP message"):
+/// `stdio.stdout-only-mcp` starts its fresh legacy server with
+/// `Session::start`, whose `initialize` drops whatever came before its
+/// answer, so the check never sees the line and passes ("2 lines, each a
+/// JSON-RPC message", the line in its own evidence). The `stdout-log`
+/// fault is caught only because the everything example is modern.
+fn review_a_log_line_before_the_legacy_handshake_fails_stdout_only_mcp() -> Result<(), String> {
+    let run = check(
+        &[
+            "--format",
+            "json",
+            "--era",
+            "legacy",
+            "--only",
+            "stdio.stdout-only-mcp",
+            "--",
+            &this_exe(),
+        ],
+        Some("stdout-log"),
+    );
+    let checked = outcome(&run, "stdio.stdout-only-mcp")?;
+    if checked["status"] != "fail" || run.status != Some(1) {
+        return Err(format!(
+            "status {:?}: {} ({})",
+            run.status, checked["status"], checked["reason"]
+        ));
+    }
+    Ok(())
+}
+
+/// A legacy Streamable HTTP server as the Python SDK 1.x's session manager
+/// answers: a request with a session id it never gave gets `400 Bad
+/// Request: No valid session ID provided`. The sentence
+/// `http.legacy-unknown-session` quotes ("The server MAY terminate the
+/// session at any time, after which it MUST respond to requests
+/// containing that session ID with HTTP 404 Not Found") is about a
+/// session the server ended; 2025-11-25 says nothing of an id it never
+/// gave. The checker fails it as a MUST.
+fn review_a_session_id_never_given_is_not_a_terminated_session() -> Result<(), String> {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(stream) = stream else { return };
+            std::thread::spawn(move || legacy_http_exchange(stream));
+        }
+    });
+    let run = check(
+        &[
+            "--format",
+            "json",
+            "--wait",
+            "1",
+            "--only",
+            "http.legacy-unknown-session",
+            "--url",
+            &url,
+        ],
+        None,
+    );
+    let checked = outcome(&run, "http.legacy-unknown-session")?;
+    if checked["status"] == "fail" {
+        return Err(format!("{} ({})", checked["status"], checked["reason"]));
+    }
+    Ok(())
+}
+
+/// One request to the legacy HTTP server above, answered.
+fn legacy_http_exchange(stream: std::net::TcpStream) {
+    use std::io::BufRead;
+    let mut reader = BufReader::new(&stream);
+    let mut headers = Vec::new();
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line).unwrap_or(0) == 0 {
+            return;
+        }
+        let line = line.trim_end();
+        if line.is_empty() {
+            break;
+        }
+        if let Some((name, value)) = line.split_once(':') {
+            headers.push((name.trim().to_ascii_lowercase(), value.trim().to_owned()));
+        }
+    }
+    let header = |name: &str| {
+        headers
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.clone())
+    };
+    let length: usize = header("content-length")
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0);
+    let mut body = vec![0; length];
+    if reader.read_exact(&mut body).is_err() {
+        return;
+    }
+    let message: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    let (status, extra, text) = if message["method"] == "initialize" {
+        let result = json!({ "protocolVersion": "2025-11-25", "capabilities": {},
+            "serverInfo": { "name": "legacy-http", "version": "1" } });
+        (
+            "200 OK",
+            "Mcp-Session-Id: s1\r\nContent-Type: application/json\r\n",
+            json!({ "jsonrpc": "2.0", "id": message["id"], "result": result }).to_string(),
+        )
+    } else if message.get("id").is_none() {
+        ("202 Accepted", "", String::new())
+    } else if header("mcp-session-id").as_deref() != Some("s1") {
+        (
+            "400 Bad Request",
+            "Content-Type: text/plain\r\n",
+            "Bad Request: No valid session ID provided".to_owned(),
+        )
+    } else if message["method"] == "ping" {
+        (
+            "200 OK",
+            "Content-Type: application/json\r\n",
+            json!({ "jsonrpc": "2.0", "id": message["id"], "result": {} }).to_string(),
+        )
+    } else {
+        (
+            "200 OK",
+            "Content-Type: application/json\r\n",
+            json!({ "jsonrpc": "2.0", "id": message["id"],
+                "error": { "code": -32601, "message": "Method not found" } })
+            .to_string(),
+        )
+    };
+    let _ = (&stream).write_all(
+        format!(
+            "HTTP/1.1 {status}\r\n{extra}Content-Length: {}\r\nConnection: close\r\n\r\n{text}",
+            text.len()
+        )
+        .as_bytes(),
+    );
+}
+
+// ---------------------------------------------------------------------------
 // The fault server
 // ---------------------------------------------------------------------------
 
@@ -660,6 +1255,24 @@ impl Shared {
 }
 
 fn serve_with_fault(fault: &str) -> ! {
+    // `stderr-flood+FAULT`: FAULT, and stderr written without pause.
+    let fault = match fault.strip_prefix("stderr-flood+") {
+        Some(rest) => {
+            std::thread::spawn(|| {
+                for n in 0u64.. {
+                    if writeln!(std::io::stderr(), "log {n}: busy").is_err() {
+                        return;
+                    }
+                    if n % 100 == 0 {
+                        // About 100,000 lines a second, no more.
+                        std::thread::sleep(Duration::from_millis(1));
+                    }
+                }
+            });
+            rest
+        }
+        None => fault,
+    };
     let shared = Arc::new(Mutex::new(Shared {
         fault: fault.to_owned(),
         hold: false,
@@ -825,6 +1438,50 @@ fn filter_in(shared: &mut Shared, line: Vec<u8>) -> Option<Vec<u8>> {
                 json!({ "io.modelcontextprotocol/tasks": {} });
             Some(format!("{v}\n").into_bytes())
         }
+        ("no-listen", Some(v)) if v["method"] == "subscriptions/listen" => {
+            // Not implemented: answered as any unknown method is.
+            let mut v = v.clone();
+            v["method"] = json!("mcp-stdio-check-fault/no-listen");
+            Some(format!("{v}\n").into_bytes())
+        }
+        ("many-pages", Some(v)) if v["method"] == "tools/list" => {
+            // 150 tools, one a page.
+            let page = v
+                .pointer("/params/cursor")
+                .and_then(Value::as_str)
+                .and_then(|c| c.strip_prefix("page-"))
+                .and_then(|n| n.parse::<u32>().ok())
+                .unwrap_or(0);
+            let mut result = json!({ "resultType": "complete",
+                "tools": [{ "name": format!("tool_{page}"), "inputSchema": { "type": "object" } }] });
+            if page + 1 < 150 {
+                result["nextCursor"] = json!(format!("page-{}", page + 1));
+            }
+            shared.write_now(
+                json!({ "jsonrpc": "2.0", "id": v["id"], "result": result })
+                    .to_string()
+                    .as_bytes(),
+            );
+            None
+        }
+        ("errors-not-results", Some(v))
+            if matches!(
+                v["method"].as_str(),
+                Some("resources/read" | "prompts/get" | "completion/complete")
+            ) =>
+        {
+            let error = if v["method"] == "completion/complete" {
+                json!({ "code": -32602, "message": "Missing required arguments: complete the other argument first" })
+            } else {
+                json!({ "code": -32603, "message": "Internal error: the backing store is unavailable" })
+            };
+            shared.write_now(
+                json!({ "jsonrpc": "2.0", "id": v["id"], "error": error })
+                    .to_string()
+                    .as_bytes(),
+            );
+            None
+        }
         ("any-version", Some(v))
             if v.pointer("/params/_meta/io.modelcontextprotocol~1protocolVersion")
                 == Some(&json!("1900-01-01")) =>
@@ -851,6 +1508,13 @@ impl Write for FaultOut {
             let mut line: Vec<u8> = self.partial.drain(..=at).collect();
             line.pop();
             let mut shared = self.shared.lock().unwrap();
+            if shared.fault == "slow-unknown-method"
+                && serde_json::from_slice::<Value>(&line)
+                    .is_ok_and(|v| v.pointer("/error/code") == Some(&json!(-32601)))
+            {
+                // Late, and everything after it waits behind it.
+                std::thread::sleep(Duration::from_millis(2500));
+            }
             let line = filter_out(&shared.fault, line);
             if shared.hold {
                 shared.held.push(line);
@@ -897,6 +1561,38 @@ fn filter_out(fault: &str, line: Vec<u8>) -> Vec<u8> {
             // A task id no tasks/get resolves.
             let id = v["result"]["taskId"].as_str().unwrap_or_default();
             v["result"]["taskId"] = json!(format!("not-yet-{id}"));
+        }
+        "id-always-string" if v.get("result").is_some() || v.get("error").is_some() => {
+            let Some(n) = v.get("id").and_then(Value::as_i64) else {
+                return line;
+            };
+            v["id"] = json!(n.to_string());
+        }
+        "no-listen" if v.pointer("/error/code") == Some(&json!(-32601)) => {
+            v["error"]["code"] = json!(-32602);
+        }
+        "no-listen"
+            if v.pointer("/result/capabilities")
+                .is_some_and(Value::is_object) =>
+        {
+            // Nothing to listen to.
+            for cap in v["result"]["capabilities"]
+                .as_object_mut()
+                .unwrap()
+                .values_mut()
+            {
+                if let Some(cap) = cap.as_object_mut() {
+                    cap.remove("listChanged");
+                    cap.remove("subscribe");
+                }
+            }
+        }
+        "huge-tools-list" if v.pointer("/result/tools/0").is_some() => {
+            // One valid line of 5 MiB.
+            v["result"]["tools"][0]["description"] = json!("x".repeat(5 << 20));
+        }
+        "result-type-unknown" if v.pointer("/result/resultType") == Some(&json!("complete")) => {
+            v["result"]["resultType"] = json!("done");
         }
         "unknown-method-result" if v.pointer("/error/code") == Some(&json!(-32601)) => {
             v = json!({ "jsonrpc": "2.0", "id": v["id"], "result": { "resultType": "complete" } });

@@ -56,7 +56,9 @@ call in flight (cancel.no-reply-after-cancel, which needs the first --call
 slow enough to cancel: --call 'slow={\"ms\":3000}'), multi round-trip
 requests (mrtr.*: the first --call that answers input_required) and tasks
 (tasks.created-resolves, tasks.no-task-undeclared: the first --call that
-answers with a task when the client declares the Tasks extension).
+answers with a task when the client declares the Tasks extension). Each of
+these checks calls the tool afresh: a tool named with --call may be called up
+to six times in a run (--only keeps the checks you want it called by).
 
 exit status: 0 no MUST failed, 1 a MUST failed, 2 the server could not be
 started or reached (or the command line was wrong).
@@ -191,6 +193,11 @@ impl Args {
         }
         if args.format == Format::Markdown && !args.list {
             return Err("--format markdown is for --list".into());
+        }
+        if args.format == Format::Junit && args.list {
+            return Err(
+                "--format junit is for a run's report; --list prints text, json or markdown".into(),
+            );
         }
         args.target = match (url, server) {
             (Some(_), Some(_)) => {

@@ -34,6 +34,8 @@ const EVIDENCE_CUT: usize = 2048;
 const STARTUP: Duration = Duration::from_secs(15);
 /// How many lines one check's evidence keeps.
 const EVIDENCE_LINES: usize = 400;
+/// How many of them may be the server's stderr.
+const STDERR_EVIDENCE: usize = 100;
 
 /// The protocol version this checker speaks in the modern era.
 pub const MODERN: &str = "2026-07-28";
@@ -79,6 +81,14 @@ impl Transcript {
         self.1.lock().unwrap_or_else(|e| e.into_inner()).push(pid);
     }
 
+    /// A server started for it has been reaped: its pid is no longer its.
+    pub(super) fn forget(&self, pid: u32) {
+        self.1
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .retain(|p| *p != pid);
+    }
+
     /// SIGKILL to the process group of every server started for it.
     pub fn kill_servers(&self) {
         for pid in self.1.lock().unwrap_or_else(|e| e.into_inner()).drain(..) {
@@ -86,10 +96,20 @@ impl Transcript {
         }
     }
 
+    /// Keeps one line of evidence, up to `EVIDENCE_LINES` in all, of
+    /// which at most `STDERR_EVIDENCE` are the server's stderr: a server
+    /// that logs without pause (stderr is its to use "for any logging
+    /// purposes") cannot push the lines sent and received out.
     pub fn push(&self, kind: &'static str, text: &str) {
         let mut lines = self.0.lock().unwrap_or_else(|e| e.into_inner());
         if lines.len() >= EVIDENCE_LINES {
             return;
+        }
+        if kind == "stderr" {
+            let stderr = lines.iter().filter(|e| e.kind == "stderr").count();
+            if stderr >= STDERR_EVIDENCE {
+                return;
+            }
         }
         let text = if text.len() > EVIDENCE_CUT {
             let mut end = EVIDENCE_CUT;
@@ -126,13 +146,16 @@ pub enum Msg {
     Json(Value, String),
     /// A line that does not (lossy UTF-8).
     NotJson(String),
+    /// A line longer than the checker keeps (`MAX_LINE`), its start: the
+    /// checker's limit, not the server's fault (the spec sets none).
+    Cut(String),
 }
 
 impl Msg {
     pub fn json(&self) -> Option<&Value> {
         match self {
             Msg::Json(v, _) => Some(v),
-            Msg::NotJson(_) => None,
+            Msg::NotJson(_) | Msg::Cut(_) => None,
         }
     }
 
@@ -151,18 +174,30 @@ impl Msg {
 
     pub fn text(&self) -> &str {
         match self {
-            Msg::Json(_, text) | Msg::NotJson(text) => text,
+            Msg::Json(_, text) | Msg::NotJson(text) | Msg::Cut(text) => text,
         }
     }
 }
 
+/// What `Missing::OtherId` says: a server that was reached and broke a
+/// MUST (the run's status is 1, not 2).
+pub const OTHER_ID: &str = "a response came back with the id";
+
 /// Why no answer came.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum Missing {
     /// None within the time given.
     Timeout(Duration),
     /// The server's output ended first.
     Eof,
+    /// None within the time given, but a response with another id came
+    /// (`back`), for the request with the id `sent`: "Result responses
+    /// MUST include the same ID as the request".
+    OtherId {
+        wait: Duration,
+        sent: Value,
+        back: Value,
+    },
 }
 
 impl std::fmt::Display for Missing {
@@ -170,6 +205,11 @@ impl std::fmt::Display for Missing {
         match self {
             Missing::Timeout(t) => write!(f, "no answer within {:.1} s", t.as_secs_f64()),
             Missing::Eof => write!(f, "the server's output ended before the answer"),
+            Missing::OtherId { wait, sent, back } => write!(
+                f,
+                "no answer within {:.1} s with the id {sent}; {OTHER_ID} {back}",
+                wait.as_secs_f64()
+            ),
         }
     }
 }
@@ -178,6 +218,8 @@ impl std::fmt::Display for Missing {
 /// session's read-ahead budget until the session takes it.
 pub enum Incoming {
     Line(Vec<u8>, Lease),
+    /// The first `MAX_LINE` bytes of a longer line (the rest was dropped).
+    Cut(Vec<u8>, Lease),
     Eof,
 }
 
@@ -194,6 +236,10 @@ pub struct Budget {
 
 /// What one session's readers may hold, read ahead.
 const READ_AHEAD_BYTES: usize = 64 << 20;
+/// The longest line kept from the server, the whole read-ahead budget:
+/// past it the rest of the line is read and dropped (a server writing
+/// without newlines costs this much), and the line is `Msg::Cut`.
+pub const MAX_LINE: usize = READ_AHEAD_BYTES;
 /// The lines they may hold (each link's channel is this long).
 pub const READ_AHEAD_LINES: usize = 256;
 
@@ -287,11 +333,19 @@ pub struct Session {
     next_id: i64,
     transcript: Transcript,
     backlog: VecDeque<Msg>,
+    /// The ids of requests whose wait ended without their response: a
+    /// response to one that comes later is evidence only, never taken for
+    /// the answer to a later request (nor for a response to a
+    /// notification).
+    abandoned: Vec<Value>,
     /// The server's output ended.
     pub ended: bool,
     pub stderr: Arc<Mutex<StderrLog>>,
     /// The result of `initialize` (legacy sessions).
     pub initialize: Option<Value>,
+    /// What the server wrote during `initialize`: what came before its
+    /// answer (a log line on stdout, say), then the answer.
+    pub handshake: Vec<Msg>,
 }
 
 /// What starts a server: a command line, or a URL with headers.
@@ -316,7 +370,7 @@ impl Session {
         transcript: &Transcript,
         deadline: Duration,
     ) -> Result<Session, String> {
-        let mut session = Session::connect(target, transcript)?;
+        let mut session = Session::connect(target, transcript, deadline)?;
         session.era = era;
         if era == Era::Legacy {
             session.initialize(LEGACY, deadline)?;
@@ -324,11 +378,16 @@ impl Session {
         Ok(session)
     }
 
-    /// Starts the server without a word to it.
-    pub fn connect(target: &Target, transcript: &Transcript) -> Result<Session, String> {
+    /// Starts the server without a word to it. `wait` bounds each HTTP
+    /// exchange (connection, head and JSON body).
+    pub fn connect(
+        target: &Target,
+        transcript: &Transcript,
+        wait: Duration,
+    ) -> Result<Session, String> {
         match target {
             Target::Command(argv) => super::stdio_link::spawn(argv, transcript),
-            Target::Url(url, headers) => super::http_link::connect(url, headers, transcript),
+            Target::Url(url, headers) => super::http_link::connect(url, headers, transcript, wait),
         }
     }
 
@@ -352,9 +411,11 @@ impl Session {
             next_id: 0,
             transcript: transcript.clone(),
             backlog: VecDeque::new(),
+            abandoned: Vec::new(),
             ended: false,
             stderr,
             initialize: None,
+            handshake: Vec::new(),
         }
     }
 
@@ -370,9 +431,12 @@ impl Session {
             }
         });
         self.send_json(&line);
-        let reply = self
-            .response(&id, deadline)
+        let (reply, before) = self
+            .response_with(&id, deadline)
             .map_err(|e| format!("initialize: {e}"))?;
+        self.handshake = before;
+        self.handshake
+            .push(Msg::Json(reply.clone(), reply.to_string()));
         let Some(result) = reply.get("result") else {
             return Err(format!(
                 "initialize was refused: {}",
@@ -478,19 +542,69 @@ impl Session {
         } else {
             self.overdue = 0;
         }
-        match self.incoming.recv_deadline(deadline) {
-            Ok(Incoming::Line(bytes, lease)) => {
-                let msg = self.take_line(&bytes);
-                drop(lease);
-                Some(msg)
+        loop {
+            match self.incoming.recv_deadline(deadline) {
+                Ok(Incoming::Line(bytes, lease)) => {
+                    let msg = self.take_line(&bytes);
+                    drop(lease);
+                    if self.is_late(&msg) {
+                        continue;
+                    }
+                    return Some(msg);
+                }
+                Ok(Incoming::Cut(bytes, lease)) => {
+                    self.starting = false;
+                    let text = String::from_utf8_lossy(&bytes).into_owned();
+                    drop(lease);
+                    self.transcript.push("received", &text);
+                    self.transcript.note(&format!(
+                        "that line was longer than the checker keeps ({} MiB): the rest was dropped",
+                        MAX_LINE >> 20
+                    ));
+                    return Some(Msg::Cut(text));
+                }
+                Ok(Incoming::Eof) | Err(crossbeam_channel::RecvTimeoutError::Disconnected) => {
+                    self.ended = true;
+                    self.transcript.note("the server's output ended");
+                    return None;
+                }
+                Err(RecvTimeoutError::Timeout) => return None,
             }
-            Ok(Incoming::Eof) | Err(crossbeam_channel::RecvTimeoutError::Disconnected) => {
-                self.ended = true;
-                self.transcript.note("the server's output ended");
-                None
-            }
-            Err(RecvTimeoutError::Timeout) => None,
         }
+    }
+
+    /// Whether `msg` is the response to a request whose wait has ended
+    /// (noted in the evidence, then passed over).
+    fn is_late(&mut self, msg: &Msg) -> bool {
+        if !msg.is_response() {
+            return false;
+        }
+        let Some(id) = msg.json().and_then(|v| v.get("id")) else {
+            return false;
+        };
+        let Some(at) = self.abandoned.iter().position(|a| a == id) else {
+            return false;
+        };
+        self.abandoned.swap_remove(at);
+        self.transcript.note(&format!(
+            "a late response to the request with id {id}, after its wait had ended: not taken for another's"
+        ));
+        true
+    }
+
+    /// Waits again for the response to `id` after a wait for it ended:
+    /// it is read as any other message.
+    pub fn reclaim(&mut self, id: &Value) {
+        self.abandoned.retain(|a| a != id);
+    }
+
+    /// Stops waiting for the response to `id`: if it comes later, it is
+    /// evidence only.
+    pub fn abandon(&mut self, id: &Value) {
+        if self.abandoned.len() >= READ_AHEAD_LINES {
+            self.abandoned.remove(0);
+        }
+        self.abandoned.push(id.clone());
     }
 
     fn take_line(&mut self, bytes: &[u8]) -> Msg {
@@ -519,6 +633,7 @@ impl Session {
         let deadline = Instant::now() + wait;
         let mut before = Vec::new();
         let mut kept = 0;
+        let mut other_id = None;
         loop {
             match self.recv_until(deadline) {
                 Some(msg) => {
@@ -528,13 +643,26 @@ impl Session {
                         };
                         return Ok((reply, before));
                     }
+                    if other_id.is_none() && msg.is_response() {
+                        other_id = msg.json().and_then(|v| v.get("id")).cloned();
+                    }
                     kept += msg.text().len();
                     if kept <= KEEP_BEFORE {
                         before.push(msg);
                     }
                 }
                 None if self.ended => return Err(Missing::Eof),
-                None => return Err(Missing::Timeout(wait)),
+                None => {
+                    self.abandon(id);
+                    return Err(match other_id {
+                        Some(back) => Missing::OtherId {
+                            wait,
+                            sent: id.clone(),
+                            back,
+                        },
+                        None => Missing::Timeout(wait),
+                    });
+                }
             }
         }
     }
@@ -578,6 +706,8 @@ impl Session {
         let child = self.link.child()?;
         loop {
             if let Ok(Some(status)) = child.try_wait() {
+                // Reaped: its pid is no longer one to kill.
+                self.transcript.forget(child.id());
                 self.transcript
                     .note(&format!("the server exited ({status})"));
                 return Some(status);

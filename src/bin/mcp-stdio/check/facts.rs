@@ -1,13 +1,13 @@
 //! What the server speaks and offers, learnt once before the checks
 //! (`Facts::gather`), and reading every page of a list (`list_all`).
 
-use std::collections::BTreeMap;
-use std::time::Duration;
+use std::collections::{BTreeMap, HashSet};
+use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
 use super::args;
-use super::driver::{Era, Missing, Session, Target, Transcript};
+use super::driver::{Era, Missing, OTHER_ID, Session, Target, Transcript};
 use super::{Verdict, short};
 
 /// What the server speaks and offers, learnt once before the checks.
@@ -45,6 +45,15 @@ impl Facts {
         self.capabilities().get(name).is_some_and(|c| !c.is_null())
     }
 
+    /// Whether the server advertises the extension `name` among its
+    /// capabilities.
+    pub fn offers_extension(&self, name: &str) -> bool {
+        self.capabilities()
+            .get("extensions")
+            .and_then(|e| e.get(name))
+            .is_some_and(|e| !e.is_null())
+    }
+
     /// The items of a list (`tools`, `resources`, `resourceTemplates`,
     /// `prompts`).
     pub fn list(&self, name: &str) -> &[Value] {
@@ -69,21 +78,36 @@ impl Facts {
     }
 }
 
+/// Why `Facts::gather` found no era.
+#[derive(Debug)]
+pub enum Unreached {
+    /// The server could not be started or reached, or speaks no era.
+    Not(String),
+    /// It answered, each time with an id other than the one sent.
+    OtherId(String),
+}
+
 impl Facts {
     /// Starts the server to learn what it speaks and offers: the probe
     /// (`server/discover`), then `initialize` on a server of its own
     /// (unless `--era modern`), then every list the primary era offers.
-    /// An error when it speaks neither era: it could not be reached.
+    /// An error when it speaks neither era: it could not be reached
+    /// (`Unreached::Not`), or it answered with ids other than those sent
+    /// (`Unreached::OtherId`, a MUST broken).
     pub(super) fn gather(
         target: &Target,
         era: args::EraChoice,
         wait: Duration,
-    ) -> Result<Facts, String> {
+        deadline: Duration,
+    ) -> Result<Facts, Unreached> {
         let transcript = Transcript::default();
         let mut facts = Facts::default();
+        // Each list is read for at most a check's deadline.
+        let until = Instant::now() + deadline;
         let mut modern_session = None;
         if era != args::EraChoice::Legacy {
-            let mut session = Session::connect(target, &transcript)?;
+            let mut session =
+                Session::connect(target, &transcript, wait).map_err(Unreached::Not)?;
             match session.call("server/discover", json!({}), wait) {
                 Ok(reply) => match reply.get("result") {
                     Some(result) if result.get("supportedVersions").is_some() => {
@@ -135,14 +159,20 @@ impl Facts {
                 } else {
                     format!("; its stderr: {}", stderr[tail..].join(" | "))
                 };
-                return Err(format!(
-                    "the server speaks no MCP era this checker knows: {why}{said}"
-                ));
+                let message =
+                    format!("the server speaks no MCP era this checker knows: {why}{said}");
+                return Err(if why.contains(OTHER_ID) {
+                    Unreached::OtherId(message)
+                } else {
+                    Unreached::Not(message)
+                });
             }
         };
         let mut session = match modern_session {
             Some(session) => session,
-            None => Session::start(target, Era::Legacy, &transcript, wait)?,
+            None => {
+                Session::start(target, Era::Legacy, &transcript, wait).map_err(Unreached::Not)?
+            }
         };
         for (capability, method, member) in [
             ("tools", "tools/list", "tools"),
@@ -151,7 +181,7 @@ impl Facts {
             ("prompts", "prompts/list", "prompts"),
         ] {
             if facts.offers(capability)
-                && let Ok(items) = list_all(&mut session, method, member, wait)
+                && let Ok(items) = list_all(&mut session, method, member, wait, until)
             {
                 facts.lists.insert(member, items);
             }
@@ -160,48 +190,56 @@ impl Facts {
     }
 }
 
-/// Every item of a paginated list (at most 100 pages; a repeated cursor
-/// ends it with an error).
+/// Every item of a paginated list, read until its last page or until
+/// `until`: the spec bounds neither pages nor items, so a list still
+/// going then is the checker's time that is up (a skip that says so),
+/// never a violation. A cursor that comes back is a cycle (a failure).
 pub fn list_all(
     session: &mut Session,
     method: &str,
     member: &str,
     wait: Duration,
-) -> Result<Vec<Value>, String> {
+    until: Instant,
+) -> Result<Vec<Value>, Verdict> {
     let mut items = Vec::new();
     let mut cursor: Option<Value> = None;
-    let mut seen = Vec::new();
-    for _ in 0..100 {
+    let mut seen = HashSet::new();
+    loop {
+        if cursor.is_some() && Instant::now() >= until {
+            return Err(Verdict::Skip(format!(
+                "{method}: {} pages read, {} {member}, and more to come when the check's time was up",
+                seen.len() + 1,
+                items.len()
+            )));
+        }
         let params = match &cursor {
             Some(c) => json!({ "cursor": c }),
             None => json!({}),
         };
         let reply = session
             .call(method, params, wait)
-            .map_err(|e| format!("{method}: {e}"))?;
+            .map_err(|e| Verdict::Fail(format!("{method}: {e}")))?;
         let Some(result) = reply.get("result") else {
-            return Err(format!(
+            return Err(Verdict::Fail(format!(
                 "{method} answered {}",
                 short(&reply.to_string(), 200)
-            ));
+            )));
         };
         let page = result
             .get(member)
             .and_then(Value::as_array)
-            .ok_or_else(|| format!("{method}: the result has no {member} array"))?;
+            .ok_or_else(|| Verdict::Fail(format!("{method}: the result has no {member} array")))?;
         items.extend(page.iter().cloned());
         match result.get("nextCursor") {
             None | Some(Value::Null) => return Ok(items),
             Some(next) => {
-                if seen.contains(next) {
-                    return Err(format!(
+                if !seen.insert(next.to_string()) {
+                    return Err(Verdict::Fail(format!(
                         "{method}: the cursor {next} came back again (a cycle)"
-                    ));
+                    )));
                 }
-                seen.push(next.clone());
                 cursor = Some(next.clone());
             }
         }
     }
-    Err(format!("{method}: more than 100 pages"))
 }

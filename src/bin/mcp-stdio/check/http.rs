@@ -74,7 +74,7 @@ pub const CHECKS: &[Check] = &[
         level: Level::Must,
         page: "2025-11-25/basic/transports.md",
         quote: "The server **MAY** terminate the session at any time, after which it **MUST** respond to requests containing that session ID with HTTP 404 Not Found.",
-        title: "a legacy request with a session id the server never gave gets 404 (when it gives ids)",
+        title: "a legacy session ended with DELETE: a request with its id then gets 404 (when the server gives ids and ends sessions on DELETE)",
         run: legacy_unknown_session,
     },
 ];
@@ -302,17 +302,35 @@ fn legacy_unknown_session(ctx: &mut Ctx) -> Verdict {
         .and_then(Value::as_str)
         .unwrap_or(super::driver::LEGACY)
         .to_owned();
+    let session = ex.header("mcp-session-id").unwrap_or_default().to_owned();
     let headers = vec![
         ("MCP-Protocol-Version".into(), version),
-        (
-            "Mcp-Session-Id".into(),
-            "mcp-stdio-check-never-given".into(),
-        ),
+        ("Mcp-Session-Id".into(), session),
     ];
+    // The sentence is about a session the server ended (an id it never
+    // gave is another matter, which 2025-11-25 leaves open): the session
+    // is ended with DELETE, which "The server MAY respond to ... with
+    // HTTP 405 Method Not Allowed".
+    let mut all = headers.clone();
+    all.extend(user.iter().cloned());
+    ctx.transcript.note(&format!("DELETE {}", url.path));
+    let deleted = match exchange(&url, "DELETE", &all, b"", ctx.wait) {
+        Ok(ex) => ex.status,
+        Err(e) => return Verdict::Fail(format!("DELETE: {e}")),
+    };
+    ctx.transcript.note(&format!("HTTP {deleted}"));
+    if !matches!(deleted, 200 | 204) {
+        return Verdict::Skip(format!(
+            "DELETE answered HTTP {deleted}, not 200 or 204: the session was not said to be ended"
+        ));
+    }
     let ping = json!({ "jsonrpc": "2.0", "id": 2, "method": "ping" });
     match send(ctx, &url, &user, headers, ping.to_string().as_bytes()) {
-        Ok(ex) if ex.status == 404 => Verdict::Pass("404".into()),
-        Ok(ex) => Verdict::Fail(format!("HTTP {} for a session id it never gave", ex.status)),
+        Ok(ex) if ex.status == 404 => Verdict::Pass("404 after the session was ended".into()),
+        Ok(ex) => Verdict::Fail(format!(
+            "HTTP {} for the id of a session ended with DELETE (HTTP {deleted})",
+            ex.status
+        )),
         Err(v) => v,
     }
 }

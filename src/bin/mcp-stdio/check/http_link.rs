@@ -9,9 +9,9 @@
 //! messages and 64 MiB read ahead (`driver::Budget`).
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
+use std::net::{TcpStream, ToSocketAddrs};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crossbeam_channel::Sender;
 use serde_json::{Value, json};
@@ -173,11 +173,53 @@ fn base64(bytes: &[u8]) -> String {
     out
 }
 
-/// Writes one POST (or other method) and reads the response head; the
-/// reader is left at the body.
 /// A response's status, headers, and the reader left at its body.
-type Head = (u16, Vec<(String, String)>, BufReader<TcpStream>);
+type Head = (u16, Vec<(String, String)>, BufReader<Timed>);
 
+/// A connection whose reads end at a deadline, whatever the server
+/// dribbles: each read waits at most what is left of it (none once it
+/// has passed). `None`: no deadline (an SSE stream read on a thread of
+/// its own, ended with its session).
+pub struct Timed {
+    stream: TcpStream,
+    deadline: Option<Instant>,
+}
+
+impl Read for Timed {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if let Some(deadline) = self.deadline {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::TimedOut,
+                    "the response took longer than the wait",
+                ));
+            }
+            self.stream.set_read_timeout(Some(left))?;
+        }
+        self.stream.read(buf)
+    }
+}
+
+/// A connection to `url`'s host within `wait`.
+fn connect_within(url: &Url, wait: Duration) -> Result<TcpStream, String> {
+    let authority = url.authority();
+    let addrs = authority
+        .to_socket_addrs()
+        .map_err(|e| format!("cannot resolve {authority}: {e}"))?;
+    let mut last = format!("cannot resolve {authority}: no address");
+    for addr in addrs {
+        match TcpStream::connect_timeout(&addr, wait) {
+            Ok(stream) => return Ok(stream),
+            Err(e) => last = format!("cannot connect to {authority}: {e}"),
+        }
+    }
+    Err(last)
+}
+
+/// Writes one POST (or other method) and reads the response head; the
+/// reader is left at the body. The connection, the write and every read
+/// of the response (head and body) end within `wait` of the start.
 fn open(
     url: &Url,
     method: &str,
@@ -185,9 +227,9 @@ fn open(
     body: &[u8],
     wait: Duration,
 ) -> Result<Head, String> {
-    let mut stream = TcpStream::connect(url.authority())
-        .map_err(|e| format!("cannot connect to {}: {e}", url.authority()))?;
-    let _ = stream.set_read_timeout(Some(wait));
+    let deadline = Instant::now() + wait;
+    let mut stream = connect_within(url, wait)?;
+    let _ = stream.set_write_timeout(Some(wait));
     let _ = stream.set_nodelay(true);
     let mut head = format!(
         "{method} {} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n",
@@ -209,7 +251,10 @@ fn open(
         .write_all(head.as_bytes())
         .and_then(|()| stream.write_all(body))
         .map_err(|e| format!("cannot send to {}: {e}", url.authority()))?;
-    let mut reader = BufReader::new(stream);
+    let mut reader = BufReader::new(Timed {
+        stream,
+        deadline: Some(deadline),
+    });
     let mut status_line = String::new();
     (&mut reader)
         .take(64 * 1024)
@@ -243,7 +288,7 @@ fn open(
 
 /// A response body, its framing undone.
 struct Body {
-    reader: BufReader<TcpStream>,
+    reader: BufReader<Timed>,
     framing: Framing,
 }
 
@@ -254,7 +299,7 @@ enum Framing {
 }
 
 impl Body {
-    fn new(status: u16, headers: &[(String, String)], reader: BufReader<TcpStream>) -> Body {
+    fn new(status: u16, headers: &[(String, String)], reader: BufReader<Timed>) -> Body {
         let get = |name: &str| {
             headers
                 .iter()
@@ -408,6 +453,9 @@ struct HttpLink {
     /// The open SSE streams, shut down with the link.
     streams: Arc<Mutex<Vec<TcpStream>>>,
     closed: bool,
+    /// How long one POST may take, connection to the end of a JSON body
+    /// or an SSE stream's head (`--wait`).
+    wait: Duration,
 }
 
 impl HttpLink {
@@ -424,8 +472,7 @@ impl HttpLink {
         self.transcript
             .note(&format!("POST {} ({})", self.url.path, shown.join(", ")));
         let (status, response_headers, reader) =
-            open(&self.url, "POST", &headers, line, Duration::from_secs(60))
-                .map_err(std::io::Error::other)?;
+            open(&self.url, "POST", &headers, line, self.wait).map_err(std::io::Error::other)?;
         let content_type = response_headers
             .iter()
             .find(|(n, _)| n.eq_ignore_ascii_case("content-type"))
@@ -444,9 +491,12 @@ impl HttpLink {
                 .unwrap_or_else(|e| e.into_inner())
                 .session = Some(id.clone());
         }
-        let body = Body::new(status, &response_headers, reader);
+        let mut body = Body::new(status, &response_headers, reader);
         if content_type.starts_with("text/event-stream") {
-            if let Ok(stream) = body.reader.get_ref().try_clone() {
+            // A stream is read on a thread of its own for as long as the
+            // session lasts: no deadline (the session's waits bound it).
+            body.reader.get_mut().deadline = None;
+            if let Ok(stream) = body.reader.get_ref().stream.try_clone() {
                 let _ = stream.set_read_timeout(None);
                 self.streams
                     .lock()
@@ -471,7 +521,15 @@ impl HttpLink {
                 .map_err(std::io::Error::other)?;
         } else {
             let mut text = Vec::new();
-            let _ = body.take(16 << 20).read_to_end(&mut text);
+            if let Err(e) = body.take(16 << 20).read_to_end(&mut text) {
+                // Part of a body is not a message: the wait for it ends
+                // as the wait for no answer does.
+                self.transcript.note(&format!(
+                    "the response body was not read whole ({} bytes): {e}",
+                    text.len()
+                ));
+                return Ok(());
+            }
             let text = text.trim_ascii().to_vec();
             if initialize {
                 learn_version(&self.legacy, &text);
@@ -542,10 +600,11 @@ pub fn connect(
     url: &str,
     headers: &[(String, String)],
     transcript: &Transcript,
+    wait: Duration,
 ) -> Result<Session, String> {
     let parsed = Url::parse(url)?;
     // Reachable at all: a connection, before anything is sent.
-    TcpStream::connect(parsed.authority()).map_err(|e| format!("cannot connect to {url}: {e}"))?;
+    connect_within(&parsed, wait)?;
     // Bounded, as the stdio reader's: a stream that floods waits.
     let (tx, incoming) = crossbeam_channel::bounded(READ_AHEAD_LINES);
     let budget = Budget::new();
@@ -559,6 +618,7 @@ pub fn connect(
         transcript: transcript.clone(),
         streams: Arc::default(),
         closed: false,
+        wait,
     };
     Ok(Session::new(
         Box::new(link),

@@ -36,7 +36,7 @@ pub const CHECKS: &[Check] = &[
     },
     Check {
         id: "legacy.set-level",
-        level: Level::Must,
+        level: Level::Should,
         page: "2025-11-25/schema.json#SetLevelRequest",
         quote: "A request from the client to the server, to enable or adjust logging.",
         title: "a server that declares logging answers logging/setLevel with a result",

@@ -100,6 +100,15 @@ fn discover(ctx: &mut Ctx) -> Verdict {
     }
 }
 
+/// The core protocol's `ResultType` values (basic/index.md).
+const RESULT_TYPES: &[&str] = &["complete", "input_required"];
+/// The Tasks extension, whose `"task"` is a `ResultType` when advertised.
+const TASKS: &str = "io.modelcontextprotocol/tasks";
+
+/// Each result has a `resultType`, one of the protocol's values: "The set
+/// of supported `ResultType` values **MUST** be created from the set
+/// defined in the core protocol and include any additional values of
+/// supported extensions that are advertised via capabilities".
 fn result_type(ctx: &mut Ctx) -> Verdict {
     if let Err(v) = modern(ctx) {
         return v;
@@ -123,7 +132,13 @@ fn result_type(ctx: &mut Ctx) -> Verdict {
             return Verdict::Fail(format!("{method} answered with {}", said(&reply)));
         };
         match result.get("resultType") {
-            Some(Value::String(_)) => {}
+            Some(Value::String(t)) if RESULT_TYPES.contains(&t.as_str()) => {}
+            Some(Value::String(t)) if t == "task" && ctx.facts.offers_extension(TASKS) => {}
+            Some(Value::String(t)) => {
+                return Verdict::Fail(format!(
+                    "{method}: resultType {t:?} is none of the protocol's (complete, input_required; task with the Tasks extension): \"The set of supported ResultType values MUST be created from the set defined in the core protocol\""
+                ));
+            }
             Some(other) => {
                 return Verdict::Fail(format!("{method}: resultType is {other}, not a string"));
             }

@@ -185,6 +185,8 @@ pub struct Ctx {
     pub calls: Arc<Vec<Call>>,
     /// How long to wait for one answer.
     pub wait: Duration,
+    /// When the check's deadline passes (`--deadline` after its start).
+    pub until: Instant,
     /// This check's evidence (its own sessions write into it).
     pub transcript: Transcript,
     /// The sessions shared between checks, by era; given back after the
@@ -219,7 +221,7 @@ impl Ctx {
 
     /// A server of the check's own, not yet spoken to.
     pub fn fresh_connect(&self) -> Result<Session, Verdict> {
-        Session::connect(&self.target, &self.transcript)
+        Session::connect(&self.target, &self.transcript, self.wait)
             .map_err(|e| Verdict::Fail(format!("could not start the server: {e}")))
     }
 
@@ -274,14 +276,27 @@ pub fn main(argv: Vec<String>) -> u8 {
         return status::UNREACHABLE;
     };
     let started = Instant::now();
-    let facts = match Facts::gather(&target, args.era, args.wait) {
+    let facts = match Facts::gather(&target, args.era, args.wait, args.deadline) {
         Ok(facts) => facts,
-        Err(message) => {
+        Err(facts::Unreached::Not(message)) => {
             // It may carry the server's stderr: escaped, on one line.
             eprintln!("mcp-stdio check: {}", crate::escape::line(&message));
             return status::UNREACHABLE;
         }
+        Err(facts::Unreached::OtherId(message)) => {
+            // Reached, and a MUST broken: "Result responses MUST include
+            // the same ID as the request" (basic/index.md).
+            eprintln!(
+                "mcp-stdio check: {}: responses MUST include the same ID as the request",
+                crate::escape::line(&message)
+            );
+            return status::FAILED;
+        }
     };
+    if let Some(message) = unlisted_call(&facts, &args.calls) {
+        eprintln!("mcp-stdio check: {message}");
+        return status::UNREACHABLE;
+    }
     let mut report = format::Report::new(args.format, &target, &facts);
     let outcomes = run_checks(&selected, &target, facts, &args, |outcome| {
         report.one(outcome)
@@ -291,6 +306,39 @@ pub fn main(argv: Vec<String>) -> u8 {
         status::FAILED
     } else {
         status::PASSED
+    }
+}
+
+/// A `--call` naming a tool the server does not list: the command line
+/// is wrong (a usage error, status 2), not the server. `None` when every
+/// tool named is listed, or the list could not be read (the checks say
+/// so then).
+fn unlisted_call(facts: &Facts, calls: &[Call]) -> Option<String> {
+    let tools = facts.lists.get("tools")?;
+    let call = calls.iter().find(|c| {
+        !tools
+            .iter()
+            .any(|t| t.get("name") == Some(&Value::from(c.tool.as_str())))
+    })?;
+    let names: Vec<&str> = tools
+        .iter()
+        .filter_map(|t| t.get("name").and_then(Value::as_str))
+        .collect();
+    Some(format!(
+        "--call {:?}: the server lists no such tool (it lists {}): name one of its tools",
+        call.tool,
+        short(&names.join(", "), 300)
+    ))
+}
+
+impl Ctx {
+    /// When a list still going must stop, to leave the check its verdict:
+    /// one wait before its deadline.
+    pub fn list_until(&self) -> Instant {
+        self.until
+            .checked_sub(self.wait)
+            .unwrap_or(self.until)
+            .max(Instant::now())
     }
 }
 
@@ -315,6 +363,7 @@ fn run_checks(
             facts: Arc::clone(&facts),
             calls: Arc::clone(&calls),
             wait: args.wait,
+            until: Instant::now() + args.deadline,
             transcript: transcript.clone(),
             shared: std::mem::take(&mut shared),
         };

@@ -10,11 +10,8 @@ use std::sync::{Arc, Mutex};
 
 use crossbeam_channel::Sender;
 
-use super::driver::{Budget, Incoming, Link, READ_AHEAD_LINES, Session, Transcript};
+use super::driver::{Budget, Incoming, Link, MAX_LINE, READ_AHEAD_LINES, Session, Transcript};
 
-/// The longest line kept from the server: past it the rest of the line is
-/// read and dropped (a server writing without newlines costs this much).
-const MAX_LINE: usize = 4 << 20;
 /// The stderr lines kept (the last ones).
 const STDERR_LINES: usize = 200;
 
@@ -62,7 +59,11 @@ pub fn spawn(argv: &[String], transcript: &Transcript) -> Result<Session, String
     transcript.note(&format!("started {}", argv.join(" ")));
     transcript.started(child.id());
     let mut session = Session::new(
-        Box::new(StdioLink { child, stdin }),
+        Box::new(StdioLink {
+            child,
+            stdin,
+            transcript: transcript.clone(),
+        }),
         incoming,
         budget,
         transcript,
@@ -76,6 +77,9 @@ pub fn spawn(argv: &[String], transcript: &Transcript) -> Result<Session, String
 pub struct StdioLink {
     child: Child,
     stdin: Option<ChildStdin>,
+    /// Where its pid was noted for `Transcript::kill_servers`, forgotten
+    /// once it is reaped.
+    transcript: Transcript,
 }
 
 impl Link for StdioLink {
@@ -102,6 +106,9 @@ impl Drop for StdioLink {
     fn drop(&mut self) {
         self.stdin = None;
         kill_group(&mut self.child);
+        // Forgotten before it is reaped: once reaped its pid may be
+        // another process's, which a later `kill_servers` must not reach.
+        self.transcript.forget(self.child.id());
         let _ = self.child.wait();
     }
 }
@@ -166,13 +173,15 @@ fn read_lines(stdout: impl Read, tx: &Sender<Incoming>, budget: &Arc<Budget>) {
             }
         };
         if !line.is_empty() || !ended {
-            if dropped {
-                line.extend_from_slice(b"...");
-            }
             let Some(lease) = budget.lease(line.len()) else {
                 return;
             };
-            if tx.send(Incoming::Line(line, lease)).is_err() {
+            let incoming = if dropped {
+                Incoming::Cut(line, lease)
+            } else {
+                Incoming::Line(line, lease)
+            };
+            if tx.send(incoming).is_err() {
                 return;
             }
         }

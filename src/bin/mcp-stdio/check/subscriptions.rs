@@ -126,10 +126,26 @@ fn cancel(session: &mut Session, id: &Value) {
     session.send_json(&json!({ "jsonrpc": "2.0", "method": "notifications/cancelled", "params": { "requestId": id } }));
 }
 
+/// Why the group is skipped, if it is: the server is not modern, or
+/// declares nothing a listen could ask for (no `listChanged`, no
+/// `subscribe`; the spec makes `subscriptions/listen` a MUST for no
+/// server that has nothing to send on it).
 fn modern(ctx: &Ctx) -> Result<(), Verdict> {
     ctx.facts.need_modern()?;
     if ctx.facts.primary != Some(Era::Modern) {
         return Err(Verdict::Skip("the server is not modern".into()));
+    }
+    let listenable = ctx.facts.capabilities().as_object().is_some_and(|caps| {
+        caps.values().any(|cap| {
+            ["listChanged", "subscribe"]
+                .iter()
+                .any(|flag| cap.get(flag) == Some(&Value::Bool(true)))
+        })
+    });
+    if !listenable {
+        return Err(Verdict::Skip(
+            "the server declares nothing to listen to (no listChanged, no subscribe)".into(),
+        ));
     }
     Ok(())
 }
