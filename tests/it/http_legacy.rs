@@ -1033,3 +1033,53 @@ fn answers_reach_the_post_that_asked_among_the_open_posts_of_a_session() {
         );
     }
 }
+
+/// Review of issue 47, item 14 (review-47h): a legacy client that walks
+/// away from its requests does not hold the listener's places. Since a
+/// closed legacy stream no longer cancels its request (2025-11-25: a
+/// disconnection SHOULD NOT be taken as a cancellation), the request runs
+/// on, and its connection keeps its place at `max_connections` while it
+/// does (`open`: a connection serving a request never gives way). Two
+/// requests sent and left (the tool runs until released) at
+/// `max_connections(2)`: on main the next client is `503`, and would be
+/// for as long as the handlers run. Before item 14's change the close
+/// freed the place at once.
+#[test]
+fn legacy_requests_whose_clients_went_away_leave_room_for_new_clients() {
+    let (started_tx, started) = crossbeam_channel::unbounded::<()>();
+    let (release_tx, release) = crossbeam_channel::unbounded::<()>();
+    let server = Server::builder("http-legacy-test", "1.0.0")
+        .tool(
+            Tool::new("work", "Works until released."),
+            move |_ctx, _: Value| {
+                started_tx.send(()).unwrap();
+                let _ = release.recv_timeout(WAIT);
+                Ok(mcp_stdio::types::CallToolResult::text("done"))
+            },
+        )
+        .build();
+    let http = start(server, HttpOptions::new().max_connections(2));
+    for n in 0..2 {
+        let body = call(10 + n, "work").to_string();
+        let mut request = format!(
+            "POST /mcp HTTP/1.1\r\nHost: {}\r\nContent-Length: {}\r\n",
+            http.addr,
+            body.len()
+        );
+        for (name, value) in headers(None, true) {
+            request.push_str(&format!("{name}: {value}\r\n"));
+        }
+        request.push_str("\r\n");
+        request.push_str(&body);
+        let mut socket = TcpStream::connect(http.addr).unwrap();
+        socket.write_all(request.as_bytes()).unwrap();
+        started.recv_timeout(WAIT).unwrap();
+        socket.shutdown(Shutdown::Both).unwrap();
+    }
+    let ping = json!({ "jsonrpc": "2.0", "id": 20, "method": "ping" });
+    let response = post(http.addr, &headers(None, true), &ping.to_string());
+    for _ in 0..2 {
+        let _ = release_tx.send(());
+    }
+    assert_eq!(status(&response), 200, "{response}");
+}
