@@ -8,9 +8,12 @@
 #
 #   scripts/bench-core.sh [ROUNDS]        # default 3 rounds; ~25 minutes
 #   EXTRA="path/to/echo --pooled" scripts/bench-core.sh   # one more server, last
+#   PLAIN_POOL=1 scripts/bench-core.sh    # that server: this tree with a plain pool
 #
-# EXTRA is how BENCHMARKS.md "A pool without a watcher, measured" ran the
-# plain pool (branch plain-pool's examples/echo) beside the others.
+# PLAIN_POOL builds this checkout with scripts/plain-pool.patch applied (the
+# pool as issue 44 item 2 asked for it: a mutex and a channel, no watcher;
+# measured and not kept: BENCHMARKS.md "A pool without a watcher,
+# measured") in a worktree under target/bench-core, and runs its echo last.
 #
 # The "before" echo is built from BEFORE's tree, in a worktree under
 # target/bench-core; a tree whose examples/echo.rs cannot do the handler's
@@ -69,6 +72,15 @@ fn main() -> Result<(), mcp_stdio::Error> {
 RS
 (cd "$dir/before" && CARGO_TARGET_DIR="../target-before" cargo build --quiet --release --example echo)
 cargo build --quiet --release --example echo
+if [ -n "${PLAIN_POOL:-}" ]; then
+    rm -rf "$dir/plain"
+    git worktree prune
+    git worktree add --detach "$dir/plain" HEAD >/dev/null
+    git -C "$dir/plain" apply "$PWD/scripts/plain-pool.patch"
+    (cd "$dir/plain" && CARGO_TARGET_DIR="../target-plain" cargo build --quiet --release --example echo)
+    cp "$dir/target-plain/release/examples/echo" "$dir/echo-plain"
+    EXTRA="$dir/echo-plain --pooled"
+fi
 cargo build --quiet --profile floor --example floor --example loadgen
 cargo build --quiet --release --manifest-path tests/interop/rmcp/Cargo.toml --target-dir target/interop/rmcp
 cp "$dir/target-before/release/examples/echo" "$dir/echo-before"

@@ -59,6 +59,26 @@ pub enum Error {
     },
 }
 
+/// The `data.transport` of an error the client makes up for a request
+/// whose exchange ended without the server's answer (over HTTP: refused,
+/// broken, a stream that ended first): see
+/// [`Error::is_transport_failure`].
+pub(crate) const NO_ANSWER: &str = "no answer from the server";
+
+impl Error {
+    /// Whether the server never answered: the client made this error up
+    /// because the transport failed first (over Streamable HTTP a
+    /// connection refused or broken, a status that refused the request
+    /// without a JSON-RPC error, a stream that ended without the answer).
+    /// It is an [`Error::Rpc`] (`-32603`) whose `data` says so,
+    /// `{"transport": "no answer from the server"}`, and no wire hook saw
+    /// it: the server did not send it.
+    pub fn is_transport_failure(&self) -> bool {
+        matches!(self, Error::Rpc(e)
+            if e.data.as_ref().is_some_and(|data| data["transport"] == NO_ANSWER))
+    }
+}
+
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {

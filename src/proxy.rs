@@ -49,9 +49,22 @@
 //!   one thread. The caller's is acknowledged only for a URI the server
 //!   acknowledged (a legacy caller's refused `-32002`).
 //!
-//! Not passed through: tasks (the proxy does not declare the Tasks
-//! extension to the server, which then answers at once), and the
-//! server's log messages that belong to no request.
+//! - **Tasks.** When the server declares the Tasks extension, so does
+//!   the proxy, and each of its tools may run as a task of the proxy's
+//!   (`TaskMode::Optional`: the spec makes the server the sole decider of
+//!   which call becomes a task, so the proxy cannot know which the server
+//!   would make one). A caller that declares the extension gets a task of
+//!   the proxy's for each call, whose work is the call to the server with
+//!   the caller's capabilities: a task the server makes of it is followed
+//!   to its end (`follow_task`: `tasks/get` at its poll interval, the
+//!   input it asks for asked of the caller through the proxy's task,
+//!   `tasks/cancel` when the caller cancels). A caller that does not gets
+//!   the answer at once, or the server's `-32021` for a tool it runs only
+//!   as a task. Task ids are the proxy's: a caller never sees the
+//!   server's.
+//!
+//! Not passed through: the server's log messages that belong to no
+//! request, and its extensions other than tasks.
 //!
 //! Requests of many callers share the one client, whose ids keep them
 //! apart (a proxy is a client like any other to the server). The proxy
@@ -64,6 +77,7 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::thread;
+use std::time::Duration;
 
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
@@ -78,10 +92,13 @@ use crate::server::Server;
 use crate::server::context::RequestContext;
 use crate::server::handlers::ResourceRequest;
 use crate::server::notifier::Notifier;
+use crate::server::tasks::TaskMode;
 use crate::types::{
-    CallToolResult, CompleteRequestParams, CompleteResult, GetPromptResult, InputRequiredResult,
+    CallToolResult, CompleteRequestParams, CompleteResult, CreateTaskResult, GetPromptResult,
+    GetTaskResult, InputRequests, InputRequiredResult, JsonObject,
     LoggingMessageNotificationParams, ProgressNotificationParams, Prompt, ReadResourceResult,
-    ResourceTemplate, ServerCapabilities, SubscriptionFilter, Tool, meta_key, method,
+    ResourceTemplate, ServerCapabilities, SubscriptionFilter, TASKS_EXTENSION, Task, TaskStatus,
+    Tool, meta_key, method,
 };
 
 /// Builds a server that serves what `client`'s server offers (module
@@ -114,17 +131,20 @@ pub fn serve_as(client: impl Into<Arc<Client>>) -> Result<Server, Error> {
     let capabilities = client.server_capabilities();
     // What the server behind declares now, no more (spec 2026-07-28
     // basic/patterns/subscriptions: "Notification types the server does
-    // not support are omitted"): its list changes, subscriptions and
-    // logging; not its extensions or experimental capabilities, which the
-    // proxy does not pass through. Read from the client each time: a
-    // restarted server may declare less than the first one did.
+    // not support are omitted"): its list changes, subscriptions, logging
+    // and the Tasks extension; not its other extensions or experimental
+    // capabilities, which the proxy does not pass through. Read from the
+    // client each time: a restarted server may declare less than the
+    // first one did.
     let declared = Arc::clone(&client);
-    let mut builder =
-        Server::builder(&name, &version).capabilities_at_most(move || ServerCapabilities {
+    let mut builder = Server::builder(&name, &version).capabilities_at_most(move || {
+        let capabilities = declared.server_capabilities();
+        ServerCapabilities {
             experimental: None,
-            extensions: None,
-            ..declared.server_capabilities()
-        });
+            extensions: tasks_of(&capabilities),
+            ..capabilities
+        }
+    });
     if let Some(text) = client.instructions() {
         builder = builder.instructions(&text);
     }
@@ -257,13 +277,20 @@ fn mirror(
             Some(_) => client.tools().collect::<Result<Vec<_>, _>>()?,
             None => Vec::new(),
         };
+        let tasks = tasks_of(&capabilities).is_some();
         let add = |tool: Tool| {
             let (client, updates) = (Arc::clone(client), Arc::clone(updates));
             let name = tool.name.clone();
-            server.add_tool(tool, move |ctx, arguments: Value| {
+            let call = move |ctx: &RequestContext, arguments: Value| {
                 let params = json!({ "name": name, "arguments": arguments });
                 forward::<CallToolResult>(&client, &updates, ctx, method::TOOLS_CALL, params)
-            });
+            };
+            // A task of the proxy's, for a caller that declares the
+            // extension, when the server has it (the module's docs).
+            match tasks {
+                true => server.add_task_tool(tool, TaskMode::Optional, call),
+                false => server.add_tool(tool, call),
+            }
         };
         let remove = |name: &str| server.remove_tool(name);
         changed.tools = sync(&mut mirrored.tools, tools, |t| t.name.clone(), add, remove);
@@ -351,8 +378,9 @@ fn forward<T: DeserializeOwned>(
     let meta = ctx.meta();
     // A modern server reads the caller's capabilities per request; a
     // legacy one took the proxy's at `initialize`.
-    if matches!(client.era(), Era::Modern { .. }) {
-        let mut stamp = Map::new();
+    let modern = matches!(client.era(), Era::Modern { .. });
+    let mut stamp = Map::new();
+    if modern {
         stamp.insert(
             meta_key::CLIENT_CAPABILITIES.into(),
             Value::Object(meta.client_capabilities_raw().clone()),
@@ -363,7 +391,7 @@ fn forward<T: DeserializeOwned>(
                 serde_json::to_value(info).map_err(internal)?,
             );
         }
-        params["_meta"] = Value::Object(stamp);
+        params["_meta"] = Value::Object(stamp.clone());
     }
     // The callbacks run inside the wait below, which passes what they
     // queue on to the caller between its looks at the caller's
@@ -403,7 +431,11 @@ fn forward<T: DeserializeOwned>(
     relay();
     updates.publish_waiting(&ctx.notifier());
     let raw = raw.map_err(|e| failed(method, e))?;
-    let value: Value = serde_json::from_str(raw.get()).map_err(internal)?;
+    let mut value: Value = serde_json::from_str(raw.get()).map_err(internal)?;
+    if modern && value.get("resultType").and_then(Value::as_str) == Some("task") {
+        let created: CreateTaskResult = serde_json::from_value(value).map_err(internal)?;
+        value = follow_task(client, ctx, &stamp, created.task)?;
+    }
     if value.get("resultType").and_then(Value::as_str) == Some("input_required") {
         let asked: InputRequiredResult = serde_json::from_value(value).map_err(internal)?;
         return Ok(Outcome::InputRequired(asked));
@@ -411,6 +443,99 @@ fn forward<T: DeserializeOwned>(
     serde_json::from_value(value)
         .map(Outcome::Complete)
         .map_err(|e| ErrorObject::internal_error(format!("the server behind this proxy answered {method} with a result of the wrong shape: {e}")))
+}
+
+/// The Tasks extension, when `capabilities` declare it: the only
+/// extension the proxy passes through.
+fn tasks_of(capabilities: &ServerCapabilities) -> Option<JsonObject> {
+    let settings = capabilities.extensions.as_ref()?.get(TASKS_EXTENSION)?;
+    Some(JsonObject::from_iter([(
+        TASKS_EXTENSION.to_owned(),
+        settings.clone(),
+    )]))
+}
+
+/// A task the server made of a call (it may, to a caller that declares
+/// the extension, whose capabilities the call carried), followed to its
+/// end on the caller's behalf inside the proxy's own task (spec
+/// extensions/tasks, "Task Polling", "Task Update Requests"): `tasks/get`
+/// at the server's poll interval (kept between 10 ms and 10 s; 1 s when
+/// it names none), each of its input requests asked of the caller once
+/// ([`RequestContext::ask`]) and the answers sent with `tasks/update`, and
+/// `tasks/cancel` once the caller cancels. Every request carries `stamp`,
+/// the caller's capabilities (the server refuses a task method whose
+/// request does not declare the extension). The task's result, as the
+/// call would have returned it; its error when it failed.
+fn follow_task(
+    client: &Client,
+    ctx: &RequestContext,
+    stamp: &Map<String, Value>,
+    task: Task,
+) -> Result<Value, ErrorObject> {
+    let id = task.task_id;
+    let request = |method: &str, mut params: Value| -> Result<Value, ErrorObject> {
+        params["_meta"] = Value::Object(stamp.clone());
+        let call = (client.start_request(method, params, RequestOptions::new()))
+            .map_err(|e| failed(method, e))?;
+        let raw = call.wait().map_err(|e| failed(method, e))?;
+        serde_json::from_str(raw.get()).map_err(internal)
+    };
+    let cancel = |why: ErrorObject| {
+        let _ = request(method::TASKS_CANCEL, json!({ "taskId": id }));
+        why
+    };
+    let mut poll = task.poll_interval_ms;
+    let mut answered: HashSet<String> = HashSet::new();
+    loop {
+        if ctx.is_cancelled() {
+            return Err(cancel(ErrorObject::internal_error(
+                "the caller cancelled the task",
+            )));
+        }
+        let got: GetTaskResult =
+            serde_json::from_value(request(method::TASKS_GET, json!({ "taskId": id }))?)
+                .map_err(internal)?;
+        let detailed = got.task;
+        // Spec extensions/tasks: pollIntervalMs may change over the
+        // task's life; the latest one counts.
+        poll = detailed.task.poll_interval_ms.or(poll);
+        match detailed.task.status {
+            TaskStatus::Completed => return Ok(Value::Object(detailed.result.unwrap_or_default())),
+            TaskStatus::Failed => {
+                return Err(detailed.error.unwrap_or_else(|| {
+                    ErrorObject::internal_error("the task behind this proxy failed")
+                }));
+            }
+            TaskStatus::Cancelled => {
+                return Err(ErrorObject::internal_error(format!(
+                    "the task behind this proxy was cancelled{}",
+                    detailed
+                        .task
+                        .status_message
+                        .map_or_else(String::new, |m| format!(": {m}"))
+                )));
+            }
+            TaskStatus::InputRequired => {
+                // Each key once (spec extensions/tasks, "Task Update
+                // Requests"); asked of the caller through the proxy's
+                // own task, which shows `input_required` meanwhile.
+                let asked: InputRequests = (detailed.input_requests.unwrap_or_default())
+                    .into_iter()
+                    .filter(|(key, _)| !answered.contains(key))
+                    .collect();
+                if !asked.is_empty() {
+                    let answers = ctx.ask(asked).map_err(cancel)?;
+                    answered.extend(answers.keys().cloned());
+                    let update = json!({ "taskId": id, "inputResponses": answers });
+                    request(method::TASKS_UPDATE, update)?;
+                    continue;
+                }
+            }
+            TaskStatus::Working => {}
+        }
+        let interval = Duration::from_millis(poll.unwrap_or(1000));
+        ctx.wait_cancelled(interval.clamp(Duration::from_millis(10), Duration::from_secs(10)));
+    }
 }
 
 /// What the server sent the proxy for the caller while a request runs.

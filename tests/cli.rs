@@ -35,6 +35,10 @@ mod failures;
 mod fakes;
 #[path = "cli/json.rs"]
 mod json;
+// The hostile review of issue 49's work: checks that fail while a claim
+// against it holds.
+#[path = "cli/review.rs"]
+mod review;
 #[cfg(feature = "http")]
 #[path = "cli/serve_http.rs"]
 mod serve_http;
@@ -78,6 +82,9 @@ fn main() {
 fn run_server(mode: &str) -> ! {
     if let Some(fake) = mode.strip_prefix("fake:") {
         fakes::run(fake);
+    }
+    if let Some(server) = mode.strip_prefix("review:") {
+        review::serve(server);
     }
     if let "no-listen" | "legacy-bare" = mode {
         run_bare(mode == "legacy-bare");
@@ -1819,6 +1826,7 @@ fn run_checks() -> i32 {
         #[cfg(feature = "http")]
         serve_http::CHECKS,
         small::CHECKS,
+        review::CHECKS,
     ];
     for (name, check) in ONCE.iter().chain(issue_49.into_iter().flatten()) {
         checks.push((name.to_string(), Box::new(check)));

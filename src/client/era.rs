@@ -13,10 +13,17 @@
 //! starting, and a modern one would be taken for legacy if its silence
 //! counted: the probe waits for it up to the start's deadline
 //! (`ClientBuilder::start_timeout`, else the request timeout), and its
-//! probe timeout runs from the moment it read the probe. Whether it read
-//! is known where the client can see into its stdin pipe (a spawned
-//! server, on Linux: `Link::unread`); elsewhere silence counts from the
-//! probe, as before.
+//! probe timeout runs from the moment it read the probe (looked at every
+//! [`STARTING_LOOK`] from the send on, so that a server that reads at 3.5 s
+//! has its 5 s from 3.5 s). Whether it read is known where the client can
+//! see into its stdin pipe (a spawned server, on Linux: `Link::unread`);
+//! elsewhere silence counts from the probe, as before. A spawned server
+//! that exited is not starting, whatever its pipe holds (a child of it may
+//! keep the pipe open, unread): the probe gives up on it at the next look.
+//!
+//! When the start's deadline is near, the probe timeout is cut to half of
+//! what is left once the server read it: `initialize` after it gets the
+//! other half, and the legacy reason says the wait that was made.
 //!
 //! `-32022` means a modern server (spec 2026-07-28 basic/transports/stdio,
 //! "Backward Compatibility": "Do **not** fall back to `initialize`"), and
@@ -125,10 +132,13 @@ impl From<Error> for Unsettled {
 /// fails with [`Error::Timeout`].
 /// Without the `legacy` feature a legacy server is refused (as
 /// [`EraPolicy::ModernOnly`] does), with an error that says why.
+/// `exited`: whether the spawned server has exited (`false` when there is
+/// no process to look at).
 pub(crate) fn establish(
     options: &ClientBuilder,
     link: &Arc<Link>,
     deadline: Option<Instant>,
+    exited: &dyn Fn() -> bool,
 ) -> Result<ServerFacts, Unsettled> {
     if options.era == EraPolicy::LegacyOnly {
         #[cfg(not(feature = "legacy"))]
@@ -136,9 +146,9 @@ pub(crate) fn establish(
             "EraPolicy::LegacyOnly needs the `legacy` feature of mcp-stdio, which this build leaves out".into(),
         ).into());
         #[cfg(feature = "legacy")]
-        return Ok(initialize(options, link, deadline)?);
+        return Ok(initialize(options, link, deadline, exited)?);
     }
-    let probed = match probe(options, link, SUPPORTED_VERSIONS[0], true, deadline) {
+    let probed = match probe(options, link, SUPPORTED_VERSIONS[0], true, deadline, exited) {
         Ok(probed) => probed,
         Err(Error::Disconnected) => {
             return Err(Unsettled {
@@ -161,7 +171,7 @@ pub(crate) fn establish(
             options.notes.info(&format!(
                 "the server is legacy ({reason}): falling back to initialize"
             ));
-            let mut facts = initialize(options, link, deadline).map_err(|error| Unsettled {
+            let mut facts = initialize(options, link, deadline, exited).map_err(|error| Unsettled {
                 died_on_probe: unanswered && matches!(error, Error::Disconnected),
                 error,
             })?;
@@ -185,6 +195,7 @@ fn probe(
     version: &str,
     may_retry: bool,
     deadline: Option<Instant>,
+    exited: &dyn Fn() -> bool,
 ) -> Result<Result<ServerFacts, NotModern>, Error> {
     let answered = |reason: String| NotModern {
         reason,
@@ -196,26 +207,44 @@ fn probe(
         meta_key::CLIENT_CAPABILITIES: options.capabilities,
     }});
     let started = Instant::now();
-    let wait = Wait::Probe {
+    let wait = Wait::Probe(Probe {
         grace: options.probe_timeout,
         limit: deadline.unwrap_or_else(|| crate::deadline::from_now(options.request_timeout)),
         notes: &options.notes,
-        unread: Cell::new(false),
-    };
+        exited,
+        state: Cell::new(ProbeState {
+            sent: started,
+            read: None,
+            unread: false,
+            told: false,
+            exited: false,
+        }),
+    });
     let reply = match roundtrip(link, method::SERVER_DISCOVER, &params, &wait, true)? {
         Some(reply) => reply,
         None if wait.gave_up_unread() => {
+            if wait.exited() {
+                // Not starting: gone, and nothing reads its input (a child
+                // of it holds the pipe). The caller says how it exited.
+                return Err(Error::ServerExited {
+                    status: None,
+                    stderr: Vec::new(),
+                });
+            }
             options.notes.info(&format!(
                 "the server has read nothing of its input (server/discover) within {}: it has not started",
                 seconds(started.elapsed())
             ));
             return Err(Error::Timeout);
         }
+        // It read the probe and exited without an answer: as a
+        // connection that ended under it (`Unsettled::died_on_probe`).
+        None if wait.exited() => return Err(Error::Disconnected),
         None => {
             return Ok(Err(NotModern {
                 reason: format!(
                     "no answer to server/discover within {}",
-                    seconds(options.probe_timeout)
+                    seconds(wait.silence())
                 ),
                 unanswered: true,
             }));
@@ -258,7 +287,7 @@ fn probe(
                 .and_then(|s| serde_json::from_value(s.clone()).ok())
                 .unwrap_or_default();
             match newest_common(&supported) {
-                Some(common) if may_retry => retry(options, link, &common, deadline),
+                Some(common) if may_retry => retry(options, link, &common, deadline, exited),
                 Some(_) if supported.iter().any(|v| v == version) => Err(Error::Protocol(format!(
                     "the server refused protocol version {version} (-32022) though it names it among those it supports, {supported:?}"
                 ))),
@@ -270,6 +299,10 @@ fn probe(
                 ))),
             }
         }
+        // The transport failed (a connection refused, an HTTP status of
+        // the server's own refusal): no answer, so no era, and nothing a
+        // fallback to `initialize` would get past.
+        Err(error) if Error::Rpc(error.clone()).is_transport_failure() => Err(Error::Rpc(error)),
         Err(error) => Ok(Err(answered(format!(
             "it answered server/discover with {error}"
         )))),
@@ -286,13 +319,14 @@ fn retry(
     link: &Arc<Link>,
     version: &str,
     deadline: Option<Instant>,
+    exited: &dyn Fn() -> bool,
 ) -> Result<Result<ServerFacts, NotModern>, Error> {
     let failed = |what: String| {
         Error::Protocol(format!(
             "the server refused the first server/discover with -32022, naming {version}, and {what}: a server that answers -32022 is modern, and is not spoken to with initialize"
         ))
     };
-    match probe(options, link, version, false, deadline) {
+    match probe(options, link, version, false, deadline, exited) {
         Ok(Ok(facts)) => Ok(Ok(facts)),
         Ok(Err(why)) => Err(failed(format!(
             "then, asked with {version}: {}",
@@ -311,6 +345,7 @@ fn initialize(
     options: &ClientBuilder,
     link: &Arc<Link>,
     deadline: Option<Instant>,
+    exited: &dyn Fn() -> bool,
 ) -> Result<ServerFacts, Error> {
     #[derive(Deserialize)]
     #[serde(rename_all = "camelCase")]
@@ -339,9 +374,18 @@ fn initialize(
         }
         None => options.request_timeout,
     };
-    let reply = roundtrip(link, "initialize", &params, &Wait::For(timeout), false)?
-        .ok_or(Error::Timeout)?
-        .map_err(Error::Rpc)?;
+    let wait = Wait::For {
+        timeout,
+        exited,
+        end: Cell::new(None),
+        gone: Cell::new(false),
+    };
+    let reply = match roundtrip(link, "initialize", &params, &wait, false)? {
+        Some(reply) => reply.map_err(Error::Rpc)?,
+        // Gone, though a child of it holds its output open.
+        None if wait.exited() => return Err(Error::Disconnected),
+        None => return Err(Error::Timeout),
+    };
     let result: InitializeResult = serde_json::from_value(reply)?;
     if !LEGACY_VERSIONS.contains(&result.protocol_version.as_str()) {
         return Err(Error::Protocol(format!(
@@ -368,7 +412,8 @@ fn initialize(
 
 /// How long a round trip waits for its answer.
 enum Wait<'a> {
-    /// This long.
+    /// `timeout`, or until the next look once the spawned server has
+    /// exited (looked at every [`STARTING_LOOK`]).
     #[cfg_attr(
         not(feature = "legacy"),
         allow(
@@ -376,68 +421,168 @@ enum Wait<'a> {
             reason = "`initialize`, the one wait of its kind, is legacy"
         )
     )]
-    For(Duration),
-    /// The probe: `grace` once the server has read it; while it has not
-    /// (it is still starting), as long as that takes, up to `limit`.
-    /// `unread`: at the last look the server had not read it (looked at
-    /// before a cancellation is sent, which the server has not read
-    /// either).
-    Probe {
-        grace: Duration,
-        limit: Instant,
-        notes: &'a Notes,
-        unread: Cell<bool>,
+    For {
+        timeout: Duration,
+        exited: &'a dyn Fn() -> bool,
+        /// `sent` + `timeout`, once sent.
+        end: Cell<Option<Instant>>,
+        /// It had exited at the last look.
+        gone: Cell<bool>,
     },
+    /// The probe's wait.
+    Probe(Probe<'a>),
 }
 
-/// How often the probe looks whether a server still starting has read it:
-/// the most its grace can start late.
+/// The probe's wait: `grace` from the moment the server read it (cut to
+/// half of what is left before `limit` then, when that is less); while it
+/// has not read it (it is still starting), as long as that takes, up to
+/// `limit`; until the next look once the server has exited.
+struct Probe<'a> {
+    grace: Duration,
+    limit: Instant,
+    notes: &'a Notes,
+    /// Whether the spawned server has exited.
+    exited: &'a dyn Fn() -> bool,
+    state: Cell<ProbeState>,
+}
+
+/// What the probe's looks saw.
+#[derive(Clone, Copy)]
+struct ProbeState {
+    sent: Instant,
+    /// When the server was last seen not to have read the probe: it read
+    /// it after that, by the next look. `None`: never seen so (it read it
+    /// at once, or its pipe cannot be looked into): the grace runs from
+    /// `sent`.
+    read: Option<Instant>,
+    /// At the last look it had not read it (a cancellation sent after
+    /// that it has not read either).
+    unread: bool,
+    /// The note on a server still starting was made.
+    told: bool,
+    /// At the last look it had exited: the wait ends at the next one (a
+    /// reply it wrote before it exited is given that moment to arrive).
+    exited: bool,
+}
+
+/// How often the probe looks whether the server has read it (or exited):
+/// the most its grace can start early.
 const STARTING_LOOK: Duration = Duration::from_millis(100);
 
 impl Wait<'_> {
     /// The first deadline, from `sent`.
-    fn first(&self, sent: Instant) -> Instant {
+    fn first(&self, link: &Link, sent: Instant) -> Instant {
         match self {
-            Wait::For(timeout) => crate::deadline::after(sent, *timeout),
-            Wait::Probe { grace, limit, .. } => crate::deadline::after(sent, *grace).min(*limit),
+            Wait::For { timeout, end, .. } => {
+                let last = crate::deadline::after(sent, *timeout);
+                end.set(Some(last));
+                (sent + STARTING_LOOK).min(last)
+            }
+            // Looked at soon where it can be, so that the moment of the
+            // read is known; else the grace from the send.
+            Wait::Probe(probe) if link.unread().is_some() => {
+                (sent + STARTING_LOOK).min(probe.limit)
+            }
+            Wait::Probe(probe) => probe.grace_end(sent),
         }
     }
 
     /// The next deadline once `now` passed the last one with no answer, or
     /// `None` to give up.
     fn next(&self, link: &Link, now: Instant) -> Option<Instant> {
-        let Wait::Probe {
-            grace,
-            limit,
-            notes,
-            unread,
-        } = self
-        else {
-            return None;
-        };
-        let was_unread = unread.get();
-        unread.set(link.unread().is_some_and(|n| n > 0));
-        if now >= *limit {
-            return None;
-        }
-        match (was_unread, unread.get()) {
-            (false, true) => {
-                notes.info(&format!(
-                    "the server has not read server/discover after {}: it is still starting; waiting for it",
-                    seconds(*grace)
-                ));
-                Some((now + STARTING_LOOK).min(*limit))
+        let probe = match self {
+            Wait::For {
+                exited, end, gone, ..
+            } => {
+                if gone.get() {
+                    return None;
+                }
+                if exited() {
+                    // A reply written before the exit has this moment.
+                    gone.set(true);
+                    return Some(now + STARTING_LOOK);
+                }
+                let end = end.get().unwrap_or(now);
+                return (now < end).then(|| (now + STARTING_LOOK).min(end));
             }
-            (true, true) => Some((now + STARTING_LOOK).min(*limit)),
-            // Read since the last look: its grace runs from now.
-            (true, false) => Some(crate::deadline::after(now, *grace).min(*limit)),
-            (false, false) => None,
-        }
+            Wait::Probe(probe) => probe,
+        };
+        let mut state = probe.state.get();
+        let next = probe.look(link, now, &mut state);
+        probe.state.set(state);
+        next
     }
 
     /// Whether the server had not read the request when the wait gave up.
     fn gave_up_unread(&self) -> bool {
-        matches!(self, Wait::Probe { unread, .. } if unread.get())
+        matches!(self, Wait::Probe(probe) if probe.state.get().unread)
+    }
+
+    /// Whether the server had exited when the wait gave up.
+    fn exited(&self) -> bool {
+        match self {
+            Wait::For { gone, .. } => gone.get(),
+            Wait::Probe(probe) => probe.state.get().exited,
+        }
+    }
+
+    /// How long the server was given to answer once it read the request
+    /// (the wait made, not when the waiting thread woke).
+    fn silence(&self) -> Duration {
+        match self {
+            Wait::For { timeout, .. } => *timeout,
+            Wait::Probe(probe) => {
+                let state = probe.state.get();
+                let read = state.read.unwrap_or(state.sent);
+                probe.grace_end(read).saturating_duration_since(read)
+            }
+        }
+    }
+}
+
+impl Probe<'_> {
+    /// The end of the grace for a probe read at `read`: the probe timeout,
+    /// or half of what is left before `limit` when that is less (the other
+    /// half is `initialize`'s).
+    fn grace_end(&self, read: Instant) -> Instant {
+        let half = self.limit.saturating_duration_since(read) / 2;
+        crate::deadline::after(read, self.grace.min(half))
+    }
+
+    /// One look at the server at `now`, past the last deadline: the next
+    /// deadline, or `None` to give up.
+    fn look(&self, link: &Link, now: Instant, state: &mut ProbeState) -> Option<Instant> {
+        if state.exited {
+            return None;
+        }
+        if (self.exited)() {
+            state.exited = true;
+            state.unread = link.unread().is_some_and(|n| n > 0);
+            return Some(now + STARTING_LOOK);
+        }
+        match link.unread() {
+            // Not known: the grace from the send.
+            None => Some(self.grace_end(state.sent)).filter(|end| now < *end),
+            Some(0) => {
+                state.unread = false;
+                Some(self.grace_end(state.read.unwrap_or(state.sent))).filter(|end| now < *end)
+            }
+            Some(_) => {
+                state.unread = true;
+                state.read = Some(now);
+                if now >= self.limit {
+                    return None;
+                }
+                if !state.told && now >= crate::deadline::after(state.sent, self.grace) {
+                    state.told = true;
+                    self.notes.info(&format!(
+                        "the server has not read server/discover after {}: it is still starting; waiting for it",
+                        seconds(self.grace)
+                    ));
+                }
+                Some((now + STARTING_LOOK).min(self.limit))
+            }
+        }
     }
 }
 
@@ -464,7 +609,7 @@ fn roundtrip(
         return Err(Error::Disconnected);
     }
     let sent = Instant::now();
-    let mut deadline = wait.first(sent);
+    let mut deadline = wait.first(link, sent);
     loop {
         return match rx.recv_deadline(deadline) {
             Ok(Delivery::Reply(Ok(raw))) => Ok(Some(Ok(serde_json::from_str(raw.get())?))),

@@ -345,6 +345,17 @@ impl Link {
         }
     }
 
+    /// Whether the server has read none of what was sent (see
+    /// [`unread`](Link::unread)): a server still starting, or one that
+    /// never reads.
+    pub fn read_nothing(&self) -> Option<bool> {
+        match &self.out {
+            Outbound::Stream { input, .. } => input.read_nothing(),
+            #[cfg(feature = "http")]
+            Outbound::Carrier(_) => None,
+        }
+    }
+
     /// [`try_send`](Link::try_send) for a line no caller hears the failure
     /// of (a notification, an answer): whether it was sent. A dead
     /// connection needs no word; a line refused because the server has not

@@ -27,6 +27,7 @@ mod subscription;
 mod tasks;
 mod wire;
 
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::fmt;
 use std::process::{Child, Command, ExitStatus};
@@ -90,7 +91,11 @@ fn settle(
     command: Option<&mut Command>,
     deadline: Option<Instant>,
 ) -> Result<(Arc<Link>, Option<Spawned>, era::ServerFacts), Error> {
-    let e = match era::establish(options, &link, deadline) {
+    let mut spawned = spawned;
+    let child = RefCell::new(spawned.as_mut().map(|s| &mut s.child));
+    let exited =
+        || (child.borrow_mut().as_mut()).is_some_and(|c| matches!(c.try_wait(), Ok(Some(_))));
+    let e = match era::establish(options, &link, deadline, &exited) {
         Ok(facts) => return Ok((link, spawned, facts)),
         Err(e) => e,
     };
@@ -107,9 +112,14 @@ fn settle(
     let exited = matches!(child.try_wait(), Ok(Some(_)));
     // A server that has read nothing of its input cannot see it close:
     // it is sent SIGTERM at once, and the close grace runs from there.
-    let reading = link.unread().is_none_or(|n| n == 0);
+    // One that has read something reads on: a cancellation just sent, say
+    // (tests/client modern_32022_then_silence_fails_without_initialize
+    // lost its cancellation when any byte unread meant SIGTERM).
+    let reading = !link.read_nothing().unwrap_or(false);
     link.close_input();
-    let status = if reading {
+    // One that exited was reaped by `try_wait`: no signal for its pid,
+    // which may be another process's now.
+    let status = if reading || exited {
         process::shut_down(&mut child, options.close_grace)
     } else {
         process::terminate_then_kill(&mut child, options.close_grace)
@@ -282,7 +292,19 @@ impl Client {
     /// not wait for it past the close grace.
     pub fn close(mut self) -> Result<Option<ExitStatus>, Error> {
         self.closed = true;
-        self.inner.close()
+        self.inner.close(self.inner.options.close_grace)
+    }
+
+    /// [`close`](Client::close) within about `limit`: each of its three
+    /// waits (the server's exit after its input closes, its exit after
+    /// SIGTERM, the end of its output) is cut to a third of `limit` when
+    /// that is less than the close grace. For an application with a
+    /// deadline of its own (a command's `--timeout`): a server that stays
+    /// after its input ends, or ignores SIGTERM, is killed in time.
+    pub fn close_within(mut self, limit: Duration) -> Result<Option<ExitStatus>, Error> {
+        self.closed = true;
+        self.inner
+            .close(self.inner.options.close_grace.min(limit / 3))
     }
 
     /// [`Client::close`] for a client shared between threads (an
@@ -291,7 +313,7 @@ impl Client {
     /// others ask after it fails with [`Error::Disconnected`]; dropping
     /// the client later closes nothing more.
     pub fn close_shared(&self) -> Result<Option<ExitStatus>, Error> {
-        self.inner.close()
+        self.inner.close(self.inner.options.close_grace)
     }
 
     /// The client's requests are many callers' from here on (a proxy's):
@@ -308,9 +330,10 @@ impl Client {
 }
 
 impl ClientInner {
-    /// Closes the current connection and shuts a spawned server down; see
-    /// [`Client::close`] for what holds once it returns.
-    fn close(&self) -> Result<Option<ExitStatus>, Error> {
+    /// Closes the current connection and shuts a spawned server down,
+    /// each wait at most `grace`; see [`Client::close`] for what holds
+    /// once it returns.
+    fn close(&self, grace: Duration) -> Result<Option<ExitStatus>, Error> {
         self.closing.store(true, Ordering::Release);
         self.end_restart();
         let link = Arc::clone(&lock(&self.link));
@@ -322,21 +345,21 @@ impl ClientInner {
             // every stream; the reader ends once they have. Waited for, so
             // the session is over when close returns. std has no wait on a
             // flag with a timeout: poll, every 5 ms.
-            let deadline = crate::deadline::from_now(self.options.close_grace);
+            let deadline = crate::deadline::from_now(grace);
             while link.is_alive() && std::time::Instant::now() < deadline {
                 std::thread::sleep(Duration::from_millis(5));
             }
         }
         let child = lock(&self.child).take();
         let res = match child {
-            Some(mut child) => process::shut_down(&mut child, self.options.close_grace).map(Some),
+            Some(mut child) => process::shut_down(&mut child, grace).map(Some),
             None => Ok(None),
         };
         // What the server wrote before it exited reaches its requests and
         // subscriptions (a subscription's final result among it); then
         // whatever still waits fails, even when the output never ends (a
         // grandchild of the server holds it open).
-        link.wait_reader(self.options.close_grace);
+        link.wait_reader(grace);
         link.fail_all();
         restart::give_up(self);
         // The notes of the session reach the trace (or stderr) before
@@ -379,7 +402,7 @@ impl Drop for Client {
     /// server when one is under way.
     fn drop(&mut self) {
         if !self.closed && !self.inner.closing.load(Ordering::Acquire) {
-            let _ = self.inner.close();
+            let _ = self.inner.close(self.inner.options.close_grace);
         }
     }
 }

@@ -199,7 +199,10 @@ fn start_again(inner: &Arc<ClientInner>) -> Result<(), crate::Error> {
         restarting.starting = Some(Arc::clone(&link));
     }
     let deadline = inner.options.start_timeout.map(crate::deadline::from_now);
-    let facts = era::establish(&inner.options, &link, deadline);
+    let mut child = child;
+    let probed = std::cell::RefCell::new(&mut child);
+    let exited = || matches!(probed.borrow_mut().try_wait(), Ok(Some(_)));
+    let facts = era::establish(&inner.options, &link, deadline, &exited);
     lock(&inner.restart).starting = None;
     let facts = match facts {
         Ok(facts) => facts,

@@ -238,6 +238,24 @@ impl Server {
         self.notifier().tools_list_changed();
     }
 
+    /// Adds a task tool while serving, or replaces the tool of that name,
+    /// as [`ServerBuilder::task_tool`](crate::ServerBuilder::task_tool)
+    /// registers one (no gate): for a proxy, whose tools come and go with
+    /// the server behind it (`proxy::serve_as`).
+    #[cfg(feature = "client")]
+    pub(crate) fn add_task_tool<T, R, F>(&self, tool: Tool, mode: tasks::TaskMode, handler: F)
+    where
+        T: arguments::ToolArguments,
+        R: Into<ToolOutcome>,
+        F: Fn(&RequestContext, T) -> Result<R, ErrorObject> + Send + Sync + 'static,
+    {
+        let tool = arguments::advertised::<T>(tool);
+        self.inner
+            .registry_mut()
+            .add_task_tool(tool, typed_tool(handler), false, mode, None);
+        self.notifier().tools_list_changed();
+    }
+
     /// Removes a tool while serving; whether it was there.
     pub fn remove_tool(&self, name: &str) -> bool {
         let removed = self.inner.registry_mut().tools.remove(name);

@@ -7,9 +7,10 @@
 //! `ElicitRequestFormParams::mode` is optional and keeps whether it was sent;
 //! [`ElicitRequestParams`] dispatches on the `mode` string by hand.
 
+use std::collections::HashMap;
 use std::fmt;
 
-use serde::de::{DeserializeOwned, MapAccess, Visitor};
+use serde::de::{DeserializeOwned, Error as _, MapAccess, Visitor};
 use serde::ser::SerializeMap;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
@@ -275,16 +276,31 @@ impl<'de> Deserialize<'de> for Properties {
                 f.write_str("an object of field schemas")
             }
 
+            /// In time linear in the fields (a hostile server may send
+            /// tens of thousands): each name is looked up in a hash map of
+            /// where it stands, not searched for among those before it. A
+            /// field whose schema is not one a form may hold (the spec's
+            /// `PrimitiveSchemaDefinition`: no object) is an error that
+            /// names it.
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Properties, A::Error> {
-                let mut properties = Properties::default();
-                // A name given twice: the later schema, in the first one's
-                // place (as a JSON object read into a map keeps the later).
-                while let Some((name, schema)) =
-                    map.next_entry::<String, PrimitiveSchemaDefinition>()?
-                {
-                    properties.insert(name, schema);
+                let mut fields: Vec<(String, PrimitiveSchemaDefinition)> = Vec::new();
+                let mut at: HashMap<String, usize> = HashMap::new();
+                while let Some(name) = map.next_key::<String>()? {
+                    let schema = map
+                        .next_value::<PrimitiveSchemaDefinition>()
+                        .map_err(|e| A::Error::custom(format_args!("form field {name:?}: {e}")))?;
+                    // A name given twice: the later schema, in the first
+                    // one's place (as a JSON object read into a map keeps
+                    // the later).
+                    match at.get(&name) {
+                        Some(&i) => fields[i].1 = schema,
+                        None => {
+                            at.insert(name.clone(), fields.len());
+                            fields.push((name, schema));
+                        }
+                    }
                 }
-                Ok(properties)
+                Ok(Properties(fields))
             }
         }
         deserializer.deserialize_map(Fields)

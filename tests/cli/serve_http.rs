@@ -1,6 +1,9 @@
 //! Issue 49, item 6: `serve-http` passes a list change on even when the
 //! list fetched again looks the same; item 7: its bearer token can come
-//! from the environment or a file, not only the command line `ps` shows.
+//! from the environment or a file, not only the command line `ps` shows;
+//! item 4 over HTTP: a refused connection, and a probe refused for the
+//! server's own reasons (a body limit), say so and are not taken for a
+//! legacy server.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::process::{Child, Command, Stdio};
@@ -19,6 +22,15 @@ pub const CHECKS: &[(&str, Once)] = &[
     (
         "serve_http_token_from_the_environment_or_a_file",
         token_elsewhere,
+    ),
+    (
+        "serve_http_keeps_the_childs_tasks_extension",
+        keeps_tasks_extension,
+    ),
+    ("a_refused_connection_says_so", refused_connection),
+    (
+        "a_probe_refused_for_a_body_limit_is_not_legacy",
+        body_limit_not_legacy,
     ),
 ];
 
@@ -159,6 +171,76 @@ fn token_elsewhere() -> Result<(), String> {
     let with = status_with(&serving.addr, Some("from-file"))?;
     if !without.contains(" 401 ") || !with.contains(" 200 ") {
         return Err(format!("file: without {without:?}, with {with:?}"));
+    }
+    Ok(())
+}
+
+/// `mcp-stdio --url` to a port nobody listens on said "the peer answered
+/// with an error (-32603)", showed an answer under `--wire` that no server
+/// sent (`←`), and fell back to `initialize`, as if a legacy server had
+/// refused the probe.
+fn refused_connection() -> Result<(), String> {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map_err(|e| e.to_string())?
+        .port();
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let run = run(
+        &["--wire", "info", "--url", &url].map(String::from),
+        &[],
+        "",
+    )?;
+    run.expect_code(3)?
+        .stderr_has("mcp-stdio: cannot connect to the server: ")?
+        .stderr_has("Connection refused")?;
+    for made_up in [
+        "-32603",
+        "answered with an error",
+        "←",
+        "initialize",
+        "legacy",
+    ] {
+        if run.stderr.contains(made_up) {
+            return Err(format!("says {made_up:?}: {:?}", run.stderr));
+        }
+    }
+    Ok(())
+}
+
+/// A modern server whose body limit is below the probe's size answers it
+/// `413`: that is no legacy server, and `initialize` (larger still) gets
+/// the same; the failure says what the server answered.
+fn body_limit_not_legacy() -> Result<(), String> {
+    let serving = Serving::start(&["--max-body-bytes", "64"], &[])?;
+    let run = run(
+        &["--wire", "info", "--url", &serving.url()].map(String::from),
+        &[],
+        "",
+    )?;
+    run.expect_code(3)?.stderr_has("413")?;
+    for wrong in ["initialize", "legacy", "-32603"] {
+        if run.stderr.contains(wrong) {
+            return Err(format!("says {wrong:?}: {:?}", run.stderr));
+        }
+    }
+    Ok(())
+}
+
+/// The child's Tasks extension was left out of what `serve-http`
+/// advertises (issue 49, item 6).
+fn keeps_tasks_extension() -> Result<(), String> {
+    let serving = Serving::start(&[], &[])?;
+    let run = run(
+        &["info", "--json", "--url", &serving.url()].map(String::from),
+        &[],
+        "",
+    )?;
+    run.expect_code(0)?;
+    let info: serde_json::Value =
+        serde_json::from_str(&run.stdout).map_err(|e| format!("{e}: {}", run.stdout))?;
+    let extensions = &info["capabilities"]["extensions"];
+    if extensions.get("io.modelcontextprotocol/tasks").is_none() {
+        return Err(format!("no tasks extension: {}", info["capabilities"]));
     }
     Ok(())
 }

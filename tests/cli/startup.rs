@@ -13,6 +13,10 @@ pub const CHECKS: &[(&str, Once)] = &[
     ("legacy_timeout_names_initialize_only", legacy_timeout),
     ("a_modern_server_slow_to_start_is_modern", slow_start),
     ("a_fallback_on_silence_is_noted", silent_fallback_noted),
+    (
+        "a_server_that_read_and_exited_is_not_waited_on",
+        read_and_exited,
+    ),
 ];
 
 /// `mcp-stdio --timeout 1 info -- sleep 30` took 8 s: a fixed 5 s probe,
@@ -77,5 +81,25 @@ fn silent_fallback_noted() -> Result<(), String> {
     run.expect_code(0)?
         .stdout_has("era:          legacy (2025-11-25, initialize: no answer to server/discover within 5 s)\n")?
         .stderr_has("mcp-stdio: note: speaking the legacy era (initialize): no answer to server/discover within 5 s (--era modern or --era legacy chooses)")?;
+    Ok(())
+}
+
+/// A server that reads its first line and exits, a child of it holding
+/// its output open (a wrapper that died): its end is not seen on the
+/// output, and the probe, then the `initialize` of the second start that
+/// follows a death on the probe, were waited on to the end of `--timeout`
+/// (8.5 s of `--timeout 8`, found by hand on the review's
+/// `sleep 10 & exit 3`, when the probe's write came after the exit).
+fn read_and_exited() -> Result<(), String> {
+    let started = Instant::now();
+    let script = "read line; sleep 10 & exit 3";
+    let args = ["--timeout", "8", "info", "--", "sh", "-c", script].map(String::from);
+    let run = run(&args, &[], "")?;
+    let took = started.elapsed();
+    run.expect_code(3)?
+        .one_error_line("the server exited during start-up (exit status: 3)")?;
+    if took > Duration::from_secs(4) {
+        return Err(format!("a server that exited was waited on for {took:?}"));
+    }
     Ok(())
 }

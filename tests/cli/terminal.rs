@@ -33,7 +33,7 @@ const ECHOED: &str = "\x1b]0;pwned\x07\x1b[31mRED";
 /// Runs `mcp-stdio ARGS --era auto -- <this binary>` as server `mode`, on a
 /// terminal of its own: `stdout` is what the terminal showed (stdout and
 /// stderr together, lines ended with `\r\n`).
-fn on_terminal(mode: &str, args: &[&str]) -> Result<Run, String> {
+pub(crate) fn on_terminal(mode: &str, args: &[&str]) -> Result<Run, String> {
     let mut full: Vec<String> = args.iter().map(|a| a.to_string()).collect();
     full.extend(["--era".into(), "auto".into(), "--".into(), me()]);
     // The arguments reach the shell through the environment, so that no
@@ -139,11 +139,16 @@ fn error_escaped() -> Result<(), String> {
     Ok(())
 }
 
+/// An item's line (its name, the first line of its description) is
+/// escaped wherever it goes: one item, one line (the description's title
+/// change too, since the review of issue 49: a lone `\r` or U+2028 in it
+/// broke the line).
 fn newline_name() -> Result<(), String> {
     cli(EVIL, &["tools"], "")?
         .expect_code(0)?
         .stdout_is(&format!(
-            "paint\\u{{1b}}[31m  Paints {TITLE}the title.\ntwo\\nlines       A name with a newline.\n"
+            "paint\\u{{1b}}[31m  Paints {}the title.\ntwo\\nlines       A name with a newline.\n",
+            TITLE.escape_debug()
         ))?;
     Ok(())
 }

@@ -853,6 +853,48 @@ fn a_400_with_a_modern_error_is_answered_not_fallen_back_from() {
     assert_eq!(*seen.lock().unwrap(), [json!("server/discover")]);
 }
 
+// req: streamable-http:backward-compatibility
+/// Issue 49, item 4: a probe the server refused for reasons of its own (a
+/// `500`, a body limit's `413`) was taken for a legacy server's refusal,
+/// and `initialize` sent; a `405` without a body is a legacy server's
+/// answer, and is fallen back from.
+#[test]
+fn a_probe_refused_for_the_servers_own_reasons_is_no_era() {
+    for (status, legacy) in [
+        ("500 Internal Server Error", false),
+        ("405 Method Not Allowed", true),
+    ] {
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let record = Arc::clone(&seen);
+        let addr = scripted(move |req, writer| {
+            let method = req.body["method"].as_str().unwrap_or("").to_owned();
+            record.lock().unwrap().push(method.clone());
+            if method == "initialize" {
+                let result = json!({ "protocolVersion": "2025-11-25", "capabilities": {},
+                    "serverInfo": { "name": "scripted", "version": "1" } });
+                answer_json(req, writer, "", result);
+            } else if method == "server/discover" {
+                respond(writer, status, "Content-Type: text/plain\r\n", "no");
+            } else {
+                respond(writer, "202 Accepted", "", "");
+            }
+            true
+        });
+        let res = Client::builder().connect_url(&format!("http://{addr}/mcp"));
+        let methods = seen.lock().unwrap().clone();
+        if legacy {
+            let client = res.unwrap();
+            assert!(matches!(client.era(), mcp_stdio::Era::Legacy { .. }));
+            assert_eq!(methods[..2], ["server/discover", "initialize"]);
+        } else {
+            let e = res.unwrap_err();
+            assert!(e.is_transport_failure(), "{e}");
+            assert!(e.to_string().contains("answered HTTP 500"), "{e}");
+            assert_eq!(methods, ["server/discover"]);
+        }
+    }
+}
+
 /// A peer on a plain `TcpListener` that answers each request with
 /// `answer(request, writer)`, one thread per connection; whatever it does
 /// with the connection after (keep it open, close it) is `answer`'s.

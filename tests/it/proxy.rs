@@ -1027,3 +1027,42 @@ fn a_uri_whose_subscription_behind_ended_is_not_acknowledged_for_nothing() {
         "acknowledged, and then heard {heard:?}"
     );
 }
+
+/// Issue 49, item 6: the proxy left the server's Tasks extension out of
+/// what it advertises, and called the server without it, so a tool the
+/// server runs only as a task (`failing_job`) could not be called through
+/// it at all. Through the proxy a caller that declares the extension gets
+/// the tool's result, the input the task behind asks for on the way
+/// included; one that does not gets the server's `-32021`.
+#[test]
+fn the_tasks_extension_of_the_server_behind_passes_through() {
+    use mcp_stdio::types::TASKS_EXTENSION;
+    let proxy = proxied();
+    let tasks = Client::builder()
+        .tasks(true)
+        .on_elicitation(|_params| {
+            let mut content = serde_json::Map::new();
+            content.insert("confirm".into(), json!(true));
+            Ok(ElicitResult::accept(content))
+        })
+        .connect_url(&proxy.url)
+        .unwrap();
+    let extensions = tasks.server_capabilities().extensions.unwrap_or_default();
+    assert!(extensions.contains_key(TASKS_EXTENSION), "{extensions:?}");
+    let failing = tasks.call_tool("failing_job", json!({})).unwrap();
+    let failing = failing.into_result().unwrap();
+    assert_eq!(failing.is_error, Some(true));
+    assert!(failing.text_content().contains("the job ran and failed"));
+    let asked = tasks.call_tool("confirm_delete", json!({ "filename": "a.txt" }));
+    assert_eq!(
+        asked.unwrap().into_result().unwrap().text_content(),
+        "Deleted a.txt"
+    );
+    let computed = tasks.call_tool("slow_compute", json!({ "seconds": 0, "label": "x" }));
+    assert!(computed.unwrap().into_result().unwrap().is_error != Some(true));
+    let plain = caller(&proxy.url, EraPolicy::ModernOnly);
+    match plain.call_tool("failing_job", json!({})) {
+        Err(Error::Rpc(e)) => assert_eq!(e.code, -32021, "{e:?}"),
+        other => panic!("failing_job without the extension: {other:?}"),
+    }
+}

@@ -21,7 +21,10 @@ mod pairs;
 // `serve-http` keeps the token out of its child's environment.
 #[cfg(all(feature = "server", feature = "http"))]
 pub use checks::BEARER_TOKEN_ENV;
-use checks::{bearer_token, check_applies, era, header, log_level, max_body_bytes, timeout};
+use checks::{
+    bearer_token, check_applies, era, header, log_level, max_body_bytes, timeout,
+    token_file_warning,
+};
 pub use checks::{check_url, header_for_stdio};
 pub use pairs::{Arguments, tool_arguments};
 use pairs::{pair, string_pairs};
@@ -73,6 +76,8 @@ pub struct ServeHttp {
     pub max_body_bytes: Option<usize>,
     /// `--bearer-token TOKEN`: every request must carry it.
     pub bearer_token: Option<String>,
+    /// Said before serving: `--bearer-token-file` can be read by others.
+    pub token_file_warning: Option<String>,
 }
 
 /// The four lists.
@@ -482,6 +487,7 @@ fn command(name: &str, args: Vec<String>, flags: &Flags) -> Result<Command, Usag
                 allow_hosts: flags.allow_hosts.clone(),
                 max_body_bytes: flags.max_body_bytes,
                 bearer_token: bearer_token(flags)?,
+                token_file_warning: token_file_warning(flags),
             })
         }
         "check" => {

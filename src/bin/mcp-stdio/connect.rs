@@ -117,6 +117,10 @@ pub(crate) fn server(opts: &Options) -> Result<ServerTarget, Failure> {
 /// `initialize`.
 pub(crate) const DEFAULT_START: std::time::Duration = std::time::Duration::from_secs(60);
 
+/// How the client's note on an elicitation it could not read (a form with
+/// a field no form may have) begins.
+const UNREADABLE_INPUT: &str = "could not read the server's request elicitation/create";
+
 /// How the client's note on a server that has not read its probe begins.
 const STILL_STARTING: &str = "the server has not read server/discover";
 
@@ -152,7 +156,17 @@ fn connect(
     let shown = opts.wire.then(|| Arc::clone(stderr));
     let waiting = Arc::clone(stderr);
     let start_bound = opts.timeout.unwrap_or(DEFAULT_START).as_secs_f64();
+    let unreadable = Arc::clone(asker);
     builder = builder.trace(move |note| {
+        if let Some(why) = note.strip_prefix(UNREADABLE_INPUT) {
+            // A form the client could not read never reached the asker:
+            // the command fails all the same, saying why (the client
+            // notes it before the server has its -32602).
+            let why = why.split_once(": ").map_or(why, |(_, why)| why);
+            let _ = unreadable.refuse(format!(
+                "the server asked for input the command line cannot read (it was answered -32602): {why}"
+            ));
+        }
         if let Some(shown) = &shown {
             shown.client_note(note);
         } else if note.starts_with(STILL_STARTING) {
@@ -310,6 +324,11 @@ pub(crate) fn start_failure(e: Error, program: &str, opts: &Options, said: &[Str
             .iter()
             .any(|n| n.contains("starting it again to speak initialize"));
     match e {
+        // The client's own word for a transport that failed (a connection
+        // refused), not the server's.
+        Error::Rpc(e) if Error::Rpc(e.clone()).is_transport_failure() => {
+            Failure::connection(format!("cannot connect to the server: {}", e.message))
+        }
         Error::Io(e) if e.kind() == std::io::ErrorKind::NotFound => Failure::connection(format!(
             "cannot start the server: {program:?} was not found (is it installed, and on PATH?)"
         )),

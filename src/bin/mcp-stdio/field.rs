@@ -155,7 +155,22 @@ impl Field {
                 if min.is_some_and(|m| n < m) || max.is_some_and(|m| n > m) {
                     return Err(format!("{text} is not within {}", self.kind_text()));
                 }
-                Ok(number_value(n, *integer))
+                // Sent as written (`values`): not through the `f64` the
+                // checks above read, which holds integers to 2^53 only.
+                let text = text.trim();
+                let exact = if *integer {
+                    crate::values::integer(text).map_err(|e| e.is_some())
+                } else {
+                    crate::values::number(text)
+                        .unwrap_or(Err(String::new()))
+                        .map_err(|e| !e.is_empty())
+                };
+                exact.map_err(|past| match past {
+                    true => format!(
+                        "{text} cannot be sent exactly (past 64-bit integers and double precision)"
+                    ),
+                    false => format!("{text:?} is not a number as JSON writes one (0.5, -3, 1e3)"),
+                })
             }
             Kind::Boolean => match text.trim().to_lowercase().as_str() {
                 "y" | "yes" | "true" | "1" => Ok(Value::Bool(true)),

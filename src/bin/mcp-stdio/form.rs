@@ -4,12 +4,15 @@
 //! its default. Pure: the questions and the answers go through closures,
 //! so the whole dialogue is tested here without a terminal.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 
 use mcp_stdio::types::ElicitRequestFormParams;
 use serde_json::{Map, Value};
 
 use crate::field::{Field, Kind};
+
+/// How many missing fields an error names.
+const MAX_NAMED: usize = 10;
 
 /// A filled form (`None`: the person cancelled), or why it could not be
 /// filled.
@@ -29,7 +32,8 @@ pub fn fill(
     say: &mut dyn FnMut(&str),
 ) -> Filled {
     let schema = &form.requested_schema;
-    let required: Vec<&str> = schema
+    // A set: a form may have tens of thousands of fields.
+    let required: HashSet<&str> = schema
         .required
         .iter()
         .flatten()
@@ -45,10 +49,15 @@ pub fn fill(
         .filter(|f| f.required && f.default.is_none() && !answers.contains_key(&f.name))
         .collect();
     if ask.is_none() && !missing.is_empty() {
-        let flags: Vec<String> = missing
+        // One line however many fields a server asks for.
+        let mut flags: Vec<String> = missing
             .iter()
+            .take(MAX_NAMED)
             .map(|f| format!("--answer {}={}", f.name, f.placeholder()))
             .collect();
+        if missing.len() > MAX_NAMED {
+            flags.push(format!("({} more)", missing.len() - MAX_NAMED));
+        }
         return Err(format!(
             "the server asks {:?} and no one can be asked here: pass {}, or --decline, or run in a terminal",
             form.message,

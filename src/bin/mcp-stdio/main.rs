@@ -40,6 +40,7 @@ mod values;
 use std::io::IsTerminal;
 use std::process::ExitCode;
 use std::sync::Arc;
+use std::time::Instant;
 
 use mcp_stdio::{Error, ErrorObject, error_code};
 
@@ -157,6 +158,11 @@ impl Failure {
                     ))
                 }
             }
+            // Not the server's error: the transport failed before it
+            // answered (a connection refused or broken).
+            Error::Rpc(e) if Error::Rpc(e.clone()).is_transport_failure() => {
+                Failure::connection(format!("{what}: {}", e.message))
+            }
             Error::Rpc(e) => Failure {
                 status: status::SERVER_FAILURE,
                 message: format!(
@@ -229,12 +235,15 @@ fn main() -> ExitCode {
         _ => {}
     }
     // On a terminal the server's control characters are shown escaped,
-    // unless the bytes were asked for (`escape`).
-    let exact = opts.raw || opts.json;
-    escape::set_stdout(!exact && std::io::stdout().is_terminal());
+    // unless `--raw` asked for stdout's bytes (`escape`).
+    escape::set_stdout(escape::Mode::of(
+        std::io::stdout().is_terminal(),
+        opts.json,
+        opts.raw,
+    ));
     let stderr = Arc::new(Stderr::new(
         opts.wire,
-        !exact && std::io::stderr().is_terminal(),
+        escape::Mode::of(std::io::stderr().is_terminal(), opts.json, false),
         opts.json,
     ));
     ExitCode::from(run(&opts, &stderr))
@@ -263,7 +272,7 @@ fn run(opts: &Options, stderr: &Arc<Stderr>) -> u8 {
         return serve_http::run(opts, serve, stderr).unwrap_or_else(fail);
     }
     // `--timeout` bounds the whole command, from here.
-    let deadline = opts.timeout.map(|t| std::time::Instant::now() + t);
+    let deadline = opts.timeout.map(|t| Instant::now() + t);
     let (note_tx, notes) = crossbeam_channel::unbounded();
     let (client, signals, asker) = match start(opts, stderr, note_tx, &notes) {
         Ok(started) => started,
@@ -285,7 +294,8 @@ fn run(opts: &Options, stderr: &Arc<Stderr>) -> u8 {
         _ => Ok(status),
     });
     let status = res.unwrap_or_else(|mut failure| {
-        if let Some(death) = failure.server_gone.then(|| death_note(&notes)).flatten() {
+        let death = failure.server_gone.then(|| death_note(&notes, deadline));
+        if let Some(death) = death.flatten() {
             failure.message = format!("{}: {death}", failure.message);
         }
         // A request that timed out may have been answered under the wrong
@@ -298,8 +308,17 @@ fn run(opts: &Options, stderr: &Arc<Stderr>) -> u8 {
     });
     // The command's outcome is decided; how the server exits adds nothing
     // to it (the client notes a server that had to be killed), except for
-    // a person watching the wire.
-    let closed = client.close();
+    // a person watching the wire. `--timeout` bounds the close too: a
+    // server that stays after its input ends (or ignores SIGTERM) is given
+    // what is left of it, not the close grace twice over; but always a
+    // moment to exit on its own once its input is closed.
+    let closed = match deadline {
+        Some(deadline) => {
+            let left = deadline.saturating_duration_since(Instant::now());
+            client.close_within(left.max(MIN_CLOSE))
+        }
+        None => client.close(),
+    };
     if opts.wire {
         match closed {
             Ok(Some(status)) => {
@@ -312,14 +331,24 @@ fn run(opts: &Options, stderr: &Arc<Stderr>) -> u8 {
     status
 }
 
+/// The least a close under `--timeout` is given, past the deadline if need
+/// be: a quarter of a second for each of its three waits (`close_within`).
+const MIN_CLOSE: std::time::Duration = std::time::Duration::from_millis(750);
+
 /// How the client's note on a response to no request of its begins.
 const SKIPPED_RESPONSE: &str = "skipped a response with id";
 
 /// The client's note on a server whose output ended: how it exited and
 /// its last stderr lines. The client makes it after a moment's wait for
-/// the exit, so this waits for it, briefly.
-fn death_note(notes: &crossbeam_channel::Receiver<String>) -> Option<String> {
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
+/// the exit, so this waits for it, briefly (and not past `--timeout`).
+fn death_note(
+    notes: &crossbeam_channel::Receiver<String>,
+    timeout: Option<Instant>,
+) -> Option<String> {
+    let now = Instant::now();
+    let brief = now + std::time::Duration::from_secs(2);
+    // A moment even past `--timeout`: the note may be on its way.
+    let deadline = timeout.map_or(brief, |t| t.max(now + MIN_CLOSE / 3).min(brief));
     while let Ok(note) = notes.recv_deadline(deadline) {
         if note.starts_with("the server exited") || note.starts_with("the server closed its output")
         {

@@ -19,13 +19,10 @@ pub use crate::save::Saver;
 /// `false` once stdout is closed (`| head`): the caller stops.
 ///
 /// On a terminal the server's control characters are shown escaped
-/// (`escape`): everything printed goes through here.
+/// (`escape`), with `--json` as JSON escapes: everything printed goes
+/// through here.
 pub fn print(text: &str) -> bool {
-    let text = if crate::escape::stdout() {
-        crate::escape::text(text)
-    } else {
-        std::borrow::Cow::Borrowed(text)
-    };
+    let text = crate::escape::stdout().shown(text);
     let mut out = std::io::stdout().lock();
     let newline = if text.ends_with('\n') { "" } else { "\n" };
     write!(out, "{text}{newline}")
@@ -101,7 +98,7 @@ pub fn resource_contents(contents: &ResourceContents, saver: &mut Saver) -> Stri
 pub fn prompt_result(result: &GetPromptResult, saver: &mut Saver) -> String {
     let mut out = String::new();
     if let Some(description) = &result.description {
-        push_line(&mut out, &format!("# {}", first_line(description)));
+        push_line(&mut out, &format!("# {}", summary(description)));
     }
     for message in &result.messages {
         let role = serde_json::to_value(message.role)
@@ -121,11 +118,11 @@ pub fn prompt_result(result: &GetPromptResult, saver: &mut Saver) -> String {
     out
 }
 
-/// `name  first line of the description`, names padded to `width` (the
-/// name escaped: one item, one line).
+/// `name  first line of the description`, names padded to `width` (both
+/// escaped: one item, one line).
 pub fn item_line(name: &str, description: Option<&str>, width: usize) -> String {
     let name = line(name);
-    match description.map(first_line).filter(|d| !d.is_empty()) {
+    match description.map(summary).filter(|d| !d.is_empty()) {
         Some(text) => format!("{name:width$}  {text}"),
         None => name.into_owned(),
     }
@@ -207,7 +204,7 @@ pub fn prompt_long(prompt: &Prompt) -> String {
         let description = arg
             .description
             .as_deref()
-            .map_or(String::new(), |d| format!(": {}", first_line(d)));
+            .map_or(String::new(), |d| format!(": {}", summary(d)));
         indent(
             &mut out,
             &format!("{} (string{required}){description}", line(&arg.name)),
@@ -255,7 +252,7 @@ pub fn arguments(schema: &Value) -> Vec<String> {
         let description = property
             .get("description")
             .and_then(Value::as_str)
-            .map_or(String::new(), |d| format!(": {}", first_line(d)));
+            .map_or(String::new(), |d| format!(": {}", summary(d)));
         lines.push(format!("  {} ({kind}){description}", line(name)));
     }
     lines
@@ -293,8 +290,14 @@ pub fn capabilities(caps: &Value) -> String {
     }
 }
 
+/// The first line of a description, shown on a line of its own: trimmed,
+/// and what is left of a line break in it (a lone `\r`, U+2028) escaped.
+pub fn summary(text: &str) -> std::borrow::Cow<'_, str> {
+    line(first_line(text))
+}
+
 /// The first non-blank line of `text`, trimmed.
-pub fn first_line(text: &str) -> &str {
+fn first_line(text: &str) -> &str {
     text.lines()
         .map(str::trim)
         .find(|l| !l.is_empty())

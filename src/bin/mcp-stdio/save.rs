@@ -15,10 +15,15 @@ pub struct Saver {
     /// The start of every file name: the tool, prompt or resource.
     stem: String,
     count: usize,
+    /// The files written.
+    saved: Vec<PathBuf>,
     /// The first file that could not be written: the command fails with
     /// it once its output is printed.
     error: Option<String>,
 }
+
+/// How much of an item's name starts a file name.
+const MAX_STEM: usize = 100;
 
 /// How many numbers a file name tries before `--save` gives up: a
 /// directory with that many files of one item is a mistake.
@@ -32,8 +37,11 @@ impl Saver {
             std::fs::create_dir_all(dir)
                 .map_err(|e| format!("cannot save to {}: {e} (--save DIR)", dir.display()))?;
         }
+        // Cut: a file name holds 255 bytes at most, and a tool's name has
+        // no bound.
         let stem: String = stem
             .chars()
+            .take(MAX_STEM)
             .map(|c| {
                 if c.is_ascii_alphanumeric() || "-_.".contains(c) {
                     c
@@ -46,6 +54,7 @@ impl Saver {
             dir: dir.map(Path::to_path_buf),
             stem,
             count: 0,
+            saved: Vec::new(),
             error: None,
         })
     }
@@ -55,9 +64,19 @@ impl Saver {
         self.error.as_deref()
     }
 
+    /// The files written, in order.
+    pub fn saved(&self) -> &[PathBuf] {
+        &self.saved
+    }
+
     /// Writes `bytes` to the first `STEM-N.EXT` that does not exist: its
-    /// path.
-    fn save(&mut self, dir: &Path, bytes: &[u8], extension: &str) -> std::io::Result<PathBuf> {
+    /// path; or why not, with the path it failed on.
+    fn save(
+        &mut self,
+        dir: &Path,
+        bytes: &[u8],
+        extension: &str,
+    ) -> Result<PathBuf, (PathBuf, std::io::Error)> {
         loop {
             self.count += 1;
             let path = dir.join(format!("{}-{}.{extension}", self.stem, self.count));
@@ -67,10 +86,15 @@ impl Saver {
                 .create_new(true)
                 .open(&path);
             match file {
-                Ok(mut file) => return file.write_all(bytes).map(|()| path),
+                Ok(mut file) => {
+                    return match file.write_all(bytes) {
+                        Ok(()) => Ok(path),
+                        Err(e) => Err((path, e)),
+                    };
+                }
                 Err(e)
                     if e.kind() == std::io::ErrorKind::AlreadyExists && self.count < MAX_SAVED => {}
-                Err(e) => return Err(e),
+                Err(e) => return Err((path, e)),
             }
         }
     }
@@ -86,9 +110,12 @@ impl Saver {
             match self.save(&dir, &bytes, extension(mime)) {
                 Ok(path) => {
                     let _ = write!(text, " → {}", path.display());
+                    self.saved.push(path);
                 }
-                Err(e) if self.error.is_none() => {
-                    self.error = Some(format!("cannot save to {}: {e}", dir.display()));
+                // The file's path, not the directory's: the name may be
+                // what failed (too long, a name the file system refuses).
+                Err((path, e)) if self.error.is_none() => {
+                    self.error = Some(format!("cannot save {}: {e}", path.display()));
                 }
                 Err(_) => {}
             }
@@ -185,6 +212,15 @@ mod tests {
         let mut again = Saver::new(Some(&dir), "test image").unwrap();
         let text = content(&ContentBlock::image("aGk=", "image/png"), &mut again);
         assert!(text.ends_with("test_image-2.png]"), "{text}");
+        // A name past what a file name holds is cut (it failed with
+        // ENAMETOOLONG, blamed on the directory).
+        let mut long = Saver::new(Some(&dir), &"n".repeat(300)).unwrap();
+        let text = content(&ContentBlock::image("aGk=", "image/png"), &mut long);
+        assert_eq!(long.error(), None);
+        assert!(
+            text.ends_with(&format!("{}-1.png]", "n".repeat(100))),
+            "{text}"
+        );
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -32,6 +32,9 @@ pub fn run(opts: &Options, serve: &ServeHttp, stderr: &Arc<Stderr>) -> Result<u8
     use mcp_stdio::{Client, RestartPolicy};
 
     let mut target = crate::connect::server(opts)?;
+    if let Some(warning) = &serve.token_file_warning {
+        stderr.note(warning);
+    }
     // The child in a group of its own: the terminal's Ctrl-C reaches this
     // process alone, which ends the child when it is done with it.
     let signals = crate::interrupt::catch();

@@ -5,8 +5,10 @@
 //! With `--json` every line is a JSON object, so that a script reads
 //! stderr as it reads stdout: an error is `{"error": ..., "status": N}`
 //! (with `rpcError`, the server's error as it sent it, when that is what
-//! failed), progress and log messages are the notifications as the server
-//! sent them (`{"method": "notifications/progress", "params": ...}`), the
+//! failed), progress and log messages are the notifications as the client
+//! read them (`{"method": "notifications/progress", "params": ...}`: the
+//! params the spec defines, in its order, a whole number without a
+//! fraction; not the server's bytes, which the client does not keep), the
 //! wire is `{"wire": "sent"|"received", "line": ...}`, the server's stderr
 //! `{"serverStderr": ...}`, and everything else `{"note": ...}`.
 //!
@@ -23,6 +25,8 @@ use mcp_stdio::ErrorObject;
 use mcp_stdio::types::{LoggingMessageNotificationParams, ProgressNotificationParams};
 use serde_json::{Value, json};
 
+use crate::escape::Mode;
+
 /// How wide the bar is, in cells.
 const BAR_CELLS: usize = 24;
 /// How much of a progress message the bar shows: a line that wraps
@@ -37,35 +41,31 @@ pub struct Stderr {
     /// Draw a bar (stderr is a terminal and nothing else streams there),
     /// or write progress as plain lines.
     bar: bool,
-    /// Escape control characters (stderr is a terminal, and the bytes
-    /// were not asked for: see `escape`).
-    escape: bool,
+    /// How the server's text is shown: escaped on a terminal, as text
+    /// or (`--json`) as JSON escapes (see `escape`); `--raw` does not
+    /// change it, being about stdout.
+    escape: Mode,
     /// `--json`: every line a JSON object.
     json: bool,
 }
 
 impl Stderr {
     /// `plain`: progress as lines even on a terminal (under `--wire`, whose
-    /// lines come between two redraws). `escape`: control characters in
-    /// what is written are shown escaped (the bar's own are not).
-    /// `json`: every line a JSON object (`--json`; no bar, nothing
-    /// escaped: JSON's strings are escaped their own way).
-    pub fn new(plain: bool, escape: bool, json: bool) -> Stderr {
+    /// lines come between two redraws). `escape`: how control characters
+    /// in what is written are shown (the bar's own are not escaped).
+    /// `json`: every line a JSON object (`--json`; no bar).
+    pub fn new(plain: bool, escape: Mode, json: bool) -> Stderr {
         Stderr {
             bar_drawn: Mutex::new(false),
             bar: !plain && !json && std::io::stderr().is_terminal(),
-            escape: escape && !json,
+            escape,
             json,
         }
     }
 
     /// `text` as it may be written here.
     fn shown<'a>(&self, text: &'a str) -> std::borrow::Cow<'a, str> {
-        if self.escape {
-            crate::escape::text(text)
-        } else {
-            std::borrow::Cow::Borrowed(text)
-        }
+        self.escape.shown(text)
     }
 
     /// Writes one line for people (wiping the bar first); `{"note": ...}`
@@ -166,9 +166,7 @@ impl Stderr {
     /// Shows a progress notification: the bar redrawn in place, or a line.
     pub fn progress(&self, p: &ProgressNotificationParams) {
         if self.json {
-            let params = serde_json::to_value(p).unwrap_or(Value::Null);
-            let line = json!({ "method": "notifications/progress", "params": params });
-            return self.write(&line.to_string());
+            return self.write(&progress_json(p));
         }
         let count = match p.total {
             Some(total) => format!("{}/{}", number(p.progress), number(total)),
@@ -206,9 +204,11 @@ impl Stderr {
     /// Shows a log message from the server.
     pub fn log(&self, log: &LoggingMessageNotificationParams) {
         if self.json {
-            let params = serde_json::to_value(log).unwrap_or(Value::Null);
-            let line = json!({ "method": "notifications/message", "params": params });
-            return self.write(&line.to_string());
+            // The params in the spec's order (a `Value` would sort them).
+            let params = serde_json::to_string(log).unwrap_or_else(|_| "null".to_owned());
+            return self.write(&format!(
+                r#"{{"method":"notifications/message","params":{params}}}"#
+            ));
         }
         let level = serde_json::to_value(log.level)
             .ok()
@@ -230,6 +230,40 @@ impl Stderr {
     }
 }
 
+/// A progress notification as one JSON line: its params as read, in the
+/// spec's order (`progressToken`, `progress`, `total`, `message`,
+/// `_meta`), a whole number without a fraction (the client reads the
+/// figures as `f64`: `1` would be written back `1.0`).
+fn progress_json(p: &ProgressNotificationParams) -> String {
+    fn text<T: serde::Serialize>(value: &T) -> String {
+        serde_json::to_string(value).unwrap_or_else(|_| "null".to_owned())
+    }
+    let mut params = format!(
+        r#"{{"progressToken":{},"progress":{}"#,
+        text(&p.progress_token),
+        json_number(p.progress)
+    );
+    if let Some(total) = p.total {
+        params.push_str(&format!(r#","total":{}"#, json_number(total)));
+    }
+    if let Some(message) = &p.message {
+        params.push_str(&format!(r#","message":{}"#, text(message)));
+    }
+    if let Some(meta) = &p.meta {
+        params.push_str(&format!(r#","_meta":{}"#, text(meta)));
+    }
+    format!(r#"{{"method":"notifications/progress","params":{params}}}}}"#)
+}
+
+/// A figure as JSON: a whole number as an integer.
+fn json_number(n: f64) -> String {
+    if n.fract() == 0.0 && n.abs() < 9.2e18 {
+        format!("{}", n as i64)
+    } else {
+        Value::from(n).to_string()
+    }
+}
+
 /// A progress figure: whole numbers without a fraction.
 fn number(n: f64) -> String {
     if n.fract() == 0.0 && n.abs() < 1e15 {
@@ -245,5 +279,17 @@ mod tests {
     fn numbers_drop_a_zero_fraction() {
         assert_eq!(super::number(3.0), "3");
         assert_eq!(super::number(2.5), "2.5");
+    }
+
+    #[test]
+    fn progress_is_one_json_line_in_the_specs_order() {
+        let p = serde_json::from_str(
+            r#"{"message":"half","total":2,"progress":1.5,"progressToken":"t"}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            super::progress_json(&p),
+            r#"{"method":"notifications/progress","params":{"progressToken":"t","progress":1.5,"total":2,"message":"half"}}"#
+        );
     }
 }

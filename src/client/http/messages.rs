@@ -2,6 +2,7 @@
 //! them, and an answer that is not JSON-RPC turned into a JSON-RPC error
 //! for the request that caused it.
 
+use serde::Deserialize;
 use serde_json::Value;
 
 use super::exchange::Head;
@@ -59,6 +60,18 @@ pub(super) fn with_id(message: Vec<u8>, id: &str) -> Vec<u8> {
     }
 }
 
+/// A JSON-RPC error message's error, for a line: `message (code)`.
+pub(super) fn error_text(message: &[u8]) -> String {
+    #[derive(Deserialize)]
+    struct Message {
+        error: crate::jsonrpc::ErrorObject,
+    }
+    match serde_json::from_slice::<Message>(message) {
+        Ok(Message { error }) => format!("{} ({})", error.message, error.code),
+        Err(_) => "an error that could not be read".to_owned(),
+    }
+}
+
 /// What an HTTP status with no JSON-RPC error in its body means, in one
 /// line.
 pub(super) fn status_error(head: &Head, url: &str) -> String {
@@ -71,10 +84,6 @@ pub(super) fn status_error(head: &Head, url: &str) -> String {
     format!("{url} answered HTTP {}{hint}", head.status)
 }
 
-/// The `data` of an error this client makes up for a request whose
-/// exchange ended without the server's answer ([`error_line`]).
-const NO_ANSWER: &str = "no answer from the server";
-
 /// A JSON-RPC error answering request `id` (JSON text) with `message`,
 /// made up by this client when the exchange ended without the server's
 /// answer (refused, broken, a stream that ended first); its `data` says
@@ -83,7 +92,22 @@ pub(super) fn error_line(id: &str, message: &str) -> Vec<u8> {
     let error = serde_json::json!({
         "code": crate::jsonrpc::error_code::INTERNAL_ERROR,
         "message": message,
-        "data": { "transport": NO_ANSWER },
+        "data": { "transport": crate::error::NO_ANSWER },
+    });
+    format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"error\":{error}}}").into_bytes()
+}
+
+/// A JSON-RPC error answering the era probe `id` (JSON text) with
+/// `message`: the server refused it with an HTTP status a legacy server
+/// gives a modern request, and no JSON-RPC error in the body. Made up by
+/// this client, but the server's answer, which the probe reads as a
+/// legacy server's (spec 2026-07-28 streamable-http, "Backward
+/// Compatibility": an empty body, or one that is no modern error, means
+/// falling back): no transport mark.
+pub(super) fn refusal_line(id: &str, message: &str) -> Vec<u8> {
+    let error = serde_json::json!({
+        "code": crate::jsonrpc::error_code::INTERNAL_ERROR,
+        "message": message,
     });
     format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"error\":{error}}}").into_bytes()
 }
@@ -92,6 +116,5 @@ pub(super) fn error_line(id: &str, message: &str) -> Vec<u8> {
 /// server never answered, so a subscription so ended was not ended by the
 /// server, its connection dropped.
 pub(crate) fn no_answer(error: &crate::Error) -> bool {
-    matches!(error, crate::Error::Rpc(e)
-        if e.data.as_ref().is_some_and(|data| data["transport"] == NO_ANSWER))
+    error.is_transport_failure()
 }

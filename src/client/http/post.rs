@@ -11,7 +11,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::exchange::{self, Body, Connection, Cursor, Head};
-use super::messages::{Answer, answer_to, error_line, is_rpc_error, status_error, with_id};
+use super::messages::{
+    Answer, answer_to, error_line, error_text, is_rpc_error, refusal_line, status_error, with_id,
+};
 use super::{ACCEPT_TIMEOUT, CONNECT_TIMEOUT, IDLE_CONNECTIONS, Outgoing, OutgoingParams, Shared};
 use crate::jsonrpc::error_code as rpc_code;
 use crate::note_limiter::NoteLimiter;
@@ -65,6 +67,10 @@ pub(super) enum Failed {
     /// without an answer to the request): a new one may be started
     /// (`session`).
     SessionGone,
+    /// The era probe (`server/discover`) refused with a status a legacy
+    /// server gives a modern request (`400`, `404`, `405`) and no
+    /// JSON-RPC error: the server's answer, in one line.
+    Refused(String),
     /// Anything else, in one line.
     Why(String),
 }
@@ -81,7 +87,7 @@ impl Failed {
             Failed::SessionGone => {
                 "the server does not know the session any more (404), and a new one could not be started".into()
             }
-            Failed::Why(why) => why,
+            Failed::Refused(why) | Failed::Why(why) => why,
         }
     }
 }
@@ -194,7 +200,12 @@ impl Shared {
         }
         let cancelled = lock(&self.streams).remove(&id).is_none();
         if let (Err(why), false) = (res, cancelled || self.is_closed()) {
-            inbox.deliver(&error_line(&id, &why.into_why()), &mut notes);
+            // Made up here: no wire hook sees it as received.
+            let line = match why {
+                Failed::Refused(why) => refusal_line(&id, &why),
+                why => error_line(&id, &why.into_why()),
+            };
+            inbox.made_up(&line, &mut notes);
         }
     }
 
@@ -258,6 +269,15 @@ impl Shared {
                 .as_ref()
                 .zip(id)
                 .is_some_and(|(message, id)| answer_to(message, id).is_some());
+            // Spec 2026-07-28 streamable-http, "Backward Compatibility": a
+            // legacy server refuses the modern probe with a `400` (some
+            // with a `404` or `405`), whatever its body: its era's answer.
+            // Any other status (a body limit's `413`, `401`, a `5xx`) is
+            // the server refusing for reasons of its own: no era, and the
+            // probe fails saying so (a legacy fallback would be refused
+            // the same way, and the user told the wrong thing).
+            let probe = named("Mcp-Method").is_some_and(|m| m == method::SERVER_DISCOVER);
+            let era_answer = matches!(head.status, 400 | 404 | 405);
             match (rpc, id) {
                 // 2025-11-25 "Session Management": a `404` for a request
                 // with a session id is the session's end, unless it
@@ -265,9 +285,17 @@ impl Shared {
                 _ if head.status == 404 && named("Mcp-Session-Id").is_some() && !answers => {
                     Err(Failed::SessionGone)
                 }
+                (Some(message), Some(_)) if probe && !era_answer => Err(Failed::Why(format!(
+                    "{}: {}",
+                    status_error(&head, &url),
+                    error_text(&message)
+                ))),
                 (Some(message), Some(id)) => {
                     deliver(with_id(message, id));
                     Ok(())
+                }
+                (None, Some(_)) if probe && era_answer => {
+                    Err(Failed::Refused(status_error(&head, &url)))
                 }
                 _ => Err(Failed::Why(status_error(&head, &url))),
             }

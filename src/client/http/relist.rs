@@ -36,7 +36,7 @@ impl Shared {
         };
         self.exchange("POST", line, id, &headers, cursor, deliver)
             .map_err(|failed| match failed {
-                Failed::Why(why) => why,
+                Failed::Refused(why) | Failed::Why(why) => why,
                 Failed::SessionGone => "the server does not know the session any more (404)".into(),
             })
     }

@@ -10,8 +10,16 @@ use std::thread;
 use super::{Link, MAX_ANSWERING};
 use crate::client::input::InputHandlers;
 use crate::client::server_requests;
-use crate::jsonrpc::{ErrorObject, RequestId, encode_error, encode_result};
+use crate::jsonrpc::{ErrorObject, RequestId, encode_error, encode_result, error_code};
 use crate::sync::lock;
+
+/// How the note on a server request the client could not read begins:
+/// `could not read the server's request elicitation/create (7), answered
+/// -32602: form field "addr": unknown field type "object"`.
+const UNREADABLE_REQUEST: &str = "could not read the server's request";
+
+/// The longest an answer waits for its note to reach the trace.
+const NOTE_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
 
 impl Link {
     /// Answers a legacy server's request on a thread of its own: a handler
@@ -65,6 +73,20 @@ impl Link {
                             "handler panicked: {what}"
                         )))
                     });
+                if let Err(error) = &answer
+                    && error.code == error_code::INVALID_PARAMS
+                {
+                    // A request the client could not read (a form with a
+                    // field no form may have): the application's handler
+                    // never saw it, so its trace is told, before the
+                    // server has the answer and can answer the request it
+                    // asked for (the note thread is waited for, briefly).
+                    link.notes.problem(&format!(
+                        "{UNREADABLE_REQUEST} {request} ({}), answered {}: {}",
+                        id, error.code, error.message
+                    ));
+                    link.notes.flush(NOTE_WAIT);
+                }
                 let mut line = Vec::new();
                 match answer {
                     Ok(result) => {

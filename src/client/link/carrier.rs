@@ -73,6 +73,21 @@ impl Inbox {
         link.route(message, notes);
         true
     }
+
+    /// Routes a message the client made up for a request the server never
+    /// answered (its transport failed: [`Error::is_transport_failure`](crate::Error::is_transport_failure)),
+    /// as [`Inbox::deliver`] does, but without the wire hook: the server
+    /// did not send it, and `--wire` must not show it as received.
+    pub fn made_up(&self, message: &[u8], notes: &mut NoteLimiter) -> bool {
+        let Some(link) = self.0.link.upgrade() else {
+            return false;
+        };
+        if !link.is_alive() {
+            return false;
+        }
+        link.route(message, notes);
+        true
+    }
 }
 
 impl Drop for Reading {

@@ -94,6 +94,9 @@ pub(crate) struct Input {
     queued: AtomicUsize,
     /// Their bytes, at most [`MAX_QUEUED_BYTES`] (and one line).
     queued_bytes: AtomicUsize,
+    /// Every byte accepted for the server so far: with `unread`, whether
+    /// it has read anything at all ([`Input::read_nothing`]).
+    sent: AtomicUsize,
     wire: Wire,
     /// Where a panic of the wire hook is noted.
     notes: Notes,
@@ -117,6 +120,7 @@ impl Input {
             })),
             queued: AtomicUsize::new(0),
             queued_bytes: AtomicUsize::new(0),
+            sent: AtomicUsize::new(0),
             wire,
             notes,
         })
@@ -146,6 +150,9 @@ impl Input {
             && self.queued.load(Ordering::SeqCst) == 0
         {
             self.trace(&line);
+            // Counted before it can be read, so that `read_nothing` never
+            // takes it for bytes of an earlier line.
+            self.sent.fetch_add(line.len(), Ordering::SeqCst);
             return match write_some(fd, &line) {
                 Ok(n) if n == line.len() => Ok(()),
                 Ok(n) => {
@@ -175,6 +182,7 @@ impl Input {
             ))));
         }
         self.queued.fetch_add(1, Ordering::SeqCst);
+        self.sent.fetch_add(len, Ordering::SeqCst);
         queue
             .send(Queued {
                 bytes: line,
@@ -210,6 +218,15 @@ impl Input {
         }
         drop(stream);
         None
+    }
+
+    /// Whether the server has read none of what was sent to it: a server
+    /// that reads its input has taken at least the first line, though the
+    /// last one sent may still wait in the pipe. `None` where that cannot
+    /// be known (see [`unread`](Input::unread)).
+    pub fn read_nothing(&self) -> Option<bool> {
+        let sent = self.sent.load(Ordering::SeqCst);
+        self.unread().map(|unread| sent > 0 && unread >= sent)
     }
 
     /// The writer thread: writes what is queued, flushing once the queue

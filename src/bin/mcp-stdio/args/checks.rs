@@ -73,9 +73,11 @@ pub(super) fn header(text: &str) -> Result<(String, String), UsageError> {
 /// Where `serve-http` finds its bearer token when no option gives it.
 pub const BEARER_TOKEN_ENV: &str = "MCP_STDIO_BEARER_TOKEN";
 
-/// The token `serve-http` requires: `--bearer-token`, else the first line
-/// of `--bearer-token-file`, else `MCP_STDIO_BEARER_TOKEN`. The two last
-/// keep it out of the command line, which `ps` shows to every user.
+/// The token `serve-http` requires: `--bearer-token`, else the one line
+/// of `--bearer-token-file` (blank lines around it ignored; a file of two
+/// is refused, rather than one of them used without a word), else
+/// `MCP_STDIO_BEARER_TOKEN`. The two last keep it out of the command line,
+/// which `ps` shows to every user.
 pub(super) fn bearer_token(flags: &Flags) -> Result<Option<String>, UsageError> {
     let token = match (&flags.bearer_token, &flags.bearer_token_file) {
         (Some(_), Some(_)) => {
@@ -85,9 +87,25 @@ pub(super) fn bearer_token(flags: &Flags) -> Result<Option<String>, UsageError> 
         }
         (Some(token), None) => token.clone(),
         (None, Some(file)) => {
-            let text = std::fs::read_to_string(file)
-                .map_err(|e| usage(format!("--bearer-token-file {}: {e}", file.display())))?;
-            text.lines().next().unwrap_or("").trim().to_owned()
+            let named = || format!("--bearer-token-file {}", file.display());
+            let text =
+                std::fs::read_to_string(file).map_err(|e| usage(format!("{}: {e}", named())))?;
+            let lines: Vec<&str> = text
+                .lines()
+                .map(str::trim)
+                .filter(|l| !l.is_empty())
+                .collect();
+            match lines.as_slice() {
+                [] => return Err(usage(format!("{}: the file is empty", named()))),
+                [token] => (*token).to_owned(),
+                more => {
+                    return Err(usage(format!(
+                        "{}: {} lines, where the token alone is expected: write it on one line",
+                        named(),
+                        more.len()
+                    )));
+                }
+            }
         }
         (None, None) => match std::env::var(BEARER_TOKEN_ENV) {
             Ok(token) => token.trim().to_owned(),
@@ -98,6 +116,31 @@ pub(super) fn bearer_token(flags: &Flags) -> Result<Option<String>, UsageError> 
         return Err(usage("the bearer token is empty"));
     }
     Ok(Some(token))
+}
+
+/// A line to warn with when `--bearer-token-file` can be read by users
+/// other than its owner (its mode gives group or others any right): the
+/// option exists to keep the token from them. A warning, not a refusal
+/// (as ssh refuses a key file): secrets mounted by container platforms
+/// are often 0644 in a directory only the service reaches.
+pub(super) fn token_file_warning(flags: &Flags) -> Option<String> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let file = flags.bearer_token_file.as_ref()?;
+        let mode = std::fs::metadata(file).ok()?.permissions().mode() & 0o777;
+        (mode & 0o077 != 0).then(|| {
+            format!(
+                "--bearer-token-file {}: other users may read it (mode {mode:o}): chmod 600 it",
+                file.display()
+            )
+        })
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = flags;
+        None
+    }
 }
 
 /// `--max-body-bytes N`: above 0.

@@ -10,7 +10,8 @@ use super::{UsageError, usage};
 /// A tool's arguments, as written.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Arguments {
-    /// One JSON object, sent as it is (its numbers checked: `values`).
+    /// One JSON object, sent as it is (its numbers checked, and its whole
+    /// numbers made integers where the schema wants them: `values`).
     Object(Map<String, Value>),
     /// `key=value` pairs, whose values the tool's schema types
     /// (`values::by_schema`).
@@ -31,8 +32,11 @@ pub fn tool_arguments(args: &[String]) -> Result<Arguments, UsageError> {
         }
         return match serde_json::from_str::<Value>(first) {
             Ok(Value::Object(map)) => {
-                crate::values::exact_numbers(first).map_err(usage)?;
-                Ok(Arguments::Object(map))
+                // Its numbers checked, and an integer `-0` read as `0`.
+                match crate::values::json(first).map_err(usage)? {
+                    Some(Value::Object(exact)) => Ok(Arguments::Object(exact)),
+                    _ => Ok(Arguments::Object(map)),
+                }
             }
             Ok(_) => Err(usage("the arguments must be a JSON object, {...}")),
             Err(e) => Err(usage(format!(

@@ -135,6 +135,7 @@ fn serve_http_takes_its_listener_and_http_options() {
             allow_hosts: Vec::new(),
             max_body_bytes: None,
             bearer_token: Some("T".into()),
+            token_file_warning: None,
         })
     );
     assert_eq!(opts.server, Some(ServerSpec::Argv(args("srv x"))));
@@ -215,4 +216,48 @@ fn complete_takes_a_reference_and_context() {
     );
     assert_eq!((argument.as_str(), value.as_str()), ("id", "1"));
     assert_eq!(context.get("x").map(String::as_str), Some("y"));
+}
+
+#[test]
+fn a_token_file_holds_the_token_alone() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = std::env::temp_dir().join(format!("mcp-stdio-token-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("token");
+    let serve = |text: &str, mode: u32| {
+        std::fs::write(&file, text).unwrap();
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(mode)).unwrap();
+        parse(args(&format!(
+            "serve-http --bearer-token-file {} -- srv",
+            file.display()
+        )))
+        .map(|opts| match opts.command {
+            Command::ServeHttp(serve) => (serve.bearer_token, serve.token_file_warning),
+            _ => panic!("not serve-http"),
+        })
+        .map_err(|e| e.0)
+    };
+    // A blank first line was taken for the token: "the bearer token is
+    // empty".
+    assert_eq!(
+        serve("\n  secret  \n\n", 0o600),
+        Ok((Some("secret".into()), None))
+    );
+    let two = serve("secret\nother\n", 0o600).unwrap_err();
+    assert!(
+        two.ends_with(": 2 lines, where the token alone is expected: write it on one line"),
+        "{two}"
+    );
+    assert!(
+        serve("\n\n", 0o600)
+            .unwrap_err()
+            .ends_with(": the file is empty")
+    );
+    let (_, warning) = serve("secret\n", 0o644).unwrap();
+    assert!(
+        warning
+            .unwrap()
+            .ends_with(": other users may read it (mode 644): chmod 600 it")
+    );
+    let _ = std::fs::remove_dir_all(&dir);
 }

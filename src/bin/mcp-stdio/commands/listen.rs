@@ -239,6 +239,8 @@ fn event_line(event: &SubscriptionEvent, json: bool) -> String {
         SubscriptionEvent::ToolsListChanged
         | SubscriptionEvent::PromptsListChanged
         | SubscriptionEvent::ResourcesListChanged => short.to_owned(),
-        _ => format!("{short} {params}"),
+        // The method is the server's, as its params are: one event, one
+        // line (`escape`).
+        _ => crate::escape::line(&format!("{short} {params}")).into_owned(),
     }
 }

@@ -122,6 +122,11 @@ impl Ctx<'_> {
         })?;
         if self.opts.json {
             print(raw.get());
+            if self.opts.save.is_some() {
+                // `--save` writes its files as it does for people (the
+                // text is not printed: stdout is the result as sent).
+                let _ = human(&typed);
+            }
         } else {
             print(&human(&typed));
         }
@@ -152,10 +157,10 @@ fn unanswerable(result: &InputRequiredResult) -> String {
 }
 
 fn call(ctx: &Ctx<'_>, tool: &str, arguments: &Arguments) -> Result<u8, Failure> {
+    let schema = input_schema(ctx, tool);
     let arguments: Map<String, Value> = match arguments {
-        Arguments::Object(map) => map.clone(),
+        Arguments::Object(map) => crate::values::object_by_schema(map, schema.as_ref()),
         Arguments::Pairs(pairs) => {
-            let schema = input_schema(ctx, tool);
             crate::values::by_schema(pairs, schema.as_ref()).map_err(Failure::usage)?
         }
     };
@@ -166,7 +171,7 @@ fn call(ctx: &Ctx<'_>, tool: &str, arguments: &Arguments) -> Result<u8, Failure>
         Err(e) => {
             // A JSON-RPC error may mean there is no such tool: say so, and
             // which names there are.
-            if matches!(e, Error::Rpc(_)) {
+            if matches!(e, Error::Rpc(_)) && !e.is_transport_failure() {
                 missing_name(ctx, List::Tools, tool)?;
             }
             return Err(ctx.failure(e, &format!("tools/call {tool}")));
@@ -180,7 +185,7 @@ fn call(ctx: &Ctx<'_>, tool: &str, arguments: &Arguments) -> Result<u8, Failure>
         missing_name(ctx, List::Tools, tool)?;
     }
     ctx.show::<CallToolResult>(&raw, "tools/call", |r| output::call_result(r, &mut saver))?;
-    saved(&saver)?;
+    saved(ctx, &saver)?;
     if result.is_error == Some(true) {
         ctx.stderr.error(
             &format!(
@@ -210,8 +215,14 @@ fn input_schema(ctx: &Ctx<'_>, tool: &str) -> Option<Value> {
 }
 
 /// A file `--save` could not write fails the command (status 2, the
-/// option's directory is wrong), once the output is printed.
-fn saved(saver: &Saver) -> Result<(), Failure> {
+/// option's directory is wrong), once the output is printed. With `--json`
+/// each file written is a note on stderr (for people the output says it).
+fn saved(ctx: &Ctx<'_>, saver: &Saver) -> Result<(), Failure> {
+    if ctx.opts.json {
+        for path in saver.saved() {
+            ctx.stderr.note(&format!("saved {}", path.display()));
+        }
+    }
     match saver.error() {
         Some(e) => Err(Failure::usage(e)),
         None => Ok(()),
@@ -257,7 +268,7 @@ fn read(ctx: &Ctx<'_>, uri: &str) -> Result<u8, Failure> {
             .collect();
         texts.join("\n")
     })?;
-    saved(&saver)?;
+    saved(ctx, &saver)?;
     Ok(0)
 }
 
@@ -267,7 +278,7 @@ fn prompt(ctx: &Ctx<'_>, name: &str, arguments: &BTreeMap<String, String>) -> Re
     let raw = match ctx.send("prompts/get", params, false) {
         Ok(raw) => raw,
         Err(e) => {
-            if matches!(e, Error::Rpc(_)) {
+            if matches!(e, Error::Rpc(_)) && !e.is_transport_failure() {
                 missing_name(ctx, List::Prompts, name)?;
                 missing_arguments(ctx, name, arguments)?;
             }
@@ -277,7 +288,7 @@ fn prompt(ctx: &Ctx<'_>, name: &str, arguments: &BTreeMap<String, String>) -> Re
     ctx.show::<GetPromptResult>(&raw, "prompts/get", |r| {
         output::prompt_result(r, &mut saver)
     })?;
-    saved(&saver)?;
+    saved(ctx, &saver)?;
     Ok(0)
 }
 
@@ -327,7 +338,7 @@ fn complete(
         Err(e) => {
             // As for `call` and `prompt`: a name the server does not have
             // is a usage error, with the closest one.
-            if matches!(e, Error::Rpc(_)) {
+            if matches!(e, Error::Rpc(_)) && !e.is_transport_failure() {
                 match (
                     reference["type"].as_str(),
                     reference["name"].as_str(),
