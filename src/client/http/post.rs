@@ -12,7 +12,8 @@ use std::time::{Duration, Instant};
 
 use super::exchange::{self, Body, Connection, Cursor, Head};
 use super::messages::{
-    Answer, answer_to, error_line, error_text, is_rpc_error, refusal_line, status_error, with_id,
+    Answer, answer_to, answers_another, error_line, error_text, is_rpc_error, refusal_line,
+    status_error, with_id,
 };
 use super::{ACCEPT_TIMEOUT, CONNECT_TIMEOUT, IDLE_CONNECTIONS, Outgoing, OutgoingParams, Shared};
 use crate::jsonrpc::error_code as rpc_code;
@@ -133,7 +134,19 @@ impl Shared {
         // tools are listed again and the call retried (`relist`).
         let hold_mismatch = Cell::new(method.as_deref() == Some(method::TOOLS_CALL));
         let mismatched = Cell::new(false);
+        // On this POST's stream (and its resumptions): what the server
+        // sends on its own, and this request's answer; an answer to
+        // another request is dropped (`answers_another`).
         let mut deliver = |message: Vec<u8>| {
+            if answers_another(&message, &id) {
+                notes.problem(
+                    &self.notes,
+                    &format!(
+                        "dropped a response on the stream of request {id}: it answers another request"
+                    ),
+                );
+                return true;
+            }
             match answer_to(&message, &id) {
                 Some(Answer::Error(Some(code)))
                     if hold_mismatch.get() && code == i64::from(rpc_code::HEADER_MISMATCH) =>
