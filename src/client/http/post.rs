@@ -33,6 +33,19 @@ fn read_timeout(id: Option<&str>) -> Option<Duration> {
     id.is_none().then_some(ACCEPT_TIMEOUT)
 }
 
+/// Whether `error`, from writing a request on a kept-alive connection or
+/// reading its answer's head, says the server had closed that connection.
+fn closed_meanwhile(error: &std::io::Error) -> bool {
+    use std::io::ErrorKind;
+    matches!(
+        error.kind(),
+        ErrorKind::ConnectionReset
+            | ErrorKind::ConnectionAborted
+            | ErrorKind::BrokenPipe
+            | ErrorKind::UnexpectedEof
+    )
+}
+
 /// A connection to the server, kept between requests.
 pub(super) struct Kept {
     conn: Connection,
@@ -383,7 +396,12 @@ impl Shared {
             };
             match head {
                 Ok(Some(head)) => return Ok((kept, head)),
-                Ok(None) | Err(_) if was_reused => continue,
+                // A reused connection the server had closed meanwhile (an
+                // end, a reset): the request is sent again on a new one.
+                // Not after a timeout, nor a head it could not read: the
+                // server has the request, and would get it twice.
+                Ok(None) if was_reused => continue,
+                Err(e) if was_reused && closed_meanwhile(&e) => continue,
                 Ok(None) => return Err(format!("{url} closed the connection without an answer")),
                 Err(e) => return Err(format!("the request to {url} failed: {e}")),
             }
