@@ -56,7 +56,7 @@ use std::collections::HashMap;
 use std::net::{Shutdown, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde::Deserialize;
 use serde_json::Value;
@@ -398,7 +398,8 @@ impl Shared {
                     b"",
                 );
                 if written.is_ok() {
-                    let _ = exchange::read_head(&mut conn, false);
+                    let deadline = Instant::now() + DELETE_TIMEOUT;
+                    let _ = exchange::read_head(&mut conn, false, Some(deadline));
                 }
             }
         }

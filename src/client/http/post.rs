@@ -372,6 +372,9 @@ impl Shared {
         headers: &[(String, String)],
     ) -> Result<(Kept, Head), String> {
         let url = format!("http://{}{}", self.endpoint.authority, self.endpoint.target);
+        // A notification's or an answer's final status is waited for
+        // `ACCEPT_TIMEOUT` at most, however many interim ones come.
+        let deadline = read_timeout(id).map(|wait| Instant::now() + wait);
         let mut reused = written.map(|kept| (kept, true));
         if reused.is_none() {
             reused = lock(&self.idle).pop().map(|kept| (kept, false));
@@ -391,7 +394,7 @@ impl Shared {
                 false => self.write(&mut kept, verb, body, id, headers),
             };
             let head = match written {
-                Ok(()) => exchange::read_head(&mut kept.conn, verb == "HEAD"),
+                Ok(()) => exchange::read_head(&mut kept.conn, verb == "HEAD", deadline),
                 Err(e) => Err(e),
             };
             match head {
