@@ -274,7 +274,12 @@ impl Shared {
         let posting = Arc::clone(shared);
         let request = post.id.clone();
         let job = Box::new(move || posting.post(post));
-        if shared.workers.submit(job) {
+        let submitted = match request {
+            Some(_) => shared.workers.submit(job),
+            // A notification or an answer: one of a bounded few (`workers`).
+            None => shared.workers.submit_brief(job),
+        };
+        if submitted {
             return Ok(());
         }
         if let Some(id) = request {
