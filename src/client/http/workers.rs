@@ -20,8 +20,9 @@
 //! waits for the server's `202` up to `ACCEPT_TIMEOUT`) is brief, and the
 //! server chooses how many come (a `ping` on its GET stream is an answer
 //! to POST): at most [`MAX_BRIEF`] of them are carried at once, and the
-//! rest wait in order for one of those workers (`submit_brief`), so a
-//! server that sends many requests starts a bounded number of threads.
+//! rest wait in order for one of those workers (`submit_brief`; at most
+//! [`MAX_BRIEF_WAITING`], past which one is refused), so a server that
+//! sends many requests starts a bounded number of threads.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
@@ -37,6 +38,11 @@ const IDLE: Duration = Duration::from_secs(30);
 
 /// The most brief messages (not requests) carried at once (module docs).
 const MAX_BRIEF: usize = 8;
+
+/// The most brief messages waiting for a worker: past it one is refused
+/// (a server that sends requests faster than it accepts their answers
+/// would otherwise grow the queue without a bound).
+const MAX_BRIEF_WAITING: usize = 4_096;
 
 /// One message's work: its POST and its answer.
 pub(super) type Job = Box<dyn FnOnce() + Send>;
@@ -73,8 +79,8 @@ impl Workers {
     /// Hands `job`, a brief message (module docs), to a worker when fewer
     /// than [`MAX_BRIEF`] carry such messages; otherwise it waits for one
     /// of them, which takes the waiting in order when its own is done.
-    /// `false`: not taken (the client closed, or no thread could be
-    /// started).
+    /// `false`: not taken (the client closed, no thread could be started,
+    /// or [`MAX_BRIEF_WAITING`] wait already).
     pub fn submit_brief(self: &Arc<Workers>, job: Job) -> bool {
         if lock(&self.queue).is_none() {
             return false;
@@ -82,6 +88,9 @@ impl Workers {
         {
             let mut brief = lock(&self.brief);
             if brief.running >= MAX_BRIEF {
+                if brief.waiting.len() >= MAX_BRIEF_WAITING {
+                    return false;
+                }
                 brief.waiting.push_back(job);
                 return true;
             }
