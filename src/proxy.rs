@@ -171,7 +171,7 @@ pub fn serve_as(client: impl Into<Arc<Client>>) -> Result<Server, Error> {
             }
         });
     }
-    let subscribed = Arc::new(Subscribed::default());
+    let subscribed = Arc::clone(&updates.subscribed);
     let server_slot: Arc<Mutex<Option<Server>>> = Arc::default();
     // Always set: asked only while the server behind declares
     // subscriptions (the ceiling), which a restarted one may do when the
@@ -645,6 +645,9 @@ struct Updates {
     /// Wakes the publishing thread when a subscription is added; `None`
     /// until it runs.
     wake: Mutex<Option<crossbeam_channel::Sender<()>>>,
+    /// The URIs subscribed to: one whose subscription ended leaves it
+    /// ([`Updates::publish_loop`]).
+    subscribed: Arc<Subscribed>,
 }
 
 impl Updates {
@@ -720,6 +723,16 @@ impl Updates {
             let subscription = &subscriptions[index - 1];
             if publish_from(&mut lock(subscription), &notifier) {
                 lock(&self.subscriptions).retain(|s| !Arc::ptr_eq(s, subscription));
+                // Its URI is no longer taken: the next caller of it
+                // subscribes behind again, rather than be acknowledged
+                // for updates that will never come. No other lock is
+                // held here (`subscribe` holds this one while it adds).
+                let accepted = lock(subscription).accepted().resource_subscriptions.clone();
+                let mut uris = lock(&self.subscribed.uris);
+                for uri in accepted.unwrap_or_default() {
+                    uris.taken.remove(&uri);
+                }
+                drop(uris);
                 let mut running = lock(&self.wake);
                 if lock(&self.subscriptions).is_empty() {
                     *running = None;
@@ -801,17 +814,20 @@ fn subscribe(
         accepted.unwrap_or_default().iter().any(|u| u == uri)
     });
     // Published from here on by the proxy's one publishing thread, before
-    // a second caller of `uri` is told it is taken.
-    let taken = subscription.is_some_and(|subscription| updates.add(subscription, server));
+    // a second caller of `uri` is told it is taken; added under the URIs'
+    // lock, so that a subscription that ends at once leaves `taken` only
+    // after it was put there.
     {
         let mut uris = lock(&subscribed.uris);
+        let taken = subscription.is_some_and(|subscription| updates.add(subscription, server));
         uris.asking.remove(uri);
         if taken {
             uris.taken.insert(uri.to_owned());
         }
+        drop(uris);
+        subscribed.answered.notify_all();
+        taken
     }
-    subscribed.answered.notify_all();
-    taken
 }
 
 fn failed(method: &str, e: Error) -> ErrorObject {

@@ -1151,3 +1151,427 @@ fn a_legacy_session_the_server_forgot_is_started_again() {
     );
     client.close().unwrap();
 }
+
+/// A legacy server with sessions that the test can make forget them: its
+/// `initialize` number `refuse` (counting from 1) is `503` (a server at
+/// its connection cap), the others open session `s-N`; `initialize` number
+/// `hold` waits for `release` after telling `holding`. A request without a
+/// session is `400` (as the Python SDK's), one of a session other than the
+/// live one `404`. `tools/call` answers `fine`; each is told on `calls`
+/// as it arrives, with its session id.
+struct Forgetful {
+    url: String,
+    live: Arc<Mutex<Option<String>>>,
+    calls: Receiver<(String, Option<String>)>,
+}
+
+fn forgetful(refuse: usize, hold: usize, holding: Sender<()>, release: Receiver<()>) -> Forgetful {
+    let live: Arc<Mutex<Option<String>>> = Arc::default();
+    let inits = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let (calls_tx, calls) = crossbeam_channel::unbounded();
+    let state = Arc::clone(&live);
+    let addr = scripted(move |req, writer| {
+        let session = req.headers.get("mcp-session-id").cloned();
+        let method = req.body["method"].as_str().unwrap_or("");
+        if req.verb == "GET" {
+            respond(writer, "405 Method Not Allowed", "", "");
+        } else if req.verb == "DELETE" {
+            respond(writer, "200 OK", "", "");
+        } else if method == "initialize" {
+            let n = inits.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+            if n == hold {
+                let _ = holding.send(());
+                let _ = release.recv_timeout(WAIT);
+            }
+            if n == refuse {
+                respond(
+                    writer,
+                    "503 Service Unavailable",
+                    "Content-Type: text/plain\r\n",
+                    "busy",
+                );
+                return true;
+            }
+            let id = format!("s-{n}");
+            *state.lock().unwrap() = Some(id.clone());
+            answer_json(
+                req,
+                writer,
+                &format!("Mcp-Session-Id: {id}\r\n"),
+                json!({ "protocolVersion": "2025-11-25",
+                    "capabilities": { "tools": {} },
+                    "serverInfo": { "name": "forgetful", "version": "1" } }),
+            );
+        } else {
+            if method == "tools/call" {
+                let name = req.body["params"]["name"].as_str().unwrap_or("").to_owned();
+                let _ = calls_tx.send((name, session.clone()));
+            }
+            if session.is_none() {
+                respond(
+                    writer,
+                    "400 Bad Request",
+                    "Content-Type: text/plain\r\n",
+                    "Bad Request: Missing session ID",
+                );
+            } else if session != *state.lock().unwrap() {
+                respond(
+                    writer,
+                    "404 Not Found",
+                    "Content-Type: text/plain\r\n",
+                    "Session not found",
+                );
+            } else if method == "tools/call" {
+                answer_json(
+                    req,
+                    writer,
+                    "",
+                    json!({ "content": [{ "type": "text", "text": "fine" }] }),
+                );
+            } else if req.body.get("id").is_some() {
+                answer_json(req, writer, "", json!({}));
+            } else {
+                respond(writer, "202 Accepted", "", "");
+            }
+        }
+        true
+    });
+    Forgetful {
+        url: format!("http://{addr}/mcp"),
+        live,
+        calls,
+    }
+}
+
+/// Review of issue 47, item 10 (review-47h): a renewal that fails leaves
+/// the client able to renew again. The server forgets the session; the
+/// next call's `404` starts a new one, whose `initialize` is refused
+/// (`503`, a server at its cap for a moment): that call fails. The call
+/// after it must start a session again and be answered. On main the
+/// client dropped the dead session id before the `initialize` and kept
+/// none when it failed: every later call goes with no `Mcp-Session-Id`
+/// (served statelessly by our server, `400` by the SDKs' and this one),
+/// and no `404` ever starts a session again.
+#[test]
+fn a_session_renewal_that_fails_is_tried_again_on_the_next_call() {
+    let (holding, _) = crossbeam_channel::unbounded();
+    let (_, release) = crossbeam_channel::unbounded();
+    let server = forgetful(2, 0, holding, release);
+    let client = Client::builder()
+        .era(EraPolicy::LegacyOnly)
+        .connect_url(&server.url)
+        .unwrap();
+    assert_eq!(
+        client.call("one", json!({})).unwrap().text_content(),
+        "fine"
+    );
+    *server.live.lock().unwrap() = None;
+    let refused = client.call("two", json!({}));
+    assert!(refused.is_err(), "{refused:?}");
+    let after = client.call("three", json!({}));
+    let seen: Vec<_> = server.calls.try_iter().collect();
+    assert!(
+        matches!(&after, Ok(r) if r.text_content() == "fine"),
+        "{after:?}; the server saw {seen:?}"
+    );
+    let _ = client.close();
+}
+
+/// Review of issue 47, item 10 (review-47h): a call made while a new
+/// session is being started goes in that session. The server forgets the
+/// session; call `a`'s `404` starts a new one, whose `initialize` the
+/// server holds until call `b` has reached it. On main, `b` went with no
+/// `Mcp-Session-Id` (the client cleared the dead one before sending
+/// `initialize`): a stateless request for our server (no capabilities, no
+/// log level, a `resources/subscribe` kept nowhere), `400` for the SDKs'.
+#[test]
+fn a_call_made_while_the_session_is_started_again_goes_in_the_new_session() {
+    let (holding_tx, holding) = crossbeam_channel::unbounded();
+    let (release, release_rx) = crossbeam_channel::unbounded();
+    let server = forgetful(0, 2, holding_tx, release_rx);
+    let client = Arc::new(
+        Client::builder()
+            .era(EraPolicy::LegacyOnly)
+            .connect_url(&server.url)
+            .unwrap(),
+    );
+    *server.live.lock().unwrap() = None;
+    let first = Arc::clone(&client);
+    let a = std::thread::spawn(move || first.call("a", json!({})));
+    holding
+        .recv_timeout(WAIT)
+        .expect("the new session's initialize");
+    let second = Arc::clone(&client);
+    let b = std::thread::spawn(move || second.call("b", json!({})));
+    // `b` reached the server while the new session's initialize is held.
+    let mut seen = Vec::new();
+    while !seen
+        .iter()
+        .any(|(name, _): &(String, Option<String>)| name == "b")
+    {
+        seen.push(server.calls.recv_timeout(WAIT).expect("call b"));
+    }
+    release.send(()).unwrap();
+    let (a, b) = (a.join().unwrap(), b.join().unwrap());
+    seen.extend(server.calls.try_iter());
+    assert!(
+        matches!(&a, Ok(r) if r.text_content() == "fine"),
+        "{a:?}; the server saw {seen:?}"
+    );
+    assert!(
+        matches!(&b, Ok(r) if r.text_content() == "fine"),
+        "{b:?}; the server saw {seen:?}"
+    );
+}
+
+/// Review of issue 47 (review-47h): a caller's answer is never delivered
+/// to another caller. Over HTTP the response on a POST's stream belongs to
+/// that POST's request; a careless server answers call `a`'s POST with the
+/// id of call `b`, which is in flight on another POST (and is never
+/// answered there). On main the client routed it by its id alone: `b`'s
+/// caller got `a`'s result (`for-a`), and `a`'s failed.
+#[test]
+fn an_answer_on_one_calls_stream_with_another_calls_id_is_not_given_to_that_call() {
+    let (b_id_tx, b_id) = crossbeam_channel::unbounded::<Value>();
+    let addr = scripted(move |req, writer| {
+        match req.body["method"].as_str().unwrap_or("") {
+            "server/discover" => answer_json(
+                req,
+                writer,
+                "",
+                json!({ "supportedVersions": ["2026-07-28"],
+                    "capabilities": { "tools": {} },
+                    "serverInfo": { "name": "crossed", "version": "1" },
+                    "resultType": "complete" }),
+            ),
+            "tools/call" if req.body["params"]["name"] == "b" => {
+                b_id_tx.send(req.body["id"].clone()).unwrap();
+                // Never answered here: held until the client lets go.
+                writer.set_read_timeout(Some(WAIT)).unwrap();
+                let mut byte = [0u8; 1];
+                let _ = writer.read(&mut byte);
+                return false;
+            }
+            "tools/call" => {
+                let Ok(other) = b_id.recv_timeout(WAIT) else {
+                    return false;
+                };
+                let body = json!({ "jsonrpc": "2.0", "id": other, "result": {
+                    "content": [{ "type": "text", "text": "for-a" }],
+                    "resultType": "complete" } });
+                respond(
+                    writer,
+                    "200 OK",
+                    "Content-Type: application/json\r\nConnection: close\r\n",
+                    &body.to_string(),
+                );
+                return false;
+            }
+            _ => respond(writer, "202 Accepted", "", ""),
+        }
+        true
+    });
+    let client = Arc::new(
+        Client::builder()
+            .era(EraPolicy::ModernOnly)
+            .connect_url(&format!("http://{addr}/mcp"))
+            .unwrap(),
+    );
+    let caller_b = Arc::clone(&client);
+    let b = std::thread::spawn(move || {
+        caller_b.call_tool_with(
+            "b",
+            json!({}),
+            RequestOptions::new().timeout(Duration::from_secs(3)),
+        )
+    });
+    let a = client.call_tool_with(
+        "a",
+        json!({}),
+        RequestOptions::new().timeout(Duration::from_secs(3)),
+    );
+    let b = b.join().unwrap();
+    assert!(
+        !matches!(&b, Ok(Outcome::Complete(r)) if r.text_content() == "for-a"),
+        "caller b got the answer sent on a's stream: {b:?} (a: {a:?})"
+    );
+}
+
+/// Review of issue 47, item 11 (review-47h): a notification is POSTed
+/// once. The server reads the legacy `notifications/initialized` and
+/// never answers it. The client gives up after 10 s (`ACCEPT_TIMEOUT`);
+/// on main it then sent the notification again on a new connection (the
+/// first went on a kept-alive one, and a failed read on a reused
+/// connection is taken for one the server had closed), so the server got
+/// it twice and `connect_url` took 20 s. A read that timed out says the
+/// server has the request: sending it again repeats it.
+#[test]
+fn a_notification_the_server_never_answers_is_posted_once() {
+    let count = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = Arc::clone(&count);
+    let addr = scripted(move |req, writer| {
+        match req.body["method"].as_str().unwrap_or("") {
+            "initialize" => answer_json(
+                req,
+                writer,
+                "Mcp-Session-Id: s-1\r\n",
+                json!({ "protocolVersion": "2025-11-25",
+                    "capabilities": { "tools": {} },
+                    "serverInfo": { "name": "mute", "version": "1" } }),
+            ),
+            "notifications/initialized" => {
+                counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                // Read, never answered; the connection held open.
+                writer.set_read_timeout(Some(WAIT * 3)).unwrap();
+                let mut byte = [0u8; 1];
+                let _ = writer.read(&mut byte);
+                return false;
+            }
+            _ if req.verb == "GET" => respond(writer, "405 Method Not Allowed", "", ""),
+            _ => respond(writer, "202 Accepted", "", ""),
+        }
+        true
+    });
+    let started = std::time::Instant::now();
+    let client = Client::builder()
+        .era(EraPolicy::LegacyOnly)
+        .connect_url(&format!("http://{addr}/mcp"))
+        .unwrap();
+    let took = started.elapsed();
+    let posted = count.load(std::sync::atomic::Ordering::SeqCst);
+    assert_eq!(
+        posted, 1,
+        "notifications/initialized POSTed {posted} times; connect_url took {took:?}"
+    );
+    let _ = client.close();
+}
+
+/// The threads of this process named `name` (Linux; 15 bytes at most).
+fn threads_named(name: &str) -> usize {
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+        return 0;
+    };
+    tasks
+        .filter_map(|task| std::fs::read_to_string(task.ok()?.path().join("comm")).ok())
+        .filter(|comm| comm.trim_end() == name)
+        .count()
+}
+
+/// Review of issue 47, item 11 (review-47h): the client's threads are
+/// bounded whatever the server sends. A legacy server sends 300 `ping`
+/// requests on its GET stream and never answers the POSTs that carry the
+/// client's answers. Each answer is a message of its own, and a message
+/// that finds no idle worker starts one (`workers::submit`), held up to
+/// `ACCEPT_TIMEOUT`: on main the server made the client start a thread
+/// per ping (about 300, counted while the answers arrive).
+#[test]
+fn a_server_that_sends_many_requests_starts_a_bounded_number_of_client_threads() {
+    const PINGS: usize = 300;
+    let answers = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = Arc::clone(&answers);
+    let addr = scripted(move |req, writer| {
+        match req.body["method"].as_str() {
+            Some("initialize") => answer_json(
+                req,
+                writer,
+                "Mcp-Session-Id: s-1\r\n",
+                json!({ "protocolVersion": "2025-11-25",
+                    "capabilities": { "tools": {} },
+                    "serverInfo": { "name": "pinger", "version": "1" } }),
+            ),
+            _ if req.verb == "GET" => {
+                let head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n";
+                writer.write_all(head.as_bytes()).unwrap();
+                for n in 0..PINGS {
+                    let ping =
+                        json!({ "jsonrpc": "2.0", "id": format!("p-{n}"), "method": "ping" });
+                    if writer
+                        .write_all(format!("data: {ping}\n\n").as_bytes())
+                        .is_err()
+                    {
+                        return false;
+                    }
+                }
+                writer.set_read_timeout(Some(WAIT * 2)).unwrap();
+                let mut byte = [0u8; 1];
+                let _ = writer.read(&mut byte);
+                return false;
+            }
+            // An answer: read, never accepted.
+            None => {
+                counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                writer.set_read_timeout(Some(WAIT * 2)).unwrap();
+                let mut byte = [0u8; 1];
+                let _ = writer.read(&mut byte);
+                return false;
+            }
+            _ => respond(writer, "202 Accepted", "", ""),
+        }
+        true
+    });
+    let client = Client::builder()
+        .era(EraPolicy::LegacyOnly)
+        .connect_url(&format!("http://{addr}/mcp"))
+        .unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    let mut most = 0;
+    while answers.load(std::sync::atomic::Ordering::SeqCst) < PINGS
+        && std::time::Instant::now() < deadline
+    {
+        most = most.max(threads_named("mcp-client-http"));
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    most = most.max(threads_named("mcp-client-http"));
+    let answered = answers.load(std::sync::atomic::Ordering::SeqCst);
+    assert!(
+        most < 100,
+        "{most} threads named mcp-client-http while {answered} answers to pings were under way"
+    );
+    let _ = client.close();
+}
+
+/// Review of issue 47, item 11 (review-47h): "each waits at most 10 s"
+/// (README) holds for a server that answers with interim responses too.
+/// The server answers the legacy `notifications/initialized` with a
+/// `100 Continue` every 100 ms, never a final status: each comes within
+/// the read timeout, and `exchange::read_head` reads the next one for as
+/// long as they come (the 10 s bound of an answer's body,
+/// `Body::until`, begins after the head). `connect_url`, which POSTs that
+/// notification itself, returned on main only when the server let go,
+/// after 30 s.
+#[test]
+fn a_notification_answered_with_endless_interim_responses_is_let_go() {
+    let addr = scripted(|req, writer| {
+        match req.body["method"].as_str().unwrap_or("") {
+            "initialize" => answer_json(
+                req,
+                writer,
+                "Mcp-Session-Id: s-1\r\n",
+                json!({ "protocolVersion": "2025-11-25",
+                    "capabilities": { "tools": {} },
+                    "serverInfo": { "name": "continuing", "version": "1" } }),
+            ),
+            "notifications/initialized" => {
+                let started = std::time::Instant::now();
+                while started.elapsed() < WAIT * 3 {
+                    if writer.write_all(b"HTTP/1.1 100 Continue\r\n\r\n").is_err() {
+                        break;
+                    }
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+                return false;
+            }
+            _ if req.verb == "GET" => respond(writer, "405 Method Not Allowed", "", ""),
+            _ => respond(writer, "202 Accepted", "", ""),
+        }
+        true
+    });
+    let started = std::time::Instant::now();
+    let client = Client::builder()
+        .era(EraPolicy::LegacyOnly)
+        .connect_url(&format!("http://{addr}/mcp"))
+        .unwrap();
+    let took = started.elapsed();
+    assert!(took < Duration::from_secs(15), "connected after {took:?}");
+    let _ = client.close();
+}

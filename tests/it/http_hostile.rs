@@ -1056,3 +1056,25 @@ fn an_idle_kept_alive_connection_gives_way_after_a_moment() {
     assert!(kept.read_to_end(&mut rest).is_ok(), "closed");
     assert!(rest.is_empty(), "nothing said: {rest:?}");
 }
+
+/// Review of issue 47, item 13 (review-47h): a checked header under
+/// another spelling of its name is refused too. CGI, WSGI, PHP and the
+/// gateways built on them read `Mcp-Method` and `Mcp_Method` as one field
+/// (`HTTP_MCP_METHOD`, usually the last one sent, or both joined), so a
+/// gateway in front that routes on it sees `tools/list` where this server
+/// checked, and runs, `tools/call`: the split `single_fields` closes for
+/// two `Mcp-Method` fields. On main `Mcp_Method` is a field of its own,
+/// never checked: `200`.
+#[test]
+fn a_checked_header_spelled_with_an_underscore_is_refused() {
+    let http = with_annotated_tool();
+    let echo = body(
+        33,
+        "tools/call",
+        json!({ "name": "echo", "arguments": { "text": "x" } }),
+    );
+    let mut headers = mirrored("tools/call", Some("echo"));
+    headers.push(("Mcp_Method".into(), "tools/list".into()));
+    let response = post(http.addr, &headers, &echo);
+    assert_eq!(status(&response), 400, "{response}");
+}

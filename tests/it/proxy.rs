@@ -721,6 +721,316 @@ fn subscriptions_through_the_proxy_hold_no_thread_after_they_end() {
     );
 }
 
+/// Review of issue 47, item 12 (review-47h): the proxy's 1,000 URIs are
+/// those callers subscribe to now, not every URI any caller ever named.
+/// Caller A subscribes to 1,000 URIs and ends its subscription; caller B
+/// then subscribes to one new URI. On main the proxy never lets go of a
+/// URI (`Subscribed::taken` only grows, each subscription behind kept
+/// while the proxy runs): one caller's 1,000 names close the proxy's
+/// subscriptions to every later caller, for the proxy's whole life.
+#[test]
+#[ignore = "review-47h: not fixed yet, see the review"]
+fn uris_no_caller_subscribes_to_any_more_leave_room_for_new_ones() {
+    let proxy = proxied();
+    let a = caller(&proxy.url, EraPolicy::ModernOnly);
+    let names: Vec<String> = (0..1000).map(|i| format!("mem://gone/{i}")).collect();
+    let listen = a
+        .listen(SubscriptionFilter {
+            resource_subscriptions: Some(names),
+            ..SubscriptionFilter::default()
+        })
+        .unwrap();
+    let taken = (listen.accepted().resource_subscriptions.as_ref()).map_or(0, Vec::len);
+    assert_eq!(taken, 1000);
+    drop(listen);
+    a.close().unwrap();
+    let b = caller(&proxy.url, EraPolicy::ModernOnly);
+    let fresh = b
+        .listen(SubscriptionFilter {
+            resource_subscriptions: Some(vec!["mem://counter".into()]),
+            ..SubscriptionFilter::default()
+        })
+        .unwrap();
+    assert_eq!(
+        fresh.accepted().resource_subscriptions,
+        Some(vec!["mem://counter".to_owned()]),
+        "a caller's subscription refused for URIs no one listens to any more"
+    );
+}
+
+/// A modern server behind the proxy that logs late: `plant` answers at
+/// once, and the message it logs (no request asked for it) is written
+/// just before the answer to the next call, `peek`.
+fn late_logger_behind() -> Client {
+    use std::io::{BufRead, Write};
+    let (ours, theirs) = Transport::memory();
+    let (reader, mut writer) = theirs.into_parts();
+    thread::spawn(move || {
+        let mut planted = false;
+        for line in reader.lines() {
+            let Ok(line) = line else { return };
+            let msg: Value = serde_json::from_str(&line).unwrap();
+            let Some(id) = msg.get("id").cloned() else {
+                continue;
+            };
+            let mut send = |line: Value| {
+                let _ = writeln!(writer, "{line}");
+            };
+            let result = match msg["method"].as_str().unwrap_or_default() {
+                "server/discover" => json!({
+                    "supportedVersions": ["2026-07-28"],
+                    "capabilities": { "tools": {}, "logging": {} },
+                    "serverInfo": { "name": "late", "version": "1" },
+                    "resultType": "complete"
+                }),
+                "tools/list" => json!({ "tools": [
+                    { "name": "plant", "inputSchema": { "type": "object" } },
+                    { "name": "peek", "inputSchema": { "type": "object" } }
+                ], "resultType": "complete" }),
+                "tools/call" if msg["params"]["name"] == "plant" => {
+                    planted = true;
+                    json!({ "content": [{ "type": "text", "text": "planted" }], "resultType": "complete" })
+                }
+                "tools/call" => {
+                    if std::mem::take(&mut planted) {
+                        send(json!({ "jsonrpc": "2.0", "method": "notifications/message",
+                            "params": { "level": "error", "data": "the planting caller's secret" } }));
+                    }
+                    json!({ "content": [{ "type": "text", "text": "peeked" }], "resultType": "complete" })
+                }
+                method => {
+                    let error = json!({ "code": -32601, "message": format!("no {method}") });
+                    send(json!({ "jsonrpc": "2.0", "id": id, "error": error }));
+                    continue;
+                }
+            };
+            send(json!({ "jsonrpc": "2.0", "id": id, "result": result }));
+        }
+    });
+    Client::builder()
+        .era(EraPolicy::ModernOnly)
+        .connect(ours)
+        .unwrap()
+}
+
+/// Review of issue 47, item 12 (review-47h): "no caller reads another's
+/// logs" (`proxy::serve_as`) holds only for a log that arrives beside
+/// another request. Caller B's call makes the server behind log a message
+/// no request asked for, which it writes late (just before its next
+/// answer); caller A's call, alone in flight and asking for logs, is that
+/// next one. On stdio a log names no request, so by the rule of
+/// `a_caller_never_reads_another_callers_log` it belongs to no caller; on
+/// main A read it (`route_log`: a request alone in flight since it was
+/// sent takes every log).
+#[test]
+#[ignore = "review-47h: not fixed yet, see the review"]
+fn a_late_log_from_the_server_behind_reaches_no_caller() {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let proxy = mcp_stdio::proxy::serve_as(late_logger_behind()).unwrap();
+    let _stop = Proxied {
+        addr: listener.local_addr().unwrap(),
+        url: url.clone(),
+        stop: proxy.stop_handle(),
+    };
+    thread::spawn(move || proxy.serve_http(listener, HttpOptions::new()));
+    let a = caller(&url, EraPolicy::ModernOnly);
+    let b = caller(&url, EraPolicy::ModernOnly);
+    assert_eq!(
+        b.call("plant", json!({})).unwrap().text_content(),
+        "planted"
+    );
+    let (logs_tx, logs) = crossbeam_channel::unbounded();
+    let options =
+        RequestOptions::new()
+            .timeout(WAIT)
+            .log(mcp_stdio::types::LoggingLevel::Debug, move |m| {
+                let _ = logs_tx.send(m.data.clone());
+            });
+    let peeked = a.call_tool_with("peek", json!({}), options).unwrap();
+    assert!(matches!(peeked, mcp_stdio::Outcome::Complete(_)));
+    let leaked: Vec<Value> = logs.try_iter().collect();
+    assert!(leaked.is_empty(), "caller A read: {leaked:?}");
+}
+
+/// Review of issue 47, item 12 (review-47h): a caller that stops reading
+/// its listen stream holds up no other caller's call. The proxy publishes
+/// an update from under its subscription's lock (`publish_from`, on the
+/// publishing thread), and every forwarded call takes each subscription's
+/// lock before its reply (`Updates::publish_waiting`): while the
+/// publishing thread waits, up to the write timeout, on a listener whose
+/// buffers are full, caller B's `echo` waits with it. Updates of a 64 KiB
+/// URI fill the stuck listener's buffers within a few hundred; B calls
+/// `echo` meanwhile. On main one of B's calls took about the write
+/// timeout (3 s here; 10 s by default, once for each stuck listener).
+#[test]
+#[ignore = "review-47h: not fixed yet, see the review"]
+fn a_caller_that_stops_reading_its_listen_holds_up_no_other_callers_call() {
+    use std::io::{Read, Write};
+    let behind = crate::everything::build();
+    let notifier = behind.notifier();
+    let (ours, theirs) = Transport::memory();
+    thread::spawn(move || behind.serve(theirs));
+    let proxy = mcp_stdio::proxy::serve_as(Client::connect(ours).unwrap()).unwrap();
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let url = format!("http://{addr}/mcp");
+    let timeout = Duration::from_secs(3);
+    let _stop = Proxied {
+        addr,
+        url: url.clone(),
+        stop: proxy.stop_handle(),
+    };
+    thread::spawn(move || proxy.serve_http(listener, HttpOptions::new().write_timeout(timeout)));
+    let uri = format!("mem://{}", "x".repeat(64 * 1024));
+    let listen = crate::http::body(
+        1,
+        "subscriptions/listen",
+        json!({ "notifications": { "resourceSubscriptions": [uri] } }),
+    );
+    let mut stuck = std::net::TcpStream::connect(addr).unwrap();
+    stuck.set_read_timeout(Some(WAIT)).unwrap();
+    let mut request = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Length: {}\r\n",
+        listen.len()
+    );
+    for (name, value) in crate::http::mirrored("subscriptions/listen", None) {
+        request.push_str(&format!("{name}: {value}\r\n"));
+    }
+    request.push_str("\r\n");
+    request.push_str(&listen);
+    stuck.write_all(request.as_bytes()).unwrap();
+    let mut seen = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !String::from_utf8_lossy(&seen).contains("acknowledged") {
+        let n = stuck.read(&mut buf).unwrap();
+        assert!(n > 0, "the stream ended early");
+        seen.extend_from_slice(&buf[..n]);
+    }
+    // The listener reads no more; the server behind publishes 2,000
+    // updates (128 MiB: far more than the buffers hold).
+    let publishing = thread::spawn(move || {
+        for _ in 0..2000 {
+            notifier.resource_updated(&uri);
+        }
+    });
+    let b = caller(&url, EraPolicy::ModernOnly);
+    let window = Instant::now();
+    let mut longest = Duration::ZERO;
+    while window.elapsed() < 2 * timeout {
+        let one = Instant::now();
+        let echoed = b.call("echo", json!({ "text": "hi" })).unwrap();
+        assert_eq!(echoed.text_content(), "hi");
+        longest = longest.max(one.elapsed());
+    }
+    publishing.join().unwrap();
+    assert!(
+        longest < timeout / 2,
+        "a call of caller B waited {longest:?} for caller A's stuck stream (write timeout {timeout:?})"
+    );
+    drop(stuck);
+}
+
+/// Review of issue 47, item 12 (review-47h): a URI is acknowledged only
+/// while the proxy's subscription to it behind lives. A listener that
+/// stops reading holds the proxy's publishing thread (see the test above),
+/// the updates pile up in the proxy's client, and past its line limit the
+/// client ends that subscription behind ("ended subscription N: the
+/// application did not read its events", cancelled at the server). The
+/// URI stays in `Subscribed::taken`: caller C's listen of it is then
+/// acknowledged at once, and no update of it ever reaches C. On main C
+/// heard nothing of the update published after its acknowledgment.
+#[test]
+fn a_uri_whose_subscription_behind_ended_is_not_acknowledged_for_nothing() {
+    use std::io::{Read, Write};
+    let behind = crate::everything::build();
+    let notifier = behind.notifier();
+    let (ours, theirs) = Transport::memory();
+    thread::spawn(move || behind.serve(theirs));
+    let (notes_tx, notes) = crossbeam_channel::unbounded::<String>();
+    let client = Client::builder()
+        .trace(move |note| {
+            let _ = notes_tx.send(note.to_owned());
+        })
+        .connect(ours)
+        .unwrap();
+    let proxy = mcp_stdio::proxy::serve_as(client).unwrap();
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let url = format!("http://{addr}/mcp");
+    let _stop = Proxied {
+        addr,
+        url: url.clone(),
+        stop: proxy.stop_handle(),
+    };
+    let options = HttpOptions::new().write_timeout(Duration::from_secs(1));
+    thread::spawn(move || proxy.serve_http(listener, options));
+    let uri = format!("mem://{}", "y".repeat(64 * 1024));
+    let listen = crate::http::body(
+        1,
+        "subscriptions/listen",
+        json!({ "notifications": { "resourceSubscriptions": [uri] } }),
+    );
+    let mut stuck = std::net::TcpStream::connect(addr).unwrap();
+    stuck.set_read_timeout(Some(WAIT)).unwrap();
+    let mut request = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Length: {}\r\n",
+        listen.len()
+    );
+    for (name, value) in crate::http::mirrored("subscriptions/listen", None) {
+        request.push_str(&format!("{name}: {value}\r\n"));
+    }
+    request.push_str("\r\n");
+    request.push_str(&listen);
+    stuck.write_all(request.as_bytes()).unwrap();
+    let mut seen = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !String::from_utf8_lossy(&seen).contains("acknowledged") {
+        let n = stuck.read(&mut buf).unwrap();
+        assert!(n > 0, "the stream ended early");
+        seen.extend_from_slice(&buf[..n]);
+    }
+    let publishing = {
+        let (notifier, uri) = (notifier.clone(), uri.clone());
+        thread::spawn(move || {
+            for _ in 0..2000 {
+                notifier.resource_updated(&uri);
+            }
+        })
+    };
+    // The proxy's client ends its subscription behind.
+    let deadline = Instant::now() + 4 * WAIT;
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let note = notes
+            .recv_timeout(left)
+            .expect("the subscription behind ended");
+        if note.contains("ended subscription") {
+            break;
+        }
+    }
+    publishing.join().unwrap();
+    drop(stuck);
+    let c = caller(&url, EraPolicy::ModernOnly);
+    let mut subscription = c
+        .listen(SubscriptionFilter {
+            resource_subscriptions: Some(vec![uri.clone()]),
+            ..SubscriptionFilter::default()
+        })
+        .unwrap();
+    let acknowledged = subscription
+        .accepted()
+        .resource_subscriptions
+        .as_ref()
+        .is_some_and(|uris| uris.contains(&uri));
+    notifier.resource_updated(&uri);
+    let heard = subscription.recv_timeout(WAIT);
+    assert!(
+        !acknowledged || matches!(heard, Ok(Some(SubscriptionEvent::ResourceUpdated { .. }))),
+        "acknowledged, and then heard {heard:?}"
+    );
+}
+
 /// Issue 49, item 6: the proxy left the server's Tasks extension out of
 /// what it advertises, and called the server without it, so a tool the
 /// server runs only as a task (`failing_job`) could not be called through

@@ -83,9 +83,24 @@ pub(crate) fn write_request(
 
 /// Reads a response's head, skipping interim `1xx` responses. `Ok(None)`:
 /// the connection ended before the response began (a kept-alive
-/// connection the server closed meanwhile).
-pub(crate) fn read_head(conn: &mut Connection, head_request: bool) -> io::Result<Option<Head>> {
+/// connection the server closed meanwhile). Past `deadline` (checked at
+/// each line) the read fails, `TimedOut`: a socket's read timeout bounds
+/// only its silences, and a server may send interim responses, each in
+/// time, for ever.
+pub(crate) fn read_head(
+    conn: &mut Connection,
+    head_request: bool,
+    deadline: Option<Instant>,
+) -> io::Result<Option<Head>> {
+    let in_time = || match deadline {
+        Some(deadline) if Instant::now() >= deadline => Err(io::Error::new(
+            io::ErrorKind::TimedOut,
+            "no final response in time (interim responses only)",
+        )),
+        _ => Ok(()),
+    };
     loop {
+        in_time()?;
         let mut limited = conn.by_ref().take(MAX_HEAD_BYTES);
         let mut line = String::new();
         if limited.read_line(&mut line)? == 0 {
@@ -98,6 +113,7 @@ pub(crate) fn read_head(conn: &mut Connection, head_request: bool) -> io::Result
             .ok_or_else(|| invalid(format!("'{}' is not an HTTP status line", line.trim_end())))?;
         let mut headers = HttpHeaders::default();
         loop {
+            in_time()?;
             line.clear();
             if limited.read_line(&mut line)? == 0 {
                 return Err(invalid(
@@ -463,7 +479,7 @@ mod tests {
               7\r\n: ping\n\r\n1a\r\nevent: message\ndata: {\"a\":\r\nf\r\n1}\ndata: [2]\r\n\n\r\n\
               0\r\n\r\n",
         );
-        let head = read_head(&mut conn, false).unwrap().unwrap();
+        let head = read_head(&mut conn, false, None).unwrap().unwrap();
         assert_eq!(head.status, 200);
         assert!(head.is_event_stream() && head.keeps_alive());
         let mut body = Body::new(&mut conn, &head);
@@ -489,7 +505,7 @@ mod tests {
         stream.extend(std::iter::repeat_n(b'i', 20_000));
         stream.extend_from_slice(b"\ndata: {\"d\":4}\n\n");
         let mut conn = replayed(&stream);
-        let head = read_head(&mut conn, false).unwrap().unwrap();
+        let head = read_head(&mut conn, false, None).unwrap().unwrap();
         let mut body = Body::new(&mut conn, &head);
         let (events, cursor) = events_in(&mut body);
         assert_eq!(
@@ -518,7 +534,7 @@ mod tests {
               id: event-1\nretry: 500\ndata: \n\n\
               id: bad\0id\nretry: 5s\nevent: message\ndata: {}\n\n",
         );
-        let head = read_head(&mut conn, false).unwrap().unwrap();
+        let head = read_head(&mut conn, false, None).unwrap().unwrap();
         let mut body = Body::new(&mut conn, &head);
         let (events, cursor) = events_in(&mut body);
         assert_eq!(events, ["{}"]);
@@ -530,7 +546,7 @@ mod tests {
     fn a_json_batch_splits_and_a_length_body_ends_where_it_says() {
         let mut conn =
             replayed(b"HTTP/1.1 400 Bad Request\r\ncontent-length: 13\r\n\r\n[{\"a\":1}, 2 ]extra");
-        let head = read_head(&mut conn, false).unwrap().unwrap();
+        let head = read_head(&mut conn, false, None).unwrap().unwrap();
         assert_eq!(head.status, 400);
         let mut body = Body::new(&mut conn, &head);
         let messages = read_json(&mut body, 100).unwrap();
@@ -541,8 +557,8 @@ mod tests {
     #[test]
     fn an_ended_connection_is_no_response() {
         let mut conn = replayed(b"");
-        assert!(read_head(&mut conn, false).unwrap().is_none());
+        assert!(read_head(&mut conn, false, None).unwrap().is_none());
         let mut conn = replayed(b"SSH-2.0\r\n\r\n");
-        assert!(read_head(&mut conn, false).is_err());
+        assert!(read_head(&mut conn, false, None).is_err());
     }
 }

@@ -8,7 +8,8 @@
 //! Both read events the way a POST's stream is read and hand every
 //! message to the link (`Inbox::deliver`), so what arrives on them is
 //! routed like anything else. A `404` for the standalone stream's session
-//! starts a new session (`session`), whose stream is then opened. A
+//! starts a new session (`session`), whose stream is then opened (a
+//! renewal that fails is tried again after a pause, as any failure). A
 //! reconnection waits the `retry:` the server last asked for (one second
 //! when it asked nothing) and sends the last event id as `Last-Event-ID`. The 2026-07-28 revision has neither stream: there a
 //! response stream that ends without the answer is an error.
@@ -111,7 +112,9 @@ impl Shared {
                         failures = 0;
                         continue;
                     }
-                    return;
+                    // Not renewed (the server refused the initialize for
+                    // now): tried again after the pause, a longer one
+                    // each time, as any failure.
                 }
                 Err(Refused::Status(_)) => return,
                 Err(Refused::Why(why)) if failures >= MAX_FAILURES && !self.is_closed() => {

@@ -44,6 +44,29 @@ pub(super) fn answer_to(message: &[u8], id: &str) -> Option<Answer> {
     })
 }
 
+/// Whether `message` is a response (no `method`, an `id` that is not
+/// `null`) to a request other than `id` (JSON text). One on a POST's
+/// stream is not this client's to route: the stream answers that POST's
+/// request alone (spec 2025-11-25 basic/transports, "Sending Messages to
+/// the Server": the SSE stream "SHOULD eventually include JSON-RPC
+/// response for the JSON-RPC request sent in the POST body"), and a
+/// server that names another request there would answer a caller it was
+/// never given.
+pub(super) fn answers_another(message: &[u8], id: &str) -> bool {
+    #[derive(serde::Deserialize)]
+    struct Envelope<'a> {
+        #[serde(borrow)]
+        id: Option<&'a serde_json::value::RawValue>,
+        method: Option<serde::de::IgnoredAny>,
+    }
+    serde_json::from_slice::<Envelope<'_>>(message).is_ok_and(|envelope| {
+        envelope.method.is_none()
+            && envelope
+                .id
+                .is_some_and(|i| i.get() != "null" && i.get() != id)
+    })
+}
+
 /// An error response made the answer to request `id`: the status line
 /// says it answers this POST, whatever id its body has (a legacy server
 /// that refuses a request without its session answers with a null id, or

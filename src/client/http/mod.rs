@@ -56,7 +56,7 @@ use std::collections::HashMap;
 use std::net::{Shutdown, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde::Deserialize;
 use serde_json::Value;
@@ -114,6 +114,7 @@ pub(crate) fn open(
         workers: Workers::new(),
         kept: Mutex::default(),
         renewal: Mutex::new(()),
+        refused: Mutex::default(),
         closed: AtomicBool::new(false),
     })))
 }
@@ -158,6 +159,9 @@ struct Shared {
     kept: Mutex<session::Kept>,
     /// Held while a new session is started: one at a time.
     renewal: Mutex<()>,
+    /// Limits the notes on messages no worker took (a server may cause
+    /// many: `workers`).
+    refused: Mutex<crate::note_limiter::NoteLimiter>,
     closed: AtomicBool,
 }
 
@@ -274,7 +278,12 @@ impl Shared {
         let posting = Arc::clone(shared);
         let request = post.id.clone();
         let job = Box::new(move || posting.post(post));
-        if shared.workers.submit(job) {
+        let submitted = match request {
+            Some(_) => shared.workers.submit(job),
+            // A notification or an answer: one of a bounded few (`workers`).
+            None => shared.workers.submit_brief(job),
+        };
+        if submitted {
             return Ok(());
         }
         if let Some(id) = request {
@@ -283,11 +292,12 @@ impl Shared {
         if shared.is_closed() {
             return Err(Error::Disconnected);
         }
-        shared
-            .notes
-            .problem("could not start a thread to send an HTTP request");
+        lock(&shared.refused).problem(
+            &shared.notes,
+            "could not hand an HTTP message to a worker: no thread could be started, or 4,096 notifications and answers wait already",
+        );
         Err(Error::Io(std::io::Error::other(
-            "the client could not start a thread to send the request",
+            "the client could not hand the message to a worker (no thread could be started, or too many notifications and answers wait): try again later",
         )))
     }
 
@@ -398,7 +408,8 @@ impl Shared {
                     b"",
                 );
                 if written.is_ok() {
-                    let _ = exchange::read_head(&mut conn, false);
+                    let deadline = Instant::now() + DELETE_TIMEOUT;
+                    let _ = exchange::read_head(&mut conn, false, Some(deadline));
                 }
             }
         }

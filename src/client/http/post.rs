@@ -12,7 +12,8 @@ use std::time::{Duration, Instant};
 
 use super::exchange::{self, Body, Connection, Cursor, Head};
 use super::messages::{
-    Answer, answer_to, error_line, error_text, is_rpc_error, refusal_line, status_error, with_id,
+    Answer, answer_to, answers_another, error_line, error_text, is_rpc_error, refusal_line,
+    status_error, with_id,
 };
 use super::{ACCEPT_TIMEOUT, CONNECT_TIMEOUT, IDLE_CONNECTIONS, Outgoing, OutgoingParams, Shared};
 use crate::jsonrpc::error_code as rpc_code;
@@ -30,6 +31,19 @@ const WRITE_AHEAD_BYTES: usize = 16 * 1024;
 /// [`ACCEPT_TIMEOUT`].
 fn read_timeout(id: Option<&str>) -> Option<Duration> {
     id.is_none().then_some(ACCEPT_TIMEOUT)
+}
+
+/// Whether `error`, from writing a request on a kept-alive connection or
+/// reading its answer's head, says the server had closed that connection.
+fn closed_meanwhile(error: &std::io::Error) -> bool {
+    use std::io::ErrorKind;
+    matches!(
+        error.kind(),
+        ErrorKind::ConnectionReset
+            | ErrorKind::ConnectionAborted
+            | ErrorKind::BrokenPipe
+            | ErrorKind::UnexpectedEof
+    )
 }
 
 /// A connection to the server, kept between requests.
@@ -133,7 +147,19 @@ impl Shared {
         // tools are listed again and the call retried (`relist`).
         let hold_mismatch = Cell::new(method.as_deref() == Some(method::TOOLS_CALL));
         let mismatched = Cell::new(false);
+        // On this POST's stream (and its resumptions): what the server
+        // sends on its own, and this request's answer; an answer to
+        // another request is dropped (`answers_another`).
         let mut deliver = |message: Vec<u8>| {
+            if answers_another(&message, &id) {
+                notes.problem(
+                    &self.notes,
+                    &format!(
+                        "dropped a response on the stream of request {id}: it answers another request"
+                    ),
+                );
+                return true;
+            }
             match answer_to(&message, &id) {
                 Some(Answer::Error(Some(code)))
                     if hold_mismatch.get() && code == i64::from(rpc_code::HEADER_MISMATCH) =>
@@ -346,6 +372,9 @@ impl Shared {
         headers: &[(String, String)],
     ) -> Result<(Kept, Head), String> {
         let url = format!("http://{}{}", self.endpoint.authority, self.endpoint.target);
+        // A notification's or an answer's final status is waited for
+        // `ACCEPT_TIMEOUT` at most, however many interim ones come.
+        let deadline = read_timeout(id).map(|wait| Instant::now() + wait);
         let mut reused = written.map(|kept| (kept, true));
         if reused.is_none() {
             reused = lock(&self.idle).pop().map(|kept| (kept, false));
@@ -365,12 +394,17 @@ impl Shared {
                 false => self.write(&mut kept, verb, body, id, headers),
             };
             let head = match written {
-                Ok(()) => exchange::read_head(&mut kept.conn, verb == "HEAD"),
+                Ok(()) => exchange::read_head(&mut kept.conn, verb == "HEAD", deadline),
                 Err(e) => Err(e),
             };
             match head {
                 Ok(Some(head)) => return Ok((kept, head)),
-                Ok(None) | Err(_) if was_reused => continue,
+                // A reused connection the server had closed meanwhile (an
+                // end, a reset): the request is sent again on a new one.
+                // Not after a timeout, nor a head it could not read: the
+                // server has the request, and would get it twice.
+                Ok(None) if was_reused => continue,
+                Err(e) if was_reused && closed_meanwhile(&e) => continue,
                 Ok(None) => return Err(format!("{url} closed the connection without an answer")),
                 Err(e) => return Err(format!("the request to {url} failed: {e}")),
             }

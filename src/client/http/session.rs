@@ -63,8 +63,9 @@ impl Shared {
 
     /// The session named in `headers` is not known to the server (`404`):
     /// starts a new one, set up as it was, unless another POST did
-    /// already. Returns whether a session is now open, to send the request
-    /// again in.
+    /// already. Returns whether a session is now open (or the server
+    /// answered `initialize` keeping none), to send the request again in;
+    /// `false` leaves the dead id in place for the next `404` to renew.
     pub(super) fn renew(&self, headers: &[(String, String)]) -> bool {
         static RENEWALS: AtomicU64 = AtomicU64::new(1);
         let Some((_, gone)) = headers.iter().find(|(name, _)| name == "Mcp-Session-Id") else {
@@ -85,7 +86,10 @@ impl Shared {
         self.notes.info(&format!(
             "the server does not know the session {gone} any more (404): starting a new one"
         ));
-        *lock(&self.session) = None;
+        // The dead id stays until the answer assigns a new one: a request
+        // sent meanwhile names it, gets its `404` and waits here for this
+        // renewal, and a renewal that fails leaves the next `404` to try
+        // again (with no id, no request would ever get one).
         let round = RENEWALS.fetch_add(1, Ordering::Relaxed);
         let request = |n: usize, method: &str, params: &str| {
             format!(
@@ -102,8 +106,16 @@ impl Shared {
                 opened = true;
             }
         });
-        if !opened || lock(&self.session).is_none() {
+        if !opened {
             return false;
+        }
+        {
+            // An answer that assigned no session: the server keeps none
+            // now, and the dead id is not sent again.
+            let mut session = lock(&self.session);
+            if session.as_deref() == Some(gone.as_str()) {
+                *session = None;
+            }
         }
         let initialized = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
         self.post_quietly(initialized, |_| {});

@@ -14,7 +14,17 @@
 //! itself idle again; one that waited [`IDLE`] for nothing ends only if it
 //! is not counted on (`idle > 0`), under the same lock: every queued
 //! message always has a worker that will take it.
+//!
+//! A request gets a worker at once, however many run. A message that is
+//! not one (a notification, an answer to the server's request: its POST
+//! waits for the server's `202` up to `ACCEPT_TIMEOUT`) is brief, and the
+//! server chooses how many come (a `ping` on its GET stream is an answer
+//! to POST): at most [`MAX_BRIEF`] of them are carried at once, and the
+//! rest wait in order for one of those workers (`submit_brief`; at most
+//! [`MAX_BRIEF_WAITING`], past which one is refused), so a server that
+//! sends many requests starts a bounded number of threads.
 
+use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::Duration;
@@ -26,6 +36,14 @@ use crate::sync::lock;
 /// How long a worker waits for a message before it ends.
 const IDLE: Duration = Duration::from_secs(30);
 
+/// The most brief messages (not requests) carried at once (module docs).
+const MAX_BRIEF: usize = 8;
+
+/// The most brief messages waiting for a worker: past it one is refused
+/// (a server that sends requests faster than it accepts their answers
+/// would otherwise grow the queue without a bound).
+const MAX_BRIEF_WAITING: usize = 4_096;
+
 /// One message's work: its POST and its answer.
 pub(super) type Job = Box<dyn FnOnce() + Send>;
 
@@ -36,6 +54,15 @@ pub(super) struct Workers {
     jobs: Receiver<Job>,
     /// Idle workers that no queued message counts on (module docs).
     idle: Mutex<usize>,
+    /// The brief messages waiting for one of the [`MAX_BRIEF`] workers
+    /// that carry them, and how many of those run.
+    brief: Mutex<Brief>,
+}
+
+#[derive(Default)]
+struct Brief {
+    waiting: VecDeque<Job>,
+    running: usize,
 }
 
 impl Workers {
@@ -45,7 +72,49 @@ impl Workers {
             queue: Mutex::new(Some(queue)),
             jobs,
             idle: Mutex::new(0),
+            brief: Mutex::default(),
         })
+    }
+
+    /// Hands `job`, a brief message (module docs), to a worker when fewer
+    /// than [`MAX_BRIEF`] carry such messages; otherwise it waits for one
+    /// of them, which takes the waiting in order when its own is done.
+    /// `false`: not taken (the client closed, no thread could be started,
+    /// or [`MAX_BRIEF_WAITING`] wait already).
+    pub fn submit_brief(self: &Arc<Workers>, job: Job) -> bool {
+        if lock(&self.queue).is_none() {
+            return false;
+        }
+        {
+            let mut brief = lock(&self.brief);
+            if brief.running >= MAX_BRIEF {
+                if brief.waiting.len() >= MAX_BRIEF_WAITING {
+                    return false;
+                }
+                brief.waiting.push_back(job);
+                return true;
+            }
+            brief.running += 1;
+        }
+        let workers = Arc::clone(self);
+        let carried = self.submit(Box::new(move || {
+            let mut job = job;
+            loop {
+                job();
+                let mut brief = lock(&workers.brief);
+                match brief.waiting.pop_front() {
+                    Some(next) => job = next,
+                    None => {
+                        brief.running -= 1;
+                        return;
+                    }
+                }
+            }
+        }));
+        if !carried {
+            lock(&self.brief).running -= 1;
+        }
+        carried
     }
 
     /// Hands `job` to an idle worker, or to a new one. `false`: not taken
@@ -74,9 +143,13 @@ impl Workers {
     }
 
     /// No message is taken any more: idle workers end, and the others once
-    /// their message is done.
+    /// their message is done; brief messages still waiting are dropped.
     pub fn close(&self) {
         lock(&self.queue).take();
+        // Dropped outside the lock (a job may hold the last of what owns
+        // these workers).
+        let waiting = std::mem::take(&mut lock(&self.brief).waiting);
+        drop(waiting);
     }
 
     /// A worker: messages until it waited [`IDLE`] for nothing while not

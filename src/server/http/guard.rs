@@ -78,27 +78,23 @@ fn host_name(authority: &str) -> &str {
 /// repeated). A header mirrored from the body (`Mcp-Method`, `Mcp-Name`,
 /// `MCP-Protocol-Version`, `Mcp-Param-*`) sent twice is malformed, which
 /// 2026-07-28 "Server Validation" refuses with `-32020` (`HeaderMismatch`);
-/// the others with `-32600`.
+/// the others with `-32600`. A `_` counts as a `-` in these names:
+/// CGI-style gateways (CGI, WSGI, many proxies' variables) read both
+/// `Mcp-Method` and `Mcp_Method` as `HTTP_MCP_METHOD`, so the two spellings
+/// are the same field sent twice.
 pub(crate) fn single_fields(request: &HttpRequest) -> Result<(), Refusal> {
-    let checked = |name: &str| {
-        ["host", "origin", "content-type"]
-            .iter()
-            .any(|n| n.eq_ignore_ascii_case(name))
-            || name
-                .get(..4)
-                .is_some_and(|prefix| prefix.eq_ignore_ascii_case("mcp-"))
-    };
+    let checked =
+        |name: &str| ["host", "origin", "content-type"].contains(&name) || name.starts_with("mcp-");
     // One pass (a head may hold a thousand fields): the checked names
-    // seen so far, in lower case.
+    // seen so far, in lower case with `_` as `-`.
     let mut seen = std::collections::HashSet::new();
     let twice = (request.headers.iter())
-        .map(|(name, _)| name)
+        .map(|(name, _)| name.to_ascii_lowercase().replace('_', "-"))
         .filter(|name| checked(name))
-        .find(|name| !seen.insert(name.to_ascii_lowercase()));
+        .find(|name| !seen.insert(name.clone()));
     let Some(name) = twice else {
         return Ok(());
     };
-    let name = name.to_ascii_lowercase();
     let mirrored = ["mcp-method", "mcp-name", "mcp-protocol-version"].contains(&name.as_str())
         || name.starts_with("mcp-param-");
     let message = format!("the {name} header is sent more than once: send it once");

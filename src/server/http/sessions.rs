@@ -37,7 +37,8 @@
 //! Sessions are bounded in number (`HttpOptions::max_sessions`) and each
 //! in size (`legacy::session`: 64 KiB of `initialize` params, 256 KiB of
 //! subscribed URIs; what may be large is shared between a session's
-//! copies, not copied on each change). Past the number a new session
+//! copies, not copied on each change, and the subscriptions are one set
+//! that a `resources/subscribe` changes by its URI alone). Past the number a new session
 //! makes one give way ([`Store::evict`]): one that never did anything
 //! after its `initialize` first, so that a flood of `initialize` POSTs
 //! pushes out only its own kind, not the sessions in use.
@@ -463,11 +464,12 @@ impl Sessions {
     }
 
     /// Stores `session` under `id`: a new one (`given` is `None`), or one a
-    /// POST changed from `given`, whose change alone (its level, its
-    /// subscriptions) is made to the session as stored (which keeps its
-    /// client capabilities: the POST may have run without some, see
-    /// [`Sessions::enter`]; and what concurrent POSTs changed). A session
-    /// deleted meanwhile stays deleted. A new one past the most kept makes
+    /// POST changed from `given`, whose change alone (its level) is made
+    /// to the session as stored (which keeps its client capabilities: the
+    /// POST may have run without some, see [`Sessions::enter`]; and what
+    /// concurrent POSTs changed). Its subscriptions need no storing: every
+    /// copy of a session shares one set, changed in place
+    /// (`LegacySession::subscribed`). A session deleted meanwhile stays deleted. A new one past the most kept makes
     /// one give way ([`Store::evict`]).
     fn store(&self, id: &str, session: &LegacySession, given: Option<&Arc<LegacySession>>) {
         let mut session = session.clone();
@@ -486,15 +488,8 @@ impl Sessions {
             if session.log_level != given.log_level {
                 merged.log_level = session.log_level;
             }
-            if session.subscribed != given.subscribed {
-                let subscribed = Arc::make_mut(&mut merged.subscribed);
-                for uri in session.subscribed.difference(&given.subscribed) {
-                    subscribed.insert(uri.clone());
-                }
-                for uri in given.subscribed.difference(&session.subscribed) {
-                    subscribed.remove(uri);
-                }
-            }
+            // Its subscriptions are the stored session's own set, changed
+            // in place (`LegacySession::subscribed`): nothing to merge.
             stored.session = Arc::new(merged);
         } else {
             if store.by_id.len() >= self.max {

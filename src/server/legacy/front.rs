@@ -196,19 +196,20 @@ impl Front {
         let max = inner.config.max_subscriptions;
         // The session as it will be if the request is answered: a
         // request refused (an id in use, shutting down) changes nothing.
-        let (reply, changed) = match request {
+        // Its subscription change is made at once, and undone then.
+        let (reply, changed, change) = match request {
             Ok(LegacyRequest::Initialize(session)) => {
-                (Ok(initialize_result(inner, &session)), Some(*session))
+                (Ok(initialize_result(inner, &session)), Some(*session), None)
             }
             Ok(other) => match self.session() {
                 Some(session) => {
                     let mut changed = LegacySession::clone(&session);
-                    let reply = changed.apply(other, max);
-                    (reply, Some(changed))
+                    let (reply, change) = changed.apply(other, max);
+                    (reply, Some(changed), change)
                 }
-                None => (Ok(json!({})), None),
+                None => (Ok(json!({})), None, None),
             },
-            Err(error) => (Err(error), None),
+            Err(error) => (Err(error), None, None),
         };
         let answered = self.0.conn.act(Sending::BeforeRead, |c| {
             c.lines += 1;
@@ -226,10 +227,18 @@ impl Front {
             c.write_line(line, LineKind::Response { error });
             true
         });
-        if let (true, Some(session)) = (answered, changed) {
-            session.apply_level();
-            self.set_session(Arc::new(session));
-            self.hear();
+        match (answered, changed) {
+            (true, Some(session)) => {
+                session.apply_level();
+                self.set_session(Arc::new(session));
+                self.hear();
+            }
+            (false, Some(session)) => {
+                if let Some(change) = change {
+                    session.undo(change);
+                }
+            }
+            _ => {}
         }
     }
 }

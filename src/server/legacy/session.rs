@@ -4,7 +4,7 @@
 
 use std::borrow::Cow;
 use std::collections::HashSet;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
@@ -42,8 +42,43 @@ pub(crate) struct LegacySession {
     /// they run holds for their later logs; set when a change is answered
     /// ([`LegacySession::apply_level`]).
     pub live_level: Arc<LiveLevel>,
-    /// `resources/subscribe`, for the whole connection.
-    pub subscribed: Arc<HashSet<String>>,
+    /// `resources/subscribe`, for the whole connection: one set that
+    /// every copy of the session shares and changes in place (one URI
+    /// added or removed, its bytes counted as it is: a subscribe costs the
+    /// same however many the session has).
+    pub subscribed: Arc<Mutex<Subscribed>>,
+}
+
+/// The URIs a session subscribed to, and their bytes.
+#[derive(Debug, Default)]
+pub(crate) struct Subscribed {
+    uris: HashSet<String>,
+    bytes: usize,
+}
+
+impl Subscribed {
+    fn insert(&mut self, uri: String) {
+        let len = uri.len();
+        if self.uris.insert(uri) {
+            self.bytes += len;
+        }
+    }
+
+    fn remove(&mut self, uri: &str) -> bool {
+        let removed = self.uris.remove(uri);
+        if removed {
+            self.bytes -= uri.len();
+        }
+        removed
+    }
+}
+
+/// What [`LegacySession::apply`] changed in the session's subscriptions,
+/// to undo when its request is refused after all ([`LegacySession::undo`]).
+#[derive(Debug)]
+pub(crate) enum Change {
+    Subscribed(String),
+    Unsubscribed(String),
 }
 
 /// What a legacy-only request asks of the owner.
@@ -207,38 +242,66 @@ impl LegacySession {
     /// A request that changes the session (or only reads it): `ping`,
     /// `logging/setLevel`, `resources/subscribe` (at most `max` URIs, and
     /// [`MAX_SUBSCRIBED_BYTES`] of them) and `resources/unsubscribe`. Its
-    /// result, or why it failed.
-    pub fn apply(&mut self, request: LegacyRequest, max: usize) -> Result<Value, ErrorObject> {
+    /// result, or why it failed, and the change it made to the shared
+    /// subscriptions (made at once, in one step with its checks, for every
+    /// copy of the session: see [`LegacySession::subscribed`]).
+    pub fn apply(
+        &mut self,
+        request: LegacyRequest,
+        max: usize,
+    ) -> (Result<Value, ErrorObject>, Option<Change>) {
+        let mut change = None;
         match request {
             LegacyRequest::Ping | LegacyRequest::Initialize(_) => {}
             LegacyRequest::SetLevel(level) => self.log_level = Some(level),
             LegacyRequest::Subscribe(uri) => {
-                if self.subscribed.contains(&uri) {
-                    return Ok(json!({}));
+                let mut subscribed = self.subscriptions();
+                if subscribed.uris.contains(&uri) {
+                    return (Ok(json!({})), None);
                 }
-                if self.subscribed.len() >= max {
-                    return Err(ErrorObject::internal_error(format!(
+                if subscribed.uris.len() >= max {
+                    let error = ErrorObject::internal_error(format!(
                         "too many resource subscriptions on this connection (at most {max}): unsubscribe from one first"
                     ))
-                    .with_data(json!({ "limit": max })));
+                    .with_data(json!({ "limit": max }));
+                    return (Err(error), None);
                 }
-                let bytes: usize = self.subscribed.iter().map(String::len).sum();
-                if bytes + uri.len() > MAX_SUBSCRIBED_BYTES {
-                    return Err(ErrorObject::internal_error(format!(
-                        "the resource subscriptions of this connection would take {} bytes of URIs, more than the {MAX_SUBSCRIBED_BYTES} it keeps: unsubscribe from one first",
-                        bytes + uri.len()
+                let bytes = subscribed.bytes + uri.len();
+                if bytes > MAX_SUBSCRIBED_BYTES {
+                    let error = ErrorObject::internal_error(format!(
+                        "the resource subscriptions of this connection would take {bytes} bytes of URIs, more than the {MAX_SUBSCRIBED_BYTES} it keeps: unsubscribe from one first"
                     ))
-                    .with_data(json!({ "limitBytes": MAX_SUBSCRIBED_BYTES })));
+                    .with_data(json!({ "limitBytes": MAX_SUBSCRIBED_BYTES }));
+                    return (Err(error), None);
                 }
-                Arc::make_mut(&mut self.subscribed).insert(uri);
+                subscribed.insert(uri.clone());
+                change = Some(Change::Subscribed(uri));
             }
             LegacyRequest::Unsubscribe(uri) => {
-                if self.subscribed.contains(&uri) {
-                    Arc::make_mut(&mut self.subscribed).remove(&uri);
+                if self.subscriptions().remove(&uri) {
+                    change = Some(Change::Unsubscribed(uri));
                 }
             }
         }
-        Ok(json!({}))
+        (Ok(json!({})), change)
+    }
+
+    /// Undoes `change`, made by [`LegacySession::apply`] for a request
+    /// that was refused after all (an id in use, shutting down).
+    pub fn undo(&self, change: Change) {
+        match change {
+            Change::Subscribed(uri) => drop(self.subscriptions().remove(&uri)),
+            Change::Unsubscribed(uri) => self.subscriptions().insert(uri),
+        }
+    }
+
+    /// Whether the session subscribed to `uri`.
+    pub fn is_subscribed(&self, uri: &str) -> bool {
+        self.subscriptions().uris.contains(uri)
+    }
+
+    fn subscriptions(&self) -> std::sync::MutexGuard<'_, Subscribed> {
+        (self.subscribed.lock()).unwrap_or_else(PoisonError::into_inner)
     }
 
     /// The notification a published event is for this session, if any:
@@ -252,7 +315,7 @@ impl LegacySession {
     /// changes (`lists`) or not.
     pub fn notification_on(&self, event: &ServerEvent, lists: bool) -> Option<String> {
         let (method, params) = match event {
-            ServerEvent::ResourceUpdated(uri) if self.subscribed.contains(&**uri) => (
+            ServerEvent::ResourceUpdated(uri) if self.is_subscribed(uri) => (
                 method::NOTIFICATION_RESOURCES_UPDATED,
                 Some(json!({ "uri": &**uri })),
             ),
@@ -286,5 +349,35 @@ mod tests {
         let s = initialize(r#"{"protocolVersion":"1999-01-01"}"#).unwrap();
         assert_eq!(s.version, "2025-11-25");
         assert!(initialize(r#"{}"#).is_err());
+    }
+
+    /// The byte total follows every change, an undone one too: a session
+    /// at the byte limit that unsubscribes (or whose subscribe is undone)
+    /// has that room again, and a copy of the session sees the same set.
+    #[test]
+    fn subscriptions_count_their_bytes_through_every_change() {
+        let mut session = initialize(r#"{"protocolVersion":"2025-11-25"}"#).unwrap();
+        let copy = session.clone();
+        let big = |c: char| format!("mem://{}", c.to_string().repeat(MAX_SUBSCRIBED_BYTES / 2));
+        let (a, b) = (big('a'), big('b'));
+        let (ok, change) = session.apply(LegacyRequest::Subscribe(a.clone()), 100);
+        assert!(ok.is_ok() && matches!(change, Some(Change::Subscribed(_))));
+        assert!(copy.is_subscribed(&a), "one set for every copy");
+        let (refused, _) = session.apply(LegacyRequest::Subscribe(b.clone()), 100);
+        assert!(refused.is_err(), "past the byte limit");
+        let (ok, change) = session.apply(LegacyRequest::Unsubscribe(a.clone()), 100);
+        assert!(ok.is_ok() && !copy.is_subscribed(&a));
+        session.undo(change.unwrap());
+        assert!(
+            copy.is_subscribed(&a),
+            "an undone unsubscribe subscribes again"
+        );
+        let (_, change) = session.apply(LegacyRequest::Unsubscribe(a.clone()), 100);
+        assert!(change.is_some());
+        let (ok, change) = session.apply(LegacyRequest::Subscribe(b.clone()), 100);
+        assert!(ok.is_ok(), "room again: {ok:?}");
+        session.undo(change.unwrap());
+        assert!(!session.is_subscribed(&b));
+        assert_eq!(session.subscriptions().bytes, 0);
     }
 }
