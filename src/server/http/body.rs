@@ -26,7 +26,7 @@
 //! Who writes to the socket: a writer (a handler's thread, a publisher)
 //! only ever sends what the socket takes at once (`MSG_DONTWAIT`) and
 //! leaves the rest, in order, to the thread that serves the request, which
-//! writes it in [`Body::wait_done`] and [`Body::finish`] with the socket's
+//! writes it in [`Body::wait_done`] and [`Body::complete`] with the socket's
 //! write timeout (`HttpOptions::write_timeout`). So a client that stops
 //! reading holds up no thread but its own: a publisher reaching a hundred
 //! stuck listeners returns at once, and each listener is dropped by its own
@@ -256,7 +256,7 @@ impl Body {
     /// write timeout), then says whether the connection may carry another
     /// request after this response. The thread serving the request calls
     /// it last.
-    pub fn finish(&self) -> bool {
+    pub fn complete(&self) -> bool {
         let mut state = self.lock();
         while state.has_unsent() || state.writing {
             state = self.write_unsent(state);

@@ -262,7 +262,7 @@ impl Exchange<'_> {
             front.finish();
         }
         self.inner.connections.disconnect(key);
-        body.finish() && keep_alive
+        body.complete() && keep_alive
     }
 
     /// The era of a request, its headers checked against its body (see
@@ -330,7 +330,7 @@ impl Exchange<'_> {
             }
             let now = Instant::now();
             if grace_until.is_some_and(|at| now >= at) {
-                // `shut_down` (by the caller) answers it `-32603`.
+                // `ConnHandle::shut_down` (by the caller) answers it `-32603`.
                 return;
             }
             if client_gone {

@@ -56,6 +56,6 @@ impl Exchange<'_> {
         self.inner.connections.disconnect(connected);
         let _ = conn.shut_down();
         body.end_unanswered();
-        body.finish() && keep_alive
+        body.complete() && keep_alive
     }
 }

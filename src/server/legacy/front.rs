@@ -178,12 +178,12 @@ impl Front {
             .map(|token| session.meta(token))
             .and_then(|meta| prepare(inner, &method, params, Some(meta)))
             .map(|prepared| match prepared {
-                Prepared::Job(job) => Prepared::Job(wrap.apply(job)),
+                Prepared::Run(runnable) => Prepared::Run(wrap.apply(runnable)),
                 other => other,
             });
         let conn = &self.0.conn;
-        if let Some(job) = conn.begin(id, prepared, bytes) {
-            conn.run_inline(job);
+        if let Some(inline) = conn.begin(id, prepared, bytes) {
+            conn.run_inline(inline);
         }
         None
     }
