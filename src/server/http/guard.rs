@@ -4,9 +4,13 @@
 //! `Content-Type` and `Accept`. Each refusal is a status and a one-line
 //! reason.
 
+use std::sync::Arc;
+
+use super::auth;
 use super::options::HttpOptions;
 use crate::http::HttpRequest;
 use crate::jsonrpc::{ErrorObject, error_code};
+use crate::server::request_meta::TokenInfo;
 
 /// A refusal: the status, the reason, and headers to send with it.
 pub(crate) struct Refusal {
@@ -19,7 +23,7 @@ pub(crate) struct Refusal {
 }
 
 impl Refusal {
-    fn new(status: u16, message: impl Into<String>) -> Refusal {
+    pub(crate) fn new(status: u16, message: impl Into<String>) -> Refusal {
         Refusal {
             status,
             message: message.into(),
@@ -226,17 +230,20 @@ pub(crate) fn preflight(
     fields
 }
 
-/// The authorization hook, if any.
-pub(crate) fn authorized(request: &HttpRequest, options: &HttpOptions) -> Result<(), Refusal> {
-    let Some(hook) = &options.authorize else {
-        return Ok(());
-    };
-    hook(&request.headers).map_err(|refused| Refusal {
-        status: 401,
-        message: refused.message,
-        headers: vec![("WWW-Authenticate", refused.challenge)],
-        mismatch: false,
-    })
+/// Authorization: the hook, if any, then the protected resource's bearer
+/// token, if one is configured (`auth::authenticate`). What the token
+/// allows, for the request's handlers.
+pub(crate) fn authorized(
+    request: &HttpRequest,
+    options: &HttpOptions,
+) -> Result<Option<Arc<TokenInfo>>, Refusal> {
+    if let Some(hook) = &options.authorize {
+        hook(&request.headers).map_err(auth::hook_refusal)?;
+    }
+    match &options.protection {
+        Some(protection) => auth::authenticate(request, protection).map(Some),
+        None => Ok(None),
+    }
 }
 
 /// `Content-Type: application/json` (parameters such as `charset`

@@ -18,6 +18,7 @@
 //! a connection's thread serves its POSTs one after another (keep-alive),
 //! and concurrency comes from connections, as HTTP clients expect.
 
+pub(crate) mod auth;
 mod body;
 mod connection;
 mod exchange;
