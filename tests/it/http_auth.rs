@@ -330,3 +330,49 @@ fn no_answer_carries_the_token() {
         }
     }
 }
+
+/// Security best practices ("Session Hijacking"): a session is bound to
+/// whom its token stands for. Another user's valid token does not reach
+/// it: its requests, notifications, GET stream and DELETE are `404`, as
+/// for a session not known; its owner's still are served.
+#[cfg(feature = "legacy")]
+#[test]
+fn a_legacy_session_is_found_only_by_the_subject_that_opened_it() {
+    use crate::http_legacy::{call, headers};
+    let (http, _) = protected();
+    let initialize = json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": { "name": "old", "version": "1" } } });
+    let plain = vec![("Content-Type".to_owned(), "application/json".to_owned())];
+    let opened = post(
+        http.addr,
+        &with_token(plain, TOKEN),
+        &initialize.to_string(),
+    );
+    let session = header(&opened, "mcp-session-id").unwrap().to_owned();
+    let as_other = with_token(headers(Some(&session), false), WRITER);
+    let whoami = call(2, "whoami").to_string();
+    let taken = post(http.addr, &as_other, &whoami);
+    assert_eq!(status(&taken), 404, "another subject's request: {taken}");
+    let notification = json!({ "jsonrpc": "2.0", "method": "notifications/initialized" });
+    let taken = post(http.addr, &as_other, &notification.to_string());
+    assert_eq!(
+        status(&taken),
+        404,
+        "another subject's notification: {taken}"
+    );
+    for method in ["GET", "DELETE"] {
+        let request = format!(
+            "{method} /mcp HTTP/1.1\r\nHost: {}\r\nConnection: close\r\nAccept: text/event-stream\r\nMcp-Session-Id: {session}\r\nMCP-Protocol-Version: 2025-11-25\r\nAuthorization: Bearer {WRITER}\r\n\r\n",
+            http.addr
+        );
+        let taken = raw(http.addr, request.as_bytes());
+        assert_eq!(status(&taken), 404, "another subject's {method}: {taken}");
+    }
+    let own = post(
+        http.addr,
+        &with_token(headers(Some(&session), false), TOKEN),
+        &whoami,
+    );
+    assert_eq!(status(&own), 200, "its owner's: {own}");
+}

@@ -30,7 +30,7 @@ pub fn validator(
         // The list's tokens are this server's own: issued for it alone.
         Tokens::List(list) => list
             .iter()
-            .find(|(listed, _)| listed == token)
+            .find(|(listed, _)| same_secret(listed, token))
             .map(|(_, scopes)| TokenInfo::new().scopes(scopes.iter().cloned()))
             .ok_or_else(|| Unauthorized::invalid_token("not a token this server accepts")),
         Tokens::Introspect {
@@ -47,6 +47,13 @@ pub fn validator(
             }
         },
     }
+}
+
+/// Whether `a` and `b` are equal, in a time that does not depend on
+/// where they first differ (only on their lengths): how long a refusal
+/// takes does not tell a caller how much of a listed token it guessed.
+fn same_secret(a: &str, b: &str) -> bool {
+    a.len() == b.len() && a.bytes().zip(b.bytes()).fold(0u8, |d, (x, y)| d | (x ^ y)) == 0
 }
 
 /// What an introspection answer (RFC 7662 section 2.2) allows for
@@ -104,8 +111,7 @@ fn introspect(url: &str, id: &str, secret: &str, token: &str) -> Result<Value, S
     let mut socket =
         TcpStream::connect_timeout(&addr, INTROSPECT_TIMEOUT).map_err(|e| e.to_string())?;
     socket
-        .set_read_timeout(Some(INTROSPECT_TIMEOUT))
-        .and_then(|()| socket.set_write_timeout(Some(INTROSPECT_TIMEOUT)))
+        .set_write_timeout(Some(INTROSPECT_TIMEOUT))
         .map_err(|e| e.to_string())?;
     let basic = base64(format!("{}:{}", form(id), form(secret)).as_bytes());
     let body = format!("token={}&token_type_hint=access_token", form(token));
@@ -117,11 +123,27 @@ fn introspect(url: &str, id: &str, secret: &str, token: &str) -> Result<Value, S
     socket
         .write_all(request.as_bytes())
         .map_err(|e| e.to_string())?;
+    // One deadline for the whole answer: an endpoint that trickles it
+    // holds the request no longer than one that is silent.
+    let deadline = std::time::Instant::now() + INTROSPECT_TIMEOUT;
     let mut answer = Vec::new();
-    (&socket)
-        .take(MAX_ANSWER)
-        .read_to_end(&mut answer)
-        .map_err(|e| e.to_string())?;
+    let mut chunk = [0u8; 8192];
+    loop {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        if left.is_zero() {
+            return Err("no whole answer within 5 s".into());
+        }
+        socket
+            .set_read_timeout(Some(left))
+            .map_err(|e| e.to_string())?;
+        match socket.read(&mut chunk).map_err(|e| e.to_string())? {
+            0 => break,
+            n if (answer.len() + n) as u64 > MAX_ANSWER => {
+                return Err(format!("an answer over {MAX_ANSWER} bytes"));
+            }
+            n => answer.extend_from_slice(&chunk[..n]),
+        }
+    }
     let text = String::from_utf8_lossy(&answer);
     let (head, json) = text.split_once("\r\n\r\n").ok_or("no HTTP answer")?;
     let status = head.split(' ').nth(1).unwrap_or("");
@@ -175,6 +197,8 @@ mod tests {
         assert_eq!(base64(b"a"), "YQ==");
         assert_eq!(base64(b"ab"), "YWI=");
         assert_eq!(form("a b+c/d"), "a%20b%2Bc%2Fd");
+        assert!(same_secret("abc", "abc"));
+        assert!(!same_secret("abc", "abd") && !same_secret("abc", "ab"));
     }
 
     #[test]

@@ -272,6 +272,8 @@ fn serve_request(
 ) -> bool {
     let socket = exchange.socket;
     *exchange.cors.borrow_mut() = guard::cors(&request, &site.options);
+    // No request is served with the last one's token.
+    *exchange.token.borrow_mut() = None;
     if let Some(protection) = &site.options.protection
         && auth::is_metadata_path(protection, &site.options.path, request.path())
     {
@@ -496,7 +498,7 @@ fn options(site: &Site, exchange: &Exchange<'_>, request: &HttpRequest) -> bool 
 fn delete(site: &Site, exchange: &Exchange<'_>, request: &HttpRequest) -> bool {
     let id = request.headers.get("mcp-session-id").unwrap_or_default();
     let keep_alive = request.keep_alive() && request.framing == crate::http::Framing::Empty;
-    if site.sessions.delete(id) {
+    if site.sessions.delete(id, exchange.owner().as_deref()) {
         exchange.respond(200, &[], b"", keep_alive)
     } else {
         let error = ErrorObject::invalid_request(format!("session '{id}' is not known"));

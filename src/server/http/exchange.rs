@@ -82,10 +82,10 @@ impl Exchange<'_> {
                 #[cfg(feature = "legacy")]
                 if let Some(session) = self.legacy_session(request) {
                     let known = match crate::incoming::cancelled_id(params.as_ref()) {
-                        Some(id) if method == crate::types::method::NOTIFICATION_CANCELLED => {
-                            self.sessions.cancel(session, &id)
-                        }
-                        _ => self.sessions.known(session),
+                        Some(id) if method == crate::types::method::NOTIFICATION_CANCELLED => self
+                            .sessions
+                            .cancel((session, self.owner().as_deref()), &id),
+                        _ => self.sessions.known(session, self.owner().as_deref()),
                     };
                     if let Err(unknown) = known {
                         return self.error_with(404, None, &unknown.error(), &[], keep_alive);
@@ -129,12 +129,15 @@ impl Exchange<'_> {
     ) -> bool {
         let keep_alive = request.keep_alive();
         let answered = match self.legacy_session(request) {
-            Some(session) => match self.sessions.answer(session, id.as_ref(), reply) {
-                Ok(answered) => answered,
-                Err(unknown) => {
-                    return self.error_with(404, None, &unknown.error(), &[], keep_alive);
+            Some(session) => {
+                match (self.sessions).answer((session, self.owner().as_deref()), id.as_ref(), reply)
+                {
+                    Ok(answered) => answered,
+                    Err(unknown) => {
+                        return self.error_with(404, None, &unknown.error(), &[], keep_alive);
+                    }
                 }
-            },
+            }
             None => false,
         };
         if !answered {
@@ -144,6 +147,16 @@ impl Exchange<'_> {
             ));
         }
         self.respond(202, &[], b"", keep_alive)
+    }
+
+    /// Whom the request's token stands for (its subject, else the client
+    /// it was issued to): a legacy session it opens is bound to them
+    /// (`Sessions`). `None` without a validated token.
+    #[cfg(feature = "legacy")]
+    pub(super) fn owner(&self) -> Option<String> {
+        let token = self.token.borrow();
+        let info = token.as_deref()?;
+        info.subject.clone().or_else(|| info.client_id.clone())
     }
 
     /// The `Mcp-Session-Id` of a legacy client's POST.
@@ -230,6 +243,7 @@ impl Exchange<'_> {
                     request,
                     (&id, &method),
                     version,
+                    self.owner().as_deref(),
                 ) {
                     Ok(session) => Some((front, session)),
                     Err(unknown) => {
