@@ -166,8 +166,8 @@ impl RequestMeta {
     }
 
     /// What the request's access token allows, when the HTTP server
-    /// validated one ([`HttpOptions::protected_resource`](crate::HttpOptions::protected_resource),
-    /// feature `http`); `None` on stdio and on a server without
+    /// validated one (`HttpOptions::protected_resource`, feature
+    /// `http`); `None` on stdio and on a server without
     /// authorization. A tool that needs a scope checks it here.
     pub fn token_info(&self) -> Option<&TokenInfo> {
         self.token.as_deref()

@@ -153,7 +153,8 @@ fn serve_http_takes_its_listener_and_http_options() {
 
 #[test]
 fn serve_http_as_a_protected_resource_needs_an_issuer_and_one_way_to_check_tokens() {
-    use super::{OAuth, Tokens};
+    use super::OAuth;
+    use super::oauth::Tokens;
     let dir = std::env::temp_dir().join(format!("mcp-stdio-oauth-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let file = dir.join("tokens");
