@@ -376,3 +376,24 @@ fn a_legacy_session_is_found_only_by_the_subject_that_opened_it() {
     );
     assert_eq!(status(&own), 200, "its owner's: {own}");
 }
+
+#[test]
+fn a_resource_that_cannot_be_served_is_refused_before_serving() {
+    let refuse = |resource: ProtectedResource| {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let options = HttpOptions::new().protected_resource(resource, |_, _| Ok(TokenInfo::new()));
+        let server = Server::builder("auth", "1.0.0").build();
+        server
+            .serve_http(listener, options)
+            .unwrap_err()
+            .to_string()
+    };
+    let said = refuse(ProtectedResource::new("mcp.example.com").authorization_server("https://as"));
+    assert!(said.contains("not an absolute http(s) URI"), "{said}");
+    let said = refuse(
+        ProtectedResource::new("https://mcp.example.com/mcp#x").authorization_server("https://as"),
+    );
+    assert!(said.contains("without a fragment"), "{said}");
+    let said = refuse(ProtectedResource::new("https://mcp.example.com/mcp"));
+    assert!(said.contains("names no authorization server"), "{said}");
+}

@@ -20,7 +20,7 @@ use std::time::SystemTime;
 
 use serde_json::{Value, json};
 
-use super::guard::Refusal;
+use super::refusal::Refusal;
 use crate::http::HttpRequest;
 use crate::server::request_meta::TokenInfo;
 
@@ -176,6 +176,29 @@ impl ProtectedResource {
             doc["resource_documentation"] = json!(url);
         }
         doc
+    }
+
+    /// Why this metadata cannot be served, if it cannot: a resource
+    /// identifier that is not an absolute `http(s)` URI without a
+    /// fragment (RFC 8707 section 2), or no authorization server (spec
+    /// 2026-07-28: at least one).
+    pub(crate) fn unusable(&self) -> Option<String> {
+        let absolute = ["https://", "http://"].iter().any(|scheme| {
+            (self.resource.get(..scheme.len())).is_some_and(|s| s.eq_ignore_ascii_case(scheme))
+                && self.resource.len() > scheme.len()
+        });
+        if !absolute || self.resource.contains('#') {
+            return Some(format!(
+                "the protected resource {:?} is not an absolute http(s) URI without a fragment: give the server's canonical URI, such as https://mcp.example.com/mcp",
+                self.resource
+            ));
+        }
+        if self.authorization_servers.is_empty() {
+            return Some(
+                "the protected resource names no authorization server: add one with ProtectedResource::authorization_server".into(),
+            );
+        }
+        None
     }
 
     /// Every scope a request for `method` naming `name` needs, each once,

@@ -11,9 +11,10 @@ use std::time::{Duration, Instant};
 
 use super::auth;
 use super::exchange::Exchange;
-use super::guard::{self, Refusal};
+use super::guard;
 use super::open::{OpenConnections, would_wait};
 use super::options::HttpOptions;
+use super::refusal::Refusal;
 #[cfg(feature = "legacy")]
 use super::sessions::Sessions;
 use crate::http::{HttpError, HttpRequest, Limits, read_body, read_head, write_response};

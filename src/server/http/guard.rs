@@ -8,41 +8,9 @@ use std::sync::Arc;
 
 use super::auth;
 use super::options::HttpOptions;
+use super::refusal::Refusal;
 use crate::http::HttpRequest;
-use crate::jsonrpc::{ErrorObject, error_code};
 use crate::server::request_meta::TokenInfo;
-
-/// A refusal: the status, the reason, and headers to send with it.
-pub(crate) struct Refusal {
-    pub status: u16,
-    pub message: String,
-    pub headers: Vec<(&'static str, String)>,
-    /// The JSON-RPC error of its body: `-32600`, or `-32020` for a header
-    /// mirrored from the body that is malformed ([`single_fields`]).
-    pub mismatch: bool,
-}
-
-impl Refusal {
-    pub(crate) fn new(status: u16, message: impl Into<String>) -> Refusal {
-        Refusal {
-            status,
-            message: message.into(),
-            headers: Vec::new(),
-            mismatch: false,
-        }
-    }
-
-    /// The JSON-RPC error of the refusal's body.
-    pub fn error(&self) -> ErrorObject {
-        match self.mismatch {
-            true => ErrorObject::new(
-                error_code::HEADER_MISMATCH,
-                format!("Header mismatch: {}", self.message),
-            ),
-            false => ErrorObject::invalid_request(&self.message),
-        }
-    }
-}
 
 /// The name a loopback listener answers to besides its addresses.
 const LOOPBACK_NAME: &str = "localhost";
