@@ -476,7 +476,10 @@ pub use server::context::{Elicited, RequestContext};
 pub use server::handlers::ResourceRequest;
 #[cfg(feature = "http")]
 #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
-pub use server::http::options::{HttpOptions, Unauthorized};
+pub use server::http::auth::{ProtectedResource, Unauthorized};
+#[cfg(feature = "http")]
+#[cfg_attr(docsrs, doc(cfg(feature = "http")))]
+pub use server::http::options::HttpOptions;
 #[cfg(feature = "server")]
 #[cfg_attr(docsrs, doc(cfg(feature = "server")))]
 pub use server::notifier::Notifier;
@@ -485,7 +488,7 @@ pub use server::notifier::Notifier;
 pub use server::redis_feed::RedisChangeFeed;
 #[cfg(feature = "server")]
 #[cfg_attr(docsrs, doc(cfg(feature = "server")))]
-pub use server::request_meta::RequestMeta;
+pub use server::request_meta::{RequestMeta, TokenInfo};
 #[cfg(feature = "redis")]
 #[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
 pub use server::tasks::redis_store::RedisTaskStore;

@@ -30,7 +30,11 @@ impl Drop for Http {
 }
 
 pub(crate) fn start(server: Server, options: HttpOptions) -> Http {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    start_with(server, TcpListener::bind("127.0.0.1:0").unwrap(), options)
+}
+
+/// [`start`] on `listener` (bound first when the options name its port).
+pub(crate) fn start_with(server: Server, listener: TcpListener, options: HttpOptions) -> Http {
     let addr = listener.local_addr().unwrap();
     let stop = server.stop_handle();
     let thread = std::thread::spawn(move || server.serve_http(listener, options));

@@ -26,6 +26,8 @@ mod fixtures_md;
 mod http;
 #[cfg(feature = "http")]
 mod http_backlog;
+#[cfg(feature = "http")]
+mod http_auth;
 #[cfg(all(feature = "http", feature = "client"))]
 mod http_client;
 #[cfg(feature = "http")]

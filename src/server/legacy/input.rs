@@ -142,7 +142,8 @@ impl Bridge {
         let retry = serde_json::value::to_raw_value(&retry).map_err(ErrorObject::internal_error)?;
         // The answers are checked like a modern retry's; the message names
         // what this client did (it sent answers, not `inputResponses`).
-        let meta = self.session.meta(ctx.meta().progress_token.clone());
+        let mut meta = self.session.meta(ctx.meta().progress_token.clone());
+        meta.token = ctx.meta().token.clone();
         let prepared = prepare(
             &self.inner,
             &self.method,
