@@ -17,6 +17,7 @@ mod arguments;
 mod bad_input;
 mod cancellation;
 mod change_feed;
+mod ci_script;
 #[cfg(feature = "client")]
 mod client;
 mod concurrency;
