@@ -26,7 +26,8 @@ pub(crate) type Authorize = dyn Fn(&HttpHeaders) -> Result<(), Unauthorized> + S
 ///
 /// Defaults: endpoint `/mcp`; origins: none but loopback ones
 /// (`http://localhost:*`, and any loopback address: `http://127.0.0.1:*`,
-/// `http://[::1]:*`, ...) and requests without `Origin`; hosts: loopback
+/// `http://[::1]:*`, ...; without CORS, so no browser page reads an
+/// answer) and requests without `Origin`; hosts: loopback
 /// names only when the listener
 /// is bound to a loopback address, any otherwise; 64 connections; a body
 /// of at most 4 MiB; 16 KiB of request line and headers, which must
@@ -98,9 +99,14 @@ impl HttpOptions {
     /// (`scheme://host[:port]`, compared without regard to case). Any other
     /// origin but loopback ones is answered `403` (spec 2026-07-28
     /// basic/transports/streamable-http, "Security": DNS rebinding). A
-    /// browser on an allowed origin (or a loopback one) passes the CORS
+    /// browser on an allowed origin, and only there, passes the CORS
     /// preflight (`OPTIONS`), and every answer to it carries
-    /// `Access-Control-Allow-Origin`, so its page can read them.
+    /// `Access-Control-Allow-Origin`, so its page can read them. A loopback
+    /// origin not allowed here passes the `403` check but gets no CORS
+    /// fields: a page on another local port (a dev server, another local
+    /// application) is another origin, and reads nothing. Allow a browser
+    /// client by its page's origin: the MCP Inspector's direct mode, say,
+    /// with `.allow_origin("http://localhost:6274")`.
     pub fn allow_origin(mut self, origin: &str) -> Self {
         self.origins.push(origin.trim_end_matches('/').to_owned());
         self
