@@ -1043,9 +1043,9 @@ fn answers_reach_the_post_that_asked_among_the_open_posts_of_a_session() {
 /// requests sent and left (the tool runs until released) at
 /// `max_connections(2)`: on main the next client is `503`, and would be
 /// for as long as the handlers run. Before item 14's change the close
-/// freed the place at once.
+/// freed the place at once. Now a connection whose client has gone is the
+/// first to give way at the cap, its legacy request cancelled then.
 #[test]
-#[ignore = "review-47h: not fixed yet, see the review"]
 fn legacy_requests_whose_clients_went_away_leave_room_for_new_clients() {
     let (started_tx, started) = crossbeam_channel::unbounded::<()>();
     let (release_tx, release) = crossbeam_channel::unbounded::<()>();

@@ -128,14 +128,17 @@ impl HttpOptions {
     /// keeps it: a 2026-07-28 `subscriptions/listen`, or a legacy session's
     /// GET stream, which the SDKs' legacy clients open at once. Allow about
     /// two per client. At the cap one connection gives way to let a new
-    /// one in: one silent since it opened, else one whose request trickles
+    /// one in: one serving a request whose client has gone (a legacy
+    /// request, which its client's close does not cancel, is cancelled
+    /// then), else one silent since it opened, else one whose request trickles
     /// in (a read of it had to wait for bytes; answered `503` with
     /// `Retry-After`), else one idle between requests for a second or
     /// more, else the oldest legacy GET stream (its client may open it
     /// again); each time the one that has waited, or been reading, longest.
     /// Connections that send nothing or trickle a request, and sessions
     /// left open by clients that went away, do not lock later clients
-    /// out. A connection serving a request, one whose request came whole,
+    /// out. A connection serving a request for a client still there, one
+    /// whose request came whole,
     /// one whose next request has arrived, and one answered a moment ago
     /// (its client may be sending its next request) keep their place: when
     /// only such are open, one more is answered `503` and closed at once.
