@@ -11,8 +11,7 @@
 //!   change, a resource subscription or logging the server does not
 //!   declare is not advertised, is left out of a listen's acknowledgment,
 //!   and a legacy caller's `resources/subscribe` or `logging/setLevel` for
-//!   it is `-32601`; a caller's log level goes on only to a server that
-//!   declares `logging`. Completion, if the first server did not declare
+//!   it is `-32601`. Completion, if the first server did not declare
 //!   it, is not offered, whatever a restarted one declares.
 //! - **Lists.** The server's tools, resources, resource templates and
 //!   prompts are mirrored as they are (schemas byte for byte), with
@@ -28,8 +27,11 @@
 //!   after a restart.
 //! - **Calls.** Each `tools/call`, `resources/read`, `prompts/get` and
 //!   `completion/complete` is one request to the server, with the caller's
-//!   client capabilities and log level; the server's progress and log
-//!   messages go back to the caller, and a caller that cancels (or closes
+//!   client capabilities; the server's progress goes back to the caller
+//!   (not its log messages: on stdio one names no request, so none is
+//!   given to a caller, whose log level does not go on; a server may log
+//!   late or where it was not asked, and one caller must never read
+//!   another's), and a caller that cancels (or closes
 //!   its HTTP stream) cancels the server's request
 //!   ([`PendingCall::wait_unless`](crate::PendingCall::wait_unless)).
 //! - **Multi round-trip.** A modern server's `input_required` result goes
@@ -63,8 +65,8 @@
 //!   as a task. Task ids are the proxy's: a caller never sees the
 //!   server's.
 //!
-//! Not passed through: the server's log messages that belong to no
-//! request, and its extensions other than tasks.
+//! Not passed through: the server's log messages (see **Calls**), and its
+//! extensions other than tasks.
 //!
 //! Requests of many callers share the one client, whose ids keep them
 //! apart (a proxy is a client like any other to the server). The proxy
@@ -95,10 +97,9 @@ use crate::server::notifier::Notifier;
 use crate::server::tasks::TaskMode;
 use crate::types::{
     CallToolResult, CompleteRequestParams, CompleteResult, CreateTaskResult, GetPromptResult,
-    GetTaskResult, InputRequests, InputRequiredResult, JsonObject,
-    LoggingMessageNotificationParams, ProgressNotificationParams, Prompt, ReadResourceResult,
-    ResourceTemplate, ServerCapabilities, SubscriptionFilter, TASKS_EXTENSION, Task, TaskStatus,
-    Tool, meta_key, method,
+    GetTaskResult, InputRequests, InputRequiredResult, JsonObject, ProgressNotificationParams,
+    Prompt, ReadResourceResult, ResourceTemplate, ServerCapabilities, SubscriptionFilter,
+    TASKS_EXTENSION, Task, TaskStatus, Tool, meta_key, method,
 };
 
 /// Builds a server that serves what `client`'s server offers (module
@@ -361,8 +362,8 @@ fn read_through(
 }
 
 /// One request to the server on behalf of `ctx`'s caller: its client
-/// capabilities and log level go along (and, on a retry, its answers and
-/// the server's state, [`carry_round`]), progress and logs come back, and
+/// capabilities go along (and, on a retry, its answers and
+/// the server's state, [`carry_round`]), progress comes back, and
 /// its cancellation cancels this request. The server's protocol error is
 /// passed on as it is; anything else is `-32603` saying the proxy's server
 /// failed. The resource updates the server sent before its reply are
@@ -399,26 +400,17 @@ fn forward<T: DeserializeOwned>(
     let (tx, rx) = crossbeam_channel::unbounded();
     let mut options = RequestOptions::new();
     if meta.progress_token().is_some() {
-        let progress = tx.clone();
         options = options.on_progress(move |p: &ProgressNotificationParams| {
-            let _ = progress.send(Relayed::Progress(p.clone()));
+            let _ = tx.send(p.clone());
         });
     }
-    // Logs only from a server that declares it sends them: the proxy
-    // declares what it declares (spec 2026-07-28 server/utilities/logging:
-    // a server that emits log messages MUST declare `logging`).
-    let logs = client.server_capabilities().logging.is_some();
-    if let Some(level) = meta.log_level().filter(|_| logs) {
-        options = options.log(level, move |m: &LoggingMessageNotificationParams| {
-            let _ = tx.send(Relayed::Log(m.clone()));
-        });
-    }
+    // No log level goes on: a log message on stdio names no request, and
+    // the client of many callers gives it to none (`Notes::many_callers`:
+    // a server may log late, or where it was not asked, and one caller
+    // must never read another's), so the server is not asked for any.
     let relay = || {
-        for relayed in rx.try_iter() {
-            match relayed {
-                Relayed::Progress(p) => ctx.progress(p.progress, p.total, p.message.as_deref()),
-                Relayed::Log(m) => ctx.log(m.level, m.logger.as_deref(), m.data),
-            }
+        for p in rx.try_iter() {
+            ctx.progress(p.progress, p.total, p.message.as_deref());
         }
     };
     let call = client
@@ -536,12 +528,6 @@ fn follow_task(
         let interval = Duration::from_millis(poll.unwrap_or(1000));
         ctx.wait_cancelled(interval.clamp(Duration::from_millis(10), Duration::from_secs(10)));
     }
-}
-
-/// What the server sent the proxy for the caller while a request runs.
-enum Relayed {
-    Progress(ProgressNotificationParams),
-    Log(LoggingMessageNotificationParams),
 }
 
 /// On a caller's retry: the answers, and the server's own `requestState`
