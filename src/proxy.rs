@@ -46,8 +46,9 @@
 //! - **Subscriptions.** A caller's `resourceSubscriptions` (or legacy
 //!   `resources/subscribe`) make the proxy subscribe to that URI on the
 //!   server before the caller's is acknowledged (once per URI, kept while
-//!   the proxy runs, at most 1,000 URIs: past them a URI is not
-//!   acknowledged) and publish each update it hears, all of them from
+//!   a caller's subscription names it, at most 1,000 URIs: past them a
+//!   new URI is not acknowledged; one no caller names any more leaves
+//!   when a new one needs the room) and publish each update it hears, all of them from
 //!   one thread. The caller's is acknowledged only for a URI the server
 //!   acknowledged (a legacy caller's refused `-32002`).
 //!
@@ -77,7 +78,7 @@
 //! [`Client::close_shared`] on it.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, Condvar, Mutex, PoisonError};
+use std::sync::{Arc, Condvar, Mutex, PoisonError, Weak};
 use std::thread;
 use std::time::Duration;
 
@@ -90,11 +91,11 @@ use crate::client::{Client, Era, RequestOptions, Subscription, SubscriptionEvent
 use crate::error::Error;
 use crate::jsonrpc::ErrorObject;
 use crate::outcome::{Outcome, PromptArguments};
-use crate::server::Server;
 use crate::server::context::RequestContext;
 use crate::server::handlers::ResourceRequest;
 use crate::server::notifier::Notifier;
 use crate::server::tasks::TaskMode;
+use crate::server::{Server, UriHold};
 use crate::types::{
     CallToolResult, CompleteRequestParams, CompleteResult, CreateTaskResult, GetPromptResult,
     GetTaskResult, InputRequests, InputRequiredResult, JsonObject, ProgressNotificationParams,
@@ -185,7 +186,7 @@ pub fn serve_as(client: impl Into<Arc<Client>>) -> Result<Server, Error> {
             Arc::clone(&server_slot),
             Arc::clone(&updates),
         );
-        builder = builder.resource_subscription_filter(move |uri| {
+        builder = builder.resource_subscription_hold(move |uri| {
             subscribe(&client, &subscribed, &slot, &updates, uri)
         });
     }
@@ -613,8 +614,8 @@ fn follow_list_changes(
 }
 
 /// The most URIs the proxy subscribes to on the server (issue 47, item
-/// 12: callers name URIs, and each is a subscription behind, kept while the
-/// proxy runs: a bound on what callers make it hold).
+/// 12: callers name URIs, and each is a subscription behind, kept while a
+/// caller's subscription names it: a bound on what callers make it hold).
 const MAX_SUBSCRIBED: usize = 1_000;
 
 /// The proxy's subscriptions to the server's resource updates. An update
@@ -646,18 +647,19 @@ impl Updates {
     }
 
     /// Adds `subscription`, published from here on by the one thread that
-    /// publishes them all (started with the first). Whether it was taken:
-    /// `false` when no thread could be started.
+    /// publishes them all (started with the first). It, as taken: `None`
+    /// when no thread could be started.
     fn add(
         self: &Arc<Updates>,
         subscription: Subscription,
         server: &Arc<Mutex<Option<Server>>>,
-    ) -> bool {
-        lock(&self.subscriptions).push(Arc::new(Mutex::new(subscription)));
+    ) -> Option<Arc<Mutex<Subscription>>> {
+        let added = Arc::new(Mutex::new(subscription));
+        lock(&self.subscriptions).push(Arc::clone(&added));
         let mut wake = lock(&self.wake);
         if let Some(wake) = wake.as_ref() {
             let _ = wake.send(());
-            return true;
+            return Some(added);
         }
         let (tx, rx) = crossbeam_channel::unbounded();
         let (updates, server) = (Arc::clone(self), Arc::clone(server));
@@ -667,12 +669,21 @@ impl Updates {
         match started {
             Ok(_) => {
                 *wake = Some(tx);
-                true
+                Some(added)
             }
             Err(_) => {
-                lock(&self.subscriptions).pop();
-                false
+                lock(&self.subscriptions).retain(|s| !Arc::ptr_eq(s, &added));
+                None
             }
+        }
+    }
+
+    /// Drops `subscription` (which cancels it at the server) and wakes the
+    /// publishing thread, which waits on it no more.
+    fn remove(&self, subscription: &Arc<Mutex<Subscription>>) {
+        lock(&self.subscriptions).retain(|s| !Arc::ptr_eq(s, subscription));
+        if let Some(wake) = lock(&self.wake).as_ref() {
+            let _ = wake.send(());
         }
     }
 
@@ -716,7 +727,11 @@ impl Updates {
                 let accepted = lock(subscription).accepted().resource_subscriptions.clone();
                 let mut uris = lock(&self.subscribed.uris);
                 for uri in accepted.unwrap_or_default() {
-                    uris.taken.remove(&uri);
+                    if (uris.taken.get(&uri))
+                        .is_some_and(|t| Arc::ptr_eq(&t.subscription, subscription))
+                    {
+                        uris.taken.remove(&uri);
+                    }
                 }
                 drop(uris);
                 let mut running = lock(&self.wake);
@@ -754,19 +769,68 @@ struct Subscribed {
 
 #[derive(Default)]
 struct SubscribedUris {
-    taken: HashSet<String>,
+    taken: HashMap<String, Taken>,
     asking: HashSet<String>,
+}
+
+/// A URI the proxy subscribed to on the server.
+struct Taken {
+    /// The subscription behind.
+    subscription: Arc<Mutex<Subscription>>,
+    /// The hold every caller's subscription that names the URI keeps
+    /// (`UriHold`, given by [`subscribe`]): once none does, no caller
+    /// names it any more, and it may leave ([`SubscribedUris::sweep`]).
+    held: Weak<Held>,
+}
+
+/// What a caller's subscription holds while it names a URI (see
+/// [`Taken::held`]).
+struct Held;
+
+impl SubscribedUris {
+    /// The hold on `uri`, taken (a new one if no caller holds it now).
+    fn hold(&mut self, uri: &str) -> Option<UriHold> {
+        let taken = self.taken.get_mut(uri)?;
+        let held = taken.held.upgrade().unwrap_or_else(|| {
+            let held = Arc::new(Held);
+            taken.held = Arc::downgrade(&held);
+            held
+        });
+        Some(UriHold::new(held))
+    }
+
+    /// The URIs no caller's subscription names any more leave, their
+    /// subscriptions behind given to `updates` to drop (which cancels them
+    /// at the server).
+    fn sweep(&mut self, updates: &Updates) {
+        let gone: Vec<String> = (self.taken.iter())
+            .filter(|(_, taken)| taken.held.strong_count() == 0)
+            .map(|(uri, _)| uri.clone())
+            .collect();
+        for uri in gone {
+            if let Some(taken) = self.taken.remove(&uri) {
+                updates.remove(&taken.subscription);
+            }
+        }
+    }
+
+    fn full(&self) -> bool {
+        self.taken.len() + self.asking.len() >= MAX_SUBSCRIBED
+    }
 }
 
 /// Subscribes to `uri` on the server, once, before the caller's own
 /// subscription is acknowledged (so that nothing the caller does after its
 /// acknowledgment is missed); the proxy's publishing thread then publishes
-/// each update to its listeners (see [`Updates`]). Returns whether the
-/// server acknowledged `uri` (now, or when the proxy first subscribed):
-/// the caller's acknowledgment names no more (spec 2026-07-28
+/// each update to its listeners (see [`Updates`]). Returns a hold on
+/// `uri` if the server acknowledged it (now, or when the proxy first
+/// subscribed), which the caller's subscription keeps while it names
+/// `uri`: the caller's acknowledgment names no more (spec 2026-07-28
 /// basic/patterns/subscriptions: it lists what will be delivered); nor is
 /// a URI past [`MAX_SUBSCRIBED`] (those subscribed and those being asked)
-/// taken. A second caller of a URI being asked waits for that answer
+/// taken, once the URIs no caller holds any more have left
+/// ([`SubscribedUris::sweep`], at each new URI: their subscriptions behind
+/// are cancelled). A second caller of a URI being asked waits for that answer
 /// rather than be acknowledged before it; no lock is held while the
 /// server is asked, so callers of other URIs do not wait behind it.
 fn subscribe(
@@ -775,17 +839,19 @@ fn subscribe(
     server: &Arc<Mutex<Option<Server>>>,
     updates: &Arc<Updates>,
     uri: &str,
-) -> bool {
+) -> Option<UriHold> {
     {
         let mut uris = lock(&subscribed.uris);
         while uris.asking.contains(uri) {
             uris = (subscribed.answered.wait(uris)).unwrap_or_else(PoisonError::into_inner);
         }
-        if uris.taken.contains(uri) {
-            return true;
+        if let Some(hold) = uris.hold(uri) {
+            return Some(hold);
         }
-        if uris.taken.len() + uris.asking.len() >= MAX_SUBSCRIBED {
-            return false;
+        // A new URI: those no caller names any more leave first.
+        uris.sweep(updates);
+        if uris.full() {
+            return None;
         }
         uris.asking.insert(uri.to_owned());
     }
@@ -805,14 +871,20 @@ fn subscribe(
     // after it was put there.
     {
         let mut uris = lock(&subscribed.uris);
-        let taken = subscription.is_some_and(|subscription| updates.add(subscription, server));
+        let taken = subscription.and_then(|subscription| updates.add(subscription, server));
         uris.asking.remove(uri);
-        if taken {
-            uris.taken.insert(uri.to_owned());
-        }
+        let hold = taken.map(|subscription| {
+            let held = Arc::new(Held);
+            let taken = Taken {
+                subscription,
+                held: Arc::downgrade(&held),
+            };
+            uris.taken.insert(uri.to_owned(), taken);
+            UriHold::new(held)
+        });
         drop(uris);
         subscribed.answered.notify_all();
-        taken
+        hold
     }
 }
 

@@ -3,16 +3,16 @@
 //! change it, `ping` is answered at any time.
 
 use std::borrow::Cow;
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use crate::jsonrpc::ErrorObject;
-use crate::server::Inner;
 use crate::server::event::ServerEvent;
 use crate::server::request_meta::{LiveLevel, RequestMeta};
+use crate::server::{Inner, UriHold};
 use crate::types::{LoggingLevel, ProgressToken, ServerCapabilities, method};
 use crate::version::LEGACY_VERSIONS;
 
@@ -49,24 +49,25 @@ pub(crate) struct LegacySession {
     pub subscribed: Arc<Mutex<Subscribed>>,
 }
 
-/// The URIs a session subscribed to, and their bytes.
+/// The URIs a session subscribed to, each with what it holds while it is
+/// subscribed (`UriHold`), and their bytes.
 #[derive(Debug, Default)]
 pub(crate) struct Subscribed {
-    uris: HashSet<String>,
+    uris: HashMap<String, UriHold>,
     bytes: usize,
 }
 
 impl Subscribed {
-    fn insert(&mut self, uri: String) {
+    fn insert(&mut self, uri: String, hold: UriHold) {
         let len = uri.len();
-        if self.uris.insert(uri) {
+        if self.uris.insert(uri, hold).is_none() {
             self.bytes += len;
         }
     }
 
-    fn remove(&mut self, uri: &str) -> bool {
+    fn remove(&mut self, uri: &str) -> Option<UriHold> {
         let removed = self.uris.remove(uri);
-        if removed {
+        if removed.is_some() {
             self.bytes -= uri.len();
         }
         removed
@@ -78,7 +79,7 @@ impl Subscribed {
 #[derive(Debug)]
 pub(crate) enum Change {
     Subscribed(String),
-    Unsubscribed(String),
+    Unsubscribed(String, UriHold),
 }
 
 /// What a legacy-only request asks of the owner.
@@ -89,7 +90,8 @@ pub(crate) enum LegacyRequest {
     Ping,
     Initialize(Box<LegacySession>),
     SetLevel(LoggingLevel),
-    Subscribe(String),
+    /// A URI the application accepted, with its hold.
+    Subscribe(String, UriHold),
     Unsubscribe(String),
 }
 
@@ -223,8 +225,8 @@ pub(crate) fn session_request(
             set_level(params).map(LegacyRequest::SetLevel)
         }
         "resources/subscribe" if inner.subscribable() => subscription_uri(params).and_then(|uri| {
-            if inner.accepts_uri(&uri) {
-                Ok(LegacyRequest::Subscribe(uri))
+            if let Some(hold) = inner.accepts_uri(&uri) {
+                Ok(LegacyRequest::Subscribe(uri, hold))
             } else {
                 // 2025-11-25 server/resources, "Error Handling".
                 Err(ErrorObject::new(-32002, "Resource not found").with_data(json!({ "uri": uri })))
@@ -254,9 +256,9 @@ impl LegacySession {
         match request {
             LegacyRequest::Ping | LegacyRequest::Initialize(_) => {}
             LegacyRequest::SetLevel(level) => self.log_level = Some(level),
-            LegacyRequest::Subscribe(uri) => {
+            LegacyRequest::Subscribe(uri, hold) => {
                 let mut subscribed = self.subscriptions();
-                if subscribed.uris.contains(&uri) {
+                if subscribed.uris.contains_key(&uri) {
                     return (Ok(json!({})), None);
                 }
                 if subscribed.uris.len() >= max {
@@ -274,12 +276,12 @@ impl LegacySession {
                     .with_data(json!({ "limitBytes": MAX_SUBSCRIBED_BYTES }));
                     return (Err(error), None);
                 }
-                subscribed.insert(uri.clone());
+                subscribed.insert(uri.clone(), hold);
                 change = Some(Change::Subscribed(uri));
             }
             LegacyRequest::Unsubscribe(uri) => {
-                if self.subscriptions().remove(&uri) {
-                    change = Some(Change::Unsubscribed(uri));
+                if let Some(hold) = self.subscriptions().remove(&uri) {
+                    change = Some(Change::Unsubscribed(uri, hold));
                 }
             }
         }
@@ -291,13 +293,13 @@ impl LegacySession {
     pub fn undo(&self, change: Change) {
         match change {
             Change::Subscribed(uri) => drop(self.subscriptions().remove(&uri)),
-            Change::Unsubscribed(uri) => self.subscriptions().insert(uri),
+            Change::Unsubscribed(uri, hold) => self.subscriptions().insert(uri, hold),
         }
     }
 
     /// Whether the session subscribed to `uri`.
     pub fn is_subscribed(&self, uri: &str) -> bool {
-        self.subscriptions().uris.contains(uri)
+        self.subscriptions().uris.contains_key(uri)
     }
 
     fn subscriptions(&self) -> std::sync::MutexGuard<'_, Subscribed> {
@@ -360,10 +362,12 @@ mod tests {
         let copy = session.clone();
         let big = |c: char| format!("mem://{}", c.to_string().repeat(MAX_SUBSCRIBED_BYTES / 2));
         let (a, b) = (big('a'), big('b'));
-        let (ok, change) = session.apply(LegacyRequest::Subscribe(a.clone()), 100);
+        let (ok, change) =
+            session.apply(LegacyRequest::Subscribe(a.clone(), UriHold::default()), 100);
         assert!(ok.is_ok() && matches!(change, Some(Change::Subscribed(_))));
         assert!(copy.is_subscribed(&a), "one set for every copy");
-        let (refused, _) = session.apply(LegacyRequest::Subscribe(b.clone()), 100);
+        let (refused, _) =
+            session.apply(LegacyRequest::Subscribe(b.clone(), UriHold::default()), 100);
         assert!(refused.is_err(), "past the byte limit");
         let (ok, change) = session.apply(LegacyRequest::Unsubscribe(a.clone()), 100);
         assert!(ok.is_ok() && !copy.is_subscribed(&a));
@@ -374,7 +378,8 @@ mod tests {
         );
         let (_, change) = session.apply(LegacyRequest::Unsubscribe(a.clone()), 100);
         assert!(change.is_some());
-        let (ok, change) = session.apply(LegacyRequest::Subscribe(b.clone()), 100);
+        let (ok, change) =
+            session.apply(LegacyRequest::Subscribe(b.clone(), UriHold::default()), 100);
         assert!(ok.is_ok(), "room again: {ok:?}");
         session.undo(change.unwrap());
         assert!(!session.is_subscribed(&b));
