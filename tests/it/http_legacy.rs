@@ -814,6 +814,44 @@ fn live_sessions_outlast_a_flood_of_new_ones() {
     }
 }
 
+/// Issue 47, item 9 (task 47r, item 5): a `ping` is not what makes a
+/// session live. Past `max_sessions` (here 8), 8 unauthenticated
+/// `initialize` POSTs, each followed by a `ping` in its session, must not
+/// push out a session that made a real request (`tools/list`). Before,
+/// any request marked a session used: the pinged ones were used too,
+/// and newer, so the live one, idle longest, was forgotten (`404`).
+#[test]
+fn sessions_that_only_pinged_give_way_before_a_live_one() {
+    let http = start(
+        crate::everything::build(),
+        HttpOptions::new().max_sessions(8),
+    );
+    let addr = http.addr;
+    let live = initialize(addr, json!({}));
+    let listed = post(
+        addr,
+        &headers(Some(&live), false),
+        &json!({ "jsonrpc": "2.0", "id": 2, "method": "tools/list" }).to_string(),
+    );
+    assert_eq!(status(&listed), 200, "{listed}");
+    for n in 0..8 {
+        let flood = initialize(addr, json!({}));
+        let ping = json!({ "jsonrpc": "2.0", "id": 10 + n, "method": "ping" });
+        let pinged = post(addr, &headers(Some(&flood), false), &ping.to_string());
+        assert_eq!(status(&pinged), 200, "{pinged}");
+    }
+    let response = post(
+        addr,
+        &headers(Some(&live), false),
+        &call(3, "echo").to_string(),
+    );
+    assert_eq!(
+        status(&response),
+        200,
+        "the live session was forgotten: {response}"
+    );
+}
+
 /// Issue 47, item 9: a session's memory is bounded, not only the number of
 /// sessions. An `initialize` whose params (capabilities, client info) are
 /// larger than 64 KiB is refused `-32602`, and subscriptions past 256 KiB

@@ -107,8 +107,11 @@ struct Store {
 /// kept ([`Sessions::store`]).
 struct Kept {
     session: Arc<LegacySession>,
-    /// A message named the session after its `initialize`: a request, an
-    /// answer, a cancellation, a GET stream.
+    /// The session is live: a message named it after its `initialize`
+    /// that did something its client would lose with it (a request other
+    /// than `ping`, which any flood can send: a call, a list, a
+    /// subscription, a level; an answer to the server's ask; a
+    /// cancellation; a GET stream). See [`Store::evict`].
     used: bool,
     /// When a message last named it.
     seen: Instant,
@@ -251,7 +254,8 @@ impl Sessions {
         let Some(kept) = store.by_id.get_mut(session_id) else {
             return Err(UnknownSession(session_id.to_owned()));
         };
-        kept.seen(true);
+        // A `ping` keeps a session seen, not live (`Kept::used`).
+        kept.seen(method != "ping");
         let mut session = Arc::clone(&kept.session);
         if CHANGES_SESSION.contains(&method) {
             // Its answer waits until the change is stored (`opened`): the
@@ -518,9 +522,14 @@ impl Store {
     /// Forgets the session that gives way to a new one (issue 47, item 9:
     /// a flood of `initialize` must not push out the sessions in use):
     /// among those with nothing open (no POST, no GET stream), one that
-    /// never did anything after its `initialize` before one that did, the
-    /// one idle longest first; only when every session has something open,
-    /// the one idle longest of them. Returns its GET stream, to end.
+    /// is not live before one that is, the one idle longest first; only
+    /// when every session has something open, the one idle longest of
+    /// them. Live ([`Kept::used`]): after its `initialize` the session
+    /// made a request other than `ping` (so it holds its subscriptions,
+    /// its level, or work its client waits on), answered or cancelled
+    /// something, or opened a GET stream; an `initialize` followed by
+    /// `ping`s, which anyone can send by the thousand, is not. Returns its
+    /// GET stream, to end.
     fn evict(&mut self) -> Option<Stream> {
         let busy = |id: &String| self.open.contains_key(id) || self.streams.contains_key(id);
         let victim = (self.by_id.iter())
