@@ -852,6 +852,86 @@ fn sessions_that_only_pinged_give_way_before_a_live_one() {
     );
 }
 
+/// Issue 47, item 9 (task 47r, item 6): the legacy sessions together keep
+/// at most `max_session_bytes`. Here 64 sessions may be kept, in 64 KiB
+/// (a share of 1 KiB each). Ten sessions of 16 KiB of capabilities each:
+/// the first ones give way to the later ones long before 64 are kept,
+/// while a small live session stays; and one session's subscriptions stop
+/// at the budget, refused with an error that names it. Before, nothing
+/// bounded the sessions' bytes together: 1,024 sessions could keep some
+/// 320 MiB (64 KiB of `initialize` params and 256 KiB of URIs each).
+#[test]
+fn the_sessions_together_keep_at_most_their_budget() {
+    let http = start(
+        crate::everything::build(),
+        HttpOptions::new()
+            .max_sessions(64)
+            .max_session_bytes(64 * 1024),
+    );
+    let addr = http.addr;
+    let live = initialize(addr, json!({}));
+    let listed = post(
+        addr,
+        &headers(Some(&live), false),
+        &json!({ "jsonrpc": "2.0", "id": 2, "method": "tools/list" }).to_string(),
+    );
+    assert_eq!(status(&listed), 200, "{listed}");
+    let fat: Vec<String> = (0..10)
+        .map(|_| {
+            initialize(
+                addr,
+                json!({ "experimental": { "pad": "x".repeat(16 * 1024) } }),
+            )
+        })
+        .collect();
+    let still = |session: &str| {
+        let response = post(
+            addr,
+            &headers(Some(session), false),
+            &call(3, "echo").to_string(),
+        );
+        status(&response)
+    };
+    assert_eq!(
+        still(&fat[0]),
+        404,
+        "the first 16 KiB session is kept past the budget"
+    );
+    assert_eq!(still(&fat[9]), 200, "the newest session");
+    assert_eq!(still(&live), 200, "the live session gave way");
+
+    let session = initialize(addr, json!({}));
+    let session_headers = headers(Some(&session), false);
+    let mut subscribed = 0;
+    let refusal = (0..100).find_map(|n| {
+        let uri = format!("mem://{n}/{}", "u".repeat(1024));
+        let subscribe = json!({ "jsonrpc": "2.0", "id": 10 + n, "method": "resources/subscribe",
+            "params": { "uri": uri } });
+        let response = post(addr, &session_headers, &subscribe.to_string());
+        let reply = json_body(&response);
+        match reply.get("error") {
+            Some(error) => Some(error.clone()),
+            None => {
+                subscribed += 1;
+                None
+            }
+        }
+    });
+    let error = refusal.expect("subscriptions past the sessions' budget are refused");
+    assert_eq!(error["code"], -32603, "{error}");
+    assert!(
+        error["message"]
+            .as_str()
+            .unwrap()
+            .contains("max_session_bytes"),
+        "{error}"
+    );
+    assert!(
+        subscribed < 64,
+        "{subscribed} KiB subscribed past a budget of 64 KiB"
+    );
+}
+
 /// Issue 47, item 9: a session's memory is bounded, not only the number of
 /// sessions. An `initialize` whose params (capabilities, client info) are
 /// larger than 64 KiB is refused `-32602`, and subscriptions past 256 KiB

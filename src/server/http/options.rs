@@ -42,6 +42,7 @@ pub struct HttpOptions {
     pub(crate) hosts: Vec<String>,
     pub(crate) max_connections: usize,
     pub(crate) max_sessions: usize,
+    pub(crate) max_session_bytes: usize,
     pub(crate) max_body_bytes: usize,
     pub(crate) max_head_bytes: usize,
     pub(crate) header_timeout: Duration,
@@ -59,6 +60,7 @@ impl Default for HttpOptions {
             hosts: Vec::new(),
             max_connections: 64,
             max_sessions: 1024,
+            max_session_bytes: 64 * 1024 * 1024,
             max_body_bytes: 4 * 1024 * 1024,
             max_head_bytes: 16 * 1024,
             header_timeout: Duration::from_secs(10),
@@ -154,9 +156,23 @@ impl HttpOptions {
     /// did anything after its `initialize` (the one idle longest), then
     /// one with nothing open (no GET stream, no POST), idle longest, and
     /// only then one with a stream open (which ends). Each session holds at
-    /// most 64 KiB of `initialize` params and 256 KiB of subscribed URIs.
+    /// most 64 KiB of `initialize` params and 256 KiB of subscribed URIs,
+    /// and all of them together at most [`HttpOptions::max_session_bytes`].
     pub fn max_sessions(mut self, max: usize) -> Self {
         self.max_sessions = max.max(1);
+        self
+    }
+
+    /// At most this many bytes are kept by the legacy sessions together
+    /// (default 64 MiB): their `initialize` params and subscribed URIs.
+    /// A new session past it makes others give way, in the order
+    /// [`HttpOptions::max_sessions`] says, until it fits; a session's
+    /// `resources/subscribe` that would pass it is refused (`-32603`,
+    /// saying so) once that session holds more than its share (this
+    /// budget divided by `max_sessions`: 64 KiB at the defaults). Without
+    /// it 1,024 sessions could keep some 320 MiB.
+    pub fn max_session_bytes(mut self, max: usize) -> Self {
+        self.max_session_bytes = max;
         self
     }
 

@@ -4,6 +4,7 @@
 
 use std::borrow::Cow;
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use serde::Deserialize;
@@ -50,18 +51,76 @@ pub(crate) struct LegacySession {
 }
 
 /// The URIs a session subscribed to, each with what it holds while it is
-/// subscribed (`UriHold`), and their bytes.
+/// subscribed (`UriHold`), and their bytes; over HTTP, with what the
+/// session is charged against the budget of the listener's sessions.
 #[derive(Debug, Default)]
 pub(crate) struct Subscribed {
     uris: HashMap<String, UriHold>,
     bytes: usize,
+    /// The budget this session's bytes count against (`None`: none, on
+    /// stdio or a stateless POST, or once the session was forgotten).
+    budget: Option<Arc<Budget>>,
+    /// The bytes of its `initialize` params, charged with its URIs.
+    fixed: usize,
+}
+
+/// The bytes the legacy sessions of one HTTP listener keep together
+/// (`HttpOptions::max_session_bytes`), and each one's share of them.
+#[derive(Debug)]
+pub(crate) struct Budget {
+    used: AtomicUsize,
+    max: usize,
+    share: usize,
+}
+
+impl Budget {
+    /// A budget of `max` bytes for at most `sessions` sessions.
+    pub fn new(max: usize, sessions: usize) -> Budget {
+        Budget {
+            used: AtomicUsize::new(0),
+            max,
+            share: max / sessions.max(1),
+        }
+    }
+
+    /// The bytes kept now.
+    pub fn used(&self) -> usize {
+        self.used.load(Ordering::Acquire)
+    }
+
+    /// Whether `more` bytes may be kept beside those used now.
+    pub fn fits(&self, more: usize) -> bool {
+        self.used().saturating_add(more) <= self.max
+    }
 }
 
 impl Subscribed {
+    /// A new session's set, its `fixed` bytes charged against `budget`.
+    pub fn charged(budget: &Arc<Budget>, fixed: usize) -> Subscribed {
+        budget.used.fetch_add(fixed, Ordering::AcqRel);
+        Subscribed {
+            uris: HashMap::new(),
+            bytes: 0,
+            budget: Some(Arc::clone(budget)),
+            fixed,
+        }
+    }
+
+    /// The session is forgotten: its bytes no longer count against its
+    /// budget (they are let go with its last copy).
+    pub fn discharge(&mut self) {
+        if let Some(budget) = self.budget.take() {
+            (budget.used).fetch_sub(self.bytes + self.fixed, Ordering::AcqRel);
+        }
+    }
+
     fn insert(&mut self, uri: String, hold: UriHold) {
         let len = uri.len();
         if self.uris.insert(uri, hold).is_none() {
             self.bytes += len;
+            if let Some(budget) = &self.budget {
+                budget.used.fetch_add(len, Ordering::AcqRel);
+            }
         }
     }
 
@@ -69,8 +128,35 @@ impl Subscribed {
         let removed = self.uris.remove(uri);
         if removed.is_some() {
             self.bytes -= uri.len();
+            if let Some(budget) = &self.budget {
+                budget.used.fetch_sub(uri.len(), Ordering::AcqRel);
+            }
         }
         removed
+    }
+
+    /// Why `more` bytes of URIs may not be kept: past the listener's
+    /// budget, by a session that holds more than its share.
+    fn over_budget(&self, more: usize) -> Option<ErrorObject> {
+        let budget = self.budget.as_ref()?;
+        let own = self.bytes + self.fixed + more;
+        if own <= budget.share || budget.fits(more) {
+            return None;
+        }
+        let error = ErrorObject::internal_error(format!(
+            "the server's legacy sessions keep {} bytes, their budget (max_session_bytes), and this session {own} of them, more than its share of {}: unsubscribe from one first",
+            budget.max, budget.share
+        ))
+        .with_data(json!({ "limitBytes": budget.max, "shareBytes": budget.share }));
+        Some(error)
+    }
+}
+
+/// What a forgotten session's last copy lets go: its bytes' count in the
+/// budget (`Subscribed::discharge`, made at once when it is forgotten).
+impl Drop for Subscribed {
+    fn drop(&mut self) {
+        self.discharge();
     }
 }
 
@@ -274,6 +360,9 @@ impl LegacySession {
                         "the resource subscriptions of this connection would take {bytes} bytes of URIs, more than the {MAX_SUBSCRIBED_BYTES} it keeps: unsubscribe from one first"
                     ))
                     .with_data(json!({ "limitBytes": MAX_SUBSCRIBED_BYTES }));
+                    return (Err(error), None);
+                }
+                if let Some(error) = subscribed.over_budget(uri.len()) {
                     return (Err(error), None);
                 }
                 subscribed.insert(uri.clone(), hold);
