@@ -75,6 +75,7 @@ pub(crate) struct Budget {
 
 impl Budget {
     /// A budget of `max` bytes for at most `sessions` sessions.
+    #[cfg_attr(not(feature = "http"), allow(dead_code))]
     pub fn new(max: usize, sessions: usize) -> Budget {
         Budget {
             used: AtomicUsize::new(0),
@@ -96,6 +97,7 @@ impl Budget {
 
 impl Subscribed {
     /// A new session's set, its `fixed` bytes charged against `budget`.
+    #[cfg_attr(not(feature = "http"), allow(dead_code))]
     pub fn charged(budget: &Arc<Budget>, fixed: usize) -> Subscribed {
         budget.used.fetch_add(fixed, Ordering::AcqRel);
         Subscribed {
