@@ -1575,3 +1575,118 @@ fn a_notification_answered_with_endless_interim_responses_is_let_go() {
     assert!(took < Duration::from_secs(15), "connected after {took:?}");
     let _ = client.close();
 }
+
+/// Review 47z: a notification's POST is still held past `ACCEPT_TIMEOUT`
+/// by a server that trickles one line of its answer's head.
+/// `exchange::read_head` (src/client/http/exchange.rs) checks its deadline
+/// only between lines, and `read_line` reads on while each byte comes
+/// within the socket's read timeout (`ACCEPT_TIMEOUT`, 10 s), up to the
+/// head's 64 KiB: one byte every 500 ms holds a brief worker for nine
+/// hours (`Body::chunk_line` reads a chunk-size line the same way, past
+/// `Body::until`). The legacy `notifications/initialized` is POSTed by
+/// the caller of `connect_url`: on main it returned only when the server
+/// let go, after 30 s.
+#[test]
+#[ignore = "review-47z: not fixed yet"]
+fn a_notification_whose_status_line_trickles_in_is_let_go() {
+    let addr = scripted(|req, writer| {
+        match req.body["method"].as_str().unwrap_or("") {
+            "initialize" => answer_json(
+                req,
+                writer,
+                "Mcp-Session-Id: s-1\r\n",
+                json!({ "protocolVersion": "2025-11-25",
+                    "capabilities": { "tools": {} },
+                    "serverInfo": { "name": "trickling", "version": "1" } }),
+            ),
+            "notifications/initialized" => {
+                let _ = writer.write_all(b"HTTP/1.1 202 Accepted");
+                let started = std::time::Instant::now();
+                while started.elapsed() < WAIT * 3 {
+                    if writer.write_all(b" ").is_err() {
+                        break;
+                    }
+                    std::thread::sleep(Duration::from_millis(500));
+                }
+                return false;
+            }
+            _ if req.verb == "GET" => respond(writer, "405 Method Not Allowed", "", ""),
+            _ => respond(writer, "202 Accepted", "", ""),
+        }
+        true
+    });
+    let started = std::time::Instant::now();
+    let client = Client::builder()
+        .era(EraPolicy::LegacyOnly)
+        .connect_url(&format!("http://{addr}/mcp"));
+    let took = started.elapsed();
+    assert!(took < Duration::from_secs(15), "connected after {took:?}");
+    if let Ok(client) = client {
+        let _ = client.close();
+    }
+}
+
+/// Review 47z: a `tools/call` the server read and then dropped the
+/// connection on, answering nothing, is sent again on a new connection,
+/// and runs twice. `Shared::start` (src/client/http/post.rs) takes an end
+/// before the head on a reused connection (`Ok(None) if was_reused`, and
+/// a reset or broken pipe, `closed_meanwhile`) for a connection the server
+/// closed while it was idle; but the server may have read the request and
+/// acted on it (it crashed, a proxy cut it), and a POST is not idempotent
+/// (RFC 9110 section 9.2.2: a client SHOULD NOT automatically retry a
+/// non-idempotent request unless it can tell the first was never
+/// applied). The scripted modern server keeps `server/discover`'s
+/// connection alive, reads the first `tools/call` on it whole and closes:
+/// on main it saw the call twice, and the caller got the second's answer.
+#[test]
+#[ignore = "review-47z: not fixed yet"]
+fn a_call_the_server_read_before_the_connection_ended_is_not_sent_again() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let calls = Arc::new(AtomicUsize::new(0));
+    let counted = Arc::clone(&calls);
+    let addr = scripted(move |req, writer| {
+        match req.body["method"].as_str().unwrap_or("") {
+            "server/discover" => answer_json(
+                req,
+                writer,
+                "",
+                json!({ "supportedVersions": ["2026-07-28"],
+                    "capabilities": { "tools": {} },
+                    "serverInfo": { "name": "dropping", "version": "1" },
+                    "resultType": "complete" }),
+            ),
+            "tools/call" => {
+                if counted.fetch_add(1, Ordering::SeqCst) == 0 {
+                    // Read whole (and, for a real server, acted on); then
+                    // the connection ends with no answer.
+                    let _ = writer.shutdown(std::net::Shutdown::Both);
+                    return false;
+                }
+                answer_json(
+                    req,
+                    writer,
+                    "",
+                    json!({ "content": [{ "type": "text", "text": "again" }],
+                        "resultType": "complete" }),
+                );
+            }
+            _ => respond(writer, "202 Accepted", "", ""),
+        }
+        true
+    });
+    let client = Client::builder()
+        .era(EraPolicy::ModernOnly)
+        .connect_url(&format!("http://{addr}/mcp"))
+        .unwrap();
+    let answered = client.call_tool_with(
+        "transfer",
+        json!({}),
+        RequestOptions::new().timeout(Duration::from_secs(5)),
+    );
+    let seen = calls.load(Ordering::SeqCst);
+    assert_eq!(
+        seen, 1,
+        "the server got the call {seen} times (the caller got {answered:?})"
+    );
+    let _ = client.close();
+}
