@@ -1780,3 +1780,56 @@ fn an_unreadable_message_on_one_calls_stream_fails_no_other_call() {
         "caller b did not get its own answer: {b:?} (a: {a:?})"
     );
 }
+
+/// Review 47z: a server whose GET stream answers `404` in every session
+/// (a replica behind a balancer that never saw the session, or a server
+/// that forgets at once) makes the client start new sessions in a tight
+/// loop. `Shared::listen` (src/client/http/get_stream.rs) takes a `404`
+/// as the session's end, renews it (`Shared::renew`: `initialize`,
+/// `notifications/initialized`) and, when that succeeds, `continue`s with
+/// `failures = 0` and no pause; the next GET's `404` renews again. The
+/// scripted server numbers its sessions and refuses every GET: on main it
+/// saw 1,001 `initialize` POSTs (the 1,000 it answers here, then one
+/// refused `503`) within the test's 3 s window after `connect_url`.
+#[test]
+#[ignore = "review-47z: not fixed yet"]
+fn a_get_stream_refused_in_every_new_session_does_not_renew_in_a_loop() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let initializes = Arc::new(AtomicUsize::new(0));
+    let counted = Arc::clone(&initializes);
+    let addr = scripted(move |req, writer| {
+        match req.body["method"].as_str().unwrap_or("") {
+            _ if req.verb == "GET" => respond(writer, "404 Not Found", "", ""),
+            "initialize" => {
+                let n = counted.fetch_add(1, Ordering::SeqCst);
+                if n >= 1_000 {
+                    respond(writer, "503 Service Unavailable", "", "");
+                    return false;
+                }
+                answer_json(
+                    req,
+                    writer,
+                    &format!("Mcp-Session-Id: s-{n}\r\n"),
+                    json!({ "protocolVersion": "2025-11-25",
+                        "capabilities": { "tools": {} },
+                        "serverInfo": { "name": "forgetful", "version": "1" } }),
+                );
+            }
+            _ => respond(writer, "202 Accepted", "", ""),
+        }
+        true
+    });
+    let client = Client::builder()
+        .era(EraPolicy::LegacyOnly)
+        .connect_url(&format!("http://{addr}/mcp"))
+        .unwrap();
+    let started = std::time::Instant::now();
+    std::thread::sleep(Duration::from_secs(3));
+    let seen = initializes.load(Ordering::SeqCst);
+    let _ = client.close();
+    assert!(
+        seen <= 5,
+        "{seen} sessions started in {:?}: a GET refused 404 renews the session with no pause",
+        started.elapsed()
+    );
+}
