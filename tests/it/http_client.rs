@@ -1953,3 +1953,38 @@ fn a_call_made_during_a_renewal_waits_for_the_new_sessions_initialized() {
         "requests before their session's notifications/initialized: {early:?} (a: {a:?}, b: {b:?})"
     );
 }
+
+/// Review 47z: a tool whose two `x-mcp-header` names differ only by `_`
+/// and `-` cannot be called over HTTP. The spec allows both names
+/// (2026-07-28 server/tools, "x-mcp-header": `1*tchar`, unique without
+/// regard to case, and `_` and `-` are both tchars), and a client sends
+/// `Mcp-Param-Region_Code` and `Mcp-Param-Region-Code`; since 21193b8,
+/// `guard::single_fields` (src/server/http/guard.rs) reads `_` as `-` in
+/// every `Mcp-*` name, so the two are one field sent twice: `-32020`
+/// before the body is read. On main our client's call to our server
+/// failed with `Rpc(-32020 "Header mismatch: the mcp-param-region-code
+/// header is sent more than once: send it once")`.
+#[test]
+#[ignore = "review-47z: not fixed yet"]
+fn a_tool_marked_with_names_that_differ_by_an_underscore_can_be_called() {
+    let server = crate::everything::build();
+    let coded = Tool::new("coded", "Returns its two codes.").input_schema(json!({
+        "type": "object",
+        "properties": {
+            "a": { "type": "string", "x-mcp-header": "Region_Code" },
+            "b": { "type": "string", "x-mcp-header": "Region-Code" }
+        },
+        "required": ["a", "b"]
+    }));
+    server.add_tool(coded, |_ctx, args: Value| {
+        Ok(CallToolResult::text(format!("{} {}", args["a"], args["b"])))
+    });
+    let http = serve(server);
+    let client = Client::builder().connect_url(&http.url).unwrap();
+    assert!(client.tools().any(|t| t.unwrap().name == "coded"));
+    let answer = client.call("coded", json!({ "a": "eu", "b": "us" }));
+    assert!(
+        matches!(&answer, Ok(r) if r.text_content() == r#""eu" "us""#),
+        "{answer:?}"
+    );
+}
