@@ -1834,24 +1834,26 @@ fn a_get_stream_refused_in_every_new_session_does_not_renew_in_a_loop() {
     );
 }
 
-/// Review 47z: a call made while a session is renewed reaches the server
-/// in the new session before that session's `notifications/initialized`
-/// (2025-11-25 basic/lifecycle: the client MUST send it after a
-/// successful `initialize`; the Python SDK refuses any other request that
-/// comes before it). `Shared::exchange_on` (src/client/http/post.rs)
-/// adopts the session id as soon as the renewal's `initialize` answer's
-/// head arrives, and `Shared::renew` (src/client/http/session.rs) POSTs
-/// `notifications/initialized` (then the level and the subscriptions)
-/// only after that answer is read: every request sent meanwhile names the
-/// new session. At connect this ordering is kept (`Shared::send` POSTs
-/// `notifications/initialized` on its caller's thread); at a renewal it is
-/// not. The scripted server forgets `s-1`, holds the body of the renewal's
-/// `initialize` answer (its head names `s-2`) until a call arrives in
-/// `s-2`, or 5 s: on main call `b` came in `s-2` before its
+/// Review 47z: a request made while a session is renewed reaches the
+/// server in the new session before that session's
+/// `notifications/initialized` (2025-11-25 basic/lifecycle: the client
+/// MUST send it after a successful `initialize`; the Python SDK refuses
+/// any other request that comes before it). `Shared::exchange_on`
+/// (src/client/http/post.rs) adopts the session id as soon as the
+/// renewal's `initialize` answer's head arrives, and `Shared::renew`
+/// (src/client/http/session.rs) POSTs `notifications/initialized` (then
+/// the level and the subscriptions) only after that answer is read: every
+/// request sent meanwhile names the new session. At connect this order is
+/// kept (`Shared::send` POSTs `notifications/initialized` on its caller's
+/// thread); at a renewal it is not. The scripted server forgets `s-1` for
+/// calls (a `404` starts the renewal) but answers `ping` in any session,
+/// and holds the body of the renewal's `initialize` answer (its head names
+/// `s-2`) until a request arrives in `s-2`, or 5 s; the test pings until
+/// one arrives in `s-2`. On main a `ping` came in `s-2` before its
 /// `notifications/initialized`.
 #[test]
 #[ignore = "review-47z: not fixed yet"]
-fn a_call_made_during_a_renewal_waits_for_the_new_sessions_initialized() {
+fn a_request_made_during_a_renewal_waits_for_the_new_sessions_initialized() {
     #[derive(Default)]
     struct State {
         initializes: usize,
@@ -1859,8 +1861,8 @@ fn a_call_made_during_a_renewal_waits_for_the_new_sessions_initialized() {
         early: Vec<String>,
     }
     let state = Arc::new(Mutex::new(State::default()));
-    let (head_sent_tx, head_sent) = crossbeam_channel::unbounded::<()>();
     let (release_tx, release) = crossbeam_channel::unbounded::<()>();
+    let (renewed_tx, renewed) = crossbeam_channel::unbounded::<()>();
     let seen = Arc::clone(&state);
     let addr = scripted(move |req, writer| {
         let session = req.headers.get("mcp-session-id").cloned();
@@ -1884,8 +1886,6 @@ fn a_call_made_during_a_renewal_waits_for_the_new_sessions_initialized() {
                 writer.write_all(head.as_bytes()).unwrap();
                 if n > 1 {
                     // The renewal: its head is out, its body held.
-                    writer.flush().unwrap();
-                    head_sent_tx.send(()).unwrap();
                     let _ = release.recv_timeout(Duration::from_secs(5));
                 }
                 writer.write_all(body.as_bytes()).unwrap();
@@ -1900,27 +1900,25 @@ fn a_call_made_during_a_renewal_waits_for_the_new_sessions_initialized() {
             "tools/call" if session.as_deref() == Some("s-1") => {
                 respond(writer, "404 Not Found", "", "");
             }
-            "tools/call" => {
-                let name = req.body["params"]["name"]
-                    .as_str()
-                    .unwrap_or("?")
-                    .to_owned();
-                {
+            method => {
+                let session = session.unwrap_or_default();
+                if session != "s-1" {
                     let mut state = seen.lock().unwrap();
-                    let session = session.unwrap_or_default();
                     if !state.initialized.contains(&session) {
-                        state.early.push(format!("{name} in {session}"));
+                        state.early.push(format!("{method} in {session}"));
                     }
+                    let _ = release_tx.send(());
+                    let _ = renewed_tx.send(());
                 }
-                let _ = release_tx.send(());
-                answer_json(
-                    req,
-                    writer,
-                    "",
-                    json!({ "content": [{ "type": "text", "text": name }] }),
-                );
+                if req.body["id"].is_null() {
+                    respond(writer, "202 Accepted", "", "");
+                } else if method == "tools/call" {
+                    let text = json!([{ "type": "text", "text": "answered" }]);
+                    answer_json(req, writer, "", json!({ "content": text }));
+                } else {
+                    answer_json(req, writer, "", json!({}));
+                }
             }
-            _ => respond(writer, "202 Accepted", "", ""),
         }
         true
     });
@@ -1930,27 +1928,23 @@ fn a_call_made_during_a_renewal_waits_for_the_new_sessions_initialized() {
             .connect_url(&format!("http://{addr}/mcp"))
             .unwrap(),
     );
-    let caller_a = Arc::clone(&client);
-    let a = std::thread::spawn(move || {
-        caller_a.call_tool_with(
+    let caller = Arc::clone(&client);
+    let call = std::thread::spawn(move || {
+        caller.call_tool_with(
             "a",
             json!({}),
             RequestOptions::new().timeout(Duration::from_secs(10)),
         )
     });
-    head_sent
-        .recv_timeout(WAIT)
-        .expect("a renewal's initialize");
-    let b = client.call_tool_with(
-        "b",
-        json!({}),
-        RequestOptions::new().timeout(Duration::from_secs(10)),
-    );
-    let a = a.join().unwrap();
+    let deadline = std::time::Instant::now() + WAIT;
+    while renewed.try_recv().is_err() && std::time::Instant::now() < deadline {
+        client.ping().unwrap();
+    }
+    let call = call.join().unwrap();
     let early = std::mem::take(&mut state.lock().unwrap().early);
     assert!(
         early.is_empty(),
-        "requests before their session's notifications/initialized: {early:?} (a: {a:?}, b: {b:?})"
+        "requests before their session's notifications/initialized: {early:?} (the call: {call:?})"
     );
 }
 
