@@ -24,6 +24,8 @@ mod discover;
 mod fixtures_md;
 #[cfg(feature = "http")]
 mod http;
+#[cfg(feature = "http")]
+mod http_backlog;
 #[cfg(all(feature = "http", feature = "client"))]
 mod http_client;
 #[cfg(feature = "http")]

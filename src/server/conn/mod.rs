@@ -211,7 +211,7 @@ impl Conn {
             _ => {
                 let output = &mut self.output;
                 (self.subscriptions).deliver(event, |line| {
-                    output.write_line(LineKind::Message, |out| {
+                    output.write_line(LineKind::Event, |out| {
                         out.push(line);
                         Ok(())
                     });

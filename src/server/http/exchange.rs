@@ -262,7 +262,7 @@ impl Exchange<'_> {
             front.finish();
         }
         self.inner.connections.disconnect(key);
-        body.keeps_alive() && keep_alive
+        body.finish() && keep_alive
     }
 
     /// The era of a request, its headers checked against its body (see

@@ -560,7 +560,7 @@ impl Connection for Listener {
         };
         for (conn, line) in targets {
             conn.act(Sending::Now, |c| {
-                c.write_line(line.into_bytes(), LineKind::Message)
+                c.write_line(line.into_bytes(), LineKind::Event)
             });
         }
     }

@@ -56,6 +56,6 @@ impl Exchange<'_> {
         self.inner.connections.disconnect(connected);
         let _ = conn.shut_down();
         body.end_unanswered();
-        body.keeps_alive() && keep_alive
+        body.finish() && keep_alive
     }
 }

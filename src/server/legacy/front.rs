@@ -284,7 +284,7 @@ impl Connection for Shared {
             .and_then(|s| s.notification(event));
         if let Some(line) = line {
             self.conn.act(Sending::Now, |c| {
-                c.write_line(line.into_bytes(), LineKind::Message)
+                c.write_line(line.into_bytes(), LineKind::Event)
             });
         }
     }
