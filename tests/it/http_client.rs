@@ -1959,7 +1959,6 @@ fn a_request_made_during_a_renewal_waits_for_the_new_sessions_initialized() {
 /// failed with `Rpc(-32020 "Header mismatch: the mcp-param-region-code
 /// header is sent more than once: send it once")`.
 #[test]
-#[ignore = "review-47z: not fixed yet"]
 fn a_tool_marked_with_names_that_differ_by_an_underscore_can_be_called() {
     let server = crate::everything::build();
     let coded = Tool::new("coded", "Returns its two codes.").input_schema(json!({
