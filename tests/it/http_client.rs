@@ -1587,7 +1587,6 @@ fn a_notification_answered_with_endless_interim_responses_is_let_go() {
 /// the caller of `connect_url`: on main it returned only when the server
 /// let go, after 30 s.
 #[test]
-#[ignore = "review-47z: not fixed yet"]
 fn a_notification_whose_status_line_trickles_in_is_let_go() {
     let addr = scripted(|req, writer| {
         match req.body["method"].as_str().unwrap_or("") {
