@@ -1638,7 +1638,6 @@ fn a_notification_whose_status_line_trickles_in_is_let_go() {
 /// connection alive, reads the first `tools/call` on it whole and closes:
 /// on main it saw the call twice, and the caller got the second's answer.
 #[test]
-#[ignore = "review-47z: not fixed yet"]
 fn a_call_the_server_read_before_the_connection_ended_is_not_sent_again() {
     use std::sync::atomic::{AtomicUsize, Ordering};
     let calls = Arc::new(AtomicUsize::new(0));
@@ -1687,6 +1686,66 @@ fn a_call_the_server_read_before_the_connection_ended_is_not_sent_again() {
         seen, 1,
         "the server got the call {seen} times (the caller got {answered:?})"
     );
+    let _ = client.close();
+}
+
+/// An idle kept-alive connection the server has closed is not used for
+/// a call: the call goes on a new connection, once, and is answered. The
+/// scripted modern server ends `server/discover`'s connection after its
+/// answer (no `Connection: close`); the client now sends a call only
+/// once a reused connection ended under it, so without looking at an
+/// idle connection first (`Kept::still_open`) this call failed.
+#[test]
+fn an_idle_connection_the_server_closed_is_not_used_for_a_call() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let calls = Arc::new(AtomicUsize::new(0));
+    let counted = Arc::clone(&calls);
+    let (closed_tx, closed) = crossbeam_channel::unbounded::<()>();
+    let addr = scripted(move |req, writer| {
+        match req.body["method"].as_str().unwrap_or("") {
+            "server/discover" => {
+                answer_json(
+                    req,
+                    writer,
+                    "",
+                    json!({ "supportedVersions": ["2026-07-28"],
+                        "capabilities": { "tools": {} },
+                        "serverInfo": { "name": "closing", "version": "1" },
+                        "resultType": "complete" }),
+                );
+                let _ = writer.shutdown(std::net::Shutdown::Both);
+                let _ = closed_tx.send(());
+                return false;
+            }
+            "tools/call" => {
+                counted.fetch_add(1, Ordering::SeqCst);
+                answer_json(
+                    req,
+                    writer,
+                    "",
+                    json!({ "content": [{ "type": "text", "text": "once" }],
+                        "resultType": "complete" }),
+                );
+            }
+            _ => respond(writer, "202 Accepted", "", ""),
+        }
+        true
+    });
+    let client = Client::builder()
+        .era(EraPolicy::ModernOnly)
+        .connect_url(&format!("http://{addr}/mcp"))
+        .unwrap();
+    closed.recv_timeout(WAIT).unwrap();
+    let answered = client.call_tool_with(
+        "transfer",
+        json!({}),
+        RequestOptions::new().timeout(Duration::from_secs(5)),
+    );
+    assert!(
+        matches!(&answered, Ok(Outcome::Complete(r)) if r.text_content() == "once"),
+        "{answered:?}"
+    );
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
     let _ = client.close();
 }
 
