@@ -1763,7 +1763,6 @@ fn an_idle_connection_the_server_closed_is_not_used_for_a_call() {
 /// instead of its answer. (An `id` given twice does not do it: the scan
 /// takes no id then.)
 #[test]
-#[ignore = "review-47z: not fixed yet"]
 fn an_unreadable_message_on_one_calls_stream_fails_no_other_call() {
     let (b_id_tx, b_id) = crossbeam_channel::unbounded::<Value>();
     let (a_done_tx, a_done) = crossbeam_channel::unbounded::<()>();
