@@ -1849,7 +1849,6 @@ fn an_unreadable_message_on_one_calls_stream_fails_no_other_call() {
 /// saw 1,001 `initialize` POSTs (the 1,000 it answers here, then one
 /// refused `503`) within the test's 3 s window after `connect_url`.
 #[test]
-#[ignore = "review-47z: not fixed yet"]
 fn a_get_stream_refused_in_every_new_session_does_not_renew_in_a_loop() {
     use std::sync::atomic::{AtomicUsize, Ordering};
     let initializes = Arc::new(AtomicUsize::new(0));
