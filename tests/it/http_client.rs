@@ -1908,7 +1908,6 @@ fn a_get_stream_refused_in_every_new_session_does_not_renew_in_a_loop() {
 /// one arrives in `s-2`. On main a `ping` came in `s-2` before its
 /// `notifications/initialized`.
 #[test]
-#[ignore = "review-47z: not fixed yet"]
 fn a_request_made_during_a_renewal_waits_for_the_new_sessions_initialized() {
     #[derive(Default)]
     struct State {

@@ -106,6 +106,7 @@ pub(crate) fn open(
         max_message,
         notes,
         session: Mutex::new(None),
+        renewed: Mutex::new(None),
         legacy_version: Mutex::new(None),
         params: Mutex::new(ParamHeaders::default()),
         idle: Mutex::new(Vec::new()),
@@ -140,6 +141,9 @@ struct Shared {
     notes: Notes,
     /// The legacy session the server assigned (`Mcp-Session-Id`).
     session: Mutex<Option<String>>,
+    /// The session the answer to a renewal's `initialize` assigned, not
+    /// yet adopted: `session::renew` adopts it once it is set up.
+    renewed: Mutex<Option<String>>,
     /// The version a legacy server agreed to in `initialize`, sent as
     /// `MCP-Protocol-Version` from then on.
     legacy_version: Mutex<Option<String>>,

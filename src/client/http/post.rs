@@ -310,10 +310,15 @@ impl Shared {
         let (mut kept, head) = self.start(written, verb, body, id, headers)?;
         // Spec 2025-11-25 basic/transports "Session Management": the
         // session is the one the answer to a (successful) initialize
-        // assigns; the Python SDK also names one on refusals.
+        // assigns; the Python SDK also names one on refusals. A renewal's
+        // own `initialize` (POSTed without a request id, `session::renew`)
+        // leaves it for the renewal to adopt once the session is set up.
         let assigned = (200..300).contains(&head.status) && initialize;
         if let Some(session) = head.headers.get("mcp-session-id").filter(|_| assigned) {
-            let mut slot = lock(&self.session);
+            let mut slot = lock(match id {
+                Some(_) => &self.session,
+                None => &self.renewed,
+            });
             if slot.as_deref() != Some(session) {
                 *slot = Some(session.to_owned());
             }

@@ -5,11 +5,14 @@
 //!
 //! The carrier keeps what set the session up (`Kept`: the `initialize`
 //! params, the last `logging/setLevel`, the resource subscriptions) and,
-//! on the first `404`, sends them again: `initialize` (answered here, the
-//! new session id adopted as any), `notifications/initialized`, the level
-//! and the subscriptions. The request that got the `404` is then sent once
-//! more, in the new session. One POST starts it; the others that got a
-//! `404` for the same session meanwhile find the new one.
+//! on the first `404`, sends them again: `initialize` (answered here),
+//! `notifications/initialized`, the level and the subscriptions, and only
+//! then adopts the new session id (2025-11-25 basic/lifecycle: the client
+//! MUST send `notifications/initialized` after a successful `initialize`,
+//! and a server may refuse any request before it). The request that got
+//! the `404` is then sent once more, in the new session. One POST starts
+//! it; the others, still naming the dead id, get their `404` and wait for
+//! it, then find the new one.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -86,7 +89,7 @@ impl Shared {
         self.notes.info(&format!(
             "the server does not know the session {gone} any more (404): starting a new one"
         ));
-        // The dead id stays until the answer assigns a new one: a request
+        // The dead id stays until the new session is set up: a request
         // sent meanwhile names it, gets its `404` and waits here for this
         // renewal, and a renewal that fails leaves the next `404` to try
         // again (with no id, no request would ever get one).
@@ -97,7 +100,8 @@ impl Shared {
             )
         };
         let mut opened = false;
-        self.post_quietly(&request(0, "initialize", &initialize), |message| {
+        lock(&self.renewed).take();
+        self.post_quietly(None, &request(0, "initialize", &initialize), |message| {
             if matches!(
                 answer_to(message, &format!("\"mcp-stdio-renew-{round}-0\"")),
                 Some(Answer::Result)
@@ -106,35 +110,39 @@ impl Shared {
                 opened = true;
             }
         });
+        // The new session (`None`: the server keeps none now), used by
+        // what sets it up, and by everything else only after that.
+        let fresh = lock(&self.renewed).take();
         if !opened {
             return false;
         }
-        {
-            // An answer that assigned no session: the server keeps none
-            // now, and the dead id is not sent again.
-            let mut session = lock(&self.session);
-            if session.as_deref() == Some(gone.as_str()) {
-                *session = None;
-            }
-        }
         let initialized = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
-        self.post_quietly(initialized, |_| {});
+        self.post_quietly(fresh.as_deref(), initialized, |_| {});
         let level = kept.level.iter().map(|params| ("logging/setLevel", params));
         let subscribed =
             (kept.subscribed.iter()).map(|(_, params)| ("resources/subscribe", params));
         for (n, (method, params)) in level.chain(subscribed).enumerate() {
-            self.post_quietly(&request(n + 1, method, params), |_| {});
+            self.post_quietly(fresh.as_deref(), &request(n + 1, method, params), |_| {});
+        }
+        let mut session = lock(&self.session);
+        if session.as_deref() == Some(gone.as_str()) {
+            *session = fresh;
         }
         true
     }
 
-    /// POSTs `line` (the carrier's own) with the headers it needs, and
-    /// hands what comes back to `seen`, not to the link.
-    fn post_quietly(&self, line: &str, mut seen: impl FnMut(&[u8])) {
+    /// POSTs `line` (the carrier's own) with the headers it needs, in
+    /// `session` (not the one adopted), and hands what comes back to
+    /// `seen`, not to the link.
+    fn post_quietly(&self, session: Option<&str>, line: &str, mut seen: impl FnMut(&[u8])) {
         let Ok(outgoing) = serde_json::from_str::<Outgoing<'_>>(line) else {
             return;
         };
-        let headers = self.headers(&outgoing, &OutgoingParams::of(&outgoing));
+        let mut headers = self.headers(&outgoing, &OutgoingParams::of(&outgoing));
+        headers.retain(|(name, _)| name != "Mcp-Session-Id");
+        if let Some(session) = session {
+            headers.push(("Mcp-Session-Id".to_owned(), session.to_owned()));
+        }
         let _ = self.exchange(
             "POST",
             line.as_bytes(),
