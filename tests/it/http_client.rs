@@ -2003,6 +2003,97 @@ fn a_request_made_during_a_renewal_waits_for_the_new_sessions_initialized() {
     );
 }
 
+/// Review 47z, noticed: a `resources/subscribe` the server refused is not
+/// sent again when the session is renewed. `Shared::keep`
+/// (src/client/http/session.rs) kept every subscribe as it was sent, and
+/// `Shared::renew` sends them all again in a new session. The scripted
+/// legacy server refuses `bad://x` and takes `good://y`, then forgets the
+/// session; a call's `404` renews it. The subscribes are kept in the order
+/// sent (`bad://x` first) and sent again in that order on one thread, so
+/// once `good://y` arrives in `s-2` a re-sent `bad://x` has arrived too.
+#[test]
+fn a_refused_resource_subscription_is_not_sent_again_in_a_new_session() {
+    let live: Arc<Mutex<Option<String>>> = Arc::default();
+    let inits = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let (subscribed_tx, subscribed) = crossbeam_channel::unbounded::<(String, String)>();
+    let state = Arc::clone(&live);
+    let addr = scripted(move |req, writer| {
+        let session = req.headers.get("mcp-session-id").cloned();
+        let method = req.body["method"].as_str().unwrap_or("");
+        if req.verb == "GET" {
+            respond(writer, "405 Method Not Allowed", "", "");
+        } else if req.verb == "DELETE" {
+            respond(writer, "200 OK", "", "");
+        } else if method == "initialize" {
+            let n = inits.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+            let id = format!("s-{n}");
+            *state.lock().unwrap() = Some(id.clone());
+            answer_json(
+                req,
+                writer,
+                &format!("Mcp-Session-Id: {id}\r\n"),
+                json!({ "protocolVersion": "2025-11-25",
+                    "capabilities": { "tools": {}, "resources": { "subscribe": true } },
+                    "serverInfo": { "name": "choosy", "version": "1" } }),
+            );
+        } else if session.is_none() || session != *state.lock().unwrap() {
+            respond(writer, "404 Not Found", "", "");
+        } else if method == "resources/subscribe" {
+            let uri = req.body["params"]["uri"].as_str().unwrap_or("").to_owned();
+            let _ = subscribed_tx.send((uri.clone(), session.unwrap_or_default()));
+            if uri == "bad://x" {
+                let body = json!({ "jsonrpc": "2.0", "id": req.body["id"],
+                    "error": { "code": -32602, "message": "no such resource" } });
+                respond(
+                    writer,
+                    "200 OK",
+                    "Content-Type: application/json\r\n",
+                    &body.to_string(),
+                );
+            } else {
+                answer_json(req, writer, "", json!({}));
+            }
+        } else if method == "tools/call" {
+            answer_json(
+                req,
+                writer,
+                "",
+                json!({ "content": [{ "type": "text", "text": "fine" }] }),
+            );
+        } else if req.body.get("id").is_some() {
+            answer_json(req, writer, "", json!({}));
+        } else {
+            respond(writer, "202 Accepted", "", "");
+        }
+        true
+    });
+    let client = Client::builder()
+        .era(EraPolicy::LegacyOnly)
+        .connect_url(&format!("http://{addr}/mcp"))
+        .unwrap();
+    let filter = SubscriptionFilter {
+        resource_subscriptions: Some(vec!["bad://x".into(), "good://y".into()]),
+        ..SubscriptionFilter::default()
+    };
+    let subscription = client.listen(filter).unwrap();
+    *live.lock().unwrap() = None;
+    let call = client.call("a", json!({}));
+    assert!(matches!(&call, Ok(r) if r.text_content() == "fine"), "{call:?}");
+    let mut seen = Vec::new();
+    while !seen.contains(&("good://y".to_owned(), "s-2".to_owned())) {
+        match subscribed.recv_timeout(WAIT) {
+            Ok(one) => seen.push(one),
+            Err(_) => panic!("good://y not subscribed in s-2: {seen:?}"),
+        }
+    }
+    assert!(
+        !seen.contains(&("bad://x".to_owned(), "s-2".to_owned())),
+        "the refused subscription was sent again: {seen:?}"
+    );
+    drop(subscription);
+    let _ = client.close();
+}
+
 /// Review 47z: a tool whose two `x-mcp-header` names differ only by `_`
 /// and `-` cannot be called over HTTP. The spec allows both names
 /// (2026-07-28 server/tools, "x-mcp-header": `1*tchar`, unique without

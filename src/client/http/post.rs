@@ -181,6 +181,7 @@ impl Shared {
             return;
         };
         let answered = Cell::new(false);
+        let accepted = Cell::new(false);
         // A tools/call refused for its headers is held back, once: the
         // tools are listed again and the call retried (`relist`).
         let hold_mismatch = Cell::new(method.as_deref() == Some(method::TOOLS_CALL));
@@ -205,7 +206,10 @@ impl Shared {
                     mismatched.set(true);
                     return false;
                 }
-                Some(_) => answered.set(true),
+                Some(answer) => {
+                    answered.set(true);
+                    accepted.set(matches!(answer, Answer::Result));
+                }
                 None => {}
             }
             let message = match method.as_deref() {
@@ -261,6 +265,9 @@ impl Shared {
         }
         if let (Ok(()), false) = (&res, answered.get()) {
             res = (self.unanswered(&id, &mut cursor, &answered, &mut deliver)).map_err(Failed::Why);
+        }
+        if method.as_deref() == Some("resources/subscribe") && !accepted.get() {
+            self.unkeep(&line);
         }
         let cancelled = lock(&self.streams).remove(&id).is_none();
         if let (Err(why), false) = (res, cancelled || self.is_closed()) {

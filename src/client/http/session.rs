@@ -33,7 +33,8 @@ pub(super) struct Kept {
     initialize: Option<String>,
     /// The params of the last `logging/setLevel`.
     level: Option<String>,
-    /// The URIs subscribed to (and not unsubscribed from), each with the
+    /// The URIs subscribed to (and not unsubscribed from, nor refused:
+    /// `Shared::unkeep`), each with the
     /// params it was subscribed with.
     subscribed: Vec<(String, String)>,
 }
@@ -62,6 +63,20 @@ impl Shared {
             }
             _ => {}
         }
+    }
+
+    /// Forgets the `resources/subscribe` `line` that the server refused
+    /// or never answered ([`Shared::keep`] kept it as it was sent): a new
+    /// session would be asked for it again, and get what the caller was
+    /// told it does not have.
+    pub(super) fn unkeep(&self, line: &[u8]) {
+        let Ok(outgoing) = serde_json::from_slice::<Outgoing<'_>>(line) else {
+            return;
+        };
+        let Some(uri) = text(OutgoingParams::of(&outgoing).uri) else {
+            return;
+        };
+        lock(&self.kept).subscribed.retain(|(kept, _)| *kept != uri);
     }
 
     /// The session named in `headers` is not known to the server (`404`):
