@@ -2094,6 +2094,95 @@ fn a_refused_resource_subscription_is_not_sent_again_in_a_new_session() {
     let _ = client.close();
 }
 
+/// Review 47z, noticed: a renewal that sends many subscriptions again
+/// does not hold up the calls that wait for it. `Shared::renew` sent every
+/// kept `resources/subscribe` one by one while holding the renewal's lock,
+/// and only then was the call that got the `404` sent again (and every
+/// other call that got one waited on the lock). The scripted legacy server
+/// takes 100 subscriptions, forgets the session, and answers each one sent
+/// again in `s-2` after 50 ms (5 s in all); the call must be answered well
+/// before that.
+#[test]
+fn a_renewal_with_many_subscriptions_does_not_hold_up_the_calls_waiting_for_it() {
+    const URIS: usize = 100;
+    let live: Arc<Mutex<Option<String>>> = Arc::default();
+    let inits = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let (again_tx, again) = crossbeam_channel::unbounded::<String>();
+    let state = Arc::clone(&live);
+    let addr = scripted(move |req, writer| {
+        let session = req.headers.get("mcp-session-id").cloned();
+        let method = req.body["method"].as_str().unwrap_or("");
+        if req.verb == "GET" {
+            respond(writer, "405 Method Not Allowed", "", "");
+        } else if req.verb == "DELETE" {
+            respond(writer, "200 OK", "", "");
+        } else if method == "initialize" {
+            let n = inits.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+            let id = format!("s-{n}");
+            *state.lock().unwrap() = Some(id.clone());
+            answer_json(
+                req,
+                writer,
+                &format!("Mcp-Session-Id: {id}\r\n"),
+                json!({ "protocolVersion": "2025-11-25",
+                    "capabilities": { "tools": {}, "resources": { "subscribe": true } },
+                    "serverInfo": { "name": "subscribed", "version": "1" } }),
+            );
+        } else if session.is_none() || session != *state.lock().unwrap() {
+            respond(writer, "404 Not Found", "", "");
+        } else if method == "resources/subscribe" {
+            if session.as_deref() == Some("s-2") {
+                std::thread::sleep(Duration::from_millis(50));
+                let uri = req.body["params"]["uri"].as_str().unwrap_or("").to_owned();
+                let _ = again_tx.send(uri);
+            }
+            answer_json(req, writer, "", json!({}));
+        } else if method == "tools/call" {
+            answer_json(
+                req,
+                writer,
+                "",
+                json!({ "content": [{ "type": "text", "text": "fine" }] }),
+            );
+        } else if req.body.get("id").is_some() {
+            answer_json(req, writer, "", json!({}));
+        } else {
+            respond(writer, "202 Accepted", "", "");
+        }
+        true
+    });
+    let client = Client::builder()
+        .era(EraPolicy::LegacyOnly)
+        .connect_url(&format!("http://{addr}/mcp"))
+        .unwrap();
+    let filter = SubscriptionFilter {
+        resource_subscriptions: Some((0..URIS).map(|n| format!("r://{n}")).collect()),
+        ..SubscriptionFilter::default()
+    };
+    let subscription = client.listen(filter).unwrap();
+    assert_eq!(
+        subscription.accepted().resource_subscriptions.as_ref().map(Vec::len),
+        Some(URIS)
+    );
+    *live.lock().unwrap() = None;
+    let started = std::time::Instant::now();
+    let call = client.call("a", json!({}));
+    let took = started.elapsed();
+    assert!(matches!(&call, Ok(r) if r.text_content() == "fine"), "{call:?}");
+    assert!(
+        took < Duration::from_millis(2500),
+        "the call waited {took:?} for the subscriptions"
+    );
+    // They are all sent again in the new session, all the same.
+    let mut resent = std::collections::HashSet::new();
+    while resent.len() < URIS {
+        let uri = again.recv_timeout(WAIT).expect("every subscription sent again");
+        resent.insert(uri);
+    }
+    drop(subscription);
+    let _ = client.close();
+}
+
 /// Review 47z: a tool whose two `x-mcp-header` names differ only by `_`
 /// and `-` cannot be called over HTTP. The spec allows both names
 /// (2026-07-28 server/tools, "x-mcp-header": `1*tchar`, unique without

@@ -121,8 +121,9 @@ impl Shared {
                 // and is given up as any other failure.
                 Err(Refused::Status(404)) if session.is_some() => {
                     let gone = [("Mcp-Session-Id".to_owned(), session.unwrap_or_default())];
-                    if self.renew(&gone) {
+                    if let Some(renewed) = self.renew(&gone) {
                         cursor = Cursor::default();
+                        self.resubscribe(renewed);
                     }
                 }
                 Err(Refused::Status(_)) => return,

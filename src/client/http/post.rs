@@ -175,8 +175,10 @@ impl Shared {
                 &mut Cursor::default(),
                 deliver,
             );
-            if let Err(Failed::SessionGone) = sent {
-                self.renew(&headers);
+            if let Err(Failed::SessionGone) = sent
+                && let Some(renewed) = self.renew(&headers)
+            {
+                self.resubscribe(renewed);
             }
             return;
         };
@@ -241,8 +243,11 @@ impl Shared {
             &mut cursor,
             &mut deliver,
         );
-        if let Err(Failed::SessionGone) = res
-            && self.renew(&headers)
+        let mut renewed = None;
+        if let Err(Failed::SessionGone) = res {
+            renewed = self.renew(&headers);
+        }
+        if renewed.is_some()
             && let Ok(outgoing) = serde_json::from_slice::<Outgoing<'_>>(&line)
         {
             headers = self.headers(&outgoing, &OutgoingParams::of(&outgoing));
@@ -277,6 +282,9 @@ impl Shared {
                 why => error_line(&id, &why.into_why()),
             };
             inbox.made_up(&line, &mut notes);
+        }
+        if let Some(renewed) = renewed {
+            self.resubscribe(renewed);
         }
     }
 

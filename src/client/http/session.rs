@@ -6,13 +6,15 @@
 //! The carrier keeps what set the session up (`Kept`: the `initialize`
 //! params, the last `logging/setLevel`, the resource subscriptions) and,
 //! on the first `404`, sends them again: `initialize` (answered here),
-//! `notifications/initialized`, the level and the subscriptions, and only
-//! then adopts the new session id (2025-11-25 basic/lifecycle: the client
-//! MUST send `notifications/initialized` after a successful `initialize`,
-//! and a server may refuse any request before it). The request that got
-//! the `404` is then sent once more, in the new session. One POST starts
-//! it; the others, still naming the dead id, get their `404` and wait for
-//! it, then find the new one.
+//! `notifications/initialized` and the level, and only then adopts the
+//! new session id (2025-11-25 basic/lifecycle: the client MUST send
+//! `notifications/initialized` after a successful `initialize`, and a
+//! server may refuse any request before it). The request that got the
+//! `404` is then sent once more, in the new session, and after it the
+//! subscriptions ([`Shared::resubscribe`]: up to 10,000 round trips,
+//! which no request waits for). One POST starts it; the others, still
+//! naming the dead id, get their `404` and wait for it, then find the new
+//! one.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -25,6 +27,13 @@ use crate::sync::lock;
 
 /// The most subscriptions kept to set again (the server bounds its own).
 const MAX_KEPT: usize = 10_000;
+
+/// What a renewal leaves to the one that started it, to do after its own
+/// request: the subscriptions to send again, each one's params.
+#[must_use]
+pub(super) struct Renewed {
+    subscriptions: Vec<String>,
+}
 
 /// What set a legacy session up, as sent, to set a new one up the same.
 #[derive(Default, Clone)]
@@ -82,24 +91,28 @@ impl Shared {
     /// The session named in `headers` is not known to the server (`404`):
     /// starts a new one, set up as it was, unless another POST did
     /// already. Returns whether a session is now open (or the server
-    /// answered `initialize` keeping none), to send the request again in;
-    /// `false` leaves the dead id in place for the next `404` to renew.
-    pub(super) fn renew(&self, headers: &[(String, String)]) -> bool {
+    /// answered `initialize` keeping none), to send the request again in,
+    /// with the subscriptions to send again after it (none unless this
+    /// call renewed it); `None` leaves the dead id in place for the next
+    /// `404` to renew.
+    pub(super) fn renew(&self, headers: &[(String, String)]) -> Option<Renewed> {
         static RENEWALS: AtomicU64 = AtomicU64::new(1);
         let Some((_, gone)) = headers.iter().find(|(name, _)| name == "Mcp-Session-Id") else {
-            return false;
+            return None;
         };
         let _one_at_a_time = lock(&self.renewal);
         if self.is_closed() {
-            return false;
+            return None;
         }
         let current = lock(&self.session).clone();
         if current.as_deref() != Some(gone.as_str()) {
-            return current.is_some();
+            return current.is_some().then_some(Renewed {
+                subscriptions: Vec::new(),
+            });
         }
         let kept = lock(&self.kept).clone();
         let Some(initialize) = kept.initialize else {
-            return false;
+            return None;
         };
         self.notes.info(&format!(
             "the server does not know the session {gone} any more (404): starting a new one"
@@ -129,21 +142,43 @@ impl Shared {
         // what sets it up, and by everything else only after that.
         let fresh = lock(&self.renewed).take();
         if !opened {
-            return false;
+            return None;
         }
         let initialized = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
         self.post_quietly(fresh.as_deref(), initialized, |_| {});
-        let level = kept.level.iter().map(|params| ("logging/setLevel", params));
-        let subscribed =
-            (kept.subscribed.iter()).map(|(_, params)| ("resources/subscribe", params));
-        for (n, (method, params)) in level.chain(subscribed).enumerate() {
-            self.post_quietly(fresh.as_deref(), &request(n + 1, method, params), |_| {});
+        if let Some(params) = &kept.level {
+            let line = request(1, "logging/setLevel", params);
+            self.post_quietly(fresh.as_deref(), &line, |_| {});
         }
         let mut session = lock(&self.session);
         if session.as_deref() == Some(gone.as_str()) {
             *session = fresh;
         }
-        true
+        Some(Renewed {
+            subscriptions: kept.subscribed.into_iter().map(|(_, p)| p).collect(),
+        })
+    }
+
+    /// Sends again, in the session now open, the subscriptions a renewal
+    /// left ([`Renewed`]), one at a time, until the client closes. Its
+    /// caller is the one that started the renewal, after its own request:
+    /// the renewal's lock is not held, so the requests that waited for the
+    /// renewal go at once, not after thousands of round trips. An update
+    /// the server sends before its subscription is back is not heard, as
+    /// none is while the session is renewed.
+    pub(super) fn resubscribe(&self, renewed: Renewed) {
+        static ROUNDS: AtomicU64 = AtomicU64::new(1);
+        let round = ROUNDS.fetch_add(1, Ordering::Relaxed);
+        for (n, params) in renewed.subscriptions.iter().enumerate() {
+            if self.is_closed() {
+                return;
+            }
+            let session = lock(&self.session).clone();
+            let line = format!(
+                r#"{{"jsonrpc":"2.0","id":"mcp-stdio-resubscribe-{round}-{n}","method":"resources/subscribe","params":{params}}}"#
+            );
+            self.post_quietly(session.as_deref(), &line, |_| {});
+        }
     }
 
     /// POSTs `line` (the carrier's own) with the headers it needs, in
