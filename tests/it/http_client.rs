@@ -2078,7 +2078,10 @@ fn a_refused_resource_subscription_is_not_sent_again_in_a_new_session() {
     let subscription = client.listen(filter).unwrap();
     *live.lock().unwrap() = None;
     let call = client.call("a", json!({}));
-    assert!(matches!(&call, Ok(r) if r.text_content() == "fine"), "{call:?}");
+    assert!(
+        matches!(&call, Ok(r) if r.text_content() == "fine"),
+        "{call:?}"
+    );
     let mut seen = Vec::new();
     while !seen.contains(&("good://y".to_owned(), "s-2".to_owned())) {
         match subscribed.recv_timeout(WAIT) {
@@ -2161,14 +2164,21 @@ fn a_renewal_with_many_subscriptions_does_not_hold_up_the_calls_waiting_for_it()
     };
     let subscription = client.listen(filter).unwrap();
     assert_eq!(
-        subscription.accepted().resource_subscriptions.as_ref().map(Vec::len),
+        subscription
+            .accepted()
+            .resource_subscriptions
+            .as_ref()
+            .map(Vec::len),
         Some(URIS)
     );
     *live.lock().unwrap() = None;
     let started = std::time::Instant::now();
     let call = client.call("a", json!({}));
     let took = started.elapsed();
-    assert!(matches!(&call, Ok(r) if r.text_content() == "fine"), "{call:?}");
+    assert!(
+        matches!(&call, Ok(r) if r.text_content() == "fine"),
+        "{call:?}"
+    );
     assert!(
         took < Duration::from_millis(2500),
         "the call waited {took:?} for the subscriptions"
@@ -2176,7 +2186,9 @@ fn a_renewal_with_many_subscriptions_does_not_hold_up_the_calls_waiting_for_it()
     // They are all sent again in the new session, all the same.
     let mut resent = std::collections::HashSet::new();
     while resent.len() < URIS {
-        let uri = again.recv_timeout(WAIT).expect("every subscription sent again");
+        let uri = again
+            .recv_timeout(WAIT)
+            .expect("every subscription sent again");
         resent.insert(uri);
     }
     drop(subscription);

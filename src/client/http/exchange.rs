@@ -199,7 +199,9 @@ fn read_line_by(
         if buf.is_empty() {
             break;
         }
-        let room = usize::try_from(*budget).unwrap_or(usize::MAX).min(buf.len());
+        let room = usize::try_from(*budget)
+            .unwrap_or(usize::MAX)
+            .min(buf.len());
         let (used, ended) = match memchr::memchr(b'\n', &buf[..room]) {
             Some(at) => (at + 1, true),
             None => (room, false),
