@@ -97,9 +97,7 @@ impl Shared {
     /// `404` to renew.
     pub(super) fn renew(&self, headers: &[(String, String)]) -> Option<Renewed> {
         static RENEWALS: AtomicU64 = AtomicU64::new(1);
-        let Some((_, gone)) = headers.iter().find(|(name, _)| name == "Mcp-Session-Id") else {
-            return None;
-        };
+        let (_, gone) = headers.iter().find(|(name, _)| name == "Mcp-Session-Id")?;
         let _one_at_a_time = lock(&self.renewal);
         if self.is_closed() {
             return None;
@@ -111,9 +109,7 @@ impl Shared {
             });
         }
         let kept = lock(&self.kept).clone();
-        let Some(initialize) = kept.initialize else {
-            return None;
-        };
+        let initialize = kept.initialize?;
         self.notes.info(&format!(
             "the server does not know the session {gone} any more (404): starting a new one"
         ));
