@@ -183,7 +183,9 @@ impl Shared {
             return;
         };
         let answered = Cell::new(false);
-        let accepted = Cell::new(false);
+        // A subscription refused (or never answered) is not kept for a
+        // new session; forgotten before the caller hears of it.
+        let subscribe = method.as_deref() == Some("resources/subscribe");
         // A tools/call refused for its headers is held back, once: the
         // tools are listed again and the call retried (`relist`).
         let hold_mismatch = Cell::new(method.as_deref() == Some(method::TOOLS_CALL));
@@ -210,7 +212,9 @@ impl Shared {
                 }
                 Some(answer) => {
                     answered.set(true);
-                    accepted.set(matches!(answer, Answer::Result));
+                    if subscribe && !matches!(answer, Answer::Result) {
+                        self.unkeep(&line);
+                    }
                 }
                 None => {}
             }
@@ -271,7 +275,7 @@ impl Shared {
         if let (Ok(()), false) = (&res, answered.get()) {
             res = (self.unanswered(&id, &mut cursor, &answered, &mut deliver)).map_err(Failed::Why);
         }
-        if method.as_deref() == Some("resources/subscribe") && !accepted.get() {
+        if subscribe && !answered.get() {
             self.unkeep(&line);
         }
         let cancelled = lock(&self.streams).remove(&id).is_none();
