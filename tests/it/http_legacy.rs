@@ -1267,3 +1267,44 @@ fn a_sessions_subscribes_cost_the_same_however_many_it_has() {
         "subscribes 5,001 to 6,000 took {last:?}, the first 1,000 {first:?}"
     );
 }
+
+/// Review 47z: the bound on sessions still evicts a live session, for a
+/// flood only one POST per session larger. `Store::evict`
+/// (src/server/http/sessions.rs) ranks an idle session that was `used`
+/// after one that was not, and `used` is set by any message naming the
+/// session (`Sessions::enter`, `open_posts`: a `ping`, an answer, a
+/// `notifications/cancelled`); the module docs say a flood "pushes out
+/// only its own kind, not the sessions in use". At `max_sessions(4)`, a
+/// client that listed its tools once, then four unauthenticated
+/// `initialize` + `ping` pairs: on main the client's next call is `404`.
+#[test]
+fn a_flood_of_sessions_that_each_ping_once_pushes_out_no_live_session() {
+    let http = start(
+        crate::everything::build(),
+        HttpOptions::new().max_sessions(4),
+    );
+    let addr = http.addr;
+    let live = initialize(addr, json!({}));
+    let listed = post(
+        addr,
+        &headers(Some(&live), false),
+        &json!({ "jsonrpc": "2.0", "id": 2, "method": "tools/list" }).to_string(),
+    );
+    assert_eq!(status(&listed), 200, "{listed}");
+    for n in 0..4 {
+        let flood = initialize(addr, json!({}));
+        let ping = json!({ "jsonrpc": "2.0", "id": 10 + n, "method": "ping" });
+        let pinged = post(addr, &headers(Some(&flood), false), &ping.to_string());
+        assert_eq!(status(&pinged), 200, "{pinged}");
+    }
+    let response = post(
+        addr,
+        &headers(Some(&live), false),
+        &call(3, "echo").to_string(),
+    );
+    assert_eq!(
+        status(&response),
+        200,
+        "the live session was pushed out by sessions that each sent one ping: {response}"
+    );
+}

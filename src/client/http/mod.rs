@@ -106,6 +106,7 @@ pub(crate) fn open(
         max_message,
         notes,
         session: Mutex::new(None),
+        renewed: Mutex::new(None),
         legacy_version: Mutex::new(None),
         params: Mutex::new(ParamHeaders::default()),
         idle: Mutex::new(Vec::new()),
@@ -140,6 +141,9 @@ struct Shared {
     notes: Notes,
     /// The legacy session the server assigned (`Mcp-Session-Id`).
     session: Mutex<Option<String>>,
+    /// The session the answer to a renewal's `initialize` assigned, not
+    /// yet adopted: `session::renew` adopts it once it is set up.
+    renewed: Mutex<Option<String>>,
     /// The version a legacy server agreed to in `initialize`, sent as
     /// `MCP-Protocol-Version` from then on.
     legacy_version: Mutex<Option<String>>,
@@ -399,14 +403,19 @@ impl Shared {
 
     /// Ends the session, if one is open: taken out (whoever takes it ends
     /// it, once) and `DELETE`d. Called by `close`, after it marked the
-    /// client closed, and by a renewal that finds the client closed once
-    /// its new session is assigned (`session::renew`): a session assigned
-    /// before `close` took it is ended by `close`, one assigned after by
-    /// the renewal.
+    /// client closed; a renewal that finds the client closed before it
+    /// adopts its new session ends that one itself (`session::renew`): a
+    /// session adopted before `close` took it is ended by `close`, one not
+    /// adopted by the renewal.
     fn end_session(&self) {
         let Some(session) = lock(&self.session).take() else {
             return;
         };
+        self.delete_session(session);
+    }
+
+    /// `DELETE`s `session` (the server may refuse or be gone).
+    fn delete_session(&self, session: String) {
         {
             let mut headers = vec![("Mcp-Session-Id".to_owned(), session)];
             if let Some(version) = lock(&self.legacy_version).clone() {

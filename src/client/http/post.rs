@@ -34,7 +34,7 @@ fn read_timeout(id: Option<&str>) -> Option<Duration> {
 }
 
 /// Whether `error`, from writing a request on a kept-alive connection or
-/// reading its answer's head, says the server had closed that connection.
+/// reading its answer's head, says the server closed that connection.
 fn closed_meanwhile(error: &std::io::Error) -> bool {
     use std::io::ErrorKind;
     matches!(
@@ -43,6 +43,14 @@ fn closed_meanwhile(error: &std::io::Error) -> bool {
             | ErrorKind::ConnectionAborted
             | ErrorKind::BrokenPipe
             | ErrorKind::UnexpectedEof
+    )
+}
+
+/// Why a request that may not be repeated failed when its reused
+/// connection ended before any answer ([`Shared::start`]).
+fn not_sent_again(url: &str) -> String {
+    format!(
+        "the connection to {url} ended after the request was sent, before any answer: not sent again, since the server may have acted on it (send it again if that is safe)"
     )
 }
 
@@ -60,6 +68,36 @@ impl Kept {
     /// The connection, to read an answer's body from.
     pub(super) fn connection(&mut self) -> &mut Connection {
         &mut self.conn
+    }
+
+    /// Whether this idle connection can carry a request: nothing has come
+    /// on it since its last answer (not its end, a reset, nor bytes no
+    /// request asked for), looked at without waiting. A server closes an
+    /// idle connection when it likes (its keep-alive timeout); seen here,
+    /// the request goes on another one instead of being written where the
+    /// server is gone, and then maybe sent twice ([`Shared::start`]).
+    fn still_open(&self) -> bool {
+        if !self.conn.buffer().is_empty() {
+            return false;
+        }
+        #[cfg(unix)]
+        {
+            use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+            use std::os::fd::AsFd;
+            // An end, a reset or an error is readable too (POLLHUP and
+            // POLLERR come unasked).
+            let mut fds = [PollFd::new(self.socket.as_fd(), PollFlags::POLLIN)];
+            poll(&mut fds, PollTimeout::ZERO).is_ok_and(|ready| ready == 0)
+        }
+        #[cfg(not(unix))]
+        {
+            if self.socket.set_nonblocking(true).is_err() {
+                return false;
+            }
+            let looked = self.socket.peek(&mut [0]);
+            let restored = self.socket.set_nonblocking(false).is_ok();
+            restored && looked.is_err_and(|e| e.kind() == std::io::ErrorKind::WouldBlock)
+        }
     }
 }
 
@@ -137,12 +175,17 @@ impl Shared {
                 &mut Cursor::default(),
                 deliver,
             );
-            if let Err(Failed::SessionGone) = sent {
-                self.renew(&headers);
+            if let Err(Failed::SessionGone) = sent
+                && let Some(renewed) = self.renew(&headers)
+            {
+                self.resubscribe(renewed);
             }
             return;
         };
         let answered = Cell::new(false);
+        // A subscription refused (or never answered) is not kept for a
+        // new session; forgotten before the caller hears of it.
+        let subscribe = method.as_deref() == Some("resources/subscribe");
         // A tools/call refused for its headers is held back, once: the
         // tools are listed again and the call retried (`relist`).
         let hold_mismatch = Cell::new(method.as_deref() == Some(method::TOOLS_CALL));
@@ -167,7 +210,12 @@ impl Shared {
                     mismatched.set(true);
                     return false;
                 }
-                Some(_) => answered.set(true),
+                Some(answer) => {
+                    answered.set(true);
+                    if subscribe && !matches!(answer, Answer::Result) {
+                        self.unkeep(&line);
+                    }
+                }
                 None => {}
             }
             let message = match method.as_deref() {
@@ -199,8 +247,11 @@ impl Shared {
             &mut cursor,
             &mut deliver,
         );
-        if let Err(Failed::SessionGone) = res
-            && self.renew(&headers)
+        let mut renewed = None;
+        if let Err(Failed::SessionGone) = res {
+            renewed = self.renew(&headers);
+        }
+        if renewed.is_some()
             && let Ok(outgoing) = serde_json::from_slice::<Outgoing<'_>>(&line)
         {
             headers = self.headers(&outgoing, &OutgoingParams::of(&outgoing));
@@ -224,6 +275,9 @@ impl Shared {
         if let (Ok(()), false) = (&res, answered.get()) {
             res = (self.unanswered(&id, &mut cursor, &answered, &mut deliver)).map_err(Failed::Why);
         }
+        if subscribe && !answered.get() {
+            self.unkeep(&line);
+        }
         let cancelled = lock(&self.streams).remove(&id).is_none();
         if let (Err(why), false) = (res, cancelled || self.is_closed()) {
             // Made up here: no wire hook sees it as received.
@@ -232,6 +286,9 @@ impl Shared {
                 why => error_line(&id, &why.into_why()),
             };
             inbox.made_up(&line, &mut notes);
+        }
+        if let Some(renewed) = renewed {
+            self.resubscribe(renewed);
         }
     }
 
@@ -272,10 +329,15 @@ impl Shared {
         let (mut kept, head) = self.start(written, verb, body, id, headers)?;
         // Spec 2025-11-25 basic/transports "Session Management": the
         // session is the one the answer to a (successful) initialize
-        // assigns; the Python SDK also names one on refusals.
+        // assigns; the Python SDK also names one on refusals. A renewal's
+        // own `initialize` (POSTed without a request id, `session::renew`)
+        // leaves it for the renewal to adopt once the session is set up.
         let assigned = (200..300).contains(&head.status) && initialize;
         if let Some(session) = head.headers.get("mcp-session-id").filter(|_| assigned) {
-            let mut slot = lock(&self.session);
+            let mut slot = lock(match id {
+                Some(_) => &self.session,
+                None => &self.renewed,
+            });
             if slot.as_deref() != Some(session) {
                 *slot = Some(session.to_owned());
             }
@@ -369,9 +431,17 @@ impl Shared {
     }
 
     /// Writes the request on an idle connection or a new one (unless it
-    /// was `written` already), and reads the answer's head. A kept-alive
-    /// connection the server closed meanwhile is replaced by a new one,
-    /// once. A request (`id`) waits for its answer as long as its caller
+    /// was `written` already), and reads the answer's head. An idle
+    /// connection the server closed is not used ([`Kept::still_open`]).
+    /// One that ends (an end, a reset) under the request is replaced by a
+    /// new one, once, and the request sent again there only when that is
+    /// safe: its write failed (the server never had it whole), or it may
+    /// be repeated (a notification, an answer, a GET). Anything else the
+    /// server may have read and acted on before the connection ended, and
+    /// a POST is not idempotent (RFC 9110 section 9.2.2: a client SHOULD
+    /// NOT retry it automatically unless it knows the first was never
+    /// applied): it fails, saying so, rather than a `tools/call` running
+    /// twice. A request (`id`) waits for its answer as long as its caller
     /// does (a cancellation closes its stream); anything else for
     /// [`ACCEPT_TIMEOUT`].
     pub(super) fn start(
@@ -388,8 +458,9 @@ impl Shared {
         let deadline = read_timeout(id).map(|wait| Instant::now() + wait);
         let mut reused = written.map(|kept| (kept, true));
         if reused.is_none() {
-            reused = lock(&self.idle).pop().map(|kept| (kept, false));
+            reused = self.idle_connection().map(|kept| (kept, false));
         }
+        let repeatable = id.is_none() || verb == "GET";
         loop {
             let was_reused = reused.is_some();
             let (mut kept, sent) = match reused.take() {
@@ -400,22 +471,25 @@ impl Shared {
                     false,
                 ),
             };
-            let written = match sent {
-                true => Ok(()),
-                false => self.write(&mut kept, verb, body, id, headers),
-            };
-            let head = match written {
-                Ok(()) => exchange::read_head(&mut kept.conn, verb == "HEAD", deadline),
-                Err(e) => Err(e),
-            };
-            match head {
+            if !sent && let Err(e) = self.write(&mut kept, verb, body, id, headers) {
+                // Not written whole: the server cannot have acted on it.
+                if was_reused && closed_meanwhile(&e) {
+                    continue;
+                }
+                return Err(format!("the request to {url} failed: {e}"));
+            }
+            match exchange::read_head(&mut kept.conn, verb == "HEAD", deadline) {
                 Ok(Some(head)) => return Ok((kept, head)),
-                // A reused connection the server had closed meanwhile (an
-                // end, a reset): the request is sent again on a new one.
-                // Not after a timeout, nor a head it could not read: the
-                // server has the request, and would get it twice.
-                Ok(None) if was_reused => continue,
-                Err(e) if was_reused && closed_meanwhile(&e) => continue,
+                // A reused connection that ended under the request (an
+                // end, a reset): sent again on a new one if it may be.
+                // Never after a timeout, nor a head it could not read:
+                // the server has the request.
+                Ok(None) if was_reused && repeatable => continue,
+                Err(e) if was_reused && repeatable && closed_meanwhile(&e) => continue,
+                Ok(None) if was_reused => return Err(not_sent_again(&url)),
+                Err(e) if was_reused && closed_meanwhile(&e) => {
+                    return Err(not_sent_again(&url));
+                }
                 Ok(None) => return Err(format!("{url} closed the connection without an answer")),
                 Err(e) => return Err(format!("the request to {url} failed: {e}")),
             }
@@ -463,10 +537,21 @@ impl Shared {
         if line.len() > WRITE_AHEAD_BYTES {
             return None;
         }
-        let mut kept = lock(&self.idle).pop()?;
+        let mut kept = self.idle_connection()?;
         self.write(&mut kept, "POST", line, Some(id), headers)
             .ok()?;
         Some(kept)
+    }
+
+    /// An idle connection the server has not closed, if there is one
+    /// ([`Kept::still_open`]); those it closed are dropped.
+    fn idle_connection(&self) -> Option<Kept> {
+        loop {
+            let kept = lock(&self.idle).pop()?;
+            if kept.still_open() {
+                return Some(kept);
+            }
+        }
     }
 
     /// A new connection, set up once: no delay (a request is one write), a

@@ -40,6 +40,18 @@ fn host_name(authority: &str) -> &str {
     authority.split(':').next().unwrap_or(authority)
 }
 
+/// The header fields with fixed names that the checks read, in lower
+/// case: [`single_fields`] takes a `_` in their names as a `-`.
+const FIXED_FIELDS: [&str; 7] = [
+    "host",
+    "origin",
+    "content-type",
+    "mcp-method",
+    "mcp-name",
+    "mcp-protocol-version",
+    "mcp-session-id",
+];
+
 /// The header fields the checks read (`Host`, `Origin`, `Content-Type`)
 /// and every `Mcp-*` one the spec's checks compare with the body
 /// (`MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name`, each `Mcp-Param-*`,
@@ -50,18 +62,29 @@ fn host_name(authority: &str) -> &str {
 /// repeated). A header mirrored from the body (`Mcp-Method`, `Mcp-Name`,
 /// `MCP-Protocol-Version`, `Mcp-Param-*`) sent twice is malformed, which
 /// 2026-07-28 "Server Validation" refuses with `-32020` (`HeaderMismatch`);
-/// the others with `-32600`. A `_` counts as a `-` in these names:
-/// CGI-style gateways (CGI, WSGI, many proxies' variables) read both
-/// `Mcp-Method` and `Mcp_Method` as `HTTP_MCP_METHOD`, so the two spellings
-/// are the same field sent twice.
+/// the others with `-32600`. In the fixed names ([`FIXED_FIELDS`]) a `_`
+/// counts as a `-`: CGI-style gateways (CGI, WSGI, many proxies'
+/// variables) read both `Mcp-Method` and `Mcp_Method` as
+/// `HTTP_MCP_METHOD`, so the two spellings are the same field sent twice.
+/// Not in any other `Mcp-*` name: a tool may mark two arguments
+/// `Region_Code` and `Region-Code` (2026-07-28 server/tools,
+/// "x-mcp-header": `1*tchar`, unique without regard to case), which are
+/// two fields, each compared with its own argument; the same name sent
+/// twice, in any case, is still refused.
 pub(crate) fn single_fields(request: &HttpRequest) -> Result<(), Refusal> {
-    let checked =
-        |name: &str| ["host", "origin", "content-type"].contains(&name) || name.starts_with("mcp-");
+    let checked = |name: &str| FIXED_FIELDS.contains(&name) || name.starts_with("mcp-");
     // One pass (a head may hold a thousand fields): the checked names
-    // seen so far, in lower case with `_` as `-`.
+    // seen so far, in lower case (a fixed one with `_` as `-`).
     let mut seen = std::collections::HashSet::new();
     let twice = (request.headers.iter())
-        .map(|(name, _)| name.to_ascii_lowercase().replace('_', "-"))
+        .map(|(name, _)| {
+            let name = name.to_ascii_lowercase();
+            let dashed = name.replace('_', "-");
+            match FIXED_FIELDS.contains(&dashed.as_str()) {
+                true => dashed,
+                false => name,
+            }
+        })
         .filter(|name| checked(name))
         .find(|name| !seen.insert(name.clone()));
     let Some(name) = twice else {
