@@ -40,7 +40,7 @@
 //! standalone one, opened once initialized, for what belongs to no request,
 //! and the resumption of a request's stream that ended early.
 
-mod exchange;
+pub(crate) mod exchange;
 mod get_stream;
 mod messages;
 mod params;
@@ -48,7 +48,7 @@ mod post;
 mod relist;
 mod session;
 mod settings;
-mod url;
+pub(crate) mod url;
 mod workers;
 
 use std::borrow::Cow;
