@@ -156,12 +156,17 @@ fn connect(url: &str) -> Result<Client, Error> {
 /// authorization step: its authorization server redirects at once, so the
 /// "user agent" is one GET whose `Location` is the redirect.
 fn oauth() -> OAuth {
+    let context = context();
+    let (id, secret) = (context["client_id"].as_str(), context["client_secret"].as_str());
+    let scenario = std::env::var("MCP_CONFORMANCE_SCENARIO").unwrap_or_default();
+    if let (Some(id), Some(secret), true) = (id, secret, scenario.starts_with("auth/client-credentials")) {
+        return OAuth::client_credentials(id, secret);
+    }
     let mut oauth = OAuth::authorization_code("http://localhost:3333/callback", follow_once)
         .client_name("mcp-stdio-conformance")
         .client_metadata_url("https://conformance-test.local/client-metadata.json");
-    let context = context();
-    if let Some(id) = context["client_id"].as_str() {
-        oauth = oauth.pre_registered(id, context["client_secret"].as_str());
+    if let Some(id) = id {
+        oauth = oauth.pre_registered(id, secret);
     }
     oauth
 }

@@ -194,7 +194,7 @@ pub(crate) fn resource_matches(resource: &str, server: &Url) -> bool {
 /// insertion, then OpenID Connect Discovery with path insertion, then with
 /// path appending; for an issuer without a path the first two), refused
 /// when its `issuer` is not identical to `issuer` (RFC 8414 section 3.3)
-/// or it does not offer PKCE with `S256`.
+/// or an endpoint it names is not served over https (but on loopback).
 pub(crate) fn server_metadata(issuer: &str) -> Result<ServerMetadata, String> {
     let url = Url::parse(issuer)?;
     require_secure(&url, "the authorization server")?;
@@ -224,15 +224,6 @@ pub(crate) fn server_metadata(issuer: &str) -> Result<ServerMetadata, String> {
             return Err(format!(
                 "the authorization server metadata at {candidate} names the issuer '{}', not '{issuer}': refused",
                 metadata.issuer
-            ));
-        }
-        // Spec 2026-07-28 basic/authorization: PKCE is required; a server
-        // that does not list S256 cannot be used.
-        let s256 = (metadata.code_challenge_methods_supported.iter().flatten())
-            .any(|m| m == "S256");
-        if !s256 {
-            return Err(format!(
-                "the authorization server {issuer} does not offer PKCE with S256 (code_challenge_methods_supported): refused"
             ));
         }
         for endpoint in [Some(&metadata.token_endpoint), metadata.authorization_endpoint.as_ref(), metadata.registration_endpoint.as_ref()].into_iter().flatten() {

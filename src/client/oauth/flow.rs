@@ -278,6 +278,16 @@ impl Authorizer {
             format!("the authorization server {} has no authorization endpoint", metadata.issuer)
         })?;
         let endpoint = Url::parse(endpoint)?;
+        // Spec 2026-07-28 basic/authorization, "Authorization Code
+        // Protection": PKCE is required, and a server whose metadata does
+        // not list S256 is not used.
+        let s256 = (metadata.code_challenge_methods_supported.iter().flatten()).any(|m| m == "S256");
+        if !s256 {
+            return Err(format!(
+                "the authorization server {} does not offer PKCE with S256 (code_challenge_methods_supported): refused",
+                metadata.issuer
+            ));
+        }
         let verifier = random_text()?;
         let state = random_text()?;
         let challenge = base64url(&Sha256::digest(verifier.as_bytes()));
