@@ -533,3 +533,23 @@ fn requests_refused_together_share_one_refresh() {
     assert_eq!(visits.lock().unwrap().len(), 1);
     client.close().unwrap();
 }
+
+#[test]
+fn the_era_probe_waits_for_a_user_slower_than_the_probe_timeout() {
+    let (server, _authority) = setup(Script::default());
+    let (_user, rx) = crossbeam_channel::bounded::<()>(1);
+    let slow = OAuth::authorization_code("http://127.0.0.1:1/callback", move |url| {
+        // The user takes longer than the probe's grace: nothing is ever
+        // sent on `_user`, so this waits out its timeout.
+        let _ = rx.recv_timeout(std::time::Duration::from_millis(1500));
+        let q = query(url);
+        Ok(format!("http://127.0.0.1:1/callback?code=c&state={}", param(&q, "state")))
+    });
+    let client = Client::builder()
+        .probe_timeout(std::time::Duration::from_millis(300))
+        .oauth(slow)
+        .connect_url(&server.url)
+        .unwrap();
+    assert!(matches!(client.era(), mcp_stdio::Era::Modern { .. }), "{:?}", client.era());
+    client.close().unwrap();
+}

@@ -130,6 +130,13 @@ impl Carrier for HttpCarrier {
     fn close(&self) {
         self.0.close();
     }
+
+    /// While a request waits for its authorization (the user may take a
+    /// while), the era probe is not given up: `Some(1)`.
+    fn unread(&self) -> Option<usize> {
+        let authorizer = self.0.settings.authorizer.as_ref()?;
+        Some(usize::from(authorizer.is_authorizing()))
+    }
 }
 
 /// What the POSTs of one client share.

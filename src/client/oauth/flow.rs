@@ -7,6 +7,7 @@
 
 use std::collections::BTreeSet;
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::Deserialize;
@@ -26,6 +27,8 @@ pub(crate) struct Authorizer {
     tokens: Mutex<Option<Tokens>>,
     /// Held while a new token is obtained: one flow at a time.
     flow: Mutex<()>,
+    /// How many requests wait in `recover`.
+    waiting: AtomicUsize,
     /// Whether the token in use came from a refresh: refused, it is not
     /// refreshed again but obtained anew.
     refreshed: Mutex<bool>,
@@ -63,6 +66,7 @@ impl Authorizer {
             tokens: Mutex::new(kept),
             flow: Mutex::new(()),
             refreshed: Mutex::new(false),
+            waiting: AtomicUsize::new(0),
         })
     }
 
@@ -80,6 +84,19 @@ impl Authorizer {
     /// `sent` (its `Authorization` value). `Ok`: try the request again,
     /// once. `Err` says why not, in one line that names no token.
     pub fn recover(&self, status: u16, challenges: &[&str], sent: Option<&str>) -> Result<(), String> {
+        self.waiting.fetch_add(1, Ordering::AcqRel);
+        let res = self.recover_waiting(status, challenges, sent);
+        self.waiting.fetch_sub(1, Ordering::AcqRel);
+        res
+    }
+
+    /// Whether a request waits for a new token (the user may be
+    /// authorizing): the era probe waits as long as it does.
+    pub fn is_authorizing(&self) -> bool {
+        self.waiting.load(Ordering::Acquire) > 0
+    }
+
+    fn recover_waiting(&self, status: u16, challenges: &[&str], sent: Option<&str>) -> Result<(), String> {
         let _flow = lock(&self.flow);
         let current = self.header().map(|(_, value)| value);
         if current.is_some() && current.as_deref() != sent {
