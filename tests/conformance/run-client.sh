@@ -2,7 +2,8 @@
 # The official conformance suite's client scenarios against this crate's
 # Client over Streamable HTTP (`examples/conformance_client`): every
 # scenario each revision requires, the authorization ones (`auth/*`)
-# included, and the client credentials extension's `auth/client-credentials-basic`.
+# included, and the client credentials extension's `auth/client-credentials-basic`;
+# then the command line's `login` (tests/conformance/cli-login.sh).
 # Fails on any failed check.
 #
 # The authorization scenarios (suite 0.2.0-alpha.12, src/scenarios/client/auth/):
@@ -51,7 +52,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 # shellcheck source=tests/conformance/install.sh
 . tests/conformance/install.sh
-cargo build --quiet --features http --example conformance_client
+cargo build --quiet --features http --example conformance_client --bin mcp-stdio
 CLIENT=target/debug/examples/conformance_client
 if [ $# -gt 0 ]; then
     exec "$NODE" "$SUITE_JS" client --command "$CLIENT" --scenario "$1" \
@@ -81,4 +82,15 @@ report=$("$NODE" "$SUITE_JS" client --command "$CLIENT" --scenario auth/client-c
 line=$(grep -E "^Passed: " <<<"$report" || echo "no result")
 echo "  auth/client-credentials-basic: $line"
 grep -qE "^Passed: [0-9]+/[0-9]+, 0 failed, 0 warnings" <<<"$report" || failed=1
+echo "the command line's login, tools, call and logout (tests/conformance/cli-login.sh):"
+for revision in 2026-07-28 2025-11-25; do
+    report=$("$NODE" "$SUITE_JS" client --command "$PWD/tests/conformance/cli-login.sh" \
+        --scenario auth/metadata-default --spec-version "$revision" --timeout 30000 2>&1) || true
+    line=$(grep -E "^Passed: " <<<"$report" || echo "no result")
+    echo "  auth/metadata-default $revision: $line"
+    grep -qE "^Passed: [0-9]+/[0-9]+, 0 failed, 0 warnings" <<<"$report" || {
+        failed=1
+        grep -E "FAILURE|WARNING|Error|error" <<<"$report" | head -5 | sed 's/^/    /'
+    }
+done
 exit $failed
