@@ -11,9 +11,9 @@
 
 use mcp_stdio::types::{CreateMessageResult, ElicitRequestParams, ElicitResult, ListRootsResult};
 use mcp_stdio::{Client, EraPolicy, Error, OAuth, WireDirection};
+use serde_json::{Map, Value, json};
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpStream;
-use serde_json::{Map, Value, json};
 
 fn main() {
     let url = std::env::args().next_back().unwrap_or_default();
@@ -157,9 +157,14 @@ fn connect(url: &str) -> Result<Client, Error> {
 /// "user agent" is one GET whose `Location` is the redirect.
 fn oauth() -> OAuth {
     let context = context();
-    let (id, secret) = (context["client_id"].as_str(), context["client_secret"].as_str());
+    let (id, secret) = (
+        context["client_id"].as_str(),
+        context["client_secret"].as_str(),
+    );
     let scenario = std::env::var("MCP_CONFORMANCE_SCENARIO").unwrap_or_default();
-    if let (Some(id), Some(secret), true) = (id, secret, scenario.starts_with("auth/client-credentials")) {
+    if let (Some(id), Some(secret), true) =
+        (id, secret, scenario.starts_with("auth/client-credentials"))
+    {
         return OAuth::client_credentials(id, secret);
     }
     let mut oauth = OAuth::authorization_code("http://localhost:3333/callback", follow_once)
@@ -179,10 +184,16 @@ fn follow_once(url: &str) -> Result<String, String> {
         None => (rest, "/"),
     };
     let mut stream = TcpStream::connect(authority).map_err(|e| e.to_string())?;
-    write!(stream, "GET {target} HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\n\r\n")
-        .map_err(|e| e.to_string())?;
+    write!(
+        stream,
+        "GET {target} HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\n\r\n"
+    )
+    .map_err(|e| e.to_string())?;
     let mut lines = BufReader::new(stream).lines();
-    let status = lines.next().ok_or("no answer")?.map_err(|e| e.to_string())?;
+    let status = lines
+        .next()
+        .ok_or("no answer")?
+        .map_err(|e| e.to_string())?;
     for line in lines {
         let line = line.map_err(|e| e.to_string())?;
         if line.is_empty() {
@@ -194,7 +205,9 @@ fn follow_once(url: &str) -> Result<String, String> {
             return Ok(value.trim().to_owned());
         }
     }
-    Err(format!("the authorization endpoint did not redirect: {status}"))
+    Err(format!(
+        "the authorization endpoint did not redirect: {status}"
+    ))
 }
 
 /// Each property's `default`, as a form the user accepted untouched.

@@ -10,9 +10,7 @@ use std::net::{TcpListener, TcpStream};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
-use mcp_stdio::{
-    Client, Error, HttpOptions, OAuth, Server, StopHandle, TokenStore, Tokens, Unauthorized,
-};
+use mcp_stdio::{Client, Error, HttpOptions, OAuth, StopHandle, TokenStore, Tokens, Unauthorized};
 use serde_json::json;
 
 /// The access token the authorization server issues: every test looks
@@ -59,7 +57,9 @@ impl Authority {
         let thread = std::thread::spawn(move || {
             for conn in listener.incoming() {
                 let Ok(conn) = conn else { continue };
-                let Some(seen) = read_request(&conn) else { return };
+                let Some(seen) = read_request(&conn) else {
+                    return;
+                };
                 log.lock().unwrap().push(seen.clone());
                 let path = seen.line.split(' ').nth(1).unwrap_or("").to_owned();
                 let (status, body) = match path.as_str() {
@@ -116,7 +116,10 @@ impl Authority {
 
     fn token_requests(&self) -> Vec<Seen> {
         let seen = self.seen.lock().unwrap();
-        seen.iter().filter(|s| s.line.starts_with("POST /token")).cloned().collect()
+        seen.iter()
+            .filter(|s| s.line.starts_with("POST /token"))
+            .cloned()
+            .collect()
     }
 }
 
@@ -259,7 +262,9 @@ fn approving(visits: &Visits, state_override: Option<&'static str>) -> OAuth {
         let q = query(url);
         let state = state_override.map_or_else(|| param(&q, "state").to_owned(), str::to_owned);
         visits.lock().unwrap().push(q);
-        Ok(format!("http://127.0.0.1:1/callback?code=the-code&state={state}"))
+        Ok(format!(
+            "http://127.0.0.1:1/callback?code=the-code&state={state}"
+        ))
     })
 }
 
@@ -271,7 +276,13 @@ fn a_401_is_authorized_with_pkce_state_and_resource_and_the_request_sent_again()
         .oauth(approving(&visits, None))
         .connect_url(&server.url)
         .unwrap();
-    assert_eq!(client.call("echo", json!({ "text": "hi" })).unwrap().text_content(), "hi");
+    assert_eq!(
+        client
+            .call("echo", json!({ "text": "hi" }))
+            .unwrap()
+            .text_content(),
+        "hi"
+    );
     let lines = authority.lines();
     assert_eq!(
         lines,
@@ -295,6 +306,15 @@ fn a_401_is_authorized_with_pkce_state_and_resource_and_the_request_sent_again()
     assert_eq!(verifier.len(), 43, "{verifier}");
     assert_eq!(param(&form, "resource"), server.url);
     assert_eq!(param(&form, "grant_type"), "authorization_code");
+    // The MCP server's token never goes to the authorization server.
+    client.call("echo", json!({ "text": "again" })).unwrap();
+    for seen in authority.seen.lock().unwrap().iter() {
+        assert!(
+            !seen.headers.iter().any(|(_, v)| v.contains(TOKEN)),
+            "{seen:?}"
+        );
+        assert!(!seen.body.contains(TOKEN), "{seen:?}");
+    }
     drop(client);
 }
 
@@ -312,7 +332,10 @@ fn pkce_verifiers_and_states_differ_between_flows_and_a_wrong_state_is_refused()
     let visits = visits.lock().unwrap().clone();
     assert_eq!(visits.len(), 2);
     assert_ne!(param(&visits[0], "state"), param(&visits[1], "state"));
-    assert_ne!(param(&visits[0], "code_challenge"), param(&visits[1], "code_challenge"));
+    assert_ne!(
+        param(&visits[0], "code_challenge"),
+        param(&visits[1], "code_challenge")
+    );
     assert!(param(&visits[0], "state").len() >= 43);
     let verifiers: Vec<String> = authority
         .token_requests()
@@ -328,7 +351,10 @@ fn pkce_verifiers_and_states_differ_between_flows_and_a_wrong_state_is_refused()
         .oauth(approving(&forged, Some("forged")))
         .connect_url(&server.url)
         .unwrap_err();
-    assert!(err.to_string().contains("state is not the one sent"), "{err}");
+    assert!(
+        err.to_string().contains("state is not the one sent"),
+        "{err}"
+    );
     assert_eq!(authority.token_requests().len(), before);
 }
 
@@ -343,7 +369,11 @@ fn metadata_naming_another_issuer_is_refused_before_registration() {
         .oauth(approving(&visits, None))
         .connect_url(&server.url)
         .unwrap_err();
-    assert!(err.to_string().contains("names the issuer 'https://attacker.example'"), "{err}");
+    assert!(
+        err.to_string()
+            .contains("names the issuer 'https://attacker.example'"),
+        "{err}"
+    );
     assert_eq!(
         authority.lines(),
         [
@@ -365,8 +395,15 @@ fn resource_metadata_naming_another_resource_is_refused_before_the_authorization
         .oauth(approving(&visits, None))
         .connect_url(&server.url)
         .unwrap_err();
-    assert!(err.to_string().contains("is for 'https://evil.example.com/mcp'"), "{err}");
-    assert_eq!(authority.lines(), ["GET /.well-known/oauth-protected-resource/mcp"]);
+    assert!(
+        err.to_string()
+            .contains("is for 'https://evil.example.com/mcp'"),
+        "{err}"
+    );
+    assert_eq!(
+        authority.lines(),
+        ["GET /.well-known/oauth-protected-resource/mcp"]
+    );
     assert!(visits.lock().unwrap().is_empty());
 }
 
@@ -392,7 +429,11 @@ fn tokens_never_appear_in_errors_notes_the_wire_or_debug_output() {
     let store = Kept::default();
     let builder = Client::builder()
         .oauth(approving(&visits, None).token_store(store.clone()))
-        .wire(move |_, line| wire.lock().unwrap().push(String::from_utf8_lossy(line).into()))
+        .wire(move |_, line| {
+            wire.lock()
+                .unwrap()
+                .push(String::from_utf8_lossy(line).into())
+        })
         .trace(move |note| notes.lock().unwrap().push(note.to_owned()))
         .trace_problems(move |note| problems.lock().unwrap().push(note.to_owned()));
     let client = builder.connect_url(&server.url).unwrap();
@@ -413,8 +454,14 @@ fn tokens_never_appear_in_errors_notes_the_wire_or_debug_output() {
     assert!(said.len() > 4, "{said:?}");
     for text in said.iter() {
         let tokens = [TOKEN, REFRESH, REFRESHED];
-        assert!(!tokens.iter().any(|t| text.contains(t)), "a token in: {text}");
-        assert!(!text.contains("the-code"), "the authorization code in: {text}");
+        assert!(
+            !tokens.iter().any(|t| text.contains(t)),
+            "a token in: {text}"
+        );
+        assert!(
+            !text.contains("the-code"),
+            "the authorization code in: {text}"
+        );
     }
 }
 
@@ -452,7 +499,10 @@ fn a_redirect_to_another_host_never_carries_the_token() {
     }));
     let oauth = OAuth::authorization_code("http://127.0.0.1:1/cb", |_| Err("no user here".into()))
         .token_store(store);
-    let err = Client::builder().oauth(oauth).connect_url(&url).unwrap_err();
+    let err = Client::builder()
+        .oauth(oauth)
+        .connect_url(&url)
+        .unwrap_err();
     thread.join().unwrap();
     assert!(err.to_string().contains("307"), "{err}");
     assert!(!err.to_string().contains(TOKEN), "{err}");
@@ -473,7 +523,10 @@ fn a_kept_token_is_sent_from_the_first_request_and_nothing_is_discovered() {
     }));
     let oauth = OAuth::authorization_code("http://127.0.0.1:1/cb", |_| Err("no user here".into()))
         .token_store(store);
-    let client = Client::builder().oauth(oauth).connect_url(&server.url).unwrap();
+    let client = Client::builder()
+        .oauth(oauth)
+        .connect_url(&server.url)
+        .unwrap();
     client.call("echo", json!({ "text": "x" })).unwrap();
     assert!(authority.lines().is_empty(), "{:?}", authority.lines());
 }
@@ -489,7 +542,13 @@ fn a_refused_token_is_refreshed_once_and_the_refresh_token_kept() {
         .unwrap();
     // The server now takes only the refreshed token.
     *server.accepted.lock().unwrap() = REFRESHED.into();
-    assert_eq!(client.call("echo", json!({ "text": "y" })).unwrap().text_content(), "y");
+    assert_eq!(
+        client
+            .call("echo", json!({ "text": "y" }))
+            .unwrap()
+            .text_content(),
+        "y"
+    );
     let refreshes: Vec<String> = (authority.token_requests().iter())
         .map(|t| t.body.clone())
         .filter(|b| b.contains("grant_type=refresh_token"))
@@ -499,7 +558,10 @@ fn a_refused_token_is_refreshed_once_and_the_refresh_token_kept() {
     assert_eq!(param(&form, "refresh_token"), REFRESH);
     assert_eq!(param(&form, "resource"), server.url);
     let kept = store.load().unwrap();
-    assert_eq!((kept.access_token.as_str(), kept.refresh_token.as_deref()), (REFRESHED, Some(REFRESH)));
+    assert_eq!(
+        (kept.access_token.as_str(), kept.refresh_token.as_deref()),
+        (REFRESHED, Some(REFRESH))
+    );
     // One authorization in all: the refresh needed no user.
     assert_eq!(visits.lock().unwrap().len(), 1);
     client.close().unwrap();
@@ -543,13 +605,20 @@ fn the_era_probe_waits_for_a_user_slower_than_the_probe_timeout() {
         // sent on `_user`, so this waits out its timeout.
         let _ = rx.recv_timeout(std::time::Duration::from_millis(1500));
         let q = query(url);
-        Ok(format!("http://127.0.0.1:1/callback?code=c&state={}", param(&q, "state")))
+        Ok(format!(
+            "http://127.0.0.1:1/callback?code=c&state={}",
+            param(&q, "state")
+        ))
     });
     let client = Client::builder()
         .probe_timeout(std::time::Duration::from_millis(300))
         .oauth(slow)
         .connect_url(&server.url)
         .unwrap();
-    assert!(matches!(client.era(), mcp_stdio::Era::Modern { .. }), "{:?}", client.era());
+    assert!(
+        matches!(client.era(), mcp_stdio::Era::Modern { .. }),
+        "{:?}",
+        client.era()
+    );
     client.close().unwrap();
 }

@@ -291,7 +291,9 @@ pub(crate) fn connect_url(
     interactive: bool,
     stderr: &Arc<Stderr>,
 ) -> Result<Client, Error> {
-    let own = headers.iter().any(|(name, _)| name.eq_ignore_ascii_case("authorization"));
+    let own = headers
+        .iter()
+        .any(|(name, _)| name.eq_ignore_ascii_case("authorization"));
     for (name, value) in headers {
         builder = builder.header(&name, &value);
     }

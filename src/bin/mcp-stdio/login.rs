@@ -66,7 +66,9 @@ impl FileTokenStore {
         #[cfg(unix)]
         std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
         builder.create(dir)?;
-        let temporary = self.path.with_extension(format!("tmp{}", std::process::id()));
+        let temporary = self
+            .path
+            .with_extension(format!("tmp{}", std::process::id()));
         let mut options = fs::OpenOptions::new();
         options.write(true).create_new(true);
         #[cfg(unix)]
@@ -109,7 +111,10 @@ impl TokenStore for FileTokenStore {
 pub(crate) fn oauth(url: &str, interactive: bool, stderr: &Arc<Stderr>) -> Option<OAuth> {
     let store = FileTokenStore::new(token_file(url)?);
     let listener = TcpListener::bind("127.0.0.1:0").ok()?;
-    let redirect = format!("http://127.0.0.1:{}/callback", listener.local_addr().ok()?.port());
+    let redirect = format!(
+        "http://127.0.0.1:{}/callback",
+        listener.local_addr().ok()?.port()
+    );
     let (stderr, url) = (Arc::clone(stderr), url.to_owned());
     let listener = Mutex::new(listener);
     let authorize = move |authorization: &str| {
@@ -122,7 +127,9 @@ pub(crate) fn oauth(url: &str, interactive: bool, stderr: &Arc<Stderr>) -> Optio
             "{url} asks for authorization: open this address in a browser (waiting up to 5 minutes):\n{authorization}"
         ));
         open_browser(authorization);
-        let listener = listener.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let listener = listener
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         wait_for_redirect(&listener)
     };
     Some(
@@ -167,7 +174,10 @@ fn wait_for_redirect(listener: &TcpListener) -> Result<String, String> {
             let target = line.split(' ').nth(1).unwrap_or("").to_owned();
             let callback = target.starts_with("/callback");
             let (status, text) = match callback {
-                true => ("200 OK", "mcp-stdio: authorization received; you can close this window."),
+                true => (
+                    "200 OK",
+                    "mcp-stdio: authorization received; you can close this window.",
+                ),
                 false => ("404 Not Found", "not here"),
             };
             let _ = write!(
@@ -215,6 +225,10 @@ mod tests {
         let _ = fs::remove_dir_all(&dir);
         let (x, y) = (token_file("http://h/a_b"), token_file("http://h/a/b"));
         assert_ne!(x, y);
-        assert!(x.unwrap().to_string_lossy().ends_with("http_3A_2F_2Fh_2Fa_5Fb.json"));
+        assert!(
+            x.unwrap()
+                .to_string_lossy()
+                .ends_with("http_3A_2F_2Fh_2Fa_5Fb.json")
+        );
     }
 }

@@ -258,8 +258,9 @@ fn logout(opts: &Options) -> Result<u8, Failure> {
     let Some(args::ServerSpec::Url(url)) = &opts.server else {
         return Err(Failure::usage("logout needs --url".to_owned()));
     };
-    let file = login::token_file(url)
-        .ok_or_else(|| Failure::usage("no config directory: set HOME or XDG_CONFIG_HOME".to_owned()))?;
+    let file = login::token_file(url).ok_or_else(|| {
+        Failure::usage("no config directory: set HOME or XDG_CONFIG_HOME".to_owned())
+    })?;
     match std::fs::remove_file(&file) {
         Ok(()) => {
             output::print(&format!("logged out of {url} (removed {})", file.display()));

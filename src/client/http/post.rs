@@ -365,7 +365,11 @@ impl Shared {
                 _ if self.settings.authorizer.is_some() && wants_credentials(&head) => {
                     Err(Failed::Unauthorized(Refusal {
                         status: head.status,
-                        challenges: head.headers.get_all("www-authenticate").map(str::to_owned).collect(),
+                        challenges: head
+                            .headers
+                            .get_all("www-authenticate")
+                            .map(str::to_owned)
+                            .collect(),
                         why: status_error(&head, &url),
                     }))
                 }
@@ -418,7 +422,11 @@ impl Shared {
     /// Obtains new credentials after `refusal` of a request sent with
     /// `headers` (`ClientBuilder::oauth`): `Ok`, send it again, once;
     /// `Err`, why not, in one line.
-    fn authorized_again(&self, refusal: &Refusal, headers: &[(String, String)]) -> Result<(), String> {
+    fn authorized_again(
+        &self,
+        refusal: &Refusal,
+        headers: &[(String, String)],
+    ) -> Result<(), String> {
         let Some(authorizer) = &self.settings.authorizer else {
             return Err(refusal.why.clone());
         };

@@ -31,9 +31,7 @@ impl Challenge {
             while !rest.is_empty() {
                 // A scheme name starts a challenge: a token followed by a
                 // space (or the end), not by `=`.
-                let token_end = rest
-                    .find(|c: char| c == ' ' || c == '=' || c == ',')
-                    .unwrap_or(rest.len());
+                let token_end = rest.find([' ', '=', ',']).unwrap_or(rest.len());
                 let after = rest[token_end..].trim_start();
                 if !after.starts_with('=') {
                     bearer = rest[..token_end].eq_ignore_ascii_case("bearer");
@@ -187,7 +185,10 @@ pub(crate) fn resource_matches(resource: &str, server: &Url) -> bool {
     }
     let prefix = resource.path.trim_end_matches('/');
     server.path == prefix
-        || server.path.strip_prefix(prefix).is_some_and(|rest| rest.starts_with('/'))
+        || server
+            .path
+            .strip_prefix(prefix)
+            .is_some_and(|rest| rest.starts_with('/'))
 }
 
 /// The metadata of the authorization server `issuer` (spec: RFC 8414 path
@@ -203,9 +204,11 @@ pub(crate) fn server_metadata(issuer: &str) -> Result<ServerMetadata, String> {
         well_known(&url, "openid-configuration", true),
     ];
     if !url.path.is_empty() {
-        candidates.push(
-            Url::parse(&format!("{}{}/.well-known/openid-configuration", url.origin(), url.path))?,
-        );
+        candidates.push(Url::parse(&format!(
+            "{}{}/.well-known/openid-configuration",
+            url.origin(),
+            url.path
+        ))?);
     }
     let mut tried = Vec::new();
     for candidate in candidates {
@@ -226,7 +229,14 @@ pub(crate) fn server_metadata(issuer: &str) -> Result<ServerMetadata, String> {
                 metadata.issuer
             ));
         }
-        for endpoint in [Some(&metadata.token_endpoint), metadata.authorization_endpoint.as_ref(), metadata.registration_endpoint.as_ref()].into_iter().flatten() {
+        for endpoint in [
+            Some(&metadata.token_endpoint),
+            metadata.authorization_endpoint.as_ref(),
+            metadata.registration_endpoint.as_ref(),
+        ]
+        .into_iter()
+        .flatten()
+        {
             require_secure(&Url::parse(endpoint)?, "an authorization server endpoint")?;
         }
         return Ok(metadata);
@@ -297,6 +307,9 @@ mod tests {
         assert!(!resource_matches("https://evil.example.com/mcp", &server));
         assert!(!resource_matches("http://localhost:3001/mcp", &server));
         assert!(!resource_matches("http://localhost:3000/mc", &server));
-        assert!(!resource_matches("http://localhost:3000/mcp/other", &server));
+        assert!(!resource_matches(
+            "http://localhost:3000/mcp/other",
+            &server
+        ));
     }
 }

@@ -56,10 +56,9 @@ impl Authorizer {
     /// the tokens the store kept (if they are for this server).
     pub fn new(config: OAuth, server: &str) -> Result<Authorizer, String> {
         let server = Url::parse(server)?;
-        let kept = config
-            .store
-            .load()
-            .filter(|t| !t.access_token.is_empty() && discover::resource_matches(&t.resource, &server));
+        let kept = config.store.load().filter(|t| {
+            !t.access_token.is_empty() && discover::resource_matches(&t.resource, &server)
+        });
         Ok(Authorizer {
             config,
             server,
@@ -83,7 +82,12 @@ impl Authorizer {
     /// `WWW-Authenticate` fields `challenges`, the request having carried
     /// `sent` (its `Authorization` value). `Ok`: try the request again,
     /// once. `Err` says why not, in one line that names no token.
-    pub fn recover(&self, status: u16, challenges: &[&str], sent: Option<&str>) -> Result<(), String> {
+    pub fn recover(
+        &self,
+        status: u16,
+        challenges: &[&str],
+        sent: Option<&str>,
+    ) -> Result<(), String> {
         self.waiting.fetch_add(1, Ordering::AcqRel);
         let res = self.recover_waiting(status, challenges, sent);
         self.waiting.fetch_sub(1, Ordering::AcqRel);
@@ -96,7 +100,12 @@ impl Authorizer {
         self.waiting.load(Ordering::Acquire) > 0
     }
 
-    fn recover_waiting(&self, status: u16, challenges: &[&str], sent: Option<&str>) -> Result<(), String> {
+    fn recover_waiting(
+        &self,
+        status: u16,
+        challenges: &[&str],
+        sent: Option<&str>,
+    ) -> Result<(), String> {
         let _flow = lock(&self.flow);
         let current = self.header().map(|(_, value)| value);
         if current.is_some() && current.as_deref() != sent {
@@ -105,7 +114,9 @@ impl Authorizer {
         }
         let challenge = Challenge::parse(challenges.iter().copied());
         if status == 403 && !challenge.insufficient_scope() {
-            return Err("the server refused the request (403) for a reason other than its scope".into());
+            return Err(
+                "the server refused the request (403) for a reason other than its scope".into(),
+            );
         }
         let previous = lock(&self.tokens).clone();
         let resource = discover::resource_metadata(&self.server, &challenge)?;
@@ -152,7 +163,12 @@ impl Authorizer {
         // Binding": credentials from another authorization server are
         // never reused.
         let previous = previous.filter(|t| t.issuer == metadata.issuer);
-        let scope = choose_scope(challenge, resource.scopes_supported.as_deref(), previous, &metadata);
+        let scope = choose_scope(
+            challenge,
+            resource.scopes_supported.as_deref(),
+            previous,
+            &metadata,
+        );
         let registration = match previous {
             Some(t) if !t.client_id.is_empty() => Registration {
                 client_id: t.client_id.clone(),
@@ -165,9 +181,19 @@ impl Authorizer {
             Grant::Code {
                 redirect_uri,
                 authorize,
-            } => self.code_flow(&metadata, &registration, &resource.resource, scope.as_deref(), redirect_uri, &**authorize)?,
+            } => self.code_flow(
+                &metadata,
+                &registration,
+                &resource.resource,
+                scope.as_deref(),
+                redirect_uri,
+                &**authorize,
+            )?,
             Grant::Machine => {
-                let mut pairs = vec![("grant_type", "client_credentials"), ("resource", resource.resource.as_str())];
+                let mut pairs = vec![
+                    ("grant_type", "client_credentials"),
+                    ("resource", resource.resource.as_str()),
+                ];
                 if let Some(scope) = &scope {
                     pairs.push(("scope", scope));
                 }
@@ -210,7 +236,10 @@ impl Authorizer {
                 method: method.to_owned(),
             });
         }
-        if let (Some(url), true) = (&self.config.metadata_url, metadata.client_id_metadata_document_supported) {
+        if let (Some(url), true) = (
+            &self.config.metadata_url,
+            metadata.client_id_metadata_document_supported,
+        ) {
             return Ok(Registration {
                 client_id: url.clone(),
                 client_secret: None,
@@ -232,7 +261,12 @@ impl Authorizer {
         // server prefers.
         let wanted = match methods {
             Some(m) if m.iter().any(|m| m == "none") => "none",
-            Some(m) if !m.iter().any(|m| m == "client_secret_basic") && m.iter().any(|m| m == "client_secret_post") => "client_secret_post",
+            Some(m)
+                if !m.iter().any(|m| m == "client_secret_basic")
+                    && m.iter().any(|m| m == "client_secret_post") =>
+            {
+                "client_secret_post"
+            }
             _ => "client_secret_basic",
         };
         // Spec 2026-07-28 client-registration: `application_type` is
@@ -281,7 +315,10 @@ impl Authorizer {
     /// `resource`: the application's callback takes the user to the
     /// authorization URL and hands back the redirect, whose `state` and
     /// `iss` are checked before the code goes to the token endpoint.
-    #[allow(clippy::too_many_arguments, reason = "the flow's inputs, each used once")]
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "the flow's inputs, each used once"
+    )]
     fn code_flow(
         &self,
         metadata: &ServerMetadata,
@@ -292,13 +329,17 @@ impl Authorizer {
         authorize: &super::AuthorizeFn,
     ) -> Result<TokenAnswer, String> {
         let endpoint = metadata.authorization_endpoint.as_deref().ok_or_else(|| {
-            format!("the authorization server {} has no authorization endpoint", metadata.issuer)
+            format!(
+                "the authorization server {} has no authorization endpoint",
+                metadata.issuer
+            )
         })?;
         let endpoint = Url::parse(endpoint)?;
         // Spec 2026-07-28 basic/authorization, "Authorization Code
         // Protection": PKCE is required, and a server whose metadata does
         // not list S256 is not used.
-        let s256 = (metadata.code_challenge_methods_supported.iter().flatten()).any(|m| m == "S256");
+        let s256 =
+            (metadata.code_challenge_methods_supported.iter().flatten()).any(|m| m == "S256");
         if !s256 {
             return Err(format!(
                 "the authorization server {} does not offer PKCE with S256 (code_challenge_methods_supported): refused",
@@ -344,12 +385,20 @@ impl Authorizer {
             }
             _ => {}
         }
-        if redirected.query_count("state") != 1 || redirected.query_param("state").as_deref() != Some(state.as_str()) {
+        if redirected.query_count("state") != 1
+            || redirected.query_param("state").as_deref() != Some(state.as_str())
+        {
             return Err("the authorization response's state is not the one sent: refused".into());
         }
         if let Some(error) = redirected.query_param("error") {
-            let description = redirected.query_param("error_description").unwrap_or_default();
-            return Err(format!("the authorization server refused: {error} {description}").trim_end().to_owned());
+            let description = redirected
+                .query_param("error_description")
+                .unwrap_or_default();
+            return Err(
+                format!("the authorization server refused: {error} {description}")
+                    .trim_end()
+                    .to_owned(),
+            );
         }
         let code = redirected
             .query_param("code")
@@ -444,7 +493,10 @@ fn token_request<'a>(
 ) -> Result<TokenAnswer, String> {
     let url = Url::parse(&metadata.token_endpoint)?;
     let mut headers = vec![
-        ("Content-Type".to_owned(), "application/x-www-form-urlencoded".to_owned()),
+        (
+            "Content-Type".to_owned(),
+            "application/x-www-form-urlencoded".to_owned(),
+        ),
         ("Accept".to_owned(), "application/json".to_owned()),
     ];
     let secret = registration.client_secret.as_deref();
@@ -457,7 +509,10 @@ fn token_request<'a>(
             );
             headers.push((
                 "Authorization".to_owned(),
-                format!("Basic {}", crate::http::base64_encode(credentials.as_bytes())),
+                format!(
+                    "Basic {}",
+                    crate::http::base64_encode(credentials.as_bytes())
+                ),
             ));
         }
         ("client_secret_post", Some(secret)) => {
@@ -478,12 +533,16 @@ fn token_request<'a>(
     let token: TokenAnswer = serde_json::from_slice(&answer.body)
         .map_err(|_| format!("the token endpoint {url} answered something that is not a token"))?;
     if token.access_token.is_empty() || token.access_token.contains(['\r', '\n']) {
-        return Err(format!("the token endpoint {url} answered an unusable access token"));
+        return Err(format!(
+            "the token endpoint {url} answered an unusable access token"
+        ));
     }
     if let Some(kind) = &token.token_type
         && !kind.eq_ignore_ascii_case("bearer")
     {
-        return Err(format!("the token endpoint {url} issued a '{kind}' token, not a Bearer one"));
+        return Err(format!(
+            "the token endpoint {url} issued a '{kind}' token, not a Bearer one"
+        ));
     }
     Ok(token)
 }
@@ -563,17 +622,38 @@ mod tests {
     #[test]
     fn scopes_follow_the_spec_order_and_a_step_up_keeps_the_old_ones() {
         let supported = vec!["mcp:read".to_owned(), "mcp:write".to_owned()];
-        let challenge = Challenge { scope: Some("mcp:basic".into()), ..Challenge::default() };
+        let challenge = Challenge {
+            scope: Some("mcp:basic".into()),
+            ..Challenge::default()
+        };
         let m = metadata(None);
-        assert_eq!(choose_scope(&challenge, Some(&supported), None, &m).as_deref(), Some("mcp:basic"));
+        assert_eq!(
+            choose_scope(&challenge, Some(&supported), None, &m).as_deref(),
+            Some("mcp:basic")
+        );
         let none = Challenge::default();
-        assert_eq!(choose_scope(&none, Some(&supported), None, &m).as_deref(), Some("mcp:read mcp:write"));
+        assert_eq!(
+            choose_scope(&none, Some(&supported), None, &m).as_deref(),
+            Some("mcp:read mcp:write")
+        );
         assert_eq!(choose_scope(&none, None, None, &m), None);
-        let before = Tokens { scope: Some("mcp:basic".into()), ..Tokens::default() };
-        let step_up = Challenge { scope: Some("mcp:write".into()), ..Challenge::default() };
-        assert_eq!(choose_scope(&step_up, None, Some(&before), &m).as_deref(), Some("mcp:basic mcp:write"));
+        let before = Tokens {
+            scope: Some("mcp:basic".into()),
+            ..Tokens::default()
+        };
+        let step_up = Challenge {
+            scope: Some("mcp:write".into()),
+            ..Challenge::default()
+        };
+        assert_eq!(
+            choose_scope(&step_up, None, Some(&before), &m).as_deref(),
+            Some("mcp:basic mcp:write")
+        );
         let offline = metadata(Some(vec!["mcp:basic", "offline_access"]));
-        assert_eq!(choose_scope(&challenge, None, None, &offline).as_deref(), Some("mcp:basic offline_access"));
+        assert_eq!(
+            choose_scope(&challenge, None, None, &offline).as_deref(),
+            Some("mcp:basic offline_access")
+        );
         assert_eq!(choose_scope(&none, None, None, &offline), None);
     }
 }

@@ -87,10 +87,7 @@ impl fmt::Debug for OAuth {
         f.debug_struct("OAuth")
             .field("grant", &grant)
             .field("client_name", &self.client_name)
-            .field(
-                "client_id",
-                &self.pre_registered.as_ref().map(|(id, _)| id),
-            )
+            .field("client_id", &self.pre_registered.as_ref().map(|(id, _)| id))
             .field("metadata_url", &self.metadata_url)
             .finish_non_exhaustive()
     }
@@ -122,8 +119,7 @@ impl OAuth {
     /// (sent as HTTP Basic, or in the form when the server only takes
     /// that).
     pub fn client_credentials(client_id: &str, client_secret: &str) -> OAuth {
-        OAuth::with_grant(Grant::Machine)
-            .pre_registered(client_id, Some(client_secret))
+        OAuth::with_grant(Grant::Machine).pre_registered(client_id, Some(client_secret))
     }
 
     fn with_grant(grant: Grant) -> OAuth {
@@ -211,14 +207,23 @@ impl fmt::Debug for Tokens {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Tokens")
             .field("access_token", &"(hidden)")
-            .field("refresh_token", &self.refresh_token.as_ref().map(|_| "(hidden)"))
+            .field(
+                "refresh_token",
+                &self.refresh_token.as_ref().map(|_| "(hidden)"),
+            )
             .field("expires_at", &self.expires_at)
             .field("scope", &self.scope)
             .field("resource", &self.resource)
             .field("issuer", &self.issuer)
             .field("client_id", &self.client_id)
-            .field("client_secret", &self.client_secret.as_ref().map(|_| "(hidden)"))
-            .field("token_endpoint_auth_method", &self.token_endpoint_auth_method)
+            .field(
+                "client_secret",
+                &self.client_secret.as_ref().map(|_| "(hidden)"),
+            )
+            .field(
+                "token_endpoint_auth_method",
+                &self.token_endpoint_auth_method,
+            )
             .finish()
     }
 }

@@ -167,7 +167,11 @@ pub(crate) fn decode(text: &str) -> String {
         let hex = || std::str::from_utf8(bytes.get(i + 1..i + 3)?).ok();
         match bytes[i] {
             b'%' if hex().and_then(|h| u8::from_str_radix(h, 16).ok()).is_some() => {
-                out.push(hex().and_then(|h| u8::from_str_radix(h, 16).ok()).unwrap_or(b'%'));
+                out.push(
+                    hex()
+                        .and_then(|h| u8::from_str_radix(h, 16).ok())
+                        .unwrap_or(b'%'),
+                );
                 i += 3;
             }
             b'+' => {
@@ -215,7 +219,10 @@ pub(crate) fn fetch(
         ));
     }
     let target = match &url.query {
-        Some(query) => format!("{}?{query}", if url.path.is_empty() { "/" } else { &url.path }),
+        Some(query) => format!(
+            "{}?{query}",
+            if url.path.is_empty() { "/" } else { &url.path }
+        ),
         None if url.path.is_empty() => "/".to_owned(),
         None => url.path.clone(),
     };
@@ -223,7 +230,8 @@ pub(crate) fn fetch(
         authority: url.host_port(),
         target,
     };
-    let failed = |e: std::io::Error| format!("the request to {}{} failed: {e}", url.origin(), url.path);
+    let failed =
+        |e: std::io::Error| format!("the request to {}{} failed: {e}", url.origin(), url.path);
     let socket = connect(&endpoint.authority).map_err(failed)?;
     socket.set_read_timeout(Some(TIMEOUT)).map_err(failed)?;
     socket.set_write_timeout(Some(TIMEOUT)).map_err(failed)?;
@@ -233,11 +241,19 @@ pub(crate) fn fetch(
     exchange::write_request(conn.get_mut(), verb, &endpoint, &headers, body).map_err(failed)?;
     let head = exchange::read_head(&mut conn, verb == "HEAD", Some(Instant::now() + TIMEOUT))
         .map_err(failed)?
-        .ok_or_else(|| format!("{}{} closed the connection without an answer", url.origin(), url.path))?;
+        .ok_or_else(|| {
+            format!(
+                "{}{} closed the connection without an answer",
+                url.origin(),
+                url.path
+            )
+        })?;
     let mut read = Body::new(&mut conn, &head);
     read.until(Instant::now() + TIMEOUT);
     let mut bytes = Vec::new();
-    read.take(MAX_BODY + 1).read_to_end(&mut bytes).map_err(failed)?;
+    read.take(MAX_BODY + 1)
+        .read_to_end(&mut bytes)
+        .map_err(failed)?;
     if bytes.len() as u64 > MAX_BODY {
         return Err(format!(
             "the answer from {}{} is larger than 1 MiB",
@@ -275,7 +291,10 @@ mod tests {
         assert_eq!(url.query.as_deref(), Some("x=1"));
         assert_eq!(url.to_string(), "http://127.0.0.1:8080/tenant1?x=1");
         assert_eq!(Url::parse("https://a.example/").unwrap().path, "");
-        assert_eq!(Url::parse("HTTPS://A.example").unwrap().host_port(), "a.example:443");
+        assert_eq!(
+            Url::parse("HTTPS://A.example").unwrap().host_port(),
+            "a.example:443"
+        );
         assert!(Url::parse("http://a.example/#f").is_err());
         assert!(Url::parse("ftp://a.example/").is_err());
         assert!(Url::parse("http://user@a.example/").is_err());
@@ -294,7 +313,10 @@ mod tests {
             "http://h/authorize?a=b&scope=mcp%3Aread%20mcp%3Awrite&r=http%3A%2F%2Fx%2Fy"
         );
         let back = Url::parse(&built).unwrap();
-        assert_eq!(back.query_param("scope").as_deref(), Some("mcp:read mcp:write"));
+        assert_eq!(
+            back.query_param("scope").as_deref(),
+            Some("mcp:read mcp:write")
+        );
         assert_eq!(back.query_param("a").as_deref(), Some("b"));
         assert_eq!(back.query_param("zz"), None);
         assert_eq!(decode("a+b%2"), "a b%2");

@@ -75,10 +75,15 @@ fn login(ctx: &Ctx<'_>) -> Result<u8, Failure> {
         .map_err(|e| ctx.failure(e, "tools/list"))?;
     #[cfg(feature = "http")]
     if let Some(file) = crate::login::token_file(url).filter(|f| f.exists()) {
-        crate::output::print(&format!("logged in to {url}: tokens kept in {}", file.display()));
+        crate::output::print(&format!(
+            "logged in to {url}: tokens kept in {}",
+            file.display()
+        ));
         return Ok(0);
     }
-    crate::output::print(&format!("{url} asked for no authorization: nothing to keep"));
+    crate::output::print(&format!(
+        "{url} asked for no authorization: nothing to keep"
+    ));
     Ok(0)
 }
 
