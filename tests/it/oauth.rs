@@ -622,3 +622,27 @@ fn the_era_probe_waits_for_a_user_slower_than_the_probe_timeout() {
     );
     client.close().unwrap();
 }
+
+#[test]
+fn a_server_that_refuses_every_token_is_not_authorized_for_without_end() {
+    let (server, authority) = setup(Script::default());
+    let visits = Visits::default();
+    let client = Client::builder()
+        .oauth(approving(&visits, None))
+        .connect_url(&server.url)
+        .unwrap();
+    // From now on no token will do.
+    *server.accepted.lock().unwrap() = "none".into();
+    let mut last = String::new();
+    for _ in 0..8 {
+        last = client
+            .call("echo", json!({ "text": "x" }))
+            .unwrap_err()
+            .to_string();
+    }
+    assert!(last.contains("not authorizing again"), "{last}");
+    // The first token, then at most three tried in vain.
+    let tokens = authority.token_requests().len();
+    assert!(tokens <= 4, "{tokens} token requests");
+    client.close().unwrap();
+}

@@ -142,7 +142,7 @@ pub(crate) fn resource_metadata(
     };
     let mut tried = Vec::new();
     for url in candidates {
-        require_secure(&url, "the protected resource metadata")?;
+        require_secure(&url, server, "the protected resource metadata")?;
         let answer = fetch("GET", &url, &accept_json(), b"")?;
         if answer.status != 200 {
             tried.push(format!("{url} ({})", answer.status));
@@ -196,9 +196,9 @@ pub(crate) fn resource_matches(resource: &str, server: &Url) -> bool {
 /// path appending; for an issuer without a path the first two), refused
 /// when its `issuer` is not identical to `issuer` (RFC 8414 section 3.3)
 /// or an endpoint it names is not served over https (but on loopback).
-pub(crate) fn server_metadata(issuer: &str) -> Result<ServerMetadata, String> {
+pub(crate) fn server_metadata(issuer: &str, server: &Url) -> Result<ServerMetadata, String> {
     let url = Url::parse(issuer)?;
-    require_secure(&url, "the authorization server")?;
+    require_secure(&url, server, "the authorization server")?;
     let mut candidates = vec![
         well_known(&url, "oauth-authorization-server", true),
         well_known(&url, "openid-configuration", true),
@@ -237,7 +237,11 @@ pub(crate) fn server_metadata(issuer: &str) -> Result<ServerMetadata, String> {
         .into_iter()
         .flatten()
         {
-            require_secure(&Url::parse(endpoint)?, "an authorization server endpoint")?;
+            require_secure(
+                &Url::parse(endpoint)?,
+                server,
+                "an authorization server endpoint",
+            )?;
         }
         return Ok(metadata);
     }
@@ -263,18 +267,25 @@ fn accept_json() -> Vec<(String, String)> {
     vec![("Accept".to_owned(), "application/json".to_owned())]
 }
 
-/// Refuses plain `http` but on loopback (spec 2026-07-28
-/// basic/authorization, "Communication Security": authorization server
-/// endpoints over HTTPS; a local one, as in tests and development, may use
-/// `http`).
-pub(crate) fn require_secure(url: &Url, what: &str) -> Result<(), String> {
-    if url.scheme == "https" || url.is_loopback() {
-        return Ok(());
+/// Refuses what a client must not fetch for the MCP server `server`
+/// (spec 2026-07-28 basic/authorization, "Communication Security":
+/// authorization server endpoints over HTTPS): plain `http`, but between
+/// loopback hosts (a local server, as in tests and development); and for a
+/// server that is not on loopback, any loopback host, so that a remote
+/// server cannot steer the client to this machine's own services.
+pub(crate) fn require_secure(url: &Url, server: &Url, what: &str) -> Result<(), String> {
+    let refused = match (server.is_loopback(), url.is_loopback()) {
+        (true, true) => false,
+        (_, false) => url.scheme != "https",
+        (false, true) => true,
+    };
+    if refused {
+        return Err(format!(
+            "{what} at {} is refused: only https, and loopback only for a server on loopback",
+            url.origin()
+        ));
     }
-    Err(format!(
-        "{what} at {} is not served over https: refused",
-        url.origin()
-    ))
+    Ok(())
 }
 
 #[cfg(test)]
@@ -296,6 +307,22 @@ mod tests {
         assert_eq!(c.scope.as_deref(), Some("tok"));
         let c = Challenge::parse(["Bearer"]);
         assert_eq!(c, Challenge::default());
+    }
+
+    #[test]
+    fn a_remote_server_cannot_send_the_client_to_http_or_to_loopback() {
+        let url = |u: &str| Url::parse(u).unwrap();
+        let (local, remote) = (
+            url("http://127.0.0.1:9/mcp"),
+            url("https://mcp.example.com/mcp"),
+        );
+        assert!(require_secure(&url("http://localhost:8/x"), &local, "x").is_ok());
+        assert!(require_secure(&url("https://as.example.com"), &local, "x").is_ok());
+        assert!(require_secure(&url("https://as.example.com"), &remote, "x").is_ok());
+        assert!(require_secure(&url("http://as.example.com"), &remote, "x").is_err());
+        assert!(require_secure(&url("http://as.example.com"), &local, "x").is_err());
+        assert!(require_secure(&url("http://127.0.0.1:8/x"), &remote, "x").is_err());
+        assert!(require_secure(&url("https://localhost/x"), &remote, "x").is_err());
     }
 
     #[test]

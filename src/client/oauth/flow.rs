@@ -8,7 +8,7 @@
 use std::collections::BTreeSet;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
@@ -17,6 +17,15 @@ use super::discover::{self, Challenge, ResourceMetadata, ServerMetadata};
 use super::web::{Url, fetch, form};
 use super::{Grant, OAuth, Tokens};
 use crate::sync::lock;
+
+/// A token refused within this long of being obtained was refused "at
+/// once" ([`MAX_REFUSED_AT_ONCE`]).
+const AT_ONCE: Duration = Duration::from_secs(30);
+
+/// How many tokens in a row a server may refuse at once before the client
+/// stops authorizing (spec 2026-07-28 basic/authorization, "Step-Up
+/// Authorization Flow": clients SHOULD implement retry limits).
+const MAX_REFUSED_AT_ONCE: u32 = 3;
 
 /// The authorization of one HTTP client.
 pub(crate) struct Authorizer {
@@ -29,6 +38,9 @@ pub(crate) struct Authorizer {
     flow: Mutex<()>,
     /// How many requests wait in `recover`.
     waiting: AtomicUsize,
+    /// When the token in use was obtained, and how many tokens in a row
+    /// the server refused within [`AT_ONCE`] of it.
+    issued: Mutex<(Option<Instant>, u32)>,
     /// Whether the token in use came from a refresh: refused, it is not
     /// refreshed again but obtained anew.
     refreshed: Mutex<bool>,
@@ -66,6 +78,7 @@ impl Authorizer {
             flow: Mutex::new(()),
             refreshed: Mutex::new(false),
             waiting: AtomicUsize::new(0),
+            issued: Mutex::new((None, 0)),
         })
     }
 
@@ -112,6 +125,19 @@ impl Authorizer {
             // Another request obtained a new token meanwhile.
             return Ok(());
         }
+        // A server that refuses every token it is given (one issued for
+        // another audience, say) would have the user authorize again for
+        // every request: after three refused at once, no more.
+        {
+            let mut issued = lock(&self.issued);
+            let at_once = issued.0.is_some_and(|at| at.elapsed() < AT_ONCE);
+            issued.1 = if at_once { issued.1 + 1 } else { 0 };
+            if issued.1 >= MAX_REFUSED_AT_ONCE {
+                return Err(format!(
+                    "the server refused the last {MAX_REFUSED_AT_ONCE} tokens as soon as they were obtained: not authorizing again"
+                ));
+            }
+        }
         let challenge = Challenge::parse(challenges.iter().copied());
         if status == 403 && !challenge.insufficient_scope() {
             return Err(
@@ -145,6 +171,7 @@ impl Authorizer {
 
     /// Keeps `tokens` as the ones in use, and in the store.
     fn keep(&self, tokens: Option<Tokens>) {
+        lock(&self.issued).0 = tokens.as_ref().map(|_| Instant::now());
         self.config.store.save(tokens.as_ref());
         *lock(&self.tokens) = tokens;
     }
@@ -158,7 +185,7 @@ impl Authorizer {
     ) -> Result<(), String> {
         // RFC 9728 section 7.6: the client chooses; the first listed.
         let issuer = &resource.authorization_servers[0];
-        let metadata = discover::server_metadata(issuer)?;
+        let metadata = discover::server_metadata(issuer, &self.server)?;
         // Spec 2026-07-28 client-registration, "Authorization Server
         // Binding": credentials from another authorization server are
         // never reused.
@@ -417,7 +444,7 @@ impl Authorizer {
     /// A new access token for `old`'s refresh token, from the server that
     /// issued it.
     fn refresh(&self, old: &Tokens) -> Result<Tokens, String> {
-        let metadata = discover::server_metadata(&old.issuer)?;
+        let metadata = discover::server_metadata(&old.issuer, &self.server)?;
         let registration = Registration {
             client_id: old.client_id.clone(),
             client_secret: old.client_secret.clone(),
