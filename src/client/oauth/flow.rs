@@ -68,9 +68,8 @@ impl Authorizer {
     /// the tokens the store kept (if they are for this server).
     pub fn new(config: OAuth, server: &str) -> Result<Authorizer, String> {
         let server = Url::parse(server)?;
-        let kept = config.store.load().filter(|t| {
-            !t.access_token.is_empty() && discover::resource_matches(&t.resource, &server)
-        });
+        let kept =
+            (config.store.load()).filter(|t| discover::resource_matches(&t.resource, &server));
         Ok(Authorizer {
             config,
             server,
@@ -87,7 +86,7 @@ impl Authorizer {
     pub fn header(&self) -> Option<(String, String)> {
         let tokens = lock(&self.tokens);
         let token = &tokens.as_ref()?.access_token;
-        Some(("Authorization".to_owned(), format!("Bearer {token}")))
+        (!token.is_empty()).then(|| ("Authorization".to_owned(), format!("Bearer {token}")))
     }
 
     /// Obtains a new token after the server refused a request with
@@ -101,10 +100,17 @@ impl Authorizer {
         challenges: &[&str],
         sent: Option<&str>,
     ) -> Result<(), String> {
+        /// Counts a request among those waiting while it lives, however
+        /// it ends (a panicking callback included).
+        struct Waiting<'a>(&'a AtomicUsize);
+        impl Drop for Waiting<'_> {
+            fn drop(&mut self) {
+                self.0.fetch_sub(1, Ordering::AcqRel);
+            }
+        }
         self.waiting.fetch_add(1, Ordering::AcqRel);
-        let res = self.recover_waiting(status, challenges, sent);
-        self.waiting.fetch_sub(1, Ordering::AcqRel);
-        res
+        let _waiting = Waiting(&self.waiting);
+        self.recover_waiting(status, challenges, sent)
     }
 
     /// Whether a request waits for a new token (the user may be
@@ -145,14 +151,35 @@ impl Authorizer {
             );
         }
         let previous = lock(&self.tokens).clone();
-        let resource = discover::resource_metadata(&self.server, &challenge)?;
+        let res = self.obtain(status, &challenge, previous.as_ref());
+        if let (Err(_), 401, Some(mut refused)) = (&res, status, previous)
+            && !refused.access_token.is_empty()
+        {
+            // The access token was refused and no new one came: it is
+            // forgotten; the refresh token and the registration are kept
+            // for the next try (an authorization server that was down, say).
+            refused.access_token.clear();
+            self.keep(Some(refused));
+        }
+        res
+    }
+
+    /// A new token, after a refusal with `status` and `challenge` of the
+    /// token `previous` (if any): refreshed, or obtained anew.
+    fn obtain(
+        &self,
+        status: u16,
+        challenge: &Challenge,
+        previous: Option<&Tokens>,
+    ) -> Result<(), String> {
+        let resource = discover::resource_metadata(&self.server, challenge)?;
         // A 401 for a token that can be refreshed, from the server the
         // resource still names: the refresh first, unless the token
         // refused came from a refresh itself.
         let from_refresh = std::mem::take(&mut *lock(&self.refreshed));
         if status == 401
             && !from_refresh
-            && let Some(old) = previous.as_ref().filter(|t| {
+            && let Some(old) = previous.filter(|t| {
                 t.refresh_token.is_some() && t.issuer == resource.authorization_servers[0]
             })
             && let Ok(tokens) = self.refresh(old)
@@ -161,12 +188,7 @@ impl Authorizer {
             *lock(&self.refreshed) = true;
             return Ok(());
         }
-        let res = self.authorize(&challenge, resource, previous.as_ref());
-        if res.is_err() && status == 401 {
-            // The token was refused and no new one came: it is forgotten.
-            self.keep(None);
-        }
-        res
+        self.authorize(challenge, resource, previous)
     }
 
     /// Keeps `tokens` as the ones in use, and in the store.
@@ -388,7 +410,11 @@ impl Authorizer {
         if let Some(scope) = scope {
             pairs.push(("scope", scope));
         }
-        let redirected = authorize(&endpoint.with_query(&pairs))
+        let url = endpoint.with_query(&pairs);
+        // The application's callback: a panic in it fails this
+        // authorization, not the client's thread.
+        let redirected = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| authorize(&url)))
+            .map_err(|_| "the authorization callback panicked".to_owned())?
             .map_err(|e| format!("the authorization was not completed: {e}"))?;
         let redirected = Url::parse(redirected.trim())
             .map_err(|_| "the authorization's redirect is not a URL".to_owned())?;
@@ -631,7 +657,7 @@ mod tests {
         let verifier = "dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk";
         assert_eq!(
             base64url(&Sha256::digest(verifier.as_bytes())),
-            "E9Melhoa2OwvFrEMTJguCHaoeK1t8URcW2wRM8dJOU8"
+            "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM"
         );
         let (a, b) = (random_text().unwrap(), random_text().unwrap());
         assert_eq!(a.len(), 43);
