@@ -8,13 +8,16 @@
 use std::collections::BTreeSet;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
 use super::discover::{self, Challenge, ResourceMetadata, ServerMetadata};
-use super::web::{Url, fetch, form};
+use super::token::{
+    TokenAnswer, base64url, json_headers, now, oauth_error, random_text, token_request,
+};
+use super::web::{Url, fetch};
 use super::{Grant, OAuth, Tokens};
 use crate::sync::lock;
 
@@ -57,10 +60,11 @@ impl std::fmt::Debug for Authorizer {
 
 /// A client registration with one authorization server.
 #[derive(Debug, Clone)]
-struct Registration {
-    client_id: String,
-    client_secret: Option<String>,
-    method: String,
+pub(super) struct Registration {
+    pub client_id: String,
+    pub client_secret: Option<String>,
+    /// How it authenticates at the token endpoint.
+    pub method: String,
 }
 
 impl Authorizer {
@@ -521,130 +525,6 @@ fn choose_scope(
     let mut seen = BTreeSet::new();
     wanted.retain(|scope| !scope.is_empty() && seen.insert(*scope));
     (!wanted.is_empty()).then(|| wanted.join(" "))
-}
-
-/// A token endpoint's answer (RFC 6749 section 5.1), the members used.
-#[derive(Deserialize)]
-struct TokenAnswer {
-    access_token: String,
-    #[serde(default)]
-    token_type: Option<String>,
-    #[serde(default)]
-    expires_in: Option<u64>,
-    #[serde(default)]
-    refresh_token: Option<String>,
-}
-
-/// POSTs `pairs` to the token endpoint, the client authenticated as its
-/// registration says (RFC 6749 section 2.3.1: HTTP Basic of the
-/// form-encoded ID and secret, or both in the form; a public client names
-/// itself with `client_id`).
-fn token_request<'a>(
-    metadata: &ServerMetadata,
-    registration: &'a Registration,
-    pairs: &mut Vec<(&'a str, &'a str)>,
-) -> Result<TokenAnswer, String> {
-    let url = Url::parse(&metadata.token_endpoint)?;
-    let mut headers = vec![
-        (
-            "Content-Type".to_owned(),
-            "application/x-www-form-urlencoded".to_owned(),
-        ),
-        ("Accept".to_owned(), "application/json".to_owned()),
-    ];
-    let secret = registration.client_secret.as_deref();
-    match (registration.method.as_str(), secret) {
-        ("client_secret_basic", Some(secret)) => {
-            let credentials = format!(
-                "{}:{}",
-                super::web::encode(&registration.client_id),
-                super::web::encode(secret)
-            );
-            headers.push((
-                "Authorization".to_owned(),
-                format!(
-                    "Basic {}",
-                    crate::http::base64_encode(credentials.as_bytes())
-                ),
-            ));
-        }
-        ("client_secret_post", Some(secret)) => {
-            pairs.push(("client_id", &registration.client_id));
-            pairs.push(("client_secret", secret));
-        }
-        _ => pairs.push(("client_id", &registration.client_id)),
-    }
-    let answer = fetch("POST", &url, &headers, form(pairs).as_bytes())?;
-    let grant = pairs.first().map_or("", |(_, g)| *g);
-    if answer.status != 200 {
-        return Err(format!(
-            "the token endpoint {url} refused the {grant} grant ({}){}",
-            answer.status,
-            oauth_error(&answer.body)
-        ));
-    }
-    let token: TokenAnswer = serde_json::from_slice(&answer.body)
-        .map_err(|_| format!("the token endpoint {url} answered something that is not a token"))?;
-    if token.access_token.is_empty() || token.access_token.contains(['\r', '\n']) {
-        return Err(format!(
-            "the token endpoint {url} answered an unusable access token"
-        ));
-    }
-    if let Some(kind) = &token.token_type
-        && !kind.eq_ignore_ascii_case("bearer")
-    {
-        return Err(format!(
-            "the token endpoint {url} issued a '{kind}' token, not a Bearer one"
-        ));
-    }
-    Ok(token)
-}
-
-/// An OAuth error answer's `error` and `error_description`, as
-/// `: error (description)`, or nothing.
-fn oauth_error(body: &[u8]) -> String {
-    #[derive(Deserialize)]
-    struct OAuthError {
-        error: String,
-        error_description: Option<String>,
-    }
-    match serde_json::from_slice::<OAuthError>(body) {
-        Ok(e) => match e.error_description {
-            Some(d) => format!(": {} ({d})", e.error),
-            None => format!(": {}", e.error),
-        },
-        Err(_) => String::new(),
-    }
-}
-
-fn json_headers() -> Vec<(String, String)> {
-    vec![
-        ("Content-Type".to_owned(), "application/json".to_owned()),
-        ("Accept".to_owned(), "application/json".to_owned()),
-    ]
-}
-
-/// 32 random bytes, Base64url: a PKCE verifier (43 characters, RFC 7636
-/// section 4.1) or a `state`.
-fn random_text() -> Result<String, String> {
-    let mut bytes = [0u8; 32];
-    getrandom::fill(&mut bytes).map_err(|e| format!("no random bytes for PKCE and state: {e}"))?;
-    Ok(base64url(&bytes))
-}
-
-/// Base64url without padding (RFC 7636 appendix A).
-fn base64url(bytes: &[u8]) -> String {
-    crate::http::base64_encode(bytes)
-        .trim_end_matches('=')
-        .replace('+', "-")
-        .replace('/', "_")
-}
-
-/// Seconds since the Unix epoch.
-fn now() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
 }
 
 #[cfg(test)]

@@ -24,6 +24,7 @@
 
 mod discover;
 mod flow;
+mod token;
 pub(crate) mod web;
 
 use std::fmt;
