@@ -222,12 +222,17 @@ impl Authorizer {
             previous,
             &metadata,
         );
+        // The registration kept with the tokens, unless the application
+        // now gives another client ID.
+        let given = self.config.pre_registered.as_ref().map(|(id, _)| id);
         let registration = match previous {
-            Some(t) if !t.client_id.is_empty() => Registration {
-                client_id: t.client_id.clone(),
-                client_secret: t.client_secret.clone(),
-                method: t.token_endpoint_auth_method.clone(),
-            },
+            Some(t) if !t.client_id.is_empty() && given.is_none_or(|id| *id == t.client_id) => {
+                Registration {
+                    client_id: t.client_id.clone(),
+                    client_secret: t.client_secret.clone(),
+                    method: t.token_endpoint_auth_method.clone(),
+                }
+            }
             _ => self.register(&metadata)?,
         };
         let token = match &self.config.grant {
