@@ -441,7 +441,7 @@ mod version;
 
 #[cfg(all(feature = "client", feature = "http"))]
 #[cfg_attr(docsrs, doc(cfg(all(feature = "client", feature = "http"))))]
-pub use client::HeaderSource;
+pub use client::{AuthorizeFn, HeaderSource, MemoryTokenStore, OAuth, TokenStore, Tokens};
 #[cfg(feature = "client")]
 #[cfg_attr(docsrs, doc(cfg(feature = "client")))]
 pub use client::{

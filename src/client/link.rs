@@ -337,7 +337,7 @@ impl Link {
         match &self.out {
             Outbound::Stream { input, .. } => input.unread(),
             #[cfg(feature = "http")]
-            Outbound::Carrier(_) => None,
+            Outbound::Carrier(carrier) => carrier.unread(),
         }
     }
 

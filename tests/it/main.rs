@@ -44,6 +44,8 @@ mod limits;
 mod module_graph;
 mod mrtr;
 mod notifications;
+#[cfg(all(feature = "http", feature = "client"))]
+mod oauth;
 mod package;
 mod prompts;
 #[cfg(all(feature = "http", feature = "client", feature = "legacy"))]

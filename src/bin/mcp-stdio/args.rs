@@ -62,6 +62,11 @@ pub enum Command {
     /// [--max-body-bytes N] [--bearer-token T | --authorization-server URL
     /// ...]`: the server over HTTP.
     ServeHttp(ServeHttp),
+    /// `login`: authorize with the `--url` server (OAuth) and keep the
+    /// tokens.
+    Login,
+    /// `logout`: forget the tokens kept for the `--url` server.
+    Logout,
     /// `help`, `--help`, `-h`.
     Help,
     /// `--version`, `-V`.
@@ -189,6 +194,11 @@ pub fn parse(args: Vec<String>) -> Result<Options, UsageError> {
         return Ok(flags.into_options(Command::Help, None));
     }
     check_applies(&command, &flags)?;
+    if matches!(command, Command::Login | Command::Logout) && flags.url.is_none() {
+        return Err(usage(
+            "login and logout are for a server given with --url (mcp-stdio --url https://HOST/mcp login)",
+        ));
+    }
     if let Some(url) = flags.url.clone() {
         check_url(&url, "--url")?;
         if server.is_some() || flags.config.is_some() {
@@ -269,6 +279,8 @@ const COMMANDS: &[&str] = &[
     "complete",
     "listen",
     "serve-http",
+    "login",
+    "logout",
     "check",
 ];
 
@@ -441,6 +453,14 @@ fn command(name: &str, args: Vec<String>, flags: &Flags) -> Result<Command, Usag
         "info" => {
             arity(0, 0, "")?;
             Command::Info
+        }
+        "login" => {
+            arity(0, 0, "")?;
+            Command::Login
+        }
+        "logout" => {
+            arity(0, 0, "")?;
+            Command::Logout
         }
         "tools" | "resources" | "templates" | "prompts" => {
             arity(0, 0, "[--long]")?;

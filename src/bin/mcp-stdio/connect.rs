@@ -138,8 +138,13 @@ fn connect(
         .client_info("mcp-stdio", env!("CARGO_PKG_VERSION"))
         .era(opts.era)
         .on_elicitation(move |params| elicit.elicit(params));
-    // `--timeout` bounds the whole command: starting is part of it.
-    builder = builder.start_timeout(opts.timeout.unwrap_or(DEFAULT_START));
+    // `--timeout` bounds the whole command: starting is part of it; a
+    // login waits for a person (5 minutes at most) as well.
+    let start = match opts.command {
+        Command::Login => DEFAULT_START * 6,
+        _ => DEFAULT_START,
+    };
+    builder = builder.start_timeout(opts.timeout.unwrap_or(start));
     if let Some(timeout) = opts.timeout {
         builder = builder.request_timeout(timeout);
     }
@@ -198,7 +203,12 @@ fn connect(
             }
             builder.spawn(command)
         }
-        Target::Url(url, headers) => connect_url(builder, &url, headers),
+        Target::Url(url, headers) => {
+            let interactive = opts.interactive
+                || opts.command == Command::Login
+                || std::io::stdin().is_terminal();
+            connect_url(builder, &url, headers, interactive, stderr)
+        }
     }
     .map_err(|e| (e, program))?;
     if let (Some(level), mcp_stdio::Era::Legacy { .. }) = (opts.log_level, client.era()) {
@@ -270,15 +280,25 @@ fn sent(line: &[u8]) -> Sent {
     }
 }
 
-/// Connects to a Streamable HTTP server (a binary built with `http`).
+/// Connects to a Streamable HTTP server (a binary built with `http`),
+/// authorizing with OAuth when it asks (`login`), unless the options give
+/// an `Authorization` header of their own.
 #[cfg(feature = "http")]
 pub(crate) fn connect_url(
     mut builder: mcp_stdio::ClientBuilder,
     url: &str,
     headers: Vec<(String, String)>,
+    interactive: bool,
+    stderr: &Arc<Stderr>,
 ) -> Result<Client, Error> {
+    let own = headers
+        .iter()
+        .any(|(name, _)| name.eq_ignore_ascii_case("authorization"));
     for (name, value) in headers {
         builder = builder.header(&name, &value);
+    }
+    if !own && let Some(oauth) = crate::login::oauth(url, interactive, stderr) {
+        builder = builder.oauth(oauth);
     }
     builder.connect_url(url)
 }
@@ -289,6 +309,8 @@ pub(crate) fn connect_url(
     _builder: mcp_stdio::ClientBuilder,
     url: &str,
     _headers: Vec<(String, String)>,
+    _interactive: bool,
+    _stderr: &Arc<Stderr>,
 ) -> Result<Client, Error> {
     Err(Error::Protocol(format!(
         "cannot reach {url}: this mcp-stdio was built without the `http` feature (cargo install mcp-stdio --features http)"

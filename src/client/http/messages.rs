@@ -110,7 +110,9 @@ pub(super) fn error_text(message: &[u8]) -> String {
 /// line.
 pub(super) fn status_error(head: &Head, url: &str) -> String {
     let hint = match head.status {
-        401 | 403 => ": the server wants credentials (ClientBuilder::bearer_token or header)",
+        401 | 403 => {
+            ": the server wants credentials (ClientBuilder::oauth, bearer_token or header)"
+        }
         404 => ": wrong path, or the session ended",
         405 => ": the server does not take POST at this URL",
         _ => "",

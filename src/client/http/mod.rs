@@ -40,7 +40,7 @@
 //! standalone one, opened once initialized, for what belongs to no request,
 //! and the resumption of a request's stream that ended early.
 
-mod exchange;
+pub(crate) mod exchange;
 mod get_stream;
 mod messages;
 mod params;
@@ -48,7 +48,7 @@ mod post;
 mod relist;
 mod session;
 mod settings;
-mod url;
+pub(crate) mod url;
 mod workers;
 
 use std::borrow::Cow;
@@ -130,6 +130,13 @@ impl Carrier for HttpCarrier {
 
     fn close(&self) {
         self.0.close();
+    }
+
+    /// While a request waits for its authorization (the user may take a
+    /// while), the era probe is not given up: `Some(1)`.
+    fn unread(&self) -> Option<usize> {
+        let authorizer = self.0.settings.authorizer.as_ref()?;
+        Some(usize::from(authorizer.is_authorizing()))
     }
 }
 

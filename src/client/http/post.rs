@@ -54,6 +54,17 @@ fn not_sent_again(url: &str) -> String {
     )
 }
 
+/// Whether `head` asks for credentials: a `401`, or a `403` whose
+/// challenge says `insufficient_scope` (RFC 6750 section 3.1).
+fn wants_credentials(head: &Head) -> bool {
+    head.status == 401
+        || (head.status == 403
+            && head
+                .headers
+                .get_all("www-authenticate")
+                .any(|v| v.contains("insufficient_scope")))
+}
+
 /// A connection to the server, kept between requests.
 pub(super) struct Kept {
     conn: Connection,
@@ -123,8 +134,20 @@ pub(super) enum Failed {
     /// server gives a modern request (`400`, `404`, `405`) and no
     /// JSON-RPC error: the server's answer, in one line.
     Refused(String),
+    /// The server wants (other) credentials: a `401`, or a `403` with
+    /// `insufficient_scope`, to a client that authorizes itself
+    /// (`ClientBuilder::oauth`).
+    Unauthorized(Refusal),
     /// Anything else, in one line.
     Why(String),
+}
+
+/// A refusal for want of credentials: its status, its `WWW-Authenticate`
+/// fields, and what it means in one line.
+pub(super) struct Refusal {
+    status: u16,
+    challenges: Vec<String>,
+    why: String,
 }
 
 impl From<String> for Failed {
@@ -134,11 +157,12 @@ impl From<String> for Failed {
 }
 
 impl Failed {
-    fn into_why(self) -> String {
+    pub(super) fn into_why(self) -> String {
         match self {
             Failed::SessionGone => {
                 "the server does not know the session any more (404), and a new one could not be started".into()
             }
+            Failed::Unauthorized(refusal) => refusal.why,
             Failed::Refused(why) | Failed::Why(why) => why,
         }
     }
@@ -166,15 +190,23 @@ impl Shared {
         let Some(id) = id else {
             // A notification or an answer: accepted (`202`) or not, within
             // `ACCEPT_TIMEOUT`; what a server sends back anyway is routed.
-            let deliver = |message: Vec<u8>| inbox.deliver(&message, &mut notes);
-            let sent = self.exchange(
+            let mut deliver = |message: Vec<u8>| inbox.deliver(&message, &mut notes);
+            let mut sent = self.exchange(
                 "POST",
                 &line,
                 None,
                 &headers,
                 &mut Cursor::default(),
-                deliver,
+                &mut deliver,
             );
+            if let Err(Failed::Unauthorized(refusal)) = &sent
+                && self.authorized_again(refusal, &headers).is_ok()
+                && let Ok(outgoing) = serde_json::from_slice::<Outgoing<'_>>(&line)
+            {
+                headers = self.headers(&outgoing, &OutgoingParams::of(&outgoing));
+                let mut cursor = Cursor::default();
+                sent = self.exchange("POST", &line, None, &headers, &mut cursor, &mut deliver);
+            }
             if let Err(Failed::SessionGone) = sent
                 && let Some(renewed) = self.renew(&headers)
             {
@@ -247,6 +279,25 @@ impl Shared {
             &mut cursor,
             &mut deliver,
         );
+        if let Err(Failed::Unauthorized(refusal)) = &res {
+            match self.authorized_again(refusal, &headers) {
+                Ok(()) => {
+                    if let Ok(outgoing) = serde_json::from_slice::<Outgoing<'_>>(&line) {
+                        headers = self.headers(&outgoing, &OutgoingParams::of(&outgoing));
+                    }
+                    cursor = Cursor::default();
+                    res = self.exchange(
+                        "POST",
+                        &line,
+                        Some(&id),
+                        &headers,
+                        &mut cursor,
+                        &mut deliver,
+                    );
+                }
+                Err(why) => res = Err(Failed::Why(why)),
+            }
+        }
         let mut renewed = None;
         if let Err(Failed::SessionGone) = res {
             renewed = self.renew(&headers);
@@ -373,6 +424,17 @@ impl Shared {
                 _ if head.status == 404 && named("Mcp-Session-Id").is_some() && !answers => {
                     Err(Failed::SessionGone)
                 }
+                _ if self.settings.authorizer.is_some() && wants_credentials(&head) => {
+                    Err(Failed::Unauthorized(Refusal {
+                        status: head.status,
+                        challenges: head
+                            .headers
+                            .get_all("www-authenticate")
+                            .map(str::to_owned)
+                            .collect(),
+                        why: status_error(&head, &url),
+                    }))
+                }
                 (Some(message), Some(_)) if probe && !era_answer => Err(Failed::Why(format!(
                     "{}: {}",
                     status_error(&head, &url),
@@ -428,6 +490,27 @@ impl Shared {
             }
         }
         read
+    }
+
+    /// Obtains new credentials after `refusal` of a request sent with
+    /// `headers` (`ClientBuilder::oauth`): `Ok`, send it again, once;
+    /// `Err`, why not, in one line.
+    fn authorized_again(
+        &self,
+        refusal: &Refusal,
+        headers: &[(String, String)],
+    ) -> Result<(), String> {
+        let Some(authorizer) = &self.settings.authorizer else {
+            return Err(refusal.why.clone());
+        };
+        let sent = headers
+            .iter()
+            .find(|(name, _)| name.eq_ignore_ascii_case("authorization"))
+            .map(|(_, value)| value.as_str());
+        let challenges: Vec<&str> = refusal.challenges.iter().map(String::as_str).collect();
+        authorizer
+            .recover(refusal.status, &challenges, sent)
+            .map_err(|e| format!("{}; authorization failed: {e}", refusal.why))
     }
 
     /// Writes the request on an idle connection or a new one (unless it

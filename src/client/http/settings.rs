@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use super::url::Endpoint;
 use crate::client::link::Link;
+use crate::client::oauth::{Authorizer, OAuth};
 use crate::client::{Client, ClientBuilder};
 use crate::error::Error;
 
@@ -19,6 +20,11 @@ pub type HeaderSource = dyn Fn() -> Vec<(String, String)> + Send + Sync;
 pub(crate) struct HttpSettings {
     fixed: Vec<(String, String)>,
     source: Option<Arc<HeaderSource>>,
+    /// How tokens are obtained ([`ClientBuilder::oauth`]).
+    oauth: Option<OAuth>,
+    /// The authorization of the connected client, made from `oauth` by
+    /// `connect_url`.
+    pub authorizer: Option<Arc<Authorizer>>,
     /// Set by `connect_url`: closing waits for the session's end.
     pub connected: bool,
 }
@@ -29,17 +35,20 @@ impl fmt::Debug for HttpSettings {
         f.debug_struct("HttpSettings")
             .field("headers", &names)
             .field("source", &self.source.is_some())
+            .field("oauth", &self.oauth)
             .finish()
     }
 }
 
 impl HttpSettings {
-    /// The extra headers of one request: the fixed ones, then the source's.
+    /// The extra headers of one request: the fixed ones, the source's,
+    /// then the access token's.
     pub fn headers(&self) -> Vec<(String, String)> {
         let mut headers = self.fixed.clone();
         if let Some(source) = &self.source {
             headers.extend(source());
         }
+        headers.extend(self.authorizer.as_ref().and_then(|a| a.header()));
         headers
     }
 }
@@ -66,6 +75,19 @@ impl ClientBuilder {
         source: impl Fn() -> Vec<(String, String)> + Send + Sync + 'static,
     ) -> Self {
         self.http.source = Some(Arc::new(source));
+        self
+    }
+
+    /// Authorizes the client with OAuth 2.1 as MCP's authorization spec
+    /// describes it, when a server asks (a `401` with `WWW-Authenticate`):
+    /// see [`OAuth`]. The request the server refused waits for the
+    /// authorization and is sent again once, with the new token; so is a
+    /// request refused with `403` `insufficient_scope`, after an
+    /// authorization for the scopes it needs as well as those granted
+    /// before. Tokens come from and go to `oauth`'s [`TokenStore`](crate::TokenStore);
+    /// none appears in an error, a note or what the wire hook sees.
+    pub fn oauth(mut self, oauth: OAuth) -> Self {
+        self.http.oauth = Some(oauth);
         self
     }
 
@@ -106,6 +128,10 @@ impl ClientBuilder {
         self.settle_capabilities();
         self.http.connected = true;
         let endpoint = Endpoint::parse(url)?;
+        if let Some(oauth) = self.http.oauth.clone() {
+            let authorizer = Authorizer::new(oauth, url).map_err(Error::Protocol)?;
+            self.http.authorizer = Some(Arc::new(authorizer));
+        }
         let (settings, max, notes) = (&self.http, self.max_line_bytes, self.notes.clone());
         let link = Link::start_carried(
             |inbox| super::open(endpoint, settings, max, notes, inbox),
