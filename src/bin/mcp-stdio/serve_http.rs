@@ -77,8 +77,8 @@ pub fn run(opts: &Options, serve: &ServeHttp, stderr: &Arc<Stderr>) -> Result<u8
                 backoff: std::time::Duration::from_millis(200),
             })
             .spawn(command),
-        crate::connect::Target::Url(url, headers) => {
-            crate::connect::connect_url(builder, &url, headers)
+        crate::connect::Target::Url(url, headers, cacerts) => {
+            crate::connect::connect_url(builder, &url, headers, cacerts)
         }
     }
     .map(Arc::new);
