@@ -434,3 +434,41 @@ fn extra_certificates_that_are_not_pem_are_a_one_line_error() {
     );
     assert!(text.contains("missing.pem"), "{text}");
 }
+
+/// A server that sends its handshake a byte at a time, each within the
+/// socket's read timeout, is given up at the connect timeout (10 s) in all:
+/// the handshake has one deadline, not one per read.
+#[test]
+fn a_handshake_trickled_a_byte_at_a_time_is_given_up_in_time() {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let stop = Arc::new(AtomicBool::new(false));
+    let stopping = Arc::clone(&stop);
+    let trickler = std::thread::spawn(move || {
+        listener.set_nonblocking(true).unwrap();
+        let mut sockets = Vec::new();
+        while !stopping.load(Ordering::Acquire) {
+            if let Ok((socket, _)) = listener.accept() {
+                // A handshake record's header announcing 16 KiB.
+                let _ = (&socket).write_all(&[0x16, 0x03, 0x03, 0x40, 0x00]);
+                sockets.push(socket);
+            }
+            for mut socket in &sockets {
+                let _ = socket.write_all(&[0]);
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    });
+    let started = std::time::Instant::now();
+    let text = refusal(
+        Client::builder()
+            .add_ca_pem(&ca())
+            .connect_url(&format!("https://127.0.0.1:{port}/mcp")),
+    );
+    let took = started.elapsed();
+    stop.store(true, Ordering::Release);
+    let _ = trickler.join();
+    assert!(text.contains("127.0.0.1"), "{text}");
+    assert!(text.contains("in time"), "{text}");
+    assert!(took < Duration::from_secs(40), "took {took:?}");
+}

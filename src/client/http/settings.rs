@@ -116,11 +116,10 @@ impl ClientBuilder {
     /// URL's host (a name, or an IP address the certificate names) and
     /// signed by a root certificate of the system (its store, or
     /// `SSL_CERT_FILE` / `SSL_CERT_DIR` when either is set) or one added
-    /// with [`add_ca_pem`](ClientBuilder::add_ca_pem) or
-    /// [`add_ca_file`](ClientBuilder::add_ca_file); a refused certificate
-    /// is an error of one line naming the host and what to do. TLS 1.2 and
-    /// 1.3 through rustls, with the same timeouts, kept-alive connections
-    /// and cancellation as plain HTTP.
+    /// with `add_ca_pem` or `add_ca_file` (feature `https`); a refused
+    /// certificate is an error of one line naming the host and what to do.
+    /// TLS 1.2 and 1.3 through rustls, with the same timeouts, kept-alive
+    /// connections and cancellation as plain HTTP.
     ///
     /// The client then works as it does over stdio, with the same era
     /// probe, both eras, MRTR, tasks, subscriptions and cancellation.
@@ -156,7 +155,17 @@ impl ClientBuilder {
         self.settle_capabilities();
         self.http.connected = true;
         let endpoint = Endpoint::parse(url)?;
-        let connector = Connector::new(&endpoint, &self.http)?;
+        // For `https://` the root certificates are loaded now (the
+        // system's and those added), so that a missing or unreadable one
+        // fails here, at once.
+        #[cfg(feature = "https")]
+        let connector = match endpoint.tls {
+            true => Connector::tls(super::tls::config(&self.http.extra_cas)?),
+            false => Connector::plain(),
+        };
+        // Without the feature `Endpoint::parse` refused `https://`.
+        #[cfg(not(feature = "https"))]
+        let connector = Connector::plain();
         let (settings, max, notes) = (&self.http, self.max_line_bytes, self.notes.clone());
         let link = Link::start_carried(
             |inbox| super::open(endpoint, connector, settings, max, notes, inbox),

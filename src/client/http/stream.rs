@@ -10,9 +10,7 @@ use std::net::{TcpStream, ToSocketAddrs};
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::settings::HttpSettings;
 use super::url::Endpoint;
-use crate::error::Error;
 
 /// A connection to the server.
 pub(crate) enum Stream {
@@ -81,24 +79,18 @@ pub(crate) struct Connector {
 }
 
 impl Connector {
-    /// The connector of `endpoint`; for `https://` the root certificates
-    /// are loaded now (the system's and those `settings` add), so that a
-    /// missing or unreadable one fails `connect_url` at once.
-    pub fn new(endpoint: &Endpoint, settings: &HttpSettings) -> Result<Connector, Error> {
-        #[cfg(feature = "https")]
-        {
-            let tls = match endpoint.tls {
-                true => Some(super::tls::config(&settings.extra_cas)?),
-                false => None,
-            };
-            Ok(Connector { tls })
+    /// Opens plain connections (`http://`).
+    pub fn plain() -> Connector {
+        Connector {
+            #[cfg(feature = "https")]
+            tls: None,
         }
-        #[cfg(not(feature = "https"))]
-        {
-            // `Endpoint::parse` refused `https://` without the feature.
-            let _ = (endpoint, settings);
-            Ok(Connector {})
-        }
+    }
+
+    /// Opens TLS connections with `config` (`https://`, `tls::config`).
+    #[cfg(feature = "https")]
+    pub fn tls(config: Arc<rustls::ClientConfig>) -> Connector {
+        Connector { tls: Some(config) }
     }
 
     /// A new connection to `endpoint`: TCP within `timeout` for each

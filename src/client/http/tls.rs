@@ -105,7 +105,10 @@ pub(crate) struct TlsStream {
 impl TlsStream {
     /// Runs the handshake on `sock` for `host` (a name, or an IP address:
     /// no SNI then, and the certificate must name that address), within
-    /// `timeout` in all. The socket has no timeouts afterwards.
+    /// `timeout` in all: each read waits only for what is left of it, so a
+    /// server that sends its handshake a byte at a time is bounded too
+    /// (rustls's `complete_io` reads until the handshake is done). The
+    /// socket has no timeouts afterwards.
     pub fn handshake(
         sock: TcpStream,
         config: &Arc<ClientConfig>,
@@ -118,23 +121,36 @@ impl TlsStream {
                 format!("{host} is not a host name TLS can verify"),
             )
         })?;
-        let mut conn = ClientConnection::new(Arc::clone(config), name).map_err(io::Error::other)?;
-        let mut sock = sock;
-        sock.set_read_timeout(Some(timeout))?;
-        sock.set_write_timeout(Some(timeout))?;
+        let conn = ClientConnection::new(Arc::clone(config), name).map_err(io::Error::other)?;
+        let mut tls = TlsStream { conn, sock };
+        tls.sock.set_write_timeout(Some(timeout))?;
         let deadline = Instant::now() + timeout;
-        while conn.is_handshaking() {
-            if Instant::now() >= deadline {
-                return Err(io::Error::new(
-                    io::ErrorKind::TimedOut,
-                    format!("{host} did not finish the TLS handshake within {timeout:?}"),
-                ));
+        while tls.conn.is_handshaking() {
+            tls.send_records().map_err(|e| explain(host, e))?;
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(explain(host, io::ErrorKind::TimedOut.into()));
             }
-            conn.complete_io(&mut sock).map_err(|e| explain(host, e))?;
+            tls.sock.set_read_timeout(Some(left))?;
+            if tls
+                .conn
+                .read_tls(&mut tls.sock)
+                .map_err(|e| explain(host, e))?
+                == 0
+            {
+                return Err(explain(host, io::ErrorKind::UnexpectedEof.into()));
+            }
+            if let Err(e) = tls.conn.process_new_packets() {
+                // The alert that tells the server why, if it can go.
+                let _ = tls.send_records();
+                return Err(explain(host, io::Error::new(io::ErrorKind::InvalidData, e)));
+            }
         }
-        sock.set_read_timeout(None)?;
-        sock.set_write_timeout(None)?;
-        Ok(TlsStream { conn, sock })
+        // The client's last handshake message (its Finished).
+        tls.send_records().map_err(|e| explain(host, e))?;
+        tls.sock.set_read_timeout(None)?;
+        tls.sock.set_write_timeout(None)?;
+        Ok(tls)
     }
 
     /// The socket under the TLS.
@@ -198,6 +214,18 @@ impl Write for TlsStream {
     }
 }
 
+/// The names a certificate presents, as rustls gives them
+/// (`DnsName("a.example")`, `IpAddress(..)`), said plainly.
+fn names(presented: &[String]) -> String {
+    let plain = presented.iter().map(|name| {
+        let inner = name
+            .split_once("(\"")
+            .and_then(|(_, rest)| rest.strip_suffix("\")"));
+        inner.unwrap_or(name).to_owned()
+    });
+    plain.collect::<Vec<_>>().join(", ")
+}
+
 /// A failed handshake with `host`, said in one line with what to do.
 fn explain(host: &str, error: io::Error) -> io::Error {
     let kind = error.kind();
@@ -225,8 +253,8 @@ fn explain(host: &str, error: io::Error) -> io::Error {
             presented,
             ..
         }) => format!(
-            "the certificate of {host} is not valid for {host} (it names {}): use a URL with a name it is valid for, or fix the server's certificate",
-            presented.join(", ")
+            "the certificate of {host} is not valid for {host}: it names {} (use a URL with a name it names, or fix the server's certificate)",
+            names(presented)
         ),
         rustls::Error::InvalidCertificate(CertificateError::NotValidForName) => format!(
             "the certificate of {host} is not valid for {host}: use a URL with a name it is valid for, or fix the server's certificate"
