@@ -26,12 +26,12 @@ pub(crate) struct Endpoint {
 impl Endpoint {
     /// Parses `url`.
     pub fn parse(url: &str) -> Result<Endpoint, Error> {
-        let bad = |why: &str| Error::Protocol(format!("the URL '{url}' {why}"));
+        let bad = |why: &str| Error::Protocol(format!("the URL '{}' {why}", for_messages(url)));
         let (tls, rest) = if let Some(rest) = url.strip_prefix("https://") {
             if !cfg!(feature = "https") {
                 return Err(Error::Protocol(format!(
                     "{} is an https:// URL, and this build of mcp-stdio has no TLS: build it with the `https` feature (cargo install mcp-stdio --features https), or use http://",
-                    without_user(url)
+                    for_messages(url)
                 )));
             }
             (true, rest)
@@ -83,12 +83,14 @@ impl Endpoint {
     }
 }
 
-/// `url` without its user information (`user:password@`), for messages.
-fn without_user(url: &str) -> String {
+/// `url` without its user information (`user:password@`) nor its query,
+/// for messages: either may hold a secret.
+fn for_messages(url: &str) -> String {
+    let url = url.split(['?', '#']).next().unwrap_or(url);
     let Some((scheme, rest)) = url.split_once("://") else {
         return url.to_owned();
     };
-    let end = rest.find(['/', '?']).unwrap_or(rest.len());
+    let end = rest.find('/').unwrap_or(rest.len());
     match rest[..end].rfind('@') {
         Some(at) => format!("{scheme}://{}", &rest[at + 1..]),
         None => url.to_owned(),
@@ -129,6 +131,9 @@ mod tests {
         let e = Endpoint::parse("http://me:secret@h:8/mcp?token=secret").unwrap();
         assert_eq!(e.url(), "http://h:8/mcp");
         assert_eq!(e.host_header, "h:8");
+        let bad = Endpoint::parse("ftp://me:secret@h/x?token=secret").unwrap_err();
+        assert!(!bad.to_string().contains("secret"), "{bad}");
+        assert!(bad.to_string().contains("ftp://h/x"), "{bad}");
     }
 
     #[cfg(feature = "https")]
