@@ -7,8 +7,8 @@
 #   - info, a tool call, progress (3 notifications) and a listen that
 #     hears a tool-list change, with the CA given by --cacert; a call with
 #     the CA given by SSL_CERT_FILE instead, one through an mcpServers
-#     entry, and one to an IP literal (verified against the certificate's
-#     IP address);
+#     entry, one to an IP literal (verified against the certificate's IP
+#     address), and one to a server that speaks TLS 1.2 only;
 #   - refused, in one line that names the host and what to do: a
 #     self-signed certificate without --cacert, a certificate for another
 #     host name, and a plain http:// server behind an https:// URL.
@@ -62,7 +62,7 @@ openssl req -x509 -key "$tls/server.key" -out "$tls/self-signed.pem" -days 2 \
 # Free loopback ports: the server, nginx with each certificate.
 read -r -a ports <<<"$(python3 -c '
 import socket
-socks = [socket.socket() for _ in range(4)]
+socks = [socket.socket() for _ in range(5)]
 for s in socks:
     s.bind(("127.0.0.1", 0))
 print(" ".join(str(s.getsockname()[1]) for s in socks))
@@ -71,6 +71,7 @@ backend=${ports[0]}
 good=${ports[1]}
 elsewhere=${ports[2]}
 self_signed=${ports[3]}
+tls12=${ports[4]}
 
 pids=()
 cleanup() {
@@ -83,10 +84,11 @@ step "examples/everything on http://127.0.0.1:$backend/mcp"
 "$everything" --http "127.0.0.1:$backend" 2>"$OUT/everything.log" &
 pids+=($!)
 
-server_block() { # PORT CERT
+server_block() { # PORT CERT [PROTOCOLS]
     cat <<BLOCK
     server {
         listen 127.0.0.1:$1 ssl;
+        ssl_protocols ${3:-TLSv1.2 TLSv1.3};
         ssl_certificate $PWD/$tls/$2;
         ssl_certificate_key $PWD/$tls/server.key;
         location /mcp {
@@ -108,7 +110,9 @@ pid $PWD/$OUT/nginx/nginx.pid;
 error_log $PWD/$OUT/nginx/error.log warn;
 events { worker_connections 256; }
 http {
-    access_log $PWD/$OUT/nginx/access.log;
+    # Which port and TLS version served each request, for the checks.
+    log_format tls '\$server_port \$ssl_protocol \$request';
+    access_log $PWD/$OUT/nginx/access.log tls;
     client_body_temp_path $PWD/$OUT/nginx/body;
     proxy_temp_path $PWD/$OUT/nginx/proxy;
     fastcgi_temp_path $PWD/$OUT/nginx/fastcgi;
@@ -117,13 +121,14 @@ http {
 $(server_block "$good" good.pem)
 $(server_block "$elsewhere" elsewhere.pem)
 $(server_block "$self_signed" self-signed.pem)
+$(server_block "$tls12" good.pem TLSv1.2)
 }
 CONF
-step "nginx terminating TLS on 127.0.0.1:$good (good), :$elsewhere (another name), :$self_signed (self-signed)"
+step "nginx terminating TLS on 127.0.0.1:$good (good), :$elsewhere (another name), :$self_signed (self-signed), :$tls12 (TLS 1.2 only)"
 "$NGINX" -p "$PWD/$OUT/nginx" -c "$PWD/$OUT/nginx/nginx.conf" 2>"$OUT/nginx/stderr.log" &
 pids+=($!)
 
-for port in "$backend" "$good" "$elsewhere" "$self_signed"; do
+for port in "$backend" "$good" "$elsewhere" "$self_signed" "$tls12"; do
     for _ in $(seq 1 100); do
         python3 -c "import socket; socket.create_connection(('127.0.0.1', $port), 0.2)" 2>/dev/null && break
         sleep 0.1
@@ -183,7 +188,7 @@ for era in modern legacy; do
     check "$era: listen" $ok "heard $heard tools/list_changed after $toggles toggles; $(head -c 300 "$OUT/listen-$era.out" | tr '\n' ';')"
 done
 
-step "the CA from SSL_CERT_FILE, an mcpServers entry, an IP literal"
+step "the CA from SSL_CERT_FILE, an mcpServers entry, an IP literal, TLS 1.2"
 got=$(SSL_CERT_FILE="$tls/ca.pem" timeout 30 "$cli" call echo text=env --url "$url" 2>&1 || true)
 ok=1
 [ "$got" = env ] && ok=0
@@ -199,6 +204,12 @@ got=$(timeout 30 "$cli" call echo text=ip "${ca[@]}" --url "https://127.0.0.1:$g
 ok=1
 [ "$got" = ip ] && ok=0
 check "IP literal" $ok "$got"
+
+got=$(timeout 30 "$cli" call echo text=tls12 "${ca[@]}" --url "https://localhost:$tls12/mcp" 2>&1 || true)
+versions=$(awk -v p="$tls12" '$1 == p {print $2}' "$OUT/nginx/access.log" | sort -u | tr '\n' ' ')
+ok=1
+[ "$got" = tls12 ] && [ "$versions" = "TLSv1.2 " ] && ok=0
+check "TLS 1.2 only" $ok "$got, over $versions"
 
 step "refusals, one line each"
 refused() { # NAME EXPECTED... -- ARGS
