@@ -66,7 +66,7 @@ fn serve(server: Server, cert: &str) -> Https {
     let backend = listener.local_addr().unwrap();
     let stop = server.stop_handle();
     let thread = std::thread::spawn(move || server.serve_http(listener, HttpOptions::new()));
-    let terminator = Terminator::start(backend, cert);
+    let terminator = Terminator::start(backend, cert, true);
     Https {
         port: terminator.addr.port(),
         stop,
@@ -79,7 +79,8 @@ fn serve(server: Server, cert: &str) -> Https {
 /// plaintext to `backend` and back, on two threads per connection; the
 /// TLS state is shared under a lock held only to feed it or drain it,
 /// never across a blocking read. A backend that ends its side gets a
-/// `close_notify` sent, then the TCP write side shut.
+/// `close_notify` sent (unless `close_notify` is false: a server that
+/// just closes), then the TCP write side shut.
 struct Terminator {
     addr: SocketAddr,
     stopped: Arc<AtomicBool>,
@@ -87,7 +88,7 @@ struct Terminator {
 }
 
 impl Terminator {
-    fn start(backend: SocketAddr, cert: &str) -> Terminator {
+    fn start(backend: SocketAddr, cert: &str, close_notify: bool) -> Terminator {
         let certs = CertificateDer::pem_slice_iter(&fixture(cert))
             .collect::<Result<Vec<_>, _>>()
             .unwrap();
@@ -115,7 +116,7 @@ impl Terminator {
                 }
                 let Ok(socket) = socket else { continue };
                 let config = Arc::clone(&config);
-                std::thread::spawn(move || relay(socket, backend, config));
+                std::thread::spawn(move || relay(socket, backend, config, close_notify));
             }
         });
         Terminator {
@@ -136,7 +137,7 @@ impl Terminator {
 }
 
 /// One TLS connection relayed to `backend` until either side ends.
-fn relay(socket: TcpStream, backend: SocketAddr, config: Arc<ServerConfig>) {
+fn relay(socket: TcpStream, backend: SocketAddr, config: Arc<ServerConfig>, close_notify: bool) {
     let Ok(plain) = TcpStream::connect(backend) else {
         return;
     };
@@ -153,7 +154,7 @@ fn relay(socket: TcpStream, backend: SocketAddr, config: Arc<ServerConfig>) {
     });
     let _ = backend_to_client(&tls, &socket, &plain);
     // The backend ended its side: close_notify, then the TCP write side.
-    {
+    if close_notify {
         let mut tls = tls.lock().unwrap();
         tls.send_close_notify();
         while tls.wants_write() {
@@ -471,4 +472,104 @@ fn a_handshake_trickled_a_byte_at_a_time_is_given_up_in_time() {
     assert!(text.contains("127.0.0.1"), "{text}");
     assert!(text.contains("in time"), "{text}");
     assert!(took < Duration::from_secs(40), "took {took:?}");
+}
+
+/// A plain backend for the terminator: `server/discover` answered with a
+/// length, every `tools/call` with a body that the connection's end ends
+/// (`Connection: close`, no length), the text `whole`; anything else `202`.
+fn closing_backend() -> SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for socket in listener.incoming() {
+            let Ok(socket) = socket else { return };
+            std::thread::spawn(move || {
+                let mut reader = io::BufReader::new(socket.try_clone().unwrap());
+                let mut writer = socket;
+                while let Some(body) = read_body(&mut reader) {
+                    let req: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+                    let answer = |result: Value| {
+                        json!({ "jsonrpc": "2.0", "id": req["id"], "result": result }).to_string()
+                    };
+                    match req["method"].as_str().unwrap_or("") {
+                        "server/discover" => {
+                            let body = answer(json!({ "supportedVersions": ["2026-07-28"],
+                                "capabilities": { "tools": {} },
+                                "serverInfo": { "name": "closing", "version": "1" },
+                                "resultType": "complete" }));
+                            let head = format!(
+                                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+                                body.len()
+                            );
+                            let _ = writer.write_all(format!("{head}{body}").as_bytes());
+                        }
+                        "tools/call" => {
+                            let body = answer(json!({
+                                "content": [{ "type": "text", "text": "whole" }],
+                                "resultType": "complete" }));
+                            let head = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n";
+                            let _ = writer.write_all(format!("{head}{body}").as_bytes());
+                            let _ = writer.shutdown(Shutdown::Write);
+                            return;
+                        }
+                        _ => {
+                            let _ = writer
+                                .write_all(b"HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n\r\n");
+                        }
+                    }
+                }
+            });
+        }
+    });
+    addr
+}
+
+/// One request's body (its head skipped); `None` at the connection's end.
+fn read_body(reader: &mut io::BufReader<TcpStream>) -> Option<Vec<u8>> {
+    use std::io::BufRead;
+    let mut len = 0;
+    let mut line = String::new();
+    if reader.read_line(&mut line).ok()? == 0 {
+        return None;
+    }
+    loop {
+        line.clear();
+        reader.read_line(&mut line).ok()?;
+        if line.trim_end().is_empty() {
+            break;
+        }
+        if let Some((name, value)) = line.split_once(':')
+            && name.eq_ignore_ascii_case("content-length")
+        {
+            len = value.trim().parse().ok()?;
+        }
+    }
+    let mut body = vec![0; len];
+    reader.read_exact(&mut body).ok()?;
+    Some(body)
+}
+
+/// RFC 9112 section 9.8: a body that the connection's end ends is whole
+/// only if `close_notify` came before the end; a TCP end without it may
+/// have cut the body short, and the answer is refused rather than taken.
+#[test]
+fn a_body_ended_by_the_connections_end_needs_close_notify() {
+    let backend = closing_backend();
+    for close_notify in [true, false] {
+        let mut terminator = Terminator::start(backend, "server.pem", close_notify);
+        let client = Client::builder()
+            .era(EraPolicy::ModernOnly)
+            .add_ca_pem(&ca())
+            .connect_url(&format!("https://localhost:{}/mcp", terminator.addr.port()))
+            .unwrap();
+        let called = client.call("anything", json!({}));
+        match close_notify {
+            true => assert_eq!(called.unwrap().text_content(), "whole"),
+            false => {
+                let error = called.unwrap_err().to_string();
+                assert!(error.contains("could not be read"), "{error}");
+            }
+        }
+        terminator.stop();
+    }
 }

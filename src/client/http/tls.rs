@@ -48,8 +48,12 @@ pub(crate) fn config(extra: &[ExtraCa]) -> Result<Arc<ClientConfig>, Error> {
             ExtraCa::Pem(pem) => (pem.clone(), "the CA certificates given".to_owned()),
             ExtraCa::File(path) => {
                 let source = format!("the CA file {}", path.display());
-                let pem = std::fs::read(path)
-                    .map_err(|e| Error::Protocol(format!("could not read {source}: {e}")))?;
+                let pem = std::fs::read(path).map_err(|e| {
+                    Error::Io(io::Error::new(
+                        e.kind(),
+                        format!("could not read {source}: {e}"),
+                    ))
+                })?;
                 (pem, source)
             }
         };
