@@ -374,8 +374,8 @@
 //!
 //! # Not here
 //!
-//! TLS over HTTP (serve and connect with `http://`; put a TLS-terminating
-//! proxy in front), the deprecated 2024-11-05 HTTP+SSE transport, JSON-RPC
+//! TLS in the HTTP server (serve `http://` behind a TLS-terminating proxy;
+//! the client speaks `https://` with the `https` feature), the deprecated 2024-11-05 HTTP+SSE transport, JSON-RPC
 //! batches (only 2025-03-26 had them, and a server of that revision must
 //! take them; here a batch is refused with `-32600`, as the Python SDK
 //! refuses it), and the deprecated features of 2026-07-28 beyond
@@ -477,7 +477,10 @@ pub use server::context::{Elicited, RequestContext};
 pub use server::handlers::ResourceRequest;
 #[cfg(feature = "http")]
 #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
-pub use server::http::options::{HttpOptions, Unauthorized};
+pub use server::http::auth::{ProtectedResource, Unauthorized};
+#[cfg(feature = "http")]
+#[cfg_attr(docsrs, doc(cfg(feature = "http")))]
+pub use server::http::options::HttpOptions;
 #[cfg(feature = "server")]
 #[cfg_attr(docsrs, doc(cfg(feature = "server")))]
 pub use server::notifier::Notifier;
@@ -486,7 +489,7 @@ pub use server::notifier::Notifier;
 pub use server::redis_feed::RedisChangeFeed;
 #[cfg(feature = "server")]
 #[cfg_attr(docsrs, doc(cfg(feature = "server")))]
-pub use server::request_meta::RequestMeta;
+pub use server::request_meta::{RequestMeta, TokenInfo};
 #[cfg(feature = "redis")]
 #[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
 pub use server::tasks::redis_store::RedisTaskStore;

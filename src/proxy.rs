@@ -743,9 +743,14 @@ impl Updates {
     }
 }
 
-/// Publishes the updates waiting in `subscription`; `true` once it ended.
+/// Publishes the updates waiting in `subscription` as it is called, not
+/// those that come meanwhile: under a flood of updates its lock is held
+/// for what was there, so a call's reply waits for the updates that came
+/// before it and no others (`forward`), and the publishing thread lets go
+/// between batches. `true` once the subscription ended.
 fn publish_from(subscription: &mut Subscription, notifier: &Notifier) -> bool {
-    loop {
+    // At least one look, which sees an end that came with nothing waiting.
+    for _ in 0..subscription.rx.len().max(1) {
         match subscription.try_recv() {
             Ok(Some(SubscriptionEvent::ResourceUpdated { uri })) => {
                 notifier.resource_updated(&uri);
@@ -755,6 +760,7 @@ fn publish_from(subscription: &mut Subscription, notifier: &Notifier) -> bool {
             Err(_) => return true,
         }
     }
+    false
 }
 
 /// The URIs the proxy subscribed to on the server, and those it is asking

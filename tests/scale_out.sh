@@ -59,9 +59,18 @@ if [ "$(cat "$venv/.pinned" 2>/dev/null)" != "mcp==$PY_MCP" ]; then
     echo "mcp==$PY_MCP" >"$venv/.pinned"
 fi
 
-step "examples/everything and mcp-stdio with the http and redis features"
-cargo build --quiet --features http,redis-tls --example everything --example replicas --bin mcp-stdio
-everything=target/debug/examples/everything
+# REPLICAS_BIN=DIR: the binaries built already (everything, replicas,
+# mcp-stdio), as .ci/run does so that this runs beside steps that build the
+# crate with other features.
+bin=${REPLICAS_BIN:-}
+cli=$bin/mcp-stdio
+if [ -z "$bin" ]; then
+    step "examples/everything and mcp-stdio with the http and redis features"
+    cargo build --quiet --features http,redis-tls --example everything --example replicas --bin mcp-stdio
+    bin=target/debug/examples
+    cli=target/debug/mcp-stdio
+fi
+everything=$bin/everything
 
 # Free loopback ports: three replicas, nginx, a stranger with its own key, Redis.
 read -r -a ports <<<"$(python3 -c '
@@ -158,7 +167,6 @@ for port in "${replica_ports[@]}" "$stranger_port" "$nginx_port"; do
 done
 
 step "checks (our client, mcp-stdio --url, through nginx)"
-cli=target/debug/mcp-stdio
 url="http://127.0.0.1:$nginx_port/mcp"
 failed=0
 ours() { # NAME OK DETAIL
@@ -204,7 +212,7 @@ done
 # its question answered with tasks/update) through all of them; another
 # cancelled.
 mark=$(wc -l <"$OUT/nginx/access.log")
-got=$(timeout 60 target/debug/examples/replicas "$url" 2>&1 || true)
+got=$(timeout 60 "$bin/replicas" "$url" 2>&1 || true)
 created=$(served "$mark" tools/call | head -1)
 polled=$(served "$mark" tasks/get | sort -u | tr '\n' ' ')
 answered=$(served "$mark" tasks/update | tr '\n' ' ')

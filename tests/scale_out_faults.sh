@@ -55,10 +55,16 @@ if ! command -v redis-server >/dev/null; then
         { apt-get update -qq && apt-get install -y -qq redis-server >/dev/null; }
 fi
 
-step "examples/everything and examples/fault_storm with the http and redis features"
-cargo build --quiet --features http,redis-tls --example everything --example fault_storm
-everything=${SCALE_OUT_FAULTS_SERVER:-target/debug/examples/everything}
-storm=target/debug/examples/fault_storm
+# REPLICAS_BIN=DIR: the binaries built already (everything, fault_storm),
+# as .ci/run does (see tests/scale_out.sh).
+bin=${REPLICAS_BIN:-}
+if [ -z "$bin" ]; then
+    step "examples/everything and examples/fault_storm with the http and redis features"
+    cargo build --quiet --features http,redis-tls --example everything --example fault_storm
+    bin=target/debug/examples
+fi
+everything=${SCALE_OUT_FAULTS_SERVER:-$bin/everything}
+storm=$bin/fault_storm
 
 read -r -a ports <<<"$(python3 -c '
 import socket

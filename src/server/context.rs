@@ -254,6 +254,13 @@ impl RequestContext {
         &self.meta
     }
 
+    /// What the request's access token allows (its subject, scopes,
+    /// expiry, the validator's claims): [`RequestMeta::token_info`].
+    /// `None` unless the HTTP server validated a token for it.
+    pub fn token_info(&self) -> Option<&crate::server::request_meta::TokenInfo> {
+        self.meta.token_info()
+    }
+
     /// Whether the client cancelled the request (or the server is shutting
     /// down past its grace period). Poll it between units of work.
     pub fn is_cancelled(&self) -> bool {

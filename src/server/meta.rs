@@ -151,6 +151,7 @@ pub(crate) fn validate_meta(view: &MetaView<'_>) -> Result<RequestMeta, ErrorObj
         log_level,
         progress_token,
         raw: Some(raw.to_owned()),
+        token: None,
     })
 }
 

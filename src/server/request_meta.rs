@@ -24,6 +24,83 @@ pub struct RequestMeta {
     pub(crate) live_level: Option<Arc<LiveLevel>>,
     pub(crate) progress_token: Option<ProgressToken>,
     pub(crate) raw: Option<Box<RawValue>>,
+    /// What the request's access token allows, when the HTTP server
+    /// validated one (see [`RequestMeta::token_info`]).
+    pub(crate) token: Option<Arc<TokenInfo>>,
+}
+
+/// What a validated access token allows: what the application's token
+/// validator returned for the request's `Authorization: Bearer` token
+/// (see `HttpOptions::protected_resource`, feature `http`). The token
+/// itself is not kept: a handler never sees it, so it cannot leak it into
+/// a result, a log or another server (spec 2026-07-28
+/// basic/authorization: MCP servers MUST NOT pass a client's token on).
+///
+/// ```
+/// let info = mcp_stdio::TokenInfo::new()
+///     .subject("alice")
+///     .scopes(["files:read", "files:write"]);
+/// assert!(info.has_scope("files:write"));
+/// assert!(!info.has_scope("admin"));
+/// ```
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TokenInfo {
+    /// Whom the token stands for (a JWT's or an introspection's `sub`).
+    pub subject: Option<String>,
+    /// The client it was issued to (`client_id`).
+    pub client_id: Option<String>,
+    /// The scopes it grants.
+    pub scopes: Vec<String>,
+    /// When it expires: past it the server answers `401` without asking
+    /// the validator again.
+    pub expires_at: Option<std::time::SystemTime>,
+    /// Anything else the validator wants handlers to see (claims, a
+    /// tenant, roles); `null` by default.
+    pub claims: Value,
+}
+
+impl TokenInfo {
+    /// No subject, no scopes, no expiry.
+    pub fn new() -> TokenInfo {
+        TokenInfo::default()
+    }
+
+    /// Sets [`TokenInfo::subject`].
+    pub fn subject(mut self, subject: &str) -> Self {
+        self.subject = Some(subject.to_owned());
+        self
+    }
+
+    /// Sets [`TokenInfo::client_id`].
+    pub fn client_id(mut self, client_id: &str) -> Self {
+        self.client_id = Some(client_id.to_owned());
+        self
+    }
+
+    /// Sets [`TokenInfo::scopes`].
+    pub fn scopes<S: Into<String>>(mut self, scopes: impl IntoIterator<Item = S>) -> Self {
+        self.scopes = scopes.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Sets [`TokenInfo::expires_at`].
+    pub fn expires_at(mut self, at: std::time::SystemTime) -> Self {
+        self.expires_at = Some(at);
+        self
+    }
+
+    /// Sets [`TokenInfo::claims`].
+    pub fn claims(mut self, claims: Value) -> Self {
+        self.claims = claims;
+        self
+    }
+
+    /// Whether the token grants `scope` (compared exactly: a validator
+    /// that knows scope hierarchies lists the narrower scopes a broader
+    /// one implies, as spec 2026-07-28 basic/authorization asks).
+    pub fn has_scope(&self, scope: &str) -> bool {
+        self.scopes.iter().any(|s| s == scope)
+    }
 }
 
 /// A log level shared by the requests it applies to, set while they run.
@@ -54,6 +131,7 @@ impl RequestMeta {
             live_level: None,
             progress_token: None,
             raw: None,
+            token: None,
         }
     }
 
@@ -85,6 +163,14 @@ impl RequestMeta {
             Some(live) => live.get(),
             None => self.log_level,
         }
+    }
+
+    /// What the request's access token allows, when the HTTP server
+    /// validated one (`HttpOptions::protected_resource`, feature
+    /// `http`); `None` on stdio and on a server without
+    /// authorization. A tool that needs a scope checks it here.
+    pub fn token_info(&self) -> Option<&TokenInfo> {
+        self.token.as_deref()
     }
 
     /// `progressToken`, when the client asked for progress.

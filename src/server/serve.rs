@@ -10,7 +10,7 @@
 //!
 //! The thread that calls `serve` does not read or write: it waits for the
 //! end, then gives the requests in flight the grace period, answers what is
-//! left with `-32603` and closes the output (`Conn::shut_down`). It never
+//! left with `-32603` and closes the output (`ConnHandle::shut_down`). It never
 //! waits for a reader blocked on its input: after a stop, `serve` returns
 //! while the reader may still wait for a line it will not act on.
 
@@ -78,7 +78,7 @@ fn serve(inner: &Arc<Inner>, transport: Transport) -> Result<(), Error> {
             return Err(Error::Io(e));
         }
     };
-    let done = shut_down(inner, &conn, why);
+    let done = wind_down(inner, &conn, why);
     inner.connections.disconnect(key);
     done
 }
@@ -95,7 +95,7 @@ fn wait_for_end(inner: &Inner, conn: &ConnHandle, end: &Receiver<End>) -> End {
 /// The shutdown: no new request begins and every subscription gets its
 /// final result; the requests in flight have the grace period (none after
 /// a failed write); then what is left is answered with `-32603`.
-fn shut_down(inner: &Inner, conn: &ConnHandle, why: End) -> Result<(), Error> {
+fn wind_down(inner: &Inner, conn: &ConnHandle, why: End) -> Result<(), Error> {
     if why != End::OutputFailed {
         conn.act(Sending::Now, |c| c.begin_shutdown());
         // A grace period too long for the clock waits as long as it takes.

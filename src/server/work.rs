@@ -1,6 +1,6 @@
-//! A request's work: the boxed closure that produces its reply, the job a
-//! connection begins (inline on the reader, or on the pool), and calling it
-//! with a panic turned into that request's `-32603`.
+//! A request's work: the boxed closure that produces its reply, the
+//! runnable request a connection begins (inline on the reader, or on the
+//! pool), and calling it with a panic turned into that request's `-32603`.
 
 use std::any::Any;
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -15,7 +15,7 @@ use crate::server::request_meta::RequestMeta;
 pub(crate) type Work = Box<dyn FnOnce(&RequestContext) -> Reply + Send>;
 
 /// A request that passed validation, ready to run.
-pub(crate) struct Job {
+pub(crate) struct Runnable {
     pub meta: RequestMeta,
     pub work: Work,
     /// Run on the reader thread: cheap and never blocking.
@@ -24,7 +24,7 @@ pub(crate) struct Job {
     pub retry: Option<Retry>,
 }
 
-/// Calls a job's work, turning a panic into `-32603` for that request.
+/// Calls a request's work, turning a panic into `-32603` for that request.
 pub(crate) fn call(work: Work, ctx: &RequestContext) -> Reply {
     match catch_unwind(AssertUnwindSafe(|| work(ctx))) {
         Ok(reply) => reply,

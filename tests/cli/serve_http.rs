@@ -3,7 +3,8 @@
 //! from the environment or a file, not only the command line `ps` shows;
 //! item 4 over HTTP: a refused connection, and a probe refused for the
 //! server's own reasons (a body limit), say so and are not taken for a
-//! legacy server.
+//! legacy server. Issue 46, item 4: `serve-http` as an OAuth 2.1
+//! protected resource with a static token list, over a real socket.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::process::{Child, Command, Stdio};
@@ -32,6 +33,14 @@ pub const CHECKS: &[(&str, Once)] = &[
         "a_probe_refused_for_a_body_limit_is_not_legacy",
         body_limit_not_legacy,
     ),
+    (
+        "serve_http_is_a_protected_resource_with_a_token_list",
+        protected_with_a_token_list,
+    ),
+    (
+        "serve_http_introspects_each_token_at_the_authorization_server",
+        protected_with_introspection,
+    ),
 ];
 
 /// `mcp-stdio serve-http` in front of the everything server, on a port of
@@ -40,6 +49,8 @@ struct Serving {
     child: Child,
     /// `HOST:PORT`.
     addr: String,
+    /// What it writes on stderr after it said where it serves.
+    lines: Receiver<String>,
 }
 
 impl Serving {
@@ -68,7 +79,7 @@ impl Serving {
             said.push_str(&line);
             if let Some((_, url)) = line.split_once(" at http://") {
                 let addr = url.trim_end_matches("/mcp").to_owned();
-                return Ok(Serving { child, addr });
+                return Ok(Serving { child, addr, lines });
             }
         }
     }
@@ -241,6 +252,242 @@ fn keeps_tasks_extension() -> Result<(), String> {
     let extensions = &info["capabilities"]["extensions"];
     if extensions.get("io.modelcontextprotocol/tasks").is_none() {
         return Err(format!("no tasks extension: {}", info["capabilities"]));
+    }
+    Ok(())
+}
+
+/// The whole response to `request` (sent as is) from `addr`.
+fn exchange(addr: &str, request: &str) -> Result<String, String> {
+    let mut socket = std::net::TcpStream::connect(addr).map_err(|e| e.to_string())?;
+    socket
+        .set_read_timeout(Some(LIMIT))
+        .map_err(|e| e.to_string())?;
+    socket
+        .write_all(request.as_bytes())
+        .map_err(|e| e.to_string())?;
+    let mut response = String::new();
+    let _ = socket.read_to_string(&mut response);
+    Ok(response)
+}
+
+/// A `WWW-Authenticate` or other header of `response`.
+fn header_of<'a>(response: &'a str, name: &str) -> Option<&'a str> {
+    let head = response.split("\r\n\r\n").next()?;
+    head.lines().skip(1).find_map(|line| {
+        let (n, v) = line.split_once(": ")?;
+        n.eq_ignore_ascii_case(name).then_some(v)
+    })
+}
+
+/// Issue 46, item 4: `--authorization-server`, `--scope` and
+/// `--token-file` make `serve-http` an OAuth protected resource: its
+/// metadata at both well-known paths, `401` with the challenge without a
+/// token, `200` with a listed one that grants the scope, `403` with one
+/// that does not, `401` with one not listed; and no token on its stderr,
+/// `--wire` included. Before: "unknown option --authorization-server".
+fn protected_with_a_token_list() -> Result<(), String> {
+    let dir = scratch("oauth-token-list");
+    let file = dir.join("tokens");
+    std::fs::write(
+        &file,
+        "# TOKEN SCOPE...\nreader-tok-1 mcp extra\nother-tok-2 other\n",
+    )
+    .map_err(|e| e.to_string())?;
+    let file = file.to_string_lossy().into_owned();
+    let mut serving = Serving::start(
+        &[
+            "--authorization-server",
+            "https://auth.example.com",
+            "--scope",
+            "mcp",
+            "--token-file",
+            &file,
+            "--wire",
+        ],
+        &[],
+    )?;
+    let addr = serving.addr.clone();
+    let resource = format!("http://{addr}/mcp");
+    let metadata_url = format!("http://{addr}/.well-known/oauth-protected-resource/mcp");
+    for path in [
+        "/.well-known/oauth-protected-resource/mcp",
+        "/.well-known/oauth-protected-resource",
+    ] {
+        let response = exchange(
+            &addr,
+            &format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"),
+        )?;
+        let body = response.split_once("\r\n\r\n").map_or("", |(_, b)| b);
+        let doc: serde_json::Value =
+            serde_json::from_str(body).map_err(|e| format!("GET {path}: {e}: {response:?}"))?;
+        let expected = serde_json::json!({
+            "resource": resource,
+            "authorization_servers": ["https://auth.example.com"],
+            "scopes_supported": ["mcp"],
+            "bearer_methods_supported": ["header"],
+        });
+        if !response.starts_with("HTTP/1.1 200 ") || doc != expected {
+            return Err(format!("GET {path}: {response:?}"));
+        }
+    }
+    let without = status_with(&addr, None)?;
+    let challenge = exchange(&addr, &tools_list(&addr, None))?;
+    let expected = format!(r#"Bearer resource_metadata="{metadata_url}", scope="mcp""#);
+    if !without.contains(" 401 ") || header_of(&challenge, "www-authenticate") != Some(&expected) {
+        return Err(format!("without a token: {challenge:?}"));
+    }
+    let with = status_with(&addr, Some("reader-tok-1"))?;
+    let lacking = exchange(&addr, &tools_list(&addr, Some("other-tok-2")))?;
+    let unknown = exchange(&addr, &tools_list(&addr, Some("unknown-tok-3")))?;
+    let insufficient = header_of(&lacking, "www-authenticate").unwrap_or_default();
+    if !with.contains(" 200 ")
+        || !lacking.starts_with("HTTP/1.1 403 ")
+        || !insufficient.starts_with(r#"Bearer error="insufficient_scope", scope="mcp""#)
+        || !unknown.starts_with("HTTP/1.1 401 ")
+    {
+        return Err(format!(
+            "with {with:?}; lacking the scope {lacking:?}; unknown {unknown:?}"
+        ));
+    }
+    let _ = serving.child.kill();
+    let _ = serving.child.wait();
+    let mut stderr = String::new();
+    while let Ok(line) = serving.lines.recv_timeout(LIMIT) {
+        stderr.push_str(&line);
+        stderr.push('\n');
+    }
+    if !stderr.contains("→") {
+        return Err(format!("--wire showed nothing: {stderr:?}"));
+    }
+    let responses = [&challenge, &lacking, &unknown];
+    for token in ["reader-tok-1", "other-tok-2", "unknown-tok-3"] {
+        if stderr.contains(token) || responses.iter().any(|r| r.contains(token)) {
+            return Err(format!("{token} shown: {stderr:?} {responses:?}"));
+        }
+    }
+    Ok(())
+}
+
+/// A modern `tools/list` POST to `addr`, with `token` as its bearer token.
+fn tools_list(addr: &str, token: Option<&str>) -> String {
+    let body = r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}"#;
+    let authorization = token.map_or(String::new(), |t| format!("Authorization: Bearer {t}\r\n"));
+    format!(
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/list\r\n{authorization}Content-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+}
+
+/// An RFC 7662 introspection endpoint on a port of its own: `good-tok`
+/// is active for `https://mcp.example.com/mcp` with scope `mcp`,
+/// `foreign-tok` is active for another resource, anything else is not
+/// active; a request without the client's credentials is `401`. Sends
+/// each request's body (form-encoded) on the channel.
+fn introspection_endpoint() -> Result<(String, Receiver<String>), String> {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
+    let addr = listener.local_addr().map_err(|e| e.to_string())?;
+    let (tx, rx) = crossbeam_channel::unbounded();
+    thread::spawn(move || {
+        for socket in listener.incoming() {
+            let Ok(mut socket) = socket else { return };
+            let _ = socket.set_read_timeout(Some(LIMIT));
+            let mut request = Vec::new();
+            let mut buf = [0u8; 4096];
+            // Head, then as many body bytes as it declares.
+            let (head, body) = loop {
+                let Ok(n @ 1..) = socket.read(&mut buf) else {
+                    return;
+                };
+                request.extend_from_slice(&buf[..n]);
+                let text = String::from_utf8_lossy(&request).into_owned();
+                if let Some((head, body)) = text.split_once("\r\n\r\n") {
+                    let length = head
+                        .lines()
+                        .find_map(|l| {
+                            l.to_ascii_lowercase()
+                                .strip_prefix("content-length: ")
+                                .map(str::to_owned)
+                        })
+                        .and_then(|l| l.trim().parse::<usize>().ok())
+                        .unwrap_or(0);
+                    if body.len() >= length {
+                        break (head.to_owned(), body.to_owned());
+                    }
+                }
+            };
+            // Basic base64("rs-client:rs%20secret") (the secret form-encoded).
+            let authorized = head.contains("Authorization: Basic cnMtY2xpZW50OnJzJTIwc2VjcmV0");
+            let answer = if !authorized {
+                ("401 Unauthorized", "{}".to_owned())
+            } else if body.contains("token=good-tok") {
+                ("200 OK", r#"{"active":true,"aud":"https://mcp.example.com/mcp","scope":"mcp","sub":"bob","client_id":"c"}"#.to_owned())
+            } else if body.contains("token=foreign-tok") {
+                (
+                    "200 OK",
+                    r#"{"active":true,"aud":"https://other.example.com/mcp","scope":"mcp"}"#
+                        .to_owned(),
+                )
+            } else {
+                ("200 OK", r#"{"active":false}"#.to_owned())
+            };
+            let _ = tx.send(body);
+            let _ = write!(
+                socket,
+                "HTTP/1.0 {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{}",
+                answer.0,
+                answer.1.len(),
+                answer.1
+            );
+        }
+    });
+    Ok((format!("http://{addr}/introspect"), rx))
+}
+
+/// Issue 46, item 4: `--introspect URL` asks the authorization server
+/// about every request's token (RFC 7662), with the client credentials
+/// from `MCP_STDIO_INTROSPECT_CREDENTIALS`, and accepts an active token
+/// only when its audience is this server (`--oauth-resource`). Before:
+/// "unknown option --authorization-server".
+fn protected_with_introspection() -> Result<(), String> {
+    let (url, asked) = introspection_endpoint()?;
+    let serving = Serving::start(
+        &[
+            "--authorization-server",
+            "https://auth.example.com",
+            "--oauth-resource",
+            "https://mcp.example.com/mcp",
+            "--scope",
+            "mcp",
+            "--introspect",
+            &url,
+        ],
+        &[("MCP_STDIO_INTROSPECT_CREDENTIALS", "rs-client:rs secret")],
+    )?;
+    let addr = serving.addr.clone();
+    let good = status_with(&addr, Some("good-tok"))?;
+    let again = status_with(&addr, Some("good-tok"))?;
+    let foreign = exchange(&addr, &tools_list(&addr, Some("foreign-tok")))?;
+    let inactive = status_with(&addr, Some("inactive-tok"))?;
+    let challenge = header_of(&foreign, "www-authenticate").unwrap_or_default();
+    if !good.contains(" 200 ")
+        || !again.contains(" 200 ")
+        || !foreign.starts_with("HTTP/1.1 401 ")
+        || !challenge.contains("not issued for https://mcp.example.com/mcp")
+        || !inactive.contains(" 401 ")
+    {
+        return Err(format!(
+            "good {good:?}, again {again:?}, foreign {foreign:?}, inactive {inactive:?}"
+        ));
+    }
+    let bodies: Vec<String> = asked.try_iter().collect();
+    let expected = [
+        "token=good-tok&token_type_hint=access_token",
+        "token=good-tok&token_type_hint=access_token",
+        "token=foreign-tok&token_type_hint=access_token",
+        "token=inactive-tok&token_type_hint=access_token",
+    ];
+    if bodies != expected {
+        return Err(format!("introspected: {bodies:?}"));
     }
     Ok(())
 }

@@ -19,6 +19,7 @@ const SERVER: &[&str] = &[
     "crate::Notifier",
     "crate::RequestContext",
     "crate::RequestMeta",
+    "crate::TokenInfo",
     "crate::CancelToken",
     "crate::ResourceRequest",
     "crate::CacheHints",
@@ -30,6 +31,7 @@ const SERVER: &[&str] = &[
     "crate::TaskStore",
     "crate::HttpOptions",
     "crate::Unauthorized",
+    "crate::ProtectedResource",
 ];
 
 /// How the client side is named from elsewhere in the crate.

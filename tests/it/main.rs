@@ -17,6 +17,7 @@ mod arguments;
 mod bad_input;
 mod cancellation;
 mod change_feed;
+mod ci_script;
 #[cfg(feature = "client")]
 mod client;
 mod concurrency;
@@ -24,6 +25,10 @@ mod discover;
 mod fixtures_md;
 #[cfg(feature = "http")]
 mod http;
+#[cfg(feature = "http")]
+mod http_auth;
+#[cfg(feature = "http")]
+mod http_backlog;
 #[cfg(all(feature = "http", feature = "client"))]
 mod http_client;
 #[cfg(feature = "http")]

@@ -16,6 +16,7 @@ use mcp_stdio::types::{LoggingLevel, SubscriptionFilter};
 use serde_json::Value;
 
 mod checks;
+mod oauth;
 mod pairs;
 
 // `serve-http` keeps the token out of its child's environment.
@@ -26,6 +27,9 @@ use checks::{
     token_file_warning,
 };
 pub use checks::{cacert_for_stdio, check_url, header_for_stdio};
+pub use oauth::OAuth;
+#[cfg(all(feature = "server", feature = "http"))]
+pub use oauth::{INTROSPECT_CREDENTIALS_ENV, Tokens};
 pub use pairs::{Arguments, tool_arguments};
 use pairs::{pair, string_pairs};
 
@@ -55,7 +59,8 @@ pub enum Command {
     /// `listen [--tools] [--prompts] [--resources] [--resource URI]...`.
     Listen(SubscriptionFilter),
     /// `serve-http [--listen ADDR] [--allow-origin O]... [--allow-host H]...
-    /// [--max-body-bytes N] [--bearer-token T]`: the server over HTTP.
+    /// [--max-body-bytes N] [--bearer-token T | --authorization-server URL
+    /// ...]`: the server over HTTP.
     ServeHttp(ServeHttp),
     /// `help`, `--help`, `-h`.
     Help,
@@ -76,8 +81,11 @@ pub struct ServeHttp {
     pub max_body_bytes: Option<usize>,
     /// `--bearer-token TOKEN`: every request must carry it.
     pub bearer_token: Option<String>,
-    /// Said before serving: `--bearer-token-file` can be read by others.
+    /// Said before serving: `--bearer-token-file` (or `--token-file`,
+    /// `--introspect-credentials`) can be read by others.
     pub token_file_warning: Option<String>,
+    /// `--authorization-server URL`...: an OAuth 2.1 protected resource.
+    pub oauth: Option<OAuth>,
 }
 
 /// The four lists.
@@ -245,6 +253,12 @@ const OPTIONS: &[&str] = &[
     "--max-body-bytes",
     "--bearer-token",
     "--bearer-token-file",
+    "--authorization-server",
+    "--oauth-resource",
+    "--scope",
+    "--token-file",
+    "--introspect",
+    "--introspect-credentials",
 ];
 
 /// Every command, for "did you mean".
@@ -297,6 +311,12 @@ struct Flags {
     max_body_bytes: Option<usize>,
     bearer_token: Option<String>,
     bearer_token_file: Option<PathBuf>,
+    authorization_servers: Vec<String>,
+    oauth_resource: Option<String>,
+    scopes: Vec<String>,
+    token_file: Option<PathBuf>,
+    introspect: Option<String>,
+    introspect_credentials: Option<PathBuf>,
 }
 
 impl Flags {
@@ -374,6 +394,14 @@ impl Flags {
             "--max-body-bytes" => self.max_body_bytes = Some(max_body_bytes(&value()?)?),
             "--bearer-token" => self.bearer_token = Some(value()?),
             "--bearer-token-file" => self.bearer_token_file = Some(PathBuf::from(value()?)),
+            "--authorization-server" => self.authorization_servers.push(value()?),
+            "--oauth-resource" => self.oauth_resource = Some(value()?),
+            "--scope" => self.scopes.push(value()?),
+            "--token-file" => self.token_file = Some(PathBuf::from(value()?)),
+            "--introspect" => self.introspect = Some(value()?),
+            "--introspect-credentials" => {
+                self.introspect_credentials = Some(PathBuf::from(value()?));
+            }
             _ => {
                 let hint = crate::suggest::typo(name, OPTIONS.iter().copied())
                     .unwrap_or_else(|| " (try mcp-stdio --help)".to_owned());
@@ -496,6 +524,7 @@ fn command(name: &str, args: Vec<String>, flags: &Flags) -> Result<Command, Usag
                 max_body_bytes: flags.max_body_bytes,
                 bearer_token: bearer_token(flags)?,
                 token_file_warning: token_file_warning(flags),
+                oauth: oauth::oauth(flags)?,
             })
         }
         "check" => {

@@ -30,6 +30,8 @@ mod escape;
 mod field;
 mod form;
 mod interrupt;
+#[cfg(all(feature = "server", feature = "http"))]
+mod oauth;
 mod output;
 mod save;
 mod serve_http;

@@ -45,6 +45,7 @@ pub fn run(opts: &Options, serve: &ServeHttp, stderr: &Arc<Stderr>) -> Result<u8
     // otherwise inherit it with the rest of the environment.
     if let crate::connect::Target::Spawn(command) = &mut target.target {
         command.env_remove(crate::args::BEARER_TOKEN_ENV);
+        command.env_remove(crate::args::INTROSPECT_CREDENTIALS_ENV);
     }
     let mut builder = Client::builder()
         .client_info("mcp-stdio serve-http", env!("CARGO_PKG_VERSION"))
@@ -191,7 +192,7 @@ fn serve_through(
     program: &str,
     stage: &Mutex<Stage>,
 ) -> Result<u8, Failure> {
-    use mcp_stdio::{HttpOptions, Unauthorized};
+    use mcp_stdio::{HttpOptions, ProtectedResource, Unauthorized};
 
     let proxy = mcp_stdio::proxy::serve_as(Arc::clone(client)).map_err(|e| {
         if lock(stage).interrupted {
@@ -229,6 +230,23 @@ fn serve_through(
     let addr = listener
         .local_addr()
         .map_or_else(|_| serve.listen.clone(), |a| a.to_string());
+    if let Some(oauth) = &serve.oauth {
+        // The canonical URI, by default where this serves (as bound: a
+        // port 0 is the one taken).
+        let id = (oauth.resource.clone()).unwrap_or_else(|| format!("http://{addr}/mcp"));
+        let mut resource = ProtectedResource::new(&id)
+            .scopes_supported(oauth.scopes.iter().cloned())
+            .require_scopes(oauth.scopes.iter().cloned());
+        for issuer in &oauth.authorization_servers {
+            resource = resource.authorization_server(issuer);
+        }
+        stderr.line(&format!(
+            "mcp-stdio: protected resource {id}; its metadata: {}",
+            resource.metadata_url()
+        ));
+        options =
+            options.protected_resource(resource, crate::oauth::validator(&oauth.tokens, stderr));
+    }
     if !lock(stage).serving(proxy.stop_handle()) {
         return Err(interrupted(program));
     }

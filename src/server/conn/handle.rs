@@ -47,7 +47,7 @@ use crate::server::context::{Holding, Outlet, RequestContext, Sink};
 use crate::server::dispatch::Prepared;
 use crate::server::event::ServerEvent;
 use crate::server::in_flight::Stage;
-use crate::server::pool::Job as PoolJob;
+use crate::server::pool::Job;
 use crate::server::reply::Reply;
 use crate::server::work::{Work, call};
 use crate::server::{Inner, Server};
@@ -176,12 +176,12 @@ impl ConnHandle {
         self.0.clone()
     }
 
-    /// The end (see [`Conn::shut_down`]): every request still in flight is
+    /// The end (see [`Conn::close`]): every request still in flight is
     /// answered with `-32603`, everything written is sent, then the output
     /// is closed, in the same hold of the lock as the last look (nothing is
-    /// written after [`Conn::shut_down`]). Returns the first failed send.
+    /// written after [`Conn::close`]). Returns the first failed send.
     pub fn shut_down(&self) -> Result<(), Error> {
-        self.act(Sending::Now, Conn::shut_down);
+        self.act(Sending::Now, Conn::close);
         let shared = &*self.0;
         let mut state = shared.lock_state();
         while state.output.sending() || state.output.waiting() > 0 {
@@ -216,11 +216,11 @@ impl ConnHandle {
         id: RequestId,
         prepared: Result<Prepared, ErrorObject>,
         bytes: usize,
-    ) -> Option<InlineJob> {
+    ) -> Option<InlineRunnable> {
         let begun = self.act(Sending::BeforeRead, |conn| {
             conn.lines += 1;
-            let job = match conn.refusal(&id).map_or(prepared, Err) {
-                Ok(Prepared::Job(job)) => job,
+            let runnable = match conn.refusal(&id).map_or(prepared, Err) {
+                Ok(Prepared::Run(runnable)) => runnable,
                 Ok(Prepared::Listen(accepted)) => {
                     conn.listen(id, accepted);
                     return Begun::Answered;
@@ -235,29 +235,29 @@ impl ConnHandle {
             let outlet: Arc<dyn Outlet> = self.0.clone();
             let ctx = RequestContext::new(
                 id.clone(),
-                job.meta,
+                runnable.meta,
                 token.clone(),
                 Sink::Conn { outlet, seq },
                 Server {
                     inner: Arc::clone(&conn.inner),
                 },
-                job.retry,
+                runnable.retry,
             );
-            if job.inline {
+            if runnable.inline {
                 conn.in_flight.insert(id, seq, token, Stage::Inline);
-                return Begun::Inline(InlineJob {
+                return Begun::Inline(InlineRunnable {
                     ctx,
                     seq,
-                    work: job.work,
+                    work: runnable.work,
                     bytes,
                 });
             }
             Begun::Pooled {
-                queue_full: self.enter_pooled(conn, id, seq, ctx, job.work, bytes),
+                queue_full: self.enter_pooled(conn, id, seq, ctx, runnable.work, bytes),
             }
         });
         match begun {
-            Begun::Inline(job) => Some(job),
+            Begun::Inline(inline) => Some(inline),
             Begun::Pooled { queue_full: true } => {
                 self.wait_for_room();
                 None
@@ -271,13 +271,13 @@ impl ConnHandle {
     /// ([`Reply::Later`]: a legacy request that must wait for the client's
     /// answers, which only the reader can read), the rest goes on on the
     /// pool as the same request: the same sequence number and token.
-    pub fn run_inline(&self, job: InlineJob) {
-        let InlineJob {
+    pub fn run_inline(&self, inline: InlineRunnable) {
+        let InlineRunnable {
             ctx,
             seq,
             work,
             bytes,
-        } = job;
+        } = inline;
         match call(work, &ctx) {
             Reply::Later(rest) => {
                 let queue_full = self.act(Sending::BeforeRead, |conn| {
@@ -313,10 +313,10 @@ impl ConnHandle {
     ) -> bool {
         let token = ctx.cancel_token();
         let handle = self.clone();
-        let pooled: PoolJob = Box::new(move || {
+        let pooled: Job = Box::new(move || {
             // Encoded before the lock: workers finishing together do not
             // wait on each other's encoding. (A pooled job's work runs its
-            // rest itself: `Reply::Later` is an inline job's.)
+            // rest itself: `Reply::Later` is an inline request's.)
             let reply = match call(work, &ctx) {
                 Reply::Later(rest) => call(rest, &ctx),
                 reply => reply,
@@ -348,20 +348,20 @@ impl ConnHandle {
 /// What [`ConnHandle::begin`] did with a request.
 #[allow(
     clippy::large_enum_variant,
-    reason = "returned once from the lock to the reader, never stored; boxing the job would cost an allocation per inline request"
+    reason = "returned once from the lock to the reader, never stored; boxing the runnable would cost an allocation per inline request"
 )]
 enum Begun {
     /// Refused or answered at once.
     Answered,
     /// Inline: the caller runs it.
-    Inline(InlineJob),
+    Inline(InlineRunnable),
     /// On the pool or queued for a slot.
     Pooled { queue_full: bool },
 }
 
 /// An inline request, begun: its handler runs on the reader, without the
 /// connection's lock ([`ConnHandle::run_inline`]).
-pub(crate) struct InlineJob {
+pub(crate) struct InlineRunnable {
     ctx: RequestContext,
     seq: u64,
     work: Work,

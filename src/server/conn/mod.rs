@@ -30,7 +30,7 @@ use crate::server::Inner;
 use crate::server::context::Holding;
 use crate::server::event::ServerEvent;
 use crate::server::in_flight::InFlight;
-use crate::server::pool::Job as PoolJob;
+use crate::server::pool::Job;
 use crate::server::reply::Reply;
 use crate::server::subscriptions::{Accepted, SubscriptionTable, encode_ack, encode_final};
 #[cfg(feature = "http")]
@@ -66,7 +66,7 @@ pub(crate) struct Conn {
     /// Pooled jobs that may start: `ConnHandle::act` hands them to the
     /// pool once the lock is let go, so that a worker woken on this CPU
     /// does not find it taken. Empty outside an `act`.
-    ready: Vec<PoolJob>,
+    ready: Vec<Job>,
     /// Shutting down: no request begins any more.
     stopping: bool,
     /// Shut down: nothing more is read or written (the last lines were
@@ -211,7 +211,7 @@ impl Conn {
             _ => {
                 let output = &mut self.output;
                 (self.subscriptions).deliver(event, |line| {
-                    output.write_line(LineKind::Message, |out| {
+                    output.write_line(LineKind::Event, |out| {
                         out.push(line);
                         Ok(())
                     });
@@ -269,7 +269,7 @@ impl Conn {
 
     /// The end of input or a stop: no new request begins, and every
     /// subscription gets its final result. Requests in flight go on (see
-    /// [`Conn::shut_down`]).
+    /// [`Conn::close`]).
     pub fn begin_shutdown(&mut self) {
         if self.stopping {
             return;
@@ -281,7 +281,7 @@ impl Conn {
     /// The end: what is still in flight is cancelled and answered with
     /// `-32603` (every request gets exactly one reply), and the output is
     /// closed once they are written (see `ConnHandle::shut_down`).
-    pub fn shut_down(&mut self) {
+    pub fn close(&mut self) {
         self.begin_shutdown();
         for (id, entry) in self.in_flight.drain() {
             entry.token.cancel();

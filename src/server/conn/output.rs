@@ -36,9 +36,13 @@ pub(crate) enum LineKind {
     /// A response: to a request, or a listen's final result; an error
     /// carries its code.
     Response { error: Option<i32> },
-    /// Anything else the server sends: a notification, or (a legacy
-    /// front end's) a request to the client.
+    /// Anything else the server sends for a request: a notification, or
+    /// (a legacy front end's) a request to the client.
     Message,
+    /// A published event a subscription asked for (a resource update, a
+    /// list change): a writer may let a client go that does not keep up
+    /// with them, rather than hold up the publisher (`server::http::body`).
+    Event,
 }
 
 /// Where a connection's lines go.

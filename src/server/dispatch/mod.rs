@@ -1,5 +1,5 @@
 //! The dispatch kernel: from a request to either an immediate error or a
-//! job that produces its reply. No threads and no I/O here.
+//! runnable request that produces its reply. No threads and no I/O here.
 //!
 //! Order of checks for every request:
 //!
@@ -8,7 +8,7 @@
 //!    `-32022` for an unsupported version ([`validate_meta`]). A request of
 //!    a legacy session comes with the `_meta` its session stands for, from
 //!    the legacy front end (`legacy::front`), which also answers the
-//!    methods only that era has and wraps the job; this kernel knows one
+//!    methods only that era has and wraps the runnable; this kernel knows one
 //!    era.
 //! 3. **Params.** The method's own preparation reads them, in
 //!    `methods.rs` (one function per route).
@@ -28,7 +28,7 @@ use crate::server::Inner;
 use crate::server::meta::{MetaView, validate_meta};
 use crate::server::request_meta::RequestMeta;
 use crate::server::subscriptions::Accepted;
-use crate::server::work::Job;
+use crate::server::work::Runnable;
 use methods::{
     prepare_complete, prepare_custom, prepare_discover, prepare_list, prepare_listen,
     prepare_prompt_get, prepare_resource_read, prepare_tool_call,
@@ -40,16 +40,16 @@ use route::{Route, route};
 /// What the owner does with a request that passed validation.
 #[allow(
     clippy::large_enum_variant,
-    reason = "moved once from prepare to the owner, never stored; boxing the job would cost an allocation per request"
+    reason = "moved once from prepare to the owner, never stored; boxing the runnable would cost an allocation per request"
 )]
 pub(crate) enum Prepared {
-    /// This job (inline or on the pool) makes the reply.
-    Job(Job),
+    /// This runnable (inline or on the pool) makes the reply.
+    Run(Runnable),
     /// Open a subscription with this accepted filter.
     Listen(Accepted),
 }
 
-/// Validates a request and turns it into a job, or the error to answer,
+/// Validates a request and turns it into a runnable, or the error to answer,
 /// in the order the module docs give. `meta`: the request metadata its
 /// front end gives it (a legacy session's), instead of its own `_meta`.
 pub(crate) fn prepare(
@@ -97,7 +97,7 @@ pub(crate) fn prepare(
         Route::Task(which) => tasks::prepare_task(&request, which)?,
         Route::Custom(handler, inline) => prepare_custom(&request, handler, inline)?,
     };
-    Ok(Prepared::Job(Job {
+    Ok(Prepared::Run(Runnable {
         meta,
         work: plan.work,
         inline: plan.inline,

@@ -22,20 +22,58 @@
 //! The body is given whole lines only, so a keep-alive comment never lands
 //! inside an event. After the response, or once the request is cancelled,
 //! nothing more is written.
+//!
+//! Who writes to the socket: a writer (a handler's thread, a publisher)
+//! only ever sends what the socket takes at once (`MSG_DONTWAIT`) and
+//! leaves the rest, in order, to the thread that serves the request, which
+//! writes it in [`Body::wait_done`] and [`Body::complete`] with the socket's
+//! write timeout (`HttpOptions::write_timeout`). So a client that stops
+//! reading holds up no thread but its own: a publisher reaching a hundred
+//! stuck listeners returns at once, and each listener is dropped by its own
+//! thread after one write timeout, all of them at the same time.
+//!
+//! What a client that reads nothing costs is bounded by [`UNSENT_LIMIT`]
+//! bytes waiting for it. Past them, a published event
+//! ([`LineKind::Event`]) lets the client go, as one that took nothing for
+//! the write timeout is: a publisher never waits on a client (Redis treats
+//! a pub/sub client past its output limit the same way), and the client
+//! learns it missed events from its stream's end, not from a gap. A
+//! request's own lines (its progress, logs, reply) wait for room instead,
+//! the backpressure a handler that writes faster than its client reads
+//! meets, bounded by the write timeout: the writer writes what waits itself
+//! or waits for the write in progress.
 
 use std::io::{self, Write};
 use std::net::TcpStream;
+use std::os::fd::AsRawFd;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
-use std::time::Duration;
+use std::time::{Duration, Instant};
+
+use nix::sys::socket::{MsgFlags, send};
 
 use crate::http::{write_chunk, write_last_chunk, write_response, write_stream_head};
 use crate::jsonrpc::error_code;
 use crate::server::conn::{LineKind, LineWriter};
 
+/// Bytes a stream may hold for a client that does not take them (see the
+/// module docs): 256 KiB per connection, so at most 16 MiB at the default
+/// cap of 64 connections, besides a line larger than that, held whole.
+pub(crate) const UNSENT_LIMIT: usize = 256 * 1024;
+
 /// The response of one POST, shared by the connection's output (the
 /// writer) and the thread that serves the POST.
 #[derive(Clone)]
-pub(crate) struct Body(Arc<(Mutex<State>, Condvar)>);
+pub(crate) struct Body(Arc<Shared>);
+
+struct Shared {
+    state: Mutex<State>,
+    /// Signalled when the response is complete, when bytes wait to be
+    /// written, and when they were.
+    changed: Condvar,
+    /// The client's socket: written under the state's lock only without
+    /// waiting (`send_now`), and by the serving thread without the lock.
+    socket: TcpStream,
+}
 
 /// How the response goes out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -49,7 +87,6 @@ enum Mode {
 }
 
 struct State {
-    socket: TcpStream,
     mode: Mode,
     /// The client accepts `text/event-stream`.
     events: bool,
@@ -69,13 +106,18 @@ struct State {
     /// The client went away: what is written goes nowhere, and the
     /// response is complete when the reply comes.
     detached: bool,
+    /// Bytes the socket did not take at once, in order, for the serving
+    /// thread to write.
+    unsent: Vec<u8>,
+    /// The serving thread is writing bytes taken from `unsent`: nobody
+    /// else writes to the socket until it is done.
+    writing: bool,
 }
 
 impl Body {
     /// The body of a POST answered on `socket`.
     pub fn new(socket: TcpStream, events: bool, http10: bool, keep_alive: bool) -> Body {
         let state = Mutex::new(State {
-            socket,
             mode: Mode::Undecided,
             events,
             chunked: !http10,
@@ -85,8 +127,14 @@ impl Body {
             held: None,
             outlives_client: false,
             detached: false,
+            unsent: Vec::new(),
+            writing: false,
         });
-        Body(Arc::new((state, Condvar::new())))
+        Body(Arc::new(Shared {
+            state,
+            changed: Condvar::new(),
+            socket,
+        }))
     }
 
     /// Whether the client takes an event stream: only then can the
@@ -118,9 +166,9 @@ impl Body {
     pub fn release(&self) {
         let mut state = self.lock();
         for (kind, line) in state.held.take().unwrap_or_default() {
-            state.line(kind, &line);
+            state.line(&self.0.socket, kind, &line);
         }
-        self.wake_if_done(state);
+        self.let_go(state);
     }
 
     /// The request was cancelled by the client's `notifications/cancelled`
@@ -138,15 +186,15 @@ impl Body {
             Mode::Undecided if !state.events => state.keep_alive = false,
             Mode::Undecided | Mode::Events => {
                 if state.mode == Mode::Undecided {
-                    state.start_events();
+                    state.start_events(&self.0.socket);
                 }
                 let mut out = Vec::with_capacity(8);
                 write_last_chunk(&mut out, state.chunked);
-                state.send(&out);
+                state.send(&self.0.socket, &out);
             }
         }
         state.mode = Mode::Done;
-        self.wake_if_done(state);
+        self.let_go(state);
     }
 
     /// The request goes on when its client goes away (2025-11-25
@@ -168,7 +216,10 @@ impl Body {
     /// nothing is written, and the response is complete when the reply
     /// comes (or the request is cancelled); the connection then closes.
     pub fn detach(&self) {
-        self.lock().detached = true;
+        let mut state = self.lock();
+        state.detached = true;
+        state.unsent = Vec::new();
+        self.let_go(state);
     }
 
     /// Adds a header to the response (before its first line).
@@ -176,24 +227,48 @@ impl Body {
         self.lock().headers.push((name, value));
     }
 
-    /// Waits until the response is complete (or will never be) or
-    /// `timeout` passed; returns whether it is.
+    /// Waits until the response is complete and sent (or will never be)
+    /// or `timeout` passed, writing what writers left unsent as it comes;
+    /// returns whether the response is complete. Only the thread serving
+    /// the request calls it (see the module docs).
     pub fn wait_done(&self, timeout: Duration) -> bool {
-        let state = self.lock();
-        let (state, _) = (self.0.1)
-            .wait_timeout_while(state, timeout, |state| !state.is_done())
-            .unwrap_or_else(PoisonError::into_inner);
-        state.is_done()
+        let until = crate::deadline::from_now(timeout);
+        let mut state = self.lock();
+        loop {
+            if state.has_unsent() {
+                state = self.write_unsent(state);
+                continue;
+            }
+            let now = Instant::now();
+            if state.is_done() || now >= until {
+                return state.is_done();
+            }
+            state = (self.0.changed)
+                .wait_timeout_while(state, until - now, |state| {
+                    !state.is_done() && (!state.has_unsent() || state.writing)
+                })
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
+        }
     }
 
-    /// Whether the connection may carry another request after this
-    /// response.
-    pub fn keeps_alive(&self) -> bool {
-        let state = self.lock();
-        state.keep_alive
+    /// Writes what is still unsent (each write bounded by the socket's
+    /// write timeout), then says whether the connection may carry another
+    /// request after this response. The thread serving the request calls
+    /// it last.
+    pub fn complete(&self) -> bool {
+        let mut state = self.lock();
+        while state.has_unsent() || state.writing {
+            state = self.write_unsent(state);
+        }
+        let keeps_alive = state.keep_alive
             && !state.failed
             && !state.detached
-            && (state.mode != Mode::Events || state.chunked)
+            && (state.mode != Mode::Events || state.chunked);
+        // Nothing written late (a publish that found this connection just
+        // before it left) may land in the connection's next response.
+        state.mode = Mode::Done;
+        keeps_alive
     }
 
     /// The request was cancelled (the client closed its stream): nothing
@@ -201,7 +276,8 @@ impl Body {
     pub fn cancel(&self) {
         let mut state = self.lock();
         state.mode = Mode::Done;
-        self.wake_if_done(state);
+        state.unsent = Vec::new();
+        self.let_go(state);
     }
 
     /// A keep-alive comment on a quiet stream; a request that has sent
@@ -209,37 +285,72 @@ impl Body {
     pub fn keep_alive(&self) {
         let mut state = self.lock();
         if state.mode == Mode::Undecided && state.events {
-            state.start_events();
+            state.start_events(&self.0.socket);
         }
         if state.mode == Mode::Events {
             let mut out = Vec::with_capacity(16);
             write_chunk(&mut out, b":\n\n", state.chunked);
-            state.send(&out);
+            state.send(&self.0.socket, &out);
         }
-        self.wake_if_done(state);
+        self.let_go(state);
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
-        self.0.0.lock().unwrap_or_else(PoisonError::into_inner)
+        self.0.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Lets go of the state, waking the thread waiting for the response
-    /// ([`Body::wait_done`]) if it is complete.
-    fn wake_if_done(&self, state: MutexGuard<'_, State>) {
-        let done = state.is_done();
+    /// Lets go of the state, waking the serving thread
+    /// ([`Body::wait_done`]) when the response is complete or bytes wait
+    /// for it to write.
+    fn let_go(&self, state: MutexGuard<'_, State>) {
+        let wake = state.is_done() || state.has_unsent();
         drop(state);
-        if done {
-            self.0.1.notify_all();
+        if wake {
+            self.0.changed.notify_all();
         }
+    }
+
+    /// Writes what waits, without the lock, and wakes the writers that
+    /// wait for room; or, when another thread is writing, waits for that
+    /// write to end. The serving thread calls it (a client slow to read
+    /// holds up that thread only), and a writer that finds
+    /// [`UNSENT_LIMIT`] bytes waiting.
+    fn write_unsent<'a>(&'a self, mut state: MutexGuard<'a, State>) -> MutexGuard<'a, State> {
+        if state.writing {
+            return (self.0.changed)
+                .wait_while(state, |state| state.writing)
+                .unwrap_or_else(PoisonError::into_inner);
+        }
+        let bytes = std::mem::take(&mut state.unsent);
+        state.writing = true;
+        drop(state);
+        let written = (&self.0.socket).write_all(&bytes);
+        let mut state = self.lock();
+        state.writing = false;
+        if written.is_err() {
+            state.client_lost();
+        }
+        self.0.changed.notify_all();
+        state
     }
 }
 
 impl LineWriter for Body {
+    /// Sends what the socket takes at once and leaves the rest to the
+    /// serving thread. Past [`UNSENT_LIMIT`] bytes waiting, an event lets
+    /// the client go, and a request's own line writes what waits itself or
+    /// waits for the write in progress (see the module docs).
     fn line(&mut self, kind: LineKind, line: &[u8]) -> io::Result<()> {
         let mut state = self.lock();
-        state.line(kind, line);
+        state.line(&self.0.socket, kind, line);
+        if kind == LineKind::Event && state.unsent.len() > UNSENT_LIMIT {
+            state.client_lost();
+        }
+        while state.unsent.len() > UNSENT_LIMIT {
+            state = self.write_unsent(state);
+        }
         let failed = state.failed;
-        self.wake_if_done(state);
+        self.let_go(state);
         if failed {
             return Err(io::ErrorKind::BrokenPipe.into());
         }
@@ -249,11 +360,16 @@ impl LineWriter for Body {
 
 impl State {
     fn is_done(&self) -> bool {
-        self.mode == Mode::Done || self.failed
+        (self.mode == Mode::Done && !self.has_unsent() && !self.writing) || self.failed
+    }
+
+    /// Bytes wait for the serving thread to write them.
+    fn has_unsent(&self) -> bool {
+        !self.unsent.is_empty()
     }
 
     /// One whole message from the connection, which is `kind`.
-    fn line(&mut self, kind: LineKind, line: &[u8]) {
+    fn line(&mut self, socket: &TcpStream, kind: LineKind, line: &[u8]) {
         if self.mode == Mode::Done || self.failed {
             return;
         }
@@ -263,7 +379,7 @@ impl State {
         }
         let (is_response, code) = match kind {
             LineKind::Response { error } => (true, error),
-            LineKind::Message => (false, None),
+            LineKind::Message | LineKind::Event => (false, None),
         };
         match (self.mode, is_response) {
             (Mode::Undecided, true) => {
@@ -275,14 +391,14 @@ impl State {
                 // Into a Vec: cannot fail.
                 let _ = write_response(&mut out, status, &headers, line, self.keep_alive);
                 self.mode = Mode::Done;
-                self.send(&out);
+                self.send(socket, &out);
             }
             (Mode::Undecided, false) if !self.events => {
                 // The client takes JSON only: the response alone.
             }
             (Mode::Undecided | Mode::Events, _) => {
                 if self.mode == Mode::Undecided {
-                    self.start_events();
+                    self.start_events(socket);
                 }
                 let mut out = Vec::with_capacity(line.len() + 32);
                 let mut event = Vec::with_capacity(line.len() + 24);
@@ -294,14 +410,14 @@ impl State {
                     write_last_chunk(&mut out, self.chunked);
                     self.mode = Mode::Done;
                 }
-                self.send(&out);
+                self.send(socket, &out);
             }
             (Mode::Done, _) => {}
         }
     }
 
     /// Sends the head of an event stream.
-    fn start_events(&mut self) {
+    fn start_events(&mut self, socket: &TcpStream) {
         let mut headers: Vec<(&str, &str)> =
             self.headers.iter().map(|(n, v)| (*n, v.as_str())).collect();
         headers.push(("Content-Type", "text/event-stream"));
@@ -312,18 +428,49 @@ impl State {
         let mut out = Vec::with_capacity(256);
         write_stream_head(&mut out, 200, &headers, self.chunked);
         self.mode = Mode::Events;
-        self.send(&out);
+        self.send(socket, &out);
     }
 
-    fn send(&mut self, bytes: &[u8]) {
-        if self.failed || self.detached || self.socket.write_all(bytes).is_ok() {
+    /// Sends `bytes` after what waits: what the socket takes at once now,
+    /// the rest left in `unsent` for the serving thread. Never waits.
+    fn send(&mut self, socket: &TcpStream, bytes: &[u8]) {
+        if self.failed || self.detached {
             return;
         }
+        let mut rest = bytes;
+        if !self.writing && self.unsent.is_empty() {
+            while !rest.is_empty() {
+                match send(socket.as_raw_fd(), rest, at_once()) {
+                    Ok(n) => rest = &rest[n..],
+                    Err(nix::errno::Errno::EINTR) => {}
+                    Err(nix::errno::Errno::EAGAIN) => break,
+                    Err(_) => return self.client_lost(),
+                }
+            }
+        }
+        self.unsent.extend_from_slice(rest);
+    }
+
+    /// A write failed: the client is gone. A request that outlives its
+    /// client goes on with nothing more written; any other ends.
+    fn client_lost(&mut self) {
+        self.unsent = Vec::new();
         match self.outlives_client {
             true => self.detached = true,
             false => self.failed = true,
         }
     }
+}
+
+/// A send that takes what the socket has room for and returns
+/// (`EAGAIN` when it has none), without raising `SIGPIPE` where the flag
+/// exists (elsewhere the standard library's own writes rely on the same
+/// process setting the application chose).
+fn at_once() -> MsgFlags {
+    #[cfg(any(target_os = "linux", target_os = "android", target_os = "freebsd"))]
+    return MsgFlags::MSG_DONTWAIT | MsgFlags::MSG_NOSIGNAL;
+    #[cfg(not(any(target_os = "linux", target_os = "android", target_os = "freebsd")))]
+    return MsgFlags::MSG_DONTWAIT;
 }
 
 /// The HTTP status of a JSON response, from its error code (spec

@@ -9,15 +9,18 @@ use std::net::TcpStream;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use super::auth;
 use super::exchange::Exchange;
-use super::guard::{self, Refusal};
+use super::guard;
 use super::open::{OpenConnections, would_wait};
 use super::options::HttpOptions;
+use super::refusal::Refusal;
 #[cfg(feature = "legacy")]
 use super::sessions::Sessions;
 use crate::http::{HttpError, HttpRequest, Limits, read_body, read_head, write_response};
 use crate::jsonrpc::{ErrorObject, encode_error};
 use crate::server::Inner;
+use crate::server::request_meta::TokenInfo;
 
 /// A socket whose reads end at a deadline: the first byte of a request
 /// must arrive by it, then the whole request by the next. While a request
@@ -78,6 +81,7 @@ pub(crate) fn serve_connection(site: &Site, socket: TcpStream, open: u64) {
         #[cfg(feature = "legacy")]
         sessions: &site.sessions,
         cors: Default::default(),
+        token: Default::default(),
     };
     // Until its first request's head is in, a connection is on the header
     // clock from its start: one that sends nothing is let go at
@@ -269,22 +273,22 @@ fn serve_request(
 ) -> bool {
     let socket = exchange.socket;
     *exchange.cors.borrow_mut() = guard::cors(&request, &site.options);
-    if let Err(refusal) = check(site, &request) {
-        let cors = exchange.cors.borrow();
-        let headers: Vec<(&str, &str)> = (refusal.headers.iter())
-            .chain(cors.iter())
-            .map(|(n, v)| (*n, v.as_str()))
-            .collect();
-        let empty = request.framing == crate::http::Framing::Empty;
-        let error = refusal.error();
-        if refusal.status == 405 && empty && request.keep_alive() {
-            return exchange.error_with(refusal.status, None, &error, &headers, true);
+    // No request is served with the last one's token.
+    *exchange.token.borrow_mut() = None;
+    if let Some(protection) = &site.options.protection
+        && auth::is_metadata_path(protection, &site.options.path, request.path())
+    {
+        if !site.open.serving(open) {
+            gave_way(socket);
+            return false;
         }
-        // The body is not read: the connection cannot carry another
-        // request.
-        refuse_with(socket, refusal.status, &error, &headers);
-        return false;
+        return metadata(protection, exchange, &request);
     }
+    let token = match check(site, &request) {
+        Ok(token) => token,
+        Err(refusal) => return refused(exchange, &request, refusal),
+    };
+    *exchange.token.borrow_mut() = token;
     // A request without a body is in whole: it is served (unless its
     // connection gave way meanwhile); a POST once its body is read.
     if request.method != "POST" && !site.open.serving(open) {
@@ -342,6 +346,62 @@ fn serve_request(
     true
 }
 
+/// Answers a refusal of the checks before the body. Returns whether the
+/// connection goes on: only after a `405` to a request without a body.
+fn refused(exchange: &Exchange<'_>, request: &HttpRequest, refusal: Refusal) -> bool {
+    let cors = exchange.cors.borrow();
+    let headers: Vec<(&str, &str)> = (refusal.headers.iter())
+        .chain(cors.iter())
+        .map(|(n, v)| (*n, v.as_str()))
+        .collect();
+    let empty = request.framing == crate::http::Framing::Empty;
+    let error = refusal.error();
+    if refusal.status == 405 && empty && request.keep_alive() {
+        return exchange.error_with(refusal.status, None, &error, &headers, true);
+    }
+    // The body is not read: the connection cannot carry another
+    // request.
+    refuse_with(exchange.socket, refusal.status, &error, &headers);
+    false
+}
+
+/// The protected-resource metadata (RFC 9728 section 3.2): `GET`, `200`
+/// and the JSON document, readable from any origin (it is public, and a
+/// browser-based client reads it before it has a token); `OPTIONS`, the
+/// preflight of such a read. Returns whether the connection goes on.
+fn metadata(protection: &auth::Protection, exchange: &Exchange<'_>, request: &HttpRequest) -> bool {
+    // The endpoint's CORS fields name one origin: these name any.
+    exchange.cors.borrow_mut().clear();
+    let keep_alive = request.keep_alive() && request.framing == crate::http::Framing::Empty;
+    let any = ("Access-Control-Allow-Origin", "*");
+    match request.method.as_str() {
+        "GET" => {
+            let document = protection.metadata.document().to_string();
+            let headers = [any, ("Content-Type", "application/json")];
+            exchange.respond(200, &headers, document.as_bytes(), keep_alive)
+        }
+        "OPTIONS" => {
+            let asked = request.headers.get("access-control-request-headers");
+            let mut headers = vec![
+                any,
+                ("Access-Control-Allow-Methods", "GET"),
+                ("Allow", "GET, OPTIONS"),
+            ];
+            if let Some(asked) = asked {
+                headers.push(("Access-Control-Allow-Headers", asked));
+            }
+            exchange.respond(204, &headers, b"", keep_alive)
+        }
+        _ => {
+            let error = ErrorObject::invalid_request(format!(
+                "{} is not served here: GET the protected-resource metadata",
+                request.method
+            ));
+            exchange.error_with(405, None, &error, &[("Allow", "GET, OPTIONS")], keep_alive)
+        }
+    }
+}
+
 fn limits(options: &HttpOptions) -> Limits {
     Limits {
         max_head_bytes: options.max_head_bytes,
@@ -363,10 +423,11 @@ fn stream(site: &Site, exchange: &Exchange<'_>, open: u64, request: &HttpRequest
     goes_on && empty && !site.inner.connections.is_stopped()
 }
 
-/// The checks before the body, in order: the path, the fields that must
-/// come once, `Host`, `Origin`, the method, authorization, the media
-/// types.
-fn check(site: &Site, request: &HttpRequest) -> Result<(), Refusal> {
+/// The checks before the body, in order: the path, no token in the query,
+/// the fields that must come once, `Host`, `Origin`, the method,
+/// authorization, the media types. What the request's token allows,
+/// when the server validates tokens.
+fn check(site: &Site, request: &HttpRequest) -> Result<Option<Arc<TokenInfo>>, Refusal> {
     let options = &site.options;
     if request.path() != options.path {
         return Err(Refusal {
@@ -380,6 +441,7 @@ fn check(site: &Site, request: &HttpRequest) -> Result<(), Refusal> {
             mismatch: false,
         });
     }
+    auth::no_token_in_query(request)?;
     guard::single_fields(request)?;
     guard::host(request, options, site.loopback)?;
     guard::origin(request, options)?;
@@ -387,7 +449,7 @@ fn check(site: &Site, request: &HttpRequest) -> Result<(), Refusal> {
         "POST" => {}
         // A CORS preflight carries no credentials (browsers send none on
         // it): answered before authorization.
-        "OPTIONS" => return Ok(()),
+        "OPTIONS" => return Ok(None),
         // A legacy session's stream, and its end (`sessions`).
         #[cfg(feature = "legacy")]
         "GET" | "DELETE" if request.headers.get("mcp-session-id").is_some() => {
@@ -408,8 +470,9 @@ fn check(site: &Site, request: &HttpRequest) -> Result<(), Refusal> {
             });
         }
     }
-    guard::authorized(request, options)?;
-    guard::media_types(request)
+    let token = guard::authorized(request, options)?;
+    guard::media_types(request)?;
+    Ok(token)
 }
 
 /// The methods the endpoint takes.
@@ -436,7 +499,7 @@ fn options(site: &Site, exchange: &Exchange<'_>, request: &HttpRequest) -> bool 
 fn delete(site: &Site, exchange: &Exchange<'_>, request: &HttpRequest) -> bool {
     let id = request.headers.get("mcp-session-id").unwrap_or_default();
     let keep_alive = request.keep_alive() && request.framing == crate::http::Framing::Empty;
-    if site.sessions.delete(id) {
+    if site.sessions.delete(id, exchange.owner().as_deref()) {
         exchange.respond(200, &[], b"", keep_alive)
     } else {
         let error = ErrorObject::invalid_request(format!("session '{id}' is not known"));

@@ -31,6 +31,7 @@ use crossbeam_channel::Receiver;
 #[cfg(feature = "legacy")]
 use serde_json::value::RawValue;
 
+use super::auth;
 use super::body::{Body, status_for};
 use super::mirror::{self, Era};
 use super::options::HttpOptions;
@@ -45,7 +46,7 @@ use crate::server::conn::{End, Writer};
 use crate::server::dispatch::prepare;
 use crate::server::meta::MetaView;
 use crate::server::reader;
-use crate::server::request_meta::RequestMeta;
+use crate::server::request_meta::{RequestMeta, TokenInfo};
 
 /// How long the watch waits for the response before it looks at the
 /// socket again: the longest a client's close goes unnoticed.
@@ -62,6 +63,10 @@ pub(crate) struct Exchange<'a> {
     /// (`guard::cors`; none unless a browser on an allowed origin sent
     /// it), set before each request: every answer carries them.
     pub cors: RefCell<Vec<(&'static str, String)>>,
+    /// What the request's access token allows (`auth::authenticate`),
+    /// set before each request when the server validates tokens: its
+    /// handlers read it.
+    pub token: RefCell<Option<Arc<TokenInfo>>>,
 }
 
 impl Exchange<'_> {
@@ -77,10 +82,10 @@ impl Exchange<'_> {
                 #[cfg(feature = "legacy")]
                 if let Some(session) = self.legacy_session(request) {
                     let known = match crate::incoming::cancelled_id(params.as_ref()) {
-                        Some(id) if method == crate::types::method::NOTIFICATION_CANCELLED => {
-                            self.sessions.cancel(session, &id)
-                        }
-                        _ => self.sessions.known(session),
+                        Some(id) if method == crate::types::method::NOTIFICATION_CANCELLED => self
+                            .sessions
+                            .cancel((session, self.owner().as_deref()), &id),
+                        _ => self.sessions.known(session, self.owner().as_deref()),
                     };
                     if let Err(unknown) = known {
                         return self.error_with(404, None, &unknown.error(), &[], keep_alive);
@@ -124,12 +129,15 @@ impl Exchange<'_> {
     ) -> bool {
         let keep_alive = request.keep_alive();
         let answered = match self.legacy_session(request) {
-            Some(session) => match self.sessions.answer(session, id.as_ref(), reply) {
-                Ok(answered) => answered,
-                Err(unknown) => {
-                    return self.error_with(404, None, &unknown.error(), &[], keep_alive);
+            Some(session) => {
+                match (self.sessions).answer((session, self.owner().as_deref()), id.as_ref(), reply)
+                {
+                    Ok(answered) => answered,
+                    Err(unknown) => {
+                        return self.error_with(404, None, &unknown.error(), &[], keep_alive);
+                    }
                 }
-            },
+            }
             None => false,
         };
         if !answered {
@@ -139,6 +147,16 @@ impl Exchange<'_> {
             ));
         }
         self.respond(202, &[], b"", keep_alive)
+    }
+
+    /// Whom the request's token stands for (its subject, else the client
+    /// it was issued to): a legacy session it opens is bound to them
+    /// (`Sessions`). `None` without a validated token.
+    #[cfg(feature = "legacy")]
+    pub(super) fn owner(&self) -> Option<String> {
+        let token = self.token.borrow();
+        let info = token.as_deref()?;
+        info.subject.clone().or_else(|| info.client_id.clone())
     }
 
     /// The `Mcp-Session-Id` of a legacy client's POST.
@@ -166,12 +184,33 @@ impl Exchange<'_> {
         params: Option<Params<'_>>,
     ) -> bool {
         let keep_alive = request.keep_alive();
-        let (era, meta) = match self.checked(request, &method, params.as_ref()) {
+        let (era, mut meta) = match self.checked(request, &method, params.as_ref()) {
             Ok(checked) => checked,
             Err((status, error)) => {
                 return self.error_with(status, Some(&id), &error, &[], keep_alive);
             }
         };
+        let token = self.token.borrow().clone();
+        if let (Some(protection), Some(info)) = (&self.options.protection, &token) {
+            let name = operation_name(&method, params.as_ref());
+            if let Err(refusal) =
+                auth::authorize_operation(protection, info, &method, name.as_deref())
+            {
+                let headers: Vec<(&str, &str)> = (refusal.headers.iter())
+                    .map(|(n, v)| (*n, v.as_str()))
+                    .collect();
+                return self.error_with(
+                    refusal.status,
+                    Some(&id),
+                    &refusal.error(),
+                    &headers,
+                    keep_alive,
+                );
+            }
+        }
+        if let Some(meta) = &mut meta {
+            meta.token = token.clone();
+        }
         let events = request.headers.lists("accept", "text/event-stream")
             || request.headers.lists("accept", "*/*");
         let Ok(socket) = self.socket.try_clone() else {
@@ -191,6 +230,9 @@ impl Exchange<'_> {
         let legacy = match &era {
             Era::Legacy(version) => {
                 let front = crate::server::legacy::Front::new(self.inner, &conn);
+                if let Some(token) = token {
+                    front.token_info(token);
+                }
                 // A session's notifications reach one of its streams
                 // through the sessions' listener (`sessions`), never a
                 // POST's front end on its own.
@@ -201,6 +243,7 @@ impl Exchange<'_> {
                     request,
                     (&id, &method),
                     version,
+                    self.owner().as_deref(),
                 ) {
                     Ok(session) => Some((front, session)),
                     Err(unknown) => {
@@ -262,7 +305,7 @@ impl Exchange<'_> {
             front.finish();
         }
         self.inner.connections.disconnect(key);
-        body.keeps_alive() && keep_alive
+        body.complete() && keep_alive
     }
 
     /// The era of a request, its headers checked against its body (see
@@ -330,7 +373,7 @@ impl Exchange<'_> {
             }
             let now = Instant::now();
             if grace_until.is_some_and(|at| now >= at) {
-                // `shut_down` (by the caller) answers it `-32603`.
+                // `ConnHandle::shut_down` (by the caller) answers it `-32603`.
                 return;
             }
             if client_gone {
@@ -435,4 +478,16 @@ impl Exchange<'_> {
         }
         body
     }
+}
+
+/// What a request names, for the scopes an operation needs
+/// (`ProtectedResource::require_scopes_for`): a `resources/read`'s (or
+/// subscribe's) `uri`, any other's `name` (a tool's, a prompt's).
+fn operation_name(method: &str, params: Option<&Params<'_>>) -> Option<String> {
+    let fields = params?.fields().ok()?;
+    let raw = match method {
+        "resources/read" | "resources/subscribe" | "resources/unsubscribe" => fields.uri,
+        _ => fields.name,
+    }?;
+    serde_json::from_str(raw.get()).ok()
 }

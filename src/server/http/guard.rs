@@ -4,41 +4,13 @@
 //! `Content-Type` and `Accept`. Each refusal is a status and a one-line
 //! reason.
 
+use std::sync::Arc;
+
+use super::auth;
 use super::options::HttpOptions;
+use super::refusal::Refusal;
 use crate::http::HttpRequest;
-use crate::jsonrpc::{ErrorObject, error_code};
-
-/// A refusal: the status, the reason, and headers to send with it.
-pub(crate) struct Refusal {
-    pub status: u16,
-    pub message: String,
-    pub headers: Vec<(&'static str, String)>,
-    /// The JSON-RPC error of its body: `-32600`, or `-32020` for a header
-    /// mirrored from the body that is malformed ([`single_fields`]).
-    pub mismatch: bool,
-}
-
-impl Refusal {
-    fn new(status: u16, message: impl Into<String>) -> Refusal {
-        Refusal {
-            status,
-            message: message.into(),
-            headers: Vec::new(),
-            mismatch: false,
-        }
-    }
-
-    /// The JSON-RPC error of the refusal's body.
-    pub fn error(&self) -> ErrorObject {
-        match self.mismatch {
-            true => ErrorObject::new(
-                error_code::HEADER_MISMATCH,
-                format!("Header mismatch: {}", self.message),
-            ),
-            false => ErrorObject::invalid_request(&self.message),
-        }
-    }
-}
+use crate::server::request_meta::TokenInfo;
 
 /// The name a loopback listener answers to besides its addresses.
 const LOOPBACK_NAME: &str = "localhost";
@@ -226,17 +198,20 @@ pub(crate) fn preflight(
     fields
 }
 
-/// The authorization hook, if any.
-pub(crate) fn authorized(request: &HttpRequest, options: &HttpOptions) -> Result<(), Refusal> {
-    let Some(hook) = &options.authorize else {
-        return Ok(());
-    };
-    hook(&request.headers).map_err(|refused| Refusal {
-        status: 401,
-        message: refused.message,
-        headers: vec![("WWW-Authenticate", refused.challenge)],
-        mismatch: false,
-    })
+/// Authorization: the hook, if any, then the protected resource's bearer
+/// token, if one is configured (`auth::authenticate`). What the token
+/// allows, for the request's handlers.
+pub(crate) fn authorized(
+    request: &HttpRequest,
+    options: &HttpOptions,
+) -> Result<Option<Arc<TokenInfo>>, Refusal> {
+    if let Some(hook) = &options.authorize {
+        hook(&request.headers).map_err(auth::hook_refusal)?;
+    }
+    match &options.protection {
+        Some(protection) => auth::authenticate(request, protection).map(Some),
+        None => Ok(None),
+    }
 }
 
 /// `Content-Type: application/json` (parameters such as `charset`

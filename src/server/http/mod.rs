@@ -18,6 +18,7 @@
 //! a connection's thread serves its POSTs one after another (keep-alive),
 //! and concurrency comes from connections, as HTTP clients expect.
 
+pub(crate) mod auth;
 mod body;
 mod connection;
 mod exchange;
@@ -25,6 +26,7 @@ mod guard;
 mod mirror;
 mod open;
 pub(crate) mod options;
+mod refusal;
 #[cfg(feature = "legacy")]
 mod sessions;
 #[cfg(feature = "legacy")]
@@ -77,8 +79,17 @@ impl Server {
     /// # }
     /// ```
     ///
-    /// Returns an error only when the listener fails.
+    /// Returns an error when the listener fails, or at once when
+    /// [`HttpOptions::protected_resource`] was given a resource that
+    /// cannot be served (not an absolute `http(s)` URI, or no
+    /// authorization server).
     pub fn serve_http(&self, listener: TcpListener, options: HttpOptions) -> Result<(), Error> {
+        if let Some(why) = (options.protection.as_ref()).and_then(|p| p.metadata.unusable()) {
+            return Err(Error::Io(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                why,
+            )));
+        }
         let local = listener.local_addr()?;
         let stop = Arc::new(Waker {
             stopped: AtomicBool::new(false),

@@ -1,12 +1,14 @@
 //! [`HttpOptions`]: how [`Server::serve_http`](crate::Server::serve_http)
-//! serves, its limits and its security settings; [`Unauthorized`], what an
-//! authorization hook answers.
+//! serves, its limits and its security settings (authorization's types
+//! are in `auth`).
 
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::auth::{ProtectedResource, Protection, Unauthorized};
 use crate::http::HttpHeaders;
+use crate::server::request_meta::TokenInfo;
 
 /// An authorization hook: sees every POST's headers before its body is
 /// read.
@@ -48,6 +50,7 @@ pub struct HttpOptions {
     pub(crate) keep_alive_interval: Duration,
     pub(crate) write_timeout: Duration,
     pub(crate) authorize: Option<Arc<Authorize>>,
+    pub(crate) protection: Option<Protection>,
 }
 
 impl Default for HttpOptions {
@@ -65,6 +68,7 @@ impl Default for HttpOptions {
             keep_alive_interval: Duration::from_secs(15),
             write_timeout: Duration::from_secs(10),
             authorize: None,
+            protection: None,
         }
     }
 }
@@ -78,6 +82,7 @@ impl fmt::Debug for HttpOptions {
             .field("max_connections", &self.max_connections)
             .field("max_body_bytes", &self.max_body_bytes)
             .field("authorize", &self.authorize.is_some())
+            .field("protection", &self.protection)
             .finish_non_exhaustive()
     }
 }
@@ -205,8 +210,75 @@ impl HttpOptions {
         self
     }
 
-    /// Checks every POST's headers before its body is read; an `Err` is
-    /// answered `401` with its `WWW-Authenticate` challenge.
+    /// Makes the endpoint an OAuth 2.1 protected resource (spec
+    /// 2026-07-28 basic/authorization): `resource`'s metadata (RFC 9728)
+    /// is served at `/.well-known/oauth-protected-resource` and at that
+    /// path followed by the resource's path (and the endpoint's), to any
+    /// origin; and every request to the endpoint must carry
+    /// `Authorization: Bearer TOKEN`, which `validate` is given with the
+    /// resource, on every request, before the body is read.
+    ///
+    /// `validate` returns what the token allows ([`TokenInfo`]: handlers
+    /// read it as [`RequestContext::token_info`](crate::RequestContext::token_info)),
+    /// or a refusal: [`Unauthorized::invalid_token`] (`401`) or
+    /// [`Unauthorized::insufficient_scope`] (`403`). **It must check that
+    /// the token was issued for [`ProtectedResource::resource`]** (its
+    /// audience, `aud`, or the introspection's answer): the spec says a
+    /// server MUST NOT accept a token issued for another resource. Check
+    /// its signature or ask its issuer, as your tokens need; this crate
+    /// picks no token format.
+    ///
+    /// The server then answers, itself: a request without a bearer token
+    /// `401` with `WWW-Authenticate: Bearer resource_metadata="...",
+    /// scope="..."` (the scopes every request needs, else those
+    /// supported); an expired token (`TokenInfo::expires_at`) `401`
+    /// `invalid_token`; one without the scopes the request needs
+    /// ([`ProtectedResource::require_scopes`], `require_scopes_for`) `403`
+    /// `insufficient_scope` with them; two `Authorization` headers or a
+    /// malformed token `400`. A token in the URL's query
+    /// (`?access_token=`) is refused with `400` whether or not this is
+    /// set. The token never appears in an answer, a note or a handler's
+    /// context.
+    ///
+    /// ```
+    /// use mcp_stdio::{HttpOptions, ProtectedResource, TokenInfo, Unauthorized};
+    /// let resource = ProtectedResource::new("https://mcp.example.com/mcp")
+    ///     .authorization_server("https://auth.example.com")
+    ///     .scopes_supported(["mcp:tools"])
+    ///     .require_scopes(["mcp:tools"]);
+    /// let options = HttpOptions::new().protected_resource(resource, |token, resource| {
+    ///     // Look the token up, check its signature, or introspect it;
+    ///     // then check that it is for this resource.
+    ///     match token {
+    ///         "s3cret" => Ok(TokenInfo::new().subject("alice").scopes(["mcp:tools"])),
+    ///         _ => Err(Unauthorized::invalid_token(&format!(
+    ///             "not a token for {}",
+    ///             resource.resource()
+    ///         ))),
+    ///     }
+    /// });
+    /// # drop(options);
+    /// ```
+    pub fn protected_resource(
+        mut self,
+        resource: ProtectedResource,
+        validate: impl Fn(&str, &ProtectedResource) -> Result<TokenInfo, Unauthorized>
+        + Send
+        + Sync
+        + 'static,
+    ) -> Self {
+        self.protection = Some(Protection {
+            metadata: resource,
+            validate: Arc::new(validate),
+        });
+        self
+    }
+
+    /// Checks every request's headers before its body is read (for
+    /// credentials that are not OAuth's: an API key, a fixed token; for
+    /// OAuth see [`protected_resource`](Self::protected_resource), which
+    /// runs after this hook); an `Err` is answered `401` with its
+    /// `WWW-Authenticate` challenge ([`Unauthorized::new`]).
     ///
     /// ```
     /// use mcp_stdio::{HttpOptions, Unauthorized};
@@ -223,31 +295,6 @@ impl HttpOptions {
         hook: impl Fn(&HttpHeaders) -> Result<(), Unauthorized> + Send + Sync + 'static,
     ) -> Self {
         self.authorize = Some(Arc::new(hook));
-        self
-    }
-}
-
-/// An authorization hook's refusal: answered `401 Unauthorized` with this
-/// `WWW-Authenticate` challenge.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Unauthorized {
-    pub(crate) challenge: String,
-    pub(crate) message: String,
-}
-
-impl Unauthorized {
-    /// A refusal with `challenge` as its `WWW-Authenticate` value, for
-    /// example `Bearer resource_metadata="https://example.com/.well-known/oauth-protected-resource"`.
-    pub fn new(challenge: &str) -> Unauthorized {
-        Unauthorized {
-            challenge: challenge.to_owned(),
-            message: "the request is not authorized: send valid credentials".into(),
-        }
-    }
-
-    /// The message of the JSON-RPC error in the body.
-    pub fn message(mut self, message: &str) -> Self {
-        self.message = message.to_owned();
         self
     }
 }

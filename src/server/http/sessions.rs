@@ -107,6 +107,10 @@ struct Store {
 /// kept ([`Sessions::store`]).
 struct Kept {
     session: Arc<LegacySession>,
+    /// Whom the token of its `initialize` stood for (`owner`), when the
+    /// server validates tokens: only requests with a token for the same
+    /// find it.
+    owner: Option<String>,
     /// A message named the session after its `initialize`: a request, an
     /// answer, a cancellation, a GET stream.
     used: bool,
@@ -170,6 +174,8 @@ impl OpenPost {
 /// A legacy POST's session: the id it is kept under, if any.
 pub(crate) struct Entered {
     id: Option<String>,
+    /// Whom the POST's token stands for: a session it opens is theirs.
+    owner: Option<String>,
     /// Its number among the session's open POSTs (`None`: `initialize`,
     /// which is not asked anything and cannot be cancelled by another POST).
     key: Option<u64>,
@@ -216,6 +222,7 @@ impl Sessions {
         request: &HttpRequest,
         (id, method): (&RequestId, &str),
         version: &str,
+        owner: Option<&str>,
     ) -> Result<Entered, UnknownSession> {
         if method == "initialize" {
             // Its id goes out with its answer only if the session opens
@@ -224,6 +231,7 @@ impl Sessions {
             body.hold();
             return Ok(Entered {
                 id: Some(session_id),
+                owner: owner.map(str::to_owned),
                 key: None,
                 given: None,
                 post: None,
@@ -242,15 +250,14 @@ impl Sessions {
             front.set_session(session);
             return Ok(Entered {
                 id: None,
+                owner: None,
                 key: None,
                 given: None,
                 post: None,
             });
         };
         let mut store = self.lock();
-        let Some(kept) = store.by_id.get_mut(session_id) else {
-            return Err(UnknownSession(session_id.to_owned()));
-        };
+        let kept = store.kept(session_id, owner)?;
         kept.seen(true);
         let mut session = Arc::clone(&kept.session);
         if CHANGES_SESSION.contains(&method) {
@@ -286,6 +293,7 @@ impl Sessions {
         front.set_session(Arc::clone(&session));
         Ok(Entered {
             id: Some(session_id.to_owned()),
+            owner: None,
             key: Some(key),
             given: Some(session),
             post: Some(post),
@@ -312,11 +320,11 @@ impl Sessions {
             let session = front.session();
             match (session, &entered.given) {
                 (Some(session), None) => {
-                    self.store(id, &session, None);
+                    self.store(id, &session, None, entered.owner.clone());
                     body.header("Mcp-Session-Id", id.clone());
                 }
                 (Some(session), Some(given)) if !Arc::ptr_eq(given, &session) => {
-                    self.store(id, &session, Some(given));
+                    self.store(id, &session, Some(given), None);
                 }
                 _ => {}
             }
@@ -344,11 +352,11 @@ impl Sessions {
     /// to an ask of one of its open POSTs. Returns whether it answered one.
     pub fn answer(
         &self,
-        session_id: &str,
+        (session_id, owner): (&str, Option<&str>),
         id: Option<&RequestId>,
         reply: Result<Box<RawValue>, ErrorObject>,
     ) -> Result<bool, UnknownSession> {
-        let open = self.open_posts(session_id)?;
+        let open = self.open_posts(session_id, owner)?;
         let Some(id) = id else { return Ok(false) };
         let mut reply = reply;
         for post in open {
@@ -362,21 +370,20 @@ impl Sessions {
 
     /// Whether session `session_id` is known (a notification names it):
     /// `Err` says it is not.
-    pub fn known(&self, session_id: &str) -> Result<(), UnknownSession> {
-        match self.lock().by_id.get_mut(session_id) {
-            Some(kept) => {
-                kept.seen(false);
-                Ok(())
-            }
-            None => Err(UnknownSession(session_id.to_owned())),
-        }
+    pub fn known(&self, session_id: &str, owner: Option<&str>) -> Result<(), UnknownSession> {
+        self.lock().kept(session_id, owner)?.seen(false);
+        Ok(())
     }
 
     /// `notifications/cancelled` under session `session_id`: the POST
     /// serving request `request` is cancelled, and its response ends
     /// without a reply.
-    pub fn cancel(&self, session_id: &str, request: &RequestId) -> Result<(), UnknownSession> {
-        for post in self.open_posts(session_id)? {
+    pub fn cancel(
+        &self,
+        (session_id, owner): (&str, Option<&str>),
+        request: &RequestId,
+    ) -> Result<(), UnknownSession> {
+        for post in self.open_posts(session_id, owner)? {
             if post.request == *request {
                 post.cancel();
             }
@@ -388,8 +395,11 @@ impl Sessions {
     /// cancelled (nothing could answer their asks any more: a POST that
     /// names the session is `404` from now on), and their responses end
     /// without a reply; its GET stream ends. Returns whether it existed.
-    pub fn delete(&self, id: &str) -> bool {
+    pub fn delete(&self, id: &str, owner: Option<&str>) -> bool {
         let mut store = self.lock();
+        if store.kept(id, owner).is_err() {
+            return false;
+        }
         let existed = store.by_id.remove(id).is_some();
         let open = store.open.get(id).cloned().unwrap_or_default();
         let stream = store.streams.remove(id);
@@ -412,15 +422,12 @@ impl Sessions {
     /// [`Sessions::close_stream`] takes.
     pub fn open_stream(
         &self,
-        id: &str,
+        (id, owner): (&str, Option<&str>),
         conn: &ConnHandle,
         body: &Body,
     ) -> Result<u64, UnknownSession> {
         let mut store = self.lock();
-        let Some(kept) = store.by_id.get_mut(id) else {
-            return Err(UnknownSession(id.to_owned()));
-        };
-        kept.seen(true);
+        store.kept(id, owner)?.seen(true);
         let key = store.next_key;
         store.next_key += 1;
         let stream = Stream {
@@ -454,12 +461,13 @@ impl Sessions {
 
     /// The open POSTs of a known session (a client's answer or
     /// cancellation names it).
-    fn open_posts(&self, session_id: &str) -> Result<Vec<OpenPost>, UnknownSession> {
+    fn open_posts(
+        &self,
+        session_id: &str,
+        owner: Option<&str>,
+    ) -> Result<Vec<OpenPost>, UnknownSession> {
         let mut store = self.lock();
-        let Some(kept) = store.by_id.get_mut(session_id) else {
-            return Err(UnknownSession(session_id.to_owned()));
-        };
-        kept.seen(true);
+        store.kept(session_id, owner)?.seen(true);
         Ok(store.open.get(session_id).cloned().unwrap_or_default())
     }
 
@@ -471,7 +479,13 @@ impl Sessions {
     /// copy of a session shares one set, changed in place
     /// (`LegacySession::subscribed`). A session deleted meanwhile stays deleted. A new one past the most kept makes
     /// one give way ([`Store::evict`]).
-    fn store(&self, id: &str, session: &LegacySession, given: Option<&Arc<LegacySession>>) {
+    fn store(
+        &self,
+        id: &str,
+        session: &LegacySession,
+        given: Option<&Arc<LegacySession>>,
+        owner: Option<String>,
+    ) {
         let mut session = session.clone();
         // No list changes on a POST's stream: they go on the GET stream.
         session.initialized = false;
@@ -497,6 +511,7 @@ impl Sessions {
             }
             let kept = Kept {
                 session: Arc::new(session),
+                owner,
                 used: false,
                 seen: Instant::now(),
             };
@@ -515,6 +530,20 @@ impl Sessions {
 }
 
 impl Store {
+    /// Session `id`, if it is known to a request whose token stands for
+    /// `owner`: a session opened with a token is bound to whom it stood
+    /// for (spec 2025-11-25 basic/transports points to the "Session
+    /// Hijacking" mitigations: bind the session id to the user; a session
+    /// is no credential, every request is authorized on its own), and is
+    /// not known to anyone else, a request without a token included. One opened without
+    /// a token (or with one that names nobody) is known to any request.
+    fn kept(&mut self, id: &str, owner: Option<&str>) -> Result<&mut Kept, UnknownSession> {
+        match self.by_id.get_mut(id) {
+            Some(kept) if kept.owner.is_none() || kept.owner.as_deref() == owner => Ok(kept),
+            _ => Err(UnknownSession(id.to_owned())),
+        }
+    }
+
     /// Forgets the session that gives way to a new one (issue 47, item 9:
     /// a flood of `initialize` must not push out the sessions in use):
     /// among those with nothing open (no POST, no GET stream), one that
@@ -560,7 +589,7 @@ impl Connection for Listener {
         };
         for (conn, line) in targets {
             conn.act(Sending::Now, |c| {
-                c.write_line(line.into_bytes(), LineKind::Message)
+                c.write_line(line.into_bytes(), LineKind::Event)
             });
         }
     }

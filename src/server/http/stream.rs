@@ -41,7 +41,7 @@ impl Exchange<'_> {
         let body = self.body(socket, true, request);
         let (end_tx, end) = crossbeam_channel::unbounded();
         let conn = ConnHandle::new(self.inner, Writer::Lines(Box::new(body.clone())), end_tx);
-        let key = match self.sessions.open_stream(id, &conn, &body) {
+        let key = match (self.sessions).open_stream((id, self.owner().as_deref()), &conn, &body) {
             Ok(key) => key,
             Err(unknown) => {
                 return self.error_with(404, None, &unknown.error(), &[], keep_alive);
@@ -56,6 +56,6 @@ impl Exchange<'_> {
         self.inner.connections.disconnect(connected);
         let _ = conn.shut_down();
         body.end_unanswered();
-        body.keeps_alive() && keep_alive
+        body.complete() && keep_alive
     }
 }

@@ -60,6 +60,9 @@ struct Shared {
     opened: AtomicBool,
     asks: Arc<Asks>,
     hearing: Mutex<Hearing>,
+    /// What the access token of the HTTP request this front end serves
+    /// allows (`Front::token_info`): its requests' handlers read it.
+    token: std::sync::OnceLock<Arc<crate::server::request_meta::TokenInfo>>,
 }
 
 /// Whether a front end hears its session's notifications.
@@ -81,7 +84,16 @@ impl Front {
             opened: AtomicBool::new(false),
             asks: Arc::new(Asks::new(conn)),
             hearing: Mutex::default(),
+            token: std::sync::OnceLock::new(),
         }))
+    }
+
+    /// What the access token of the HTTP request this front end serves
+    /// allows (set once, before its request): stamped on the metadata of
+    /// the requests it prepares, as a modern request's is.
+    #[cfg(feature = "http")]
+    pub fn token_info(&self, token: Arc<crate::server::request_meta::TokenInfo>) {
+        let _ = self.0.token.set(token);
     }
 
     /// The session, if one is open.
@@ -175,15 +187,19 @@ impl Front {
         };
         let wrap = Wrap::new(inner, &method, text, &session, &self.0.asks);
         let prepared = progress
-            .map(|token| session.meta(token))
+            .map(|progress| {
+                let mut meta = session.meta(progress);
+                meta.token = self.0.token.get().cloned();
+                meta
+            })
             .and_then(|meta| prepare(inner, &method, params, Some(meta)))
             .map(|prepared| match prepared {
-                Prepared::Job(job) => Prepared::Job(wrap.apply(job)),
+                Prepared::Run(runnable) => Prepared::Run(wrap.apply(runnable)),
                 other => other,
             });
         let conn = &self.0.conn;
-        if let Some(job) = conn.begin(id, prepared, bytes) {
-            conn.run_inline(job);
+        if let Some(inline) = conn.begin(id, prepared, bytes) {
+            conn.run_inline(inline);
         }
         None
     }
@@ -284,7 +300,7 @@ impl Connection for Shared {
             .and_then(|s| s.notification(event));
         if let Some(line) = line {
             self.conn.act(Sending::Now, |c| {
-                c.write_line(line.into_bytes(), LineKind::Message)
+                c.write_line(line.into_bytes(), LineKind::Event)
             });
         }
     }

@@ -142,14 +142,15 @@ impl Bridge {
         let retry = serde_json::value::to_raw_value(&retry).map_err(ErrorObject::internal_error)?;
         // The answers are checked like a modern retry's; the message names
         // what this client did (it sent answers, not `inputResponses`).
-        let meta = self.session.meta(ctx.meta().progress_token.clone());
+        let mut meta = self.session.meta(ctx.meta().progress_token.clone());
+        meta.token = ctx.meta().token.clone();
         let prepared = prepare(
             &self.inner,
             &self.method,
             Some(Params::Raw(retry)),
             Some(meta),
         );
-        let job = match prepared.map_err(|error| {
+        let runnable = match prepared.map_err(|error| {
             if error.code == error_code::INVALID_PARAMS {
                 ErrorObject::invalid_params(format!(
                     "the client's answer does not fit what it was asked: {}",
@@ -159,15 +160,15 @@ impl Bridge {
                 error
             }
         })? {
-            Prepared::Job(job) => job,
+            Prepared::Run(runnable) => runnable,
             Prepared::Listen(_) => {
                 return Err(ErrorObject::internal_error(
-                    "a retry of a legacy request did not prepare a job",
+                    "a retry of a legacy request did not prepare a runnable request",
                 ));
             }
         };
-        let ctx = ctx.for_retry(job.meta, job.retry);
-        Ok(call(job.work, &ctx).into_line())
+        let ctx = ctx.for_retry(runnable.meta, runnable.retry);
+        Ok(call(runnable.work, &ctx).into_line())
     }
 }
 

@@ -112,6 +112,7 @@ impl LegacySession {
             live_level: Some(Arc::clone(&self.live_level)),
             progress_token,
             raw: None,
+            token: None,
         }
     }
 }

@@ -7,7 +7,7 @@ use crate::server::legacy::asks::Asks;
 use crate::server::legacy::downgrade::for_legacy;
 use crate::server::legacy::input::{Bridge, may_ask};
 use crate::server::legacy::session::LegacySession;
-use crate::server::work::Job;
+use crate::server::work::Runnable;
 
 /// How the work of a legacy request is wrapped: its reply drops what only
 /// 2026-07-28 results carry, and one whose handler may ask for input asks
@@ -43,17 +43,17 @@ impl Wrap {
         }
     }
 
-    /// Wraps `job`'s work. An inline request that may ask the client runs
+    /// Wraps `runnable`'s work. An inline request that may ask the client runs
     /// its first round on the reader, as a modern one does, and the rest,
     /// which waits for answers that only the reader can read, on the pool
     /// (`Bridge::wrap_inline`).
-    pub fn apply(self, job: Job) -> Job {
-        let Job {
+    pub fn apply(self, runnable: Runnable) -> Runnable {
+        let Runnable {
             meta,
             work,
             inline,
             retry,
-        } = job;
+        } = runnable;
         let (work, inline) = match self {
             Wrap::Bridge(bridge) if inline => (bridge.wrap_inline(work), true),
             Wrap::Bridge(bridge) => (bridge.wrap(work), false),
@@ -62,7 +62,7 @@ impl Wrap {
                 inline,
             ),
         };
-        Job {
+        Runnable {
             meta,
             work,
             inline,

@@ -127,22 +127,30 @@ pub(super) fn bearer_token(flags: &Flags) -> Result<Option<String>, UsageError> 
     Ok(Some(token))
 }
 
-/// A line to warn with when `--bearer-token-file` can be read by users
-/// other than its owner (its mode gives group or others any right): the
-/// option exists to keep the token from them. A warning, not a refusal
-/// (as ssh refuses a key file): secrets mounted by container platforms
-/// are often 0644 in a directory only the service reaches.
+/// A line to warn with when a file of secrets (`--bearer-token-file`,
+/// `--token-file`, `--introspect-credentials`) can be read by users other
+/// than its owner (its mode gives group or others any right): the option
+/// exists to keep the secret from them. A warning, not a refusal (as ssh
+/// refuses a key file): secrets mounted by container platforms are often
+/// 0644 in a directory only the service reaches.
 pub(super) fn token_file_warning(flags: &Flags) -> Option<String> {
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
-        let file = flags.bearer_token_file.as_ref()?;
-        let mode = std::fs::metadata(file).ok()?.permissions().mode() & 0o777;
-        (mode & 0o077 != 0).then(|| {
-            format!(
-                "--bearer-token-file {}: other users may read it (mode {mode:o}): chmod 600 it",
-                file.display()
-            )
+        let files = [
+            ("--bearer-token-file", &flags.bearer_token_file),
+            ("--token-file", &flags.token_file),
+            ("--introspect-credentials", &flags.introspect_credentials),
+        ];
+        files.into_iter().find_map(|(option, file)| {
+            let file = file.as_ref()?;
+            let mode = std::fs::metadata(file).ok()?.permissions().mode() & 0o777;
+            (mode & 0o077 != 0).then(|| {
+                format!(
+                    "{option} {}: other users may read it (mode {mode:o}): chmod 600 it",
+                    file.display()
+                )
+            })
         })
     }
     #[cfg(not(unix))]
@@ -207,6 +215,32 @@ pub(super) fn check_applies(command: &Command, flags: &Flags) -> Result<(), Usag
         (
             flags.bearer_token_file.is_some() && !serves,
             "--bearer-token-file",
+            "serve-http",
+        ),
+        (
+            !flags.authorization_servers.is_empty() && !serves,
+            "--authorization-server",
+            "serve-http",
+        ),
+        (
+            flags.oauth_resource.is_some() && !serves,
+            "--oauth-resource",
+            "serve-http",
+        ),
+        (!flags.scopes.is_empty() && !serves, "--scope", "serve-http"),
+        (
+            flags.token_file.is_some() && !serves,
+            "--token-file",
+            "serve-http",
+        ),
+        (
+            flags.introspect.is_some() && !serves,
+            "--introspect",
+            "serve-http",
+        ),
+        (
+            flags.introspect_credentials.is_some() && !serves,
+            "--introspect-credentials",
             "serve-http",
         ),
     ];

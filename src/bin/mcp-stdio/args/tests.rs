@@ -136,6 +136,7 @@ fn serve_http_takes_its_listener_and_http_options() {
             max_body_bytes: None,
             bearer_token: Some("T".into()),
             token_file_warning: None,
+            oauth: None,
         })
     );
     assert_eq!(opts.server, Some(ServerSpec::Argv(args("srv x"))));
@@ -148,6 +149,89 @@ fn serve_http_takes_its_listener_and_http_options() {
         "--listen applies to serve-http only"
     );
     assert!(parse_err("serve-http --max-body-bytes 0 -- srv").contains("above 0"));
+}
+
+#[test]
+fn serve_http_as_a_protected_resource_needs_an_issuer_and_one_way_to_check_tokens() {
+    use super::OAuth;
+    use super::oauth::Tokens;
+    let dir = std::env::temp_dir().join(format!("mcp-stdio-oauth-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("tokens");
+    std::fs::write(&file, "# TOKEN SCOPE...\n\nt1 a b\nt2\n").unwrap();
+    let list = format!("--token-file {}", file.display());
+    let opts = parse_ok(&format!(
+        "serve-http --authorization-server https://as --scope a --scope b {list} -- srv"
+    ));
+    let Command::ServeHttp(serve) = opts.command else {
+        panic!("not serve-http");
+    };
+    let tokens = vec![
+        ("t1".to_owned(), vec!["a".to_owned(), "b".to_owned()]),
+        ("t2".to_owned(), Vec::new()),
+    ];
+    assert_eq!(
+        serve.oauth,
+        Some(OAuth {
+            authorization_servers: vec!["https://as".into()],
+            resource: None,
+            scopes: vec!["a".into(), "b".into()],
+            tokens: Tokens::List(tokens),
+        })
+    );
+    assert!(
+        !format!("{:?}", serve.oauth).contains("t1"),
+        "Debug shows no token"
+    );
+    for (line, error) in [
+        (
+            format!("serve-http {list} -- srv"),
+            "--token-file needs --authorization-server URL",
+        ),
+        (
+            "serve-http --authorization-server https://as -- srv".into(),
+            "needs a way to check tokens",
+        ),
+        (
+            format!(
+                "serve-http --authorization-server https://as {list} --introspect http://as/i -- srv"
+            ),
+            "give --token-file or --introspect, not both",
+        ),
+        (
+            format!("serve-http --authorization-server https://as {list} --bearer-token x -- srv"),
+            "two ways to authorize",
+        ),
+        (
+            "serve-http --authorization-server as.example {list} -- srv".replace("{list}", &list),
+            "not an absolute http(s) URL",
+        ),
+        (
+            format!("tools --scope a {list} -- srv"),
+            "applies to serve-http only",
+        ),
+    ] {
+        let said = parse_err(&line);
+        assert!(said.contains(error), "{line}: {said}");
+    }
+    std::fs::write(&file, "t1 a\nt1 b\n").unwrap();
+    let twice = parse_err(&format!(
+        "serve-http --authorization-server https://as {list} -- srv"
+    ));
+    assert!(
+        twice.ends_with("line 2: the same token as an earlier line"),
+        "{twice}"
+    );
+    assert!(!twice.contains("t1 "), "{twice}");
+    std::fs::write(&file, "t\"1 a\n").unwrap();
+    let malformed = parse_err(&format!(
+        "serve-http --authorization-server https://as {list} -- srv"
+    ));
+    assert!(
+        malformed.contains("line 1: a token is letters"),
+        "{malformed}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]

@@ -1,0 +1,102 @@
+//! `.ci/run`'s background lane (the Redis tests, then the replicas'
+//! scripts, beside the peers' steps): its own lines, run by `bash` with
+//! stand-in steps, as the script runs them.
+
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+/// `.ci/run`'s `timed` function and its `trap` line, as written there.
+fn script_parts() -> (String, String) {
+    let script = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(".ci/run"))
+        .expect(".ci/run");
+    let start = script.find("\ntimed() {").expect("a timed function") + 1;
+    let end = start + script[start..].find("\n}\n").expect("its end") + 3;
+    let trap = (script.lines())
+        .find(|line| line.starts_with("trap "))
+        .expect("a trap line")
+        .to_owned();
+    (script[start..end].to_owned(), trap)
+}
+
+/// Review 47b, claim 6: a failed step of the background lane fails CI.
+/// `.ci/run` runs the lane as `( timed tests/redis.sh && timed
+/// tests/scale_out.sh && ... ) &` and then `wait "$REPLICAS" || exit 1`;
+/// but bash ignores `set -e` inside a function called anywhere in an `&&`
+/// list but its last command, so `timed` runs `echo` after the failed step
+/// and returns 0: the lane goes on to the next step and ends 0. Here a
+/// lane of `timed false && timed true`: on main the step after the failed
+/// one ran and `wait` saw 0 (only a failure of the lane's last step, the
+/// faults script, can fail CI).
+#[test]
+#[ignore = "review-47b: not fixed yet"]
+fn a_failed_step_of_the_background_lane_fails_the_run() {
+    let (timed, _) = script_parts();
+    let script = format!(
+        "set -euo pipefail\n{timed}\n( timed false && timed echo next-step-ran ) &\nLANE=$!\n\
+         wait \"$LANE\" || exit 3\nexit 0\n"
+    );
+    let out = Command::new("bash")
+        .arg("-c")
+        .arg(&script)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        !stdout.contains("next-step-ran"),
+        "the lane went on after a failed step"
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "the lane's failure did not fail the run: {out:?}"
+    );
+}
+
+/// Review 47b, claim 7: what runs in the lane ends with a failed run.
+/// The `trap` (`kill $(jobs -p)`) signals the lane's subshell, not the
+/// step it runs: the step (tests/scale_out.sh with its redis-server and
+/// nginx) goes on, orphaned. Before eacb106 the Redis job was
+/// `tests/redis.sh &` itself. Here the lane's step is a `sleep 30` and the
+/// run fails meanwhile: on main the sleep was still running after the
+/// run had ended.
+#[test]
+#[ignore = "review-47b: not fixed yet"]
+fn a_failed_run_ends_the_step_its_lane_runs() {
+    let (timed, trap) = script_parts();
+    let dir = std::env::temp_dir().join(format!("ci-lane-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let pidfile = dir.join("step.pid");
+    let script = format!(
+        "set -euo pipefail\n{trap}\n{timed}\n\
+         ( timed sh -c 'echo $$ > \"$0\"; exec sleep 30' {pid} && true ) >/dev/null 2>&1 &\n\
+         while [ ! -s {pid} ]; do sleep 0.05; done\nfalse\n",
+        pid = pidfile.display()
+    );
+    let out = Command::new("bash")
+        .arg("-c")
+        .arg(&script)
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "the run failed: {out:?}");
+    let pid: i32 = std::fs::read_to_string(&pidfile)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let until = Instant::now() + Duration::from_secs(5);
+    let alive = |pid: i32| Path::new(&format!("/proc/{pid}")).exists();
+    while alive(pid) && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let survived = alive(pid);
+    if survived {
+        // The stand-in step this test started, by its pid.
+        let _ = Command::new("kill").arg(pid.to_string()).status();
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(
+        !survived,
+        "the lane's step (pid {pid}) outlived the failed run by 5 s"
+    );
+}

@@ -1,0 +1,399 @@
+//! The HTTP server as an OAuth 2.1 protected resource (feature `http`,
+//! spec 2026-07-28 basic/authorization, RFC 9728, RFC 6750 section 3):
+//! its metadata at both well-known paths, the `401` and `403` challenges,
+//! the validator's answer reaching a handler in both eras, the token
+//! refused in a URL, and the token in no answer. A plain `TcpStream` as
+//! the client reading the exact bytes.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, SystemTime};
+
+use mcp_stdio::types::{CallToolResult, Tool};
+use mcp_stdio::{HttpOptions, ProtectedResource, Server, TokenInfo, Unauthorized};
+use serde_json::{Value, json};
+
+use crate::http::{Http, body, header, json_body, mirrored, post, raw, start_with, status};
+
+/// A token the validator knows, granting `mcp:tools` only.
+const TOKEN: &str = "tok-Alice.0123456789";
+/// One granting `mcp:tools` and `files:write`.
+const WRITER: &str = "tok-Writer.0123456789";
+/// One that expired a minute ago.
+const EXPIRED: &str = "tok-Expired.0123456789";
+/// One the validator refuses with a description that quotes it.
+const FOREIGN: &str = "tok-Foreign.0123456789";
+
+/// The resource identifier of a server on `addr`.
+fn resource_id(addr: SocketAddr) -> String {
+    format!("http://{addr}/mcp")
+}
+
+/// A server with a `whoami` tool (what its token allows, as the handler
+/// reads it) and a `write` tool that needs `files:write`, whose validator
+/// counts its calls and checks the resource it is given.
+fn protected() -> (Http, Arc<AtomicUsize>) {
+    let server = Server::builder("auth", "1.0.0")
+        .tool(
+            Tool::new("whoami", "What the request's token allows."),
+            |ctx, _: Value| {
+                let info = ctx.token_info().expect("a validated token");
+                Ok(CallToolResult::text(
+                    json!({
+                        "subject": info.subject,
+                        "scopes": info.scopes,
+                        "claims": info.claims,
+                    })
+                    .to_string(),
+                ))
+            },
+        )
+        .tool(Tool::new("write", "Needs files:write."), |_, _: Value| {
+            Ok(CallToolResult::text("written"))
+        })
+        .build();
+    // The resource id names the port: the listener is bound first.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let calls = Arc::new(AtomicUsize::new(0));
+    let counted = Arc::clone(&calls);
+    let expected = resource_id(addr);
+    let resource = ProtectedResource::new(&expected)
+        .authorization_server("https://auth.example.com")
+        .scopes_supported(["mcp:tools", "files:write"])
+        .require_scopes(["mcp:tools"])
+        .require_scopes_for("tools/call", Some("write"), ["files:write"])
+        .resource_name("auth test");
+    let options = HttpOptions::new().protected_resource(resource, move |token, resource| {
+        counted.fetch_add(1, Ordering::SeqCst);
+        assert_eq!(resource.resource(), expected);
+        let info = TokenInfo::new().client_id("test-client");
+        match token {
+            TOKEN => Ok(info
+                .subject("alice")
+                .scopes(["mcp:tools"])
+                .claims(json!({ "tenant": "t1" }))),
+            WRITER => Ok(info.subject("wendy").scopes(["mcp:tools", "files:write"])),
+            EXPIRED => Ok(info
+                .subject("old")
+                .scopes(["mcp:tools"])
+                .expires_at(SystemTime::now() - Duration::from_secs(60))),
+            other => Err(Unauthorized::invalid_token(&format!(
+                "{other} was not issued for this server"
+            ))),
+        }
+    });
+    (start_with(server, listener, options), calls)
+}
+
+fn with_token(mut headers: Vec<(String, String)>, token: &str) -> Vec<(String, String)> {
+    headers.push(("Authorization".into(), format!("Bearer {token}")));
+    headers
+}
+
+fn get(addr: SocketAddr, path: &str) -> String {
+    raw(
+        addr,
+        format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").as_bytes(),
+    )
+}
+
+fn call_tool(addr: SocketAddr, tool: &str, token: Option<&str>) -> String {
+    let headers = mirrored("tools/call", Some(tool));
+    let headers = match token {
+        Some(token) => with_token(headers, token),
+        None => headers,
+    };
+    let call = body(3, "tools/call", json!({ "name": tool, "arguments": {} }));
+    post(addr, &headers, &call)
+}
+
+#[test]
+fn the_metadata_is_served_at_the_root_and_the_endpoints_well_known_paths() {
+    let (http, _) = protected();
+    let expected = json!({
+        "resource": resource_id(http.addr),
+        "authorization_servers": ["https://auth.example.com"],
+        "scopes_supported": ["mcp:tools", "files:write"],
+        "bearer_methods_supported": ["header"],
+        "resource_name": "auth test",
+    });
+    for path in [
+        "/.well-known/oauth-protected-resource",
+        "/.well-known/oauth-protected-resource/mcp",
+    ] {
+        let response = get(http.addr, path);
+        assert_eq!(status(&response), 200, "{path}: {response}");
+        assert_eq!(header(&response, "content-type"), Some("application/json"));
+        assert_eq!(header(&response, "access-control-allow-origin"), Some("*"));
+        assert_eq!(json_body(&response), expected, "{path}");
+    }
+    // Another path under the well-known one is not this resource's.
+    let other = get(http.addr, "/.well-known/oauth-protected-resource/other");
+    assert_eq!(status(&other), 404, "{other}");
+}
+
+#[test]
+fn a_request_without_a_token_is_401_with_a_challenge_naming_the_metadata_and_scope() {
+    let (http, calls) = protected();
+    let refused = call_tool(http.addr, "whoami", None);
+    assert_eq!(status(&refused), 401, "{refused}");
+    let metadata = format!(
+        "http://{}/.well-known/oauth-protected-resource/mcp",
+        http.addr
+    );
+    assert_eq!(
+        header(&refused, "www-authenticate"),
+        Some(format!(r#"Bearer resource_metadata="{metadata}", scope="mcp:tools""#).as_str())
+    );
+    assert_eq!(json_body(&refused)["error"]["code"], -32600);
+    // Where the challenge points is served.
+    let path = metadata.split_once(&http.addr.to_string()).unwrap().1;
+    assert_eq!(status(&get(http.addr, path)), 200);
+    // Another scheme is no bearer token: the same challenge.
+    let mut basic = mirrored("tools/list", None);
+    basic.push(("Authorization".into(), "Basic YTpi".into()));
+    let refused = post(http.addr, &basic, &body(4, "tools/list", json!({})));
+    assert_eq!(status(&refused), 401, "{refused}");
+    assert_eq!(calls.load(Ordering::SeqCst), 0, "no token, no validation");
+}
+
+#[test]
+fn an_invalid_or_expired_token_is_401_invalid_token() {
+    let (http, _) = protected();
+    let refused = call_tool(http.addr, "whoami", Some("tok-unknown"));
+    assert_eq!(status(&refused), 401, "{refused}");
+    let challenge = header(&refused, "www-authenticate").unwrap();
+    assert!(
+        challenge.starts_with(
+            r#"Bearer error="invalid_token", error_description="[the token] was not issued for this server", resource_metadata=""#
+        ),
+        "{challenge}"
+    );
+    let expired = call_tool(http.addr, "whoami", Some(EXPIRED));
+    assert_eq!(status(&expired), 401, "{expired}");
+    let challenge = header(&expired, "www-authenticate").unwrap();
+    assert!(
+        challenge
+            .contains(r#"error="invalid_token", error_description="the access token has expired""#),
+        "{challenge}"
+    );
+}
+
+#[test]
+fn a_token_without_a_needed_scope_is_403_insufficient_scope_naming_every_scope_needed() {
+    let (http, _) = protected();
+    let refused = call_tool(http.addr, "write", Some(TOKEN));
+    assert_eq!(status(&refused), 403, "{refused}");
+    assert_eq!(
+        header(&refused, "www-authenticate"),
+        Some(
+            format!(
+                r#"Bearer error="insufficient_scope", scope="mcp:tools files:write", resource_metadata="http://{}/.well-known/oauth-protected-resource/mcp""#,
+                http.addr
+            )
+            .as_str()
+        )
+    );
+    let error = json_body(&refused);
+    assert_eq!(error["id"], 3, "{error}");
+    assert_eq!(error["error"]["code"], -32600);
+    // With the scope, the same call is served.
+    let served = call_tool(http.addr, "write", Some(WRITER));
+    assert_eq!(status(&served), 200, "{served}");
+    assert_eq!(
+        json_body(&served)["result"]["content"][0]["text"],
+        "written"
+    );
+}
+
+#[test]
+fn the_validators_answer_reaches_the_handler_and_every_request_is_validated() {
+    let (http, calls) = protected();
+    let served = call_tool(http.addr, "whoami", Some(TOKEN));
+    assert_eq!(status(&served), 200, "{served}");
+    let text = json_body(&served)["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(
+        serde_json::from_str::<Value>(&text).unwrap(),
+        json!({ "subject": "alice", "scopes": ["mcp:tools"], "claims": { "tenant": "t1" } })
+    );
+    call_tool(http.addr, "whoami", Some(TOKEN));
+    assert_eq!(calls.load(Ordering::SeqCst), 2, "each request validated");
+}
+
+#[cfg(feature = "legacy")]
+#[test]
+fn a_legacy_sessions_requests_are_validated_and_their_handlers_read_the_token() {
+    use crate::http_legacy::{call, headers};
+    let (http, calls) = protected();
+    let initialize = json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": { "name": "old", "version": "1" } } });
+    let plain = vec![("Content-Type".to_owned(), "application/json".to_owned())];
+    let refused = post(http.addr, &plain, &initialize.to_string());
+    assert_eq!(status(&refused), 401, "{refused}");
+    let opened = post(
+        http.addr,
+        &with_token(plain, WRITER),
+        &initialize.to_string(),
+    );
+    assert_eq!(status(&opened), 200, "{opened}");
+    let session = header(&opened, "mcp-session-id").unwrap().to_owned();
+    let whoami = call(2, "whoami").to_string();
+    let refused = post(http.addr, &headers(Some(&session), false), &whoami);
+    assert_eq!(
+        status(&refused),
+        401,
+        "a session is no credential: {refused}"
+    );
+    let served = post(
+        http.addr,
+        &with_token(headers(Some(&session), false), WRITER),
+        &whoami,
+    );
+    assert_eq!(status(&served), 200, "{served}");
+    let text = json_body(&served)["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(
+        serde_json::from_str::<Value>(&text).unwrap()["subject"],
+        "wendy"
+    );
+    // The scope an operation needs holds for a legacy call too.
+    let write = call(3, "write").to_string();
+    let refused = post(
+        http.addr,
+        &with_token(headers(Some(&session), false), TOKEN),
+        &write,
+    );
+    assert_eq!(status(&refused), 403, "{refused}");
+    assert_eq!(calls.load(Ordering::SeqCst), 3);
+}
+
+#[test]
+fn a_token_in_the_query_string_is_refused_with_400() {
+    // Whether or not the server asks for tokens.
+    let http = crate::http::everything();
+    let call = body(5, "tools/list", json!({}));
+    let mut request = format!(
+        "POST /mcp?x=1&access_token={TOKEN} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\nContent-Length: {}\r\n",
+        http.addr,
+        call.len()
+    );
+    for (name, value) in mirrored("tools/list", None) {
+        request.push_str(&format!("{name}: {value}\r\n"));
+    }
+    request.push_str("\r\n");
+    request.push_str(&call);
+    let refused = raw(http.addr, request.as_bytes());
+    assert_eq!(status(&refused), 400, "{refused}");
+    assert!(
+        json_body(&refused)["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("send it in the Authorization header"),
+        "{refused}"
+    );
+    assert!(!refused.contains(TOKEN), "{refused}");
+}
+
+#[test]
+fn no_answer_carries_the_token() {
+    let (http, _) = protected();
+    let mut answers = vec![
+        call_tool(http.addr, "whoami", Some(FOREIGN)),
+        call_tool(http.addr, "whoami", Some(EXPIRED)),
+        call_tool(http.addr, "write", Some(FOREIGN)),
+        call_tool(http.addr, "write", Some(TOKEN)),
+        call_tool(http.addr, "nothing-here", Some(FOREIGN)),
+    ];
+    // A malformed one, and two Authorization fields.
+    let mut bad = mirrored("tools/list", None);
+    bad.push((
+        "Authorization".into(),
+        format!("Bearer {FOREIGN} {FOREIGN}"),
+    ));
+    answers.push(post(http.addr, &bad, &body(6, "tools/list", json!({}))));
+    let mut twice = with_token(mirrored("tools/list", None), FOREIGN);
+    twice.push(("Authorization".into(), format!("Bearer {TOKEN}")));
+    answers.push(post(http.addr, &twice, &body(7, "tools/list", json!({}))));
+    let statuses: Vec<u16> = answers.iter().map(|a| status(a)).collect();
+    assert_eq!(statuses, [401, 401, 401, 403, 401, 400, 400]);
+    for answer in &answers {
+        for token in [TOKEN, FOREIGN, EXPIRED] {
+            assert!(!answer.contains(token), "{token} in: {answer}");
+        }
+    }
+}
+
+/// Security best practices ("Session Hijacking"): a session is bound to
+/// whom its token stands for. Another user's valid token does not reach
+/// it: its requests, notifications, GET stream and DELETE are `404`, as
+/// for a session not known; its owner's still are served.
+#[cfg(feature = "legacy")]
+#[test]
+fn a_legacy_session_is_found_only_by_the_subject_that_opened_it() {
+    use crate::http_legacy::{call, headers};
+    let (http, _) = protected();
+    let initialize = json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": { "name": "old", "version": "1" } } });
+    let plain = vec![("Content-Type".to_owned(), "application/json".to_owned())];
+    let opened = post(
+        http.addr,
+        &with_token(plain, TOKEN),
+        &initialize.to_string(),
+    );
+    let session = header(&opened, "mcp-session-id").unwrap().to_owned();
+    let as_other = with_token(headers(Some(&session), false), WRITER);
+    let whoami = call(2, "whoami").to_string();
+    let taken = post(http.addr, &as_other, &whoami);
+    assert_eq!(status(&taken), 404, "another subject's request: {taken}");
+    let notification = json!({ "jsonrpc": "2.0", "method": "notifications/initialized" });
+    let taken = post(http.addr, &as_other, &notification.to_string());
+    assert_eq!(
+        status(&taken),
+        404,
+        "another subject's notification: {taken}"
+    );
+    for method in ["GET", "DELETE"] {
+        let request = format!(
+            "{method} /mcp HTTP/1.1\r\nHost: {}\r\nConnection: close\r\nAccept: text/event-stream\r\nMcp-Session-Id: {session}\r\nMCP-Protocol-Version: 2025-11-25\r\nAuthorization: Bearer {WRITER}\r\n\r\n",
+            http.addr
+        );
+        let taken = raw(http.addr, request.as_bytes());
+        assert_eq!(status(&taken), 404, "another subject's {method}: {taken}");
+    }
+    let own = post(
+        http.addr,
+        &with_token(headers(Some(&session), false), TOKEN),
+        &whoami,
+    );
+    assert_eq!(status(&own), 200, "its owner's: {own}");
+}
+
+#[test]
+fn a_resource_that_cannot_be_served_is_refused_before_serving() {
+    let refuse = |resource: ProtectedResource| {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let options = HttpOptions::new().protected_resource(resource, |_, _| Ok(TokenInfo::new()));
+        let server = Server::builder("auth", "1.0.0").build();
+        server
+            .serve_http(listener, options)
+            .unwrap_err()
+            .to_string()
+    };
+    let said = refuse(ProtectedResource::new("mcp.example.com").authorization_server("https://as"));
+    assert!(said.contains("not an absolute http(s) URI"), "{said}");
+    let said = refuse(
+        ProtectedResource::new("https://mcp.example.com/mcp#x").authorization_server("https://as"),
+    );
+    assert!(said.contains("without a fragment"), "{said}");
+    let said = refuse(ProtectedResource::new("https://mcp.example.com/mcp"));
+    assert!(said.contains("names no authorization server"), "{said}");
+}
