@@ -1162,7 +1162,8 @@ fn a_legacy_session_the_server_forgot_is_started_again() {
 /// `hold` waits for `release` after telling `holding`. A request without a
 /// session is `400` (as the Python SDK's), one of a session other than the
 /// live one `404`. `tools/call` answers `fine`; each is told on `calls`
-/// as it arrives, with its session id.
+/// as it arrives, with its session id, and so is each `DELETE` (named
+/// `DELETE`).
 struct Forgetful {
     url: String,
     live: Arc<Mutex<Option<String>>>,
@@ -1180,6 +1181,7 @@ fn forgetful(refuse: usize, hold: usize, holding: Sender<()>, release: Receiver<
         if req.verb == "GET" {
             respond(writer, "405 Method Not Allowed", "", "");
         } else if req.verb == "DELETE" {
+            let _ = calls_tx.send(("DELETE".to_owned(), session.clone()));
             respond(writer, "200 OK", "", "");
         } else if method == "initialize" {
             let n = inits.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
@@ -1326,6 +1328,56 @@ fn a_call_made_while_the_session_is_started_again_goes_in_the_new_session() {
         matches!(&b, Ok(r) if r.text_content() == "fine"),
         "{b:?}; the server saw {seen:?}"
     );
+}
+
+/// Task 47r, item 7: `close` while a session is being started again ends
+/// the new session too. The server forgets the session; call `a`'s `404`
+/// starts a new one, whose `initialize` the server holds; the client is
+/// closed meanwhile (its `DELETE` names the dead session), then the
+/// `initialize` is answered with session `s-2`. Before, nothing ever
+/// deleted `s-2`: `close` had read the dead id, and the renewal went on
+/// setting up a session nobody would use, which the server kept until it
+/// forgot it for newer ones.
+#[test]
+fn closing_while_the_session_is_started_again_deletes_the_new_session() {
+    let (holding_tx, holding) = crossbeam_channel::unbounded();
+    let (release, release_rx) = crossbeam_channel::unbounded();
+    let server = forgetful(0, 2, holding_tx, release_rx);
+    let client = Arc::new(
+        Client::builder()
+            .era(EraPolicy::LegacyOnly)
+            .connect_url(&server.url)
+            .unwrap(),
+    );
+    *server.live.lock().unwrap() = None;
+    let caller = Arc::clone(&client);
+    let a = std::thread::spawn(move || caller.call("a", json!({})));
+    holding
+        .recv_timeout(WAIT)
+        .expect("the new session's initialize");
+    let closing = Arc::clone(&client);
+    let closed = std::thread::spawn(move || closing.close_shared());
+    let deleted = |session: &str| {
+        let mut seen = Vec::new();
+        loop {
+            match server.calls.recv_timeout(WAIT) {
+                Ok((name, id)) if name == "DELETE" && id.as_deref() == Some(session) => {
+                    return Ok(());
+                }
+                Ok(other) => seen.push(other),
+                Err(_) => return Err(seen),
+            }
+        }
+    };
+    assert_eq!(deleted("s-1"), Ok(()), "close's DELETE of the dead session");
+    release.send(()).unwrap();
+    assert_eq!(
+        deleted("s-2"),
+        Ok(()),
+        "the session started while the client closed was never deleted"
+    );
+    let _ = closed.join().unwrap();
+    let _ = a.join().unwrap();
 }
 
 /// Review of issue 47 (review-47h): a caller's answer is never delivered

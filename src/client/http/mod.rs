@@ -398,7 +398,28 @@ impl Shared {
             return;
         }
         self.workers.close();
-        if let Some(session) = lock(&self.session).clone() {
+        self.end_session();
+        for kept in lock(&self.idle).drain(..) {
+            kept.end();
+        }
+        for (_, stream) in lock(&self.streams).drain() {
+            let Some(stream) = stream else { continue };
+            let _ = stream.shutdown(Shutdown::Both);
+        }
+        lock(&self.inbox).take();
+    }
+
+    /// Ends the session, if one is open: taken out (whoever takes it ends
+    /// it, once) and `DELETE`d. Called by `close`, after it marked the
+    /// client closed, and by a renewal that finds the client closed once
+    /// its new session is assigned (`session::renew`): a session assigned
+    /// before `close` took it is ended by `close`, one assigned after by
+    /// the renewal.
+    fn end_session(&self) {
+        let Some(session) = lock(&self.session).take() else {
+            return;
+        };
+        {
             let mut headers = vec![("Mcp-Session-Id".to_owned(), session)];
             if let Some(version) = lock(&self.legacy_version).clone() {
                 headers.push(("MCP-Protocol-Version".to_owned(), version));
@@ -424,13 +445,5 @@ impl Shared {
                 conn.into_inner().end();
             }
         }
-        for kept in lock(&self.idle).drain(..) {
-            kept.end();
-        }
-        for (_, stream) in lock(&self.streams).drain() {
-            let Some(stream) = stream else { continue };
-            let _ = stream.shutdown(Shutdown::Both);
-        }
-        lock(&self.inbox).take();
     }
 }

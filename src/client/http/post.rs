@@ -355,13 +355,26 @@ impl Shared {
             }
         };
         let reusable = body.is_done() && head.keeps_alive();
-        let mut idle = lock(&self.idle);
-        if reusable && !self.is_closed() && idle.len() < IDLE_CONNECTIONS {
-            idle.push(kept);
-        } else {
-            drop(idle);
-            kept.end();
+        if reusable && !self.is_closed() {
+            // The request is done with this connection: its stream no
+            // longer names it, so that its cancellation, or `close`,
+            // does not cut the POST that takes it next (a session's
+            // renewal, on the connection its `404` came on: `close`
+            // then cut the renewal, whose new session was never ended).
+            if let Some(id) = id
+                && let Some(slot) = lock(&self.streams).get_mut(id)
+                && slot.as_ref().is_some_and(|s| Arc::ptr_eq(s, &kept.socket))
+            {
+                *slot = None;
+            }
+            // Closed meanwhile: `close` took the idle ones already.
+            let mut idle = lock(&self.idle);
+            if idle.len() < IDLE_CONNECTIONS && !self.is_closed() {
+                idle.push(kept);
+                return read;
+            }
         }
+        kept.end();
         read
     }
 

@@ -106,6 +106,14 @@ impl Shared {
                 opened = true;
             }
         });
+        // Closed while the `initialize` was answered (its head assigns the
+        // session, whether or not its body was read to the end): the new
+        // session is ended here unless `close` took it
+        // (`Shared::end_session`).
+        if self.is_closed() {
+            self.end_session();
+            return false;
+        }
         if !opened {
             return false;
         }

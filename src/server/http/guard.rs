@@ -112,18 +112,23 @@ pub(crate) fn host(
     }
 }
 
+/// Whether the application allowed `origin` ([`HttpOptions::allow_origin`]).
+fn allowed(origin: &str, options: &HttpOptions) -> bool {
+    let origin = origin.trim_end_matches('/');
+    (options.origins.iter()).any(|o| o.eq_ignore_ascii_case(origin))
+}
+
 /// `Origin`, when present: an allowed origin or a loopback one (spec
-/// 2026-07-28: an invalid origin MUST be answered `403`).
+/// 2026-07-28: an invalid origin MUST be answered `403`). A loopback
+/// origin passes: the check is against other web origins reached through
+/// DNS rebinding, and a loopback page is on this machine; it gets no CORS
+/// fields, though, unless allowed ([`cors`]).
 pub(crate) fn origin(request: &HttpRequest, options: &HttpOptions) -> Result<(), Refusal> {
     let Some(origin) = request.headers.get("origin") else {
         return Ok(());
     };
     let origin = origin.trim_end_matches('/');
-    if options
-        .origins
-        .iter()
-        .any(|o| o.eq_ignore_ascii_case(origin))
-    {
+    if allowed(origin, options) {
         return Ok(());
     }
     let loopback = origin
@@ -140,16 +145,20 @@ pub(crate) fn origin(request: &HttpRequest, options: &HttpOptions) -> Result<(),
     }
 }
 
-/// The CORS fields of every response to a browser on an allowed origin
-/// (the Fetch standard, "CORS protocol"): without
-/// `Access-Control-Allow-Origin` the page cannot read the answer, and
-/// without `Access-Control-Expose-Headers` not the session id a legacy
-/// `initialize` assigns or a `401`'s challenge. None for a request without
-/// `Origin` (not a browser's cross-origin request) or from an origin
-/// [`origin`] refuses.
+/// The CORS fields of every response to a browser on an origin the
+/// application allowed ([`HttpOptions::allow_origin`]; the Fetch standard,
+/// "CORS protocol"): without `Access-Control-Allow-Origin` the page cannot
+/// read the answer, and without `Access-Control-Expose-Headers` not the
+/// session id a legacy `initialize` assigns or a `401`'s challenge. None
+/// for a request without `Origin` (not a browser's cross-origin request),
+/// and none for a loopback origin not allowed: [`origin`] lets it pass,
+/// but a page on `http://localhost:1234` (a dev server running
+/// third-party code, another local application) is another origin than
+/// this server's, and must not read its tools' results (issue 47,
+/// review-47h).
 pub(crate) fn cors(request: &HttpRequest, options: &HttpOptions) -> Vec<(&'static str, String)> {
     match request.headers.get("origin") {
-        Some(from) if origin(request, options).is_ok() => vec![
+        Some(from) if allowed(from, options) => vec![
             ("Access-Control-Allow-Origin", from.to_owned()),
             ("Vary", "Origin".to_owned()),
             (
@@ -166,8 +175,9 @@ pub(crate) fn cors(request: &HttpRequest, options: &HttpOptions) -> Vec<(&'stati
 /// [`cors`]'s fields: the methods the endpoint takes (`allow`), the
 /// header fields the browser asked to send (the page's origin is trusted
 /// to send any: the checks after the preflight read them), and how long
-/// the browser may keep the answer. No preflight without an allowed
-/// origin: then only `Allow`, as for any `OPTIONS`.
+/// the browser may keep the answer. No preflight without an origin the
+/// application allowed (a loopback one included: see [`cors`]): then only
+/// `Allow`, as for any `OPTIONS`.
 pub(crate) fn preflight(
     request: &HttpRequest,
     options: &HttpOptions,
