@@ -35,6 +35,8 @@ mod http_client;
 mod http_hostile;
 #[cfg(all(feature = "http", feature = "legacy"))]
 mod http_legacy;
+#[cfg(feature = "https")]
+mod https;
 mod json_text;
 mod large_lines;
 mod layers;

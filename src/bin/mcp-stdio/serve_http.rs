@@ -79,8 +79,8 @@ pub fn run(opts: &Options, serve: &ServeHttp, stderr: &Arc<Stderr>) -> Result<u8
             })
             .spawn(command),
         // A gateway has no one to ask: the tokens `login` kept, or none.
-        crate::connect::Target::Url(url, headers) => {
-            crate::connect::connect_url(builder, &url, headers, false, stderr)
+        crate::connect::Target::Url(url, headers, cacerts) => {
+            crate::connect::connect_url(builder, &url, headers, cacerts, false, stderr)
         }
     }
     .map(Arc::new);

@@ -8,17 +8,17 @@
 //! and no stricter: a client cannot answer a bad response with a status.
 
 use std::io::{self, BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
+use super::stream::Stream;
 use super::url::Endpoint;
 use crate::http::HttpHeaders;
 
 /// The most a response's head (status line and header fields) may take.
 const MAX_HEAD_BYTES: u64 = 64 * 1024;
 
-/// A connection to the server, buffered for reading.
-pub(crate) type Connection = BufReader<TcpStream>;
+/// A connection to the server (plain or TLS), buffered for reading.
+pub(crate) type Connection = BufReader<Stream>;
 
 /// A response's status line and header fields.
 #[derive(Debug)]
@@ -56,7 +56,7 @@ enum Framing {
 
 /// Writes one request: `method` to the endpoint, with `headers` and `body`.
 pub(crate) fn write_request(
-    stream: &mut TcpStream,
+    stream: &mut Stream,
     method: &str,
     endpoint: &Endpoint,
     headers: &[(String, String)],
@@ -66,7 +66,7 @@ pub(crate) fn write_request(
     write!(
         out,
         "{method} {} HTTP/1.1\r\nHost: {}\r\n",
-        endpoint.target, endpoint.authority
+        endpoint.target, endpoint.host_header
     )?;
     for (name, value) in headers {
         // A value with a line break would smuggle a header in: refused by
@@ -179,7 +179,7 @@ fn arm(conn: &Connection, deadline: Option<Instant>) -> io::Result<()> {
             "the answer took longer than its time limit",
         ));
     }
-    conn.get_ref().set_read_timeout(Some(left))
+    conn.get_ref().socket().set_read_timeout(Some(left))
 }
 
 /// Reads one line into `line`, with its LF, taking at most `*budget`
@@ -514,7 +514,7 @@ pub(crate) fn read_json(body: &mut Body<'_>, max: usize) -> io::Result<Vec<Vec<u
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::net::TcpListener;
+    use std::net::{TcpListener, TcpStream};
 
     /// A connection whose server side has already sent `bytes` and closed.
     fn replayed(bytes: &[u8]) -> Connection {
@@ -524,7 +524,7 @@ mod tests {
         let (mut server, _) = listener.accept().unwrap();
         server.write_all(bytes).unwrap();
         drop(server);
-        BufReader::new(client)
+        BufReader::new(Stream::Plain(client))
     }
 
     /// Every message `read_events` hands over from `body` (at most 1,024
@@ -647,7 +647,7 @@ mod tests {
             client
                 .set_read_timeout(Some(Duration::from_secs(10)))
                 .unwrap();
-            let mut conn = BufReader::new(client);
+            let mut conn = BufReader::new(crate::client::http::stream::Stream::Plain(client));
             let started = Instant::now();
             let deadline = started + Duration::from_millis(300);
             let read = read_head(&mut conn, false, Some(deadline)).and_then(|head| {

@@ -227,8 +227,10 @@ impl Shared {
             )));
         }
         let mut body = Body::new(kept.connection(), &head);
-        exchange::read_events(&mut body, self.max_message, cursor, deliver)
-            .map_err(|e| Refused::Why(format!("the GET stream broke: {e}")))
+        let read = exchange::read_events(&mut body, self.max_message, cursor, deliver)
+            .map_err(|e| Refused::Why(format!("the GET stream broke: {e}")));
+        kept.end();
+        read
     }
 
     /// Waits `wait`, or less when the client closes or stream `key` is

@@ -48,6 +48,9 @@ mod post;
 mod relist;
 mod session;
 mod settings;
+pub(crate) mod stream;
+#[cfg(feature = "https")]
+pub(crate) mod tls;
 pub(crate) mod url;
 mod workers;
 
@@ -73,6 +76,7 @@ use params::ParamHeaders;
 use post::Post;
 pub use settings::HeaderSource;
 pub(crate) use settings::HttpSettings;
+use stream::Connector;
 use url::Endpoint;
 use workers::Workers;
 
@@ -91,10 +95,12 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// a server that never does holds that one POST's worker, no longer.
 const ACCEPT_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// Makes the carrier of an HTTP connection to `endpoint`, handing the
-/// server's messages to `inbox`: every message the link sends is POSTed.
+/// Makes the carrier of an HTTP connection to `endpoint` (each opened by
+/// `connector`), handing the server's messages to `inbox`: every message
+/// the link sends is POSTed.
 pub(crate) fn open(
     endpoint: Endpoint,
+    connector: Connector,
     settings: &HttpSettings,
     max_message: usize,
     notes: Notes,
@@ -102,6 +108,7 @@ pub(crate) fn open(
 ) -> Box<dyn Carrier> {
     Box::new(HttpCarrier(Arc::new(Shared {
         endpoint,
+        connector,
         settings: settings.clone(),
         max_message,
         notes,
@@ -143,6 +150,8 @@ impl Carrier for HttpCarrier {
 /// What the POSTs of one client share.
 struct Shared {
     endpoint: Endpoint,
+    /// Opens its connections, plain or TLS (`stream`).
+    connector: Connector,
     settings: HttpSettings,
     max_message: usize,
     notes: Notes,
@@ -158,8 +167,9 @@ struct Shared {
     params: Mutex<ParamHeaders>,
     /// Kept-alive connections nobody is using.
     idle: Mutex<Vec<post::Kept>>,
-    /// Each request in flight, by its id as JSON, with its connection once
-    /// it has one: closed to cancel it. A cancellation removes the entry,
+    /// Each request in flight, by its id as JSON, with its connection's
+    /// TCP socket once it has one: shut to cancel it (a read inside TLS
+    /// ends too). A cancellation removes the entry,
     /// which tells the POST to report nothing.
     streams: Mutex<HashMap<String, Option<Arc<TcpStream>>>>,
     /// Where the server's messages go; `None` once closed (the link's
@@ -400,7 +410,9 @@ impl Shared {
         }
         self.workers.close();
         self.end_session();
-        lock(&self.idle).clear();
+        for kept in lock(&self.idle).drain(..) {
+            kept.end();
+        }
         for (_, stream) in lock(&self.streams).drain() {
             let Some(stream) = stream else { continue };
             let _ = stream.shutdown(Shutdown::Both);
@@ -431,9 +443,9 @@ impl Shared {
             headers.extend(self.settings.headers());
             // The server may refuse (405: it does not let clients end
             // sessions) or be gone: either way the client is done with it.
-            if let Ok(stream) = self.connect(DELETE_TIMEOUT) {
-                let _ = stream.set_read_timeout(Some(DELETE_TIMEOUT));
-                let _ = stream.set_write_timeout(Some(DELETE_TIMEOUT));
+            if let Ok(stream) = self.connector.connect(&self.endpoint, DELETE_TIMEOUT) {
+                let _ = stream.socket().set_read_timeout(Some(DELETE_TIMEOUT));
+                let _ = stream.socket().set_write_timeout(Some(DELETE_TIMEOUT));
                 let mut conn = std::io::BufReader::new(stream);
                 let written = exchange::write_request(
                     conn.get_mut(),
@@ -446,6 +458,7 @@ impl Shared {
                     let deadline = Instant::now() + DELETE_TIMEOUT;
                     let _ = exchange::read_head(&mut conn, false, Some(deadline));
                 }
+                conn.into_inner().end();
             }
         }
     }

@@ -6,7 +6,7 @@
 
 use std::cell::Cell;
 use std::io::BufReader;
-use std::net::{TcpStream, ToSocketAddrs};
+use std::net::TcpStream;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -68,8 +68,9 @@ fn wants_credentials(head: &Head) -> bool {
 /// A connection to the server, kept between requests.
 pub(super) struct Kept {
     conn: Connection,
-    /// Its socket again, shared with the streams of the requests it
-    /// carries (`Shared::streams`), through which a cancellation closes it.
+    /// Its TCP socket again (under the TLS, for `https://`), shared with
+    /// the streams of the requests it carries (`Shared::streams`), through
+    /// which a cancellation closes it; its timeouts are set through it.
     socket: Arc<TcpStream>,
     /// The read timeout it has.
     read_timeout: Option<Duration>,
@@ -109,6 +110,12 @@ impl Kept {
             let restored = self.socket.set_nonblocking(false).is_ok();
             restored && looked.is_err_and(|e| e.kind() == std::io::ErrorKind::WouldBlock)
         }
+    }
+
+    /// Ends a connection the client is done with (`Stream::end`: TLS's
+    /// `close_notify`), whatever it buffered unread.
+    pub(super) fn end(self) {
+        self.conn.into_inner().end();
     }
 }
 
@@ -374,7 +381,7 @@ impl Shared {
         cursor: &mut Cursor,
         mut deliver: impl FnMut(Vec<u8>) -> bool,
     ) -> Result<(), Failed> {
-        let url = format!("http://{}{}", self.endpoint.authority, self.endpoint.target);
+        let url = self.endpoint.url();
         let named = |name: &str| headers.iter().find(|(n, _)| n == name).map(|(_, v)| v);
         let initialize = named("Mcp-Method").is_some_and(|m| m == "initialize");
         let (mut kept, head) = self.start(written, verb, body, id, headers)?;
@@ -484,11 +491,14 @@ impl Shared {
             {
                 *slot = None;
             }
+            // Closed meanwhile: `close` took the idle ones already.
             let mut idle = lock(&self.idle);
-            if idle.len() < IDLE_CONNECTIONS {
+            if idle.len() < IDLE_CONNECTIONS && !self.is_closed() {
                 idle.push(kept);
+                return read;
             }
         }
+        kept.end();
         read
     }
 
@@ -535,7 +545,7 @@ impl Shared {
         id: Option<&str>,
         headers: &[(String, String)],
     ) -> Result<(Kept, Head), String> {
-        let url = format!("http://{}{}", self.endpoint.authority, self.endpoint.target);
+        let url = self.endpoint.url();
         // A notification's or an answer's final status is waited for
         // `ACCEPT_TIMEOUT` at most, however many interim ones come.
         let deadline = read_timeout(id).map(|wait| Instant::now() + wait);
@@ -637,35 +647,16 @@ impl Shared {
         }
     }
 
-    /// A new connection, set up once: no delay (a request is one write), a
-    /// write timeout ([`ACCEPT_TIMEOUT`]).
+    /// A new connection (`Connector::connect`), set up once: a write
+    /// timeout ([`ACCEPT_TIMEOUT`]).
     fn open_connection(&self) -> std::io::Result<Kept> {
-        let socket = self.connect(CONNECT_TIMEOUT)?;
-        socket.set_nodelay(true)?;
-        socket.set_write_timeout(Some(ACCEPT_TIMEOUT))?;
-        let shared = Arc::new(socket.try_clone()?);
+        let stream = self.connector.connect(&self.endpoint, CONNECT_TIMEOUT)?;
+        stream.socket().set_write_timeout(Some(ACCEPT_TIMEOUT))?;
+        let socket = Arc::new(stream.socket().try_clone()?);
         Ok(Kept {
-            conn: BufReader::new(socket),
-            socket: shared,
+            conn: BufReader::new(stream),
+            socket,
             read_timeout: None,
         })
-    }
-
-    /// A new connection to the server, within `timeout` for each address
-    /// its name resolves to.
-    pub(super) fn connect(&self, timeout: Duration) -> std::io::Result<TcpStream> {
-        let mut last = None;
-        for addr in self.endpoint.authority.to_socket_addrs()? {
-            match TcpStream::connect_timeout(&addr, timeout) {
-                Ok(stream) => return Ok(stream),
-                Err(e) => last = Some(e),
-            }
-        }
-        Err(last.unwrap_or_else(|| {
-            std::io::Error::new(
-                std::io::ErrorKind::NotFound,
-                "the host name resolves to no address",
-            )
-        }))
     }
 }

@@ -6,10 +6,10 @@
 //! client did not choose.
 
 use std::io::{BufReader, Read};
-use std::net::{TcpStream, ToSocketAddrs};
 use std::time::{Duration, Instant};
 
 use crate::client::http::exchange::{self, Body};
+use crate::client::http::stream::Connector;
 use crate::client::http::url::Endpoint;
 
 /// How long connecting, and each silence of an answer, may take.
@@ -212,32 +212,28 @@ pub(crate) fn fetch(
     headers: &[(String, String)],
     body: &[u8],
 ) -> Result<Answer, String> {
-    if url.scheme != "http" {
-        return Err(format!(
-            "{} needs TLS, which this build's HTTP client does not speak",
-            url.origin()
-        ));
-    }
-    let target = match &url.query {
-        Some(query) => format!(
-            "{}?{query}",
-            if url.path.is_empty() { "/" } else { &url.path }
-        ),
-        None if url.path.is_empty() => "/".to_owned(),
-        None => url.path.clone(),
-    };
-    let endpoint = Endpoint {
-        authority: url.host_port(),
-        target,
-    };
+    // `https://` through the `https` feature's TLS (the system's roots;
+    // `Endpoint::parse` refuses it in a build without the feature).
+    let endpoint = Endpoint::parse(&url.to_string()).map_err(|e| e.to_string())?;
     let failed =
         |e: std::io::Error| format!("the request to {}{} failed: {e}", url.origin(), url.path);
-    let socket = connect(&endpoint.authority).map_err(failed)?;
-    socket.set_read_timeout(Some(TIMEOUT)).map_err(failed)?;
-    socket.set_write_timeout(Some(TIMEOUT)).map_err(failed)?;
+    let connector = match endpoint.tls {
+        #[cfg(feature = "https")]
+        true => Connector::tls(crate::client::http::tls::config(&[]).map_err(|e| e.to_string())?),
+        _ => Connector::plain(),
+    };
+    let stream = connector.connect(&endpoint, TIMEOUT).map_err(failed)?;
+    stream
+        .socket()
+        .set_read_timeout(Some(TIMEOUT))
+        .map_err(failed)?;
+    stream
+        .socket()
+        .set_write_timeout(Some(TIMEOUT))
+        .map_err(failed)?;
     let mut headers = headers.to_vec();
     headers.push(("Connection".to_owned(), "close".to_owned()));
-    let mut conn = BufReader::new(socket);
+    let mut conn = BufReader::new(stream);
     exchange::write_request(conn.get_mut(), verb, &endpoint, &headers, body).map_err(failed)?;
     let head = exchange::read_head(&mut conn, verb == "HEAD", Some(Instant::now() + TIMEOUT))
         .map_err(failed)?
@@ -265,18 +261,6 @@ pub(crate) fn fetch(
         status: head.status,
         body: bytes,
     })
-}
-
-/// A connection to `authority`, trying each address it resolves to.
-fn connect(authority: &str) -> std::io::Result<TcpStream> {
-    let mut last = None;
-    for addr in authority.to_socket_addrs()? {
-        match TcpStream::connect_timeout(&addr, TIMEOUT) {
-            Ok(stream) => return Ok(stream),
-            Err(e) => last = Some(e),
-        }
-    }
-    Err(last.unwrap_or_else(|| std::io::Error::other("the host name resolves to no address")))
 }
 
 #[cfg(test)]
