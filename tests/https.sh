@@ -39,9 +39,17 @@ done
 NGINX=$(command -v nginx || echo /usr/sbin/nginx)
 
 step "examples/everything and mcp-stdio with the https feature"
-cargo build --quiet --features https --example everything --bin mcp-stdio
-everything=target/debug/examples/everything
-cli=target/debug/mcp-stdio
+# HTTPS_BIN=DIR: the binaries built already (everything, mcp-stdio, with
+# the https feature), as .ci/run does so that this runs beside steps that
+# build the crate with other features.
+if [ -n "${HTTPS_BIN:-}" ]; then
+    everything=$HTTPS_BIN/everything
+    cli=$HTTPS_BIN/mcp-stdio
+else
+    cargo build --quiet --features https --example everything --bin mcp-stdio
+    everything=target/debug/examples/everything
+    cli=target/debug/mcp-stdio
+fi
 
 step "a CA, a certificate it signs (localhost, 127.0.0.1), one for another name, a self-signed one"
 tls=$OUT/tls
