@@ -1078,3 +1078,43 @@ fn a_checked_header_spelled_with_an_underscore_is_refused() {
     let response = post(http.addr, &headers, &echo);
     assert_eq!(status(&response), 400, "{response}");
 }
+
+/// Review 47c, claim 3 (`guard::single_fields`, fix-47z's fixed names):
+/// `_` counts as `-` only in the seven fixed names, so an `Mcp-Param-*`
+/// field sent again in another spelling passes: `Mcp-Param-Region: west`
+/// (compared with the body, which says `west`) beside `Mcp_Param_Region:
+/// east` or `Mcp-Param_Region: east`. A CGI-style gateway (CGI, WSGI, many
+/// proxies' variables) reads all three as `HTTP_MCP_PARAM_REGION`, so it
+/// may route on `east` while the server checked `west`: the two truths
+/// item 13 refuses for `Mcp-Method` and `Mcp_Method`. On main both are
+/// `200`. (A tool whose arguments are marked `Region_Code` and
+/// `Region-Code` is the case fix-47z kept apart; such a pair could be
+/// refused when the tool is registered instead.)
+#[test]
+#[ignore = "review-47c: not fixed yet"]
+fn a_param_header_sent_again_with_underscores_is_refused() {
+    let http = with_annotated_tool();
+    let sql = body(
+        33,
+        "tools/call",
+        json!({ "name": "sql", "arguments": { "region": "west" } }),
+    );
+    let mut passed = Vec::new();
+    for second in ["Mcp_Param_Region", "Mcp-Param_Region"] {
+        let mut headers = mirrored("tools/call", Some("sql"));
+        headers.push(("Mcp-Param-Region".into(), "west".into()));
+        headers.push((second.into(), "east".into()));
+        let response = post(http.addr, &headers, &sql);
+        if status(&response) != 400 {
+            passed.push(format!(
+                "{second}: {}",
+                response.lines().next().unwrap_or("")
+            ));
+        }
+    }
+    assert!(
+        passed.is_empty(),
+        "a second spelling of Mcp-Param-Region was not refused:\n{}",
+        passed.join("\n")
+    );
+}
