@@ -1078,3 +1078,100 @@ fn a_checked_header_spelled_with_an_underscore_is_refused() {
     let response = post(http.addr, &headers, &echo);
     assert_eq!(status(&response), 400, "{response}");
 }
+
+/// Review 47c, claim 3 (`guard::single_fields`, fix-47z's fixed names):
+/// `_` counts as `-` only in the seven fixed names, so an `Mcp-Param-*`
+/// field sent again in another spelling passes: `Mcp-Param-Region: west`
+/// (compared with the body, which says `west`) beside `Mcp_Param_Region:
+/// east` or `Mcp-Param_Region: east`. A CGI-style gateway (CGI, WSGI, many
+/// proxies' variables) reads all three as `HTTP_MCP_PARAM_REGION`, so it
+/// may route on `east` while the server checked `west`: the two truths
+/// item 13 refuses for `Mcp-Method` and `Mcp_Method`. On main both are
+/// `200`. (A tool whose arguments are marked `Region_Code` and
+/// `Region-Code` is the case fix-47z kept apart; such a pair could be
+/// refused when the tool is registered instead.)
+#[test]
+#[ignore = "review-47c: not fixed yet"]
+fn a_param_header_sent_again_with_underscores_is_refused() {
+    let http = with_annotated_tool();
+    let sql = body(
+        33,
+        "tools/call",
+        json!({ "name": "sql", "arguments": { "region": "west" } }),
+    );
+    let mut passed = Vec::new();
+    for second in ["Mcp_Param_Region", "Mcp-Param_Region"] {
+        let mut headers = mirrored("tools/call", Some("sql"));
+        headers.push(("Mcp-Param-Region".into(), "west".into()));
+        headers.push((second.into(), "east".into()));
+        let response = post(http.addr, &headers, &sql);
+        if status(&response) != 400 {
+            passed.push(format!(
+                "{second}: {}",
+                response.lines().next().unwrap_or("")
+            ));
+        }
+    }
+    assert!(
+        passed.is_empty(),
+        "a second spelling of Mcp-Param-Region was not refused:\n{}",
+        passed.join("\n")
+    );
+}
+
+/// Review 47c, claim 4 (`open::State::gives_way`, fix-47r's `abandoned`,
+/// with `peer_gone`): a connection serving a request whose client has gone
+/// gives way at the cap, on the reading that its request is cancelled by
+/// the close. An inline handler runs on the connection's thread before
+/// `exchange::watch` looks at the socket, so nothing cancels it, and the
+/// thread runs on outside the count: `max_connections` no longer bounds
+/// the threads running handlers. Here `max_connections(2)` and an inline
+/// tool that holds its thread until released: four clients each send a
+/// call and close. On main all four handlers run at once (a client that
+/// sends and leaves, in a loop, starts as many threads as it likes).
+/// Before fix-47r a serving connection never gave way (read in the diff,
+/// not run), so the third client would have been `503`.
+#[test]
+#[ignore = "review-47c: not fixed yet"]
+fn clients_that_leave_inline_calls_running_start_no_more_than_the_cap() {
+    let (started_tx, started) = crossbeam_channel::unbounded::<()>();
+    let (release_tx, release) = crossbeam_channel::unbounded::<()>();
+    let server = crate::everything::build_with(|builder| {
+        builder.inline_tool(
+            Tool::new("hold", "Holds its thread until released."),
+            move |_ctx, _: Value| {
+                started_tx.send(()).unwrap();
+                let _ = release.recv_timeout(WAIT);
+                Ok(CallToolResult::text("done"))
+            },
+        )
+    });
+    let http = start(server, HttpOptions::new().max_connections(2));
+    let call = body(40, "tools/call", json!({ "name": "hold", "arguments": {} }));
+    let mut running = 0;
+    for _ in 0..4 {
+        let mut request = format!(
+            "POST /mcp HTTP/1.1\r\nHost: {}\r\nContent-Length: {}\r\n",
+            http.addr,
+            call.len()
+        );
+        for (name, value) in mirrored("tools/call", Some("hold")) {
+            request.push_str(&format!("{name}: {value}\r\n"));
+        }
+        request.push_str("\r\n");
+        request.push_str(&call);
+        let mut socket = TcpStream::connect(http.addr).unwrap();
+        std::io::Write::write_all(&mut socket, request.as_bytes()).unwrap();
+        if started.recv_timeout(Duration::from_secs(2)).is_ok() {
+            running += 1;
+        }
+        socket.shutdown(std::net::Shutdown::Both).unwrap();
+    }
+    for _ in 0..4 {
+        let _ = release_tx.send(());
+    }
+    assert!(
+        running <= 2,
+        "{running} inline handlers ran at once at max_connections(2)"
+    );
+}
