@@ -1091,7 +1091,6 @@ fn a_checked_header_spelled_with_an_underscore_is_refused() {
 /// `Region-Code` is the case fix-47z kept apart; such a pair could be
 /// refused when the tool is registered instead.)
 #[test]
-#[ignore = "review-47c: not fixed yet"]
 fn a_param_header_sent_again_with_underscores_is_refused() {
     let http = with_annotated_tool();
     let sql = body(
@@ -1132,7 +1131,6 @@ fn a_param_header_sent_again_with_underscores_is_refused() {
 /// Before fix-47r a serving connection never gave way (read in the diff,
 /// not run), so the third client would have been `503`.
 #[test]
-#[ignore = "review-47c: not fixed yet"]
 fn clients_that_leave_inline_calls_running_start_no_more_than_the_cap() {
     let (started_tx, started) = crossbeam_channel::unbounded::<()>();
     let (release_tx, release) = crossbeam_channel::unbounded::<()>();

@@ -1322,7 +1322,6 @@ fn a_flood_of_sessions_that_each_ping_once_pushes_out_no_live_session() {
 /// `initialize` evict a live session. A session over its share should give
 /// way (or be refused) before one within it.
 #[test]
-#[ignore = "review-47c: not fixed yet"]
 fn a_session_that_filled_the_byte_budget_gives_way_before_a_small_live_one() {
     let http = start(
         crate::everything::build(),
@@ -1376,7 +1375,6 @@ fn a_session_that_filled_the_byte_budget_gives_way_before_a_small_live_one() {
 /// answer that found its ask, or a cancellation that found its request,
 /// should count as use.
 #[test]
-#[ignore = "review-47c: not fixed yet"]
 fn sessions_that_sent_only_a_stray_answer_or_cancellation_give_way_before_a_live_one() {
     let stray = [
         json!({ "jsonrpc": "2.0", "id": "nothing-asked", "result": {} }),

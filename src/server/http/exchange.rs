@@ -375,6 +375,9 @@ impl Exchange<'_> {
         let mut grace_until: Option<Instant> = None;
         let mut peek = [0u8; 1];
         let mut client_gone = false;
+        // From here on a client that went away leaves its place at the cap
+        // (`open`), not while an inline handler ran on this thread.
+        self.open.watching(self.key);
         while !body.wait_done(WATCH) {
             match end.try_recv() {
                 Ok(End::Stop) if id.is_none() => return false,

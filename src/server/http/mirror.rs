@@ -16,6 +16,7 @@
 //! so no other member of the wrong type can make it compare nothing.
 
 use std::borrow::Cow;
+use std::collections::HashMap;
 
 use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, Visitor};
 use serde_json::Value;
@@ -242,6 +243,7 @@ fn check_params(
         annotations(&entry.tool.input_schema, &mut Vec::new(), &mut annotated);
         annotated
     };
+    param_fields_once(headers, &annotated)?;
     for (path, name) in annotated {
         let header_name = format!("Mcp-Param-{name}");
         let body = argument(arguments, &path)?;
@@ -274,6 +276,39 @@ fn check_params(
                         body.get()
                     )));
                 }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Each `Mcp-Param-*` field the tool marks is sent once, a `_` counted as
+/// a `-` (as `guard::single_fields` does for the fixed names): CGI-style
+/// gateways read `Mcp-Param-Region` and `Mcp_Param_Region` as one
+/// variable, so the two are the same field sent twice, and a gateway may
+/// route on the one the check did not read. Unless the tool itself marks
+/// two names that differ only so (`Region_Code` and `Region-Code`, which
+/// 2026-07-28 allows): then each spelling is a field of its own, and only
+/// the same spelling twice is refused (`guard::single_fields`).
+fn param_fields_once(
+    headers: &HttpHeaders,
+    annotated: &[(Vec<String>, String)],
+) -> Result<(), ErrorObject> {
+    let fold = |name: &str| name.to_ascii_lowercase().replace('_', "-");
+    let mut marks: HashMap<String, usize> = HashMap::new();
+    for (_, name) in annotated {
+        *marks.entry(fold(&format!("mcp-param-{name}"))).or_default() += 1;
+    }
+    let mut sent: HashMap<String, usize> = HashMap::new();
+    for (name, _) in headers.iter() {
+        let folded = fold(name);
+        if marks.get(&folded) == Some(&1) {
+            let count = sent.entry(folded).or_default();
+            *count += 1;
+            if *count > 1 {
+                return Err(mismatch(format!(
+                    "the {name} header is sent more than once (a `_` in a header's name counts as a `-`): send it once"
+                )));
             }
         }
     }

@@ -7,8 +7,10 @@
 //! At the cap a connection gives way to the new one, in this order:
 //!
 //! 0. one serving a request whose client has gone (its end arrived, or a
-//!    reset; the one that has served longest): nobody reads what it
-//!    writes. A modern request is cancelled by the close anyway; a legacy
+//!    reset; the one that has served longest), once its thread watches
+//!    the request (`OpenConnections::watching`): nobody reads what it
+//!    writes. A thread still running an inline handler keeps its place,
+//!    so the cap bounds the threads that serve requests. A modern request is cancelled by the close anyway; a legacy
 //!    one would run on (2025-11-25 basic/transports: a disconnection
 //!    SHOULD NOT be taken as a cancellation), holding its place while it
 //!    runs, so that clients which send requests and walk away would lock
@@ -73,6 +75,10 @@ struct Open {
     served: bool,
     /// It serves a legacy session's GET stream (it may give way).
     stream: bool,
+    /// Its thread watches the request it serves
+    /// (`OpenConnections::watching`): whether its client has gone is
+    /// looked at then, not while the thread runs an inline handler.
+    watched: bool,
 }
 
 /// Where a connection is between its requests and in one.
@@ -122,6 +128,7 @@ impl OpenConnections {
             phase: Phase::Unseen,
             served: false,
             stream: false,
+            watched: false,
         };
         state.sockets.insert(key, open);
         Some(key)
@@ -187,6 +194,7 @@ impl OpenConnections {
         };
         open.phase = phase;
         open.served |= matches!(phase, Phase::Serving(_));
+        open.watched = false;
         true
     }
 
@@ -194,6 +202,17 @@ impl OpenConnections {
     /// should answer what it began with `503`).
     pub fn gave_way(&self, key: u64) -> bool {
         !self.lock().sockets.contains_key(&key)
+    }
+
+    /// The thread of connection `key` watches the request it serves
+    /// (`exchange::watch`): from here on, if its client has gone, it gives
+    /// way first at the cap, and its thread then cancels the request. Not
+    /// before: a thread still running an inline handler keeps its place,
+    /// so the cap bounds the threads that serve requests.
+    pub fn watching(&self, key: u64) {
+        if let Some(open) = self.lock().sockets.get_mut(&key) {
+            open.watched = true;
+        }
     }
 
     /// The connection `key` serves a legacy session's GET stream from here
@@ -264,7 +283,7 @@ impl State {
             _ => None,
         };
         let abandoned = |open: &Open| match open.phase {
-            Phase::Serving(since) if peer_gone(&open.socket) => Some(since),
+            Phase::Serving(since) if open.watched && peer_gone(&open.socket) => Some(since),
             _ => None,
         };
         let kept = |open: &Open| match open.phase {

@@ -379,7 +379,10 @@ impl Sessions {
         let mut reply = reply;
         for post in open {
             match post.front.asks().answer(Some(id), reply) {
-                Ok(()) => return Ok(true),
+                Ok(()) => {
+                    self.used(session_id);
+                    return Ok(true);
+                }
                 Err(again) => reply = again,
             }
         }
@@ -404,6 +407,7 @@ impl Sessions {
         for post in self.open_posts(session_id, owner)? {
             if post.request == *request {
                 post.cancel();
+                self.used(session_id);
             }
         }
         Ok(())
@@ -482,15 +486,26 @@ impl Sessions {
     }
 
     /// The open POSTs of a known session (a client's answer or
-    /// cancellation names it).
+    /// cancellation names it). Seen, not yet live: only an answer that
+    /// found its ask or a cancellation that found its request makes the
+    /// session live ([`Sessions::used`]); a stray one is as cheap for a
+    /// flood as a `ping`.
     fn open_posts(
         &self,
         session_id: &str,
         owner: Option<&str>,
     ) -> Result<Vec<OpenPost>, UnknownSession> {
         let mut store = self.lock();
-        store.kept(session_id, owner)?.seen(true);
+        store.kept(session_id, owner)?.seen(false);
         Ok(store.open.get(session_id).cloned().unwrap_or_default())
+    }
+
+    /// Session `session_id` did something its client would lose with it
+    /// (`Kept::used`): an answer found its ask, a cancellation its request.
+    fn used(&self, session_id: &str) {
+        if let Some(kept) = self.lock().by_id.get_mut(session_id) {
+            kept.seen(true);
+        }
     }
 
     /// Stores `session` under `id`: a new one (`given` is `None`), or one a
@@ -533,7 +548,7 @@ impl Sessions {
             let fixed = initialize_bytes(&session);
             let mut ended = Vec::new();
             while store.by_id.len() >= self.max || !self.budget.fits(fixed) {
-                match store.evict() {
+                match store.evict(!self.budget.fits(fixed)) {
                     Some(stream) => ended.extend(stream),
                     None => break,
                 }
@@ -582,16 +597,28 @@ impl Store {
     /// when every session has something open, the one idle longest of
     /// them. Live ([`Kept::used`]): after its `initialize` the session
     /// made a request other than `ping` (so it holds its subscriptions,
-    /// its level, or work its client waits on), answered or cancelled
-    /// something, or opened a GET stream; an `initialize` followed by
-    /// `ping`s, which anyone can send by the thousand, is not. Returns its
+    /// its level, or work its client waits on), answered an ask
+    /// the server made or cancelled a request it serves, or opened
+    /// a GET stream; an `initialize` followed by `ping`s, stray answers or
+    /// cancellations, which anyone can send by the thousand, is not. Past
+    /// the byte budget (`for_bytes`), a session over its share goes before
+    /// one within it, so the one that filled the budget gives way, not a
+    /// small live one. Returns its
     /// GET stream, to end (`None` when there was none to forget; `Some`
     /// of `None` when the one forgotten had no stream). Its bytes leave
     /// the sessions' budget at once.
-    fn evict(&mut self) -> Option<Option<Stream>> {
+    fn evict(&mut self, for_bytes: bool) -> Option<Option<Stream>> {
         let busy = |id: &String| self.open.contains_key(id) || self.streams.contains_key(id);
+        // Past the budget, a session over its share goes first: the one
+        // that filled it, not a small live one.
+        let within_share = |kept: &Kept| {
+            !for_bytes
+                || !(kept.session.subscribed.lock())
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .over_share()
+        };
         let victim = (self.by_id.iter())
-            .min_by_key(|(id, kept)| (busy(id), kept.used, kept.seen))
+            .min_by_key(|(id, kept)| (busy(id), within_share(kept), kept.used, kept.seen))
             .map(|(id, _)| id.clone())?;
         if let Some(kept) = self.by_id.remove(&victim) {
             kept.forget();

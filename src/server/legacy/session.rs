@@ -137,6 +137,13 @@ impl Subscribed {
         removed
     }
 
+    /// Whether the session keeps more bytes than its share of the budget
+    /// (the budget over the most sessions kept).
+    #[cfg_attr(not(feature = "http"), allow(dead_code))]
+    pub fn over_share(&self) -> bool {
+        (self.budget.as_ref()).is_some_and(|budget| self.bytes + self.fixed > budget.share)
+    }
+
     /// Why `more` bytes of URIs may not be kept: past the listener's
     /// budget, by a session that holds more than its share.
     fn over_budget(&self, more: usize) -> Option<ErrorObject> {
