@@ -46,6 +46,10 @@ struct Authority {
     url: String,
     /// The URL its documents give as its own (default: `url`; a TLS
     /// terminator's in front of it, say).
+    #[cfg_attr(
+        not(feature = "https"),
+        allow(dead_code, reason = "set by the https tests only")
+    )]
     public: Arc<Mutex<String>>,
     seen: Arc<Mutex<Vec<Seen>>>,
     listener: Option<JoinHandle<()>>,
