@@ -30,7 +30,7 @@ fn fixture(name: &str) -> Vec<u8> {
 }
 
 /// The test CA, which signed `server.pem` and `elsewhere.pem`.
-fn ca() -> Vec<u8> {
+pub(crate) fn ca() -> Vec<u8> {
     fixture("ca.pem")
 }
 
@@ -81,14 +81,14 @@ fn serve(server: Server, cert: &str) -> Https {
 /// never across a blocking read. A backend that ends its side gets a
 /// `close_notify` sent (unless `close_notify` is false: a server that
 /// just closes), then the TCP write side shut.
-struct Terminator {
-    addr: SocketAddr,
+pub(crate) struct Terminator {
+    pub(crate) addr: SocketAddr,
     stopped: Arc<AtomicBool>,
     accept: Option<JoinHandle<()>>,
 }
 
 impl Terminator {
-    fn start(backend: SocketAddr, cert: &str, close_notify: bool) -> Terminator {
+    pub(crate) fn start(backend: SocketAddr, cert: &str, close_notify: bool) -> Terminator {
         let certs = CertificateDer::pem_slice_iter(&fixture(cert))
             .collect::<Result<Vec<_>, _>>()
             .unwrap();
@@ -126,7 +126,7 @@ impl Terminator {
         }
     }
 
-    fn stop(&mut self) {
+    pub(crate) fn stop(&mut self) {
         self.stopped.store(true, Ordering::Release);
         // Wakes the accept loop, which then sees the flag.
         let _ = TcpStream::connect(self.addr);

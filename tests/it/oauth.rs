@@ -36,12 +36,21 @@ struct Script {
     /// The `resource` the protected resource metadata names (default:
     /// the MCP server's URL).
     resource: Option<String>,
+    /// The `expires_in` of its token answers (default: 3600).
+    expires_in: Option<serde_json::Value>,
 }
 
 /// The scripted authorization server, which also serves the protected
 /// resource metadata; it ends when dropped.
 struct Authority {
     url: String,
+    /// The URL its documents give as its own (default: `url`; a TLS
+    /// terminator's in front of it, say).
+    #[cfg_attr(
+        not(feature = "https"),
+        allow(dead_code, reason = "set by the https tests only")
+    )]
+    public: Arc<Mutex<String>>,
     seen: Arc<Mutex<Vec<Seen>>>,
     listener: Option<JoinHandle<()>>,
     addr: std::net::SocketAddr,
@@ -53,13 +62,15 @@ impl Authority {
         let addr = listener.local_addr().unwrap();
         let url = format!("http://{addr}");
         let seen = Arc::new(Mutex::new(Vec::new()));
-        let (own, log, mcp) = (url.clone(), Arc::clone(&seen), mcp_url.to_owned());
+        let public = Arc::new(Mutex::new(url.clone()));
+        let (named, log, mcp) = (Arc::clone(&public), Arc::clone(&seen), mcp_url.to_owned());
         let thread = std::thread::spawn(move || {
             for conn in listener.incoming() {
                 let Ok(conn) = conn else { continue };
                 let Some(seen) = read_request(&conn) else {
                     return;
                 };
+                let own = named.lock().unwrap().clone();
                 log.lock().unwrap().push(seen.clone());
                 let path = seen.line.split(' ').nth(1).unwrap_or("").to_owned();
                 let (status, body) = match path.as_str() {
@@ -86,7 +97,8 @@ impl Authority {
                     "/token" => (
                         200,
                         json!({ "access_token": TOKEN, "token_type": "Bearer",
-                                "expires_in": 3600, "refresh_token": REFRESH }),
+                                "expires_in": script.expires_in.clone().unwrap_or(json!(3600)),
+                                "refresh_token": REFRESH }),
                     ),
                     _ => (404, json!({ "error": "not_found" })),
                 };
@@ -100,6 +112,7 @@ impl Authority {
         });
         Authority {
             url,
+            public,
             seen,
             listener: Some(thread),
             addr,
@@ -645,4 +658,225 @@ fn a_server_that_refuses_every_token_is_not_authorized_for_without_end() {
     let tokens = authority.token_requests().len();
     assert!(tokens <= 4, "{tokens} token requests");
     client.close().unwrap();
+}
+
+// Review review-46client: claims about the OAuth client that a test shows
+// on main. Each is ignored until fixed; its doc comment says what it saw.
+
+/// Claim: a token answer's `expires_in` is added to the clock unchecked
+/// (src/client/oauth/flow.rs:264, `Authorizer::authorize`, and :499,
+/// `refresh`: `now() + s`), so an authorization server that answers
+/// `"expires_in": 18446744073709551615` panics the requesting thread in a
+/// debug build (overflow checks) and stores a wrapped, past `expires_at`
+/// in a release one. Seen on main: the connecting thread panicked with
+/// "attempt to add with overflow" (the `join` below got `Err`).
+#[test]
+#[ignore = "review-46client: not fixed yet"]
+fn a_huge_expires_in_is_not_an_overflow() {
+    let (server, _authority) = setup(Script {
+        expires_in: Some(json!(u64::MAX)),
+        ..Script::default()
+    });
+    let store = Kept::default();
+    let (oauth, url) = (
+        approving(&Visits::default(), None).token_store(store.clone()),
+        server.url.clone(),
+    );
+    let connecting = std::thread::spawn(move || {
+        let client = Client::builder().oauth(oauth).connect_url(&url)?;
+        client.call("echo", json!({ "text": "x" }))?;
+        client.close()
+    });
+    let done = connecting.join();
+    assert!(
+        matches!(done, Ok(Ok(_))),
+        "the client panicked or failed: {done:?}"
+    );
+    let kept = store.load().expect("the tokens were stored");
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    assert!(
+        kept.expires_at.is_none_or(|at| at >= now),
+        "expires_at {:?} is in the past",
+        kept.expires_at
+    );
+}
+
+/// Claim: with `ClientBuilder::oauth`, a URL's user information is
+/// repeated in the error (src/client/oauth/flow.rs:74, `Authorizer::new`
+/// calls `Url::parse(server)`, whose error quotes the whole text,
+/// src/client/oauth/web.rs:41), where `Endpoint::parse` takes the same URL
+/// and never repeats it (`for_messages`). Seen on main: the error was
+/// "protocol error: 'http://me:USER-SECRET@127.0.0.1:PORT/mcp' is not a
+/// usable URL: no host, or user information in it".
+#[test]
+#[ignore = "review-46client: not fixed yet"]
+fn a_urls_password_is_not_repeated_in_an_oauth_error() {
+    let server = protected();
+    let url = server.url.replace("http://", "http://me:USER-SECRET@");
+    let said = match Client::builder()
+        .oauth(approving(&Visits::default(), None))
+        .connect_url(&url)
+    {
+        Ok(client) => {
+            let _ = client.close();
+            String::new()
+        }
+        Err(e) => e.to_string(),
+    };
+    assert!(!said.contains("USER-SECRET"), "a password in: {said}");
+}
+
+/// Claim: the errors of discovery repeat the MCP URL's query, where a
+/// server's key often is (src/client/oauth/discover.rs:155,
+/// `resource_metadata`: "... is for '...', not for {server}", `Url`'s
+/// `Display` keeping the query), where the carrier's own errors drop it
+/// (`Endpoint::url`). Seen on main: "... is for
+/// 'https://evil.example.com/mcp', not for
+/// http://127.0.0.1:PORT/mcp?key=QUERY-SECRET: refused ...".
+#[test]
+#[ignore = "review-46client: not fixed yet"]
+fn a_urls_query_is_not_repeated_in_a_discovery_error() {
+    let (server, _authority) = setup(Script {
+        resource: Some("https://evil.example.com/mcp".into()),
+        ..Script::default()
+    });
+    let url = format!("{}?key=QUERY-SECRET", server.url);
+    let err = Client::builder()
+        .oauth(approving(&Visits::default(), None))
+        .connect_url(&url)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("is for 'https://evil.example.com/mcp'"),
+        "{err}"
+    );
+    assert!(!err.contains("QUERY-SECRET"), "the URL's query in: {err}");
+}
+
+/// Claim: a registration is kept only with tokens
+/// (src/client/oauth/flow.rs:236, `authorize`: `self.register` runs before
+/// the callback, and `keep` only after a token), so every authorization
+/// the user does not complete (a closed browser, the command line's
+/// "no one is at the terminal", a timeout) registers one more client at
+/// the authorization server: a script that runs `mcp-stdio --url`
+/// without a terminal registers a client per run. Seen on main: two
+/// authorizations not completed made 2 `POST /register`.
+#[test]
+#[ignore = "review-46client: not fixed yet"]
+fn an_authorization_not_completed_does_not_register_again() {
+    let (server, authority) = setup(Script::default());
+    let store = Kept::default();
+    let refusing = OAuth::authorization_code("http://127.0.0.1:1/callback", |_| {
+        Err("no one is at the terminal".to_owned())
+    })
+    .token_store(store.clone());
+    for _ in 0..2 {
+        let err = Client::builder()
+            .oauth(refusing.clone())
+            .connect_url(&server.url)
+            .unwrap_err();
+        assert!(err.to_string().contains("not completed"), "{err}");
+    }
+    let registered = authority
+        .lines()
+        .iter()
+        .filter(|l| l.as_str() == "POST /register")
+        .count();
+    assert_eq!(registered, 1, "{:?}", authority.lines());
+}
+
+/// Claim: the authorization server is reached without the CAs the
+/// application added (src/client/oauth/web.rs:222, `fetch`:
+/// `tls::config(&[])`), so an MCP server whose authorization server has a
+/// certificate of a private CA (the case `--cacert` and
+/// `ClientBuilder::add_ca_pem` are for) can never be authorized for, but
+/// through `SSL_CERT_FILE` for the whole process. Seen on main: "... the
+/// certificate of localhost is not trusted: no authority this client
+/// trusts signed it ... add that CA with --cacert FILE", though it was
+/// added.
+#[cfg(feature = "https")]
+#[test]
+#[ignore = "review-46client: not fixed yet"]
+fn an_authorization_server_over_https_is_verified_with_the_cas_added() {
+    struct Stopping(crate::https::Terminator);
+    impl Drop for Stopping {
+        fn drop(&mut self) {
+            self.0.stop();
+        }
+    }
+    let (server, authority) = setup(Script::default());
+    let tls = Stopping(crate::https::Terminator::start(
+        authority.addr,
+        "server.pem",
+        true,
+    ));
+    let public = format!("https://localhost:{}", tls.0.addr.port());
+    *authority.public.lock().unwrap() = public.clone();
+    *server.metadata.lock().unwrap() = format!("{public}/.well-known/oauth-protected-resource/mcp");
+    let result = Client::builder()
+        .add_ca_pem(&crate::https::ca())
+        .oauth(approving(&Visits::default(), None))
+        .connect_url(&server.url)
+        .and_then(|client| {
+            client.call("echo", json!({ "text": "x" }))?;
+            client.close()
+        });
+    assert!(result.is_ok(), "{result:?}");
+    assert!(
+        authority.lines().contains(&"POST /token".to_owned()),
+        "{:?}",
+        authority.lines()
+    );
+    drop(tls);
+}
+
+/// Claim: the command line repeats the `--url` it was given, query and
+/// password included, in its OAuth lines (src/bin/mcp-stdio/login.rs:117
+/// "run mcp-stdio --url {url} login" and :122 "{url} asks for
+/// authorization"; main.rs `logout` "no tokens were kept for {url}",
+/// "logged out of {url} (removed FILE)"; commands/mod.rs `login`), where
+/// the carrier's errors drop both (`Endpoint::url`). Seen on main: stderr
+/// "... no one is at the terminal: run mcp-stdio --url
+/// http://127.0.0.1:PORT/mcp?key=QUERY-SECRET login", and logout's stdout
+/// "no tokens were kept for http://127.0.0.1:PORT/mcp?key=QUERY-SECRET".
+#[test]
+#[ignore = "review-46client: not fixed yet"]
+fn the_command_line_does_not_repeat_a_urls_secrets() {
+    let (server, _authority) = setup(Script::default());
+    let url = format!("{}?key=QUERY-SECRET", server.url);
+    let config = std::env::temp_dir().join(format!("mcp-stdio-review46c-{}", std::process::id()));
+    let run = |command: &str| {
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_mcp-stdio"))
+            .args(["--url", &url, command])
+            .env("XDG_CONFIG_HOME", &config)
+            .env_remove("BROWSER")
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let deadline = std::time::Instant::now() + crate::support::WAIT;
+        while child.try_wait().unwrap().is_none() {
+            if std::time::Instant::now() > deadline {
+                let _ = child.kill();
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        let output = child.wait_with_output().unwrap();
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        )
+    };
+    let said = [run("tools"), run("logout")];
+    let _ = std::fs::remove_dir_all(&config);
+    assert!(said[0].contains("no one is at the terminal"), "{said:?}");
+    for text in &said {
+        assert!(!text.contains("QUERY-SECRET"), "the URL's query in: {text}");
+    }
 }

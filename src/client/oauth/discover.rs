@@ -325,6 +325,50 @@ mod tests {
         assert!(require_secure(&url("https://localhost/x"), &remote, "x").is_err());
     }
 
+    /// Review review-46client. Claim: `require_secure` (discover.rs:276)
+    /// keeps a remote server from steering the client to this machine by
+    /// the host's spelling only (`Url::is_loopback`, web.rs:90:
+    /// `localhost`, dotted `127.x.y.z`, `[::1]`), while the resolver
+    /// `fetch` connects through reaches loopback by other spellings too:
+    /// `127.1`, `2130706433`, `0x7f.0.0.1`, `0.0.0.0` (Linux connects it
+    /// to the local host), `localhost.`, `[::ffff:127.0.0.1]`,
+    /// `[0:0:0:0:0:0:0:1]`, `[::]`. Seen on main: allowed as https
+    /// endpoints of a remote server, each resolving here to loopback or
+    /// the unspecified address: `127.1`, `2130706433`, `0x7f.0.0.1`,
+    /// `0.0.0.0`, `[::ffff:127.0.0.1]`, `[0:0:0:0:0:0:0:1]`, `[::]`
+    /// (`localhost.` did not resolve here).
+    #[test]
+    #[ignore = "review-46client: not fixed yet"]
+    fn a_remote_server_cannot_send_the_client_to_loopback_by_another_spelling() {
+        use std::net::ToSocketAddrs;
+        let remote = Url::parse("https://mcp.example.com/mcp").unwrap();
+        let mut allowed = Vec::new();
+        for host in [
+            "127.1",
+            "2130706433",
+            "0x7f.0.0.1",
+            "0.0.0.0",
+            "localhost.",
+            "[::ffff:127.0.0.1]",
+            "[0:0:0:0:0:0:0:1]",
+            "[::]",
+        ] {
+            let local = format!("{host}:443").to_socket_addrs().is_ok_and(|mut a| {
+                a.any(|a| {
+                    a.ip().is_loopback()
+                        || a.ip().is_unspecified()
+                        || matches!(a.ip(), std::net::IpAddr::V6(v6)
+                        if v6.to_ipv4_mapped().is_some_and(|v4| v4.is_loopback()))
+                })
+            });
+            let url = Url::parse(&format!("https://{host}/token")).unwrap();
+            if local && require_secure(&url, &remote, "x").is_ok() {
+                allowed.push(host);
+            }
+        }
+        assert!(allowed.is_empty(), "loopback reached through {allowed:?}");
+    }
+
     #[test]
     fn a_resource_names_its_server_or_a_prefix_of_its_path() {
         let server = Url::parse("http://localhost:3000/mcp").unwrap();
