@@ -397,3 +397,282 @@ fn a_resource_that_cannot_be_served_is_refused_before_serving() {
     let said = refuse(ProtectedResource::new("https://mcp.example.com/mcp"));
     assert!(said.contains("names no authorization server"), "{said}");
 }
+
+// ---------------------------------------------------------------------
+// review-46auth: a hostile review of the merge 4c8255f. Each test below
+// shows one claim and is ignored until it is fixed.
+// ---------------------------------------------------------------------
+
+/// `initialize` of a legacy session with `token`: the session's id.
+#[cfg(feature = "legacy")]
+fn legacy_session(addr: SocketAddr, token: &str) -> String {
+    let initialize = json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": { "name": "old", "version": "1" } } });
+    let plain = vec![("Content-Type".to_owned(), "application/json".to_owned())];
+    let opened = post(addr, &with_token(plain, token), &initialize.to_string());
+    assert_eq!(status(&opened), 200, "{opened}");
+    header(&opened, "mcp-session-id").unwrap().to_owned()
+}
+
+/// Claim: `require_scopes_for(method, Some(name), ..)` is bypassed in the
+/// legacy era by a body whose `params` names the tool twice.
+/// `exchange.rs: operation_name` reads the name through
+/// `Params::fields()`, a serde struct that refuses a duplicate field;
+/// `.ok()?` turns that error into "no name", and
+/// `ProtectedResource::needed` then asks only for the scopes every
+/// request needs, while dispatch reads the params its own way and runs
+/// the tool. (A modern request is refused `400` by the `Mcp-Name` check
+/// first; a legacy one has no such check.) The claim is wrong: dispatch
+/// reads the params with the same `Params::fields()` and refuses the
+/// call (`-32602`, "duplicate field `name`"); on main this test passes.
+#[cfg(feature = "legacy")]
+#[test]
+fn a_duplicated_name_does_not_skip_the_scopes_its_tool_needs() {
+    use crate::http_legacy::headers;
+    let (http, _) = protected();
+    let session = legacy_session(http.addr, TOKEN);
+    let call = r#"{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"write","arguments":{},"name":"write"}}"#;
+    let answer = post(
+        http.addr,
+        &with_token(headers(Some(&session), false), TOKEN),
+        call,
+    );
+    assert!(
+        !answer.contains("written"),
+        "served without files:write: {answer}"
+    );
+    assert!(answer.contains("duplicate field"), "{answer}");
+}
+
+/// The everything example's server as a protected resource whose
+/// validator reads the token itself: `sub.NAME` stands for subject NAME,
+/// `cid.NAME` for client NAME alone (no subject), `exp.UNIX.NAME` for
+/// subject NAME until UNIX (seconds); each grants `mcp:tools`, which
+/// every request needs. Its notifier, to send a list change.
+fn protected_everything() -> (Http, mcp_stdio::Notifier) {
+    let server = crate::everything::build();
+    let notifier = server.notifier();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let resource = ProtectedResource::new(&resource_id(listener.local_addr().unwrap()))
+        .authorization_server("https://auth.example.com")
+        .require_scopes(["mcp:tools"]);
+    let options = HttpOptions::new()
+        .keep_alive_interval(Duration::from_millis(100))
+        .protected_resource(resource, |token, _| {
+            let info = TokenInfo::new().scopes(["mcp:tools"]);
+            let parts: Vec<&str> = token.split('.').collect();
+            match parts.as_slice() {
+                ["sub", name] => Ok(info.subject(name)),
+                ["cid", name] => Ok(info.client_id(name)),
+                ["exp", at, name] => Ok(info
+                    .subject(name)
+                    .expires_at(SystemTime::UNIX_EPOCH + Duration::from_secs(at.parse().unwrap()))),
+                _ => Err(Unauthorized::invalid_token("unknown")),
+            }
+        });
+    (start_with(server, listener, options), notifier)
+}
+
+/// A token of `protected_everything` for subject `name` that expires
+/// `secs` seconds from now (rounded up to the next whole second), and
+/// that moment.
+fn expiring(name: &str, secs: u64) -> (String, SystemTime) {
+    let now = SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let at = now + secs + 1;
+    (
+        format!("exp.{at}.{name}"),
+        SystemTime::UNIX_EPOCH + Duration::from_secs(at),
+    )
+}
+
+/// Writes a POST with `headers` and `body` on `socket`, kept alive.
+fn send_post(socket: &mut std::net::TcpStream, addr: SocketAddr, headers: &[(String, String)], body: &str) {
+    use std::io::Write;
+    let mut request = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Length: {}\r\n",
+        body.len()
+    );
+    for (name, value) in headers {
+        request.push_str(&format!("{name}: {value}\r\n"));
+    }
+    request.push_str("\r\n");
+    request.push_str(body);
+    socket.write_all(request.as_bytes()).unwrap();
+}
+
+/// Reads `socket` until `seen` holds `what` (`true`), or the stream
+/// ends (`false`); a read that times out panics.
+fn read_for(socket: &mut std::net::TcpStream, what: &str, seen: &mut String) -> bool {
+    use std::io::Read;
+    let mut buf = [0u8; 4096];
+    while !seen.contains(what) {
+        match socket.read(&mut buf) {
+            Ok(0) => return false,
+            Ok(n) => seen.push_str(&String::from_utf8_lossy(&buf[..n])),
+            Err(e) => panic!("{e} before {what:?} or the end: {seen}"),
+        }
+    }
+    true
+}
+
+/// Sleeps until the clock is past `at`.
+fn wait_past(at: SystemTime) {
+    while SystemTime::now() <= at {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Claim: a task is reached by any subject that has its id, not only by
+/// the one that created it. `tasks/get`, `tasks/update` and
+/// `tasks/cancel` go through `auth::authenticate` (a valid token, the
+/// scopes every request needs) and then straight to the task store
+/// (`src/server/tasks/mod.rs`): no task records whom its creator's token
+/// stood for, so nothing compares it, unlike a legacy session
+/// (`sessions.rs: Store::kept`). A task id that leaks (a log, a shared
+/// screen, a proxy) gives another user the task's result and its input
+/// requests, and lets them cancel it. On main: bob's `tasks/get` of
+/// alice's task is answered with the task (`"status"`).
+#[test]
+#[ignore = "review-46auth: not fixed yet"]
+fn a_task_is_not_reached_by_another_subject() {
+    let (http, _notifier) = protected_everything();
+    let start = crate::tasks::task_request(
+        "tools/call",
+        json!({ "name": "slow_compute", "arguments": { "seconds": 1, "label": "mine" } }),
+    );
+    let created = post(
+        http.addr,
+        &with_token(mirrored("tools/call", Some("slow_compute")), "sub.alice"),
+        &start.to_string(),
+    );
+    assert_eq!(status(&created), 200, "{created}");
+    let created = crate::http::events(&created)
+        .pop()
+        .unwrap_or_else(|| json_body(&created));
+    let task_id = created["result"]["taskId"].as_str().unwrap().to_owned();
+    let get = crate::tasks::task_request("tasks/get", json!({ "taskId": task_id }));
+    let own = post(
+        http.addr,
+        &with_token(mirrored("tasks/get", Some(&task_id)), "sub.alice"),
+        &get.to_string(),
+    );
+    assert!(own.contains("\"status\""), "its creator's: {own}");
+    let taken = post(
+        http.addr,
+        &with_token(mirrored("tasks/get", Some(&task_id)), "sub.bob"),
+        &get.to_string(),
+    );
+    assert!(
+        !taken.contains("\"status\""),
+        "another subject read the task: {taken}"
+    );
+}
+
+/// Claim: a stream outlives the token it was opened with. The token's
+/// expiry (`TokenInfo::expires_at`) is checked once, in
+/// `auth::authenticate` before the request is served
+/// (`connection.rs: serve_request`); a `subscriptions/listen` then goes on
+/// delivering notifications for as long as the connection lasts, to a
+/// client whose token expired (or was revoked: it is never asked about
+/// again). On main: after the expiry, a `tools/list_changed` is
+/// delivered on the stream (`list_changed` seen).
+#[test]
+#[ignore = "review-46auth: not fixed yet"]
+fn a_listen_ends_when_its_token_expires() {
+    let (http, notifier) = protected_everything();
+    let (token, at) = expiring("carol", 1);
+    let listen = body(
+        14,
+        "subscriptions/listen",
+        json!({ "notifications": { "toolsListChanged": true } }),
+    );
+    let mut socket = std::net::TcpStream::connect(http.addr).unwrap();
+    socket
+        .set_read_timeout(Some(crate::support::WAIT))
+        .unwrap();
+    let headers = with_token(mirrored("subscriptions/listen", None), &token);
+    send_post(&mut socket, http.addr, &headers, &listen);
+    let mut seen = String::new();
+    assert!(read_for(&mut socket, "acknowledged", &mut seen), "{seen}");
+    wait_past(at);
+    notifier.tools_list_changed();
+    let mut after = String::new();
+    let delivered = read_for(&mut socket, "list_changed", &mut after);
+    assert!(
+        !delivered,
+        "a notification reached a client whose token expired: {after}"
+    );
+}
+
+/// Claim: the same, for a legacy session's GET stream
+/// (`stream.rs`, `sessions.rs: open_stream`): opened with a token
+/// that then expires, it goes on delivering the session's notifications.
+/// On main: `tools/list_changed` is delivered after the expiry.
+#[cfg(feature = "legacy")]
+#[test]
+#[ignore = "review-46auth: not fixed yet"]
+fn a_legacy_get_stream_ends_when_its_token_expires() {
+    let (http, notifier) = protected_everything();
+    let (token, at) = expiring("dave", 1);
+    let session = legacy_session(http.addr, &token);
+    let initialized = json!({ "jsonrpc": "2.0", "method": "notifications/initialized" });
+    let sent = post(
+        http.addr,
+        &with_token(crate::http_legacy::headers(Some(&session), false), &token),
+        &initialized.to_string(),
+    );
+    assert_eq!(status(&sent), 202, "{sent}");
+    let mut socket = std::net::TcpStream::connect(http.addr).unwrap();
+    socket
+        .set_read_timeout(Some(crate::support::WAIT))
+        .unwrap();
+    let request = format!(
+        "GET /mcp HTTP/1.1\r\nHost: {}\r\nAccept: text/event-stream\r\nMcp-Session-Id: {session}\r\nMCP-Protocol-Version: 2025-11-25\r\nAuthorization: Bearer {token}\r\n\r\n",
+        http.addr
+    );
+    std::io::Write::write_all(&mut socket, request.as_bytes()).unwrap();
+    let mut seen = String::new();
+    assert!(read_for(&mut socket, "\r\n\r\n", &mut seen), "{seen}");
+    assert_eq!(status(&seen), 200, "{seen}");
+    wait_past(at);
+    notifier.tools_list_changed();
+    let mut after = String::new();
+    let delivered = read_for(&mut socket, "list_changed", &mut after);
+    assert!(
+        !delivered,
+        "a notification reached a client whose token expired: {after}"
+    );
+}
+
+/// Claim: a session's owner is a subject or, without one, a client id,
+/// compared as one string (`exchange.rs: owner`, `sessions.rs:
+/// Store::kept`): a client-credentials token for a client named `alice`
+/// (no `sub`) is taken for the user `alice`, and reaches her session.
+/// Client ids and subjects are different namespaces, often from
+/// different registrations (dynamic client registration lets a client
+/// ask for its `client_name`; some servers use it as the id). On main:
+/// the `cid.alice` token's request in `sub.alice`'s session is `200`.
+#[cfg(feature = "legacy")]
+#[test]
+#[ignore = "review-46auth: not fixed yet"]
+fn a_client_id_is_not_taken_for_a_subject_of_the_same_name() {
+    let (http, _notifier) = protected_everything();
+    let session = legacy_session(http.addr, "sub.alice");
+    let list = json!({ "jsonrpc": "2.0", "id": 2, "method": "tools/list" });
+    let own = post(
+        http.addr,
+        &with_token(crate::http_legacy::headers(Some(&session), false), "sub.alice"),
+        &list.to_string(),
+    );
+    assert_eq!(status(&own), 200, "{own}");
+    let taken = post(
+        http.addr,
+        &with_token(crate::http_legacy::headers(Some(&session), false), "cid.alice"),
+        &list.to_string(),
+    );
+    assert_eq!(status(&taken), 404, "a client reached a user's session: {taken}");
+}
