@@ -490,7 +490,12 @@ fn expiring(name: &str, secs: u64) -> (String, SystemTime) {
 }
 
 /// Writes a POST with `headers` and `body` on `socket`, kept alive.
-fn send_post(socket: &mut std::net::TcpStream, addr: SocketAddr, headers: &[(String, String)], body: &str) {
+fn send_post(
+    socket: &mut std::net::TcpStream,
+    addr: SocketAddr,
+    headers: &[(String, String)],
+    body: &str,
+) {
     use std::io::Write;
     let mut request = format!(
         "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Length: {}\r\n",
@@ -591,9 +596,7 @@ fn a_listen_ends_when_its_token_expires() {
         json!({ "notifications": { "toolsListChanged": true } }),
     );
     let mut socket = std::net::TcpStream::connect(http.addr).unwrap();
-    socket
-        .set_read_timeout(Some(crate::support::WAIT))
-        .unwrap();
+    socket.set_read_timeout(Some(crate::support::WAIT)).unwrap();
     let headers = with_token(mirrored("subscriptions/listen", None), &token);
     send_post(&mut socket, http.addr, &headers, &listen);
     let mut seen = String::new();
@@ -627,9 +630,7 @@ fn a_legacy_get_stream_ends_when_its_token_expires() {
     );
     assert_eq!(status(&sent), 202, "{sent}");
     let mut socket = std::net::TcpStream::connect(http.addr).unwrap();
-    socket
-        .set_read_timeout(Some(crate::support::WAIT))
-        .unwrap();
+    socket.set_read_timeout(Some(crate::support::WAIT)).unwrap();
     let request = format!(
         "GET /mcp HTTP/1.1\r\nHost: {}\r\nAccept: text/event-stream\r\nMcp-Session-Id: {session}\r\nMCP-Protocol-Version: 2025-11-25\r\nAuthorization: Bearer {token}\r\n\r\n",
         http.addr
@@ -665,14 +666,152 @@ fn a_client_id_is_not_taken_for_a_subject_of_the_same_name() {
     let list = json!({ "jsonrpc": "2.0", "id": 2, "method": "tools/list" });
     let own = post(
         http.addr,
-        &with_token(crate::http_legacy::headers(Some(&session), false), "sub.alice"),
+        &with_token(
+            crate::http_legacy::headers(Some(&session), false),
+            "sub.alice",
+        ),
         &list.to_string(),
     );
     assert_eq!(status(&own), 200, "{own}");
     let taken = post(
         http.addr,
-        &with_token(crate::http_legacy::headers(Some(&session), false), "cid.alice"),
+        &with_token(
+            crate::http_legacy::headers(Some(&session), false),
+            "cid.alice",
+        ),
         &list.to_string(),
     );
-    assert_eq!(status(&taken), 404, "a client reached a user's session: {taken}");
+    assert_eq!(
+        status(&taken),
+        404,
+        "a client reached a user's session: {taken}"
+    );
+}
+
+/// Claim: a malformed `Authorization` (two fields; `Bearer` with
+/// something no token is) is answered `400` without a challenge.
+/// `auth.rs: bearer` returns `Refusal::new(400, ..)`, no
+/// `WWW-Authenticate`; RFC 6750 section 3: a request that carries no
+/// usable access token MUST be answered with `WWW-Authenticate`, and
+/// section 3.1 names this case `error="invalid_request"` (`400`). A
+/// client that follows the spec's discovery (the challenge's
+/// `resource_metadata`) is left with nothing to discover from. On main:
+/// no `WWW-Authenticate` in either answer.
+#[test]
+#[ignore = "review-46auth: not fixed yet"]
+fn a_malformed_authorization_is_400_with_an_invalid_request_challenge() {
+    let (http, _) = protected();
+    let mut bad = mirrored("tools/list", None);
+    bad.push(("Authorization".into(), "Bearer a,b".into()));
+    let mut twice = with_token(mirrored("tools/list", None), TOKEN);
+    twice.push(("Authorization".into(), format!("Bearer {TOKEN}")));
+    for headers in [bad, twice] {
+        let answer = post(http.addr, &headers, &body(6, "tools/list", json!({})));
+        assert_eq!(status(&answer), 400, "{answer}");
+        let challenge = header(&answer, "www-authenticate").unwrap_or("");
+        assert!(
+            challenge.starts_with(r#"Bearer error="invalid_request""#)
+                && challenge.contains("resource_metadata="),
+            "no invalid_request challenge: {answer}"
+        );
+    }
+}
+
+/// Claim (the brief's): a token that expires between two pipelined
+/// requests on one kept-alive connection still serves the second. Wrong:
+/// `connection.rs: serve_request` clears the token and `check` validates
+/// each request anew; the second is `401 invalid_token`. Passes on main.
+#[test]
+fn a_token_that_expires_between_pipelined_requests_does_not_serve_the_second() {
+    let (http, _notifier) = protected_everything();
+    let (token, at) = expiring("erin", 1);
+    let mut socket = std::net::TcpStream::connect(http.addr).unwrap();
+    socket.set_read_timeout(Some(crate::support::WAIT)).unwrap();
+    let headers = with_token(mirrored("tools/list", None), &token);
+    send_post(
+        &mut socket,
+        http.addr,
+        &headers,
+        &body(1, "tools/list", json!({})),
+    );
+    let mut seen = String::new();
+    assert!(read_for(&mut socket, "\"tools\"", &mut seen), "{seen}");
+    assert_eq!(status(&seen), 200, "{seen}");
+    wait_past(at);
+    send_post(
+        &mut socket,
+        http.addr,
+        &headers,
+        &body(2, "tools/list", json!({})),
+    );
+    // The rest of the first answer, then the second's.
+    let mut second = String::new();
+    read_for(&mut socket, "has expired", &mut second);
+    assert!(
+        second.contains("HTTP/1.1 401") && !second.contains("HTTP/1.1 200"),
+        "the second request after the expiry: {second}"
+    );
+}
+
+/// The environment variable that makes
+/// `a_panicking_validator_does_not_print_the_token_child` run.
+const PANIC_CHILD: &str = "REVIEW46_PANIC_CHILD";
+
+/// Claim: a validator that panics with the token in its message (an
+/// `expect`, an `unwrap` of a parse error that quotes its input) has the
+/// token written to the process's stderr, the server's log. `auth.rs:
+/// authenticate` catches the unwind (`catch_unwind`) and answers `500`,
+/// but the panic hook has printed the message before the unwind began;
+/// the module's doc says the token never reaches an error or a note,
+/// and issue 46 item 5 says never in logs. This test runs the child
+/// below in a process of its own and reads its stderr. On main: the
+/// child's stderr holds the token ("panicked at ... cannot read
+/// tok-Alice.0123456789").
+#[test]
+#[ignore = "review-46auth: not fixed yet"]
+fn a_panicking_validator_does_not_print_the_token() {
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "http_auth::a_panicking_validator_does_not_print_the_token_child",
+            "--include-ignored",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(PANIC_CHILD, "1")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stdout.contains("1 passed"),
+        "the child did not run: {stdout} {stderr}"
+    );
+    assert!(
+        !stderr.contains(TOKEN) && !stdout.contains(TOKEN),
+        "the token is in the server's output: {stderr}"
+    );
+}
+
+/// The child of `a_panicking_validator_does_not_print_the_token`: a
+/// server whose validator panics quoting the token, asked once (`500`).
+#[test]
+#[ignore = "review-46auth: the child of a_panicking_validator_does_not_print_the_token"]
+fn a_panicking_validator_does_not_print_the_token_child() {
+    if std::env::var(PANIC_CHILD).is_err() {
+        return;
+    }
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let resource = ProtectedResource::new(&resource_id(listener.local_addr().unwrap()))
+        .authorization_server("https://auth.example.com");
+    let options = HttpOptions::new().protected_resource(resource, |token, _| {
+        panic!("cannot read {token}: not a JWT")
+    });
+    let http = start_with(crate::everything::build(), listener, options);
+    let answer = post(
+        http.addr,
+        &with_token(mirrored("tools/list", None), TOKEN),
+        &body(1, "tools/list", json!({})),
+    );
+    assert_eq!(status(&answer), 500, "{answer}");
 }

@@ -26,9 +26,9 @@ mod fixtures_md;
 #[cfg(feature = "http")]
 mod http;
 #[cfg(feature = "http")]
-mod http_backlog;
-#[cfg(feature = "http")]
 mod http_auth;
+#[cfg(feature = "http")]
+mod http_backlog;
 #[cfg(all(feature = "http", feature = "client"))]
 mod http_client;
 #[cfg(feature = "http")]
