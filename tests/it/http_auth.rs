@@ -815,3 +815,42 @@ fn a_panicking_validator_does_not_print_the_token_child() {
     );
     assert_eq!(status(&answer), 500, "{answer}");
 }
+
+/// Claim: a protected resource whose identifier or authorization server
+/// is plain `http://` on a host other than loopback is served, and its
+/// metadata sends clients to get tokens over clear text.
+/// `auth.rs: ProtectedResource::unusable` takes any `http://` URI, while
+/// `ProtectedResource::new`'s doc says "an absolute `https` URI (`http`
+/// for loopback)", and spec 2026-07-28 basic/authorization
+/// security-considerations ("Communication Security", OAuth 2.1 section
+/// 1.5): every authorization server endpoint MUST be served over HTTPS.
+/// (`serve-http`'s `--authorization-server` and `--oauth-resource` take
+/// the same.) On main: `serve_http` serves, and the metadata names
+/// `http://auth.example.com`.
+#[test]
+#[ignore = "review-46auth: not fixed yet"]
+fn a_resource_or_issuer_in_clear_text_off_loopback_is_refused() {
+    let resource = ProtectedResource::new("http://mcp.example.com/mcp")
+        .authorization_server("http://auth.example.com");
+    let options = HttpOptions::new().protected_resource(resource, |_, _| Ok(TokenInfo::new()));
+    let http = crate::http::start(Server::builder("auth", "1.0.0").build(), options);
+    // Refused, the listener is closed: the GET is refused or reset.
+    let metadata = (|| {
+        use std::io::{Read, Write};
+        let mut socket = std::net::TcpStream::connect(http.addr).ok()?;
+        socket.set_read_timeout(Some(crate::support::WAIT)).ok()?;
+        let request = format!(
+            "GET /.well-known/oauth-protected-resource/mcp HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n",
+            http.addr
+        );
+        socket.write_all(request.as_bytes()).ok()?;
+        let mut out = String::new();
+        socket.read_to_string(&mut out).ok()?;
+        Some(out)
+    })()
+    .unwrap_or_default();
+    assert!(
+        !metadata.starts_with("HTTP/1.1 200"),
+        "served, sending clients to an issuer in clear text: {metadata}"
+    );
+}
