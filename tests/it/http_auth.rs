@@ -854,3 +854,77 @@ fn a_resource_or_issuer_in_clear_text_off_loopback_is_refused() {
         "served, sending clients to an issuer in clear text: {metadata}"
     );
 }
+
+/// Claim: the scopes `require_scopes_for("prompts/get", Some(name), ..)`
+/// asks for do not hold for the completions of that prompt's arguments.
+/// `exchange.rs: operation_name` reads only a top-level `name` or `uri`;
+/// `completion/complete` names its prompt (or resource template) in
+/// `params.ref`, so `needed` asks only for what every request needs, and
+/// a per-prompt rule cannot be written for it at all
+/// (`require_scopes_for("completion/complete", Some("secret"), ..)`
+/// never matches either). Completions are drawn from the same data the
+/// prompt guards (customer names, file names). The same holds for a
+/// `subscriptions/listen` naming a guarded resource's URI. On main:
+/// `200`, the completion of `secret`'s argument, with a token that lacks
+/// `secret:read`, while `prompts/get` of `secret` is `403`.
+#[test]
+#[ignore = "review-46auth: not fixed yet"]
+fn a_prompts_scopes_hold_for_its_completions() {
+    use mcp_stdio::types::{
+        CompleteResult, CompletionReference, GetPromptResult, Prompt, PromptArgument,
+        PromptMessage, Role,
+    };
+    let server = Server::builder("auth", "1.0.0")
+        .prompt(
+            Prompt::new("secret", "Guarded.")
+                .argument(PromptArgument::new("customer", "Whom.", true)),
+            |_, _| {
+                Ok(GetPromptResult::new(vec![PromptMessage::text(
+                    Role::User,
+                    "guarded",
+                )]))
+            },
+        )
+        .completion(|_, params| match params.reference {
+            CompletionReference::Prompt(p) if p.name == "secret" => {
+                Ok(CompleteResult::new(vec!["customer-acme-corp".into()]))
+            }
+            _ => Ok(CompleteResult::new(Vec::new())),
+        })
+        .build();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let resource = ProtectedResource::new(&resource_id(listener.local_addr().unwrap()))
+        .authorization_server("https://auth.example.com")
+        .require_scopes(["mcp:tools"])
+        .require_scopes_for("prompts/get", Some("secret"), ["secret:read"]);
+    let options = HttpOptions::new().protected_resource(resource, |_, _| {
+        Ok(TokenInfo::new().subject("eve").scopes(["mcp:tools"]))
+    });
+    let http = start_with(server, listener, options);
+    let get = body(
+        1,
+        "prompts/get",
+        json!({ "name": "secret", "arguments": { "customer": "a" } }),
+    );
+    let refused = post(
+        http.addr,
+        &with_token(mirrored("prompts/get", Some("secret")), TOKEN),
+        &get,
+    );
+    assert_eq!(status(&refused), 403, "{refused}");
+    let complete = body(
+        2,
+        "completion/complete",
+        json!({ "ref": { "type": "ref/prompt", "name": "secret" },
+                "argument": { "name": "customer", "value": "" } }),
+    );
+    let answer = post(
+        http.addr,
+        &with_token(mirrored("completion/complete", None), TOKEN),
+        &complete,
+    );
+    assert!(
+        !answer.contains("customer-acme-corp"),
+        "a guarded prompt's completions without its scope: {answer}"
+    );
+}
