@@ -580,7 +580,7 @@ fn introspection_in_clear() -> Result<(), String> {
             "--introspect",
             "http://192.0.2.1/introspect",
         ],
-        &[(mcp_stdio_credentials_env(), "this-server:its-secret")],
+        &[("MCP_STDIO_INTROSPECT_CREDENTIALS", "this-server:its-secret")],
     );
     match serving {
         Ok(serving) => Err(format!(
