@@ -10,8 +10,10 @@
 //! set, every message both ways is printed on stderr.
 
 use mcp_stdio::types::{CreateMessageResult, ElicitRequestParams, ElicitResult, ListRootsResult};
-use mcp_stdio::{Client, EraPolicy, Error, WireDirection};
+use mcp_stdio::{Client, EraPolicy, Error, OAuth, WireDirection};
 use serde_json::{Map, Value, json};
+use std::io::{BufRead, BufReader, Write};
+use std::net::TcpStream;
 
 fn main() {
     let url = std::env::args().next_back().unwrap_or_default();
@@ -83,6 +85,14 @@ fn run(url: &str, scenario: &str) -> Result<(), Error> {
             let schema = serde_json::to_value(&focal.input_schema).unwrap_or_default();
             client.call("json_schema_echo", json!({ "schema": schema }))?;
         }
+        // The authorization scenarios: a tool listed, then called (a
+        // step-up scenario asks for more scope on the call; a migration
+        // one moves to another authorization server between the two).
+        _ if scenario.starts_with("auth/") => {
+            if let Some(tool) = tools.first() {
+                client.call(&tool.name, json!({}))?;
+            }
+        }
         _ => {}
     }
     client.close().map(drop)
@@ -124,6 +134,10 @@ fn connect(url: &str) -> Result<Client, Error> {
                 "roots": [{ "uri": "file:///tmp", "name": "tmp" }] }))
             .expect("a valid ListRootsResult"))
         });
+    let scenario = std::env::var("MCP_CONFORMANCE_SCENARIO").unwrap_or_default();
+    if scenario.starts_with("auth/") {
+        builder = builder.oauth(oauth());
+    }
     if std::env::var_os("MCP_STDIO_WIRE").is_some() {
         builder = builder.wire(|direction, line| {
             let arrow = match direction {
@@ -134,6 +148,66 @@ fn connect(url: &str) -> Result<Client, Error> {
         });
     }
     builder.connect_url(url)
+}
+
+/// The suite's client identity (its `auth/basic-cimd` scenario expects
+/// this URL as the client ID), the pre-registered credentials a scenario
+/// gives in its context, and the suite's way of completing the
+/// authorization step: its authorization server redirects at once, so the
+/// "user agent" is one GET whose `Location` is the redirect.
+fn oauth() -> OAuth {
+    let context = context();
+    let (id, secret) = (
+        context["client_id"].as_str(),
+        context["client_secret"].as_str(),
+    );
+    let scenario = std::env::var("MCP_CONFORMANCE_SCENARIO").unwrap_or_default();
+    if let (Some(id), Some(secret), true) =
+        (id, secret, scenario.starts_with("auth/client-credentials"))
+    {
+        return OAuth::client_credentials(id, secret);
+    }
+    let mut oauth = OAuth::authorization_code("http://localhost:3333/callback", follow_once)
+        .client_name("mcp-stdio-conformance")
+        .client_metadata_url("https://conformance-test.local/client-metadata.json");
+    if let Some(id) = id {
+        oauth = oauth.pre_registered(id, secret);
+    }
+    oauth
+}
+
+/// GETs `url` (plain HTTP) and returns its redirect's `Location`.
+fn follow_once(url: &str) -> Result<String, String> {
+    let rest = url.strip_prefix("http://").ok_or("not an http:// URL")?;
+    let (authority, target) = match rest.find('/') {
+        Some(at) => rest.split_at(at),
+        None => (rest, "/"),
+    };
+    let mut stream = TcpStream::connect(authority).map_err(|e| e.to_string())?;
+    write!(
+        stream,
+        "GET {target} HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\n\r\n"
+    )
+    .map_err(|e| e.to_string())?;
+    let mut lines = BufReader::new(stream).lines();
+    let status = lines
+        .next()
+        .ok_or("no answer")?
+        .map_err(|e| e.to_string())?;
+    for line in lines {
+        let line = line.map_err(|e| e.to_string())?;
+        if line.is_empty() {
+            break;
+        }
+        if let Some((name, value)) = line.split_once(':')
+            && name.eq_ignore_ascii_case("location")
+        {
+            return Ok(value.trim().to_owned());
+        }
+    }
+    Err(format!(
+        "the authorization endpoint did not redirect: {status}"
+    ))
 }
 
 /// Each property's `default`, as a form the user accepted untouched.

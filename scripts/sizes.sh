@@ -69,3 +69,5 @@ build '`examples/echo`' example echo default
 build '`examples/client`' example client client
 build '`examples/client`' example client client,legacy
 build '`mcp-stdio` (the command line)' bin mcp-stdio client,legacy
+build '`mcp-stdio` (the command line)' bin mcp-stdio client,legacy,http
+build '`mcp-stdio` (the command line)' bin mcp-stdio client,legacy,http,https

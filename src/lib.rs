@@ -308,7 +308,7 @@
 //!
 //! # Cargo features
 //!
-//! All but `http`, `redis` and `redis-tls` on by default; docs.rs marks the items each one adds.
+//! All but `http`, `https`, `redis` and `redis-tls` on by default; docs.rs marks the items each one adds.
 //!
 //! | feature | adds |
 //! |---|---|
@@ -316,7 +316,8 @@
 //! | `client` | [`Client`], spawning servers, subscriptions, restarts; the `mcp-stdio` binary |
 //! | `legacy` | the dual-era server and the client's `initialize` fallback; without it a server answers `initialize` with `-32601` naming its versions and the client refuses a legacy server |
 //! | `signals` | [`signal::stop_on_signals`] (implies `server`) |
-//! | `http` | `Server::serve_http`, `HttpOptions`: Streamable HTTP for the server (off by default; implies `server`; no new crate). A POST's answer is JSON when the reply is the first thing its request writes, an SSE stream when a notification comes first; closing it cancels the request (a legacy request runs on: that era's cancellation is `notifications/cancelled`). A legacy client over HTTP gets sessions (`Mcp-Session-Id`), progress and logs on a POST's stream, and the server's requests (elicitation, sampling, roots) on the stream of the POST that asks, its answer a later POST in the same session (`notifications/cancelled` in the session cancels a request too); its list changes and resource updates come on the session's GET stream (one per session; without one, a resource update comes on the stream of a POST still open); streams are not resumable, and a POST without a session, or whose `Accept` lacks `text/event-stream`, is asked nothing (its handler is told the client cannot answer). With `client` too: `ClientBuilder::connect_url` (and `header`, `bearer_token`, `header_source`), the same `Client` over Streamable HTTP in both eras: one POST per message on pooled keep-alive connections, by threads kept while there is work (none per request), the era probe reading a `400`'s body, cancellation and timeouts by closing the request's stream, a legacy session echoed and ended with `DELETE` (and started again after a `404`), tools whose `x-mcp-header` marks are invalid left out of `tools/list` (with a note), a legacy server's GET stream (its list changes, resource updates and requests) and the resumption of a request's stream with `Last-Event-ID`; no TLS (`http://` only), no restarts. `proxy::serve_as` (with `server` and `client`, any transport) serves what another server offers; `mcp-stdio serve-http` is it over HTTP |
+//! | `http` | `Server::serve_http`, `HttpOptions`: Streamable HTTP for the server (off by default; implies `server`; no new crate). A POST's answer is JSON when the reply is the first thing its request writes, an SSE stream when a notification comes first; closing it cancels the request (a legacy request runs on: that era's cancellation is `notifications/cancelled`). A legacy client over HTTP gets sessions (`Mcp-Session-Id`), progress and logs on a POST's stream, and the server's requests (elicitation, sampling, roots) on the stream of the POST that asks, its answer a later POST in the same session (`notifications/cancelled` in the session cancels a request too); its list changes and resource updates come on the session's GET stream (one per session; without one, a resource update comes on the stream of a POST still open); streams are not resumable, and a POST without a session, or whose `Accept` lacks `text/event-stream`, is asked nothing (its handler is told the client cannot answer). With `client` too: `ClientBuilder::connect_url` (and `header`, `bearer_token`, `header_source`), the same `Client` over Streamable HTTP in both eras: one POST per message on pooled keep-alive connections, by threads kept while there is work (none per request), the era probe reading a `400`'s body, cancellation and timeouts by closing the request's stream, a legacy session echoed and ended with `DELETE` (and started again after a `404`), tools whose `x-mcp-header` marks are invalid left out of `tools/list` (with a note), a legacy server's GET stream (its list changes, resource updates and requests) and the resumption of a request's stream with `Last-Event-ID`; `https://` with the `https` feature; no restarts. `proxy::serve_as` (with `server` and `client`, any transport) serves what another server offers; `mcp-stdio serve-http` is it over HTTP |
+//! | `https` | `https://` URLs for `ClientBuilder::connect_url` and `mcp-stdio --url`: TLS 1.2 and 1.3 through rustls on ring, the server's certificate verified against the system's root certificates (or `SSL_CERT_FILE` / `SSL_CERT_DIR`) and the CAs `ClientBuilder::add_ca_pem` / `add_ca_file` add (off by default; implies `http` and `client`; adds rustls, ring (a C build) and rustls-native-certs: 10 crates on Linux, 13 with the build tools) |
 //! | `redis` | `RedisChangeFeed`: a [`ChangeFeed`] on Redis pub/sub, and `RedisTaskStore`: a [`TaskStore`] on Redis whose tasks every replica reads and changes (atomic updates, Redis's own expiry, a lease that fails a task whose replica died), for a server run as several replicas (off by default; implies `server`; the `redis` crate's sync client and the 36 crates it brings, `url` and its IDNA tables among them; no async runtime) |
 //! | `redis-tls` | `rediss://` URLs for both: TLS through rustls on ring, with the system's root certificates (or `SSL_CERT_FILE`) (off by default; implies `redis`; adds rustls and ring, a C build: 13 crates on Linux, build tools included) |
 //! | `schemars` | JSON Schemas derived from Rust types ([`types::Tool::input`], [`ServerBuilder::structured_tool`], [`ServerBuilder::typed_prompt`], [`types::ElicitRequestedSchema::for_type`]) |
@@ -373,8 +374,8 @@
 //!
 //! # Not here
 //!
-//! TLS over HTTP (serve and connect with `http://`; put a TLS-terminating
-//! proxy in front), the deprecated 2024-11-05 HTTP+SSE transport, JSON-RPC
+//! TLS in the HTTP server (serve `http://` behind a TLS-terminating proxy;
+//! the client speaks `https://` with the `https` feature), the deprecated 2024-11-05 HTTP+SSE transport, JSON-RPC
 //! batches (only 2025-03-26 had them, and a server of that revision must
 //! take them; here a batch is refused with `-32600`, as the Python SDK
 //! refuses it), and the deprecated features of 2026-07-28 beyond
@@ -441,7 +442,7 @@ mod version;
 
 #[cfg(all(feature = "client", feature = "http"))]
 #[cfg_attr(docsrs, doc(cfg(all(feature = "client", feature = "http"))))]
-pub use client::HeaderSource;
+pub use client::{AuthorizeFn, HeaderSource, MemoryTokenStore, OAuth, TokenStore, Tokens};
 #[cfg(feature = "client")]
 #[cfg_attr(docsrs, doc(cfg(feature = "client")))]
 pub use client::{

@@ -11,8 +11,7 @@
 //!   change, a resource subscription or logging the server does not
 //!   declare is not advertised, is left out of a listen's acknowledgment,
 //!   and a legacy caller's `resources/subscribe` or `logging/setLevel` for
-//!   it is `-32601`; a caller's log level goes on only to a server that
-//!   declares `logging`. Completion, if the first server did not declare
+//!   it is `-32601`. Completion, if the first server did not declare
 //!   it, is not offered, whatever a restarted one declares.
 //! - **Lists.** The server's tools, resources, resource templates and
 //!   prompts are mirrored as they are (schemas byte for byte), with
@@ -28,8 +27,11 @@
 //!   after a restart.
 //! - **Calls.** Each `tools/call`, `resources/read`, `prompts/get` and
 //!   `completion/complete` is one request to the server, with the caller's
-//!   client capabilities and log level; the server's progress and log
-//!   messages go back to the caller, and a caller that cancels (or closes
+//!   client capabilities; the server's progress goes back to the caller
+//!   (not its log messages: on stdio one names no request, so none is
+//!   given to a caller, whose log level does not go on; a server may log
+//!   late or where it was not asked, and one caller must never read
+//!   another's), and a caller that cancels (or closes
 //!   its HTTP stream) cancels the server's request
 //!   ([`PendingCall::wait_unless`](crate::PendingCall::wait_unless)).
 //! - **Multi round-trip.** A modern server's `input_required` result goes
@@ -44,8 +46,9 @@
 //! - **Subscriptions.** A caller's `resourceSubscriptions` (or legacy
 //!   `resources/subscribe`) make the proxy subscribe to that URI on the
 //!   server before the caller's is acknowledged (once per URI, kept while
-//!   the proxy runs, at most 1,000 URIs: past them a URI is not
-//!   acknowledged) and publish each update it hears, all of them from
+//!   a caller's subscription names it, at most 1,000 URIs: past them a
+//!   new URI is not acknowledged; one no caller names any more leaves
+//!   when a new one needs the room) and publish each update it hears, all of them from
 //!   one thread. The caller's is acknowledged only for a URI the server
 //!   acknowledged (a legacy caller's refused `-32002`).
 //!
@@ -63,8 +66,8 @@
 //!   as a task. Task ids are the proxy's: a caller never sees the
 //!   server's.
 //!
-//! Not passed through: the server's log messages that belong to no
-//! request, and its extensions other than tasks.
+//! Not passed through: the server's log messages (see **Calls**), and its
+//! extensions other than tasks.
 //!
 //! Requests of many callers share the one client, whose ids keep them
 //! apart (a proxy is a client like any other to the server). The proxy
@@ -75,7 +78,7 @@
 //! [`Client::close_shared`] on it.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, Condvar, Mutex, PoisonError};
+use std::sync::{Arc, Condvar, Mutex, PoisonError, Weak};
 use std::thread;
 use std::time::Duration;
 
@@ -88,17 +91,16 @@ use crate::client::{Client, Era, RequestOptions, Subscription, SubscriptionEvent
 use crate::error::Error;
 use crate::jsonrpc::ErrorObject;
 use crate::outcome::{Outcome, PromptArguments};
-use crate::server::Server;
 use crate::server::context::RequestContext;
 use crate::server::handlers::ResourceRequest;
 use crate::server::notifier::Notifier;
 use crate::server::tasks::TaskMode;
+use crate::server::{Server, UriHold};
 use crate::types::{
     CallToolResult, CompleteRequestParams, CompleteResult, CreateTaskResult, GetPromptResult,
-    GetTaskResult, InputRequests, InputRequiredResult, JsonObject,
-    LoggingMessageNotificationParams, ProgressNotificationParams, Prompt, ReadResourceResult,
-    ResourceTemplate, ServerCapabilities, SubscriptionFilter, TASKS_EXTENSION, Task, TaskStatus,
-    Tool, meta_key, method,
+    GetTaskResult, InputRequests, InputRequiredResult, JsonObject, ProgressNotificationParams,
+    Prompt, ReadResourceResult, ResourceTemplate, ServerCapabilities, SubscriptionFilter,
+    TASKS_EXTENSION, Task, TaskStatus, Tool, meta_key, method,
 };
 
 /// Builds a server that serves what `client`'s server offers (module
@@ -184,7 +186,7 @@ pub fn serve_as(client: impl Into<Arc<Client>>) -> Result<Server, Error> {
             Arc::clone(&server_slot),
             Arc::clone(&updates),
         );
-        builder = builder.resource_subscription_filter(move |uri| {
+        builder = builder.resource_subscription_hold(move |uri| {
             subscribe(&client, &subscribed, &slot, &updates, uri)
         });
     }
@@ -361,8 +363,8 @@ fn read_through(
 }
 
 /// One request to the server on behalf of `ctx`'s caller: its client
-/// capabilities and log level go along (and, on a retry, its answers and
-/// the server's state, [`carry_round`]), progress and logs come back, and
+/// capabilities go along (and, on a retry, its answers and
+/// the server's state, [`carry_round`]), progress comes back, and
 /// its cancellation cancels this request. The server's protocol error is
 /// passed on as it is; anything else is `-32603` saying the proxy's server
 /// failed. The resource updates the server sent before its reply are
@@ -399,26 +401,17 @@ fn forward<T: DeserializeOwned>(
     let (tx, rx) = crossbeam_channel::unbounded();
     let mut options = RequestOptions::new();
     if meta.progress_token().is_some() {
-        let progress = tx.clone();
         options = options.on_progress(move |p: &ProgressNotificationParams| {
-            let _ = progress.send(Relayed::Progress(p.clone()));
+            let _ = tx.send(p.clone());
         });
     }
-    // Logs only from a server that declares it sends them: the proxy
-    // declares what it declares (spec 2026-07-28 server/utilities/logging:
-    // a server that emits log messages MUST declare `logging`).
-    let logs = client.server_capabilities().logging.is_some();
-    if let Some(level) = meta.log_level().filter(|_| logs) {
-        options = options.log(level, move |m: &LoggingMessageNotificationParams| {
-            let _ = tx.send(Relayed::Log(m.clone()));
-        });
-    }
+    // No log level goes on: a log message on stdio names no request, and
+    // the client of many callers gives it to none (`Notes::many_callers`:
+    // a server may log late, or where it was not asked, and one caller
+    // must never read another's), so the server is not asked for any.
     let relay = || {
-        for relayed in rx.try_iter() {
-            match relayed {
-                Relayed::Progress(p) => ctx.progress(p.progress, p.total, p.message.as_deref()),
-                Relayed::Log(m) => ctx.log(m.level, m.logger.as_deref(), m.data),
-            }
+        for p in rx.try_iter() {
+            ctx.progress(p.progress, p.total, p.message.as_deref());
         }
     };
     let call = client
@@ -538,12 +531,6 @@ fn follow_task(
     }
 }
 
-/// What the server sent the proxy for the caller while a request runs.
-enum Relayed {
-    Progress(ProgressNotificationParams),
-    Log(LoggingMessageNotificationParams),
-}
-
 /// On a caller's retry: the answers, and the server's own `requestState`
 /// (which the proxy's server sealed as the proxy's), go on to the server.
 fn carry_round(ctx: &RequestContext, params: &mut Value) {
@@ -627,8 +614,8 @@ fn follow_list_changes(
 }
 
 /// The most URIs the proxy subscribes to on the server (issue 47, item
-/// 12: callers name URIs, and each is a subscription behind, kept while the
-/// proxy runs: a bound on what callers make it hold).
+/// 12: callers name URIs, and each is a subscription behind, kept while a
+/// caller's subscription names it: a bound on what callers make it hold).
 const MAX_SUBSCRIBED: usize = 1_000;
 
 /// The proxy's subscriptions to the server's resource updates. An update
@@ -660,18 +647,19 @@ impl Updates {
     }
 
     /// Adds `subscription`, published from here on by the one thread that
-    /// publishes them all (started with the first). Whether it was taken:
-    /// `false` when no thread could be started.
+    /// publishes them all (started with the first). It, as taken: `None`
+    /// when no thread could be started.
     fn add(
         self: &Arc<Updates>,
         subscription: Subscription,
         server: &Arc<Mutex<Option<Server>>>,
-    ) -> bool {
-        lock(&self.subscriptions).push(Arc::new(Mutex::new(subscription)));
+    ) -> Option<Arc<Mutex<Subscription>>> {
+        let added = Arc::new(Mutex::new(subscription));
+        lock(&self.subscriptions).push(Arc::clone(&added));
         let mut wake = lock(&self.wake);
         if let Some(wake) = wake.as_ref() {
             let _ = wake.send(());
-            return true;
+            return Some(added);
         }
         let (tx, rx) = crossbeam_channel::unbounded();
         let (updates, server) = (Arc::clone(self), Arc::clone(server));
@@ -681,12 +669,21 @@ impl Updates {
         match started {
             Ok(_) => {
                 *wake = Some(tx);
-                true
+                Some(added)
             }
             Err(_) => {
-                lock(&self.subscriptions).pop();
-                false
+                lock(&self.subscriptions).retain(|s| !Arc::ptr_eq(s, &added));
+                None
             }
+        }
+    }
+
+    /// Drops `subscription` (which cancels it at the server) and wakes the
+    /// publishing thread, which waits on it no more.
+    fn remove(&self, subscription: &Arc<Mutex<Subscription>>) {
+        lock(&self.subscriptions).retain(|s| !Arc::ptr_eq(s, subscription));
+        if let Some(wake) = lock(&self.wake).as_ref() {
+            let _ = wake.send(());
         }
     }
 
@@ -730,7 +727,11 @@ impl Updates {
                 let accepted = lock(subscription).accepted().resource_subscriptions.clone();
                 let mut uris = lock(&self.subscribed.uris);
                 for uri in accepted.unwrap_or_default() {
-                    uris.taken.remove(&uri);
+                    if (uris.taken.get(&uri))
+                        .is_some_and(|t| Arc::ptr_eq(&t.subscription, subscription))
+                    {
+                        uris.taken.remove(&uri);
+                    }
                 }
                 drop(uris);
                 let mut running = lock(&self.wake);
@@ -774,19 +775,68 @@ struct Subscribed {
 
 #[derive(Default)]
 struct SubscribedUris {
-    taken: HashSet<String>,
+    taken: HashMap<String, Taken>,
     asking: HashSet<String>,
+}
+
+/// A URI the proxy subscribed to on the server.
+struct Taken {
+    /// The subscription behind.
+    subscription: Arc<Mutex<Subscription>>,
+    /// The hold every caller's subscription that names the URI keeps
+    /// (`UriHold`, given by [`subscribe`]): once none does, no caller
+    /// names it any more, and it may leave ([`SubscribedUris::sweep`]).
+    held: Weak<Held>,
+}
+
+/// What a caller's subscription holds while it names a URI (see
+/// [`Taken::held`]).
+struct Held;
+
+impl SubscribedUris {
+    /// The hold on `uri`, taken (a new one if no caller holds it now).
+    fn hold(&mut self, uri: &str) -> Option<UriHold> {
+        let taken = self.taken.get_mut(uri)?;
+        let held = taken.held.upgrade().unwrap_or_else(|| {
+            let held = Arc::new(Held);
+            taken.held = Arc::downgrade(&held);
+            held
+        });
+        Some(UriHold::new(held))
+    }
+
+    /// The URIs no caller's subscription names any more leave, their
+    /// subscriptions behind given to `updates` to drop (which cancels them
+    /// at the server).
+    fn sweep(&mut self, updates: &Updates) {
+        let gone: Vec<String> = (self.taken.iter())
+            .filter(|(_, taken)| taken.held.strong_count() == 0)
+            .map(|(uri, _)| uri.clone())
+            .collect();
+        for uri in gone {
+            if let Some(taken) = self.taken.remove(&uri) {
+                updates.remove(&taken.subscription);
+            }
+        }
+    }
+
+    fn full(&self) -> bool {
+        self.taken.len() + self.asking.len() >= MAX_SUBSCRIBED
+    }
 }
 
 /// Subscribes to `uri` on the server, once, before the caller's own
 /// subscription is acknowledged (so that nothing the caller does after its
 /// acknowledgment is missed); the proxy's publishing thread then publishes
-/// each update to its listeners (see [`Updates`]). Returns whether the
-/// server acknowledged `uri` (now, or when the proxy first subscribed):
-/// the caller's acknowledgment names no more (spec 2026-07-28
+/// each update to its listeners (see [`Updates`]). Returns a hold on
+/// `uri` if the server acknowledged it (now, or when the proxy first
+/// subscribed), which the caller's subscription keeps while it names
+/// `uri`: the caller's acknowledgment names no more (spec 2026-07-28
 /// basic/patterns/subscriptions: it lists what will be delivered); nor is
 /// a URI past [`MAX_SUBSCRIBED`] (those subscribed and those being asked)
-/// taken. A second caller of a URI being asked waits for that answer
+/// taken, once the URIs no caller holds any more have left
+/// ([`SubscribedUris::sweep`], at each new URI: their subscriptions behind
+/// are cancelled). A second caller of a URI being asked waits for that answer
 /// rather than be acknowledged before it; no lock is held while the
 /// server is asked, so callers of other URIs do not wait behind it.
 fn subscribe(
@@ -795,17 +845,19 @@ fn subscribe(
     server: &Arc<Mutex<Option<Server>>>,
     updates: &Arc<Updates>,
     uri: &str,
-) -> bool {
+) -> Option<UriHold> {
     {
         let mut uris = lock(&subscribed.uris);
         while uris.asking.contains(uri) {
             uris = (subscribed.answered.wait(uris)).unwrap_or_else(PoisonError::into_inner);
         }
-        if uris.taken.contains(uri) {
-            return true;
+        if let Some(hold) = uris.hold(uri) {
+            return Some(hold);
         }
-        if uris.taken.len() + uris.asking.len() >= MAX_SUBSCRIBED {
-            return false;
+        // A new URI: those no caller names any more leave first.
+        uris.sweep(updates);
+        if uris.full() {
+            return None;
         }
         uris.asking.insert(uri.to_owned());
     }
@@ -825,14 +877,20 @@ fn subscribe(
     // after it was put there.
     {
         let mut uris = lock(&subscribed.uris);
-        let taken = subscription.is_some_and(|subscription| updates.add(subscription, server));
+        let taken = subscription.and_then(|subscription| updates.add(subscription, server));
         uris.asking.remove(uri);
-        if taken {
-            uris.taken.insert(uri.to_owned());
-        }
+        let hold = taken.map(|subscription| {
+            let held = Arc::new(Held);
+            let taken = Taken {
+                subscription,
+                held: Arc::downgrade(&held),
+            };
+            uris.taken.insert(uri.to_owned(), taken);
+            UriHold::new(held)
+        });
         drop(uris);
         subscribed.answered.notify_all();
-        taken
+        hold
     }
 }
 

@@ -147,10 +147,6 @@ struct Pending {
     tx: Sender<Delivery>,
     progress_token: Option<RequestId>,
     wants_logs: bool,
-    /// No other request has been in flight since it was registered: for a
-    /// client whose requests are many callers', only then is a log message
-    /// (which names no request) its own (`route::route_log`).
-    alone: bool,
     /// The bytes of its progress and log messages not taken yet.
     backlog: Arc<Backlog>,
 }
@@ -341,7 +337,7 @@ impl Link {
         match &self.out {
             Outbound::Stream { input, .. } => input.unread(),
             #[cfg(feature = "http")]
-            Outbound::Carrier(_) => None,
+            Outbound::Carrier(carrier) => carrier.unread(),
         }
     }
 
@@ -435,16 +431,10 @@ impl Link {
             return rx;
         }
         let mut in_flight = lock(&self.pending);
-        // Only a request that came into an empty map is alone, so at most
-        // the one there is now stops being.
-        if in_flight.len() == 1 {
-            in_flight.values_mut().for_each(|other| other.alone = false);
-        }
         let pending = Pending {
             tx,
             progress_token,
             wants_logs,
-            alone: in_flight.is_empty(),
             backlog: Arc::default(),
         };
         in_flight.insert(id.clone(), pending);

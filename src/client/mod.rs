@@ -15,6 +15,8 @@ mod input;
 mod legacy_listen;
 mod link;
 mod notes;
+#[cfg(feature = "http")]
+pub(crate) mod oauth;
 mod pages;
 mod process;
 mod reply;
@@ -40,6 +42,8 @@ pub use call::{PendingCall, RequestOptions};
 pub use era::{Era, EraPolicy};
 #[cfg(feature = "http")]
 pub use http::HeaderSource;
+#[cfg(feature = "http")]
+pub use oauth::{AuthorizeFn, MemoryTokenStore, OAuth, TokenStore, Tokens};
 pub use pages::Pages;
 pub use subscription::{Subscription, SubscriptionEnd, SubscriptionEvent};
 pub use tasks::{TaskHandle, ToolCallStart};

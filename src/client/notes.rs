@@ -70,8 +70,7 @@ impl Notes {
 
     /// The client's requests are many callers' from here on (a proxy's:
     /// `proxy::serve_as`): a log message, which names no request, is
-    /// given to a request only when nothing else could have caused it
-    /// (`link::route`), so that no caller reads another's.
+    /// given to none (`link::route`), so that no caller reads another's.
     #[cfg(feature = "server")]
     pub fn serve_many_callers(&self) {
         self.many_callers.store(true, Ordering::Release);

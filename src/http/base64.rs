@@ -34,7 +34,7 @@ pub(crate) fn encode_sentinel(value: &str) -> String {
 
 #[cfg(feature = "client")]
 /// Standard Base64 (RFC 4648 section 4), padded.
-fn encode(bytes: &[u8]) -> String {
+pub(crate) fn encode(bytes: &[u8]) -> String {
     const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
     for group in bytes.chunks(3) {

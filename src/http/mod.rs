@@ -21,7 +21,7 @@ mod response;
 
 pub(crate) use base64::decode_sentinel;
 #[cfg(feature = "client")]
-pub(crate) use base64::encode_sentinel;
+pub(crate) use base64::{encode as base64_encode, encode_sentinel};
 pub use headers::HttpHeaders;
 pub(crate) use request::{Framing, HttpError, HttpRequest, Limits, read_body, read_head};
 pub(crate) use response::{write_chunk, write_last_chunk, write_response, write_stream_head};

@@ -21,7 +21,7 @@ use crate::server::registry::Registry;
 use crate::server::tasks::{MemoryTaskStore, TaskConfig, TaskStore, Tasks};
 #[cfg(feature = "schemars")]
 use crate::server::typed::{StructuredOutput, structured_tool, typed_prompt_fn};
-use crate::server::{AcceptUri, CacheHints, Ceiling, Config, Inner, Server, Trace};
+use crate::server::{AcceptUri, CacheHints, Ceiling, Config, Inner, Server, Trace, UriHold};
 use crate::transport::DEFAULT_MAX_LINE_BYTES;
 use crate::types::{
     CompleteRequestParams, CompleteResult, GetPromptResult, Implementation, Prompt,
@@ -417,6 +417,19 @@ impl ServerBuilder {
     pub fn resource_subscription_filter(
         mut self,
         accept: impl Fn(&str) -> bool + Send + Sync + 'static,
+    ) -> Self {
+        self.accept_uri = Some(Arc::new(move |uri| accept(uri).then(UriHold::default)));
+        self
+    }
+
+    /// [`ServerBuilder::resource_subscription_filter`] whose accepted URI
+    /// comes with a hold (see `UriHold`), kept by each subscription that
+    /// names it for as long as it does: a proxy's, whose subscription
+    /// behind may end once no caller names the URI.
+    #[cfg_attr(not(feature = "client"), allow(dead_code))]
+    pub(crate) fn resource_subscription_hold(
+        mut self,
+        accept: impl Fn(&str) -> Option<UriHold> + Send + Sync + 'static,
     ) -> Self {
         self.accept_uri = Some(Arc::new(accept));
         self

@@ -116,8 +116,46 @@ pub(crate) struct Config {
 /// A hook that receives the server's diagnostic lines.
 pub(crate) type Trace = dyn Fn(&str) + Send + Sync;
 
-/// A hook that decides whether a listen may subscribe to a resource URI.
-pub(crate) type AcceptUri = dyn Fn(&str) -> bool + Send + Sync;
+/// A hook that decides whether a listen may subscribe to a resource URI:
+/// `None` refuses it; an accepted one comes with what the subscription
+/// holds for as long as it names the URI.
+pub(crate) type AcceptUri = dyn Fn(&str) -> Option<UriHold> + Send + Sync;
+
+/// What a subscription that names a URI holds while it does (in its
+/// acknowledged filter, `subscriptions::Accepted`, or a legacy session's
+/// subscribed URIs): nothing, unless the application's hook gave it
+/// something (a proxy's hold on its subscription behind,
+/// `proxy::subscribe`, which learns that no caller names the URI any more
+/// when the last hold is gone). Dropping it only lets go of it.
+#[derive(Clone, Default)]
+pub(crate) struct UriHold(Option<Arc<dyn std::any::Any + Send + Sync>>);
+
+impl UriHold {
+    /// Holds `held` for as long as the subscription names the URI.
+    #[cfg_attr(not(feature = "client"), allow(dead_code))]
+    pub fn new(held: Arc<dyn std::any::Any + Send + Sync>) -> UriHold {
+        UriHold(Some(held))
+    }
+}
+
+impl std::fmt::Debug for UriHold {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() {
+            "UriHold"
+        } else {
+            "UriHold(none)"
+        })
+    }
+}
+
+/// Holds are not what a filter is compared by.
+impl PartialEq for UriHold {
+    fn eq(&self, _: &UriHold) -> bool {
+        true
+    }
+}
+
+impl Eq for UriHold {}
 
 /// The most a server may advertise, asked each time (a proxy's is what the
 /// server behind it declares now).
@@ -349,8 +387,11 @@ impl Inner {
 
     /// Whether a subscription may name `uri` (the application's
     /// [`ServerBuilder::resource_subscription_filter`]; every URI without one).
-    pub(crate) fn accepts_uri(&self, uri: &str) -> bool {
-        self.accept_uri.as_ref().is_none_or(|hook| hook(uri))
+    pub(crate) fn accepts_uri(&self, uri: &str) -> Option<UriHold> {
+        match &self.accept_uri {
+            Some(hook) => hook(uri),
+            None => Some(UriHold::default()),
+        }
     }
 
     /// A completion reference must name a registered prompt, resource

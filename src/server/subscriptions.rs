@@ -34,6 +34,10 @@ pub(crate) struct Accepted {
     pub uris: Vec<String>,
     /// The task ids whose status changes it hears (Tasks extension).
     pub task_ids: Vec<String>,
+    /// What the accepted URIs hold while the subscription is open (the
+    /// application's hook gave it, `ServerBuilder::resource_subscription_hold`;
+    /// let go of with the subscription).
+    pub holds: Vec<crate::server::UriHold>,
 }
 
 impl Accepted {

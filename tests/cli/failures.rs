@@ -65,7 +65,7 @@ fn url_without_scheme() -> Result<(), String> {
     let args = ["info", "--url", "example.com/mcp"].map(String::from);
     run(&args, &[], "")?
         .expect_code(2)?
-        .one_error_line("--url takes an http:// URL, not \"example.com/mcp\"")?;
+        .one_error_line("--url takes an http:// or https:// URL, not \"example.com/mcp\"")?;
     Ok(())
 }
 

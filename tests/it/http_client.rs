@@ -343,8 +343,12 @@ fn a_refused_connection_is_an_error_that_names_the_url() {
         .connect_url(&url)
         .unwrap_err();
     assert!(e.to_string().contains(&url), "{e}");
-    let tls = Client::connect_url("https://example.com/mcp").unwrap_err();
-    assert!(tls.to_string().contains("TLS"), "{tls}");
+    // With the feature, tests/it/https.rs reaches https:// URLs.
+    #[cfg(not(feature = "https"))]
+    {
+        let tls = Client::connect_url("https://example.com/mcp").unwrap_err();
+        assert!(tls.to_string().contains("`https` feature"), "{tls}");
+    }
 }
 
 /// One request the scripted peer got.
@@ -1158,7 +1162,8 @@ fn a_legacy_session_the_server_forgot_is_started_again() {
 /// `hold` waits for `release` after telling `holding`. A request without a
 /// session is `400` (as the Python SDK's), one of a session other than the
 /// live one `404`. `tools/call` answers `fine`; each is told on `calls`
-/// as it arrives, with its session id.
+/// as it arrives, with its session id, and so is each `DELETE` (named
+/// `DELETE`).
 struct Forgetful {
     url: String,
     live: Arc<Mutex<Option<String>>>,
@@ -1176,6 +1181,7 @@ fn forgetful(refuse: usize, hold: usize, holding: Sender<()>, release: Receiver<
         if req.verb == "GET" {
             respond(writer, "405 Method Not Allowed", "", "");
         } else if req.verb == "DELETE" {
+            let _ = calls_tx.send(("DELETE".to_owned(), session.clone()));
             respond(writer, "200 OK", "", "");
         } else if method == "initialize" {
             let n = inits.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
@@ -1322,6 +1328,56 @@ fn a_call_made_while_the_session_is_started_again_goes_in_the_new_session() {
         matches!(&b, Ok(r) if r.text_content() == "fine"),
         "{b:?}; the server saw {seen:?}"
     );
+}
+
+/// Task 47r, item 7: `close` while a session is being started again ends
+/// the new session too. The server forgets the session; call `a`'s `404`
+/// starts a new one, whose `initialize` the server holds; the client is
+/// closed meanwhile (its `DELETE` names the dead session), then the
+/// `initialize` is answered with session `s-2`. Before, nothing ever
+/// deleted `s-2`: `close` had read the dead id, and the renewal went on
+/// setting up a session nobody would use, which the server kept until it
+/// forgot it for newer ones.
+#[test]
+fn closing_while_the_session_is_started_again_deletes_the_new_session() {
+    let (holding_tx, holding) = crossbeam_channel::unbounded();
+    let (release, release_rx) = crossbeam_channel::unbounded();
+    let server = forgetful(0, 2, holding_tx, release_rx);
+    let client = Arc::new(
+        Client::builder()
+            .era(EraPolicy::LegacyOnly)
+            .connect_url(&server.url)
+            .unwrap(),
+    );
+    *server.live.lock().unwrap() = None;
+    let caller = Arc::clone(&client);
+    let a = std::thread::spawn(move || caller.call("a", json!({})));
+    holding
+        .recv_timeout(WAIT)
+        .expect("the new session's initialize");
+    let closing = Arc::clone(&client);
+    let closed = std::thread::spawn(move || closing.close_shared());
+    let deleted = |session: &str| {
+        let mut seen = Vec::new();
+        loop {
+            match server.calls.recv_timeout(WAIT) {
+                Ok((name, id)) if name == "DELETE" && id.as_deref() == Some(session) => {
+                    return Ok(());
+                }
+                Ok(other) => seen.push(other),
+                Err(_) => return Err(seen),
+            }
+        }
+    };
+    assert_eq!(deleted("s-1"), Ok(()), "close's DELETE of the dead session");
+    release.send(()).unwrap();
+    assert_eq!(
+        deleted("s-2"),
+        Ok(()),
+        "the session started while the client closed was never deleted"
+    );
+    let _ = closed.join().unwrap();
+    let _ = a.join().unwrap();
 }
 
 /// Review of issue 47 (review-47h): a caller's answer is never delivered
@@ -1574,4 +1630,657 @@ fn a_notification_answered_with_endless_interim_responses_is_let_go() {
     let took = started.elapsed();
     assert!(took < Duration::from_secs(15), "connected after {took:?}");
     let _ = client.close();
+}
+
+/// Review 47z: a notification's POST is still held past `ACCEPT_TIMEOUT`
+/// by a server that trickles one line of its answer's head.
+/// `exchange::read_head` (src/client/http/exchange.rs) checks its deadline
+/// only between lines, and `read_line` reads on while each byte comes
+/// within the socket's read timeout (`ACCEPT_TIMEOUT`, 10 s), up to the
+/// head's 64 KiB: one byte every 500 ms holds a brief worker for nine
+/// hours (`Body::chunk_line` reads a chunk-size line the same way, past
+/// `Body::until`). The legacy `notifications/initialized` is POSTed by
+/// the caller of `connect_url`: on main it returned only when the server
+/// let go, after 30 s.
+#[test]
+fn a_notification_whose_status_line_trickles_in_is_let_go() {
+    let addr = scripted(|req, writer| {
+        match req.body["method"].as_str().unwrap_or("") {
+            "initialize" => answer_json(
+                req,
+                writer,
+                "Mcp-Session-Id: s-1\r\n",
+                json!({ "protocolVersion": "2025-11-25",
+                    "capabilities": { "tools": {} },
+                    "serverInfo": { "name": "trickling", "version": "1" } }),
+            ),
+            "notifications/initialized" => {
+                let _ = writer.write_all(b"HTTP/1.1 202 Accepted");
+                let started = std::time::Instant::now();
+                while started.elapsed() < WAIT * 3 {
+                    if writer.write_all(b" ").is_err() {
+                        break;
+                    }
+                    std::thread::sleep(Duration::from_millis(500));
+                }
+                return false;
+            }
+            _ if req.verb == "GET" => respond(writer, "405 Method Not Allowed", "", ""),
+            _ => respond(writer, "202 Accepted", "", ""),
+        }
+        true
+    });
+    let started = std::time::Instant::now();
+    let client = Client::builder()
+        .era(EraPolicy::LegacyOnly)
+        .connect_url(&format!("http://{addr}/mcp"));
+    let took = started.elapsed();
+    assert!(took < Duration::from_secs(15), "connected after {took:?}");
+    if let Ok(client) = client {
+        let _ = client.close();
+    }
+}
+
+/// Review 47z: a `tools/call` the server read and then dropped the
+/// connection on, answering nothing, is sent again on a new connection,
+/// and runs twice. `Shared::start` (src/client/http/post.rs) takes an end
+/// before the head on a reused connection (`Ok(None) if was_reused`, and
+/// a reset or broken pipe, `closed_meanwhile`) for a connection the server
+/// closed while it was idle; but the server may have read the request and
+/// acted on it (it crashed, a proxy cut it), and a POST is not idempotent
+/// (RFC 9110 section 9.2.2: a client SHOULD NOT automatically retry a
+/// non-idempotent request unless it can tell the first was never
+/// applied). The scripted modern server keeps `server/discover`'s
+/// connection alive, reads the first `tools/call` on it whole and closes:
+/// on main it saw the call twice, and the caller got the second's answer.
+#[test]
+fn a_call_the_server_read_before_the_connection_ended_is_not_sent_again() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let calls = Arc::new(AtomicUsize::new(0));
+    let counted = Arc::clone(&calls);
+    let addr = scripted(move |req, writer| {
+        match req.body["method"].as_str().unwrap_or("") {
+            "server/discover" => answer_json(
+                req,
+                writer,
+                "",
+                json!({ "supportedVersions": ["2026-07-28"],
+                    "capabilities": { "tools": {} },
+                    "serverInfo": { "name": "dropping", "version": "1" },
+                    "resultType": "complete" }),
+            ),
+            "tools/call" => {
+                if counted.fetch_add(1, Ordering::SeqCst) == 0 {
+                    // Read whole (and, for a real server, acted on); then
+                    // the connection ends with no answer.
+                    let _ = writer.shutdown(std::net::Shutdown::Both);
+                    return false;
+                }
+                answer_json(
+                    req,
+                    writer,
+                    "",
+                    json!({ "content": [{ "type": "text", "text": "again" }],
+                        "resultType": "complete" }),
+                );
+            }
+            _ => respond(writer, "202 Accepted", "", ""),
+        }
+        true
+    });
+    let client = Client::builder()
+        .era(EraPolicy::ModernOnly)
+        .connect_url(&format!("http://{addr}/mcp"))
+        .unwrap();
+    let answered = client.call_tool_with(
+        "transfer",
+        json!({}),
+        RequestOptions::new().timeout(Duration::from_secs(5)),
+    );
+    let seen = calls.load(Ordering::SeqCst);
+    assert_eq!(
+        seen, 1,
+        "the server got the call {seen} times (the caller got {answered:?})"
+    );
+    let _ = client.close();
+}
+
+/// An idle kept-alive connection the server has closed is not used for
+/// a call: the call goes on a new connection, once, and is answered. The
+/// scripted modern server ends `server/discover`'s connection after its
+/// answer (no `Connection: close`); the client now sends a call only
+/// once a reused connection ended under it, so without looking at an
+/// idle connection first (`Kept::still_open`) this call failed.
+#[test]
+fn an_idle_connection_the_server_closed_is_not_used_for_a_call() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let calls = Arc::new(AtomicUsize::new(0));
+    let counted = Arc::clone(&calls);
+    let (closed_tx, closed) = crossbeam_channel::unbounded::<()>();
+    let addr = scripted(move |req, writer| {
+        match req.body["method"].as_str().unwrap_or("") {
+            "server/discover" => {
+                answer_json(
+                    req,
+                    writer,
+                    "",
+                    json!({ "supportedVersions": ["2026-07-28"],
+                        "capabilities": { "tools": {} },
+                        "serverInfo": { "name": "closing", "version": "1" },
+                        "resultType": "complete" }),
+                );
+                let _ = writer.shutdown(std::net::Shutdown::Both);
+                let _ = closed_tx.send(());
+                return false;
+            }
+            "tools/call" => {
+                counted.fetch_add(1, Ordering::SeqCst);
+                answer_json(
+                    req,
+                    writer,
+                    "",
+                    json!({ "content": [{ "type": "text", "text": "once" }],
+                        "resultType": "complete" }),
+                );
+            }
+            _ => respond(writer, "202 Accepted", "", ""),
+        }
+        true
+    });
+    let client = Client::builder()
+        .era(EraPolicy::ModernOnly)
+        .connect_url(&format!("http://{addr}/mcp"))
+        .unwrap();
+    closed.recv_timeout(WAIT).unwrap();
+    let answered = client.call_tool_with(
+        "transfer",
+        json!({}),
+        RequestOptions::new().timeout(Duration::from_secs(5)),
+    );
+    assert!(
+        matches!(&answered, Ok(Outcome::Complete(r)) if r.text_content() == "once"),
+        "{answered:?}"
+    );
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
+    let _ = client.close();
+}
+
+/// Review 47z: a message on one call's stream still reaches another
+/// caller when its envelope cannot be parsed. `messages::answers_another`
+/// (src/client/http/messages.rs) drops a response naming another request
+/// only when serde reads the message (`is_ok_and`); one it cannot read (a
+/// member named with a lone surrogate escape, `"\ud800"`) goes on to
+/// `Link::route`, whose `unreadable` scans the envelope (`EnvelopeScan`,
+/// which does not decode keys), finds the other request's id and fails
+/// that request. The server answers call `a`'s POST with such a message
+/// naming `b`; `b`'s own stream answers `b` once `a` has returned. On main
+/// caller `b` got `Err(Protocol("the server's response to request 3 could
+/// not be read: it is not JSON-RPC: unexpected end of hex escape ..."))`
+/// instead of its answer. (An `id` given twice does not do it: the scan
+/// takes no id then.)
+#[test]
+fn an_unreadable_message_on_one_calls_stream_fails_no_other_call() {
+    let (b_id_tx, b_id) = crossbeam_channel::unbounded::<Value>();
+    let (a_done_tx, a_done) = crossbeam_channel::unbounded::<()>();
+    let addr = scripted(move |req, writer| {
+        match req.body["method"].as_str().unwrap_or("") {
+            "server/discover" => answer_json(
+                req,
+                writer,
+                "",
+                json!({ "supportedVersions": ["2026-07-28"],
+                    "capabilities": { "tools": {} },
+                    "serverInfo": { "name": "crossed", "version": "1" },
+                    "resultType": "complete" }),
+            ),
+            "tools/call" if req.body["params"]["name"] == "b" => {
+                b_id_tx.send(req.body["id"].clone()).unwrap();
+                if a_done.recv_timeout(WAIT).is_ok() {
+                    let body = json!({ "jsonrpc": "2.0", "id": req.body["id"], "result": {
+                        "content": [{ "type": "text", "text": "for-b" }],
+                        "resultType": "complete" } });
+                    respond(
+                        writer,
+                        "200 OK",
+                        "Content-Type: application/json\r\nConnection: close\r\n",
+                        &body.to_string(),
+                    );
+                }
+                return false;
+            }
+            "tools/call" => {
+                let Ok(other) = b_id.recv_timeout(WAIT) else {
+                    return false;
+                };
+                let body = format!(
+                    r#"{{"jsonrpc":"2.0","id":{other},"result":{{"content":[],"resultType":"complete"}},"\ud800":0}}"#
+                );
+                respond(
+                    writer,
+                    "200 OK",
+                    "Content-Type: application/json\r\nConnection: close\r\n",
+                    &body,
+                );
+                return false;
+            }
+            _ => respond(writer, "202 Accepted", "", ""),
+        }
+        true
+    });
+    let client = Arc::new(
+        Client::builder()
+            .era(EraPolicy::ModernOnly)
+            .connect_url(&format!("http://{addr}/mcp"))
+            .unwrap(),
+    );
+    let caller_b = Arc::clone(&client);
+    let b = std::thread::spawn(move || {
+        caller_b.call_tool_with(
+            "b",
+            json!({}),
+            RequestOptions::new().timeout(Duration::from_secs(5)),
+        )
+    });
+    let a = client.call_tool_with(
+        "a",
+        json!({}),
+        RequestOptions::new().timeout(Duration::from_secs(5)),
+    );
+    a_done_tx.send(()).unwrap();
+    let b = b.join().unwrap();
+    assert!(
+        matches!(&b, Ok(Outcome::Complete(r)) if r.text_content() == "for-b"),
+        "caller b did not get its own answer: {b:?} (a: {a:?})"
+    );
+}
+
+/// Review 47z: a server whose GET stream answers `404` in every session
+/// (a replica behind a balancer that never saw the session, or a server
+/// that forgets at once) makes the client start new sessions in a tight
+/// loop. `Shared::listen` (src/client/http/get_stream.rs) takes a `404`
+/// as the session's end, renews it (`Shared::renew`: `initialize`,
+/// `notifications/initialized`) and, when that succeeds, `continue`s with
+/// `failures = 0` and no pause; the next GET's `404` renews again. The
+/// scripted server numbers its sessions and refuses every GET: on main it
+/// saw 1,001 `initialize` POSTs (the 1,000 it answers here, then one
+/// refused `503`) within the test's 3 s window after `connect_url`.
+#[test]
+fn a_get_stream_refused_in_every_new_session_does_not_renew_in_a_loop() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let initializes = Arc::new(AtomicUsize::new(0));
+    let counted = Arc::clone(&initializes);
+    let addr = scripted(move |req, writer| {
+        match req.body["method"].as_str().unwrap_or("") {
+            _ if req.verb == "GET" => respond(writer, "404 Not Found", "", ""),
+            "initialize" => {
+                let n = counted.fetch_add(1, Ordering::SeqCst);
+                if n >= 1_000 {
+                    respond(writer, "503 Service Unavailable", "", "");
+                    return false;
+                }
+                answer_json(
+                    req,
+                    writer,
+                    &format!("Mcp-Session-Id: s-{n}\r\n"),
+                    json!({ "protocolVersion": "2025-11-25",
+                        "capabilities": { "tools": {} },
+                        "serverInfo": { "name": "forgetful", "version": "1" } }),
+                );
+            }
+            _ => respond(writer, "202 Accepted", "", ""),
+        }
+        true
+    });
+    let client = Client::builder()
+        .era(EraPolicy::LegacyOnly)
+        .connect_url(&format!("http://{addr}/mcp"))
+        .unwrap();
+    let started = std::time::Instant::now();
+    std::thread::sleep(Duration::from_secs(3));
+    let seen = initializes.load(Ordering::SeqCst);
+    let _ = client.close();
+    assert!(
+        seen <= 5,
+        "{seen} sessions started in {:?}: a GET refused 404 renews the session with no pause",
+        started.elapsed()
+    );
+}
+
+/// Review 47z: a request made while a session is renewed reaches the
+/// server in the new session before that session's
+/// `notifications/initialized` (2025-11-25 basic/lifecycle: the client
+/// MUST send it after a successful `initialize`; the Python SDK refuses
+/// any other request that comes before it). `Shared::exchange_on`
+/// (src/client/http/post.rs) adopts the session id as soon as the
+/// renewal's `initialize` answer's head arrives, and `Shared::renew`
+/// (src/client/http/session.rs) POSTs `notifications/initialized` (then
+/// the level and the subscriptions) only after that answer is read: every
+/// request sent meanwhile names the new session. At connect this order is
+/// kept (`Shared::send` POSTs `notifications/initialized` on its caller's
+/// thread); at a renewal it is not. The scripted server forgets `s-1` for
+/// calls (a `404` starts the renewal) but answers `ping` in any session,
+/// and holds the body of the renewal's `initialize` answer (its head names
+/// `s-2`) until a request arrives in `s-2`, or 5 s; the test pings until
+/// one arrives in `s-2`. On main a `ping` came in `s-2` before its
+/// `notifications/initialized`.
+#[test]
+fn a_request_made_during_a_renewal_waits_for_the_new_sessions_initialized() {
+    #[derive(Default)]
+    struct State {
+        initializes: usize,
+        initialized: Vec<String>,
+        early: Vec<String>,
+    }
+    let state = Arc::new(Mutex::new(State::default()));
+    let (release_tx, release) = crossbeam_channel::unbounded::<()>();
+    let (renewed_tx, renewed) = crossbeam_channel::unbounded::<()>();
+    let seen = Arc::clone(&state);
+    let addr = scripted(move |req, writer| {
+        let session = req.headers.get("mcp-session-id").cloned();
+        match req.body["method"].as_str().unwrap_or("") {
+            _ if req.verb == "GET" => respond(writer, "405 Method Not Allowed", "", ""),
+            "initialize" => {
+                let n = {
+                    let mut state = seen.lock().unwrap();
+                    state.initializes += 1;
+                    state.initializes
+                };
+                let body = json!({ "jsonrpc": "2.0", "id": req.body["id"], "result": {
+                    "protocolVersion": "2025-11-25",
+                    "capabilities": { "tools": {} },
+                    "serverInfo": { "name": "renewing", "version": "1" } } })
+                .to_string();
+                let head = format!(
+                    "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nMcp-Session-Id: s-{n}\r\nContent-Length: {}\r\n\r\n",
+                    body.len()
+                );
+                writer.write_all(head.as_bytes()).unwrap();
+                if n > 1 {
+                    // The renewal: its head is out, its body held.
+                    let _ = release.recv_timeout(Duration::from_secs(5));
+                }
+                writer.write_all(body.as_bytes()).unwrap();
+            }
+            "notifications/initialized" => {
+                seen.lock()
+                    .unwrap()
+                    .initialized
+                    .push(session.unwrap_or_default());
+                respond(writer, "202 Accepted", "", "");
+            }
+            "tools/call" if session.as_deref() == Some("s-1") => {
+                respond(writer, "404 Not Found", "", "");
+            }
+            method => {
+                let session = session.unwrap_or_default();
+                if session != "s-1" {
+                    let mut state = seen.lock().unwrap();
+                    if !state.initialized.contains(&session) {
+                        state.early.push(format!("{method} in {session}"));
+                    }
+                    let _ = release_tx.send(());
+                    let _ = renewed_tx.send(());
+                }
+                if req.body["id"].is_null() {
+                    respond(writer, "202 Accepted", "", "");
+                } else if method == "tools/call" {
+                    let text = json!([{ "type": "text", "text": "answered" }]);
+                    answer_json(req, writer, "", json!({ "content": text }));
+                } else {
+                    answer_json(req, writer, "", json!({}));
+                }
+            }
+        }
+        true
+    });
+    let client = Arc::new(
+        Client::builder()
+            .era(EraPolicy::LegacyOnly)
+            .connect_url(&format!("http://{addr}/mcp"))
+            .unwrap(),
+    );
+    let caller = Arc::clone(&client);
+    let call = std::thread::spawn(move || {
+        caller.call_tool_with(
+            "a",
+            json!({}),
+            RequestOptions::new().timeout(Duration::from_secs(10)),
+        )
+    });
+    let deadline = std::time::Instant::now() + WAIT;
+    while renewed.try_recv().is_err() && std::time::Instant::now() < deadline {
+        client.ping().unwrap();
+    }
+    let call = call.join().unwrap();
+    let early = std::mem::take(&mut state.lock().unwrap().early);
+    assert!(
+        early.is_empty(),
+        "requests before their session's notifications/initialized: {early:?} (the call: {call:?})"
+    );
+}
+
+/// Review 47z, noticed: a `resources/subscribe` the server refused is not
+/// sent again when the session is renewed. `Shared::keep`
+/// (src/client/http/session.rs) kept every subscribe as it was sent, and
+/// `Shared::renew` sends them all again in a new session. The scripted
+/// legacy server refuses `bad://x` and takes `good://y`, then forgets the
+/// session; a call's `404` renews it. The subscribes are kept in the order
+/// sent (`bad://x` first) and sent again in that order on one thread, so
+/// once `good://y` arrives in `s-2` a re-sent `bad://x` has arrived too.
+#[test]
+fn a_refused_resource_subscription_is_not_sent_again_in_a_new_session() {
+    let live: Arc<Mutex<Option<String>>> = Arc::default();
+    let inits = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let (subscribed_tx, subscribed) = crossbeam_channel::unbounded::<(String, String)>();
+    let state = Arc::clone(&live);
+    let addr = scripted(move |req, writer| {
+        let session = req.headers.get("mcp-session-id").cloned();
+        let method = req.body["method"].as_str().unwrap_or("");
+        if req.verb == "GET" {
+            respond(writer, "405 Method Not Allowed", "", "");
+        } else if req.verb == "DELETE" {
+            respond(writer, "200 OK", "", "");
+        } else if method == "initialize" {
+            let n = inits.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+            let id = format!("s-{n}");
+            *state.lock().unwrap() = Some(id.clone());
+            answer_json(
+                req,
+                writer,
+                &format!("Mcp-Session-Id: {id}\r\n"),
+                json!({ "protocolVersion": "2025-11-25",
+                    "capabilities": { "tools": {}, "resources": { "subscribe": true } },
+                    "serverInfo": { "name": "choosy", "version": "1" } }),
+            );
+        } else if session.is_none() || session != *state.lock().unwrap() {
+            respond(writer, "404 Not Found", "", "");
+        } else if method == "resources/subscribe" {
+            let uri = req.body["params"]["uri"].as_str().unwrap_or("").to_owned();
+            let _ = subscribed_tx.send((uri.clone(), session.unwrap_or_default()));
+            if uri == "bad://x" {
+                let body = json!({ "jsonrpc": "2.0", "id": req.body["id"],
+                    "error": { "code": -32602, "message": "no such resource" } });
+                respond(
+                    writer,
+                    "200 OK",
+                    "Content-Type: application/json\r\n",
+                    &body.to_string(),
+                );
+            } else {
+                answer_json(req, writer, "", json!({}));
+            }
+        } else if method == "tools/call" {
+            answer_json(
+                req,
+                writer,
+                "",
+                json!({ "content": [{ "type": "text", "text": "fine" }] }),
+            );
+        } else if req.body.get("id").is_some() {
+            answer_json(req, writer, "", json!({}));
+        } else {
+            respond(writer, "202 Accepted", "", "");
+        }
+        true
+    });
+    let client = Client::builder()
+        .era(EraPolicy::LegacyOnly)
+        .connect_url(&format!("http://{addr}/mcp"))
+        .unwrap();
+    let filter = SubscriptionFilter {
+        resource_subscriptions: Some(vec!["bad://x".into(), "good://y".into()]),
+        ..SubscriptionFilter::default()
+    };
+    let subscription = client.listen(filter).unwrap();
+    *live.lock().unwrap() = None;
+    let call = client.call("a", json!({}));
+    assert!(
+        matches!(&call, Ok(r) if r.text_content() == "fine"),
+        "{call:?}"
+    );
+    let mut seen = Vec::new();
+    while !seen.contains(&("good://y".to_owned(), "s-2".to_owned())) {
+        match subscribed.recv_timeout(WAIT) {
+            Ok(one) => seen.push(one),
+            Err(_) => panic!("good://y not subscribed in s-2: {seen:?}"),
+        }
+    }
+    assert!(
+        !seen.contains(&("bad://x".to_owned(), "s-2".to_owned())),
+        "the refused subscription was sent again: {seen:?}"
+    );
+    drop(subscription);
+    let _ = client.close();
+}
+
+/// Review 47z, noticed: a renewal that sends many subscriptions again
+/// does not hold up the calls that wait for it. `Shared::renew` sent every
+/// kept `resources/subscribe` one by one while holding the renewal's lock,
+/// and only then was the call that got the `404` sent again (and every
+/// other call that got one waited on the lock). The scripted legacy server
+/// takes 100 subscriptions, forgets the session, and answers each one sent
+/// again in `s-2` after 50 ms (5 s in all); the call must be answered well
+/// before that.
+#[test]
+fn a_renewal_with_many_subscriptions_does_not_hold_up_the_calls_waiting_for_it() {
+    const URIS: usize = 100;
+    let live: Arc<Mutex<Option<String>>> = Arc::default();
+    let inits = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let (again_tx, again) = crossbeam_channel::unbounded::<String>();
+    let state = Arc::clone(&live);
+    let addr = scripted(move |req, writer| {
+        let session = req.headers.get("mcp-session-id").cloned();
+        let method = req.body["method"].as_str().unwrap_or("");
+        if req.verb == "GET" {
+            respond(writer, "405 Method Not Allowed", "", "");
+        } else if req.verb == "DELETE" {
+            respond(writer, "200 OK", "", "");
+        } else if method == "initialize" {
+            let n = inits.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+            let id = format!("s-{n}");
+            *state.lock().unwrap() = Some(id.clone());
+            answer_json(
+                req,
+                writer,
+                &format!("Mcp-Session-Id: {id}\r\n"),
+                json!({ "protocolVersion": "2025-11-25",
+                    "capabilities": { "tools": {}, "resources": { "subscribe": true } },
+                    "serverInfo": { "name": "subscribed", "version": "1" } }),
+            );
+        } else if session.is_none() || session != *state.lock().unwrap() {
+            respond(writer, "404 Not Found", "", "");
+        } else if method == "resources/subscribe" {
+            if session.as_deref() == Some("s-2") {
+                std::thread::sleep(Duration::from_millis(50));
+                let uri = req.body["params"]["uri"].as_str().unwrap_or("").to_owned();
+                let _ = again_tx.send(uri);
+            }
+            answer_json(req, writer, "", json!({}));
+        } else if method == "tools/call" {
+            answer_json(
+                req,
+                writer,
+                "",
+                json!({ "content": [{ "type": "text", "text": "fine" }] }),
+            );
+        } else if req.body.get("id").is_some() {
+            answer_json(req, writer, "", json!({}));
+        } else {
+            respond(writer, "202 Accepted", "", "");
+        }
+        true
+    });
+    let client = Client::builder()
+        .era(EraPolicy::LegacyOnly)
+        .connect_url(&format!("http://{addr}/mcp"))
+        .unwrap();
+    let filter = SubscriptionFilter {
+        resource_subscriptions: Some((0..URIS).map(|n| format!("r://{n}")).collect()),
+        ..SubscriptionFilter::default()
+    };
+    let subscription = client.listen(filter).unwrap();
+    assert_eq!(
+        subscription
+            .accepted()
+            .resource_subscriptions
+            .as_ref()
+            .map(Vec::len),
+        Some(URIS)
+    );
+    *live.lock().unwrap() = None;
+    let started = std::time::Instant::now();
+    let call = client.call("a", json!({}));
+    let took = started.elapsed();
+    assert!(
+        matches!(&call, Ok(r) if r.text_content() == "fine"),
+        "{call:?}"
+    );
+    assert!(
+        took < Duration::from_millis(2500),
+        "the call waited {took:?} for the subscriptions"
+    );
+    // They are all sent again in the new session, all the same.
+    let mut resent = std::collections::HashSet::new();
+    while resent.len() < URIS {
+        let uri = again
+            .recv_timeout(WAIT)
+            .expect("every subscription sent again");
+        resent.insert(uri);
+    }
+    drop(subscription);
+    let _ = client.close();
+}
+
+/// Review 47z: a tool whose two `x-mcp-header` names differ only by `_`
+/// and `-` cannot be called over HTTP. The spec allows both names
+/// (2026-07-28 server/tools, "x-mcp-header": `1*tchar`, unique without
+/// regard to case, and `_` and `-` are both tchars), and a client sends
+/// `Mcp-Param-Region_Code` and `Mcp-Param-Region-Code`; since 21193b8,
+/// `guard::single_fields` (src/server/http/guard.rs) reads `_` as `-` in
+/// every `Mcp-*` name, so the two are one field sent twice: `-32020`
+/// before the body is read. On main our client's call to our server
+/// failed with `Rpc(-32020 "Header mismatch: the mcp-param-region-code
+/// header is sent more than once: send it once")`.
+#[test]
+fn a_tool_marked_with_names_that_differ_by_an_underscore_can_be_called() {
+    let server = crate::everything::build();
+    let coded = Tool::new("coded", "Returns its two codes.").input_schema(json!({
+        "type": "object",
+        "properties": {
+            "a": { "type": "string", "x-mcp-header": "Region_Code" },
+            "b": { "type": "string", "x-mcp-header": "Region-Code" }
+        },
+        "required": ["a", "b"]
+    }));
+    server.add_tool(coded, |_ctx, args: Value| {
+        Ok(CallToolResult::text(format!("{} {}", args["a"], args["b"])))
+    });
+    let http = serve(server);
+    let client = Client::builder().connect_url(&http.url).unwrap();
+    assert!(client.tools().any(|t| t.unwrap().name == "coded"));
+    let answer = client.call("coded", json!({ "a": "eu", "b": "us" }));
+    assert!(
+        matches!(&answer, Ok(r) if r.text_content() == r#""eu" "us""#),
+        "{answer:?}"
+    );
 }

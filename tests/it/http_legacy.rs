@@ -814,6 +814,124 @@ fn live_sessions_outlast_a_flood_of_new_ones() {
     }
 }
 
+/// Issue 47, item 9 (task 47r, item 5): a `ping` is not what makes a
+/// session live. Past `max_sessions` (here 8), 8 unauthenticated
+/// `initialize` POSTs, each followed by a `ping` in its session, must not
+/// push out a session that made a real request (`tools/list`). Before,
+/// any request marked a session used: the pinged ones were used too,
+/// and newer, so the live one, idle longest, was forgotten (`404`).
+#[test]
+fn sessions_that_only_pinged_give_way_before_a_live_one() {
+    let http = start(
+        crate::everything::build(),
+        HttpOptions::new().max_sessions(8),
+    );
+    let addr = http.addr;
+    let live = initialize(addr, json!({}));
+    let listed = post(
+        addr,
+        &headers(Some(&live), false),
+        &json!({ "jsonrpc": "2.0", "id": 2, "method": "tools/list" }).to_string(),
+    );
+    assert_eq!(status(&listed), 200, "{listed}");
+    for n in 0..8 {
+        let flood = initialize(addr, json!({}));
+        let ping = json!({ "jsonrpc": "2.0", "id": 10 + n, "method": "ping" });
+        let pinged = post(addr, &headers(Some(&flood), false), &ping.to_string());
+        assert_eq!(status(&pinged), 200, "{pinged}");
+    }
+    let response = post(
+        addr,
+        &headers(Some(&live), false),
+        &call(3, "echo").to_string(),
+    );
+    assert_eq!(
+        status(&response),
+        200,
+        "the live session was forgotten: {response}"
+    );
+}
+
+/// Issue 47, item 9 (task 47r, item 6): the legacy sessions together keep
+/// at most `max_session_bytes`. Here 64 sessions may be kept, in 64 KiB
+/// (a share of 1 KiB each). Ten sessions of 16 KiB of capabilities each:
+/// the first ones give way to the later ones long before 64 are kept,
+/// while a small live session stays; and one session's subscriptions stop
+/// at the budget, refused with an error that names it. Before, nothing
+/// bounded the sessions' bytes together: 1,024 sessions could keep some
+/// 320 MiB (64 KiB of `initialize` params and 256 KiB of URIs each).
+#[test]
+fn the_sessions_together_keep_at_most_their_budget() {
+    let http = start(
+        crate::everything::build(),
+        HttpOptions::new()
+            .max_sessions(64)
+            .max_session_bytes(64 * 1024),
+    );
+    let addr = http.addr;
+    let live = initialize(addr, json!({}));
+    let listed = post(
+        addr,
+        &headers(Some(&live), false),
+        &json!({ "jsonrpc": "2.0", "id": 2, "method": "tools/list" }).to_string(),
+    );
+    assert_eq!(status(&listed), 200, "{listed}");
+    let fat: Vec<String> = (0..10)
+        .map(|_| {
+            initialize(
+                addr,
+                json!({ "experimental": { "pad": "x".repeat(16 * 1024) } }),
+            )
+        })
+        .collect();
+    let still = |session: &str| {
+        let response = post(
+            addr,
+            &headers(Some(session), false),
+            &call(3, "echo").to_string(),
+        );
+        status(&response)
+    };
+    assert_eq!(
+        still(&fat[0]),
+        404,
+        "the first 16 KiB session is kept past the budget"
+    );
+    assert_eq!(still(&fat[9]), 200, "the newest session");
+    assert_eq!(still(&live), 200, "the live session gave way");
+
+    let session = initialize(addr, json!({}));
+    let session_headers = headers(Some(&session), false);
+    let mut subscribed = 0;
+    let refusal = (0..100).find_map(|n| {
+        let uri = format!("mem://{n}/{}", "u".repeat(1024));
+        let subscribe = json!({ "jsonrpc": "2.0", "id": 10 + n, "method": "resources/subscribe",
+            "params": { "uri": uri } });
+        let response = post(addr, &session_headers, &subscribe.to_string());
+        let reply = json_body(&response);
+        match reply.get("error") {
+            Some(error) => Some(error.clone()),
+            None => {
+                subscribed += 1;
+                None
+            }
+        }
+    });
+    let error = refusal.expect("subscriptions past the sessions' budget are refused");
+    assert_eq!(error["code"], -32603, "{error}");
+    assert!(
+        error["message"]
+            .as_str()
+            .unwrap()
+            .contains("max_session_bytes"),
+        "{error}"
+    );
+    assert!(
+        subscribed < 64,
+        "{subscribed} KiB subscribed past a budget of 64 KiB"
+    );
+}
+
 /// Issue 47, item 9: a session's memory is bounded, not only the number of
 /// sessions. An `initialize` whose params (capabilities, client info) are
 /// larger than 64 KiB is refused `-32602`, and subscriptions past 256 KiB
@@ -1043,9 +1161,9 @@ fn answers_reach_the_post_that_asked_among_the_open_posts_of_a_session() {
 /// requests sent and left (the tool runs until released) at
 /// `max_connections(2)`: on main the next client is `503`, and would be
 /// for as long as the handlers run. Before item 14's change the close
-/// freed the place at once.
+/// freed the place at once. Now a connection whose client has gone is the
+/// first to give way at the cap, its legacy request cancelled then.
 #[test]
-#[ignore = "review-47h: not fixed yet, see the review"]
 fn legacy_requests_whose_clients_went_away_leave_room_for_new_clients() {
     let (started_tx, started) = crossbeam_channel::unbounded::<()>();
     let (release_tx, release) = crossbeam_channel::unbounded::<()>();
@@ -1147,5 +1265,46 @@ fn a_sessions_subscribes_cost_the_same_however_many_it_has() {
     assert!(
         last < 3 * first,
         "subscribes 5,001 to 6,000 took {last:?}, the first 1,000 {first:?}"
+    );
+}
+
+/// Review 47z: the bound on sessions still evicts a live session, for a
+/// flood only one POST per session larger. `Store::evict`
+/// (src/server/http/sessions.rs) ranks an idle session that was `used`
+/// after one that was not, and `used` is set by any message naming the
+/// session (`Sessions::enter`, `open_posts`: a `ping`, an answer, a
+/// `notifications/cancelled`); the module docs say a flood "pushes out
+/// only its own kind, not the sessions in use". At `max_sessions(4)`, a
+/// client that listed its tools once, then four unauthenticated
+/// `initialize` + `ping` pairs: on main the client's next call is `404`.
+#[test]
+fn a_flood_of_sessions_that_each_ping_once_pushes_out_no_live_session() {
+    let http = start(
+        crate::everything::build(),
+        HttpOptions::new().max_sessions(4),
+    );
+    let addr = http.addr;
+    let live = initialize(addr, json!({}));
+    let listed = post(
+        addr,
+        &headers(Some(&live), false),
+        &json!({ "jsonrpc": "2.0", "id": 2, "method": "tools/list" }).to_string(),
+    );
+    assert_eq!(status(&listed), 200, "{listed}");
+    for n in 0..4 {
+        let flood = initialize(addr, json!({}));
+        let ping = json!({ "jsonrpc": "2.0", "id": 10 + n, "method": "ping" });
+        let pinged = post(addr, &headers(Some(&flood), false), &ping.to_string());
+        assert_eq!(status(&pinged), 200, "{pinged}");
+    }
+    let response = post(
+        addr,
+        &headers(Some(&live), false),
+        &call(3, "echo").to_string(),
+    );
+    assert_eq!(
+        status(&response),
+        200,
+        "the live session was pushed out by sessions that each sent one ping: {response}"
     );
 }

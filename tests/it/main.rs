@@ -35,6 +35,8 @@ mod http_client;
 mod http_hostile;
 #[cfg(all(feature = "http", feature = "legacy"))]
 mod http_legacy;
+#[cfg(feature = "https")]
+mod https;
 mod json_text;
 mod large_lines;
 mod layers;
@@ -44,6 +46,8 @@ mod limits;
 mod module_graph;
 mod mrtr;
 mod notifications;
+#[cfg(all(feature = "http", feature = "client"))]
+mod oauth;
 mod package;
 mod prompts;
 #[cfg(all(feature = "http", feature = "client", feature = "legacy"))]

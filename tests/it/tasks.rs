@@ -821,6 +821,86 @@ fn an_application_store_keeps_the_tasks_and_creation_is_durable() {
     peer.finish_quietly();
 }
 
+/// A store other processes share (it has a watch interval) whose `create`
+/// commits only once the server's watch has gone round once: swept, and
+/// read again the tasks this process runs, the new one among them (it is
+/// counted as running before the store is called).
+struct CommitsAfterAWatchRound {
+    inner: MemoryTaskStore,
+    sweeps: Mutex<u64>,
+    swept: std::sync::Condvar,
+}
+
+impl TaskStore for CommitsAfterAWatchRound {
+    fn create(&self, task: StoredTask) -> Result<(), ErrorObject> {
+        // Two sweeps from now: the first one's round has read the tasks.
+        let sweeps = self.sweeps.lock().unwrap();
+        let until = *sweeps + 2;
+        let (_sweeps, waited) = self
+            .swept
+            .wait_timeout_while(sweeps, WAIT, |n| *n < until)
+            .unwrap();
+        assert!(!waited.timed_out(), "the watch did not go round");
+        self.inner.create(task)
+    }
+
+    fn get(&self, task_id: &str) -> Result<Option<StoredTask>, ErrorObject> {
+        self.inner.get(task_id)
+    }
+
+    fn update(
+        &self,
+        task_id: &str,
+        change: &mut dyn FnMut(&mut StoredTask),
+    ) -> Result<Option<StoredTask>, ErrorObject> {
+        self.inner.update(task_id, change)
+    }
+
+    fn watch_interval(&self) -> Option<Duration> {
+        Some(Duration::from_millis(5))
+    }
+
+    fn sweep(&self) -> Result<Vec<StoredTask>, ErrorObject> {
+        *self.sweeps.lock().unwrap() += 1;
+        self.swept.notify_all();
+        Ok(Vec::new())
+    }
+}
+
+/// Issue 48 (`tests/scale_out_faults.sh`: "completed after its cancel was
+/// acknowledged"): the watch read a task counted as running before the
+/// store had it, found it gone and stopped its handler, which returned at
+/// once; the task completed with what a stopped handler says, before
+/// anyone cancelled it.
+#[test]
+fn a_task_being_created_is_not_stopped_by_the_watch() {
+    let store = CommitsAfterAWatchRound {
+        inner: MemoryTaskStore::new(8),
+        sweeps: Mutex::new(0),
+        swept: std::sync::Condvar::new(),
+    };
+    let server = Server::builder("t", "1")
+        .task_tool(
+            Tool::new("check", "Says whether it was stopped before it began."),
+            TaskMode::Required,
+            |ctx, _args: Value| {
+                Ok(CallToolResult::text(if ctx.is_cancelled() {
+                    "stopped before it began"
+                } else {
+                    "ran"
+                }))
+            },
+        )
+        .task_store(store)
+        .build();
+    let mut peer = Peer::start(&server);
+    let id = start(&mut peer, "check", json!({}));
+    let done = poll(&mut peer, &id, &["completed", "failed", "cancelled"]);
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(done["result"]["content"][0]["text"], "ran", "{done}");
+    peer.finish_quietly();
+}
+
 #[test]
 fn discover_advertises_the_extension_only_with_a_task_tool() {
     let mut peer = Peer::start(&Server::builder("t", "1").build());

@@ -26,7 +26,7 @@ use checks::{
     bearer_token, check_applies, era, header, log_level, max_body_bytes, timeout,
     token_file_warning,
 };
-pub use checks::{check_url, header_for_stdio};
+pub use checks::{cacert_for_stdio, check_url, header_for_stdio};
 pub use oauth::OAuth;
 #[cfg(all(feature = "server", feature = "http"))]
 pub use oauth::{INTROSPECT_CREDENTIALS_ENV, Tokens};
@@ -62,6 +62,11 @@ pub enum Command {
     /// [--max-body-bytes N] [--bearer-token T | --authorization-server URL
     /// ...]`: the server over HTTP.
     ServeHttp(ServeHttp),
+    /// `login`: authorize with the `--url` server (OAuth) and keep the
+    /// tokens.
+    Login,
+    /// `logout`: forget the tokens kept for the `--url` server.
+    Logout,
     /// `help`, `--help`, `-h`.
     Help,
     /// `--version`, `-V`.
@@ -145,6 +150,9 @@ pub struct Options {
     pub show_stderr: bool,
     /// `--header 'Name: value'`, in order: sent to an HTTP server.
     pub headers: Vec<(String, String)>,
+    /// `--cacert FILE`, in order: CA certificates trusted for an
+    /// `https://` server, besides the system's.
+    pub cacerts: Vec<PathBuf>,
 }
 
 /// A mistake on the command line: one line saying what is wrong.
@@ -189,6 +197,11 @@ pub fn parse(args: Vec<String>) -> Result<Options, UsageError> {
         return Ok(flags.into_options(Command::Help, None));
     }
     check_applies(&command, &flags)?;
+    if matches!(command, Command::Login | Command::Logout) && flags.url.is_none() {
+        return Err(usage(
+            "login and logout are for a server given with --url (mcp-stdio --url https://HOST/mcp login)",
+        ));
+    }
     if let Some(url) = flags.url.clone() {
         check_url(&url, "--url")?;
         if server.is_some() || flags.config.is_some() {
@@ -200,6 +213,7 @@ pub fn parse(args: Vec<String>) -> Result<Options, UsageError> {
     }
     let server = match (server, flags.config.clone(), flags.server.clone()) {
         (Some(_), None, None) if !flags.headers.is_empty() => return Err(header_for_stdio()),
+        (Some(_), None, None) if !flags.cacerts.is_empty() => return Err(cacert_for_stdio()),
         (Some(argv), None, None) if !argv.is_empty() => ServerSpec::Argv(argv),
         (Some(_), None, None) => return Err(usage("no server command after --")),
         (Some(_), Some(_), _) | (Some(_), _, Some(_)) => {
@@ -241,6 +255,7 @@ const OPTIONS: &[&str] = &[
     "--server",
     "--url",
     "--header",
+    "--cacert",
     "--resource",
     "--listen",
     "--allow-origin",
@@ -269,6 +284,8 @@ const COMMANDS: &[&str] = &[
     "complete",
     "listen",
     "serve-http",
+    "login",
+    "logout",
     "check",
 ];
 
@@ -295,6 +312,7 @@ struct Flags {
     server: Option<String>,
     url: Option<String>,
     headers: Vec<(String, String)>,
+    cacerts: Vec<PathBuf>,
     tools: bool,
     prompts: bool,
     resources: bool,
@@ -380,6 +398,7 @@ impl Flags {
             "--server" => self.server = Some(value()?),
             "--url" => self.url = Some(value()?),
             "--header" | "-H" => self.headers.push(header(&value()?)?),
+            "--cacert" => self.cacerts.push(PathBuf::from(value()?)),
             "--resource" => self.resource.push(value()?),
             "--listen" => self.listen = Some(value()?),
             "--allow-origin" => self.allow_origins.push(value()?),
@@ -423,6 +442,7 @@ impl Flags {
             save: self.save,
             show_stderr: self.show_stderr,
             headers: self.headers,
+            cacerts: self.cacerts,
         }
     }
 }
@@ -441,6 +461,14 @@ fn command(name: &str, args: Vec<String>, flags: &Flags) -> Result<Command, Usag
         "info" => {
             arity(0, 0, "")?;
             Command::Info
+        }
+        "login" => {
+            arity(0, 0, "")?;
+            Command::Login
+        }
+        "logout" => {
+            arity(0, 0, "")?;
+            Command::Logout
         }
         "tools" | "resources" | "templates" | "prompts" => {
             arity(0, 0, "[--long]")?;

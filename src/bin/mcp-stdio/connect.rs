@@ -3,6 +3,7 @@
 //! wire, the notes), and why it could not be started, in one line.
 
 use std::io::IsTerminal;
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use mcp_stdio::{Client, Error, WireDirection};
@@ -57,8 +58,9 @@ pub(crate) fn start(
 pub(crate) enum Target {
     /// A process to spawn.
     Spawn(std::process::Command),
-    /// A Streamable HTTP server: its URL and the headers to send.
-    Url(String, Vec<(String, String)>),
+    /// A Streamable HTTP server: its URL, the headers to send and the CA
+    /// files to trust (`--cacert`).
+    Url(String, Vec<(String, String)>, Vec<PathBuf>),
 }
 
 /// The server, and its name for messages (program or URL).
@@ -80,7 +82,7 @@ pub(crate) fn server(opts: &Options) -> Result<ServerTarget, Failure> {
             })
         }
         Some(ServerSpec::Url(url)) => Ok(ServerTarget {
-            target: Target::Url(url.clone(), opts.headers.clone()),
+            target: Target::Url(url.clone(), opts.headers.clone(), opts.cacerts.clone()),
             name: url.clone(),
         }),
         Some(ServerSpec::Config { file, name }) => {
@@ -96,9 +98,12 @@ pub(crate) fn server(opts: &Options) -> Result<ServerTarget, Failure> {
                     .chain(opts.headers.iter().cloned())
                     .collect();
                 return Ok(ServerTarget {
-                    target: Target::Url(url.clone(), headers),
+                    target: Target::Url(url.clone(), headers, opts.cacerts.clone()),
                     name: url.clone(),
                 });
+            }
+            if !opts.cacerts.is_empty() {
+                return Err(Failure::usage(args::cacert_for_stdio().0));
             }
             if !opts.headers.is_empty() {
                 return Err(Failure::usage(args::header_for_stdio().0));
@@ -138,8 +143,13 @@ fn connect(
         .client_info("mcp-stdio", env!("CARGO_PKG_VERSION"))
         .era(opts.era)
         .on_elicitation(move |params| elicit.elicit(params));
-    // `--timeout` bounds the whole command: starting is part of it.
-    builder = builder.start_timeout(opts.timeout.unwrap_or(DEFAULT_START));
+    // `--timeout` bounds the whole command: starting is part of it; a
+    // login waits for a person (5 minutes at most) as well.
+    let start = match opts.command {
+        Command::Login => DEFAULT_START * 6,
+        _ => DEFAULT_START,
+    };
+    builder = builder.start_timeout(opts.timeout.unwrap_or(start));
     if let Some(timeout) = opts.timeout {
         builder = builder.request_timeout(timeout);
     }
@@ -198,7 +208,12 @@ fn connect(
             }
             builder.spawn(command)
         }
-        Target::Url(url, headers) => connect_url(builder, &url, headers),
+        Target::Url(url, headers, cacerts) => {
+            let interactive = opts.interactive
+                || opts.command == Command::Login
+                || std::io::stdin().is_terminal();
+            connect_url(builder, &url, headers, cacerts, interactive, stderr)
+        }
     }
     .map_err(|e| (e, program))?;
     if let (Some(level), mcp_stdio::Era::Legacy { .. }) = (opts.log_level, client.era()) {
@@ -270,16 +285,35 @@ fn sent(line: &[u8]) -> Sent {
     }
 }
 
-/// Connects to a Streamable HTTP server (a binary built with `http`).
+/// Connects to a Streamable HTTP server (a binary built with `http`),
+/// authorizing with OAuth when it asks (`login`), unless the options give
+/// an `Authorization` header of their own;
+/// trusting the CAs of `cacerts` too (`https`; `check_url` refused an
+/// `https://` URL in a build without it, and an `http://` one needs none).
 #[cfg(feature = "http")]
 pub(crate) fn connect_url(
     mut builder: mcp_stdio::ClientBuilder,
     url: &str,
     headers: Vec<(String, String)>,
+    cacerts: Vec<PathBuf>,
+    interactive: bool,
+    stderr: &Arc<Stderr>,
 ) -> Result<Client, Error> {
+    let own = headers
+        .iter()
+        .any(|(name, _)| name.eq_ignore_ascii_case("authorization"));
     for (name, value) in headers {
         builder = builder.header(&name, &value);
     }
+    if !own && let Some(oauth) = crate::login::oauth(url, interactive, stderr) {
+        builder = builder.oauth(oauth);
+    }
+    #[cfg(feature = "https")]
+    for file in cacerts {
+        builder = builder.add_ca_file(file);
+    }
+    #[cfg(not(feature = "https"))]
+    let _ = cacerts;
     builder.connect_url(url)
 }
 
@@ -289,6 +323,9 @@ pub(crate) fn connect_url(
     _builder: mcp_stdio::ClientBuilder,
     url: &str,
     _headers: Vec<(String, String)>,
+    _cacerts: Vec<PathBuf>,
+    _interactive: bool,
+    _stderr: &Arc<Stderr>,
 ) -> Result<Client, Error> {
     Err(Error::Protocol(format!(
         "cannot reach {url}: this mcp-stdio was built without the `http` feature (cargo install mcp-stdio --features http)"

@@ -30,6 +30,8 @@ mod escape;
 mod field;
 mod form;
 mod interrupt;
+#[cfg(feature = "http")]
+mod login;
 #[cfg(all(feature = "server", feature = "http"))]
 mod oauth;
 mod output;
@@ -251,6 +253,41 @@ fn main() -> ExitCode {
     ExitCode::from(run(&opts, &stderr))
 }
 
+/// `logout`: the tokens kept for the `--url` server forgotten (their
+/// file removed); nothing is sent to the server.
+#[cfg(feature = "http")]
+fn logout(opts: &Options) -> Result<u8, Failure> {
+    let Some(args::ServerSpec::Url(url)) = &opts.server else {
+        return Err(Failure::usage("logout needs --url".to_owned()));
+    };
+    let file = login::token_file(url).ok_or_else(|| {
+        Failure::usage("no config directory: set HOME or XDG_CONFIG_HOME".to_owned())
+    })?;
+    match std::fs::remove_file(&file) {
+        Ok(()) => {
+            output::print(&format!("logged out of {url} (removed {})", file.display()));
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            output::print(&format!("no tokens were kept for {url}"));
+        }
+        Err(e) => {
+            return Err(Failure::connection(format!(
+                "could not remove {}: {e}",
+                file.display()
+            )));
+        }
+    }
+    Ok(0)
+}
+
+/// Without the HTTP client there are no tokens to forget.
+#[cfg(not(feature = "http"))]
+fn logout(_opts: &Options) -> Result<u8, Failure> {
+    Err(Failure::usage(
+        "logout: this mcp-stdio was built without the `http` feature".to_owned(),
+    ))
+}
+
 /// Starts the server, runs the command, says how it failed if it did,
 /// closes the server; the exit status.
 ///
@@ -272,6 +309,9 @@ fn run(opts: &Options, stderr: &Arc<Stderr>) -> u8 {
     // Unbounded: the client's notes are rate-limited, and a run is short.
     if let Command::ServeHttp(serve) = &opts.command {
         return serve_http::run(opts, serve, stderr).unwrap_or_else(fail);
+    }
+    if let Command::Logout = &opts.command {
+        return logout(opts).unwrap_or_else(fail);
     }
     // `--timeout` bounds the whole command, from here.
     let deadline = opts.timeout.map(|t| Instant::now() + t);

@@ -78,8 +78,9 @@ pub fn run(opts: &Options, serve: &ServeHttp, stderr: &Arc<Stderr>) -> Result<u8
                 backoff: std::time::Duration::from_millis(200),
             })
             .spawn(command),
-        crate::connect::Target::Url(url, headers) => {
-            crate::connect::connect_url(builder, &url, headers)
+        // A gateway has no one to ask: the tokens `login` kept, or none.
+        crate::connect::Target::Url(url, headers, cacerts) => {
+            crate::connect::connect_url(builder, &url, headers, cacerts, false, stderr)
         }
     }
     .map(Arc::new);

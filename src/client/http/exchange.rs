@@ -8,17 +8,17 @@
 //! and no stricter: a client cannot answer a bad response with a status.
 
 use std::io::{self, BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
+use super::stream::Stream;
 use super::url::Endpoint;
 use crate::http::HttpHeaders;
 
 /// The most a response's head (status line and header fields) may take.
 const MAX_HEAD_BYTES: u64 = 64 * 1024;
 
-/// A connection to the server, buffered for reading.
-pub(crate) type Connection = BufReader<TcpStream>;
+/// A connection to the server (plain or TLS), buffered for reading.
+pub(crate) type Connection = BufReader<Stream>;
 
 /// A response's status line and header fields.
 #[derive(Debug)]
@@ -56,7 +56,7 @@ enum Framing {
 
 /// Writes one request: `method` to the endpoint, with `headers` and `body`.
 pub(crate) fn write_request(
-    stream: &mut TcpStream,
+    stream: &mut Stream,
     method: &str,
     endpoint: &Endpoint,
     headers: &[(String, String)],
@@ -66,7 +66,7 @@ pub(crate) fn write_request(
     write!(
         out,
         "{method} {} HTTP/1.1\r\nHost: {}\r\n",
-        endpoint.target, endpoint.authority
+        endpoint.target, endpoint.host_header
     )?;
     for (name, value) in headers {
         // A value with a line break would smuggle a header in: refused by
@@ -83,10 +83,11 @@ pub(crate) fn write_request(
 
 /// Reads a response's head, skipping interim `1xx` responses. `Ok(None)`:
 /// the connection ended before the response began (a kept-alive
-/// connection the server closed meanwhile). Past `deadline` (checked at
-/// each line) the read fails, `TimedOut`: a socket's read timeout bounds
-/// only its silences, and a server may send interim responses, each in
-/// time, for ever.
+/// connection the server closed meanwhile). Past `deadline` the read
+/// fails: a socket's read timeout bounds only its silences, and a server
+/// may send interim responses, each in time, for ever, or one line a byte
+/// at a time; so each read from the socket may wait only what is left
+/// ([`arm`]).
 pub(crate) fn read_head(
     conn: &mut Connection,
     head_request: bool,
@@ -101,9 +102,9 @@ pub(crate) fn read_head(
     };
     loop {
         in_time()?;
-        let mut limited = conn.by_ref().take(MAX_HEAD_BYTES);
+        let mut budget = MAX_HEAD_BYTES;
         let mut line = String::new();
-        if limited.read_line(&mut line)? == 0 {
+        if read_line_by(conn, &mut line, &mut budget, deadline)? == 0 {
             return Ok(None);
         }
         let status = line
@@ -115,7 +116,7 @@ pub(crate) fn read_head(
         loop {
             in_time()?;
             line.clear();
-            if limited.read_line(&mut line)? == 0 {
+            if read_line_by(conn, &mut line, &mut budget, deadline)? == 0 {
                 return Err(invalid(
                     "the connection ended inside a response's header".into(),
                 ));
@@ -156,6 +157,70 @@ fn invalid(message: String) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidData, message)
 }
 
+/// Before a read of `conn` that may wait for the socket (nothing is
+/// buffered), sets its read timeout to what is left before `deadline`:
+/// a read then waits no longer than that, however the server trickles its
+/// bytes; past it, `TimedOut`. Nothing without a deadline. The timeout so
+/// set stays after the read: only exchanges with a deadline (a
+/// notification's, an answer's, a `DELETE`'s) read with it, each setting
+/// it again, and `Shared::write` sets a request's own before its
+/// exchange.
+fn arm(conn: &Connection, deadline: Option<Instant>) -> io::Result<()> {
+    let Some(deadline) = deadline else {
+        return Ok(());
+    };
+    if !conn.buffer().is_empty() {
+        return Ok(());
+    }
+    let left = deadline.saturating_duration_since(Instant::now());
+    if left.is_zero() {
+        return Err(io::Error::new(
+            io::ErrorKind::TimedOut,
+            "the answer took longer than its time limit",
+        ));
+    }
+    conn.get_ref().socket().set_read_timeout(Some(left))
+}
+
+/// Reads one line into `line`, with its LF, taking at most `*budget`
+/// bytes (counted down: a line that reaches it ends there, without its
+/// LF), each read from the socket [`arm`]ed for `deadline`. The count
+/// read, 0 at the connection's end.
+fn read_line_by(
+    conn: &mut Connection,
+    line: &mut String,
+    budget: &mut u64,
+    deadline: Option<Instant>,
+) -> io::Result<usize> {
+    let mut bytes = Vec::new();
+    while *budget > 0 {
+        arm(conn, deadline)?;
+        let buf = conn.fill_buf()?;
+        if buf.is_empty() {
+            break;
+        }
+        let room = usize::try_from(*budget)
+            .unwrap_or(usize::MAX)
+            .min(buf.len());
+        let (used, ended) = match memchr::memchr(b'\n', &buf[..room]) {
+            Some(at) => (at + 1, true),
+            None => (room, false),
+        };
+        bytes.extend_from_slice(&buf[..used]);
+        conn.consume(used);
+        *budget -= used as u64;
+        if ended {
+            break;
+        }
+    }
+    let read = bytes.len();
+    line.push_str(
+        std::str::from_utf8(&bytes)
+            .map_err(|_| invalid("a response's head or chunk line is not UTF-8".into()))?,
+    );
+    Ok(read)
+}
+
 /// A response's body, decoded from its framing as it is read.
 pub(crate) struct Body<'a> {
     conn: &'a mut Connection,
@@ -185,7 +250,9 @@ impl<'a> Body<'a> {
 
     /// Reading ends at `deadline` (a read then fails, `TimedOut`), however
     /// the server keeps the body going: a socket's read timeout bounds
-    /// only its silences, and a stream of keep-alive comments has none.
+    /// only its silences, and a stream of keep-alive comments has none;
+    /// each read from the socket (a chunk's size line, its data) waits
+    /// only what is left ([`arm`]).
     pub fn until(&mut self, deadline: Instant) {
         self.until = Some(deadline);
     }
@@ -212,7 +279,7 @@ impl<'a> Body<'a> {
 
     fn chunk_line(&mut self) -> io::Result<String> {
         let mut line = String::new();
-        self.conn.by_ref().take(4096).read_line(&mut line)?;
+        read_line_by(self.conn, &mut line, &mut 4096, self.until)?;
         if !line.ends_with('\n') {
             return Err(io::ErrorKind::UnexpectedEof.into());
         }
@@ -249,6 +316,7 @@ impl Read for Body<'_> {
                 .len()
                 .min(usize::try_from(self.left).unwrap_or(usize::MAX)),
         };
+        arm(self.conn, self.until)?;
         let n = self.conn.read(&mut buf[..want])?;
         if n == 0 {
             if self.framing == Framing::UntilClose {
@@ -446,7 +514,7 @@ pub(crate) fn read_json(body: &mut Body<'_>, max: usize) -> io::Result<Vec<Vec<u
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::net::TcpListener;
+    use std::net::{TcpListener, TcpStream};
 
     /// A connection whose server side has already sent `bytes` and closed.
     fn replayed(bytes: &[u8]) -> Connection {
@@ -456,7 +524,7 @@ mod tests {
         let (mut server, _) = listener.accept().unwrap();
         server.write_all(bytes).unwrap();
         drop(server);
-        BufReader::new(client)
+        BufReader::new(Stream::Plain(client))
     }
 
     /// Every message `read_events` hands over from `body` (at most 1,024
@@ -552,6 +620,48 @@ mod tests {
         let messages = read_json(&mut body, 100).unwrap();
         assert_eq!(messages, [b"{\"a\":1}".to_vec(), b"2".to_vec()]);
         assert!(body.is_done());
+    }
+
+    /// One deadline over a head and a body that trickle in a byte at a
+    /// time, each byte well within any read timeout: the status line, and
+    /// a chunk's size line after a head in time. Before, each line read
+    /// on while the bytes came (up to 64 KiB, or 4 KiB).
+    #[test]
+    fn a_trickled_head_or_chunk_line_ends_at_the_deadline() {
+        for prefix in [
+            &b"HTTP/1.1 200 OK"[..],
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n1",
+        ] {
+            let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+            let client = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+            let (mut server, _) = listener.accept().unwrap();
+            server.write_all(prefix).unwrap();
+            let trickle = std::thread::spawn(move || {
+                for _ in 0..60 {
+                    if server.write_all(b" ").is_err() {
+                        break;
+                    }
+                    std::thread::sleep(Duration::from_millis(50));
+                }
+            });
+            client
+                .set_read_timeout(Some(Duration::from_secs(10)))
+                .unwrap();
+            let mut conn = BufReader::new(crate::client::http::stream::Stream::Plain(client));
+            let started = Instant::now();
+            let deadline = started + Duration::from_millis(300);
+            let read = read_head(&mut conn, false, Some(deadline)).and_then(|head| {
+                let head = head.expect("a head");
+                let mut body = Body::new(&mut conn, &head);
+                body.until(deadline);
+                body.read(&mut [0; 16])
+            });
+            let took = started.elapsed();
+            assert!(read.is_err(), "{read:?}");
+            assert!(took < Duration::from_millis(1500), "took {took:?}");
+            drop(conn);
+            trickle.join().unwrap();
+        }
     }
 
     #[test]

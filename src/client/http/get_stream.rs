@@ -8,8 +8,9 @@
 //! Both read events the way a POST's stream is read and hand every
 //! message to the link (`Inbox::deliver`), so what arrives on them is
 //! routed like anything else. A `404` for the standalone stream's session
-//! starts a new session (`session`), whose stream is then opened (a
-//! renewal that fails is tried again after a pause, as any failure). A
+//! starts a new session (`session`), whose stream is opened after a pause
+//! (a `404` is a failure, renewed or not: a longer pause each time, and
+//! given up after [`MAX_FAILURES`] in a row). A
 //! reconnection waits the `retry:` the server last asked for (one second
 //! when it asked nothing) and sends the last event id as `Last-Event-ID`. The 2026-07-28 revision has neither stream: there a
 //! response stream that ends without the answer is an error.
@@ -104,17 +105,26 @@ impl Shared {
                 failures += 1;
             }
             match ended {
-                // The session is gone: a new one, whose stream is opened.
+                Err(Refused::Status(404)) if session.is_some() && failures >= MAX_FAILURES => {
+                    if !self.is_closed() {
+                        self.notes.problem(&format!(
+                            "gave up the server's GET stream after it was refused (404) {failures} times in a row, in new sessions too: list changes and the server's own requests will not arrive"
+                        ));
+                    }
+                    return;
+                }
+                // The session is gone: a new one, whose stream is opened
+                // after the pause. A failure still (a renewal is no
+                // progress): a server that refuses the stream of every new
+                // session (a replica that never saw it, one that forgets
+                // at once) is not asked for new sessions in a tight loop,
+                // and is given up as any other failure.
                 Err(Refused::Status(404)) if session.is_some() => {
                     let gone = [("Mcp-Session-Id".to_owned(), session.unwrap_or_default())];
-                    if self.renew(&gone) {
+                    if let Some(renewed) = self.renew(&gone) {
                         cursor = Cursor::default();
-                        failures = 0;
-                        continue;
+                        self.resubscribe(renewed);
                     }
-                    // Not renewed (the server refused the initialize for
-                    // now): tried again after the pause, a longer one
-                    // each time, as any failure.
                 }
                 Err(Refused::Status(_)) => return,
                 Err(Refused::Why(why)) if failures >= MAX_FAILURES && !self.is_closed() => {
@@ -217,8 +227,10 @@ impl Shared {
             )));
         }
         let mut body = Body::new(kept.connection(), &head);
-        exchange::read_events(&mut body, self.max_message, cursor, deliver)
-            .map_err(|e| Refused::Why(format!("the GET stream broke: {e}")))
+        let read = exchange::read_events(&mut body, self.max_message, cursor, deliver)
+            .map_err(|e| Refused::Why(format!("the GET stream broke: {e}")));
+        kept.end();
+        read
     }
 
     /// Waits `wait`, or less when the client closes or stream `key` is

@@ -51,7 +51,9 @@ pub(super) fn answer_to(message: &[u8], id: &str) -> Option<Answer> {
 /// the Server": the SSE stream "SHOULD eventually include JSON-RPC
 /// response for the JSON-RPC request sent in the POST body"), and a
 /// server that names another request there would answer a caller it was
-/// never given.
+/// never given. So is one serde cannot read (a key with a lone surrogate
+/// escape, say): the link would scan its envelope for the id
+/// (`EnvelopeScan`, as here) and fail that other request with it.
 pub(super) fn answers_another(message: &[u8], id: &str) -> bool {
     #[derive(serde::Deserialize)]
     struct Envelope<'a> {
@@ -59,12 +61,21 @@ pub(super) fn answers_another(message: &[u8], id: &str) -> bool {
         id: Option<&'a serde_json::value::RawValue>,
         method: Option<serde::de::IgnoredAny>,
     }
-    serde_json::from_slice::<Envelope<'_>>(message).is_ok_and(|envelope| {
-        envelope.method.is_none()
-            && envelope
-                .id
-                .is_some_and(|i| i.get() != "null" && i.get() != id)
-    })
+    match serde_json::from_slice::<Envelope<'_>>(message) {
+        Ok(envelope) => {
+            envelope.method.is_none()
+                && envelope
+                    .id
+                    .is_some_and(|i| i.get() != "null" && i.get() != id)
+        }
+        Err(_) => {
+            let mut scan = crate::envelope_scan::EnvelopeScan::new();
+            scan.feed(message);
+            let envelope = scan.finish();
+            let own = serde_json::from_str::<crate::jsonrpc::RequestId>(id).ok();
+            envelope.is_response() && envelope.id.is_some_and(|other| Some(other) != own)
+        }
+    }
 }
 
 /// An error response made the answer to request `id`: the status line
@@ -99,7 +110,9 @@ pub(super) fn error_text(message: &[u8]) -> String {
 /// line.
 pub(super) fn status_error(head: &Head, url: &str) -> String {
     let hint = match head.status {
-        401 | 403 => ": the server wants credentials (ClientBuilder::bearer_token or header)",
+        401 | 403 => {
+            ": the server wants credentials (ClientBuilder::oauth, bearer_token or header)"
+        }
         404 => ": wrong path, or the session ended",
         405 => ": the server does not take POST at this URL",
         _ => "",

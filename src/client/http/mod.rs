@@ -40,7 +40,7 @@
 //! standalone one, opened once initialized, for what belongs to no request,
 //! and the resumption of a request's stream that ended early.
 
-mod exchange;
+pub(crate) mod exchange;
 mod get_stream;
 mod messages;
 mod params;
@@ -48,7 +48,10 @@ mod post;
 mod relist;
 mod session;
 mod settings;
-mod url;
+pub(crate) mod stream;
+#[cfg(feature = "https")]
+pub(crate) mod tls;
+pub(crate) mod url;
 mod workers;
 
 use std::borrow::Cow;
@@ -73,6 +76,7 @@ use params::ParamHeaders;
 use post::Post;
 pub use settings::HeaderSource;
 pub(crate) use settings::HttpSettings;
+use stream::Connector;
 use url::Endpoint;
 use workers::Workers;
 
@@ -91,10 +95,12 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// a server that never does holds that one POST's worker, no longer.
 const ACCEPT_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// Makes the carrier of an HTTP connection to `endpoint`, handing the
-/// server's messages to `inbox`: every message the link sends is POSTed.
+/// Makes the carrier of an HTTP connection to `endpoint` (each opened by
+/// `connector`), handing the server's messages to `inbox`: every message
+/// the link sends is POSTed.
 pub(crate) fn open(
     endpoint: Endpoint,
+    connector: Connector,
     settings: &HttpSettings,
     max_message: usize,
     notes: Notes,
@@ -102,10 +108,12 @@ pub(crate) fn open(
 ) -> Box<dyn Carrier> {
     Box::new(HttpCarrier(Arc::new(Shared {
         endpoint,
+        connector,
         settings: settings.clone(),
         max_message,
         notes,
         session: Mutex::new(None),
+        renewed: Mutex::new(None),
         legacy_version: Mutex::new(None),
         params: Mutex::new(ParamHeaders::default()),
         idle: Mutex::new(Vec::new()),
@@ -130,16 +138,28 @@ impl Carrier for HttpCarrier {
     fn close(&self) {
         self.0.close();
     }
+
+    /// While a request waits for its authorization (the user may take a
+    /// while), the era probe is not given up: `Some(1)`.
+    fn unread(&self) -> Option<usize> {
+        let authorizer = self.0.settings.authorizer.as_ref()?;
+        Some(usize::from(authorizer.is_authorizing()))
+    }
 }
 
 /// What the POSTs of one client share.
 struct Shared {
     endpoint: Endpoint,
+    /// Opens its connections, plain or TLS (`stream`).
+    connector: Connector,
     settings: HttpSettings,
     max_message: usize,
     notes: Notes,
     /// The legacy session the server assigned (`Mcp-Session-Id`).
     session: Mutex<Option<String>>,
+    /// The session the answer to a renewal's `initialize` assigned, not
+    /// yet adopted: `session::renew` adopts it once it is set up.
+    renewed: Mutex<Option<String>>,
     /// The version a legacy server agreed to in `initialize`, sent as
     /// `MCP-Protocol-Version` from then on.
     legacy_version: Mutex<Option<String>>,
@@ -147,8 +167,9 @@ struct Shared {
     params: Mutex<ParamHeaders>,
     /// Kept-alive connections nobody is using.
     idle: Mutex<Vec<post::Kept>>,
-    /// Each request in flight, by its id as JSON, with its connection once
-    /// it has one: closed to cancel it. A cancellation removes the entry,
+    /// Each request in flight, by its id as JSON, with its connection's
+    /// TCP socket once it has one: shut to cancel it (a read inside TLS
+    /// ends too). A cancellation removes the entry,
     /// which tells the POST to report nothing.
     streams: Mutex<HashMap<String, Option<Arc<TcpStream>>>>,
     /// Where the server's messages go; `None` once closed (the link's
@@ -388,7 +409,33 @@ impl Shared {
             return;
         }
         self.workers.close();
-        if let Some(session) = lock(&self.session).clone() {
+        self.end_session();
+        for kept in lock(&self.idle).drain(..) {
+            kept.end();
+        }
+        for (_, stream) in lock(&self.streams).drain() {
+            let Some(stream) = stream else { continue };
+            let _ = stream.shutdown(Shutdown::Both);
+        }
+        lock(&self.inbox).take();
+    }
+
+    /// Ends the session, if one is open: taken out (whoever takes it ends
+    /// it, once) and `DELETE`d. Called by `close`, after it marked the
+    /// client closed; a renewal that finds the client closed before it
+    /// adopts its new session ends that one itself (`session::renew`): a
+    /// session adopted before `close` took it is ended by `close`, one not
+    /// adopted by the renewal.
+    fn end_session(&self) {
+        let Some(session) = lock(&self.session).take() else {
+            return;
+        };
+        self.delete_session(session);
+    }
+
+    /// `DELETE`s `session` (the server may refuse or be gone).
+    fn delete_session(&self, session: String) {
+        {
             let mut headers = vec![("Mcp-Session-Id".to_owned(), session)];
             if let Some(version) = lock(&self.legacy_version).clone() {
                 headers.push(("MCP-Protocol-Version".to_owned(), version));
@@ -396,9 +443,9 @@ impl Shared {
             headers.extend(self.settings.headers());
             // The server may refuse (405: it does not let clients end
             // sessions) or be gone: either way the client is done with it.
-            if let Ok(stream) = self.connect(DELETE_TIMEOUT) {
-                let _ = stream.set_read_timeout(Some(DELETE_TIMEOUT));
-                let _ = stream.set_write_timeout(Some(DELETE_TIMEOUT));
+            if let Ok(stream) = self.connector.connect(&self.endpoint, DELETE_TIMEOUT) {
+                let _ = stream.socket().set_read_timeout(Some(DELETE_TIMEOUT));
+                let _ = stream.socket().set_write_timeout(Some(DELETE_TIMEOUT));
                 let mut conn = std::io::BufReader::new(stream);
                 let written = exchange::write_request(
                     conn.get_mut(),
@@ -411,13 +458,8 @@ impl Shared {
                     let deadline = Instant::now() + DELETE_TIMEOUT;
                     let _ = exchange::read_head(&mut conn, false, Some(deadline));
                 }
+                conn.into_inner().end();
             }
         }
-        lock(&self.idle).clear();
-        for (_, stream) in lock(&self.streams).drain() {
-            let Some(stream) = stream else { continue };
-            let _ = stream.shutdown(Shutdown::Both);
-        }
-        lock(&self.inbox).take();
     }
 }

@@ -6,7 +6,7 @@
 
 use std::cell::Cell;
 use std::io::BufReader;
-use std::net::{TcpStream, ToSocketAddrs};
+use std::net::TcpStream;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -34,7 +34,7 @@ fn read_timeout(id: Option<&str>) -> Option<Duration> {
 }
 
 /// Whether `error`, from writing a request on a kept-alive connection or
-/// reading its answer's head, says the server had closed that connection.
+/// reading its answer's head, says the server closed that connection.
 fn closed_meanwhile(error: &std::io::Error) -> bool {
     use std::io::ErrorKind;
     matches!(
@@ -46,11 +46,31 @@ fn closed_meanwhile(error: &std::io::Error) -> bool {
     )
 }
 
+/// Why a request that may not be repeated failed when its reused
+/// connection ended before any answer ([`Shared::start`]).
+fn not_sent_again(url: &str) -> String {
+    format!(
+        "the connection to {url} ended after the request was sent, before any answer: not sent again, since the server may have acted on it (send it again if that is safe)"
+    )
+}
+
+/// Whether `head` asks for credentials: a `401`, or a `403` whose
+/// challenge says `insufficient_scope` (RFC 6750 section 3.1).
+fn wants_credentials(head: &Head) -> bool {
+    head.status == 401
+        || (head.status == 403
+            && head
+                .headers
+                .get_all("www-authenticate")
+                .any(|v| v.contains("insufficient_scope")))
+}
+
 /// A connection to the server, kept between requests.
 pub(super) struct Kept {
     conn: Connection,
-    /// Its socket again, shared with the streams of the requests it
-    /// carries (`Shared::streams`), through which a cancellation closes it.
+    /// Its TCP socket again (under the TLS, for `https://`), shared with
+    /// the streams of the requests it carries (`Shared::streams`), through
+    /// which a cancellation closes it; its timeouts are set through it.
     socket: Arc<TcpStream>,
     /// The read timeout it has.
     read_timeout: Option<Duration>,
@@ -60,6 +80,42 @@ impl Kept {
     /// The connection, to read an answer's body from.
     pub(super) fn connection(&mut self) -> &mut Connection {
         &mut self.conn
+    }
+
+    /// Whether this idle connection can carry a request: nothing has come
+    /// on it since its last answer (not its end, a reset, nor bytes no
+    /// request asked for), looked at without waiting. A server closes an
+    /// idle connection when it likes (its keep-alive timeout); seen here,
+    /// the request goes on another one instead of being written where the
+    /// server is gone, and then maybe sent twice ([`Shared::start`]).
+    fn still_open(&self) -> bool {
+        if !self.conn.buffer().is_empty() {
+            return false;
+        }
+        #[cfg(unix)]
+        {
+            use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+            use std::os::fd::AsFd;
+            // An end, a reset or an error is readable too (POLLHUP and
+            // POLLERR come unasked).
+            let mut fds = [PollFd::new(self.socket.as_fd(), PollFlags::POLLIN)];
+            poll(&mut fds, PollTimeout::ZERO).is_ok_and(|ready| ready == 0)
+        }
+        #[cfg(not(unix))]
+        {
+            if self.socket.set_nonblocking(true).is_err() {
+                return false;
+            }
+            let looked = self.socket.peek(&mut [0]);
+            let restored = self.socket.set_nonblocking(false).is_ok();
+            restored && looked.is_err_and(|e| e.kind() == std::io::ErrorKind::WouldBlock)
+        }
+    }
+
+    /// Ends a connection the client is done with (`Stream::end`: TLS's
+    /// `close_notify`), whatever it buffered unread.
+    pub(super) fn end(self) {
+        self.conn.into_inner().end();
     }
 }
 
@@ -85,8 +141,20 @@ pub(super) enum Failed {
     /// server gives a modern request (`400`, `404`, `405`) and no
     /// JSON-RPC error: the server's answer, in one line.
     Refused(String),
+    /// The server wants (other) credentials: a `401`, or a `403` with
+    /// `insufficient_scope`, to a client that authorizes itself
+    /// (`ClientBuilder::oauth`).
+    Unauthorized(Refusal),
     /// Anything else, in one line.
     Why(String),
+}
+
+/// A refusal for want of credentials: its status, its `WWW-Authenticate`
+/// fields, and what it means in one line.
+pub(super) struct Refusal {
+    status: u16,
+    challenges: Vec<String>,
+    why: String,
 }
 
 impl From<String> for Failed {
@@ -96,11 +164,12 @@ impl From<String> for Failed {
 }
 
 impl Failed {
-    fn into_why(self) -> String {
+    pub(super) fn into_why(self) -> String {
         match self {
             Failed::SessionGone => {
                 "the server does not know the session any more (404), and a new one could not be started".into()
             }
+            Failed::Unauthorized(refusal) => refusal.why,
             Failed::Refused(why) | Failed::Why(why) => why,
         }
     }
@@ -128,21 +197,34 @@ impl Shared {
         let Some(id) = id else {
             // A notification or an answer: accepted (`202`) or not, within
             // `ACCEPT_TIMEOUT`; what a server sends back anyway is routed.
-            let deliver = |message: Vec<u8>| inbox.deliver(&message, &mut notes);
-            let sent = self.exchange(
+            let mut deliver = |message: Vec<u8>| inbox.deliver(&message, &mut notes);
+            let mut sent = self.exchange(
                 "POST",
                 &line,
                 None,
                 &headers,
                 &mut Cursor::default(),
-                deliver,
+                &mut deliver,
             );
-            if let Err(Failed::SessionGone) = sent {
-                self.renew(&headers);
+            if let Err(Failed::Unauthorized(refusal)) = &sent
+                && self.authorized_again(refusal, &headers).is_ok()
+                && let Ok(outgoing) = serde_json::from_slice::<Outgoing<'_>>(&line)
+            {
+                headers = self.headers(&outgoing, &OutgoingParams::of(&outgoing));
+                let mut cursor = Cursor::default();
+                sent = self.exchange("POST", &line, None, &headers, &mut cursor, &mut deliver);
+            }
+            if let Err(Failed::SessionGone) = sent
+                && let Some(renewed) = self.renew(&headers)
+            {
+                self.resubscribe(renewed);
             }
             return;
         };
         let answered = Cell::new(false);
+        // A subscription refused (or never answered) is not kept for a
+        // new session; forgotten before the caller hears of it.
+        let subscribe = method.as_deref() == Some("resources/subscribe");
         // A tools/call refused for its headers is held back, once: the
         // tools are listed again and the call retried (`relist`).
         let hold_mismatch = Cell::new(method.as_deref() == Some(method::TOOLS_CALL));
@@ -167,7 +249,12 @@ impl Shared {
                     mismatched.set(true);
                     return false;
                 }
-                Some(_) => answered.set(true),
+                Some(answer) => {
+                    answered.set(true);
+                    if subscribe && !matches!(answer, Answer::Result) {
+                        self.unkeep(&line);
+                    }
+                }
                 None => {}
             }
             let message = match method.as_deref() {
@@ -199,8 +286,30 @@ impl Shared {
             &mut cursor,
             &mut deliver,
         );
-        if let Err(Failed::SessionGone) = res
-            && self.renew(&headers)
+        if let Err(Failed::Unauthorized(refusal)) = &res {
+            match self.authorized_again(refusal, &headers) {
+                Ok(()) => {
+                    if let Ok(outgoing) = serde_json::from_slice::<Outgoing<'_>>(&line) {
+                        headers = self.headers(&outgoing, &OutgoingParams::of(&outgoing));
+                    }
+                    cursor = Cursor::default();
+                    res = self.exchange(
+                        "POST",
+                        &line,
+                        Some(&id),
+                        &headers,
+                        &mut cursor,
+                        &mut deliver,
+                    );
+                }
+                Err(why) => res = Err(Failed::Why(why)),
+            }
+        }
+        let mut renewed = None;
+        if let Err(Failed::SessionGone) = res {
+            renewed = self.renew(&headers);
+        }
+        if renewed.is_some()
             && let Ok(outgoing) = serde_json::from_slice::<Outgoing<'_>>(&line)
         {
             headers = self.headers(&outgoing, &OutgoingParams::of(&outgoing));
@@ -224,6 +333,9 @@ impl Shared {
         if let (Ok(()), false) = (&res, answered.get()) {
             res = (self.unanswered(&id, &mut cursor, &answered, &mut deliver)).map_err(Failed::Why);
         }
+        if subscribe && !answered.get() {
+            self.unkeep(&line);
+        }
         let cancelled = lock(&self.streams).remove(&id).is_none();
         if let (Err(why), false) = (res, cancelled || self.is_closed()) {
             // Made up here: no wire hook sees it as received.
@@ -232,6 +344,9 @@ impl Shared {
                 why => error_line(&id, &why.into_why()),
             };
             inbox.made_up(&line, &mut notes);
+        }
+        if let Some(renewed) = renewed {
+            self.resubscribe(renewed);
         }
     }
 
@@ -266,16 +381,21 @@ impl Shared {
         cursor: &mut Cursor,
         mut deliver: impl FnMut(Vec<u8>) -> bool,
     ) -> Result<(), Failed> {
-        let url = format!("http://{}{}", self.endpoint.authority, self.endpoint.target);
+        let url = self.endpoint.url();
         let named = |name: &str| headers.iter().find(|(n, _)| n == name).map(|(_, v)| v);
         let initialize = named("Mcp-Method").is_some_and(|m| m == "initialize");
         let (mut kept, head) = self.start(written, verb, body, id, headers)?;
         // Spec 2025-11-25 basic/transports "Session Management": the
         // session is the one the answer to a (successful) initialize
-        // assigns; the Python SDK also names one on refusals.
+        // assigns; the Python SDK also names one on refusals. A renewal's
+        // own `initialize` (POSTed without a request id, `session::renew`)
+        // leaves it for the renewal to adopt once the session is set up.
         let assigned = (200..300).contains(&head.status) && initialize;
         if let Some(session) = head.headers.get("mcp-session-id").filter(|_| assigned) {
-            let mut slot = lock(&self.session);
+            let mut slot = lock(match id {
+                Some(_) => &self.session,
+                None => &self.renewed,
+            });
             if slot.as_deref() != Some(session) {
                 *slot = Some(session.to_owned());
             }
@@ -310,6 +430,17 @@ impl Shared {
                 // answers the request (a method not found, say).
                 _ if head.status == 404 && named("Mcp-Session-Id").is_some() && !answers => {
                     Err(Failed::SessionGone)
+                }
+                _ if self.settings.authorizer.is_some() && wants_credentials(&head) => {
+                    Err(Failed::Unauthorized(Refusal {
+                        status: head.status,
+                        challenges: head
+                            .headers
+                            .get_all("www-authenticate")
+                            .map(str::to_owned)
+                            .collect(),
+                        why: status_error(&head, &url),
+                    }))
                 }
                 (Some(message), Some(_)) if probe && !era_answer => Err(Failed::Why(format!(
                     "{}: {}",
@@ -349,18 +480,61 @@ impl Shared {
         };
         let reusable = body.is_done() && head.keeps_alive();
         if reusable && !self.is_closed() {
+            // The request is done with this connection: its stream no
+            // longer names it, so that its cancellation, or `close`,
+            // does not cut the POST that takes it next (a session's
+            // renewal, on the connection its `404` came on: `close`
+            // then cut the renewal, whose new session was never ended).
+            if let Some(id) = id
+                && let Some(slot) = lock(&self.streams).get_mut(id)
+                && slot.as_ref().is_some_and(|s| Arc::ptr_eq(s, &kept.socket))
+            {
+                *slot = None;
+            }
+            // Closed meanwhile: `close` took the idle ones already.
             let mut idle = lock(&self.idle);
-            if idle.len() < IDLE_CONNECTIONS {
+            if idle.len() < IDLE_CONNECTIONS && !self.is_closed() {
                 idle.push(kept);
+                return read;
             }
         }
+        kept.end();
         read
     }
 
+    /// Obtains new credentials after `refusal` of a request sent with
+    /// `headers` (`ClientBuilder::oauth`): `Ok`, send it again, once;
+    /// `Err`, why not, in one line.
+    fn authorized_again(
+        &self,
+        refusal: &Refusal,
+        headers: &[(String, String)],
+    ) -> Result<(), String> {
+        let Some(authorizer) = &self.settings.authorizer else {
+            return Err(refusal.why.clone());
+        };
+        let sent = headers
+            .iter()
+            .find(|(name, _)| name.eq_ignore_ascii_case("authorization"))
+            .map(|(_, value)| value.as_str());
+        let challenges: Vec<&str> = refusal.challenges.iter().map(String::as_str).collect();
+        authorizer
+            .recover(refusal.status, &challenges, sent)
+            .map_err(|e| format!("{}; authorization failed: {e}", refusal.why))
+    }
+
     /// Writes the request on an idle connection or a new one (unless it
-    /// was `written` already), and reads the answer's head. A kept-alive
-    /// connection the server closed meanwhile is replaced by a new one,
-    /// once. A request (`id`) waits for its answer as long as its caller
+    /// was `written` already), and reads the answer's head. An idle
+    /// connection the server closed is not used ([`Kept::still_open`]).
+    /// One that ends (an end, a reset) under the request is replaced by a
+    /// new one, once, and the request sent again there only when that is
+    /// safe: its write failed (the server never had it whole), or it may
+    /// be repeated (a notification, an answer, a GET). Anything else the
+    /// server may have read and acted on before the connection ended, and
+    /// a POST is not idempotent (RFC 9110 section 9.2.2: a client SHOULD
+    /// NOT retry it automatically unless it knows the first was never
+    /// applied): it fails, saying so, rather than a `tools/call` running
+    /// twice. A request (`id`) waits for its answer as long as its caller
     /// does (a cancellation closes its stream); anything else for
     /// [`ACCEPT_TIMEOUT`].
     pub(super) fn start(
@@ -371,14 +545,15 @@ impl Shared {
         id: Option<&str>,
         headers: &[(String, String)],
     ) -> Result<(Kept, Head), String> {
-        let url = format!("http://{}{}", self.endpoint.authority, self.endpoint.target);
+        let url = self.endpoint.url();
         // A notification's or an answer's final status is waited for
         // `ACCEPT_TIMEOUT` at most, however many interim ones come.
         let deadline = read_timeout(id).map(|wait| Instant::now() + wait);
         let mut reused = written.map(|kept| (kept, true));
         if reused.is_none() {
-            reused = lock(&self.idle).pop().map(|kept| (kept, false));
+            reused = self.idle_connection().map(|kept| (kept, false));
         }
+        let repeatable = id.is_none() || verb == "GET";
         loop {
             let was_reused = reused.is_some();
             let (mut kept, sent) = match reused.take() {
@@ -389,22 +564,25 @@ impl Shared {
                     false,
                 ),
             };
-            let written = match sent {
-                true => Ok(()),
-                false => self.write(&mut kept, verb, body, id, headers),
-            };
-            let head = match written {
-                Ok(()) => exchange::read_head(&mut kept.conn, verb == "HEAD", deadline),
-                Err(e) => Err(e),
-            };
-            match head {
+            if !sent && let Err(e) = self.write(&mut kept, verb, body, id, headers) {
+                // Not written whole: the server cannot have acted on it.
+                if was_reused && closed_meanwhile(&e) {
+                    continue;
+                }
+                return Err(format!("the request to {url} failed: {e}"));
+            }
+            match exchange::read_head(&mut kept.conn, verb == "HEAD", deadline) {
                 Ok(Some(head)) => return Ok((kept, head)),
-                // A reused connection the server had closed meanwhile (an
-                // end, a reset): the request is sent again on a new one.
-                // Not after a timeout, nor a head it could not read: the
-                // server has the request, and would get it twice.
-                Ok(None) if was_reused => continue,
-                Err(e) if was_reused && closed_meanwhile(&e) => continue,
+                // A reused connection that ended under the request (an
+                // end, a reset): sent again on a new one if it may be.
+                // Never after a timeout, nor a head it could not read:
+                // the server has the request.
+                Ok(None) if was_reused && repeatable => continue,
+                Err(e) if was_reused && repeatable && closed_meanwhile(&e) => continue,
+                Ok(None) if was_reused => return Err(not_sent_again(&url)),
+                Err(e) if was_reused && closed_meanwhile(&e) => {
+                    return Err(not_sent_again(&url));
+                }
                 Ok(None) => return Err(format!("{url} closed the connection without an answer")),
                 Err(e) => return Err(format!("the request to {url} failed: {e}")),
             }
@@ -452,41 +630,33 @@ impl Shared {
         if line.len() > WRITE_AHEAD_BYTES {
             return None;
         }
-        let mut kept = lock(&self.idle).pop()?;
+        let mut kept = self.idle_connection()?;
         self.write(&mut kept, "POST", line, Some(id), headers)
             .ok()?;
         Some(kept)
     }
 
-    /// A new connection, set up once: no delay (a request is one write), a
-    /// write timeout ([`ACCEPT_TIMEOUT`]).
-    fn open_connection(&self) -> std::io::Result<Kept> {
-        let socket = self.connect(CONNECT_TIMEOUT)?;
-        socket.set_nodelay(true)?;
-        socket.set_write_timeout(Some(ACCEPT_TIMEOUT))?;
-        let shared = Arc::new(socket.try_clone()?);
-        Ok(Kept {
-            conn: BufReader::new(socket),
-            socket: shared,
-            read_timeout: None,
-        })
-    }
-
-    /// A new connection to the server, within `timeout` for each address
-    /// its name resolves to.
-    pub(super) fn connect(&self, timeout: Duration) -> std::io::Result<TcpStream> {
-        let mut last = None;
-        for addr in self.endpoint.authority.to_socket_addrs()? {
-            match TcpStream::connect_timeout(&addr, timeout) {
-                Ok(stream) => return Ok(stream),
-                Err(e) => last = Some(e),
+    /// An idle connection the server has not closed, if there is one
+    /// ([`Kept::still_open`]); those it closed are dropped.
+    fn idle_connection(&self) -> Option<Kept> {
+        loop {
+            let kept = lock(&self.idle).pop()?;
+            if kept.still_open() {
+                return Some(kept);
             }
         }
-        Err(last.unwrap_or_else(|| {
-            std::io::Error::new(
-                std::io::ErrorKind::NotFound,
-                "the host name resolves to no address",
-            )
-        }))
+    }
+
+    /// A new connection (`Connector::connect`), set up once: a write
+    /// timeout ([`ACCEPT_TIMEOUT`]).
+    fn open_connection(&self) -> std::io::Result<Kept> {
+        let stream = self.connector.connect(&self.endpoint, CONNECT_TIMEOUT)?;
+        stream.socket().set_write_timeout(Some(ACCEPT_TIMEOUT))?;
+        let socket = Arc::new(stream.socket().try_clone()?);
+        Ok(Kept {
+            conn: BufReader::new(stream),
+            socket,
+            read_timeout: None,
+        })
     }
 }

@@ -35,10 +35,7 @@ impl Shared {
             None => headers.to_vec(),
         };
         self.exchange("POST", line, id, &headers, cursor, deliver)
-            .map_err(|failed| match failed {
-                Failed::Refused(why) | Failed::Why(why) => why,
-                Failed::SessionGone => "the server does not know the session any more (404)".into(),
-            })
+            .map_err(Failed::into_why)
     }
 
     /// Lists every tool again (every page), with the `_meta` of the call

@@ -1,12 +1,17 @@
 //! What an HTTP client adds to [`ClientBuilder`]: extra headers (a bearer
-//! token, or a callback asked before every request) and
+//! token, or a callback asked before every request), CA certificates to
+//! trust for `https://` (feature `https`) and
 //! [`ClientBuilder::connect_url`].
 
 use std::fmt;
 use std::sync::Arc;
 
+use super::stream::Connector;
+#[cfg(feature = "https")]
+use super::tls::ExtraCa;
 use super::url::Endpoint;
 use crate::client::link::Link;
+use crate::client::oauth::{Authorizer, OAuth};
 use crate::client::{Client, ClientBuilder};
 use crate::error::Error;
 
@@ -19,6 +24,14 @@ pub type HeaderSource = dyn Fn() -> Vec<(String, String)> + Send + Sync;
 pub(crate) struct HttpSettings {
     fixed: Vec<(String, String)>,
     source: Option<Arc<HeaderSource>>,
+    /// How tokens are obtained ([`ClientBuilder::oauth`]).
+    oauth: Option<OAuth>,
+    /// The authorization of the connected client, made from `oauth` by
+    /// `connect_url`.
+    pub authorizer: Option<Arc<Authorizer>>,
+    /// CA certificates trusted besides the system's (`https://`).
+    #[cfg(feature = "https")]
+    pub extra_cas: Vec<ExtraCa>,
     /// Set by `connect_url`: closing waits for the session's end.
     pub connected: bool,
 }
@@ -29,17 +42,20 @@ impl fmt::Debug for HttpSettings {
         f.debug_struct("HttpSettings")
             .field("headers", &names)
             .field("source", &self.source.is_some())
+            .field("oauth", &self.oauth)
             .finish()
     }
 }
 
 impl HttpSettings {
-    /// The extra headers of one request: the fixed ones, then the source's.
+    /// The extra headers of one request: the fixed ones, the source's,
+    /// then the access token's.
     pub fn headers(&self) -> Vec<(String, String)> {
         let mut headers = self.fixed.clone();
         if let Some(source) = &self.source {
             headers.extend(source());
         }
+        headers.extend(self.authorizer.as_ref().and_then(|a| a.header()));
         headers
     }
 }
@@ -69,8 +85,63 @@ impl ClientBuilder {
         self
     }
 
-    /// Connects to a Streamable HTTP server at `url` (`http://host:port/path`;
-    /// no TLS: for a remote server put a TLS-terminating proxy in front).
+    /// Authorizes the client with OAuth 2.1 as MCP's authorization spec
+    /// describes it, when a server asks (a `401` with `WWW-Authenticate`):
+    /// see [`OAuth`]. The request the server refused waits for the
+    /// authorization and is sent again once, with the new token; so is a
+    /// request refused with `403` `insufficient_scope`, after an
+    /// authorization for the scopes it needs as well as those granted
+    /// before. Tokens come from and go to `oauth`'s [`TokenStore`](crate::TokenStore);
+    /// none appears in an error, a note or what the wire hook sees.
+    pub fn oauth(mut self, oauth: OAuth) -> Self {
+        self.http.oauth = Some(oauth);
+        self
+    }
+
+    /// Trusts the CA certificates in `pem` (PEM text, one certificate or
+    /// more) for `https://` servers, besides the system's root
+    /// certificates: for a server whose certificate a private CA signed.
+    /// The text is read when the client connects; text without a
+    /// certificate fails [`connect_url`](ClientBuilder::connect_url).
+    ///
+    /// ```no_run
+    /// let ca = std::fs::read("ca.pem")?;
+    /// let client = mcp_stdio::Client::builder()
+    ///     .add_ca_pem(&ca)
+    ///     .connect_url("https://mcp.internal.example/mcp")?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[cfg(feature = "https")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "https")))]
+    pub fn add_ca_pem(mut self, pem: &[u8]) -> Self {
+        self.http.extra_cas.push(ExtraCa::Pem(pem.to_vec()));
+        self
+    }
+
+    /// Trusts the CA certificates in the PEM file at `path`, as
+    /// [`add_ca_pem`](ClientBuilder::add_ca_pem) does; the file is read
+    /// when the client connects, and one that cannot be read fails
+    /// [`connect_url`](ClientBuilder::connect_url), naming it.
+    /// (`mcp-stdio --cacert FILE`.)
+    #[cfg(feature = "https")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "https")))]
+    pub fn add_ca_file(mut self, path: impl AsRef<std::path::Path>) -> Self {
+        (self.http.extra_cas).push(ExtraCa::File(path.as_ref().to_owned()));
+        self
+    }
+
+    /// Connects to a Streamable HTTP server at `url`: `http://host:port/path`,
+    /// or `https://` with the `https` feature (without it an `https` URL
+    /// is an error that names the feature).
+    ///
+    /// Over `https://` the server's certificate must be valid for the
+    /// URL's host (a name, or an IP address the certificate names) and
+    /// signed by a root certificate of the system (its store, or
+    /// `SSL_CERT_FILE` / `SSL_CERT_DIR` when either is set) or one added
+    /// with `add_ca_pem` or `add_ca_file` (feature `https`); a refused
+    /// certificate is an error of one line naming the host and what to do.
+    /// TLS 1.2 and 1.3 through rustls, with the same timeouts, kept-alive
+    /// connections and cancellation as plain HTTP.
     ///
     /// The client then works as it does over stdio, with the same era
     /// probe, both eras, MRTR, tasks, subscriptions and cancellation.
@@ -106,9 +177,24 @@ impl ClientBuilder {
         self.settle_capabilities();
         self.http.connected = true;
         let endpoint = Endpoint::parse(url)?;
+        if let Some(oauth) = self.http.oauth.clone() {
+            let authorizer = Authorizer::new(oauth, url).map_err(Error::Protocol)?;
+            self.http.authorizer = Some(Arc::new(authorizer));
+        }
+        // For `https://` the root certificates are loaded now (the
+        // system's and those added), so that a missing or unreadable one
+        // fails here, at once.
+        #[cfg(feature = "https")]
+        let connector = match endpoint.tls {
+            true => Connector::tls(super::tls::config(&self.http.extra_cas)?),
+            false => Connector::plain(),
+        };
+        // Without the feature `Endpoint::parse` refused `https://`.
+        #[cfg(not(feature = "https"))]
+        let connector = Connector::plain();
         let (settings, max, notes) = (&self.http, self.max_line_bytes, self.notes.clone());
         let link = Link::start_carried(
-            |inbox| super::open(endpoint, settings, max, notes, inbox),
+            |inbox| super::open(endpoint, connector, settings, max, notes, inbox),
             self.max_line_bytes,
             self.notes.clone(),
             self.wire.clone(),

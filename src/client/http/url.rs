@@ -1,13 +1,24 @@
-//! The server's URL: `http://host[:port][/path]`. No TLS: an `https` URL
-//! is refused with a message that says so.
+//! The server's URL: `http://host[:port][/path]`, or `https://` with the
+//! `https` feature (without it, an `https` URL is refused with a message
+//! that names the feature).
 
 use crate::error::Error;
 
 /// Where the MCP endpoint is.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Endpoint {
-    /// `host:port`, for connecting and for the `Host` header.
+    /// `https`: the connection is TLS, verified for [`Endpoint::host`].
+    pub tls: bool,
+    /// The host, without the brackets of an IPv6 literal: the name the
+    /// server's certificate must be valid for (and the TLS SNI, unless it
+    /// is an IP address).
+    pub host: String,
+    /// `host:port`, for connecting (the scheme's port when the URL has
+    /// none).
     pub authority: String,
+    /// The `Host` header: the URL's authority as written, without user
+    /// information (RFC 9110 section 7.2).
+    pub host_header: String,
     /// The request target: path and query, `/` at least.
     pub target: String,
 }
@@ -15,15 +26,20 @@ pub(crate) struct Endpoint {
 impl Endpoint {
     /// Parses `url`.
     pub fn parse(url: &str) -> Result<Endpoint, Error> {
-        let bad = |why: &str| Error::Protocol(format!("the URL '{url}' {why}"));
-        if url.starts_with("https://") {
-            return Err(bad(
-                "needs TLS, which mcp-stdio's HTTP client does not speak: use http:// (a local server, or a TLS-terminating proxy)",
-            ));
-        }
-        let rest = url
-            .strip_prefix("http://")
-            .ok_or_else(|| bad("does not start with http://"))?;
+        let bad = |why: &str| Error::Protocol(format!("the URL '{}' {why}", for_messages(url)));
+        let (tls, rest) = if let Some(rest) = url.strip_prefix("https://") {
+            if !cfg!(feature = "https") {
+                return Err(Error::Protocol(format!(
+                    "{} is an https:// URL, and this build of mcp-stdio has no TLS: build it with the `https` feature (cargo install mcp-stdio --features https), or use http://",
+                    for_messages(url)
+                )));
+            }
+            (true, rest)
+        } else if let Some(rest) = url.strip_prefix("http://") {
+            (false, rest)
+        } else {
+            return Err(bad("does not start with http:// or https://"));
+        };
         let (authority, target) = match rest.find(['/', '?']) {
             Some(at) if rest.as_bytes()[at] == b'?' => (&rest[..at], format!("/{}", &rest[at..])),
             Some(at) => (&rest[..at], rest[at..].to_owned()),
@@ -33,16 +49,51 @@ impl Endpoint {
         if authority.is_empty() {
             return Err(bad("has no host"));
         }
-        let has_port = match authority.rfind(':') {
-            Some(at) => !authority[at..].contains(']'),
-            None => false,
+        let port_at = authority
+            .rfind(':')
+            .filter(|&at| !authority[at..].contains(']'));
+        let name = match port_at {
+            Some(at) => &authority[..at],
+            None => authority,
         };
-        let authority = if has_port {
-            authority.to_owned()
-        } else {
-            format!("{authority}:80")
+        let host = (name.strip_prefix('[').and_then(|h| h.strip_suffix(']'))).unwrap_or(name);
+        if host.is_empty() {
+            return Err(bad("has no host"));
+        }
+        let connect = match (port_at, tls) {
+            (Some(_), _) => authority.to_owned(),
+            (None, false) => format!("{authority}:80"),
+            (None, true) => format!("{authority}:443"),
         };
-        Ok(Endpoint { authority, target })
+        Ok(Endpoint {
+            tls,
+            host: host.to_owned(),
+            authority: connect,
+            host_header: authority.to_owned(),
+            target,
+        })
+    }
+
+    /// The URL, for messages: scheme, authority and path, without user
+    /// information nor query (either may hold a secret).
+    pub fn url(&self) -> String {
+        let scheme = if self.tls { "https" } else { "http" };
+        let path = self.target.split('?').next().unwrap_or("/");
+        format!("{scheme}://{}{path}", self.host_header)
+    }
+}
+
+/// `url` without its user information (`user:password@`) nor its query,
+/// for messages: either may hold a secret.
+fn for_messages(url: &str) -> String {
+    let url = url.split(['?', '#']).next().unwrap_or(url);
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
+    let end = rest.find('/').unwrap_or(rest.len());
+    match rest[..end].rfind('@') {
+        Some(at) => format!("{scheme}://{}", &rest[at + 1..]),
+        None => url.to_owned(),
     }
 }
 
@@ -62,15 +113,57 @@ mod tests {
             (e.authority.as_str(), e.target.as_str()),
             ("localhost:80", "/")
         );
+        assert_eq!(e.host_header, "localhost");
         let e = Endpoint::parse("http://[::1]/mcp?x=1").unwrap();
         assert_eq!(
             (e.authority.as_str(), e.target.as_str()),
             ("[::1]:80", "/mcp?x=1")
         );
+        assert_eq!(e.host, "::1");
         let e = Endpoint::parse("http://h:1?x").unwrap();
         assert_eq!(e.target, "/?x");
-        let tls = Endpoint::parse("https://example.com/mcp").unwrap_err();
-        assert!(tls.to_string().contains("TLS"), "{tls}");
         assert!(Endpoint::parse("ftp://x").is_err());
+        assert!(Endpoint::parse("http://:80/").is_err());
+    }
+
+    #[test]
+    fn a_url_in_a_message_keeps_no_user_nor_query() {
+        let e = Endpoint::parse("http://me:secret@h:8/mcp?token=secret").unwrap();
+        assert_eq!(e.url(), "http://h:8/mcp");
+        assert_eq!(e.host_header, "h:8");
+        let bad = Endpoint::parse("ftp://me:secret@h/x?token=secret").unwrap_err();
+        assert!(!bad.to_string().contains("secret"), "{bad}");
+        assert!(bad.to_string().contains("ftp://h/x"), "{bad}");
+    }
+
+    #[cfg(feature = "https")]
+    #[test]
+    fn an_https_url_is_tls_on_port_443_verified_for_its_host() {
+        let e = Endpoint::parse("https://example.com/mcp").unwrap();
+        assert!(e.tls);
+        assert_eq!(
+            (
+                e.host.as_str(),
+                e.authority.as_str(),
+                e.host_header.as_str()
+            ),
+            ("example.com", "example.com:443", "example.com")
+        );
+        assert_eq!(e.url(), "https://example.com/mcp");
+        let e = Endpoint::parse("https://[::1]:8443").unwrap();
+        assert_eq!(
+            (e.host.as_str(), e.authority.as_str()),
+            ("::1", "[::1]:8443")
+        );
+    }
+
+    #[cfg(not(feature = "https"))]
+    #[test]
+    fn an_https_url_without_the_feature_names_it_and_no_secret() {
+        let error = Endpoint::parse("https://me:secret@example.com/mcp").unwrap_err();
+        let text = error.to_string();
+        assert!(text.contains("`https` feature"), "{text}");
+        assert!(!text.contains("secret"), "{text}");
+        assert!(!text.contains('\n'), "{text}");
     }
 }

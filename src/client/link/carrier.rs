@@ -30,6 +30,14 @@ pub(crate) trait Carrier: Send + Sync {
     /// The client is done with the server: nothing more is sent, what is
     /// under way ends, and with it the inbox (see [`Inbox`]).
     fn close(&self);
+
+    /// How many messages sent wait for something before the server can
+    /// have them (an HTTP request waiting for its authorization), if the
+    /// carrier knows: the era probe waits for a server that has not had
+    /// it (`Link::unread`).
+    fn unread(&self) -> Option<usize> {
+        None
+    }
 }
 
 /// Where a carrier hands the messages the server sends. Cheap to clone:

@@ -388,24 +388,21 @@ impl Link {
     /// sends log messages only for a request that set
     /// `io.modelcontextprotocol/logLevel`, and stdio carries no request id
     /// for them, so a message belongs to the request that asked for logs
-    /// when exactly one in flight did. When the client's requests are many
-    /// callers' (a proxy's, `Notes::many_callers`), only when that request
-    /// has been the only one in flight since it was sent: a server may log
-    /// where it was not asked, and a message that came beside another
-    /// request could be that one's, another caller's, who must never read
-    /// it (issue 47, item 12). Legacy era: the level is set for the whole
+    /// when exactly one in flight did. Not when the client's requests are
+    /// many callers' (a proxy's, `Notes::many_callers`): a server may log
+    /// where it was not asked, beside another request or late, after the
+    /// answer to the call that caused it (issue 47, item 12; review-47h),
+    /// and no rule of timing tells such a message from the one request's
+    /// own; one caller must never read another's, so there a message
+    /// belongs to no request. Legacy era: the level is set for the whole
     /// session (`logging/setLevel`), and messages belong to no request.
     /// Everything else goes to the client-level callback
     /// (`ClientBuilder::on_log`), or to the trace as information.
     fn route_log(&self, log: LoggingMessageNotificationParams, bytes: usize) {
-        if !self.is_legacy() {
+        if !self.is_legacy() && !self.notes.many_callers() {
             let pending = lock(&self.pending);
-            let only = self.notes.many_callers();
-            let mut asking = pending.iter().filter(|(_, p)| p.wants_logs || only);
-            if let (Some((id, p)), None) = (asking.next(), asking.next())
-                && p.wants_logs
-                && (p.alone || !only)
-            {
+            let mut asking = pending.iter().filter(|(_, p)| p.wants_logs);
+            if let (Some((id, p)), None) = (asking.next(), asking.next()) {
                 return self.deliver(id, p, bytes, |held| Delivery::Log(log, held));
             }
         }

@@ -16,8 +16,10 @@
 //! no thread is held sending for others for as long as they write, and
 //! none waits for more than the `write(2)` in progress and its own. A
 //! client slower than the writers makes them wait, which is the
-//! backpressure (over HTTP the write timeout bounds it:
-//! `HttpOptions::write_timeout`); a change that wrote nothing never waits.
+//! backpressure; a change that wrote nothing never waits. (Over HTTP a
+//! send never waits for the client: a request's notifications wait for
+//! room after it instead, `Outlet::notify` below, and a response body's
+//! own thread writes what the socket did not take: `server::http::body`.)
 //!
 //! Two changes leave their send to someone else, each to an event that is
 //! never a blocking read (ARCHITECTURE.md, "Who sends, and when"):
@@ -37,7 +39,7 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::Sender;
 
-use super::output::{BUFFER, Detached};
+use super::output::{BUFFER, Detached, Room};
 use super::{Conn, End, Writer};
 use crate::error::Error;
 use crate::jsonrpc::{ErrorObject, RequestId};
@@ -63,6 +65,9 @@ struct Shared {
     changed: Condvar,
     /// Shut down: the reader reads no more (it looks without the lock).
     closed: AtomicBool,
+    /// The output's wait for room, when its writer has one
+    /// (`output::LineWriter::room`: an HTTP response body).
+    room: Option<Room>,
 }
 
 /// When what a change wrote is sent.
@@ -85,10 +90,16 @@ impl ConnHandle {
     /// of lines told what each is: `output::Writer`); its end goes to
     /// `end`.
     pub fn new(inner: &Arc<Inner>, output: impl Into<Writer>, end: Sender<End>) -> Self {
+        let output = output.into();
+        let room = match &output {
+            Writer::Lines(writer) => writer.room(),
+            Writer::Bytes(_) => None,
+        };
         ConnHandle(Arc::new(Shared {
-            state: Mutex::new(Conn::new(inner, output.into(), end)),
+            state: Mutex::new(Conn::new(inner, output, end)),
             changed: Condvar::new(),
             closed: AtomicBool::new(false),
+            room,
         }))
     }
 
@@ -481,8 +492,15 @@ impl Shared {
 }
 
 impl Outlet for Shared {
+    /// Writes a request's notification; then, the send over, waits for
+    /// room where the output says to (`output::LineWriter::room`), so a
+    /// handler that notifies faster than its client reads is held, but
+    /// never while it holds the send other writers wait for.
     fn notify(&self, id: &RequestId, seq: u64, line: Vec<u8>) {
         self.act(Sending::Now, |conn| conn.notify(id, seq, line));
+        if let Some(room) = &self.room {
+            room();
+        }
     }
 
     fn stop_holding(&self, id: &RequestId, seq: u64) -> Holding {

@@ -33,10 +33,10 @@ use crate::server::in_flight::InFlight;
 use crate::server::pool::Job;
 use crate::server::reply::Reply;
 use crate::server::subscriptions::{Accepted, SubscriptionTable, encode_ack, encode_final};
-#[cfg(feature = "http")]
-pub(crate) use output::LineWriter;
 use output::Output;
 pub(crate) use output::{LineKind, Writer};
+#[cfg(feature = "http")]
+pub(crate) use output::{LineWriter, Room};
 
 /// Why serving a connection ends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -61,7 +61,19 @@ pub(crate) enum Writer {
 pub(crate) trait LineWriter: Send {
     /// Writes one message (without its newline), which is `kind`.
     fn line(&mut self, kind: LineKind, line: &[u8]) -> io::Result<()>;
+
+    /// A wait for room in what the client has not taken yet, for a thread
+    /// that writes a request's own lines one after another (its progress,
+    /// its logs) to call once its line was sent, outside the send (see
+    /// `ConnHandle`'s `Outlet::notify`): the backpressure of a writer that
+    /// does not wait in [`LineWriter::line`]. `None`: `line` waits itself.
+    fn room(&self) -> Option<Room> {
+        None
+    }
 }
+
+/// See [`LineWriter::room`].
+pub(crate) type Room = Box<dyn Fn() + Send + Sync>;
 
 impl From<Box<dyn Write + Send>> for Writer {
     fn from(writer: Box<dyn Write + Send>) -> Writer {

@@ -98,8 +98,13 @@ fn accept(inner: &Inner, filter: SubscriptionFilter) -> Accepted {
         // long list.
         let mut seen = std::collections::HashSet::new();
         for uri in filter.resource_subscriptions.into_iter().flatten() {
-            if inner.accepts_uri(&uri) && seen.insert(uri.clone()) {
+            if seen.contains(&uri) {
+                continue;
+            }
+            if let Some(hold) = inner.accepts_uri(&uri) {
+                seen.insert(uri.clone());
                 accepted.uris.push(uri);
+                accepted.holds.push(hold);
             }
         }
     }

@@ -32,16 +32,19 @@
 //! stuck listeners returns at once, and each listener is dropped by its own
 //! thread after one write timeout, all of them at the same time.
 //!
-//! What a client that reads nothing costs is bounded by [`UNSENT_LIMIT`]
-//! bytes waiting for it. Past them, a published event
-//! ([`LineKind::Event`]) lets the client go, as one that took nothing for
-//! the write timeout is: a publisher never waits on a client (Redis treats
-//! a pub/sub client past its output limit the same way), and the client
-//! learns it missed events from its stream's end, not from a gap. A
-//! request's own lines (its progress, logs, reply) wait for room instead,
-//! the backpressure a handler that writes faster than its client reads
-//! meets, bounded by the write timeout: the writer writes what waits itself
-//! or waits for the write in progress.
+//! No writer waits in [`LineWriter::line`], so none holds up the
+//! connection's send, which the other writers wait for. What a client
+//! that reads nothing costs is bounded by [`UNSENT_LIMIT`] twice over:
+//! - published events ([`LineKind::Event`]) waiting past it let the client
+//!   go, as one that took nothing for the write timeout is: a publisher
+//!   never waits on a client (Redis treats a pub/sub client past its output
+//!   limit the same way), and the client learns it missed events from its
+//!   stream's end, not from a gap;
+//! - a request's own notifications (progress, logs) wait for room once sent
+//!   ([`Body::wait_for_room`], through `LineWriter::room`, which the
+//!   connection calls after the send): the backpressure a handler that
+//!   writes faster than its client reads meets, bounded by the write
+//!   timeout. A reply is one line, held whole.
 
 use std::io::{self, Write};
 use std::net::TcpStream;
@@ -53,11 +56,13 @@ use nix::sys::socket::{MsgFlags, send};
 
 use crate::http::{write_chunk, write_last_chunk, write_response, write_stream_head};
 use crate::jsonrpc::error_code;
-use crate::server::conn::{LineKind, LineWriter};
+use crate::server::conn::{LineKind, LineWriter, Room};
 
-/// Bytes a stream may hold for a client that does not take them (see the
-/// module docs): 256 KiB per connection, so at most 16 MiB at the default
-/// cap of 64 connections, besides a line larger than that, held whole.
+/// Bytes of events, and bytes of a request's own notifications, a stream
+/// may hold for a client that does not take them (see the module docs):
+/// 256 KiB each. With a batch being written as much again, a stream holds
+/// about 1 MiB at most (64 MiB at the default cap of 64 connections),
+/// besides a reply, held whole.
 pub(crate) const UNSENT_LIMIT: usize = 256 * 1024;
 
 /// The response of one POST, shared by the connection's output (the
@@ -71,7 +76,8 @@ struct Shared {
     /// written, and when they were.
     changed: Condvar,
     /// The client's socket: written under the state's lock only without
-    /// waiting (`send_now`), and by the serving thread without the lock.
+    /// waiting (`State::send`), else without the lock by one thread at a
+    /// time (`Body::write_unsent`).
     socket: TcpStream,
 }
 
@@ -109,6 +115,8 @@ struct State {
     /// Bytes the socket did not take at once, in order, for the serving
     /// thread to write.
     unsent: Vec<u8>,
+    /// How many of `unsent`'s bytes are published events.
+    unsent_events: usize,
     /// The serving thread is writing bytes taken from `unsent`: nobody
     /// else writes to the socket until it is done.
     writing: bool,
@@ -128,6 +136,7 @@ impl Body {
             outlives_client: false,
             detached: false,
             unsent: Vec::new(),
+            unsent_events: 0,
             writing: false,
         });
         Body(Arc::new(Shared {
@@ -149,7 +158,9 @@ impl Body {
     #[cfg_attr(not(feature = "legacy"), allow(dead_code))]
     pub fn takes_events(&self) -> bool {
         let state = self.lock();
-        state.events && !state.is_done() && !state.detached
+        // Not `is_done`: a reply complete and still being written takes
+        // nothing more either.
+        state.events && state.mode != Mode::Done && !state.failed && !state.detached
     }
 
     /// Holds back what the connection writes until [`Body::release`]: an
@@ -219,6 +230,7 @@ impl Body {
         let mut state = self.lock();
         state.detached = true;
         state.unsent = Vec::new();
+        state.unsent_events = 0;
         self.let_go(state);
     }
 
@@ -277,6 +289,7 @@ impl Body {
         let mut state = self.lock();
         state.mode = Mode::Done;
         state.unsent = Vec::new();
+        state.unsent_events = 0;
         self.let_go(state);
     }
 
@@ -310,17 +323,31 @@ impl Body {
         }
     }
 
+    /// Waits until at most [`UNSENT_LIMIT`] bytes wait for the client, and
+    /// no event (or the client is gone), writing them itself when nobody
+    /// is: a request's own notifications wait here once sent (see the
+    /// module docs). Events go first: a handler that notifies as fast as
+    /// its client reads does not push the events the client subscribed to
+    /// past their limit, which only a client slower than the events alone
+    /// reaches.
+    pub fn wait_for_room(&self) {
+        let mut state = self.lock();
+        while state.unsent.len() > UNSENT_LIMIT || state.unsent_events > 0 {
+            state = self.write_unsent(state);
+        }
+    }
+
     /// Writes what waits, without the lock, and wakes the writers that
     /// wait for room; or, when another thread is writing, waits for that
     /// write to end. The serving thread calls it (a client slow to read
-    /// holds up that thread only), and a writer that finds
-    /// [`UNSENT_LIMIT`] bytes waiting.
+    /// holds up that thread only), and a writer waiting for room.
     fn write_unsent<'a>(&'a self, mut state: MutexGuard<'a, State>) -> MutexGuard<'a, State> {
         if state.writing {
             return (self.0.changed)
                 .wait_while(state, |state| state.writing)
                 .unwrap_or_else(PoisonError::into_inner);
         }
+        state.unsent_events = 0;
         let bytes = std::mem::take(&mut state.unsent);
         state.writing = true;
         drop(state);
@@ -337,17 +364,17 @@ impl Body {
 
 impl LineWriter for Body {
     /// Sends what the socket takes at once and leaves the rest to the
-    /// serving thread. Past [`UNSENT_LIMIT`] bytes waiting, an event lets
-    /// the client go, and a request's own line writes what waits itself or
-    /// waits for the write in progress (see the module docs).
+    /// serving thread; never waits. Past [`UNSENT_LIMIT`] bytes of events
+    /// waiting, an event lets the client go (see the module docs).
     fn line(&mut self, kind: LineKind, line: &[u8]) -> io::Result<()> {
         let mut state = self.lock();
+        let before = state.unsent.len();
         state.line(&self.0.socket, kind, line);
-        if kind == LineKind::Event && state.unsent.len() > UNSENT_LIMIT {
-            state.client_lost();
-        }
-        while state.unsent.len() > UNSENT_LIMIT {
-            state = self.write_unsent(state);
+        if kind == LineKind::Event {
+            state.unsent_events += state.unsent.len() - before;
+            if state.unsent_events > UNSENT_LIMIT {
+                state.client_lost();
+            }
         }
         let failed = state.failed;
         self.let_go(state);
@@ -355,6 +382,12 @@ impl LineWriter for Body {
             return Err(io::ErrorKind::BrokenPipe.into());
         }
         Ok(())
+    }
+
+    /// A request's own notifications wait for room once sent.
+    fn room(&self) -> Option<Room> {
+        let body = self.clone();
+        Some(Box::new(move || body.wait_for_room()))
     }
 }
 
@@ -455,6 +488,7 @@ impl State {
     /// client goes on with nothing more written; any other ends.
     fn client_lost(&mut self) {
         self.unsent = Vec::new();
+        self.unsent_events = 0;
         match self.outlives_client {
             true => self.detached = true,
             false => self.failed = true,

@@ -82,6 +82,8 @@ pub(crate) fn serve_connection(site: &Site, socket: TcpStream, open: u64) {
         sessions: &site.sessions,
         cors: Default::default(),
         token: Default::default(),
+        open: &site.open,
+        key: open,
     };
     // Until its first request's head is in, a connection is on the header
     // clock from its start: one that sends nothing is let go at

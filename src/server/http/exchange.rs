@@ -34,6 +34,7 @@ use serde_json::value::RawValue;
 use super::auth;
 use super::body::{Body, status_for};
 use super::mirror::{self, Era};
+use super::open::OpenConnections;
 use super::options::HttpOptions;
 #[cfg(feature = "legacy")]
 use super::sessions::Sessions;
@@ -67,6 +68,11 @@ pub(crate) struct Exchange<'a> {
     /// set before each request when the server validates tokens: its
     /// handlers read it.
     pub token: RefCell<Option<Arc<TokenInfo>>>,
+    /// The listener's open connections, and this one's key: a legacy
+    /// request whose client went away learns there that its connection
+    /// gave way at the cap (`open`).
+    pub open: &'a OpenConnections,
+    pub key: u64,
 }
 
 impl Exchange<'_> {
@@ -291,7 +297,15 @@ impl Exchange<'_> {
         // A POST has no next line to read: what the dispatch held back for
         // the reader's next read goes out now (`reader::dispatch`).
         conn.send_held();
-        self.watch(&conn, &body, &end, Some(&id));
+        let gave_way = self.watch(&conn, &body, &end, Some(&id));
+        // A legacy request whose client went away, cancelled for the room
+        // its connection gave way to (`open`): its asks are withdrawn too.
+        #[cfg(feature = "legacy")]
+        if gave_way && let Some((front, _)) = &legacy {
+            front.asks().cancel(&id, Sending::Now);
+        }
+        #[cfg(not(feature = "legacy"))]
+        let _ = gave_way;
         #[cfg(feature = "legacy")]
         let front = legacy.map(|(front, session)| {
             self.sessions.leave(session);
@@ -346,22 +360,24 @@ impl Exchange<'_> {
     /// the socket every [`WATCH`]: a close cancels request `id` (spec
     /// 2026-07-28), unless the request outlives its client (a legacy one,
     /// `Body::outlive_client`), which then runs to its end with nothing
-    /// more written. A stream that answers no request (`id` is `None`, see
-    /// `stream`) ends at a stop, with no grace period.
+    /// more written, until its connection gives way at the cap to a new
+    /// one (`open`: a client gone holds no place): then this returns
+    /// `true`, and the caller cancels it. A stream that answers no request
+    /// (`id` is `None`, see `stream`) ends at a stop, with no grace period.
     pub(super) fn watch(
         &self,
         conn: &ConnHandle,
         body: &Body,
         end: &Receiver<End>,
         id: Option<&RequestId>,
-    ) {
+    ) -> bool {
         let mut next_comment = crate::deadline::from_now(self.options.keep_alive_interval);
         let mut grace_until: Option<Instant> = None;
         let mut peek = [0u8; 1];
         let mut client_gone = false;
         while !body.wait_done(WATCH) {
             match end.try_recv() {
-                Ok(End::Stop) if id.is_none() => return,
+                Ok(End::Stop) if id.is_none() => return false,
                 Ok(End::Stop) if grace_until.is_none() => {
                     // What the stop wrote (a listen's final result) is
                     // this thread's to send (`Sending::AtShutdown`).
@@ -374,9 +390,12 @@ impl Exchange<'_> {
             let now = Instant::now();
             if grace_until.is_some_and(|at| now >= at) {
                 // `ConnHandle::shut_down` (by the caller) answers it `-32603`.
-                return;
+                return false;
             }
             if client_gone {
+                if self.open.gave_way(self.key) {
+                    return true;
+                }
                 continue;
             }
             if now >= next_comment {
@@ -401,7 +420,7 @@ impl Exchange<'_> {
                     if let Some(id) = id {
                         conn.act(Sending::Now, |c| c.cancel(id));
                     }
-                    return;
+                    return false;
                 }
                 // The next request arrived early (pipelining): the wait
                 // for the response goes on.
@@ -420,10 +439,11 @@ impl Exchange<'_> {
                     if let Some(id) = id {
                         conn.act(Sending::Now, |c| c.cancel(id));
                     }
-                    return;
+                    return false;
                 }
             }
         }
+        false
     }
 
     /// Answers with a JSON-RPC error, its status from its code.

@@ -40,6 +40,18 @@ fn host_name(authority: &str) -> &str {
     authority.split(':').next().unwrap_or(authority)
 }
 
+/// The header fields with fixed names that the checks read, in lower
+/// case: [`single_fields`] takes a `_` in their names as a `-`.
+const FIXED_FIELDS: [&str; 7] = [
+    "host",
+    "origin",
+    "content-type",
+    "mcp-method",
+    "mcp-name",
+    "mcp-protocol-version",
+    "mcp-session-id",
+];
+
 /// The header fields the checks read (`Host`, `Origin`, `Content-Type`)
 /// and every `Mcp-*` one the spec's checks compare with the body
 /// (`MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name`, each `Mcp-Param-*`,
@@ -50,18 +62,29 @@ fn host_name(authority: &str) -> &str {
 /// repeated). A header mirrored from the body (`Mcp-Method`, `Mcp-Name`,
 /// `MCP-Protocol-Version`, `Mcp-Param-*`) sent twice is malformed, which
 /// 2026-07-28 "Server Validation" refuses with `-32020` (`HeaderMismatch`);
-/// the others with `-32600`. A `_` counts as a `-` in these names:
-/// CGI-style gateways (CGI, WSGI, many proxies' variables) read both
-/// `Mcp-Method` and `Mcp_Method` as `HTTP_MCP_METHOD`, so the two spellings
-/// are the same field sent twice.
+/// the others with `-32600`. In the fixed names ([`FIXED_FIELDS`]) a `_`
+/// counts as a `-`: CGI-style gateways (CGI, WSGI, many proxies'
+/// variables) read both `Mcp-Method` and `Mcp_Method` as
+/// `HTTP_MCP_METHOD`, so the two spellings are the same field sent twice.
+/// Not in any other `Mcp-*` name: a tool may mark two arguments
+/// `Region_Code` and `Region-Code` (2026-07-28 server/tools,
+/// "x-mcp-header": `1*tchar`, unique without regard to case), which are
+/// two fields, each compared with its own argument; the same name sent
+/// twice, in any case, is still refused.
 pub(crate) fn single_fields(request: &HttpRequest) -> Result<(), Refusal> {
-    let checked =
-        |name: &str| ["host", "origin", "content-type"].contains(&name) || name.starts_with("mcp-");
+    let checked = |name: &str| FIXED_FIELDS.contains(&name) || name.starts_with("mcp-");
     // One pass (a head may hold a thousand fields): the checked names
-    // seen so far, in lower case with `_` as `-`.
+    // seen so far, in lower case (a fixed one with `_` as `-`).
     let mut seen = std::collections::HashSet::new();
     let twice = (request.headers.iter())
-        .map(|(name, _)| name.to_ascii_lowercase().replace('_', "-"))
+        .map(|(name, _)| {
+            let name = name.to_ascii_lowercase();
+            let dashed = name.replace('_', "-");
+            match FIXED_FIELDS.contains(&dashed.as_str()) {
+                true => dashed,
+                false => name,
+            }
+        })
         .filter(|name| checked(name))
         .find(|name| !seen.insert(name.clone()));
     let Some(name) = twice else {
@@ -112,18 +135,23 @@ pub(crate) fn host(
     }
 }
 
+/// Whether the application allowed `origin` ([`HttpOptions::allow_origin`]).
+fn allowed(origin: &str, options: &HttpOptions) -> bool {
+    let origin = origin.trim_end_matches('/');
+    (options.origins.iter()).any(|o| o.eq_ignore_ascii_case(origin))
+}
+
 /// `Origin`, when present: an allowed origin or a loopback one (spec
-/// 2026-07-28: an invalid origin MUST be answered `403`).
+/// 2026-07-28: an invalid origin MUST be answered `403`). A loopback
+/// origin passes: the check is against other web origins reached through
+/// DNS rebinding, and a loopback page is on this machine; it gets no CORS
+/// fields, though, unless allowed ([`cors`]).
 pub(crate) fn origin(request: &HttpRequest, options: &HttpOptions) -> Result<(), Refusal> {
     let Some(origin) = request.headers.get("origin") else {
         return Ok(());
     };
     let origin = origin.trim_end_matches('/');
-    if options
-        .origins
-        .iter()
-        .any(|o| o.eq_ignore_ascii_case(origin))
-    {
+    if allowed(origin, options) {
         return Ok(());
     }
     let loopback = origin
@@ -140,16 +168,20 @@ pub(crate) fn origin(request: &HttpRequest, options: &HttpOptions) -> Result<(),
     }
 }
 
-/// The CORS fields of every response to a browser on an allowed origin
-/// (the Fetch standard, "CORS protocol"): without
-/// `Access-Control-Allow-Origin` the page cannot read the answer, and
-/// without `Access-Control-Expose-Headers` not the session id a legacy
-/// `initialize` assigns or a `401`'s challenge. None for a request without
-/// `Origin` (not a browser's cross-origin request) or from an origin
-/// [`origin`] refuses.
+/// The CORS fields of every response to a browser on an origin the
+/// application allowed ([`HttpOptions::allow_origin`]; the Fetch standard,
+/// "CORS protocol"): without `Access-Control-Allow-Origin` the page cannot
+/// read the answer, and without `Access-Control-Expose-Headers` not the
+/// session id a legacy `initialize` assigns or a `401`'s challenge. None
+/// for a request without `Origin` (not a browser's cross-origin request),
+/// and none for a loopback origin not allowed: [`origin`] lets it pass,
+/// but a page on `http://localhost:1234` (a dev server running
+/// third-party code, another local application) is another origin than
+/// this server's, and must not read its tools' results (issue 47,
+/// review-47h).
 pub(crate) fn cors(request: &HttpRequest, options: &HttpOptions) -> Vec<(&'static str, String)> {
     match request.headers.get("origin") {
-        Some(from) if origin(request, options).is_ok() => vec![
+        Some(from) if allowed(from, options) => vec![
             ("Access-Control-Allow-Origin", from.to_owned()),
             ("Vary", "Origin".to_owned()),
             (
@@ -166,8 +198,9 @@ pub(crate) fn cors(request: &HttpRequest, options: &HttpOptions) -> Vec<(&'stati
 /// [`cors`]'s fields: the methods the endpoint takes (`allow`), the
 /// header fields the browser asked to send (the page's origin is trusted
 /// to send any: the checks after the preflight read them), and how long
-/// the browser may keep the answer. No preflight without an allowed
-/// origin: then only `Allow`, as for any `OPTIONS`.
+/// the browser may keep the answer. No preflight without an origin the
+/// application allowed (a loopback one included: see [`cors`]): then only
+/// `Allow`, as for any `OPTIONS`.
 pub(crate) fn preflight(
     request: &HttpRequest,
     options: &HttpOptions,

@@ -97,14 +97,14 @@ impl Server {
         });
         let key = self.inner.connections.connect(stop.clone());
         #[cfg(feature = "legacy")]
-        let max_sessions = options.max_sessions;
+        let max_sessions = (options.max_sessions, options.max_session_bytes);
         let site = Arc::new(Site {
             inner: Arc::clone(&self.inner),
             options,
             // `::ffff:127.0.0.1` is a loopback address too.
             loopback: local.ip().to_canonical().is_loopback(),
             #[cfg(feature = "legacy")]
-            sessions: sessions::Sessions::new(max_sessions),
+            sessions: sessions::Sessions::new(max_sessions.0, max_sessions.1),
             open: Default::default(),
         });
         // The legacy sessions hear what is published as one connection.

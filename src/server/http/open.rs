@@ -4,9 +4,16 @@
 //! request ends once its response is complete (the request has the
 //! server's grace period); `serve_http` returns when all have ended.
 //!
-//! At the cap a connection that is not serving a request gives way to the
-//! new one, in this order:
+//! At the cap a connection gives way to the new one, in this order:
 //!
+//! 0. one serving a request whose client has gone (its end arrived, or a
+//!    reset; the one that has served longest): nobody reads what it
+//!    writes. A modern request is cancelled by the close anyway; a legacy
+//!    one would run on (2025-11-25 basic/transports: a disconnection
+//!    SHOULD NOT be taken as a cancellation), holding its place while it
+//!    runs, so that clients which send requests and walk away would lock
+//!    every later client out: giving way, it is cancelled for the room,
+//!    not because its client left (`exchange::watch`);
 //! 1. one silent since it opened (the one that has waited longest);
 //! 2. one still reading a request that had to wait for its bytes, its
 //!    head's or its body's (the one that has been reading longest): its
@@ -15,8 +22,9 @@
 //!    idle longest);
 //! 4. the oldest legacy GET stream (its client may open it again).
 //!
-//! None of the others gives way: a connection serves a request from its
-//! whole request read to the end of its response; one reading a request
+//! None of the others gives way: a connection serves a request, for a
+//! client still there, from its whole request read to the end of its
+//! response; one reading a request
 //! whose bytes have all come so far is about to serve it; a silent or idle
 //! one whose request has arrived (its bytes wait in its socket, unread)
 //! would lose it; and a client just answered may be sending its next
@@ -79,8 +87,8 @@ enum Phase {
     /// `stalled` once a read had to wait for bytes.
     Reading { since: Instant, stalled: bool },
     /// Serving a request: from its whole request read to its response's
-    /// end.
-    Serving,
+    /// end; since then.
+    Serving(Instant),
 }
 
 impl OpenConnections {
@@ -167,7 +175,7 @@ impl OpenConnections {
     /// longer gives way. Returns `false` when it already gave way (its
     /// request is answered `503`, not served).
     pub fn serving(&self, key: u64) -> bool {
-        self.enters(key, Phase::Serving)
+        self.enters(key, Phase::Serving(Instant::now()))
     }
 
     /// The connection `key` enters `phase`, unless it gave way: whether it
@@ -178,7 +186,7 @@ impl OpenConnections {
             return false;
         };
         open.phase = phase;
-        open.served |= matches!(phase, Phase::Serving);
+        open.served |= matches!(phase, Phase::Serving(_));
         true
     }
 
@@ -255,24 +263,30 @@ impl State {
             } => Some(since),
             _ => None,
         };
+        let abandoned = |open: &Open| match open.phase {
+            Phase::Serving(since) if peer_gone(&open.socket) => Some(since),
+            _ => None,
+        };
         let kept = |open: &Open| match open.phase {
             Phase::Idle(since) if open.served && now - since >= KEPT_ALIVE_GRACE => Some(since),
             _ => None,
         };
-        (self
-            .oldest(silent)
-            .find(|key| !request_waits(&self.sockets[key].socket)))
-        .or_else(|| self.oldest(stalled).next())
-        .or_else(|| {
-            self.oldest(kept)
-                .find(|key| !request_waits(&self.sockets[key].socket))
-        })
-        .or_else(|| {
-            (self.sockets.iter())
-                .filter(|(_, open)| open.stream)
-                .map(|(key, _)| *key)
-                .min()
-        })
+        (self.oldest(abandoned).next())
+            .or_else(|| {
+                self.oldest(silent)
+                    .find(|key| !request_waits(&self.sockets[key].socket))
+            })
+            .or_else(|| self.oldest(stalled).next())
+            .or_else(|| {
+                self.oldest(kept)
+                    .find(|key| !request_waits(&self.sockets[key].socket))
+            })
+            .or_else(|| {
+                (self.sockets.iter())
+                    .filter(|(_, open)| open.stream)
+                    .map(|(key, _)| *key)
+                    .min()
+            })
     }
 
     /// The connections `since` picks, the one it dates earliest first.
@@ -313,6 +327,31 @@ fn request_waits(socket: &TcpStream) -> bool {
         // A failed look counts as a request: that connection is left alone.
         Err(_) => true,
     }
+}
+
+/// Whether the peer of `socket` has gone: its end arrived (a close, or a
+/// shutdown of its sending side), or a reset. Looked at without waiting
+/// and without reading: the socket's reads are its connection thread's.
+#[cfg(unix)]
+fn peer_gone(socket: &TcpStream) -> bool {
+    use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+    use std::os::fd::AsFd;
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    let ended =
+        PollFlags::POLLHUP | PollFlags::POLLERR | PollFlags::from_bits_retain(nix::libc::POLLRDHUP);
+    #[cfg(not(any(target_os = "linux", target_os = "android")))]
+    let ended = PollFlags::POLLHUP | PollFlags::POLLERR;
+    // Only those events are asked for (`POLLNVAL` aside, which says no
+    // more), so any that came is one: `revents` itself is `None` when
+    // `POLLRDHUP`, a flag this `nix` does not name, is among them.
+    let mut fds = [PollFd::new(socket.as_fd(), ended)];
+    matches!(poll(&mut fds, PollTimeout::ZERO), Ok(1..))
+}
+
+/// Without `poll(2)`: no peer is known to have gone.
+#[cfg(not(unix))]
+fn peer_gone(_socket: &TcpStream) -> bool {
+    false
 }
 
 /// Without `poll(2)`: no request is known to wait, and a connection whose

@@ -28,7 +28,8 @@ pub(crate) type Authorize = dyn Fn(&HttpHeaders) -> Result<(), Unauthorized> + S
 ///
 /// Defaults: endpoint `/mcp`; origins: none but loopback ones
 /// (`http://localhost:*`, and any loopback address: `http://127.0.0.1:*`,
-/// `http://[::1]:*`, ...) and requests without `Origin`; hosts: loopback
+/// `http://[::1]:*`, ...; without CORS, so no browser page reads an
+/// answer) and requests without `Origin`; hosts: loopback
 /// names only when the listener
 /// is bound to a loopback address, any otherwise; 64 connections; a body
 /// of at most 4 MiB; 16 KiB of request line and headers, which must
@@ -43,6 +44,7 @@ pub struct HttpOptions {
     pub(crate) hosts: Vec<String>,
     pub(crate) max_connections: usize,
     pub(crate) max_sessions: usize,
+    pub(crate) max_session_bytes: usize,
     pub(crate) max_body_bytes: usize,
     pub(crate) max_head_bytes: usize,
     pub(crate) header_timeout: Duration,
@@ -61,6 +63,7 @@ impl Default for HttpOptions {
             hosts: Vec::new(),
             max_connections: 64,
             max_sessions: 1024,
+            max_session_bytes: 64 * 1024 * 1024,
             max_body_bytes: 4 * 1024 * 1024,
             max_head_bytes: 16 * 1024,
             header_timeout: Duration::from_secs(10),
@@ -103,9 +106,14 @@ impl HttpOptions {
     /// (`scheme://host[:port]`, compared without regard to case). Any other
     /// origin but loopback ones is answered `403` (spec 2026-07-28
     /// basic/transports/streamable-http, "Security": DNS rebinding). A
-    /// browser on an allowed origin (or a loopback one) passes the CORS
+    /// browser on an allowed origin, and only there, passes the CORS
     /// preflight (`OPTIONS`), and every answer to it carries
-    /// `Access-Control-Allow-Origin`, so its page can read them.
+    /// `Access-Control-Allow-Origin`, so its page can read them. A loopback
+    /// origin not allowed here passes the `403` check but gets no CORS
+    /// fields: a page on another local port (a dev server, another local
+    /// application) is another origin, and reads nothing. Allow a browser
+    /// client by its page's origin: the MCP Inspector's direct mode, say,
+    /// with `.allow_origin("http://localhost:6274")`.
     pub fn allow_origin(mut self, origin: &str) -> Self {
         self.origins.push(origin.trim_end_matches('/').to_owned());
         self
@@ -127,14 +135,17 @@ impl HttpOptions {
     /// keeps it: a 2026-07-28 `subscriptions/listen`, or a legacy session's
     /// GET stream, which the SDKs' legacy clients open at once. Allow about
     /// two per client. At the cap one connection gives way to let a new
-    /// one in: one silent since it opened, else one whose request trickles
+    /// one in: one serving a request whose client has gone (a legacy
+    /// request, which its client's close does not cancel, is cancelled
+    /// then), else one silent since it opened, else one whose request trickles
     /// in (a read of it had to wait for bytes; answered `503` with
     /// `Retry-After`), else one idle between requests for a second or
     /// more, else the oldest legacy GET stream (its client may open it
     /// again); each time the one that has waited, or been reading, longest.
     /// Connections that send nothing or trickle a request, and sessions
     /// left open by clients that went away, do not lock later clients
-    /// out. A connection serving a request, one whose request came whole,
+    /// out. A connection serving a request for a client still there, one
+    /// whose request came whole,
     /// one whose next request has arrived, and one answered a moment ago
     /// (its client may be sending its next request) keep their place: when
     /// only such are open, one more is answered `503` and closed at once.
@@ -150,9 +161,23 @@ impl HttpOptions {
     /// did anything after its `initialize` (the one idle longest), then
     /// one with nothing open (no GET stream, no POST), idle longest, and
     /// only then one with a stream open (which ends). Each session holds at
-    /// most 64 KiB of `initialize` params and 256 KiB of subscribed URIs.
+    /// most 64 KiB of `initialize` params and 256 KiB of subscribed URIs,
+    /// and all of them together at most [`HttpOptions::max_session_bytes`].
     pub fn max_sessions(mut self, max: usize) -> Self {
         self.max_sessions = max.max(1);
+        self
+    }
+
+    /// At most this many bytes are kept by the legacy sessions together
+    /// (default 64 MiB): their `initialize` params and subscribed URIs.
+    /// A new session past it makes others give way, in the order
+    /// [`HttpOptions::max_sessions`] says, until it fits; a session's
+    /// `resources/subscribe` that would pass it is refused (`-32603`,
+    /// saying so) once that session holds more than its share (this
+    /// budget divided by `max_sessions`: 64 KiB at the defaults). Without
+    /// it 1,024 sessions could keep some 320 MiB.
+    pub fn max_session_bytes(mut self, max: usize) -> Self {
+        self.max_session_bytes = max;
         self
     }
 

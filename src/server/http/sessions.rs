@@ -38,10 +38,14 @@
 //! in size (`legacy::session`: 64 KiB of `initialize` params, 256 KiB of
 //! subscribed URIs; what may be large is shared between a session's
 //! copies, not copied on each change, and the subscriptions are one set
-//! that a `resources/subscribe` changes by its URI alone). Past the number a new session
-//! makes one give way ([`Store::evict`]): one that never did anything
-//! after its `initialize` first, so that a flood of `initialize` POSTs
-//! pushes out only its own kind, not the sessions in use.
+//! that a `resources/subscribe` changes by its URI alone), and together
+//! in bytes (`HttpOptions::max_session_bytes`: each session's `initialize`
+//! params and URIs charged to one `legacy::session::Budget`). Past the
+//! number, or the bytes, a new session makes sessions give way
+//! ([`Store::evict`]): those that never did anything after their
+//! `initialize` first, so that a flood of `initialize` POSTs pushes out
+//! only its own kind, not the sessions in use; a session past its share of
+//! the bytes subscribes to no more once they are all taken.
 //!
 //! What the server publishes reaches each session on one stream only
 //! (2025-11-25 "Multiple Connections": the server MUST NOT send a message
@@ -71,7 +75,7 @@ use crate::server::conn::handle::{ConnHandle, Sending};
 use crate::server::connections::Connection;
 use crate::server::event::ServerEvent;
 use crate::server::legacy::Front;
-use crate::server::legacy::session::LegacySession;
+use crate::server::legacy::session::{Budget, LegacySession, Subscribed};
 
 /// The legacy methods that change the session they run under
 /// (`LegacyRequest::SetLevel`, `Subscribe`, `Unsubscribe`).
@@ -89,6 +93,8 @@ pub(crate) struct Sessions {
     state: Arc<Mutex<Store>>,
     /// How many are kept at most (`HttpOptions::max_sessions`).
     max: usize,
+    /// The bytes they keep together (`HttpOptions::max_session_bytes`).
+    budget: Arc<Budget>,
 }
 
 #[derive(Default)]
@@ -111,14 +117,24 @@ struct Kept {
     /// server validates tokens: only requests with a token for the same
     /// find it.
     owner: Option<String>,
-    /// A message named the session after its `initialize`: a request, an
-    /// answer, a cancellation, a GET stream.
+    /// The session is live: a message named it after its `initialize`
+    /// that did something its client would lose with it (a request other
+    /// than `ping`, which any flood can send: a call, a list, a
+    /// subscription, a level; an answer to the server's ask; a
+    /// cancellation; a GET stream). See [`Store::evict`].
     used: bool,
     /// When a message last named it.
     seen: Instant,
 }
 
 impl Kept {
+    /// The session is forgotten: its bytes leave the budget now, not when
+    /// the POSTs still running under a copy of it end.
+    fn forget(&self) {
+        let subscribed = &self.session.subscribed;
+        (subscribed.lock().unwrap_or_else(PoisonError::into_inner)).discharge();
+    }
+
     /// The session was named by a message (`used`: one that does
     /// something; see [`Kept::used`]).
     fn seen(&mut self, used: bool) {
@@ -202,11 +218,12 @@ impl UnknownSession {
 }
 
 impl Sessions {
-    /// No session yet; at most `max` kept.
-    pub fn new(max: usize) -> Sessions {
+    /// No session yet; at most `max` kept, and `max_bytes` bytes of them.
+    pub fn new(max: usize, max_bytes: usize) -> Sessions {
         Sessions {
             state: Arc::default(),
             max,
+            budget: Arc::new(Budget::new(max_bytes, max)),
         }
     }
 
@@ -258,7 +275,8 @@ impl Sessions {
         };
         let mut store = self.lock();
         let kept = store.kept(session_id, owner)?;
-        kept.seen(true);
+        // A `ping` keeps a session seen, not live (`Kept::used`).
+        kept.seen(method != "ping");
         let mut session = Arc::clone(&kept.session);
         if CHANGES_SESSION.contains(&method) {
             // Its answer waits until the change is stored (`opened`): the
@@ -400,7 +418,11 @@ impl Sessions {
         if store.kept(id, owner).is_err() {
             return false;
         }
-        let existed = store.by_id.remove(id).is_some();
+        let removed = store.by_id.remove(id);
+        if let Some(kept) = &removed {
+            kept.forget();
+        }
+        let existed = removed.is_some();
         let open = store.open.get(id).cloned().unwrap_or_default();
         let stream = store.streams.remove(id);
         drop(store);
@@ -490,7 +512,7 @@ impl Sessions {
         // No list changes on a POST's stream: they go on the GET stream.
         session.initialized = false;
         let mut store = self.lock();
-        let mut forgotten = None;
+        let mut forgotten = Vec::new();
         if let Some(given) = given {
             let Some(stored) = store.by_id.get_mut(id) else {
                 return;
@@ -506,9 +528,18 @@ impl Sessions {
             // in place (`LegacySession::subscribed`): nothing to merge.
             stored.session = Arc::new(merged);
         } else {
-            if store.by_id.len() >= self.max {
-                forgotten = store.evict();
+            // Its bytes count against the sessions' budget, with its
+            // subscriptions to come (a set of its own from here on).
+            let fixed = initialize_bytes(&session);
+            let mut ended = Vec::new();
+            while store.by_id.len() >= self.max || !self.budget.fits(fixed) {
+                match store.evict() {
+                    Some(stream) => ended.extend(stream),
+                    None => break,
+                }
             }
+            forgotten = ended;
+            session.subscribed = Arc::new(Mutex::new(Subscribed::charged(&self.budget, fixed)));
             let kept = Kept {
                 session: Arc::new(session),
                 owner,
@@ -519,7 +550,7 @@ impl Sessions {
         }
         drop(store);
         // A forgotten session's stream ends, as a deleted one's does.
-        if let Some(stream) = forgotten {
+        for stream in forgotten {
             stream.body.end_unanswered();
         }
     }
@@ -547,16 +578,25 @@ impl Store {
     /// Forgets the session that gives way to a new one (issue 47, item 9:
     /// a flood of `initialize` must not push out the sessions in use):
     /// among those with nothing open (no POST, no GET stream), one that
-    /// never did anything after its `initialize` before one that did, the
-    /// one idle longest first; only when every session has something open,
-    /// the one idle longest of them. Returns its GET stream, to end.
-    fn evict(&mut self) -> Option<Stream> {
+    /// is not live before one that is, the one idle longest first; only
+    /// when every session has something open, the one idle longest of
+    /// them. Live ([`Kept::used`]): after its `initialize` the session
+    /// made a request other than `ping` (so it holds its subscriptions,
+    /// its level, or work its client waits on), answered or cancelled
+    /// something, or opened a GET stream; an `initialize` followed by
+    /// `ping`s, which anyone can send by the thousand, is not. Returns its
+    /// GET stream, to end (`None` when there was none to forget; `Some`
+    /// of `None` when the one forgotten had no stream). Its bytes leave
+    /// the sessions' budget at once.
+    fn evict(&mut self) -> Option<Option<Stream>> {
         let busy = |id: &String| self.open.contains_key(id) || self.streams.contains_key(id);
         let victim = (self.by_id.iter())
             .min_by_key(|(id, kept)| (busy(id), kept.used, kept.seen))
             .map(|(id, _)| id.clone())?;
-        self.by_id.remove(&victim);
-        self.streams.remove(&victim)
+        if let Some(kept) = self.by_id.remove(&victim) {
+            kept.forget();
+        }
+        Some(self.streams.remove(&victim))
     }
 }
 
@@ -601,6 +641,14 @@ impl Connection for Listener {
             post.front.asks().close();
         }
     }
+}
+
+/// The bytes a new session keeps of its `initialize`: its client's
+/// capabilities and information, as they would be sent again.
+fn initialize_bytes(session: &LegacySession) -> usize {
+    let capabilities = serde_json::to_vec(&*session.client_capabilities).map_or(0, |v| v.len());
+    let info = serde_json::to_vec(&session.client_info).map_or(0, |v| v.len());
+    capabilities + info + session.version.len()
 }
 
 /// A session id: 128 random bits in hex (visible ASCII, as 2025-11-25

@@ -3,16 +3,17 @@
 //! change it, `ping` is answered at any time.
 
 use std::borrow::Cow;
-use std::collections::HashSet;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use crate::jsonrpc::ErrorObject;
-use crate::server::Inner;
 use crate::server::event::ServerEvent;
 use crate::server::request_meta::{LiveLevel, RequestMeta};
+use crate::server::{Inner, UriHold};
 use crate::types::{LoggingLevel, ProgressToken, ServerCapabilities, method};
 use crate::version::LEGACY_VERSIONS;
 
@@ -49,27 +50,115 @@ pub(crate) struct LegacySession {
     pub subscribed: Arc<Mutex<Subscribed>>,
 }
 
-/// The URIs a session subscribed to, and their bytes.
+/// The URIs a session subscribed to, each with what it holds while it is
+/// subscribed (`UriHold`), and their bytes; over HTTP, with what the
+/// session is charged against the budget of the listener's sessions.
 #[derive(Debug, Default)]
 pub(crate) struct Subscribed {
-    uris: HashSet<String>,
+    uris: HashMap<String, UriHold>,
     bytes: usize,
+    /// The budget this session's bytes count against (`None`: none, on
+    /// stdio or a stateless POST, or once the session was forgotten).
+    budget: Option<Arc<Budget>>,
+    /// The bytes of its `initialize` params, charged with its URIs.
+    fixed: usize,
 }
 
-impl Subscribed {
-    fn insert(&mut self, uri: String) {
-        let len = uri.len();
-        if self.uris.insert(uri) {
-            self.bytes += len;
+/// The bytes the legacy sessions of one HTTP listener keep together
+/// (`HttpOptions::max_session_bytes`), and each one's share of them.
+#[derive(Debug)]
+pub(crate) struct Budget {
+    used: AtomicUsize,
+    max: usize,
+    share: usize,
+}
+
+impl Budget {
+    /// A budget of `max` bytes for at most `sessions` sessions.
+    #[cfg_attr(not(feature = "http"), allow(dead_code))]
+    pub fn new(max: usize, sessions: usize) -> Budget {
+        Budget {
+            used: AtomicUsize::new(0),
+            max,
+            share: max / sessions.max(1),
         }
     }
 
-    fn remove(&mut self, uri: &str) -> bool {
+    /// The bytes kept now.
+    pub fn used(&self) -> usize {
+        self.used.load(Ordering::Acquire)
+    }
+
+    /// Whether `more` bytes may be kept beside those used now.
+    pub fn fits(&self, more: usize) -> bool {
+        self.used().saturating_add(more) <= self.max
+    }
+}
+
+impl Subscribed {
+    /// A new session's set, its `fixed` bytes charged against `budget`.
+    #[cfg_attr(not(feature = "http"), allow(dead_code))]
+    pub fn charged(budget: &Arc<Budget>, fixed: usize) -> Subscribed {
+        budget.used.fetch_add(fixed, Ordering::AcqRel);
+        Subscribed {
+            uris: HashMap::new(),
+            bytes: 0,
+            budget: Some(Arc::clone(budget)),
+            fixed,
+        }
+    }
+
+    /// The session is forgotten: its bytes no longer count against its
+    /// budget (they are let go with its last copy).
+    pub fn discharge(&mut self) {
+        if let Some(budget) = self.budget.take() {
+            (budget.used).fetch_sub(self.bytes + self.fixed, Ordering::AcqRel);
+        }
+    }
+
+    fn insert(&mut self, uri: String, hold: UriHold) {
+        let len = uri.len();
+        if self.uris.insert(uri, hold).is_none() {
+            self.bytes += len;
+            if let Some(budget) = &self.budget {
+                budget.used.fetch_add(len, Ordering::AcqRel);
+            }
+        }
+    }
+
+    fn remove(&mut self, uri: &str) -> Option<UriHold> {
         let removed = self.uris.remove(uri);
-        if removed {
+        if removed.is_some() {
             self.bytes -= uri.len();
+            if let Some(budget) = &self.budget {
+                budget.used.fetch_sub(uri.len(), Ordering::AcqRel);
+            }
         }
         removed
+    }
+
+    /// Why `more` bytes of URIs may not be kept: past the listener's
+    /// budget, by a session that holds more than its share.
+    fn over_budget(&self, more: usize) -> Option<ErrorObject> {
+        let budget = self.budget.as_ref()?;
+        let own = self.bytes + self.fixed + more;
+        if own <= budget.share || budget.fits(more) {
+            return None;
+        }
+        let error = ErrorObject::internal_error(format!(
+            "the server's legacy sessions keep {} bytes, their budget (max_session_bytes), and this session {own} of them, more than its share of {}: unsubscribe from one first",
+            budget.max, budget.share
+        ))
+        .with_data(json!({ "limitBytes": budget.max, "shareBytes": budget.share }));
+        Some(error)
+    }
+}
+
+/// What a forgotten session's last copy lets go: its bytes' count in the
+/// budget (`Subscribed::discharge`, made at once when it is forgotten).
+impl Drop for Subscribed {
+    fn drop(&mut self) {
+        self.discharge();
     }
 }
 
@@ -78,7 +167,7 @@ impl Subscribed {
 #[derive(Debug)]
 pub(crate) enum Change {
     Subscribed(String),
-    Unsubscribed(String),
+    Unsubscribed(String, UriHold),
 }
 
 /// What a legacy-only request asks of the owner.
@@ -89,7 +178,8 @@ pub(crate) enum LegacyRequest {
     Ping,
     Initialize(Box<LegacySession>),
     SetLevel(LoggingLevel),
-    Subscribe(String),
+    /// A URI the application accepted, with its hold.
+    Subscribe(String, UriHold),
     Unsubscribe(String),
 }
 
@@ -224,8 +314,8 @@ pub(crate) fn session_request(
             set_level(params).map(LegacyRequest::SetLevel)
         }
         "resources/subscribe" if inner.subscribable() => subscription_uri(params).and_then(|uri| {
-            if inner.accepts_uri(&uri) {
-                Ok(LegacyRequest::Subscribe(uri))
+            if let Some(hold) = inner.accepts_uri(&uri) {
+                Ok(LegacyRequest::Subscribe(uri, hold))
             } else {
                 // 2025-11-25 server/resources, "Error Handling".
                 Err(ErrorObject::new(-32002, "Resource not found").with_data(json!({ "uri": uri })))
@@ -255,9 +345,9 @@ impl LegacySession {
         match request {
             LegacyRequest::Ping | LegacyRequest::Initialize(_) => {}
             LegacyRequest::SetLevel(level) => self.log_level = Some(level),
-            LegacyRequest::Subscribe(uri) => {
+            LegacyRequest::Subscribe(uri, hold) => {
                 let mut subscribed = self.subscriptions();
-                if subscribed.uris.contains(&uri) {
+                if subscribed.uris.contains_key(&uri) {
                     return (Ok(json!({})), None);
                 }
                 if subscribed.uris.len() >= max {
@@ -275,12 +365,15 @@ impl LegacySession {
                     .with_data(json!({ "limitBytes": MAX_SUBSCRIBED_BYTES }));
                     return (Err(error), None);
                 }
-                subscribed.insert(uri.clone());
+                if let Some(error) = subscribed.over_budget(uri.len()) {
+                    return (Err(error), None);
+                }
+                subscribed.insert(uri.clone(), hold);
                 change = Some(Change::Subscribed(uri));
             }
             LegacyRequest::Unsubscribe(uri) => {
-                if self.subscriptions().remove(&uri) {
-                    change = Some(Change::Unsubscribed(uri));
+                if let Some(hold) = self.subscriptions().remove(&uri) {
+                    change = Some(Change::Unsubscribed(uri, hold));
                 }
             }
         }
@@ -292,13 +385,13 @@ impl LegacySession {
     pub fn undo(&self, change: Change) {
         match change {
             Change::Subscribed(uri) => drop(self.subscriptions().remove(&uri)),
-            Change::Unsubscribed(uri) => self.subscriptions().insert(uri),
+            Change::Unsubscribed(uri, hold) => self.subscriptions().insert(uri, hold),
         }
     }
 
     /// Whether the session subscribed to `uri`.
     pub fn is_subscribed(&self, uri: &str) -> bool {
-        self.subscriptions().uris.contains(uri)
+        self.subscriptions().uris.contains_key(uri)
     }
 
     fn subscriptions(&self) -> std::sync::MutexGuard<'_, Subscribed> {
@@ -361,10 +454,12 @@ mod tests {
         let copy = session.clone();
         let big = |c: char| format!("mem://{}", c.to_string().repeat(MAX_SUBSCRIBED_BYTES / 2));
         let (a, b) = (big('a'), big('b'));
-        let (ok, change) = session.apply(LegacyRequest::Subscribe(a.clone()), 100);
+        let (ok, change) =
+            session.apply(LegacyRequest::Subscribe(a.clone(), UriHold::default()), 100);
         assert!(ok.is_ok() && matches!(change, Some(Change::Subscribed(_))));
         assert!(copy.is_subscribed(&a), "one set for every copy");
-        let (refused, _) = session.apply(LegacyRequest::Subscribe(b.clone()), 100);
+        let (refused, _) =
+            session.apply(LegacyRequest::Subscribe(b.clone(), UriHold::default()), 100);
         assert!(refused.is_err(), "past the byte limit");
         let (ok, change) = session.apply(LegacyRequest::Unsubscribe(a.clone()), 100);
         assert!(ok.is_ok() && !copy.is_subscribed(&a));
@@ -375,7 +470,8 @@ mod tests {
         );
         let (_, change) = session.apply(LegacyRequest::Unsubscribe(a.clone()), 100);
         assert!(change.is_some());
-        let (ok, change) = session.apply(LegacyRequest::Subscribe(b.clone()), 100);
+        let (ok, change) =
+            session.apply(LegacyRequest::Subscribe(b.clone(), UriHold::default()), 100);
         assert!(ok.is_ok(), "room again: {ok:?}");
         session.undo(change.unwrap());
         assert!(!session.is_subscribed(&b));

@@ -133,6 +133,10 @@ struct Live {
     signals: Sender<Signal>,
     /// When the task expires: its worker's writes are tried until then.
     expires: Option<SystemTime>,
+    /// Whether the store holds it (its `create` returned): until then a
+    /// read finds nothing, which says nothing about the task
+    /// (`Tasks::look_at`).
+    stored: bool,
 }
 
 /// Where a note for the server's operator goes (the server's trace; named
@@ -259,6 +263,7 @@ impl Tasks {
                 token: token.clone(),
                 signals,
                 expires,
+                stored: false,
             };
             live.insert(task_id.clone(), entry);
         }
@@ -280,6 +285,9 @@ impl Tasks {
         if let Err(e) = self.store.create(stored.clone()) {
             self.live().remove(&task_id);
             return Err(e);
+        }
+        if let Some(live) = self.live().get_mut(&task_id) {
+            live.stored = true;
         }
         Ok(Created {
             task,

@@ -130,9 +130,14 @@ impl Tasks {
     }
 
     /// Reads `task_id` again if its handler runs here: stopped when the
-    /// task ended or is gone, woken when answers wait for it.
+    /// task ended or is gone, woken when answers wait for it. A task the
+    /// store does not hold yet (counted as running before its `create` is
+    /// called, which has not returned) is not read: that read would find
+    /// nothing, and stop a handler nobody cancelled. Once `create` has
+    /// returned, every read finds the task (durably created), so a read
+    /// that finds nothing means it is gone.
     fn look_at(&self, task_id: &str) {
-        if !self.live().contains_key(task_id) {
+        if !self.live().get(task_id).is_some_and(|live| live.stored) {
             return;
         }
         match self.store.get(task_id) {

@@ -15,15 +15,24 @@ pub fn header_for_stdio() -> UsageError {
     usage("--header applies to an HTTP server (--url, or a config entry with \"url\") only")
 }
 
-/// A server's URL: `http://` (this binary speaks no TLS).
+/// `--cacert` names a stdio server, which has no certificate.
+pub fn cacert_for_stdio() -> UsageError {
+    usage("--cacert applies to an https server (--url, or a config entry with \"url\") only")
+}
+
+/// A server's URL: `http://`, or `https://` in a binary built with the
+/// `https` feature.
 pub fn check_url(url: &str, what: &str) -> Result<(), UsageError> {
     let scheme = url.split_once("://").map(|(s, _)| s.to_ascii_lowercase());
     match scheme.as_deref() {
         Some("http") => Ok(()),
+        Some("https") if cfg!(feature = "https") => Ok(()),
         Some("https") => Err(usage(format!(
-            "{what} takes an http:// URL, not {url:?}: mcp-stdio speaks no TLS (put a proxy that does in front, on the same host)"
+            "{what} is an https:// URL, and this mcp-stdio has no TLS: build it with --features https (cargo install mcp-stdio --features https)"
         ))),
-        _ => Err(usage(format!("{what} takes an http:// URL, not {url:?}"))),
+        _ => Err(usage(format!(
+            "{what} takes an http:// or https:// URL, not {url:?}"
+        ))),
     }
 }
 

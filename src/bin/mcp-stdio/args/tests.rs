@@ -123,6 +123,25 @@ fn usage_errors() {
 }
 
 #[test]
+fn cacert_files_go_with_a_url_in_order_and_never_with_a_command() {
+    let opts = parse_ok("tools --cacert a.pem --url http://h:1/mcp --cacert=b.pem");
+    assert_eq!(
+        opts.cacerts,
+        [PathBuf::from("a.pem"), PathBuf::from("b.pem")]
+    );
+    assert!(
+        parse_err("tools --cacert a.pem -- srv").contains("--cacert applies to an https server")
+    );
+    #[cfg(not(feature = "https"))]
+    assert!(parse_err("tools --url https://h/mcp").contains("--features https"));
+    #[cfg(feature = "https")]
+    assert_eq!(
+        parse_ok("tools --url https://h/mcp").server,
+        Some(ServerSpec::Url("https://h/mcp".into()))
+    );
+}
+
+#[test]
 fn serve_http_takes_its_listener_and_http_options() {
     let opts = parse_ok(
         "serve-http --listen 0.0.0.0:9 --allow-origin https://a --allow-origin https://b --bearer-token T -- srv x",

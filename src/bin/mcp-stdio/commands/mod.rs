@@ -56,10 +56,35 @@ pub fn run(ctx: &Ctx<'_>) -> Result<u8, Failure> {
             context,
         } => complete(ctx, reference, argument, value, context),
         Command::Listen(filter) => listen::listen(ctx, filter),
-        // Served before a command context exists (`serve_http`).
-        Command::ServeHttp(_) => Ok(0),
+        Command::Login => login(ctx),
+        // Served before a command context exists (`serve_http`, `logout`).
+        Command::ServeHttp(_) | Command::Logout => Ok(0),
         Command::Help | Command::Version => Ok(0),
     }
+}
+
+/// `login`: connecting authorized the client if the server asked (the
+/// tokens are in their file now); said in one line.
+fn login(ctx: &Ctx<'_>) -> Result<u8, Failure> {
+    let Some(crate::args::ServerSpec::Url(url)) = &ctx.opts.server else {
+        return Ok(0);
+    };
+    // A request that needs authorization, if connecting needed none.
+    ctx.client
+        .list_tools(None)
+        .map_err(|e| ctx.failure(e, "tools/list"))?;
+    #[cfg(feature = "http")]
+    if let Some(file) = crate::login::token_file(url).filter(|f| f.exists()) {
+        crate::output::print(&format!(
+            "logged in to {url}: tokens kept in {}",
+            file.display()
+        ));
+        return Ok(0);
+    }
+    crate::output::print(&format!(
+        "{url} asked for no authorization: nothing to keep"
+    ));
+    Ok(0)
 }
 
 impl Ctx<'_> {

@@ -1,0 +1,342 @@
+//! Finding the authorization server (spec 2026-07-28
+//! basic/authorization/authorization-server-discovery): the challenge of a
+//! `401` or `403` (`Challenge`), the protected resource's metadata
+//! (RFC 9728, `resource_metadata`, else the well-known URIs in the spec's
+//! order) with its `resource` checked against the server, and the
+//! authorization server's metadata (RFC 8414, with OpenID Connect
+//! Discovery's URIs in the spec's order) with its `issuer` checked.
+
+use serde::Deserialize;
+
+use super::web::{Url, fetch};
+
+/// What a `WWW-Authenticate: Bearer ...` challenge says (RFC 6750
+/// section 3, RFC 9728 section 5.1).
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub(crate) struct Challenge {
+    pub resource_metadata: Option<String>,
+    pub scope: Option<String>,
+    pub error: Option<String>,
+}
+
+impl Challenge {
+    /// Reads the `Bearer` challenge among `values` (each a
+    /// `WWW-Authenticate` field); parameters of other schemes are not
+    /// taken.
+    pub fn parse<'a>(values: impl IntoIterator<Item = &'a str>) -> Challenge {
+        let mut challenge = Challenge::default();
+        for value in values {
+            let mut rest = value.trim();
+            let mut bearer = false;
+            while !rest.is_empty() {
+                // A scheme name starts a challenge: a token followed by a
+                // space (or the end), not by `=`.
+                let token_end = rest.find([' ', '=', ',']).unwrap_or(rest.len());
+                let after = rest[token_end..].trim_start();
+                if !after.starts_with('=') {
+                    bearer = rest[..token_end].eq_ignore_ascii_case("bearer");
+                    rest = after.trim_start_matches(',').trim_start();
+                    continue;
+                }
+                let name = rest[..token_end].trim().to_ascii_lowercase();
+                let after = after[1..].trim_start();
+                let (value, tail) = quoted_or_token(after);
+                if bearer {
+                    let slot = match name.as_str() {
+                        "resource_metadata" => &mut challenge.resource_metadata,
+                        "scope" => &mut challenge.scope,
+                        "error" => &mut challenge.error,
+                        _ => &mut None,
+                    };
+                    if slot.is_none() {
+                        *slot = Some(value);
+                    }
+                }
+                rest = tail.trim_start().trim_start_matches(',').trim_start();
+            }
+        }
+        challenge
+    }
+
+    /// Whether it is a `403`'s `insufficient_scope` (RFC 6750 section 3.1).
+    pub fn insufficient_scope(&self) -> bool {
+        self.error.as_deref() == Some("insufficient_scope")
+    }
+}
+
+/// A parameter's value, quoted (with `\` escapes) or a token, and what
+/// follows it.
+fn quoted_or_token(text: &str) -> (String, &str) {
+    if let Some(inner) = text.strip_prefix('"') {
+        let mut value = String::new();
+        let mut chars = inner.char_indices();
+        while let Some((at, c)) = chars.next() {
+            match c {
+                '\\' => {
+                    if let Some((_, next)) = chars.next() {
+                        value.push(next);
+                    }
+                }
+                '"' => return (value, &inner[at + 1..]),
+                c => value.push(c),
+            }
+        }
+        return (value, "");
+    }
+    let end = text.find([',', ' ']).unwrap_or(text.len());
+    (text[..end].to_owned(), &text[end..])
+}
+
+/// A protected resource's metadata (RFC 9728 section 2), the members used.
+#[derive(Debug, Clone, Deserialize)]
+pub(crate) struct ResourceMetadata {
+    pub resource: String,
+    #[serde(default)]
+    pub authorization_servers: Vec<String>,
+    #[serde(default)]
+    pub scopes_supported: Option<Vec<String>>,
+}
+
+/// An authorization server's metadata (RFC 8414 section 2), the members
+/// used.
+#[derive(Debug, Clone, Deserialize)]
+pub(crate) struct ServerMetadata {
+    pub issuer: String,
+    #[serde(default)]
+    pub authorization_endpoint: Option<String>,
+    pub token_endpoint: String,
+    #[serde(default)]
+    pub registration_endpoint: Option<String>,
+    #[serde(default)]
+    pub scopes_supported: Option<Vec<String>>,
+    #[serde(default)]
+    pub code_challenge_methods_supported: Option<Vec<String>>,
+    #[serde(default)]
+    pub token_endpoint_auth_methods_supported: Option<Vec<String>>,
+    #[serde(default)]
+    pub client_id_metadata_document_supported: bool,
+    #[serde(default)]
+    pub authorization_response_iss_parameter_supported: bool,
+}
+
+/// The protected resource metadata of the server at `server`: from the
+/// challenge's `resource_metadata` if it names one, else from the
+/// well-known URIs (spec: "MUST fall back to constructing and requesting
+/// the well-known URIs in the order listed": the endpoint's path
+/// inserted, then the root). Its `resource` must name this server
+/// (`resource_matches`), or it is refused.
+pub(crate) fn resource_metadata(
+    server: &Url,
+    challenge: &Challenge,
+) -> Result<ResourceMetadata, String> {
+    let candidates = match &challenge.resource_metadata {
+        Some(url) => vec![Url::parse(url)?],
+        None => {
+            let mut urls = Vec::new();
+            if !server.path.is_empty() {
+                urls.push(well_known(server, "oauth-protected-resource", true));
+            }
+            urls.push(well_known(server, "oauth-protected-resource", false));
+            urls
+        }
+    };
+    let mut tried = Vec::new();
+    for url in candidates {
+        require_secure(&url, server, "the protected resource metadata")?;
+        let answer = fetch("GET", &url, &accept_json(), b"")?;
+        if answer.status != 200 {
+            tried.push(format!("{url} ({})", answer.status));
+            continue;
+        }
+        let metadata: ResourceMetadata = serde_json::from_slice(&answer.body)
+            .map_err(|e| format!("the protected resource metadata at {url} is not valid: {e}"))?;
+        if !resource_matches(&metadata.resource, server) {
+            return Err(format!(
+                "the protected resource metadata at {url} is for '{}', not for {server}: refused (RFC 9728 section 3.3)",
+                metadata.resource
+            ));
+        }
+        if metadata.authorization_servers.is_empty() {
+            return Err(format!(
+                "the protected resource metadata at {url} names no authorization server"
+            ));
+        }
+        return Ok(metadata);
+    }
+    Err(format!(
+        "the server asked for authorization but publishes no protected resource metadata (tried {})",
+        tried.join(", ")
+    ))
+}
+
+/// Whether `resource` (a metadata document's) names the server at
+/// `server`: the same scheme, host and port, and a path that is the
+/// server's or a segment-wise prefix of it (a resource at the root covers
+/// the server's endpoints beneath it).
+pub(crate) fn resource_matches(resource: &str, server: &Url) -> bool {
+    let Ok(resource) = Url::parse(resource) else {
+        return false;
+    };
+    if resource.scheme != server.scheme
+        || resource.host_port() != server.host_port()
+        || resource.query.is_some()
+    {
+        return false;
+    }
+    let prefix = resource.path.trim_end_matches('/');
+    server.path == prefix
+        || server
+            .path
+            .strip_prefix(prefix)
+            .is_some_and(|rest| rest.starts_with('/'))
+}
+
+/// The metadata of the authorization server `issuer` (spec: RFC 8414 path
+/// insertion, then OpenID Connect Discovery with path insertion, then with
+/// path appending; for an issuer without a path the first two), refused
+/// when its `issuer` is not identical to `issuer` (RFC 8414 section 3.3)
+/// or an endpoint it names is not served over https (but on loopback).
+pub(crate) fn server_metadata(issuer: &str, server: &Url) -> Result<ServerMetadata, String> {
+    let url = Url::parse(issuer)?;
+    require_secure(&url, server, "the authorization server")?;
+    let mut candidates = vec![
+        well_known(&url, "oauth-authorization-server", true),
+        well_known(&url, "openid-configuration", true),
+    ];
+    if !url.path.is_empty() {
+        candidates.push(Url::parse(&format!(
+            "{}{}/.well-known/openid-configuration",
+            url.origin(),
+            url.path
+        ))?);
+    }
+    let mut tried = Vec::new();
+    for candidate in candidates {
+        let answer = fetch("GET", &candidate, &accept_json(), b"")?;
+        if answer.status != 200 {
+            tried.push(format!("{candidate} ({})", answer.status));
+            continue;
+        }
+        let metadata: ServerMetadata = serde_json::from_slice(&answer.body).map_err(|e| {
+            format!("the authorization server metadata at {candidate} is not valid: {e}")
+        })?;
+        // Spec 2026-07-28 authorization-server-discovery: "the `issuer`
+        // value in the document MUST be identical to the issuer
+        // identifier used to construct the well-known URL".
+        if metadata.issuer != issuer {
+            return Err(format!(
+                "the authorization server metadata at {candidate} names the issuer '{}', not '{issuer}': refused",
+                metadata.issuer
+            ));
+        }
+        for endpoint in [
+            Some(&metadata.token_endpoint),
+            metadata.authorization_endpoint.as_ref(),
+            metadata.registration_endpoint.as_ref(),
+        ]
+        .into_iter()
+        .flatten()
+        {
+            require_secure(
+                &Url::parse(endpoint)?,
+                server,
+                "an authorization server endpoint",
+            )?;
+        }
+        return Ok(metadata);
+    }
+    Err(format!(
+        "no authorization server metadata found for {issuer} (tried {})",
+        tried.join(", ")
+    ))
+}
+
+/// `url`'s well-known `suffix` URL: its path inserted after the suffix
+/// (`inserted`), or the root's.
+fn well_known(url: &Url, suffix: &str, inserted: bool) -> Url {
+    let path = if inserted { url.path.as_str() } else { "" };
+    Url {
+        scheme: url.scheme.clone(),
+        authority: url.authority.clone(),
+        path: format!("/.well-known/{suffix}{path}"),
+        query: None,
+    }
+}
+
+fn accept_json() -> Vec<(String, String)> {
+    vec![("Accept".to_owned(), "application/json".to_owned())]
+}
+
+/// Refuses what a client must not fetch for the MCP server `server`
+/// (spec 2026-07-28 basic/authorization, "Communication Security":
+/// authorization server endpoints over HTTPS): plain `http`, but between
+/// loopback hosts (a local server, as in tests and development); and for a
+/// server that is not on loopback, any loopback host, so that a remote
+/// server cannot steer the client to this machine's own services.
+pub(crate) fn require_secure(url: &Url, server: &Url, what: &str) -> Result<(), String> {
+    let refused = match (server.is_loopback(), url.is_loopback()) {
+        (true, true) => false,
+        (_, false) => url.scheme != "https",
+        (false, true) => true,
+    };
+    if refused {
+        return Err(format!(
+            "{what} at {} is refused: only https, and loopback only for a server on loopback",
+            url.origin()
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn challenges_are_read_whatever_their_layout() {
+        let c = Challenge::parse([
+            r#"Bearer error="insufficient_scope", scope="mcp:basic mcp:write", resource_metadata="http://h/.well-known/oauth-protected-resource/mcp", error_description="a \"b\", c""#,
+        ]);
+        assert_eq!(c.scope.as_deref(), Some("mcp:basic mcp:write"));
+        assert!(c.insufficient_scope());
+        assert_eq!(
+            c.resource_metadata.as_deref(),
+            Some("http://h/.well-known/oauth-protected-resource/mcp")
+        );
+        let c = Challenge::parse([r#"Basic realm="x", scope="no", Bearer scope=tok"#]);
+        assert_eq!(c.scope.as_deref(), Some("tok"));
+        let c = Challenge::parse(["Bearer"]);
+        assert_eq!(c, Challenge::default());
+    }
+
+    #[test]
+    fn a_remote_server_cannot_send_the_client_to_http_or_to_loopback() {
+        let url = |u: &str| Url::parse(u).unwrap();
+        let (local, remote) = (
+            url("http://127.0.0.1:9/mcp"),
+            url("https://mcp.example.com/mcp"),
+        );
+        assert!(require_secure(&url("http://localhost:8/x"), &local, "x").is_ok());
+        assert!(require_secure(&url("https://as.example.com"), &local, "x").is_ok());
+        assert!(require_secure(&url("https://as.example.com"), &remote, "x").is_ok());
+        assert!(require_secure(&url("http://as.example.com"), &remote, "x").is_err());
+        assert!(require_secure(&url("http://as.example.com"), &local, "x").is_err());
+        assert!(require_secure(&url("http://127.0.0.1:8/x"), &remote, "x").is_err());
+        assert!(require_secure(&url("https://localhost/x"), &remote, "x").is_err());
+    }
+
+    #[test]
+    fn a_resource_names_its_server_or_a_prefix_of_its_path() {
+        let server = Url::parse("http://localhost:3000/mcp").unwrap();
+        assert!(resource_matches("http://localhost:3000/mcp", &server));
+        assert!(resource_matches("http://localhost:3000", &server));
+        assert!(resource_matches("http://LOCALHOST:3000/", &server));
+        assert!(!resource_matches("https://evil.example.com/mcp", &server));
+        assert!(!resource_matches("http://localhost:3001/mcp", &server));
+        assert!(!resource_matches("http://localhost:3000/mc", &server));
+        assert!(!resource_matches(
+            "http://localhost:3000/mcp/other",
+            &server
+        ));
+    }
+}

@@ -1,0 +1,135 @@
+//! The token endpoint (RFC 6749 section 3.2): a request with the client
+//! authenticated as its registration says, its answer read and checked;
+//! and the random texts and encodings the flow needs.
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde::Deserialize;
+
+use super::discover::ServerMetadata;
+use super::flow::Registration;
+use super::web::{Url, fetch, form};
+
+/// A token endpoint's answer (RFC 6749 section 5.1), the members used.
+#[derive(Deserialize)]
+pub(super) struct TokenAnswer {
+    pub access_token: String,
+    #[serde(default)]
+    token_type: Option<String>,
+    #[serde(default)]
+    pub expires_in: Option<u64>,
+    #[serde(default)]
+    pub refresh_token: Option<String>,
+}
+
+/// POSTs `pairs` to the token endpoint, the client authenticated as its
+/// registration says (RFC 6749 section 2.3.1: HTTP Basic of the
+/// form-encoded ID and secret, or both in the form; a public client names
+/// itself with `client_id`).
+pub(super) fn token_request<'a>(
+    metadata: &ServerMetadata,
+    registration: &'a Registration,
+    pairs: &mut Vec<(&'a str, &'a str)>,
+) -> Result<TokenAnswer, String> {
+    let url = Url::parse(&metadata.token_endpoint)?;
+    let mut headers = vec![
+        (
+            "Content-Type".to_owned(),
+            "application/x-www-form-urlencoded".to_owned(),
+        ),
+        ("Accept".to_owned(), "application/json".to_owned()),
+    ];
+    let secret = registration.client_secret.as_deref();
+    match (registration.method.as_str(), secret) {
+        ("client_secret_basic", Some(secret)) => {
+            let credentials = format!(
+                "{}:{}",
+                super::web::encode(&registration.client_id),
+                super::web::encode(secret)
+            );
+            headers.push((
+                "Authorization".to_owned(),
+                format!(
+                    "Basic {}",
+                    crate::http::base64_encode(credentials.as_bytes())
+                ),
+            ));
+        }
+        ("client_secret_post", Some(secret)) => {
+            pairs.push(("client_id", &registration.client_id));
+            pairs.push(("client_secret", secret));
+        }
+        _ => pairs.push(("client_id", &registration.client_id)),
+    }
+    let answer = fetch("POST", &url, &headers, form(pairs).as_bytes())?;
+    let grant = pairs.first().map_or("", |(_, g)| *g);
+    if answer.status != 200 {
+        return Err(format!(
+            "the token endpoint {url} refused the {grant} grant ({}){}",
+            answer.status,
+            oauth_error(&answer.body)
+        ));
+    }
+    let token: TokenAnswer = serde_json::from_slice(&answer.body)
+        .map_err(|_| format!("the token endpoint {url} answered something that is not a token"))?;
+    if token.access_token.is_empty() || token.access_token.contains(['\r', '\n']) {
+        return Err(format!(
+            "the token endpoint {url} answered an unusable access token"
+        ));
+    }
+    if let Some(kind) = &token.token_type
+        && !kind.eq_ignore_ascii_case("bearer")
+    {
+        return Err(format!(
+            "the token endpoint {url} issued a '{kind}' token, not a Bearer one"
+        ));
+    }
+    Ok(token)
+}
+
+/// An OAuth error answer's `error` and `error_description`, as
+/// `: error (description)`, or nothing.
+pub(super) fn oauth_error(body: &[u8]) -> String {
+    #[derive(Deserialize)]
+    struct OAuthError {
+        error: String,
+        error_description: Option<String>,
+    }
+    match serde_json::from_slice::<OAuthError>(body) {
+        Ok(e) => match e.error_description {
+            Some(d) => format!(": {} ({d})", e.error),
+            None => format!(": {}", e.error),
+        },
+        Err(_) => String::new(),
+    }
+}
+
+pub(super) fn json_headers() -> Vec<(String, String)> {
+    vec![
+        ("Content-Type".to_owned(), "application/json".to_owned()),
+        ("Accept".to_owned(), "application/json".to_owned()),
+    ]
+}
+
+/// 32 random bytes, Base64url: a PKCE verifier (43 characters, RFC 7636
+/// section 4.1) or a `state`.
+pub(super) fn random_text() -> Result<String, String> {
+    let mut bytes = [0u8; 32];
+    getrandom::fill(&mut bytes).map_err(|e| format!("no random bytes for PKCE and state: {e}"))?;
+    Ok(base64url(&bytes))
+}
+
+/// Base64url without padding (RFC 7636 appendix A).
+pub(super) fn base64url(bytes: &[u8]) -> String {
+    crate::http::base64_encode(bytes)
+        .trim_end_matches('=')
+        .replace('+', "-")
+        .replace('/', "_")
+}
+
+/// Seconds since the Unix epoch.
+pub(super) fn now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}

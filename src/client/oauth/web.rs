@@ -1,0 +1,308 @@
+//! The web pieces authorization needs and nothing more: absolute URLs
+//! (`Url`), percent-encoding and form bodies, and one request and its
+//! whole answer (`fetch`) on the crate's own HTTP/1.1 framing. No redirect
+//! is ever followed: an authorization server's or a metadata document's
+//! `3xx` is an answer like any other, so nothing is sent to a host the
+//! client did not choose.
+
+use std::io::{BufReader, Read};
+use std::time::{Duration, Instant};
+
+use crate::client::http::exchange::{self, Body};
+use crate::client::http::stream::Connector;
+use crate::client::http::url::Endpoint;
+
+/// How long connecting, and each silence of an answer, may take.
+const TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The most of an answer's body read: metadata and token documents are
+/// small.
+const MAX_BODY: u64 = 1024 * 1024;
+
+/// An absolute `http` or `https` URL, split where authorization needs it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Url {
+    /// `http` or `https`, lowercase.
+    pub scheme: String,
+    /// The host and port as written (`example.com`, `127.0.0.1:8080`).
+    pub authority: String,
+    /// The path, `""` when there is none (never `"/"` alone: a URL that
+    /// ends its authority with `/` has the empty path, as RFC 8414 and
+    /// RFC 9728 build well-known URLs).
+    pub path: String,
+    /// The query without its `?`, if any.
+    pub query: Option<String>,
+}
+
+impl Url {
+    /// Parses `text`; a fragment is refused (RFC 8707: a resource has
+    /// none; an endpoint never needs one).
+    pub fn parse(text: &str) -> Result<Url, String> {
+        let bad = |why: &str| format!("'{text}' is not a usable URL: {why}");
+        let (scheme, rest) = text.split_once("://").ok_or_else(|| bad("no scheme"))?;
+        let scheme = scheme.to_ascii_lowercase();
+        if scheme != "http" && scheme != "https" {
+            return Err(bad("not http or https"));
+        }
+        if rest.contains('#') {
+            return Err(bad("it has a fragment"));
+        }
+        let end = rest.find(['/', '?']).unwrap_or(rest.len());
+        let (authority, rest) = rest.split_at(end);
+        if authority.is_empty() || authority.contains('@') {
+            return Err(bad("no host, or user information in it"));
+        }
+        let (path, query) = match rest.split_once('?') {
+            Some((path, query)) => (path, Some(query.to_owned())),
+            None => (rest, None),
+        };
+        let path = if path == "/" { "" } else { path };
+        Ok(Url {
+            scheme,
+            authority: authority.to_owned(),
+            path: path.to_owned(),
+            query,
+        })
+    }
+
+    /// `scheme://authority`.
+    pub fn origin(&self) -> String {
+        format!("{}://{}", self.scheme, self.authority)
+    }
+
+    /// The host and port, the port the scheme's default when none is
+    /// written, lowercase: for comparing two URLs' servers.
+    pub fn host_port(&self) -> String {
+        let default = if self.scheme == "https" { 443 } else { 80 };
+        let authority = self.authority.to_ascii_lowercase();
+        let has_port = authority
+            .rfind(':')
+            .is_some_and(|at| !authority[at..].contains(']'));
+        if has_port {
+            authority
+        } else {
+            format!("{authority}:{default}")
+        }
+    }
+
+    /// Whether the host is a loopback one (`localhost`, `127.0.0.0/8`,
+    /// `[::1]`).
+    pub fn is_loopback(&self) -> bool {
+        let host_port = self.host_port();
+        let host = host_port.rsplit_once(':').map_or(&*host_port, |(h, _)| h);
+        host == "localhost"
+            || host == "[::1]"
+            || host
+                .parse::<std::net::Ipv4Addr>()
+                .is_ok_and(|ip| ip.is_loopback())
+    }
+
+    /// The URL with `pairs` added to its query, percent-encoded.
+    pub fn with_query(&self, pairs: &[(&str, &str)]) -> String {
+        let mut query = self.query.clone().unwrap_or_default();
+        let added = form(pairs);
+        if !query.is_empty() && !added.is_empty() {
+            query.push('&');
+        }
+        query.push_str(&added);
+        let mut url = format!("{}{}", self.origin(), self.path);
+        if !query.is_empty() {
+            url.push('?');
+            url.push_str(&query);
+        }
+        url
+    }
+
+    /// The value of the query parameter `name`, decoded; the first if it
+    /// is there twice.
+    pub fn query_param(&self, name: &str) -> Option<String> {
+        let query = self.query.as_deref()?;
+        query.split('&').find_map(|pair| {
+            let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
+            (decode(key) == name).then(|| decode(value))
+        })
+    }
+
+    /// How many times the query names `name`.
+    pub fn query_count(&self, name: &str) -> usize {
+        let query = self.query.as_deref().unwrap_or("");
+        query
+            .split('&')
+            .filter(|pair| decode(pair.split_once('=').map_or(*pair, |(k, _)| k)) == name)
+            .count()
+    }
+}
+
+impl std::fmt::Display for Url {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}{}", self.origin(), self.path)?;
+        match &self.query {
+            Some(query) => write!(f, "?{query}"),
+            None => Ok(()),
+        }
+    }
+}
+
+/// `text` percent-encoded: everything but RFC 3986's unreserved
+/// characters.
+pub(crate) fn encode(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for byte in text.bytes() {
+        if byte.is_ascii_alphanumeric() || b"-._~".contains(&byte) {
+            out.push(char::from(byte));
+        } else {
+            out.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    out
+}
+
+/// `text` percent-decoded, `+` read as a space (a form's encoding); a bad
+/// escape is kept as it is.
+pub(crate) fn decode(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = || std::str::from_utf8(bytes.get(i + 1..i + 3)?).ok();
+        match bytes[i] {
+            b'%' if hex().and_then(|h| u8::from_str_radix(h, 16).ok()).is_some() => {
+                out.push(
+                    hex()
+                        .and_then(|h| u8::from_str_radix(h, 16).ok())
+                        .unwrap_or(b'%'),
+                );
+                i += 3;
+            }
+            b'+' => {
+                out.push(b' ');
+                i += 1;
+            }
+            byte => {
+                out.push(byte);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// `pairs` as an `application/x-www-form-urlencoded` body (or query).
+pub(crate) fn form(pairs: &[(&str, &str)]) -> String {
+    let encoded: Vec<String> = pairs
+        .iter()
+        .map(|(key, value)| format!("{}={}", encode(key), encode(value)))
+        .collect();
+    encoded.join("&")
+}
+
+/// An answer, read whole.
+#[derive(Debug)]
+pub(crate) struct Answer {
+    pub status: u16,
+    pub body: Vec<u8>,
+}
+
+/// Sends `verb` to `url` with `headers` and `body`, and reads the answer
+/// whole (at most 1 MiB). No redirect is followed. `Err` says, in one
+/// line, why there is no answer; it never repeats a header's value.
+pub(crate) fn fetch(
+    verb: &str,
+    url: &Url,
+    headers: &[(String, String)],
+    body: &[u8],
+) -> Result<Answer, String> {
+    // `https://` through the `https` feature's TLS (the system's roots;
+    // `Endpoint::parse` refuses it in a build without the feature).
+    let endpoint = Endpoint::parse(&url.to_string()).map_err(|e| e.to_string())?;
+    let failed =
+        |e: std::io::Error| format!("the request to {}{} failed: {e}", url.origin(), url.path);
+    let connector = match endpoint.tls {
+        #[cfg(feature = "https")]
+        true => Connector::tls(crate::client::http::tls::config(&[]).map_err(|e| e.to_string())?),
+        _ => Connector::plain(),
+    };
+    let stream = connector.connect(&endpoint, TIMEOUT).map_err(failed)?;
+    stream
+        .socket()
+        .set_read_timeout(Some(TIMEOUT))
+        .map_err(failed)?;
+    stream
+        .socket()
+        .set_write_timeout(Some(TIMEOUT))
+        .map_err(failed)?;
+    let mut headers = headers.to_vec();
+    headers.push(("Connection".to_owned(), "close".to_owned()));
+    let mut conn = BufReader::new(stream);
+    exchange::write_request(conn.get_mut(), verb, &endpoint, &headers, body).map_err(failed)?;
+    let head = exchange::read_head(&mut conn, verb == "HEAD", Some(Instant::now() + TIMEOUT))
+        .map_err(failed)?
+        .ok_or_else(|| {
+            format!(
+                "{}{} closed the connection without an answer",
+                url.origin(),
+                url.path
+            )
+        })?;
+    let mut read = Body::new(&mut conn, &head);
+    read.until(Instant::now() + TIMEOUT);
+    let mut bytes = Vec::new();
+    read.take(MAX_BODY + 1)
+        .read_to_end(&mut bytes)
+        .map_err(failed)?;
+    if bytes.len() as u64 > MAX_BODY {
+        return Err(format!(
+            "the answer from {}{} is larger than 1 MiB",
+            url.origin(),
+            url.path
+        ));
+    }
+    Ok(Answer {
+        status: head.status,
+        body: bytes,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_split_and_rebuild() {
+        let url = Url::parse("http://127.0.0.1:8080/tenant1?x=1").unwrap();
+        assert_eq!(url.origin(), "http://127.0.0.1:8080");
+        assert_eq!(url.path, "/tenant1");
+        assert_eq!(url.query.as_deref(), Some("x=1"));
+        assert_eq!(url.to_string(), "http://127.0.0.1:8080/tenant1?x=1");
+        assert_eq!(Url::parse("https://a.example/").unwrap().path, "");
+        assert_eq!(
+            Url::parse("HTTPS://A.example").unwrap().host_port(),
+            "a.example:443"
+        );
+        assert!(Url::parse("http://a.example/#f").is_err());
+        assert!(Url::parse("ftp://a.example/").is_err());
+        assert!(Url::parse("http://user@a.example/").is_err());
+        assert!(Url::parse("http://localhost:1/").unwrap().is_loopback());
+        assert!(Url::parse("http://127.0.0.2/").unwrap().is_loopback());
+        assert!(Url::parse("http://[::1]:9/").unwrap().is_loopback());
+        assert!(!Url::parse("http://example.com/").unwrap().is_loopback());
+    }
+
+    #[test]
+    fn queries_are_encoded_and_decoded() {
+        let url = Url::parse("http://h/authorize?a=b").unwrap();
+        let built = url.with_query(&[("scope", "mcp:read mcp:write"), ("r", "http://x/y")]);
+        assert_eq!(
+            built,
+            "http://h/authorize?a=b&scope=mcp%3Aread%20mcp%3Awrite&r=http%3A%2F%2Fx%2Fy"
+        );
+        let back = Url::parse(&built).unwrap();
+        assert_eq!(
+            back.query_param("scope").as_deref(),
+            Some("mcp:read mcp:write")
+        );
+        assert_eq!(back.query_param("a").as_deref(), Some("b"));
+        assert_eq!(back.query_param("zz"), None);
+        assert_eq!(decode("a+b%2"), "a b%2");
+    }
+}

@@ -1,0 +1,648 @@
+//! OAuth in the HTTP client (`ClientBuilder::oauth`, issue 46 item 5):
+//! our server on a loopback port, refusing requests without the token the
+//! test's authorization server issued (`HttpOptions::authorize`), and that
+//! authorization server itself, scripted on a plain `TcpListener` that
+//! records every request. The application's callback (the "browser") is
+//! the test's: it reads the authorization URL and answers the redirect.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+
+use mcp_stdio::{Client, Error, HttpOptions, OAuth, StopHandle, TokenStore, Tokens, Unauthorized};
+use serde_json::json;
+
+/// The access token the authorization server issues: every test looks
+/// for it where it must not be.
+const TOKEN: &str = "at-SECRET-7f3c9a";
+const REFRESH: &str = "rt-SECRET-51d0";
+/// The access token a refresh brings.
+const REFRESHED: &str = "at-SECRET-2b77";
+
+/// One request the authorization server got.
+#[derive(Debug, Clone)]
+struct Seen {
+    line: String,
+    headers: Vec<(String, String)>,
+    body: String,
+}
+
+/// What the scripted authorization server answers differently.
+#[derive(Default)]
+struct Script {
+    /// The `issuer` its metadata names (default: its own URL).
+    issuer: Option<String>,
+    /// The `resource` the protected resource metadata names (default:
+    /// the MCP server's URL).
+    resource: Option<String>,
+}
+
+/// The scripted authorization server, which also serves the protected
+/// resource metadata; it ends when dropped.
+struct Authority {
+    url: String,
+    seen: Arc<Mutex<Vec<Seen>>>,
+    listener: Option<JoinHandle<()>>,
+    addr: std::net::SocketAddr,
+}
+
+impl Authority {
+    fn start(mcp_url: &str, script: Script) -> Authority {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let url = format!("http://{addr}");
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let (own, log, mcp) = (url.clone(), Arc::clone(&seen), mcp_url.to_owned());
+        let thread = std::thread::spawn(move || {
+            for conn in listener.incoming() {
+                let Ok(conn) = conn else { continue };
+                let Some(seen) = read_request(&conn) else {
+                    return;
+                };
+                log.lock().unwrap().push(seen.clone());
+                let path = seen.line.split(' ').nth(1).unwrap_or("").to_owned();
+                let (status, body) = match path.as_str() {
+                    "/stop" => return,
+                    p if p.starts_with("/.well-known/oauth-protected-resource") => (
+                        200,
+                        json!({ "resource": script.resource.clone().unwrap_or(mcp.clone()),
+                                "authorization_servers": [own] }),
+                    ),
+                    "/.well-known/oauth-authorization-server" => (
+                        200,
+                        json!({ "issuer": script.issuer.clone().unwrap_or(own.clone()),
+                                "authorization_endpoint": format!("{own}/authorize"),
+                                "token_endpoint": format!("{own}/token"),
+                                "registration_endpoint": format!("{own}/register"),
+                                "code_challenge_methods_supported": ["S256"],
+                                "token_endpoint_auth_methods_supported": ["none"] }),
+                    ),
+                    "/register" => (201, json!({ "client_id": "client-1" })),
+                    "/token" if seen.body.contains("grant_type=refresh_token") => (
+                        200,
+                        json!({ "access_token": REFRESHED, "token_type": "Bearer" }),
+                    ),
+                    "/token" => (
+                        200,
+                        json!({ "access_token": TOKEN, "token_type": "Bearer",
+                                "expires_in": 3600, "refresh_token": REFRESH }),
+                    ),
+                    _ => (404, json!({ "error": "not_found" })),
+                };
+                let body = body.to_string();
+                let _ = write!(
+                    &conn,
+                    "HTTP/1.1 {status} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+            }
+        });
+        Authority {
+            url,
+            seen,
+            listener: Some(thread),
+            addr,
+        }
+    }
+
+    /// The requests it got, as `VERB /path`.
+    fn lines(&self) -> Vec<String> {
+        let seen = self.seen.lock().unwrap();
+        seen.iter()
+            .map(|s| s.line.split(' ').take(2).collect::<Vec<_>>().join(" "))
+            .collect()
+    }
+
+    fn token_requests(&self) -> Vec<Seen> {
+        let seen = self.seen.lock().unwrap();
+        seen.iter()
+            .filter(|s| s.line.starts_with("POST /token"))
+            .cloned()
+            .collect()
+    }
+}
+
+impl Drop for Authority {
+    fn drop(&mut self) {
+        if let Ok(mut stop) = TcpStream::connect(self.addr) {
+            let _ = stop.write_all(b"GET /stop HTTP/1.1\r\n\r\n");
+        }
+        if let Some(thread) = self.listener.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// One request's line, headers and body (by `Content-Length`).
+fn read_request(conn: &TcpStream) -> Option<Seen> {
+    let mut reader = BufReader::new(conn);
+    let mut line = String::new();
+    reader.read_line(&mut line).ok()?;
+    let mut headers = Vec::new();
+    loop {
+        let mut field = String::new();
+        reader.read_line(&mut field).ok()?;
+        let field = field.trim_end();
+        if field.is_empty() {
+            break;
+        }
+        if let Some((name, value)) = field.split_once(':') {
+            headers.push((name.trim().to_ascii_lowercase(), value.trim().to_owned()));
+        }
+    }
+    let length = headers
+        .iter()
+        .find(|(n, _)| n == "content-length")
+        .and_then(|(_, v)| v.parse().ok())
+        .unwrap_or(0usize);
+    let mut body = vec![0; length];
+    reader.read_exact(&mut body).ok()?;
+    Some(Seen {
+        line: line.trim_end().to_owned(),
+        headers,
+        body: String::from_utf8_lossy(&body).into_owned(),
+    })
+}
+
+/// Our server, refusing any request without `Bearer TOKEN` with a `401`
+/// whose challenge points at `metadata` (set once the authority is up).
+struct Protected {
+    url: String,
+    metadata: Arc<Mutex<String>>,
+    /// The one token it takes (`TOKEN` at first).
+    accepted: Arc<Mutex<String>>,
+    stop: StopHandle,
+    thread: Option<JoinHandle<Result<(), Error>>>,
+}
+
+impl Drop for Protected {
+    fn drop(&mut self) {
+        self.stop.stop();
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+fn protected() -> Protected {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let metadata = Arc::new(Mutex::new(String::new()));
+    let challenge = Arc::clone(&metadata);
+    let accepted = Arc::new(Mutex::new(TOKEN.to_owned()));
+    let taken = Arc::clone(&accepted);
+    let options = HttpOptions::new().authorize(move |headers| {
+        let wanted = format!("Bearer {}", taken.lock().unwrap());
+        if headers.get("authorization") == Some(&*wanted) {
+            return Ok(());
+        }
+        let url = challenge.lock().unwrap().clone();
+        Err(Unauthorized::new(&format!(
+            r#"Bearer resource_metadata="{url}", scope="mcp:tools""#
+        )))
+    });
+    let server = crate::everything::build();
+    let stop = server.stop_handle();
+    let thread = std::thread::spawn(move || server.serve_http(listener, options));
+    Protected {
+        url,
+        metadata,
+        accepted,
+        stop,
+        thread: Some(thread),
+    }
+}
+
+/// A server and its authority, wired together.
+fn setup(script: Script) -> (Protected, Authority) {
+    let server = protected();
+    let authority = Authority::start(&server.url, script);
+    *server.metadata.lock().unwrap() =
+        format!("{}/.well-known/oauth-protected-resource/mcp", authority.url);
+    (server, authority)
+}
+
+/// What the "browser" saw: each authorization URL's query parameters.
+type Visits = Arc<Mutex<Vec<Vec<(String, String)>>>>;
+
+/// The query of `url`, decoded.
+fn query(url: &str) -> Vec<(String, String)> {
+    let decode = |s: &str| {
+        let mut out = Vec::new();
+        let b = s.as_bytes();
+        let mut i = 0;
+        while i < b.len() {
+            if b[i] == b'%' && i + 3 <= b.len() {
+                out.push(u8::from_str_radix(&s[i + 1..i + 3], 16).unwrap());
+                i += 3;
+            } else {
+                out.push(b[i]);
+                i += 1;
+            }
+        }
+        String::from_utf8(out).unwrap()
+    };
+    let q = url.split_once('?').map_or("", |(_, q)| q);
+    q.split('&')
+        .filter_map(|p| p.split_once('='))
+        .map(|(k, v)| (decode(k), decode(v)))
+        .collect()
+}
+
+fn param<'a>(query: &'a [(String, String)], name: &str) -> &'a str {
+    query.iter().find(|(k, _)| k == name).map_or("", |(_, v)| v)
+}
+
+/// An `OAuth` whose browser approves at once, echoing `state` (or
+/// `state_override`), recording each visit.
+fn approving(visits: &Visits, state_override: Option<&'static str>) -> OAuth {
+    let visits = Arc::clone(visits);
+    OAuth::authorization_code("http://127.0.0.1:1/callback", move |url| {
+        let q = query(url);
+        let state = state_override.map_or_else(|| param(&q, "state").to_owned(), str::to_owned);
+        visits.lock().unwrap().push(q);
+        Ok(format!(
+            "http://127.0.0.1:1/callback?code=the-code&state={state}"
+        ))
+    })
+}
+
+#[test]
+fn a_401_is_authorized_with_pkce_state_and_resource_and_the_request_sent_again() {
+    let (server, authority) = setup(Script::default());
+    let visits = Visits::default();
+    let client = Client::builder()
+        .oauth(approving(&visits, None))
+        .connect_url(&server.url)
+        .unwrap();
+    assert_eq!(
+        client
+            .call("echo", json!({ "text": "hi" }))
+            .unwrap()
+            .text_content(),
+        "hi"
+    );
+    let lines = authority.lines();
+    assert_eq!(
+        lines,
+        [
+            "GET /.well-known/oauth-protected-resource/mcp",
+            "GET /.well-known/oauth-authorization-server",
+            "POST /register",
+            "POST /token"
+        ],
+        "{lines:?}"
+    );
+    let visit = visits.lock().unwrap()[0].clone();
+    assert_eq!(param(&visit, "code_challenge_method"), "S256");
+    assert_eq!(param(&visit, "resource"), server.url);
+    assert_eq!(param(&visit, "scope"), "mcp:tools");
+    assert_eq!(param(&visit, "client_id"), "client-1");
+    let token = &authority.token_requests()[0];
+    let form = query(&format!("?{}", token.body));
+    // RFC 7636 appendix B's computation, done here independently.
+    let verifier = param(&form, "code_verifier");
+    assert_eq!(verifier.len(), 43, "{verifier}");
+    assert_eq!(param(&form, "resource"), server.url);
+    assert_eq!(param(&form, "grant_type"), "authorization_code");
+    // The MCP server's token never goes to the authorization server.
+    client.call("echo", json!({ "text": "again" })).unwrap();
+    for seen in authority.seen.lock().unwrap().iter() {
+        assert!(
+            !seen.headers.iter().any(|(_, v)| v.contains(TOKEN)),
+            "{seen:?}"
+        );
+        assert!(!seen.body.contains(TOKEN), "{seen:?}");
+    }
+    drop(client);
+}
+
+#[test]
+fn pkce_verifiers_and_states_differ_between_flows_and_a_wrong_state_is_refused() {
+    let (server, authority) = setup(Script::default());
+    let visits = Visits::default();
+    for _ in 0..2 {
+        let client = Client::builder()
+            .oauth(approving(&visits, None))
+            .connect_url(&server.url)
+            .unwrap();
+        client.close().unwrap();
+    }
+    let visits = visits.lock().unwrap().clone();
+    assert_eq!(visits.len(), 2);
+    assert_ne!(param(&visits[0], "state"), param(&visits[1], "state"));
+    assert_ne!(
+        param(&visits[0], "code_challenge"),
+        param(&visits[1], "code_challenge")
+    );
+    assert!(param(&visits[0], "state").len() >= 43);
+    let verifiers: Vec<String> = authority
+        .token_requests()
+        .iter()
+        .map(|t| param(&query(&format!("?{}", t.body)), "code_verifier").to_owned())
+        .collect();
+    assert_ne!(verifiers[0], verifiers[1]);
+
+    // A redirect whose state is not the one sent: no code is exchanged.
+    let before = authority.token_requests().len();
+    let forged = Visits::default();
+    let err = Client::builder()
+        .oauth(approving(&forged, Some("forged")))
+        .connect_url(&server.url)
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("state is not the one sent"),
+        "{err}"
+    );
+    assert_eq!(authority.token_requests().len(), before);
+}
+
+#[test]
+fn metadata_naming_another_issuer_is_refused_before_registration() {
+    let (server, authority) = setup(Script {
+        issuer: Some("https://attacker.example".into()),
+        ..Script::default()
+    });
+    let visits = Visits::default();
+    let err = Client::builder()
+        .oauth(approving(&visits, None))
+        .connect_url(&server.url)
+        .unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("names the issuer 'https://attacker.example'"),
+        "{err}"
+    );
+    assert_eq!(
+        authority.lines(),
+        [
+            "GET /.well-known/oauth-protected-resource/mcp",
+            "GET /.well-known/oauth-authorization-server"
+        ]
+    );
+    assert!(visits.lock().unwrap().is_empty());
+}
+
+#[test]
+fn resource_metadata_naming_another_resource_is_refused_before_the_authorization_server() {
+    let (server, authority) = setup(Script {
+        resource: Some("https://evil.example.com/mcp".into()),
+        ..Script::default()
+    });
+    let visits = Visits::default();
+    let err = Client::builder()
+        .oauth(approving(&visits, None))
+        .connect_url(&server.url)
+        .unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("is for 'https://evil.example.com/mcp'"),
+        "{err}"
+    );
+    assert_eq!(
+        authority.lines(),
+        ["GET /.well-known/oauth-protected-resource/mcp"]
+    );
+    assert!(visits.lock().unwrap().is_empty());
+}
+
+/// A store the test reads.
+#[derive(Clone, Default)]
+struct Kept(Arc<Mutex<Option<Tokens>>>);
+
+impl TokenStore for Kept {
+    fn load(&self) -> Option<Tokens> {
+        self.0.lock().unwrap().clone()
+    }
+    fn save(&self, tokens: Option<&Tokens>) {
+        *self.0.lock().unwrap() = tokens.cloned();
+    }
+}
+
+#[test]
+fn tokens_never_appear_in_errors_notes_the_wire_or_debug_output() {
+    let (server, authority) = setup(Script::default());
+    let visits = Visits::default();
+    let said = Arc::new(Mutex::new(Vec::<String>::new()));
+    let (wire, notes, problems) = (Arc::clone(&said), Arc::clone(&said), Arc::clone(&said));
+    let store = Kept::default();
+    let builder = Client::builder()
+        .oauth(approving(&visits, None).token_store(store.clone()))
+        .wire(move |_, line| {
+            wire.lock()
+                .unwrap()
+                .push(String::from_utf8_lossy(line).into())
+        })
+        .trace(move |note| notes.lock().unwrap().push(note.to_owned()))
+        .trace_problems(move |note| problems.lock().unwrap().push(note.to_owned()));
+    let client = builder.connect_url(&server.url).unwrap();
+    client.call("echo", json!({ "text": "x" })).unwrap();
+    let kept = store.load().expect("the tokens were stored");
+    assert_eq!(kept.access_token, TOKEN);
+    assert_eq!(kept.refresh_token.as_deref(), Some(REFRESH));
+    let debug = format!("{kept:?} {client:?}");
+    said.lock().unwrap().push(debug);
+    // The server stops taking the token and the authority is gone: the
+    // error says so without the token.
+    *server.accepted.lock().unwrap() = "another".into();
+    drop(authority);
+    let err = client.call("echo", json!({ "text": "x" })).unwrap_err();
+    said.lock().unwrap().push(err.to_string());
+    client.close().unwrap();
+    let said = said.lock().unwrap();
+    assert!(said.len() > 4, "{said:?}");
+    for text in said.iter() {
+        let tokens = [TOKEN, REFRESH, REFRESHED];
+        assert!(
+            !tokens.iter().any(|t| text.contains(t)),
+            "a token in: {text}"
+        );
+        assert!(
+            !text.contains("the-code"),
+            "the authorization code in: {text}"
+        );
+    }
+}
+
+/// A server that answers every POST with a redirect to `to`.
+fn redirecting(to: String) -> (String, JoinHandle<()>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let thread = std::thread::spawn(move || {
+        for conn in listener.incoming().take(1) {
+            let Ok(conn) = conn else { continue };
+            let _ = read_request(&conn);
+            let _ = write!(
+                &conn,
+                "HTTP/1.1 307 Temporary Redirect\r\nLocation: {to}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+            );
+        }
+    });
+    (url, thread)
+}
+
+#[test]
+fn a_redirect_to_another_host_never_carries_the_token() {
+    // The other host: it records whatever reaches it.
+    let other = TcpListener::bind("127.0.0.1:0").unwrap();
+    other.set_nonblocking(true).unwrap();
+    let other_url = format!("http://{}/mcp", other.local_addr().unwrap());
+    let (url, thread) = redirecting(other_url);
+    let store = Kept::default();
+    store.save(Some(&Tokens {
+        access_token: TOKEN.into(),
+        resource: url.clone(),
+        issuer: "http://127.0.0.1:1".into(),
+        client_id: "client-1".into(),
+        ..Tokens::default()
+    }));
+    let oauth = OAuth::authorization_code("http://127.0.0.1:1/cb", |_| Err("no user here".into()))
+        .token_store(store);
+    let err = Client::builder()
+        .oauth(oauth)
+        .connect_url(&url)
+        .unwrap_err();
+    thread.join().unwrap();
+    assert!(err.to_string().contains("307"), "{err}");
+    assert!(!err.to_string().contains(TOKEN), "{err}");
+    // Nothing reached the other host (its backlog is empty).
+    assert!(other.accept().is_err(), "the client followed the redirect");
+}
+
+#[test]
+fn a_kept_token_is_sent_from_the_first_request_and_nothing_is_discovered() {
+    let (server, authority) = setup(Script::default());
+    let store = Kept::default();
+    store.save(Some(&Tokens {
+        access_token: TOKEN.into(),
+        resource: server.url.clone(),
+        issuer: authority.url.clone(),
+        client_id: "client-1".into(),
+        ..Tokens::default()
+    }));
+    let oauth = OAuth::authorization_code("http://127.0.0.1:1/cb", |_| Err("no user here".into()))
+        .token_store(store);
+    let client = Client::builder()
+        .oauth(oauth)
+        .connect_url(&server.url)
+        .unwrap();
+    client.call("echo", json!({ "text": "x" })).unwrap();
+    assert!(authority.lines().is_empty(), "{:?}", authority.lines());
+}
+
+#[test]
+fn a_refused_token_is_refreshed_once_and_the_refresh_token_kept() {
+    let (server, authority) = setup(Script::default());
+    let visits = Visits::default();
+    let store = Kept::default();
+    let client = Client::builder()
+        .oauth(approving(&visits, None).token_store(store.clone()))
+        .connect_url(&server.url)
+        .unwrap();
+    // The server now takes only the refreshed token.
+    *server.accepted.lock().unwrap() = REFRESHED.into();
+    assert_eq!(
+        client
+            .call("echo", json!({ "text": "y" }))
+            .unwrap()
+            .text_content(),
+        "y"
+    );
+    let refreshes: Vec<String> = (authority.token_requests().iter())
+        .map(|t| t.body.clone())
+        .filter(|b| b.contains("grant_type=refresh_token"))
+        .collect();
+    assert_eq!(refreshes.len(), 1, "{refreshes:?}");
+    let form = query(&format!("?{}", refreshes[0]));
+    assert_eq!(param(&form, "refresh_token"), REFRESH);
+    assert_eq!(param(&form, "resource"), server.url);
+    let kept = store.load().unwrap();
+    assert_eq!(
+        (kept.access_token.as_str(), kept.refresh_token.as_deref()),
+        (REFRESHED, Some(REFRESH))
+    );
+    // One authorization in all: the refresh needed no user.
+    assert_eq!(visits.lock().unwrap().len(), 1);
+    client.close().unwrap();
+}
+
+#[test]
+fn requests_refused_together_share_one_refresh() {
+    let (server, authority) = setup(Script::default());
+    let visits = Visits::default();
+    let client = Client::builder()
+        .oauth(approving(&visits, None))
+        .connect_url(&server.url)
+        .unwrap();
+    *server.accepted.lock().unwrap() = REFRESHED.into();
+    let barrier = std::sync::Barrier::new(8);
+    std::thread::scope(|s| {
+        for n in 0..8 {
+            let (client, barrier) = (&client, &barrier);
+            s.spawn(move || {
+                barrier.wait();
+                let text = format!("{n}");
+                let echoed = client.call("echo", json!({ "text": text })).unwrap();
+                assert_eq!(echoed.text_content(), text);
+            });
+        }
+    });
+    let refreshes = (authority.token_requests().iter())
+        .filter(|t| t.body.contains("grant_type=refresh_token"))
+        .count();
+    assert_eq!(refreshes, 1);
+    assert_eq!(visits.lock().unwrap().len(), 1);
+    client.close().unwrap();
+}
+
+#[test]
+fn the_era_probe_waits_for_a_user_slower_than_the_probe_timeout() {
+    let (server, _authority) = setup(Script::default());
+    let (_user, rx) = crossbeam_channel::bounded::<()>(1);
+    let slow = OAuth::authorization_code("http://127.0.0.1:1/callback", move |url| {
+        // The user takes longer than the probe's grace: nothing is ever
+        // sent on `_user`, so this waits out its timeout.
+        let _ = rx.recv_timeout(std::time::Duration::from_millis(1500));
+        let q = query(url);
+        Ok(format!(
+            "http://127.0.0.1:1/callback?code=c&state={}",
+            param(&q, "state")
+        ))
+    });
+    let client = Client::builder()
+        .probe_timeout(std::time::Duration::from_millis(300))
+        .oauth(slow)
+        .connect_url(&server.url)
+        .unwrap();
+    assert!(
+        matches!(client.era(), mcp_stdio::Era::Modern { .. }),
+        "{:?}",
+        client.era()
+    );
+    client.close().unwrap();
+}
+
+#[test]
+fn a_server_that_refuses_every_token_is_not_authorized_for_without_end() {
+    let (server, authority) = setup(Script::default());
+    let visits = Visits::default();
+    let client = Client::builder()
+        .oauth(approving(&visits, None))
+        .connect_url(&server.url)
+        .unwrap();
+    // From now on no token will do.
+    *server.accepted.lock().unwrap() = "none".into();
+    let mut last = String::new();
+    for _ in 0..8 {
+        last = client
+            .call("echo", json!({ "text": "x" }))
+            .unwrap_err()
+            .to_string();
+    }
+    assert!(last.contains("not authorizing again"), "{last}");
+    // The first token, then at most three tried in vain.
+    let tokens = authority.token_requests().len();
+    assert!(tokens <= 4, "{tokens} token requests");
+    client.close().unwrap();
+}
