@@ -698,7 +698,6 @@ fn a_client_id_is_not_taken_for_a_subject_of_the_same_name() {
 /// `resource_metadata`) is left with nothing to discover from. On main:
 /// no `WWW-Authenticate` in either answer.
 #[test]
-#[ignore = "review-46auth: not fixed yet"]
 fn a_malformed_authorization_is_400_with_an_invalid_request_challenge() {
     let (http, _) = protected();
     let mut bad = mirrored("tools/list", None);

@@ -357,16 +357,22 @@ pub(crate) fn no_token_in_query(request: &HttpRequest) -> Result<(), Refusal> {
 
 /// The bearer token of a request: its one `Authorization` field's
 /// `Bearer` credentials (RFC 6750 section 2.1; the scheme in any case).
-/// `Ok(None)` without one (no field, or another scheme); a refusal for
-/// two fields or a malformed token.
-fn bearer(request: &HttpRequest) -> Result<Option<&str>, Refusal> {
+/// `Ok(None)` without one (no field, or another scheme); for two fields
+/// or a malformed token, `400` with an `error="invalid_request"`
+/// challenge (RFC 6750 section 3.1: "The request is missing a required
+/// parameter, ... or is otherwise malformed"), which names the metadata
+/// a client discovers the authorization server from.
+fn bearer<'r>(
+    request: &'r HttpRequest,
+    resource: &ProtectedResource,
+) -> Result<Option<&'r str>, Refusal> {
     let mut fields = request.headers.get_all("authorization");
     let Some(field) = fields.next() else {
         return Ok(None);
     };
     if fields.next().is_some() {
-        return Err(Refusal::new(
-            400,
+        return Err(invalid_request(
+            resource,
             "the Authorization header is sent more than once: send it once",
         ));
     }
@@ -378,12 +384,29 @@ fn bearer(request: &HttpRequest) -> Result<Option<&str>, Refusal> {
     let body = token.trim_end_matches('=');
     let b64 = |b: u8| b.is_ascii_alphanumeric() || b"-._~+/".contains(&b);
     if body.is_empty() || !body.bytes().all(b64) {
-        return Err(Refusal::new(
-            400,
+        return Err(invalid_request(
+            resource,
             "the Authorization header is malformed: send Authorization: Bearer TOKEN",
         ));
     }
     Ok(Some(token))
+}
+
+/// `400` for a request whose credentials cannot be read, with
+/// `error="invalid_request"`, `message` as its `error_description` (it
+/// never quotes the header) and the metadata's URL (RFC 6750 section 3.1).
+fn invalid_request(resource: &ProtectedResource, message: &str) -> Refusal {
+    let challenge = format!(
+        "Bearer error=\"invalid_request\", error_description=\"{}\", resource_metadata=\"{}\"",
+        quoted(message),
+        quoted(&resource.metadata_url())
+    );
+    Refusal {
+        status: 400,
+        message: message.to_owned(),
+        headers: vec![("WWW-Authenticate", challenge)],
+        mismatch: false,
+    }
 }
 
 /// Checks a request's bearer token against the protected resource (with
@@ -397,7 +420,7 @@ pub(crate) fn authenticate(
     protection: &Protection,
 ) -> Result<Arc<TokenInfo>, Refusal> {
     let resource = &protection.metadata;
-    let Some(token) = bearer(request)? else {
+    let Some(token) = bearer(request, resource)? else {
         return Err(refusal(resource, Kind::Challenge(String::new()), None, ""));
     };
     // A validator that panics refuses the request, and is not told of it
