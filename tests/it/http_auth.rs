@@ -827,7 +827,6 @@ fn a_panicking_validator_does_not_print_the_token_child() {
 /// the same.) On main: `serve_http` serves, and the metadata names
 /// `http://auth.example.com`.
 #[test]
-#[ignore = "review-46auth: not fixed yet"]
 fn a_resource_or_issuer_in_clear_text_off_loopback_is_refused() {
     let resource = ProtectedResource::new("http://mcp.example.com/mcp")
         .authorization_server("http://auth.example.com");

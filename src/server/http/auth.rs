@@ -86,7 +86,9 @@ impl ProtectedResource {
 
     /// An authorization server that issues tokens for this resource (its
     /// issuer identifier, RFC 8414); at least one is required (spec
-    /// 2026-07-28 basic/authorization/authorization-server-discovery).
+    /// 2026-07-28 basic/authorization/authorization-server-discovery),
+    /// `https` (`http` for loopback: the server refuses to serve
+    /// otherwise).
     pub fn authorization_server(mut self, issuer: &str) -> Self {
         self.authorization_servers.push(issuer.to_owned());
         self
@@ -180,8 +182,13 @@ impl ProtectedResource {
 
     /// Why this metadata cannot be served, if it cannot: a resource
     /// identifier that is not an absolute `http(s)` URI without a
-    /// fragment (RFC 8707 section 2), or no authorization server (spec
-    /// 2026-07-28: at least one).
+    /// fragment (RFC 8707 section 2), no authorization server (spec
+    /// 2026-07-28: at least one), or a resource or authorization server
+    /// over plain `http://` on a host other than loopback (spec
+    /// 2026-07-28 basic/authorization, "Communication Security": "All
+    /// authorization server endpoints MUST be served over HTTPS"; a
+    /// client sent there would ask for tokens, and send them, in clear
+    /// text).
     pub(crate) fn unusable(&self) -> Option<String> {
         let absolute = ["https://", "http://"].iter().any(|scheme| {
             (self.resource.get(..scheme.len())).is_some_and(|s| s.eq_ignore_ascii_case(scheme))
@@ -197,6 +204,19 @@ impl ProtectedResource {
             return Some(
                 "the protected resource names no authorization server: add one with ProtectedResource::authorization_server".into(),
             );
+        }
+        if clear_text_off_loopback(&self.resource) {
+            return Some(format!(
+                "the protected resource {:?} is http:// on a host other than loopback: give its https:// URI",
+                self.resource
+            ));
+        }
+        if let Some(issuer) =
+            (self.authorization_servers.iter()).find(|i| clear_text_off_loopback(i))
+        {
+            return Some(format!(
+                "the authorization server {issuer:?} is http:// on a host other than loopback: give its https:// issuer"
+            ));
         }
         None
     }
@@ -225,6 +245,21 @@ impl ProtectedResource {
             &self.required
         }
     }
+}
+
+/// Whether `uri` is `http://` (in any case) on a host other than
+/// loopback (`localhost`, `127.0.0.0/8`, `::1`): what a client may not be
+/// sent to for tokens.
+fn clear_text_off_loopback(uri: &str) -> bool {
+    let Some(rest) = (uri.get(..7))
+        .filter(|s| s.eq_ignore_ascii_case("http://"))
+        .map(|_| &uri[7..])
+    else {
+        return false;
+    };
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    let authority = authority.rsplit('@').next().unwrap_or(authority);
+    !super::guard::is_loopback_name(super::guard::host_name(authority))
 }
 
 /// `scheme://authority` and the path of a resource identifier (no
@@ -628,6 +663,28 @@ mod tests {
             ["read", "tools"]
         );
         assert_eq!(resource.needed("tools/list", None), ["read"]);
+    }
+
+    #[test]
+    fn clear_text_is_refused_off_loopback_only() {
+        for uri in [
+            "http://mcp.example.com/mcp",
+            "HTTP://auth.example.com",
+            "http://127.0.0.1@evil.example.com/",
+            "http://localhost.example.com:8080",
+            "http://10.0.0.1/mcp",
+        ] {
+            assert!(clear_text_off_loopback(uri), "{uri}");
+        }
+        for uri in [
+            "https://mcp.example.com/mcp",
+            "http://localhost:8080/mcp",
+            "http://127.0.0.2/mcp",
+            "http://[::1]:3000",
+            "http://user@127.0.0.1/",
+        ] {
+            assert!(!clear_text_off_loopback(uri), "{uri}");
+        }
     }
 
     #[test]
