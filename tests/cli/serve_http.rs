@@ -41,6 +41,10 @@ pub const CHECKS: &[(&str, Once)] = &[
         "serve_http_introspects_each_token_at_the_authorization_server",
         protected_with_introspection,
     ),
+    (
+        "review46auth_introspection_over_plain_http_to_another_host_is_refused",
+        introspection_in_clear,
+    ),
 ];
 
 /// `mcp-stdio serve-http` in front of the everything server, on a port of
@@ -494,16 +498,10 @@ fn protected_with_introspection() -> Result<(), String> {
 
 /// review-46auth's claims on `serve-http` as a protected resource, not
 /// fixed yet: run only with `--ignored` (`tests/cli.rs: run_checks`).
-pub const IGNORED: &[(&str, Once)] = &[
-    (
-        "review46auth_token_list_tokens_do_not_share_a_legacy_session",
-        token_list_sessions,
-    ),
-    (
-        "review46auth_introspection_over_plain_http_to_another_host_is_refused",
-        introspection_in_clear,
-    ),
-];
+pub const IGNORED: &[(&str, Once)] = &[(
+    "review46auth_token_list_tokens_do_not_share_a_legacy_session",
+    token_list_sessions,
+)];
 
 /// Claim: with `--token-file`, every token stands for nobody, so a
 /// legacy session opened with one token is reached with any other.
