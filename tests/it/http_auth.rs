@@ -659,7 +659,6 @@ fn a_legacy_get_stream_ends_when_its_token_expires() {
 /// the `cid.alice` token's request in `sub.alice`'s session is `200`.
 #[cfg(feature = "legacy")]
 #[test]
-#[ignore = "review-46auth: not fixed yet"]
 fn a_client_id_is_not_taken_for_a_subject_of_the_same_name() {
     let (http, _notifier) = protected_everything();
     let session = legacy_session(http.addr, "sub.alice");

@@ -37,7 +37,7 @@ use super::mirror::{self, Era};
 use super::open::OpenConnections;
 use super::options::HttpOptions;
 #[cfg(feature = "legacy")]
-use super::sessions::Sessions;
+use super::sessions::{Owner, Sessions};
 use crate::http::{HttpRequest, write_response};
 use crate::incoming::{Incoming, Params, classify};
 use crate::jsonrpc::{ErrorObject, RequestId, encode_error};
@@ -88,10 +88,10 @@ impl Exchange<'_> {
                 #[cfg(feature = "legacy")]
                 if let Some(session) = self.legacy_session(request) {
                     let known = match crate::incoming::cancelled_id(params.as_ref()) {
-                        Some(id) if method == crate::types::method::NOTIFICATION_CANCELLED => self
-                            .sessions
-                            .cancel((session, self.owner().as_deref()), &id),
-                        _ => self.sessions.known(session, self.owner().as_deref()),
+                        Some(id) if method == crate::types::method::NOTIFICATION_CANCELLED => {
+                            self.sessions.cancel((session, self.owner().as_ref()), &id)
+                        }
+                        _ => self.sessions.known(session, self.owner().as_ref()),
                     };
                     if let Err(unknown) = known {
                         return self.error_with(404, None, &unknown.error(), &[], keep_alive);
@@ -136,8 +136,7 @@ impl Exchange<'_> {
         let keep_alive = request.keep_alive();
         let answered = match self.legacy_session(request) {
             Some(session) => {
-                match (self.sessions).answer((session, self.owner().as_deref()), id.as_ref(), reply)
-                {
+                match (self.sessions).answer((session, self.owner().as_ref()), id.as_ref(), reply) {
                     Ok(answered) => answered,
                     Err(unknown) => {
                         return self.error_with(404, None, &unknown.error(), &[], keep_alive);
@@ -156,13 +155,15 @@ impl Exchange<'_> {
     }
 
     /// Whom the request's token stands for (its subject, else the client
-    /// it was issued to): a legacy session it opens is bound to them
-    /// (`Sessions`). `None` without a validated token.
+    /// it was issued to, never taken for a subject of the same name): a
+    /// legacy session it opens is bound to them (`Sessions`). `None`
+    /// without a validated token.
     #[cfg(feature = "legacy")]
-    pub(super) fn owner(&self) -> Option<String> {
+    pub(super) fn owner(&self) -> Option<Owner> {
         let token = self.token.borrow();
         let info = token.as_deref()?;
-        info.subject.clone().or_else(|| info.client_id.clone())
+        (info.subject.clone().map(Owner::Subject))
+            .or_else(|| info.client_id.clone().map(Owner::Client))
     }
 
     /// The `Mcp-Session-Id` of a legacy client's POST.
@@ -249,7 +250,7 @@ impl Exchange<'_> {
                     request,
                     (&id, &method),
                     version,
-                    self.owner().as_deref(),
+                    self.owner().as_ref(),
                 ) {
                     Ok(session) => Some((front, session)),
                     Err(unknown) => {
