@@ -865,7 +865,6 @@ fn a_resource_or_issuer_in_clear_text_off_loopback_is_refused() {
 /// `200`, the completion of `secret`'s argument, with a token that lacks
 /// `secret:read`, while `prompts/get` of `secret` is `403`.
 #[test]
-#[ignore = "review-46auth: not fixed yet"]
 fn a_prompts_scopes_hold_for_its_completions() {
     use mcp_stdio::types::{
         CompleteResult, CompletionReference, GetPromptResult, Prompt, PromptArgument,
@@ -924,4 +923,62 @@ fn a_prompts_scopes_hold_for_its_completions() {
         !answer.contains("customer-acme-corp"),
         "a guarded prompt's completions without its scope: {answer}"
     );
+}
+
+/// review-46auth claim 10, its second half: a `subscriptions/listen`
+/// naming a guarded resource's URI in `resourceSubscriptions` (and a
+/// legacy `resources/subscribe` of it) is held to that resource's
+/// `resources/read` scopes, while a listen for list changes alone is
+/// not. Before the fix the listen was acknowledged (`200`): only the
+/// scopes every request needs were asked for.
+#[test]
+fn a_resources_scopes_hold_for_a_listen_naming_it() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let resource = ProtectedResource::new(&resource_id(listener.local_addr().unwrap()))
+        .authorization_server("https://auth.example.com")
+        .require_scopes(["mcp:tools"])
+        .require_scopes_for("resources/read", Some("test://watched-resource"), ["watch"]);
+    let options = HttpOptions::new()
+        .keep_alive_interval(Duration::from_millis(100))
+        .protected_resource(resource, |_, _| {
+            Ok(TokenInfo::new().subject("eve").scopes(["mcp:tools"]))
+        });
+    let http = start_with(crate::everything::build(), listener, options);
+    let listen = |id: i64, filter: Value| {
+        let mut socket = std::net::TcpStream::connect(http.addr).unwrap();
+        socket.set_read_timeout(Some(crate::support::WAIT)).unwrap();
+        let headers = with_token(mirrored("subscriptions/listen", None), TOKEN);
+        let request = body(
+            id,
+            "subscriptions/listen",
+            json!({ "notifications": filter }),
+        );
+        send_post(&mut socket, http.addr, &headers, &request);
+        let mut seen = String::new();
+        read_for(&mut socket, "\r\n\r\n", &mut seen);
+        seen
+    };
+    let guarded = listen(
+        1,
+        json!({ "resourceSubscriptions": ["test://watched-resource"] }),
+    );
+    assert_eq!(status(&guarded), 403, "{guarded}");
+    assert!(
+        header(&guarded, "www-authenticate").is_some_and(|c| c.contains("watch")),
+        "{guarded}"
+    );
+    let open = listen(2, json!({ "toolsListChanged": true }));
+    assert_eq!(status(&open), 200, "{open}");
+    #[cfg(feature = "legacy")]
+    {
+        let session = legacy_session(http.addr, TOKEN);
+        let subscribe = json!({ "jsonrpc": "2.0", "id": 3, "method": "resources/subscribe",
+            "params": { "uri": "test://watched-resource" } });
+        let answer = post(
+            http.addr,
+            &with_token(crate::http_legacy::headers(Some(&session), false), TOKEN),
+            &subscribe.to_string(),
+        );
+        assert_eq!(status(&answer), 403, "{answer}");
+    }
 }

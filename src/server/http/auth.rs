@@ -120,7 +120,12 @@ impl ProtectedResource {
     /// them is answered `403` with `error="insufficient_scope"` and every
     /// scope the request needs, in one challenge (spec 2026-07-28
     /// basic/authorization, "Scope Challenge Handling"). Checked once the
-    /// body is read, in both eras.
+    /// body is read, in both eras. A rule for `prompts/get` holds for a
+    /// `completion/complete` whose `ref` names the prompt too, and one
+    /// for `resources/read` for the completion of a resource template's
+    /// `ref` (its URI template), each URI of a `subscriptions/listen`'s
+    /// `resourceSubscriptions` and a legacy `resources/subscribe`: they
+    /// reach what the rule guards.
     pub fn require_scopes_for<S: Into<String>>(
         mut self,
         method: &str,
@@ -221,11 +226,15 @@ impl ProtectedResource {
         None
     }
 
-    /// Every scope a request for `method` naming `name` needs, each once,
-    /// in the order given.
-    fn needed(&self, method: &str, name: Option<&str>) -> Vec<&str> {
-        let for_it = (self.operations.iter())
-            .filter(|op| op.method == method && (op.name.is_none() || op.name.as_deref() == name))
+    /// Every scope a request held to `operations` (each a method and
+    /// what it names) needs, each once, in the order given.
+    fn needed(&self, operations: &[(String, Option<String>)]) -> Vec<&str> {
+        let for_it = (operations.iter())
+            .flat_map(|(method, name)| {
+                (self.operations.iter()).filter(move |op| {
+                    op.method == *method && (op.name.is_none() || op.name == *name)
+                })
+            })
             .flat_map(|op| &op.scopes);
         let mut needed: Vec<&str> = Vec::new();
         for scope in self.required.iter().chain(for_it) {
@@ -485,16 +494,16 @@ pub(crate) fn authenticate(
     Ok(Arc::new(info))
 }
 
-/// Checks the scopes a request for `method` naming `name` needs (its
-/// body read) against what its token allows.
+/// Checks the scopes a request held to `operations` needs (its body
+/// read; each a method and what it names, `exchange.rs: operations`)
+/// against what its token allows.
 pub(crate) fn authorize_operation(
     protection: &Protection,
     info: &TokenInfo,
-    method: &str,
-    name: Option<&str>,
+    operations: &[(String, Option<String>)],
 ) -> Result<(), Refusal> {
     let resource = &protection.metadata;
-    lacks(resource, info, resource.needed(method, name))
+    lacks(resource, info, resource.needed(operations))
 }
 
 /// `403` when `info` lacks any of `needed`, naming all of them.
@@ -653,16 +662,25 @@ mod tests {
         let resource = ProtectedResource::new("https://x")
             .require_scopes(["read"])
             .require_scopes_for("tools/call", Some("write"), ["write", "read"])
-            .require_scopes_for("tools/call", None, ["tools"]);
+            .require_scopes_for("tools/call", None, ["tools"])
+            .require_scopes_for("prompts/get", Some("secret"), ["secret"]);
+        let op = |method: &str, name: Option<&str>| (method.to_owned(), name.map(str::to_owned));
         assert_eq!(
-            resource.needed("tools/call", Some("write")),
+            resource.needed(&[op("tools/call", Some("write"))]),
             ["read", "write", "tools"]
         );
         assert_eq!(
-            resource.needed("tools/call", Some("echo")),
+            resource.needed(&[op("tools/call", Some("echo"))]),
             ["read", "tools"]
         );
-        assert_eq!(resource.needed("tools/list", None), ["read"]);
+        assert_eq!(resource.needed(&[op("tools/list", None)]), ["read"]);
+        assert_eq!(
+            resource.needed(&[
+                op("completion/complete", None),
+                op("prompts/get", Some("secret"))
+            ]),
+            ["read", "secret"]
+        );
     }
 
     #[test]

@@ -199,10 +199,8 @@ impl Exchange<'_> {
         };
         let token = self.token.borrow().clone();
         if let (Some(protection), Some(info)) = (&self.options.protection, &token) {
-            let name = operation_name(&method, params.as_ref());
-            if let Err(refusal) =
-                auth::authorize_operation(protection, info, &method, name.as_deref())
-            {
+            let operations = operations(&method, params.as_ref());
+            if let Err(refusal) = auth::authorize_operation(protection, info, &operations) {
                 let headers: Vec<(&str, &str)> = (refusal.headers.iter())
                     .map(|(n, v)| (*n, v.as_str()))
                     .collect();
@@ -499,6 +497,68 @@ impl Exchange<'_> {
         }
         body
     }
+}
+
+/// The operations a request is held to the scopes of
+/// (`ProtectedResource::require_scopes_for`): its own, with what it
+/// names ([`operation_name`]), and those of what it reaches besides: a
+/// `completion/complete` draws on the prompt its `ref` names
+/// (`prompts/get`) or the resource template (`resources/read` of the
+/// template's URI); a `subscriptions/listen` hears of each URI of its
+/// `resourceSubscriptions`, and a legacy `resources/subscribe` of its
+/// `uri` (`resources/read`). Params that cannot be read add nothing:
+/// dispatch refuses them as well (`-32602`).
+fn operations(method: &str, params: Option<&Params<'_>>) -> Vec<(String, Option<String>)> {
+    #[derive(serde::Deserialize)]
+    struct Complete {
+        #[serde(rename = "ref")]
+        reference: Reference,
+    }
+    #[derive(serde::Deserialize)]
+    struct Reference {
+        #[serde(rename = "type")]
+        kind: String,
+        name: Option<String>,
+        uri: Option<String>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Listen {
+        notifications: Filter,
+    }
+    #[derive(serde::Deserialize)]
+    struct Filter {
+        #[serde(rename = "resourceSubscriptions", default)]
+        resource_subscriptions: Vec<String>,
+    }
+    let mut operations = vec![(method.to_owned(), operation_name(method, params))];
+    let Some(params) = params else {
+        return operations;
+    };
+    let raw = params.raw().get();
+    match method {
+        "completion/complete" => {
+            if let Ok(Complete { reference }) = serde_json::from_str(raw) {
+                match reference.kind.as_str() {
+                    "ref/prompt" => operations.push(("prompts/get".into(), reference.name)),
+                    "ref/resource" => operations.push(("resources/read".into(), reference.uri)),
+                    _ => {}
+                }
+            }
+        }
+        "subscriptions/listen" => {
+            if let Ok(Listen { notifications }) = serde_json::from_str(raw) {
+                for uri in notifications.resource_subscriptions {
+                    operations.push(("resources/read".into(), Some(uri)));
+                }
+            }
+        }
+        "resources/subscribe" => {
+            let uri = operations[0].1.clone();
+            operations.push(("resources/read".into(), uri));
+        }
+        _ => {}
+    }
+    operations
 }
 
 /// What a request names, for the scopes an operation needs
