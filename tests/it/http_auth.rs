@@ -751,59 +751,24 @@ fn a_token_that_expires_between_pipelined_requests_does_not_serve_the_second() {
     );
 }
 
-/// The environment variable that makes
-/// `a_panicking_validator_does_not_print_the_token_child` run.
-const PANIC_CHILD: &str = "REVIEW46_PANIC_CHILD";
-
-/// Claim: a validator that panics with the token in its message (an
-/// `expect`, an `unwrap` of a parse error that quotes its input) has the
-/// token written to the process's stderr, the server's log. `auth.rs:
-/// authenticate` catches the unwind (`catch_unwind`) and answers `500`,
-/// but the panic hook has printed the message before the unwind began;
-/// the module's doc says the token never reaches an error or a note,
-/// and issue 46 item 5 says never in logs. This test runs the child
-/// below in a process of its own and reads its stderr. On main: the
-/// child's stderr holds the token ("panicked at ... cannot read
-/// tok-Alice.0123456789").
+/// Claim 7 of review-46auth: a validator that panics with the token in
+/// its message (an `expect`, an `unwrap` of a parse error that quotes its
+/// input) has the token written to stderr by the process's panic hook,
+/// before `auth.rs: authenticate`'s `catch_unwind` answers `500`. What a
+/// library can promise stops there: replacing the process-wide hook is
+/// the application's call (README "A library is a guest"), so
+/// `HttpOptions::protected_resource` now says a validator must not panic
+/// with the token in its message, and serve-http's validators do not
+/// panic. What is promised, and tested here: the `500` carries no token,
+/// and the server goes on serving (passed before the fix as well).
 #[test]
-#[ignore = "review-46auth: not fixed yet"]
-fn a_panicking_validator_does_not_print_the_token() {
-    let out = std::process::Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--exact",
-            "http_auth::a_panicking_validator_does_not_print_the_token_child",
-            "--include-ignored",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env(PANIC_CHILD, "1")
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        stdout.contains("1 passed"),
-        "the child did not run: {stdout} {stderr}"
-    );
-    assert!(
-        !stderr.contains(TOKEN) && !stdout.contains(TOKEN),
-        "the token is in the server's output: {stderr}"
-    );
-}
-
-/// The child of `a_panicking_validator_does_not_print_the_token`: a
-/// server whose validator panics quoting the token, asked once (`500`).
-#[test]
-#[ignore = "review-46auth: the child of a_panicking_validator_does_not_print_the_token"]
-fn a_panicking_validator_does_not_print_the_token_child() {
-    if std::env::var(PANIC_CHILD).is_err() {
-        return;
-    }
+fn a_panicking_validator_is_answered_500_without_the_token_and_the_server_goes_on() {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let resource = ProtectedResource::new(&resource_id(listener.local_addr().unwrap()))
         .authorization_server("https://auth.example.com");
-    let options = HttpOptions::new().protected_resource(resource, |token, _| {
-        panic!("cannot read {token}: not a JWT")
+    let options = HttpOptions::new().protected_resource(resource, |token, _| match token {
+        TOKEN => panic!("cannot read {token}: not a JWT"),
+        _ => Ok(TokenInfo::new().subject("bob")),
     });
     let http = start_with(crate::everything::build(), listener, options);
     let answer = post(
@@ -812,6 +777,13 @@ fn a_panicking_validator_does_not_print_the_token_child() {
         &body(1, "tools/list", json!({})),
     );
     assert_eq!(status(&answer), 500, "{answer}");
+    assert!(!answer.contains(TOKEN), "the token in the answer: {answer}");
+    let next = post(
+        http.addr,
+        &with_token(mirrored("tools/list", None), WRITER),
+        &body(2, "tools/list", json!({})),
+    );
+    assert_eq!(status(&next), 200, "{next}");
 }
 
 /// Claim: a protected resource whose identifier or authorization server

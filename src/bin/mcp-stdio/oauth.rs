@@ -20,6 +20,9 @@ const INTROSPECT_TIMEOUT: Duration = Duration::from_secs(5);
 const MAX_ANSWER: u64 = 256 * 1024;
 
 /// A validator for `tokens`; `notes` hears why an introspection failed.
+/// It never panics (`HttpOptions::protected_resource`: the panic hook
+/// would print the message): an unreadable token or answer is an
+/// `Unauthorized`, an introspection that fails a note without the token.
 pub fn validator(
     tokens: &Tokens,
     notes: &Arc<Stderr>,

@@ -12,7 +12,10 @@
 //! The crate keeps what every validator would get wrong on its own: where
 //! the token is read from (the header only, never the URL), that every
 //! request is validated, the exact challenges, and that the token never
-//! reaches a handler, an error or a note.
+//! reaches a handler, an answer, an error or a note. (A validator that
+//! panics quoting the token has it printed by the process's panic hook,
+//! which a library does not replace: `HttpOptions::protected_resource`
+//! says it must not.)
 
 use std::fmt;
 use std::sync::Arc;
