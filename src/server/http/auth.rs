@@ -271,7 +271,16 @@ fn clear_text_off_loopback(uri: &str) -> bool {
     };
     let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
     let authority = authority.rsplit('@').next().unwrap_or(authority);
-    !super::guard::is_loopback_name(super::guard::host_name(authority))
+    // As `guard.rs: is_loopback_name` (which this module's place in the
+    // module graph keeps it from calling): a DNS name other than
+    // `localhost` could be rebound anywhere.
+    let host = match authority.strip_prefix('[') {
+        Some(v6) => v6.split(']').next().unwrap_or(""),
+        None => authority.split(':').next().unwrap_or(""),
+    };
+    let loopback = host.eq_ignore_ascii_case("localhost")
+        || (host.parse::<std::net::IpAddr>()).is_ok_and(|ip| ip.to_canonical().is_loopback());
+    !loopback
 }
 
 /// `scheme://authority` and the path of a resource identifier (no

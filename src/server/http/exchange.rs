@@ -509,45 +509,32 @@ impl Exchange<'_> {
 /// `uri` (`resources/read`). Params that cannot be read add nothing:
 /// dispatch refuses them as well (`-32602`).
 fn operations(method: &str, params: Option<&Params<'_>>) -> Vec<(String, Option<String>)> {
-    #[derive(serde::Deserialize)]
-    struct Complete {
-        #[serde(rename = "ref")]
-        reference: Reference,
-    }
-    #[derive(serde::Deserialize)]
-    struct Reference {
-        #[serde(rename = "type")]
-        kind: String,
-        name: Option<String>,
-        uri: Option<String>,
-    }
-    #[derive(serde::Deserialize)]
-    struct Listen {
-        notifications: Filter,
-    }
-    #[derive(serde::Deserialize)]
-    struct Filter {
-        #[serde(rename = "resourceSubscriptions", default)]
-        resource_subscriptions: Vec<String>,
-    }
+    use crate::types::{
+        CompleteRequestParams, CompletionReference, SubscriptionsListenRequestParams,
+    };
     let mut operations = vec![(method.to_owned(), operation_name(method, params))];
     let Some(params) = params else {
         return operations;
     };
+    // Read with the types dispatch reads them with: what is found here
+    // is what the handler is given.
     let raw = params.raw().get();
     match method {
         "completion/complete" => {
-            if let Ok(Complete { reference }) = serde_json::from_str(raw) {
-                match reference.kind.as_str() {
-                    "ref/prompt" => operations.push(("prompts/get".into(), reference.name)),
-                    "ref/resource" => operations.push(("resources/read".into(), reference.uri)),
-                    _ => {}
-                }
+            if let Ok(complete) = serde_json::from_str::<CompleteRequestParams>(raw) {
+                operations.push(match complete.reference {
+                    CompletionReference::Prompt(p) => ("prompts/get".into(), Some(p.name)),
+                    CompletionReference::Resource(r) => ("resources/read".into(), Some(r.uri)),
+                });
             }
         }
         "subscriptions/listen" => {
-            if let Ok(Listen { notifications }) = serde_json::from_str(raw) {
-                for uri in notifications.resource_subscriptions {
+            if let Ok(listen) = serde_json::from_str::<SubscriptionsListenRequestParams>(raw) {
+                for uri in listen
+                    .notifications
+                    .resource_subscriptions
+                    .unwrap_or_default()
+                {
                     operations.push(("resources/read".into(), Some(uri)));
                 }
             }

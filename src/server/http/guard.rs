@@ -19,7 +19,7 @@ const LOOPBACK_NAME: &str = "localhost";
 /// machine: `localhost`, or any loopback address, `127.0.0.0/8` and `::1`
 /// written either way (`::ffff:127.0.0.2` is `127.0.0.2`). A DNS name
 /// other than `localhost` could be rebound to any address, so it is not.
-pub(crate) fn is_loopback_name(name: &str) -> bool {
+fn is_loopback_name(name: &str) -> bool {
     if name.eq_ignore_ascii_case(LOOPBACK_NAME) {
         return true;
     }
@@ -33,7 +33,7 @@ pub(crate) fn is_loopback_name(name: &str) -> bool {
 }
 
 /// The host name of `host[:port]` (an IPv6 literal keeps its brackets).
-pub(crate) fn host_name(authority: &str) -> &str {
+fn host_name(authority: &str) -> &str {
     if authority.starts_with('[') {
         return authority.split_inclusive(']').next().unwrap_or(authority);
     }
