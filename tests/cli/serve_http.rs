@@ -41,6 +41,14 @@ pub const CHECKS: &[(&str, Once)] = &[
         "serve_http_introspects_each_token_at_the_authorization_server",
         protected_with_introspection,
     ),
+    (
+        "review46auth_introspection_over_plain_http_to_another_host_is_refused",
+        introspection_in_clear,
+    ),
+    (
+        "review46auth_token_list_tokens_do_not_share_a_legacy_session",
+        token_list_sessions,
+    ),
 ];
 
 /// `mcp-stdio serve-http` in front of the everything server, on a port of
@@ -490,4 +498,96 @@ fn protected_with_introspection() -> Result<(), String> {
         return Err(format!("introspected: {bodies:?}"));
     }
     Ok(())
+}
+
+/// Claims of a review on `serve-http` not fixed yet: run only with
+/// `--ignored` (`tests/cli.rs: run_checks`). None now: review-46auth's
+/// two are in [`CHECKS`].
+pub const IGNORED: &[(&str, Once)] = &[];
+
+/// Claim: with `--token-file`, every token stands for nobody, so a
+/// legacy session opened with one token is reached with any other.
+/// `src/bin/mcp-stdio/oauth.rs: validator` gives a listed token a
+/// `TokenInfo` with scopes alone (no `subject`, no `client_id`); a
+/// session's owner is the subject or client id (`exchange.rs: owner`),
+/// and a session without one is known to every request
+/// (`sessions.rs: Store::kept`). Two callers given two different tokens
+/// (a reader and an admin, two users) read each other's GET streams,
+/// answer each other's elicitations, and end each other's sessions. On
+/// main: `tools/list` with the second token in the first's session is
+/// `200`.
+fn token_list_sessions() -> Result<(), String> {
+    let dir = scratch("review46auth-token-list");
+    let file = dir.join("tokens");
+    std::fs::write(&file, "first-tok-1 mcp\nsecond-tok-2 mcp\n").map_err(|e| e.to_string())?;
+    let file = file.to_string_lossy().into_owned();
+    let serving = Serving::start(
+        &[
+            "--authorization-server",
+            "https://auth.example.com",
+            "--scope",
+            "mcp",
+            "--token-file",
+            &file,
+        ],
+        &[],
+    )?;
+    let addr = serving.addr.clone();
+    let post = |token: &str, session: Option<&str>, body: &str| {
+        let session = session.map_or(String::new(), |s| format!("Mcp-Session-Id: {s}\r\n"));
+        exchange(
+            &addr,
+            &format!(
+                "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2025-11-25\r\nAuthorization: Bearer {token}\r\n{session}Content-Length: {}\r\n\r\n{body}",
+                body.len()
+            ),
+        )
+    };
+    let initialize = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"old","version":"1"}}}"#;
+    let opened = post("first-tok-1", None, initialize)?;
+    let Some(session) = header_of(&opened, "mcp-session-id").map(str::to_owned) else {
+        return Err(format!("no session: {opened:?}"));
+    };
+    let list = r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#;
+    let own = post("first-tok-1", Some(&session), list)?;
+    if !own.starts_with("HTTP/1.1 200 ") {
+        return Err(format!("its own token: {own:?}"));
+    }
+    let taken = post("second-tok-2", Some(&session), list)?;
+    if !taken.starts_with("HTTP/1.1 404 ") {
+        return Err(format!(
+            "another token reached the session: {}",
+            taken.lines().next().unwrap_or_default()
+        ));
+    }
+    Ok(())
+}
+
+/// Claim: `--introspect` takes a plain `http://` URL on any host, and
+/// then sends every caller's bearer token and this server's client
+/// secret (HTTP Basic) in clear text across the network. `args/oauth.rs:
+/// oauth` checks the URL with `checks::check_url`, which takes any
+/// `http://` URL (its message says to put a TLS proxy "on the same
+/// host", which nothing checks); RFC 7662 section 4: the introspection
+/// endpoint MUST be reached over TLS; OAuth 2.1 section 1.5: TLS for
+/// every endpoint but loopback. On main: serve-http starts and serves
+/// with `--introspect http://192.0.2.1/introspect` (TEST-NET-1).
+fn introspection_in_clear() -> Result<(), String> {
+    let serving = Serving::start(
+        &[
+            "--authorization-server",
+            "https://auth.example.com",
+            "--introspect",
+            "http://192.0.2.1/introspect",
+        ],
+        &[("MCP_STDIO_INTROSPECT_CREDENTIALS", "this-server:its-secret")],
+    );
+    match serving {
+        Ok(serving) => Err(format!(
+            "serve-http serves at {} with its introspection in clear text to another host",
+            serving.addr
+        )),
+        Err(said) if said.contains("loopback") || said.contains("https") => Ok(()),
+        Err(said) => Err(format!("refused, but not for the clear text: {said}")),
+    }
 }

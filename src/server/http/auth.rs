@@ -12,7 +12,10 @@
 //! The crate keeps what every validator would get wrong on its own: where
 //! the token is read from (the header only, never the URL), that every
 //! request is validated, the exact challenges, and that the token never
-//! reaches a handler, an error or a note.
+//! reaches a handler, an answer, an error or a note. (A validator that
+//! panics quoting the token has it printed by the process's panic hook,
+//! which a library does not replace: `HttpOptions::protected_resource`
+//! says it must not.)
 
 use std::fmt;
 use std::sync::Arc;
@@ -86,7 +89,9 @@ impl ProtectedResource {
 
     /// An authorization server that issues tokens for this resource (its
     /// issuer identifier, RFC 8414); at least one is required (spec
-    /// 2026-07-28 basic/authorization/authorization-server-discovery).
+    /// 2026-07-28 basic/authorization/authorization-server-discovery),
+    /// `https` (`http` for loopback: the server refuses to serve
+    /// otherwise).
     pub fn authorization_server(mut self, issuer: &str) -> Self {
         self.authorization_servers.push(issuer.to_owned());
         self
@@ -118,7 +123,12 @@ impl ProtectedResource {
     /// them is answered `403` with `error="insufficient_scope"` and every
     /// scope the request needs, in one challenge (spec 2026-07-28
     /// basic/authorization, "Scope Challenge Handling"). Checked once the
-    /// body is read, in both eras.
+    /// body is read, in both eras. A rule for `prompts/get` holds for a
+    /// `completion/complete` whose `ref` names the prompt too, and one
+    /// for `resources/read` for the completion of a resource template's
+    /// `ref` (its URI template), each URI of a `subscriptions/listen`'s
+    /// `resourceSubscriptions` and a legacy `resources/subscribe`: they
+    /// reach what the rule guards.
     pub fn require_scopes_for<S: Into<String>>(
         mut self,
         method: &str,
@@ -180,8 +190,13 @@ impl ProtectedResource {
 
     /// Why this metadata cannot be served, if it cannot: a resource
     /// identifier that is not an absolute `http(s)` URI without a
-    /// fragment (RFC 8707 section 2), or no authorization server (spec
-    /// 2026-07-28: at least one).
+    /// fragment (RFC 8707 section 2), no authorization server (spec
+    /// 2026-07-28: at least one), or a resource or authorization server
+    /// over plain `http://` on a host other than loopback (spec
+    /// 2026-07-28 basic/authorization, "Communication Security": "All
+    /// authorization server endpoints MUST be served over HTTPS"; a
+    /// client sent there would ask for tokens, and send them, in clear
+    /// text).
     pub(crate) fn unusable(&self) -> Option<String> {
         let absolute = ["https://", "http://"].iter().any(|scheme| {
             (self.resource.get(..scheme.len())).is_some_and(|s| s.eq_ignore_ascii_case(scheme))
@@ -198,14 +213,31 @@ impl ProtectedResource {
                 "the protected resource names no authorization server: add one with ProtectedResource::authorization_server".into(),
             );
         }
+        if clear_text_off_loopback(&self.resource) {
+            return Some(format!(
+                "the protected resource {:?} is http:// on a host other than loopback: give its https:// URI",
+                self.resource
+            ));
+        }
+        if let Some(issuer) =
+            (self.authorization_servers.iter()).find(|i| clear_text_off_loopback(i))
+        {
+            return Some(format!(
+                "the authorization server {issuer:?} is http:// on a host other than loopback: give its https:// issuer"
+            ));
+        }
         None
     }
 
-    /// Every scope a request for `method` naming `name` needs, each once,
-    /// in the order given.
-    fn needed(&self, method: &str, name: Option<&str>) -> Vec<&str> {
-        let for_it = (self.operations.iter())
-            .filter(|op| op.method == method && (op.name.is_none() || op.name.as_deref() == name))
+    /// Every scope a request held to `operations` (each a method and
+    /// what it names) needs, each once, in the order given.
+    fn needed(&self, operations: &[(String, Option<String>)]) -> Vec<&str> {
+        let for_it = (operations.iter())
+            .flat_map(|(method, name)| {
+                (self.operations.iter()).filter(move |op| {
+                    op.method == *method && (op.name.is_none() || op.name == *name)
+                })
+            })
             .flat_map(|op| &op.scopes);
         let mut needed: Vec<&str> = Vec::new();
         for scope in self.required.iter().chain(for_it) {
@@ -225,6 +257,30 @@ impl ProtectedResource {
             &self.required
         }
     }
+}
+
+/// Whether `uri` is `http://` (in any case) on a host other than
+/// loopback (`localhost`, `127.0.0.0/8`, `::1`): what a client may not be
+/// sent to for tokens.
+fn clear_text_off_loopback(uri: &str) -> bool {
+    let Some(rest) = (uri.get(..7))
+        .filter(|s| s.eq_ignore_ascii_case("http://"))
+        .map(|_| &uri[7..])
+    else {
+        return false;
+    };
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    let authority = authority.rsplit('@').next().unwrap_or(authority);
+    // As `guard.rs: is_loopback_name` (which this module's place in the
+    // module graph keeps it from calling): a DNS name other than
+    // `localhost` could be rebound anywhere.
+    let host = match authority.strip_prefix('[') {
+        Some(v6) => v6.split(']').next().unwrap_or(""),
+        None => authority.split(':').next().unwrap_or(""),
+    };
+    let loopback = host.eq_ignore_ascii_case("localhost")
+        || (host.parse::<std::net::IpAddr>()).is_ok_and(|ip| ip.to_canonical().is_loopback());
+    !loopback
 }
 
 /// `scheme://authority` and the path of a resource identifier (no
@@ -357,16 +413,22 @@ pub(crate) fn no_token_in_query(request: &HttpRequest) -> Result<(), Refusal> {
 
 /// The bearer token of a request: its one `Authorization` field's
 /// `Bearer` credentials (RFC 6750 section 2.1; the scheme in any case).
-/// `Ok(None)` without one (no field, or another scheme); a refusal for
-/// two fields or a malformed token.
-fn bearer(request: &HttpRequest) -> Result<Option<&str>, Refusal> {
+/// `Ok(None)` without one (no field, or another scheme); for two fields
+/// or a malformed token, `400` with an `error="invalid_request"`
+/// challenge (RFC 6750 section 3.1: "The request is missing a required
+/// parameter, ... or is otherwise malformed"), which names the metadata
+/// a client discovers the authorization server from.
+fn bearer<'r>(
+    request: &'r HttpRequest,
+    resource: &ProtectedResource,
+) -> Result<Option<&'r str>, Refusal> {
     let mut fields = request.headers.get_all("authorization");
     let Some(field) = fields.next() else {
         return Ok(None);
     };
     if fields.next().is_some() {
-        return Err(Refusal::new(
-            400,
+        return Err(invalid_request(
+            resource,
             "the Authorization header is sent more than once: send it once",
         ));
     }
@@ -378,12 +440,29 @@ fn bearer(request: &HttpRequest) -> Result<Option<&str>, Refusal> {
     let body = token.trim_end_matches('=');
     let b64 = |b: u8| b.is_ascii_alphanumeric() || b"-._~+/".contains(&b);
     if body.is_empty() || !body.bytes().all(b64) {
-        return Err(Refusal::new(
-            400,
+        return Err(invalid_request(
+            resource,
             "the Authorization header is malformed: send Authorization: Bearer TOKEN",
         ));
     }
     Ok(Some(token))
+}
+
+/// `400` for a request whose credentials cannot be read, with
+/// `error="invalid_request"`, `message` as its `error_description` (it
+/// never quotes the header) and the metadata's URL (RFC 6750 section 3.1).
+fn invalid_request(resource: &ProtectedResource, message: &str) -> Refusal {
+    let challenge = format!(
+        "Bearer error=\"invalid_request\", error_description=\"{}\", resource_metadata=\"{}\"",
+        quoted(message),
+        quoted(&resource.metadata_url())
+    );
+    Refusal {
+        status: 400,
+        message: message.to_owned(),
+        headers: vec![("WWW-Authenticate", challenge)],
+        mismatch: false,
+    }
 }
 
 /// Checks a request's bearer token against the protected resource (with
@@ -397,7 +476,7 @@ pub(crate) fn authenticate(
     protection: &Protection,
 ) -> Result<Arc<TokenInfo>, Refusal> {
     let resource = &protection.metadata;
-    let Some(token) = bearer(request)? else {
+    let Some(token) = bearer(request, resource)? else {
         return Err(refusal(resource, Kind::Challenge(String::new()), None, ""));
     };
     // A validator that panics refuses the request, and is not told of it
@@ -427,16 +506,16 @@ pub(crate) fn authenticate(
     Ok(Arc::new(info))
 }
 
-/// Checks the scopes a request for `method` naming `name` needs (its
-/// body read) against what its token allows.
+/// Checks the scopes a request held to `operations` needs (its body
+/// read; each a method and what it names, `exchange.rs: operations`)
+/// against what its token allows.
 pub(crate) fn authorize_operation(
     protection: &Protection,
     info: &TokenInfo,
-    method: &str,
-    name: Option<&str>,
+    operations: &[(String, Option<String>)],
 ) -> Result<(), Refusal> {
     let resource = &protection.metadata;
-    lacks(resource, info, resource.needed(method, name))
+    lacks(resource, info, resource.needed(operations))
 }
 
 /// `403` when `info` lacks any of `needed`, naming all of them.
@@ -595,16 +674,47 @@ mod tests {
         let resource = ProtectedResource::new("https://x")
             .require_scopes(["read"])
             .require_scopes_for("tools/call", Some("write"), ["write", "read"])
-            .require_scopes_for("tools/call", None, ["tools"]);
+            .require_scopes_for("tools/call", None, ["tools"])
+            .require_scopes_for("prompts/get", Some("secret"), ["secret"]);
+        let op = |method: &str, name: Option<&str>| (method.to_owned(), name.map(str::to_owned));
         assert_eq!(
-            resource.needed("tools/call", Some("write")),
+            resource.needed(&[op("tools/call", Some("write"))]),
             ["read", "write", "tools"]
         );
         assert_eq!(
-            resource.needed("tools/call", Some("echo")),
+            resource.needed(&[op("tools/call", Some("echo"))]),
             ["read", "tools"]
         );
-        assert_eq!(resource.needed("tools/list", None), ["read"]);
+        assert_eq!(resource.needed(&[op("tools/list", None)]), ["read"]);
+        assert_eq!(
+            resource.needed(&[
+                op("completion/complete", None),
+                op("prompts/get", Some("secret"))
+            ]),
+            ["read", "secret"]
+        );
+    }
+
+    #[test]
+    fn clear_text_is_refused_off_loopback_only() {
+        for uri in [
+            "http://mcp.example.com/mcp",
+            "HTTP://auth.example.com",
+            "http://127.0.0.1@evil.example.com/",
+            "http://localhost.example.com:8080",
+            "http://10.0.0.1/mcp",
+        ] {
+            assert!(clear_text_off_loopback(uri), "{uri}");
+        }
+        for uri in [
+            "https://mcp.example.com/mcp",
+            "http://localhost:8080/mcp",
+            "http://127.0.0.2/mcp",
+            "http://[::1]:3000",
+            "http://user@127.0.0.1/",
+        ] {
+            assert!(!clear_text_off_loopback(uri), "{uri}");
+        }
     }
 
     #[test]

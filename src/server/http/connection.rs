@@ -501,7 +501,7 @@ fn options(site: &Site, exchange: &Exchange<'_>, request: &HttpRequest) -> bool 
 fn delete(site: &Site, exchange: &Exchange<'_>, request: &HttpRequest) -> bool {
     let id = request.headers.get("mcp-session-id").unwrap_or_default();
     let keep_alive = request.keep_alive() && request.framing == crate::http::Framing::Empty;
-    if site.sessions.delete(id, exchange.owner().as_deref()) {
+    if site.sessions.delete(id, exchange.owner().as_ref()) {
         exchange.respond(200, &[], b"", keep_alive)
     } else {
         let error = ErrorObject::invalid_request(format!("session '{id}' is not known"));

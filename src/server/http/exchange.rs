@@ -37,7 +37,7 @@ use super::mirror::{self, Era};
 use super::open::OpenConnections;
 use super::options::HttpOptions;
 #[cfg(feature = "legacy")]
-use super::sessions::Sessions;
+use super::sessions::{Owner, Sessions};
 use crate::http::{HttpRequest, write_response};
 use crate::incoming::{Incoming, Params, classify};
 use crate::jsonrpc::{ErrorObject, RequestId, encode_error};
@@ -88,10 +88,10 @@ impl Exchange<'_> {
                 #[cfg(feature = "legacy")]
                 if let Some(session) = self.legacy_session(request) {
                     let known = match crate::incoming::cancelled_id(params.as_ref()) {
-                        Some(id) if method == crate::types::method::NOTIFICATION_CANCELLED => self
-                            .sessions
-                            .cancel((session, self.owner().as_deref()), &id),
-                        _ => self.sessions.known(session, self.owner().as_deref()),
+                        Some(id) if method == crate::types::method::NOTIFICATION_CANCELLED => {
+                            self.sessions.cancel((session, self.owner().as_ref()), &id)
+                        }
+                        _ => self.sessions.known(session, self.owner().as_ref()),
                     };
                     if let Err(unknown) = known {
                         return self.error_with(404, None, &unknown.error(), &[], keep_alive);
@@ -136,8 +136,7 @@ impl Exchange<'_> {
         let keep_alive = request.keep_alive();
         let answered = match self.legacy_session(request) {
             Some(session) => {
-                match (self.sessions).answer((session, self.owner().as_deref()), id.as_ref(), reply)
-                {
+                match (self.sessions).answer((session, self.owner().as_ref()), id.as_ref(), reply) {
                     Ok(answered) => answered,
                     Err(unknown) => {
                         return self.error_with(404, None, &unknown.error(), &[], keep_alive);
@@ -156,13 +155,15 @@ impl Exchange<'_> {
     }
 
     /// Whom the request's token stands for (its subject, else the client
-    /// it was issued to): a legacy session it opens is bound to them
-    /// (`Sessions`). `None` without a validated token.
+    /// it was issued to, never taken for a subject of the same name): a
+    /// legacy session it opens is bound to them (`Sessions`). `None`
+    /// without a validated token.
     #[cfg(feature = "legacy")]
-    pub(super) fn owner(&self) -> Option<String> {
+    pub(super) fn owner(&self) -> Option<Owner> {
         let token = self.token.borrow();
         let info = token.as_deref()?;
-        info.subject.clone().or_else(|| info.client_id.clone())
+        (info.subject.clone().map(Owner::Subject))
+            .or_else(|| info.client_id.clone().map(Owner::Client))
     }
 
     /// The `Mcp-Session-Id` of a legacy client's POST.
@@ -198,10 +199,8 @@ impl Exchange<'_> {
         };
         let token = self.token.borrow().clone();
         if let (Some(protection), Some(info)) = (&self.options.protection, &token) {
-            let name = operation_name(&method, params.as_ref());
-            if let Err(refusal) =
-                auth::authorize_operation(protection, info, &method, name.as_deref())
-            {
+            let operations = operations(&method, params.as_ref());
+            if let Err(refusal) = auth::authorize_operation(protection, info, &operations) {
                 let headers: Vec<(&str, &str)> = (refusal.headers.iter())
                     .map(|(n, v)| (*n, v.as_str()))
                     .collect();
@@ -249,7 +248,7 @@ impl Exchange<'_> {
                     request,
                     (&id, &method),
                     version,
-                    self.owner().as_deref(),
+                    self.owner().as_ref(),
                 ) {
                     Ok(session) => Some((front, session)),
                     Err(unknown) => {
@@ -501,6 +500,55 @@ impl Exchange<'_> {
         }
         body
     }
+}
+
+/// The operations a request is held to the scopes of
+/// (`ProtectedResource::require_scopes_for`): its own, with what it
+/// names ([`operation_name`]), and those of what it reaches besides: a
+/// `completion/complete` draws on the prompt its `ref` names
+/// (`prompts/get`) or the resource template (`resources/read` of the
+/// template's URI); a `subscriptions/listen` hears of each URI of its
+/// `resourceSubscriptions`, and a legacy `resources/subscribe` of its
+/// `uri` (`resources/read`). Params that cannot be read add nothing:
+/// dispatch refuses them as well (`-32602`).
+fn operations(method: &str, params: Option<&Params<'_>>) -> Vec<(String, Option<String>)> {
+    use crate::types::{
+        CompleteRequestParams, CompletionReference, SubscriptionsListenRequestParams,
+    };
+    let mut operations = vec![(method.to_owned(), operation_name(method, params))];
+    let Some(params) = params else {
+        return operations;
+    };
+    // Read with the types dispatch reads them with: what is found here
+    // is what the handler is given.
+    let raw = params.raw().get();
+    match method {
+        "completion/complete" => {
+            if let Ok(complete) = serde_json::from_str::<CompleteRequestParams>(raw) {
+                operations.push(match complete.reference {
+                    CompletionReference::Prompt(p) => ("prompts/get".into(), Some(p.name)),
+                    CompletionReference::Resource(r) => ("resources/read".into(), Some(r.uri)),
+                });
+            }
+        }
+        "subscriptions/listen" => {
+            if let Ok(listen) = serde_json::from_str::<SubscriptionsListenRequestParams>(raw) {
+                for uri in listen
+                    .notifications
+                    .resource_subscriptions
+                    .unwrap_or_default()
+                {
+                    operations.push(("resources/read".into(), Some(uri)));
+                }
+            }
+        }
+        "resources/subscribe" => {
+            let uri = operations[0].1.clone();
+            operations.push(("resources/read".into(), uri));
+        }
+        _ => {}
+    }
+    operations
 }
 
 /// What a request names, for the scopes an operation needs

@@ -81,8 +81,9 @@ impl Server {
     ///
     /// Returns an error when the listener fails, or at once when
     /// [`HttpOptions::protected_resource`] was given a resource that
-    /// cannot be served (not an absolute `http(s)` URI, or no
-    /// authorization server).
+    /// cannot be served (not an absolute `http(s)` URI, no authorization
+    /// server, or the resource or an authorization server over `http://`
+    /// on a host other than loopback).
     pub fn serve_http(&self, listener: TcpListener, options: HttpOptions) -> Result<(), Error> {
         if let Some(why) = (options.protection.as_ref()).and_then(|p| p.metadata.unusable()) {
             return Err(Error::Io(std::io::Error::new(

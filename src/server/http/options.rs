@@ -253,6 +253,15 @@ impl HttpOptions {
     /// its signature or ask its issuer, as your tokens need; this crate
     /// picks no token format.
     ///
+    /// **It must not panic with the token in the panic's message** (an
+    /// `expect` or `unwrap` of an error that quotes its input, a
+    /// `format!` of the token in a `panic!`): a panic is answered `500`
+    /// and the connection goes on, but the process's panic hook prints
+    /// the message (to stderr, the server's log) before the unwind
+    /// begins, and a library does not replace a process-wide hook
+    /// (README "A library is a guest"). Return
+    /// [`Unauthorized::invalid_token`] for a token it cannot read.
+    ///
     /// The server then answers, itself: a request without a bearer token
     /// `401` with `WWW-Authenticate: Bearer resource_metadata="...",
     /// scope="..."` (the scopes every request needs, else those
@@ -260,7 +269,7 @@ impl HttpOptions {
     /// `invalid_token`; one without the scopes the request needs
     /// ([`ProtectedResource::require_scopes`], `require_scopes_for`) `403`
     /// `insufficient_scope` with them; two `Authorization` headers or a
-    /// malformed token `400`. A token in the URL's query
+    /// malformed token `400` with `error="invalid_request"`. A token in the URL's query
     /// (`?access_token=`) is refused with `400` whether or not this is
     /// set. The token never appears in an answer, a note or a handler's
     /// context.

@@ -109,6 +109,19 @@ struct Store {
     next_key: u64,
 }
 
+/// Whom a validated token stands for: its subject (a user), else the
+/// client it was issued to. The two are different namespaces (a client
+/// may register the name of a user, and some authorization servers take
+/// a client's chosen name as its id): a client-credentials token of a
+/// client named `alice` is not the user `alice`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Owner {
+    /// The token's `sub`.
+    Subject(String),
+    /// The token's `client_id`, when it names no subject.
+    Client(String),
+}
+
 /// A session as kept, with what decides which one gives way past the most
 /// kept ([`Sessions::store`]).
 struct Kept {
@@ -116,7 +129,7 @@ struct Kept {
     /// Whom the token of its `initialize` stood for (`owner`), when the
     /// server validates tokens: only requests with a token for the same
     /// find it.
-    owner: Option<String>,
+    owner: Option<Owner>,
     /// The session is live: a message named it after its `initialize`
     /// that did something its client would lose with it (a request other
     /// than `ping`, which any flood can send: a call, a list, a
@@ -191,7 +204,7 @@ impl OpenPost {
 pub(crate) struct Entered {
     id: Option<String>,
     /// Whom the POST's token stands for: a session it opens is theirs.
-    owner: Option<String>,
+    owner: Option<Owner>,
     /// Its number among the session's open POSTs (`None`: `initialize`,
     /// which is not asked anything and cannot be cancelled by another POST).
     key: Option<u64>,
@@ -239,7 +252,7 @@ impl Sessions {
         request: &HttpRequest,
         (id, method): (&RequestId, &str),
         version: &str,
-        owner: Option<&str>,
+        owner: Option<&Owner>,
     ) -> Result<Entered, UnknownSession> {
         if method == "initialize" {
             // Its id goes out with its answer only if the session opens
@@ -248,7 +261,7 @@ impl Sessions {
             body.hold();
             return Ok(Entered {
                 id: Some(session_id),
-                owner: owner.map(str::to_owned),
+                owner: owner.cloned(),
                 key: None,
                 given: None,
                 post: None,
@@ -370,7 +383,7 @@ impl Sessions {
     /// to an ask of one of its open POSTs. Returns whether it answered one.
     pub fn answer(
         &self,
-        (session_id, owner): (&str, Option<&str>),
+        (session_id, owner): (&str, Option<&Owner>),
         id: Option<&RequestId>,
         reply: Result<Box<RawValue>, ErrorObject>,
     ) -> Result<bool, UnknownSession> {
@@ -391,7 +404,7 @@ impl Sessions {
 
     /// Whether session `session_id` is known (a notification names it):
     /// `Err` says it is not.
-    pub fn known(&self, session_id: &str, owner: Option<&str>) -> Result<(), UnknownSession> {
+    pub fn known(&self, session_id: &str, owner: Option<&Owner>) -> Result<(), UnknownSession> {
         self.lock().kept(session_id, owner)?.seen(false);
         Ok(())
     }
@@ -401,7 +414,7 @@ impl Sessions {
     /// without a reply.
     pub fn cancel(
         &self,
-        (session_id, owner): (&str, Option<&str>),
+        (session_id, owner): (&str, Option<&Owner>),
         request: &RequestId,
     ) -> Result<(), UnknownSession> {
         for post in self.open_posts(session_id, owner)? {
@@ -417,7 +430,7 @@ impl Sessions {
     /// cancelled (nothing could answer their asks any more: a POST that
     /// names the session is `404` from now on), and their responses end
     /// without a reply; its GET stream ends. Returns whether it existed.
-    pub fn delete(&self, id: &str, owner: Option<&str>) -> bool {
+    pub fn delete(&self, id: &str, owner: Option<&Owner>) -> bool {
         let mut store = self.lock();
         if store.kept(id, owner).is_err() {
             return false;
@@ -448,7 +461,7 @@ impl Sessions {
     /// [`Sessions::close_stream`] takes.
     pub fn open_stream(
         &self,
-        (id, owner): (&str, Option<&str>),
+        (id, owner): (&str, Option<&Owner>),
         conn: &ConnHandle,
         body: &Body,
     ) -> Result<u64, UnknownSession> {
@@ -493,7 +506,7 @@ impl Sessions {
     fn open_posts(
         &self,
         session_id: &str,
-        owner: Option<&str>,
+        owner: Option<&Owner>,
     ) -> Result<Vec<OpenPost>, UnknownSession> {
         let mut store = self.lock();
         store.kept(session_id, owner)?.seen(false);
@@ -521,7 +534,7 @@ impl Sessions {
         id: &str,
         session: &LegacySession,
         given: Option<&Arc<LegacySession>>,
-        owner: Option<String>,
+        owner: Option<Owner>,
     ) {
         let mut session = session.clone();
         // No list changes on a POST's stream: they go on the GET stream.
@@ -583,9 +596,9 @@ impl Store {
     /// is no credential, every request is authorized on its own), and is
     /// not known to anyone else, a request without a token included. One opened without
     /// a token (or with one that names nobody) is known to any request.
-    fn kept(&mut self, id: &str, owner: Option<&str>) -> Result<&mut Kept, UnknownSession> {
+    fn kept(&mut self, id: &str, owner: Option<&Owner>) -> Result<&mut Kept, UnknownSession> {
         match self.by_id.get_mut(id) {
-            Some(kept) if kept.owner.is_none() || kept.owner.as_deref() == owner => Ok(kept),
+            Some(kept) if kept.owner.is_none() || kept.owner.as_ref() == owner => Ok(kept),
             _ => Err(UnknownSession(id.to_owned())),
         }
     }

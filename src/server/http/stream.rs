@@ -41,7 +41,7 @@ impl Exchange<'_> {
         let body = self.body(socket, true, request);
         let (end_tx, end) = crossbeam_channel::unbounded();
         let conn = ConnHandle::new(self.inner, Writer::Lines(Box::new(body.clone())), end_tx);
-        let key = match (self.sessions).open_stream((id, self.owner().as_deref()), &conn, &body) {
+        let key = match (self.sessions).open_stream((id, self.owner().as_ref()), &conn, &body) {
             Ok(key) => key,
             Err(unknown) => {
                 return self.error_with(404, None, &unknown.error(), &[], keep_alive);

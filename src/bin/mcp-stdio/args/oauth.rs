@@ -109,7 +109,7 @@ pub(super) fn oauth(flags: &Flags) -> Result<Option<OAuth>, UsageError> {
             Tokens::List(token_list(file)?)
         }
         (None, Some(url)) => {
-            super::checks::check_url(url, "--introspect")?;
+            introspect_url(url)?;
             let (client_id, client_secret) = credentials(flags)?;
             Tokens::Introspect {
                 url: url.clone(),
@@ -124,6 +124,43 @@ pub(super) fn oauth(flags: &Flags) -> Result<Option<OAuth>, UsageError> {
         scopes: flags.scopes.clone(),
         tokens,
     }))
+}
+
+/// `--introspect URL`: `http://` on a loopback host only (`localhost`,
+/// `127.0.0.0/8`, `[::1]`). Every caller's token and this server's client
+/// secret go to it: RFC 7662 section 4 says the endpoint MUST be reached
+/// over TLS, and OAuth 2.1 section 1.5 allows loopback alone without.
+/// The introspection speaks plain HTTP, so a remote endpoint is reached
+/// through a TLS proxy on this host.
+fn introspect_url(url: &str) -> Result<(), UsageError> {
+    let scheme = url.split_once("://").map(|(s, _)| s.to_ascii_lowercase());
+    let rest = match scheme.as_deref() {
+        Some("http") => &url[7..],
+        Some("https") => {
+            return Err(usage(
+                "--introspect takes an http:// URL on a loopback host: serve-http does not speak TLS to the authorization server (put a TLS proxy on this host, and give its http://127.0.0.1:PORT/... URL)",
+            ));
+        }
+        _ => {
+            return Err(usage(format!(
+                "--introspect takes an http:// URL on a loopback host, not {url:?}"
+            )));
+        }
+    };
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    let authority = authority.rsplit('@').next().unwrap_or(authority);
+    let host = match authority.strip_prefix('[') {
+        Some(v6) => v6.split(']').next().unwrap_or(""),
+        None => authority.split(':').next().unwrap_or(""),
+    };
+    let loopback = host.eq_ignore_ascii_case("localhost")
+        || (host.parse::<std::net::IpAddr>()).is_ok_and(|ip| ip.to_canonical().is_loopback());
+    if !loopback {
+        return Err(usage(format!(
+            "--introspect {url:?} is plain http:// to a host other than loopback, which would send every token and this server's secret in clear text: give a loopback URL (a TLS proxy on this host to the authorization server)"
+        )));
+    }
+    Ok(())
 }
 
 /// `--token-file FILE`: a token a line and the scopes it grants after it,

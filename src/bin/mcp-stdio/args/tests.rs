@@ -213,9 +213,19 @@ fn serve_http_as_a_protected_resource_needs_an_issuer_and_one_way_to_check_token
         ),
         (
             format!(
-                "serve-http --authorization-server https://as {list} --introspect http://as/i -- srv"
+                "serve-http --authorization-server https://as {list} --introspect http://127.0.0.1/i -- srv"
             ),
             "give --token-file or --introspect, not both",
+        ),
+        (
+            "serve-http --authorization-server https://as --introspect http://as.example/i -- srv"
+                .into(),
+            "plain http:// to a host other than loopback",
+        ),
+        (
+            "serve-http --authorization-server https://as --introspect https://as.example/i -- srv"
+                .into(),
+            "does not speak TLS to the authorization server",
         ),
         (
             format!("serve-http --authorization-server https://as {list} --bearer-token x -- srv"),
