@@ -15,7 +15,8 @@ use sha2::{Digest, Sha256};
 
 use super::discover::{self, Challenge, ResourceMetadata, ServerMetadata};
 use super::token::{
-    TokenAnswer, base64url, json_headers, now, oauth_error, random_text, token_request,
+    Registration, TokenAnswer, base64url, json_headers, now, oauth_error, random_text,
+    token_request,
 };
 use super::web::{Url, fetch};
 use super::{Grant, OAuth, Tokens};
@@ -56,15 +57,6 @@ impl std::fmt::Debug for Authorizer {
             .field("server", &self.server.to_string())
             .finish_non_exhaustive()
     }
-}
-
-/// A client registration with one authorization server.
-#[derive(Debug, Clone)]
-pub(super) struct Registration {
-    pub client_id: String,
-    pub client_secret: Option<String>,
-    /// How it authenticates at the token endpoint.
-    pub method: String,
 }
 
 impl Authorizer {

@@ -7,8 +7,16 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use serde::Deserialize;
 
 use super::discover::ServerMetadata;
-use super::flow::Registration;
 use super::web::{Url, fetch, form};
+
+/// A client registration with one authorization server.
+#[derive(Debug, Clone)]
+pub(super) struct Registration {
+    pub client_id: String,
+    pub client_secret: Option<String>,
+    /// How it authenticates at the token endpoint.
+    pub method: String,
+}
 
 /// A token endpoint's answer (RFC 6749 section 5.1), the members used.
 #[derive(Deserialize)]
