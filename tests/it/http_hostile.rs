@@ -1173,3 +1173,42 @@ fn clients_that_leave_inline_calls_running_start_no_more_than_the_cap() {
         "{running} inline handlers ran at once at max_connections(2)"
     );
 }
+
+/// Review 47d, claim 2 (`mirror::param_fields_once`, review-47c's claim 3
+/// fixed only for a field sent twice): an `Mcp-Param-*` field sent once,
+/// in the `_` spelling alone, for an argument the body lacks, is never
+/// read: `check_params` looks up `Mcp-Param-Region` (case only), finds
+/// nothing, and the body has no `region`, so the call passes. A CGI-style
+/// gateway reads `Mcp_Param_Region: east` as `HTTP_MCP_PARAM_REGION` and
+/// may route on `east`, a value the server never compared with the body:
+/// the same two truths claim 3 named. On main `200`. A field whose folded
+/// name (`_` as `-`) a tool marks once should be looked up folded, so it
+/// is compared or refused as `Mcp-Param-Region` is.
+#[test]
+#[ignore = "review-47d: not fixed yet"]
+fn a_param_header_sent_once_with_underscores_is_compared_too() {
+    let http = with_annotated_tool();
+    let sql = body(
+        34,
+        "tools/call",
+        json!({ "name": "sql", "arguments": { "limit": 5 } }),
+    );
+    let mut passed = Vec::new();
+    for spelling in ["Mcp_Param_Region", "Mcp-Param_Region", "mcp_param_region"] {
+        let mut headers = mirrored("tools/call", Some("sql"));
+        headers.push(("Mcp-Param-Limit".into(), "5".into()));
+        headers.push((spelling.into(), "east".into()));
+        let response = post(http.addr, &headers, &sql);
+        if status(&response) != 400 {
+            passed.push(format!(
+                "{spelling}: {}",
+                response.lines().next().unwrap_or("")
+            ));
+        }
+    }
+    assert!(
+        passed.is_empty(),
+        "an Mcp-Param-Region in another spelling, with no region in the body, was not refused:\n{}",
+        passed.join("\n")
+    );
+}

@@ -1411,3 +1411,48 @@ fn sessions_that_sent_only_a_stray_answer_or_cancellation_give_way_before_a_live
         );
     }
 }
+
+/// Review 47d, claim 1 (`sessions::Store::evict`, the fix of review-47c's
+/// claim 1): past `max_session_bytes`, a session over its share now goes
+/// before every session within it, unused ones too, so `initialize`s
+/// alone (which anyone can send; they are never `used`), each within its
+/// share, push out a live session that went past its share while the
+/// budget had room, as `Subscribed::over_budget` lets it. Here 64
+/// sessions in 64 KiB (a 1 KiB share): a live session subscribes to three
+/// 1 KiB URIs (allowed: the budget fits), then 64 `initialize`s of about
+/// 1,000 bytes each, nothing else. Before fix 47c the unused ones give way
+/// first; on main the live one is forgotten (`404`). At the defaults
+/// (64 MiB for 1,024 sessions, a 64 KiB share, and 64 KiB of `initialize`
+/// params allowed) one client's 1,024 `initialize`s do it to every live
+/// session over 64 KiB. The share should order used sessions only:
+/// `(busy, used, within_share, seen)`.
+#[test]
+#[ignore = "review-47d: not fixed yet"]
+fn initialize_alone_does_not_push_out_a_live_session_a_little_over_its_share() {
+    let http = start(
+        crate::everything::build(),
+        HttpOptions::new()
+            .max_sessions(64)
+            .max_session_bytes(64 * 1024),
+    );
+    let addr = http.addr;
+    let live = initialize(addr, json!({}));
+    let live_headers = headers(Some(&live), false);
+    for n in 0..3 {
+        let uri = format!("mem://{n}/{}", "u".repeat(1024));
+        let subscribe = json!({ "jsonrpc": "2.0", "id": 10 + n, "method": "resources/subscribe",
+            "params": { "uri": uri } });
+        let response = post(addr, &live_headers, &subscribe.to_string());
+        assert!(json_body(&response).get("error").is_none(), "{response}");
+    }
+    for _ in 0..64 {
+        // About 1,000 bytes kept: within the 1 KiB share.
+        initialize(addr, json!({ "experimental": { "pad": "x".repeat(930) } }));
+    }
+    let response = post(addr, &live_headers, &call(3, "echo").to_string());
+    assert_eq!(
+        status(&response),
+        200,
+        "a live session 2 KiB over its share gave way to initialize alone: {response}"
+    );
+}
