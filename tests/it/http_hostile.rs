@@ -1163,7 +1163,8 @@ fn clients_that_leave_inline_calls_running_start_no_more_than_the_cap() {
         if started.recv_timeout(Duration::from_secs(2)).is_ok() {
             running += 1;
         }
-        socket.shutdown(std::net::Shutdown::Both).unwrap();
+        // A client turned away at the cap was answered `503` and closed.
+        let _ = socket.shutdown(std::net::Shutdown::Both);
     }
     for _ in 0..4 {
         let _ = release_tx.send(());
@@ -1185,7 +1186,6 @@ fn clients_that_leave_inline_calls_running_start_no_more_than_the_cap() {
 /// name (`_` as `-`) a tool marks once should be looked up folded, so it
 /// is compared or refused as `Mcp-Param-Region` is.
 #[test]
-#[ignore = "review-47d: not fixed yet"]
 fn a_param_header_sent_once_with_underscores_is_compared_too() {
     let http = with_annotated_tool();
     let sql = body(

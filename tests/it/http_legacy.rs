@@ -1427,7 +1427,6 @@ fn sessions_that_sent_only_a_stray_answer_or_cancellation_give_way_before_a_live
 /// session over 64 KiB. The share should order used sessions only:
 /// `(busy, used, within_share, seen)`.
 #[test]
-#[ignore = "review-47d: not fixed yet"]
 fn initialize_alone_does_not_push_out_a_live_session_a_little_over_its_share() {
     let http = start(
         crate::everything::build(),

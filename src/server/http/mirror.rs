@@ -289,7 +289,9 @@ fn check_params(
 /// route on the one the check did not read. Unless the tool itself marks
 /// two names that differ only so (`Region_Code` and `Region-Code`, which
 /// 2026-07-28 allows): then each spelling is a field of its own, and only
-/// the same spelling twice is refused (`guard::single_fields`).
+/// the same spelling twice is refused (`guard::single_fields`). A field
+/// the tool marks once, sent with a `_` in its name, is refused too: the
+/// check compares the dashed name, and would compare nothing.
 fn param_fields_once(
     headers: &HttpHeaders,
     annotated: &[(Vec<String>, String)],
@@ -303,6 +305,14 @@ fn param_fields_once(
     for (name, _) in headers.iter() {
         let folded = fold(name);
         if marks.get(&folded) == Some(&1) {
+            // Sent once but spelled with a `_`: the check looks for the
+            // dashed name and would compare nothing, while a gateway
+            // reads it as the field.
+            if name.contains('_') {
+                return Err(mismatch(format!(
+                    "the {name} header is spelled with a `_`: send it as {folded}"
+                )));
+            }
             let count = sent.entry(folded).or_default();
             *count += 1;
             if *count > 1 {

@@ -614,16 +614,17 @@ impl Store {
     /// the server made or cancelled a request it serves, or opened
     /// a GET stream; an `initialize` followed by `ping`s, stray answers or
     /// cancellations, which anyone can send by the thousand, is not. Past
-    /// the byte budget (`for_bytes`), a session over its share goes before
-    /// one within it, so the one that filled the budget gives way, not a
-    /// small live one. Returns its
+    /// the byte budget (`for_bytes`), among the live (or among the not
+    /// live) a session over its share goes before one within it, so the
+    /// one that filled the budget gives way, not a small live one; a
+    /// session not live still goes before any live one. Returns its
     /// GET stream, to end (`None` when there was none to forget; `Some`
     /// of `None` when the one forgotten had no stream). Its bytes leave
     /// the sessions' budget at once.
     fn evict(&mut self, for_bytes: bool) -> Option<Option<Stream>> {
         let busy = |id: &String| self.open.contains_key(id) || self.streams.contains_key(id);
-        // Past the budget, a session over its share goes first: the one
-        // that filled it, not a small live one.
+        // Past the budget, a session over its share goes first among
+        // those as live as it: the one that filled it, not a small one.
         let within_share = |kept: &Kept| {
             !for_bytes
                 || !(kept.session.subscribed.lock())
@@ -631,7 +632,7 @@ impl Store {
                     .over_share()
         };
         let victim = (self.by_id.iter())
-            .min_by_key(|(id, kept)| (busy(id), within_share(kept), kept.used, kept.seen))
+            .min_by_key(|(id, kept)| (busy(id), kept.used, within_share(kept), kept.seen))
             .map(|(id, _)| id.clone())?;
         if let Some(kept) = self.by_id.remove(&victim) {
             kept.forget();
