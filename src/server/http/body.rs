@@ -27,7 +27,10 @@
 //! only ever sends what the socket takes at once (`MSG_DONTWAIT`) and
 //! leaves the rest, in order, to the thread that serves the request, which
 //! writes it in [`Body::wait_done`] and [`Body::complete`] with the socket's
-//! write timeout (`HttpOptions::write_timeout`). So a client that stops
+//! write timeout (`HttpOptions::write_timeout`), one thread at a time (a
+//! handler waiting for room writes it too: [`Body::wait_for_room`]; the
+//! timeout bounds each `write(2)`, so a client that takes a little now and
+//! then is dropped later than one that takes nothing). So a client that stops
 //! reading holds up no thread but its own: a publisher reaching a hundred
 //! stuck listeners returns at once, and each listener is dropped by its own
 //! thread after one write timeout, all of them at the same time.
