@@ -59,6 +59,9 @@ struct Serving {
     addr: String,
     /// What it writes on stderr after it said where it serves.
     lines: Receiver<String>,
+    /// What it wrote on stderr until then (with `--wire`, the first
+    /// messages to and from the child may come before).
+    said: String,
 }
 
 impl Serving {
@@ -85,9 +88,15 @@ impl Serving {
                 return Err(format!("serve-http did not say where it serves: {said:?}"));
             };
             said.push_str(&line);
+            said.push('\n');
             if let Some((_, url)) = line.split_once(" at http://") {
                 let addr = url.trim_end_matches("/mcp").to_owned();
-                return Ok(Serving { child, addr, lines });
+                return Ok(Serving {
+                    child,
+                    addr,
+                    lines,
+                    said,
+                });
             }
         }
     }
@@ -359,7 +368,9 @@ fn protected_with_a_token_list() -> Result<(), String> {
     }
     let _ = serving.child.kill();
     let _ = serving.child.wait();
-    let mut stderr = String::new();
+    // All it wrote on stderr: the wire's first lines may come before it
+    // says where it serves.
+    let mut stderr = serving.said.clone();
     while let Ok(line) = serving.lines.recv_timeout(LIMIT) {
         stderr.push_str(&line);
         stderr.push('\n');
