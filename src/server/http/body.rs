@@ -232,8 +232,7 @@ impl Body {
     pub fn detach(&self) {
         let mut state = self.lock();
         state.detached = true;
-        state.unsent = Vec::new();
-        state.unsent_events = 0;
+        state.drop_unsent();
         self.let_go(state);
     }
 
@@ -291,8 +290,7 @@ impl Body {
     pub fn cancel(&self) {
         let mut state = self.lock();
         state.mode = Mode::Done;
-        state.unsent = Vec::new();
-        state.unsent_events = 0;
+        state.drop_unsent();
         self.let_go(state);
     }
 
@@ -487,11 +485,17 @@ impl State {
         self.unsent.extend_from_slice(rest);
     }
 
+    /// Drops what waits for a client that will not take it (gone, or its
+    /// request cancelled).
+    fn drop_unsent(&mut self) {
+        self.unsent = Vec::new();
+        self.unsent_events = 0;
+    }
+
     /// A write failed: the client is gone. A request that outlives its
     /// client goes on with nothing more written; any other ends.
     fn client_lost(&mut self) {
-        self.unsent = Vec::new();
-        self.unsent_events = 0;
+        self.drop_unsent();
         match self.outlives_client {
             true => self.detached = true,
             false => self.failed = true,
