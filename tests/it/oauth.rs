@@ -663,15 +663,13 @@ fn a_server_that_refuses_every_token_is_not_authorized_for_without_end() {
 // Review review-46client: claims about the OAuth client that a test shows
 // on main. Each is ignored until fixed; its doc comment says what it saw.
 
-/// Claim: a token answer's `expires_in` is added to the clock unchecked
-/// (src/client/oauth/flow.rs:264, `Authorizer::authorize`, and :499,
-/// `refresh`: `now() + s`), so an authorization server that answers
-/// `"expires_in": 18446744073709551615` panics the requesting thread in a
-/// debug build (overflow checks) and stores a wrapped, past `expires_at`
-/// in a release one. Seen on main: the connecting thread panicked with
-/// "attempt to add with overflow" (the `join` below got `Err`).
+/// A token answer's `expires_in` of `u64::MAX` is kept as a far expiry,
+/// not added to the clock unchecked (`token::expires_at`). Before the
+/// fix, `now() + s` panicked the worker that carried the request
+/// ("attempt to add with overflow", src/client/oauth/flow.rs) and the
+/// caller waited out its 60 s timeout: the `join` below got
+/// `Ok(Err(Timeout))`.
 #[test]
-#[ignore = "review-46client: not fixed yet"]
 fn a_huge_expires_in_is_not_an_overflow() {
     let (server, _authority) = setup(Script {
         expires_in: Some(json!(u64::MAX)),
@@ -702,6 +700,50 @@ fn a_huge_expires_in_is_not_an_overflow() {
         "expires_at {:?} is in the past",
         kept.expires_at
     );
+}
+
+/// A worker that panics carrying a request fails that request at once,
+/// with an error that says so, rather than leaving its caller to wait
+/// out its timeout. The panic here is the application's header source,
+/// made to panic when it is asked on a worker: after the refresh a
+/// refused token brings (before it, a request's headers are made on its
+/// caller's thread). Before the fix the worker's thread ended with the
+/// panic, and the call returned `Err(Timeout)` after its 30 s.
+#[test]
+fn a_request_whose_worker_panics_fails_at_once() {
+    let (server, _authority) = setup(Script::default());
+    let broken = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let breaks = Arc::clone(&broken);
+    let client = Client::builder()
+        .request_timeout(std::time::Duration::from_secs(30))
+        .header_source(move || {
+            let on_worker = std::thread::current().name() == Some("mcp-client-http");
+            if on_worker && breaks.load(std::sync::atomic::Ordering::SeqCst) {
+                panic!("the header source broke");
+            }
+            Vec::new()
+        })
+        .oauth(approving(&Visits::default(), None))
+        .connect_url(&server.url)
+        .unwrap();
+    // The token is refused from now on; the refresh brings one accepted.
+    *server.accepted.lock().unwrap() = REFRESHED.into();
+    broken.store(true, std::sync::atomic::Ordering::SeqCst);
+    let started = std::time::Instant::now();
+    let err = client
+        .call("echo", json!({ "text": "x" }))
+        .unwrap_err()
+        .to_string();
+    let took = started.elapsed();
+    assert!(
+        err.contains("panicked") && err.contains("the header source broke"),
+        "{err}"
+    );
+    assert!(took < std::time::Duration::from_secs(20), "took {took:?}");
+    // The client goes on: the next call finds the refreshed token.
+    broken.store(false, std::sync::atomic::Ordering::SeqCst);
+    client.call("echo", json!({ "text": "x" })).unwrap();
+    client.close().unwrap();
 }
 
 /// Claim: with `ClientBuilder::oauth`, a URL's user information is

@@ -15,7 +15,7 @@ use sha2::{Digest, Sha256};
 
 use super::discover::{self, Challenge, ResourceMetadata, ServerMetadata};
 use super::token::{
-    Registration, TokenAnswer, base64url, json_headers, now, oauth_error, random_text,
+    Registration, TokenAnswer, base64url, expires_at, json_headers, oauth_error, random_text,
     token_request,
 };
 use super::web::{Url, fetch};
@@ -253,7 +253,7 @@ impl Authorizer {
         let tokens = Tokens {
             access_token: token.access_token,
             refresh_token: token.refresh_token,
-            expires_at: token.expires_in.map(|s| now() + s),
+            expires_at: expires_at(token.expires_in),
             scope,
             resource: resource.resource,
             issuer: metadata.issuer,
@@ -488,7 +488,7 @@ impl Authorizer {
             access_token: token.access_token,
             // RFC 6749 section 6: a new refresh token replaces the old.
             refresh_token: token.refresh_token.or_else(|| old.refresh_token.clone()),
-            expires_at: token.expires_in.map(|s| now() + s),
+            expires_at: expires_at(token.expires_in),
             ..old.clone()
         })
     }

@@ -135,6 +135,14 @@ pub(super) fn base64url(bytes: &[u8]) -> String {
         .replace('/', "_")
 }
 
+/// When a token that expires in `expires_in` seconds (a token answer's
+/// member, any `u64` the server sends) expires, in seconds since the Unix
+/// epoch: the sum saturates, so a huge one is a far expiry, never an
+/// overflow (a panic in a debug build, a past time in a release one).
+pub(super) fn expires_at(expires_in: Option<u64>) -> Option<u64> {
+    expires_in.map(|s| now().saturating_add(s))
+}
+
 /// Seconds since the Unix epoch.
 pub(super) fn now() -> u64 {
     SystemTime::now()
