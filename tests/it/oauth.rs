@@ -922,3 +922,86 @@ fn the_command_line_does_not_repeat_a_urls_secrets() {
         assert!(!text.contains("QUERY-SECRET"), "the URL's query in: {text}");
     }
 }
+
+/// `mcp-stdio --url URL login`, a real process, the test its browser:
+/// a request to its redirect port for `/callback` with another `state`
+/// (any process on this machine can send one) is answered `400` and
+/// changes nothing; the authorization server's redirect that follows ends
+/// the login, and the tokens are kept. Before the fix the forged request
+/// was answered `200` and ended the login: "the authorization response's
+/// state is not the one sent: refused", exit status 3, no tokens.
+#[test]
+fn the_command_lines_login_takes_only_its_own_redirect() {
+    let (server, _authority) = setup(Script::default());
+    let config = std::env::temp_dir().join(format!("mcp-stdio-login46-{}", std::process::id()));
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_mcp-stdio"))
+        .args(["--url", &server.url, "login"])
+        .env("XDG_CONFIG_HOME", &config)
+        .env_remove("BROWSER")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The authorization URL, from the line on stderr that gives it.
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut authorization = None;
+    let mut said = String::new();
+    while authorization.is_none() {
+        let mut line = String::new();
+        if stderr.read_line(&mut line).unwrap() == 0 {
+            break;
+        }
+        said.push_str(&line);
+        authorization = (line.contains("/authorize?")).then(|| line.trim().to_owned());
+    }
+    let authorization = authorization.unwrap_or_else(|| {
+        let _ = child.kill();
+        panic!("no authorization URL: {said}")
+    });
+    let q = query(&authorization);
+    let (redirect, state) = (param(&q, "redirect_uri"), param(&q, "state"));
+    let port_path = redirect.strip_prefix("http://").unwrap();
+    let (addr, path) = port_path.split_at(port_path.find('/').unwrap());
+    let visit = |target: &str| {
+        let mut conn = TcpStream::connect(addr).unwrap();
+        conn.set_read_timeout(Some(crate::support::WAIT)).unwrap();
+        write!(conn, "GET {target} HTTP/1.1\r\nHost: {addr}\r\n\r\n").unwrap();
+        let mut answer = String::new();
+        let _ = conn.read_to_string(&mut answer);
+        answer
+    };
+    let forged = visit(&format!("{path}?code=forged&state=guessed"));
+    let real = visit(&format!("{path}?code=the-code&state={state}"));
+    let deadline = std::time::Instant::now() + crate::support::WAIT;
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break Some(status);
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            break None;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    let mut out = String::new();
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut out)
+        .unwrap();
+    stderr.read_to_string(&mut said).unwrap();
+    let kept = std::fs::read_dir(config.join("mcp-stdio").join("oauth"))
+        .map(|dir| dir.count())
+        .unwrap_or(0);
+    let _ = std::fs::remove_dir_all(&config);
+    assert!(forged.starts_with("HTTP/1.1 400"), "{forged}");
+    assert!(real.starts_with("HTTP/1.1 200"), "{real}");
+    assert!(
+        status.is_some_and(|s| s.success()),
+        "{status:?}: {out}{said}"
+    );
+    assert!(out.contains("logged in to"), "{out}{said}");
+    assert_eq!(kept, 1, "{out}{said}");
+}
