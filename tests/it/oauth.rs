@@ -38,6 +38,8 @@ struct Script {
     resource: Option<String>,
     /// The `expires_in` of its token answers (default: 3600).
     expires_in: Option<serde_json::Value>,
+    /// A client ID its token endpoint does not know (`invalid_client`).
+    unknown_client: Option<&'static str>,
 }
 
 /// The scripted authorization server, which also serves the protected
@@ -90,6 +92,14 @@ impl Authority {
                                 "token_endpoint_auth_methods_supported": ["none"] }),
                     ),
                     "/register" => (201, json!({ "client_id": "client-1" })),
+                    "/token"
+                        if script.unknown_client.is_some_and(|id| {
+                            seen.body.contains(&format!("client_id={id}&"))
+                                || seen.body.ends_with(&format!("client_id={id}"))
+                        }) =>
+                    {
+                        (401, json!({ "error": "invalid_client" }))
+                    }
                     "/token" if seen.body.contains("grant_type=refresh_token") => (
                         200,
                         json!({ "access_token": REFRESHED, "token_type": "Bearer" }),
@@ -798,16 +808,14 @@ fn a_urls_query_is_not_repeated_in_a_discovery_error() {
     assert!(!err.contains("QUERY-SECRET"), "the URL's query in: {err}");
 }
 
-/// Claim: a registration is kept only with tokens
-/// (src/client/oauth/flow.rs:236, `authorize`: `self.register` runs before
-/// the callback, and `keep` only after a token), so every authorization
-/// the user does not complete (a closed browser, the command line's
-/// "no one is at the terminal", a timeout) registers one more client at
-/// the authorization server: a script that runs `mcp-stdio --url`
-/// without a terminal registers a client per run. Seen on main: two
-/// authorizations not completed made 2 `POST /register`.
+/// A new registration is kept at once (`Authorizer::keep_registration`),
+/// not only with tokens, so an authorization the user does not complete
+/// (a closed browser, the command line's "no one is at the terminal", a
+/// timeout) costs no registration the next time: a script that runs
+/// `mcp-stdio --url` without a terminal registered a client per run.
+/// Before the fix, two authorizations not completed made 2
+/// `POST /register`.
 #[test]
-#[ignore = "review-46client: not fixed yet"]
 fn an_authorization_not_completed_does_not_register_again() {
     let (server, authority) = setup(Script::default());
     let store = Kept::default();
@@ -822,6 +830,50 @@ fn an_authorization_not_completed_does_not_register_again() {
             .unwrap_err();
         assert!(err.to_string().contains("not completed"), "{err}");
     }
+    let registered = authority
+        .lines()
+        .iter()
+        .filter(|l| l.as_str() == "POST /register")
+        .count();
+    assert_eq!(registered, 1, "{:?}", authority.lines());
+}
+
+/// A kept registration is used until the authorization server says it
+/// does not know the client (`invalid_client` at the token endpoint):
+/// then it is forgotten, and the next authorization registers anew.
+/// Before the fix the registration the server did not know stayed in
+/// the store ("the registration known bad was kept"), and every later
+/// authorization used it and failed.
+#[test]
+fn a_registration_the_server_does_not_know_is_forgotten() {
+    let (server, authority) = setup(Script {
+        unknown_client: Some("gone-client"),
+        ..Script::default()
+    });
+    let store = Kept::default();
+    store.save(Some(&Tokens {
+        resource: server.url.clone(),
+        issuer: authority.url.clone(),
+        client_id: "gone-client".into(),
+        token_endpoint_auth_method: "none".into(),
+        ..Tokens::default()
+    }));
+    let oauth = approving(&Visits::default(), None).token_store(store.clone());
+    let err = Client::builder()
+        .oauth(oauth.clone())
+        .connect_url(&server.url)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("invalid_client"), "{err}");
+    assert_eq!(store.load(), None, "the registration known bad was kept");
+    let client = Client::builder()
+        .oauth(oauth)
+        .connect_url(&server.url)
+        .unwrap();
+    client.call("echo", json!({ "text": "x" })).unwrap();
+    client.close().unwrap();
+    let kept = store.load().expect("the tokens were stored");
+    assert_eq!(kept.client_id, "client-1");
     let registered = authority
         .lines()
         .iter()

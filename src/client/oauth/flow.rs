@@ -15,8 +15,8 @@ use sha2::{Digest, Sha256};
 
 use super::discover::{self, Challenge, ResourceMetadata, ServerMetadata};
 use super::token::{
-    Registration, TokenAnswer, base64url, expires_at, json_headers, oauth_error, random_text,
-    token_request,
+    NoToken, Registration, TokenAnswer, base64url, expires_at, json_headers, oauth_error,
+    random_text, token_request,
 };
 use super::web::{Url, fetch};
 use super::{Grant, OAuth, Tokens};
@@ -148,7 +148,10 @@ impl Authorizer {
         }
         let previous = lock(&self.tokens).clone();
         let res = self.obtain(status, &challenge, previous.as_ref());
-        if let (Err(_), 401, Some(mut refused)) = (&res, status, previous)
+        // An access token still in use after a failure is the refused one
+        // (only a success keeps a new one).
+        let still = lock(&self.tokens).clone();
+        if let (Err(_), 401, Some(mut refused)) = (&res, status, still)
             && !refused.access_token.is_empty()
         {
             // The access token was refused and no new one came: it is
@@ -173,16 +176,29 @@ impl Authorizer {
         // resource still names: the refresh first, unless the token
         // refused came from a refresh itself.
         let from_refresh = std::mem::take(&mut *lock(&self.refreshed));
+        let mut previous = previous;
         if status == 401
             && !from_refresh
             && let Some(old) = previous.filter(|t| {
                 t.refresh_token.is_some() && t.issuer == resource.authorization_servers[0]
             })
-            && let Ok(tokens) = self.refresh(old)
         {
-            self.keep(Some(tokens));
-            *lock(&self.refreshed) = true;
-            return Ok(());
+            match self.refresh(old) {
+                Ok(tokens) => {
+                    self.keep(Some(tokens));
+                    *lock(&self.refreshed) = true;
+                    return Ok(());
+                }
+                // The registration itself is refused: it and what was
+                // issued to it are forgotten, and the flow registers anew.
+                Err(NoToken {
+                    bad_client: true, ..
+                }) => {
+                    self.keep(None);
+                    previous = None;
+                }
+                Err(_) => {}
+            }
         }
         self.authorize(challenge, resource, previous)
     }
@@ -192,6 +208,26 @@ impl Authorizer {
         lock(&self.issued).0 = tokens.as_ref().map(|_| Instant::now());
         self.config.store.save(tokens.as_ref());
         *lock(&self.tokens) = tokens;
+    }
+
+    /// Keeps a new `registration` with the authorization server `issuer`
+    /// for `resource`, without a token yet, in place of what was kept
+    /// (issued to another client, or by another server): an authorization
+    /// the user does not complete (a closed browser, no one at the
+    /// terminal) then costs no registration the next time. It is kept
+    /// until it is known bad ([`NoToken::bad_client`]). Not a token, so
+    /// the count of tokens refused at once is not touched.
+    fn keep_registration(&self, registration: &Registration, issuer: &str, resource: &str) {
+        let kept = Tokens {
+            resource: resource.to_owned(),
+            issuer: issuer.to_owned(),
+            client_id: registration.client_id.clone(),
+            client_secret: registration.client_secret.clone(),
+            token_endpoint_auth_method: registration.method.clone(),
+            ..Tokens::default()
+        };
+        self.config.store.save(Some(&kept));
+        *lock(&self.tokens) = Some(kept);
     }
 
     /// The whole flow: discovery, registration, a token.
@@ -214,8 +250,9 @@ impl Authorizer {
             previous,
             &metadata,
         );
-        // The registration kept with the tokens, unless the application
-        // now gives another client ID.
+        // The registration kept (with tokens or alone), unless the
+        // application now gives another client ID; a new one is kept at
+        // once, before the user is asked anything.
         let given = self.config.pre_registered.as_ref().map(|(id, _)| id);
         let registration = match previous {
             Some(t) if !t.client_id.is_empty() && given.is_none_or(|id| *id == t.client_id) => {
@@ -225,7 +262,11 @@ impl Authorizer {
                     method: t.token_endpoint_auth_method.clone(),
                 }
             }
-            _ => self.register(&metadata)?,
+            _ => {
+                let registration = self.register(&metadata)?;
+                self.keep_registration(&registration, &metadata.issuer, &resource.resource);
+                registration
+            }
         };
         let token = match &self.config.grant {
             Grant::Code {
@@ -238,7 +279,7 @@ impl Authorizer {
                 scope.as_deref(),
                 redirect_uri,
                 &**authorize,
-            )?,
+            ),
             Grant::Machine => {
                 let mut pairs = vec![
                     ("grant_type", "client_credentials"),
@@ -247,7 +288,18 @@ impl Authorizer {
                 if let Some(scope) = &scope {
                     pairs.push(("scope", scope));
                 }
-                token_request(&metadata, &registration, &mut pairs)?
+                token_request(&metadata, &registration, &mut pairs)
+            }
+        };
+        let token = match token {
+            Ok(token) => token,
+            Err(no) => {
+                // A registration known bad is forgotten, with what was
+                // issued to it: the next authorization registers anew.
+                if no.bad_client {
+                    self.keep(None);
+                }
+                return Err(no.why);
             }
         };
         let tokens = Tokens {
@@ -377,7 +429,7 @@ impl Authorizer {
         scope: Option<&str>,
         redirect_uri: &str,
         authorize: &super::AuthorizeFn,
-    ) -> Result<TokenAnswer, String> {
+    ) -> Result<TokenAnswer, NoToken> {
         let endpoint = metadata.authorization_endpoint.as_deref().ok_or_else(|| {
             format!(
                 "the authorization server {} has no authorization endpoint",
@@ -394,7 +446,8 @@ impl Authorizer {
             return Err(format!(
                 "the authorization server {} does not offer PKCE with S256 (code_challenge_methods_supported): refused",
                 metadata.issuer
-            ));
+            )
+            .into());
         }
         let verifier = random_text()?;
         let state = random_text()?;
@@ -429,13 +482,15 @@ impl Authorizer {
                 return Err(format!(
                     "the authorization response names the issuer '{iss}', not '{}': refused",
                     metadata.issuer
-                ));
+                )
+                .into());
             }
             None if metadata.authorization_response_iss_parameter_supported => {
                 return Err(format!(
                     "the authorization response has no iss, which {} said it sends: refused",
                     metadata.issuer
-                ));
+                )
+                .into());
             }
             _ => {}
         }
@@ -451,7 +506,7 @@ impl Authorizer {
             return Err(
                 format!("the authorization server refused: {error} {description}")
                     .trim_end()
-                    .to_owned(),
+                    .into(),
             );
         }
         let code = redirected
@@ -470,7 +525,7 @@ impl Authorizer {
 
     /// A new access token for `old`'s refresh token, from the server that
     /// issued it.
-    fn refresh(&self, old: &Tokens) -> Result<Tokens, String> {
+    fn refresh(&self, old: &Tokens) -> Result<Tokens, NoToken> {
         let metadata = discover::server_metadata(&old.issuer, &self.server)?;
         let registration = Registration {
             client_id: old.client_id.clone(),
