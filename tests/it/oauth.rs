@@ -882,18 +882,16 @@ fn a_registration_the_server_does_not_know_is_forgotten() {
     assert_eq!(registered, 1, "{:?}", authority.lines());
 }
 
-/// Claim: the authorization server is reached without the CAs the
-/// application added (src/client/oauth/web.rs:222, `fetch`:
-/// `tls::config(&[])`), so an MCP server whose authorization server has a
-/// certificate of a private CA (the case `--cacert` and
-/// `ClientBuilder::add_ca_pem` are for) can never be authorized for, but
-/// through `SSL_CERT_FILE` for the whole process. Seen on main: "... the
+/// The authorization server is reached with the CAs the application
+/// added (`ClientBuilder::add_ca_pem`, `add_ca_file`, `--cacert`), as the
+/// MCP server is (`web::Trust`): an MCP server whose authorization server
+/// has a private CA's certificate can be authorized for. Before the fix
+/// only the system's roots were used (`tls::config(&[])`): "... the
 /// certificate of localhost is not trusted: no authority this client
 /// trusts signed it ... add that CA with --cacert FILE", though it was
 /// added.
 #[cfg(feature = "https")]
 #[test]
-#[ignore = "review-46client: not fixed yet"]
 fn an_authorization_server_over_https_is_verified_with_the_cas_added() {
     struct Stopping(crate::https::Terminator);
     impl Drop for Stopping {

@@ -8,7 +8,7 @@
 
 use serde::Deserialize;
 
-use super::web::{Url, fetch};
+use super::web::{Trust, Url, fetch};
 
 /// What a `WWW-Authenticate: Bearer ...` challenge says (RFC 6750
 /// section 3, RFC 9728 section 5.1).
@@ -126,6 +126,7 @@ pub(crate) struct ServerMetadata {
 /// inserted, then the root). Its `resource` must name this server
 /// (`resource_matches`), or it is refused.
 pub(crate) fn resource_metadata(
+    trust: &Trust,
     server: &Url,
     challenge: &Challenge,
 ) -> Result<ResourceMetadata, String> {
@@ -143,7 +144,7 @@ pub(crate) fn resource_metadata(
     let mut tried = Vec::new();
     for url in candidates {
         require_secure(&url, server, "the protected resource metadata")?;
-        let answer = fetch("GET", &url, &accept_json(), b"")?;
+        let answer = fetch(trust, "GET", &url, &accept_json(), b"")?;
         if answer.status != 200 {
             tried.push(format!("{url} ({})", answer.status));
             continue;
@@ -196,7 +197,11 @@ pub(crate) fn resource_matches(resource: &str, server: &Url) -> bool {
 /// path appending; for an issuer without a path the first two), refused
 /// when its `issuer` is not identical to `issuer` (RFC 8414 section 3.3)
 /// or an endpoint it names is not served over https (but on loopback).
-pub(crate) fn server_metadata(issuer: &str, server: &Url) -> Result<ServerMetadata, String> {
+pub(crate) fn server_metadata(
+    trust: &Trust,
+    issuer: &str,
+    server: &Url,
+) -> Result<ServerMetadata, String> {
     let url = Url::parse(issuer)?;
     require_secure(&url, server, "the authorization server")?;
     let mut candidates = vec![
@@ -212,7 +217,7 @@ pub(crate) fn server_metadata(issuer: &str, server: &Url) -> Result<ServerMetada
     }
     let mut tried = Vec::new();
     for candidate in candidates {
-        let answer = fetch("GET", &candidate, &accept_json(), b"")?;
+        let answer = fetch(trust, "GET", &candidate, &accept_json(), b"")?;
         if answer.status != 200 {
             tried.push(format!("{candidate} ({})", answer.status));
             continue;

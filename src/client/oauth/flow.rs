@@ -18,7 +18,7 @@ use super::token::{
     NoToken, Registration, TokenAnswer, base64url, expires_at, json_headers, oauth_error,
     random_text, token_request,
 };
-use super::web::{Url, fetch};
+use super::web::{Trust, Url, fetch};
 use super::{Grant, OAuth, Tokens};
 use crate::sync::lock;
 
@@ -36,6 +36,8 @@ pub(crate) struct Authorizer {
     config: OAuth,
     /// The MCP endpoint.
     server: Url,
+    /// What the authorization's `https://` requests trust: the client's.
+    trust: Trust,
     /// The tokens in use (and their registration), as the store has them.
     tokens: Mutex<Option<Tokens>>,
     /// Held while a new token is obtained: one flow at a time.
@@ -61,14 +63,16 @@ impl std::fmt::Debug for Authorizer {
 
 impl Authorizer {
     /// The authorization of a client of the MCP endpoint `server`, with
-    /// the tokens the store kept (if they are for this server).
-    pub fn new(config: OAuth, server: &str) -> Result<Authorizer, String> {
+    /// the tokens the store kept (if they are for this server), its
+    /// requests trusting what the client's do (`trust`).
+    pub fn new(config: OAuth, server: &str, trust: Trust) -> Result<Authorizer, String> {
         let server = Url::parse(server)?;
         let kept =
             (config.store.load()).filter(|t| discover::resource_matches(&t.resource, &server));
         Ok(Authorizer {
             config,
             server,
+            trust,
             tokens: Mutex::new(kept),
             flow: Mutex::new(()),
             refreshed: Mutex::new(false),
@@ -171,7 +175,7 @@ impl Authorizer {
         challenge: &Challenge,
         previous: Option<&Tokens>,
     ) -> Result<(), String> {
-        let resource = discover::resource_metadata(&self.server, challenge)?;
+        let resource = discover::resource_metadata(&self.trust, &self.server, challenge)?;
         // A 401 for a token that can be refreshed, from the server the
         // resource still names: the refresh first, unless the token
         // refused came from a refresh itself.
@@ -239,7 +243,7 @@ impl Authorizer {
     ) -> Result<(), String> {
         // RFC 9728 section 7.6: the client chooses; the first listed.
         let issuer = &resource.authorization_servers[0];
-        let metadata = discover::server_metadata(issuer, &self.server)?;
+        let metadata = discover::server_metadata(&self.trust, issuer, &self.server)?;
         // Spec 2026-07-28 client-registration, "Authorization Server
         // Binding": credentials from another authorization server are
         // never reused.
@@ -288,7 +292,7 @@ impl Authorizer {
                 if let Some(scope) = &scope {
                     pairs.push(("scope", scope));
                 }
-                token_request(&metadata, &registration, &mut pairs)
+                token_request(&self.trust, &metadata, &registration, &mut pairs)
             }
         };
         let token = match token {
@@ -383,7 +387,13 @@ impl Authorizer {
             "application_type": "native",
         });
         let url = Url::parse(endpoint)?;
-        let answer = fetch("POST", &url, &json_headers(), body.to_string().as_bytes())?;
+        let answer = fetch(
+            &self.trust,
+            "POST",
+            &url,
+            &json_headers(),
+            body.to_string().as_bytes(),
+        )?;
         if !(200..300).contains(&answer.status) {
             return Err(format!(
                 "dynamic registration at {url} was refused ({}){}",
@@ -520,13 +530,13 @@ impl Authorizer {
             ("code_verifier", verifier.as_str()),
             ("resource", resource),
         ];
-        token_request(metadata, registration, &mut pairs)
+        token_request(&self.trust, metadata, registration, &mut pairs)
     }
 
     /// A new access token for `old`'s refresh token, from the server that
     /// issued it.
     fn refresh(&self, old: &Tokens) -> Result<Tokens, NoToken> {
-        let metadata = discover::server_metadata(&old.issuer, &self.server)?;
+        let metadata = discover::server_metadata(&self.trust, &old.issuer, &self.server)?;
         let registration = Registration {
             client_id: old.client_id.clone(),
             client_secret: old.client_secret.clone(),
@@ -538,7 +548,7 @@ impl Authorizer {
             ("refresh_token", refresh_token.as_str()),
             ("resource", old.resource.as_str()),
         ];
-        let token = token_request(&metadata, &registration, &mut pairs)?;
+        let token = token_request(&self.trust, &metadata, &registration, &mut pairs)?;
         Ok(Tokens {
             access_token: token.access_token,
             // RFC 6749 section 6: a new refresh token replaces the old.

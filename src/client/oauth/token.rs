@@ -7,7 +7,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use serde::Deserialize;
 
 use super::discover::ServerMetadata;
-use super::web::{Url, fetch, form};
+use super::web::{Trust, Url, fetch, form};
 
 /// A client registration with one authorization server.
 #[derive(Debug, Clone)]
@@ -60,6 +60,7 @@ impl From<&str> for NoToken {
 /// form-encoded ID and secret, or both in the form; a public client names
 /// itself with `client_id`).
 pub(super) fn token_request<'a>(
+    trust: &Trust,
     metadata: &ServerMetadata,
     registration: &'a Registration,
     pairs: &mut Vec<(&'a str, &'a str)>,
@@ -94,7 +95,7 @@ pub(super) fn token_request<'a>(
         }
         _ => pairs.push(("client_id", &registration.client_id)),
     }
-    let answer = fetch("POST", &url, &headers, form(pairs).as_bytes())?;
+    let answer = fetch(trust, "POST", &url, &headers, form(pairs).as_bytes())?;
     let grant = pairs.first().map_or("", |(_, g)| *g);
     if answer.status != 200 {
         return Err(NoToken {
