@@ -42,6 +42,7 @@
 
 pub(crate) mod exchange;
 mod get_stream;
+pub(crate) mod host;
 mod messages;
 mod params;
 mod post;

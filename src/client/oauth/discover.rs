@@ -330,20 +330,16 @@ mod tests {
         assert!(require_secure(&url("https://localhost/x"), &remote, "x").is_err());
     }
 
-    /// Review review-46client. Claim: `require_secure` (discover.rs:276)
-    /// keeps a remote server from steering the client to this machine by
-    /// the host's spelling only (`Url::is_loopback`, web.rs:90:
-    /// `localhost`, dotted `127.x.y.z`, `[::1]`), while the resolver
-    /// `fetch` connects through reaches loopback by other spellings too:
-    /// `127.1`, `2130706433`, `0x7f.0.0.1`, `0.0.0.0` (Linux connects it
-    /// to the local host), `localhost.`, `[::ffff:127.0.0.1]`,
-    /// `[0:0:0:0:0:0:0:1]`, `[::]`. Seen on main: allowed as https
-    /// endpoints of a remote server, each resolving here to loopback or
-    /// the unspecified address: `127.1`, `2130706433`, `0x7f.0.0.1`,
-    /// `0.0.0.0`, `[::ffff:127.0.0.1]`, `[0:0:0:0:0:0:0:1]`, `[::]`
-    /// (`localhost.` did not resolve here).
+    /// `require_secure` judges a host as what the connect path makes of
+    /// it (`host::is_local`, the parser `Connector::connect` uses for an
+    /// address literal), not by its spelling: every spelling here that the
+    /// system's resolver takes to this machine is refused for a remote
+    /// server. Before the fix (`Url::is_loopback` compared `localhost`,
+    /// dotted `127.x.y.z` and `[::1]` only) `127.1`, `2130706433`,
+    /// `0x7f.0.0.1`, `0.0.0.0`, `[::ffff:127.0.0.1]`, `[0:0:0:0:0:0:0:1]`
+    /// and `[::]` were allowed as https endpoints of a remote server
+    /// (`localhost.` did not resolve here; it is refused too).
     #[test]
-    #[ignore = "review-46client: not fixed yet"]
     fn a_remote_server_cannot_send_the_client_to_loopback_by_another_spelling() {
         use std::net::ToSocketAddrs;
         let remote = Url::parse("https://mcp.example.com/mcp").unwrap();
@@ -372,6 +368,8 @@ mod tests {
             }
         }
         assert!(allowed.is_empty(), "loopback reached through {allowed:?}");
+        let url = Url::parse("https://localhost./token").unwrap();
+        assert!(require_secure(&url, &remote, "x").is_err());
     }
 
     #[test]

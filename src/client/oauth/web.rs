@@ -91,16 +91,14 @@ impl Url {
         }
     }
 
-    /// Whether the host is a loopback one (`localhost`, `127.0.0.0/8`,
-    /// `[::1]`).
+    /// Whether the host is this machine, however it is spelled
+    /// (`host::is_local`: `localhost` names, loopback and unspecified
+    /// addresses in every form the connect path reads, `127.1` and
+    /// `[::ffff:127.0.0.1]` too).
     pub fn is_loopback(&self) -> bool {
         let host_port = self.host_port();
         let host = host_port.rsplit_once(':').map_or(&*host_port, |(h, _)| h);
-        host == "localhost"
-            || host == "[::1]"
-            || host
-                .parse::<std::net::Ipv4Addr>()
-                .is_ok_and(|ip| ip.is_loopback())
+        crate::client::http::host::is_local(host)
     }
 
     /// The URL with `pairs` added to its query, percent-encoded.
