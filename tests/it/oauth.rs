@@ -1016,7 +1016,9 @@ fn the_command_lines_login_takes_only_its_own_redirect() {
     let visit = |target: &str| {
         let mut conn = TcpStream::connect(addr).unwrap();
         conn.set_read_timeout(Some(crate::support::WAIT)).unwrap();
-        write!(conn, "GET {target} HTTP/1.1\r\nHost: {addr}\r\n\r\n").unwrap();
+        // One write: the listener answers after the request line and closes.
+        let request = format!("GET {target} HTTP/1.1\r\nHost: {addr}\r\n\r\n");
+        conn.write_all(request.as_bytes()).unwrap();
         let mut answer = String::new();
         let _ = conn.read_to_string(&mut answer);
         answer

@@ -189,7 +189,14 @@ fn wait_for_redirect(listener: &TcpListener, state: &str) -> Result<String, Stri
             let Ok(conn) = conn else { continue };
             let _ = conn.set_read_timeout(Some(Duration::from_secs(10)));
             let mut line = String::new();
-            let _ = BufReader::new(&conn).take(8 * 1024).read_line(&mut line);
+            let mut head = BufReader::new(&conn).take(8 * 1024);
+            let _ = head.read_line(&mut line);
+            // The rest of the head too: closing with bytes unread would
+            // reset the connection before the browser reads the answer.
+            let mut field = String::new();
+            while head.read_line(&mut field).is_ok_and(|n| n > 0) && !field.trim().is_empty() {
+                field.clear();
+            }
             let target = line.split(' ').nth(1).unwrap_or("").to_owned();
             let callback = target.split('?').next() == Some("/callback");
             let states = query_values(&target, "state");
@@ -331,7 +338,9 @@ mod tests {
         let visit = |target: &str| {
             let mut conn = std::net::TcpStream::connect(addr).unwrap();
             conn.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-            write!(conn, "GET {target} HTTP/1.1\r\nHost: {addr}\r\n\r\n").unwrap();
+            // One write: the listener answers after the request line and closes.
+            let request = format!("GET {target} HTTP/1.1\r\nHost: {addr}\r\n\r\n");
+            conn.write_all(request.as_bytes()).unwrap();
             let mut answer = String::new();
             let _ = conn.read_to_string(&mut answer);
             answer
