@@ -25,6 +25,10 @@ pub const CHECKS: &[(&str, Once)] = &[
         listen_outlives_stops,
     ),
     (
+        "a_listening_client_outlives_sigstop_and_sigcont",
+        client_outlives_stops,
+    ),
+    (
         "serve_http_token_from_the_environment_or_a_file",
         token_elsewhere,
     ),
@@ -207,6 +211,62 @@ fn listen_outlives_stops() -> Result<(), String> {
             Ok(line) => Err(format!("next line {line:?}")),
             Err(_) => Err(format!(
                 "no prompts/list_changed within 10 s after {STOPS} stops"
+            )),
+        }
+    })();
+    let _ = listen.kill();
+    let _ = listen.wait();
+    outcome
+}
+
+/// The same for the client: `mcp-stdio listen --url`, stopped and
+/// continued (a user's Ctrl-Z and `fg`), goes on hearing its listen, in
+/// both eras (a modern listen's POST stream, a legacy session's GET
+/// stream). A reader of the code thought the client's stream reads would
+/// take `EINTR` for the stream's end as the server's watch did; they have
+/// no read timeout while they listen, and the kernel restarts them: this
+/// passed before any change.
+fn client_outlives_stops() -> Result<(), String> {
+    for era in ["modern", "legacy"] {
+        client_outlives_stops_in(era).map_err(|e| format!("{era}: {e}"))?;
+    }
+    Ok(())
+}
+
+fn client_outlives_stops_in(era: &str) -> Result<(), String> {
+    let serving = Serving::start(&[], &[])?;
+    let mut listen = Command::new(BIN)
+        .args(["listen", "--prompts", "--era", era, "--url", &serving.url()])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| e.to_string())?;
+    let lines = lines_of(listen.stdout.take().expect("piped stdout"));
+    let outcome = (|| {
+        let first = lines.recv_timeout(LIMIT).map_err(|_| "no acknowledgment")?;
+        if first != "listening: prompts" {
+            return Err(format!("first line {first:?}"));
+        }
+        let pid = listen.id().to_string();
+        for _ in 0..STOPS {
+            signal("STOP", &pid)?;
+            wait_until_stopped(&pid)?;
+            signal("CONT", &pid)?;
+        }
+        let args = [
+            "call",
+            "test_trigger_prompt_change",
+            "--url",
+            &serving.url(),
+        ]
+        .map(String::from);
+        run(&args, &[], "")?.expect_code(0)?;
+        match lines.recv_timeout(Duration::from_secs(10)) {
+            Ok(line) if line == "prompts/list_changed" => Ok(()),
+            Ok(line) => Err(format!("next line {line:?}")),
+            Err(_) => Err(format!(
+                "no prompts/list_changed within 10 s after {STOPS} stops of the client"
             )),
         }
     })();
