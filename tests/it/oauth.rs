@@ -712,7 +712,6 @@ fn a_huge_expires_in_is_not_an_overflow() {
 /// "protocol error: 'http://me:USER-SECRET@127.0.0.1:PORT/mcp' is not a
 /// usable URL: no host, or user information in it".
 #[test]
-#[ignore = "review-46client: not fixed yet"]
 fn a_urls_password_is_not_repeated_in_an_oauth_error() {
     let server = protected();
     let url = server.url.replace("http://", "http://me:USER-SECRET@");

@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use crate::client::http::exchange::{self, Body};
 use crate::client::http::stream::Connector;
 use crate::client::http::url::Endpoint;
+use crate::url_for_people::url_for_people;
 
 /// How long connecting, and each silence of an answer, may take.
 const TIMEOUT: Duration = Duration::from_secs(10);
@@ -36,9 +37,11 @@ pub(crate) struct Url {
 
 impl Url {
     /// Parses `text`; a fragment is refused (RFC 8707: a resource has
-    /// none; an endpoint never needs one).
+    /// none; an endpoint never needs one), and user information (the
+    /// client never sends it). The error shows `text` as
+    /// [`url_for_people`] does.
     pub fn parse(text: &str) -> Result<Url, String> {
-        let bad = |why: &str| format!("'{text}' is not a usable URL: {why}");
+        let bad = |why: &str| format!("'{}' is not a usable URL: {why}", url_for_people(text));
         let (scheme, rest) = text.split_once("://").ok_or_else(|| bad("no scheme"))?;
         let scheme = scheme.to_ascii_lowercase();
         if scheme != "http" && scheme != "https" {
@@ -49,8 +52,11 @@ impl Url {
         }
         let end = rest.find(['/', '?']).unwrap_or(rest.len());
         let (authority, rest) = rest.split_at(end);
-        if authority.is_empty() || authority.contains('@') {
-            return Err(bad("no host, or user information in it"));
+        if authority.is_empty() {
+            return Err(bad("no host"));
+        }
+        if authority.contains('@') {
+            return Err(bad("it has user information (user:password@): remove it"));
         }
         let (path, query) = match rest.split_once('?') {
             Some((path, query)) => (path, Some(query.to_owned())),
