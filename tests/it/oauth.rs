@@ -736,7 +736,6 @@ fn a_urls_password_is_not_repeated_in_an_oauth_error() {
 /// 'https://evil.example.com/mcp', not for
 /// http://127.0.0.1:PORT/mcp?key=QUERY-SECRET: refused ...".
 #[test]
-#[ignore = "review-46client: not fixed yet"]
 fn a_urls_query_is_not_repeated_in_a_discovery_error() {
     let (server, _authority) = setup(Script {
         resource: Some("https://evil.example.com/mcp".into()),
