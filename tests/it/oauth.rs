@@ -841,7 +841,6 @@ fn an_authorization_server_over_https_is_verified_with_the_cas_added() {
 /// http://127.0.0.1:PORT/mcp?key=QUERY-SECRET login", and logout's stdout
 /// "no tokens were kept for http://127.0.0.1:PORT/mcp?key=QUERY-SECRET".
 #[test]
-#[ignore = "review-46client: not fixed yet"]
 fn the_command_line_does_not_repeat_a_urls_secrets() {
     let (server, _authority) = setup(Script::default());
     let url = format!("{}?key=QUERY-SECRET", server.url);

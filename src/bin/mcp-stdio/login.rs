@@ -7,7 +7,8 @@
 //! (`http://127.0.0.1:PORT/callback`, RFC 8252 section 7.3: any port).
 //! Tokens are kept in `$XDG_CONFIG_HOME/mcp-stdio/oauth/` (else
 //! `~/.config/...`), one file per server URL, readable by the owner only
-//! (`0600`, in a `0700` directory).
+//! (`0600`, in a `0700` directory). No message repeats the URL's user
+//! information or query (`url_for_people`).
 
 use std::fs;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -19,6 +20,7 @@ use std::time::Duration;
 use mcp_stdio::{OAuth, TokenStore, Tokens};
 
 use crate::stderr::Stderr;
+use crate::url_for_people::url_for_people;
 
 /// How long `login` waits for the browser to come back.
 const WAIT_FOR_BROWSER: Duration = Duration::from_secs(300);
@@ -115,16 +117,16 @@ pub(crate) fn oauth(url: &str, interactive: bool, stderr: &Arc<Stderr>) -> Optio
         "http://127.0.0.1:{}/callback",
         listener.local_addr().ok()?.port()
     );
-    let (stderr, url) = (Arc::clone(stderr), url.to_owned());
+    let (stderr, shown, hint) = (Arc::clone(stderr), url_for_people(url), login_hint(url));
     let listener = Mutex::new(listener);
     let authorize = move |authorization: &str| {
         if !interactive {
             return Err(format!(
-                "the server asks for authorization, and no one is at the terminal: run mcp-stdio --url {url} login"
+                "the server asks for authorization, and no one is at the terminal: {hint}"
             ));
         }
         stderr.note(&format!(
-            "{url} asks for authorization: open this address in a browser (waiting up to 5 minutes):\n{authorization}"
+            "{shown} asks for authorization: open this address in a browser (waiting up to 5 minutes):\n{authorization}"
         ));
         open_browser(authorization);
         let listener = listener
@@ -137,6 +139,21 @@ pub(crate) fn oauth(url: &str, interactive: bool, stderr: &Arc<Stderr>) -> Optio
             .client_name("mcp-stdio")
             .token_store(store),
     )
+}
+
+/// What to run to log in to `url`: the command itself, but where the URL
+/// has user information or a query (either may hold a secret, which a
+/// message never repeats: `url_for_people`), the command with `URL` in
+/// its place.
+fn login_hint(url: &str) -> String {
+    let shown = url_for_people(url);
+    if shown == url {
+        format!("run mcp-stdio --url {url} login")
+    } else {
+        format!(
+            "run mcp-stdio --url URL login with this same URL ({shown}, its user information and query not shown)"
+        )
+    }
 }
 
 /// Opens `url` with `$BROWSER` (a program and its arguments, split on
@@ -230,6 +247,18 @@ mod tests {
                 .to_string_lossy()
                 .ends_with("http_3A_2F_2Fh_2Fa_5Fb.json")
         );
+    }
+
+    #[test]
+    fn a_login_hint_never_repeats_a_urls_secrets() {
+        assert_eq!(
+            login_hint("https://h.example/mcp"),
+            "run mcp-stdio --url https://h.example/mcp login"
+        );
+        let hint = login_hint("https://me:pw-SECRET@h.example/mcp?key=Q-SECRET");
+        assert!(!hint.contains("SECRET"), "{hint}");
+        assert!(hint.contains("--url URL login with this same URL"), "{hint}");
+        assert!(hint.contains("https://h.example/mcp"), "{hint}");
     }
 
     /// Review review-46client. Claim: the redirect listener takes the
