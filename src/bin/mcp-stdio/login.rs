@@ -352,7 +352,6 @@ mod tests {
     /// main: a 208-byte URL, a 261-byte name, `load` gave `None` after
     /// `save`.
     #[test]
-    #[ignore = "review-46client: not fixed yet"]
     fn a_long_urls_tokens_are_kept() {
         let url = "https://mcp.example.com/api/v2/organizations/acme-corporation/projects/internal-developer-tools/servers/knowledge-base-search/mcp?region=eu_west_1&tenant=7f3c9a2b&workspace=engineering_platform&mode=read_only";
         assert!(url.len() < 210);
