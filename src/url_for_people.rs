@@ -15,7 +15,9 @@ pub(crate) fn url_for_people(url: &str) -> String {
         None => (None, url),
     };
     let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
-    let host = authority.rsplit_once('@').map_or(authority, |(_, host)| host);
+    let host = authority
+        .rsplit_once('@')
+        .map_or(authority, |(_, host)| host);
     match scheme {
         Some(scheme) => format!("{scheme}://{host}{path}"),
         None => format!("{host}{path}"),

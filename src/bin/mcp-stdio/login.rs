@@ -290,7 +290,10 @@ mod tests {
         );
         let hint = login_hint("https://me:pw-SECRET@h.example/mcp?key=Q-SECRET");
         assert!(!hint.contains("SECRET"), "{hint}");
-        assert!(hint.contains("--url URL login with this same URL"), "{hint}");
+        assert!(
+            hint.contains("--url URL login with this same URL"),
+            "{hint}"
+        );
         assert!(hint.contains("https://h.example/mcp"), "{hint}");
     }
 
