@@ -46,6 +46,10 @@ pub const CHECKS: &[(&str, Once)] = &[
         url_secrets_unsaid,
     ),
     (
+        "serve_http_does_not_repeat_its_introspection_urls_secrets",
+        introspection_secrets_unsaid,
+    ),
+    (
         "review46auth_introspection_over_plain_http_to_another_host_is_refused",
         introspection_in_clear,
     ),
@@ -548,6 +552,57 @@ fn protected_with_introspection() -> Result<(), String> {
     ];
     if bodies != expected {
         return Err(format!("introspected: {bodies:?}"));
+    }
+    Ok(())
+}
+
+/// Issue 46, item 5: the note on an introspection that failed named the
+/// `--introspect` URL whole, query included ("introspection at
+/// http://127.0.0.1:1/introspect?key=Q-SECRET failed: ..."), and so did
+/// the refusal of a URL off loopback.
+fn introspection_secrets_unsaid() -> Result<(), String> {
+    // Port 1: nobody listens, the introspection fails at once.
+    let serving = Serving::start(
+        &[
+            "--authorization-server",
+            "https://auth.example.com",
+            "--oauth-resource",
+            "https://mcp.example.com/mcp",
+            "--introspect",
+            "http://127.0.0.1:1/introspect?key=Q-SECRET",
+        ],
+        &[("MCP_STDIO_INTROSPECT_CREDENTIALS", "rs-client:rs secret")],
+    )?;
+    let refused = status_with(&serving.addr, Some("some-tok"))?;
+    let note = loop {
+        match serving.lines.recv_timeout(LIMIT) {
+            Ok(line) if line.contains("introspection at") => break line,
+            Ok(_) => {}
+            Err(_) => return Err(format!("no note on the introspection ({refused:?})")),
+        }
+    };
+    if note.contains("Q-SECRET")
+        || !note.contains("introspection at http://127.0.0.1:1/introspect failed")
+    {
+        return Err(format!("the note: {note:?}"));
+    }
+    let args = [
+        "serve-http",
+        "--authorization-server",
+        "https://auth.example.com",
+        "--introspect",
+        "http://auth.example.com/introspect?key=Q-SECRET",
+        "--",
+        "x",
+    ]
+    .map(String::from);
+    let off_loopback = run(&args, &[], "")?;
+    if off_loopback.stderr.contains("Q-SECRET")
+        || !off_loopback
+            .stderr
+            .contains("\"http://auth.example.com/introspect\" is plain http://")
+    {
+        return Err(format!("the refusal: {:?}", off_loopback.stderr));
     }
     Ok(())
 }
