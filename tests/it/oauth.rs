@@ -927,8 +927,12 @@ fn login_a_command_and_logout_never_repeat_a_urls_secrets() {
             said.push_str(&line);
             said.push('\n');
         }
-        if child.try_wait().unwrap().is_none() {
-            let _ = child.kill();
+        while child.try_wait().unwrap().is_none() {
+            if std::time::Instant::now() > deadline {
+                let _ = child.kill();
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
         }
         let status = child.wait().unwrap();
         (status.success(), stdout.join().unwrap(), said)

@@ -160,16 +160,16 @@ pub(crate) fn oauth(url: &str, interactive: bool, stderr: &Arc<Stderr>) -> Optio
 }
 
 /// What to run to log in to `url`: the command itself, but where the URL
-/// has user information or a query (either may hold a secret, which a
-/// message never repeats: `url_for_people`), the command with `URL` in
-/// its place.
+/// has user information, a query or a fragment (any may hold a secret,
+/// which a message never repeats: `url_for_people`), the command with
+/// `URL` in its place.
 fn login_hint(url: &str) -> String {
     let shown = url_for_people(url);
     if shown == url {
         format!("run mcp-stdio --url {url} login")
     } else {
         format!(
-            "run mcp-stdio --url URL login with this same URL ({shown}, its user information and query not shown)"
+            "run mcp-stdio --url URL login with this same URL ({shown}, its user information, query and fragment not shown)"
         )
     }
 }
