@@ -125,6 +125,15 @@ impl TokenStore for FileTokenStore {
     }
 }
 
+/// Whether the file at `path` keeps an access token: a registration is
+/// kept before its authorization ends (`Tokens` with an empty
+/// `access_token`), and an authorization never finished is no login.
+pub(crate) fn holds_a_token(path: &std::path::Path) -> bool {
+    FileTokenStore::new(path.to_owned())
+        .load()
+        .is_some_and(|tokens| !tokens.access_token.is_empty())
+}
+
 /// The OAuth of a command on `url`: the tokens kept in its file; a person
 /// asked to authorize in a browser when `interactive`, else a refusal that
 /// says to run `login`. `None` when there is nowhere to keep tokens, or
@@ -325,6 +334,31 @@ fn percent_decode(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `login` says "logged in" only for a file that keeps an access
+    /// token: since a registration is kept before its authorization ends,
+    /// a file may hold a registration alone (before, any file was taken
+    /// for a login).
+    #[test]
+    fn a_registration_alone_is_no_login() {
+        let dir = std::env::temp_dir().join(format!("mcp-stdio-login-reg-{}", std::process::id()));
+        let file = dir.join("t.json");
+        assert!(!holds_a_token(&file));
+        let store = FileTokenStore::new(file.clone());
+        store.save(Some(&Tokens {
+            client_id: "registered".into(),
+            ..Tokens::default()
+        }));
+        assert!(file.exists());
+        assert!(!holds_a_token(&file));
+        store.save(Some(&Tokens {
+            access_token: "t".into(),
+            client_id: "registered".into(),
+            ..Tokens::default()
+        }));
+        assert!(holds_a_token(&file));
+        let _ = fs::remove_dir_all(&dir);
+    }
 
     #[test]
     fn token_files_are_one_per_url_and_owner_only() {

@@ -75,7 +75,7 @@ fn login(ctx: &Ctx<'_>) -> Result<u8, Failure> {
         .list_tools(None)
         .map_err(|e| ctx.failure(e, "tools/list"))?;
     #[cfg(feature = "http")]
-    if let Some(file) = crate::login::token_file(url).filter(|f| f.exists()) {
+    if let Some(file) = crate::login::token_file(url).filter(|f| crate::login::holds_a_token(f)) {
         crate::output::print(&format!(
             "logged in to {}: tokens kept in {}",
             url_for_people(url),
