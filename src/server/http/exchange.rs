@@ -37,7 +37,7 @@ use super::mirror::{self, Era};
 use super::open::OpenConnections;
 use super::options::HttpOptions;
 #[cfg(feature = "legacy")]
-use super::sessions::{Owner, Sessions};
+use super::sessions::Sessions;
 use crate::http::{HttpRequest, write_response};
 use crate::incoming::{Incoming, Params, classify};
 use crate::jsonrpc::{ErrorObject, RequestId, encode_error};
@@ -47,6 +47,8 @@ use crate::server::conn::{End, Writer};
 use crate::server::dispatch::prepare;
 use crate::server::meta::MetaView;
 use crate::server::reader;
+#[cfg(feature = "legacy")]
+use crate::server::request_meta::Owner;
 use crate::server::request_meta::{RequestMeta, TokenInfo};
 
 /// How long the watch waits for the response before it looks at the
@@ -160,10 +162,7 @@ impl Exchange<'_> {
     /// without a validated token.
     #[cfg(feature = "legacy")]
     pub(super) fn owner(&self) -> Option<Owner> {
-        let token = self.token.borrow();
-        let info = token.as_deref()?;
-        (info.subject.clone().map(Owner::Subject))
-            .or_else(|| info.client_id.clone().map(Owner::Client))
+        self.token.borrow().as_deref()?.owner()
     }
 
     /// The `Mcp-Session-Id` of a legacy client's POST.
