@@ -686,7 +686,6 @@ fn a_listen_ends_when_its_token_expires() {
 /// `401`.
 #[cfg(feature = "legacy")]
 #[test]
-#[ignore = "review-46auth: not fixed yet"]
 fn a_legacy_get_stream_ends_when_its_token_expires() {
     let (http, notifier) = protected_everything();
     let (token, at) = expiring("dave", 2);
