@@ -52,7 +52,8 @@ pub struct TokenInfo {
     /// The scopes it grants.
     pub scopes: Vec<String>,
     /// When it expires: past it the server answers `401` without asking
-    /// the validator again.
+    /// the validator again, and a stream the token opened (a listen, a
+    /// legacy session's GET stream) ends.
     pub expires_at: Option<std::time::SystemTime>,
     /// Anything else the validator wants handlers to see (claims, a
     /// tenant, roles); `null` by default.
