@@ -285,10 +285,12 @@ impl Client {
     ///
     /// Once it returns, nothing waits and nothing it started runs: a
     /// restart under way is ended first (its server stopped the same way),
-    /// what the server wrote before it exited is routed (the reader is
-    /// given up to the close grace for it: a grandchild of the server may
-    /// hold its output open), then every request still waiting fails with
-    /// [`Error::Disconnected`] and every subscription still open ends
+    /// what the server wrote before it exited is routed, its last stderr
+    /// lines handed to the [`stderr`](ClientBuilder::stderr) hook (the
+    /// reader and the stderr thread are given up to the close grace for
+    /// it: a grandchild of the server may hold its output open), then
+    /// every request still waiting fails with [`Error::Disconnected`] and
+    /// every subscription still open ends
     /// [`SubscriptionEnd::Disconnected`]. What the output carries after
     /// that (a grandchild that goes on writing) is not routed: no hook of
     /// the application's is called for it. A hook the reader was already
@@ -360,10 +362,18 @@ impl ClientInner {
             None => Ok(None),
         };
         // What the server wrote before it exited reaches its requests and
-        // subscriptions (a subscription's final result among it); then
-        // whatever still waits fails, even when the output never ends (a
-        // grandchild of the server holds it open).
+        // subscriptions (a subscription's final result among it), and its
+        // last stderr lines the application's hook, within one grace for
+        // both; then whatever still waits fails, even when the output never
+        // ends (a grandchild of the server holds it open).
+        let output_ends = crate::deadline::from_now(grace);
         link.wait_reader(grace);
+        let stderr_ended = lock(&self.stderr_tail)
+            .as_ref()
+            .map(process::StderrTail::ended);
+        if let Some(ended) = stderr_ended {
+            let _ = ended.recv_deadline(output_ends);
+        }
         link.fail_all();
         restart::give_up(self);
         // The notes of the session reach the trace (or stderr) before

@@ -140,7 +140,7 @@ impl Notes {
 }
 
 /// A panic's message, when it is a string.
-fn panic_text(panic: &(dyn Any + Send)) -> String {
+pub(crate) fn panic_text(panic: &(dyn Any + Send)) -> String {
     panic
         .downcast_ref::<&str>()
         .map(|s| s.to_string())

@@ -50,6 +50,12 @@ impl StderrTail {
         let lines = self.lines.lock().unwrap_or_else(|e| e.into_inner());
         lines.iter().cloned().collect()
     }
+
+    /// Disconnected once the stderr thread has handed every line to its
+    /// sink and ended (to wait on without a lock held).
+    pub fn ended(&self) -> Receiver<()> {
+        self.ended.clone()
+    }
 }
 
 /// Spawns `command` with piped stdin, stdout and stderr; a thread hands

@@ -21,6 +21,14 @@ pub const CHECKS: &[(&str, Once)] = &[
         passes_list_change,
     ),
     (
+        "serve_http_listen_outlives_sigstop_and_sigcont",
+        listen_outlives_stops,
+    ),
+    (
+        "a_listening_client_outlives_sigstop_and_sigcont",
+        client_outlives_stops,
+    ),
+    (
         "serve_http_token_from_the_environment_or_a_file",
         token_elsewhere,
     ),
@@ -158,6 +166,151 @@ fn passes_list_change() -> Result<(), String> {
     let _ = listen.kill();
     let _ = listen.wait();
     outcome
+}
+
+/// Issue 48 (`tests/scale_out_faults.sh`, "its listen never heard it
+/// end"): a server stopped (SIGSTOP) and continued (SIGCONT) keeps its
+/// listens. A thread watching a request's socket (a `peek` with a read
+/// timeout, which the kernel does not restart after a stop signal) got
+/// `EINTR` and took the client for gone: the listen was cancelled, and its
+/// stream, never ended, left open, so the client heard nothing more and
+/// no end either. The watch looks once per 50 ms for a clock tick, so a
+/// few hundred stops catch it in the look; each stop is waited for (the
+/// process shown stopped) before it is continued.
+fn listen_outlives_stops() -> Result<(), String> {
+    let serving = Serving::start(&[], &[])?;
+    let mut listen = Command::new(BIN)
+        .args(["listen", "--prompts", "--url", &serving.url()])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| e.to_string())?;
+    let lines = lines_of(listen.stdout.take().expect("piped stdout"));
+    let outcome = (|| {
+        let first = lines.recv_timeout(LIMIT).map_err(|_| "no acknowledgment")?;
+        if first != "listening: prompts" {
+            return Err(format!("first line {first:?}"));
+        }
+        let pid = serving.child.id().to_string();
+        for _ in 0..STOPS {
+            signal("STOP", &pid)?;
+            wait_until_stopped(&pid)?;
+            signal("CONT", &pid)?;
+        }
+        let args = [
+            "call",
+            "test_trigger_prompt_change",
+            "--url",
+            &serving.url(),
+        ]
+        .map(String::from);
+        run(&args, &[], "")?.expect_code(0)?;
+        match lines.recv_timeout(Duration::from_secs(10)) {
+            Ok(line) if line == "prompts/list_changed" => Ok(()),
+            Ok(line) => Err(format!("next line {line:?}")),
+            Err(_) => Err(format!(
+                "no prompts/list_changed within 10 s after {STOPS} stops"
+            )),
+        }
+    })();
+    let _ = listen.kill();
+    let _ = listen.wait();
+    outcome
+}
+
+/// The same for the client: `mcp-stdio listen --url`, stopped and
+/// continued (a user's Ctrl-Z and `fg`), goes on hearing its listen, in
+/// both eras (a modern listen's POST stream, a legacy session's GET
+/// stream). A reader of the code thought the client's stream reads would
+/// take `EINTR` for the stream's end as the server's watch did; they have
+/// no read timeout while they listen, and the kernel restarts them: this
+/// passed before any change.
+fn client_outlives_stops() -> Result<(), String> {
+    for era in ["modern", "legacy"] {
+        client_outlives_stops_in(era).map_err(|e| format!("{era}: {e}"))?;
+    }
+    Ok(())
+}
+
+fn client_outlives_stops_in(era: &str) -> Result<(), String> {
+    let serving = Serving::start(&[], &[])?;
+    let mut listen = Command::new(BIN)
+        .args(["listen", "--prompts", "--era", era, "--url", &serving.url()])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| e.to_string())?;
+    let lines = lines_of(listen.stdout.take().expect("piped stdout"));
+    let outcome = (|| {
+        let first = lines.recv_timeout(LIMIT).map_err(|_| "no acknowledgment")?;
+        if first != "listening: prompts" {
+            return Err(format!("first line {first:?}"));
+        }
+        let pid = listen.id().to_string();
+        for _ in 0..STOPS {
+            signal("STOP", &pid)?;
+            wait_until_stopped(&pid)?;
+            signal("CONT", &pid)?;
+        }
+        let args = [
+            "call",
+            "test_trigger_prompt_change",
+            "--url",
+            &serving.url(),
+        ]
+        .map(String::from);
+        run(&args, &[], "")?.expect_code(0)?;
+        match lines.recv_timeout(Duration::from_secs(10)) {
+            Ok(line) if line == "prompts/list_changed" => Ok(()),
+            Ok(line) => Err(format!("next line {line:?}")),
+            Err(_) => Err(format!(
+                "no prompts/list_changed within 10 s after {STOPS} stops of the client"
+            )),
+        }
+    })();
+    let _ = listen.kill();
+    let _ = listen.wait();
+    outcome
+}
+
+/// How many times [`listen_outlives_stops`] stops the server.
+const STOPS: usize = 300;
+
+/// `kill -NAME PID`.
+fn signal(name: &str, pid: &str) -> Result<(), String> {
+    let sent = Command::new("kill")
+        .args([&format!("-{name}"), pid])
+        .status()
+        .map_err(|e| e.to_string())?;
+    if !sent.success() {
+        return Err(format!("kill -{name} {pid} failed"));
+    }
+    Ok(())
+}
+
+/// Waits until process `pid` is shown stopped (`T` in `/proc/PID/stat`);
+/// without `/proc`, a moment.
+fn wait_until_stopped(pid: &str) -> Result<(), String> {
+    let deadline = std::time::Instant::now() + LIMIT;
+    loop {
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            // No /proc: the signal is taken within a moment.
+            thread::sleep(Duration::from_millis(5));
+            return Ok(());
+        };
+        // The state follows the command's closing parenthesis.
+        let state = stat.rsplit_once(')').map(|(_, rest)| rest.trim_start());
+        if state.is_some_and(|rest| rest.starts_with('T')) {
+            return Ok(());
+        }
+        if std::time::Instant::now() > deadline {
+            return Err(format!("process {pid} not stopped by SIGSTOP: {stat}"));
+        }
+        // Polling interval of the bounded wait.
+        thread::sleep(Duration::from_micros(200));
+    }
 }
 
 /// A POST of `tools/list` to `addr`, with `token` as its bearer token: the

@@ -546,3 +546,40 @@ pub fn close_is_bounded_while_an_on_log_hook_blocks_the_reader() -> Result<Strin
     );
     Ok(format!("close took {}", ms(took)))
 }
+
+/// `last-words`: answers `server/discover`, and at the end of its input
+/// writes `last words` to its stderr and exits.
+pub fn fake_last_words() -> ! {
+    each_request(|out, id, method, _| {
+        if method == "server/discover" {
+            send(out, &reply(id, fake_discover("last-words", "")));
+        }
+    });
+    eprintln!("last words");
+    std::process::exit(0);
+}
+
+/// `Client::close` says that once it returns nothing it started runs: the
+/// thread that hands the server's stderr to the application's hook is one
+/// of those. A server writes a line to its stderr as it exits, and the hook
+/// takes 300 ms with it; before, `close` returned once the server had
+/// exited and its stdout ended, the hook still running, and a program that
+/// exited after `close` (the command line's `--show-stderr`) lost the line.
+pub fn close_waits_for_the_servers_last_stderr_line() -> Result<String, String> {
+    let (line_tx, lines) = crossbeam_channel::unbounded::<String>();
+    let client = builder()
+        .stderr(move |line| {
+            thread::sleep(Duration::from_millis(300));
+            let _ = line_tx.send(line.to_owned());
+        })
+        .spawn(server_command("last-words", None))
+        .map_err(|e| format!("connecting failed: {e}"))?;
+    close_ok(client)?;
+    match lines.try_recv() {
+        Ok(line) if line == "last words" => {
+            Ok("the hook had the last line before close returned".into())
+        }
+        Ok(line) => Err(format!("the hook had {line:?}, not the last words")),
+        Err(_) => Err("close returned before the stderr hook had the server's last line".into()),
+    }
+}

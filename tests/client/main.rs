@@ -121,6 +121,7 @@ fn run_server(mode: &str) -> ! {
         "grandchild-holds-stdout" => closing::fake_grandchild_holds_stdout(),
         // Not a server: a grandchild that holds its parent's stdout.
         "holds-stdout" => closing::run_holds_stdout(),
+        "last-words" => closing::fake_last_words(),
         "big-logs" => bounds::fake_big_logs(),
         "recorded-dies-mid-request" => closing::fake_recorded_dies_mid_request(),
         "floods-subscription" => bounds::fake_floods_subscription(),
@@ -1002,6 +1003,10 @@ const CHECKS: &[(&str, Check)] = &[
     (
         "close_fails_every_waiter_though_a_grandchild_holds_stdout",
         closing::close_fails_every_waiter_though_a_grandchild_holds_stdout,
+    ),
+    (
+        "close_waits_for_the_servers_last_stderr_line",
+        closing::close_waits_for_the_servers_last_stderr_line,
     ),
     (
         "a_panicking_on_log_hook_stops_nothing",

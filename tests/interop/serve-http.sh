@@ -76,7 +76,7 @@ verdict() { # NAME OK DETAIL
 
 # interop NAME EXPECTED-NOT-PASSING DRIVER...: runs the checks, each
 # "check status" line; the checks not passing must be exactly those listed
-# (the documented limits of a legacy child, see src/proxy.rs).
+# (the documented limits of a legacy child, see src/proxy/mod.rs).
 interop() {
     local name=$1 expected=$2
     shift 2
@@ -103,7 +103,7 @@ fi
 
 # The PyPI (mcp 1.30) fixture server, legacy, behind serve-http: its
 # mid-call elicitation belongs to no request on stdio, so it is not
-# passed on (src/proxy.rs).
+# passed on (src/proxy/mod.rs).
 p=$(port)
 if proxy py1 "$p" "$OUT/py1/bin/python" tests/interop/python/legacy_server.py; then
     url="http://127.0.0.1:$p/mcp"

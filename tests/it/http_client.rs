@@ -2304,3 +2304,60 @@ fn a_tool_marked_with_names_that_differ_by_an_underscore_can_be_called() {
         "{answer:?}"
     );
 }
+
+/// A legacy server may drop what it sends on its own while no GET stream
+/// is open (spec 2025-11-25 basic/transports: the server MAY send on that
+/// stream; the TypeScript SDK's transport discards a message that belongs
+/// to no request when there is none). The suite's
+/// `elicitation-sep1034-client-defaults` server sends its `elicitation/create`
+/// that way, from inside a `tools/call`: about one run in ten under load the
+/// call reached the server before the client's GET, the elicitation was
+/// dropped, and the call never ended. Here the server answers the GET's
+/// head after 300 ms: the client's first request after `connect_url` must
+/// find the stream open. Before the fix: the `ping` came first.
+#[test]
+fn the_get_stream_is_open_before_the_first_request_after_connecting() {
+    let opened = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let (first_tx, first_rx) = crossbeam_channel::bounded::<bool>(1);
+    let open = Arc::clone(&opened);
+    let addr = scripted(move |req, writer| {
+        match req.body["method"].as_str() {
+            Some("initialize") => answer_json(
+                req,
+                writer,
+                "Mcp-Session-Id: s-1\r\n",
+                json!({ "protocolVersion": "2025-11-25",
+                    "capabilities": { "tools": {} },
+                    "serverInfo": { "name": "slow-get", "version": "1" } }),
+            ),
+            _ if req.verb == "GET" => {
+                std::thread::sleep(Duration::from_millis(300));
+                let head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\n";
+                writer.write_all(head.as_bytes()).unwrap();
+                open.store(true, std::sync::atomic::Ordering::SeqCst);
+                // Held open until the client lets go.
+                writer.set_read_timeout(Some(WAIT)).unwrap();
+                let mut byte = [0u8; 1];
+                let _ = writer.read(&mut byte);
+                return false;
+            }
+            Some("ping") => {
+                let _ = first_tx.try_send(open.load(std::sync::atomic::Ordering::SeqCst));
+                answer_json(req, writer, "", json!({}));
+            }
+            _ => respond(writer, "202 Accepted", "", ""),
+        }
+        true
+    });
+    let client = Client::builder()
+        .era(EraPolicy::LegacyOnly)
+        .connect_url(&format!("http://{addr}/mcp"))
+        .unwrap();
+    client.ping().unwrap();
+    let open_at_first = first_rx.recv_timeout(WAIT).unwrap();
+    assert!(
+        open_at_first,
+        "the first request after connect_url reached the server before the GET stream was open"
+    );
+    let _ = client.close();
+}

@@ -38,6 +38,8 @@ struct Script {
     resource: Option<String>,
     /// The `expires_in` of its token answers (default: 3600).
     expires_in: Option<serde_json::Value>,
+    /// A client ID its token endpoint does not know (`invalid_client`).
+    unknown_client: Option<&'static str>,
 }
 
 /// The scripted authorization server, which also serves the protected
@@ -90,6 +92,14 @@ impl Authority {
                                 "token_endpoint_auth_methods_supported": ["none"] }),
                     ),
                     "/register" => (201, json!({ "client_id": "client-1" })),
+                    "/token"
+                        if script.unknown_client.is_some_and(|id| {
+                            seen.body.contains(&format!("client_id={id}&"))
+                                || seen.body.ends_with(&format!("client_id={id}"))
+                        }) =>
+                    {
+                        (401, json!({ "error": "invalid_client" }))
+                    }
                     "/token" if seen.body.contains("grant_type=refresh_token") => (
                         200,
                         json!({ "access_token": REFRESHED, "token_type": "Bearer" }),
@@ -663,15 +673,13 @@ fn a_server_that_refuses_every_token_is_not_authorized_for_without_end() {
 // Review review-46client: claims about the OAuth client that a test shows
 // on main. Each is ignored until fixed; its doc comment says what it saw.
 
-/// Claim: a token answer's `expires_in` is added to the clock unchecked
-/// (src/client/oauth/flow.rs:264, `Authorizer::authorize`, and :499,
-/// `refresh`: `now() + s`), so an authorization server that answers
-/// `"expires_in": 18446744073709551615` panics the requesting thread in a
-/// debug build (overflow checks) and stores a wrapped, past `expires_at`
-/// in a release one. Seen on main: the connecting thread panicked with
-/// "attempt to add with overflow" (the `join` below got `Err`).
+/// A token answer's `expires_in` of `u64::MAX` is kept as a far expiry,
+/// not added to the clock unchecked (`token::expires_at`). Before the
+/// fix, `now() + s` panicked the worker that carried the request
+/// ("attempt to add with overflow", src/client/oauth/flow.rs) and the
+/// caller waited out its 60 s timeout: the `join` below got
+/// `Ok(Err(Timeout))`.
 #[test]
-#[ignore = "review-46client: not fixed yet"]
 fn a_huge_expires_in_is_not_an_overflow() {
     let (server, _authority) = setup(Script {
         expires_in: Some(json!(u64::MAX)),
@@ -702,6 +710,50 @@ fn a_huge_expires_in_is_not_an_overflow() {
         "expires_at {:?} is in the past",
         kept.expires_at
     );
+}
+
+/// A worker that panics carrying a request fails that request at once,
+/// with an error that says so, rather than leaving its caller to wait
+/// out its timeout. The panic here is the application's header source,
+/// made to panic when it is asked on a worker: after the refresh a
+/// refused token brings (before it, a request's headers are made on its
+/// caller's thread). Before the fix the worker's thread ended with the
+/// panic, and the call returned `Err(Timeout)` after its 30 s.
+#[test]
+fn a_request_whose_worker_panics_fails_at_once() {
+    let (server, _authority) = setup(Script::default());
+    let broken = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let breaks = Arc::clone(&broken);
+    let client = Client::builder()
+        .request_timeout(std::time::Duration::from_secs(30))
+        .header_source(move || {
+            let on_worker = std::thread::current().name() == Some("mcp-client-http");
+            if on_worker && breaks.load(std::sync::atomic::Ordering::SeqCst) {
+                panic!("the header source broke");
+            }
+            Vec::new()
+        })
+        .oauth(approving(&Visits::default(), None))
+        .connect_url(&server.url)
+        .unwrap();
+    // The token is refused from now on; the refresh brings one accepted.
+    *server.accepted.lock().unwrap() = REFRESHED.into();
+    broken.store(true, std::sync::atomic::Ordering::SeqCst);
+    let started = std::time::Instant::now();
+    let err = client
+        .call("echo", json!({ "text": "x" }))
+        .unwrap_err()
+        .to_string();
+    let took = started.elapsed();
+    assert!(
+        err.contains("panicked") && err.contains("the header source broke"),
+        "{err}"
+    );
+    assert!(took < std::time::Duration::from_secs(20), "took {took:?}");
+    // The client goes on: the next call finds the refreshed token.
+    broken.store(false, std::sync::atomic::Ordering::SeqCst);
+    client.call("echo", json!({ "text": "x" })).unwrap();
+    client.close().unwrap();
 }
 
 /// Claim: with `ClientBuilder::oauth`, a URL's user information is
@@ -756,16 +808,14 @@ fn a_urls_query_is_not_repeated_in_a_discovery_error() {
     assert!(!err.contains("QUERY-SECRET"), "the URL's query in: {err}");
 }
 
-/// Claim: a registration is kept only with tokens
-/// (src/client/oauth/flow.rs:236, `authorize`: `self.register` runs before
-/// the callback, and `keep` only after a token), so every authorization
-/// the user does not complete (a closed browser, the command line's
-/// "no one is at the terminal", a timeout) registers one more client at
-/// the authorization server: a script that runs `mcp-stdio --url`
-/// without a terminal registers a client per run. Seen on main: two
-/// authorizations not completed made 2 `POST /register`.
+/// A new registration is kept at once (`Authorizer::keep_registration`),
+/// not only with tokens, so an authorization the user does not complete
+/// (a closed browser, the command line's "no one is at the terminal", a
+/// timeout) costs no registration the next time: a script that runs
+/// `mcp-stdio --url` without a terminal registered a client per run.
+/// Before the fix, two authorizations not completed made 2
+/// `POST /register`.
 #[test]
-#[ignore = "review-46client: not fixed yet"]
 fn an_authorization_not_completed_does_not_register_again() {
     let (server, authority) = setup(Script::default());
     let store = Kept::default();
@@ -788,18 +838,60 @@ fn an_authorization_not_completed_does_not_register_again() {
     assert_eq!(registered, 1, "{:?}", authority.lines());
 }
 
-/// Claim: the authorization server is reached without the CAs the
-/// application added (src/client/oauth/web.rs:222, `fetch`:
-/// `tls::config(&[])`), so an MCP server whose authorization server has a
-/// certificate of a private CA (the case `--cacert` and
-/// `ClientBuilder::add_ca_pem` are for) can never be authorized for, but
-/// through `SSL_CERT_FILE` for the whole process. Seen on main: "... the
+/// A kept registration is used until the authorization server says it
+/// does not know the client (`invalid_client` at the token endpoint):
+/// then it is forgotten, and the next authorization registers anew.
+/// Before the fix the registration the server did not know stayed in
+/// the store ("the registration known bad was kept"), and every later
+/// authorization used it and failed.
+#[test]
+fn a_registration_the_server_does_not_know_is_forgotten() {
+    let (server, authority) = setup(Script {
+        unknown_client: Some("gone-client"),
+        ..Script::default()
+    });
+    let store = Kept::default();
+    store.save(Some(&Tokens {
+        resource: server.url.clone(),
+        issuer: authority.url.clone(),
+        client_id: "gone-client".into(),
+        token_endpoint_auth_method: "none".into(),
+        ..Tokens::default()
+    }));
+    let oauth = approving(&Visits::default(), None).token_store(store.clone());
+    let err = Client::builder()
+        .oauth(oauth.clone())
+        .connect_url(&server.url)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("invalid_client"), "{err}");
+    assert_eq!(store.load(), None, "the registration known bad was kept");
+    let client = Client::builder()
+        .oauth(oauth)
+        .connect_url(&server.url)
+        .unwrap();
+    client.call("echo", json!({ "text": "x" })).unwrap();
+    client.close().unwrap();
+    let kept = store.load().expect("the tokens were stored");
+    assert_eq!(kept.client_id, "client-1");
+    let registered = authority
+        .lines()
+        .iter()
+        .filter(|l| l.as_str() == "POST /register")
+        .count();
+    assert_eq!(registered, 1, "{:?}", authority.lines());
+}
+
+/// The authorization server is reached with the CAs the application
+/// added (`ClientBuilder::add_ca_pem`, `add_ca_file`, `--cacert`), as the
+/// MCP server is (`web::Trust`): an MCP server whose authorization server
+/// has a private CA's certificate can be authorized for. Before the fix
+/// only the system's roots were used (`tls::config(&[])`): "... the
 /// certificate of localhost is not trusted: no authority this client
 /// trusts signed it ... add that CA with --cacert FILE", though it was
 /// added.
 #[cfg(feature = "https")]
 #[test]
-#[ignore = "review-46client: not fixed yet"]
 fn an_authorization_server_over_https_is_verified_with_the_cas_added() {
     struct Stopping(crate::https::Terminator);
     impl Drop for Stopping {
@@ -879,4 +971,89 @@ fn the_command_line_does_not_repeat_a_urls_secrets() {
     for text in &said {
         assert!(!text.contains("QUERY-SECRET"), "the URL's query in: {text}");
     }
+}
+
+/// `mcp-stdio --url URL login`, a real process, the test its browser:
+/// a request to its redirect port for `/callback` with another `state`
+/// (any process on this machine can send one) is answered `400` and
+/// changes nothing; the authorization server's redirect that follows ends
+/// the login, and the tokens are kept. Before the fix the forged request
+/// was answered `200` and ended the login: "the authorization response's
+/// state is not the one sent: refused", exit status 3, no tokens.
+#[test]
+fn the_command_lines_login_takes_only_its_own_redirect() {
+    let (server, _authority) = setup(Script::default());
+    let config = std::env::temp_dir().join(format!("mcp-stdio-login46-{}", std::process::id()));
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_mcp-stdio"))
+        .args(["--url", &server.url, "login"])
+        .env("XDG_CONFIG_HOME", &config)
+        .env_remove("BROWSER")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The authorization URL, from the line on stderr that gives it.
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut authorization = None;
+    let mut said = String::new();
+    while authorization.is_none() {
+        let mut line = String::new();
+        if stderr.read_line(&mut line).unwrap() == 0 {
+            break;
+        }
+        said.push_str(&line);
+        authorization = (line.contains("/authorize?")).then(|| line.trim().to_owned());
+    }
+    let authorization = authorization.unwrap_or_else(|| {
+        let _ = child.kill();
+        panic!("no authorization URL: {said}")
+    });
+    let q = query(&authorization);
+    let (redirect, state) = (param(&q, "redirect_uri"), param(&q, "state"));
+    let port_path = redirect.strip_prefix("http://").unwrap();
+    let (addr, path) = port_path.split_at(port_path.find('/').unwrap());
+    let visit = |target: &str| {
+        let mut conn = TcpStream::connect(addr).unwrap();
+        conn.set_read_timeout(Some(crate::support::WAIT)).unwrap();
+        // One write: the listener answers after the request line and closes.
+        let request = format!("GET {target} HTTP/1.1\r\nHost: {addr}\r\n\r\n");
+        conn.write_all(request.as_bytes()).unwrap();
+        let mut answer = String::new();
+        let _ = conn.read_to_string(&mut answer);
+        answer
+    };
+    let forged = visit(&format!("{path}?code=forged&state=guessed"));
+    let real = visit(&format!("{path}?code=the-code&state={state}"));
+    let deadline = std::time::Instant::now() + crate::support::WAIT;
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break Some(status);
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            break None;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    let mut out = String::new();
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut out)
+        .unwrap();
+    stderr.read_to_string(&mut said).unwrap();
+    let kept = std::fs::read_dir(config.join("mcp-stdio").join("oauth"))
+        .map(|dir| dir.count())
+        .unwrap_or(0);
+    let _ = std::fs::remove_dir_all(&config);
+    assert!(forged.starts_with("HTTP/1.1 400"), "{forged}");
+    assert!(real.starts_with("HTTP/1.1 200"), "{real}");
+    assert!(
+        status.is_some_and(|s| s.success()),
+        "{status:?}: {out}{said}"
+    );
+    assert!(out.contains("logged in to"), "{out}{said}");
+    assert_eq!(kept, 1, "{out}{said}");
 }

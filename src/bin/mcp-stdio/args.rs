@@ -151,7 +151,8 @@ pub struct Options {
     /// `--header 'Name: value'`, in order: sent to an HTTP server.
     pub headers: Vec<(String, String)>,
     /// `--cacert FILE`, in order: CA certificates trusted for an
-    /// `https://` server, besides the system's.
+    /// `https://` server (and its authorization server), besides the
+    /// system's.
     pub cacerts: Vec<PathBuf>,
 }
 

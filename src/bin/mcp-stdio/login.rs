@@ -13,6 +13,7 @@ use std::fs;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -130,7 +131,10 @@ pub(crate) fn oauth(url: &str, interactive: bool, stderr: &Arc<Stderr>) -> Optio
         let listener = listener
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        wait_for_redirect(&listener)
+        wait_for_redirect(
+            &listener,
+            &query_value(authorization, "state").unwrap_or_default(),
+        )
     };
     Some(
         OAuth::authorization_code(&redirect, authorize)
@@ -157,44 +161,130 @@ fn open_browser(url: &str) {
     }
 }
 
-/// Waits for the browser's request for `/callback` on `listener` (at
-/// most [`WAIT_FOR_BROWSER`]) and answers it; the URL it asked for.
-fn wait_for_redirect(listener: &TcpListener) -> Result<String, String> {
+/// Waits for the browser's request for `/callback` carrying `state` (the
+/// one in the authorization URL, once) on `listener`, for at most
+/// [`WAIT_FOR_BROWSER`], and answers it; the URL it asked for.
+///
+/// Any process on this machine, or a page the browser has open, can
+/// reach the port: a request for `/callback` without that `state` is not
+/// the authorization server's redirect (RFC 6749 section 10.12), so it is
+/// answered `400` and the listener keeps waiting, for as many such
+/// requests as come until the deadline (each read for at most 10 s).
+/// Nothing that one sends ends the login or reaches the flow, which
+/// checks the `state` again.
+fn wait_for_redirect(listener: &TcpListener, state: &str) -> Result<String, String> {
     let port = listener.local_addr().map_err(|e| e.to_string())?.port();
     let listener = listener.try_clone().map_err(|e| e.to_string())?;
     let (tx, rx) = crossbeam_channel::bounded(1);
-    // Accepting blocks: on a thread of its own, given up at the deadline
-    // (the process ends soon after; the thread with it).
+    let stop = Arc::new(AtomicBool::new(false));
+    let stopped = Arc::clone(&stop);
+    let state = state.to_owned();
+    // Accepting blocks: on a thread of its own, woken at the deadline to
+    // end (below).
     std::thread::spawn(move || {
         for conn in listener.incoming() {
+            if stopped.load(Ordering::Acquire) {
+                return;
+            }
             let Ok(conn) = conn else { continue };
             let _ = conn.set_read_timeout(Some(Duration::from_secs(10)));
             let mut line = String::new();
-            let _ = BufReader::new(&conn).take(8 * 1024).read_line(&mut line);
+            let mut head = BufReader::new(&conn).take(8 * 1024);
+            let _ = head.read_line(&mut line);
+            // The rest of the head too: closing with bytes unread would
+            // reset the connection before the browser reads the answer.
+            let mut field = String::new();
+            while head.read_line(&mut field).is_ok_and(|n| n > 0) && !field.trim().is_empty() {
+                field.clear();
+            }
             let target = line.split(' ').nth(1).unwrap_or("").to_owned();
-            let callback = target.starts_with("/callback");
-            let (status, text) = match callback {
-                true => (
+            let callback = target.split('?').next() == Some("/callback");
+            let states = query_values(&target, "state");
+            let ours = callback && !state.is_empty() && states == [state.as_str()];
+            let (status, text) = match (callback, ours) {
+                (true, true) => (
                     "200 OK",
                     "mcp-stdio: authorization received; you can close this window.",
                 ),
-                false => ("404 Not Found", "not here"),
+                (true, false) => (
+                    "400 Bad Request",
+                    "mcp-stdio: this is not the redirect of the authorization under way (its state is wrong or missing): ignored; still waiting for that one.",
+                ),
+                (false, _) => ("404 Not Found", "not here"),
             };
             let _ = write!(
                 &conn,
                 "HTTP/1.1 {status}\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{text}",
                 text.len()
             );
-            if callback {
+            if ours {
                 let _ = tx.send(target);
                 return;
             }
         }
     });
-    match rx.recv_timeout(WAIT_FOR_BROWSER) {
+    let got = rx.recv_timeout(WAIT_FOR_BROWSER);
+    if got.is_err() {
+        // The thread waits in `accept`: a connection of our own wakes it
+        // to see it must end.
+        stop.store(true, Ordering::Release);
+        let _ = std::net::TcpStream::connect(("127.0.0.1", port));
+    }
+    match got {
         Ok(target) => Ok(format!("http://127.0.0.1:{port}{target}")),
         Err(_) => Err("no browser came back within 5 minutes".into()),
     }
+}
+
+/// The first value of the query parameter `name` in `url` (a URL or a
+/// request target), percent-decoded.
+fn query_value(url: &str, name: &str) -> Option<String> {
+    query_values(url, name).into_iter().next()
+}
+
+/// Every value of the query parameter `name` in `url`, percent-decoded
+/// (`+` a space, as a form's).
+fn query_values(url: &str, name: &str) -> Vec<String> {
+    let Some((_, query)) = url.split_once('?') else {
+        return Vec::new();
+    };
+    let query = query.split('#').next().unwrap_or(query);
+    query
+        .split('&')
+        .filter_map(|pair| {
+            let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
+            (percent_decode(key) == name).then(|| percent_decode(value))
+        })
+        .collect()
+}
+
+/// `text` percent-decoded, `+` read as a space; a bad escape is kept as
+/// it is.
+fn percent_decode(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let escaped = (bytes[i] == b'%')
+            .then(|| bytes.get(i + 1..i + 3))
+            .flatten()
+            .and_then(|hex| u8::from_str_radix(std::str::from_utf8(hex).ok()?, 16).ok());
+        match (escaped, bytes[i]) {
+            (Some(byte), _) => {
+                out.push(byte);
+                i += 3;
+            }
+            (None, b'+') => {
+                out.push(b' ');
+                i += 1;
+            }
+            (None, byte) => {
+                out.push(byte);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 #[cfg(test)]
@@ -232,35 +322,52 @@ mod tests {
         );
     }
 
-    /// Review review-46client. Claim: the redirect listener takes the
-    /// first request for `/callback` from anyone (`wait_for_redirect`,
-    /// login.rs:175: any process of any user on this machine, or a web
-    /// page the browser has open, can reach 127.0.0.1:PORT), hands it to
-    /// the flow and stops listening: one forged request ends the login
-    /// ("state is not the one sent") and the real redirect that follows
-    /// finds no one. The listener knows the `state` it waits for (it is in
-    /// the authorization URL the callback is given) and could pass over a
-    /// request without it. Seen on main: the forged target was returned.
+    /// The redirect listener takes only a request for `/callback` that
+    /// carries the authorization's `state`: any process on this machine
+    /// (or a page the browser has open) can reach 127.0.0.1:PORT, and its
+    /// request is answered `400` while the listener keeps waiting. Before
+    /// the fix the first request for `/callback` was taken, whatever its
+    /// state, and listening stopped: the forged target was returned ("the
+    /// flow got http://127.0.0.1:PORT/callback?code=forged&state=guessed")
+    /// and the real redirect found no one.
     #[test]
-    #[ignore = "review-46client: not fixed yet"]
     fn a_forged_callback_does_not_end_the_login() {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
-        let waiting = std::thread::spawn(move || wait_for_redirect(&listener));
+        let waiting = std::thread::spawn(move || wait_for_redirect(&listener, "the-real-state"));
         let visit = |target: &str| {
             let mut conn = std::net::TcpStream::connect(addr).unwrap();
             conn.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-            write!(conn, "GET {target} HTTP/1.1\r\nHost: {addr}\r\n\r\n").unwrap();
+            // One write: the listener answers after the request line and closes.
+            let request = format!("GET {target} HTTP/1.1\r\nHost: {addr}\r\n\r\n");
+            conn.write_all(request.as_bytes()).unwrap();
             let mut answer = String::new();
             let _ = conn.read_to_string(&mut answer);
             answer
         };
-        visit("/callback?code=forged&state=guessed");
-        // The real redirect, answered or not (read_to_string ends at the
-        // timeout when no one answers).
-        visit("/callback?code=real&state=the-real-state");
+        for forged in [
+            "/callback?code=forged&state=guessed",
+            "/callback?code=forged",
+            "/callback?code=forged&state=the-real-state&state=guessed",
+        ] {
+            let answer = visit(forged);
+            assert!(answer.starts_with("HTTP/1.1 400"), "{forged}: {answer}");
+        }
+        // The real redirect, its state percent-encoded as a server may.
+        let answer = visit("/callback?code=real&state=the%2Dreal%2Dstate");
+        assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
         let got = waiting.join().unwrap().unwrap();
-        assert!(got.contains("state=the-real-state"), "the flow got {got}");
+        assert!(got.contains("code=real"), "the flow got {got}");
+    }
+
+    #[test]
+    fn query_values_are_decoded_and_all_found() {
+        let url = "http://h/authorize?a=1&state=x%2By&state=z+w&b";
+        assert_eq!(query_values(url, "state"), ["x+y", "z w"]);
+        assert_eq!(query_value(url, "b").as_deref(), Some(""));
+        assert_eq!(query_value(url, "c"), None);
+        assert_eq!(query_value("/callback", "state"), None);
+        assert_eq!(percent_decode("%zz%4"), "%zz%4");
     }
 
     /// Review review-46client. Claim: a token file's name is the whole URL

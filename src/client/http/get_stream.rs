@@ -39,6 +39,10 @@ const MAX_FAILURES: u32 = 5;
 /// before the request fails.
 const MAX_RESUMES: u32 = 3;
 
+/// How long opening a legacy session waits for the server to answer its
+/// standalone GET ([`Shared::start_listening`]).
+const OPEN_WAIT: Duration = Duration::from_secs(5);
+
 /// The key of the standalone stream among [`Shared::streams`]: no request
 /// id's JSON text is a bare word, and [`Shared::close`] closes it with
 /// the rest.
@@ -47,17 +51,27 @@ const STANDALONE: &str = "GET";
 impl Shared {
     /// A legacy session is open: the server may now talk on its own
     /// ("Listening for Messages from the Server"), on the stream
-    /// [`Shared::listen`] keeps, on a thread of its own.
+    /// [`Shared::listen`] keeps, on a thread of its own. Returns once the
+    /// server has answered the GET (a stream, or a refusal), or after
+    /// [`OPEN_WAIT`]: called on the link's writer before the message after
+    /// `notifications/initialized`, so the client's next request finds the
+    /// stream open. A server may drop what it sends on its own while no GET
+    /// stream is open (the TypeScript SDK's transport does): a request it
+    /// makes from inside the client's `tools/call` would be lost.
     pub(super) fn start_listening(shared: &Arc<Shared>) {
         let listening = Arc::clone(shared);
+        let (opened, answered) = std::sync::mpsc::sync_channel(1);
         let started = thread::Builder::new()
             .name("mcp-client-http-get".into())
-            .spawn(move || listening.listen());
+            .spawn(move || listening.listen(opened));
         if started.is_err() {
             shared
                 .notes
                 .problem("could not start a thread for the server's GET stream");
+            return;
         }
+        // `Err` once the first GET ended without a head: nothing to wait for.
+        let _ = answered.recv_timeout(OPEN_WAIT);
     }
 
     /// The stream of request `id` ended at `cursor` without its answer:
@@ -79,11 +93,13 @@ impl Shared {
 
     /// The standalone GET stream, on a thread of its own, until the
     /// client closes: a server that offers none answers `405` (any `4xx`
-    /// is taken as that; retrying would not change it).
-    fn listen(&self) {
+    /// is taken as that; retrying would not change it). `opened` hears
+    /// when the first GET's head has come, and is let go after that GET.
+    fn listen(&self, opened: std::sync::mpsc::SyncSender<()>) {
         let Some(inbox) = self.inbox() else {
             return;
         };
+        let mut opened = Some(opened);
         let mut notes = NoteLimiter::default();
         lock(&self.streams).insert(STANDALONE.to_owned(), None);
         let mut cursor = Cursor::default();
@@ -92,10 +108,17 @@ impl Shared {
             let delivered = Cell::new(false);
             let at = cursor.last_id.clone();
             let session = lock(&self.session).clone();
-            let ended = self.get(STANDALONE, &mut cursor, |message| {
+            let on_head = || {
+                if let Some(opened) = &opened {
+                    let _ = opened.try_send(());
+                }
+            };
+            let ended = self.get(STANDALONE, &mut cursor, on_head, |message| {
                 delivered.set(true);
                 inbox.deliver(&message, &mut notes)
             });
+            // The first GET is over: whoever waited for its head goes on.
+            opened = None;
             // A stream that moved on (a message, or a new event id: a
             // server that closes its stream for the client to poll) is
             // progress; one that brought nothing is a failure.
@@ -172,7 +195,7 @@ impl Shared {
                 return Ok(());
             }
             let at = cursor.last_id.clone();
-            match self.get(id, cursor, &mut deliver) {
+            match self.get(id, cursor, || {}, &mut deliver) {
                 Ok(()) => {}
                 Err(Refused::Status(status)) => {
                     return Err(format!(
@@ -193,11 +216,13 @@ impl Shared {
     /// One GET stream: its events go to `deliver` until it ends. `key` is
     /// its entry among the streams (a request's id, or the standalone
     /// stream's), through which a cancellation or the client's close ends
-    /// it.
+    /// it. `on_head` is called once the server's answer has begun (any
+    /// status).
     fn get(
         &self,
         key: &str,
         cursor: &mut Cursor,
+        on_head: impl FnOnce(),
         deliver: impl FnMut(Vec<u8>) -> bool,
     ) -> Result<(), Refused> {
         let mut headers = vec![("Accept".to_owned(), "text/event-stream".to_owned())];
@@ -212,6 +237,7 @@ impl Shared {
         }
         headers.extend(self.settings.headers());
         let (mut kept, head) = self.start(None, "GET", b"", Some(key), &headers)?;
+        on_head();
         if (400..500).contains(&head.status) {
             return Err(Refused::Status(head.status));
         }

@@ -42,6 +42,7 @@
 
 pub(crate) mod exchange;
 mod get_stream;
+pub(crate) mod host;
 mod messages;
 mod params;
 mod post;
@@ -78,7 +79,7 @@ pub use settings::HeaderSource;
 pub(crate) use settings::HttpSettings;
 use stream::Connector;
 use url::Endpoint;
-use workers::Workers;
+use workers::{Job, Workers};
 
 /// How many idle connections the pool keeps; a request finds one there or
 /// opens its own, so this bounds idle sockets, not concurrency.
@@ -296,9 +297,13 @@ impl Shared {
             lock(&shared.streams).insert(id.clone(), None);
             post.written = shared.write_ahead(&post.line, id, &post.headers);
         }
-        let posting = Arc::clone(shared);
+        let (posting, failing) = (Arc::clone(shared), Arc::clone(shared));
         let request = post.id.clone();
-        let job = Box::new(move || posting.post(post));
+        let carried = request.clone();
+        let job = Job::new(
+            move || posting.post(post),
+            move |what| failing.panicked(carried.as_deref(), what),
+        );
         let submitted = match request {
             Some(_) => shared.workers.submit(job),
             // A notification or an answer: one of a bounded few (`workers`).

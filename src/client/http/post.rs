@@ -350,6 +350,29 @@ impl Shared {
         }
     }
 
+    /// What a POST whose work panicked leaves (`workers::Job::run` caught
+    /// it): a note, and for a request not cancelled meanwhile, an error
+    /// made up at once, so that its caller is not left waiting out its
+    /// timeout for an answer no thread will read.
+    pub(super) fn panicked(&self, id: Option<&str>, what: &str) {
+        self.notes.problem(&format!(
+            "the thread carrying an HTTP message panicked ({what}): caught"
+        ));
+        let Some(id) = id else {
+            return;
+        };
+        let cancelled = lock(&self.streams).remove(id).is_none();
+        if cancelled || self.is_closed() {
+            return;
+        }
+        if let Some(inbox) = self.inbox() {
+            let why = format!(
+                "the client's thread carrying the request panicked ({what}): the request failed, and may have reached the server"
+            );
+            inbox.made_up(&error_line(id, &why), &mut NoteLimiter::default());
+        }
+    }
+
     /// Sends one request and hands each message of the answer to
     /// `deliver`, until it returns false. `Err` says, in one line, why
     /// there is no usable answer.

@@ -11,6 +11,7 @@ use super::stream::Connector;
 use super::tls::ExtraCa;
 use super::url::Endpoint;
 use crate::client::link::Link;
+use crate::client::oauth::web::Trust;
 use crate::client::oauth::{Authorizer, OAuth};
 use crate::client::{Client, ClientBuilder};
 use crate::error::Error;
@@ -101,6 +102,8 @@ impl ClientBuilder {
     /// Trusts the CA certificates in `pem` (PEM text, one certificate or
     /// more) for `https://` servers, besides the system's root
     /// certificates: for a server whose certificate a private CA signed.
+    /// The OAuth authorization server's requests ([`oauth`](ClientBuilder::oauth))
+    /// trust them too.
     /// The text is read when the client connects; text without a
     /// certificate fails [`connect_url`](ClientBuilder::connect_url).
     ///
@@ -178,7 +181,13 @@ impl ClientBuilder {
         self.http.connected = true;
         let endpoint = Endpoint::parse(url)?;
         if let Some(oauth) = self.http.oauth.clone() {
-            let authorizer = Authorizer::new(oauth, url).map_err(Error::Protocol)?;
+            // The authorization server is trusted as the MCP server is:
+            // with the CAs added (`add_ca_pem`, `add_ca_file`) too.
+            #[cfg(feature = "https")]
+            let trust = Trust::new(self.http.extra_cas.clone());
+            #[cfg(not(feature = "https"))]
+            let trust = Trust::default();
+            let authorizer = Authorizer::new(oauth, url, trust).map_err(Error::Protocol)?;
             self.http.authorizer = Some(Arc::new(authorizer));
         }
         // For `https://` the root certificates are loaded now (the

@@ -5,7 +5,7 @@
 //! does.
 
 use std::io::{self, Read, Write};
-use std::net::{TcpStream, ToSocketAddrs};
+use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
 #[cfg(feature = "https")]
 use std::sync::Arc;
 use std::time::Duration;
@@ -94,13 +94,19 @@ impl Connector {
     }
 
     /// A new connection to `endpoint`: TCP within `timeout` for each
-    /// address its name resolves to, then (for `https://`) the TLS
-    /// handshake within `timeout`. No delay (a request is one write);
-    /// the socket has no timeouts once it returns.
+    /// address its name resolves to (an address literal as `host::ip`
+    /// reads it, the parser OAuth judges hosts with), then (for
+    /// `https://`) the TLS handshake within `timeout`. No delay (a request
+    /// is one write); the socket has no timeouts once it returns.
     pub fn connect(&self, endpoint: &Endpoint, timeout: Duration) -> io::Result<Stream> {
         let mut last = None;
         let mut socket = None;
-        for addr in endpoint.authority.to_socket_addrs()? {
+        let port = (endpoint.authority.rsplit_once(':')).and_then(|(_, p)| p.parse::<u16>().ok());
+        let addrs: Vec<SocketAddr> = match (super::host::ip(&endpoint.host), port) {
+            (Some(ip), Some(port)) => vec![SocketAddr::new(ip, port)],
+            _ => endpoint.authority.to_socket_addrs()?.collect(),
+        };
+        for addr in addrs {
             match TcpStream::connect_timeout(&addr, timeout) {
                 Ok(connected) => {
                     socket = Some(connected);

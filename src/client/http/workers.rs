@@ -23,14 +23,21 @@
 //! rest wait in order for one of those workers (`submit_brief`; at most
 //! [`MAX_BRIEF_WAITING`], past which one is refused), so a server that
 //! sends many requests starts a bounded number of threads.
+//!
+//! A job that panics is caught where the worker runs it ([`Job::run`]):
+//! its own `panicked` part then fails what it carried (the request's
+//! caller is answered at once, rather than left to its timeout), and the
+//! worker, its count and the brief messages' slots stay as they were.
 
 use std::collections::VecDeque;
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::Duration;
 
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 
+use crate::client::notes::panic_text;
 use crate::sync::lock;
 
 /// How long a worker waits for a message before it ends.
@@ -44,8 +51,41 @@ const MAX_BRIEF: usize = 8;
 /// would otherwise grow the queue without a bound).
 const MAX_BRIEF_WAITING: usize = 4_096;
 
-/// One message's work: its POST and its answer.
-pub(super) type Job = Box<dyn FnOnce() + Send>;
+/// One message's work (its POST and its answer), and what is done instead
+/// when that work panics.
+pub(super) struct Job {
+    work: Box<dyn FnOnce() + Send>,
+    /// Called with the panic's message when `work` panicked: fails what
+    /// it carried.
+    panicked: Box<dyn FnOnce(&str) + Send>,
+}
+
+impl Job {
+    /// `work`, and `panicked` for when it panics (given the panic's
+    /// message).
+    pub fn new(
+        work: impl FnOnce() + Send + 'static,
+        panicked: impl FnOnce(&str) + Send + 'static,
+    ) -> Job {
+        Job {
+            work: Box::new(work),
+            panicked: Box::new(panicked),
+        }
+    }
+
+    /// Runs the work on this thread. A panic in it is caught, as the
+    /// server catches a handler's, and `panicked` told: a panicking
+    /// message must not end its worker (whose count and brief slot would
+    /// be lost) nor leave its caller waiting for an answer that cannot
+    /// come. A panic in `panicked` itself is caught too.
+    fn run(self) {
+        let Job { work, panicked } = self;
+        if let Err(panic) = catch_unwind(AssertUnwindSafe(work)) {
+            let what = panic_text(&*panic);
+            let _ = catch_unwind(AssertUnwindSafe(|| panicked(&what)));
+        }
+    }
+}
 
 /// The workers of one client.
 pub(super) struct Workers {
@@ -97,20 +137,25 @@ impl Workers {
             brief.running += 1;
         }
         let workers = Arc::clone(self);
-        let carried = self.submit(Box::new(move || {
-            let mut job = job;
-            loop {
-                job();
-                let mut brief = lock(&workers.brief);
-                match brief.waiting.pop_front() {
-                    Some(next) => job = next,
-                    None => {
-                        brief.running -= 1;
-                        return;
+        // Each job runs caught (`Job::run`): this loop always ends by
+        // giving its slot back.
+        let carried = self.submit(Job::new(
+            move || {
+                let mut job = job;
+                loop {
+                    job.run();
+                    let mut brief = lock(&workers.brief);
+                    match brief.waiting.pop_front() {
+                        Some(next) => job = next,
+                        None => {
+                            brief.running -= 1;
+                            return;
+                        }
                     }
                 }
-            }
-        }));
+            },
+            |_| {},
+        ));
         if !carried {
             lock(&self.brief).running -= 1;
         }
@@ -158,7 +203,7 @@ impl Workers {
         loop {
             match self.jobs.recv_timeout(IDLE) {
                 Ok(job) => {
-                    job();
+                    job.run();
                     *lock(&self.idle) += 1;
                 }
                 Err(RecvTimeoutError::Timeout) => {
@@ -187,18 +232,54 @@ mod tests {
         let (release, held) = bounded::<()>(0);
         let (done_tx, done) = bounded::<&str>(2);
         let first_done = done_tx.clone();
-        assert!(workers.submit(Box::new(move || {
-            let _ = held.recv_timeout(Duration::from_secs(10));
-            let _ = first_done.send("long");
-        })));
-        assert!(workers.submit(Box::new(move || {
-            let _ = done_tx.send("short");
-        })));
+        assert!(workers.submit(Job::new(
+            move || {
+                let _ = held.recv_timeout(Duration::from_secs(10));
+                let _ = first_done.send("long");
+            },
+            |_| {}
+        )));
+        assert!(workers.submit(Job::new(
+            move || {
+                let _ = done_tx.send("short");
+            },
+            |_| {}
+        )));
         assert_eq!(done.recv_timeout(Duration::from_secs(10)), Ok("short"));
         release.send(()).unwrap();
         assert_eq!(done.recv_timeout(Duration::from_secs(10)), Ok("long"));
         // Both idle now: the next two messages take them, none is started.
         workers.close();
-        assert!(!workers.submit(Box::new(|| {})), "closed");
+        assert!(!workers.submit(Job::new(|| {}, |_| {})), "closed");
+    }
+
+    /// A job that panics is failed at once through its own `panicked`,
+    /// with the panic's message, and takes nothing with it: more brief
+    /// messages panic than there are brief slots, and the next one still
+    /// runs (each panic gave its slot back).
+    #[test]
+    fn a_panicking_job_is_failed_at_once_and_gives_its_slot_back() {
+        let workers = Workers::new();
+        let (failed_tx, failed) = bounded::<String>(MAX_BRIEF + 1);
+        for n in 0..=MAX_BRIEF {
+            let failed_tx = failed_tx.clone();
+            assert!(workers.submit_brief(Job::new(
+                move || panic!("job {n} panicked"),
+                move |what| {
+                    let _ = failed_tx.send(what.to_owned());
+                },
+            )));
+            let what = failed.recv_timeout(Duration::from_secs(10));
+            assert_eq!(what.as_deref(), Ok(&*format!("job {n} panicked")));
+        }
+        let (done_tx, done) = bounded::<()>(1);
+        assert!(workers.submit_brief(Job::new(
+            move || {
+                let _ = done_tx.send(());
+            },
+            |_| {}
+        )));
+        assert_eq!(done.recv_timeout(Duration::from_secs(10)), Ok(()));
+        workers.close();
     }
 }

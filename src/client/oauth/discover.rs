@@ -8,7 +8,7 @@
 
 use serde::Deserialize;
 
-use super::web::{Url, fetch};
+use super::web::{Trust, Url, fetch};
 
 /// What a `WWW-Authenticate: Bearer ...` challenge says (RFC 6750
 /// section 3, RFC 9728 section 5.1).
@@ -126,6 +126,7 @@ pub(crate) struct ServerMetadata {
 /// inserted, then the root). Its `resource` must name this server
 /// (`resource_matches`), or it is refused.
 pub(crate) fn resource_metadata(
+    trust: &Trust,
     server: &Url,
     challenge: &Challenge,
 ) -> Result<ResourceMetadata, String> {
@@ -143,7 +144,7 @@ pub(crate) fn resource_metadata(
     let mut tried = Vec::new();
     for url in candidates {
         require_secure(&url, server, "the protected resource metadata")?;
-        let answer = fetch("GET", &url, &accept_json(), b"")?;
+        let answer = fetch(trust, "GET", &url, &accept_json(), b"")?;
         if answer.status != 200 {
             tried.push(format!("{url} ({})", answer.status));
             continue;
@@ -196,7 +197,11 @@ pub(crate) fn resource_matches(resource: &str, server: &Url) -> bool {
 /// path appending; for an issuer without a path the first two), refused
 /// when its `issuer` is not identical to `issuer` (RFC 8414 section 3.3)
 /// or an endpoint it names is not served over https (but on loopback).
-pub(crate) fn server_metadata(issuer: &str, server: &Url) -> Result<ServerMetadata, String> {
+pub(crate) fn server_metadata(
+    trust: &Trust,
+    issuer: &str,
+    server: &Url,
+) -> Result<ServerMetadata, String> {
     let url = Url::parse(issuer)?;
     require_secure(&url, server, "the authorization server")?;
     let mut candidates = vec![
@@ -212,7 +217,7 @@ pub(crate) fn server_metadata(issuer: &str, server: &Url) -> Result<ServerMetada
     }
     let mut tried = Vec::new();
     for candidate in candidates {
-        let answer = fetch("GET", &candidate, &accept_json(), b"")?;
+        let answer = fetch(trust, "GET", &candidate, &accept_json(), b"")?;
         if answer.status != 200 {
             tried.push(format!("{candidate} ({})", answer.status));
             continue;
@@ -325,20 +330,16 @@ mod tests {
         assert!(require_secure(&url("https://localhost/x"), &remote, "x").is_err());
     }
 
-    /// Review review-46client. Claim: `require_secure` (discover.rs:276)
-    /// keeps a remote server from steering the client to this machine by
-    /// the host's spelling only (`Url::is_loopback`, web.rs:90:
-    /// `localhost`, dotted `127.x.y.z`, `[::1]`), while the resolver
-    /// `fetch` connects through reaches loopback by other spellings too:
-    /// `127.1`, `2130706433`, `0x7f.0.0.1`, `0.0.0.0` (Linux connects it
-    /// to the local host), `localhost.`, `[::ffff:127.0.0.1]`,
-    /// `[0:0:0:0:0:0:0:1]`, `[::]`. Seen on main: allowed as https
-    /// endpoints of a remote server, each resolving here to loopback or
-    /// the unspecified address: `127.1`, `2130706433`, `0x7f.0.0.1`,
-    /// `0.0.0.0`, `[::ffff:127.0.0.1]`, `[0:0:0:0:0:0:0:1]`, `[::]`
-    /// (`localhost.` did not resolve here).
+    /// `require_secure` judges a host as what the connect path makes of
+    /// it (`host::is_local`, the parser `Connector::connect` uses for an
+    /// address literal), not by its spelling: every spelling here that the
+    /// system's resolver takes to this machine is refused for a remote
+    /// server. Before the fix (`Url::is_loopback` compared `localhost`,
+    /// dotted `127.x.y.z` and `[::1]` only) `127.1`, `2130706433`,
+    /// `0x7f.0.0.1`, `0.0.0.0`, `[::ffff:127.0.0.1]`, `[0:0:0:0:0:0:0:1]`
+    /// and `[::]` were allowed as https endpoints of a remote server
+    /// (`localhost.` did not resolve here; it is refused too).
     #[test]
-    #[ignore = "review-46client: not fixed yet"]
     fn a_remote_server_cannot_send_the_client_to_loopback_by_another_spelling() {
         use std::net::ToSocketAddrs;
         let remote = Url::parse("https://mcp.example.com/mcp").unwrap();
@@ -367,6 +368,8 @@ mod tests {
             }
         }
         assert!(allowed.is_empty(), "loopback reached through {allowed:?}");
+        let url = Url::parse("https://localhost./token").unwrap();
+        assert!(require_secure(&url, &remote, "x").is_err());
     }
 
     #[test]

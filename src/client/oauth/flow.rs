@@ -15,10 +15,10 @@ use sha2::{Digest, Sha256};
 
 use super::discover::{self, Challenge, ResourceMetadata, ServerMetadata};
 use super::token::{
-    Registration, TokenAnswer, base64url, json_headers, now, oauth_error, random_text,
-    token_request,
+    NoToken, Registration, TokenAnswer, base64url, expires_at, json_headers, oauth_error,
+    random_text, token_request,
 };
-use super::web::{Url, fetch};
+use super::web::{Trust, Url, fetch};
 use super::{Grant, OAuth, Tokens};
 use crate::sync::lock;
 
@@ -36,6 +36,8 @@ pub(crate) struct Authorizer {
     config: OAuth,
     /// The MCP endpoint.
     server: Url,
+    /// What the authorization's `https://` requests trust: the client's.
+    trust: Trust,
     /// The tokens in use (and their registration), as the store has them.
     tokens: Mutex<Option<Tokens>>,
     /// Held while a new token is obtained: one flow at a time.
@@ -61,14 +63,16 @@ impl std::fmt::Debug for Authorizer {
 
 impl Authorizer {
     /// The authorization of a client of the MCP endpoint `server`, with
-    /// the tokens the store kept (if they are for this server).
-    pub fn new(config: OAuth, server: &str) -> Result<Authorizer, String> {
+    /// the tokens the store kept (if they are for this server), its
+    /// requests trusting what the client's do (`trust`).
+    pub fn new(config: OAuth, server: &str, trust: Trust) -> Result<Authorizer, String> {
         let server = Url::parse(server)?;
         let kept =
             (config.store.load()).filter(|t| discover::resource_matches(&t.resource, &server));
         Ok(Authorizer {
             config,
             server,
+            trust,
             tokens: Mutex::new(kept),
             flow: Mutex::new(()),
             refreshed: Mutex::new(false),
@@ -148,7 +152,10 @@ impl Authorizer {
         }
         let previous = lock(&self.tokens).clone();
         let res = self.obtain(status, &challenge, previous.as_ref());
-        if let (Err(_), 401, Some(mut refused)) = (&res, status, previous)
+        // An access token still in use after a failure is the refused one
+        // (only a success keeps a new one).
+        let still = lock(&self.tokens).clone();
+        if let (Err(_), 401, Some(mut refused)) = (&res, status, still)
             && !refused.access_token.is_empty()
         {
             // The access token was refused and no new one came: it is
@@ -168,21 +175,34 @@ impl Authorizer {
         challenge: &Challenge,
         previous: Option<&Tokens>,
     ) -> Result<(), String> {
-        let resource = discover::resource_metadata(&self.server, challenge)?;
+        let resource = discover::resource_metadata(&self.trust, &self.server, challenge)?;
         // A 401 for a token that can be refreshed, from the server the
         // resource still names: the refresh first, unless the token
         // refused came from a refresh itself.
         let from_refresh = std::mem::take(&mut *lock(&self.refreshed));
+        let mut previous = previous;
         if status == 401
             && !from_refresh
             && let Some(old) = previous.filter(|t| {
                 t.refresh_token.is_some() && t.issuer == resource.authorization_servers[0]
             })
-            && let Ok(tokens) = self.refresh(old)
         {
-            self.keep(Some(tokens));
-            *lock(&self.refreshed) = true;
-            return Ok(());
+            match self.refresh(old) {
+                Ok(tokens) => {
+                    self.keep(Some(tokens));
+                    *lock(&self.refreshed) = true;
+                    return Ok(());
+                }
+                // The registration itself is refused: it and what was
+                // issued to it are forgotten, and the flow registers anew.
+                Err(NoToken {
+                    bad_client: true, ..
+                }) => {
+                    self.keep(None);
+                    previous = None;
+                }
+                Err(_) => {}
+            }
         }
         self.authorize(challenge, resource, previous)
     }
@@ -194,6 +214,26 @@ impl Authorizer {
         *lock(&self.tokens) = tokens;
     }
 
+    /// Keeps a new `registration` with the authorization server `issuer`
+    /// for `resource`, without a token yet, in place of what was kept
+    /// (issued to another client, or by another server): an authorization
+    /// the user does not complete (a closed browser, no one at the
+    /// terminal) then costs no registration the next time. It is kept
+    /// until it is known bad ([`NoToken::bad_client`]). Not a token, so
+    /// the count of tokens refused at once is not touched.
+    fn keep_registration(&self, registration: &Registration, issuer: &str, resource: &str) {
+        let kept = Tokens {
+            resource: resource.to_owned(),
+            issuer: issuer.to_owned(),
+            client_id: registration.client_id.clone(),
+            client_secret: registration.client_secret.clone(),
+            token_endpoint_auth_method: registration.method.clone(),
+            ..Tokens::default()
+        };
+        self.config.store.save(Some(&kept));
+        *lock(&self.tokens) = Some(kept);
+    }
+
     /// The whole flow: discovery, registration, a token.
     fn authorize(
         &self,
@@ -203,7 +243,7 @@ impl Authorizer {
     ) -> Result<(), String> {
         // RFC 9728 section 7.6: the client chooses; the first listed.
         let issuer = &resource.authorization_servers[0];
-        let metadata = discover::server_metadata(issuer, &self.server)?;
+        let metadata = discover::server_metadata(&self.trust, issuer, &self.server)?;
         // Spec 2026-07-28 client-registration, "Authorization Server
         // Binding": credentials from another authorization server are
         // never reused.
@@ -214,8 +254,9 @@ impl Authorizer {
             previous,
             &metadata,
         );
-        // The registration kept with the tokens, unless the application
-        // now gives another client ID.
+        // The registration kept (with tokens or alone), unless the
+        // application now gives another client ID; a new one is kept at
+        // once, before the user is asked anything.
         let given = self.config.pre_registered.as_ref().map(|(id, _)| id);
         let registration = match previous {
             Some(t) if !t.client_id.is_empty() && given.is_none_or(|id| *id == t.client_id) => {
@@ -225,7 +266,11 @@ impl Authorizer {
                     method: t.token_endpoint_auth_method.clone(),
                 }
             }
-            _ => self.register(&metadata)?,
+            _ => {
+                let registration = self.register(&metadata)?;
+                self.keep_registration(&registration, &metadata.issuer, &resource.resource);
+                registration
+            }
         };
         let token = match &self.config.grant {
             Grant::Code {
@@ -238,7 +283,7 @@ impl Authorizer {
                 scope.as_deref(),
                 redirect_uri,
                 &**authorize,
-            )?,
+            ),
             Grant::Machine => {
                 let mut pairs = vec![
                     ("grant_type", "client_credentials"),
@@ -247,13 +292,24 @@ impl Authorizer {
                 if let Some(scope) = &scope {
                     pairs.push(("scope", scope));
                 }
-                token_request(&metadata, &registration, &mut pairs)?
+                token_request(&self.trust, &metadata, &registration, &mut pairs)
+            }
+        };
+        let token = match token {
+            Ok(token) => token,
+            Err(no) => {
+                // A registration known bad is forgotten, with what was
+                // issued to it: the next authorization registers anew.
+                if no.bad_client {
+                    self.keep(None);
+                }
+                return Err(no.why);
             }
         };
         let tokens = Tokens {
             access_token: token.access_token,
             refresh_token: token.refresh_token,
-            expires_at: token.expires_in.map(|s| now() + s),
+            expires_at: expires_at(token.expires_in),
             scope,
             resource: resource.resource,
             issuer: metadata.issuer,
@@ -331,7 +387,13 @@ impl Authorizer {
             "application_type": "native",
         });
         let url = Url::parse(endpoint)?;
-        let answer = fetch("POST", &url, &json_headers(), body.to_string().as_bytes())?;
+        let answer = fetch(
+            &self.trust,
+            "POST",
+            &url,
+            &json_headers(),
+            body.to_string().as_bytes(),
+        )?;
         if !(200..300).contains(&answer.status) {
             return Err(format!(
                 "dynamic registration at {url} was refused ({}){}",
@@ -377,7 +439,7 @@ impl Authorizer {
         scope: Option<&str>,
         redirect_uri: &str,
         authorize: &super::AuthorizeFn,
-    ) -> Result<TokenAnswer, String> {
+    ) -> Result<TokenAnswer, NoToken> {
         let endpoint = metadata.authorization_endpoint.as_deref().ok_or_else(|| {
             format!(
                 "the authorization server {} has no authorization endpoint",
@@ -394,7 +456,8 @@ impl Authorizer {
             return Err(format!(
                 "the authorization server {} does not offer PKCE with S256 (code_challenge_methods_supported): refused",
                 metadata.issuer
-            ));
+            )
+            .into());
         }
         let verifier = random_text()?;
         let state = random_text()?;
@@ -429,13 +492,15 @@ impl Authorizer {
                 return Err(format!(
                     "the authorization response names the issuer '{iss}', not '{}': refused",
                     metadata.issuer
-                ));
+                )
+                .into());
             }
             None if metadata.authorization_response_iss_parameter_supported => {
                 return Err(format!(
                     "the authorization response has no iss, which {} said it sends: refused",
                     metadata.issuer
-                ));
+                )
+                .into());
             }
             _ => {}
         }
@@ -451,7 +516,7 @@ impl Authorizer {
             return Err(
                 format!("the authorization server refused: {error} {description}")
                     .trim_end()
-                    .to_owned(),
+                    .into(),
             );
         }
         let code = redirected
@@ -465,13 +530,13 @@ impl Authorizer {
             ("code_verifier", verifier.as_str()),
             ("resource", resource),
         ];
-        token_request(metadata, registration, &mut pairs)
+        token_request(&self.trust, metadata, registration, &mut pairs)
     }
 
     /// A new access token for `old`'s refresh token, from the server that
     /// issued it.
-    fn refresh(&self, old: &Tokens) -> Result<Tokens, String> {
-        let metadata = discover::server_metadata(&old.issuer, &self.server)?;
+    fn refresh(&self, old: &Tokens) -> Result<Tokens, NoToken> {
+        let metadata = discover::server_metadata(&self.trust, &old.issuer, &self.server)?;
         let registration = Registration {
             client_id: old.client_id.clone(),
             client_secret: old.client_secret.clone(),
@@ -483,12 +548,12 @@ impl Authorizer {
             ("refresh_token", refresh_token.as_str()),
             ("resource", old.resource.as_str()),
         ];
-        let token = token_request(&metadata, &registration, &mut pairs)?;
+        let token = token_request(&self.trust, &metadata, &registration, &mut pairs)?;
         Ok(Tokens {
             access_token: token.access_token,
             // RFC 6749 section 6: a new refresh token replaces the old.
             refresh_token: token.refresh_token.or_else(|| old.refresh_token.clone()),
-            expires_at: token.expires_in.map(|s| now() + s),
+            expires_at: expires_at(token.expires_in),
             ..old.clone()
         })
     }

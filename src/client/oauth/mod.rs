@@ -169,12 +169,15 @@ impl OAuth {
 
 /// What authorization leaves for the next request and the next run: the
 /// access token and what renews it, and the client registration they were
-/// issued to, bound to the authorization server that issued them.
+/// issued to, bound to the authorization server that issued them. A new
+/// registration is kept before the user authorizes, without a token (an
+/// authorization not completed then costs no registration the next time).
 ///
 /// Its `Debug` shows no token or secret.
 #[derive(Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Tokens {
-    /// The access token, sent as `Authorization: Bearer`.
+    /// The access token, sent as `Authorization: Bearer`; empty when only
+    /// the registration is kept.
     pub access_token: String,
     /// The refresh token, if the server issued one.
     #[serde(default, skip_serializing_if = "Option::is_none")]

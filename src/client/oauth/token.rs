@@ -7,7 +7,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use serde::Deserialize;
 
 use super::discover::ServerMetadata;
-use super::web::{Url, fetch, form};
+use super::web::{Trust, Url, fetch, form};
 
 /// A client registration with one authorization server.
 #[derive(Debug, Clone)]
@@ -30,15 +30,41 @@ pub(super) struct TokenAnswer {
     pub refresh_token: Option<String>,
 }
 
+/// Why no token came: one line, and whether the token endpoint refused
+/// the client itself (`invalid_client`, RFC 6749 section 5.2: "unknown
+/// client, no client authentication included, or unsupported
+/// authentication method"), which makes its registration one known bad.
+#[derive(Debug)]
+pub(super) struct NoToken {
+    pub why: String,
+    pub bad_client: bool,
+}
+
+impl From<String> for NoToken {
+    fn from(why: String) -> NoToken {
+        NoToken {
+            why,
+            bad_client: false,
+        }
+    }
+}
+
+impl From<&str> for NoToken {
+    fn from(why: &str) -> NoToken {
+        NoToken::from(why.to_owned())
+    }
+}
+
 /// POSTs `pairs` to the token endpoint, the client authenticated as its
 /// registration says (RFC 6749 section 2.3.1: HTTP Basic of the
 /// form-encoded ID and secret, or both in the form; a public client names
 /// itself with `client_id`).
 pub(super) fn token_request<'a>(
+    trust: &Trust,
     metadata: &ServerMetadata,
     registration: &'a Registration,
     pairs: &mut Vec<(&'a str, &'a str)>,
-) -> Result<TokenAnswer, String> {
+) -> Result<TokenAnswer, NoToken> {
     let url = Url::parse(&metadata.token_endpoint)?;
     let mut headers = vec![
         (
@@ -69,30 +95,42 @@ pub(super) fn token_request<'a>(
         }
         _ => pairs.push(("client_id", &registration.client_id)),
     }
-    let answer = fetch("POST", &url, &headers, form(pairs).as_bytes())?;
+    let answer = fetch(trust, "POST", &url, &headers, form(pairs).as_bytes())?;
     let grant = pairs.first().map_or("", |(_, g)| *g);
     if answer.status != 200 {
-        return Err(format!(
-            "the token endpoint {url} refused the {grant} grant ({}){}",
-            answer.status,
-            oauth_error(&answer.body)
-        ));
+        return Err(NoToken {
+            why: format!(
+                "the token endpoint {url} refused the {grant} grant ({}){}",
+                answer.status,
+                oauth_error(&answer.body)
+            ),
+            bad_client: oauth_error_code(&answer.body).as_deref() == Some("invalid_client"),
+        });
     }
     let token: TokenAnswer = serde_json::from_slice(&answer.body)
         .map_err(|_| format!("the token endpoint {url} answered something that is not a token"))?;
     if token.access_token.is_empty() || token.access_token.contains(['\r', '\n']) {
-        return Err(format!(
-            "the token endpoint {url} answered an unusable access token"
-        ));
+        return Err(format!("the token endpoint {url} answered an unusable access token").into());
     }
     if let Some(kind) = &token.token_type
         && !kind.eq_ignore_ascii_case("bearer")
     {
-        return Err(format!(
-            "the token endpoint {url} issued a '{kind}' token, not a Bearer one"
-        ));
+        return Err(
+            format!("the token endpoint {url} issued a '{kind}' token, not a Bearer one").into(),
+        );
     }
     Ok(token)
+}
+
+/// An OAuth error answer's `error`, if it is one.
+fn oauth_error_code(body: &[u8]) -> Option<String> {
+    #[derive(Deserialize)]
+    struct OAuthError {
+        error: String,
+    }
+    serde_json::from_slice::<OAuthError>(body)
+        .ok()
+        .map(|e| e.error)
 }
 
 /// An OAuth error answer's `error` and `error_description`, as
@@ -133,6 +171,14 @@ pub(super) fn base64url(bytes: &[u8]) -> String {
         .trim_end_matches('=')
         .replace('+', "-")
         .replace('/', "_")
+}
+
+/// When a token that expires in `expires_in` seconds (a token answer's
+/// member, any `u64` the server sends) expires, in seconds since the Unix
+/// epoch: the sum saturates, so a huge one is a far expiry, never an
+/// overflow (a panic in a debug build, a past time in a release one).
+pub(super) fn expires_at(expires_in: Option<u64>) -> Option<u64> {
+    expires_in.map(|s| now().saturating_add(s))
 }
 
 /// Seconds since the Unix epoch.

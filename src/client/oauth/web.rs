@@ -10,7 +10,13 @@ use std::time::{Duration, Instant};
 
 use crate::client::http::exchange::{self, Body};
 use crate::client::http::stream::Connector;
+#[cfg(feature = "https")]
+use crate::client::http::tls::{self, ExtraCa};
 use crate::client::http::url::Endpoint;
+#[cfg(feature = "https")]
+use crate::sync::lock;
+#[cfg(feature = "https")]
+use std::sync::{Arc, Mutex};
 
 /// How long connecting, and each silence of an answer, may take.
 const TIMEOUT: Duration = Duration::from_secs(10);
@@ -85,16 +91,14 @@ impl Url {
         }
     }
 
-    /// Whether the host is a loopback one (`localhost`, `127.0.0.0/8`,
-    /// `[::1]`).
+    /// Whether the host is this machine, however it is spelled
+    /// (`host::is_local`: `localhost` names, loopback and unspecified
+    /// addresses in every form the connect path reads, `127.1` and
+    /// `[::ffff:127.0.0.1]` too).
     pub fn is_loopback(&self) -> bool {
         let host_port = self.host_port();
         let host = host_port.rsplit_once(':').map_or(&*host_port, |(h, _)| h);
-        host == "localhost"
-            || host == "[::1]"
-            || host
-                .parse::<std::net::Ipv4Addr>()
-                .is_ok_and(|ip| ip.is_loopback())
+        crate::client::http::host::is_local(host)
     }
 
     /// The URL with `pairs` added to its query, percent-encoded.
@@ -196,6 +200,52 @@ pub(crate) fn form(pairs: &[(&str, &str)]) -> String {
     encoded.join("&")
 }
 
+/// What an authorization's `https://` requests trust (feature `https`):
+/// the system's roots and the CAs the application added to the client
+/// (`ClientBuilder::add_ca_pem`, `add_ca_file`, `mcp-stdio --cacert`), as
+/// its MCP server's connections do, so that an authorization server whose
+/// certificate a private CA signed is reached as the MCP server is. The
+/// TLS settings are made at the first `https://` request (a client of a
+/// plain `http://` server on loopback may need none), then shared.
+#[derive(Default)]
+pub(crate) struct Trust {
+    #[cfg(feature = "https")]
+    cas: Vec<ExtraCa>,
+    #[cfg(feature = "https")]
+    config: Mutex<Option<Arc<rustls::ClientConfig>>>,
+}
+
+impl Trust {
+    /// Trusts `cas` besides the system's roots.
+    #[cfg(feature = "https")]
+    pub fn new(cas: Vec<ExtraCa>) -> Trust {
+        Trust {
+            cas,
+            config: Mutex::default(),
+        }
+    }
+
+    /// What opens a connection to `endpoint`: TLS with these roots for
+    /// `https://` (which `Endpoint::parse` refuses without the feature).
+    fn connector(&self, endpoint: &Endpoint) -> Result<Connector, String> {
+        #[cfg(feature = "https")]
+        if endpoint.tls {
+            let mut made = lock(&self.config);
+            let config = match &*made {
+                Some(config) => Arc::clone(config),
+                None => {
+                    let config = tls::config(&self.cas).map_err(|e| e.to_string())?;
+                    *made = Some(Arc::clone(&config));
+                    config
+                }
+            };
+            return Ok(Connector::tls(config));
+        }
+        let _ = endpoint;
+        Ok(Connector::plain())
+    }
+}
+
 /// An answer, read whole.
 #[derive(Debug)]
 pub(crate) struct Answer {
@@ -204,24 +254,20 @@ pub(crate) struct Answer {
 }
 
 /// Sends `verb` to `url` with `headers` and `body`, and reads the answer
-/// whole (at most 1 MiB). No redirect is followed. `Err` says, in one
-/// line, why there is no answer; it never repeats a header's value.
+/// whole (at most 1 MiB), an `https://` server verified as `trust` says.
+/// No redirect is followed. `Err` says, in one line, why there is no
+/// answer; it never repeats a header's value.
 pub(crate) fn fetch(
+    trust: &Trust,
     verb: &str,
     url: &Url,
     headers: &[(String, String)],
     body: &[u8],
 ) -> Result<Answer, String> {
-    // `https://` through the `https` feature's TLS (the system's roots;
-    // `Endpoint::parse` refuses it in a build without the feature).
     let endpoint = Endpoint::parse(&url.to_string()).map_err(|e| e.to_string())?;
     let failed =
         |e: std::io::Error| format!("the request to {}{} failed: {e}", url.origin(), url.path);
-    let connector = match endpoint.tls {
-        #[cfg(feature = "https")]
-        true => Connector::tls(crate::client::http::tls::config(&[]).map_err(|e| e.to_string())?),
-        _ => Connector::plain(),
-    };
+    let connector = trust.connector(&endpoint)?;
     let stream = connector.connect(&endpoint, TIMEOUT).map_err(failed)?;
     stream
         .socket()

@@ -392,7 +392,10 @@ impl Exchange<'_> {
     /// one (`open`: a client gone holds no place): then this returns
     /// [`Watched::GaveWay`], and the caller cancels it. A stream that
     /// answers no request (`id` is `None`, see `stream`) ends at a stop,
-    /// with no grace period. A stream whose token expired
+    /// with no grace period. A look a signal interrupted is no news of the
+    /// client (a process stopped and continued gets `EINTR`); a request
+    /// given up on an error shuts its socket down, so that no client waits
+    /// on a stream left open without its end. A stream whose token expired
     /// (`Body::end_at`) is cut: nothing more is written, request `id` is
     /// cancelled (a listen leaves its subscriptions), and the socket's
     /// sending side is shut, so the client reads the end at once
@@ -469,10 +472,17 @@ impl Exchange<'_> {
                 // The next request arrived early (pipelining): the wait
                 // for the response goes on.
                 Ok(_) => {}
+                // Nothing yet; or a signal: a read with a timeout is not
+                // restarted after one, and a process stopped (SIGSTOP) and
+                // continued gets `EINTR` here (signal(7)). The client is
+                // still there: a listen taken for gone then was cancelled,
+                // its stream left open without an end (issue 48).
                 Err(e)
                     if matches!(
                         e.kind(),
-                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                        std::io::ErrorKind::WouldBlock
+                            | std::io::ErrorKind::TimedOut
+                            | std::io::ErrorKind::Interrupted
                     ) => {}
                 Err(_) if id.is_some() && body.outlives_client() => {
                     body.detach();
@@ -483,6 +493,9 @@ impl Exchange<'_> {
                     if let Some(id) = id {
                         conn.act(Sending::Now, |c| c.cancel(id));
                     }
+                    // Taken for gone, so the stream ends: never left open
+                    // without its end, for a client that may still read.
+                    let _ = self.socket.shutdown(std::net::Shutdown::Both);
                     return Watched::Over;
                 }
             }

@@ -1,0 +1,240 @@
+//! The proxy's lists (module docs of [`crate::proxy`], **Lists**): the
+//! server's tools, resources, templates and prompts mirrored as they are,
+//! listed again on each change the server announces and on its restart.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::thread;
+
+use serde_json::{Value, json};
+
+use crate::client::{Client, SubscriptionEvent};
+use crate::error::Error;
+use crate::outcome::PromptArguments;
+use crate::server::Server;
+use crate::server::context::RequestContext;
+use crate::server::tasks::TaskMode;
+use crate::types::{
+    CallToolResult, GetPromptResult, Prompt, ResourceTemplate, SubscriptionFilter, Tool, method,
+};
+
+use super::updates::Updates;
+use super::{forward, lock, read_through, tasks_of};
+
+/// Which lists to mirror again.
+#[derive(Clone, Copy)]
+pub(super) struct Lists {
+    tools: bool,
+    resources: bool,
+    prompts: bool,
+}
+
+impl Lists {
+    pub(super) fn all() -> Lists {
+        Lists {
+            tools: true,
+            resources: true,
+            prompts: true,
+        }
+    }
+}
+
+/// What the proxy offers, as last mirrored: each entry's key (a name, a
+/// URI, a URI template) with its definition as JSON, so that a new
+/// listing changes only what changed.
+#[derive(Default)]
+pub(super) struct Mirrored {
+    tools: HashMap<String, String>,
+    resources: HashMap<String, String>,
+    templates: HashMap<String, String>,
+    prompts: HashMap<String, String>,
+}
+
+/// Makes one list of the proxy's what `listed` says: each entry new or
+/// changed since `mirrored` is added (replacing; the server announces the
+/// change), each one gone is removed, the rest is left alone. Whether
+/// anything was added or removed (and so announced).
+pub(super) fn sync<T: serde::Serialize>(
+    mirrored: &mut HashMap<String, String>,
+    listed: Vec<T>,
+    key: impl Fn(&T) -> String,
+    mut add: impl FnMut(T),
+    mut remove: impl FnMut(&str) -> bool,
+) -> bool {
+    let mut now = HashMap::with_capacity(listed.len());
+    let mut changed = false;
+    for item in listed {
+        let (key, definition) = (key(&item), serde_json::to_string(&item).unwrap_or_default());
+        if mirrored.get(&key) != Some(&definition) {
+            add(item);
+            changed = true;
+        }
+        now.insert(key, definition);
+    }
+    for gone in mirrored.keys().filter(|k| !now.contains_key(*k)) {
+        remove(gone);
+        changed = true;
+    }
+    *mirrored = now;
+    changed
+}
+
+/// Lists what the server offers and makes `server` offer the same (a list
+/// the server does not declare, any more: a restarted server may declare
+/// less, is emptied); which of `lists` changed (each change is announced
+/// by the change itself).
+pub(super) fn mirror(
+    server: &Server,
+    client: &Arc<Client>,
+    updates: &Arc<Updates>,
+    mirrored: &Mutex<Mirrored>,
+    lists: Lists,
+) -> Result<Lists, Error> {
+    let capabilities = client.server_capabilities();
+    let mut changed = Lists {
+        tools: false,
+        resources: false,
+        prompts: false,
+    };
+    let mut mirrored = lock(mirrored);
+    if lists.tools {
+        let tools = match capabilities.tools {
+            Some(_) => client.tools().collect::<Result<Vec<_>, _>>()?,
+            None => Vec::new(),
+        };
+        let tasks = tasks_of(&capabilities).is_some();
+        let add = |tool: Tool| {
+            let (client, updates) = (Arc::clone(client), Arc::clone(updates));
+            let name = tool.name.clone();
+            let call = move |ctx: &RequestContext, arguments: Value| {
+                let params = json!({ "name": name, "arguments": arguments });
+                forward::<CallToolResult>(&client, &updates, ctx, method::TOOLS_CALL, params)
+            };
+            // A task of the proxy's, for a caller that declares the
+            // extension, when the server has it (the module's docs).
+            match tasks {
+                true => server.add_task_tool(tool, TaskMode::Optional, call),
+                false => server.add_tool(tool, call),
+            }
+        };
+        let remove = |name: &str| server.remove_tool(name);
+        changed.tools = sync(&mut mirrored.tools, tools, |t| t.name.clone(), add, remove);
+    }
+    let resources_declared = capabilities.resources.is_some();
+    if lists.resources {
+        let resources = match resources_declared {
+            true => client.resources().collect::<Result<Vec<_>, _>>()?,
+            false => Vec::new(),
+        };
+        let add = |resource| server.add_resource(resource, read_through(client, updates));
+        let remove = |uri: &str| server.remove_resource(uri);
+        changed.resources = sync(
+            &mut mirrored.resources,
+            resources,
+            |r| r.uri.clone(),
+            add,
+            remove,
+        );
+        let templates = match resources_declared {
+            true => client.resource_templates().collect::<Result<Vec<_>, _>>()?,
+            false => Vec::new(),
+        };
+        let add = |template| server.add_resource_template(template, read_through(client, updates));
+        let remove = |pattern: &str| server.remove_resource_template(pattern);
+        let key = |t: &ResourceTemplate| t.uri_template.clone();
+        changed.resources |= sync(&mut mirrored.templates, templates, key, add, remove);
+    }
+    if lists.prompts {
+        let prompts = match capabilities.prompts {
+            Some(_) => client.prompts().collect::<Result<Vec<_>, _>>()?,
+            None => Vec::new(),
+        };
+        let add = |prompt: Prompt| {
+            let (client, updates) = (Arc::clone(client), Arc::clone(updates));
+            let name = prompt.name.clone();
+            server.add_prompt(prompt, move |ctx, arguments: PromptArguments| {
+                let params = json!({ "name": name, "arguments": arguments });
+                forward::<GetPromptResult>(&client, &updates, ctx, method::PROMPTS_GET, params)
+            });
+        };
+        let remove = |name: &str| server.remove_prompt(name);
+        changed.prompts = sync(
+            &mut mirrored.prompts,
+            prompts,
+            |p| p.name.clone(),
+            add,
+            remove,
+        );
+    }
+    Ok(changed)
+}
+
+/// The one `listen` the proxy keeps on the server for its list changes,
+/// on a thread of its own: each change lists again and publishes; so does
+/// a restart of the server, which sends the listen again (`Resubscribed`)
+/// or ends it (a restarted server that refuses it).
+pub(super) fn follow_list_changes(
+    server: &Server,
+    client: &Arc<Client>,
+    updates: Arc<Updates>,
+    mirrored: Arc<Mutex<Mirrored>>,
+) {
+    let capabilities = client.server_capabilities();
+    let changes = |c: Option<bool>| c.filter(|on| *on);
+    let filter = SubscriptionFilter {
+        tools_list_changed: changes(capabilities.tools.as_ref().and_then(|t| t.list_changed)),
+        prompts_list_changed: changes(capabilities.prompts.as_ref().and_then(|p| p.list_changed)),
+        resources_list_changed: changes(
+            capabilities.resources.as_ref().and_then(|r| r.list_changed),
+        ),
+        ..SubscriptionFilter::default()
+    };
+    if filter == SubscriptionFilter::default() {
+        return;
+    }
+    let (server, client) = (server.clone(), Arc::clone(client));
+    let _ = thread::Builder::new()
+        .name("mcp-proxy-lists".into())
+        .spawn(move || {
+            let Ok(mut subscription) = client.listen(filter) else {
+                return;
+            };
+            while let Ok(event) = subscription.recv() {
+                let (lists, announced) = match event {
+                    // A restarted server may offer other things.
+                    SubscriptionEvent::Resubscribed { .. } => (Lists::all(), false),
+                    event => (
+                        Lists {
+                            tools: event == SubscriptionEvent::ToolsListChanged,
+                            resources: event == SubscriptionEvent::ResourcesListChanged,
+                            prompts: event == SubscriptionEvent::PromptsListChanged,
+                        },
+                        true,
+                    ),
+                };
+                // A change the server announced is passed on, even when the
+                // list fetched again looks the same (nothing added or
+                // removed, so nothing announced it yet).
+                let Ok(changed) = mirror(&server, &client, &updates, &mirrored, lists) else {
+                    continue;
+                };
+                if !announced {
+                    continue;
+                }
+                let notifier = server.notifier();
+                if lists.tools && !changed.tools {
+                    notifier.tools_list_changed();
+                }
+                if lists.resources && !changed.resources {
+                    notifier.resources_list_changed();
+                }
+                if lists.prompts && !changed.prompts {
+                    notifier.prompts_list_changed();
+                }
+            }
+            // Ended: by the server (a restarted one that refused the listen
+            // sent again among them), or with the client. Listed once more
+            // for the first: a list change after it goes unheard.
+            let _ = mirror(&server, &client, &updates, &mirrored, Lists::all());
+        });
+}

@@ -1,0 +1,413 @@
+//! A [`Server`] that serves what another server offers, through one
+//! [`Client`]: `mcp-stdio serve-http -- CMD` is this over HTTP, so that any
+//! stdio server (modern or legacy) is reached by HTTP clients of both eras
+//! through one child process.
+//!
+//! What is passed through, and how:
+//!
+//! - **Capabilities.** The proxy claims what the server declares now, no
+//!   more (`ServerBuilder::capabilities_at_most`, asked each time: a
+//!   server the client restarted may declare less than the first): a list
+//!   change, a resource subscription or logging the server does not
+//!   declare is not advertised, is left out of a listen's acknowledgment,
+//!   and a legacy caller's `resources/subscribe` or `logging/setLevel` for
+//!   it is `-32601`. Completion, if the first server did not declare
+//!   it, is not offered, whatever a restarted one declares.
+//! - **Lists.** The server's tools, resources, resource templates and
+//!   prompts are mirrored as they are (schemas byte for byte), with
+//!   `completion/complete` when the server offers it. A list change the
+//!   server announces (on the one `listen` the proxy keeps open) makes the
+//!   proxy list again and publish the change to its own listeners, even
+//!   when the list it fetches looks the same (the server said it changed:
+//!   an item's handler, or what it returns, may be what changed); so does
+//!   a restart of the server (the listen sent again, or refused by the
+//!   restarted server), after which a list the server no longer declares
+//!   is emptied. That listen is how a restart is heard: behind a first
+//!   server that declared no list changes, the lists stay the first's
+//!   after a restart.
+//! - **Calls.** Each `tools/call`, `resources/read`, `prompts/get` and
+//!   `completion/complete` is one request to the server, with the caller's
+//!   client capabilities; the server's progress goes back to the caller
+//!   (not its log messages: on stdio one names no request, so none is
+//!   given to a caller, whose log level does not go on; a server may log
+//!   late or where it was not asked, and one caller must never read
+//!   another's), and a caller that cancels (or closes
+//!   its HTTP stream) cancels the server's request
+//!   ([`PendingCall::wait_unless`](crate::PendingCall::wait_unless)).
+//! - **Multi round-trip.** A modern server's `input_required` result goes
+//!   back to the caller with its `inputRequests`, its own `requestState`
+//!   kept inside the proxy's sealed state; the caller's retry goes on to
+//!   the server with the answers and that state. A legacy caller is asked
+//!   through its own era's requests by the proxy's server, as for any
+//!   handler. A legacy server's own requests (elicitation, sampling, roots)
+//!   are not passed on: on stdio they name no request, so no caller could
+//!   be chosen to ask; the proxy declares none of those capabilities to
+//!   it, so a well-behaved one does not ask.
+//! - **Subscriptions.** A caller's `resourceSubscriptions` (or legacy
+//!   `resources/subscribe`) make the proxy subscribe to that URI on the
+//!   server before the caller's is acknowledged (once per URI, kept while
+//!   a caller's subscription names it, at most 1,000 URIs: past them a
+//!   new URI is not acknowledged; one no caller names any more leaves
+//!   when a new one needs the room) and publish each update it hears, all of them from
+//!   one thread. The caller's is acknowledged only for a URI the server
+//!   acknowledged (a legacy caller's refused `-32002`).
+//!
+//! - **Tasks.** When the server declares the Tasks extension, so does
+//!   the proxy, and each of its tools may run as a task of the proxy's
+//!   (`TaskMode::Optional`: the spec makes the server the sole decider of
+//!   which call becomes a task, so the proxy cannot know which the server
+//!   would make one). A caller that declares the extension gets a task of
+//!   the proxy's for each call, whose work is the call to the server with
+//!   the caller's capabilities: a task the server makes of it is followed
+//!   to its end (`follow_task`: `tasks/get` at its poll interval, the
+//!   input it asks for asked of the caller through the proxy's task,
+//!   `tasks/cancel` when the caller cancels). A caller that does not gets
+//!   the answer at once, or the server's `-32021` for a tool it runs only
+//!   as a task. Task ids are the proxy's: a caller never sees the
+//!   server's.
+//!
+//! Not passed through: the server's log messages (see **Calls**), and its
+//! extensions other than tasks.
+//!
+//! Requests of many callers share the one client, whose ids keep them
+//! apart (a proxy is a client like any other to the server). The proxy
+//! keeps its client, and so the server's process, for as long as the
+//! process that built it runs: it is made for a gateway's whole life. To
+//! end the server behind once serving is over, keep a handle of your own:
+//! give [`serve_as`] an `Arc<Client>` and call
+//! [`Client::close_shared`] on it.
+
+mod lists;
+mod updates;
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value, json};
+
+use crate::client::{Client, Era, RequestOptions};
+use crate::error::Error;
+use crate::jsonrpc::ErrorObject;
+use crate::outcome::Outcome;
+use crate::server::Server;
+use crate::server::context::RequestContext;
+use crate::server::handlers::ResourceRequest;
+use crate::types::{
+    CompleteRequestParams, CompleteResult, CreateTaskResult, GetTaskResult, InputRequests,
+    InputRequiredResult, JsonObject, ProgressNotificationParams, ReadResourceResult,
+    ServerCapabilities, TASKS_EXTENSION, Task, TaskStatus, meta_key, method,
+};
+
+use lists::{Lists, Mirrored, follow_list_changes, mirror};
+use updates::{Updates, subscribe};
+/// Builds a server that serves what `client`'s server offers (module
+/// docs): named and described as that server, with its lists mirrored,
+/// and kept up to date while it runs. Serve it as any other:
+/// `Server::serve_http` (feature `http`), [`Server::serve`]. `client` is a
+/// [`Client`], or an `Arc<Client>` of which you keep a clone (to close it
+/// once serving is over).
+///
+/// ```no_run
+/// # #[cfg(feature = "http")] fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use mcp_stdio::{Client, HttpOptions};
+///
+/// let client = Client::spawn(std::process::Command::new("my-mcp-server"))?;
+/// let server = mcp_stdio::proxy::serve_as(client)?;
+/// let listener = std::net::TcpListener::bind("127.0.0.1:8080")?;
+/// server.serve_http(listener, HttpOptions::new())?;
+/// # Ok(()) }
+/// # #[cfg(not(feature = "http"))] fn main() {}
+/// ```
+pub fn serve_as(client: impl Into<Arc<Client>>) -> Result<Server, Error> {
+    let client: Arc<Client> = client.into();
+    // Its requests are many callers': no caller reads another's logs.
+    client.serve_many_callers();
+    let (name, version) = client
+        .server_info()
+        .map_or(("proxy".to_owned(), "0".to_owned()), |i| {
+            (i.name, i.version)
+        });
+    let capabilities = client.server_capabilities();
+    // What the server behind declares now, no more (spec 2026-07-28
+    // basic/patterns/subscriptions: "Notification types the server does
+    // not support are omitted"): its list changes, subscriptions, logging
+    // and the Tasks extension; not its other extensions or experimental
+    // capabilities, which the proxy does not pass through. Read from the
+    // client each time: a restarted server may declare less than the
+    // first one did.
+    let declared = Arc::clone(&client);
+    let mut builder = Server::builder(&name, &version).capabilities_at_most(move || {
+        let capabilities = declared.server_capabilities();
+        ServerCapabilities {
+            experimental: None,
+            extensions: tasks_of(&capabilities),
+            ..capabilities
+        }
+    });
+    if let Some(text) = client.instructions() {
+        builder = builder.instructions(&text);
+    }
+    if capabilities.tools.is_some() {
+        builder = builder.enable_tools();
+    }
+    if capabilities.resources.is_some() {
+        builder = builder.enable_resources();
+    }
+    if capabilities.prompts.is_some() {
+        builder = builder.enable_prompts();
+    }
+    let updates = Arc::new(Updates::default());
+    if capabilities.completions.is_some() {
+        let (forwarding, updates) = (Arc::clone(&client), Arc::clone(&updates));
+        builder = builder.completion(move |ctx, params: CompleteRequestParams| {
+            let params = serde_json::to_value(params).map_err(internal)?;
+            let method = method::COMPLETION_COMPLETE;
+            match forward::<CompleteResult>(&forwarding, &updates, ctx, method, params)? {
+                Outcome::Complete(result) => Ok(result),
+                Outcome::InputRequired(_) => Err(ErrorObject::internal_error(
+                    "the server behind this proxy asked for input to complete an argument",
+                )),
+            }
+        });
+    }
+    let subscribed = Arc::clone(&updates.subscribed);
+    let server_slot: Arc<Mutex<Option<Server>>> = Arc::default();
+    // Always set: asked only while the server behind declares
+    // subscriptions (the ceiling), which a restarted one may do when the
+    // first did not; without it every URI would be acknowledged, and
+    // nothing subscribed behind.
+    {
+        let (client, subscribed, slot, updates) = (
+            Arc::clone(&client),
+            Arc::clone(&subscribed),
+            Arc::clone(&server_slot),
+            Arc::clone(&updates),
+        );
+        builder = builder.resource_subscription_hold(move |uri| {
+            subscribe(&client, &subscribed, &slot, &updates, uri)
+        });
+    }
+    let server = builder.build();
+    *lock(&server_slot) = Some(server.clone());
+    let mirrored = Arc::new(Mutex::new(Mirrored::default()));
+    mirror(&server, &client, &updates, &mirrored, Lists::all())?;
+    follow_list_changes(&server, &client, updates, mirrored);
+    Ok(server)
+}
+
+/// The handler of a mirrored resource or template: `resources/read` of
+/// the URI asked for.
+fn read_through(
+    client: &Arc<Client>,
+    updates: &Arc<Updates>,
+) -> impl Fn(&RequestContext, &ResourceRequest) -> Result<Outcome<ReadResourceResult>, ErrorObject>
++ Send
++ Sync
++ 'static {
+    let (client, updates) = (Arc::clone(client), Arc::clone(updates));
+    move |ctx, request| {
+        let params = json!({ "uri": request.uri });
+        forward::<ReadResourceResult>(&client, &updates, ctx, method::RESOURCES_READ, params)
+    }
+}
+
+/// One request to the server on behalf of `ctx`'s caller: its client
+/// capabilities go along (and, on a retry, its answers and
+/// the server's state, [`carry_round`]), progress comes back, and
+/// its cancellation cancels this request. The server's protocol error is
+/// passed on as it is; anything else is `-32603` saying the proxy's server
+/// failed. The resource updates the server sent before its reply are
+/// published before this returns ([`Updates::publish_waiting`]).
+fn forward<T: DeserializeOwned>(
+    client: &Client,
+    updates: &Updates,
+    ctx: &RequestContext,
+    method: &str,
+    mut params: Value,
+) -> Result<Outcome<T>, ErrorObject> {
+    carry_round(ctx, &mut params);
+    let meta = ctx.meta();
+    // A modern server reads the caller's capabilities per request; a
+    // legacy one took the proxy's at `initialize`.
+    let modern = matches!(client.era(), Era::Modern { .. });
+    let mut stamp = Map::new();
+    if modern {
+        stamp.insert(
+            meta_key::CLIENT_CAPABILITIES.into(),
+            Value::Object(meta.client_capabilities_raw().clone()),
+        );
+        if let Some(info) = meta.client_info() {
+            stamp.insert(
+                meta_key::CLIENT_INFO.into(),
+                serde_json::to_value(info).map_err(internal)?,
+            );
+        }
+        params["_meta"] = Value::Object(stamp.clone());
+    }
+    // The callbacks run inside the wait below, which passes what they
+    // queue on to the caller between its looks at the caller's
+    // cancellation, and once more before the reply: in order, ahead of it.
+    let (tx, rx) = crossbeam_channel::unbounded();
+    let mut options = RequestOptions::new();
+    if meta.progress_token().is_some() {
+        options = options.on_progress(move |p: &ProgressNotificationParams| {
+            let _ = tx.send(p.clone());
+        });
+    }
+    // No log level goes on: a log message on stdio names no request, and
+    // the client of many callers gives it to none (`Notes::many_callers`:
+    // a server may log late, or where it was not asked, and one caller
+    // must never read another's), so the server is not asked for any.
+    let relay = || {
+        for p in rx.try_iter() {
+            ctx.progress(p.progress, p.total, p.message.as_deref());
+        }
+    };
+    let call = client
+        .start_request(method, params, options)
+        .map_err(|e| failed(method, e))?;
+    let raw = call.wait_unless(|| {
+        relay();
+        ctx.is_cancelled()
+    });
+    relay();
+    updates.publish_waiting(&ctx.notifier());
+    let raw = raw.map_err(|e| failed(method, e))?;
+    let mut value: Value = serde_json::from_str(raw.get()).map_err(internal)?;
+    if modern && value.get("resultType").and_then(Value::as_str) == Some("task") {
+        let created: CreateTaskResult = serde_json::from_value(value).map_err(internal)?;
+        value = follow_task(client, ctx, &stamp, created.task)?;
+    }
+    if value.get("resultType").and_then(Value::as_str) == Some("input_required") {
+        let asked: InputRequiredResult = serde_json::from_value(value).map_err(internal)?;
+        return Ok(Outcome::InputRequired(asked));
+    }
+    serde_json::from_value(value)
+        .map(Outcome::Complete)
+        .map_err(|e| ErrorObject::internal_error(format!("the server behind this proxy answered {method} with a result of the wrong shape: {e}")))
+}
+
+/// The Tasks extension, when `capabilities` declare it: the only
+/// extension the proxy passes through.
+fn tasks_of(capabilities: &ServerCapabilities) -> Option<JsonObject> {
+    let settings = capabilities.extensions.as_ref()?.get(TASKS_EXTENSION)?;
+    Some(JsonObject::from_iter([(
+        TASKS_EXTENSION.to_owned(),
+        settings.clone(),
+    )]))
+}
+
+/// A task the server made of a call (it may, to a caller that declares
+/// the extension, whose capabilities the call carried), followed to its
+/// end on the caller's behalf inside the proxy's own task (spec
+/// extensions/tasks, "Task Polling", "Task Update Requests"): `tasks/get`
+/// at the server's poll interval (kept between 10 ms and 10 s; 1 s when
+/// it names none), each of its input requests asked of the caller once
+/// ([`RequestContext::ask`]) and the answers sent with `tasks/update`, and
+/// `tasks/cancel` once the caller cancels. Every request carries `stamp`,
+/// the caller's capabilities (the server refuses a task method whose
+/// request does not declare the extension). The task's result, as the
+/// call would have returned it; its error when it failed.
+fn follow_task(
+    client: &Client,
+    ctx: &RequestContext,
+    stamp: &Map<String, Value>,
+    task: Task,
+) -> Result<Value, ErrorObject> {
+    let id = task.task_id;
+    let request = |method: &str, mut params: Value| -> Result<Value, ErrorObject> {
+        params["_meta"] = Value::Object(stamp.clone());
+        let call = (client.start_request(method, params, RequestOptions::new()))
+            .map_err(|e| failed(method, e))?;
+        let raw = call.wait().map_err(|e| failed(method, e))?;
+        serde_json::from_str(raw.get()).map_err(internal)
+    };
+    let cancel = |why: ErrorObject| {
+        let _ = request(method::TASKS_CANCEL, json!({ "taskId": id }));
+        why
+    };
+    let mut poll = task.poll_interval_ms;
+    let mut answered: HashSet<String> = HashSet::new();
+    loop {
+        if ctx.is_cancelled() {
+            return Err(cancel(ErrorObject::internal_error(
+                "the caller cancelled the task",
+            )));
+        }
+        let got: GetTaskResult =
+            serde_json::from_value(request(method::TASKS_GET, json!({ "taskId": id }))?)
+                .map_err(internal)?;
+        let detailed = got.task;
+        // Spec extensions/tasks: pollIntervalMs may change over the
+        // task's life; the latest one counts.
+        poll = detailed.task.poll_interval_ms.or(poll);
+        match detailed.task.status {
+            TaskStatus::Completed => return Ok(Value::Object(detailed.result.unwrap_or_default())),
+            TaskStatus::Failed => {
+                return Err(detailed.error.unwrap_or_else(|| {
+                    ErrorObject::internal_error("the task behind this proxy failed")
+                }));
+            }
+            TaskStatus::Cancelled => {
+                return Err(ErrorObject::internal_error(format!(
+                    "the task behind this proxy was cancelled{}",
+                    detailed
+                        .task
+                        .status_message
+                        .map_or_else(String::new, |m| format!(": {m}"))
+                )));
+            }
+            TaskStatus::InputRequired => {
+                // Each key once (spec extensions/tasks, "Task Update
+                // Requests"); asked of the caller through the proxy's
+                // own task, which shows `input_required` meanwhile.
+                let asked: InputRequests = (detailed.input_requests.unwrap_or_default())
+                    .into_iter()
+                    .filter(|(key, _)| !answered.contains(key))
+                    .collect();
+                if !asked.is_empty() {
+                    let answers = ctx.ask(asked).map_err(cancel)?;
+                    answered.extend(answers.keys().cloned());
+                    let update = json!({ "taskId": id, "inputResponses": answers });
+                    request(method::TASKS_UPDATE, update)?;
+                    continue;
+                }
+            }
+            TaskStatus::Working => {}
+        }
+        let interval = Duration::from_millis(poll.unwrap_or(1000));
+        ctx.wait_cancelled(interval.clamp(Duration::from_millis(10), Duration::from_secs(10)));
+    }
+}
+
+/// On a caller's retry: the answers, and the server's own `requestState`
+/// (which the proxy's server sealed as the proxy's), go on to the server.
+fn carry_round(ctx: &RequestContext, params: &mut Value) {
+    let responses = ctx.input_responses();
+    if !responses.is_empty() {
+        params["inputResponses"] = serde_json::to_value(responses).unwrap_or(Value::Null);
+    }
+    if let Some(state) = ctx.request_state().filter(|s| !s.is_empty()) {
+        params["requestState"] = state.into();
+    }
+}
+
+fn failed(method: &str, e: Error) -> ErrorObject {
+    match e {
+        Error::Rpc(error) => error,
+        Error::Cancelled => ErrorObject::internal_error(format!("{method} was cancelled")),
+        other => ErrorObject::internal_error(format!(
+            "the server behind this proxy failed on {method}: {other}"
+        )),
+    }
+}
+
+fn internal(e: impl std::fmt::Display) -> ErrorObject {
+    ErrorObject::internal_error(format!("the proxy could not pass a message on: {e}"))
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
