@@ -91,5 +91,6 @@ fn task(id: &str) -> StoredTask {
         }),
         answers: Default::default(),
         expires: Some(now + Duration::from_secs(60)),
+        owner: None,
     }
 }

@@ -491,7 +491,7 @@ pub use server::notifier::Notifier;
 pub use server::redis_feed::RedisChangeFeed;
 #[cfg(feature = "server")]
 #[cfg_attr(docsrs, doc(cfg(feature = "server")))]
-pub use server::request_meta::{RequestMeta, TokenInfo};
+pub use server::request_meta::{Owner, RequestMeta, TokenInfo};
 #[cfg(feature = "redis")]
 #[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
 pub use server::tasks::redis_store::RedisTaskStore;

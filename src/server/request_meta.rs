@@ -52,7 +52,8 @@ pub struct TokenInfo {
     /// The scopes it grants.
     pub scopes: Vec<String>,
     /// When it expires: past it the server answers `401` without asking
-    /// the validator again.
+    /// the validator again, and a stream the token opened (a listen, a
+    /// legacy session's GET stream) ends.
     pub expires_at: Option<std::time::SystemTime>,
     /// Anything else the validator wants handlers to see (claims, a
     /// tenant, roles); `null` by default.
@@ -100,6 +101,53 @@ impl TokenInfo {
     /// one implies, as spec 2026-07-28 basic/authorization asks).
     pub fn has_scope(&self, scope: &str) -> bool {
         self.scopes.iter().any(|s| s == scope)
+    }
+
+    /// Whom the token stands for: its subject, else the client it was
+    /// issued to; `None` when it names neither.
+    ///
+    /// ```
+    /// use mcp_stdio::{Owner, TokenInfo};
+    /// let user = TokenInfo::new().subject("alice").client_id("app");
+    /// assert_eq!(user.owner(), Some(Owner::Subject("alice".into())));
+    /// let machine = TokenInfo::new().client_id("alice");
+    /// assert_eq!(machine.owner(), Some(Owner::Client("alice".into())));
+    /// ```
+    pub fn owner(&self) -> Option<Owner> {
+        (self.subject.clone().map(Owner::Subject))
+            .or_else(|| self.client_id.clone().map(Owner::Client))
+    }
+}
+
+/// Whom a validated token stands for ([`TokenInfo::owner`]): its subject
+/// (a user), else the client it was issued to. What a request with a token
+/// creates is bound to it: a task ([`StoredTask::owner`](crate::StoredTask::owner))
+/// and, over HTTP, a legacy session. The two are different namespaces (a
+/// client may register the name of a user, and some authorization servers
+/// take a client's chosen name as its id): a client-credentials token of
+/// a client named `alice` is not the user `alice`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Owner {
+    /// The token's `sub`.
+    Subject(String),
+    /// The token's `client_id`, when it names no subject.
+    Client(String),
+}
+
+impl Owner {
+    /// Whether a request whose token stands for `caller` may reach what is
+    /// bound to `bound` (a task, a legacy session): anyone reaches what is
+    /// bound to nobody (made without a token, or with one that names
+    /// nobody: a server without authorization works as it always did);
+    /// what is bound to an owner only that owner reaches, not a request
+    /// without a token nor one that names nobody. The one rule for both:
+    /// an id that leaks (a log, a shared screen, a proxy) is no credential
+    /// (spec 2025-11-25 basic/transports points a session to the "Session
+    /// Hijacking" mitigations: bind it to the user; the Tasks extension
+    /// lets a server take a task id for a bearer token, which this one
+    /// does only without authorization).
+    pub(crate) fn admits(bound: Option<&Owner>, caller: Option<&Owner>) -> bool {
+        bound.is_none() || bound == caller
     }
 }
 

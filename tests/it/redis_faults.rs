@@ -117,6 +117,7 @@ fn working(id: &str) -> StoredTask {
         }),
         answers: Default::default(),
         expires: None,
+        owner: None,
     }
 }
 

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use mcp_stdio::types::{CallToolResult, DetailedTask, Task, TaskStatus, Tool};
-use mcp_stdio::{RedisTaskStore, Server, StoredTask, TaskMode, TaskStore};
+use mcp_stdio::{Owner, RedisTaskStore, Server, StoredTask, TaskMode, TaskStore};
 use serde_json::{Value, json};
 
 use crate::support::Peer;
@@ -41,6 +41,7 @@ fn working(id: &str, expires: Option<SystemTime>) -> StoredTask {
         }),
         answers: Default::default(),
         expires,
+        owner: None,
     }
 }
 
@@ -130,6 +131,19 @@ fn two_replicas_see_each_others_tasks() {
     .unwrap();
     let seen = a.get("from-a").unwrap().unwrap();
     assert_eq!(seen.task.task.status, TaskStatus::Cancelled);
+    // A task's owner (`StoredTask::owner`) is kept through every write.
+    let alice = Some(Owner::Subject("alice".into()));
+    a.create(StoredTask {
+        owner: alice.clone(),
+        ..working("alices", None)
+    })
+    .unwrap();
+    assert_eq!(b.get("alices").unwrap().unwrap().owner, alice);
+    let after = b.update("alices", &mut |t| {
+        t.task.task.status = TaskStatus::Cancelled
+    });
+    assert_eq!(after.unwrap().unwrap().owner, alice);
+    assert_eq!(a.get("alices").unwrap().unwrap().owner, alice);
     // Another prefix is another store.
     assert!(
         replica(&format!("{prefix}-other"))

@@ -20,6 +20,7 @@ use crate::server::context::RequestContext;
 use crate::server::handlers::{GateFn, MethodFn, PromptFn, ToolFn};
 use crate::server::mrtr::{self, Retry};
 use crate::server::reply::{Reply, outcome, response};
+use crate::server::request_meta::TokenInfo;
 use crate::server::subscriptions::Accepted;
 use crate::server::tasks::{TaskMode, extension_required};
 use crate::types::{
@@ -69,7 +70,8 @@ pub(super) fn prepare_listen(req: &Request<'_>) -> Result<Accepted, ErrorObject>
         registry.has_tasks
     };
     if tasks_served {
-        accepted.task_ids = req.inner.tasks.known(&task_ids);
+        let caller = req.meta.token_info().and_then(TokenInfo::owner);
+        accepted.task_ids = req.inner.tasks.known(&task_ids, caller.as_ref());
     }
     Ok(accepted)
 }

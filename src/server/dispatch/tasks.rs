@@ -16,6 +16,7 @@ use crate::server::Inner;
 use crate::server::context::RequestContext;
 use crate::server::handlers::{GateFn, ToolFn};
 use crate::server::reply::{Reply, outcome, response};
+use crate::server::request_meta::TokenInfo;
 use crate::server::tasks::extension_required;
 use crate::server::tasks::worker::{self, TaskWork};
 use crate::types::{CreateTaskResult, GetTaskResult, InputResponses, TASKS_EXTENSION, method};
@@ -23,7 +24,8 @@ use crate::types::{CreateTaskResult, GetTaskResult, InputResponses, TASKS_EXTENS
 /// `tasks/get`, `tasks/update`, `tasks/cancel`: `-32021` unless the
 /// request declares the extension (before anything else is read), then
 /// `taskId` a string (and `inputResponses` an object), then the work,
-/// which looks the task up (`-32602` when unknown). On the pool: the
+/// which looks the task up as the request's token's owner may see it
+/// (`-32602` when unknown, or bound to another owner). On the pool: the
 /// store may be the application's database.
 pub(super) fn prepare_task(req: &Request<'_>, which: TaskMethod) -> Result<Plan, ErrorObject> {
     if !req.meta.has_extension(TASKS_EXTENSION) {
@@ -31,9 +33,11 @@ pub(super) fn prepare_task(req: &Request<'_>, which: TaskMethod) -> Result<Plan,
     }
     let task_id = required_string(req.fields.task_id, "taskId")?;
     let inner = Arc::clone(req.inner);
+    let caller = |ctx: &RequestContext| ctx.token_info().and_then(TokenInfo::owner);
     let work: Box<dyn FnOnce(&RequestContext) -> Reply + Send> = match which {
         TaskMethod::Get => Box::new(move |ctx| {
-            let res = inner.tasks.get(&task_id).map(|task| GetTaskResult {
+            let res = inner.tasks.get(&task_id, caller(ctx).as_ref());
+            let res = res.map(|task| GetTaskResult {
                 task,
                 result_type: None,
                 meta: None,
@@ -43,12 +47,16 @@ pub(super) fn prepare_task(req: &Request<'_>, which: TaskMethod) -> Result<Plan,
         TaskMethod::Update => {
             let responses = input_responses(req.fields.input_responses)?;
             Box::new(move |ctx| {
-                let res = inner.tasks.update(&task_id, responses).map(|()| ack());
+                let res = inner
+                    .tasks
+                    .update(&task_id, caller(ctx).as_ref(), responses);
+                let res = res.map(|()| ack());
                 response(&inner, ctx.id(), res)
             })
         }
         TaskMethod::Cancel => Box::new(move |ctx| {
-            let res = inner.tasks.cancel(&task_id).map(|()| ack());
+            let res = inner.tasks.cancel(&task_id, caller(ctx).as_ref());
+            let res = res.map(|()| ack());
             response(&inner, ctx.id(), res)
         }),
     };
@@ -111,7 +119,8 @@ pub(super) fn task_call(
         if let Ok(created) = &res
             && ctx.is_cancelled()
         {
-            let _ = inner.tasks.cancel(&created.task.task_id);
+            let owner = ctx.token_info().and_then(TokenInfo::owner);
+            let _ = inner.tasks.cancel(&created.task.task_id, owner.as_ref());
         }
         response(&inner, ctx.id(), res)
     }

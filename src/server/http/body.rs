@@ -20,8 +20,9 @@
 //!   `Accept` lacks `text/event-stream` gets the response alone.
 //!
 //! The body is given whole lines only, so a keep-alive comment never lands
-//! inside an event. After the response, or once the request is cancelled,
-//! nothing more is written.
+//! inside an event. After the response, once the request is cancelled, or
+//! past the end of a stream opened with a token that expires
+//! ([`Body::end_at`]), nothing more is written.
 //!
 //! Who writes to the socket: a writer (a handler's thread, a publisher)
 //! only ever sends what the socket takes at once (`MSG_DONTWAIT`) and
@@ -53,7 +54,7 @@ use std::io::{self, Write};
 use std::net::TcpStream;
 use std::os::fd::AsRawFd;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use nix::sys::socket::{MsgFlags, send};
 
@@ -123,6 +124,9 @@ struct State {
     /// The serving thread is writing bytes taken from `unsent`: nobody
     /// else writes to the socket until it is done.
     writing: bool,
+    /// When the stream ends: the expiry of the token it was opened with
+    /// (see [`Body::end_at`]).
+    ends_at: Option<SystemTime>,
 }
 
 impl Body {
@@ -141,6 +145,7 @@ impl Body {
             unsent: Vec::new(),
             unsent_events: 0,
             writing: false,
+            ends_at: None,
         });
         Body(Arc::new(Shared {
             state,
@@ -234,6 +239,21 @@ impl Body {
         state.detached = true;
         state.drop_unsent();
         self.let_go(state);
+    }
+
+    /// The stream ends at `at`, the expiry of the token it was opened with
+    /// (a listen, a legacy session's GET stream): a line written from then
+    /// on is dropped, whichever thread writes it and however late the
+    /// thread serving the stream notices ([`Body::expired`]), so that no
+    /// event reaches a client whose token has expired.
+    pub fn end_at(&self, at: SystemTime) {
+        self.lock().ends_at = Some(at);
+    }
+
+    /// Whether the stream's end ([`Body::end_at`]) has come: the thread
+    /// serving it then cuts it (`Exchange::watch`).
+    pub fn expired(&self) -> bool {
+        self.lock().is_expired()
     }
 
     /// Adds a header to the response (before its first line).
@@ -402,9 +422,14 @@ impl State {
         !self.unsent.is_empty()
     }
 
+    /// Whether the stream's end ([`Body::end_at`]) has come.
+    fn is_expired(&self) -> bool {
+        self.ends_at.is_some_and(|at| SystemTime::now() >= at)
+    }
+
     /// One whole message from the connection, which is `kind`.
     fn line(&mut self, socket: &TcpStream, kind: LineKind, line: &[u8]) {
-        if self.mode == Mode::Done || self.failed {
+        if self.mode == Mode::Done || self.failed || self.is_expired() {
             return;
         }
         if let Some(held) = &mut self.held {

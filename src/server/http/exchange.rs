@@ -14,7 +14,8 @@
 //! its end, its thread waiting, and what it writes goes nowhere
 //! (`Body::outlive_client`). The watch waits for the response, and looks
 //! at the socket every [`WATCH`]; it also sends the keep-alive comments of
-//! a quiet stream and notices a stop.
+//! a quiet stream, notices a stop, and cuts a stream whose token expired
+//! (a listen: see [`Watched::Expired`]).
 //!
 //! A legacy client's POSTs that carry no request reach the requests of
 //! its session on other connections (see `sessions`): a JSON-RPC response
@@ -37,7 +38,7 @@ use super::mirror::{self, Era};
 use super::open::OpenConnections;
 use super::options::HttpOptions;
 #[cfg(feature = "legacy")]
-use super::sessions::{Owner, Sessions};
+use super::sessions::Sessions;
 use crate::http::{HttpRequest, write_response};
 use crate::incoming::{Incoming, Params, classify};
 use crate::jsonrpc::{ErrorObject, RequestId, encode_error};
@@ -47,11 +48,34 @@ use crate::server::conn::{End, Writer};
 use crate::server::dispatch::prepare;
 use crate::server::meta::MetaView;
 use crate::server::reader;
+#[cfg(feature = "legacy")]
+use crate::server::request_meta::Owner;
 use crate::server::request_meta::{RequestMeta, TokenInfo};
 
 /// How long the watch waits for the response before it looks at the
-/// socket again: the longest a client's close goes unnoticed.
+/// socket again: the longest a client's close, or a token's expiry, goes
+/// unnoticed.
 const WATCH: Duration = Duration::from_millis(50);
+
+/// How [`Exchange::watch`] ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Watched {
+    /// The response is complete, or never will be (the client went away,
+    /// the server stopped, a write failed).
+    Over,
+    /// A legacy request's client went away, and its connection gave way
+    /// at the cap to a new one: the caller cancels the request.
+    GaveWay,
+    /// The token the stream was opened with expired (`Body::end_at`): the
+    /// stream is cut, the connection's sending side shut, and the
+    /// connection ends. Spec 2026-07-28 basic/authorization: an expired
+    /// token MUST get `401`, and a stream is no exception. It ends without
+    /// a listen's final result, on purpose (basic/patterns/subscriptions:
+    /// "a transport that closes without it indicates an unexpected
+    /// disconnect, which the client MAY treat as a trigger to reconnect"):
+    /// the client reconnects with a fresh token, or is answered `401`.
+    Expired,
+}
 
 /// What the thread serving the connection needs for a POST.
 pub(crate) struct Exchange<'a> {
@@ -160,10 +184,7 @@ impl Exchange<'_> {
     /// without a validated token.
     #[cfg(feature = "legacy")]
     pub(super) fn owner(&self) -> Option<Owner> {
-        let token = self.token.borrow();
-        let info = token.as_deref()?;
-        (info.subject.clone().map(Owner::Subject))
-            .or_else(|| info.client_id.clone().map(Owner::Client))
+        self.token.borrow().as_deref()?.owner()
     }
 
     /// The `Mcp-Session-Id` of a legacy client's POST.
@@ -198,6 +219,11 @@ impl Exchange<'_> {
             }
         };
         let token = self.token.borrow().clone();
+        // A listen ends when its token expires (`Watched::Expired`). Any
+        // other request, authorized when it came, runs to its end.
+        let ends_at = (method == crate::types::method::SUBSCRIPTIONS_LISTEN)
+            .then(|| token.as_ref().and_then(|info| info.expires_at))
+            .flatten();
         if let (Some(protection), Some(info)) = (&self.options.protection, &token) {
             let operations = operations(&method, params.as_ref());
             if let Err(refusal) = auth::authorize_operation(protection, info, &operations) {
@@ -227,6 +253,9 @@ impl Exchange<'_> {
         let body = self.body(socket, events, request);
         if matches!(era, Era::Legacy(_)) {
             body.outlive_client();
+        }
+        if let Some(at) = ends_at {
+            body.end_at(at);
         }
         let (end_tx, end) = crossbeam_channel::unbounded();
         let conn = ConnHandle::new(self.inner, Writer::Lines(Box::new(body.clone())), end_tx);
@@ -296,15 +325,15 @@ impl Exchange<'_> {
         // A POST has no next line to read: what the dispatch held back for
         // the reader's next read goes out now (`reader::dispatch`).
         conn.send_held();
-        let gave_way = self.watch(&conn, &body, &end, Some(&id));
+        let watched = self.watch(&conn, &body, &end, Some(&id));
         // A legacy request whose client went away, cancelled for the room
         // its connection gave way to (`open`): its asks are withdrawn too.
         #[cfg(feature = "legacy")]
-        if gave_way && let Some((front, _)) = &legacy {
+        if watched == Watched::GaveWay
+            && let Some((front, _)) = &legacy
+        {
             front.asks().cancel(&id, Sending::Now);
         }
-        #[cfg(not(feature = "legacy"))]
-        let _ = gave_way;
         #[cfg(feature = "legacy")]
         let front = legacy.map(|(front, session)| {
             self.sessions.leave(session);
@@ -318,7 +347,7 @@ impl Exchange<'_> {
             front.finish();
         }
         self.inner.connections.disconnect(key);
-        body.complete() && keep_alive
+        body.complete() && keep_alive && watched != Watched::Expired
     }
 
     /// The era of a request, its headers checked against its body (see
@@ -361,19 +390,23 @@ impl Exchange<'_> {
     /// `Body::outlive_client`), which then runs to its end with nothing
     /// more written, until its connection gives way at the cap to a new
     /// one (`open`: a client gone holds no place): then this returns
-    /// `true`, and the caller cancels it. A stream that answers no request
-    /// (`id` is `None`, see `stream`) ends at a stop, with no grace period.
-    /// A look a signal interrupted is no news of the client (a process
-    /// stopped and continued gets `EINTR`); a request given up on an error
-    /// shuts its socket down, so that no client waits on a stream left
-    /// open without its end.
+    /// [`Watched::GaveWay`], and the caller cancels it. A stream that
+    /// answers no request (`id` is `None`, see `stream`) ends at a stop,
+    /// with no grace period. A look a signal interrupted is no news of the
+    /// client (a process stopped and continued gets `EINTR`); a request
+    /// given up on an error shuts its socket down, so that no client waits
+    /// on a stream left open without its end. A stream whose token expired
+    /// (`Body::end_at`) is cut: nothing more is written, request `id` is
+    /// cancelled (a listen leaves its subscriptions), and the socket's
+    /// sending side is shut, so the client reads the end at once
+    /// ([`Watched::Expired`]).
     pub(super) fn watch(
         &self,
         conn: &ConnHandle,
         body: &Body,
         end: &Receiver<End>,
         id: Option<&RequestId>,
-    ) -> bool {
+    ) -> Watched {
         let mut next_comment = crate::deadline::from_now(self.options.keep_alive_interval);
         let mut grace_until: Option<Instant> = None;
         let mut peek = [0u8; 1];
@@ -383,7 +416,7 @@ impl Exchange<'_> {
         self.open.watching(self.key);
         while !body.wait_done(WATCH) {
             match end.try_recv() {
-                Ok(End::Stop) if id.is_none() => return false,
+                Ok(End::Stop) if id.is_none() => return Watched::Over,
                 Ok(End::Stop) if grace_until.is_none() => {
                     // What the stop wrote (a listen's final result) is
                     // this thread's to send (`Sending::AtShutdown`).
@@ -396,11 +429,19 @@ impl Exchange<'_> {
             let now = Instant::now();
             if grace_until.is_some_and(|at| now >= at) {
                 // `ConnHandle::shut_down` (by the caller) answers it `-32603`.
-                return false;
+                return Watched::Over;
+            }
+            if body.expired() {
+                body.cancel();
+                if let Some(id) = id {
+                    conn.act(Sending::Now, |c| c.cancel(id));
+                }
+                let _ = self.socket.shutdown(std::net::Shutdown::Write);
+                return Watched::Expired;
             }
             if client_gone {
                 if self.open.gave_way(self.key) {
-                    return true;
+                    return Watched::GaveWay;
                 }
                 continue;
             }
@@ -426,7 +467,7 @@ impl Exchange<'_> {
                     if let Some(id) = id {
                         conn.act(Sending::Now, |c| c.cancel(id));
                     }
-                    return false;
+                    return Watched::Over;
                 }
                 // The next request arrived early (pipelining): the wait
                 // for the response goes on.
@@ -455,11 +496,11 @@ impl Exchange<'_> {
                     // Taken for gone, so the stream ends: never left open
                     // without its end, for a client that may still read.
                     let _ = self.socket.shutdown(std::net::Shutdown::Both);
-                    return false;
+                    return Watched::Over;
                 }
             }
         }
-        false
+        Watched::Over
     }
 
     /// Answers with a JSON-RPC error, its status from its code.

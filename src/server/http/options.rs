@@ -274,6 +274,15 @@ impl HttpOptions {
     /// set. The token never appears in an answer, a note or a handler's
     /// context.
     ///
+    /// What a request creates is bound to whom its token stands for
+    /// ([`TokenInfo::owner`]: its subject, else its client): a task, and a
+    /// legacy session; to a request whose token stands for anyone else
+    /// they are unknown. A stream (a `subscriptions/listen`, a legacy
+    /// session's GET stream) ends when the token it was opened with
+    /// expires ([`TokenInfo::expires_at`]), and the client reconnects with
+    /// a fresh one; a token is not asked about again while its stream
+    /// lasts, so set `expires_at` for tokens that may be revoked.
+    ///
     /// ```
     /// use mcp_stdio::{HttpOptions, ProtectedResource, TokenInfo, Unauthorized};
     /// let resource = ProtectedResource::new("https://mcp.example.com/mcp")

@@ -76,6 +76,7 @@ use crate::server::connections::Connection;
 use crate::server::event::ServerEvent;
 use crate::server::legacy::Front;
 use crate::server::legacy::session::{Budget, LegacySession, Subscribed};
+use crate::server::request_meta::Owner;
 
 /// The legacy methods that change the session they run under
 /// (`LegacyRequest::SetLevel`, `Subscribe`, `Unsubscribe`).
@@ -107,19 +108,6 @@ struct Store {
     streams: HashMap<String, Stream>,
     /// Numbers the open POSTs and streams.
     next_key: u64,
-}
-
-/// Whom a validated token stands for: its subject (a user), else the
-/// client it was issued to. The two are different namespaces (a client
-/// may register the name of a user, and some authorization servers take
-/// a client's chosen name as its id): a client-credentials token of a
-/// client named `alice` is not the user `alice`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Owner {
-    /// The token's `sub`.
-    Subject(String),
-    /// The token's `client_id`, when it names no subject.
-    Client(String),
 }
 
 /// A session as kept, with what decides which one gives way past the most
@@ -598,7 +586,7 @@ impl Store {
     /// a token (or with one that names nobody) is known to any request.
     fn kept(&mut self, id: &str, owner: Option<&Owner>) -> Result<&mut Kept, UnknownSession> {
         match self.by_id.get_mut(id) {
-            Some(kept) if kept.owner.is_none() || kept.owner.as_ref() == owner => Ok(kept),
+            Some(kept) if Owner::admits(kept.owner.as_ref(), owner) => Ok(kept),
             _ => Err(UnknownSession(id.to_owned())),
         }
     }

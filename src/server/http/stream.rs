@@ -6,9 +6,12 @@
 //! is a connection of its own (a `ConnHandle` writing to a `body::Body`
 //! that is an event stream from the start, to which the sessions' listener
 //! writes the session's notifications), with nothing in flight. It ends when the client closes it, opens another, the session
-//! is deleted, the server stops, or a write fails (the write timeout).
+//! is deleted, the server stops, a write fails (the write timeout), or the
+//! token it was opened with expires (`Watched::Expired`: cut, and the
+//! connection closed, so that the client opens it again with a fresh token
+//! or is answered `401`).
 
-use super::exchange::Exchange;
+use super::exchange::{Exchange, Watched};
 use crate::http::HttpRequest;
 use crate::jsonrpc::ErrorObject;
 use crate::server::conn::Writer;
@@ -39,6 +42,14 @@ impl Exchange<'_> {
             return self.error_with(503, None, &error, &[("Retry-After", "1")], false);
         };
         let body = self.body(socket, true, request);
+        if let Some(at) = self
+            .token
+            .borrow()
+            .as_ref()
+            .and_then(|info| info.expires_at)
+        {
+            body.end_at(at);
+        }
         let (end_tx, end) = crossbeam_channel::unbounded();
         let conn = ConnHandle::new(self.inner, Writer::Lines(Box::new(body.clone())), end_tx);
         let key = match (self.sessions).open_stream((id, self.owner().as_ref()), &conn, &body) {
@@ -51,11 +62,11 @@ impl Exchange<'_> {
         // The response's head, and a comment: the client sees the stream
         // open before anything is published.
         body.keep_alive();
-        self.watch(&conn, &body, &end, None);
+        let watched = self.watch(&conn, &body, &end, None);
         self.sessions.close_stream(id, key);
         self.inner.connections.disconnect(connected);
         let _ = conn.shut_down();
         body.end_unanswered();
-        body.complete() && keep_alive
+        body.complete() && keep_alive && watched != Watched::Expired
     }
 }

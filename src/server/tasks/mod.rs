@@ -62,6 +62,7 @@ use crate::server::cancel::CancelToken;
 use crate::server::change_feed::Change;
 use crate::server::connections::Connections;
 use crate::server::event::{ServerEvent, TaskUpdate};
+use crate::server::request_meta::Owner;
 use crate::types::{
     DetailedTask, InputResponses, JsonObject, TASKS_EXTENSION, Task, TaskStatus, iso8601,
     parse_iso8601,
@@ -234,10 +235,12 @@ impl Tasks {
         self.live.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Creates a task: it is stored (durably created: any `get` finds it
-    /// from here on) and counted among the running ones. Its worker is
-    /// started by the caller (`worker::start`) with what this returns.
-    pub fn create(&self) -> Result<Created, ErrorObject> {
+    /// Creates a task bound to `owner`, whom the token of the request that
+    /// creates it stands for (see [`Tasks::read_by`]): it is stored
+    /// (durably created: any `get` finds it from here on) and counted
+    /// among the running ones. Its worker is started by the caller
+    /// (`worker::start`) with what this returns.
+    pub fn create(&self, owner: Option<Owner>) -> Result<Created, ErrorObject> {
         let task_id = new_task_id()?;
         // A few signals at most wait: a handler that is not asking for
         // input reads none, and the watch says `Look` every interval while
@@ -281,6 +284,7 @@ impl Tasks {
             task: DetailedTask::new(task.clone()),
             answers: InputResponses::new(),
             expires,
+            owner,
         };
         if let Err(e) = self.store.create(stored.clone()) {
             self.live().remove(&task_id);
@@ -297,9 +301,46 @@ impl Tasks {
         })
     }
 
-    /// `tasks/get`.
-    pub fn get(&self, task_id: &str) -> Result<DetailedTask, ErrorObject> {
-        match self.store.get(task_id)? {
+    /// Task `task_id` as a request whose token stands for `caller` may
+    /// see it: `None` when the store does not have it, or when it is bound
+    /// to another owner ([`Owner::admits`]): a task of someone else is
+    /// unknown, as one that never was (the same `-32602`, no oracle).
+    /// Every read on behalf of a client goes through here (`tasks/get`,
+    /// a listen's `taskIds`), every change through [`Tasks::update_by`].
+    fn read_by(
+        &self,
+        task_id: &str,
+        caller: Option<&Owner>,
+    ) -> Result<Option<StoredTask>, ErrorObject> {
+        let stored = self.store.get(task_id)?;
+        Ok(stored.filter(|stored| Owner::admits(stored.owner.as_ref(), caller)))
+    }
+
+    /// [`TaskStore::update`] on behalf of a request whose token stands
+    /// for `caller`: `change` is applied only when the task's owner admits
+    /// it ([`Owner::admits`], checked on the state the store hands the
+    /// closure, in the same atomic step); otherwise nothing changes (a
+    /// store that writes only what changed writes nothing) and the answer
+    /// is `None`, as for a task the store does not have.
+    fn update_by(
+        &self,
+        task_id: &str,
+        caller: Option<&Owner>,
+        change: &mut dyn FnMut(&mut StoredTask),
+    ) -> Result<Option<StoredTask>, ErrorObject> {
+        let mut admitted = false;
+        let after = self.store.update(task_id, &mut |stored| {
+            admitted = Owner::admits(stored.owner.as_ref(), caller);
+            if admitted {
+                change(stored);
+            }
+        })?;
+        Ok(after.filter(|_| admitted))
+    }
+
+    /// `tasks/get` by a request whose token stands for `caller`.
+    pub fn get(&self, task_id: &str, caller: Option<&Owner>) -> Result<DetailedTask, ErrorObject> {
+        match self.read_by(task_id, caller)? {
             Some(stored) => Ok(stored.task),
             None => Err(unknown_task(task_id)),
         }
@@ -310,12 +351,18 @@ impl Tasks {
     /// resumes once none is left), and its handler is told to take them;
     /// any other key is ignored. A retry of the store's write after a lost
     /// reply does not apply it twice (`TaskStore::update`), and the answers
-    /// wait in the store for a handler whose message was lost.
-    pub fn update(&self, task_id: &str, responses: InputResponses) -> Result<(), ErrorObject> {
+    /// wait in the store for a handler whose message was lost. By a
+    /// request whose token stands for `caller` ([`Tasks::update_by`]).
+    pub fn update(
+        &self,
+        task_id: &str,
+        caller: Option<&Owner>,
+        responses: InputResponses,
+    ) -> Result<(), ErrorObject> {
         let order = self.ordered();
         let mut accepted = false;
         let mut resumed = false;
-        let after = self.store.update(task_id, &mut |stored| {
+        let after = self.update_by(task_id, caller, &mut |stored| {
             accepted = false;
             resumed = false;
             let StoredTask { task, answers, .. } = stored;
@@ -404,11 +451,12 @@ impl Tasks {
     /// `tasks/cancel`: a task that has not finished is `cancelled` now and
     /// its worker told to stop (here, or through the feed: that replica
     /// reads the task and stops its handler if the store says so); a
-    /// finished one is left as it is.
-    pub fn cancel(&self, task_id: &str) -> Result<(), ErrorObject> {
+    /// finished one is left as it is. By a request whose token stands for
+    /// `caller` ([`Tasks::update_by`]).
+    pub fn cancel(&self, task_id: &str, caller: Option<&Owner>) -> Result<(), ErrorObject> {
         let order = self.ordered();
         let mut changed = false;
-        let after = self.store.update(task_id, &mut |stored| {
+        let after = self.update_by(task_id, caller, &mut |stored| {
             changed = !stored.task.task.status.is_terminal();
             if changed {
                 stored.task.input_requests = None;
@@ -622,7 +670,9 @@ impl Tasks {
         }
     }
 
-    /// Which of `task_ids` a listen may follow: the ones the store knows.
+    /// Which of `task_ids` a listen by a request whose token stands for
+    /// `caller` may follow: the ones the store knows and admits it to
+    /// ([`Tasks::read_by`]).
     /// With a feed they are remembered, for [`Tasks::tell_listens`], and
     /// the status just read is delivered to the listens already open here
     /// (before this one is), unless one as new was: from then on no older
@@ -630,12 +680,12 @@ impl Tasks {
     /// (a publisher that kept it through an outage, a message replayed to
     /// a replica started since), and the listens open before hear it now,
     /// since its own message, when it comes, is no longer new here.
-    pub fn known(&self, task_ids: &[String]) -> Vec<String> {
+    pub fn known(&self, task_ids: &[String], caller: Option<&Owner>) -> Vec<String> {
         let feed = self.connections.replicas.has_feed();
         let mut known: Vec<String> = Vec::new();
         for id in task_ids {
             if !known.contains(id)
-                && let Ok(Some(stored)) = self.store.get(id)
+                && let Ok(Some(stored)) = self.read_by(id, caller)
             {
                 if feed {
                     self.deliver_here(&stored.task);

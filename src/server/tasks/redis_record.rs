@@ -7,6 +7,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use serde::{Deserialize, Serialize};
 
 use crate::jsonrpc::ErrorObject;
+use crate::server::request_meta::Owner;
 use crate::server::tasks::{StoredTask, set_status};
 use crate::types::{DetailedTask, InputResponses, TaskStatus};
 
@@ -20,6 +21,16 @@ use crate::types::{DetailedTask, InputResponses, TaskStatus};
 ///
 /// The version comes first (`{"version":N,...`): the script that writes a
 /// task reads it there to compare, without parsing the rest.
+///
+/// `owner` (whom the creating request's token stood for,
+/// `StoredTask::owner`) came after the first records: a record without it
+/// is a task bound to nobody, as every task was before. A replica of the
+/// version before reads a record with it (serde skips a member it does
+/// not know) and serves the task to anyone with its id, as it always did;
+/// when it writes the task (`tasks/update`, `tasks/cancel`, the lease
+/// rule) it writes the record it knows, without `owner`, and from then on
+/// the task is bound to nobody on every replica. A task's binding holds
+/// once no replica of that version is left.
 #[derive(Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct Record {
@@ -33,6 +44,35 @@ struct Record {
     writes: Vec<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     worker: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    owner: Option<RecordOwner>,
+}
+
+/// An [`Owner`] as a record keeps it: `{"subject":"alice"}` or
+/// `{"client":"app"}`.
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+enum RecordOwner {
+    Subject(String),
+    Client(String),
+}
+
+impl From<&Owner> for RecordOwner {
+    fn from(owner: &Owner) -> RecordOwner {
+        match owner {
+            Owner::Subject(subject) => RecordOwner::Subject(subject.clone()),
+            Owner::Client(client) => RecordOwner::Client(client.clone()),
+        }
+    }
+}
+
+impl From<RecordOwner> for Owner {
+    fn from(owner: RecordOwner) -> Owner {
+        match owner {
+            RecordOwner::Subject(subject) => Owner::Subject(subject),
+            RecordOwner::Client(client) => Owner::Client(client),
+        }
+    }
 }
 
 /// How many plain write ids a record keeps: a retry of a plain update
@@ -117,6 +157,7 @@ fn record(task: &StoredTask, version: u64, writes: Vec<String>, worker: Option<S
         expires_ms: task.expires.map(unix_ms),
         writes,
         worker,
+        owner: task.owner.as_ref().map(RecordOwner::from),
     }
 }
 
@@ -140,6 +181,7 @@ pub(crate) fn decode_read(json: &str) -> Result<Read, ErrorObject> {
             expires: record
                 .expires_ms
                 .map(|ms| UNIX_EPOCH + Duration::from_millis(ms)),
+            owner: record.owner.map(Owner::from),
         },
         version: record.version,
         writes: record.writes,
@@ -202,6 +244,7 @@ mod tests {
             }),
             answers: InputResponses::new(),
             expires,
+            owner: None,
         }
     }
 
@@ -223,6 +266,35 @@ mod tests {
         let json = encode(&forever).unwrap();
         assert!(json.contains("\"expiresMs\":null"), "{json}");
         assert_eq!(decode_read(&json).unwrap().task, forever);
+    }
+
+    #[test]
+    fn the_owner_is_kept_through_every_write_and_an_old_record_has_none() {
+        let mut owned = task(TaskStatus::Working, None);
+        owned.owner = Some(Owner::Client("app".into()));
+        let json = encode(&owned).unwrap();
+        assert!(json.starts_with("{\"version\":1,"), "{json}");
+        assert!(json.contains("\"owner\":{\"client\":\"app\"}"), "{json}");
+        let read = decode_read(&json).unwrap();
+        assert_eq!(read.task, owned);
+        let json = encode_write(&read.task, &read, Writer::Update("w")).unwrap();
+        assert_eq!(decode_read(&json).unwrap().task.owner, owned.owner);
+        // A record of the version before: bound to nobody.
+        let old = json.replace(",\"owner\":{\"client\":\"app\"}", "");
+        assert!(!old.contains("owner"), "{old}");
+        assert_eq!(decode_read(&old).unwrap().task.owner, None);
+        // The version before reads a record with an owner: its `Record`
+        // had no `owner` member and refused no unknown one.
+        #[derive(Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        #[allow(dead_code)] // Read only to show it parses.
+        struct Before {
+            version: u64,
+            task: DetailedTask,
+            expires_ms: Option<u64>,
+        }
+        let before: Before = serde_json::from_str(&json).unwrap();
+        assert_eq!(before.version, 2);
     }
 
     #[test]

@@ -8,6 +8,7 @@ use std::time::{Duration, SystemTime};
 use serde_json::json;
 
 use crate::jsonrpc::ErrorObject;
+use crate::server::request_meta::Owner;
 use crate::types::{DetailedTask, InputResponses};
 
 /// A task as a store keeps it: its state as `tasks/get` shows it, the
@@ -25,6 +26,14 @@ pub struct StoredTask {
     /// `createdAt` plus `ttlMs`: after it, the store may forget the task
     /// (`tasks/get` is then `-32602`). `None`: kept until evicted.
     pub expires: Option<SystemTime>,
+    /// Whom the token of the request that created it stood for
+    /// ([`TokenInfo::owner`](crate::TokenInfo::owner)), when the HTTP
+    /// server validates tokens: only requests with a token for the same
+    /// owner reach the task (`tasks/get`, `tasks/update`, `tasks/cancel`,
+    /// a listen's `taskIds`); to anyone else it is unknown. `None` (no
+    /// authorization, or a token that names nobody): any request that has
+    /// its id. A store keeps it with the task and never changes it.
+    pub owner: Option<Owner>,
 }
 
 impl StoredTask {
@@ -74,7 +83,9 @@ impl StoredTask {
 /// message costs time, never the answer or the stop.
 pub trait TaskStore: Send + Sync {
     /// Stores a new task (its id is fresh and unguessable). Refuse with an
-    /// error when full.
+    /// error when full. Every field is kept, [`StoredTask::owner`]
+    /// included, and `get` and `update` hand it back as stored: a store
+    /// that drops the owner makes the task reachable by anyone with its id.
     fn create(&self, task: StoredTask) -> Result<(), ErrorObject>;
 
     /// The task with this id; `None` when unknown or expired.
@@ -323,6 +334,7 @@ mod tests {
             }),
             answers: InputResponses::new(),
             expires,
+            owner: None,
         }
     }
 

@@ -41,8 +41,9 @@ pub(crate) type TaskWork = Box<dyn Fn(&RequestContext) -> Result<ToolOutcome, Er
 /// for nothing but its own state again would otherwise spin forever.
 const MAX_ROUNDS: usize = 1000;
 
-/// Creates a task for request `id` and starts its thread. Returns once
-/// the store holds it (durably created), with its seed state.
+/// Creates a task for request `id`, bound to whom its token stands for
+/// (`meta`'s, when the HTTP server validated one), and starts its thread.
+/// Returns once the store holds it (durably created), with its seed state.
 pub(crate) fn start(
     tasks: &Arc<Tasks>,
     server: Server,
@@ -52,7 +53,7 @@ pub(crate) fn start(
     retry: Option<Retry>,
 ) -> Result<Task, ErrorObject> {
     static NEXT: AtomicU64 = AtomicU64::new(1);
-    let created = tasks.create()?;
+    let created = tasks.create(meta.token_info().and_then(|info| info.owner()))?;
     let task_id = created.task.task_id.clone();
     let link = Arc::new(TaskLink::new(
         Arc::clone(tasks),
