@@ -383,7 +383,8 @@ mod tests {
         let mut conn = std::net::TcpStream::connect(addr).unwrap();
         conn.set_read_timeout(Some(Duration::from_secs(30)))
             .unwrap();
-        let request = format!("GET /callback?code=real&state=the-state HTTP/1.1\r\nHost: {addr}\r\n\r\n");
+        let request =
+            format!("GET /callback?code=real&state=the-state HTTP/1.1\r\nHost: {addr}\r\n\r\n");
         conn.write_all(request.as_bytes()).unwrap();
         let mut answer = String::new();
         let _ = conn.read_to_string(&mut answer);
