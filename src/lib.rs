@@ -438,6 +438,8 @@ mod sync;
 mod transport;
 pub mod types;
 mod uri_template;
+#[cfg(all(feature = "client", feature = "http"))]
+mod url_for_people;
 mod version;
 
 #[cfg(all(feature = "client", feature = "http"))]

@@ -191,6 +191,10 @@ fn main() {
             review_a_session_id_never_given_is_not_a_terminated_session,
         ),
         (
+            "a_urls_secrets_are_not_in_the_report",
+            a_urls_secrets_are_not_in_the_report,
+        ),
+        (
             "review_a_log_line_before_the_legacy_handshake_fails_stdout_only_mcp",
             review_a_log_line_before_the_legacy_handshake_fails_stdout_only_mcp,
         ),
@@ -1157,6 +1161,49 @@ fn review_a_session_id_never_given_is_not_a_terminated_session() -> Result<(), S
     let checked = outcome(&run, "http.legacy-unknown-session")?;
     if checked["status"] == "fail" {
         return Err(format!("{} ({})", checked["status"], checked["reason"]));
+    }
+    Ok(())
+}
+
+/// Issue 46, item 5: the report named the server by its `--url` whole,
+/// query included (the JSON summary's `"server"`, the transcript's
+/// "checking URL"), and so did the refusal of a port that is not a
+/// number.
+fn a_urls_secrets_are_not_in_the_report() -> Result<(), String> {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(stream) = stream else { return };
+            std::thread::spawn(move || legacy_http_exchange(stream));
+        }
+    });
+    let secret = format!("{url}?key=Q-SECRET");
+    let run = check(
+        &[
+            "--format",
+            "json",
+            "--wait",
+            "1",
+            "--only",
+            "http.legacy-unknown-session",
+            "--url",
+            &secret,
+        ],
+        None,
+    );
+    outcome(&run, "http.legacy-unknown-session")?;
+    let summary = format!("\"server\":\"{url}\"");
+    if run.stdout.contains("Q-SECRET") || run.stderr.contains("Q-SECRET") {
+        return Err(format!("the URL's query in: {}{}", run.stdout, run.stderr));
+    }
+    if !run.stdout.contains(&summary) {
+        return Err(format!("no {summary} in: {}", run.stdout));
+    }
+    let bad_port = check(&["--url", "http://127.0.0.1:x/mcp?key=Q-SECRET"], None);
+    if bad_port.stderr.contains("Q-SECRET") || !bad_port.stderr.contains("the port is not a number")
+    {
+        return Err(format!("status {:?}: {}", bad_port.status, bad_port.stderr));
     }
     Ok(())
 }

@@ -7,6 +7,7 @@ pub const CHECKS: &[(&str, Once)] = &[
     ("save_never_overwrites", save_never_overwrites),
     ("unknown_tool_and_prompt_exit_alike", unknown_names),
     ("url_without_http_is_a_usage_error", url_without_scheme),
+    ("a_wrong_urls_secrets_are_not_repeated", wrong_url_secrets),
     ("config_missing_cwd_says_so", config_missing_cwd),
     ("legacy_form_without_answers_says_how", legacy_form_unfilled),
 ];
@@ -66,6 +67,22 @@ fn url_without_scheme() -> Result<(), String> {
     run(&args, &[], "")?
         .expect_code(2)?
         .one_error_line("--url takes an http:// or https:// URL, not \"example.com/mcp\"")?;
+    Ok(())
+}
+
+/// Issue 46, item 5: the refusal of a URL that is not http(s) repeated it
+/// whole, its password and query (a server's key) included: "--url takes
+/// an http:// or https:// URL, not \"ftp://me:pw-SECRET@h.example/mcp?key=Q-SECRET\"".
+fn wrong_url_secrets() -> Result<(), String> {
+    let args = [
+        "info",
+        "--url",
+        "ftp://me:pw-SECRET@h.example/mcp?key=Q-SECRET",
+    ]
+    .map(String::from);
+    run(&args, &[], "")?
+        .expect_code(2)?
+        .one_error_line("--url takes an http:// or https:// URL, not \"ftp://h.example/mcp\"")?;
     Ok(())
 }
 

@@ -50,6 +50,14 @@ pub const CHECKS: &[(&str, Once)] = &[
         protected_with_introspection,
     ),
     (
+        "serve_http_does_not_repeat_its_urls_secrets",
+        url_secrets_unsaid,
+    ),
+    (
+        "serve_http_does_not_repeat_its_introspection_urls_secrets",
+        introspection_secrets_unsaid,
+    ),
+    (
         "review46auth_introspection_over_plain_http_to_another_host_is_refused",
         introspection_in_clear,
     ),
@@ -130,6 +138,43 @@ fn lines_of(pipe: impl Read + Send + 'static) -> Receiver<String> {
         }
     });
     rx
+}
+
+/// Issue 46, item 5: `serve-http --url URL` named its server by the URL
+/// as given, query included: "mcp-stdio: serving
+/// http://127.0.0.1:PORT/mcp?key=QUERY-SECRET at http://...".
+fn url_secrets_unsaid() -> Result<(), String> {
+    let behind = Serving::start(&[], &[])?;
+    let url = format!("{}?key=QUERY-SECRET", behind.url());
+    let mut child = Command::new(BIN)
+        .args(["serve-http", "--listen", "127.0.0.1:0", "--url", &url])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| e.to_string())?;
+    let lines = lines_of(child.stderr.take().expect("piped stderr"));
+    let mut said = String::new();
+    let serving = loop {
+        match lines.recv_timeout(LIMIT) {
+            Ok(line) if line.contains(" at http://") => break Some(line),
+            Ok(line) => said.push_str(&line),
+            Err(_) => break None,
+        }
+    };
+    let _ = child.kill();
+    let _ = child.wait();
+    let Some(serving) = serving else {
+        return Err(format!("serve-http did not say where it serves: {said:?}"));
+    };
+    if serving.contains("QUERY-SECRET") || said.contains("QUERY-SECRET") {
+        return Err(format!("the URL's query in: {said:?} {serving:?}"));
+    }
+    let expected = format!("mcp-stdio: serving {} at http://", behind.url());
+    if !serving.starts_with(&expected) {
+        return Err(format!("{serving:?}, not {expected:?}..."));
+    }
+    Ok(())
 }
 
 /// `test_trigger_prompt_change` announces a change of a list that stays
@@ -660,6 +705,57 @@ fn protected_with_introspection() -> Result<(), String> {
     ];
     if bodies != expected {
         return Err(format!("introspected: {bodies:?}"));
+    }
+    Ok(())
+}
+
+/// Issue 46, item 5: the note on an introspection that failed named the
+/// `--introspect` URL whole, query included ("introspection at
+/// http://127.0.0.1:1/introspect?key=Q-SECRET failed: ..."), and so did
+/// the refusal of a URL off loopback.
+fn introspection_secrets_unsaid() -> Result<(), String> {
+    // Port 1: nobody listens, the introspection fails at once.
+    let serving = Serving::start(
+        &[
+            "--authorization-server",
+            "https://auth.example.com",
+            "--oauth-resource",
+            "https://mcp.example.com/mcp",
+            "--introspect",
+            "http://127.0.0.1:1/introspect?key=Q-SECRET",
+        ],
+        &[("MCP_STDIO_INTROSPECT_CREDENTIALS", "rs-client:rs secret")],
+    )?;
+    let refused = status_with(&serving.addr, Some("some-tok"))?;
+    let note = loop {
+        match serving.lines.recv_timeout(LIMIT) {
+            Ok(line) if line.contains("introspection at") => break line,
+            Ok(_) => {}
+            Err(_) => return Err(format!("no note on the introspection ({refused:?})")),
+        }
+    };
+    if note.contains("Q-SECRET")
+        || !note.contains("introspection at http://127.0.0.1:1/introspect failed")
+    {
+        return Err(format!("the note: {note:?}"));
+    }
+    let args = [
+        "serve-http",
+        "--authorization-server",
+        "https://auth.example.com",
+        "--introspect",
+        "http://auth.example.com/introspect?key=Q-SECRET",
+        "--",
+        "x",
+    ]
+    .map(String::from);
+    let off_loopback = run(&args, &[], "")?;
+    if off_loopback.stderr.contains("Q-SECRET")
+        || !off_loopback
+            .stderr
+            .contains("\"http://auth.example.com/introspect\" is plain http://")
+    {
+        return Err(format!("the refusal: {:?}", off_loopback.stderr));
     }
     Ok(())
 }

@@ -773,7 +773,6 @@ fn a_request_whose_worker_panics_fails_at_once() {
 /// "protocol error: 'http://me:USER-SECRET@127.0.0.1:PORT/mcp' is not a
 /// usable URL: no host, or user information in it".
 #[test]
-#[ignore = "review-46client: not fixed yet"]
 fn a_urls_password_is_not_repeated_in_an_oauth_error() {
     let server = protected();
     let url = server.url.replace("http://", "http://me:USER-SECRET@");
@@ -798,7 +797,6 @@ fn a_urls_password_is_not_repeated_in_an_oauth_error() {
 /// 'https://evil.example.com/mcp', not for
 /// http://127.0.0.1:PORT/mcp?key=QUERY-SECRET: refused ...".
 #[test]
-#[ignore = "review-46client: not fixed yet"]
 fn a_urls_query_is_not_repeated_in_a_discovery_error() {
     let (server, _authority) = setup(Script {
         resource: Some("https://evil.example.com/mcp".into()),
@@ -944,7 +942,6 @@ fn an_authorization_server_over_https_is_verified_with_the_cas_added() {
 /// http://127.0.0.1:PORT/mcp?key=QUERY-SECRET login", and logout's stdout
 /// "no tokens were kept for http://127.0.0.1:PORT/mcp?key=QUERY-SECRET".
 #[test]
-#[ignore = "review-46client: not fixed yet"]
 fn the_command_line_does_not_repeat_a_urls_secrets() {
     let (server, _authority) = setup(Script::default());
     let url = format!("{}?key=QUERY-SECRET", server.url);
@@ -1065,6 +1062,128 @@ fn the_command_lines_login_takes_only_its_own_redirect() {
     );
     assert!(out.contains("logged in to"), "{out}{said}");
     assert_eq!(kept, 1, "{out}{said}");
+}
+
+/// Issue 46, item 5, what a person sees: `login`, a command on the tokens
+/// kept, and `logout` on a URL whose query holds a key. The person is the
+/// test: it opens the authorization URL `login` shows on stderr, and the
+/// "authorization server" sends the browser back to the loopback redirect
+/// URI at once. Before, every line named the URL whole ("logged in to
+/// http://127.0.0.1:PORT/mcp?key=QUERY-SECRET: tokens kept in
+/// .../http_3A_2F_2F127.0.0.1_3APORT_2Fmcp_3Fkey_3DQUERY-SECRET.json",
+/// the note "... asks for authorization", "logged out of ...").
+#[test]
+fn login_a_command_and_logout_never_repeat_a_urls_secrets() {
+    let (server, _authority) = setup(Script::default());
+    let url = format!("{}?key=QUERY-SECRET", server.url);
+    let config = std::env::temp_dir().join(format!("mcp-stdio-login46-{}", std::process::id()));
+    let run = |command: &str| {
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_mcp-stdio"))
+            .args(["--url", &url, command])
+            .env("XDG_CONFIG_HOME", &config)
+            .env_remove("BROWSER")
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let stdout = std::thread::spawn(move || {
+            let mut text = String::new();
+            let _ = BufReader::new(stdout).read_to_string(&mut text);
+            text
+        });
+        let (tx, lines) = crossbeam_channel::unbounded();
+        let stderr = child.stderr.take().unwrap();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                let _ = tx.send(line);
+            }
+        });
+        let mut said = String::new();
+        let deadline = std::time::Instant::now() + crate::support::WAIT;
+        loop {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            let Ok(line) = lines.recv_timeout(left) else {
+                break;
+            };
+            if line.contains("/authorize?") {
+                come_back(&line);
+            }
+            said.push_str(&line);
+            said.push('\n');
+        }
+        while child.try_wait().unwrap().is_none() {
+            if std::time::Instant::now() > deadline {
+                let _ = child.kill();
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        let status = child.wait().unwrap();
+        (status.success(), stdout.join().unwrap(), said)
+    };
+    let login = run("login");
+    let files: Vec<String> = std::fs::read_dir(config.join("mcp-stdio").join("oauth"))
+        .map(|dir| {
+            dir.map_while(Result::ok)
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    let tools = run("tools");
+    let logout = run("logout");
+    let _ = std::fs::remove_dir_all(&config);
+    assert!(login.0, "login failed: {login:?}");
+    assert!(
+        login
+            .2
+            .contains(&format!("{} asks for authorization", server.url)),
+        "{login:?}"
+    );
+    assert!(
+        login
+            .1
+            .starts_with(&format!("logged in to {}: tokens kept in ", server.url)),
+        "{login:?}"
+    );
+    assert_eq!(files.len(), 1, "{files:?}");
+    assert!(files[0].starts_with("127.0.0.1_"), "{files:?}");
+    assert!(tools.0 && tools.1.contains("echo"), "{tools:?}");
+    assert!(
+        logout
+            .1
+            .starts_with(&format!("logged out of {} (removed ", server.url)),
+        "{logout:?}"
+    );
+    for (text, what) in [(&login, "login"), (&tools, "tools"), (&logout, "logout")] {
+        let all = format!("{}{}{files:?}", text.1, text.2);
+        assert!(
+            !all.contains("QUERY-SECRET"),
+            "the URL's query in {what}: {all}"
+        );
+    }
+}
+
+/// The browser sent to the authorization URL in `line`: the authorization
+/// server approves at once and sends it back to the redirect URI, with a
+/// code and the `state` it was given.
+fn come_back(line: &str) {
+    let q = query(line.trim());
+    let redirect = param(&q, "redirect_uri");
+    let authority = redirect
+        .strip_prefix("http://")
+        .and_then(|rest| rest.split_once('/'))
+        .map(|(authority, _)| authority)
+        .expect("a loopback redirect URI");
+    let mut conn = TcpStream::connect(authority).unwrap();
+    write!(
+        conn,
+        "GET /callback?code=the-code&state={} HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\n\r\n",
+        param(&q, "state")
+    )
+    .unwrap();
+    let _ = conn.read_to_string(&mut String::new());
 }
 
 // Review review-46c2: claims about the OAuth client's fixes (merge

@@ -11,6 +11,7 @@ use mcp_stdio::{Client, Error, WireDirection};
 use crate::args::{self, Command, Options, ServerSpec};
 use crate::ask::{self, Asker};
 use crate::stderr::Stderr;
+use crate::url_for_people::url_for_people;
 use crate::{Failure, config, interrupt};
 
 /// A connected client, with what the command needs beside it.
@@ -63,7 +64,8 @@ pub(crate) enum Target {
     Url(String, Vec<(String, String)>, Vec<PathBuf>),
 }
 
-/// The server, and its name for messages (program or URL).
+/// The server, and its name for messages (program, or URL as
+/// `url_for_people` shows it).
 pub(crate) struct ServerTarget {
     pub target: Target,
     pub name: String,
@@ -83,7 +85,7 @@ pub(crate) fn server(opts: &Options) -> Result<ServerTarget, Failure> {
         }
         Some(ServerSpec::Url(url)) => Ok(ServerTarget {
             target: Target::Url(url.clone(), opts.headers.clone(), opts.cacerts.clone()),
-            name: url.clone(),
+            name: url_for_people(url),
         }),
         Some(ServerSpec::Config { file, name }) => {
             let config = config::load(file, name.as_deref()).map_err(Failure::usage)?;
@@ -99,7 +101,7 @@ pub(crate) fn server(opts: &Options) -> Result<ServerTarget, Failure> {
                     .collect();
                 return Ok(ServerTarget {
                     target: Target::Url(url.clone(), headers, opts.cacerts.clone()),
-                    name: url.clone(),
+                    name: url_for_people(url),
                 });
             }
             if !opts.cacerts.is_empty() {
@@ -328,7 +330,8 @@ pub(crate) fn connect_url(
     _stderr: &Arc<Stderr>,
 ) -> Result<Client, Error> {
     Err(Error::Protocol(format!(
-        "cannot reach {url}: this mcp-stdio was built without the `http` feature (cargo install mcp-stdio --features http)"
+        "cannot reach {}: this mcp-stdio was built without the `http` feature (cargo install mcp-stdio --features http)",
+        url_for_people(url)
     )))
 }
 

@@ -6,8 +6,10 @@
 //! the browser back to a loopback port this process listens on
 //! (`http://127.0.0.1:PORT/callback`, RFC 8252 section 7.3: any port).
 //! Tokens are kept in `$XDG_CONFIG_HOME/mcp-stdio/oauth/` (else
-//! `~/.config/...`), one file per server URL, readable by the owner only
-//! (`0600`, in a `0700` directory).
+//! `~/.config/...`), one file per server URL (`token_file`: no secret of
+//! the URL in its name), readable by the owner only (`0600`, in a `0700`
+//! directory). No message repeats the URL's user information or query
+//! (`url_for_people`).
 
 use std::fs;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -18,8 +20,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use mcp_stdio::{OAuth, TokenStore, Tokens};
+use sha2::{Digest, Sha256};
 
 use crate::stderr::Stderr;
+use crate::url_for_people::url_for_people;
 
 /// How long `login` waits for the browser to come back.
 const WAIT_FOR_BROWSER: Duration = Duration::from_secs(300);
@@ -33,18 +37,34 @@ pub(crate) fn token_dir() -> Option<PathBuf> {
     Some(config.join("mcp-stdio").join("oauth"))
 }
 
-/// The file that keeps `url`'s tokens: the URL itself, every byte but
-/// letters, digits, `.` and `-` written `_XX`, so two URLs never share one.
+/// The file that keeps `url`'s tokens: `HOST-HASH.json`, the host (and
+/// port, lowercase) for a person who lists the directory, HASH the
+/// SHA-256 of the whole URL (its scheme and host lowercased), in hex. So
+/// two URLs never share a file (a tenant in the query, a user in the user
+/// information), and the name holds no secret of the URL and stays short
+/// (at most 64 bytes of host: 134 bytes in all, where file systems take
+/// 255) however long the URL is. (The name was the URL itself, escaped,
+/// before: tokens kept under such a name, `http_3A_2F_2F...`, are not
+/// found; a `login` again keeps them under the new one.)
 pub(crate) fn token_file(url: &str) -> Option<PathBuf> {
-    let mut name = String::new();
-    for byte in url.bytes() {
-        if byte.is_ascii_alphanumeric() || byte == b'.' || byte == b'-' {
-            name.push(char::from(byte));
-        } else {
-            name.push_str(&format!("_{byte:02X}"));
-        }
-    }
-    Some(token_dir()?.join(format!("{name}.json")))
+    let (scheme, rest) = url.split_once("://").unwrap_or(("", url));
+    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let (authority, tail) = rest.split_at(end);
+    let (user, host) = match authority.rsplit_once('@') {
+        Some((user, host)) => (format!("{user}@"), host.to_ascii_lowercase()),
+        None => (String::new(), authority.to_ascii_lowercase()),
+    };
+    let canonical = format!("{}://{user}{host}{tail}", scheme.to_ascii_lowercase());
+    let hash: String = (Sha256::digest(canonical.as_bytes()).iter())
+        .map(|byte| format!("{byte:02x}"))
+        .collect();
+    let readable: String = (host.bytes().take(64))
+        .map(|byte| match byte {
+            b'a'..=b'z' | b'0'..=b'9' | b'.' | b'-' => char::from(byte),
+            _ => '_',
+        })
+        .collect();
+    Some(token_dir()?.join(format!("{readable}-{hash}.json")))
 }
 
 /// A [`TokenStore`] in one file, owner-only.
@@ -105,6 +125,15 @@ impl TokenStore for FileTokenStore {
     }
 }
 
+/// Whether the file at `path` keeps an access token: a registration is
+/// kept before its authorization ends (`Tokens` with an empty
+/// `access_token`), and an authorization never finished is no login.
+pub(crate) fn holds_a_token(path: &std::path::Path) -> bool {
+    FileTokenStore::new(path.to_owned())
+        .load()
+        .is_some_and(|tokens| !tokens.access_token.is_empty())
+}
+
 /// The OAuth of a command on `url`: the tokens kept in its file; a person
 /// asked to authorize in a browser when `interactive`, else a refusal that
 /// says to run `login`. `None` when there is nowhere to keep tokens, or
@@ -116,16 +145,16 @@ pub(crate) fn oauth(url: &str, interactive: bool, stderr: &Arc<Stderr>) -> Optio
         "http://127.0.0.1:{}/callback",
         listener.local_addr().ok()?.port()
     );
-    let (stderr, url) = (Arc::clone(stderr), url.to_owned());
+    let (stderr, shown, hint) = (Arc::clone(stderr), url_for_people(url), login_hint(url));
     let listener = Mutex::new(listener);
     let authorize = move |authorization: &str| {
         if !interactive {
             return Err(format!(
-                "the server asks for authorization, and no one is at the terminal: run mcp-stdio --url {url} login"
+                "the server asks for authorization, and no one is at the terminal: {hint}"
             ));
         }
         stderr.note(&format!(
-            "{url} asks for authorization: open this address in a browser (waiting up to 5 minutes):\n{authorization}"
+            "{shown} asks for authorization: open this address in a browser (waiting up to 5 minutes):\n{authorization}"
         ));
         open_browser(authorization);
         let listener = listener
@@ -141,6 +170,21 @@ pub(crate) fn oauth(url: &str, interactive: bool, stderr: &Arc<Stderr>) -> Optio
             .client_name("mcp-stdio")
             .token_store(store),
     )
+}
+
+/// What to run to log in to `url`: the command itself, but where the URL
+/// has user information, a query or a fragment (any may hold a secret,
+/// which a message never repeats: `url_for_people`), the command with
+/// `URL` in its place.
+fn login_hint(url: &str) -> String {
+    let shown = url_for_people(url);
+    if shown == url {
+        format!("run mcp-stdio --url {url} login")
+    } else {
+        format!(
+            "run mcp-stdio --url URL login with this same URL ({shown}, its user information, query and fragment not shown)"
+        )
+    }
 }
 
 /// Opens `url` with `$BROWSER` (a program and its arguments, split on
@@ -291,6 +335,31 @@ fn percent_decode(text: &str) -> String {
 mod tests {
     use super::*;
 
+    /// `login` says "logged in" only for a file that keeps an access
+    /// token: since a registration is kept before its authorization ends,
+    /// a file may hold a registration alone (before, any file was taken
+    /// for a login).
+    #[test]
+    fn a_registration_alone_is_no_login() {
+        let dir = std::env::temp_dir().join(format!("mcp-stdio-login-reg-{}", std::process::id()));
+        let file = dir.join("t.json");
+        assert!(!holds_a_token(&file));
+        let store = FileTokenStore::new(file.clone());
+        store.save(Some(&Tokens {
+            client_id: "registered".into(),
+            ..Tokens::default()
+        }));
+        assert!(file.exists());
+        assert!(!holds_a_token(&file));
+        store.save(Some(&Tokens {
+            access_token: "t".into(),
+            client_id: "registered".into(),
+            ..Tokens::default()
+        }));
+        assert!(holds_a_token(&file));
+        let _ = fs::remove_dir_all(&dir);
+    }
+
     #[test]
     fn token_files_are_one_per_url_and_owner_only() {
         let dir = std::env::temp_dir().join(format!("mcp-stdio-login-{}", std::process::id()));
@@ -315,11 +384,41 @@ mod tests {
         let _ = fs::remove_dir_all(&dir);
         let (x, y) = (token_file("http://h/a_b"), token_file("http://h/a/b"));
         assert_ne!(x, y);
-        assert!(
-            x.unwrap()
-                .to_string_lossy()
-                .ends_with("http_3A_2F_2Fh_2Fa_5Fb.json")
+        let name = |url: &str| {
+            let file = token_file(url).unwrap();
+            file.file_name().unwrap().to_string_lossy().into_owned()
+        };
+        // The hash is of the URL as written, but for the case of its
+        // scheme and host.
+        assert_eq!(
+            name("HTTP://H.Example:8080/MCP?k=V"),
+            format!(
+                "h.example_8080-{}.json",
+                hex(&Sha256::digest(b"http://h.example:8080/MCP?k=V"))
+            )
         );
+        assert_ne!(name("http://h/mcp?t=1"), name("http://h/mcp?t=2"));
+        assert_ne!(name("http://a@h/mcp"), name("http://A@h/mcp"));
+        assert!(name("http://[::1]:9/mcp").starts_with("___1__9-"));
+    }
+
+    fn hex(bytes: &[u8]) -> String {
+        bytes.iter().map(|b| format!("{b:02x}")).collect()
+    }
+
+    #[test]
+    fn a_login_hint_never_repeats_a_urls_secrets() {
+        assert_eq!(
+            login_hint("https://h.example/mcp"),
+            "run mcp-stdio --url https://h.example/mcp login"
+        );
+        let hint = login_hint("https://me:pw-SECRET@h.example/mcp?key=Q-SECRET");
+        assert!(!hint.contains("SECRET"), "{hint}");
+        assert!(
+            hint.contains("--url URL login with this same URL"),
+            "{hint}"
+        );
+        assert!(hint.contains("https://h.example/mcp"), "{hint}");
     }
 
     /// The redirect listener takes only a request for `/callback` that
@@ -417,7 +516,6 @@ mod tests {
     /// `logout` ("tokens kept in FILE"). Seen on main: the name
     /// `https_3A_2F_2Fme_3Apw-SECRET_40h.example_2Fmcp_3Fkey_3DQ-SECRET.json`.
     #[test]
-    #[ignore = "review-46client: not fixed yet"]
     fn a_token_files_name_holds_no_secret() {
         let with_secrets = token_file("https://me:pw-SECRET@h.example/mcp?key=Q-SECRET").unwrap();
         let name = with_secrets
@@ -437,7 +535,6 @@ mod tests {
     /// main: a 208-byte URL, a 261-byte name, `load` gave `None` after
     /// `save`.
     #[test]
-    #[ignore = "review-46client: not fixed yet"]
     fn a_long_urls_tokens_are_kept() {
         let url = "https://mcp.example.com/api/v2/organizations/acme-corporation/projects/internal-developer-tools/servers/knowledge-base-search/mcp?region=eu_west_1&tenant=7f3c9a2b&workspace=engineering_platform&mode=read_only";
         assert!(url.len() < 210);

@@ -39,6 +39,9 @@ mod save;
 mod serve_http;
 mod stderr;
 mod suggest;
+// The library's own, so that the command line shows a URL as it does.
+#[path = "../../url_for_people.rs"]
+mod url_for_people;
 mod values;
 
 use std::io::IsTerminal;
@@ -265,10 +268,17 @@ fn logout(opts: &Options) -> Result<u8, Failure> {
     })?;
     match std::fs::remove_file(&file) {
         Ok(()) => {
-            output::print(&format!("logged out of {url} (removed {})", file.display()));
+            output::print(&format!(
+                "logged out of {} (removed {})",
+                url_for_people::url_for_people(url),
+                file.display()
+            ));
         }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            output::print(&format!("no tokens were kept for {url}"));
+            output::print(&format!(
+                "no tokens were kept for {}",
+                url_for_people::url_for_people(url)
+            ));
         }
         Err(e) => {
             return Err(Failure::connection(format!(

@@ -54,7 +54,10 @@ pub fn validator(
         } => match introspect(url, client_id, client_secret, token) {
             Ok(answer) => token_info(&answer, resource.resource()),
             Err(why) => {
-                notes.note(&format!("introspection at {url} failed: {why}"));
+                notes.note(&format!(
+                    "introspection at {} failed: {why}",
+                    crate::url_for_people::url_for_people(url)
+                ));
                 Err(Unauthorized::invalid_token(
                     "the authorization server could not be asked about the token: retry later",
                 ))

@@ -3,6 +3,7 @@
 //! that names the feature).
 
 use crate::error::Error;
+use crate::url_for_people::url_for_people;
 
 /// Where the MCP endpoint is.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -26,12 +27,12 @@ pub(crate) struct Endpoint {
 impl Endpoint {
     /// Parses `url`.
     pub fn parse(url: &str) -> Result<Endpoint, Error> {
-        let bad = |why: &str| Error::Protocol(format!("the URL '{}' {why}", for_messages(url)));
+        let bad = |why: &str| Error::Protocol(format!("the URL '{}' {why}", url_for_people(url)));
         let (tls, rest) = if let Some(rest) = url.strip_prefix("https://") {
             if !cfg!(feature = "https") {
                 return Err(Error::Protocol(format!(
                     "{} is an https:// URL, and this build of mcp-stdio has no TLS: build it with the `https` feature (cargo install mcp-stdio --features https), or use http://",
-                    for_messages(url)
+                    url_for_people(url)
                 )));
             }
             (true, rest)
@@ -75,25 +76,10 @@ impl Endpoint {
     }
 
     /// The URL, for messages: scheme, authority and path, without user
-    /// information nor query (either may hold a secret).
+    /// information nor query (either may hold a secret; [`url_for_people`]).
     pub fn url(&self) -> String {
         let scheme = if self.tls { "https" } else { "http" };
-        let path = self.target.split('?').next().unwrap_or("/");
-        format!("{scheme}://{}{path}", self.host_header)
-    }
-}
-
-/// `url` without its user information (`user:password@`) nor its query,
-/// for messages: either may hold a secret.
-fn for_messages(url: &str) -> String {
-    let url = url.split(['?', '#']).next().unwrap_or(url);
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return url.to_owned();
-    };
-    let end = rest.find('/').unwrap_or(rest.len());
-    match rest[..end].rfind('@') {
-        Some(at) => format!("{scheme}://{}", &rest[at + 1..]),
-        None => url.to_owned(),
+        url_for_people(&format!("{scheme}://{}{}", self.host_header, self.target))
     }
 }
 

@@ -15,6 +15,7 @@ use crate::client::http::tls::{self, ExtraCa};
 use crate::client::http::url::Endpoint;
 #[cfg(feature = "https")]
 use crate::sync::lock;
+use crate::url_for_people::url_for_people;
 #[cfg(feature = "https")]
 use std::sync::{Arc, Mutex};
 
@@ -26,6 +27,8 @@ const TIMEOUT: Duration = Duration::from_secs(10);
 const MAX_BODY: u64 = 1024 * 1024;
 
 /// An absolute `http` or `https` URL, split where authorization needs it.
+/// It shows ([`Display`](std::fmt::Display)) without its query, for
+/// messages; a request goes to [`Url::as_sent`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Url {
     /// `http` or `https`, lowercase.
@@ -42,9 +45,11 @@ pub(crate) struct Url {
 
 impl Url {
     /// Parses `text`; a fragment is refused (RFC 8707: a resource has
-    /// none; an endpoint never needs one).
+    /// none; an endpoint never needs one), and user information (the
+    /// client never sends it). The error shows `text` as
+    /// [`url_for_people`] does.
     pub fn parse(text: &str) -> Result<Url, String> {
-        let bad = |why: &str| format!("'{text}' is not a usable URL: {why}");
+        let bad = |why: &str| format!("'{}' is not a usable URL: {why}", url_for_people(text));
         let (scheme, rest) = text.split_once("://").ok_or_else(|| bad("no scheme"))?;
         let scheme = scheme.to_ascii_lowercase();
         if scheme != "http" && scheme != "https" {
@@ -55,8 +60,11 @@ impl Url {
         }
         let end = rest.find(['/', '?']).unwrap_or(rest.len());
         let (authority, rest) = rest.split_at(end);
-        if authority.is_empty() || authority.contains('@') {
-            return Err(bad("no host, or user information in it"));
+        if authority.is_empty() {
+            return Err(bad("no host"));
+        }
+        if authority.contains('@') {
+            return Err(bad("it has user information (user:password@): remove it"));
         }
         let (path, query) = match rest.split_once('?') {
             Some((path, query)) => (path, Some(query.to_owned())),
@@ -135,15 +143,23 @@ impl Url {
             .filter(|pair| decode(pair.split_once('=').map_or(*pair, |(k, _)| k)) == name)
             .count()
     }
+
+    /// The whole URL, its query included: what a request is sent to,
+    /// never shown (its query may hold a secret).
+    pub fn as_sent(&self) -> String {
+        match &self.query {
+            Some(query) => format!("{}{}?{query}", self.origin(), self.path),
+            None => format!("{}{}", self.origin(), self.path),
+        }
+    }
 }
 
+/// The URL for people, in every error and note: [`url_for_people`]
+/// (scheme, host, port and path; the query, where a server's key often
+/// is, never).
 impl std::fmt::Display for Url {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}{}", self.origin(), self.path)?;
-        match &self.query {
-            Some(query) => write!(f, "?{query}"),
-            None => Ok(()),
-        }
+        f.write_str(&url_for_people(&self.as_sent()))
     }
 }
 
@@ -264,9 +280,8 @@ pub(crate) fn fetch(
     headers: &[(String, String)],
     body: &[u8],
 ) -> Result<Answer, String> {
-    let endpoint = Endpoint::parse(&url.to_string()).map_err(|e| e.to_string())?;
-    let failed =
-        |e: std::io::Error| format!("the request to {}{} failed: {e}", url.origin(), url.path);
+    let endpoint = Endpoint::parse(&url.as_sent()).map_err(|e| e.to_string())?;
+    let failed = |e: std::io::Error| format!("the request to {url} failed: {e}");
     let connector = trust.connector(&endpoint)?;
     let stream = connector.connect(&endpoint, TIMEOUT).map_err(failed)?;
     stream
@@ -283,13 +298,7 @@ pub(crate) fn fetch(
     exchange::write_request(conn.get_mut(), verb, &endpoint, &headers, body).map_err(failed)?;
     let head = exchange::read_head(&mut conn, verb == "HEAD", Some(Instant::now() + TIMEOUT))
         .map_err(failed)?
-        .ok_or_else(|| {
-            format!(
-                "{}{} closed the connection without an answer",
-                url.origin(),
-                url.path
-            )
-        })?;
+        .ok_or_else(|| format!("{url} closed the connection without an answer"))?;
     let mut read = Body::new(&mut conn, &head);
     read.until(Instant::now() + TIMEOUT);
     let mut bytes = Vec::new();
@@ -297,11 +306,7 @@ pub(crate) fn fetch(
         .read_to_end(&mut bytes)
         .map_err(failed)?;
     if bytes.len() as u64 > MAX_BODY {
-        return Err(format!(
-            "the answer from {}{} is larger than 1 MiB",
-            url.origin(),
-            url.path
-        ));
+        return Err(format!("the answer from {url} is larger than 1 MiB"));
     }
     Ok(Answer {
         status: head.status,
@@ -319,7 +324,8 @@ mod tests {
         assert_eq!(url.origin(), "http://127.0.0.1:8080");
         assert_eq!(url.path, "/tenant1");
         assert_eq!(url.query.as_deref(), Some("x=1"));
-        assert_eq!(url.to_string(), "http://127.0.0.1:8080/tenant1?x=1");
+        assert_eq!(url.as_sent(), "http://127.0.0.1:8080/tenant1?x=1");
+        assert_eq!(url.to_string(), "http://127.0.0.1:8080/tenant1");
         assert_eq!(Url::parse("https://a.example/").unwrap().path, "");
         assert_eq!(
             Url::parse("HTTPS://A.example").unwrap().host_port(),

@@ -31,7 +31,8 @@ pub fn check_url(url: &str, what: &str) -> Result<(), UsageError> {
             "{what} is an https:// URL, and this mcp-stdio has no TLS: build it with --features https (cargo install mcp-stdio --features https)"
         ))),
         _ => Err(usage(format!(
-            "{what} takes an http:// or https:// URL, not {url:?}"
+            "{what} takes an http:// or https:// URL, not {:?}",
+            crate::url_for_people::url_for_people(url)
         ))),
     }
 }

@@ -8,6 +8,7 @@
 use std::path::Path;
 
 use super::{Flags, UsageError, usage};
+use crate::url_for_people::url_for_people;
 
 /// Where `--introspect` finds its client credentials when no file gives
 /// them: `CLIENT_ID:CLIENT_SECRET`.
@@ -143,7 +144,8 @@ fn introspect_url(url: &str) -> Result<(), UsageError> {
         }
         _ => {
             return Err(usage(format!(
-                "--introspect takes an http:// URL on a loopback host, not {url:?}"
+                "--introspect takes an http:// URL on a loopback host, not {:?}",
+                url_for_people(url)
             )));
         }
     };
@@ -157,7 +159,8 @@ fn introspect_url(url: &str) -> Result<(), UsageError> {
         || (host.parse::<std::net::IpAddr>()).is_ok_and(|ip| ip.to_canonical().is_loopback());
     if !loopback {
         return Err(usage(format!(
-            "--introspect {url:?} is plain http:// to a host other than loopback, which would send every token and this server's secret in clear text: give a loopback URL (a TLS proxy on this host to the authorization server)"
+            "--introspect {:?} is plain http:// to a host other than loopback, which would send every token and this server's secret in clear text: give a loopback URL (a TLS proxy on this host to the authorization server)",
+            url_for_people(url)
         )));
     }
     Ok(())

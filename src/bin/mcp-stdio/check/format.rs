@@ -94,7 +94,7 @@ impl Report {
     pub fn new(format: Format, target: &Target, facts: &Facts) -> Report {
         let server = match target {
             Target::Command(argv) => argv.join(" "),
-            Target::Url(url, _) => url.clone(),
+            Target::Url(url, _) => crate::url_for_people::url_for_people(url),
         };
         if format == Format::Text {
             let era = |r: &Option<serde_json::Value>, n: &Option<String>, name: &str| match (r, n) {

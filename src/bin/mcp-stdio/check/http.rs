@@ -119,7 +119,7 @@ fn send(
     all.extend(user.iter().cloned());
     let shown: Vec<String> = all.iter().map(|(n, v)| format!("{n}: {v}")).collect();
     ctx.transcript
-        .note(&format!("POST {} ({})", url.path, shown.join(", ")));
+        .note(&format!("POST {} ({})", url.shown_path(), shown.join(", ")));
     ctx.transcript.push("sent", &String::from_utf8_lossy(body));
     let ex = exchange(url, "POST", &all, body, ctx.wait).map_err(Verdict::Fail)?;
     ctx.transcript.note(&format!(
@@ -313,7 +313,7 @@ fn legacy_unknown_session(ctx: &mut Ctx) -> Verdict {
     // HTTP 405 Method Not Allowed".
     let mut all = headers.clone();
     all.extend(user.iter().cloned());
-    ctx.transcript.note(&format!("DELETE {}", url.path));
+    ctx.transcript.note(&format!("DELETE {}", url.shown_path()));
     let deleted = match exchange(&url, "DELETE", &all, b"", ctx.wait) {
         Ok(ex) => ex.status,
         Err(e) => return Verdict::Fail(format!("DELETE: {e}")),

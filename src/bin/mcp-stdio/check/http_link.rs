@@ -28,10 +28,12 @@ pub struct Url {
 }
 
 impl Url {
+    /// Parses `url`; an error names it as `url_for_people` shows it.
     pub fn parse(url: &str) -> Result<Url, String> {
+        let shown = crate::url_for_people::url_for_people(url);
         let rest = url
             .strip_prefix("http://")
-            .ok_or_else(|| format!("{url}: only http:// URLs can be checked (no TLS here)"))?;
+            .ok_or_else(|| format!("{shown}: only http:// URLs can be checked (no TLS here)"))?;
         let (authority, path) = match rest.find('/') {
             Some(at) => (&rest[..at], &rest[at..]),
             None => (rest, "/"),
@@ -40,7 +42,7 @@ impl Url {
             Some((h, p)) if !h.ends_with(']') || authority.starts_with('[') => (
                 h.to_owned(),
                 p.parse()
-                    .map_err(|_| format!("{url}: the port is not a number"))?,
+                    .map_err(|_| format!("{shown}: the port is not a number"))?,
             ),
             _ => (authority.to_owned(), 80),
         };
@@ -49,6 +51,12 @@ impl Url {
             port,
             path: path.to_owned(),
         })
+    }
+
+    /// The path for the transcript, without the query (which may hold a
+    /// secret: `url_for_people`).
+    pub fn shown_path(&self) -> String {
+        crate::url_for_people::url_for_people(&self.path)
     }
 
     fn authority(&self) -> String {
@@ -469,8 +477,11 @@ impl HttpLink {
         let mut headers = message_headers(message.as_ref(), &legacy);
         headers.extend(self.headers.iter().cloned());
         let shown: Vec<String> = headers.iter().map(|(n, v)| format!("{n}: {v}")).collect();
-        self.transcript
-            .note(&format!("POST {} ({})", self.url.path, shown.join(", ")));
+        self.transcript.note(&format!(
+            "POST {} ({})",
+            self.url.shown_path(),
+            shown.join(", ")
+        ));
         let (status, response_headers, reader) =
             open(&self.url, "POST", &headers, line, self.wait).map_err(std::io::Error::other)?;
         let content_type = response_headers
@@ -608,7 +619,10 @@ pub fn connect(
     // Bounded, as the stdio reader's: a stream that floods waits.
     let (tx, incoming) = crossbeam_channel::bounded(READ_AHEAD_LINES);
     let budget = Budget::new();
-    transcript.note(&format!("checking {url}"));
+    transcript.note(&format!(
+        "checking {}",
+        crate::url_for_people::url_for_people(url)
+    ));
     let link = HttpLink {
         url: parsed,
         headers: headers.to_vec(),

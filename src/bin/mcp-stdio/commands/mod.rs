@@ -26,6 +26,7 @@ use crate::args::{Arguments, Command, List, Options};
 use crate::ask::Asker;
 use crate::output::{self, Saver, print};
 use crate::stderr::Stderr;
+use crate::url_for_people::url_for_people;
 use crate::{Failure, status};
 
 /// What a command works with.
@@ -74,15 +75,17 @@ fn login(ctx: &Ctx<'_>) -> Result<u8, Failure> {
         .list_tools(None)
         .map_err(|e| ctx.failure(e, "tools/list"))?;
     #[cfg(feature = "http")]
-    if let Some(file) = crate::login::token_file(url).filter(|f| f.exists()) {
+    if let Some(file) = crate::login::token_file(url).filter(|f| crate::login::holds_a_token(f)) {
         crate::output::print(&format!(
-            "logged in to {url}: tokens kept in {}",
+            "logged in to {}: tokens kept in {}",
+            url_for_people(url),
             file.display()
         ));
         return Ok(0);
     }
     crate::output::print(&format!(
-        "{url} asked for no authorization: nothing to keep"
+        "{} asked for no authorization: nothing to keep",
+        url_for_people(url)
     ));
     Ok(0)
 }
