@@ -28,6 +28,28 @@ pub(crate) fn url_for_people(url: &str) -> String {
 mod tests {
     use super::url_for_people;
 
+    /// Claim (review-46c2): `url_for_people` cuts the query and fragment
+    /// first, then takes the user information up to an `@` in what is
+    /// left, so a password with a `?` or `#` in it is shown up to that
+    /// character, with the user's name; the client's connect path
+    /// (`Endpoint::parse`: authority up to the first `/` or `?`, user
+    /// information up to its last `@`) reaches the host after the `@`.
+    /// Every message with the URL (the command line's server name, an
+    /// OAuth `Url::parse` error) then repeats it. Seen on main:
+    /// `http://me:pw-SECRET#1@h.example/mcp` was shown
+    /// `http://me:pw-SECRET`, `http://me:pw-SECRET?1@h/mcp` `http://me:pw-SECRET`.
+    #[test]
+    #[ignore = "review-46c2: not fixed yet"]
+    fn a_password_with_a_hash_or_a_question_mark_is_never_shown() {
+        for url in [
+            "http://me:pw-SECRET#1@h.example/mcp",
+            "http://me:pw-SECRET?1@h.example/mcp",
+        ] {
+            let shown = url_for_people(url);
+            assert!(!shown.contains("SECRET"), "{url} shown as {shown}");
+        }
+    }
+
     #[test]
     fn a_url_for_people_has_no_user_query_nor_fragment() {
         for (url, shown) in [

@@ -121,6 +121,9 @@ fn run_server(mode: &str) -> ! {
         "grandchild-holds-stdout" => closing::fake_grandchild_holds_stdout(),
         // Not a server: a grandchild that holds its parent's stdout.
         "holds-stdout" => closing::run_holds_stdout(),
+        "grandchild-writes-stderr" => closing::fake_grandchild_writes_stderr(),
+        // Not a server: a grandchild that writes on its parent's stderr.
+        "writes-stderr" => closing::run_writes_stderr(),
         "last-words" => closing::fake_last_words(),
         "big-logs" => bounds::fake_big_logs(),
         "recorded-dies-mid-request" => closing::fake_recorded_dies_mid_request(),
@@ -1142,10 +1145,25 @@ const CHECKS: &[(&str, Check)] = &[
 mod selection;
 use selection::Selection;
 
+/// Checks of claims a hostile review showed and no fix has made true
+/// yet: run only with `--ignored` (or `--include-ignored`), as libtest
+/// runs its `#[ignore]`d tests.
+const IGNORED: &[(&str, Check)] = &[
+    // review-46c2: not fixed yet.
+    (
+        "no_stderr_hook_runs_after_close_though_a_grandchild_writes_on",
+        closing::no_stderr_hook_runs_after_close_though_a_grandchild_writes_on,
+    ),
+];
+
 /// Runs the selected checks and returns the exit status.
 fn run_checks() -> i32 {
     let selection = Selection::from_args(std::env::args().skip(1));
-    let selected = CHECKS.iter().filter(|(name, _)| selection.includes(name));
+    let ignored = std::env::args().any(|a| a == "--ignored");
+    let included = std::env::args().any(|a| a == "--include-ignored");
+    let checks = CHECKS.iter().filter(|_| !ignored);
+    let checks = checks.chain(IGNORED.iter().filter(|_| ignored || included));
+    let selected = checks.filter(|(name, _)| selection.includes(name));
     if selection.list {
         for (name, _) in selected {
             println!("{name}: test");

@@ -2361,3 +2361,61 @@ fn the_get_stream_is_open_before_the_first_request_after_connecting() {
     );
     let _ = client.close();
 }
+
+// Review review-46c2: claims about today's client changes that a test
+// shows on main. Each is ignored until fixed; its doc comment says what it
+// saw.
+
+/// Claim (review-46c2): a legacy server that sends its GET stream's head
+/// only with its first event (a server that does not flush its headers,
+/// or is slow to) makes every `connect_url` take 5 s more, whatever the
+/// application's own bounds say (src/client/http/get_stream.rs
+/// `Shared::start_listening`, `OPEN_WAIT`: the link's writer waits for the
+/// GET's head before the message after `notifications/initialized`;
+/// `probe_timeout` and `start_timeout` do not cut it, though
+/// `start_timeout` promises "how long starting may take in all"). Seen on
+/// main: "connect_url took 5.0s, and a ping after it 0.0s more", with
+/// both at 1 s, and `connect_url` succeeded.
+#[test]
+#[ignore = "review-46c2: not fixed yet"]
+fn a_get_stream_whose_head_never_comes_costs_connecting_no_more_than_its_bounds() {
+    let addr = scripted(move |req, writer| {
+        match req.body["method"].as_str() {
+            Some("initialize") => answer_json(
+                req,
+                writer,
+                "Mcp-Session-Id: s-1\r\n",
+                json!({ "protocolVersion": "2025-11-25",
+                    "capabilities": { "tools": {} },
+                    "serverInfo": { "name": "silent-get", "version": "1" } }),
+            ),
+            _ if req.verb == "GET" => {
+                // No head until an event, and no event comes.
+                writer.set_read_timeout(Some(WAIT)).unwrap();
+                let mut byte = [0u8; 1];
+                let _ = writer.read(&mut byte);
+                return false;
+            }
+            Some("ping") => answer_json(req, writer, "", json!({})),
+            _ => respond(writer, "202 Accepted", "", ""),
+        }
+        true
+    });
+    let started = std::time::Instant::now();
+    let client = Client::builder()
+        .era(EraPolicy::LegacyOnly)
+        .probe_timeout(Duration::from_secs(1))
+        .start_timeout(Duration::from_secs(1))
+        .connect_url(&format!("http://{addr}/mcp"))
+        .unwrap();
+    let connected = started.elapsed();
+    client.ping().unwrap();
+    let took = started.elapsed();
+    let _ = client.close();
+    assert!(
+        took < Duration::from_secs(3),
+        "connect_url took {:.1}s, and a ping after it {:.1}s more",
+        connected.as_secs_f64(),
+        (took - connected).as_secs_f64()
+    );
+}

@@ -40,6 +40,8 @@ struct Script {
     expires_in: Option<serde_json::Value>,
     /// A client ID its token endpoint does not know (`invalid_client`).
     unknown_client: Option<&'static str>,
+    /// While set, its token endpoint knows no client (`invalid_client`).
+    refuse_clients: Option<Arc<std::sync::atomic::AtomicBool>>,
 }
 
 /// The scripted authorization server, which also serves the protected
@@ -92,6 +94,13 @@ impl Authority {
                                 "token_endpoint_auth_methods_supported": ["none"] }),
                     ),
                     "/register" => (201, json!({ "client_id": "client-1" })),
+                    "/token"
+                        if script.refuse_clients.as_ref().is_some_and(|refuse| {
+                            refuse.load(std::sync::atomic::Ordering::SeqCst)
+                        }) =>
+                    {
+                        (401, json!({ "error": "invalid_client" }))
+                    }
                     "/token"
                         if script.unknown_client.is_some_and(|id| {
                             seen.body.contains(&format!("client_id={id}&"))
@@ -1175,4 +1184,192 @@ fn come_back(line: &str) {
     )
     .unwrap();
     let _ = conn.read_to_string(&mut String::new());
+}
+
+// Review review-46c2: claims about the OAuth client's fixes (merge
+// 12e2af0) that a test shows on main. Each is ignored until fixed; its doc
+// comment says what it saw.
+
+/// Claim (review-46c2): an authorization server that answers
+/// `invalid_client` to every token request makes the client register a new
+/// client and send the user to authorize for every request, without end
+/// (src/client/oauth/flow.rs `Authorizer::obtain` and `authorize`: a
+/// `bad_client` answer `keep(None)`s, which clears `issued`, so the count
+/// of `MAX_REFUSED_AT_ONCE` starts again at 0 each time; nothing counts
+/// registrations). The spec's "clients SHOULD implement retry limits", and
+/// this crate's own bound for tokens refused at once
+/// (`a_server_that_refuses_every_token_is_not_authorized_for_without_end`),
+/// do not hold for it. Seen on main: 8 calls after the server started
+/// refusing made 9 `POST /register` in all and 9 visits to the browser.
+#[test]
+#[ignore = "review-46c2: not fixed yet"]
+fn an_authorization_server_that_knows_no_client_is_not_registered_with_without_end() {
+    let refuse = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let (server, authority) = setup(Script {
+        refuse_clients: Some(Arc::clone(&refuse)),
+        ..Script::default()
+    });
+    let visits = Visits::default();
+    let client = Client::builder()
+        .oauth(approving(&visits, None))
+        .connect_url(&server.url)
+        .unwrap();
+    // From now on no token will do, and the token endpoint knows no client.
+    *server.accepted.lock().unwrap() = "none".into();
+    refuse.store(true, std::sync::atomic::Ordering::SeqCst);
+    for _ in 0..8 {
+        let err = client.call("echo", json!({ "text": "x" })).unwrap_err();
+        assert!(!err.to_string().contains(TOKEN), "{err}");
+    }
+    client.close().unwrap();
+    let registered = authority
+        .lines()
+        .iter()
+        .filter(|l| l.as_str() == "POST /register")
+        .count();
+    let asked = visits.lock().unwrap().len();
+    // The first registration, then at most three more tried in vain.
+    assert!(
+        registered <= 4 && asked <= 4,
+        "{registered} POST /register in all, the user sent to authorize {asked} times"
+    );
+}
+
+/// Claim (review-46c2): a legacy server's standalone GET stream, refused
+/// `401` when it reconnects (the access token expired or was revoked
+/// while the stream was open), is given up for the rest of the session,
+/// without a note and without asking for a new token
+/// (src/client/http/get_stream.rs `Shared::listen`: `Err(Refused::Status(_))
+/// => return`, every `4xx` read as "no GET stream offered"; the POST path
+/// recovers through `Authorizer::recover`, `Shared::get` never does): list
+/// changes and the server's own requests stop arriving. Seen on main: no
+/// GET with the refreshed token came within 10 s; the GETs seen were
+/// ["Bearer at-SECRET-7f3c9a", "Bearer at-SECRET-7f3c9a"] (the second
+/// refused) and nothing after.
+#[test]
+#[ignore = "review-46c2: not fixed yet"]
+fn a_legacy_get_stream_refused_401_is_authorized_again_not_given_up() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let url = format!("http://{addr}/mcp");
+    let authority = Authority::start(&url, Script::default());
+    let metadata = format!("{}/.well-known/oauth-protected-resource/mcp", authority.url);
+    let accepted = Arc::new(Mutex::new(TOKEN.to_owned()));
+    let gets = Arc::new(Mutex::new(Vec::<String>::new()));
+    let stop = Arc::new(AtomicBool::new(false));
+    let (taken, seen_gets, stopping) =
+        (Arc::clone(&accepted), Arc::clone(&gets), Arc::clone(&stop));
+    let server = std::thread::spawn(move || {
+        for conn in listener.incoming() {
+            if stopping.load(Ordering::SeqCst) {
+                return;
+            }
+            let Ok(conn) = conn else { continue };
+            let (taken, seen_gets, metadata) =
+                (Arc::clone(&taken), Arc::clone(&seen_gets), metadata.clone());
+            std::thread::spawn(move || {
+                conn.set_read_timeout(Some(crate::support::WAIT)).unwrap();
+                while let Some(req) = read_request(&conn) {
+                    let auth = req
+                        .headers
+                        .iter()
+                        .find(|(n, _)| n == "authorization")
+                        .map(|(_, v)| v.clone())
+                        .unwrap_or_default();
+                    let get = req.line.starts_with("GET ");
+                    if get {
+                        seen_gets.lock().unwrap().push(auth.clone());
+                    }
+                    let mut out = &conn;
+                    if auth != format!("Bearer {}", taken.lock().unwrap()) {
+                        let _ = write!(
+                            out,
+                            "HTTP/1.1 401 Unauthorized\r\nWWW-Authenticate: Bearer resource_metadata=\"{metadata}\"\r\nContent-Length: 0\r\n\r\n"
+                        );
+                        continue;
+                    }
+                    if get {
+                        // An open stream, then its end: the client
+                        // reconnects after the `retry` it asks for.
+                        let _ = write!(
+                            out,
+                            "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\nretry: 100\n\n"
+                        );
+                        return;
+                    }
+                    let body: serde_json::Value =
+                        serde_json::from_str(&req.body).unwrap_or_default();
+                    let answer = match body["method"].as_str() {
+                        Some("initialize") => json!({ "jsonrpc": "2.0", "id": body["id"],
+                            "result": { "protocolVersion": "2025-11-25",
+                                "capabilities": { "tools": { "listChanged": true } },
+                                "serverInfo": { "name": "legacy-get", "version": "1" } } }),
+                        Some(_) if body.get("id").is_some() => {
+                            json!({ "jsonrpc": "2.0", "id": body["id"], "result": {} })
+                        }
+                        _ => {
+                            let _ =
+                                write!(out, "HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n\r\n");
+                            continue;
+                        }
+                    };
+                    let text = answer.to_string();
+                    let _ = write!(
+                        out,
+                        "HTTP/1.1 200 OK\r\nMcp-Session-Id: s-1\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{text}",
+                        text.len()
+                    );
+                }
+            });
+        }
+    });
+    let client = Client::builder()
+        .era(mcp_stdio::EraPolicy::LegacyOnly)
+        .oauth(approving(&Visits::default(), None))
+        .connect_url(&url)
+        .unwrap();
+    // The token is refused from now on; a refresh brings one accepted.
+    *accepted.lock().unwrap() = REFRESHED.into();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let wanted = format!("Bearer {REFRESHED}");
+    while std::time::Instant::now() < deadline && !gets.lock().unwrap().contains(&wanted) {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let seen = gets.lock().unwrap().clone();
+    let _ = client.close();
+    stop.store(true, Ordering::SeqCst);
+    let _ = TcpStream::connect(addr);
+    let _ = server.join();
+    assert!(
+        seen.contains(&wanted),
+        "no GET with the refreshed token; the GETs: {seen:?}"
+    );
+}
+
+/// Claim (review-46c2): with `ClientBuilder::oauth`, a URL whose password
+/// holds a `#` (which the connect path takes as user information:
+/// `Endpoint::parse` ends the authority at the first `/` or `?` only) is
+/// refused by `web::Url::parse` ("it has a fragment"), and the error shows
+/// the URL as `url_for_people` does: cut at the `#`, so the user and the
+/// password before it are repeated (src/url_for_people.rs
+/// `url_for_people`, src/client/oauth/web.rs `Url::parse`). Seen on main:
+/// "protocol error: 'http://me:USER-SECRET' is not a usable URL: it has a
+/// fragment".
+#[test]
+#[ignore = "review-46c2: not fixed yet"]
+fn a_password_with_a_hash_is_not_repeated_in_an_oauth_error() {
+    let server = protected();
+    let url = server.url.replace("http://", "http://me:USER-SECRET#1@");
+    let said = match Client::builder()
+        .oauth(approving(&Visits::default(), None))
+        .connect_url(&url)
+    {
+        Ok(client) => {
+            let _ = client.close();
+            String::new()
+        }
+        Err(e) => e.to_string(),
+    };
+    assert!(!said.contains("USER-SECRET"), "a password in: {said}");
 }

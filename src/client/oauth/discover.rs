@@ -372,6 +372,77 @@ mod tests {
         assert!(require_secure(&url, &remote, "x").is_err());
     }
 
+    /// Claim (review-46c2): `require_secure` (and `Url::is_loopback`,
+    /// `host::is_local`) judge a host by its spelling only, while
+    /// `Connector::connect` resolves a name with the system's resolver:
+    /// any name that resolves to this machine (the machine's own name in
+    /// `/etc/hosts`, `localhost.localdomain`, `ip6-localhost`, a public
+    /// DNS name such as `localtest.me` or `127.0.0.1.nip.io`) is judged
+    /// remote and reached on loopback. A remote server's metadata can so
+    /// still send the client to this machine's own services. Seen on
+    /// main: `https://vm:PORT/token` and `https://runsc:PORT/token`
+    /// (`/etc/hosts`: `127.0.0.1 vm`, `127.0.0.1 runsc`) were allowed for
+    /// a remote server, and the connect path reached a listener on
+    /// `127.0.0.1:PORT` through them.
+    #[test]
+    #[ignore = "review-46c2: not fixed yet"]
+    fn a_remote_server_cannot_send_the_client_to_loopback_by_a_name_that_resolves_there() {
+        use crate::client::http::stream::Connector;
+        use crate::client::http::url::Endpoint;
+        use std::net::ToSocketAddrs;
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let remote = Url::parse("https://mcp.example.com/mcp").unwrap();
+        let hosts = std::fs::read_to_string("/etc/hosts").unwrap_or_default();
+        let mut names: Vec<String> = hosts
+            .lines()
+            .map(|l| l.split('#').next().unwrap_or(""))
+            .filter_map(|l| {
+                let mut words = l.split_whitespace();
+                let addr = words.next()?;
+                (addr.starts_with("127.")).then(|| words.map(str::to_owned).collect::<Vec<_>>())
+            })
+            .flatten()
+            .collect();
+        if let Ok(name) = std::fs::read_to_string("/proc/sys/kernel/hostname") {
+            names.push(name.trim().to_owned());
+        }
+        names.sort();
+        names.dedup();
+        let mut tried = Vec::new();
+        let mut reached = Vec::new();
+        for name in names {
+            let to_loopback = format!("{name}:{port}")
+                .to_socket_addrs()
+                .is_ok_and(|mut a| a.all(|a| a.ip().is_loopback()));
+            if !to_loopback {
+                continue;
+            }
+            tried.push(name.clone());
+            let url = Url::parse(&format!("https://{name}:{port}/token")).unwrap();
+            if require_secure(&url, &remote, "x").is_err() {
+                continue;
+            }
+            // The connect path takes it to the listener on 127.0.0.1.
+            let endpoint = Endpoint::parse(&format!("http://{name}:{port}/token")).unwrap();
+            if Connector::plain()
+                .connect(&endpoint, std::time::Duration::from_secs(5))
+                .is_ok()
+                && listener.accept().is_ok()
+            {
+                reached.push(name);
+            }
+        }
+        assert!(
+            !tried.is_empty(),
+            "no name here resolves to loopback but localhost: nothing shown"
+        );
+        assert!(
+            reached.is_empty(),
+            "loopback reached through {reached:?} (of {tried:?})"
+        );
+    }
+
     #[test]
     fn a_resource_names_its_server_or_a_prefix_of_its_path() {
         let server = Url::parse("http://localhost:3000/mcp").unwrap();
