@@ -2377,7 +2377,6 @@ fn the_get_stream_is_open_before_the_first_request_after_connecting() {
 /// main: "connect_url took 5.0s, and a ping after it 0.0s more", with
 /// both at 1 s, and `connect_url` succeeded.
 #[test]
-#[ignore = "review-46c2: not fixed yet"]
 fn a_get_stream_whose_head_never_comes_costs_connecting_no_more_than_its_bounds() {
     let addr = scripted(move |req, writer| {
         match req.body["method"].as_str() {

@@ -39,9 +39,19 @@ const MAX_FAILURES: u32 = 5;
 /// before the request fails.
 const MAX_RESUMES: u32 = 3;
 
-/// How long opening a legacy session waits for the server to answer its
-/// standalone GET ([`Shared::start_listening`]).
-const OPEN_WAIT: Duration = Duration::from_secs(5);
+/// How long opening a legacy session waits at most for the server to
+/// answer its standalone GET ([`Shared::start_listening`]): a server
+/// answers it at once, or holds its head until its first event (some do
+/// not flush their headers before), and that costs each connection this.
+const OPEN_WAIT: Duration = Duration::from_secs(1);
+
+/// The wait for the GET stream's head: [`OPEN_WAIT`], or less when the
+/// application bounds the probe or the whole start more tightly.
+pub(super) fn open_wait(probe_timeout: Duration, start_timeout: Option<Duration>) -> Duration {
+    OPEN_WAIT
+        .min(probe_timeout)
+        .min(start_timeout.unwrap_or(Duration::MAX))
+}
 
 /// The key of the standalone stream among [`Shared::streams`]: no request
 /// id's JSON text is a bare word, and [`Shared::close`] closes it with
@@ -53,7 +63,7 @@ impl Shared {
     /// ("Listening for Messages from the Server"), on the stream
     /// [`Shared::listen`] keeps, on a thread of its own. Returns once the
     /// server has answered the GET (a stream, or a refusal), or after
-    /// [`OPEN_WAIT`]: called on the link's writer before the message after
+    /// [`open_wait`]: called on the link's writer before the message after
     /// `notifications/initialized`, so the client's next request finds the
     /// stream open. A server may drop what it sends on its own while no GET
     /// stream is open (the TypeScript SDK's transport does): a request it
@@ -71,7 +81,7 @@ impl Shared {
             return;
         }
         // `Err` once the first GET ended without a head: nothing to wait for.
-        let _ = answered.recv_timeout(OPEN_WAIT);
+        let _ = answered.recv_timeout(shared.settings.open_wait);
     }
 
     /// The stream of request `id` ended at `cursor` without its answer:

@@ -35,6 +35,9 @@ pub(crate) struct HttpSettings {
     pub extra_cas: Vec<ExtraCa>,
     /// Set by `connect_url`: closing waits for the session's end.
     pub connected: bool,
+    /// How long opening a legacy session waits for the server to answer
+    /// its GET stream (`Shared::start_listening`); set by `connect_url`.
+    pub open_wait: std::time::Duration,
 }
 
 impl fmt::Debug for HttpSettings {
@@ -179,6 +182,7 @@ impl ClientBuilder {
     pub fn connect_url(mut self, url: &str) -> Result<Client, Error> {
         self.settle_capabilities();
         self.http.connected = true;
+        self.http.open_wait = super::get_stream::open_wait(self.probe_timeout, self.start_timeout);
         let endpoint = Endpoint::parse(url)?;
         if let Some(oauth) = self.http.oauth.clone() {
             // The authorization server is trusted as the MCP server is:
