@@ -368,11 +368,14 @@ impl ClientInner {
         // ends (a grandchild of the server holds it open).
         let output_ends = crate::deadline::from_now(grace);
         link.wait_reader(grace);
-        let stderr_ended = lock(&self.stderr_tail)
+        let stderr = lock(&self.stderr_tail)
             .as_ref()
-            .map(process::StderrTail::ended);
-        if let Some(ended) = stderr_ended {
+            .map(|tail| (tail.ended(), Arc::clone(&tail.gate)));
+        if let Some((ended, gate)) = stderr {
             let _ = ended.recv_deadline(output_ends);
+            // What a grandchild of the server writes after this reaches
+            // no hook.
+            gate.shut(output_ends);
         }
         link.fail_all();
         restart::give_up(self);

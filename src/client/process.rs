@@ -6,7 +6,7 @@
 use std::collections::VecDeque;
 use std::io::{BufRead, BufReader};
 use std::process::{Child, ChildStdin, ChildStdout, Command, ExitStatus, Stdio};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -40,6 +40,63 @@ pub(crate) struct StderrTail {
     lines: Arc<Mutex<VecDeque<String>>>,
     /// Disconnected once the stderr thread has read everything.
     ended: Receiver<()>,
+    /// Whether the stderr thread may still call the sink.
+    pub gate: Arc<SinkGate>,
+}
+
+/// The stderr sink's gate: shut by `close`, after which the stderr thread
+/// (still reading what a grandchild of the server writes) calls the sink
+/// no more.
+#[derive(Default)]
+pub(crate) struct SinkGate {
+    state: Mutex<GateState>,
+    /// Signalled when a call of the sink returns.
+    returned: Condvar,
+}
+
+#[derive(Default)]
+struct GateState {
+    shut: bool,
+    calling: bool,
+}
+
+impl SinkGate {
+    /// Runs `call` unless the gate is shut; says whether it ran.
+    fn pass(&self, call: impl FnOnce()) -> bool {
+        {
+            let mut state = self.lock();
+            if state.shut {
+                return false;
+            }
+            state.calling = true;
+        }
+        call();
+        self.lock().calling = false;
+        self.returned.notify_all();
+        true
+    }
+
+    /// Shuts the gate: no call of the sink begins after this returns; one
+    /// under way is waited for until `deadline` (a sink that blocks
+    /// returns in its own time).
+    pub fn shut(&self, deadline: Instant) {
+        let mut state = self.lock();
+        state.shut = true;
+        while state.calling {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return;
+            }
+            state = match self.returned.wait_timeout(state, left) {
+                Ok((state, _)) => state,
+                Err(poisoned) => poisoned.into_inner().0,
+            };
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, GateState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
 }
 
 impl StderrTail {
@@ -88,6 +145,8 @@ pub(crate) fn spawn(
     // its sender.
     let (end, ended) = crossbeam_channel::bounded::<()>(0);
     let tail = Arc::clone(&lines);
+    let gate = Arc::new(SinkGate::default());
+    let sink_gate = Arc::clone(&gate);
     thread::Builder::new()
         .name("mcp-client-stderr".into())
         .spawn(move || {
@@ -102,7 +161,9 @@ pub(crate) fn spawn(
                 if len > buf.len() {
                     line.push_str(&format!(" … [cut: {len} bytes in all]"));
                 }
-                let _ = notes.guard("stderr", || sink(&line));
+                sink_gate.pass(|| {
+                    let _ = notes.guard("stderr", || sink(&line));
+                });
                 let mut tail = tail.lock().unwrap_or_else(|e| e.into_inner());
                 if tail.len() == TAIL_LINES {
                     tail.pop_front();
@@ -116,7 +177,7 @@ pub(crate) fn spawn(
         child,
         stdin,
         stdout,
-        stderr_tail: StderrTail { lines, ended },
+        stderr_tail: StderrTail { lines, ended, gate },
     })
 }
 

@@ -1012,6 +1012,10 @@ const CHECKS: &[(&str, Check)] = &[
         closing::close_waits_for_the_servers_last_stderr_line,
     ),
     (
+        "no_stderr_hook_runs_after_close_though_a_grandchild_writes_on",
+        closing::no_stderr_hook_runs_after_close_though_a_grandchild_writes_on,
+    ),
+    (
         "a_panicking_on_log_hook_stops_nothing",
         hooks::a_panicking_on_log_hook_stops_nothing,
     ),
@@ -1148,13 +1152,7 @@ use selection::Selection;
 /// Checks of claims a hostile review showed and no fix has made true
 /// yet: run only with `--ignored` (or `--include-ignored`), as libtest
 /// runs its `#[ignore]`d tests.
-const IGNORED: &[(&str, Check)] = &[
-    // review-46c2: not fixed yet.
-    (
-        "no_stderr_hook_runs_after_close_though_a_grandchild_writes_on",
-        closing::no_stderr_hook_runs_after_close_though_a_grandchild_writes_on,
-    ),
-];
+const IGNORED: &[(&str, Check)] = &[];
 
 /// Runs the selected checks and returns the exit status.
 fn run_checks() -> i32 {
