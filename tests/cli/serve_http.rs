@@ -812,8 +812,7 @@ fn half_sent_outlives_stops() -> Result<(), String> {
     let pid = serving.child.id().to_string();
     let mut failed = Vec::new();
     for (case, (before, after)) in [("a head", head_case), ("a chunked body", chunked_case)] {
-        let mut socket =
-            std::net::TcpStream::connect(&addr).map_err(|e| format!("{case}: {e}"))?;
+        let mut socket = std::net::TcpStream::connect(&addr).map_err(|e| format!("{case}: {e}"))?;
         socket
             .set_read_timeout(Some(LIMIT))
             .map_err(|e| e.to_string())?;

@@ -1166,7 +1166,10 @@ fn a_legacy_posts_stream_carries_no_update_past_its_tokens_expiry() {
     assert!(read_for(&mut socket, "\r\n\r\n", &mut seen), "{seen}");
     assert_eq!(status(&seen), 200, "{seen}");
     notifier.resource_updated("mem://counter");
-    assert!(read_for(&mut socket, "resources/updated", &mut seen), "{seen}");
+    assert!(
+        read_for(&mut socket, "resources/updated", &mut seen),
+        "{seen}"
+    );
     wait_past(at);
     notifier.resource_updated("mem://counter");
     let mut after = String::new();
