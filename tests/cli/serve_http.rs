@@ -761,9 +761,87 @@ fn introspection_secrets_unsaid() -> Result<(), String> {
 }
 
 /// Claims of a review on `serve-http` not fixed yet: run only with
-/// `--ignored` (`tests/cli.rs: run_checks`). None now: review-46auth's
-/// two are in [`CHECKS`].
-pub const IGNORED: &[(&str, Once)] = &[];
+/// `--ignored` (`tests/cli.rs: run_checks`). review-46auth's two are in
+/// [`CHECKS`].
+pub const IGNORED: &[(&str, Once)] = &[(
+    "serve_http_a_request_half_sent_outlives_sigstop_and_sigcont",
+    half_sent_outlives_stops,
+)];
+
+/// How many stops a half-sent request sees: fewer than
+/// [`listen_outlives_stops`]' so that they end well within the server's
+/// `header_timeout` (10 s), which bounds the head and the body.
+const HALF_SENT_STOPS: usize = 100;
+
+/// Claim (review-46s2): fix-48e took `EINTR` for no news of the client
+/// in `Exchange::watch` and `connection.rs: look`, but not where the
+/// server reads a request: `src/http/request.rs: read_line_within` (every
+/// line of a head, every chunk-size line of a chunked body) passes
+/// `fill_buf`'s `Interrupted` up as `HttpError::Io`, and
+/// `connection.rs: next_head` and `serve_request` take any `Io` for a
+/// connection gone and close it without a word (only `read_exact`, a
+/// body's bytes, reads on). The reads have a timeout
+/// (`TimedSocket::read` sets `SO_RCVTIMEO`), so the kernel does not
+/// restart them after a stop signal (signal(7)): a server stopped and
+/// continued (SIGSTOP, SIGCONT: a debugger, a container paused, a Ctrl-Z)
+/// drops every request whose head, or chunked body, was arriving. Each
+/// case: the request's first part written, the server stopped and
+/// continued [`HALF_SENT_STOPS`] times (each stop waited for), the rest
+/// written; any HTTP answer is right (the head case asks for a path that
+/// is not served: `404`), the connection's end without one is the
+/// defect. On main: both cases read the connection's end with nothing.
+fn half_sent_outlives_stops() -> Result<(), String> {
+    let serving = Serving::start(&[], &[])?;
+    let addr = serving.addr.clone();
+    let head_case = (
+        format!("GET /nowhere HTTP/1.1\r\nHost: {addr}\r\n"),
+        "Connection: close\r\n\r\n".to_owned(),
+    );
+    let body = r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#;
+    let size = format!("{:x}", body.len());
+    let (first, rest) = size.split_at(1);
+    let chunked_case = (
+        format!(
+            "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\
+             Content-Type: application/json\r\n\
+             Accept: application/json, text/event-stream\r\n\
+             Transfer-Encoding: chunked\r\n\r\n{first}"
+        ),
+        format!("{rest}\r\n{body}\r\n0\r\n\r\n"),
+    );
+    let pid = serving.child.id().to_string();
+    let mut failed = Vec::new();
+    for (case, (before, after)) in [("a head", head_case), ("a chunked body", chunked_case)] {
+        let mut socket = std::net::TcpStream::connect(&addr).map_err(|e| format!("{case}: {e}"))?;
+        socket
+            .set_read_timeout(Some(LIMIT))
+            .map_err(|e| e.to_string())?;
+        socket
+            .write_all(before.as_bytes())
+            .map_err(|e| format!("{case}: {e}"))?;
+        for _ in 0..HALF_SENT_STOPS {
+            signal("STOP", &pid)?;
+            wait_until_stopped(&pid)?;
+            signal("CONT", &pid)?;
+        }
+        // The server may have closed already: what it answered is read
+        // whatever this write does.
+        let _ = socket.write_all(after.as_bytes());
+        let mut answer = Vec::new();
+        let _ = socket.read_to_end(&mut answer);
+        let answer = String::from_utf8_lossy(&answer);
+        if !answer.starts_with("HTTP/1.1 ") {
+            failed.push(format!(
+                "{case} half sent, the server stopped and continued: no answer ({answer:?})"
+            ));
+        }
+    }
+    if failed.is_empty() {
+        Ok(())
+    } else {
+        Err(failed.join("; "))
+    }
+}
 
 /// Claim: with `--token-file`, every token stands for nobody, so a
 /// legacy session opened with one token is reached with any other.
