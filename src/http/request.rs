@@ -340,7 +340,14 @@ fn read_line_within(
     line.clear();
     let mut consumed = 0;
     loop {
-        let buf = input.fill_buf().map_err(HttpError::Io)?;
+        // A read with a timeout that a stop signal interrupted (the kernel
+        // does not restart it: signal(7)) is read again; the socket's
+        // deadline still bounds it.
+        let buf = match input.fill_buf() {
+            Ok(buf) => buf,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(HttpError::Io(e)),
+        };
         if buf.is_empty() {
             if consumed == 0 {
                 return Ok(0);
