@@ -7,6 +7,8 @@
 # stops them. The fault tests (tests/it/redis_faults.rs, issue 48) also
 # start redis-servers of their own, for the stalls. Installs redis-server
 # and openssl from Debian when missing. `cargo test` never needs them.
+# REDIS_FEATURES: the features the test binary is built with (default
+# http,redis-tls; .ci/run passes the ones its build used, to reuse it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 for tool in redis-server openssl; do
@@ -70,4 +72,4 @@ done
 REDIS_URL="redis://127.0.0.1:$port/" \
     REDIS_TLS_URL="rediss://mcp:$password@localhost:$tls_port/" \
     SSL_CERT_FILE="$PWD/$tls/ca.crt" \
-    cargo test --features http,redis-tls --test it redis -- --ignored
+    cargo test --features "${REDIS_FEATURES:-http,redis-tls}" --test it redis -- --ignored
