@@ -1069,8 +1069,11 @@ fn send_post_late(
 /// MUST be answered `401`), but what any client takes for a broken
 /// server or proxy. On main: the connection ends with nothing read
 /// (`seen` empty).
+///
+/// Fixed: once the body is read the token is checked again
+/// (`auth::still_valid`, the head's check too), and the listen is
+/// answered `401 invalid_token` before it is served.
 #[test]
-#[ignore = "review-46s2: not fixed yet"]
 fn a_listen_whose_token_expires_while_its_body_comes_is_answered() {
     let (http, _notifier) = protected_everything();
     let (token, at) = expiring("grace", 0);
@@ -1090,6 +1093,10 @@ fn a_listen_whose_token_expires_while_its_body_comes_is_answered() {
         "the listen got no HTTP response: {seen:?}"
     );
     assert_eq!(status(&seen), 401, "{seen}");
+    assert!(
+        header(&seen, "www-authenticate").is_some_and(|c| c.contains("error=\"invalid_token\"")),
+        "{seen}"
+    );
 }
 
 /// Claim (review-46s2): any request whose token expires after its head
@@ -1102,8 +1109,11 @@ fn a_listen_whose_token_expires_while_its_body_comes_is_answered() {
 /// past the expiry is served a `tools/call` with a token that has
 /// expired (spec 2026-07-28 basic/authorization: an expired token MUST be
 /// answered `401`). On main: `200` with the call's result.
+///
+/// Fixed: `connection.rs: serve_request` checks the token again once the
+/// body is read, with the head's own check (`auth::still_valid`): `401`
+/// with `error="invalid_token"`.
 #[test]
-#[ignore = "review-46s2: not fixed yet"]
 fn a_call_whose_token_expires_while_its_body_comes_is_401() {
     let (http, _notifier) = protected_everything();
     let (token, at) = expiring("heidi", 0);
@@ -1123,6 +1133,10 @@ fn a_call_whose_token_expires_while_its_body_comes_is_401() {
         status(&seen),
         401,
         "a request whose token expired was served: {seen}"
+    );
+    assert!(
+        header(&seen, "www-authenticate").is_some_and(|c| c.contains("error=\"invalid_token\"")),
+        "{seen}"
     );
 }
 
