@@ -447,7 +447,8 @@ fn a_duplicated_name_does_not_skip_the_scopes_its_tool_needs() {
 
 /// The everything example's server as a protected resource whose
 /// validator reads the token itself: `sub.NAME` stands for subject NAME,
-/// `cid.NAME` for client NAME alone (no subject), `exp.UNIX.NAME` for
+/// `cid.NAME` for client NAME alone (no subject), `both.SUB.CID` for
+/// subject SUB (empty in `both..CID`) of client CID, `exp.UNIX.NAME` for
 /// subject NAME until UNIX (seconds), `nobody` for a token that names
 /// no one; each grants `mcp:tools`, which
 /// every request needs. Its notifier, to send a list change.
@@ -466,6 +467,7 @@ fn protected_everything() -> (Http, mcp_stdio::Notifier) {
             match parts.as_slice() {
                 ["sub", name] => Ok(info.subject(name)),
                 ["cid", name] => Ok(info.client_id(name)),
+                ["both", sub, cid] => Ok(info.subject(sub).client_id(cid)),
                 ["nobody"] => Ok(info),
                 ["exp", at, name] => Ok(info
                     .subject(name)
@@ -761,6 +763,37 @@ fn a_client_id_is_not_taken_for_a_subject_of_the_same_name() {
         status(&taken),
         404,
         "a client reached a user's session: {taken}"
+    );
+}
+
+/// An empty subject is no subject: two clients whose tokens carry
+/// `sub: ""` (an authorization server that writes an empty `sub` for a
+/// token of no user, a validator that maps a missing one to `""`) are
+/// not one owner, and neither reaches the other's session. Before the
+/// fix `TokenInfo::owner` took `""` for a subject like any other: the
+/// `both..app-b` token's request in `both..app-a`'s session was `200`.
+/// Now an empty subject (or client id) names no one, and the owner is
+/// the client.
+#[cfg(feature = "legacy")]
+#[test]
+fn an_empty_subject_is_no_owner_shared_by_every_client() {
+    let (http, _notifier) = protected_everything();
+    let session = legacy_session(http.addr, "both..app-a");
+    let list = json!({ "jsonrpc": "2.0", "id": 2, "method": "tools/list" });
+    let in_session = |token: &str| {
+        post(
+            http.addr,
+            &with_token(crate::http_legacy::headers(Some(&session), false), token),
+            &list.to_string(),
+        )
+    };
+    let own = in_session("both..app-a");
+    assert_eq!(status(&own), 200, "{own}");
+    let other = in_session("both..app-b");
+    assert_eq!(
+        status(&other),
+        404,
+        "another client reached a session through an empty subject: {other}"
     );
 }
 
