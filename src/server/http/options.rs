@@ -267,7 +267,8 @@ impl HttpOptions {
     /// scope="..."` (the scopes every request needs, else those
     /// supported); an expired token (`TokenInfo::expires_at`) `401`
     /// `invalid_token`, also one that expires while the request's body
-    /// comes (the expiry is looked at again once the body is in); one without the scopes the request needs
+    /// comes (the expiry is looked at again once the body is in); one
+    /// without the scopes the request needs
     /// ([`ProtectedResource::require_scopes`], `require_scopes_for`) `403`
     /// `insufficient_scope` with them; two `Authorization` headers or a
     /// malformed token `400` with `error="invalid_request"`. A token in the URL's query

@@ -59,8 +59,8 @@
 //! open that takes an event stream and whose token has not expired
 //! (whichever request published it: the listener does not know which
 //! did; a POST whose token expired carries its own request's progress and
-//! result only). What a legacy HTTP client does not
-//! get: resumable streams.
+//! result only). What a legacy HTTP client does not get: resumable
+//! streams.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
