@@ -104,7 +104,9 @@ impl TokenInfo {
     }
 
     /// Whom the token stands for: its subject, else the client it was
-    /// issued to; `None` when it names neither.
+    /// issued to; `None` when it names neither. An empty subject or client
+    /// id names no one (a `sub` of `""` would otherwise be one owner
+    /// shared by every token that carries it).
     ///
     /// ```
     /// use mcp_stdio::{Owner, TokenInfo};
@@ -112,10 +114,14 @@ impl TokenInfo {
     /// assert_eq!(user.owner(), Some(Owner::Subject("alice".into())));
     /// let machine = TokenInfo::new().client_id("alice");
     /// assert_eq!(machine.owner(), Some(Owner::Client("alice".into())));
+    /// let unnamed = TokenInfo::new().subject("").client_id("app");
+    /// assert_eq!(unnamed.owner(), Some(Owner::Client("app".into())));
+    /// assert_eq!(TokenInfo::new().subject("").client_id("").owner(), None);
     /// ```
     pub fn owner(&self) -> Option<Owner> {
-        (self.subject.clone().map(Owner::Subject))
-            .or_else(|| self.client_id.clone().map(Owner::Client))
+        let named = |name: &Option<String>| name.clone().filter(|n| !n.is_empty());
+        (named(&self.subject).map(Owner::Subject))
+            .or_else(|| named(&self.client_id).map(Owner::Client))
     }
 }
 

@@ -447,7 +447,8 @@ fn a_duplicated_name_does_not_skip_the_scopes_its_tool_needs() {
 
 /// The everything example's server as a protected resource whose
 /// validator reads the token itself: `sub.NAME` stands for subject NAME,
-/// `cid.NAME` for client NAME alone (no subject), `exp.UNIX.NAME` for
+/// `cid.NAME` for client NAME alone (no subject), `both.SUB.CID` for
+/// subject SUB (empty in `both..CID`) of client CID, `exp.UNIX.NAME` for
 /// subject NAME until UNIX (seconds), `nobody` for a token that names
 /// no one; each grants `mcp:tools`, which
 /// every request needs. Its notifier, to send a list change.
@@ -466,6 +467,7 @@ fn protected_everything() -> (Http, mcp_stdio::Notifier) {
             match parts.as_slice() {
                 ["sub", name] => Ok(info.subject(name)),
                 ["cid", name] => Ok(info.client_id(name)),
+                ["both", sub, cid] => Ok(info.subject(sub).client_id(cid)),
                 ["nobody"] => Ok(info),
                 ["exp", at, name] => Ok(info
                     .subject(name)
@@ -761,6 +763,37 @@ fn a_client_id_is_not_taken_for_a_subject_of_the_same_name() {
         status(&taken),
         404,
         "a client reached a user's session: {taken}"
+    );
+}
+
+/// An empty subject is no subject: two clients whose tokens carry
+/// `sub: ""` (an authorization server that writes an empty `sub` for a
+/// token of no user, a validator that maps a missing one to `""`) are
+/// not one owner, and neither reaches the other's session. Before the
+/// fix `TokenInfo::owner` took `""` for a subject like any other: the
+/// `both..app-b` token's request in `both..app-a`'s session was `200`.
+/// Now an empty subject (or client id) names no one, and the owner is
+/// the client.
+#[cfg(feature = "legacy")]
+#[test]
+fn an_empty_subject_is_no_owner_shared_by_every_client() {
+    let (http, _notifier) = protected_everything();
+    let session = legacy_session(http.addr, "both..app-a");
+    let list = json!({ "jsonrpc": "2.0", "id": 2, "method": "tools/list" });
+    let in_session = |token: &str| {
+        post(
+            http.addr,
+            &with_token(crate::http_legacy::headers(Some(&session), false), token),
+            &list.to_string(),
+        )
+    };
+    let own = in_session("both..app-a");
+    assert_eq!(status(&own), 200, "{own}");
+    let other = in_session("both..app-b");
+    assert_eq!(
+        status(&other),
+        404,
+        "another client reached a session through an empty subject: {other}"
     );
 }
 
@@ -1069,8 +1102,11 @@ fn send_post_late(
 /// MUST be answered `401`), but what any client takes for a broken
 /// server or proxy. On main: the connection ends with nothing read
 /// (`seen` empty).
+///
+/// Fixed: once the body is read the token is checked again
+/// (`auth::still_valid`, the head's check too), and the listen is
+/// answered `401 invalid_token` before it is served.
 #[test]
-#[ignore = "review-46s2: not fixed yet"]
 fn a_listen_whose_token_expires_while_its_body_comes_is_answered() {
     let (http, _notifier) = protected_everything();
     let (token, at) = expiring("grace", 0);
@@ -1090,6 +1126,10 @@ fn a_listen_whose_token_expires_while_its_body_comes_is_answered() {
         "the listen got no HTTP response: {seen:?}"
     );
     assert_eq!(status(&seen), 401, "{seen}");
+    assert!(
+        header(&seen, "www-authenticate").is_some_and(|c| c.contains("error=\"invalid_token\"")),
+        "{seen}"
+    );
 }
 
 /// Claim (review-46s2): any request whose token expires after its head
@@ -1102,8 +1142,11 @@ fn a_listen_whose_token_expires_while_its_body_comes_is_answered() {
 /// past the expiry is served a `tools/call` with a token that has
 /// expired (spec 2026-07-28 basic/authorization: an expired token MUST be
 /// answered `401`). On main: `200` with the call's result.
+///
+/// Fixed: `connection.rs: serve_request` checks the token again once the
+/// body is read, with the head's own check (`auth::still_valid`): `401`
+/// with `error="invalid_token"`.
 #[test]
-#[ignore = "review-46s2: not fixed yet"]
 fn a_call_whose_token_expires_while_its_body_comes_is_401() {
     let (http, _notifier) = protected_everything();
     let (token, at) = expiring("heidi", 0);
@@ -1124,6 +1167,10 @@ fn a_call_whose_token_expires_while_its_body_comes_is_401() {
         401,
         "a request whose token expired was served: {seen}"
     );
+    assert!(
+        header(&seen, "www-authenticate").is_some_and(|c| c.contains("error=\"invalid_token\"")),
+        "{seen}"
+    );
 }
 
 /// Claim (review-46s2): a legacy session's notifications outlive the
@@ -1139,9 +1186,12 @@ fn a_call_whose_token_expires_while_its_body_comes_is_401() {
 /// call runs (the server is never asked about the token again).
 /// On main: the update published after the expiry is read on the call's
 /// stream (`resources/updated` seen a second time).
+///
+/// Fixed: each open POST keeps its token's expiry (`OpenPost::expires_at`)
+/// and the sessions' listener chooses none whose token expired; the
+/// call's own result still goes out.
 #[cfg(feature = "legacy")]
 #[test]
-#[ignore = "review-46s2: not fixed yet"]
 fn a_legacy_posts_stream_carries_no_update_past_its_tokens_expiry() {
     use crate::http_legacy::headers;
     let (http, notifier) = protected_everything();
@@ -1177,5 +1227,10 @@ fn a_legacy_posts_stream_carries_no_update_past_its_tokens_expiry() {
     assert!(
         !delivered,
         "an update reached a client whose token expired: {after}"
+    );
+    // The call itself, authorized when it came, is answered.
+    assert!(
+        after.contains("\"result\"") && after.contains("done"),
+        "the call's own result did not go out: {after}"
     );
 }

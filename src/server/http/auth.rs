@@ -494,16 +494,29 @@ pub(crate) fn authenticate(
             ));
         }
     };
-    if info.expires_at.is_some_and(|at| at <= SystemTime::now()) {
-        let kind = Kind::InvalidToken("the access token has expired".into());
-        return Err(refusal(resource, kind, None, token));
-    }
+    still_valid(protection, &info)?;
     lacks(
         resource,
         &info,
         resource.required.iter().map(String::as_str).collect(),
     )?;
     Ok(Arc::new(info))
+}
+
+/// Checks that the token a request was validated with has not expired
+/// (its `expires_at`): `401` with `error="invalid_token"` once it has
+/// (spec 2026-07-28 basic/authorization, "Token Handling": a server MUST
+/// answer an expired token `401`). Called when the head is in
+/// (`authenticate`) and again once a POST's body is read
+/// (`connection.rs: serve_request`): a body may come up to
+/// `header_timeout` after its head, and a request is served only with a
+/// token still valid then.
+pub(crate) fn still_valid(protection: &Protection, info: &TokenInfo) -> Result<(), Refusal> {
+    if info.expires_at.is_some_and(|at| at <= SystemTime::now()) {
+        let kind = Kind::InvalidToken("the access token has expired".into());
+        return Err(refusal(&protection.metadata, kind, None, ""));
+    }
+    Ok(())
 }
 
 /// Checks the scopes a request held to `operations` needs (its body

@@ -340,6 +340,14 @@ fn serve_request(
         }
     }
     input.get_mut().deadline = None;
+    // The token was valid when the head came: it must still be, now that
+    // the body is in (`auth::still_valid`).
+    let token = exchange.token.borrow().clone();
+    if let (Some(protection), Some(info)) = (&site.options.protection, token)
+        && let Err(refusal) = auth::still_valid(protection, &info)
+    {
+        return refused(exchange, &request, refusal);
+    }
     // After a stop the connection ends with the response in hand.
     if !exchange.post(&request) || site.inner.connections.is_stopped() {
         let _ = (&*socket).flush();
@@ -348,8 +356,9 @@ fn serve_request(
     true
 }
 
-/// Answers a refusal of the checks before the body. Returns whether the
-/// connection goes on: only after a `405` to a request without a body.
+/// Answers a refusal of the checks before the body (or of the token's
+/// expiry once it is read). Returns whether the connection goes on: only
+/// after a `405` to a request without a body.
 fn refused(exchange: &Exchange<'_>, request: &HttpRequest, refusal: Refusal) -> bool {
     let cors = exchange.cors.borrow();
     let headers: Vec<(&str, &str)> = (refusal.headers.iter())
@@ -361,8 +370,8 @@ fn refused(exchange: &Exchange<'_>, request: &HttpRequest, refusal: Refusal) -> 
     if refusal.status == 405 && empty && request.keep_alive() {
         return exchange.error_with(refusal.status, None, &error, &headers, true);
     }
-    // The body is not read: the connection cannot carry another
-    // request.
+    // The body is not read (or, read, is refused for an expired token):
+    // the connection does not carry another request.
     refuse_with(exchange.socket, refusal.status, &error, &headers);
     false
 }

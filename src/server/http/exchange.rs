@@ -264,8 +264,8 @@ impl Exchange<'_> {
         let legacy = match &era {
             Era::Legacy(version) => {
                 let front = crate::server::legacy::Front::new(self.inner, &conn);
-                if let Some(token) = token {
-                    front.token_info(token);
+                if let Some(token) = &token {
+                    front.token_info(Arc::clone(token));
                 }
                 // A session's notifications reach one of its streams
                 // through the sessions' listener (`sessions`), never a
@@ -277,7 +277,7 @@ impl Exchange<'_> {
                     request,
                     (&id, &method),
                     version,
-                    self.owner().as_ref(),
+                    token.as_deref(),
                 ) {
                     Ok(session) => Some((front, session)),
                     Err(unknown) => {

@@ -266,7 +266,9 @@ impl HttpOptions {
     /// `401` with `WWW-Authenticate: Bearer resource_metadata="...",
     /// scope="..."` (the scopes every request needs, else those
     /// supported); an expired token (`TokenInfo::expires_at`) `401`
-    /// `invalid_token`; one without the scopes the request needs
+    /// `invalid_token`, also one that expires while the request's body
+    /// comes (the expiry is looked at again once the body is in); one
+    /// without the scopes the request needs
     /// ([`ProtectedResource::require_scopes`], `require_scopes_for`) `403`
     /// `insufficient_scope` with them; two `Authorization` headers or a
     /// malformed token `400` with `error="invalid_request"`. A token in the URL's query
@@ -280,8 +282,13 @@ impl HttpOptions {
     /// they are unknown. A stream (a `subscriptions/listen`, a legacy
     /// session's GET stream) ends when the token it was opened with
     /// expires ([`TokenInfo::expires_at`]), and the client reconnects with
-    /// a fresh one; a token is not asked about again while its stream
-    /// lasts, so set `expires_at` for tokens that may be revoked.
+    /// a fresh one. A legacy POST's stream does not end (its request,
+    /// authorized when it came, runs to its end, its progress and result
+    /// sent), but from its token's expiry it carries none of its session's
+    /// notifications (without a GET stream they go to the session's newest
+    /// POST whose token has not expired). Any other request runs to its
+    /// end. A token is not asked about again while its stream lasts, so
+    /// set `expires_at` for tokens that may be revoked.
     ///
     /// ```
     /// use mcp_stdio::{HttpOptions, ProtectedResource, TokenInfo, Unauthorized};

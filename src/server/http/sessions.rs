@@ -56,14 +56,16 @@
 //! ends the last; a connection of its own, `http::stream`) when it has
 //! one: its list changes and resource updates go there. Without one, a
 //! resource update goes on the stream of the session's newest POST still
-//! open that takes an event stream (whichever request published it: the
-//! listener does not know which did). What a legacy HTTP client does not
-//! get: resumable streams.
+//! open that takes an event stream and whose token has not expired
+//! (whichever request published it: the listener does not know which
+//! did; a POST whose token expired carries its own request's progress and
+//! result only). What a legacy HTTP client does not get: resumable
+//! streams.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use std::time::Instant;
+use std::time::{Instant, SystemTime};
 
 use serde_json::value::RawValue;
 
@@ -76,7 +78,7 @@ use crate::server::connections::Connection;
 use crate::server::event::ServerEvent;
 use crate::server::legacy::Front;
 use crate::server::legacy::session::{Budget, LegacySession, Subscribed};
-use crate::server::request_meta::Owner;
+use crate::server::request_meta::{Owner, TokenInfo};
 
 /// The legacy methods that change the session they run under
 /// (`LegacyRequest::SetLevel`, `Subscribe`, `Unsubscribe`).
@@ -164,6 +166,11 @@ struct OpenPost {
     /// Set by the first cancellation: one that came before the request
     /// was in flight is made again once it is ([`Sessions::opened`]).
     cancelled: Arc<AtomicBool>,
+    /// When the token the POST came with expires (`TokenInfo::expires_at`):
+    /// from then on no notification of the session is chosen to go on its
+    /// stream (`Listener::publish`). Its own request's progress and result
+    /// still go out: it was authorized when it came.
+    expires_at: Option<SystemTime>,
 }
 
 impl OpenPost {
@@ -229,7 +236,9 @@ impl Sessions {
     }
 
     /// Gives `front` (the POST's legacy front end) the session a legacy
-    /// POST of request `id` runs under;
+    /// POST of request `id` runs under (with `token`, what its validated
+    /// token allows: a session is found only by whom it stood for, and the
+    /// POST carries the session's notifications only until it expires);
     /// an `initialize` gets a new id (sent back with `body`'s headers, and
     /// its answer held until [`Sessions::opened`] stored the session), and
     /// so does the answer of a method that changes the session.
@@ -240,8 +249,9 @@ impl Sessions {
         request: &HttpRequest,
         (id, method): (&RequestId, &str),
         version: &str,
-        owner: Option<&Owner>,
+        token: Option<&TokenInfo>,
     ) -> Result<Entered, UnknownSession> {
+        let owner = token.and_then(TokenInfo::owner);
         if method == "initialize" {
             // Its id goes out with its answer only if the session opens
             // (`Sessions::opened`): a failed `initialize` names none.
@@ -249,7 +259,7 @@ impl Sessions {
             body.hold();
             return Ok(Entered {
                 id: Some(session_id),
-                owner: owner.cloned(),
+                owner,
                 key: None,
                 given: None,
                 post: None,
@@ -275,7 +285,7 @@ impl Sessions {
             });
         };
         let mut store = self.lock();
-        let kept = store.kept(session_id, owner)?;
+        let kept = store.kept(session_id, owner.as_ref())?;
         // A `ping` keeps a session seen, not live (`Kept::used`).
         kept.seen(method != "ping");
         let mut session = Arc::clone(&kept.session);
@@ -305,6 +315,7 @@ impl Sessions {
             conn: conn.clone(),
             body: body.clone(),
             cancelled: Arc::default(),
+            expires_at: token.and_then(|info| info.expires_at),
         };
         (store.open.entry(session_id.to_owned()).or_default()).push(post.clone());
         drop(store);
@@ -635,7 +646,8 @@ struct Listener(Arc<Mutex<Store>>);
 impl Connection for Listener {
     /// `event` for each session that hears it, on one of its streams: its
     /// GET stream (list changes and resource updates), else its newest
-    /// POST that can still carry it (resource updates only: a list change
+    /// POST that can still carry it and whose token has not expired
+    /// (`OpenPost::expires_at`; resource updates only: a list change
     /// concerns no request). Written after the sessions' lock is let go:
     /// a connection's write may wait for a client slow to read.
     fn publish(&self, event: &ServerEvent) {
@@ -644,10 +656,13 @@ impl Connection for Listener {
             let streamed = (store.streams.iter()).filter_map(|(id, stream)| {
                 Some((&store.by_id.get(id)?.session, stream.conn.clone(), true))
             });
+            let now = SystemTime::now();
             let posted = (store.open.iter())
                 .filter(|(id, _)| !store.streams.contains_key(*id))
                 .filter_map(|(id, posts)| {
-                    let post = posts.iter().rev().find(|post| post.body.takes_events())?;
+                    let post = (posts.iter().rev()).find(|post| {
+                        post.body.takes_events() && post.expires_at.is_none_or(|at| at > now)
+                    })?;
                     Some((&store.by_id.get(id)?.session, post.conn.clone(), false))
                 });
             (streamed.chain(posted))
