@@ -1202,7 +1202,6 @@ fn come_back(line: &str) {
 /// do not hold for it. Seen on main: 8 calls after the server started
 /// refusing made 9 `POST /register` in all and 9 visits to the browser.
 #[test]
-#[ignore = "review-46c2: not fixed yet"]
 fn an_authorization_server_that_knows_no_client_is_not_registered_with_without_end() {
     let refuse = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let (server, authority) = setup(Script {
@@ -1217,11 +1216,18 @@ fn an_authorization_server_that_knows_no_client_is_not_registered_with_without_e
     // From now on no token will do, and the token endpoint knows no client.
     *server.accepted.lock().unwrap() = "none".into();
     refuse.store(true, std::sync::atomic::Ordering::SeqCst);
+    let mut last = String::new();
     for _ in 0..8 {
         let err = client.call("echo", json!({ "text": "x" })).unwrap_err();
         assert!(!err.to_string().contains(TOKEN), "{err}");
+        last = err.to_string();
     }
     client.close().unwrap();
+    // The last refusal says what the authorization server answered.
+    assert!(
+        last.contains("not registering again") && last.contains("invalid_client"),
+        "{last}"
+    );
     let registered = authority
         .lines()
         .iter()
