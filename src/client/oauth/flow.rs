@@ -263,7 +263,7 @@ impl Authorizer {
     fn may_register(&self, issuer: &str) -> Result<(), String> {
         match lock(&self.bad_clients).get(issuer) {
             Some((count, why)) if *count >= MAX_BAD_CLIENTS => Err(format!(
-                "the authorization server {issuer} refused the client's last {count} registrations ({why}): not registering again; check the client's registration there (or the client ID given), then connect again"
+                "the authorization server {issuer} refused {count} registrations of this client (the last: {why}): not registering again; check the client's registration there (or the client ID given), then connect again"
             )),
             _ => Ok(()),
         }
