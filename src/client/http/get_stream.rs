@@ -22,6 +22,7 @@ use std::time::{Duration, Instant};
 
 use super::Shared;
 use super::exchange::{self, Body, Cursor};
+use super::post::{Refusal, wants_credentials};
 use crate::note_limiter::NoteLimiter;
 use crate::sync::lock;
 
@@ -103,8 +104,15 @@ impl Shared {
 
     /// The standalone GET stream, on a thread of its own, until the
     /// client closes: a server that offers none answers `405` (any `4xx`
-    /// is taken as that; retrying would not change it). `opened` hears
-    /// when the first GET's head has come, and is let go after that GET.
+    /// is taken as that; retrying would not change it). But a client that
+    /// authorizes itself (`ClientBuilder::oauth`) and is refused for its
+    /// credentials (a `401`, or a `403` `insufficient_scope`: a token that
+    /// expired or was revoked while the stream was open) obtains new ones
+    /// as a POST does ([`Shared::authorized_again`]) and opens the stream
+    /// again at once; it gives the stream up, with a note, only when that
+    /// fails (or after [`MAX_FAILURES`] such refusals in a row). `opened`
+    /// hears when the first GET's head has come, and is let go after that
+    /// GET.
     fn listen(&self, opened: std::sync::mpsc::SyncSender<()>) {
         let Some(inbox) = self.inbox() else {
             return;
@@ -160,6 +168,25 @@ impl Shared {
                     }
                 }
                 Err(Refused::Status(_)) => return,
+                Err(Refused::Unauthorized(refusal, sent)) => {
+                    let again = match failures {
+                        MAX_FAILURES.. => {
+                            Err(format!("{}, {failures} times in a row", refusal.why()))
+                        }
+                        _ => self.authorized_again(&refusal, &sent),
+                    };
+                    match again {
+                        Ok(()) => continue,
+                        Err(why) => {
+                            if !self.is_closed() {
+                                self.notes.problem(&format!(
+                                    "gave up the server's GET stream ({why}): list changes and the server's own requests will not arrive"
+                                ));
+                            }
+                            return;
+                        }
+                    }
+                }
                 Err(Refused::Why(why)) if failures >= MAX_FAILURES && !self.is_closed() => {
                     self.notes.problem(&format!(
                         "gave up the server's GET stream after {failures} tries ({why}): list changes and the server's own requests will not arrive"
@@ -212,6 +239,15 @@ impl Shared {
                         "the server ended the response stream without answering and cannot resume it (GET answered HTTP {status})"
                     ));
                 }
+                // Refused for its credentials: new ones, and the next try
+                // carries them.
+                Err(Refused::Unauthorized(refusal, sent)) => {
+                    self.authorized_again(&refusal, &sent).map_err(|why| {
+                        format!(
+                            "the server ended the response stream without answering, and refused to resume it: {why}"
+                        )
+                    })?;
+                }
                 Err(Refused::Why(why)) => {
                     return Err(format!(
                         "the server ended the response stream without answering, and resuming it failed: {why}"
@@ -248,6 +284,10 @@ impl Shared {
         headers.extend(self.settings.headers());
         let (mut kept, head) = self.start(None, "GET", b"", Some(key), &headers)?;
         on_head();
+        if self.settings.authorizer.is_some() && wants_credentials(&head) {
+            let refusal = Refusal::of(&head, &self.endpoint.url());
+            return Err(Refused::Unauthorized(refusal, headers));
+        }
         if (400..500).contains(&head.status) {
             return Err(Refused::Status(head.status));
         }
@@ -290,6 +330,9 @@ impl Shared {
 enum Refused {
     /// A `4xx` (`405`: the server offers no GET stream).
     Status(u16),
+    /// Refused for its credentials, to a client that authorizes itself
+    /// (`ClientBuilder::oauth`), with the headers the GET was sent with.
+    Unauthorized(Refusal, Vec<(String, String)>),
     /// Anything else, in one line.
     Why(String),
 }

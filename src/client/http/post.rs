@@ -56,7 +56,7 @@ fn not_sent_again(url: &str) -> String {
 
 /// Whether `head` asks for credentials: a `401`, or a `403` whose
 /// challenge says `insufficient_scope` (RFC 6750 section 3.1).
-fn wants_credentials(head: &Head) -> bool {
+pub(super) fn wants_credentials(head: &Head) -> bool {
     head.status == 401
         || (head.status == 403
             && head
@@ -155,6 +155,25 @@ pub(super) struct Refusal {
     status: u16,
     challenges: Vec<String>,
     why: String,
+}
+
+impl Refusal {
+    /// The refusal `head` is, of a request to `url`.
+    pub(super) fn of(head: &Head, url: &str) -> Refusal {
+        Refusal {
+            status: head.status,
+            challenges: head
+                .headers
+                .get_all("www-authenticate")
+                .map(str::to_owned)
+                .collect(),
+            why: status_error(head, url),
+        }
+    }
+    /// What it means, in one line.
+    pub(super) fn why(&self) -> &str {
+        &self.why
+    }
 }
 
 impl From<String> for Failed {
@@ -455,15 +474,7 @@ impl Shared {
                     Err(Failed::SessionGone)
                 }
                 _ if self.settings.authorizer.is_some() && wants_credentials(&head) => {
-                    Err(Failed::Unauthorized(Refusal {
-                        status: head.status,
-                        challenges: head
-                            .headers
-                            .get_all("www-authenticate")
-                            .map(str::to_owned)
-                            .collect(),
-                        why: status_error(&head, &url),
-                    }))
+                    Err(Failed::Unauthorized(Refusal::of(&head, &url)))
                 }
                 (Some(message), Some(_)) if probe && !era_answer => Err(Failed::Why(format!(
                     "{}: {}",
@@ -527,8 +538,9 @@ impl Shared {
 
     /// Obtains new credentials after `refusal` of a request sent with
     /// `headers` (`ClientBuilder::oauth`): `Ok`, send it again, once;
-    /// `Err`, why not, in one line.
-    fn authorized_again(
+    /// `Err`, why not, in one line. A POST's and a legacy GET stream's
+    /// (`get_stream.rs`).
+    pub(super) fn authorized_again(
         &self,
         refusal: &Refusal,
         headers: &[(String, String)],

@@ -5,7 +5,7 @@
 //! with PKCE, or the client credentials grant). One flow runs at a time;
 //! a request refused while another obtained a new token only tries again.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -31,6 +31,13 @@ const AT_ONCE: Duration = Duration::from_secs(30);
 /// Authorization Flow": clients SHOULD implement retry limits).
 const MAX_REFUSED_AT_ONCE: u32 = 3;
 
+/// How many of the client's registrations (new or given) one
+/// authorization server may refuse (`invalid_client`) before the client
+/// stops registering with it: each costs the user an authorization (spec
+/// 2026-07-28 basic/authorization: clients SHOULD implement retry
+/// limits).
+const MAX_BAD_CLIENTS: u32 = 3;
+
 /// The authorization of one HTTP client.
 pub(crate) struct Authorizer {
     config: OAuth,
@@ -50,6 +57,9 @@ pub(crate) struct Authorizer {
     /// Whether the token in use came from a refresh: refused, it is not
     /// refreshed again but obtained anew.
     refreshed: Mutex<bool>,
+    /// By issuer, how many registrations its token endpoint refused
+    /// (`invalid_client`) in this client's life, and its last answer.
+    bad_clients: Mutex<BTreeMap<String, (u32, String)>>,
 }
 
 impl std::fmt::Debug for Authorizer {
@@ -78,6 +88,7 @@ impl Authorizer {
             refreshed: Mutex::new(false),
             waiting: AtomicUsize::new(0),
             issued: Mutex::new((None, 0)),
+            bad_clients: Mutex::new(BTreeMap::new()),
         })
     }
 
@@ -196,8 +207,10 @@ impl Authorizer {
                 // The registration itself is refused: it and what was
                 // issued to it are forgotten, and the flow registers anew.
                 Err(NoToken {
-                    bad_client: true, ..
+                    bad_client: true,
+                    why,
                 }) => {
+                    self.bad_client(&old.issuer, why);
                     self.keep(None);
                     previous = None;
                 }
@@ -234,6 +247,28 @@ impl Authorizer {
         *lock(&self.tokens) = Some(kept);
     }
 
+    /// Counts a registration `issuer`'s token endpoint refused
+    /// (`invalid_client`), with its answer `why`.
+    fn bad_client(&self, issuer: &str, why: String) {
+        let mut bad = lock(&self.bad_clients);
+        let entry = bad.entry(issuer.to_owned()).or_default();
+        *entry = (entry.0.saturating_add(1), why);
+    }
+
+    /// Whether the client may register with `issuer` again: not once it
+    /// refused [`MAX_BAD_CLIENTS`] registrations. An authorization server
+    /// that knows no client (one that forgets every registration, or
+    /// refuses the client ID given) would otherwise have the user
+    /// authorize again for every request, without end.
+    fn may_register(&self, issuer: &str) -> Result<(), String> {
+        match lock(&self.bad_clients).get(issuer) {
+            Some((count, why)) if *count >= MAX_BAD_CLIENTS => Err(format!(
+                "the authorization server {issuer} refused {count} registrations of this client (the last: {why}): not registering again; check the client's registration there (or the client ID given), then connect again"
+            )),
+            _ => Ok(()),
+        }
+    }
+
     /// The whole flow: discovery, registration, a token.
     fn authorize(
         &self,
@@ -267,6 +302,7 @@ impl Authorizer {
                 }
             }
             _ => {
+                self.may_register(&metadata.issuer)?;
                 let registration = self.register(&metadata)?;
                 self.keep_registration(&registration, &metadata.issuer, &resource.resource);
                 registration
@@ -301,6 +337,7 @@ impl Authorizer {
                 // A registration known bad is forgotten, with what was
                 // issued to it: the next authorization registers anew.
                 if no.bad_client {
+                    self.bad_client(&metadata.issuer, no.why.clone());
                     self.keep(None);
                 }
                 return Err(no.why);
