@@ -15,7 +15,7 @@ use crate::client::http::tls::{self, ExtraCa};
 use crate::client::http::url::Endpoint;
 #[cfg(feature = "https")]
 use crate::sync::lock;
-use crate::url_for_people::url_for_people;
+use crate::url_for_people::{split_url, url_for_people};
 #[cfg(feature = "https")]
 use std::sync::{Arc, Mutex};
 
@@ -44,38 +44,38 @@ pub(crate) struct Url {
 }
 
 impl Url {
-    /// Parses `text`; a fragment is refused (RFC 8707: a resource has
-    /// none; an endpoint never needs one), and user information (the
-    /// client never sends it). The error shows `text` as
-    /// [`url_for_people`] does.
+    /// Parses `text`, split as every part of the crate splits a URL
+    /// ([`split_url`]: the authority ends at the first `/`, `?` or `#`,
+    /// its user information at its last `@`); a fragment is refused
+    /// (RFC 8707: a resource has none; an endpoint never needs one), and
+    /// user information (the client never sends it), and a port that is
+    /// no number. The error shows `text` as [`url_for_people`] does.
     pub fn parse(text: &str) -> Result<Url, String> {
         let bad = |why: &str| format!("'{}' is not a usable URL: {why}", url_for_people(text));
-        let (scheme, rest) = text.split_once("://").ok_or_else(|| bad("no scheme"))?;
+        let parts = split_url(text);
+        let scheme = parts.scheme.ok_or_else(|| bad("no scheme"))?;
         let scheme = scheme.to_ascii_lowercase();
         if scheme != "http" && scheme != "https" {
             return Err(bad("not http or https"));
         }
-        if rest.contains('#') {
+        if parts.fragment.is_some() {
             return Err(bad("it has a fragment"));
         }
-        let end = rest.find(['/', '?']).unwrap_or(rest.len());
-        let (authority, rest) = rest.split_at(end);
-        if authority.is_empty() {
-            return Err(bad("no host"));
-        }
-        if authority.contains('@') {
+        if parts.userinfo.is_some() {
             return Err(bad("it has user information (user:password@): remove it"));
         }
-        let (path, query) = match rest.split_once('?') {
-            Some((path, query)) => (path, Some(query.to_owned())),
-            None => (rest, None),
-        };
-        let path = if path == "/" { "" } else { path };
+        if parts.host.is_empty() {
+            return Err(bad("no host"));
+        }
+        if !parts.port_is_a_number() {
+            return Err(bad("its port is not a number"));
+        }
+        let path = if parts.path == "/" { "" } else { parts.path };
         Ok(Url {
             scheme,
-            authority: authority.to_owned(),
+            authority: parts.host_port(),
             path: path.to_owned(),
-            query,
+            query: parts.query.map(str::to_owned),
         })
     }
 
