@@ -9,6 +9,7 @@ use std::io::{BufReader, Read};
 use std::time::{Duration, Instant};
 
 use crate::client::http::exchange::{self, Body};
+use crate::client::http::host::{self, is_local_ip};
 use crate::client::http::stream::Connector;
 #[cfg(feature = "https")]
 use crate::client::http::tls::{self, ExtraCa};
@@ -99,14 +100,43 @@ impl Url {
         }
     }
 
-    /// Whether the host is this machine, however it is spelled
-    /// (`host::is_local`: `localhost` names, loopback and unspecified
-    /// addresses in every form the connect path reads, `127.1` and
-    /// `[::ffff:127.0.0.1]` too).
+    /// Whether the host is this machine: spelled so, however it is
+    /// spelled (`host::is_local`: `localhost` names, loopback and
+    /// unspecified addresses in every form the connect path reads, `127.1`
+    /// and `[::ffff:127.0.0.1]` too), or a name every address of which is
+    /// local (`host::is_local_ip`).
     pub fn is_loopback(&self) -> bool {
+        let addresses = self.addresses();
+        self.spelled_local() || (!addresses.is_empty() && addresses.into_iter().all(is_local_ip))
+    }
+
+    /// Whether the host may be this machine: spelled so, or a name one of
+    /// whose addresses is local (a name in `/etc/hosts`, the machine's
+    /// own, `localtest.me`). The connection itself judges again, on the
+    /// addresses it connects to ([`Trust::for_server`]).
+    pub fn may_be_loopback(&self) -> bool {
+        self.spelled_local() || self.addresses().into_iter().any(is_local_ip)
+    }
+
+    /// Whether the host is spelled as this machine (`host::is_local`).
+    fn spelled_local(&self) -> bool {
         let host_port = self.host_port();
         let host = host_port.rsplit_once(':').map_or(&*host_port, |(h, _)| h);
-        crate::client::http::host::is_local(host)
+        host::is_local(host)
+    }
+
+    /// The addresses the host resolves to now; none if it resolves to
+    /// none.
+    fn addresses(&self) -> Vec<std::net::IpAddr> {
+        let host_port = self.host_port();
+        let Some((host, port)) = host_port.rsplit_once(':') else {
+            return Vec::new();
+        };
+        let bare = host.strip_prefix('[').and_then(|h| h.strip_suffix(']'));
+        let port = port.parse::<u16>().unwrap_or(0);
+        host::addresses(bare.unwrap_or(host), port)
+            .map(|addrs| addrs.into_iter().map(|a| a.ip()).collect())
+            .unwrap_or_default()
     }
 
     /// The URL with `pairs` added to its query, percent-encoded.
@@ -225,6 +255,9 @@ pub(crate) fn form(pairs: &[(&str, &str)]) -> String {
 /// plain `http://` server on loopback may need none), then shared.
 #[derive(Default)]
 pub(crate) struct Trust {
+    /// The MCP server is not on this machine: no request goes to a host
+    /// that resolves there ([`Trust::for_server`]).
+    refuse_local: bool,
     #[cfg(feature = "https")]
     cas: Vec<ExtraCa>,
     #[cfg(feature = "https")]
@@ -236,9 +269,22 @@ impl Trust {
     #[cfg(feature = "https")]
     pub fn new(cas: Vec<ExtraCa>) -> Trust {
         Trust {
+            refuse_local: false,
             cas,
             config: Mutex::default(),
         }
+    }
+
+    /// The trust for the MCP server at `server`: when it is not on this
+    /// machine (`Url::is_loopback`), every connection refuses a host that
+    /// resolves there, judged on the very addresses it connects to
+    /// (`Connector::refusing_this_machine`), so that a remote server's
+    /// metadata cannot send the client to this machine's own services,
+    /// not even by a name that resolves elsewhere when `require_secure`
+    /// looks and here when the request goes (DNS rebinding).
+    pub fn for_server(mut self, server: &str) -> Trust {
+        self.refuse_local = !Url::parse(server).is_ok_and(|server| server.is_loopback());
+        self
     }
 
     /// What opens a connection to `endpoint`: TLS with these roots for
@@ -255,10 +301,10 @@ impl Trust {
                     config
                 }
             };
-            return Ok(Connector::tls(config));
+            return Ok(Connector::tls(config).refusing_this_machine(self.refuse_local));
         }
         let _ = endpoint;
-        Ok(Connector::plain())
+        Ok(Connector::plain().refusing_this_machine(self.refuse_local))
     }
 }
 
