@@ -13,7 +13,8 @@
 /// a port after the last `:` outside an IPv6 literal's brackets; then the
 /// path, the query after the first `?` and the fragment after the first
 /// `#`. Nothing is checked here: a port may be no number (the caller
-/// judges); a text without `://` is read as starting with its authority.
+/// judges); a text without a scheme (letters, digits, `+`, `-`, `.`)
+/// and `://` is read as starting with its authority.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct UrlParts<'a> {
     /// Before `://`, as written.
@@ -53,9 +54,14 @@ impl UrlParts<'_> {
 
 /// `url` split into its parts (see [`UrlParts`]).
 pub(crate) fn split_url(url: &str) -> UrlParts<'_> {
+    let is_scheme = |s: &str| {
+        s.starts_with(|c: char| c.is_ascii_alphabetic())
+            && s.chars()
+                .all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c))
+    };
     let (scheme, rest) = match url.split_once("://") {
-        Some((scheme, rest)) => (Some(scheme), rest),
-        None => (None, url),
+        Some((scheme, rest)) if is_scheme(scheme) => (Some(scheme), rest),
+        _ => (None, url),
     };
     let (rest, fragment) = match rest.split_once('#') {
         Some((rest, fragment)) => (rest, Some(fragment)),
@@ -145,6 +151,7 @@ mod tests {
             ("http://[::1]:9/#x", "http://[::1]:9/"),
             ("me:pw@h.example/mcp?key=k", "h.example/mcp"),
             ("ftp://u@h/x", "ftp://h/x"),
+            ("h.example/x?u=http://k@y", "h.example/x"),
             ("", ""),
         ] {
             assert_eq!(url_for_people(url), shown, "{url}");

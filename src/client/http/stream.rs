@@ -187,7 +187,9 @@ mod tests {
                 .err()
                 .map(|e| e.to_string());
             assert!(
-                refused.as_deref().is_some_and(|e| e.contains("this machine")),
+                refused
+                    .as_deref()
+                    .is_some_and(|e| e.contains("this machine")),
                 "{host}: {refused:?}"
             );
         }

@@ -55,7 +55,10 @@ impl Endpoint {
                 "has user information (user:password@), which the client never sends: remove it, and pass a credential as a header or with OAuth",
             ));
         }
-        let bare = parts.host.strip_prefix('[').and_then(|h| h.strip_suffix(']'));
+        let bare = parts
+            .host
+            .strip_prefix('[')
+            .and_then(|h| h.strip_suffix(']'));
         let host = bare.unwrap_or(parts.host);
         if host.is_empty() {
             return Err(bad("has no host"));
@@ -72,7 +75,11 @@ impl Endpoint {
             Some(_) => host_header.clone(),
             None => format!("{}:{}", parts.host, if tls { 443 } else { 80 }),
         };
-        let path = if parts.path.is_empty() { "/" } else { parts.path };
+        let path = if parts.path.is_empty() {
+            "/"
+        } else {
+            parts.path
+        };
         let target = match parts.query {
             Some(query) => format!("{path}?{query}"),
             None => path.to_owned(),
