@@ -67,7 +67,11 @@ impl Endpoint {
             None => None,
             Some(port) => match port.parse::<u16>() {
                 Ok(number) if parts.port_is_a_number() => Some(number),
-                _ => return Err(bad("has a port that is not a number from 0 to 65535")),
+                _ => {
+                    return Err(bad(
+                        "has a port that is not a number from 0 to 65535 (a '#', '?' or '/' ends the host and port: percent-encode one that belongs to them)",
+                    ));
+                }
             },
         };
         let host_header = parts.host_port();
@@ -138,6 +142,14 @@ mod tests {
         let bad = Endpoint::parse("http://me:secret@h:8/mcp?token=secret").unwrap_err();
         assert!(!bad.to_string().contains("secret"), "{bad}");
         assert!(bad.to_string().contains("user information"), "{bad}");
+        let bad = Endpoint::parse("http://me:secret#1@h:8/mcp").unwrap_err();
+        assert!(!bad.to_string().contains("secret"), "{bad}");
+        assert!(
+            bad.to_string().contains("port that is not a number"),
+            "{bad}"
+        );
+        assert!(Endpoint::parse("http://h:65536/").is_err());
+        assert!(Endpoint::parse("http://h/a b").is_err());
         let bad = Endpoint::parse("ftp://me:secret@h/x?token=secret").unwrap_err();
         assert!(!bad.to_string().contains("secret"), "{bad}");
         assert!(bad.to_string().contains("ftp://h/x"), "{bad}");
