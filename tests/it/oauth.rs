@@ -1410,7 +1410,6 @@ fn legacy_get_stream_refused(
 /// "protocol error: 'http://me:USER-SECRET' is not a usable URL: it has a
 /// fragment".
 #[test]
-#[ignore = "review-46c2: not fixed yet"]
 fn a_password_with_a_hash_is_not_repeated_in_an_oauth_error() {
     let server = protected();
     let url = server.url.replace("http://", "http://me:USER-SECRET#1@");

@@ -23,7 +23,7 @@ use mcp_stdio::{OAuth, TokenStore, Tokens};
 use sha2::{Digest, Sha256};
 
 use crate::stderr::Stderr;
-use crate::url_for_people::url_for_people;
+use crate::url_for_people::{split_url, url_for_people};
 
 /// How long `login` waits for the browser to come back.
 const WAIT_FOR_BROWSER: Duration = Duration::from_secs(300);
@@ -38,7 +38,8 @@ pub(crate) fn token_dir() -> Option<PathBuf> {
 }
 
 /// The file that keeps `url`'s tokens: `HOST-HASH.json`, the host (and
-/// port, lowercase) for a person who lists the directory, HASH the
+/// port, lowercase, split as every part of mcp-stdio splits a URL:
+/// `split_url`) for a person who lists the directory, HASH the
 /// SHA-256 of the whole URL (its scheme and host lowercased), in hex. So
 /// two URLs never share a file (a tenant in the query, a user in the user
 /// information), and the name holds no secret of the URL and stays short
@@ -47,14 +48,27 @@ pub(crate) fn token_dir() -> Option<PathBuf> {
 /// before: tokens kept under such a name, `http_3A_2F_2F...`, are not
 /// found; a `login` again keeps them under the new one.)
 pub(crate) fn token_file(url: &str) -> Option<PathBuf> {
-    let (scheme, rest) = url.split_once("://").unwrap_or(("", url));
-    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
-    let (authority, tail) = rest.split_at(end);
-    let (user, host) = match authority.rsplit_once('@') {
-        Some((user, host)) => (format!("{user}@"), host.to_ascii_lowercase()),
-        None => (String::new(), authority.to_ascii_lowercase()),
+    let parts = split_url(url);
+    let host = if parts.port_is_a_number() {
+        parts.host_port().to_ascii_lowercase()
+    } else {
+        parts.host.to_ascii_lowercase()
     };
-    let canonical = format!("{}://{user}{host}{tail}", scheme.to_ascii_lowercase());
+    let mut canonical = format!(
+        "{}://",
+        parts.scheme.unwrap_or_default().to_ascii_lowercase()
+    );
+    if let Some(user) = parts.userinfo {
+        canonical.push_str(&format!("{user}@"));
+    }
+    canonical.push_str(&parts.host_port().to_ascii_lowercase());
+    canonical.push_str(parts.path);
+    for (mark, part) in [('?', parts.query), ('#', parts.fragment)] {
+        if let Some(part) = part {
+            canonical.push(mark);
+            canonical.push_str(part);
+        }
+    }
     let hash: String = (Sha256::digest(canonical.as_bytes()).iter())
         .map(|byte| format!("{byte:02x}"))
         .collect();
@@ -637,14 +651,23 @@ mod tests {
     /// connects to `h.example` with) is read as the host, and written,
     /// lowercased, in the file's name, which `login` and `logout` print.
     /// Seen on main: the name `me_pw-secret-<hash>.json`.
+    ///
+    /// Fixed the other way round: every part splits a URL as RFC 3986
+    /// does (`split_url`: the authority ends at the `#`), the client
+    /// refuses that URL (its "port" `pw-SECRET` is no number, and user
+    /// information is refused), and the name holds the host and a port
+    /// only when the port is a number: `me-<hash>.json`. The review's
+    /// `h.example-` was the old connect path's reading.
     #[test]
-    #[ignore = "review-46c2: not fixed yet"]
     fn a_password_with_a_hash_is_not_in_the_token_files_name() {
         let url = "http://me:pw-SECRET#1@h.example/mcp";
         let name = token_file(url).unwrap();
         let name = name.file_name().unwrap().to_string_lossy().into_owned();
         assert!(!name.to_lowercase().contains("secret"), "{name}");
-        assert!(name.starts_with("h.example-"), "{name}");
+        assert!(name.starts_with("me-"), "{name}");
+        let name = token_file("http://me:pw-SECRET@h.example:8080/mcp").unwrap();
+        let name = name.file_name().unwrap().to_string_lossy().into_owned();
+        assert!(name.starts_with("h.example_8080-"), "{name}");
     }
 
     /// Review review-46client. Claim: every byte of the URL but letters,

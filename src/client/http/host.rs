@@ -2,9 +2,14 @@
 //! is spelled (`ip`), which `stream::Connector` connects to as parsed
 //! here, and whether the host is this machine (`is_local`), which OAuth
 //! judges with the same function. One parser for both, so that no
-//! spelling is judged one thing and reached as another.
+//! spelling is judged one thing and reached as another. A name is
+//! resolved once for a connection (`addresses`), and its addresses are
+//! judged (`is_local_ip`) and connected to: the same ones, so that a name
+//! that resolves elsewhere a second time (DNS rebinding) is never judged
+//! at one address and reached at another.
 
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::io;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, ToSocketAddrs};
 
 /// The IP address `host` spells, if it is one: an IPv6 literal (with or
 /// without its brackets), or an IPv4 address in any form the system's
@@ -61,23 +66,39 @@ fn part(text: &str) -> Option<u64> {
         .filter(|&v| v <= u64::from(u32::MAX))
 }
 
+/// The addresses `host` (as a URL writes it: an IPv6 literal in its
+/// brackets or not) and `port` reach: the address an address literal
+/// spells as [`ip`] reads it, else those the system's resolver gives.
+pub(crate) fn addresses(host: &str, port: u16) -> io::Result<Vec<SocketAddr>> {
+    if let Some(ip) = ip(host) {
+        return Ok(vec![SocketAddr::new(ip, port)]);
+    }
+    Ok((host, port).to_socket_addrs()?.collect())
+}
+
 /// Whether `host` (a name, or an address as [`ip`] reads it) is this
-/// machine: a `localhost` name (RFC 6761 section 6.3, `*.localhost` too,
-/// a final `.` or not), a loopback address, the unspecified one
-/// (`0.0.0.0` and `::` reach this machine on Linux) or `0.0.0.0/8`, or
-/// one of those as an IPv4-mapped or -compatible IPv6 address.
+/// machine by its spelling alone: a `localhost` name (RFC 6761 section
+/// 6.3, `*.localhost` too, a final `.` or not), or an address
+/// [`is_local_ip`] judges local. (What a name resolves to is judged by
+/// [`is_local_ip`] on [`addresses`].)
 pub(crate) fn is_local(host: &str) -> bool {
     let name = host.trim_end_matches('.').to_ascii_lowercase();
     if name == "localhost" || name.ends_with(".localhost") {
         return true;
     }
+    ip(host).is_some_and(is_local_ip)
+}
+
+/// Whether `ip` is this machine: a loopback address, the unspecified one
+/// (`0.0.0.0` and `::` reach this machine on Linux) or `0.0.0.0/8`, or
+/// one of those as an IPv4-mapped or -compatible IPv6 address.
+pub(crate) fn is_local_ip(ip: IpAddr) -> bool {
     let local_v4 = |v4: Ipv4Addr| v4.is_loopback() || v4.octets()[0] == 0;
-    match ip(host) {
-        Some(IpAddr::V4(v4)) => local_v4(v4),
-        Some(IpAddr::V6(v6)) => {
+    match ip {
+        IpAddr::V4(v4) => local_v4(v4),
+        IpAddr::V6(v6) => {
             v6.is_loopback() || v6.is_unspecified() || v6.to_ipv4().is_some_and(local_v4)
         }
-        None => false,
     }
 }
 

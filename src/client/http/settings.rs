@@ -191,6 +191,7 @@ impl ClientBuilder {
             let trust = Trust::new(self.http.extra_cas.clone());
             #[cfg(not(feature = "https"))]
             let trust = Trust::default();
+            let trust = trust.for_server(url);
             let authorizer = Authorizer::new(oauth, url, trust).map_err(Error::Protocol)?;
             self.http.authorizer = Some(Arc::new(authorizer));
         }

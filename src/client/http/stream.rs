@@ -5,7 +5,7 @@
 //! does.
 
 use std::io::{self, Read, Write};
-use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
+use std::net::{SocketAddr, TcpStream};
 #[cfg(feature = "https")]
 use std::sync::Arc;
 use std::time::Duration;
@@ -73,6 +73,9 @@ impl Write for Stream {
 
 /// Opens connections to one endpoint, TLS set up once for all of them.
 pub(crate) struct Connector {
+    /// Refuse a host that resolves to this machine
+    /// ([`Connector::refusing_this_machine`]).
+    refuse_local: bool,
     /// For `https://`: the settings every handshake uses.
     #[cfg(feature = "https")]
     tls: Option<Arc<rustls::ClientConfig>>,
@@ -82,30 +85,59 @@ impl Connector {
     /// Opens plain connections (`http://`).
     pub fn plain() -> Connector {
         Connector {
+            refuse_local: false,
             #[cfg(feature = "https")]
             tls: None,
         }
     }
 
+    /// Refuses to connect when the host resolves to this machine (any of
+    /// its addresses `host::is_local_ip`): for what a remote server's
+    /// authorization names (`oauth::web::Trust`). The addresses judged
+    /// are those the name resolved to for this connection, and the only
+    /// ones connected to, so a name that resolves to a remote address
+    /// when judged and to this machine when connected (DNS rebinding) is
+    /// refused all the same.
+    pub fn refusing_this_machine(mut self, refuse: bool) -> Connector {
+        self.refuse_local = refuse;
+        self
+    }
+
     /// Opens TLS connections with `config` (`https://`, `tls::config`).
     #[cfg(feature = "https")]
     pub fn tls(config: Arc<rustls::ClientConfig>) -> Connector {
-        Connector { tls: Some(config) }
+        Connector {
+            refuse_local: false,
+            tls: Some(config),
+        }
     }
 
-    /// A new connection to `endpoint`: TCP within `timeout` for each
-    /// address its name resolves to (an address literal as `host::ip`
-    /// reads it, the parser OAuth judges hosts with), then (for
-    /// `https://`) the TLS handshake within `timeout`. No delay (a request
-    /// is one write); the socket has no timeouts once it returns.
+    /// A new connection to `endpoint`: its name resolved once
+    /// (`host::addresses`: an address literal as `host::ip` reads it, the
+    /// parser OAuth judges hosts with), refused if this connector refuses
+    /// this machine and an address is local, then TCP within `timeout`
+    /// for each of those addresses, then (for `https://`) the TLS
+    /// handshake within `timeout`. No delay (a request is one write); the
+    /// socket has no timeouts once it returns.
     pub fn connect(&self, endpoint: &Endpoint, timeout: Duration) -> io::Result<Stream> {
         let mut last = None;
         let mut socket = None;
-        let port = (endpoint.authority.rsplit_once(':')).and_then(|(_, p)| p.parse::<u16>().ok());
-        let addrs: Vec<SocketAddr> = match (super::host::ip(&endpoint.host), port) {
-            (Some(ip), Some(port)) => vec![SocketAddr::new(ip, port)],
-            _ => endpoint.authority.to_socket_addrs()?.collect(),
-        };
+        let port = (endpoint.authority.rsplit_once(':'))
+            .and_then(|(_, p)| p.parse::<u16>().ok())
+            .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "no port"))?;
+        let addrs: Vec<SocketAddr> = super::host::addresses(&endpoint.host, port)?;
+        if self.refuse_local
+            && let Some(local) = addrs.iter().find(|a| super::host::is_local_ip(a.ip()))
+        {
+            return Err(io::Error::new(
+                io::ErrorKind::PermissionDenied,
+                format!(
+                    "{} resolves to this machine ({}), where a remote server's authorization may not send the client",
+                    endpoint.host,
+                    local.ip()
+                ),
+            ));
+        }
         for addr in addrs {
             match TcpStream::connect_timeout(&addr, timeout) {
                 Ok(connected) => {
@@ -130,5 +162,39 @@ impl Connector {
             return Ok(Stream::Tls(Box::new(tls)));
         }
         Ok(Stream::Plain(socket))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A connector that refuses this machine judges the addresses it
+    /// resolved and would connect to: a name or an address of this
+    /// machine is refused before any connection (the listener is never
+    /// reached), a plain connector reaches it.
+    #[test]
+    fn a_connector_that_refuses_this_machine_never_reaches_it() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let timeout = Duration::from_secs(5);
+        for host in ["127.0.0.1", "localhost", "127.1", "[::ffff:127.0.0.1]"] {
+            let endpoint = Endpoint::parse(&format!("http://{host}:{port}/")).unwrap();
+            let refused = Connector::plain()
+                .refusing_this_machine(true)
+                .connect(&endpoint, timeout)
+                .err()
+                .map(|e| e.to_string());
+            assert!(
+                refused
+                    .as_deref()
+                    .is_some_and(|e| e.contains("this machine")),
+                "{host}: {refused:?}"
+            );
+        }
+        assert!(listener.accept().is_err(), "a refused connection arrived");
+        let endpoint = Endpoint::parse(&format!("http://127.0.0.1:{port}/")).unwrap();
+        assert!(Connector::plain().connect(&endpoint, timeout).is_ok());
     }
 }

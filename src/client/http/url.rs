@@ -3,7 +3,7 @@
 //! that names the feature).
 
 use crate::error::Error;
-use crate::url_for_people::url_for_people;
+use crate::url_for_people::{split_url, url_for_people};
 
 /// Where the MCP endpoint is.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -25,52 +25,74 @@ pub(crate) struct Endpoint {
 }
 
 impl Endpoint {
-    /// Parses `url`.
+    /// Parses `url`, split as every part of the crate splits a URL
+    /// ([`split_url`], RFC 3986 section 3): the authority ends at the
+    /// first `/`, `?` or `#`, so `http://a:1#@b:2` is `a:1`; the fragment
+    /// is never sent (RFC 9110 section 7.1). Refused: a scheme but `http`
+    /// or `https`, no host, a port that is no number, user information
+    /// (`user:password@`: the client never sends it, so a URL that has one
+    /// would not mean what it says), and a space or control character
+    /// (which would end up in the request's head).
     pub fn parse(url: &str) -> Result<Endpoint, Error> {
         let bad = |why: &str| Error::Protocol(format!("the URL '{}' {why}", url_for_people(url)));
-        let (tls, rest) = if let Some(rest) = url.strip_prefix("https://") {
-            if !cfg!(feature = "https") {
+        let parts = split_url(url);
+        let tls = match parts.scheme.map(str::to_ascii_lowercase).as_deref() {
+            Some("https") if !cfg!(feature = "https") => {
                 return Err(Error::Protocol(format!(
                     "{} is an https:// URL, and this build of mcp-stdio has no TLS: build it with the `https` feature (cargo install mcp-stdio --features https), or use http://",
                     url_for_people(url)
                 )));
             }
-            (true, rest)
-        } else if let Some(rest) = url.strip_prefix("http://") {
-            (false, rest)
-        } else {
-            return Err(bad("does not start with http:// or https://"));
+            Some("https") => true,
+            Some("http") => false,
+            _ => return Err(bad("does not start with http:// or https://")),
         };
-        let (authority, target) = match rest.find(['/', '?']) {
-            Some(at) if rest.as_bytes()[at] == b'?' => (&rest[..at], format!("/{}", &rest[at..])),
-            Some(at) => (&rest[..at], rest[at..].to_owned()),
-            None => (rest, "/".to_owned()),
-        };
-        let authority = authority.rsplit('@').next().unwrap_or(authority);
-        if authority.is_empty() {
-            return Err(bad("has no host"));
+        if url.chars().any(|c| c.is_control() || c == ' ') {
+            return Err(bad("has a space or a control character: percent-encode it"));
         }
-        let port_at = authority
-            .rfind(':')
-            .filter(|&at| !authority[at..].contains(']'));
-        let name = match port_at {
-            Some(at) => &authority[..at],
-            None => authority,
-        };
-        let host = (name.strip_prefix('[').and_then(|h| h.strip_suffix(']'))).unwrap_or(name);
+        if parts.userinfo.is_some() {
+            return Err(bad(
+                "has user information (user:password@), which the client never sends: remove it, and pass a credential as a header or with OAuth",
+            ));
+        }
+        let bare = parts
+            .host
+            .strip_prefix('[')
+            .and_then(|h| h.strip_suffix(']'));
+        let host = bare.unwrap_or(parts.host);
         if host.is_empty() {
             return Err(bad("has no host"));
         }
-        let connect = match (port_at, tls) {
-            (Some(_), _) => authority.to_owned(),
-            (None, false) => format!("{authority}:80"),
-            (None, true) => format!("{authority}:443"),
+        let port = match parts.port {
+            None => None,
+            Some(port) => match port.parse::<u16>() {
+                Ok(number) if parts.port_is_a_number() => Some(number),
+                _ => {
+                    return Err(bad(
+                        "has a port that is not a number from 0 to 65535 (a '#', '?' or '/' ends the host and port: percent-encode one that belongs to them)",
+                    ));
+                }
+            },
+        };
+        let host_header = parts.host_port();
+        let authority = match port {
+            Some(_) => host_header.clone(),
+            None => format!("{}:{}", parts.host, if tls { 443 } else { 80 }),
+        };
+        let path = if parts.path.is_empty() {
+            "/"
+        } else {
+            parts.path
+        };
+        let target = match parts.query {
+            Some(query) => format!("{path}?{query}"),
+            None => path.to_owned(),
         };
         Ok(Endpoint {
             tls,
             host: host.to_owned(),
-            authority: connect,
-            host_header: authority.to_owned(),
+            authority,
+            host_header,
             target,
         })
     }
@@ -114,9 +136,20 @@ mod tests {
 
     #[test]
     fn a_url_in_a_message_keeps_no_user_nor_query() {
-        let e = Endpoint::parse("http://me:secret@h:8/mcp?token=secret").unwrap();
+        let e = Endpoint::parse("http://h:8/mcp?token=secret").unwrap();
         assert_eq!(e.url(), "http://h:8/mcp");
         assert_eq!(e.host_header, "h:8");
+        let bad = Endpoint::parse("http://me:secret@h:8/mcp?token=secret").unwrap_err();
+        assert!(!bad.to_string().contains("secret"), "{bad}");
+        assert!(bad.to_string().contains("user information"), "{bad}");
+        let bad = Endpoint::parse("http://me:secret#1@h:8/mcp").unwrap_err();
+        assert!(!bad.to_string().contains("secret"), "{bad}");
+        assert!(
+            bad.to_string().contains("port that is not a number"),
+            "{bad}"
+        );
+        assert!(Endpoint::parse("http://h:65536/").is_err());
+        assert!(Endpoint::parse("http://h/a b").is_err());
         let bad = Endpoint::parse("ftp://me:secret@h/x?token=secret").unwrap_err();
         assert!(!bad.to_string().contains("secret"), "{bad}");
         assert!(bad.to_string().contains("ftp://h/x"), "{bad}");
@@ -133,7 +166,6 @@ mod tests {
     /// connection, the one on P none ("connected to Q"), and
     /// `http://h/mcp#frag` had the target `/mcp#frag`.
     #[test]
-    #[ignore = "review-46c2: not fixed yet"]
     fn a_fragment_is_no_part_of_the_host_nor_of_the_target() {
         use std::net::TcpListener;
         let named = TcpListener::bind("127.0.0.1:0").unwrap();

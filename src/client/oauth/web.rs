@@ -9,13 +9,14 @@ use std::io::{BufReader, Read};
 use std::time::{Duration, Instant};
 
 use crate::client::http::exchange::{self, Body};
+use crate::client::http::host::{self, is_local_ip};
 use crate::client::http::stream::Connector;
 #[cfg(feature = "https")]
 use crate::client::http::tls::{self, ExtraCa};
 use crate::client::http::url::Endpoint;
 #[cfg(feature = "https")]
 use crate::sync::lock;
-use crate::url_for_people::url_for_people;
+use crate::url_for_people::{split_url, url_for_people};
 #[cfg(feature = "https")]
 use std::sync::{Arc, Mutex};
 
@@ -44,38 +45,38 @@ pub(crate) struct Url {
 }
 
 impl Url {
-    /// Parses `text`; a fragment is refused (RFC 8707: a resource has
-    /// none; an endpoint never needs one), and user information (the
-    /// client never sends it). The error shows `text` as
-    /// [`url_for_people`] does.
+    /// Parses `text`, split as every part of the crate splits a URL
+    /// ([`split_url`]: the authority ends at the first `/`, `?` or `#`,
+    /// its user information at its last `@`); a fragment is refused
+    /// (RFC 8707: a resource has none; an endpoint never needs one), and
+    /// user information (the client never sends it), and a port that is
+    /// no number. The error shows `text` as [`url_for_people`] does.
     pub fn parse(text: &str) -> Result<Url, String> {
         let bad = |why: &str| format!("'{}' is not a usable URL: {why}", url_for_people(text));
-        let (scheme, rest) = text.split_once("://").ok_or_else(|| bad("no scheme"))?;
+        let parts = split_url(text);
+        let scheme = parts.scheme.ok_or_else(|| bad("no scheme"))?;
         let scheme = scheme.to_ascii_lowercase();
         if scheme != "http" && scheme != "https" {
             return Err(bad("not http or https"));
         }
-        if rest.contains('#') {
+        if parts.fragment.is_some() {
             return Err(bad("it has a fragment"));
         }
-        let end = rest.find(['/', '?']).unwrap_or(rest.len());
-        let (authority, rest) = rest.split_at(end);
-        if authority.is_empty() {
-            return Err(bad("no host"));
-        }
-        if authority.contains('@') {
+        if parts.userinfo.is_some() {
             return Err(bad("it has user information (user:password@): remove it"));
         }
-        let (path, query) = match rest.split_once('?') {
-            Some((path, query)) => (path, Some(query.to_owned())),
-            None => (rest, None),
-        };
-        let path = if path == "/" { "" } else { path };
+        if parts.host.is_empty() {
+            return Err(bad("no host"));
+        }
+        if !parts.port_is_a_number() {
+            return Err(bad("its port is not a number"));
+        }
+        let path = if parts.path == "/" { "" } else { parts.path };
         Ok(Url {
             scheme,
-            authority: authority.to_owned(),
+            authority: parts.host_port(),
             path: path.to_owned(),
-            query,
+            query: parts.query.map(str::to_owned),
         })
     }
 
@@ -99,14 +100,43 @@ impl Url {
         }
     }
 
-    /// Whether the host is this machine, however it is spelled
-    /// (`host::is_local`: `localhost` names, loopback and unspecified
-    /// addresses in every form the connect path reads, `127.1` and
-    /// `[::ffff:127.0.0.1]` too).
+    /// Whether the host is this machine: spelled so, however it is
+    /// spelled (`host::is_local`: `localhost` names, loopback and
+    /// unspecified addresses in every form the connect path reads, `127.1`
+    /// and `[::ffff:127.0.0.1]` too), or a name every address of which is
+    /// local (`host::is_local_ip`).
     pub fn is_loopback(&self) -> bool {
+        let addresses = self.addresses();
+        self.spelled_local() || (!addresses.is_empty() && addresses.into_iter().all(is_local_ip))
+    }
+
+    /// Whether the host may be this machine: spelled so, or a name one of
+    /// whose addresses is local (a name in `/etc/hosts`, the machine's
+    /// own, `localtest.me`). The connection itself judges again, on the
+    /// addresses it connects to ([`Trust::for_server`]).
+    pub fn may_be_loopback(&self) -> bool {
+        self.spelled_local() || self.addresses().into_iter().any(is_local_ip)
+    }
+
+    /// Whether the host is spelled as this machine (`host::is_local`).
+    fn spelled_local(&self) -> bool {
         let host_port = self.host_port();
         let host = host_port.rsplit_once(':').map_or(&*host_port, |(h, _)| h);
-        crate::client::http::host::is_local(host)
+        host::is_local(host)
+    }
+
+    /// The addresses the host resolves to now; none if it resolves to
+    /// none.
+    fn addresses(&self) -> Vec<std::net::IpAddr> {
+        let host_port = self.host_port();
+        let Some((host, port)) = host_port.rsplit_once(':') else {
+            return Vec::new();
+        };
+        let bare = host.strip_prefix('[').and_then(|h| h.strip_suffix(']'));
+        let port = port.parse::<u16>().unwrap_or(0);
+        host::addresses(bare.unwrap_or(host), port)
+            .map(|addrs| addrs.into_iter().map(|a| a.ip()).collect())
+            .unwrap_or_default()
     }
 
     /// The URL with `pairs` added to its query, percent-encoded.
@@ -225,6 +255,9 @@ pub(crate) fn form(pairs: &[(&str, &str)]) -> String {
 /// plain `http://` server on loopback may need none), then shared.
 #[derive(Default)]
 pub(crate) struct Trust {
+    /// The MCP server is not on this machine: no request goes to a host
+    /// that resolves there ([`Trust::for_server`]).
+    refuse_local: bool,
     #[cfg(feature = "https")]
     cas: Vec<ExtraCa>,
     #[cfg(feature = "https")]
@@ -236,9 +269,22 @@ impl Trust {
     #[cfg(feature = "https")]
     pub fn new(cas: Vec<ExtraCa>) -> Trust {
         Trust {
+            refuse_local: false,
             cas,
             config: Mutex::default(),
         }
+    }
+
+    /// The trust for the MCP server at `server`: when it is not on this
+    /// machine (`Url::is_loopback`), every connection refuses a host that
+    /// resolves there, judged on the very addresses it connects to
+    /// (`Connector::refusing_this_machine`), so that a remote server's
+    /// metadata cannot send the client to this machine's own services,
+    /// not even by a name that resolves elsewhere when `require_secure`
+    /// looks and here when the request goes (DNS rebinding).
+    pub fn for_server(mut self, server: &str) -> Trust {
+        self.refuse_local = !Url::parse(server).is_ok_and(|server| server.is_loopback());
+        self
     }
 
     /// What opens a connection to `endpoint`: TLS with these roots for
@@ -255,10 +301,10 @@ impl Trust {
                     config
                 }
             };
-            return Ok(Connector::tls(config));
+            return Ok(Connector::tls(config).refusing_this_machine(self.refuse_local));
         }
         let _ = endpoint;
-        Ok(Connector::plain())
+        Ok(Connector::plain().refusing_this_machine(self.refuse_local))
     }
 }
 
