@@ -42,6 +42,10 @@ struct Script {
     unknown_client: Option<&'static str>,
     /// While set, its token endpoint knows no client (`invalid_client`).
     refuse_clients: Option<Arc<std::sync::atomic::AtomicBool>>,
+    /// Its token endpoint answers every refresh `invalid_client` (it
+    /// forgot the client, as one that expires registrations does), and
+    /// registers and issues codes' tokens as usual.
+    forgets_clients: bool,
 }
 
 /// The scripted authorization server, which also serves the protected
@@ -106,6 +110,12 @@ impl Authority {
                             seen.body.contains(&format!("client_id={id}&"))
                                 || seen.body.ends_with(&format!("client_id={id}"))
                         }) =>
+                    {
+                        (401, json!({ "error": "invalid_client" }))
+                    }
+                    "/token"
+                        if script.forgets_clients
+                            && seen.body.contains("grant_type=refresh_token") =>
                     {
                         (401, json!({ "error": "invalid_client" }))
                     }
@@ -1424,4 +1434,73 @@ fn a_password_with_a_hash_is_not_repeated_in_an_oauth_error() {
         Err(e) => e.to_string(),
     };
     assert!(!said.contains("USER-SECRET"), "a password in: {said}");
+}
+
+// ---------------------------------------------------------------------
+// review-46z: the last hostile read of issue 46's fixes (merges
+// e3fb152, 8d72548). Each test shows one claim and is ignored until it
+// is fixed.
+// ---------------------------------------------------------------------
+
+/// Claim (review-46z): the bound on registrations an authorization server
+/// refuses locks a long-lived client out of a good one
+/// (src/client/oauth/flow.rs `Authorizer::may_register`, `bad_client`:
+/// the count per issuer is kept "in this client's life", never reset
+/// when a new registration works). An authorization server that expires
+/// registrations (a dynamic client unused for a day, say) answers the
+/// refresh `invalid_client` each time; the client registers anew, the user
+/// authorizes, the new registration works; the third time the client
+/// refuses to register at all, for the rest of its life. (The sleep is
+/// time passing between expiries, past `AT_ONCE`, so that the bound on
+/// tokens refused at once is not what stops it.) Seen on main: the third
+/// call failed "... the authorization server http://127.0.0.1:P refused
+/// 3 registrations of this client (the last: ... invalid_client ...): not
+/// registering again ...", though the two registrations before it had
+/// worked. Suggested: count only registrations refused before any token
+/// was obtained with them (reset the issuer's count when a token comes).
+#[test]
+#[ignore = "review-46z: not fixed yet"]
+fn an_authorization_server_that_expires_registrations_is_not_locked_out() {
+    let (server, authority) = setup(Script {
+        forgets_clients: true,
+        ..Script::default()
+    });
+    let accepted = Arc::clone(&server.accepted);
+    let visits = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let visited = Arc::clone(&visits);
+    // The user approves; the server takes the token the code brings.
+    let oauth = OAuth::authorization_code("http://127.0.0.1:1/callback", move |url| {
+        visited.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        *accepted.lock().unwrap() = TOKEN.to_owned();
+        let q = query(url);
+        Ok(format!(
+            "http://127.0.0.1:1/callback?code=the-code&state={}",
+            param(&q, "state")
+        ))
+    });
+    let client = Client::builder()
+        .oauth(oauth)
+        .connect_url(&server.url)
+        .unwrap();
+    for expiry in 1..=3 {
+        if expiry == 3 {
+            // A day, in the server's life; 31 s past `AT_ONCE` here.
+            std::thread::sleep(std::time::Duration::from_secs(31));
+        }
+        // The access token expires; its refresh finds the client forgotten.
+        *server.accepted.lock().unwrap() = "expired".into();
+        let called = client.call("echo", json!({ "text": "x" }));
+        assert!(
+            called.is_ok(),
+            "expiry {expiry}: {}",
+            called.unwrap_err()
+        );
+    }
+    client.close().unwrap();
+    let registered = authority
+        .lines()
+        .iter()
+        .filter(|l| l.as_str() == "POST /register")
+        .count();
+    assert_eq!(registered, 4, "{:?}", authority.lines());
 }
