@@ -1504,3 +1504,111 @@ fn an_authorization_server_that_expires_registrations_is_not_locked_out() {
         .count();
     assert_eq!(registered, 4, "{:?}", authority.lines());
 }
+
+/// Claim (review-46z): a legacy server that takes the client's token for
+/// its POSTs but refuses its GET stream `401` (a gateway that routes GET
+/// to no one and challenges it, a server that wants more of a GET) now
+/// sends the user to authorize again, from the GET's thread, unasked
+/// (src/client/http/get_stream.rs `Shared::listen`, the new
+/// `Refused::Unauthorized` arm: `Authorizer::recover` refreshes for the
+/// first refused GET, and for the second, the token from a refresh, runs
+/// the whole flow; the third stops at the count of tokens refused at
+/// once). Before fix-46c2a such a GET was given up quietly. Seen on main:
+/// the user was sent to authorize 2 times (once to connect), then the note
+/// "gave up the server's GET stream (... the server refused the last 3
+/// tokens as soon as they were obtained ...)". The part of the claim that
+/// the POSTs then fail is wrong: the call after the note succeeded (the
+/// count's early return keeps the access token). Suggested: a GET's
+/// recovery refreshes at most; it does not send the user to authorize when
+/// the token it was refused with is the one the POSTs use without a
+/// refusal (or gives the GET up after a refused refreshed token).
+#[test]
+#[ignore = "review-46z: not fixed yet"]
+fn a_get_stream_refused_401_alone_does_not_break_the_posts() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let url = format!("http://{addr}/mcp");
+    let authority = Authority::start(&url, Script::default());
+    let metadata = format!("{}/.well-known/oauth-protected-resource/mcp", authority.url);
+    let stop = Arc::new(AtomicBool::new(false));
+    let stopping = Arc::clone(&stop);
+    let server = std::thread::spawn(move || {
+        for conn in listener.incoming() {
+            if stopping.load(Ordering::SeqCst) {
+                return;
+            }
+            let Ok(conn) = conn else { continue };
+            let metadata = metadata.clone();
+            std::thread::spawn(move || {
+                conn.set_read_timeout(Some(crate::support::WAIT)).unwrap();
+                while let Some(req) = read_request(&conn) {
+                    let auth = (req.headers.iter())
+                        .find(|(n, _)| n == "authorization")
+                        .map(|(_, v)| v.clone())
+                        .unwrap_or_default();
+                    let good = [format!("Bearer {TOKEN}"), format!("Bearer {REFRESHED}")];
+                    let mut out = &conn;
+                    // Every GET, and a POST without a token it knows: 401.
+                    if req.line.starts_with("GET ") || !good.contains(&auth) {
+                        let _ = write!(
+                            out,
+                            "HTTP/1.1 401 Unauthorized\r\nWWW-Authenticate: Bearer resource_metadata=\"{metadata}\"\r\nContent-Length: 0\r\n\r\n"
+                        );
+                        continue;
+                    }
+                    let body: serde_json::Value =
+                        serde_json::from_str(&req.body).unwrap_or_default();
+                    let answer = match body["method"].as_str() {
+                        Some("initialize") => json!({ "jsonrpc": "2.0", "id": body["id"],
+                            "result": { "protocolVersion": "2025-11-25",
+                                "capabilities": { "tools": { "listChanged": true } },
+                                "serverInfo": { "name": "legacy-get", "version": "1" } } }),
+                        Some(_) if body.get("id").is_some() => {
+                            json!({ "jsonrpc": "2.0", "id": body["id"], "result": { "content": [] } })
+                        }
+                        _ => {
+                            let _ =
+                                write!(out, "HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n\r\n");
+                            continue;
+                        }
+                    };
+                    let text = answer.to_string();
+                    let _ = write!(
+                        out,
+                        "HTTP/1.1 200 OK\r\nMcp-Session-Id: s-1\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{text}",
+                        text.len()
+                    );
+                }
+            });
+        }
+    });
+    let problems = Arc::new(Mutex::new(Vec::<String>::new()));
+    let noted = Arc::clone(&problems);
+    let visits = Visits::default();
+    let client = Client::builder()
+        .era(mcp_stdio::EraPolicy::LegacyOnly)
+        .oauth(approving(&visits, None))
+        .trace_problems(move |note| noted.lock().unwrap().push(note.to_owned()))
+        .connect_url(&url)
+        .unwrap();
+    // The GET stream is given up (with a note), or 10 s pass.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let gave_up = || {
+        (problems.lock().unwrap().iter()).any(|p| p.contains("gave up the server's GET stream"))
+    };
+    while !gave_up() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let called = client.call("echo", json!({ "text": "x" }));
+    let _ = client.close();
+    stop.store(true, Ordering::SeqCst);
+    let _ = TcpStream::connect(addr);
+    let _ = server.join();
+    let asked = visits.lock().unwrap().len();
+    assert!(
+        called.is_ok() && asked == 1,
+        "the call: {called:?}; the user sent to authorize {asked} times; notes: {:?}",
+        problems.lock().unwrap()
+    );
+}
