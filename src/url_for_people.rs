@@ -171,6 +171,9 @@ mod tests {
     #[ignore = "review-46z: not fixed yet"]
     fn a_url_a_slash_short_is_shown_as_typed() {
         assert_eq!(url_for_people("http:/x"), "http:/x");
-        assert_eq!(url_for_people("https:/h.example/mcp"), "https:/h.example/mcp");
+        assert_eq!(
+            url_for_people("https:/h.example/mcp"),
+            "https:/h.example/mcp"
+        );
     }
 }

@@ -1490,11 +1490,7 @@ fn an_authorization_server_that_expires_registrations_is_not_locked_out() {
         // The access token expires; its refresh finds the client forgotten.
         *server.accepted.lock().unwrap() = "expired".into();
         let called = client.call("echo", json!({ "text": "x" }));
-        assert!(
-            called.is_ok(),
-            "expiry {expiry}: {}",
-            called.unwrap_err()
-        );
+        assert!(called.is_ok(), "expiry {expiry}: {}", called.unwrap_err());
     }
     client.close().unwrap();
     let registered = authority
@@ -1594,9 +1590,8 @@ fn a_get_stream_refused_401_alone_does_not_break_the_posts() {
         .unwrap();
     // The GET stream is given up (with a note), or 10 s pass.
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    let gave_up = || {
-        (problems.lock().unwrap().iter()).any(|p| p.contains("gave up the server's GET stream"))
-    };
+    let gave_up =
+        || (problems.lock().unwrap().iter()).any(|p| p.contains("gave up the server's GET stream"));
     while !gave_up() && std::time::Instant::now() < deadline {
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
@@ -1610,5 +1605,69 @@ fn a_get_stream_refused_401_alone_does_not_break_the_posts() {
         called.is_ok() && asked == 1,
         "the call: {called:?}; the user sent to authorize {asked} times; notes: {:?}",
         problems.lock().unwrap()
+    );
+}
+
+/// Claim (review-46z): the bound on refused registrations is kept per
+/// issuer, and the issuer is what the MCP server's metadata names
+/// (src/client/oauth/flow.rs `Authorizer::may_register`: `bad_clients`
+/// keyed by `metadata.issuer`), so a server that names a new
+/// authorization server each time its last one refuses the client has the
+/// client register, and the user authorize, without end (and the map
+/// grows by one issuer each time). Seen on main: after the connection, 6
+/// calls, each naming a new authorization server that answers
+/// `invalid_client`, made 6 registrations and sent the user to authorize
+/// 6 times ("after the first: 6 POST /register, the user sent to
+/// authorize 6 times"; the bound is 3). Low: each costs the user a visit
+/// they can refuse, and a server can refuse tokens after `AT_ONCE` too.
+/// Suggested: count refused registrations per MCP server (the
+/// `Authorizer`), not per issuer, or as well.
+#[test]
+#[ignore = "review-46z: not fixed yet"]
+fn a_server_naming_a_new_issuer_each_time_is_not_registered_with_without_end() {
+    let server = protected();
+    let mut authorities = Vec::new();
+    for n in 0..7 {
+        // The first one registers and issues; every later one knows no
+        // client.
+        let refuse = Arc::new(std::sync::atomic::AtomicBool::new(n > 0));
+        authorities.push(Authority::start(
+            &server.url,
+            Script {
+                refuse_clients: Some(refuse),
+                ..Script::default()
+            },
+        ));
+    }
+    let metadata = |authority: &Authority| {
+        format!("{}/.well-known/oauth-protected-resource/mcp", authority.url)
+    };
+    *server.metadata.lock().unwrap() = metadata(&authorities[0]);
+    let visits = Visits::default();
+    let client = Client::builder()
+        .oauth(approving(&visits, None))
+        .connect_url(&server.url)
+        .unwrap();
+    // From now on the token is refused, and the server names another
+    // authorization server for each request.
+    *server.accepted.lock().unwrap() = "none".into();
+    for authority in &authorities[1..] {
+        *server.metadata.lock().unwrap() = metadata(authority);
+        let err = client.call("echo", json!({ "text": "x" })).unwrap_err();
+        assert!(err.to_string().contains("invalid_client"), "{err}");
+    }
+    client.close().unwrap();
+    let registered: usize = (authorities[1..].iter())
+        .map(|a| {
+            (a.lines().iter())
+                .filter(|l| l.as_str() == "POST /register")
+                .count()
+        })
+        .sum();
+    // The user's first visit connected; then at most three in vain.
+    let asked = visits.lock().unwrap().len() - 1;
+    assert!(
+        registered <= 3 && asked <= 3,
+        "after the first: {registered} POST /register, the user sent to authorize {asked} times"
     );
 }
