@@ -625,6 +625,42 @@ mod tests {
         );
     }
 
+    /// Claim (review-46z): once the login has its redirect, the listener
+    /// stays bound for the rest of the command (src/bin/mcp-stdio/login.rs
+    /// `oauth`: kept in the `authorize` closure for later authorizations)
+    /// and nothing accepts on it, so a browser that comes again (a reload,
+    /// a second tab, the redirect repeated) waits, its tab spinning, until
+    /// the next authorization or the command's end: the kernel queues it
+    /// and no one answers. Seen on main: no answer within 5 s ("" read,
+    /// the read timed out). Low. Suggested: between authorizations, answer
+    /// (or refuse) what comes, or close the listener and bind a new port
+    /// for each authorization.
+    #[test]
+    #[ignore = "review-46z: not fixed yet"]
+    fn a_browser_that_comes_again_after_the_login_is_answered() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let request =
+            format!("GET /callback?code=real&state=the-state HTTP/1.1\r\nHost: {addr}\r\n\r\n");
+        let come = || {
+            let mut conn = std::net::TcpStream::connect(addr).unwrap();
+            conn.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+            conn.write_all(request.as_bytes()).unwrap();
+            let mut answer = String::new();
+            let _ = conn.read_to_string(&mut answer);
+            answer
+        };
+        let waiting = std::thread::spawn(move || {
+            let got = wait_for_redirect(&listener, "the-state");
+            (got, listener)
+        });
+        assert!(come().starts_with("HTTP/1.1 200"));
+        let (got, _listener) = waiting.join().unwrap();
+        assert!(got.is_ok());
+        let again = come();
+        assert!(again.starts_with("HTTP/1.1 "), "{again:?}");
+    }
+
     /// Twice as many silent connections as are read at once
     /// ([`READ_AT_ONCE`]) delay the redirect by two [`HEAD_DEADLINE`]s,
     /// not more: each is let go when its head's time is over.
