@@ -142,18 +142,19 @@ pub enum Owner {
 
 impl Owner {
     /// Whether a request whose token stands for `caller` may reach what is
-    /// bound to `bound` (a task, a legacy session): anyone reaches what is
-    /// bound to nobody (made without a token, or with one that names
-    /// nobody: a server without authorization works as it always did);
-    /// what is bound to an owner only that owner reaches, not a request
-    /// without a token nor one that names nobody. The one rule for both:
-    /// an id that leaks (a log, a shared screen, a proxy) is no credential
-    /// (spec 2025-11-25 basic/transports points a session to the "Session
-    /// Hijacking" mitigations: bind it to the user; the Tasks extension
-    /// lets a server take a task id for a bearer token, which this one
-    /// does only without authorization).
+    /// bound to `bound` (a task, a legacy session): the same owner only.
+    /// What is bound to nobody (made without a token, or with one that
+    /// names nobody) is reached by requests of nobody: on a server without
+    /// authorization every request, as it always was; with authorization,
+    /// tokens that name nobody, never a named subject or client (who would
+    /// otherwise reach whatever an anonymous token made). The one rule for
+    /// both: an id that leaks (a log, a shared screen, a proxy) is no
+    /// credential (spec 2025-11-25 basic/transports points a session to the
+    /// "Session Hijacking" mitigations: bind it to the user; the Tasks
+    /// extension lets a server take a task id for a bearer token, which
+    /// this one does only without authorization).
     pub(crate) fn admits(bound: Option<&Owner>, caller: Option<&Owner>) -> bool {
-        bound.is_none() || bound == caller
+        bound == caller
     }
 }
 

@@ -1253,7 +1253,6 @@ fn a_legacy_posts_stream_carries_no_update_past_its_tokens_expiry() {
 /// owner admits no owner only (`bound == caller`).
 #[cfg(feature = "legacy")]
 #[test]
-#[ignore = "review-46z: not fixed yet"]
 fn a_session_of_no_owner_is_not_reached_by_a_named_subject() {
     let (http, _notifier) = protected_everything();
     let list = json!({ "jsonrpc": "2.0", "id": 2, "method": "tools/list" });

@@ -24,7 +24,8 @@ use crate::types::{DetailedTask, InputResponses, TaskStatus};
 ///
 /// `owner` (whom the creating request's token stood for,
 /// `StoredTask::owner`) came after the first records: a record without it
-/// is a task bound to nobody, as every task was before. A replica of the
+/// is a task bound to nobody, as every task was before (with
+/// authorization on, reached only by tokens that name nobody). A replica of the
 /// version before reads a record with it (serde skips a member it does
 /// not know) and serves the task to anyone with its id, as it always did;
 /// when it writes the task (`tasks/update`, `tasks/cancel`, the lease

@@ -31,8 +31,8 @@ pub struct StoredTask {
     /// server validates tokens: only requests with a token for the same
     /// owner reach the task (`tasks/get`, `tasks/update`, `tasks/cancel`,
     /// a listen's `taskIds`); to anyone else it is unknown. `None` (no
-    /// authorization, or a token that names nobody): any request that has
-    /// its id. A store keeps it with the task and never changes it.
+    /// authorization, or a token that names nobody): any request of nobody
+    /// that has its id (without authorization: any request). A store keeps it with the task and never changes it.
     pub owner: Option<Owner>,
 }
 
