@@ -1459,7 +1459,6 @@ fn a_password_with_a_hash_is_not_repeated_in_an_oauth_error() {
 /// worked. Suggested: count only registrations refused before any token
 /// was obtained with them (reset the issuer's count when a token comes).
 #[test]
-#[ignore = "review-46z: not fixed yet"]
 fn an_authorization_server_that_expires_registrations_is_not_locked_out() {
     let (server, authority) = setup(Script {
         forgets_clients: true,
@@ -1623,7 +1622,6 @@ fn a_get_stream_refused_401_alone_does_not_break_the_posts() {
 /// Suggested: count refused registrations per MCP server (the
 /// `Authorizer`), not per issuer, or as well.
 #[test]
-#[ignore = "review-46z: not fixed yet"]
 fn a_server_naming_a_new_issuer_each_time_is_not_registered_with_without_end() {
     let server = protected();
     let mut authorities = Vec::new();

@@ -5,7 +5,7 @@
 //! with PKCE, or the client credentials grant). One flow runs at a time;
 //! a request refused while another obtained a new token only tries again.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -31,11 +31,14 @@ const AT_ONCE: Duration = Duration::from_secs(30);
 /// Authorization Flow": clients SHOULD implement retry limits).
 const MAX_REFUSED_AT_ONCE: u32 = 3;
 
-/// How many of the client's registrations (new or given) one
-/// authorization server may refuse (`invalid_client`) before the client
-/// stops registering with it: each costs the user an authorization (spec
-/// 2026-07-28 basic/authorization: clients SHOULD implement retry
-/// limits).
+/// How many of the client's registrations (new or given) the
+/// authorization servers may refuse (`invalid_client`) in a row, with no
+/// token obtained between them, before the client stops registering: each
+/// costs the user an authorization (spec 2026-07-28 basic/authorization:
+/// clients SHOULD implement retry limits). Counted for the one MCP server,
+/// whatever issuer its metadata names (a server that names a new one each
+/// time is no way around it); a token obtained starts the count again (an
+/// authorization server that lets registrations expire is not locked out).
 const MAX_BAD_CLIENTS: u32 = 3;
 
 /// The authorization of one HTTP client.
@@ -57,9 +60,10 @@ pub(crate) struct Authorizer {
     /// Whether the token in use came from a refresh: refused, it is not
     /// refreshed again but obtained anew.
     refreshed: Mutex<bool>,
-    /// By issuer, how many registrations its token endpoint refused
-    /// (`invalid_client`) in this client's life, and its last answer.
-    bad_clients: Mutex<BTreeMap<String, (u32, String)>>,
+    /// How many registrations in a row the token endpoints refused
+    /// (`invalid_client`) since a token last came, with the last refusal:
+    /// its issuer and answer.
+    bad_clients: Mutex<(u32, String)>,
 }
 
 impl std::fmt::Debug for Authorizer {
@@ -88,7 +92,7 @@ impl Authorizer {
             refreshed: Mutex::new(false),
             waiting: AtomicUsize::new(0),
             issued: Mutex::new((None, 0)),
-            bad_clients: Mutex::new(BTreeMap::new()),
+            bad_clients: Mutex::new((0, String::new())),
         })
     }
 
@@ -223,6 +227,10 @@ impl Authorizer {
     /// Keeps `tokens` as the ones in use, and in the store.
     fn keep(&self, tokens: Option<Tokens>) {
         lock(&self.issued).0 = tokens.as_ref().map(|_| Instant::now());
+        // A token came: the registrations refused before it are behind.
+        if tokens.as_ref().is_some_and(|t| !t.access_token.is_empty()) {
+            lock(&self.bad_clients).0 = 0;
+        }
         self.config.store.save(tokens.as_ref());
         *lock(&self.tokens) = tokens;
     }
@@ -251,19 +259,18 @@ impl Authorizer {
     /// (`invalid_client`), with its answer `why`.
     fn bad_client(&self, issuer: &str, why: String) {
         let mut bad = lock(&self.bad_clients);
-        let entry = bad.entry(issuer.to_owned()).or_default();
-        *entry = (entry.0.saturating_add(1), why);
+        *bad = (bad.0.saturating_add(1), format!("{issuer} answered {why}"));
     }
 
-    /// Whether the client may register with `issuer` again: not once it
-    /// refused [`MAX_BAD_CLIENTS`] registrations. An authorization server
-    /// that knows no client (one that forgets every registration, or
-    /// refuses the client ID given) would otherwise have the user
-    /// authorize again for every request, without end.
-    fn may_register(&self, issuer: &str) -> Result<(), String> {
-        match lock(&self.bad_clients).get(issuer) {
-            Some((count, why)) if *count >= MAX_BAD_CLIENTS => Err(format!(
-                "the authorization server {issuer} refused {count} registrations of this client (the last: {why}): not registering again; check the client's registration there (or the client ID given), then connect again"
+    /// Whether the client may register again: not once
+    /// [`MAX_BAD_CLIENTS`] registrations in a row were refused. An
+    /// authorization server that knows no client (one that forgets every
+    /// registration, or refuses the client ID given) would otherwise have
+    /// the user authorize again for every request, without end.
+    fn may_register(&self) -> Result<(), String> {
+        match &*lock(&self.bad_clients) {
+            (count, last) if *count >= MAX_BAD_CLIENTS => Err(format!(
+                "the authorization servers refused {count} registrations of this client in a row (the last: {last}): not registering again; check the client's registration there (or the client ID given), then connect again"
             )),
             _ => Ok(()),
         }
@@ -302,7 +309,7 @@ impl Authorizer {
                 }
             }
             _ => {
-                self.may_register(&metadata.issuer)?;
+                self.may_register()?;
                 let registration = self.register(&metadata)?;
                 self.keep_registration(&registration, &metadata.issuer, &resource.resource);
                 registration
