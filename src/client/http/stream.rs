@@ -71,11 +71,20 @@ impl Write for Stream {
     }
 }
 
+/// Where a connector may connect, judged on the addresses it resolved.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Place {
+    Anywhere,
+    /// Not this machine ([`Connector::refusing_this_machine`]).
+    NotHere,
+    /// This machine only ([`Connector::only_this_machine`]).
+    OnlyHere,
+}
+
 /// Opens connections to one endpoint, TLS set up once for all of them.
 pub(crate) struct Connector {
-    /// Refuse a host that resolves to this machine
-    /// ([`Connector::refusing_this_machine`]).
-    refuse_local: bool,
+    /// Where it may connect.
+    place: Place,
     /// For `https://`: the settings every handshake uses.
     #[cfg(feature = "https")]
     tls: Option<Arc<rustls::ClientConfig>>,
@@ -85,7 +94,7 @@ impl Connector {
     /// Opens plain connections (`http://`).
     pub fn plain() -> Connector {
         Connector {
-            refuse_local: false,
+            place: Place::Anywhere,
             #[cfg(feature = "https")]
             tls: None,
         }
@@ -99,7 +108,19 @@ impl Connector {
     /// when judged and to this machine when connected (DNS rebinding) is
     /// refused all the same.
     pub fn refusing_this_machine(mut self, refuse: bool) -> Connector {
-        self.refuse_local = refuse;
+        if refuse {
+            self.place = Place::NotHere;
+        }
+        self
+    }
+
+    /// Refuses to connect unless every address the host resolves to is
+    /// this machine's: for plain `http://` that OAuth allows to loopback
+    /// only (`discover::require_secure`), judged on the addresses
+    /// connected to, so that a name judged loopback when looked at cannot
+    /// take a token request in clear text elsewhere when it goes.
+    pub fn only_this_machine(mut self) -> Connector {
+        self.place = Place::OnlyHere;
         self
     }
 
@@ -107,7 +128,7 @@ impl Connector {
     #[cfg(feature = "https")]
     pub fn tls(config: Arc<rustls::ClientConfig>) -> Connector {
         Connector {
-            refuse_local: false,
+            place: Place::Anywhere,
             tls: Some(config),
         }
     }
@@ -126,7 +147,19 @@ impl Connector {
             .and_then(|(_, p)| p.parse::<u16>().ok())
             .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "no port"))?;
         let addrs: Vec<SocketAddr> = super::host::addresses(&endpoint.host, port)?;
-        if self.refuse_local
+        if self.place == Place::OnlyHere
+            && let Some(remote) = addrs.iter().find(|a| !super::host::is_local_ip(a.ip()))
+        {
+            return Err(io::Error::new(
+                io::ErrorKind::PermissionDenied,
+                format!(
+                    "{} resolves to {}, not this machine, where plain http:// is allowed only to loopback",
+                    endpoint.host,
+                    remote.ip()
+                ),
+            ));
+        }
+        if self.place == Place::NotHere
             && let Some(local) = addrs.iter().find(|a| super::host::is_local_ip(a.ip()))
         {
             return Err(io::Error::new(
@@ -196,5 +229,34 @@ mod tests {
         assert!(listener.accept().is_err(), "a refused connection arrived");
         let endpoint = Endpoint::parse(&format!("http://127.0.0.1:{port}/")).unwrap();
         assert!(Connector::plain().connect(&endpoint, timeout).is_ok());
+    }
+
+    /// review-46z (noticed): plain `http://`, which OAuth allows to a host
+    /// judged loopback, is connected only to this machine's addresses: a
+    /// host that resolves elsewhere is refused before any connection
+    /// (192.0.2.1, TEST-NET-1, is never reached), and loopback still
+    /// connects.
+    #[test]
+    fn a_connector_for_this_machine_only_connects_nowhere_else() {
+        let timeout = Duration::from_secs(5);
+        let elsewhere = Endpoint::parse("http://192.0.2.1:80/").unwrap();
+        let refused = Connector::plain()
+            .only_this_machine()
+            .connect(&elsewhere, timeout)
+            .err()
+            .map(|e| e.kind());
+        assert_eq!(refused, Some(io::ErrorKind::PermissionDenied));
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        for host in ["127.0.0.1", "localhost"] {
+            let endpoint = Endpoint::parse(&format!("http://{host}:{port}/")).unwrap();
+            assert!(
+                Connector::plain()
+                    .only_this_machine()
+                    .connect(&endpoint, timeout)
+                    .is_ok(),
+                "{host}"
+            );
+        }
     }
 }

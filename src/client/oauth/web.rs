@@ -304,7 +304,11 @@ impl Trust {
             return Ok(Connector::tls(config).refusing_this_machine(self.refuse_local));
         }
         let _ = endpoint;
-        Ok(Connector::plain().refusing_this_machine(self.refuse_local))
+        // Plain http:// only to loopback (`discover::require_secure`): to
+        // this machine's addresses only, whatever the name resolves to now.
+        Ok(Connector::plain()
+            .refusing_this_machine(self.refuse_local)
+            .only_this_machine())
     }
 }
 
