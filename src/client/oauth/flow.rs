@@ -141,9 +141,12 @@ impl Authorizer {
             // Another request obtained a new token meanwhile.
             return Ok(());
         }
+        if status != 401 {
+            return Err("the server wants another scope, which only the user may grant".into());
+        }
         let old = lock(&self.tokens).clone();
-        let Some(old) = old.filter(|t| status == 401 && t.refresh_token.is_some()) else {
-            return Err("no token to refresh, and only the user may authorize again".into());
+        let Some(old) = old.filter(|t| t.refresh_token.is_some()) else {
+            return Err("no refresh token, and only the user may authorize again".into());
         };
         let challenge = Challenge::parse(challenges.iter().copied());
         let resource = discover::resource_metadata(&self.trust, &self.server, &challenge)?;
