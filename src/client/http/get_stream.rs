@@ -106,11 +106,13 @@ impl Shared {
     /// client closes: a server that offers none answers `405` (any `4xx`
     /// is taken as that; retrying would not change it). But a client that
     /// authorizes itself (`ClientBuilder::oauth`) and is refused for its
-    /// credentials (a `401`, or a `403` `insufficient_scope`: a token that
-    /// expired or was revoked while the stream was open) obtains new ones
-    /// as a POST does ([`Shared::authorized_again`]) and opens the stream
-    /// again at once; it gives the stream up, with a note, only when that
-    /// fails (or after [`MAX_FAILURES`] such refusals in a row). `opened`
+    /// credentials (a `401`: a token that expired while the stream was
+    /// open) refreshes its token ([`Shared::refreshed_again`]) and opens
+    /// the stream again at once. It never sends the user to authorize for
+    /// a stream the POSTs do not need (a server may refuse its GETs alone):
+    /// when there is nothing to refresh, the refresh fails, or the GET
+    /// right after it is refused too, it gives the stream up, with one
+    /// note, and the POSTs keep their token. `opened`
     /// hears when the first GET's head has come, and is let go after that
     /// GET.
     fn listen(&self, opened: std::sync::mpsc::SyncSender<()>) {
@@ -122,6 +124,8 @@ impl Shared {
         lock(&self.streams).insert(STANDALONE.to_owned(), None);
         let mut cursor = Cursor::default();
         let mut failures = 0;
+        // Whether the last GET's refusal was answered with a refresh.
+        let mut refreshed = false;
         while !self.is_closed() {
             let delivered = Cell::new(false);
             let at = cursor.last_id.clone();
@@ -135,6 +139,9 @@ impl Shared {
                 delivered.set(true);
                 inbox.deliver(&message, &mut notes)
             });
+            if !matches!(ended, Err(Refused::Unauthorized(..))) {
+                refreshed = false;
+            }
             // The first GET is over: whoever waited for its head goes on.
             opened = None;
             // A stream that moved on (a message, or a new event id: a
@@ -169,14 +176,17 @@ impl Shared {
                 }
                 Err(Refused::Status(_)) => return,
                 Err(Refused::Unauthorized(refusal, sent)) => {
-                    let again = match failures {
-                        MAX_FAILURES.. => {
-                            Err(format!("{}, {failures} times in a row", refusal.why()))
-                        }
-                        _ => self.authorized_again(&refusal, &sent),
+                    // Refreshed once: the GET right after is refused too.
+                    let again = if std::mem::take(&mut refreshed) {
+                        Err(format!("{}, with a refreshed token too", refusal.why()))
+                    } else {
+                        self.refreshed_again(&refusal, &sent)
                     };
                     match again {
-                        Ok(()) => continue,
+                        Ok(()) => {
+                            refreshed = true;
+                            continue;
+                        }
                         Err(why) => {
                             if !self.is_closed() {
                                 self.notes.problem(&format!(

@@ -16,6 +16,7 @@ use super::messages::{
     status_error, with_id,
 };
 use super::{ACCEPT_TIMEOUT, CONNECT_TIMEOUT, IDLE_CONNECTIONS, Outgoing, OutgoingParams, Shared};
+use crate::client::oauth::Authorizer;
 use crate::jsonrpc::error_code as rpc_code;
 use crate::note_limiter::NoteLimiter;
 use crate::sync::lock;
@@ -538,12 +539,32 @@ impl Shared {
 
     /// Obtains new credentials after `refusal` of a request sent with
     /// `headers` (`ClientBuilder::oauth`): `Ok`, send it again, once;
-    /// `Err`, why not, in one line. A POST's and a legacy GET stream's
+    /// `Err`, why not, in one line. A POST's and a resumed POST stream's
     /// (`get_stream.rs`).
     pub(super) fn authorized_again(
         &self,
         refusal: &Refusal,
         headers: &[(String, String)],
+    ) -> Result<(), String> {
+        self.recover(refusal, headers, Authorizer::recover)
+    }
+
+    /// As [`Shared::authorized_again`], but by a refresh only
+    /// ([`Authorizer::refresh_for`]): the legacy standalone GET stream's,
+    /// which the user never asked for and must not open a browser.
+    pub(super) fn refreshed_again(
+        &self,
+        refusal: &Refusal,
+        headers: &[(String, String)],
+    ) -> Result<(), String> {
+        self.recover(refusal, headers, Authorizer::refresh_for)
+    }
+
+    fn recover(
+        &self,
+        refusal: &Refusal,
+        headers: &[(String, String)],
+        how: impl FnOnce(&Authorizer, u16, &[&str], Option<&str>) -> Result<(), String>,
     ) -> Result<(), String> {
         let Some(authorizer) = &self.settings.authorizer else {
             return Err(refusal.why.clone());
@@ -553,8 +574,7 @@ impl Shared {
             .find(|(name, _)| name.eq_ignore_ascii_case("authorization"))
             .map(|(_, value)| value.as_str());
         let challenges: Vec<&str> = refusal.challenges.iter().map(String::as_str).collect();
-        authorizer
-            .recover(refusal.status, &challenges, sent)
+        how(authorizer, refusal.status, &challenges, sent)
             .map_err(|e| format!("{}; authorization failed: {e}", refusal.why))
     }
 

@@ -128,6 +128,44 @@ impl Authorizer {
         self.recover_waiting(status, challenges, sent)
     }
 
+    /// As [`Authorizer::recover`], but never sends the user to authorize:
+    /// a refused `sent` is refreshed, or `Err`, and a failure forgets
+    /// nothing (the token may still be good for other requests). For a
+    /// request the user did not ask for (a legacy server's GET stream),
+    /// which must not open a browser the POSTs do not need.
+    pub fn refresh_for(
+        &self,
+        status: u16,
+        challenges: &[&str],
+        sent: Option<&str>,
+    ) -> Result<(), String> {
+        let _flow = lock(&self.flow);
+        let current = self.header().map(|(_, value)| value);
+        if current.is_some() && current.as_deref() != sent {
+            // Another request obtained a new token meanwhile.
+            return Ok(());
+        }
+        if status != 401 {
+            return Err("the server wants another scope, which only the user may grant".into());
+        }
+        let old = lock(&self.tokens).clone();
+        let Some(old) = old.filter(|t| t.refresh_token.is_some()) else {
+            return Err("no refresh token, and only the user may authorize again".into());
+        };
+        let challenge = Challenge::parse(challenges.iter().copied());
+        let resource = discover::resource_metadata(&self.trust, &self.server, &challenge)?;
+        if old.issuer != resource.authorization_servers[0] {
+            return Err(
+                "the server names another authorization server: only the user may authorize there"
+                    .into(),
+            );
+        }
+        let tokens = self.refresh(&old).map_err(|no| no.why)?;
+        self.keep(Some(tokens));
+        *lock(&self.refreshed) = true;
+        Ok(())
+    }
+
     /// Whether a request waits for a new token (the user may be
     /// authorizing): the era probe waits as long as it does.
     pub fn is_authorizing(&self) -> bool {
