@@ -108,7 +108,8 @@ pub(crate) fn url_for_people(url: &str) -> String {
     // As typed, an empty port's `:` too (`http:/x` read without its
     // scheme is the host `http` and an empty port).
     let host = match parts.port {
-        Some(port) if parts.port_is_a_number() => format!("{}:{port}", parts.host),
+        Some("") => format!("{}:", parts.host),
+        _ if parts.port_is_a_number() => parts.host_port(),
         _ => parts.host.to_owned(),
     };
     match parts.scheme {
