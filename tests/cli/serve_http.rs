@@ -184,37 +184,7 @@ fn url_secrets_unsaid() -> Result<(), String> {
 /// `test_trigger_prompt_change` announces a change of a list that stays
 /// the same: the proxy listed again, saw nothing new, and said nothing.
 fn passes_list_change() -> Result<(), String> {
-    let serving = Serving::start(&[], &[])?;
-    let mut listen = Command::new(BIN)
-        .args(["listen", "--prompts", "--url", &serving.url()])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .map_err(|e| e.to_string())?;
-    let lines = lines_of(listen.stdout.take().expect("piped stdout"));
-    let outcome = (|| {
-        let first = lines.recv_timeout(LIMIT).map_err(|_| "no acknowledgment")?;
-        if first != "listening: prompts" {
-            return Err(format!("first line {first:?}"));
-        }
-        let args = [
-            "call",
-            "test_trigger_prompt_change",
-            "--url",
-            &serving.url(),
-        ]
-        .map(String::from);
-        run(&args, &[], "")?.expect_code(0)?;
-        match lines.recv_timeout(Duration::from_secs(10)) {
-            Ok(line) if line == "prompts/list_changed" => Ok(()),
-            Ok(line) => Err(format!("next line {line:?}")),
-            Err(_) => Err("no prompts/list_changed within 10 s".to_owned()),
-        }
-    })();
-    let _ = listen.kill();
-    let _ = listen.wait();
-    outcome
+    prompt_change_heard(None, Stop::Nothing)
 }
 
 /// Issue 48 (`tests/scale_out_faults.sh`, "its listen never heard it
@@ -227,45 +197,7 @@ fn passes_list_change() -> Result<(), String> {
 /// few hundred stops catch it in the look; each stop is waited for (the
 /// process shown stopped) before it is continued.
 fn listen_outlives_stops() -> Result<(), String> {
-    let serving = Serving::start(&[], &[])?;
-    let mut listen = Command::new(BIN)
-        .args(["listen", "--prompts", "--url", &serving.url()])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .map_err(|e| e.to_string())?;
-    let lines = lines_of(listen.stdout.take().expect("piped stdout"));
-    let outcome = (|| {
-        let first = lines.recv_timeout(LIMIT).map_err(|_| "no acknowledgment")?;
-        if first != "listening: prompts" {
-            return Err(format!("first line {first:?}"));
-        }
-        let pid = serving.child.id().to_string();
-        for _ in 0..STOPS {
-            signal("STOP", &pid)?;
-            wait_until_stopped(&pid)?;
-            signal("CONT", &pid)?;
-        }
-        let args = [
-            "call",
-            "test_trigger_prompt_change",
-            "--url",
-            &serving.url(),
-        ]
-        .map(String::from);
-        run(&args, &[], "")?.expect_code(0)?;
-        match lines.recv_timeout(Duration::from_secs(10)) {
-            Ok(line) if line == "prompts/list_changed" => Ok(()),
-            Ok(line) => Err(format!("next line {line:?}")),
-            Err(_) => Err(format!(
-                "no prompts/list_changed within 10 s after {STOPS} stops"
-            )),
-        }
-    })();
-    let _ = listen.kill();
-    let _ = listen.wait();
-    outcome
+    prompt_change_heard(None, Stop::Server)
 }
 
 /// The same for the client: `mcp-stdio listen --url`, stopped and
@@ -277,15 +209,35 @@ fn listen_outlives_stops() -> Result<(), String> {
 /// passed before any change.
 fn client_outlives_stops() -> Result<(), String> {
     for era in ["modern", "legacy"] {
-        client_outlives_stops_in(era).map_err(|e| format!("{era}: {e}"))?;
+        prompt_change_heard(Some(era), Stop::Client).map_err(|e| format!("{era}: {e}"))?;
     }
     Ok(())
 }
 
-fn client_outlives_stops_in(era: &str) -> Result<(), String> {
+/// Which process [`prompt_change_heard`] stops and continues.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Stop {
+    Nothing,
+    /// `serve-http`, [`STOPS`] times.
+    Server,
+    /// The listening `mcp-stdio`, [`STOPS`] times.
+    Client,
+}
+
+/// `mcp-stdio listen --prompts` (in `era`, if given) through a fresh
+/// `serve-http`, acknowledged; then `stop` stopped and continued; then
+/// `test_trigger_prompt_change` called: the listen hears
+/// `prompts/list_changed` within 10 s.
+fn prompt_change_heard(era: Option<&str>, stop: Stop) -> Result<(), String> {
     let serving = Serving::start(&[], &[])?;
+    let mut args = vec!["listen", "--prompts"];
+    if let Some(era) = era {
+        args.extend(["--era", era]);
+    }
+    let url = serving.url();
+    args.extend(["--url", &url]);
     let mut listen = Command::new(BIN)
-        .args(["listen", "--prompts", "--era", era, "--url", &serving.url()])
+        .args(&args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -297,26 +249,27 @@ fn client_outlives_stops_in(era: &str) -> Result<(), String> {
         if first != "listening: prompts" {
             return Err(format!("first line {first:?}"));
         }
-        let pid = listen.id().to_string();
-        for _ in 0..STOPS {
-            signal("STOP", &pid)?;
-            wait_until_stopped(&pid)?;
-            signal("CONT", &pid)?;
+        let (pid, after) = match stop {
+            Stop::Nothing => (None, String::new()),
+            Stop::Server => (Some(serving.child.id()), format!(" after {STOPS} stops")),
+            Stop::Client => (
+                Some(listen.id()),
+                format!(" after {STOPS} stops of the client"),
+            ),
+        };
+        if let Some(pid) = pid.map(|pid| pid.to_string()) {
+            for _ in 0..STOPS {
+                signal("STOP", &pid)?;
+                wait_until_stopped(&pid)?;
+                signal("CONT", &pid)?;
+            }
         }
-        let args = [
-            "call",
-            "test_trigger_prompt_change",
-            "--url",
-            &serving.url(),
-        ]
-        .map(String::from);
+        let args = ["call", "test_trigger_prompt_change", "--url", &url].map(String::from);
         run(&args, &[], "")?.expect_code(0)?;
         match lines.recv_timeout(Duration::from_secs(10)) {
             Ok(line) if line == "prompts/list_changed" => Ok(()),
             Ok(line) => Err(format!("next line {line:?}")),
-            Err(_) => Err(format!(
-                "no prompts/list_changed within 10 s after {STOPS} stops of the client"
-            )),
+            Err(_) => Err(format!("no prompts/list_changed within 10 s{after}")),
         }
     })();
     let _ = listen.kill();
@@ -324,7 +277,7 @@ fn client_outlives_stops_in(era: &str) -> Result<(), String> {
     outcome
 }
 
-/// How many times [`listen_outlives_stops`] stops the server.
+/// How many times [`prompt_change_heard`] stops a process.
 const STOPS: usize = 300;
 
 /// `kill -NAME PID`.
