@@ -140,9 +140,7 @@ impl Authorizer {
         sent: Option<&str>,
     ) -> Result<(), String> {
         let _flow = lock(&self.flow);
-        let current = self.header().map(|(_, value)| value);
-        if current.is_some() && current.as_deref() != sent {
-            // Another request obtained a new token meanwhile.
+        if self.renewed_since(sent) {
             return Ok(());
         }
         if status != 401 {
@@ -166,6 +164,14 @@ impl Authorizer {
         Ok(())
     }
 
+    /// Whether another request obtained a new token since `sent` (the
+    /// `Authorization` value a refused request carried) was in use: the
+    /// refused request only needs to be sent again.
+    fn renewed_since(&self, sent: Option<&str>) -> bool {
+        let current = self.header().map(|(_, value)| value);
+        current.is_some() && current.as_deref() != sent
+    }
+
     /// Whether a request waits for a new token (the user may be
     /// authorizing): the era probe waits as long as it does.
     pub fn is_authorizing(&self) -> bool {
@@ -179,9 +185,7 @@ impl Authorizer {
         sent: Option<&str>,
     ) -> Result<(), String> {
         let _flow = lock(&self.flow);
-        let current = self.header().map(|(_, value)| value);
-        if current.is_some() && current.as_deref() != sent {
-            // Another request obtained a new token meanwhile.
+        if self.renewed_since(sent) {
             return Ok(());
         }
         // A server that refuses every token it is given (one issued for
