@@ -27,6 +27,8 @@ mkdir -p "$dir"
 if [ ! -d "$dir/before" ]; then
     git worktree add --detach "$dir/before" "$before" >/dev/null
 fi
+# The worktree may be left from a run with another BEFORE.
+git -C "$dir/before" checkout --quiet --force --detach "$before"
 grep -q MCP_BENCH_WORK_US "$dir/before/examples/echo.rs" || cat > "$dir/before/examples/echo.rs" <<'RS'
 use mcp_stdio::types::{CallToolResult, Tool};
 use mcp_stdio::{RequestContext, Server, Transport};

@@ -728,11 +728,11 @@ pub const IGNORED: &[(&str, Once)] = &[];
 const HALF_SENT_STOPS: usize = 100;
 
 /// Claim (review-46s2): fix-48e took `EINTR` for no news of the client
-/// in `Exchange::watch` and `connection.rs: look`, but not where the
+/// in `Exchange::watch` and `tcp.rs: look`, but not where the
 /// server reads a request: `src/http/request.rs: read_line_within` (every
 /// line of a head, every chunk-size line of a chunked body) passes
 /// `fill_buf`'s `Interrupted` up as `HttpError::Io`, and
-/// `connection.rs: next_head` and `serve_request` take any `Io` for a
+/// `tcp.rs: next_head` and `serve_request` take any `Io` for a
 /// connection gone and close it without a word (only `read_exact`, a
 /// body's bytes, reads on). The reads have a timeout
 /// (`TimedSocket::read` sets `SO_RCVTIMEO`), so the kernel does not

@@ -638,7 +638,7 @@ fn a_task_is_not_reached_by_another_subject() {
 /// Claim: a stream outlives the token it was opened with. The token's
 /// expiry (`TokenInfo::expires_at`) is checked once, in
 /// `auth::authenticate` before the request is served
-/// (`connection.rs: serve_request`); a `subscriptions/listen` then goes on
+/// (`tcp.rs: serve_request`); a `subscriptions/listen` then goes on
 /// delivering notifications for as long as the connection lasts, to a
 /// client whose token expired (or was revoked: it is never asked about
 /// again). On main: after the expiry, a `tools/list_changed` is
@@ -827,7 +827,7 @@ fn a_malformed_authorization_is_400_with_an_invalid_request_challenge() {
 
 /// Claim (the brief's): a token that expires between two pipelined
 /// requests on one kept-alive connection still serves the second. Wrong:
-/// `connection.rs: serve_request` clears the token and `check` validates
+/// `tcp.rs: serve_request` clears the token and `check` validates
 /// each request anew; the second is `401 invalid_token`. Passes on main.
 #[test]
 fn a_token_that_expires_between_pipelined_requests_does_not_serve_the_second() {
@@ -1090,7 +1090,7 @@ fn send_post_late(
 
 /// Claim (review-46s2): a listen whose token expires after its head was
 /// validated and before its body is in gets no HTTP response at all.
-/// `connection.rs: serve_request` validates the token when the head is in
+/// `tcp.rs: serve_request` validates the token when the head is in
 /// (`check`), then reads the body (up to `header_timeout`, 10 s by
 /// default); `exchange.rs: Exchange::request` then sets the listen's end
 /// (`Body::end_at`) to a moment already past, so `body.rs: State::line`
@@ -1135,7 +1135,7 @@ fn a_listen_whose_token_expires_while_its_body_comes_is_answered() {
 /// Claim (review-46s2): any request whose token expires after its head
 /// was validated and before its body is in is served as if the token
 /// were valid. The expiry is looked at once, in `auth.rs: authenticate`
-/// when the head is in (`connection.rs: check`); a body may arrive up to
+/// when the head is in (`tcp.rs: check`); a body may arrive up to
 /// `header_timeout` later (10 s by default, as long as the application
 /// sets), and nothing looks again (`Exchange::request` reads
 /// `expires_at` only to end a listen). A client that holds its body back
@@ -1143,7 +1143,7 @@ fn a_listen_whose_token_expires_while_its_body_comes_is_answered() {
 /// expired (spec 2026-07-28 basic/authorization: an expired token MUST be
 /// answered `401`). On main: `200` with the call's result.
 ///
-/// Fixed: `connection.rs: serve_request` checks the token again once the
+/// Fixed: `tcp.rs: serve_request` checks the token again once the
 /// body is read, with the head's own check (`auth::still_valid`): `401`
 /// with `error="invalid_token"`.
 #[test]

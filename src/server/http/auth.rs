@@ -508,7 +508,7 @@ pub(crate) fn authenticate(
 /// (spec 2026-07-28 basic/authorization, "Token Handling": a server MUST
 /// answer an expired token `401`). Called when the head is in
 /// (`authenticate`) and again once a POST's body is read
-/// (`connection.rs: serve_request`): a body may come up to
+/// (`tcp.rs: serve_request`): a body may come up to
 /// `header_timeout` after its head, and a request is served only with a
 /// token still valid then.
 pub(crate) fn still_valid(protection: &Protection, info: &TokenInfo) -> Result<(), Refusal> {

@@ -20,7 +20,6 @@
 
 pub(crate) mod auth;
 mod body;
-mod connection;
 mod exchange;
 mod guard;
 mod mirror;
@@ -31,6 +30,7 @@ mod refusal;
 mod sessions;
 #[cfg(feature = "legacy")]
 mod stream;
+mod tcp;
 
 use std::io::Read;
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -39,8 +39,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use connection::{Site, serve_connection};
 use options::HttpOptions;
+use tcp::{Site, serve_connection};
 
 use crate::error::Error;
 use crate::http::write_response;

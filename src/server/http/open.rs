@@ -168,7 +168,7 @@ impl OpenConnections {
     }
 
     /// The connection `key` waits for a request and its thread found it
-    /// silent (`connection::request_begins`): at the cap it may give way.
+    /// silent (`tcp::request_begins`): at the cap it may give way.
     pub fn idle(&self, key: u64) {
         if let Some(open) = self.lock().sockets.get_mut(&key) {
             open.phase = Phase::Idle(Instant::now());
@@ -264,7 +264,7 @@ impl OpenConnections {
         for open in state.sockets.values() {
             // One reading a request reads it to its end (by the header
             // timeout), is answered as any request after the stop is
-            // (`connection::serve_request`), and closes.
+            // (`tcp::serve_request`), and closes.
             if let Phase::Unseen | Phase::Idle(_) = open.phase {
                 let _ = open.socket.shutdown(Shutdown::Both);
             }
@@ -346,7 +346,7 @@ impl State {
 /// without waiting and without reading it: its reads are its connection
 /// thread's. The thread marks the connection as reading only after it saw
 /// a request's first byte waiting, before it reads it
-/// (`connection::request_begins`), so an idle connection whose next
+/// (`tcp::request_begins`), so an idle connection whose next
 /// request has arrived is seen here, unread, and is left alone. A peer
 /// that closed (its end arrived, or a reset) sends no request: its thread
 /// leaves once it reads the end.
@@ -398,7 +398,7 @@ fn peer_gone(_socket: &TcpStream) -> bool {
 }
 
 /// Without `poll(2)`: no request is known to wait, and a connection whose
-/// request arrived as it gave way answers it `503` (`connection::gave_way`).
+/// request arrived as it gave way answers it `503` (`tcp::gave_way`).
 #[cfg(not(unix))]
 fn request_waits(_socket: &TcpStream) -> bool {
     false
