@@ -1668,7 +1668,10 @@ fn an_ask_the_client_leaves_unanswered_is_cancelled_after_the_ask_timeout() {
 // while it asks, and past two parked requests an ask is refused. Three are
 // cancelled right behind the calls, wherever they are by then. Every other
 // request ends exactly once (its answer, or the refusal), a cancelled one
-// never (nothing for it follows its cancellation), and an ask withdrawn is
+// at most once and only by the refusal (it was refused before the reader
+// came to its cancellation: when the pool gave the queued requests threads
+// at once, as a pool without a watcher did, that was half the runs; a
+// loaded machine can do the same to this pool), and an ask withdrawn is
 // one of a cancelled request's.
 #[test]
 fn pipelined_inline_legacy_asks_end_once_each() {
@@ -1682,9 +1685,10 @@ fn pipelined_inline_legacy_asks_end_once_each() {
     for id in cancelled {
         peer.send(&cancel(id));
     }
+    let expected: Vec<i64> = (1..=12).filter(|id| !cancelled.contains(id)).collect();
     let mut ended: Vec<i64> = Vec::new();
     let mut withdrawn = 0;
-    while ended.len() < 12 - cancelled.len() {
+    while !expected.iter().all(|id| ended.contains(id)) {
         let message = peer.recv();
         if message["method"] == "roots/list" {
             answer(&mut peer, &message["id"], one_root());
@@ -1698,6 +1702,10 @@ fn pipelined_inline_legacy_asks_end_once_each() {
             assert!(
                 message == legacy_text(id, "1 root(s)") || refused,
                 "{message}"
+            );
+            assert!(
+                refused || !cancelled.contains(&id),
+                "cancelled request {id} answered: {message}"
             );
             ended.push(id);
         }
@@ -1714,7 +1722,10 @@ fn pipelined_inline_legacy_asks_end_once_each() {
         withdrawn += 1;
     }
     ended.sort_unstable();
-    let expected: Vec<i64> = (1..=12).filter(|id| !cancelled.contains(id)).collect();
+    let mut once = ended.clone();
+    once.dedup();
+    assert_eq!(once, ended, "a request ended twice");
+    ended.retain(|id| !cancelled.contains(id));
     assert_eq!(ended, expected);
     assert!(withdrawn <= cancelled.len(), "{withdrawn} asks withdrawn");
     peer.finish_quietly();
