@@ -312,6 +312,38 @@ mod tests {
     }
 
     #[test]
+    fn a_job_that_panics_leaves_the_counts_true() {
+        // The connection's jobs catch their handlers' panics (`work::call`),
+        // but not a panic in what follows (the reply's encoding, the
+        // finish): a thread that unwinds must not stay counted alive, or
+        // the pool keeps one warm thread fewer than it says, for good.
+        let pool = Pool::new(1, Duration::ZERO);
+        let (panicking, panics) = crossbeam_channel::bounded(1);
+        pool.submit(Box::new(move || {
+            panicking.send(()).unwrap();
+            panic!("a job that panics (this panic is the test's)");
+        }));
+        panics.recv_timeout(Duration::from_secs(5)).unwrap();
+        let (done, finished) = crossbeam_channel::bounded(1);
+        pool.submit(Box::new(move || done.send(()).unwrap()));
+        finished.recv_timeout(Duration::from_secs(5)).unwrap();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        let counts = || {
+            let alive = pool.threads.alive.load(Ordering::Acquire);
+            let idle = pool.threads.idle.load(Ordering::Acquire);
+            (alive, idle)
+        };
+        while counts() != (1, 1) {
+            assert!(
+                Instant::now() < deadline,
+                "(alive, idle) {:?}, one thread left",
+                counts()
+            );
+            thread::yield_now();
+        }
+    }
+
+    #[test]
     fn jobs_submitted_at_once_each_get_a_thread_when_the_others_block() {
         // Jobs submitted from several threads at once (readers of several
         // connections, workers starting queued requests), one idle thread
