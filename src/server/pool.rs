@@ -22,6 +22,7 @@
 //! wake-up. Off by default, since a library must not burn its host's CPU
 //! unasked; one thread spins at a time.
 
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock, Weak};
 use std::thread;
@@ -175,7 +176,11 @@ impl Threads {
                 Ok(job) => {
                     self.taken.fetch_add(1, Ordering::AcqRel);
                     self.not_idle();
-                    job();
+                    // A panic is caught here rather than let end the
+                    // thread: a thread counted alive that is gone would
+                    // stay counted for good. (A connection's job has turned
+                    // its handler's panic into a reply already, `work::call`.)
+                    let _ = catch_unwind(AssertUnwindSafe(job));
                     self.idle.fetch_add(1, Ordering::SeqCst);
                 }
                 // One thread fewer, unless it is a warm one: it stays.
@@ -309,6 +314,40 @@ mod tests {
         pool.submit(Box::new(move || done.send(()).unwrap()));
         finished.recv_timeout(Duration::from_secs(5)).unwrap();
         assert_eq!(pool.threads.alive.load(Ordering::Acquire), 3);
+    }
+
+    #[test]
+    fn a_job_that_panics_leaves_the_counts_true() {
+        // The connection's jobs catch their handlers' panics (`work::call`),
+        // but not a panic in what follows (the reply's encoding, the
+        // finish): a thread that unwinds must not stay counted alive, or
+        // the pool keeps one warm thread fewer than it says, for good.
+        let pool = Pool::new(1, Duration::ZERO);
+        let (panicking, panics) = crossbeam_channel::bounded(1);
+        pool.submit(Box::new(move || {
+            panicking.send(()).unwrap();
+            panic!("a job that panics (this panic is the test's)");
+        }));
+        panics.recv_timeout(Duration::from_secs(5)).unwrap();
+        let (done, finished) = crossbeam_channel::bounded(1);
+        pool.submit(Box::new(move || done.send(()).unwrap()));
+        finished.recv_timeout(Duration::from_secs(5)).unwrap();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        let counts = || {
+            let alive = pool.threads.alive.load(Ordering::Acquire);
+            let idle = pool.threads.idle.load(Ordering::Acquire);
+            (alive, idle)
+        };
+        // Every thread counted alive is idle again (the watcher may have
+        // started a second one while the first unwound).
+        while counts().0 != counts().1 {
+            assert!(
+                Instant::now() < deadline,
+                "(alive, idle) {:?}: a thread counted that is gone",
+                counts()
+            );
+            thread::yield_now();
+        }
     }
 
     #[test]

@@ -2,13 +2,14 @@
 //! with a `UnixStream`'s two halves, end of input by `shutdown(Write)`, and
 //! several connections served at once from one `Server`.
 
-use std::io::{BufReader, ErrorKind, Read};
+use std::io::{BufReader, ErrorKind, Read, Write};
 use std::net::Shutdown;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::thread::JoinHandle;
 
+use mcp_stdio::types::{CallToolResult, Tool};
 use mcp_stdio::{Server, Transport};
 use serde_json::{Value, json};
 
@@ -227,5 +228,104 @@ fn two_connections_at_once_from_one_server() {
         text(&b, json!(3), "b after a")
     );
     shut_down(b, b_control);
+    remove(path);
+}
+
+#[test]
+fn a_client_that_stops_reading_does_not_hold_up_another_connection() {
+    // A reply's send waits for its client (the backpressure); a worker
+    // held there must not be what another connection's requests wait
+    // for. One warm worker, a reply larger than the socket takes, a
+    // client that never reads it.
+    let big = "x".repeat(4 << 20);
+    let server = Server::builder("stuck-reader", "1.0.0")
+        .workers(1)
+        .tool(Tool::new("big", "A 4 MiB reply."), move |_ctx, _: Value| {
+            Ok(CallToolResult::text(big.clone()))
+        })
+        .tool(Tool::new("pecho", "Pooled echo."), |_ctx, args: Value| {
+            Ok(CallToolResult::text(
+                args["text"].as_str().unwrap_or("").to_owned(),
+            ))
+        })
+        .build();
+    let path = SocketPath::new("stuck");
+    let listener = UnixListener::bind(&path.0).expect("bind");
+    let handles = accept_and_serve(listener, &server, 2);
+    // A: asks for the big reply, then reads nothing.
+    let mut stuck = UnixStream::connect(&path.0).expect("connect");
+    let _serving_a = handles.recv_timeout(WAIT).expect("accept A");
+    let mut line = serde_json::to_vec(&call(1, "big", json!({}))).unwrap();
+    line.push(b'\n');
+    stuck.write_all(&line).expect("A's request");
+    let (mut b, b_control) = connect(&path, &handles, &server);
+    // A's reply has begun: its worker is in the send, which the socket's
+    // buffer (far less than 4 MiB) leaves blocked once this byte is read.
+    stuck.set_read_timeout(Some(WAIT)).unwrap();
+    let mut first = [0u8; 1];
+    stuck
+        .read_exact(&mut first)
+        .expect("the start of A's reply");
+    b.send(&call(1, "pecho", json!({ "text": "from b" })));
+    let answer = b.try_recv(WAIT);
+    // A goes away: its worker's send fails and the worker is free again.
+    drop(stuck);
+    assert_eq!(
+        answer,
+        Some(b.result(
+            1,
+            json!({ "content": [{ "type": "text", "text": "from b" }] })
+        )),
+        "B's request waited behind A's stuck reply"
+    );
+    shut_down(b, b_control);
+    remove(path);
+}
+
+#[test]
+fn handlers_and_cancellation_run_while_the_client_does_not_read() {
+    // One connection, two warm workers: one in a handler that blocks, the
+    // other sending a reply its client does not read. A request read
+    // meanwhile still starts, and a cancellation still reaches the
+    // blocked handler: only the replies wait for the client.
+    let big = "x".repeat(4 << 20);
+    let builder = Server::builder("not-reading", "1.0.0")
+        .workers(2)
+        .tool(Tool::new("big", "A 4 MiB reply."), move |_ctx, _: Value| {
+            Ok(CallToolResult::text(big.clone()))
+        });
+    let (builder, blocker) = crate::support::Blocker::install(builder);
+    let server = builder.build();
+    let path = SocketPath::new("not-reading");
+    let listener = UnixListener::bind(&path.0).expect("bind");
+    let handles = accept_and_serve(listener, &server, 1);
+    let stream = UnixStream::connect(&path.0).expect("connect");
+    let mut reading = stream.try_clone().expect("try_clone");
+    let serving = handles.recv_timeout(WAIT).expect("accept");
+    let send = |message: &Value| {
+        let mut line = serde_json::to_vec(message).unwrap();
+        line.push(b'\n');
+        (&stream).write_all(&line).expect("a request");
+    };
+    send(&call(1, "block", json!({})));
+    assert_eq!(blocker.wait_started(), json!(1));
+    send(&call(2, "big", json!({})));
+    reading.set_read_timeout(Some(WAIT)).unwrap();
+    let mut first = [0u8; 1];
+    reading
+        .read_exact(&mut first)
+        .expect("the start of 2's reply");
+    // 2's worker is held in its send now; the client reads no more.
+    send(&call(3, "block", json!({})));
+    let third = blocker.started.recv_timeout(WAIT);
+    send(&cancel(1));
+    let cancelled = blocker.observed_cancel.recv_timeout(WAIT);
+    // The client goes: the send fails, and serving ends.
+    drop(reading);
+    drop(stream);
+    blocker.release_one();
+    let _ = serving.join();
+    assert_eq!(cancelled.ok(), Some(json!(1)), "1 never saw its cancel");
+    assert_eq!(third.ok(), Some(json!(3)), "3 never started");
     remove(path);
 }
