@@ -880,8 +880,8 @@ fn a_late_log_from_the_server_behind_reaches_no_caller() {
 /// publishing thread waits, up to the write timeout, on a listener whose
 /// buffers are full, caller B's `echo` waits with it. Updates of a 64 KiB
 /// URI fill the stuck listener's buffers within a few hundred; B calls
-/// `echo` meanwhile. On main one of B's calls took about the write
-/// timeout (3 s here; 10 s by default, once for each stuck listener); 13 s
+/// `echo` meanwhile. Before the fix one of B's calls took about the write
+/// timeout (3 s then; 10 s by default, once for each stuck listener); 13 s
 /// once the updates were paced. (The review's 2,000 updates at once
 /// measured the flood: B's calls waited as long with A reading.) Now a
 /// published event never waits on a client (`server::http::body`).
