@@ -775,6 +775,21 @@ fn a_request_whose_worker_panics_fails_at_once() {
     client.close().unwrap();
 }
 
+/// What connecting to `url` with OAuth (the user approving) says: its
+/// error, or nothing when it connects.
+fn what_connecting_says(url: &str) -> String {
+    match Client::builder()
+        .oauth(approving(&Visits::default(), None))
+        .connect_url(url)
+    {
+        Ok(client) => {
+            let _ = client.close();
+            String::new()
+        }
+        Err(e) => e.to_string(),
+    }
+}
+
 /// Claim: with `ClientBuilder::oauth`, a URL's user information is
 /// repeated in the error (src/client/oauth/flow.rs:74, `Authorizer::new`
 /// calls `Url::parse(server)`, whose error quotes the whole text,
@@ -786,16 +801,7 @@ fn a_request_whose_worker_panics_fails_at_once() {
 fn a_urls_password_is_not_repeated_in_an_oauth_error() {
     let server = protected();
     let url = server.url.replace("http://", "http://me:USER-SECRET@");
-    let said = match Client::builder()
-        .oauth(approving(&Visits::default(), None))
-        .connect_url(&url)
-    {
-        Ok(client) => {
-            let _ = client.close();
-            String::new()
-        }
-        Err(e) => e.to_string(),
-    };
+    let said = what_connecting_says(&url);
     assert!(!said.contains("USER-SECRET"), "a password in: {said}");
 }
 
@@ -1421,16 +1427,7 @@ fn legacy_get_stream_refused(
 fn a_password_with_a_hash_is_not_repeated_in_an_oauth_error() {
     let server = protected();
     let url = server.url.replace("http://", "http://me:USER-SECRET#1@");
-    let said = match Client::builder()
-        .oauth(approving(&Visits::default(), None))
-        .connect_url(&url)
-    {
-        Ok(client) => {
-            let _ = client.close();
-            String::new()
-        }
-        Err(e) => e.to_string(),
-    };
+    let said = what_connecting_says(&url);
     assert!(!said.contains("USER-SECRET"), "a password in: {said}");
 }
 
