@@ -6,7 +6,7 @@
 
 use std::io::Write;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use crossbeam_channel::{Receiver, Sender};
@@ -305,6 +305,53 @@ fn a_backlog_behind_a_client_that_does_not_read_holds_up_no_request_that_writes_
     let mut ids: Vec<Value> = (0..2).map(|_| peer.recv()["id"].clone()).collect();
     ids.sort_by_key(Value::to_string);
     assert_eq!(ids, [json!(1), json!(2)]);
+    peer.finish_quietly();
+}
+
+/// Claim: a pooled request's finish no longer waits for the client (a
+/// pool thread waiting behind another's send would look blocked, and the
+/// pool would start threads for it: issue 44 item 2), so a client that
+/// writes calls and reads nothing gets every reply written into memory, as
+/// fast as the handlers run. It does not: the reader reads no further once
+/// more than a megabyte waits behind the send in progress
+/// (`Conn::backed_up`), so what waits is that and the replies of the
+/// requests running when it stopped (64 slots). (Before, each finish waited
+/// for the client, and the pool's watcher gave every request read a thread
+/// of its own: the same 400 replies, held by 400 threads.)
+#[test]
+fn a_client_that_writes_calls_and_reads_nothing_gets_a_bounded_backlog() {
+    let ran = Arc::new(AtomicUsize::new(0));
+    let server = {
+        let ran = Arc::clone(&ran);
+        Server::builder("backlog", "1.0.0")
+            .tool(
+                Tool::new("big", "Answers 64 KiB."),
+                move |_ctx, _: Value| {
+                    ran.fetch_add(1, Ordering::AcqRel);
+                    Ok(CallToolResult::text("x".repeat(64 * 1024)))
+                },
+            )
+            .build()
+    };
+    let (mut peer, held) = Peer::start_stalling(&server);
+    let not_reading = held.lock().unwrap();
+    for id in 0..400 {
+        peer.send(&call(id, "big", json!({})));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    let answered = ran.load(Ordering::Acquire);
+    drop(not_reading);
+    // 16 replies of 64 KiB make the megabyte; 64 ran on; one is stuck in
+    // the send; a few are written while the reader comes to its wait.
+    assert!(
+        answered <= 16 + 64 + 8,
+        "{answered} of 400 calls answered into memory while the client read nothing"
+    );
+    let mut ids: Vec<u64> = (0..400)
+        .map(|_| peer.recv()["id"].as_u64().unwrap())
+        .collect();
+    ids.sort_unstable();
+    assert_eq!(ids, (0..400).collect::<Vec<_>>());
     peer.finish_quietly();
 }
 

@@ -34,7 +34,7 @@
 //! of `stop` never waits on a client.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError, Weak};
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::Sender;
@@ -49,7 +49,7 @@ use crate::server::context::{Holding, Outlet, RequestContext, Sink};
 use crate::server::dispatch::Prepared;
 use crate::server::event::ServerEvent;
 use crate::server::in_flight::Stage;
-use crate::server::pool::Job;
+use crate::server::pool::{Blocking, Job};
 use crate::server::reply::Reply;
 use crate::server::work::{Work, call};
 use crate::server::{Inner, Server};
@@ -68,6 +68,8 @@ struct Shared {
     /// The output's wait for room, when its writer has one
     /// (`output::LineWriter::room`: an HTTP response body).
     room: Option<Room>,
+    /// Itself, for a send handed to the pool ([`Shared::send`]).
+    me: Weak<Shared>,
 }
 
 /// When what a change wrote is sent.
@@ -95,11 +97,12 @@ impl ConnHandle {
             Writer::Lines(writer) => writer.room(),
             Writer::Bytes(_) => None,
         };
-        ConnHandle(Arc::new(Shared {
+        ConnHandle(Arc::new_cyclic(|me| Shared {
             state: Mutex::new(Conn::new(inner, output, end)),
             changed: Condvar::new(),
             closed: AtomicBool::new(false),
             room,
+            me: me.clone(),
         }))
     }
 
@@ -264,16 +267,16 @@ impl ConnHandle {
                 });
             }
             Begun::Pooled {
-                queue_full: self.enter_pooled(conn, id, seq, ctx, runnable.work, bytes),
+                backed_up: self.enter_pooled(conn, id, seq, ctx, runnable.work, bytes),
             }
         });
         match begun {
             Begun::Inline(inline) => Some(inline),
-            Begun::Pooled { queue_full: true } => {
+            Begun::Pooled { backed_up: true } => {
                 self.wait_for_room();
                 None
             }
-            Begun::Pooled { queue_full: false } | Begun::Answered => None,
+            Begun::Pooled { backed_up: false } | Begun::Answered => None,
         }
     }
 
@@ -291,14 +294,14 @@ impl ConnHandle {
         } = inline;
         match call(work, &ctx) {
             Reply::Later(rest) => {
-                let queue_full = self.act(Sending::BeforeRead, |conn| {
+                let backed_up = self.act(Sending::BeforeRead, |conn| {
                     // Out of the map as inline, back in as pooled (unless
                     // cancelled or shut down meanwhile).
                     let id = ctx.id().clone();
                     conn.in_flight.take(&id, seq).is_some()
                         && self.enter_pooled(conn, id, seq, ctx, rest, bytes)
                 });
-                if queue_full {
+                if backed_up {
                     self.wait_for_room();
                 }
             }
@@ -312,7 +315,8 @@ impl ConnHandle {
     /// Enters request `id` (of `ctx`, with its cancel token) in the map
     /// as pooled: it runs on the pool if a slot is free (`Conn::ready`,
     /// which [`ConnHandle::act`] hands over), or waits in the queue for
-    /// one. Returns whether the queue is full after it.
+    /// one. Returns whether the connection is backed up after it
+    /// ([`Conn::backed_up`]).
     fn enter_pooled(
         &self,
         conn: &mut Conn,
@@ -324,35 +328,37 @@ impl ConnHandle {
     ) -> bool {
         let token = ctx.cancel_token();
         let handle = self.clone();
-        let pooled: Job = Box::new(move || {
-            // Encoded before the lock: workers finishing together do not
-            // wait on each other's encoding. (A pooled job's work runs its
-            // rest itself: `Reply::Later` is an inline request's.)
-            let reply = match call(work, &ctx) {
+        let pooled: Job = Box::new(move |blocking| {
+            // The handler may block (the pool then starts a thread for the
+            // jobs behind it). (A pooled job's work runs its rest itself:
+            // `Reply::Later` is an inline request's.)
+            let reply = blocking.may_block(|| match call(work, &ctx) {
                 Reply::Later(rest) => call(rest, &ctx),
                 reply => reply,
-            };
-            let reply = reply.encoded();
-            handle.act(Sending::Now, |conn| {
-                conn.finish(ctx.id(), seq, reply);
             });
+            // Encoded before the lock: workers finishing together do not
+            // wait on each other's encoding.
+            let reply = reply.encoded();
+            let ((), written) = handle.act_unsent(|conn| conn.finish(ctx.id(), seq, reply));
+            if let Some(written) = written {
+                handle.0.send_unless_sending(written, blocking);
+            }
         });
-        if conn.in_flight.has_slot(conn.inner.config.max_running) {
+        if conn.may_start() {
             conn.in_flight.insert(id, seq, token, Stage::Running);
             conn.ready.push(pooled);
-            false
         } else {
             conn.in_flight
                 .insert(id, seq, token, Stage::Queued(pooled, bytes));
-            conn.queue_full()
         }
+        conn.backed_up()
     }
 
-    /// The reader's backpressure: the queue for slots is full, so it waits
-    /// for room before it reads another line (what it held back is sent
-    /// first: [`ConnHandle::wait_until`]).
+    /// The reader's backpressure ([`Conn::backed_up`]): it waits for room
+    /// before it reads another line (what waits to be sent is sent first,
+    /// unless a send is in progress: [`ConnHandle::wait_until`]).
     fn wait_for_room(&self) {
-        self.wait_until(None, |c| !c.queue_full());
+        self.wait_until(None, |c| !c.backed_up());
     }
 }
 
@@ -366,8 +372,9 @@ enum Begun {
     Answered,
     /// Inline: the caller runs it.
     Inline(InlineRunnable),
-    /// On the pool or queued for a slot.
-    Pooled { queue_full: bool },
+    /// On the pool or queued for a slot; the reader waits for room first
+    /// if the connection is backed up.
+    Pooled { backed_up: bool },
 }
 
 /// An inline request, begun: its handler runs on the reader, without the
@@ -450,21 +457,52 @@ impl Shared {
         }
     }
 
+    /// Sees the first `written` lines on their way without waiting for
+    /// another thread's `write(2)`: sends them (with whatever else waits)
+    /// unless a send took them already or one is in progress, whose end
+    /// sees to what waits then ([`Shared::send`]). A pooled request's
+    /// finish uses it: a thread of the pool waiting behind another's send
+    /// would look blocked to the pool, which would start threads for the
+    /// jobs behind it; its own send is a step that may block, and counts so.
+    fn send_unless_sending(&self, written: u64, blocking: &Blocking) {
+        let detached = {
+            let mut state = self.lock_state();
+            if state.output.taken(written) {
+                return;
+            }
+            state.output.detach()
+        };
+        if let Some(detached) = detached {
+            blocking.may_block(|| self.send(detached));
+        }
+    }
+
     /// Sends `detached` without the lock, puts the writer back, and wakes
-    /// the threads waiting for it. A failed send ends serving.
+    /// the threads waiting for it. What was written meanwhile may have no
+    /// thread waiting to send it (a pooled request's finish does not wait:
+    /// [`Shared::send_unless_sending`]), so it goes to the pool as a send
+    /// of its own ([`Shared::send_waiting`]): this thread sent once, and is
+    /// not held sending for others. A failed send ends serving.
     fn send(&self, mut detached: Detached) {
         // A writer that panics fails the output like one that errs: the
         // send must come back, or every writer after it would wait.
         let sent = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| detached.send()))
             .unwrap_or_else(|_| Err(std::io::Error::other("the output's writer panicked")));
-        let mut state = self.lock_state();
-        if state.output.attach(detached, sent) {
-            state.fail();
+        let (more, _) =
+            self.act_unsent(|conn| conn.sent(detached, sent).then(|| Arc::clone(&conn.inner)));
+        if let Some((inner, shared)) = more.zip(self.me.upgrade()) {
+            inner
+                .pool
+                .submit(Box::new(move |blocking| shared.send_waiting(blocking)));
         }
-        let wake = state.waiters > 0;
-        drop(state);
-        if wake {
-            self.changed.notify_all();
+    }
+
+    /// Sends what waits, unless a send is in progress (its end sees to
+    /// it) or nothing waits: a thread that wrote it and waits took it.
+    fn send_waiting(&self, blocking: &Blocking) {
+        let detached = self.lock_state().output.detach();
+        if let Some(detached) = detached {
+            blocking.may_block(|| self.send(detached));
         }
     }
 

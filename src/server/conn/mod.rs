@@ -33,7 +33,7 @@ use crate::server::in_flight::InFlight;
 use crate::server::pool::Job;
 use crate::server::reply::Reply;
 use crate::server::subscriptions::{Accepted, SubscriptionTable, encode_ack, encode_final};
-use output::Output;
+use output::{BACKLOG, Detached, Output};
 pub(crate) use output::{LineKind, Writer};
 #[cfg(feature = "http")]
 pub(crate) use output::{LineWriter, Room};
@@ -253,13 +253,18 @@ impl Conn {
         self.write_line(line, kind);
     }
 
-    /// Whether the queue for slots is full: the reader waits before it
-    /// reads another line (see `reader`).
-    pub fn queue_full(&self) -> bool {
+    /// Whether the reader waits before it reads another line after a
+    /// pooled request (`ConnHandle::begin`): the queue for slots is full,
+    /// or more than [`BACKLOG`] bytes wait behind the send in progress. A
+    /// pooled request's finish never waits for the client (its thread
+    /// would look blocked to the pool), so this is what holds the replies
+    /// of a client that writes requests and reads slower than they are
+    /// answered: at most [`BACKLOG`] and the replies of the requests
+    /// running when the reader stopped.
+    pub fn backed_up(&self) -> bool {
         let config = &self.inner.config;
-        self.in_flight
-            .queue_full(config.queue_limit, config.queue_bytes)
-            && !self.closed
+        let queue_full = (self.in_flight).queue_full(config.queue_limit, config.queue_bytes);
+        (queue_full || self.output.waiting() > BACKLOG) && !self.closed
     }
 
     /// Nothing is in flight any more, or nothing more can be written.
@@ -324,10 +329,33 @@ impl Conn {
         let _ = self.end.send(End::OutputFailed);
     }
 
-    /// Starts queued requests while slots are free.
+    /// Starts queued requests while slots are free, unless more than
+    /// [`BACKLOG`] waits to be sent: their replies would pile up behind a
+    /// client that does not read. They start once a send took it
+    /// ([`Conn::sent`]).
     fn start_queued(&mut self) {
+        if self.output.waiting() > BACKLOG {
+            return;
+        }
         while let Some(job) = self.in_flight.next_to_start(self.inner.config.max_running) {
             self.ready.push(job);
         }
+    }
+
+    /// A send of what was written is over (`handle`): the output takes its
+    /// writer back, a failed send ends serving, and queued requests may
+    /// start. Returns whether more waits to be sent.
+    pub(super) fn sent(&mut self, detached: Detached, sent: std::io::Result<()>) -> bool {
+        if self.output.attach(detached, sent) {
+            self.fail();
+        }
+        self.start_queued();
+        self.output.waiting() > 0
+    }
+
+    /// Whether a pooled request may start now: a slot is free, and no more
+    /// than [`BACKLOG`] waits to be sent ([`Conn::start_queued`]).
+    pub fn may_start(&self) -> bool {
+        self.in_flight.has_slot(self.inner.config.max_running) && self.output.waiting() <= BACKLOG
     }
 }

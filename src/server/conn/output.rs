@@ -95,6 +95,10 @@ impl Writer {
 /// it sends (`handle::Sending::BeforeRead`).
 pub(super) const BUFFER: usize = 8 * 1024;
 
+/// The most that may wait behind a send in progress before the reader
+/// reads no further (`Conn::backed_up`).
+pub(super) const BACKLOG: usize = 1024 * 1024;
+
 /// One connection's output.
 pub(super) struct Output {
     /// Large lines, each in a buffer of its own, and the buffers of small
