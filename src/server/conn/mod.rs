@@ -345,7 +345,7 @@ impl Conn {
     /// A send of what was written is over (`handle`): the output takes its
     /// writer back, a failed send ends serving, and queued requests may
     /// start. Returns whether more waits to be sent.
-    pub(super) fn sent(&mut self, detached: Detached, sent: std::io::Result<()>) -> bool {
+    fn sent(&mut self, detached: Detached, sent: std::io::Result<()>) -> bool {
         if self.output.attach(detached, sent) {
             self.fail();
         }
