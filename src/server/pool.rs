@@ -3,30 +3,33 @@
 //!
 //! The jobs wait in a channel; beside it, plain counts under one lock
 //! ([`Counts`]): how many threads are alive, idle (waiting for a job),
-//! blocked, and starting. A job says which of its steps may block for as
-//! long as something outside the server likes ([`Blocking::may_block`]):
-//! a pooled request's handler, and the send of its reply to a client that
-//! may not read. So the pool knows without a clock whether a job that
-//! waits will be taken soon: a thread that is idle or between such steps
-//! (encoding a reply, writing it into the output) will take it; a blocked
-//! one may never. A thread starts when jobs wait that no idle thread will
-//! take, none is starting already, and fewer than the warm threads are
-//! alive or every thread is blocked ([`Counts::wants_thread`]). That is
-//! looked at, under the lock, after each change that can make it true: a
-//! job sent ([`Pool::submit`]), a thread that blocks
-//! ([`Threads::blocks`]), a thread that started taking its first job
-//! ([`Threads::work`]); a thread that leaves looks at the channel first
-//! ([`Threads::leaves`]).
+//! blocked, and starting. No watcher, no clock. A job says which of its
+//! steps may block for as long as something outside the server likes
+//! ([`Blocking::may_block`]): a pooled request's handler, and a send to a
+//! client that may not read (one per connection at a time: a thread never
+//! waits behind another's send, `conn::handle`). So the pool knows whether
+//! a job that waits will be taken soon: a thread that is idle or between
+//! such steps (encoding a reply, writing it into the output) will take it;
+//! a blocked one may never. A thread starts when jobs wait that no idle
+//! thread will take, none is starting already, and fewer than the warm
+//! threads are alive or every thread is blocked ([`Counts::wants_thread`]).
+//! That is looked at, under the lock, after each change that can make it
+//! true: a job sent ([`Pool::submit`]), a thread that blocks
+//! ([`Threads::blocks`]), a thread that started ([`Threads::started`]); a
+//! thread that leaves looks at the channel first ([`Threads::leaves`]).
 //!
 //! What a handler that blocks costs: the jobs behind it get a thread at
-//! once (one thread start, tens of microseconds), and the pool keeps a
-//! thread per blocked handler. One thread starts at a time: a burst of
-//! quick calls, whose threads may all be sending when a job comes, grows
-//! the pool by one thread per thread start at most, not by one per job (a
-//! thread per job in flight cost twice the CPU and three times the memory
-//! kept after a burst, BENCHMARKS.md "A pool without a watcher,
-//! measured"). The first `warm` threads stay once started; the others
-//! exit after [`IDLE_EXIT`] without work.
+//! once (one thread start, tens of microseconds, where the watcher this
+//! replaced made them wait 10 ms), and the pool keeps a thread per
+//! blocked handler, and one per connection whose client is slow to read.
+//! A handler that computes looks blocked too: a burst of them gets a
+//! thread each, one start at a time. So the threads are at most the
+//! pooled handlers running (`max_running` per connection, more while
+//! handlers wait without their slot) and a send per connection, never a
+//! thread per queued job (a thread per job in flight cost twice the CPU
+//! and three times the memory kept after a burst, BENCHMARKS.md "A pool
+//! without a watcher, measured"). The first `warm` threads stay once
+//! started; the others exit after [`IDLE_EXIT`] without work.
 //!
 //! A thread out of jobs may spin (yielding the CPU) for a moment before it
 //! sleeps, when the application asked for it (`spin_before_sleep`): the

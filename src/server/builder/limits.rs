@@ -14,14 +14,14 @@ impl ServerBuilder {
     /// need them (each running handler has one) and those beyond this many
     /// exit after 10 s without work. The pool is the server's, shared by
     /// every connection it serves, and has no upper bound of its own: past
-    /// this many, threads start when requests wait 10 ms behind threads
-    /// that take none (handlers that block, or compute for that long), at
-    /// most one per pooled handler running. So a connection can have up to
-    /// [`max_running`](ServerBuilder::max_running) threads (twice that while
-    /// handlers wait without their slot: `RequestContext::wait_without_slot`,
-    /// a legacy request waiting for its client's answers), and an HTTP
-    /// server one per open connection (`HttpOptions::max_connections`);
-    /// bound those to bound the threads.
+    /// this many, a thread starts when a request waits and every thread is
+    /// in a handler (one that blocks, or computes) or sending to a client
+    /// slow to read. So a connection can have up to
+    /// [`max_running`](ServerBuilder::max_running) threads and one sending
+    /// (more while handlers wait without their slot:
+    /// `RequestContext::wait_without_slot`, a legacy request waiting for
+    /// its client's answers), and an HTTP server one per open connection
+    /// (`HttpOptions::max_connections`); bound those to bound the threads.
     pub fn workers(mut self, n: usize) -> Self {
         self.config.workers = n.max(1);
         self

@@ -16,10 +16,20 @@
 //! no thread is held sending for others for as long as they write, and
 //! none waits for more than the `write(2)` in progress and its own. A
 //! client slower than the writers makes them wait, which is the
-//! backpressure; a change that wrote nothing never waits. (Over HTTP a
-//! send never waits for the client: a request's notifications wait for
-//! room after it instead, `Outlet::notify` below, and a response body's
-//! own thread writes what the socket did not take: `server::http::body`.)
+//! backpressure; a change that wrote nothing never waits.
+//!
+//! A pooled request's finish is the exception: it never waits behind
+//! another thread's send (`Shared::send_unless_sending`), since a thread of
+//! the pool that waits looks blocked, and the pool would start threads for
+//! the jobs behind it. It leaves its reply to the send in progress, whose
+//! end hands what waits to the pool as a send of its own
+//! (`Shared::send`, the event that guarantees it). Its backpressure is the
+//! backlog instead: while more than a megabyte waits to be sent, no queued
+//! request starts and the reader reads no further (`Conn::backed_up`).
+//! (Over HTTP a send never waits for the client: a request's notifications
+//! wait for room after it instead, `Outlet::notify` below, and a response
+//! body's own thread writes what the socket did not take:
+//! `server::http::body`.)
 //!
 //! Two changes leave their send to someone else, each to an event that is
 //! never a blocking read (ARCHITECTURE.md, "Who sends, and when"):
