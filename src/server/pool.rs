@@ -155,6 +155,13 @@ impl Pool {
     }
 }
 
+impl Pool {
+    /// How many jobs wait in the queue.
+    pub fn waiting(&self) -> usize {
+        self.jobs.len()
+    }
+}
+
 /// Starts a thread, already counted alive, idle and starting. Out of
 /// threads, the count is given back and the job waits for a thread there
 /// is.

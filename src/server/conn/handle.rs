@@ -477,7 +477,18 @@ impl Shared {
     fn send_unless_sending(&self, written: u64, blocking: &Blocking) {
         let detached = {
             let mut state = self.lock_state();
-            if state.output.taken(written) {
+            if state.output.taken(written) || state.send_queued {
+                return;
+            }
+            if !state.output.sending() && state.inner.pool.waiting() > 0 {
+                state.send_queued = true;
+                let inner = Arc::clone(&state.inner);
+                drop(state);
+                if let Some(shared) = self.me.upgrade() {
+                    inner
+                        .pool
+                        .submit(Box::new(move |blocking| shared.send_waiting(blocking)));
+                }
                 return;
             }
             state.output.detach()
@@ -510,7 +521,11 @@ impl Shared {
     /// Sends what waits, unless a send is in progress (its end sees to
     /// it) or nothing waits: a thread that wrote it and waits took it.
     fn send_waiting(&self, blocking: &Blocking) {
-        let detached = self.lock_state().output.detach();
+        let detached = {
+            let mut state = self.lock_state();
+            state.send_queued = false;
+            state.output.detach()
+        };
         if let Some(detached) = detached {
             blocking.may_block(|| self.send(detached));
         }

@@ -78,6 +78,9 @@ pub(crate) struct Conn {
     /// waiting for a slow client): `act` wakes them, and each looks again
     /// at what it waits for.
     waiters: usize,
+    /// A send job is on the pool's queue: a pooled finish leaves its lines
+    /// to it (`handle::Shared::send_unless_sending`).
+    send_queued: bool,
     /// Lines handled so far: `serve` tells an idle spell by it.
     pub lines: u64,
 }
@@ -96,6 +99,7 @@ impl Conn {
             closed: false,
             failed: false,
             waiters: 0,
+            send_queued: false,
             lines: 0,
         }
     }
