@@ -136,6 +136,11 @@ impl Pool {
         }
     }
 
+    /// How many jobs wait for a thread.
+    pub fn waiting(&self) -> usize {
+        self.jobs.len()
+    }
+
     /// Hands `job` to the pool: an idle thread takes it, or one that is
     /// done with its blocking steps, or a new one (see the module docs).
     /// Never blocks.
@@ -152,13 +157,6 @@ impl Pool {
         if start {
             spawn(&self.threads);
         }
-    }
-}
-
-impl Pool {
-    /// How many jobs wait in the queue.
-    pub fn waiting(&self) -> usize {
-        self.jobs.len()
     }
 }
 

@@ -468,31 +468,30 @@ impl Shared {
     }
 
     /// Sees the first `written` lines on their way without waiting for
-    /// another thread's `write(2)`: sends them (with whatever else waits)
-    /// unless a send took them already or one is in progress, whose end
-    /// sees to what waits then ([`Shared::send`]). A pooled request's
-    /// finish uses it: a thread of the pool waiting behind another's send
-    /// would look blocked to the pool, which would start threads for the
-    /// jobs behind it; its own send is a step that may block, and counts so.
+    /// another thread's `write(2)`: a pooled request's finish (a thread of
+    /// the pool waiting behind another's send would look blocked to the
+    /// pool, which would start threads for the jobs behind it). Nothing to
+    /// do if a send took them, or one is in progress or queued: its end
+    /// sees to what waits ([`Shared::send`]). While other jobs wait on the
+    /// pool and the output is a byte stream, it queues a send behind them
+    /// ([`Shared::queue_send`]), so the replies they write leave in the
+    /// same `write(2)` (a pipelined burst on one CPU: 0.70x the floor
+    /// against 0.32x, BENCHMARKS.md); otherwise it sends now, a step that
+    /// may block, and counts so.
     fn send_unless_sending(&self, written: u64, blocking: &Blocking) {
-        let detached = {
-            let mut state = self.lock_state();
-            if state.output.taken(written) || state.send_queued {
-                return;
-            }
-            if !state.output.sending() && state.inner.pool.waiting() > 0 {
-                state.send_queued = true;
-                let inner = Arc::clone(&state.inner);
-                drop(state);
-                if let Some(shared) = self.me.upgrade() {
-                    inner
-                        .pool
-                        .submit(Box::new(move |blocking| shared.send_waiting(blocking)));
-                }
-                return;
-            }
-            state.output.detach()
-        };
+        let mut state = self.lock_state();
+        if state.output.taken(written) || state.send_queued {
+            return;
+        }
+        let gather = state.output.is_stream() && state.inner.pool.waiting() > 0;
+        if gather && !state.output.sending() {
+            state.send_queued = true;
+            let inner = Arc::clone(&state.inner);
+            drop(state);
+            return self.queue_send(&inner);
+        }
+        let detached = state.output.detach();
+        drop(state);
         if let Some(detached) = detached {
             blocking.may_block(|| self.send(detached));
         }
@@ -502,24 +501,34 @@ impl Shared {
     /// the threads waiting for it. What was written meanwhile may have no
     /// thread waiting to send it (a pooled request's finish does not wait:
     /// [`Shared::send_unless_sending`]), so it goes to the pool as a send
-    /// of its own ([`Shared::send_waiting`]): this thread sent once, and is
+    /// of its own ([`Shared::queue_send`]): this thread sent once, and is
     /// not held sending for others. A failed send ends serving.
     fn send(&self, mut detached: Detached) {
         // A writer that panics fails the output like one that errs: the
         // send must come back, or every writer after it would wait.
         let sent = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| detached.send()))
             .unwrap_or_else(|_| Err(std::io::Error::other("the output's writer panicked")));
-        let (more, _) =
-            self.act_unsent(|conn| conn.sent(detached, sent).then(|| Arc::clone(&conn.inner)));
-        if let Some((inner, shared)) = more.zip(self.me.upgrade()) {
-            inner
-                .pool
-                .submit(Box::new(move |blocking| shared.send_waiting(blocking)));
+        let (more, _) = self.act_unsent(|conn| {
+            let more = conn.sent(detached, sent);
+            conn.send_queued |= more;
+            more.then(|| Arc::clone(&conn.inner))
+        });
+        if let Some(inner) = more {
+            self.queue_send(&inner);
         }
     }
 
-    /// Sends what waits, unless a send is in progress (its end sees to
-    /// it) or nothing waits: a thread that wrote it and waits took it.
+    /// Queues a send of what waits on the pool ([`Shared::send_waiting`]);
+    /// the caller set `Conn::send_queued`.
+    fn queue_send(&self, inner: &Inner) {
+        if let Some(shared) = self.me.upgrade() {
+            (inner.pool).submit(Box::new(move |blocking| shared.send_waiting(blocking)));
+        }
+    }
+
+    /// A queued send: sends what waits, unless a send is in progress (its
+    /// end sees to it) or nothing waits (a thread that wrote it and waits
+    /// took it).
     fn send_waiting(&self, blocking: &Blocking) {
         let detached = {
             let mut state = self.lock_state();

@@ -78,8 +78,8 @@ pub(crate) struct Conn {
     /// waiting for a slow client): `act` wakes them, and each looks again
     /// at what it waits for.
     waiters: usize,
-    /// A send job is on the pool's queue: a pooled finish leaves its lines
-    /// to it (`handle::Shared::send_unless_sending`).
+    /// A send is queued on the pool (`handle::Shared::queue_send`): a
+    /// pooled finish leaves its lines to it.
     send_queued: bool,
     /// Lines handled so far: `serve` tells an idle spell by it.
     pub lines: u64,

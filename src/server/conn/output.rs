@@ -249,6 +249,13 @@ impl Output {
         self.waiting
     }
 
+    /// Whether the writer is a byte stream (stdio, a socket), where each
+    /// send is a `write(2)` that wakes the client: worth gathering a
+    /// burst's replies into one.
+    pub fn is_stream(&self) -> bool {
+        self.kinds.is_none()
+    }
+
     /// Whether a thread is sending without the lock.
     pub fn sending(&self) -> bool {
         self.sending
