@@ -23,7 +23,10 @@
 //! the pool that waits looks blocked, and the pool would start threads for
 //! the jobs behind it. It leaves its reply to the send in progress, whose
 //! end hands what waits to the pool as a send of its own
-//! (`Shared::send`, the event that guarantees it). Its backpressure is the
+//! (`Shared::send`, the event that guarantees it), and on a byte stream,
+//! while other jobs wait on the pool, it queues that send itself, so the
+//! replies of a pipelined burst leave in one `write(2)`
+//! (`Shared::send_unless_sending`). Its backpressure is the
 //! backlog instead: while more than a megabyte waits to be sent, no queued
 //! request starts and the reader reads no further (`Conn::backed_up`).
 //! (Over HTTP a send never waits for the client: a request's notifications
