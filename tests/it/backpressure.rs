@@ -1,0 +1,215 @@
+//! The pool without a watcher and the send path's backpressure under a
+//! hostile review (issue 44 item 2, review-44bp): a pooled request's
+//! finish never waits for another thread's `write(2)`
+//! (`Shared::send_unless_sending`), so the reader's wait for room
+//! (`Conn::backed_up`) and the queue's (`Conn::start_queued`) are what hold
+//! a client that does not read. Each test is a claim about what ends that
+//! wait, on a server over an in-memory transport whose output the test
+//! controls.
+
+use std::io::Write;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use mcp_stdio::types::{CallToolResult, Tool};
+use mcp_stdio::{Server, Transport};
+use serde_json::{Value, json};
+
+use crate::support::{Peer, WAIT, call};
+
+/// A server whose tool `big` answers `bytes` bytes (64 KiB unless the
+/// arguments say) and counts its runs in `ran`.
+fn big_server(ran: &Arc<AtomicUsize>) -> Server {
+    let ran = Arc::clone(ran);
+    Server::builder("backpressure", "1.0.0")
+        .tool(
+            Tool::new("big", "Answers `bytes` bytes."),
+            move |_ctx, args: Value| {
+                ran.fetch_add(1, Ordering::AcqRel);
+                let bytes = args["bytes"].as_u64().unwrap_or(64 * 1024) as usize;
+                Ok(CallToolResult::text("x".repeat(bytes)))
+            },
+        )
+        .build()
+}
+
+/// Waits until `ran` is at least `least` and has not moved for 300 ms: the
+/// reader stopped reading (it waits for room), and the handlers it began
+/// are done. Fails after [`WAIT`].
+fn wait_until_settled(ran: &AtomicUsize, least: usize) -> usize {
+    let deadline = Instant::now() + WAIT;
+    let mut last = (ran.load(Ordering::Acquire), Instant::now());
+    loop {
+        std::thread::sleep(Duration::from_millis(20));
+        let now = ran.load(Ordering::Acquire);
+        if now != last.0 {
+            last = (now, Instant::now());
+        } else if now >= least && last.1.elapsed() > Duration::from_millis(300) {
+            return now;
+        }
+        assert!(Instant::now() < deadline, "{now} ran, never settled");
+    }
+}
+
+/// An output that takes nothing while `held` is locked, then fails every
+/// write: the client went away while the server's replies waited for it.
+struct GoesAway {
+    held: Arc<Mutex<()>>,
+}
+
+impl Write for GoesAway {
+    fn write(&mut self, _: &[u8]) -> std::io::Result<usize> {
+        let _gone = self.held.lock().unwrap();
+        Err(std::io::ErrorKind::BrokenPipe.into())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Err(std::io::ErrorKind::BrokenPipe.into())
+    }
+}
+
+/// Claim: the reader waiting for room (more than a megabyte behind the
+/// send in progress) is woken when that send fails (`Output::attach`
+/// drops what waits, so `Conn::backed_up` is false), and serving ends.
+#[test]
+fn a_client_that_goes_away_while_the_reader_waits_for_room_ends_serving() {
+    let ran = Arc::new(AtomicUsize::new(0));
+    let server = big_server(&ran);
+    let (to_server, server_in) = mcp_stdio::memory_pipe();
+    let held = Arc::new(Mutex::new(()));
+    let gone = held.lock().unwrap();
+    let output = GoesAway {
+        held: Arc::clone(&held),
+    };
+    let (served_tx, served) = crossbeam_channel::bounded(1);
+    {
+        let server = server.clone();
+        std::thread::spawn(move || {
+            let _ = served_tx.send(server.serve(Transport::new(server_in, output)));
+        });
+    }
+    let mut input: Box<dyn Write + Send> = Box::new(to_server);
+    for id in 0..400 {
+        let line = serde_json::to_string(&call(id, "big", json!({}))).unwrap();
+        input.write_all(line.as_bytes()).unwrap();
+        input.write_all(b"\n").unwrap();
+    }
+    input.flush().unwrap();
+    let answered = wait_until_settled(&ran, 17);
+    assert!(answered < 400, "the reader never waited: {answered} ran");
+    drop(gone);
+    drop(input);
+    let served = served.recv_timeout(WAIT);
+    assert!(
+        served.is_ok(),
+        "serve did not return within 10 s of the client going away ({} of 400 ran)",
+        ran.load(Ordering::Acquire)
+    );
+}
+
+/// Claim: a stop while the reader waits for room and the client does not
+/// read ends the connection once the client reads again: every request
+/// the server began gets exactly one reply (its result, or `-32603`), and
+/// the output closes.
+#[test]
+fn a_stop_while_the_reader_waits_for_room_answers_each_request_once() {
+    let ran = Arc::new(AtomicUsize::new(0));
+    let server = big_server(&ran);
+    let (mut peer, held) = Peer::start_stalling(&server);
+    let not_reading = held.lock().unwrap();
+    for id in 0..400 {
+        peer.send(&call(id, "big", json!({})));
+    }
+    let answered = wait_until_settled(&ran, 17);
+    server.stop_handle().stop();
+    drop(not_reading);
+    let lines = peer
+        .wait_output_closed(WAIT)
+        .expect("the output closed after the stop");
+    let mut ids = Vec::new();
+    for line in &lines {
+        let reply: Value = serde_json::from_str(line).unwrap();
+        let ok = reply.get("result").is_some() || reply["error"]["code"] == json!(-32603);
+        assert!(ok, "neither a result nor -32603: {}", &line[..200.min(line.len())]);
+        ids.push(reply["id"].as_u64().unwrap());
+    }
+    let replies = ids.len();
+    ids.sort_unstable();
+    ids.dedup();
+    assert_eq!(ids.len(), replies, "a request answered twice");
+    assert!(
+        replies >= answered,
+        "{replies} replies for {answered} requests that ran"
+    );
+    peer.finish().1.unwrap();
+}
+
+/// Claim: a single reply larger than the backlog, written behind a send
+/// that waits for the client, stops the reader and holds back the queue;
+/// once the client reads, it goes out and every request after it runs and
+/// is answered (`Conn::sent` starts the queued ones).
+#[test]
+fn after_a_reply_larger_than_the_backlog_every_request_is_answered() {
+    let ran = Arc::new(AtomicUsize::new(0));
+    let server = big_server(&ran);
+    let (mut peer, held, entered) = Peer::start_stalling_told(&server);
+    let not_reading = held.lock().unwrap();
+    peer.send(&call(0, "big", json!({})));
+    entered.recv_timeout(WAIT).expect("the first reply's write began");
+    peer.send(&call(1, "big", json!({ "bytes": 3 * 1024 * 1024 })));
+    wait_until_settled(&ran, 2);
+    for id in 2..100 {
+        peer.send(&call(id, "big", json!({ "bytes": 10 })));
+    }
+    drop(not_reading);
+    let mut ids: Vec<u64> = (0..100)
+        .map(|_| peer.recv()["id"].as_u64().unwrap())
+        .collect();
+    ids.sort_unstable();
+    assert_eq!(ids, (0..100).collect::<Vec<_>>());
+    peer.finish_quietly();
+}
+
+/// Claim: pooled handlers that send progress to a client that does not
+/// read are held (each waits for the `write(2)` in progress: `Outlet::notify`
+/// sends `Sending::Now`), so what waits in memory is a line or so each,
+/// not what they would write.
+#[test]
+fn handlers_streaming_progress_to_a_client_that_does_not_read_are_held() {
+    let produced = Arc::new(AtomicUsize::new(0));
+    let server = {
+        let produced = Arc::clone(&produced);
+        Server::builder("stream", "1.0.0")
+            .tool(
+                Tool::new("stream", "1,000 progress lines."),
+                move |ctx, _: Value| {
+                    for n in 0..1000 {
+                        ctx.progress(n as f64, None, Some("streaming"));
+                        produced.fetch_add(1, Ordering::AcqRel);
+                    }
+                    Ok(CallToolResult::text("done"))
+                },
+            )
+            .build()
+    };
+    let (mut peer, held) = Peer::start_stalling(&server);
+    let not_reading = held.lock().unwrap();
+    for id in 0..4 {
+        let mut stream = call(id, "stream", json!({}));
+        stream["params"]["_meta"]["progressToken"] = json!(id);
+        peer.send(&stream);
+    }
+    let written = wait_until_settled(&produced, 0);
+    drop(not_reading);
+    assert!(
+        written <= 4 * 2,
+        "{written} progress lines written while the client read nothing"
+    );
+    let mut results = 0;
+    while results < 4 {
+        if peer.recv().get("result").is_some() {
+            results += 1;
+        }
+    }
+    peer.finish_quietly();
+}
