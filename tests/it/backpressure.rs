@@ -213,3 +213,64 @@ fn handlers_streaming_progress_to_a_client_that_does_not_read_are_held() {
     }
     peer.finish_quietly();
 }
+
+/// Claim: the queue for slots is first come, first served also when a
+/// request waits in it for the backlog rather than for a slot
+/// (`Conn::may_start`): a request read after it does not start before
+/// it. The request read once the backlog went out waits for the queue
+/// to start first. Rounds: the reader reads the next line either after
+/// it sent the backlog itself (then the queued one has started) or after
+/// the pool's send took it (then a slot is free, the backlog gone, and
+/// the queued one waits for that send to end).
+#[test]
+fn a_request_queued_behind_the_backlog_starts_before_those_read_after_it() {
+    let mut overtaken = 0;
+    for _ in 0..30 {
+        overtaken += usize::from(queued_behind_the_backlog_overtaken());
+    }
+    assert_eq!(overtaken, 0, "in {overtaken} of 30 rounds a later request started first");
+}
+
+/// One round: returns whether request 3 started before request 2, which
+/// was queued behind the backlog.
+fn queued_behind_the_backlog_overtaken() -> bool {
+    let ran = Arc::new(AtomicUsize::new(0));
+    let order = Arc::new(Mutex::new(Vec::new()));
+    let server = {
+        let (ran, order) = (Arc::clone(&ran), Arc::clone(&order));
+        Server::builder("order", "1.0.0")
+            .tool(
+                Tool::new("big", "Answers `bytes` bytes."),
+                move |_ctx, args: Value| {
+                    ran.fetch_add(1, Ordering::AcqRel);
+                    let bytes = args["bytes"].as_u64().unwrap_or(64 * 1024) as usize;
+                    Ok(CallToolResult::text("x".repeat(bytes)))
+                },
+            )
+            .tool(
+                Tool::new("order", "Says when it started."),
+                move |ctx, _: Value| {
+                    order.lock().unwrap().push(ctx.id().to_value());
+                    Ok(CallToolResult::text("started"))
+                },
+            )
+            .build()
+    };
+    let (mut peer, held, entered) = Peer::start_stalling_told(&server);
+    let not_reading = held.lock().unwrap();
+    peer.send(&call(0, "big", json!({})));
+    entered.recv_timeout(WAIT).expect("the first reply's write began");
+    peer.send(&call(1, "big", json!({ "bytes": 2 * 1024 * 1024 })));
+    wait_until_settled(&ran, 2);
+    peer.send(&call(2, "order", json!({})));
+    peer.send(&call(3, "order", json!({})));
+    drop(not_reading);
+    let mut ids: Vec<u64> = (0..4)
+        .map(|_| peer.recv()["id"].as_u64().unwrap())
+        .collect();
+    ids.sort_unstable();
+    assert_eq!(ids, [0, 1, 2, 3]);
+    peer.finish_quietly();
+    let order = order.lock().unwrap().clone();
+    order == [json!(3), json!(2)]
+}
