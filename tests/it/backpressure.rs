@@ -274,3 +274,75 @@ fn queued_behind_the_backlog_overtaken() -> bool {
     let order = order.lock().unwrap().clone();
     order == [json!(3), json!(2)]
 }
+
+/// A client that reads, but slowly: each write waits a moment, longer
+/// every seventh, so that pooled replies keep finding a send in progress.
+struct Sluggish {
+    out: mcp_stdio::MemoryWriter,
+    writes: usize,
+}
+
+impl Write for Sluggish {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.writes += 1;
+        let pause = if self.writes % 7 == 0 { 300 } else { 20 };
+        std::thread::sleep(Duration::from_micros(pause));
+        self.out.write(bytes)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.out.flush()
+    }
+}
+
+/// Claim: no reply is left behind (a pooled finish that finds a send in
+/// progress leaves its reply to it, `Shared::send_unless_sending`; that
+/// send's end hands what waits to the pool, `Shared::send_waiting`), and
+/// none is sent twice, also when the input ends while they race and the
+/// shutdown (`ConnHandle::shut_down`) takes its turn among the sends.
+/// Rounds of 500 pipelined pooled calls of mixed sizes to a client that
+/// reads slowly; the input ends right after the last.
+#[test]
+fn every_pooled_reply_arrives_once_to_a_slow_client_also_as_the_input_ends() {
+    let server = Server::builder("storm", "1.0.0")
+        .tool(
+            Tool::new("sized", "Answers `bytes` bytes."),
+            |_ctx, args: Value| {
+                let bytes = args["bytes"].as_u64().unwrap_or(10) as usize;
+                Ok(CallToolResult::text("y".repeat(bytes)))
+            },
+        )
+        .build();
+    for round in 0..10 {
+        let (to_server, server_in) = mcp_stdio::memory_pipe();
+        let (server_out, from_server) = mcp_stdio::memory_pipe();
+        let output = Sluggish {
+            out: server_out,
+            writes: 0,
+        };
+        let serving = {
+            let server = server.clone();
+            std::thread::spawn(move || server.serve(Transport::new(server_in, output)))
+        };
+        let mut peer = Peer::over(
+            Transport::new(from_server, to_server),
+            Some(serving),
+            crate::support::server_meta(&server),
+        );
+        for id in 0..500u64 {
+            let bytes = match id % 10 {
+                0 => 20_000,
+                1 => 200_000,
+                _ => 100,
+            };
+            peer.send(&call(id, "sized", json!({ "bytes": bytes })));
+        }
+        let (rest, served) = peer.finish();
+        served.unwrap();
+        let mut ids: Vec<u64> = rest.iter().map(|r| r["id"].as_u64().unwrap()).collect();
+        let replies = ids.len();
+        ids.sort_unstable();
+        ids.dedup();
+        assert_eq!(ids.len(), replies, "round {round}: a reply sent twice");
+        assert_eq!(ids, (0..500).collect::<Vec<_>>(), "round {round}: replies missing");
+    }
+}
