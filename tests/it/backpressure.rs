@@ -130,7 +130,11 @@ fn a_stop_while_the_reader_waits_for_room_answers_each_request_once() {
     for line in &lines {
         let reply: Value = serde_json::from_str(line).unwrap();
         let ok = reply.get("result").is_some() || reply["error"]["code"] == json!(-32603);
-        assert!(ok, "neither a result nor -32603: {}", &line[..200.min(line.len())]);
+        assert!(
+            ok,
+            "neither a result nor -32603: {}",
+            &line[..200.min(line.len())]
+        );
         ids.push(reply["id"].as_u64().unwrap());
     }
     let replies = ids.len();
@@ -155,7 +159,9 @@ fn after_a_reply_larger_than_the_backlog_every_request_is_answered() {
     let (mut peer, held, entered) = Peer::start_stalling_told(&server);
     let not_reading = held.lock().unwrap();
     peer.send(&call(0, "big", json!({})));
-    entered.recv_timeout(WAIT).expect("the first reply's write began");
+    entered
+        .recv_timeout(WAIT)
+        .expect("the first reply's write began");
     peer.send(&call(1, "big", json!({ "bytes": 3 * 1024 * 1024 })));
     wait_until_settled(&ran, 2);
     for id in 2..100 {
@@ -228,7 +234,10 @@ fn a_request_queued_behind_the_backlog_starts_before_those_read_after_it() {
     for _ in 0..30 {
         overtaken += usize::from(queued_behind_the_backlog_overtaken());
     }
-    assert_eq!(overtaken, 0, "in {overtaken} of 30 rounds a later request started first");
+    assert_eq!(
+        overtaken, 0,
+        "in {overtaken} of 30 rounds a later request started first"
+    );
 }
 
 /// One round: returns whether request 3 started before request 2, which
@@ -259,7 +268,9 @@ fn queued_behind_the_backlog_overtaken() -> bool {
     let (mut peer, held, entered) = Peer::start_stalling_told(&server);
     let not_reading = held.lock().unwrap();
     peer.send(&call(0, "big", json!({})));
-    entered.recv_timeout(WAIT).expect("the first reply's write began");
+    entered
+        .recv_timeout(WAIT)
+        .expect("the first reply's write began");
     peer.send(&call(1, "big", json!({ "bytes": 2 * 1024 * 1024 })));
     wait_until_settled(&ran, 2);
     peer.send(&call(2, "order", json!({})));
@@ -285,7 +296,11 @@ struct Sluggish {
 impl Write for Sluggish {
     fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
         self.writes += 1;
-        let pause = if self.writes % 7 == 0 { 300 } else { 20 };
+        let pause = if self.writes.is_multiple_of(7) {
+            300
+        } else {
+            20
+        };
         std::thread::sleep(Duration::from_micros(pause));
         self.out.write(bytes)
     }
@@ -343,6 +358,10 @@ fn every_pooled_reply_arrives_once_to_a_slow_client_also_as_the_input_ends() {
         ids.sort_unstable();
         ids.dedup();
         assert_eq!(ids.len(), replies, "round {round}: a reply sent twice");
-        assert_eq!(ids, (0..500).collect::<Vec<_>>(), "round {round}: replies missing");
+        assert_eq!(
+            ids,
+            (0..500).collect::<Vec<_>>(),
+            "round {round}: replies missing"
+        );
     }
 }
