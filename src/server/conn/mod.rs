@@ -260,7 +260,8 @@ impl Conn {
     /// would look blocked to the pool), so this is what holds the replies
     /// of a client that writes requests and reads slower than they are
     /// answered: at most [`BACKLOG`] and the replies of the requests
-    /// running when the reader stopped.
+    /// running when the reader stopped waiting, besides what the send in
+    /// progress holds (up to as much again: it took all that waited).
     pub fn backed_up(&self) -> bool {
         let config = &self.inner.config;
         let queue_full = (self.in_flight).queue_full(config.queue_limit, config.queue_bytes);
@@ -331,8 +332,9 @@ impl Conn {
 
     /// Starts queued requests while slots are free, unless more than
     /// [`BACKLOG`] waits to be sent: their replies would pile up behind a
-    /// client that does not read. They start once a send took it
-    /// ([`Conn::sent`]).
+    /// client that does not read. They start at the end of a send that
+    /// leaves no more than that waiting ([`Conn::sent`]), or at a later
+    /// finish.
     fn start_queued(&mut self) {
         if self.output.waiting() > BACKLOG {
             return;
