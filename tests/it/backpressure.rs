@@ -247,7 +247,10 @@ fn queued_behind_the_backlog_overtaken() -> bool {
     let order = Arc::new(Mutex::new(Vec::new()));
     let server = {
         let (ran, order) = (Arc::clone(&ran), Arc::clone(&order));
+        // One slot: a handler's start is its request's start, in the
+        // order the queue gave them out.
         Server::builder("order", "1.0.0")
+            .max_running(1)
             .tool(
                 Tool::new("big", "Answers `bytes` bytes."),
                 move |_ctx, args: Value| {
