@@ -326,10 +326,10 @@ impl ConnHandle {
 
     /// Enters request `id` (of `ctx`, with its cancel token) in the map
     /// as pooled: it runs on the pool if it may start now
-    /// ([`Conn::may_start`]: a slot is free and the backlog small;
-    /// `Conn::ready`, which [`ConnHandle::act`] hands over), or waits in
-    /// the queue. Returns whether the connection is backed up after it
-    /// ([`Conn::backed_up`]).
+    /// ([`Conn::may_start`]: nothing queued before it, a slot free, the
+    /// backlog small; `Conn::ready`, which [`ConnHandle::act`] hands
+    /// over), or waits in the queue. Returns whether the connection is
+    /// backed up after it ([`Conn::backed_up`]).
     fn enter_pooled(
         &self,
         conn: &mut Conn,

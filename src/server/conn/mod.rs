@@ -355,9 +355,16 @@ impl Conn {
         self.output.waiting() > 0
     }
 
-    /// Whether a pooled request may start now: a slot is free, and no more
-    /// than [`BACKLOG`] waits to be sent ([`Conn::start_queued`]).
+    /// Whether a pooled request read now may start at once: none waits in
+    /// the queue before it (one queued for the backlog, with a slot free,
+    /// is not overtaken: the queue is first come, first served), a slot
+    /// is free, and no more than [`BACKLOG`] waits to be sent
+    /// ([`Conn::start_queued`]).
     pub fn may_start(&self) -> bool {
-        self.in_flight.has_slot(self.inner.config.max_running) && self.output.waiting() <= BACKLOG
+        // A queue "full" at one request is one that holds any.
+        let none_queued = !self.in_flight.queue_full(1, usize::MAX);
+        none_queued
+            && self.in_flight.has_slot(self.inner.config.max_running)
+            && self.output.waiting() <= BACKLOG
     }
 }
