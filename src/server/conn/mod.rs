@@ -361,9 +361,7 @@ impl Conn {
     /// is free, and no more than [`BACKLOG`] waits to be sent
     /// ([`Conn::start_queued`]).
     pub fn may_start(&self) -> bool {
-        // A queue "full" at one request is one that holds any.
-        let none_queued = !self.in_flight.queue_full(1, usize::MAX);
-        none_queued
+        !self.in_flight.any_queued()
             && self.in_flight.has_slot(self.inner.config.max_running)
             && self.output.waiting() <= BACKLOG
     }
