@@ -162,6 +162,11 @@ impl InFlight {
         self.queued >= lines || (self.queued > 0 && self.queued_bytes >= bytes)
     }
 
+    /// Whether requests wait in the queue for slots.
+    pub fn any_queued(&self) -> bool {
+        self.queued > 0
+    }
+
     /// Whether a pooled request could start now.
     pub fn has_slot(&self, max_running: usize) -> bool {
         self.running < max_running

@@ -543,4 +543,100 @@ mod tests {
         let alive = counts(&pool).0;
         assert!(alive < 100, "{alive} threads for 10,000 quick jobs");
     }
+
+    #[test]
+    fn a_job_that_panics_between_its_blocking_steps_leaves_the_counts_true() {
+        // A panic outside `may_block` (in a reply's encoding, in the
+        // finish): the thread is neither blocked nor gone, and the next
+        // job still runs, on it.
+        let pool = Pool::new(1, Duration::ZERO);
+        let (panicking, panics) = crossbeam_channel::bounded(1);
+        pool.submit(Box::new(move |_| {
+            panicking.send(()).unwrap();
+            panic!("a job that panics between its steps (this panic is the test's)");
+        }));
+        panics.recv_timeout(Duration::from_secs(5)).unwrap();
+        wait_for(&pool, "the thread never came back", |(_, idle, _)| {
+            idle == 1
+        });
+        let (done, finished) = crossbeam_channel::bounded(1);
+        pool.submit(job(move || done.send(()).unwrap()));
+        finished.recv_timeout(Duration::from_secs(5)).unwrap();
+        wait_for(&pool, "counts that drifted", |counts| counts == (1, 1, 0));
+    }
+
+    #[test]
+    fn a_job_waiting_for_a_job_it_submitted_gets_it_run() {
+        // A send job hands what was written meanwhile to the pool as a job
+        // of its own, before it blocks on nothing: with one thread, the job
+        // it submitted must not wait for it.
+        let pool = Arc::new(Pool::new(1, Duration::ZERO));
+        let (done, finished) = crossbeam_channel::bounded(1);
+        let of_job = Arc::clone(&pool);
+        pool.submit(Box::new(move |blocking| {
+            let (inner_done, inner_finished) = crossbeam_channel::bounded(1);
+            of_job.submit(job(move || inner_done.send(()).unwrap()));
+            let ran = blocking.may_block(|| inner_finished.recv_timeout(Duration::from_secs(5)));
+            done.send(ran.is_ok()).unwrap();
+        }));
+        let ran = finished.recv_timeout(Duration::from_secs(10)).unwrap();
+        assert!(ran, "the job submitted by a job waited for it");
+    }
+
+    #[test]
+    fn blocking_jobs_submitted_from_many_threads_each_get_a_thread() {
+        // Five submitters, ten jobs each, every job blocks until all fifty
+        // started: each must get a thread, however the submits, the thread
+        // starts (one at a time) and the blocks interleave.
+        let started_at = Instant::now();
+        let mut rounds = 0;
+        while started_at.elapsed() < Duration::from_secs(2) {
+            rounds += 1;
+            let pool = Arc::new(Pool::new(1, Duration::ZERO));
+            let (started, starts) = crossbeam_channel::unbounded();
+            let (release, gate) = crossbeam_channel::unbounded::<()>();
+            let submitters: Vec<_> = (0..5)
+                .map(|_| {
+                    let (pool, started, gate) = (pool.clone(), started.clone(), gate.clone());
+                    thread::spawn(move || {
+                        for _ in 0..10 {
+                            let (started, gate) = (started.clone(), gate.clone());
+                            pool.submit(job(move || {
+                                let _ = started.send(());
+                                let _ = gate.recv();
+                            }));
+                        }
+                    })
+                })
+                .collect();
+            submitters.into_iter().for_each(|t| t.join().unwrap());
+            for n in 0..50 {
+                let start = starts.recv_timeout(Duration::from_secs(5));
+                assert!(start.is_ok(), "round {rounds}: job {n} of 50 never started");
+            }
+            drop(release);
+        }
+    }
+
+    #[test]
+    fn jobs_waiting_when_the_pool_is_dropped_still_run() {
+        // A send job queued behind a busy thread when the server lets its
+        // pool go: its lines must still go out.
+        let pool = Pool::new(1, Duration::ZERO);
+        let (release, held) = crossbeam_channel::bounded::<()>(0);
+        let (between, reached) = crossbeam_channel::bounded(1);
+        pool.submit(Box::new(move |_| {
+            between.send(()).unwrap();
+            let _ = held.recv();
+        }));
+        reached.recv_timeout(Duration::from_secs(5)).unwrap();
+        let (done, finished) = crossbeam_channel::bounded(1);
+        pool.submit(Box::new(move |_| done.send(()).unwrap()));
+        drop(pool);
+        drop(release);
+        assert!(
+            finished.recv_timeout(Duration::from_secs(5)).is_ok(),
+            "a job queued when the pool was dropped never ran"
+        );
+    }
 }

@@ -14,6 +14,7 @@ mod fixtures;
 mod support;
 
 mod arguments;
+mod backpressure;
 mod bad_input;
 mod cancellation;
 mod change_feed;

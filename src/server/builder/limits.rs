@@ -53,7 +53,8 @@ impl ServerBuilder {
     /// How many requests of one connection may wait for a free place among
     /// [`max_running`](ServerBuilder::max_running) (default 256). When
     /// that many wait the server stops reading the connection's input
-    /// until one starts.
+    /// until one starts. It stops too, and queued requests wait, while more
+    /// than a megabyte of what it wrote waits for a client slow to read.
     pub fn queue_limit(mut self, n: usize) -> Self {
         self.config.queue_limit = n.max(1);
         self

@@ -34,8 +34,8 @@
 //! body's own thread writes what the socket did not take:
 //! `server::http::body`.)
 //!
-//! Two changes leave their send to someone else, each to an event that is
-//! never a blocking read (ARCHITECTURE.md, "Who sends, and when"):
+//! Two more changes leave their send to someone else, each to an event
+//! that is never a blocking read (ARCHITECTURE.md, "Who sends, and when"):
 //! the reader holds back what it writes while it has lines in hand
 //! ([`Sending::BeforeRead`]: one `write(2)` for a pipelined burst), and
 //! sends it before it reads ([`ConnHandle::send_held`], called by the
@@ -236,8 +236,10 @@ impl ConnHandle {
     /// ([`Conn::refusal`], the only place that refuses one), answered at
     /// once (an error, a listen), or it enters the in-flight map and runs
     /// on the pool, or waits for a slot, or (an inline one) is handed back
-    /// for the caller to run ([`ConnHandle::run_inline`]). When the queue for slots is full
-    /// after it, this waits for room: the reader's backpressure.
+    /// for the caller to run ([`ConnHandle::run_inline`]). When the
+    /// connection is backed up after it ([`Conn::backed_up`]: the queue for
+    /// slots is full, or more than a megabyte waits to be sent), this waits
+    /// for room: the reader's backpressure.
     pub fn begin(
         &self,
         id: RequestId,
@@ -326,10 +328,11 @@ impl ConnHandle {
     }
 
     /// Enters request `id` (of `ctx`, with its cancel token) in the map
-    /// as pooled: it runs on the pool if a slot is free (`Conn::ready`,
-    /// which [`ConnHandle::act`] hands over), or waits in the queue for
-    /// one. Returns whether the connection is backed up after it
-    /// ([`Conn::backed_up`]).
+    /// as pooled: it runs on the pool if it may start now
+    /// ([`Conn::may_start`]: nothing queued before it, a slot free, the
+    /// backlog small; `Conn::ready`, which [`ConnHandle::act`] hands
+    /// over), or waits in the queue. Returns whether the connection is
+    /// backed up after it ([`Conn::backed_up`]).
     fn enter_pooled(
         &self,
         conn: &mut Conn,

@@ -264,7 +264,8 @@ impl Conn {
     /// would look blocked to the pool), so this is what holds the replies
     /// of a client that writes requests and reads slower than they are
     /// answered: at most [`BACKLOG`] and the replies of the requests
-    /// running when the reader stopped.
+    /// running when the reader stopped waiting, besides what the send in
+    /// progress holds (up to as much again: it took all that waited).
     pub fn backed_up(&self) -> bool {
         let config = &self.inner.config;
         let queue_full = (self.in_flight).queue_full(config.queue_limit, config.queue_bytes);
@@ -335,8 +336,9 @@ impl Conn {
 
     /// Starts queued requests while slots are free, unless more than
     /// [`BACKLOG`] waits to be sent: their replies would pile up behind a
-    /// client that does not read. They start once a send took it
-    /// ([`Conn::sent`]).
+    /// client that does not read. They start at the end of a send that
+    /// leaves no more than that waiting ([`Conn::sent`]), or at a later
+    /// finish.
     fn start_queued(&mut self) {
         if self.output.waiting() > BACKLOG {
             return;
@@ -357,9 +359,14 @@ impl Conn {
         self.output.waiting() > 0
     }
 
-    /// Whether a pooled request may start now: a slot is free, and no more
-    /// than [`BACKLOG`] waits to be sent ([`Conn::start_queued`]).
+    /// Whether a pooled request read now may start at once: none waits in
+    /// the queue before it (one queued for the backlog, with a slot free,
+    /// is not overtaken: the queue is first come, first served), a slot
+    /// is free, and no more than [`BACKLOG`] waits to be sent
+    /// ([`Conn::start_queued`]).
     pub fn may_start(&self) -> bool {
-        self.in_flight.has_slot(self.inner.config.max_running) && self.output.waiting() <= BACKLOG
+        !self.in_flight.any_queued()
+            && self.in_flight.has_slot(self.inner.config.max_running)
+            && self.output.waiting() <= BACKLOG
     }
 }
