@@ -16,6 +16,7 @@ mod support;
 mod arguments;
 mod backpressure;
 mod bad_input;
+mod batch_sends;
 mod cancellation;
 mod change_feed;
 mod ci_script;
