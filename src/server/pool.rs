@@ -1,7 +1,10 @@
 //! The worker pool: threads that run pooled requests, shared by every
 //! connection of a server.
 //!
-//! The jobs wait in a channel; beside it, plain counts under one lock
+//! The jobs wait in a channel, and the sends of what waits on a
+//! connection in another ([`Pool::submit_send`]: a running thread takes a
+//! send once no job waits, a thread that starts takes it first); beside
+//! them, plain counts under one lock
 //! ([`Counts`]): how many threads are alive, idle (waiting for a job),
 //! blocked, and starting. No watcher, no clock. A job says which of its
 //! steps may block for as long as something outside the server likes
@@ -74,12 +77,17 @@ impl Blocking {
 /// threads end once it is dropped (and the jobs sent are done).
 pub(crate) struct Pool {
     jobs: Sender<Job>,
+    /// Where sends go ([`Pool::submit_send`]).
+    sends: Sender<Job>,
     threads: Arc<Threads>,
 }
 
 /// What the pool's threads share.
 struct Threads {
     queue: Receiver<Job>,
+    /// Sends of what waits on a connection: a thread that starts takes
+    /// them before the jobs, the others after ([`Threads::next_job`]).
+    sends: Receiver<Job>,
     counts: Mutex<Counts>,
     /// Threads that stay however long they wait.
     warm: usize,
@@ -124,21 +132,37 @@ impl Pool {
     /// threads spin for `spin` before they sleep.
     pub fn new(warm: usize, spin: Duration) -> Pool {
         let (jobs, queue) = crossbeam_channel::unbounded();
+        let (sends, sends_queue) = crossbeam_channel::unbounded();
         let threads = Threads {
             queue,
+            sends: sends_queue,
             counts: Mutex::new(Counts::default()),
             warm: warm.max(1),
             spin,
         };
         Pool {
             jobs,
+            sends,
             threads: Arc::new(threads),
         }
     }
 
-    /// How many jobs wait for a thread.
+    /// How many jobs wait for a thread (sends not counted).
     pub fn waiting(&self) -> usize {
         self.jobs.len()
+    }
+
+    /// Hands over a send of what waits on a connection. A running or idle
+    /// thread takes it once no job waits, so the replies those jobs write
+    /// leave with it (a pipelined burst on one CPU: one `write(2)`); but a
+    /// thread that starts takes it first: a thread starts when every other
+    /// is blocked, and the send then waits for no thread start of the
+    /// jobs queued before it (a reply behind 150 blocking calls waited for
+    /// 150 thread starts: `batch_sends::a_quick_reply_does_not_wait_for_the_blocking_calls_pipelined_behind_it`).
+    /// Never blocks.
+    pub fn submit_send(&self, send: Job) {
+        let _ = self.sends.send(send);
+        self.look_after_submit();
     }
 
     /// Hands `job` to the pool: an idle thread takes it, or one that is
@@ -151,8 +175,13 @@ impl Pool {
         // that blocks later. (The threads hold the receiving side until
         // the pool is dropped.)
         let _ = self.jobs.send(job);
+        self.look_after_submit();
+    }
+
+    /// Starts a thread if what was just sent needs one.
+    fn look_after_submit(&self) {
         let mut counts = self.threads.lock();
-        let start = counts.wants_thread(self.threads.queue.len(), self.threads.warm);
+        let start = counts.wants_thread(self.threads.waiting(), self.threads.warm);
         drop(counts);
         if start {
             spawn(&self.threads);
@@ -181,12 +210,17 @@ impl Threads {
         self.counts.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
+    /// Jobs and sends waiting for a thread.
+    fn waiting(&self) -> usize {
+        self.queue.len() + self.sends.len()
+    }
+
     /// Looks again when this thread started: it was the one starting, and
     /// jobs may have come meanwhile with every other thread blocked.
     fn started(self: &Arc<Self>) {
         let mut counts = self.lock();
         counts.starting -= 1;
-        let start = counts.wants_thread(self.queue.len(), self.warm);
+        let start = counts.wants_thread(self.waiting(), self.warm);
         drop(counts);
         if start {
             spawn(self);
@@ -200,8 +234,11 @@ impl Threads {
         let blocking = Blocking {
             threads: Arc::clone(self),
         };
+        // A thread starts when every other is blocked (or the pool is
+        // below its warm threads): its first pick is a send.
+        let mut fresh = true;
         loop {
-            let job = match self.next_job() {
+            let job = match self.next_job(fresh) {
                 Ok(job) => job,
                 Err(RecvTimeoutError::Timeout) if !self.leaves() => continue,
                 Err(RecvTimeoutError::Timeout) => return,
@@ -219,6 +256,7 @@ impl Threads {
             // into a reply already, `work::call`.)
             let _ = catch_unwind(AssertUnwindSafe(|| job(&blocking)));
             self.lock().idle += 1;
+            fresh = false;
         }
     }
 
@@ -228,7 +266,7 @@ impl Threads {
     fn blocks(self: &Arc<Self>) {
         let mut counts = self.lock();
         counts.blocked += 1;
-        let start = counts.wants_thread(self.queue.len(), self.warm);
+        let start = counts.wants_thread(self.waiting(), self.warm);
         drop(counts);
         if start {
             spawn(self);
@@ -240,7 +278,7 @@ impl Threads {
     /// this thread idle).
     fn leaves(&self) -> bool {
         let mut counts = self.lock();
-        let leaves = counts.alive > self.warm && self.queue.is_empty();
+        let leaves = counts.alive > self.warm && self.waiting() == 0;
         if leaves {
             counts.alive -= 1;
             counts.idle -= 1;
@@ -248,48 +286,83 @@ impl Threads {
         leaves
     }
 
-    /// The next job: spinning first if asked and no other thread spins,
-    /// then asleep until one comes or [`IDLE_EXIT`] passed.
-    fn next_job(&self) -> Result<Job, RecvTimeoutError> {
-        if let Ok(job) = self.queue.try_recv() {
+    /// The next job: for a thread just started (`fresh`), a send first
+    /// ([`Pool::submit_send`]); for the others the jobs first, then the
+    /// sends. Spinning first if asked and no other thread spins, then
+    /// asleep until one comes or [`IDLE_EXIT`] passed.
+    fn next_job(&self, fresh: bool) -> Result<Job, RecvTimeoutError> {
+        if fresh && let Ok(job) = self.sends.try_recv() {
+            return Ok(job);
+        }
+        if let Some(job) = self.try_next() {
             return Ok(job);
         }
         let spins = !self.spin.is_zero() && !std::mem::replace(&mut self.lock().spinning, true);
         if spins {
-            let job = spin_recv(&self.queue, self.spin);
+            let job = self.spin_recv();
             self.lock().spinning = false;
             if let Some(job) = job {
                 return Ok(job);
             }
         }
-        self.queue.recv_timeout(IDLE_EXIT)
+        // Woken by either, it takes a job first all the same: a send waits
+        // for the jobs before it (see `Pool::submit_send`).
+        let deadline = Instant::now() + IDLE_EXIT;
+        let mut select = crossbeam_channel::Select::new();
+        select.recv(&self.queue);
+        select.recv(&self.sends);
+        loop {
+            let woken = select.ready_deadline(deadline);
+            if let Some(job) = self.try_next() {
+                return Ok(job);
+            }
+            if woken.is_err() {
+                return Err(RecvTimeoutError::Timeout);
+            }
+            // Ready and empty: the pool is gone (both ends are its), or
+            // another thread took what came.
+            if let Err(TryRecvError::Disconnected) = self.queue.try_recv() {
+                return Err(RecvTimeoutError::Disconnected);
+            }
+        }
     }
-}
 
-/// Takes a job as soon as one comes within `spin`, yielding the CPU
-/// between looks: not a busy loop, so a thread with work on this CPU runs
-/// first (spinning without yielding cost a third of the throughput under
-/// load, BENCHMARKS.md).
-fn spin_recv(queue: &Receiver<Job>, spin: Duration) -> Option<Job> {
-    let started = Instant::now();
-    loop {
-        match queue.try_recv() {
-            Ok(job) => return Some(job),
-            // The pool is gone: however long the spin, it ends now.
-            Err(TryRecvError::Disconnected) => return None,
-            Err(TryRecvError::Empty) => {}
+    /// A job, or else a send, if one waits.
+    fn try_next(&self) -> Option<Job> {
+        self.queue
+            .try_recv()
+            .or_else(|_| self.sends.try_recv())
+            .ok()
+    }
+
+    /// Takes a job or a send as soon as one comes within `spin`, yielding
+    /// the CPU between looks: not a busy loop, so a thread with work on
+    /// this CPU runs first (spinning without yielding cost a third of the
+    /// throughput under load, BENCHMARKS.md).
+    fn spin_recv(&self) -> Option<Job> {
+        let started = Instant::now();
+        loop {
+            match self.queue.try_recv() {
+                Ok(job) => return Some(job),
+                // The pool is gone: however long the spin, it ends now.
+                Err(TryRecvError::Disconnected) => return None,
+                Err(TryRecvError::Empty) => {}
+            }
+            if let Ok(job) = self.sends.try_recv() {
+                return Some(job);
+            }
+            if started.elapsed() >= self.spin {
+                return None;
+            }
+            thread::yield_now();
         }
-        if started.elapsed() >= spin {
-            return None;
-        }
-        thread::yield_now();
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
     /// A job that is all one step that may block, `handler`.
     fn job(handler: impl FnOnce() + Send + 'static) -> Job {
@@ -525,6 +598,36 @@ mod tests {
             );
             thread::yield_now();
         }
+    }
+
+    #[test]
+    fn a_send_waits_for_no_thread_start_of_the_blocking_jobs_before_it() {
+        // Blocking jobs that wait for the send (as handlers may wait for
+        // the client's reaction to a reply the send carries).
+        let pool = Pool::new(1, Duration::ZERO);
+        let started = Arc::new(AtomicUsize::new(0));
+        let (release, gate) = crossbeam_channel::unbounded::<()>();
+        for _ in 0..5 {
+            let (started, gate) = (Arc::clone(&started), gate.clone());
+            pool.submit(job(move || {
+                started.fetch_add(1, Ordering::SeqCst);
+                let _ = gate.recv_timeout(Duration::from_secs(5));
+            }));
+        }
+        let (sent, sends) = crossbeam_channel::unbounded();
+        let before = Arc::clone(&started);
+        pool.submit_send(Box::new(move |_| {
+            sent.send(before.load(Ordering::SeqCst)).unwrap();
+            drop(release);
+        }));
+        let behind = sends.recv_timeout(Duration::from_secs(5)).unwrap();
+        assert!(
+            behind < 5,
+            "the send ran after all 5 blocking jobs had a thread"
+        );
+        wait_for(&pool, "all idle", |(alive, idle, blocked)| {
+            idle == alive && blocked == 0
+        });
     }
 
     #[test]

@@ -26,7 +26,9 @@
 //! (`Shared::send`, the event that guarantees it), and on a byte stream,
 //! while other jobs wait on the pool, it queues that send itself, so the
 //! replies of a pipelined burst leave in one `write(2)`
-//! (`Shared::send_unless_sending`). Its backpressure is the
+//! (`Shared::send_unless_sending`); the pool runs a send once the jobs
+//! before it are taken, or at once on a thread it starts because every
+//! thread blocks (`Pool::submit_send`). Its backpressure is the
 //! backlog instead: while more than a megabyte waits to be sent, no queued
 //! request starts and the reader reads no further (`Conn::backed_up`).
 //! (Over HTTP a send never waits for the client: a request's notifications
@@ -479,11 +481,14 @@ impl Shared {
     /// pool, which would start threads for the jobs behind it). Nothing to
     /// do if a send took them, or one is in progress or queued: its end
     /// sees to what waits ([`Shared::send`]). While other jobs wait on the
-    /// pool and the output is a byte stream, it queues a send behind them
-    /// ([`Shared::queue_send`]), so the replies they write leave in the
-    /// same `write(2)` (a pipelined burst on one CPU: 0.70x the floor
-    /// against 0.32x, BENCHMARKS.md); otherwise it sends now, a step that
-    /// may block, and counts so.
+    /// pool and the output is a byte stream, it queues a send
+    /// ([`Shared::queue_send`]) that a running thread takes once those
+    /// jobs are taken, so the replies they write leave in the same
+    /// `write(2)` (a pipelined burst on one CPU: 0.70x the floor against
+    /// 0.32x, BENCHMARKS.md), and a thread started because every thread
+    /// blocks takes first ([`Pool::submit_send`](crate::server::pool::Pool::submit_send)):
+    /// the reply waits for no thread start of the jobs before it.
+    /// Otherwise it sends now, a step that may block, and counts so.
     fn send_unless_sending(&self, written: u64, blocking: &Blocking) {
         let mut state = self.lock_state();
         if state.output.taken(written) || state.send_queued {
@@ -524,11 +529,11 @@ impl Shared {
         }
     }
 
-    /// Queues a send of what waits on the pool ([`Shared::send_waiting`]);
-    /// the caller set `Conn::send_queued`.
+    /// Queues a send of what waits on the pool ([`Shared::send_waiting`],
+    /// as a send: `Pool::submit_send`); the caller set `Conn::send_queued`.
     fn queue_send(&self, inner: &Inner) {
         if let Some(shared) = self.me.upgrade() {
-            (inner.pool).submit(Box::new(move |blocking| shared.send_waiting(blocking)));
+            (inner.pool).submit_send(Box::new(move |blocking| shared.send_waiting(blocking)));
         }
     }
 
