@@ -320,9 +320,11 @@ impl Threads {
                 return Err(RecvTimeoutError::Timeout);
             }
             // Ready and empty: the pool is gone (both ends are its), or
-            // another thread took what came.
-            if let Err(TryRecvError::Disconnected) = self.queue.try_recv() {
-                return Err(RecvTimeoutError::Disconnected);
+            // another thread took what came (or a job came just now).
+            match self.queue.try_recv() {
+                Ok(job) => return Ok(job),
+                Err(TryRecvError::Disconnected) => return Err(RecvTimeoutError::Disconnected),
+                Err(TryRecvError::Empty) => {}
             }
         }
     }
