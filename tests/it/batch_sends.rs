@@ -291,6 +291,9 @@ fn a_quick_reply_does_not_wait_for_another_connections_blocking_calls() {
 /// then its reply.
 fn noisy_server() -> Server {
     Server::builder("batch-sends-order", "1.0.0")
+        // End of input waits for every call (under load, 2 s was not
+        // always enough, and the calls left got -32603 and no progress).
+        .shutdown_grace(WAIT)
         .tool(
             Tool::new("noisy", "Progress, then the reply."),
             |ctx, _: Value| {
@@ -333,6 +336,11 @@ fn a_pipelined_burst_keeps_its_order_and_every_reply_through_end_of_input() {
             } else {
                 let i = line["id"].as_u64().expect("a reply") as usize;
                 replies[i] += 1;
+                assert_eq!(
+                    line["result"]["content"][0]["text"],
+                    json!("noisy"),
+                    "round {round}: {line}"
+                );
                 assert!(
                     progress_at[i].is_some(),
                     "round {round}: the reply to {i} came before its progress"
