@@ -484,8 +484,8 @@ impl Shared {
     /// pool and the output is a byte stream, it queues a send
     /// ([`Shared::queue_send`]) that a running thread takes once those
     /// jobs are taken, so the replies they write leave in the same
-    /// `write(2)` (a pipelined burst on one CPU: 0.70x the floor against
-    /// 0.32x, BENCHMARKS.md), and a thread started because every thread
+    /// `write(2)` (a pipelined burst on one CPU: 0.64x the floor against
+    /// 0.33x, BENCHMARKS.md), and a thread started because every thread
     /// blocks takes first ([`Pool::submit_send`](crate::server::pool::Pool::submit_send)):
     /// the reply waits for no thread start of the jobs before it.
     /// Otherwise it sends now, a step that may block, and counts so.
