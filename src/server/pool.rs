@@ -32,7 +32,11 @@
 //! thread per queued job (a thread per job in flight cost twice the CPU
 //! and three times the memory kept after a burst, BENCHMARKS.md "A pool
 //! without a watcher, measured"). The first `warm` threads stay once
-//! started; the others exit after [`IDLE_EXIT`] without work.
+//! started; the others exit after [`IDLE_EXIT`] without work. A thread
+//! the system refuses to start leaves its job to the threads there are,
+//! and nothing looks again until the next job, a thread that blocks or
+//! one that starts (the watcher looked every 10 ms): untested, for want
+//! of a per-test limit on threads.
 //!
 //! A thread out of jobs may spin (yielding the CPU) for a moment before it
 //! sleeps, when the application asked for it (`spin_before_sleep`): the
