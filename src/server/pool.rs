@@ -184,12 +184,7 @@ impl Pool {
 
     /// Starts a thread if what was just sent needs one.
     fn look_after_submit(&self) {
-        let mut counts = self.threads.lock();
-        let start = counts.wants_thread(self.threads.waiting(), self.threads.warm);
-        drop(counts);
-        if start {
-            spawn(&self.threads);
-        }
+        self.threads.count_and_look(|_| {});
     }
 }
 
@@ -222,8 +217,16 @@ impl Threads {
     /// Looks again when this thread started: it was the one starting, and
     /// jobs may have come meanwhile with every other thread blocked.
     fn started(self: &Arc<Self>) {
+        self.count_and_look(|counts| counts.starting -= 1);
+    }
+
+    /// Changes the counts with `change`, then, under the same lock, looks
+    /// whether a thread should start ([`Counts::wants_thread`]), and
+    /// starts it once the lock is let go: the one look every change that
+    /// can make one needed ends with.
+    fn count_and_look(self: &Arc<Self>, change: impl FnOnce(&mut Counts)) {
         let mut counts = self.lock();
-        counts.starting -= 1;
+        change(&mut counts);
         let start = counts.wants_thread(self.waiting(), self.warm);
         drop(counts);
         if start {
@@ -268,13 +271,7 @@ impl Threads {
     /// starts a thread if that leaves waiting jobs to none
     /// ([`Counts::wants_thread`]).
     fn blocks(self: &Arc<Self>) {
-        let mut counts = self.lock();
-        counts.blocked += 1;
-        let start = counts.wants_thread(self.waiting(), self.warm);
-        drop(counts);
-        if start {
-            spawn(self);
-        }
+        self.count_and_look(|counts| counts.blocked += 1);
     }
 
     /// Whether this thread, which waited [`IDLE_EXIT`] for a job, ends: not
