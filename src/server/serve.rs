@@ -12,12 +12,14 @@
 //! end, then gives the requests in flight the grace period, answers what is
 //! left with `-32603` and closes the output (`ConnHandle::shut_down`). It never
 //! waits for a reader blocked on its input: after a stop, `serve` returns
-//! while the reader may still wait for a line it will not act on.
+//! while the reader may still wait for a line it will not act on. Nor for
+//! a client that does not read: the shutdown's sends go to the pool, and
+//! the output has a bounded time to take the last of it (`wind_down`).
 
 use std::io::ErrorKind::{BrokenPipe, ConnectionReset};
 use std::sync::Arc;
 use std::thread;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crossbeam_channel::Receiver;
 
@@ -36,10 +38,14 @@ impl Server {
     /// handlers; pooled handlers run on the server's worker threads.
     /// Several connections may be served at once from different threads.
     ///
-    /// Returns an error only when the output failed or a thread could not
-    /// be started. A client that closes its end of the output (a broken
-    /// pipe, a reset socket) ends serving as end of input does, with `Ok`:
-    /// which of the two the server notices first is a race.
+    /// Returns an error only when the output failed, a thread could not
+    /// be started, or the client kept its end of the output open and took
+    /// none of the last replies for the grace period (at least a second)
+    /// after it (`TimedOut`: a `write(2)` of the server's may then stay
+    /// blocked on a worker thread until the client reads or goes). A client
+    /// that closes its end of the output (a broken pipe, a reset socket)
+    /// ends serving as end of input does, with `Ok`: which of the two the
+    /// server notices first is a race.
     pub fn serve(&self, transport: Transport) -> Result<(), Error> {
         match serve(&self.inner, transport) {
             Err(Error::Io(e)) if matches!(e.kind(), BrokenPipe | ConnectionReset) => Ok(()),
@@ -94,13 +100,22 @@ fn wait_for_end(inner: &Inner, conn: &ConnHandle, end: &Receiver<End>) -> End {
 
 /// The shutdown: no new request begins and every subscription gets its
 /// final result; the requests in flight have the grace period (none after
-/// a failed write); then what is left is answered with `-32603`.
+/// a failed write); then what is left is answered with `-32603`, and the
+/// output has as long again, at least [`LAST_OUTPUT`], to take it. Neither
+/// wait writes on this thread (`ConnHandle::wait_until` with a deadline,
+/// `ConnHandle::shut_down` with patience): a client that keeps its end
+/// open and reads nothing does not hold `serve`.
 fn wind_down(inner: &Inner, conn: &ConnHandle, why: End) -> Result<(), Error> {
+    let grace = inner.config.shutdown_grace;
     if why != End::OutputFailed {
-        conn.act(Sending::Now, |c| c.begin_shutdown());
+        conn.act(Sending::AtShutdown, |c| c.begin_shutdown());
         // A grace period too long for the clock waits as long as it takes.
-        let deadline = Instant::now().checked_add(inner.config.shutdown_grace);
+        let deadline = Instant::now().checked_add(grace);
         conn.wait_until(deadline, |c| c.settled());
     }
-    conn.shut_down()
+    conn.shut_down(Some(grace.max(LAST_OUTPUT)))
 }
+
+/// The least time the output has after the grace period to take the last
+/// replies: with a grace period of zero the `-32603` answers still leave.
+const LAST_OUTPUT: Duration = Duration::from_secs(1);

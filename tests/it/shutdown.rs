@@ -1,6 +1,7 @@
 //! End of input, stop, the grace period, and panics
 //! (spec 2026-07-28 basic/transports/stdio, "Shutdown").
 
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use mcp_stdio::Server;
@@ -239,4 +240,94 @@ fn after_stop_a_reader_blocked_on_a_full_queue_lets_go_of_the_input() {
         );
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
+}
+
+/// An output that takes nothing until the test ends: a client that keeps
+/// the server's output open and never reads it.
+struct NeverRead {
+    entered: crossbeam_channel::Sender<()>,
+    never: Arc<Mutex<()>>,
+}
+
+impl std::io::Write for NeverRead {
+    fn write(&mut self, _: &[u8]) -> std::io::Result<usize> {
+        let _ = self.entered.send(());
+        let _never = self.never.lock().unwrap();
+        Err(std::io::ErrorKind::BrokenPipe.into())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Serves a server with a 100 ms grace period to a client that never reads,
+/// sends it a call and waits until the call's reply is in a `write(2)` that
+/// will not end; then ends serving with `end` and says how long `serve`
+/// took to return after it, and what it returned.
+fn end_while_the_client_never_reads(
+    end: impl FnOnce(&Server, Box<dyn std::io::Write + Send>),
+) -> (Duration, Result<(), mcp_stdio::Error>) {
+    let server = Server::builder("stuck", "1.0.0")
+        .shutdown_grace(Duration::from_millis(100))
+        .tool(
+            mcp_stdio::types::Tool::new("hello", "Says hello."),
+            |_ctx, _: serde_json::Value| Ok(mcp_stdio::types::CallToolResult::text("hello")),
+        )
+        .build();
+    let never = Arc::new(Mutex::new(()));
+    let held = never.lock().unwrap();
+    let (entered, in_write) = crossbeam_channel::unbounded();
+    let output = NeverRead {
+        entered,
+        never: Arc::clone(&never),
+    };
+    let (mut to_server, server_in) = mcp_stdio::memory_pipe();
+    let (served_tx, served) = crossbeam_channel::bounded(1);
+    {
+        let server = server.clone();
+        std::thread::spawn(move || {
+            let _ = served_tx.send(server.serve(mcp_stdio::Transport::new(server_in, output)));
+        });
+    }
+    let line = serde_json::to_string(&call(1, "hello", json!({}))).unwrap();
+    std::io::Write::write_all(&mut to_server, format!("{line}\n").as_bytes()).unwrap();
+    in_write
+        .recv_timeout(crate::support::WAIT)
+        .expect("the reply's write began");
+    let ended = std::time::Instant::now();
+    end(&server, Box::new(to_server));
+    let served = served.recv_timeout(crate::support::WAIT);
+    let took = ended.elapsed();
+    // The write blocked in the server ends (with a broken pipe) once the
+    // test is over.
+    drop(held);
+    let served =
+        served.unwrap_or_else(|_| panic!("serve still waits for the client after {took:?}"));
+    (took, served)
+}
+
+/// Claim (a leftover of issue 44's sixth session): a stop while the client
+/// keeps the output open and takes nothing ends `serve` all the same, once
+/// the grace period is over and the output has had as long again (at least
+/// a second) to take what is left; `serve` says the client took nothing.
+#[test]
+fn a_stop_ends_serve_while_the_client_never_reads() {
+    let (took, served) = end_while_the_client_never_reads(|server, input| {
+        server.stop_handle().stop();
+        // The input stays open until serve has returned.
+        std::mem::forget(input);
+    });
+    assert!(took < Duration::from_secs(3), "serve took {took:?}");
+    let Err(mcp_stdio::Error::Io(e)) = served else {
+        panic!("{served:?}");
+    };
+    assert_eq!(e.kind(), std::io::ErrorKind::TimedOut, "{e}");
+}
+
+/// Claim: the same at the end of input.
+#[test]
+fn the_end_of_input_ends_serve_while_the_client_never_reads() {
+    let (took, served) = end_while_the_client_never_reads(|_, input| drop(input));
+    assert!(took < Duration::from_secs(3), "serve took {took:?}");
+    assert!(served.is_err(), "{served:?}");
 }

@@ -102,7 +102,9 @@ impl ServerBuilder {
     /// How long in-flight handlers may run after end of input or a stop
     /// (default 2 s; a duration too long for the clock waits as long as
     /// they take). After it they are cancelled and answered with `-32603`,
-    /// and `serve` returns.
+    /// and `serve` returns once the client took what is left; a client that
+    /// takes none of it for as long again (at least a second) is given up
+    /// on, and `serve` returns `TimedOut`.
     pub fn shutdown_grace(mut self, grace: Duration) -> Self {
         self.config.shutdown_grace = grace;
         self

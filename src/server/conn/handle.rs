@@ -166,9 +166,13 @@ impl ConnHandle {
     }
 
     /// Waits until `done` holds or `deadline` (`None`: none) passes, and
-    /// says whether `done` holds. Before it sleeps it sends what waits to
-    /// be sent: nothing decided waits behind a thread that sleeps, the
-    /// reader included.
+    /// says whether `done` holds. Before it sleeps it sees what waits to be
+    /// sent on its way: nothing decided waits behind a thread that sleeps,
+    /// the reader included. Without a deadline it sends it itself (the
+    /// reader's wait for room: a `write(2)` to a slow client is its
+    /// backpressure); with one it hands the send to the pool, since a
+    /// `write(2)` may block for as long as the client likes, and the wait
+    /// must end by its deadline (the shutdown's grace period).
     pub fn wait_until(&self, deadline: Option<Instant>, done: impl Fn(&Conn) -> bool) -> bool {
         let shared = &*self.0;
         let mut state = shared.lock_state();
@@ -180,16 +184,12 @@ impl ConnHandle {
             if deadline.is_some_and(|at| now >= at) {
                 return false;
             }
-            if let Some(detached) = state.output.detach() {
-                drop(state);
-                shared.send(detached);
-                state = shared.lock_state();
-                continue;
-            }
-            state = shared.wait(state, deadline.map(|at| at - now));
+            state = match deadline {
+                None => shared.send_or_wait(state),
+                Some(at) => shared.queue_or_wait(state, Some(at - now)),
+            };
         }
     }
-
     /// Whether the connection was shut down: nothing more is read.
     pub fn is_closed(&self) -> bool {
         self.0.closed.load(Ordering::Acquire)
@@ -209,23 +209,50 @@ impl ConnHandle {
     /// answered with `-32603`, everything written is sent, then the output
     /// is closed, in the same hold of the lock as the last look (nothing is
     /// written after [`Conn::close`]). Returns the first failed send.
-    pub fn shut_down(&self) -> Result<(), Error> {
-        self.act(Sending::Now, Conn::close);
+    ///
+    /// With `patience` the sends go to the pool, and a client that takes
+    /// none of the output for that long (measured from the last send that
+    /// ended) is given up on: the output is closed with the send still in
+    /// its `write(2)` (whose writer is dropped when it comes back, if ever),
+    /// and this returns `TimedOut`. Without it, this thread sends and waits
+    /// as long as it takes: for a writer that never waits for its client
+    /// (an HTTP response body).
+    pub fn shut_down(&self, patience: Option<Duration>) -> Result<(), Error> {
         let shared = &*self.0;
+        shared.act_unsent(Conn::close);
         let mut state = shared.lock_state();
+        let mut taken = state.output.taken_count();
+        let mut deadline = patience.and_then(|p| Instant::now().checked_add(p));
+        let mut gave_up = None;
         while state.output.sending() || state.output.waiting() > 0 {
-            match state.output.detach() {
-                Some(detached) => {
-                    drop(state);
-                    shared.send(detached);
-                    state = shared.lock_state();
-                }
-                None => state = shared.wait(state, None),
+            let Some(patience) = patience else {
+                state = shared.send_or_wait(state);
+                continue;
+            };
+            if state.output.taken_count() > taken {
+                // A send began, so the one before it ended: the client takes.
+                taken = state.output.taken_count();
+                deadline = Instant::now().checked_add(patience);
             }
+            let now = Instant::now();
+            if deadline.is_some_and(|at| now >= at) {
+                gave_up = Some(patience);
+                break;
+            }
+            state = shared.queue_or_wait(state, deadline.map(|at| at - now));
         }
         shared.closed.store(true, Ordering::Release);
         let (writer, error) = state.output.close();
         drop(state);
+        if let Some(patience) = gave_up {
+            let took_nothing = format!(
+                "the client took none of the server's output for {patience:?} after the end of serving: its last replies were not sent"
+            );
+            return Err(Error::Io(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                took_nothing,
+            )));
+        }
         let error = match (writer, error) {
             // Flushed and dropped without the lock: the peer sees the end.
             (Some(mut writer), None) => writer.flush().err(),
@@ -549,6 +576,39 @@ impl Shared {
         if let Some(detached) = detached {
             blocking.may_block(|| self.send(detached));
         }
+    }
+
+    /// One step of a wait that sends itself: sends what waits (then the
+    /// caller looks again), or sleeps until the state changes.
+    fn send_or_wait<'a>(&'a self, mut state: MutexGuard<'a, Conn>) -> MutexGuard<'a, Conn> {
+        match state.output.detach() {
+            Some(detached) => {
+                drop(state);
+                self.send(detached);
+                self.lock_state()
+            }
+            None => self.wait(state, None),
+        }
+    }
+
+    /// One step of a wait that must not block on the client: hands what
+    /// waits to the pool as a send ([`Shared::queue_send`]) unless a send
+    /// is in progress or queued (its end sees to it), then sleeps until the
+    /// state changes or `timeout` passes.
+    fn queue_or_wait<'a>(
+        &'a self,
+        mut state: MutexGuard<'a, Conn>,
+        timeout: Option<Duration>,
+    ) -> MutexGuard<'a, Conn> {
+        let idle = !state.output.sending() && !state.send_queued;
+        if idle && state.output.waiting() > 0 {
+            state.send_queued = true;
+            let inner = Arc::clone(&state.inner);
+            drop(state);
+            self.queue_send(&inner);
+            return self.lock_state();
+        }
+        self.wait(state, timeout)
     }
 
     /// Sleeps until the state changes (or `timeout` passes).

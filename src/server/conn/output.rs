@@ -273,6 +273,12 @@ impl Output {
         self.taken >= lines
     }
 
+    /// How many lines sends took (or a failure or the close dropped): it
+    /// moves when a send begins, which is after the one before it ended.
+    pub fn taken_count(&self) -> u64 {
+        self.taken
+    }
+
     /// Takes out what is to be sent, and the writer, for the caller to
     /// send without the lock; `None` when nothing is, or another thread
     /// sends already (it sends this too, when it is back: see
@@ -304,7 +310,11 @@ impl Output {
             mut lines,
             kinds,
         } = detached;
-        self.writer = Some(writer);
+        // Closed while it was out (a client given up on,
+        // `ConnHandle::shut_down`): dropped here, the peer sees the end.
+        if !self.closed {
+            self.writer = Some(writer);
+        }
         if self.queued.is_empty() {
             // Its (empty) list, kept for the next large line.
             self.queued = queued;
@@ -331,8 +341,10 @@ impl Output {
 
     /// Closes the output: nothing more is written. Returns the writer, to
     /// be flushed and dropped without the lock (the peer then sees the
-    /// end), and the first failed send, if any. Call it once nothing waits
-    /// and no send is in progress.
+    /// end), and the first failed send, if any. Called once nothing waits
+    /// and no send is in progress, or with a send still in progress that
+    /// is given up on: its writer is dropped when it comes back
+    /// ([`Output::attach`]).
     pub fn close(&mut self) -> (Option<Writer>, Option<io::Error>) {
         self.closed = true;
         self.drop_waiting();

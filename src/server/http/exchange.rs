@@ -341,7 +341,7 @@ impl Exchange<'_> {
         });
         // Nothing is in flight by now (answered or cancelled), unless the
         // server stopped: then what is left is answered `-32603`.
-        let _ = conn.shut_down();
+        let _ = conn.shut_down(None);
         #[cfg(feature = "legacy")]
         if let Some(front) = front {
             front.finish();
