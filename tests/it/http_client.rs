@@ -2333,8 +2333,11 @@ fn the_get_stream_is_open_before_the_first_request_after_connecting() {
             _ if req.verb == "GET" => {
                 std::thread::sleep(Duration::from_millis(300));
                 let head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\n";
-                writer.write_all(head.as_bytes()).unwrap();
+                // Open from before the head leaves: a client that saw it
+                // may send its ping before this thread runs again (once
+                // under load, with the flag stored after the write).
                 open.store(true, std::sync::atomic::Ordering::SeqCst);
+                writer.write_all(head.as_bytes()).unwrap();
                 // Held open until the client lets go.
                 writer.set_read_timeout(Some(WAIT)).unwrap();
                 let mut byte = [0u8; 1];
