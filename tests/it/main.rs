@@ -64,6 +64,7 @@ mod redis_store;
 mod redis_tls;
 mod resources;
 mod send_path;
+mod slow_client;
 mod shutdown;
 mod spec_examples;
 mod subscriptions;
