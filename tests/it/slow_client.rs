@@ -201,3 +201,81 @@ fn a_grace_period_too_long_for_the_clock_still_ends_serve() {
     served.unwrap();
     assert_eq!(replies(&read).0, [0, 1, 2]);
 }
+
+/// Serves `server` to a client that reads 64 KiB every 20 ms, opens a
+/// subscription (id 1000), sends 60 calls of `big` with 64 KiB each (more
+/// than the backlog: the reader comes to wait for room, sending itself),
+/// stops the server with the input still open once `ran` calls began,
+/// and checks that every request got exactly one reply (its result, or
+/// `-32603`; the subscription its final result) and `serve` returned `Ok`.
+fn a_stop_answers_each_request_once_to_a_slow_reader(server: &Server) {
+    let read = Read::default();
+    let output = Trickle {
+        chunk: 64 * 1024,
+        every: Duration::from_millis(20),
+        gate: None,
+        read: Arc::clone(&read),
+    };
+    let (mut to_server, server_in) = mcp_stdio::memory_pipe();
+    let (served_tx, served) = crossbeam_channel::bounded(1);
+    {
+        let server = server.clone();
+        std::thread::spawn(move || {
+            let _ = served_tx.send(server.serve(mcp_stdio::Transport::new(server_in, output)));
+        });
+    }
+    let listen = crate::support::request(
+        1000,
+        "subscriptions/listen",
+        json!({ "notifications": { "toolsListChanged": true } }),
+    );
+    let mut lines = vec![serde_json::to_string(&listen).unwrap()];
+    for id in 0..60 {
+        let call = call(id, "big", json!({ "size": 64 * 1024 }));
+        lines.push(serde_json::to_string(&call).unwrap());
+    }
+    for line in lines {
+        to_server.write_all(format!("{line}\n").as_bytes()).unwrap();
+    }
+    // Some replies are out (the reader is past the burst's start).
+    let deadline = Instant::now() + WAIT;
+    while replies(&read).0.len() < 3 {
+        assert!(Instant::now() < deadline, "no replies");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    server.stop_handle().stop();
+    let served = served.recv_timeout(Duration::from_secs(60));
+    drop(to_server);
+    let served = served.expect("serve returned within a minute");
+    let (ids, _) = replies(&read);
+    let mut expected: Vec<i64> = (0..60).collect();
+    expected.push(1000);
+    assert_eq!(ids, expected, "serve returned {served:?}");
+    served.unwrap();
+}
+
+/// Claim: a stop with a subscription open, pooled calls in flight and
+/// the reader waiting for room answers every request once to a client
+/// that reads slowly but everything.
+#[test]
+fn a_stop_answers_each_request_once_to_a_slow_reader_with_no_grace() {
+    let server = big_server(Duration::ZERO);
+    a_stop_answers_each_request_once_to_a_slow_reader(&server);
+}
+
+/// Claim: the same with one worker and a grace period of 100 ms.
+#[test]
+fn a_stop_answers_each_request_once_to_a_slow_reader_with_one_worker() {
+    let server = Server::builder("slow-client", "1.0.0")
+        .shutdown_grace(Duration::from_millis(100))
+        .workers(1)
+        .tool(
+            Tool::new("big", "Replies with `size` bytes."),
+            |_ctx, args: Value| {
+                let size = args["size"].as_u64().unwrap_or(0) as usize;
+                Ok(CallToolResult::text("x".repeat(size)))
+            },
+        )
+        .build();
+    a_stop_answers_each_request_once_to_a_slow_reader(&server);
+}
