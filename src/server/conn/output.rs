@@ -457,6 +457,36 @@ mod tests {
         assert_eq!(flushed.all(), b"reply\nnext\n");
     }
 
+    /// A client that takes at most 3 bytes per `write(2)`, counting them.
+    struct Sips(Arc<Mutex<usize>>);
+
+    impl Write for Sips {
+        fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+            *self.0.lock().unwrap() += 1;
+            Ok(bytes.len().min(3))
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// `Output::progress` moves with each `write(2)` of a send in progress,
+    /// not only when the next send begins (a shutdown's patience looks at
+    /// it: `slow_client::a_steady_slow_reader_gets_every_reply_with_a_short_grace`).
+    #[test]
+    fn progress_moves_with_every_write_of_a_send() {
+        let writes = Arc::new(Mutex::new(0));
+        let mut output = Output::new(Writer::Bytes(Box::new(Sips(Arc::clone(&writes)))));
+        output.write_line(LineKind::Message, line(b"abcdefgh"));
+        let before = output.progress();
+        let mut detached = output.detach().unwrap();
+        assert_eq!(output.progress(), before + 1, "a send began");
+        let sent = detached.send();
+        assert_eq!(*writes.lock().unwrap(), 3, "three writes of at most 3 bytes");
+        assert_eq!(output.progress(), before + 1 + 9, "9 bytes taken");
+        output.attach(detached, sent);
+    }
+
     #[test]
     fn a_line_longer_than_the_buffer_goes_out_whole_in_one_write() {
         let flushed = Flushed::default();
