@@ -1152,7 +1152,9 @@ fn eof_while_stdout_is_never_read_exits_in_bounded_time() -> Result<String, Stri
     });
     let mut line = serde_json::to_vec(&call(1, "big", json!({ "bytes": 8 << 20 }))).unwrap();
     line.push(b'\n');
-    stdin.write_all(&line).map_err(|e| format!("writing the call: {e}"))?;
+    stdin
+        .write_all(&line)
+        .map_err(|e| format!("writing the call: {e}"))?;
     // The reply's write began; nothing more of it is read.
     let mut first = [0u8; 1];
     stdout
@@ -1180,7 +1182,11 @@ fn eof_while_stdout_is_never_read_exits_in_bounded_time() -> Result<String, Stri
     let status = status.ok_or_else(|| format!("still running {} after stdin closed", ms(took)))?;
     ensure!(status.code() == Some(1), "exited {status}; stderr: {said}");
     ensure!(said.contains("took none"), "stderr: {said}");
-    ensure!(took < 2 * GRACE + Duration::from_secs(1), "exited after {}", ms(took));
+    ensure!(
+        took < 2 * GRACE + Duration::from_secs(1),
+        "exited after {}",
+        ms(took)
+    );
     Ok(format!("exited 1 {} after stdin closed", ms(took)))
 }
 

@@ -395,10 +395,13 @@ fn a_stop_while_the_reader_waits_for_room_and_the_client_never_reads_ends_serve(
         let ran = Arc::clone(&ran);
         Server::builder("backpressure", "1.0.0")
             .shutdown_grace(Duration::from_millis(100))
-            .tool(Tool::new("big", "Answers 64 KiB."), move |_ctx, _: Value| {
-                ran.fetch_add(1, Ordering::AcqRel);
-                Ok(CallToolResult::text("x".repeat(64 * 1024)))
-            })
+            .tool(
+                Tool::new("big", "Answers 64 KiB."),
+                move |_ctx, _: Value| {
+                    ran.fetch_add(1, Ordering::AcqRel);
+                    Ok(CallToolResult::text("x".repeat(64 * 1024)))
+                },
+            )
             .build()
     };
     let (to_server, server_in) = mcp_stdio::memory_pipe();

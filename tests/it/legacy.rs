@@ -2497,8 +2497,7 @@ impl std::io::Write for StallLater {
 /// patience (100 ms + 2 s).
 #[test]
 fn an_ask_to_a_legacy_client_that_does_not_read_does_not_hold_serve() {
-    let server =
-        crate::everything::build_with(|b| b.shutdown_grace(Duration::from_millis(100)));
+    let server = crate::everything::build_with(|b| b.shutdown_grace(Duration::from_millis(100)));
     let (to_server, server_in) = mcp_stdio::memory_pipe();
     let (server_out, from_server) = mcp_stdio::memory_pipe();
     let stall = Arc::new(std::sync::atomic::AtomicBool::new(false));
@@ -2539,5 +2538,8 @@ fn an_ask_to_a_legacy_client_that_does_not_read_does_not_hold_serve() {
     let took = ended.elapsed();
     drop(not_reading);
     let served = served.unwrap_or_else(|_| panic!("serve still waits after {took:?}"));
-    assert!(took < Duration::from_secs(3), "serve took {took:?}: {served:?}");
+    assert!(
+        took < Duration::from_secs(3),
+        "serve took {took:?}: {served:?}"
+    );
 }

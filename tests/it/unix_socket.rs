@@ -368,7 +368,9 @@ fn a_client_given_up_on_sees_the_end_once_it_reads_and_holds_up_no_other_connect
     stuck.write_all(&line).expect("A's request");
     stuck.set_read_timeout(Some(WAIT)).unwrap();
     let mut first = [0u8; 1];
-    stuck.read_exact(&mut first).expect("the start of A's reply");
+    stuck
+        .read_exact(&mut first)
+        .expect("the start of A's reply");
     stuck.shutdown(Shutdown::Write).expect("A's end of input");
     let ended = std::time::Instant::now();
     let (mut b, b_control) = connect(&path, &handles, &server);
@@ -388,14 +390,24 @@ fn a_client_given_up_on_sees_the_end_once_it_reads_and_holds_up_no_other_connect
         panic!("{served:?}");
     };
     assert_eq!(e.kind(), ErrorKind::TimedOut, "{e}");
-    assert!(a_took < std::time::Duration::from_secs(4), "A's serve took {a_took:?}");
-    assert!(b_took < std::time::Duration::from_secs(2), "B's 50 calls took {b_took:?}");
+    assert!(
+        a_took < std::time::Duration::from_secs(4),
+        "A's serve took {a_took:?}"
+    );
+    assert!(
+        b_took < std::time::Duration::from_secs(2),
+        "B's 50 calls took {b_took:?}"
+    );
     let stuck_threads = threads();
     // A reads: the write given up on ends, and its writer is dropped.
     let mut rest = Vec::new();
     stuck.read_to_end(&mut rest).expect("A reads to the end");
     assert!(rest.len() + 1 > 4 << 20, "A read {} bytes", rest.len() + 1);
-    assert_eq!(rest.last(), Some(&b'\n'), "the reply in progress was sent whole");
+    assert_eq!(
+        rest.last(),
+        Some(&b'\n'),
+        "the reply in progress was sent whole"
+    );
     eprintln!(
         "threads: {before} before A, {stuck_threads} with A given up on, {} after A read; \
          A's serve took {a_took:?}, B's 50 calls {b_took:?}",

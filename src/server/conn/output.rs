@@ -482,7 +482,11 @@ mod tests {
         let mut detached = output.detach().unwrap();
         assert_eq!(output.progress(), before + 1, "a send began");
         let sent = detached.send();
-        assert_eq!(*writes.lock().unwrap(), 3, "three writes of at most 3 bytes");
+        assert_eq!(
+            *writes.lock().unwrap(),
+            3,
+            "three writes of at most 3 bytes"
+        );
         assert_eq!(output.progress(), before + 1 + 9, "9 bytes taken");
         output.attach(detached, sent);
     }
