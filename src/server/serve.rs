@@ -42,11 +42,11 @@ impl Server {
     /// Returns an error only when the output failed, a thread could not
     /// be started, or the client kept its end of the output open and took
     /// not a byte of the last replies for the grace period (at least a
-    /// second; up to twice that) after it (`TimedOut`: a `write(2)` of the server's may then stay
-    /// blocked on a worker thread until the client reads or goes). A client
-    /// that closes its end of the output (a broken pipe, a reset socket)
-    /// ends serving as end of input does, with `Ok`: which of the two the
-    /// server notices first is a race.
+    /// second; up to twice that) after it (`TimedOut`: a `write(2)` of the
+    /// server's may then stay blocked on a worker thread until the client
+    /// reads or goes). A client that closes its end of the output (a
+    /// broken pipe, a reset socket) ends serving as end of input does, with
+    /// `Ok`: which of the two the server notices first is a race.
     pub fn serve(&self, transport: Transport) -> Result<(), Error> {
         match serve(&self.inner, transport) {
             Err(Error::Io(e)) if matches!(e.kind(), BrokenPipe | ConnectionReset) => Ok(()),

@@ -217,9 +217,9 @@ impl ConnHandle {
     /// A client that takes any of it (a byte of a long send, not only the
     /// send's end: `Output::progress`) is given as long again; that is
     /// looked at once per `patience`, so a client that stopped taking is
-    /// given up on between `patience` and twice it after its last byte. Without it, this thread sends and waits
-    /// as long as it takes: for a writer that never waits for its client
-    /// (an HTTP response body).
+    /// given up on between `patience` and twice it after its last byte.
+    /// Without it, this thread sends and waits as long as it takes: for a
+    /// writer that never waits for its client (an HTTP response body).
     pub fn shut_down(&self, patience: Option<Duration>) -> Result<(), Error> {
         let shared = &*self.0;
         shared.act_unsent(Conn::close);
