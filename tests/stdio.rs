@@ -235,6 +235,10 @@ const CHECKS: &[(&str, Check)] = &[
     ("panic_recovery_over_pipes", panic_recovery_over_pipes),
     ("sigterm_idle_exits_zero", sigterm_idle_exits_zero),
     (
+        "eof_while_stdout_is_never_read_exits_in_bounded_time",
+        eof_while_stdout_is_never_read_exits_in_bounded_time,
+    ),
+    (
         "sigterm_with_slow_call_in_flight",
         sigterm_with_slow_call_in_flight,
     ),
@@ -1122,6 +1126,68 @@ fn send_sigterm(pid: u32) -> Result<(), String> {
         .map_err(|e| format!("running kill failed: {e}"))?;
     ensure!(status.success(), "kill -TERM {pid} failed: {status}");
     Ok(())
+}
+
+/// Claim (review-44sd): a client that ends the server's stdin while it
+/// never reads the server's stdout (an 8 MiB reply stuck in a full pipe)
+/// does not keep the process alive: `serve` gives up on it within twice
+/// the patience (the grace period, 2 s) and the process exits 1, saying
+/// why on stderr. It never exited before the bounded shutdown.
+fn eof_while_stdout_is_never_read_exits_in_bounded_time() -> Result<String, String> {
+    let exe = std::env::current_exe().map_err(|e| format!("current_exe: {e}"))?;
+    let mut child = Command::new(exe)
+        .env(SERVER_ENV, SMALL_MODE)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("spawning the server failed: {e}"))?;
+    let mut stdin = child.stdin.take().expect("stdin is piped");
+    let mut stdout = child.stdout.take().expect("stdout is piped");
+    let mut stderr = child.stderr.take().expect("stderr is piped");
+    let stderr_thread = thread::spawn(move || {
+        let mut text = String::new();
+        let _ = stderr.read_to_string(&mut text);
+        text
+    });
+    let mut line = serde_json::to_vec(&call(1, "big", json!({ "bytes": 8 << 20 }))).unwrap();
+    line.push(b'\n');
+    stdin
+        .write_all(&line)
+        .map_err(|e| format!("writing the call: {e}"))?;
+    // The reply's write began; nothing more of it is read.
+    let mut first = [0u8; 1];
+    stdout
+        .read_exact(&mut first)
+        .map_err(|e| format!("the start of the reply: {e}"))?;
+    let since = Instant::now();
+    drop(stdin);
+    let limit = Duration::from_secs(10);
+    let status = loop {
+        if let Some(status) = child.try_wait().map_err(|e| format!("try_wait: {e}"))? {
+            break Some(status);
+        }
+        if since.elapsed() > limit {
+            break None;
+        }
+        thread::sleep(Duration::from_millis(20));
+    };
+    let took = since.elapsed();
+    if status.is_none() {
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+    drop(stdout);
+    let said = stderr_thread.join().unwrap_or_default();
+    let status = status.ok_or_else(|| format!("still running {} after stdin closed", ms(took)))?;
+    ensure!(status.code() == Some(1), "exited {status}; stderr: {said}");
+    ensure!(said.contains("took none"), "stderr: {said}");
+    ensure!(
+        took < 2 * GRACE + Duration::from_secs(1),
+        "exited after {}",
+        ms(took)
+    );
+    Ok(format!("exited 1 {} after stdin closed", ms(took)))
 }
 
 fn sigterm_idle_exits_zero() -> Result<String, String> {

@@ -14,7 +14,8 @@
 //! waits for a reader blocked on its input: after a stop, `serve` returns
 //! while the reader may still wait for a line it will not act on. Nor for
 //! a client that does not read: the shutdown's sends go to the pool, and
-//! the output has a bounded time to take the last of it (`wind_down`).
+//! a client that stops taking the last of the output is given up on
+//! (`wind_down`).
 
 use std::io::ErrorKind::{BrokenPipe, ConnectionReset};
 use std::sync::Arc;
@@ -40,12 +41,12 @@ impl Server {
     ///
     /// Returns an error only when the output failed, a thread could not
     /// be started, or the client kept its end of the output open and took
-    /// none of the last replies for the grace period (at least a second)
-    /// after it (`TimedOut`: a `write(2)` of the server's may then stay
-    /// blocked on a worker thread until the client reads or goes). A client
-    /// that closes its end of the output (a broken pipe, a reset socket)
-    /// ends serving as end of input does, with `Ok`: which of the two the
-    /// server notices first is a race.
+    /// not a byte of the last replies for the grace period (at least a
+    /// second; up to twice that) after it (`TimedOut`: a `write(2)` of the
+    /// server's may then stay blocked on a worker thread until the client
+    /// reads or goes). A client that closes its end of the output (a
+    /// broken pipe, a reset socket) ends serving as end of input does, with
+    /// `Ok`: which of the two the server notices first is a race.
     pub fn serve(&self, transport: Transport) -> Result<(), Error> {
         match serve(&self.inner, transport) {
             Err(Error::Io(e)) if matches!(e.kind(), BrokenPipe | ConnectionReset) => Ok(()),
@@ -101,10 +102,12 @@ fn wait_for_end(inner: &Inner, conn: &ConnHandle, end: &Receiver<End>) -> End {
 /// The shutdown: no new request begins and every subscription gets its
 /// final result; the requests in flight have the grace period (none after
 /// a failed write); then what is left is answered with `-32603`, and the
-/// output has as long again, at least [`LAST_OUTPUT`], to take it. Neither
-/// wait writes on this thread (`ConnHandle::wait_until` with a deadline,
-/// `ConnHandle::shut_down` with patience): a client that keeps its end
-/// open and reads nothing does not hold `serve`.
+/// client has as long again, at least [`LAST_OUTPUT`], to take some of
+/// it, each time it took any. Neither wait writes on this thread
+/// (`ConnHandle::wait_until` with a deadline, `ConnHandle::shut_down` with
+/// patience): a client that keeps its end open and reads nothing does not
+/// hold `serve`. (A grace period too long for the clock has no deadline:
+/// then this thread waits, and sends, as long as it takes.)
 fn wind_down(inner: &Inner, conn: &ConnHandle, why: End) -> Result<(), Error> {
     let grace = inner.config.shutdown_grace;
     if why != End::OutputFailed {

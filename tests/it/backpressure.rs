@@ -368,3 +368,98 @@ fn every_pooled_reply_arrives_once_to_a_slow_client_also_as_the_input_ends() {
         );
     }
 }
+
+/// An output that takes nothing until `held` is let go; says on `dropped`
+/// when the server dropped it.
+struct TakesNothing {
+    held: Arc<Mutex<()>>,
+    dropped: crossbeam_channel::Sender<()>,
+}
+
+impl Drop for TakesNothing {
+    fn drop(&mut self) {
+        let _ = self.dropped.send(());
+    }
+}
+
+impl Write for TakesNothing {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        let _held = self.held.lock().unwrap();
+        Ok(bytes.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Claim (review-44sd): a stop while the reader waits for room (it sends
+/// itself: `ConnHandle::wait_until` without a deadline) and the client
+/// never reads does not hold `serve`: it returns `TimedOut` within the
+/// grace period and twice the patience (100 ms + 2 s). What it leaves
+/// behind ends once the client reads: the send given up on ends and drops
+/// the writer, and the reader lets go of the input.
+#[test]
+fn a_stop_while_the_reader_waits_for_room_and_the_client_never_reads_ends_serve() {
+    let ran = Arc::new(AtomicUsize::new(0));
+    let server = {
+        let ran = Arc::clone(&ran);
+        Server::builder("backpressure", "1.0.0")
+            .shutdown_grace(Duration::from_millis(100))
+            .tool(
+                Tool::new("big", "Answers 64 KiB."),
+                move |_ctx, _: Value| {
+                    ran.fetch_add(1, Ordering::AcqRel);
+                    Ok(CallToolResult::text("x".repeat(64 * 1024)))
+                },
+            )
+            .build()
+    };
+    let (to_server, server_in) = mcp_stdio::memory_pipe();
+    let held = Arc::new(Mutex::new(()));
+    let not_reading = held.lock().unwrap();
+    let (dropped, writer_dropped) = crossbeam_channel::bounded(1);
+    let output = TakesNothing {
+        held: Arc::clone(&held),
+        dropped,
+    };
+    let (served_tx, served) = crossbeam_channel::bounded(1);
+    {
+        let server = server.clone();
+        std::thread::spawn(move || {
+            let _ = served_tx.send(server.serve(Transport::new(server_in, output)));
+        });
+    }
+    let mut input: Box<dyn Write + Send> = Box::new(to_server);
+    for id in 0..400 {
+        let line = serde_json::to_string(&call(id, "big", json!({}))).unwrap();
+        input.write_all(line.as_bytes()).unwrap();
+        input.write_all(b"\n").unwrap();
+    }
+    input.flush().unwrap();
+    let answered = wait_until_settled(&ran, 17);
+    assert!(answered < 400, "the reader never waited: {answered} ran");
+    let stopped = Instant::now();
+    server.stop_handle().stop();
+    let served = served.recv_timeout(WAIT);
+    let took = stopped.elapsed();
+    drop(not_reading);
+    let served = served.unwrap_or_else(|_| panic!("serve still waits after {took:?}"));
+    let Err(mcp_stdio::Error::Io(e)) = served else {
+        panic!("{served:?}");
+    };
+    assert_eq!(e.kind(), std::io::ErrorKind::TimedOut, "{e}");
+    assert!(took < Duration::from_secs(3), "serve took {took:?}");
+    writer_dropped
+        .recv_timeout(WAIT)
+        .expect("the writer was dropped once its write returned");
+    // The reader reads the next line, sees the shutdown and ends: the
+    // input's reading end is dropped.
+    let deadline = Instant::now() + WAIT;
+    while input.write_all(b"{}\n").is_ok() {
+        assert!(
+            Instant::now() < deadline,
+            "the reader still holds the input"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}

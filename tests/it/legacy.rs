@@ -11,13 +11,14 @@
 //! check is a barrier: a request whose reply must be the very next line, or
 //! `Peer::finish`.
 
+use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use mcp_stdio::{Outcome, Server};
+use mcp_stdio::{Outcome, Server, Transport};
 use serde_json::{Value, json};
 
-use crate::support::{Peer, call, cancel, error, keys, request, text_result};
+use crate::support::{Peer, WAIT, call, cancel, error, keys, request, text_result};
 
 const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
 const PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
@@ -2466,4 +2467,79 @@ fn a_level_set_while_a_request_runs_holds_for_its_later_logs() {
         "an error log reached a client that asked for emergencies only"
     );
     peer.finish_quietly();
+}
+
+/// An output that passes writes on until `stall` is set, then takes
+/// nothing until `held` is let go (telling `entered` each time it stalls).
+struct StallLater {
+    out: mcp_stdio::MemoryWriter,
+    stall: Arc<std::sync::atomic::AtomicBool>,
+    held: Arc<std::sync::Mutex<()>>,
+    entered: crossbeam_channel::Sender<()>,
+}
+
+impl std::io::Write for StallLater {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        if self.stall.load(std::sync::atomic::Ordering::Acquire) {
+            let _ = self.entered.send(());
+            let _held = self.held.lock().unwrap();
+        }
+        self.out.write(bytes)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.out.flush()
+    }
+}
+
+/// Claim (review-44sd): a legacy request whose handler asks the client
+/// (`roots/list`) while the client stopped reading does not hold `serve`
+/// at the end of input: it returns within the grace period and twice the
+/// patience (100 ms + 2 s).
+#[test]
+fn an_ask_to_a_legacy_client_that_does_not_read_does_not_hold_serve() {
+    let server = crate::everything::build_with(|b| b.shutdown_grace(Duration::from_millis(100)));
+    let (to_server, server_in) = mcp_stdio::memory_pipe();
+    let (server_out, from_server) = mcp_stdio::memory_pipe();
+    let stall = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let held = Arc::new(std::sync::Mutex::new(()));
+    let (entered, stalled) = crossbeam_channel::unbounded();
+    let output = StallLater {
+        out: server_out,
+        stall: Arc::clone(&stall),
+        held: Arc::clone(&held),
+        entered,
+    };
+    let (served_tx, served) = crossbeam_channel::bounded(1);
+    {
+        let server = server.clone();
+        std::thread::spawn(move || {
+            let _ = served_tx.send(server.serve(Transport::new(server_in, output)));
+        });
+    }
+    let mut peer = Peer::over(
+        Transport::new(from_server, to_server),
+        None,
+        crate::support::server_meta(&server),
+    );
+    open_session_with(&mut peer, "2025-11-25", all_input_capabilities());
+    let not_reading = held.lock().unwrap();
+    stall.store(true, std::sync::atomic::Ordering::Release);
+    peer.send(&legacy_call(
+        1,
+        "test_input_required_result_list_roots",
+        json!({}),
+    ));
+    stalled
+        .recv_timeout(WAIT)
+        .expect("the ask's write began and stalled");
+    let ended = std::time::Instant::now();
+    peer.close_input();
+    let served = served.recv_timeout(WAIT);
+    let took = ended.elapsed();
+    drop(not_reading);
+    let served = served.unwrap_or_else(|_| panic!("serve still waits after {took:?}"));
+    assert!(
+        took < Duration::from_secs(3),
+        "serve took {took:?}: {served:?}"
+    );
 }

@@ -65,6 +65,7 @@ mod redis_tls;
 mod resources;
 mod send_path;
 mod shutdown;
+mod slow_client;
 mod spec_examples;
 mod subscriptions;
 mod tasks;

@@ -329,3 +329,90 @@ fn handlers_and_cancellation_run_while_the_client_does_not_read() {
     assert_eq!(third.ok(), Some(json!(3)), "3 never started");
     remove(path);
 }
+
+/// How many threads this process has (the test binary: other tests run
+/// beside this one, so only for a report run alone).
+fn threads() -> usize {
+    std::fs::read_dir("/proc/self/task").map_or(0, Iterator::count)
+}
+
+/// Claim (review-44sd): a client that ends its input and then reads
+/// nothing, with a reply larger than the socket takes in a `write(2)`,
+/// is given up on: `serve` returns `TimedOut` within the grace period and
+/// twice the patience (100 ms + 2 s here); meanwhile another connection of
+/// the same server is served at full speed; and once the client reads,
+/// the write given up on ends and the server's end is closed (the client
+/// reads end of file).
+#[test]
+fn a_client_given_up_on_sees_the_end_once_it_reads_and_holds_up_no_other_connection() {
+    let big = "x".repeat(4 << 20);
+    let server = Server::builder("given-up", "1.0.0")
+        .shutdown_grace(std::time::Duration::from_millis(100))
+        .tool(Tool::new("big", "A 4 MiB reply."), move |_ctx, _: Value| {
+            Ok(CallToolResult::text(big.clone()))
+        })
+        .tool(Tool::new("pecho", "Pooled echo."), |_ctx, args: Value| {
+            Ok(CallToolResult::text(
+                args["text"].as_str().unwrap_or("").to_owned(),
+            ))
+        })
+        .build();
+    let path = SocketPath::new("given-up");
+    let listener = UnixListener::bind(&path.0).expect("bind");
+    let handles = accept_and_serve(listener, &server, 2);
+    let before = threads();
+    let mut stuck = UnixStream::connect(&path.0).expect("connect");
+    let serving_a = handles.recv_timeout(WAIT).expect("accept A");
+    let mut line = serde_json::to_vec(&call(1, "big", json!({}))).unwrap();
+    line.push(b'\n');
+    stuck.write_all(&line).expect("A's request");
+    stuck.set_read_timeout(Some(WAIT)).unwrap();
+    let mut first = [0u8; 1];
+    stuck
+        .read_exact(&mut first)
+        .expect("the start of A's reply");
+    stuck.shutdown(Shutdown::Write).expect("A's end of input");
+    let ended = std::time::Instant::now();
+    let (mut b, b_control) = connect(&path, &handles, &server);
+    for n in 0..50 {
+        let text = format!("from b {n}");
+        b.send(&call(n, "pecho", json!({ "text": text })));
+        let answer = b.try_recv(WAIT);
+        assert_eq!(
+            answer,
+            Some(b.result(n, json!({ "content": [{ "type": "text", "text": text }] }))),
+        );
+    }
+    let b_took = ended.elapsed();
+    let served = serving_a.join().expect("serve of A panicked");
+    let a_took = ended.elapsed();
+    let Err(mcp_stdio::Error::Io(e)) = served else {
+        panic!("{served:?}");
+    };
+    assert_eq!(e.kind(), ErrorKind::TimedOut, "{e}");
+    assert!(
+        a_took < std::time::Duration::from_secs(4),
+        "A's serve took {a_took:?}"
+    );
+    assert!(
+        b_took < std::time::Duration::from_secs(2),
+        "B's 50 calls took {b_took:?}"
+    );
+    let stuck_threads = threads();
+    // A reads: the write given up on ends, and its writer is dropped.
+    let mut rest = Vec::new();
+    stuck.read_to_end(&mut rest).expect("A reads to the end");
+    assert!(rest.len() + 1 > 4 << 20, "A read {} bytes", rest.len() + 1);
+    assert_eq!(
+        rest.last(),
+        Some(&b'\n'),
+        "the reply in progress was sent whole"
+    );
+    eprintln!(
+        "threads: {before} before A, {stuck_threads} with A given up on, {} after A read; \
+         A's serve took {a_took:?}, B's 50 calls {b_took:?}",
+        threads()
+    );
+    shut_down(b, b_control);
+    remove(path);
+}

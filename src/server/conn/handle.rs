@@ -211,17 +211,20 @@ impl ConnHandle {
     /// written after [`Conn::close`]). Returns the first failed send.
     ///
     /// With `patience` the sends go to the pool, and a client that takes
-    /// none of the output for that long (measured from the last send that
-    /// ended) is given up on: the output is closed with the send still in
-    /// its `write(2)` (whose writer is dropped when it comes back, if ever),
-    /// and this returns `TimedOut`. Without it, this thread sends and waits
-    /// as long as it takes: for a writer that never waits for its client
-    /// (an HTTP response body).
+    /// none of the output for that long is given up on: the output is
+    /// closed with the send still in its `write(2)` (whose writer is
+    /// dropped when it comes back, if ever), and this returns `TimedOut`.
+    /// A client that takes any of it (a byte of a long send, not only the
+    /// send's end: `Output::progress`) is given as long again; that is
+    /// looked at once per `patience`, so a client that stopped taking is
+    /// given up on between `patience` and twice it after its last byte.
+    /// Without it, this thread sends and waits as long as it takes: for a
+    /// writer that never waits for its client (an HTTP response body).
     pub fn shut_down(&self, patience: Option<Duration>) -> Result<(), Error> {
         let shared = &*self.0;
         shared.act_unsent(Conn::close);
         let mut state = shared.lock_state();
-        let mut taken = state.output.taken_count();
+        let mut progress = state.output.progress();
         let mut deadline = patience.and_then(|p| Instant::now().checked_add(p));
         let mut gave_up = None;
         while state.output.sending() || state.output.waiting() > 0 {
@@ -229,9 +232,9 @@ impl ConnHandle {
                 state = shared.send_or_wait(state);
                 continue;
             };
-            if state.output.taken_count() > taken {
-                // A send began, so the one before it ended: the client takes.
-                taken = state.output.taken_count();
+            if state.output.progress() != progress {
+                // The client took some since the last look.
+                progress = state.output.progress();
                 deadline = Instant::now().checked_add(patience);
             }
             let now = Instant::now();

@@ -26,6 +26,8 @@
 //! line again.
 
 use std::io::{self, Write};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::server::out::Out;
 
@@ -127,6 +129,9 @@ pub(super) struct Output {
     sending: bool,
     /// Closed: nothing more is written.
     closed: bool,
+    /// The bytes the writer took so far, counted by the send in progress
+    /// as each `write(2)` returns ([`Output::progress`]).
+    sent: Arc<AtomicU64>,
 }
 
 /// A writer and the lines it is to send, taken out of an [`Output`].
@@ -136,17 +141,43 @@ pub(super) struct Detached {
     lines: Out,
     /// The lines' kinds, for a writer of lines.
     kinds: Vec<(LineKind, usize)>,
+    /// See `Output::sent`.
+    sent: Arc<AtomicU64>,
+}
+
+/// A byte stream that counts what it took into `sent`.
+struct Counting<'a> {
+    writer: &'a mut (dyn Write + Send),
+    sent: &'a AtomicU64,
+}
+
+impl Write for Counting<'_> {
+    fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+        let n = self.writer.write(bytes)?;
+        self.sent.fetch_add(n as u64, Ordering::Relaxed);
+        Ok(n)
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        self.writer.flush()
+    }
 }
 
 impl Detached {
-    /// Sends the lines and flushes the writer.
+    /// Sends the lines and flushes the writer, counting the bytes the
+    /// writer takes as it takes them (`Output::progress`).
     pub fn send(&mut self) -> io::Result<()> {
         let buffers = (self.queued.iter().map(Vec::as_slice)).chain([self.lines.as_slice()]);
         let sent = match &mut self.writer {
-            Writer::Bytes(writer) => buffers
-                .into_iter()
-                .try_for_each(|buffer| writer.write_all(buffer))
-                .and_then(|()| writer.flush()),
+            Writer::Bytes(writer) => {
+                let mut writer = Counting {
+                    writer: &mut **writer,
+                    sent: &self.sent,
+                };
+                buffers
+                    .into_iter()
+                    .try_for_each(|buffer| writer.write_all(buffer))
+                    .and_then(|()| writer.flush())
+            }
             Writer::Lines(writer) => {
                 // Each buffer holds whole lines, in the order of `kinds`.
                 let mut kinds = self.kinds.iter();
@@ -157,6 +188,7 @@ impl Detached {
                         };
                         let (line, rest) = buffer.split_at(len.min(buffer.len()));
                         writer.line(kind, line.strip_suffix(b"\n").unwrap_or(line))?;
+                        self.sent.fetch_add(line.len() as u64, Ordering::Relaxed);
                         buffer = rest;
                     }
                     Ok(())
@@ -185,6 +217,7 @@ impl Output {
             error: None,
             sending: false,
             closed: false,
+            sent: Arc::default(),
         }
     }
 
@@ -273,10 +306,13 @@ impl Output {
         self.taken >= lines
     }
 
-    /// How many lines sends took (or a failure or the close dropped): it
-    /// moves when a send begins, which is after the one before it ended.
-    pub fn taken_count(&self) -> u64 {
-        self.taken
+    /// A count that moves whenever the client takes some of the output:
+    /// when a send begins (the one before it ended) and each time the
+    /// writer of the send in progress takes bytes, which may be long
+    /// before that send ends (megabytes to a client that reads 64 KiB at a
+    /// time). The send does not wake anyone as it moves: look again later.
+    pub fn progress(&self) -> u64 {
+        self.taken + self.sent.load(Ordering::Relaxed)
     }
 
     /// Takes out what is to be sent, and the writer, for the caller to
@@ -296,6 +332,7 @@ impl Output {
             queued: std::mem::take(&mut self.queued),
             lines: std::mem::replace(&mut self.lines, std::mem::take(&mut self.spare)),
             kinds: self.kinds.as_mut().map(std::mem::take).unwrap_or_default(),
+            sent: Arc::clone(&self.sent),
         })
     }
 
@@ -309,6 +346,7 @@ impl Output {
             queued,
             mut lines,
             kinds,
+            sent: _,
         } = detached;
         // Closed while it was out (a client given up on,
         // `ConnHandle::shut_down`): dropped here, the peer sees the end.
@@ -417,6 +455,40 @@ mod tests {
         output.write_line(LineKind::Message, line(b"after close"));
         assert_eq!(output.waiting(), 0);
         assert_eq!(flushed.all(), b"reply\nnext\n");
+    }
+
+    /// A client that takes at most 3 bytes per `write(2)`, counting them.
+    struct Sips(Arc<Mutex<usize>>);
+
+    impl Write for Sips {
+        fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+            *self.0.lock().unwrap() += 1;
+            Ok(bytes.len().min(3))
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// `Output::progress` moves with each `write(2)` of a send in progress,
+    /// not only when the next send begins (a shutdown's patience looks at
+    /// it: `slow_client::a_steady_slow_reader_gets_every_reply_with_a_short_grace`).
+    #[test]
+    fn progress_moves_with_every_write_of_a_send() {
+        let writes = Arc::new(Mutex::new(0));
+        let mut output = Output::new(Writer::Bytes(Box::new(Sips(Arc::clone(&writes)))));
+        output.write_line(LineKind::Message, line(b"abcdefgh"));
+        let before = output.progress();
+        let mut detached = output.detach().unwrap();
+        assert_eq!(output.progress(), before + 1, "a send began");
+        let sent = detached.send();
+        assert_eq!(
+            *writes.lock().unwrap(),
+            3,
+            "three writes of at most 3 bytes"
+        );
+        assert_eq!(output.progress(), before + 1 + 9, "9 bytes taken");
+        output.attach(detached, sent);
     }
 
     #[test]

@@ -1,0 +1,281 @@
+//! The bounded shutdown against clients that read slowly, late, or not at
+//! all: a client that reads everything gets every reply and `Ok`; one that
+//! takes nothing is given up on in bounded time (review-44sd).
+
+use std::io::Write;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use mcp_stdio::Server;
+use mcp_stdio::types::{CallToolResult, Tool};
+use serde_json::{Value, json};
+
+use crate::support::{WAIT, call};
+
+/// What the client has read of the server's output so far.
+type Read = Arc<Mutex<Vec<u8>>>;
+
+/// A client that reads the server's output `chunk` bytes at a time, one
+/// read every `every`, once `gate` lets it begin (a channel the test
+/// closes; the client reads nothing before).
+struct Trickle {
+    chunk: usize,
+    every: Duration,
+    gate: Option<crossbeam_channel::Receiver<()>>,
+    read: Read,
+}
+
+impl Write for Trickle {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        if let Some(gate) = self.gate.take() {
+            let _ = gate.recv();
+        }
+        // The client's pace: it reads a chunk, then does something else.
+        std::thread::sleep(self.every);
+        let n = bytes.len().min(self.chunk);
+        self.read.lock().unwrap().extend_from_slice(&bytes[..n]);
+        Ok(n)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// A server with a tool `big` whose reply carries `size` bytes of text.
+fn big_server(grace: Duration) -> Server {
+    Server::builder("slow-client", "1.0.0")
+        .shutdown_grace(grace)
+        .tool(
+            Tool::new("big", "Replies with `size` bytes."),
+            |_ctx, args: Value| {
+                let size = args["size"].as_u64().unwrap_or(0) as usize;
+                Ok(CallToolResult::text("x".repeat(size)))
+            },
+        )
+        .build()
+}
+
+/// Serves `server` to `output`, sends `calls` calls of `big` with `size`
+/// bytes each, then closes the input (end of input); returns how long
+/// `serve` took after the input closed, and what it returned.
+fn serve_calls_then_eof(
+    server: &Server,
+    output: impl Write + Send + 'static,
+    calls: usize,
+    size: usize,
+) -> (Duration, Result<(), mcp_stdio::Error>) {
+    let (mut to_server, server_in) = mcp_stdio::memory_pipe();
+    let (served_tx, served) = crossbeam_channel::bounded(1);
+    {
+        let server = server.clone();
+        std::thread::spawn(move || {
+            let _ = served_tx.send(server.serve(mcp_stdio::Transport::new(server_in, output)));
+        });
+    }
+    for id in 0..calls {
+        let line = serde_json::to_string(&call(id, "big", json!({ "size": size }))).unwrap();
+        to_server.write_all(format!("{line}\n").as_bytes()).unwrap();
+    }
+    drop(to_server);
+    let closed = Instant::now();
+    let served = served
+        .recv_timeout(Duration::from_secs(60))
+        .expect("serve returned within a minute");
+    (closed.elapsed(), served)
+}
+
+/// The ids of the replies in what the client read (complete lines only),
+/// and how many results among them.
+fn replies(read: &Read) -> (Vec<i64>, usize) {
+    let read = read.lock().unwrap();
+    let mut ids = Vec::new();
+    let mut results = 0;
+    for line in read.split(|&b| b == b'\n') {
+        if line.is_empty() {
+            continue;
+        }
+        let Ok(message) = serde_json::from_slice::<Value>(line) else {
+            continue;
+        };
+        if let Some(id) = message["id"].as_i64() {
+            ids.push(id);
+            results += usize::from(message.get("result").is_some());
+        }
+    }
+    ids.sort_unstable();
+    (ids, results)
+}
+
+/// A client that reads slowly but steadily (64 KiB every 100 ms) with
+/// 2 MiB of replies waiting at the end of input, grace `grace`: it reads
+/// everything, so it gets every reply and `serve` returns `Ok`.
+fn a_steady_reader_gets_every_reply(grace: Duration) {
+    let read = Read::default();
+    let output = Trickle {
+        chunk: 64 * 1024,
+        every: Duration::from_millis(100),
+        gate: None,
+        read: Arc::clone(&read),
+    };
+    let (took, served) = serve_calls_then_eof(&big_server(grace), output, 16, 128 * 1024);
+    let (ids, _) = replies(&read);
+    assert_eq!(
+        ids,
+        (0..16).collect::<Vec<_>>(),
+        "serve returned {served:?} after {took:?}"
+    );
+    served.unwrap_or_else(|e| panic!("serve returned {e} after {took:?}"));
+}
+
+/// Claim: a slow but steady reader is not cut at shutdown (grace 0).
+#[test]
+fn a_steady_slow_reader_gets_every_reply_with_no_grace() {
+    a_steady_reader_gets_every_reply(Duration::ZERO);
+}
+
+/// Claim: the same with a grace period of 100 ms.
+#[test]
+fn a_steady_slow_reader_gets_every_reply_with_a_short_grace() {
+    a_steady_reader_gets_every_reply(Duration::from_millis(100));
+}
+
+/// A client that reads nothing until `late` after the end of input, then
+/// reads fast; what `serve` returned, and the replies it read by the end.
+fn a_late_reader(late: Duration) -> (Result<(), mcp_stdio::Error>, Vec<i64>) {
+    let read = Read::default();
+    let (open, gate) = crossbeam_channel::bounded::<()>(0);
+    let output = Trickle {
+        chunk: 1 << 20,
+        every: Duration::ZERO,
+        gate: Some(gate),
+        read: Arc::clone(&read),
+    };
+    let server = big_server(Duration::from_millis(100));
+    let opener = std::thread::spawn(move || {
+        std::thread::sleep(late);
+        drop(open);
+    });
+    let (_, served) = serve_calls_then_eof(&server, output, 4, 1024);
+    opener.join().unwrap();
+    // The write given up on may still end once the gate opened.
+    let deadline = Instant::now() + WAIT;
+    while replies(&read).0.len() < 4 && Instant::now() < deadline && served.is_ok() {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    (served, replies(&read).0)
+}
+
+/// Claim: a client that starts reading well before the patience ends
+/// (500 ms after the end of input; grace 100 ms, patience 1 s) gets every
+/// reply and `Ok`.
+#[test]
+fn a_client_that_starts_reading_before_the_patience_ends_gets_every_reply() {
+    let (served, ids) = a_late_reader(Duration::from_millis(500));
+    assert_eq!(ids, [0, 1, 2, 3], "{served:?}");
+    served.unwrap();
+}
+
+/// Claim: a client that starts reading only after the patience ended
+/// (3 s after the end of input) is given up on: `TimedOut`.
+#[test]
+fn a_client_that_starts_reading_after_the_patience_is_given_up_on() {
+    let (served, _) = a_late_reader(Duration::from_secs(3));
+    let Err(mcp_stdio::Error::Io(e)) = served else {
+        panic!("{served:?}");
+    };
+    assert_eq!(e.kind(), std::io::ErrorKind::TimedOut, "{e}");
+}
+
+/// Claim: `shutdown_grace(Duration::MAX)` waits as long as it takes, with
+/// no panic on the clock, and a client that reads gets its reply.
+#[test]
+fn a_grace_period_too_long_for_the_clock_still_ends_serve() {
+    let read = Read::default();
+    let output = Trickle {
+        chunk: 1 << 20,
+        every: Duration::ZERO,
+        gate: None,
+        read: Arc::clone(&read),
+    };
+    let (_, served) = serve_calls_then_eof(&big_server(Duration::MAX), output, 3, 10);
+    served.unwrap();
+    assert_eq!(replies(&read).0, [0, 1, 2]);
+}
+
+/// Serves `server` to a client that reads 64 KiB every 20 ms, opens a
+/// subscription (id 1000), sends 60 calls of `big` with 64 KiB each (more
+/// than the backlog: the reader comes to wait for room, sending itself),
+/// stops the server with the input still open once `ran` calls began,
+/// and checks that every request got exactly one reply (its result, or
+/// `-32603`; the subscription its final result) and `serve` returned `Ok`.
+fn a_stop_answers_each_request_once_to_a_slow_reader(server: &Server) {
+    let read = Read::default();
+    let output = Trickle {
+        chunk: 64 * 1024,
+        every: Duration::from_millis(20),
+        gate: None,
+        read: Arc::clone(&read),
+    };
+    let (mut to_server, server_in) = mcp_stdio::memory_pipe();
+    let (served_tx, served) = crossbeam_channel::bounded(1);
+    {
+        let server = server.clone();
+        std::thread::spawn(move || {
+            let _ = served_tx.send(server.serve(mcp_stdio::Transport::new(server_in, output)));
+        });
+    }
+    let listen = crate::support::request(
+        1000,
+        "subscriptions/listen",
+        json!({ "notifications": { "toolsListChanged": true } }),
+    );
+    let mut lines = vec![serde_json::to_string(&listen).unwrap()];
+    for id in 0..60 {
+        let call = call(id, "big", json!({ "size": 64 * 1024 }));
+        lines.push(serde_json::to_string(&call).unwrap());
+    }
+    for line in lines {
+        to_server.write_all(format!("{line}\n").as_bytes()).unwrap();
+    }
+    // Some replies are out (the reader is past the burst's start).
+    let deadline = Instant::now() + WAIT;
+    while replies(&read).0.len() < 3 {
+        assert!(Instant::now() < deadline, "no replies");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    server.stop_handle().stop();
+    let served = served.recv_timeout(Duration::from_secs(60));
+    drop(to_server);
+    let served = served.expect("serve returned within a minute");
+    let (ids, _) = replies(&read);
+    let mut expected: Vec<i64> = (0..60).collect();
+    expected.push(1000);
+    assert_eq!(ids, expected, "serve returned {served:?}");
+    served.unwrap();
+}
+
+/// Claim: a stop with a subscription open, pooled calls in flight and
+/// the reader waiting for room answers every request once to a client
+/// that reads slowly but everything.
+#[test]
+fn a_stop_answers_each_request_once_to_a_slow_reader_with_no_grace() {
+    let server = big_server(Duration::ZERO);
+    a_stop_answers_each_request_once_to_a_slow_reader(&server);
+}
+
+/// Claim: the same with one worker and a grace period of 100 ms.
+#[test]
+fn a_stop_answers_each_request_once_to_a_slow_reader_with_one_worker() {
+    let server = Server::builder("slow-client", "1.0.0")
+        .shutdown_grace(Duration::from_millis(100))
+        .workers(1)
+        .tool(
+            Tool::new("big", "Replies with `size` bytes."),
+            |_ctx, args: Value| {
+                let size = args["size"].as_u64().unwrap_or(0) as usize;
+                Ok(CallToolResult::text("x".repeat(size)))
+            },
+        )
+        .build();
+    a_stop_answers_each_request_once_to_a_slow_reader(&server);
+}
