@@ -448,7 +448,7 @@ fn a_stop_while_the_reader_waits_for_room_and_the_client_never_reads_ends_serve(
         panic!("{served:?}");
     };
     assert_eq!(e.kind(), std::io::ErrorKind::TimedOut, "{e}");
-    assert!(took < Duration::from_secs(3), "serve took {took:?}");
+    assert!(took < Duration::from_secs(6), "serve took {took:?}");
     writer_dropped
         .recv_timeout(WAIT)
         .expect("the writer was dropped once its write returned");

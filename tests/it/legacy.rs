@@ -2539,7 +2539,7 @@ fn an_ask_to_a_legacy_client_that_does_not_read_does_not_hold_serve() {
     drop(not_reading);
     let served = served.unwrap_or_else(|_| panic!("serve still waits after {took:?}"));
     assert!(
-        took < Duration::from_secs(3),
+        took < Duration::from_secs(6),
         "serve took {took:?}: {served:?}"
     );
 }

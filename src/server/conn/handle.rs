@@ -249,7 +249,7 @@ impl ConnHandle {
         drop(state);
         if let Some(patience) = gave_up {
             let took_nothing = format!(
-                "the client took none of the server's output for {patience:?} after the end of serving: its last replies were not sent"
+                "the client took none of the server's output for {patience:?} after the end of serving, and its last replies were not sent: a client must read the server's output until it ends"
             );
             return Err(Error::Io(std::io::Error::new(
                 std::io::ErrorKind::TimedOut,
@@ -549,11 +549,13 @@ impl Shared {
         // send must come back, or every writer after it would wait.
         let sent = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| detached.send()))
             .unwrap_or_else(|_| Err(std::io::Error::other("the output's writer panicked")));
-        let (more, _) = self.act_unsent(|conn| {
-            let more = conn.sent(detached, sent);
+        let ((more, orphan), _) = self.act_unsent(|conn| {
+            let (more, orphan) = conn.sent(detached, sent);
             conn.send_queued |= more;
-            more.then(|| Arc::clone(&conn.inner))
+            (more.then(|| Arc::clone(&conn.inner)), orphan)
         });
+        // A client given up on: its writer goes without the lock.
+        drop(orphan);
         if let Some(inner) = more {
             self.queue_send(&inner);
         }

@@ -350,13 +350,16 @@ impl Conn {
 
     /// A send of what was written is over (`handle`): the output takes its
     /// writer back, a failed send ends serving, and queued requests may
-    /// start. Returns whether more waits to be sent.
-    fn sent(&mut self, detached: Detached, sent: std::io::Result<()>) -> bool {
-        if self.output.attach(detached, sent) {
+    /// start. Returns whether more waits to be sent, and the writer of an
+    /// output closed meanwhile, to be dropped without the lock
+    /// ([`Output::attach`]).
+    fn sent(&mut self, detached: Detached, sent: std::io::Result<()>) -> (bool, Option<Writer>) {
+        let (failed, orphan) = self.output.attach(detached, sent);
+        if failed {
             self.fail();
         }
         self.start_queued();
-        self.output.waiting() > 0
+        (self.output.waiting() > 0, orphan)
     }
 
     /// Whether a pooled request read now may start at once: none waits in

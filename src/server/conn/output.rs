@@ -338,8 +338,10 @@ impl Output {
 
     /// The send of `detached` is over, with `sent`. Returns whether it is
     /// the send that failed (then what waits is dropped: the client is
-    /// gone).
-    pub fn attach(&mut self, detached: Detached, sent: io::Result<()>) -> bool {
+    /// gone), and the writer if the output was closed meanwhile (a client
+    /// given up on, `ConnHandle::shut_down`), for the caller to drop once
+    /// it let go of the lock: a writer's `Drop` may write (a `BufWriter`).
+    pub fn attach(&mut self, detached: Detached, sent: io::Result<()>) -> (bool, Option<Writer>) {
         self.sending = false;
         let Detached {
             writer,
@@ -348,11 +350,14 @@ impl Output {
             kinds,
             sent: _,
         } = detached;
-        // Closed while it was out (a client given up on,
-        // `ConnHandle::shut_down`): dropped here, the peer sees the end.
-        if !self.closed {
+        // Closed while it was out: the caller drops it, the peer sees the
+        // end.
+        let orphan = if self.closed {
+            Some(writer)
+        } else {
             self.writer = Some(writer);
-        }
+            None
+        };
         if self.queued.is_empty() {
             // Its (empty) list, kept for the next large line.
             self.queued = queued;
@@ -367,14 +372,15 @@ impl Output {
             lines = Out::with_capacity(BUFFER);
         }
         self.spare = lines;
-        match sent {
+        let failed = match sent {
             Err(e) if self.error.is_none() => {
                 self.error = Some(e);
                 self.drop_waiting();
                 true
             }
             _ => false,
-        }
+        };
+        (failed, orphan)
     }
 
     /// Closes the output: nothing more is written. Returns the writer, to
@@ -442,7 +448,7 @@ mod tests {
         output.write_line(LineKind::Message, line(b"next"));
         assert!(output.detach().is_none(), "one send at a time");
         let sent = detached.send();
-        assert!(!output.attach(detached, sent));
+        assert!(!output.attach(detached, sent).0);
         assert_eq!(flushed.all(), b"reply\n");
         let mut detached = output.detach().expect("what waited");
         let sent = detached.send();
@@ -582,7 +588,7 @@ mod tests {
         let mut detached = output.detach().unwrap();
         output.write_line(LineKind::Message, line(b"behind it"));
         let sent = detached.send();
-        assert!(output.attach(detached, sent), "this send failed");
+        assert!(output.attach(detached, sent).0, "this send failed");
         assert_eq!(output.waiting(), 0, "what waited is dropped");
         output.write_line(LineKind::Message, line(b"x"));
         assert!(output.detach().is_none(), "nothing after a failure");
