@@ -190,6 +190,7 @@ impl ConnHandle {
             };
         }
     }
+
     /// Whether the connection was shut down: nothing more is read.
     pub fn is_closed(&self) -> bool {
         self.0.closed.load(Ordering::Acquire)
