@@ -287,32 +287,37 @@ struct Seen {
 /// the fixed code too (145 of 150 once under load, 310 µs).
 const ROOM: usize = 40;
 
-/// Runs `scenario` until the quick handler returns with at least [`ROOM`]
-/// blocking calls still waiting for a thread (five tries), and checks that
-/// its reply did not wait for all of them: on `batch-sends` it waited for
-/// each to start a thread (9 ms).
+/// Runs `scenario` until one run shows the quick reply leaving before
+/// every blocking call had a thread, with at least [`ROOM`] of them still
+/// waiting when the quick handler returned (five tries). On `batch-sends`
+/// no run could: the reply waited for each of them to start a thread
+/// (9 ms). A run of the fixed code can look like it once in a while under
+/// load, when the test's thread is kept off the CPU between the reply and
+/// its look long enough for every call to start (CI, with a lane
+/// compiling beside four tests: 9.5 ms, 58 started at the return): so one
+/// run that shows it is the proof, not every run.
 fn with_room(scenario: impl Fn() -> Seen) {
+    let mut runs = Vec::new();
     for _ in 0..5 {
         let Seen {
             at_return,
             at_reply,
             after,
         } = scenario();
-        eprintln!(
+        let run = format!(
             "quick reply {after:?} after its handler returned; holds started: {at_return} when \
              it returned, {at_reply} of {HOLDS} when the reply came"
         );
-        if HOLDS - at_return < ROOM {
-            continue;
+        eprintln!("{run}");
+        if HOLDS - at_return >= ROOM && at_reply < HOLDS {
+            return;
         }
-        assert!(
-            at_reply < HOLDS,
-            "the quick reply left only once all {HOLDS} blocking calls had a thread ({after:?} \
-             after its handler returned)"
-        );
-        return;
+        runs.push(run);
     }
-    panic!("in five runs the quick handler never returned with {ROOM} blocking calls waiting");
+    panic!(
+        "in five runs the quick reply never left before all {HOLDS} blocking calls had a thread \
+         with {ROOM} of them waiting when it returned: {runs:#?}"
+    );
 }
 
 /// A server whose pooled `noisy` call sends a progress notification and
