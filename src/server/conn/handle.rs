@@ -127,7 +127,11 @@ impl ConnHandle {
     /// `sending` says (with [`Sending::Now`] it waits for at most the
     /// `write(2)` in progress and its own: see the module docs).
     pub fn act<T>(&self, sending: Sending, change: impl FnOnce(&mut Conn) -> T) -> T {
-        self.0.act(sending, change)
+        let (value, written) = self.act_unsent(change);
+        if let Some(written) = written {
+            self.send_as(sending, written);
+        }
+        value
     }
 
     /// [`ConnHandle::act`] without the send: for a caller that holds a lock
@@ -438,7 +442,7 @@ impl Shared {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// See [`ConnHandle::act`].
+    /// See [`ConnHandle::act`] (the same, for the connection's own traits).
     fn act<T>(&self, sending: Sending, change: impl FnOnce(&mut Conn) -> T) -> T {
         let (value, written) = self.act_unsent(change);
         if let Some(written) = written {
