@@ -21,8 +21,13 @@ use crate::support::{Peer, WAIT, call};
 /// A server whose tool `big` answers `bytes` bytes (64 KiB unless the
 /// arguments say) and counts its runs in `ran`.
 fn big_server(ran: &Arc<AtomicUsize>) -> Server {
+    big_server_with(Server::builder("backpressure", "1.0.0"), ran)
+}
+
+/// [`big_server`], built from `builder`.
+fn big_server_with(builder: mcp_stdio::ServerBuilder, ran: &Arc<AtomicUsize>) -> Server {
     let ran = Arc::clone(ran);
-    Server::builder("backpressure", "1.0.0")
+    builder
         .tool(
             Tool::new("big", "Answers `bytes` bytes."),
             move |_ctx, args: Value| {
@@ -52,6 +57,34 @@ fn wait_until_settled(ran: &AtomicUsize, least: usize) -> usize {
     }
 }
 
+/// Serves `server` to `output` on a thread of its own and writes 400 calls
+/// of `big` (64 KiB each) into its input; returns the input, still open,
+/// and where `serve`'s result arrives.
+fn serve_and_call_big(
+    server: &Server,
+    output: impl Write + Send + 'static,
+) -> (
+    Box<dyn Write + Send>,
+    crossbeam_channel::Receiver<Result<(), mcp_stdio::Error>>,
+) {
+    let (to_server, server_in) = mcp_stdio::memory_pipe();
+    let (served_tx, served) = crossbeam_channel::bounded(1);
+    {
+        let server = server.clone();
+        std::thread::spawn(move || {
+            let _ = served_tx.send(server.serve(Transport::new(server_in, output)));
+        });
+    }
+    let mut input: Box<dyn Write + Send> = Box::new(to_server);
+    for id in 0..400 {
+        let line = serde_json::to_string(&call(id, "big", json!({}))).unwrap();
+        input.write_all(line.as_bytes()).unwrap();
+        input.write_all(b"\n").unwrap();
+    }
+    input.flush().unwrap();
+    (input, served)
+}
+
 /// An output that takes nothing while `held` is locked, then fails every
 /// write: the client went away while the server's replies waited for it.
 struct GoesAway {
@@ -75,26 +108,12 @@ impl Write for GoesAway {
 fn a_client_that_goes_away_while_the_reader_waits_for_room_ends_serving() {
     let ran = Arc::new(AtomicUsize::new(0));
     let server = big_server(&ran);
-    let (to_server, server_in) = mcp_stdio::memory_pipe();
     let held = Arc::new(Mutex::new(()));
     let gone = held.lock().unwrap();
     let output = GoesAway {
         held: Arc::clone(&held),
     };
-    let (served_tx, served) = crossbeam_channel::bounded(1);
-    {
-        let server = server.clone();
-        std::thread::spawn(move || {
-            let _ = served_tx.send(server.serve(Transport::new(server_in, output)));
-        });
-    }
-    let mut input: Box<dyn Write + Send> = Box::new(to_server);
-    for id in 0..400 {
-        let line = serde_json::to_string(&call(id, "big", json!({}))).unwrap();
-        input.write_all(line.as_bytes()).unwrap();
-        input.write_all(b"\n").unwrap();
-    }
-    input.flush().unwrap();
+    let (input, served) = serve_and_call_big(&server, output);
     let answered = wait_until_settled(&ran, 17);
     assert!(answered < 400, "the reader never waited: {answered} ran");
     drop(gone);
@@ -401,20 +420,10 @@ impl Write for TakesNothing {
 #[test]
 fn a_stop_while_the_reader_waits_for_room_and_the_client_never_reads_ends_serve() {
     let ran = Arc::new(AtomicUsize::new(0));
-    let server = {
-        let ran = Arc::clone(&ran);
-        Server::builder("backpressure", "1.0.0")
-            .shutdown_grace(Duration::from_millis(100))
-            .tool(
-                Tool::new("big", "Answers 64 KiB."),
-                move |_ctx, _: Value| {
-                    ran.fetch_add(1, Ordering::AcqRel);
-                    Ok(CallToolResult::text("x".repeat(64 * 1024)))
-                },
-            )
-            .build()
-    };
-    let (to_server, server_in) = mcp_stdio::memory_pipe();
+    let server = big_server_with(
+        Server::builder("backpressure", "1.0.0").shutdown_grace(Duration::from_millis(100)),
+        &ran,
+    );
     let held = Arc::new(Mutex::new(()));
     let not_reading = held.lock().unwrap();
     let (dropped, writer_dropped) = crossbeam_channel::bounded(1);
@@ -422,20 +431,7 @@ fn a_stop_while_the_reader_waits_for_room_and_the_client_never_reads_ends_serve(
         held: Arc::clone(&held),
         dropped,
     };
-    let (served_tx, served) = crossbeam_channel::bounded(1);
-    {
-        let server = server.clone();
-        std::thread::spawn(move || {
-            let _ = served_tx.send(server.serve(Transport::new(server_in, output)));
-        });
-    }
-    let mut input: Box<dyn Write + Send> = Box::new(to_server);
-    for id in 0..400 {
-        let line = serde_json::to_string(&call(id, "big", json!({}))).unwrap();
-        input.write_all(line.as_bytes()).unwrap();
-        input.write_all(b"\n").unwrap();
-    }
-    input.flush().unwrap();
+    let (mut input, served) = serve_and_call_big(&server, output);
     let answered = wait_until_settled(&ran, 17);
     assert!(answered < 400, "the reader never waited: {answered} ran");
     let stopped = Instant::now();

@@ -231,15 +231,11 @@ fn two_connections_at_once_from_one_server() {
     remove(path);
 }
 
-#[test]
-fn a_client_that_stops_reading_does_not_hold_up_another_connection() {
-    // A reply's send waits for its client (the backpressure); a worker
-    // held there must not be what another connection's requests wait
-    // for. One warm worker, a reply larger than the socket takes, a
-    // client that never reads it.
+/// `builder` with a pooled tool `big` (a 4 MiB reply, larger than a
+/// socket takes in a `write(2)`) and a pooled echo `pecho`.
+fn big_and_echo(builder: mcp_stdio::ServerBuilder) -> Server {
     let big = "x".repeat(4 << 20);
-    let server = Server::builder("stuck-reader", "1.0.0")
-        .workers(1)
+    builder
         .tool(Tool::new("big", "A 4 MiB reply."), move |_ctx, _: Value| {
             Ok(CallToolResult::text(big.clone()))
         })
@@ -248,7 +244,16 @@ fn a_client_that_stops_reading_does_not_hold_up_another_connection() {
                 args["text"].as_str().unwrap_or("").to_owned(),
             ))
         })
-        .build();
+        .build()
+}
+
+#[test]
+fn a_client_that_stops_reading_does_not_hold_up_another_connection() {
+    // A reply's send waits for its client (the backpressure); a worker
+    // held there must not be what another connection's requests wait
+    // for. One warm worker, a reply larger than the socket takes, a
+    // client that never reads it.
+    let server = big_and_echo(Server::builder("stuck-reader", "1.0.0").workers(1));
     let path = SocketPath::new("stuck");
     let listener = UnixListener::bind(&path.0).expect("bind");
     let handles = accept_and_serve(listener, &server, 2);
@@ -345,18 +350,9 @@ fn threads() -> usize {
 /// reads end of file).
 #[test]
 fn a_client_given_up_on_sees_the_end_once_it_reads_and_holds_up_no_other_connection() {
-    let big = "x".repeat(4 << 20);
-    let server = Server::builder("given-up", "1.0.0")
-        .shutdown_grace(std::time::Duration::from_millis(100))
-        .tool(Tool::new("big", "A 4 MiB reply."), move |_ctx, _: Value| {
-            Ok(CallToolResult::text(big.clone()))
-        })
-        .tool(Tool::new("pecho", "Pooled echo."), |_ctx, args: Value| {
-            Ok(CallToolResult::text(
-                args["text"].as_str().unwrap_or("").to_owned(),
-            ))
-        })
-        .build();
+    let server = big_and_echo(
+        Server::builder("given-up", "1.0.0").shutdown_grace(std::time::Duration::from_millis(100)),
+    );
     let path = SocketPath::new("given-up");
     let listener = UnixListener::bind(&path.0).expect("bind");
     let handles = accept_and_serve(listener, &server, 2);
