@@ -331,3 +331,73 @@ fn the_end_of_input_ends_serve_while_the_client_never_reads() {
     assert!(took < Duration::from_secs(6), "serve took {took:?}");
     assert!(served.is_err(), "{served:?}");
 }
+
+/// Claim (core review 8): a thread that waits for another's `write(2)` to
+/// send its own lines is let go once the shutdown gives the client up:
+/// its lines were dropped with the output. Here the reader is in a
+/// `write(2)` the client never takes (an inline reply), a pooled handler's
+/// progress waits behind it, and a stop gives the client up; the handler
+/// waited for ever (until the client read), its pool thread with it.
+#[test]
+fn a_handler_waiting_behind_a_send_given_up_on_at_shutdown_is_let_go() {
+    let (gate_tx, gate) = crossbeam_channel::bounded::<()>(1);
+    let (notified_tx, notified) = crossbeam_channel::bounded::<()>(1);
+    let server = Server::builder("stuck", "1.0.0")
+        .shutdown_grace(Duration::from_millis(100))
+        .inline_tool(
+            mcp_stdio::types::Tool::new("quick", "Answers on the reader."),
+            |_ctx, _: serde_json::Value| Ok(mcp_stdio::types::CallToolResult::text("quick")),
+        )
+        .tool(
+            mcp_stdio::types::Tool::new("progress", "Reports progress when let go."),
+            move |ctx, _: serde_json::Value| {
+                let _ = gate.recv();
+                ctx.progress(1.0, None, Some("half way"));
+                let _ = notified_tx.send(());
+                Ok(mcp_stdio::types::CallToolResult::text("done"))
+            },
+        )
+        .build();
+    let never = Arc::new(Mutex::new(()));
+    let held = never.lock().unwrap();
+    let (entered, in_write) = crossbeam_channel::unbounded();
+    let output = NeverRead {
+        entered,
+        never: Arc::clone(&never),
+    };
+    let (mut to_server, server_in) = mcp_stdio::memory_pipe();
+    let (served_tx, served) = crossbeam_channel::bounded(1);
+    {
+        let server = server.clone();
+        std::thread::spawn(move || {
+            let _ = served_tx.send(server.serve(mcp_stdio::Transport::new(server_in, output)));
+        });
+    }
+    let mut pooled = call(2, "progress", json!({}));
+    pooled["params"]["_meta"]["progressToken"] = json!("p");
+    let lines = format!(
+        "{}\n{}\n",
+        serde_json::to_string(&call(1, "quick", json!({}))).unwrap(),
+        serde_json::to_string(&pooled).unwrap()
+    );
+    std::io::Write::write_all(&mut to_server, lines.as_bytes()).unwrap();
+    // The reader sends the inline reply before it reads again: the only
+    // write, and it never ends.
+    in_write
+        .recv_timeout(crate::support::WAIT)
+        .expect("the inline reply's write began");
+    // The handler's progress now waits behind that write.
+    gate_tx.send(()).unwrap();
+    server.stop_handle().stop();
+    let served = served.recv_timeout(crate::support::WAIT);
+    let let_go = notified.recv_timeout(Duration::from_secs(5));
+    drop(held);
+    let Ok(Err(mcp_stdio::Error::Io(e))) = served else {
+        panic!("{served:?}");
+    };
+    assert_eq!(e.kind(), std::io::ErrorKind::TimedOut, "{e}");
+    assert!(
+        let_go.is_ok(),
+        "the handler still waits to send its progress after serve gave the client up"
+    );
+}
