@@ -248,6 +248,9 @@ impl ConnHandle {
         shared.closed.store(true, Ordering::Release);
         let (writer, error) = state.output.close();
         drop(state);
+        // What the writers waiting for a send given up on wrote was dropped
+        // with the output: they wait no more (`Shared::send_written`).
+        shared.changed.notify_all();
         if let Some(patience) = gave_up {
             let took_nothing = format!(
                 "the client took none of the server's output for {patience:?} after the end of serving, and its last replies were not sent: a client must read the server's output until it ends"
