@@ -552,3 +552,57 @@ fn writers_behind_a_failed_send(round: usize) {
     assert!(rest.is_empty());
     res.expect("a broken pipe ends serving as end of input does");
 }
+
+/// Claim (core review 8): a client that subscribes and then never reads
+/// holds up no other connection. Here a tool of another connection
+/// publishes a list change: its handler wrote the event into the stalled
+/// connection's output and waited there for a client that never reads, so
+/// the other connection got neither the event nor the tool's reply.
+#[test]
+#[ignore = "open finding of core review 8: a publisher waits for ever on a client that never reads"]
+fn a_client_that_never_reads_holds_up_no_other_connections_publish() {
+    let server = Server::builder("publish", "1.0.0")
+        .tool(
+            Tool::new("change", "Publishes a tool list change."),
+            |ctx, _: Value| {
+                ctx.notifier().tools_list_changed();
+                Ok(CallToolResult::text("changed"))
+            },
+        )
+        .build();
+    let listen = |id: &str| {
+        request(
+            id,
+            "subscriptions/listen",
+            json!({ "notifications": { "toolsListChanged": true } }),
+        )
+    };
+    let (mut stalled, held) = Peer::start_stalling(&server);
+    stalled.send(&listen("x"));
+    assert_eq!(
+        stalled.recv()["method"],
+        json!("notifications/subscriptions/acknowledged")
+    );
+    let mut other = Peer::start(&server);
+    other.send(&listen("y"));
+    assert_eq!(
+        other.recv()["method"],
+        json!("notifications/subscriptions/acknowledged")
+    );
+    // The first client stops reading, for good.
+    let not_reading = held.lock().unwrap();
+    other.send(&call(1, "change", json!({})));
+    let got: Vec<Value> = std::iter::from_fn(|| other.try_recv(WAIT))
+        .take(2)
+        .collect();
+    drop(not_reading);
+    assert_eq!(
+        got.len(),
+        2,
+        "the other connection got {got:?}, not its event and its reply, within 10 s"
+    );
+    let (_, res) = stalled.finish();
+    res.unwrap();
+    let (_, res) = other.finish();
+    res.unwrap();
+}
