@@ -267,13 +267,26 @@ impl std::io::Write for NeverRead {
 fn end_while_the_client_never_reads(
     end: impl FnOnce(&Server, Box<dyn std::io::Write + Send>),
 ) -> (Duration, Result<(), mcp_stdio::Error>) {
-    let server = Server::builder("stuck", "1.0.0")
-        .shutdown_grace(Duration::from_millis(100))
-        .tool(
-            mcp_stdio::types::Tool::new("hello", "Says hello."),
-            |_ctx, _: serde_json::Value| Ok(mcp_stdio::types::CallToolResult::text("hello")),
-        )
-        .build();
+    end_while_the_client_never_reads_a_reply(false, end)
+}
+
+/// [`end_while_the_client_never_reads`], the call's tool an inline one
+/// (its reply in a `write(2)` of the reader) if `inline`.
+fn end_while_the_client_never_reads_a_reply(
+    inline: bool,
+    end: impl FnOnce(&Server, Box<dyn std::io::Write + Send>),
+) -> (Duration, Result<(), mcp_stdio::Error>) {
+    let tool = mcp_stdio::types::Tool::new("hello", "Says hello.");
+    let hello = |_ctx: &mcp_stdio::RequestContext, _: serde_json::Value| {
+        Ok(mcp_stdio::types::CallToolResult::text("hello"))
+    };
+    let builder = Server::builder("stuck", "1.0.0").shutdown_grace(Duration::from_millis(100));
+    let server = if inline {
+        builder.inline_tool(tool, hello)
+    } else {
+        builder.tool(tool, hello)
+    }
+    .build();
     let never = Arc::new(Mutex::new(()));
     let held = never.lock().unwrap();
     let (entered, in_write) = crossbeam_channel::unbounded();
@@ -400,4 +413,17 @@ fn a_handler_waiting_behind_a_send_given_up_on_at_shutdown_is_let_go() {
         let_go.is_ok(),
         "the handler still waits to send its progress after serve gave the client up"
     );
+}
+
+/// Claim (core review 8): the same when the reply the client never takes
+/// is an inline tool's, in a `write(2)` of the reader. The reader sends
+/// what it holds before it reads again, so it never reads the end of
+/// input, and `serve`, which learns of it only from the reader, waited
+/// for ever.
+#[test]
+#[ignore = "open finding of core review 8: the reader, in a write(2) the client never takes, never reads the end of input"]
+fn the_end_of_input_ends_serve_while_the_client_never_reads_an_inline_reply() {
+    let (took, served) = end_while_the_client_never_reads_a_reply(true, |_, input| drop(input));
+    assert!(took < Duration::from_secs(6), "serve took {took:?}");
+    assert!(served.is_err(), "{served:?}");
 }
