@@ -459,3 +459,37 @@ fn a_stop_while_the_reader_waits_for_room_and_the_client_never_reads_ends_serve(
         std::thread::sleep(Duration::from_millis(10));
     }
 }
+
+/// Claim (core review 8): the same at the end of input instead of a stop.
+/// The reader waits for room, sending itself, in a `write(2)` the client
+/// never takes: it never reads the end of input, and `serve` waited for
+/// ever (the same root as
+/// `shutdown::the_end_of_input_ends_serve_while_the_client_never_reads_an_inline_reply`).
+#[test]
+#[ignore = "open finding of core review 8: a reader waiting for room never reads the end of input"]
+fn the_end_of_input_while_the_reader_waits_for_room_and_the_client_never_reads_ends_serve() {
+    let ran = Arc::new(AtomicUsize::new(0));
+    let server = big_server_with(
+        Server::builder("backpressure", "1.0.0").shutdown_grace(Duration::from_millis(100)),
+        &ran,
+    );
+    let held = Arc::new(Mutex::new(()));
+    let not_reading = held.lock().unwrap();
+    let (dropped, _writer_dropped) = crossbeam_channel::bounded(1);
+    let output = TakesNothing {
+        held: Arc::clone(&held),
+        dropped,
+    };
+    let (input, served) = serve_and_call_big(&server, output);
+    let answered = wait_until_settled(&ran, 17);
+    assert!(answered < 400, "the reader never waited: {answered} ran");
+    let ended = Instant::now();
+    drop(input);
+    let served = served.recv_timeout(WAIT);
+    let took = ended.elapsed();
+    drop(not_reading);
+    assert!(
+        served.is_ok(),
+        "serve still waits {took:?} after the end of input"
+    );
+}
