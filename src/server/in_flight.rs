@@ -206,3 +206,39 @@ impl InFlight {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn job() -> Job {
+        Box::new(|_| {})
+    }
+
+    /// Claim (core review 8): a client that sends a call and its
+    /// cancellation, again and again, while every slot is held, leaves
+    /// nothing behind: the queue for slots kept an entry (with a copy of
+    /// the id, up to the maximum line length) for each cancelled request
+    /// until a slot freed, without counting it against `queue_limit`: a
+    /// client that never reads grew the server's memory without bound.
+    #[test]
+    fn cancelled_queued_requests_leave_nothing_behind_while_no_slot_frees() {
+        let mut in_flight = InFlight::default();
+        let seq = in_flight.new_seq();
+        let token = CancelToken::new();
+        in_flight.insert(RequestId::Number(0), seq, token, Stage::Running);
+        let id = RequestId::String("x".repeat(1000));
+        for _ in 0..10_000 {
+            assert!(!in_flight.has_slot(1));
+            let seq = in_flight.new_seq();
+            let stage = Stage::Queued(job(), 1100);
+            in_flight.insert(id.clone(), seq, CancelToken::new(), stage);
+            assert!(in_flight.remove(&id).is_some());
+        }
+        assert!(
+            in_flight.queue.len() <= 64,
+            "{} cancelled requests still queued, their ids with them",
+            in_flight.queue.len()
+        );
+    }
+}
