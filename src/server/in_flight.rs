@@ -100,7 +100,27 @@ impl InFlight {
     pub fn remove(&mut self, id: &RequestId) -> Option<Entry> {
         let entry = self.map.remove(id)?;
         self.count(&entry.stage, false);
+        if matches!(entry.stage, Stage::Queued(..)) {
+            self.forget_cancelled();
+        }
         Some(entry)
+    }
+
+    /// Drops the queue's places of requests cancelled while they waited,
+    /// once they outnumber the requests that wait: else a client that
+    /// sends a call and its cancellation again and again while every slot
+    /// is held grows the queue (each place with a copy of its id) without
+    /// bound, none of it counted against `queue_limit`. Amortized, each
+    /// place is looked at a constant number of times.
+    fn forget_cancelled(&mut self) {
+        if self.queue.len() <= 2 * self.queued + 16 {
+            return;
+        }
+        let map = &self.map;
+        self.queue.retain(|(id, seq)| {
+            map.get(id)
+                .is_some_and(|e| e.seq == *seq && matches!(e.stage, Stage::Queued(..)))
+        });
     }
 
     /// Every request, taken out, for shutdown.
