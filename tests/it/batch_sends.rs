@@ -383,3 +383,62 @@ fn a_pipelined_burst_keeps_its_order_and_every_reply_through_end_of_input() {
         assert_eq!(replies, vec![1; 64], "round {round}: one reply each");
     }
 }
+
+/// Claim (core review 8): nothing of a pipelined burst waits for the next
+/// line. Each round writes pooled and inline calls mixed with lines that
+/// get no reply (a cancellation of no request, a blank line, a line of
+/// spaces, a bare `\r`), then nothing more, its input left open; every
+/// call's reply arrives all the same. With one worker and with the
+/// default pool, on one connection and on two at once.
+#[test]
+fn every_reply_of_a_burst_followed_by_silence_arrives() {
+    for workers in [1, 8] {
+        let server = Server::builder("burst-silence", "1.0.0")
+            .workers(workers)
+            .tool(Tool::new("pooled", "Pooled."), |_ctx, _: Value| {
+                Ok(CallToolResult::text("pooled"))
+            })
+            .inline_tool(Tool::new("inline", "Inline."), |_ctx, _: Value| {
+                Ok(CallToolResult::text("inline"))
+            })
+            .build();
+        let peers: Vec<Peer> = (0..2).map(|_| Peer::start(&server)).collect();
+        let rounds: Vec<_> = peers
+            .into_iter()
+            .map(|mut peer| {
+                std::thread::spawn(move || {
+                    for round in 0..200u64 {
+                        let mut burst = Vec::new();
+                        let size = 1 + round % 7;
+                        for i in 0..size {
+                            let tool = if (round + i) % 3 == 0 { "inline" } else { "pooled" };
+                            let id = round * 100 + i;
+                            burst.extend(serde_json::to_vec(&call(id, tool, json!({}))).unwrap());
+                            burst.extend(match (round + i) % 4 {
+                                0 => &b"\n"[..],
+                                1 => b"\r\n\n",
+                                2 => b"\n   \n",
+                                _ => b"\n{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":\"none\"}}\n",
+                            });
+                        }
+                        peer.write_raw(&burst);
+                        let mut seen = Vec::new();
+                        for _ in 0..size {
+                            let reply = peer.try_recv(WAIT).unwrap_or_else(|| {
+                                panic!("round {round}: only {seen:?} of {size} replies arrived, the input open and silent")
+                            });
+                            seen.push(reply["id"].as_u64().unwrap());
+                        }
+                        seen.sort_unstable();
+                        let want: Vec<u64> = (0..size).map(|i| round * 100 + i).collect();
+                        assert_eq!(seen, want, "round {round}");
+                    }
+                    peer.finish_quietly();
+                })
+            })
+            .collect();
+        for round in rounds {
+            round.join().unwrap();
+        }
+    }
+}
