@@ -427,3 +427,50 @@ fn the_end_of_input_ends_serve_while_the_client_never_reads_an_inline_reply() {
     assert!(took < Duration::from_secs(6), "serve took {took:?}");
     assert!(served.is_err(), "{served:?}");
 }
+
+/// Claim (core review 8): a stop from inside an inline handler, with a
+/// call pipelined behind it and the input left open, answers the inline
+/// call, answers the other at most once (`-32603`, if the reader gets to
+/// it before the output closes), and ends serving.
+#[test]
+fn a_stop_from_an_inline_handler_answers_each_call_once_and_ends_serving() {
+    let server = Server::builder("halt", "1.0.0")
+        .shutdown_grace(Duration::from_millis(100))
+        .inline_tool(
+            mcp_stdio::types::Tool::new("halt", "Stops the server."),
+            |ctx, _: serde_json::Value| {
+                ctx.server().stop_handle().stop();
+                Ok(mcp_stdio::types::CallToolResult::text("halted"))
+            },
+        )
+        .tool(
+            mcp_stdio::types::Tool::new("hello", "Says hello."),
+            |_ctx, _: serde_json::Value| Ok(mcp_stdio::types::CallToolResult::text("hello")),
+        )
+        .build();
+    let mut peer = Peer::start(&server);
+    let burst = format!(
+        "{}\n{}\n",
+        serde_json::to_string(&call(1, "halt", json!({}))).unwrap(),
+        serde_json::to_string(&call(2, "hello", json!({}))).unwrap()
+    );
+    peer.write_raw(burst.as_bytes());
+    let lines = peer
+        .wait_output_closed(crate::support::WAIT)
+        .expect("the output closed after the stop");
+    let replies: Vec<serde_json::Value> = lines
+        .iter()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    assert_eq!(replies[0], text_result(&peer, 1, "halted"));
+    // The call read after the stop is refused, unless the output closed
+    // first: then, like a line still in the pipe, it is never read.
+    assert!(replies.len() <= 2, "{replies:?}");
+    if let Some(refused) = replies.get(1) {
+        assert_eq!(refused["id"], json!(2));
+        assert_eq!(refused["error"]["code"], json!(-32603), "{replies:?}");
+    }
+    let (rest, res) = peer.finish();
+    assert!(rest.is_empty());
+    res.unwrap();
+}
