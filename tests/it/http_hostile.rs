@@ -1212,3 +1212,96 @@ fn a_param_header_sent_once_with_underscores_is_compared_too() {
         passed.join("\n")
     );
 }
+
+/// Review http8 (`mirror::param_fields_once`): 2026-07-28 server/tools
+/// lets an `x-mcp-header` be any `1*tchar`, `_` included, and a
+/// conforming client then sends `Mcp-Param-{name}` spelled as marked. A
+/// tool that marks its argument `Region_Code` (and no `Region-Code`) is
+/// called with `Mcp-Param-Region_Code`, exactly as the spec builds it: it
+/// must be served. On main it is refused `-32020` ("spelled with a `_`"),
+/// so such a tool can never be called over HTTP.
+#[test]
+fn a_tool_whose_header_mark_holds_an_underscore_can_be_called() {
+    let tool = Tool::new("geo", "Names a region.").input_schema(json!({
+        "type": "object",
+        "properties": {
+            "region_code": { "type": "string", "x-mcp-header": "Region_Code" }
+        }
+    }));
+    let server = crate::everything::build_with(|builder| {
+        builder.tool(tool, |_ctx, args: Value| {
+            Ok(CallToolResult::text(
+                args["region_code"].as_str().unwrap_or(""),
+            ))
+        })
+    });
+    let http = start(server, HttpOptions::new());
+    let call = body(
+        50,
+        "tools/call",
+        json!({ "name": "geo", "arguments": { "region_code": "eu" } }),
+    );
+    let mut headers = mirrored("tools/call", Some("geo"));
+    headers.push(("Mcp-Param-Region_Code".into(), "eu".into()));
+    let response = post(http.addr, &headers, &call);
+    assert_eq!(status(&response), 200, "{response}");
+    assert_eq!(json_body(&response)["result"]["content"][0]["text"], "eu");
+}
+
+/// Sends a modern `subscriptions/listen` on a new connection and reads
+/// until its acknowledgment: from then on the client reads nothing.
+fn listen_and_stop_reading(addr: std::net::SocketAddr, id: i64) -> TcpStream {
+    let listen = body(
+        id,
+        "subscriptions/listen",
+        json!({ "notifications": { "toolsListChanged": true } }),
+    );
+    let mut request = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Length: {}\r\n",
+        listen.len()
+    );
+    for (name, value) in mirrored("subscriptions/listen", None) {
+        request.push_str(&format!("{name}: {value}\r\n"));
+    }
+    request.push_str("\r\n");
+    request.push_str(&listen);
+    let mut socket = TcpStream::connect(addr).unwrap();
+    socket.set_read_timeout(Some(WAIT)).unwrap();
+    std::io::Write::write_all(&mut socket, request.as_bytes()).unwrap();
+    let mut seen = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !String::from_utf8_lossy(&seen).contains("acknowledged") {
+        let n = socket.read(&mut buf).unwrap();
+        assert!(n > 0, "the listen ended early");
+        seen.extend_from_slice(&buf[..n]);
+    }
+    socket
+}
+
+/// Review http8 (`open::State::gives_way`): a stuck stream reader must not
+/// lock other clients out. Here `max_connections(2)` and two clients that
+/// each open a `subscriptions/listen`, read its acknowledgment and then
+/// nothing more, keeping their sockets open. On main a third client's
+/// `tools/list` is answered `503` for as long as they like: a legacy GET
+/// stream gives way at the cap, a listen, its modern equivalent, never
+/// did, and a keep-alive comment every 15 s fills no socket buffer for
+/// hours, so the write timeout never cuts them. At the default cap, 64
+/// such sockets shut the server for good.
+#[test]
+fn listens_whose_clients_stopped_reading_do_not_lock_out_a_new_client() {
+    let http = start(
+        crate::everything::build(),
+        HttpOptions::new().max_connections(2),
+    );
+    let _held: Vec<TcpStream> = (0..2)
+        .map(|i| listen_and_stop_reading(http.addr, 60 + i))
+        .collect();
+    let list = body(62, "tools/list", json!({}));
+    let response = post(http.addr, &mirrored("tools/list", None), &list);
+    assert_eq!(
+        status(&response),
+        200,
+        "a fresh client was turned away: {}",
+        response.lines().next().unwrap_or("")
+    );
+}
