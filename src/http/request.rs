@@ -556,6 +556,37 @@ mod tests {
         assert!(read("").unwrap().is_none(), "a quiet end");
     }
 
+    /// Review http8: RFC 9112 section 2.2 lets a recipient take a bare LF
+    /// for the end of the start line or a field line, not of a chunked
+    /// body's framing (section 7.1: `chunk-size [ chunk-ext ] CRLF`, the
+    /// data then `CRLF`, the trailer's lines `CRLF`). A proxy in front
+    /// that reads a bare LF in a chunk line as part of its extension (as
+    /// the RFC's grammar does) ends the body elsewhere than this server,
+    /// which read it as the line's end: the "funky chunks" request
+    /// smuggling. Each of these is refused (`400`); on main each was read.
+    #[test]
+    fn a_chunked_bodys_framing_takes_crlf_alone() {
+        let head = "POST /mcp HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n";
+        let mut read_whole = Vec::new();
+        for framing in [
+            "2\nhe\r\n0\r\n\r\n",
+            "2;x\nhe\r\n0\r\n\r\n",
+            "2\r\nhe\n0\r\n\r\n",
+            "2\r\nhe\r\n0\n\r\n",
+            "2\r\nhe\r\n0\r\n\n",
+        ] {
+            if let Ok(Some(_)) = read(&format!("{head}{framing}")) {
+                read_whole.push(framing.escape_debug().to_string());
+            }
+        }
+        assert!(
+            read_whole.is_empty(),
+            "chunk framing with a bare LF was read: {read_whole:?}"
+        );
+        let crlf = read(&format!("{head}2\r\nhe\r\n0\r\n\r\n"));
+        assert_eq!(crlf.unwrap().unwrap().body, b"he");
+    }
+
     #[test]
     fn each_header_field_costs_the_head_limit_more_than_its_bytes() {
         // 40 fields of 3 bytes: 120 bytes, but past 256 with their cost.
