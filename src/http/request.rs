@@ -8,8 +8,9 @@
 //! Strict where RFC 9112 allows a choice: obsolete line folding, a space
 //! before a field's colon, control characters in a value, `Content-Length`
 //! and `Transfer-Encoding` together, and a transfer coding other than
-//! `chunked` are all refused. Bare LF line endings are accepted, as RFC
-//! 9112 section 2.2 allows.
+//! `chunked` are all refused. Bare LF line endings are accepted in the
+//! head, as RFC 9112 section 2.2 allows, not in a chunked body's framing
+//! or trailer (section 7.1: CRLF).
 
 use std::io::{self, BufRead};
 
@@ -336,7 +337,7 @@ fn read_line(
     line: &mut Vec<u8>,
     budget: &mut usize,
 ) -> Result<usize, HttpError> {
-    read_line_within(input, line, budget, || {
+    read_line_within(input, line, budget, Ending::Lf, || {
         HttpError::Status(
             431,
             "the request line or header fields are larger than this server accepts".into(),
@@ -344,12 +345,26 @@ fn read_line(
     })
 }
 
-/// [`read_line`], answering `too_long()` when the line would take more
-/// than `budget`.
+/// How a line may end.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Ending {
+    /// CRLF or a bare LF: the start line and the header fields (RFC 9112
+    /// section 2.2 lets a recipient take a bare LF there).
+    Lf,
+    /// CRLF alone: a chunked body's framing and its trailer (RFC 9112
+    /// section 7.1). A bare LF there is refused: a proxy in front that
+    /// reads it as part of a chunk's extension would end the body
+    /// elsewhere than this server (request smuggling).
+    Crlf,
+}
+
+/// [`read_line`], the line ending as `ending` allows, answering
+/// `too_long()` when the line would take more than `budget`.
 fn read_line_within(
     input: &mut dyn BufRead,
     line: &mut Vec<u8>,
     budget: &mut usize,
+    ending: Ending,
     too_long: impl Fn() -> HttpError,
 ) -> Result<usize, HttpError> {
     line.clear();
@@ -384,6 +399,10 @@ fn read_line_within(
             line.pop();
             if line.last() == Some(&b'\r') {
                 line.pop();
+            } else if ending == Ending::Crlf {
+                return Err(bad(
+                    "a line of the chunked body's framing ends in a bare LF: end it with CRLF",
+                ));
             }
             if line.contains(&b'\r') {
                 return Err(bad("a bare carriage return in the request's head"));
@@ -460,7 +479,13 @@ fn read_chunked(
     // The trailer: fields until an empty line, ignored.
     let mut budget = limits.max_head_bytes;
     loop {
-        if read_line(input, &mut line, &mut budget)? == 0 {
+        let read = read_line_within(input, &mut line, &mut budget, Ending::Crlf, || {
+            HttpError::Status(
+                431,
+                "the request line or header fields are larger than this server accepts".into(),
+            )
+        })?;
+        if read == 0 {
             return Err(HttpError::Io(io::ErrorKind::UnexpectedEof.into()));
         }
         if line.is_empty() {
@@ -478,7 +503,7 @@ fn chunk_line(
     limits: &Limits,
 ) -> Result<usize, HttpError> {
     let mut budget = (*framing).min(limits.max_head_bytes);
-    let read = read_line_within(input, line, &mut budget, || {
+    let read = read_line_within(input, line, &mut budget, Ending::Crlf, || {
         if *framing >= limits.max_head_bytes {
             bad(format!(
                 "a chunk size line is longer than {} bytes",
