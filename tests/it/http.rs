@@ -583,7 +583,7 @@ fn a_slow_header_is_408_and_one_connection_too_many_is_503() {
             .header_timeout(Duration::from_millis(200))
             .max_connections(1),
     );
-    // While a request is served on the only connection (a listen, until
+    // While a request is served on the only connection (a `slow` call, until
     // its client closes it), another is turned away.
     let busy = hold_serving(http.addr);
     let refused = raw(http.addr, b"POST /mcp HTTP/1.1\r\n\r\n");
@@ -615,33 +615,24 @@ fn a_slow_header_is_408_and_one_connection_too_many_is_503() {
 }
 
 /// A connection serving a request, which it goes on serving until the
-/// socket is dropped: a `subscriptions/listen`, read to its
-/// acknowledgment. At the cap it never gives way.
+/// socket is dropped (a close cancels it): a `slow` call of ten minutes,
+/// its request sent whole. At the cap it never gives way: its request came
+/// whole, and its client is still there. (Not a listen: a listen is a
+/// stream, which gives way at the cap as a legacy GET stream does.)
 pub(crate) fn hold_serving(addr: SocketAddr) -> TcpStream {
-    let listen = body(
+    let call = body(
         90,
-        "subscriptions/listen",
-        json!({ "notifications": { "toolsListChanged": true } }),
+        "tools/call",
+        json!({ "name": "slow", "arguments": { "ms": 600_000 } }),
     );
     let mut socket = TcpStream::connect(addr).unwrap();
     socket.set_read_timeout(Some(WAIT)).unwrap();
     write_post(
         &mut socket,
         addr,
-        &mirrored("subscriptions/listen", None),
-        &listen,
+        &mirrored("tools/call", Some("slow")),
+        &call,
     );
-    let mut seen = Vec::new();
-    let mut buf = [0u8; 4096];
-    while !String::from_utf8_lossy(&seen).contains("acknowledged") {
-        let n = socket.read(&mut buf).unwrap();
-        assert!(
-            n > 0,
-            "the listen ended: {}",
-            String::from_utf8_lossy(&seen)
-        );
-        seen.extend_from_slice(&buf[..n]);
-    }
     socket
 }
 

@@ -748,7 +748,7 @@ fn connections_trickling_their_request_give_way_to_fresh_clients_at_the_cap() {
 /// connection can be chosen: its thread then returns without a word and
 /// the request is lost (for a POST, which a client must not retry on its
 /// own). Here, at a cap of 2 (one place held by a request being served, a
-/// listen: since the fix a request still being read gives way), a
+/// `slow` call: since the fix a request still being read gives way), a
 /// kept-alive client sends its next request while a new
 /// connection arrives, 200 times: every request sent must be answered.
 #[test]
@@ -823,7 +823,7 @@ fn a_kept_alive_request_is_answered_when_a_new_connection_arrives_at_the_cap() {
 /// close (`busy`, `close_gently`): one thread for the whole listener, so a
 /// peer that connects and says nothing costs it 20 ms, and 50 such
 /// connections a second keep everyone else waiting in the backlog. Here,
-/// at a cap of 1 held by a request being served (a listen: since the fix
+/// at a cap of 1 held by a request being served (a `slow` call: since the fix
 /// a request still being read gives way), 100 silent connections queue
 /// ahead of one more client: its `503` should come in
 /// well under a second (the refusals cost about nothing each); it took
@@ -1210,5 +1210,186 @@ fn a_param_header_sent_once_with_underscores_is_compared_too() {
         passed.is_empty(),
         "an Mcp-Param-Region in another spelling, with no region in the body, was not refused:\n{}",
         passed.join("\n")
+    );
+}
+
+/// Review http8 (`mirror::param_fields_once`): 2026-07-28 server/tools
+/// lets an `x-mcp-header` be any `1*tchar`, `_` included, and a
+/// conforming client then sends `Mcp-Param-{name}` spelled as marked. A
+/// tool that marks its argument `Region_Code` (and no `Region-Code`) is
+/// called with `Mcp-Param-Region_Code`, exactly as the spec builds it: it
+/// must be served. On main it is refused `-32020` ("spelled with a `_`"),
+/// so such a tool can never be called over HTTP.
+#[test]
+fn a_tool_whose_header_mark_holds_an_underscore_can_be_called() {
+    let tool = Tool::new("geo", "Names a region.").input_schema(json!({
+        "type": "object",
+        "properties": {
+            "region_code": { "type": "string", "x-mcp-header": "Region_Code" }
+        }
+    }));
+    let server = crate::everything::build_with(|builder| {
+        builder.tool(tool, |_ctx, args: Value| {
+            Ok(CallToolResult::text(
+                args["region_code"].as_str().unwrap_or(""),
+            ))
+        })
+    });
+    let http = start(server, HttpOptions::new());
+    let call = body(
+        50,
+        "tools/call",
+        json!({ "name": "geo", "arguments": { "region_code": "eu" } }),
+    );
+    let mut headers = mirrored("tools/call", Some("geo"));
+    headers.push(("Mcp-Param-Region_Code".into(), "eu".into()));
+    let response = post(http.addr, &headers, &call);
+    assert_eq!(status(&response), 200, "{response}");
+    assert_eq!(json_body(&response)["result"]["content"][0]["text"], "eu");
+}
+
+/// Sends a modern `subscriptions/listen` on a new connection and reads
+/// until its acknowledgment: from then on the client reads nothing.
+fn listen_and_stop_reading(addr: std::net::SocketAddr, id: i64) -> TcpStream {
+    let listen = body(
+        id,
+        "subscriptions/listen",
+        json!({ "notifications": { "toolsListChanged": true } }),
+    );
+    let mut request = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Length: {}\r\n",
+        listen.len()
+    );
+    for (name, value) in mirrored("subscriptions/listen", None) {
+        request.push_str(&format!("{name}: {value}\r\n"));
+    }
+    request.push_str("\r\n");
+    request.push_str(&listen);
+    let mut socket = TcpStream::connect(addr).unwrap();
+    socket.set_read_timeout(Some(WAIT)).unwrap();
+    std::io::Write::write_all(&mut socket, request.as_bytes()).unwrap();
+    let mut seen = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !String::from_utf8_lossy(&seen).contains("acknowledged") {
+        let n = socket.read(&mut buf).unwrap();
+        assert!(n > 0, "the listen ended early");
+        seen.extend_from_slice(&buf[..n]);
+    }
+    socket
+}
+
+/// Review http8 (`open::State::gives_way`): a stuck stream reader must not
+/// lock other clients out. Here `max_connections(2)` and two clients that
+/// each open a `subscriptions/listen`, read its acknowledgment and then
+/// nothing more, keeping their sockets open. On main a third client's
+/// `tools/list` is answered `503` for as long as they like: a legacy GET
+/// stream gives way at the cap, a listen, its modern equivalent, never
+/// did, and a keep-alive comment every 15 s fills no socket buffer for
+/// hours, so the write timeout never cuts them. At the default cap, 64
+/// such sockets shut the server for good.
+#[test]
+fn listens_whose_clients_stopped_reading_do_not_lock_out_a_new_client() {
+    let http = start(
+        crate::everything::build(),
+        HttpOptions::new().max_connections(2),
+    );
+    let _held: Vec<TcpStream> = (0..2)
+        .map(|i| listen_and_stop_reading(http.addr, 60 + i))
+        .collect();
+    let list = body(62, "tools/list", json!({}));
+    let response = post(http.addr, &mirrored("tools/list", None), &list);
+    assert_eq!(
+        status(&response),
+        200,
+        "a fresh client was turned away: {}",
+        response.lines().next().unwrap_or("")
+    );
+}
+
+const HEADERS_TEST: &str =
+    "http_hostile::many_tiny_header_fields_cost_memory_in_proportion_to_their_bytes";
+
+/// Review http8 (`crate::http::read_head`, `HttpHeaders`): what a head
+/// costs must follow its bytes. The head's limit (16 KiB) counts bytes
+/// only, and each field, however short, is two `String`s in a `Vec`: a
+/// head of `a:` lines (3 bytes each with a bare LF) is over 5,000 fields,
+/// about half a MiB kept while its request is served. Here 64 connections
+/// each send such a head (with `Expect: 100-continue`, so each is held,
+/// read, while its body does not come; or refused whole): 1 MiB sent.
+/// The server's peak RSS must grow by no more than the 16 MiB that
+/// `memory_follows_the_bytes_not_the_declared_length` allows 64
+/// connections. On main it grew by about 29 MiB (2.7 MiB with heads of
+/// a few fields).
+#[test]
+fn many_tiny_header_fields_cost_memory_in_proportion_to_their_bytes() {
+    use std::io::Write;
+    if std::env::var_os(CHILD_ENV).is_some() {
+        serve_as_child();
+    }
+    let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", HEADERS_TEST, "--nocapture", "--test-threads=1"])
+        .env(CHILD_ENV, "1")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let child_out = child.stdout.take().unwrap();
+    let (addr_tx, addr_rx) = crossbeam_channel::bounded(1);
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        for line in std::io::BufReader::new(child_out).lines() {
+            let Ok(line) = line else { return };
+            if let Some((_, addr)) = line.split_once("listening on ") {
+                let _ = addr_tx.send(addr.parse::<std::net::SocketAddr>().unwrap());
+            }
+        }
+    });
+    let checked = std::panic::catch_unwind(|| {
+        let addr = addr_rx
+            .recv_timeout(WAIT)
+            .expect("the child server's address");
+        let before = kib(child.id(), "VmRSS:");
+        let mut head = format!(
+            "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nExpect: 100-continue\r\nContent-Length: 10\r\n"
+        );
+        for (name, value) in mirrored("tools/list", None) {
+            head.push_str(&format!("{name}: {value}\r\n"));
+        }
+        while head.len() < 16 * 1024 - 64 {
+            head.push_str("a:\n");
+        }
+        head.push_str("\r\n");
+        let sockets: Vec<TcpStream> = (0..64)
+            .map(|_| {
+                let mut socket = TcpStream::connect(addr).unwrap();
+                socket.set_read_timeout(Some(WAIT)).unwrap();
+                socket.write_all(head.as_bytes()).unwrap();
+                // `100 Continue`: the head is read and held; or refused
+                // whole (`431`).
+                let mut line = [0u8; 12];
+                socket.read_exact(&mut line).unwrap();
+                let line = String::from_utf8_lossy(&line).into_owned();
+                assert!(
+                    ["HTTP/1.1 100", "HTTP/1.1 431"].contains(&line.as_str()),
+                    "{line}"
+                );
+                socket
+            })
+            .collect();
+        let grew = kib(child.id(), "VmHWM:").saturating_sub(before);
+        drop(sockets);
+        grew
+    });
+    drop(child.stdin.take());
+    let deadline = Instant::now() + WAIT;
+    while child.try_wait().unwrap().is_none() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    let grew = checked.unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+    assert!(
+        grew < 16 * 1024,
+        "the server's peak RSS grew by {grew} KiB for 64 heads of 16 KiB (1 MiB sent)"
     );
 }

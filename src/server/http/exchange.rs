@@ -221,7 +221,8 @@ impl Exchange<'_> {
         let token = self.token.borrow().clone();
         // A listen ends when its token expires (`Watched::Expired`). Any
         // other request, authorized when it came, runs to its end.
-        let ends_at = (method == crate::types::method::SUBSCRIPTIONS_LISTEN)
+        let listen = method == crate::types::method::SUBSCRIPTIONS_LISTEN;
+        let ends_at = listen
             .then(|| token.as_ref().and_then(|info| info.expires_at))
             .flatten();
         if let (Some(protection), Some(info)) = (&self.options.protection, &token) {
@@ -325,7 +326,17 @@ impl Exchange<'_> {
         // A POST has no next line to read: what the dispatch held back for
         // the reader's next read goes out now (`reader::dispatch`).
         conn.send_held();
+        // A listen is a stream as a legacy session's GET stream is: at the
+        // cap it may give way to a new connection (`open`), or clients
+        // that open listens and stop reading them would lock every later
+        // client out (review http8).
+        if listen {
+            self.open.streaming(self.key, true);
+        }
         let watched = self.watch(&conn, &body, &end, Some(&id));
+        if listen {
+            self.open.streaming(self.key, false);
+        }
         // A legacy request whose client went away, cancelled for the room
         // its connection gave way to (`open`): its asks are withdrawn too.
         #[cfg(feature = "legacy")]

@@ -290,27 +290,34 @@ fn check_params(
 /// two names that differ only so (`Region_Code` and `Region-Code`, which
 /// 2026-07-28 allows): then each spelling is a field of its own, and only
 /// the same spelling twice is refused (`guard::single_fields`). A field
-/// the tool marks once, sent with a `_` in its name, is refused too: the
-/// check compares the dashed name, and would compare nothing.
+/// the tool marks once, sent with a `_` its mark does not have, is refused
+/// too: the check looks up the name as marked, and would compare nothing.
+/// Sent as marked (`Mcp-Param-Region_Code` for a mark `Region_Code`), it
+/// is read (review http8).
 fn param_fields_once(
     headers: &HttpHeaders,
     annotated: &[(Vec<String>, String)],
 ) -> Result<(), ErrorObject> {
     let fold = |name: &str| name.to_ascii_lowercase().replace('_', "-");
-    let mut marks: HashMap<String, usize> = HashMap::new();
+    // Each folded name the tool marks: how many marks fold to it, and the
+    // name as marked (the one the check looks up).
+    let mut marks: HashMap<String, (usize, String)> = HashMap::new();
     for (_, name) in annotated {
-        *marks.entry(fold(&format!("mcp-param-{name}"))).or_default() += 1;
+        let marked = format!("Mcp-Param-{name}");
+        marks.entry(fold(&marked)).or_insert((0, marked)).0 += 1;
     }
     let mut sent: HashMap<String, usize> = HashMap::new();
     for (name, _) in headers.iter() {
         let folded = fold(name);
-        if marks.get(&folded) == Some(&1) {
-            // Sent once but spelled with a `_`: the check looks for the
-            // dashed name and would compare nothing, while a gateway
-            // reads it as the field.
-            if name.contains('_') {
+        if let Some((1, marked)) = marks.get(&folded) {
+            // Sent once but spelled with a `_` the mark does not have:
+            // the check looks for the name as marked and would compare
+            // nothing, while a gateway reads it as the field. A mark that
+            // has a `_` itself (`Region_Code`, a `1*tchar` as 2026-07-28
+            // allows) is sent as marked, and read.
+            if name.contains('_') && !name.eq_ignore_ascii_case(marked) {
                 return Err(mismatch(format!(
-                    "the {name} header is spelled with a `_`: send it as {folded}"
+                    "the {name} header is spelled with a `_`: send it as {marked}"
                 )));
             }
             let count = sent.entry(folded).or_default();

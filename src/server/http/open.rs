@@ -22,7 +22,9 @@
 //!    thread answers `503` with `Retry-After`, so its client hears why;
 //! 3. one idle between requests for [`KEPT_ALIVE_GRACE`] or more (the one
 //!    idle longest);
-//! 4. the oldest legacy GET stream (its client may open it again).
+//! 4. the oldest stream, a legacy GET stream or a `subscriptions/listen`
+//!    (its client may open it again; a listen ends without its final
+//!    result, which tells its client to reconnect).
 //!
 //! None of the others gives way: a connection serves a request, for a
 //! client still there, from its whole request read to the end of its
@@ -32,7 +34,7 @@
 //! would lose it; and a client just answered may be sending its next
 //! request, whose bytes could reach the socket a moment after a look found
 //! it empty (they cross on the network). Connections that send nothing,
-//! trickle a request byte by byte, or never close a session's stream would
+//! trickle a request byte by byte, or never close a stream would
 //! otherwise fill the cap and every later connection be refused. A new
 //! connection waits nowhere until its thread has looked at it and found
 //! nothing (`OpenConnections::idle`) or the first byte of a request
@@ -81,7 +83,8 @@ struct Open {
     phase: Phase,
     /// It has served a request: idle, it is kept alive for the next.
     served: bool,
-    /// It serves a legacy session's GET stream (it may give way).
+    /// It serves a stream, a legacy session's GET stream or a listen (it
+    /// may give way).
     stream: bool,
     /// Its thread watches the request it serves
     /// (`OpenConnections::watching`): whether its client has gone is
@@ -239,10 +242,9 @@ impl OpenConnections {
         }
     }
 
-    /// The connection `key` serves a legacy session's GET stream from here
-    /// on (`true`: at the cap it gives way to a new connection, see the
-    /// module docs), or no more.
-    #[cfg(feature = "legacy")]
+    /// The connection `key` serves a stream from here on, a legacy
+    /// session's GET stream or a listen (`true`: at the cap it gives way
+    /// to a new connection, see the module docs), or no more.
     pub fn streaming(&self, key: u64, stream: bool) {
         if let Some(open) = self.lock().sockets.get_mut(&key) {
             open.stream = stream;
