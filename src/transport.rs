@@ -59,12 +59,13 @@ impl Transport {
     /// unbuffered.
     ///
     /// A server writes what it publishes into every connection's output
-    /// before the publisher goes on, and a publisher waits until what it
-    /// wrote is on its way, which a peer that stops reading delays: so such
-    /// a peer holds up every publisher once its buffers are full. For a server of many
-    /// connections, give a socket a write timeout before handing it over
-    /// (`set_write_timeout`, as `serve_http` does): a write that
-    /// times out ends that connection only.
+    /// before the publisher goes on, and the server's worker threads send
+    /// it: a peer that stops reading holds up no publisher until more than
+    /// a megabyte waits for it, and then every publisher waits for it (what
+    /// waits stays bounded). For a server of many connections, give a
+    /// socket a write timeout before handing it over (`set_write_timeout`,
+    /// as `serve_http` does): a write that times out ends that connection
+    /// only.
     ///
     /// ```no_run
     /// # use std::io::BufReader;

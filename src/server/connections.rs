@@ -6,10 +6,12 @@
 //! each connection in turn, which writes it under its own lock before the
 //! call returns (see `conn`). So what a handler publishes reaches its
 //! client before the handler's reply, from whatever thread it published.
-//! A client that stops reading makes a publisher wait (in its own write,
-//! or for the one in progress before it: see `conn::handle`), as it makes
-//! every other writer to it wait (over HTTP, until the write timeout drops
-//! it, `HttpOptions::write_timeout`).
+//! The publisher does not send what it wrote: the pool does
+//! (`conn::handle`, `Shared::send_in_background`), so a client that stops
+//! reading holds up neither the other connections' events nor the handler
+//! that published; only once more than a megabyte waits for that client
+//! does a publisher wait for it (over HTTP a client that does not keep up
+//! with its events is let go instead, `server::http::body`).
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};

@@ -47,6 +47,14 @@ impl Server {
     /// reads or goes). A client that closes its end of the output (a
     /// broken pipe, a reset socket) ends serving as end of input does, with
     /// `Ok`: which of the two the server notices first is a race.
+    ///
+    /// The end of input is read by the reader, which sends what it wrote
+    /// before each read: a client that closes the server's input while it
+    /// reads none of a full output (more than a pipe holds) keeps the
+    /// reader in that `write(2)`, and `serve` waits until the client reads,
+    /// goes, or [`StopHandle::stop`](crate::StopHandle::stop) is called
+    /// (the stdio transport's shutdown sends `SIGTERM` next, which
+    /// `signal::stop_on_signals` turns into a stop).
     pub fn serve(&self, transport: Transport) -> Result<(), Error> {
         match serve(&self.inner, transport) {
             Err(Error::Io(e)) if matches!(e.kind(), BrokenPipe | ConnectionReset) => Ok(()),

@@ -559,7 +559,6 @@ fn writers_behind_a_failed_send(round: usize) {
 /// connection's output and waited there for a client that never reads, so
 /// the other connection got neither the event nor the tool's reply.
 #[test]
-#[ignore = "open finding of core review 8: a publisher waits for ever on a client that never reads"]
 fn a_client_that_never_reads_holds_up_no_other_connections_publish() {
     let server = Server::builder("publish", "1.0.0")
         .tool(

@@ -17,7 +17,7 @@ use mcp_stdio::types::{
 use mcp_stdio::{RequestId, Server};
 use serde_json::{Value, json};
 
-use crate::support::{Blocker, Peer, call, cancel, error, request, server_meta, text_result};
+use crate::support::{Blocker, Peer, WAIT, call, cancel, error, request, server_meta, text_result};
 
 const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
 const TOOLS: &str = "notifications/tools/list_changed";
@@ -1582,8 +1582,14 @@ fn what_an_inline_handler_publishes_takes_effect_before_the_next_line_is_read() 
 }
 
 // req: subscriptions:publish-backpressure
+// A publisher does not write to a client itself (core review 8: one that
+// stopped reading held up every later connection's events and the
+// publishing handler's reply, `send_path::a_client_that_never_reads_holds_up_no_other_connections_publish`):
+// it returns at once while a little waits, and waits once more than a
+// megabyte waits to be sent. What piles up behind a client that reads
+// nothing is bounded.
 #[test]
-fn a_publisher_waits_while_the_client_stops_reading_and_nothing_piles_up() {
+fn a_publisher_waits_once_a_megabyte_waits_for_a_client_that_stopped_reading() {
     let server = Server::builder("backpressure", "1.0.0")
         .enable_tools()
         .build();
@@ -1594,42 +1600,45 @@ fn a_publisher_waits_while_the_client_stops_reading_and_nothing_piles_up() {
         json!({ "toolsListChanged": true }),
         json!({ "toolsListChanged": true }),
     );
-    let notifier = server.notifier();
+    let line = serde_json::to_vec(&changed("s", TOOLS)).unwrap().len() + 1;
+    // Three megabytes of events.
+    let events = 3 * 1024 * 1024 / line;
     let (published_tx, published) = crossbeam_channel::unbounded();
     let reading = held.lock().unwrap();
-    let publisher = std::thread::spawn(move || {
-        for n in 0..3 {
-            notifier.tools_list_changed();
-            published_tx.send(n).unwrap();
-        }
-    });
-    // The event is written before `publish` returns: with the client not
-    // reading, the publisher waits, instead of queueing events in memory.
-    assert!(published.recv_timeout(Duration::from_millis(200)).is_err());
-    // Another publisher meanwhile gets a few events into the output's
-    // buffer (a backlog of 4 KiB behind the write in progress), then waits
-    // too: what piles up is bounded.
-    let (others_tx, others) = crossbeam_channel::unbounded();
-    let other = {
+    let publisher = {
         let notifier = server.notifier();
         std::thread::spawn(move || {
-            for n in 0..1000 {
+            for n in 0..events {
                 notifier.tools_list_changed();
-                others_tx.send(n).unwrap();
+                published_tx.send(n).unwrap();
             }
         })
     };
-    std::thread::sleep(Duration::from_millis(300));
-    let through = others.try_iter().count();
+    assert_eq!(
+        published.recv_timeout(WAIT),
+        Ok(0),
+        "the first publish waited for a client that reads nothing"
+    );
+    // Until it stops: nothing published for half a second.
+    let mut through = 1;
+    while published.recv_timeout(Duration::from_millis(500)).is_ok() {
+        through += 1;
+    }
     assert!(
-        through < 1000,
-        "{through} events piled up behind a client that reads nothing"
+        through < events,
+        "all {events} events piled up behind a client that reads nothing"
+    );
+    // A megabyte waits, the event that went past it, and what the send in
+    // progress took: the events published before the pool's thread took
+    // the send (a few).
+    assert!(
+        through * line <= 1024 * 1024 + 64 * 1024,
+        "{through} events of {line} bytes waited behind a client that reads nothing"
     );
     drop(reading);
     publisher.join().unwrap();
-    other.join().unwrap();
-    assert_eq!(published.iter().collect::<Vec<_>>(), [0, 1, 2]);
-    for _ in 0..1003 {
+    assert_eq!(published.iter().count(), events - through);
+    for _ in 0..events {
         assert_eq!(peer.recv(), changed("s", TOOLS));
     }
     let meta = peer.server_meta.clone();

@@ -31,6 +31,12 @@
 //! thread blocks (`Pool::submit_send`). Its backpressure is the
 //! backlog instead: while more than a megabyte waits to be sent, no queued
 //! request starts and the reader reads no further (`Conn::backed_up`).
+//! A publisher never sends either (`Connection::publish`): it reaches
+//! every connection in turn, and one whose client stopped reading must not
+//! hold up the events of the others, nor the reply of the handler that
+//! published. It hands the send to the pool
+//! (`Shared::send_in_background`), and waits only while more than the
+//! backlog waits on that connection.
 //! (Over HTTP a send never waits for the client: a request's notifications
 //! wait for room after it instead, `Outlet::notify` below, and a response
 //! body's own thread writes what the socket did not take:
@@ -54,7 +60,7 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::Sender;
 
-use super::output::{BUFFER, Detached, Room};
+use super::output::{BACKLOG, BUFFER, Detached, Room};
 use super::{Conn, End, Writer};
 use crate::error::Error;
 use crate::jsonrpc::{ErrorObject, RequestId};
@@ -620,6 +626,31 @@ impl Shared {
         self.wait(state, timeout)
     }
 
+    /// Sees what waits sent without this thread's writing it: hands it to
+    /// the pool as a send ([`Shared::queue_send`]) unless a send is in
+    /// progress or queued (its end sees to it). Then, while more than
+    /// [`BACKLOG`] waits to be sent (a client that stopped reading), it
+    /// waits, and what piles up behind such a client is bounded: a
+    /// publisher's backpressure, as the backlog is the reader's
+    /// (`Conn::backed_up`).
+    fn send_in_background(&self) {
+        let mut state = self.lock_state();
+        loop {
+            let idle = !state.output.sending() && !state.send_queued;
+            if idle && state.output.waiting() > 0 {
+                state.send_queued = true;
+                let inner = Arc::clone(&state.inner);
+                drop(state);
+                self.queue_send(&inner);
+                state = self.lock_state();
+            } else if state.output.waiting() > BACKLOG {
+                state = self.wait(state, None);
+            } else {
+                return;
+            }
+        }
+    }
+
     /// Sleeps until the state changes (or `timeout` passes).
     fn wait<'a>(
         &'a self,
@@ -665,8 +696,16 @@ impl Outlet for Shared {
 }
 
 impl Connection for Shared {
+    /// Writes the event for the subscriptions that asked for it, and hands
+    /// its send to the pool ([`Shared::send_in_background`]): a publisher
+    /// reaches every connection in turn (`Connections::publish_here`), and
+    /// a client that stopped reading must not hold up the others' events,
+    /// nor the handler that published (its reply).
     fn publish(&self, event: &ServerEvent) {
-        self.act(Sending::Now, |conn| conn.publish(event));
+        let ((), written) = self.act_unsent(|conn| conn.publish(event));
+        if written.is_some() {
+            self.send_in_background();
+        }
     }
 
     /// Takes effect at once, as end of input would: a request read after

@@ -226,10 +226,8 @@ impl HttpOptions {
     /// `Server::serve_http`).
     /// What the server publishes goes into every listening stream's output
     /// before the publisher goes on (so that it precedes the publisher's
-    /// reply), and a publisher waits until what it wrote is taken by a
-    /// send, which waits on a stream whose socket buffers are full; so a client that stops reading would
-    /// otherwise hold up every publisher of the server, and the requests
-    /// they serve, for as long as it stays connected.
+    /// reply); a client that stops reading would otherwise keep its
+    /// connection, and its requests, for as long as it stays connected.
     pub fn write_timeout(mut self, timeout: Duration) -> Self {
         self.write_timeout = timeout.max(Duration::from_millis(1));
         self
