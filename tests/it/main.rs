@@ -31,7 +31,8 @@ mod http;
 mod http_auth;
 #[cfg(feature = "http")]
 mod http_backlog;
-#[cfg(all(feature = "http", feature = "client"))]
+// Its tests use the legacy era too (`EraPolicy::LegacyOnly`).
+#[cfg(all(feature = "http", feature = "client", feature = "legacy"))]
 mod http_client;
 #[cfg(feature = "http")]
 mod http_hostile;
@@ -48,7 +49,8 @@ mod limits;
 mod module_graph;
 mod mrtr;
 mod notifications;
-#[cfg(all(feature = "http", feature = "client"))]
+// Its tests use the legacy era too (`EraPolicy::LegacyOnly`).
+#[cfg(all(feature = "http", feature = "client", feature = "legacy"))]
 mod oauth;
 mod package;
 mod prompts;
