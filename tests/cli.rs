@@ -90,7 +90,7 @@ fn run_server(mode: &str) -> ! {
         run_bare(mode == "legacy-bare");
     }
     if mode == "tools-only" {
-        run_tools_only();
+        run_tools_only(false);
     }
     if mode == "hang-list" {
         run_tools_alone(true);
@@ -109,7 +109,16 @@ fn run_server(mode: &str) -> ! {
         && std::fs::metadata(path).is_err()
     {
         std::fs::write(path, std::process::id().to_string()).expect("the grow file");
-        run_tools_only();
+        run_tools_only(false);
+    }
+    // `grow-at-listen:PATH`: the `tools-only` server the first time (PATH
+    // is then made), which exits when it reads a `subscriptions/listen`,
+    // before it acknowledges it; the `only-mem` server every time after.
+    if let Some(path) = mode.strip_prefix("grow-at-listen:")
+        && std::fs::metadata(path).is_err()
+    {
+        std::fs::write(path, "started once").expect("the grow file");
+        run_tools_only(true);
     }
     if mode == "die" {
         eprintln!("starting the fixture server");
@@ -127,7 +136,11 @@ fn run_server(mode: &str) -> ! {
     }
     let server = match mode {
         "failing" => everything::build_with(failing_tools),
-        only_mem if only_mem == "only-mem" || only_mem.starts_with("grow:") => {
+        only_mem
+            if only_mem == "only-mem"
+                || only_mem.starts_with("grow:")
+                || only_mem.starts_with("grow-at-listen:") =>
+        {
             everything::build_with(|builder| {
                 builder.resource_subscription_filter(|uri| uri.starts_with("mem://"))
             })
@@ -246,15 +259,48 @@ fn run_tools_alone(hang: bool) -> ! {
 
 /// `tools-only`: a modern server with one tool, whose list changes are
 /// all it offers to listen to.
-fn run_tools_only() -> ! {
+/// A server with one tool; with `exit_at_listen`, one that exits (status
+/// 9) as it reads a `subscriptions/listen`, which it never acknowledges.
+fn run_tools_only(exit_at_listen: bool) -> ! {
     use mcp_stdio::types::{CallToolResult, Tool};
     let server = mcp_stdio::Server::builder("tools-only", "1")
         .tool(Tool::new("echo", "Echoes."), |_ctx, args: Value| {
             Ok::<_, mcp_stdio::ErrorObject>(CallToolResult::text(args.to_string()))
         })
         .build();
-    let _ = server.serve(Transport::stdio());
+    let _ = match exit_at_listen {
+        true => server.serve(Transport::new(
+            BufReader::new(ExitAtListen::default()),
+            std::io::stdout(),
+        )),
+        false => server.serve(Transport::stdio()),
+    };
     std::process::exit(0)
+}
+
+/// Stdin, a line at a time; the process exits as it reads a line that
+/// holds a `subscriptions/listen`, before the server sees it.
+#[derive(Default)]
+struct ExitAtListen {
+    line: Vec<u8>,
+    at: usize,
+}
+
+impl Read for ExitAtListen {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if self.at == self.line.len() {
+            self.line.clear();
+            self.at = 0;
+            std::io::stdin().lock().read_until(b'\n', &mut self.line)?;
+            if String::from_utf8_lossy(&self.line).contains("\"subscriptions/listen\"") {
+                std::process::exit(9);
+            }
+        }
+        let n = buf.len().min(self.line.len() - self.at);
+        buf[..n].copy_from_slice(&self.line[self.at..self.at + n]);
+        self.at += n;
+        Ok(n)
+    }
 }
 
 /// The `failing` server's extra tools: `traceback` answers with an error
@@ -1573,6 +1619,37 @@ fn serve_http_subscribes_behind_a_restarted_child_that_declares_more() -> Result
     Ok(())
 }
 
+/// As above, when the first child dies before it acknowledges the listen
+/// `serve-http` keeps on it (the fixture exits as it reads it; under load
+/// a kill came at that moment): the listen failed `Disconnected`, and the
+/// thread that follows the lists ended there, so nothing listed again
+/// after the restart, and the first child's capabilities stayed
+/// advertised for good (what a loaded CI run of the test above saw).
+#[cfg(feature = "http")]
+fn serve_http_learns_a_restarted_child_that_died_before_acknowledging_the_listen()
+-> Result<(), String> {
+    let grow = scratch("grow-at-listen").join("started");
+    let mut gateway = Gateway::start(&format!("grow-at-listen:{}", grow.display()), &[])?;
+    let addr = gateway.address()?;
+    // The death may come before serve-http says where it serves.
+    if !gateway.stderr.contains("the server was restarted") {
+        gateway.wait_for("the server was restarted")?;
+    }
+    let deadline = Instant::now() + LIMIT;
+    while advertised(&addr)?["resources"]["subscribe"] != true {
+        if Instant::now() > deadline {
+            return Err(format!(
+                "after the restart: {} advertised",
+                advertised(&addr)?
+            ));
+        }
+        // Polling interval of the bounded wait: the lists are mirrored on
+        // the proxy's own thread.
+        thread::sleep(Duration::from_millis(50));
+    }
+    Ok(())
+}
+
 /// After a restart `serve-http` lists again what the child offers: the
 /// tools of the child started again, and none of the first one's. Here the
 /// restarted child declares no list changes and refuses the listen the
@@ -1871,6 +1948,11 @@ fn run_checks() -> i32 {
     checks.push((
         "serve_http_subscribes_behind_a_restarted_child_that_declares_more".into(),
         Box::new(serve_http_subscribes_behind_a_restarted_child_that_declares_more),
+    ));
+    #[cfg(feature = "http")]
+    checks.push((
+        "serve_http_learns_a_restarted_child_that_died_before_acknowledging_the_listen".into(),
+        Box::new(serve_http_learns_a_restarted_child_that_died_before_acknowledging_the_listen),
     ));
     #[cfg(feature = "http")]
     checks.push((

@@ -53,7 +53,7 @@ use crate::error::Error;
 use crate::sync::lock;
 use crate::transport::Transport;
 use crate::types::{DiscoverResult, Implementation, ServerCapabilities};
-use link::Link;
+pub(crate) use link::Link;
 use shared::ClientInner;
 
 /// A server process the client spawned, until it is connected.

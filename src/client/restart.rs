@@ -14,7 +14,7 @@ use std::time::Duration;
 use crate::client::legacy_listen;
 use crate::client::link::{Link, SubscriptionDelivery};
 use crate::client::shared::{ClientInner, LiveSubscription, stamp_for};
-use crate::client::{era, process, start_server};
+use crate::client::{Client, era, process, start_server};
 use crate::jsonrpc::encode_request;
 use crate::sync::lock;
 use crate::types::method;
@@ -237,8 +237,54 @@ fn start_again(inner: &Arc<ClientInner>) -> Result<(), crate::Error> {
         }
     }
     inner.options.notes.problem("the server was restarted");
+    wake_restart_waiters(inner);
     watch(inner, &link);
     Ok(())
+}
+
+/// Wakes [`Client::wait_restarted`] (and, spuriously, a backoff or a
+/// task's pause, which wait on again): taken after the change it
+/// announces, the restart's lock orders this after a waiter's look at
+/// it, or before it.
+fn wake_restart_waiters(inner: &ClientInner) {
+    drop(lock(&inner.restart));
+    inner.restart_wake.notify_all();
+}
+
+impl Client {
+    /// Waits, after `dead`, the connection something was sent on, died,
+    /// for the restart that replaces it: whether one did (the current
+    /// connection is another, to a server started again). False at once
+    /// for a connection that still works (what failed was not its death)
+    /// or that no restart follows (not a spawned server, no restart
+    /// policy, or none left); false once the restarts run out or the
+    /// client closes. Bounded by the restarts: each attempt ends, and the
+    /// last one gives up.
+    #[cfg_attr(not(feature = "server"), allow(dead_code))]
+    pub(crate) fn wait_restarted(&self, dead: &Arc<Link>) -> bool {
+        let inner = &self.inner;
+        let replaced = || !Arc::ptr_eq(&lock(&inner.link), dead);
+        if replaced() {
+            return true;
+        }
+        if dead.is_alive() || !dead.restartable.load(Ordering::Acquire) {
+            return false;
+        }
+        // The restart's lock, then the link's (nothing takes them the
+        // other way round); `start_again` installs the link, `give_up`
+        // sets `given_up` and `close` sets `closing` before each takes
+        // this lock and wakes `restart_wake`.
+        let restarting = lock(&inner.restart);
+        let _restarting = inner
+            .restart_wake
+            .wait_while(restarting, |_| {
+                !replaced()
+                    && !inner.closing.load(Ordering::Acquire)
+                    && !inner.given_up.load(Ordering::Acquire)
+            })
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        replaced()
+    }
 }
 
 /// Re-opens a live subscription on `link`, the current connection, with
@@ -283,10 +329,13 @@ pub(crate) fn relisten(inner: &ClientInner, link: &Arc<Link>, sub: &LiveSubscrip
 }
 
 /// No more restarts: every live subscription is disconnected for good.
+/// Called with neither the subscriptions' lock nor the restart's held.
 pub(crate) fn give_up(inner: &ClientInner) {
     let subs = lock(&inner.subscriptions);
     inner.given_up.store(true, Ordering::Release);
     for sub in subs.values() {
         sub.tx.send(SubscriptionDelivery::Disconnected);
     }
+    drop(subs);
+    wake_restart_waiters(inner);
 }

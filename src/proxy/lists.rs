@@ -8,7 +8,7 @@ use std::thread;
 
 use serde_json::{Value, json};
 
-use crate::client::{Client, SubscriptionEvent};
+use crate::client::{Client, Link, SubscriptionEvent};
 use crate::error::Error;
 use crate::outcome::PromptArguments;
 use crate::server::Server;
@@ -173,11 +173,19 @@ pub(super) fn mirror(
 /// on a thread of its own: each change lists again and publishes; so does
 /// a restart of the server, which sends the listen again (`Resubscribed`)
 /// or ends it (a restarted server that refuses it).
+///
+/// A restart may also come before the listen is acknowledged, after the
+/// lists were mirrored on `listed_on`: a server that dies with the listen
+/// unanswered fails it (`Disconnected`), and it is sent again once the
+/// server is restarted; a listen acknowledged by a server other than the
+/// one listed (the link changed) lists again. Either way no
+/// `Resubscribed` tells of that restart.
 pub(super) fn follow_list_changes(
     server: &Server,
     client: &Arc<Client>,
     updates: Arc<Updates>,
     mirrored: Arc<Mutex<Mirrored>>,
+    listed_on: Arc<Link>,
 ) {
     let capabilities = client.server_capabilities();
     let changes = |c: Option<bool>| c.filter(|on| *on);
@@ -196,9 +204,23 @@ pub(super) fn follow_list_changes(
     let _ = thread::Builder::new()
         .name("mcp-proxy-lists".into())
         .spawn(move || {
-            let Ok(mut subscription) = client.listen(filter) else {
+            let listened = loop {
+                let link = client.link();
+                match client.listen(filter.clone()) {
+                    Err(_) if client.wait_restarted(&link) => continue,
+                    listened => break listened,
+                }
+            };
+            let Ok(mut subscription) = listened else {
+                // Refused, or no restart followed: listed once more, as
+                // below.
+                let _ = mirror(&server, &client, &updates, &mirrored, Lists::all());
                 return;
             };
+            if !Arc::ptr_eq(&listed_on, &client.link()) {
+                let _ = mirror(&server, &client, &updates, &mirrored, Lists::all());
+            }
+            drop(listed_on);
             while let Ok(event) = subscription.recv() {
                 let (lists, announced) = match event {
                     // A restarted server may offer other things.

@@ -21,8 +21,9 @@
 //!   when the list it fetches looks the same (the server said it changed:
 //!   an item's handler, or what it returns, may be what changed); so does
 //!   a restart of the server (the listen sent again, or refused by the
-//!   restarted server), after which a list the server no longer declares
-//!   is emptied. That listen is how a restart is heard: behind a first
+//!   restarted server; one that died before it acknowledged the listen
+//!   gets it again once restarted), after which a list the server no
+//!   longer declares is emptied. That listen is how a restart is heard: behind a first
 //!   server that declared no list changes, the lists stay the first's
 //!   after a restart.
 //! - **Calls.** Each `tools/call`, `resources/read`, `prompts/get` and
@@ -192,8 +193,11 @@ pub fn serve_as(client: impl Into<Arc<Client>>) -> Result<Server, Error> {
     let server = builder.build();
     *lock(&server_slot) = Some(server.clone());
     let mirrored = Arc::new(Mutex::new(Mirrored::default()));
+    // The server listed: a restart after this, before the listen that
+    // follows the lists is acknowledged, is seen by the link's change.
+    let listed_on = client.link();
     mirror(&server, &client, &updates, &mirrored, Lists::all())?;
-    follow_list_changes(&server, &client, updates, mirrored);
+    follow_list_changes(&server, &client, updates, mirrored, listed_on);
     Ok(server)
 }
 
