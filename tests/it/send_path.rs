@@ -732,3 +732,125 @@ fn a_publisher_waiting_for_a_client_that_never_reads_goes_on_once_a_stop_ends_it
     let (_, res) = stalled.finish();
     assert!(res.is_err(), "serve gave the client up: {res:?}");
 }
+
+/// Claim (review of the publisher's send, b8e4e83): a publisher's send,
+/// queued on the pool, is taken although the pool's one thread is blocked
+/// in a handler that waits for the client's reaction to the event (a
+/// thread starts for it: `Pool::submit_send`), and on a server whose
+/// handlers are all inline, which never started a pool thread before.
+#[test]
+fn a_published_event_reaches_the_client_while_the_pools_only_thread_blocks_or_before_any_started() {
+    let listen = request(
+        "l",
+        "subscriptions/listen",
+        json!({ "notifications": { "toolsListChanged": true } }),
+    );
+    // One thread, blocked in a handler until the client saw the event.
+    let (builder, blocker) = crate::support::Blocker::install(
+        Server::builder("publish", "1.0.0")
+            .enable_tools()
+            .workers(1),
+    );
+    let server = builder.build();
+    let mut peer = Peer::start(&server);
+    peer.send(&listen);
+    assert_eq!(
+        peer.recv()["method"],
+        json!("notifications/subscriptions/acknowledged")
+    );
+    peer.send(&call(1, "block", json!({})));
+    blocker.wait_started();
+    let notifier = server.notifier();
+    std::thread::spawn(move || notifier.tools_list_changed())
+        .join()
+        .unwrap();
+    let event = peer.try_recv(WAIT);
+    blocker.release_one();
+    assert_eq!(
+        event.map(|e| e["method"].clone()),
+        Some(json!("notifications/tools/list_changed")),
+        "the event waited for the blocked handler"
+    );
+    assert_eq!(peer.recv()["id"], json!(1));
+    // The listen's final result follows.
+    let (_, res) = peer.finish();
+    res.unwrap();
+    // Inline handlers only: no pool thread ever ran.
+    let server = Server::builder("inline", "1.0.0")
+        .inline_tool(Tool::new("noop", "Does nothing."), |_ctx, _: Value| {
+            Ok(CallToolResult::text("ok"))
+        })
+        .build();
+    let mut peer = Peer::start(&server);
+    peer.send(&listen);
+    assert_eq!(
+        peer.recv()["method"],
+        json!("notifications/subscriptions/acknowledged")
+    );
+    let notifier = server.notifier();
+    std::thread::spawn(move || notifier.tools_list_changed())
+        .join()
+        .unwrap();
+    assert_eq!(
+        peer.try_recv(WAIT).map(|e| e["method"].clone()),
+        Some(json!("notifications/tools/list_changed")),
+        "the event waited for a pool thread that never started"
+    );
+    // The listen's final result follows.
+    let (_, res) = peer.finish();
+    res.unwrap();
+}
+
+/// Claim (review of the publisher's send, b8e4e83): publishers that never
+/// stop, racing the end of input and a stop, neither keep `serve` from
+/// returning nor lose the order of what it wrote: the listen's final
+/// result is the last line, after every event, and nothing follows it.
+#[test]
+fn serve_ends_while_publishers_never_stop_and_the_final_result_comes_last() {
+    for round in 0..20 {
+        let server = Server::builder("publish", "1.0.0").enable_tools().build();
+        let mut peer = Peer::start(&server);
+        peer.send(&request(
+            "l",
+            "subscriptions/listen",
+            json!({ "notifications": { "toolsListChanged": true } }),
+        ));
+        assert_eq!(
+            peer.recv()["method"],
+            json!("notifications/subscriptions/acknowledged")
+        );
+        let running = Arc::new(AtomicBool::new(true));
+        let publishers: Vec<_> = (0..2)
+            .map(|_| {
+                let (notifier, running) = (server.notifier(), Arc::clone(&running));
+                std::thread::spawn(move || {
+                    while running.load(Ordering::Relaxed) {
+                        notifier.tools_list_changed();
+                    }
+                })
+            })
+            .collect();
+        // Some events first.
+        for _ in 0..50 {
+            assert_eq!(
+                peer.recv()["method"],
+                json!("notifications/tools/list_changed")
+            );
+        }
+        if round % 2 == 1 {
+            server.stop_handle().stop();
+        }
+        let (rest, res) = peer.finish();
+        running.store(false, Ordering::Relaxed);
+        publishers.into_iter().for_each(|p| p.join().unwrap());
+        res.unwrap();
+        let last = rest.last().expect("the listen's final result");
+        assert_eq!(last["id"], json!("l"), "round {round}: {last}");
+        assert!(
+            rest[..rest.len() - 1]
+                .iter()
+                .all(|m| m["method"] == json!("notifications/tools/list_changed")),
+            "round {round}: a line other than an event before the final result"
+        );
+    }
+}
