@@ -1323,3 +1323,82 @@ fn a_page_on_another_loopback_port_gets_no_cors_from_a_server_that_did_not_allow
         "a page on {origin} may call this server and read it:\n{preflight}\n{answer}"
     );
 }
+
+/// Claim (review of the publisher's send, b8e4e83): what a handler
+/// publishes reaches its client before the handler's reply
+/// (`server::connections`). Over HTTP the event goes to the client's
+/// listen stream and the reply to its call's POST: the event must be on
+/// the listener's socket by the time the reply is read (the publisher
+/// hands the stream the event before it goes on, and the stream sends what
+/// the socket takes at once). Left to the pool, it was sent after the
+/// reply.
+#[test]
+fn what_a_tool_publishes_is_on_the_listeners_socket_before_its_reply_is() {
+    let server = Server::builder("order", "1.0.0")
+        .tool(
+            Tool::new("change", "Publishes a tool list change."),
+            |ctx, _: Value| {
+                ctx.notifier().tools_list_changed();
+                Ok(CallToolResult::text("changed"))
+            },
+        )
+        .build();
+    let http = start(server, HttpOptions::new());
+    let listen = body(
+        1000,
+        "subscriptions/listen",
+        json!({ "notifications": { "toolsListChanged": true } }),
+    );
+    let mut socket = TcpStream::connect(http.addr).unwrap();
+    socket.set_read_timeout(Some(WAIT)).unwrap();
+    let mut request = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {}\r\nContent-Length: {}\r\n",
+        http.addr,
+        listen.len()
+    );
+    for (n, v) in mirrored("subscriptions/listen", None) {
+        request.push_str(&format!("{n}: {v}\r\n"));
+    }
+    request.push_str("\r\n");
+    request.push_str(&listen);
+    socket.write_all(request.as_bytes()).unwrap();
+    let mut seen = String::new();
+    let mut buf = [0u8; 4096];
+    while !seen.contains("acknowledged") {
+        let n = socket.read(&mut buf).unwrap();
+        assert!(n > 0, "the stream ended early: {seen}");
+        seen.push_str(std::str::from_utf8(&buf[..n]).unwrap());
+    }
+    socket.set_nonblocking(true).unwrap();
+    let rounds = 2000;
+    let mut late = Vec::new();
+    for round in 1..=rounds {
+        let call = body(
+            round,
+            "tools/call",
+            json!({ "name": "change", "arguments": {} }),
+        );
+        let response = post(http.addr, &mirrored("tools/call", Some("change")), &call);
+        assert_eq!(status(&response), 200, "{response}");
+        // What the listener's socket holds now, the reply read.
+        loop {
+            match socket.read(&mut buf) {
+                Ok(n) => {
+                    assert!(n > 0, "the stream ended early: {seen}");
+                    seen.push_str(std::str::from_utf8(&buf[..n]).unwrap());
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+                Err(e) => panic!("{e}"),
+            }
+        }
+        if seen.matches("notifications/tools/list_changed").count() < round as usize {
+            late.push(round);
+        }
+    }
+    assert!(
+        late.is_empty(),
+        "of {rounds} calls, {} had their reply read before the event they published reached the listener (the first: {:?})",
+        late.len(),
+        &late[..late.len().min(10)]
+    );
+}

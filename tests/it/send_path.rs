@@ -605,3 +605,252 @@ fn a_client_that_never_reads_holds_up_no_other_connections_publish() {
     let (_, res) = other.finish();
     res.unwrap();
 }
+
+/// Claim (review of the publisher's send, b8e4e83): a client that
+/// subscribed and stopped reading holds up no other connection's publisher
+/// however long it stays away, not only for its first megabyte of events.
+/// A server that publishes on its own (a clock, a watched file: one event a
+/// second is a megabyte in a few hours) fills the stalled connection's
+/// backlog; from then on every publisher waits on that client, the
+/// application's own thread and a tool of another connection alike, and
+/// that tool's reply never comes.
+#[test]
+#[ignore = "open finding of the review of b8e4e83: past the backlog a publisher waits for ever on a client that never reads"]
+fn a_client_that_never_reads_holds_up_no_other_connections_publish_after_a_megabyte_of_events() {
+    let server = Server::builder("publish", "1.0.0")
+        .tool(
+            Tool::new("change", "Publishes a tool list change."),
+            |ctx, _: Value| {
+                ctx.notifier().tools_list_changed();
+                Ok(CallToolResult::text("changed"))
+            },
+        )
+        .build();
+    let listen = |id: &str| {
+        request(
+            id,
+            "subscriptions/listen",
+            json!({ "notifications": { "toolsListChanged": true } }),
+        )
+    };
+    let (mut stalled, held) = Peer::start_stalling(&server);
+    stalled.send(&listen("x"));
+    assert_eq!(
+        stalled.recv()["method"],
+        json!("notifications/subscriptions/acknowledged")
+    );
+    let mut other = Peer::start(&server);
+    other.send(&listen("y"));
+    assert_eq!(
+        other.recv()["method"],
+        json!("notifications/subscriptions/acknowledged")
+    );
+    let not_reading = held.lock().unwrap();
+    // The application's own publisher: 1.5 MiB of events (about 100 bytes
+    // each), more than the backlog, while the first client reads nothing.
+    let (ticked, ticks) = crossbeam_channel::unbounded();
+    let ticker = {
+        let notifier = server.notifier();
+        std::thread::spawn(move || {
+            for _ in 0..16_000 {
+                notifier.tools_list_changed();
+                let _ = ticked.send(());
+            }
+        })
+    };
+    // The other client reads everything it is sent.
+    let mut events = 0;
+    while events < 16_000 && other.try_recv(WAIT).is_some() {
+        events += 1;
+    }
+    let published = ticks.try_iter().count();
+    other.send(&call(1, "change", json!({})));
+    let reply =
+        std::iter::from_fn(|| other.try_recv(WAIT)).find(|m| m.get("id") == Some(&json!(1)));
+    drop(not_reading);
+    ticker.join().unwrap();
+    assert!(
+        reply.is_some(),
+        "the other connection got {events} of 16000 events (the application's thread published {published}) and no reply to its call within 10 s"
+    );
+    let (_, res) = stalled.finish();
+    res.unwrap();
+    let (_, res) = other.finish();
+    res.unwrap();
+}
+
+/// Claim (review of the publisher's send, b8e4e83): a publisher waiting
+/// for a client that stopped reading (more than the backlog behind it)
+/// goes on once that connection ends: a stop gives the client its last
+/// output's patience, closes the output, and the waiting publisher is
+/// woken and finds nothing waiting (`Shared::send_in_background` waits on
+/// the connection's condvar, which `ConnHandle::shut_down` signals).
+#[test]
+fn a_publisher_waiting_for_a_client_that_never_reads_goes_on_once_a_stop_ends_it() {
+    let server = Server::builder("publish", "1.0.0")
+        .enable_tools()
+        .shutdown_grace(Duration::from_millis(100))
+        .build();
+    let (mut stalled, held) = Peer::start_stalling(&server);
+    stalled.send(&request(
+        "x",
+        "subscriptions/listen",
+        json!({ "notifications": { "toolsListChanged": true } }),
+    ));
+    assert_eq!(
+        stalled.recv()["method"],
+        json!("notifications/subscriptions/acknowledged")
+    );
+    let not_reading = held.lock().unwrap();
+    let (ticked, ticks) = crossbeam_channel::unbounded();
+    let ticker = {
+        let notifier = server.notifier();
+        std::thread::spawn(move || {
+            for _ in 0..16_000 {
+                notifier.tools_list_changed();
+                let _ = ticked.send(());
+            }
+        })
+    };
+    // The publisher waits once the backlog is full.
+    let mut published = 0;
+    while ticks.recv_timeout(Duration::from_millis(500)).is_ok() {
+        published += 1;
+    }
+    assert!(published < 16_000, "the publisher never waited");
+    server.stop_handle().stop();
+    let rest = std::iter::from_fn(|| ticks.recv_timeout(WAIT).ok())
+        .take(16_000 - published)
+        .count();
+    assert_eq!(
+        published + rest,
+        16_000,
+        "the publisher still waits after the stop"
+    );
+    ticker.join().unwrap();
+    drop(not_reading);
+    let (_, res) = stalled.finish();
+    assert!(res.is_err(), "serve gave the client up: {res:?}");
+}
+
+/// Claim (review of the publisher's send, b8e4e83): a publisher's send,
+/// queued on the pool, is taken although the pool's one thread is blocked
+/// in a handler that waits for the client's reaction to the event (a
+/// thread starts for it: `Pool::submit_send`), and on a server whose
+/// handlers are all inline, which never started a pool thread before.
+#[test]
+fn a_published_event_reaches_the_client_while_the_pools_only_thread_blocks_or_before_any_started() {
+    let listen = request(
+        "l",
+        "subscriptions/listen",
+        json!({ "notifications": { "toolsListChanged": true } }),
+    );
+    // One thread, blocked in a handler until the client saw the event.
+    let (builder, blocker) = crate::support::Blocker::install(
+        Server::builder("publish", "1.0.0")
+            .enable_tools()
+            .workers(1),
+    );
+    let server = builder.build();
+    let mut peer = Peer::start(&server);
+    peer.send(&listen);
+    assert_eq!(
+        peer.recv()["method"],
+        json!("notifications/subscriptions/acknowledged")
+    );
+    peer.send(&call(1, "block", json!({})));
+    blocker.wait_started();
+    let notifier = server.notifier();
+    std::thread::spawn(move || notifier.tools_list_changed())
+        .join()
+        .unwrap();
+    let event = peer.try_recv(WAIT);
+    blocker.release_one();
+    assert_eq!(
+        event.map(|e| e["method"].clone()),
+        Some(json!("notifications/tools/list_changed")),
+        "the event waited for the blocked handler"
+    );
+    assert_eq!(peer.recv()["id"], json!(1));
+    // The listen's final result follows.
+    let (_, res) = peer.finish();
+    res.unwrap();
+    // Inline handlers only: no pool thread ever ran.
+    let server = Server::builder("inline", "1.0.0")
+        .inline_tool(Tool::new("noop", "Does nothing."), |_ctx, _: Value| {
+            Ok(CallToolResult::text("ok"))
+        })
+        .build();
+    let mut peer = Peer::start(&server);
+    peer.send(&listen);
+    assert_eq!(
+        peer.recv()["method"],
+        json!("notifications/subscriptions/acknowledged")
+    );
+    let notifier = server.notifier();
+    std::thread::spawn(move || notifier.tools_list_changed())
+        .join()
+        .unwrap();
+    assert_eq!(
+        peer.try_recv(WAIT).map(|e| e["method"].clone()),
+        Some(json!("notifications/tools/list_changed")),
+        "the event waited for a pool thread that never started"
+    );
+    // The listen's final result follows.
+    let (_, res) = peer.finish();
+    res.unwrap();
+}
+
+/// Claim (review of the publisher's send, b8e4e83): publishers that never
+/// stop, racing the end of input and a stop, neither keep `serve` from
+/// returning nor lose the order of what it wrote: the listen's final
+/// result is the last line, after every event, and nothing follows it.
+#[test]
+fn serve_ends_while_publishers_never_stop_and_the_final_result_comes_last() {
+    for round in 0..20 {
+        let server = Server::builder("publish", "1.0.0").enable_tools().build();
+        let mut peer = Peer::start(&server);
+        peer.send(&request(
+            "l",
+            "subscriptions/listen",
+            json!({ "notifications": { "toolsListChanged": true } }),
+        ));
+        assert_eq!(
+            peer.recv()["method"],
+            json!("notifications/subscriptions/acknowledged")
+        );
+        let running = Arc::new(AtomicBool::new(true));
+        let publishers: Vec<_> = (0..2)
+            .map(|_| {
+                let (notifier, running) = (server.notifier(), Arc::clone(&running));
+                std::thread::spawn(move || {
+                    while running.load(Ordering::Relaxed) {
+                        notifier.tools_list_changed();
+                    }
+                })
+            })
+            .collect();
+        // Some events first.
+        for _ in 0..50 {
+            assert_eq!(
+                peer.recv()["method"],
+                json!("notifications/tools/list_changed")
+            );
+        }
+        if round % 2 == 1 {
+            server.stop_handle().stop();
+        }
+        let (rest, res) = peer.finish();
+        running.store(false, Ordering::Relaxed);
+        publishers.into_iter().for_each(|p| p.join().unwrap());
+        res.unwrap();
+        let last = rest.last().expect("the listen's final result");
+        assert_eq!(last["id"], json!("l"), "round {round}: {last}");
+        assert!(
+            rest[..rest.len() - 1]
+                .iter()
+                .all(|m| m["method"] == json!("notifications/tools/list_changed")),
+            "round {round}: a line other than an event before the final result"
+        );
+    }
+}

@@ -36,7 +36,9 @@
 //! hold up the events of the others, nor the reply of the handler that
 //! published. It hands the send to the pool
 //! (`Shared::send_in_background`), and waits only while more than the
-//! backlog waits on that connection.
+//! backlog waits on that connection. (To a writer of lines, which never
+//! waits for its client, it sends itself: over HTTP the event is then on
+//! the listener's socket before the publisher's reply is on its call's.)
 //! (Over HTTP a send never waits for the client: a request's notifications
 //! wait for room after it instead, `Outlet::notify` below, and a response
 //! body's own thread writes what the socket did not take:
@@ -700,11 +702,20 @@ impl Connection for Shared {
     /// its send to the pool ([`Shared::send_in_background`]): a publisher
     /// reaches every connection in turn (`Connections::publish_here`), and
     /// a client that stopped reading must not hold up the others' events,
-    /// nor the handler that published (its reply).
+    /// nor the handler that published (its reply). A writer of lines (an
+    /// HTTP response body) never waits for its client, so the publisher
+    /// sends to it itself, as before: the event is on the listener's
+    /// socket before the publisher's reply is on its call's
+    /// (`http::what_a_tool_publishes_is_on_the_listeners_socket_before_its_reply_is`).
     fn publish(&self, event: &ServerEvent) {
-        let ((), written) = self.act_unsent(|conn| conn.publish(event));
-        if written.is_some() {
-            self.send_in_background();
+        let (stream, written) = self.act_unsent(|conn| {
+            conn.publish(event);
+            conn.output.is_stream()
+        });
+        match written {
+            Some(written) if !stream => self.send_written(written),
+            Some(_) => self.send_in_background(),
+            None => {}
         }
     }
 
