@@ -61,8 +61,10 @@ impl Transport {
     /// A server writes what it publishes into every connection's output
     /// before the publisher goes on, and the server's worker threads send
     /// it: a peer that stops reading holds up no publisher until more than
-    /// a megabyte waits for it, and then every publisher waits for it (what
-    /// waits stays bounded). For a server of many connections, give a
+    /// a megabyte waits for it; then publishers wait for it (what waits
+    /// stays bounded), and a peer that takes not a byte of it for 10 s is
+    /// let go (its `serve` returns `TimedOut`). For a server of many
+    /// connections, give a
     /// socket a write timeout before handing it over (`set_write_timeout`,
     /// as `serve_http` does): a write that times out ends that connection
     /// only.

@@ -7,7 +7,7 @@
 use std::io::Write;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, Sender};
 use mcp_stdio::types::{CallToolResult, Tool};
@@ -611,11 +611,13 @@ fn a_client_that_never_reads_holds_up_no_other_connections_publish() {
 /// however long it stays away, not only for its first megabyte of events.
 /// A server that publishes on its own (a clock, a watched file: one event a
 /// second is a megabyte in a few hours) fills the stalled connection's
-/// backlog; from then on every publisher waits on that client, the
+/// backlog; from then on every publisher waited on that client, the
 /// application's own thread and a tool of another connection alike, and
-/// that tool's reply never comes.
+/// that tool's reply never came. Now a client that takes none of its
+/// output for 10 s while more than a megabyte waits is let go
+/// (`Conn::let_go`): its `serve` returns `TimedOut`, saying why, and the
+/// publishers go on.
 #[test]
-#[ignore = "open finding of the review of b8e4e83: past the backlog a publisher waits for ever on a client that never reads"]
 fn a_client_that_never_reads_holds_up_no_other_connections_publish_after_a_megabyte_of_events() {
     let server = Server::builder("publish", "1.0.0")
         .tool(
@@ -658,25 +660,36 @@ fn a_client_that_never_reads_holds_up_no_other_connections_publish_after_a_megab
             }
         })
     };
-    // The other client reads everything it is sent.
+    // The other client reads everything it is sent: all of it, once the
+    // stalled client is let go (10 s after the publisher began to wait).
+    let deadline = Instant::now() + 3 * WAIT;
     let mut events = 0;
-    while events < 16_000 && other.try_recv(WAIT).is_some() {
+    while events < 16_000
+        && other
+            .try_recv(deadline.saturating_duration_since(Instant::now()))
+            .is_some()
+    {
         events += 1;
     }
     let published = ticks.try_iter().count();
     other.send(&call(1, "change", json!({})));
     let reply =
         std::iter::from_fn(|| other.try_recv(WAIT)).find(|m| m.get("id") == Some(&json!(1)));
-    drop(not_reading);
     ticker.join().unwrap();
     assert!(
         reply.is_some(),
-        "the other connection got {events} of 16000 events (the application's thread published {published}) and no reply to its call within 10 s"
+        "the other connection got {events} of 16000 events (the application's thread published {published}) and no reply to its call within 40 s"
     );
-    let (_, res) = stalled.finish();
-    res.unwrap();
+    assert_eq!(events, 16_000, "the other connection missed events");
     let (_, res) = other.finish();
     res.unwrap();
+    drop(not_reading);
+    let (_, res) = stalled.finish();
+    let error = res.expect_err("the stalled client was let go").to_string();
+    assert!(
+        error.contains("took none of the server's output for 10s"),
+        "{error}"
+    );
 }
 
 /// Claim (review of the publisher's send, b8e4e83): a publisher waiting

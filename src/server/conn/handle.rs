@@ -36,7 +36,8 @@
 //! hold up the events of the others, nor the reply of the handler that
 //! published. It hands the send to the pool
 //! (`Shared::send_in_background`), and waits only while more than the
-//! backlog waits on that connection. (To a writer of lines, which never
+//! backlog waits on that connection, for a client that takes some of it:
+//! one that takes not a byte for [`LET_GO`] is let go. (To a writer of lines, which never
 //! waits for its client, it sends itself: over HTTP the event is then on
 //! the listener's socket before the publisher's reply is on its call's.)
 //! (Over HTTP a send never waits for the client: a request's notifications
@@ -76,6 +77,12 @@ use crate::server::pool::{Blocking, Job};
 use crate::server::reply::Reply;
 use crate::server::work::{Work, call};
 use crate::server::{Inner, Server};
+
+/// How long a publisher waits for a client that takes none of its output
+/// while more than the backlog waits for it, before the client is taken to
+/// be gone (`Conn::let_go`): as long as a Streamable HTTP client's write
+/// timeout (`HttpOptions::write_timeout`'s default).
+pub(super) const LET_GO: Duration = Duration::from_secs(10);
 
 /// A connection, shared by the threads that act on it. Cheap to clone.
 #[derive(Clone)]
@@ -236,7 +243,8 @@ impl ConnHandle {
         let mut progress = state.output.progress();
         let mut deadline = patience.and_then(|p| Instant::now().checked_add(p));
         let mut gave_up = None;
-        while state.output.sending() || state.output.waiting() > 0 {
+        // (An output given up on already, `Conn::let_go`, waits no more.)
+        while !state.output.is_closed() && (state.output.sending() || state.output.waiting() > 0) {
             let Some(patience) = patience else {
                 state = shared.send_or_wait(state);
                 continue;
@@ -631,12 +639,15 @@ impl Shared {
     /// Sees what waits sent without this thread's writing it: hands it to
     /// the pool as a send ([`Shared::queue_send`]) unless a send is in
     /// progress or queued (its end sees to it). Then, while more than
-    /// [`BACKLOG`] waits to be sent (a client that stopped reading), it
-    /// waits, and what piles up behind such a client is bounded: a
-    /// publisher's backpressure, as the backlog is the reader's
-    /// (`Conn::backed_up`).
+    /// [`BACKLOG`] waits to be sent (a client slow to read), it waits, and
+    /// what piles up behind such a client is bounded: a publisher's
+    /// backpressure, as the backlog is the reader's (`Conn::backed_up`).
+    /// A client that takes not a byte of it for [`LET_GO`] is let go
+    /// (`Conn::let_go`): else one that stopped reading for good would hold
+    /// every publisher of the server for good.
     fn send_in_background(&self) {
         let mut state = self.lock_state();
+        let (mut progress, mut since) = (state.output.progress(), Instant::now());
         loop {
             let idle = !state.output.sending() && !state.send_queued;
             if idle && state.output.waiting() > 0 {
@@ -645,11 +656,24 @@ impl Shared {
                 drop(state);
                 self.queue_send(&inner);
                 state = self.lock_state();
-            } else if state.output.waiting() > BACKLOG {
-                state = self.wait(state, None);
-            } else {
+                continue;
+            }
+            if state.output.waiting() <= BACKLOG {
                 return;
             }
+            if state.output.progress() != progress {
+                (progress, since) = (state.output.progress(), Instant::now());
+            }
+            let waited = since.elapsed();
+            if waited >= LET_GO {
+                let writer = state.let_go();
+                drop(state);
+                drop(writer);
+                // The other publishers waiting on it find nothing waiting.
+                self.changed.notify_all();
+                return;
+            }
+            state = self.wait(state, Some(LET_GO - waited));
         }
     }
 

@@ -328,6 +328,26 @@ impl Conn {
         }
     }
 
+    /// The client took none of its output for [`handle::LET_GO`] while more
+    /// than [`BACKLOG`] waited for it, and a publisher waits on it
+    /// (`Shared::send_in_background`): it is taken to be gone, as if a
+    /// send had failed. What waits is dropped, nothing more is written,
+    /// serving ends, and `serve` returns the reason. Returns the writer if
+    /// no send has it, to be dropped without the lock.
+    fn let_go(&mut self) -> Option<Writer> {
+        let reason = std::io::Error::new(
+            std::io::ErrorKind::TimedOut,
+            format!(
+                "the client took none of the server's output for {:?} while more than {} KiB of it waited: it was taken to be gone (a client must read the server's output as it comes)",
+                handle::LET_GO,
+                BACKLOG / 1024
+            ),
+        );
+        let writer = self.output.give_up(reason);
+        self.fail();
+        writer
+    }
+
     /// A send failed: the client is gone, and serving ends.
     fn fail(&mut self) {
         self.failed = true;

@@ -395,6 +395,22 @@ impl Output {
         (self.writer.take(), self.error.take())
     }
 
+    /// Gives up on the client, which took none of the output for too long
+    /// (`Conn::let_go`): closed as by [`Output::close`], with `reason` as
+    /// the output's failure, which the last `close` returns. Returns the
+    /// writer if no send has it, to be dropped without the lock.
+    pub fn give_up(&mut self, reason: io::Error) -> Option<Writer> {
+        self.error.get_or_insert(reason);
+        self.closed = true;
+        self.drop_waiting();
+        self.writer.take()
+    }
+
+    /// Whether the output was closed (or given up on).
+    pub fn is_closed(&self) -> bool {
+        self.closed
+    }
+
     /// Drops what waits to be sent: nobody will send it.
     fn drop_waiting(&mut self) {
         (self.queued, self.lines, self.waiting) = (Vec::new(), Out::default(), 0);
