@@ -7,55 +7,10 @@
 //! change, and send what the change wrote. Taking and letting go of the
 //! lock does nothing else, and no `Drop` here does any of it.
 //!
-//! What was written is sent without the lock, one thread at a time
-//! ([`Output::detach`](super::output::Output::detach)), and each send
-//! takes every line waiting. A thread that wrote sends its lines itself,
-//! unless a send takes them first; when it finds another thread sending,
-//! it waits for that `write(2)` to end and then sends what waits
-//! (`Shared::send_written`). So a thread sends at most once for its lines:
-//! no thread is held sending for others for as long as they write, and
-//! none waits for more than the `write(2)` in progress and its own. A
-//! client slower than the writers makes them wait, which is the
-//! backpressure; a change that wrote nothing never waits.
-//!
-//! A pooled request's finish is the exception: it never waits behind
-//! another thread's send (`Shared::send_unless_sending`), since a thread of
-//! the pool that waits looks blocked, and the pool would start threads for
-//! the jobs behind it. It leaves its reply to the send in progress, whose
-//! end hands what waits to the pool as a send of its own
-//! (`Shared::send`, the event that guarantees it), and on a byte stream,
-//! while other jobs wait on the pool, it queues that send itself, so the
-//! replies of a pipelined burst leave in one `write(2)`
-//! (`Shared::send_unless_sending`); the pool runs a send once the jobs
-//! before it are taken, or at once on a thread it starts because every
-//! thread blocks (`Pool::submit_send`). Its backpressure is the
-//! backlog instead: while more than a megabyte waits to be sent, no queued
-//! request starts and the reader reads no further (`Conn::backed_up`).
-//! A publisher never sends either (`Connection::publish`): it reaches
-//! every connection in turn, and one whose client stopped reading must not
-//! hold up the events of the others, nor the reply of the handler that
-//! published. It hands the send to the pool
-//! (`Shared::send_in_background`), and waits only while more than the
-//! backlog waits on that connection, for a client that takes some of it:
-//! one that takes not a byte for [`LET_GO`] is let go. (To a writer of lines, which never
-//! waits for its client, it sends itself: over HTTP the event is then on
-//! the listener's socket before the publisher's reply is on its call's.)
-//! (Over HTTP a send never waits for the client: a request's notifications
-//! wait for room after it instead, `Outlet::notify` below, and a response
-//! body's own thread writes what the socket did not take:
-//! `server::http::body`.)
-//!
-//! Two more changes leave their send to someone else, each to an event
-//! that is never a blocking read (ARCHITECTURE.md, "Who sends, and when"):
-//! the reader holds back what it writes while it has lines in hand
-//! ([`Sending::BeforeRead`]: one `write(2)` for a pipelined burst), and
-//! sends it before it reads ([`ConnHandle::send_held`], called by the
-//! reader's input before every read: `reader::SendFirst`) or sleeps
-//! ([`ConnHandle::wait_until`] sends first); between the two it only
-//! dispatches the lines it holds and runs inline handlers, which promise
-//! not to block. A stop ([`Sending::AtShutdown`]) leaves the final results
-//! it writes to the connection's own shutdown, which it starts: the caller
-//! of `stop` never waits on a client.
+//! What the change wrote is sent without the lock, one thread at a time;
+//! who sends it, and when, is `send.rs` (the `Shared::send*` calls).
+
+mod send;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError, Weak};
@@ -63,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::Sender;
 
-use super::output::{BACKLOG, BUFFER, Detached, Room};
+use super::output::Room;
 use super::{Conn, End, Writer};
 use crate::error::Error;
 use crate::jsonrpc::{ErrorObject, RequestId};
@@ -73,16 +28,10 @@ use crate::server::context::{Holding, Outlet, RequestContext, Sink};
 use crate::server::dispatch::Prepared;
 use crate::server::event::ServerEvent;
 use crate::server::in_flight::Stage;
-use crate::server::pool::{Blocking, Job};
+use crate::server::pool::Job;
 use crate::server::reply::Reply;
 use crate::server::work::{Work, call};
 use crate::server::{Inner, Server};
-
-/// How long a publisher waits for a client that takes none of its output
-/// while more than the backlog waits for it, before the client is taken to
-/// be gone (`Conn::let_go`): as long as a Streamable HTTP client's write
-/// timeout (`HttpOptions::write_timeout`'s default).
-pub(super) const LET_GO: Duration = Duration::from_secs(10);
 
 /// A connection, shared by the threads that act on it. Cheap to clone.
 #[derive(Clone)]
@@ -470,23 +419,6 @@ impl Shared {
         value
     }
 
-    /// See [`ConnHandle::send_as`].
-    fn send_as(&self, sending: Sending, written: u64) {
-        match sending {
-            Sending::Now => self.send_written(written),
-            held => {
-                let waiting = {
-                    let mut state = self.lock_state();
-                    state.held = state.held.max(written);
-                    state.output.waiting()
-                };
-                if held == Sending::BeforeRead && waiting >= BUFFER {
-                    self.send_written(written);
-                }
-            }
-        }
-    }
-
     /// See [`ConnHandle::act_unsent`].
     fn act_unsent<T>(&self, change: impl FnOnce(&mut Conn) -> T) -> (T, Option<u64>) {
         let mut state = self.lock_state();
@@ -506,197 +438,6 @@ impl Shared {
             self.changed.notify_all();
         }
         (value, (written > before).then_some(written))
-    }
-
-    /// Sees the first `written` lines on their way: returns once a send
-    /// took them, sending them itself (with whatever else waits) unless
-    /// another thread is sending, whose `write(2)` it then waits for first.
-    /// At most one send: a thread is never held sending for others.
-    fn send_written(&self, written: u64) {
-        let mut state = self.lock_state();
-        while !state.output.taken(written) {
-            match state.output.detach() {
-                Some(detached) => {
-                    drop(state);
-                    return self.send(detached);
-                }
-                None => state = self.wait(state, None),
-            }
-        }
-    }
-
-    /// Sees the first `written` lines on their way without waiting for
-    /// another thread's `write(2)`: a pooled request's finish (a thread of
-    /// the pool waiting behind another's send would look blocked to the
-    /// pool, which would start threads for the jobs behind it). Nothing to
-    /// do if a send took them, or one is in progress or queued: its end
-    /// sees to what waits ([`Shared::send`]). While other jobs wait on the
-    /// pool and the output is a byte stream, it queues a send
-    /// ([`Shared::queue_send`]) that a running thread takes once those
-    /// jobs are taken, so the replies they write leave in the same
-    /// `write(2)` (a pipelined burst on one CPU: 0.64x the floor against
-    /// 0.33x, BENCHMARKS.md), and a thread started because every thread
-    /// blocks takes first ([`Pool::submit_send`](crate::server::pool::Pool::submit_send)):
-    /// the reply waits for no thread start of the jobs before it.
-    /// Otherwise it sends now, a step that may block, and counts so.
-    fn send_unless_sending(&self, written: u64, blocking: &Blocking) {
-        let mut state = self.lock_state();
-        if state.output.taken(written) || state.send_queued {
-            return;
-        }
-        let gather = state.output.is_stream() && state.inner.pool.waiting() > 0;
-        if gather && !state.output.sending() {
-            state.send_queued = true;
-            let inner = Arc::clone(&state.inner);
-            drop(state);
-            return self.queue_send(&inner);
-        }
-        let detached = state.output.detach();
-        drop(state);
-        if let Some(detached) = detached {
-            blocking.may_block(|| self.send(detached));
-        }
-    }
-
-    /// Sends `detached` without the lock, puts the writer back, and wakes
-    /// the threads waiting for it. What was written meanwhile may have no
-    /// thread waiting to send it (a pooled request's finish does not wait:
-    /// [`Shared::send_unless_sending`]), so it goes to the pool as a send
-    /// of its own ([`Shared::queue_send`]): this thread sent once, and is
-    /// not held sending for others. A failed send ends serving.
-    fn send(&self, mut detached: Detached) {
-        // A writer that panics fails the output like one that errs: the
-        // send must come back, or every writer after it would wait.
-        let sent = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| detached.send()))
-            .unwrap_or_else(|_| Err(std::io::Error::other("the output's writer panicked")));
-        let ((more, orphan), _) = self.act_unsent(|conn| {
-            let (more, orphan) = conn.sent(detached, sent);
-            conn.send_queued |= more;
-            (more.then(|| Arc::clone(&conn.inner)), orphan)
-        });
-        // A client given up on: its writer goes without the lock.
-        drop(orphan);
-        if let Some(inner) = more {
-            self.queue_send(&inner);
-        }
-    }
-
-    /// Queues a send of what waits on the pool ([`Shared::send_waiting`],
-    /// as a send: `Pool::submit_send`); the caller set `Conn::send_queued`.
-    fn queue_send(&self, inner: &Inner) {
-        if let Some(shared) = self.me.upgrade() {
-            (inner.pool).submit_send(Box::new(move |blocking| shared.send_waiting(blocking)));
-        }
-    }
-
-    /// A queued send: sends what waits, unless a send is in progress (its
-    /// end sees to it) or nothing waits (a thread that wrote it and waits
-    /// took it).
-    fn send_waiting(&self, blocking: &Blocking) {
-        let detached = {
-            let mut state = self.lock_state();
-            state.send_queued = false;
-            state.output.detach()
-        };
-        if let Some(detached) = detached {
-            blocking.may_block(|| self.send(detached));
-        }
-    }
-
-    /// One step of a wait that sends itself: sends what waits (then the
-    /// caller looks again), or sleeps until the state changes.
-    fn send_or_wait<'a>(&'a self, mut state: MutexGuard<'a, Conn>) -> MutexGuard<'a, Conn> {
-        match state.output.detach() {
-            Some(detached) => {
-                drop(state);
-                self.send(detached);
-                self.lock_state()
-            }
-            None => self.wait(state, None),
-        }
-    }
-
-    /// One step of a wait that must not block on the client: hands what
-    /// waits to the pool as a send ([`Shared::queue_send`]) unless a send
-    /// is in progress or queued (its end sees to it), then sleeps until the
-    /// state changes or `timeout` passes.
-    fn queue_or_wait<'a>(
-        &'a self,
-        mut state: MutexGuard<'a, Conn>,
-        timeout: Option<Duration>,
-    ) -> MutexGuard<'a, Conn> {
-        let idle = !state.output.sending() && !state.send_queued;
-        if idle && state.output.waiting() > 0 {
-            state.send_queued = true;
-            let inner = Arc::clone(&state.inner);
-            drop(state);
-            self.queue_send(&inner);
-            return self.lock_state();
-        }
-        self.wait(state, timeout)
-    }
-
-    /// Sees what waits sent without this thread's writing it: hands it to
-    /// the pool as a send ([`Shared::queue_send`]) unless a send is in
-    /// progress or queued (its end sees to it). Then, while more than
-    /// [`BACKLOG`] waits to be sent (a client slow to read), it waits, and
-    /// what piles up behind such a client is bounded: a publisher's
-    /// backpressure, as the backlog is the reader's (`Conn::backed_up`).
-    /// A client that takes not a byte of it for [`LET_GO`] is let go
-    /// (`Conn::let_go`): else one that stopped reading for good would hold
-    /// every publisher of the server for good.
-    fn send_in_background(&self) {
-        let mut state = self.lock_state();
-        let (mut progress, mut since) = (state.output.progress(), Instant::now());
-        loop {
-            let idle = !state.output.sending() && !state.send_queued;
-            if idle && state.output.waiting() > 0 {
-                state.send_queued = true;
-                let inner = Arc::clone(&state.inner);
-                drop(state);
-                self.queue_send(&inner);
-                state = self.lock_state();
-                continue;
-            }
-            if state.output.waiting() <= BACKLOG {
-                return;
-            }
-            if state.output.progress() != progress {
-                (progress, since) = (state.output.progress(), Instant::now());
-            }
-            let waited = since.elapsed();
-            if waited >= LET_GO {
-                let writer = state.let_go();
-                drop(state);
-                drop(writer);
-                // The other publishers waiting on it find nothing waiting.
-                self.changed.notify_all();
-                return;
-            }
-            state = self.wait(state, Some(LET_GO - waited));
-        }
-    }
-
-    /// Sleeps until the state changes (or `timeout` passes).
-    fn wait<'a>(
-        &'a self,
-        mut state: MutexGuard<'a, Conn>,
-        timeout: Option<Duration>,
-    ) -> MutexGuard<'a, Conn> {
-        state.waiters += 1;
-        let mut state = match timeout {
-            Some(timeout) => self
-                .changed
-                .wait_timeout(state, timeout)
-                .map(|(state, _)| state)
-                .unwrap_or_else(|e| e.into_inner().0),
-            None => self
-                .changed
-                .wait(state)
-                .unwrap_or_else(PoisonError::into_inner),
-        };
-        state.waiters -= 1;
-        state
     }
 }
 

@@ -28,6 +28,7 @@
 use std::io::{self, Write};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
 
 use crate::server::out::Out;
 
@@ -100,6 +101,12 @@ pub(super) const BUFFER: usize = 8 * 1024;
 /// The most that may wait behind a send in progress before the reader
 /// reads no further (`Conn::backed_up`).
 pub(super) const BACKLOG: usize = 1024 * 1024;
+
+/// How long a publisher waits for a client that takes none of its output
+/// while more than the backlog waits for it, before the client is taken to
+/// be gone (`Conn::let_go`, waited for in `handle::send`): as long as a Streamable HTTP client's write
+/// timeout (`HttpOptions::write_timeout`'s default).
+pub(super) const LET_GO: Duration = Duration::from_secs(10);
 
 /// One connection's output.
 pub(super) struct Output {
