@@ -92,6 +92,11 @@ fn run_server(mode: &str) -> ! {
     if mode == "tools-only" {
         run_tools_only(false);
     }
+    // `exit-at-every-listen`: the `tools-only` server, which exits as it
+    // reads a `subscriptions/listen`, every time it is started.
+    if mode == "exit-at-every-listen" {
+        run_tools_only(true);
+    }
     if mode == "hang-list" {
         run_tools_alone(true);
     }
@@ -1730,6 +1735,37 @@ fn serve_http_ends_on_sigterm_while_starting() -> Result<(), String> {
     Err("still running 5 s after SIGTERM, while it listed the child's tools".into())
 }
 
+/// `serve-http` whose child dies at every listen the proxy sends (its lists
+/// thread waits for each restart, `Client::wait_restarted`) ends on
+/// SIGTERM within a few seconds, while the restarts go on.
+#[cfg(feature = "http")]
+fn serve_http_ends_on_sigterm_while_its_child_dies_at_every_listen() -> Result<(), String> {
+    let mut gateway = Gateway::start("exit-at-every-listen", &[])?;
+    let _ = gateway.address()?;
+    if !gateway.stderr.contains("the server was restarted") {
+        gateway.wait_for("the server was restarted")?;
+    }
+    let killed = Command::new("kill")
+        .args(["-TERM", &gateway.child.id().to_string()])
+        .status()
+        .map_err(|e| e.to_string())?;
+    if !killed.success() {
+        return Err("kill -TERM failed".into());
+    }
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while Instant::now() < deadline {
+        if let Some(status) = gateway.child.try_wait().map_err(|e| e.to_string())? {
+            return match status.code() {
+                Some(0) => Ok(()),
+                _ => Err(format!("after SIGTERM: {status}")),
+            };
+        }
+        // Polling interval of the bounded wait.
+        thread::sleep(Duration::from_millis(5));
+    }
+    Err("still running 5 s after SIGTERM, while its child died at every listen".into())
+}
+
 /// Issue 43, item 6 ("a missing feature as an answer, not a failure"),
 /// read the other way: a server that offers resource subscriptions but
 /// refuses the one asked for (it takes `mem://` URIs only) has not said
@@ -1948,6 +1984,11 @@ fn run_checks() -> i32 {
     checks.push((
         "serve_http_subscribes_behind_a_restarted_child_that_declares_more".into(),
         Box::new(serve_http_subscribes_behind_a_restarted_child_that_declares_more),
+    ));
+    #[cfg(feature = "http")]
+    checks.push((
+        "serve_http_ends_on_sigterm_while_its_child_dies_at_every_listen".into(),
+        Box::new(serve_http_ends_on_sigterm_while_its_child_dies_at_every_listen),
     ));
     #[cfg(feature = "http")]
     checks.push((

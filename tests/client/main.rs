@@ -118,6 +118,8 @@ fn run_server(mode: &str) -> ! {
         "stderr-flood" => bounds::fake_stderr_flood(),
         "legacy-requests" => legacy_bounds::fake_legacy_requests(),
         "restarts-silent" => closing::fake_restarts_silent(),
+        "exits-at-every-listen" => proxy_restarts::fake_exits_at_listen(true),
+        "exits-at-first-listen" => proxy_restarts::fake_exits_at_listen(false),
         "grandchild-holds-stdout" => closing::fake_grandchild_holds_stdout(),
         // Not a server: a grandchild that holds its parent's stdout.
         "holds-stdout" => closing::run_holds_stdout(),
@@ -878,6 +880,22 @@ const CHECKS: &[(&str, Check)] = &[
         "a_restart_does_not_reopen_an_ended_subscription",
         subscription_ends::a_restart_does_not_reopen_an_ended_subscription,
     ),
+    (
+        "close_while_the_proxy_waits_for_a_restart_returns_and_ends_its_thread",
+        proxy_restarts::close_while_the_proxy_waits_for_a_restart_returns_and_ends_its_thread,
+    ),
+    (
+        "a_server_that_dies_at_every_listen_ends_the_proxy_thread_with_the_restarts",
+        proxy_restarts::a_server_that_dies_at_every_listen_ends_the_proxy_thread_with_the_restarts,
+    ),
+    (
+        "a_restarted_server_that_refuses_the_listen_is_asked_once",
+        proxy_restarts::a_restarted_server_that_refuses_the_listen_is_asked_once,
+    ),
+    (
+        "restarts_that_never_spawn_end_the_proxy_thread",
+        proxy_restarts::restarts_that_never_spawn_end_the_proxy_thread,
+    ),
     // 5. Close escalation.
     ("close_escalates_to_sigterm", close_escalates_to_sigterm),
     ("close_escalates_to_sigkill", close_escalates_to_sigkill),
@@ -1233,6 +1251,7 @@ mod closing;
 mod framing;
 mod hooks;
 mod legacy_bounds;
+mod proxy_restarts;
 mod quiet;
 mod seed_rules;
 mod start;

@@ -1,0 +1,269 @@
+//! `proxy::serve_as` behind a spawned server that dies before it
+//! acknowledges the proxy's listen (`follow_list_changes`, which waits
+//! for the restart with `Client::wait_restarted` and listens again): the
+//! wait ends with the restarts or the client, and the listen is not sent
+//! without end.
+
+use super::*;
+use std::io::{BufReader, Read};
+
+/// The everything server, its input read a line at a time; each start
+/// appends `{"event":"started"}` to the wire file, and each listen it
+/// reads `{"event":"listen"}`. `exits-at-every-listen` exits (status 9) as
+/// it reads a `subscriptions/listen`, before the server sees it;
+/// `exits-at-first-listen` does so on its first start only, and every
+/// later start refuses the listen (`-32601`: it reaches the server as a
+/// method it does not know).
+pub fn fake_exits_at_listen(every_time: bool) -> ! {
+    let path = std::env::var_os(WIRE_ENV).expect("the wire file");
+    let first = std::fs::read_to_string(&path)
+        .unwrap_or_default()
+        .lines()
+        .all(|l| !l.contains("started"));
+    record(&path, "started");
+    let reader = AtListen {
+        exit: every_time || first,
+        path: path.into(),
+        line: Vec::new(),
+        at: 0,
+    };
+    let server = everything::build();
+    let _ = server.serve(Transport::new(BufReader::new(reader), std::io::stdout()));
+    std::process::exit(0)
+}
+
+fn record(path: &std::ffi::OsStr, event: &str) {
+    let mut file = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .expect("the wire file opens");
+    let _ = file.write_all(format!("{{\"event\":\"{event}\"}}\n").as_bytes());
+}
+
+struct AtListen {
+    exit: bool,
+    path: PathBuf,
+    line: Vec<u8>,
+    at: usize,
+}
+
+impl Read for AtListen {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if self.at == self.line.len() {
+            self.line.clear();
+            self.at = 0;
+            std::io::stdin().lock().read_until(b'\n', &mut self.line)?;
+            let text = String::from_utf8_lossy(&self.line).into_owned();
+            if text.contains("\"subscriptions/listen\"") {
+                record(self.path.as_os_str(), "listen");
+                if self.exit {
+                    std::process::exit(9);
+                }
+                self.line = text
+                    .replace("\"subscriptions/listen\"", "\"subscriptions/unknown\"")
+                    .into_bytes();
+            }
+        }
+        let n = buf.len().min(self.line.len() - self.at);
+        buf[..n].copy_from_slice(&self.line[self.at..self.at + n]);
+        self.at += n;
+        Ok(n)
+    }
+}
+
+/// How many of the wire file's lines are `{"event": event}`.
+fn events(wire: &Wire, event: &str) -> usize {
+    wire.lines()
+        .iter()
+        .filter(|l| l["event"] == json!(event))
+        .count()
+}
+
+/// The threads of this process whose name starts with `prefix`.
+fn threads_named(prefix: &str) -> usize {
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+        return 0;
+    };
+    tasks
+        .filter_map(|task| std::fs::read_to_string(task.ok()?.path().join("comm")).ok())
+        .filter(|name| name.starts_with(prefix))
+        .count()
+}
+
+/// Waits until the proxy's lists thread has ended, once the first server
+/// read its listen (the thread names itself once it runs).
+fn lists_thread_ends(wire: &Wire, within: Duration) -> Result<(), String> {
+    let deadline = Instant::now() + within;
+    while events(wire, "listen") == 0 {
+        ensure!(
+            Instant::now() < deadline,
+            "no listen reached the server within {within:?}"
+        );
+        thread::sleep(Duration::from_millis(10));
+    }
+    while threads_named("mcp-proxy-lists") > 0 {
+        ensure!(
+            Instant::now() < deadline,
+            "the proxy's lists thread still runs after {within:?}"
+        );
+        thread::sleep(Duration::from_millis(10));
+    }
+    Ok(())
+}
+
+/// A `close` while the proxy's lists thread waits for a restart (the
+/// server died as it read the listen, and the restart's backoff is a
+/// minute) returns at once, and the lists thread ends with it.
+pub fn close_while_the_proxy_waits_for_a_restart_returns_and_ends_its_thread()
+-> Result<String, String> {
+    let wire = Wire::new("proxy-close");
+    let (note_tx, notes) = crossbeam_channel::unbounded::<String>();
+    let client = builder()
+        .trace(move |note| {
+            let _ = note_tx.send(note.to_owned());
+        })
+        .restart(RestartPolicy {
+            max_restarts: 3,
+            backoff: Duration::from_secs(60),
+        })
+        .spawn(server_command("exits-at-every-listen", Some(&wire)))
+        .map_err(|e| format!("connecting failed: {e}"))?;
+    let client = Arc::new(client);
+    let proxy = mcp_stdio::proxy::serve_as(Arc::clone(&client))
+        .map_err(|e| format!("serve_as failed: {e}"))?;
+    let deadline = Instant::now() + WAIT;
+    loop {
+        match notes.recv_deadline(deadline) {
+            Ok(note) if note.contains("the server exited") => break,
+            Ok(_) => {}
+            Err(_) => return Err("the death at the listen was never noted".into()),
+        }
+    }
+    ensure!(
+        threads_named("mcp-proxy-lists") == 1,
+        "the lists thread ended before the restart: {} running",
+        threads_named("mcp-proxy-lists")
+    );
+    let started = Instant::now();
+    client
+        .close_shared()
+        .map_err(|e| format!("close failed: {e}"))?;
+    let took = started.elapsed();
+    ensure!(
+        took < Duration::from_secs(5),
+        "close took {took:?} while the proxy waited for a restart"
+    );
+    lists_thread_ends(&wire, Duration::from_secs(5))?;
+    drop(proxy);
+    ensure!(
+        events(&wire, "started") == 1,
+        "a server was started after close: {:?}",
+        wire.lines()
+    );
+    Ok(String::new())
+}
+
+/// A server that dies at every listen is started again as often as the
+/// policy says, no more; the proxy sends its listen once to each, and its
+/// lists thread ends once the restarts are given up.
+pub fn a_server_that_dies_at_every_listen_ends_the_proxy_thread_with_the_restarts()
+-> Result<String, String> {
+    let wire = Wire::new("proxy-dies");
+    let client = builder()
+        .trace(|_| {})
+        .restart(RestartPolicy {
+            max_restarts: 2,
+            backoff: Duration::from_millis(10),
+        })
+        .spawn(server_command("exits-at-every-listen", Some(&wire)))
+        .map_err(|e| format!("connecting failed: {e}"))?;
+    let client = Arc::new(client);
+    let proxy = mcp_stdio::proxy::serve_as(Arc::clone(&client))
+        .map_err(|e| format!("serve_as failed: {e}"))?;
+    lists_thread_ends(&wire, Duration::from_secs(30))?;
+    let (started, listens) = (events(&wire, "started"), events(&wire, "listen"));
+    let _ = client.close_shared();
+    drop(proxy);
+    ensure!(
+        started == 3 && listens == 3,
+        "{started} starts and {listens} listens, want 3 of each"
+    );
+    Ok(String::new())
+}
+
+/// A restarted server that refuses the listen (`-32601`) is asked once:
+/// the proxy lists it again and its lists thread ends, without sending
+/// the listen over and over.
+pub fn a_restarted_server_that_refuses_the_listen_is_asked_once() -> Result<String, String> {
+    let wire = Wire::new("proxy-refuses");
+    let client = builder()
+        .trace(|_| {})
+        .restart(RestartPolicy {
+            max_restarts: 3,
+            backoff: Duration::from_millis(10),
+        })
+        .spawn(server_command("exits-at-first-listen", Some(&wire)))
+        .map_err(|e| format!("connecting failed: {e}"))?;
+    let client = Arc::new(client);
+    let proxy = mcp_stdio::proxy::serve_as(Arc::clone(&client))
+        .map_err(|e| format!("serve_as failed: {e}"))?;
+    lists_thread_ends(&wire, Duration::from_secs(30))?;
+    let (started, listens) = (events(&wire, "started"), events(&wire, "listen"));
+    let methods = methods(&wire.lines());
+    let _ = client.close_shared();
+    drop(proxy);
+    ensure!(
+        started == 2 && listens == 2,
+        "{started} starts and {listens} listens, want 2 of each: {methods:?}"
+    );
+    Ok(String::new())
+}
+
+/// A server whose restarts all fail to spawn (its program, a script that
+/// removes itself as it starts, is gone): the restart gives up after its
+/// attempts, and the proxy's lists thread, which waited for it, ends.
+pub fn restarts_that_never_spawn_end_the_proxy_thread() -> Result<String, String> {
+    use std::os::unix::fs::PermissionsExt;
+    let wire = Wire::new("proxy-gone");
+    let script = wire.path.with_extension("sh");
+    let exe = std::env::current_exe().map_err(|e| format!("no exe: {e}"))?;
+    std::fs::write(
+        &script,
+        format!("#!/bin/sh\nrm -f -- \"$0\"\nexec '{}'\n", exe.display()),
+    )
+    .map_err(|e| format!("the script: {e}"))?;
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755))
+        .map_err(|e| format!("the script's mode: {e}"))?;
+    let mut command = Command::new(&script);
+    command
+        .env(SERVER_ENV, "exits-at-every-listen")
+        .env(WIRE_ENV, &wire.path);
+    let (note_tx, notes) = crossbeam_channel::unbounded::<String>();
+    let client = builder()
+        .trace(move |note| {
+            let _ = note_tx.send(note.to_owned());
+        })
+        .restart(RestartPolicy {
+            max_restarts: 3,
+            backoff: Duration::from_millis(10),
+        })
+        .spawn(command)
+        .map_err(|e| format!("connecting failed: {e}"))?;
+    let client = Arc::new(client);
+    let proxy = mcp_stdio::proxy::serve_as(Arc::clone(&client))
+        .map_err(|e| format!("serve_as failed: {e}"))?;
+    lists_thread_ends(&wire, Duration::from_secs(30))?;
+    let failed = notes
+        .try_iter()
+        .filter(|n| n.contains("restarting the server failed"))
+        .count();
+    let started = events(&wire, "started");
+    let _ = client.close_shared();
+    drop(proxy);
+    ensure!(
+        started == 1 && failed == 3,
+        "{started} starts and {failed} failed restarts, want 1 and 3"
+    );
+    Ok(String::new())
+}
