@@ -867,3 +867,107 @@ fn serve_ends_while_publishers_never_stop_and_the_final_result_comes_last() {
         );
     }
 }
+
+/// A client that takes a page of the server's output every
+/// [`SlowLoris::EVERY`] once `slow` is set (all of it before): it never
+/// stops reading, so it is never let go.
+struct SlowLoris {
+    out: mcp_stdio::MemoryWriter,
+    slow: Arc<AtomicBool>,
+}
+
+impl SlowLoris {
+    const EVERY: Duration = Duration::from_secs(5);
+}
+
+impl Write for SlowLoris {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        if !self.slow.load(Ordering::SeqCst) {
+            return self.out.write(bytes);
+        }
+        std::thread::sleep(Self::EVERY);
+        self.out.write(&bytes[..bytes.len().min(4096)])
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.out.flush()
+    }
+}
+
+/// Claim (review of c66b5f8): a client that subscribed holds up no other
+/// connection's events for long, whatever its pace. The let-go catches a
+/// client that takes not a byte for 10 s; one that takes a page every 5 s
+/// (800 bytes a second) is never let go, and past its first megabyte every
+/// publisher of the server goes at its pace: another connection that reads
+/// everything gets its events at 800 bytes a second too, for as long as
+/// the slow client likes.
+#[test]
+#[ignore = "open finding of the review of c66b5f8: a client that reads a page every 5 s holds every publisher of the server at its pace"]
+fn a_client_that_reads_a_page_every_few_seconds_holds_up_no_other_connections_events() {
+    let server = Server::builder("publish", "1.0.0")
+        .tool(Tool::new("t", "A tool, so that its list may change."), |_ctx, _: Value| {
+            Ok(CallToolResult::text("t"))
+        })
+        .build();
+    let listen = |id: &str| {
+        request(
+            id,
+            "subscriptions/listen",
+            json!({ "notifications": { "toolsListChanged": true } }),
+        )
+    };
+    let slow = Arc::new(AtomicBool::new(false));
+    let (to_server, server_in) = mcp_stdio::memory_pipe();
+    let (server_out, from_server) = mcp_stdio::memory_pipe();
+    let output = SlowLoris {
+        out: server_out,
+        slow: Arc::clone(&slow),
+    };
+    let serving = {
+        let server = server.clone();
+        std::thread::spawn(move || server.serve(Transport::new(server_in, output)))
+    };
+    let mut loris = Peer::over(
+        Transport::new(from_server, to_server),
+        Some(serving),
+        server_meta(&server),
+    );
+    loris.send(&listen("x"));
+    assert_eq!(
+        loris.recv()["method"],
+        json!("notifications/subscriptions/acknowledged")
+    );
+    let mut other = Peer::start(&server);
+    other.send(&listen("y"));
+    assert_eq!(
+        other.recv()["method"],
+        json!("notifications/subscriptions/acknowledged")
+    );
+    slow.store(true, Ordering::SeqCst);
+    // 2 MiB of events (about 100 bytes each).
+    let ticker = {
+        let notifier = server.notifier();
+        std::thread::spawn(move || {
+            for _ in 0..20_000 {
+                notifier.tools_list_changed();
+            }
+        })
+    };
+    let deadline = Instant::now() + 3 * WAIT;
+    let mut events = 0;
+    while events < 20_000
+        && other
+            .try_recv(deadline.saturating_duration_since(Instant::now()))
+            .is_some()
+    {
+        events += 1;
+    }
+    slow.store(false, Ordering::SeqCst);
+    ticker.join().unwrap();
+    assert_eq!(
+        events, 20_000,
+        "the other connection got {events} of 20000 events within 30 s"
+    );
+    let (_, res) = other.finish();
+    res.unwrap();
+    loris.finish_quietly();
+}
