@@ -904,9 +904,10 @@ impl Write for SlowLoris {
 #[ignore = "open finding of the review of c66b5f8: a client that reads a page every 5 s holds every publisher of the server at its pace"]
 fn a_client_that_reads_a_page_every_few_seconds_holds_up_no_other_connections_events() {
     let server = Server::builder("publish", "1.0.0")
-        .tool(Tool::new("t", "A tool, so that its list may change."), |_ctx, _: Value| {
-            Ok(CallToolResult::text("t"))
-        })
+        .tool(
+            Tool::new("t", "A tool, so that its list may change."),
+            |_ctx, _: Value| Ok(CallToolResult::text("t")),
+        )
         .build();
     let listen = |id: &str| {
         request(

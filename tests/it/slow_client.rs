@@ -293,9 +293,10 @@ fn a_steady_slow_reader_on_a_pipe_is_not_let_go_while_a_publisher_waits() {
     use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
     let server = Server::builder("slow-client", "1.0.0")
-        .tool(Tool::new("t", "A tool, so that its list may change."), |_ctx, _: Value| {
-            Ok(CallToolResult::text("t"))
-        })
+        .tool(
+            Tool::new("t", "A tool, so that its list may change."),
+            |_ctx, _: Value| Ok(CallToolResult::text("t")),
+        )
         .build();
     let (mut to_server, server_in) = mcp_stdio::memory_pipe();
     let (mut from_server, server_out) = std::io::pipe().unwrap();
@@ -338,7 +339,9 @@ fn a_steady_slow_reader_on_a_pipe_is_not_let_go_while_a_publisher_waits() {
         "subscriptions/listen",
         json!({ "notifications": { "toolsListChanged": true } }),
     );
-    to_server.write_all(format!("{listen}\n").as_bytes()).unwrap();
+    to_server
+        .write_all(format!("{listen}\n").as_bytes())
+        .unwrap();
     ack.recv_timeout(WAIT).expect("the listen's acknowledgment");
     // The application publishes (about 100 bytes an event) as fast as the
     // server lets it: past the first megabyte, as fast as the client reads.

@@ -152,7 +152,20 @@ pub(super) struct Detached {
     sent: Arc<AtomicU64>,
 }
 
-/// A byte stream that counts what it took into `sent`.
+/// The most a send hands a byte stream in one `write(2)`. A blocking
+/// `write(2)` to a pipe or a socket returns only once all of it was taken
+/// (but for the pipe's or the socket's buffer), so [`Output::progress`]
+/// moves only as each returns: a send of a megabyte in one `write(2)` to a
+/// client that read 32 KiB a second did not move it for 30 s, and the
+/// client was let go while it read (`Conn::let_go`;
+/// `slow_client::a_steady_slow_reader_on_a_pipe_is_not_let_go_while_a_publisher_waits`).
+/// In pieces of 64 KiB (what a pipe holds: one never waits on an empty
+/// pipe) it moves for a client that takes 6.4 KiB a second, at the cost of
+/// a `write(2)` per 64 KiB of a large send.
+const WRITE_AT_MOST: usize = 64 * 1024;
+
+/// A byte stream that counts what it took into `sent`, handed at most
+/// [`WRITE_AT_MOST`] at a time.
 struct Counting<'a> {
     writer: &'a mut (dyn Write + Send),
     sent: &'a AtomicU64,
@@ -160,7 +173,9 @@ struct Counting<'a> {
 
 impl Write for Counting<'_> {
     fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
-        let n = self.writer.write(bytes)?;
+        let n = self
+            .writer
+            .write(&bytes[..bytes.len().min(WRITE_AT_MOST)])?;
         self.sent.fetch_add(n as u64, Ordering::Relaxed);
         Ok(n)
     }
@@ -315,9 +330,10 @@ impl Output {
 
     /// A count that moves whenever the client takes some of the output:
     /// when a send begins (the one before it ended) and each time the
-    /// writer of the send in progress takes bytes, which may be long
-    /// before that send ends (megabytes to a client that reads 64 KiB at a
-    /// time). The send does not wake anyone as it moves: look again later.
+    /// writer of the send in progress takes bytes (at most
+    /// [`WRITE_AT_MOST`] a `write(2)`), which may be long before that send
+    /// ends (megabytes to a client that reads 64 KiB at a time). The send
+    /// does not wake anyone as it moves: look again later.
     pub fn progress(&self) -> u64 {
         self.taken + self.sent.load(Ordering::Relaxed)
     }
