@@ -1100,7 +1100,10 @@ fn clients_that_stopped_reading_together_hold_a_publisher_the_let_go_once() {
         other.recv()["method"],
         json!("notifications/subscriptions/acknowledged")
     );
-    let not_reading: Vec<_> = stalled.iter().map(|(_, held)| held.lock().unwrap()).collect();
+    let not_reading: Vec<_> = stalled
+        .iter()
+        .map(|(_, held)| held.lock().unwrap())
+        .collect();
     let ticker = {
         let notifier = server.notifier();
         std::thread::spawn(move || {
