@@ -279,3 +279,102 @@ fn a_stop_answers_each_request_once_to_a_slow_reader_with_one_worker() {
         .build();
     a_stop_answers_each_request_once_to_a_slow_reader(&server);
 }
+
+/// Claim (review of c66b5f8, the let-go of a client that takes none of
+/// its output while a publisher waits): a client that reads steadily, if
+/// slowly, is never let go. On a real pipe it was: a blocking `write(2)`
+/// of a send returns only once the pipe took all of it, so
+/// `Output::progress` did not move while the client read the first
+/// megabyte of a send at 64 KiB/s, and 10 s into it the client was let go
+/// (`Trickle` above returns after each chunk; a pipe does not).
+#[test]
+fn a_steady_slow_reader_on_a_pipe_is_not_let_go_while_a_publisher_waits() {
+    use std::io::Read as _;
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+    let server = Server::builder("slow-client", "1.0.0")
+        .tool(
+            Tool::new("t", "A tool, so that its list may change."),
+            |_ctx, _: Value| Ok(CallToolResult::text("t")),
+        )
+        .build();
+    let (mut to_server, server_in) = mcp_stdio::memory_pipe();
+    let (mut from_server, server_out) = std::io::pipe().unwrap();
+    let serving = {
+        let server = server.clone();
+        std::thread::spawn(move || server.serve(mcp_stdio::Transport::new(server_in, server_out)))
+    };
+    // The client reads 4 KiB every 125 ms (32 KiB/s) until told to read
+    // fast; it counts what it read, and sees the end.
+    let read = Arc::new(AtomicUsize::new(0));
+    let fast = Arc::new(AtomicBool::new(false));
+    let ended = Arc::new(AtomicBool::new(false));
+    let (acked, ack) = crossbeam_channel::bounded(1);
+    let reader = {
+        let (read, fast, ended) = (Arc::clone(&read), Arc::clone(&fast), Arc::clone(&ended));
+        std::thread::spawn(move || {
+            let mut buf = vec![0; 4096];
+            let mut first = Vec::new();
+            loop {
+                let n = from_server.read(&mut buf).unwrap_or(0);
+                if n == 0 {
+                    ended.store(true, Ordering::SeqCst);
+                    return;
+                }
+                if first.len() < 4096 {
+                    first.extend_from_slice(&buf[..n]);
+                    if first.contains(&b'\n') {
+                        let _ = acked.try_send(());
+                    }
+                }
+                read.fetch_add(n, Ordering::SeqCst);
+                if !fast.load(Ordering::SeqCst) {
+                    std::thread::sleep(Duration::from_millis(125));
+                }
+            }
+        })
+    };
+    let listen = crate::support::request(
+        "l",
+        "subscriptions/listen",
+        json!({ "notifications": { "toolsListChanged": true } }),
+    );
+    to_server
+        .write_all(format!("{listen}\n").as_bytes())
+        .unwrap();
+    ack.recv_timeout(WAIT).expect("the listen's acknowledgment");
+    // The application publishes (about 100 bytes an event) as fast as the
+    // server lets it: past the first megabyte, as fast as the client reads.
+    let publishing = Arc::new(AtomicBool::new(true));
+    let publisher = {
+        let (notifier, publishing) = (server.notifier(), Arc::clone(&publishing));
+        std::thread::spawn(move || {
+            while publishing.load(Ordering::SeqCst) {
+                notifier.tools_list_changed();
+            }
+        })
+    };
+    // Reading a megabyte at 32 KiB/s takes 32 s: a send of more than the
+    // 320 KiB the client reads in 10 s is sure to come (one takes all that
+    // waits, and past the backlog more than a megabyte waits).
+    let deadline = Instant::now() + 6 * WAIT;
+    while read.load(Ordering::SeqCst) < 1024 * 1024
+        && !ended.load(Ordering::SeqCst)
+        && Instant::now() < deadline
+    {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let (got, gone) = (read.load(Ordering::SeqCst), ended.load(Ordering::SeqCst));
+    publishing.store(false, Ordering::SeqCst);
+    fast.store(true, Ordering::SeqCst);
+    publisher.join().unwrap();
+    drop(to_server);
+    let served = serving.join().unwrap();
+    reader.join().unwrap();
+    assert!(
+        !gone && got >= 1024 * 1024,
+        "a client reading 32 KiB/s read {} KiB (the end seen: {gone}): {served:?}",
+        got / 1024
+    );
+    served.unwrap();
+}

@@ -328,8 +328,8 @@ impl Conn {
         }
     }
 
-    /// The client took none of its output for [`LET_GO`] while more
-    /// than [`BACKLOG`] waited for it, and a publisher waits on it
+    /// The client took none of a send in progress for [`LET_GO`], more
+    /// than [`BACKLOG`] waits behind it, and a publisher waits on it
     /// (`Shared::send_in_background`): it is taken to be gone, as if a
     /// send had failed. What waits is dropped, nothing more is written,
     /// serving ends, and `serve` returns the reason. Returns the writer if

@@ -28,7 +28,7 @@
 use std::io::{self, Write};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::server::out::Out;
 
@@ -102,10 +102,11 @@ pub(super) const BUFFER: usize = 8 * 1024;
 /// reads no further (`Conn::backed_up`).
 pub(super) const BACKLOG: usize = 1024 * 1024;
 
-/// How long a publisher waits for a client that takes none of its output
-/// while more than the backlog waits for it, before the client is taken to
-/// be gone (`Conn::let_go`, waited for in `handle::send`): as long as a Streamable HTTP client's write
-/// timeout (`HttpOptions::write_timeout`'s default).
+/// How long a client may take none of a send in progress while more than
+/// the backlog waits behind it and a publisher waits on it, before it is
+/// taken to be gone (`Conn::let_go`, waited for in `handle::send`; counted
+/// from its last byte, [`Output::idle`]): as long as a Streamable HTTP
+/// client's write timeout (`HttpOptions::write_timeout`'s default).
 pub(super) const LET_GO: Duration = Duration::from_secs(10);
 
 /// One connection's output.
@@ -136,9 +137,44 @@ pub(super) struct Output {
     sending: bool,
     /// Closed: nothing more is written.
     closed: bool,
-    /// The bytes the writer took so far, counted by the send in progress
-    /// as each `write(2)` returns ([`Output::progress`]).
-    sent: Arc<AtomicU64>,
+    /// What the client took so far, counted by the send in progress as
+    /// each `write(2)` returns ([`Output::progress`]), and when.
+    sent: Arc<Took>,
+}
+
+/// What the client took of an output: the bytes its writer took so far,
+/// and when it last took any or a send began ([`Output::idle`]).
+#[derive(Debug)]
+struct Took {
+    bytes: AtomicU64,
+    /// Nanoseconds from `epoch` to the last time the client took any.
+    at: AtomicU64,
+    epoch: Instant,
+}
+
+impl Default for Took {
+    fn default() -> Took {
+        Took {
+            bytes: AtomicU64::new(0),
+            at: AtomicU64::new(0),
+            epoch: Instant::now(),
+        }
+    }
+}
+
+impl Took {
+    /// The client took `n` more bytes (a send began: 0).
+    fn add(&self, n: u64) {
+        self.bytes.fetch_add(n, Ordering::Relaxed);
+        let now = u64::try_from(self.epoch.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        self.at.fetch_max(now, Ordering::Relaxed);
+    }
+
+    /// How long since the client last took any.
+    fn idle(&self) -> Duration {
+        let at = Duration::from_nanos(self.at.load(Ordering::Relaxed));
+        self.epoch.elapsed().saturating_sub(at)
+    }
 }
 
 /// A writer and the lines it is to send, taken out of an [`Output`].
@@ -149,19 +185,36 @@ pub(super) struct Detached {
     /// The lines' kinds, for a writer of lines.
     kinds: Vec<(LineKind, usize)>,
     /// See `Output::sent`.
-    sent: Arc<AtomicU64>,
+    sent: Arc<Took>,
 }
 
-/// A byte stream that counts what it took into `sent`.
+/// The most a send hands a byte stream in one `write(2)`. A blocking
+/// `write(2)` to a pipe or a socket returns only once all of it was taken
+/// (but for the pipe's or the socket's buffer), so [`Output::progress`]
+/// moves only as each returns: a send of a megabyte in one `write(2)` to a
+/// client that read 32 KiB a second did not move it for 30 s, and the
+/// client was let go while it read (`Conn::let_go`;
+/// `slow_client::a_steady_slow_reader_on_a_pipe_is_not_let_go_while_a_publisher_waits`).
+/// In pieces of 64 KiB (what a pipe holds: one never waits on an empty
+/// pipe) it moves for a client that takes 6.4 KiB a second, at the cost of
+/// a `write(2)` per 64 KiB of a large send.
+const WRITE_AT_MOST: usize = 64 * 1024;
+
+/// A byte stream that counts what it took into `sent`, handed at most
+/// [`WRITE_AT_MOST`] at a time.
 struct Counting<'a> {
     writer: &'a mut (dyn Write + Send),
-    sent: &'a AtomicU64,
+    sent: &'a Took,
 }
 
 impl Write for Counting<'_> {
     fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
-        let n = self.writer.write(bytes)?;
-        self.sent.fetch_add(n as u64, Ordering::Relaxed);
+        let n = self
+            .writer
+            .write(&bytes[..bytes.len().min(WRITE_AT_MOST)])?;
+        if n > 0 {
+            self.sent.add(n as u64);
+        }
         Ok(n)
     }
     fn flush(&mut self) -> io::Result<()> {
@@ -195,7 +248,7 @@ impl Detached {
                         };
                         let (line, rest) = buffer.split_at(len.min(buffer.len()));
                         writer.line(kind, line.strip_suffix(b"\n").unwrap_or(line))?;
-                        self.sent.fetch_add(line.len() as u64, Ordering::Relaxed);
+                        self.sent.add(line.len() as u64);
                         buffer = rest;
                     }
                     Ok(())
@@ -315,11 +368,21 @@ impl Output {
 
     /// A count that moves whenever the client takes some of the output:
     /// when a send begins (the one before it ended) and each time the
-    /// writer of the send in progress takes bytes, which may be long
-    /// before that send ends (megabytes to a client that reads 64 KiB at a
-    /// time). The send does not wake anyone as it moves: look again later.
+    /// writer of the send in progress takes bytes (at most
+    /// [`WRITE_AT_MOST`] a `write(2)`), which may be long before that send
+    /// ends (megabytes to a client that reads 64 KiB at a time). The send
+    /// does not wake anyone as it moves: look again later.
     pub fn progress(&self) -> u64 {
-        self.taken + self.sent.load(Ordering::Relaxed)
+        self.taken + self.sent.bytes.load(Ordering::Relaxed)
+    }
+
+    /// How long since the client last took any of the output, or a send
+    /// began: what a publisher waiting on a client looks at
+    /// (`Conn::let_go`). One clock per connection, not one per wait: a
+    /// publisher that comes to a client after another client's let-go
+    /// does not wait for it all over again.
+    pub fn idle(&self) -> Duration {
+        self.sent.idle()
     }
 
     /// Takes out what is to be sent, and the writer, for the caller to
@@ -334,6 +397,7 @@ impl Output {
         self.sending = true;
         self.waiting = 0;
         self.taken = self.written;
+        self.sent.add(0);
         Some(Detached {
             writer,
             queued: std::mem::take(&mut self.queued),

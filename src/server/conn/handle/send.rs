@@ -32,7 +32,7 @@
 //! published. It hands the send to the pool
 //! (`Shared::send_in_background`), and waits only while more than the
 //! backlog waits on that connection, for a client that takes some of it:
-//! one that takes not a byte for [`LET_GO`] is let go. (To a writer of lines, which never
+//! one that took not a byte of a send in progress for [`LET_GO`] is let go. (To a writer of lines, which never
 //! waits for its client, it sends itself: over HTTP the event is then on
 //! the listener's socket before the publisher's reply is on its call's.)
 //! (Over HTTP a send never waits for the client: a request's notifications
@@ -53,7 +53,7 @@
 //! of `stop` never waits on a client.
 
 use std::sync::{Arc, MutexGuard, PoisonError};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use super::{Sending, Shared};
 use crate::server::Inner;
@@ -216,12 +216,15 @@ impl Shared {
     /// [`BACKLOG`] waits to be sent (a client slow to read), it waits, and
     /// what piles up behind such a client is bounded: a publisher's
     /// backpressure, as the backlog is the reader's (`Conn::backed_up`).
-    /// A client that takes not a byte of it for [`LET_GO`] is let go
-    /// (`Conn::let_go`): else one that stopped reading for good would hold
-    /// every publisher of the server for good.
+    /// A client that took not a byte of a send in progress for [`LET_GO`]
+    /// is let go (`Conn::let_go`): else one that stopped reading for good
+    /// would hold every publisher of the server for good. Its clock is the
+    /// connection's (`Output::idle`: since the client last took any, or
+    /// the send began), not this wait's: clients that stopped reading
+    /// together cost a publisher the 10 s once, not once each in turn
+    /// (`send_path::clients_that_stopped_reading_together_hold_a_publisher_the_let_go_once`).
     pub(super) fn send_in_background(&self) {
         let mut state = self.lock_state();
-        let (mut progress, mut since) = (state.output.progress(), Instant::now());
         loop {
             let idle = !state.output.sending() && !state.send_queued;
             if idle && state.output.waiting() > 0 {
@@ -235,11 +238,12 @@ impl Shared {
             if state.output.waiting() <= BACKLOG {
                 return;
             }
-            if state.output.progress() != progress {
-                (progress, since) = (state.output.progress(), Instant::now());
-            }
-            let waited = since.elapsed();
-            if waited >= LET_GO {
+            // The client's clock, not this wait's: since it last took any
+            // of a send in progress (`Output::idle`). A send merely queued
+            // has not begun: nothing to hold against the client yet.
+            let idle = state.output.idle();
+            let sending = state.output.sending();
+            if sending && idle >= LET_GO {
                 let writer = state.let_go();
                 drop(state);
                 drop(writer);
@@ -247,7 +251,8 @@ impl Shared {
                 self.changed.notify_all();
                 return;
             }
-            state = self.wait(state, Some(LET_GO - waited));
+            let timeout = if sending { LET_GO - idle } else { LET_GO };
+            state = self.wait(state, Some(timeout));
         }
     }
 
