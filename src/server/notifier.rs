@@ -14,6 +14,13 @@ use crate::server::event::ServerEvent;
 /// [`ChangeFeed`](crate::ChangeFeed), on its other replicas). Cheap to
 /// clone; use it from any thread.
 ///
+/// Each call writes the change into every connection's output before it
+/// returns (so what a handler publishes precedes its reply), and the
+/// server's worker threads send it. A call returns at once unless more
+/// than a megabyte waits for a client slow to read: then it waits for
+/// that client, up to 10 s if the client takes nothing at all (it is then
+/// let go), for as long as it reads if it reads.
+///
 /// ```
 /// # use mcp_stdio::Server;
 /// let server = Server::builder("files", "1.0.0").build();
