@@ -16,7 +16,8 @@ use crate::server::event::ServerEvent;
 ///
 /// Each call writes the change into every connection's output before it
 /// returns (so what a handler publishes precedes its reply), and the
-/// server's worker threads send it. A call returns at once unless more
+/// server's worker threads send it (over HTTP the call sends it: a
+/// response body never waits). A call returns at once unless more
 /// than a megabyte waits for a client slow to read: then it waits for
 /// that client, up to 10 s if the client takes nothing at all (it is then
 /// let go), for as long as it reads if it reads.
