@@ -378,3 +378,93 @@ fn a_steady_slow_reader_on_a_pipe_is_not_let_go_while_a_publisher_waits() {
     );
     served.unwrap();
 }
+
+/// A client on a Unix socket that reads 8 KiB every 100 ms (80 KiB/s) is
+/// not let go while a publisher waits on it: its clock (`Output::idle`)
+/// moves with each `write(2)` of at most 64 KiB the socket takes.
+#[test]
+fn a_steady_reader_on_a_unix_socket_is_not_let_go_while_a_publisher_waits() {
+    use std::io::Read as _;
+    use std::os::unix::net::UnixStream;
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+    let server = Server::builder("slow-client", "1.0.0")
+        .tool(
+            Tool::new("t", "A tool, so that its list may change."),
+            |_ctx, _: Value| Ok(CallToolResult::text("t")),
+        )
+        .build();
+    let (mut to_server, server_in) = mcp_stdio::memory_pipe();
+    let (mut from_server, server_out) = UnixStream::pair().unwrap();
+    let serving = {
+        let server = server.clone();
+        std::thread::spawn(move || server.serve(mcp_stdio::Transport::new(server_in, server_out)))
+    };
+    let read = Arc::new(AtomicUsize::new(0));
+    let fast = Arc::new(AtomicBool::new(false));
+    let ended = Arc::new(AtomicBool::new(false));
+    let (acked, ack) = crossbeam_channel::bounded(1);
+    let reader = {
+        let (read, fast, ended) = (Arc::clone(&read), Arc::clone(&fast), Arc::clone(&ended));
+        std::thread::spawn(move || {
+            let mut buf = vec![0; 8192];
+            let mut first = Vec::new();
+            loop {
+                let n = from_server.read(&mut buf).unwrap_or(0);
+                if n == 0 {
+                    ended.store(true, Ordering::SeqCst);
+                    return;
+                }
+                if first.len() < 8192 {
+                    first.extend_from_slice(&buf[..n]);
+                    if first.contains(&b'\n') {
+                        let _ = acked.try_send(());
+                    }
+                }
+                read.fetch_add(n, Ordering::SeqCst);
+                if !fast.load(Ordering::SeqCst) {
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+            }
+        })
+    };
+    let listen = crate::support::request(
+        "l",
+        "subscriptions/listen",
+        json!({ "notifications": { "toolsListChanged": true } }),
+    );
+    to_server
+        .write_all(format!("{listen}\n").as_bytes())
+        .unwrap();
+    ack.recv_timeout(WAIT).expect("the listen's acknowledgment");
+    let publishing = Arc::new(AtomicBool::new(true));
+    let publisher = {
+        let (notifier, publishing) = (server.notifier(), Arc::clone(&publishing));
+        std::thread::spawn(move || {
+            while publishing.load(Ordering::SeqCst) {
+                notifier.tools_list_changed();
+            }
+        })
+    };
+    // 1.5 MiB at 80 KiB/s: about 19 s, past the let-go's 10 s.
+    let deadline = Instant::now() + 6 * WAIT;
+    while read.load(Ordering::SeqCst) < 3 * 512 * 1024
+        && !ended.load(Ordering::SeqCst)
+        && Instant::now() < deadline
+    {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let (got, gone) = (read.load(Ordering::SeqCst), ended.load(Ordering::SeqCst));
+    publishing.store(false, Ordering::SeqCst);
+    fast.store(true, Ordering::SeqCst);
+    publisher.join().unwrap();
+    drop(to_server);
+    let served = serving.join().unwrap();
+    reader.join().unwrap();
+    assert!(
+        !gone && got >= 3 * 512 * 1024,
+        "a client reading 80 KiB/s read {} KiB (the end seen: {gone}): {served:?}",
+        got / 1024
+    );
+    served.unwrap();
+}

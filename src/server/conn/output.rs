@@ -584,6 +584,104 @@ mod tests {
         output.attach(detached, sent);
     }
 
+    /// A byte stream that takes an irregular part of what it is handed
+    /// (1 to all of it), recording each `write` it was handed.
+    struct Irregular {
+        got: Vec<u8>,
+        asked: Vec<usize>,
+        seed: u64,
+    }
+
+    impl Write for Irregular {
+        fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+            self.asked.push(bytes.len());
+            self.seed = self.seed.wrapping_mul(6364136223846793005).wrapping_add(1);
+            let n = 1 + (self.seed >> 33) as usize % bytes.len();
+            self.got.extend_from_slice(&bytes[..n]);
+            Ok(n)
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// A reply of 16 MiB between small lines reaches a writer that takes
+    /// irregular parts whole and in order, handed at most
+    /// [`WRITE_AT_MOST`] a `write`, and every byte is counted.
+    #[test]
+    fn a_large_reply_reaches_an_irregular_writer_whole_in_order_in_pieces() {
+        let shared = Arc::new(Mutex::new(Irregular {
+            got: Vec::new(),
+            asked: Vec::new(),
+            seed: 7,
+        }));
+        struct Share(Arc<Mutex<Irregular>>);
+        impl Write for Share {
+            fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+                self.0.lock().unwrap().write(bytes)
+            }
+            fn flush(&mut self) -> io::Result<()> {
+                Ok(())
+            }
+        }
+        let mut output = Output::new(Writer::Bytes(Box::new(Share(Arc::clone(&shared)))));
+        let large: Vec<u8> = (0..16 * 1024 * 1024)
+            .map(|i| b'a' + (i % 26) as u8)
+            .collect();
+        output.write_line(LineKind::Message, line(b"before"));
+        output.push_line(LineKind::Message, large.clone());
+        output.write_line(LineKind::Message, line(b"after"));
+        let before = output.progress();
+        let mut detached = output.detach().unwrap();
+        let sent = detached.send();
+        assert!(sent.is_ok());
+        output.attach(detached, sent);
+        let mut want = b"before\n".to_vec();
+        want.extend_from_slice(&large);
+        want.extend_from_slice(b"\nafter\n");
+        let irregular = shared.lock().unwrap();
+        assert!(irregular.got == want, "whole and in order");
+        assert!(irregular.asked.iter().all(|&n| n <= WRITE_AT_MOST));
+        assert_eq!(
+            output.progress(),
+            before + 3 + want.len() as u64,
+            "3 lines taken, and their bytes"
+        );
+    }
+
+    /// A writer that takes nothing (`Ok(0)`) fails the send, and does not
+    /// move the client's clock: only a send's beginning and bytes taken do.
+    #[test]
+    fn a_writer_that_takes_nothing_fails_and_leaves_the_clock_alone() {
+        struct Nothing;
+        impl Write for Nothing {
+            fn write(&mut self, _: &[u8]) -> io::Result<usize> {
+                std::thread::sleep(Duration::from_millis(20));
+                Ok(0)
+            }
+            fn flush(&mut self) -> io::Result<()> {
+                Ok(())
+            }
+        }
+        let mut output = Output::new(Writer::Bytes(Box::new(Nothing)));
+        output.write_line(LineKind::Message, line(b"never taken"));
+        let mut detached = output.detach().unwrap();
+        let began = output.idle();
+        let sent = detached.send();
+        assert_eq!(
+            sent.as_ref().map_err(io::Error::kind).err(),
+            Some(io::ErrorKind::WriteZero)
+        );
+        assert!(output.idle() >= began + Duration::from_millis(20));
+        output.write_line(LineKind::Message, line(b"while sending"));
+        assert!(output.detach().is_none(), "no send begins while one is out");
+        assert!(
+            output.idle() >= Duration::from_millis(20),
+            "nor resets the clock"
+        );
+        assert!(output.attach(detached, sent).0);
+    }
+
     #[test]
     fn a_line_longer_than_the_buffer_goes_out_whole_in_one_write() {
         let flushed = Flushed::default();
