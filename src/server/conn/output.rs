@@ -195,10 +195,15 @@ pub(super) struct Detached {
 /// client that read 32 KiB a second did not move it for 30 s, and the
 /// client was let go while it read (`Conn::let_go`;
 /// `slow_client::a_steady_slow_reader_on_a_pipe_is_not_let_go_while_a_publisher_waits`).
-/// In pieces of 64 KiB (what a pipe holds: one never waits on an empty
-/// pipe) it moves for a client that takes 6.4 KiB a second, at the cost of
-/// a `write(2)` per 64 KiB of a large send.
-const WRITE_AT_MOST: usize = 64 * 1024;
+/// In pieces of 16 KiB it moves for a client that takes 16 KiB in each
+/// patience: 1.6 KiB a second against the let-go's 10 s, 16 KiB a second
+/// against the shutdown's least patience, 1 s (in pieces of 64 KiB a
+/// client reading 40 KiB a second was given up on at shutdown:
+/// `slow_client::a_steady_reader_on_a_pipe_gets_every_reply_with_a_short_grace`),
+/// at the cost of a `write(2)` per 16 KiB of a large send (a pipe holds 64
+/// KiB: a burst of small replies is still one `write(2)`, and 1 MiB
+/// replies cost nothing measurable in pieces of 64 KiB).
+const WRITE_AT_MOST: usize = 16 * 1024;
 
 /// A byte stream that counts what it took into `sent`, handed at most
 /// [`WRITE_AT_MOST`] at a time.
@@ -683,7 +688,7 @@ mod tests {
     }
 
     #[test]
-    fn a_line_longer_than_the_buffer_goes_out_whole_in_one_write() {
+    fn a_line_longer_than_the_buffer_goes_out_whole_in_one_send() {
         let flushed = Flushed::default();
         let mut output = Output::new(Writer::Bytes(Box::new(flushed.clone())));
         let long = vec![b'x'; 3 * BUFFER];
@@ -694,8 +699,13 @@ mod tests {
         let sent = detached.send();
         output.attach(detached, sent);
         let writes = flushed.0.lock().unwrap().clone();
-        assert_eq!(writes.len(), 1);
-        assert_eq!(writes[0].len(), 6 + 3 * BUFFER + 1);
+        // One send: both lines whole, in order, in `write(2)`s of at most
+        // `WRITE_AT_MOST` each.
+        let mut expected = b"short\n".to_vec();
+        expected.extend_from_slice(&long);
+        expected.push(b'\n');
+        assert_eq!(writes.concat(), expected);
+        assert!(writes.iter().all(|w| w.len() <= WRITE_AT_MOST));
         assert!(
             output.spare.capacity() <= 2 * BUFFER,
             "a grown buffer is not kept"
