@@ -190,22 +190,37 @@ impl Shared {
         }
     }
 
+    /// Hands what waits to the pool as a send ([`Shared::queue_send`])
+    /// unless a send is in progress or queued (its end sees to it) or
+    /// nothing waits; returns the lock (taken again if it queued one) and
+    /// whether it did.
+    fn queue_if_idle<'a>(
+        &'a self,
+        mut state: MutexGuard<'a, Conn>,
+    ) -> (MutexGuard<'a, Conn>, bool) {
+        let idle = !state.output.sending() && !state.send_queued;
+        if !(idle && state.output.waiting() > 0) {
+            return (state, false);
+        }
+        state.send_queued = true;
+        let inner = Arc::clone(&state.inner);
+        drop(state);
+        self.queue_send(&inner);
+        (self.lock_state(), true)
+    }
+
     /// One step of a wait that must not block on the client: hands what
     /// waits to the pool as a send ([`Shared::queue_send`]) unless a send
     /// is in progress or queued (its end sees to it), then sleeps until the
     /// state changes or `timeout` passes.
     pub(super) fn queue_or_wait<'a>(
         &'a self,
-        mut state: MutexGuard<'a, Conn>,
+        state: MutexGuard<'a, Conn>,
         timeout: Option<Duration>,
     ) -> MutexGuard<'a, Conn> {
-        let idle = !state.output.sending() && !state.send_queued;
-        if idle && state.output.waiting() > 0 {
-            state.send_queued = true;
-            let inner = Arc::clone(&state.inner);
-            drop(state);
-            self.queue_send(&inner);
-            return self.lock_state();
+        let (state, queued) = self.queue_if_idle(state);
+        if queued {
+            return state;
         }
         self.wait(state, timeout)
     }
@@ -226,13 +241,9 @@ impl Shared {
     pub(super) fn send_in_background(&self) {
         let mut state = self.lock_state();
         loop {
-            let idle = !state.output.sending() && !state.send_queued;
-            if idle && state.output.waiting() > 0 {
-                state.send_queued = true;
-                let inner = Arc::clone(&state.inner);
-                drop(state);
-                self.queue_send(&inner);
-                state = self.lock_state();
+            let queued;
+            (state, queued) = self.queue_if_idle(state);
+            if queued {
                 continue;
             }
             if state.output.waiting() <= BACKLOG {
