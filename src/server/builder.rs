@@ -87,6 +87,7 @@ impl ServerBuilder {
                 max_subscriptions: 10_000,
                 max_subscription_uris: 1_000,
                 shutdown_grace: Duration::from_secs(2),
+                write_timeout: Duration::from_secs(10),
                 page_size: 100,
                 cache: CacheHints::default(),
                 release_memory: false,

@@ -11,7 +11,8 @@
 //! reading holds up neither the other connections' events nor the handler
 //! that published; only once more than a megabyte waits for that client
 //! does a publisher wait for it, and a client that takes not a byte of it
-//! for 10 s is let go (`Conn::let_go`; over HTTP a client that does not
+//! for the write timeout (`ServerBuilder::write_timeout`, 10 s) is let go
+//! (`Conn::let_go`; over HTTP a client that does not
 //! keep up with its events is let go at once, `server::http::body`).
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

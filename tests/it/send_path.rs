@@ -16,6 +16,10 @@ use serde_json::{Value, json};
 
 use crate::support::{Peer, WAIT, call, cancel, request, server_meta};
 
+/// The write timeout of the servers whose tests wait for a client to be
+/// let go (`ServerBuilder::write_timeout`; 10 s by default).
+const LET_GO: Duration = Duration::from_secs(3);
+
 /// A client slower than a handler that streams: it takes a write only
 /// once more of the handler's lines wait behind it (the handler says
 /// `produced` once each line is in the output; the writes say how many
@@ -614,12 +618,14 @@ fn a_client_that_never_reads_holds_up_no_other_connections_publish() {
 /// backlog; from then on every publisher waited on that client, the
 /// application's own thread and a tool of another connection alike, and
 /// that tool's reply never came. Now a client that takes none of its
-/// output for 10 s while more than a megabyte waits is let go
+/// output for the write timeout (10 s, here [`LET_GO`]) while more than a
+/// megabyte waits is let go
 /// (`Conn::let_go`): its `serve` returns `TimedOut`, saying why, and the
 /// publishers go on.
 #[test]
 fn a_client_that_never_reads_holds_up_no_other_connections_publish_after_a_megabyte_of_events() {
     let server = Server::builder("publish", "1.0.0")
+        .write_timeout(LET_GO)
         .tool(
             Tool::new("change", "Publishes a tool list change."),
             |ctx, _: Value| {
@@ -661,7 +667,8 @@ fn a_client_that_never_reads_holds_up_no_other_connections_publish_after_a_megab
         })
     };
     // The other client reads everything it is sent: all of it, once the
-    // stalled client is let go (10 s after the publisher began to wait).
+    // stalled client is let go (the write timeout after the publisher
+    // began to wait).
     let deadline = Instant::now() + 3 * WAIT;
     let mut events = 0;
     while events < 16_000
@@ -687,7 +694,7 @@ fn a_client_that_never_reads_holds_up_no_other_connections_publish_after_a_megab
     let (_, res) = stalled.finish();
     let error = res.expect_err("the stalled client was let go").to_string();
     assert!(
-        error.contains("took none of the server's output for 10s"),
+        error.contains("took none of the server's output for 3s"),
         "{error}"
     );
 }
@@ -1001,6 +1008,7 @@ impl Write for Gated {
 #[test]
 fn a_client_let_go_while_the_reader_waits_behind_its_output_ends_serve() {
     let server = Server::builder("publish", "1.0.0")
+        .write_timeout(LET_GO)
         .tool(
             Tool::new("big", "Replies with 64 KiB."),
             |_ctx, _: Value| Ok(CallToolResult::text("x".repeat(64 * 1024))),
@@ -1065,10 +1073,11 @@ fn a_client_let_go_while_the_reader_waits_behind_its_output_ends_serve() {
 /// publisher comes to wait on it: three clients that stopped reading
 /// together hold every publisher of the server for 30 s, and a client
 /// that opens connections that subscribe and read nothing holds them for
-/// 10 s a connection.
+/// 10 s a connection. (Here the write timeout is [`LET_GO`].)
 #[test]
 fn clients_that_stopped_reading_together_hold_a_publisher_the_let_go_once() {
     let server = Server::builder("publish", "1.0.0")
+        .write_timeout(LET_GO)
         .tool(
             Tool::new("change", "Publishes a tool list change."),
             |ctx, _: Value| {
@@ -1112,9 +1121,10 @@ fn clients_that_stopped_reading_together_hold_a_publisher_the_let_go_once() {
             }
         })
     };
-    // All of them let go 10 s after the publisher began to wait (and a
-    // few seconds' slack): the other client has every event.
-    let deadline = Instant::now() + Duration::from_secs(16);
+    // All of them let go the write timeout after the publisher began to
+    // wait (and a few seconds' slack, less than two more timeouts): the
+    // other client has every event.
+    let deadline = Instant::now() + 2 * LET_GO + Duration::from_secs(1);
     let mut events = 0;
     while events < 16_000
         && other
@@ -1127,7 +1137,7 @@ fn clients_that_stopped_reading_together_hold_a_publisher_the_let_go_once() {
     drop(not_reading);
     assert_eq!(
         events, 16_000,
-        "the other connection got {events} of 16000 events within 16 s"
+        "the other connection got {events} of 16000 events within 7 s"
     );
     let (_, res) = other.finish();
     res.unwrap();

@@ -12,6 +12,11 @@ use serde_json::{Value, json};
 
 use crate::support::{WAIT, call};
 
+/// The write timeout of the servers whose clients read steadily while a
+/// publisher waits (`ServerBuilder::write_timeout`; 10 s by default): each
+/// test reads for several of them.
+const LET_GO: Duration = Duration::from_secs(3);
+
 /// What the client has read of the server's output so far.
 type Read = Arc<Mutex<Vec<u8>>>;
 
@@ -293,6 +298,7 @@ fn a_steady_slow_reader_on_a_pipe_is_not_let_go_while_a_publisher_waits() {
     use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
     let server = Server::builder("slow-client", "1.0.0")
+        .write_timeout(LET_GO)
         .tool(
             Tool::new("t", "A tool, so that its list may change."),
             |_ctx, _: Value| Ok(CallToolResult::text("t")),
@@ -354,11 +360,12 @@ fn a_steady_slow_reader_on_a_pipe_is_not_let_go_while_a_publisher_waits() {
             }
         })
     };
-    // Reading a megabyte at 32 KiB/s takes 32 s: a send of more than the
-    // 320 KiB the client reads in 10 s is sure to come (one takes all that
-    // waits, and past the backlog more than a megabyte waits).
+    // Reading 384 KiB at 32 KiB/s takes 12 s, four write timeouts: a send
+    // of more than the 96 KiB the client reads in one is sure to come (one
+    // takes all that waits, and past the backlog more than a megabyte
+    // waits).
     let deadline = Instant::now() + 6 * WAIT;
-    while read.load(Ordering::SeqCst) < 1024 * 1024
+    while read.load(Ordering::SeqCst) < 384 * 1024
         && !ended.load(Ordering::SeqCst)
         && Instant::now() < deadline
     {
@@ -372,7 +379,7 @@ fn a_steady_slow_reader_on_a_pipe_is_not_let_go_while_a_publisher_waits() {
     let served = serving.join().unwrap();
     reader.join().unwrap();
     assert!(
-        !gone && got >= 1024 * 1024,
+        !gone && got >= 384 * 1024,
         "a client reading 32 KiB/s read {} KiB (the end seen: {gone}): {served:?}",
         got / 1024
     );
@@ -389,6 +396,7 @@ fn a_steady_reader_on_a_unix_socket_is_not_let_go_while_a_publisher_waits() {
     use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
     let server = Server::builder("slow-client", "1.0.0")
+        .write_timeout(LET_GO)
         .tool(
             Tool::new("t", "A tool, so that its list may change."),
             |_ctx, _: Value| Ok(CallToolResult::text("t")),
@@ -446,9 +454,9 @@ fn a_steady_reader_on_a_unix_socket_is_not_let_go_while_a_publisher_waits() {
             }
         })
     };
-    // 1.5 MiB at 80 KiB/s: about 19 s, past the let-go's 10 s.
+    // 768 KiB at 80 KiB/s: about 10 s, three write timeouts.
     let deadline = Instant::now() + 6 * WAIT;
-    while read.load(Ordering::SeqCst) < 3 * 512 * 1024
+    while read.load(Ordering::SeqCst) < 768 * 1024
         && !ended.load(Ordering::SeqCst)
         && Instant::now() < deadline
     {
@@ -462,7 +470,7 @@ fn a_steady_reader_on_a_unix_socket_is_not_let_go_while_a_publisher_waits() {
     let served = serving.join().unwrap();
     reader.join().unwrap();
     assert!(
-        !gone && got >= 3 * 512 * 1024,
+        !gone && got >= 768 * 1024,
         "a client reading 80 KiB/s read {} KiB (the end seen: {gone}): {served:?}",
         got / 1024
     );
@@ -470,14 +478,14 @@ fn a_steady_reader_on_a_unix_socket_is_not_let_go_while_a_publisher_waits() {
 }
 
 /// A client on a real pipe that reads 4 KiB every 100 ms (40 KiB/s,
-/// never stopping) with up to 1 MiB of replies waiting at the end of
+/// never stopping) with up to 512 KiB of replies waiting at the end of
 /// input, grace 1 s (patience 1 s): a `write(2)` of 64 KiB to the pipe
 /// returns only every 1.6 s, so `Output::progress` stood still for longer
 /// than the patience while the client read, and `serve` gave it up
 /// (`TimedOut`). Each call is answered once, with its reply or, when it
 /// had not run by the end of the grace period (a loaded machine: the
-/// backlog holds the last ones back), with `-32603`: a CI run read 512
-/// KiB that way.
+/// backlog holds the last ones back), with `-32603`: a CI run read half
+/// of it that way.
 #[test]
 fn a_steady_reader_on_a_pipe_gets_every_reply_with_a_short_grace() {
     use std::io::Read as _;
@@ -501,7 +509,7 @@ fn a_steady_reader_on_a_pipe_gets_every_reply_with_a_short_grace() {
         &big_server(Duration::from_secs(1)),
         server_out,
         4,
-        256 * 1024,
+        128 * 1024,
     );
     reader.join().unwrap();
     // The `-32603` answers come in the in-flight map's order.
@@ -509,7 +517,7 @@ fn a_steady_reader_on_a_pipe_gets_every_reply_with_a_short_grace() {
     ids.sort_unstable();
     let bytes = read.lock().unwrap().len();
     assert!(
-        bytes > 256 * 1024,
+        bytes > 128 * 1024,
         "a client reading 40 KiB/s read {} KiB; serve returned {served:?} after {took:?}",
         bytes / 1024
     );

@@ -111,6 +111,20 @@ impl ServerBuilder {
         self
     }
 
+    /// How long a client may take not a byte of the server's output while
+    /// more than a megabyte of it waits and a handler that publishes an
+    /// event waits for room (default 10 s, as long as
+    /// `HttpOptions::write_timeout`, which is the same rule over
+    /// Streamable HTTP). Past it the client is taken to be gone: serving it
+    /// ends, and `serve` returns `TimedOut` with the reason. Else a client
+    /// that stopped reading would hold every publisher of the server for
+    /// good. Each byte the client takes starts the time again, so one that
+    /// reads, however slowly, is not let go by this.
+    pub fn write_timeout(mut self, timeout: Duration) -> Self {
+        self.config.write_timeout = timeout.max(Duration::from_millis(1));
+        self
+    }
+
     /// How long a request waits for a legacy client's answers to the
     /// requests the server sends it on a handler's behalf
     /// (`elicitation/create`, `sampling/createMessage`, `roots/list`; each

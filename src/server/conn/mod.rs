@@ -33,7 +33,7 @@ use crate::server::in_flight::InFlight;
 use crate::server::pool::Job;
 use crate::server::reply::Reply;
 use crate::server::subscriptions::{Accepted, SubscriptionTable, encode_ack, encode_final};
-use output::{BACKLOG, Detached, LET_GO, Output};
+use output::{BACKLOG, Detached, Output};
 pub(crate) use output::{LineKind, Writer};
 #[cfg(feature = "http")]
 pub(crate) use output::{LineWriter, Room};
@@ -328,7 +328,8 @@ impl Conn {
         }
     }
 
-    /// The client took none of a send in progress for [`LET_GO`], more
+    /// The client took none of a send in progress for the write timeout
+    /// (`ServerBuilder::write_timeout`), more
     /// than [`BACKLOG`] waits behind it, and a publisher waits on it
     /// (`Shared::send_in_background`): it is taken to be gone, as if a
     /// send had failed. What waits is dropped, nothing more is written,
@@ -339,7 +340,7 @@ impl Conn {
             std::io::ErrorKind::TimedOut,
             format!(
                 "the client took none of the server's output for {:?} while more than {} KiB of it waited: it was taken to be gone (a client must read the server's output as it comes)",
-                LET_GO,
+                self.inner.config.write_timeout,
                 BACKLOG / 1024
             ),
         );

@@ -102,13 +102,6 @@ pub(super) const BUFFER: usize = 8 * 1024;
 /// reads no further (`Conn::backed_up`).
 pub(super) const BACKLOG: usize = 1024 * 1024;
 
-/// How long a client may take none of a send in progress while more than
-/// the backlog waits behind it and a publisher waits on it, before it is
-/// taken to be gone (`Conn::let_go`, waited for in `handle::send`; counted
-/// from its last byte, [`Output::idle`]): as long as a Streamable HTTP
-/// client's write timeout (`HttpOptions::write_timeout`'s default).
-pub(super) const LET_GO: Duration = Duration::from_secs(10);
-
 /// One connection's output.
 pub(super) struct Output {
     /// Large lines, each in a buffer of its own, and the buffers of small
@@ -196,7 +189,8 @@ pub(super) struct Detached {
 /// client was let go while it read (`Conn::let_go`;
 /// `slow_client::a_steady_slow_reader_on_a_pipe_is_not_let_go_while_a_publisher_waits`).
 /// In pieces of 16 KiB it moves for a client that takes 16 KiB in each
-/// patience: 1.6 KiB a second against the let-go's 10 s, 16 KiB a second
+/// patience: 1.6 KiB a second against the let-go's default 10 s
+/// (`ServerBuilder::write_timeout`), 16 KiB a second
 /// against the shutdown's least patience, 1 s (in pieces of 64 KiB a
 /// client reading 40 KiB a second was given up on at shutdown:
 /// `slow_client::a_steady_reader_on_a_pipe_gets_every_reply_with_a_short_grace`),

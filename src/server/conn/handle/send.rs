@@ -32,7 +32,8 @@
 //! published. It hands the send to the pool
 //! (`Shared::send_in_background`), and waits only while more than the
 //! backlog waits on that connection, for a client that takes some of it:
-//! one that took not a byte of a send in progress for [`LET_GO`] is let go. (To a writer of lines, which never
+//! one that took not a byte of a send in progress for the write timeout
+//! (`ServerBuilder::write_timeout`, 10 s) is let go. (To a writer of lines, which never
 //! waits for its client, it sends itself: over HTTP the event is then on
 //! the listener's socket before the publisher's reply is on its call's.)
 //! (Over HTTP a send never waits for the client: a request's notifications
@@ -58,7 +59,7 @@ use std::time::Duration;
 use super::{Sending, Shared};
 use crate::server::Inner;
 use crate::server::conn::Conn;
-use crate::server::conn::output::{BACKLOG, BUFFER, Detached, LET_GO};
+use crate::server::conn::output::{BACKLOG, BUFFER, Detached};
 use crate::server::pool::Blocking;
 
 impl Shared {
@@ -231,12 +232,13 @@ impl Shared {
     /// [`BACKLOG`] waits to be sent (a client slow to read), it waits, and
     /// what piles up behind such a client is bounded: a publisher's
     /// backpressure, as the backlog is the reader's (`Conn::backed_up`).
-    /// A client that took not a byte of a send in progress for [`LET_GO`]
-    /// is let go (`Conn::let_go`): else one that stopped reading for good
-    /// would hold every publisher of the server for good. Its clock is the
-    /// connection's (`Output::idle`: since the client last took any, or
-    /// the send began), not this wait's: clients that stopped reading
-    /// together cost a publisher the 10 s once, not once each in turn
+    /// A client that took not a byte of a send in progress for the write
+    /// timeout (`ServerBuilder::write_timeout`) is let go (`Conn::let_go`):
+    /// else one that stopped reading for good would hold every publisher
+    /// of the server for good. Its clock is the connection's
+    /// (`Output::idle`: since the client last took any, or the send
+    /// began), not this wait's: clients that stopped reading together cost
+    /// a publisher the write timeout once, not once each in turn
     /// (`send_path::clients_that_stopped_reading_together_hold_a_publisher_the_let_go_once`).
     pub(super) fn send_in_background(&self) {
         let mut state = self.lock_state();
@@ -254,7 +256,8 @@ impl Shared {
             // has not begun: nothing to hold against the client yet.
             let idle = state.output.idle();
             let sending = state.output.sending();
-            if sending && idle >= LET_GO {
+            let let_go = state.inner.config.write_timeout;
+            if sending && idle >= let_go {
                 let writer = state.let_go();
                 drop(state);
                 drop(writer);
@@ -262,7 +265,7 @@ impl Shared {
                 self.changed.notify_all();
                 return;
             }
-            let timeout = if sending { LET_GO - idle } else { LET_GO };
+            let timeout = if sending { let_go - idle } else { let_go };
             state = self.wait(state, Some(timeout));
         }
     }
