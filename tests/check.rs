@@ -212,12 +212,13 @@ fn main() {
         }
         return;
     }
-    // Eight at a time: each run is mostly waiting (67 s of wall clock
-    // for 14 s of CPU four at a time).
+    // Twelve at a time: each run is mostly waiting (67 s of wall clock
+    // for 14 s of CPU four at a time; 37 s eight at a time, the sum of
+    // the runs 270 s, in the ninth session).
     let results = Mutex::new(Vec::new());
     let next = Mutex::new(tests.iter());
     std::thread::scope(|scope| {
-        for _ in 0..8 {
+        for _ in 0..12 {
             scope.spawn(|| {
                 loop {
                     let Some((name, test)) = next.lock().unwrap().next() else {

@@ -228,18 +228,26 @@ fn run_checks() -> i32 {
         ("a_wrong_text_is_an_error", wrong_text_is_an_error),
         ("a_call_lost_at_eof_is_an_error", lost_call_is_an_error),
     ];
+    // All at once, each on a thread of its own: each runs server processes
+    // of its own and mostly waits for them (15 s one after the other).
+    let outcomes: Vec<_> = std::thread::scope(|scope| {
+        let running: Vec<_> = (checks.iter())
+            .map(|(_, check)| scope.spawn(move || catch_unwind(AssertUnwindSafe(check))))
+            .collect();
+        running.into_iter().map(|check| check.join()).collect()
+    });
     let (mut passed, mut failed) = (0, 0);
-    for (name, check) in checks {
-        match catch_unwind(AssertUnwindSafe(check)) {
-            Ok(Ok(())) => {
+    for ((name, _), outcome) in checks.iter().zip(outcomes) {
+        match outcome {
+            Ok(Ok(Ok(()))) => {
                 println!("ok {name}");
                 passed += 1;
             }
-            Ok(Err(reason)) => {
+            Ok(Ok(Err(reason))) => {
                 println!("FAILED {name}: {reason}");
                 failed += 1;
             }
-            Err(_) => {
+            _ => {
                 println!("FAILED {name}: panicked");
                 failed += 1;
             }

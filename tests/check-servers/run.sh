@@ -57,10 +57,11 @@ install() {
     step "rmcp fixture (tests/interop/rmcp), this crate's mcp-stdio and everything"
     cargo build --quiet --manifest-path tests/interop/rmcp/Cargo.toml \
         --target-dir target/interop/rmcp || return 1
-    # Both with `http`, as the interop steps before it build them: the
-    # checker needs no feature, and a build of other features would be a
-    # rebuild of the crate.
-    cargo build --quiet --features http --bin mcp-stdio --example everything || return 1
+    # With the features the interop steps before it build (http, or
+    # MCP_STDIO_FEATURES: .ci/run gives its HTTP step's): the checker needs
+    # no feature, and a build of other features would be a rebuild of the
+    # crate.
+    cargo build --quiet --features "${MCP_STDIO_FEATURES:-http}" --bin mcp-stdio --example everything || return 1
 }
 
 if [ "${1:-}" = --fetch-only ]; then

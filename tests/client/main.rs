@@ -9,11 +9,14 @@
 //! they receive to the file named by `MCP_STDIO_CLIENT_TEST_WIRE`, so the
 //! checks can assert the exact wire the client wrote.
 //!
-//! Without it, `main` runs the checks below. Output: one line per check
-//! (`ok <name>` or `FAILED <name>: <reason>`), then `N passed, M failed`;
-//! the exit status is non-zero if any check failed. Every wait is bounded:
-//! each check runs on its own thread under a watchdog, every client has a
-//! request timeout, and subscriptions are read with `recv_timeout`.
+//! Without it, `main` runs the checks below, [`AT_ONCE`] at a time, each
+//! in a process of its own (this binary again, with [`ALONE_ENV`] set):
+//! a check may measure its process (its peak memory, its threads), and
+//! most of them wait. Output: one line per check (`ok <name>` or
+//! `FAILED <name>: <reason>`), then `N passed, M failed`; the exit status
+//! is non-zero if any check failed. Every wait is bounded: each check runs
+//! on its own thread under a watchdog, every client has a request timeout,
+//! and subscriptions are read with `recv_timeout`.
 
 // The everything example's fixture set, at the crate root because its
 // modules refer to each other as `crate::fixtures` and `crate::conformance`.
@@ -56,6 +59,12 @@ const SERVER_ENV: &str = "MCP_STDIO_CLIENT_TEST_SERVER";
 const WIRE_ENV: &str = "MCP_STDIO_CLIENT_TEST_WIRE";
 /// For `modern-32022`: the versions it accepts, as a JSON array.
 const SUPPORTED_ENV: &str = "MCP_STDIO_CLIENT_TEST_SUPPORTED";
+/// Set in a check's own process: run the selected checks here, one after
+/// the other.
+const ALONE_ENV: &str = "MCP_STDIO_CLIENT_TEST_ALONE";
+/// How many checks run at once (the sum of their times was 32 s one after
+/// the other, on two CPUs, in the ninth session).
+const AT_ONCE: usize = 4;
 /// The only version the client speaks.
 const MODERN: &str = "2026-07-28";
 /// The legacy version the fakes agree to.
@@ -1186,6 +1195,10 @@ fn run_checks() -> i32 {
         }
         return 0;
     }
+    if std::env::var_os(ALONE_ENV).is_none() {
+        let names: Vec<&str> = selected.map(|(name, _)| *name).collect();
+        return run_each_alone(&names);
+    }
     let (mut passed, mut failed) = (0, 0);
     for (name, check) in selected {
         match run_one(*check) {
@@ -1204,6 +1217,57 @@ fn run_checks() -> i32 {
         }
     }
     println!("{passed} passed, {failed} failed");
+    i32::from(failed > 0)
+}
+
+/// Runs each check in a process of its own, [`AT_ONCE`] at a time, and
+/// prints its lines as it ends; returns the exit status.
+fn run_each_alone(names: &[&str]) -> i32 {
+    let exe = std::env::current_exe().expect("this test binary's path");
+    // `--ignored` selects the ignored checks: the process of one needs it too.
+    let ignored: Vec<String> = std::env::args()
+        .filter(|a| a == "--ignored" || a == "--include-ignored")
+        .collect();
+    let next = Mutex::new(names.iter());
+    let failed = AtomicUsize::new(0);
+    thread::scope(|scope| {
+        for _ in 0..AT_ONCE {
+            scope.spawn(|| {
+                loop {
+                    // Its own statement: a `while let` would hold the lock
+                    // through the check.
+                    let Some(name) = next.lock().unwrap().next() else {
+                        return;
+                    };
+                    let ran = Command::new(&exe)
+                        .args(["--exact", name])
+                        .args(&ignored)
+                        .env(ALONE_ENV, "1")
+                        .stdin(std::process::Stdio::null())
+                        .output();
+                    let out = ran.as_ref().map_or(String::new(), |o| {
+                        String::from_utf8_lossy(&o.stdout).into_owned()
+                    });
+                    let passed = ran.as_ref().is_ok_and(|o| o.status.success());
+                    // The check's own line, not its process's summary.
+                    let own = |l: &&str| {
+                        l.strip_prefix("ok ")
+                            .or_else(|| l.strip_prefix("FAILED "))
+                            .is_some_and(|rest| rest.starts_with(name))
+                    };
+                    match out.lines().find(own) {
+                        Some(line) if passed || line.starts_with("FAILED") => println!("{line}"),
+                        _ => println!("FAILED {name}: its process ended {ran:?}"),
+                    }
+                    if !passed {
+                        failed.fetch_add(1, Ordering::SeqCst);
+                    }
+                }
+            });
+        }
+    });
+    let failed = failed.into_inner();
+    println!("{} passed, {failed} failed", names.len() - failed);
     i32::from(failed > 0)
 }
 

@@ -52,7 +52,9 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 # shellcheck source=tests/conformance/install.sh
 . tests/conformance/install.sh
-cargo build --quiet --features http --example conformance_client --bin mcp-stdio
+# The crate's features: http, or MCP_STDIO_FEATURES (.ci/run gives its
+# HTTP step's, so that this only links what that step compiled).
+cargo build --quiet --features "${MCP_STDIO_FEATURES:-http}" --example conformance_client --bin mcp-stdio
 CLIENT=target/debug/examples/conformance_client
 if [ $# -gt 0 ]; then
     exec "$NODE" "$SUITE_JS" client --command "$CLIENT" --scenario "$1" \

@@ -15,7 +15,9 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 # shellcheck source=tests/conformance/install.sh
 . tests/conformance/install.sh
-cargo build --quiet --features http --example everything
+# The crate's features: http, or MCP_STDIO_FEATURES (.ci/run gives its
+# HTTP step's, so that this only links what that step compiled).
+cargo build --quiet --features "${MCP_STDIO_FEATURES:-http}" --example everything
 # Port 0: the server takes a free port and prints its URL. (A fixed port
 # sits in the kernel's ephemeral range, where any outgoing connection of
 # the machine may hold it: CI once got "Address already in use".)

@@ -38,8 +38,10 @@ install() {
     venv "$OUT/py1" "mcp==$PY_MCP_LEGACY" || return 1
     venv "$OUT/fastmcp" "fastmcp==$FASTMCP" || return 1
     [ "${FETCH_ONLY:-}" = 1 ] && return 0
-    step "mcp-stdio with the http feature"
-    cargo build --quiet --features http --bin mcp-stdio || return 1
+    step "mcp-stdio with the http feature (or MCP_STDIO_FEATURES)"
+    # The crate's features: http, or MCP_STDIO_FEATURES (.ci/run gives its
+    # HTTP step's, so that this only links what that step compiled).
+    cargo build --quiet --features "${MCP_STDIO_FEATURES:-http}" --bin mcp-stdio || return 1
 }
 
 [ "${1:-}" = "--install-only" ] && { install; exit $?; }

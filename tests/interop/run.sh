@@ -68,8 +68,10 @@ install_peers() {
     cargo build --quiet --manifest-path tests/interop/rmcp/Cargo.toml \
         --target-dir "$OUT/rmcp" || return 1
 
-    step "this crate's examples (everything, interop; feature http)"
-    cargo build --quiet --features http --example everything --example interop || return 1
+    step "this crate's examples (everything, interop)"
+    # The crate's features: http, or MCP_STDIO_FEATURES (.ci/run gives its
+    # HTTP step's, so that this only links what that step compiled).
+    cargo build --quiet --features "${MCP_STDIO_FEATURES:-http}" --example everything --example interop || return 1
 }
 
 # Runs one driver: $1 is the row's name, the rest its command. Its JSON

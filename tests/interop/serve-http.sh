@@ -39,7 +39,9 @@ if [ "$(cat "$OUT/serve-http/.pinned" 2>/dev/null)" != "$SERVER_EVERYTHING $SERV
         echo "$SERVER_EVERYTHING $SERVER_MEMORY" >"$OUT/serve-http/.pinned" || exit 1
 fi
 [ "${1:-}" = --fetch-only ] && exit 0
-cargo build --quiet --features http --bin mcp-stdio --example everything || exit 1
+# The crate's features: http, or MCP_STDIO_FEATURES (.ci/run gives its
+# HTTP step's, so that this only links what that step compiled).
+cargo build --quiet --features "${MCP_STDIO_FEATURES:-http}" --bin mcp-stdio --example everything || exit 1
 
 CLI=target/debug/mcp-stdio
 PASSED=0
