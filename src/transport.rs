@@ -62,7 +62,7 @@ impl Transport {
     /// before the publisher goes on, and the server's worker threads send
     /// it: a peer that stops reading holds up no publisher until more than
     /// a megabyte waits for it; then publishers wait for it (what waits
-    /// stays bounded), and a peer that takes not a byte of it for the
+    /// stays bounded), and a peer that takes less than 16 KiB of it in the
     /// write timeout (`ServerBuilder::write_timeout`, 10 s) is let go (its
     /// `serve` returns `TimedOut`). For a server of many
     /// connections, give a

@@ -10,8 +10,8 @@
 //! (`conn::handle`, `Shared::send_in_background`), so a client that stops
 //! reading holds up neither the other connections' events nor the handler
 //! that published; only once more than a megabyte waits for that client
-//! does a publisher wait for it, and a client that takes not a byte of it
-//! for the write timeout (`ServerBuilder::write_timeout`, 10 s) is let go
+//! does a publisher wait for it, and a client that takes less than 16 KiB
+//! of it in the write timeout (`ServerBuilder::write_timeout`, 10 s) is let go
 //! (`Conn::let_go`; over HTTP a client that does not
 //! keep up with its events is let go at once, `server::http::body`).
 

@@ -19,8 +19,9 @@ use crate::server::event::ServerEvent;
 /// server's worker threads send it (over HTTP the call sends it: a
 /// response body never waits). A call returns at once unless more
 /// than a megabyte waits for a client slow to read: then it waits for
-/// that client, up to 10 s if the client takes nothing at all (it is then
-/// let go), for as long as it reads if it reads.
+/// that client, for as long as it reads at least 16 KiB in each write
+/// timeout (`ServerBuilder::write_timeout`, 10 s): one that reads less is
+/// let go.
 ///
 /// ```
 /// # use mcp_stdio::Server;

@@ -44,7 +44,7 @@ impl Server {
     /// not a byte of the last replies for the grace period (at least a
     /// second; up to twice that) after it (`TimedOut`: a `write(2)` of the
     /// server's may then stay blocked on a worker thread until the client
-    /// reads or goes), or took not a byte of it for the write timeout
+    /// reads or goes), or took less than 16 KiB of it in the write timeout
     /// ([`ServerBuilder::write_timeout`](crate::ServerBuilder::write_timeout),
     /// 10 s) while more than a megabyte of it waited and the server
     /// published (`TimedOut`: a

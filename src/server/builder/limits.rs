@@ -111,15 +111,17 @@ impl ServerBuilder {
         self
     }
 
-    /// How long a client may take not a byte of the server's output while
-    /// more than a megabyte of it waits and a handler that publishes an
-    /// event waits for room (default 10 s, as long as
-    /// `HttpOptions::write_timeout`, which is the same rule over
+    /// How long a client may take less than 16 KiB of the server's output
+    /// while more than a megabyte of it waits and a handler that publishes
+    /// an event waits for room (default 10 s, as long as
+    /// `HttpOptions::write_timeout`, a client's time to take anything over
     /// Streamable HTTP). Past it the client is taken to be gone: serving it
     /// ends, and `serve` returns `TimedOut` with the reason. Else a client
     /// that stopped reading would hold every publisher of the server for
-    /// good. Each byte the client takes starts the time again, so one that
-    /// reads, however slowly, is not let go by this.
+    /// good, and one that reads a page every few seconds would hold them at
+    /// its pace. The time starts again each time the client has taken 16
+    /// KiB: a client that reads 1.6 KiB a second or more (at the default)
+    /// is not let go by this.
     pub fn write_timeout(mut self, timeout: Duration) -> Self {
         self.config.write_timeout = timeout.max(Duration::from_millis(1));
         self

@@ -328,8 +328,8 @@ impl Conn {
         }
     }
 
-    /// The client took none of a send in progress for the write timeout
-    /// (`ServerBuilder::write_timeout`), more
+    /// The client took less than 16 KiB of a send in progress in the write
+    /// timeout (`ServerBuilder::write_timeout`), more
     /// than [`BACKLOG`] waits behind it, and a publisher waits on it
     /// (`Shared::send_in_background`): it is taken to be gone, as if a
     /// send had failed. What waits is dropped, nothing more is written,
@@ -339,7 +339,7 @@ impl Conn {
         let reason = std::io::Error::new(
             std::io::ErrorKind::TimedOut,
             format!(
-                "the client took none of the server's output for {:?} while more than {} KiB of it waited: it was taken to be gone (a client must read the server's output as it comes)",
+                "the client took less than 16 KiB of the server's output in {:?} while more than {} KiB of it waited: it was taken to be gone (a client must read the server's output as it comes)",
                 self.inner.config.write_timeout,
                 BACKLOG / 1024
             ),

@@ -136,11 +136,16 @@ pub(super) struct Output {
 }
 
 /// What the client took of an output: the bytes its writer took so far,
-/// and when it last took any or a send began ([`Output::idle`]).
+/// and when a send began or the client last took a piece's worth
+/// ([`WRITE_AT_MOST`]) of one ([`Output::idle`]). Only the thread that
+/// holds the writer moves it: the send in progress, or `Output::detach`
+/// as a send begins.
 #[derive(Debug)]
 struct Took {
     bytes: AtomicU64,
-    /// Nanoseconds from `epoch` to the last time the client took any.
+    /// What the client took since the clock last moved.
+    piece: AtomicU64,
+    /// Nanoseconds from `epoch` to the last time the clock moved.
     at: AtomicU64,
     epoch: Instant,
 }
@@ -149,6 +154,7 @@ impl Default for Took {
     fn default() -> Took {
         Took {
             bytes: AtomicU64::new(0),
+            piece: AtomicU64::new(0),
             at: AtomicU64::new(0),
             epoch: Instant::now(),
         }
@@ -156,14 +162,32 @@ impl Default for Took {
 }
 
 impl Took {
-    /// The client took `n` more bytes (a send began: 0).
+    /// A send began: the client's clock starts again.
+    fn began(&self) {
+        self.piece.store(0, Ordering::Relaxed);
+        self.tick();
+    }
+
+    /// The client took `n` more bytes: the clock moves once it has taken
+    /// a piece's worth since it last moved. A client that takes a page
+    /// every few seconds does not move it each time: it is let go, where
+    /// it held every publisher of the server at its pace
+    /// (`send_path::a_client_that_reads_a_page_every_few_seconds_holds_up_no_other_connections_events`).
     fn add(&self, n: u64) {
         self.bytes.fetch_add(n, Ordering::Relaxed);
+        let piece = self.piece.fetch_add(n, Ordering::Relaxed) + n;
+        if piece >= WRITE_AT_MOST as u64 {
+            self.piece.store(0, Ordering::Relaxed);
+            self.tick();
+        }
+    }
+
+    fn tick(&self) {
         let now = u64::try_from(self.epoch.elapsed().as_nanos()).unwrap_or(u64::MAX);
         self.at.fetch_max(now, Ordering::Relaxed);
     }
 
-    /// How long since the client last took any.
+    /// How long since the clock last moved.
     fn idle(&self) -> Duration {
         let at = Duration::from_nanos(self.at.load(Ordering::Relaxed));
         self.epoch.elapsed().saturating_sub(at)
@@ -196,7 +220,9 @@ pub(super) struct Detached {
 /// `slow_client::a_steady_reader_on_a_pipe_gets_every_reply_with_a_short_grace`),
 /// at the cost of a `write(2)` per 16 KiB of a large send (a pipe holds 64
 /// KiB: a burst of small replies is still one `write(2)`, and 1 MiB
-/// replies cost nothing measurable in pieces of 64 KiB).
+/// replies cost nothing measurable in pieces of 64 KiB). It is the piece
+/// the let-go's clock counts too ([`Took::add`]): a writer that returns
+/// after fewer bytes moves it once it took that many, as a pipe would.
 const WRITE_AT_MOST: usize = 16 * 1024;
 
 /// A byte stream that counts what it took into `sent`, handed at most
@@ -375,9 +401,12 @@ impl Output {
         self.taken + self.sent.bytes.load(Ordering::Relaxed)
     }
 
-    /// How long since the client last took any of the output, or a send
-    /// began: what a publisher waiting on a client looks at
-    /// (`Conn::let_go`). One clock per connection, not one per wait: a
+    /// How long since a send began, or the client last took
+    /// [`WRITE_AT_MOST`] of the output since the time before: what a
+    /// publisher waiting on a client looks at (`Conn::let_go`), so that a
+    /// client is let go when it takes less than that in the write timeout
+    /// (1.6 KiB a second by default). One clock per connection, not one
+    /// per wait: a
     /// publisher that comes to a client after another client's let-go
     /// does not wait for it all over again.
     pub fn idle(&self) -> Duration {
@@ -396,7 +425,7 @@ impl Output {
         self.sending = true;
         self.waiting = 0;
         self.taken = self.written;
-        self.sent.add(0);
+        self.sent.began();
         Some(Detached {
             writer,
             queued: std::mem::take(&mut self.queued),
@@ -646,6 +675,34 @@ mod tests {
             before + 3 + want.len() as u64,
             "3 lines taken, and their bytes"
         );
+    }
+
+    /// The let-go's clock moves when a send begins, and then once the
+    /// client took a piece's worth since it last moved: a page taken now
+    /// and then does not move it (a client reading 800 bytes a second held
+    /// every publisher at its pace).
+    #[test]
+    fn the_clock_moves_once_a_piece_is_taken_not_with_every_page() {
+        let took = Took::default();
+        let at = || took.at.load(Ordering::Relaxed);
+        took.began();
+        let began = at();
+        for _ in 0..3 {
+            std::thread::sleep(Duration::from_millis(1));
+            took.add(4096);
+            assert_eq!(at(), began, "a page moved the clock");
+        }
+        std::thread::sleep(Duration::from_millis(1));
+        took.add(4096);
+        assert!(at() > began, "16 KiB in pages did not move it");
+        let moved = at();
+        std::thread::sleep(Duration::from_millis(1));
+        took.add(4096);
+        assert_eq!(at(), moved, "the count starts again after it moved");
+        std::thread::sleep(Duration::from_millis(1));
+        took.began();
+        assert!(at() > moved, "a send's beginning did not move it");
+        assert_eq!(took.bytes.load(Ordering::Relaxed), 5 * 4096);
     }
 
     /// A writer that takes nothing (`Ok(0)`) fails the send, and does not

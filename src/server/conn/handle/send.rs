@@ -32,8 +32,8 @@
 //! published. It hands the send to the pool
 //! (`Shared::send_in_background`), and waits only while more than the
 //! backlog waits on that connection, for a client that takes some of it:
-//! one that took not a byte of a send in progress for the write timeout
-//! (`ServerBuilder::write_timeout`, 10 s) is let go. (To a writer of lines, which never
+//! one that took less than 16 KiB of a send in progress in the write
+//! timeout (`ServerBuilder::write_timeout`, 10 s) is let go. (To a writer of lines, which never
 //! waits for its client, it sends itself: over HTTP the event is then on
 //! the listener's socket before the publisher's reply is on its call's.)
 //! (Over HTTP a send never waits for the client: a request's notifications
@@ -232,12 +232,13 @@ impl Shared {
     /// [`BACKLOG`] waits to be sent (a client slow to read), it waits, and
     /// what piles up behind such a client is bounded: a publisher's
     /// backpressure, as the backlog is the reader's (`Conn::backed_up`).
-    /// A client that took not a byte of a send in progress for the write
-    /// timeout (`ServerBuilder::write_timeout`) is let go (`Conn::let_go`):
-    /// else one that stopped reading for good would hold every publisher
-    /// of the server for good. Its clock is the connection's
-    /// (`Output::idle`: since the client last took any, or the send
-    /// began), not this wait's: clients that stopped reading together cost
+    /// A client that took less than 16 KiB of a send in progress in the
+    /// write timeout (`ServerBuilder::write_timeout`) is let go
+    /// (`Conn::let_go`): else one that stopped reading for good, or reads
+    /// a page now and then, would hold every publisher of the server for
+    /// good, or at its pace. Its clock is the connection's (`Output::idle`:
+    /// since the client last took 16 KiB, or the send began), not this
+    /// wait's: clients that stopped reading together cost
     /// a publisher the write timeout once, not once each in turn
     /// (`send_path::clients_that_stopped_reading_together_hold_a_publisher_the_let_go_once`).
     pub(super) fn send_in_background(&self) {
