@@ -41,8 +41,8 @@ impl Server {
     ///
     /// Returns an error only when the output failed, a thread could not
     /// be started, or the client kept its end of the output open and took
-    /// not a byte of the last replies for the grace period (at least a
-    /// second; up to twice that) after it (`TimedOut`: a `write(2)` of the
+    /// less than 16 KiB of the last replies in the grace period (at least
+    /// a second) after it (`TimedOut`: a `write(2)` of the
     /// server's may then stay blocked on a worker thread until the client
     /// reads or goes), or took less than 16 KiB of it in the write timeout
     /// ([`ServerBuilder::write_timeout`](crate::ServerBuilder::write_timeout),
@@ -115,8 +115,8 @@ fn wait_for_end(inner: &Inner, conn: &ConnHandle, end: &Receiver<End>) -> End {
 /// The shutdown: no new request begins and every subscription gets its
 /// final result; the requests in flight have the grace period (none after
 /// a failed write); then what is left is answered with `-32603`, and the
-/// client has as long again, at least [`LAST_OUTPUT`], to take some of
-/// it, each time it took any. Neither wait writes on this thread
+/// client has as long again, at least [`LAST_OUTPUT`], to take 16 KiB of
+/// it, each time it took that much. Neither wait writes on this thread
 /// (`ConnHandle::wait_until` with a deadline, `ConnHandle::shut_down` with
 /// patience): a client that keeps its end open and reads nothing does not
 /// hold `serve`. (A grace period too long for the clock has no deadline:

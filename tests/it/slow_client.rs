@@ -191,6 +191,34 @@ fn a_client_that_starts_reading_after_the_patience_is_given_up_on() {
     assert_eq!(e.kind(), std::io::ErrorKind::TimedOut, "{e}");
 }
 
+/// A client that takes a page of the last output now and then (4 KiB
+/// every 300 ms, 13 KiB a second) is given up on once it took less than
+/// 16 KiB in the patience (a second, with a grace period of 500 ms for
+/// the replies to be written): while the shutdown
+/// counted each byte it was given a second again after every page, and
+/// held `serve` for as long as its megabyte lasted (80 s).
+#[test]
+fn a_client_that_takes_a_page_now_and_then_does_not_hold_the_shutdown() {
+    let read = Read::default();
+    let output = Trickle {
+        chunk: 4096,
+        every: Duration::from_millis(300),
+        gate: None,
+        read: Arc::clone(&read),
+    };
+    let server = big_server(Duration::from_millis(500));
+    let (took, served) = serve_calls_then_eof(&server, output, 4, 256 * 1024);
+    let Err(mcp_stdio::Error::Io(e)) = &served else {
+        panic!("serve returned {served:?} after {took:?}");
+    };
+    assert_eq!(e.kind(), std::io::ErrorKind::TimedOut, "{e}");
+    assert!(
+        took < Duration::from_secs(10),
+        "serve returned after {took:?}, the client having read {} KiB",
+        read.lock().unwrap().len() / 1024
+    );
+}
+
 /// Claim: `shutdown_grace(Duration::MAX)` waits as long as it takes, with
 /// no panic on the clock, and a client that reads gets its reply.
 #[test]

@@ -103,9 +103,8 @@ impl ServerBuilder {
     /// (default 2 s; a duration too long for the clock waits as long as
     /// they take). After it they are cancelled and answered with `-32603`,
     /// and `serve` returns once the client took what is left; a client that
-    /// takes not a byte of it for as long again (at least a second; looked
-    /// at once per that time, so up to twice it) is given up on, and
-    /// `serve` returns `TimedOut`.
+    /// takes less than 16 KiB of it in as long again (at least a second)
+    /// is given up on, and `serve` returns `TimedOut`.
     pub fn shutdown_grace(mut self, grace: Duration) -> Self {
         self.config.shutdown_grace = grace;
         self

@@ -176,21 +176,18 @@ impl ConnHandle {
     /// written after [`Conn::close`]). Returns the first failed send.
     ///
     /// With `patience` the sends go to the pool, and a client that takes
-    /// none of the output for that long is given up on: the output is
-    /// closed with the send still in its `write(2)` (whose writer is
-    /// dropped when it comes back, if ever), and this returns `TimedOut`.
-    /// A client that takes any of it (a byte of a long send, not only the
-    /// send's end: `Output::progress`) is given as long again; that is
-    /// looked at once per `patience`, so a client that stopped taking is
-    /// given up on between `patience` and twice it after its last byte.
-    /// Without it, this thread sends and waits as long as it takes: for a
-    /// writer that never waits for its client (an HTTP response body).
+    /// less than 16 KiB of the output in that long (from this call, or
+    /// later from its last 16 KiB or a send's beginning: `Output::idle`,
+    /// the publisher's clock too) is given up on: the output is closed with
+    /// the send still in its `write(2)` (whose writer is dropped when it
+    /// comes back, if ever), and this returns `TimedOut`. Without it, this
+    /// thread sends and waits as long as it takes: for a writer that never
+    /// waits for its client (an HTTP response body).
     pub fn shut_down(&self, patience: Option<Duration>) -> Result<(), Error> {
         let shared = &*self.0;
         shared.act_unsent(Conn::close);
+        let began = Instant::now();
         let mut state = shared.lock_state();
-        let mut progress = state.output.progress();
-        let mut deadline = patience.and_then(|p| Instant::now().checked_add(p));
         let mut gave_up = None;
         // (An output given up on already, `Conn::let_go`, waits no more.)
         while !state.output.is_closed() && (state.output.sending() || state.output.waiting() > 0) {
@@ -198,17 +195,12 @@ impl ConnHandle {
                 state = shared.send_or_wait(state);
                 continue;
             };
-            if state.output.progress() != progress {
-                // The client took some since the last look.
-                progress = state.output.progress();
-                deadline = Instant::now().checked_add(patience);
-            }
-            let now = Instant::now();
-            if deadline.is_some_and(|at| now >= at) {
+            let idle = state.output.idle().min(began.elapsed());
+            if idle >= patience {
                 gave_up = Some(patience);
                 break;
             }
-            state = shared.queue_or_wait(state, deadline.map(|at| at - now));
+            state = shared.queue_or_wait(state, Some(patience - idle));
         }
         shared.closed.store(true, Ordering::Release);
         let (writer, error) = state.output.close();
@@ -218,7 +210,7 @@ impl ConnHandle {
         shared.changed.notify_all();
         if let Some(patience) = gave_up {
             let took_nothing = format!(
-                "the client took none of the server's output for {patience:?} after the end of serving, and its last replies were not sent: a client must read the server's output until it ends"
+                "the client took less than 16 KiB of the server's output in {patience:?} after the end of serving, and its last replies were not sent: a client must read the server's output until it ends"
             );
             return Err(Error::Io(std::io::Error::new(
                 std::io::ErrorKind::TimedOut,

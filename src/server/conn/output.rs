@@ -130,19 +130,17 @@ pub(super) struct Output {
     sending: bool,
     /// Closed: nothing more is written.
     closed: bool,
-    /// What the client took so far, counted by the send in progress as
-    /// each `write(2)` returns ([`Output::progress`]), and when.
+    /// When the client last took a piece of the output, counted by the
+    /// send in progress as each `write(2)` returns ([`Output::idle`]).
     sent: Arc<Took>,
 }
 
-/// What the client took of an output: the bytes its writer took so far,
-/// and when a send began or the client last took a piece's worth
-/// ([`WRITE_AT_MOST`]) of one ([`Output::idle`]). Only the thread that
-/// holds the writer moves it: the send in progress, or `Output::detach`
-/// as a send begins.
+/// The client's clock: when a send began or the client last took a
+/// piece's worth ([`WRITE_AT_MOST`]) of one ([`Output::idle`]). Only the
+/// thread that holds the writer moves it: the send in progress, or
+/// `Output::detach` as a send begins.
 #[derive(Debug)]
 struct Took {
-    bytes: AtomicU64,
     /// What the client took since the clock last moved.
     piece: AtomicU64,
     /// Nanoseconds from `epoch` to the last time the clock moved.
@@ -153,7 +151,6 @@ struct Took {
 impl Default for Took {
     fn default() -> Took {
         Took {
-            bytes: AtomicU64::new(0),
             piece: AtomicU64::new(0),
             at: AtomicU64::new(0),
             epoch: Instant::now(),
@@ -174,7 +171,6 @@ impl Took {
     /// it held every publisher of the server at its pace
     /// (`send_path::a_client_that_reads_a_page_every_few_seconds_holds_up_no_other_connections_events`).
     fn add(&self, n: u64) {
-        self.bytes.fetch_add(n, Ordering::Relaxed);
         let piece = self.piece.fetch_add(n, Ordering::Relaxed) + n;
         if piece >= WRITE_AT_MOST as u64 {
             self.piece.store(0, Ordering::Relaxed);
@@ -207,8 +203,8 @@ pub(super) struct Detached {
 
 /// The most a send hands a byte stream in one `write(2)`. A blocking
 /// `write(2)` to a pipe or a socket returns only once all of it was taken
-/// (but for the pipe's or the socket's buffer), so [`Output::progress`]
-/// moves only as each returns: a send of a megabyte in one `write(2)` to a
+/// (but for the pipe's or the socket's buffer), so the client's clock
+/// ([`Output::idle`]) moves only as each returns: a send of a megabyte in one `write(2)` to a
 /// client that read 32 KiB a second did not move it for 30 s, and the
 /// client was let go while it read (`Conn::let_go`;
 /// `slow_client::a_steady_slow_reader_on_a_pipe_is_not_let_go_while_a_publisher_waits`).
@@ -249,7 +245,7 @@ impl Write for Counting<'_> {
 
 impl Detached {
     /// Sends the lines and flushes the writer, counting the bytes the
-    /// writer takes as it takes them (`Output::progress`).
+    /// writer takes as it takes them (`Output::idle`).
     pub fn send(&mut self) -> io::Result<()> {
         let buffers = (self.queued.iter().map(Vec::as_slice)).chain([self.lines.as_slice()]);
         let sent = match &mut self.writer {
@@ -391,22 +387,15 @@ impl Output {
         self.taken >= lines
     }
 
-    /// A count that moves whenever the client takes some of the output:
-    /// when a send begins (the one before it ended) and each time the
-    /// writer of the send in progress takes bytes (at most
-    /// [`WRITE_AT_MOST`] a `write(2)`), which may be long before that send
-    /// ends (megabytes to a client that reads 64 KiB at a time). The send
-    /// does not wake anyone as it moves: look again later.
-    pub fn progress(&self) -> u64 {
-        self.taken + self.sent.bytes.load(Ordering::Relaxed)
-    }
-
     /// How long since a send began, or the client last took
-    /// [`WRITE_AT_MOST`] of the output since the time before: what a
-    /// publisher waiting on a client looks at (`Conn::let_go`), so that a
-    /// client is let go when it takes less than that in the write timeout
-    /// (1.6 KiB a second by default). One clock per connection, not one
-    /// per wait: a
+    /// [`WRITE_AT_MOST`] of the output since the time before, which may be
+    /// long before that send ends (megabytes to a client that reads 64 KiB
+    /// at a time): what a publisher waiting on a client looks at
+    /// (`Conn::let_go`), so that a client is let go when it takes less
+    /// than that in the write timeout (1.6 KiB a second by default), and
+    /// the shutdown's patience (`ConnHandle::shut_down`). The send does
+    /// not wake anyone as the clock moves: look again later. One clock per
+    /// connection, not one per wait: a
     /// publisher that comes to a client after another client's let-go
     /// does not wait for it all over again.
     pub fn idle(&self) -> Duration {
@@ -578,37 +567,32 @@ mod tests {
         assert_eq!(flushed.all(), b"reply\nnext\n");
     }
 
-    /// A client that takes at most 3 bytes per `write(2)`, counting them.
-    struct Sips(Arc<Mutex<usize>>);
-
-    impl Write for Sips {
-        fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
-            *self.0.lock().unwrap() += 1;
-            Ok(bytes.len().min(3))
-        }
-        fn flush(&mut self) -> io::Result<()> {
-            Ok(())
-        }
-    }
-
-    /// `Output::progress` moves with each `write(2)` of a send in progress,
-    /// not only when the next send begins (a shutdown's patience looks at
-    /// it: `slow_client::a_steady_slow_reader_gets_every_reply_with_a_short_grace`).
+    /// The client's clock moves as the writer of a send in progress takes
+    /// each 16 KiB, not only when the next send begins (a publisher's wait
+    /// and a shutdown's patience look at it:
+    /// `slow_client::a_steady_slow_reader_gets_every_reply_with_a_short_grace`).
     #[test]
-    fn progress_moves_with_every_write_of_a_send() {
-        let writes = Arc::new(Mutex::new(0));
-        let mut output = Output::new(Writer::Bytes(Box::new(Sips(Arc::clone(&writes)))));
-        output.write_line(LineKind::Message, line(b"abcdefgh"));
-        let before = output.progress();
+    fn the_clock_moves_while_a_send_is_in_progress() {
+        struct Pages;
+        impl Write for Pages {
+            fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+                std::thread::sleep(Duration::from_millis(1));
+                Ok(bytes.len().min(4096))
+            }
+            fn flush(&mut self) -> io::Result<()> {
+                Ok(())
+            }
+        }
+        let mut output = Output::new(Writer::Bytes(Box::new(Pages)));
+        output.push_line(LineKind::Message, vec![b'x'; 40 * 1024]);
         let mut detached = output.detach().unwrap();
-        assert_eq!(output.progress(), before + 1, "a send began");
+        let began = output.sent.at.load(Ordering::Relaxed);
         let sent = detached.send();
-        assert_eq!(
-            *writes.lock().unwrap(),
-            3,
-            "three writes of at most 3 bytes"
+        assert!(sent.is_ok());
+        assert!(
+            output.sent.at.load(Ordering::Relaxed) > began,
+            "the clock stood still through 40 KiB"
         );
-        assert_eq!(output.progress(), before + 1 + 9, "9 bytes taken");
         output.attach(detached, sent);
     }
 
@@ -659,7 +643,6 @@ mod tests {
         output.write_line(LineKind::Message, line(b"before"));
         output.push_line(LineKind::Message, large.clone());
         output.write_line(LineKind::Message, line(b"after"));
-        let before = output.progress();
         let mut detached = output.detach().unwrap();
         let sent = detached.send();
         assert!(sent.is_ok());
@@ -670,11 +653,6 @@ mod tests {
         let irregular = shared.lock().unwrap();
         assert!(irregular.got == want, "whole and in order");
         assert!(irregular.asked.iter().all(|&n| n <= WRITE_AT_MOST));
-        assert_eq!(
-            output.progress(),
-            before + 3 + want.len() as u64,
-            "3 lines taken, and their bytes"
-        );
     }
 
     /// The let-go's clock moves when a send begins, and then once the
@@ -702,7 +680,6 @@ mod tests {
         std::thread::sleep(Duration::from_millis(1));
         took.began();
         assert!(at() > moved, "a send's beginning did not move it");
-        assert_eq!(took.bytes.load(Ordering::Relaxed), 5 * 4096);
     }
 
     /// A writer that takes nothing (`Ok(0)`) fails the send, and does not
