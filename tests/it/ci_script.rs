@@ -102,3 +102,91 @@ fn a_failed_run_ends_the_step_its_lane_runs() {
         "the lane's step (pid {pid}) outlived the failed run by 5 s"
     );
 }
+
+/// The lane of `.ci/run` that writes `target/ci-<log>.log`, as written
+/// there: from its `(` line to its `) >target/ci-<log>.log 2>&1 &` line.
+fn lane(script: &str, log: &str) -> String {
+    let end_line = format!(") >target/ci-{log}.log 2>&1 &\n");
+    let end = script.find(&end_line).expect(log) + end_line.len();
+    let start = script[..end].rfind("\n(\n").expect("its start") + 1;
+    script[start..end].to_owned()
+}
+
+/// Runs `lane` in a directory of its own with every step a stand-in that
+/// counts itself (`cargo`, `renice` and the scripts under `tests/`), the
+/// `fail_at`th failing (0: none); returns whether `wait` on the lane saw a
+/// failure, and how many steps ran.
+fn run_lane(lane: &str, fail_at: usize) -> (bool, usize) {
+    let (timed, _) = script_parts();
+    let dir = std::env::temp_dir().join(format!(
+        "ci-lanes-{}-{fail_at}-{}",
+        std::process::id(),
+        lane.len()
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("target")).unwrap();
+    let count = dir.join("count");
+    std::fs::write(&count, "0").unwrap();
+    let step = "#!/usr/bin/env bash\nn=$(( $(cat \"$COUNT\") + 1 ))\necho \"$n\" >\"$COUNT\"\n[ \"$n\" != \"$FAIL_AT\" ]\n";
+    for script in [
+        "tests/static.sh",
+        "tests/redis.sh",
+        "tests/scale_out.sh",
+        "tests/scale_out_faults_check.sh",
+        "tests/https.sh",
+        "tests/check-servers/run.sh",
+        "tests/conformance/run-http.sh",
+        "tests/conformance/run-client.sh",
+    ] {
+        let path = dir.join(script);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, step).unwrap();
+        let _ = Command::new("chmod").arg("+x").arg(&path).status();
+    }
+    let script = format!(
+        "set -euo pipefail\nALL_FEATURES=http\n{timed}\n\
+         cargo() {{ tests/static.sh; }}\nrenice() {{ true; }}\n\
+         {lane}LANE=$!\nwait \"$LANE\" || exit 3\nexit 0\n"
+    );
+    let out = Command::new("bash")
+        .arg("-c")
+        .arg(&script)
+        .current_dir(&dir)
+        .env("COUNT", &count)
+        .env("FAIL_AT", fail_at.to_string())
+        .output()
+        .unwrap();
+    let ran = std::fs::read_to_string(&count)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(
+        matches!(out.status.code(), Some(0 | 3)),
+        "the lane's stand-in run broke: {out:?}"
+    );
+    (out.status.code() == Some(3), ran)
+}
+
+/// Claim (review s9 of b242734, `.ci/run` in lanes): a failed step of any
+/// lane run in the background (the lints and docs, the modern era, the
+/// peers' check lane, the replicas) fails that lane, which the run waits
+/// for, and no step after it in that lane runs.
+#[test]
+fn a_failed_step_of_any_lane_fails_the_lane_and_runs_no_later_step() {
+    let script = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(".ci/run"))
+        .expect(".ci/run");
+    for log in ["lint", "modern", "check", "replicas"] {
+        let lane = lane(&script, log);
+        let (failed, steps) = run_lane(&lane, 0);
+        assert!(!failed && steps > 1, "the {log} lane: {steps} steps");
+        for fail_at in 1..=steps {
+            let (failed, ran) = run_lane(&lane, fail_at);
+            assert!(
+                failed && ran == fail_at,
+                "the {log} lane, step {fail_at} of {steps} failing: the lane failed: {failed}, {ran} steps ran"
+            );
+        }
+    }
+}

@@ -1148,3 +1148,165 @@ fn clients_that_stopped_reading_together_hold_a_publisher_the_let_go_once() {
         let _ = peer.finish();
     }
 }
+
+/// A client that takes one piece of the server's output (16 KiB, the most
+/// a send hands it at once) every `every` once `slow` is set, and all of
+/// it before: the least the let-go's clock asks when `every` is just under
+/// the write timeout.
+struct JustInTime {
+    out: mcp_stdio::MemoryWriter,
+    slow: Arc<AtomicBool>,
+    every: Duration,
+}
+
+impl Write for JustInTime {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        if self.slow.load(Ordering::SeqCst) {
+            // Its pause, cut short once the test lets it read again.
+            let until = Instant::now() + self.every;
+            while self.slow.load(Ordering::SeqCst) && Instant::now() < until {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+        self.out.write(&bytes[..bytes.len().min(16 * 1024)])
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.out.flush()
+    }
+}
+
+/// Claim (review s9 of 0f941d1, "a client that reads a page every few
+/// seconds is let go instead of holding every publisher of the server at
+/// its pace"): a client that subscribed holds up no other connection's
+/// events for long, whatever its pace. The let-go's clock moves once the
+/// client took 16 KiB: a client that takes 16 KiB just before each write
+/// timeout (here the default, 10 s: 16 KiB every 9 s, 1.8 KiB a second)
+/// is never let go, and past its first megabyte every publisher of the
+/// server goes at its pace, as one that took a page every 5 s did before.
+/// Another connection that reads everything gets its events at 1.8 KiB a
+/// second too, for as long as the slow client likes: 16,397 of 40,000
+/// events in 30 s on main (b242734).
+#[test]
+#[ignore = "open finding of review s9: a client that takes 16 KiB in each write timeout holds every publisher of the server at its pace"]
+fn a_client_that_takes_16_kib_just_before_each_write_timeout_holds_up_no_other_connections_events()
+{
+    const EVENTS: usize = 40_000;
+    let server = Server::builder("publish", "1.0.0")
+        .tool(
+            Tool::new("t", "A tool, so that its list may change."),
+            |_ctx, _: Value| Ok(CallToolResult::text("t")),
+        )
+        .build();
+    let listen = |id: &str| {
+        request(
+            id,
+            "subscriptions/listen",
+            json!({ "notifications": { "toolsListChanged": true } }),
+        )
+    };
+    let slow = Arc::new(AtomicBool::new(false));
+    let (to_server, server_in) = mcp_stdio::memory_pipe();
+    let (server_out, from_server) = mcp_stdio::memory_pipe();
+    let output = JustInTime {
+        out: server_out,
+        slow: Arc::clone(&slow),
+        every: Duration::from_secs(9),
+    };
+    let serving = {
+        let server = server.clone();
+        std::thread::spawn(move || server.serve(Transport::new(server_in, output)))
+    };
+    let mut slowpoke = Peer::over(
+        Transport::new(from_server, to_server),
+        Some(serving),
+        server_meta(&server),
+    );
+    slowpoke.send(&listen("x"));
+    assert_eq!(
+        slowpoke.recv()["method"],
+        json!("notifications/subscriptions/acknowledged")
+    );
+    let mut other = Peer::start(&server);
+    other.send(&listen("y"));
+    assert_eq!(
+        other.recv()["method"],
+        json!("notifications/subscriptions/acknowledged")
+    );
+    slow.store(true, Ordering::SeqCst);
+    // About 4 MiB of events (about 100 bytes each).
+    let ticker = {
+        let notifier = server.notifier();
+        std::thread::spawn(move || {
+            for _ in 0..EVENTS {
+                notifier.tools_list_changed();
+            }
+        })
+    };
+    let deadline = Instant::now() + 3 * WAIT;
+    let mut events = 0;
+    while events < EVENTS
+        && other
+            .try_recv(deadline.saturating_duration_since(Instant::now()))
+            .is_some()
+    {
+        events += 1;
+    }
+    slow.store(false, Ordering::SeqCst);
+    ticker.join().unwrap();
+    assert_eq!(
+        events, EVENTS,
+        "the other connection got {events} of {EVENTS} events within 30 s"
+    );
+    let (_, res) = other.finish();
+    res.unwrap();
+    let _ = slowpoke.finish();
+}
+
+/// Claim (review s9): the write timeout has no upper bound to overflow
+/// (`Shared::send_in_background` waits `write_timeout - idle`, and a
+/// condvar's wait of `Duration::MAX` is a wait without end): a publisher
+/// waiting on a client that never reads, under `Duration::MAX`, waits
+/// without panicking and goes on once a stop ends that client.
+#[test]
+fn a_write_timeout_of_duration_max_holds_a_publisher_until_a_stop_and_panics_nowhere() {
+    let server = Server::builder("publish", "1.0.0")
+        .enable_tools()
+        .write_timeout(Duration::MAX)
+        .shutdown_grace(Duration::from_millis(100))
+        .build();
+    let (mut stalled, held) = Peer::start_stalling(&server);
+    stalled.send(&request(
+        "x",
+        "subscriptions/listen",
+        json!({ "notifications": { "toolsListChanged": true } }),
+    ));
+    assert_eq!(
+        stalled.recv()["method"],
+        json!("notifications/subscriptions/acknowledged")
+    );
+    let not_reading = held.lock().unwrap();
+    let (ticked, ticks) = crossbeam_channel::unbounded();
+    let ticker = {
+        let notifier = server.notifier();
+        std::thread::spawn(move || {
+            for _ in 0..16_000 {
+                notifier.tools_list_changed();
+                let _ = ticked.send(());
+            }
+        })
+    };
+    let mut published = 0;
+    while ticks.recv_timeout(Duration::from_millis(500)).is_ok() {
+        published += 1;
+    }
+    assert!(published < 16_000, "the publisher never waited");
+    server.stop_handle().stop();
+    let rest = std::iter::from_fn(|| ticks.recv_timeout(WAIT).ok())
+        .take(16_000 - published)
+        .count();
+    assert_eq!(published + rest, 16_000, "the publisher still waits");
+    ticker.join().expect("the publisher panicked");
+    drop(not_reading);
+    let (_, res) = stalled.finish();
+    assert!(res.is_err(), "serve gave the client up: {res:?}");
+}

@@ -556,3 +556,107 @@ fn a_steady_reader_on_a_pipe_gets_every_reply_with_a_short_grace() {
     );
     served.unwrap_or_else(|e| panic!("serve returned {e} after {took:?}"));
 }
+
+/// Serves a client on a real pipe that reads a page (4 KiB) every `every`
+/// while the application publishes as fast as the server lets it; returns
+/// what `serve` returned, within `within`, and what the client read.
+fn a_page_reader_on_a_pipe(
+    server: &Server,
+    every: Duration,
+    within: Duration,
+) -> (Option<Result<(), mcp_stdio::Error>>, usize) {
+    use std::io::Read as _;
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+    let (mut to_server, server_in) = mcp_stdio::memory_pipe();
+    let (mut from_server, server_out) = std::io::pipe().unwrap();
+    let serving = {
+        let server = server.clone();
+        std::thread::spawn(move || server.serve(mcp_stdio::Transport::new(server_in, server_out)))
+    };
+    let read = Arc::new(AtomicUsize::new(0));
+    let fast = Arc::new(AtomicBool::new(false));
+    let (acked, ack) = crossbeam_channel::bounded(1);
+    let reader = {
+        let (read, fast) = (Arc::clone(&read), Arc::clone(&fast));
+        std::thread::spawn(move || {
+            let mut buf = vec![0; 4096];
+            loop {
+                let n = from_server.read(&mut buf).unwrap_or(0);
+                if n == 0 {
+                    return;
+                }
+                if buf[..n].contains(&b'\n') {
+                    let _ = acked.try_send(());
+                }
+                read.fetch_add(n, Ordering::SeqCst);
+                // Its pause, cut short once the test lets it read fast.
+                let until = Instant::now() + every;
+                while !fast.load(Ordering::SeqCst) && Instant::now() < until {
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+            }
+        })
+    };
+    let listen = crate::support::request(
+        "l",
+        "subscriptions/listen",
+        json!({ "notifications": { "toolsListChanged": true } }),
+    );
+    to_server
+        .write_all(format!("{listen}\n").as_bytes())
+        .unwrap();
+    ack.recv_timeout(WAIT).expect("the listen's acknowledgment");
+    let publishing = Arc::new(AtomicBool::new(true));
+    let publisher = {
+        let (notifier, publishing) = (server.notifier(), Arc::clone(&publishing));
+        std::thread::spawn(move || {
+            while publishing.load(Ordering::SeqCst) {
+                notifier.tools_list_changed();
+            }
+        })
+    };
+    let deadline = Instant::now() + within;
+    while !serving.is_finished() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let served = serving.is_finished().then(|| serving.join().unwrap());
+    let got = read.load(Ordering::SeqCst);
+    publishing.store(false, Ordering::SeqCst);
+    fast.store(true, Ordering::SeqCst);
+    publisher.join().unwrap();
+    drop(to_server);
+    reader.join().unwrap();
+    (served, got)
+}
+
+/// Claim (review s9 of 0f941d1, whose CHANGELOG entry says "a stdio or
+/// socket client that reads a page of the server's output every few
+/// seconds no longer holds every publisher of the server at its pace"):
+/// on a real pipe such a client is let go, the write timeout after a send
+/// began, as it was before that change. A blocking `write(2)` of 16 KiB
+/// (`output::WRITE_AT_MOST`) returns only once the pipe took all of it,
+/// four pages: the clock moved once per 16 KiB before the change too (on
+/// 0496557, the let-go a fixed 10 s, a client reading a page every 5 s
+/// this way was let go after 20 s, 16 KiB read). Only a writer that
+/// returns after part of a `write` (an in-memory one, `SlowLoris` in
+/// send_path.rs) held the publishers so. Here a page a second against a
+/// write timeout of 3 s.
+#[test]
+fn a_client_on_a_real_pipe_that_reads_a_page_a_second_is_let_go_while_a_publisher_waits() {
+    let server = Server::builder("slow-client", "1.0.0")
+        .write_timeout(LET_GO)
+        .tool(
+            Tool::new("t", "A tool, so that its list may change."),
+            |_ctx, _: Value| Ok(CallToolResult::text("t")),
+        )
+        .build();
+    let (served, got) = a_page_reader_on_a_pipe(&server, Duration::from_secs(1), 3 * WAIT);
+    let Some(Err(mcp_stdio::Error::Io(e))) = served else {
+        panic!(
+            "a client reading a page a second, {} KiB read, was not let go in 30 s: {served:?}",
+            got / 1024
+        );
+    };
+    assert_eq!(e.kind(), std::io::ErrorKind::TimedOut, "{e}");
+}

@@ -483,8 +483,8 @@ impl Output {
         (self.writer.take(), self.error.take())
     }
 
-    /// Gives up on the client, which took none of the output for too long
-    /// (`Conn::let_go`): closed as by [`Output::close`], with `reason` as
+    /// Gives up on the client, which took too little of the output for too
+    /// long (`Conn::let_go`): closed as by [`Output::close`], with `reason` as
     /// the output's failure, which the last `close` returns. Returns the
     /// writer if no send has it, to be dropped without the lock.
     pub fn give_up(&mut self, reason: io::Error) -> Option<Writer> {
