@@ -1245,21 +1245,33 @@ fn run_each_alone(names: &[&str]) -> i32 {
                         .env(ALONE_ENV, "1")
                         .stdin(std::process::Stdio::null())
                         .output();
-                    let out = ran.as_ref().map_or(String::new(), |o| {
-                        String::from_utf8_lossy(&o.stdout).into_owned()
-                    });
-                    let passed = ran.as_ref().is_ok_and(|o| o.status.success());
+                    let (out, err, status) = match &ran {
+                        Ok(o) => (
+                            String::from_utf8_lossy(&o.stdout).into_owned(),
+                            String::from_utf8_lossy(&o.stderr).into_owned(),
+                            o.status.to_string(),
+                        ),
+                        Err(e) => (String::new(), String::new(), format!("not started: {e}")),
+                    };
                     // The check's own line, not its process's summary.
                     let own = |l: &&str| {
                         l.strip_prefix("ok ")
                             .or_else(|| l.strip_prefix("FAILED "))
                             .is_some_and(|rest| rest.starts_with(name))
                     };
-                    match out.lines().find(own) {
+                    let line = out.lines().find(own);
+                    let success = ran.as_ref().is_ok_and(|o| o.status.success());
+                    let passed = success && line.is_some_and(|l| l.starts_with("ok "));
+                    match line {
                         Some(line) if passed || line.starts_with("FAILED") => println!("{line}"),
-                        _ => println!("FAILED {name}: its process ended {ran:?}"),
+                        _ => {
+                            println!("FAILED {name}: its process ended ({status}) without its line")
+                        }
                     }
                     if !passed {
+                        // What it said besides (a panic's place, the
+                        // client's notes), for whoever reads the failure.
+                        eprint!("{err}");
                         failed.fetch_add(1, Ordering::SeqCst);
                     }
                 }

@@ -120,7 +120,11 @@ impl ServerBuilder {
     /// good, and one that reads a page every few seconds would hold them at
     /// its pace. The time starts again each time the client has taken 16
     /// KiB: a client that reads 1.6 KiB a second or more (at the default)
-    /// is not let go by this.
+    /// is not let go by this, and that is the floor of the pace one client
+    /// may hold the publishers of every connection to (a client that
+    /// reads just that fast holds them so for as long as it likes; a
+    /// server of many untrusted connections lowers this to raise the
+    /// floor). At least 1 ms (zero is 1 ms, not "never").
     pub fn write_timeout(mut self, timeout: Duration) -> Self {
         self.config.write_timeout = timeout.max(Duration::from_millis(1));
         self
