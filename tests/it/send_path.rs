@@ -722,11 +722,16 @@ fn a_publisher_waiting_for_a_client_that_never_reads_goes_on_once_a_stop_ends_it
         json!("notifications/subscriptions/acknowledged")
     );
     let not_reading = held.lock().unwrap();
+    // About 5 MiB of events: at most about 2 MiB pile up before the
+    // publisher waits (the backlog, and a send that began late under load
+    // with a megabyte in it; 16,000 events, about 2 MiB, were published
+    // whole once in CI with three lanes building).
+    const EVENTS: usize = 40_000;
     let (ticked, ticks) = crossbeam_channel::unbounded();
     let ticker = {
         let notifier = server.notifier();
         std::thread::spawn(move || {
-            for _ in 0..16_000 {
+            for _ in 0..EVENTS {
                 notifier.tools_list_changed();
                 let _ = ticked.send(());
             }
@@ -737,14 +742,14 @@ fn a_publisher_waiting_for_a_client_that_never_reads_goes_on_once_a_stop_ends_it
     while ticks.recv_timeout(Duration::from_millis(500)).is_ok() {
         published += 1;
     }
-    assert!(published < 16_000, "the publisher never waited");
+    assert!(published < EVENTS, "the publisher never waited");
     server.stop_handle().stop();
     let rest = std::iter::from_fn(|| ticks.recv_timeout(WAIT).ok())
-        .take(16_000 - published)
+        .take(EVENTS - published)
         .count();
     assert_eq!(
         published + rest,
-        16_000,
+        EVENTS,
         "the publisher still waits after the stop"
     );
     ticker.join().unwrap();
