@@ -101,8 +101,8 @@ pub(crate) struct Config {
     /// `resourceSubscriptions` URIs one `subscriptions/listen` may name.
     pub max_subscription_uris: usize,
     pub shutdown_grace: Duration,
-    /// How long a client of a byte stream may take none of a send in
-    /// progress while a publisher waits on it (`Conn::let_go`).
+    /// How long a client of a byte stream may take less than 16 KiB of a
+    /// send in progress while a publisher waits on it (`Conn::let_go`).
     pub write_timeout: Duration,
     pub page_size: usize,
     pub cache: CacheHints,
