@@ -660,3 +660,76 @@ fn a_client_on_a_real_pipe_that_reads_a_page_a_second_is_let_go_while_a_publishe
     };
     assert_eq!(e.kind(), std::io::ErrorKind::TimedOut, "{e}");
 }
+
+/// A client that reads 4 KiB of `from_server` every `every` (never
+/// stopping) while the server (grace `grace`) writes `calls` replies of
+/// 128 KiB to `server_out` at the end of input; asserts that it got every
+/// reply and `serve` returned `Ok`.
+fn a_steady_reader_on(
+    mut from_server: impl std::io::Read + Send + 'static,
+    server_out: impl Write + Send + 'static,
+    every: Duration,
+    grace: Duration,
+    calls: usize,
+) {
+    let read = Read::default();
+    let reader = {
+        let read = Arc::clone(&read);
+        std::thread::spawn(move || {
+            let mut buf = vec![0; 4096];
+            loop {
+                let n = from_server.read(&mut buf).unwrap_or(0);
+                if n == 0 {
+                    return;
+                }
+                read.lock().unwrap().extend_from_slice(&buf[..n]);
+                std::thread::sleep(every);
+            }
+        })
+    };
+    let (took, served) = serve_calls_then_eof(&big_server(grace), server_out, calls, 128 * 1024);
+    reader.join().unwrap();
+    let bytes = read.lock().unwrap().len();
+    let (ids, _) = replies(&read);
+    let rate = 4.0 / every.as_secs_f64();
+    assert_eq!(
+        ids,
+        (0..calls as i64).collect::<Vec<_>>(),
+        "a client reading {rate:.0} KiB/s read {} KiB; serve returned {served:?} after {took:?}",
+        bytes / 1024
+    );
+    served.unwrap_or_else(|e| panic!("serve returned {e} after {took:?}"));
+}
+
+/// A client on a Unix socket (what Node's `child_process` gives a server
+/// as its stdout: a socketpair) that reads 4 KiB every 100 ms (40 KiB/s)
+/// with 384 KiB of replies waiting at the end of input, the default grace
+/// period (2 s, so a patience of 2 s). A blocking `write(2)` to a Unix
+/// socket whose buffer is full returns only once the client has drained
+/// it to a quarter of `SO_SNDBUF` (about 160 KiB read, every 4 s at
+/// 40 KiB/s), however small the `write(2)`: the client's clock
+/// (`Output::idle`) stands still for longer than the patience while the
+/// client reads, and it is given up on as one that took less than 16 KiB.
+/// The least rate kept is about 160 KiB per patience on a socket (80 KiB/s
+/// with the default grace period, 160 KiB/s with one of a second or
+/// less), not the 16 KiB per patience of a pipe; the byte count before
+/// 5732e8a gave this client up too (it moved only as a `write(2)`
+/// returned), but kept one reading between 40 and 80 KiB/s now and then.
+#[test]
+#[ignore = "open finding of review s9b: a socket shows the client's reads to the writer only in 160 KiB batches"]
+fn a_steady_reader_on_a_unix_socket_gets_every_reply_with_the_default_grace() {
+    let (from_server, server_out) = std::os::unix::net::UnixStream::pair().unwrap();
+    let every = Duration::from_millis(100);
+    a_steady_reader_on(from_server, server_out, every, Duration::from_secs(2), 3);
+}
+
+/// Claim: a client on a real pipe that reads 4 KiB every 200 ms
+/// (20 KiB/s) with the default grace period (2 s) gets every reply: each
+/// `write(2)` of 16 KiB returns once it read 16 KiB, every 0.8 s, well
+/// within the patience.
+#[test]
+fn a_steady_reader_at_20_kib_a_second_on_a_pipe_gets_every_reply_with_the_default_grace() {
+    let (from_server, server_out) = std::io::pipe().unwrap();
+    let every = Duration::from_millis(200);
+    a_steady_reader_on(from_server, server_out, every, Duration::from_secs(2), 2);
+}

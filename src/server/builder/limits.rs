@@ -104,7 +104,9 @@ impl ServerBuilder {
     /// they take). After it they are cancelled and answered with `-32603`,
     /// and `serve` returns once the client took what is left; a client that
     /// takes less than 16 KiB of it in as long again (at least a second)
-    /// is given up on, and `serve` returns `TimedOut`.
+    /// is given up on, and `serve` returns `TimedOut`. (On a Unix socket,
+    /// whose writer sees the client's reads in batches of about 160 KiB,
+    /// one that takes less than that: 80 KiB a second at the default.)
     pub fn shutdown_grace(mut self, grace: Duration) -> Self {
         self.config.shutdown_grace = grace;
         self

@@ -216,7 +216,12 @@ pub(super) struct Detached {
 /// `slow_client::a_steady_reader_on_a_pipe_gets_every_reply_with_a_short_grace`),
 /// at the cost of a `write(2)` per 16 KiB of a large send (a pipe holds 64
 /// KiB: a burst of small replies is still one `write(2)`, and 1 MiB
-/// replies cost nothing measurable in pieces of 64 KiB). It is the piece
+/// replies cost nothing measurable in pieces of 64 KiB). On a Unix socket
+/// (a socketpair: Node's `child_process`) a blocked `write(2)` returns only
+/// once the client drained the socket to a quarter of `SO_SNDBUF`, about
+/// 160 KiB, however small the piece: there the least rate kept is ten
+/// times that (`slow_client::a_steady_reader_on_a_unix_socket_gets_every_reply_with_the_default_grace`,
+/// an open finding). It is the piece
 /// the let-go's clock counts too ([`Took::add`]): a writer that returns
 /// after fewer bytes moves it once it took that many, as a pipe would.
 const WRITE_AT_MOST: usize = 16 * 1024;
