@@ -338,14 +338,19 @@ fn a_publisher_past_its_outbox_sends_a_resync_now_and_then_not_with_every_change
         talker.notifier().tools_list_changed();
     }
     proxy.restore();
-    // Three seconds of changes faster than one connection publishes.
-    let overload = Duration::from_secs(3);
-    let until = Instant::now() + overload;
-    while Instant::now() < until {
+    // Three seconds of changes faster than one connection publishes, and
+    // on until more than 1,000 were published (a loaded machine published
+    // 943 in 3 s once: CI with four lanes), 15 s at most.
+    let began = Instant::now();
+    while began.elapsed() < Duration::from_secs(3)
+        || (eavesdropper.count.load(Ordering::Acquire) <= 1000
+            && began.elapsed() < Duration::from_secs(15))
+    {
         for _ in 0..100 {
             talker.notifier().tools_list_changed();
         }
     }
+    let overload = began.elapsed();
     let (count, resyncs) = (
         eavesdropper.count.load(Ordering::Acquire),
         eavesdropper.resyncs.load(Ordering::Acquire),
@@ -354,10 +359,11 @@ fn a_publisher_past_its_outbox_sends_a_resync_now_and_then_not_with_every_change
     eavesdropper.stop();
     assert!(
         count > 1000,
-        "the publisher published {count} changes: no overload"
+        "the publisher published {count} changes in {overload:?}: no overload"
     );
+    // One a second at most, and a little slack (5 in 3 s before).
     assert!(
-        resyncs <= 5,
+        resyncs <= overload.as_secs() + 2,
         "{resyncs} resyncs among {count} messages in {overload:?} of overload: each tells \
          every listen of every other replica that every list changed"
     );
