@@ -146,6 +146,7 @@ fn run_lane(lane: &str, fail_at: usize) -> (bool, usize) {
     let script = format!(
         "set -euo pipefail\nALL_FEATURES=http\n{timed}\n\
          cargo() {{ tests/static.sh; }}\nrenice() {{ true; }}\n\
+         nice() {{ [ \"$1\" != -n ] || shift 2; \"$@\"; }}\n\
          {lane}LANE=$!\nwait \"$LANE\" || exit 3\nexit 0\n"
     );
     let out = Command::new("bash")
