@@ -113,7 +113,8 @@ fn lane(script: &str, log: &str) -> String {
 }
 
 /// Runs `lane` in a directory of its own with every step a stand-in that
-/// counts itself (`cargo`, `renice` and the scripts under `tests/`), the
+/// counts itself (`cargo` and the scripts under `tests/`; `renice` does
+/// nothing and `nice` runs its command), the
 /// `fail_at`th failing (0: none); returns whether `wait` on the lane saw a
 /// failure, and how many steps ran.
 fn run_lane(lane: &str, fail_at: usize) -> (bool, usize) {
