@@ -905,6 +905,73 @@ impl Write for SlowLoris {
     }
 }
 
+/// Serves a subscriber whose output `slow_output` makes of the server's
+/// (slow once told, by the flag it is given) beside another that reads
+/// everything, then tells it to be slow and publishes `events` tool-list
+/// changes: returns how many the other connection got within 30 s (it
+/// ended cleanly), and the slow subscriber, told to read fast again.
+fn events_beside_a_slow_subscriber<W: Write + Send + 'static>(
+    server: &Server,
+    slow_output: impl FnOnce(mcp_stdio::MemoryWriter, Arc<AtomicBool>) -> W,
+    events: usize,
+) -> (usize, Peer) {
+    let listen = |id: &str| {
+        request(
+            id,
+            "subscriptions/listen",
+            json!({ "notifications": { "toolsListChanged": true } }),
+        )
+    };
+    let slow = Arc::new(AtomicBool::new(false));
+    let (to_server, server_in) = mcp_stdio::memory_pipe();
+    let (server_out, from_server) = mcp_stdio::memory_pipe();
+    let output = slow_output(server_out, Arc::clone(&slow));
+    let serving = {
+        let server = server.clone();
+        std::thread::spawn(move || server.serve(Transport::new(server_in, output)))
+    };
+    let mut slow_peer = Peer::over(
+        Transport::new(from_server, to_server),
+        Some(serving),
+        server_meta(server),
+    );
+    slow_peer.send(&listen("x"));
+    assert_eq!(
+        slow_peer.recv()["method"],
+        json!("notifications/subscriptions/acknowledged")
+    );
+    let mut other = Peer::start(server);
+    other.send(&listen("y"));
+    assert_eq!(
+        other.recv()["method"],
+        json!("notifications/subscriptions/acknowledged")
+    );
+    slow.store(true, Ordering::SeqCst);
+    // About 100 bytes an event.
+    let ticker = {
+        let notifier = server.notifier();
+        std::thread::spawn(move || {
+            for _ in 0..events {
+                notifier.tools_list_changed();
+            }
+        })
+    };
+    let deadline = Instant::now() + 3 * WAIT;
+    let mut got = 0;
+    while got < events
+        && other
+            .try_recv(deadline.saturating_duration_since(Instant::now()))
+            .is_some()
+    {
+        got += 1;
+    }
+    slow.store(false, Ordering::SeqCst);
+    ticker.join().unwrap();
+    let (_, res) = other.finish();
+    res.unwrap();
+    (got, slow_peer)
+}
+
 /// Claim (review of c66b5f8): a client that subscribed holds up no other
 /// connection's events for long, whatever its pace. The let-go caught a
 /// client that took not a byte for 10 s; one that took a page every 5 s
@@ -922,67 +989,12 @@ fn a_client_that_reads_a_page_every_few_seconds_holds_up_no_other_connections_ev
             |_ctx, _: Value| Ok(CallToolResult::text("t")),
         )
         .build();
-    let listen = |id: &str| {
-        request(
-            id,
-            "subscriptions/listen",
-            json!({ "notifications": { "toolsListChanged": true } }),
-        )
-    };
-    let slow = Arc::new(AtomicBool::new(false));
-    let (to_server, server_in) = mcp_stdio::memory_pipe();
-    let (server_out, from_server) = mcp_stdio::memory_pipe();
-    let output = SlowLoris {
-        out: server_out,
-        slow: Arc::clone(&slow),
-    };
-    let serving = {
-        let server = server.clone();
-        std::thread::spawn(move || server.serve(Transport::new(server_in, output)))
-    };
-    let mut loris = Peer::over(
-        Transport::new(from_server, to_server),
-        Some(serving),
-        server_meta(&server),
-    );
-    loris.send(&listen("x"));
-    assert_eq!(
-        loris.recv()["method"],
-        json!("notifications/subscriptions/acknowledged")
-    );
-    let mut other = Peer::start(&server);
-    other.send(&listen("y"));
-    assert_eq!(
-        other.recv()["method"],
-        json!("notifications/subscriptions/acknowledged")
-    );
-    slow.store(true, Ordering::SeqCst);
-    // 2 MiB of events (about 100 bytes each).
-    let ticker = {
-        let notifier = server.notifier();
-        std::thread::spawn(move || {
-            for _ in 0..20_000 {
-                notifier.tools_list_changed();
-            }
-        })
-    };
-    let deadline = Instant::now() + 3 * WAIT;
-    let mut events = 0;
-    while events < 20_000
-        && other
-            .try_recv(deadline.saturating_duration_since(Instant::now()))
-            .is_some()
-    {
-        events += 1;
-    }
-    slow.store(false, Ordering::SeqCst);
-    ticker.join().unwrap();
+    let (events, loris) =
+        events_beside_a_slow_subscriber(&server, |out, slow| SlowLoris { out, slow }, 20_000);
     assert_eq!(
         events, 20_000,
         "the other connection got {events} of 20000 events within 30 s"
     );
-    let (_, res) = other.finish();
-    res.unwrap();
     let (_, res) = loris.finish();
     let error = res.expect_err("the slow client was let go").to_string();
     assert!(error.contains("less than 16 KiB"), "{error}");
@@ -1202,68 +1214,16 @@ fn a_client_that_takes_16_kib_just_before_each_write_timeout_holds_up_no_other_c
             |_ctx, _: Value| Ok(CallToolResult::text("t")),
         )
         .build();
-    let listen = |id: &str| {
-        request(
-            id,
-            "subscriptions/listen",
-            json!({ "notifications": { "toolsListChanged": true } }),
-        )
-    };
-    let slow = Arc::new(AtomicBool::new(false));
-    let (to_server, server_in) = mcp_stdio::memory_pipe();
-    let (server_out, from_server) = mcp_stdio::memory_pipe();
-    let output = JustInTime {
-        out: server_out,
-        slow: Arc::clone(&slow),
+    let slow_output = |out, slow| JustInTime {
+        out,
+        slow,
         every: Duration::from_secs(9),
     };
-    let serving = {
-        let server = server.clone();
-        std::thread::spawn(move || server.serve(Transport::new(server_in, output)))
-    };
-    let mut slowpoke = Peer::over(
-        Transport::new(from_server, to_server),
-        Some(serving),
-        server_meta(&server),
-    );
-    slowpoke.send(&listen("x"));
-    assert_eq!(
-        slowpoke.recv()["method"],
-        json!("notifications/subscriptions/acknowledged")
-    );
-    let mut other = Peer::start(&server);
-    other.send(&listen("y"));
-    assert_eq!(
-        other.recv()["method"],
-        json!("notifications/subscriptions/acknowledged")
-    );
-    slow.store(true, Ordering::SeqCst);
-    // About 4 MiB of events (about 100 bytes each).
-    let ticker = {
-        let notifier = server.notifier();
-        std::thread::spawn(move || {
-            for _ in 0..EVENTS {
-                notifier.tools_list_changed();
-            }
-        })
-    };
-    let deadline = Instant::now() + 3 * WAIT;
-    let mut events = 0;
-    while events < EVENTS
-        && other
-            .try_recv(deadline.saturating_duration_since(Instant::now()))
-            .is_some()
-    {
-        events += 1;
-    }
-    slow.store(false, Ordering::SeqCst);
-    ticker.join().unwrap();
+    let (events, slowpoke) = events_beside_a_slow_subscriber(&server, slow_output, EVENTS);
     assert_eq!(
         events, EVENTS,
         "the other connection got {events} of {EVENTS} events within 30 s"
     );
-    let (_, res) = other.finish();
-    res.unwrap();
     let _ = slowpoke.finish();
 }
 
