@@ -62,6 +62,10 @@ const PANIC_PAYLOAD: &str = "deliberate panic from the panic tool";
 const WAIT: Duration = Duration::from_secs(10);
 /// The default grace period of `ServerBuilder::shutdown_grace`.
 const GRACE: Duration = Duration::from_secs(2);
+/// The small server's write timeout (`ServerBuilder::write_timeout`, 10 s
+/// by default): a client that takes too little of its last output is
+/// given up on that long after the grace period.
+const WRITE_TIMEOUT: Duration = Duration::from_secs(2);
 
 fn main() {
     match std::env::var_os(SERVER_ENV) {
@@ -107,6 +111,7 @@ fn run_server() -> ! {
 
     let object = |props: Value, required: &[&str]| json!({ "type": "object", "properties": props, "required": required });
     let server = Server::builder(SERVER_NAME, SERVER_VERSION)
+        .write_timeout(WRITE_TIMEOUT)
         .inline_tool(
             Tool::new("echo", "Returns its text unchanged.")
                 .input_schema(object(json!({ "text": { "type": "string" } }), &["text"])),
@@ -1130,9 +1135,9 @@ fn send_sigterm(pid: u32) -> Result<(), String> {
 
 /// Claim (review-44sd): a client that ends the server's stdin while it
 /// never reads the server's stdout (an 8 MiB reply stuck in a full pipe)
-/// does not keep the process alive: `serve` gives up on it within twice
-/// the patience (the grace period, 2 s) and the process exits 1, saying
-/// why on stderr. It never exited before the bounded shutdown.
+/// does not keep the process alive: `serve` gives up on it within the
+/// grace period and the write timeout (2 s each) and the process exits 1,
+/// saying why on stderr. It never exited before the bounded shutdown.
 fn eof_while_stdout_is_never_read_exits_in_bounded_time() -> Result<String, String> {
     let exe = std::env::current_exe().map_err(|e| format!("current_exe: {e}"))?;
     let mut child = Command::new(exe)
@@ -1183,7 +1188,7 @@ fn eof_while_stdout_is_never_read_exits_in_bounded_time() -> Result<String, Stri
     ensure!(status.code() == Some(1), "exited {status}; stderr: {said}");
     ensure!(said.contains("took less than 16 KiB"), "stderr: {said}");
     ensure!(
-        took < 2 * GRACE + Duration::from_secs(3),
+        took < GRACE + WRITE_TIMEOUT + Duration::from_secs(3),
         "exited after {}",
         ms(took)
     );

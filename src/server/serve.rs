@@ -20,7 +20,7 @@
 use std::io::ErrorKind::{BrokenPipe, ConnectionReset};
 use std::sync::Arc;
 use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use crossbeam_channel::Receiver;
 
@@ -41,13 +41,12 @@ impl Server {
     ///
     /// Returns an error only when the output failed, a thread could not
     /// be started, or the client kept its end of the output open and took
-    /// less than 16 KiB of the last replies in the grace period (at least
-    /// a second) after it (`TimedOut`: a `write(2)` of the
-    /// server's may then stay blocked on a worker thread until the client
-    /// reads or goes), or took less than 16 KiB of it in the write timeout
+    /// less than 16 KiB of it in the write timeout
     /// ([`ServerBuilder::write_timeout`](crate::ServerBuilder::write_timeout),
-    /// 10 s) while more than a megabyte of it waited and the server
-    /// published (`TimedOut`: a
+    /// 10 s) while the last replies waited after the grace period
+    /// (`TimedOut`: a `write(2)` of the server's may then stay blocked on a
+    /// worker thread until the client reads or goes), or while more than a
+    /// megabyte of it waited and the server published (`TimedOut`: a
     /// client that stopped reading would hold every publisher of the
     /// server). A client that closes its end of the output (a
     /// broken pipe, a reset socket) ends serving as end of input does, with
@@ -115,8 +114,9 @@ fn wait_for_end(inner: &Inner, conn: &ConnHandle, end: &Receiver<End>) -> End {
 /// The shutdown: no new request begins and every subscription gets its
 /// final result; the requests in flight have the grace period (none after
 /// a failed write); then what is left is answered with `-32603`, and the
-/// client has as long again, at least [`LAST_OUTPUT`], to take 16 KiB of
-/// it, each time it took that much. Neither wait writes on this thread
+/// client has the write timeout to take 16 KiB of it, each time it took
+/// that much (the one rule for a client too slow to keep, as the
+/// publisher's let-go). Neither wait writes on this thread
 /// (`ConnHandle::wait_until` with a deadline, `ConnHandle::shut_down` with
 /// patience): a client that keeps its end open and reads nothing does not
 /// hold `serve`. (A grace period too long for the clock has no deadline:
@@ -129,9 +129,5 @@ fn wind_down(inner: &Inner, conn: &ConnHandle, why: End) -> Result<(), Error> {
         let deadline = Instant::now().checked_add(grace);
         conn.wait_until(deadline, |c| c.settled());
     }
-    conn.shut_down(Some(grace.max(LAST_OUTPUT)))
+    conn.shut_down(Some(inner.config.write_timeout))
 }
-
-/// The least time the output has after the grace period to take the last
-/// replies: with a grace period of zero the `-32603` answers still leave.
-const LAST_OUTPUT: Duration = Duration::from_secs(1);

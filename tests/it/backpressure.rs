@@ -414,14 +414,16 @@ impl Write for TakesNothing {
 /// Claim (review-44sd): a stop while the reader waits for room (it sends
 /// itself: `ConnHandle::wait_until` without a deadline) and the client
 /// never reads does not hold `serve`: it returns `TimedOut` within the
-/// grace period and twice the patience (100 ms + 2 s). What it leaves
+/// grace period and twice the write timeout (100 ms + 2 s). What it leaves
 /// behind ends once the client reads: the send given up on ends and drops
 /// the writer, and the reader lets go of the input.
 #[test]
 fn a_stop_while_the_reader_waits_for_room_and_the_client_never_reads_ends_serve() {
     let ran = Arc::new(AtomicUsize::new(0));
     let server = big_server_with(
-        Server::builder("backpressure", "1.0.0").shutdown_grace(Duration::from_millis(100)),
+        Server::builder("backpressure", "1.0.0")
+            .shutdown_grace(Duration::from_millis(100))
+            .write_timeout(Duration::from_secs(1)),
         &ran,
     );
     let held = Arc::new(Mutex::new(()));
@@ -470,7 +472,9 @@ fn a_stop_while_the_reader_waits_for_room_and_the_client_never_reads_ends_serve(
 fn the_end_of_input_while_the_reader_waits_for_room_and_the_client_never_reads_ends_serve() {
     let ran = Arc::new(AtomicUsize::new(0));
     let server = big_server_with(
-        Server::builder("backpressure", "1.0.0").shutdown_grace(Duration::from_millis(100)),
+        Server::builder("backpressure", "1.0.0")
+            .shutdown_grace(Duration::from_millis(100))
+            .write_timeout(Duration::from_secs(1)),
         &ran,
     );
     let held = Arc::new(Mutex::new(()));

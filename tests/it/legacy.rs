@@ -2494,10 +2494,13 @@ impl std::io::Write for StallLater {
 /// Claim (review-44sd): a legacy request whose handler asks the client
 /// (`roots/list`) while the client stopped reading does not hold `serve`
 /// at the end of input: it returns within the grace period and twice the
-/// patience (100 ms + 2 s).
+/// write timeout (100 ms + 2 s).
 #[test]
 fn an_ask_to_a_legacy_client_that_does_not_read_does_not_hold_serve() {
-    let server = crate::everything::build_with(|b| b.shutdown_grace(Duration::from_millis(100)));
+    let server = crate::everything::build_with(|b| {
+        b.shutdown_grace(Duration::from_millis(100))
+            .write_timeout(Duration::from_secs(1))
+    });
     let (to_server, server_in) = mcp_stdio::memory_pipe();
     let (server_out, from_server) = mcp_stdio::memory_pipe();
     let stall = Arc::new(std::sync::atomic::AtomicBool::new(false));

@@ -701,15 +701,17 @@ fn a_client_that_never_reads_holds_up_no_other_connections_publish_after_a_megab
 
 /// Claim (review of the publisher's send, b8e4e83): a publisher waiting
 /// for a client that stopped reading (more than the backlog behind it)
-/// goes on once that connection ends: a stop gives the client its last
-/// output's patience, closes the output, and the waiting publisher is
-/// woken and finds nothing waiting (`Shared::send_in_background` waits on
-/// the connection's condvar, which `ConnHandle::shut_down` signals).
+/// goes on once that connection ends: a stop gives the client the write
+/// timeout to take its last output (3 s here, from the last 16 KiB it
+/// took), closes the output, and the waiting publisher is woken and finds
+/// nothing waiting (`Shared::send_in_background` waits on the
+/// connection's condvar, which `ConnHandle::shut_down` signals).
 #[test]
 fn a_publisher_waiting_for_a_client_that_never_reads_goes_on_once_a_stop_ends_it() {
     let server = Server::builder("publish", "1.0.0")
         .enable_tools()
         .shutdown_grace(Duration::from_millis(100))
+        .write_timeout(Duration::from_secs(3))
         .build();
     let (mut stalled, held) = Peer::start_stalling(&server);
     stalled.send(&request(
@@ -1228,12 +1230,15 @@ fn a_client_that_takes_16_kib_just_before_each_write_timeout_holds_up_no_other_c
 }
 
 /// Claim (review s9): the write timeout has no upper bound to overflow
-/// (`Shared::send_in_background` waits `write_timeout - idle`, and a
-/// condvar's wait of `Duration::MAX` is a wait without end): a publisher
-/// waiting on a client that never reads, under `Duration::MAX`, waits
-/// without panicking and goes on once a stop ends that client.
+/// (`Shared::send_in_background` waits `write_timeout - idle`, the
+/// shutdown `write_timeout - idle` too, and a condvar's wait of
+/// `Duration::MAX` is a wait without end): a publisher waiting on a client
+/// that never reads, under `Duration::MAX`, waits without panicking, a stop
+/// does not give the client up (the shutdown's patience is the write
+/// timeout since the tenth session: `Duration::MAX` asks the server never
+/// to give a client up), and all goes on once the client reads again.
 #[test]
-fn a_write_timeout_of_duration_max_holds_a_publisher_until_a_stop_and_panics_nowhere() {
+fn a_write_timeout_of_duration_max_holds_a_publisher_until_the_client_reads_and_panics_nowhere() {
     let server = Server::builder("publish", "1.0.0")
         .enable_tools()
         .write_timeout(Duration::MAX)
@@ -1266,12 +1271,15 @@ fn a_write_timeout_of_duration_max_holds_a_publisher_until_a_stop_and_panics_now
     }
     assert!(published < 16_000, "the publisher never waited");
     server.stop_handle().stop();
+    // Past the grace period and more, the client is still not given up.
+    let early = ticks.recv_timeout(Duration::from_secs(1));
+    assert!(early.is_err(), "the publisher went on while the client read nothing");
+    drop(not_reading);
     let rest = std::iter::from_fn(|| ticks.recv_timeout(WAIT).ok())
         .take(16_000 - published)
         .count();
     assert_eq!(published + rest, 16_000, "the publisher still waits");
     ticker.join().expect("the publisher panicked");
-    drop(not_reading);
     let (_, res) = stalled.finish();
-    assert!(res.is_err(), "serve gave the client up: {res:?}");
+    res.expect("serve gave the client up");
 }

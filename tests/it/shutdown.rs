@@ -260,7 +260,8 @@ impl std::io::Write for NeverRead {
     }
 }
 
-/// Serves a server with a 100 ms grace period to a client that never reads,
+/// Serves a server with a 100 ms grace period and a write timeout of 1 s
+/// to a client that never reads,
 /// sends it a call and waits until the call's reply is in a `write(2)` that
 /// will not end; then ends serving with `end` and says how long `serve`
 /// took to return after it, and what it returned.
@@ -280,7 +281,9 @@ fn end_while_the_client_never_reads_a_reply(
     let hello = |_ctx: &mcp_stdio::RequestContext, _: serde_json::Value| {
         Ok(mcp_stdio::types::CallToolResult::text("hello"))
     };
-    let builder = Server::builder("stuck", "1.0.0").shutdown_grace(Duration::from_millis(100));
+    let builder = Server::builder("stuck", "1.0.0")
+        .shutdown_grace(Duration::from_millis(100))
+        .write_timeout(Duration::from_secs(1));
     let server = if inline {
         builder.inline_tool(tool, hello)
     } else {
@@ -321,8 +324,8 @@ fn end_while_the_client_never_reads_a_reply(
 
 /// Claim (a leftover of issue 44's sixth session): a stop while the client
 /// keeps the output open and takes nothing ends `serve` all the same, once
-/// the grace period is over and the output has had as long again (at least
-/// a second) to take what is left; `serve` says the client took nothing.
+/// the grace period is over and the output has had the write timeout to
+/// take what is left; `serve` says the client took nothing.
 #[test]
 fn a_stop_ends_serve_while_the_client_never_reads() {
     let (took, served) = end_while_the_client_never_reads(|server, input| {
@@ -357,6 +360,7 @@ fn a_handler_waiting_behind_a_send_given_up_on_at_shutdown_is_let_go() {
     let (notified_tx, notified) = crossbeam_channel::bounded::<()>(1);
     let server = Server::builder("stuck", "1.0.0")
         .shutdown_grace(Duration::from_millis(100))
+        .write_timeout(Duration::from_secs(1))
         .inline_tool(
             mcp_stdio::types::Tool::new("quick", "Answers on the reader."),
             |_ctx, _: serde_json::Value| Ok(mcp_stdio::types::CallToolResult::text("quick")),

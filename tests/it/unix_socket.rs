@@ -344,14 +344,16 @@ fn threads() -> usize {
 /// Claim (review-44sd): a client that ends its input and then reads
 /// nothing, with a reply larger than the socket takes in a `write(2)`,
 /// is given up on: `serve` returns `TimedOut` within the grace period and
-/// twice the patience (100 ms + 2 s here); meanwhile another connection of
+/// twice the write timeout (100 ms + 2 s here); meanwhile another connection of
 /// the same server is served at full speed; and once the client reads,
 /// the write given up on ends and the server's end is closed (the client
 /// reads end of file).
 #[test]
 fn a_client_given_up_on_sees_the_end_once_it_reads_and_holds_up_no_other_connection() {
     let server = big_and_echo(
-        Server::builder("given-up", "1.0.0").shutdown_grace(std::time::Duration::from_millis(100)),
+        Server::builder("given-up", "1.0.0")
+            .shutdown_grace(std::time::Duration::from_millis(100))
+            .write_timeout(std::time::Duration::from_secs(1)),
     );
     let path = SocketPath::new("given-up");
     let listener = UnixListener::bind(&path.0).expect("bind");

@@ -103,32 +103,35 @@ impl ServerBuilder {
     /// (default 2 s; a duration too long for the clock waits as long as
     /// they take). After it they are cancelled and answered with `-32603`,
     /// and `serve` returns once the client took what is left; a client that
-    /// takes less than 16 KiB of it in as long again (at least a second)
-    /// is given up on, and `serve` returns `TimedOut`. (On a Unix socket,
-    /// whose writer sees the client's reads in batches of about 160 KiB,
-    /// one that takes less than that: 80 KiB a second at the default.)
+    /// takes less than 16 KiB of it in the write timeout
+    /// ([`ServerBuilder::write_timeout`]) is given up on, and `serve`
+    /// returns `TimedOut`.
     pub fn shutdown_grace(mut self, grace: Duration) -> Self {
         self.config.shutdown_grace = grace;
         self
     }
 
     /// How long a client may take less than 16 KiB of the server's output
-    /// while more than a megabyte of it waits and a handler that publishes
-    /// an event waits for room (default 10 s, as long as
-    /// `HttpOptions::write_timeout`, a client's time to take anything over
-    /// Streamable HTTP). Past it the client is taken to be gone: serving it
-    /// ends, and `serve` returns `TimedOut` with the reason. Else a client
-    /// that stopped reading would hold every publisher of the server for
-    /// good, and one that reads a page every few seconds would hold them at
-    /// its pace. The time starts again each time the client has taken 16
-    /// KiB: a client that reads 1.6 KiB a second or more (at the default)
-    /// is not let go by this, and that is the floor of the pace one client
-    /// may hold the publishers of every connection to (a client that
-    /// reads just that fast holds them so for as long as it likes; a
+    /// while it has some to take before it is taken to be gone (default
+    /// 10 s, as long as `HttpOptions::write_timeout`, a client's time to
+    /// take anything over Streamable HTTP). Two waits ask it: a handler
+    /// that publishes an event while more than a megabyte waits for the
+    /// client (past it, serving the client ends), and the end of serving,
+    /// after the grace period, while the last replies wait (past it, they
+    /// are dropped); either way `serve` returns `TimedOut` with the reason.
+    /// Else a client that stopped reading would hold every publisher of the
+    /// server for good, one that reads a page every few seconds would hold
+    /// them at its pace, and one that keeps its end open and reads nothing
+    /// would hold `serve`. The time starts again each time the client has
+    /// taken 16 KiB: a client that reads 1.6 KiB a second or more (at the
+    /// default) is not let go by this, and that is the floor of the pace
+    /// one client may hold the publishers of every connection to (a client
+    /// that reads just that fast holds them so for as long as it likes; a
     /// server of many untrusted connections lowers this to raise the
-    /// floor; on a Unix socket, whose writer sees the client's reads in
-    /// batches of about 160 KiB, the least rate kept is ten times higher).
-    /// At least 1 ms (zero is 1 ms, not "never").
+    /// floor). On a Unix socket, whose writer sees the client's reads in
+    /// batches of about 160 KiB, the least rate kept is ten times higher:
+    /// 16 KiB a second at the default. At least 1 ms (zero is 1 ms, not
+    /// "never").
     pub fn write_timeout(mut self, timeout: Duration) -> Self {
         self.config.write_timeout = timeout.max(Duration::from_millis(1));
         self

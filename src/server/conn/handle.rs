@@ -210,7 +210,7 @@ impl ConnHandle {
         shared.changed.notify_all();
         if let Some(patience) = gave_up {
             let took_nothing = format!(
-                "the client took less than 16 KiB of the server's output in {patience:?} after the end of serving, and its last replies were not sent: a client must read the server's output until it ends"
+                "the client took less than 16 KiB of the server's output in {patience:?} (the write timeout) after the end of serving, and its last replies were not sent: a client must read the server's output until it ends"
             );
             return Err(Error::Io(std::io::Error::new(
                 std::io::ErrorKind::TimedOut,

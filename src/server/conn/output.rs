@@ -209,22 +209,22 @@ pub(super) struct Detached {
 /// for 30 s, and the client was let go while it read (`Conn::let_go`;
 /// `slow_client::a_steady_slow_reader_on_a_pipe_is_not_let_go_while_a_publisher_waits`).
 /// In pieces of 16 KiB it moves for a client that takes 16 KiB in each
-/// patience: 1.6 KiB a second against the let-go's default 10 s
-/// (`ServerBuilder::write_timeout`), 16 KiB a second against the
-/// shutdown's least patience, 1 s (in pieces of 64 KiB a client reading
-/// 40 KiB a second was given up on at shutdown:
-/// `slow_client::a_steady_reader_on_a_pipe_gets_every_reply_with_a_short_grace`),
+/// write timeout (`ServerBuilder::write_timeout`, the let-go's and the
+/// shutdown's: 1.6 KiB a second at the default 10 s, 16 KiB a second at
+/// 1 s; in pieces of 64 KiB a client reading 40 KiB a second was given up
+/// on at a shutdown whose patience was 1 s:
+/// `slow_client::a_steady_reader_on_a_pipe_gets_every_reply_with_a_short_write_timeout`),
 /// at the cost of a `write(2)` per 16 KiB of a large send (a pipe holds 64
 /// KiB: a burst of small replies is still one `write(2)`, and 1 MiB
 /// replies cost nothing measurable in pieces of 64 KiB). On a Unix socket
 /// (a socketpair: Node's `child_process`) a blocked `write(2)` returns only
 /// once the client drained the socket to a quarter of `SO_SNDBUF`, about
 /// 160 KiB, however small the piece: there the least rate kept is ten
-/// times a pipe's
-/// (`slow_client::a_steady_reader_on_a_unix_socket_gets_every_reply_with_the_default_grace`,
-/// an open finding). It is the piece the let-go's clock counts too
-/// ([`Took::add`]): a writer that returns after fewer bytes moves it once
-/// it took that many, as a pipe would.
+/// times a pipe's, 16 KiB a second at the default
+/// (`slow_client::a_steady_reader_on_a_unix_socket_gets_every_reply_with_the_default_write_timeout`).
+/// It is the piece the let-go's clock counts too ([`Took::add`]): a
+/// writer that returns after fewer bytes moves it once it took that many,
+/// as a pipe would.
 const WRITE_AT_MOST: usize = 16 * 1024;
 
 /// A byte stream that counts what it took into `sent`, handed at most
