@@ -62,9 +62,10 @@ impl Transport {
     /// before the publisher goes on, and the server's worker threads send
     /// it: a peer that stops reading holds up no publisher until more than
     /// a megabyte waits for it; then publishers wait for it (what waits
-    /// stays bounded), and a peer that takes less than 16 KiB of it in the
-    /// write timeout (`ServerBuilder::write_timeout`, 10 s) is let go (its
-    /// `serve` returns `TimedOut`). For a server of many
+    /// stays bounded). A peer that takes less than 16 KiB of a send in the
+    /// write timeout (`ServerBuilder::write_timeout`, 10 s), whether a
+    /// publisher waits or not, is let go (its `serve` returns `TimedOut`).
+    /// For a server of many
     /// connections, give a
     /// socket a write timeout before handing it over (`set_write_timeout`,
     /// as `serve_http` does): a write that times out ends that connection

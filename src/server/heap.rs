@@ -19,9 +19,7 @@
 //! call, in this module alone.
 #![allow(unsafe_code)]
 
-use std::time::Duration;
-
-use crossbeam_channel::{Receiver, RecvTimeoutError};
+use std::time::{Duration, Instant};
 
 /// How long a connection goes without a request before the memory its
 /// work freed goes back to the system, when asked
@@ -55,23 +53,44 @@ pub(crate) fn give_back() {
     malloc_trim(0);
 }
 
-/// Waits for a message on `end` (`None`: its senders are gone), and gives
-/// memory back after each idle spell meanwhile: [`IDLE`] in which `lines`
-/// (the lines handled so far) did not change, after one in which it did.
-pub(crate) fn give_back_when_idle<T>(end: &Receiver<T>, lines: impl Fn() -> u64) -> Option<T> {
-    let (mut seen, mut worked) = (0, false);
-    loop {
-        match end.recv_timeout(IDLE) {
-            Ok(message) => return Some(message),
-            Err(RecvTimeoutError::Disconnected) => return None,
-            Err(RecvTimeoutError::Timeout) => {
-                let now = lines();
-                if now != seen {
-                    (seen, worked) = (now, true);
-                } else if std::mem::take(&mut worked) {
-                    give_back();
-                }
-            }
+/// A connection's idle spells, looked at every [`IDLE`] by the thread in
+/// `serve` while it waits for the end: memory goes back after each spell
+/// in which no line was handled, after one in which some were.
+pub(crate) struct Spells {
+    seen: u64,
+    worked: bool,
+    next: Instant,
+}
+
+impl Spells {
+    /// The first look is [`IDLE`] from now.
+    pub(crate) fn new() -> Spells {
+        Spells {
+            seen: 0,
+            worked: false,
+            next: Instant::now() + IDLE,
+        }
+    }
+
+    /// How long until the next look.
+    pub(crate) fn until_next(&self) -> Duration {
+        self.next.saturating_duration_since(Instant::now())
+    }
+
+    /// Looks, if its time came: gives memory back if `lines` (the lines
+    /// handled so far) did not change since the last look, after a look
+    /// at which it did.
+    pub(crate) fn look(&mut self, lines: impl FnOnce() -> u64) {
+        let now = Instant::now();
+        if now < self.next {
+            return;
+        }
+        self.next = now + IDLE;
+        let lines = lines();
+        if lines != self.seen {
+            (self.seen, self.worked) = (lines, true);
+        } else if std::mem::take(&mut self.worked) {
+            give_back();
         }
     }
 }

@@ -102,7 +102,8 @@ pub(crate) struct Config {
     pub max_subscription_uris: usize,
     pub shutdown_grace: Duration,
     /// How long a client of a byte stream may take less than 16 KiB of a
-    /// send in progress while a publisher waits on it (`Conn::let_go`).
+    /// send in progress (`Shared::let_go_if_stalled`), and of the last
+    /// replies at the end (`ConnHandle::shut_down`).
     pub write_timeout: Duration,
     pub page_size: usize,
     pub cache: CacheHints,

@@ -22,7 +22,7 @@ use std::sync::Arc;
 use std::thread;
 use std::time::Instant;
 
-use crossbeam_channel::Receiver;
+use crossbeam_channel::{Receiver, RecvTimeoutError};
 
 use crate::error::Error;
 use crate::server::conn::End;
@@ -43,22 +43,22 @@ impl Server {
     /// be started, or the client kept its end of the output open and took
     /// less than 16 KiB of it in the write timeout
     /// ([`ServerBuilder::write_timeout`](crate::ServerBuilder::write_timeout),
-    /// 10 s) while the last replies waited after the grace period
-    /// (`TimedOut`: a `write(2)` of the server's may then stay blocked on a
-    /// worker thread until the client reads or goes), or while more than a
-    /// megabyte of it waited and the server published (`TimedOut`: a
+    /// 10 s) while a send waited on it, or while the last replies waited
+    /// after the grace period (`TimedOut`: a `write(2)` of the server's may
+    /// then stay blocked on a thread until the client reads or goes; a
     /// client that stopped reading would hold every publisher of the
     /// server). A client that closes its end of the output (a
     /// broken pipe, a reset socket) ends serving as end of input does, with
     /// `Ok`: which of the two the server notices first is a race.
     ///
-    /// The end of input is read by the reader, which sends what it wrote
-    /// before each read: a client that closes the server's input while it
-    /// reads none of a full output (more than a pipe holds) keeps the
-    /// reader in that `write(2)`, and `serve` waits until the client reads,
-    /// goes, or [`StopHandle::stop`](crate::StopHandle::stop) is called
-    /// (the stdio transport's shutdown sends `SIGTERM` next, which
-    /// `signal::stop_on_signals` turns into a stop).
+    /// A client that takes less than 16 KiB of a send in progress in the
+    /// write timeout is taken to be gone whatever else happens (a publisher
+    /// waits or not, the input is open or not), and `serve` returns
+    /// `TimedOut`: a client that closes the server's input while it reads
+    /// none of a full output (more than a pipe holds) keeps the reader in
+    /// a `write(2)`, where it cannot read the end of input. That
+    /// `write(2)` and the reader's thread may then stay blocked until the
+    /// client reads or goes.
     pub fn serve(&self, transport: Transport) -> Result<(), Error> {
         match serve(&self.inner, transport) {
             Err(Error::Io(e)) if matches!(e.kind(), BrokenPipe | ConnectionReset) => Ok(()),
@@ -102,13 +102,28 @@ fn serve(inner: &Arc<Inner>, transport: Transport) -> Result<(), Error> {
     done
 }
 
-/// Waits for the end of serving; meanwhile, when asked, gives memory back
-/// after each idle spell.
+/// Waits for the end of serving. Meanwhile it lets a client go that is too
+/// slow to keep (`ConnHandle::let_go_if_stalled`: it took less than 16 KiB
+/// of a send in progress in the write timeout; looked at as its time comes,
+/// else every write timeout): nobody else may be waiting on that client,
+/// and a reader held in its own `write(2)` to it never reads the end of
+/// input. And when asked, it gives memory back after each idle spell.
 fn wait_for_end(inner: &Inner, conn: &ConnHandle, end: &Receiver<End>) -> End {
-    if inner.config.release_memory {
-        return heap::give_back_when_idle(end, || conn.look(|c| c.lines)).unwrap_or(End::Eof);
+    let mut spells = inner.config.release_memory.then(heap::Spells::new);
+    loop {
+        let Some(left) = conn.let_go_if_stalled() else {
+            return End::OutputFailed;
+        };
+        let wait = spells.as_ref().map_or(left, |s| left.min(s.until_next()));
+        match end.recv_timeout(wait) {
+            Ok(why) => return why,
+            Err(RecvTimeoutError::Disconnected) => return End::Eof,
+            Err(RecvTimeoutError::Timeout) => {}
+        }
+        if let Some(spells) = &mut spells {
+            spells.look(|| conn.look(|c| c.lines));
+        }
     }
-    end.recv().unwrap_or(End::Eof)
 }
 
 /// The shutdown: no new request begins and every subscription gets its

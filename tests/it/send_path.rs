@@ -1089,6 +1089,53 @@ fn a_client_let_go_while_the_reader_waits_behind_its_output_ends_serve() {
     assert!(!e.to_string().contains('\n'), "one line: {e}");
 }
 
+/// Claim (tenth session): a client that stops reading with a reply in a
+/// send is let go in the write timeout although nobody else waits on it:
+/// no publisher, the input open, one pooled call whose reply the client
+/// never takes. `serve` returns `TimedOut` saying why, and a later call on
+/// the open input is not answered (serving it ended). Before, nothing
+/// looked at the client's clock unless a publisher waited past the
+/// backlog, and `serve` waited until the client read or a stop.
+#[test]
+fn a_client_that_stops_reading_is_let_go_in_the_write_timeout_though_nobody_waits_on_it() {
+    let server = Server::builder("let-go", "1.0.0")
+        .write_timeout(Duration::from_secs(1))
+        .tool(
+            Tool::new("big", "Replies with 64 KiB."),
+            |_ctx, _: Value| Ok(CallToolResult::text("x".repeat(64 * 1024))),
+        )
+        .build();
+    let stall = Arc::new(AtomicBool::new(true));
+    let (open, gate) = crossbeam_channel::bounded::<()>(0);
+    let (mut to_server, server_in) = mcp_stdio::memory_pipe();
+    let (server_out, _from_server) = mcp_stdio::memory_pipe();
+    let output = Gated {
+        out: server_out,
+        stall: Arc::clone(&stall),
+        gate,
+    };
+    let serving = {
+        let server = server.clone();
+        std::thread::spawn(move || server.serve(Transport::new(server_in, output)))
+    };
+    writeln!(to_server, "{}", call(1, "big", json!({}))).unwrap();
+    let began = Instant::now();
+    while !serving.is_finished() && began.elapsed() < WAIT {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let took = began.elapsed();
+    let finished = serving.is_finished();
+    drop(open);
+    assert!(finished, "serve still waits on the client after {took:?}");
+    let Err(mcp_stdio::Error::Io(e)) = serving.join().unwrap() else {
+        panic!("serve returned Ok");
+    };
+    assert_eq!(e.kind(), std::io::ErrorKind::TimedOut, "{e}");
+    assert!(e.to_string().contains("less than 16 KiB"), "{e}");
+    assert!(took < Duration::from_secs(5), "serve took {took:?}");
+    drop(to_server);
+}
+
 /// Claim (review of c66b5f8): clients that stopped reading cost a
 /// publisher the let-go's 10 s once, not once each. A publisher reaches
 /// the connections in turn, and each one's 10 s begins only when the

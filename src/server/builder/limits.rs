@@ -114,24 +114,26 @@ impl ServerBuilder {
     /// How long a client may take less than 16 KiB of the server's output
     /// while it has some to take before it is taken to be gone (default
     /// 10 s, as long as `HttpOptions::write_timeout`, a client's time to
-    /// take anything over Streamable HTTP). Two waits ask it: a handler
-    /// that publishes an event while more than a megabyte waits for the
-    /// client (past it, serving the client ends), and the end of serving,
-    /// after the grace period, while the last replies wait (past it, they
-    /// are dropped); either way `serve` returns `TimedOut` with the reason.
-    /// Else a client that stopped reading would hold every publisher of the
-    /// server for good, one that reads a page every few seconds would hold
-    /// them at its pace, and one that keeps its end open and reads nothing
-    /// would hold `serve`. The time starts again each time the client has
-    /// taken 16 KiB: a client that reads 1.6 KiB a second or more (at the
-    /// default) is not let go by this, and that is the floor of the pace
-    /// one client may hold the publishers of every connection to (a client
-    /// that reads just that fast holds them so for as long as it likes; a
-    /// server of many untrusted connections lowers this to raise the
-    /// floor). On a Unix socket, whose writer sees the client's reads in
-    /// batches of about 160 KiB, the least rate kept is ten times higher:
-    /// 16 KiB a second at the default. At least 1 ms (zero is 1 ms, not
-    /// "never").
+    /// take anything over Streamable HTTP; nginx's `send_timeout` is the
+    /// same rule). While serving, a client that takes less of a send in
+    /// progress is let go, whether a handler that publishes waits on it or
+    /// not: serving it ends, what waits for it is dropped, and `serve`
+    /// returns `TimedOut` with the reason. At the end of serving, after
+    /// the grace period, the last replies are dropped so. Else a client
+    /// that stopped reading would hold every publisher of the server for
+    /// good, one that reads a page every few seconds would hold them at
+    /// its pace, and one that closes its input while it reads nothing
+    /// would hold `serve` (its reader stuck in a `write(2)`, where it
+    /// cannot read the end of input). The time starts again each time the
+    /// client has taken 16 KiB: a client that reads 1.6 KiB a second or
+    /// more (at the default) is not let go by this, and that is the floor
+    /// of the pace one client may hold the publishers of every connection
+    /// to (a client that reads just that fast holds them so for as long as
+    /// it likes; a server of many untrusted connections lowers this to
+    /// raise the floor). On a Unix socket, whose writer sees the client's
+    /// reads in batches of about 160 KiB, the least rate kept is ten times
+    /// higher: 16 KiB a second at the default. At least 1 ms (zero is 1
+    /// ms, not "never"; `Duration::MAX` is never).
     pub fn write_timeout(mut self, timeout: Duration) -> Self {
         self.config.write_timeout = timeout.max(Duration::from_millis(1));
         self

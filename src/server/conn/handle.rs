@@ -170,6 +170,14 @@ impl ConnHandle {
         self.0.clone()
     }
 
+    /// Lets the client go if it is too slow to keep
+    /// (`Shared::let_go_if_stalled`: less than 16 KiB of a send in progress
+    /// taken in the write timeout); else returns how long it has left.
+    pub fn let_go_if_stalled(&self) -> Option<Duration> {
+        let state = self.0.lock_state();
+        self.0.let_go_if_stalled(state).map(|(_, left)| left)
+    }
+
     /// The end (see [`Conn::close`]): every request still in flight is
     /// answered with `-32603`, everything written is sent, then the output
     /// is closed, in the same hold of the lock as the last look (nothing is

@@ -329,19 +329,17 @@ impl Conn {
     }
 
     /// The client took less than 16 KiB of a send in progress in the write
-    /// timeout (`ServerBuilder::write_timeout`), more
-    /// than [`BACKLOG`] waits behind it, and a publisher waits on it
-    /// (`Shared::send_in_background`): it is taken to be gone, as if a
-    /// send had failed. What waits is dropped, nothing more is written,
-    /// serving ends, and `serve` returns the reason. Returns the writer if
-    /// no send has it, to be dropped without the lock.
+    /// timeout (`ServerBuilder::write_timeout`; the rule:
+    /// `Shared::let_go_if_stalled`): it is taken to be gone, as if a send
+    /// had failed. What waits is dropped, nothing more is written, serving
+    /// ends, and `serve` returns the reason. Returns the writer if no send
+    /// has it, to be dropped without the lock.
     fn let_go(&mut self) -> Option<Writer> {
         let reason = std::io::Error::new(
             std::io::ErrorKind::TimedOut,
             format!(
-                "the client took less than 16 KiB of the server's output in {:?} while more than {} KiB of it waited: it was taken to be gone (a client must read the server's output as it comes)",
+                "the client took less than 16 KiB of the server's output in {:?} while a send waited on it: it was taken to be gone (a client must read the server's output as it comes)",
                 self.inner.config.write_timeout,
-                BACKLOG / 1024
             ),
         );
         let writer = self.output.give_up(reason);

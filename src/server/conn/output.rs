@@ -396,10 +396,10 @@ impl Output {
     /// How long since a send began, or the client last took
     /// [`WRITE_AT_MOST`] of the output since the time before, which may be
     /// long before that send ends (megabytes to a client that reads 64 KiB
-    /// at a time): what a publisher waiting on a client looks at
-    /// (`Conn::let_go`), so that a client is let go when it takes less
-    /// than that in the write timeout (1.6 KiB a second by default), and
-    /// the shutdown's patience (`ConnHandle::shut_down`). The send does
+    /// at a time): what the rule for a client too slow to keep looks at
+    /// (`Shared::let_go_if_stalled`), so that a client is let go when it
+    /// takes less than that in the write timeout (1.6 KiB a second by
+    /// default), and the shutdown's patience (`ConnHandle::shut_down`). The send does
     /// not wake anyone as the clock moves: look again later. One clock per
     /// connection, not one per wait: a
     /// publisher that comes to a client after another client's let-go

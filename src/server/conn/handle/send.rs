@@ -232,14 +232,12 @@ impl Shared {
     /// [`BACKLOG`] waits to be sent (a client slow to read), it waits, and
     /// what piles up behind such a client is bounded: a publisher's
     /// backpressure, as the backlog is the reader's (`Conn::backed_up`).
-    /// A client that took less than 16 KiB of a send in progress in the
-    /// write timeout (`ServerBuilder::write_timeout`) is let go
-    /// (`Conn::let_go`): else one that stopped reading for good, or reads
-    /// a page now and then, would hold every publisher of the server for
-    /// good, or at its pace. Its clock is the connection's (`Output::idle`:
-    /// since the client last took 16 KiB, or the send began), not this
-    /// wait's: clients that stopped reading together cost
-    /// a publisher the write timeout once, not once each in turn
+    /// A client too slow to keep is let go meanwhile
+    /// ([`Shared::let_go_if_stalled`]): else one that stopped reading for
+    /// good, or reads a page now and then, would hold every publisher of
+    /// the server for good, or at its pace. Its clock is the connection's,
+    /// not this wait's: clients that stopped reading together cost a
+    /// publisher the write timeout once, not once each in turn
     /// (`send_path::clients_that_stopped_reading_together_hold_a_publisher_the_let_go_once`).
     pub(super) fn send_in_background(&self) {
         let mut state = self.lock_state();
@@ -252,23 +250,45 @@ impl Shared {
             if state.output.waiting() <= BACKLOG {
                 return;
             }
-            // The client's clock, not this wait's: since it last took any
-            // of a send in progress (`Output::idle`). A send merely queued
-            // has not begun: nothing to hold against the client yet.
-            let idle = state.output.idle();
-            let sending = state.output.sending();
-            let let_go = state.inner.config.write_timeout;
-            if sending && idle >= let_go {
-                let writer = state.let_go();
-                drop(state);
-                drop(writer);
-                // The other publishers waiting on it find nothing waiting.
-                self.changed.notify_all();
+            let Some((locked, left)) = self.let_go_if_stalled(state) else {
                 return;
-            }
-            let timeout = if sending { let_go - idle } else { let_go };
-            state = self.wait(state, Some(timeout));
+            };
+            state = self.wait(locked, Some(left));
         }
+    }
+
+    /// The rule for a client too slow to keep: one that took less than 16
+    /// KiB of a send in progress in the write timeout
+    /// (`ServerBuilder::write_timeout`) is taken to be gone and let go
+    /// (`Conn::let_go`: serving ends as at a failed write), and the threads
+    /// waiting on the connection are woken (publishers, the reader waiting
+    /// for room: they find nothing waiting). Its clock is the client's
+    /// (`Output::idle`: since it last took 16 KiB, or the send began); a
+    /// send merely queued has not begun, nothing to hold against the client
+    /// yet. Returns the lock again and how long the client has left (the
+    /// write timeout when no send is in progress), or `None` once it was
+    /// let go. Asked by a waiting publisher, and by the thread in `serve`
+    /// while it waits for the end (`ConnHandle::let_go_if_stalled`), so a
+    /// client that stopped reading is let go even when nobody waits on it:
+    /// a reader held in its own `write(2)` to such a client would never
+    /// read the end of input.
+    pub(super) fn let_go_if_stalled<'a>(
+        &'a self,
+        mut state: MutexGuard<'a, Conn>,
+    ) -> Option<(MutexGuard<'a, Conn>, Duration)> {
+        let timeout = state.inner.config.write_timeout;
+        if !state.output.sending() || state.output.is_closed() {
+            return Some((state, timeout));
+        }
+        let idle = state.output.idle();
+        if idle < timeout {
+            return Some((state, timeout - idle));
+        }
+        let writer = state.let_go();
+        drop(state);
+        drop(writer);
+        self.changed.notify_all();
+        None
     }
 
     /// Sleeps until the state changes (or `timeout` passes).
