@@ -130,10 +130,10 @@ fn wait_for_end(inner: &Inner, conn: &ConnHandle, end: &Receiver<End>) -> End {
 /// final result; the requests in flight have the grace period (none after
 /// a failed write); then what is left is answered with `-32603`, and the
 /// client has the write timeout to take 16 KiB of it, each time it took
-/// that much (the one rule for a client too slow to keep, as the
-/// publisher's let-go). Neither wait writes on this thread
-/// (`ConnHandle::wait_until` with a deadline, `ConnHandle::shut_down` with
-/// patience): a client that keeps its end open and reads nothing does not
+/// that much (the one rule for a client too slow to keep,
+/// `Shared::let_go_if_stalled`). Neither wait writes on this thread
+/// (`ConnHandle::wait_until` with a deadline, `ConnHandle::shut_down`
+/// watching the client): a client that keeps its end open and reads nothing does not
 /// hold `serve`. (A grace period too long for the clock has no deadline:
 /// then this thread waits, and sends, as long as it takes.)
 fn wind_down(inner: &Inner, conn: &ConnHandle, why: End) -> Result<(), Error> {
@@ -144,5 +144,5 @@ fn wind_down(inner: &Inner, conn: &ConnHandle, why: End) -> Result<(), Error> {
         let deadline = Instant::now().checked_add(grace);
         conn.wait_until(deadline, |c| c.settled());
     }
-    conn.shut_down(Some(inner.config.write_timeout))
+    conn.shut_down(true)
 }

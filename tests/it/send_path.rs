@@ -345,10 +345,14 @@ fn a_client_that_writes_calls_and_reads_nothing_gets_a_bounded_backlog() {
     std::thread::sleep(Duration::from_millis(500));
     let answered = ran.load(Ordering::Acquire);
     drop(not_reading);
-    // 16 replies of 64 KiB make the megabyte; 64 ran on; one is stuck in
-    // the send; a few are written while the reader comes to its wait.
+    // 16 replies of 64 KiB make the megabyte; 64 ran on; a few are written
+    // while the reader comes to its wait. Before the first send began, at
+    // most that many; the send, stuck, took every reply waiting when it
+    // began (under load, all of them: the backlog counts what waits, not
+    // what a send holds), and as many again may follow before the backlog
+    // is full again. (`16 + 64 + 8` failed once under load.)
     assert!(
-        answered <= 16 + 64 + 8,
+        answered <= 2 * (16 + 64) + 8,
         "{answered} of 400 calls answered into memory while the client read nothing"
     );
     let mut ids: Vec<u64> = (0..400)

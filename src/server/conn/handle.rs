@@ -183,32 +183,27 @@ impl ConnHandle {
     /// is closed, in the same hold of the lock as the last look (nothing is
     /// written after [`Conn::close`]). Returns the first failed send.
     ///
-    /// With `patience` the sends go to the pool, and a client that takes
-    /// less than 16 KiB of the output in that long (from this call, or
-    /// later from its last 16 KiB or a send's beginning: `Output::idle`,
-    /// the publisher's clock too) is given up on: the output is closed with
-    /// the send still in its `write(2)` (whose writer is dropped when it
-    /// comes back, if ever), and this returns `TimedOut`. Without it, this
-    /// thread sends and waits as long as it takes: for a writer that never
-    /// waits for its client (an HTTP response body).
-    pub fn shut_down(&self, patience: Option<Duration>) -> Result<(), Error> {
+    /// With `watch` the sends go to the pool, and the client is let go if
+    /// it is too slow to keep (`Shared::let_go_if_stalled`: less than 16
+    /// KiB of a send in progress taken in the write timeout): the output is
+    /// closed with the send still in its `write(2)` (whose writer is
+    /// dropped when it comes back, if ever), and this returns `TimedOut`.
+    /// Without it, this thread sends and waits as long as it takes: for a
+    /// writer that never waits for its client (an HTTP response body).
+    pub fn shut_down(&self, watch: bool) -> Result<(), Error> {
         let shared = &*self.0;
         shared.act_unsent(Conn::close);
-        let began = Instant::now();
         let mut state = shared.lock_state();
-        let mut gave_up = None;
-        // (An output given up on already, `Conn::let_go`, waits no more.)
+        // (An output given up on, `Conn::let_go`, waits no more.)
         while !state.output.is_closed() && (state.output.sending() || state.output.waiting() > 0) {
-            let Some(patience) = patience else {
+            if !watch {
                 state = shared.send_or_wait(state);
                 continue;
-            };
-            let idle = state.output.idle().min(began.elapsed());
-            if idle >= patience {
-                gave_up = Some(patience);
-                break;
             }
-            state = shared.queue_or_wait(state, Some(patience - idle));
+            state = match shared.let_go_if_stalled(state) {
+                Some((state, left)) => shared.queue_or_wait(state, Some(left)),
+                None => shared.lock_state(),
+            };
         }
         shared.closed.store(true, Ordering::Release);
         let (writer, error) = state.output.close();
@@ -216,15 +211,6 @@ impl ConnHandle {
         // What the writers waiting for a send given up on wrote was dropped
         // with the output: they wait no more (`Shared::send_written`).
         shared.changed.notify_all();
-        if let Some(patience) = gave_up {
-            let took_nothing = format!(
-                "the client took less than 16 KiB of the server's output in {patience:?} (the write timeout) after the end of serving, and its last replies were not sent: a client must read the server's output until it ends"
-            );
-            return Err(Error::Io(std::io::Error::new(
-                std::io::ErrorKind::TimedOut,
-                took_nothing,
-            )));
-        }
         let error = match (writer, error) {
             // Flushed and dropped without the lock: the peer sees the end.
             (Some(mut writer), None) => writer.flush().err(),

@@ -399,8 +399,8 @@ impl Output {
     /// at a time): what the rule for a client too slow to keep looks at
     /// (`Shared::let_go_if_stalled`), so that a client is let go when it
     /// takes less than that in the write timeout (1.6 KiB a second by
-    /// default), and the shutdown's patience (`ConnHandle::shut_down`). The send does
-    /// not wake anyone as the clock moves: look again later. One clock per
+    /// default), at the end of serving too (`ConnHandle::shut_down`). The
+    /// send does not wake anyone as the clock moves: look again later. One clock per
     /// connection, not one per wait: a
     /// publisher that comes to a client after another client's let-go
     /// does not wait for it all over again.
@@ -574,8 +574,8 @@ mod tests {
     }
 
     /// The client's clock moves as the writer of a send in progress takes
-    /// each 16 KiB, not only when the next send begins (a publisher's wait
-    /// and a shutdown's patience look at it:
+    /// each 16 KiB, not only when the next send begins (the rule for a
+    /// client too slow to keep looks at it:
     /// `slow_client::a_steady_slow_reader_gets_every_reply_with_a_short_grace`).
     #[test]
     fn the_clock_moves_while_a_send_is_in_progress() {

@@ -352,7 +352,7 @@ impl Exchange<'_> {
         });
         // Nothing is in flight by now (answered or cancelled), unless the
         // server stopped: then what is left is answered `-32603`.
-        let _ = conn.shut_down(None);
+        let _ = conn.shut_down(false);
         #[cfg(feature = "legacy")]
         if let Some(front) = front {
             front.finish();

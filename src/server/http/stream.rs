@@ -65,7 +65,7 @@ impl Exchange<'_> {
         let watched = self.watch(&conn, &body, &end, None);
         self.sessions.close_stream(id, key);
         self.inner.connections.disconnect(connected);
-        let _ = conn.shut_down(None);
+        let _ = conn.shut_down(false);
         body.end_unanswered();
         body.complete() && keep_alive && watched != Watched::Expired
     }
