@@ -1324,7 +1324,10 @@ fn a_write_timeout_of_duration_max_holds_a_publisher_until_the_client_reads_and_
     server.stop_handle().stop();
     // Past the grace period and more, the client is still not given up.
     let early = ticks.recv_timeout(Duration::from_secs(1));
-    assert!(early.is_err(), "the publisher went on while the client read nothing");
+    assert!(
+        early.is_err(),
+        "the publisher went on while the client read nothing"
+    );
     drop(not_reading);
     let rest = std::iter::from_fn(|| ticks.recv_timeout(WAIT).ok())
         .take(16_000 - published)

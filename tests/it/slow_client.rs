@@ -732,7 +732,13 @@ fn big_server_with_the_defaults() -> Server {
 fn a_steady_reader_on_a_unix_socket_gets_every_reply_with_the_default_write_timeout() {
     let (from_server, server_out) = std::os::unix::net::UnixStream::pair().unwrap();
     let every = Duration::from_millis(100);
-    a_steady_reader_on(from_server, server_out, every, &big_server_with_the_defaults(), 3);
+    a_steady_reader_on(
+        from_server,
+        server_out,
+        every,
+        &big_server_with_the_defaults(),
+        3,
+    );
 }
 
 /// Claim: a client on a real pipe that reads 4 KiB every 200 ms
@@ -743,5 +749,11 @@ fn a_steady_reader_on_a_unix_socket_gets_every_reply_with_the_default_write_time
 fn a_steady_reader_at_20_kib_a_second_on_a_pipe_gets_every_reply_with_the_defaults() {
     let (from_server, server_out) = std::io::pipe().unwrap();
     let every = Duration::from_millis(200);
-    a_steady_reader_on(from_server, server_out, every, &big_server_with_the_defaults(), 2);
+    a_steady_reader_on(
+        from_server,
+        server_out,
+        every,
+        &big_server_with_the_defaults(),
+        2,
+    );
 }
