@@ -294,7 +294,8 @@ pub fn main(argv: Vec<String>) -> u8 {
         }
     };
     if let Some(message) = unlisted_call(&facts, &args.calls) {
-        eprintln!("mcp-stdio check: {message}");
+        // It names the server's tools: its own text, escaped.
+        eprintln!("mcp-stdio check: {}", crate::escape::line(&message));
         return status::UNREACHABLE;
     }
     let mut report = format::Report::new(args.format, &target, &facts);
