@@ -380,11 +380,18 @@ impl Read for Body {
     }
 }
 
+/// The most bytes of one SSE event's data, and of all the events one
+/// `exchange` keeps: a JSON body's limit.
+const MAX_EVENT: usize = 16 << 20;
+
 /// Reads SSE events from `body`, calling `each` with every event's data
 /// until it returns false or the stream ends.
+/// An event's data past `MAX_EVENT` bytes ends the stream: what was kept
+/// of it is its last event (cut, so not JSON).
 fn sse(body: Body, mut each: impl FnMut(String) -> bool) {
     let mut lines = BufReader::new(body);
     let mut data: Vec<String> = Vec::new();
+    let mut size = 0;
     let mut line = String::new();
     loop {
         line.clear();
@@ -400,8 +407,19 @@ fn sse(body: Body, mut each: impl FnMut(String) -> bool) {
                 return;
             }
             data.clear();
+            size = 0;
         } else if let Some(value) = text.strip_prefix("data:") {
-            data.push(value.strip_prefix(' ').unwrap_or(value).to_owned());
+            let value = value.strip_prefix(' ').unwrap_or(value);
+            size += value.len() + 1;
+            if size > MAX_EVENT {
+                // An event that never ends (no blank line) or larger
+                // than a message may be: cut, and the stream let go.
+                let mut cut = data.join("\n");
+                cut.truncate(cut.floor_char_boundary(MAX_EVENT));
+                each(cut);
+                return;
+            }
+            data.push(value.to_owned());
         }
     }
 }
@@ -423,12 +441,15 @@ pub fn exchange(
     };
     let body = Body::new(status, &ex.headers, reader);
     if ex.content_type().starts_with("text/event-stream") {
+        let mut kept = 0;
         sse(body, |data| {
+            kept += data.len();
             let value: Value = serde_json::from_str(&data).unwrap_or(Value::String(data));
             let done = value.get("result").is_some() || value.get("error").is_some();
             ex.messages.push(value);
-            // A stream that never answers stops being read at 10,000 events.
-            !done && ex.messages.len() < 10_000
+            // A stream that never answers stops being read at 10,000
+            // events, or as much data as a JSON body.
+            !done && ex.messages.len() < 10_000 && kept < MAX_EVENT
         });
     } else {
         let mut text = Vec::new();
