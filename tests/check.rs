@@ -211,6 +211,10 @@ fn main() {
             "review_tool_names_in_a_call_refusal_cannot_drive_the_terminal",
             review_tool_names_in_a_call_refusal_cannot_drive_the_terminal,
         ),
+        (
+            "review_a_server_that_answers_after_a_bom_is_reached_and_fails",
+            review_a_server_that_answers_after_a_bom_is_reached_and_fails,
+        ),
     ];
     for &(name, test) in review {
         tests.push((name.into(), Box::new(test)));
@@ -1357,6 +1361,30 @@ fn review_tool_names_in_a_call_refusal_cannot_drive_the_terminal() -> Result<(),
     Ok(())
 }
 
+/// review-check10: a server that writes each answer after a byte order
+/// mark (not JSON: "The server MUST NOT write anything to its stdout
+/// that is not a valid MCP message") was reached and broke a MUST. The
+/// checker said "no answer within 2.0 s" for both eras and exited 2,
+/// "could not be started or reached", its status for a server that is
+/// not there.
+fn review_a_server_that_answers_after_a_bom_is_reached_and_fails() -> Result<(), String> {
+    let run = check(
+        &[
+            "--wait",
+            "2",
+            "--only",
+            "jsonrpc.id-types",
+            "--",
+            &this_exe(),
+        ],
+        Some("bom"),
+    );
+    if run.status != Some(1) || !run.stderr.contains("not a JSON-RPC message") {
+        return Err(format!("status {:?}: {}", run.status, run.stderr));
+    }
+    Ok(())
+}
+
 /// One request to the legacy HTTP server above, answered.
 fn legacy_http_exchange(stream: std::net::TcpStream) {
     use std::io::BufRead;
@@ -1728,6 +1756,10 @@ impl Write for FaultOut {
 
 /// One line of output through the fault.
 fn filter_out(fault: &str, line: Vec<u8>) -> Vec<u8> {
+    if fault == "bom" {
+        // Each line after a byte order mark, as a Windows console may.
+        return [&b"\xef\xbb\xbf"[..], &line].concat();
+    }
     let Ok(mut v) = serde_json::from_slice::<Value>(&line) else {
         return line;
     };
