@@ -571,7 +571,7 @@ impl Session {
                     drop(lease);
                     self.transcript.push("received", &text);
                     self.transcript.note(&format!(
-                        "that line was longer than the checker keeps ({} MiB): the rest was dropped",
+                        "that message was longer than the checker keeps ({} MiB of a line, 16 MiB of an SSE event): the rest was dropped",
                         MAX_LINE >> 20
                     ));
                     return Some(Msg::Cut(text));

@@ -387,8 +387,9 @@ const MAX_EVENT: usize = 16 << 20;
 /// Reads SSE events from `body`, calling `each` with every event's data
 /// until it returns false or the stream ends.
 /// An event's data past `MAX_EVENT` bytes ends the stream: what was kept
-/// of it is its last event (cut, so not JSON).
-fn sse(body: Body, mut each: impl FnMut(String) -> bool) {
+/// of it is its last event, cut (`each`'s second argument: the checker's
+/// limit, as a stdio line's `MAX_LINE`, not the server's fault).
+fn sse(body: Body, mut each: impl FnMut(String, bool) -> bool) {
     let mut lines = BufReader::new(body);
     let mut data: Vec<String> = Vec::new();
     let mut size = 0;
@@ -403,7 +404,7 @@ fn sse(body: Body, mut each: impl FnMut(String) -> bool) {
         }
         let text = line.trim_end_matches(['\r', '\n']);
         if text.is_empty() {
-            if !data.is_empty() && !each(data.join("\n")) {
+            if !data.is_empty() && !each(data.join("\n"), false) {
                 return;
             }
             data.clear();
@@ -416,7 +417,7 @@ fn sse(body: Body, mut each: impl FnMut(String) -> bool) {
                 // than a message may be: cut, and the stream let go.
                 let mut cut = data.join("\n");
                 cut.truncate(cut.floor_char_boundary(MAX_EVENT));
-                each(cut);
+                each(cut, true);
                 return;
             }
             data.push(value.to_owned());
@@ -442,7 +443,7 @@ pub fn exchange(
     let body = Body::new(status, &ex.headers, reader);
     if ex.content_type().starts_with("text/event-stream") {
         let mut kept = 0;
-        sse(body, |data| {
+        sse(body, |data, _| {
             kept += data.len();
             let value: Value = serde_json::from_str(&data).unwrap_or(Value::String(data));
             let done = value.get("result").is_some() || value.get("error").is_some();
@@ -541,12 +542,18 @@ impl HttpLink {
             std::thread::Builder::new()
                 .name("check-sse".into())
                 .spawn(move || {
-                    sse(body, |data| {
+                    sse(body, |data, cut| {
                         if initialize {
                             learn_version(&legacy, data.as_bytes());
                         }
                         budget.lease(data.len()).is_some_and(|lease| {
-                            tx.send(Incoming::Line(data.into_bytes(), lease)).is_ok()
+                            let data = data.into_bytes();
+                            let incoming = if cut {
+                                Incoming::Cut(data, lease)
+                            } else {
+                                Incoming::Line(data, lease)
+                            };
+                            tx.send(incoming).is_ok()
                         })
                     })
                 })
