@@ -198,6 +198,23 @@ fn main() {
             "review_a_log_line_before_the_legacy_handshake_fails_stdout_only_mcp",
             review_a_log_line_before_the_legacy_handshake_fails_stdout_only_mcp,
         ),
+        // review-check10: each fails on main as it was.
+        (
+            "review_an_sse_event_that_never_ends_costs_bounded_memory",
+            review_an_sse_event_that_never_ends_costs_bounded_memory,
+        ),
+        (
+            "review_a_tool_schema_that_refers_to_itself_gets_a_verdict_in_time",
+            review_a_tool_schema_that_refers_to_itself_gets_a_verdict_in_time,
+        ),
+        (
+            "review_tool_names_in_a_call_refusal_cannot_drive_the_terminal",
+            review_tool_names_in_a_call_refusal_cannot_drive_the_terminal,
+        ),
+        (
+            "review_a_server_that_answers_after_a_bom_is_reached_and_fails",
+            review_a_server_that_answers_after_a_bom_is_reached_and_fails,
+        ),
     ];
     for &(name, test) in review {
         tests.push((name.into(), Box::new(test)));
@@ -1210,6 +1227,164 @@ fn a_urls_secrets_are_not_in_the_report() -> Result<(), String> {
     Ok(())
 }
 
+/// The peak resident memory of a running process, in KiB (`VmHWM`).
+fn peak_kib(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// review-check10: an HTTP server that answers a POST with an SSE stream
+/// of `data:` lines and never the blank line that ends the event: the
+/// checker's SSE reader (`http_link::sse`) bounds each line (4 MiB) but
+/// keeps every line of the event, so its memory grows as fast as the
+/// server writes (here 768 MiB in 1 MiB lines, then silence).
+fn review_an_sse_event_that_never_ends_costs_bounded_memory() -> Result<(), String> {
+    use std::io::BufRead;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(stream) = stream else { return };
+            std::thread::spawn(move || {
+                let mut reader = BufReader::new(stream.try_clone().unwrap());
+                let mut length = 0;
+                loop {
+                    let mut line = String::new();
+                    if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                        return;
+                    }
+                    if let Some(n) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                        length = n.trim().parse().unwrap_or(0);
+                    }
+                    if line.trim().is_empty() {
+                        break;
+                    }
+                }
+                let mut body = vec![0; length];
+                let _ = reader.read_exact(&mut body);
+                let mut stream = stream;
+                let _ =
+                    stream.write_all(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\n");
+                let mut line = b"data: ".to_vec();
+                line.extend(std::iter::repeat_n(b'x', 1 << 20));
+                line.push(b'\n');
+                for _ in 0..768 {
+                    if stream.write_all(&line).is_err() {
+                        return;
+                    }
+                }
+                // Then nothing, until the checker lets go.
+                let _ = stream.read(&mut [0; 1]);
+            });
+        }
+    });
+    let mut child = Command::new(BIN)
+        .args(["check", "--era", "modern", "--wait", "5", "--url", &url])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| e.to_string())?;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut peak = 0;
+    let status = loop {
+        if let Some(kib) = peak_kib(child.id()) {
+            peak = peak.max(kib);
+        }
+        if let Some(status) = child.try_wait().unwrap() {
+            break status.code();
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    if peak > 256 << 10 || status != Some(2) {
+        return Err(format!(
+            "status {status:?}, peak resident memory {} MiB",
+            peak >> 10
+        ));
+    }
+    Ok(())
+}
+
+/// review-check10: a tool whose input schema refers to itself in two
+/// branches of a `oneOf` (`{"oneOf": [{"$ref": "#"}, {"$ref": "#"}]}`,
+/// valid JSON Schema). The validator (`schema.rs`) bounds its depth (64)
+/// but not its work: every `oneOf` probes both branches, 2^64 walks, so
+/// `tools.wrong-arguments` never comes back; the runner then blames the
+/// server ("the server stopped answering"), and the check's thread spins
+/// on a CPU until the run ends.
+fn review_a_tool_schema_that_refers_to_itself_gets_a_verdict_in_time() -> Result<(), String> {
+    let run = check(
+        &[
+            "--format",
+            "json",
+            "--deadline",
+            "10",
+            "--only",
+            "tools.wrong-arguments",
+            "--",
+            &this_exe(),
+        ],
+        Some("schema-bomb"),
+    );
+    let checked = outcome(&run, "tools.wrong-arguments")?;
+    let reason = checked["reason"].as_str().unwrap_or_default();
+    if reason.contains("no verdict within the check's deadline") {
+        return Err(format!("{} ({reason})", checked["status"]));
+    }
+    Ok(())
+}
+
+/// review-check10: `--call` naming a tool the server does not list is
+/// refused with the names it lists, written to stderr as the server sent
+/// them (`check::unlisted_call`): a tool named with an escape sequence
+/// (OSC 0, the window's title) drives the user's terminal.
+fn review_tool_names_in_a_call_refusal_cannot_drive_the_terminal() -> Result<(), String> {
+    let run = check(
+        &["--call", "no_such_tool", "--", &this_exe()],
+        Some("evil-tool-name"),
+    );
+    if run.status != Some(2) || !run.stderr.contains("no such tool") {
+        return Err(format!("status {:?}: {}", run.status, run.stderr));
+    }
+    if run.stderr.contains('\u{1b}') || run.stderr.contains('\u{7}') {
+        return Err(format!(
+            "raw control characters on stderr: {:?}",
+            run.stderr
+        ));
+    }
+    Ok(())
+}
+
+/// review-check10: a server that writes each answer after a byte order
+/// mark (not JSON: "The server MUST NOT write anything to its stdout
+/// that is not a valid MCP message") was reached and broke a MUST. The
+/// checker said "no answer within 2.0 s" for both eras and exited 2,
+/// "could not be started or reached", its status for a server that is
+/// not there.
+fn review_a_server_that_answers_after_a_bom_is_reached_and_fails() -> Result<(), String> {
+    let run = check(
+        &[
+            "--wait",
+            "2",
+            "--only",
+            "jsonrpc.id-types",
+            "--",
+            &this_exe(),
+        ],
+        Some("bom"),
+    );
+    if run.status != Some(1) || !run.stderr.contains("not a JSON-RPC message") {
+        return Err(format!("status {:?}: {}", run.status, run.stderr));
+    }
+    Ok(())
+}
+
 /// One request to the legacy HTTP server above, answered.
 fn legacy_http_exchange(stream: std::net::TcpStream) {
     use std::io::BufRead;
@@ -1581,6 +1756,10 @@ impl Write for FaultOut {
 
 /// One line of output through the fault.
 fn filter_out(fault: &str, line: Vec<u8>) -> Vec<u8> {
+    if fault == "bom" {
+        // Each line after a byte order mark, as a Windows console may.
+        return [&b"\xef\xbb\xbf"[..], &line].concat();
+    }
     let Ok(mut v) = serde_json::from_slice::<Value>(&line) else {
         return line;
     };
@@ -1635,6 +1814,20 @@ fn filter_out(fault: &str, line: Vec<u8>) -> Vec<u8> {
                     cap.remove("subscribe");
                 }
             }
+        }
+        "schema-bomb" if v.pointer("/result/tools/0").is_some() => {
+            // Every tool's schema refers to itself in two branches.
+            for tool in v["result"]["tools"].as_array_mut().unwrap() {
+                tool["inputSchema"] = json!({
+                    "type": "object",
+                    "properties": { "a": { "type": "string" } },
+                    "required": ["a"],
+                    "oneOf": [{ "$ref": "#" }, { "$ref": "#" }]
+                });
+            }
+        }
+        "evil-tool-name" if v.pointer("/result/tools/0").is_some() => {
+            v["result"]["tools"][0]["name"] = json!("\u{1b}]0;pwned\u{7}echo");
         }
         "huge-tools-list" if v.pointer("/result/tools/0").is_some() => {
             // One valid line of 5 MiB.

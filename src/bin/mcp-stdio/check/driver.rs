@@ -183,6 +183,10 @@ impl Msg {
 /// MUST (the run's status is 1, not 2).
 pub const OTHER_ID: &str = "a response came back with the id";
 
+/// What `Missing::NotJson` says: a server that was reached and wrote what
+/// is not a message (the run's status is 1, not 2).
+pub const NOT_JSON: &str = "it wrote a line that is not a JSON-RPC message";
+
 /// Why no answer came.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Missing {
@@ -198,6 +202,10 @@ pub enum Missing {
         sent: Value,
         back: Value,
     },
+    /// None within the time given, but a line that is not JSON came
+    /// (its start): "The server MUST NOT write anything to its stdout
+    /// that is not a valid MCP message".
+    NotJson { wait: Duration, line: String },
 }
 
 impl std::fmt::Display for Missing {
@@ -208,6 +216,11 @@ impl std::fmt::Display for Missing {
             Missing::OtherId { wait, sent, back } => write!(
                 f,
                 "no answer within {:.1} s with the id {sent}; {OTHER_ID} {back}",
+                wait.as_secs_f64()
+            ),
+            Missing::NotJson { wait, line } => write!(
+                f,
+                "no answer within {:.1} s; {NOT_JSON}: {line:?}",
                 wait.as_secs_f64()
             ),
         }
@@ -558,7 +571,7 @@ impl Session {
                     drop(lease);
                     self.transcript.push("received", &text);
                     self.transcript.note(&format!(
-                        "that line was longer than the checker keeps ({} MiB): the rest was dropped",
+                        "that message was longer than the checker keeps ({} MiB of a line, 16 MiB of an SSE event): the rest was dropped",
                         MAX_LINE >> 20
                     ));
                     return Some(Msg::Cut(text));
@@ -634,6 +647,7 @@ impl Session {
         let mut before = Vec::new();
         let mut kept = 0;
         let mut other_id = None;
+        let mut not_json = None;
         loop {
             match self.recv_until(deadline) {
                 Some(msg) => {
@@ -646,6 +660,11 @@ impl Session {
                     if other_id.is_none() && msg.is_response() {
                         other_id = msg.json().and_then(|v| v.get("id")).cloned();
                     }
+                    if not_json.is_none()
+                        && let Msg::NotJson(text) = &msg
+                    {
+                        not_json = Some(super::short(text, 80));
+                    }
                     kept += msg.text().len();
                     if kept <= KEEP_BEFORE {
                         before.push(msg);
@@ -654,13 +673,14 @@ impl Session {
                 None if self.ended => return Err(Missing::Eof),
                 None => {
                     self.abandon(id);
-                    return Err(match other_id {
-                        Some(back) => Missing::OtherId {
+                    return Err(match (other_id, not_json) {
+                        (Some(back), _) => Missing::OtherId {
                             wait,
                             sent: id.clone(),
                             back,
                         },
-                        None => Missing::Timeout(wait),
+                        (None, Some(line)) => Missing::NotJson { wait, line },
+                        (None, None) => Missing::Timeout(wait),
                     });
                 }
             }

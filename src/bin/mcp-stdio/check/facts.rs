@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use super::args;
-use super::driver::{Era, Missing, OTHER_ID, Session, Target, Transcript};
+use super::driver::{Era, Missing, NOT_JSON, OTHER_ID, Session, Target, Transcript};
 use super::{Verdict, short};
 
 /// What the server speaks and offers, learnt once before the checks.
@@ -85,6 +85,8 @@ pub enum Unreached {
     Not(String),
     /// It answered, each time with an id other than the one sent.
     OtherId(String),
+    /// It wrote what is not a JSON-RPC message, and no answer.
+    NotJson(String),
 }
 
 impl Facts {
@@ -163,6 +165,8 @@ impl Facts {
                     format!("the server speaks no MCP era this checker knows: {why}{said}");
                 return Err(if why.contains(OTHER_ID) {
                     Unreached::OtherId(message)
+                } else if why.contains(NOT_JSON) {
+                    Unreached::NotJson(message)
                 } else {
                     Unreached::Not(message)
                 });

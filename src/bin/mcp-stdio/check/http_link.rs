@@ -380,11 +380,19 @@ impl Read for Body {
     }
 }
 
+/// The most bytes of one SSE event's data, and of all the events one
+/// `exchange` keeps: a JSON body's limit.
+const MAX_EVENT: usize = 16 << 20;
+
 /// Reads SSE events from `body`, calling `each` with every event's data
 /// until it returns false or the stream ends.
-fn sse(body: Body, mut each: impl FnMut(String) -> bool) {
+/// An event's data past `MAX_EVENT` bytes ends the stream: what was kept
+/// of it is its last event, cut (`each`'s second argument: the checker's
+/// limit, as a stdio line's `MAX_LINE`, not the server's fault).
+fn sse(body: Body, mut each: impl FnMut(String, bool) -> bool) {
     let mut lines = BufReader::new(body);
     let mut data: Vec<String> = Vec::new();
+    let mut size = 0;
     let mut line = String::new();
     loop {
         line.clear();
@@ -396,12 +404,23 @@ fn sse(body: Body, mut each: impl FnMut(String) -> bool) {
         }
         let text = line.trim_end_matches(['\r', '\n']);
         if text.is_empty() {
-            if !data.is_empty() && !each(data.join("\n")) {
+            if !data.is_empty() && !each(data.join("\n"), false) {
                 return;
             }
             data.clear();
+            size = 0;
         } else if let Some(value) = text.strip_prefix("data:") {
-            data.push(value.strip_prefix(' ').unwrap_or(value).to_owned());
+            let value = value.strip_prefix(' ').unwrap_or(value);
+            size += value.len() + 1;
+            if size > MAX_EVENT {
+                // An event that never ends (no blank line) or larger
+                // than a message may be: cut, and the stream let go.
+                let mut cut = data.join("\n");
+                cut.truncate(cut.floor_char_boundary(MAX_EVENT));
+                each(cut, true);
+                return;
+            }
+            data.push(value.to_owned());
         }
     }
 }
@@ -423,12 +442,15 @@ pub fn exchange(
     };
     let body = Body::new(status, &ex.headers, reader);
     if ex.content_type().starts_with("text/event-stream") {
-        sse(body, |data| {
+        let mut kept = 0;
+        sse(body, |data, _| {
+            kept += data.len();
             let value: Value = serde_json::from_str(&data).unwrap_or(Value::String(data));
             let done = value.get("result").is_some() || value.get("error").is_some();
             ex.messages.push(value);
-            // A stream that never answers stops being read at 10,000 events.
-            !done && ex.messages.len() < 10_000
+            // A stream that never answers stops being read at 10,000
+            // events, or as much data as a JSON body.
+            !done && ex.messages.len() < 10_000 && kept < MAX_EVENT
         });
     } else {
         let mut text = Vec::new();
@@ -520,12 +542,18 @@ impl HttpLink {
             std::thread::Builder::new()
                 .name("check-sse".into())
                 .spawn(move || {
-                    sse(body, |data| {
+                    sse(body, |data, cut| {
                         if initialize {
                             learn_version(&legacy, data.as_bytes());
                         }
                         budget.lease(data.len()).is_some_and(|lease| {
-                            tx.send(Incoming::Line(data.into_bytes(), lease)).is_ok()
+                            let data = data.into_bytes();
+                            let incoming = if cut {
+                                Incoming::Cut(data, lease)
+                            } else {
+                                Incoming::Line(data, lease)
+                            };
+                            tx.send(incoming).is_ok()
                         })
                     })
                 })

@@ -292,9 +292,20 @@ pub fn main(argv: Vec<String>) -> u8 {
             );
             return status::FAILED;
         }
+        Err(facts::Unreached::NotJson(message)) => {
+            // Reached, and a MUST broken: "The server MUST NOT write
+            // anything to its stdout that is not a valid MCP message"
+            // (basic/transports.md).
+            eprintln!(
+                "mcp-stdio check: {}: a server MUST NOT write anything that is not a valid MCP message",
+                crate::escape::line(&message)
+            );
+            return status::FAILED;
+        }
     };
     if let Some(message) = unlisted_call(&facts, &args.calls) {
-        eprintln!("mcp-stdio check: {message}");
+        // It names the server's tools: its own text, escaped.
+        eprintln!("mcp-stdio check: {}", crate::escape::line(&message));
         return status::UNREACHABLE;
     }
     let mut report = format::Report::new(args.format, &target, &facts);

@@ -81,6 +81,8 @@ impl Document {
             errors: Vec::new(),
             unknown: None,
             depth: 0,
+            steps: &std::cell::Cell::new(0),
+            max_steps: MAX_STEPS.saturating_add(STEPS_PER_NODE.saturating_mul(nodes(value))),
         };
         walk.check(schema, value, "");
         match (walk.errors.is_empty(), walk.unknown) {
@@ -120,6 +122,26 @@ struct Walk<'a> {
     errors: Vec<String>,
     unknown: Option<String>,
     depth: usize,
+    /// The schemas visited so far by this validation and every probe of
+    /// it: past `MAX_STEPS` it is undecided (a schema whose `$ref`s
+    /// branch, `{"oneOf": [{"$ref": "#"}, {"$ref": "#"}]}`, would
+    /// otherwise take 2^64 steps within the depth bound).
+    steps: &'a std::cell::Cell<usize>,
+    max_steps: usize,
+}
+
+/// The most schemas one validation visits, and as many more for each
+/// node of the value (a long list is not undecided for its length).
+const MAX_STEPS: usize = 1 << 20;
+const STEPS_PER_NODE: usize = 64;
+
+/// The values in `value`, itself included.
+fn nodes(value: &Value) -> usize {
+    match value {
+        Value::Array(items) => 1 + items.iter().map(nodes).sum::<usize>(),
+        Value::Object(map) => 1 + map.values().map(nodes).sum::<usize>(),
+        _ => 1,
+    }
 }
 
 impl Walk<'_> {
@@ -138,6 +160,8 @@ impl Walk<'_> {
             errors: Vec::new(),
             unknown: None,
             depth: self.depth,
+            steps: self.steps,
+            max_steps: self.max_steps,
         };
         inner.check(schema, value, path);
         let valid = inner.errors.is_empty();
@@ -156,6 +180,14 @@ impl Walk<'_> {
     }
 
     fn check(&mut self, schema: &Value, value: &Value, path: &str) {
+        self.steps.set(self.steps.get() + 1);
+        if self.steps.get() > self.max_steps {
+            self.unknown = Some(format!(
+                "a schema that takes more than {} steps to apply",
+                self.max_steps
+            ));
+            return;
+        }
         self.depth += 1;
         if self.depth > 64 {
             self.unknown = Some("a schema nested more than 64 deep".into());
@@ -417,6 +449,8 @@ impl Walk<'_> {
                 errors: Vec::new(),
                 unknown: None,
                 depth: self.depth,
+                steps: self.steps,
+                max_steps: self.max_steps,
             };
             inner.check(branch, value, path);
             let deepest = |errors: &[String]| errors.iter().map(|e| e.matches('/').count()).max();
@@ -559,6 +593,22 @@ mod tests {
             valid >= 100 && refused >= 50,
             "{valid} valid, {refused} refused"
         );
+    }
+
+    #[test]
+    fn a_schema_whose_refs_branch_is_undecided_not_walked_for_ever() {
+        let bomb = json!({ "oneOf": [{ "$ref": "#" }, { "$ref": "#" }] });
+        assert!(matches!(
+            Document::of(&bomb).validate(&json!({})),
+            Found::Unknown(_)
+        ));
+        // An error outside the branches is still certain.
+        let mut refusing = bomb.clone();
+        refusing["required"] = json!(["a"]);
+        assert!(matches!(
+            Document::of(&refusing).validate(&json!({})),
+            Found::Invalid(_)
+        ));
     }
 
     #[test]
