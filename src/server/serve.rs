@@ -133,16 +133,35 @@ fn wait_for_end(inner: &Inner, conn: &ConnHandle, end: &Receiver<End>) -> End {
 /// that much (the one rule for a client too slow to keep,
 /// `Shared::let_go_if_stalled`). Neither wait writes on this thread
 /// (`ConnHandle::wait_until` with a deadline, `ConnHandle::shut_down`
-/// watching the client): a client that keeps its end open and reads nothing does not
-/// hold `serve`. (A grace period too long for the clock has no deadline:
-/// then this thread waits, and sends, as long as it takes.)
+/// watching the client): a client that keeps its end open and reads
+/// nothing does not hold `serve` (unless the write timeout is too long for
+/// the clock: `Duration::MAX` never gives a client up). The grace period
+/// asks the rule too: a handler held in a `write(2)` to such a client
+/// never settles. (A grace period and a write timeout both too long for
+/// the clock have no deadline: then this thread waits, and sends, as long
+/// as it takes.)
 fn wind_down(inner: &Inner, conn: &ConnHandle, why: End) -> Result<(), Error> {
     let grace = inner.config.shutdown_grace;
     if why != End::OutputFailed {
         conn.act(Sending::AtShutdown, |c| c.begin_shutdown());
         // A grace period too long for the clock waits as long as it takes.
         let deadline = Instant::now().checked_add(grace);
-        conn.wait_until(deadline, |c| c.settled());
+        // The rule for a client too slow to keep holds meanwhile: a request
+        // whose handler is held in a `write(2)` to a client that stopped
+        // reading never settles, and the grace period would pass before
+        // the write timeout counted (`Shared::let_go_if_stalled`).
+        while let Some(left) = conn.let_go_if_stalled() {
+            let look = Instant::now().checked_add(left);
+            let until = match (deadline, look) {
+                (Some(deadline), Some(look)) => Some(deadline.min(look)),
+                (deadline, look) => deadline.or(look),
+            };
+            if conn.wait_until(until, |c| c.settled())
+                || deadline.is_some_and(|at| Instant::now() >= at)
+            {
+                break;
+            }
+        }
     }
     conn.shut_down(true)
 }
