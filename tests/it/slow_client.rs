@@ -757,3 +757,36 @@ fn a_steady_reader_at_20_kib_a_second_on_a_pipe_gets_every_reply_with_the_defaul
         2,
     );
 }
+
+/// The CPU time of this process so far (user and system), from
+/// `/proc/self/stat`, in clock ticks (100 a second).
+fn cpu_ticks() -> u64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap();
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .unwrap()
+        .1
+        .split_whitespace()
+        .collect();
+    fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap()
+}
+
+/// Claim (review s10): an idle server (nothing pending, nothing sent) with
+/// the least write timeout (1 ms) does not spin: `serve`'s thread, which
+/// looks at the client's clock every write timeout while no send is in
+/// progress, woke 1,000 times a second for as long as the client stayed.
+#[test]
+fn an_idle_server_with_the_least_write_timeout_does_not_spin() {
+    let server = Server::builder("idle", "1.0.0")
+        .write_timeout(Duration::ZERO)
+        .build();
+    let peer = crate::support::Peer::start(&server);
+    std::thread::sleep(Duration::from_millis(200));
+    let (before, at) = (cpu_ticks(), Instant::now());
+    std::thread::sleep(Duration::from_secs(2));
+    let used = cpu_ticks() - before;
+    let elapsed = at.elapsed();
+    peer.finish_quietly();
+    eprintln!("idle server, write timeout 1 ms: {used} ticks of CPU in {elapsed:?}");
+    assert!(used <= 4, "{used} ticks of CPU in {elapsed:?}");
+}
