@@ -20,7 +20,7 @@
 use std::io::ErrorKind::{BrokenPipe, ConnectionReset};
 use std::sync::Arc;
 use std::thread;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, RecvTimeoutError};
 
@@ -114,6 +114,11 @@ fn wait_for_end(inner: &Inner, conn: &ConnHandle, end: &Receiver<End>) -> End {
         let Some(left) = conn.let_go_if_stalled() else {
             return End::OutputFailed;
         };
+        // No sooner than `LOOK_AT_MOST_EVERY`: a write timeout of a
+        // millisecond must not wake this thread a thousand times a second
+        // while nothing is sent (a publisher waiting on the client still
+        // looks in time).
+        let left = left.max(LOOK_AT_MOST_EVERY);
         let wait = spells.as_ref().map_or(left, |s| left.min(s.until_next()));
         match end.recv_timeout(wait) {
             Ok(why) => return why,
@@ -125,6 +130,11 @@ fn wait_for_end(inner: &Inner, conn: &ConnHandle, end: &Receiver<End>) -> End {
         }
     }
 }
+
+/// How often, at most, `serve`'s thread looks at the client's clock
+/// while it waits for the end ([`wait_for_end`]): a client too slow to
+/// keep is let go at most this late.
+const LOOK_AT_MOST_EVERY: Duration = Duration::from_millis(20);
 
 /// The shutdown: no new request begins and every subscription gets its
 /// final result; the requests in flight have the grace period (none after
@@ -151,7 +161,7 @@ fn wind_down(inner: &Inner, conn: &ConnHandle, why: End) -> Result<(), Error> {
         // reading never settles, and the grace period would pass before
         // the write timeout counted (`Shared::let_go_if_stalled`).
         while let Some(left) = conn.let_go_if_stalled() {
-            let look = Instant::now().checked_add(left);
+            let look = Instant::now().checked_add(left.max(LOOK_AT_MOST_EVERY));
             let until = match (deadline, look) {
                 (Some(deadline), Some(look)) => Some(deadline.min(look)),
                 (deadline, look) => deadline.or(look),
