@@ -790,3 +790,19 @@ fn an_idle_server_with_the_least_write_timeout_does_not_spin() {
     eprintln!("idle server, write timeout 1 ms: {used} ticks of CPU in {elapsed:?}");
     assert!(used <= 4, "{used} ticks of CPU in {elapsed:?}");
 }
+
+/// Claim (review s10): a write timeout and a grace period too long for the
+/// clock (`Duration::MAX`: never let go) serve a client and end at end of
+/// input, with no overflow on the clock (`serve`'s look at the client's
+/// clock, the grace period's, the shutdown's patience).
+#[test]
+fn a_write_timeout_too_long_for_the_clock_serves_and_ends() {
+    let server = big_server(Duration::MAX, Duration::MAX);
+    let mut peer = crate::support::Peer::start(&server);
+    peer.send(&call(1, "big", json!({ "size": 100_000 })));
+    let reply = peer.recv();
+    assert_eq!(reply["id"], json!(1), "{reply}");
+    let (rest, served) = peer.finish();
+    assert!(rest.is_empty(), "{rest:?}");
+    served.unwrap();
+}
