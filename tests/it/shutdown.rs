@@ -489,8 +489,42 @@ fn a_stop_from_an_inline_handler_answers_each_call_once_and_ends_serving() {
 /// counted at all.
 #[test]
 fn a_client_too_slow_to_keep_is_let_go_within_the_grace_period() {
+    let (took, served) = progress_to_a_client_that_never_reads_then_eof(Duration::from_secs(5));
+    let Ok(Err(mcp_stdio::Error::Io(e))) = served else {
+        panic!("{served:?} after {took:?}");
+    };
+    assert_eq!(e.kind(), std::io::ErrorKind::TimedOut, "{e}");
+    assert!(
+        took < Duration::from_secs(3),
+        "serve took {took:?}: the grace period passed before the write timeout counted"
+    );
+}
+
+/// Claim (review s10): the same with a grace period too long for the clock
+/// (`Duration::MAX`, "as long as the handlers take"): the handler is held
+/// by the client, not by its work, and `serve` waited for ever.
+#[test]
+fn a_client_too_slow_to_keep_is_let_go_within_a_grace_period_too_long_for_the_clock() {
+    let (took, served) = progress_to_a_client_that_never_reads_then_eof(Duration::MAX);
+    let Ok(Err(mcp_stdio::Error::Io(e))) = served else {
+        panic!("{served:?} after {took:?}");
+    };
+    assert_eq!(e.kind(), std::io::ErrorKind::TimedOut, "{e}");
+}
+
+/// Serves a pooled tool whose progress goes into a `write(2)` that the
+/// client never takes (write timeout 300 ms, grace period `grace`), closes
+/// the input once it is there, and says how long `serve` took after that,
+/// and what it returned (an error if it did not within
+/// [`crate::support::WAIT`]).
+fn progress_to_a_client_that_never_reads_then_eof(
+    grace: Duration,
+) -> (
+    Duration,
+    Result<Result<(), mcp_stdio::Error>, crossbeam_channel::RecvTimeoutError>,
+) {
     let server = Server::builder("stuck", "1.0.0")
-        .shutdown_grace(Duration::from_secs(5))
+        .shutdown_grace(grace)
         .write_timeout(Duration::from_millis(300))
         .tool(
             mcp_stdio::types::Tool::new("progress", "Reports progress."),
@@ -527,12 +561,5 @@ fn a_client_too_slow_to_keep_is_let_go_within_the_grace_period() {
     let served = served.recv_timeout(crate::support::WAIT);
     let took = ended.elapsed();
     drop(held);
-    let Ok(Err(mcp_stdio::Error::Io(e))) = served else {
-        panic!("{served:?} after {took:?}");
-    };
-    assert_eq!(e.kind(), std::io::ErrorKind::TimedOut, "{e}");
-    assert!(
-        took < Duration::from_secs(3),
-        "serve took {took:?}: the grace period passed before the write timeout counted"
-    );
+    (took, served)
 }
