@@ -869,3 +869,83 @@ fn a_steady_reader_behind_a_large_buf_writer_is_not_let_go() {
     );
     served.unwrap();
 }
+
+/// A client that takes `chunk` bytes every `every`, and says when the
+/// server let go of its writer (dropped it).
+struct Loris {
+    chunk: usize,
+    every: Duration,
+    taken: Arc<std::sync::atomic::AtomicUsize>,
+    dropped: Option<crossbeam_channel::Sender<()>>,
+}
+
+impl Write for Loris {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        std::thread::sleep(self.every);
+        let n = bytes.len().min(self.chunk);
+        self.taken.fetch_add(n, std::sync::atomic::Ordering::SeqCst);
+        Ok(n)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Drop for Loris {
+    fn drop(&mut self) {
+        if let Some(dropped) = self.dropped.take() {
+            let _ = dropped.send(());
+        }
+    }
+}
+
+/// Claim (review s10): a client let go (`Conn::let_go`: "nothing more is
+/// written") is written no more than the piece in progress. A client that
+/// asks for a reply of 2 MiB and takes it at 20 KiB a second (1 KiB every
+/// 50 ms, less than 16 KiB in the write timeout of 300 ms) is let go, and
+/// `serve` returns `TimedOut`; but the send in progress went on writing the
+/// rest of its buffers at the client's pace, 100 s, holding a worker
+/// thread and the 2 MiB for it: an attacker's connections each keep one so
+/// after `serve` gave them up.
+#[test]
+fn a_client_let_go_is_written_no_more_than_the_piece_in_progress() {
+    let server = big_server(Duration::from_millis(100), Duration::from_millis(300));
+    let taken = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let (dropped_tx, dropped) = crossbeam_channel::bounded(1);
+    let output = Loris {
+        chunk: 1024,
+        every: Duration::from_millis(50),
+        taken: Arc::clone(&taken),
+        dropped: Some(dropped_tx),
+    };
+    let (mut to_server, server_in) = mcp_stdio::memory_pipe();
+    let serving = {
+        let server = server.clone();
+        std::thread::spawn(move || server.serve(mcp_stdio::Transport::new(server_in, output)))
+    };
+    let line = serde_json::to_string(&call(1, "big", json!({ "size": 2 << 20 }))).unwrap();
+    to_server.write_all(format!("{line}\n").as_bytes()).unwrap();
+    let deadline = Instant::now() + WAIT;
+    while !serving.is_finished() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(serving.is_finished(), "serve did not let the client go");
+    let served = serving.join().unwrap();
+    let Err(mcp_stdio::Error::Io(e)) = &served else {
+        panic!("{served:?}");
+    };
+    assert_eq!(e.kind(), std::io::ErrorKind::TimedOut, "{e}");
+    let at_the_end = taken.load(std::sync::atomic::Ordering::SeqCst);
+    let let_go = dropped.recv_timeout(Duration::from_secs(3));
+    let after = taken.load(std::sync::atomic::Ordering::SeqCst) - at_the_end;
+    assert!(
+        let_go.is_ok(),
+        "the writer of a client let go is still in use 3 s after serve returned ({} KiB written since)",
+        after / 1024
+    );
+    assert!(
+        after <= 16 * 1024,
+        "{after} bytes written after serve returned"
+    );
+    drop(to_server);
+}
