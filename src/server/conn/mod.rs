@@ -342,7 +342,7 @@ impl Conn {
                 self.inner.config.write_timeout,
             ),
         );
-        let writer = (self.output).give_up(reason, self.inner.config.write_timeout);
+        let writer = self.output.give_up(reason);
         self.fail();
         writer
     }

@@ -27,7 +27,7 @@
 
 use std::io::{self, Write};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::server::out::Out;
@@ -146,14 +146,6 @@ struct Took {
     /// Nanoseconds from `epoch` to the last time the clock moved.
     at: AtomicU64,
     epoch: Instant,
-    /// Once the client was let go (`Output::give_up`): the write timeout,
-    /// in nanoseconds (0: not let go). The send in progress goes on while
-    /// the client keeps taking 16 KiB in it, from the first `write` that
-    /// returns after the let-go, and stops else ([`Counting`]).
-    let_go: AtomicU64,
-    /// The first `write` after the let-go returned: the clock started
-    /// again then.
-    resumed: AtomicBool,
 }
 
 impl Default for Took {
@@ -162,8 +154,6 @@ impl Default for Took {
             piece: AtomicU64::new(0),
             at: AtomicU64::new(0),
             epoch: Instant::now(),
-            let_go: AtomicU64::new(0),
-            resumed: AtomicBool::new(false),
         }
     }
 }
@@ -191,25 +181,6 @@ impl Took {
     fn tick(&self) {
         let now = u64::try_from(self.epoch.elapsed().as_nanos()).unwrap_or(u64::MAX);
         self.at.fetch_max(now, Ordering::Relaxed);
-    }
-
-    /// The client was let go: whether the send in progress is to stop
-    /// writing to it (it took less than 16 KiB in the write timeout since
-    /// the first `write` after the let-go returned); and that `write`
-    /// starts the clock again.
-    fn stop_after_let_go(&self, returned: bool) -> bool {
-        let timeout = self.let_go.load(Ordering::Relaxed);
-        if timeout == 0 {
-            return false;
-        }
-        if returned {
-            if !self.resumed.swap(true, Ordering::Relaxed) {
-                self.piece.store(0, Ordering::Relaxed);
-                self.tick();
-            }
-            return false;
-        }
-        self.resumed.load(Ordering::Relaxed) && self.idle() >= Duration::from_nanos(timeout)
     }
 
     /// How long since the clock last moved.
@@ -257,15 +228,7 @@ pub(super) struct Detached {
 const WRITE_AT_MOST: usize = 16 * 1024;
 
 /// A byte stream that counts what it took into `sent`, handed at most
-/// [`WRITE_AT_MOST`] at a time. Once the client was let go it still takes
-/// the rest of the send in progress while the client keeps taking 16 KiB
-/// in each write timeout, counted from the first `write` that returns
-/// after the let-go (a client that reads late gets that reply whole:
-/// `unix_socket::a_client_given_up_on_sees_the_end_once_it_reads_and_holds_up_no_other_connection`),
-/// and fails else: the send went on writing the rest of its buffers at a
-/// trickling client's pace, holding its thread and buffers long after
-/// `serve` gave the client up
-/// (`slow_client::a_client_let_go_is_written_no_more_than_the_piece_in_progress`).
+/// [`WRITE_AT_MOST`] at a time.
 struct Counting<'a> {
     writer: &'a mut (dyn Write + Send),
     sent: &'a Took,
@@ -273,19 +236,12 @@ struct Counting<'a> {
 
 impl Write for Counting<'_> {
     fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
-        if self.sent.stop_after_let_go(false) {
-            return Err(io::Error::new(
-                io::ErrorKind::TimedOut,
-                "the client was let go, and took too little of the rest",
-            ));
-        }
         let n = self
             .writer
             .write(&bytes[..bytes.len().min(WRITE_AT_MOST)])?;
         if n > 0 {
             self.sent.add(n as u64);
         }
-        self.sent.stop_after_let_go(true);
         Ok(n)
     }
     fn flush(&mut self) -> io::Result<()> {
@@ -537,10 +493,8 @@ impl Output {
     /// long (`Conn::let_go`): closed as by [`Output::close`], with `reason` as
     /// the output's failure, which the last `close` returns. Returns the
     /// writer if no send has it, to be dropped without the lock.
-    pub fn give_up(&mut self, reason: io::Error, timeout: Duration) -> Option<Writer> {
+    pub fn give_up(&mut self, reason: io::Error) -> Option<Writer> {
         self.error.get_or_insert(reason);
-        let timeout = u64::try_from(timeout.as_nanos()).unwrap_or(u64::MAX).max(1);
-        self.sent.let_go.store(timeout, Ordering::Relaxed);
         self.closed = true;
         self.drop_waiting();
         self.writer.take()
