@@ -56,7 +56,11 @@ impl Transport {
 
     /// Any pair of byte streams: lines are read from `reader` and written to
     /// `writer`. The writer is buffered by whoever writes to it, so pass it
-    /// unbuffered.
+    /// unbuffered: the write timeout counts what the client took as the
+    /// writer's `write` returns, and a buffer of more than 16 KiB hides the
+    /// client's pace (behind a full `BufWriter` of 256 KiB a client reading
+    /// 100 KiB a second was let go at a write timeout of 1 s:
+    /// `slow_client::a_steady_reader_behind_a_large_buf_writer_is_not_let_go`).
     ///
     /// A server writes what it publishes into every connection's output
     /// before the publisher goes on, and the server's worker threads send

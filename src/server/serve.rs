@@ -20,7 +20,7 @@
 use std::io::ErrorKind::{BrokenPipe, ConnectionReset};
 use std::sync::Arc;
 use std::thread;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, RecvTimeoutError};
 
@@ -114,6 +114,11 @@ fn wait_for_end(inner: &Inner, conn: &ConnHandle, end: &Receiver<End>) -> End {
         let Some(left) = conn.let_go_if_stalled() else {
             return End::OutputFailed;
         };
+        // No sooner than `LOOK_AT_MOST_EVERY`: a write timeout of a
+        // millisecond must not wake this thread a thousand times a second
+        // while nothing is sent (a publisher waiting on the client still
+        // looks in time).
+        let left = left.max(LOOK_AT_MOST_EVERY);
         let wait = spells.as_ref().map_or(left, |s| left.min(s.until_next()));
         match end.recv_timeout(wait) {
             Ok(why) => return why,
@@ -126,6 +131,11 @@ fn wait_for_end(inner: &Inner, conn: &ConnHandle, end: &Receiver<End>) -> End {
     }
 }
 
+/// How often, at most, `serve`'s thread looks at the client's clock
+/// while it waits for the end ([`wait_for_end`]): a client too slow to
+/// keep is let go at most this late.
+const LOOK_AT_MOST_EVERY: Duration = Duration::from_millis(20);
+
 /// The shutdown: no new request begins and every subscription gets its
 /// final result; the requests in flight have the grace period (none after
 /// a failed write); then what is left is answered with `-32603`, and the
@@ -133,16 +143,32 @@ fn wait_for_end(inner: &Inner, conn: &ConnHandle, end: &Receiver<End>) -> End {
 /// that much (the one rule for a client too slow to keep,
 /// `Shared::let_go_if_stalled`). Neither wait writes on this thread
 /// (`ConnHandle::wait_until` with a deadline, `ConnHandle::shut_down`
-/// watching the client): a client that keeps its end open and reads nothing does not
-/// hold `serve`. (A grace period too long for the clock has no deadline:
-/// then this thread waits, and sends, as long as it takes.)
+/// watching the client): a client that keeps its end open and reads
+/// nothing does not hold `serve` (unless the write timeout is too long for
+/// the clock: `Duration::MAX` never gives a client up). The grace period
+/// asks the rule too: a handler held in a `write(2)` to such a client
+/// never settles. (A grace period and a write timeout both too long for
+/// the clock have no deadline: then this thread waits, and sends, as long
+/// as it takes.)
 fn wind_down(inner: &Inner, conn: &ConnHandle, why: End) -> Result<(), Error> {
     let grace = inner.config.shutdown_grace;
     if why != End::OutputFailed {
         conn.act(Sending::AtShutdown, |c| c.begin_shutdown());
         // A grace period too long for the clock waits as long as it takes.
         let deadline = Instant::now().checked_add(grace);
-        conn.wait_until(deadline, |c| c.settled());
+        // The rule for a client too slow to keep holds meanwhile: a request
+        // whose handler is held in a `write(2)` to a client that stopped
+        // reading never settles, and the grace period would pass before
+        // the write timeout counted (`Shared::let_go_if_stalled`).
+        while let Some(left) = conn.let_go_if_stalled() {
+            let look = Instant::now().checked_add(left.max(LOOK_AT_MOST_EVERY));
+            let until = [deadline, look].into_iter().flatten().min();
+            if conn.wait_until(until, |c| c.settled())
+                || deadline.is_some_and(|at| Instant::now() >= at)
+            {
+                break;
+            }
+        }
     }
     conn.shut_down(true)
 }

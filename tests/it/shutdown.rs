@@ -479,3 +479,87 @@ fn a_stop_from_an_inline_handler_answers_each_call_once_and_ends_serving() {
     assert!(rest.is_empty());
     res.unwrap();
 }
+
+/// Claim (review s10): the rule for a client too slow to keep holds in the
+/// grace period too. A pooled handler's progress is in a `write(2)` that
+/// the client never takes, and the client closes its input: the request
+/// never settles (its handler is held in that `write(2)`), and `serve`'s
+/// thread, which asks the rule only while it waits for the end, waited
+/// the whole grace period (5 s here) before the write timeout (300 ms)
+/// counted at all.
+#[test]
+fn a_client_too_slow_to_keep_is_let_go_within_the_grace_period() {
+    let (took, served) = progress_to_a_client_that_never_reads_then_eof(Duration::from_secs(5));
+    let Ok(Err(mcp_stdio::Error::Io(e))) = served else {
+        panic!("{served:?} after {took:?}");
+    };
+    assert_eq!(e.kind(), std::io::ErrorKind::TimedOut, "{e}");
+    assert!(
+        took < Duration::from_secs(3),
+        "serve took {took:?}: the grace period passed before the write timeout counted"
+    );
+}
+
+/// Claim (review s10): the same with a grace period too long for the clock
+/// (`Duration::MAX`, "as long as the handlers take"): the handler is held
+/// by the client, not by its work, and `serve` waited for ever.
+#[test]
+fn a_client_too_slow_to_keep_is_let_go_within_a_grace_period_too_long_for_the_clock() {
+    let (took, served) = progress_to_a_client_that_never_reads_then_eof(Duration::MAX);
+    let Ok(Err(mcp_stdio::Error::Io(e))) = served else {
+        panic!("{served:?} after {took:?}");
+    };
+    assert_eq!(e.kind(), std::io::ErrorKind::TimedOut, "{e}");
+}
+
+/// Serves a pooled tool whose progress goes into a `write(2)` that the
+/// client never takes (write timeout 300 ms, grace period `grace`), closes
+/// the input once it is there, and says how long `serve` took after that,
+/// and what it returned (an error if it did not within
+/// [`crate::support::WAIT`]).
+fn progress_to_a_client_that_never_reads_then_eof(
+    grace: Duration,
+) -> (
+    Duration,
+    Result<Result<(), mcp_stdio::Error>, crossbeam_channel::RecvTimeoutError>,
+) {
+    let server = Server::builder("stuck", "1.0.0")
+        .shutdown_grace(grace)
+        .write_timeout(Duration::from_millis(300))
+        .tool(
+            mcp_stdio::types::Tool::new("progress", "Reports progress."),
+            |ctx, _: serde_json::Value| {
+                ctx.progress(1.0, None, Some("half way"));
+                Ok(mcp_stdio::types::CallToolResult::text("done"))
+            },
+        )
+        .build();
+    let never = Arc::new(Mutex::new(()));
+    let held = never.lock().unwrap();
+    let (entered, in_write) = crossbeam_channel::unbounded();
+    let output = NeverRead {
+        entered,
+        never: Arc::clone(&never),
+    };
+    let (mut to_server, server_in) = mcp_stdio::memory_pipe();
+    let (served_tx, served) = crossbeam_channel::bounded(1);
+    {
+        let server = server.clone();
+        std::thread::spawn(move || {
+            let _ = served_tx.send(server.serve(mcp_stdio::Transport::new(server_in, output)));
+        });
+    }
+    let mut pooled = call(1, "progress", json!({}));
+    pooled["params"]["_meta"]["progressToken"] = json!("p");
+    let line = serde_json::to_string(&pooled).unwrap();
+    std::io::Write::write_all(&mut to_server, format!("{line}\n").as_bytes()).unwrap();
+    in_write
+        .recv_timeout(crate::support::WAIT)
+        .expect("the progress's write began");
+    let ended = std::time::Instant::now();
+    drop(to_server);
+    let served = served.recv_timeout(crate::support::WAIT);
+    let took = ended.elapsed();
+    drop(held);
+    (took, served)
+}

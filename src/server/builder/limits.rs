@@ -105,7 +105,10 @@ impl ServerBuilder {
     /// and `serve` returns once the client took what is left; a client that
     /// takes less than 16 KiB of it in the write timeout
     /// ([`ServerBuilder::write_timeout`]) is given up on, and `serve`
-    /// returns `TimedOut`.
+    /// returns `TimedOut`. The write timeout holds during the grace period
+    /// too: a client that takes less than 16 KiB of a send in progress in
+    /// it is let go then, without waiting for the rest of the grace
+    /// period (a handler held in a `write(2)` to it would never finish).
     pub fn shutdown_grace(mut self, grace: Duration) -> Self {
         self.config.shutdown_grace = grace;
         self
