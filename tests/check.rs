@@ -228,6 +228,10 @@ fn main() {
             "review_c1_and_bidi_controls_in_json_and_junit_reports_are_escaped",
             review_c1_and_bidi_controls_in_json_and_junit_reports_are_escaped,
         ),
+        (
+            "review_a_server_that_stops_answering_does_not_cost_every_checks_deadline",
+            review_a_server_that_stops_answering_does_not_cost_every_checks_deadline,
+        ),
     ];
     for &(name, test) in review {
         tests.push((name.into(), Box::new(test)));
@@ -1561,6 +1565,62 @@ fn review_c1_and_bidi_controls_in_json_and_junit_reports_are_escaped() -> Result
     Ok(())
 }
 
+/// review-check-bounds10: a server that answers discovery and its lists,
+/// then never again (every server started after the first reads and
+/// writes nothing): each check costs its deadline (or the 15 s a server
+/// process may take to say its first line), about 72 deadlines in all, 24
+/// minutes with the defaults. Once three checks in a row have heard
+/// nothing and a new server does not answer its handshake, the rest are
+/// not run, and say why.
+fn review_a_server_that_stops_answering_does_not_cost_every_checks_deadline() -> Result<(), String>
+{
+    let marker = std::env::temp_dir().join(format!(
+        "mcp-stdio-check-answers-once-{}",
+        std::process::id()
+    ));
+    let _ = std::fs::remove_file(&marker);
+    let fault = format!("answers-once:{}", marker.display());
+    let began = Instant::now();
+    let run = check(
+        &[
+            "--format",
+            "json",
+            "--era",
+            "modern",
+            "--wait",
+            "1",
+            "--deadline",
+            "3",
+            "--only",
+            "jsonrpc,tools,resources,prompts",
+            "--",
+            &this_exe(),
+        ],
+        Some(&fault),
+    );
+    let _ = std::fs::remove_file(&marker);
+    let took = began.elapsed();
+    let all = outcomes(&run);
+    let not_run = all
+        .iter()
+        .filter(|o| {
+            o["reason"]
+                .as_str()
+                .is_some_and(|r| r.starts_with("not run: the server stopped answering"))
+        })
+        .count();
+    if run.status != Some(1) || not_run == 0 {
+        return Err(format!(
+            "status {:?}, {} checks, {not_run} not run, {:.1} s: {}",
+            run.status,
+            all.len(),
+            took.as_secs_f64(),
+            failed(&run).join("; ")
+        ));
+    }
+    Ok(())
+}
+
 /// One request to the legacy HTTP server above, answered.
 fn legacy_http_exchange(stream: std::net::TcpStream) {
     use std::io::BufRead;
@@ -1679,6 +1739,19 @@ fn serve_with_fault(fault: &str) -> ! {
         held: Vec::new(),
         out: std::io::stdout(),
     }));
+    if let Some(marker) = fault.strip_prefix("answers-once:") {
+        // The first server answers; every one after it, nothing, ever.
+        if std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(marker)
+            .is_err()
+        {
+            loop {
+                std::thread::park();
+            }
+        }
+    }
     if fault == "slow-start" {
         // Three seconds before it reads or writes anything.
         std::thread::sleep(Duration::from_secs(3));
