@@ -215,6 +215,23 @@ fn main() {
             "review_a_server_that_answers_after_a_bom_is_reached_and_fails",
             review_a_server_that_answers_after_a_bom_is_reached_and_fails,
         ),
+        // review-check-bounds10: each fails on main as it was.
+        (
+            "review_a_list_whose_pages_never_end_costs_bounded_memory",
+            review_a_list_whose_pages_never_end_costs_bounded_memory,
+        ),
+        (
+            "review_messages_before_a_listens_acknowledgment_cost_bounded_memory",
+            review_messages_before_a_listens_acknowledgment_cost_bounded_memory,
+        ),
+        (
+            "review_c1_and_bidi_controls_in_json_and_junit_reports_are_escaped",
+            review_c1_and_bidi_controls_in_json_and_junit_reports_are_escaped,
+        ),
+        (
+            "review_a_server_that_stops_answering_does_not_cost_every_checks_deadline",
+            review_a_server_that_stops_answering_does_not_cost_every_checks_deadline,
+        ),
     ];
     for &(name, test) in review {
         tests.push((name.into(), Box::new(test)));
@@ -1385,6 +1402,225 @@ fn review_a_server_that_answers_after_a_bom_is_reached_and_fails() -> Result<(),
     Ok(())
 }
 
+/// Runs `mcp-stdio check ARGS` against this executable as the server
+/// with `fault`, killed after 60 s: its status, its peak resident memory
+/// (KiB) and its stdout.
+fn check_peak(args: &[&str], fault: &str) -> (Option<i32>, u64, String) {
+    let mut child = Command::new(BIN)
+        .arg("check")
+        .args(args)
+        .args(["--", &this_exe()])
+        .env(FAULT_ENV, fault)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("mcp-stdio starts");
+    let mut stdout = child.stdout.take().unwrap();
+    let out = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = stdout.read_to_string(&mut s);
+        s
+    });
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut peak = 0;
+    let status = loop {
+        if let Some(kib) = peak_kib(child.id()) {
+            peak = peak.max(kib);
+        }
+        if let Some(status) = child.try_wait().unwrap() {
+            break status.code();
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    (status, peak, out.join().unwrap())
+}
+
+/// review-check-bounds10: a server whose `tools/list` always has a next
+/// page (a new cursor each time), each page one tool of 4 MiB: `list_all`
+/// keeps every item until the deadline (Facts::gather's, then the
+/// check's), so the checker's memory grows as fast as the server writes
+/// (gigabytes with the default 20 s deadline). Bounded, the list is cut at
+/// the checker's limit, which is not the server's fault.
+fn review_a_list_whose_pages_never_end_costs_bounded_memory() -> Result<(), String> {
+    let (status, peak, stdout) = check_peak(
+        &[
+            "--format",
+            "json",
+            "--era",
+            "modern",
+            "--wait",
+            "2",
+            "--deadline",
+            "6",
+            "--only",
+            "tools.list",
+        ],
+        "endless-pages",
+    );
+    let run = Run {
+        status,
+        stdout,
+        stderr: String::new(),
+    };
+    let list = outcome(&run, "tools.list")?;
+    if peak > 256 << 10 || list["status"] == "fail" {
+        return Err(format!(
+            "status {status:?}, peak resident memory {} MiB; tools.list: {} ({})",
+            peak >> 10,
+            list["status"],
+            list["reason"]
+        ));
+    }
+    Ok(())
+}
+
+/// review-check-bounds10: a server that answers `subscriptions/listen`
+/// with 300 notifications of 1 MiB on the subscription, then the
+/// acknowledgment: `subscriptions::open` keeps every message before the
+/// acknowledgment (its text and its parsed value), 600 MiB, though the
+/// check looks at the first one only.
+fn review_messages_before_a_listens_acknowledgment_cost_bounded_memory() -> Result<(), String> {
+    let (status, peak, stdout) = check_peak(
+        &[
+            "--format",
+            "json",
+            "--era",
+            "modern",
+            "--wait",
+            "20",
+            "--deadline",
+            "40",
+            "--only",
+            "subscriptions.ack-first",
+        ],
+        "listen-flood",
+    );
+    let run = Run {
+        status,
+        stdout,
+        stderr: String::new(),
+    };
+    let ack = outcome(&run, "subscriptions.ack-first")?;
+    let reason = ack["reason"].as_str().unwrap_or_default();
+    if peak > 256 << 10 || ack["status"] != "fail" || !reason.contains("before the acknowledgment")
+    {
+        return Err(format!(
+            "status {status:?}, peak resident memory {} MiB; ack-first: {} ({reason})",
+            peak >> 10,
+            ack["status"]
+        ));
+    }
+    Ok(())
+}
+
+/// review-check-bounds10: a tool named with a C1 control (U+009B, the
+/// one-byte CSI: `\u{9b}2J` clears a terminal that takes C1 controls) and a
+/// bidi override (U+202E), and a tool result with the same text for an
+/// unknown tool (a warning): JSON escapes neither character, so `--format
+/// json` wrote them raw in the evidence (the lines received), and the
+/// JUnit report in the warning's reason and evidence; a person who `cat`s
+/// the report has their terminal driven.
+fn review_c1_and_bidi_controls_in_json_and_junit_reports_are_escaped() -> Result<(), String> {
+    let raw = |c: char| matches!(c, '\u{80}'..='\u{9f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
+    for format in ["json", "junit"] {
+        let run = check(
+            &[
+                "--format",
+                format,
+                "--era",
+                "modern",
+                "--only",
+                "tools.list,tools.unknown-tool",
+                "--",
+                &this_exe(),
+            ],
+            Some("c1-tool-name"),
+        );
+        if run.status != Some(0) || !run.stdout.contains("unknown-tool") {
+            return Err(format!(
+                "{format}: status {:?}: {}{}",
+                run.status, run.stdout, run.stderr
+            ));
+        }
+        if let Some(c) = run.stdout.chars().find(|c| raw(*c)) {
+            return Err(format!("{format}: {c:?} raw in the report: {}", run.stdout));
+        }
+        // The JSON report's values are unchanged: the name as sent.
+        if format == "json" {
+            let checked = outcome(&run, "tools.list")?;
+            if !checked["evidence"]
+                .to_string()
+                .contains("\u{9b}2J\u{202e}echo")
+            {
+                return Err(format!("the name is not in the evidence: {checked}"));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// review-check-bounds10: a server that answers discovery and its lists,
+/// then never again (every server started after the first reads and
+/// writes nothing): each check costs its deadline (or the 15 s a server
+/// process may take to say its first line), about 72 deadlines in all, 24
+/// minutes with the defaults. Once three checks in a row have heard
+/// nothing and a new server does not answer its handshake, the rest are
+/// not run, and say why.
+fn review_a_server_that_stops_answering_does_not_cost_every_checks_deadline() -> Result<(), String>
+{
+    let marker = std::env::temp_dir().join(format!(
+        "mcp-stdio-check-answers-once-{}",
+        std::process::id()
+    ));
+    let _ = std::fs::remove_file(&marker);
+    let fault = format!("answers-once:{}", marker.display());
+    let began = Instant::now();
+    let run = check(
+        &[
+            "--format",
+            "json",
+            "--era",
+            "modern",
+            "--wait",
+            "1",
+            "--deadline",
+            "3",
+            "--only",
+            "jsonrpc,tools,resources,prompts",
+            "--",
+            &this_exe(),
+        ],
+        Some(&fault),
+    );
+    let _ = std::fs::remove_file(&marker);
+    let took = began.elapsed();
+    let all = outcomes(&run);
+    let not_run = all
+        .iter()
+        .filter(|o| {
+            o["reason"]
+                .as_str()
+                .is_some_and(|r| r.starts_with("not run: the server stopped answering"))
+        })
+        .count();
+    if run.status != Some(1) || not_run == 0 {
+        return Err(format!(
+            "status {:?}, {} checks, {not_run} not run, {:.1} s: {}",
+            run.status,
+            all.len(),
+            took.as_secs_f64(),
+            failed(&run).join("; ")
+        ));
+    }
+    Ok(())
+}
+
 /// One request to the legacy HTTP server above, answered.
 fn legacy_http_exchange(stream: std::net::TcpStream) {
     use std::io::BufRead;
@@ -1503,6 +1739,19 @@ fn serve_with_fault(fault: &str) -> ! {
         held: Vec::new(),
         out: std::io::stdout(),
     }));
+    if let Some(marker) = fault.strip_prefix("answers-once:") {
+        // The first server answers; every one after it, nothing, ever.
+        if std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(marker)
+            .is_err()
+        {
+            loop {
+                std::thread::park();
+            }
+        }
+    }
     if fault == "slow-start" {
         // Three seconds before it reads or writes anything.
         std::thread::sleep(Duration::from_secs(3));
@@ -1688,6 +1937,37 @@ fn filter_in(shared: &mut Shared, line: Vec<u8>) -> Option<Vec<u8>> {
             );
             None
         }
+        ("endless-pages", Some(v)) if v["method"] == "tools/list" => {
+            // Always a next page: one tool of 4 MiB each (written as it
+            // is, not serialized each time: fast enough to show).
+            static BIG: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+            let big = BIG.get_or_init(|| "x".repeat(4 << 20));
+            let page = v
+                .pointer("/params/cursor")
+                .and_then(Value::as_str)
+                .and_then(|c| c.strip_prefix("page-"))
+                .and_then(|n| n.parse::<u64>().ok())
+                .unwrap_or(0);
+            let answer = format!(
+                r#"{{"jsonrpc":"2.0","id":{},"result":{{"resultType":"complete","nextCursor":"page-{}","tools":[{{"name":"tool_{page}","description":"{big}","inputSchema":{{"type":"object"}}}}]}}}}"#,
+                v["id"],
+                page + 1
+            );
+            shared.write_now(answer.as_bytes());
+            None
+        }
+        ("listen-flood", Some(v)) if v["method"] == "subscriptions/listen" => {
+            // 300 notifications of 1 MiB on the subscription, then the
+            // acknowledgment (the server's own).
+            let event = json!({ "jsonrpc": "2.0", "method": "notifications/message",
+                "params": { "level": "info", "data": "x".repeat(1 << 20),
+                    "_meta": { "io.modelcontextprotocol/subscriptionId": v["id"] } } })
+            .to_string();
+            for _ in 0..300 {
+                shared.write_now(event.as_bytes());
+            }
+            Some(line)
+        }
         ("errors-not-results", Some(v))
             if matches!(
                 v["method"].as_str(),
@@ -1828,6 +2108,15 @@ fn filter_out(fault: &str, line: Vec<u8>) -> Vec<u8> {
         }
         "evil-tool-name" if v.pointer("/result/tools/0").is_some() => {
             v["result"]["tools"][0]["name"] = json!("\u{1b}]0;pwned\u{7}echo");
+        }
+        "c1-tool-name" if v.pointer("/error/code").is_some() => {
+            // A tool result instead of an error, its text the same.
+            let text = "\u{9b}2J\u{202e}no such tool";
+            v = json!({ "jsonrpc": "2.0", "id": v["id"],
+                "result": { "content": [{ "type": "text", "text": text }], "isError": true } });
+        }
+        "c1-tool-name" if v.pointer("/result/tools/0").is_some() => {
+            v["result"]["tools"][0]["name"] = json!("\u{9b}2J\u{202e}echo");
         }
         "huge-tools-list" if v.pointer("/result/tools/0").is_some() => {
             // One valid line of 5 MiB.

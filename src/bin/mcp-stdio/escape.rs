@@ -97,8 +97,7 @@ pub fn line(text: &str) -> Cow<'_, str> {
 /// U+2029, written `\uXXXX`. They can stand only inside a JSON string,
 /// where `\uXXXX` is the same character: the value is unchanged.
 pub fn json(text: &str) -> Cow<'_, str> {
-    let escaped =
-        |c: char| matches!(c, '\u{7f}'..='\u{9f}' | '\u{2028}' | '\u{2029}') || is_bidi_control(c);
+    let escaped = left_by_json;
     if !text.contains(escaped) {
         return Cow::Borrowed(text);
     }
@@ -111,6 +110,13 @@ pub fn json(text: &str) -> Cow<'_, str> {
         }
     }
     Cow::Owned(out)
+}
+
+/// What `json` escapes: the characters JSON's escaping leaves as they are
+/// but a terminal obeys or reorders by (any other format that leaves them
+/// raw, XML, escapes these too, its own way).
+pub fn left_by_json(c: char) -> bool {
+    matches!(c, '\u{7f}'..='\u{9f}' | '\u{2028}' | '\u{2029}') || is_bidi_control(c)
 }
 
 fn escape(text: &str, keep_lines: bool) -> Cow<'_, str> {

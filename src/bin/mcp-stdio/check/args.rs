@@ -40,7 +40,10 @@ options:
                       its schema accepts (repeatable)
   --wait SECS         how long to wait for one answer (default 5; a server
                       process's first answer, 15 at least: it may be starting)
-  --deadline SECS     how long one check may take in all (default 20)
+  --deadline SECS     how long one check may take in all (default 20); once
+                      three checks in a row heard nothing from the server and
+                      a new server does not answer its handshake, the rest
+                      are skipped (\"not run: the server stopped answering\")
   --header 'NAME: VALUE'
                       send this header to an HTTP server (repeatable)
   --list              print the catalogue instead of running it

@@ -194,10 +194,35 @@ impl Facts {
     }
 }
 
-/// Every item of a paginated list, read until its last page or until
-/// `until`: the spec bounds neither pages nor items, so a list still
-/// going then is the checker's time that is up (a skip that says so),
-/// never a violation. A cursor that comes back is a cycle (a failure).
+/// The bytes of a list's items (and cursors) `list_all` keeps: past them
+/// the list is cut at the checker's limit.
+const LIST_BYTES: usize = 32 << 20;
+/// The pages of a list `list_all` reads: past them, likewise.
+const LIST_PAGES: usize = 10_000;
+
+/// The length of a value as JSON text, without writing it out.
+fn json_len(value: &Value) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    let _ = serde_json::to_writer(&mut count, value);
+    count.0
+}
+
+/// Every item of a paginated list, read until its last page, until
+/// `until`, or until the checker's limit (`LIST_PAGES` pages,
+/// `LIST_BYTES` of items and cursors kept): the spec bounds neither pages
+/// nor items, so a list still going then is the checker's time or memory
+/// that is up (a skip that says so), never a violation. A cursor that
+/// comes back is a cycle (a failure).
 pub fn list_all(
     session: &mut Session,
     method: &str,
@@ -208,12 +233,22 @@ pub fn list_all(
     let mut items = Vec::new();
     let mut cursor: Option<Value> = None;
     let mut seen = HashSet::new();
+    let mut kept = 0;
     loop {
         if cursor.is_some() && Instant::now() >= until {
             return Err(Verdict::Skip(format!(
                 "{method}: {} pages read, {} {member}, and more to come when the check's time was up",
                 seen.len() + 1,
                 items.len()
+            )));
+        }
+        if cursor.is_some() && (seen.len() >= LIST_PAGES || kept > LIST_BYTES) {
+            return Err(Verdict::Skip(format!(
+                "{method}: {} pages read, {} {member} ({} MiB), and more to come: the checker reads at most {LIST_PAGES} pages or {} MiB of a list (a server whose pages never end is worth a look: every page had a next cursor)",
+                seen.len() + 1,
+                items.len(),
+                kept >> 20,
+                LIST_BYTES >> 20
             )));
         }
         let params = match &cursor {
@@ -233,13 +268,17 @@ pub fn list_all(
             .get(member)
             .and_then(Value::as_array)
             .ok_or_else(|| Verdict::Fail(format!("{method}: the result has no {member} array")))?;
+        kept += page.iter().map(json_len).sum::<usize>();
         items.extend(page.iter().cloned());
         match result.get("nextCursor") {
             None | Some(Value::Null) => return Ok(items),
             Some(next) => {
-                if !seen.insert(next.to_string()) {
+                let next_text = next.to_string();
+                kept += next_text.len();
+                if !seen.insert(next_text) {
                     return Err(Verdict::Fail(format!(
-                        "{method}: the cursor {next} came back again (a cycle)"
+                        "{method}: the cursor {} came back again (a cycle)",
+                        short(&next.to_string(), 200)
                     )));
                 }
                 cursor = Some(next.clone());

@@ -2,6 +2,7 @@
 //! object per check with its evidence (json), a JUnit report (junit), and
 //! the catalogue (`--list`: text, markdown or json).
 
+use std::fmt::Write as _;
 use std::io::Write;
 use std::time::Duration;
 
@@ -84,6 +85,12 @@ fn print(text: &str) {
     let _ = out.flush();
 }
 
+/// One JSON object on a line, escaped for a terminal (`escape::json`: the
+/// value is unchanged).
+fn print_json(value: &serde_json::Value) {
+    print(&format!("{}\n", crate::escape::json(&value.to_string())));
+}
+
 /// The report of a run, printed as it goes.
 pub struct Report {
     format: Format,
@@ -145,14 +152,14 @@ impl Report {
                     .iter()
                     .map(|e| json!({ "kind": e.kind, "text": e.text }))
                     .collect();
-                print(&format!(
-                    "{}\n",
-                    json!({
+                // The server's text: what JSON leaves raw and a terminal
+                // obeys (C1, bidi controls), as `\uXXXX`, whatever the
+                // stream (a report saved is read in a terminal later).
+                print_json(&json!({
                         "id": o.check.id, "group": o.check.group(), "level": o.check.level.name(),
                         "status": o.status.name(), "reason": o.reason, "page": o.check.page,
                         "quote": o.check.quote, "ms": o.elapsed.as_millis() as u64, "evidence": evidence
-                    })
-                ));
+                }));
             }
             Format::Junit | Format::Markdown => {}
         }
@@ -175,10 +182,9 @@ impl Report {
                 outcomes.len(),
                 elapsed.as_secs_f64()
             )),
-            Format::Json => print(&format!(
-                "{}\n",
-                json!({ "summary": { "server": self.server, "checks": outcomes.len(), "pass": pass, "fail": fail, "warn": warn, "skip": skip, "seconds": elapsed.as_secs_f64() } })
-            )),
+            Format::Json => print_json(
+                &json!({ "summary": { "server": self.server, "checks": outcomes.len(), "pass": pass, "fail": fail, "warn": warn, "skip": skip, "seconds": elapsed.as_secs_f64() } }),
+            ),
             Format::Junit => print(&junit(&self.server, outcomes, elapsed)),
             Format::Markdown => {}
         }
@@ -241,7 +247,10 @@ fn junit(server: &str, outcomes: &[Outcome], elapsed: Duration) -> String {
     out
 }
 
-/// Text escaped for XML; characters XML 1.0 cannot carry are dropped.
+/// Text escaped for XML; characters XML 1.0 cannot carry are dropped;
+/// those it carries raw but a terminal obeys (what `escape::json`
+/// escapes: C1 and bidi controls) as character references, the same
+/// characters to an XML reader.
 fn xml(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
@@ -253,6 +262,9 @@ fn xml(text: &str) -> String {
             '\'' => out.push_str("&apos;"),
             '\t' | '\n' | '\r' => out.push(c),
             c if (c as u32) < 0x20 || c == '\u{FFFE}' || c == '\u{FFFF}' => {}
+            c if crate::escape::left_by_json(c) => {
+                let _ = write!(out, "&#x{:x};", c as u32);
+            }
             c => out.push(c),
         }
     }

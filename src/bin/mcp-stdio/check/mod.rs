@@ -353,8 +353,16 @@ impl Ctx {
     }
 }
 
+/// How many checks in a row may wait a whole wait and hear nothing from
+/// the server before the checker asks whether it still answers at all.
+const HUNG_IN_ROW: usize = 3;
+
 /// Runs each check on a thread of its own, within its deadline; `each`
-/// sees each outcome as it comes.
+/// sees each outcome as it comes. A server that stops answering costs
+/// `HUNG_IN_ROW` checks (each at most its deadline) and one handshake's
+/// wait, not every check's deadline: once that many checks in a row have
+/// heard nothing from it and a new server does not answer its handshake,
+/// the rest are skipped ("not run: the server stopped answering").
 fn run_checks(
     checks: &[&'static Check],
     target: &Target,
@@ -367,7 +375,47 @@ fn run_checks(
     let calls = Arc::new(args.calls.clone());
     let mut shared = BTreeMap::new();
     let mut outcomes = Vec::new();
+    // Checks in a row that waited a whole wait and heard nothing from the
+    // server; at `HUNG_IN_ROW`, a new server is started, and if it does
+    // not answer its handshake within the wait, no check is run any more:
+    // `stopped` says why.
+    let mut hung = 0;
+    let mut stopped: Option<String> = None;
     for &check in checks {
+        if stopped.is_none() && hung >= HUNG_IN_ROW {
+            hung = 0;
+            let era = facts.primary.unwrap_or(Era::Modern);
+            let probe = Transcript::default();
+            // The handshake: `initialize` (legacy), `server/discover`
+            // (modern, which has none of its own).
+            let answered =
+                Session::start(&target, era, &probe, args.wait).and_then(|mut s| match era {
+                    Era::Modern => s
+                        .call("server/discover", serde_json::json!({}), args.wait)
+                        .map(|_| ())
+                        .map_err(|e| e.to_string()),
+                    Era::Legacy => Ok(()),
+                });
+            if let Err(e) = answered {
+                stopped = Some(format!(
+                    "not run: the server stopped answering ({HUNG_IN_ROW} checks in a row heard nothing from it, and a new server did not answer its handshake: {})",
+                    short(&e, 200)
+                ));
+            }
+            probe.kill_servers();
+        }
+        if let Some(reason) = &stopped {
+            let outcome = Outcome {
+                check,
+                status: Status::Skip,
+                reason: reason.clone(),
+                evidence: Vec::new(),
+                elapsed: Duration::ZERO,
+            };
+            each(&outcome);
+            outcomes.push(outcome);
+            continue;
+        }
         let transcript = Transcript::default();
         let ctx = Ctx {
             target: Arc::clone(&target),
@@ -451,6 +499,13 @@ fn run_checks(
             evidence,
             elapsed: began.elapsed(),
         };
+        // Heard from the server, or waited a whole wait and heard nothing
+        // (a check that needed no server changes neither).
+        if outcome.evidence.iter().any(|e| e.kind == "received") {
+            hung = 0;
+        } else if outcome.elapsed >= args.wait {
+            hung += 1;
+        }
         each(&outcome);
         outcomes.push(outcome);
     }

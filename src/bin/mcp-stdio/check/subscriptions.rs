@@ -56,13 +56,15 @@ fn filter(ctx: &Ctx) -> Value {
     filter
 }
 
-/// What a listen brought until its acknowledgment: the ack and every
-/// message of the subscription before it; or a skip when the server does
-/// not offer listens.
+/// What a listen brought until its acknowledgment: the ack, the first
+/// message of the subscription before it and how many came before it (not
+/// every one: a server may send any number, each up to a line's limit);
+/// or a skip when the server does not offer listens.
 struct Opened {
     id: Value,
     ack: Option<Value>,
-    before_ack: Vec<Msg>,
+    first_before_ack: Option<Msg>,
+    before_ack: usize,
     /// The listen's response, if it came (an error, or a result at once).
     reply: Option<Value>,
 }
@@ -73,7 +75,8 @@ fn open(session: &mut Session, filter: &Value, wait: Duration) -> Result<Opened,
     let mut opened = Opened {
         id: id.clone(),
         ack: None,
-        before_ack: Vec::new(),
+        first_before_ack: None,
+        before_ack: 0,
         reply: None,
     };
     while opened.ack.is_none() {
@@ -102,7 +105,10 @@ fn open(session: &mut Session, filter: &Value, wait: Duration) -> Result<Opened,
         if msg.method() == Some(ACK) {
             opened.ack = Some(v.clone());
         } else {
-            opened.before_ack.push(msg.clone());
+            opened.before_ack += 1;
+            if opened.first_before_ack.is_none() {
+                opened.first_before_ack = Some(msg);
+            }
         }
     }
     if let Some(reply) = &opened.reply
@@ -170,9 +176,10 @@ fn ack_first(ctx: &mut Ctx) -> Verdict {
             said(reply)
         ));
     }
-    match opened.before_ack.first() {
+    match &opened.first_before_ack {
         Some(early) => Verdict::Fail(format!(
-            "before the acknowledgment: {}",
+            "before the acknowledgment ({} of its messages): {}",
+            opened.before_ack,
             short(early.text(), 160)
         )),
         None => Verdict::Pass("acknowledged first".into()),
