@@ -87,6 +87,16 @@ type Test = Box<dyn Fn() -> Result<(), String> + Send + Sync>;
 /// One of review-45's tests.
 type ReviewTest = fn() -> Result<(), String>;
 
+/// The tests that take longest (each line of a run says how long each
+/// took): a server that stops answering costs three deadlines and a
+/// process's startup wait (24 s), and two faults wait out the checker's
+/// own timeouts (17 s; most take 13 s, twelve at a time).
+const LONGEST_FIRST: &[&str] = &[
+    "review_a_server_that_stops_answering_does_not_cost_every_checks_deadline",
+    "fault_blank_line_hold",
+    "fault_no_exit_on_eof",
+];
+
 fn main() {
     if let Ok(fault) = std::env::var(FAULT_ENV) {
         serve_with_fault(&fault);
@@ -236,10 +246,13 @@ fn main() {
     for &(name, test) in review {
         tests.push((name.into(), Box::new(test)));
     }
-    let tests: Vec<_> = tests
+    let mut tests: Vec<_> = tests
         .into_iter()
         .filter(|(name, _)| sel.includes(name))
         .collect();
+    // The longest start first, so that the others run beside them rather
+    // than after them.
+    tests.sort_by_key(|(name, _)| !LONGEST_FIRST.contains(&name.as_str()));
     if sel.list {
         for (name, _) in &tests {
             println!("{name}: test");
@@ -258,11 +271,13 @@ fn main() {
                     let Some((name, test)) = next.lock().unwrap().next() else {
                         return;
                     };
+                    let began = Instant::now();
                     let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(test))
                         .unwrap_or_else(|_| Err("panicked".into()));
+                    let took = began.elapsed().as_secs_f64();
                     match &outcome {
-                        Ok(()) => println!("ok {name}"),
-                        Err(e) => println!("FAILED {name}: {e}"),
+                        Ok(()) => println!("ok {name} ({took:.1} s)"),
+                        Err(e) => println!("FAILED {name} ({took:.1} s): {e}"),
                     }
                     results.lock().unwrap().push(outcome.is_ok());
                 }
