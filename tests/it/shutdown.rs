@@ -260,6 +260,35 @@ impl std::io::Write for NeverRead {
     }
 }
 
+/// What `serve` returned, once it did.
+type Served = crossbeam_channel::Receiver<Result<(), mcp_stdio::Error>>;
+
+/// Serves `server` to a client that never reads: a [`NeverRead`] output
+/// held by `never`, which the caller locks. Returns the server's input,
+/// what `serve` returns, and a channel told as each write of the server's
+/// begins.
+fn serve_to_a_client_that_never_reads(
+    server: &Server,
+    never: &Arc<Mutex<()>>,
+) -> (
+    mcp_stdio::MemoryWriter,
+    Served,
+    crossbeam_channel::Receiver<()>,
+) {
+    let (entered, in_write) = crossbeam_channel::unbounded();
+    let output = NeverRead {
+        entered,
+        never: Arc::clone(never),
+    };
+    let (to_server, server_in) = mcp_stdio::memory_pipe();
+    let (served_tx, served) = crossbeam_channel::bounded(1);
+    let server = server.clone();
+    std::thread::spawn(move || {
+        let _ = served_tx.send(server.serve(mcp_stdio::Transport::new(server_in, output)));
+    });
+    (to_server, served, in_write)
+}
+
 /// Serves a server with a 100 ms grace period and a write timeout of 1 s
 /// to a client that never reads,
 /// sends it a call and waits until the call's reply is in a `write(2)` that
@@ -292,19 +321,7 @@ fn end_while_the_client_never_reads_a_reply(
     .build();
     let never = Arc::new(Mutex::new(()));
     let held = never.lock().unwrap();
-    let (entered, in_write) = crossbeam_channel::unbounded();
-    let output = NeverRead {
-        entered,
-        never: Arc::clone(&never),
-    };
-    let (mut to_server, server_in) = mcp_stdio::memory_pipe();
-    let (served_tx, served) = crossbeam_channel::bounded(1);
-    {
-        let server = server.clone();
-        std::thread::spawn(move || {
-            let _ = served_tx.send(server.serve(mcp_stdio::Transport::new(server_in, output)));
-        });
-    }
+    let (mut to_server, served, in_write) = serve_to_a_client_that_never_reads(&server, &never);
     let line = serde_json::to_string(&call(1, "hello", json!({}))).unwrap();
     std::io::Write::write_all(&mut to_server, format!("{line}\n").as_bytes()).unwrap();
     in_write
@@ -377,19 +394,7 @@ fn a_handler_waiting_behind_a_send_given_up_on_at_shutdown_is_let_go() {
         .build();
     let never = Arc::new(Mutex::new(()));
     let held = never.lock().unwrap();
-    let (entered, in_write) = crossbeam_channel::unbounded();
-    let output = NeverRead {
-        entered,
-        never: Arc::clone(&never),
-    };
-    let (mut to_server, server_in) = mcp_stdio::memory_pipe();
-    let (served_tx, served) = crossbeam_channel::bounded(1);
-    {
-        let server = server.clone();
-        std::thread::spawn(move || {
-            let _ = served_tx.send(server.serve(mcp_stdio::Transport::new(server_in, output)));
-        });
-    }
+    let (mut to_server, served, in_write) = serve_to_a_client_that_never_reads(&server, &never);
     let mut pooled = call(2, "progress", json!({}));
     pooled["params"]["_meta"]["progressToken"] = json!("p");
     let lines = format!(
@@ -536,19 +541,7 @@ fn progress_to_a_client_that_never_reads_then_eof(
         .build();
     let never = Arc::new(Mutex::new(()));
     let held = never.lock().unwrap();
-    let (entered, in_write) = crossbeam_channel::unbounded();
-    let output = NeverRead {
-        entered,
-        never: Arc::clone(&never),
-    };
-    let (mut to_server, server_in) = mcp_stdio::memory_pipe();
-    let (served_tx, served) = crossbeam_channel::bounded(1);
-    {
-        let server = server.clone();
-        std::thread::spawn(move || {
-            let _ = served_tx.send(server.serve(mcp_stdio::Transport::new(server_in, output)));
-        });
-    }
+    let (mut to_server, served, in_write) = serve_to_a_client_that_never_reads(&server, &never);
     let mut pooled = call(1, "progress", json!({}));
     pooled["params"]["_meta"]["progressToken"] = json!("p");
     let line = serde_json::to_string(&pooled).unwrap();
