@@ -218,9 +218,11 @@ fn serve_through(
         options = options.max_body_bytes(max);
     }
     if let Some(token) = serve.bearer_token.clone() {
-        let expected = format!("Bearer {token}");
         options = options.authorize(move |headers| {
-            if headers.get("authorization") == Some(expected.as_str()) {
+            if headers
+                .get("authorization")
+                .is_some_and(|h| bearer_is(h, &token))
+            {
                 Ok(())
             } else {
                 Err(Unauthorized::new(r#"Bearer realm="mcp-stdio""#)
@@ -258,6 +260,20 @@ fn serve_through(
         .serve_http(listener, options)
         .map_err(|e| Failure::connection(format!("serving HTTP on {addr}: {e}")))?;
     Ok(0)
+}
+
+/// Whether an `Authorization` field carries `token` as a bearer token:
+/// the scheme in any case (RFC 9110 11.1: case-insensitive, as the OAuth
+/// mode takes it), the token compared in time that does not depend on
+/// where it first differs.
+#[cfg(all(feature = "server", feature = "http"))]
+fn bearer_is(field: &str, token: &str) -> bool {
+    let Some((scheme, sent)) = field.split_once(' ') else {
+        return false;
+    };
+    let sent = sent.trim_start_matches(' ').as_bytes();
+    let differs = (sent.iter().zip(token.as_bytes())).fold(0u8, |acc, (a, b)| acc | (a ^ b));
+    scheme.eq_ignore_ascii_case("bearer") && sent.len() == token.len() && differs == 0
 }
 
 /// Without the `http` feature (or the `server` one) there is nothing to
