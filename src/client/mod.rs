@@ -313,6 +313,26 @@ impl Client {
             .close(self.inner.options.close_grace.min(limit / 3))
     }
 
+    /// Whether the server is gone for good: the client was closed, or
+    /// its connection died and no restart follows (not a spawned server,
+    /// no [`RestartPolicy`](crate::RestartPolicy), its restarts used up,
+    /// or the last attempt failed). While a restart is under way it is
+    /// not. For a gateway serving through the client
+    /// (`mcp-stdio serve-http`), which stops then rather than answer
+    /// every request with an error for the rest of its life.
+    pub fn is_gone(&self) -> bool {
+        use std::sync::atomic::Ordering;
+        let inner = &self.inner;
+        if inner.closing.load(Ordering::Acquire) || inner.given_up.load(Ordering::Acquire) {
+            return true;
+        }
+        // A link is installed with its `restartable` already set
+        // (`restart::start_again`), so a dead one that says no restart
+        // follows is the last.
+        let link = self.link();
+        !link.is_alive() && !link.restartable.load(Ordering::Acquire)
+    }
+
     /// [`Client::close`] for a client shared between threads (an
     /// `Arc<Client>`, as the handlers of `proxy::serve_as` hold it): the
     /// same shutdown, for every holder. What the

@@ -69,6 +69,14 @@ pub const CHECKS: &[(&str, Once)] = &[
         "review46auth_token_list_tokens_do_not_share_a_legacy_session",
         token_list_sessions,
     ),
+    (
+        "review_proxy10_serve_http_takes_the_bearer_scheme_in_any_case",
+        bearer_scheme_in_any_case,
+    ),
+    (
+        "review_proxy10_serve_http_exits_once_its_child_is_gone_for_good",
+        exits_once_the_child_is_gone,
+    ),
 ];
 
 /// `mcp-stdio serve-http` in front of the everything server, on a port of
@@ -881,5 +889,109 @@ fn introspection_in_clear() -> Result<(), String> {
         )),
         Err(said) if said.contains("loopback") || said.contains("https") => Ok(()),
         Err(said) => Err(format!("refused, but not for the clear text: {said}")),
+    }
+}
+
+/// A POST of `method` with `params` to `addr`, with `extra` header lines
+/// (each ending in `\r\n`): the whole response.
+fn post(addr: &str, method: &str, params: &str, extra: &str) -> Result<String, String> {
+    let body = format!(
+        r#"{{"jsonrpc":"2.0","id":1,"method":"{method}","params":{{{params}"_meta":{{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{{}}}}}}}}"#
+    );
+    let request = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\nMcp-Method: {method}\r\n{extra}Content-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    exchange(addr, &request)
+}
+
+/// Claim (review-proxy10): `--bearer-token` compares the whole
+/// `Authorization` header with `Bearer TOKEN`, byte for byte, but an
+/// authentication scheme is case-insensitive (RFC 9110 11.1, RFC 6750
+/// 2.1), and `serve-http`'s own OAuth mode (`http/auth.rs`) takes
+/// `bearer` in any case. On main: `bearer TOKEN` and `BEARER TOKEN` are
+/// `401`.
+fn bearer_scheme_in_any_case() -> Result<(), String> {
+    let serving = Serving::start(&["--bearer-token", "s3cret"], &[])?;
+    for scheme in ["Bearer", "bearer", "BEARER"] {
+        let header = format!("Authorization: {scheme} s3cret\r\n");
+        let response = post(&serving.addr, "tools/list", "", &header)?;
+        let status = response.lines().next().unwrap_or_default();
+        if !status.contains(" 200 ") {
+            return Err(format!("{scheme} s3cret: {status}"));
+        }
+    }
+    let wrong = post(
+        &serving.addr,
+        "tools/list",
+        "",
+        "Authorization: bearer s3cre\r\n",
+    )?;
+    if !wrong.lines().next().unwrap_or_default().contains(" 401 ") {
+        return Err(format!("a wrong token: {wrong}"));
+    }
+    Ok(())
+}
+
+/// Claim (review-proxy10): `serve-http` starts a child that dies again
+/// five times over its whole life (`RestartPolicy`: "over the client's
+/// life"); after the sixth death it goes on serving, every call failing
+/// with "the connection closed", and never exits, so nothing that
+/// supervises it (systemd, a container's restart policy) starts it again.
+/// A remote caller who finds one call that crashes the child (here the
+/// fixture's `die`) makes the gateway useless for everyone, for good, in
+/// six calls; so does a child that crashes once a week. Expected: once
+/// no restart follows, `serve-http` stops serving and exits non-zero,
+/// saying why. On main: still running, answering errors.
+fn exits_once_the_child_is_gone() -> Result<(), String> {
+    let mut serving = Serving::start(&[], &[(SERVER_ENV, "failing")])?;
+    let call = r#""name":"die","arguments":{},"#;
+    for death in 1..=6 {
+        let died = post(&serving.addr, "tools/call", call, "Mcp-Name: die\r\n")?;
+        if !died.contains("\"error\"") {
+            return Err(format!("death {death}: {died}"));
+        }
+        if death == 6 {
+            break;
+        }
+        let deadline = std::time::Instant::now() + LIMIT;
+        loop {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            let line = (serving.lines.recv_timeout(left))
+                .map_err(|_| format!("death {death}: no restart: {}", serving.said))?;
+            serving.said.push_str(&line);
+            serving.said.push('\n');
+            if line.contains("the server was restarted") {
+                break;
+            }
+        }
+    }
+    let deadline = std::time::Instant::now() + LIMIT;
+    loop {
+        if let Some(status) = serving.child.try_wait().map_err(|e| e.to_string())? {
+            if status.success() {
+                return Err(format!("exited 0 with its child gone: {}", serving.said));
+            }
+            return Ok(());
+        }
+        if std::time::Instant::now() > deadline {
+            let echo = r#""name":"echo","arguments":{"text":"hi"},"#;
+            let after = post(&serving.addr, "tools/call", echo, "Mcp-Name: echo\r\n")?;
+            let after = after
+                .split("\r\n\r\n")
+                .nth(1)
+                .unwrap_or_default()
+                .to_owned();
+            while let Ok(line) = serving.lines.try_recv() {
+                serving.said.push_str(&line);
+                serving.said.push('\n');
+            }
+            return Err(format!(
+                "still serving {}s after its child died for good; echo now: {after}; stderr: {}",
+                LIMIT.as_secs(),
+                serving.said
+            ));
+        }
+        thread::sleep(Duration::from_millis(50));
     }
 }

@@ -4,6 +4,8 @@
 //! must be what the server behind offers.
 
 use std::net::{SocketAddr, TcpListener};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -1058,4 +1060,85 @@ fn the_tasks_extension_of_the_server_behind_passes_through() {
         Err(Error::Rpc(e)) => assert_eq!(e.code, -32021, "{e:?}"),
         other => panic!("failing_job without the extension: {other:?}"),
     }
+}
+
+/// A transport to `behind` whose requests are counted by method on their
+/// way: `(transport, count of tools/list requests)`.
+fn counted_transport(behind: Server) -> (Transport, Arc<AtomicUsize>) {
+    use std::io::{BufRead, Write};
+    let (ours, relay_front) = Transport::memory();
+    let (relay_back, theirs) = Transport::memory();
+    thread::spawn(move || behind.serve(theirs));
+    let listed = Arc::new(AtomicUsize::new(0));
+    let (mut front_in, mut front_out) = relay_front.into_parts();
+    let (mut back_in, mut back_out) = relay_back.into_parts();
+    let counted = Arc::clone(&listed);
+    thread::spawn(move || {
+        let mut line = String::new();
+        while front_in.read_line(&mut line).is_ok_and(|n| n > 0) {
+            if line.contains(r#""method":"tools/list""#) {
+                counted.fetch_add(1, Ordering::SeqCst);
+            }
+            if back_out.write_all(line.as_bytes()).is_err() || back_out.flush().is_err() {
+                break;
+            }
+            line.clear();
+        }
+    });
+    thread::spawn(move || {
+        let mut line = String::new();
+        while back_in.read_line(&mut line).is_ok_and(|n| n > 0) {
+            if front_out.write_all(line.as_bytes()).is_err() || front_out.flush().is_err() {
+                break;
+            }
+            line.clear();
+        }
+    });
+    (ours, listed)
+}
+
+/// Claim (review-proxy10): `lists::follow_list_changes` lists again for
+/// each list change the server behind announces, one by one, however many
+/// wait: a server that announces 300 changes in a burst (a buggy loop, a
+/// hostile child, a registry rebuilt tool by tool) costs 300 full
+/// `tools/list` round trips, each as large as the list. One listing after
+/// a burst answers all the changes in it. Found wrong: 12 listings on
+/// main (the changes coalesce on their way); kept as a guard.
+#[test]
+fn a_burst_of_list_changes_behind_costs_the_proxy_a_few_listings() {
+    const BURST: usize = 300;
+    let behind = crate::everything::build_with(|builder| {
+        builder.tool(
+            Tool::new("burst", "Announces a burst of tool list changes."),
+            |ctx, _: Value| {
+                for _ in 0..BURST {
+                    ctx.notifier().tools_list_changed();
+                }
+                ctx.server()
+                    .add_tool(Tool::new("last", "Added last."), |_ctx, _: Value| {
+                        Ok::<_, mcp_stdio::ErrorObject>(CallToolResult::text("last"))
+                    });
+                Ok::<_, mcp_stdio::ErrorObject>(CallToolResult::text("burst"))
+            },
+        )
+    });
+    let (transport, listed) = counted_transport(behind);
+    let client = Arc::new(Client::connect(transport).unwrap());
+    let proxy = mcp_stdio::proxy::serve_as(Arc::clone(&client)).unwrap();
+    let at_start = listed.load(Ordering::SeqCst);
+    let (ours, theirs) = Transport::memory();
+    let serving = proxy.clone();
+    thread::spawn(move || serving.serve(theirs));
+    let caller = Client::connect(ours).unwrap();
+    caller.call("burst", json!({})).unwrap();
+    let deadline = Instant::now() + WAIT;
+    while !(caller.tools().filter_map(Result::ok)).any(|t| t.name == "last") {
+        assert!(Instant::now() < deadline, "the proxy never offered `last`");
+        thread::sleep(Duration::from_millis(20));
+    }
+    let listings = listed.load(Ordering::SeqCst) - at_start;
+    assert!(
+        listings <= 20,
+        "{listings} tools/list requests behind the proxy for a burst of {BURST} changes"
+    );
 }

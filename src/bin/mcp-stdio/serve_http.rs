@@ -111,6 +111,10 @@ pub fn run(opts: &Options, serve: &ServeHttp, stderr: &Arc<Stderr>) -> Result<u8
 #[derive(Default)]
 struct Stage {
     interrupted: bool,
+    /// The child died and is not started again: serving stopped.
+    child_gone: bool,
+    /// Serving ended (the child is closed next).
+    served: bool,
     client: Option<Arc<mcp_stdio::Client>>,
     stop: Option<mcp_stdio::StopHandle>,
 }
@@ -191,7 +195,7 @@ fn serve_through(
     serve: &ServeHttp,
     stderr: &Arc<Stderr>,
     program: &str,
-    stage: &Mutex<Stage>,
+    stage: &Arc<Mutex<Stage>>,
 ) -> Result<u8, Failure> {
     use mcp_stdio::{HttpOptions, ProtectedResource, Unauthorized};
 
@@ -218,9 +222,11 @@ fn serve_through(
         options = options.max_body_bytes(max);
     }
     if let Some(token) = serve.bearer_token.clone() {
-        let expected = format!("Bearer {token}");
         options = options.authorize(move |headers| {
-            if headers.get("authorization") == Some(expected.as_str()) {
+            if headers
+                .get("authorization")
+                .is_some_and(|h| bearer_is(h, &token))
+            {
                 Ok(())
             } else {
                 Err(Unauthorized::new(r#"Bearer realm="mcp-stdio""#)
@@ -251,13 +257,75 @@ fn serve_through(
     if !lock(stage).serving(proxy.stop_handle()) {
         return Err(interrupted(program));
     }
+    watch_child(client, proxy.stop_handle(), stage, stderr, program);
     stderr.line(&format!(
         "mcp-stdio: serving {program} at http://{addr}/mcp"
     ));
-    proxy
-        .serve_http(listener, options)
-        .map_err(|e| Failure::connection(format!("serving HTTP on {addr}: {e}")))?;
+    let served = proxy.serve_http(listener, options);
+    lock(stage).served = true;
+    served.map_err(|e| Failure::connection(format!("serving HTTP on {addr}: {e}")))?;
+    if lock(stage).child_gone {
+        return Err(Failure::connection(format!(
+            "{program} exited and is not started again: stopped serving"
+        )));
+    }
     Ok(0)
+}
+
+/// Stops serving once the child is gone for good (it died after its
+/// restarts were used up, or a restart failed): a gateway that answers
+/// every request with an error for the rest of its life is never started
+/// again by what supervises it; one that exits is. Looked at every
+/// 200 ms, on a thread that ends with the serving (a signal's stop, or
+/// the listener's failure, is not the child's).
+#[cfg(all(feature = "server", feature = "http"))]
+fn watch_child(
+    client: &Arc<mcp_stdio::Client>,
+    stop: mcp_stdio::StopHandle,
+    stage: &Arc<Mutex<Stage>>,
+    stderr: &Arc<Stderr>,
+    program: &str,
+) {
+    let (client, stage) = (Arc::clone(client), Arc::clone(stage));
+    let (said, program) = (Arc::clone(stderr), program.to_owned());
+    let _ = std::thread::Builder::new()
+        .name("mcp-stdio-child-watch".into())
+        .spawn(move || {
+            loop {
+                if lock(&stage).served {
+                    return;
+                }
+                if client.is_gone() {
+                    {
+                        let mut stage = lock(&stage);
+                        if stage.interrupted || stage.served {
+                            return;
+                        }
+                        stage.child_gone = true;
+                    }
+                    said.line(&format!(
+                        "mcp-stdio: {program} exited and is not started again: stopping; the requests in flight are answered first"
+                    ));
+                    stop.stop();
+                    return;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(200));
+            }
+        });
+}
+
+/// Whether an `Authorization` field carries `token` as a bearer token:
+/// the scheme in any case (RFC 9110 11.1: case-insensitive, as the OAuth
+/// mode takes it), the token compared in time that does not depend on
+/// where it first differs.
+#[cfg(all(feature = "server", feature = "http"))]
+fn bearer_is(field: &str, token: &str) -> bool {
+    let Some((scheme, sent)) = field.split_once(' ') else {
+        return false;
+    };
+    let sent = sent.trim_start_matches(' ').as_bytes();
+    let differs = (sent.iter().zip(token.as_bytes())).fold(0u8, |acc, (a, b)| acc | (a ^ b));
+    scheme.eq_ignore_ascii_case("bearer") && sent.len() == token.len() && differs == 0
 }
 
 /// Without the `http` feature (or the `server` one) there is nothing to
