@@ -256,9 +256,16 @@ fn forward<T: DeserializeOwned>(
     let (tx, rx) = crossbeam_channel::unbounded();
     let mut options = RequestOptions::new();
     if meta.progress_token().is_some() {
-        options = options.on_progress(move |p: &ProgressNotificationParams| {
-            let _ = tx.send(p.clone());
-        });
+        // A caller that asked for progress is told of each, and each
+        // restarts the client's request timeout without a cap: the caller
+        // keeps its own and its cancellation is passed on, while a server
+        // that reports progress is not hung (a two-minute tool was cut at
+        // `serve-http`'s 60 s).
+        options = options
+            .on_progress(move |p: &ProgressNotificationParams| {
+                let _ = tx.send(p.clone());
+            })
+            .reset_timeout_on_progress(std::time::Duration::MAX);
     }
     // No log level goes on: a log message on stdio names no request, and
     // the client of many callers gives it to none (`Notes::many_callers`:

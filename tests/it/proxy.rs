@@ -1142,3 +1142,52 @@ fn a_burst_of_list_changes_behind_costs_the_proxy_a_few_listings() {
         "{listings} tools/list requests behind the proxy for a burst of {BURST} changes"
     );
 }
+
+/// Claim (review proxy10): a call that runs longer than the proxy's
+/// request timeout while the server behind reports progress is not cut
+/// by that timeout: each progress restarts it, as a caller that asked for
+/// progress expects of a server that reports it (spec basic/patterns/
+/// cancellation, "Timeouts"; the caller keeps its own timeout, and the
+/// proxy passes a cancellation on). `serve-http` gives its client a 60 s
+/// timeout unless `--timeout`: a tool of two minutes that reported
+/// progress every second failed there at 60 s.
+#[test]
+fn a_call_reporting_progress_outlives_the_proxys_request_timeout() {
+    let behind = Server::builder("slow", "1.0.0")
+        .tool(
+            Tool::new("slow", "Reports progress every 100 ms for 1.5 s."),
+            |ctx, _: Value| {
+                for step in 1..=15 {
+                    thread::sleep(Duration::from_millis(100));
+                    ctx.progress(f64::from(step), Some(15.0), None);
+                }
+                Ok(CallToolResult::text("done"))
+            },
+        )
+        .build();
+    let (ours, theirs) = Transport::memory();
+    thread::spawn(move || behind.serve(theirs));
+    let client = Client::builder()
+        .request_timeout(Duration::from_millis(500))
+        .connect(ours)
+        .unwrap();
+    let proxy = mcp_stdio::proxy::serve_as(client).unwrap();
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let stop = proxy.stop_handle();
+    thread::spawn(move || proxy.serve_http(listener, HttpOptions::new()));
+    let through = caller(&url, EraPolicy::ModernOnly);
+    let (tx, rx) = crossbeam_channel::unbounded();
+    let options = RequestOptions::new().timeout(WAIT).on_progress(move |p| {
+        let _ = tx.send(p.progress);
+    });
+    let done = through.call_tool_with("slow", json!({}), options);
+    let seen = rx.try_iter().count();
+    stop.stop();
+    let done = done.unwrap_or_else(|e| panic!("after {seen} progress notifications: {e}"));
+    let mcp_stdio::Outcome::Complete(done) = done else {
+        panic!("{done:?}");
+    };
+    assert_eq!(done.text_content(), "done");
+    assert_eq!(seen, 15);
+}
