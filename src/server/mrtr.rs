@@ -13,7 +13,10 @@
 //! The sealed format, all ASCII:
 //! `v1.<base64url(payload JSON)>.<base64url(HMAC-SHA256(key, "v1." + payload))>`
 //! where the payload is `{"m": method, "d": digest, "e": expiry (Unix ms),
-//! "k": {key: input kind}, "s": the handler's state}`.
+//! "k": {key: input kind}, "s": the handler's state, "o": the principal}`;
+//! `"o"` (whom the request's token stands for, `s:` subject or `c:` client
+//! id) is absent without one, and a retry must come from the same principal
+//! (spec 2026-07-28 basic/patterns/mrtr, Server Requirements 5).
 
 use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -24,7 +27,7 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use crate::jsonrpc::ErrorObject;
-use crate::server::request_meta::RequestMeta;
+use crate::server::request_meta::{Owner, RequestMeta, TokenInfo};
 use crate::types::{InputRequest, InputRequiredResult, InputResponse, InputResponses};
 
 type HmacSha256 = Hmac<Sha256>;
@@ -94,6 +97,18 @@ struct Payload {
     k: BTreeMap<String, InputKind>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     s: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    o: Option<String>,
+}
+
+/// Whom a request's token stands for, as sealed: `s:` and its subject,
+/// `c:` and its client id (two namespaces, as [`Owner`] keeps them);
+/// `None` without a token or with one that names nobody.
+fn principal(meta: &RequestMeta) -> Option<String> {
+    match meta.token_info().and_then(TokenInfo::owner)? {
+        Owner::Subject(subject) => Some(format!("s:{subject}")),
+        Owner::Client(client) => Some(format!("c:{client}")),
+    }
 }
 
 /// A verified retry: what the handler sealed, and the kinds it asked for.
@@ -163,6 +178,7 @@ impl Sealer {
             e: expires,
             k: kinds,
             s: result.request_state.take(),
+            o: principal(meta),
         };
         let json = serde_json::to_vec(&payload).map_err(ErrorObject::internal_error)?;
         let mut sealed = String::from("v1.");
@@ -175,7 +191,8 @@ impl Sealer {
     }
 
     /// Checks a retry: the sealed state (if any) must be intact, unexpired
-    /// and made for this method and these parameters; every input response
+    /// and made for this method, these parameters and the principal of
+    /// `meta` (whom its token stands for); every input response
     /// to a request the state names must have that request's shape.
     /// Unknown keys are ignored.
     pub fn open(
@@ -184,6 +201,7 @@ impl Sealer {
         responses: Option<&str>,
         method: &str,
         digest: impl FnOnce() -> String,
+        meta: &RequestMeta,
     ) -> Result<Retry, ErrorObject> {
         let mut kinds = None;
         let mut handler_state = None;
@@ -197,6 +215,11 @@ impl Sealer {
             if payload.m != method || payload.d != digest() {
                 return Err(ErrorObject::invalid_params(
                     "requestState belongs to a different request (method, tool, prompt, resource or arguments differ)",
+                ));
+            }
+            if payload.o != principal(meta) {
+                return Err(ErrorObject::invalid_params(
+                    "requestState was issued to another user or client: start the request again with your own",
                 ));
             }
             kinds = Some(payload.k);
@@ -382,18 +405,18 @@ mod tests {
         sealer.seal(&mut result, "tools/call", "D", &meta).unwrap();
         let sealed = result.request_state.unwrap();
         let retry = sealer
-            .open(Some(&sealed), None, "tools/call", || "D".into())
+            .open(Some(&sealed), None, "tools/call", || "D".into(), &meta)
             .unwrap();
         assert_eq!(retry.state.as_deref(), Some("step 1"));
         // Another request, another method, one flipped byte, another key.
         assert!(
             sealer
-                .open(Some(&sealed), None, "tools/call", || "E".into())
+                .open(Some(&sealed), None, "tools/call", || "E".into(), &meta)
                 .is_err()
         );
         assert!(
             sealer
-                .open(Some(&sealed), None, "prompts/get", || "D".into())
+                .open(Some(&sealed), None, "prompts/get", || "D".into(), &meta)
                 .is_err()
         );
         let mut bytes = sealed.clone().into_bytes();
@@ -401,22 +424,26 @@ mod tests {
         let flipped = String::from_utf8(bytes).unwrap();
         assert!(
             sealer
-                .open(Some(&flipped), None, "tools/call", || "D".into())
+                .open(Some(&flipped), None, "tools/call", || "D".into(), &meta)
                 .is_err()
         );
         let other = Sealer::new(Some([8; 32]), Duration::from_secs(60));
         assert!(
             other
-                .open(Some(&sealed), None, "tools/call", || "D".into())
+                .open(Some(&sealed), None, "tools/call", || "D".into(), &meta)
                 .is_err()
         );
         // Expired.
         let short = Sealer::new(Some([7; 32]), Duration::ZERO);
         let mut result = InputRequiredResult::default();
         short.seal(&mut result, "tools/call", "D", &meta).unwrap();
-        let err = short.open(result.request_state.as_deref(), None, "tools/call", || {
-            "D".into()
-        });
+        let err = short.open(
+            result.request_state.as_deref(),
+            None,
+            "tools/call",
+            || "D".into(),
+            &meta,
+        );
         assert!(err.unwrap_err().message.contains("expired"));
     }
 }

@@ -1296,7 +1296,8 @@ fn a_request_state_is_refused_when_another_subject_presents_it() {
         params["_meta"] = crate::support::meta();
         params["_meta"]["io.modelcontextprotocol/clientCapabilities"] =
             json!({ "elicitation": {} });
-        let request = json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params });
+        let request =
+            json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params });
         let headers = with_token(mirrored("tools/call", Some(tool)), token);
         let answer = post(http.addr, &headers, &request.to_string());
         crate::http::events(&answer)
