@@ -295,13 +295,140 @@ pub(crate) fn digest(parts: &[&str]) -> String {
     out
 }
 
-/// Canonical JSON of an arguments object (keys sorted), so that a retry
-/// with the same arguments in another order still matches.
+/// Canonical JSON of an arguments object, so that a retry with the same
+/// arguments in another order still matches: the keys of every object
+/// sorted (of a repeated key the last kept, as a `Value` keeps it),
+/// strings re-encoded, whitespace dropped, and every number as its text,
+/// exactly. Not through a `Value`: it holds an integer beyond 64 bits as
+/// the nearest `f64`, while a typed handler reads its arguments from their
+/// text (a `u128`), so 2^64 and 2^64 + 1 must digest apart. Text that is
+/// not JSON (or nests deeper than serde_json reads) digests as it is.
 pub(crate) fn canonical(json: Option<&str>) -> String {
-    match json.map(serde_json::from_str::<Value>) {
-        Some(Ok(value)) => value.to_string(),
-        Some(Err(_)) => json.unwrap_or_default().to_owned(),
-        None => "{}".to_owned(),
+    let Some(text) = json else {
+        return "{}".to_owned();
+    };
+    // Valid JSON within serde_json's nesting limit: what the walk assumes,
+    // and what bounds its recursion.
+    if serde_json::from_str::<Value>(text).is_err() {
+        return text.to_owned();
+    }
+    let mut walk = Walk { text, at: 0 };
+    let mut out = String::with_capacity(text.len());
+    walk.node().write(&mut out);
+    out
+}
+
+/// A JSON value read by [`canonical`]: its objects' members sorted, its
+/// scalars as text (strings re-encoded, numbers and literals as written).
+enum Node {
+    Scalar(String),
+    Array(Vec<Node>),
+    Object(BTreeMap<String, Node>),
+}
+
+impl Node {
+    fn write(&self, out: &mut String) {
+        match self {
+            Node::Scalar(text) => out.push_str(text),
+            Node::Array(items) => {
+                out.push('[');
+                for (i, item) in items.iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    item.write(out);
+                }
+                out.push(']');
+            }
+            Node::Object(members) => {
+                out.push('{');
+                for (i, (key, value)) in members.iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    out.push_str(&Value::String(key.clone()).to_string());
+                    out.push(':');
+                    value.write(out);
+                }
+                out.push('}');
+            }
+        }
+    }
+}
+
+/// A walk over JSON text already known to be valid.
+struct Walk<'a> {
+    text: &'a str,
+    at: usize,
+}
+
+impl Walk<'_> {
+    fn peek(&mut self) -> Option<u8> {
+        while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.text.as_bytes().get(self.at) {
+            self.at += 1;
+        }
+        self.text.as_bytes().get(self.at).copied()
+    }
+
+    fn node(&mut self) -> Node {
+        match self.peek() {
+            Some(b'{') => {
+                self.at += 1;
+                let mut members = BTreeMap::new();
+                while self.peek() != Some(b'}') && self.at < self.text.len() {
+                    let key = self.string();
+                    self.peek();
+                    self.at += 1; // ':'
+                    members.insert(key, self.node());
+                    if self.peek() == Some(b',') {
+                        self.at += 1;
+                    }
+                }
+                self.at += 1;
+                Node::Object(members)
+            }
+            Some(b'[') => {
+                self.at += 1;
+                let mut items = Vec::new();
+                while self.peek() != Some(b']') && self.at < self.text.len() {
+                    items.push(self.node());
+                    if self.peek() == Some(b',') {
+                        self.at += 1;
+                    }
+                }
+                self.at += 1;
+                Node::Array(items)
+            }
+            Some(b'"') => Node::Scalar(Value::String(self.string()).to_string()),
+            _ => {
+                let start = self.at;
+                while let Some(b) = self.text.as_bytes().get(self.at)
+                    && !matches!(b, b',' | b'}' | b']' | b' ' | b'\t' | b'\n' | b'\r')
+                {
+                    self.at += 1;
+                }
+                Node::Scalar(self.text[start..self.at].to_owned())
+            }
+        }
+    }
+
+    /// The string at the walk's position, decoded.
+    fn string(&mut self) -> String {
+        let start = self.at;
+        self.at += 1;
+        while let Some(&b) = self.text.as_bytes().get(self.at) {
+            self.at += 1;
+            match b {
+                b'\\' => self.at += 1,
+                b'"' => break,
+                _ => {}
+            }
+        }
+        let end = self.at.min(self.text.len());
+        self.text
+            .get(start..end)
+            .and_then(|quoted| serde_json::from_str(quoted).ok())
+            .unwrap_or_default()
     }
 }
 
@@ -395,6 +522,24 @@ mod tests {
             assert_eq!(base64url_decode(&text), Some(data));
         }
         assert_eq!(base64url_decode("a*b"), None);
+    }
+
+    #[test]
+    fn canonical_sorts_keys_and_keeps_numbers_exact() {
+        let text =
+            r#" { "b" : [ 1.50, {"y":"\u0041","x":18446744073709551617} ], "a":true,"a":null } "#;
+        assert_eq!(
+            canonical(Some(text)),
+            r#"{"a":null,"b":[1.50,{"x":18446744073709551617,"y":"A"}]}"#
+        );
+        assert_ne!(
+            canonical(Some(r#"{"n":18446744073709551616}"#)),
+            canonical(Some(r#"{"n":18446744073709551617}"#))
+        );
+        assert_eq!(canonical(Some("{\"a\":")), "{\"a\":");
+        assert_eq!(canonical(None), "{}");
+        assert_eq!(canonical(Some("{}")), "{}");
+        assert_eq!(canonical(Some(r#"{"k":"a\"b,}"}"#)), r#"{"k":"a\"b,}"}"#);
     }
 
     #[test]
