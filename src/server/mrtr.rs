@@ -542,6 +542,23 @@ mod tests {
         assert_eq!(canonical(Some(r#"{"k":"a\"b,}"}"#)), r#"{"k":"a\"b,}"}"#);
     }
 
+    /// Claim: a lifetime of more than 2^64 milliseconds wraps. `seal` took
+    /// `ttl.as_millis() as u64`: a lifetime meant as "practically never"
+    /// (2^62 seconds here) became 0 ms, and every state expired at once.
+    #[test]
+    fn a_lifetime_beyond_u64_milliseconds_does_not_wrap_to_zero() {
+        let meta = RequestMeta::for_tests(serde_json::json!({}));
+        let sealer = Sealer::new(Some([7; 32]), Duration::from_secs(1 << 62));
+        let mut result = InputRequiredResult::default().with_request_state("s");
+        sealer.seal(&mut result, "tools/call", "D", &meta).unwrap();
+        let state = result.request_state.as_deref();
+        let retry = sealer.open(state, None, "tools/call", || "D".into(), &meta);
+        assert_eq!(
+            retry.map(|r| r.state).map_err(|e| e.message),
+            Ok(Some("s".into()))
+        );
+    }
+
     #[test]
     fn sealed_state_opens_only_unchanged() {
         let sealer = Sealer::new(Some([7; 32]), Duration::from_secs(60));
