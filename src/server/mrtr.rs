@@ -171,7 +171,8 @@ impl Sealer {
                 Value::Object(missing),
             ));
         }
-        let expires = now_ms().saturating_add(self.ttl.as_millis() as u64);
+        let ttl = u64::try_from(self.ttl.as_millis()).unwrap_or(u64::MAX);
+        let expires = now_ms().saturating_add(ttl);
         let payload = Payload {
             m: method.to_owned(),
             d: digest.to_owned(),
@@ -545,6 +546,7 @@ mod tests {
     /// Claim: a lifetime of more than 2^64 milliseconds wraps. `seal` took
     /// `ttl.as_millis() as u64`: a lifetime meant as "practically never"
     /// (2^62 seconds here) became 0 ms, and every state expired at once.
+    /// Fixed: it saturates.
     #[test]
     fn a_lifetime_beyond_u64_milliseconds_does_not_wrap_to_zero() {
         let meta = RequestMeta::for_tests(serde_json::json!({}));
