@@ -86,9 +86,79 @@ pub(crate) fn advertised<T: ToolArguments>(tool: Tool) -> Tool {
 
 /// Reads a call's arguments into `T` (a call without any reads as `{}`),
 /// or gives the tool result that tells the model what did not fit.
+///
+/// A whole number written as a float (`3.0`, `3e0`, `-0`) is an integer
+/// to JSON Schema, whose `"type": "integer"` the tool advertises, and some
+/// hosts send every number as a double; serde's integers take no float.
+/// When the arguments do not read as sent, they are read once more with
+/// such numbers written as integers ([`whole_numbers`]); the model is told
+/// what did not fit in the arguments as sent.
 pub(crate) fn read_arguments<T: DeserializeOwned>(args: Option<&str>) -> Result<T, CallToolResult> {
     let text = args.unwrap_or("{}");
-    serde_json::from_str(text).map_err(|e| CallToolResult::error_text(explain(&e, text)))
+    serde_json::from_str(text).or_else(|e| {
+        whole_numbers(text)
+            .and_then(|rewritten| serde_json::from_str(&rewritten).ok())
+            .ok_or_else(|| CallToolResult::error_text(explain(&e, text)))
+    })
+}
+
+/// `text` with every number outside a string that is whole but written
+/// with a fraction or an exponent (and within `i64` or `u64`) written as
+/// an integer; `None` when there is none. Everything else is left as it
+/// is, byte for byte (a repeated key is still refused, a big integer
+/// still read exactly).
+fn whole_numbers(text: &str) -> Option<String> {
+    // 2^63 and 2^64, exact as floats.
+    const I64_BOUND: f64 = 9_223_372_036_854_775_808.0;
+    const U64_BOUND: f64 = 18_446_744_073_709_551_616.0;
+    let bytes = text.as_bytes();
+    let mut out = String::with_capacity(text.len());
+    let (mut at, mut copied, mut changed) = (0, 0, false);
+    while at < bytes.len() {
+        match bytes[at] {
+            b'"' => {
+                at += 1;
+                while at < bytes.len() && bytes[at] != b'"' {
+                    at += if bytes[at] == b'\\' { 2 } else { 1 };
+                }
+                at += 1;
+            }
+            b'-' | b'0'..=b'9' => {
+                let start = at;
+                while at < bytes.len()
+                    && matches!(bytes[at], b'0'..=b'9' | b'-' | b'+' | b'.' | b'e' | b'E')
+                {
+                    at += 1;
+                }
+                let token = &text[start..at];
+                // serde_json reads `-0` as a float too.
+                if !token.contains(['.', 'e', 'E']) && token != "-0" {
+                    continue;
+                }
+                let Ok(number) = token.parse::<f64>() else {
+                    continue;
+                };
+                let whole = if number.fract() != 0.0 {
+                    None
+                } else if (-I64_BOUND..I64_BOUND).contains(&number) {
+                    Some((number as i64).to_string())
+                } else if (0.0..U64_BOUND).contains(&number) {
+                    Some((number as u64).to_string())
+                } else {
+                    None
+                };
+                if let Some(whole) = whole {
+                    out.push_str(&text[copied..start]);
+                    out.push_str(&whole);
+                    copied = at;
+                    changed = true;
+                }
+            }
+            _ => at += 1,
+        }
+    }
+    out.push_str(text.get(copied..)?);
+    changed.then_some(out)
 }
 
 /// The model's account of why `text` did not read: which value, what was
@@ -336,6 +406,16 @@ mod tests {
     use serde::Deserialize;
 
     use super::*;
+
+    #[test]
+    fn whole_numbers_are_written_as_integers_and_nothing_else_changes() {
+        assert_eq!(
+            whole_numbers(r#"{"a":3.0,"b":"4.0 \" 5e0","c":[-0,1e2,2.5,1e300],"d":18446744073709551617,"3.0":-2E0}"#).as_deref(),
+            Some(r#"{"a":3,"b":"4.0 \" 5e0","c":[0,100,2.5,1e300],"d":18446744073709551617,"3.0":-2}"#)
+        );
+        assert_eq!(whole_numbers(r#"{"a":3,"b":2.5,"c":"1.0"}"#), None);
+        assert_eq!(whole_numbers(r#"{"a":"unterminated 1.0"#), None);
+    }
 
     #[derive(Debug, Deserialize)]
     #[allow(dead_code)] // Read by serde only.

@@ -100,12 +100,18 @@ pub(crate) fn validate_meta(view: &MetaView<'_>) -> Result<RequestMeta, ErrorObj
                 raw.get().chars().take(40).collect::<String>()
             )));
         }
-        // Say what serde found wrong.
+        // An object that does not read names a reserved key twice (each
+        // is read as any JSON value); say which, or what serde found.
         let error = serde_json::from_str::<MetaFields<'_>>(raw.get()).err();
         let detail = error.map_or_else(String::new, |e| e.to_string());
-        return Err(ErrorObject::invalid_params(format!(
-            "_meta must be an object: {detail}"
-        )));
+        let twice = detail
+            .strip_prefix("duplicate field `")
+            .and_then(|rest| rest.split_once('`'))
+            .map(|(key, _)| key);
+        return Err(ErrorObject::invalid_params(match twice {
+            Some(key) => format!("_meta names {key} more than once: send it once"),
+            None => format!("_meta is invalid: {detail}"),
+        }));
     };
     let version_raw = fields
         .protocol_version

@@ -13,7 +13,10 @@
 //! The sealed format, all ASCII:
 //! `v1.<base64url(payload JSON)>.<base64url(HMAC-SHA256(key, "v1." + payload))>`
 //! where the payload is `{"m": method, "d": digest, "e": expiry (Unix ms),
-//! "k": {key: input kind}, "s": the handler's state}`.
+//! "k": {key: input kind}, "s": the handler's state, "o": the principal}`;
+//! `"o"` (whom the request's token stands for, `s:` subject or `c:` client
+//! id) is absent without one, and a retry must come from the same principal
+//! (spec 2026-07-28 basic/patterns/mrtr, Server Requirements 5).
 
 use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -24,7 +27,7 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use crate::jsonrpc::ErrorObject;
-use crate::server::request_meta::RequestMeta;
+use crate::server::request_meta::{Owner, RequestMeta, TokenInfo};
 use crate::types::{InputRequest, InputRequiredResult, InputResponse, InputResponses};
 
 type HmacSha256 = Hmac<Sha256>;
@@ -94,6 +97,18 @@ struct Payload {
     k: BTreeMap<String, InputKind>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     s: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    o: Option<String>,
+}
+
+/// Whom a request's token stands for, as sealed: `s:` and its subject,
+/// `c:` and its client id (two namespaces, as [`Owner`] keeps them);
+/// `None` without a token or with one that names nobody.
+fn principal(meta: &RequestMeta) -> Option<String> {
+    match meta.token_info().and_then(TokenInfo::owner)? {
+        Owner::Subject(subject) => Some(format!("s:{subject}")),
+        Owner::Client(client) => Some(format!("c:{client}")),
+    }
 }
 
 /// A verified retry: what the handler sealed, and the kinds it asked for.
@@ -156,13 +171,15 @@ impl Sealer {
                 Value::Object(missing),
             ));
         }
-        let expires = now_ms().saturating_add(self.ttl.as_millis() as u64);
+        let ttl = u64::try_from(self.ttl.as_millis()).unwrap_or(u64::MAX);
+        let expires = now_ms().saturating_add(ttl);
         let payload = Payload {
             m: method.to_owned(),
             d: digest.to_owned(),
             e: expires,
             k: kinds,
             s: result.request_state.take(),
+            o: principal(meta),
         };
         let json = serde_json::to_vec(&payload).map_err(ErrorObject::internal_error)?;
         let mut sealed = String::from("v1.");
@@ -175,7 +192,8 @@ impl Sealer {
     }
 
     /// Checks a retry: the sealed state (if any) must be intact, unexpired
-    /// and made for this method and these parameters; every input response
+    /// and made for this method, these parameters and the principal of
+    /// `meta` (whom its token stands for); every input response
     /// to a request the state names must have that request's shape.
     /// Unknown keys are ignored.
     pub fn open(
@@ -184,6 +202,7 @@ impl Sealer {
         responses: Option<&str>,
         method: &str,
         digest: impl FnOnce() -> String,
+        meta: &RequestMeta,
     ) -> Result<Retry, ErrorObject> {
         let mut kinds = None;
         let mut handler_state = None;
@@ -197,6 +216,11 @@ impl Sealer {
             if payload.m != method || payload.d != digest() {
                 return Err(ErrorObject::invalid_params(
                     "requestState belongs to a different request (method, tool, prompt, resource or arguments differ)",
+                ));
+            }
+            if payload.o != principal(meta) {
+                return Err(ErrorObject::invalid_params(
+                    "requestState was issued to another user or client: start the request again with your own",
                 ));
             }
             kinds = Some(payload.k);
@@ -272,13 +296,140 @@ pub(crate) fn digest(parts: &[&str]) -> String {
     out
 }
 
-/// Canonical JSON of an arguments object (keys sorted), so that a retry
-/// with the same arguments in another order still matches.
+/// Canonical JSON of an arguments object, so that a retry with the same
+/// arguments in another order still matches: the keys of every object
+/// sorted (of a repeated key the last kept, as a `Value` keeps it),
+/// strings re-encoded, whitespace dropped, and every number as its text,
+/// exactly. Not through a `Value`: it holds an integer beyond 64 bits as
+/// the nearest `f64`, while a typed handler reads its arguments from their
+/// text (a `u128`), so 2^64 and 2^64 + 1 must digest apart. Text that is
+/// not JSON (or nests deeper than serde_json reads) digests as it is.
 pub(crate) fn canonical(json: Option<&str>) -> String {
-    match json.map(serde_json::from_str::<Value>) {
-        Some(Ok(value)) => value.to_string(),
-        Some(Err(_)) => json.unwrap_or_default().to_owned(),
-        None => "{}".to_owned(),
+    let Some(text) = json else {
+        return "{}".to_owned();
+    };
+    // Valid JSON within serde_json's nesting limit: what the walk assumes,
+    // and what bounds its recursion.
+    if serde_json::from_str::<Value>(text).is_err() {
+        return text.to_owned();
+    }
+    let mut walk = Walk { text, at: 0 };
+    let mut out = String::with_capacity(text.len());
+    walk.node().write(&mut out);
+    out
+}
+
+/// A JSON value read by [`canonical`]: its objects' members sorted, its
+/// scalars as text (strings re-encoded, numbers and literals as written).
+enum Node {
+    Scalar(String),
+    Array(Vec<Node>),
+    Object(BTreeMap<String, Node>),
+}
+
+impl Node {
+    fn write(&self, out: &mut String) {
+        match self {
+            Node::Scalar(text) => out.push_str(text),
+            Node::Array(items) => {
+                out.push('[');
+                for (i, item) in items.iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    item.write(out);
+                }
+                out.push(']');
+            }
+            Node::Object(members) => {
+                out.push('{');
+                for (i, (key, value)) in members.iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    out.push_str(&Value::String(key.clone()).to_string());
+                    out.push(':');
+                    value.write(out);
+                }
+                out.push('}');
+            }
+        }
+    }
+}
+
+/// A walk over JSON text already known to be valid.
+struct Walk<'a> {
+    text: &'a str,
+    at: usize,
+}
+
+impl Walk<'_> {
+    fn peek(&mut self) -> Option<u8> {
+        while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.text.as_bytes().get(self.at) {
+            self.at += 1;
+        }
+        self.text.as_bytes().get(self.at).copied()
+    }
+
+    fn node(&mut self) -> Node {
+        match self.peek() {
+            Some(b'{') => {
+                self.at += 1;
+                let mut members = BTreeMap::new();
+                while self.peek() != Some(b'}') && self.at < self.text.len() {
+                    let key = self.string();
+                    self.peek();
+                    self.at += 1; // ':'
+                    members.insert(key, self.node());
+                    if self.peek() == Some(b',') {
+                        self.at += 1;
+                    }
+                }
+                self.at += 1;
+                Node::Object(members)
+            }
+            Some(b'[') => {
+                self.at += 1;
+                let mut items = Vec::new();
+                while self.peek() != Some(b']') && self.at < self.text.len() {
+                    items.push(self.node());
+                    if self.peek() == Some(b',') {
+                        self.at += 1;
+                    }
+                }
+                self.at += 1;
+                Node::Array(items)
+            }
+            Some(b'"') => Node::Scalar(Value::String(self.string()).to_string()),
+            _ => {
+                let start = self.at;
+                while let Some(b) = self.text.as_bytes().get(self.at)
+                    && !matches!(b, b',' | b'}' | b']' | b' ' | b'\t' | b'\n' | b'\r')
+                {
+                    self.at += 1;
+                }
+                Node::Scalar(self.text[start..self.at].to_owned())
+            }
+        }
+    }
+
+    /// The string at the walk's position, decoded.
+    fn string(&mut self) -> String {
+        let start = self.at;
+        self.at += 1;
+        while let Some(&b) = self.text.as_bytes().get(self.at) {
+            self.at += 1;
+            match b {
+                b'\\' => self.at += 1,
+                b'"' => break,
+                _ => {}
+            }
+        }
+        let end = self.at.min(self.text.len());
+        self.text
+            .get(start..end)
+            .and_then(|quoted| serde_json::from_str(quoted).ok())
+            .unwrap_or_default()
     }
 }
 
@@ -375,6 +526,42 @@ mod tests {
     }
 
     #[test]
+    fn canonical_sorts_keys_and_keeps_numbers_exact() {
+        let text =
+            r#" { "b" : [ 1.50, {"y":"\u0041","x":18446744073709551617} ], "a":true,"a":null } "#;
+        assert_eq!(
+            canonical(Some(text)),
+            r#"{"a":null,"b":[1.50,{"x":18446744073709551617,"y":"A"}]}"#
+        );
+        assert_ne!(
+            canonical(Some(r#"{"n":18446744073709551616}"#)),
+            canonical(Some(r#"{"n":18446744073709551617}"#))
+        );
+        assert_eq!(canonical(Some("{\"a\":")), "{\"a\":");
+        assert_eq!(canonical(None), "{}");
+        assert_eq!(canonical(Some("{}")), "{}");
+        assert_eq!(canonical(Some(r#"{"k":"a\"b,}"}"#)), r#"{"k":"a\"b,}"}"#);
+    }
+
+    /// Claim: a lifetime of more than 2^64 milliseconds wraps. `seal` took
+    /// `ttl.as_millis() as u64`: a lifetime meant as "practically never"
+    /// (2^62 seconds here) became 0 ms, and every state expired at once.
+    /// Fixed: it saturates.
+    #[test]
+    fn a_lifetime_beyond_u64_milliseconds_does_not_wrap_to_zero() {
+        let meta = RequestMeta::for_tests(serde_json::json!({}));
+        let sealer = Sealer::new(Some([7; 32]), Duration::from_secs(1 << 62));
+        let mut result = InputRequiredResult::default().with_request_state("s");
+        sealer.seal(&mut result, "tools/call", "D", &meta).unwrap();
+        let state = result.request_state.as_deref();
+        let retry = sealer.open(state, None, "tools/call", || "D".into(), &meta);
+        assert_eq!(
+            retry.map(|r| r.state).map_err(|e| e.message),
+            Ok(Some("s".into()))
+        );
+    }
+
+    #[test]
     fn sealed_state_opens_only_unchanged() {
         let sealer = Sealer::new(Some([7; 32]), Duration::from_secs(60));
         let meta = RequestMeta::for_tests(serde_json::json!({ "elicitation": {} }));
@@ -382,18 +569,18 @@ mod tests {
         sealer.seal(&mut result, "tools/call", "D", &meta).unwrap();
         let sealed = result.request_state.unwrap();
         let retry = sealer
-            .open(Some(&sealed), None, "tools/call", || "D".into())
+            .open(Some(&sealed), None, "tools/call", || "D".into(), &meta)
             .unwrap();
         assert_eq!(retry.state.as_deref(), Some("step 1"));
         // Another request, another method, one flipped byte, another key.
         assert!(
             sealer
-                .open(Some(&sealed), None, "tools/call", || "E".into())
+                .open(Some(&sealed), None, "tools/call", || "E".into(), &meta)
                 .is_err()
         );
         assert!(
             sealer
-                .open(Some(&sealed), None, "prompts/get", || "D".into())
+                .open(Some(&sealed), None, "prompts/get", || "D".into(), &meta)
                 .is_err()
         );
         let mut bytes = sealed.clone().into_bytes();
@@ -401,22 +588,26 @@ mod tests {
         let flipped = String::from_utf8(bytes).unwrap();
         assert!(
             sealer
-                .open(Some(&flipped), None, "tools/call", || "D".into())
+                .open(Some(&flipped), None, "tools/call", || "D".into(), &meta)
                 .is_err()
         );
         let other = Sealer::new(Some([8; 32]), Duration::from_secs(60));
         assert!(
             other
-                .open(Some(&sealed), None, "tools/call", || "D".into())
+                .open(Some(&sealed), None, "tools/call", || "D".into(), &meta)
                 .is_err()
         );
         // Expired.
         let short = Sealer::new(Some([7; 32]), Duration::ZERO);
         let mut result = InputRequiredResult::default();
         short.seal(&mut result, "tools/call", "D", &meta).unwrap();
-        let err = short.open(result.request_state.as_deref(), None, "tools/call", || {
-            "D".into()
-        });
+        let err = short.open(
+            result.request_state.as_deref(),
+            None,
+            "tools/call",
+            || "D".into(),
+            &meta,
+        );
         assert!(err.unwrap_err().message.contains("expired"));
     }
 }

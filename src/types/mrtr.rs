@@ -58,6 +58,18 @@ impl InputRequiredResult {
     }
 
     /// The same result with this `requestState`.
+    ///
+    /// On a server, the state is sealed before it leaves (HMAC-SHA256 under
+    /// `ServerBuilder::request_state_key`) and
+    /// comes back to the handler only on a retry of the same method with
+    /// the same parameters, from the same principal (whom the request's
+    /// token stands for, over HTTP with authorization), before its
+    /// lifetime (`ServerBuilder::request_state_ttl`)
+    /// ends. It is not encrypted (the client can read it) and it is not
+    /// single-use: within its lifetime the same retry may be sent again,
+    /// and a handler for which a state must be used at most once (a
+    /// payment, a one-time redemption) records its use itself (spec
+    /// 2026-07-28 basic/patterns/mrtr, Server Requirements 5).
     pub fn with_request_state(mut self, state: impl Into<String>) -> InputRequiredResult {
         self.request_state = Some(state.into());
         self

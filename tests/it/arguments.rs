@@ -354,3 +354,44 @@ fn without_schemars_the_tool_says_its_own_schema() {
     assert_eq!(schemas["by_hand"]["properties"]["item"]["type"], "string");
     peer.finish_quietly();
 }
+
+/// Claim: a whole number written with a fraction or an exponent (`3.0`,
+/// `3e0`, `-0`) is refused by a typed tool whose advertised schema says
+/// `"type": "integer"`, though JSON Schema counts any number with a zero
+/// fractional part as an integer, and some hosts send every number as a
+/// double (a protobuf `Struct` holds no integers). The arguments are
+/// read by serde straight from the text (`arguments.rs: read_arguments`),
+/// and serde's integers take no float. On main: `quantity: 3.0` is
+/// answered "`quantity` must be an integer from 0 to 255, not the
+/// number 3.0".
+#[test]
+fn a_whole_number_written_as_a_float_reaches_an_integer_field() {
+    let (server, _runs) = server();
+    let mut peer = Peer::start(&server);
+    for (id, quantity) in [(1, "3.0"), (2, "3e0"), (3, "0.3e1")] {
+        let line = format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"pooled","arguments":{{"item":"apples","quantity":{quantity},"address":{{"city":"Oslo"}}}},"_meta":{}}}}}"#,
+            crate::support::meta()
+        );
+        peer.send_raw(format!("{line}\n").as_bytes());
+        assert_eq!(
+            peer.recv(),
+            peer.result(
+                id,
+                json!({ "content": [{ "type": "text", "text": "3 apples to Oslo" }] })
+            ),
+            "{quantity}"
+        );
+    }
+    // A fraction, or a whole number out of range, is still refused.
+    for (id, quantity) in [(4, "3.5"), (5, "3e2")] {
+        let line = format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"pooled","arguments":{{"item":"apples","quantity":{quantity},"address":{{"city":"Oslo"}}}},"_meta":{}}}}}"#,
+            crate::support::meta()
+        );
+        peer.send_raw(format!("{line}\n").as_bytes());
+        let resp = peer.recv();
+        assert_eq!(resp["result"]["isError"], true, "{quantity}: {resp}");
+    }
+    peer.finish_quietly();
+}

@@ -972,3 +972,25 @@ fn without_the_legacy_feature_initialize_names_the_supported_versions() {
     assert_eq!(peer.ask(&legacy_initialize(7)), initialize_error(json!(7)));
     peer.finish_quietly();
 }
+
+/// Claim: a `_meta` object that names a reserved key twice is told it
+/// "must be an object", which it is (`meta.rs: validate_meta`, the
+/// branch for a `_meta` that does not read). On main: "invalid params:
+/// _meta must be an object: duplicate field `io.modelcontextprotocol/protocolVersion` at line 1 column 97".
+#[test]
+fn a_meta_naming_a_reserved_key_twice_is_told_so() {
+    let server = crate::everything::build();
+    let mut peer = Peer::start(&server);
+    let line = r#"{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/protocolVersion":"2025-11-25","io.modelcontextprotocol/clientCapabilities":{}}}}"#;
+    peer.send_raw(format!("{line}\n").as_bytes());
+    let resp = peer.recv();
+    let message = resp["error"]["message"].as_str().unwrap();
+    assert_eq!(resp["error"]["code"], -32602, "{resp}");
+    assert!(
+        message.starts_with(
+            "invalid params: _meta names io.modelcontextprotocol/protocolVersion more than once"
+        ),
+        "{message}"
+    );
+    peer.finish_quietly();
+}

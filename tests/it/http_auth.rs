@@ -1275,3 +1275,49 @@ fn a_session_of_no_owner_is_not_reached_by_a_named_subject() {
         );
     }
 }
+
+/// Claim: a `requestState` sealed for one subject is accepted from
+/// another. The seal (`mrtr.rs: Sealer::seal`) binds the method, a digest
+/// of the request's parameters and an expiry, but not whom the request's
+/// token stands for; the spec (basic/patterns/mrtr, Server Requirements
+/// 5) says a server SHOULD include the authenticated principal and reject
+/// a state presented by a different one, and a task is already bound to
+/// its owner (`a_task_is_not_reached_by_another_subject`). On main: bob's
+/// retry with alice's state is served (`"Hello, Alice!"`).
+#[test]
+fn a_request_state_is_refused_when_another_subject_presents_it() {
+    let (http, _notifier) = protected_everything();
+    let tool = "test_input_required_result_elicitation";
+    let call = |token: &str, extra: Value| -> Value {
+        let mut params = json!({ "name": tool, "arguments": {} });
+        for (key, value) in extra.as_object().unwrap() {
+            params[key] = value.clone();
+        }
+        params["_meta"] = crate::support::meta();
+        params["_meta"]["io.modelcontextprotocol/clientCapabilities"] =
+            json!({ "elicitation": {} });
+        let request =
+            json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params });
+        let headers = with_token(mirrored("tools/call", Some(tool)), token);
+        let answer = post(http.addr, &headers, &request.to_string());
+        crate::http::events(&answer)
+            .pop()
+            .unwrap_or_else(|| json_body(&answer))
+    };
+    let first = call("sub.alice", json!({}));
+    let state = first["result"]["requestState"].as_str().unwrap().to_owned();
+    let answer = json!({ "user_name": { "action": "accept", "content": { "name": "Alice" } } });
+    let retry = json!({ "requestState": state, "inputResponses": answer });
+    for stranger in ["sub.bob", "cid.alice", "nobody"] {
+        let taken = call(stranger, retry.clone());
+        assert_eq!(
+            taken["error"]["code"], -32602,
+            "{stranger} used alice's state: {taken}"
+        );
+    }
+    let own = call("sub.alice", retry);
+    assert_eq!(
+        own["result"]["content"][0]["text"], "Hello, Alice!",
+        "{own}"
+    );
+}

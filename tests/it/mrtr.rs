@@ -1595,3 +1595,57 @@ mod client_side {
         serving.join().unwrap().unwrap();
     }
 }
+
+/// Claim: a state sealed for one integer argument is accepted for
+/// another. The digest of a call's arguments (`mrtr.rs: canonical`)
+/// reads them into a `serde_json::Value`, which holds an integer beyond
+/// 64 bits as the nearest `f64`: 2^64 and 2^64 + 1 digest alike. A typed
+/// tool reads its arguments from their text, exactly (here a `u128`), so
+/// a client confirms one amount and has another paid. On main: the retry
+/// with `18446744073709551617` is served (`paid 18446744073709551617`).
+#[cfg(feature = "schemars")]
+#[test]
+fn a_state_sealed_for_one_big_integer_is_refused_for_another() {
+    #[derive(serde::Deserialize, schemars::JsonSchema)]
+    struct Pay {
+        amount: u128,
+    }
+    let server = Server::builder("mrtr-test", "1.0.0")
+        .tool(
+            Tool::new("pay", "Pays after a confirmation."),
+            |ctx, args: Pay| {
+                Ok(match ctx.elicitation("ok") {
+                    Some(_) => {
+                        ToolOutcome::Complete(CallToolResult::text(format!("paid {}", args.amount)))
+                    }
+                    None => ToolOutcome::InputRequired(InputRequiredResult::new(one(
+                        "ok",
+                        form(&format!("Pay {}?", args.amount), "yes"),
+                    ))),
+                })
+            },
+        )
+        .build();
+    let mut peer = Peer::start(&server);
+    let meta = serde_json::to_string(&meta_with(all_caps())).unwrap();
+    let line = |id: i64, amount: &str, extra: &str| {
+        format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"pay","arguments":{{"amount":{amount}}}{extra},"_meta":{meta}}}}}"#
+        )
+    };
+    peer.send_raw(line(1, "18446744073709551616", "").as_bytes());
+    let state = sealed(&peer.recv());
+    let extra = format!(
+        r#","requestState":{},"inputResponses":{}"#,
+        Value::String(state),
+        json!({ "ok": accept("yes", "y") })
+    );
+    peer.send_raw(line(2, "18446744073709551617", &extra).as_bytes());
+    assert_eq!(peer.recv(), invalid(2, TRANSPLANTED));
+    peer.send_raw(line(3, "18446744073709551616", &extra).as_bytes());
+    assert_eq!(
+        peer.recv(),
+        text_result(&peer, 3, "paid 18446744073709551616")
+    );
+    peer.finish_quietly();
+}

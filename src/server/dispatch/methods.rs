@@ -153,9 +153,11 @@ pub(super) fn prepare_tool_call(req: &Request<'_>) -> Result<ToolCall, ErrorObje
     {
         return Err(ErrorObject::invalid_params("arguments must be an object"));
     }
-    let retry = req.retry.verify(req.inner, method::TOOLS_CALL, &|| {
-        mrtr::digest(&[&name, &mrtr::canonical(args.map(RawValue::get))])
-    })?;
+    let retry = req
+        .retry
+        .verify(req.inner, req.meta, method::TOOLS_CALL, &|| {
+            mrtr::digest(&[&name, &mrtr::canonical(args.map(RawValue::get))])
+        })?;
     let (handler, inline, mode, gate) = {
         let registry = req.inner.registry.read().unwrap_or_else(|e| e.into_inner());
         let entry = registry
@@ -224,7 +226,9 @@ pub(super) fn prepare_resource_read(req: &Request<'_>) -> Result<Plan, ErrorObje
     let uri = required_string(req.fields.uri, "uri")?;
     let retry = req
         .retry
-        .verify(req.inner, method::RESOURCES_READ, &|| mrtr::digest(&[&uri]))?;
+        .verify(req.inner, req.meta, method::RESOURCES_READ, &|| {
+            mrtr::digest(&[&uri])
+        })?;
     let found = req.inner.find_resource(&uri)?;
     let inner = Arc::clone(req.inner);
     let inline = found.inline;
@@ -256,9 +260,11 @@ pub(super) fn prepare_prompt_get(req: &Request<'_>) -> Result<Plan, ErrorObject>
             ))
         })?,
     };
-    let retry = req.retry.verify(req.inner, method::PROMPTS_GET, &|| {
-        prompt_digest(&name, &args)
-    })?;
+    let retry = req
+        .retry
+        .verify(req.inner, req.meta, method::PROMPTS_GET, &|| {
+            prompt_digest(&name, &args)
+        })?;
     let handler = find_prompt(req.inner, &name, &args)?;
     let inner = Arc::clone(req.inner);
     let work = Box::new(move |ctx: &RequestContext| {

@@ -9,6 +9,7 @@ use crate::incoming::Fields;
 use crate::jsonrpc::ErrorObject;
 use crate::server::Inner;
 use crate::server::mrtr::Retry;
+use crate::server::request_meta::RequestMeta;
 
 /// What makes a request a retry of a multi round-trip request
 /// (spec 2026-07-28 basic/patterns/mrtr): its `requestState` and
@@ -28,11 +29,13 @@ impl<'a> RetryFields<'a> {
     }
 
     /// Opens the sealed state and reads the answers of a retry of
-    /// `method`, whose request `digest` describes; `None` for a first
-    /// round.
+    /// `method`, whose request `digest` describes, made with `meta` (whose
+    /// token must stand for the principal the state was sealed for);
+    /// `None` for a first round.
     pub fn verify(
         &self,
         inner: &Arc<Inner>,
+        meta: &RequestMeta,
         method: &str,
         digest: &dyn Fn() -> String,
     ) -> Result<Option<Retry>, ErrorObject> {
@@ -41,7 +44,7 @@ impl<'a> RetryFields<'a> {
         }
         inner
             .sealer
-            .open(self.state.as_deref(), self.responses, method, digest)
+            .open(self.state.as_deref(), self.responses, method, digest, meta)
             .map(Some)
     }
 }
