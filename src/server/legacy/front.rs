@@ -210,6 +210,10 @@ impl Front {
     fn session_request(&self, id: &RequestId, request: Result<LegacyRequest, ErrorObject>) {
         let inner = &self.0.inner;
         let max = inner.config.max_subscriptions;
+        // Only a level change sets the level the session's requests read:
+        // another request's copy of the session may be older than a level
+        // set meanwhile (over HTTP, by another POST of the session).
+        let sets_level = matches!(request, Ok(LegacyRequest::SetLevel(_)));
         // The session as it will be if the request is answered: a
         // request refused (an id in use, shutting down) changes nothing.
         // Its subscription change is made at once, and undone then.
@@ -245,7 +249,9 @@ impl Front {
         });
         match (answered, changed) {
             (true, Some(session)) => {
-                session.apply_level();
+                if sets_level {
+                    session.apply_level();
+                }
                 self.set_session(Arc::new(session));
                 self.hear();
             }
