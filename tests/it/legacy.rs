@@ -2582,6 +2582,15 @@ fn no_ask_goes_out_before_the_client_is_initialized() {
         reply.get("method").is_none() && reply["id"] == 1,
         "the server asked before notifications/initialized: {reply}"
     );
+    assert_eq!(reply["error"]["code"], -32600, "{reply}");
+    let message = reply["error"]["message"].as_str().unwrap();
+    assert!(message.contains("notifications/initialized"), "{reply}");
+    // Once initialized, the same call is asked for.
+    peer.send(&initialized());
+    peer.send(&legacy_call(2, "ask", json!({})));
+    let ask = recv_ask(&peer, "elicitation/create", name_form(true));
+    answer(&mut peer, &ask, accept("name", "Ada"));
+    assert_eq!(peer.recv(), legacy_text(2, "Nice to meet you, Ada!"));
     peer.finish_quietly();
 }
 
