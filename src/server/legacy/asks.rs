@@ -38,6 +38,10 @@ pub(crate) enum AskFailed {
     /// The ask was not sent, or will not be answered: its request was
     /// cancelled, or the connection is closing.
     Closed,
+    /// The ask was not sent: the session's client has not sent
+    /// `notifications/initialized` yet (2025-11-25 basic/lifecycle: the
+    /// server sends no request but `ping` before it).
+    NotInitialized,
 }
 
 /// One connection's asks.
@@ -51,6 +55,9 @@ struct Open {
     asks: IdMap<Ask>,
     /// Nothing more comes from the client: no ask is sent any more.
     closed: bool,
+    /// A session opened here whose client has not sent
+    /// `notifications/initialized` yet: no ask is sent until it does.
+    uninitialized: bool,
 }
 
 /// One of the server's requests to the client.
@@ -92,6 +99,9 @@ impl Asks {
         if open.closed {
             return Err(AskFailed::Closed);
         }
+        if open.uninitialized {
+            return Err(AskFailed::NotInitialized);
+        }
         let (gave_up, written) = self.conn.act_unsent(|c| {
             let holding = match give_up_slot {
                 true => c.stop_holding(request, seq),
@@ -112,6 +122,13 @@ impl Asks {
         drop(open);
         self.send(Sending::Now, written);
         Ok((answer, gave_up))
+    }
+
+    /// A session opened here (`initialize` answered: `true`) waits for its
+    /// client's `notifications/initialized`, or (`false`) has it: asks are
+    /// refused while it waits.
+    pub fn set_uninitialized(&self, uninitialized: bool) {
+        self.lock().uninitialized = uninitialized;
     }
 
     /// Request `request` (sequence `seq`) has its round's answers (or gave

@@ -210,6 +210,7 @@ impl Front {
     fn session_request(&self, id: &RequestId, request: Result<LegacyRequest, ErrorObject>) {
         let inner = &self.0.inner;
         let max = inner.config.max_subscriptions;
+        let opens = matches!(request, Ok(LegacyRequest::Initialize(_)));
         // Only a level change sets the level the session's requests read:
         // another request's copy of the session may be older than a level
         // set meanwhile (over HTTP, by another POST of the session).
@@ -249,6 +250,10 @@ impl Front {
         });
         match (answered, changed) {
             (true, Some(session)) => {
+                if opens {
+                    // No ask before its `notifications/initialized`.
+                    self.0.asks.set_uninitialized(true);
+                }
                 if sets_level {
                     session.apply_level();
                 }
@@ -279,6 +284,7 @@ impl FrontEnd for Front {
                 if method == "notifications/initialized" {
                     if let Some(session) = lock(&self.0.session).as_mut() {
                         Arc::make_mut(session).initialized = true;
+                        self.0.asks.set_uninitialized(false);
                     }
                     return None;
                 }

@@ -244,6 +244,9 @@ fn ask(
                     max_running
                 ))),
                 Err(AskFailed::Closed) => Err(ended(ctx)),
+                Err(AskFailed::NotInitialized) => Err(ErrorObject::invalid_request(
+                    "the server asks a client for input only once it sent notifications/initialized (2025-11-25 basic/lifecycle): send it after the initialize answer, then the request again",
+                )),
             }
         });
         match sent {
@@ -362,7 +365,7 @@ fn await_answers(
                 };
                 return Err(withdraw(asks, &open, error));
             }
-            Err(AskFailed::Closed | AskFailed::Full) => {
+            Err(AskFailed::Closed | AskFailed::Full | AskFailed::NotInitialized) => {
                 return Err(withdraw(asks, &open, ended(ctx)));
             }
         };
