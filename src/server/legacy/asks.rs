@@ -86,7 +86,8 @@ impl Asks {
     /// slots: the requests behind them could fill the queue and stop the
     /// reader, which reads the answers. Refused (`Closed`) for a request no
     /// longer in flight (nothing more is sent for a cancelled request) and
-    /// once the client will answer nothing more.
+    /// once the client will answer nothing more; refused (`NotInitialized`)
+    /// between a session's `initialize` and its `notifications/initialized`.
     pub fn ask(
         &self,
         request: &RequestId,

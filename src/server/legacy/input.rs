@@ -24,7 +24,9 @@
 //! which ends the wait here at once. A client that answers an ask with an error ends the
 //! request with that error; one that does not answer within the server's
 //! `ask_timeout` has its asks cancelled, and the request ends with an
-//! error that says so.
+//! error that says so. Nothing is asked between a session's `initialize`
+//! and its `notifications/initialized` (2025-11-25 basic/lifecycle): the
+//! request ends with `-32600`, which says to send it.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
