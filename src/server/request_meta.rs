@@ -256,13 +256,15 @@ impl RequestMeta {
 
     /// Whether the request declared a client capability. `path` is a
     /// capability name, optionally with sub-capabilities separated by dots:
-    /// `"sampling"`, `"elicitation.url"`, `"sampling.tools"`.
+    /// `"sampling"`, `"elicitation.url"`, `"sampling.tools"`. One set to
+    /// `false` (or `null`) is not declared: that says no as plainly as
+    /// leaving it out.
     pub fn has_client_capability(&self, path: &str) -> bool {
         let mut map = &self.client_capabilities;
         let mut parts = path.split('.').peekable();
         while let Some(part) = parts.next() {
             match map.get(part) {
-                None | Some(Value::Null) => return false,
+                None | Some(Value::Null | Value::Bool(false)) => return false,
                 Some(Value::Object(inner)) => map = inner,
                 Some(_) => return parts.peek().is_none(),
             }

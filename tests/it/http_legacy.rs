@@ -1455,3 +1455,56 @@ fn initialize_alone_does_not_push_out_a_live_session_a_little_over_its_share() {
         "a live session 2 KiB over its share gave way to initialize alone: {response}"
     );
 }
+
+/// Claim (review-legacy10): a POST that answers a session request under
+/// the session as it was given it (here a `resources/subscribe`, whose URI
+/// filter takes its time) does not undo the level another POST of the
+/// session set meanwhile. The level running and later requests read is
+/// shared by every copy of the session; `Front::session_request` set it
+/// from the answered request's own copy whatever the request was, so the
+/// subscribe's stale copy turned the logs off again.
+#[test]
+fn a_subscribe_answered_after_a_level_change_keeps_the_level() {
+    let (entered_tx, entered) = crossbeam_channel::bounded::<()>(1);
+    let (release_tx, release) = crossbeam_channel::bounded::<()>(1);
+    let server = crate::everything::build_with(move |builder| {
+        builder.resource_subscription_filter(move |uri| {
+            if uri == "mem://slow" {
+                let _ = entered_tx.send(());
+                let _ = release.recv_timeout(WAIT);
+            }
+            true
+        })
+    });
+    let http = start(server, HttpOptions::new());
+    let addr = http.addr;
+    let session = initialize(addr, json!({}));
+    let json_only = headers(Some(&session), false);
+    let subscribe = json!({ "jsonrpc": "2.0", "id": 2, "method": "resources/subscribe",
+        "params": { "uri": "mem://slow" } })
+    .to_string();
+    let set_level = json!({ "jsonrpc": "2.0", "id": 3, "method": "logging/setLevel",
+        "params": { "level": "debug" } })
+    .to_string();
+    std::thread::scope(|s| {
+        let subscribing = s.spawn(|| post(addr, &json_only, &subscribe));
+        entered
+            .recv_timeout(WAIT)
+            .expect("the subscribe reaches the filter");
+        let response = post(addr, &json_only, &set_level);
+        assert_eq!(json_body(&response)["result"], json!({}), "{response}");
+        release_tx.send(()).unwrap();
+        let response = subscribing.join().unwrap();
+        assert_eq!(json_body(&response)["result"], json!({}), "{response}");
+    });
+    let response = post(
+        addr,
+        &headers(Some(&session), true),
+        &call(4, "test_logging_tool").to_string(),
+    );
+    let logs = events(&response)
+        .iter()
+        .filter(|event| event["method"] == "notifications/message")
+        .count();
+    assert_eq!(logs, 3, "the level set was undone: {response}");
+}

@@ -2546,3 +2546,87 @@ fn an_ask_to_a_legacy_client_that_does_not_read_does_not_hold_serve() {
         "serve took {took:?}: {served:?}"
     );
 }
+
+// --- 11. The front end under a hostile review (review-legacy10) ----------
+
+/// Claim (review-legacy10): a capability a client sets to `false` (not the
+/// object the schema has, but a plain "no") is not declared: the server
+/// does not ask that client (`RequestMeta::has_client_capability` took any
+/// value but `null` for a declaration), a sub-capability set so neither.
+#[test]
+fn a_capability_set_to_false_is_not_declared() {
+    let server = crate::everything::build();
+    let mut peer = Peer::start(&server);
+    open_session_with(&mut peer, "2025-11-25", json!({ "elicitation": false }));
+    assert_eq!(
+        peer.ask(&legacy_call(1, "ask", json!({}))),
+        undeclared_result(1, "elicitation", "2025-11-25"),
+        "the server asked a client that said elicitation: false"
+    );
+    peer.finish_quietly();
+}
+
+/// Claim (review-legacy10): 2025-11-25 basic/lifecycle, "The server SHOULD
+/// NOT send requests other than pings and logging before receiving the
+/// initialized notification." A call that needs input, sent after the
+/// `initialize` answer but before `notifications/initialized`, is answered
+/// without an ask going out first.
+#[test]
+fn no_ask_goes_out_before_the_client_is_initialized() {
+    let server = crate::everything::build();
+    let mut peer = Peer::start(&server);
+    let init = initialize_with("init", "2025-11-25", json!({ "elicitation": {} }));
+    assert_eq!(peer.ask(&init), initialize_result("init", "2025-11-25"));
+    let reply = peer.ask(&legacy_call(1, "ask", json!({})));
+    assert!(
+        reply.get("method").is_none() && reply["id"] == 1,
+        "the server asked before notifications/initialized: {reply}"
+    );
+    assert_eq!(reply["error"]["code"], -32600, "{reply}");
+    let message = reply["error"]["message"].as_str().unwrap();
+    assert!(message.contains("notifications/initialized"), "{reply}");
+    // Once initialized, the same call is asked for.
+    peer.send(&initialized());
+    peer.send(&legacy_call(2, "ask", json!({})));
+    let ask = recv_ask(&peer, "elicitation/create", name_form(true));
+    answer(&mut peer, &ask, accept("name", "Ada"));
+    assert_eq!(peer.recv(), legacy_text(2, "Nice to meet you, Ada!"));
+    peer.finish_quietly();
+}
+
+/// An answer of the wrong shape (a sampling result that is no message)
+/// fails the request with `-32602` saying so, once; a second answer to the
+/// same ask is only traced; the session goes on.
+#[test]
+fn a_wrong_shaped_or_repeated_answer_ends_the_request_once() {
+    let (server, notes) = traced_everything();
+    let mut peer = Peer::start(&server);
+    open_session_with(&mut peer, "2025-11-25", all_input_capabilities());
+    peer.send(&legacy_call(
+        1,
+        "test_input_required_result_sampling",
+        json!({}),
+    ));
+    let ask = recv_ask(&peer, "sampling/createMessage", capital_question());
+    answer(&mut peer, &ask, json!({ "role": "assistant" }));
+    answer(&mut peer, &ask, paris());
+    let reply = peer.recv();
+    assert_eq!(reply["id"], 1, "{reply}");
+    assert_eq!(reply["error"]["code"], -32602, "{reply}");
+    let message = reply["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("the client's answer does not fit what it was asked"),
+        "{reply}"
+    );
+    ping_barrier(&mut peer, 2);
+    assert_eq!(ignored_responses(&notes), [ignored(&ask)]);
+    peer.send(&legacy_call(
+        3,
+        "test_input_required_result_sampling",
+        json!({}),
+    ));
+    let ask = recv_ask(&peer, "sampling/createMessage", capital_question());
+    answer(&mut peer, &ask, paris());
+    assert_eq!(peer.recv(), legacy_text(3, "The model says: Paris"));
+    peer.finish_quietly();
+}

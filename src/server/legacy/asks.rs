@@ -38,6 +38,10 @@ pub(crate) enum AskFailed {
     /// The ask was not sent, or will not be answered: its request was
     /// cancelled, or the connection is closing.
     Closed,
+    /// The ask was not sent: the session's client has not sent
+    /// `notifications/initialized` yet (2025-11-25 basic/lifecycle: the
+    /// server sends no request but `ping` before it).
+    NotInitialized,
 }
 
 /// One connection's asks.
@@ -51,6 +55,9 @@ struct Open {
     asks: IdMap<Ask>,
     /// Nothing more comes from the client: no ask is sent any more.
     closed: bool,
+    /// A session opened here whose client has not sent
+    /// `notifications/initialized` yet: no ask is sent until it does.
+    uninitialized: bool,
 }
 
 /// One of the server's requests to the client.
@@ -79,7 +86,8 @@ impl Asks {
     /// slots: the requests behind them could fill the queue and stop the
     /// reader, which reads the answers. Refused (`Closed`) for a request no
     /// longer in flight (nothing more is sent for a cancelled request) and
-    /// once the client will answer nothing more.
+    /// once the client will answer nothing more; refused (`NotInitialized`)
+    /// between a session's `initialize` and its `notifications/initialized`.
     pub fn ask(
         &self,
         request: &RequestId,
@@ -91,6 +99,9 @@ impl Asks {
         let mut open = self.lock();
         if open.closed {
             return Err(AskFailed::Closed);
+        }
+        if open.uninitialized {
+            return Err(AskFailed::NotInitialized);
         }
         let (gave_up, written) = self.conn.act_unsent(|c| {
             let holding = match give_up_slot {
@@ -112,6 +123,13 @@ impl Asks {
         drop(open);
         self.send(Sending::Now, written);
         Ok((answer, gave_up))
+    }
+
+    /// A session opened here (`initialize` answered: `true`) waits for its
+    /// client's `notifications/initialized`, or (`false`) has it: asks are
+    /// refused while it waits.
+    pub fn set_uninitialized(&self, uninitialized: bool) {
+        self.lock().uninitialized = uninitialized;
     }
 
     /// Request `request` (sequence `seq`) has its round's answers (or gave

@@ -210,6 +210,11 @@ impl Front {
     fn session_request(&self, id: &RequestId, request: Result<LegacyRequest, ErrorObject>) {
         let inner = &self.0.inner;
         let max = inner.config.max_subscriptions;
+        let opens = matches!(request, Ok(LegacyRequest::Initialize(_)));
+        // Only a level change sets the level the session's requests read:
+        // another request's copy of the session may be older than a level
+        // set meanwhile (over HTTP, by another POST of the session).
+        let sets_level = matches!(request, Ok(LegacyRequest::SetLevel(_)));
         // The session as it will be if the request is answered: a
         // request refused (an id in use, shutting down) changes nothing.
         // Its subscription change is made at once, and undone then.
@@ -245,7 +250,13 @@ impl Front {
         });
         match (answered, changed) {
             (true, Some(session)) => {
-                session.apply_level();
+                if opens {
+                    // No ask before its `notifications/initialized`.
+                    self.0.asks.set_uninitialized(true);
+                }
+                if sets_level {
+                    session.apply_level();
+                }
                 self.set_session(Arc::new(session));
                 self.hear();
             }
@@ -273,6 +284,7 @@ impl FrontEnd for Front {
                 if method == "notifications/initialized" {
                     if let Some(session) = lock(&self.0.session).as_mut() {
                         Arc::make_mut(session).initialized = true;
+                        self.0.asks.set_uninitialized(false);
                     }
                     return None;
                 }

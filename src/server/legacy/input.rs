@@ -24,7 +24,9 @@
 //! which ends the wait here at once. A client that answers an ask with an error ends the
 //! request with that error; one that does not answer within the server's
 //! `ask_timeout` has its asks cancelled, and the request ends with an
-//! error that says so.
+//! error that says so. Nothing is asked between a session's `initialize`
+//! and its `notifications/initialized` (2025-11-25 basic/lifecycle): the
+//! request ends with `-32600`, which says to send it.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -244,6 +246,9 @@ fn ask(
                     max_running
                 ))),
                 Err(AskFailed::Closed) => Err(ended(ctx)),
+                Err(AskFailed::NotInitialized) => Err(ErrorObject::invalid_request(
+                    "the server asks a client for input only once it sent notifications/initialized (2025-11-25 basic/lifecycle): send it after the initialize answer, then the request again",
+                )),
             }
         });
         match sent {
@@ -362,7 +367,7 @@ fn await_answers(
                 };
                 return Err(withdraw(asks, &open, error));
             }
-            Err(AskFailed::Closed | AskFailed::Full) => {
+            Err(AskFailed::Closed | AskFailed::Full | AskFailed::NotInitialized) => {
                 return Err(withdraw(asks, &open, ended(ctx)));
             }
         };
