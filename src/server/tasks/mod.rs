@@ -95,7 +95,7 @@ pub(crate) struct TaskConfig {
     /// Tasks whose worker runs at once; past it, creation is refused.
     pub max_running: usize,
     /// The largest result (as JSON) a task keeps; a larger one fails the
-    /// task with `-32603`.
+    /// task with `-32603`. A larger error is replaced by that `-32603`.
     pub max_result_bytes: usize,
 }
 
@@ -516,7 +516,9 @@ impl Tasks {
     /// an earlier one applied (its reply was lost) stands, and the status
     /// is published. What could not be kept is said on the server's trace.
     pub fn end(&self, task_id: &str, outcome: Result<Value, ErrorObject>) {
-        let outcome = outcome.and_then(|result| self.bounded(result));
+        let outcome = outcome
+            .and_then(|result| self.bounded(result))
+            .map_err(|error| self.bounded_error(error));
         let expires = self.live().get(task_id).and_then(|live| live.expires);
         let written = self.change_durably(task_id, expires, &mut |task| {
             task.input_requests = None;
@@ -580,6 +582,21 @@ impl Tasks {
             .with_data(json!({ "limit": max })));
         }
         Ok(result)
+    }
+
+    /// An error the task may keep: one no larger than `max_result_bytes`
+    /// as JSON, as for a result; a larger one (a handler's message that
+    /// echoes what it was given) becomes the `-32603` that says so.
+    fn bounded_error(&self, error: ErrorObject) -> ErrorObject {
+        let size = serde_json::to_vec(&error).map_or(usize::MAX, |v| v.len());
+        let max = self.config.max_result_bytes;
+        if size <= max {
+            return error;
+        }
+        ErrorObject::internal_error(format!(
+            "the error is {size} bytes, more than the {max} a task may keep"
+        ))
+        .with_data(json!({ "limit": max }))
     }
 
     /// Applies `change` to a task that has not ended (a new status, a
