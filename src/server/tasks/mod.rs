@@ -349,7 +349,8 @@ impl Tasks {
     /// `tasks/update`: the answers to outstanding keys leave
     /// `inputRequests` now for the stored task's `answers` (the task
     /// resumes once none is left), and its handler is told to take them;
-    /// any other key is ignored. A retry of the store's write after a lost
+    /// any other key is ignored. A task that took answers is published,
+    /// still waiting for the rest too (`inputRequests` changed). A retry of the store's write after a lost
     /// reply does not apply it twice (`TaskStore::update`), and the answers
     /// wait in the store for a handler whose message was lost. By a
     /// request whose token stands for `caller` ([`Tasks::update_by`]).
@@ -382,6 +383,10 @@ impl Tasks {
                 task.input_requests = None;
                 set_status(task, TaskStatus::Working, None);
                 resumed = true;
+            } else if accepted {
+                // Still waiting, for fewer answers: a change `tasks/get`
+                // shows, so it moves `lastUpdatedAt` and is published.
+                touch(task);
             }
         })?;
         let Some(after) = after else {
@@ -389,7 +394,7 @@ impl Tasks {
         };
         // Published before the worker takes the answers: its own next
         // change (say, `completed`) can then only come after this one.
-        if resumed {
+        if accepted || resumed {
             self.publish(&after.task);
         }
         drop(order);
