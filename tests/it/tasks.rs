@@ -1323,3 +1323,59 @@ fn a_listen_hears_one_final_status_however_the_client_insists() {
     let (_rest, served) = peer.finish();
     served.unwrap();
 }
+
+/// Claim: inside a task, a handler's question reaches `inputRequests`
+/// whatever the client declared: `TaskLink::ask` (for `ctx.ask` and for
+/// `Outcome::InputRequired` alike) checks no capability, where the same
+/// question outside a task is refused (`Sealer::seal`: -32021). The MRTR
+/// page: servers MUST NOT send an `inputRequests` the client has not
+/// declared support for; a client that declared only the extension is
+/// shown an elicitation it cannot answer, and the task waits until its TTL.
+#[test]
+fn a_task_asks_nothing_the_client_did_not_declare() {
+    let asking = |ctx: &mcp_stdio::RequestContext, _args: Value| {
+        let answers = ctx.ask(InputRequests::from([(
+            "name".to_owned(),
+            ask_name("Name?"),
+        )]))?;
+        Ok(CallToolResult::text(format!("{answers:?}")))
+    };
+    let returning = |_ctx: &mcp_stdio::RequestContext,
+                     _args: Value|
+     -> Result<mcp_stdio::Outcome<CallToolResult>, ErrorObject> {
+        let requests = InputRequests::from([("name".to_owned(), ask_name("Name?"))]);
+        Ok(mcp_stdio::Outcome::InputRequired(
+            mcp_stdio::types::InputRequiredResult::new(requests),
+        ))
+    };
+    let server = Server::builder("t", "1")
+        .task_tool(
+            Tool::new("asking", "Asks in place."),
+            TaskMode::Required,
+            asking,
+        )
+        .task_tool(
+            Tool::new("returning", "Asks by its outcome."),
+            TaskMode::Required,
+            returning,
+        )
+        .build();
+    let mut peer = Peer::start(&server);
+    for tool in ["asking", "returning"] {
+        let call = with_caps(
+            "tools/call",
+            json!({ "name": tool, "arguments": {} }),
+            json!({ "extensions": { EXT: {} } }),
+        );
+        let id = assert_create_result(&reply(&mut peer, &call));
+        let task = poll(&mut peer, &id, &["input_required", "failed", "completed"]);
+        assert_eq!(task["status"], "failed", "{tool}: {task}");
+        assert_eq!(task["error"]["code"], -32021, "{tool}: {task}");
+        assert_eq!(
+            task["error"]["data"]["requiredCapabilities"],
+            json!({ "elicitation": {} }),
+            "{tool}"
+        );
+    }
+    peer.finish_quietly();
+}
