@@ -1379,3 +1379,32 @@ fn a_task_asks_nothing_the_client_did_not_declare() {
     }
     peer.finish_quietly();
 }
+
+/// Claim: `tasks/update` takes an answer of any shape for an outstanding
+/// key: `{"confirm": 5}` is acknowledged, the question leaves
+/// `inputRequests` and the handler gets `5` for its elicitation, while
+/// the same answer on a retry is `-32602` (`Sealer::open`: each answer
+/// must fit the request it names). A careless client loses the question
+/// for good (the key is never asked again).
+#[test]
+fn an_answer_that_does_not_fit_its_question_is_refused_and_leaves_it_open() {
+    let mut peer = everything();
+    let id = start(&mut peer, "multi_input", json!({}));
+    poll(&mut peer, &id, &["input_required"]);
+    let req = task_request(
+        "tasks/update",
+        json!({ "taskId": id, "inputResponses": { "confirm": 5, "name": accept(json!({ "name": "n" })) } }),
+    );
+    let resp = reply(&mut peer, &req);
+    let (code, error) = error_of(&resp);
+    assert_eq!(code, -32602, "{resp}");
+    assert!(
+        error["message"].as_str().unwrap().contains("confirm"),
+        "{resp}"
+    );
+    // Nothing was taken: both questions are still open.
+    let waiting = get(&mut peer, &id);
+    assert_eq!(keys(&waiting["inputRequests"]), ["confirm", "name"]);
+    cancel_task(&mut peer, &id);
+    peer.finish_quietly();
+}
