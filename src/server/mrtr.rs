@@ -47,7 +47,7 @@ pub(crate) enum InputKind {
 }
 
 impl InputKind {
-    fn of(request: &InputRequest) -> Option<InputKind> {
+    pub(crate) fn of(request: &InputRequest) -> Option<InputKind> {
         match request {
             InputRequest::Elicit(_) => Some(InputKind::Elicit),
             InputRequest::CreateMessage(_) => Some(InputKind::Sampling),
@@ -57,7 +57,7 @@ impl InputKind {
     }
 
     /// Whether `response` has the shape of this kind's result.
-    fn accepts(self, response: &InputResponse) -> bool {
+    pub(crate) fn accepts(self, response: &InputResponse) -> bool {
         match self {
             InputKind::Elicit => response.to_elicit_result().is_ok(),
             InputKind::Sampling => response.to_create_message_result().is_ok(),

@@ -62,6 +62,7 @@ use crate::server::cancel::CancelToken;
 use crate::server::change_feed::Change;
 use crate::server::connections::Connections;
 use crate::server::event::{ServerEvent, TaskUpdate};
+use crate::server::mrtr::InputKind;
 use crate::server::request_meta::Owner;
 use crate::types::{
     DetailedTask, InputResponses, JsonObject, TASKS_EXTENSION, Task, TaskStatus, iso8601,
@@ -349,8 +350,11 @@ impl Tasks {
     /// `tasks/update`: the answers to outstanding keys leave
     /// `inputRequests` now for the stored task's `answers` (the task
     /// resumes once none is left), and its handler is told to take them;
-    /// any other key is ignored. A task that took answers is published,
-    /// still waiting for the rest too (`inputRequests` changed). A retry of the store's write after a lost
+    /// any other key is ignored. An answer that does not fit the question
+    /// its key names (an elicitation answered with `5`) is `-32602`, and
+    /// nothing of that update is taken (as for a retry, `Sealer::open`). A
+    /// task that took answers is published, still waiting for the rest too
+    /// (`inputRequests` changed). A retry of the store's write after a lost
     /// reply does not apply it twice (`TaskStore::update`), and the answers
     /// wait in the store for a handler whose message was lost. By a
     /// request whose token stands for `caller` ([`Tasks::update_by`]).
@@ -363,6 +367,7 @@ impl Tasks {
         let order = self.ordered();
         let mut accepted = false;
         let mut resumed = false;
+        let mut misfit = None;
         let after = self.update_by(task_id, caller, &mut |stored| {
             accepted = false;
             resumed = false;
@@ -373,6 +378,16 @@ impl Tasks {
             let Some(outstanding) = task.input_requests.as_mut() else {
                 return;
             };
+            misfit = responses
+                .iter()
+                .find(|(key, answer)| {
+                    let kind = outstanding.get(*key).and_then(InputKind::of);
+                    kind.is_some_and(|kind| !kind.accepts(answer))
+                })
+                .map(|(key, _)| key.clone());
+            if misfit.is_some() {
+                return;
+            }
             for (key, answer) in &responses {
                 if outstanding.remove(key).is_some() {
                     answers.insert(key.clone(), answer.clone());
@@ -392,6 +407,11 @@ impl Tasks {
         let Some(after) = after else {
             return Err(unknown_task(task_id));
         };
+        if let Some(key) = misfit {
+            return Err(ErrorObject::invalid_params(format!(
+                "inputResponses[{key:?}] does not answer the input request it names: nothing was taken"
+            )));
+        }
         // Published before the worker takes the answers: its own next
         // change (say, `completed`) can then only come after this one.
         if accepted || resumed {
