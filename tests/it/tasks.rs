@@ -1408,3 +1408,57 @@ fn an_answer_that_does_not_fit_its_question_is_refused_and_leaves_it_open() {
     cancel_task(&mut peer, &id);
     peer.finish_quietly();
 }
+
+/// Claim (not fixed): one connection may hold 10,000 listens
+/// (`max_subscriptions`), each may follow the same task, and each status
+/// change is written to each of them in full (`Subscriptions::deliver`,
+/// at once, whatever waits unsent): a client that makes a task's result
+/// large (a tool that echoes what it is given, up to a 16 MiB line, a
+/// result up to `max_task_result_bytes`) and opens many listens on it has
+/// the server hold listens x result bytes for one `tasks/update` of a few
+/// hundred bytes. Here 1,000 listens and a 100 KB echo: 100 MB written
+/// for one answer.
+#[test]
+#[ignore = "review-tasks10: a listen per copy of a task's result, unbounded; not fixed"]
+fn many_listens_on_one_task_do_not_multiply_its_result_without_bound() {
+    let mut peer = everything();
+    let filename = "x".repeat(100_000);
+    let id = start(&mut peer, "confirm_delete", json!({ "filename": filename }));
+    poll(&mut peer, &id, &["input_required"]);
+    let listens = 1_000;
+    for _ in 0..listens {
+        let listen = task_request(
+            "subscriptions/listen",
+            json!({ "notifications": { "taskIds": [id] } }),
+        );
+        peer.send(&listen);
+    }
+    for _ in 0..listens {
+        let ack = peer.recv_line();
+        assert!(
+            ack.contains("acknowledged"),
+            "{}",
+            &ack[..ack.len().min(200)]
+        );
+    }
+    let req = task_request(
+        "tasks/update",
+        json!({ "taskId": id, "inputResponses": { "confirm": accept(json!({ "confirm": true })) } }),
+    );
+    let sent = req.to_string().len();
+    peer.send(&req);
+    let (mut written, mut completed) = (0usize, 0);
+    while completed < listens {
+        let line = peer.recv_line();
+        written += line.len() + 1;
+        if line.contains("\"completed\"") {
+            completed += 1;
+        }
+    }
+    assert!(
+        written < 100 * 100_000,
+        "{sent} bytes of tasks/update made the server write {written} bytes to one connection"
+    );
+    let (_rest, served) = peer.finish();
+    served.unwrap();
+}
