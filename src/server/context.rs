@@ -372,7 +372,7 @@ impl RequestContext {
     /// ```
     pub fn ask(&self, requests: InputRequests) -> Result<InputResponses, ErrorObject> {
         match &self.sink {
-            Sink::Task(link) => link.ask(requests),
+            Sink::Task(link) => link.ask(requests, &self.meta),
             _ => Err(ErrorObject::internal_error(
                 "RequestContext::ask works only inside a task; return Outcome::InputRequired to ask for input",
             )),

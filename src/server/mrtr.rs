@@ -28,7 +28,9 @@ use sha2::{Digest, Sha256};
 
 use crate::jsonrpc::ErrorObject;
 use crate::server::request_meta::{Owner, RequestMeta, TokenInfo};
-use crate::types::{InputRequest, InputRequiredResult, InputResponse, InputResponses};
+use crate::types::{
+    InputRequest, InputRequests, InputRequiredResult, InputResponse, InputResponses,
+};
 
 type HmacSha256 = Hmac<Sha256>;
 
@@ -45,7 +47,7 @@ pub(crate) enum InputKind {
 }
 
 impl InputKind {
-    fn of(request: &InputRequest) -> Option<InputKind> {
+    pub(crate) fn of(request: &InputRequest) -> Option<InputKind> {
         match request {
             InputRequest::Elicit(_) => Some(InputKind::Elicit),
             InputRequest::CreateMessage(_) => Some(InputKind::Sampling),
@@ -55,7 +57,7 @@ impl InputKind {
     }
 
     /// Whether `response` has the shape of this kind's result.
-    fn accepts(self, response: &InputResponse) -> bool {
+    pub(crate) fn accepts(self, response: &InputResponse) -> bool {
         match self {
             InputKind::Elicit => response.to_elicit_result().is_ok(),
             InputKind::Sampling => response.to_create_message_result().is_ok(),
@@ -150,26 +152,13 @@ impl Sealer {
     ) -> Result<(), ErrorObject> {
         let requests = result.input_requests.iter().flatten();
         let mut kinds = BTreeMap::new();
-        let mut missing = serde_json::Map::new();
         for (key, request) in requests {
             if let Some(kind) = InputKind::of(request) {
                 kinds.insert(key.clone(), kind);
             }
-            if let Some((name, sub)) = required_capability(request, meta)
-                && !declared(meta, name, sub)
-            {
-                let entry = missing
-                    .entry(name.to_owned())
-                    .or_insert_with(|| Value::Object(Default::default()));
-                if let (Some(sub), Value::Object(inner)) = (sub, entry) {
-                    inner.insert(sub.to_owned(), Value::Object(Default::default()));
-                }
-            }
         }
-        if !missing.is_empty() {
-            return Err(ErrorObject::missing_required_client_capability(
-                Value::Object(missing),
-            ));
+        if let Some(requests) = &result.input_requests {
+            undeclared(requests, meta)?;
         }
         let ttl = u64::try_from(self.ttl.as_millis()).unwrap_or(u64::MAX);
         let expires = now_ms().saturating_add(ttl);
@@ -439,6 +428,31 @@ impl Walk<'_> {
 /// Spec 2026-07-28 client/elicitation: an empty `elicitation` object means
 /// form mode only, so a form request needs `elicitation` with either no
 /// modes listed or `form` among them.
+/// `-32021` naming what `requests` need that `meta` did not declare
+/// (spec 2026-07-28 basic/patterns/mrtr: never ask for what the client did
+/// not declare); for a retry's round and a task's question alike.
+pub(crate) fn undeclared(requests: &InputRequests, meta: &RequestMeta) -> Result<(), ErrorObject> {
+    let mut missing = serde_json::Map::new();
+    for request in requests.values() {
+        if let Some((name, sub)) = required_capability(request, meta)
+            && !declared(meta, name, sub)
+        {
+            let entry = missing
+                .entry(name.to_owned())
+                .or_insert_with(|| Value::Object(Default::default()));
+            if let (Some(sub), Value::Object(inner)) = (sub, entry) {
+                inner.insert(sub.to_owned(), Value::Object(Default::default()));
+            }
+        }
+    }
+    if missing.is_empty() {
+        return Ok(());
+    }
+    Err(ErrorObject::missing_required_client_capability(
+        Value::Object(missing),
+    ))
+}
+
 fn required_capability(
     request: &InputRequest,
     meta: &RequestMeta,

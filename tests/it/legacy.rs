@@ -2630,3 +2630,26 @@ fn a_wrong_shaped_or_repeated_answer_ends_the_request_once() {
     assert_eq!(peer.recv(), legacy_text(3, "The model says: Paris"));
     peer.finish_quietly();
 }
+
+/// Claim (review-tasks10): a 2025-11-25 session whose `initialize` names
+/// the Tasks extension among its capabilities (an era without extensions,
+/// to which `InitializeResult` offers none) gets a task handle for a tool
+/// that may run as a task: the session's capabilities are each request's
+/// (`LegacySession::meta`), so `has_extension` holds, a task is created,
+/// and the legacy client reads a `tools/call` result without `content`
+/// (`taskId`, `status`, ...), a shape its era does not have.
+#[test]
+fn a_legacy_session_that_names_the_tasks_extension_gets_no_task_handle() {
+    let mut peer = Peer::start(&crate::everything::build());
+    let mut capabilities = all_input_capabilities();
+    capabilities["extensions"] = json!({ "io.modelcontextprotocol/tasks": {} });
+    open_session_with(&mut peer, "2025-11-25", capabilities);
+    let resp = peer.ask(&legacy_call(
+        2,
+        "slow_compute",
+        json!({ "seconds": 0, "label": "old" }),
+    ));
+    assert_eq!(resp, legacy_text(2, "slow_compute old: done after 0 s"));
+    ping_barrier(&mut peer, 3);
+    peer.finish_quietly();
+}

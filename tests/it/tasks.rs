@@ -1130,3 +1130,335 @@ fn a_task_outlives_its_server_in_a_shared_store() {
     client.close().unwrap();
     serving.join().unwrap().unwrap();
 }
+
+// --- Review (tasks10): a hostile or careless client ---------------------------
+
+/// Opens a listen that follows `task_ids` and returns its id, once the
+/// acknowledgment is read (its `taskIds` must be `followed`).
+fn follow(peer: &mut Peer, task_ids: &[&str], followed: &[&str]) -> Value {
+    let listen = task_request(
+        "subscriptions/listen",
+        json!({ "notifications": { "taskIds": task_ids } }),
+    );
+    peer.send(&listen);
+    let ack = peer.recv();
+    assert_eq!(
+        ack["method"], "notifications/subscriptions/acknowledged",
+        "{ack}"
+    );
+    assert_eq!(
+        ack["params"]["notifications"]["taskIds"],
+        json!(followed),
+        "{ack}"
+    );
+    listen["id"].clone()
+}
+
+/// Sends `req` and reads until its reply: the reply, and the task status
+/// notifications read on the way (their params, without `_meta`).
+fn reply_and_statuses(peer: &mut Peer, req: &Value) -> (Value, Vec<Value>) {
+    peer.send(req);
+    let mut statuses = Vec::new();
+    loop {
+        let mut msg = peer.recv();
+        if msg["id"] == req["id"] && msg.get("method").is_none() {
+            return (msg, statuses);
+        }
+        assert_eq!(msg["method"], "notifications/tasks", "{msg}");
+        let params = msg["params"].as_object_mut().unwrap();
+        params.remove("_meta");
+        statuses.push(Value::Object(params.clone()));
+    }
+}
+
+/// `tasks/get`'s result as a notification carries it: without
+/// `resultType` and `_meta`.
+fn as_notified(mut task: Value) -> Value {
+    for key in ["resultType", "_meta"] {
+        task.as_object_mut().unwrap().remove(key);
+    }
+    task
+}
+
+/// Claim: a `tasks/update` that answers some of the outstanding keys
+/// changes what `tasks/get` shows (`inputRequests` loses them) but not
+/// `lastUpdatedAt`, and a listen that follows the task is not told:
+/// `Tasks::update` neither touches nor publishes unless the task resumes.
+/// A client that follows the task by its notifications keeps showing a
+/// question it answered, and no stamp says the task changed (the crate's
+/// own rule, `touch`: "every change shows").
+#[test]
+fn a_partial_answer_moves_last_updated_at_and_reaches_the_listens() {
+    let mut peer = everything();
+    let id = start(&mut peer, "multi_input", json!({}));
+    let waiting = poll(&mut peer, &id, &["input_required"]);
+    follow(&mut peer, &[&id], &[&id]);
+    let both = json!({ "name": "partial", "confirm": true });
+    let req = task_request(
+        "tasks/update",
+        json!({ "taskId": id, "inputResponses": { "confirm": accept(both) } }),
+    );
+    let (ack, mut statuses) = reply_and_statuses(&mut peer, &req);
+    assert_ack(&ack);
+    let partial = get(&mut peer, &id);
+    assert_eq!(keys(&partial["inputRequests"]), ["name"], "{partial}");
+    assert!(
+        partial["lastUpdatedAt"].as_str() > waiting["lastUpdatedAt"].as_str(),
+        "inputRequests changed, lastUpdatedAt did not: {} then {}",
+        waiting["lastUpdatedAt"],
+        partial["lastUpdatedAt"]
+    );
+    // The listen hears the task as tasks/get now shows it.
+    if statuses.is_empty()
+        && let Some(mut msg) = peer.try_recv(Duration::from_secs(2))
+    {
+        msg["params"].as_object_mut().unwrap().remove("_meta");
+        statuses.push(msg["params"].clone());
+    }
+    assert_eq!(
+        statuses,
+        [as_notified(partial)],
+        "what the listen heard after the partial answer"
+    );
+    cancel_task(&mut peer, &id);
+    let (_rest, served) = peer.finish();
+    served.unwrap();
+}
+
+/// Claim: a listen that names more task ids than the server's limit,
+/// from a client that did not declare the extension, is answered
+/// `-32602` for its length, while the extension page says the server
+/// MUST answer a non-declaring client that requests task notifications
+/// with the missing capability (`prepare_listen` counts before it looks
+/// at the extension).
+#[test]
+fn a_listen_for_too_many_task_ids_without_the_extension_is_told_the_extension() {
+    let mut peer = everything();
+    let ids: Vec<String> = (0..1_001).map(|n| format!("{n:032x}")).collect();
+    let filter = json!({ "notifications": { "taskIds": ids } });
+    let resp = reply(
+        &mut peer,
+        &with_caps("subscriptions/listen", filter, json!({})),
+    );
+    assert_extension_required(&resp);
+    peer.finish_quietly();
+}
+
+/// Claim: `max_task_result_bytes` bounds what a completed task keeps but
+/// not a failed one: `Tasks::end` checks only an `Ok` result, so a
+/// handler whose error echoes what it was given (a common
+/// `invalid_params(format!(..))`) keeps an error of any size for the
+/// task's TTL, twice over (its message again in `statusMessage`).
+#[test]
+fn a_failed_tasks_error_is_bounded_like_a_result() {
+    let server = Server::builder("t", "1")
+        .task_tool(
+            Tool::new("echo_fail", "Fails, echoing its input."),
+            TaskMode::Required,
+            |_ctx, args: Value| -> Result<CallToolResult, ErrorObject> {
+                let text = args["text"].as_str().unwrap_or_default();
+                Err(ErrorObject::invalid_params(format!("cannot use {text}"))
+                    .with_data(json!({ "given": text })))
+            },
+        )
+        .max_task_result_bytes(1_000)
+        .build();
+    let mut peer = Peer::start(&server);
+    let id = start(
+        &mut peer,
+        "echo_fail",
+        json!({ "text": "x".repeat(50_000) }),
+    );
+    let failed = poll(&mut peer, &id, &["completed", "failed"]);
+    assert_eq!(failed["status"], "failed");
+    let kept = failed.to_string().len();
+    assert!(
+        kept < 3_000,
+        "a failed task keeps {kept} bytes, its error {} (limit 1000)",
+        failed["error"].to_string().len()
+    );
+    assert_eq!(
+        failed["error"]["code"], -32603,
+        "{}",
+        failed["error"]["message"]
+    );
+    assert_eq!(failed["error"]["data"]["limit"], 1_000);
+    peer.finish_quietly();
+}
+
+/// Guard (held on main): a cancelled task whose handler ends afterwards,
+/// cancelled twice and answered after its end, is `cancelled` for good,
+/// and a listen that follows it hears exactly one final status, the one
+/// `tasks/get` shows.
+#[test]
+fn a_listen_hears_one_final_status_however_the_client_insists() {
+    let server = until_cancelled(Server::builder("t", "1")).build();
+    let mut peer = Peer::start(&server);
+    let id = start(&mut peer, "hold", json!({}));
+    follow(&mut peer, &[&id, &id], &[&id]);
+    let cancel = |_: ()| task_request("tasks/cancel", json!({ "taskId": id }));
+    let (first, mut heard) = reply_and_statuses(&mut peer, &cancel(()));
+    assert_ack(&first);
+    let (second, more) = reply_and_statuses(&mut peer, &cancel(()));
+    assert_ack(&second);
+    heard.extend(more);
+    let answer = task_request(
+        "tasks/update",
+        json!({ "taskId": id, "inputResponses": { "confirm": accept(json!({})) } }),
+    );
+    let (acked, more) = reply_and_statuses(&mut peer, &answer);
+    assert_ack(&acked);
+    heard.extend(more);
+    // The handler saw the cancellation and returned "released": nothing
+    // it finished may show.
+    std::thread::sleep(Duration::from_millis(300));
+    while let Some(msg) = peer.try_recv(Duration::from_millis(200)) {
+        let mut params = msg["params"].clone();
+        params.as_object_mut().unwrap().remove("_meta");
+        heard.push(params);
+    }
+    let done = get(&mut peer, &id);
+    assert_eq!(done["status"], "cancelled", "{done}");
+    assert_eq!(heard, [as_notified(done)], "one final status");
+    let (_rest, served) = peer.finish();
+    served.unwrap();
+}
+
+/// Claim: inside a task, a handler's question reaches `inputRequests`
+/// whatever the client declared: `TaskLink::ask` (for `ctx.ask` and for
+/// `Outcome::InputRequired` alike) checks no capability, where the same
+/// question outside a task is refused (`Sealer::seal`: -32021). The MRTR
+/// page: servers MUST NOT send an `inputRequests` the client has not
+/// declared support for; a client that declared only the extension is
+/// shown an elicitation it cannot answer, and the task waits until its TTL.
+#[test]
+fn a_task_asks_nothing_the_client_did_not_declare() {
+    let asking = |ctx: &mcp_stdio::RequestContext, _args: Value| {
+        let answers = ctx.ask(InputRequests::from([(
+            "name".to_owned(),
+            ask_name("Name?"),
+        )]))?;
+        Ok(CallToolResult::text(format!("{answers:?}")))
+    };
+    let returning = |_ctx: &mcp_stdio::RequestContext,
+                     _args: Value|
+     -> Result<mcp_stdio::Outcome<CallToolResult>, ErrorObject> {
+        let requests = InputRequests::from([("name".to_owned(), ask_name("Name?"))]);
+        Ok(mcp_stdio::Outcome::InputRequired(
+            mcp_stdio::types::InputRequiredResult::new(requests),
+        ))
+    };
+    let server = Server::builder("t", "1")
+        .task_tool(
+            Tool::new("asking", "Asks in place."),
+            TaskMode::Required,
+            asking,
+        )
+        .task_tool(
+            Tool::new("returning", "Asks by its outcome."),
+            TaskMode::Required,
+            returning,
+        )
+        .build();
+    let mut peer = Peer::start(&server);
+    for tool in ["asking", "returning"] {
+        let call = with_caps(
+            "tools/call",
+            json!({ "name": tool, "arguments": {} }),
+            json!({ "extensions": { EXT: {} } }),
+        );
+        let id = assert_create_result(&reply(&mut peer, &call));
+        let task = poll(&mut peer, &id, &["input_required", "failed", "completed"]);
+        assert_eq!(task["status"], "failed", "{tool}: {task}");
+        assert_eq!(task["error"]["code"], -32021, "{tool}: {task}");
+        assert_eq!(
+            task["error"]["data"]["requiredCapabilities"],
+            json!({ "elicitation": {} }),
+            "{tool}"
+        );
+    }
+    peer.finish_quietly();
+}
+
+/// Claim: `tasks/update` takes an answer of any shape for an outstanding
+/// key: `{"confirm": 5}` is acknowledged, the question leaves
+/// `inputRequests` and the handler gets `5` for its elicitation, while
+/// the same answer on a retry is `-32602` (`Sealer::open`: each answer
+/// must fit the request it names). A careless client loses the question
+/// for good (the key is never asked again).
+#[test]
+fn an_answer_that_does_not_fit_its_question_is_refused_and_leaves_it_open() {
+    let mut peer = everything();
+    let id = start(&mut peer, "multi_input", json!({}));
+    poll(&mut peer, &id, &["input_required"]);
+    let req = task_request(
+        "tasks/update",
+        json!({ "taskId": id, "inputResponses": { "confirm": 5, "name": accept(json!({ "name": "n" })) } }),
+    );
+    let resp = reply(&mut peer, &req);
+    let (code, error) = error_of(&resp);
+    assert_eq!(code, -32602, "{resp}");
+    assert!(
+        error["message"].as_str().unwrap().contains("confirm"),
+        "{resp}"
+    );
+    // Nothing was taken: both questions are still open.
+    let waiting = get(&mut peer, &id);
+    assert_eq!(keys(&waiting["inputRequests"]), ["confirm", "name"]);
+    cancel_task(&mut peer, &id);
+    peer.finish_quietly();
+}
+
+/// Claim (not fixed): one connection may hold 10,000 listens
+/// (`max_subscriptions`), each may follow the same task, and each status
+/// change is written to each of them in full (`Subscriptions::deliver`,
+/// at once, whatever waits unsent): a client that makes a task's result
+/// large (a tool that echoes what it is given, up to a 16 MiB line, a
+/// result up to `max_task_result_bytes`) and opens many listens on it has
+/// the server hold listens x result bytes for one `tasks/update` of a few
+/// hundred bytes. Here 1,000 listens and a 100 KB echo: 100 MB written
+/// for one answer.
+#[test]
+#[ignore = "review-tasks10: a listen per copy of a task's result, unbounded; not fixed"]
+fn many_listens_on_one_task_do_not_multiply_its_result_without_bound() {
+    let mut peer = everything();
+    let filename = "x".repeat(100_000);
+    let id = start(&mut peer, "confirm_delete", json!({ "filename": filename }));
+    poll(&mut peer, &id, &["input_required"]);
+    let listens = 1_000;
+    for _ in 0..listens {
+        let listen = task_request(
+            "subscriptions/listen",
+            json!({ "notifications": { "taskIds": [id] } }),
+        );
+        peer.send(&listen);
+    }
+    for _ in 0..listens {
+        let ack = peer.recv_line();
+        assert!(
+            ack.contains("acknowledged"),
+            "{}",
+            &ack[..ack.len().min(200)]
+        );
+    }
+    let req = task_request(
+        "tasks/update",
+        json!({ "taskId": id, "inputResponses": { "confirm": accept(json!({ "confirm": true })) } }),
+    );
+    let sent = req.to_string().len();
+    peer.send(&req);
+    let (mut written, mut completed) = (0usize, 0);
+    while completed < listens {
+        let line = peer.recv_line();
+        written += line.len() + 1;
+        if line.contains("\"completed\"") {
+            completed += 1;
+        }
+    }
+    assert!(
+        written < 100 * 100_000,
+        "{sent} bytes of tasks/update made the server write {written} bytes to one connection"
+    );
+    let (_rest, served) = peer.finish();
+    served.unwrap();
+}

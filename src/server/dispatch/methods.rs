@@ -46,6 +46,13 @@ pub(super) fn prepare_listen(req: &Request<'_>) -> Result<Accepted, ErrorObject>
         .map_err(|e| ErrorObject::invalid_params(format!("invalid notifications filter: {e}")))?;
     let uris = filter.resource_subscriptions.as_ref().map_or(0, Vec::len);
     let tasks = filter.task_ids.as_ref().map_or(0, Vec::len);
+    // Tasks extension: following tasks needs the extension declared on
+    // this request (-32021, as for the task methods), whatever else is
+    // wrong with the list (the extension page: MUST, for non-declaring
+    // clients requesting task notifications).
+    if tasks > 0 && !req.meta.has_extension(TASKS_EXTENSION) {
+        return Err(extension_required());
+    }
     let max = req.inner.config.max_subscription_uris;
     if uris > max || tasks > max {
         let (n, what) = if uris > max {
@@ -57,11 +64,6 @@ pub(super) fn prepare_listen(req: &Request<'_>) -> Result<Accepted, ErrorObject>
             "invalid notifications filter: {n} {what}, more than the {max} one subscription may name"
         ))
         .with_data(json!({ "limit": max })));
-    }
-    // Tasks extension: following tasks needs the extension declared on
-    // this request (-32021, as for the task methods).
-    if tasks > 0 && !req.meta.has_extension(TASKS_EXTENSION) {
-        return Err(extension_required());
     }
     let task_ids = filter.task_ids.clone().unwrap_or_default();
     let mut accepted = accept(req.inner, filter);

@@ -242,9 +242,14 @@ pub(crate) fn initialize(params: &str) -> Result<LegacySession, ErrorObject> {
     } else {
         LEGACY_VERSIONS[0].to_owned()
     };
+    // Extensions (the Tasks extension) are of the modern era: whatever a
+    // legacy client names there, none is negotiated (`initialize_result`
+    // offers none), and no request of the session declares one.
+    let mut capabilities = params.capabilities;
+    capabilities.remove("extensions");
     Ok(LegacySession {
         version,
-        client_capabilities: Arc::new(params.capabilities),
+        client_capabilities: Arc::new(capabilities),
         client_info: params.client_info,
         initialized: false,
         log_level: None,

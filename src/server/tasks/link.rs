@@ -13,6 +13,8 @@ use std::time::{Duration, SystemTime};
 use crossbeam_channel::{Receiver, RecvTimeoutError};
 
 use crate::jsonrpc::ErrorObject;
+use crate::server::mrtr;
+use crate::server::request_meta::RequestMeta;
 use crate::server::tasks::{Signal, Tasks, set_status, touch};
 use crate::types::{InputRequests, InputResponses, TaskStatus};
 
@@ -51,12 +53,20 @@ impl TaskLink {
     }
 
     /// Shows `requests` as the task's `inputRequests` and waits for every
-    /// answer; the answers come back under the handler's keys.
-    pub fn ask(&self, requests: InputRequests) -> Result<InputResponses, ErrorObject> {
+    /// answer; the answers come back under the handler's keys. A request
+    /// the client did not declare support for (in `meta`, the request that
+    /// created the task) is never shown: `-32021` naming it, as outside a
+    /// task (`mrtr::undeclared`).
+    pub fn ask(
+        &self,
+        requests: InputRequests,
+        meta: &RequestMeta,
+    ) -> Result<InputResponses, ErrorObject> {
         let _one = self.asking.lock().unwrap_or_else(|e| e.into_inner());
         if requests.is_empty() {
             return Ok(InputResponses::new());
         }
+        mrtr::undeclared(&requests, meta)?;
         // Each key as it goes on the wire, and the handler's own name for it.
         let mut outstanding: HashMap<String, String> = HashMap::new();
         let mut on_wire = InputRequests::new();

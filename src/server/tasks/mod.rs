@@ -62,6 +62,7 @@ use crate::server::cancel::CancelToken;
 use crate::server::change_feed::Change;
 use crate::server::connections::Connections;
 use crate::server::event::{ServerEvent, TaskUpdate};
+use crate::server::mrtr::InputKind;
 use crate::server::request_meta::Owner;
 use crate::types::{
     DetailedTask, InputResponses, JsonObject, TASKS_EXTENSION, Task, TaskStatus, iso8601,
@@ -95,7 +96,7 @@ pub(crate) struct TaskConfig {
     /// Tasks whose worker runs at once; past it, creation is refused.
     pub max_running: usize,
     /// The largest result (as JSON) a task keeps; a larger one fails the
-    /// task with `-32603`.
+    /// task with `-32603`. A larger error is replaced by that `-32603`.
     pub max_result_bytes: usize,
 }
 
@@ -349,7 +350,11 @@ impl Tasks {
     /// `tasks/update`: the answers to outstanding keys leave
     /// `inputRequests` now for the stored task's `answers` (the task
     /// resumes once none is left), and its handler is told to take them;
-    /// any other key is ignored. A retry of the store's write after a lost
+    /// any other key is ignored. An answer that does not fit the question
+    /// its key names (an elicitation answered with `5`) is `-32602`, and
+    /// nothing of that update is taken (as for a retry, `Sealer::open`). A
+    /// task that took answers is published, still waiting for the rest too
+    /// (`inputRequests` changed). A retry of the store's write after a lost
     /// reply does not apply it twice (`TaskStore::update`), and the answers
     /// wait in the store for a handler whose message was lost. By a
     /// request whose token stands for `caller` ([`Tasks::update_by`]).
@@ -362,6 +367,7 @@ impl Tasks {
         let order = self.ordered();
         let mut accepted = false;
         let mut resumed = false;
+        let mut misfit = None;
         let after = self.update_by(task_id, caller, &mut |stored| {
             accepted = false;
             resumed = false;
@@ -372,6 +378,16 @@ impl Tasks {
             let Some(outstanding) = task.input_requests.as_mut() else {
                 return;
             };
+            misfit = responses
+                .iter()
+                .find(|(key, answer)| {
+                    let kind = outstanding.get(*key).and_then(InputKind::of);
+                    kind.is_some_and(|kind| !kind.accepts(answer))
+                })
+                .map(|(key, _)| key.clone());
+            if misfit.is_some() {
+                return;
+            }
             for (key, answer) in &responses {
                 if outstanding.remove(key).is_some() {
                     answers.insert(key.clone(), answer.clone());
@@ -382,14 +398,23 @@ impl Tasks {
                 task.input_requests = None;
                 set_status(task, TaskStatus::Working, None);
                 resumed = true;
+            } else if accepted {
+                // Still waiting, for fewer answers: a change `tasks/get`
+                // shows, so it moves `lastUpdatedAt` and is published.
+                touch(task);
             }
         })?;
         let Some(after) = after else {
             return Err(unknown_task(task_id));
         };
+        if let Some(key) = misfit {
+            return Err(ErrorObject::invalid_params(format!(
+                "inputResponses[{key:?}] does not answer the input request it names: nothing was taken"
+            )));
+        }
         // Published before the worker takes the answers: its own next
         // change (say, `completed`) can then only come after this one.
-        if resumed {
+        if accepted || resumed {
             self.publish(&after.task);
         }
         drop(order);
@@ -516,7 +541,9 @@ impl Tasks {
     /// an earlier one applied (its reply was lost) stands, and the status
     /// is published. What could not be kept is said on the server's trace.
     pub fn end(&self, task_id: &str, outcome: Result<Value, ErrorObject>) {
-        let outcome = outcome.and_then(|result| self.bounded(result));
+        let outcome = outcome
+            .and_then(|result| self.bounded(result))
+            .map_err(|error| self.bounded_error(error));
         let expires = self.live().get(task_id).and_then(|live| live.expires);
         let written = self.change_durably(task_id, expires, &mut |task| {
             task.input_requests = None;
@@ -580,6 +607,21 @@ impl Tasks {
             .with_data(json!({ "limit": max })));
         }
         Ok(result)
+    }
+
+    /// An error the task may keep: one no larger than `max_result_bytes`
+    /// as JSON, as for a result; a larger one (a handler's message that
+    /// echoes what it was given) becomes the `-32603` that says so.
+    fn bounded_error(&self, error: ErrorObject) -> ErrorObject {
+        let size = serde_json::to_vec(&error).map_or(usize::MAX, |v| v.len());
+        let max = self.config.max_result_bytes;
+        if size <= max {
+            return error;
+        }
+        ErrorObject::internal_error(format!(
+            "the error is {size} bytes, more than the {max} a task may keep"
+        ))
+        .with_data(json!({ "limit": max }))
     }
 
     /// Applies `change` to a task that has not ended (a new status, a

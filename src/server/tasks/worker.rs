@@ -110,7 +110,7 @@ fn rounds(
             }
             Ok(Ok(Outcome::InputRequired(asked))) => {
                 let mut responses = answers_so_far.unwrap_or_default();
-                responses.extend(link.ask(asked.input_requests.unwrap_or_default())?);
+                responses.extend(link.ask(asked.input_requests.unwrap_or_default(), meta)?);
                 retry = Some(Retry {
                     state: asked.request_state,
                     responses,
