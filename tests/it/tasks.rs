@@ -23,9 +23,11 @@ fn next_id() -> i64 {
     NEXT.fetch_add(1, Ordering::Relaxed) as i64
 }
 
-/// The capabilities of a client that declares the extension.
+/// The capabilities of a client that declares the extension, and every
+/// kind of input a task may ask of it (a task's question is checked
+/// against them: `TaskLink::ask`).
 pub(crate) fn task_caps() -> Value {
-    json!({ "elicitation": {}, "sampling": {}, "extensions": { EXT: {} } })
+    json!({ "elicitation": {}, "sampling": {}, "roots": {}, "extensions": { EXT: {} } })
 }
 
 /// A request whose `_meta` declares `caps`.
