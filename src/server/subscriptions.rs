@@ -12,7 +12,7 @@
 //! stands when the event is taken out of the inbox, and a cancellation
 //! removes the entry before anything later is looked at.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use serde::Serialize;
 use serde_json::Value;
@@ -64,12 +64,28 @@ impl Accepted {
     }
 }
 
+/// The most open subscriptions of one connection that may follow one
+/// task (Tasks extension): each status change of a task is written in
+/// full, its result included, to every subscription that follows it, so
+/// a connection's listens on one task multiply what one change writes
+/// (review tasks10: 1,000 listens on a task with a 100 KB result made one
+/// `tasks/update` of 375 bytes write 100 MB; 40 GB at the defaults).
+pub(crate) const MAX_LISTENS_PER_TASK: usize = 8;
+
 /// The open subscriptions of one connection, in the order they opened.
 #[derive(Debug, Default)]
 pub(crate) struct SubscriptionTable {
     by_seq: BTreeMap<u64, (RequestId, Accepted)>,
     by_id: IdMap<u64>,
     next_seq: u64,
+    /// How many open subscriptions follow each task id.
+    following: HashMap<String, usize>,
+}
+
+/// `ids` without repeats (a listen may name a task twice: it counts once).
+fn distinct(ids: &[String]) -> impl Iterator<Item = &String> {
+    let mut seen = std::collections::HashSet::new();
+    ids.iter().filter(move |id| seen.insert(*id))
 }
 
 impl SubscriptionTable {
@@ -85,21 +101,46 @@ impl SubscriptionTable {
     pub fn insert(&mut self, id: RequestId, accepted: Accepted) {
         let seq = self.next_seq;
         self.next_seq += 1;
+        for task in distinct(&accepted.task_ids) {
+            *self.following.entry(task.clone()).or_default() += 1;
+        }
         self.by_id.insert(id.clone(), seq);
         self.by_seq.insert(seq, (id, accepted));
     }
 
     /// Forgets a subscription; whether it was open.
     pub fn remove(&mut self, id: &RequestId) -> bool {
-        match self.by_id.remove(id) {
-            Some(seq) => self.by_seq.remove(&seq).is_some(),
-            None => false,
+        let Some((_, accepted)) = (self.by_id.remove(id)).and_then(|seq| self.by_seq.remove(&seq))
+        else {
+            return false;
+        };
+        for task in distinct(&accepted.task_ids) {
+            if let Some(n) = self.following.get_mut(task) {
+                *n -= 1;
+                if *n == 0 {
+                    self.following.remove(task);
+                }
+            }
         }
+        true
+    }
+
+    /// A task among `task_ids` that [`MAX_LISTENS_PER_TASK`] open
+    /// subscriptions follow already, if any: a new one may not follow it.
+    pub fn fully_followed<'a>(&self, task_ids: &'a [String]) -> Option<&'a str> {
+        (task_ids.iter())
+            .find(|task| {
+                self.following
+                    .get(*task)
+                    .is_some_and(|n| *n >= MAX_LISTENS_PER_TASK)
+            })
+            .map(String::as_str)
     }
 
     /// Removes and returns every subscription, oldest first.
     pub fn drain(&mut self) -> Vec<RequestId> {
         self.by_id.clear();
+        self.following.clear();
         std::mem::take(&mut self.by_seq)
             .into_values()
             .map(|(id, _)| id)
@@ -241,6 +282,31 @@ fn push_json<T: Serialize + ?Sized>(out: &mut Vec<u8>, value: &T) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The count of the listens that follow a task goes up once per listen
+    /// (a task named twice counts once) and down as they close.
+    #[test]
+    fn a_task_is_fully_followed_at_the_limit_and_no_longer_once_one_closes() {
+        let follows = |ids: &[&str]| Accepted {
+            task_ids: ids.iter().map(|id| (*id).to_owned()).collect(),
+            ..Accepted::default()
+        };
+        let mut table = SubscriptionTable::default();
+        let asked = ["t".to_owned()];
+        table.insert(RequestId::Number(0), follows(&["t", "t", "u"]));
+        for n in 1..MAX_LISTENS_PER_TASK {
+            assert_eq!(table.fully_followed(&asked), None);
+            table.insert(RequestId::Number(n as i64), follows(&["t"]));
+        }
+        assert_eq!(table.fully_followed(&asked), Some("t"));
+        assert_eq!(table.fully_followed(&["u".to_owned()]), None);
+        assert!(table.remove(&RequestId::Number(0)));
+        assert_eq!(table.fully_followed(&asked), None);
+        table.insert(RequestId::Number(100), follows(&["t"]));
+        assert_eq!(table.fully_followed(&asked), Some("t"));
+        table.drain();
+        assert_eq!(table.fully_followed(&asked), None);
+    }
 
     #[test]
     fn templates_wrap_the_id() {

@@ -86,7 +86,9 @@ impl ServerBuilder {
     /// 10,000): open `subscriptions/listen` requests, and the URIs a legacy
     /// session subscribed to with `resources/subscribe`. Past it a new one
     /// is refused with `-32603` until the client cancels one; each costs
-    /// the server memory until then.
+    /// the server memory until then. Whatever this is, at most 8 listens
+    /// of a connection may follow one task (Tasks extension): each status
+    /// change of a task is written in full to each listen that follows it.
     pub fn max_subscriptions(mut self, n: usize) -> Self {
         self.config.max_subscriptions = n.max(1);
         self

@@ -32,7 +32,9 @@ use crate::server::event::ServerEvent;
 use crate::server::in_flight::InFlight;
 use crate::server::pool::Job;
 use crate::server::reply::Reply;
-use crate::server::subscriptions::{Accepted, SubscriptionTable, encode_ack, encode_final};
+use crate::server::subscriptions::{
+    Accepted, MAX_LISTENS_PER_TASK, SubscriptionTable, encode_ack, encode_final,
+};
 use output::{BACKLOG, Detached, Output};
 pub(crate) use output::{LineKind, Writer};
 #[cfg(feature = "http")]
@@ -193,6 +195,13 @@ impl Conn {
                 "too many open subscriptions on this connection (at most {max}): cancel one first"
             ))
             .with_data(json!({ "limit": max }));
+            return self.write_error(Some(&id), &error);
+        }
+        if let Some(task) = self.subscriptions.fully_followed(&accepted.task_ids) {
+            let error = ErrorObject::internal_error(format!(
+                "task {task} is followed by {MAX_LISTENS_PER_TASK} open subscriptions on this connection already: cancel one first"
+            ))
+            .with_data(json!({ "limit": MAX_LISTENS_PER_TASK }));
             return self.write_error(Some(&id), &error);
         }
         let mut line = Vec::with_capacity(160);
