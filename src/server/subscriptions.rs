@@ -52,6 +52,13 @@ impl Accepted {
         }
     }
 
+    /// Whether it would deliver nothing at all.
+    pub fn is_empty(&self) -> bool {
+        !(self.tools || self.prompts || self.resources)
+            && self.uris.is_empty()
+            && self.task_ids.is_empty()
+    }
+
     fn wants(&self, event: &ServerEvent) -> bool {
         match event {
             ServerEvent::ToolsListChanged => self.tools,
@@ -125,16 +132,27 @@ impl SubscriptionTable {
         true
     }
 
-    /// A task among `task_ids` that [`MAX_LISTENS_PER_TASK`] open
-    /// subscriptions follow already, if any: a new one may not follow it.
-    pub fn fully_followed<'a>(&self, task_ids: &'a [String]) -> Option<&'a str> {
-        (task_ids.iter())
-            .find(|task| {
-                self.following
-                    .get(*task)
-                    .is_some_and(|n| *n >= MAX_LISTENS_PER_TASK)
-            })
-            .map(String::as_str)
+    /// Whether [`MAX_LISTENS_PER_TASK`] open subscriptions follow `task`
+    /// already: a new one may not follow it.
+    pub fn is_fully_followed(&self, task: &str) -> bool {
+        (self.following.get(task)).is_some_and(|n| *n >= MAX_LISTENS_PER_TASK)
+    }
+
+    /// Leaves out of `accepted` the tasks it may not follow
+    /// ([`SubscriptionTable::is_fully_followed`]), as an unknown task is
+    /// left out (spec 2026-07-28 basic/patterns/subscriptions: the
+    /// acknowledgment is the subset the server agreed to honor); the
+    /// first one left out, if any.
+    pub fn leave_out_fully_followed(&self, accepted: &mut Accepted) -> Option<String> {
+        let mut first = None;
+        accepted.task_ids.retain(|task| {
+            let full = self.is_fully_followed(task);
+            if full && first.is_none() {
+                first = Some(task.clone());
+            }
+            !full
+        });
+        first
     }
 
     /// Removes and returns every subscription, oldest first.
@@ -284,7 +302,8 @@ mod tests {
     use super::*;
 
     /// The count of the listens that follow a task goes up once per listen
-    /// (a task named twice counts once) and down as they close.
+    /// (a task named twice counts once) and down as they close; a task
+    /// past it is left out of a new listen, and the others stay.
     #[test]
     fn a_task_is_fully_followed_at_the_limit_and_no_longer_once_one_closes() {
         let follows = |ids: &[&str]| Accepted {
@@ -292,20 +311,25 @@ mod tests {
             ..Accepted::default()
         };
         let mut table = SubscriptionTable::default();
-        let asked = ["t".to_owned()];
         table.insert(RequestId::Number(0), follows(&["t", "t", "u"]));
         for n in 1..MAX_LISTENS_PER_TASK {
-            assert_eq!(table.fully_followed(&asked), None);
+            assert!(!table.is_fully_followed("t"));
             table.insert(RequestId::Number(n as i64), follows(&["t"]));
         }
-        assert_eq!(table.fully_followed(&asked), Some("t"));
-        assert_eq!(table.fully_followed(&["u".to_owned()]), None);
+        assert!(table.is_fully_followed("t"));
+        assert!(!table.is_fully_followed("u"));
+        let mut asked = follows(&["u", "t", "v"]);
+        assert_eq!(table.leave_out_fully_followed(&mut asked), Some("t".into()));
+        assert_eq!(asked, follows(&["u", "v"]));
+        let mut asked = follows(&["t"]);
+        assert_eq!(table.leave_out_fully_followed(&mut asked), Some("t".into()));
+        assert!(asked.is_empty());
         assert!(table.remove(&RequestId::Number(0)));
-        assert_eq!(table.fully_followed(&asked), None);
+        assert!(!table.is_fully_followed("t"));
         table.insert(RequestId::Number(100), follows(&["t"]));
-        assert_eq!(table.fully_followed(&asked), Some("t"));
+        assert!(table.is_fully_followed("t"));
         table.drain();
-        assert_eq!(table.fully_followed(&asked), None);
+        assert!(!table.is_fully_followed("t"));
     }
 
     #[test]

@@ -1471,3 +1471,123 @@ fn many_listens_on_one_task_do_not_multiply_its_result_without_bound() {
     let (_rest, served) = peer.finish();
     served.unwrap();
 }
+
+// --- Review (cap10): the cap on the listens that follow one task ------------
+
+/// Sends `listen` and returns the next message: its acknowledgment or its
+/// refusal.
+fn open(peer: &mut Peer, listen: &Value) -> Value {
+    peer.send(listen);
+    peer.recv()
+}
+
+/// Claim: a listen that names a task `MAX_LISTENS_PER_TASK` (8) listens of
+/// the connection follow already, among others, is refused whole
+/// (`Conn::listen`: `-32603`), so the client hears nothing of the other
+/// tasks it named. The acknowledgment is the subset the server agreed to
+/// honor (spec 2026-07-28 basic/patterns/subscriptions, "Acknowledgment";
+/// the Tasks extension: "the list of task IDs it has agreed to send task
+/// status notifications for"), and an unknown id is already left out of
+/// it (`Tasks::known`): a task past the cap is left out the same way, and
+/// the listen follows the others. Only a listen that would then follow
+/// nothing at all is refused, with the limit.
+#[test]
+fn a_listen_that_names_a_fully_followed_task_among_others_follows_the_others() {
+    let mut peer = everything();
+    let full = start(&mut peer, "confirm_delete", json!({ "filename": "a.txt" }));
+    let other = start(&mut peer, "confirm_delete", json!({ "filename": "b.txt" }));
+    // Both still from here on: no status change crosses an ack.
+    poll(&mut peer, &full, &["input_required"]);
+    poll(&mut peer, &other, &["input_required"]);
+    for _ in 0..8 {
+        follow(&mut peer, &[&full], &[&full]);
+    }
+    // Alone, the ninth is refused, with the limit.
+    let ninth = task_request(
+        "subscriptions/listen",
+        json!({ "notifications": { "taskIds": [full] } }),
+    );
+    let resp = open(&mut peer, &ninth);
+    let (code, error) = error_of(&resp);
+    assert_eq!(code, -32603, "{resp}");
+    assert_eq!(error["data"]["limit"], 8, "{resp}");
+    // Beside another task, it follows that one.
+    let sub = follow(&mut peer, &[&full, &other], &[&other]);
+    let answer = json!({ "confirm": accept(json!({ "confirm": false })) });
+    let req = task_request(
+        "tasks/update",
+        json!({ "taskId": other, "inputResponses": answer }),
+    );
+    peer.send(&req);
+    // Its answer, and its end on the listen (in either order).
+    let (mut answered, mut ended) = (false, false);
+    while !(answered && ended) {
+        let msg = peer.recv();
+        if msg["id"] == req["id"] {
+            assert_ack(&msg);
+            answered = true;
+            continue;
+        }
+        assert_eq!(msg["method"], "notifications/tasks", "{msg}");
+        let params = &msg["params"];
+        assert_eq!(
+            params["_meta"]["io.modelcontextprotocol/subscriptionId"],
+            sub
+        );
+        assert_eq!(params["taskId"], other.as_str(), "{msg}");
+        ended = params["status"] == "completed";
+    }
+    cancel_task(&mut peer, &full);
+    let (_rest, served) = peer.finish();
+    served.unwrap();
+}
+
+/// Guard: every way a listen ends gives its place on the task back (a
+/// count that drifted would leave the task unfollowable for good, or let
+/// a ninth listen follow it): `notifications/cancelled`
+/// (`Conn::cancel`), the application closing one
+/// (`Notifier::close_subscription`) and all (`close_subscriptions`).
+#[test]
+fn a_listen_that_ends_any_way_gives_its_place_on_the_task_back() {
+    let server = crate::everything::build();
+    let notifier = server.notifier();
+    let mut peer = Peer::start(&server);
+    let id = start(&mut peer, "confirm_delete", json!({ "filename": "a.txt" }));
+    poll(&mut peer, &id, &["input_required"]);
+    let refused = |peer: &mut Peer| {
+        let listen = task_request(
+            "subscriptions/listen",
+            json!({ "notifications": { "taskIds": [id] } }),
+        );
+        let resp = open(peer, &listen);
+        assert_eq!(error_of(&resp).0, -32603, "{resp}");
+    };
+    let mut subs: Vec<Value> = (0..8).map(|_| follow(&mut peer, &[&id], &[&id])).collect();
+    refused(&mut peer);
+    // Cancelled: a place, and only one.
+    peer.send(&crate::support::cancel(subs.pop().unwrap()));
+    subs.push(follow(&mut peer, &[&id], &[&id]));
+    refused(&mut peer);
+    // Closed by the application: its final result, then a place.
+    let closed = subs.pop().unwrap();
+    let closed_id: mcp_stdio::RequestId = serde_json::from_value(closed.clone()).unwrap();
+    notifier.close_subscription(&closed_id);
+    let last = peer.recv();
+    assert_eq!(last["id"], closed, "{last}");
+    assert_eq!(last["result"]["resultType"], "complete", "{last}");
+    subs.push(follow(&mut peer, &[&id], &[&id]));
+    refused(&mut peer);
+    // All closed: 8 final results, then 8 places.
+    notifier.close_subscriptions();
+    for sub in &subs {
+        let last = peer.recv();
+        assert_eq!(last["id"], *sub, "{last}");
+    }
+    for _ in 0..8 {
+        follow(&mut peer, &[&id], &[&id]);
+    }
+    refused(&mut peer);
+    cancel_task(&mut peer, &id);
+    let (_rest, served) = peer.finish();
+    served.unwrap();
+}

@@ -89,6 +89,8 @@ impl ServerBuilder {
     /// the server memory until then. Whatever this is, at most 8 listens
     /// of a connection may follow one task (Tasks extension): each status
     /// change of a task is written in full to each listen that follows it.
+    /// A ninth leaves the task out of its acknowledgment (as it does an
+    /// unknown task), and is refused `-32603` if nothing else is left.
     pub fn max_subscriptions(mut self, n: usize) -> Self {
         self.config.max_subscriptions = n.max(1);
         self

@@ -188,7 +188,7 @@ impl Conn {
     /// acknowledgment is written in one step (spec 2026-07-28
     /// basic/patterns/subscriptions: the ack is the first message carrying
     /// its id), unless the connection holds its maximum already.
-    pub fn listen(&mut self, id: RequestId, accepted: Accepted) {
+    pub fn listen(&mut self, id: RequestId, mut accepted: Accepted) {
         let max = self.inner.config.max_subscriptions;
         if self.subscriptions.len() >= max {
             let error = ErrorObject::internal_error(format!(
@@ -197,7 +197,11 @@ impl Conn {
             .with_data(json!({ "limit": max }));
             return self.write_error(Some(&id), &error);
         }
-        if let Some(task) = self.subscriptions.fully_followed(&accepted.task_ids) {
+        // A task past the cap is left out, as an unknown one is; a listen
+        // left with nothing to hear is refused, with the limit.
+        if let Some(task) = self.subscriptions.leave_out_fully_followed(&mut accepted)
+            && accepted.is_empty()
+        {
             let error = ErrorObject::internal_error(format!(
                 "task {task} is followed by {MAX_LISTENS_PER_TASK} open subscriptions on this connection already: cancel one first"
             ))
