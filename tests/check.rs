@@ -1266,6 +1266,27 @@ fn peak_kib(pid: u32) -> Option<u64> {
     line.split_whitespace().nth(1)?.parse().ok()
 }
 
+/// Waits for `child`, killed after 60 s, looking at its peak resident
+/// memory meanwhile: its exit code (`None` if killed) and that peak (KiB).
+fn wait_watching_peak(child: &mut std::process::Child) -> (Option<i32>, u64) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut peak = 0;
+    loop {
+        if let Some(kib) = peak_kib(child.id()) {
+            peak = peak.max(kib);
+        }
+        if let Some(status) = child.try_wait().unwrap() {
+            return (status.code(), peak);
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            return (None, peak);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 /// review-check10: an HTTP server that answers a POST with an SSE stream
 /// of `data:` lines and never the blank line that ends the event: the
 /// checker's SSE reader (`http_link::sse`) bounds each line (4 MiB) but
@@ -1318,22 +1339,7 @@ fn review_an_sse_event_that_never_ends_costs_bounded_memory() -> Result<(), Stri
         .stderr(Stdio::null())
         .spawn()
         .map_err(|e| e.to_string())?;
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let mut peak = 0;
-    let status = loop {
-        if let Some(kib) = peak_kib(child.id()) {
-            peak = peak.max(kib);
-        }
-        if let Some(status) = child.try_wait().unwrap() {
-            break status.code();
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            break None;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let (status, peak) = wait_watching_peak(&mut child);
     if peak > 256 << 10 || status != Some(2) {
         return Err(format!(
             "status {status:?}, peak resident memory {} MiB",
@@ -1437,22 +1443,7 @@ fn check_peak(args: &[&str], fault: &str) -> (Option<i32>, u64, String) {
         let _ = stdout.read_to_string(&mut s);
         s
     });
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let mut peak = 0;
-    let status = loop {
-        if let Some(kib) = peak_kib(child.id()) {
-            peak = peak.max(kib);
-        }
-        if let Some(status) = child.try_wait().unwrap() {
-            break status.code();
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            break None;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let (status, peak) = wait_watching_peak(&mut child);
     (status, peak, out.join().unwrap())
 }
 
