@@ -1191,3 +1191,87 @@ fn a_call_reporting_progress_outlives_the_proxys_request_timeout() {
     assert_eq!(done.text_content(), "done");
     assert_eq!(seen, 15);
 }
+
+/// A transport to `behind` that never passes a `tasks/get` on (a server
+/// behind that hangs on a poll), and notes when a `tasks/cancel` passes.
+fn polls_swallowed(behind: Server) -> (Transport, Arc<std::sync::Mutex<Option<Instant>>>) {
+    use std::io::{BufRead, Write};
+    let (ours, relay_front) = Transport::memory();
+    let (relay_back, theirs) = Transport::memory();
+    thread::spawn(move || behind.serve(theirs));
+    let cancelled = Arc::new(std::sync::Mutex::new(None));
+    let (mut front_in, mut front_out) = relay_front.into_parts();
+    let (mut back_in, mut back_out) = relay_back.into_parts();
+    let noted = Arc::clone(&cancelled);
+    thread::spawn(move || {
+        let mut line = String::new();
+        while front_in.read_line(&mut line).is_ok_and(|n| n > 0) {
+            if line.contains(r#""method":"tasks/cancel""#) {
+                noted.lock().unwrap().get_or_insert_with(Instant::now);
+            }
+            let swallowed = line.contains(r#""method":"tasks/get""#);
+            if !swallowed
+                && (back_out.write_all(line.as_bytes()).is_err() || back_out.flush().is_err())
+            {
+                break;
+            }
+            line.clear();
+        }
+    });
+    thread::spawn(move || {
+        let mut line = String::new();
+        while back_in.read_line(&mut line).is_ok_and(|n| n > 0) {
+            if front_out.write_all(line.as_bytes()).is_err() || front_out.flush().is_err() {
+                break;
+            }
+            line.clear();
+        }
+    });
+    (ours, cancelled)
+}
+
+/// A caller that cancels the proxy's task while the proxy waits for a
+/// `tasks/get` the server behind never answers: the proxy cancelled the
+/// task behind only once that poll timed out (its client's request
+/// timeout, 60 s in `serve-http`), leaving the task running meanwhile.
+/// The wait for each request of the task now gives up on the caller's
+/// cancellation, and `tasks/cancel` goes at once.
+#[test]
+fn a_caller_that_cancels_during_a_hung_poll_cancels_the_task_behind_at_once() {
+    use mcp_stdio::ToolCallStart;
+    let (transport, cancelled) = polls_swallowed(crate::everything::build());
+    let client = Client::builder()
+        .request_timeout(3 * WAIT)
+        .connect(transport)
+        .unwrap();
+    let proxy = mcp_stdio::proxy::serve_as(client).unwrap();
+    let (ours, theirs) = Transport::memory();
+    let serving = proxy.clone();
+    thread::spawn(move || serving.serve(theirs));
+    let caller = Client::builder().tasks(true).connect(ours).unwrap();
+    let started = caller.start_tool_call(
+        "slow_compute",
+        json!({ "seconds": 60, "label": "x" }),
+        RequestOptions::new(),
+    );
+    let ToolCallStart::Task(handle) = started.unwrap() else {
+        panic!("the proxy answered a caller of the extension without a task");
+    };
+    // The proxy's first poll behind goes out at once and hangs.
+    thread::sleep(Duration::from_millis(200));
+    let asked = Instant::now();
+    handle.cancel().unwrap();
+    let deadline = asked + WAIT;
+    loop {
+        if let Some(at) = *cancelled.lock().unwrap() {
+            assert!(at >= asked, "tasks/cancel went before the caller cancelled");
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no tasks/cancel behind within {WAIT:?} of the caller's"
+        );
+        thread::sleep(Duration::from_millis(10));
+    }
+    proxy.stop_handle().stop();
+}
