@@ -317,7 +317,8 @@ fn tasks_of(capabilities: &ServerCapabilities) -> Option<JsonObject> {
 /// at the server's poll interval (kept between 10 ms and 10 s; 1 s when
 /// it names none), each of its input requests asked of the caller once
 /// ([`RequestContext::ask`]) and the answers sent with `tasks/update`, and
-/// `tasks/cancel` once the caller cancels. Every request carries `stamp`,
+/// `tasks/cancel` once the caller cancels (a request behind in progress
+/// given up on at once) or a request behind fails. Every request carries `stamp`,
 /// the caller's capabilities (the server refuses a task method whose
 /// request does not declare the extension). The task's result, as the
 /// call would have returned it; its error when it failed.
@@ -328,15 +329,24 @@ fn follow_task(
     task: Task,
 ) -> Result<Value, ErrorObject> {
     let id = task.task_id;
-    let request = |method: &str, mut params: Value| -> Result<Value, ErrorObject> {
+    let start = |method: &str, mut params: Value| {
         params["_meta"] = Value::Object(stamp.clone());
-        let call = (client.start_request(method, params, RequestOptions::new()))
-            .map_err(|e| failed(method, e))?;
-        let raw = call.wait().map_err(|e| failed(method, e))?;
+        (client.start_request(method, params, RequestOptions::new())).map_err(|e| failed(method, e))
+    };
+    // A poll or an update behind that hangs is given up on as soon as the
+    // caller cancels, not at the client's request timeout.
+    let request = |method: &str, params: Value| -> Result<Value, ErrorObject> {
+        let call = start(method, params)?;
+        let raw = (call.wait_unless(|| ctx.is_cancelled())).map_err(|e| failed(method, e))?;
         serde_json::from_str(raw.get()).map_err(internal)
     };
+    // Following the task gave up (the caller cancelled, a request behind
+    // failed): the task behind is cancelled, without waiting for its
+    // answer, which changes nothing.
     let cancel = |why: ErrorObject| {
-        let _ = request(method::TASKS_CANCEL, json!({ "taskId": id }));
+        if let Ok(call) = start(method::TASKS_CANCEL, json!({ "taskId": id })) {
+            call.detach();
+        }
         why
     };
     let mut poll = task.poll_interval_ms;
@@ -347,9 +357,9 @@ fn follow_task(
                 "the caller cancelled the task",
             )));
         }
+        let got = request(method::TASKS_GET, json!({ "taskId": id }));
         let got: GetTaskResult =
-            serde_json::from_value(request(method::TASKS_GET, json!({ "taskId": id }))?)
-                .map_err(internal)?;
+            serde_json::from_value(got.map_err(cancel)?).map_err(|e| cancel(internal(e)))?;
         let detailed = got.task;
         // Spec extensions/tasks: pollIntervalMs may change over the
         // task's life; the latest one counts.
@@ -382,7 +392,7 @@ fn follow_task(
                     let answers = ctx.ask(asked).map_err(cancel)?;
                     answered.extend(answers.keys().cloned());
                     let update = json!({ "taskId": id, "inputResponses": answers });
-                    request(method::TASKS_UPDATE, update)?;
+                    request(method::TASKS_UPDATE, update).map_err(cancel)?;
                     continue;
                 }
             }
