@@ -556,3 +556,46 @@ fn progress_to_a_client_that_never_reads_then_eof(
     drop(held);
     (took, served)
 }
+
+/// Claim (review s11): a stop during the grace period, with the input
+/// left open, does not hold `serve` while a handler is held in a
+/// `write(2)` the client never takes: the rule for a client too slow to
+/// keep still lets it go in the write timeout (300 ms), well inside the
+/// grace period (5 s), and `serve` returns `TimedOut`.
+#[test]
+fn a_stop_during_the_grace_period_while_a_send_is_stuck_ends_serve_in_the_write_timeout() {
+    let server = Server::builder("stuck", "1.0.0")
+        .shutdown_grace(Duration::from_secs(5))
+        .write_timeout(Duration::from_millis(300))
+        .tool(
+            mcp_stdio::types::Tool::new("progress", "Reports progress."),
+            |ctx, _: serde_json::Value| {
+                ctx.progress(1.0, None, Some("half way"));
+                Ok(mcp_stdio::types::CallToolResult::text("done"))
+            },
+        )
+        .build();
+    let never = Arc::new(Mutex::new(()));
+    let held = never.lock().unwrap();
+    let (mut to_server, served, in_write) = serve_to_a_client_that_never_reads(&server, &never);
+    let mut pooled = call(1, "progress", json!({}));
+    pooled["params"]["_meta"]["progressToken"] = json!("p");
+    let line = serde_json::to_string(&pooled).unwrap();
+    std::io::Write::write_all(&mut to_server, format!("{line}\n").as_bytes()).unwrap();
+    in_write
+        .recv_timeout(crate::support::WAIT)
+        .expect("the progress's write began");
+    let stopped = std::time::Instant::now();
+    server.stop_handle().stop();
+    // A second stop in the grace period changes nothing.
+    server.stop_handle().stop();
+    let served = served.recv_timeout(crate::support::WAIT);
+    let took = stopped.elapsed();
+    drop(held);
+    drop(to_server);
+    let Ok(Err(mcp_stdio::Error::Io(e))) = served else {
+        panic!("{served:?} after {took:?}");
+    };
+    assert_eq!(e.kind(), std::io::ErrorKind::TimedOut, "{e}");
+    assert!(took < Duration::from_secs(3), "serve took {took:?}");
+}

@@ -956,3 +956,111 @@ fn a_client_let_go_is_written_no_more_than_the_piece_in_progress() {
     );
     drop(to_server);
 }
+
+/// A client that takes one byte a millisecond until the test says stop
+/// (then its writes fail): far less than 16 KiB in a write timeout of a
+/// second, in writes that each take something.
+struct Dribble {
+    stop: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Write for Dribble {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        if self.stop.load(std::sync::atomic::Ordering::SeqCst) {
+            return Err(std::io::ErrorKind::BrokenPipe.into());
+        }
+        std::thread::sleep(Duration::from_millis(1));
+        Ok(bytes.len().min(1))
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Claim (review s11): a client cannot keep its clock alive with writes
+/// that each take a byte: the clock counts bytes, not writes, so a client
+/// taking 1 KiB a second of a 64 KiB reply (input left open) is let go in
+/// about the write timeout, and `serve` returns `TimedOut`.
+#[test]
+fn a_client_that_takes_a_byte_per_write_is_let_go_in_the_write_timeout() {
+    let server = big_server(Duration::from_millis(100), Duration::from_secs(1));
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let output = Dribble {
+        stop: Arc::clone(&stop),
+    };
+    let (mut to_server, server_in) = mcp_stdio::memory_pipe();
+    let (served_tx, served) = crossbeam_channel::bounded(1);
+    {
+        let server = server.clone();
+        std::thread::spawn(move || {
+            let _ = served_tx.send(server.serve(mcp_stdio::Transport::new(server_in, output)));
+        });
+    }
+    let line = serde_json::to_string(&call(1, "big", json!({ "size": 64 * 1024 }))).unwrap();
+    to_server.write_all(format!("{line}\n").as_bytes()).unwrap();
+    let at = Instant::now();
+    let served = served.recv_timeout(WAIT);
+    let took = at.elapsed();
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    drop(to_server);
+    let Ok(Err(mcp_stdio::Error::Io(e))) = served else {
+        panic!("{served:?} after {took:?}");
+    };
+    assert_eq!(e.kind(), std::io::ErrorKind::TimedOut, "{e}");
+    assert!(took < Duration::from_secs(4), "serve took {took:?}");
+}
+
+/// Claim (review s11): `serve`'s threads do not spin through the grace
+/// period with the least write timeout (1 ms), several connections at
+/// once: each looks at its client's clock at most every 20 ms
+/// (`serve::LOOK_AT_MOST_EVERY`), in the grace period as while it waits
+/// for the end.
+#[test]
+fn serve_threads_in_the_grace_period_with_the_least_write_timeout_do_not_spin() {
+    let (release_tx, release) = crossbeam_channel::bounded::<()>(0);
+    let server = Server::builder("grace", "1.0.0")
+        .shutdown_grace(Duration::from_secs(30))
+        .write_timeout(Duration::ZERO)
+        .tool(
+            Tool::new("hold", "Runs until released."),
+            move |_ctx, _: Value| {
+                let _ = release.recv();
+                Ok(CallToolResult::text("released"))
+            },
+        )
+        .build();
+    let mut serving = Vec::new();
+    let mut tids = Vec::new();
+    for _ in 0..3 {
+        let (mut to_server, server_in) = mcp_stdio::memory_pipe();
+        let (tid_tx, tid) = crossbeam_channel::bounded(1);
+        let server = server.clone();
+        serving.push(std::thread::spawn(move || {
+            let me = std::fs::read_link("/proc/thread-self").unwrap();
+            let me = me.file_name().unwrap().to_string_lossy().into_owned();
+            tid_tx.send(me).unwrap();
+            server.serve(mcp_stdio::Transport::new(server_in, std::io::sink()))
+        }));
+        tids.push(tid.recv().unwrap());
+        let line = serde_json::to_string(&call(1, "hold", json!({}))).unwrap();
+        to_server.write_all(format!("{line}\n").as_bytes()).unwrap();
+        // End of input: the call runs on in the grace period.
+        drop(to_server);
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    let before: Vec<u64> = tids.iter().map(|tid| cpu_ticks(tid)).collect();
+    let at = Instant::now();
+    std::thread::sleep(Duration::from_secs(2));
+    let used: u64 = tids.iter().map(|tid| cpu_ticks(tid)).sum::<u64>() - before.iter().sum::<u64>();
+    let elapsed = at.elapsed();
+    let still = serving.iter().filter(|s| !s.is_finished()).count();
+    drop(release_tx);
+    for serving in serving {
+        serving.join().unwrap().unwrap();
+    }
+    assert_eq!(still, 3, "serve returned before its call was released");
+    assert!(
+        used <= 4,
+        "3 serve threads used {used} ticks of CPU in {elapsed:?} of the grace period"
+    );
+}
