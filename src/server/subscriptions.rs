@@ -12,7 +12,8 @@
 //! stands when the event is taken out of the inbox, and a cancellation
 //! removes the entry before anything later is looked at.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use serde::Serialize;
 use serde_json::Value;
@@ -71,28 +72,113 @@ impl Accepted {
     }
 }
 
-/// The most open subscriptions of one connection that may follow one
-/// task (Tasks extension): each status change of a task is written in
-/// full, its result included, to every subscription that follows it, so
-/// a connection's listens on one task multiply what one change writes
-/// (review tasks10: 1,000 listens on a task with a 100 KB result made one
-/// `tasks/update` of 375 bytes write 100 MB; 40 GB at the defaults).
+/// The most open subscriptions that may follow one task (Tasks
+/// extension): each status change of a task is written in full, its
+/// result included, to every subscription that follows it, so listens on
+/// one task multiply what one change writes (review tasks10: 1,000 listens
+/// on a task with a 100 KB result made one `tasks/update` of 375 bytes
+/// write 100 MB; 40 GB at the defaults). Counted by [`Followers`]: a
+/// connection's own on stdio, a listener's over HTTP.
 pub(crate) const MAX_LISTENS_PER_TASK: usize = 8;
+
+/// How many open subscriptions follow each task, counted together for the
+/// connections that share it: one connection alone on stdio; over HTTP
+/// every POST of a listener (`Site::followers`), since each listen is a
+/// connection of its own there and a count per connection would bound
+/// nothing (review http-listen-cap: 64 streams of one client each
+/// followed a task). One per listener is one per client: a task is
+/// followed only by requests of its owner (`Tasks::known`,
+/// `Owner::admits`), whose id is 128 random bits; and it is exactly what
+/// bounds the copies of one task's result.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Followers(Arc<Mutex<HashMap<String, usize>>>);
+
+/// The places a subscription holds on the tasks it follows: given back
+/// when it is dropped, however the subscription ends (removed, drained,
+/// or its connection dropped with it, mid-acknowledgment included).
+#[derive(Debug)]
+struct Following {
+    followers: Followers,
+    tasks: Vec<String>,
+}
+
+impl Followers {
+    /// The rule, in one step under one lock (two listens that arrive
+    /// together cannot both take the last place): leaves out of
+    /// `accepted` the tasks [`MAX_LISTENS_PER_TASK`] subscriptions follow
+    /// already, as an unknown task is left out (spec 2026-07-28
+    /// basic/patterns/subscriptions: the acknowledgment is the subset the
+    /// server agreed to honor), and takes a place on each of the others (a
+    /// task named twice takes one). Returns the first task left out, if
+    /// any, and the places taken.
+    fn follow(&self, accepted: &mut Accepted) -> (Option<String>, Following) {
+        let mut counts = self.lock();
+        let mut left_out = None;
+        let mut taken = HashSet::new();
+        accepted.task_ids.retain(|task| {
+            if taken.contains(task) {
+                return true;
+            }
+            match counts.get_mut(task) {
+                Some(n) if *n >= MAX_LISTENS_PER_TASK => {
+                    left_out.get_or_insert_with(|| task.clone());
+                    return false;
+                }
+                Some(n) => *n += 1,
+                None => {
+                    counts.insert(task.clone(), 1);
+                }
+            }
+            taken.insert(task.clone());
+            true
+        });
+        let following = Following {
+            followers: self.clone(),
+            tasks: taken.into_iter().collect(),
+        };
+        (left_out, following)
+    }
+
+    fn lock(&self) -> MutexGuard<'_, HashMap<String, usize>> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+impl Drop for Following {
+    fn drop(&mut self) {
+        if self.tasks.is_empty() {
+            return;
+        }
+        let mut counts = self.followers.lock();
+        for task in &self.tasks {
+            if let Some(n) = counts.get_mut(task) {
+                *n -= 1;
+                if *n == 0 {
+                    counts.remove(task);
+                }
+            }
+        }
+    }
+}
 
 /// The open subscriptions of one connection, in the order they opened.
 #[derive(Debug, Default)]
 pub(crate) struct SubscriptionTable {
-    by_seq: BTreeMap<u64, (RequestId, Accepted)>,
+    by_seq: BTreeMap<u64, Open>,
     by_id: IdMap<u64>,
     next_seq: u64,
-    /// How many open subscriptions follow each task id.
-    following: HashMap<String, usize>,
+    /// How many open subscriptions follow each task: this connection's
+    /// own, unless it shares a count ([`SubscriptionTable::share_followers`]).
+    followers: Followers,
 }
 
-/// `ids` without repeats (a listen may name a task twice: it counts once).
-fn distinct(ids: &[String]) -> impl Iterator<Item = &String> {
-    let mut seen = std::collections::HashSet::new();
-    ids.iter().filter(move |id| seen.insert(*id))
+/// An open subscription.
+#[derive(Debug)]
+struct Open {
+    id: RequestId,
+    accepted: Accepted,
+    /// Its places on the tasks it follows, given back as it is dropped.
+    _following: Following,
 }
 
 impl SubscriptionTable {
@@ -105,63 +191,51 @@ impl SubscriptionTable {
         self.by_id.len()
     }
 
-    pub fn insert(&mut self, id: RequestId, accepted: Accepted) {
+    /// Counts the tasks this connection's subscriptions follow in
+    /// `followers`, with the other connections that share it (over HTTP,
+    /// every POST of a listener). Before any subscription opens.
+    #[cfg(feature = "http")]
+    pub fn share_followers(&mut self, followers: &Followers) {
+        debug_assert!(self.by_seq.is_empty());
+        self.followers = followers.clone();
+    }
+
+    /// Opens subscription `id`, less the tasks past the cap
+    /// ([`Followers::follow`]), and returns what it follows; `Err` with
+    /// the first task left out when it would then follow nothing at all
+    /// (and it does not open).
+    pub fn open(&mut self, id: RequestId, mut accepted: Accepted) -> Result<&Accepted, String> {
+        let (left_out, following) = self.followers.follow(&mut accepted);
+        if let Some(task) = left_out
+            && accepted.is_empty()
+        {
+            return Err(task);
+        }
         let seq = self.next_seq;
         self.next_seq += 1;
-        for task in distinct(&accepted.task_ids) {
-            *self.following.entry(task.clone()).or_default() += 1;
-        }
         self.by_id.insert(id.clone(), seq);
-        self.by_seq.insert(seq, (id, accepted));
-    }
-
-    /// Forgets a subscription; whether it was open.
-    pub fn remove(&mut self, id: &RequestId) -> bool {
-        let Some((_, accepted)) = (self.by_id.remove(id)).and_then(|seq| self.by_seq.remove(&seq))
-        else {
-            return false;
+        let open = Open {
+            id,
+            accepted,
+            _following: following,
         };
-        for task in distinct(&accepted.task_ids) {
-            if let Some(n) = self.following.get_mut(task) {
-                *n -= 1;
-                if *n == 0 {
-                    self.following.remove(task);
-                }
-            }
-        }
-        true
+        Ok(&self.by_seq.entry(seq).or_insert(open).accepted)
     }
 
-    /// Whether [`MAX_LISTENS_PER_TASK`] open subscriptions follow `task`
-    /// already: a new one may not follow it.
-    pub fn is_fully_followed(&self, task: &str) -> bool {
-        (self.following.get(task)).is_some_and(|n| *n >= MAX_LISTENS_PER_TASK)
-    }
-
-    /// Leaves out of `accepted` the tasks it may not follow
-    /// ([`SubscriptionTable::is_fully_followed`]), as an unknown task is
-    /// left out (spec 2026-07-28 basic/patterns/subscriptions: the
-    /// acknowledgment is the subset the server agreed to honor); the
-    /// first one left out, if any.
-    pub fn leave_out_fully_followed(&self, accepted: &mut Accepted) -> Option<String> {
-        let mut first = None;
-        accepted.task_ids.retain(|task| {
-            let full = self.is_fully_followed(task);
-            if full && first.is_none() {
-                first = Some(task.clone());
-            }
-            !full
-        });
-        first
+    /// Forgets a subscription (its places on tasks given back); whether it
+    /// was open.
+    pub fn remove(&mut self, id: &RequestId) -> bool {
+        (self.by_id.remove(id))
+            .and_then(|seq| self.by_seq.remove(&seq))
+            .is_some()
     }
 
     /// Removes and returns every subscription, oldest first.
     pub fn drain(&mut self) -> Vec<RequestId> {
         self.by_id.clear();
-        self.following.clear();
         std::mem::take(&mut self.by_seq)
             .into_values()
-            .map(|(id, _)| id)
+            .map(|open| open.id)
             .collect()
     }
 
@@ -186,9 +260,9 @@ impl SubscriptionTable {
     /// Calls `deliver` with the id of every subscription that wants
     /// `event`, oldest first.
     pub fn each_wanting(&self, event: &ServerEvent, mut deliver: impl FnMut(&RequestId)) {
-        for (id, accepted) in self.by_seq.values() {
-            if accepted.wants(event) {
-                deliver(id);
+        for open in self.by_seq.values() {
+            if open.accepted.wants(event) {
+                deliver(&open.id);
             }
         }
     }
@@ -302,34 +376,59 @@ mod tests {
     use super::*;
 
     /// The count of the listens that follow a task goes up once per listen
-    /// (a task named twice counts once) and down as they close; a task
-    /// past it is left out of a new listen, and the others stay.
+    /// (a task named twice counts once) and down as they close, however
+    /// they close; a task past it is left out of a new listen, and the
+    /// others stay; a listen left with nothing does not open. Tables that
+    /// share a count (HTTP) fill it together.
     #[test]
     fn a_task_is_fully_followed_at_the_limit_and_no_longer_once_one_closes() {
         let follows = |ids: &[&str]| Accepted {
             task_ids: ids.iter().map(|id| (*id).to_owned()).collect(),
             ..Accepted::default()
         };
+        let open = |table: &mut SubscriptionTable, n: i64, ids: &[&str]| {
+            table.open(RequestId::Number(n), follows(ids)).cloned()
+        };
         let mut table = SubscriptionTable::default();
-        table.insert(RequestId::Number(0), follows(&["t", "t", "u"]));
-        for n in 1..MAX_LISTENS_PER_TASK {
-            assert!(!table.is_fully_followed("t"));
-            table.insert(RequestId::Number(n as i64), follows(&["t"]));
+        assert_eq!(
+            open(&mut table, 0, &["t", "t", "u"]),
+            Ok(follows(&["t", "t", "u"]))
+        );
+        for n in 1..MAX_LISTENS_PER_TASK as i64 {
+            assert_eq!(open(&mut table, n, &["t"]), Ok(follows(&["t"])));
         }
-        assert!(table.is_fully_followed("t"));
-        assert!(!table.is_fully_followed("u"));
-        let mut asked = follows(&["u", "t", "v"]);
-        assert_eq!(table.leave_out_fully_followed(&mut asked), Some("t".into()));
-        assert_eq!(asked, follows(&["u", "v"]));
-        let mut asked = follows(&["t"]);
-        assert_eq!(table.leave_out_fully_followed(&mut asked), Some("t".into()));
-        assert!(asked.is_empty());
+        assert_eq!(
+            open(&mut table, 50, &["u", "t", "v", "t"]),
+            Ok(follows(&["u", "v"]))
+        );
+        assert_eq!(open(&mut table, 51, &["t"]), Err("t".into()));
+        assert!(!table.contains(&RequestId::Number(51)));
         assert!(table.remove(&RequestId::Number(0)));
-        assert!(!table.is_fully_followed("t"));
-        table.insert(RequestId::Number(100), follows(&["t"]));
-        assert!(table.is_fully_followed("t"));
+        assert_eq!(open(&mut table, 100, &["t"]), Ok(follows(&["t"])));
+        assert_eq!(open(&mut table, 101, &["t"]), Err("t".into()));
         table.drain();
-        assert!(!table.is_fully_followed("t"));
+        assert_eq!(open(&mut table, 102, &["t"]), Ok(follows(&["t"])));
+        // A table dropped whole gives its places back too.
+        drop(table);
+        let shared = Followers::default();
+        let mut tables: Vec<SubscriptionTable> = (0..MAX_LISTENS_PER_TASK)
+            .map(|_| SubscriptionTable {
+                followers: shared.clone(),
+                ..SubscriptionTable::default()
+            })
+            .collect();
+        for (n, table) in tables.iter_mut().enumerate() {
+            assert_eq!(open(table, n as i64, &["t"]), Ok(follows(&["t"])));
+        }
+        let mut ninth = SubscriptionTable {
+            followers: shared.clone(),
+            ..SubscriptionTable::default()
+        };
+        assert_eq!(open(&mut ninth, 9, &["t"]), Err("t".into()));
+        tables.pop();
+        assert_eq!(open(&mut ninth, 9, &["t"]), Ok(follows(&["t"])));
+        drop((tables, ninth));
+        assert!(shared.lock().is_empty());
     }
 
     #[test]
@@ -355,9 +454,13 @@ mod tests {
             uris: vec!["u".into()],
             ..Default::default()
         };
-        table.insert(RequestId::from(2), tools.clone());
-        table.insert(RequestId::from("1"), uris);
-        table.insert(RequestId::from(1), tools);
+        for (id, accepted) in [
+            (RequestId::from(2), tools.clone()),
+            (RequestId::from("1"), uris),
+            (RequestId::from(1), tools),
+        ] {
+            assert!(table.open(id, accepted).is_ok());
+        }
         let mut seen = Vec::new();
         table.each_wanting(&ServerEvent::ToolsListChanged, |id| seen.push(id.clone()));
         assert_eq!(seen, [RequestId::from(2), RequestId::from(1)]);

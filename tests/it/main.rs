@@ -38,6 +38,8 @@ mod http_client;
 mod http_hostile;
 #[cfg(all(feature = "http", feature = "legacy"))]
 mod http_legacy;
+#[cfg(feature = "http")]
+mod http_tasks;
 #[cfg(feature = "https")]
 mod https;
 mod json_text;

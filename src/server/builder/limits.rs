@@ -87,10 +87,12 @@ impl ServerBuilder {
     /// session subscribed to with `resources/subscribe`. Past it a new one
     /// is refused with `-32603` until the client cancels one; each costs
     /// the server memory until then. Whatever this is, at most 8 listens
-    /// of a connection may follow one task (Tasks extension): each status
-    /// change of a task is written in full to each listen that follows it.
-    /// A ninth leaves the task out of its acknowledgment (as it does an
-    /// unknown task), and is refused `-32603` if nothing else is left.
+    /// of a connection may follow one task (Tasks extension; over
+    /// Streamable HTTP, where each listen is a connection of its own, 8 of
+    /// all the listener's): each status change of a task is written in
+    /// full to each listen that follows it. A ninth leaves the task out of
+    /// its acknowledgment (as it does an unknown task), and is refused
+    /// `-32603` if nothing else is left.
     pub fn max_subscriptions(mut self, n: usize) -> Self {
         self.config.max_subscriptions = n.max(1);
         self

@@ -32,6 +32,8 @@ use crate::server::event::ServerEvent;
 use crate::server::in_flight::InFlight;
 use crate::server::pool::Job;
 use crate::server::reply::Reply;
+#[cfg(feature = "http")]
+use crate::server::subscriptions::Followers;
 use crate::server::subscriptions::{
     Accepted, MAX_LISTENS_PER_TASK, SubscriptionTable, encode_ack, encode_final,
 };
@@ -187,8 +189,11 @@ impl Conn {
     /// `subscriptions/listen`: the subscription opens and its
     /// acknowledgment is written in one step (spec 2026-07-28
     /// basic/patterns/subscriptions: the ack is the first message carrying
-    /// its id), unless the connection holds its maximum already.
-    pub fn listen(&mut self, id: RequestId, mut accepted: Accepted) {
+    /// its id), unless the connection holds its maximum already. A task
+    /// past [`MAX_LISTENS_PER_TASK`] is left out, as an unknown one is; a
+    /// listen left with nothing to hear is refused, with the limit
+    /// (`SubscriptionTable::open`, `Followers::follow`).
+    pub fn listen(&mut self, id: RequestId, accepted: Accepted) {
         let max = self.inner.config.max_subscriptions;
         if self.subscriptions.len() >= max {
             let error = ErrorObject::internal_error(format!(
@@ -197,21 +202,26 @@ impl Conn {
             .with_data(json!({ "limit": max }));
             return self.write_error(Some(&id), &error);
         }
-        // A task past the cap is left out, as an unknown one is; a listen
-        // left with nothing to hear is refused, with the limit.
-        if let Some(task) = self.subscriptions.leave_out_fully_followed(&mut accepted)
-            && accepted.is_empty()
-        {
-            let error = ErrorObject::internal_error(format!(
-                "task {task} is followed by {MAX_LISTENS_PER_TASK} open subscriptions on this connection already: cancel one first"
-            ))
-            .with_data(json!({ "limit": MAX_LISTENS_PER_TASK }));
-            return self.write_error(Some(&id), &error);
-        }
         let mut line = Vec::with_capacity(160);
-        encode_ack(&mut line, &id, &accepted);
-        self.subscriptions.insert(id, accepted);
+        match self.subscriptions.open(id.clone(), accepted) {
+            Ok(accepted) => encode_ack(&mut line, &id, accepted),
+            Err(task) => {
+                let error = ErrorObject::internal_error(format!(
+                    "task {task} is followed by {MAX_LISTENS_PER_TASK} open subscriptions already: end one first"
+                ))
+                .with_data(json!({ "limit": MAX_LISTENS_PER_TASK }));
+                return self.write_error(Some(&id), &error);
+            }
+        }
         self.write_line(line, LineKind::Message);
+    }
+
+    /// Counts the tasks this connection's listens follow with the other
+    /// connections of `followers` (over HTTP, a listener's POSTs: each
+    /// listen is a connection of its own there).
+    #[cfg(feature = "http")]
+    pub fn share_followers(&mut self, followers: &Followers) {
+        self.subscriptions.share_followers(followers);
     }
 
     /// Delivers a published event to every subscription that asked for it

@@ -51,6 +51,7 @@ use crate::server::reader;
 #[cfg(feature = "legacy")]
 use crate::server::request_meta::Owner;
 use crate::server::request_meta::{RequestMeta, TokenInfo};
+use crate::server::subscriptions::Followers;
 
 /// How long the watch waits for the response before it looks at the
 /// socket again: the longest a client's close, or a token's expiry, goes
@@ -97,6 +98,8 @@ pub(crate) struct Exchange<'a> {
     /// gave way at the cap (`open`).
     pub open: &'a OpenConnections,
     pub key: u64,
+    /// How many of the listener's listens follow each task (`Site::followers`).
+    pub followers: &'a Followers,
 }
 
 impl Exchange<'_> {
@@ -260,6 +263,8 @@ impl Exchange<'_> {
         }
         let (end_tx, end) = crossbeam_channel::unbounded();
         let conn = ConnHandle::new(self.inner, Writer::Lines(Box::new(body.clone())), end_tx);
+        // Its listens count per task with the listener's others.
+        conn.act(Sending::Now, |c| c.share_followers(self.followers));
         // A legacy POST goes through the legacy front end, with its session.
         #[cfg(feature = "legacy")]
         let legacy = match &era {

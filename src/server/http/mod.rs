@@ -107,6 +107,7 @@ impl Server {
             #[cfg(feature = "legacy")]
             sessions: sessions::Sessions::new(max_sessions.0, max_sessions.1),
             open: Default::default(),
+            followers: Default::default(),
         });
         // The legacy sessions hear what is published as one connection.
         #[cfg(feature = "legacy")]

@@ -21,6 +21,7 @@ use crate::http::{HttpError, HttpRequest, Limits, read_body, read_head, write_re
 use crate::jsonrpc::{ErrorObject, encode_error};
 use crate::server::Inner;
 use crate::server::request_meta::TokenInfo;
+use crate::server::subscriptions::Followers;
 
 /// A socket whose reads end at a deadline: the first byte of a request
 /// must arrive by it, then the whole request by the next. While a request
@@ -64,6 +65,10 @@ pub(crate) struct Site {
     pub sessions: Sessions,
     /// The connections open, for the cap and the end.
     pub open: OpenConnections,
+    /// How many listens follow each task, over all the listener's POSTs:
+    /// the cap on one task's listens (`MAX_LISTENS_PER_TASK`) binds one
+    /// client here, where each listen is a connection of its own.
+    pub followers: Followers,
 }
 
 /// Serves one connection (`open`, its key in `Site::open`) until it
@@ -84,6 +89,7 @@ pub(crate) fn serve_connection(site: &Site, socket: TcpStream, open: u64) {
         token: Default::default(),
         open: &site.open,
         key: open,
+        followers: &site.followers,
     };
     // Until its first request's head is in, a connection is on the header
     // clock from its start: one that sends nothing is let go at
