@@ -329,6 +329,38 @@ mod tests {
         assert!(written.is_empty(), "sent to the server: {written:?}");
     }
 
+    /// Claim (review-proxy11): `stop` says stop just as the reader has
+    /// taken the request out to deliver its reply: `wait_unless` dropped
+    /// that reply and said `Cancelled`. For the proxy's `tools/call` the
+    /// reply is a task the server made, which nobody then cancels. The
+    /// request is over, not cancelled: its reply is what the caller gets.
+    #[test]
+    fn a_reply_that_arrives_as_the_wait_is_stopped_is_taken_not_dropped() {
+        let options = ClientBuilder::default().trace(|_| {});
+        let (link, _server_writes, written) = over_pipes(&options);
+        // Not registered: the reader already took it out; its reply waits.
+        let (tx, rx) = crossbeam_channel::unbounded();
+        let call = PendingCall {
+            id: link.next_id(),
+            link: Arc::clone(&link),
+            rx,
+            options: RequestOptions::new(),
+            started: Instant::now(),
+            default_timeout: Duration::from_secs(60),
+            done: false,
+        };
+        let reply = RawValue::from_string("{\"task\":true}".into()).unwrap();
+        tx.send(Delivery::Reply(Ok(reply))).unwrap();
+        let reply = call.wait_unless(|| true);
+        assert_eq!(
+            reply.map(|r| r.get().to_owned()).ok().as_deref(),
+            Some("{\"task\":true}")
+        );
+        link.close_input();
+        let written: Vec<_> = written.iter().collect();
+        assert!(written.is_empty(), "sent to the server: {written:?}");
+    }
+
     /// A call registered on a link over pipes, as `start_request` makes it.
     fn registered(
         link: &Arc<Link>,
