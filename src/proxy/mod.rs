@@ -339,8 +339,17 @@ fn follow_task(
     // (spec extensions/tasks), `tasks/cancel` stands for it.
     let request = |method: &str, params: Value| -> Result<Value, ErrorObject> {
         let call = start(method, params)?;
-        let raw =
-            (call.wait_quietly_unless(|| ctx.is_cancelled())).map_err(|e| failed(method, e))?;
+        let raw = (call.wait_quietly_unless(|| ctx.is_cancelled())).map_err(|e| match e {
+            // The server's error for a request of the proxy's, not the
+            // caller's: not passed off as the caller's call failing with
+            // that code, and the server's task id never shown.
+            Error::Rpc(e) => ErrorObject::internal_error(format!(
+                "the server behind this proxy failed on {method} ({}): {}",
+                e.code,
+                e.message.replace(&id, ctx.task_id().unwrap_or("the task"))
+            )),
+            other => failed(method, other),
+        })?;
         serde_json::from_str(raw.get()).map_err(internal)
     };
     // Following the task gave up (the caller cancelled, a request behind
