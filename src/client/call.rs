@@ -142,13 +142,13 @@ impl PendingCall {
     /// that option's `max` from the request's start.
     pub fn wait(mut self) -> Result<Box<RawValue>, Error> {
         let timeout = self.options.timeout.unwrap_or(self.default_timeout);
-        self.wait_for(timeout, true, None)
+        self.wait_for(timeout, false, None)
     }
 
     /// Waits like [`wait`](PendingCall::wait), with `timeout` instead of the
     /// request's.
     pub fn wait_timeout(mut self, timeout: Duration) -> Result<Box<RawValue>, Error> {
-        self.wait_for(timeout, true, None)
+        self.wait_for(timeout, false, None)
     }
 
     /// Waits like [`wait`](PendingCall::wait) (the same timeout, restarted
@@ -160,7 +160,7 @@ impl PendingCall {
     /// stop.
     pub fn wait_unless(mut self, stop: impl Fn() -> bool) -> Result<Box<RawValue>, Error> {
         let timeout = self.options.timeout.unwrap_or(self.default_timeout);
-        self.wait_for(timeout, true, Some(&stop))
+        self.wait_for(timeout, false, Some(&stop))
     }
 
     /// Cancels the request: the server is sent `notifications/cancelled`,
@@ -174,7 +174,21 @@ impl PendingCall {
     /// the requests of a task (`tasks/*`), which end with `tasks/cancel`
     /// instead (spec extensions/tasks, "Task Cancellation").
     pub(crate) fn wait_quietly(mut self, timeout: Duration) -> Result<Box<RawValue>, Error> {
-        let res = self.wait_for(timeout, false, None);
+        let res = self.wait_for(timeout, true, None);
+        self.detach_inner();
+        res
+    }
+
+    /// Waits like [`wait_unless`](PendingCall::wait_unless), but gives up
+    /// (on `stop` or the request's timeout) like
+    /// [`wait_quietly`](PendingCall::wait_quietly): without
+    /// `notifications/cancelled`, for the requests of a task.
+    pub(crate) fn wait_quietly_unless(
+        mut self,
+        stop: impl Fn() -> bool,
+    ) -> Result<Box<RawValue>, Error> {
+        let timeout = self.options.timeout.unwrap_or(self.default_timeout);
+        let res = self.wait_for(timeout, true, Some(&stop));
         self.detach_inner();
         res
     }
@@ -199,21 +213,31 @@ impl PendingCall {
     /// (spec 2026-07-28 basic/patterns/cancellation, "Timeouts": a client
     /// MAY reset its timeout on progress, and SHOULD always enforce a
     /// maximum). With `stop`, it is asked every 20 ms, and a `true` ends the
-    /// wait with [`Error::Cancelled`].
+    /// wait with [`Error::Cancelled`]. Giving up (on `stop` or timeout)
+    /// sends `notifications/cancelled` unless `quiet`; a request the
+    /// reader already took out to deliver its reply is over, not given up
+    /// on: its reply is returned.
     fn wait_for(
         &mut self,
         timeout: Duration,
-        cancel_on_timeout: bool,
+        quiet: bool,
         stop: Option<&dyn Fn() -> bool>,
     ) -> Result<Box<RawValue>, Error> {
+        let mut stop = stop;
         let limit =
             (self.options.reset_on_progress).map(|max| crate::deadline::after(self.started, max));
         let capped = |deadline: Instant| limit.map_or(deadline, |limit| deadline.min(limit));
         let mut deadline = capped(crate::deadline::from_now(timeout));
         loop {
             if stop.is_some_and(|stop| stop()) {
-                self.cancel_inner(Some("cancelled"));
-                return Err(Error::Cancelled);
+                if self.give_up(quiet, "cancelled") {
+                    return Err(Error::Cancelled);
+                }
+                // Answered as it was stopped: the reader took the request
+                // out, and its reply (or the link's end) is on its way.
+                stop = None;
+                deadline = crate::deadline::after(Instant::now(), Duration::MAX);
+                continue;
             }
             let until = match stop {
                 Some(_) => deadline.min(crate::deadline::from_now(Duration::from_millis(20))),
@@ -244,7 +268,7 @@ impl PendingCall {
                 // A slice of the wait between two looks at `stop`.
                 Err(RecvTimeoutError::Timeout) if Instant::now() < deadline => {}
                 Err(RecvTimeoutError::Timeout) => {
-                    if !cancel_on_timeout || self.cancel_inner(Some("timed out")) {
+                    if self.give_up(quiet, "timed out") {
                         return Err(Error::Timeout);
                     }
                     // Answered as it timed out: the reader took the request
@@ -253,6 +277,19 @@ impl PendingCall {
                 }
             }
         }
+    }
+
+    /// Gives the request up: forgets it, with `notifications/cancelled`
+    /// unless `quiet`; returns whether it was still waiting for its reply.
+    fn give_up(&mut self, quiet: bool, reason: &str) -> bool {
+        if !quiet {
+            return self.cancel_inner(Some(reason));
+        }
+        if self.done {
+            return false;
+        }
+        self.done = true;
+        self.link.forget(&self.id)
     }
 
     /// Sends `notifications/cancelled` for the request if it is still
@@ -323,6 +360,38 @@ mod tests {
         assert_eq!(
             reply.map(|r| r.get().to_owned()).ok().as_deref(),
             Some("{\"late\":true}")
+        );
+        link.close_input();
+        let written: Vec<_> = written.iter().collect();
+        assert!(written.is_empty(), "sent to the server: {written:?}");
+    }
+
+    /// Claim (review-proxy11): `stop` says stop just as the reader has
+    /// taken the request out to deliver its reply: `wait_unless` dropped
+    /// that reply and said `Cancelled`. For the proxy's `tools/call` the
+    /// reply is a task the server made, which nobody then cancels. The
+    /// request is over, not cancelled: its reply is what the caller gets.
+    #[test]
+    fn a_reply_that_arrives_as_the_wait_is_stopped_is_taken_not_dropped() {
+        let options = ClientBuilder::default().trace(|_| {});
+        let (link, _server_writes, written) = over_pipes(&options);
+        // Not registered: the reader already took it out; its reply waits.
+        let (tx, rx) = crossbeam_channel::unbounded();
+        let call = PendingCall {
+            id: link.next_id(),
+            link: Arc::clone(&link),
+            rx,
+            options: RequestOptions::new(),
+            started: Instant::now(),
+            default_timeout: Duration::from_secs(60),
+            done: false,
+        };
+        let reply = RawValue::from_string("{\"task\":true}".into()).unwrap();
+        tx.send(Delivery::Reply(Ok(reply))).unwrap();
+        let reply = call.wait_unless(|| true);
+        assert_eq!(
+            reply.map(|r| r.get().to_owned()).ok().as_deref(),
+            Some("{\"task\":true}")
         );
         link.close_input();
         let written: Vec<_> = written.iter().collect();

@@ -334,10 +334,22 @@ fn follow_task(
         (client.start_request(method, params, RequestOptions::new())).map_err(|e| failed(method, e))
     };
     // A poll or an update behind that hangs is given up on as soon as the
-    // caller cancels, not at the client's request timeout.
+    // caller cancels, not at the client's request timeout, and quietly:
+    // `notifications/cancelled` MUST NOT be used for task cancellation
+    // (spec extensions/tasks), `tasks/cancel` stands for it.
     let request = |method: &str, params: Value| -> Result<Value, ErrorObject> {
         let call = start(method, params)?;
-        let raw = (call.wait_unless(|| ctx.is_cancelled())).map_err(|e| failed(method, e))?;
+        let raw = (call.wait_quietly_unless(|| ctx.is_cancelled())).map_err(|e| match e {
+            // The server's error for a request of the proxy's, not the
+            // caller's: not passed off as the caller's call failing with
+            // that code, and the server's task id never shown.
+            Error::Rpc(e) => ErrorObject::internal_error(format!(
+                "the server behind this proxy failed on {method} ({}): {}",
+                e.code,
+                e.message.replace(&id, ctx.task_id().unwrap_or("the task"))
+            )),
+            other => failed(method, other),
+        })?;
         serde_json::from_str(raw.get()).map_err(internal)
     };
     // Following the task gave up (the caller cancelled, a request behind

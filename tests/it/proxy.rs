@@ -1275,3 +1275,252 @@ fn a_caller_that_cancels_during_a_hung_poll_cancels_the_task_behind_at_once() {
     }
     proxy.stop_handle().stop();
 }
+
+/// A transport to `behind` through a relay that writes down each line
+/// sent behind, as JSON. A reply from behind whose id is in `hold` waits
+/// until the proxy sends `notifications/cancelled` for it (which the
+/// relay keeps from the server): a reply that crossed the cancellation
+/// on the wire. With `garble_polls`, each answer to a `tasks/get` is
+/// replaced by it (its `result` or `error`, the id kept, `TASK_ID` in it
+/// the id polled).
+fn relay_noting(
+    behind: Server,
+    hold_method: Option<&'static str>,
+    garble_polls: Option<Value>,
+) -> (Transport, Arc<std::sync::Mutex<Vec<Value>>>) {
+    use std::io::{BufRead, Write};
+    let (ours, relay_front) = Transport::memory();
+    let (relay_back, theirs) = Transport::memory();
+    thread::spawn(move || behind.serve(theirs));
+    let sent = Arc::new(std::sync::Mutex::new(Vec::new()));
+    // The held request's id, and whether its cancellation went by.
+    let held = Arc::new(std::sync::Mutex::new((None::<Value>, false)));
+    let (mut front_in, mut front_out) = relay_front.into_parts();
+    let (mut back_in, mut back_out) = relay_back.into_parts();
+    let (noted, holding) = (Arc::clone(&sent), Arc::clone(&held));
+    let polls = Arc::clone(&sent);
+    thread::spawn(move || {
+        let mut line = String::new();
+        while front_in.read_line(&mut line).is_ok_and(|n| n > 0) {
+            let message: Value = serde_json::from_str(&line).unwrap_or(Value::Null);
+            noted.lock().unwrap().push(message.clone());
+            let mut swallowed = false;
+            {
+                let mut held = holding.lock().unwrap();
+                if hold_method.is_some()
+                    && message["method"].as_str() == hold_method
+                    && held.0.is_none()
+                {
+                    held.0 = Some(message["id"].clone());
+                }
+                if message["method"] == "notifications/cancelled"
+                    && held.0.as_ref() == Some(&message["params"]["requestId"])
+                {
+                    held.1 = true;
+                    swallowed = true;
+                }
+            }
+            if !swallowed
+                && (back_out.write_all(line.as_bytes()).is_err() || back_out.flush().is_err())
+            {
+                break;
+            }
+            line.clear();
+        }
+    });
+    thread::spawn(move || {
+        let mut line = String::new();
+        while back_in.read_line(&mut line).is_ok_and(|n| n > 0) {
+            let message: Value = serde_json::from_str(&line).unwrap_or(Value::Null);
+            let wait = message.get("method").is_none()
+                && held.lock().unwrap().0.as_ref() == message.get("id");
+            if wait {
+                let deadline = Instant::now() + WAIT;
+                while !held.lock().unwrap().1 && Instant::now() < deadline {
+                    thread::sleep(Duration::from_millis(5));
+                }
+            }
+            let poll = message.get("method").is_none()
+                && (polls.lock().unwrap().iter())
+                    .any(|m| m["method"] == "tasks/get" && Some(&m["id"]) == message.get("id"));
+            if let Some(garbled) = garble_polls.as_ref().filter(|_| poll) {
+                let mut reply = garbled.clone();
+                reply["jsonrpc"] = json!("2.0");
+                reply["id"] = message["id"].clone();
+                let asked = (polls.lock().unwrap().iter())
+                    .find(|m| Some(&m["id"]) == message.get("id"))
+                    .map(|m| m["params"]["taskId"].as_str().unwrap_or("").to_owned());
+                line = reply
+                    .to_string()
+                    .replace("TASK_ID", &asked.unwrap_or_default())
+                    + "\n";
+            }
+            if front_out.write_all(line.as_bytes()).is_err() || front_out.flush().is_err() {
+                break;
+            }
+            line.clear();
+        }
+    });
+    (ours, sent)
+}
+
+/// A proxy over `transport` served over memory to a caller that declares
+/// the Tasks extension, whose `slow_compute` of 60 s is under way as the
+/// proxy's task.
+fn slow_task_through(transport: Transport) -> (Server, Client, mcp_stdio::TaskHandle) {
+    use mcp_stdio::ToolCallStart;
+    let client = Client::builder()
+        .request_timeout(3 * WAIT)
+        .connect(transport)
+        .unwrap();
+    let proxy = mcp_stdio::proxy::serve_as(client).unwrap();
+    let (ours, theirs) = Transport::memory();
+    let serving = proxy.clone();
+    thread::spawn(move || serving.serve(theirs));
+    let caller = Client::builder().tasks(true).connect(ours).unwrap();
+    let started = caller.start_tool_call(
+        "slow_compute",
+        json!({ "seconds": 60, "label": "x" }),
+        RequestOptions::new(),
+    );
+    let ToolCallStart::Task(handle) = started.unwrap() else {
+        panic!("the proxy answered a caller of the extension without a task");
+    };
+    (proxy, caller, handle)
+}
+
+/// Waits until a line sent behind has `method`; returns it.
+fn sent_behind(sent: &std::sync::Mutex<Vec<Value>>, method: &str) -> Option<Value> {
+    let deadline = Instant::now() + WAIT;
+    while Instant::now() < deadline {
+        if let Some(m) = (sent.lock().unwrap().iter()).find(|m| m["method"] == method) {
+            return Some(m.clone());
+        }
+        thread::sleep(Duration::from_millis(10));
+    }
+    None
+}
+
+/// Claim (review-proxy11): `follow_task` now waits for each `tasks/get`
+/// with `wait_unless`, which on the caller's cancellation sends
+/// `notifications/cancelled` for that `tasks/get`. The library's own rule
+/// for the requests of a task (src/client/tasks.rs, spec extensions/tasks
+/// "Task Cancellation": `notifications/cancelled` MUST NOT be used for
+/// task cancellation) is to forget them quietly: `tasks/cancel` stands
+/// for them all.
+#[test]
+fn a_caller_that_cancels_during_a_hung_poll_sends_no_notifications_cancelled_behind() {
+    // The first poll is answered only once cancelled: a hung poll.
+    let (transport, sent) = relay_noting(crate::everything::build(), Some("tasks/get"), None);
+    let (proxy, _caller, handle) = slow_task_through(transport);
+    let poll = sent_behind(&sent, "tasks/get").expect("no poll behind");
+    handle.cancel().unwrap();
+    assert!(
+        sent_behind(&sent, "tasks/cancel").is_some(),
+        "no tasks/cancel behind"
+    );
+    let cancelled: Vec<Value> = (sent.lock().unwrap().iter())
+        .filter(|m| m["method"] == "notifications/cancelled")
+        .cloned()
+        .collect();
+    proxy.stop_handle().stop();
+    assert!(
+        !cancelled
+            .iter()
+            .any(|m| m["params"]["requestId"] == poll["id"]),
+        "notifications/cancelled for the tasks/get {}: {cancelled:?}",
+        poll["id"]
+    );
+}
+
+/// Claim (review-proxy11): the server behind answers the proxy's
+/// `tools/call` with a task just as the caller cancels: its answer
+/// crosses the proxy's `notifications/cancelled` on the wire (a server
+/// MAY answer a request it had finished). The client drops that late
+/// answer, so the proxy never learns the task's id, and the task behind
+/// runs on with nobody to cancel it.
+#[test]
+#[ignore = "review-proxy11: unfixed, the client drops a late reply to a request it cancelled"]
+fn a_task_behind_whose_creation_crosses_the_callers_cancel_is_cancelled() {
+    let (transport, sent) = relay_noting(crate::everything::build(), Some("tools/call"), None);
+    let (proxy, _caller, handle) = slow_task_through(transport);
+    let call = sent_behind(&sent, "tools/call").expect("no tools/call behind");
+    handle.cancel().unwrap();
+    let cancel = sent_behind(&sent, "tasks/cancel");
+    proxy.stop_handle().stop();
+    assert!(
+        cancel.is_some(),
+        "no tasks/cancel behind within {WAIT:?} for the task the server made of tools/call {}",
+        call["id"]
+    );
+}
+
+/// Claim (review-proxy11): a hostile server behind answers `tasks/get`
+/// with a result of the wrong shape; the proxy gives up on the task, and
+/// the task behind must not run on. Found wrong since e7402ab (each
+/// give-up sends `tasks/cancel`); kept as a guard.
+#[test]
+fn a_poll_answered_with_the_wrong_shape_cancels_the_task_behind() {
+    let (transport, sent) = relay_noting(
+        crate::everything::build(),
+        None,
+        Some(json!({ "result": { "resultType": "complete", "status": 42 } })),
+    );
+    let (proxy, _caller, handle) = slow_task_through(transport);
+    let cancel = sent_behind(&sent, "tasks/cancel");
+    let ended = handle.wait_timeout(WAIT);
+    proxy.stop_handle().stop();
+    assert!(
+        cancel.is_some(),
+        "no tasks/cancel behind after a garbled poll"
+    );
+    assert!(ended.is_err(), "{ended:?}");
+}
+
+/// Claim (review-proxy11): when a `tasks/get` behind fails with the
+/// server's JSON-RPC error, `follow_task` passes that error on as it is,
+/// as the error of the caller's call: the caller's `tools/call` fails with
+/// `-32602 Invalid params` naming the server's task id, a request the
+/// caller never made and an id it must never see (module docs: "a caller
+/// never sees the server's").
+#[test]
+fn a_failed_poll_behind_is_not_passed_off_as_the_callers_error() {
+    let (transport, sent) = relay_noting(
+        crate::everything::build(),
+        None,
+        Some(json!({ "error": { "code": -32602, "message": "no task TASK_ID" } })),
+    );
+    let (proxy, _caller, handle) = slow_task_through(transport);
+    let ended = handle.wait_timeout(WAIT);
+    let cancel = sent_behind(&sent, "tasks/cancel");
+    let poll = sent_behind(&sent, "tasks/get").expect("no poll behind");
+    let theirs = poll["params"]["taskId"].as_str().unwrap().to_owned();
+    proxy.stop_handle().stop();
+    assert!(
+        cancel.is_some(),
+        "no tasks/cancel behind after a failed poll"
+    );
+    match ended {
+        Err(Error::Rpc(e)) => assert!(
+            e.code != -32602 && !e.message.contains(&theirs),
+            "the caller got the server's error for tasks/get: {e:?}"
+        ),
+        other => panic!("{other:?}"),
+    }
+}
+
+/// Claim (review-proxy11): the proxy stops serving while it follows a
+/// task behind: the task behind must not run on with nobody left to take
+/// its result (a `tasks/cancel` goes behind).
+#[test]
+#[ignore = "review-proxy11: unfixed, a stopped proxy follows its tasks behind to their end"]
+fn a_proxy_that_stops_cancels_the_task_it_follows() {
+    let (transport, sent) = relay_noting(crate::everything::build(), None, None);
+    let (proxy, _caller, _handle) = slow_task_through(transport);
+    assert!(sent_behind(&sent, "tasks/get").is_some(), "no poll behind");
+    proxy.stop_handle().stop();
+    assert!(
+        sent_behind(&sent, "tasks/cancel").is_some(),
+        "no tasks/cancel behind within {WAIT:?} of the proxy's stop"
+    );
+}
