@@ -1321,3 +1321,64 @@ fn a_request_state_is_refused_when_another_subject_presents_it() {
         "{own}"
     );
 }
+
+/// Claim (review cap11): over HTTP the cap of 8 listens on one task is
+/// counted per listener (`Followers`), so a subject that names another's
+/// task in its listens takes places on it, and the task's owner can no
+/// longer follow it. Tested false: the task is left out of a stranger's
+/// listen (`Tasks::known`, `Owner::admits`) before any place is taken
+/// (`Followers::follow`), so bob's 9 listens, kept open, take none:
+/// alice's 8 follow her task, and only her ninth is left without it.
+#[test]
+fn another_subjects_listens_take_no_place_on_a_task() {
+    let (http, _notifier) = protected_everything();
+    let start = crate::tasks::task_request(
+        "tools/call",
+        json!({ "name": "slow_compute", "arguments": { "seconds": 30, "label": "mine" } }),
+    );
+    let created = post(
+        http.addr,
+        &with_token(mirrored("tools/call", Some("slow_compute")), "sub.alice"),
+        &start.to_string(),
+    );
+    let created = crate::http::events(&created)
+        .pop()
+        .unwrap_or_else(|| json_body(&created));
+    let task_id = created["result"]["taskId"].as_str().unwrap().to_owned();
+    // A listen on the task (and the tool list) with `token`, kept open:
+    // its socket and what it read up to its acknowledgment's end.
+    let listen = |token: &str| {
+        let request = crate::tasks::task_request(
+            "subscriptions/listen",
+            json!({ "notifications": { "taskIds": [task_id], "toolsListChanged": true } }),
+        );
+        let mut socket = std::net::TcpStream::connect(http.addr).unwrap();
+        socket.set_read_timeout(Some(crate::support::WAIT)).unwrap();
+        let headers = with_token(mirrored("subscriptions/listen", None), token);
+        send_post(&mut socket, http.addr, &headers, &request.to_string());
+        let mut seen = String::new();
+        assert!(read_for(&mut socket, "acknowledged", &mut seen), "{seen}");
+        assert!(read_for(&mut socket, "}\n\n", &mut seen), "{seen}");
+        (socket, seen)
+    };
+    let strangers: Vec<_> = (0..9).map(|_| listen("sub.bob")).collect();
+    for (_, seen) in &strangers {
+        assert!(!seen.contains(&task_id), "bob follows alice's task: {seen}");
+    }
+    let own: Vec<_> = (0..8).map(|_| listen("sub.alice")).collect();
+    for (_, seen) in &own {
+        assert!(
+            seen.contains(&task_id),
+            "alice cannot follow her task: {seen}"
+        );
+    }
+    let (_ninth, seen) = listen("sub.alice");
+    assert!(!seen.contains(&task_id), "a ninth listen follows: {seen}");
+    drop((strangers, own));
+    let cancel = crate::tasks::task_request("tasks/cancel", json!({ "taskId": task_id }));
+    post(
+        http.addr,
+        &with_token(mirrored("tasks/cancel", Some(&task_id)), "sub.alice"),
+        &cancel.to_string(),
+    );
+}

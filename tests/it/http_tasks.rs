@@ -278,3 +278,59 @@ fn a_listen_stream_that_ends_any_way_gives_its_place_on_the_task_back() {
         listen.hears_the_end();
     }
 }
+
+/// Claim (review cap11): a listen stream let go for a client that reads
+/// nothing (past `UNSENT_LIMIT` of events waiting, or the write timeout)
+/// keeps its place on the task: the subscription is not removed, and
+/// the task stays fully followed by streams nobody reads. Tested false:
+/// the let-go ends the exchange's watch, `shut_down` closes its
+/// subscriptions (`Conn::close`), and the places come back: 8 streams
+/// cut for falling behind (a 64 KiB URI updated 300 times), then 8 new
+/// listens follow the task, and a ninth does not.
+#[test]
+fn listen_streams_let_go_for_falling_behind_give_their_places_back() {
+    let server = crate::everything::build();
+    let notifier = server.notifier();
+    let http = start(
+        server,
+        HttpOptions::new().write_timeout(Duration::from_secs(60)),
+    );
+    let task = waiting_task(http.addr);
+    let uri = format!("mem://{}", "z".repeat(64 * 1024));
+    let mut stuck: Vec<Listen> = (0..8)
+        .map(|_| {
+            let mut socket = TcpStream::connect(http.addr).unwrap();
+            socket.set_read_timeout(Some(WAIT)).unwrap();
+            let listen = task_request(
+                "subscriptions/listen",
+                json!({ "notifications": { "taskIds": [task], "resourceSubscriptions": [uri] } }),
+            );
+            send(&mut socket, http.addr, &listen, None);
+            let mut listen = Listen {
+                socket,
+                id: listen["id"].clone(),
+                seen: String::new(),
+            };
+            assert!(listen.follows(&task), "{}", listen.seen);
+            listen
+        })
+        .collect();
+    assert!(!Listen::open(http.addr, &task).follows(&task));
+    for _ in 0..300 {
+        notifier.resource_updated(&uri);
+    }
+    // Every stream was cut (read to its end, long before the write
+    // timeout), and its place is free again.
+    for listen in &mut stuck {
+        let started = Instant::now();
+        let mut rest = Vec::new();
+        let _ = listen.socket.read_to_end(&mut rest);
+        assert!(started.elapsed() < WAIT, "a stream behind stayed open");
+    }
+    let mut following: Vec<Listen> = (0..8).map(|_| follow_when_free(http.addr, &task)).collect();
+    assert!(!Listen::open(http.addr, &task).follows(&task));
+    complete(http.addr, &task);
+    for listen in &mut following {
+        listen.hears_the_end();
+    }
+}
