@@ -70,8 +70,7 @@ impl ConnHandle {
     /// A new connection writing to `output` (a byte stream, or a writer
     /// of lines told what each is: `output::Writer`); its end goes to
     /// `end`.
-    pub fn new(inner: &Arc<Inner>, output: impl Into<Writer>, end: Sender<End>) -> Self {
-        let output = output.into();
+    pub fn new(inner: &Arc<Inner>, output: Writer, end: Sender<End>) -> Self {
         let room = match &output {
             Writer::Lines(writer) => writer.room(),
             Writer::Bytes(_) => None,
@@ -212,8 +211,9 @@ impl ConnHandle {
         // with the output: they wait no more (`Shared::send_written`).
         shared.changed.notify_all();
         let error = match (writer, error) {
-            // Flushed and dropped without the lock: the peer sees the end.
-            (Some(mut writer), None) => writer.flush().err(),
+            // Flushed and dropped without the lock: the peer sees the end
+            // (a writer of lines holds nothing).
+            (Some(Writer::Bytes(mut writer)), None) => writer.flush().err(),
             (_, error) => error,
         };
         error.map_or(Ok(()), |e| Err(Error::Io(e)))

@@ -78,22 +78,6 @@ pub(crate) trait LineWriter: Send {
 /// See [`LineWriter::room`].
 pub(crate) type Room = Box<dyn Fn() + Send + Sync>;
 
-impl From<Box<dyn Write + Send>> for Writer {
-    fn from(writer: Box<dyn Write + Send>) -> Writer {
-        Writer::Bytes(writer)
-    }
-}
-
-impl Writer {
-    /// Flushes a byte stream (a writer of lines has nothing held).
-    pub fn flush(&mut self) -> io::Result<()> {
-        match self {
-            Writer::Bytes(writer) => writer.flush(),
-            Writer::Lines(_) => Ok(()),
-        }
-    }
-}
-
 /// The size a buffer starts at, and the most the reader holds back before
 /// it sends (`handle::Sending::BeforeRead`).
 pub(super) const BUFFER: usize = 8 * 1024;
