@@ -18,7 +18,7 @@
 //! threads are alive or every thread is blocked ([`Counts::wants_thread`]).
 //! That is looked at, under the lock, after each change that can make it
 //! true: a job sent ([`Pool::submit`]), a thread that blocks
-//! ([`Threads::blocks`]), a thread that started ([`Threads::started`]); a
+//! ([`Blocking::may_block`]), a thread that started ([`Threads::work`]); a
 //! thread that leaves looks at the channel first ([`Threads::leaves`]).
 //!
 //! What a handler that blocks costs: the jobs behind it get a thread at
@@ -68,7 +68,9 @@ impl Blocking {
     /// server likes (an application's handler, a send to a client that
     /// may not read): meanwhile this thread counts as blocked.
     pub fn may_block<T>(&self, step: impl FnOnce() -> T) -> T {
-        self.threads.blocks();
+        // This thread counts as blocked, and a thread starts if that leaves
+        // waiting jobs to none (`Counts::wants_thread`).
+        self.threads.count_and_look(|counts| counts.blocked += 1);
         // A step that panics is not blocked any more either; the panic
         // goes on to `Threads::work`, which catches it.
         let value = catch_unwind(AssertUnwindSafe(step));
@@ -166,7 +168,7 @@ impl Pool {
     /// Never blocks.
     pub fn submit_send(&self, send: Job) {
         let _ = self.sends.send(send);
-        self.look_after_submit();
+        self.threads.count_and_look(|_| {});
     }
 
     /// Hands `job` to the pool: an idle thread takes it, or one that is
@@ -179,11 +181,6 @@ impl Pool {
         // that blocks later. (The threads hold the receiving side until
         // the pool is dropped.)
         let _ = self.jobs.send(job);
-        self.look_after_submit();
-    }
-
-    /// Starts a thread if what was just sent needs one.
-    fn look_after_submit(&self) {
         self.threads.count_and_look(|_| {});
     }
 }
@@ -214,12 +211,6 @@ impl Threads {
         self.queue.len() + self.sends.len()
     }
 
-    /// Looks again when this thread started: it was the one starting, and
-    /// jobs may have come meanwhile with every other thread blocked.
-    fn started(self: &Arc<Self>) {
-        self.count_and_look(|counts| counts.starting -= 1);
-    }
-
     /// Changes the counts with `change`, then, under the same lock, looks
     /// whether a thread should start ([`Counts::wants_thread`]), and
     /// starts it once the lock is let go: the one look every change that
@@ -237,7 +228,9 @@ impl Threads {
     /// A thread's life: jobs until it has waited [`IDLE_EXIT`] for one
     /// (a thread beyond the warm ones) or the pool is dropped.
     fn work(self: &Arc<Self>) {
-        self.started();
+        // It was the one starting, and jobs may have come meanwhile with
+        // every other thread blocked: it looks again.
+        self.count_and_look(|counts| counts.starting -= 1);
         let blocking = Blocking {
             threads: Arc::clone(self),
         };
@@ -265,13 +258,6 @@ impl Threads {
             self.lock().idle += 1;
             fresh = false;
         }
-    }
-
-    /// This thread enters a step that may block: it counts as blocked, and
-    /// starts a thread if that leaves waiting jobs to none
-    /// ([`Counts::wants_thread`]).
-    fn blocks(self: &Arc<Self>) {
-        self.count_and_look(|counts| counts.blocked += 1);
     }
 
     /// Whether this thread, which waited [`IDLE_EXIT`] for a job, ends: not
