@@ -90,11 +90,7 @@ impl ConnHandle {
     /// `sending` says (with [`Sending::Now`] it waits for at most the
     /// `write(2)` in progress and its own: see the module docs).
     pub fn act<T>(&self, sending: Sending, change: impl FnOnce(&mut Conn) -> T) -> T {
-        let (value, written) = self.act_unsent(change);
-        if let Some(written) = written {
-            self.send_as(sending, written);
-        }
-        value
+        self.0.act(sending, change)
     }
 
     /// [`ConnHandle::act`] without the send: for a caller that holds a lock
@@ -396,7 +392,7 @@ impl Shared {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// See [`ConnHandle::act`] (the same, for the connection's own traits).
+    /// See [`ConnHandle::act`].
     fn act<T>(&self, sending: Sending, change: impl FnOnce(&mut Conn) -> T) -> T {
         let (value, written) = self.act_unsent(change);
         if let Some(written) = written {
