@@ -39,6 +39,8 @@ pub(crate) struct ConnHandle(Arc<Shared>);
 
 struct Shared {
     state: Mutex<Conn>,
+    /// The server: its pool takes the jobs and sends handed over.
+    inner: Arc<Inner>,
     /// Signalled when what a waiter waits for may have changed: room in the
     /// queue for slots, nothing left in flight, a send over.
     changed: Condvar,
@@ -77,6 +79,7 @@ impl ConnHandle {
         };
         ConnHandle(Arc::new_cyclic(|me| Shared {
             state: Mutex::new(Conn::new(inner, output, end)),
+            inner: Arc::clone(inner),
             changed: Condvar::new(),
             closed: AtomicBool::new(false),
             room,
@@ -409,12 +412,11 @@ impl Shared {
         let written = state.output.written();
         let ready = std::mem::take(&mut state.ready);
         let wake = state.waiters > 0;
-        let inner = (!ready.is_empty()).then(|| Arc::clone(&state.inner));
         drop(state);
         // Handed over once the lock is let go: a worker woken on this CPU
         // then does not find it taken.
-        if let Some(inner) = inner {
-            ready.into_iter().for_each(|job| inner.pool.submit(job));
+        for job in ready {
+            self.inner.pool.submit(job);
         }
         if wake {
             self.changed.notify_all();

@@ -53,11 +53,10 @@
 //! it writes to the connection's own shutdown, which it starts: the caller
 //! of `stop` never waits on a client.
 
-use std::sync::{Arc, MutexGuard, PoisonError};
+use std::sync::{MutexGuard, PoisonError};
 use std::time::Duration;
 
 use super::{Sending, Shared};
-use crate::server::Inner;
 use crate::server::conn::Conn;
 use crate::server::conn::output::{BACKLOG, BUFFER, Detached};
 use crate::server::pool::Blocking;
@@ -119,9 +118,8 @@ impl Shared {
         let gather = state.output.is_stream() && state.inner.pool.waiting() > 0;
         if gather && !state.output.sending() {
             state.send_queued = true;
-            let inner = Arc::clone(&state.inner);
             drop(state);
-            return self.queue_send(&inner);
+            return self.queue_send();
         }
         let detached = state.output.detach();
         drop(state);
@@ -144,20 +142,20 @@ impl Shared {
         let ((more, orphan), _) = self.act_unsent(|conn| {
             let (more, orphan) = conn.sent(detached, sent);
             conn.send_queued |= more;
-            (more.then(|| Arc::clone(&conn.inner)), orphan)
+            (more, orphan)
         });
         // A client given up on: its writer goes without the lock.
         drop(orphan);
-        if let Some(inner) = more {
-            self.queue_send(&inner);
+        if more {
+            self.queue_send();
         }
     }
 
     /// Queues a send of what waits on the pool ([`Shared::send_waiting`],
     /// as a send: `Pool::submit_send`); the caller set `Conn::send_queued`.
-    pub(super) fn queue_send(&self, inner: &Inner) {
+    pub(super) fn queue_send(&self) {
         if let Some(shared) = self.me.upgrade() {
-            (inner.pool).submit_send(Box::new(move |blocking| shared.send_waiting(blocking)));
+            (self.inner.pool).submit_send(Box::new(move |blocking| shared.send_waiting(blocking)));
         }
     }
 
@@ -204,9 +202,8 @@ impl Shared {
             return (state, false);
         }
         state.send_queued = true;
-        let inner = Arc::clone(&state.inner);
         drop(state);
-        self.queue_send(&inner);
+        self.queue_send();
         (self.lock_state(), true)
     }
 
