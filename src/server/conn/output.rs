@@ -110,8 +110,6 @@ pub(super) struct Output {
     spare: Out,
     /// The first failed send; after it nothing more is written.
     error: Option<io::Error>,
-    /// A thread is sending without the lock (see the module docs).
-    sending: bool,
     /// Closed: nothing more is written.
     closed: bool,
     /// When the client last took a piece of the output, counted by the
@@ -286,7 +284,6 @@ impl Output {
             writer: Some(writer),
             spare: Out::with_capacity(BUFFER),
             error: None,
-            sending: false,
             closed: false,
             sent: Arc::default(),
         }
@@ -360,9 +357,11 @@ impl Output {
         self.kinds.is_none()
     }
 
-    /// Whether a thread is sending without the lock.
+    /// Whether a thread is sending without the lock: it has the writer
+    /// (a send given up on, [`Output::give_up`], is not counted: the
+    /// output is closed).
     pub fn sending(&self) -> bool {
-        self.sending
+        self.writer.is_none() && !self.closed
     }
 
     /// How many lines were written so far.
@@ -397,11 +396,11 @@ impl Output {
     /// sends already (it sends this too, when it is back: see
     /// [`Output::attach`]).
     pub fn detach(&mut self) -> Option<Detached> {
-        if self.sending || self.waiting == 0 {
+        if self.waiting == 0 {
             return None;
         }
+        // Taken: one send at a time.
         let writer = self.writer.take()?;
-        self.sending = true;
         self.waiting = 0;
         self.taken = self.written;
         self.sent.began();
@@ -420,7 +419,6 @@ impl Output {
     /// given up on, `ConnHandle::shut_down`), for the caller to drop once
     /// it let go of the lock: a writer's `Drop` may write (a `BufWriter`).
     pub fn attach(&mut self, detached: Detached, sent: io::Result<()>) -> (bool, Option<Writer>) {
-        self.sending = false;
         let Detached {
             writer,
             queued,
