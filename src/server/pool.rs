@@ -281,14 +281,14 @@ impl Threads {
         if fresh && let Ok(job) = self.sends.try_recv() {
             return Ok(job);
         }
-        if let Some(job) = self.try_next() {
+        if let Some(job) = self.try_next()? {
             return Ok(job);
         }
         let spins = !self.spin.is_zero() && !std::mem::replace(&mut self.lock().spinning, true);
         if spins {
             let job = self.spin_recv();
             self.lock().spinning = false;
-            if let Some(job) = job {
+            if let Some(job) = job? {
                 return Ok(job);
             }
         }
@@ -300,48 +300,39 @@ impl Threads {
         select.recv(&self.sends);
         loop {
             let woken = select.ready_deadline(deadline);
-            if let Some(job) = self.try_next() {
+            // Ready and empty: another thread took what came (or a job
+            // came just now).
+            if let Some(job) = self.try_next()? {
                 return Ok(job);
             }
             if woken.is_err() {
                 return Err(RecvTimeoutError::Timeout);
             }
-            // Ready and empty: the pool is gone (both ends are its), or
-            // another thread took what came (or a job came just now).
-            match self.queue.try_recv() {
-                Ok(job) => return Ok(job),
-                Err(TryRecvError::Disconnected) => return Err(RecvTimeoutError::Disconnected),
-                Err(TryRecvError::Empty) => {}
-            }
         }
     }
 
-    /// A job, or else a send, if one waits.
-    fn try_next(&self) -> Option<Job> {
-        self.queue
-            .try_recv()
-            .or_else(|_| self.sends.try_recv())
-            .ok()
+    /// A job, or else a send, if one waits; `Disconnected` once the pool
+    /// is gone (both ends are its) and nothing waits.
+    fn try_next(&self) -> Result<Option<Job>, RecvTimeoutError> {
+        let next = (self.queue.try_recv()).or_else(|none| self.sends.try_recv().map_err(|_| none));
+        match next {
+            Ok(job) => Ok(Some(job)),
+            Err(TryRecvError::Empty) => Ok(None),
+            Err(TryRecvError::Disconnected) => Err(RecvTimeoutError::Disconnected),
+        }
     }
 
     /// Takes a job or a send as soon as one comes within `spin`, yielding
     /// the CPU between looks: not a busy loop, so a thread with work on
     /// this CPU runs first (spinning without yielding cost a third of the
     /// throughput under load, BENCHMARKS.md).
-    fn spin_recv(&self) -> Option<Job> {
+    fn spin_recv(&self) -> Result<Option<Job>, RecvTimeoutError> {
         let started = Instant::now();
         loop {
-            match self.queue.try_recv() {
-                Ok(job) => return Some(job),
-                // The pool is gone: however long the spin, it ends now.
-                Err(TryRecvError::Disconnected) => return None,
-                Err(TryRecvError::Empty) => {}
-            }
-            if let Ok(job) = self.sends.try_recv() {
-                return Some(job);
-            }
-            if started.elapsed() >= self.spin {
-                return None;
+            // The pool is gone: however long the spin, it ends now.
+            let job = self.try_next()?;
+            if job.is_some() || started.elapsed() >= self.spin {
+                return Ok(job);
             }
             thread::yield_now();
         }
