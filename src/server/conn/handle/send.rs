@@ -85,14 +85,9 @@ impl Shared {
     /// At most one send: a thread is never held sending for others.
     pub(super) fn send_written(&self, written: u64) {
         let mut state = self.lock_state();
+        // A send of its own takes them: it looks once more and is done.
         while !state.output.taken(written) {
-            match state.output.detach() {
-                Some(detached) => {
-                    drop(state);
-                    return self.send(detached);
-                }
-                None => state = self.wait(state, None),
-            }
+            state = self.send_or_wait(state);
         }
     }
 
