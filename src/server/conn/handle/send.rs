@@ -290,17 +290,11 @@ impl Shared {
         timeout: Option<Duration>,
     ) -> MutexGuard<'a, Conn> {
         state.waiters += 1;
-        let mut state = match timeout {
-            Some(timeout) => self
-                .changed
-                .wait_timeout(state, timeout)
-                .map(|(state, _)| state)
-                .unwrap_or_else(|e| e.into_inner().0),
-            None => self
-                .changed
-                .wait(state)
-                .unwrap_or_else(PoisonError::into_inner),
-        };
+        // No timeout: `Duration::MAX`, past which `Condvar::wait_timeout`
+        // saturates (no deadline on Linux): as long as it takes.
+        let timeout = timeout.unwrap_or(Duration::MAX);
+        let (mut state, _) =
+            (self.changed.wait_timeout(state, timeout)).unwrap_or_else(PoisonError::into_inner);
         state.waiters -= 1;
         state
     }
