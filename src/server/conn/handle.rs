@@ -232,17 +232,19 @@ impl ConnHandle {
         prepared: Result<Prepared, ErrorObject>,
         bytes: usize,
     ) -> Option<InlineRunnable> {
-        let begun = self.act(Sending::BeforeRead, |conn| {
+        // The inline request for the caller to run, if it is one, and
+        // whether the connection is backed up after it.
+        let (inline, backed_up) = self.act(Sending::BeforeRead, |conn| {
             conn.lines += 1;
             let runnable = match conn.refusal(&id).map_or(prepared, Err) {
                 Ok(Prepared::Run(runnable)) => runnable,
                 Ok(Prepared::Listen(accepted)) => {
                     conn.listen(id, accepted);
-                    return Begun::Answered;
+                    return (None, false);
                 }
                 Err(error) => {
                     conn.write_error(Some(&id), &error);
-                    return Begun::Answered;
+                    return (None, false);
                 }
             };
             let seq = conn.in_flight.new_seq();
@@ -260,25 +262,21 @@ impl ConnHandle {
             );
             if runnable.inline {
                 conn.in_flight.insert(id, seq, token, Stage::Inline);
-                return Begun::Inline(InlineRunnable {
+                let inline = InlineRunnable {
                     ctx,
                     seq,
                     work: runnable.work,
                     bytes,
-                });
+                };
+                return (Some(inline), false);
             }
-            Begun::Pooled {
-                backed_up: self.enter_pooled(conn, id, seq, ctx, runnable.work, bytes),
-            }
+            let backed_up = self.enter_pooled(conn, id, seq, ctx, runnable.work, bytes);
+            (None, backed_up)
         });
-        match begun {
-            Begun::Inline(inline) => Some(inline),
-            Begun::Pooled { backed_up: true } => {
-                self.wait_for_room();
-                None
-            }
-            Begun::Pooled { backed_up: false } | Begun::Answered => None,
+        if backed_up {
+            self.wait_for_room();
         }
+        inline
     }
 
     /// Runs an inline request's handler, here and without the lock, and
@@ -362,21 +360,6 @@ impl ConnHandle {
     fn wait_for_room(&self) {
         self.wait_until(None, |c| !c.backed_up());
     }
-}
-
-/// What [`ConnHandle::begin`] did with a request.
-#[allow(
-    clippy::large_enum_variant,
-    reason = "returned once from the lock to the reader, never stored; boxing the runnable would cost an allocation per inline request"
-)]
-enum Begun {
-    /// Refused or answered at once.
-    Answered,
-    /// Inline: the caller runs it.
-    Inline(InlineRunnable),
-    /// On the pool or queued for a slot; the reader waits for room first
-    /// if the connection is backed up.
-    Pooled { backed_up: bool },
 }
 
 /// An inline request, begun: its handler runs on the reader, without the
