@@ -18,7 +18,7 @@
 //! threads are alive or every thread is blocked ([`Counts::wants_thread`]).
 //! That is looked at, under the lock, after each change that can make it
 //! true: a job sent ([`Pool::submit`]), a thread that blocks
-//! ([`Threads::blocks`]), a thread that started ([`Threads::started`]); a
+//! ([`Blocking::may_block`]), a thread that started ([`Threads::work`]); a
 //! thread that leaves looks at the channel first ([`Threads::leaves`]).
 //!
 //! What a handler that blocks costs: the jobs behind it get a thread at
@@ -68,7 +68,9 @@ impl Blocking {
     /// server likes (an application's handler, a send to a client that
     /// may not read): meanwhile this thread counts as blocked.
     pub fn may_block<T>(&self, step: impl FnOnce() -> T) -> T {
-        self.threads.blocks();
+        // This thread counts as blocked, and a thread starts if that leaves
+        // waiting jobs to none (`Counts::wants_thread`).
+        self.threads.count_and_look(|counts| counts.blocked += 1);
         // A step that panics is not blocked any more either; the panic
         // goes on to `Threads::work`, which catches it.
         let value = catch_unwind(AssertUnwindSafe(step));
@@ -166,7 +168,7 @@ impl Pool {
     /// Never blocks.
     pub fn submit_send(&self, send: Job) {
         let _ = self.sends.send(send);
-        self.look_after_submit();
+        self.threads.count_and_look(|_| {});
     }
 
     /// Hands `job` to the pool: an idle thread takes it, or one that is
@@ -179,11 +181,6 @@ impl Pool {
         // that blocks later. (The threads hold the receiving side until
         // the pool is dropped.)
         let _ = self.jobs.send(job);
-        self.look_after_submit();
-    }
-
-    /// Starts a thread if what was just sent needs one.
-    fn look_after_submit(&self) {
         self.threads.count_and_look(|_| {});
     }
 }
@@ -214,12 +211,6 @@ impl Threads {
         self.queue.len() + self.sends.len()
     }
 
-    /// Looks again when this thread started: it was the one starting, and
-    /// jobs may have come meanwhile with every other thread blocked.
-    fn started(self: &Arc<Self>) {
-        self.count_and_look(|counts| counts.starting -= 1);
-    }
-
     /// Changes the counts with `change`, then, under the same lock, looks
     /// whether a thread should start ([`Counts::wants_thread`]), and
     /// starts it once the lock is let go: the one look every change that
@@ -237,7 +228,9 @@ impl Threads {
     /// A thread's life: jobs until it has waited [`IDLE_EXIT`] for one
     /// (a thread beyond the warm ones) or the pool is dropped.
     fn work(self: &Arc<Self>) {
-        self.started();
+        // It was the one starting, and jobs may have come meanwhile with
+        // every other thread blocked: it looks again.
+        self.count_and_look(|counts| counts.starting -= 1);
         let blocking = Blocking {
             threads: Arc::clone(self),
         };
@@ -267,13 +260,6 @@ impl Threads {
         }
     }
 
-    /// This thread enters a step that may block: it counts as blocked, and
-    /// starts a thread if that leaves waiting jobs to none
-    /// ([`Counts::wants_thread`]).
-    fn blocks(self: &Arc<Self>) {
-        self.count_and_look(|counts| counts.blocked += 1);
-    }
-
     /// Whether this thread, which waited [`IDLE_EXIT`] for a job, ends: not
     /// if it is a warm one, nor if a job came meanwhile (its submit counted
     /// this thread idle).
@@ -295,14 +281,14 @@ impl Threads {
         if fresh && let Ok(job) = self.sends.try_recv() {
             return Ok(job);
         }
-        if let Some(job) = self.try_next() {
+        if let Some(job) = self.try_next()? {
             return Ok(job);
         }
         let spins = !self.spin.is_zero() && !std::mem::replace(&mut self.lock().spinning, true);
         if spins {
             let job = self.spin_recv();
             self.lock().spinning = false;
-            if let Some(job) = job {
+            if let Some(job) = job? {
                 return Ok(job);
             }
         }
@@ -314,48 +300,39 @@ impl Threads {
         select.recv(&self.sends);
         loop {
             let woken = select.ready_deadline(deadline);
-            if let Some(job) = self.try_next() {
+            // Ready and empty: another thread took what came (or a job
+            // came just now).
+            if let Some(job) = self.try_next()? {
                 return Ok(job);
             }
             if woken.is_err() {
                 return Err(RecvTimeoutError::Timeout);
             }
-            // Ready and empty: the pool is gone (both ends are its), or
-            // another thread took what came (or a job came just now).
-            match self.queue.try_recv() {
-                Ok(job) => return Ok(job),
-                Err(TryRecvError::Disconnected) => return Err(RecvTimeoutError::Disconnected),
-                Err(TryRecvError::Empty) => {}
-            }
         }
     }
 
-    /// A job, or else a send, if one waits.
-    fn try_next(&self) -> Option<Job> {
-        self.queue
-            .try_recv()
-            .or_else(|_| self.sends.try_recv())
-            .ok()
+    /// A job, or else a send, if one waits; `Disconnected` once the pool
+    /// is gone (both ends are its) and nothing waits.
+    fn try_next(&self) -> Result<Option<Job>, RecvTimeoutError> {
+        let next = (self.queue.try_recv()).or_else(|none| self.sends.try_recv().map_err(|_| none));
+        match next {
+            Ok(job) => Ok(Some(job)),
+            Err(TryRecvError::Empty) => Ok(None),
+            Err(TryRecvError::Disconnected) => Err(RecvTimeoutError::Disconnected),
+        }
     }
 
     /// Takes a job or a send as soon as one comes within `spin`, yielding
     /// the CPU between looks: not a busy loop, so a thread with work on
     /// this CPU runs first (spinning without yielding cost a third of the
     /// throughput under load, BENCHMARKS.md).
-    fn spin_recv(&self) -> Option<Job> {
+    fn spin_recv(&self) -> Result<Option<Job>, RecvTimeoutError> {
         let started = Instant::now();
         loop {
-            match self.queue.try_recv() {
-                Ok(job) => return Some(job),
-                // The pool is gone: however long the spin, it ends now.
-                Err(TryRecvError::Disconnected) => return None,
-                Err(TryRecvError::Empty) => {}
-            }
-            if let Ok(job) = self.sends.try_recv() {
-                return Some(job);
-            }
-            if started.elapsed() >= self.spin {
-                return None;
+            // The pool is gone: however long the spin, it ends now.
+            let job = self.try_next()?;
+            if job.is_some() || started.elapsed() >= self.spin {
+                return Ok(job);
             }
             thread::yield_now();
         }

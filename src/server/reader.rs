@@ -23,8 +23,7 @@
 use std::io::{self, BufRead, BufReader, Read};
 use std::sync::Arc;
 
-use crate::incoming::{Incoming, Params, cancelled_id, classify};
-use crate::jsonrpc::RequestId;
+use crate::incoming::{Incoming, cancelled_id, classify};
 use crate::server::Inner;
 use crate::server::conn::End;
 use crate::server::conn::handle::{ConnHandle, Sending};
@@ -132,8 +131,13 @@ pub(crate) fn dispatch(
     bytes: usize,
 ) {
     match incoming {
+        // Prepared outside the lock (it only reads the registry), then
+        // begun; an inline one runs here.
         Incoming::Request { id, method, params } => {
-            request(inner, conn, id, &method, params, bytes);
+            let prepared = prepare(inner, &method, params, None);
+            if let Some(inline) = conn.begin(id, prepared, bytes) {
+                conn.run_inline(inline);
+            }
         }
         Incoming::Notification { method, params } => {
             if method == method::NOTIFICATION_CANCELLED
@@ -154,21 +158,5 @@ pub(crate) fn dispatch(
         Incoming::Invalid { id, error } => {
             conn.act(Sending::BeforeRead, |c| c.write_error(id.as_ref(), &error));
         }
-    }
-}
-
-/// A request: prepared (outside the lock: it only reads the registry) and
-/// begun. An inline one runs here.
-fn request(
-    inner: &Arc<Inner>,
-    conn: &ConnHandle,
-    id: RequestId,
-    method: &str,
-    params: Option<Params<'_>>,
-    bytes: usize,
-) {
-    let prepared = prepare(inner, method, params, None);
-    if let Some(job) = conn.begin(id, prepared, bytes) {
-        conn.run_inline(job);
     }
 }

@@ -25,8 +25,8 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{Receiver, RecvTimeoutError};
 
 use crate::error::Error;
-use crate::server::conn::End;
 use crate::server::conn::handle::{ConnHandle, Sending};
+use crate::server::conn::{End, Writer};
 use crate::server::{Inner, Server, front, heap, reader};
 use crate::transport::Transport;
 
@@ -71,7 +71,7 @@ impl Server {
 fn serve(inner: &Arc<Inner>, transport: Transport) -> Result<(), Error> {
     let (input, output) = transport.into_parts();
     let (end_tx, end) = crossbeam_channel::unbounded();
-    let conn = ConnHandle::new(inner, output, end_tx);
+    let conn = ConnHandle::new(inner, Writer::Bytes(output), end_tx);
     let mut front = front::front_end(inner, &conn);
     let key = inner.connections.connect(conn.as_connection());
     // The front end goes to the reader once it runs; until then it is

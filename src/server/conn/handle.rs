@@ -39,6 +39,8 @@ pub(crate) struct ConnHandle(Arc<Shared>);
 
 struct Shared {
     state: Mutex<Conn>,
+    /// The server: its pool takes the jobs and sends handed over.
+    inner: Arc<Inner>,
     /// Signalled when what a waiter waits for may have changed: room in the
     /// queue for slots, nothing left in flight, a send over.
     changed: Condvar,
@@ -70,14 +72,14 @@ impl ConnHandle {
     /// A new connection writing to `output` (a byte stream, or a writer
     /// of lines told what each is: `output::Writer`); its end goes to
     /// `end`.
-    pub fn new(inner: &Arc<Inner>, output: impl Into<Writer>, end: Sender<End>) -> Self {
-        let output = output.into();
+    pub fn new(inner: &Arc<Inner>, output: Writer, end: Sender<End>) -> Self {
         let room = match &output {
             Writer::Lines(writer) => writer.room(),
             Writer::Bytes(_) => None,
         };
         ConnHandle(Arc::new_cyclic(|me| Shared {
             state: Mutex::new(Conn::new(inner, output, end)),
+            inner: Arc::clone(inner),
             changed: Condvar::new(),
             closed: AtomicBool::new(false),
             room,
@@ -91,11 +93,7 @@ impl ConnHandle {
     /// `sending` says (with [`Sending::Now`] it waits for at most the
     /// `write(2)` in progress and its own: see the module docs).
     pub fn act<T>(&self, sending: Sending, change: impl FnOnce(&mut Conn) -> T) -> T {
-        let (value, written) = self.act_unsent(change);
-        if let Some(written) = written {
-            self.send_as(sending, written);
-        }
-        value
+        self.0.act(sending, change)
     }
 
     /// [`ConnHandle::act`] without the send: for a caller that holds a lock
@@ -212,8 +210,9 @@ impl ConnHandle {
         // with the output: they wait no more (`Shared::send_written`).
         shared.changed.notify_all();
         let error = match (writer, error) {
-            // Flushed and dropped without the lock: the peer sees the end.
-            (Some(mut writer), None) => writer.flush().err(),
+            // Flushed and dropped without the lock: the peer sees the end
+            // (a writer of lines holds nothing).
+            (Some(Writer::Bytes(mut writer)), None) => writer.flush().err(),
             (_, error) => error,
         };
         error.map_or(Ok(()), |e| Err(Error::Io(e)))
@@ -233,17 +232,19 @@ impl ConnHandle {
         prepared: Result<Prepared, ErrorObject>,
         bytes: usize,
     ) -> Option<InlineRunnable> {
-        let begun = self.act(Sending::BeforeRead, |conn| {
+        // The inline request for the caller to run, if it is one, and
+        // whether the connection is backed up after it.
+        let (inline, backed_up) = self.act(Sending::BeforeRead, |conn| {
             conn.lines += 1;
             let runnable = match conn.refusal(&id).map_or(prepared, Err) {
                 Ok(Prepared::Run(runnable)) => runnable,
                 Ok(Prepared::Listen(accepted)) => {
                     conn.listen(id, accepted);
-                    return Begun::Answered;
+                    return (None, false);
                 }
                 Err(error) => {
                     conn.write_error(Some(&id), &error);
-                    return Begun::Answered;
+                    return (None, false);
                 }
             };
             let seq = conn.in_flight.new_seq();
@@ -261,25 +262,21 @@ impl ConnHandle {
             );
             if runnable.inline {
                 conn.in_flight.insert(id, seq, token, Stage::Inline);
-                return Begun::Inline(InlineRunnable {
+                let inline = InlineRunnable {
                     ctx,
                     seq,
                     work: runnable.work,
                     bytes,
-                });
+                };
+                return (Some(inline), false);
             }
-            Begun::Pooled {
-                backed_up: self.enter_pooled(conn, id, seq, ctx, runnable.work, bytes),
-            }
+            let backed_up = self.enter_pooled(conn, id, seq, ctx, runnable.work, bytes);
+            (None, backed_up)
         });
-        match begun {
-            Begun::Inline(inline) => Some(inline),
-            Begun::Pooled { backed_up: true } => {
-                self.wait_for_room();
-                None
-            }
-            Begun::Pooled { backed_up: false } | Begun::Answered => None,
+        if backed_up {
+            self.wait_for_room();
         }
+        inline
     }
 
     /// Runs an inline request's handler, here and without the lock, and
@@ -365,21 +362,6 @@ impl ConnHandle {
     }
 }
 
-/// What [`ConnHandle::begin`] did with a request.
-#[allow(
-    clippy::large_enum_variant,
-    reason = "returned once from the lock to the reader, never stored; boxing the runnable would cost an allocation per inline request"
-)]
-enum Begun {
-    /// Refused or answered at once.
-    Answered,
-    /// Inline: the caller runs it.
-    Inline(InlineRunnable),
-    /// On the pool or queued for a slot; the reader waits for room first
-    /// if the connection is backed up.
-    Pooled { backed_up: bool },
-}
-
 /// An inline request, begun: its handler runs on the reader, without the
 /// connection's lock ([`ConnHandle::run_inline`]).
 pub(crate) struct InlineRunnable {
@@ -396,7 +378,7 @@ impl Shared {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// See [`ConnHandle::act`] (the same, for the connection's own traits).
+    /// See [`ConnHandle::act`].
     fn act<T>(&self, sending: Sending, change: impl FnOnce(&mut Conn) -> T) -> T {
         let (value, written) = self.act_unsent(change);
         if let Some(written) = written {
@@ -413,12 +395,11 @@ impl Shared {
         let written = state.output.written();
         let ready = std::mem::take(&mut state.ready);
         let wake = state.waiters > 0;
-        let inner = (!ready.is_empty()).then(|| Arc::clone(&state.inner));
         drop(state);
         // Handed over once the lock is let go: a worker woken on this CPU
         // then does not find it taken.
-        if let Some(inner) = inner {
-            ready.into_iter().for_each(|job| inner.pool.submit(job));
+        for job in ready {
+            self.inner.pool.submit(job);
         }
         if wake {
             self.changed.notify_all();

@@ -107,9 +107,7 @@ impl Conn {
             lines: 0,
         }
     }
-}
 
-impl Conn {
     /// Why a request with this id is refused (`ConnHandle::begin` asks
     /// before anything else): the server is shutting down, or the id is in
     /// use by a request in flight or an open subscription.

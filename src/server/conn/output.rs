@@ -78,22 +78,6 @@ pub(crate) trait LineWriter: Send {
 /// See [`LineWriter::room`].
 pub(crate) type Room = Box<dyn Fn() + Send + Sync>;
 
-impl From<Box<dyn Write + Send>> for Writer {
-    fn from(writer: Box<dyn Write + Send>) -> Writer {
-        Writer::Bytes(writer)
-    }
-}
-
-impl Writer {
-    /// Flushes a byte stream (a writer of lines has nothing held).
-    pub fn flush(&mut self) -> io::Result<()> {
-        match self {
-            Writer::Bytes(writer) => writer.flush(),
-            Writer::Lines(_) => Ok(()),
-        }
-    }
-}
-
 /// The size a buffer starts at, and the most the reader holds back before
 /// it sends (`handle::Sending::BeforeRead`).
 pub(super) const BUFFER: usize = 8 * 1024;
@@ -126,8 +110,6 @@ pub(super) struct Output {
     spare: Out,
     /// The first failed send; after it nothing more is written.
     error: Option<io::Error>,
-    /// A thread is sending without the lock (see the module docs).
-    sending: bool,
     /// Closed: nothing more is written.
     closed: bool,
     /// When the client last took a piece of the output, counted by the
@@ -302,7 +284,6 @@ impl Output {
             writer: Some(writer),
             spare: Out::with_capacity(BUFFER),
             error: None,
-            sending: false,
             closed: false,
             sent: Arc::default(),
         }
@@ -376,9 +357,11 @@ impl Output {
         self.kinds.is_none()
     }
 
-    /// Whether a thread is sending without the lock.
+    /// Whether a thread is sending without the lock: it has the writer
+    /// (a send given up on, [`Output::give_up`], is not counted: the
+    /// output is closed).
     pub fn sending(&self) -> bool {
-        self.sending
+        self.writer.is_none() && !self.closed
     }
 
     /// How many lines were written so far.
@@ -413,11 +396,11 @@ impl Output {
     /// sends already (it sends this too, when it is back: see
     /// [`Output::attach`]).
     pub fn detach(&mut self) -> Option<Detached> {
-        if self.sending || self.waiting == 0 {
+        if self.waiting == 0 {
             return None;
         }
+        // Taken: one send at a time.
         let writer = self.writer.take()?;
-        self.sending = true;
         self.waiting = 0;
         self.taken = self.written;
         self.sent.began();
@@ -436,7 +419,6 @@ impl Output {
     /// given up on, `ConnHandle::shut_down`), for the caller to drop once
     /// it let go of the lock: a writer's `Drop` may write (a `BufWriter`).
     pub fn attach(&mut self, detached: Detached, sent: io::Result<()>) -> (bool, Option<Writer>) {
-        self.sending = false;
         let Detached {
             writer,
             queued,

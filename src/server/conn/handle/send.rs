@@ -53,11 +53,10 @@
 //! it writes to the connection's own shutdown, which it starts: the caller
 //! of `stop` never waits on a client.
 
-use std::sync::{Arc, MutexGuard, PoisonError};
+use std::sync::{MutexGuard, PoisonError};
 use std::time::Duration;
 
 use super::{Sending, Shared};
-use crate::server::Inner;
 use crate::server::conn::Conn;
 use crate::server::conn::output::{BACKLOG, BUFFER, Detached};
 use crate::server::pool::Blocking;
@@ -86,14 +85,9 @@ impl Shared {
     /// At most one send: a thread is never held sending for others.
     pub(super) fn send_written(&self, written: u64) {
         let mut state = self.lock_state();
+        // A send of its own takes them: it looks once more and is done.
         while !state.output.taken(written) {
-            match state.output.detach() {
-                Some(detached) => {
-                    drop(state);
-                    return self.send(detached);
-                }
-                None => state = self.wait(state, None),
-            }
+            state = self.send_or_wait(state);
         }
     }
 
@@ -119,9 +113,8 @@ impl Shared {
         let gather = state.output.is_stream() && state.inner.pool.waiting() > 0;
         if gather && !state.output.sending() {
             state.send_queued = true;
-            let inner = Arc::clone(&state.inner);
             drop(state);
-            return self.queue_send(&inner);
+            return self.queue_send();
         }
         let detached = state.output.detach();
         drop(state);
@@ -144,20 +137,20 @@ impl Shared {
         let ((more, orphan), _) = self.act_unsent(|conn| {
             let (more, orphan) = conn.sent(detached, sent);
             conn.send_queued |= more;
-            (more.then(|| Arc::clone(&conn.inner)), orphan)
+            (more, orphan)
         });
         // A client given up on: its writer goes without the lock.
         drop(orphan);
-        if let Some(inner) = more {
-            self.queue_send(&inner);
+        if more {
+            self.queue_send();
         }
     }
 
     /// Queues a send of what waits on the pool ([`Shared::send_waiting`],
     /// as a send: `Pool::submit_send`); the caller set `Conn::send_queued`.
-    pub(super) fn queue_send(&self, inner: &Inner) {
+    pub(super) fn queue_send(&self) {
         if let Some(shared) = self.me.upgrade() {
-            (inner.pool).submit_send(Box::new(move |blocking| shared.send_waiting(blocking)));
+            (self.inner.pool).submit_send(Box::new(move |blocking| shared.send_waiting(blocking)));
         }
     }
 
@@ -204,9 +197,8 @@ impl Shared {
             return (state, false);
         }
         state.send_queued = true;
-        let inner = Arc::clone(&state.inner);
         drop(state);
-        self.queue_send(&inner);
+        self.queue_send();
         (self.lock_state(), true)
     }
 
@@ -298,17 +290,11 @@ impl Shared {
         timeout: Option<Duration>,
     ) -> MutexGuard<'a, Conn> {
         state.waiters += 1;
-        let mut state = match timeout {
-            Some(timeout) => self
-                .changed
-                .wait_timeout(state, timeout)
-                .map(|(state, _)| state)
-                .unwrap_or_else(|e| e.into_inner().0),
-            None => self
-                .changed
-                .wait(state)
-                .unwrap_or_else(PoisonError::into_inner),
-        };
+        // No timeout: `Duration::MAX`, past which `Condvar::wait_timeout`
+        // saturates (no deadline on Linux): as long as it takes.
+        let timeout = timeout.unwrap_or(Duration::MAX);
+        let (mut state, _) =
+            (self.changed.wait_timeout(state, timeout)).unwrap_or_else(PoisonError::into_inner);
         state.waiters -= 1;
         state
     }
