@@ -256,6 +256,23 @@ impl Formatter for AppendToResult<'_> {
     }
 }
 
+/// `value` as compact JSON, through the serializer the replies are
+/// encoded with (an [`Out`], [`AppendToResult`] with nothing to append):
+/// a type the server both replies with and encodes for itself (a task for
+/// its update, a result or an error for its size) has one encoder in the
+/// binary, not one per serializer.
+pub(crate) fn to_vec<T: Serialize + ?Sized>(value: &T) -> serde_json::Result<Vec<u8>> {
+    let mut out = Out::with_capacity(128);
+    let formatter = AppendToResult {
+        depth: 0,
+        meta: &[],
+    };
+    value.serialize(&mut serde_json::Serializer::with_formatter(
+        &mut out, formatter,
+    ))?;
+    Ok(out.into_vec())
+}
+
 /// The server's `_meta` as [`Stamped`] appends it to a result.
 pub(crate) fn encode_info_meta(server_info: &Value) -> Arc<[u8]> {
     let mut meta = format!(",\"_meta\":{{\"{}\":", meta_key::SERVER_INFO).into_bytes();
