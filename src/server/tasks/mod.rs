@@ -574,7 +574,7 @@ impl Tasks {
                 if status != Some(TaskStatus::Cancelled) {
                     (self.trace)(&format!(
                         "task {task_id}: its handler finished, but the task had ended already ({}): what it finished was not kept",
-                        status.map_or("gone".to_owned(), |s| format!("{s:?}").to_lowercase())
+                        status.map_or("gone", TaskStatus::as_str)
                     ));
                 }
             }
