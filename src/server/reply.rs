@@ -1,18 +1,16 @@
 //! Encoding replies: every result is stamped with `resultType` and the
 //! server's identity before it goes on the wire.
 
-use std::io::{self, Write};
 use std::sync::Arc;
 
 use serde::Serialize;
-use serde_json::ser::Formatter;
 use serde_json::{Map, Value};
 
 use crate::jsonrpc::{ErrorObject, RequestId, ResultResponse, encode_error};
 use crate::outcome::Outcome;
 use crate::server::Inner;
 use crate::server::context::RequestContext;
-use crate::server::out::Out;
+use crate::server::out::{AppendToResult, Out};
 use crate::types::{
     DiscoverResult, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
     ListToolsResult, Meta, ResultType, meta_key,
@@ -229,48 +227,6 @@ impl<T: Stamp + Send> EncodeResult for Stamped<T> {
         }
         done
     }
-}
-
-/// serde_json's compact encoding, with `meta` (`,"_meta":{..}`, or
-/// nothing) written before the end of the result: the one object two
-/// levels deep in a result response (`{"jsonrpc":..,"id":..,"result":{..}}`;
-/// an id is never an object). The result is never empty: it has
-/// `resultType`.
-struct AppendToResult<'a> {
-    depth: usize,
-    meta: &'a [u8],
-}
-
-impl Formatter for AppendToResult<'_> {
-    fn begin_object<W: ?Sized + Write>(&mut self, out: &mut W) -> io::Result<()> {
-        self.depth += 1;
-        out.write_all(b"{")
-    }
-
-    fn end_object<W: ?Sized + Write>(&mut self, out: &mut W) -> io::Result<()> {
-        if self.depth == 2 {
-            out.write_all(self.meta)?;
-        }
-        self.depth -= 1;
-        out.write_all(b"}")
-    }
-}
-
-/// `value` as compact JSON, through the serializer the replies are
-/// encoded with (an [`Out`], [`AppendToResult`] with nothing to append):
-/// a type the server both replies with and encodes for itself (a task for
-/// its update, a result or an error for its size) has one encoder in the
-/// binary, not one per serializer.
-pub(crate) fn to_vec<T: Serialize + ?Sized>(value: &T) -> serde_json::Result<Vec<u8>> {
-    let mut out = Out::with_capacity(128);
-    let formatter = AppendToResult {
-        depth: 0,
-        meta: &[],
-    };
-    value.serialize(&mut serde_json::Serializer::with_formatter(
-        &mut out, formatter,
-    ))?;
-    Ok(out.into_vec())
 }
 
 /// The server's `_meta` as [`Stamped`] appends it to a result.
