@@ -345,6 +345,7 @@ pub(crate) fn response<T: Stamp + Send + 'static>(
 mod tests {
     use super::*;
     use crate::types::CallToolResult;
+    use std::io::Write;
 
     /// What a reply writes into a connection's output, and its line.
     fn both(reply: impl Fn() -> Reply) -> (String, String) {
