@@ -314,7 +314,12 @@ impl EnvelopeScan {
     /// A top-level key was read: which member is it? Keys are compared as
     /// strings, escapes decoded (`"\u0069d"` is `"id"`).
     fn end_key(&mut self) {
-        let key: Option<String> = serde_json::from_slice(&self.key).ok();
+        // Through `from_str`, as the server's other reads: one serde_json
+        // reader compiled, not two (bytes that are not UTF-8 are refused
+        // either way).
+        let key: Option<String> = std::str::from_utf8(&self.key)
+            .ok()
+            .and_then(|key| serde_json::from_str(key).ok());
         self.member = Member::Other;
         match key.as_deref() {
             Some("id") => {

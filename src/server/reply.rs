@@ -1,18 +1,16 @@
 //! Encoding replies: every result is stamped with `resultType` and the
 //! server's identity before it goes on the wire.
 
-use std::io::{self, Write};
 use std::sync::Arc;
 
 use serde::Serialize;
-use serde_json::ser::Formatter;
 use serde_json::{Map, Value};
 
 use crate::jsonrpc::{ErrorObject, RequestId, ResultResponse, encode_error};
 use crate::outcome::Outcome;
 use crate::server::Inner;
 use crate::server::context::RequestContext;
-use crate::server::out::Out;
+use crate::server::out::{AppendToResult, Out};
 use crate::types::{
     DiscoverResult, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
     ListToolsResult, Meta, ResultType, meta_key,
@@ -231,31 +229,6 @@ impl<T: Stamp + Send> EncodeResult for Stamped<T> {
     }
 }
 
-/// serde_json's compact encoding, with `meta` (`,"_meta":{..}`, or
-/// nothing) written before the end of the result: the one object two
-/// levels deep in a result response (`{"jsonrpc":..,"id":..,"result":{..}}`;
-/// an id is never an object). The result is never empty: it has
-/// `resultType`.
-struct AppendToResult<'a> {
-    depth: usize,
-    meta: &'a [u8],
-}
-
-impl Formatter for AppendToResult<'_> {
-    fn begin_object<W: ?Sized + Write>(&mut self, out: &mut W) -> io::Result<()> {
-        self.depth += 1;
-        out.write_all(b"{")
-    }
-
-    fn end_object<W: ?Sized + Write>(&mut self, out: &mut W) -> io::Result<()> {
-        if self.depth == 2 {
-            out.write_all(self.meta)?;
-        }
-        self.depth -= 1;
-        out.write_all(b"}")
-    }
-}
-
 /// The server's `_meta` as [`Stamped`] appends it to a result.
 pub(crate) fn encode_info_meta(server_info: &Value) -> Arc<[u8]> {
     let mut meta = format!(",\"_meta\":{{\"{}\":", meta_key::SERVER_INFO).into_bytes();
@@ -372,6 +345,7 @@ pub(crate) fn response<T: Stamp + Send + 'static>(
 mod tests {
     use super::*;
     use crate::types::CallToolResult;
+    use std::io::Write;
 
     /// What a reply writes into a connection's output, and its line.
     fn both(reply: impl Fn() -> Reply) -> (String, String) {

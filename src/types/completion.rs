@@ -38,12 +38,13 @@ pub enum CompletionReference {
 
 impl<'de> Deserialize<'de> for CompletionReference {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<CompletionReference, D::Error> {
-        use serde_json::from_value;
         const TAGS: &[&str] = &["ref/prompt", "ref/resource"];
         super::tagged::deserialize(deserializer, TAGS, |tag| {
             Some(match tag {
-                "ref/prompt" => |v| from_value(v).map(CompletionReference::Prompt),
-                "ref/resource" => |v| from_value(v).map(CompletionReference::Resource),
+                "ref/prompt" => |v| Deserialize::deserialize(v).map(CompletionReference::Prompt),
+                "ref/resource" => {
+                    |v| Deserialize::deserialize(v).map(CompletionReference::Resource)
+                }
                 _ => return None,
             })
         })

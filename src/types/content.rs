@@ -32,15 +32,14 @@ pub enum ContentBlock {
 
 impl<'de> Deserialize<'de> for ContentBlock {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<ContentBlock, D::Error> {
-        use serde_json::from_value;
         const TAGS: &[&str] = &["text", "image", "audio", "resource_link", "resource"];
         super::tagged::deserialize(deserializer, TAGS, |tag| {
             Some(match tag {
-                "text" => |v| from_value(v).map(ContentBlock::Text),
-                "image" => |v| from_value(v).map(ContentBlock::Image),
-                "audio" => |v| from_value(v).map(ContentBlock::Audio),
-                "resource_link" => |v| from_value(v).map(ContentBlock::ResourceLink),
-                "resource" => |v| from_value(v).map(ContentBlock::Resource),
+                "text" => |v| Deserialize::deserialize(v).map(ContentBlock::Text),
+                "image" => |v| Deserialize::deserialize(v).map(ContentBlock::Image),
+                "audio" => |v| Deserialize::deserialize(v).map(ContentBlock::Audio),
+                "resource_link" => |v| Deserialize::deserialize(v).map(ContentBlock::ResourceLink),
+                "resource" => |v| Deserialize::deserialize(v).map(ContentBlock::Resource),
                 _ => return None,
             })
         })

@@ -115,16 +115,15 @@ impl<'de> Deserialize<'de> for SamplingMessageContentBlock {
     fn deserialize<D: Deserializer<'de>>(
         deserializer: D,
     ) -> Result<SamplingMessageContentBlock, D::Error> {
-        use serde_json::from_value;
         type Block = SamplingMessageContentBlock;
         const TAGS: &[&str] = &["text", "image", "audio", "tool_use", "tool_result"];
         super::tagged::deserialize(deserializer, TAGS, |tag| {
             Some(match tag {
-                "text" => |v| from_value(v).map(Block::Text),
-                "image" => |v| from_value(v).map(Block::Image),
-                "audio" => |v| from_value(v).map(Block::Audio),
-                "tool_use" => |v| from_value(v).map(Block::ToolUse),
-                "tool_result" => |v| from_value(v).map(Block::ToolResult),
+                "text" => |v| Deserialize::deserialize(v).map(Block::Text),
+                "image" => |v| Deserialize::deserialize(v).map(Block::Image),
+                "audio" => |v| Deserialize::deserialize(v).map(Block::Audio),
+                "tool_use" => |v| Deserialize::deserialize(v).map(Block::ToolUse),
+                "tool_result" => |v| Deserialize::deserialize(v).map(Block::ToolResult),
                 _ => return None,
             })
         })

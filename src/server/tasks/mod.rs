@@ -63,6 +63,7 @@ use crate::server::change_feed::Change;
 use crate::server::connections::Connections;
 use crate::server::event::{ServerEvent, TaskUpdate};
 use crate::server::mrtr::InputKind;
+use crate::server::out;
 use crate::server::request_meta::Owner;
 use crate::types::{
     DetailedTask, InputResponses, JsonObject, TASKS_EXTENSION, Task, TaskStatus, iso8601,
@@ -573,7 +574,7 @@ impl Tasks {
                 if status != Some(TaskStatus::Cancelled) {
                     (self.trace)(&format!(
                         "task {task_id}: its handler finished, but the task had ended already ({}): what it finished was not kept",
-                        status.map_or("gone".to_owned(), |s| format!("{s:?}").to_lowercase())
+                        status.map_or("gone", TaskStatus::as_str)
                     ));
                 }
             }
@@ -598,7 +599,7 @@ impl Tasks {
                 "the result is not a JSON object",
             ));
         };
-        let size = serde_json::to_vec(&result).map_or(usize::MAX, |v| v.len());
+        let size = out::to_vec(&result).map_or(usize::MAX, |v| v.len());
         let max = self.config.max_result_bytes;
         if size > max {
             return Err(ErrorObject::internal_error(format!(
@@ -613,7 +614,7 @@ impl Tasks {
     /// as JSON, as for a result; a larger one (a handler's message that
     /// echoes what it was given) becomes the `-32603` that says so.
     fn bounded_error(&self, error: ErrorObject) -> ErrorObject {
-        let size = serde_json::to_vec(&error).map_or(usize::MAX, |v| v.len());
+        let size = out::to_vec(&error).map_or(usize::MAX, |v| v.len());
         let max = self.config.max_result_bytes;
         if size <= max {
             return error;
