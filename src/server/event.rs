@@ -32,7 +32,7 @@ pub(crate) struct TaskUpdate {
 impl TaskUpdate {
     /// The update that shows `task`; `None` if it cannot be encoded.
     pub fn of(task: &crate::types::DetailedTask) -> Option<TaskUpdate> {
-        let body = crate::server::out::to_vec(task).ok()?;
+        let body = crate::server::encode::to_vec(task).ok()?;
         // `{"taskId":...}` without its braces.
         let members = body.get(1..body.len().checked_sub(1)?)?.to_vec();
         Some(TaskUpdate {

@@ -13,6 +13,7 @@ pub(crate) mod conn;
 pub(crate) mod connections;
 pub(crate) mod context;
 pub(crate) mod dispatch;
+pub(crate) mod encode;
 pub(crate) mod event;
 pub(crate) mod front;
 pub(crate) mod handlers;

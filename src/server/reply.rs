@@ -10,7 +10,8 @@ use crate::jsonrpc::{ErrorObject, RequestId, ResultResponse, encode_error};
 use crate::outcome::Outcome;
 use crate::server::Inner;
 use crate::server::context::RequestContext;
-use crate::server::out::{AppendToResult, Out};
+use crate::server::encode::AppendToResult;
+use crate::server::out::Out;
 use crate::types::{
     DiscoverResult, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
     ListToolsResult, Meta, ResultType, meta_key,

@@ -61,9 +61,9 @@ use crate::jsonrpc::ErrorObject;
 use crate::server::cancel::CancelToken;
 use crate::server::change_feed::Change;
 use crate::server::connections::Connections;
+use crate::server::encode;
 use crate::server::event::{ServerEvent, TaskUpdate};
 use crate::server::mrtr::InputKind;
-use crate::server::out;
 use crate::server::request_meta::Owner;
 use crate::types::{
     DetailedTask, InputResponses, JsonObject, TASKS_EXTENSION, Task, TaskStatus, iso8601,
@@ -599,7 +599,7 @@ impl Tasks {
                 "the result is not a JSON object",
             ));
         };
-        let size = out::to_vec(&result).map_or(usize::MAX, |v| v.len());
+        let size = encode::to_vec(&result).map_or(usize::MAX, |v| v.len());
         let max = self.config.max_result_bytes;
         if size > max {
             return Err(ErrorObject::internal_error(format!(
@@ -614,7 +614,7 @@ impl Tasks {
     /// as JSON, as for a result; a larger one (a handler's message that
     /// echoes what it was given) becomes the `-32603` that says so.
     fn bounded_error(&self, error: ErrorObject) -> ErrorObject {
-        let size = out::to_vec(&error).map_or(usize::MAX, |v| v.len());
+        let size = encode::to_vec(&error).map_or(usize::MAX, |v| v.len());
         let max = self.config.max_result_bytes;
         if size <= max {
             return error;
