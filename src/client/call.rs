@@ -169,26 +169,21 @@ impl PendingCall {
         self.cancel_inner(reason);
     }
 
-    /// Waits up to `timeout` like [`PendingCall::wait_timeout`], but on
-    /// timeout forgets the request without `notifications/cancelled`: for
-    /// the requests of a task (`tasks/*`), which end with `tasks/cancel`
+    /// Waits up to `timeout` (`None`: the request's, as
+    /// [`wait`](PendingCall::wait)) and, with `stop`, until it says stop, as
+    /// [`wait_unless`](PendingCall::wait_unless); but gives up by
+    /// forgetting the request without `notifications/cancelled`: for the
+    /// requests of a task (`tasks/*`), which end with `tasks/cancel`
     /// instead (spec extensions/tasks, "Task Cancellation").
-    pub(crate) fn wait_quietly(mut self, timeout: Duration) -> Result<Box<RawValue>, Error> {
-        let res = self.wait_for(timeout, true, None);
-        self.detach_inner();
-        res
-    }
-
-    /// Waits like [`wait_unless`](PendingCall::wait_unless), but gives up
-    /// (on `stop` or the request's timeout) like
-    /// [`wait_quietly`](PendingCall::wait_quietly): without
-    /// `notifications/cancelled`, for the requests of a task.
-    pub(crate) fn wait_quietly_unless(
+    pub(crate) fn wait_quietly(
         mut self,
-        stop: impl Fn() -> bool,
+        timeout: Option<Duration>,
+        stop: Option<&dyn Fn() -> bool>,
     ) -> Result<Box<RawValue>, Error> {
-        let timeout = self.options.timeout.unwrap_or(self.default_timeout);
-        let res = self.wait_for(timeout, true, Some(&stop));
+        let timeout = timeout
+            .or(self.options.timeout)
+            .unwrap_or(self.default_timeout);
+        let res = self.wait_for(timeout, true, stop);
         self.detach_inner();
         res
     }

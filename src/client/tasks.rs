@@ -461,7 +461,7 @@ impl TaskHandle {
         }
         self.inner
             .start_request(method, params, RequestOptions::new())?
-            .wait_quietly(left)
+            .wait_quietly(Some(left), None)
     }
 
     /// Sends `tasks/cancel` without waiting for the acknowledgement: the

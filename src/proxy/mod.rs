@@ -339,7 +339,7 @@ fn follow_task(
     // (spec extensions/tasks), `tasks/cancel` stands for it.
     let request = |method: &str, params: Value| -> Result<Value, ErrorObject> {
         let call = start(method, params)?;
-        let raw = (call.wait_quietly_unless(|| ctx.is_cancelled())).map_err(|e| match e {
+        let raw = (call.wait_quietly(None, Some(&|| ctx.is_cancelled()))).map_err(|e| match e {
             // The server's error for a request of the proxy's, not the
             // caller's: not passed off as the caller's call failing with
             // that code, and the server's task id never shown.

@@ -93,7 +93,13 @@ impl ConnHandle {
     /// `sending` says (with [`Sending::Now`] it waits for at most the
     /// `write(2)` in progress and its own: see the module docs).
     pub fn act<T>(&self, sending: Sending, change: impl FnOnce(&mut Conn) -> T) -> T {
-        self.0.act(sending, change)
+        // Through `send_as`, which the legacy front end's asks call too: a
+        // server-only build would otherwise leave it unused.
+        let (value, written) = self.act_unsent(change);
+        if let Some(written) = written {
+            self.send_as(sending, written);
+        }
+        value
     }
 
     /// [`ConnHandle::act`] without the send: for a caller that holds a lock
