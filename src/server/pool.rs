@@ -722,4 +722,44 @@ mod tests {
             "a job queued when the pool was dropped never ran"
         );
     }
+
+    /// A pool dropped while its thread is busy and jobs and sends wait:
+    /// the thread runs every one of them before it ends, spinning or not
+    /// (`Threads::try_next` says the pool is gone only once both are
+    /// empty), and ends (no spin for ever on the closed channel).
+    #[test]
+    fn a_dropped_pool_runs_every_job_and_send_left_then_its_threads_end() {
+        for spin in [Duration::ZERO, Duration::from_millis(50)] {
+            let pool = Pool::new(1, spin);
+            let threads = Arc::clone(&pool.threads);
+            let (release, gate) = crossbeam_channel::unbounded::<()>();
+            let (started, starts) = crossbeam_channel::unbounded();
+            // One job that does not say it blocks: no other thread starts.
+            pool.submit(Box::new(move |_| {
+                started.send(()).unwrap();
+                gate.recv().unwrap();
+            }));
+            starts.recv_timeout(Duration::from_secs(5)).unwrap();
+            let ran = Arc::new(AtomicUsize::new(0));
+            for i in 0..6 {
+                let ran = Arc::clone(&ran);
+                let job: Job = Box::new(move |_| {
+                    ran.fetch_add(1, Ordering::SeqCst);
+                });
+                if i % 2 == 0 {
+                    pool.submit(job);
+                } else {
+                    pool.submit_send(job);
+                }
+            }
+            drop(pool);
+            release.send(()).unwrap();
+            let deadline = Instant::now() + Duration::from_secs(5);
+            while threads.lock().alive > 0 {
+                assert!(Instant::now() < deadline, "a thread never ended ({spin:?})");
+                thread::yield_now();
+            }
+            assert_eq!(ran.load(Ordering::SeqCst), 6, "jobs left behind ({spin:?})");
+        }
+    }
 }

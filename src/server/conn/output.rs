@@ -781,6 +781,41 @@ mod tests {
         assert!(output.taken(output.written()));
     }
 
+    /// Closed or given up on while a send is out: no second send starts
+    /// (the writer is out, and nothing more is written), every writer's
+    /// lines count as taken so nobody waits for them, nothing counts as
+    /// sending any more, and the writer, when it comes back, is handed to
+    /// the caller to drop rather than kept: only the bytes of the send in
+    /// progress reach it, whole.
+    #[test]
+    fn closed_or_given_up_on_with_a_send_out_no_other_send_starts() {
+        for give_up in [false, true] {
+            let flushed = Flushed::default();
+            let mut output = Output::new(Writer::Bytes(Box::new(flushed.clone())));
+            output.write_line(LineKind::Message, line(b"out"));
+            let mut detached = output.detach().expect("something to send");
+            assert!(output.sending());
+            output.write_line(LineKind::Message, line(b"behind it"));
+            if give_up {
+                let writer = output.give_up(io::Error::from(io::ErrorKind::TimedOut));
+                assert!(writer.is_none(), "the send has the writer");
+            } else {
+                let (writer, error) = output.close();
+                assert!(writer.is_none() && error.is_none());
+            }
+            assert!(!output.sending() && output.is_closed());
+            assert!(output.taken(output.written()), "nobody waits for theirs");
+            output.write_line(LineKind::Message, line(b"after"));
+            assert_eq!(output.waiting(), 0);
+            assert!(output.detach().is_none(), "a second send on the writer");
+            let sent = detached.send();
+            let (failed, orphan) = output.attach(detached, sent);
+            assert!(!failed && orphan.is_some(), "the writer goes to be dropped");
+            assert!(!output.sending() && output.detach().is_none());
+            assert_eq!(flushed.all(), b"out\n");
+        }
+    }
+
     struct Broken;
 
     impl Write for Broken {
