@@ -768,6 +768,41 @@ fn a_result_larger_than_the_cap_fails_the_task() {
     peer.finish_quietly();
 }
 
+/// Claim (review size11): since 0334780 the cap measures the result
+/// through the replies' serializer; it still measures serde_json's compact
+/// bytes, escapes and multi-byte characters included: a result of exactly
+/// the cap is kept, one byte over fails the task.
+#[test]
+fn the_result_cap_counts_the_compact_json_bytes_to_the_byte() {
+    let text = "\u{1}\"é😀\\\n".repeat(10);
+    let run = |cap: usize| {
+        let text = text.clone();
+        let server = Server::builder("t", "1")
+            .task_tool(
+                Tool::new("exact", "A result of known size."),
+                TaskMode::Required,
+                move |_ctx, _args: Value| {
+                    Ok(CallToolResult::text(text.clone())
+                        .with_structured(json!({"a":[{"b":{"c":[1.5,-0.0,{}]}}]})))
+                },
+            )
+            .max_task_result_bytes(cap)
+            .build();
+        let mut peer = Peer::start(&server);
+        let id = start(&mut peer, "exact", json!({}));
+        let ended = poll(&mut peer, &id, &["completed", "failed"]);
+        peer.finish_quietly();
+        ended
+    };
+    let completed = run(usize::MAX);
+    assert_eq!(completed["status"], "completed", "{completed}");
+    let size = serde_json::to_vec(&completed["result"]).unwrap().len();
+    assert_eq!(run(size)["status"], "completed");
+    let failed = run(size - 1);
+    assert_eq!(failed["status"], "failed");
+    assert_eq!(failed["error"]["data"]["limit"], size - 1);
+}
+
 /// A store that takes its time to commit, and counts what it is asked.
 struct SlowStore {
     inner: MemoryTaskStore,
