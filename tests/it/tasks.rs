@@ -1626,3 +1626,61 @@ fn a_listen_that_ends_any_way_gives_its_place_on_the_task_back() {
     let (_rest, served) = peer.finish();
     served.unwrap();
 }
+
+/// A store that keeps tasks but says every update found the task ended.
+struct EndedStore(MemoryTaskStore);
+
+impl TaskStore for EndedStore {
+    fn create(&self, task: StoredTask) -> Result<(), ErrorObject> {
+        self.0.create(task)
+    }
+
+    fn get(&self, task_id: &str) -> Result<Option<StoredTask>, ErrorObject> {
+        self.0.get(task_id)
+    }
+
+    fn update(
+        &self,
+        _task_id: &str,
+        _change: &mut dyn FnMut(&mut StoredTask),
+    ) -> Result<Option<StoredTask>, ErrorObject> {
+        Ok(None)
+    }
+}
+
+/// Claim (review size11): 2b1b730 names an ended task's status on the
+/// trace by its wire name; for the statuses the store can show there the
+/// word is the one `format!("{s:?}").to_lowercase()` gave.
+#[test]
+fn the_trace_names_the_status_of_a_task_that_ended_under_its_handler() {
+    let (tx, rx) = std::sync::mpsc::channel::<String>();
+    let tx = Mutex::new(tx);
+    let server = Server::builder("t", "1")
+        .task_tool(
+            Tool::new("quick", "Done at once."),
+            TaskMode::Required,
+            |_ctx, _args: Value| Ok(CallToolResult::text("quick")),
+        )
+        .task_store(EndedStore(MemoryTaskStore::new(8)))
+        .trace(move |line| {
+            let _ = tx.lock().unwrap().send(line.to_owned());
+        })
+        .build();
+    let mut peer = Peer::start(&server);
+    let id = start(&mut peer, "quick", json!({}));
+    let deadline = Instant::now() + WAIT;
+    let line = loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let line = rx.recv_timeout(left).expect("no trace of the ended task");
+        if line.contains("had ended already") {
+            break line;
+        }
+    };
+    assert_eq!(
+        line,
+        format!(
+            "task {id}: its handler finished, but the task had ended already (working): what it finished was not kept"
+        )
+    );
+    peer.finish_quietly();
+}
