@@ -405,6 +405,41 @@ mod tests {
         scan(line).id
     }
 
+    /// Claim (review size11): `end_key` reads a key through `from_utf8` +
+    /// `from_str` since ada2551; a key that is not UTF-8, that starts with
+    /// a byte order mark or holds a lone surrogate is no member, as with
+    /// `from_slice`, and the real `id` after it is still found.
+    #[test]
+    fn a_key_that_is_not_utf8_or_holds_a_lone_surrogate_is_not_the_id() {
+        let id_of_bytes = |line: &[u8]| {
+            let mut scan = EnvelopeScan::new();
+            scan.feed(line);
+            scan.finish().id
+        };
+        for key in [
+            &b"\"id\xff\""[..],
+            b"\"\xffid\"",
+            b"\"\xef\xbb\xbfid\"",
+            b"\"i\xed\xa0\x80d\"",
+            br#""\ud800id""#,
+            br#""id\udc00""#,
+            br#""\ufeffid""#,
+        ] {
+            let mut line = b"{".to_vec();
+            line.extend_from_slice(key);
+            line.extend_from_slice(br#":1,"id":2,"method":"m"}"#);
+            assert_eq!(id_of_bytes(&line), Some(2.into()), "{line:?}");
+            let mut alone = b"{".to_vec();
+            alone.extend_from_slice(key);
+            alone.extend_from_slice(br#":1,"method":"m"}"#);
+            assert_eq!(id_of_bytes(&alone), None, "{alone:?}");
+        }
+        assert_eq!(
+            id_of_bytes(br#"{"\ud83d\ude00":1,"i\u0064":3}"#),
+            Some(3.into())
+        );
+    }
+
     #[test]
     fn the_id_is_found_wherever_it_is() {
         assert_eq!(

@@ -422,6 +422,141 @@ mod tests {
         assert_eq!(whole_numbers(r#"{"a":1.,"b":-2.e0}"#), None);
     }
 
+    /// `whole_numbers` as it was before 6d25cab: the token read by
+    /// `str::parse::<f64>`.
+    fn whole_numbers_by_std(text: &str) -> Option<String> {
+        let parse = |token: &str| token.parse::<f64>().ok();
+        whole_numbers_with(text, parse)
+    }
+
+    fn whole_numbers_with(text: &str, parse: impl Fn(&str) -> Option<f64>) -> Option<String> {
+        const I64_BOUND: f64 = 9_223_372_036_854_775_808.0;
+        const U64_BOUND: f64 = 18_446_744_073_709_551_616.0;
+        let bytes = text.as_bytes();
+        let mut out = String::new();
+        let (mut at, mut copied, mut changed) = (0, 0, false);
+        while at < bytes.len() {
+            match bytes[at] {
+                b'"' => {
+                    at += 1;
+                    while at < bytes.len() && bytes[at] != b'"' {
+                        at += if bytes[at] == b'\\' { 2 } else { 1 };
+                    }
+                    at += 1;
+                }
+                b'-' | b'0'..=b'9' => {
+                    let start = at;
+                    while at < bytes.len()
+                        && matches!(bytes[at], b'0'..=b'9' | b'-' | b'+' | b'.' | b'e' | b'E')
+                    {
+                        at += 1;
+                    }
+                    let token = &text[start..at];
+                    if !token.contains(['.', 'e', 'E']) && token != "-0" {
+                        continue;
+                    }
+                    let Some(number) = parse(token) else { continue };
+                    let whole = if number.fract() != 0.0 {
+                        None
+                    } else if (-I64_BOUND..I64_BOUND).contains(&number) {
+                        Some((number as i64).to_string())
+                    } else if (0.0..U64_BOUND).contains(&number) {
+                        Some((number as u64).to_string())
+                    } else {
+                        None
+                    };
+                    if let Some(whole) = whole {
+                        out.push_str(&text[copied..start]);
+                        out.push_str(&whole);
+                        copied = at;
+                        changed = true;
+                    }
+                }
+                _ => at += 1,
+            }
+        }
+        out.push_str(text.get(copied..)?);
+        changed.then_some(out)
+    }
+
+    #[test]
+    fn whole_numbers_reads_every_json_number_token_as_std_parse_did() {
+        let tokens = [
+            "3.0",
+            "-0.0",
+            "-0",
+            "1e2",
+            "1E+2",
+            "1e-0",
+            "1.0e0",
+            "100e-2",
+            "0.5e1",
+            "-2.5e1",
+            "9007199254740993.0",
+            "9007199254740993e0",
+            "9007199254740995.0",
+            "9223372036854775807.0",
+            "9223372036854775808.0",
+            "-9223372036854775808.0",
+            "-9223372036854775809.0",
+            "18446744073709551615.0",
+            "18446744073709551616.0",
+            "18446744073709549568.0",
+            "1.00000000000000000001",
+            "2.9999999999999999999",
+            "123456789012345678.9e1",
+            "1e400",
+            "-1e400",
+            "1e-400",
+            "0.0e-99999",
+            "1e99999",
+            "4.35e2",
+            "0.1e1",
+            "1.5",
+            "1e19",
+            "1.8446744073709551615e19",
+            "12345678901234567890123456789e-10",
+            "0.000000000000000000000000000001e30",
+        ];
+        for token in tokens {
+            for text in [
+                format!(r#"{{"a":{token}}}"#),
+                format!(r#"{{"{token}":[{token},[{token},{{"k":{token}}}]],"s":"\"{token}\""}}"#),
+            ] {
+                assert_eq!(whole_numbers(&text), whole_numbers_by_std(&text), "{text}");
+            }
+        }
+        // A range of whole and not quite whole numbers, written many ways.
+        let mut seed = 0x2545_f491_4f6c_dd1d_u64;
+        for _ in 0..20_000 {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            let digits = (seed % 20 + 1) as usize;
+            let mantissa = format!("{}", seed >> 3);
+            let mantissa = &mantissa[..digits.min(mantissa.len())];
+            let point = (seed >> 40) as usize % (mantissa.len() + 1);
+            let exponent = (seed >> 50) as i32 % 25 - 12;
+            let (int, frac) = mantissa.split_at(point);
+            let int = if int.is_empty() {
+                "0"
+            } else {
+                int.trim_start_matches('0')
+            };
+            let int = if int.is_empty() { "0" } else { int };
+            let frac = if frac.is_empty() { "0" } else { frac };
+            for token in [
+                format!("{int}.{frac}"),
+                format!("-{int}.{frac}e{exponent}"),
+                format!("{int}.{frac}E+{}", exponent.abs()),
+                format!("{int}e{exponent}"),
+            ] {
+                let text = format!("[{token}]");
+                assert_eq!(whole_numbers(&text), whole_numbers_by_std(&text), "{text}");
+            }
+        }
+    }
+
     #[derive(Debug, Deserialize)]
     #[allow(dead_code)] // Read by serde only.
     struct Address {

@@ -529,6 +529,42 @@ fn base64url_decode(text: &str) -> Option<Vec<u8>> {
 mod tests {
     use super::*;
 
+    /// Claim (review size11): `verify` reads the sealed JSON through
+    /// `from_utf8` + `from_str` since ada2551; it accepts and refuses what
+    /// `from_slice` did: bytes that are not UTF-8 (in a string or not), a
+    /// byte order mark, a lone surrogate written as an escape.
+    #[test]
+    fn verify_refuses_sealed_bytes_that_are_not_json_text_as_from_slice_did() {
+        let sealer = Sealer::new(Some([7; 32]), Duration::from_secs(60));
+        let seal = |body: &[u8]| {
+            let mut signed = String::from("v1.");
+            base64url_encode(body, &mut signed);
+            let mac = sealer.mac(signed.as_bytes());
+            signed.push('.');
+            base64url_encode(&mac, &mut signed);
+            signed
+        };
+        let good = br#"{"m":"tools/call","d":"x","e":18446744073709551615,"s":"\ud83d\ude00"}"#;
+        assert!(serde_json::from_slice::<Payload>(good).is_ok());
+        assert!(sealer.verify(&seal(good)).is_ok());
+        let bad: [&[u8]; 7] = [
+            b"{\"m\":\"\xff\",\"d\":\"x\",\"e\":1}",
+            b"{\"m\":\"\xed\xa0\x80\",\"d\":\"x\",\"e\":1}",
+            b"\xef\xbb\xbf{\"m\":\"a\",\"d\":\"x\",\"e\":1}",
+            br#"{"m":"\ud800","d":"x","e":1}"#,
+            br#"{"m":"a","d":"\udc00x","e":1}"#,
+            b"{\"m\":\"a\",\"d\":\"x\",\"e\":1}\xff",
+            b"{\"m\":\"a\",\"d\":\"x\",\"e\":1,\"\xc0\x80\":0}",
+        ];
+        for body in bad {
+            assert!(serde_json::from_slice::<Payload>(body).is_err(), "{body:?}");
+            let Err(refused) = sealer.verify(&seal(body)) else {
+                panic!("accepted: {body:?}");
+            };
+            assert_eq!(refused.code, crate::jsonrpc::error_code::INVALID_PARAMS);
+        }
+    }
+
     #[test]
     fn base64url_round_trips() {
         for len in 0..40 {

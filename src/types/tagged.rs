@@ -82,6 +82,144 @@ mod tests {
         );
     }
 
+    /// A union read as it was before 20fa1da: the variant from the owned
+    /// value.
+    fn by_owned_value<T>(
+        json: &str,
+        variant: fn(&str, serde_json::Value) -> Option<serde_json::Result<T>>,
+    ) -> Result<T, String> {
+        let value: serde_json::Value = serde_json::from_str(json).map_err(|e| e.to_string())?;
+        let tag = value.get("type").and_then(|t| t.as_str()).unwrap_or("");
+        match variant(tag, value.clone()) {
+            Some(read) => read.map_err(|e| e.to_string()),
+            None => Err("tag".into()),
+        }
+    }
+
+    /// Claim (review size11): reading a variant from `&Value` (20fa1da)
+    /// accepts and refuses what reading it from the owned value did, with
+    /// the same message.
+    #[test]
+    fn a_variant_read_from_a_reference_is_read_as_from_the_owned_value() {
+        use serde_json::from_value as read;
+
+        use crate::types::CompletionReference;
+        type Block = SamplingMessageContentBlock;
+        fn content(tag: &str, v: serde_json::Value) -> Option<serde_json::Result<ContentBlock>> {
+            Some(match tag {
+                "text" => read(v).map(ContentBlock::Text),
+                "image" => read(v).map(ContentBlock::Image),
+                "audio" => read(v).map(ContentBlock::Audio),
+                "resource_link" => read(v).map(ContentBlock::ResourceLink),
+                "resource" => read(v).map(ContentBlock::Resource),
+                _ => return None,
+            })
+        }
+        fn sampling(tag: &str, v: serde_json::Value) -> Option<serde_json::Result<Block>> {
+            Some(match tag {
+                "text" => read(v).map(Block::Text),
+                "image" => read(v).map(Block::Image),
+                "audio" => read(v).map(Block::Audio),
+                "tool_use" => read(v).map(Block::ToolUse),
+                "tool_result" => read(v).map(Block::ToolResult),
+                _ => return None,
+            })
+        }
+        fn reference(
+            tag: &str,
+            v: serde_json::Value,
+        ) -> Option<serde_json::Result<CompletionReference>> {
+            Some(match tag {
+                "ref/prompt" => read(v).map(CompletionReference::Prompt),
+                "ref/resource" => read(v).map(CompletionReference::Resource),
+                _ => return None,
+            })
+        }
+        let extras = [
+            "",
+            r#","extra":{"a":[1]}"#,
+            r#","_meta":{"k":1}"#,
+            r#","_meta":5"#,
+            r#","_meta":null"#,
+            r#","_meta":"x""#,
+            r#","annotations":{"audience":["user"],"priority":0.5,"unknown":1}"#,
+            r#","annotations":{"priority":"0.5"}"#,
+            r#","annotations":{"priority":1}"#,
+            r#","annotations":{"priority":18446744073709551616}"#,
+            r#","annotations":[["user","assistant"],0.25,"2026-07-28"]"#,
+            r#","annotations":[["user"]]"#,
+            r#","annotations":[["user"],1,"x",4]"#,
+            r#","annotations":{"audience":["robot"]}"#,
+            r#","annotations":{"audience":"user"}"#,
+            r#","annotations":[]"#,
+            r#","annotations":null"#,
+            r#","size":3"#,
+            r#","size":"3""#,
+            r#","size":3.0"#,
+            r#","size":-1"#,
+            r#","size":18446744073709551615"#,
+            r#","isError":"true""#,
+            r#","isError":true"#,
+            r#","input":[]"#,
+            r#","text":"dup""#,
+            r#","title":7"#,
+            r#","structuredContent":{"a":1}"#,
+        ];
+        let bodies = [
+            r#""type":"text","text":"hi""#,
+            r#""type":"text","text":7"#,
+            r#""type":"text","text":null"#,
+            r#""type":"text","text":["hi"]"#,
+            r#""type":"image","data":"AAAA","mimeType":"image/png""#,
+            r#""type":"image","data":"AAAA""#,
+            r#""type":"audio","data":"AAAA","mimeType":"audio/wav""#,
+            r#""type":"resource_link","uri":"file:///a","name":"a""#,
+            r#""type":"resource","resource":{"uri":"file:///a","text":"t"}"#,
+            r#""type":"resource","resource":{"uri":"file:///a","blob":"AAAA","mimeType":"x/y"}"#,
+            r#""type":"resource","resource":{"uri":"file:///a"}"#,
+            r#""type":"resource","resource":["file:///a","t"]"#,
+            r#""type":"tool_use","id":"1","name":"n","input":{"a":1}"#,
+            r#""type":"tool_result","toolUseId":"1","content":[{"type":"image","data":"A","mimeType":"m"}]"#,
+            r#""type":"tool_result","toolUseId":"1","content":[{"type":"nope"}]"#,
+            r#""type":"tool_result","toolUseId":"1","content":{"type":"text","text":"x"}"#,
+            r#""type":"ref/prompt","name":"p""#,
+            r#""type":"ref/resource","uri":"u""#,
+            r#""type":"ref/resource","uri":7"#,
+            r#""type":"ref/prompt""#,
+        ];
+        for body in bodies {
+            for extra in extras {
+                for json in [
+                    format!("{{{body}{extra}}}"),
+                    format!("{{{extra:.0}{body}{extra}}}"),
+                ] {
+                    let (ours, theirs) = (
+                        serde_json::from_str::<ContentBlock>(&json).map_err(|e| e.to_string()),
+                        by_owned_value(&json, content),
+                    );
+                    if theirs != Err("tag".into()) {
+                        assert_eq!(format!("{ours:?}"), format!("{theirs:?}"), "{json}");
+                    }
+                    let (ours, theirs) = (
+                        serde_json::from_str::<Block>(&json).map_err(|e| e.to_string()),
+                        by_owned_value(&json, sampling),
+                    );
+                    if theirs != Err("tag".into()) {
+                        assert_eq!(format!("{ours:?}"), format!("{theirs:?}"), "{json}");
+                    }
+                    let (ours, theirs) = (
+                        serde_json::from_str::<CompletionReference>(&json)
+                            .map_err(|e| e.to_string()),
+                        by_owned_value(&json, reference),
+                    );
+                    if theirs != Err("tag".into()) {
+                        assert_eq!(format!("{ours:?}"), format!("{theirs:?}"), "{json}");
+                    }
+                }
+            }
+        }
+    }
+
     #[test]
     fn a_bad_tag_or_shape_says_what_is_wrong() {
         assert_eq!(
@@ -97,6 +235,49 @@ mod tests {
         assert_eq!(
             error(r#""hi""#),
             r#"invalid type: string "hi", expected an object tagged by "type""#
+        );
+    }
+}
+
+#[cfg(test)]
+mod memory {
+    use crate::types::{CallToolResult, ContentBlock};
+
+    /// `VmRSS` or `VmHWM` of this process, in bytes.
+    fn status(field: &str) -> usize {
+        let status = std::fs::read_to_string("/proc/self/status").unwrap();
+        let line = status.lines().find(|l| l.starts_with(field)).unwrap();
+        let kb: usize = line[field.len() + 1..]
+            .trim()
+            .trim_end_matches(" kB")
+            .parse()
+            .unwrap();
+        kb * 1024
+    }
+
+    /// Review size11: the peak memory of a client reading a tool result
+    /// with a 20 MB image (its base64 text), above what the line holds.
+    /// Reading the variant from `&Value` (20fa1da) copies its data once
+    /// more while the buffered value is alive. A measurement, not a gate:
+    /// run alone (`cargo test --lib -- --ignored --test-threads=1
+    /// peak_memory`).
+    #[test]
+    #[ignore = "measures this process's peak memory: run alone"]
+    fn peak_memory_of_reading_a_20_mb_image_result() {
+        const MB: usize = 1 << 20;
+        let data = "A".repeat(20 * MB);
+        let line =
+            format!(r#"{{"content":[{{"type":"image","data":"{data}","mimeType":"image/png"}}]}}"#);
+        drop(data);
+        // Resets VmHWM to the current RSS (Linux 4.0 and later).
+        std::fs::write("/proc/self/clear_refs", "5").unwrap();
+        let before = status("VmRSS:");
+        let result: CallToolResult = serde_json::from_str(&line).unwrap();
+        let peak = status("VmHWM:") - before;
+        assert!(matches!(&result.content[0], ContentBlock::Image(i) if i.data.len() == 20 * MB));
+        eprintln!(
+            "peak above the line while reading a 20 MB image result: {:.1} MB",
+            peak as f64 / MB as f64
         );
     }
 }

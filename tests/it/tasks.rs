@@ -768,6 +768,41 @@ fn a_result_larger_than_the_cap_fails_the_task() {
     peer.finish_quietly();
 }
 
+/// Claim (review size11): since 0334780 the cap measures the result
+/// through the replies' serializer; it still measures serde_json's compact
+/// bytes, escapes and multi-byte characters included: a result of exactly
+/// the cap is kept, one byte over fails the task.
+#[test]
+fn the_result_cap_counts_the_compact_json_bytes_to_the_byte() {
+    let text = "\u{1}\"é😀\\\n".repeat(10);
+    let run = |cap: usize| {
+        let text = text.clone();
+        let server = Server::builder("t", "1")
+            .task_tool(
+                Tool::new("exact", "A result of known size."),
+                TaskMode::Required,
+                move |_ctx, _args: Value| {
+                    Ok(CallToolResult::text(text.clone())
+                        .with_structured(json!({"a":[{"b":{"c":[1.5,-0.0,{}]}}]})))
+                },
+            )
+            .max_task_result_bytes(cap)
+            .build();
+        let mut peer = Peer::start(&server);
+        let id = start(&mut peer, "exact", json!({}));
+        let ended = poll(&mut peer, &id, &["completed", "failed"]);
+        peer.finish_quietly();
+        ended
+    };
+    let completed = run(usize::MAX);
+    assert_eq!(completed["status"], "completed", "{completed}");
+    let size = serde_json::to_vec(&completed["result"]).unwrap().len();
+    assert_eq!(run(size)["status"], "completed");
+    let failed = run(size - 1);
+    assert_eq!(failed["status"], "failed");
+    assert_eq!(failed["error"]["data"]["limit"], size - 1);
+}
+
 /// A store that takes its time to commit, and counts what it is asked.
 struct SlowStore {
     inner: MemoryTaskStore,
@@ -1590,4 +1625,62 @@ fn a_listen_that_ends_any_way_gives_its_place_on_the_task_back() {
     cancel_task(&mut peer, &id);
     let (_rest, served) = peer.finish();
     served.unwrap();
+}
+
+/// A store that keeps tasks but says every update found the task ended.
+struct EndedStore(MemoryTaskStore);
+
+impl TaskStore for EndedStore {
+    fn create(&self, task: StoredTask) -> Result<(), ErrorObject> {
+        self.0.create(task)
+    }
+
+    fn get(&self, task_id: &str) -> Result<Option<StoredTask>, ErrorObject> {
+        self.0.get(task_id)
+    }
+
+    fn update(
+        &self,
+        _task_id: &str,
+        _change: &mut dyn FnMut(&mut StoredTask),
+    ) -> Result<Option<StoredTask>, ErrorObject> {
+        Ok(None)
+    }
+}
+
+/// Claim (review size11): 2b1b730 names an ended task's status on the
+/// trace by its wire name; for the statuses the store can show there the
+/// word is the one `format!("{s:?}").to_lowercase()` gave.
+#[test]
+fn the_trace_names_the_status_of_a_task_that_ended_under_its_handler() {
+    let (tx, rx) = std::sync::mpsc::channel::<String>();
+    let tx = Mutex::new(tx);
+    let server = Server::builder("t", "1")
+        .task_tool(
+            Tool::new("quick", "Done at once."),
+            TaskMode::Required,
+            |_ctx, _args: Value| Ok(CallToolResult::text("quick")),
+        )
+        .task_store(EndedStore(MemoryTaskStore::new(8)))
+        .trace(move |line| {
+            let _ = tx.lock().unwrap().send(line.to_owned());
+        })
+        .build();
+    let mut peer = Peer::start(&server);
+    let id = start(&mut peer, "quick", json!({}));
+    let deadline = Instant::now() + WAIT;
+    let line = loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let line = rx.recv_timeout(left).expect("no trace of the ended task");
+        if line.contains("had ended already") {
+            break line;
+        }
+    };
+    assert_eq!(
+        line,
+        format!(
+            "task {id}: its handler finished, but the task had ended already (working): what it finished was not kept"
+        )
+    );
+    peer.finish_quietly();
 }
