@@ -1471,9 +1471,16 @@ fn many_listens_on_one_task_do_not_multiply_its_result_without_bound() {
         );
         peer.send(&listen);
     }
-    let mut acknowledged = 0;
-    for _ in 0..listens {
+    let (mut acknowledged, mut answered) = (0, 0);
+    while answered < listens {
         let ack = peer.recv_line();
+        // A listen acknowledged may hear the task's status before the
+        // last listen is answered (CI run 38: the handler's own update
+        // reached listen 251 in between).
+        if ack.contains("\"notifications/tasks\"") {
+            continue;
+        }
+        answered += 1;
         if ack.contains("acknowledged") {
             acknowledged += 1;
         } else {
