@@ -328,16 +328,19 @@ impl Exchange<'_> {
         if let Some((front, session)) = &legacy {
             self.sessions.opened(front, &body, session);
         }
-        // A POST has no next line to read: what the dispatch held back for
-        // the reader's next read goes out now (`reader::dispatch`).
-        conn.send_held();
         // A listen is a stream as a legacy session's GET stream is: at the
         // cap it may give way to a new connection (`open`), or clients
         // that open listens and stop reading them would lock every later
-        // client out (review http8).
+        // client out (review http8). Marked before its acknowledgment goes
+        // out: a client that read it and connects again at the cap finds
+        // it a stream (CI run 39: under load the new client came first
+        // and was answered 503).
         if listen {
             self.open.streaming(self.key, true);
         }
+        // A POST has no next line to read: what the dispatch held back for
+        // the reader's next read goes out now (`reader::dispatch`).
+        conn.send_held();
         let watched = self.watch(&conn, &body, &end, Some(&id));
         if listen {
             self.open.streaming(self.key, false);
