@@ -53,6 +53,8 @@ const TASK: &str = "slow_compute={\"seconds\":0}";
 const FAULTS: &[(&str, &[&str])] = &[
     ("none", &[]),
     ("stdout-log", &["stdio.stdout-only-mcp"]),
+    // A message with `1e400` first: JSON the checker cannot read, no fault.
+    ("number-past-a-double", &[]),
     (
         "id-as-string",
         &["jsonrpc.id-types", "jsonrpc.id-large-integer"],
@@ -207,6 +209,10 @@ fn main() {
         (
             "review_a_log_line_before_the_legacy_handshake_fails_stdout_only_mcp",
             review_a_log_line_before_the_legacy_handshake_fails_stdout_only_mcp,
+        ),
+        (
+            "a_number_past_a_double_is_json_the_checker_cannot_read_not_a_violation",
+            a_number_past_a_double_is_json_the_checker_cannot_read_not_a_violation,
         ),
         // review-check10: each fails on main as it was.
         (
@@ -1179,6 +1185,35 @@ fn review_a_log_line_before_the_legacy_handshake_fails_stdout_only_mcp() -> Resu
     Ok(())
 }
 
+/// A server that writes a message with the number `1e400` in it: JSON
+/// (RFC 8259 section 6 lets a reader refuse a number past a double's
+/// range, as serde_json does, but the text is JSON), and a valid MCP
+/// message. `stdio.stdout-only-mcp` failed it as "not JSON" (note10); a
+/// line the checker cannot read is the checker's limit, as a line past
+/// its length is: a skip that says which number, never a violation.
+fn a_number_past_a_double_is_json_the_checker_cannot_read_not_a_violation() -> Result<(), String> {
+    let run = check(
+        &[
+            "--format",
+            "json",
+            "--only",
+            "stdio.stdout-only-mcp",
+            "--",
+            &this_exe(),
+        ],
+        Some("number-past-a-double"),
+    );
+    let checked = outcome(&run, "stdio.stdout-only-mcp")?;
+    let reason = checked["reason"].as_str().unwrap_or_default();
+    if checked["status"] != "skip" || !reason.contains("number out of range") {
+        return Err(format!(
+            "status {:?}: {} ({reason})",
+            run.status, checked["status"]
+        ));
+    }
+    Ok(())
+}
+
 /// A legacy Streamable HTTP server as the Python SDK 1.x's session manager
 /// answers: a request with a session id it never gave gets `400 Bad
 /// Request: No valid session ID provided`. The sentence
@@ -1780,6 +1815,11 @@ fn serve_with_fault(fault: &str) -> ! {
             .lock()
             .unwrap()
             .write_now(b"Server starting on stdio...");
+    }
+    if fault == "number-past-a-double" {
+        shared.lock().unwrap().write_now(
+            br#"{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":1e400}}"#,
+        );
     }
     let input = FaultIn {
         shared: Arc::clone(&shared),

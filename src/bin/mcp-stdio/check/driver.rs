@@ -146,6 +146,11 @@ pub enum Msg {
     Json(Value, String),
     /// A line that does not (lossy UTF-8).
     NotJson(String),
+    /// A line that is JSON the checker cannot read, with why: a number
+    /// past a double's range (`1e400`), which RFC 8259 section 6 lets a
+    /// reader refuse, as serde_json does. The checker's limit, not the
+    /// server's fault.
+    Unreadable(String, String),
     /// A line longer than the checker keeps (`MAX_LINE`), its start: the
     /// checker's limit, not the server's fault (the spec sets none).
     Cut(String),
@@ -155,7 +160,7 @@ impl Msg {
     pub fn json(&self) -> Option<&Value> {
         match self {
             Msg::Json(v, _) => Some(v),
-            Msg::NotJson(_) | Msg::Cut(_) => None,
+            Msg::NotJson(_) | Msg::Unreadable(..) | Msg::Cut(_) => None,
         }
     }
 
@@ -174,7 +179,9 @@ impl Msg {
 
     pub fn text(&self) -> &str {
         match self {
-            Msg::Json(_, text) | Msg::NotJson(text) | Msg::Cut(text) => text,
+            Msg::Json(_, text) | Msg::NotJson(text) | Msg::Unreadable(text, _) | Msg::Cut(text) => {
+                text
+            }
         }
     }
 }
@@ -626,6 +633,10 @@ impl Session {
         self.transcript.push("received", &text);
         match serde_json::from_slice::<Value>(bytes) {
             Ok(value) => Msg::Json(value, text),
+            // JSON all the same when it can be read past its values.
+            Err(e) if serde_json::from_slice::<serde::de::IgnoredAny>(bytes).is_ok() => {
+                Msg::Unreadable(text, e.to_string())
+            }
             Err(_) => Msg::NotJson(text),
         }
     }

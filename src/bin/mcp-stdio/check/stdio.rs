@@ -318,6 +318,12 @@ fn stdout_only_mcp(ctx: &mut Ctx) -> Verdict {
         let why = match msg {
             Msg::NotJson(_) => Some("not JSON".to_owned()),
             Msg::Json(v, _) => not_a_message(v),
+            Msg::Unreadable(_, why) => {
+                return Verdict::Skip(format!(
+                    "a line of JSON the checker cannot read ({why}; RFC 8259 section 6 lets a reader refuse a number past a double's range): {}",
+                    short(msg.text(), 120)
+                ));
+            }
             Msg::Cut(_) => {
                 return Verdict::Skip(format!(
                     "a line longer than the checker's limit of {} MiB, not read whole",
