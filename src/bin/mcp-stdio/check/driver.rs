@@ -654,7 +654,14 @@ impl Session {
         id: &Value,
         wait: Duration,
     ) -> Result<(Value, Vec<Msg>), Missing> {
-        let deadline = Instant::now() + wait;
+        let now = Instant::now();
+        let deadline = now + wait;
+        // What a miss says it waited: a server that has said nothing yet
+        // gets until `STARTUP` (`recv`), not only `wait`.
+        let wait = match self.starting {
+            true => wait.max((self.started + STARTUP).saturating_duration_since(now)),
+            false => wait,
+        };
         let mut before = Vec::new();
         let mut kept = 0;
         let mut other_id = None;
