@@ -1440,7 +1440,6 @@ fn a_caller_that_cancels_during_a_hung_poll_sends_no_notifications_cancelled_beh
 /// answer, so the proxy never learns the task's id, and the task behind
 /// runs on with nobody to cancel it.
 #[test]
-#[ignore = "review-proxy11: unfixed, the client drops a late reply to a request it cancelled"]
 fn a_task_behind_whose_creation_crosses_the_callers_cancel_is_cancelled() {
     let (transport, sent) = relay_noting(crate::everything::build(), Some("tools/call"), None);
     let (proxy, _caller, handle) = slow_task_through(transport);
@@ -1513,7 +1512,6 @@ fn a_failed_poll_behind_is_not_passed_off_as_the_callers_error() {
 /// task behind: the task behind must not run on with nobody left to take
 /// its result (a `tasks/cancel` goes behind).
 #[test]
-#[ignore = "review-proxy11: unfixed, a stopped proxy follows its tasks behind to their end"]
 fn a_proxy_that_stops_cancels_the_task_it_follows() {
     let (transport, sent) = relay_noting(crate::everything::build(), None, None);
     let (proxy, _caller, _handle) = slow_task_through(transport);
