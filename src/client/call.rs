@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{Receiver, RecvTimeoutError};
 use serde_json::value::RawValue;
 
-use crate::client::link::{Delivery, Link};
+use crate::client::link::{Delivery, Late, LateReply, Link};
 use crate::error::Error;
 use crate::jsonrpc::{RequestId, encode_notification};
 use crate::types::{
@@ -119,6 +119,10 @@ pub struct PendingCall {
     pub(crate) started: Instant,
     pub(crate) default_timeout: Duration,
     pub(crate) done: bool,
+    /// What reads a reply that comes after the call was given up on
+    /// ([`on_late_reply`](PendingCall::on_late_reply)); `None`: it is
+    /// dropped.
+    pub(crate) late: Option<LateReply>,
 }
 
 impl fmt::Debug for PendingCall {
@@ -188,6 +192,26 @@ impl PendingCall {
         res
     }
 
+    /// Keeps hearing the reply after the call is given up on (stopped,
+    /// timed out, cancelled or dropped unanswered): a result that still
+    /// comes within the request's timeout, counted from the give-up, is
+    /// handed to `then` on the client's reader thread, and the request
+    /// `then` returns (its method, and its params as they go: stamped,
+    /// `Client::stamp`) is sent there, its answer not waited for. Past
+    /// that end the reply is dropped as any other; the rule is
+    /// `Link::forget_but_hear`. For a proxy's `tools/call`, whose answer
+    /// may be a task the server made just as the caller cancelled: that
+    /// task gets its `tasks/cancel` (`proxy::forward`). `then` must not
+    /// wait: it runs where every reply of the client is read.
+    #[cfg(feature = "server")]
+    pub(crate) fn on_late_reply(
+        mut self,
+        then: impl FnOnce(&RawValue) -> Option<(&'static str, serde_json::Value)> + Send + 'static,
+    ) -> Self {
+        self.late = Some(Box::new(then));
+        self
+    }
+
     /// Stops waiting without a word to the server: the reply, whenever it
     /// comes, is dropped. For a request whose answer changes nothing
     /// (the `tasks/cancel` of a call that already gave up).
@@ -198,7 +222,21 @@ impl PendingCall {
     fn detach_inner(&mut self) {
         if !self.done {
             self.done = true;
-            self.link.forget(&self.id);
+            self.forget();
+        }
+    }
+
+    /// Forgets the request at the link, or keeps its late reply heard
+    /// ([`on_late_reply`](PendingCall::on_late_reply)); whether it was
+    /// still waiting for its reply.
+    fn forget(&mut self) -> bool {
+        match self.late.take() {
+            Some(then) => {
+                let timeout = self.options.timeout.unwrap_or(self.default_timeout);
+                let until = crate::deadline::from_now(timeout);
+                self.link.forget_but_hear(&self.id, Late { until, then })
+            }
+            None => self.link.forget(&self.id),
         }
     }
 
@@ -284,7 +322,7 @@ impl PendingCall {
             return false;
         }
         self.done = true;
-        self.link.forget(&self.id)
+        self.forget()
     }
 
     /// Sends `notifications/cancelled` for the request if it is still
@@ -294,7 +332,7 @@ impl PendingCall {
             return false;
         }
         self.done = true;
-        if !self.link.forget(&self.id) {
+        if !self.forget() {
             // Answered (the reader took it out) or the link is gone: a
             // cancellation would name a request that is over.
             return false;
@@ -344,6 +382,7 @@ mod tests {
             started: Instant::now(),
             default_timeout: Duration::from_secs(60),
             done: false,
+            late: None,
         };
         let late = thread::spawn(move || {
             thread::sleep(Duration::from_millis(50));
@@ -380,6 +419,7 @@ mod tests {
             started: Instant::now(),
             default_timeout: Duration::from_secs(60),
             done: false,
+            late: None,
         };
         let reply = RawValue::from_string("{\"task\":true}".into()).unwrap();
         tx.send(Delivery::Reply(Ok(reply))).unwrap();
@@ -410,7 +450,62 @@ mod tests {
             started: Instant::now(),
             default_timeout,
             done: false,
+            late: None,
         }
+    }
+
+    /// A reply that comes after the call was given up on, within its
+    /// end, is handed to the closure `on_late_reply` set, and the request
+    /// the closure returns is sent (review-proxy11: a proxy's `tools/call`
+    /// answered with a task as the caller cancelled); one that comes past
+    /// the end is dropped, nothing sent for it.
+    #[cfg(feature = "server")]
+    #[test]
+    fn a_late_reply_is_heard_until_its_end_and_dropped_after() {
+        use std::io::Write;
+        let options = ClientBuilder::default().trace(|_| {});
+        let (link, mut server_writes, written) = over_pipes(&options);
+        let reply_to = |server_writes: &mut std::io::PipeWriter, id: &RequestId| {
+            let line = format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":{{\"n\":{id}}}}}\n");
+            server_writes.write_all(line.as_bytes()).unwrap();
+        };
+        let hear = |call: PendingCall| {
+            call.on_late_reply(|reply| {
+                let n: serde_json::Value = serde_json::from_str(reply.get()).ok()?;
+                Some(("tasks/cancel", serde_json::json!({ "heard": n["n"] })))
+            })
+        };
+        // Heard: given up on, then answered within its timeout.
+        let options_60s = RequestOptions::new().timeout(Duration::from_secs(60));
+        let heard = hear(registered(&link, options_60s, Duration::from_secs(60)));
+        let heard_id = heard.id().clone();
+        assert!(matches!(heard.wait_unless(|| true), Err(Error::Cancelled)));
+        let cancelled = written.recv_timeout(Duration::from_secs(5)).unwrap();
+        assert_eq!(cancelled["method"], "notifications/cancelled");
+        reply_to(&mut server_writes, &heard_id);
+        let sent = written.recv_timeout(Duration::from_secs(5)).unwrap();
+        assert_eq!(sent["method"], "tasks/cancel", "{sent}");
+        assert_eq!(sent["params"]["heard"], heard_id.to_value());
+        // Past its end: dropped. A call answered after it shows the
+        // reader went past it.
+        let options_1ms = RequestOptions::new().timeout(Duration::from_millis(1));
+        let late = hear(registered(&link, options_1ms, Duration::from_secs(60)));
+        let late_id = late.id().clone();
+        assert!(matches!(late.wait_unless(|| true), Err(Error::Cancelled)));
+        let cancelled = written.recv_timeout(Duration::from_secs(5)).unwrap();
+        assert_eq!(cancelled["method"], "notifications/cancelled");
+        thread::sleep(Duration::from_millis(20));
+        reply_to(&mut server_writes, &late_id);
+        let next = registered(&link, RequestOptions::new(), Duration::from_secs(60));
+        let next_id = next.id().clone();
+        reply_to(&mut server_writes, &next_id);
+        assert!(next.wait().is_ok());
+        link.close_input();
+        let written: Vec<_> = written.iter().collect();
+        assert!(
+            written.is_empty(),
+            "sent for a reply past its end: {written:?}"
+        );
     }
 
     /// Issue 47, item 5: `wait_unless` waits like `wait`, so progress

@@ -33,6 +33,7 @@ use std::io::BufRead;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread;
+use std::time::Instant;
 
 use crossbeam_channel::{Receiver, Sender};
 use serde_json::Value;
@@ -151,6 +152,19 @@ struct Pending {
     backlog: Arc<Backlog>,
 }
 
+/// What reads a reply that came after its request was given up on, and
+/// says what to send for it: a request's method and its params as they go
+/// (stamped already), sent without waiting for its answer. It runs on the
+/// thread that read the reply, so it only reads and builds: no waiting.
+pub(crate) type LateReply = Box<dyn FnOnce(&RawValue) -> Option<(&'static str, Value)> + Send>;
+
+/// A request given up on whose reply is still wanted, until `until`
+/// ([`Link::forget_but_hear`]).
+pub(crate) struct Late {
+    pub until: Instant,
+    pub then: LateReply,
+}
+
 /// How a link's lines reach the server.
 enum Outbound {
     /// A byte stream, written by the writer thread: its queue (`None` once
@@ -169,6 +183,10 @@ enum Outbound {
 pub(crate) struct Link {
     out: Outbound,
     pending: Mutex<IdMap<Pending>>,
+    /// Requests given up on whose late reply is still read
+    /// ([`Link::forget_but_hear`]); taken only under `pending`'s lock, or
+    /// after it, never before.
+    late: Mutex<IdMap<Late>>,
     subscriptions: Mutex<IdMap<SubscriptionSink>>,
     /// The subscriptions emulated on a legacy server, which get untagged
     /// notifications (see `legacy_listen`).
@@ -260,6 +278,7 @@ impl Link {
         Link {
             out,
             pending: Mutex::new(IdMap::default()),
+            late: Mutex::new(IdMap::default()),
             subscriptions: Mutex::new(IdMap::default()),
             #[cfg(feature = "legacy")]
             legacy: Mutex::new(LegacyFilters::default()),
@@ -430,6 +449,7 @@ impl Link {
             let _ = tx.send(Delivery::Disconnected);
             return rx;
         }
+        self.drop_expired_late();
         let mut in_flight = lock(&self.pending);
         let pending = Pending {
             tx,
@@ -451,6 +471,36 @@ impl Link {
     /// the reader took it out to deliver its reply (or the link died).
     pub fn forget(&self, id: &RequestId) -> bool {
         lock(&self.pending).remove(id).is_some()
+    }
+
+    /// Forgets a request as [`forget`](Link::forget) does, but a reply
+    /// that still comes before `late.until` is handed to `late.then`, and
+    /// the request it returns is sent (by the reader, without waiting for
+    /// its answer): for a `tools/call` that may have been answered with a
+    /// task just as it was given up on, its answer crossing the
+    /// cancellation on the wire (`PendingCall::on_late_reply`). Past
+    /// `until` such a reply is dropped like any other, and the entry goes
+    /// at the next request or give-up, or the link's end. Returns whether
+    /// the request was still waiting; if not, nothing is kept.
+    pub fn forget_but_hear(&self, id: &RequestId, late: Late) -> bool {
+        self.drop_expired_late();
+        let mut pending = lock(&self.pending);
+        let waiting = pending.remove(id).is_some();
+        if waiting {
+            // Under `pending`'s lock: the reader, which looks here once
+            // `pending` has no such id, never misses it.
+            lock(&self.late).insert(id.clone(), late);
+        }
+        waiting
+    }
+
+    /// Drops the late replies waited for past their end.
+    fn drop_expired_late(&self) {
+        let mut late = lock(&self.late);
+        if !late.is_empty() {
+            let now = Instant::now();
+            late.retain(|_, l| l.until > now);
+        }
     }
 
     /// How many requests wait for their answer.
@@ -519,6 +569,8 @@ impl Link {
         for p in pending {
             let _ = p.tx.send(Delivery::Disconnected);
         }
+        // No reply comes any more.
+        lock(&self.late).clear();
         #[cfg(feature = "legacy")]
         lock(&self.legacy).clear();
         let subs: Vec<_> = lock(&self.subscriptions).drain().map(|(_, s)| s).collect();

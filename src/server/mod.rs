@@ -233,6 +233,8 @@ impl StopHandle {
     /// the output is flushed and [`Server::serve`] returns. Stopping is
     /// final: a later `serve` on the same server returns at once. It never
     /// blocks on a client: each connection's shutdown sends what is left.
+    /// A proxy's stop also sends `tasks/cancel` for each task it follows
+    /// behind, without waiting for an answer (`proxy::serve_as`).
     pub fn stop(&self) {
         self.inner.connections.stop();
     }
@@ -246,6 +248,22 @@ impl Server {
         Notifier {
             connections: Arc::clone(&self.inner.connections),
         }
+    }
+
+    /// Runs `work` when the server is stopped ([`StopHandle::stop`]), on
+    /// the stopping thread, or at once if it was: for a proxy, the
+    /// `tasks/cancel` of a task it follows behind. `work` must not wait
+    /// long. The key takes it back ([`Server::forget_at_stop`]).
+    #[cfg(feature = "client")]
+    pub(crate) fn at_stop(&self, work: impl FnOnce() + Send + 'static) -> u64 {
+        self.inner.connections.at_stop(Box::new(work))
+    }
+
+    /// Takes back the work [`Server::at_stop`] registered under `key`;
+    /// whether it was still there (the stop had not run it).
+    #[cfg(feature = "client")]
+    pub(crate) fn forget_at_stop(&self, key: u64) -> bool {
+        self.inner.connections.forget_at_stop(key)
     }
 
     /// A handle that stops this server from another thread.
