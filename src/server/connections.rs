@@ -39,15 +39,8 @@ pub(crate) struct Connections {
     list: Mutex<Vec<(u64, Arc<dyn Connection>)>>,
     next_key: AtomicU64,
     stopped: AtomicBool,
-    /// What runs once at the stop ([`Connections::at_stop`]), by key.
-    #[cfg(feature = "client")]
-    at_stop: Mutex<std::collections::HashMap<u64, AtStop>>,
     pub replicas: Replicas,
 }
-
-/// Work the stop does for the server's own code ([`Connections::at_stop`]).
-#[cfg(feature = "client")]
-pub(crate) type AtStop = Box<dyn FnOnce() + Send>;
 
 impl Connections {
     /// Registers a connection being served; returns the key that
@@ -79,41 +72,6 @@ impl Connections {
         for connection in self.snapshot() {
             connection.stop();
         }
-        #[cfg(feature = "client")]
-        {
-            let at_stop = std::mem::take(&mut *crate::sync::lock(&self.at_stop));
-            for (_, work) in at_stop {
-                work();
-            }
-        }
-    }
-
-    /// Runs `work` at the stop, on the thread that stops the server, after
-    /// every connection was told to stop (at once if the server stopped
-    /// already): for a proxy, the `tasks/cancel` of a task it follows
-    /// behind (`proxy::follow_task`). `work` must not wait long: the stop
-    /// never blocks on a client. Returns the key that
-    /// [`forget_at_stop`](Connections::forget_at_stop) takes.
-    #[cfg(feature = "client")]
-    pub fn at_stop(&self, work: AtStop) -> u64 {
-        let key = self.next_key.fetch_add(1, Ordering::Relaxed);
-        let mut at_stop = crate::sync::lock(&self.at_stop);
-        // Read under the lock the stop takes after setting it: a stop
-        // that took the hooks already is seen here.
-        if self.is_stopped() {
-            drop(at_stop);
-            work();
-        } else {
-            at_stop.insert(key, work);
-        }
-        key
-    }
-
-    /// Takes back the work registered under `key`; whether it was still
-    /// there (not run by a stop).
-    #[cfg(feature = "client")]
-    pub fn forget_at_stop(&self, key: u64) -> bool {
-        crate::sync::lock(&self.at_stop).remove(&key).is_some()
     }
 
     /// Delivers a change published on this server to every connection,

@@ -195,6 +195,19 @@ pub(crate) struct Inner {
     pub tasks: Arc<tasks::Tasks>,
     /// The threads that run pooled handlers, for every connection.
     pub pool: pool::Pool,
+    /// What the stop runs for the crate's own code ([`Server::at_stop`]).
+    #[cfg(feature = "client")]
+    pub at_stop: AtStop,
+}
+
+/// Work the stop runs, by key ([`Server::at_stop`]): for a proxy, the
+/// `tasks/cancel` of each task it follows behind (`proxy::follow_task`).
+/// Only the proxy uses it, so only a build with the client has it.
+#[cfg(feature = "client")]
+#[derive(Default)]
+pub(crate) struct AtStop {
+    work: Mutex<HashMap<u64, Box<dyn FnOnce() + Send>>>,
+    next_key: std::sync::atomic::AtomicU64,
 }
 
 /// An MCP server: cheap to clone, every clone is the same server.
@@ -237,6 +250,15 @@ impl StopHandle {
     /// behind, without waiting for an answer (`proxy::serve_as`).
     pub fn stop(&self) {
         self.inner.connections.stop();
+        #[cfg(feature = "client")]
+        {
+            // Every connection told; then the work kept for the stop, taken
+            // under the lock `Server::at_stop` reads the stop under.
+            let work = std::mem::take(&mut *crate::sync::lock(&self.inner.at_stop.work));
+            for (_, work) in work {
+                work();
+            }
+        }
     }
 }
 
@@ -256,14 +278,25 @@ impl Server {
     /// long. The key takes it back ([`Server::forget_at_stop`]).
     #[cfg(feature = "client")]
     pub(crate) fn at_stop(&self, work: impl FnOnce() + Send + 'static) -> u64 {
-        self.inner.connections.at_stop(Box::new(work))
+        let at_stop = &self.inner.at_stop;
+        let key = (at_stop.next_key).fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let mut waiting = crate::sync::lock(&at_stop.work);
+        // Read under the lock the stop takes the work under, once it set
+        // the flag: a stop that took the work already is seen here.
+        if self.inner.connections.is_stopped() {
+            drop(waiting);
+            work();
+        } else {
+            waiting.insert(key, Box::new(work));
+        }
+        key
     }
 
     /// Takes back the work [`Server::at_stop`] registered under `key`;
     /// whether it was still there (the stop had not run it).
     #[cfg(feature = "client")]
     pub(crate) fn forget_at_stop(&self, key: u64) -> bool {
-        self.inner.connections.forget_at_stop(key)
+        (crate::sync::lock(&self.inner.at_stop.work).remove(&key)).is_some()
     }
 
     /// A handle that stops this server from another thread.
