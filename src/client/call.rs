@@ -508,6 +508,77 @@ mod tests {
         );
     }
 
+    /// Claim (review-proxy12): a caller of the proxy that starts and
+    /// cancels `tools/call`s in a loop, behind a server that (as the spec
+    /// asks) does not answer a cancelled request, leaves one late entry
+    /// per give-up in the link for the whole request timeout, each holding
+    /// the caller's capabilities (the stamp of its `tasks/cancel`): the
+    /// caller's in-flight limits free the request, not the entry, so the
+    /// map grows with the give-up rate, without a bound.
+    #[cfg(feature = "server")]
+    #[test]
+    fn given_up_calls_never_answered_hold_a_bounded_late_map() {
+        let options = ClientBuilder::default().trace(|_| {});
+        let (link, _server_writes, _written) = over_pipes(&options);
+        let big = serde_json::json!({ "capabilities": "x".repeat(1024) });
+        for _ in 0..5_000 {
+            let big = big.clone();
+            let call = registered(&link, RequestOptions::new(), Duration::from_secs(60));
+            call.on_late_reply(move |_| Some(("tasks/cancel", big))).detach();
+        }
+        assert!(
+            link.late_len() <= 1024,
+            "{} late entries held for 60 s",
+            link.late_len()
+        );
+    }
+
+    /// Claim (review-proxy12): a late reply that is an error, one that is
+    /// not the shape the closure reads, and a second reply to the same id
+    /// must send nothing, and the reader goes on (a later call is
+    /// answered). Found false: the reader hands only a result to the
+    /// closure, once.
+    #[cfg(feature = "server")]
+    #[test]
+    fn a_late_error_a_garbled_late_reply_and_a_repeated_one_send_nothing() {
+        use std::io::Write;
+        let options = ClientBuilder::default().trace(|_| {});
+        let (link, mut server_writes, written) = over_pipes(&options);
+        let hear = |call: PendingCall| {
+            call.on_late_reply(|reply| {
+                let n: serde_json::Value = serde_json::from_str(reply.get()).ok()?;
+                let n = n.get("n")?.as_u64()?;
+                Some(("tasks/cancel", serde_json::json!({ "heard": n })))
+            })
+        };
+        let mut ids = Vec::new();
+        for _ in 0..3 {
+            let call = hear(registered(&link, RequestOptions::new(), Duration::from_secs(60)));
+            ids.push(call.id().clone());
+            call.detach();
+        }
+        let lines = [
+            format!("{{\"jsonrpc\":\"2.0\",\"id\":{},\"error\":{{\"code\":-32800,\"message\":\"cancelled\"}}}}\n", ids[0]),
+            format!("{{\"jsonrpc\":\"2.0\",\"id\":{},\"result\":\"not an object\"}}\n", ids[1]),
+            format!("{{\"jsonrpc\":\"2.0\",\"id\":{},\"result\":{{\"n\":\"seven\"}}}}\n", ids[2]),
+            format!("{{\"jsonrpc\":\"2.0\",\"id\":{},\"result\":{{\"n\":1}}}}\n", ids[0]),
+            format!("{{\"jsonrpc\":\"2.0\",\"id\":{},\"result\":{{\"n\":2}}}}\n", ids[2]),
+            "{\"jsonrpc\":\"2.0\",\"id\":".to_owned() + "\n",
+        ];
+        for line in &lines {
+            server_writes.write_all(line.as_bytes()).unwrap();
+        }
+        let next = registered(&link, RequestOptions::new(), Duration::from_secs(60));
+        let next_id = next.id().clone();
+        let line = format!("{{\"jsonrpc\":\"2.0\",\"id\":{next_id},\"result\":{{}}}}\n");
+        server_writes.write_all(line.as_bytes()).unwrap();
+        assert!(next.wait().is_ok(), "the reader died");
+        assert_eq!(link.late_len(), 0);
+        link.close_input();
+        let written: Vec<_> = written.iter().collect();
+        assert!(written.is_empty(), "sent for a late reply: {written:?}");
+    }
+
     /// Issue 47, item 5: `wait_unless` waits like `wait`, so progress
     /// restarts its timeout when `reset_timeout_on_progress` asks for it
     /// (its deadline was fixed at the start: the call timed out after

@@ -509,6 +509,12 @@ impl Link {
         lock(&self.pending).len()
     }
 
+    /// How many given-up requests still have their late reply heard.
+    #[cfg(test)]
+    pub(crate) fn late_len(&self) -> usize {
+        lock(&self.late).len()
+    }
+
     /// Registers a subscription's delivery channel before its listen
     /// request is sent (and again on the new connection after a restart).
     pub fn adopt_subscription(&self, id: &RequestId, sink: SubscriptionSink) {
