@@ -579,6 +579,52 @@ mod tests {
         assert!(written.is_empty(), "sent for a late reply: {written:?}");
     }
 
+    /// Claim (review-proxy12): the server behind stops reading its input
+    /// and answers many given-up calls late; the request each late reply
+    /// makes is sent from the reader thread, the only one draining the
+    /// server's output: if that send waited for the full pipe, the reader
+    /// would hang and no reply would be read again (a deadlock with a
+    /// server that writes before it reads). Found false: the send queues,
+    /// and past 16 MiB refuses, never blocks.
+    #[cfg(feature = "server")]
+    #[test]
+    fn late_replies_from_a_server_that_does_not_read_never_block_the_reader() {
+        use std::io::{BufReader, Write};
+        let options = ClientBuilder::default().trace(|_| {});
+        let (output, mut server_writes) = std::io::pipe().unwrap();
+        // Its read end kept, never read: the pipe fills.
+        let (_server_reads, input) = std::io::pipe().unwrap();
+        let link = Link::start(
+            Box::new(BufReader::new(output)),
+            crate::client::link::ServerInput::stream(Box::new(input)),
+            options.max_line_bytes,
+            options.notes.clone(),
+            None,
+        )
+        .unwrap();
+        let big = "x".repeat(64 * 1024);
+        let mut ids = Vec::new();
+        for _ in 0..400 {
+            let big = big.clone();
+            let call = registered(&link, RequestOptions::new(), Duration::from_secs(60));
+            ids.push(call.id().clone());
+            call.on_late_reply(move |_| Some(("tasks/cancel", serde_json::json!({ "pad": big }))))
+                .detach();
+        }
+        let next = registered(&link, RequestOptions::new(), Duration::from_secs(60));
+        let next_id = next.id().clone();
+        let writer = thread::spawn(move || {
+            for id in ids.iter().chain([&next_id]) {
+                let line = format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":{{}}}}\n");
+                server_writes.write_all(line.as_bytes()).unwrap();
+            }
+            server_writes
+        });
+        let answered = next.wait_timeout(Duration::from_secs(10));
+        assert!(answered.is_ok(), "the reader hung: {answered:?}");
+        drop(writer.join().unwrap());
+    }
+
     /// Issue 47, item 5: `wait_unless` waits like `wait`, so progress
     /// restarts its timeout when `reset_timeout_on_progress` asks for it
     /// (its deadline was fixed at the start: the call timed out after

@@ -570,3 +570,48 @@ pub(crate) struct FoundResource {
     pub request: ResourceRequest,
     pub inline: bool,
 }
+
+#[cfg(all(test, feature = "client"))]
+mod at_stop_tests {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use super::Server;
+
+    fn counted(server: &Server, runs: &Arc<AtomicUsize>) -> u64 {
+        let runs = Arc::clone(runs);
+        server.at_stop(move || {
+            runs.fetch_add(1, Ordering::SeqCst);
+        })
+    }
+
+    /// Claim (review-proxy12): work kept for the stop runs once whoever
+    /// stops, however often, from however many threads; work kept after
+    /// the stop runs at once; and whoever takes work out first (the stop,
+    /// or `forget_at_stop`) is the only one that has it. Found false.
+    #[test]
+    fn work_kept_for_the_stop_runs_once_whoever_stops_and_however_often() {
+        let server = Server::builder("t", "1").build();
+        let runs = Arc::new(AtomicUsize::new(0));
+        let kept = counted(&server, &runs);
+        let forgotten = counted(&server, &runs);
+        assert!(server.forget_at_stop(forgotten));
+        let stops: Vec<_> = (0..4)
+            .map(|_| {
+                let stop = server.stop_handle();
+                std::thread::spawn(move || stop.stop())
+            })
+            .collect();
+        for stop in stops {
+            stop.join().unwrap();
+        }
+        server.stop_handle().stop();
+        assert_eq!(runs.load(Ordering::SeqCst), 1, "the kept work ran not once");
+        assert!(!server.forget_at_stop(kept), "the stop left the work behind");
+        let after = counted(&server, &runs);
+        assert_eq!(runs.load(Ordering::SeqCst), 2, "work kept after the stop did not run");
+        assert!(!server.forget_at_stop(after));
+        server.stop_handle().stop();
+        assert_eq!(runs.load(Ordering::SeqCst), 2);
+    }
+}
