@@ -198,8 +198,9 @@ impl PendingCall {
     /// handed to `then` on the client's reader thread, and the request
     /// `then` returns (its method, and its params as they go: stamped,
     /// `Client::stamp`) is sent there, its answer not waited for. Past
-    /// that end the reply is dropped as any other; the rule is
-    /// `Link::forget_but_hear`. For a proxy's `tools/call`, whose answer
+    /// that end the reply is dropped as any other, and so is one whose
+    /// entry went to keep a link's late entries within `MAX_LATE`; the
+    /// rule is `Link::forget_but_hear`. For a proxy's `tools/call`, whose answer
     /// may be a task the server made just as the caller cancelled: that
     /// task gets its `tasks/cancel` (`proxy::forward`). `then` must not
     /// wait: it runs where every reply of the client is read.
@@ -519,18 +520,29 @@ mod tests {
     #[test]
     fn given_up_calls_never_answered_hold_a_bounded_late_map() {
         let options = ClientBuilder::default().trace(|_| {});
-        let (link, _server_writes, _written) = over_pipes(&options);
+        use std::io::Write;
+        let (link, mut server_writes, written) = over_pipes(&options);
         let big = serde_json::json!({ "capabilities": "x".repeat(1024) });
+        let mut last = None;
         for _ in 0..5_000 {
             let big = big.clone();
             let call = registered(&link, RequestOptions::new(), Duration::from_secs(60));
-            call.on_late_reply(move |_| Some(("tasks/cancel", big))).detach();
+            last = Some(call.id().clone());
+            call.on_late_reply(move |_| Some(("tasks/cancel", big)))
+                .detach();
         }
         assert!(
-            link.late_len() <= 1024,
+            link.late_len() <= crate::client::link::MAX_LATE,
             "{} late entries held for 60 s",
             link.late_len()
         );
+        // The newest is still heard: a reply crossing its give-up comes
+        // soon after it.
+        let last = last.unwrap();
+        let line = format!("{{\"jsonrpc\":\"2.0\",\"id\":{last},\"result\":{{}}}}\n");
+        server_writes.write_all(line.as_bytes()).unwrap();
+        let sent = written.recv_timeout(Duration::from_secs(5)).unwrap();
+        assert_eq!(sent["method"], "tasks/cancel");
     }
 
     /// Claim (review-proxy12): a late reply that is an error, one that is
@@ -553,16 +565,35 @@ mod tests {
         };
         let mut ids = Vec::new();
         for _ in 0..3 {
-            let call = hear(registered(&link, RequestOptions::new(), Duration::from_secs(60)));
+            let call = hear(registered(
+                &link,
+                RequestOptions::new(),
+                Duration::from_secs(60),
+            ));
             ids.push(call.id().clone());
             call.detach();
         }
         let lines = [
-            format!("{{\"jsonrpc\":\"2.0\",\"id\":{},\"error\":{{\"code\":-32800,\"message\":\"cancelled\"}}}}\n", ids[0]),
-            format!("{{\"jsonrpc\":\"2.0\",\"id\":{},\"result\":\"not an object\"}}\n", ids[1]),
-            format!("{{\"jsonrpc\":\"2.0\",\"id\":{},\"result\":{{\"n\":\"seven\"}}}}\n", ids[2]),
-            format!("{{\"jsonrpc\":\"2.0\",\"id\":{},\"result\":{{\"n\":1}}}}\n", ids[0]),
-            format!("{{\"jsonrpc\":\"2.0\",\"id\":{},\"result\":{{\"n\":2}}}}\n", ids[2]),
+            format!(
+                "{{\"jsonrpc\":\"2.0\",\"id\":{},\"error\":{{\"code\":-32800,\"message\":\"cancelled\"}}}}\n",
+                ids[0]
+            ),
+            format!(
+                "{{\"jsonrpc\":\"2.0\",\"id\":{},\"result\":\"not an object\"}}\n",
+                ids[1]
+            ),
+            format!(
+                "{{\"jsonrpc\":\"2.0\",\"id\":{},\"result\":{{\"n\":\"seven\"}}}}\n",
+                ids[2]
+            ),
+            format!(
+                "{{\"jsonrpc\":\"2.0\",\"id\":{},\"result\":{{\"n\":1}}}}\n",
+                ids[0]
+            ),
+            format!(
+                "{{\"jsonrpc\":\"2.0\",\"id\":{},\"result\":{{\"n\":2}}}}\n",
+                ids[2]
+            ),
             "{\"jsonrpc\":\"2.0\",\"id\":".to_owned() + "\n",
         ];
         for line in &lines {

@@ -80,6 +80,14 @@ pub(crate) type LegacyFilters = IdMap<SubscriptionFilter>;
 #[cfg(feature = "legacy")]
 pub(crate) const MAX_ANSWERING: usize = 32;
 
+/// How many given-up requests a link keeps hearing at once
+/// ([`Link::forget_but_hear`]). Each entry outlives its request and holds
+/// what its closure holds (for a proxy, its caller's capabilities), so a
+/// caller that starts and cancels calls in a loop costs at most this many;
+/// past it the entry nearest its end goes (the reply that crosses a
+/// cancellation comes soon after it, if at all).
+pub(crate) const MAX_LATE: usize = 1024;
+
 /// What the reader delivers to a waiting request.
 #[derive(Debug)]
 pub(crate) enum Delivery {
@@ -480,8 +488,10 @@ impl Link {
     /// task just as it was given up on, its answer crossing the
     /// cancellation on the wire (`PendingCall::on_late_reply`). Past
     /// `until` such a reply is dropped like any other, and the entry goes
-    /// at the next request or give-up, or the link's end. Returns whether
-    /// the request was still waiting; if not, nothing is kept.
+    /// at the next request or give-up, or the link's end. At most
+    /// [`MAX_LATE`] are kept: past it the one nearest its end is dropped.
+    /// Returns whether the request was still waiting; if not, nothing is
+    /// kept.
     pub fn forget_but_hear(&self, id: &RequestId, late: Late) -> bool {
         self.drop_expired_late();
         let mut pending = lock(&self.pending);
@@ -489,7 +499,16 @@ impl Link {
         if waiting {
             // Under `pending`'s lock: the reader, which looks here once
             // `pending` has no such id, never misses it.
-            lock(&self.late).insert(id.clone(), late);
+            let mut heard = lock(&self.late);
+            if heard.len() >= MAX_LATE {
+                let nearest = (heard.iter())
+                    .min_by_key(|(_, l)| l.until)
+                    .map(|(id, _)| id.clone());
+                if let Some(nearest) = nearest {
+                    heard.remove(&nearest);
+                }
+            }
+            heard.insert(id.clone(), late);
         }
         waiting
     }

@@ -607,9 +607,16 @@ mod at_stop_tests {
         }
         server.stop_handle().stop();
         assert_eq!(runs.load(Ordering::SeqCst), 1, "the kept work ran not once");
-        assert!(!server.forget_at_stop(kept), "the stop left the work behind");
+        assert!(
+            !server.forget_at_stop(kept),
+            "the stop left the work behind"
+        );
         let after = counted(&server, &runs);
-        assert_eq!(runs.load(Ordering::SeqCst), 2, "work kept after the stop did not run");
+        assert_eq!(
+            runs.load(Ordering::SeqCst),
+            2,
+            "work kept after the stop did not run"
+        );
         assert!(!server.forget_at_stop(after));
         server.stop_handle().stop();
         assert_eq!(runs.load(Ordering::SeqCst), 2);

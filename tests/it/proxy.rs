@@ -1527,7 +1527,11 @@ fn a_proxy_that_stops_cancels_the_task_it_follows() {
 /// after `settle` with none added (a second `tasks/cancel` would come from
 /// a thread the test cannot join; a late one can only hide, never fail).
 fn count_behind(sent: &std::sync::Mutex<Vec<Value>>, method: &str, settle: Duration) -> usize {
-    let count = || (sent.lock().unwrap().iter()).filter(|m| m["method"] == method).count();
+    let count = || {
+        (sent.lock().unwrap().iter())
+            .filter(|m| m["method"] == method)
+            .count()
+    };
     let mut last = count();
     loop {
         thread::sleep(settle);
@@ -1558,9 +1562,17 @@ fn a_cancel_racing_two_stops_sends_one_tasks_cancel_behind() {
     for stop in stops {
         stop.join().unwrap();
     }
-    assert!(sent_behind(&sent, "tasks/cancel").is_some(), "no tasks/cancel behind");
+    assert!(
+        sent_behind(&sent, "tasks/cancel").is_some(),
+        "no tasks/cancel behind"
+    );
     let cancels = count_behind(&sent, "tasks/cancel", Duration::from_millis(300));
-    assert_eq!(cancels, 1, "tasks/cancel behind: {:?}", sent.lock().unwrap());
+    assert_eq!(
+        cancels,
+        1,
+        "tasks/cancel behind: {:?}",
+        sent.lock().unwrap()
+    );
 }
 
 /// Claim (review-proxy12): the proxy stops while its `tools/call` behind
@@ -1581,5 +1593,10 @@ fn a_task_made_behind_after_the_proxy_stopped_is_cancelled_once() {
         sent.lock().unwrap()
     );
     let cancels = count_behind(&sent, "tasks/cancel", Duration::from_millis(300));
-    assert_eq!(cancels, 1, "tasks/cancel behind: {:?}", sent.lock().unwrap());
+    assert_eq!(
+        cancels,
+        1,
+        "tasks/cancel behind: {:?}",
+        sent.lock().unwrap()
+    );
 }
