@@ -656,6 +656,72 @@ mod tests {
         drop(writer.join().unwrap());
     }
 
+    /// Claim (review-proxy12): the reader runs a late reply's closure, and
+    /// sends the request it returns, while it holds the link's `late` lock
+    /// (the `if let` scrutinee's guard lives through its block). On a
+    /// spawned server's pipe that send calls the application's wire hook
+    /// on the reader thread; a hook that starts a request on the same
+    /// link (`register` sweeps `late`) then waits on a lock its own thread
+    /// holds: the reader hangs, and every call after it with it.
+    #[cfg(all(unix, feature = "server"))]
+    #[test]
+    fn a_wire_hook_that_starts_a_request_as_a_late_reply_is_answered_does_not_hang_the_reader() {
+        use std::io::{BufReader, Write};
+        use std::sync::{OnceLock, Weak};
+        let mut child = std::process::Command::new("sh")
+            .args(["-c", "cat >/dev/null"])
+            .stdin(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stdin = child.stdin.take().unwrap();
+        let (output, mut server_writes) = std::io::pipe().unwrap();
+        let options = ClientBuilder::default();
+        let hooked: Arc<OnceLock<Weak<Link>>> = Arc::default();
+        let (started_tx, started) = crossbeam_channel::unbounded();
+        let wire: crate::client::wire::Wire = {
+            let hooked = Arc::clone(&hooked);
+            Some(Arc::new(move |direction, line: &[u8]| {
+                let cancel = String::from_utf8_lossy(line).contains("tasks/cancel");
+                if matches!(direction, crate::client::wire::WireDirection::Sent) && cancel {
+                    if let Some(link) = hooked.get().and_then(Weak::upgrade) {
+                        let id = link.next_id();
+                        let _rx = link.register(&id, None, false);
+                        link.forget(&id);
+                    }
+                    let _ = started_tx.send(());
+                }
+            }))
+        };
+        let link = Link::start(
+            Box::new(BufReader::new(output)),
+            crate::client::link::ServerInput::pipe(stdin),
+            options.max_line_bytes,
+            options.notes.clone(),
+            wire,
+        )
+        .unwrap();
+        hooked.set(Arc::downgrade(&link)).unwrap();
+        let call = registered(&link, RequestOptions::new(), Duration::from_secs(60));
+        let id = call.id().clone();
+        call.on_late_reply(|_| Some(("tasks/cancel", serde_json::json!({}))))
+            .detach();
+        let line = format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":{{}}}}\n");
+        server_writes.write_all(line.as_bytes()).unwrap();
+        let next = registered(&link, RequestOptions::new(), Duration::from_secs(60));
+        let next_id = next.id().clone();
+        let line = format!("{{\"jsonrpc\":\"2.0\",\"id\":{next_id},\"result\":{{}}}}\n");
+        server_writes.write_all(line.as_bytes()).unwrap();
+        let hook_ran = started.recv_timeout(Duration::from_secs(5));
+        let answered = next.wait_timeout(Duration::from_secs(5));
+        let _ = child.kill();
+        let _ = child.wait();
+        assert!(
+            hook_ran.is_ok(),
+            "the wire hook never finished for the late tasks/cancel"
+        );
+        assert!(answered.is_ok(), "the reader hung: {answered:?}");
+    }
+
     /// Issue 47, item 5: `wait_unless` waits like `wait`, so progress
     /// restarts its timeout when `reset_timeout_on_progress` asks for it
     /// (its deadline was fixed at the start: the call timed out after
