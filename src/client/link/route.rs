@@ -227,9 +227,16 @@ impl Link {
         notes: &mut NoteLimiter,
     ) {
         let waiting = lock(&self.pending).remove(&id);
+        // Taken out in a statement of its own: the closure runs, and its
+        // request is sent (through the application's wire hook, which may
+        // start a request, and a request sweeps `late`), without the lock.
+        let late = match waiting {
+            Some(_) => None,
+            None => lock(&self.late).remove(&id),
+        };
         if let Some(p) = waiting {
             let _ = p.tx.send(Delivery::Reply(reply));
-        } else if let Some(late) = lock(&self.late).remove(&id) {
+        } else if let Some(late) = late {
             if let Ok(result) = reply
                 && std::time::Instant::now() < late.until
                 && let Some((method, params)) = (late.then)(&result)
