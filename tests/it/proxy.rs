@@ -1580,15 +1580,19 @@ fn a_cancel_racing_two_stops_sends_one_tasks_cancel_behind() {
 /// answer, a task, comes after the stop: that task must still get its
 /// `tasks/cancel` (the late hook if the stop gave the call up, the
 /// stop's work run at once if the follower starts after it), once.
-/// Found false.
+/// Found false: the stop does not give the call up; the task its answer
+/// names is cancelled by the stop's work, run at once.
 #[test]
 fn a_task_made_behind_after_the_proxy_stopped_is_cancelled_once() {
     let (transport, sent) = relay_noting(crate::everything::build(), Some("tools/call"), None);
     let (proxy, _caller, _handle) = slow_task_through(transport);
     sent_behind(&sent, "tools/call").expect("no tools/call behind");
     proxy.stop_handle().stop();
+    // The stop does not give up the call behind: its answer comes when
+    // the relay stops holding it, `WAIT` after it came.
+    let cancel = sent_behind(&sent, "tasks/cancel").or_else(|| sent_behind(&sent, "tasks/cancel"));
     assert!(
-        sent_behind(&sent, "tasks/cancel").is_some(),
+        cancel.is_some(),
         "no tasks/cancel behind for the task made after the stop: {:?}",
         sent.lock().unwrap()
     );
