@@ -529,7 +529,7 @@ impl Link {
     }
 
     /// How many given-up requests still have their late reply heard.
-    #[cfg(test)]
+    #[cfg(all(test, feature = "server"))]
     pub(crate) fn late_len(&self) -> usize {
         lock(&self.late).len()
     }
