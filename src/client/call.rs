@@ -722,6 +722,39 @@ mod tests {
         assert!(answered.is_ok(), "the reader hung: {answered:?}");
     }
 
+    /// Claim (review-proxy12): the late hook outlives the connection it
+    /// was made on: after the link fails (the client closed, or its
+    /// server died and a restart makes a new link, whose ids start again),
+    /// an entry kept before, or a give-up after, could act on a reply
+    /// that is not its own. Found false: the link's end clears the map,
+    /// a give-up on a dead link keeps nothing, and a new link has a map
+    /// of its own.
+    #[cfg(feature = "server")]
+    #[test]
+    fn a_failed_link_keeps_no_late_entry() {
+        let options = ClientBuilder::default().trace(|_| {});
+        let (link, _server_writes, _written) = over_pipes(&options);
+        let hear = |call: PendingCall| {
+            call.on_late_reply(|_| Some(("tasks/cancel", serde_json::json!({}))))
+        };
+        hear(registered(
+            &link,
+            RequestOptions::new(),
+            Duration::from_secs(60),
+        ))
+        .detach();
+        let after = hear(registered(
+            &link,
+            RequestOptions::new(),
+            Duration::from_secs(60),
+        ));
+        assert_eq!(link.late_len(), 1);
+        link.fail_all();
+        assert_eq!(link.late_len(), 0, "the link's end kept a late entry");
+        after.detach();
+        assert_eq!(link.late_len(), 0, "a give-up on a dead link kept one");
+    }
+
     /// Issue 47, item 5: `wait_unless` waits like `wait`, so progress
     /// restarts its timeout when `reset_timeout_on_progress` asks for it
     /// (its deadline was fixed at the start: the call timed out after
