@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{Receiver, RecvTimeoutError};
 use serde_json::value::RawValue;
 
-use crate::client::link::{Delivery, Link};
+use crate::client::link::{Delivery, Late, LateReply, Link};
 use crate::error::Error;
 use crate::jsonrpc::{RequestId, encode_notification};
 use crate::types::{
@@ -119,6 +119,10 @@ pub struct PendingCall {
     pub(crate) started: Instant,
     pub(crate) default_timeout: Duration,
     pub(crate) done: bool,
+    /// What reads a reply that comes after the call was given up on
+    /// ([`on_late_reply`](PendingCall::on_late_reply)); `None`: it is
+    /// dropped.
+    pub(crate) late: Option<LateReply>,
 }
 
 impl fmt::Debug for PendingCall {
@@ -188,6 +192,27 @@ impl PendingCall {
         res
     }
 
+    /// Keeps hearing the reply after the call is given up on (stopped,
+    /// timed out, cancelled or dropped unanswered): a result that still
+    /// comes within the request's timeout, counted from the give-up, is
+    /// handed to `then` on the client's reader thread, and the request
+    /// `then` returns (its method, and its params as they go: stamped,
+    /// `Client::stamp`) is sent there, its answer not waited for. Past
+    /// that end the reply is dropped as any other, and so is one whose
+    /// entry went to keep a link's late entries within `MAX_LATE`; the
+    /// rule is `Link::forget_but_hear`. For a proxy's `tools/call`, whose answer
+    /// may be a task the server made just as the caller cancelled: that
+    /// task gets its `tasks/cancel` (`proxy::forward`). `then` must not
+    /// wait: it runs where every reply of the client is read.
+    #[cfg(feature = "server")]
+    pub(crate) fn on_late_reply(
+        mut self,
+        then: impl FnOnce(&RawValue) -> Option<(&'static str, serde_json::Value)> + Send + 'static,
+    ) -> Self {
+        self.late = Some(Box::new(then));
+        self
+    }
+
     /// Stops waiting without a word to the server: the reply, whenever it
     /// comes, is dropped. For a request whose answer changes nothing
     /// (the `tasks/cancel` of a call that already gave up).
@@ -198,7 +223,21 @@ impl PendingCall {
     fn detach_inner(&mut self) {
         if !self.done {
             self.done = true;
-            self.link.forget(&self.id);
+            self.forget();
+        }
+    }
+
+    /// Forgets the request at the link, or keeps its late reply heard
+    /// ([`on_late_reply`](PendingCall::on_late_reply)); whether it was
+    /// still waiting for its reply.
+    fn forget(&mut self) -> bool {
+        match self.late.take() {
+            Some(then) => {
+                let timeout = self.options.timeout.unwrap_or(self.default_timeout);
+                let until = crate::deadline::from_now(timeout);
+                self.link.forget_but_hear(&self.id, Late { until, then })
+            }
+            None => self.link.forget(&self.id),
         }
     }
 
@@ -284,7 +323,7 @@ impl PendingCall {
             return false;
         }
         self.done = true;
-        self.link.forget(&self.id)
+        self.forget()
     }
 
     /// Sends `notifications/cancelled` for the request if it is still
@@ -294,7 +333,7 @@ impl PendingCall {
             return false;
         }
         self.done = true;
-        if !self.link.forget(&self.id) {
+        if !self.forget() {
             // Answered (the reader took it out) or the link is gone: a
             // cancellation would name a request that is over.
             return false;
@@ -344,6 +383,7 @@ mod tests {
             started: Instant::now(),
             default_timeout: Duration::from_secs(60),
             done: false,
+            late: None,
         };
         let late = thread::spawn(move || {
             thread::sleep(Duration::from_millis(50));
@@ -380,6 +420,7 @@ mod tests {
             started: Instant::now(),
             default_timeout: Duration::from_secs(60),
             done: false,
+            late: None,
         };
         let reply = RawValue::from_string("{\"task\":true}".into()).unwrap();
         tx.send(Delivery::Reply(Ok(reply))).unwrap();
@@ -410,7 +451,308 @@ mod tests {
             started: Instant::now(),
             default_timeout,
             done: false,
+            late: None,
         }
+    }
+
+    /// A reply that comes after the call was given up on, within its
+    /// end, is handed to the closure `on_late_reply` set, and the request
+    /// the closure returns is sent (review-proxy11: a proxy's `tools/call`
+    /// answered with a task as the caller cancelled); one that comes past
+    /// the end is dropped, nothing sent for it.
+    #[cfg(feature = "server")]
+    #[test]
+    fn a_late_reply_is_heard_until_its_end_and_dropped_after() {
+        use std::io::Write;
+        let options = ClientBuilder::default().trace(|_| {});
+        let (link, mut server_writes, written) = over_pipes(&options);
+        let reply_to = |server_writes: &mut std::io::PipeWriter, id: &RequestId| {
+            let line = format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":{{\"n\":{id}}}}}\n");
+            server_writes.write_all(line.as_bytes()).unwrap();
+        };
+        let hear = |call: PendingCall| {
+            call.on_late_reply(|reply| {
+                let n: serde_json::Value = serde_json::from_str(reply.get()).ok()?;
+                Some(("tasks/cancel", serde_json::json!({ "heard": n["n"] })))
+            })
+        };
+        // Heard: given up on, then answered within its timeout.
+        let options_60s = RequestOptions::new().timeout(Duration::from_secs(60));
+        let heard = hear(registered(&link, options_60s, Duration::from_secs(60)));
+        let heard_id = heard.id().clone();
+        assert!(matches!(heard.wait_unless(|| true), Err(Error::Cancelled)));
+        let cancelled = written.recv_timeout(Duration::from_secs(5)).unwrap();
+        assert_eq!(cancelled["method"], "notifications/cancelled");
+        reply_to(&mut server_writes, &heard_id);
+        let sent = written.recv_timeout(Duration::from_secs(5)).unwrap();
+        assert_eq!(sent["method"], "tasks/cancel", "{sent}");
+        assert_eq!(sent["params"]["heard"], heard_id.to_value());
+        // Past its end: dropped. A call answered after it shows the
+        // reader went past it.
+        let options_1ms = RequestOptions::new().timeout(Duration::from_millis(1));
+        let late = hear(registered(&link, options_1ms, Duration::from_secs(60)));
+        let late_id = late.id().clone();
+        assert!(matches!(late.wait_unless(|| true), Err(Error::Cancelled)));
+        let cancelled = written.recv_timeout(Duration::from_secs(5)).unwrap();
+        assert_eq!(cancelled["method"], "notifications/cancelled");
+        thread::sleep(Duration::from_millis(20));
+        reply_to(&mut server_writes, &late_id);
+        let next = registered(&link, RequestOptions::new(), Duration::from_secs(60));
+        let next_id = next.id().clone();
+        reply_to(&mut server_writes, &next_id);
+        assert!(next.wait().is_ok());
+        link.close_input();
+        let written: Vec<_> = written.iter().collect();
+        assert!(
+            written.is_empty(),
+            "sent for a reply past its end: {written:?}"
+        );
+    }
+
+    /// Claim (review-proxy12): a caller of the proxy that starts and
+    /// cancels `tools/call`s in a loop, behind a server that (as the spec
+    /// asks) does not answer a cancelled request, leaves one late entry
+    /// per give-up in the link for the whole request timeout, each holding
+    /// the caller's capabilities (the stamp of its `tasks/cancel`): the
+    /// caller's in-flight limits free the request, not the entry, so the
+    /// map grows with the give-up rate, without a bound.
+    #[cfg(feature = "server")]
+    #[test]
+    fn given_up_calls_never_answered_hold_a_bounded_late_map() {
+        let options = ClientBuilder::default().trace(|_| {});
+        use std::io::Write;
+        let (link, mut server_writes, written) = over_pipes(&options);
+        let big = serde_json::json!({ "capabilities": "x".repeat(1024) });
+        let mut last = None;
+        for _ in 0..5_000 {
+            let big = big.clone();
+            let call = registered(&link, RequestOptions::new(), Duration::from_secs(60));
+            last = Some(call.id().clone());
+            call.on_late_reply(move |_| Some(("tasks/cancel", big)))
+                .detach();
+        }
+        assert!(
+            link.late_len() <= crate::client::link::MAX_LATE,
+            "{} late entries held for 60 s",
+            link.late_len()
+        );
+        // The newest is still heard: a reply crossing its give-up comes
+        // soon after it.
+        let last = last.unwrap();
+        let line = format!("{{\"jsonrpc\":\"2.0\",\"id\":{last},\"result\":{{}}}}\n");
+        server_writes.write_all(line.as_bytes()).unwrap();
+        let sent = written.recv_timeout(Duration::from_secs(5)).unwrap();
+        assert_eq!(sent["method"], "tasks/cancel");
+    }
+
+    /// Claim (review-proxy12): a late reply that is an error, one that is
+    /// not the shape the closure reads, and a second reply to the same id
+    /// must send nothing, and the reader goes on (a later call is
+    /// answered). Found false: the reader hands only a result to the
+    /// closure, once.
+    #[cfg(feature = "server")]
+    #[test]
+    fn a_late_error_a_garbled_late_reply_and_a_repeated_one_send_nothing() {
+        use std::io::Write;
+        let options = ClientBuilder::default().trace(|_| {});
+        let (link, mut server_writes, written) = over_pipes(&options);
+        let hear = |call: PendingCall| {
+            call.on_late_reply(|reply| {
+                let n: serde_json::Value = serde_json::from_str(reply.get()).ok()?;
+                let n = n.get("n")?.as_u64()?;
+                Some(("tasks/cancel", serde_json::json!({ "heard": n })))
+            })
+        };
+        let mut ids = Vec::new();
+        for _ in 0..3 {
+            let call = hear(registered(
+                &link,
+                RequestOptions::new(),
+                Duration::from_secs(60),
+            ));
+            ids.push(call.id().clone());
+            call.detach();
+        }
+        let lines = [
+            format!(
+                "{{\"jsonrpc\":\"2.0\",\"id\":{},\"error\":{{\"code\":-32800,\"message\":\"cancelled\"}}}}\n",
+                ids[0]
+            ),
+            format!(
+                "{{\"jsonrpc\":\"2.0\",\"id\":{},\"result\":\"not an object\"}}\n",
+                ids[1]
+            ),
+            format!(
+                "{{\"jsonrpc\":\"2.0\",\"id\":{},\"result\":{{\"n\":\"seven\"}}}}\n",
+                ids[2]
+            ),
+            format!(
+                "{{\"jsonrpc\":\"2.0\",\"id\":{},\"result\":{{\"n\":1}}}}\n",
+                ids[0]
+            ),
+            format!(
+                "{{\"jsonrpc\":\"2.0\",\"id\":{},\"result\":{{\"n\":2}}}}\n",
+                ids[2]
+            ),
+            "{\"jsonrpc\":\"2.0\",\"id\":".to_owned() + "\n",
+        ];
+        for line in &lines {
+            server_writes.write_all(line.as_bytes()).unwrap();
+        }
+        let next = registered(&link, RequestOptions::new(), Duration::from_secs(60));
+        let next_id = next.id().clone();
+        let line = format!("{{\"jsonrpc\":\"2.0\",\"id\":{next_id},\"result\":{{}}}}\n");
+        server_writes.write_all(line.as_bytes()).unwrap();
+        assert!(next.wait().is_ok(), "the reader died");
+        assert_eq!(link.late_len(), 0);
+        link.close_input();
+        let written: Vec<_> = written.iter().collect();
+        assert!(written.is_empty(), "sent for a late reply: {written:?}");
+    }
+
+    /// Claim (review-proxy12): the server behind stops reading its input
+    /// and answers many given-up calls late; the request each late reply
+    /// makes is sent from the reader thread, the only one draining the
+    /// server's output: if that send waited for the full pipe, the reader
+    /// would hang and no reply would be read again (a deadlock with a
+    /// server that writes before it reads). Found false: the send queues,
+    /// and past 16 MiB refuses, never blocks.
+    #[cfg(feature = "server")]
+    #[test]
+    fn late_replies_from_a_server_that_does_not_read_never_block_the_reader() {
+        use std::io::{BufReader, Write};
+        let options = ClientBuilder::default().trace(|_| {});
+        let (output, mut server_writes) = std::io::pipe().unwrap();
+        // Its read end kept, never read: the pipe fills.
+        let (_server_reads, input) = std::io::pipe().unwrap();
+        let link = Link::start(
+            Box::new(BufReader::new(output)),
+            crate::client::link::ServerInput::stream(Box::new(input)),
+            options.max_line_bytes,
+            options.notes.clone(),
+            None,
+        )
+        .unwrap();
+        let big = "x".repeat(64 * 1024);
+        let mut ids = Vec::new();
+        for _ in 0..400 {
+            let big = big.clone();
+            let call = registered(&link, RequestOptions::new(), Duration::from_secs(60));
+            ids.push(call.id().clone());
+            call.on_late_reply(move |_| Some(("tasks/cancel", serde_json::json!({ "pad": big }))))
+                .detach();
+        }
+        let next = registered(&link, RequestOptions::new(), Duration::from_secs(60));
+        let next_id = next.id().clone();
+        let writer = thread::spawn(move || {
+            for id in ids.iter().chain([&next_id]) {
+                let line = format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":{{}}}}\n");
+                server_writes.write_all(line.as_bytes()).unwrap();
+            }
+            server_writes
+        });
+        let answered = next.wait_timeout(Duration::from_secs(10));
+        assert!(answered.is_ok(), "the reader hung: {answered:?}");
+        drop(writer.join().unwrap());
+    }
+
+    /// Claim (review-proxy12): the reader runs a late reply's closure, and
+    /// sends the request it returns, while it holds the link's `late` lock
+    /// (the `if let` scrutinee's guard lives through its block). On a
+    /// spawned server's pipe that send calls the application's wire hook
+    /// on the reader thread; a hook that starts a request on the same
+    /// link (`register` sweeps `late`) then waits on a lock its own thread
+    /// holds: the reader hangs, and every call after it with it.
+    #[cfg(all(unix, feature = "server"))]
+    #[test]
+    fn a_wire_hook_that_starts_a_request_as_a_late_reply_is_answered_does_not_hang_the_reader() {
+        use std::io::{BufReader, Write};
+        use std::sync::{OnceLock, Weak};
+        let mut child = std::process::Command::new("sh")
+            .args(["-c", "cat >/dev/null"])
+            .stdin(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stdin = child.stdin.take().unwrap();
+        let (output, mut server_writes) = std::io::pipe().unwrap();
+        let options = ClientBuilder::default();
+        let hooked: Arc<OnceLock<Weak<Link>>> = Arc::default();
+        let (started_tx, started) = crossbeam_channel::unbounded();
+        let wire: crate::client::wire::Wire = {
+            let hooked = Arc::clone(&hooked);
+            Some(Arc::new(move |direction, line: &[u8]| {
+                let cancel = String::from_utf8_lossy(line).contains("tasks/cancel");
+                if matches!(direction, crate::client::wire::WireDirection::Sent) && cancel {
+                    if let Some(link) = hooked.get().and_then(Weak::upgrade) {
+                        let id = link.next_id();
+                        let _rx = link.register(&id, None, false);
+                        link.forget(&id);
+                    }
+                    let _ = started_tx.send(());
+                }
+            }))
+        };
+        let link = Link::start(
+            Box::new(BufReader::new(output)),
+            crate::client::link::ServerInput::pipe(stdin),
+            options.max_line_bytes,
+            options.notes.clone(),
+            wire,
+        )
+        .unwrap();
+        hooked.set(Arc::downgrade(&link)).unwrap();
+        let call = registered(&link, RequestOptions::new(), Duration::from_secs(60));
+        let id = call.id().clone();
+        call.on_late_reply(|_| Some(("tasks/cancel", serde_json::json!({}))))
+            .detach();
+        let line = format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":{{}}}}\n");
+        server_writes.write_all(line.as_bytes()).unwrap();
+        let next = registered(&link, RequestOptions::new(), Duration::from_secs(60));
+        let next_id = next.id().clone();
+        let line = format!("{{\"jsonrpc\":\"2.0\",\"id\":{next_id},\"result\":{{}}}}\n");
+        server_writes.write_all(line.as_bytes()).unwrap();
+        let hook_ran = started.recv_timeout(Duration::from_secs(5));
+        let answered = next.wait_timeout(Duration::from_secs(5));
+        let _ = child.kill();
+        let _ = child.wait();
+        assert!(
+            hook_ran.is_ok(),
+            "the wire hook never finished for the late tasks/cancel"
+        );
+        assert!(answered.is_ok(), "the reader hung: {answered:?}");
+    }
+
+    /// Claim (review-proxy12): the late hook outlives the connection it
+    /// was made on: after the link fails (the client closed, or its
+    /// server died and a restart makes a new link, whose ids start again),
+    /// an entry kept before, or a give-up after, could act on a reply
+    /// that is not its own. Found false: the link's end clears the map,
+    /// a give-up on a dead link keeps nothing, and a new link has a map
+    /// of its own.
+    #[cfg(feature = "server")]
+    #[test]
+    fn a_failed_link_keeps_no_late_entry() {
+        let options = ClientBuilder::default().trace(|_| {});
+        let (link, _server_writes, _written) = over_pipes(&options);
+        let hear = |call: PendingCall| {
+            call.on_late_reply(|_| Some(("tasks/cancel", serde_json::json!({}))))
+        };
+        hear(registered(
+            &link,
+            RequestOptions::new(),
+            Duration::from_secs(60),
+        ))
+        .detach();
+        let after = hear(registered(
+            &link,
+            RequestOptions::new(),
+            Duration::from_secs(60),
+        ));
+        assert_eq!(link.late_len(), 1);
+        link.fail_all();
+        assert_eq!(link.late_len(), 0, "the link's end kept a late entry");
+        after.detach();
+        assert_eq!(link.late_len(), 0, "a give-up on a dead link kept one");
     }
 
     /// Issue 47, item 5: `wait_unless` waits like `wait`, so progress

@@ -33,6 +33,7 @@ use std::io::BufRead;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread;
+use std::time::Instant;
 
 use crossbeam_channel::{Receiver, Sender};
 use serde_json::Value;
@@ -78,6 +79,14 @@ pub(crate) type LegacyFilters = IdMap<SubscriptionFilter>;
 /// a server that asks without end costs a bounded number of threads.
 #[cfg(feature = "legacy")]
 pub(crate) const MAX_ANSWERING: usize = 32;
+
+/// How many given-up requests a link keeps hearing at once
+/// ([`Link::forget_but_hear`]). Each entry outlives its request and holds
+/// what its closure holds (for a proxy, its caller's capabilities), so a
+/// caller that starts and cancels calls in a loop costs at most this many;
+/// past it the entry nearest its end goes (the reply that crosses a
+/// cancellation comes soon after it, if at all).
+pub(crate) const MAX_LATE: usize = 1024;
 
 /// What the reader delivers to a waiting request.
 #[derive(Debug)]
@@ -151,6 +160,19 @@ struct Pending {
     backlog: Arc<Backlog>,
 }
 
+/// What reads a reply that came after its request was given up on, and
+/// says what to send for it: a request's method and its params as they go
+/// (stamped already), sent without waiting for its answer. It runs on the
+/// thread that read the reply, so it only reads and builds: no waiting.
+pub(crate) type LateReply = Box<dyn FnOnce(&RawValue) -> Option<(&'static str, Value)> + Send>;
+
+/// A request given up on whose reply is still wanted, until `until`
+/// ([`Link::forget_but_hear`]).
+pub(crate) struct Late {
+    pub until: Instant,
+    pub then: LateReply,
+}
+
 /// How a link's lines reach the server.
 enum Outbound {
     /// A byte stream, written by the writer thread: its queue (`None` once
@@ -169,6 +191,10 @@ enum Outbound {
 pub(crate) struct Link {
     out: Outbound,
     pending: Mutex<IdMap<Pending>>,
+    /// Requests given up on whose late reply is still read
+    /// ([`Link::forget_but_hear`]); taken only under `pending`'s lock, or
+    /// after it, never before.
+    late: Mutex<IdMap<Late>>,
     subscriptions: Mutex<IdMap<SubscriptionSink>>,
     /// The subscriptions emulated on a legacy server, which get untagged
     /// notifications (see `legacy_listen`).
@@ -260,6 +286,7 @@ impl Link {
         Link {
             out,
             pending: Mutex::new(IdMap::default()),
+            late: Mutex::new(IdMap::default()),
             subscriptions: Mutex::new(IdMap::default()),
             #[cfg(feature = "legacy")]
             legacy: Mutex::new(LegacyFilters::default()),
@@ -430,6 +457,7 @@ impl Link {
             let _ = tx.send(Delivery::Disconnected);
             return rx;
         }
+        self.drop_expired_late();
         let mut in_flight = lock(&self.pending);
         let pending = Pending {
             tx,
@@ -453,10 +481,57 @@ impl Link {
         lock(&self.pending).remove(id).is_some()
     }
 
+    /// Forgets a request as [`forget`](Link::forget) does, but a reply
+    /// that still comes before `late.until` is handed to `late.then`, and
+    /// the request it returns is sent (by the reader, without waiting for
+    /// its answer): for a `tools/call` that may have been answered with a
+    /// task just as it was given up on, its answer crossing the
+    /// cancellation on the wire (`PendingCall::on_late_reply`). Past
+    /// `until` such a reply is dropped like any other, and the entry goes
+    /// at the next request or give-up, or the link's end. At most
+    /// [`MAX_LATE`] are kept: past it the one nearest its end is dropped.
+    /// Returns whether the request was still waiting; if not, nothing is
+    /// kept.
+    pub fn forget_but_hear(&self, id: &RequestId, late: Late) -> bool {
+        self.drop_expired_late();
+        let mut pending = lock(&self.pending);
+        let waiting = pending.remove(id).is_some();
+        if waiting {
+            // Under `pending`'s lock: the reader, which looks here once
+            // `pending` has no such id, never misses it.
+            let mut heard = lock(&self.late);
+            if heard.len() >= MAX_LATE {
+                let nearest = (heard.iter())
+                    .min_by_key(|(_, l)| l.until)
+                    .map(|(id, _)| id.clone());
+                if let Some(nearest) = nearest {
+                    heard.remove(&nearest);
+                }
+            }
+            heard.insert(id.clone(), late);
+        }
+        waiting
+    }
+
+    /// Drops the late replies waited for past their end.
+    fn drop_expired_late(&self) {
+        let mut late = lock(&self.late);
+        if !late.is_empty() {
+            let now = Instant::now();
+            late.retain(|_, l| l.until > now);
+        }
+    }
+
     /// How many requests wait for their answer.
     #[cfg(all(test, feature = "legacy"))]
     pub(crate) fn pending_len(&self) -> usize {
         lock(&self.pending).len()
+    }
+
+    /// How many given-up requests still have their late reply heard.
+    #[cfg(all(test, feature = "server"))]
+    pub(crate) fn late_len(&self) -> usize {
+        lock(&self.late).len()
     }
 
     /// Registers a subscription's delivery channel before its listen
@@ -519,6 +594,8 @@ impl Link {
         for p in pending {
             let _ = p.tx.send(Delivery::Disconnected);
         }
+        // No reply comes any more.
+        lock(&self.late).clear();
         #[cfg(feature = "legacy")]
         lock(&self.legacy).clear();
         let subs: Vec<_> = lock(&self.subscriptions).drain().map(|(_, s)| s).collect();

@@ -107,6 +107,7 @@ impl ClientInner {
             started: Instant::now(),
             default_timeout: self.options.request_timeout,
             done: false,
+            late: None,
         })
     }
 

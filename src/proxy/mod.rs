@@ -62,10 +62,18 @@
 //!   the caller's capabilities: a task the server makes of it is followed
 //!   to its end (`follow_task`: `tasks/get` at its poll interval, the
 //!   input it asks for asked of the caller through the proxy's task,
-//!   `tasks/cancel` when the caller cancels). A caller that does not gets
-//!   the answer at once, or the server's `-32021` for a tool it runs only
-//!   as a task. Task ids are the proxy's: a caller never sees the
-//!   server's.
+//!   `tasks/cancel` when the caller cancels, a request behind fails, or
+//!   the proxy stops: its tasks live in its memory, and a stop is final,
+//!   so nobody could take the result; `Server::at_stop` holds that
+//!   `tasks/cancel` while the task is followed). A `tools/call` whose
+//!   answer, a task, crosses the caller's cancellation on the wire has
+//!   that task cancelled too: the call's late reply is heard until the
+//!   client's request timeout from the give-up
+//!   (`PendingCall::on_late_reply`, the rule in `Link::forget_but_hear`).
+//!   No `tasks/cancel` is waited for. A caller that does not declare the
+//!   extension gets the answer at once, or the server's `-32021` for a
+//!   tool it runs only as a task. Task ids are the proxy's: a caller
+//!   never sees the server's.
 //!
 //! Not passed through: the server's log messages (see **Calls**), and its
 //! extensions other than tasks.
@@ -86,6 +94,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use serde::de::DeserializeOwned;
+use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
 use crate::client::{Client, Era, RequestOptions};
@@ -97,7 +106,7 @@ use crate::server::context::RequestContext;
 use crate::server::handlers::ResourceRequest;
 use crate::types::{
     CompleteRequestParams, CompleteResult, CreateTaskResult, GetTaskResult, InputRequests,
-    InputRequiredResult, JsonObject, ProgressNotificationParams, ReadResourceResult,
+    InputRequiredResult, JsonObject, ProgressNotificationParams, ReadResourceResult, ResultType,
     ServerCapabilities, TASKS_EXTENSION, Task, TaskStatus, meta_key, method,
 };
 
@@ -225,7 +234,7 @@ fn read_through(
 /// failed. The resource updates the server sent before its reply are
 /// published before this returns ([`Updates::publish_waiting`]).
 fn forward<T: DeserializeOwned>(
-    client: &Client,
+    client: &Arc<Client>,
     updates: &Updates,
     ctx: &RequestContext,
     method: &str,
@@ -276,9 +285,25 @@ fn forward<T: DeserializeOwned>(
             ctx.progress(p.progress, p.total, p.message.as_deref());
         }
     };
-    let call = client
+    // Given up on (the caller cancelled), a `tools/call`'s answer may still
+    // come, crossing the cancellation on the wire (a server MAY answer a
+    // request it had finished): a task it names is cancelled behind, for
+    // nobody else learns its id. Heard until the client's request timeout
+    // from the give-up (`PendingCall::on_late_reply`). Only a caller that
+    // declares the extension may be answered with a task.
+    let may_be_a_task = (meta.client_capabilities_raw().get("extensions"))
+        .and_then(Value::as_object)
+        .is_some_and(|extensions| extensions.contains_key(TASKS_EXTENSION));
+    let cancel_late_task = match modern && method == method::TOOLS_CALL && may_be_a_task {
+        true => Some(client.stamp(json!({ "_meta": stamp })).map_err(internal)?),
+        false => None,
+    };
+    let mut call = client
         .start_request(method, params, options)
         .map_err(|e| failed(method, e))?;
+    if let Some(cancel) = cancel_late_task {
+        call = call.on_late_reply(move |reply| cancel_made_task(reply, cancel));
+    }
     let raw = call.wait_unless(|| {
         relay();
         ctx.is_cancelled()
@@ -300,6 +325,18 @@ fn forward<T: DeserializeOwned>(
         .map_err(|e| ErrorObject::internal_error(format!("the server behind this proxy answered {method} with a result of the wrong shape: {e}")))
 }
 
+/// The `tasks/cancel` for the task a late answer to a `tools/call` names
+/// (`params`, stamped, with its id), if it names one; run on the client's
+/// reader ([`forward`]).
+fn cancel_made_task(reply: &RawValue, mut params: Value) -> Option<(&'static str, Value)> {
+    let created: CreateTaskResult = serde_json::from_str(reply.get()).ok()?;
+    if created.result_type != Some(ResultType::Task) {
+        return None;
+    }
+    params["taskId"] = created.task.task_id.into();
+    Some((method::TASKS_CANCEL, params))
+}
+
 /// The Tasks extension, when `capabilities` declare it: the only
 /// extension the proxy passes through.
 fn tasks_of(capabilities: &ServerCapabilities) -> Option<JsonObject> {
@@ -318,17 +355,34 @@ fn tasks_of(capabilities: &ServerCapabilities) -> Option<JsonObject> {
 /// it names none), each of its input requests asked of the caller once
 /// ([`RequestContext::ask`]) and the answers sent with `tasks/update`, and
 /// `tasks/cancel` once the caller cancels (a request behind in progress
-/// given up on at once) or a request behind fails. Every request carries `stamp`,
+/// given up on at once), a request behind fails, or the proxy stops.
+/// Every request carries `stamp`,
 /// the caller's capabilities (the server refuses a task method whose
 /// request does not declare the extension). The task's result, as the
 /// call would have returned it; its error when it failed.
+///
+/// The stop: the proxy's tasks live in its own memory and a stop is
+/// final, so once it stops nobody can take the result of the task behind
+/// (spec extensions/tasks, "Task Polling": a client polls until the task
+/// ends or it sends `tasks/cancel`). `Server::at_stop` holds, while the
+/// task is followed, the work that sends its `tasks/cancel` (not waited
+/// for) and lets this follower go; whoever takes that work out sends the
+/// `tasks/cancel`, once: the stop, or a give-up here.
 fn follow_task(
-    client: &Client,
+    client: &Arc<Client>,
     ctx: &RequestContext,
     stamp: &Map<String, Value>,
     task: Task,
 ) -> Result<Value, ErrorObject> {
     let id = task.task_id;
+    let at_stop = {
+        let (client, stamp, id) = (Arc::clone(client), stamp.clone(), id.clone());
+        let token = ctx.cancel_token();
+        ctx.server().at_stop(move || {
+            cancel_behind(&client, &stamp, &id);
+            token.cancel();
+        })
+    };
     let start = |method: &str, mut params: Value| {
         params["_meta"] = Value::Object(stamp.clone());
         (client.start_request(method, params, RequestOptions::new())).map_err(|e| failed(method, e))
@@ -353,20 +407,20 @@ fn follow_task(
         serde_json::from_str(raw.get()).map_err(internal)
     };
     // Following the task gave up (the caller cancelled, a request behind
-    // failed): the task behind is cancelled, without waiting for its
-    // answer, which changes nothing.
+    // failed, the proxy stopped): the task behind is cancelled, unless
+    // the stop did it.
     let cancel = |why: ErrorObject| {
-        if let Ok(call) = start(method::TASKS_CANCEL, json!({ "taskId": id })) {
-            call.detach();
+        if ctx.server().forget_at_stop(at_stop) {
+            cancel_behind(client, stamp, &id);
         }
         why
     };
     let mut poll = task.poll_interval_ms;
     let mut answered: HashSet<String> = HashSet::new();
-    loop {
+    let followed = (|| loop {
         if ctx.is_cancelled() {
             return Err(cancel(ErrorObject::internal_error(
-                "the caller cancelled the task",
+                "the caller cancelled the task, or the proxy stopped",
             )));
         }
         let got = request(method::TASKS_GET, json!({ "taskId": id }));
@@ -412,6 +466,19 @@ fn follow_task(
         }
         let interval = Duration::from_millis(poll.unwrap_or(1000));
         ctx.wait_cancelled(interval.clamp(Duration::from_millis(10), Duration::from_secs(10)));
+    })();
+    // Ended (or given up, the work taken already): the stop has nothing
+    // left to cancel.
+    ctx.server().forget_at_stop(at_stop);
+    followed
+}
+
+/// Sends `tasks/cancel` behind for the task `id`, without waiting for its
+/// answer, which changes nothing.
+fn cancel_behind(client: &Client, stamp: &Map<String, Value>, id: &str) {
+    let params = json!({ "taskId": id, "_meta": stamp });
+    if let Ok(call) = client.start_request(method::TASKS_CANCEL, params, RequestOptions::new()) {
+        call.detach();
     }
 }
 

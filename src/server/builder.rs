@@ -9,6 +9,8 @@ use serde_json::Value;
 
 use crate::jsonrpc::ErrorObject;
 use crate::outcome::{Outcome, PromptArguments, ToolOutcome};
+#[cfg(feature = "client")]
+use crate::server::AtStop;
 use crate::server::arguments::{ToolArguments, advertised};
 use crate::server::change_feed::ChangeFeed;
 use crate::server::connections::Connections;
@@ -554,6 +556,8 @@ impl ServerBuilder {
                 connections,
                 tasks,
                 pool,
+                #[cfg(feature = "client")]
+                at_stop: AtStop::default(),
             }),
         }
     }

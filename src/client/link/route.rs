@@ -214,7 +214,10 @@ impl Link {
 
     /// Hands a reply to the request or subscription it answers. A reply
     /// to a request that timed out or was cancelled is dropped silently
-    /// (spec 2026-07-28 basic/patterns/cancellation); one with an id this
+    /// (spec 2026-07-28 basic/patterns/cancellation), unless its caller
+    /// still wants to hear it ([`Link::forget_but_hear`]: then, before its
+    /// end, a result goes to the caller's closure, and the request that
+    /// returns is sent here, not waited for); one with an id this
     /// client never sent is dropped with a note, since the request it was
     /// meant for would otherwise only time out, unexplained.
     fn route_reply(
@@ -223,8 +226,28 @@ impl Link {
         reply: Result<Box<RawValue>, Error>,
         notes: &mut NoteLimiter,
     ) {
-        if let Some(p) = lock(&self.pending).remove(&id) {
+        let waiting = lock(&self.pending).remove(&id);
+        // Taken out in a statement of its own: the closure runs, and its
+        // request is sent (through the application's wire hook, which may
+        // start a request, and a request sweeps `late`), without the lock.
+        let late = match waiting {
+            Some(_) => None,
+            None => lock(&self.late).remove(&id),
+        };
+        if let Some(p) = waiting {
             let _ = p.tx.send(Delivery::Reply(reply));
+        } else if let Some(late) = late {
+            if let Ok(result) = reply
+                && std::time::Instant::now() < late.until
+                && let Some((method, params)) = (late.then)(&result)
+            {
+                let id = self.next_id();
+                if let Ok(line) = crate::jsonrpc::encode_request(&id, method, &params) {
+                    // Its answer, not waited for, is dropped (a request
+                    // this client sent).
+                    self.send(line);
+                }
+            }
         } else if let Some(sink) = lock(&self.subscriptions).remove(&id) {
             sink.send(SubscriptionDelivery::Reply(reply));
         } else if !self.sent(&id) {
