@@ -1,4 +1,7 @@
+use sha2::{Digest, Sha256};
+
 use super::*;
+use crate::client::oauth::token::{base64url, random_text};
 
 #[test]
 fn pkce_challenges_are_rfc_7636s() {
