@@ -28,6 +28,11 @@
 //! reader before it fails what waits. Notes (`ClientBuilder::trace`, or stderr by default) are queued
 //! for a note thread (`note_queue`), so that a locked or full stderr never
 //! stalls the reader. What the reader does with each line is in `route`.
+//!
+//! `Link`'s methods by job: this file starts a link and watches its end;
+//! `sends.rs` what goes to the server (a line written or queued, a
+//! cancellation, the input closed) and `waits.rs` what waits for the
+//! server (requests and subscriptions registered, forgotten, failed).
 
 use std::io::BufRead;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -42,10 +47,8 @@ use serde_json::value::RawValue;
 use crate::client::input::InputHandlers;
 use crate::client::notes::Notes;
 use crate::client::wire::Wire;
-#[cfg(feature = "http")]
-use crate::client::wire::WireDirection;
 use crate::error::Error;
-use crate::jsonrpc::{IdMap, RequestId, encode_notification};
+use crate::jsonrpc::{IdMap, RequestId};
 use crate::note_limiter::NoteLimiter;
 use crate::sync::lock;
 #[cfg(feature = "legacy")]
@@ -65,8 +68,10 @@ mod backlog;
 mod carrier;
 mod input;
 mod route;
+mod sends;
 #[cfg(all(test, feature = "legacy"))]
 mod tests;
+mod waits;
 
 #[cfg(feature = "legacy")]
 /// The legacy subscriptions of a connection: the accepted filter of each,
@@ -323,109 +328,6 @@ impl Link {
         self.alive.load(Ordering::Acquire)
     }
 
-    /// Sends one line to the server: written by the caller when that
-    /// cannot block, queued for the writer thread otherwise (see
-    /// `input`). Fails when the connection is gone
-    /// ([`Error::Disconnected`]), or when the server has not read what
-    /// waits already (`input::MAX_QUEUED_BYTES`; [`Error::Io`]).
-    pub fn try_send(&self, mut line: Vec<u8>) -> Result<(), Error> {
-        if !self.is_alive() {
-            return Err(Error::Disconnected);
-        }
-        let (writer, input) = match &self.out {
-            Outbound::Stream { writer, input } => (writer, input),
-            #[cfg(feature = "http")]
-            Outbound::Carrier(carrier) => {
-                if let Some(wire) = &self.wire {
-                    // A panic in it is caught: the line is still sent.
-                    let _ = (self.notes).guard("wire", || wire(WireDirection::Sent, &line));
-                }
-                return carrier.send(line);
-            }
-        };
-        line.push(b'\n');
-        // A clone, and the lock let go before the line is sent: sending may
-        // call the application's wire hook, and `close_input` takes this
-        // lock, so a hook that blocks on this caller's line must not hold
-        // `close` (it held it without a bound). A line sent on a clone
-        // taken before `close_input` is still queued ahead of the input's
-        // end: the writer thread ends once every clone is gone.
-        let queue = lock(writer).clone();
-        match queue {
-            Some(queue) => input.send(line, &queue),
-            None => Err(Error::Disconnected),
-        }
-    }
-
-    /// How many bytes of what was sent the server has not read yet, where
-    /// that can be known (a spawned server's pipe, on Linux; never over a
-    /// carrier).
-    pub fn unread(&self) -> Option<usize> {
-        match &self.out {
-            Outbound::Stream { input, .. } => input.unread(),
-            #[cfg(feature = "http")]
-            Outbound::Carrier(carrier) => carrier.unread(),
-        }
-    }
-
-    /// Whether the server has read none of what was sent (see
-    /// [`unread`](Link::unread)): a server still starting, or one that
-    /// never reads.
-    pub fn read_nothing(&self) -> Option<bool> {
-        match &self.out {
-            Outbound::Stream { input, .. } => input.read_nothing(),
-            #[cfg(feature = "http")]
-            Outbound::Carrier(_) => None,
-        }
-    }
-
-    /// [`try_send`](Link::try_send) for a line no caller hears the failure
-    /// of (a notification, an answer): whether it was sent. A dead
-    /// connection needs no word; a line refused because the server has not
-    /// read what waits is noted (at most 10 a second), saying what it was,
-    /// so that a cancellation or an answer the server never got is not lost
-    /// silently.
-    pub fn send(&self, line: Vec<u8>) -> bool {
-        // Read before the line goes, only when it is likely refused: the
-        // common case reads nothing.
-        let what = match &self.out {
-            Outbound::Stream { input, .. } => input.would_refuse(line.len() + 1),
-            #[cfg(feature = "http")]
-            Outbound::Carrier(_) => false,
-        };
-        let what = what.then(|| describe(&line));
-        match self.try_send(line) {
-            Ok(()) => true,
-            Err(Error::Disconnected) => false,
-            Err(e) => {
-                let what = what.unwrap_or_else(|| "a line".into());
-                let note = format!("did not send {what}: {e}");
-                lock(&self.unsent).problem(&self.notes, &note);
-                false
-            }
-        }
-    }
-
-    /// Cancels the request or listen `id` at the server
-    /// (`notifications/cancelled`), with `reason` when there is one. A
-    /// dead connection needs no cancellation.
-    pub fn send_cancelled(&self, id: &RequestId, reason: Option<&str>) {
-        let mut line = Vec::new();
-        let mut params = serde_json::json!({ "requestId": id });
-        if let Some(reason) = reason {
-            params["reason"] = reason.into();
-        }
-        if encode_notification(
-            &mut line,
-            crate::types::method::NOTIFICATION_CANCELLED,
-            &params,
-        )
-        .is_ok()
-        {
-            self.send(line);
-        }
-    }
-
     /// Waits up to `timeout` for the reader thread to end (the server's
     /// output ended and everything it wrote was routed); whether it did.
     pub fn wait_reader(&self, timeout: std::time::Duration) -> bool {
@@ -433,186 +335,6 @@ impl Link {
             self.reader_ended.recv_timeout(timeout),
             Err(crossbeam_channel::RecvTimeoutError::Disconnected)
         )
-    }
-
-    /// Closes the server's input once everything queued is written: the
-    /// writer thread drops its end. A carrier closes (`Carrier::close`).
-    pub fn close_input(&self) {
-        match &self.out {
-            Outbound::Stream { writer, .. } => drop(lock(writer).take()),
-            #[cfg(feature = "http")]
-            Outbound::Carrier(carrier) => carrier.close(),
-        }
-    }
-
-    /// Registers a request before it is sent, so no reply can be missed.
-    pub fn register(
-        &self,
-        id: &RequestId,
-        progress_token: Option<RequestId>,
-        wants_logs: bool,
-    ) -> Receiver<Delivery> {
-        let (tx, rx) = crossbeam_channel::unbounded();
-        if !self.is_alive() {
-            let _ = tx.send(Delivery::Disconnected);
-            return rx;
-        }
-        self.drop_expired_late();
-        let mut in_flight = lock(&self.pending);
-        let pending = Pending {
-            tx,
-            progress_token,
-            wants_logs,
-            backlog: Arc::default(),
-        };
-        in_flight.insert(id.clone(), pending);
-        drop(in_flight);
-        // The reader may have gone between the check and the insert.
-        if !self.is_alive() {
-            self.fail_all();
-        }
-        rx
-    }
-
-    /// Forgets a request (answered, timed out or cancelled): a late reply
-    /// is then dropped. Returns whether it was still waiting: `false` when
-    /// the reader took it out to deliver its reply (or the link died).
-    pub fn forget(&self, id: &RequestId) -> bool {
-        lock(&self.pending).remove(id).is_some()
-    }
-
-    /// Forgets a request as [`forget`](Link::forget) does, but a reply
-    /// that still comes before `late.until` is handed to `late.then`, and
-    /// the request it returns is sent (by the reader, without waiting for
-    /// its answer): for a `tools/call` that may have been answered with a
-    /// task just as it was given up on, its answer crossing the
-    /// cancellation on the wire (`PendingCall::on_late_reply`). Past
-    /// `until` such a reply is dropped like any other, and the entry goes
-    /// at the next request or give-up, or the link's end. At most
-    /// [`MAX_LATE`] are kept: past it the one nearest its end is dropped.
-    /// Returns whether the request was still waiting; if not, nothing is
-    /// kept.
-    pub fn forget_but_hear(&self, id: &RequestId, late: Late) -> bool {
-        self.drop_expired_late();
-        let mut pending = lock(&self.pending);
-        let waiting = pending.remove(id).is_some();
-        if waiting {
-            // Under `pending`'s lock: the reader, which looks here once
-            // `pending` has no such id, never misses it.
-            let mut heard = lock(&self.late);
-            if heard.len() >= MAX_LATE {
-                let nearest = (heard.iter())
-                    .min_by_key(|(_, l)| l.until)
-                    .map(|(id, _)| id.clone());
-                if let Some(nearest) = nearest {
-                    heard.remove(&nearest);
-                }
-            }
-            heard.insert(id.clone(), late);
-        }
-        waiting
-    }
-
-    /// Drops the late replies waited for past their end.
-    fn drop_expired_late(&self) {
-        let mut late = lock(&self.late);
-        if !late.is_empty() {
-            let now = Instant::now();
-            late.retain(|_, l| l.until > now);
-        }
-    }
-
-    /// How many requests wait for their answer.
-    #[cfg(all(test, feature = "legacy"))]
-    pub(crate) fn pending_len(&self) -> usize {
-        lock(&self.pending).len()
-    }
-
-    /// How many given-up requests still have their late reply heard.
-    #[cfg(all(test, feature = "server"))]
-    pub(crate) fn late_len(&self) -> usize {
-        lock(&self.late).len()
-    }
-
-    /// Registers a subscription's delivery channel before its listen
-    /// request is sent (and again on the new connection after a restart).
-    pub fn adopt_subscription(&self, id: &RequestId, sink: SubscriptionSink) {
-        lock(&self.subscriptions).insert(id.clone(), sink);
-        if !self.is_alive() {
-            self.fail_all();
-        }
-    }
-
-    /// Forgets a subscription; says whether it was still registered, and
-    /// its accepted filter if it was a legacy one.
-    pub fn forget_subscription(&self, id: &RequestId) -> Forgotten {
-        let registered = lock(&self.subscriptions).remove(id).is_some();
-        #[cfg(feature = "legacy")]
-        if let Some(filter) = lock(&self.legacy).remove(id) {
-            return Forgotten::Legacy(filter);
-        }
-        if registered {
-            Forgotten::Tagged
-        } else {
-            Forgotten::Nothing
-        }
-    }
-
-    #[cfg(feature = "legacy")]
-    /// Registers a subscription emulated on a legacy server: untagged
-    /// notifications that `filter` covers go to `tx`.
-    pub fn adopt_legacy_subscription(
-        &self,
-        id: &RequestId,
-        filter: SubscriptionFilter,
-        sink: SubscriptionSink,
-    ) {
-        lock(&self.legacy).insert(id.clone(), filter);
-        self.adopt_subscription(id, sink);
-    }
-
-    #[cfg(feature = "legacy")]
-    /// Narrows a legacy subscription's filter to what was accepted.
-    pub fn set_legacy_filter(&self, id: &RequestId, filter: SubscriptionFilter) {
-        if let Some(slot) = lock(&self.legacy).get_mut(id) {
-            *slot = filter;
-        }
-    }
-
-    #[cfg(feature = "legacy")]
-    /// Whether an open legacy subscription still wants updates of `uri`.
-    pub fn legacy_uri_wanted(&self, uri: &str) -> bool {
-        lock(&self.legacy)
-            .values()
-            .any(|f| f.resource_subscriptions.iter().flatten().any(|u| u == uri))
-    }
-
-    /// Marks the connection dead and fails everything waiting on it.
-    pub fn fail_all(&self) {
-        self.alive.store(false, Ordering::Release);
-        let pending: Vec<Pending> = lock(&self.pending).drain().map(|(_, p)| p).collect();
-        for p in pending {
-            let _ = p.tx.send(Delivery::Disconnected);
-        }
-        // No reply comes any more.
-        lock(&self.late).clear();
-        #[cfg(feature = "legacy")]
-        lock(&self.legacy).clear();
-        let subs: Vec<_> = lock(&self.subscriptions).drain().map(|(_, s)| s).collect();
-        let restarting = self.restartable.load(Ordering::Acquire);
-        for s in subs {
-            s.send(if restarting {
-                SubscriptionDelivery::Reconnecting
-            } else {
-                SubscriptionDelivery::Disconnected
-            });
-        }
-    }
-
-    #[cfg(feature = "legacy")]
-    /// Answers the server's requests from now on (a legacy connection).
-    pub fn answer_server_requests(&self, handlers: InputHandlers) {
-        *lock(&self.server_requests) = Some(handlers);
     }
 
     /// Whether this is a legacy (`initialize`) connection: only those

@@ -32,6 +32,14 @@
 //! sees a task's status older than one it saw: `change_feed`). Messages
 //! dropped for their key or their stamp are counted and said on the
 //! server's trace: the first at once, then at most one note a minute.
+//!
+//! The files, by job: this one holds the feed, its messages' signature and
+//! the state of its two threads; `publish.rs` the publisher's loop (each
+//! change until Redis took it, the resyncs) and `subscribe.rs` the
+//! subscriber's (each message verified, stamped and numbered, or dropped).
+
+mod publish;
+mod subscribe;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -39,7 +47,7 @@ use std::sync::{Arc, OnceLock};
 use std::thread;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
+use crossbeam_channel::Sender;
 use hmac::{Hmac, Mac};
 use serde::Deserialize;
 use sha2::Sha256;
@@ -316,115 +324,6 @@ struct Publisher {
     published: Arc<AtomicU64>,
 }
 
-impl Publisher {
-    /// Sends what is queued, in order, each until Redis took it, and a
-    /// resync after the outbox overflowed, one per [`RESYNC_EVERY`] at
-    /// most; until the feed is dropped.
-    fn run(&self, mut connection: Option<redis::Connection>, queue: &Receiver<Vec<u8>>) {
-        let resync = serde_json::to_vec(&Change::Reconnected).unwrap_or_default();
-        let mut notes = NoteLimiter::new(1, NOTE_EVERY);
-        let mut seq = 0;
-        let mut resynced: Option<Instant> = None;
-        loop {
-            let change = match queue.recv_timeout(LOOK) {
-                Ok(change) => {
-                    self.queued.fetch_sub(change.len(), Ordering::AcqRel);
-                    Some(change)
-                }
-                Err(RecvTimeoutError::Timeout) => None,
-                Err(RecvTimeoutError::Disconnected) => return,
-            };
-            // A resync not due yet waits (`overflowed` stays set): the
-            // next look, a second at most, sends it.
-            if resynced.is_none_or(|at| at.elapsed() >= RESYNC_EVERY)
-                && self.overflowed.swap(false, Ordering::AcqRel)
-            {
-                resynced = Some(Instant::now());
-                seq += 1;
-                if !self.send(&mut connection, seq, &resync, &mut notes) {
-                    return;
-                }
-            }
-            if let Some(change) = change {
-                seq += 1;
-                if !self.send(&mut connection, seq, &change, &mut notes) {
-                    return;
-                }
-                self.published.fetch_add(1, Ordering::AcqRel);
-            }
-        }
-    }
-
-    /// Publishes `change` as message `seq`, again and again (on a new
-    /// connection each time, every second at most) until Redis takes it;
-    /// `false` when the feed was dropped first. One whose reply did not
-    /// come may have gone out: sent again with the same number, it is
-    /// taken once.
-    fn send(
-        &self,
-        connection: &mut Option<redis::Connection>,
-        seq: u64,
-        change: &[u8],
-        notes: &mut NoteLimiter,
-    ) -> bool {
-        let mut pause = Duration::from_millis(50);
-        loop {
-            if self.stopped.load(Ordering::Acquire) {
-                return false;
-            }
-            let failed = match connection.as_mut() {
-                None => match publisher_connection(&self.client) {
-                    Ok(open) => {
-                        *connection = Some(open);
-                        continue;
-                    }
-                    Err(e) => e,
-                },
-                Some(open) => {
-                    let message = self.message(seq, change);
-                    let done: redis::RedisResult<i64> = redis::cmd("PUBLISH")
-                        .arg(&self.channel)
-                        .arg(&message)
-                        .query(open);
-                    match done {
-                        Ok(_) => return true,
-                        Err(e) => e,
-                    }
-                }
-            };
-            // Broken, refused, or silent for `REPLY`: never reused.
-            *connection = None;
-            if let Some(trace) = self.trace.get() {
-                let note = format!(
-                    "the change feed cannot publish on channel {:?} (changes wait, and are sent when it can): {}",
-                    self.channel,
-                    failed.to_string().replace(['\r', '\n'], " ")
-                );
-                notes.note(&**trace, &note);
-            }
-            thread::sleep(pause);
-            pause = (pause * 2).min(LOOK);
-        }
-    }
-
-    /// Message `seq` for `change`: the envelope, signed when the replicas
-    /// share a key.
-    fn message(&self, seq: u64, change: &[u8]) -> Vec<u8> {
-        let mut body = format!(
-            r#"{{"from":"{}","at":{},"seq":{seq},"change":"#,
-            self.replica,
-            unix_ms(SystemTime::now())
-        )
-        .into_bytes();
-        body.extend_from_slice(change);
-        body.push(b'}');
-        match self.key.get() {
-            Some(key) => sign(key, &self.channel, &body),
-            None => body,
-        }
-    }
-}
-
 /// A connection for the publisher, which waits at most [`REPLY`] for Redis.
 fn publisher_connection(client: &redis::Client) -> redis::RedisResult<redis::Connection> {
     let connection = client.get_connection_with_timeout(LOOK)?;
@@ -495,145 +394,6 @@ impl Heard {
     }
 }
 
-impl Subscriber<'_> {
-    /// Delivers what the other replicas publish until the feed is
-    /// dropped; subscribes again when the connection broke or went silent,
-    /// and then delivers [`Change::Reconnected`].
-    fn run(&self, deliver: &(dyn Fn(Change) + Send + Sync)) {
-        let mut heard = Heard::new();
-        let mut subscribed_before = false;
-        while !self.stopped.load(Ordering::Acquire) {
-            let Ok(mut connection) = self.client.get_connection_with_timeout(LOOK) else {
-                thread::sleep(LOOK);
-                continue;
-            };
-            // Every wait is bounded, the subscription's answer included: a
-            // silent network must not hold this thread.
-            if connection.set_read_timeout(Some(REPLY)).is_err()
-                || connection.set_write_timeout(Some(REPLY)).is_err()
-            {
-                thread::sleep(LOOK);
-                continue;
-            }
-            let mut pubsub = connection.as_pubsub();
-            if pubsub.subscribe(self.channel).is_err()
-                || pubsub.set_read_timeout(Some(LOOK)).is_err()
-            {
-                thread::sleep(LOOK);
-                continue;
-            }
-            if subscribed_before {
-                deliver(Change::Reconnected);
-            }
-            subscribed_before = true;
-            self.listen(&mut pubsub, &mut heard, deliver);
-        }
-    }
-
-    /// Delivers from one subscription until it breaks, goes silent, or the
-    /// feed is dropped.
-    fn listen(
-        &self,
-        pubsub: &mut redis::PubSub<'_>,
-        heard: &mut Heard,
-        deliver: &(dyn Fn(Change) + Send + Sync),
-    ) {
-        let mut quiet_since = Instant::now();
-        while !self.stopped.load(Ordering::Acquire) {
-            match pubsub.get_message() {
-                Ok(message) => {
-                    quiet_since = Instant::now();
-                    if let Some(change) = self.open(message.get_payload_bytes(), heard) {
-                        deliver(change);
-                    }
-                }
-                Err(e) if e.is_timeout() => {
-                    if quiet_since.elapsed() < QUIET {
-                        continue;
-                    }
-                    // Quiet for long: is anyone there? The answer may take
-                    // `REPLY`; messages that come first are kept for
-                    // `get_message`.
-                    let alive = pubsub.set_read_timeout(Some(REPLY)).is_ok()
-                        && pubsub.ping::<redis::Value>().is_ok()
-                        && pubsub.set_read_timeout(Some(LOOK)).is_ok();
-                    if !alive {
-                        // Leaving the subscription waits for an answer on
-                        // this dead connection: not for long.
-                        let _ = pubsub.set_read_timeout(Some(Duration::from_millis(10)));
-                        return;
-                    }
-                    quiet_since = Instant::now();
-                }
-                // Broken: subscribe again on a new connection.
-                Err(_) => return,
-            }
-        }
-    }
-
-    /// The change in a message from another replica: `None` for this
-    /// replica's own, for one that does not verify (with a key) or does
-    /// not read, and for one taken already (its number is not past the
-    /// last from its sender). One stamped more than [`FRESH`] from this
-    /// replica's clock is dropped too, but it read (and verified, with a
-    /// key), so a change is lost (a replica whose clock is off sends no
-    /// other kind): it is [`Change::Reconnected`] here, once per
-    /// [`STALE_RESYNC_EVERY`] at most, and the listens hear what it
-    /// changed from the store.
-    fn open(&self, payload: &[u8], heard: &mut Heard) -> Option<Change> {
-        let body = match self.key {
-            Some(key) => verify(key, self.channel, payload),
-            None => Some(payload),
-        };
-        let Some(envelope) = body.and_then(|body| serde_json::from_slice::<Envelope>(body).ok())
-        else {
-            heard.unverified += 1;
-            self.note(&mut heard.unverified_notes, &format!(
-                "the change feed on channel {:?} dropped a message that {} ({} so far): do all the replicas share one request_state_key (a rotation half done, a typo)? Or something else publishes on the channel",
-                self.channel,
-                if self.key.is_some() { "does not verify under this replica's key" } else { "this replica, which has no key, cannot read" },
-                heard.unverified
-            ));
-            return None;
-        };
-        if envelope.from == self.replica {
-            return None;
-        }
-        let now = unix_ms(SystemTime::now());
-        let apart = now.abs_diff(envelope.at);
-        let fresh = u128::from(apart) <= FRESH.as_millis();
-        if !heard.take(&envelope.from, envelope.seq) {
-            return None;
-        }
-        if fresh {
-            return Some(envelope.change);
-        }
-        heard.stale += 1;
-        self.note(&mut heard.stale_notes, &format!(
-            "the change feed on channel {:?} dropped a message stamped {} s from this replica's clock ({} so far), and reads what it may have changed from the store instead, every {} s at most: are the replicas' clocks more than {} s apart? Or a client of Redis replays old messages",
-            self.channel,
-            apart / 1000,
-            heard.stale,
-            STALE_RESYNC_EVERY.as_secs(),
-            FRESH.as_secs()
-        ));
-        if heard
-            .stale_resync
-            .is_some_and(|at| at.elapsed() < STALE_RESYNC_EVERY)
-        {
-            return None;
-        }
-        heard.stale_resync = Some(Instant::now());
-        Some(Change::Reconnected)
-    }
-
-    fn note(&self, notes: &mut NoteLimiter, text: &str) {
-        if let Some(trace) = &self.trace {
-            notes.note(&**trace, text);
-        }
-    }
-}
-
 fn unix_ms(at: SystemTime) -> u64 {
     let since = at.duration_since(UNIX_EPOCH).unwrap_or(Duration::ZERO);
     u64::try_from(since.as_millis()).unwrap_or(u64::MAX)
@@ -654,106 +414,4 @@ fn redis_error(shown: &str, e: &redis::RedisError) -> Error {
 }
 
 #[cfg(test)]
-mod tests {
-    use std::io::{BufRead, BufReader, Read, Write};
-    use std::net::{TcpListener, TcpStream};
-    use std::time::Instant;
-
-    use super::*;
-
-    /// One command of the Redis protocol (an array of bulk strings), or
-    /// `None` at the end of the stream.
-    fn read_command(input: &mut BufReader<TcpStream>) -> Option<Vec<Vec<u8>>> {
-        let mut line = String::new();
-        input.read_line(&mut line).ok().filter(|n| *n > 0)?;
-        let count: usize = line.trim().strip_prefix('*')?.parse().ok()?;
-        let mut args = Vec::new();
-        for _ in 0..count {
-            line.clear();
-            input.read_line(&mut line).ok()?;
-            let len: usize = line.trim().strip_prefix('$')?.parse().ok()?;
-            let mut arg = vec![0; len + 2];
-            input.read_exact(&mut arg).ok()?;
-            arg.truncate(len);
-            args.push(arg);
-        }
-        Some(args)
-    }
-
-    /// A Redis that answers every command, except `PUBLISH` on its first
-    /// connection: that one it reads and never answers, as a Redis that
-    /// hangs or a network that lost it without a reset would.
-    fn redis_that_goes_silent() -> String {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let url = format!("redis://{}/", listener.local_addr().unwrap());
-        thread::spawn(move || {
-            for (n, stream) in listener.incoming().enumerate() {
-                let stream = stream.unwrap();
-                thread::spawn(move || {
-                    let mut output = stream.try_clone().unwrap();
-                    let mut input = BufReader::new(stream);
-                    while let Some(command) = read_command(&mut input) {
-                        let reply: &[u8] = match command[0].to_ascii_uppercase().as_slice() {
-                            b"PUBLISH" if n == 0 => continue,
-                            b"PUBLISH" => b":0\r\n",
-                            _ => b"+OK\r\n",
-                        };
-                        output.write_all(reply).unwrap();
-                    }
-                });
-            }
-        });
-        url
-    }
-
-    #[test]
-    fn a_message_verifies_only_unchanged_under_its_key_and_on_its_channel() {
-        let key = [3; 32];
-        let body = br#"{"from":"a","at":1,"seq":1,"change":{"kind":"toolsListChanged"}}"#;
-        let signed = sign(&key, "changes", body);
-        assert_eq!(verify(&key, "changes", &signed), Some(&body[..]));
-        assert_eq!(verify(&[4; 32], "changes", &signed), None, "another key");
-        assert_eq!(verify(&key, "other", &signed), None, "another channel");
-        let mut changed = signed.clone();
-        *changed.last_mut().unwrap() = b']';
-        assert_eq!(verify(&key, "changes", &changed), None, "a changed body");
-        assert_eq!(verify(&key, "changes", body), None, "unsigned");
-        assert_eq!(verify(&key, "changes", &signed[..40]), None, "cut short");
-    }
-
-    #[test]
-    fn messages_of_one_sender_are_taken_once_and_in_order() {
-        let mut heard = Heard::new();
-        assert!(heard.take("a", 1));
-        assert!(heard.take("a", 2));
-        assert!(!heard.take("a", 2), "sent twice");
-        assert!(!heard.take("a", 1), "replayed");
-        assert!(heard.take("b", 1), "another sender");
-        assert!(heard.take("a", 7));
-    }
-
-    #[test]
-    fn a_redis_that_stops_answering_is_left_for_a_new_connection() {
-        let feed = RedisChangeFeed::open(&redis_that_goes_silent(), "changes").unwrap();
-        feed.send(&Change::ToolsListChanged);
-        // Without a read timeout the publisher waits for the silent
-        // connection for ever (until the kernel gives up), and every change
-        // after it with it.
-        let deadline = Instant::now() + REPLY + Duration::from_secs(5);
-        while feed.published() == 0 {
-            assert!(
-                Instant::now() < deadline,
-                "the change is still waiting for a Redis that does not answer"
-            );
-            thread::sleep(Duration::from_millis(20));
-        }
-        feed.send(&Change::ToolsListChanged);
-        while feed.published() < 2 {
-            assert!(
-                Instant::now() < deadline,
-                "the next change is not published"
-            );
-            thread::sleep(Duration::from_millis(20));
-        }
-    }
-}
+mod tests;

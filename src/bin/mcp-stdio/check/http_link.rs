@@ -7,6 +7,15 @@
 //! What the server sends is bounded: a head line and a chunk size at
 //! 64 KiB, an event's line at 4 MiB, a JSON body at 16 MiB, 256
 //! messages and 64 MiB read ahead (`driver::Budget`).
+//!
+//! The files, by job: this one writes a request and reads a response's
+//! head (and `exchange`, `connect`); `body.rs` reads a response's body
+//! through its framing (length, chunked, to the close) and `post.rs` is
+//! the session's link (each message a POST, what comes back to the
+//! session as lines).
+
+mod body;
+mod post;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
@@ -14,9 +23,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::Sender;
-use serde_json::{Value, json};
+use serde_json::Value;
 
-use super::driver::{Budget, Incoming, Link, READ_AHEAD_LINES, Session, StderrLog, Transcript};
+use super::driver::{Budget, Incoming, READ_AHEAD_LINES, Session, StderrLog, Transcript};
 use super::short;
 
 /// An `http://` URL.
@@ -306,80 +315,6 @@ enum Framing {
     Close,
 }
 
-impl Body {
-    fn new(status: u16, headers: &[(String, String)], reader: BufReader<Timed>) -> Body {
-        let get = |name: &str| {
-            headers
-                .iter()
-                .find(|(n, _)| n.eq_ignore_ascii_case(name))
-                .map(|(_, v)| v.as_str())
-        };
-        let framing = if status == 204 || status == 304 || (100..200).contains(&status) {
-            Framing::Length(0)
-        } else if get("transfer-encoding")
-            .is_some_and(|t| t.to_ascii_lowercase().contains("chunked"))
-        {
-            Framing::Chunked {
-                left: 0,
-                done: false,
-            }
-        } else if let Some(n) = get("content-length").and_then(|n| n.parse().ok()) {
-            Framing::Length(n)
-        } else {
-            Framing::Close
-        };
-        Body { reader, framing }
-    }
-}
-
-impl Read for Body {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        match &mut self.framing {
-            Framing::Length(0) => Ok(0),
-            Framing::Length(left) => {
-                let n = buf.len().min(*left);
-                let n = self.reader.read(&mut buf[..n])?;
-                *left = if n == 0 { 0 } else { *left - n };
-                Ok(n)
-            }
-            Framing::Close => self.reader.read(buf),
-            Framing::Chunked { left, done } => {
-                if *done {
-                    return Ok(0);
-                }
-                if *left == 0 {
-                    let mut size = String::new();
-                    (&mut self.reader).take(1024).read_line(&mut size)?;
-                    if size.trim().is_empty() {
-                        // The CRLF after a chunk's data.
-                        size.clear();
-                        (&mut self.reader).take(1024).read_line(&mut size)?;
-                    }
-                    let hex = size.trim().split(';').next().unwrap_or("");
-                    let n = usize::from_str_radix(hex, 16).map_err(|_| {
-                        std::io::Error::new(
-                            std::io::ErrorKind::InvalidData,
-                            format!("bad chunk size {hex:?}"),
-                        )
-                    })?;
-                    if n == 0 {
-                        *done = true;
-                        return Ok(0);
-                    }
-                    *left = n;
-                }
-                let n = buf.len().min(*left);
-                let n = self.reader.read(&mut buf[..n])?;
-                if n == 0 {
-                    *done = true;
-                }
-                *left -= n;
-                Ok(n)
-            }
-        }
-    }
-}
-
 /// The most bytes of one SSE event's data, and of all the events one
 /// `exchange` keeps: a JSON body's limit.
 const MAX_EVENT: usize = 16 << 20;
@@ -488,152 +423,6 @@ struct HttpLink {
     wait: Duration,
 }
 
-impl HttpLink {
-    fn post(&mut self, line: &[u8]) -> std::io::Result<()> {
-        let message: Option<Value> = serde_json::from_slice(line).ok();
-        let legacy = self
-            .legacy
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone();
-        let mut headers = message_headers(message.as_ref(), &legacy);
-        headers.extend(self.headers.iter().cloned());
-        let shown: Vec<String> = headers.iter().map(|(n, v)| format!("{n}: {v}")).collect();
-        self.transcript.note(&format!(
-            "POST {} ({})",
-            self.url.shown_path(),
-            shown.join(", ")
-        ));
-        let (status, response_headers, reader) =
-            open(&self.url, "POST", &headers, line, self.wait).map_err(std::io::Error::other)?;
-        let content_type = response_headers
-            .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case("content-type"))
-            .map_or(String::new(), |(_, v)| v.to_ascii_lowercase());
-        self.transcript
-            .note(&format!("HTTP {status} {content_type}"));
-        let initialize =
-            message.as_ref().and_then(|m| m.get("method")) == Some(&json!("initialize"));
-        if initialize
-            && let Some((_, id)) = response_headers
-                .iter()
-                .find(|(n, _)| n.eq_ignore_ascii_case("mcp-session-id"))
-        {
-            self.legacy
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .session = Some(id.clone());
-        }
-        let mut body = Body::new(status, &response_headers, reader);
-        if content_type.starts_with("text/event-stream") {
-            // A stream is read on a thread of its own for as long as the
-            // session lasts: no deadline (the session's waits bound it).
-            body.reader.get_mut().deadline = None;
-            if let Ok(stream) = body.reader.get_ref().stream.try_clone() {
-                let _ = stream.set_read_timeout(None);
-                self.streams
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .push(stream);
-            }
-            let tx = self.tx.clone();
-            let budget = Arc::clone(&self.budget);
-            let legacy = Arc::clone(&self.legacy);
-            std::thread::Builder::new()
-                .name("check-sse".into())
-                .spawn(move || {
-                    sse(body, |data, cut| {
-                        if initialize {
-                            learn_version(&legacy, data.as_bytes());
-                        }
-                        budget.lease(data.len()).is_some_and(|lease| {
-                            let data = data.into_bytes();
-                            let incoming = if cut {
-                                Incoming::Cut(data, lease)
-                            } else {
-                                Incoming::Line(data, lease)
-                            };
-                            tx.send(incoming).is_ok()
-                        })
-                    })
-                })
-                .map_err(std::io::Error::other)?;
-        } else {
-            let mut text = Vec::new();
-            if let Err(e) = body.take(16 << 20).read_to_end(&mut text) {
-                // Part of a body is not a message: the wait for it ends
-                // as the wait for no answer does.
-                self.transcript.note(&format!(
-                    "the response body was not read whole ({} bytes): {e}",
-                    text.len()
-                ));
-                return Ok(());
-            }
-            let text = text.trim_ascii().to_vec();
-            if initialize {
-                learn_version(&self.legacy, &text);
-            }
-            if !text.is_empty()
-                && let Some(lease) = self.budget.lease_now(text.len())
-            {
-                let _ = self.tx.send(Incoming::Line(text, lease));
-            }
-        }
-        Ok(())
-    }
-}
-
-/// The version an `initialize` result agreed, for the legacy requests'
-/// header.
-fn learn_version(legacy: &Mutex<LegacyState>, reply: &[u8]) {
-    if let Ok(v) = serde_json::from_slice::<Value>(reply)
-        && let Some(version) = v.pointer("/result/protocolVersion").and_then(Value::as_str)
-    {
-        legacy.lock().unwrap_or_else(|e| e.into_inner()).version = Some(version.to_owned());
-    }
-}
-
-impl Link for HttpLink {
-    fn send(&mut self, bytes: &[u8]) -> std::io::Result<()> {
-        if self.closed {
-            return Err(std::io::Error::other("the session is closed"));
-        }
-        for line in bytes.split(|b| *b == b'\n') {
-            if line.iter().all(u8::is_ascii_whitespace) {
-                continue;
-            }
-            self.post(line)?;
-        }
-        Ok(())
-    }
-
-    fn close_input(&mut self) {
-        self.closed = true;
-        self.shut_streams();
-        let _ = self.tx.send(Incoming::Eof);
-    }
-}
-
-impl HttpLink {
-    fn shut_streams(&self) {
-        for stream in self
-            .streams
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .drain(..)
-        {
-            let _ = stream.shutdown(std::net::Shutdown::Both);
-        }
-    }
-}
-
-impl Drop for HttpLink {
-    /// Every SSE stream it opened is closed (its reader thread ends).
-    fn drop(&mut self) {
-        self.shut_streams();
-    }
-}
-
 /// Opens a session with an HTTP server.
 pub fn connect(
     url: &str,
@@ -672,51 +461,4 @@ pub fn connect(
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn base64_and_the_sentinel() {
-        assert_eq!(base64(b"Hello"), "SGVsbG8=");
-        assert_eq!(base64(b"ab"), "YWI=");
-        assert_eq!(base64(b"abc"), "YWJj");
-        assert_eq!(header_value("echo"), "echo");
-        assert_eq!(header_value("é"), "=?base64?w6k=?=");
-    }
-
-    #[test]
-    fn a_modern_message_names_its_tool_uri_or_task_in_mcp_name() {
-        let meta = json!({ "io.modelcontextprotocol/protocolVersion": "2026-07-28" });
-        for (method, params, name) in [
-            ("tools/call", json!({ "name": "echo" }), Some("echo")),
-            (
-                "resources/read",
-                json!({ "uri": "mem://a" }),
-                Some("mem://a"),
-            ),
-            ("tasks/get", json!({ "taskId": "t1" }), Some("t1")),
-            ("tasks/cancel", json!({ "taskId": "t2" }), Some("t2")),
-            ("tools/list", json!({}), None),
-        ] {
-            let mut params = params;
-            params["_meta"] = meta.clone();
-            let message = json!({ "jsonrpc": "2.0", "id": 1, "method": method, "params": params });
-            let headers = message_headers(Some(&message), &LegacyState::default());
-            let found = headers
-                .iter()
-                .find(|(n, _)| n == "Mcp-Name")
-                .map(|(_, v)| v.as_str());
-            assert_eq!(found, name, "{method}");
-        }
-    }
-
-    #[test]
-    fn urls_are_http_only() {
-        let url = Url::parse("http://127.0.0.1:8080/mcp").unwrap();
-        assert_eq!(
-            (url.host.as_str(), url.port, url.path.as_str()),
-            ("127.0.0.1", 8080, "/mcp")
-        );
-        assert!(Url::parse("https://example.com/mcp").is_err());
-    }
-}
+mod tests;
