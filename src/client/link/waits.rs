@@ -164,6 +164,8 @@ impl Link {
         for p in pending {
             let _ = p.tx.send(Delivery::Disconnected);
         }
+        // No reply comes any more.
+        lock(&self.late).clear();
         #[cfg(feature = "legacy")]
         lock(&self.legacy).clear();
         let subs: Vec<_> = lock(&self.subscriptions).drain().map(|(_, s)| s).collect();
