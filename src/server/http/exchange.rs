@@ -29,8 +29,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::Receiver;
-#[cfg(feature = "legacy")]
-use serde_json::value::RawValue;
 
 use super::auth;
 use super::body::{Body, status_for};
@@ -40,6 +38,8 @@ use super::options::HttpOptions;
 #[cfg(feature = "legacy")]
 use super::sessions::Sessions;
 use crate::http::{HttpRequest, write_response};
+#[cfg(feature = "legacy")]
+use crate::incoming::Reply;
 use crate::incoming::{Incoming, Params, classify};
 use crate::jsonrpc::{ErrorObject, RequestId, encode_error};
 use crate::server::Inner;
@@ -154,12 +154,7 @@ impl Exchange<'_> {
     /// withdrawn meanwhile), or when the POST names no session, which no
     /// ask is ever sent without; `404` for a session that is not known.
     #[cfg(feature = "legacy")]
-    fn answer(
-        &self,
-        request: &HttpRequest,
-        id: Option<RequestId>,
-        reply: Result<Box<RawValue>, ErrorObject>,
-    ) -> bool {
+    fn answer(&self, request: &HttpRequest, id: Option<RequestId>, reply: Reply) -> bool {
         let keep_alive = request.keep_alive();
         let answered = match self.legacy_session(request) {
             Some(session) => {

@@ -67,10 +67,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Instant, SystemTime};
 
-use serde_json::value::RawValue;
-
 use super::body::Body;
 use crate::http::HttpRequest;
+use crate::incoming::Reply;
 use crate::jsonrpc::{ErrorObject, RequestId};
 use crate::server::conn::LineKind;
 use crate::server::conn::handle::{ConnHandle, Sending};
@@ -384,7 +383,7 @@ impl Sessions {
         &self,
         (session_id, owner): (&str, Option<&Owner>),
         id: Option<&RequestId>,
-        reply: Result<Box<RawValue>, ErrorObject>,
+        reply: Reply,
     ) -> Result<bool, UnknownSession> {
         let open = self.open_posts(session_id, owner)?;
         let Some(id) = id else { return Ok(false) };
