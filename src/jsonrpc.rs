@@ -350,11 +350,11 @@ pub(crate) fn encode_error(out: &mut Vec<u8>, id: Option<&RequestId>, error: &Er
     let _ = serde_json::to_writer(out, &resp);
 }
 
-/// Writes the compact encoding of a result response to `out` (no
+/// Appends the compact encoding of a result response to `out` (no
 /// newline). The server's results go through `server::reply` instead.
 #[cfg_attr(not(any(feature = "server", feature = "legacy")), allow(dead_code))]
 pub(crate) fn encode_result<T: Serialize + ?Sized>(
-    out: &mut dyn std::io::Write,
+    out: &mut Vec<u8>,
     id: &RequestId,
     result: &T,
 ) -> Result<(), serde_json::Error> {

@@ -44,13 +44,43 @@ pub(crate) enum Incoming<'a> {
         id: Option<RequestId>,
         // Only the legacy era's asks are answered by the client.
         #[cfg_attr(not(feature = "legacy"), allow(dead_code))]
-        reply: Result<Box<RawValue>, ErrorObject>,
+        reply: Reply,
     },
     /// A line that gets an error reply.
     Invalid {
         id: Option<RequestId>,
         error: ErrorObject,
     },
+}
+
+/// What a response from the peer carries. Its `error` is kept as sent and
+/// read only by the ask it answers (`Reply::into_result`): a response
+/// that answers nothing (all of them, without the legacy era) is never
+/// read further.
+#[derive(Debug)]
+#[cfg_attr(not(feature = "legacy"), allow(dead_code))]
+pub(crate) enum Reply {
+    /// Its `result`, as sent.
+    Result(Box<RawValue>),
+    /// Its `error`, as sent.
+    Error(Box<RawValue>),
+    /// The error that stands for a response too long to keep.
+    Failed(ErrorObject),
+}
+
+impl Reply {
+    /// The result, or the error object (one that does not read as an
+    /// error object is a `-32603` quoting it).
+    #[cfg(feature = "legacy")]
+    pub fn into_result(self) -> Result<Box<RawValue>, ErrorObject> {
+        match self {
+            Reply::Result(result) => Ok(result),
+            Reply::Error(error) => Err(serde_json::from_str(error.get()).unwrap_or_else(|_| {
+                ErrorObject::internal_error(format!("a malformed error: {}", short(error.get())))
+            })),
+            Reply::Failed(error) => Err(error),
+        }
+    }
 }
 
 /// A request's or notification's params (an object).
@@ -264,10 +294,8 @@ fn response<'a>(env: &Envelope<'_>) -> Option<Incoming<'a>> {
         return None;
     }
     let reply = match (env.result, env.error) {
-        (_, Some(error)) => Err(serde_json::from_str(error.get()).unwrap_or_else(|_| {
-            ErrorObject::internal_error(format!("a malformed error: {}", short(error.get())))
-        })),
-        (Some(result), None) => Ok(result.to_owned()),
+        (_, Some(error)) => Reply::Error(error.to_owned()),
+        (Some(result), None) => Reply::Result(result.to_owned()),
         (None, None) => return None,
     };
     let id = env.id.and_then(|raw| RequestId::from_json(raw.get()));
@@ -377,7 +405,7 @@ impl Incoming<'_> {
         if envelope.is_response() {
             return Some(Incoming::Response {
                 id: envelope.id,
-                reply: Err(error),
+                reply: Reply::Failed(error),
             });
         }
         if envelope.is_notification() {

@@ -338,7 +338,7 @@ impl Node {
                     if i > 0 {
                         out.push(',');
                     }
-                    out.push_str(&Value::String(key.clone()).to_string());
+                    out.push_str(&quoted(key));
                     out.push(':');
                     value.write(out);
                 }
@@ -346,6 +346,12 @@ impl Node {
             }
         }
     }
+}
+
+/// `text` as a JSON string: quoted, escaped as serde_json escapes it.
+fn quoted(text: &str) -> String {
+    // A string always serializes.
+    serde_json::to_string(text).unwrap_or_default()
 }
 
 /// A walk over JSON text already known to be valid.
@@ -391,7 +397,7 @@ impl Walk<'_> {
                 self.at += 1;
                 Node::Array(items)
             }
-            Some(b'"') => Node::Scalar(Value::String(self.string()).to_string()),
+            Some(b'"') => Node::Scalar(quoted(&self.string())),
             _ => {
                 let start = self.at;
                 while let Some(b) = self.text.as_bytes().get(self.at)

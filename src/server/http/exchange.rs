@@ -36,15 +36,14 @@ use std::net::TcpStream;
 use std::sync::Arc;
 use std::time::Duration;
 
-#[cfg(feature = "legacy")]
-use serde_json::value::RawValue;
-
 use super::body::{Body, status_for};
 use super::open::OpenConnections;
 use super::options::HttpOptions;
 #[cfg(feature = "legacy")]
 use super::sessions::Sessions;
 use crate::http::{HttpRequest, write_response};
+#[cfg(feature = "legacy")]
+use crate::incoming::Reply;
 use crate::incoming::{Incoming, classify};
 use crate::jsonrpc::{ErrorObject, RequestId, encode_error};
 use crate::server::Inner;
@@ -154,12 +153,7 @@ impl Exchange<'_> {
     /// withdrawn meanwhile), or when the POST names no session, which no
     /// ask is ever sent without; `404` for a session that is not known.
     #[cfg(feature = "legacy")]
-    fn answer(
-        &self,
-        request: &HttpRequest,
-        id: Option<RequestId>,
-        reply: Result<Box<RawValue>, ErrorObject>,
-    ) -> bool {
+    fn answer(&self, request: &HttpRequest, id: Option<RequestId>, reply: Reply) -> bool {
         let keep_alive = request.keep_alive();
         let answered = match self.legacy_session(request) {
             Some(session) => {

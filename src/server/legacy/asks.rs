@@ -19,6 +19,7 @@ use crossbeam_channel::{Receiver, Sender};
 use serde_json::json;
 use serde_json::value::RawValue;
 
+use crate::incoming::Reply;
 use crate::jsonrpc::{ErrorObject, IdMap, RequestId, encode_notification};
 use crate::server::conn::handle::{ConnHandle, Sending};
 use crate::server::conn::{Conn, LineKind};
@@ -156,15 +157,13 @@ impl Asks {
 
     /// A response from the client: the answer to an ask, taken (`Ok`), or
     /// handed back when it answers none.
-    pub fn answer(
-        &self,
-        id: Option<&RequestId>,
-        reply: Result<Box<RawValue>, ErrorObject>,
-    ) -> Result<(), Result<Box<RawValue>, ErrorObject>> {
+    pub fn answer(&self, id: Option<&RequestId>, reply: Reply) -> Result<(), Reply> {
         let ask = id.and_then(|id| self.lock().asks.remove(id));
         match ask {
             Some(ask) => {
-                let _ = ask.reply.send(reply.map_err(AskFailed::Client));
+                let _ = ask
+                    .reply
+                    .send(reply.into_result().map_err(AskFailed::Client));
                 Ok(())
             }
             None => Err(reply),

@@ -1,11 +1,10 @@
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use serde_json::value::RawValue;
-
 use super::{ASKS, CHANGES_SESSION, Entered, OpenPost, Sessions, UnknownSession, new_id};
 use crate::http::HttpRequest;
-use crate::jsonrpc::{ErrorObject, RequestId};
+use crate::incoming::Reply;
+use crate::jsonrpc::RequestId;
 use crate::server::conn::handle::ConnHandle;
 use crate::server::http::body::Body;
 use crate::server::legacy::Front;
@@ -162,7 +161,7 @@ impl Sessions {
         &self,
         (session_id, owner): (&str, Option<&Owner>),
         id: Option<&RequestId>,
-        reply: Result<Box<RawValue>, ErrorObject>,
+        reply: Reply,
     ) -> Result<bool, UnknownSession> {
         let open = self.open_posts(session_id, owner)?;
         let Some(id) = id else { return Ok(false) };
