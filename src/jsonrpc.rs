@@ -431,6 +431,33 @@ mod tests {
         assert!(serde_json::from_str::<RequestId>("{}").is_err());
     }
 
+    /// Review of the size commit 7157a65 (`encode_result` into a Vec):
+    /// the same bytes, appended after what `out` holds; a raw result as
+    /// sent (its escapes and spacing kept), an id of any size exact.
+    #[test]
+    fn result_response_wire() {
+        let id: RequestId = serde_json::from_str("18446744073709551617").unwrap();
+        let raw = RawValue::from_string(r#"{ "k" : "\u00e9\n" }"#.to_owned()).unwrap();
+        let mut out = b"x".to_vec();
+        encode_result(&mut out, &id, &raw).unwrap();
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            r#"x{"jsonrpc":"2.0","id":18446744073709551617,"result":{ "k" : "\u00e9\n" }}"#
+        );
+        let id: RequestId = serde_json::from_str(r#""a\"\u2028""#).unwrap();
+        let mut out = Vec::new();
+        encode_result(
+            &mut out,
+            &id,
+            &serde_json::json!({ "b": "\u{7f}\u{1}", "a": 1.5 }),
+        )
+        .unwrap();
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "{\"jsonrpc\":\"2.0\",\"id\":\"a\\\"\u{2028}\",\"result\":{\"a\":1.5,\"b\":\"\u{7f}\\u0001\"}}"
+        );
+    }
+
     #[test]
     fn error_response_wire() {
         let mut out = Vec::new();

@@ -601,6 +601,68 @@ mod tests {
         assert_eq!(canonical(Some(r#"{"k":"a\"b,}"}"#)), r#"{"k":"a\"b,}"}"#);
     }
 
+    /// Claim (review of the size commit 78eb8ba): quoting a key or string
+    /// through `serde_json::to_string` gives the text `Value::String(..)`'s
+    /// `Display` gave: every control character, quote, backslash, DEL,
+    /// U+2028/U+2029, non-ASCII, astral characters written raw or as
+    /// escapes (a surrogate pair), in keys and in values alike. A lone
+    /// surrogate is not JSON serde_json reads: the text digests as it is.
+    #[test]
+    fn canonical_quotes_strings_and_keys_as_value_display_did() {
+        let mut samples: Vec<String> = (0u32..0x80)
+            .chain([
+                0x7f, 0x80, 0x9f, 0xa0, 0xe9, 0x2028, 0x2029, 0xfeff, 0xfffd, 0x1f600,
+            ])
+            .filter_map(char::from_u32)
+            .map(|c| format!("a{c}b"))
+            .collect();
+        samples.extend(
+            [
+                "",
+                "\\",
+                "\"",
+                "/",
+                "</script>",
+                "\u{0}\u{1f}\u{7f}",
+                "é日本\u{10ffff}",
+            ]
+            .map(str::to_owned),
+        );
+        for sample in &samples {
+            let before = Value::String(sample.clone()).to_string();
+            let text = format!("{{\"v\":{before},{before}:1}}");
+            let mut members = [
+                ("v".to_owned(), before.clone()),
+                (sample.clone(), "1".to_owned()),
+            ];
+            members.sort();
+            let expected = format!(
+                "{{{}}}",
+                members
+                    .iter()
+                    .map(|(k, v)| format!("{}:{v}", Value::String(k.clone())))
+                    .collect::<Vec<_>>()
+                    .join(",")
+            );
+            let expected = if sample == "v" {
+                r#"{"v":1}"#.to_owned()
+            } else {
+                expected
+            };
+            assert_eq!(canonical(Some(&text)), expected, "{sample:?}");
+        }
+        // Escapes in the input re-encoded: \/ and \u00e9 and a surrogate
+        // pair become the characters; \u001f stays an escape.
+        assert_eq!(
+            canonical(Some(r#"{"\u00e9\/":"\ud83d\ude00\u001f\u007f\b\f\n\r\t"}"#)),
+            "{\"é/\":\"\u{1f600}\\u001f\u{7f}\\b\\f\\n\\r\\t\"}"
+        );
+        // Lone surrogates (key and value) are no JSON for serde_json.
+        for lone in [r#"{"\ud800":1}"#, r#"{"k":"\udc00"}"#, r#"{"\ud83dx":1}"#] {
+            assert_eq!(canonical(Some(lone)), lone);
+        }
+    }
+
     /// Claim: a lifetime of more than 2^64 milliseconds wraps. `seal` took
     /// `ttl.as_millis() as u64`: a lifetime meant as "practically never"
     /// (2^62 seconds here) became 0 ms, and every state expired at once.

@@ -637,3 +637,37 @@ fn duplicate_keys_and_odd_but_valid_messages() {
     );
     peer.finish_quietly();
 }
+
+// Review of the size commit 5cd7adc: a modern connection reads a response
+// with a malformed, huge or doubled `error` as any other response: traced,
+// nothing written, the connection goes on.
+#[test]
+fn responses_with_malformed_errors_are_only_traced() {
+    let (server, notes) = traced();
+    let mut peer = Peer::start(&server);
+    let big = "z".repeat(300_000);
+    let bodies = [
+        r#""error":"oops""#.to_owned(),
+        r#""error":null"#.to_owned(),
+        r#""error":{"code":2147483648,"message":"m"}"#.to_owned(),
+        r#""error":{"code":1.5}"#.to_owned(),
+        r#""error":{"code":1,"message":"m","extra":1}"#.to_owned(),
+        format!(r#""error":{{"code":1,"message":"m","data":"{big}"}}"#),
+        r#""result":{},"error":[]"#.to_owned(),
+    ];
+    for (n, body) in bodies.iter().enumerate() {
+        peer.send_raw(format!(r#"{{"jsonrpc":"2.0","id":{n},{body}}}"#).as_bytes());
+        let id = i64::try_from(n).unwrap() + 100;
+        assert_still_serving(&mut peer, id);
+        assert_eq!(
+            notes.try_recv().unwrap(),
+            format!(
+                "ignoring a response (id {n}) from the client: it answers no request of this server"
+            ),
+            "{}",
+            &body[..body.len().min(60)]
+        );
+        assert!(notes.try_recv().is_err(), "exactly one note");
+    }
+    peer.finish_quietly();
+}

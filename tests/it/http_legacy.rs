@@ -1508,3 +1508,96 @@ fn a_subscribe_answered_after_a_level_change_keeps_the_level() {
         .count();
     assert_eq!(logs, 3, "the level set was undone: {response}");
 }
+
+/// Calls `ask` in a new session, answers its ask with the raw `error`
+/// text (beside `result` when given) as a POST of its own (`202`, no body),
+/// and returns the call's last event (its reply).
+fn ask_and_answer_raw(http: &Http, error: &str, result: Option<&str>) -> Value {
+    let session = initialize(http.addr, json!({ "elicitation": {} }));
+    let mut stream = open(http.addr, &session, &call(2, "ask"));
+    let mut seen = String::new();
+    read_until(&mut stream, "elicitation/create", &mut seen);
+    read_until(&mut stream, "\n\n", &mut seen);
+    let ask = events(&seen).remove(0);
+    let result = result.map_or_else(String::new, |result| format!(r#","result":{result}"#));
+    let answer = format!(
+        r#"{{"jsonrpc":"2.0","id":{}{result},"error":{error}}}"#,
+        ask["id"]
+    );
+    let response = post(http.addr, &headers(Some(&session), true), &answer);
+    assert_eq!(status(&response), 202, "{response}");
+    assert!(response.ends_with("\r\n\r\n"), "no body: {response}");
+    let mut rest = String::new();
+    stream.read_to_string(&mut rest).unwrap();
+    seen.push_str(&rest);
+    let events = events(&seen);
+    assert_eq!(events.len(), 2, "the ask, then the reply: {seen}");
+    events[1].clone()
+}
+
+// Review of the size commit 5cd7adc over HTTP: a legacy client's answer
+// POST with a malformed `error` is `202` and fails its request with the
+// -32603 quoting it, as before; a well-formed one with extra fields and a
+// big `data` keeps its code and data; with a result beside it the error
+// wins. A modern POST of a response is refused alike whatever its `error`.
+#[test]
+fn a_malformed_error_answer_over_http_fails_the_request_as_before() {
+    let http = everything();
+    let malformed = |raw: &str| {
+        let short: String = raw.chars().take(40).collect();
+        json!({ "jsonrpc": "2.0", "id": 2, "error": { "code": -32603, "message":
+            format!("the client answered name with an error: internal error: a malformed error: {short}") } })
+    };
+    for raw in [
+        r#""oops""#,
+        "null",
+        r#"{"code":2147483648,"message":"m"}"#,
+        r#"{"code":"1","message":"m"}"#,
+        r#"{"code":1}"#,
+    ] {
+        assert_eq!(
+            ask_and_answer_raw(&http, raw, None),
+            malformed(raw),
+            "{raw}"
+        );
+    }
+    let big = "y".repeat(100_000);
+    let raw = format!(r#"{{"code":-7,"message":"m","extra":[1],"data":{{"big":"{big}"}}}}"#);
+    assert_eq!(
+        ask_and_answer_raw(&http, &raw, None),
+        json!({ "jsonrpc": "2.0", "id": 2, "error": { "code": -7,
+            "message": "the client answered name with an error: m", "data": { "big": big } } })
+    );
+    let accept = r#"{"action":"accept","content":{"name":"Ada"}}"#;
+    assert_eq!(
+        ask_and_answer_raw(&http, r#"{"code":-1,"message":"no"}"#, Some(accept)),
+        json!({ "jsonrpc": "2.0", "id": 2, "error": { "code": -1,
+            "message": "the client answered name with an error: no" } })
+    );
+    assert_eq!(
+        ask_and_answer_raw(&http, "[]", Some(accept)),
+        malformed("[]")
+    );
+    // A stray malformed answer in a session: accepted, ignored.
+    let session = initialize(http.addr, json!({}));
+    let stray = r#"{"jsonrpc":"2.0","id":"mcp-stdio-ask-999","error":"oops"}"#;
+    let response = post(http.addr, &headers(Some(&session), true), stray);
+    assert_eq!(status(&response), 202, "{response}");
+    // The modern era: the same refusal for a well-formed and a malformed
+    // error.
+    let modern = crate::http::mirrored("x", None);
+    let well = post(
+        http.addr,
+        &modern,
+        r#"{"jsonrpc":"2.0","id":1,"error":{"code":-1,"message":"m"}}"#,
+    );
+    assert_eq!(status(&well), 400, "{well}");
+    for raw in [r#""oops""#, r#"{"code":2147483648}"#, "null"] {
+        let bad = post(
+            http.addr,
+            &modern,
+            &format!(r#"{{"jsonrpc":"2.0","id":1,"error":{raw}}}"#),
+        );
+        assert_eq!(bad, well, "{raw}");
+    }
+}

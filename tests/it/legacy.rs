@@ -2653,3 +2653,137 @@ fn a_legacy_session_that_names_the_tasks_extension_gets_no_task_handle() {
     ping_barrier(&mut peer, 3);
     peer.finish_quietly();
 }
+
+/// The message a request gets when the client answered its `name` ask with
+/// an `error` that does not read as an error object (first 40 characters
+/// of it quoted).
+fn malformed_answer(id: i64, raw: &str) -> Value {
+    let short: String = raw.chars().take(40).collect();
+    error(
+        id,
+        -32603,
+        &format!(
+            "the client answered name with an error: internal error: a malformed error: {short}"
+        ),
+    )
+}
+
+// Review of the size commit 5cd7adc (a response's `error` kept raw, read
+// only by the ask it answers): a careless client's malformed `error` (not
+// an object, a code that is no i32, no message, duplicate keys) fails the
+// request with the same -32603 as before; extra fields are ignored and
+// `data` (however big) is kept; with both `result` and `error` the error
+// wins; `"error": null` is no error. The session goes on after each.
+#[test]
+fn a_malformed_error_answer_fails_the_request_as_before_and_the_session_goes_on() {
+    let server = crate::everything::build();
+    let mut peer = Peer::start(&server);
+    open_session_with(&mut peer, "2025-11-25", json!({ "elicitation": {} }));
+    let big = "x".repeat(200_000);
+    let malformed = [
+        r#""oops""#,
+        "1",
+        "[]",
+        "{}",
+        r#"{"code":"1","message":"m"}"#,
+        r#"{"code":1.5,"message":"m"}"#,
+        r#"{"code":2147483648,"message":"m"}"#,
+        r#"{"code":-2147483649,"message":"m"}"#,
+        r#"{"code":1}"#,
+        r#"{"message":"m"}"#,
+        r#"{"code":1,"message":7}"#,
+        r#"{"code":1,"code":2,"message":"m"}"#,
+        r#"{"code":null,"message":"m"}"#,
+    ];
+    let mut id = 0;
+    for raw in malformed {
+        id += 1;
+        peer.send(&legacy_call(id, "ask", json!({})));
+        let ask = recv_ask(&peer, "elicitation/create", name_form(true));
+        peer.send_raw(format!(r#"{{"jsonrpc":"2.0","id":{ask},"error":{raw}}}"#).as_bytes());
+        assert_eq!(peer.recv(), malformed_answer(id, raw), "{raw}");
+    }
+    let read = [
+        (
+            r#"{"code":-2147483648,"message":"m","extra":true}"#.to_owned(),
+            json!({ "code": -2147483648i64, "message": "the client answered name with an error: m" }),
+        ),
+        (
+            format!(r#"{{"code":2147483647,"message":"m","data":{{"big":"{big}"}}}}"#),
+            json!({ "code": 2147483647, "message": "the client answered name with an error: m", "data": { "big": big } }),
+        ),
+        (
+            r#"{"code":5,"message":"m","data":null}"#.to_owned(),
+            json!({ "code": 5, "message": "the client answered name with an error: m" }),
+        ),
+    ];
+    for (raw, expected) in read {
+        id += 1;
+        peer.send(&legacy_call(id, "ask", json!({})));
+        let ask = recv_ask(&peer, "elicitation/create", name_form(true));
+        peer.send_raw(format!(r#"{{"jsonrpc":"2.0","id":{ask},"error":{raw}}}"#).as_bytes());
+        assert_eq!(
+            peer.recv(),
+            json!({ "jsonrpc": "2.0", "id": id, "error": expected }),
+            "{}",
+            &raw[..raw.len().min(80)]
+        );
+    }
+    // Both: the error wins, even a malformed one.
+    for (raw, expected) in [
+        (
+            r#"{"code":-1,"message":"no"}"#,
+            error(id + 1, -1, "the client answered name with an error: no"),
+        ),
+        (r#""bad""#, malformed_answer(id + 2, r#""bad""#)),
+    ] {
+        id += 1;
+        peer.send(&legacy_call(id, "ask", json!({})));
+        let ask = recv_ask(&peer, "elicitation/create", name_form(true));
+        peer.send_raw(
+            format!(r#"{{"jsonrpc":"2.0","id":{ask},"result":{{"action":"accept","content":{{"name":"Ada"}}}},"error":{raw}}}"#)
+                .as_bytes(),
+        );
+        assert_eq!(peer.recv(), expected);
+    }
+    // `"error": null` is present: an error (a malformed one), even beside
+    // a result.
+    id += 1;
+    peer.send(&legacy_call(id, "ask", json!({})));
+    let ask = recv_ask(&peer, "elicitation/create", name_form(true));
+    peer.send_raw(
+        format!(r#"{{"jsonrpc":"2.0","id":{ask},"error":null,"result":{{"action":"accept","content":{{"name":"Ada"}}}}}}"#)
+            .as_bytes(),
+    );
+    assert_eq!(peer.recv(), malformed_answer(id, "null"));
+    // The session goes on.
+    id += 1;
+    peer.send(&legacy_call(id, "ask", json!({})));
+    let ask = recv_ask(&peer, "elicitation/create", name_form(true));
+    answer(&mut peer, &ask, accept("name", "Ada"));
+    assert_eq!(peer.recv(), legacy_text(id, "Nice to meet you, Ada!"));
+    peer.finish_quietly();
+}
+
+// Neither `result` nor `error`: not a response, and not a request either
+// (-32600 to the id it names); the ask stays open. A lone `"error": null`
+// is a (malformed) error: it ends the request.
+#[test]
+fn a_response_with_neither_result_nor_error_answers_no_ask() {
+    let server = crate::everything::build();
+    let mut peer = Peer::start(&server);
+    open_session_with(&mut peer, "2025-11-25", json!({ "elicitation": {} }));
+    peer.send(&legacy_call(1, "ask", json!({})));
+    let ask = recv_ask(&peer, "elicitation/create", name_form(true));
+    peer.send_raw(format!(r#"{{"jsonrpc":"2.0","id":{ask}}}"#).as_bytes());
+    let reply = peer.recv();
+    assert_eq!(reply["error"]["code"], -32600, "{reply}");
+    assert_eq!(reply["id"], ask, "{reply}");
+    peer.send_raw(format!(r#"{{"jsonrpc":"2.0","id":{ask},"error":null}}"#).as_bytes());
+    assert_eq!(peer.recv(), malformed_answer(1, "null"));
+    peer.send(&legacy_call(2, "ask", json!({})));
+    let ask = recv_ask(&peer, "elicitation/create", name_form(true));
+    answer(&mut peer, &ask, accept("name", "Ada"));
+    assert_eq!(peer.recv(), legacy_text(2, "Nice to meet you, Ada!"));
+    peer.finish_quietly();
+}
