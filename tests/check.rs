@@ -55,6 +55,14 @@ const FAULTS: &[(&str, &[&str])] = &[
     ("stdout-log", &["stdio.stdout-only-mcp"]),
     // A message with `1e400` first: JSON the checker cannot read, no fault.
     ("number-past-a-double", &[]),
+    // review-check12: a line IgnoredAny reads but that is not JSON (a
+    // string of bytes that are not UTF-8), and two that neither reader
+    // takes: each a line that is not an MCP message.
+    ("invalid-utf8-in-a-string", &["stdio.stdout-only-mcp"]),
+    ("trailing-garbage", &["stdio.stdout-only-mcp"]),
+    ("two-messages-on-a-line", &["stdio.stdout-only-mcp"]),
+    // `1e400` first, then a log line: the log line is the violation.
+    ("number-then-log", &["stdio.stdout-only-mcp"]),
     (
         "id-as-string",
         &["jsonrpc.id-types", "jsonrpc.id-large-integer"],
@@ -247,6 +255,19 @@ fn main() {
         (
             "review_a_server_that_stops_answering_does_not_cost_every_checks_deadline",
             review_a_server_that_stops_answering_does_not_cost_every_checks_deadline,
+        ),
+        // review-check12: each fails on main as it was.
+        (
+            "review_an_unreadable_line_says_the_readers_own_reason",
+            review_an_unreadable_line_says_the_readers_own_reason,
+        ),
+        (
+            "review_answers_that_are_not_utf8_fail_the_handshake_not_unreachable",
+            review_answers_that_are_not_utf8_fail_the_handshake_not_unreachable,
+        ),
+        (
+            "review_a_miss_after_the_server_spoke_says_the_time_it_waited",
+            review_a_miss_after_the_server_spoke_says_the_time_it_waited,
         ),
     ];
     for &(name, test) in review {
@@ -1214,6 +1235,93 @@ fn a_number_past_a_double_is_json_the_checker_cannot_read_not_a_violation() -> R
     Ok(())
 }
 
+/// Lines serde_json's `Value` refuses and `IgnoredAny` reads, for other
+/// reasons than a number past a double's range: nesting deeper than 128
+/// (RFC 8259 section 9 lets a reader limit it) and a lone surrogate
+/// (section 8.2: unpredictable). A skip is the checker's limit, but its
+/// reason said "RFC 8259 section 6 lets a reader refuse a number past a
+/// double's range" for each (review-check12).
+fn review_an_unreadable_line_says_the_readers_own_reason() -> Result<(), String> {
+    for (fault, says) in [
+        ("nested-past-128", "recursion limit"),
+        ("lone-surrogate", "surrogate"),
+    ] {
+        let run = check(
+            &[
+                "--format",
+                "json",
+                "--only",
+                "stdio.stdout-only-mcp",
+                "--",
+                &this_exe(),
+            ],
+            Some(fault),
+        );
+        let checked = outcome(&run, "stdio.stdout-only-mcp")?;
+        let reason = checked["reason"].as_str().unwrap_or_default();
+        if checked["status"] != "skip"
+            || !reason.contains(says)
+            || reason.contains("section 6 lets a reader refuse a number")
+        {
+            return Err(format!("{fault}: {} ({reason})", checked["status"]));
+        }
+    }
+    Ok(())
+}
+
+/// A server each of whose results holds a string whose bytes are not
+/// UTF-8 (`"caf\xe9"`): not JSON (RFC 8259 section 8.1: JSON text
+/// MUST be UTF-8), and MCP messages MUST be UTF-8. `IgnoredAny` reads it
+/// (it does not look at a string's bytes), so the answers were
+/// `Unreadable`, not a response: the handshake "did not answer", status 2
+/// (unreachable), where it was status 1, a MUST broken, before 0530a7d
+/// (review-check12).
+fn review_answers_that_are_not_utf8_fail_the_handshake_not_unreachable() -> Result<(), String> {
+    let run = check(
+        &[
+            "--wait",
+            "1",
+            "--only",
+            "stdio.stdout-only-mcp",
+            "--",
+            &this_exe(),
+        ],
+        Some("answers-invalid-utf8"),
+    );
+    if run.status != Some(1) {
+        return Err(format!("status {:?}: {}", run.status, run.stderr.trim()));
+    }
+    Ok(())
+}
+
+/// A server that writes a line at once (here an answer that is not
+/// UTF-8) and then no answer: the wait ends at `--wait` (1 s), since the
+/// server has spoken, but the miss said "no answer within 15.0 s", the
+/// startup wait it did not get (4ae632b took it before the wait began;
+/// review-check12).
+fn review_a_miss_after_the_server_spoke_says_the_time_it_waited() -> Result<(), String> {
+    let began = Instant::now();
+    let run = check(
+        &[
+            "--wait",
+            "1",
+            "--only",
+            "stdio.stdout-only-mcp",
+            "--",
+            &this_exe(),
+        ],
+        Some("answers-invalid-utf8"),
+    );
+    if began.elapsed() < Duration::from_secs(15) && run.stderr.contains("within 15.0 s") {
+        return Err(format!(
+            "took {:.1} s: {}",
+            began.elapsed().as_secs_f64(),
+            run.stderr.trim()
+        ));
+    }
+    Ok(())
+}
+
 /// A legacy Streamable HTTP server as the Python SDK 1.x's session manager
 /// answers: a request with a session id it never gave gets `400 Bad
 /// Request: No valid session ID provided`. The sentence
@@ -1824,10 +1932,32 @@ fn serve_with_fault(fault: &str) -> ! {
             .unwrap()
             .write_now(b"Server starting on stdio...");
     }
-    if fault == "number-past-a-double" {
-        shared.lock().unwrap().write_now(
-            br#"{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":1e400}}"#,
-        );
+    // A first line, before anything is read: a log notification with
+    // DATA in it, as the fault has it.
+    let message = |data: &[u8]| {
+        [
+            &br#"{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"#[..],
+            data,
+            b"}}",
+        ]
+        .concat()
+    };
+    let first: Option<Vec<u8>> = match fault {
+        "number-past-a-double" => Some(message(b"1e400")),
+        "invalid-utf8-in-a-string" => Some(message(b"\"caf\xe9\"")),
+        "lone-surrogate" => Some(message(br#""\ud800""#)),
+        "nested-past-128" => Some(message(
+            &["[".repeat(200), "]".repeat(200)].concat().into_bytes(),
+        )),
+        "trailing-garbage" => Some([message(b"1"), b" x".to_vec()].concat()),
+        "two-messages-on-a-line" => Some([message(b"1"), message(b"2")].concat()),
+        "number-then-log" => {
+            Some([message(b"1e400"), b"\nServer starting on stdio...".to_vec()].concat())
+        }
+        _ => None,
+    };
+    if let Some(line) = first {
+        shared.lock().unwrap().write_now(&line);
     }
     let input = FaultIn {
         shared: Arc::clone(&shared),
@@ -2099,6 +2229,14 @@ fn filter_out(fault: &str, line: Vec<u8>) -> Vec<u8> {
     let Ok(mut v) = serde_json::from_slice::<Value>(&line) else {
         return line;
     };
+    if fault == "answers-invalid-utf8" && v.get("result").is_some_and(Value::is_object) {
+        // Every result with a string whose bytes are not UTF-8 in it.
+        v["result"]["note"] = json!("caf\u{e9}");
+        let mut bytes = v.to_string().into_bytes();
+        let at = bytes.windows(2).position(|w| w == [0xc3, 0xa9]).unwrap();
+        bytes.splice(at..at + 2, [0xe9]);
+        return bytes;
+    }
     match fault {
         "id-as-string" => {
             // Ids that do not fit 1..2^31 come back as strings.

@@ -158,9 +158,11 @@ pub enum Msg {
     /// A line that does not (lossy UTF-8).
     NotJson(String),
     /// A line that is JSON the checker cannot read, with why: a number
-    /// past a double's range (`1e400`), which RFC 8259 section 6 lets a
-    /// reader refuse, as serde_json does. The checker's limit, not the
-    /// server's fault.
+    /// past a double's range (`1e400`, RFC 8259 section 6), nesting past
+    /// serde_json's 128 (section 9), a lone surrogate escape (section
+    /// 8.2), each of which RFC 8259 lets a reader refuse, as serde_json
+    /// does. The checker's limit, not the server's fault. Never a line
+    /// that is not UTF-8.
     Unreadable(String, String),
     /// A line longer than the checker keeps (`MAX_LINE`), its start: the
     /// checker's limit, not the server's fault (the spec sets none).

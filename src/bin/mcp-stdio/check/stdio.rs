@@ -314,26 +314,38 @@ fn stdout_only_mcp(ctx: &mut Ctx) -> Verdict {
         Ok(more) => got.extend(more),
         Err(v) => return v,
     }
+    // A line the checker cannot read is a skip only when no other line
+    // is a violation: it must not hide one that comes after it.
+    let mut unread = None;
     for msg in &got {
         let why = match msg {
             Msg::NotJson(_) => Some("not JSON".to_owned()),
             Msg::Json(v, _) => not_a_message(v),
             Msg::Unreadable(_, why) => {
-                return Verdict::Skip(format!(
-                    "a line of JSON the checker cannot read ({why}; RFC 8259 section 6 lets a reader refuse a number past a double's range): {}",
-                    short(msg.text(), 120)
-                ));
+                unread.get_or_insert_with(|| {
+                    format!(
+                        "a line of JSON the checker cannot read ({why}; RFC 8259 lets a reader refuse a number past a double's range, deep nesting, a lone surrogate): {}",
+                        short(msg.text(), 120)
+                    )
+                });
+                None
             }
             Msg::Cut(_) => {
-                return Verdict::Skip(format!(
-                    "a line longer than the checker's limit of {} MiB, not read whole",
-                    super::driver::MAX_LINE >> 20
-                ));
+                unread.get_or_insert_with(|| {
+                    format!(
+                        "a line longer than the checker's limit of {} MiB, not read whole",
+                        super::driver::MAX_LINE >> 20
+                    )
+                });
+                None
             }
         };
         if let Some(why) = why {
             return Verdict::Fail(format!("{why}: {}", short(msg.text(), 120)));
         }
+    }
+    if let Some(reason) = unread {
+        return Verdict::Skip(reason);
     }
     Verdict::Pass(format!("{} lines, each a JSON-RPC message", got.len()))
 }

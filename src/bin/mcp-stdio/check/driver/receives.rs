@@ -110,8 +110,13 @@ impl Session {
         self.transcript.push("received", &text);
         match serde_json::from_slice::<Value>(bytes) {
             Ok(value) => Msg::Json(value, text),
-            // JSON all the same when it can be read past its values.
-            Err(e) if serde_json::from_slice::<serde::de::IgnoredAny>(bytes).is_ok() => {
+            // JSON all the same when it can be read past its values, and
+            // is UTF-8: `IgnoredAny` does not look at a string's bytes, and
+            // JSON text MUST be UTF-8 (RFC 8259 section 8.1).
+            Err(e)
+                if std::str::from_utf8(bytes).is_ok()
+                    && serde_json::from_slice::<serde::de::IgnoredAny>(bytes).is_ok() =>
+            {
                 Msg::Unreadable(text, e.to_string())
             }
             Err(_) => Msg::NotJson(text),
@@ -131,14 +136,8 @@ impl Session {
         id: &Value,
         wait: Duration,
     ) -> Result<(Value, Vec<Msg>), Missing> {
-        let now = Instant::now();
-        let deadline = now + wait;
-        // What a miss says it waited: a server that has said nothing yet
-        // gets until `STARTUP` (`recv`), not only `wait`.
-        let wait = match self.starting {
-            true => wait.max((self.started + STARTUP).saturating_duration_since(now)),
-            false => wait,
-        };
+        let began = Instant::now();
+        let deadline = began + wait;
         let mut before = Vec::new();
         let mut kept = 0;
         let mut other_id = None;
@@ -167,6 +166,10 @@ impl Session {
                 }
                 None if self.ended => return Err(Missing::Eof),
                 None => {
+                    // What a miss says it waited: the time it did. A server
+                    // that has said nothing yet gets until `STARTUP`
+                    // (`recv`), one that speaks during the wait only `wait`.
+                    let wait = began.elapsed().max(wait);
                     self.abandon(id);
                     return Err(match (other_id, not_json) {
                         (Some(back), _) => Missing::OtherId {
