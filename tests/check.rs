@@ -269,6 +269,19 @@ fn main() {
             "review_a_miss_after_the_server_spoke_says_the_time_it_waited",
             review_a_miss_after_the_server_spoke_says_the_time_it_waited,
         ),
+        // review-check13: each fails on main as it was.
+        (
+            "review_an_unreadable_handshake_answer_is_an_answer_not_unreachable",
+            review_an_unreadable_handshake_answer_is_an_answer_not_unreachable,
+        ),
+        (
+            "review_an_unreadable_list_answer_is_a_skip_not_no_answer",
+            review_an_unreadable_list_answer_is_a_skip_not_no_answer,
+        ),
+        (
+            "review_an_unreadable_error_is_a_skip_not_no_answer",
+            review_an_unreadable_error_is_a_skip_not_no_answer,
+        ),
     ];
     for &(name, test) in review {
         tests.push((name.into(), Box::new(test)));
@@ -1269,6 +1282,136 @@ fn review_an_unreadable_line_says_the_readers_own_reason() -> Result<(), String>
     Ok(())
 }
 
+/// A server whose handshake answers (the `server/discover` and
+/// `initialize` results) hold, in a member no check reads, JSON
+/// serde_json's `Value` refuses: `1e400`, a lone surrogate, nesting past
+/// 128. The server answered; the checker read no id from the line
+/// (`Msg::Unreadable`), so it said "no answer" and the run was status 2,
+/// "could not be reached" (review-check13). Now: a check that needs the
+/// handshake's content skips and names the reader's limit, one that
+/// needs only an answer passes, and the run is status 0.
+fn review_an_unreadable_handshake_answer_is_an_answer_not_unreachable() -> Result<(), String> {
+    let exe = this_exe();
+    for (fault, era, needs_content, says) in [
+        (
+            "unreadable-handshake+past-a-double",
+            "modern",
+            "lifecycle.discover",
+            "number out of range",
+        ),
+        (
+            "unreadable-handshake+lone-surrogate",
+            "modern",
+            "lifecycle.discover",
+            "surrogate",
+        ),
+        (
+            "unreadable-handshake+nested-past-128",
+            "modern",
+            "lifecycle.discover",
+            "recursion limit",
+        ),
+        (
+            "unreadable-handshake+past-a-double",
+            "legacy",
+            "legacy.initialize",
+            "number out of range",
+        ),
+    ] {
+        let only = format!("{needs_content},stdio.split-write");
+        let run = check(
+            &[
+                "--format", "json", "--wait", "2", "--era", era, "--only", &only, "--", &exe,
+            ],
+            Some(fault),
+        );
+        let content = outcome(&run, needs_content)?;
+        let reason = content["reason"].as_str().unwrap_or_default();
+        let answered = outcome(&run, "stdio.split-write")?;
+        if run.status != Some(0)
+            || content["status"] != "skip"
+            || !reason.contains(says)
+            || answered["status"] != "pass"
+        {
+            return Err(format!(
+                "{fault} ({era}): status {:?}; {needs_content} {} ({reason}); stdio.split-write {} ({})",
+                run.status, content["status"], answered["status"], answered["reason"]
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// A server whose `tools/list` result holds `1e400` in a member no check
+/// reads: `tools.list` failed with "no answer within 2.0 s" and so did
+/// `stdio.stdout-only-mcp` (its typical traffic lists the tools), MUSTs
+/// the server keeps (review-check13). Each is a skip that names the
+/// reader's limit.
+fn review_an_unreadable_list_answer_is_a_skip_not_no_answer() -> Result<(), String> {
+    let run = check(
+        &[
+            "--format",
+            "json",
+            "--wait",
+            "2",
+            "--only",
+            "tools.list,stdio.stdout-only-mcp",
+            "--",
+            &this_exe(),
+        ],
+        Some("unreadable-tools-list+past-a-double"),
+    );
+    for id in ["tools.list", "stdio.stdout-only-mcp"] {
+        let checked = outcome(&run, id)?;
+        let reason = checked["reason"].as_str().unwrap_or_default();
+        if checked["status"] != "skip" || !reason.contains("number out of range") {
+            return Err(format!(
+                "status {:?}; {id} {} ({reason})",
+                run.status, checked["status"]
+            ));
+        }
+    }
+    if run.status != Some(0) {
+        return Err(format!(
+            "status {:?}: {}",
+            run.status,
+            failed(&run).join(" | ")
+        ));
+    }
+    Ok(())
+}
+
+/// A server whose errors hold `1e400` in a member no check reads: a
+/// check that needs the error's code cannot read it, a skip, not "no
+/// answer" (review-check13).
+fn review_an_unreadable_error_is_a_skip_not_no_answer() -> Result<(), String> {
+    let run = check(
+        &[
+            "--format",
+            "json",
+            "--wait",
+            "2",
+            "--only",
+            "jsonrpc.method-not-found",
+            "--",
+            &this_exe(),
+        ],
+        Some("unreadable-errors+past-a-double"),
+    );
+    let checked = outcome(&run, "jsonrpc.method-not-found")?;
+    let reason = checked["reason"].as_str().unwrap_or_default();
+    if run.status != Some(0)
+        || checked["status"] != "skip"
+        || !reason.contains("number out of range")
+    {
+        return Err(format!(
+            "status {:?}; {} ({reason})",
+            run.status, checked["status"]
+        ));
+    }
+    Ok(())
+}
+
 /// A server each of whose results holds a string whose bytes are not
 /// UTF-8 (`"caf\xe9"`): not JSON (RFC 8259 section 8.1: JSON text
 /// MUST be UTF-8), and MCP messages MUST be UTF-8. `IgnoredAny` reads it
@@ -2220,6 +2363,37 @@ impl Write for FaultOut {
     }
 }
 
+/// The JSON text serde_json's `Value` refuses (RFC 8259 lets a reader
+/// refuse each) that an `unreadable-*` fault puts in an extra member of
+/// an answer.
+fn unreadable_value(fault: &str) -> Option<String> {
+    Some(match fault.rsplit('+').next()? {
+        "past-a-double" => "1e400".to_owned(),
+        "lone-surrogate" => r#""\ud800""#.to_owned(),
+        "nested-past-128" => ["[".repeat(200), "]".repeat(200)].concat(),
+        _ => return None,
+    })
+}
+
+/// `unreadable-WHAT+VALUE`: the answers WHAT names (`handshake`: the
+/// `server/discover` and `initialize` results; `tools-list`: each
+/// `tools/list` result; `errors`: each error) with a member
+/// `x-unreadable` whose value is VALUE (`unreadable_value`), in a place
+/// no check reads: a valid answer the checker cannot read.
+fn unreadable_answer(fault: &str, v: &Value) -> Option<Vec<u8>> {
+    let what = fault.strip_prefix("unreadable-")?.split('+').next()?;
+    let value = unreadable_value(fault)?;
+    let at = match what {
+        "handshake" if v.pointer("/result/capabilities").is_some() => "result",
+        "tools-list" if v.pointer("/result/tools").is_some() => "result",
+        "errors" if v.get("error").is_some() => "error",
+        _ => return None,
+    };
+    let mut v = v.clone();
+    v[at]["x-unreadable"] = json!("UNREADABLE");
+    Some(v.to_string().replace("\"UNREADABLE\"", &value).into_bytes())
+}
+
 /// One line of output through the fault.
 fn filter_out(fault: &str, line: Vec<u8>) -> Vec<u8> {
     if fault == "bom" {
@@ -2229,6 +2403,9 @@ fn filter_out(fault: &str, line: Vec<u8>) -> Vec<u8> {
     let Ok(mut v) = serde_json::from_slice::<Value>(&line) else {
         return line;
     };
+    if let Some(unreadable) = unreadable_answer(fault, &v) {
+        return unreadable;
+    }
     if fault == "answers-invalid-utf8" && v.get("result").is_some_and(Value::is_object) {
         // Every result with a string whose bytes are not UTF-8 in it.
         v["result"]["note"] = json!("caf\u{e9}");
