@@ -63,6 +63,11 @@ const FAULTS: &[(&str, &[&str])] = &[
     ("two-messages-on-a-line", &["stdio.stdout-only-mcp"]),
     // `1e400` first, then a log line: the log line is the violation.
     ("number-then-log", &["stdio.stdout-only-mcp"]),
+    // review-check13: the handshake's results, then every error, with
+    // `1e400` in a member no check reads: answers the checker cannot
+    // read, no fault (each check that needs their content skips).
+    ("unreadable-handshake+past-a-double", &[]),
+    ("unreadable-errors+past-a-double", &[]),
     (
         "id-as-string",
         &["jsonrpc.id-types", "jsonrpc.id-large-integer"],
@@ -115,7 +120,7 @@ fn main() {
     let mut tests: Vec<(String, Test)> = Vec::new();
     for (fault, expected) in FAULTS {
         tests.push((
-            format!("fault_{}", fault.replace('-', "_")),
+            format!("fault_{}", fault.replace(['-', '+'], "_")),
             Box::new(move || fault_fails_exactly(fault, expected)),
         ));
     }
