@@ -236,6 +236,9 @@ fn server_info(ctx: &mut Ctx) -> Verdict {
     if let Err(v) = modern(ctx) {
         return v;
     }
+    if let (None, Some(why)) = (&ctx.facts.discover, &ctx.facts.unread_modern) {
+        return Verdict::Skip(why.clone());
+    }
     let info = ctx
         .facts
         .discover

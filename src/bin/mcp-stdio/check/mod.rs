@@ -243,7 +243,7 @@ impl Ctx {
         let session = self.session()?;
         session
             .call(method, params, wait)
-            .map_err(|e| Verdict::Fail(format!("{method}: {e}")))
+            .map_err(|e| e.verdict(method))
     }
 }
 
@@ -390,10 +390,10 @@ fn run_checks(
             // (modern, which has none of its own).
             let answered =
                 Session::start(&target, era, &probe, args.wait).and_then(|mut s| match era {
-                    Era::Modern => s
-                        .call("server/discover", serde_json::json!({}), args.wait)
-                        .map(|_| ())
-                        .map_err(|e| e.to_string()),
+                    Era::Modern => {
+                        let id = s.request("server/discover", serde_json::json!({}));
+                        s.answered(&id, args.wait).map_err(|e| e.to_string())
+                    }
                     Era::Legacy => Ok(()),
                 });
             if let Err(e) = answered {

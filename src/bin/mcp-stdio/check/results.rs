@@ -149,7 +149,12 @@ fn initialize(ctx: &mut Ctx) -> Verdict {
     }
     match &ctx.facts.initialize {
         Some(result) => validate(Era::Legacy, "InitializeResult", result, "initialize"),
-        None => Verdict::Skip("no initialize result".into()),
+        None => Verdict::Skip(
+            ctx.facts
+                .unread_legacy
+                .clone()
+                .unwrap_or_else(|| "no initialize result".into()),
+        ),
     }
 }
 
@@ -157,7 +162,7 @@ fn offered(ctx: &Ctx, capability: &str) -> Result<(), Verdict> {
     if ctx.facts.offers(capability) {
         Ok(())
     } else {
-        Err(Verdict::Skip(format!("the server offers no {capability}")))
+        Err(ctx.facts.lacks(capability))
     }
 }
 

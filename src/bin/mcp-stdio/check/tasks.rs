@@ -86,6 +86,9 @@ fn offered(ctx: &Ctx) -> Result<(), Verdict> {
     }
     match ctx.facts.capabilities().get("extensions") {
         Some(extensions) if extensions.get(EXTENSION).is_some() => Ok(()),
+        _ if ctx.facts.unread().is_some() => {
+            Err(ctx.facts.lacks(&format!("the {EXTENSION} extension")))
+        }
         _ => Err(Verdict::Skip(format!(
             "the server does not declare the {EXTENSION} extension"
         ))),
