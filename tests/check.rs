@@ -287,6 +287,19 @@ fn main() {
             "review_an_unreadable_error_is_a_skip_not_no_answer",
             review_an_unreadable_error_is_a_skip_not_no_answer,
         ),
+        // review-check13's review: each fails on check13 as it was.
+        (
+            "review_an_unreadable_result_where_an_error_is_due_fails",
+            review_an_unreadable_result_where_an_error_is_due_fails,
+        ),
+        (
+            "review_an_array_holding_an_id_is_not_an_answer",
+            review_an_array_holding_an_id_is_not_an_answer,
+        ),
+        (
+            "review_an_unreadable_error_over_http_is_a_skip_as_over_stdio",
+            review_an_unreadable_error_over_http_is_a_skip_as_over_stdio,
+        ),
     ];
     for &(name, test) in review {
         tests.push((name.into(), Box::new(test)));
@@ -1417,6 +1430,176 @@ fn review_an_unreadable_error_is_a_skip_not_no_answer() -> Result<(), String> {
     Ok(())
 }
 
+/// A server that answers an unknown method with a result (not the
+/// -32601 error a MUST asks for) holding `1e400`: the checker cannot read
+/// the result, but it reads that it is a result (`Answer::Unreadable`'s
+/// `error: false`), and a result is not an error whatever it holds. The
+/// checks that need an error skipped ("it answered with a result, but a
+/// line of JSON the checker cannot read"): a server dodged a MUST with
+/// one number (review of check13).
+fn review_an_unreadable_result_where_an_error_is_due_fails() -> Result<(), String> {
+    let run = check(
+        &[
+            "--format",
+            "json",
+            "--wait",
+            "2",
+            "--only",
+            "jsonrpc.unknown-method-error,jsonrpc.method-not-found",
+            "--",
+            &this_exe(),
+        ],
+        Some("unknown-method-unreadable-result"),
+    );
+    for id in ["jsonrpc.unknown-method-error", "jsonrpc.method-not-found"] {
+        let checked = outcome(&run, id)?;
+        let status = checked["status"].as_str().unwrap_or_default();
+        if !matches!(status, "fail" | "warn") {
+            return Err(format!(
+                "status {:?}; {id} {status} ({})",
+                run.status, checked["reason"]
+            ));
+        }
+    }
+    if run.status != Some(1) {
+        return Err(format!("status {:?}", run.status));
+    }
+    Ok(())
+}
+
+/// A server that answers an unknown method with a JSON array, not a
+/// JSON-RPC message: `[ID, null, {"code": -32601, ..., "data": 1e400}]`.
+/// `Msg::unreadable_response` read it with a derived `Deserialize`, which
+/// takes a struct from an array as well as from an object (its fields in
+/// order): the array was "an error" answering ID, and
+/// `jsonrpc.method-not-found` skipped. It is no answer (review of
+/// check13).
+fn review_an_array_holding_an_id_is_not_an_answer() -> Result<(), String> {
+    let run = check(
+        &[
+            "--format",
+            "json",
+            "--wait",
+            "1",
+            "--only",
+            "jsonrpc.method-not-found",
+            "--",
+            &this_exe(),
+        ],
+        Some("unknown-method-array"),
+    );
+    let checked = outcome(&run, "jsonrpc.method-not-found")?;
+    let reason = checked["reason"].as_str().unwrap_or_default();
+    if checked["status"] != "warn" || reason.contains("it answered with an error") {
+        return Err(format!(
+            "status {:?}; {} ({reason})",
+            run.status, checked["status"]
+        ));
+    }
+    Ok(())
+}
+
+/// A modern Streamable HTTP server whose errors hold `1e400` in `data`
+/// (its unknown-method answer: HTTP 404 and that error). Over the
+/// session (`jsonrpc.method-not-found`) the answer is read for its id and
+/// kind, and the check skips, as over stdio; but `http.unknown-method-404`
+/// reads the body with `Value` only (`http_link::exchange`): "no JSON-RPC
+/// response", a MUST failed for the checker's limit (review of check13).
+fn review_an_unreadable_error_over_http_is_a_skip_as_over_stdio() -> Result<(), String> {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(stream) = stream else { return };
+            std::thread::spawn(move || unreadable_errors_http_exchange(stream));
+        }
+    });
+    let run = check(
+        &[
+            "--format",
+            "json",
+            "--wait",
+            "2",
+            "--only",
+            "http.unknown-method-404,jsonrpc.method-not-found",
+            "--url",
+            &url,
+        ],
+        None,
+    );
+    for id in ["http.unknown-method-404", "jsonrpc.method-not-found"] {
+        let checked = outcome(&run, id)?;
+        let reason = checked["reason"].as_str().unwrap_or_default();
+        if checked["status"] != "skip" || !reason.contains("number out of range") {
+            return Err(format!(
+                "status {:?}; {id} {} ({reason})",
+                run.status, checked["status"]
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// One request to the modern HTTP server above: `server/discover`
+/// answered, a notification accepted, anything else HTTP 404 and -32601
+/// with `1e400` in its data.
+fn unreadable_errors_http_exchange(stream: std::net::TcpStream) {
+    use std::io::BufRead;
+    let mut reader = BufReader::new(&stream);
+    let mut length = 0;
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line).unwrap_or(0) == 0 {
+            return;
+        }
+        let line = line.trim_end();
+        if line.is_empty() {
+            break;
+        }
+        if let Some((name, value)) = line.split_once(':')
+            && name.trim().eq_ignore_ascii_case("content-length")
+        {
+            length = value.trim().parse().unwrap_or(0);
+        }
+    }
+    let mut body = vec![0; length];
+    if reader.read_exact(&mut body).is_err() {
+        return;
+    }
+    let message: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    let (status, text) = if message["method"] == "server/discover" {
+        let result = json!({ "resultType": "complete", "supportedVersions": ["2026-07-28"],
+            "capabilities": {},
+            "_meta": { "io.modelcontextprotocol/serverInfo": { "name": "unreadable-errors", "version": "1" } } });
+        (
+            "200 OK",
+            json!({ "jsonrpc": "2.0", "id": message["id"], "result": result }).to_string(),
+        )
+    } else if message.get("id").is_none() {
+        ("202 Accepted", String::new())
+    } else {
+        (
+            "404 Not Found",
+            format!(
+                r#"{{"jsonrpc":"2.0","id":{},"error":{{"code":-32601,"message":"Method not found","data":1e400}}}}"#,
+                message["id"]
+            ),
+        )
+    };
+    let kind = if text.is_empty() {
+        ""
+    } else {
+        "Content-Type: application/json\r\n"
+    };
+    let _ = (&stream).write_all(
+        format!(
+            "HTTP/1.1 {status}\r\n{kind}Content-Length: {}\r\nConnection: close\r\n\r\n{text}",
+            text.len()
+        )
+        .as_bytes(),
+    );
+}
+
 /// A server each of whose results holds a string whose bytes are not
 /// UTF-8 (`"caf\xe9"`): not JSON (RFC 8259 section 8.1: JSON text
 /// MUST be UTF-8), and MCP messages MUST be UTF-8. `IgnoredAny` reads it
@@ -2500,6 +2683,22 @@ fn filter_out(fault: &str, line: Vec<u8>) -> Vec<u8> {
         }
         "result-type-unknown" if v.pointer("/result/resultType") == Some(&json!("complete")) => {
             v["result"]["resultType"] = json!("done");
+        }
+        "unknown-method-unreadable-result" if v.pointer("/error/code") == Some(&json!(-32601)) => {
+            // A result, not the error due, holding what `Value` refuses.
+            return format!(
+                r#"{{"jsonrpc":"2.0","id":{},"result":{{"resultType":"complete","x":1e400}}}}"#,
+                v["id"]
+            )
+            .into_bytes();
+        }
+        "unknown-method-array" if v.pointer("/error/code") == Some(&json!(-32601)) => {
+            // Not a message: an array with the id and the error in it.
+            return format!(
+                r#"[{},null,{{"code":-32601,"message":"Method not found","data":1e400}}]"#,
+                v["id"]
+            )
+            .into_bytes();
         }
         "unknown-method-result" if v.pointer("/error/code") == Some(&json!(-32601)) => {
             v = json!({ "jsonrpc": "2.0", "id": v["id"], "result": { "resultType": "complete" } });
