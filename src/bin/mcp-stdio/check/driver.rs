@@ -210,6 +210,11 @@ impl Msg {
         let Msg::Unreadable(text, _) = self else {
             return None;
         };
+        // A derived `Deserialize` takes a struct from an array too (its
+        // fields in order): only an object is a message.
+        if !text.trim_start().starts_with('{') {
+            return None;
+        }
         let head: Head = serde_json::from_str(text).ok()?;
         match (head.result, head.error) {
             (_, Some(_)) => Some((head.id, true)),
@@ -310,6 +315,18 @@ impl Missing {
             super::Verdict::Skip(format!("{what}: {self}"))
         } else {
             super::Verdict::Fail(format!("{what}: {self}"))
+        }
+    }
+
+    /// The verdict of a check that needed an error in answer to `what`:
+    /// a result the checker cannot read is a result all the same, not
+    /// the error due (a failure); else as `verdict`.
+    pub fn verdict_wanting_error(&self, what: &str) -> super::Verdict {
+        match self {
+            Missing::Unreadable { error: false, .. } => {
+                super::Verdict::Fail(format!("{what}: {self}; a result, where an error is due"))
+            }
+            _ => self.verdict(what),
         }
     }
 }

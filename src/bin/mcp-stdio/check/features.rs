@@ -163,7 +163,7 @@ fn unknown_prompt(ctx: &mut Ctx) -> Verdict {
     if let Err(v) = offered(ctx, "prompts") {
         return v;
     }
-    let reply = match ctx.ask(
+    let reply = match ctx.ask_error(
         "prompts/get",
         json!({ "name": "mcp-stdio-check-no-such-prompt" }),
     ) {

@@ -163,7 +163,7 @@ fn invalid_request(ctx: &mut Ctx) -> Verdict {
 
 /// The reply to an unknown method.
 fn unknown_method(ctx: &mut Ctx) -> Result<Value, Verdict> {
-    ctx.ask("mcp-stdio-check/no-such-method", json!({}))
+    ctx.ask_error("mcp-stdio-check/no-such-method", json!({}))
 }
 
 fn unknown_method_error(ctx: &mut Ctx) -> Verdict {
@@ -211,7 +211,7 @@ fn invalid_params(ctx: &mut Ctx) -> Verdict {
     } else {
         ("tools/list", json!({ "cursor": 42 }))
     };
-    let reply = match ctx.ask(method, params) {
+    let reply = match ctx.ask_error(method, params) {
         Ok(r) => r,
         Err(v) => return v,
     };

@@ -156,7 +156,7 @@ fn unsupported_version(ctx: &mut Ctx) -> Verdict {
         "io.modelcontextprotocol/protocolVersion": "1900-01-01",
         "io.modelcontextprotocol/clientCapabilities": {}
     });
-    let reply = match ctx.ask("server/discover", json!({ "_meta": meta })) {
+    let reply = match ctx.ask_error("server/discover", json!({ "_meta": meta })) {
         Ok(r) => r,
         Err(v) => return v,
     };
@@ -201,7 +201,7 @@ fn missing_meta(ctx: &mut Ctx, meta: Value, lacks: &str) -> Verdict {
         return v;
     }
     let method = plain_method(ctx);
-    let reply = match ctx.ask(method, json!({ "_meta": meta })) {
+    let reply = match ctx.ask_error(method, json!({ "_meta": meta })) {
         Ok(r) => r,
         Err(v) => return v,
     };

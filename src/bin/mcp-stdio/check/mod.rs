@@ -245,6 +245,16 @@ impl Ctx {
             .call(method, params, wait)
             .map_err(|e| e.verdict(method))
     }
+
+    /// `ask`, for a check that needs an error: an answer the checker
+    /// cannot read that is a result fails (`Missing::verdict_wanting_error`).
+    pub fn ask_error(&mut self, method: &str, params: Value) -> Result<Value, Verdict> {
+        let wait = self.wait;
+        let session = self.session()?;
+        session
+            .call(method, params, wait)
+            .map_err(|e| e.verdict_wanting_error(method))
+    }
 }
 
 /// Runs `mcp-stdio check` with the arguments after `check`; the exit

@@ -252,7 +252,7 @@ fn prompts_get(ctx: &mut Ctx) -> Verdict {
 
 fn error(ctx: &mut Ctx) -> Verdict {
     let era = ctx.facts.primary.unwrap_or(Era::Modern);
-    let reply = match ctx.ask("mcp-stdio-check/no-such-method", json!({})) {
+    let reply = match ctx.ask_error("mcp-stdio-check/no-such-method", json!({})) {
         Ok(r) => r,
         Err(v) => return v,
     };

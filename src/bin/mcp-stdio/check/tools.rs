@@ -117,7 +117,7 @@ fn invalid_cursor(ctx: &mut Ctx) -> Verdict {
     if let Err(v) = tools(ctx) {
         return v;
     }
-    let reply = match ctx.ask(
+    let reply = match ctx.ask_error(
         "tools/list",
         json!({ "cursor": "mcp-stdio-check: not a cursor the server gave" }),
     ) {
@@ -209,7 +209,7 @@ fn unknown_tool(ctx: &mut Ctx) -> Verdict {
     if let Err(v) = tools(ctx) {
         return v;
     }
-    let reply = match ctx.ask(
+    let reply = match ctx.ask_error(
         "tools/call",
         json!({ "name": "mcp-stdio-check-no-such-tool", "arguments": {} }),
     ) {
