@@ -300,6 +300,10 @@ fn main() {
             "review_an_unreadable_error_over_http_is_a_skip_as_over_stdio",
             review_an_unreadable_error_over_http_is_a_skip_as_over_stdio,
         ),
+        (
+            "review_an_unreadable_error_where_a_result_is_due_fails",
+            review_an_unreadable_error_where_a_result_is_due_fails,
+        ),
     ];
     for &(name, test) in review {
         tests.push((name.into(), Box::new(test)));
@@ -1463,6 +1467,37 @@ fn review_an_unreadable_result_where_an_error_is_due_fails() -> Result<(), Strin
     }
     if run.status != Some(1) {
         return Err(format!("status {:?}", run.status));
+    }
+    Ok(())
+}
+
+/// A legacy server that answers `ping` (an empty result is due, a MUST)
+/// with an error holding `1e400` in its data: the checker reads that it
+/// is an error, and an error is not the empty result due. `legacy.ping`
+/// skipped ("it answered with an error, but a line of JSON the checker
+/// cannot read") (review of check13).
+fn review_an_unreadable_error_where_a_result_is_due_fails() -> Result<(), String> {
+    let run = check(
+        &[
+            "--format",
+            "json",
+            "--wait",
+            "2",
+            "--era",
+            "legacy",
+            "--only",
+            "legacy.ping",
+            "--",
+            &this_exe(),
+        ],
+        Some("empty-results-unreadable-errors"),
+    );
+    let checked = outcome(&run, "legacy.ping")?;
+    if checked["status"] != "fail" || run.status != Some(1) {
+        return Err(format!(
+            "status {:?}; {} ({})",
+            run.status, checked["status"], checked["reason"]
+        ));
     }
     Ok(())
 }
@@ -2688,6 +2723,15 @@ fn filter_out(fault: &str, line: Vec<u8>) -> Vec<u8> {
             // A result, not the error due, holding what `Value` refuses.
             return format!(
                 r#"{{"jsonrpc":"2.0","id":{},"result":{{"resultType":"complete","x":1e400}}}}"#,
+                v["id"]
+            )
+            .into_bytes();
+        }
+        "empty-results-unreadable-errors" if v.get("result") == Some(&json!({})) => {
+            // An error where an empty result is due (ping's), holding what
+            // `Value` refuses.
+            return format!(
+                r#"{{"jsonrpc":"2.0","id":{},"error":{{"code":-32603,"message":"busy","data":1e400}}}}"#,
                 v["id"]
             )
             .into_bytes();
