@@ -329,6 +329,18 @@ impl Missing {
             _ => self.verdict(what),
         }
     }
+
+    /// The verdict of a check that needed a result in answer to `what`:
+    /// an error the checker cannot read is an error all the same, not
+    /// the result due (a failure); else as `verdict`.
+    pub fn verdict_wanting_result(&self, what: &str) -> super::Verdict {
+        match self {
+            Missing::Unreadable { error: true, .. } => {
+                super::Verdict::Fail(format!("{what}: {self}; an error, where a result is due"))
+            }
+            _ => self.verdict(what),
+        }
+    }
 }
 
 impl std::fmt::Display for Missing {

@@ -106,7 +106,7 @@ fn ping(ctx: &mut Ctx) -> Verdict {
     };
     let reply = match session.call("ping", json!({}), wait) {
         Ok(r) => r,
-        Err(e) => return e.verdict("ping"),
+        Err(e) => return e.verdict_wanting_result("ping"),
     };
     match reply.get("result").and_then(Value::as_object) {
         Some(r) if r.keys().all(|k| k == "_meta") => Verdict::Pass("an empty result".into()),
@@ -144,6 +144,6 @@ fn set_level(ctx: &mut Ctx) -> Verdict {
             Verdict::Pass("answered with a result".into())
         }
         Ok(reply) => Verdict::Fail(format!("answered with {}", said(&reply))),
-        Err(e) => e.verdict("logging/setLevel"),
+        Err(e) => e.verdict_wanting_result("logging/setLevel"),
     }
 }

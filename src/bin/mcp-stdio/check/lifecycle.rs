@@ -79,7 +79,7 @@ fn discover(ctx: &mut Ctx) -> Verdict {
     if let Err(v) = modern(ctx) {
         return v;
     }
-    let reply = match ctx.ask("server/discover", json!({})) {
+    let reply = match ctx.ask_result("server/discover", json!({})) {
         Ok(r) => r,
         Err(v) => return v,
     };
@@ -124,7 +124,7 @@ fn result_type(ctx: &mut Ctx) -> Verdict {
         }
     }
     for method in &methods {
-        let reply = match ctx.ask(method, json!({})) {
+        let reply = match ctx.ask_result(method, json!({})) {
             Ok(r) => r,
             Err(v) => return v,
         };
@@ -260,7 +260,7 @@ fn result_server_info(ctx: &mut Ctx) -> Verdict {
         return v;
     }
     let method = plain_method(ctx);
-    let reply = match ctx.ask(method, json!({})) {
+    let reply = match ctx.ask_result(method, json!({})) {
         Ok(r) => r,
         Err(v) => return v,
     };

@@ -255,6 +255,16 @@ impl Ctx {
             .call(method, params, wait)
             .map_err(|e| e.verdict_wanting_error(method))
     }
+
+    /// `ask`, for a check that needs a result: an answer the checker
+    /// cannot read that is an error fails (`Missing::verdict_wanting_result`).
+    pub fn ask_result(&mut self, method: &str, params: Value) -> Result<Value, Verdict> {
+        let wait = self.wait;
+        let session = self.session()?;
+        session
+            .call(method, params, wait)
+            .map_err(|e| e.verdict_wanting_result(method))
+    }
 }
 
 /// Runs `mcp-stdio check` with the arguments after `check`; the exit
