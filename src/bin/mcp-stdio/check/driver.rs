@@ -197,8 +197,9 @@ impl Msg {
     /// has none, as a parse error's), and whether it is an error, read
     /// past the values the checker cannot read (`IgnoredAny` reads a
     /// number past a double's range, any nesting and a lone surrogate).
-    /// `None` for anything else, and for a response whose id itself is
-    /// unreadable.
+    /// `None` for anything else (a line that is not an object, as an
+    /// array holding an id), and for a response whose id itself is
+    /// unreadable, or that has `id`, `result` or `error` twice.
     pub fn unreadable_response(&self) -> Option<(Value, bool)> {
         #[derive(serde::Deserialize)]
         struct Head {
@@ -293,7 +294,9 @@ pub enum Missing {
     /// An answer came, with the id sent, but the checker cannot read it
     /// whole (`Msg::Unreadable`): the checker's limit, not the server's
     /// fault. A check that needs its content skips; one that needs only
-    /// an answer has one (`Missing::answered`).
+    /// an answer has one (`Missing::answered`); one that needs an error
+    /// and reads a result, or the other way, fails
+    /// (`verdict_wanting_error`, `verdict_wanting_result`).
     Unreadable {
         why: String,
         line: String,
