@@ -22,6 +22,8 @@
 mod life;
 mod receives;
 mod sends;
+#[cfg(test)]
+mod tests;
 
 use std::collections::VecDeque;
 use std::process::Child;
