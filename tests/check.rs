@@ -304,6 +304,10 @@ fn main() {
             "review_an_unreadable_error_where_a_result_is_due_fails",
             review_an_unreadable_error_where_a_result_is_due_fails,
         ),
+        (
+            "review_a_prompt_list_the_checker_cannot_read_is_not_said_to_be_empty",
+            review_a_prompt_list_the_checker_cannot_read_is_not_said_to_be_empty,
+        ),
     ];
     for &(name, test) in review {
         tests.push((name.into(), Box::new(test)));
@@ -1502,6 +1506,39 @@ fn review_an_unreadable_error_where_a_result_is_due_fails() -> Result<(), String
     Ok(())
 }
 
+/// A server whose `prompts/list` result holds `1e400`: the list is
+/// unknown (`Facts::unlisted`), but `schema.prompts-get` and
+/// `completion.complete` read it as empty and skipped saying "every
+/// prompt listed has a required argument" and "no prompt argument or
+/// template variable to complete": reasons that are not so (review of
+/// check13). Each skip names the reader's limit.
+fn review_a_prompt_list_the_checker_cannot_read_is_not_said_to_be_empty() -> Result<(), String> {
+    let run = check(
+        &[
+            "--format",
+            "json",
+            "--wait",
+            "2",
+            "--only",
+            "schema.prompts-get,completion.complete",
+            "--",
+            &this_exe(),
+        ],
+        Some("unreadable-prompts-list+past-a-double"),
+    );
+    for id in ["schema.prompts-get", "completion.complete"] {
+        let checked = outcome(&run, id)?;
+        let reason = checked["reason"].as_str().unwrap_or_default();
+        if checked["status"] != "skip" || !reason.contains("number out of range") {
+            return Err(format!(
+                "status {:?}; {id} {} ({reason})",
+                run.status, checked["status"]
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// A server that answers an unknown method with a JSON array, not a
 /// JSON-RPC message: `[ID, null, {"code": -32601, ..., "data": 1e400}]`.
 /// `Msg::unreadable_response` read it with a derived `Deserialize`, which
@@ -2609,6 +2646,7 @@ fn unreadable_answer(fault: &str, v: &Value) -> Option<Vec<u8>> {
     let at = match what {
         "handshake" if v.pointer("/result/capabilities").is_some() => "result",
         "tools-list" if v.pointer("/result/tools").is_some() => "result",
+        "prompts-list" if v.pointer("/result/prompts").is_some() => "result",
         "errors" if v.get("error").is_some() => "error",
         _ => return None,
     };
