@@ -91,6 +91,16 @@ impl Facts {
         self.lists.get(name).map_or(&[], Vec::as_slice)
     }
 
+    /// The skip of a check that found nothing it needs in the lists
+    /// `names`, when one of them could not be read whole (`unlisted`):
+    /// what it needs may be in what was not read.
+    pub fn unknown_list(&self, names: &[&str]) -> Option<Verdict> {
+        let (name, why) = names
+            .iter()
+            .find_map(|name| Some((name, self.unlisted.get(name)?)))?;
+        Some(Verdict::Skip(format!("the {name} are unknown: {why}")))
+    }
+
     /// A check that needs the modern era: why it is skipped, if it is.
     pub fn need_modern(&self) -> Result<(), Verdict> {
         match &self.no_modern {

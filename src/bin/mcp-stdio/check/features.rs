@@ -209,6 +209,9 @@ fn complete(ctx: &mut Ctx) -> Verdict {
         })
     });
     let Some((reference, argument)) = target else {
+        if let Some(skip) = ctx.facts.unknown_list(&["prompts", "resourceTemplates"]) {
+            return skip;
+        }
         return Verdict::Skip("no prompt argument or template variable to complete".into());
     };
     let reply = match ctx.ask(

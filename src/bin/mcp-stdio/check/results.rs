@@ -237,6 +237,9 @@ fn prompts_get(ctx: &mut Ctx) -> Verdict {
         .and_then(Value::as_str)
         .map(str::to_owned)
     else {
+        if let Some(skip) = ctx.facts.unknown_list(&["prompts"]) {
+            return skip;
+        }
         return Verdict::Skip("every prompt listed has a required argument".into());
     };
     // prompts.md's error handling: -32602 for invalid arguments, -32603
