@@ -308,6 +308,10 @@ fn main() {
             "review_a_prompt_list_the_checker_cannot_read_is_not_said_to_be_empty",
             review_a_prompt_list_the_checker_cannot_read_is_not_said_to_be_empty,
         ),
+        (
+            "review_a_call_answered_unreadably_is_not_said_to_be_unanswered",
+            review_a_call_answered_unreadably_is_not_said_to_be_unanswered,
+        ),
     ];
     for &(name, test) in review {
         tests.push((name.into(), Box::new(test)));
@@ -1540,6 +1544,40 @@ fn review_a_prompt_list_the_checker_cannot_read_is_not_said_to_be_empty() -> Res
     Ok(())
 }
 
+/// A server whose `input_required` results hold `1e400`: the tool named
+/// with `--call ask` answered, but `mrtr.input-required-result` skipped
+/// with "no tool named with --call answered input_required (ask: no
+/// answer)" (review of check13). The skip names the reader's limit.
+fn review_a_call_answered_unreadably_is_not_said_to_be_unanswered() -> Result<(), String> {
+    let run = check(
+        &[
+            "--format",
+            "json",
+            "--wait",
+            "2",
+            "--call",
+            ASKS,
+            "--only",
+            "mrtr.input-required-result",
+            "--",
+            &this_exe(),
+        ],
+        Some("unreadable-input-required+past-a-double"),
+    );
+    let checked = outcome(&run, "mrtr.input-required-result")?;
+    let reason = checked["reason"].as_str().unwrap_or_default();
+    if checked["status"] != "skip"
+        || !reason.contains("number out of range")
+        || reason.contains("no answer")
+    {
+        return Err(format!(
+            "status {:?}; {} ({reason})",
+            run.status, checked["status"]
+        ));
+    }
+    Ok(())
+}
+
 /// A server that answers an unknown method with a JSON array, not a
 /// JSON-RPC message: `[ID, null, {"code": -32601, ..., "data": 1e400}]`.
 /// `Msg::unreadable_response` read it with a derived `Deserialize`, which
@@ -2648,6 +2686,7 @@ fn unreadable_answer(fault: &str, v: &Value) -> Option<Vec<u8>> {
         "handshake" if v.pointer("/result/capabilities").is_some() => "result",
         "tools-list" if v.pointer("/result/tools").is_some() => "result",
         "prompts-list" if v.pointer("/result/prompts").is_some() => "result",
+        "input-required" if v.pointer("/result/inputRequests").is_some() => "result",
         "errors" if v.get("error").is_some() => "error",
         _ => return None,
     };
