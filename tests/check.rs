@@ -312,6 +312,10 @@ fn main() {
             "review_a_call_answered_unreadably_is_not_said_to_be_unanswered",
             review_a_call_answered_unreadably_is_not_said_to_be_unanswered,
         ),
+        (
+            "review_a_line_the_checker_cannot_read_that_is_no_object_is_a_violation",
+            review_a_line_the_checker_cannot_read_that_is_no_object_is_a_violation,
+        ),
     ];
     for &(name, test) in review {
         tests.push((name.into(), Box::new(test)));
@@ -1576,6 +1580,35 @@ fn review_a_call_answered_unreadably_is_not_said_to_be_unanswered() -> Result<()
     Ok(())
 }
 
+/// A server whose first line is `1e400` alone, then `[1e400]`: JSON the
+/// checker cannot read, but no reading of it is a JSON-RPC message (a
+/// message is an object), and "The server MUST NOT write anything to its
+/// stdout that is not a valid MCP message". `stdio.stdout-only-mcp`
+/// skipped as for the checker's limit (review of check13).
+fn review_a_line_the_checker_cannot_read_that_is_no_object_is_a_violation() -> Result<(), String> {
+    for fault in ["bare-number-past-a-double", "array-past-a-double"] {
+        let run = check(
+            &[
+                "--format",
+                "json",
+                "--only",
+                "stdio.stdout-only-mcp",
+                "--",
+                &this_exe(),
+            ],
+            Some(fault),
+        );
+        let checked = outcome(&run, "stdio.stdout-only-mcp")?;
+        if checked["status"] != "fail" || run.status != Some(1) {
+            return Err(format!(
+                "{fault}: status {:?}; {} ({})",
+                run.status, checked["status"], checked["reason"]
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// A server that answers an unknown method with a JSON array, not a
 /// JSON-RPC message: `[ID, null, {"code": -32601, ..., "data": 1e400}]`.
 /// `Msg::unreadable_response` read it with a derived `Deserialize`, which
@@ -2384,6 +2417,8 @@ fn serve_with_fault(fault: &str) -> ! {
     };
     let first: Option<Vec<u8>> = match fault {
         "number-past-a-double" => Some(message(b"1e400")),
+        "bare-number-past-a-double" => Some(b"1e400".to_vec()),
+        "array-past-a-double" => Some(b"[1e400]".to_vec()),
         "invalid-utf8-in-a-string" => Some(message(b"\"caf\xe9\"")),
         "lone-surrogate" => Some(message(br#""\ud800""#)),
         "nested-past-128" => Some(message(
