@@ -324,6 +324,11 @@ fn stdout_only_mcp(ctx: &mut Ctx) -> Verdict {
         let why = match msg {
             Msg::NotJson(_) => Some("not JSON".to_owned()),
             Msg::Json(v, _) => not_a_message(v),
+            // Whatever its values, a line that is not an object is no
+            // message: a violation, not the checker's limit.
+            Msg::Unreadable(text, _) if !text.trim_start().starts_with('{') => {
+                Some("not a JSON object".to_owned())
+            }
             Msg::Unreadable(_, why) => {
                 unread.get_or_insert_with(|| {
                     format!(
