@@ -63,6 +63,11 @@ const FAULTS: &[(&str, &[&str])] = &[
     ("two-messages-on-a-line", &["stdio.stdout-only-mcp"]),
     // `1e400` first, then a log line: the log line is the violation.
     ("number-then-log", &["stdio.stdout-only-mcp"]),
+    // review-check13: the handshake's results, then every error, with
+    // `1e400` in a member no check reads: answers the checker cannot
+    // read, no fault (each check that needs their content skips).
+    ("unreadable-handshake+past-a-double", &[]),
+    ("unreadable-errors+past-a-double", &[]),
     (
         "id-as-string",
         &["jsonrpc.id-types", "jsonrpc.id-large-integer"],
@@ -115,7 +120,7 @@ fn main() {
     let mut tests: Vec<(String, Test)> = Vec::new();
     for (fault, expected) in FAULTS {
         tests.push((
-            format!("fault_{}", fault.replace('-', "_")),
+            format!("fault_{}", fault.replace(['-', '+'], "_")),
             Box::new(move || fault_fails_exactly(fault, expected)),
         ));
     }
@@ -268,6 +273,48 @@ fn main() {
         (
             "review_a_miss_after_the_server_spoke_says_the_time_it_waited",
             review_a_miss_after_the_server_spoke_says_the_time_it_waited,
+        ),
+        // review-check13: each fails on main as it was.
+        (
+            "review_an_unreadable_handshake_answer_is_an_answer_not_unreachable",
+            review_an_unreadable_handshake_answer_is_an_answer_not_unreachable,
+        ),
+        (
+            "review_an_unreadable_list_answer_is_a_skip_not_no_answer",
+            review_an_unreadable_list_answer_is_a_skip_not_no_answer,
+        ),
+        (
+            "review_an_unreadable_error_is_a_skip_not_no_answer",
+            review_an_unreadable_error_is_a_skip_not_no_answer,
+        ),
+        // review-check13's review: each fails on check13 as it was.
+        (
+            "review_an_unreadable_result_where_an_error_is_due_fails",
+            review_an_unreadable_result_where_an_error_is_due_fails,
+        ),
+        (
+            "review_an_array_holding_an_id_is_not_an_answer",
+            review_an_array_holding_an_id_is_not_an_answer,
+        ),
+        (
+            "review_an_unreadable_error_over_http_is_a_skip_as_over_stdio",
+            review_an_unreadable_error_over_http_is_a_skip_as_over_stdio,
+        ),
+        (
+            "review_an_unreadable_error_where_a_result_is_due_fails",
+            review_an_unreadable_error_where_a_result_is_due_fails,
+        ),
+        (
+            "review_a_prompt_list_the_checker_cannot_read_is_not_said_to_be_empty",
+            review_a_prompt_list_the_checker_cannot_read_is_not_said_to_be_empty,
+        ),
+        (
+            "review_a_call_answered_unreadably_is_not_said_to_be_unanswered",
+            review_a_call_answered_unreadably_is_not_said_to_be_unanswered,
+        ),
+        (
+            "review_a_line_the_checker_cannot_read_that_is_no_object_is_a_violation",
+            review_a_line_the_checker_cannot_read_that_is_no_object_is_a_violation,
         ),
     ];
     for &(name, test) in review {
@@ -1269,6 +1316,432 @@ fn review_an_unreadable_line_says_the_readers_own_reason() -> Result<(), String>
     Ok(())
 }
 
+/// A server whose handshake answers (the `server/discover` and
+/// `initialize` results) hold, in a member no check reads, JSON
+/// serde_json's `Value` refuses: `1e400`, a lone surrogate, nesting past
+/// 128. The server answered; the checker read no id from the line
+/// (`Msg::Unreadable`), so it said "no answer" and the run was status 2,
+/// "could not be reached" (review-check13). Now: a check that needs the
+/// handshake's content skips and names the reader's limit, one that
+/// needs only an answer passes, and the run is status 0.
+fn review_an_unreadable_handshake_answer_is_an_answer_not_unreachable() -> Result<(), String> {
+    let exe = this_exe();
+    for (fault, era, needs_content, says) in [
+        (
+            "unreadable-handshake+past-a-double",
+            "modern",
+            "lifecycle.discover",
+            "number out of range",
+        ),
+        (
+            "unreadable-handshake+lone-surrogate",
+            "modern",
+            "lifecycle.discover",
+            "surrogate",
+        ),
+        (
+            "unreadable-handshake+nested-past-128",
+            "modern",
+            "lifecycle.discover",
+            "recursion limit",
+        ),
+        (
+            "unreadable-handshake+past-a-double",
+            "legacy",
+            "legacy.initialize",
+            "number out of range",
+        ),
+    ] {
+        let only = format!("{needs_content},stdio.split-write");
+        let run = check(
+            &[
+                "--format", "json", "--wait", "2", "--era", era, "--only", &only, "--", &exe,
+            ],
+            Some(fault),
+        );
+        let content = outcome(&run, needs_content)?;
+        let reason = content["reason"].as_str().unwrap_or_default();
+        let answered = outcome(&run, "stdio.split-write")?;
+        if run.status != Some(0)
+            || content["status"] != "skip"
+            || !reason.contains(says)
+            || answered["status"] != "pass"
+        {
+            return Err(format!(
+                "{fault} ({era}): status {:?}; {needs_content} {} ({reason}); stdio.split-write {} ({})",
+                run.status, content["status"], answered["status"], answered["reason"]
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// A server whose `tools/list` result holds `1e400` in a member no check
+/// reads: `tools.list` failed with "no answer within 2.0 s" and so did
+/// `stdio.stdout-only-mcp` (its typical traffic lists the tools), MUSTs
+/// the server keeps (review-check13). Each is a skip that names the
+/// reader's limit.
+fn review_an_unreadable_list_answer_is_a_skip_not_no_answer() -> Result<(), String> {
+    let run = check(
+        &[
+            "--format",
+            "json",
+            "--wait",
+            "2",
+            "--only",
+            "tools.list,stdio.stdout-only-mcp",
+            "--",
+            &this_exe(),
+        ],
+        Some("unreadable-tools-list+past-a-double"),
+    );
+    for id in ["tools.list", "stdio.stdout-only-mcp"] {
+        let checked = outcome(&run, id)?;
+        let reason = checked["reason"].as_str().unwrap_or_default();
+        if checked["status"] != "skip" || !reason.contains("number out of range") {
+            return Err(format!(
+                "status {:?}; {id} {} ({reason})",
+                run.status, checked["status"]
+            ));
+        }
+    }
+    if run.status != Some(0) {
+        return Err(format!(
+            "status {:?}: {}",
+            run.status,
+            failed(&run).join(" | ")
+        ));
+    }
+    Ok(())
+}
+
+/// A server whose errors hold `1e400` in a member no check reads: a
+/// check that needs the error's code cannot read it, a skip, not "no
+/// answer" (review-check13).
+fn review_an_unreadable_error_is_a_skip_not_no_answer() -> Result<(), String> {
+    let run = check(
+        &[
+            "--format",
+            "json",
+            "--wait",
+            "2",
+            "--only",
+            "jsonrpc.method-not-found",
+            "--",
+            &this_exe(),
+        ],
+        Some("unreadable-errors+past-a-double"),
+    );
+    let checked = outcome(&run, "jsonrpc.method-not-found")?;
+    let reason = checked["reason"].as_str().unwrap_or_default();
+    if run.status != Some(0)
+        || checked["status"] != "skip"
+        || !reason.contains("number out of range")
+    {
+        return Err(format!(
+            "status {:?}; {} ({reason})",
+            run.status, checked["status"]
+        ));
+    }
+    Ok(())
+}
+
+/// A server that answers an unknown method with a result (not the
+/// -32601 error a MUST asks for) holding `1e400`: the checker cannot read
+/// the result, but it reads that it is a result (`Answer::Unreadable`'s
+/// `error: false`), and a result is not an error whatever it holds. The
+/// checks that need an error skipped ("it answered with a result, but a
+/// line of JSON the checker cannot read"): a server dodged a MUST with
+/// one number (review of check13).
+fn review_an_unreadable_result_where_an_error_is_due_fails() -> Result<(), String> {
+    let run = check(
+        &[
+            "--format",
+            "json",
+            "--wait",
+            "2",
+            "--only",
+            "jsonrpc.unknown-method-error,jsonrpc.method-not-found",
+            "--",
+            &this_exe(),
+        ],
+        Some("unknown-method-unreadable-result"),
+    );
+    for id in ["jsonrpc.unknown-method-error", "jsonrpc.method-not-found"] {
+        let checked = outcome(&run, id)?;
+        let status = checked["status"].as_str().unwrap_or_default();
+        if !matches!(status, "fail" | "warn") {
+            return Err(format!(
+                "status {:?}; {id} {status} ({})",
+                run.status, checked["reason"]
+            ));
+        }
+    }
+    if run.status != Some(1) {
+        return Err(format!("status {:?}", run.status));
+    }
+    Ok(())
+}
+
+/// A legacy server that answers `ping` (an empty result is due, a MUST)
+/// with an error holding `1e400` in its data: the checker reads that it
+/// is an error, and an error is not the empty result due. `legacy.ping`
+/// skipped ("it answered with an error, but a line of JSON the checker
+/// cannot read") (review of check13).
+fn review_an_unreadable_error_where_a_result_is_due_fails() -> Result<(), String> {
+    let run = check(
+        &[
+            "--format",
+            "json",
+            "--wait",
+            "2",
+            "--era",
+            "legacy",
+            "--only",
+            "legacy.ping",
+            "--",
+            &this_exe(),
+        ],
+        Some("empty-results-unreadable-errors"),
+    );
+    let checked = outcome(&run, "legacy.ping")?;
+    if checked["status"] != "fail" || run.status != Some(1) {
+        return Err(format!(
+            "status {:?}; {} ({})",
+            run.status, checked["status"], checked["reason"]
+        ));
+    }
+    Ok(())
+}
+
+/// A server whose `prompts/list` result holds `1e400`: the list is
+/// unknown (`Facts::unlisted`), but `schema.prompts-get` read it as
+/// empty and skipped saying "every prompt listed has a required
+/// argument": a reason that is not so (review of check13); so did
+/// `completion.complete` ("no prompt argument or template variable to
+/// complete") on a server with no template to complete (this one has
+/// one: it passes). The skip names the reader's limit.
+fn review_a_prompt_list_the_checker_cannot_read_is_not_said_to_be_empty() -> Result<(), String> {
+    let run = check(
+        &[
+            "--format",
+            "json",
+            "--wait",
+            "2",
+            "--only",
+            "schema.prompts-get",
+            "--",
+            &this_exe(),
+        ],
+        Some("unreadable-prompts-list+past-a-double"),
+    );
+    let checked = outcome(&run, "schema.prompts-get")?;
+    let reason = checked["reason"].as_str().unwrap_or_default();
+    if checked["status"] != "skip" || !reason.contains("number out of range") {
+        return Err(format!(
+            "status {:?}; {} ({reason})",
+            run.status, checked["status"]
+        ));
+    }
+    Ok(())
+}
+
+/// A server whose `input_required` results hold `1e400`: the tool named
+/// with `--call ask` answered, but `mrtr.input-required-result` skipped
+/// with "no tool named with --call answered input_required (ask: no
+/// answer)" (review of check13). The skip names the reader's limit.
+fn review_a_call_answered_unreadably_is_not_said_to_be_unanswered() -> Result<(), String> {
+    let run = check(
+        &[
+            "--format",
+            "json",
+            "--wait",
+            "2",
+            "--call",
+            ASKS,
+            "--only",
+            "mrtr.input-required-result",
+            "--",
+            &this_exe(),
+        ],
+        Some("unreadable-input-required+past-a-double"),
+    );
+    let checked = outcome(&run, "mrtr.input-required-result")?;
+    let reason = checked["reason"].as_str().unwrap_or_default();
+    if checked["status"] != "skip"
+        || !reason.contains("number out of range")
+        || reason.contains("no answer")
+    {
+        return Err(format!(
+            "status {:?}; {} ({reason})",
+            run.status, checked["status"]
+        ));
+    }
+    Ok(())
+}
+
+/// A server whose first line is `1e400` alone, then `[1e400]`: JSON the
+/// checker cannot read, but no reading of it is a JSON-RPC message (a
+/// message is an object), and "The server MUST NOT write anything to its
+/// stdout that is not a valid MCP message". `stdio.stdout-only-mcp`
+/// skipped as for the checker's limit (review of check13).
+fn review_a_line_the_checker_cannot_read_that_is_no_object_is_a_violation() -> Result<(), String> {
+    for fault in ["bare-number-past-a-double", "array-past-a-double"] {
+        let run = check(
+            &[
+                "--format",
+                "json",
+                "--only",
+                "stdio.stdout-only-mcp",
+                "--",
+                &this_exe(),
+            ],
+            Some(fault),
+        );
+        let checked = outcome(&run, "stdio.stdout-only-mcp")?;
+        if checked["status"] != "fail" || run.status != Some(1) {
+            return Err(format!(
+                "{fault}: status {:?}; {} ({})",
+                run.status, checked["status"], checked["reason"]
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// A server that answers an unknown method with a JSON array, not a
+/// JSON-RPC message: `[ID, null, {"code": -32601, ..., "data": 1e400}]`.
+/// `Msg::unreadable_response` read it with a derived `Deserialize`, which
+/// takes a struct from an array as well as from an object (its fields in
+/// order): the array was "an error" answering ID, and
+/// `jsonrpc.method-not-found` skipped. It is no answer (review of
+/// check13).
+fn review_an_array_holding_an_id_is_not_an_answer() -> Result<(), String> {
+    let run = check(
+        &[
+            "--format",
+            "json",
+            "--wait",
+            "1",
+            "--only",
+            "jsonrpc.method-not-found",
+            "--",
+            &this_exe(),
+        ],
+        Some("unknown-method-array"),
+    );
+    let checked = outcome(&run, "jsonrpc.method-not-found")?;
+    let reason = checked["reason"].as_str().unwrap_or_default();
+    if checked["status"] != "warn" || reason.contains("it answered with an error") {
+        return Err(format!(
+            "status {:?}; {} ({reason})",
+            run.status, checked["status"]
+        ));
+    }
+    Ok(())
+}
+
+/// A modern Streamable HTTP server whose errors hold `1e400` in `data`
+/// (its unknown-method answer: HTTP 404 and that error). Over the
+/// session (`jsonrpc.method-not-found`) the answer is read for its id and
+/// kind, and the check skips, as over stdio; but `http.unknown-method-404`
+/// reads the body with `Value` only (`http_link::exchange`): "no JSON-RPC
+/// response", a MUST failed for the checker's limit (review of check13).
+fn review_an_unreadable_error_over_http_is_a_skip_as_over_stdio() -> Result<(), String> {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(stream) = stream else { return };
+            std::thread::spawn(move || unreadable_errors_http_exchange(stream));
+        }
+    });
+    let run = check(
+        &[
+            "--format",
+            "json",
+            "--wait",
+            "2",
+            "--only",
+            "http.unknown-method-404,jsonrpc.method-not-found",
+            "--url",
+            &url,
+        ],
+        None,
+    );
+    for id in ["http.unknown-method-404", "jsonrpc.method-not-found"] {
+        let checked = outcome(&run, id)?;
+        let reason = checked["reason"].as_str().unwrap_or_default();
+        if checked["status"] != "skip" || !reason.contains("number out of range") {
+            return Err(format!(
+                "status {:?}; {id} {} ({reason})",
+                run.status, checked["status"]
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// One request to the modern HTTP server above: `server/discover`
+/// answered, a notification accepted, anything else HTTP 404 and -32601
+/// with `1e400` in its data.
+fn unreadable_errors_http_exchange(stream: std::net::TcpStream) {
+    use std::io::BufRead;
+    let mut reader = BufReader::new(&stream);
+    let mut length = 0;
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line).unwrap_or(0) == 0 {
+            return;
+        }
+        let line = line.trim_end();
+        if line.is_empty() {
+            break;
+        }
+        if let Some((name, value)) = line.split_once(':')
+            && name.trim().eq_ignore_ascii_case("content-length")
+        {
+            length = value.trim().parse().unwrap_or(0);
+        }
+    }
+    let mut body = vec![0; length];
+    if reader.read_exact(&mut body).is_err() {
+        return;
+    }
+    let message: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    let (status, text) = if message["method"] == "server/discover" {
+        let result = json!({ "resultType": "complete", "supportedVersions": ["2026-07-28"],
+            "capabilities": {},
+            "_meta": { "io.modelcontextprotocol/serverInfo": { "name": "unreadable-errors", "version": "1" } } });
+        (
+            "200 OK",
+            json!({ "jsonrpc": "2.0", "id": message["id"], "result": result }).to_string(),
+        )
+    } else if message.get("id").is_none() {
+        ("202 Accepted", String::new())
+    } else {
+        (
+            "404 Not Found",
+            format!(
+                r#"{{"jsonrpc":"2.0","id":{},"error":{{"code":-32601,"message":"Method not found","data":1e400}}}}"#,
+                message["id"]
+            ),
+        )
+    };
+    let kind = if text.is_empty() {
+        ""
+    } else {
+        "Content-Type: application/json\r\n"
+    };
+    let _ = (&stream).write_all(
+        format!(
+            "HTTP/1.1 {status}\r\n{kind}Content-Length: {}\r\nConnection: close\r\n\r\n{text}",
+            text.len()
+        )
+        .as_bytes(),
+    );
+}
+
 /// A server each of whose results holds a string whose bytes are not
 /// UTF-8 (`"caf\xe9"`): not JSON (RFC 8259 section 8.1: JSON text
 /// MUST be UTF-8), and MCP messages MUST be UTF-8. `IgnoredAny` reads it
@@ -1944,6 +2417,8 @@ fn serve_with_fault(fault: &str) -> ! {
     };
     let first: Option<Vec<u8>> = match fault {
         "number-past-a-double" => Some(message(b"1e400")),
+        "bare-number-past-a-double" => Some(b"1e400".to_vec()),
+        "array-past-a-double" => Some(b"[1e400]".to_vec()),
         "invalid-utf8-in-a-string" => Some(message(b"\"caf\xe9\"")),
         "lone-surrogate" => Some(message(br#""\ud800""#)),
         "nested-past-128" => Some(message(
@@ -2220,6 +2695,39 @@ impl Write for FaultOut {
     }
 }
 
+/// The JSON text serde_json's `Value` refuses (RFC 8259 lets a reader
+/// refuse each) that an `unreadable-*` fault puts in an extra member of
+/// an answer.
+fn unreadable_value(fault: &str) -> Option<String> {
+    Some(match fault.rsplit('+').next()? {
+        "past-a-double" => "1e400".to_owned(),
+        "lone-surrogate" => r#""\ud800""#.to_owned(),
+        "nested-past-128" => ["[".repeat(200), "]".repeat(200)].concat(),
+        _ => return None,
+    })
+}
+
+/// `unreadable-WHAT+VALUE`: the answers WHAT names (`handshake`: the
+/// `server/discover` and `initialize` results; `tools-list`: each
+/// `tools/list` result; `errors`: each error) with a member
+/// `x-unreadable` whose value is VALUE (`unreadable_value`), in a place
+/// no check reads: a valid answer the checker cannot read.
+fn unreadable_answer(fault: &str, v: &Value) -> Option<Vec<u8>> {
+    let what = fault.strip_prefix("unreadable-")?.split('+').next()?;
+    let value = unreadable_value(fault)?;
+    let at = match what {
+        "handshake" if v.pointer("/result/capabilities").is_some() => "result",
+        "tools-list" if v.pointer("/result/tools").is_some() => "result",
+        "prompts-list" if v.pointer("/result/prompts").is_some() => "result",
+        "input-required" if v.pointer("/result/inputRequests").is_some() => "result",
+        "errors" if v.get("error").is_some() => "error",
+        _ => return None,
+    };
+    let mut v = v.clone();
+    v[at]["x-unreadable"] = json!("UNREADABLE");
+    Some(v.to_string().replace("\"UNREADABLE\"", &value).into_bytes())
+}
+
 /// One line of output through the fault.
 fn filter_out(fault: &str, line: Vec<u8>) -> Vec<u8> {
     if fault == "bom" {
@@ -2229,6 +2737,9 @@ fn filter_out(fault: &str, line: Vec<u8>) -> Vec<u8> {
     let Ok(mut v) = serde_json::from_slice::<Value>(&line) else {
         return line;
     };
+    if let Some(unreadable) = unreadable_answer(fault, &v) {
+        return unreadable;
+    }
     if fault == "answers-invalid-utf8" && v.get("result").is_some_and(Value::is_object) {
         // Every result with a string whose bytes are not UTF-8 in it.
         v["result"]["note"] = json!("caf\u{e9}");
@@ -2318,6 +2829,31 @@ fn filter_out(fault: &str, line: Vec<u8>) -> Vec<u8> {
         }
         "result-type-unknown" if v.pointer("/result/resultType") == Some(&json!("complete")) => {
             v["result"]["resultType"] = json!("done");
+        }
+        "unknown-method-unreadable-result" if v.pointer("/error/code") == Some(&json!(-32601)) => {
+            // A result, not the error due, holding what `Value` refuses.
+            return format!(
+                r#"{{"jsonrpc":"2.0","id":{},"result":{{"resultType":"complete","x":1e400}}}}"#,
+                v["id"]
+            )
+            .into_bytes();
+        }
+        "empty-results-unreadable-errors" if v.get("result") == Some(&json!({})) => {
+            // An error where an empty result is due (ping's), holding what
+            // `Value` refuses.
+            return format!(
+                r#"{{"jsonrpc":"2.0","id":{},"error":{{"code":-32603,"message":"busy","data":1e400}}}}"#,
+                v["id"]
+            )
+            .into_bytes();
+        }
+        "unknown-method-array" if v.pointer("/error/code") == Some(&json!(-32601)) => {
+            // Not a message: an array with the id and the error in it.
+            return format!(
+                r#"[{},null,{{"code":-32601,"message":"Method not found","data":1e400}}]"#,
+                v["id"]
+            )
+            .into_bytes();
         }
         "unknown-method-result" if v.pointer("/error/code") == Some(&json!(-32601)) => {
             v = json!({ "jsonrpc": "2.0", "id": v["id"], "result": { "resultType": "complete" } });

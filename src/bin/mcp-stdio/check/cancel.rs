@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
+use super::driver::Answer;
 use super::stdio::probe;
 use super::{Check, Ctx, Level, Verdict, short};
 
@@ -40,7 +41,7 @@ fn no_reply_after_cancel(ctx: &mut Ctx) -> Verdict {
         let warm = session.fresh_id();
         let line = probe(session, &warm);
         session.send_json(&line);
-        if let Err(e) = session.response(&warm, wait) {
+        if let Err(e) = session.answered(&warm, wait) {
             return Verdict::Fail(format!("the server did not answer a first request: {e}"));
         }
     }
@@ -50,11 +51,15 @@ fn no_reply_after_cancel(ctx: &mut Ctx) -> Verdict {
         json!({ "name": call.tool, "arguments": call.arguments }),
     );
     // Still running after 300 ms: slow enough to cancel.
-    if let Ok(reply) = session.response(&id, Duration::from_millis(300)) {
+    if let Ok((answer, _)) = session.answer_with(&id, Duration::from_millis(300)) {
+        let said = match answer {
+            Answer::Json(reply) => reply.to_string(),
+            Answer::Unreadable { line, .. } => line,
+        };
         return Verdict::Skip(format!(
             "{} answered within 300 ms, too fast to cancel ({})",
             call.tool,
-            short(&reply.to_string(), 100)
+            short(&said, 100)
         ));
     }
     // Its answer is what this check looks for, not a late one to pass over.
@@ -65,7 +70,7 @@ fn no_reply_after_cancel(ctx: &mut Ctx) -> Verdict {
     let cancel = json!({ "jsonrpc": "2.0", "method": "notifications/cancelled", "params": { "requestId": id, "reason": "mcp-stdio check" } });
     let both = format!("{cancel}\n{}\n", probe(session, &barrier_id));
     session.send_raw(both.as_bytes());
-    let before = match session.response_with(&barrier_id, wait) {
+    let before = match session.answer_with(&barrier_id, wait) {
         Ok((_, before)) => before,
         Err(e) => {
             ctx.spoil();
@@ -74,8 +79,7 @@ fn no_reply_after_cancel(ctx: &mut Ctx) -> Verdict {
             ));
         }
     };
-    let about =
-        |m: &super::driver::Msg| m.json().and_then(|v| v.get("id")) == Some(&id) && m.is_response();
+    let about = |m: &super::driver::Msg| m.response_id().as_ref() == Some(&id);
     let raced = before.iter().any(about);
     // Whatever the call would have sent: give it up to 3 s.
     let after = session.drain(wait.min(Duration::from_secs(3)));

@@ -22,6 +22,8 @@
 mod life;
 mod receives;
 mod sends;
+#[cfg(test)]
+mod tests;
 
 use std::collections::VecDeque;
 use std::process::Child;
@@ -162,7 +164,8 @@ pub enum Msg {
     /// serde_json's 128 (section 9), a lone surrogate escape (section
     /// 8.2), each of which RFC 8259 lets a reader refuse, as serde_json
     /// does. The checker's limit, not the server's fault. Never a line
-    /// that is not UTF-8.
+    /// that is not UTF-8. A response so written is still read for its id
+    /// and kind (`unreadable_response`): an answer, `Answer::Unreadable`.
     Unreadable(String, String),
     /// A line longer than the checker keeps (`MAX_LINE`), its start: the
     /// checker's limit, not the server's fault (the spec sets none).
@@ -181,6 +184,46 @@ impl Msg {
     pub fn is_response(&self) -> bool {
         self.json()
             .is_some_and(|v| v.get("result").is_some() || v.get("error").is_some())
+    }
+
+    /// The id of a response, readable or not (`unreadable_response`).
+    pub fn response_id(&self) -> Option<Value> {
+        match self {
+            Msg::Json(v, _) if self.is_response() => v.get("id").cloned(),
+            Msg::Unreadable(..) => self.unreadable_response().map(|(id, _)| id),
+            _ => None,
+        }
+    }
+
+    /// A response the checker cannot read whole: its id (`null` when it
+    /// has none, as a parse error's), and whether it is an error, read
+    /// past the values the checker cannot read (`IgnoredAny` reads a
+    /// number past a double's range, any nesting and a lone surrogate).
+    /// `None` for anything else (a line that is not an object, as an
+    /// array holding an id), and for a response whose id itself is
+    /// unreadable, or that has `id`, `result` or `error` twice.
+    pub fn unreadable_response(&self) -> Option<(Value, bool)> {
+        #[derive(serde::Deserialize)]
+        struct Head {
+            #[serde(default)]
+            id: Value,
+            result: Option<serde::de::IgnoredAny>,
+            error: Option<serde::de::IgnoredAny>,
+        }
+        let Msg::Unreadable(text, _) = self else {
+            return None;
+        };
+        // A derived `Deserialize` takes a struct from an array too (its
+        // fields in order): only an object is a message.
+        if !text.trim_start().starts_with('{') {
+            return None;
+        }
+        let head: Head = serde_json::from_str(text).ok()?;
+        match (head.result, head.error) {
+            (_, Some(_)) => Some((head.id, true)),
+            (Some(_), None) => Some((head.id, false)),
+            (None, None) => None,
+        }
     }
 
     /// The method of a request or notification.
@@ -207,6 +250,30 @@ pub const OTHER_ID: &str = "a response came back with the id";
 /// is not a message (the run's status is 1, not 2).
 pub const NOT_JSON: &str = "it wrote a line that is not a JSON-RPC message";
 
+/// Why a line of JSON is one the checker cannot read, for a reason: the
+/// reader's own message (which names its limit) and what RFC 8259 lets
+/// a reader refuse.
+pub fn unreadable_why(why: &str) -> String {
+    format!(
+        "{why}; RFC 8259 lets a reader refuse a number past a double's range, deep nesting, a lone surrogate"
+    )
+}
+
+/// The answer to a request: readable, or a response with its id that the
+/// checker cannot read whole (`Msg::Unreadable`).
+#[derive(Debug, Clone)]
+pub enum Answer {
+    Json(Value),
+    Unreadable {
+        /// The reader's error (`Msg::Unreadable`).
+        why: String,
+        /// The line.
+        line: String,
+        /// An `error` response, not a `result`.
+        error: bool,
+    },
+}
+
 /// Why no answer came.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Missing {
@@ -226,6 +293,59 @@ pub enum Missing {
     /// (its start): "The server MUST NOT write anything to its stdout
     /// that is not a valid MCP message".
     NotJson { wait: Duration, line: String },
+    /// An answer came, with the id sent, but the checker cannot read it
+    /// whole (`Msg::Unreadable`): the checker's limit, not the server's
+    /// fault. A check that needs its content skips; one that needs only
+    /// an answer has one (`Missing::answered`); one that needs an error
+    /// and reads a result, or the other way, fails
+    /// (`verdict_wanting_error`, `verdict_wanting_result`).
+    Unreadable {
+        why: String,
+        line: String,
+        error: bool,
+    },
+}
+
+impl Missing {
+    /// Whether the server answered all the same (a response the checker
+    /// cannot read).
+    pub fn answered(&self) -> bool {
+        matches!(self, Missing::Unreadable { .. })
+    }
+
+    /// The verdict of a check that needed the answer to `what`: a skip
+    /// when it came but cannot be read, else a failure.
+    pub fn verdict(&self, what: &str) -> super::Verdict {
+        if self.answered() {
+            super::Verdict::Skip(format!("{what}: {self}"))
+        } else {
+            super::Verdict::Fail(format!("{what}: {self}"))
+        }
+    }
+
+    /// The verdict of a check that needed an error in answer to `what`:
+    /// a result the checker cannot read is a result all the same, not
+    /// the error due (a failure); else as `verdict`.
+    pub fn verdict_wanting_error(&self, what: &str) -> super::Verdict {
+        match self {
+            Missing::Unreadable { error: false, .. } => {
+                super::Verdict::Fail(format!("{what}: {self}; a result, where an error is due"))
+            }
+            _ => self.verdict(what),
+        }
+    }
+
+    /// The verdict of a check that needed a result in answer to `what`:
+    /// an error the checker cannot read is an error all the same, not
+    /// the result due (a failure); else as `verdict`.
+    pub fn verdict_wanting_result(&self, what: &str) -> super::Verdict {
+        match self {
+            Missing::Unreadable { error: true, .. } => {
+                super::Verdict::Fail(format!("{what}: {self}; an error, where a result is due"))
+            }
+            _ => self.verdict(what),
+        }
+    }
 }
 
 impl std::fmt::Display for Missing {
@@ -242,6 +362,12 @@ impl std::fmt::Display for Missing {
                 f,
                 "no answer within {:.1} s; {NOT_JSON}: {line:?}",
                 wait.as_secs_f64()
+            ),
+            Missing::Unreadable { why, line, error } => write!(
+                f,
+                "it answered with {}, but a line of JSON the checker cannot read ({}): {line}",
+                if *error { "an error" } else { "a result" },
+                unreadable_why(why)
             ),
         }
     }
@@ -376,6 +502,9 @@ pub struct Session {
     pub stderr: Arc<Mutex<StderrLog>>,
     /// The result of `initialize` (legacy sessions).
     pub initialize: Option<Value>,
+    /// Why the result of `initialize` could not be read, when it came as
+    /// a line the checker cannot read (`initialize` is `None` then).
+    pub unread: Option<String>,
     /// What the server wrote during `initialize`: what came before its
     /// answer (a log line on stdout, say), then the answer.
     pub handshake: Vec<Msg>,

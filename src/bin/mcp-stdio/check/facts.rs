@@ -23,9 +23,19 @@ pub struct Facts {
     /// Why an era is not spoken, for the skips.
     pub no_modern: Option<String>,
     pub no_legacy: Option<String>,
+    /// Why the handshake's result of an era could not be read: it came
+    /// as a line of JSON the checker cannot read (`Msg::Unreadable`).
+    /// The era is spoken (its `discover` or `initialize` is then `None`),
+    /// what it offers is unknown.
+    pub unread_modern: Option<String>,
+    pub unread_legacy: Option<String>,
     /// Every item of each list, in the primary era (`None`: not offered,
     /// or the list failed).
     pub lists: BTreeMap<&'static str, Vec<Value>>,
+    /// Why a list the primary era offers was not read whole, when that
+    /// is the checker's limit (a skip of `list_all`: a page it cannot
+    /// read, a list past its time or size), by member.
+    pub unlisted: BTreeMap<&'static str, String>,
 }
 
 impl Facts {
@@ -38,6 +48,27 @@ impl Facts {
         result
             .and_then(|r| r.get("capabilities"))
             .unwrap_or(&Value::Null)
+    }
+
+    /// Why what the primary era's handshake says could not be read, if
+    /// it could not.
+    pub fn unread(&self) -> Option<&str> {
+        match self.primary {
+            Some(Era::Modern) => self.unread_modern.as_deref(),
+            Some(Era::Legacy) => self.unread_legacy.as_deref(),
+            None => None,
+        }
+    }
+
+    /// The skip of a check that needs the capability `what`, which the
+    /// server does not declare, or which the checker could not read.
+    pub fn lacks(&self, what: &str) -> Verdict {
+        match self.unread() {
+            Some(why) => Verdict::Skip(format!(
+                "whether the server offers {what} is unknown: {why}"
+            )),
+            None => Verdict::Skip(format!("the server offers no {what}")),
+        }
     }
 
     /// Whether the server declares the capability `name`.
@@ -58,6 +89,16 @@ impl Facts {
     /// `prompts`).
     pub fn list(&self, name: &str) -> &[Value] {
         self.lists.get(name).map_or(&[], Vec::as_slice)
+    }
+
+    /// The skip of a check that found nothing it needs in the lists
+    /// `names`, when one of them could not be read whole (`unlisted`):
+    /// what it needs may be in what was not read.
+    pub fn unknown_list(&self, names: &[&str]) -> Option<Verdict> {
+        let (name, why) = names
+            .iter()
+            .find_map(|name| Some((name, self.unlisted.get(name)?)))?;
+        Some(Verdict::Skip(format!("the {name} are unknown: {why}")))
     }
 
     /// A check that needs the modern era: why it is skipped, if it is.
@@ -127,6 +168,14 @@ impl Facts {
                 Err(Missing::Eof) => {
                     facts.no_modern = Some("it exited on server/discover".into());
                 }
+                Err(e @ Missing::Unreadable { error: false, .. }) => {
+                    // A result: the era is spoken.
+                    facts.unread_modern = Some(format!("server/discover: {e}"));
+                    modern_session = Some(session);
+                }
+                Err(e @ Missing::Unreadable { error: true, .. }) => {
+                    facts.no_modern = Some(format!("it answered server/discover with {e}"));
+                }
                 Err(e) => facts.no_modern = Some(format!("server/discover: {e}")),
             }
         } else {
@@ -134,16 +183,21 @@ impl Facts {
         }
         if era != args::EraChoice::Modern {
             match Session::start(target, Era::Legacy, &transcript, wait) {
-                Ok(session) => facts.initialize = session.initialize.clone(),
+                Ok(session) => {
+                    facts.initialize = session.initialize.clone();
+                    facts.unread_legacy = session.unread.clone();
+                }
                 Err(e) => facts.no_legacy = Some(e),
             }
         } else {
             facts.no_legacy = Some("--era modern".into());
         }
-        facts.primary = match (&facts.discover, &facts.initialize) {
-            (Some(_), _) => Some(Era::Modern),
-            (None, Some(_)) => Some(Era::Legacy),
-            (None, None) => {
+        let modern = facts.discover.is_some() || facts.unread_modern.is_some();
+        let legacy = facts.initialize.is_some() || facts.unread_legacy.is_some();
+        facts.primary = match (modern, legacy) {
+            (true, _) => Some(Era::Modern),
+            (false, true) => Some(Era::Legacy),
+            (false, false) => {
                 let why = [facts.no_modern.as_deref(), facts.no_legacy.as_deref()]
                     .into_iter()
                     .flatten()
@@ -184,10 +238,16 @@ impl Facts {
             ("resources", "resources/templates/list", "resourceTemplates"),
             ("prompts", "prompts/list", "prompts"),
         ] {
-            if facts.offers(capability)
-                && let Ok(items) = list_all(&mut session, method, member, wait, until)
-            {
-                facts.lists.insert(member, items);
+            if facts.offers(capability) {
+                match list_all(&mut session, method, member, wait, until) {
+                    Ok(items) => {
+                        facts.lists.insert(member, items);
+                    }
+                    Err(Verdict::Skip(why)) => {
+                        facts.unlisted.insert(member, why);
+                    }
+                    Err(_) => {}
+                }
             }
         }
         Ok(facts)
@@ -257,7 +317,7 @@ pub fn list_all(
         };
         let reply = session
             .call(method, params, wait)
-            .map_err(|e| Verdict::Fail(format!("{method}: {e}")))?;
+            .map_err(|e| e.verdict(method))?;
         let Some(result) = reply.get("result") else {
             return Err(Verdict::Fail(format!(
                 "{method} answered {}",

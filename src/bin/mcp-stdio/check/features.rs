@@ -62,7 +62,7 @@ fn offered(ctx: &Ctx, capability: &str) -> Result<(), Verdict> {
     if ctx.facts.offers(capability) {
         Ok(())
     } else {
-        Err(Verdict::Skip(format!("the server offers no {capability}")))
+        Err(ctx.facts.lacks(capability))
     }
 }
 
@@ -150,7 +150,7 @@ fn unknown_uri_legacy(ctx: &mut Ctx) -> Verdict {
     };
     let reply = match session.call("resources/read", json!({ "uri": UNKNOWN_URI }), wait) {
         Ok(r) => r,
-        Err(e) => return Verdict::Fail(format!("resources/read: {e}")),
+        Err(e) => return e.verdict("resources/read"),
     };
     match error_code(&reply) {
         Some(-32002) => Verdict::Pass("-32002".into()),
@@ -163,7 +163,7 @@ fn unknown_prompt(ctx: &mut Ctx) -> Verdict {
     if let Err(v) = offered(ctx, "prompts") {
         return v;
     }
-    let reply = match ctx.ask(
+    let reply = match ctx.ask_error(
         "prompts/get",
         json!({ "name": "mcp-stdio-check-no-such-prompt" }),
     ) {
@@ -209,6 +209,9 @@ fn complete(ctx: &mut Ctx) -> Verdict {
         })
     });
     let Some((reference, argument)) = target else {
+        if let Some(skip) = ctx.facts.unknown_list(&["prompts", "resourceTemplates"]) {
+            return skip;
+        }
         return Verdict::Skip("no prompt argument or template variable to complete".into());
     };
     let reply = match ctx.ask(

@@ -104,10 +104,16 @@ impl Report {
             Target::Url(url, _) => crate::url_for_people::url_for_people(url),
         };
         if format == Format::Text {
-            let era = |r: &Option<serde_json::Value>, n: &Option<String>, name: &str| match (r, n) {
-                (Some(_), _) => format!("{name}: yes"),
-                (None, Some(why)) => format!("{name}: no ({})", super::short(why, 100)),
-                (None, None) => format!("{name}: no"),
+            let era = |r: &Option<serde_json::Value>,
+                       unread: &Option<String>,
+                       n: &Option<String>,
+                       name: &str| match (r, unread, n) {
+                (Some(_), _, _) => format!("{name}: yes"),
+                (None, Some(why), _) => {
+                    format!("{name}: yes, unread ({})", super::short(why, 100))
+                }
+                (None, None, Some(why)) => format!("{name}: no ({})", super::short(why, 100)),
+                (None, None, None) => format!("{name}: no"),
             };
             let info = facts
                 .discover
@@ -127,8 +133,18 @@ impl Report {
             let header = format!(
                 "checking {server} ({}; {}; {})",
                 name.trim(),
-                era(&facts.discover, &facts.no_modern, "modern"),
-                era(&facts.initialize, &facts.no_legacy, "legacy")
+                era(
+                    &facts.discover,
+                    &facts.unread_modern,
+                    &facts.no_modern,
+                    "modern"
+                ),
+                era(
+                    &facts.initialize,
+                    &facts.unread_legacy,
+                    &facts.no_legacy,
+                    "legacy"
+                )
             );
             // The server's name and errors are its own text: escaped.
             print(&format!("{}\n", crate::escape::line(&header)));

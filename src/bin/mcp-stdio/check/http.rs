@@ -235,6 +235,16 @@ fn expect(
         Ok(ex) => ex,
         Err(v) => return v,
     };
+    if ex.status == status
+        && ex.reply().is_none()
+        && let Some(why) = &ex.unreadable
+    {
+        return Verdict::Skip(format!(
+            "HTTP {status}, and a response the checker cannot read ({}): {}",
+            super::driver::unreadable_why(why),
+            short(&ex.body, 120)
+        ));
+    }
     let got = ex.reply().and_then(error_code);
     match (ex.status == status, got == Some(code)) {
         (true, true) => Verdict::Pass(format!("{status} and {code}")),

@@ -83,6 +83,19 @@ pub struct Exchange {
     pub messages: Vec<Value>,
     /// The body as text, when it was not SSE.
     pub body: String,
+    /// A response (the body, or an event's data) that is JSON the
+    /// checker cannot read whole (`Msg::Unreadable`, read for its id and
+    /// kind as the session reads it): the reader's reason. It is not
+    /// among `messages`.
+    pub unreadable: Option<String>,
+}
+
+/// The reader's reason when `text` is a response the checker cannot read
+/// whole (`Msg::unreadable_response`).
+fn unreadable_response(text: &str) -> Option<String> {
+    let why = serde_json::from_str::<Value>(text).err()?.to_string();
+    let msg = super::driver::Msg::Unreadable(text.to_owned(), why.clone());
+    msg.unreadable_response().map(|_| why)
 }
 
 impl Exchange {
@@ -380,6 +393,13 @@ pub fn exchange(
         let mut kept = 0;
         sse(body, |data, _| {
             kept += data.len();
+            if ex.unreadable.is_none()
+                && let Some(why) = unreadable_response(&data)
+            {
+                // An answer all the same: the stream's end.
+                ex.unreadable = Some(why);
+                return false;
+            }
             let value: Value = serde_json::from_str(&data).unwrap_or(Value::String(data));
             let done = value.get("result").is_some() || value.get("error").is_some();
             ex.messages.push(value);
@@ -393,6 +413,9 @@ pub fn exchange(
         ex.body = String::from_utf8_lossy(&text).into_owned();
         if let Ok(value) = serde_json::from_slice::<Value>(&text) {
             ex.messages.push(value);
+        } else if std::str::from_utf8(&text).is_ok() {
+            // JSON text MUST be UTF-8: a body that is not stays no answer.
+            ex.unreadable = unreadable_response(ex.body.trim());
         }
     }
     Ok(ex)

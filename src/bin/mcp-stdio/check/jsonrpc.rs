@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use super::driver::{Msg, Session};
+use super::driver::{Msg, Session, unreadable_why};
 use super::stdio::probe;
 use super::{Check, Ctx, Level, Verdict, error_code, said, short};
 
@@ -89,7 +89,7 @@ fn with_barrier(ctx: &mut Ctx, line: &[u8]) -> Result<Vec<Msg>, Verdict> {
     let id = session.fresh_id();
     let barrier = probe(session, &id);
     session.send_json(&barrier);
-    match session.response_with(&id, wait) {
+    match session.answer_with(&id, wait) {
         Ok((_, before)) => Ok(before),
         Err(e) => {
             ctx.spoil();
@@ -98,6 +98,22 @@ fn with_barrier(ctx: &mut Ctx, line: &[u8]) -> Result<Vec<Msg>, Verdict> {
             )))
         }
     }
+}
+
+/// A skip when an error response among `msgs` is a line the checker
+/// cannot read whole: its code is unknown.
+fn unreadable_error(msgs: &[Msg]) -> Option<Verdict> {
+    let msg = msgs
+        .iter()
+        .find(|m| m.unreadable_response().is_some_and(|(_, error)| error))?;
+    let Msg::Unreadable(text, why) = msg else {
+        return None;
+    };
+    Some(Verdict::Skip(format!(
+        "an error came back, as a line of JSON the checker cannot read ({}): {}",
+        unreadable_why(why),
+        short(text, 120)
+    )))
 }
 
 /// The error responses among `msgs`.
@@ -121,9 +137,11 @@ fn parse_error(ctx: &mut Ctx) -> Verdict {
             Verdict::Pass("-32700, and the next request answered".into())
         }
         Some(e) => Verdict::Fail(format!("answered with {} instead of -32700", said(e))),
-        None => Verdict::Fail(
-            "no error for a line that is not JSON (the next request was answered)".into(),
-        ),
+        None => unreadable_error(&before).unwrap_or_else(|| {
+            Verdict::Fail(
+                "no error for a line that is not JSON (the next request was answered)".into(),
+            )
+        }),
     }
 }
 
@@ -138,13 +156,14 @@ fn invalid_request(ctx: &mut Ctx) -> Verdict {
     match errors(&before).first() {
         Some(e) if error_code(e) == Some(-32600) => Verdict::Pass("-32600".into()),
         Some(e) => Verdict::Fail(format!("answered with {} instead of -32600", said(e))),
-        None => Verdict::Fail("no error for a request whose method is 42".into()),
+        None => unreadable_error(&before)
+            .unwrap_or_else(|| Verdict::Fail("no error for a request whose method is 42".into())),
     }
 }
 
 /// The reply to an unknown method.
 fn unknown_method(ctx: &mut Ctx) -> Result<Value, Verdict> {
-    ctx.ask("mcp-stdio-check/no-such-method", json!({}))
+    ctx.ask_error("mcp-stdio-check/no-such-method", json!({}))
 }
 
 fn unknown_method_error(ctx: &mut Ctx) -> Verdict {
@@ -183,7 +202,7 @@ fn method_not_found(ctx: &mut Ctx) -> Verdict {
 
 fn invalid_params(ctx: &mut Ctx) -> Verdict {
     if !ctx.facts.offers("tools") {
-        return Verdict::Skip("the server offers no tools".into());
+        return ctx.facts.lacks("tools");
     }
     // Over HTTP the name is mirrored in a header, which a number cannot
     // match (-32020 first): the cursor, which is not, is a number instead.
@@ -192,7 +211,7 @@ fn invalid_params(ctx: &mut Ctx) -> Verdict {
     } else {
         ("tools/list", json!({ "cursor": 42 }))
     };
-    let reply = match ctx.ask(method, params) {
+    let reply = match ctx.ask_error(method, params) {
         Ok(r) => r,
         Err(v) => return v,
     };
@@ -215,11 +234,9 @@ fn ids_echoed(ctx: &mut Ctx, ids: &[Value]) -> Verdict {
         let line = probe(session, id);
         session.send_json(&line);
         match next_response(session, wait) {
-            Some(reply) if reply.get("id") == Some(id) => {}
-            Some(reply) => {
-                let back = reply
-                    .get("id")
-                    .map_or_else(|| "no id".to_owned(), Value::to_string);
+            Some(back) if back.as_ref() == Some(id) => {}
+            Some(back) => {
+                let back = back.map_or_else(|| "no id".to_owned(), |b| b.to_string());
                 return Verdict::Fail(format!(
                     "sent the id {id}, the response came back with {back}"
                 ));
@@ -236,15 +253,18 @@ fn ids_echoed(ctx: &mut Ctx, ids: &[Value]) -> Verdict {
     Verdict::Pass(format!("{} ids, each echoed exactly", ids.len()))
 }
 
-/// The next response (of any id) within `wait`.
-fn next_response(session: &mut Session, wait: Duration) -> Option<Value> {
+/// The id of the next response (of any id) within `wait`, `Some(None)`
+/// for a response without one; a response the checker cannot read whole
+/// is read for its id (`Msg::unreadable_response`).
+fn next_response(session: &mut Session, wait: Duration) -> Option<Option<Value>> {
     let deadline = Instant::now() + wait;
     loop {
-        match session.recv_until(deadline)? {
-            Msg::Json(v, _) if v.get("result").is_some() || v.get("error").is_some() => {
-                return Some(v);
-            }
-            _ => {}
+        let msg = session.recv_until(deadline)?;
+        if msg.is_response() {
+            return Some(msg.json().and_then(|v| v.get("id")).cloned());
+        }
+        if let Some((id, _)) = msg.unreadable_response() {
+            return Some(Some(id));
         }
     }
 }
@@ -281,7 +301,10 @@ fn notification_no_reply(ctx: &mut Ctx) -> Verdict {
         Ok(b) => b,
         Err(v) => return v,
     };
-    match before.iter().find(|m| m.is_response()) {
+    match before
+        .iter()
+        .find(|m| m.is_response() || m.unreadable_response().is_some())
+    {
         Some(answer) => Verdict::Fail(format!(
             "a response to a notification: {}",
             short(answer.text(), 160)

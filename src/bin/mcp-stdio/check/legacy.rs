@@ -49,7 +49,12 @@ fn initialize(ctx: &mut Ctx) -> Verdict {
         return v;
     }
     let Some(result) = ctx.facts.initialize.clone() else {
-        return Verdict::Skip("no initialize result".into());
+        return Verdict::Skip(
+            ctx.facts
+                .unread_legacy
+                .clone()
+                .unwrap_or_else(|| "no initialize result".into()),
+        );
     };
     let missing: Vec<&str> = ["protocolVersion", "capabilities", "serverInfo"]
         .into_iter()
@@ -72,6 +77,9 @@ fn version_negotiation(ctx: &mut Ctx) -> Verdict {
     };
     session.era = Era::Legacy;
     let reply = match session.initialize("1900-01-01", ctx.wait) {
+        Ok(_) if session.unread.is_some() => {
+            return Verdict::Skip(session.unread.clone().unwrap_or_default());
+        }
         Ok(reply) => reply,
         Err(e) => return Verdict::Fail(e),
     };
@@ -98,7 +106,7 @@ fn ping(ctx: &mut Ctx) -> Verdict {
     };
     let reply = match session.call("ping", json!({}), wait) {
         Ok(r) => r,
-        Err(e) => return Verdict::Fail(format!("ping: {e}")),
+        Err(e) => return e.verdict_wanting_result("ping"),
     };
     match reply.get("result").and_then(Value::as_object) {
         Some(r) if r.keys().all(|k| k == "_meta") => Verdict::Pass("an empty result".into()),
@@ -118,7 +126,12 @@ fn set_level(ctx: &mut Ctx) -> Verdict {
         .and_then(|i| i.pointer("/capabilities/logging"))
         .is_some();
     if !declares {
-        return Verdict::Skip("the server does not declare logging".into());
+        return match &ctx.facts.unread_legacy {
+            Some(why) => Verdict::Skip(format!(
+                "whether the server offers logging is unknown: {why}"
+            )),
+            None => Verdict::Skip("the server does not declare logging".into()),
+        };
     }
     let wait = ctx.wait;
     let session = match ctx.session_in(Era::Legacy) {
@@ -131,6 +144,6 @@ fn set_level(ctx: &mut Ctx) -> Verdict {
             Verdict::Pass("answered with a result".into())
         }
         Ok(reply) => Verdict::Fail(format!("answered with {}", said(&reply))),
-        Err(e) => Verdict::Fail(format!("logging/setLevel: {e}")),
+        Err(e) => e.verdict_wanting_result("logging/setLevel"),
     }
 }

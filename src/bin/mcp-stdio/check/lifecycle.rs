@@ -79,7 +79,7 @@ fn discover(ctx: &mut Ctx) -> Verdict {
     if let Err(v) = modern(ctx) {
         return v;
     }
-    let reply = match ctx.ask("server/discover", json!({})) {
+    let reply = match ctx.ask_result("server/discover", json!({})) {
         Ok(r) => r,
         Err(v) => return v,
     };
@@ -124,7 +124,7 @@ fn result_type(ctx: &mut Ctx) -> Verdict {
         }
     }
     for method in &methods {
-        let reply = match ctx.ask(method, json!({})) {
+        let reply = match ctx.ask_result(method, json!({})) {
             Ok(r) => r,
             Err(v) => return v,
         };
@@ -156,7 +156,7 @@ fn unsupported_version(ctx: &mut Ctx) -> Verdict {
         "io.modelcontextprotocol/protocolVersion": "1900-01-01",
         "io.modelcontextprotocol/clientCapabilities": {}
     });
-    let reply = match ctx.ask("server/discover", json!({ "_meta": meta })) {
+    let reply = match ctx.ask_error("server/discover", json!({ "_meta": meta })) {
         Ok(r) => r,
         Err(v) => return v,
     };
@@ -201,7 +201,7 @@ fn missing_meta(ctx: &mut Ctx, meta: Value, lacks: &str) -> Verdict {
         return v;
     }
     let method = plain_method(ctx);
-    let reply = match ctx.ask(method, json!({ "_meta": meta })) {
+    let reply = match ctx.ask_error(method, json!({ "_meta": meta })) {
         Ok(r) => r,
         Err(v) => return v,
     };
@@ -236,6 +236,9 @@ fn server_info(ctx: &mut Ctx) -> Verdict {
     if let Err(v) = modern(ctx) {
         return v;
     }
+    if let (None, Some(why)) = (&ctx.facts.discover, &ctx.facts.unread_modern) {
+        return Verdict::Skip(why.clone());
+    }
     let info = ctx
         .facts
         .discover
@@ -257,7 +260,7 @@ fn result_server_info(ctx: &mut Ctx) -> Verdict {
         return v;
     }
     let method = plain_method(ctx);
-    let reply = match ctx.ask(method, json!({})) {
+    let reply = match ctx.ask_result(method, json!({})) {
         Ok(r) => r,
         Err(v) => return v,
     };

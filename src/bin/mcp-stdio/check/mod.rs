@@ -243,7 +243,27 @@ impl Ctx {
         let session = self.session()?;
         session
             .call(method, params, wait)
-            .map_err(|e| Verdict::Fail(format!("{method}: {e}")))
+            .map_err(|e| e.verdict(method))
+    }
+
+    /// `ask`, for a check that needs an error: an answer the checker
+    /// cannot read that is a result fails (`Missing::verdict_wanting_error`).
+    pub fn ask_error(&mut self, method: &str, params: Value) -> Result<Value, Verdict> {
+        let wait = self.wait;
+        let session = self.session()?;
+        session
+            .call(method, params, wait)
+            .map_err(|e| e.verdict_wanting_error(method))
+    }
+
+    /// `ask`, for a check that needs a result: an answer the checker
+    /// cannot read that is an error fails (`Missing::verdict_wanting_result`).
+    pub fn ask_result(&mut self, method: &str, params: Value) -> Result<Value, Verdict> {
+        let wait = self.wait;
+        let session = self.session()?;
+        session
+            .call(method, params, wait)
+            .map_err(|e| e.verdict_wanting_result(method))
     }
 }
 
@@ -390,10 +410,10 @@ fn run_checks(
             // (modern, which has none of its own).
             let answered =
                 Session::start(&target, era, &probe, args.wait).and_then(|mut s| match era {
-                    Era::Modern => s
-                        .call("server/discover", serde_json::json!({}), args.wait)
-                        .map(|_| ())
-                        .map_err(|e| e.to_string()),
+                    Era::Modern => {
+                        let id = s.request("server/discover", serde_json::json!({}));
+                        s.answered(&id, args.wait).map_err(|e| e.to_string())
+                    }
                     Era::Legacy => Ok(()),
                 });
             if let Err(e) = answered {

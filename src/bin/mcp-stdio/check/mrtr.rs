@@ -72,6 +72,8 @@ fn asking_tool(ctx: &mut Ctx) -> Result<(Call, Value), Verdict> {
                 Some(result) => return Ok((call.clone(), result.clone())),
                 None => tried.push(call.tool.clone()),
             },
+            // An answer the checker cannot read whole says so.
+            Err(Verdict::Skip(why)) => tried.push(format!("{}: {why}", call.tool)),
             Err(_) => tried.push(format!("{}: no answer", call.tool)),
         }
     }

@@ -149,7 +149,12 @@ fn initialize(ctx: &mut Ctx) -> Verdict {
     }
     match &ctx.facts.initialize {
         Some(result) => validate(Era::Legacy, "InitializeResult", result, "initialize"),
-        None => Verdict::Skip("no initialize result".into()),
+        None => Verdict::Skip(
+            ctx.facts
+                .unread_legacy
+                .clone()
+                .unwrap_or_else(|| "no initialize result".into()),
+        ),
     }
 }
 
@@ -157,7 +162,7 @@ fn offered(ctx: &Ctx, capability: &str) -> Result<(), Verdict> {
     if ctx.facts.offers(capability) {
         Ok(())
     } else {
-        Err(Verdict::Skip(format!("the server offers no {capability}")))
+        Err(ctx.facts.lacks(capability))
     }
 }
 
@@ -232,6 +237,9 @@ fn prompts_get(ctx: &mut Ctx) -> Verdict {
         .and_then(Value::as_str)
         .map(str::to_owned)
     else {
+        if let Some(skip) = ctx.facts.unknown_list(&["prompts"]) {
+            return skip;
+        }
         return Verdict::Skip("every prompt listed has a required argument".into());
     };
     // prompts.md's error handling: -32602 for invalid arguments, -32603
@@ -247,7 +255,7 @@ fn prompts_get(ctx: &mut Ctx) -> Verdict {
 
 fn error(ctx: &mut Ctx) -> Verdict {
     let era = ctx.facts.primary.unwrap_or(Era::Modern);
-    let reply = match ctx.ask("mcp-stdio-check/no-such-method", json!({})) {
+    let reply = match ctx.ask_error("mcp-stdio-check/no-such-method", json!({})) {
         Ok(r) => r,
         Err(v) => return v,
     };

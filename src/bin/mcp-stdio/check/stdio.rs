@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use super::driver::{Era, Msg, Session};
+use super::driver::{Answer, Era, Msg, Session, unreadable_why};
 use super::{Check, Ctx, Level, Verdict, short};
 
 const PAGE: &str = "2026-07-28/basic/transports/stdio.md";
@@ -155,8 +155,8 @@ fn framed(
             std::thread::sleep(pause);
         }
     }
-    match session.response(&id, wait) {
-        Ok(_) => Verdict::Pass(format!("answered ({what})")),
+    match session.answered(&id, wait) {
+        Ok(()) => Verdict::Pass(format!("answered ({what})")),
         Err(e) => {
             // Whatever it held may come with the next line: a later check
             // must not inherit it.
@@ -236,7 +236,7 @@ fn two_in_one_write(ctx: &mut Ctx) -> Verdict {
     let both = format!("{}\n{}\n", probe(session, &a), probe(session, &b));
     session.send_raw(both.as_bytes());
     for id in [&a, &b] {
-        if let Err(e) = session.response(id, wait) {
+        if let Err(e) = session.answered(id, wait) {
             ctx.spoil();
             return Verdict::Fail(format!("two requests in one write: request {id}: {e}"));
         }
@@ -265,10 +265,13 @@ fn typical_traffic(ctx: &Ctx, session: &mut Session) -> Result<Vec<Msg>, Verdict
     }
     for method in requests {
         let id = session.request(method, json!({}));
-        match session.response_with(&id, ctx.wait) {
-            Ok((reply, before)) => {
+        match session.answer_with(&id, ctx.wait) {
+            Ok((answer, before)) => {
                 got.extend(before);
-                got.push(Msg::Json(reply.clone(), reply.to_string()));
+                got.push(match answer {
+                    Answer::Json(reply) => Msg::Json(reply.clone(), reply.to_string()),
+                    Answer::Unreadable { why, line, .. } => Msg::Unreadable(line, why),
+                });
             }
             Err(e) => return Err(Verdict::Fail(format!("{method}: {e}"))),
         }
@@ -321,10 +324,16 @@ fn stdout_only_mcp(ctx: &mut Ctx) -> Verdict {
         let why = match msg {
             Msg::NotJson(_) => Some("not JSON".to_owned()),
             Msg::Json(v, _) => not_a_message(v),
+            // Whatever its values, a line that is not an object is no
+            // message: a violation, not the checker's limit.
+            Msg::Unreadable(text, _) if !text.trim_start().starts_with('{') => {
+                Some("not a JSON object".to_owned())
+            }
             Msg::Unreadable(_, why) => {
                 unread.get_or_insert_with(|| {
                     format!(
-                        "a line of JSON the checker cannot read ({why}; RFC 8259 lets a reader refuse a number past a double's range, deep nesting, a lone surrogate): {}",
+                        "a line of JSON the checker cannot read ({}): {}",
+                        unreadable_why(why),
                         short(msg.text(), 120)
                     )
                 });
@@ -386,7 +395,7 @@ fn exit_on_eof(ctx: &mut Ctx) -> Verdict {
     let id = session.fresh_id();
     let line = probe(&session, &id);
     session.send_json(&line);
-    if let Err(e) = session.response(&id, ctx.wait) {
+    if let Err(e) = session.answered(&id, ctx.wait) {
         return Verdict::Fail(format!("no answer before the end of input: {e}"));
     }
     session.close_input();
@@ -412,7 +421,7 @@ fn sigterm(ctx: &mut Ctx) -> Verdict {
     let id = session.fresh_id();
     let line = probe(&session, &id);
     session.send_json(&line);
-    if let Err(e) = session.response(&id, ctx.wait) {
+    if let Err(e) = session.answered(&id, ctx.wait) {
         return Verdict::Fail(format!("no answer before SIGTERM: {e}"));
     }
     if !session.terminate() {
@@ -443,7 +452,7 @@ fn stderr_utf8(ctx: &mut Ctx) -> Verdict {
     let id = session.fresh_id();
     let line = probe(session, &id);
     session.send_json(&line);
-    if let Err(e) = session.response(&id, wait) {
+    if let Err(e) = session.answered(&id, wait) {
         return Verdict::Fail(format!("no answer: {e}"));
     }
     let log = session.stderr.lock().unwrap_or_else(|e| e.into_inner());

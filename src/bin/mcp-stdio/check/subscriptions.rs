@@ -148,6 +148,9 @@ fn modern(ctx: &Ctx) -> Result<(), Verdict> {
                 .any(|flag| cap.get(flag) == Some(&Value::Bool(true)))
         })
     });
+    if !listenable && ctx.facts.unread().is_some() {
+        return Err(ctx.facts.lacks("anything to listen to"));
+    }
     if !listenable {
         return Err(Verdict::Skip(
             "the server declares nothing to listen to (no listChanged, no subscribe)".into(),

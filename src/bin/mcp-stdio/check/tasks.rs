@@ -86,6 +86,9 @@ fn offered(ctx: &Ctx) -> Result<(), Verdict> {
     }
     match ctx.facts.capabilities().get("extensions") {
         Some(extensions) if extensions.get(EXTENSION).is_some() => Ok(()),
+        _ if ctx.facts.unread().is_some() => {
+            Err(ctx.facts.lacks(&format!("the {EXTENSION} extension")))
+        }
         _ => Err(Verdict::Skip(format!(
             "the server does not declare the {EXTENSION} extension"
         ))),
@@ -182,6 +185,8 @@ fn task_tool(ctx: &mut Ctx) -> Result<(Call, Value), Verdict> {
                 Some(result) => return Ok((call.clone(), result.clone())),
                 None => tried.push(call.tool.clone()),
             },
+            // An answer the checker cannot read whole says so.
+            Err(Verdict::Skip(why)) => tried.push(format!("{}: {why}", call.tool)),
             Err(_) => tried.push(format!("{}: no answer", call.tool)),
         }
     }

@@ -82,9 +82,20 @@ pub const CHECKS: &[Check] = &[
 
 fn tools(ctx: &Ctx) -> Result<Vec<Value>, Verdict> {
     if !ctx.facts.offers("tools") {
-        return Err(Verdict::Skip("the server offers no tools".into()));
+        return Err(ctx.facts.lacks("tools"));
     }
     Ok(ctx.facts.list("tools").to_vec())
+}
+
+/// The tools the server lists, for a check that needs them: a skip when
+/// the list could not be read whole (a page the checker cannot read, a
+/// list past its limits), not an empty list.
+fn listed_tools(ctx: &Ctx) -> Result<Vec<Value>, Verdict> {
+    let tools = tools(ctx)?;
+    match ctx.facts.unlisted.get("tools") {
+        Some(why) => Err(Verdict::Skip(format!("the tools are unknown: {why}"))),
+        None => Ok(tools),
+    }
 }
 
 fn list(ctx: &mut Ctx) -> Verdict {
@@ -106,7 +117,7 @@ fn invalid_cursor(ctx: &mut Ctx) -> Verdict {
     if let Err(v) = tools(ctx) {
         return v;
     }
-    let reply = match ctx.ask(
+    let reply = match ctx.ask_error(
         "tools/list",
         json!({ "cursor": "mcp-stdio-check: not a cursor the server gave" }),
     ) {
@@ -120,7 +131,7 @@ fn invalid_cursor(ctx: &mut Ctx) -> Verdict {
 }
 
 fn input_schema(ctx: &mut Ctx) -> Verdict {
-    let tools = match tools(ctx) {
+    let tools = match listed_tools(ctx) {
         Ok(t) => t,
         Err(v) => return v,
     };
@@ -153,7 +164,7 @@ fn input_schema(ctx: &mut Ctx) -> Verdict {
 }
 
 fn name_format(ctx: &mut Ctx) -> Verdict {
-    let tools = match tools(ctx) {
+    let tools = match listed_tools(ctx) {
         Ok(t) => t,
         Err(v) => return v,
     };
@@ -179,7 +190,7 @@ fn name_format(ctx: &mut Ctx) -> Verdict {
 }
 
 fn names_unique(ctx: &mut Ctx) -> Verdict {
-    let tools = match tools(ctx) {
+    let tools = match listed_tools(ctx) {
         Ok(t) => t,
         Err(v) => return v,
     };
@@ -198,7 +209,7 @@ fn unknown_tool(ctx: &mut Ctx) -> Verdict {
     if let Err(v) = tools(ctx) {
         return v;
     }
-    let reply = match ctx.ask(
+    let reply = match ctx.ask_error(
         "tools/call",
         json!({ "name": "mcp-stdio-check-no-such-tool", "arguments": {} }),
     ) {
@@ -244,7 +255,7 @@ fn refusing_tool(tools: &[Value]) -> Option<(String, Value, String)> {
 }
 
 fn wrong_arguments(ctx: &mut Ctx) -> Verdict {
-    let tools = match tools(ctx) {
+    let tools = match listed_tools(ctx) {
         Ok(t) => t,
         Err(v) => return v,
     };
@@ -280,7 +291,7 @@ fn wrong_arguments(ctx: &mut Ctx) -> Verdict {
 }
 
 fn call_result(ctx: &mut Ctx) -> Verdict {
-    let tools = match tools(ctx) {
+    let tools = match listed_tools(ctx) {
         Ok(t) => t,
         Err(v) => return v,
     };

@@ -65,6 +65,7 @@ impl Session {
             ended: false,
             stderr,
             initialize: None,
+            unread: None,
             handshake: Vec::new(),
         }
     }

@@ -3,7 +3,9 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::RecvTimeoutError;
 use serde_json::Value;
 
-use super::{Incoming, KEEP_BEFORE, MAX_LINE, Missing, Msg, READ_AHEAD_LINES, STARTUP, Session};
+use super::{
+    Answer, Incoming, KEEP_BEFORE, MAX_LINE, Missing, Msg, READ_AHEAD_LINES, STARTUP, Session,
+};
 use crate::check::short;
 
 impl Session {
@@ -73,13 +75,10 @@ impl Session {
     /// Whether `msg` is the response to a request whose wait has ended
     /// (noted in the evidence, then passed over).
     fn is_late(&mut self, msg: &Msg) -> bool {
-        if !msg.is_response() {
-            return false;
-        }
-        let Some(id) = msg.json().and_then(|v| v.get("id")) else {
+        let Some(id) = msg.response_id() else {
             return false;
         };
-        let Some(at) = self.abandoned.iter().position(|a| a == id) else {
+        let Some(at) = self.abandoned.iter().position(|a| *a == id) else {
             return false;
         };
         self.abandoned.swap_remove(at);
@@ -130,12 +129,39 @@ impl Session {
     }
 
     /// The response to `id` and every message that came before it (those
-    /// are consumed).
+    /// are consumed). A response the checker cannot read whole is
+    /// `Missing::Unreadable` (what came before it is dropped then).
     pub fn response_with(
         &mut self,
         id: &Value,
         wait: Duration,
     ) -> Result<(Value, Vec<Msg>), Missing> {
+        match self.answer_with(id, wait)? {
+            (Answer::Json(reply), before) => Ok((reply, before)),
+            (Answer::Unreadable { why, line, error }, _) => Err(Missing::Unreadable {
+                why,
+                line: short(&line, 120),
+                error,
+            }),
+        }
+    }
+
+    /// Whether `id` was answered within `wait`, readable or not: for a
+    /// check that needs an answer, not its content.
+    pub fn answered(&mut self, id: &Value, wait: Duration) -> Result<(), Missing> {
+        match self.response(id, wait) {
+            Err(e) if !e.answered() => Err(e),
+            _ => Ok(()),
+        }
+    }
+
+    /// The answer to `id`, readable or not, and every message that came
+    /// before it (those are consumed).
+    pub fn answer_with(
+        &mut self,
+        id: &Value,
+        wait: Duration,
+    ) -> Result<(Answer, Vec<Msg>), Missing> {
         let began = Instant::now();
         let deadline = began + wait;
         let mut before = Vec::new();
@@ -145,14 +171,24 @@ impl Session {
         loop {
             match self.recv_until(deadline) {
                 Some(msg) => {
-                    if msg.is_response() && msg.json().and_then(|v| v.get("id")) == Some(id) {
-                        let Msg::Json(reply, _) = msg else {
-                            unreachable!("a response is JSON")
-                        };
-                        return Ok((reply, before));
+                    let response_id = msg.response_id();
+                    if response_id.as_ref() == Some(id) {
+                        let error = msg.unreadable_response().is_some_and(|(_, error)| error);
+                        return Ok((
+                            match msg {
+                                Msg::Json(reply, _) => Answer::Json(reply),
+                                Msg::Unreadable(text, why) => Answer::Unreadable {
+                                    error,
+                                    line: text,
+                                    why,
+                                },
+                                _ => unreachable!("a response is JSON"),
+                            },
+                            before,
+                        ));
                     }
-                    if other_id.is_none() && msg.is_response() {
-                        other_id = msg.json().and_then(|v| v.get("id")).cloned();
+                    if other_id.is_none() {
+                        other_id = response_id;
                     }
                     if not_json.is_none()
                         && let Msg::NotJson(text) = &msg

@@ -2,10 +2,13 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use super::{Era, Missing, Msg, Session, meta_declaring};
+use super::{Answer, Era, Missing, Msg, Session, meta_declaring};
+use crate::check::short;
 
 impl Session {
-    /// `initialize` with `version`, then `notifications/initialized`.
+    /// `initialize` with `version`, then `notifications/initialized`. A
+    /// result the checker cannot read is `Ok(Value::Null)`, with why in
+    /// `unread`; an error it cannot read, a refusal.
     pub fn initialize(&mut self, version: &str, deadline: Duration) -> Result<Value, String> {
         let id = self.fresh_id();
         let line = json!({
@@ -17,10 +20,31 @@ impl Session {
             }
         });
         self.send_json(&line);
-        let (reply, before) = self
-            .response_with(&id, deadline)
+        let (answer, before) = self
+            .answer_with(&id, deadline)
             .map_err(|e| format!("initialize: {e}"))?;
         self.handshake = before;
+        let reply = match answer {
+            Answer::Json(reply) => reply,
+            Answer::Unreadable { why, line, error } => {
+                let shown = short(&line, 120);
+                self.handshake.push(Msg::Unreadable(line, why.clone()));
+                let unread = Missing::Unreadable {
+                    why,
+                    line: shown,
+                    error,
+                };
+                if error {
+                    return Err(format!("initialize was refused: {unread}"));
+                }
+                // Answered with a result: the era is spoken, what the
+                // result says is unknown (the version stays the one
+                // offered).
+                self.unread = Some(format!("initialize: {unread}"));
+                self.send_json(&json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }));
+                return Ok(Value::Null);
+            }
+        };
         self.handshake
             .push(Msg::Json(reply.clone(), reply.to_string()));
         let Some(result) = reply.get("result") else {
