@@ -502,6 +502,49 @@ pub fn a_task_past_the_timeout_is_cancelled() -> Result<String, String> {
     Ok(format!("timed out in {}", ms(took)))
 }
 
+/// A `tools/call` given up on at its timeout, whose answer, a task, comes
+/// only after the give-up (crossing `notifications/cancelled` on the
+/// wire): nobody could ever poll that task, so the client cancels it
+/// (`tasks/cancel`, not waited for), and the caller still gets
+/// `Error::Timeout`. Both entry points: `start_tool_call` and
+/// `call_tool_with`.
+pub fn a_task_made_after_the_call_timed_out_is_cancelled() -> Result<String, String> {
+    const TIMEOUT: Duration = Duration::from_millis(400);
+    let (first_done, first_cancelled) = crossbeam_channel::bounded(1);
+    let (client, script) = start(tasks_builder(), move |peer| {
+        for id in ["t-late-1", "t-late-2"] {
+            let call = peer.expect("tools/call")?;
+            let cancelled = peer.next()?;
+            ensure!(
+                method_of(&cancelled) == Some("notifications/cancelled")
+                    && cancelled["params"]["requestId"] == call["id"],
+                "want notifications/cancelled of the call, the client wrote {cancelled}"
+            );
+            peer.answer(&call, created(id, 20));
+            let cancel = expect_task_request(peer, "tasks/cancel", id)?;
+            peer.answer(&cancel, json!({ "resultType": "complete" }));
+            let _ = first_done.try_send(());
+        }
+        Ok(())
+    })?;
+    let options = || RequestOptions::new().timeout(TIMEOUT);
+    let started = client.start_tool_call("slow", json!({}), options());
+    // The second call goes once the first task's cancel came: no line of
+    // it crosses that cancel.
+    let _ = first_cancelled.recv_timeout(WAIT + WAIT);
+    let called = client.call_tool_with("slow", json!({}), options());
+    let _peer = script.finish()?;
+    ensure!(
+        matches!(started, Err(Error::Timeout)),
+        "start_tool_call: want Error::Timeout, got {started:?}"
+    );
+    ensure!(
+        matches!(called, Err(Error::Timeout)),
+        "call_tool_with: want Error::Timeout, got {called:?}"
+    );
+    Ok(String::new())
+}
+
 /// Answers of the wrong shape are errors at once, and a task the client
 /// gives up on is cancelled.
 pub fn task_answers_of_the_wrong_shape_are_errors() -> Result<String, String> {
