@@ -1147,6 +1147,10 @@ const CHECKS: &[(&str, Check)] = &[
         tasks::a_task_made_after_the_call_timed_out_is_cancelled,
     ),
     (
+        "a_task_request_outcome_cannot_hand_out_is_cancelled",
+        tasks::a_task_request_outcome_cannot_hand_out_is_cancelled,
+    ),
+    (
         "task_answers_of_the_wrong_shape_are_errors",
         tasks::task_answers_of_the_wrong_shape_are_errors,
     ),

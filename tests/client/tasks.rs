@@ -545,6 +545,28 @@ pub fn a_task_made_after_the_call_timed_out_is_cancelled() -> Result<String, Str
     Ok(String::new())
 }
 
+/// `request_outcome("tools/call")` of a client that declares the
+/// extension, answered with a task: that is an error there (only the
+/// typed calls follow tasks), and the task, whose id the caller never
+/// sees, is cancelled rather than left running.
+pub fn a_task_request_outcome_cannot_hand_out_is_cancelled() -> Result<String, String> {
+    let (client, script) = start(tasks_builder(), |peer| {
+        let call = peer.expect("tools/call")?;
+        peer.answer(&call, created("t-raw", 20));
+        let cancel = expect_task_request(peer, "tasks/cancel", "t-raw")?;
+        peer.answer(&cancel, json!({ "resultType": "complete" }));
+        Ok(())
+    })?;
+    let params = json!({ "name": "slow", "arguments": {} });
+    let outcome = client.request_outcome("tools/call", params, RequestOptions::new());
+    let _peer = script.finish()?;
+    ensure!(
+        matches!(&outcome, Err(Error::Protocol(m)) if m.contains("task")),
+        "want an Error::Protocol about the task, got {outcome:?}"
+    );
+    Ok(String::new())
+}
+
 /// Answers of the wrong shape are errors at once, and a task the client
 /// gives up on is cancelled.
 pub fn task_answers_of_the_wrong_shape_are_errors() -> Result<String, String> {
