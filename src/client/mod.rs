@@ -353,7 +353,6 @@ impl Client {
     /// (`shared::stamp_for`, no log level, no progress): the params of a
     /// request sent where the client is not at hand (a late reply's,
     /// `PendingCall::on_late_reply`).
-    #[cfg(feature = "server")]
     pub(crate) fn stamp(&self, params: serde_json::Value) -> Result<serde_json::Value, Error> {
         let no_id = crate::jsonrpc::RequestId::Number(0);
         shared::stamp_for(&self.inner, params, &no_id, None, false)

@@ -116,7 +116,10 @@ impl Client {
 
     /// The rounds of a request that may be `input_required`: answered with
     /// the application's handlers and retried, up to the round limit, until
-    /// a final result, a task, or input no handler can give.
+    /// a final result, a task, or input no handler can give. A round of a
+    /// `tools/call` that declares the Tasks extension and is given up on
+    /// (its timeout) still hears its answer for that timeout again: a task
+    /// made of it gets its `tasks/cancel` (`PendingCall::cancel_late_task`).
     pub(crate) fn rounds<T: DeserializeOwned>(
         &self,
         method: &str,
@@ -127,6 +130,13 @@ impl Client {
         let mut params = params;
         let mut options = Some(options);
         let max_rounds = self.inner.options.max_input_rounds;
+        // A `tools/call` that declares the extension may be answered with
+        // a task: one whose answer comes after the call was given up on is
+        // cancelled, for nobody else learns its id.
+        let cancel_late_task = match method == method::TOOLS_CALL && self.inner.declares_tasks() {
+            true => Some(self.stamp(json!({}))?),
+            false => None,
+        };
         for round in 0.. {
             // Callbacks belong to the first round; retries keep the
             // timeout and `reset_timeout_on_progress`'s `max` (each round is
@@ -136,7 +146,11 @@ impl Client {
                 reset_on_progress,
                 ..RequestOptions::default()
             });
-            let raw = self.start_request(method, params.clone(), opts)?.wait()?;
+            let mut call = self.start_request(method, params.clone(), opts)?;
+            if let Some(cancel) = &cancel_late_task {
+                call = call.cancel_late_task(cancel.clone());
+            }
+            let raw = call.wait()?;
             let reply = parse_reply::<T>(&raw).map_err(|e| match e {
                 Error::Json(e) => {
                     Error::Protocol(format!("the server's {method} result is invalid: {e}"))

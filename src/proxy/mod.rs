@@ -94,7 +94,6 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use serde::de::DeserializeOwned;
-use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
 use crate::client::{Client, Era, RequestOptions};
@@ -106,7 +105,7 @@ use crate::server::context::RequestContext;
 use crate::server::handlers::ResourceRequest;
 use crate::types::{
     CompleteRequestParams, CompleteResult, CreateTaskResult, GetTaskResult, InputRequests,
-    InputRequiredResult, JsonObject, ProgressNotificationParams, ReadResourceResult, ResultType,
+    InputRequiredResult, JsonObject, ProgressNotificationParams, ReadResourceResult,
     ServerCapabilities, TASKS_EXTENSION, Task, TaskStatus, meta_key, method,
 };
 
@@ -289,7 +288,7 @@ fn forward<T: DeserializeOwned>(
     // come, crossing the cancellation on the wire (a server MAY answer a
     // request it had finished): a task it names is cancelled behind, for
     // nobody else learns its id. Heard until the client's request timeout
-    // from the give-up (`PendingCall::on_late_reply`). Only a caller that
+    // from the give-up (`PendingCall::cancel_late_task`). Only a caller that
     // declares the extension may be answered with a task.
     let may_be_a_task = (meta.client_capabilities_raw().get("extensions"))
         .and_then(Value::as_object)
@@ -302,7 +301,7 @@ fn forward<T: DeserializeOwned>(
         .start_request(method, params, options)
         .map_err(|e| failed(method, e))?;
     if let Some(cancel) = cancel_late_task {
-        call = call.on_late_reply(move |reply| cancel_made_task(reply, cancel));
+        call = call.cancel_late_task(cancel);
     }
     let raw = call.wait_unless(|| {
         relay();
@@ -323,18 +322,6 @@ fn forward<T: DeserializeOwned>(
     serde_json::from_value(value)
         .map(Outcome::Complete)
         .map_err(|e| ErrorObject::internal_error(format!("the server behind this proxy answered {method} with a result of the wrong shape: {e}")))
-}
-
-/// The `tasks/cancel` for the task a late answer to a `tools/call` names
-/// (`params`, stamped, with its id), if it names one; run on the client's
-/// reader ([`forward`]).
-fn cancel_made_task(reply: &RawValue, mut params: Value) -> Option<(&'static str, Value)> {
-    let created: CreateTaskResult = serde_json::from_str(reply.get()).ok()?;
-    if created.result_type != Some(ResultType::Task) {
-        return None;
-    }
-    params["taskId"] = created.task.task_id.into();
-    Some((method::TASKS_CANCEL, params))
 }
 
 /// The Tasks extension, when `capabilities` declare it: the only
