@@ -70,7 +70,10 @@ impl Client {
     /// options (timeout, progress, logs) are those of the first round; the
     /// retries keep the timeout. A task (`resultType: "task"`) is an error
     /// here, as in every typed method but `tools/call` with
-    /// [`ClientBuilder::tasks`](crate::ClientBuilder::tasks) on.
+    /// [`ClientBuilder::tasks`](crate::ClientBuilder::tasks) on; a task made
+    /// of a `tools/call` here is cancelled (`tasks/cancel`, not waited
+    /// for), since its id is handed to nobody: use
+    /// [`Client::start_tool_call`] to get it.
     ///
     /// ```no_run
     /// # let client = mcp_stdio::Client::spawn(std::process::Command::new("my-mcp-server"))?;
@@ -107,10 +110,21 @@ impl Client {
         match self.rounds(method, params, options)? {
             Reply::Outcome(outcome) => Ok(outcome),
             // Spec extensions/tasks: only a `tools/call` may be answered
-            // with a task.
-            Reply::Task(_) => Err(Error::Protocol(format!(
-                "the server answered {method} with a task (resultType \"task\"), which only tools/call may start"
-            ))),
+            // with a task. One made of a `tools/call` (`request_outcome`)
+            // is cancelled, not waited for: nobody here hands its id on.
+            Reply::Task(created) => {
+                if method == method::TOOLS_CALL && self.inner.declares_tasks() {
+                    let params = json!({ "taskId": created.task.task_id });
+                    if let Ok(call) =
+                        self.start_request(method::TASKS_CANCEL, params, RequestOptions::new())
+                    {
+                        call.detach();
+                    }
+                }
+                Err(Error::Protocol(format!(
+                    "the server answered {method} with a task (resultType \"task\"), which only tools/call may start"
+                )))
+            }
         }
     }
 
