@@ -358,6 +358,22 @@ impl Client {
         shared::stamp_for(&self.inner, params, &no_id, None, false)
     }
 
+    /// [`Client::start_request`] on `link`, a connection of this client's
+    /// (`PendingCall::link`), and only there: on one that died (the server
+    /// behind it exited, maybe restarted since) it fails with
+    /// [`Error::Disconnected`]. For the requests about something that
+    /// lives on one server process only: its tasks (`proxy::follow_task`).
+    #[cfg(feature = "server")]
+    pub(crate) fn start_request_on(
+        &self,
+        link: &Arc<Link>,
+        method: &str,
+        params: serde_json::Value,
+        options: RequestOptions,
+    ) -> Result<PendingCall, Error> {
+        (self.inner).start_request_on(Arc::clone(link), method, params, options)
+    }
+
     /// The current connection.
     pub(crate) fn link(&self) -> Arc<Link> {
         Arc::clone(&lock(&self.inner.link))

@@ -96,7 +96,7 @@ use std::time::Duration;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
 
-use crate::client::{Client, Era, RequestOptions};
+use crate::client::{Client, Era, Link, RequestOptions};
 use crate::error::Error;
 use crate::jsonrpc::ErrorObject;
 use crate::outcome::Outcome;
@@ -303,6 +303,9 @@ fn forward<T: DeserializeOwned>(
     if let Some(cancel) = cancel_late_task {
         call = call.cancel_late_task(cancel);
     }
+    // The connection, and so the server process, the answer comes from: a
+    // task it names lives there only.
+    let behind = Arc::clone(&call.link);
     let raw = call.wait_unless(|| {
         relay();
         ctx.is_cancelled()
@@ -313,7 +316,7 @@ fn forward<T: DeserializeOwned>(
     let mut value: Value = serde_json::from_str(raw.get()).map_err(internal)?;
     if modern && value.get("resultType").and_then(Value::as_str) == Some("task") {
         let created: CreateTaskResult = serde_json::from_value(value).map_err(internal)?;
-        value = follow_task(client, ctx, &stamp, created.task)?;
+        value = follow_task(client, &behind, ctx, &stamp, created.task)?;
     }
     if value.get("resultType").and_then(Value::as_str) == Some("input_required") {
         let asked: InputRequiredResult = serde_json::from_value(value).map_err(internal)?;
@@ -355,24 +358,37 @@ fn tasks_of(capabilities: &ServerCapabilities) -> Option<JsonObject> {
 /// task is followed, the work that sends its `tasks/cancel` (not waited
 /// for) and lets this follower go; whoever takes that work out sends the
 /// `tasks/cancel`, once: the stop, or a give-up here.
+///
+/// A task lives in the server process that made it, reached through
+/// `behind`, the client's connection to it, and every request about the
+/// task goes there only (`Client::start_request_on`). When that process
+/// exits, the task is gone with it: the client may start the server again
+/// (`RestartPolicy`), but the new process never knew the task, and its id
+/// could even name another task there. So the old id never goes to the
+/// new process (no `tasks/get`, no `tasks/cancel`), and the proxy's task
+/// ends `failed`, with a message saying the server behind restarted (or
+/// exited, when no restart follows).
 fn follow_task(
     client: &Arc<Client>,
+    behind: &Arc<Link>,
     ctx: &RequestContext,
     stamp: &Map<String, Value>,
     task: Task,
 ) -> Result<Value, ErrorObject> {
     let id = task.task_id;
     let at_stop = {
-        let (client, stamp, id) = (Arc::clone(client), stamp.clone(), id.clone());
+        let (client, behind) = (Arc::clone(client), Arc::clone(behind));
+        let (stamp, id) = (stamp.clone(), id.clone());
         let token = ctx.cancel_token();
         ctx.server().at_stop(move || {
-            cancel_behind(&client, &stamp, &id);
+            cancel_behind(&client, &behind, &stamp, &id);
             token.cancel();
         })
     };
     let start = |method: &str, mut params: Value| {
         params["_meta"] = Value::Object(stamp.clone());
-        (client.start_request(method, params, RequestOptions::new())).map_err(|e| failed(method, e))
+        (client.start_request_on(behind, method, params, RequestOptions::new()))
+            .map_err(|e| failed(method, e))
     };
     // A poll or an update behind that hangs is given up on as soon as the
     // caller cancels, not at the client's request timeout, and quietly:
@@ -381,6 +397,7 @@ fn follow_task(
     let request = |method: &str, params: Value| -> Result<Value, ErrorObject> {
         let call = start(method, params)?;
         let raw = (call.wait_quietly(None, Some(&|| ctx.is_cancelled()))).map_err(|e| match e {
+            _ if !behind.is_alive() => gone(behind),
             // The server's error for a request of the proxy's, not the
             // caller's: not passed off as the caller's call failing with
             // that code, and the server's task id never shown.
@@ -398,7 +415,7 @@ fn follow_task(
     // the stop did it.
     let cancel = |why: ErrorObject| {
         if ctx.server().forget_at_stop(at_stop) {
-            cancel_behind(client, stamp, &id);
+            cancel_behind(client, behind, stamp, &id);
         }
         why
     };
@@ -409,6 +426,9 @@ fn follow_task(
             return Err(cancel(ErrorObject::internal_error(
                 "the caller cancelled the task, or the proxy stopped",
             )));
+        }
+        if !behind.is_alive() {
+            return Err(gone(behind));
         }
         let got = request(method::TASKS_GET, json!({ "taskId": id }));
         let got: GetTaskResult =
@@ -461,12 +481,29 @@ fn follow_task(
 }
 
 /// Sends `tasks/cancel` behind for the task `id`, without waiting for its
-/// answer, which changes nothing.
-fn cancel_behind(client: &Client, stamp: &Map<String, Value>, id: &str) {
+/// answer, which changes nothing; only on `behind`, the connection to the
+/// process that made the task (nothing is sent once it died).
+fn cancel_behind(client: &Client, behind: &Arc<Link>, stamp: &Map<String, Value>, id: &str) {
     let params = json!({ "taskId": id, "_meta": stamp });
-    if let Ok(call) = client.start_request(method::TASKS_CANCEL, params, RequestOptions::new()) {
+    let options = RequestOptions::new();
+    if let Ok(call) = client.start_request_on(behind, method::TASKS_CANCEL, params, options) {
         call.detach();
     }
+}
+
+/// The error a task of the proxy's ends with when the server process
+/// behind, which ran the task behind, is gone (`follow_task`).
+fn gone(behind: &Link) -> ErrorObject {
+    let how = match behind
+        .restartable
+        .load(std::sync::atomic::Ordering::Acquire)
+    {
+        true => "restarted",
+        false => "exited",
+    };
+    ErrorObject::internal_error(format!(
+        "the server behind this proxy {how} while it ran this task, and the task is gone with it"
+    ))
 }
 
 /// On a caller's retry: the answers, and the server's own `requestState`

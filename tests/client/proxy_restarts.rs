@@ -448,5 +448,5 @@ pub fn a_task_behind_a_restarted_server_fails_and_its_id_never_reaches_the_new_o
         "want a failed task saying the server behind restarted, got {:?}: {message:?}",
         ended.task.status
     );
-    Ok(String::new())
+    Ok(message.unwrap_or_default().to_owned())
 }
