@@ -70,9 +70,12 @@
 //!   that task cancelled too: the call's late reply is heard until the
 //!   client's request timeout from the give-up
 //!   (`PendingCall::on_late_reply`, the rule in `Link::forget_but_hear`).
-//!   No `tasks/cancel` is waited for. A caller that does not declare the
-//!   extension gets the answer at once, or the server's `-32021` for a
-//!   tool it runs only as a task. Task ids are the proxy's: a caller
+//!   No `tasks/cancel` is waited for. A task behind lives in the server
+//!   process that made it: once that process is gone (exited, and maybe
+//!   restarted by the client), the proxy's task fails saying so, and the
+//!   old task id is never sent to the new process (`follow_task`). A
+//!   caller that does not declare the extension gets the answer at once,
+//!   or the server's `-32021` for a tool it runs only as a task. Task ids are the proxy's: a caller
 //!   never sees the server's.
 //!
 //! Not passed through: the server's log messages (see **Calls**), and its
@@ -367,7 +370,9 @@ fn tasks_of(capabilities: &ServerCapabilities) -> Option<JsonObject> {
 /// could even name another task there. So the old id never goes to the
 /// new process (no `tasks/get`, no `tasks/cancel`), and the proxy's task
 /// ends `failed`, with a message saying the server behind restarted (or
-/// exited, when no restart follows).
+/// exited, when no restart follows). A server whose tasks outlive its
+/// process (a shared store) is not told apart: its task is given up all
+/// the same, and runs on there until it ends or its `ttlMs` passes.
 fn follow_task(
     client: &Arc<Client>,
     behind: &Arc<Link>,
