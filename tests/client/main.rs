@@ -130,6 +130,7 @@ fn run_server(mode: &str) -> ! {
         "exits-at-every-listen" => proxy_restarts::fake_exits_at_listen(true),
         "exits-at-first-listen" => proxy_restarts::fake_exits_at_listen(false),
         "exits-after-first-poll" => proxy_restarts::fake_exits_after_first_poll(),
+        "exits-after-input-required" => proxy_restarts::fake_exits_after_input_required(),
         "grandchild-holds-stdout" => closing::fake_grandchild_holds_stdout(),
         // Not a server: a grandchild that holds its parent's stdout.
         "holds-stdout" => closing::run_holds_stdout(),
@@ -909,6 +910,14 @@ const CHECKS: &[(&str, Check)] = &[
     (
         "a_task_behind_a_restarted_server_fails_and_its_id_never_reaches_the_new_one",
         proxy_restarts::a_task_behind_a_restarted_server_fails_and_its_id_never_reaches_the_new_one,
+    ),
+    (
+        "a_task_behind_a_server_whose_restarts_fail_does_not_say_it_restarted",
+        proxy_restarts::a_task_behind_a_server_whose_restarts_fail_does_not_say_it_restarted,
+    ),
+    (
+        "a_task_behind_a_server_that_died_while_its_caller_answered_says_the_server_exited",
+        proxy_restarts::a_task_behind_a_server_that_died_while_its_caller_answered_says_the_server_exited,
     ),
     // 5. Close escalation.
     ("close_escalates_to_sigterm", close_escalates_to_sigterm),

@@ -450,3 +450,174 @@ pub fn a_task_behind_a_restarted_server_fails_and_its_id_never_reaches_the_new_o
     );
     Ok(message.unwrap_or_default().to_owned())
 }
+
+/// The everything server; it exits (status 9) right after it wrote a
+/// result that shows a task `input_required` (the answer to a
+/// `tasks/get`): the proxy in front then asks its caller for that input
+/// while the server behind is already gone.
+pub fn fake_exits_after_input_required() -> ! {
+    struct ExitAfterInput(Vec<u8>);
+    impl Write for ExitAfterInput {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.extend_from_slice(buf);
+            while let Some(end) = self.0.iter().position(|&b| b == b'\n') {
+                let line: Vec<u8> = self.0.drain(..=end).collect();
+                let msg: Value = serde_json::from_slice(&line).unwrap_or_default();
+                let mut out = std::io::stdout().lock();
+                out.write_all(&line)?;
+                out.flush()?;
+                if msg["result"].to_string().contains("\"input_required\"") {
+                    std::process::exit(9);
+                }
+            }
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            std::io::stdout().flush()
+        }
+    }
+    let server = everything::build();
+    let input = BufReader::new(std::io::stdin());
+    let _ = server.serve(Transport::new(input, ExitAfterInput(Vec::new())));
+    std::process::exit(0)
+}
+
+/// Waits until the caller's task (of the proxy's) ends; returns it.
+fn task_ends(
+    handle: &mcp_stdio::TaskHandle,
+    within: Duration,
+) -> Result<mcp_stdio::types::DetailedTask, String> {
+    use mcp_stdio::types::TaskStatus;
+    let deadline = Instant::now() + within;
+    loop {
+        let got = handle.get().map_err(|e| format!("tasks/get failed: {e}"))?;
+        if !matches!(
+            got.task.status,
+            TaskStatus::Working | TaskStatus::InputRequired
+        ) {
+            return Ok(got);
+        }
+        ensure!(
+            Instant::now() < deadline,
+            "the caller's task was still {:?} after {within:?}",
+            got.task.status
+        );
+        thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Claim (review-late13): `proxy::gone` says "restarted" whenever the
+/// dead link was restartable when it was armed, even when every restart
+/// then failed and no server runs behind the proxy any more (the
+/// CHANGELOG: "exited" when no restart follows).
+pub fn a_task_behind_a_server_whose_restarts_fail_does_not_say_it_restarted()
+-> Result<String, String> {
+    use mcp_stdio::ToolCallStart;
+    use std::os::unix::fs::PermissionsExt;
+    let wire = Wire::new("proxy-task-no-restart");
+    let script = wire.path.with_extension("sh");
+    let exe = std::env::current_exe().map_err(|e| format!("no exe: {e}"))?;
+    std::fs::write(
+        &script,
+        format!("#!/bin/sh\nrm -f -- \"$0\"\nexec '{}'\n", exe.display()),
+    )
+    .map_err(|e| format!("the script: {e}"))?;
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755))
+        .map_err(|e| format!("the script's mode: {e}"))?;
+    let mut command = Command::new(&script);
+    command
+        .env(SERVER_ENV, "exits-after-first-poll")
+        .env(WIRE_ENV, &wire.path);
+    let client = builder()
+        .trace(|_| {})
+        .restart(RestartPolicy {
+            max_restarts: 2,
+            backoff: Duration::from_millis(10),
+        })
+        .spawn(command)
+        .map_err(|e| format!("connecting failed: {e}"))?;
+    let client = Arc::new(client);
+    let proxy = mcp_stdio::proxy::serve_as(Arc::clone(&client))
+        .map_err(|e| format!("serve_as failed: {e}"))?;
+    let (ours, theirs) = Transport::memory();
+    let serving = proxy.clone();
+    thread::spawn(move || serving.serve(theirs));
+    let caller = builder()
+        .request_timeout(WAIT)
+        .tasks(true)
+        .connect(ours)
+        .map_err(|e| format!("the caller could not connect: {e}"))?;
+    let args = json!({ "seconds": 60, "label": "no-restart" });
+    let started = caller.start_tool_call("slow_compute", args, RequestOptions::new());
+    let Ok(ToolCallStart::Task(handle)) = started else {
+        return Err(format!("want a task of the proxy's, got {started:?}"));
+    };
+    let ended = task_ends(&handle, WAIT);
+    let _ = client.close_shared();
+    proxy.stop_handle().stop();
+    let ended = ended?;
+    let message = ended.error.as_ref().map(|e| e.message.clone());
+    ensure!(
+        message
+            .as_deref()
+            .is_some_and(|m| m.contains("exited") && !m.contains("restarted")),
+        "no server was started again, yet the task says {message:?}"
+    );
+    Ok(message.unwrap_or_default())
+}
+
+/// Claim (review-late13): a server behind that dies while the proxy asks
+/// its caller for a task's input (`ctx.ask` in `follow_task`) is not told
+/// apart: the `tasks/update` that follows fails to start on the dead
+/// link, and the task ends with "failed on tasks/update: ..." instead of
+/// the one-line "exited while it ran this task".
+pub fn a_task_behind_a_server_that_died_while_its_caller_answered_says_the_server_exited()
+-> Result<String, String> {
+    use mcp_stdio::ToolCallStart;
+    use mcp_stdio::types::ElicitResult;
+    let (note_tx, notes) = crossbeam_channel::unbounded::<String>();
+    let client = builder()
+        .trace(move |note| {
+            let _ = note_tx.send(note.to_owned());
+        })
+        .spawn(server_command("exits-after-input-required", None))
+        .map_err(|e| format!("connecting failed: {e}"))?;
+    let client = Arc::new(client);
+    let proxy = mcp_stdio::proxy::serve_as(Arc::clone(&client))
+        .map_err(|e| format!("serve_as failed: {e}"))?;
+    let (ours, theirs) = Transport::memory();
+    let serving = proxy.clone();
+    thread::spawn(move || serving.serve(theirs));
+    // The caller answers only once the server behind exited.
+    let caller = builder()
+        .request_timeout(WAIT)
+        .tasks(true)
+        .on_elicitation(move |_| {
+            let deadline = Instant::now() + WAIT;
+            while let Ok(note) = notes.recv_deadline(deadline) {
+                if note.contains("the server exited") || note.contains("closed its output") {
+                    break;
+                }
+            }
+            Ok(ElicitResult::decline())
+        })
+        .connect(ours)
+        .map_err(|e| format!("the caller could not connect: {e}"))?;
+    let args = json!({ "filename": "gone.txt" });
+    let started = caller.start_tool_call("confirm_delete", args, RequestOptions::new());
+    let Ok(ToolCallStart::Task(handle)) = started else {
+        return Err(format!("want a task of the proxy's, got {started:?}"));
+    };
+    let waited = handle.wait();
+    let _ = client.close_shared();
+    proxy.stop_handle().stop();
+    let message = match waited {
+        Err(Error::Rpc(e)) => e.message,
+        other => return Err(format!("want the task's error, got {other:?}")),
+    };
+    ensure!(
+        message.contains("exited while it ran this task"),
+        "the server behind exited, yet the task says: {message}"
+    );
+    Ok(message)
+}
