@@ -370,9 +370,13 @@ fn tasks_of(capabilities: &ServerCapabilities) -> Option<JsonObject> {
 /// could even name another task there. So the old id never goes to the
 /// new process (no `tasks/get`, no `tasks/cancel`), and the proxy's task
 /// ends `failed`, with a message saying the server behind restarted (or
-/// exited, when no restart follows). A server whose tasks outlive its
-/// process (a shared store) is not told apart: its task is given up all
-/// the same, and runs on there until it ends or its `ttlMs` passes.
+/// exited, when no other process has replaced it by then: no restart
+/// policy, every restart failed, or one still under way). A request about
+/// the task that finds the link dead, whether it was sent or refused
+/// there, ends the task with that message too. A server whose tasks
+/// outlive its process (a shared store) is not told apart: its task is
+/// given up all the same, and runs on there until it ends or its `ttlMs`
+/// passes.
 fn follow_task(
     client: &Arc<Client>,
     behind: &Arc<Link>,
@@ -392,8 +396,14 @@ fn follow_task(
     };
     let start = |method: &str, mut params: Value| {
         params["_meta"] = Value::Object(stamp.clone());
-        (client.start_request_on(behind, method, params, RequestOptions::new()))
-            .map_err(|e| failed(method, e))
+        // A link that died meanwhile (while the caller was asked for
+        // input, say) refuses the request: the task is gone with it.
+        (client.start_request_on(behind, method, params, RequestOptions::new())).map_err(|e| {
+            match behind.is_alive() {
+                true => failed(method, e),
+                false => gone(client, behind),
+            }
+        })
     };
     // A poll or an update behind that hangs is given up on as soon as the
     // caller cancels, not at the client's request timeout, and quietly:
@@ -402,7 +412,7 @@ fn follow_task(
     let request = |method: &str, params: Value| -> Result<Value, ErrorObject> {
         let call = start(method, params)?;
         let raw = (call.wait_quietly(None, Some(&|| ctx.is_cancelled()))).map_err(|e| match e {
-            _ if !behind.is_alive() => gone(behind),
+            _ if !behind.is_alive() => gone(client, behind),
             // The server's error for a request of the proxy's, not the
             // caller's: not passed off as the caller's call failing with
             // that code, and the server's task id never shown.
@@ -433,7 +443,7 @@ fn follow_task(
             )));
         }
         if !behind.is_alive() {
-            return Err(gone(behind));
+            return Err(gone(client, behind));
         }
         let got = request(method::TASKS_GET, json!({ "taskId": id }));
         let got: GetTaskResult =
@@ -497,14 +507,13 @@ fn cancel_behind(client: &Client, behind: &Arc<Link>, stamp: &Map<String, Value>
 }
 
 /// The error a task of the proxy's ends with when the server process
-/// behind, which ran the task behind, is gone (`follow_task`).
-fn gone(behind: &Link) -> ErrorObject {
-    let how = match behind
-        .restartable
-        .load(std::sync::atomic::Ordering::Acquire)
-    {
-        true => "restarted",
-        false => "exited",
+/// behind, which ran the task behind, is gone (`follow_task`): "restarted"
+/// once the client runs another process in its place, "exited" until
+/// then, or when none follows (no policy, or every restart failed).
+fn gone(client: &Client, behind: &Arc<Link>) -> ErrorObject {
+    let how = match Arc::ptr_eq(&client.link(), behind) {
+        true => "exited",
+        false => "restarted",
     };
     ErrorObject::internal_error(format!(
         "the server behind this proxy {how} while it ran this task, and the task is gone with it"
