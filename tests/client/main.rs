@@ -1160,6 +1160,10 @@ const CHECKS: &[(&str, Check)] = &[
         tasks::a_task_request_outcome_cannot_hand_out_is_cancelled,
     ),
     (
+        "request_outcome_says_why_it_refused_a_task_of_tools_call",
+        tasks::request_outcome_says_why_it_refused_a_task_of_tools_call,
+    ),
+    (
         "task_answers_of_the_wrong_shape_are_errors",
         tasks::task_answers_of_the_wrong_shape_are_errors,
     ),

@@ -567,6 +567,34 @@ pub fn a_task_request_outcome_cannot_hand_out_is_cancelled() -> Result<String, S
     Ok(String::new())
 }
 
+/// Claim (review-late13): `request_outcome("tools/call")` answered with a
+/// task said "the server answered tools/call with a task (resultType
+/// \"task\"), which only tools/call may start": an error that contradicts
+/// itself, and that does not say the task was cancelled or where to get
+/// one. It names what to use instead and that the task was cancelled.
+pub fn request_outcome_says_why_it_refused_a_task_of_tools_call() -> Result<String, String> {
+    let (client, script) = start(tasks_builder(), |peer| {
+        let call = peer.expect("tools/call")?;
+        peer.answer(&call, created("t-said", 20));
+        let cancel = expect_task_request(peer, "tasks/cancel", "t-said")?;
+        peer.answer(&cancel, json!({ "resultType": "complete" }));
+        Ok(())
+    })?;
+    let params = json!({ "name": "slow", "arguments": {} });
+    let outcome = client.request_outcome("tools/call", params, RequestOptions::new());
+    let _peer = script.finish()?;
+    let Err(Error::Protocol(message)) = &outcome else {
+        return Err(format!("want an Error::Protocol, got {outcome:?}"));
+    };
+    ensure!(
+        !message.contains("only tools/call may start")
+            && message.contains("start_tool_call")
+            && message.contains("cancelled"),
+        "the error says: {message}"
+    );
+    Ok(message.clone())
+}
+
 /// Answers of the wrong shape are errors at once, and a task the client
 /// gives up on is cancelled.
 pub fn task_answers_of_the_wrong_shape_are_errors() -> Result<String, String> {
