@@ -112,19 +112,26 @@ impl Client {
             // Spec extensions/tasks: only a `tools/call` may be answered
             // with a task. One made of a `tools/call` (`request_outcome`)
             // is cancelled, not waited for: nobody here hands its id on.
-            Reply::Task(created) => {
-                if method == method::TOOLS_CALL && self.inner.declares_tasks() {
-                    let params = json!({ "taskId": created.task.task_id });
-                    if let Ok(call) =
-                        self.start_request(method::TASKS_CANCEL, params, RequestOptions::new())
-                    {
-                        call.detach();
-                    }
+            Reply::Task(created) if method == method::TOOLS_CALL => {
+                if !self.inner.declares_tasks() {
+                    return Err(Error::Protocol(format!(
+                        "the server answered tools/call with task {}, but this client does not declare the tasks extension (ClientBuilder::tasks)",
+                        created.task.task_id
+                    )));
                 }
-                Err(Error::Protocol(format!(
-                    "the server answered {method} with a task (resultType \"task\"), which only tools/call may start"
-                )))
+                let params = json!({ "taskId": created.task.task_id });
+                if let Ok(call) =
+                    self.start_request(method::TASKS_CANCEL, params, RequestOptions::new())
+                {
+                    call.detach();
+                }
+                Err(Error::Protocol(
+                    "the server answered tools/call with a task, which request_outcome does not follow: the task was cancelled (tasks/cancel); Client::start_tool_call hands tasks out".into(),
+                ))
             }
+            Reply::Task(_) => Err(Error::Protocol(format!(
+                "the server answered {method} with a task (resultType \"task\"), which only tools/call may start"
+            ))),
         }
     }
 
