@@ -912,6 +912,10 @@ const CHECKS: &[(&str, Check)] = &[
         proxy_restarts::a_task_behind_a_restarted_server_fails_and_its_id_never_reaches_the_new_one,
     ),
     (
+        "a_task_behind_a_server_that_died_ends_before_its_next_poll",
+        proxy_restarts::a_task_behind_a_server_that_died_ends_before_its_next_poll,
+    ),
+    (
         "a_task_behind_a_server_whose_restarts_fail_does_not_say_it_restarted",
         proxy_restarts::a_task_behind_a_server_whose_restarts_fail_does_not_say_it_restarted,
     ),

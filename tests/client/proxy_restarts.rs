@@ -286,8 +286,13 @@ pub fn fake_exits_after_first_poll() -> ! {
         line: Vec::new(),
         at: 0,
     };
+    // `pollIntervalMs` of the watched answer: 2 s unless the check says.
+    let poll_ms = (std::env::var("MCP_STDIO_CLIENT_TEST_POLL_MS").ok())
+        .and_then(|ms| ms.parse().ok())
+        .unwrap_or(2000u64);
     let writer = ExitAfterPoll {
         watched: first.then_some(watched),
+        poll_ms,
         line: Vec::new(),
     };
     let server = everything::build();
@@ -335,6 +340,7 @@ impl Read for Noting {
 /// exits.
 struct ExitAfterPoll {
     watched: Option<Arc<Mutex<Option<Value>>>>,
+    poll_ms: u64,
     line: Vec<u8>,
 }
 
@@ -349,7 +355,7 @@ impl Write for ExitAfterPoll {
                 .is_some_and(|id| msg.get("id") == Some(&id) && msg.get("result").is_some());
             let mut out = std::io::stdout().lock();
             if watched {
-                msg["result"]["pollIntervalMs"] = json!(2000);
+                msg["result"]["pollIntervalMs"] = json!(self.poll_ms);
                 writeln!(out, "{msg}")?;
                 out.flush()?;
                 std::process::exit(9);
@@ -620,4 +626,58 @@ pub fn a_task_behind_a_server_that_died_while_its_caller_answered_says_the_serve
         "the server behind exited, yet the task says: {message}"
     );
     Ok(message)
+}
+
+/// Claim (review-late13): the proxy sees the death of the server behind
+/// only at its next poll of the task, up to the server's
+/// `pollIntervalMs` later (10 s, the most the proxy keeps): meanwhile its
+/// caller is told the task is `working`, on a server that is gone. It
+/// ends within a moment of the death.
+pub fn a_task_behind_a_server_that_died_ends_before_its_next_poll() -> Result<String, String> {
+    use mcp_stdio::ToolCallStart;
+    let wire = Wire::new("proxy-task-died");
+    let mut command = server_command("exits-after-first-poll", Some(&wire));
+    command.env("MCP_STDIO_CLIENT_TEST_POLL_MS", "10000");
+    let (note_tx, notes) = crossbeam_channel::unbounded::<String>();
+    let client = builder()
+        .trace(move |note| {
+            let _ = note_tx.send(note.to_owned());
+        })
+        .spawn(command)
+        .map_err(|e| format!("connecting failed: {e}"))?;
+    let client = Arc::new(client);
+    let proxy = mcp_stdio::proxy::serve_as(Arc::clone(&client))
+        .map_err(|e| format!("serve_as failed: {e}"))?;
+    let (ours, theirs) = Transport::memory();
+    let serving = proxy.clone();
+    thread::spawn(move || serving.serve(theirs));
+    let caller = builder()
+        .request_timeout(WAIT)
+        .tasks(true)
+        .connect(ours)
+        .map_err(|e| format!("the caller could not connect: {e}"))?;
+    let args = json!({ "seconds": 60, "label": "died" });
+    let started = caller.start_tool_call("slow_compute", args, RequestOptions::new());
+    let Ok(ToolCallStart::Task(handle)) = started else {
+        return Err(format!("want a task of the proxy's, got {started:?}"));
+    };
+    let deadline = Instant::now() + WAIT;
+    let died = loop {
+        match notes.recv_deadline(deadline) {
+            Ok(note) if note.contains("the server exited") => break Instant::now(),
+            Ok(_) => {}
+            Err(_) => return Err("the server behind never exited".into()),
+        }
+    };
+    let ended = task_ends(&handle, WAIT);
+    let took = died.elapsed();
+    let _ = client.close_shared();
+    proxy.stop_handle().stop();
+    let ended = ended?;
+    ensure!(
+        took < Duration::from_secs(3),
+        "the task ended {took:?} after the server behind exited: {:?}",
+        ended.error.map(|e| e.message)
+    );
+    Ok(format!("ended {} after the death", ms(took)))
 }
