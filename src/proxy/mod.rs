@@ -94,7 +94,7 @@ mod updates;
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
@@ -370,10 +370,11 @@ fn tasks_of(capabilities: &ServerCapabilities) -> Option<JsonObject> {
 /// could even name another task there. So the old id never goes to the
 /// new process (no `tasks/get`, no `tasks/cancel`), and the proxy's task
 /// ends `failed`, with a message saying the server behind restarted (or
-/// exited, when no other process has replaced it by then: no restart
-/// policy, every restart failed, or one still under way). A request about
+/// exited, when no other process replaced it: no restart policy, or every
+/// restart failed; a restart under way is waited for). A request about
 /// the task that finds the link dead, whether it was sent or refused
-/// there, ends the task with that message too. A server whose tasks
+/// there, ends the task with that message too, and so does a death
+/// between two polls, seen within `DEATH_LOOK`. A server whose tasks
 /// outlive its process (a shared store) is not told apart: its task is
 /// given up all the same, and runs on there until it ends or its `ttlMs`
 /// passes.
@@ -401,7 +402,7 @@ fn follow_task(
         (client.start_request_on(behind, method, params, RequestOptions::new())).map_err(|e| {
             match behind.is_alive() {
                 true => failed(method, e),
-                false => gone(client, behind),
+                false => gone(client, behind, ctx),
             }
         })
     };
@@ -412,7 +413,7 @@ fn follow_task(
     let request = |method: &str, params: Value| -> Result<Value, ErrorObject> {
         let call = start(method, params)?;
         let raw = (call.wait_quietly(None, Some(&|| ctx.is_cancelled()))).map_err(|e| match e {
-            _ if !behind.is_alive() => gone(client, behind),
+            _ if !behind.is_alive() => gone(client, behind, ctx),
             // The server's error for a request of the proxy's, not the
             // caller's: not passed off as the caller's call failing with
             // that code, and the server's task id never shown.
@@ -443,7 +444,7 @@ fn follow_task(
             )));
         }
         if !behind.is_alive() {
-            return Err(gone(client, behind));
+            return Err(gone(client, behind, ctx));
         }
         let got = request(method::TASKS_GET, json!({ "taskId": id }));
         let got: GetTaskResult =
@@ -487,13 +488,30 @@ fn follow_task(
             TaskStatus::Working => {}
         }
         let interval = Duration::from_millis(poll.unwrap_or(1000));
-        ctx.wait_cancelled(interval.clamp(Duration::from_millis(10), Duration::from_secs(10)));
+        let until = Instant::now() + interval.clamp(Duration::from_millis(10), MAX_POLL);
+        // The wait ends early when the caller cancels, and when the server
+        // behind dies (looked at every `DEATH_LOOK`): its task is gone, and
+        // the caller is not told it is `working` until the next poll.
+        while behind.is_alive() {
+            let left = until.saturating_duration_since(Instant::now());
+            if left.is_zero() || ctx.wait_cancelled(left.min(DEATH_LOOK)) {
+                break;
+            }
+        }
     })();
     // Ended (or given up, the work taken already): the stop has nothing
     // left to cancel.
     ctx.server().forget_at_stop(at_stop);
     followed
 }
+
+/// The longest wait between two polls of a task behind, whatever the
+/// server's `pollIntervalMs`.
+const MAX_POLL: Duration = Duration::from_secs(10);
+
+/// How often a wait between two polls looks whether the server behind
+/// died (`follow_task`).
+const DEATH_LOOK: Duration = Duration::from_millis(100);
 
 /// Sends `tasks/cancel` behind for the task `id`, without waiting for its
 /// answer, which changes nothing; only on `behind`, the connection to the
@@ -507,13 +525,22 @@ fn cancel_behind(client: &Client, behind: &Arc<Link>, stamp: &Map<String, Value>
 }
 
 /// The error a task of the proxy's ends with when the server process
-/// behind, which ran the task behind, is gone (`follow_task`): "restarted"
-/// once the client runs another process in its place, "exited" until
-/// then, or when none follows (no policy, or every restart failed).
-fn gone(client: &Client, behind: &Arc<Link>) -> ErrorObject {
-    let how = match Arc::ptr_eq(&client.link(), behind) {
-        true => "exited",
-        false => "restarted",
+/// behind, which ran the task behind, is gone (`follow_task`): once the
+/// client's restart, if one follows, is over (looked at every
+/// `DEATH_LOOK`; a caller that cancels, or a stop, ends the wait),
+/// "restarted" if another process runs in its place, else "exited" (no
+/// restart policy, or every restart failed).
+fn gone(client: &Client, behind: &Arc<Link>, ctx: &RequestContext) -> ErrorObject {
+    let restarted = loop {
+        match client.restarted(behind) {
+            Some(restarted) => break restarted,
+            None if ctx.wait_cancelled(DEATH_LOOK) => break false,
+            None => {}
+        }
+    };
+    let how = match restarted {
+        true => "restarted",
+        false => "exited",
     };
     ErrorObject::internal_error(format!(
         "the server behind this proxy {how} while it ran this task, and the task is gone with it"
