@@ -1164,6 +1164,10 @@ const CHECKS: &[(&str, Check)] = &[
         tasks::a_task_request_outcome_cannot_hand_out_is_cancelled,
     ),
     (
+        "a_task_made_after_the_second_round_timed_out_is_cancelled",
+        tasks::a_task_made_after_the_second_round_timed_out_is_cancelled,
+    ),
+    (
         "request_outcome_says_why_it_refused_a_task_of_tools_call",
         tasks::request_outcome_says_why_it_refused_a_task_of_tools_call,
     ),

@@ -567,6 +567,47 @@ pub fn a_task_request_outcome_cannot_hand_out_is_cancelled() -> Result<String, S
     Ok(String::new())
 }
 
+/// A `tools/call` of several rounds (`input_required`, answered, sent
+/// again) whose last round times out, and whose late answer to that round
+/// is a task: the task gets its `tasks/cancel`, as for a call of one
+/// round (review-late13: `rounds` arms every round; this guards it). An
+/// earlier round, answered in time, has nothing late.
+pub fn a_task_made_after_the_second_round_timed_out_is_cancelled() -> Result<String, String> {
+    const TIMEOUT: Duration = Duration::from_secs(1);
+    let builder = tasks_builder().on_elicitation(|_| Ok(ElicitResult::decline()));
+    let (client, script) = start(builder, move |peer| {
+        let first = peer.expect("tools/call")?;
+        let one = json!({ "name": elicit("Who?") });
+        peer.answer(
+            &first,
+            json!({ "resultType": "input_required", "inputRequests": one }),
+        );
+        let second = peer.expect("tools/call")?;
+        ensure!(
+            second["params"]["inputResponses"]["name"] == json!({ "action": "decline" }),
+            "the second round: {second}"
+        );
+        let cancelled = peer.next()?;
+        ensure!(
+            method_of(&cancelled) == Some("notifications/cancelled")
+                && cancelled["params"]["requestId"] == second["id"],
+            "want notifications/cancelled of the second round, the client wrote {cancelled}"
+        );
+        peer.answer(&second, created("t-round-2", 20));
+        let cancel = expect_task_request(peer, "tasks/cancel", "t-round-2")?;
+        peer.answer(&cancel, json!({ "resultType": "complete" }));
+        Ok(())
+    })?;
+    let options = RequestOptions::new().timeout(TIMEOUT);
+    let started = client.start_tool_call("slow", json!({}), options);
+    let _peer = script.finish()?;
+    ensure!(
+        matches!(started, Err(Error::Timeout)),
+        "want Error::Timeout, got {started:?}"
+    );
+    Ok(String::new())
+}
+
 /// Claim (review-late13): `request_outcome("tools/call")` answered with a
 /// task said "the server answered tools/call with a task (resultType
 /// \"task\"), which only tools/call may start": an error that contradicts
