@@ -12,7 +12,8 @@ use crate::client::link::{Delivery, Late, LateReply, Link};
 use crate::error::Error;
 use crate::jsonrpc::{RequestId, encode_notification};
 use crate::types::{
-    LoggingLevel, LoggingMessageNotificationParams, ProgressNotificationParams, method,
+    CreateTaskResult, LoggingLevel, LoggingMessageNotificationParams, ProgressNotificationParams,
+    ResultType, method,
 };
 
 type ProgressFn = dyn FnMut(&ProgressNotificationParams) + Send;
@@ -200,17 +201,27 @@ impl PendingCall {
     /// `Client::stamp`) is sent there, its answer not waited for. Past
     /// that end the reply is dropped as any other, and so is one whose
     /// entry went to keep a link's late entries within `MAX_LATE`; the
-    /// rule is `Link::forget_but_hear`. For a proxy's `tools/call`, whose answer
-    /// may be a task the server made just as the caller cancelled: that
-    /// task gets its `tasks/cancel` (`proxy::forward`). `then` must not
-    /// wait: it runs where every reply of the client is read.
-    #[cfg(feature = "server")]
+    /// rule is `Link::forget_but_hear`. For a `tools/call`, whose answer
+    /// may be a task the server made just as the call was given up on
+    /// ([`cancel_late_task`](PendingCall::cancel_late_task)). `then` must
+    /// not wait: it runs where every reply of the client is read.
     pub(crate) fn on_late_reply(
         mut self,
         then: impl FnOnce(&RawValue) -> Option<(&'static str, serde_json::Value)> + Send + 'static,
     ) -> Self {
         self.late = Some(Box::new(then));
         self
+    }
+
+    /// [`on_late_reply`](PendingCall::on_late_reply) for a `tools/call`
+    /// that may be answered with a task (its request declared the Tasks
+    /// extension): a late answer that is a task (`CreateTaskResult`) gets
+    /// its `tasks/cancel`, with `params` (stamped, `Client::stamp`) and the
+    /// task's id, not waited for. Nobody else ever learns that id, so the
+    /// task would otherwise run on the server with nobody to poll it or
+    /// take its result. Any other late answer is dropped.
+    pub(crate) fn cancel_late_task(self, params: serde_json::Value) -> Self {
+        self.on_late_reply(move |reply| cancel_made_task(reply, params))
     }
 
     /// Stops waiting without a word to the server: the reply, whenever it
@@ -349,6 +360,21 @@ impl PendingCall {
         }
         true
     }
+}
+
+/// The `tasks/cancel` for the task a late answer to a `tools/call` names
+/// (`params`, stamped, with its id), if it names one; run on the client's
+/// reader ([`PendingCall::cancel_late_task`]).
+fn cancel_made_task(
+    reply: &RawValue,
+    mut params: serde_json::Value,
+) -> Option<(&'static str, serde_json::Value)> {
+    let created: CreateTaskResult = serde_json::from_str(reply.get()).ok()?;
+    if created.result_type != Some(ResultType::Task) {
+        return None;
+    }
+    params["taskId"] = created.task.task_id.into();
+    Some((method::TASKS_CANCEL, params))
 }
 
 impl Drop for PendingCall {

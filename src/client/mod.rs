@@ -353,10 +353,25 @@ impl Client {
     /// (`shared::stamp_for`, no log level, no progress): the params of a
     /// request sent where the client is not at hand (a late reply's,
     /// `PendingCall::on_late_reply`).
-    #[cfg(feature = "server")]
     pub(crate) fn stamp(&self, params: serde_json::Value) -> Result<serde_json::Value, Error> {
         let no_id = crate::jsonrpc::RequestId::Number(0);
         shared::stamp_for(&self.inner, params, &no_id, None, false)
+    }
+
+    /// [`Client::start_request`] on `link`, a connection of this client's
+    /// (`PendingCall::link`), and only there: on one that died (the server
+    /// behind it exited, maybe restarted since) it fails with
+    /// [`Error::Disconnected`]. For the requests about something that
+    /// lives on one server process only: its tasks (`proxy::follow_task`).
+    #[cfg(feature = "server")]
+    pub(crate) fn start_request_on(
+        &self,
+        link: &Arc<Link>,
+        method: &str,
+        params: serde_json::Value,
+        options: RequestOptions,
+    ) -> Result<PendingCall, Error> {
+        (self.inner).start_request_on(Arc::clone(link), method, params, options)
     }
 
     /// The current connection.

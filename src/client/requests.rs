@@ -70,7 +70,10 @@ impl Client {
     /// options (timeout, progress, logs) are those of the first round; the
     /// retries keep the timeout. A task (`resultType: "task"`) is an error
     /// here, as in every typed method but `tools/call` with
-    /// [`ClientBuilder::tasks`](crate::ClientBuilder::tasks) on.
+    /// [`ClientBuilder::tasks`](crate::ClientBuilder::tasks) on; a task made
+    /// of a `tools/call` here is cancelled (`tasks/cancel`, not waited
+    /// for), since its id is handed to nobody: use
+    /// [`Client::start_tool_call`] to get it.
     ///
     /// ```no_run
     /// # let client = mcp_stdio::Client::spawn(std::process::Command::new("my-mcp-server"))?;
@@ -107,7 +110,25 @@ impl Client {
         match self.rounds(method, params, options)? {
             Reply::Outcome(outcome) => Ok(outcome),
             // Spec extensions/tasks: only a `tools/call` may be answered
-            // with a task.
+            // with a task. One made of a `tools/call` (`request_outcome`)
+            // is cancelled, not waited for: nobody here hands its id on.
+            Reply::Task(created) if method == method::TOOLS_CALL => {
+                if !self.inner.declares_tasks() {
+                    return Err(Error::Protocol(format!(
+                        "the server answered tools/call with task {}, but this client does not declare the tasks extension (ClientBuilder::tasks)",
+                        created.task.task_id
+                    )));
+                }
+                let params = json!({ "taskId": created.task.task_id });
+                if let Ok(call) =
+                    self.start_request(method::TASKS_CANCEL, params, RequestOptions::new())
+                {
+                    call.detach();
+                }
+                Err(Error::Protocol(
+                    "the server answered tools/call with a task, which request_outcome does not follow: the task was cancelled (tasks/cancel); Client::start_tool_call hands tasks out".into(),
+                ))
+            }
             Reply::Task(_) => Err(Error::Protocol(format!(
                 "the server answered {method} with a task (resultType \"task\"), which only tools/call may start"
             ))),
@@ -116,7 +137,10 @@ impl Client {
 
     /// The rounds of a request that may be `input_required`: answered with
     /// the application's handlers and retried, up to the round limit, until
-    /// a final result, a task, or input no handler can give.
+    /// a final result, a task, or input no handler can give. A round of a
+    /// `tools/call` that declares the Tasks extension and is given up on
+    /// (its timeout) still hears its answer for that timeout again: a task
+    /// made of it gets its `tasks/cancel` (`PendingCall::cancel_late_task`).
     pub(crate) fn rounds<T: DeserializeOwned>(
         &self,
         method: &str,
@@ -127,6 +151,13 @@ impl Client {
         let mut params = params;
         let mut options = Some(options);
         let max_rounds = self.inner.options.max_input_rounds;
+        // A `tools/call` that declares the extension may be answered with
+        // a task: one whose answer comes after the call was given up on is
+        // cancelled, for nobody else learns its id.
+        let cancel_late_task = match method == method::TOOLS_CALL && self.inner.declares_tasks() {
+            true => Some(self.stamp(json!({}))?),
+            false => None,
+        };
         for round in 0.. {
             // Callbacks belong to the first round; retries keep the
             // timeout and `reset_timeout_on_progress`'s `max` (each round is
@@ -136,7 +167,11 @@ impl Client {
                 reset_on_progress,
                 ..RequestOptions::default()
             });
-            let raw = self.start_request(method, params.clone(), opts)?.wait()?;
+            let mut call = self.start_request(method, params.clone(), opts)?;
+            if let Some(cancel) = &cancel_late_task {
+                call = call.cancel_late_task(cancel.clone());
+            }
+            let raw = call.wait()?;
             let reply = parse_reply::<T>(&raw).map_err(|e| match e {
                 Error::Json(e) => {
                     Error::Protocol(format!("the server's {method} result is invalid: {e}"))

@@ -260,6 +260,28 @@ impl Client {
     /// policy, or none left); false once the restarts run out or the
     /// client closes. Bounded by the restarts: each attempt ends, and the
     /// last one gives up.
+    /// [`wait_restarted`](Client::wait_restarted) without the wait:
+    /// `Some(true)` once another connection replaced `dead`, `Some(false)`
+    /// when none will (it still works, no restart follows, the restarts
+    /// ran out or the client closes), `None` while a restart is under way.
+    #[cfg(feature = "server")]
+    pub(crate) fn restarted(&self, dead: &Arc<Link>) -> Option<bool> {
+        let inner = &self.inner;
+        if !Arc::ptr_eq(&lock(&inner.link), dead) {
+            return Some(true);
+        }
+        let over = dead.is_alive()
+            || !dead.restartable.load(Ordering::Acquire)
+            || inner.closing.load(Ordering::Acquire)
+            || inner.given_up.load(Ordering::Acquire);
+        // The link may have been replaced just before `given_up` was set
+        // (a later death whose restarts ran out): look again.
+        match over {
+            true => Some(!Arc::ptr_eq(&lock(&inner.link), dead)),
+            false => None,
+        }
+    }
+
     #[cfg_attr(not(feature = "server"), allow(dead_code))]
     pub(crate) fn wait_restarted(&self, dead: &Arc<Link>) -> bool {
         let inner = &self.inner;

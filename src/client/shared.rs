@@ -88,6 +88,20 @@ impl ClientInner {
         options: RequestOptions,
     ) -> Result<PendingCall, Error> {
         let link = Arc::clone(&lock(&self.link));
+        self.start_request_on(link, method, params, options)
+    }
+
+    /// [`start_request`](ClientInner::start_request) on `link`, whether or
+    /// not it is still the current connection: a request on one that
+    /// died fails with [`Error::Disconnected`], and never reaches the
+    /// server started again in its place.
+    pub fn start_request_on(
+        &self,
+        link: Arc<Link>,
+        method: &str,
+        params: Value,
+        options: RequestOptions,
+    ) -> Result<PendingCall, Error> {
         let id = link.next_id();
         let log_level = options.log.as_ref().map(|(level, _)| *level);
         let params = stamp_for(self, params, &id, log_level, options.progress.is_some())?;

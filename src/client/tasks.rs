@@ -132,6 +132,14 @@ impl Client {
     /// [`Error::Protocol`]. The handle's requests wait at most
     /// `options`' timeout, else the client's request timeout. See
     /// [`ToolCallStart`] for an example.
+    ///
+    /// A call the server does not answer within that timeout fails with
+    /// [`Error::Timeout`] (the server is sent `notifications/cancelled`),
+    /// whatever comes after. A task the server still makes of it, its
+    /// answer crossing the cancellation on the wire, is cancelled: an
+    /// answer that comes within the timeout again, counted from the
+    /// give-up, and names a task gets that task's `tasks/cancel` (not
+    /// waited for), since nobody else ever learns its id.
     pub fn start_tool_call(
         &self,
         name: &str,

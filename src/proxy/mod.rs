@@ -70,9 +70,12 @@
 //!   that task cancelled too: the call's late reply is heard until the
 //!   client's request timeout from the give-up
 //!   (`PendingCall::on_late_reply`, the rule in `Link::forget_but_hear`).
-//!   No `tasks/cancel` is waited for. A caller that does not declare the
-//!   extension gets the answer at once, or the server's `-32021` for a
-//!   tool it runs only as a task. Task ids are the proxy's: a caller
+//!   No `tasks/cancel` is waited for. A task behind lives in the server
+//!   process that made it: once that process is gone (exited, and maybe
+//!   restarted by the client), the proxy's task fails saying so, and the
+//!   old task id is never sent to the new process (`follow_task`). A
+//!   caller that does not declare the extension gets the answer at once,
+//!   or the server's `-32021` for a tool it runs only as a task. Task ids are the proxy's: a caller
 //!   never sees the server's.
 //!
 //! Not passed through: the server's log messages (see **Calls**), and its
@@ -91,13 +94,12 @@ mod updates;
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde::de::DeserializeOwned;
-use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
-use crate::client::{Client, Era, RequestOptions};
+use crate::client::{Client, Era, Link, RequestOptions};
 use crate::error::Error;
 use crate::jsonrpc::ErrorObject;
 use crate::outcome::Outcome;
@@ -106,7 +108,7 @@ use crate::server::context::RequestContext;
 use crate::server::handlers::ResourceRequest;
 use crate::types::{
     CompleteRequestParams, CompleteResult, CreateTaskResult, GetTaskResult, InputRequests,
-    InputRequiredResult, JsonObject, ProgressNotificationParams, ReadResourceResult, ResultType,
+    InputRequiredResult, JsonObject, ProgressNotificationParams, ReadResourceResult,
     ServerCapabilities, TASKS_EXTENSION, Task, TaskStatus, meta_key, method,
 };
 
@@ -289,7 +291,7 @@ fn forward<T: DeserializeOwned>(
     // come, crossing the cancellation on the wire (a server MAY answer a
     // request it had finished): a task it names is cancelled behind, for
     // nobody else learns its id. Heard until the client's request timeout
-    // from the give-up (`PendingCall::on_late_reply`). Only a caller that
+    // from the give-up (`PendingCall::cancel_late_task`). Only a caller that
     // declares the extension may be answered with a task.
     let may_be_a_task = (meta.client_capabilities_raw().get("extensions"))
         .and_then(Value::as_object)
@@ -302,8 +304,11 @@ fn forward<T: DeserializeOwned>(
         .start_request(method, params, options)
         .map_err(|e| failed(method, e))?;
     if let Some(cancel) = cancel_late_task {
-        call = call.on_late_reply(move |reply| cancel_made_task(reply, cancel));
+        call = call.cancel_late_task(cancel);
     }
+    // The connection, and so the server process, the answer comes from: a
+    // task it names lives there only.
+    let behind = Arc::clone(&call.link);
     let raw = call.wait_unless(|| {
         relay();
         ctx.is_cancelled()
@@ -314,7 +319,7 @@ fn forward<T: DeserializeOwned>(
     let mut value: Value = serde_json::from_str(raw.get()).map_err(internal)?;
     if modern && value.get("resultType").and_then(Value::as_str) == Some("task") {
         let created: CreateTaskResult = serde_json::from_value(value).map_err(internal)?;
-        value = follow_task(client, ctx, &stamp, created.task)?;
+        value = follow_task(client, &behind, ctx, &stamp, created.task)?;
     }
     if value.get("resultType").and_then(Value::as_str) == Some("input_required") {
         let asked: InputRequiredResult = serde_json::from_value(value).map_err(internal)?;
@@ -323,18 +328,6 @@ fn forward<T: DeserializeOwned>(
     serde_json::from_value(value)
         .map(Outcome::Complete)
         .map_err(|e| ErrorObject::internal_error(format!("the server behind this proxy answered {method} with a result of the wrong shape: {e}")))
-}
-
-/// The `tasks/cancel` for the task a late answer to a `tools/call` names
-/// (`params`, stamped, with its id), if it names one; run on the client's
-/// reader ([`forward`]).
-fn cancel_made_task(reply: &RawValue, mut params: Value) -> Option<(&'static str, Value)> {
-    let created: CreateTaskResult = serde_json::from_str(reply.get()).ok()?;
-    if created.result_type != Some(ResultType::Task) {
-        return None;
-    }
-    params["taskId"] = created.task.task_id.into();
-    Some((method::TASKS_CANCEL, params))
 }
 
 /// The Tasks extension, when `capabilities` declare it: the only
@@ -368,24 +361,50 @@ fn tasks_of(capabilities: &ServerCapabilities) -> Option<JsonObject> {
 /// task is followed, the work that sends its `tasks/cancel` (not waited
 /// for) and lets this follower go; whoever takes that work out sends the
 /// `tasks/cancel`, once: the stop, or a give-up here.
+///
+/// A task lives in the server process that made it, reached through
+/// `behind`, the client's connection to it, and every request about the
+/// task goes there only (`Client::start_request_on`). When that process
+/// exits, the task is gone with it: the client may start the server again
+/// (`RestartPolicy`), but the new process never knew the task, and its id
+/// could even name another task there. So the old id never goes to the
+/// new process (no `tasks/get`, no `tasks/cancel`), and the proxy's task
+/// ends `failed`, with a message saying the server behind restarted (or
+/// exited, when no other process replaced it: no restart policy, or every
+/// restart failed; a restart under way is waited for). A request about
+/// the task that finds the link dead, whether it was sent or refused
+/// there, ends the task with that message too, and so does a death
+/// between two polls, seen within `DEATH_LOOK`. A server whose tasks
+/// outlive its process (a shared store) is not told apart: its task is
+/// given up all the same, and runs on there until it ends or its `ttlMs`
+/// passes.
 fn follow_task(
     client: &Arc<Client>,
+    behind: &Arc<Link>,
     ctx: &RequestContext,
     stamp: &Map<String, Value>,
     task: Task,
 ) -> Result<Value, ErrorObject> {
     let id = task.task_id;
     let at_stop = {
-        let (client, stamp, id) = (Arc::clone(client), stamp.clone(), id.clone());
+        let (client, behind) = (Arc::clone(client), Arc::clone(behind));
+        let (stamp, id) = (stamp.clone(), id.clone());
         let token = ctx.cancel_token();
         ctx.server().at_stop(move || {
-            cancel_behind(&client, &stamp, &id);
+            cancel_behind(&client, &behind, &stamp, &id);
             token.cancel();
         })
     };
     let start = |method: &str, mut params: Value| {
         params["_meta"] = Value::Object(stamp.clone());
-        (client.start_request(method, params, RequestOptions::new())).map_err(|e| failed(method, e))
+        // A link that died meanwhile (while the caller was asked for
+        // input, say) refuses the request: the task is gone with it.
+        (client.start_request_on(behind, method, params, RequestOptions::new())).map_err(|e| {
+            match behind.is_alive() {
+                true => failed(method, e),
+                false => gone(client, behind, ctx),
+            }
+        })
     };
     // A poll or an update behind that hangs is given up on as soon as the
     // caller cancels, not at the client's request timeout, and quietly:
@@ -394,6 +413,7 @@ fn follow_task(
     let request = |method: &str, params: Value| -> Result<Value, ErrorObject> {
         let call = start(method, params)?;
         let raw = (call.wait_quietly(None, Some(&|| ctx.is_cancelled()))).map_err(|e| match e {
+            _ if !behind.is_alive() => gone(client, behind, ctx),
             // The server's error for a request of the proxy's, not the
             // caller's: not passed off as the caller's call failing with
             // that code, and the server's task id never shown.
@@ -411,7 +431,7 @@ fn follow_task(
     // the stop did it.
     let cancel = |why: ErrorObject| {
         if ctx.server().forget_at_stop(at_stop) {
-            cancel_behind(client, stamp, &id);
+            cancel_behind(client, behind, stamp, &id);
         }
         why
     };
@@ -422,6 +442,9 @@ fn follow_task(
             return Err(cancel(ErrorObject::internal_error(
                 "the caller cancelled the task, or the proxy stopped",
             )));
+        }
+        if !behind.is_alive() {
+            return Err(gone(client, behind, ctx));
         }
         let got = request(method::TASKS_GET, json!({ "taskId": id }));
         let got: GetTaskResult =
@@ -465,7 +488,16 @@ fn follow_task(
             TaskStatus::Working => {}
         }
         let interval = Duration::from_millis(poll.unwrap_or(1000));
-        ctx.wait_cancelled(interval.clamp(Duration::from_millis(10), Duration::from_secs(10)));
+        let until = Instant::now() + interval.clamp(Duration::from_millis(10), MAX_POLL);
+        // The wait ends early when the caller cancels, and when the server
+        // behind dies (looked at every `DEATH_LOOK`): its task is gone, and
+        // the caller is not told it is `working` until the next poll.
+        while behind.is_alive() {
+            let left = until.saturating_duration_since(Instant::now());
+            if left.is_zero() || ctx.wait_cancelled(left.min(DEATH_LOOK)) {
+                break;
+            }
+        }
     })();
     // Ended (or given up, the work taken already): the stop has nothing
     // left to cancel.
@@ -473,13 +505,46 @@ fn follow_task(
     followed
 }
 
+/// The longest wait between two polls of a task behind, whatever the
+/// server's `pollIntervalMs`.
+const MAX_POLL: Duration = Duration::from_secs(10);
+
+/// How often a wait between two polls looks whether the server behind
+/// died (`follow_task`).
+const DEATH_LOOK: Duration = Duration::from_millis(100);
+
 /// Sends `tasks/cancel` behind for the task `id`, without waiting for its
-/// answer, which changes nothing.
-fn cancel_behind(client: &Client, stamp: &Map<String, Value>, id: &str) {
+/// answer, which changes nothing; only on `behind`, the connection to the
+/// process that made the task (nothing is sent once it died).
+fn cancel_behind(client: &Client, behind: &Arc<Link>, stamp: &Map<String, Value>, id: &str) {
     let params = json!({ "taskId": id, "_meta": stamp });
-    if let Ok(call) = client.start_request(method::TASKS_CANCEL, params, RequestOptions::new()) {
+    let options = RequestOptions::new();
+    if let Ok(call) = client.start_request_on(behind, method::TASKS_CANCEL, params, options) {
         call.detach();
     }
+}
+
+/// The error a task of the proxy's ends with when the server process
+/// behind, which ran the task behind, is gone (`follow_task`): once the
+/// client's restart, if one follows, is over (looked at every
+/// `DEATH_LOOK`; a caller that cancels, or a stop, ends the wait),
+/// "restarted" if another process runs in its place, else "exited" (no
+/// restart policy, or every restart failed).
+fn gone(client: &Client, behind: &Arc<Link>, ctx: &RequestContext) -> ErrorObject {
+    let restarted = loop {
+        match client.restarted(behind) {
+            Some(restarted) => break restarted,
+            None if ctx.wait_cancelled(DEATH_LOOK) => break false,
+            None => {}
+        }
+    };
+    let how = match restarted {
+        true => "restarted",
+        false => "exited",
+    };
+    ErrorObject::internal_error(format!(
+        "the server behind this proxy {how} while it ran this task, and the task is gone with it"
+    ))
 }
 
 /// On a caller's retry: the answers, and the server's own `requestState`

@@ -129,6 +129,8 @@ fn run_server(mode: &str) -> ! {
         "restarts-silent" => closing::fake_restarts_silent(),
         "exits-at-every-listen" => proxy_restarts::fake_exits_at_listen(true),
         "exits-at-first-listen" => proxy_restarts::fake_exits_at_listen(false),
+        "exits-after-first-poll" => proxy_restarts::fake_exits_after_first_poll(),
+        "exits-after-input-required" => proxy_restarts::fake_exits_after_input_required(),
         "grandchild-holds-stdout" => closing::fake_grandchild_holds_stdout(),
         // Not a server: a grandchild that holds its parent's stdout.
         "holds-stdout" => closing::run_holds_stdout(),
@@ -905,6 +907,22 @@ const CHECKS: &[(&str, Check)] = &[
         "restarts_that_never_spawn_end_the_proxy_thread",
         proxy_restarts::restarts_that_never_spawn_end_the_proxy_thread,
     ),
+    (
+        "a_task_behind_a_restarted_server_fails_and_its_id_never_reaches_the_new_one",
+        proxy_restarts::a_task_behind_a_restarted_server_fails_and_its_id_never_reaches_the_new_one,
+    ),
+    (
+        "a_task_behind_a_server_that_died_ends_before_its_next_poll",
+        proxy_restarts::a_task_behind_a_server_that_died_ends_before_its_next_poll,
+    ),
+    (
+        "a_task_behind_a_server_whose_restarts_fail_does_not_say_it_restarted",
+        proxy_restarts::a_task_behind_a_server_whose_restarts_fail_does_not_say_it_restarted,
+    ),
+    (
+        "a_task_behind_a_server_that_died_while_its_caller_answered_says_the_server_exited",
+        proxy_restarts::a_task_behind_a_server_that_died_while_its_caller_answered_says_the_server_exited,
+    ),
     // 5. Close escalation.
     ("close_escalates_to_sigterm", close_escalates_to_sigterm),
     ("close_escalates_to_sigkill", close_escalates_to_sigkill),
@@ -1136,6 +1154,22 @@ const CHECKS: &[(&str, Check)] = &[
     (
         "a_task_past_the_timeout_is_cancelled",
         tasks::a_task_past_the_timeout_is_cancelled,
+    ),
+    (
+        "a_task_made_after_the_call_timed_out_is_cancelled",
+        tasks::a_task_made_after_the_call_timed_out_is_cancelled,
+    ),
+    (
+        "a_task_request_outcome_cannot_hand_out_is_cancelled",
+        tasks::a_task_request_outcome_cannot_hand_out_is_cancelled,
+    ),
+    (
+        "a_task_made_after_the_second_round_timed_out_is_cancelled",
+        tasks::a_task_made_after_the_second_round_timed_out_is_cancelled,
+    ),
+    (
+        "request_outcome_says_why_it_refused_a_task_of_tools_call",
+        tasks::request_outcome_says_why_it_refused_a_task_of_tools_call,
     ),
     (
         "task_answers_of_the_wrong_shape_are_errors",

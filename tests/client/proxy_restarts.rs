@@ -267,3 +267,417 @@ pub fn restarts_that_never_spawn_end_the_proxy_thread() -> Result<String, String
     );
     Ok(String::new())
 }
+
+/// The everything server, each line it reads appended to the wire file
+/// (after the `{"event":"started"}` of its start). On its first start it
+/// exits (status 9) right after it wrote its answer to the first
+/// `tasks/get`, an answer whose `pollIntervalMs` it makes 2 s: the client
+/// behind the proxy restarts it while the proxy waits to poll again.
+pub fn fake_exits_after_first_poll() -> ! {
+    let path = std::env::var_os(WIRE_ENV).expect("the wire file");
+    let first = !std::fs::read_to_string(&path)
+        .unwrap_or_default()
+        .contains("started");
+    record(&path, "started");
+    let watched = Arc::new(Mutex::new(None::<Value>));
+    let reader = Noting {
+        path: path.into(),
+        watched: first.then(|| Arc::clone(&watched)),
+        line: Vec::new(),
+        at: 0,
+    };
+    // `pollIntervalMs` of the watched answer: 2 s unless the check says.
+    let poll_ms = (std::env::var("MCP_STDIO_CLIENT_TEST_POLL_MS").ok())
+        .and_then(|ms| ms.parse().ok())
+        .unwrap_or(2000u64);
+    let writer = ExitAfterPoll {
+        watched: first.then_some(watched),
+        poll_ms,
+        line: Vec::new(),
+    };
+    let server = everything::build();
+    let _ = server.serve(Transport::new(BufReader::new(reader), writer));
+    std::process::exit(0)
+}
+
+/// Reads stdin a line at a time, appends each to the wire file, and
+/// notes the id of the first `tasks/get` in `watched`.
+struct Noting {
+    path: PathBuf,
+    watched: Option<Arc<Mutex<Option<Value>>>>,
+    line: Vec<u8>,
+    at: usize,
+}
+
+impl Read for Noting {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if self.at == self.line.len() {
+            self.line.clear();
+            self.at = 0;
+            std::io::stdin().lock().read_until(b'\n', &mut self.line)?;
+            let mut file = OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&self.path)?;
+            file.write_all(&self.line)?;
+            if let Some(watched) = &self.watched {
+                let msg: Value = serde_json::from_slice(&self.line).unwrap_or_default();
+                let mut watched = watched.lock().unwrap();
+                if method_of(&msg) == Some("tasks/get") && watched.is_none() {
+                    *watched = Some(msg["id"].clone());
+                }
+            }
+        }
+        let n = buf.len().min(self.line.len() - self.at);
+        buf[..n].copy_from_slice(&self.line[self.at..self.at + n]);
+        self.at += n;
+        Ok(n)
+    }
+}
+
+/// Writes the server's lines to stdout; the answer to the watched
+/// `tasks/get` goes with `pollIntervalMs: 2000`, and then the process
+/// exits.
+struct ExitAfterPoll {
+    watched: Option<Arc<Mutex<Option<Value>>>>,
+    poll_ms: u64,
+    line: Vec<u8>,
+}
+
+impl Write for ExitAfterPoll {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.line.extend_from_slice(buf);
+        while let Some(end) = self.line.iter().position(|&b| b == b'\n') {
+            let line: Vec<u8> = self.line.drain(..=end).collect();
+            let mut msg: Value = serde_json::from_slice(&line).unwrap_or_default();
+            let watched = (self.watched.as_ref())
+                .and_then(|w| w.lock().unwrap().clone())
+                .is_some_and(|id| msg.get("id") == Some(&id) && msg.get("result").is_some());
+            let mut out = std::io::stdout().lock();
+            if watched {
+                msg["result"]["pollIntervalMs"] = json!(self.poll_ms);
+                writeln!(out, "{msg}")?;
+                out.flush()?;
+                std::process::exit(9);
+            }
+            out.write_all(&line)?;
+            out.flush()?;
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        std::io::stdout().flush()
+    }
+}
+
+/// Claim (late13): after the server behind the proxy restarted, the
+/// proxy kept following its task there: it polled the new server with
+/// the old server's task id (and sent it `tasks/cancel` for it), and the
+/// caller's task failed with the new server's `-32602` passed on. A task
+/// of the old server is gone with it: the proxy ends its own task
+/// `failed`, saying the server behind restarted, and the new server never
+/// sees the old id.
+pub fn a_task_behind_a_restarted_server_fails_and_its_id_never_reaches_the_new_one()
+-> Result<String, String> {
+    use mcp_stdio::ToolCallStart;
+    use mcp_stdio::types::TaskStatus;
+    let wire = Wire::new("proxy-task-restart");
+    let client = builder()
+        .trace(|_| {})
+        .restart(RestartPolicy {
+            max_restarts: 2,
+            backoff: Duration::from_millis(10),
+        })
+        .spawn(server_command("exits-after-first-poll", Some(&wire)))
+        .map_err(|e| format!("connecting failed: {e}"))?;
+    let client = Arc::new(client);
+    let proxy = mcp_stdio::proxy::serve_as(Arc::clone(&client))
+        .map_err(|e| format!("serve_as failed: {e}"))?;
+    let (ours, theirs) = Transport::memory();
+    let serving = proxy.clone();
+    thread::spawn(move || serving.serve(theirs));
+    let caller = builder()
+        .request_timeout(WAIT)
+        .tasks(true)
+        .connect(ours)
+        .map_err(|e| format!("the caller could not connect: {e}"))?;
+    let args = json!({ "seconds": 60, "label": "restart" });
+    let started = caller.start_tool_call("slow_compute", args, RequestOptions::new());
+    let Ok(ToolCallStart::Task(handle)) = started else {
+        return Err(format!("want a task of the proxy's, got {started:?}"));
+    };
+    let deadline = Instant::now() + WAIT;
+    let ended = loop {
+        let got = handle.get().map_err(|e| format!("tasks/get failed: {e}"))?;
+        if !matches!(
+            got.task.status,
+            TaskStatus::Working | TaskStatus::InputRequired
+        ) {
+            break got;
+        }
+        ensure!(
+            Instant::now() < deadline,
+            "the caller's task was still {:?} after {WAIT:?}",
+            got.task.status
+        );
+        thread::sleep(Duration::from_millis(20));
+    };
+    // A call after the task's end reaches the new server after anything
+    // the proxy sent it for the task.
+    let echoed = caller.call_tool("echo", json!({ "text": "after" }));
+    let lines = wire.lines();
+    let _ = client.close_shared();
+    proxy.stop_handle().stop();
+    ensure!(echoed.is_ok(), "echo after the restart: {echoed:?}");
+    let starts: Vec<usize> = (lines.iter().enumerate())
+        .filter(|(_, l)| l["event"] == json!("started"))
+        .map(|(at, _)| at)
+        .collect();
+    ensure!(starts.len() == 2, "{} starts, want 2", starts.len());
+    let old_id = (lines[..starts[1]].iter())
+        .find(|l| method_of(l) == Some("tasks/get"))
+        .and_then(|l| l["params"]["taskId"].as_str())
+        .ok_or("the first server was never polled")?;
+    let seen: Vec<&str> = (lines[starts[1]..].iter())
+        .filter(|l| l.to_string().contains(old_id))
+        .filter_map(method_of)
+        .collect();
+    ensure!(
+        seen.is_empty(),
+        "the restarted server was sent the old task id in {seen:?}"
+    );
+    let message = ended.error.as_ref().map(|e| e.message.as_str());
+    ensure!(
+        ended.task.status == TaskStatus::Failed
+            && message.is_some_and(|m| m.contains("restarted") && !m.contains('\n')),
+        "want a failed task saying the server behind restarted, got {:?}: {message:?}",
+        ended.task.status
+    );
+    Ok(message.unwrap_or_default().to_owned())
+}
+
+/// The everything server; it exits (status 9) right after it wrote a
+/// result that shows a task `input_required` (the answer to a
+/// `tasks/get`): the proxy in front then asks its caller for that input
+/// while the server behind is already gone.
+pub fn fake_exits_after_input_required() -> ! {
+    struct ExitAfterInput(Vec<u8>);
+    impl Write for ExitAfterInput {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.extend_from_slice(buf);
+            while let Some(end) = self.0.iter().position(|&b| b == b'\n') {
+                let line: Vec<u8> = self.0.drain(..=end).collect();
+                let msg: Value = serde_json::from_slice(&line).unwrap_or_default();
+                let mut out = std::io::stdout().lock();
+                out.write_all(&line)?;
+                out.flush()?;
+                if msg["result"].to_string().contains("\"input_required\"") {
+                    std::process::exit(9);
+                }
+            }
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            std::io::stdout().flush()
+        }
+    }
+    let server = everything::build();
+    let input = BufReader::new(std::io::stdin());
+    let _ = server.serve(Transport::new(input, ExitAfterInput(Vec::new())));
+    std::process::exit(0)
+}
+
+/// Waits until the caller's task (of the proxy's) ends; returns it.
+fn task_ends(
+    handle: &mcp_stdio::TaskHandle,
+    within: Duration,
+) -> Result<mcp_stdio::types::DetailedTask, String> {
+    use mcp_stdio::types::TaskStatus;
+    let deadline = Instant::now() + within;
+    loop {
+        let got = handle.get().map_err(|e| format!("tasks/get failed: {e}"))?;
+        if !matches!(
+            got.task.status,
+            TaskStatus::Working | TaskStatus::InputRequired
+        ) {
+            return Ok(got);
+        }
+        ensure!(
+            Instant::now() < deadline,
+            "the caller's task was still {:?} after {within:?}",
+            got.task.status
+        );
+        thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Claim (review-late13): `proxy::gone` says "restarted" whenever the
+/// dead link was restartable when it was armed, even when every restart
+/// then failed and no server runs behind the proxy any more (the
+/// CHANGELOG: "exited" when no restart follows).
+pub fn a_task_behind_a_server_whose_restarts_fail_does_not_say_it_restarted()
+-> Result<String, String> {
+    use mcp_stdio::ToolCallStart;
+    use std::os::unix::fs::PermissionsExt;
+    let wire = Wire::new("proxy-task-no-restart");
+    let script = wire.path.with_extension("sh");
+    let exe = std::env::current_exe().map_err(|e| format!("no exe: {e}"))?;
+    std::fs::write(
+        &script,
+        format!("#!/bin/sh\nrm -f -- \"$0\"\nexec '{}'\n", exe.display()),
+    )
+    .map_err(|e| format!("the script: {e}"))?;
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755))
+        .map_err(|e| format!("the script's mode: {e}"))?;
+    let mut command = Command::new(&script);
+    command
+        .env(SERVER_ENV, "exits-after-first-poll")
+        .env(WIRE_ENV, &wire.path);
+    let client = builder()
+        .trace(|_| {})
+        .restart(RestartPolicy {
+            max_restarts: 2,
+            backoff: Duration::from_millis(10),
+        })
+        .spawn(command)
+        .map_err(|e| format!("connecting failed: {e}"))?;
+    let client = Arc::new(client);
+    let proxy = mcp_stdio::proxy::serve_as(Arc::clone(&client))
+        .map_err(|e| format!("serve_as failed: {e}"))?;
+    let (ours, theirs) = Transport::memory();
+    let serving = proxy.clone();
+    thread::spawn(move || serving.serve(theirs));
+    let caller = builder()
+        .request_timeout(WAIT)
+        .tasks(true)
+        .connect(ours)
+        .map_err(|e| format!("the caller could not connect: {e}"))?;
+    let args = json!({ "seconds": 60, "label": "no-restart" });
+    let started = caller.start_tool_call("slow_compute", args, RequestOptions::new());
+    let Ok(ToolCallStart::Task(handle)) = started else {
+        return Err(format!("want a task of the proxy's, got {started:?}"));
+    };
+    let ended = task_ends(&handle, WAIT);
+    let _ = client.close_shared();
+    proxy.stop_handle().stop();
+    let ended = ended?;
+    let message = ended.error.as_ref().map(|e| e.message.clone());
+    ensure!(
+        message
+            .as_deref()
+            .is_some_and(|m| m.contains("exited") && !m.contains("restarted")),
+        "no server was started again, yet the task says {message:?}"
+    );
+    Ok(message.unwrap_or_default())
+}
+
+/// Claim (review-late13): a server behind that dies while the proxy asks
+/// its caller for a task's input (`ctx.ask` in `follow_task`) is not told
+/// apart: the `tasks/update` that follows fails to start on the dead
+/// link, and the task ends with "failed on tasks/update: ..." instead of
+/// the one-line "exited while it ran this task".
+pub fn a_task_behind_a_server_that_died_while_its_caller_answered_says_the_server_exited()
+-> Result<String, String> {
+    use mcp_stdio::ToolCallStart;
+    use mcp_stdio::types::ElicitResult;
+    let (note_tx, notes) = crossbeam_channel::unbounded::<String>();
+    let client = builder()
+        .trace(move |note| {
+            let _ = note_tx.send(note.to_owned());
+        })
+        .spawn(server_command("exits-after-input-required", None))
+        .map_err(|e| format!("connecting failed: {e}"))?;
+    let client = Arc::new(client);
+    let proxy = mcp_stdio::proxy::serve_as(Arc::clone(&client))
+        .map_err(|e| format!("serve_as failed: {e}"))?;
+    let (ours, theirs) = Transport::memory();
+    let serving = proxy.clone();
+    thread::spawn(move || serving.serve(theirs));
+    // The caller answers only once the server behind exited.
+    let caller = builder()
+        .request_timeout(WAIT)
+        .tasks(true)
+        .on_elicitation(move |_| {
+            let deadline = Instant::now() + WAIT;
+            while let Ok(note) = notes.recv_deadline(deadline) {
+                if note.contains("the server exited") || note.contains("closed its output") {
+                    break;
+                }
+            }
+            Ok(ElicitResult::decline())
+        })
+        .connect(ours)
+        .map_err(|e| format!("the caller could not connect: {e}"))?;
+    let args = json!({ "filename": "gone.txt" });
+    let started = caller.start_tool_call("confirm_delete", args, RequestOptions::new());
+    let Ok(ToolCallStart::Task(handle)) = started else {
+        return Err(format!("want a task of the proxy's, got {started:?}"));
+    };
+    let waited = handle.wait();
+    let _ = client.close_shared();
+    proxy.stop_handle().stop();
+    let message = match waited {
+        Err(Error::Rpc(e)) => e.message,
+        other => return Err(format!("want the task's error, got {other:?}")),
+    };
+    ensure!(
+        message.contains("exited while it ran this task"),
+        "the server behind exited, yet the task says: {message}"
+    );
+    Ok(message)
+}
+
+/// Claim (review-late13): the proxy sees the death of the server behind
+/// only at its next poll of the task, up to the server's
+/// `pollIntervalMs` later (10 s, the most the proxy keeps): meanwhile its
+/// caller is told the task is `working`, on a server that is gone. It
+/// ends within a moment of the death.
+pub fn a_task_behind_a_server_that_died_ends_before_its_next_poll() -> Result<String, String> {
+    use mcp_stdio::ToolCallStart;
+    let wire = Wire::new("proxy-task-died");
+    let mut command = server_command("exits-after-first-poll", Some(&wire));
+    command.env("MCP_STDIO_CLIENT_TEST_POLL_MS", "10000");
+    let (note_tx, notes) = crossbeam_channel::unbounded::<String>();
+    let client = builder()
+        .trace(move |note| {
+            let _ = note_tx.send(note.to_owned());
+        })
+        .spawn(command)
+        .map_err(|e| format!("connecting failed: {e}"))?;
+    let client = Arc::new(client);
+    let proxy = mcp_stdio::proxy::serve_as(Arc::clone(&client))
+        .map_err(|e| format!("serve_as failed: {e}"))?;
+    let (ours, theirs) = Transport::memory();
+    let serving = proxy.clone();
+    thread::spawn(move || serving.serve(theirs));
+    let caller = builder()
+        .request_timeout(WAIT)
+        .tasks(true)
+        .connect(ours)
+        .map_err(|e| format!("the caller could not connect: {e}"))?;
+    let args = json!({ "seconds": 60, "label": "died" });
+    let started = caller.start_tool_call("slow_compute", args, RequestOptions::new());
+    let Ok(ToolCallStart::Task(handle)) = started else {
+        return Err(format!("want a task of the proxy's, got {started:?}"));
+    };
+    let deadline = Instant::now() + WAIT;
+    let died = loop {
+        match notes.recv_deadline(deadline) {
+            Ok(note) if note.contains("the server exited") => break Instant::now(),
+            Ok(_) => {}
+            Err(_) => return Err("the server behind never exited".into()),
+        }
+    };
+    let ended = task_ends(&handle, WAIT);
+    let took = died.elapsed();
+    let _ = client.close_shared();
+    proxy.stop_handle().stop();
+    let ended = ended?;
+    ensure!(
+        took < Duration::from_secs(3),
+        "the task ended {took:?} after the server behind exited: {:?}",
+        ended.error.map(|e| e.message)
+    );
+    Ok(format!("ended {} after the death", ms(took)))
+}

@@ -502,6 +502,140 @@ pub fn a_task_past_the_timeout_is_cancelled() -> Result<String, String> {
     Ok(format!("timed out in {}", ms(took)))
 }
 
+/// A `tools/call` given up on at its timeout, whose answer, a task, comes
+/// only after the give-up (crossing `notifications/cancelled` on the
+/// wire): nobody could ever poll that task, so the client cancels it
+/// (`tasks/cancel`, not waited for), and the caller still gets
+/// `Error::Timeout`. Both entry points: `start_tool_call` and
+/// `call_tool_with`.
+pub fn a_task_made_after_the_call_timed_out_is_cancelled() -> Result<String, String> {
+    const TIMEOUT: Duration = Duration::from_secs(1);
+    let (first_done, first_cancelled) = crossbeam_channel::bounded(1);
+    let (client, script) = start(tasks_builder(), move |peer| {
+        for id in ["t-late-1", "t-late-2"] {
+            let call = peer.expect("tools/call")?;
+            let cancelled = peer.next()?;
+            ensure!(
+                method_of(&cancelled) == Some("notifications/cancelled")
+                    && cancelled["params"]["requestId"] == call["id"],
+                "want notifications/cancelled of the call, the client wrote {cancelled}"
+            );
+            peer.answer(&call, created(id, 20));
+            let cancel = expect_task_request(peer, "tasks/cancel", id)?;
+            peer.answer(&cancel, json!({ "resultType": "complete" }));
+            let _ = first_done.try_send(());
+        }
+        Ok(())
+    })?;
+    let options = || RequestOptions::new().timeout(TIMEOUT);
+    let started = client.start_tool_call("slow", json!({}), options());
+    // The second call goes once the first task's cancel came: no line of
+    // it crosses that cancel.
+    let _ = first_cancelled.recv_timeout(WAIT + WAIT);
+    let called = client.call_tool_with("slow", json!({}), options());
+    let _peer = script.finish()?;
+    ensure!(
+        matches!(started, Err(Error::Timeout)),
+        "start_tool_call: want Error::Timeout, got {started:?}"
+    );
+    ensure!(
+        matches!(called, Err(Error::Timeout)),
+        "call_tool_with: want Error::Timeout, got {called:?}"
+    );
+    Ok(String::new())
+}
+
+/// `request_outcome("tools/call")` of a client that declares the
+/// extension, answered with a task: that is an error there (only the
+/// typed calls follow tasks), and the task, whose id the caller never
+/// sees, is cancelled rather than left running.
+pub fn a_task_request_outcome_cannot_hand_out_is_cancelled() -> Result<String, String> {
+    let (client, script) = start(tasks_builder(), |peer| {
+        let call = peer.expect("tools/call")?;
+        peer.answer(&call, created("t-raw", 20));
+        let cancel = expect_task_request(peer, "tasks/cancel", "t-raw")?;
+        peer.answer(&cancel, json!({ "resultType": "complete" }));
+        Ok(())
+    })?;
+    let params = json!({ "name": "slow", "arguments": {} });
+    let outcome = client.request_outcome("tools/call", params, RequestOptions::new());
+    let _peer = script.finish()?;
+    ensure!(
+        matches!(&outcome, Err(Error::Protocol(m)) if m.contains("task")),
+        "want an Error::Protocol about the task, got {outcome:?}"
+    );
+    Ok(String::new())
+}
+
+/// A `tools/call` of several rounds (`input_required`, answered, sent
+/// again) whose last round times out, and whose late answer to that round
+/// is a task: the task gets its `tasks/cancel`, as for a call of one
+/// round (review-late13: `rounds` arms every round; this guards it). An
+/// earlier round, answered in time, has nothing late.
+pub fn a_task_made_after_the_second_round_timed_out_is_cancelled() -> Result<String, String> {
+    const TIMEOUT: Duration = Duration::from_secs(1);
+    let builder = tasks_builder().on_elicitation(|_| Ok(ElicitResult::decline()));
+    let (client, script) = start(builder, move |peer| {
+        let first = peer.expect("tools/call")?;
+        let one = json!({ "name": elicit("Who?") });
+        peer.answer(
+            &first,
+            json!({ "resultType": "input_required", "inputRequests": one }),
+        );
+        let second = peer.expect("tools/call")?;
+        ensure!(
+            second["params"]["inputResponses"]["name"] == json!({ "action": "decline" }),
+            "the second round: {second}"
+        );
+        let cancelled = peer.next()?;
+        ensure!(
+            method_of(&cancelled) == Some("notifications/cancelled")
+                && cancelled["params"]["requestId"] == second["id"],
+            "want notifications/cancelled of the second round, the client wrote {cancelled}"
+        );
+        peer.answer(&second, created("t-round-2", 20));
+        let cancel = expect_task_request(peer, "tasks/cancel", "t-round-2")?;
+        peer.answer(&cancel, json!({ "resultType": "complete" }));
+        Ok(())
+    })?;
+    let options = RequestOptions::new().timeout(TIMEOUT);
+    let started = client.start_tool_call("slow", json!({}), options);
+    let _peer = script.finish()?;
+    ensure!(
+        matches!(started, Err(Error::Timeout)),
+        "want Error::Timeout, got {started:?}"
+    );
+    Ok(String::new())
+}
+
+/// Claim (review-late13): `request_outcome("tools/call")` answered with a
+/// task said "the server answered tools/call with a task (resultType
+/// \"task\"), which only tools/call may start": an error that contradicts
+/// itself, and that does not say the task was cancelled or where to get
+/// one. It names what to use instead and that the task was cancelled.
+pub fn request_outcome_says_why_it_refused_a_task_of_tools_call() -> Result<String, String> {
+    let (client, script) = start(tasks_builder(), |peer| {
+        let call = peer.expect("tools/call")?;
+        peer.answer(&call, created("t-said", 20));
+        let cancel = expect_task_request(peer, "tasks/cancel", "t-said")?;
+        peer.answer(&cancel, json!({ "resultType": "complete" }));
+        Ok(())
+    })?;
+    let params = json!({ "name": "slow", "arguments": {} });
+    let outcome = client.request_outcome("tools/call", params, RequestOptions::new());
+    let _peer = script.finish()?;
+    let Err(Error::Protocol(message)) = &outcome else {
+        return Err(format!("want an Error::Protocol, got {outcome:?}"));
+    };
+    ensure!(
+        !message.contains("only tools/call may start")
+            && message.contains("start_tool_call")
+            && message.contains("cancelled"),
+        "the error says: {message}"
+    );
+    Ok(message.clone())
+}
+
 /// Answers of the wrong shape are errors at once, and a task the client
 /// gives up on is cancelled.
 pub fn task_answers_of_the_wrong_shape_are_errors() -> Result<String, String> {
