@@ -35,6 +35,7 @@ pub(crate) mod registry;
 pub(crate) mod reply;
 pub(crate) mod request_meta;
 pub(crate) mod serve;
+pub(crate) mod stop;
 pub(crate) mod subscriptions;
 pub(crate) mod tasks;
 #[cfg(feature = "schemars")]
@@ -64,6 +65,9 @@ use crate::types::{
 use connections::Connections;
 use handlers::{CompletionFn, MethodFn, ResourceFn, prompt_fn, resource_fn, typed_tool};
 use registry::Registry;
+#[cfg(feature = "client")]
+use stop::AtStop;
+pub use stop::StopHandle;
 
 /// Caching hints put on discover, list and read results
 /// (spec 2026-07-28 server/utilities/caching).
@@ -200,16 +204,6 @@ pub(crate) struct Inner {
     pub at_stop: AtStop,
 }
 
-/// Work the stop runs, by key ([`Server::at_stop`]): for a proxy, the
-/// `tasks/cancel` of each task it follows behind (`proxy::follow_task`).
-/// Only the proxy uses it, so only a build with the client has it.
-#[cfg(feature = "client")]
-#[derive(Default)]
-pub(crate) struct AtStop {
-    work: Mutex<HashMap<u64, Box<dyn FnOnce() + Send>>>,
-    next_key: std::sync::atomic::AtomicU64,
-}
-
 /// An MCP server: cheap to clone, every clone is the same server.
 ///
 /// Build one with [`Server::builder`], then call [`Server::serve`] for a
@@ -228,40 +222,6 @@ impl fmt::Debug for Server {
     }
 }
 
-/// Stops a server from any thread; see [`Server::stop_handle`].
-#[derive(Clone)]
-pub struct StopHandle {
-    inner: Arc<Inner>,
-}
-
-impl fmt::Debug for StopHandle {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("StopHandle").finish_non_exhaustive()
-    }
-}
-
-impl StopHandle {
-    /// Shuts the server down the way end of input does: no new work,
-    /// in-flight handlers get the grace period, then they are cancelled,
-    /// the output is flushed and [`Server::serve`] returns. Stopping is
-    /// final: a later `serve` on the same server returns at once. It never
-    /// blocks on a client: each connection's shutdown sends what is left.
-    /// A proxy's stop also sends `tasks/cancel` for each task it follows
-    /// behind, without waiting for an answer (`proxy::serve_as`).
-    pub fn stop(&self) {
-        self.inner.connections.stop();
-        #[cfg(feature = "client")]
-        {
-            // Every connection told; then the work kept for the stop, taken
-            // under the lock `Server::at_stop` reads the stop under.
-            let work = std::mem::take(&mut *crate::sync::lock(&self.inner.at_stop.work));
-            for (_, work) in work {
-                work();
-            }
-        }
-    }
-}
-
 // `Server::builder` is in builder.rs and `Server::serve` in serve/mod.rs,
 // beside what they start.
 impl Server {
@@ -270,33 +230,6 @@ impl Server {
         Notifier {
             connections: Arc::clone(&self.inner.connections),
         }
-    }
-
-    /// Runs `work` when the server is stopped ([`StopHandle::stop`]), on
-    /// the stopping thread, or at once if it was: for a proxy, the
-    /// `tasks/cancel` of a task it follows behind. `work` must not wait
-    /// long. The key takes it back ([`Server::forget_at_stop`]).
-    #[cfg(feature = "client")]
-    pub(crate) fn at_stop(&self, work: impl FnOnce() + Send + 'static) -> u64 {
-        let at_stop = &self.inner.at_stop;
-        let key = (at_stop.next_key).fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let mut waiting = crate::sync::lock(&at_stop.work);
-        // Read under the lock the stop takes the work under, once it set
-        // the flag: a stop that took the work already is seen here.
-        if self.inner.connections.is_stopped() {
-            drop(waiting);
-            work();
-        } else {
-            waiting.insert(key, Box::new(work));
-        }
-        key
-    }
-
-    /// Takes back the work [`Server::at_stop`] registered under `key`;
-    /// whether it was still there (the stop had not run it).
-    #[cfg(feature = "client")]
-    pub(crate) fn forget_at_stop(&self, key: u64) -> bool {
-        (crate::sync::lock(&self.inner.at_stop.work).remove(&key)).is_some()
     }
 
     /// A handle that stops this server from another thread.
@@ -569,56 +502,4 @@ pub(crate) struct FoundResource {
     pub handler: Arc<ResourceFn>,
     pub request: ResourceRequest,
     pub inline: bool,
-}
-
-#[cfg(all(test, feature = "client"))]
-mod at_stop_tests {
-    use std::sync::Arc;
-    use std::sync::atomic::{AtomicUsize, Ordering};
-
-    use super::Server;
-
-    fn counted(server: &Server, runs: &Arc<AtomicUsize>) -> u64 {
-        let runs = Arc::clone(runs);
-        server.at_stop(move || {
-            runs.fetch_add(1, Ordering::SeqCst);
-        })
-    }
-
-    /// Claim (review-proxy12): work kept for the stop runs once whoever
-    /// stops, however often, from however many threads; work kept after
-    /// the stop runs at once; and whoever takes work out first (the stop,
-    /// or `forget_at_stop`) is the only one that has it. Found false.
-    #[test]
-    fn work_kept_for_the_stop_runs_once_whoever_stops_and_however_often() {
-        let server = Server::builder("t", "1").build();
-        let runs = Arc::new(AtomicUsize::new(0));
-        let kept = counted(&server, &runs);
-        let forgotten = counted(&server, &runs);
-        assert!(server.forget_at_stop(forgotten));
-        let stops: Vec<_> = (0..4)
-            .map(|_| {
-                let stop = server.stop_handle();
-                std::thread::spawn(move || stop.stop())
-            })
-            .collect();
-        for stop in stops {
-            stop.join().unwrap();
-        }
-        server.stop_handle().stop();
-        assert_eq!(runs.load(Ordering::SeqCst), 1, "the kept work ran not once");
-        assert!(
-            !server.forget_at_stop(kept),
-            "the stop left the work behind"
-        );
-        let after = counted(&server, &runs);
-        assert_eq!(
-            runs.load(Ordering::SeqCst),
-            2,
-            "work kept after the stop did not run"
-        );
-        assert!(!server.forget_at_stop(after));
-        server.stop_handle().stop();
-        assert_eq!(runs.load(Ordering::SeqCst), 2);
-    }
 }
