@@ -1143,6 +1143,95 @@ fn a_burst_of_list_changes_behind_costs_the_proxy_a_few_listings() {
     );
 }
 
+/// A transport to `behind` that holds the first `subscriptions/listen` on
+/// its way until `release` says (or `WAIT` passes); every other line
+/// passes at once.
+fn listen_held(behind: Server, release: crossbeam_channel::Receiver<()>) -> Transport {
+    use std::io::{BufRead, Write};
+    let (ours, relay_front) = Transport::memory();
+    let (relay_back, theirs) = Transport::memory();
+    thread::spawn(move || behind.serve(theirs));
+    let (mut front_in, mut front_out) = relay_front.into_parts();
+    let (mut back_in, back_out) = relay_back.into_parts();
+    let back_out = Arc::new(std::sync::Mutex::new(back_out));
+    thread::spawn(move || {
+        let mut line = String::new();
+        let mut held = false;
+        while front_in.read_line(&mut line).is_ok_and(|n| n > 0) {
+            if !held && line.contains(r#""method":"subscriptions/listen""#) {
+                held = true;
+                let (listen, back_out) = (line.clone(), Arc::clone(&back_out));
+                let release = release.clone();
+                thread::spawn(move || {
+                    let _ = release.recv_timeout(WAIT);
+                    let mut back_out = back_out.lock().unwrap();
+                    let _ = back_out.write_all(listen.as_bytes());
+                    let _ = back_out.flush();
+                });
+            } else {
+                let mut back_out = back_out.lock().unwrap();
+                if back_out.write_all(line.as_bytes()).is_err() || back_out.flush().is_err() {
+                    break;
+                }
+            }
+            line.clear();
+        }
+    });
+    thread::spawn(move || {
+        let mut line = String::new();
+        while back_in.read_line(&mut line).is_ok_and(|n| n > 0) {
+            if front_out.write_all(line.as_bytes()).is_err() || front_out.flush().is_err() {
+                break;
+            }
+            line.clear();
+        }
+    });
+    ours
+}
+
+/// Waits until `caller` lists a tool named `name`; false after `WAIT`.
+fn offers_within_wait(caller: &Client, name: &str) -> bool {
+    let deadline = Instant::now() + WAIT;
+    while !(caller.tools().filter_map(Result::ok)).any(|t| t.name == name) {
+        if Instant::now() >= deadline {
+            return false;
+        }
+        thread::sleep(Duration::from_millis(20));
+    }
+    true
+}
+
+/// Claim (flaky13): `serve_as` lists the server behind, then its lists
+/// thread sends the one listen that hears the server's list changes; a
+/// change the server makes between the two (before the listen is
+/// acknowledged) is announced to nobody, and `follow_list_changes` listed
+/// again only when the link had changed meanwhile (a restart). The proxy
+/// then offers the old list until the next change. This is how
+/// `a_burst_of_list_changes_behind_costs_the_proxy_a_few_listings` failed
+/// under load: its lists thread had not sent the listen yet when the
+/// burst, and the tool it adds, went by.
+#[test]
+fn a_change_behind_before_the_proxys_listen_is_acknowledged_is_mirrored() {
+    let behind = crate::everything::build();
+    let (release, held) = crossbeam_channel::bounded(1);
+    let client = Client::connect(listen_held(behind.clone(), held)).unwrap();
+    let proxy = mcp_stdio::proxy::serve_as(client).unwrap();
+    let (ours, theirs) = Transport::memory();
+    let serving = proxy.clone();
+    thread::spawn(move || serving.serve(theirs));
+    let caller = Client::connect(ours).unwrap();
+    // Listed, the listen not yet acknowledged: a tool comes behind.
+    behind.add_tool(
+        Tool::new("late", "Added before the listen."),
+        |_ctx, _: Value| Ok::<_, mcp_stdio::ErrorObject>(CallToolResult::text("late")),
+    );
+    release.send(()).unwrap();
+    assert!(
+        offers_within_wait(&caller, "late"),
+        "the proxy never offered `late`, added behind before its listen was acknowledged"
+    );
+}
+
 /// Claim (review proxy10): a call that runs longer than the proxy's
 /// request timeout while the server behind reports progress is not cut
 /// by that timeout: each progress restarts it, as a caller that asked for
