@@ -5,7 +5,7 @@
 
 use std::net::{SocketAddr, TcpListener};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -1230,6 +1230,87 @@ fn a_change_behind_before_the_proxys_listen_is_acknowledged_is_mirrored() {
         offers_within_wait(&caller, "late"),
         "the proxy never offered `late`, added behind before its listen was acknowledged"
     );
+}
+
+/// A transport to `behind` that notes when the listen was acknowledged
+/// (`.1`) and, once `.2` is set, answers the next `tools/list` itself with
+/// an error (`-32603`, as a server that failed on it), keeping it from the
+/// server; every other line passes.
+fn one_listing_fails(behind: Server) -> (Transport, Arc<AtomicBool>, Arc<AtomicBool>) {
+    use std::io::{BufRead, Write};
+    let (ours, relay_front) = Transport::memory();
+    let (relay_back, theirs) = Transport::memory();
+    thread::spawn(move || behind.serve(theirs));
+    let (acknowledged, fail_next) = (Arc::<AtomicBool>::default(), Arc::<AtomicBool>::default());
+    let (mut front_in, front_out) = relay_front.into_parts();
+    let (mut back_in, mut back_out) = relay_back.into_parts();
+    let front_out = Arc::new(std::sync::Mutex::new(front_out));
+    let (failing, answers) = (Arc::clone(&fail_next), Arc::clone(&front_out));
+    thread::spawn(move || {
+        let mut line = String::new();
+        while front_in.read_line(&mut line).is_ok_and(|n| n > 0) {
+            let message: Value = serde_json::from_str(&line).unwrap_or(Value::Null);
+            if message["method"] == "tools/list" && failing.swap(false, Ordering::SeqCst) {
+                let error = json!({"jsonrpc": "2.0", "id": message["id"],
+                    "error": {"code": -32603, "message": "busy"}});
+                let mut front_out = answers.lock().unwrap();
+                let _ = writeln!(front_out, "{error}").and_then(|()| front_out.flush());
+            } else if back_out.write_all(line.as_bytes()).is_err() || back_out.flush().is_err() {
+                break;
+            }
+            line.clear();
+        }
+    });
+    let heard = Arc::clone(&acknowledged);
+    thread::spawn(move || {
+        let mut line = String::new();
+        while back_in.read_line(&mut line).is_ok_and(|n| n > 0) {
+            let mut front_out = front_out.lock().unwrap();
+            if front_out.write_all(line.as_bytes()).is_err() || front_out.flush().is_err() {
+                break;
+            }
+            if line.contains("notifications/subscriptions/acknowledged") {
+                heard.store(true, Ordering::SeqCst);
+            }
+            line.clear();
+        }
+    });
+    (ours, acknowledged, fail_next)
+}
+
+/// Claim (lead, flaky13): `follow_list_changes` skips a listing behind
+/// that fails (`let Ok(changed) = mirror(..) else { continue }`): the
+/// change it was for is lost, and the proxy offers the old list until the
+/// server announces another change. One `tools/list` answered with an
+/// error (a server busy for a moment, a timeout) must not cost the change.
+#[test]
+fn a_listing_behind_that_fails_once_is_listed_again() {
+    let behind = crate::everything::build();
+    let (transport, acknowledged, fail_next) = one_listing_fails(behind.clone());
+    let client = Client::connect(transport).unwrap();
+    let proxy = mcp_stdio::proxy::serve_as(client).unwrap();
+    let (ours, theirs) = Transport::memory();
+    let serving = proxy.clone();
+    thread::spawn(move || serving.serve(theirs));
+    let caller = Client::connect(ours).unwrap();
+    let deadline = Instant::now() + WAIT;
+    while !acknowledged.load(Ordering::SeqCst) {
+        assert!(
+            Instant::now() < deadline,
+            "the proxy's listen was never acknowledged"
+        );
+        thread::sleep(Duration::from_millis(5));
+    }
+    fail_next.store(true, Ordering::SeqCst);
+    behind.add_tool(
+        Tool::new("late", "Added once the proxy listens."),
+        |_ctx, _: Value| Ok::<_, mcp_stdio::ErrorObject>(CallToolResult::text("late")),
+    );
+    assert!(
+        offers_within_wait(&caller, "late"),
+        "the proxy never offered `late`: the listing after its change failed, and none followed"
+    );
+    assert!(!fail_next.load(Ordering::SeqCst), "no listing failed");
 }
 
 /// Claim (review proxy10): a call that runs longer than the proxy's
