@@ -5,10 +5,11 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::thread;
+use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::client::{Client, Link, SubscriptionEvent};
+use crate::client::{Client, SubscriptionEvent};
 use crate::error::Error;
 use crate::outcome::PromptArguments;
 use crate::server::Server;
@@ -36,6 +37,36 @@ impl Lists {
             resources: true,
             prompts: true,
         }
+    }
+
+    fn none() -> Lists {
+        Lists {
+            tools: false,
+            resources: false,
+            prompts: false,
+        }
+    }
+
+    /// The list a change event is about, if any.
+    fn changed_by(event: &SubscriptionEvent) -> Lists {
+        Lists {
+            tools: *event == SubscriptionEvent::ToolsListChanged,
+            resources: *event == SubscriptionEvent::ResourcesListChanged,
+            prompts: *event == SubscriptionEvent::PromptsListChanged,
+        }
+    }
+
+    /// Each list in either.
+    fn with(self, other: Lists) -> Lists {
+        Lists {
+            tools: self.tools || other.tools,
+            resources: self.resources || other.resources,
+            prompts: self.prompts || other.prompts,
+        }
+    }
+
+    fn any(self) -> bool {
+        self.tools || self.resources || self.prompts
     }
 }
 
@@ -91,11 +122,7 @@ pub(super) fn mirror(
     lists: Lists,
 ) -> Result<Lists, Error> {
     let capabilities = client.server_capabilities();
-    let mut changed = Lists {
-        tools: false,
-        resources: false,
-        prompts: false,
-    };
+    let mut changed = Lists::none();
     let mut mirrored = lock(mirrored);
     if lists.tools {
         let tools = match capabilities.tools {
@@ -169,23 +196,36 @@ pub(super) fn mirror(
     Ok(changed)
 }
 
+/// How many times a listing behind that failed is tried again before
+/// the proxy waits for the next change, and the wait before the first
+/// retry, doubled for each next one (0.1 s to 1.6 s, 3.1 s in all).
+const RETRIES: u32 = 5;
+const FIRST_RETRY: Duration = Duration::from_millis(100);
+
 /// The one `listen` the proxy keeps on the server for its list changes,
 /// on a thread of its own: each change lists again and publishes; so does
 /// a restart of the server, which sends the listen again (`Resubscribed`)
 /// or ends it (a restarted server that refuses it).
 ///
-/// A restart may also come before the listen is acknowledged, after the
-/// lists were mirrored on `listed_on`: a server that dies with the listen
-/// unanswered fails it (`Disconnected`), and it is sent again once the
-/// server is restarted; a listen acknowledged by a server other than the
-/// one listed (the link changed) lists again. Either way no
-/// `Resubscribed` tells of that restart.
+/// Once the listen is acknowledged, every list is listed again: a change
+/// the server made after [`serve_as`](super::serve_as) listed it and
+/// before the listen was in place was announced to no listen (a restart
+/// meanwhile is one such change). A restart may also come before the
+/// listen is acknowledged: a server that dies with the listen unanswered
+/// fails it (`Disconnected`), and it is sent again once the server is
+/// restarted.
+///
+/// A listing that fails (an error answer, a timeout, a restart under
+/// way) is not the end of the change it was for: the lists it was for
+/// stay to be listed, and are listed again after [`FIRST_RETRY`], twice
+/// that, and so on, at most [`RETRIES`] times, or at once when the next
+/// change comes; once the retries run out, with the next change. A change
+/// the server announced is published once the listing for it succeeds.
 pub(super) fn follow_list_changes(
     server: &Server,
     client: &Arc<Client>,
     updates: Arc<Updates>,
     mirrored: Arc<Mutex<Mirrored>>,
-    listed_on: Arc<Link>,
 ) {
     let capabilities = client.server_capabilities();
     let changes = |c: Option<bool>| c.filter(|on| *on);
@@ -217,41 +257,52 @@ pub(super) fn follow_list_changes(
                 let _ = mirror(&server, &client, &updates, &mirrored, Lists::all());
                 return;
             };
-            if !Arc::ptr_eq(&listed_on, &client.link()) {
-                let _ = mirror(&server, &client, &updates, &mirrored, Lists::all());
-            }
-            drop(listed_on);
-            while let Ok(event) = subscription.recv() {
-                let (lists, announced) = match event {
+            // What is still to be listed, and which of those lists the
+            // server announced a change of (not yet published); listed
+            // again first (the docs above).
+            let mut pending = Lists::all();
+            let mut announced = Lists::none();
+            let mut failures = 0;
+            loop {
+                if pending.any() {
+                    match mirror(&server, &client, &updates, &mirrored, pending) {
+                        Ok(changed) => {
+                            // A change the server announced is passed on,
+                            // even when the list fetched again looks the
+                            // same (nothing added or removed, so nothing
+                            // announced it yet).
+                            let notifier = server.notifier();
+                            if announced.tools && !changed.tools {
+                                notifier.tools_list_changed();
+                            }
+                            if announced.resources && !changed.resources {
+                                notifier.resources_list_changed();
+                            }
+                            if announced.prompts && !changed.prompts {
+                                notifier.prompts_list_changed();
+                            }
+                            (pending, announced, failures) = (Lists::none(), Lists::none(), 0);
+                        }
+                        // Kept for the next change.
+                        Err(_) if failures == RETRIES => failures = 0,
+                        Err(_) => failures += 1,
+                    }
+                }
+                let event = match failures {
+                    0 => subscription.recv().map(Some),
+                    n => subscription.recv_timeout(FIRST_RETRY * 2u32.pow(n - 1)),
+                };
+                match event {
                     // A restarted server may offer other things.
-                    SubscriptionEvent::Resubscribed { .. } => (Lists::all(), false),
-                    event => (
-                        Lists {
-                            tools: event == SubscriptionEvent::ToolsListChanged,
-                            resources: event == SubscriptionEvent::ResourcesListChanged,
-                            prompts: event == SubscriptionEvent::PromptsListChanged,
-                        },
-                        true,
-                    ),
-                };
-                // A change the server announced is passed on, even when the
-                // list fetched again looks the same (nothing added or
-                // removed, so nothing announced it yet).
-                let Ok(changed) = mirror(&server, &client, &updates, &mirrored, lists) else {
-                    continue;
-                };
-                if !announced {
-                    continue;
-                }
-                let notifier = server.notifier();
-                if lists.tools && !changed.tools {
-                    notifier.tools_list_changed();
-                }
-                if lists.resources && !changed.resources {
-                    notifier.resources_list_changed();
-                }
-                if lists.prompts && !changed.prompts {
-                    notifier.prompts_list_changed();
+                    Ok(Some(SubscriptionEvent::Resubscribed { .. })) => pending = Lists::all(),
+                    Ok(Some(event)) => {
+                        let lists = Lists::changed_by(&event);
+                        pending = pending.with(lists);
+                        announced = announced.with(lists);
+                    }
+                    // Time to try again.
+                    Ok(None) => {}
+                    Err(_) => break,
                 }
             }
             // Ended: by the server (a restarted one that refused the listen
