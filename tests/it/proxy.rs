@@ -1252,29 +1252,22 @@ fn a_change_behind_before_the_proxys_listen_is_acknowledged_is_mirrored() {
 }
 
 /// A transport to `behind` that notes when the listen was acknowledged
-/// (`.1`) and, once `.2` is set, answers the next `tools/list` itself with
-/// an error (`-32603`, as a server that failed on it), keeping it from the
-/// server; every other line passes.
-fn one_listing_fails(behind: Server) -> (Transport, Arc<AtomicBool>, Arc<AtomicBool>) {
+/// (`.1`), and puts an error (`-32603`, as a server that failed on it) in
+/// place of the first answer to a `tools/list` that lists `late`; every
+/// other line passes.
+fn the_first_listing_of_late_fails(behind: Server) -> (Transport, Arc<AtomicBool>) {
     use std::io::{BufRead, Write};
     let (ours, relay_front) = Transport::memory();
     let (relay_back, theirs) = Transport::memory();
     thread::spawn(move || behind.serve(theirs));
-    let (acknowledged, fail_next) = (Arc::<AtomicBool>::default(), Arc::<AtomicBool>::default());
-    let (mut front_in, front_out) = relay_front.into_parts();
+    let acknowledged = Arc::new(AtomicBool::new(false));
+    let to_fail = AtomicBool::new(true);
+    let (mut front_in, mut front_out) = relay_front.into_parts();
     let (mut back_in, mut back_out) = relay_back.into_parts();
-    let front_out = Arc::new(std::sync::Mutex::new(front_out));
-    let (failing, answers) = (Arc::clone(&fail_next), Arc::clone(&front_out));
     thread::spawn(move || {
         let mut line = String::new();
         while front_in.read_line(&mut line).is_ok_and(|n| n > 0) {
-            let message: Value = serde_json::from_str(&line).unwrap_or(Value::Null);
-            if message["method"] == "tools/list" && failing.swap(false, Ordering::SeqCst) {
-                let error = json!({"jsonrpc": "2.0", "id": message["id"],
-                    "error": {"code": -32603, "message": "busy"}});
-                let mut front_out = answers.lock().unwrap();
-                let _ = writeln!(front_out, "{error}").and_then(|()| front_out.flush());
-            } else if back_out.write_all(line.as_bytes()).is_err() || back_out.flush().is_err() {
+            if back_out.write_all(line.as_bytes()).is_err() || back_out.flush().is_err() {
                 break;
             }
             line.clear();
@@ -1284,17 +1277,24 @@ fn one_listing_fails(behind: Server) -> (Transport, Arc<AtomicBool>, Arc<AtomicB
     thread::spawn(move || {
         let mut line = String::new();
         while back_in.read_line(&mut line).is_ok_and(|n| n > 0) {
-            let mut front_out = front_out.lock().unwrap();
-            if front_out.write_all(line.as_bytes()).is_err() || front_out.flush().is_err() {
-                break;
-            }
             if line.contains("notifications/subscriptions/acknowledged") {
                 heard.store(true, Ordering::SeqCst);
+            }
+            let message: Value = serde_json::from_str(&line).unwrap_or(Value::Null);
+            let lists_late = (message["result"]["tools"].as_array())
+                .is_some_and(|tools| tools.iter().any(|t| t["name"] == "late"));
+            if lists_late && to_fail.swap(false, Ordering::SeqCst) {
+                let error = json!({"jsonrpc": "2.0", "id": message["id"],
+                    "error": {"code": -32603, "message": "busy"}});
+                line = format!("{error}\n");
+            }
+            if front_out.write_all(line.as_bytes()).is_err() || front_out.flush().is_err() {
+                break;
             }
             line.clear();
         }
     });
-    (ours, acknowledged, fail_next)
+    (ours, acknowledged)
 }
 
 /// Claim (lead, flaky13): `follow_list_changes` skips a listing behind
@@ -1305,7 +1305,7 @@ fn one_listing_fails(behind: Server) -> (Transport, Arc<AtomicBool>, Arc<AtomicB
 #[test]
 fn a_listing_behind_that_fails_once_is_listed_again() {
     let behind = crate::everything::build();
-    let (transport, acknowledged, fail_next) = one_listing_fails(behind.clone());
+    let (transport, acknowledged) = the_first_listing_of_late_fails(behind.clone());
     let client = Client::connect(transport).unwrap();
     let proxy = mcp_stdio::proxy::serve_as(client).unwrap();
     let (ours, theirs) = Transport::memory();
@@ -1320,7 +1320,6 @@ fn a_listing_behind_that_fails_once_is_listed_again() {
         );
         thread::sleep(Duration::from_millis(5));
     }
-    fail_next.store(true, Ordering::SeqCst);
     behind.add_tool(
         Tool::new("late", "Added once the proxy listens."),
         |_ctx, _: Value| Ok::<_, mcp_stdio::ErrorObject>(CallToolResult::text("late")),
@@ -1329,7 +1328,6 @@ fn a_listing_behind_that_fails_once_is_listed_again() {
         offers_within_wait(&caller, "late"),
         "the proxy never offered `late`: the listing after its change failed, and none followed"
     );
-    assert!(!fail_next.load(Ordering::SeqCst), "no listing failed");
 }
 
 /// Claim (review proxy10): a call that runs longer than the proxy's
