@@ -205,7 +205,9 @@ const FIRST_RETRY: Duration = Duration::from_millis(100);
 /// The one `listen` the proxy keeps on the server for its list changes,
 /// on a thread of its own: each change lists again and publishes; so does
 /// a restart of the server, which sends the listen again (`Resubscribed`)
-/// or ends it (a restarted server that refuses it).
+/// or ends it (a restarted server that refuses it). A change is taken
+/// with every change waiting behind it, for one listing: a burst of them
+/// costs a listing or two, not one each.
 ///
 /// Once the listen is acknowledged, every list is listed again: a change
 /// the server made after [`serve_as`](super::serve_as) listed it and
@@ -288,21 +290,26 @@ pub(super) fn follow_list_changes(
                         Err(_) => failures += 1,
                     }
                 }
-                let event = match failures {
+                let next = match failures {
                     0 => subscription.recv().map(Some),
                     n => subscription.recv_timeout(FIRST_RETRY * 2u32.pow(n - 1)),
                 };
-                match event {
-                    // A restarted server may offer other things.
-                    Ok(Some(SubscriptionEvent::Resubscribed { .. })) => pending = Lists::all(),
-                    Ok(Some(event)) => {
-                        let lists = Lists::changed_by(&event);
-                        pending = pending.with(lists);
-                        announced = announced.with(lists);
+                // `None`: time to try again.
+                let Ok(mut next) = next else { break };
+                // With every change already waiting: one listing answers
+                // them all. (An end met here is met again by the next
+                // `recv`, once they are listed.)
+                while let Some(event) = next {
+                    match event {
+                        // A restarted server may offer other things.
+                        SubscriptionEvent::Resubscribed { .. } => pending = Lists::all(),
+                        event => {
+                            let lists = Lists::changed_by(&event);
+                            pending = pending.with(lists);
+                            announced = announced.with(lists);
+                        }
                     }
-                    // Time to try again.
-                    Ok(None) => {}
-                    Err(_) => break,
+                    next = subscription.try_recv().ok().flatten();
                 }
             }
             // Ended: by the server (a restarted one that refused the listen
