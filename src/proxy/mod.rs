@@ -25,8 +25,9 @@
 //!   gets it again once restarted), after which a list the server no
 //!   longer declares is emptied. Once that listen is acknowledged the lists
 //!   are listed again (a change before it was heard by nobody); a listing
-//!   that fails is tried again a few times, with a growing wait
-//!   (`lists::follow_list_changes`). That listen is how a restart is heard: behind a first
+//!   that fails is tried again a few times, with a growing wait, its
+//!   change published once; a listen that overflowed (a flood of changes)
+//!   is sent again (`lists::follow_list_changes`). That listen is how a restart is heard: behind a first
 //!   server that declared no list changes, the lists stay the first's
 //!   after a restart.
 //! - **Calls.** Each `tools/call`, `resources/read`, `prompts/get` and
