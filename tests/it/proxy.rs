@@ -2043,3 +2043,43 @@ fn a_change_whose_listing_failed_part_way_is_announced_once() {
         "the resource added behind was announced {announced} times"
     );
 }
+
+/// Claim (review-flaky13): a proxy whose lists thread waits to try a
+/// failed listing again (0.1 s to 1.6 s, 3.1 s in all) holds up its stop.
+/// Found false: the thread is never waited for; kept as a guard.
+#[test]
+fn a_proxy_that_stops_during_a_listing_retry_stops_at_once() {
+    let behind = Server::builder("failing", "1").enable_tools().build();
+    let failing = Arc::new(AtomicBool::new(false));
+    let (fails, retrying) = (Arc::clone(&failing), Arc::new(AtomicUsize::new(0)));
+    let failed = Arc::clone(&retrying);
+    let transport = relay(
+        behind.clone(),
+        |_| None,
+        move |line| {
+            let message: Value = serde_json::from_str(&line).unwrap_or(Value::Null);
+            if fails.load(Ordering::SeqCst) && message["result"]["tools"].is_array() {
+                failed.fetch_add(1, Ordering::SeqCst);
+                let error = json!({"jsonrpc": "2.0", "id": message["id"],
+                    "error": {"code": -32603, "message": "busy"}});
+                return format!("{error}\n");
+            }
+            line
+        },
+    );
+    let proxy = mcp_stdio::proxy::serve_as(Client::connect(transport).unwrap()).unwrap();
+    failing.store(true, Ordering::SeqCst);
+    behind.notifier().tools_list_changed();
+    let deadline = Instant::now() + WAIT;
+    while retrying.load(Ordering::SeqCst) < 2 {
+        assert!(Instant::now() < deadline, "no listing behind failed twice");
+        thread::sleep(Duration::from_millis(5));
+    }
+    let started = Instant::now();
+    proxy.stop_handle().stop();
+    assert!(
+        started.elapsed() < Duration::from_secs(1),
+        "the stop took {:?}",
+        started.elapsed()
+    );
+}
