@@ -5,10 +5,11 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::thread;
+use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::client::{Client, Link, SubscriptionEvent};
+use crate::client::{Client, SubscriptionEnd, SubscriptionEvent};
 use crate::error::Error;
 use crate::outcome::PromptArguments;
 use crate::server::Server;
@@ -36,6 +37,54 @@ impl Lists {
             resources: true,
             prompts: true,
         }
+    }
+
+    fn none() -> Lists {
+        Lists {
+            tools: false,
+            resources: false,
+            prompts: false,
+        }
+    }
+
+    /// The list a change event is about, if any.
+    fn changed_by(event: &SubscriptionEvent) -> Lists {
+        Lists {
+            tools: *event == SubscriptionEvent::ToolsListChanged,
+            resources: *event == SubscriptionEvent::ResourcesListChanged,
+            prompts: *event == SubscriptionEvent::PromptsListChanged,
+        }
+    }
+
+    /// Each list in either.
+    fn with(self, other: Lists) -> Lists {
+        Lists {
+            tools: self.tools || other.tools,
+            resources: self.resources || other.resources,
+            prompts: self.prompts || other.prompts,
+        }
+    }
+
+    /// Each list in both.
+    fn within(self, other: Lists) -> Lists {
+        Lists {
+            tools: self.tools && other.tools,
+            resources: self.resources && other.resources,
+            prompts: self.prompts && other.prompts,
+        }
+    }
+
+    /// Each list in this one and not in `other`.
+    fn without(self, other: Lists) -> Lists {
+        Lists {
+            tools: self.tools && !other.tools,
+            resources: self.resources && !other.resources,
+            prompts: self.prompts && !other.prompts,
+        }
+    }
+
+    fn any(self) -> bool {
+        self.tools || self.resources || self.prompts
     }
 }
 
@@ -90,13 +139,34 @@ pub(super) fn mirror(
     mirrored: &Mutex<Mirrored>,
     lists: Lists,
 ) -> Result<Lists, Error> {
+    let mut changed = Lists::none();
+    mirror_each(
+        server,
+        client,
+        updates,
+        mirrored,
+        &mut { lists },
+        &mut changed,
+    )?;
+    Ok(changed)
+}
+
+/// [`mirror`], one list at a time: each list of `pending` mirrored is
+/// taken out of it, and marked in `changed` if it changed (and so was
+/// announced); a list that fails stops the rest, left in `pending`. (A
+/// list mirrored before one that failed is mirrored for good, and its
+/// change announced: a retry must not announce it again.)
+fn mirror_each(
+    server: &Server,
+    client: &Arc<Client>,
+    updates: &Arc<Updates>,
+    mirrored: &Mutex<Mirrored>,
+    pending: &mut Lists,
+    changed: &mut Lists,
+) -> Result<(), Error> {
     let capabilities = client.server_capabilities();
-    let mut changed = Lists {
-        tools: false,
-        resources: false,
-        prompts: false,
-    };
     let mut mirrored = lock(mirrored);
+    let lists = *pending;
     if lists.tools {
         let tools = match capabilities.tools {
             Some(_) => client.tools().collect::<Result<Vec<_>, _>>()?,
@@ -118,7 +188,8 @@ pub(super) fn mirror(
             }
         };
         let remove = |name: &str| server.remove_tool(name);
-        changed.tools = sync(&mut mirrored.tools, tools, |t| t.name.clone(), add, remove);
+        changed.tools |= sync(&mut mirrored.tools, tools, |t| t.name.clone(), add, remove);
+        pending.tools = false;
     }
     let resources_declared = capabilities.resources.is_some();
     if lists.resources {
@@ -128,7 +199,7 @@ pub(super) fn mirror(
         };
         let add = |resource| server.add_resource(resource, read_through(client, updates));
         let remove = |uri: &str| server.remove_resource(uri);
-        changed.resources = sync(
+        changed.resources |= sync(
             &mut mirrored.resources,
             resources,
             |r| r.uri.clone(),
@@ -143,6 +214,7 @@ pub(super) fn mirror(
         let remove = |pattern: &str| server.remove_resource_template(pattern);
         let key = |t: &ResourceTemplate| t.uri_template.clone();
         changed.resources |= sync(&mut mirrored.templates, templates, key, add, remove);
+        pending.resources = false;
     }
     if lists.prompts {
         let prompts = match capabilities.prompts {
@@ -158,34 +230,60 @@ pub(super) fn mirror(
             });
         };
         let remove = |name: &str| server.remove_prompt(name);
-        changed.prompts = sync(
+        changed.prompts |= sync(
             &mut mirrored.prompts,
             prompts,
             |p| p.name.clone(),
             add,
             remove,
         );
+        pending.prompts = false;
     }
-    Ok(changed)
+    Ok(())
 }
+
+/// How many times a listing behind that failed is tried again before
+/// the proxy waits for the next change, and the wait before the first
+/// retry, doubled for each next one (0.1 s to 1.6 s, 3.1 s in all).
+const RETRIES: u32 = 5;
+const FIRST_RETRY: Duration = Duration::from_millis(100);
 
 /// The one `listen` the proxy keeps on the server for its list changes,
 /// on a thread of its own: each change lists again and publishes; so does
 /// a restart of the server, which sends the listen again (`Resubscribed`)
-/// or ends it (a restarted server that refuses it).
+/// or ends it (a restarted server that refuses it). A change is taken
+/// with every change waiting behind it, for one listing: a burst of them
+/// costs a listing or two, not one each.
 ///
-/// A restart may also come before the listen is acknowledged, after the
-/// lists were mirrored on `listed_on`: a server that dies with the listen
-/// unanswered fails it (`Disconnected`), and it is sent again once the
-/// server is restarted; a listen acknowledged by a server other than the
-/// one listed (the link changed) lists again. Either way no
-/// `Resubscribed` tells of that restart.
+/// Once the listen is acknowledged, every list is listed again: a change
+/// the server made after [`serve_as`](super::serve_as) listed it and
+/// before the listen was in place was announced to no listen (a restart
+/// meanwhile is one such change). A restart may also come before the
+/// listen is acknowledged: a server that dies with the listen unanswered
+/// fails it (`Disconnected`), and it is sent again once the server is
+/// restarted.
+///
+/// A listing that fails (an error answer, a timeout, a restart under
+/// way) is not the end of the change it was for: the lists it was for
+/// stay to be listed, and are listed again after [`FIRST_RETRY`], twice
+/// that, and so on, at most [`RETRIES`] times, or at once when the next
+/// change comes; once the retries run out, with the next change. A change
+/// the server announced is published once its list is mirrored, and only
+/// once: a list mirrored before another failed (tools listed, prompts
+/// failing; the resources listed, their templates failing) is not listed
+/// again, and one whose change was announced by the mirroring itself is
+/// not announced again by the retry.
+///
+/// A listen that overflowed (more changes waited than the client holds
+/// for a subscription: a server that floods them while a listing is
+/// answered slowly) is sent again, and every list it follows listed and
+/// announced (which of the changes dropped was for which list is
+/// unknown): a flood costs listings, never the following of changes.
 pub(super) fn follow_list_changes(
     server: &Server,
     client: &Arc<Client>,
     updates: Arc<Updates>,
     mirrored: Arc<Mutex<Mirrored>>,
-    listed_on: Arc<Link>,
 ) {
     let capabilities = client.server_capabilities();
     let changes = |c: Option<bool>| c.filter(|on| *on);
@@ -200,58 +298,105 @@ pub(super) fn follow_list_changes(
     if filter == SubscriptionFilter::default() {
         return;
     }
+    // The lists whose changes the listen asks for.
+    let followed = Lists {
+        tools: filter.tools_list_changed.is_some(),
+        resources: filter.resources_list_changed.is_some(),
+        prompts: filter.prompts_list_changed.is_some(),
+    };
     let (server, client) = (server.clone(), Arc::clone(client));
     let _ = thread::Builder::new()
         .name("mcp-proxy-lists".into())
         .spawn(move || {
-            let listened = loop {
-                let link = client.link();
-                match client.listen(filter.clone()) {
-                    Err(_) if client.wait_restarted(&link) => continue,
-                    listened => break listened,
-                }
-            };
-            let Ok(mut subscription) = listened else {
-                // Refused, or no restart followed: listed once more, as
-                // below.
-                let _ = mirror(&server, &client, &updates, &mirrored, Lists::all());
-                return;
-            };
-            if !Arc::ptr_eq(&listed_on, &client.link()) {
-                let _ = mirror(&server, &client, &updates, &mirrored, Lists::all());
-            }
-            drop(listed_on);
-            while let Ok(event) = subscription.recv() {
-                let (lists, announced) = match event {
-                    // A restarted server may offer other things.
-                    SubscriptionEvent::Resubscribed { .. } => (Lists::all(), false),
-                    event => (
-                        Lists {
-                            tools: event == SubscriptionEvent::ToolsListChanged,
-                            resources: event == SubscriptionEvent::ResourcesListChanged,
-                            prompts: event == SubscriptionEvent::PromptsListChanged,
-                        },
-                        true,
-                    ),
+            // Which lists the server announced a change of (not yet
+            // published), and which of those changed since (announced by
+            // the change itself), kept till their lists are listed.
+            let (mut announced, mut changed) = (Lists::none(), Lists::none());
+            'listen: loop {
+                let listened = loop {
+                    let link = client.link();
+                    match client.listen(filter.clone()) {
+                        Err(_) if client.wait_restarted(&link) => continue,
+                        listened => break listened,
+                    }
                 };
-                // A change the server announced is passed on, even when the
-                // list fetched again looks the same (nothing added or
-                // removed, so nothing announced it yet).
-                let Ok(changed) = mirror(&server, &client, &updates, &mirrored, lists) else {
-                    continue;
+                let Ok(mut subscription) = listened else {
+                    // Refused, or no restart followed: listed once more,
+                    // as below.
+                    break;
                 };
-                if !announced {
-                    continue;
-                }
-                let notifier = server.notifier();
-                if lists.tools && !changed.tools {
-                    notifier.tools_list_changed();
-                }
-                if lists.resources && !changed.resources {
-                    notifier.resources_list_changed();
-                }
-                if lists.prompts && !changed.prompts {
-                    notifier.prompts_list_changed();
+                // What is still to be listed: every list first (the docs
+                // above).
+                let mut pending = Lists::all();
+                let mut failures = 0;
+                loop {
+                    if pending.any() {
+                        let listed = mirror_each(
+                            &server,
+                            &client,
+                            &updates,
+                            &mirrored,
+                            &mut pending,
+                            &mut changed,
+                        );
+                        // A change the server announced is passed on once
+                        // its list is mirrored, even when that list looks
+                        // the same (nothing added or removed, so nothing
+                        // announced it yet); once.
+                        let notifier = server.notifier();
+                        if announced.tools && !pending.tools && !changed.tools {
+                            notifier.tools_list_changed();
+                        }
+                        if announced.resources && !pending.resources && !changed.resources {
+                            notifier.resources_list_changed();
+                        }
+                        if announced.prompts && !pending.prompts && !changed.prompts {
+                            notifier.prompts_list_changed();
+                        }
+                        announced = announced.within(pending);
+                        changed = changed.within(pending);
+                        match listed {
+                            Ok(()) => failures = 0,
+                            // Kept for the next change.
+                            Err(_) if failures == RETRIES => failures = 0,
+                            Err(_) => failures += 1,
+                        }
+                    }
+                    let next = match failures {
+                        0 => subscription.recv().map(Some),
+                        n => subscription.recv_timeout(FIRST_RETRY * 2u32.pow(n - 1)),
+                    };
+                    // `None`: time to try again.
+                    let mut next = match next {
+                        Ok(next) => next,
+                        // More changes waited than the client holds (a
+                        // flood, during a slow listing): some were dropped,
+                        // any list may have changed. Listened to again, and
+                        // every list listed and announced.
+                        Err(SubscriptionEnd::Overflowed) => {
+                            announced = followed;
+                            continue 'listen;
+                        }
+                        Err(_) => break 'listen,
+                    };
+                    // With every change already waiting: one listing
+                    // answers them all. (An end met here is met again by
+                    // the next `recv`, once they are listed.)
+                    while let Some(event) = next {
+                        match event {
+                            // A restarted server may offer other things.
+                            SubscriptionEvent::Resubscribed { .. } => pending = Lists::all(),
+                            event => {
+                                // A change after a listing that changed
+                                // the list is announced again.
+                                let lists = Lists::changed_by(&event);
+                                pending = pending.with(lists);
+                                announced = announced.with(lists);
+                                changed = changed.without(lists);
+                            }
+                        }
+                        next = subscription.try_recv().ok().flatten();
+                    }
                 }
             }
             // Ended: by the server (a restarted one that refused the listen

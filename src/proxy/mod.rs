@@ -23,7 +23,11 @@
 //!   a restart of the server (the listen sent again, or refused by the
 //!   restarted server; one that died before it acknowledged the listen
 //!   gets it again once restarted), after which a list the server no
-//!   longer declares is emptied. That listen is how a restart is heard: behind a first
+//!   longer declares is emptied. Once that listen is acknowledged the lists
+//!   are listed again (a change before it was heard by nobody); a listing
+//!   that fails is tried again a few times, with a growing wait, its
+//!   change published once; a listen that overflowed (a flood of changes)
+//!   is sent again (`lists::follow_list_changes`). That listen is how a restart is heard: behind a first
 //!   server that declared no list changes, the lists stay the first's
 //!   after a restart.
 //! - **Calls.** Each `tools/call`, `resources/read`, `prompts/get` and
@@ -204,11 +208,10 @@ pub fn serve_as(client: impl Into<Arc<Client>>) -> Result<Server, Error> {
     let server = builder.build();
     *lock(&server_slot) = Some(server.clone());
     let mirrored = Arc::new(Mutex::new(Mirrored::default()));
-    // The server listed: a restart after this, before the listen that
-    // follows the lists is acknowledged, is seen by the link's change.
-    let listed_on = client.link();
+    // Listed again once the listen that follows the lists is
+    // acknowledged: a change (or a restart) in between was heard by none.
     mirror(&server, &client, &updates, &mirrored, Lists::all())?;
-    follow_list_changes(&server, &client, updates, mirrored, listed_on);
+    follow_list_changes(&server, &client, updates, mirrored);
     Ok(server)
 }
 

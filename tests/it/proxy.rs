@@ -5,12 +5,13 @@
 
 use std::net::{SocketAddr, TcpListener};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
 
 use mcp_stdio::types::{
-    CallToolResult, ElicitRequestParams, ElicitResult, SubscriptionFilter, Tool,
+    CallToolResult, ElicitRequestParams, ElicitResult, GetPromptResult, Prompt, PromptMessage,
+    Role, SubscriptionFilter, Tool,
 };
 use mcp_stdio::{
     Client, EraPolicy, Error, HttpOptions, RequestOptions, Server, StopHandle, SubscriptionEvent,
@@ -1102,8 +1103,13 @@ fn counted_transport(behind: Server) -> (Transport, Arc<AtomicUsize>) {
 /// wait: a server that announces 300 changes in a burst (a buggy loop, a
 /// hostile child, a registry rebuilt tool by tool) costs 300 full
 /// `tools/list` round trips, each as large as the list. One listing after
-/// a burst answers all the changes in it. Found wrong: 12 listings on
-/// main (the changes coalesce on their way); kept as a guard.
+/// a burst answers all the changes in it. First found wrong (12 listings
+/// on main), but those were only the listings made before the caller next
+/// looked: the proxy went on listing, once for each of the 301 changes
+/// (flaky13: under load the caller looked later, and 38 were counted).
+/// Counted now once the proxy has taken every change of the burst: a
+/// prompt added behind after it is mirrored only then (the changes are
+/// taken in order, and only a change of the prompts lists them).
 #[test]
 fn a_burst_of_list_changes_behind_costs_the_proxy_a_few_listings() {
     const BURST: usize = 300;
@@ -1122,24 +1128,205 @@ fn a_burst_of_list_changes_behind_costs_the_proxy_a_few_listings() {
             },
         )
     });
-    let (transport, listed) = counted_transport(behind);
+    let (transport, listed) = counted_transport(behind.clone());
     let client = Arc::new(Client::connect(transport).unwrap());
     let proxy = mcp_stdio::proxy::serve_as(Arc::clone(&client)).unwrap();
-    let at_start = listed.load(Ordering::SeqCst);
     let (ours, theirs) = Transport::memory();
     let serving = proxy.clone();
     thread::spawn(move || serving.serve(theirs));
     let caller = Client::connect(ours).unwrap();
+    let at_start = listed.load(Ordering::SeqCst);
     caller.call("burst", json!({})).unwrap();
+    assert!(
+        offers_within_wait(&caller, "last"),
+        "the proxy never offered `last`"
+    );
+    behind.add_prompt(Prompt::new("sentinel", "Added after the burst."), |_, _| {
+        Ok(GetPromptResult::new(vec![PromptMessage::text(
+            Role::User,
+            "sentinel",
+        )]))
+    });
     let deadline = Instant::now() + WAIT;
-    while !(caller.tools().filter_map(Result::ok)).any(|t| t.name == "last") {
-        assert!(Instant::now() < deadline, "the proxy never offered `last`");
+    while !(caller.prompts().filter_map(Result::ok)).any(|p| p.name == "sentinel") {
+        assert!(
+            Instant::now() < deadline,
+            "the proxy never offered `sentinel`"
+        );
         thread::sleep(Duration::from_millis(20));
     }
     let listings = listed.load(Ordering::SeqCst) - at_start;
     assert!(
         listings <= 20,
         "{listings} tools/list requests behind the proxy for a burst of {BURST} changes"
+    );
+}
+
+/// A transport to `behind` that holds the first `subscriptions/listen` on
+/// its way until `release` says (or `WAIT` passes); every other line
+/// passes at once.
+fn listen_held(behind: Server, release: crossbeam_channel::Receiver<()>) -> Transport {
+    use std::io::{BufRead, Write};
+    let (ours, relay_front) = Transport::memory();
+    let (relay_back, theirs) = Transport::memory();
+    thread::spawn(move || behind.serve(theirs));
+    let (mut front_in, mut front_out) = relay_front.into_parts();
+    let (mut back_in, back_out) = relay_back.into_parts();
+    let back_out = Arc::new(std::sync::Mutex::new(back_out));
+    thread::spawn(move || {
+        let mut line = String::new();
+        let mut held = false;
+        while front_in.read_line(&mut line).is_ok_and(|n| n > 0) {
+            if !held && line.contains(r#""method":"subscriptions/listen""#) {
+                held = true;
+                let (listen, back_out) = (line.clone(), Arc::clone(&back_out));
+                let release = release.clone();
+                thread::spawn(move || {
+                    let _ = release.recv_timeout(WAIT);
+                    let mut back_out = back_out.lock().unwrap();
+                    let _ = back_out.write_all(listen.as_bytes());
+                    let _ = back_out.flush();
+                });
+            } else {
+                let mut back_out = back_out.lock().unwrap();
+                if back_out.write_all(line.as_bytes()).is_err() || back_out.flush().is_err() {
+                    break;
+                }
+            }
+            line.clear();
+        }
+    });
+    thread::spawn(move || {
+        let mut line = String::new();
+        while back_in.read_line(&mut line).is_ok_and(|n| n > 0) {
+            if front_out.write_all(line.as_bytes()).is_err() || front_out.flush().is_err() {
+                break;
+            }
+            line.clear();
+        }
+    });
+    ours
+}
+
+/// Waits until `caller` lists a tool named `name`; false after `WAIT`.
+fn offers_within_wait(caller: &Client, name: &str) -> bool {
+    let deadline = Instant::now() + WAIT;
+    while !(caller.tools().filter_map(Result::ok)).any(|t| t.name == name) {
+        if Instant::now() >= deadline {
+            return false;
+        }
+        thread::sleep(Duration::from_millis(20));
+    }
+    true
+}
+
+/// Claim (flaky13): `serve_as` lists the server behind, then its lists
+/// thread sends the one listen that hears the server's list changes; a
+/// change the server makes between the two (before the listen is
+/// acknowledged) is announced to nobody, and `follow_list_changes` listed
+/// again only when the link had changed meanwhile (a restart). The proxy
+/// then offers the old list until the next change. This is how
+/// `a_burst_of_list_changes_behind_costs_the_proxy_a_few_listings` failed
+/// under load: its lists thread had not sent the listen yet when the
+/// burst, and the tool it adds, went by.
+#[test]
+fn a_change_behind_before_the_proxys_listen_is_acknowledged_is_mirrored() {
+    let behind = crate::everything::build();
+    let (release, held) = crossbeam_channel::bounded(1);
+    let client = Client::connect(listen_held(behind.clone(), held)).unwrap();
+    let proxy = mcp_stdio::proxy::serve_as(client).unwrap();
+    let (ours, theirs) = Transport::memory();
+    let serving = proxy.clone();
+    thread::spawn(move || serving.serve(theirs));
+    let caller = Client::connect(ours).unwrap();
+    // Listed, the listen not yet acknowledged: a tool comes behind.
+    behind.add_tool(
+        Tool::new("late", "Added before the listen."),
+        |_ctx, _: Value| Ok::<_, mcp_stdio::ErrorObject>(CallToolResult::text("late")),
+    );
+    release.send(()).unwrap();
+    assert!(
+        offers_within_wait(&caller, "late"),
+        "the proxy never offered `late`, added behind before its listen was acknowledged"
+    );
+}
+
+/// A transport to `behind` that notes when the listen was acknowledged
+/// (`.1`), and puts an error (`-32603`, as a server that failed on it) in
+/// place of the first answer to a `tools/list` that lists `late`; every
+/// other line passes.
+fn the_first_listing_of_late_fails(behind: Server) -> (Transport, Arc<AtomicBool>) {
+    use std::io::{BufRead, Write};
+    let (ours, relay_front) = Transport::memory();
+    let (relay_back, theirs) = Transport::memory();
+    thread::spawn(move || behind.serve(theirs));
+    let acknowledged = Arc::new(AtomicBool::new(false));
+    let to_fail = AtomicBool::new(true);
+    let (mut front_in, mut front_out) = relay_front.into_parts();
+    let (mut back_in, mut back_out) = relay_back.into_parts();
+    thread::spawn(move || {
+        let mut line = String::new();
+        while front_in.read_line(&mut line).is_ok_and(|n| n > 0) {
+            if back_out.write_all(line.as_bytes()).is_err() || back_out.flush().is_err() {
+                break;
+            }
+            line.clear();
+        }
+    });
+    let heard = Arc::clone(&acknowledged);
+    thread::spawn(move || {
+        let mut line = String::new();
+        while back_in.read_line(&mut line).is_ok_and(|n| n > 0) {
+            if line.contains("notifications/subscriptions/acknowledged") {
+                heard.store(true, Ordering::SeqCst);
+            }
+            let message: Value = serde_json::from_str(&line).unwrap_or(Value::Null);
+            let lists_late = (message["result"]["tools"].as_array())
+                .is_some_and(|tools| tools.iter().any(|t| t["name"] == "late"));
+            if lists_late && to_fail.swap(false, Ordering::SeqCst) {
+                let error = json!({"jsonrpc": "2.0", "id": message["id"],
+                    "error": {"code": -32603, "message": "busy"}});
+                line = format!("{error}\n");
+            }
+            if front_out.write_all(line.as_bytes()).is_err() || front_out.flush().is_err() {
+                break;
+            }
+            line.clear();
+        }
+    });
+    (ours, acknowledged)
+}
+
+/// Claim (lead, flaky13): `follow_list_changes` skips a listing behind
+/// that fails (`let Ok(changed) = mirror(..) else { continue }`): the
+/// change it was for is lost, and the proxy offers the old list until the
+/// server announces another change. One `tools/list` answered with an
+/// error (a server busy for a moment, a timeout) must not cost the change.
+#[test]
+fn a_listing_behind_that_fails_once_is_listed_again() {
+    let behind = crate::everything::build();
+    let (transport, acknowledged) = the_first_listing_of_late_fails(behind.clone());
+    let client = Client::connect(transport).unwrap();
+    let proxy = mcp_stdio::proxy::serve_as(client).unwrap();
+    let (ours, theirs) = Transport::memory();
+    let serving = proxy.clone();
+    thread::spawn(move || serving.serve(theirs));
+    let caller = Client::connect(ours).unwrap();
+    let deadline = Instant::now() + WAIT;
+    while !acknowledged.load(Ordering::SeqCst) {
+        assert!(
+            Instant::now() < deadline,
+            "the proxy's listen was never acknowledged"
+        );
+        thread::sleep(Duration::from_millis(5));
+    }
+    behind.add_tool(
+        Tool::new("late", "Added once the proxy listens."),
+        |_ctx, _: Value| Ok::<_, mcp_stdio::ErrorObject>(CallToolResult::text("late")),
+    );
+    assert!(
+        offers_within_wait(&caller, "late"),
+        "the proxy never offered `late`: the listing after its change failed, and none followed"
     );
 }
 
@@ -1602,5 +1789,297 @@ fn a_task_made_behind_after_the_proxy_stopped_is_cancelled_once() {
         1,
         "tasks/cancel behind: {:?}",
         sent.lock().unwrap()
+    );
+}
+
+/// A relay to `behind`: `front` sees each line from the client to the
+/// server, and may hold it (until the channel it returns says, or `WAIT`
+/// passes; the lines after it pass); `back` sees each line from the
+/// server to the client, and may rewrite it.
+fn relay(
+    behind: Server,
+    mut front: impl FnMut(&str) -> Option<crossbeam_channel::Receiver<()>> + Send + 'static,
+    mut back: impl FnMut(String) -> String + Send + 'static,
+) -> Transport {
+    use std::io::{BufRead, Write};
+    let (ours, relay_front) = Transport::memory();
+    let (relay_back, theirs) = Transport::memory();
+    thread::spawn(move || behind.serve(theirs));
+    let (mut front_in, mut front_out) = relay_front.into_parts();
+    let (mut back_in, back_out) = relay_back.into_parts();
+    let back_out = Arc::new(std::sync::Mutex::new(back_out));
+    thread::spawn(move || {
+        let mut line = String::new();
+        while front_in.read_line(&mut line).is_ok_and(|n| n > 0) {
+            let out = std::mem::take(&mut line);
+            let back_out = Arc::clone(&back_out);
+            let write = move |out: String| {
+                let mut back_out = back_out.lock().unwrap();
+                back_out.write_all(out.as_bytes()).is_ok() && back_out.flush().is_ok()
+            };
+            match front(&out) {
+                Some(release) => {
+                    thread::spawn(move || {
+                        let _ = release.recv_timeout(WAIT);
+                        write(out)
+                    });
+                }
+                None if !write(out) => break,
+                None => {}
+            }
+        }
+    });
+    thread::spawn(move || {
+        let mut line = String::new();
+        while back_in.read_line(&mut line).is_ok_and(|n| n > 0) {
+            let out = back(std::mem::take(&mut line));
+            if front_out.write_all(out.as_bytes()).is_err() || front_out.flush().is_err() {
+                break;
+            }
+        }
+    });
+    ours
+}
+
+/// Claim (review-flaky13): the proxy's one listen behind ends
+/// `Overflowed` when more list changes wait than the client holds for a
+/// subscription (the line limit, 16 MiB by default: a server that floods
+/// `notifications/tools/list_changed` while a listing is answered slowly),
+/// and `follow_list_changes` then lists once and ends: every later change
+/// behind is heard by nobody, and the proxy offers a stale list for good.
+/// A flood must cost listings, not the following of changes.
+#[test]
+fn a_flood_of_list_changes_behind_does_not_end_the_proxys_following() {
+    let behind = Server::builder("flooding", "1").enable_tools().build();
+    let (held_tx, held) = crossbeam_channel::unbounded::<()>();
+    let (release, release_rx) = crossbeam_channel::bounded::<()>(1);
+    let holding = Arc::new(AtomicBool::new(false));
+    // The ids of the tools/list requests behind, and how many of them were
+    // answered.
+    let ids = Arc::new(std::sync::Mutex::new(Vec::<Value>::new()));
+    let answered = Arc::new(AtomicUsize::new(0));
+    let (holds, noted, seen, counted) = (
+        Arc::clone(&holding),
+        Arc::clone(&ids),
+        Arc::clone(&ids),
+        Arc::clone(&answered),
+    );
+    let transport = relay(
+        behind.clone(),
+        move |line| {
+            if !line.contains(r#""method":"tools/list""#) {
+                return None;
+            }
+            let message: Value = serde_json::from_str(line).unwrap_or(Value::Null);
+            noted.lock().unwrap().push(message["id"].clone());
+            holds.swap(false, Ordering::SeqCst).then(|| {
+                let _ = held_tx.send(());
+                release_rx.clone()
+            })
+        },
+        move |line| {
+            let message: Value = serde_json::from_str(&line).unwrap_or(Value::Null);
+            if message.get("id").is_some() && seen.lock().unwrap().contains(&message["id"]) {
+                counted.fetch_add(1, Ordering::SeqCst);
+            }
+            line
+        },
+    );
+    let client = Client::builder()
+        .max_line_bytes(16 * 1024)
+        .connect(transport)
+        .unwrap();
+    let client = Arc::new(client);
+    let proxy = mcp_stdio::proxy::serve_as(Arc::clone(&client)).unwrap();
+    let (ours, theirs) = Transport::memory();
+    let serving = proxy.clone();
+    thread::spawn(move || serving.serve(theirs));
+    let caller = Client::connect(ours).unwrap();
+    // A listing behind held (the one after the ack, or the one for this
+    // change), then a flood past the client's hold for the listen.
+    holding.store(true, Ordering::SeqCst);
+    behind.notifier().tools_list_changed();
+    held.recv_timeout(WAIT)
+        .expect("no tools/list behind was held");
+    for _ in 0..2_000 {
+        behind.notifier().tools_list_changed();
+    }
+    // The client's reader has taken every notification of the flood once
+    // this answer, sent behind them, is read.
+    client.discover().unwrap();
+    let before = answered.load(Ordering::SeqCst);
+    release.send(()).unwrap();
+    // The held listing, and the one after it, answered: a tool added now
+    // is heard only by a listen.
+    let deadline = Instant::now() + WAIT;
+    while answered.load(Ordering::SeqCst) < before + 2 {
+        assert!(Instant::now() < deadline, "the proxy listed no more");
+        thread::sleep(Duration::from_millis(5));
+    }
+    behind.add_tool(
+        Tool::new("after", "Added after the flood."),
+        |_ctx, _: Value| Ok::<_, mcp_stdio::ErrorObject>(CallToolResult::text("after")),
+    );
+    assert!(
+        offers_within_wait(&caller, "after"),
+        "the proxy never offered `after`: its listen behind overflowed and was not sent again"
+    );
+}
+
+/// Claim (review-flaky13): a listing behind that fails part way (the
+/// resources listed and mirrored, which announces their change to the
+/// proxy's callers; the templates' page failing) is tried again whole,
+/// and the retry, finding the resources as mirrored, announces the
+/// server's change once more (`announced && !changed`): each caller lists
+/// again for nothing. The change is announced once.
+#[test]
+fn a_change_whose_listing_failed_part_way_is_announced_once() {
+    use mcp_stdio::types::Resource;
+    let behind = Server::builder("partly", "1")
+        .enable_tools()
+        .enable_resources()
+        .enable_prompts()
+        .build();
+    let failing = Arc::new(AtomicBool::new(false));
+    let fails = Arc::clone(&failing);
+    let templates_id = Arc::new(std::sync::Mutex::new(None::<Value>));
+    let noted = Arc::clone(&templates_id);
+    // Set once a templates listing was answered after the one failed:
+    // the retry's announcement, if any, is made before the lists thread
+    // takes the next change.
+    let failed_in = Arc::new(AtomicBool::new(false));
+    let retried = Arc::new(AtomicBool::new(false));
+    let retried_in = Arc::clone(&retried);
+    let transport = relay(
+        behind.clone(),
+        move |line| {
+            if line.contains(r#""method":"resources/templates/list""#) {
+                let message: Value = serde_json::from_str(line).unwrap_or(Value::Null);
+                *noted.lock().unwrap() = Some(message["id"].clone());
+            }
+            None
+        },
+        move |line| {
+            let message: Value = serde_json::from_str(&line).unwrap_or(Value::Null);
+            let id = templates_id.lock().unwrap().clone();
+            if id.is_some_and(|id| id == message["id"]) {
+                if fails.swap(false, Ordering::SeqCst) {
+                    failed_in.store(true, Ordering::SeqCst);
+                    let error = json!({"jsonrpc": "2.0", "id": message["id"],
+                        "error": {"code": -32603, "message": "busy"}});
+                    return format!("{error}\n");
+                }
+                if failed_in.load(Ordering::SeqCst) {
+                    retried_in.store(true, Ordering::SeqCst);
+                }
+            }
+            line
+        },
+    );
+    let client = Client::connect(transport).unwrap();
+    let proxy = mcp_stdio::proxy::serve_as(client).unwrap();
+    let (ours, theirs) = Transport::memory();
+    let serving = proxy.clone();
+    thread::spawn(move || serving.serve(theirs));
+    let caller = Client::connect(ours).unwrap();
+    let mut listen = caller
+        .listen(SubscriptionFilter {
+            resources_list_changed: Some(true),
+            tools_list_changed: Some(true),
+            ..SubscriptionFilter::default()
+        })
+        .unwrap();
+    // The listing after the proxy's ack, done: a prompt added behind is
+    // mirrored only after it.
+    behind.add_prompt(Prompt::new("first", "A first change."), |_, _| {
+        Ok(GetPromptResult::new(vec![PromptMessage::text(
+            Role::User,
+            "first",
+        )]))
+    });
+    let deadline = Instant::now() + WAIT;
+    while !(caller.prompts().filter_map(Result::ok)).any(|p| p.name == "first") {
+        assert!(Instant::now() < deadline, "the proxy never offered `first`");
+        thread::sleep(Duration::from_millis(20));
+    }
+    while listen.try_recv().unwrap().is_some() {}
+    failing.store(true, Ordering::SeqCst);
+    behind.add_resource(Resource::new("test://added", "added"), |_ctx, req| {
+        Ok(mcp_stdio::types::ReadResourceResult::new(vec![
+            mcp_stdio::types::ResourceContents::text(&req.uri, "added"),
+        ]))
+    });
+    // Once the retry answered, a tool added behind is announced after
+    // whatever the retry announced.
+    let deadline = Instant::now() + WAIT;
+    while !(caller.resources().filter_map(Result::ok)).any(|r| r.uri == "test://added") {
+        assert!(
+            Instant::now() < deadline,
+            "the proxy never offered `test://added`"
+        );
+        thread::sleep(Duration::from_millis(20));
+    }
+    while !retried.load(Ordering::SeqCst) {
+        assert!(
+            Instant::now() < deadline,
+            "the failed templates listing was not tried again"
+        );
+        thread::sleep(Duration::from_millis(5));
+    }
+    behind.add_tool(Tool::new("sentinel", "Added after."), |_ctx, _: Value| {
+        Ok::<_, mcp_stdio::ErrorObject>(CallToolResult::text("sentinel"))
+    });
+    let mut announced = 0;
+    loop {
+        match listen.recv_timeout(WAIT) {
+            Ok(Some(SubscriptionEvent::ResourcesListChanged)) => announced += 1,
+            Ok(Some(SubscriptionEvent::ToolsListChanged)) => break,
+            Ok(Some(_)) => {}
+            other => panic!("no tools change came: {other:?}"),
+        }
+    }
+    assert_eq!(
+        announced, 1,
+        "the resource added behind was announced {announced} times"
+    );
+}
+
+/// Claim (review-flaky13): a proxy whose lists thread waits to try a
+/// failed listing again (0.1 s to 1.6 s, 3.1 s in all) holds up its stop.
+/// Found false: the thread is never waited for; kept as a guard.
+#[test]
+fn a_proxy_that_stops_during_a_listing_retry_stops_at_once() {
+    let behind = Server::builder("failing", "1").enable_tools().build();
+    let failing = Arc::new(AtomicBool::new(false));
+    let (fails, retrying) = (Arc::clone(&failing), Arc::new(AtomicUsize::new(0)));
+    let failed = Arc::clone(&retrying);
+    let transport = relay(
+        behind.clone(),
+        |_| None,
+        move |line| {
+            let message: Value = serde_json::from_str(&line).unwrap_or(Value::Null);
+            if fails.load(Ordering::SeqCst) && message["result"]["tools"].is_array() {
+                failed.fetch_add(1, Ordering::SeqCst);
+                let error = json!({"jsonrpc": "2.0", "id": message["id"],
+                    "error": {"code": -32603, "message": "busy"}});
+                return format!("{error}\n");
+            }
+            line
+        },
+    );
+    let proxy = mcp_stdio::proxy::serve_as(Client::connect(transport).unwrap()).unwrap();
+    failing.store(true, Ordering::SeqCst);
+    behind.notifier().tools_list_changed();
+    let deadline = Instant::now() + WAIT;
+    while retrying.load(Ordering::SeqCst) < 2 {
+        assert!(Instant::now() < deadline, "no listing behind failed twice");
+        thread::sleep(Duration::from_millis(5));
+    }
+    let started = Instant::now();
+    proxy.stop_handle().stop();
+    assert!(
+        started.elapsed() < Duration::from_secs(1),
+        "the stop took {:?}",
+        started.elapsed()
     );
 }
