@@ -557,7 +557,7 @@ impl ServerBuilder {
                 tasks,
                 pool,
                 #[cfg(feature = "client")]
-                at_stop: AtStop::default(),
+                at_stop: Arc::new(AtStop::default()),
             }),
         }
     }

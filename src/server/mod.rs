@@ -201,7 +201,7 @@ pub(crate) struct Inner {
     pub pool: pool::Pool,
     /// What the stop runs for the crate's own code ([`Server::at_stop`]).
     #[cfg(feature = "client")]
-    pub at_stop: AtStop,
+    pub at_stop: Arc<AtStop>,
 }
 
 /// An MCP server: cheap to clone, every clone is the same server.
@@ -234,9 +234,27 @@ impl Server {
 
     /// A handle that stops this server from another thread.
     pub fn stop_handle(&self) -> StopHandle {
-        StopHandle {
-            inner: Arc::clone(&self.inner),
-        }
+        StopHandle::new(
+            Arc::clone(&self.inner.connections),
+            #[cfg(feature = "client")]
+            Arc::clone(&self.inner.at_stop),
+        )
+    }
+
+    /// Runs `work` when the server is stopped ([`StopHandle::stop`]), on
+    /// the stopping thread, or at once if it was: for a proxy, the
+    /// `tasks/cancel` of a task it follows behind. `work` must not wait
+    /// long. The key takes it back ([`Server::forget_at_stop`]).
+    #[cfg(feature = "client")]
+    pub(crate) fn at_stop(&self, work: impl FnOnce() + Send + 'static) -> u64 {
+        self.inner.at_stop.keep(&self.inner.connections, work)
+    }
+
+    /// Takes back the work [`Server::at_stop`] registered under `key`;
+    /// whether it was still there (the stop had not run it).
+    #[cfg(feature = "client")]
+    pub(crate) fn forget_at_stop(&self, key: u64) -> bool {
+        self.inner.at_stop.forget(key)
     }
 
     /// The server's name and version, as sent in every result's `_meta`.

@@ -1,6 +1,6 @@
 //! Stopping a server: [`StopHandle`], and the work the stop runs for the
-//! crate's own code (`Server::at_stop`: a proxy's `tasks/cancel` of each
-//! task it follows behind).
+//! crate's own code (`AtStop`, kept through `Server::at_stop`: a proxy's
+//! `tasks/cancel` of each task it follows behind).
 
 #[cfg(feature = "client")]
 use std::collections::HashMap;
@@ -8,26 +8,63 @@ use std::fmt;
 use std::sync::Arc;
 #[cfg(feature = "client")]
 use std::sync::Mutex;
-
-use super::Inner;
 #[cfg(feature = "client")]
-use super::Server;
+use std::sync::atomic::{AtomicU64, Ordering};
 
-/// Work the stop runs, by key ([`Server::at_stop`]): for a proxy, the
+use super::connections::Connections;
+
+/// Work the stop runs, by key (`Server::at_stop`): for a proxy, the
 /// `tasks/cancel` of each task it follows behind (`proxy::follow_task`).
 /// Only the proxy uses it, so only a build with the client has it.
 #[cfg(feature = "client")]
 #[derive(Default)]
 pub(crate) struct AtStop {
     work: Mutex<HashMap<u64, Box<dyn FnOnce() + Send>>>,
-    next_key: std::sync::atomic::AtomicU64,
+    next_key: AtomicU64,
+}
+
+#[cfg(feature = "client")]
+impl AtStop {
+    /// Keeps `work` for the stop of `connections`, or runs it at once if
+    /// they were stopped; the key that takes it back ([`AtStop::forget`]).
+    pub fn keep(&self, connections: &Connections, work: impl FnOnce() + Send + 'static) -> u64 {
+        let key = self.next_key.fetch_add(1, Ordering::Relaxed);
+        let mut waiting = crate::sync::lock(&self.work);
+        // Read under the lock the stop takes the work under, once it set
+        // the flag: a stop that took the work already is seen here.
+        if connections.is_stopped() {
+            drop(waiting);
+            work();
+        } else {
+            waiting.insert(key, Box::new(work));
+        }
+        key
+    }
+
+    /// Takes back the work kept under `key`; whether it was still there
+    /// (the stop had not run it).
+    pub fn forget(&self, key: u64) -> bool {
+        (crate::sync::lock(&self.work).remove(&key)).is_some()
+    }
+
+    /// Runs every work kept, once the connections were told to stop: taken
+    /// out under the lock [`AtStop::keep`] reads the stop under, so each
+    /// runs once, here or there.
+    fn run(&self) {
+        let work = std::mem::take(&mut *crate::sync::lock(&self.work));
+        for (_, work) in work {
+            work();
+        }
+    }
 }
 
 /// Stops a server from any thread; see
 /// [`Server::stop_handle`](crate::Server::stop_handle).
 #[derive(Clone)]
 pub struct StopHandle {
-    pub(super) inner: Arc<Inner>,
+    connections: Arc<Connections>,
+    #[cfg(feature = "client")]
+    at_stop: Arc<AtStop>,
 }
 
 impl fmt::Debug for StopHandle {
@@ -37,61 +74,42 @@ impl fmt::Debug for StopHandle {
 }
 
 impl StopHandle {
+    /// The stop of the server that serves `connections` (and keeps
+    /// `at_stop`'s work).
+    pub(super) fn new(
+        connections: Arc<Connections>,
+        #[cfg(feature = "client")] at_stop: Arc<AtStop>,
+    ) -> StopHandle {
+        StopHandle {
+            connections,
+            #[cfg(feature = "client")]
+            at_stop,
+        }
+    }
+
     /// Shuts the server down the way end of input does: no new work,
     /// in-flight handlers get the grace period, then they are cancelled,
-    /// the output is flushed and [`Server::serve`](crate::Server::serve) returns. Stopping is
-    /// final: a later `serve` on the same server returns at once. It never
-    /// blocks on a client: each connection's shutdown sends what is left.
-    /// A proxy's stop also sends `tasks/cancel` for each task it follows
-    /// behind, without waiting for an answer (`proxy::serve_as`).
+    /// the output is flushed and [`Server::serve`](crate::Server::serve)
+    /// returns. Stopping is final: a later `serve` on the same server
+    /// returns at once. It never blocks on a client: each connection's
+    /// shutdown sends what is left. A proxy's stop also sends
+    /// `tasks/cancel` for each task it follows behind, without waiting for
+    /// an answer (`proxy::serve_as`).
     pub fn stop(&self) {
-        self.inner.connections.stop();
+        self.connections.stop();
+        // Every connection told; then the work kept for the stop.
         #[cfg(feature = "client")]
-        {
-            // Every connection told; then the work kept for the stop, taken
-            // under the lock `Server::at_stop` reads the stop under.
-            let work = std::mem::take(&mut *crate::sync::lock(&self.inner.at_stop.work));
-            for (_, work) in work {
-                work();
-            }
-        }
+        self.at_stop.run();
     }
 }
 
+#[cfg(test)]
 #[cfg(feature = "client")]
-impl Server {
-    /// Runs `work` when the server is stopped ([`StopHandle::stop`]), on
-    /// the stopping thread, or at once if it was: for a proxy, the
-    /// `tasks/cancel` of a task it follows behind. `work` must not wait
-    /// long. The key takes it back ([`Server::forget_at_stop`]).
-    pub(crate) fn at_stop(&self, work: impl FnOnce() + Send + 'static) -> u64 {
-        let at_stop = &self.inner.at_stop;
-        let key = (at_stop.next_key).fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let mut waiting = crate::sync::lock(&at_stop.work);
-        // Read under the lock the stop takes the work under, once it set
-        // the flag: a stop that took the work already is seen here.
-        if self.inner.connections.is_stopped() {
-            drop(waiting);
-            work();
-        } else {
-            waiting.insert(key, Box::new(work));
-        }
-        key
-    }
-
-    /// Takes back the work [`Server::at_stop`] registered under `key`;
-    /// whether it was still there (the stop had not run it).
-    pub(crate) fn forget_at_stop(&self, key: u64) -> bool {
-        (crate::sync::lock(&self.inner.at_stop.work).remove(&key)).is_some()
-    }
-}
-
-#[cfg(all(test, feature = "client"))]
 mod tests {
     use std::sync::Arc;
     use std::sync::atomic::{AtomicUsize, Ordering};
 
-    use super::Server;
+    use crate::Server;
 
     fn counted(server: &Server, runs: &Arc<AtomicUsize>) -> u64 {
         let runs = Arc::clone(runs);
