@@ -1099,6 +1099,71 @@ fn a_stream_left_open_after_its_answer_is_closed_by_the_client() {
     }
 }
 
+/// A `tools/call` of a client that declares the Tasks extension, given up
+/// at its timeout, whose answer (a task) the server wrote as the stream's
+/// close reached it: the answer crosses the cancellation, and the client
+/// still reads it on the stream and cancels the task (`tasks/cancel`),
+/// which nobody could otherwise ever poll or cancel. The scripted modern
+/// server writes the `CreateTaskResult` once the client's side of the
+/// stream has ended (or after `WAIT`). Before, the give-up shut the stream
+/// at once, the answer was never read, and the task ran on, unknown.
+#[test]
+fn a_task_made_as_a_call_over_http_gave_up_is_cancelled() {
+    let (cancelled_tx, cancelled) = crossbeam_channel::unbounded::<Value>();
+    let addr = scripted(move |req, writer| {
+        match req.body["method"].as_str().unwrap_or("") {
+            "server/discover" => answer_json(
+                req,
+                writer,
+                "",
+                json!({ "supportedVersions": ["2026-07-28"],
+                    "capabilities": { "tools": {} },
+                    "serverInfo": { "name": "late", "version": "1" },
+                    "resultType": "complete" }),
+            ),
+            "tools/call" => {
+                let head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n";
+                writer.write_all(head.as_bytes()).unwrap();
+                // Until the client gives up (its side of the stream ends).
+                writer.set_read_timeout(Some(WAIT)).unwrap();
+                let _ = writer.read(&mut [0u8; 1]);
+                let created = json!({ "jsonrpc": "2.0", "id": req.body["id"], "result": {
+                    "taskId": "t-late", "status": "working",
+                    "createdAt": "2026-07-28T10:30:00.000Z",
+                    "lastUpdatedAt": "2026-07-28T10:30:00.000Z",
+                    "ttlMs": 60000, "pollIntervalMs": 20, "resultType": "task" } });
+                let event = format!("data: {created}\n\n");
+                let chunk = format!("{:x}\r\n{event}\r\n0\r\n\r\n", event.len());
+                let _ = writer.write_all(chunk.as_bytes());
+                return false;
+            }
+            "tasks/cancel" => {
+                let _ = cancelled_tx.send(req.body["params"]["taskId"].clone());
+                answer_json(req, writer, "", json!({ "resultType": "complete" }));
+            }
+            _ => respond(writer, "202 Accepted", "", ""),
+        }
+        true
+    });
+    let client = Client::builder()
+        .era(EraPolicy::ModernOnly)
+        .tasks(true)
+        .connect_url(&format!("http://{addr}/mcp"))
+        .unwrap();
+    let called = client.call_tool_with(
+        "slow",
+        json!({}),
+        RequestOptions::new().timeout(Duration::from_secs(1)),
+    );
+    assert!(matches!(called, Err(Error::Timeout)), "{called:?}");
+    let task = cancelled.recv_timeout(WAIT);
+    assert_eq!(
+        task.ok(),
+        Some(json!("t-late")),
+        "the task made as the call gave up was never cancelled"
+    );
+}
+
 /// Issue 47, item 10: 2025-11-25 basic/transports, "Session Management":
 /// a client that gets `404` for a request carrying its session id MUST
 /// start a new session with a new `initialize`. Our server forgets the
