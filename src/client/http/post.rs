@@ -357,6 +357,7 @@ impl Shared {
             self.unkeep(&line);
         }
         let cancelled = lock(&self.streams).remove(&id).is_none();
+        self.let_go(&id);
         if let (Err(why), false) = (res, cancelled || self.is_closed()) {
             // Made up here: no wire hook sees it as received.
             let line = match why {
@@ -382,6 +383,7 @@ impl Shared {
             return;
         };
         let cancelled = lock(&self.streams).remove(id).is_none();
+        self.let_go(id);
         if cancelled || self.is_closed() {
             return;
         }
@@ -520,11 +522,20 @@ impl Shared {
             // does not cut the POST that takes it next (a session's
             // renewal, on the connection its `404` came on: `close`
             // then cut the renewal, whose new session was never ended).
-            if let Some(id) = id
-                && let Some(slot) = lock(&self.streams).get_mut(id)
-                && slot.as_ref().is_some_and(|s| Arc::ptr_eq(s, &kept.socket))
-            {
-                *slot = None;
+            // Under `streams`' lock, where a give-up takes it: one held
+            // after its give-up (`late`) is shut for sending, never reused.
+            if let Some(id) = id {
+                let mut streams = lock(&self.streams);
+                if self.is_held(id) {
+                    drop(streams);
+                    kept.end();
+                    return read;
+                }
+                if let Some(slot) = streams.get_mut(id)
+                    && slot.as_ref().is_some_and(|s| Arc::ptr_eq(s, &kept.socket))
+                {
+                    *slot = None;
+                }
             }
             // Closed meanwhile: `close` took the idle ones already.
             let mut idle = lock(&self.idle);
