@@ -1164,6 +1164,83 @@ fn a_task_made_as_a_call_over_http_gave_up_is_cancelled() {
     );
 }
 
+/// The streams held open after a give-up to hear a late answer (see
+/// `a_task_made_as_a_call_over_http_gave_up_is_cancelled`) are bounded:
+/// at most 16 per client (`late::MAX_HELD`; past it a give-up shuts its
+/// stream at once), each let go by its end, the call's timeout after the
+/// give-up, though the server neither answers nor closes. The scripted
+/// server answers each `tools/call` with an event stream it keeps going
+/// with comments after the client's side ended, until a write fails, and
+/// reports how long that took. 20 calls give up at once.
+#[test]
+fn streams_held_after_a_give_up_are_at_most_sixteen_and_each_let_go_at_its_end() {
+    const TIMEOUT: Duration = Duration::from_secs(1);
+    const CALLS: usize = 20;
+    let (lasted_tx, lasted) = crossbeam_channel::unbounded::<Duration>();
+    let addr = scripted(move |req, writer| {
+        match req.body["method"].as_str().unwrap_or("") {
+            "server/discover" => answer_json(
+                req,
+                writer,
+                "",
+                json!({ "supportedVersions": ["2026-07-28"],
+                    "capabilities": { "tools": {} },
+                    "serverInfo": { "name": "silent", "version": "1" },
+                    "resultType": "complete" }),
+            ),
+            "tools/call" => {
+                let head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n";
+                writer.write_all(head.as_bytes()).unwrap();
+                writer.set_read_timeout(Some(WAIT)).unwrap();
+                let _ = writer.read(&mut [0u8; 1]);
+                let ended = std::time::Instant::now();
+                let ping = b"a\r\n: ping\n\n\n\r\n";
+                while ended.elapsed() < WAIT && writer.write_all(ping).is_ok() {
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                let _ = lasted_tx.send(ended.elapsed());
+                return false;
+            }
+            _ => respond(writer, "202 Accepted", "", ""),
+        }
+        true
+    });
+    let client = Arc::new(
+        Client::builder()
+            .era(EraPolicy::ModernOnly)
+            .tasks(true)
+            .connect_url(&format!("http://{addr}/mcp"))
+            .unwrap(),
+    );
+    let calls: Vec<_> = (0..CALLS)
+        .map(|_| {
+            let client = Arc::clone(&client);
+            std::thread::spawn(move || {
+                client.call_tool_with("silent", json!({}), RequestOptions::new().timeout(TIMEOUT))
+            })
+        })
+        .collect();
+    for call in calls {
+        let called = call.join().unwrap();
+        assert!(matches!(called, Err(Error::Timeout)), "{called:?}");
+    }
+    let mut held = 0;
+    for _ in 0..CALLS {
+        let took = lasted.recv_timeout(WAIT + WAIT).unwrap();
+        assert!(
+            took < TIMEOUT + Duration::from_secs(4),
+            "a stream given up on was let go {took:?} after the client's side ended"
+        );
+        if took >= TIMEOUT / 2 {
+            held += 1;
+        }
+    }
+    assert!(
+        (1..=16).contains(&held),
+        "{held} streams held open after their give-up"
+    );
+}
+
 /// Issue 47, item 10: 2025-11-25 basic/transports, "Session Management":
 /// a client that gets `404` for a request carrying its session id MUST
 /// start a new session with a new `initialize`. Our server forgets the

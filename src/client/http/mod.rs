@@ -28,7 +28,10 @@
 //! Cancellation: in the modern era closing a request's response stream is
 //! the cancellation, so the link's `notifications/cancelled` closes that
 //! connection instead of being posted; a legacy server gets it POSTed (and
-//! its stream is closed too). An answer that is not JSON-RPC (a `4xx` or
+//! its stream is closed too); a request whose late answer the link still
+//! hears (a `tools/call` that may have made a task) has its stream shut
+//! for sending only and read on for that answer, for a bounded time
+//! (`late`). An answer that is not JSON-RPC (a `4xx` or
 //! `5xx` with a text body, a refused connection) becomes a JSON-RPC error
 //! for the request that caused it, so the era probe and every caller see it
 //! the way they would on stdio. A response stream that ends without the
