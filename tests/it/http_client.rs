@@ -168,6 +168,30 @@ fn a_timeout_closes_the_stream_and_trips_the_handler() {
     assert_eq!(tripped.recv_timeout(WAIT), Ok(true));
 }
 
+/// A call of a client that declares the Tasks extension, given up on,
+/// has its stream shut for sending only and read on for a late answer
+/// (`late.rs`): our server takes that half-close as the cancellation at
+/// once, not when the client lets the stream go (here 30 s after the
+/// give-up: the call's timeout, `reset_timeout_on_progress` cutting the
+/// wait at 200 ms).
+#[test]
+fn a_give_up_that_reads_on_for_a_late_task_still_trips_the_handler_at_once() {
+    let (http, started, tripped) = with_held_tool();
+    let client = Client::builder()
+        .tasks(true)
+        .connect_url(&http.url)
+        .unwrap();
+    let options = RequestOptions::new()
+        .timeout(Duration::from_secs(30))
+        .reset_timeout_on_progress(Duration::from_millis(200));
+    let timed_out = client.call_tool_with("held", json!({}), options);
+    assert!(matches!(timed_out, Err(Error::Timeout)), "{timed_out:?}");
+    started.recv_timeout(WAIT).unwrap();
+    assert_eq!(tripped.recv_timeout(WAIT), Ok(true));
+    let echoed = client.call("echo", json!({ "text": "after" })).unwrap();
+    assert_eq!(echoed.text_content(), "after");
+}
+
 #[test]
 fn listen_over_http_is_a_long_stream_that_gets_published_updates() {
     let http = serve(crate::everything::build());
