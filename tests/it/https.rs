@@ -402,6 +402,42 @@ fn cancelling_over_https_closes_the_stream_and_trips_the_handler() {
     assert_eq!(echoed.text_content(), "after");
 }
 
+/// Over TLS too, a call of a client that declares the Tasks extension,
+/// given up on, has its stream shut for sending only (the TCP socket
+/// under the TLS) and read on for a late answer: the server still takes
+/// the close as the cancellation at once, long before the client lets the
+/// stream go (30 s after the give-up here).
+#[test]
+fn a_give_up_over_https_that_reads_on_for_a_late_task_still_trips_the_handler() {
+    let (started_tx, started) = crossbeam_channel::unbounded();
+    let (tripped_tx, tripped) = crossbeam_channel::unbounded();
+    let server = crate::everything::build_with(move |b| {
+        b.tool(
+            Tool::new("held", "Waits for its cancellation."),
+            move |ctx, _: Value| {
+                let _ = started_tx.send(());
+                let _ = tripped_tx.send(ctx.wait_cancelled(WAIT));
+                Ok(CallToolResult::text("not cancelled"))
+            },
+        )
+    });
+    let https = serve(server, "server.pem");
+    let client = Client::builder()
+        .add_ca_pem(&ca())
+        .tasks(true)
+        .connect_url(&https.url("localhost"))
+        .unwrap();
+    let options = RequestOptions::new()
+        .timeout(Duration::from_secs(30))
+        .reset_timeout_on_progress(Duration::from_millis(200));
+    let timed_out = client.call_tool_with("held", json!({}), options);
+    assert!(matches!(timed_out, Err(Error::Timeout)), "{timed_out:?}");
+    started.recv_timeout(WAIT).unwrap();
+    assert_eq!(tripped.recv_timeout(WAIT), Ok(true));
+    let echoed = client.call("echo", json!({ "text": "after" })).unwrap();
+    assert_eq!(echoed.text_content(), "after");
+}
+
 #[test]
 fn a_plain_http_server_behind_an_https_url_is_a_one_line_error() {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
