@@ -377,10 +377,10 @@ fn a_refused_connection_is_an_error_that_names_the_url() {
 
 /// One request the scripted peer got.
 #[derive(Debug, Clone)]
-struct Seen {
+pub(crate) struct Seen {
     verb: String,
     headers: HashMap<String, String>,
-    body: Value,
+    pub(crate) body: Value,
 }
 
 /// Reads one request from `conn`; `None` at the connection's end.
@@ -414,7 +414,7 @@ fn read_request(conn: &mut BufReader<TcpStream>) -> Option<Seen> {
     })
 }
 
-fn respond(conn: &mut TcpStream, status: &str, headers: &str, body: &str) {
+pub(crate) fn respond(conn: &mut TcpStream, status: &str, headers: &str, body: &str) {
     let head = format!(
         "HTTP/1.1 {status}\r\n{headers}Content-Length: {}\r\n\r\n",
         body.len()
@@ -926,7 +926,9 @@ fn a_probe_refused_for_the_servers_own_reasons_is_no_era() {
 /// A peer on a plain `TcpListener` that answers each request with
 /// `answer(request, writer)`, one thread per connection; whatever it does
 /// with the connection after (keep it open, close it) is `answer`'s.
-fn scripted(answer: impl Fn(&Seen, &mut TcpStream) -> bool + Send + Sync + 'static) -> SocketAddr {
+pub(crate) fn scripted(
+    answer: impl Fn(&Seen, &mut TcpStream) -> bool + Send + Sync + 'static,
+) -> SocketAddr {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
     let answer = Arc::new(answer);
@@ -949,7 +951,7 @@ fn scripted(answer: impl Fn(&Seen, &mut TcpStream) -> bool + Send + Sync + 'stat
 }
 
 /// The JSON answer `result` to request `req`.
-fn answer_json(req: &Seen, writer: &mut TcpStream, headers: &str, result: Value) {
+pub(crate) fn answer_json(req: &Seen, writer: &mut TcpStream, headers: &str, result: Value) {
     let body = json!({ "jsonrpc": "2.0", "id": req.body["id"], "result": result });
     respond(
         writer,
@@ -2597,5 +2599,70 @@ fn a_get_stream_whose_head_never_comes_costs_connecting_no_more_than_its_bounds(
         "connect_url took {:.1}s, and a ping after it {:.1}s more",
         connected.as_secs_f64(),
         (took - connected).as_secs_f64()
+    );
+}
+
+/// Review httplate13: a held stream (`late.rs`) reads what the server
+/// writes after the give-up, and that is the call's answer only: a
+/// `HeaderMismatch` (`-32020`) the server writes once the client's side
+/// ended must not start the bridge's re-listing and retry (`relist.rs`)
+/// for a call its caller gave up. Before the hold, the stream was shut
+/// both ways and nothing after the give-up was read.
+#[test]
+fn a_header_mismatch_read_after_a_give_up_lists_no_tools() {
+    let (listed_tx, listed) = crossbeam_channel::unbounded::<()>();
+    let (written_tx, written) = crossbeam_channel::unbounded::<()>();
+    let addr = scripted(move |req, writer| {
+        match req.body["method"].as_str().unwrap_or("") {
+            "server/discover" => answer_json(
+                req,
+                writer,
+                "",
+                json!({ "supportedVersions": ["2026-07-28"],
+                    "capabilities": { "tools": {} },
+                    "serverInfo": { "name": "mismatch", "version": "1" },
+                    "resultType": "complete" }),
+            ),
+            "tools/call" => {
+                let head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n";
+                writer.write_all(head.as_bytes()).unwrap();
+                writer.set_read_timeout(Some(WAIT)).unwrap();
+                let _ = writer.read(&mut [0u8; 1]);
+                let refused = json!({ "jsonrpc": "2.0", "id": req.body["id"],
+                    "error": { "code": -32020, "message": "header mismatch" } });
+                let event = format!("data: {refused}\n\n");
+                let chunk = format!("{:x}\r\n{event}\r\n0\r\n\r\n", event.len());
+                let _ = writer.write_all(chunk.as_bytes());
+                let _ = written_tx.send(());
+                return false;
+            }
+            "tools/list" => {
+                let _ = listed_tx.send(());
+                answer_json(
+                    req,
+                    writer,
+                    "",
+                    json!({ "tools": [], "resultType": "complete" }),
+                );
+            }
+            _ => respond(writer, "202 Accepted", "", ""),
+        }
+        true
+    });
+    let client = Client::builder()
+        .era(EraPolicy::ModernOnly)
+        .tasks(true)
+        .connect_url(&format!("http://{addr}/mcp"))
+        .unwrap();
+    let called = client.call_tool_with(
+        "slow",
+        json!({}),
+        RequestOptions::new().timeout(Duration::from_millis(300)),
+    );
+    assert!(matches!(called, Err(Error::Timeout)), "{called:?}");
+    written.recv_timeout(WAIT).unwrap();
+    assert!(
+        listed.recv_timeout(Duration::from_secs(2)).is_err(),
+        "the tools were listed again for a call given up on"
     );
 }
