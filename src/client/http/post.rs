@@ -306,7 +306,13 @@ impl Shared {
             &mut cursor,
             &mut deliver,
         );
-        if let Err(Failed::Unauthorized(refusal)) = &res {
+        // A request given up meanwhile (its stream held to hear a late
+        // answer, `late`) is not authorized again nor retried: what its
+        // held stream brought is its answer, or nothing.
+        let given_up = || !lock(&self.streams).contains_key(&id);
+        if let Err(Failed::Unauthorized(refusal)) = &res
+            && !given_up()
+        {
             match self.authorized_again(refusal, &headers) {
                 Ok(()) => {
                     if let Ok(outgoing) = serde_json::from_slice::<Outgoing<'_>>(&line) {
@@ -343,7 +349,7 @@ impl Shared {
                 &mut deliver,
             );
         }
-        if mismatched.get() {
+        if mismatched.get() && !given_up() {
             hold_mismatch.set(false);
             cursor = Cursor::default();
             res = self
