@@ -2666,3 +2666,60 @@ fn a_header_mismatch_read_after_a_give_up_lists_no_tools() {
         "the tools were listed again for a call given up on"
     );
 }
+
+/// Review httplate13: a stream held after its give-up (`late.rs`, here
+/// for 30 s: the call's timeout, `reset_timeout_on_progress` cutting the
+/// wait at 200 ms) is let go when the client is dropped without `close`,
+/// not at its end: the server, which keeps the stream going with
+/// comments and notices the client's going only when a write fails, sees
+/// it go within a few seconds.
+#[test]
+fn a_held_stream_is_let_go_when_its_client_is_dropped() {
+    let (ended_tx, ended) = crossbeam_channel::unbounded::<()>();
+    let (gone_tx, gone) = crossbeam_channel::unbounded::<()>();
+    let addr = scripted(move |req, writer| {
+        match req.body["method"].as_str().unwrap_or("") {
+            "server/discover" => answer_json(
+                req,
+                writer,
+                "",
+                json!({ "supportedVersions": ["2026-07-28"],
+                    "capabilities": { "tools": {} },
+                    "serverInfo": { "name": "pinging", "version": "1" },
+                    "resultType": "complete" }),
+            ),
+            "tools/call" => {
+                let head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n";
+                writer.write_all(head.as_bytes()).unwrap();
+                writer.set_read_timeout(Some(WAIT)).unwrap();
+                let _ = writer.read(&mut [0u8; 1]);
+                let _ = ended_tx.send(());
+                let since = std::time::Instant::now();
+                let ping = b"a\r\n: ping\n\n\n\r\n";
+                while since.elapsed() < Duration::from_secs(60) && writer.write_all(ping).is_ok() {
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                let _ = gone_tx.send(());
+                return false;
+            }
+            _ => respond(writer, "202 Accepted", "", ""),
+        }
+        true
+    });
+    let client = Client::builder()
+        .era(EraPolicy::ModernOnly)
+        .tasks(true)
+        .connect_url(&format!("http://{addr}/mcp"))
+        .unwrap();
+    let options = RequestOptions::new()
+        .timeout(Duration::from_secs(30))
+        .reset_timeout_on_progress(Duration::from_millis(200));
+    let called = client.call_tool_with("slow", json!({}), options);
+    assert!(matches!(called, Err(Error::Timeout)), "{called:?}");
+    ended.recv_timeout(WAIT).unwrap();
+    drop(client);
+    assert!(
+        gone.recv_timeout(WAIT).is_ok(),
+        "the held stream outlived its client"
+    );
+}
