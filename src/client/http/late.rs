@@ -8,11 +8,17 @@
 //! cancellation, as `notifications/cancelled` and an answer cross on
 //! stdio; a stream shut both ways drops it unread, and a task it made runs
 //! on, with nobody to poll or cancel it. So such a stream is only shut for
-//! sending: the server reads its end (its cancellation, as a close), and
-//! the POST's worker reads on until the answer (handed to the link, whose
-//! late hook cancels the task), the stream's end, or the late entry's end
-//! (the request's timeout from the give-up), when it is shut both ways.
-//! Its connection is not used again. A request without a late hook is
+//! sending: a server that reads the connection while it answers sees its
+//! end (its cancellation, as a close: ours, `serve_http`); one that
+//! notices a client's going only when a write to it fails sees nothing
+//! until the stream is let go, at most the request's timeout after the
+//! give-up (the price of hearing the answer). Meanwhile the POST's worker
+//! reads on until the answer (handed to the link, whose late hook cancels
+//! the task), the stream's end, or the late entry's end (the request's
+//! timeout from the give-up), when it is shut both ways. What it reads
+//! starts nothing more (no new authorization, no re-listing and retry
+//! after a `HeaderMismatch`: `Shared::post`). Its connection is not used
+//! again. A request without a late hook is
 //! shut both ways at once, as before.
 
 use std::net::{Shutdown, TcpStream};
