@@ -134,12 +134,17 @@ impl Client {
     /// [`ToolCallStart`] for an example.
     ///
     /// A call the server does not answer within that timeout fails with
-    /// [`Error::Timeout`] (the server is sent `notifications/cancelled`),
-    /// whatever comes after. A task the server still makes of it, its
-    /// answer crossing the cancellation on the wire, is cancelled: an
-    /// answer that comes within the timeout again, counted from the
-    /// give-up, and names a task gets that task's `tasks/cancel` (not
-    /// waited for), since nobody else ever learns its id.
+    /// [`Error::Timeout`] (the server is sent `notifications/cancelled`;
+    /// over Streamable HTTP the call's stream is shut for sending, its
+    /// cancellation, and read on for the answer), whatever comes after. A
+    /// task the server still makes of it, its answer crossing the
+    /// cancellation on the wire, is cancelled: an answer that comes within
+    /// the timeout again, counted from the give-up, and names a task gets
+    /// that task's `tasks/cancel` (not waited for), since nobody else ever
+    /// learns its id. A server that notices a client's going only when a
+    /// write to it fails (one that never reads the connection while it
+    /// answers) hears that HTTP cancellation only when the stream is let
+    /// go: at the answer, the stream's end, or that timeout again.
     pub fn start_tool_call(
         &self,
         name: &str,

@@ -168,6 +168,30 @@ fn a_timeout_closes_the_stream_and_trips_the_handler() {
     assert_eq!(tripped.recv_timeout(WAIT), Ok(true));
 }
 
+/// A call of a client that declares the Tasks extension, given up on,
+/// has its stream shut for sending only and read on for a late answer
+/// (`late.rs`): our server takes that half-close as the cancellation at
+/// once, not when the client lets the stream go (here 30 s after the
+/// give-up: the call's timeout, `reset_timeout_on_progress` cutting the
+/// wait at 200 ms).
+#[test]
+fn a_give_up_that_reads_on_for_a_late_task_still_trips_the_handler_at_once() {
+    let (http, started, tripped) = with_held_tool();
+    let client = Client::builder()
+        .tasks(true)
+        .connect_url(&http.url)
+        .unwrap();
+    let options = RequestOptions::new()
+        .timeout(Duration::from_secs(30))
+        .reset_timeout_on_progress(Duration::from_millis(200));
+    let timed_out = client.call_tool_with("held", json!({}), options);
+    assert!(matches!(timed_out, Err(Error::Timeout)), "{timed_out:?}");
+    started.recv_timeout(WAIT).unwrap();
+    assert_eq!(tripped.recv_timeout(WAIT), Ok(true));
+    let echoed = client.call("echo", json!({ "text": "after" })).unwrap();
+    assert_eq!(echoed.text_content(), "after");
+}
+
 #[test]
 fn listen_over_http_is_a_long_stream_that_gets_published_updates() {
     let http = serve(crate::everything::build());
@@ -353,10 +377,10 @@ fn a_refused_connection_is_an_error_that_names_the_url() {
 
 /// One request the scripted peer got.
 #[derive(Debug, Clone)]
-struct Seen {
+pub(crate) struct Seen {
     verb: String,
     headers: HashMap<String, String>,
-    body: Value,
+    pub(crate) body: Value,
 }
 
 /// Reads one request from `conn`; `None` at the connection's end.
@@ -390,7 +414,7 @@ fn read_request(conn: &mut BufReader<TcpStream>) -> Option<Seen> {
     })
 }
 
-fn respond(conn: &mut TcpStream, status: &str, headers: &str, body: &str) {
+pub(crate) fn respond(conn: &mut TcpStream, status: &str, headers: &str, body: &str) {
     let head = format!(
         "HTTP/1.1 {status}\r\n{headers}Content-Length: {}\r\n\r\n",
         body.len()
@@ -902,7 +926,9 @@ fn a_probe_refused_for_the_servers_own_reasons_is_no_era() {
 /// A peer on a plain `TcpListener` that answers each request with
 /// `answer(request, writer)`, one thread per connection; whatever it does
 /// with the connection after (keep it open, close it) is `answer`'s.
-fn scripted(answer: impl Fn(&Seen, &mut TcpStream) -> bool + Send + Sync + 'static) -> SocketAddr {
+pub(crate) fn scripted(
+    answer: impl Fn(&Seen, &mut TcpStream) -> bool + Send + Sync + 'static,
+) -> SocketAddr {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
     let answer = Arc::new(answer);
@@ -925,7 +951,7 @@ fn scripted(answer: impl Fn(&Seen, &mut TcpStream) -> bool + Send + Sync + 'stat
 }
 
 /// The JSON answer `result` to request `req`.
-fn answer_json(req: &Seen, writer: &mut TcpStream, headers: &str, result: Value) {
+pub(crate) fn answer_json(req: &Seen, writer: &mut TcpStream, headers: &str, result: Value) {
     let body = json!({ "jsonrpc": "2.0", "id": req.body["id"], "result": result });
     respond(
         writer,
@@ -1097,6 +1123,148 @@ fn a_stream_left_open_after_its_answer_is_closed_by_the_client() {
             "the client kept the stream open after its answer"
         );
     }
+}
+
+/// A `tools/call` of a client that declares the Tasks extension, given up
+/// at its timeout, whose answer (a task) the server wrote as the stream's
+/// close reached it: the answer crosses the cancellation, and the client
+/// still reads it on the stream and cancels the task (`tasks/cancel`),
+/// which nobody could otherwise ever poll or cancel. The scripted modern
+/// server writes the `CreateTaskResult` once the client's side of the
+/// stream has ended (or after `WAIT`). Before, the give-up shut the stream
+/// at once, the answer was never read, and the task ran on, unknown.
+#[test]
+fn a_task_made_as_a_call_over_http_gave_up_is_cancelled() {
+    let (cancelled_tx, cancelled) = crossbeam_channel::unbounded::<Value>();
+    let addr = scripted(move |req, writer| {
+        match req.body["method"].as_str().unwrap_or("") {
+            "server/discover" => answer_json(
+                req,
+                writer,
+                "",
+                json!({ "supportedVersions": ["2026-07-28"],
+                    "capabilities": { "tools": {} },
+                    "serverInfo": { "name": "late", "version": "1" },
+                    "resultType": "complete" }),
+            ),
+            "tools/call" => {
+                let head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n";
+                writer.write_all(head.as_bytes()).unwrap();
+                // Until the client gives up (its side of the stream ends).
+                writer.set_read_timeout(Some(WAIT)).unwrap();
+                let _ = writer.read(&mut [0u8; 1]);
+                let created = json!({ "jsonrpc": "2.0", "id": req.body["id"], "result": {
+                    "taskId": "t-late", "status": "working",
+                    "createdAt": "2026-07-28T10:30:00.000Z",
+                    "lastUpdatedAt": "2026-07-28T10:30:00.000Z",
+                    "ttlMs": 60000, "pollIntervalMs": 20, "resultType": "task" } });
+                let event = format!("data: {created}\n\n");
+                let chunk = format!("{:x}\r\n{event}\r\n0\r\n\r\n", event.len());
+                let _ = writer.write_all(chunk.as_bytes());
+                return false;
+            }
+            "tasks/cancel" => {
+                let _ = cancelled_tx.send(req.body["params"]["taskId"].clone());
+                answer_json(req, writer, "", json!({ "resultType": "complete" }));
+            }
+            _ => respond(writer, "202 Accepted", "", ""),
+        }
+        true
+    });
+    let client = Client::builder()
+        .era(EraPolicy::ModernOnly)
+        .tasks(true)
+        .connect_url(&format!("http://{addr}/mcp"))
+        .unwrap();
+    let called = client.call_tool_with(
+        "slow",
+        json!({}),
+        RequestOptions::new().timeout(Duration::from_secs(1)),
+    );
+    assert!(matches!(called, Err(Error::Timeout)), "{called:?}");
+    let task = cancelled.recv_timeout(WAIT);
+    assert_eq!(
+        task.ok(),
+        Some(json!("t-late")),
+        "the task made as the call gave up was never cancelled"
+    );
+}
+
+/// The streams held open after a give-up to hear a late answer (see
+/// `a_task_made_as_a_call_over_http_gave_up_is_cancelled`) are bounded:
+/// at most 16 per client (`late::MAX_HELD`; past it a give-up shuts its
+/// stream at once), each let go by its end, the call's timeout after the
+/// give-up, though the server neither answers nor closes. The scripted
+/// server answers each `tools/call` with an event stream it keeps going
+/// with comments after the client's side ended, until a write fails, and
+/// reports how long that took. 20 calls give up at once.
+#[test]
+fn streams_held_after_a_give_up_are_at_most_sixteen_and_each_let_go_at_its_end() {
+    const TIMEOUT: Duration = Duration::from_secs(1);
+    const CALLS: usize = 20;
+    let (lasted_tx, lasted) = crossbeam_channel::unbounded::<Duration>();
+    let addr = scripted(move |req, writer| {
+        match req.body["method"].as_str().unwrap_or("") {
+            "server/discover" => answer_json(
+                req,
+                writer,
+                "",
+                json!({ "supportedVersions": ["2026-07-28"],
+                    "capabilities": { "tools": {} },
+                    "serverInfo": { "name": "silent", "version": "1" },
+                    "resultType": "complete" }),
+            ),
+            "tools/call" => {
+                let head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n";
+                writer.write_all(head.as_bytes()).unwrap();
+                writer.set_read_timeout(Some(WAIT)).unwrap();
+                let _ = writer.read(&mut [0u8; 1]);
+                let ended = std::time::Instant::now();
+                let ping = b"a\r\n: ping\n\n\n\r\n";
+                while ended.elapsed() < WAIT && writer.write_all(ping).is_ok() {
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                let _ = lasted_tx.send(ended.elapsed());
+                return false;
+            }
+            _ => respond(writer, "202 Accepted", "", ""),
+        }
+        true
+    });
+    let client = Arc::new(
+        Client::builder()
+            .era(EraPolicy::ModernOnly)
+            .tasks(true)
+            .connect_url(&format!("http://{addr}/mcp"))
+            .unwrap(),
+    );
+    let calls: Vec<_> = (0..CALLS)
+        .map(|_| {
+            let client = Arc::clone(&client);
+            std::thread::spawn(move || {
+                client.call_tool_with("silent", json!({}), RequestOptions::new().timeout(TIMEOUT))
+            })
+        })
+        .collect();
+    for call in calls {
+        let called = call.join().unwrap();
+        assert!(matches!(called, Err(Error::Timeout)), "{called:?}");
+    }
+    let mut held = 0;
+    for _ in 0..CALLS {
+        let took = lasted.recv_timeout(WAIT + WAIT).unwrap();
+        assert!(
+            took < TIMEOUT + Duration::from_secs(4),
+            "a stream given up on was let go {took:?} after the client's side ended"
+        );
+        if took >= TIMEOUT / 2 {
+            held += 1;
+        }
+    }
+    assert!(
+        (1..=16).contains(&held),
+        "{held} streams held open after their give-up"
+    );
 }
 
 /// Issue 47, item 10: 2025-11-25 basic/transports, "Session Management":
@@ -2431,5 +2599,127 @@ fn a_get_stream_whose_head_never_comes_costs_connecting_no_more_than_its_bounds(
         "connect_url took {:.1}s, and a ping after it {:.1}s more",
         connected.as_secs_f64(),
         (took - connected).as_secs_f64()
+    );
+}
+
+/// Review httplate13: a held stream (`late.rs`) reads what the server
+/// writes after the give-up, and that is the call's answer only: a
+/// `HeaderMismatch` (`-32020`) the server writes once the client's side
+/// ended must not start the bridge's re-listing and retry (`relist.rs`)
+/// for a call its caller gave up. Before the hold, the stream was shut
+/// both ways and nothing after the give-up was read.
+#[test]
+fn a_header_mismatch_read_after_a_give_up_lists_no_tools() {
+    let (listed_tx, listed) = crossbeam_channel::unbounded::<()>();
+    let (written_tx, written) = crossbeam_channel::unbounded::<()>();
+    let addr = scripted(move |req, writer| {
+        match req.body["method"].as_str().unwrap_or("") {
+            "server/discover" => answer_json(
+                req,
+                writer,
+                "",
+                json!({ "supportedVersions": ["2026-07-28"],
+                    "capabilities": { "tools": {} },
+                    "serverInfo": { "name": "mismatch", "version": "1" },
+                    "resultType": "complete" }),
+            ),
+            "tools/call" => {
+                let head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n";
+                writer.write_all(head.as_bytes()).unwrap();
+                writer.set_read_timeout(Some(WAIT)).unwrap();
+                let _ = writer.read(&mut [0u8; 1]);
+                let refused = json!({ "jsonrpc": "2.0", "id": req.body["id"],
+                    "error": { "code": -32020, "message": "header mismatch" } });
+                let event = format!("data: {refused}\n\n");
+                let chunk = format!("{:x}\r\n{event}\r\n0\r\n\r\n", event.len());
+                let _ = writer.write_all(chunk.as_bytes());
+                let _ = written_tx.send(());
+                return false;
+            }
+            "tools/list" => {
+                let _ = listed_tx.send(());
+                answer_json(
+                    req,
+                    writer,
+                    "",
+                    json!({ "tools": [], "resultType": "complete" }),
+                );
+            }
+            _ => respond(writer, "202 Accepted", "", ""),
+        }
+        true
+    });
+    let client = Client::builder()
+        .era(EraPolicy::ModernOnly)
+        .tasks(true)
+        .connect_url(&format!("http://{addr}/mcp"))
+        .unwrap();
+    let called = client.call_tool_with(
+        "slow",
+        json!({}),
+        RequestOptions::new().timeout(Duration::from_millis(300)),
+    );
+    assert!(matches!(called, Err(Error::Timeout)), "{called:?}");
+    written.recv_timeout(WAIT).unwrap();
+    assert!(
+        listed.recv_timeout(Duration::from_secs(2)).is_err(),
+        "the tools were listed again for a call given up on"
+    );
+}
+
+/// Review httplate13: a stream held after its give-up (`late.rs`, here
+/// for 30 s: the call's timeout, `reset_timeout_on_progress` cutting the
+/// wait at 200 ms) is let go when the client is dropped without `close`,
+/// not at its end: the server, which keeps the stream going with
+/// comments and notices the client's going only when a write fails, sees
+/// it go within a few seconds.
+#[test]
+fn a_held_stream_is_let_go_when_its_client_is_dropped() {
+    let (ended_tx, ended) = crossbeam_channel::unbounded::<()>();
+    let (gone_tx, gone) = crossbeam_channel::unbounded::<()>();
+    let addr = scripted(move |req, writer| {
+        match req.body["method"].as_str().unwrap_or("") {
+            "server/discover" => answer_json(
+                req,
+                writer,
+                "",
+                json!({ "supportedVersions": ["2026-07-28"],
+                    "capabilities": { "tools": {} },
+                    "serverInfo": { "name": "pinging", "version": "1" },
+                    "resultType": "complete" }),
+            ),
+            "tools/call" => {
+                let head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n";
+                writer.write_all(head.as_bytes()).unwrap();
+                writer.set_read_timeout(Some(WAIT)).unwrap();
+                let _ = writer.read(&mut [0u8; 1]);
+                let _ = ended_tx.send(());
+                let since = std::time::Instant::now();
+                let ping = b"a\r\n: ping\n\n\n\r\n";
+                while since.elapsed() < Duration::from_secs(60) && writer.write_all(ping).is_ok() {
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                let _ = gone_tx.send(());
+                return false;
+            }
+            _ => respond(writer, "202 Accepted", "", ""),
+        }
+        true
+    });
+    let client = Client::builder()
+        .era(EraPolicy::ModernOnly)
+        .tasks(true)
+        .connect_url(&format!("http://{addr}/mcp"))
+        .unwrap();
+    let options = RequestOptions::new()
+        .timeout(Duration::from_secs(30))
+        .reset_timeout_on_progress(Duration::from_millis(200));
+    let called = client.call_tool_with("slow", json!({}), options);
+    assert!(matches!(called, Err(Error::Timeout)), "{called:?}");
+    ended.recv_timeout(WAIT).unwrap();
+    drop(client);
+    assert!(
+        gone.recv_timeout(WAIT).is_ok(),
+        "the held stream outlived its client"
     );
 }

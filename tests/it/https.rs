@@ -402,6 +402,42 @@ fn cancelling_over_https_closes_the_stream_and_trips_the_handler() {
     assert_eq!(echoed.text_content(), "after");
 }
 
+/// Over TLS too, a call of a client that declares the Tasks extension,
+/// given up on, has its stream shut for sending only (the TCP socket
+/// under the TLS) and read on for a late answer: the server still takes
+/// the close as the cancellation at once, long before the client lets the
+/// stream go (30 s after the give-up here).
+#[test]
+fn a_give_up_over_https_that_reads_on_for_a_late_task_still_trips_the_handler() {
+    let (started_tx, started) = crossbeam_channel::unbounded();
+    let (tripped_tx, tripped) = crossbeam_channel::unbounded();
+    let server = crate::everything::build_with(move |b| {
+        b.tool(
+            Tool::new("held", "Waits for its cancellation."),
+            move |ctx, _: Value| {
+                let _ = started_tx.send(());
+                let _ = tripped_tx.send(ctx.wait_cancelled(WAIT));
+                Ok(CallToolResult::text("not cancelled"))
+            },
+        )
+    });
+    let https = serve(server, "server.pem");
+    let client = Client::builder()
+        .add_ca_pem(&ca())
+        .tasks(true)
+        .connect_url(&https.url("localhost"))
+        .unwrap();
+    let options = RequestOptions::new()
+        .timeout(Duration::from_secs(30))
+        .reset_timeout_on_progress(Duration::from_millis(200));
+    let timed_out = client.call_tool_with("held", json!({}), options);
+    assert!(matches!(timed_out, Err(Error::Timeout)), "{timed_out:?}");
+    started.recv_timeout(WAIT).unwrap();
+    assert_eq!(tripped.recv_timeout(WAIT), Ok(true));
+    let echoed = client.call("echo", json!({ "text": "after" })).unwrap();
+    assert_eq!(echoed.text_content(), "after");
+}
+
 #[test]
 fn a_plain_http_server_behind_an_https_url_is_a_one_line_error() {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
@@ -572,4 +608,66 @@ fn a_body_ended_by_the_connections_end_needs_close_notify() {
         }
         terminator.stop();
     }
+}
+
+/// Review httplate13: over TLS, the held stream (`late.rs`: the TCP
+/// socket under the TLS shut for sending, no `close_notify`) is still
+/// read on: a task the server makes as the client's side ends reaches
+/// the client, which cancels it (`tasks/cancel`). The server is the
+/// scripted plain one of `http_client`, behind a TLS terminator that
+/// passes the client's end on as the end of its own side.
+#[test]
+fn over_https_a_task_made_as_a_call_gave_up_is_still_read_and_cancelled() {
+    use crate::http_client::{answer_json, respond, scripted};
+    let (cancelled_tx, cancelled) = crossbeam_channel::unbounded::<Value>();
+    let backend = scripted(move |req, writer| {
+        match req.body["method"].as_str().unwrap_or("") {
+            "server/discover" => answer_json(
+                req,
+                writer,
+                "",
+                json!({ "supportedVersions": ["2026-07-28"],
+                    "capabilities": { "tools": {} },
+                    "serverInfo": { "name": "late", "version": "1" },
+                    "resultType": "complete" }),
+            ),
+            "tools/call" => {
+                let head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n";
+                writer.write_all(head.as_bytes()).unwrap();
+                writer.set_read_timeout(Some(WAIT)).unwrap();
+                let _ = writer.read(&mut [0u8; 1]);
+                let created = json!({ "jsonrpc": "2.0", "id": req.body["id"], "result": {
+                    "taskId": "t-tls", "status": "working",
+                    "createdAt": "2026-07-28T10:30:00.000Z",
+                    "lastUpdatedAt": "2026-07-28T10:30:00.000Z",
+                    "ttlMs": 60000, "pollIntervalMs": 20, "resultType": "task" } });
+                let event = format!("data: {created}\n\n");
+                let chunk = format!("{:x}\r\n{event}\r\n0\r\n\r\n", event.len());
+                let _ = writer.write_all(chunk.as_bytes());
+                return false;
+            }
+            "tasks/cancel" => {
+                let _ = cancelled_tx.send(req.body["params"]["taskId"].clone());
+                answer_json(req, writer, "", json!({ "resultType": "complete" }));
+            }
+            _ => respond(writer, "202 Accepted", "", ""),
+        }
+        true
+    });
+    let mut terminator = Terminator::start(backend, "server.pem", true);
+    let client = Client::builder()
+        .add_ca_pem(&ca())
+        .era(mcp_stdio::EraPolicy::ModernOnly)
+        .tasks(true)
+        .connect_url(&format!("https://localhost:{}/mcp", terminator.addr.port()))
+        .unwrap();
+    let called = client.call_tool_with(
+        "slow",
+        json!({}),
+        RequestOptions::new().timeout(Duration::from_secs(1)),
+    );
+    assert!(matches!(called, Err(Error::Timeout)), "{called:?}");
+    assert_eq!(cancelled.recv_timeout(WAIT).ok(), Some(json!("t-tls")));
+    drop(client);
+    terminator.stop();
 }

@@ -28,7 +28,10 @@
 //! Cancellation: in the modern era closing a request's response stream is
 //! the cancellation, so the link's `notifications/cancelled` closes that
 //! connection instead of being posted; a legacy server gets it POSTed (and
-//! its stream is closed too). An answer that is not JSON-RPC (a `4xx` or
+//! its stream is closed too); a request whose late answer the link still
+//! hears (a `tools/call` that may have made a task) has its stream shut
+//! for sending only and read on for that answer, for a bounded time
+//! (`late`). An answer that is not JSON-RPC (a `4xx` or
 //! `5xx` with a text body, a refused connection) becomes a JSON-RPC error
 //! for the request that caused it, so the era probe and every caller see it
 //! the way they would on stdio. A response stream that ends without the
@@ -43,6 +46,7 @@
 pub(crate) mod exchange;
 mod get_stream;
 pub(crate) mod host;
+mod late;
 mod messages;
 mod params;
 mod post;
@@ -119,6 +123,7 @@ pub(crate) fn open(
         params: Mutex::new(ParamHeaders::default()),
         idle: Mutex::new(Vec::new()),
         streams: Mutex::new(HashMap::new()),
+        held: Mutex::new(HashMap::new()),
         inbox: Mutex::new(Some(inbox)),
         workers: Workers::new(),
         kept: Mutex::default(),
@@ -173,6 +178,9 @@ struct Shared {
     /// ends too). A cancellation removes the entry,
     /// which tells the POST to report nothing.
     streams: Mutex<HashMap<String, Option<Arc<TcpStream>>>>,
+    /// The streams of given-up requests read on for their late answer
+    /// (`late`), at most `late::MAX_HELD`.
+    held: Mutex<HashMap<String, late::Held>>,
     /// Where the server's messages go; `None` once closed (the link's
     /// reading ends when the last POST lets go of its clone).
     inbox: Mutex<Option<Inbox>>,
@@ -268,9 +276,9 @@ impl Shared {
         if method.as_deref() == Some(method::NOTIFICATION_CANCELLED) {
             // Spec 2026-07-28 basic/transports/streamable-http: closing the
             // SSE response stream is the cancellation; no notification.
-            let target = params.request_id.map(|r| r.get().to_owned());
-            if let Some(Some(stream)) = target.and_then(|t| lock(&shared.streams).remove(&t)) {
-                let _ = stream.shutdown(Shutdown::Both);
+            // Read on if the link still hears a late answer (`late`).
+            if let Some(target) = params.request_id {
+                shared.close_stream(target.get());
             }
             if !legacy {
                 return Ok(());
@@ -421,6 +429,9 @@ impl Shared {
         for (_, stream) in lock(&self.streams).drain() {
             let Some(stream) = stream else { continue };
             let _ = stream.shutdown(Shutdown::Both);
+        }
+        for (_, held) in lock(&self.held).drain() {
+            held.shut();
         }
         lock(&self.inbox).take();
     }

@@ -306,7 +306,13 @@ impl Shared {
             &mut cursor,
             &mut deliver,
         );
-        if let Err(Failed::Unauthorized(refusal)) = &res {
+        // A request given up meanwhile (its stream held to hear a late
+        // answer, `late`) is not authorized again nor retried: what its
+        // held stream brought is its answer, or nothing.
+        let given_up = || !lock(&self.streams).contains_key(&id);
+        if let Err(Failed::Unauthorized(refusal)) = &res
+            && !given_up()
+        {
             match self.authorized_again(refusal, &headers) {
                 Ok(()) => {
                     if let Ok(outgoing) = serde_json::from_slice::<Outgoing<'_>>(&line) {
@@ -343,7 +349,7 @@ impl Shared {
                 &mut deliver,
             );
         }
-        if mismatched.get() {
+        if mismatched.get() && !given_up() {
             hold_mismatch.set(false);
             cursor = Cursor::default();
             res = self
@@ -357,6 +363,7 @@ impl Shared {
             self.unkeep(&line);
         }
         let cancelled = lock(&self.streams).remove(&id).is_none();
+        self.let_go(&id);
         if let (Err(why), false) = (res, cancelled || self.is_closed()) {
             // Made up here: no wire hook sees it as received.
             let line = match why {
@@ -382,6 +389,7 @@ impl Shared {
             return;
         };
         let cancelled = lock(&self.streams).remove(id).is_none();
+        self.let_go(id);
         if cancelled || self.is_closed() {
             return;
         }
@@ -520,11 +528,20 @@ impl Shared {
             // does not cut the POST that takes it next (a session's
             // renewal, on the connection its `404` came on: `close`
             // then cut the renewal, whose new session was never ended).
-            if let Some(id) = id
-                && let Some(slot) = lock(&self.streams).get_mut(id)
-                && slot.as_ref().is_some_and(|s| Arc::ptr_eq(s, &kept.socket))
-            {
-                *slot = None;
+            // Under `streams`' lock, where a give-up takes it: one held
+            // after its give-up (`late`) is shut for sending, never reused.
+            if let Some(id) = id {
+                let mut streams = lock(&self.streams);
+                if self.is_held(id) {
+                    drop(streams);
+                    kept.end();
+                    return read;
+                }
+                if let Some(slot) = streams.get_mut(id)
+                    && slot.as_ref().is_some_and(|s| Arc::ptr_eq(s, &kept.socket))
+                {
+                    *slot = None;
+                }
             }
             // Closed meanwhile: `close` took the idle ones already.
             let mut idle = lock(&self.idle);

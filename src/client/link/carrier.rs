@@ -82,6 +82,12 @@ impl Inbox {
         true
     }
 
+    /// Until when the link still hears request `id`'s reply though its
+    /// caller gave it up (`Link::forget_but_hear`), if it does.
+    pub fn hears_late_until(&self, id: &crate::jsonrpc::RequestId) -> Option<std::time::Instant> {
+        self.0.link.upgrade()?.hears_late_until(id)
+    }
+
     /// Routes a message the client made up for a request the server never
     /// answered (its transport failed: [`Error::is_transport_failure`](crate::Error::is_transport_failure)),
     /// as [`Inbox::deliver`] does, but without the wire hook: the server

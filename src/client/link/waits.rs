@@ -83,6 +83,17 @@ impl Link {
         waiting
     }
 
+    /// Until when request `id`'s late reply is still heard
+    /// ([`forget_but_hear`](Link::forget_but_hear)), if it is: an HTTP
+    /// carrier reads the request's stream on until then.
+    #[cfg(feature = "http")]
+    pub(crate) fn hears_late_until(&self, id: &RequestId) -> Option<Instant> {
+        let late = lock(&self.late);
+        late.get(id)
+            .map(|l| l.until)
+            .filter(|&until| until > Instant::now())
+    }
+
     /// Drops the late replies waited for past their end.
     fn drop_expired_late(&self) {
         let mut late = lock(&self.late);
