@@ -1125,18 +1125,12 @@ fn a_stream_left_open_after_its_answer_is_closed_by_the_client() {
     }
 }
 
-/// A `tools/call` of a client that declares the Tasks extension, given up
-/// at its timeout, whose answer (a task) the server wrote as the stream's
-/// close reached it: the answer crosses the cancellation, and the client
-/// still reads it on the stream and cancels the task (`tasks/cancel`),
-/// which nobody could otherwise ever poll or cancel. The scripted modern
-/// server writes the `CreateTaskResult` once the client's side of the
-/// stream has ended (or after `WAIT`). Before, the give-up shut the stream
-/// at once, the answer was never read, and the task ran on, unknown.
-#[test]
-fn a_task_made_as_a_call_over_http_gave_up_is_cancelled() {
-    let (cancelled_tx, cancelled) = crossbeam_channel::unbounded::<Value>();
-    let addr = scripted(move |req, writer| {
+/// A scripted modern server whose `tools/call` answers with task
+/// `task_id` only once the client's side of the stream has ended (its
+/// give-up) or after `WAIT`, and which sends each `tasks/cancel`'s task id
+/// to `cancelled`: a task made just as the call was given up on.
+pub(crate) fn late_task_server(task_id: &'static str, cancelled_tx: Sender<Value>) -> SocketAddr {
+    scripted(move |req, writer| {
         match req.body["method"].as_str().unwrap_or("") {
             "server/discover" => answer_json(
                 req,
@@ -1154,7 +1148,7 @@ fn a_task_made_as_a_call_over_http_gave_up_is_cancelled() {
                 writer.set_read_timeout(Some(WAIT)).unwrap();
                 let _ = writer.read(&mut [0u8; 1]);
                 let created = json!({ "jsonrpc": "2.0", "id": req.body["id"], "result": {
-                    "taskId": "t-late", "status": "working",
+                    "taskId": task_id, "status": "working",
                     "createdAt": "2026-07-28T10:30:00.000Z",
                     "lastUpdatedAt": "2026-07-28T10:30:00.000Z",
                     "ttlMs": 60000, "pollIntervalMs": 20, "resultType": "task" } });
@@ -1170,7 +1164,21 @@ fn a_task_made_as_a_call_over_http_gave_up_is_cancelled() {
             _ => respond(writer, "202 Accepted", "", ""),
         }
         true
-    });
+    })
+}
+
+/// A `tools/call` of a client that declares the Tasks extension, given up
+/// at its timeout, whose answer (a task) the server wrote as the stream's
+/// close reached it: the answer crosses the cancellation, and the client
+/// still reads it on the stream and cancels the task (`tasks/cancel`),
+/// which nobody could otherwise ever poll or cancel. The scripted modern
+/// server writes the `CreateTaskResult` once the client's side of the
+/// stream has ended (or after `WAIT`). Before, the give-up shut the stream
+/// at once, the answer was never read, and the task ran on, unknown.
+#[test]
+fn a_task_made_as_a_call_over_http_gave_up_is_cancelled() {
+    let (cancelled_tx, cancelled) = crossbeam_channel::unbounded::<Value>();
+    let addr = late_task_server("t-late", cancelled_tx);
     let client = Client::builder()
         .era(EraPolicy::ModernOnly)
         .tasks(true)

@@ -618,42 +618,8 @@ fn a_body_ended_by_the_connections_end_needs_close_notify() {
 /// passes the client's end on as the end of its own side.
 #[test]
 fn over_https_a_task_made_as_a_call_gave_up_is_still_read_and_cancelled() {
-    use crate::http_client::{answer_json, respond, scripted};
     let (cancelled_tx, cancelled) = crossbeam_channel::unbounded::<Value>();
-    let backend = scripted(move |req, writer| {
-        match req.body["method"].as_str().unwrap_or("") {
-            "server/discover" => answer_json(
-                req,
-                writer,
-                "",
-                json!({ "supportedVersions": ["2026-07-28"],
-                    "capabilities": { "tools": {} },
-                    "serverInfo": { "name": "late", "version": "1" },
-                    "resultType": "complete" }),
-            ),
-            "tools/call" => {
-                let head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n";
-                writer.write_all(head.as_bytes()).unwrap();
-                writer.set_read_timeout(Some(WAIT)).unwrap();
-                let _ = writer.read(&mut [0u8; 1]);
-                let created = json!({ "jsonrpc": "2.0", "id": req.body["id"], "result": {
-                    "taskId": "t-tls", "status": "working",
-                    "createdAt": "2026-07-28T10:30:00.000Z",
-                    "lastUpdatedAt": "2026-07-28T10:30:00.000Z",
-                    "ttlMs": 60000, "pollIntervalMs": 20, "resultType": "task" } });
-                let event = format!("data: {created}\n\n");
-                let chunk = format!("{:x}\r\n{event}\r\n0\r\n\r\n", event.len());
-                let _ = writer.write_all(chunk.as_bytes());
-                return false;
-            }
-            "tasks/cancel" => {
-                let _ = cancelled_tx.send(req.body["params"]["taskId"].clone());
-                answer_json(req, writer, "", json!({ "resultType": "complete" }));
-            }
-            _ => respond(writer, "202 Accepted", "", ""),
-        }
-        true
-    });
+    let backend = crate::http_client::late_task_server("t-tls", cancelled_tx);
     let mut terminator = Terminator::start(backend, "server.pem", true);
     let client = Client::builder()
         .add_ca_pem(&ca())
