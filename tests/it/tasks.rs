@@ -749,6 +749,55 @@ fn running_tasks_are_capped() {
     served.unwrap();
 }
 
+/// Claim (review seal14): a task whose handler is still working when its
+/// TTL runs out is forgotten (`tasks/get` and `tasks/cancel` answer
+/// `-32602`), but its handler was never told: it kept its place among the
+/// running tasks until it returned by itself, and nobody could cancel it
+/// any more. A client that started `max_running_tasks` long tasks held
+/// every place past their TTL. Now the TTL's end cancels the handler
+/// (`is_cancelled`, `wait_cancelled`), as it ends a wait for input.
+#[test]
+fn a_task_past_its_ttl_is_cancelled_and_gives_its_place_back() {
+    let server = until_cancelled(Server::builder("t", "1"))
+        .max_running_tasks(1)
+        .task_ttl(Some(Duration::from_millis(300)))
+        .build();
+    let mut peer = Peer::start(&server);
+    let first = start(&mut peer, "hold", json!({}));
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let req = task_request("tasks/get", json!({ "taskId": first }));
+        let resp = reply(&mut peer, &req);
+        if resp.get("error").is_some() {
+            assert_eq!(error_of(&resp).0, -32602, "{resp}");
+            break;
+        }
+        assert!(Instant::now() < deadline, "{resp}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // Forgotten: nobody can cancel it. Its handler is told all the same,
+    // and its place is free again.
+    let req = task_request("tasks/cancel", json!({ "taskId": first }));
+    assert_eq!(error_of(&reply(&mut peer, &req)).0, -32602);
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let resp = reply(
+            &mut peer,
+            &task_request("tools/call", json!({ "name": "hold", "arguments": {} })),
+        );
+        if resp["result"]["resultType"] == "task" {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the place is still taken: {resp}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let (_rest, served) = peer.finish();
+    served.unwrap();
+}
+
 #[test]
 fn a_result_larger_than_the_cap_fails_the_task() {
     let server = Server::builder("t", "1")
