@@ -195,3 +195,39 @@ fn sealed_state_opens_only_unchanged() {
     );
     assert!(err.unwrap_err().message.contains("expired"));
 }
+
+/// Claim (review seal14): a MAC cut short, emptied, lengthened or taken
+/// from another state passes `verify`. It does not: `verify_slice`
+/// wants all 32 bytes and compares them in constant time; a state
+/// without its MAC, or with a second one, is refused too.
+#[test]
+fn a_mac_cut_short_lengthened_or_borrowed_is_refused() {
+    let sealer = Sealer::new(Some([7; 32]), Duration::from_secs(60));
+    let meta = RequestMeta::for_tests(serde_json::json!({}));
+    let seal = |state: &str| {
+        let mut result = InputRequiredResult::default().with_request_state(state);
+        sealer.seal(&mut result, "tools/call", "D", &meta).unwrap();
+        result.request_state.unwrap()
+    };
+    let sealed = seal("mine");
+    let other = seal("theirs");
+    let (signed, mac) = sealed.rsplit_once('.').unwrap();
+    let (_, other_mac) = other.rsplit_once('.').unwrap();
+    assert!(sealer.verify(&sealed).is_ok());
+    let forged = [
+        signed.to_owned(),
+        format!("{signed}."),
+        format!("{signed}.{}", &mac[..mac.len() - 1]),
+        format!("{signed}.{}", &mac[..22]),
+        format!("{signed}.{mac}A"),
+        format!("{signed}.{mac}AAAA"),
+        format!("{signed}.{other_mac}"),
+        format!("{sealed}.{mac}"),
+        format!("v2{}", &sealed[2..]),
+    ];
+    for state in forged {
+        let refused = sealer.open(Some(&state), None, "tools/call", || "D".into(), &meta);
+        let message = refused.map(|_| ()).unwrap_err().message;
+        assert!(message.contains("tampered"), "{state}: {message}");
+    }
+}
