@@ -231,3 +231,47 @@ fn a_mac_cut_short_lengthened_or_borrowed_is_refused() {
         assert!(message.contains("tampered"), "{state}: {message}");
     }
 }
+
+/// Claim (review seal14): `RequestContext::input_responses` said "every
+/// answer has the shape of the request it names". Only a `requestState`
+/// names requests: a request that sends `inputResponses` without one (a
+/// first call, as the conformance suite sends it; a client that dropped
+/// the state) hands the handler any JSON under any key, and a key the
+/// state does not name passes untouched too. The doc now says so; the
+/// typed accessors (`elicitation`, `sampling`, `roots`) read only what
+/// fits.
+#[test]
+fn answers_without_a_state_reach_the_handler_unchecked() {
+    let sealer = Sealer::new(Some([7; 32]), Duration::from_secs(60));
+    let meta = RequestMeta::for_tests(serde_json::json!({ "elicitation": {} }));
+    let answers = r#"{"user_name":12345,"other":{"x":1}}"#;
+    let retry = sealer
+        .open(None, Some(answers), "tools/call", || "D".into(), &meta)
+        .unwrap();
+    assert_eq!(retry.responses["user_name"].0, serde_json::json!(12345));
+    assert!(retry.responses["user_name"].to_elicit_result().is_err());
+    // With a state that names `user_name`, the same answer is refused,
+    // and `other`, which it does not name, passes.
+    let mut result = InputRequiredResult::new(
+        [(
+            "user_name".to_owned(),
+            InputRequest::Elicit(crate::types::ElicitRequestParams::Form(
+                crate::types::ElicitRequestFormParams::new(
+                    "name?",
+                    crate::types::ElicitRequestedSchema::default(),
+                ),
+            )),
+        )]
+        .into_iter()
+        .collect(),
+    );
+    sealer.seal(&mut result, "tools/call", "D", &meta).unwrap();
+    let state = result.request_state.as_deref();
+    let refused = sealer.open(state, Some(answers), "tools/call", || "D".into(), &meta);
+    assert!(refused.is_err());
+    let other = r#"{"other":{"x":1}}"#;
+    let retry = sealer
+        .open(state, Some(other), "tools/call", || "D".into(), &meta)
+        .unwrap();
+    assert_eq!(retry.responses["other"].0, serde_json::json!({ "x": 1 }));
+}
