@@ -183,8 +183,13 @@ impl RequestContext {
     }
 
     /// On a retry: the client's answers to the last round's input requests,
-    /// by key. Every answer has the shape of the request it names; unknown
-    /// keys are passed through untouched.
+    /// by key. An answer to a request the verified `requestState` names
+    /// has that request's shape; anything else is passed through
+    /// untouched: a key the state does not name, and every answer of a
+    /// request that came without a state (a first call may carry answers
+    /// too). Read them with [`RequestContext::elicitation`],
+    /// [`RequestContext::sampling`] and [`RequestContext::roots`], which
+    /// take only what fits.
     pub fn input_responses(&self) -> &InputResponses {
         static EMPTY: InputResponses = InputResponses::new();
         self.retry.as_ref().map_or(&EMPTY, |r| &r.responses)
