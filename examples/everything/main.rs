@@ -117,7 +117,13 @@ fn flag(args: &[String], name: &str) -> Option<String> {
 
 /// A 32-byte key from 64 hex digits.
 fn parse_key(hex: &str) -> Result<[u8; 32], String> {
-    let wrong = || format!("--state-key needs 64 hex digits (32 bytes), got '{hex}'");
+    // Never the value: a key with a typo is most of the real one.
+    let wrong = || {
+        format!(
+            "--state-key needs 64 hex digits (32 bytes), got {} characters",
+            hex.chars().count()
+        )
+    };
     if hex.len() != 64 || !hex.is_ascii() {
         return Err(wrong());
     }
