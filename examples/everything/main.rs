@@ -117,7 +117,13 @@ fn flag(args: &[String], name: &str) -> Option<String> {
 
 /// A 32-byte key from 64 hex digits.
 fn parse_key(hex: &str) -> Result<[u8; 32], String> {
-    let wrong = || format!("--state-key needs 64 hex digits (32 bytes), got '{hex}'");
+    // Never the value: a key with a typo is most of the real one.
+    let wrong = || {
+        format!(
+            "--state-key needs 64 hex digits (32 bytes), got {} characters",
+            hex.chars().count()
+        )
+    };
     if hex.len() != 64 || !hex.is_ascii() {
         return Err(wrong());
     }
@@ -156,4 +162,22 @@ fn with_change_feed(_: mcp_stdio::ServerBuilder, _: &str) -> mcp_stdio::ServerBu
         "everything: --redis needs the redis feature: cargo run --features http,redis --example everything -- --http ADDR --redis URL"
     );
     std::process::exit(2);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_key;
+
+    /// Claim (review seal14): a `--state-key` with a typo (one digit
+    /// wrong, one missing) was echoed whole in the error, which goes to
+    /// the server's log: all but a few bits of the real key.
+    #[test]
+    fn a_malformed_key_is_not_echoed() {
+        let key = "0123456789abcdef".repeat(4);
+        assert!(parse_key(&key).is_ok());
+        for typo in [format!("{}g", &key[..63]), key[..63].to_owned()] {
+            let message = parse_key(&typo).unwrap_err();
+            assert!(!message.contains(&typo[..32]), "{message}");
+        }
+    }
 }

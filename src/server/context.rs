@@ -183,8 +183,13 @@ impl RequestContext {
     }
 
     /// On a retry: the client's answers to the last round's input requests,
-    /// by key. Every answer has the shape of the request it names; unknown
-    /// keys are passed through untouched.
+    /// by key. An answer to a request the verified `requestState` names
+    /// has that request's shape; anything else is passed through
+    /// untouched: a key the state does not name, and every answer of a
+    /// request that came without a state (a first call may carry answers
+    /// too). Read them with [`RequestContext::elicitation`],
+    /// [`RequestContext::sampling`] and [`RequestContext::roots`], which
+    /// take only what fits.
     pub fn input_responses(&self) -> &InputResponses {
         static EMPTY: InputResponses = InputResponses::new();
         self.retry.as_ref().map_or(&EMPTY, |r| &r.responses)
@@ -262,13 +267,30 @@ impl RequestContext {
     }
 
     /// Whether the client cancelled the request (or the server is shutting
-    /// down past its grace period). Poll it between units of work.
+    /// down past its grace period, or the request's task outlived its TTL:
+    /// it is forgotten, and nobody could cancel it any more). Poll it
+    /// between units of work.
     pub fn is_cancelled(&self) -> bool {
-        self.token.is_cancelled()
+        self.token.is_cancelled() || self.expired()
+    }
+
+    /// Whether this is a task's handler whose TTL ran out; the token is
+    /// tripped then, for the clones of [`RequestContext::cancel_token`].
+    fn expired(&self) -> bool {
+        let Sink::Task(link) = &self.sink else {
+            return false;
+        };
+        let expired = link.left().is_some_and(|left| left.is_zero());
+        if expired {
+            self.token.cancel();
+        }
+        expired
     }
 
     /// A clone of the request's cancel token, for helpers and scoped
-    /// threads.
+    /// threads. A task's TTL trips it when the handler next asks
+    /// [`RequestContext::is_cancelled`] or waits in
+    /// [`RequestContext::wait_cancelled`].
     pub fn cancel_token(&self) -> CancelToken {
         self.token.clone()
     }
@@ -276,7 +298,11 @@ impl RequestContext {
     /// Sleeps for up to `timeout`, waking early on cancellation. Returns
     /// whether the request is cancelled.
     pub fn wait_cancelled(&self, timeout: Duration) -> bool {
-        self.token.wait_timeout(timeout)
+        let timeout = match &self.sink {
+            Sink::Task(link) => link.left().map_or(timeout, |left| left.min(timeout)),
+            Sink::Conn { .. } => timeout,
+        };
+        self.token.wait_timeout(timeout) || self.expired()
     }
 
     /// Runs `wait`, a wait for something outside the server (another

@@ -749,6 +749,90 @@ fn running_tasks_are_capped() {
     served.unwrap();
 }
 
+/// Claim (review seal14): a task whose handler is still working when its
+/// TTL runs out is forgotten (`tasks/get` and `tasks/cancel` answer
+/// `-32602`), but its handler was never told: it kept its place among the
+/// running tasks until it returned by itself, and nobody could cancel it
+/// any more. A client that started `max_running_tasks` long tasks held
+/// every place past their TTL. Now the TTL's end cancels the handler
+/// (`is_cancelled`, `wait_cancelled`), as it ends a wait for input.
+#[test]
+fn a_task_past_its_ttl_is_cancelled_and_gives_its_place_back() {
+    let server = until_cancelled(Server::builder("t", "1"))
+        .max_running_tasks(1)
+        .task_ttl(Some(Duration::from_millis(300)))
+        .build();
+    let mut peer = Peer::start(&server);
+    let first = start(&mut peer, "hold", json!({}));
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let req = task_request("tasks/get", json!({ "taskId": first }));
+        let resp = reply(&mut peer, &req);
+        if resp.get("error").is_some() {
+            assert_eq!(error_of(&resp).0, -32602, "{resp}");
+            break;
+        }
+        assert!(Instant::now() < deadline, "{resp}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // Forgotten: nobody can cancel it. Its handler is told all the same,
+    // and its place is free again.
+    let req = task_request("tasks/cancel", json!({ "taskId": first }));
+    assert_eq!(error_of(&reply(&mut peer, &req)).0, -32602);
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let resp = reply(
+            &mut peer,
+            &task_request("tools/call", json!({ "name": "hold", "arguments": {} })),
+        );
+        if resp["result"]["resultType"] == "task" {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the place is still taken: {resp}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let (_rest, served) = peer.finish();
+    served.unwrap();
+}
+
+/// Claim (review seal14), not fixed: one client evicts another's
+/// finished tasks long before their TTL. The `MemoryTaskStore`, full,
+/// drops the task that finished longest ago, whoever made it: a client
+/// that makes `capacity` quick tasks (1024 by default) wipes out every
+/// other client's results, which `tasks/get` then calls unknown, within a
+/// `ttlMs` of an hour (the Tasks extension: "The server may discard the
+/// task after the TTL elapses"). Over HTTP with authorization each owner
+/// could be bounded on its own; that is a design change (a quota per
+/// owner), left to the maintainers.
+#[test]
+#[ignore = "finding (review seal14), not fixed: a full MemoryTaskStore evicts another client's finished task before its TTL"]
+fn one_client_does_not_evict_another_clients_finished_task_before_its_ttl() {
+    let server = Server::builder("t", "1")
+        .task_tool(
+            Tool::new("quick", "Done at once."),
+            TaskMode::Required,
+            |_ctx, _args: Value| Ok(CallToolResult::text("quick")),
+        )
+        .task_store(MemoryTaskStore::new(4))
+        .build();
+    let mut victim = Peer::start(&server);
+    let mut attacker = Peer::start(&server);
+    let mine = start(&mut victim, "quick", json!({}));
+    poll(&mut victim, &mine, &["completed"]);
+    for _ in 0..4 {
+        let theirs = start(&mut attacker, "quick", json!({}));
+        poll(&mut attacker, &theirs, &["completed"]);
+    }
+    let req = task_request("tasks/get", json!({ "taskId": mine }));
+    let resp = reply(&mut victim, &req);
+    assert_eq!(resp["result"]["status"], "completed", "{resp}");
+    victim.finish_quietly();
+    attacker.finish_quietly();
+}
+
 #[test]
 fn a_result_larger_than_the_cap_fails_the_task() {
     let server = Server::builder("t", "1")

@@ -195,3 +195,83 @@ fn sealed_state_opens_only_unchanged() {
     );
     assert!(err.unwrap_err().message.contains("expired"));
 }
+
+/// Claim (review seal14): a MAC cut short, emptied, lengthened or taken
+/// from another state passes `verify`. It does not: `verify_slice`
+/// wants all 32 bytes and compares them in constant time; a state
+/// without its MAC, or with a second one, is refused too.
+#[test]
+fn a_mac_cut_short_lengthened_or_borrowed_is_refused() {
+    let sealer = Sealer::new(Some([7; 32]), Duration::from_secs(60));
+    let meta = RequestMeta::for_tests(serde_json::json!({}));
+    let seal = |state: &str| {
+        let mut result = InputRequiredResult::default().with_request_state(state);
+        sealer.seal(&mut result, "tools/call", "D", &meta).unwrap();
+        result.request_state.unwrap()
+    };
+    let sealed = seal("mine");
+    let other = seal("theirs");
+    let (signed, mac) = sealed.rsplit_once('.').unwrap();
+    let (_, other_mac) = other.rsplit_once('.').unwrap();
+    assert!(sealer.verify(&sealed).is_ok());
+    let forged = [
+        signed.to_owned(),
+        format!("{signed}."),
+        format!("{signed}.{}", &mac[..mac.len() - 1]),
+        format!("{signed}.{}", &mac[..22]),
+        format!("{signed}.{mac}A"),
+        format!("{signed}.{mac}AAAA"),
+        format!("{signed}.{other_mac}"),
+        format!("{sealed}.{mac}"),
+        format!("v2{}", &sealed[2..]),
+    ];
+    for state in forged {
+        let refused = sealer.open(Some(&state), None, "tools/call", || "D".into(), &meta);
+        let message = refused.map(|_| ()).unwrap_err().message;
+        assert!(message.contains("tampered"), "{state}: {message}");
+    }
+}
+
+/// Claim (review seal14): `RequestContext::input_responses` said "every
+/// answer has the shape of the request it names". Only a `requestState`
+/// names requests: a request that sends `inputResponses` without one (a
+/// first call, as the conformance suite sends it; a client that dropped
+/// the state) hands the handler any JSON under any key, and a key the
+/// state does not name passes untouched too. The doc now says so; the
+/// typed accessors (`elicitation`, `sampling`, `roots`) read only what
+/// fits.
+#[test]
+fn answers_without_a_state_reach_the_handler_unchecked() {
+    let sealer = Sealer::new(Some([7; 32]), Duration::from_secs(60));
+    let meta = RequestMeta::for_tests(serde_json::json!({ "elicitation": {} }));
+    let answers = r#"{"user_name":12345,"other":{"x":1}}"#;
+    let retry = sealer
+        .open(None, Some(answers), "tools/call", || "D".into(), &meta)
+        .unwrap();
+    assert_eq!(retry.responses["user_name"].0, serde_json::json!(12345));
+    assert!(retry.responses["user_name"].to_elicit_result().is_err());
+    // With a state that names `user_name`, the same answer is refused,
+    // and `other`, which it does not name, passes.
+    let mut result = InputRequiredResult::new(
+        [(
+            "user_name".to_owned(),
+            InputRequest::Elicit(crate::types::ElicitRequestParams::Form(
+                crate::types::ElicitRequestFormParams::new(
+                    "name?",
+                    crate::types::ElicitRequestedSchema::default(),
+                ),
+            )),
+        )]
+        .into_iter()
+        .collect(),
+    );
+    sealer.seal(&mut result, "tools/call", "D", &meta).unwrap();
+    let state = result.request_state.as_deref();
+    let refused = sealer.open(state, Some(answers), "tools/call", || "D".into(), &meta);
+    assert!(refused.is_err());
+    let other = r#"{"other":{"x":1}}"#;
+    let retry = sealer
+        .open(state, Some(other), "tools/call", || "D".into(), &meta)
+        .unwrap();
+    assert_eq!(retry.responses["other"].0, serde_json::json!({ "x": 1 }));
+}

@@ -109,7 +109,8 @@ impl ServerBuilder {
     /// How long a task stays readable after it was created, its `ttlMs`
     /// (default one hour; `None`: unlimited, until the store evicts it).
     /// A task still running when it expires is forgotten: `tasks/get`
-    /// answers `-32602`, and a handler waiting for input gets an error.
+    /// answers `-32602`, a handler waiting for input gets an error, and
+    /// one at work is cancelled ([`RequestContext::is_cancelled`]).
     pub fn task_ttl(mut self, ttl: Option<Duration>) -> Self {
         self.task_config.ttl = ttl.map(|t| t.max(Duration::from_millis(1)));
         self
