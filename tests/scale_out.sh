@@ -87,6 +87,18 @@ redis_port=${ports[5]}
 key=$(python3 -c 'import secrets; print(secrets.token_hex(32))')
 other_key=$(python3 -c 'import secrets; print(secrets.token_hex(32))')
 
+# A mistyped key is refused without being echoed: the error goes to the
+# server's log, and a key with one digit wrong or missing is most of the
+# real one (review seal14).
+typo=${key:0:63}
+if refused=$("$everything" --http 127.0.0.1:0 --state-key "$typo" 2>&1 </dev/null); then
+    echo "FAIL: a 63-digit --state-key was accepted" >&2
+    exit 1
+elif grep -q "${typo:0:32}" <<<"$refused"; then
+    echo "FAIL: a mistyped --state-key was echoed: $refused" >&2
+    exit 1
+fi
+
 pids=()
 cleanup() {
     for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
