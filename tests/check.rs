@@ -316,6 +316,11 @@ fn main() {
             "review_a_line_the_checker_cannot_read_that_is_no_object_is_a_violation",
             review_a_line_the_checker_cannot_read_that_is_no_object_is_a_violation,
         ),
+        // check14: each fails on main as it was.
+        (
+            "an_unreadable_discover_beside_a_readable_initialize_is_checked_in_the_legacy_era",
+            an_unreadable_discover_beside_a_readable_initialize_is_checked_in_the_legacy_era,
+        ),
     ];
     for &(name, test) in review {
         tests.push((name.into(), Box::new(test)));
@@ -1609,6 +1614,51 @@ fn review_a_line_the_checker_cannot_read_that_is_no_object_is_a_violation() -> R
     Ok(())
 }
 
+/// A dual-era server whose `server/discover` result holds `1e400` in a
+/// member no check reads, and whose `initialize` result the checker
+/// reads: the modern era was the one checked, its capabilities unknown,
+/// so `tools.list` skipped ("whether the server offers tools is
+/// unknown") and the legacy era's readable answers went unused (review
+/// of check13). The era whose handshake was read is checked, the summary
+/// says which, and `lifecycle.discover` still names the reader's limit.
+fn an_unreadable_discover_beside_a_readable_initialize_is_checked_in_the_legacy_era()
+-> Result<(), String> {
+    let run = check(
+        &[
+            "--format",
+            "json",
+            "--wait",
+            "2",
+            "--only",
+            "tools.list,lifecycle.discover",
+            "--",
+            &this_exe(),
+        ],
+        Some("unreadable-discover+past-a-double"),
+    );
+    let listed = outcome(&run, "tools.list")?;
+    let discover = outcome(&run, "lifecycle.discover")?;
+    let reason = discover["reason"].as_str().unwrap_or_default();
+    let summary = run
+        .stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find_map(|v| v.get("summary").cloned())
+        .unwrap_or_default();
+    if run.status != Some(0)
+        || listed["status"] != "pass"
+        || discover["status"] != "skip"
+        || !reason.contains("number out of range")
+        || summary["era"] != "legacy"
+    {
+        return Err(format!(
+            "status {:?}; tools.list {} ({}); lifecycle.discover {} ({reason}); summary {summary}",
+            run.status, listed["status"], listed["reason"], discover["status"]
+        ));
+    }
+    Ok(())
+}
+
 /// A server that answers an unknown method with a JSON array, not a
 /// JSON-RPC message: `[ID, null, {"code": -32601, ..., "data": 1e400}]`.
 /// `Msg::unreadable_response` read it with a derived `Deserialize`, which
@@ -2708,7 +2758,8 @@ fn unreadable_value(fault: &str) -> Option<String> {
 }
 
 /// `unreadable-WHAT+VALUE`: the answers WHAT names (`handshake`: the
-/// `server/discover` and `initialize` results; `tools-list`: each
+/// `server/discover` and `initialize` results; `discover`: the
+/// `server/discover` result alone; `tools-list`: each
 /// `tools/list` result; `errors`: each error) with a member
 /// `x-unreadable` whose value is VALUE (`unreadable_value`), in a place
 /// no check reads: a valid answer the checker cannot read.
@@ -2717,6 +2768,7 @@ fn unreadable_answer(fault: &str, v: &Value) -> Option<Vec<u8>> {
     let value = unreadable_value(fault)?;
     let at = match what {
         "handshake" if v.pointer("/result/capabilities").is_some() => "result",
+        "discover" if v.pointer("/result/supportedVersions").is_some() => "result",
         "tools-list" if v.pointer("/result/tools").is_some() => "result",
         "prompts-list" if v.pointer("/result/prompts").is_some() => "result",
         "input-required" if v.pointer("/result/inputRequests").is_some() => "result",
