@@ -13,7 +13,9 @@ use super::{Verdict, short};
 /// What the server speaks and offers, learnt once before the checks.
 #[derive(Debug, Default)]
 pub struct Facts {
-    /// The era most checks speak: modern when the server speaks it.
+    /// The era most checks speak: the one whose handshake the checker
+    /// read (modern first), else one whose handshake it could not read
+    /// (`why_legacy` says why legacy).
     pub primary: Option<Era>,
     /// The `server/discover` result, when the server is modern.
     pub discover: Option<Value>,
@@ -99,6 +101,34 @@ impl Facts {
             .iter()
             .find_map(|name| Some((name, self.unlisted.get(name)?)))?;
         Some(Verdict::Skip(format!("the {name} are unknown: {why}")))
+    }
+
+    /// Why the checks speak the legacy era of a server that speaks the
+    /// modern one too: the checker could not read its `server/discover`
+    /// answer (and read its `initialize` answer). For the report and the
+    /// skips.
+    pub fn why_legacy(&self) -> Option<String> {
+        match (self.primary, &self.unread_modern) {
+            (Some(Era::Legacy), Some(why)) => Some(format!(
+                "the checker could not read the modern era's {}",
+                short(why, 200)
+            )),
+            _ => None,
+        }
+    }
+
+    /// A check that speaks the modern era in the primary era's session:
+    /// why it is skipped, if it is (the server is not modern, or the
+    /// legacy era is checked: `why_legacy`).
+    pub fn need_modern_primary(&self) -> Result<(), Verdict> {
+        self.need_modern()?;
+        match (self.primary, self.why_legacy()) {
+            (Some(Era::Modern), _) => Ok(()),
+            (_, Some(why)) => Err(Verdict::Skip(format!(
+                "the modern era was not checked (the checks speak the legacy era): {why}"
+            ))),
+            (_, None) => Err(Verdict::Skip("the server is not modern".into())),
+        }
     }
 
     /// A check that needs the modern era: why it is skipped, if it is.
@@ -192,12 +222,14 @@ impl Facts {
         } else {
             facts.no_legacy = Some("--era modern".into());
         }
-        let modern = facts.discover.is_some() || facts.unread_modern.is_some();
-        let legacy = facts.initialize.is_some() || facts.unread_legacy.is_some();
-        facts.primary = match (modern, legacy) {
-            (true, _) => Some(Era::Modern),
-            (false, true) => Some(Era::Legacy),
-            (false, false) => {
+        // The era whose handshake was read, modern first: the checks of a
+        // capability need it; then an era spoken whose handshake was not.
+        facts.primary = match (&facts.discover, &facts.initialize) {
+            (Some(_), _) => Some(Era::Modern),
+            (None, Some(_)) => Some(Era::Legacy),
+            _ if facts.unread_modern.is_some() => Some(Era::Modern),
+            _ if facts.unread_legacy.is_some() => Some(Era::Legacy),
+            _ => {
                 let why = [facts.no_modern.as_deref(), facts.no_legacy.as_deref()]
                     .into_iter()
                     .flatten()

@@ -360,11 +360,8 @@ fn stdout_only_mcp(ctx: &mut Ctx) -> Verdict {
 }
 
 fn no_server_requests(ctx: &mut Ctx) -> Verdict {
-    if let Err(v) = ctx.facts.need_modern() {
+    if let Err(v) = ctx.facts.need_modern_primary() {
         return v;
-    }
-    if ctx.facts.primary != Some(Era::Modern) {
-        return Verdict::Skip("the server is not modern".into());
     }
     let mut session = match fresh_stdio(ctx) {
         Ok(s) => s,
