@@ -321,6 +321,10 @@ fn main() {
             "an_unreadable_discover_beside_a_readable_initialize_is_checked_in_the_legacy_era",
             an_unreadable_discover_beside_a_readable_initialize_is_checked_in_the_legacy_era,
         ),
+        (
+            "a_malformed_answer_is_named_not_taken_for_silence",
+            a_malformed_answer_is_named_not_taken_for_silence,
+        ),
     ];
     for &(name, test) in review {
         tests.push((name.into(), Box::new(test)));
@@ -1659,6 +1663,50 @@ fn an_unreadable_discover_beside_a_readable_initialize_is_checked_in_the_legacy_
     Ok(())
 }
 
+/// A server whose `tools/list` answer is malformed: `result` twice
+/// (RFC 8259: an object's names SHOULD be unique; readers differ on which
+/// they keep), `id` twice, or `"result": null` (a result is an object),
+/// each beside `1e400` but the first. The first was taken as the answer
+/// (serde_json keeps the last `result`), the others were "no answer
+/// within 2.0 s" (the checker read no id from them): `tools.list` fails
+/// naming the defect, at once (review of check13).
+fn a_malformed_answer_is_named_not_taken_for_silence() -> Result<(), String> {
+    for (fault, says) in [
+        ("tools-list-result-twice", "`result` twice"),
+        ("tools-list-result-twice+past-a-double", "`result` twice"),
+        ("tools-list-id-twice+past-a-double", "`id` twice"),
+        ("tools-list-null-result+past-a-double", "`result` is null"),
+    ] {
+        let run = check(
+            &[
+                "--format",
+                "json",
+                "--wait",
+                "2",
+                "--only",
+                "tools.list",
+                "--",
+                &this_exe(),
+            ],
+            Some(fault),
+        );
+        let checked = outcome(&run, "tools.list")?;
+        let reason = checked["reason"].as_str().unwrap_or_default();
+        if run.status != Some(1)
+            || checked["status"] != "fail"
+            || !reason.contains("malformed")
+            || !reason.contains(says)
+            || reason.contains("no answer")
+        {
+            return Err(format!(
+                "{fault}: status {:?}; tools.list {} ({reason})",
+                run.status, checked["status"]
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// A server that answers an unknown method with a JSON array, not a
 /// JSON-RPC message: `[ID, null, {"code": -32601, ..., "data": 1e400}]`.
 /// `Msg::unreadable_response` read it with a derived `Deserialize`, which
@@ -2780,6 +2828,31 @@ fn unreadable_answer(fault: &str, v: &Value) -> Option<Vec<u8>> {
     Some(v.to_string().replace("\"UNREADABLE\"", &value).into_bytes())
 }
 
+/// `tools-list-KIND`: each `tools/list` answer malformed as KIND says
+/// (`result-twice`, and beside `1e400`: `result-twice`, `id-twice`,
+/// `null-result`).
+fn malformed_answer(fault: &str, v: &Value) -> Option<Vec<u8>> {
+    let kind = fault.strip_prefix("tools-list-")?;
+    v.pointer("/result/tools")?;
+    let (id, result) = (&v["id"], &v["result"]);
+    let line = match kind {
+        "result-twice" => {
+            format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{result},"result":{result}}}"#)
+        }
+        "result-twice+past-a-double" => {
+            format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{"x":1e400}},"result":{result}}}"#)
+        }
+        "id-twice+past-a-double" => {
+            format!(r#"{{"jsonrpc":"2.0","id":{id},"id":{id},"result":{result},"x":1e400}}"#)
+        }
+        "null-result+past-a-double" => {
+            format!(r#"{{"jsonrpc":"2.0","id":{id},"result":null,"x":1e400}}"#)
+        }
+        _ => return None,
+    };
+    Some(line.into_bytes())
+}
+
 /// One line of output through the fault.
 fn filter_out(fault: &str, line: Vec<u8>) -> Vec<u8> {
     if fault == "bom" {
@@ -2791,6 +2864,9 @@ fn filter_out(fault: &str, line: Vec<u8>) -> Vec<u8> {
     };
     if let Some(unreadable) = unreadable_answer(fault, &v) {
         return unreadable;
+    }
+    if let Some(malformed) = malformed_answer(fault, &v) {
+        return malformed;
     }
     if fault == "answers-invalid-utf8" && v.get("result").is_some_and(Value::is_object) {
         // Every result with a string whose bytes are not UTF-8 in it.
