@@ -55,6 +55,7 @@ fn no_reply_after_cancel(ctx: &mut Ctx) -> Verdict {
         let said = match answer {
             Answer::Json(reply) => reply.to_string(),
             Answer::Unreadable { line, .. } => line,
+            Answer::Malformed { msg, .. } => msg.text().to_owned(),
         };
         return Verdict::Skip(format!(
             "{} answered within 300 ms, too fast to cancel ({})",

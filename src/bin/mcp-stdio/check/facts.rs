@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use super::args;
-use super::driver::{Era, Missing, NOT_JSON, OTHER_ID, Session, Target, Transcript};
+use super::driver::{Era, MALFORMED, Missing, NOT_JSON, OTHER_ID, Session, Target, Transcript};
 use super::{Verdict, short};
 
 /// What the server speaks and offers, learnt once before the checks.
@@ -156,7 +156,8 @@ pub enum Unreached {
     Not(String),
     /// It answered, each time with an id other than the one sent.
     OtherId(String),
-    /// It wrote what is not a JSON-RPC message, and no answer.
+    /// It wrote what is not a JSON-RPC message, and no answer, or it
+    /// answered with a malformed response (`Missing::Malformed`).
     NotJson(String),
 }
 
@@ -251,7 +252,7 @@ impl Facts {
                     format!("the server speaks no MCP era this checker knows: {why}{said}");
                 return Err(if why.contains(OTHER_ID) {
                     Unreached::OtherId(message)
-                } else if why.contains(NOT_JSON) {
+                } else if why.contains(NOT_JSON) || why.contains(MALFORMED) {
                     Unreached::NotJson(message)
                 } else {
                     Unreached::Not(message)

@@ -271,6 +271,7 @@ fn typical_traffic(ctx: &Ctx, session: &mut Session) -> Result<Vec<Msg>, Verdict
                 got.push(match answer {
                     Answer::Json(reply) => Msg::Json(reply.clone(), reply.to_string()),
                     Answer::Unreadable { why, line, .. } => Msg::Unreadable(line, why),
+                    Answer::Malformed { msg, .. } => msg,
                 });
             }
             Err(e) => return Err(Verdict::Fail(format!("{method}: {e}"))),
