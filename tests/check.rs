@@ -325,6 +325,10 @@ fn main() {
             "a_malformed_answer_is_named_not_taken_for_silence",
             a_malformed_answer_is_named_not_taken_for_silence,
         ),
+        (
+            "each_check_that_calls_a_tool_takes_the_first_call_that_fits_it",
+            each_check_that_calls_a_tool_takes_the_first_call_that_fits_it,
+        ),
     ];
     for &(name, test) in review {
         tests.push((name.into(), Box::new(test)));
@@ -1701,6 +1705,42 @@ fn a_malformed_answer_is_named_not_taken_for_silence() -> Result<(), String> {
             return Err(format!(
                 "{fault}: status {:?}; tools.list {} ({reason})",
                 run.status, checked["status"]
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// `--call ask --call slow`: `tools.call-result` took the first, which
+/// needs elicitation (error -32021 to a client that does not declare it),
+/// and failed; `cancel.no-reply-after-cancel` took the first too, which
+/// answers at once, and skipped ("too fast to cancel"). Each takes the
+/// first `--call` that fits it, as the mrtr and tasks checks do: the
+/// slow tool, which gives a complete result and can be cancelled (and
+/// the fault runs name it last, so that only the cancellation check
+/// waits for it).
+fn each_check_that_calls_a_tool_takes_the_first_call_that_fits_it() -> Result<(), String> {
+    let run = check(
+        &[
+            "--format",
+            "json",
+            "--call",
+            ASKS,
+            "--call",
+            SLOW,
+            "--only",
+            "tools.call-result,cancel.no-reply-after-cancel",
+            "--",
+            &this_exe(),
+        ],
+        Some("none"),
+    );
+    for id in ["tools.call-result", "cancel.no-reply-after-cancel"] {
+        let checked = outcome(&run, id)?;
+        if checked["status"] != "pass" {
+            return Err(format!(
+                "status {:?}; {id} {} ({})",
+                run.status, checked["status"], checked["reason"]
             ));
         }
     }
