@@ -316,6 +316,19 @@ fn main() {
             "review_a_line_the_checker_cannot_read_that_is_no_object_is_a_violation",
             review_a_line_the_checker_cannot_read_that_is_no_object_is_a_violation,
         ),
+        // check14: each fails on main as it was.
+        (
+            "an_unreadable_discover_beside_a_readable_initialize_is_checked_in_the_legacy_era",
+            an_unreadable_discover_beside_a_readable_initialize_is_checked_in_the_legacy_era,
+        ),
+        (
+            "a_malformed_answer_is_named_not_taken_for_silence",
+            a_malformed_answer_is_named_not_taken_for_silence,
+        ),
+        (
+            "each_check_that_calls_a_tool_takes_the_first_call_that_fits_it",
+            each_check_that_calls_a_tool_takes_the_first_call_that_fits_it,
+        ),
     ];
     for &(name, test) in review {
         tests.push((name.into(), Box::new(test)));
@@ -435,12 +448,25 @@ fn this_exe() -> String {
 }
 
 /// Runs the whole catalogue against the server with `fault` and compares
-/// the checks that did not pass (fail or warn) with `expected`.
+/// the checks that did not pass (fail or warn) with `expected`. The slow
+/// tool is named last: each check takes the first `--call` that fits it
+/// (a complete result, `input_required`, a task, a call still running
+/// after 300 ms), and only the cancellation check waits for it (12.5 s a
+/// run when it was named first, 5 s now).
 fn fault_fails_exactly(fault: &str, expected: &[&str]) -> Result<(), String> {
     let exe = this_exe();
+    // Where the cancellation check must see a late reply, the slow tool
+    // comes first: a fast one answered after 300 ms on a loaded machine
+    // would be cancelled in its stead, its reply crossing the
+    // cancellation (a race the spec allows, a pass).
+    let [first, second, third] = if fault == "reply-after-cancel" {
+        [SLOW, ASKS, TASK]
+    } else {
+        [TASK, ASKS, SLOW]
+    };
     let run = check(
         &[
-            "--format", "json", "--call", SLOW, "--call", ASKS, "--call", TASK, "--", &exe,
+            "--format", "json", "--call", first, "--call", second, "--call", third, "--", &exe,
         ],
         Some(fault),
     );
@@ -1609,6 +1635,131 @@ fn review_a_line_the_checker_cannot_read_that_is_no_object_is_a_violation() -> R
     Ok(())
 }
 
+/// A dual-era server whose `server/discover` result holds `1e400` in a
+/// member no check reads, and whose `initialize` result the checker
+/// reads: the modern era was the one checked, its capabilities unknown,
+/// so `tools.list` skipped ("whether the server offers tools is
+/// unknown") and the legacy era's readable answers went unused (review
+/// of check13). The era whose handshake was read is checked, the summary
+/// says which, and `lifecycle.discover` still names the reader's limit.
+fn an_unreadable_discover_beside_a_readable_initialize_is_checked_in_the_legacy_era()
+-> Result<(), String> {
+    let run = check(
+        &[
+            "--format",
+            "json",
+            "--wait",
+            "2",
+            "--only",
+            "tools.list,lifecycle.discover",
+            "--",
+            &this_exe(),
+        ],
+        Some("unreadable-discover+past-a-double"),
+    );
+    let listed = outcome(&run, "tools.list")?;
+    let discover = outcome(&run, "lifecycle.discover")?;
+    let reason = discover["reason"].as_str().unwrap_or_default();
+    let summary = run
+        .stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find_map(|v| v.get("summary").cloned())
+        .unwrap_or_default();
+    if run.status != Some(0)
+        || listed["status"] != "pass"
+        || discover["status"] != "skip"
+        || !reason.contains("number out of range")
+        || summary["era"] != "legacy"
+    {
+        return Err(format!(
+            "status {:?}; tools.list {} ({}); lifecycle.discover {} ({reason}); summary {summary}",
+            run.status, listed["status"], listed["reason"], discover["status"]
+        ));
+    }
+    Ok(())
+}
+
+/// A server whose `tools/list` answer is malformed: `result` twice
+/// (RFC 8259: an object's names SHOULD be unique; readers differ on which
+/// they keep), `id` twice, or `"result": null` (a result is an object),
+/// each beside `1e400` but the first. The first was taken as the answer
+/// (serde_json keeps the last `result`), the others were "no answer
+/// within 2.0 s" (the checker read no id from them): `tools.list` fails
+/// naming the defect, at once (review of check13).
+fn a_malformed_answer_is_named_not_taken_for_silence() -> Result<(), String> {
+    for (fault, says) in [
+        ("tools-list-result-twice", "`result` twice"),
+        ("tools-list-result-twice+past-a-double", "`result` twice"),
+        ("tools-list-id-twice+past-a-double", "`id` twice"),
+        ("tools-list-null-result+past-a-double", "`result` is null"),
+    ] {
+        let run = check(
+            &[
+                "--format",
+                "json",
+                "--wait",
+                "2",
+                "--only",
+                "tools.list",
+                "--",
+                &this_exe(),
+            ],
+            Some(fault),
+        );
+        let checked = outcome(&run, "tools.list")?;
+        let reason = checked["reason"].as_str().unwrap_or_default();
+        if run.status != Some(1)
+            || checked["status"] != "fail"
+            || !reason.contains("malformed")
+            || !reason.contains(says)
+            || reason.contains("no answer")
+        {
+            return Err(format!(
+                "{fault}: status {:?}; tools.list {} ({reason})",
+                run.status, checked["status"]
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// `--call ask --call slow`: `tools.call-result` took the first, which
+/// needs elicitation (error -32021 to a client that does not declare it),
+/// and failed; `cancel.no-reply-after-cancel` took the first too, which
+/// answers at once, and skipped ("too fast to cancel"). Each takes the
+/// first `--call` that fits it, as the mrtr and tasks checks do: the
+/// slow tool, which gives a complete result and can be cancelled (and
+/// the fault runs name it last, so that only the cancellation check
+/// waits for it).
+fn each_check_that_calls_a_tool_takes_the_first_call_that_fits_it() -> Result<(), String> {
+    let run = check(
+        &[
+            "--format",
+            "json",
+            "--call",
+            ASKS,
+            "--call",
+            SLOW,
+            "--only",
+            "tools.call-result,cancel.no-reply-after-cancel",
+            "--",
+            &this_exe(),
+        ],
+        Some("none"),
+    );
+    for id in ["tools.call-result", "cancel.no-reply-after-cancel"] {
+        let checked = outcome(&run, id)?;
+        if checked["status"] != "pass" {
+            return Err(format!(
+                "status {:?}; {id} {} ({})",
+                run.status, checked["status"], checked["reason"]
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// A server that answers an unknown method with a JSON array, not a
 /// JSON-RPC message: `[ID, null, {"code": -32601, ..., "data": 1e400}]`.
 /// `Msg::unreadable_response` read it with a derived `Deserialize`, which
@@ -2708,7 +2859,8 @@ fn unreadable_value(fault: &str) -> Option<String> {
 }
 
 /// `unreadable-WHAT+VALUE`: the answers WHAT names (`handshake`: the
-/// `server/discover` and `initialize` results; `tools-list`: each
+/// `server/discover` and `initialize` results; `discover`: the
+/// `server/discover` result alone; `tools-list`: each
 /// `tools/list` result; `errors`: each error) with a member
 /// `x-unreadable` whose value is VALUE (`unreadable_value`), in a place
 /// no check reads: a valid answer the checker cannot read.
@@ -2717,6 +2869,7 @@ fn unreadable_answer(fault: &str, v: &Value) -> Option<Vec<u8>> {
     let value = unreadable_value(fault)?;
     let at = match what {
         "handshake" if v.pointer("/result/capabilities").is_some() => "result",
+        "discover" if v.pointer("/result/supportedVersions").is_some() => "result",
         "tools-list" if v.pointer("/result/tools").is_some() => "result",
         "prompts-list" if v.pointer("/result/prompts").is_some() => "result",
         "input-required" if v.pointer("/result/inputRequests").is_some() => "result",
@@ -2726,6 +2879,31 @@ fn unreadable_answer(fault: &str, v: &Value) -> Option<Vec<u8>> {
     let mut v = v.clone();
     v[at]["x-unreadable"] = json!("UNREADABLE");
     Some(v.to_string().replace("\"UNREADABLE\"", &value).into_bytes())
+}
+
+/// `tools-list-KIND`: each `tools/list` answer malformed as KIND says
+/// (`result-twice`, and beside `1e400`: `result-twice`, `id-twice`,
+/// `null-result`).
+fn malformed_answer(fault: &str, v: &Value) -> Option<Vec<u8>> {
+    let kind = fault.strip_prefix("tools-list-")?;
+    v.pointer("/result/tools")?;
+    let (id, result) = (&v["id"], &v["result"]);
+    let line = match kind {
+        "result-twice" => {
+            format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{result},"result":{result}}}"#)
+        }
+        "result-twice+past-a-double" => {
+            format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{"x":1e400}},"result":{result}}}"#)
+        }
+        "id-twice+past-a-double" => {
+            format!(r#"{{"jsonrpc":"2.0","id":{id},"id":{id},"result":{result},"x":1e400}}"#)
+        }
+        "null-result+past-a-double" => {
+            format!(r#"{{"jsonrpc":"2.0","id":{id},"result":null,"x":1e400}}"#)
+        }
+        _ => return None,
+    };
+    Some(line.into_bytes())
 }
 
 /// One line of output through the fault.
@@ -2739,6 +2917,9 @@ fn filter_out(fault: &str, line: Vec<u8>) -> Vec<u8> {
     };
     if let Some(unreadable) = unreadable_answer(fault, &v) {
         return unreadable;
+    }
+    if let Some(malformed) = malformed_answer(fault, &v) {
+        return malformed;
     }
     if fault == "answers-invalid-utf8" && v.get("result").is_some_and(Value::is_object) {
         // Every result with a string whose bytes are not UTF-8 in it.

@@ -54,9 +54,10 @@ server lists, completions, and requests the server must refuse (unknown
 names; arguments a tool's schema refuses: to a read-only tool, a member of
 the wrong type or a required one left out; to any other tool, no arguments
 when it requires one). Left out without --call: the result of
-a successful tool call (tools.call-result; the first --call), cancelling a
-call in flight (cancel.no-reply-after-cancel, which needs the first --call
-slow enough to cancel: --call 'slow={\"ms\":3000}'), multi round-trip
+a successful tool call (tools.call-result: the first --call that answers with
+a complete result), cancelling a call in flight (cancel.no-reply-after-cancel:
+the first --call still running after 300 ms, slow enough to cancel:
+--call 'slow={\"ms\":3000}'), multi round-trip
 requests (mrtr.*: the first --call that answers input_required) and tasks
 (tasks.created-resolves, tasks.no-task-undeclared: the first --call that
 answers with a task when the client declares the Tasks extension). Each of

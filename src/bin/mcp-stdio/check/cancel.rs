@@ -25,11 +25,12 @@ fn no_reply_after_cancel(ctx: &mut Ctx) -> Verdict {
             "stdio only: over HTTP a request is cancelled by closing its stream".into(),
         );
     }
-    let Some(call) = ctx.calls.first().cloned() else {
+    if ctx.calls.is_empty() {
         return Verdict::Skip(
             "needs --call TOOL[=JSON] naming a tool slow enough to cancel (--call 'slow={\"ms\":3000}')".into(),
         );
-    };
+    }
+    let calls = ctx.calls.to_vec();
     let wait = ctx.wait;
     let session = match ctx.session() {
         Ok(s) => s,
@@ -46,22 +47,36 @@ fn no_reply_after_cancel(ctx: &mut Ctx) -> Verdict {
         }
     }
     session.drain(Duration::from_millis(20));
-    let id = session.request(
-        "tools/call",
-        json!({ "name": call.tool, "arguments": call.arguments }),
-    );
-    // Still running after 300 ms: slow enough to cancel.
-    if let Ok((answer, _)) = session.answer_with(&id, Duration::from_millis(300)) {
-        let said = match answer {
-            Answer::Json(reply) => reply.to_string(),
-            Answer::Unreadable { line, .. } => line,
-        };
-        return Verdict::Skip(format!(
-            "{} answered within 300 ms, too fast to cancel ({})",
-            call.tool,
-            short(&said, 100)
-        ));
+    // The first tool named with --call still running after 300 ms: slow
+    // enough to cancel.
+    let mut too_fast = Vec::new();
+    let mut running = None;
+    for call in &calls {
+        let id = session.request(
+            "tools/call",
+            json!({ "name": call.tool, "arguments": call.arguments }),
+        );
+        match session.answer_with(&id, Duration::from_millis(300)) {
+            Ok((answer, _)) => {
+                let said = match answer {
+                    Answer::Json(reply) => reply.to_string(),
+                    Answer::Unreadable { line, .. } => line,
+                    Answer::Malformed { msg, .. } => msg.text().to_owned(),
+                };
+                too_fast.push(format!("{}: {}", call.tool, short(&said, 100)));
+            }
+            Err(_) => {
+                running = Some(id);
+                break;
+            }
+        }
     }
+    let Some(id) = running else {
+        return Verdict::Skip(format!(
+            "every tool named with --call answered within 300 ms, too fast to cancel ({})",
+            short(&too_fast.join("; "), 200)
+        ));
+    };
     // Its answer is what this check looks for, not a late one to pass over.
     session.reclaim(&id);
     // The cancellation and a barrier in one write: the barrier's reply

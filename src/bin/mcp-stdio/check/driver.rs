@@ -197,33 +197,15 @@ impl Msg {
 
     /// A response the checker cannot read whole: its id (`null` when it
     /// has none, as a parse error's), and whether it is an error, read
-    /// past the values the checker cannot read (`IgnoredAny` reads a
-    /// number past a double's range, any nesting and a lone surrogate).
-    /// `None` for anything else (a line that is not an object, as an
-    /// array holding an id), and for a response whose id itself is
-    /// unreadable, or that has `id`, `result` or `error` twice.
+    /// past the values the checker cannot read (`Head`). `None` for
+    /// anything else (a line that is not an object, as an array holding
+    /// an id), and for a response whose id itself is unreadable.
     pub fn unreadable_response(&self) -> Option<(Value, bool)> {
-        #[derive(serde::Deserialize)]
-        struct Head {
-            #[serde(default)]
-            id: Value,
-            result: Option<serde::de::IgnoredAny>,
-            error: Option<serde::de::IgnoredAny>,
-        }
         let Msg::Unreadable(text, _) = self else {
             return None;
         };
-        // A derived `Deserialize` takes a struct from an array too (its
-        // fields in order): only an object is a message.
-        if !text.trim_start().starts_with('{') {
-            return None;
-        }
-        let head: Head = serde_json::from_str(text).ok()?;
-        match (head.result, head.error) {
-            (_, Some(_)) => Some((head.id, true)),
-            (Some(_), None) => Some((head.id, false)),
-            (None, None) => None,
-        }
+        let head = Head::of(text)?;
+        Some((head.id, head.error))
     }
 
     /// The method of a request or notification.
@@ -242,6 +224,100 @@ impl Msg {
     }
 }
 
+/// What a response says at its top level, read past the values the
+/// checker cannot read: `id`, `result` and `error` are each kept as
+/// written (`RawValue` reads a number past a double's range, any nesting
+/// and a lone surrogate), every time they come.
+pub struct Head {
+    /// The last `id` (`null` when there is none), as serde_json's `Value`
+    /// keeps the last of a name that comes twice.
+    pub id: Value,
+    /// An `error` response, not a `result`.
+    pub error: bool,
+    /// Why it is not one well-formed response, when it is not.
+    pub malformed: Option<String>,
+}
+
+/// The `id`, `result` and `error` members of an object, in order, each
+/// time they come; the other members read past.
+struct Members(Vec<(String, Box<serde_json::value::RawValue>)>);
+
+impl<'de> serde::Deserialize<'de> for Members {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Members, D::Error> {
+        struct Visit;
+        impl<'de> serde::de::Visitor<'de> for Visit {
+            type Value = Members;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<Members, A::Error> {
+                let mut kept = Vec::new();
+                while let Some(name) = map.next_key::<String>()? {
+                    if matches!(name.as_str(), "id" | "result" | "error") {
+                        kept.push((name, map.next_value()?));
+                    } else {
+                        map.next_value::<serde::de::IgnoredAny>()?;
+                    }
+                }
+                Ok(Members(kept))
+            }
+        }
+        // Only an object: an array is refused, not read as a struct.
+        d.deserialize_map(Visit)
+    }
+}
+
+impl Head {
+    /// The head of the response `text`; `None` when it is not an object
+    /// with a `result` or an `error`, or its id cannot be read.
+    pub fn of(text: &str) -> Option<Head> {
+        let Members(members) = serde_json::from_str(text).ok()?;
+        let count = |name: &str| members.iter().filter(|(n, _)| n == name).count();
+        let last = |name: &str| {
+            members
+                .iter()
+                .rev()
+                .find(|(n, _)| n == name)
+                .map(|(_, raw)| raw.get().trim_start())
+        };
+        let (results, errors) = (count("result"), count("error"));
+        if results + errors == 0 {
+            return None;
+        }
+        let id = match last("id") {
+            Some(raw) => serde_json::from_str(raw).ok()?,
+            None => Value::Null,
+        };
+        let twice = ["id", "result", "error"]
+            .into_iter()
+            .find(|name| count(name) > 1);
+        let not_object = ["result", "error"]
+            .into_iter()
+            .find_map(|name| Some((name, last(name).filter(|raw| !raw.starts_with('{'))?)));
+        let malformed = match (twice, not_object) {
+            (Some(name), _) => Some(format!(
+                "`{name}` twice: RFC 8259 says an object's names SHOULD be unique, and readers differ on which they keep"
+            )),
+            _ if results > 0 && errors > 0 => Some(
+                "both `result` and `error`: JSON-RPC 2.0 says both MUST NOT be included".into(),
+            ),
+            (None, Some((name, raw))) => Some(format!(
+                "`{name}` is {}, not an object",
+                super::short(raw, 40)
+            )),
+            (None, None) => None,
+        };
+        Some(Head {
+            id,
+            error: errors > 0,
+            malformed,
+        })
+    }
+}
+
 /// What `Missing::OtherId` says: a server that was reached and broke a
 /// MUST (the run's status is 1, not 2).
 pub const OTHER_ID: &str = "a response came back with the id";
@@ -249,6 +325,10 @@ pub const OTHER_ID: &str = "a response came back with the id";
 /// What `Missing::NotJson` says: a server that was reached and wrote what
 /// is not a message (the run's status is 1, not 2).
 pub const NOT_JSON: &str = "it wrote a line that is not a JSON-RPC message";
+
+/// What `Missing::Malformed` says: a server that was reached and broke
+/// a rule (the run's status is 1, not 2).
+pub const MALFORMED: &str = "it answered with a malformed response";
 
 /// Why a line of JSON is one the checker cannot read, for a reason: the
 /// reader's own message (which names its limit) and what RFC 8259 lets
@@ -264,6 +344,13 @@ pub fn unreadable_why(why: &str) -> String {
 #[derive(Debug, Clone)]
 pub enum Answer {
     Json(Value),
+    /// A response with the id sent that is not one well-formed response
+    /// (`Head::malformed`: a member twice, both `result` and `error`, a
+    /// `result` or `error` that is not an object), readable or not.
+    Malformed {
+        why: String,
+        msg: Msg,
+    },
     Unreadable {
         /// The reader's error (`Msg::Unreadable`).
         why: String,
@@ -304,19 +391,23 @@ pub enum Missing {
         line: String,
         error: bool,
     },
+    /// An answer came, with the id sent, that is not one well-formed
+    /// response (`Answer::Malformed`): the server's fault, a failure of
+    /// the check that needed it.
+    Malformed { why: String, line: String },
 }
 
 impl Missing {
     /// Whether the server answered all the same (a response the checker
-    /// cannot read).
+    /// cannot read, or a malformed one).
     pub fn answered(&self) -> bool {
-        matches!(self, Missing::Unreadable { .. })
+        matches!(self, Missing::Unreadable { .. } | Missing::Malformed { .. })
     }
 
     /// The verdict of a check that needed the answer to `what`: a skip
     /// when it came but cannot be read, else a failure.
     pub fn verdict(&self, what: &str) -> super::Verdict {
-        if self.answered() {
+        if matches!(self, Missing::Unreadable { .. }) {
             super::Verdict::Skip(format!("{what}: {self}"))
         } else {
             super::Verdict::Fail(format!("{what}: {self}"))
@@ -369,6 +460,9 @@ impl std::fmt::Display for Missing {
                 if *error { "an error" } else { "a result" },
                 unreadable_why(why)
             ),
+            Missing::Malformed { why, line } => {
+                write!(f, "{MALFORMED} ({why}): {line}")
+            }
         }
     }
 }

@@ -7,13 +7,15 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use super::args;
-use super::driver::{Era, Missing, NOT_JSON, OTHER_ID, Session, Target, Transcript};
+use super::driver::{Era, MALFORMED, Missing, NOT_JSON, OTHER_ID, Session, Target, Transcript};
 use super::{Verdict, short};
 
 /// What the server speaks and offers, learnt once before the checks.
 #[derive(Debug, Default)]
 pub struct Facts {
-    /// The era most checks speak: modern when the server speaks it.
+    /// The era most checks speak: the one whose handshake the checker
+    /// read (modern first), else one whose handshake it could not read
+    /// (`why_legacy` says why legacy).
     pub primary: Option<Era>,
     /// The `server/discover` result, when the server is modern.
     pub discover: Option<Value>,
@@ -101,6 +103,34 @@ impl Facts {
         Some(Verdict::Skip(format!("the {name} are unknown: {why}")))
     }
 
+    /// Why the checks speak the legacy era of a server that speaks the
+    /// modern one too: the checker could not read its `server/discover`
+    /// answer (and read its `initialize` answer). For the report and the
+    /// skips.
+    pub fn why_legacy(&self) -> Option<String> {
+        match (self.primary, &self.unread_modern) {
+            (Some(Era::Legacy), Some(why)) => Some(format!(
+                "the checker could not read the modern era's {}",
+                short(why, 200)
+            )),
+            _ => None,
+        }
+    }
+
+    /// A check that speaks the modern era in the primary era's session:
+    /// why it is skipped, if it is (the server is not modern, or the
+    /// legacy era is checked: `why_legacy`).
+    pub fn need_modern_primary(&self) -> Result<(), Verdict> {
+        self.need_modern()?;
+        match (self.primary, self.why_legacy()) {
+            (Some(Era::Modern), _) => Ok(()),
+            (_, Some(why)) => Err(Verdict::Skip(format!(
+                "the modern era was not checked (the checks speak the legacy era): {why}"
+            ))),
+            (_, None) => Err(Verdict::Skip("the server is not modern".into())),
+        }
+    }
+
     /// A check that needs the modern era: why it is skipped, if it is.
     pub fn need_modern(&self) -> Result<(), Verdict> {
         match &self.no_modern {
@@ -126,7 +156,8 @@ pub enum Unreached {
     Not(String),
     /// It answered, each time with an id other than the one sent.
     OtherId(String),
-    /// It wrote what is not a JSON-RPC message, and no answer.
+    /// It wrote what is not a JSON-RPC message, and no answer, or it
+    /// answered with a malformed response (`Missing::Malformed`).
     NotJson(String),
 }
 
@@ -192,12 +223,14 @@ impl Facts {
         } else {
             facts.no_legacy = Some("--era modern".into());
         }
-        let modern = facts.discover.is_some() || facts.unread_modern.is_some();
-        let legacy = facts.initialize.is_some() || facts.unread_legacy.is_some();
-        facts.primary = match (modern, legacy) {
-            (true, _) => Some(Era::Modern),
-            (false, true) => Some(Era::Legacy),
-            (false, false) => {
+        // The era whose handshake was read, modern first: the checks of a
+        // capability need it; then an era spoken whose handshake was not.
+        facts.primary = match (&facts.discover, &facts.initialize) {
+            (Some(_), _) => Some(Era::Modern),
+            (None, Some(_)) => Some(Era::Legacy),
+            _ if facts.unread_modern.is_some() => Some(Era::Modern),
+            _ if facts.unread_legacy.is_some() => Some(Era::Legacy),
+            _ => {
                 let why = [facts.no_modern.as_deref(), facts.no_legacy.as_deref()]
                     .into_iter()
                     .flatten()
@@ -219,7 +252,7 @@ impl Facts {
                     format!("the server speaks no MCP era this checker knows: {why}{said}");
                 return Err(if why.contains(OTHER_ID) {
                     Unreached::OtherId(message)
-                } else if why.contains(NOT_JSON) {
+                } else if why.contains(NOT_JSON) || why.contains(MALFORMED) {
                     Unreached::NotJson(message)
                 } else {
                     Unreached::Not(message)

@@ -9,7 +9,7 @@ use std::time::Duration;
 use serde_json::json;
 
 use super::args::Format;
-use super::driver::Target;
+use super::driver::{Era, Target};
 use super::{Check, Facts, Outcome, Status};
 
 /// Prints the catalogue.
@@ -95,6 +95,10 @@ fn print_json(value: &serde_json::Value) {
 pub struct Report {
     format: Format,
     server: String,
+    /// The era the checks speak (`Facts::primary`), and why it is the
+    /// legacy one of a server that speaks both (`Facts::why_legacy`).
+    era: &'static str,
+    why_legacy: Option<String>,
 }
 
 impl Report {
@@ -131,7 +135,7 @@ impl Report {
                 },
             );
             let header = format!(
-                "checking {server} ({}; {}; {})",
+                "checking {server} ({}; {}; {}; checked in {}{})",
                 name.trim(),
                 era(
                     &facts.discover,
@@ -144,12 +148,24 @@ impl Report {
                     &facts.unread_legacy,
                     &facts.no_legacy,
                     "legacy"
-                )
+                ),
+                facts.primary.map_or("no era", Era::name),
+                // Why is in "modern: yes, unread (...)".
+                if facts.why_legacy().is_some() {
+                    ", whose handshake was read"
+                } else {
+                    ""
+                }
             );
             // The server's name and errors are its own text: escaped.
             print(&format!("{}\n", crate::escape::line(&header)));
         }
-        Report { format, server }
+        Report {
+            format,
+            server,
+            era: facts.primary.map_or("no era", Era::name),
+            why_legacy: facts.why_legacy(),
+        }
     }
 
     /// One check's outcome, as it comes.
@@ -199,7 +215,7 @@ impl Report {
                 elapsed.as_secs_f64()
             )),
             Format::Json => print_json(
-                &json!({ "summary": { "server": self.server, "checks": outcomes.len(), "pass": pass, "fail": fail, "warn": warn, "skip": skip, "seconds": elapsed.as_secs_f64() } }),
+                &json!({ "summary": { "server": self.server, "era": self.era, "why_legacy": self.why_legacy, "checks": outcomes.len(), "pass": pass, "fail": fail, "warn": warn, "skip": skip, "seconds": elapsed.as_secs_f64() } }),
             ),
             Format::Junit => print(&junit(&self.server, outcomes, elapsed)),
             Format::Markdown => {}

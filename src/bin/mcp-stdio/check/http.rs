@@ -139,10 +139,7 @@ fn send(
 /// A modern server over HTTP, or a skip.
 fn modern(ctx: &Ctx) -> Result<(Url, Vec<(String, String)>), Verdict> {
     let target = url(ctx)?;
-    ctx.facts.need_modern()?;
-    if ctx.facts.primary != Some(Era::Modern) {
-        return Err(Verdict::Skip("the server is not modern".into()));
-    }
+    ctx.facts.need_modern_primary()?;
     Ok(target)
 }
 

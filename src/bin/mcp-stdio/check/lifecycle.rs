@@ -4,7 +4,7 @@
 
 use serde_json::{Value, json};
 
-use super::driver::{Era, MODERN};
+use super::driver::MODERN;
 use super::{Check, Ctx, Level, Verdict, error_code, said, short};
 
 pub const CHECKS: &[Check] = &[
@@ -68,10 +68,7 @@ pub const CHECKS: &[Check] = &[
 
 /// A modern session, or a skip.
 fn modern(ctx: &mut Ctx) -> Result<(), Verdict> {
-    ctx.facts.need_modern()?;
-    if ctx.facts.primary != Some(Era::Modern) {
-        return Err(Verdict::Skip("the server is not modern".into()));
-    }
+    ctx.facts.need_modern_primary()?;
     Ok(())
 }
 

@@ -53,10 +53,7 @@ fn input_required(reply: &Value) -> Option<&Value> {
 /// The first tool named with `--call` that answers `input_required` with
 /// every capability declared, and that result.
 fn asking_tool(ctx: &mut Ctx) -> Result<(Call, Value), Verdict> {
-    ctx.facts.need_modern()?;
-    if ctx.facts.primary != Some(Era::Modern) {
-        return Err(Verdict::Skip("the modern era was not checked".into()));
-    }
+    ctx.facts.need_modern_primary()?;
     if ctx.calls.is_empty() {
         return Err(Verdict::Skip(
             "needs --call TOOL[=JSON] naming a tool that asks for input (--call ask)".into(),

@@ -137,8 +137,8 @@ fn result_or(ctx: &mut Ctx, method: &str, params: Value, name: &str, allowed: &[
 }
 
 fn discover(ctx: &mut Ctx) -> Verdict {
-    if ctx.facts.primary != Some(Era::Modern) {
-        return Verdict::Skip("the server is not modern".into());
+    if let Err(v) = ctx.facts.need_modern_primary() {
+        return v;
     }
     result_of(ctx, "server/discover", json!({}), "DiscoverResult")
 }

@@ -271,6 +271,7 @@ fn typical_traffic(ctx: &Ctx, session: &mut Session) -> Result<Vec<Msg>, Verdict
                 got.push(match answer {
                     Answer::Json(reply) => Msg::Json(reply.clone(), reply.to_string()),
                     Answer::Unreadable { why, line, .. } => Msg::Unreadable(line, why),
+                    Answer::Malformed { msg, .. } => msg,
                 });
             }
             Err(e) => return Err(Verdict::Fail(format!("{method}: {e}"))),
@@ -360,11 +361,8 @@ fn stdout_only_mcp(ctx: &mut Ctx) -> Verdict {
 }
 
 fn no_server_requests(ctx: &mut Ctx) -> Verdict {
-    if let Err(v) = ctx.facts.need_modern() {
+    if let Err(v) = ctx.facts.need_modern_primary() {
         return v;
-    }
-    if ctx.facts.primary != Some(Era::Modern) {
-        return Verdict::Skip("the server is not modern".into());
     }
     let mut session = match fresh_stdio(ctx) {
         Ok(s) => s,

@@ -137,10 +137,7 @@ fn cancel(session: &mut Session, id: &Value) {
 /// `subscribe`; the spec makes `subscriptions/listen` a MUST for no
 /// server that has nothing to send on it).
 fn modern(ctx: &Ctx) -> Result<(), Verdict> {
-    ctx.facts.need_modern()?;
-    if ctx.facts.primary != Some(Era::Modern) {
-        return Err(Verdict::Skip("the server is not modern".into()));
-    }
+    ctx.facts.need_modern_primary()?;
     let listenable = ctx.facts.capabilities().as_object().is_some_and(|caps| {
         caps.values().any(|cap| {
             ["listChanged", "subscribe"]

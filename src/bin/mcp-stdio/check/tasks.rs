@@ -9,7 +9,7 @@ use std::sync::OnceLock;
 
 use serde_json::{Value, json};
 
-use super::driver::{Era, meta_declaring};
+use super::driver::meta_declaring;
 use super::schema::{self, Document, Found};
 use super::{Call, Check, Ctx, Level, Verdict, error_code, said, short};
 
@@ -80,10 +80,7 @@ fn declared() -> Value {
 
 /// The server is modern and declares the extension.
 fn offered(ctx: &Ctx) -> Result<(), Verdict> {
-    ctx.facts.need_modern()?;
-    if ctx.facts.primary != Some(Era::Modern) {
-        return Err(Verdict::Skip("the modern era was not checked".into()));
-    }
+    ctx.facts.need_modern_primary()?;
     match ctx.facts.capabilities().get("extensions") {
         Some(extensions) if extensions.get(EXTENSION).is_some() => Ok(()),
         _ if ctx.facts.unread().is_some() => {

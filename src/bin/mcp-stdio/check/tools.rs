@@ -9,7 +9,7 @@ use super::driver::Era;
 use super::results::validate;
 use super::schema::{Document, Found};
 use super::tool_schema::{refused_arguments, shape_errors};
-use super::{Check, Ctx, Level, Verdict, error_code, list_all, said, short};
+use super::{Call, Check, Ctx, Level, Verdict, error_code, list_all, said, short};
 
 const TOOLS: &str = "2026-07-28/server/tools.md";
 
@@ -290,47 +290,67 @@ fn wrong_arguments(ctx: &mut Ctx) -> Verdict {
     }
 }
 
+/// Missing Required Client Capability (2026-07-28): a tool that needs
+/// what the check's client does not declare.
+const MISSING_CAPABILITY: i64 = -32021;
+
+/// The result of the first tool named with `--call` that answers with a
+/// complete result: a tool that answers `input_required` or a task, or
+/// needs a capability the check does not declare (`-32021`), is not this
+/// check's (the mrtr and tasks checks take those), and the next is tried.
 fn call_result(ctx: &mut Ctx) -> Verdict {
     let tools = match listed_tools(ctx) {
         Ok(t) => t,
         Err(v) => return v,
     };
-    let Some(call) = ctx.calls.first().cloned() else {
+    if ctx.calls.is_empty() {
         return Verdict::Skip(
             "needs --call TOOL[=JSON]: no tool is called with arguments it accepts unless named"
                 .into(),
         );
-    };
-    let Some(tool) = tools
-        .iter()
-        .find(|t| t.get("name") == Some(&json!(call.tool)))
-    else {
-        return Verdict::Skip(format!(
-            "--call {}: the server lists no such tool",
-            call.tool
-        ));
-    };
-    let era = ctx.facts.primary.unwrap_or(Era::Modern);
-    let reply = match ctx.ask(
-        "tools/call",
-        json!({ "name": call.tool, "arguments": call.arguments }),
-    ) {
-        Ok(r) => r,
-        Err(v) => return v,
-    };
-    let Some(result) = reply.get("result") else {
-        return Verdict::Fail(format!("{} answered with {}", call.tool, said(&reply)));
-    };
-    if result
-        .get("resultType")
-        .and_then(Value::as_str)
-        .is_some_and(|t| t != "complete")
-    {
-        return Verdict::Skip(format!(
-            "{} answered {}: not a complete result",
-            call.tool, result["resultType"]
-        ));
     }
+    let mut tried = Vec::new();
+    let calls = std::sync::Arc::clone(&ctx.calls);
+    for call in calls.iter() {
+        let Some(tool) = tools
+            .iter()
+            .find(|t| t.get("name") == Some(&json!(call.tool)))
+        else {
+            tried.push(format!("{}: the server lists no such tool", call.tool));
+            continue;
+        };
+        let reply = match ctx.ask(
+            "tools/call",
+            json!({ "name": call.tool, "arguments": call.arguments }),
+        ) {
+            Ok(r) => r,
+            Err(v) => return v,
+        };
+        if error_code(&reply) == Some(MISSING_CAPABILITY) {
+            tried.push(format!("{}: {}", call.tool, said(&reply)));
+            continue;
+        }
+        let Some(result) = reply.get("result") else {
+            return Verdict::Fail(format!("{} answered with {}", call.tool, said(&reply)));
+        };
+        match result.get("resultType").and_then(Value::as_str) {
+            Some(other) if other != "complete" => {
+                tried.push(format!("{} answered {other:?}", call.tool));
+                continue;
+            }
+            _ => return complete_result(ctx, call, tool, result),
+        }
+    }
+    Verdict::Skip(format!(
+        "no tool named with --call answered with a complete result ({})",
+        short(&tried.join(", "), 200)
+    ))
+}
+
+/// The complete result of `call`'s tool: a CallToolResult, its
+/// structuredContent fitting the tool's outputSchema.
+fn complete_result(ctx: &Ctx, call: &Call, tool: &Value, result: &Value) -> Verdict {
+    let era = ctx.facts.primary.unwrap_or(Era::Modern);
     if let verdict @ Verdict::Fail(_) = validate(era, "CallToolResult", result, "tools/call") {
         return verdict;
     }

@@ -4,7 +4,7 @@ use crossbeam_channel::RecvTimeoutError;
 use serde_json::Value;
 
 use super::{
-    Answer, Incoming, KEEP_BEFORE, MAX_LINE, Missing, Msg, READ_AHEAD_LINES, STARTUP, Session,
+    Answer, Head, Incoming, KEEP_BEFORE, MAX_LINE, Missing, Msg, READ_AHEAD_LINES, STARTUP, Session,
 };
 use crate::check::short;
 
@@ -143,6 +143,10 @@ impl Session {
                 line: short(&line, 120),
                 error,
             }),
+            (Answer::Malformed { why, msg }, _) => Err(Missing::Malformed {
+                why,
+                line: short(msg.text(), 120),
+            }),
         }
     }
 
@@ -173,6 +177,11 @@ impl Session {
                 Some(msg) => {
                     let response_id = msg.response_id();
                     if response_id.as_ref() == Some(id) {
+                        // Read again for what `Value` hides: a member
+                        // twice (it keeps the last).
+                        if let Some(why) = Head::of(msg.text()).and_then(|h| h.malformed) {
+                            return Ok((Answer::Malformed { why, msg }, before));
+                        }
                         let error = msg.unreadable_response().is_some_and(|(_, error)| error);
                         return Ok((
                             match msg {

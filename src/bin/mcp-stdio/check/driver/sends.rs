@@ -26,6 +26,11 @@ impl Session {
         self.handshake = before;
         let reply = match answer {
             Answer::Json(reply) => reply,
+            Answer::Malformed { why, msg } => {
+                let line = short(msg.text(), 120);
+                self.handshake.push(msg);
+                return Err(format!("initialize: {}", Missing::Malformed { why, line }));
+            }
             Answer::Unreadable { why, line, error } => {
                 let shown = short(&line, 120);
                 self.handshake.push(Msg::Unreadable(line, why.clone()));

@@ -1,9 +1,10 @@
 //! `Msg::unreadable_response`: what a line the checker cannot read whole
-//! is taken for (review of check13).
+//! is taken for (review of check13); `Head::malformed`: what makes an
+//! answer malformed, read or not (check14).
 
 use serde_json::{Value, json};
 
-use super::Msg;
+use super::{Head, Msg};
 
 fn unreadable(text: &str) -> Msg {
     let why = serde_json::from_str::<Value>(text)
@@ -49,4 +50,50 @@ fn an_array_holding_an_id_is_not_a_response() {
 fn an_id_the_checker_cannot_read_is_no_id() {
     let msg = unreadable(r#"{"jsonrpc":"2.0","id":1e400,"result":{}}"#);
     assert_eq!(msg.response_id(), None);
+}
+
+fn malformed(text: &str) -> Option<String> {
+    Head::of(text).expect("a response").malformed
+}
+
+#[test]
+fn a_member_twice_is_malformed_whether_the_line_can_be_read_or_not() {
+    let readable = r#"{"jsonrpc":"2.0","id":1,"result":{},"result":{}}"#;
+    assert!(malformed(readable).is_some_and(|why| why.contains("`result` twice")));
+    let ids = r#"{"jsonrpc":"2.0","id":1,"id":2,"result":{"x":1e400}}"#;
+    assert!(malformed(ids).is_some_and(|why| why.contains("`id` twice")));
+    // The last id, as `Value` keeps it: the answer is matched to it.
+    assert_eq!(unreadable(ids).response_id(), Some(json!(2)));
+    let errors =
+        r#"{"jsonrpc":"2.0","id":1,"error":{"code":1,"message":"m"},"error":{"data":1e400}}"#;
+    assert!(malformed(errors).is_some_and(|why| why.contains("`error` twice")));
+}
+
+#[test]
+fn a_result_that_is_not_an_object_is_malformed() {
+    let null = r#"{"jsonrpc":"2.0","id":1,"result":null,"x":1e400}"#;
+    assert_eq!(
+        unreadable(null).unreadable_response(),
+        Some((json!(1), false))
+    );
+    assert!(malformed(null).is_some_and(|why| why.contains("`result` is null")));
+    let number = r#"{"jsonrpc":"2.0","id":1,"result":1e400}"#;
+    assert!(malformed(number).is_some_and(|why| why.contains("`result` is 1e400")));
+}
+
+#[test]
+fn both_result_and_error_is_malformed() {
+    let both = r#"{"jsonrpc":"2.0","id":4,"result":{},"error":{"code":-1,"message":"m"}}"#;
+    assert!(malformed(both).is_some_and(|why| why.contains("both")));
+}
+
+#[test]
+fn a_well_formed_answer_is_not_malformed() {
+    for text in [
+        r#"{"jsonrpc":"2.0","id":1,"result":{"x":1e400}}"#,
+        r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"m"}}"#,
+        r#"{ "result" : { } , "jsonrpc" : "2.0", "id" : "a" }"#,
+    ] {
+        assert_eq!(malformed(text), None, "{text}");
+    }
 }
