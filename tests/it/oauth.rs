@@ -46,6 +46,9 @@ struct Script {
     /// forgot the client, as one that expires registrations does), and
     /// registers and issues codes' tokens as usual.
     forgets_clients: bool,
+    /// Its refreshes answer a new token each, `at-SECRET-r1`, `-r2`...,
+    /// that expires in a second.
+    numbered_refreshes: bool,
 }
 
 /// The scripted authorization server, which also serves the protected
@@ -73,6 +76,7 @@ impl Authority {
         let public = Arc::new(Mutex::new(url.clone()));
         let (named, log, mcp) = (Arc::clone(&public), Arc::clone(&seen), mcp_url.to_owned());
         let thread = std::thread::spawn(move || {
+            let mut refreshes = 0;
             for conn in listener.incoming() {
                 let Ok(conn) = conn else { continue };
                 let Some(seen) = read_request(&conn) else {
@@ -118,6 +122,17 @@ impl Authority {
                             && seen.body.contains("grant_type=refresh_token") =>
                     {
                         (401, json!({ "error": "invalid_client" }))
+                    }
+                    "/token"
+                        if script.numbered_refreshes
+                            && seen.body.contains("grant_type=refresh_token") =>
+                    {
+                        refreshes += 1;
+                        let token = format!("at-SECRET-r{refreshes}");
+                        (
+                            200,
+                            json!({ "access_token": token, "token_type": "Bearer", "expires_in": 1 }),
+                        )
                     }
                     "/token" if seen.body.contains("grant_type=refresh_token") => (
                         200,
@@ -1662,4 +1677,101 @@ fn a_server_naming_a_new_issuer_each_time_is_not_registered_with_without_end() {
         registered <= 3 && asked <= 3,
         "after the first: {registered} POST /register, the user sent to authorize {asked} times"
     );
+}
+
+// Review review-oauth14: claims about the OAuth parts that a test shows
+// on main.
+
+/// A long-lived client refreshes every token that runs out, not only the
+/// first: a token that came from a refresh, refused once it has expired
+/// (its `expires_in` passed), is refreshed again. Before the fix the mark
+/// that keeps a refreshed token refused at once from being refreshed in a
+/// loop (`Authorizer::refreshed`) held whatever the time: the second
+/// expiry sent the user to the browser (a second visit, whose code's
+/// token the server refused: "the client failed at expiry 2").
+#[test]
+fn a_refreshed_token_that_runs_out_is_refreshed_again() {
+    let (server, authority) = setup(Script {
+        numbered_refreshes: true,
+        ..Script::default()
+    });
+    let visits = Visits::default();
+    let store = Kept::default();
+    let client = Client::builder()
+        .oauth(approving(&visits, None).token_store(store.clone()))
+        .connect_url(&server.url)
+        .unwrap();
+    for n in 1..=2 {
+        // The token in use runs out: the server takes only the next.
+        *server.accepted.lock().unwrap() = format!("at-SECRET-r{n}");
+        let text = format!("call {n}");
+        let echoed = client
+            .call("echo", json!({ "text": text }))
+            .unwrap_or_else(|e| panic!("the client failed at expiry {n}: {e}"));
+        assert_eq!(echoed.text_content(), text);
+        // Wait until the refreshed token has expired (1 s).
+        let expires_at = store.load().and_then(|t| t.expires_at).unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs()
+            < expires_at
+        {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the clock stood still"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+    }
+    let refreshes = (authority.token_requests().iter())
+        .filter(|t| t.body.contains("grant_type=refresh_token"))
+        .count();
+    assert_eq!(
+        (visits.lock().unwrap().len(), refreshes),
+        (1, 2),
+        "(authorizations, refreshes)"
+    );
+    client.close().unwrap();
+}
+
+/// Pre-registered credentials are the authorization server's they were
+/// used with (spec 2026-07-28 client-registration, "Authorization Server
+/// Binding": credentials MUST be associated with the server that issued
+/// them; when the resource's metadata names another, clients SHOULD
+/// surface an error rather than use them there): a server that now names
+/// another authorization server is told so, and that server never gets
+/// the client's secret. Before the fix the client credentials grant went
+/// to the new server's token endpoint with the secret in it ("the second
+/// authorization server got: POST /token ... client_secret=...").
+#[test]
+fn pre_registered_credentials_are_not_sent_to_another_authorization_server() {
+    const SECRET: &str = "cs-SECRET-9e1d";
+    let (server, first) = setup(Script::default());
+    let store = Kept::default();
+    let oauth = OAuth::client_credentials("machine-1", SECRET).token_store(store.clone());
+    let client = Client::builder()
+        .oauth(oauth)
+        .connect_url(&server.url)
+        .unwrap();
+    client.call("echo", json!({ "text": "x" })).unwrap();
+    assert_eq!(first.token_requests().len(), 1);
+    // The server's metadata now names another authorization server, and
+    // the token in use is refused.
+    let second = Authority::start(&server.url, Script::default());
+    *server.metadata.lock().unwrap() =
+        format!("{}/.well-known/oauth-protected-resource/mcp", second.url);
+    *server.accepted.lock().unwrap() = "another".into();
+    let err = client.call("echo", json!({ "text": "x" })).unwrap_err();
+    let got: Vec<String> = (second.token_requests().iter())
+        .map(|t| format!("{} {:?} {}", t.line, t.headers, t.body))
+        .collect();
+    assert!(
+        got.is_empty(),
+        "the second authorization server got: {got:?}"
+    );
+    assert!(err.to_string().contains("authorization server"), "{err}");
+    assert!(!err.to_string().contains(SECRET), "{err}");
+    client.close().unwrap();
 }
