@@ -460,4 +460,31 @@ mod tests {
             &server
         ));
     }
+
+    /// Claim (review-oauth14): a server reached over plain `http://` off
+    /// this machine that asks for authorization is not authorized for: a
+    /// token it got would travel in clear text (RFC 6750 section 5.3:
+    /// clients MUST use TLS with bearer tokens; the server's side refuses
+    /// such a resource, `ProtectedResource::unusable`). On main the
+    /// discovery went on: it fetched the metadata the challenge named (an
+    /// https URL, allowed), and with a `resource` naming the http server
+    /// the flow would obtain a token and send it in clear text; here the
+    /// error was the fetch's (without `https`: "https://192.0.2.2/prm is
+    /// an https:// URL, and this build of mcp-stdio has no TLS"; with it,
+    /// a failed connection to that TEST-NET address).
+    #[test]
+    fn a_server_in_clear_text_off_this_machine_is_not_authorized_for() {
+        let server = Url::parse("http://192.0.2.1/mcp").unwrap();
+        let challenge = Challenge {
+            resource_metadata: Some("https://192.0.2.2/prm".into()),
+            ..Challenge::default()
+        };
+        let trust = Trust::default().for_server("http://192.0.2.1/mcp");
+        let err = resource_metadata(&trust, &server, &challenge).unwrap_err();
+        assert!(err.contains("clear text"), "{err}");
+        // A server on this machine may speak plain http.
+        let local = Url::parse("http://127.0.0.1:1/mcp").unwrap();
+        let err = resource_metadata(&Trust::default(), &local, &Challenge::default()).unwrap_err();
+        assert!(!err.contains("clear text"), "{err}");
+    }
 }
