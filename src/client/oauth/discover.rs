@@ -130,6 +130,15 @@ pub(crate) fn resource_metadata(
     server: &Url,
     challenge: &Challenge,
 ) -> Result<ResourceMetadata, String> {
+    // RFC 6750 section 5.3: a bearer token travels over TLS only (plain
+    // http between loopback hosts, as `require_secure` allows, is no
+    // network's). The server's side refuses such a resource too
+    // (`ProtectedResource::unusable`).
+    if server.scheme != "https" && !server.is_loopback() {
+        return Err(format!(
+            "{server} asks for authorization over plain http, off this machine: a token would travel in clear text, so none is obtained; use its https:// URL"
+        ));
+    }
     let candidates = match &challenge.resource_metadata {
         Some(url) => vec![Url::parse(url)?],
         None => {
