@@ -1775,3 +1775,35 @@ fn pre_registered_credentials_are_not_sent_to_another_authorization_server() {
     assert!(!err.to_string().contains(SECRET), "{err}");
     client.close().unwrap();
 }
+
+/// A token answer whose `expires_in` is a string (`"3599"`, as Azure AD's
+/// v1 token endpoint and others send it) gives a token all the same: the
+/// member only says when the token runs out. Before the fix the whole
+/// answer was refused ("the token endpoint ... answered something that is
+/// not a token"), after the user had authorized, and no client of such a
+/// server ever got a token; one that is neither (a date, `null`) is read
+/// as no expiry.
+#[test]
+fn an_expires_in_sent_as_a_string_is_read() {
+    for (sent, expiry) in [
+        (json!("3600"), true),
+        (json!(3600.0), true),
+        (json!("soon"), false),
+        (json!(null), false),
+    ] {
+        let (server, _authority) = setup(Script {
+            expires_in: Some(sent.clone()),
+            ..Script::default()
+        });
+        let store = Kept::default();
+        let client = Client::builder()
+            .oauth(approving(&Visits::default(), None).token_store(store.clone()))
+            .connect_url(&server.url)
+            .unwrap_or_else(|e| panic!("expires_in {sent}: {e}"));
+        client.call("echo", json!({ "text": "x" })).unwrap();
+        let kept = store.load().unwrap();
+        assert_eq!(kept.access_token, TOKEN);
+        assert_eq!(kept.expires_at.is_some(), expiry, "expires_in {sent}");
+        client.close().unwrap();
+    }
+}
