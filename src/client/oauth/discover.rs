@@ -327,6 +327,28 @@ mod tests {
         assert_eq!(c, Challenge::default());
     }
 
+    /// Claim (review-oauth14): odd quoting in a challenge (a parameter
+    /// of another scheme whose quoted value holds `Bearer` and a
+    /// `resource_metadata=`, escaped quotes, no space after a comma, a
+    /// token68 before the Bearer challenge) makes the client read another
+    /// server's metadata URL. False: only the Bearer challenge's own
+    /// parameters are taken.
+    #[test]
+    fn odd_quoting_does_not_lend_a_challenge_another_ones_parameters() {
+        let c = Challenge::parse([
+            r#"Basic realm="x, Bearer resource_metadata=\"https://evil/\"", Negotiate abc==,Bearer scope="a \"b\"",resource_metadata="https://good/prm""#,
+        ]);
+        assert_eq!(c.resource_metadata.as_deref(), Some("https://good/prm"));
+        assert_eq!(c.scope.as_deref(), Some(r#"a "b""#));
+        let c = Challenge::parse([
+            r#"Bearer realm="r", error="invalid_token" , error_description="a, resource_metadata=\"https://evil/\"""#,
+            r#"Bearer resource_metadata="https://good/prm""#,
+        ]);
+        assert_eq!(c.resource_metadata.as_deref(), Some("https://good/prm"));
+        let c = Challenge::parse([r#"Basic resource_metadata="https://evil/""#]);
+        assert_eq!(c.resource_metadata, None);
+    }
+
     #[test]
     fn a_remote_server_cannot_send_the_client_to_http_or_to_loopback() {
         let url = |u: &str| Url::parse(u).unwrap();
