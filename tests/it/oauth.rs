@@ -49,6 +49,10 @@ struct Script {
     /// Its refreshes answer a new token each, `at-SECRET-r1`, `-r2`...,
     /// that expires in a second.
     numbered_refreshes: bool,
+    /// Its `oauth-authorization-server` document is a web page answered
+    /// `200` (a single-page application's catch-all), its metadata at
+    /// `openid-configuration` only.
+    page_at_oauth_metadata: bool,
 }
 
 /// The scripted authorization server, which also serves the protected
@@ -92,7 +96,12 @@ impl Authority {
                         json!({ "resource": script.resource.clone().unwrap_or(mcp.clone()),
                                 "authorization_servers": [own] }),
                     ),
-                    "/.well-known/oauth-authorization-server" => (
+                    "/.well-known/oauth-authorization-server" if script.page_at_oauth_metadata => (
+                        200,
+                        json!("<!doctype html><p>this page answers every path</p>"),
+                    ),
+                    "/.well-known/oauth-authorization-server"
+                    | "/.well-known/openid-configuration" => (
                         200,
                         json!({ "issuer": script.issuer.clone().unwrap_or(own.clone()),
                                 "authorization_endpoint": format!("{own}/authorize"),
@@ -1806,4 +1815,35 @@ fn an_expires_in_sent_as_a_string_is_read() {
         assert_eq!(kept.expires_at.is_some(), expiry, "expires_in {sent}");
         client.close().unwrap();
     }
+}
+
+/// An authorization server whose first well-known URI answers `200` with
+/// something that is not metadata (a web page: a single-page
+/// application's catch-all route) is looked for at the next one (spec
+/// 2026-07-28 authorization-server-discovery: clients MUST attempt the
+/// well-known endpoints in order). Before the fix the first answer ended
+/// the discovery: "the authorization server metadata at
+/// http://127.0.0.1:PORT/.well-known/oauth-authorization-server is not
+/// valid: invalid type: string ...".
+#[test]
+fn a_page_at_the_first_well_known_uri_does_not_end_the_discovery() {
+    let (server, authority) = setup(Script {
+        page_at_oauth_metadata: true,
+        ..Script::default()
+    });
+    let client = Client::builder()
+        .oauth(approving(&Visits::default(), None))
+        .connect_url(&server.url)
+        .unwrap_or_else(|e| panic!("{e}"));
+    client.call("echo", json!({ "text": "x" })).unwrap();
+    let lines = authority.lines();
+    assert_eq!(
+        lines[1..3],
+        [
+            "GET /.well-known/oauth-authorization-server",
+            "GET /.well-known/openid-configuration"
+        ],
+        "{lines:?}"
+    );
+    client.close().unwrap();
 }
