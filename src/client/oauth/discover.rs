@@ -231,9 +231,16 @@ pub(crate) fn server_metadata(
             tried.push(format!("{candidate} ({})", answer.status));
             continue;
         }
-        let metadata: ServerMetadata = serde_json::from_slice(&answer.body).map_err(|e| {
-            format!("the authorization server metadata at {candidate} is not valid: {e}")
-        })?;
+        // Something else answered `200` (a web page, a single-page
+        // application's catch-all): the next URI is tried, as for an
+        // error (spec: clients MUST attempt them in order).
+        let metadata: ServerMetadata = match serde_json::from_slice(&answer.body) {
+            Ok(metadata) => metadata,
+            Err(_) => {
+                tried.push(format!("{candidate} (200, not metadata)"));
+                continue;
+            }
+        };
         // Spec 2026-07-28 authorization-server-discovery: "the `issuer`
         // value in the document MUST be identical to the issuer
         // identifier used to construct the well-known URL".
