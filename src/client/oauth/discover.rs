@@ -525,4 +525,55 @@ mod tests {
         let err = resource_metadata(&Trust::default(), &local, &Challenge::default()).unwrap_err();
         assert!(!err.contains("clear text"), "{err}");
     }
+
+    /// A protected resource whose path-inserted well-known URI answers
+    /// `200` with a web page (a single-page application's catch-all) is
+    /// looked for at the root one (spec 2026-07-28
+    /// authorization-server-discovery: clients MUST fall back to the
+    /// well-known URIs in order). Before the fix the page ended the
+    /// discovery: "the protected resource metadata at
+    /// http://127.0.0.1:PORT/.well-known/oauth-protected-resource/mcp is
+    /// not valid: expected value at line 1 column 1".
+    #[test]
+    fn a_page_at_the_path_inserted_uri_does_not_end_the_discovery() {
+        use std::io::{BufRead, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let origin = format!("http://{}", listener.local_addr().unwrap());
+        let document = serde_json::json!({
+            "resource": format!("{origin}/mcp"),
+            "authorization_servers": ["https://as.example"],
+        })
+        .to_string();
+        let thread = std::thread::spawn(move || {
+            let mut paths = Vec::new();
+            for _ in 0..2 {
+                let (mut conn, _) = listener.accept().unwrap();
+                let mut reader = std::io::BufReader::new(conn.try_clone().unwrap());
+                let mut line = String::new();
+                reader.read_line(&mut line).unwrap();
+                let path = line.split(' ').nth(1).unwrap_or("").to_owned();
+                let mut field = String::new();
+                while reader.read_line(&mut field).is_ok_and(|n| n > 2) {
+                    field.clear();
+                }
+                let body = match path.as_str() {
+                    "/.well-known/oauth-protected-resource" => document.clone(),
+                    _ => "<!doctype html><p>this page answers every path</p>".to_owned(),
+                };
+                let _ = write!(
+                    conn,
+                    "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+                paths.push(path);
+            }
+            paths
+        });
+        let server = Url::parse(&format!("{origin}/mcp")).unwrap();
+        let found = resource_metadata(&Trust::default(), &server, &Challenge::default());
+        let _ = std::net::TcpStream::connect(origin.trim_start_matches("http://"));
+        let paths = thread.join().unwrap();
+        let found = found.unwrap_or_else(|e| panic!("{e} (asked {paths:?})"));
+        assert_eq!(found.authorization_servers, ["https://as.example"]);
+    }
 }
