@@ -158,8 +158,16 @@ pub(crate) fn resource_metadata(
             tried.push(format!("{url} ({})", answer.status));
             continue;
         }
-        let metadata: ResourceMetadata = serde_json::from_slice(&answer.body)
-            .map_err(|e| format!("the protected resource metadata at {url} is not valid: {e}"))?;
+        // Something else answered `200` (a web page, a single-page
+        // application's catch-all): the next URI is tried, as for an
+        // error (spec: clients MUST fall back to them in order).
+        let metadata: ResourceMetadata = match serde_json::from_slice(&answer.body) {
+            Ok(metadata) => metadata,
+            Err(_) => {
+                tried.push(format!("{url} (200, not metadata)"));
+                continue;
+            }
+        };
         if !resource_matches(&metadata.resource, server) {
             return Err(format!(
                 "the protected resource metadata at {url} is for '{}', not for {server}: refused (RFC 9728 section 3.3)",
