@@ -53,6 +53,9 @@ struct Script {
     /// `200` (a single-page application's catch-all), its metadata at
     /// `openid-configuration` only.
     page_at_oauth_metadata: bool,
+    /// The `token_type` of its token answers (default: `"Bearer"`;
+    /// `null`: none).
+    token_type: Option<serde_json::Value>,
 }
 
 /// The scripted authorization server, which also serves the protected
@@ -149,7 +152,8 @@ impl Authority {
                     ),
                     "/token" => (
                         200,
-                        json!({ "access_token": TOKEN, "token_type": "Bearer",
+                        json!({ "access_token": TOKEN,
+                                "token_type": script.token_type.clone().unwrap_or(json!("Bearer")),
                                 "expires_in": script.expires_in.clone().unwrap_or(json!(3600)),
                                 "refresh_token": REFRESH }),
                     ),
@@ -1846,4 +1850,38 @@ fn a_page_at_the_first_well_known_uri_does_not_end_the_discovery() {
         "{lines:?}"
     );
     client.close().unwrap();
+}
+
+/// Claim (review-oauth14): a token answer of another `token_type` (a
+/// DPoP or MAC token, which a bearer header would misuse) is sent as a
+/// bearer token all the same. False: it is refused before any request
+/// carries it, whatever the case of its name; a `bearer` in any case is
+/// taken, and so is an answer without a `token_type` (RFC 6749 section
+/// 5.1 requires it; a server that leaves it out issues bearer tokens).
+#[test]
+fn a_token_of_another_type_is_never_sent() {
+    for (kind, taken) in [
+        (json!("DPoP"), false),
+        (json!("mac"), false),
+        (json!("bEaReR"), true),
+        (json!(null), true),
+    ] {
+        let (server, _authority) = setup(Script {
+            token_type: Some(kind.clone()),
+            ..Script::default()
+        });
+        let connected = Client::builder()
+            .oauth(approving(&Visits::default(), None))
+            .connect_url(&server.url);
+        match connected {
+            Ok(client) => {
+                assert!(taken, "a {kind} token was used");
+                client.close().unwrap();
+            }
+            Err(e) => {
+                assert!(!taken, "token_type {kind}: {e}");
+                assert!(e.to_string().contains("not a Bearer one"), "{e}");
+            }
+        }
+    }
 }
