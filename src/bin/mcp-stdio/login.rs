@@ -104,6 +104,10 @@ impl FileTokenStore {
         let temporary = self
             .path
             .with_extension(format!("tmp{}", std::process::id()));
+        // One write at a time in this process: the temporary's name is
+        // the process's.
+        static WRITING: Mutex<()> = Mutex::new(());
+        let _writing = lock(&WRITING);
         // One a run that died while writing left under this process id
         // (a container's command has the same one each run) would refuse
         // every save: it is no one's now. (Still `create_new` below: a
