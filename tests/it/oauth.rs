@@ -46,6 +46,16 @@ struct Script {
     /// forgot the client, as one that expires registrations does), and
     /// registers and issues codes' tokens as usual.
     forgets_clients: bool,
+    /// Its refreshes answer a new token each, `at-SECRET-r1`, `-r2`...,
+    /// that expires in a second.
+    numbered_refreshes: bool,
+    /// Its `oauth-authorization-server` document is a web page answered
+    /// `200` (a single-page application's catch-all), its metadata at
+    /// `openid-configuration` only.
+    page_at_oauth_metadata: bool,
+    /// The `token_type` of its token answers (default: `"Bearer"`;
+    /// `null`: none).
+    token_type: Option<serde_json::Value>,
 }
 
 /// The scripted authorization server, which also serves the protected
@@ -73,6 +83,7 @@ impl Authority {
         let public = Arc::new(Mutex::new(url.clone()));
         let (named, log, mcp) = (Arc::clone(&public), Arc::clone(&seen), mcp_url.to_owned());
         let thread = std::thread::spawn(move || {
+            let mut refreshes = 0;
             for conn in listener.incoming() {
                 let Ok(conn) = conn else { continue };
                 let Some(seen) = read_request(&conn) else {
@@ -88,7 +99,12 @@ impl Authority {
                         json!({ "resource": script.resource.clone().unwrap_or(mcp.clone()),
                                 "authorization_servers": [own] }),
                     ),
-                    "/.well-known/oauth-authorization-server" => (
+                    "/.well-known/oauth-authorization-server" if script.page_at_oauth_metadata => (
+                        200,
+                        json!("<!doctype html><p>this page answers every path</p>"),
+                    ),
+                    "/.well-known/oauth-authorization-server"
+                    | "/.well-known/openid-configuration" => (
                         200,
                         json!({ "issuer": script.issuer.clone().unwrap_or(own.clone()),
                                 "authorization_endpoint": format!("{own}/authorize"),
@@ -119,13 +135,25 @@ impl Authority {
                     {
                         (401, json!({ "error": "invalid_client" }))
                     }
+                    "/token"
+                        if script.numbered_refreshes
+                            && seen.body.contains("grant_type=refresh_token") =>
+                    {
+                        refreshes += 1;
+                        let token = format!("at-SECRET-r{refreshes}");
+                        (
+                            200,
+                            json!({ "access_token": token, "token_type": "Bearer", "expires_in": 1 }),
+                        )
+                    }
                     "/token" if seen.body.contains("grant_type=refresh_token") => (
                         200,
                         json!({ "access_token": REFRESHED, "token_type": "Bearer" }),
                     ),
                     "/token" => (
                         200,
-                        json!({ "access_token": TOKEN, "token_type": "Bearer",
+                        json!({ "access_token": TOKEN,
+                                "token_type": script.token_type.clone().unwrap_or(json!("Bearer")),
                                 "expires_in": script.expires_in.clone().unwrap_or(json!(3600)),
                                 "refresh_token": REFRESH }),
                     ),
@@ -1662,4 +1690,198 @@ fn a_server_naming_a_new_issuer_each_time_is_not_registered_with_without_end() {
         registered <= 3 && asked <= 3,
         "after the first: {registered} POST /register, the user sent to authorize {asked} times"
     );
+}
+
+// Review review-oauth14: claims about the OAuth parts that a test shows
+// on main.
+
+/// A long-lived client refreshes every token that runs out, not only the
+/// first: a token that came from a refresh, refused once it has expired
+/// (its `expires_in` passed), is refreshed again. Before the fix the mark
+/// that keeps a refreshed token refused at once from being refreshed in a
+/// loop (`Authorizer::refreshed`) held whatever the time: the second
+/// expiry sent the user to the browser (a second visit, whose code's
+/// token the server refused: "the client failed at expiry 2").
+#[test]
+fn a_refreshed_token_that_runs_out_is_refreshed_again() {
+    let (server, authority) = setup(Script {
+        numbered_refreshes: true,
+        ..Script::default()
+    });
+    let visits = Visits::default();
+    let store = Kept::default();
+    let client = Client::builder()
+        .oauth(approving(&visits, None).token_store(store.clone()))
+        .connect_url(&server.url)
+        .unwrap();
+    for n in 1..=2 {
+        // The token in use runs out: the server takes only the next.
+        *server.accepted.lock().unwrap() = format!("at-SECRET-r{n}");
+        let text = format!("call {n}");
+        let echoed = client
+            .call("echo", json!({ "text": text }))
+            .unwrap_or_else(|e| panic!("the client failed at expiry {n}: {e}"));
+        assert_eq!(echoed.text_content(), text);
+        // Wait until the refreshed token has expired (1 s).
+        let expires_at = store.load().and_then(|t| t.expires_at).unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs()
+            < expires_at
+        {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the clock stood still"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+    }
+    let refreshes = (authority.token_requests().iter())
+        .filter(|t| t.body.contains("grant_type=refresh_token"))
+        .count();
+    assert_eq!(
+        (visits.lock().unwrap().len(), refreshes),
+        (1, 2),
+        "(authorizations, refreshes)"
+    );
+    client.close().unwrap();
+}
+
+/// Pre-registered credentials are the authorization server's they were
+/// used with (spec 2026-07-28 client-registration, "Authorization Server
+/// Binding": credentials MUST be associated with the server that issued
+/// them; when the resource's metadata names another, clients SHOULD
+/// surface an error rather than use them there): a server that now names
+/// another authorization server is told so, and that server never gets
+/// the client's secret. Before the fix the client credentials grant went
+/// to the new server's token endpoint with the secret in it ("the second
+/// authorization server got: POST /token ... client_secret=...").
+#[test]
+fn pre_registered_credentials_are_not_sent_to_another_authorization_server() {
+    const SECRET: &str = "cs-SECRET-9e1d";
+    let (server, first) = setup(Script::default());
+    let store = Kept::default();
+    let oauth = OAuth::client_credentials("machine-1", SECRET).token_store(store.clone());
+    let client = Client::builder()
+        .oauth(oauth)
+        .connect_url(&server.url)
+        .unwrap();
+    client.call("echo", json!({ "text": "x" })).unwrap();
+    assert_eq!(first.token_requests().len(), 1);
+    // The server's metadata now names another authorization server, and
+    // the token in use is refused.
+    let second = Authority::start(&server.url, Script::default());
+    *server.metadata.lock().unwrap() =
+        format!("{}/.well-known/oauth-protected-resource/mcp", second.url);
+    *server.accepted.lock().unwrap() = "another".into();
+    let err = client.call("echo", json!({ "text": "x" })).unwrap_err();
+    let got: Vec<String> = (second.token_requests().iter())
+        .map(|t| format!("{} {:?} {}", t.line, t.headers, t.body))
+        .collect();
+    assert!(
+        got.is_empty(),
+        "the second authorization server got: {got:?}"
+    );
+    assert!(err.to_string().contains("authorization server"), "{err}");
+    assert!(!err.to_string().contains(SECRET), "{err}");
+    client.close().unwrap();
+}
+
+/// A token answer whose `expires_in` is a string (`"3599"`, as Azure AD's
+/// v1 token endpoint and others send it) gives a token all the same: the
+/// member only says when the token runs out. Before the fix the whole
+/// answer was refused ("the token endpoint ... answered something that is
+/// not a token"), after the user had authorized, and no client of such a
+/// server ever got a token; one that is neither (a date, `null`) is read
+/// as no expiry.
+#[test]
+fn an_expires_in_sent_as_a_string_is_read() {
+    for (sent, expiry) in [
+        (json!("3600"), true),
+        (json!(3600.0), true),
+        (json!("soon"), false),
+        (json!(null), false),
+    ] {
+        let (server, _authority) = setup(Script {
+            expires_in: Some(sent.clone()),
+            ..Script::default()
+        });
+        let store = Kept::default();
+        let client = Client::builder()
+            .oauth(approving(&Visits::default(), None).token_store(store.clone()))
+            .connect_url(&server.url)
+            .unwrap_or_else(|e| panic!("expires_in {sent}: {e}"));
+        client.call("echo", json!({ "text": "x" })).unwrap();
+        let kept = store.load().unwrap();
+        assert_eq!(kept.access_token, TOKEN);
+        assert_eq!(kept.expires_at.is_some(), expiry, "expires_in {sent}");
+        client.close().unwrap();
+    }
+}
+
+/// An authorization server whose first well-known URI answers `200` with
+/// something that is not metadata (a web page: a single-page
+/// application's catch-all route) is looked for at the next one (spec
+/// 2026-07-28 authorization-server-discovery: clients MUST attempt the
+/// well-known endpoints in order). Before the fix the first answer ended
+/// the discovery: "the authorization server metadata at
+/// http://127.0.0.1:PORT/.well-known/oauth-authorization-server is not
+/// valid: invalid type: string ...".
+#[test]
+fn a_page_at_the_first_well_known_uri_does_not_end_the_discovery() {
+    let (server, authority) = setup(Script {
+        page_at_oauth_metadata: true,
+        ..Script::default()
+    });
+    let client = Client::builder()
+        .oauth(approving(&Visits::default(), None))
+        .connect_url(&server.url)
+        .unwrap_or_else(|e| panic!("{e}"));
+    client.call("echo", json!({ "text": "x" })).unwrap();
+    let lines = authority.lines();
+    assert_eq!(
+        lines[1..3],
+        [
+            "GET /.well-known/oauth-authorization-server",
+            "GET /.well-known/openid-configuration"
+        ],
+        "{lines:?}"
+    );
+    client.close().unwrap();
+}
+
+/// Claim (review-oauth14): a token answer of another `token_type` (a
+/// DPoP or MAC token, which a bearer header would misuse) is sent as a
+/// bearer token all the same. False: it is refused before any request
+/// carries it, whatever the case of its name; a `bearer` in any case is
+/// taken, and so is an answer without a `token_type` (RFC 6749 section
+/// 5.1 requires it; a server that leaves it out issues bearer tokens).
+#[test]
+fn a_token_of_another_type_is_never_sent() {
+    for (kind, taken) in [
+        (json!("DPoP"), false),
+        (json!("mac"), false),
+        (json!("bEaReR"), true),
+        (json!(null), true),
+    ] {
+        let (server, _authority) = setup(Script {
+            token_type: Some(kind.clone()),
+            ..Script::default()
+        });
+        let connected = Client::builder()
+            .oauth(approving(&Visits::default(), None))
+            .connect_url(&server.url);
+        match connected {
+            Ok(client) => {
+                assert!(taken, "a {kind} token was used");
+                client.close().unwrap();
+            }
+            Err(e) => {
+                assert!(!taken, "token_type {kind}: {e}");
+                assert!(e.to_string().contains("not a Bearer one"), "{e}");
+            }
+        }
+    }
 }

@@ -104,6 +104,15 @@ impl FileTokenStore {
         let temporary = self
             .path
             .with_extension(format!("tmp{}", std::process::id()));
+        // One write at a time in this process: the temporary's name is
+        // the process's.
+        static WRITING: Mutex<()> = Mutex::new(());
+        let _writing = lock(&WRITING);
+        // One a run that died while writing left under this process id
+        // (a container's command has the same one each run) would refuse
+        // every save: it is no one's now. (Still `create_new` below: a
+        // link put in its place is not followed.)
+        let _ = fs::remove_file(&temporary);
         let mut options = fs::OpenOptions::new();
         options.write(true).create_new(true);
         #[cfg(unix)]

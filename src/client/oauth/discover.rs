@@ -130,6 +130,15 @@ pub(crate) fn resource_metadata(
     server: &Url,
     challenge: &Challenge,
 ) -> Result<ResourceMetadata, String> {
+    // RFC 6750 section 5.3: a bearer token travels over TLS only (plain
+    // http between loopback hosts, as `require_secure` allows, is no
+    // network's). The server's side refuses such a resource too
+    // (`ProtectedResource::unusable`).
+    if server.scheme != "https" && !server.is_loopback() {
+        return Err(format!(
+            "{server} asks for authorization over plain http, off this machine: a token would travel in clear text, so none is obtained; use its https:// URL"
+        ));
+    }
     let candidates = match &challenge.resource_metadata {
         Some(url) => vec![Url::parse(url)?],
         None => {
@@ -149,8 +158,16 @@ pub(crate) fn resource_metadata(
             tried.push(format!("{url} ({})", answer.status));
             continue;
         }
-        let metadata: ResourceMetadata = serde_json::from_slice(&answer.body)
-            .map_err(|e| format!("the protected resource metadata at {url} is not valid: {e}"))?;
+        // Something else answered `200` (a web page, a single-page
+        // application's catch-all): the next URI is tried, as for an
+        // error (spec: clients MUST fall back to them in order).
+        let metadata: ResourceMetadata = match serde_json::from_slice(&answer.body) {
+            Ok(metadata) => metadata,
+            Err(_) => {
+                tried.push(format!("{url} (200, not metadata)"));
+                continue;
+            }
+        };
         if !resource_matches(&metadata.resource, server) {
             return Err(format!(
                 "the protected resource metadata at {url} is for '{}', not for {server}: refused (RFC 9728 section 3.3)",
@@ -222,9 +239,16 @@ pub(crate) fn server_metadata(
             tried.push(format!("{candidate} ({})", answer.status));
             continue;
         }
-        let metadata: ServerMetadata = serde_json::from_slice(&answer.body).map_err(|e| {
-            format!("the authorization server metadata at {candidate} is not valid: {e}")
-        })?;
+        // Something else answered `200` (a web page, a single-page
+        // application's catch-all): the next URI is tried, as for an
+        // error (spec: clients MUST attempt them in order).
+        let metadata: ServerMetadata = match serde_json::from_slice(&answer.body) {
+            Ok(metadata) => metadata,
+            Err(_) => {
+                tried.push(format!("{candidate} (200, not metadata)"));
+                continue;
+            }
+        };
         // Spec 2026-07-28 authorization-server-discovery: "the `issuer`
         // value in the document MUST be identical to the issuer
         // identifier used to construct the well-known URL".
@@ -316,6 +340,28 @@ mod tests {
         assert_eq!(c.scope.as_deref(), Some("tok"));
         let c = Challenge::parse(["Bearer"]);
         assert_eq!(c, Challenge::default());
+    }
+
+    /// Claim (review-oauth14): odd quoting in a challenge (a parameter
+    /// of another scheme whose quoted value holds `Bearer` and a
+    /// `resource_metadata=`, escaped quotes, no space after a comma, a
+    /// token68 before the Bearer challenge) makes the client read another
+    /// server's metadata URL. False: only the Bearer challenge's own
+    /// parameters are taken.
+    #[test]
+    fn odd_quoting_does_not_lend_a_challenge_another_ones_parameters() {
+        let c = Challenge::parse([
+            r#"Basic realm="x, Bearer resource_metadata=\"https://evil/\"", Negotiate abc==,Bearer scope="a \"b\"",resource_metadata="https://good/prm""#,
+        ]);
+        assert_eq!(c.resource_metadata.as_deref(), Some("https://good/prm"));
+        assert_eq!(c.scope.as_deref(), Some(r#"a "b""#));
+        let c = Challenge::parse([
+            r#"Bearer realm="r", error="invalid_token" , error_description="a, resource_metadata=\"https://evil/\"""#,
+            r#"Bearer resource_metadata="https://good/prm""#,
+        ]);
+        assert_eq!(c.resource_metadata.as_deref(), Some("https://good/prm"));
+        let c = Challenge::parse([r#"Basic resource_metadata="https://evil/""#]);
+        assert_eq!(c.resource_metadata, None);
     }
 
     #[test]
@@ -459,5 +505,83 @@ mod tests {
             "http://localhost:3000/mcp/other",
             &server
         ));
+    }
+
+    /// Claim (review-oauth14): a server reached over plain `http://` off
+    /// this machine that asks for authorization is not authorized for: a
+    /// token it got would travel in clear text (RFC 6750 section 5.3:
+    /// clients MUST use TLS with bearer tokens; the server's side refuses
+    /// such a resource, `ProtectedResource::unusable`). On main the
+    /// discovery went on: it fetched the metadata the challenge named (an
+    /// https URL, allowed), and with a `resource` naming the http server
+    /// the flow would obtain a token and send it in clear text; here the
+    /// error was the fetch's (without `https`: "https://192.0.2.2/prm is
+    /// an https:// URL, and this build of mcp-stdio has no TLS"; with it,
+    /// a failed connection to that TEST-NET address).
+    #[test]
+    fn a_server_in_clear_text_off_this_machine_is_not_authorized_for() {
+        let server = Url::parse("http://192.0.2.1/mcp").unwrap();
+        let challenge = Challenge {
+            resource_metadata: Some("https://192.0.2.2/prm".into()),
+            ..Challenge::default()
+        };
+        let trust = Trust::default().for_server("http://192.0.2.1/mcp");
+        let err = resource_metadata(&trust, &server, &challenge).unwrap_err();
+        assert!(err.contains("clear text"), "{err}");
+        // A server on this machine may speak plain http.
+        let local = Url::parse("http://127.0.0.1:1/mcp").unwrap();
+        let err = resource_metadata(&Trust::default(), &local, &Challenge::default()).unwrap_err();
+        assert!(!err.contains("clear text"), "{err}");
+    }
+
+    /// A protected resource whose path-inserted well-known URI answers
+    /// `200` with a web page (a single-page application's catch-all) is
+    /// looked for at the root one (spec 2026-07-28
+    /// authorization-server-discovery: clients MUST fall back to the
+    /// well-known URIs in order). Before the fix the page ended the
+    /// discovery: "the protected resource metadata at
+    /// http://127.0.0.1:PORT/.well-known/oauth-protected-resource/mcp is
+    /// not valid: expected value at line 1 column 1".
+    #[test]
+    fn a_page_at_the_path_inserted_uri_does_not_end_the_discovery() {
+        use std::io::{BufRead, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let origin = format!("http://{}", listener.local_addr().unwrap());
+        let document = serde_json::json!({
+            "resource": format!("{origin}/mcp"),
+            "authorization_servers": ["https://as.example"],
+        })
+        .to_string();
+        let thread = std::thread::spawn(move || {
+            let mut paths = Vec::new();
+            for _ in 0..2 {
+                let (mut conn, _) = listener.accept().unwrap();
+                let mut reader = std::io::BufReader::new(conn.try_clone().unwrap());
+                let mut line = String::new();
+                reader.read_line(&mut line).unwrap();
+                let path = line.split(' ').nth(1).unwrap_or("").to_owned();
+                let mut field = String::new();
+                while reader.read_line(&mut field).is_ok_and(|n| n > 2) {
+                    field.clear();
+                }
+                let body = match path.as_str() {
+                    "/.well-known/oauth-protected-resource" => document.clone(),
+                    _ => "<!doctype html><p>this page answers every path</p>".to_owned(),
+                };
+                let _ = write!(
+                    conn,
+                    "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+                paths.push(path);
+            }
+            paths
+        });
+        let server = Url::parse(&format!("{origin}/mcp")).unwrap();
+        let found = resource_metadata(&Trust::default(), &server, &Challenge::default());
+        let _ = std::net::TcpStream::connect(origin.trim_start_matches("http://"));
+        let paths = thread.join().unwrap();
+        let found = found.unwrap_or_else(|e| panic!("{e} (asked {paths:?})"));
+        assert_eq!(found.authorization_servers, ["https://as.example"]);
     }
 }

@@ -20,7 +20,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use super::discover::{self, Challenge, ServerMetadata};
-use super::token::NoToken;
+use super::token::{self, NoToken};
 use super::web::{Trust, Url};
 use super::{OAuth, Tokens};
 use crate::sync::lock;
@@ -60,8 +60,9 @@ pub(crate) struct Authorizer {
     /// When the token in use was obtained, and how many tokens in a row
     /// the server refused within [`AT_ONCE`] of it.
     issued: Mutex<(Option<Instant>, u32)>,
-    /// Whether the token in use came from a refresh: refused, it is not
-    /// refreshed again but obtained anew.
+    /// Whether the token in use came from a refresh: refused at once
+    /// (within [`AT_ONCE`], before it ran out), it is not refreshed again
+    /// but obtained anew.
     refreshed: Mutex<bool>,
     /// How many registrations in a row the token endpoints refused
     /// (`invalid_client`) since a token last came, with the last refusal:
@@ -238,11 +239,18 @@ impl Authorizer {
         let resource = discover::resource_metadata(&self.trust, &self.server, challenge)?;
         // A 401 for a token that can be refreshed, from the server the
         // resource still names: the refresh first, unless the token
-        // refused came from a refresh itself.
+        // refused came from a refresh itself and was refused at once,
+        // before it ran out (a refresh again would bring one as bad). One
+        // refused once it expired, or long after it came, ran its course:
+        // it is refreshed as the first was.
         let from_refresh = std::mem::take(&mut *lock(&self.refreshed));
+        let at_once = lock(&self.issued)
+            .0
+            .is_some_and(|at| at.elapsed() < AT_ONCE);
+        let ran_out = (previous.and_then(|t| t.expires_at)).is_some_and(|at| at <= token::now());
         let mut previous = previous;
         if status == 401
-            && !from_refresh
+            && !(from_refresh && at_once && !ran_out)
             && let Some(old) = previous.filter(|t| {
                 t.refresh_token.is_some() && t.issuer == resource.authorization_servers[0]
             })

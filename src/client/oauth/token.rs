@@ -24,10 +24,31 @@ pub(super) struct TokenAnswer {
     pub access_token: String,
     #[serde(default)]
     token_type: Option<String>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "seconds")]
     pub expires_in: Option<u64>,
     #[serde(default)]
     pub refresh_token: Option<String>,
+}
+
+/// A token answer's `expires_in`: a number of seconds (RFC 6749 section
+/// 5.1), or one written as a string (`"3599"`: Azure AD's v1 endpoint
+/// and others send it so); a fraction is cut, anything else read as no
+/// expiry. The member only says when the token runs out: an answer is not
+/// refused for it.
+fn seconds<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    let value = serde_json::Value::deserialize(d)?;
+    let number = match &value {
+        serde_json::Value::String(text) => text.trim().parse::<f64>().ok(),
+        other => match other.as_u64() {
+            Some(exact) => return Ok(Some(exact)),
+            None => other.as_f64(),
+        },
+    };
+    // `as` saturates: a huge one is a far expiry (`expires_at` adds it
+    // saturating too).
+    Ok(number
+        .filter(|n| n.is_finite() && *n >= 0.0)
+        .map(|n| n as u64))
 }
 
 /// Why no token came: one line, and whether the token endpoint refused

@@ -407,4 +407,72 @@ mod tests {
         assert_eq!(back.query_param("zz"), None);
         assert_eq!(decode("a+b%2"), "a b%2");
     }
+
+    /// A server at `answer`'s mercy: accepts one connection, reads its
+    /// request's head, then writes what `answer` writes until it fails.
+    fn serving(answer: fn(&mut std::net::TcpStream)) -> (Url, std::thread::JoinHandle<()>) {
+        use std::io::BufRead;
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = Url::parse(&format!("http://{}/x", listener.local_addr().unwrap())).unwrap();
+        let thread = std::thread::spawn(move || {
+            let (mut conn, _) = listener.accept().unwrap();
+            let mut reader = std::io::BufReader::new(conn.try_clone().unwrap());
+            let mut line = String::new();
+            while reader.read_line(&mut line).is_ok_and(|n| n > 2) {
+                line.clear();
+            }
+            answer(&mut conn);
+        });
+        (url, thread)
+    }
+
+    /// Claims (review-oauth14): a metadata or token answer that never
+    /// ends, fast or trickling, or whose head never ends, holds the
+    /// authorization for ever or fills the memory. False: `fetch` reads at
+    /// most 1 MiB of a body and 64 KiB of a head, each within its
+    /// deadline (`TIMEOUT` for the head, again for the body).
+    #[test]
+    fn an_answer_that_never_ends_is_given_up() {
+        use std::io::Write;
+        let trust = Trust::default();
+        let endless_body = |conn: &mut std::net::TcpStream| {
+            let _ = conn.write_all(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n\r\n");
+            let chunk = [b' '; 64 * 1024];
+            while conn.write_all(&chunk).is_ok() {}
+        };
+        let endless_head = |conn: &mut std::net::TcpStream| {
+            let _ = conn.write_all(b"HTTP/1.1 200 OK\r\n");
+            while conn
+                .write_all(b"X-Filler: aaaaaaaaaaaaaaaaaaaaaaaa\r\n")
+                .is_ok()
+            {}
+        };
+        for (answer, said) in [
+            (
+                endless_body as fn(&mut std::net::TcpStream),
+                "larger than 1 MiB",
+            ),
+            (endless_head, "failed"),
+        ] {
+            let (url, thread) = serving(answer);
+            let err = fetch(&trust, "GET", &url, &[], b"").unwrap_err();
+            assert!(err.contains(said), "{err}");
+            thread.join().unwrap();
+        }
+        // A body a byte every 100 ms, never ending: given up at the
+        // body's deadline.
+        let (url, thread) = serving(|conn| {
+            let _ = conn.write_all(b"HTTP/1.1 200 OK\r\n\r\n");
+            while conn.write_all(b" ").is_ok() {
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        });
+        let started = Instant::now();
+        let err = fetch(&trust, "GET", &url, &[], b"").unwrap_err();
+        assert!(
+            started.elapsed() < TIMEOUT + Duration::from_secs(5),
+            "{err}"
+        );
+        thread.join().unwrap();
+    }
 }

@@ -349,3 +349,27 @@ fn a_long_urls_tokens_are_kept() {
     let _ = fs::remove_dir_all(&dir);
     assert_eq!(loaded, Some(tokens), "a name of {} bytes", name.len());
 }
+
+/// A temporary file left by a run that died between its creation and its
+/// rename (killed, the machine down), under this run's process id (a
+/// container's command has the same one each time: 1, or another small
+/// number), does not keep the tokens from being saved. Before the fix
+/// `create_new` failed on it at every save, silently: nothing was kept,
+/// ever again, and every command asked for a login.
+#[test]
+fn a_temporary_file_a_dead_run_left_does_not_stop_the_saves() {
+    let dir = std::env::temp_dir().join(format!("mcp-stdio-login-stale-{}", std::process::id()));
+    let file = dir.join("t.json");
+    fs::create_dir_all(&dir).unwrap();
+    let stale = file.with_extension(format!("tmp{}", std::process::id()));
+    fs::write(&stale, b"{\"access_token\": \"half-writ").unwrap();
+    let store = FileTokenStore::new(file.clone());
+    let tokens = Tokens {
+        access_token: "t".into(),
+        ..Tokens::default()
+    };
+    store.save(Some(&tokens));
+    let kept = store.load();
+    let _ = fs::remove_dir_all(&dir);
+    assert_eq!(kept, Some(tokens), "the tokens were not saved");
+}

@@ -20,8 +20,21 @@ impl Authorizer {
         let issuer = &resource.authorization_servers[0];
         let metadata = discover::server_metadata(&self.trust, issuer, &self.server)?;
         // Spec 2026-07-28 client-registration, "Authorization Server
-        // Binding": credentials from another authorization server are
-        // never reused.
+        // Binding": pre-registered credentials are the authorization
+        // server's they were used with (the kept tokens' issuer); when
+        // the resource names another, an error (SHOULD), and the secret
+        // never goes there.
+        if let (Some((id, _)), Some(kept)) = (&self.config.pre_registered, previous)
+            && kept.client_id == *id
+            && !kept.issuer.is_empty()
+            && kept.issuer != metadata.issuer
+        {
+            return Err(format!(
+                "the server now names the authorization server {}, not {}, where this client's credentials were used: not using them there (give the credentials for it, and a token store without the old tokens)",
+                metadata.issuer, kept.issuer
+            ));
+        }
+        // Credentials from another authorization server are never reused.
         let previous = previous.filter(|t| t.issuer == metadata.issuer);
         let scope = choose_scope(
             challenge,
