@@ -1891,7 +1891,7 @@ fn a_notification_whose_status_line_trickles_in_is_let_go() {
 
 /// Review 47z: a `tools/call` the server read and then dropped the
 /// connection on, answering nothing, is sent again on a new connection,
-/// and runs twice. `Shared::start` (src/client/http/post.rs) takes an end
+/// and runs twice. `Shared::start` (src/client/http/post/connection.rs) takes an end
 /// before the head on a reused connection (`Ok(None) if was_reused`, and
 /// a reset or broken pipe, `closed_meanwhile`) for a connection the server
 /// closed while it was idle; but the server may have read the request and
@@ -2159,7 +2159,7 @@ fn a_get_stream_refused_in_every_new_session_does_not_renew_in_a_loop() {
 /// `notifications/initialized` (2025-11-25 basic/lifecycle: the client
 /// MUST send it after a successful `initialize`; the Python SDK refuses
 /// any other request that comes before it). `Shared::exchange_on`
-/// (src/client/http/post.rs) adopts the session id as soon as the
+/// (src/client/http/post/answer.rs) adopts the session id as soon as the
 /// renewal's `initialize` answer's head arrives, and `Shared::renew`
 /// (src/client/http/session.rs) POSTs `notifications/initialized` (then
 /// the level and the subscriptions) only after that answer is read: every
