@@ -91,6 +91,74 @@ fn threads_named(prefix: &str) -> usize {
         .count()
 }
 
+/// A builder of the client behind the proxy whose notes go to the
+/// receiver returned with it (`ClientBuilder::trace`).
+fn noting() -> (ClientBuilder, Receiver<String>) {
+    let (note_tx, notes) = crossbeam_channel::unbounded::<String>();
+    let client = builder().trace(move |note| {
+        let _ = note_tx.send(note.to_owned());
+    });
+    (client, notes)
+}
+
+/// The child behind the proxy: the server `command` spawns, on a client
+/// built by `client` (its notes and restarts), and the proxy
+/// (`proxy::serve_as`) in front of that client.
+fn proxy_in_front(
+    client: ClientBuilder,
+    command: Command,
+) -> Result<(Arc<Client>, mcp_stdio::Server), String> {
+    let client = client
+        .spawn(command)
+        .map_err(|e| format!("connecting failed: {e}"))?;
+    let client = Arc::new(client);
+    let proxy = mcp_stdio::proxy::serve_as(Arc::clone(&client))
+        .map_err(|e| format!("serve_as failed: {e}"))?;
+    Ok((client, proxy))
+}
+
+/// A caller of `proxy`'s, over memory, built by `caller`.
+fn caller_of(proxy: &mcp_stdio::Server, caller: ClientBuilder) -> Result<Client, String> {
+    let (ours, theirs) = Transport::memory();
+    let serving = proxy.clone();
+    thread::spawn(move || serving.serve(theirs));
+    caller
+        .connect(ours)
+        .map_err(|e| format!("the caller could not connect: {e}"))
+}
+
+/// This binary as the server `mode`, run by a script that removes itself
+/// as it starts: its first start runs, and every restart fails to spawn
+/// (its program is gone).
+fn vanishing_server(mode: &str, wire: &Wire) -> Result<Command, String> {
+    use std::os::unix::fs::PermissionsExt;
+    let script = wire.path.with_extension("sh");
+    let exe = std::env::current_exe().map_err(|e| format!("no exe: {e}"))?;
+    std::fs::write(
+        &script,
+        format!("#!/bin/sh\nrm -f -- \"$0\"\nexec '{}'\n", exe.display()),
+    )
+    .map_err(|e| format!("the script: {e}"))?;
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755))
+        .map_err(|e| format!("the script's mode: {e}"))?;
+    let mut command = Command::new(&script);
+    command.env(SERVER_ENV, mode).env(WIRE_ENV, &wire.path);
+    Ok(command)
+}
+
+/// Waits (up to `WAIT`) for a note that contains `what`: when it came, or
+/// `missing` if it never did.
+fn note_comes(notes: &Receiver<String>, what: &str, missing: &str) -> Result<Instant, String> {
+    let deadline = Instant::now() + WAIT;
+    loop {
+        match notes.recv_deadline(deadline) {
+            Ok(note) if note.contains(what) => break Ok(Instant::now()),
+            Ok(_) => {}
+            Err(_) => return Err(missing.into()),
+        }
+    }
+}
+
 /// Waits until the proxy's lists thread has ended, once the first server
 /// read its listen (the thread names itself once it runs).
 fn lists_thread_ends(wire: &Wire, within: Duration) -> Result<(), String> {
@@ -118,28 +186,18 @@ fn lists_thread_ends(wire: &Wire, within: Duration) -> Result<(), String> {
 pub fn close_while_the_proxy_waits_for_a_restart_returns_and_ends_its_thread()
 -> Result<String, String> {
     let wire = Wire::new("proxy-close");
-    let (note_tx, notes) = crossbeam_channel::unbounded::<String>();
-    let client = builder()
-        .trace(move |note| {
-            let _ = note_tx.send(note.to_owned());
-        })
-        .restart(RestartPolicy {
-            max_restarts: 3,
-            backoff: Duration::from_secs(60),
-        })
-        .spawn(server_command("exits-at-every-listen", Some(&wire)))
-        .map_err(|e| format!("connecting failed: {e}"))?;
-    let client = Arc::new(client);
-    let proxy = mcp_stdio::proxy::serve_as(Arc::clone(&client))
-        .map_err(|e| format!("serve_as failed: {e}"))?;
-    let deadline = Instant::now() + WAIT;
-    loop {
-        match notes.recv_deadline(deadline) {
-            Ok(note) if note.contains("the server exited") => break,
-            Ok(_) => {}
-            Err(_) => return Err("the death at the listen was never noted".into()),
-        }
-    }
+    let (client, notes) = noting();
+    let client = client.restart(RestartPolicy {
+        max_restarts: 3,
+        backoff: Duration::from_secs(60),
+    });
+    let command = server_command("exits-at-every-listen", Some(&wire));
+    let (client, proxy) = proxy_in_front(client, command)?;
+    note_comes(
+        &notes,
+        "the server exited",
+        "the death at the listen was never noted",
+    )?;
     ensure!(
         threads_named("mcp-proxy-lists") == 1,
         "the lists thread ended before the restart: {} running",
@@ -170,17 +228,12 @@ pub fn close_while_the_proxy_waits_for_a_restart_returns_and_ends_its_thread()
 pub fn a_server_that_dies_at_every_listen_ends_the_proxy_thread_with_the_restarts()
 -> Result<String, String> {
     let wire = Wire::new("proxy-dies");
-    let client = builder()
-        .trace(|_| {})
-        .restart(RestartPolicy {
-            max_restarts: 2,
-            backoff: Duration::from_millis(10),
-        })
-        .spawn(server_command("exits-at-every-listen", Some(&wire)))
-        .map_err(|e| format!("connecting failed: {e}"))?;
-    let client = Arc::new(client);
-    let proxy = mcp_stdio::proxy::serve_as(Arc::clone(&client))
-        .map_err(|e| format!("serve_as failed: {e}"))?;
+    let client = builder().trace(|_| {}).restart(RestartPolicy {
+        max_restarts: 2,
+        backoff: Duration::from_millis(10),
+    });
+    let command = server_command("exits-at-every-listen", Some(&wire));
+    let (client, proxy) = proxy_in_front(client, command)?;
     lists_thread_ends(&wire, Duration::from_secs(30))?;
     let (started, listens) = (events(&wire, "started"), events(&wire, "listen"));
     let _ = client.close_shared();
@@ -197,17 +250,12 @@ pub fn a_server_that_dies_at_every_listen_ends_the_proxy_thread_with_the_restart
 /// the listen over and over.
 pub fn a_restarted_server_that_refuses_the_listen_is_asked_once() -> Result<String, String> {
     let wire = Wire::new("proxy-refuses");
-    let client = builder()
-        .trace(|_| {})
-        .restart(RestartPolicy {
-            max_restarts: 3,
-            backoff: Duration::from_millis(10),
-        })
-        .spawn(server_command("exits-at-first-listen", Some(&wire)))
-        .map_err(|e| format!("connecting failed: {e}"))?;
-    let client = Arc::new(client);
-    let proxy = mcp_stdio::proxy::serve_as(Arc::clone(&client))
-        .map_err(|e| format!("serve_as failed: {e}"))?;
+    let client = builder().trace(|_| {}).restart(RestartPolicy {
+        max_restarts: 3,
+        backoff: Duration::from_millis(10),
+    });
+    let command = server_command("exits-at-first-listen", Some(&wire));
+    let (client, proxy) = proxy_in_front(client, command)?;
     lists_thread_ends(&wire, Duration::from_secs(30))?;
     let (started, listens) = (events(&wire, "started"), events(&wire, "listen"));
     let methods = methods(&wire.lines());
@@ -224,35 +272,14 @@ pub fn a_restarted_server_that_refuses_the_listen_is_asked_once() -> Result<Stri
 /// removes itself as it starts, is gone): the restart gives up after its
 /// attempts, and the proxy's lists thread, which waited for it, ends.
 pub fn restarts_that_never_spawn_end_the_proxy_thread() -> Result<String, String> {
-    use std::os::unix::fs::PermissionsExt;
     let wire = Wire::new("proxy-gone");
-    let script = wire.path.with_extension("sh");
-    let exe = std::env::current_exe().map_err(|e| format!("no exe: {e}"))?;
-    std::fs::write(
-        &script,
-        format!("#!/bin/sh\nrm -f -- \"$0\"\nexec '{}'\n", exe.display()),
-    )
-    .map_err(|e| format!("the script: {e}"))?;
-    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755))
-        .map_err(|e| format!("the script's mode: {e}"))?;
-    let mut command = Command::new(&script);
-    command
-        .env(SERVER_ENV, "exits-at-every-listen")
-        .env(WIRE_ENV, &wire.path);
-    let (note_tx, notes) = crossbeam_channel::unbounded::<String>();
-    let client = builder()
-        .trace(move |note| {
-            let _ = note_tx.send(note.to_owned());
-        })
-        .restart(RestartPolicy {
-            max_restarts: 3,
-            backoff: Duration::from_millis(10),
-        })
-        .spawn(command)
-        .map_err(|e| format!("connecting failed: {e}"))?;
-    let client = Arc::new(client);
-    let proxy = mcp_stdio::proxy::serve_as(Arc::clone(&client))
-        .map_err(|e| format!("serve_as failed: {e}"))?;
+    let command = vanishing_server("exits-at-every-listen", &wire)?;
+    let (client, notes) = noting();
+    let client = client.restart(RestartPolicy {
+        max_restarts: 3,
+        backoff: Duration::from_millis(10),
+    });
+    let (client, proxy) = proxy_in_front(client, command)?;
     lists_thread_ends(&wire, Duration::from_secs(30))?;
     let failed = notes
         .try_iter()
@@ -383,46 +410,19 @@ pub fn a_task_behind_a_restarted_server_fails_and_its_id_never_reaches_the_new_o
     use mcp_stdio::ToolCallStart;
     use mcp_stdio::types::TaskStatus;
     let wire = Wire::new("proxy-task-restart");
-    let client = builder()
-        .trace(|_| {})
-        .restart(RestartPolicy {
-            max_restarts: 2,
-            backoff: Duration::from_millis(10),
-        })
-        .spawn(server_command("exits-after-first-poll", Some(&wire)))
-        .map_err(|e| format!("connecting failed: {e}"))?;
-    let client = Arc::new(client);
-    let proxy = mcp_stdio::proxy::serve_as(Arc::clone(&client))
-        .map_err(|e| format!("serve_as failed: {e}"))?;
-    let (ours, theirs) = Transport::memory();
-    let serving = proxy.clone();
-    thread::spawn(move || serving.serve(theirs));
-    let caller = builder()
-        .request_timeout(WAIT)
-        .tasks(true)
-        .connect(ours)
-        .map_err(|e| format!("the caller could not connect: {e}"))?;
+    let client = builder().trace(|_| {}).restart(RestartPolicy {
+        max_restarts: 2,
+        backoff: Duration::from_millis(10),
+    });
+    let command = server_command("exits-after-first-poll", Some(&wire));
+    let (client, proxy) = proxy_in_front(client, command)?;
+    let caller = caller_of(&proxy, builder().request_timeout(WAIT).tasks(true))?;
     let args = json!({ "seconds": 60, "label": "restart" });
     let started = caller.start_tool_call("slow_compute", args, RequestOptions::new());
     let Ok(ToolCallStart::Task(handle)) = started else {
         return Err(format!("want a task of the proxy's, got {started:?}"));
     };
-    let deadline = Instant::now() + WAIT;
-    let ended = loop {
-        let got = handle.get().map_err(|e| format!("tasks/get failed: {e}"))?;
-        if !matches!(
-            got.task.status,
-            TaskStatus::Working | TaskStatus::InputRequired
-        ) {
-            break got;
-        }
-        ensure!(
-            Instant::now() < deadline,
-            "the caller's task was still {:?} after {WAIT:?}",
-            got.task.status
-        );
-        thread::sleep(Duration::from_millis(20));
-    };
+    let ended = task_ends(&handle, WAIT)?;
     // A call after the task's end reaches the new server after anything
     // the proxy sent it for the task.
     let echoed = caller.call_tool("echo", json!({ "text": "after" }));
@@ -519,40 +519,14 @@ fn task_ends(
 pub fn a_task_behind_a_server_whose_restarts_fail_does_not_say_it_restarted()
 -> Result<String, String> {
     use mcp_stdio::ToolCallStart;
-    use std::os::unix::fs::PermissionsExt;
     let wire = Wire::new("proxy-task-no-restart");
-    let script = wire.path.with_extension("sh");
-    let exe = std::env::current_exe().map_err(|e| format!("no exe: {e}"))?;
-    std::fs::write(
-        &script,
-        format!("#!/bin/sh\nrm -f -- \"$0\"\nexec '{}'\n", exe.display()),
-    )
-    .map_err(|e| format!("the script: {e}"))?;
-    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755))
-        .map_err(|e| format!("the script's mode: {e}"))?;
-    let mut command = Command::new(&script);
-    command
-        .env(SERVER_ENV, "exits-after-first-poll")
-        .env(WIRE_ENV, &wire.path);
-    let client = builder()
-        .trace(|_| {})
-        .restart(RestartPolicy {
-            max_restarts: 2,
-            backoff: Duration::from_millis(10),
-        })
-        .spawn(command)
-        .map_err(|e| format!("connecting failed: {e}"))?;
-    let client = Arc::new(client);
-    let proxy = mcp_stdio::proxy::serve_as(Arc::clone(&client))
-        .map_err(|e| format!("serve_as failed: {e}"))?;
-    let (ours, theirs) = Transport::memory();
-    let serving = proxy.clone();
-    thread::spawn(move || serving.serve(theirs));
-    let caller = builder()
-        .request_timeout(WAIT)
-        .tasks(true)
-        .connect(ours)
-        .map_err(|e| format!("the caller could not connect: {e}"))?;
+    let command = vanishing_server("exits-after-first-poll", &wire)?;
+    let client = builder().trace(|_| {}).restart(RestartPolicy {
+        max_restarts: 2,
+        backoff: Duration::from_millis(10),
+    });
+    let (client, proxy) = proxy_in_front(client, command)?;
+    let caller = caller_of(&proxy, builder().request_timeout(WAIT).tasks(true))?;
     let args = json!({ "seconds": 60, "label": "no-restart" });
     let started = caller.start_tool_call("slow_compute", args, RequestOptions::new());
     let Ok(ToolCallStart::Task(handle)) = started else {
@@ -581,21 +555,11 @@ pub fn a_task_behind_a_server_that_died_while_its_caller_answered_says_the_serve
 -> Result<String, String> {
     use mcp_stdio::ToolCallStart;
     use mcp_stdio::types::ElicitResult;
-    let (note_tx, notes) = crossbeam_channel::unbounded::<String>();
-    let client = builder()
-        .trace(move |note| {
-            let _ = note_tx.send(note.to_owned());
-        })
-        .spawn(server_command("exits-after-input-required", None))
-        .map_err(|e| format!("connecting failed: {e}"))?;
-    let client = Arc::new(client);
-    let proxy = mcp_stdio::proxy::serve_as(Arc::clone(&client))
-        .map_err(|e| format!("serve_as failed: {e}"))?;
-    let (ours, theirs) = Transport::memory();
-    let serving = proxy.clone();
-    thread::spawn(move || serving.serve(theirs));
+    let (client, notes) = noting();
+    let command = server_command("exits-after-input-required", None);
+    let (client, proxy) = proxy_in_front(client, command)?;
     // The caller answers only once the server behind exited.
-    let caller = builder()
+    let answering = builder()
         .request_timeout(WAIT)
         .tasks(true)
         .on_elicitation(move |_| {
@@ -606,9 +570,8 @@ pub fn a_task_behind_a_server_that_died_while_its_caller_answered_says_the_serve
                 }
             }
             Ok(ElicitResult::decline())
-        })
-        .connect(ours)
-        .map_err(|e| format!("the caller could not connect: {e}"))?;
+        });
+    let caller = caller_of(&proxy, answering)?;
     let args = json!({ "filename": "gone.txt" });
     let started = caller.start_tool_call("confirm_delete", args, RequestOptions::new());
     let Ok(ToolCallStart::Task(handle)) = started else {
@@ -638,37 +601,19 @@ pub fn a_task_behind_a_server_that_died_ends_before_its_next_poll() -> Result<St
     let wire = Wire::new("proxy-task-died");
     let mut command = server_command("exits-after-first-poll", Some(&wire));
     command.env("MCP_STDIO_CLIENT_TEST_POLL_MS", "10000");
-    let (note_tx, notes) = crossbeam_channel::unbounded::<String>();
-    let client = builder()
-        .trace(move |note| {
-            let _ = note_tx.send(note.to_owned());
-        })
-        .spawn(command)
-        .map_err(|e| format!("connecting failed: {e}"))?;
-    let client = Arc::new(client);
-    let proxy = mcp_stdio::proxy::serve_as(Arc::clone(&client))
-        .map_err(|e| format!("serve_as failed: {e}"))?;
-    let (ours, theirs) = Transport::memory();
-    let serving = proxy.clone();
-    thread::spawn(move || serving.serve(theirs));
-    let caller = builder()
-        .request_timeout(WAIT)
-        .tasks(true)
-        .connect(ours)
-        .map_err(|e| format!("the caller could not connect: {e}"))?;
+    let (client, notes) = noting();
+    let (client, proxy) = proxy_in_front(client, command)?;
+    let caller = caller_of(&proxy, builder().request_timeout(WAIT).tasks(true))?;
     let args = json!({ "seconds": 60, "label": "died" });
     let started = caller.start_tool_call("slow_compute", args, RequestOptions::new());
     let Ok(ToolCallStart::Task(handle)) = started else {
         return Err(format!("want a task of the proxy's, got {started:?}"));
     };
-    let deadline = Instant::now() + WAIT;
-    let died = loop {
-        match notes.recv_deadline(deadline) {
-            Ok(note) if note.contains("the server exited") => break Instant::now(),
-            Ok(_) => {}
-            Err(_) => return Err("the server behind never exited".into()),
-        }
-    };
+    let died = note_comes(
+        &notes,
+        "the server exited",
+        "the server behind never exited",
+    )?;
     let ended = task_ends(&handle, WAIT);
     let took = died.elapsed();
     let _ = client.close_shared();

@@ -297,10 +297,7 @@ fn a_listen_whose_stream_is_cut_ends_disconnected() {
 #[test]
 fn a_legacy_client_initializes_over_http_against_our_server() {
     let http = serve(crate::everything::build());
-    let client = Client::builder()
-        .era(EraPolicy::LegacyOnly)
-        .connect_url(&http.url)
-        .unwrap();
+    let client = connect_legacy(&http.url);
     assert!(
         matches!(client.era(), Era::Legacy { .. }),
         "{:?}",
@@ -322,10 +319,7 @@ fn a_legacy_client_initializes_over_http_against_our_server() {
 #[test]
 fn a_legacy_client_hears_list_changes_and_updates_on_our_servers_get_stream() {
     let http = serve(crate::everything::build());
-    let client = Client::builder()
-        .era(EraPolicy::LegacyOnly)
-        .connect_url(&http.url)
-        .unwrap();
+    let client = connect_legacy(&http.url);
     let filter = SubscriptionFilter {
         tools_list_changed: Some(true),
         resource_subscriptions: Some(vec!["mem://counter".into()]),
@@ -961,6 +955,32 @@ pub(crate) fn answer_json(req: &Seen, writer: &mut TcpStream, headers: &str, res
     );
 }
 
+/// A scripted modern server's `DiscoverResult` (2026-07-28, tools), naming
+/// the server `name`: its answer to `server/discover`.
+pub(crate) fn discover_json(name: &str) -> Value {
+    json!({ "supportedVersions": ["2026-07-28"],
+        "capabilities": { "tools": {} },
+        "serverInfo": { "name": name, "version": "1" },
+        "resultType": "complete" })
+}
+
+/// A scripted legacy server's `InitializeResult` (2025-11-25, tools),
+/// naming the server `name`: its answer to `initialize`.
+pub(crate) fn initialize_json(name: &str) -> Value {
+    json!({ "protocolVersion": "2025-11-25",
+        "capabilities": { "tools": {} },
+        "serverInfo": { "name": name, "version": "1" } })
+}
+
+/// A client that speaks legacy only (`EraPolicy::LegacyOnly`), connected
+/// to `url`.
+fn connect_legacy(url: &str) -> Client {
+    Client::builder()
+        .era(EraPolicy::LegacyOnly)
+        .connect_url(url)
+        .unwrap()
+}
+
 /// Issue 47, item 11: a notification's POST waits a bounded time, even
 /// for a server that answers it with an event stream it keeps going (a
 /// keep-alive comment every 100 ms: no read timeout ever fires). The
@@ -976,9 +996,7 @@ fn a_notification_answered_with_an_endless_stream_is_let_go() {
                 req,
                 writer,
                 "Mcp-Session-Id: s-1\r\n",
-                json!({ "protocolVersion": "2025-11-25",
-                    "capabilities": { "tools": {} },
-                    "serverInfo": { "name": "chatty", "version": "1" } }),
+                initialize_json("chatty"),
             ),
             "notifications/initialized" => {
                 let head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n";
@@ -998,10 +1016,7 @@ fn a_notification_answered_with_an_endless_stream_is_let_go() {
         true
     });
     let started = std::time::Instant::now();
-    let client = Client::builder()
-        .era(EraPolicy::LegacyOnly)
-        .connect_url(&format!("http://{addr}/mcp"))
-        .unwrap();
+    let client = connect_legacy(&format!("http://{addr}/mcp"));
     let took = started.elapsed();
     assert!(took < Duration::from_secs(15), "connected after {took:?}");
     let _ = client.close();
@@ -1022,9 +1037,7 @@ fn a_notification_the_server_never_answers_holds_up_no_later_call() {
                 req,
                 writer,
                 "Mcp-Session-Id: s-1\r\n",
-                json!({ "protocolVersion": "2025-11-25",
-                    "capabilities": { "tools": {} },
-                    "serverInfo": { "name": "stuck", "version": "1" } }),
+                initialize_json("stuck"),
             ),
             "tools/call" if req.body["params"]["name"] == "slow" => {
                 // An event stream that never answers: the client times out.
@@ -1049,10 +1062,7 @@ fn a_notification_the_server_never_answers_holds_up_no_later_call() {
         }
         true
     });
-    let client = Client::builder()
-        .era(EraPolicy::LegacyOnly)
-        .connect_url(&format!("http://{addr}/mcp"))
-        .unwrap();
+    let client = connect_legacy(&format!("http://{addr}/mcp"));
     let slow = client.call_tool_with(
         "slow",
         json!({}),
@@ -1083,15 +1093,7 @@ fn a_stream_left_open_after_its_answer_is_closed_by_the_client() {
     let (closed_tx, closed) = crossbeam_channel::unbounded::<bool>();
     let addr = scripted(move |req, writer| {
         match req.body["method"].as_str().unwrap_or("") {
-            "server/discover" => answer_json(
-                req,
-                writer,
-                "",
-                json!({ "supportedVersions": ["2026-07-28"],
-                    "capabilities": { "tools": {} },
-                    "serverInfo": { "name": "open", "version": "1" },
-                    "resultType": "complete" }),
-            ),
+            "server/discover" => answer_json(req, writer, "", discover_json("open")),
             "tools/call" => {
                 let result = json!({ "jsonrpc": "2.0", "id": req.body["id"], "result": {
                     "content": [{ "type": "text", "text": "answered" }],
@@ -1132,15 +1134,7 @@ fn a_stream_left_open_after_its_answer_is_closed_by_the_client() {
 pub(crate) fn late_task_server(task_id: &'static str, cancelled_tx: Sender<Value>) -> SocketAddr {
     scripted(move |req, writer| {
         match req.body["method"].as_str().unwrap_or("") {
-            "server/discover" => answer_json(
-                req,
-                writer,
-                "",
-                json!({ "supportedVersions": ["2026-07-28"],
-                    "capabilities": { "tools": {} },
-                    "serverInfo": { "name": "late", "version": "1" },
-                    "resultType": "complete" }),
-            ),
+            "server/discover" => answer_json(req, writer, "", discover_json("late")),
             "tools/call" => {
                 let head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n";
                 writer.write_all(head.as_bytes()).unwrap();
@@ -1213,15 +1207,7 @@ fn streams_held_after_a_give_up_are_at_most_sixteen_and_each_let_go_at_its_end()
     let (lasted_tx, lasted) = crossbeam_channel::unbounded::<Duration>();
     let addr = scripted(move |req, writer| {
         match req.body["method"].as_str().unwrap_or("") {
-            "server/discover" => answer_json(
-                req,
-                writer,
-                "",
-                json!({ "supportedVersions": ["2026-07-28"],
-                    "capabilities": { "tools": {} },
-                    "serverInfo": { "name": "silent", "version": "1" },
-                    "resultType": "complete" }),
-            ),
+            "server/discover" => answer_json(req, writer, "", discover_json("silent")),
             "tools/call" => {
                 let head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n";
                 writer.write_all(head.as_bytes()).unwrap();
@@ -1297,10 +1283,7 @@ fn a_legacy_session_the_server_forgot_is_started_again() {
             thread: Some(thread),
         }
     };
-    let client = Client::builder()
-        .era(EraPolicy::LegacyOnly)
-        .connect_url(&http.url)
-        .unwrap();
+    let client = connect_legacy(&http.url);
     let filter = SubscriptionFilter {
         resource_subscriptions: Some(vec!["mem://counter".into()]),
         ..SubscriptionFilter::default()
@@ -1314,10 +1297,7 @@ fn a_legacy_session_the_server_forgot_is_started_again() {
         "one"
     );
     // Another client's session pushes this one's out.
-    let other = Client::builder()
-        .era(EraPolicy::LegacyOnly)
-        .connect_url(&http.url)
-        .unwrap();
+    let other = connect_legacy(&http.url);
     other.close().unwrap();
     let again = client.call("echo", json!({ "text": "two" }));
     assert_eq!(again.unwrap().text_content(), "two");
@@ -1451,10 +1431,7 @@ fn a_session_renewal_that_fails_is_tried_again_on_the_next_call() {
     let (holding, _) = crossbeam_channel::unbounded();
     let (_, release) = crossbeam_channel::unbounded();
     let server = forgetful(2, 0, holding, release);
-    let client = Client::builder()
-        .era(EraPolicy::LegacyOnly)
-        .connect_url(&server.url)
-        .unwrap();
+    let client = connect_legacy(&server.url);
     assert_eq!(
         client.call("one", json!({})).unwrap().text_content(),
         "fine"
@@ -1483,12 +1460,7 @@ fn a_call_made_while_the_session_is_started_again_goes_in_the_new_session() {
     let (holding_tx, holding) = crossbeam_channel::unbounded();
     let (release, release_rx) = crossbeam_channel::unbounded();
     let server = forgetful(0, 2, holding_tx, release_rx);
-    let client = Arc::new(
-        Client::builder()
-            .era(EraPolicy::LegacyOnly)
-            .connect_url(&server.url)
-            .unwrap(),
-    );
+    let client = Arc::new(connect_legacy(&server.url));
     *server.live.lock().unwrap() = None;
     let first = Arc::clone(&client);
     let a = std::thread::spawn(move || first.call("a", json!({})));
@@ -1531,12 +1503,7 @@ fn closing_while_the_session_is_started_again_deletes_the_new_session() {
     let (holding_tx, holding) = crossbeam_channel::unbounded();
     let (release, release_rx) = crossbeam_channel::unbounded();
     let server = forgetful(0, 2, holding_tx, release_rx);
-    let client = Arc::new(
-        Client::builder()
-            .era(EraPolicy::LegacyOnly)
-            .connect_url(&server.url)
-            .unwrap(),
-    );
+    let client = Arc::new(connect_legacy(&server.url));
     *server.live.lock().unwrap() = None;
     let caller = Arc::clone(&client);
     let a = std::thread::spawn(move || caller.call("a", json!({})));
@@ -1579,15 +1546,7 @@ fn an_answer_on_one_calls_stream_with_another_calls_id_is_not_given_to_that_call
     let (b_id_tx, b_id) = crossbeam_channel::unbounded::<Value>();
     let addr = scripted(move |req, writer| {
         match req.body["method"].as_str().unwrap_or("") {
-            "server/discover" => answer_json(
-                req,
-                writer,
-                "",
-                json!({ "supportedVersions": ["2026-07-28"],
-                    "capabilities": { "tools": {} },
-                    "serverInfo": { "name": "crossed", "version": "1" },
-                    "resultType": "complete" }),
-            ),
+            "server/discover" => answer_json(req, writer, "", discover_json("crossed")),
             "tools/call" if req.body["params"]["name"] == "b" => {
                 b_id_tx.send(req.body["id"].clone()).unwrap();
                 // Never answered here: held until the client lets go.
@@ -1659,9 +1618,7 @@ fn a_notification_the_server_never_answers_is_posted_once() {
                 req,
                 writer,
                 "Mcp-Session-Id: s-1\r\n",
-                json!({ "protocolVersion": "2025-11-25",
-                    "capabilities": { "tools": {} },
-                    "serverInfo": { "name": "mute", "version": "1" } }),
+                initialize_json("mute"),
             ),
             "notifications/initialized" => {
                 counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
@@ -1677,10 +1634,7 @@ fn a_notification_the_server_never_answers_is_posted_once() {
         true
     });
     let started = std::time::Instant::now();
-    let client = Client::builder()
-        .era(EraPolicy::LegacyOnly)
-        .connect_url(&format!("http://{addr}/mcp"))
-        .unwrap();
+    let client = connect_legacy(&format!("http://{addr}/mcp"));
     let took = started.elapsed();
     let posted = count.load(std::sync::atomic::Ordering::SeqCst);
     assert_eq!(
@@ -1739,9 +1693,7 @@ fn a_server_that_sends_many_requests_starts_a_bounded_number_of_client_threads()
                 req,
                 writer,
                 "Mcp-Session-Id: s-1\r\n",
-                json!({ "protocolVersion": "2025-11-25",
-                    "capabilities": { "tools": {} },
-                    "serverInfo": { "name": "pinger", "version": "1" } }),
+                initialize_json("pinger"),
             ),
             _ if req.verb == "GET" => {
                 let head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n";
@@ -1773,10 +1725,7 @@ fn a_server_that_sends_many_requests_starts_a_bounded_number_of_client_threads()
         }
         true
     });
-    let client = Client::builder()
-        .era(EraPolicy::LegacyOnly)
-        .connect_url(&format!("http://{addr}/mcp"))
-        .unwrap();
+    let client = connect_legacy(&format!("http://{addr}/mcp"));
     let deadline = std::time::Instant::now() + Duration::from_secs(5);
     let mut most = 0;
     while answers.load(std::sync::atomic::Ordering::SeqCst) < PINGS
@@ -1811,9 +1760,7 @@ fn a_notification_answered_with_endless_interim_responses_is_let_go() {
                 req,
                 writer,
                 "Mcp-Session-Id: s-1\r\n",
-                json!({ "protocolVersion": "2025-11-25",
-                    "capabilities": { "tools": {} },
-                    "serverInfo": { "name": "continuing", "version": "1" } }),
+                initialize_json("continuing"),
             ),
             "notifications/initialized" => {
                 let started = std::time::Instant::now();
@@ -1831,10 +1778,7 @@ fn a_notification_answered_with_endless_interim_responses_is_let_go() {
         true
     });
     let started = std::time::Instant::now();
-    let client = Client::builder()
-        .era(EraPolicy::LegacyOnly)
-        .connect_url(&format!("http://{addr}/mcp"))
-        .unwrap();
+    let client = connect_legacy(&format!("http://{addr}/mcp"));
     let took = started.elapsed();
     assert!(took < Duration::from_secs(15), "connected after {took:?}");
     let _ = client.close();
@@ -1858,9 +1802,7 @@ fn a_notification_whose_status_line_trickles_in_is_let_go() {
                 req,
                 writer,
                 "Mcp-Session-Id: s-1\r\n",
-                json!({ "protocolVersion": "2025-11-25",
-                    "capabilities": { "tools": {} },
-                    "serverInfo": { "name": "trickling", "version": "1" } }),
+                initialize_json("trickling"),
             ),
             "notifications/initialized" => {
                 let _ = writer.write_all(b"HTTP/1.1 202 Accepted");
@@ -1891,10 +1833,10 @@ fn a_notification_whose_status_line_trickles_in_is_let_go() {
 
 /// Review 47z: a `tools/call` the server read and then dropped the
 /// connection on, answering nothing, is sent again on a new connection,
-/// and runs twice. `Shared::start` (src/client/http/post.rs) takes an end
-/// before the head on a reused connection (`Ok(None) if was_reused`, and
-/// a reset or broken pipe, `closed_meanwhile`) for a connection the server
-/// closed while it was idle; but the server may have read the request and
+/// and runs twice. `Shared::start` (src/client/http/post/connection.rs)
+/// takes an end before the head on a reused connection (`Ok(None) if
+/// was_reused`, and a reset or broken pipe, `closed_meanwhile`) for a
+/// connection the server closed while it was idle; but the server may have read the request and
 /// acted on it (it crashed, a proxy cut it), and a POST is not idempotent
 /// (RFC 9110 section 9.2.2: a client SHOULD NOT automatically retry a
 /// non-idempotent request unless it can tell the first was never
@@ -1908,15 +1850,7 @@ fn a_call_the_server_read_before_the_connection_ended_is_not_sent_again() {
     let counted = Arc::clone(&calls);
     let addr = scripted(move |req, writer| {
         match req.body["method"].as_str().unwrap_or("") {
-            "server/discover" => answer_json(
-                req,
-                writer,
-                "",
-                json!({ "supportedVersions": ["2026-07-28"],
-                    "capabilities": { "tools": {} },
-                    "serverInfo": { "name": "dropping", "version": "1" },
-                    "resultType": "complete" }),
-            ),
+            "server/discover" => answer_json(req, writer, "", discover_json("dropping")),
             "tools/call" => {
                 if counted.fetch_add(1, Ordering::SeqCst) == 0 {
                     // Read whole (and, for a real server, acted on); then
@@ -1968,15 +1902,7 @@ fn an_idle_connection_the_server_closed_is_not_used_for_a_call() {
     let addr = scripted(move |req, writer| {
         match req.body["method"].as_str().unwrap_or("") {
             "server/discover" => {
-                answer_json(
-                    req,
-                    writer,
-                    "",
-                    json!({ "supportedVersions": ["2026-07-28"],
-                        "capabilities": { "tools": {} },
-                        "serverInfo": { "name": "closing", "version": "1" },
-                        "resultType": "complete" }),
-                );
+                answer_json(req, writer, "", discover_json("closing"));
                 let _ = writer.shutdown(std::net::Shutdown::Both);
                 let _ = closed_tx.send(());
                 return false;
@@ -2032,15 +1958,7 @@ fn an_unreadable_message_on_one_calls_stream_fails_no_other_call() {
     let (a_done_tx, a_done) = crossbeam_channel::unbounded::<()>();
     let addr = scripted(move |req, writer| {
         match req.body["method"].as_str().unwrap_or("") {
-            "server/discover" => answer_json(
-                req,
-                writer,
-                "",
-                json!({ "supportedVersions": ["2026-07-28"],
-                    "capabilities": { "tools": {} },
-                    "serverInfo": { "name": "crossed", "version": "1" },
-                    "resultType": "complete" }),
-            ),
+            "server/discover" => answer_json(req, writer, "", discover_json("crossed")),
             "tools/call" if req.body["params"]["name"] == "b" => {
                 b_id_tx.send(req.body["id"].clone()).unwrap();
                 if a_done.recv_timeout(WAIT).is_ok() {
@@ -2139,10 +2057,7 @@ fn a_get_stream_refused_in_every_new_session_does_not_renew_in_a_loop() {
         }
         true
     });
-    let client = Client::builder()
-        .era(EraPolicy::LegacyOnly)
-        .connect_url(&format!("http://{addr}/mcp"))
-        .unwrap();
+    let client = connect_legacy(&format!("http://{addr}/mcp"));
     let started = std::time::Instant::now();
     std::thread::sleep(Duration::from_secs(3));
     let seen = initializes.load(Ordering::SeqCst);
@@ -2159,7 +2074,7 @@ fn a_get_stream_refused_in_every_new_session_does_not_renew_in_a_loop() {
 /// `notifications/initialized` (2025-11-25 basic/lifecycle: the client
 /// MUST send it after a successful `initialize`; the Python SDK refuses
 /// any other request that comes before it). `Shared::exchange_on`
-/// (src/client/http/post.rs) adopts the session id as soon as the
+/// (src/client/http/post/answer.rs) adopts the session id as soon as the
 /// renewal's `initialize` answer's head arrives, and `Shared::renew`
 /// (src/client/http/session.rs) POSTs `notifications/initialized` (then
 /// the level and the subscriptions) only after that answer is read: every
@@ -2241,12 +2156,7 @@ fn a_request_made_during_a_renewal_waits_for_the_new_sessions_initialized() {
         }
         true
     });
-    let client = Arc::new(
-        Client::builder()
-            .era(EraPolicy::LegacyOnly)
-            .connect_url(&format!("http://{addr}/mcp"))
-            .unwrap(),
-    );
+    let client = Arc::new(connect_legacy(&format!("http://{addr}/mcp")));
     let caller = Arc::clone(&client);
     let call = std::thread::spawn(move || {
         caller.call_tool_with(
@@ -2331,10 +2241,7 @@ fn a_refused_resource_subscription_is_not_sent_again_in_a_new_session() {
         }
         true
     });
-    let client = Client::builder()
-        .era(EraPolicy::LegacyOnly)
-        .connect_url(&format!("http://{addr}/mcp"))
-        .unwrap();
+    let client = connect_legacy(&format!("http://{addr}/mcp"));
     let filter = SubscriptionFilter {
         resource_subscriptions: Some(vec!["bad://x".into(), "good://y".into()]),
         ..SubscriptionFilter::default()
@@ -2418,10 +2325,7 @@ fn a_renewal_with_many_subscriptions_does_not_hold_up_the_calls_waiting_for_it()
         }
         true
     });
-    let client = Client::builder()
-        .era(EraPolicy::LegacyOnly)
-        .connect_url(&format!("http://{addr}/mcp"))
-        .unwrap();
+    let client = connect_legacy(&format!("http://{addr}/mcp"));
     let filter = SubscriptionFilter {
         resource_subscriptions: Some((0..URIS).map(|n| format!("r://{n}")).collect()),
         ..SubscriptionFilter::default()
@@ -2514,9 +2418,7 @@ fn the_get_stream_is_open_before_the_first_request_after_connecting() {
                 req,
                 writer,
                 "Mcp-Session-Id: s-1\r\n",
-                json!({ "protocolVersion": "2025-11-25",
-                    "capabilities": { "tools": {} },
-                    "serverInfo": { "name": "slow-get", "version": "1" } }),
+                initialize_json("slow-get"),
             ),
             _ if req.verb == "GET" => {
                 std::thread::sleep(Duration::from_millis(300));
@@ -2540,10 +2442,7 @@ fn the_get_stream_is_open_before_the_first_request_after_connecting() {
         }
         true
     });
-    let client = Client::builder()
-        .era(EraPolicy::LegacyOnly)
-        .connect_url(&format!("http://{addr}/mcp"))
-        .unwrap();
+    let client = connect_legacy(&format!("http://{addr}/mcp"));
     client.ping().unwrap();
     let open_at_first = first_rx.recv_timeout(WAIT).unwrap();
     assert!(
@@ -2575,9 +2474,7 @@ fn a_get_stream_whose_head_never_comes_costs_connecting_no_more_than_its_bounds(
                 req,
                 writer,
                 "Mcp-Session-Id: s-1\r\n",
-                json!({ "protocolVersion": "2025-11-25",
-                    "capabilities": { "tools": {} },
-                    "serverInfo": { "name": "silent-get", "version": "1" } }),
+                initialize_json("silent-get"),
             ),
             _ if req.verb == "GET" => {
                 // No head until an event, and no event comes.
@@ -2622,15 +2519,7 @@ fn a_header_mismatch_read_after_a_give_up_lists_no_tools() {
     let (written_tx, written) = crossbeam_channel::unbounded::<()>();
     let addr = scripted(move |req, writer| {
         match req.body["method"].as_str().unwrap_or("") {
-            "server/discover" => answer_json(
-                req,
-                writer,
-                "",
-                json!({ "supportedVersions": ["2026-07-28"],
-                    "capabilities": { "tools": {} },
-                    "serverInfo": { "name": "mismatch", "version": "1" },
-                    "resultType": "complete" }),
-            ),
+            "server/discover" => answer_json(req, writer, "", discover_json("mismatch")),
             "tools/call" => {
                 let head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n";
                 writer.write_all(head.as_bytes()).unwrap();
@@ -2687,15 +2576,7 @@ fn a_held_stream_is_let_go_when_its_client_is_dropped() {
     let (gone_tx, gone) = crossbeam_channel::unbounded::<()>();
     let addr = scripted(move |req, writer| {
         match req.body["method"].as_str().unwrap_or("") {
-            "server/discover" => answer_json(
-                req,
-                writer,
-                "",
-                json!({ "supportedVersions": ["2026-07-28"],
-                    "capabilities": { "tools": {} },
-                    "serverInfo": { "name": "pinging", "version": "1" },
-                    "resultType": "complete" }),
-            ),
+            "server/discover" => answer_json(req, writer, "", discover_json("pinging")),
             "tools/call" => {
                 let head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n";
                 writer.write_all(head.as_bytes()).unwrap();
