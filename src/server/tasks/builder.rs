@@ -100,7 +100,7 @@ impl ServerBuilder {
     }
 
     /// Where tasks are kept (default: a [`MemoryTaskStore`](crate::MemoryTaskStore)
-    /// of 1024 tasks). See [`TaskStore`] for what a store must guarantee.
+    /// of 1024 tasks and 64 MiB). See [`TaskStore`] for what a store must guarantee.
     pub fn task_store(mut self, store: impl TaskStore + 'static) -> Self {
         self.task_store = Some(Arc::new(store));
         self
@@ -131,7 +131,8 @@ impl ServerBuilder {
     }
 
     /// The largest result a task keeps, as JSON (default 4 MiB): a larger
-    /// one fails the task with `-32603`. The same bound holds for the
+    /// one fails the task with `-32603`. The default store holds 64 MiB of
+    /// tasks ([`MemoryTaskStore::max_bytes`](crate::MemoryTaskStore::max_bytes)). The same bound holds for the
     /// error a failed task keeps: a larger one is replaced by that
     /// `-32603`.
     pub fn max_task_result_bytes(mut self, n: usize) -> Self {

@@ -8,6 +8,7 @@ use std::time::{Duration, SystemTime};
 use serde_json::json;
 
 use crate::jsonrpc::ErrorObject;
+use crate::server::encode;
 use crate::server::request_meta::Owner;
 use crate::types::{DetailedTask, InputResponses};
 
@@ -204,20 +205,32 @@ impl<T: TaskStore + ?Sized> TaskStore for Arc<T> {
 
 /// The default [`TaskStore`]: a map in memory, bounded.
 ///
-/// It holds at most `capacity` tasks. Expired tasks are dropped first;
-/// when it is still full, the task that finished longest ago goes (a
-/// finished task may thus be forgotten before its TTL under pressure);
-/// when every task is still running, `create` is refused. Tasks do not
-/// survive the process.
+/// It holds at most `capacity` tasks, and at most `max_bytes` of them as
+/// JSON (their results, mostly; [`MemoryTaskStore::max_bytes`]). Past
+/// either, expired tasks are dropped first; then the tasks that finished
+/// longest ago go (a finished task may thus be forgotten before its TTL
+/// under pressure, whoever made it); when only running tasks are left,
+/// `create` is refused. A task that ends with its result may take the
+/// store past its budget by that result alone, when nothing finished is
+/// left to drop. Tasks do not survive the process.
 pub struct MemoryTaskStore {
-    tasks: Mutex<HashMap<String, StoredTask>>,
+    held: Mutex<Held>,
     capacity: usize,
+    max_bytes: usize,
+}
+
+/// The tasks, each with its size as JSON, and the sum of the sizes.
+#[derive(Default)]
+struct Held {
+    tasks: HashMap<String, (StoredTask, usize)>,
+    bytes: usize,
 }
 
 impl std::fmt::Debug for MemoryTaskStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("MemoryTaskStore")
             .field("capacity", &self.capacity)
+            .field("max_bytes", &self.max_bytes)
             .finish_non_exhaustive()
     }
 }
@@ -226,16 +239,31 @@ impl MemoryTaskStore {
     /// The default capacity: 1024 tasks.
     pub const DEFAULT_CAPACITY: usize = 1024;
 
-    /// A store for at most `capacity` tasks.
+    /// The default byte budget: 64 MiB of tasks as JSON (sixteen results
+    /// of the largest size a task keeps by default,
+    /// [`ServerBuilder::max_task_result_bytes`](crate::ServerBuilder::max_task_result_bytes)).
+    pub const DEFAULT_MAX_BYTES: usize = 64 << 20;
+
+    /// A store for at most `capacity` tasks (and the default byte budget).
     pub fn new(capacity: usize) -> MemoryTaskStore {
         MemoryTaskStore {
-            tasks: Mutex::new(HashMap::new()),
+            held: Mutex::new(Held::default()),
             capacity: capacity.max(1),
+            max_bytes: MemoryTaskStore::DEFAULT_MAX_BYTES,
         }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, StoredTask>> {
-        self.tasks.lock().unwrap_or_else(|e| e.into_inner())
+    /// At most `bytes` of tasks as JSON (default
+    /// [`MemoryTaskStore::DEFAULT_MAX_BYTES`]): what a client can make the
+    /// server hold by calling a tool whose result grows with its input,
+    /// with the count of tasks ([`MemoryTaskStore::new`]).
+    pub fn max_bytes(mut self, bytes: usize) -> MemoryTaskStore {
+        self.max_bytes = bytes;
+        self
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Held> {
+        self.held.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 
@@ -245,51 +273,95 @@ impl Default for MemoryTaskStore {
     }
 }
 
+/// A task's size as the store counts it: the task and its answers as JSON.
+fn size_of(task: &StoredTask) -> usize {
+    let task_bytes = encode::to_vec(&task.task).map_or(0, |v| v.len());
+    let answers = encode::to_vec(&task.answers).map_or(0, |v| v.len());
+    task_bytes + answers
+}
+
+impl Held {
+    fn insert(&mut self, id: String, task: StoredTask) {
+        let size = size_of(&task);
+        self.bytes += size;
+        if let Some((_, old)) = self.tasks.insert(id, (task, size)) {
+            self.bytes -= old;
+        }
+    }
+
+    fn remove(&mut self, id: &str) -> Option<StoredTask> {
+        let (task, size) = self.tasks.remove(id)?;
+        self.bytes -= size;
+        Some(task)
+    }
+
+    /// Lets tasks go until at most `count` are held and `bytes` of them:
+    /// the expired first, then the finished, the oldest first, never
+    /// `keep`. Returns whether that was enough.
+    fn make_room(&mut self, count: usize, bytes: usize, keep: &str) -> bool {
+        let fits = |held: &Held| held.tasks.len() <= count && held.bytes <= bytes;
+        if fits(self) {
+            return true;
+        }
+        let now = SystemTime::now();
+        let expired: Vec<String> = (self.tasks.iter())
+            .filter(|(_, (t, _))| t.is_expired(now))
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in expired {
+            let _ = self.remove(&id);
+        }
+        // The finished, the oldest first (timestamps of one format sort
+        // as strings).
+        let mut finished: Vec<(String, String)> = (self.tasks.iter())
+            .filter(|(id, (t, _))| *id != keep && t.task.task.status.is_terminal())
+            .map(|(id, (t, _))| (t.task.task.last_updated_at.clone(), id.clone()))
+            .collect();
+        finished.sort_unstable();
+        for (_, id) in finished {
+            if fits(self) {
+                break;
+            }
+            let _ = self.remove(&id);
+        }
+        fits(self)
+    }
+}
+
 impl TaskStore for MemoryTaskStore {
     fn create(&self, task: StoredTask) -> Result<(), ErrorObject> {
-        let mut tasks = self.lock();
-        if tasks.len() >= self.capacity {
-            let now = SystemTime::now();
-            tasks.retain(|_, t| !t.is_expired(now));
+        let mut held = self.lock();
+        let size = size_of(&task);
+        let room = self.max_bytes.saturating_sub(size);
+        if !held.make_room(self.capacity - 1, room, "") {
+            let (what, limit) = if held.tasks.len() >= self.capacity {
+                (
+                    format!("{} unfinished tasks", held.tasks.len()),
+                    self.capacity,
+                )
+            } else {
+                (
+                    format!("{} bytes of unfinished tasks", held.bytes),
+                    self.max_bytes,
+                )
+            };
+            return Err(ErrorObject::internal_error(format!(
+                "the task store is full ({what}): try again later"
+            ))
+            .with_data(json!({ "limit": limit })));
         }
-        if tasks.len() >= self.capacity {
-            // The oldest finished task (timestamps of one format sort as
-            // strings).
-            let oldest = tasks
-                .iter()
-                .filter(|(_, t)| t.task.task.status.is_terminal())
-                .min_by(|a, b| {
-                    a.1.task
-                        .task
-                        .last_updated_at
-                        .cmp(&b.1.task.task.last_updated_at)
-                })
-                .map(|(id, _)| id.clone());
-            match oldest {
-                Some(id) => {
-                    tasks.remove(&id);
-                }
-                None => {
-                    return Err(ErrorObject::internal_error(format!(
-                        "the task store is full ({} unfinished tasks): try again later",
-                        self.capacity
-                    ))
-                    .with_data(json!({ "limit": self.capacity })));
-                }
-            }
-        }
-        tasks.insert(task.task.task.task_id.clone(), task);
+        held.insert(task.task.task.task_id.clone(), task);
         Ok(())
     }
 
     fn get(&self, task_id: &str) -> Result<Option<StoredTask>, ErrorObject> {
-        let mut tasks = self.lock();
-        match tasks.get(task_id) {
-            Some(t) if t.is_expired(SystemTime::now()) => {
-                tasks.remove(task_id);
+        let mut held = self.lock();
+        match held.tasks.get(task_id) {
+            Some((t, _)) if t.is_expired(SystemTime::now()) => {
+                let _ = held.remove(task_id);
                 Ok(None)
             }
-            found => Ok(found.cloned()),
+            found => Ok(found.map(|(t, _)| t.clone())),
         }
     }
 
@@ -298,16 +370,19 @@ impl TaskStore for MemoryTaskStore {
         task_id: &str,
         change: &mut dyn FnMut(&mut StoredTask),
     ) -> Result<Option<StoredTask>, ErrorObject> {
-        let mut tasks = self.lock();
-        let Some(task) = tasks.get_mut(task_id) else {
+        let mut held = self.lock();
+        let Some(mut task) = held.remove(task_id) else {
             return Ok(None);
         };
         if task.is_expired(SystemTime::now()) {
-            tasks.remove(task_id);
             return Ok(None);
         }
-        change(task);
-        Ok(Some(task.clone()))
+        change(&mut task);
+        held.insert(task_id.to_owned(), task.clone());
+        // The change stands (a result within `max_task_result_bytes`);
+        // others finished before it make room.
+        held.make_room(self.capacity, self.max_bytes, task_id);
+        Ok(Some(task))
     }
 }
 
@@ -365,6 +440,70 @@ mod tests {
             .unwrap();
         let err = store
             .create(stored("e", TaskStatus::Working, "5", None))
+            .unwrap_err();
+        assert!(err.message.contains("full"), "{}", err.message);
+    }
+
+    /// A finished task holding `bytes` of text as its result.
+    fn finished(id: &str, updated: &str, bytes: usize) -> StoredTask {
+        let mut task = stored(id, TaskStatus::Completed, updated, None);
+        let result = json!({ "content": [{ "type": "text", "text": "x".repeat(bytes) }] });
+        task.task.result = serde_json::from_value(result).unwrap();
+        task
+    }
+
+    /// Claim (review seal14): the store bounded its tasks by count alone,
+    /// 1024 of them by default, each with a result of up to
+    /// `max_task_result_bytes` (4 MiB): 4 GiB a client could make the
+    /// server hold by calling a tool whose result grows with its input.
+    /// Past its byte budget (64 MiB by default: a test that fills it takes
+    /// 20 s in a debug build, where encoding runs at 3 MB/s) the store lets
+    /// the finished tasks go, the oldest first, as past its count.
+    #[test]
+    fn a_store_past_its_byte_budget_lets_the_oldest_finished_go() {
+        let store = MemoryTaskStore::new(100).max_bytes(100_000);
+        for i in 0..30 {
+            store
+                .create(finished(&format!("t{i}"), &format!("{i:02}"), 10_000))
+                .unwrap();
+        }
+        assert!(store.get("t0").unwrap().is_none(), "the oldest let go");
+        assert!(store.get("t29").unwrap().is_some(), "the newest kept");
+        let held = store.lock().bytes;
+        assert!((90_000..=100_000).contains(&held), "{held} bytes held");
+        // The default budget is a small part of what the count allows.
+        const {
+            assert!(
+                MemoryTaskStore::DEFAULT_MAX_BYTES
+                    < MemoryTaskStore::DEFAULT_CAPACITY * (4 << 20) / 16
+            )
+        };
+    }
+
+    #[test]
+    fn a_result_that_takes_the_store_past_its_budget_lets_the_oldest_finished_go() {
+        let store = MemoryTaskStore::new(100).max_bytes(10_000);
+        for (id, at) in [("a", "1"), ("b", "2")] {
+            store.create(finished(id, at, 4_000)).unwrap();
+        }
+        store
+            .create(stored("c", TaskStatus::Working, "3", None))
+            .unwrap();
+        // The running task ends with its result: now past the budget.
+        store
+            .update("c", &mut |t| *t = finished("c", "3", 4_000))
+            .unwrap();
+        assert!(store.get("a").unwrap().is_none(), "the oldest finished");
+        assert!(store.get("b").unwrap().is_some());
+        assert!(store.get("c").unwrap().is_some(), "the one that just ended");
+        // A new task past the budget when only running tasks are left to
+        // let go is refused, as past the count.
+        let small = MemoryTaskStore::new(100).max_bytes(1);
+        small
+            .create(stored("r", TaskStatus::Working, "1", None))
+            .unwrap();
+        let err = small
+            .create(stored("s", TaskStatus::Working, "2", None))
             .unwrap_err();
         assert!(err.message.contains("full"), "{}", err.message);
     }
