@@ -248,6 +248,24 @@ fn mirror_each(
 const RETRIES: u32 = 5;
 const FIRST_RETRY: Duration = Duration::from_millis(100);
 
+/// Whether a listing that failed with `e` may pass if tried again: an
+/// error answer, a timeout, a connection that failed or a restart under
+/// way may be over by then. Not a list whose pages never end (the
+/// client's page cap), whose cursor repeats, or whose page the client
+/// could not read (`Error::Protocol`, `Error::Json`, a line too long):
+/// the same server lists the same way, and each try may cost a thousand
+/// pages.
+fn may_pass(e: &Error) -> bool {
+    matches!(
+        e,
+        Error::Rpc(_)
+            | Error::Io(_)
+            | Error::Timeout
+            | Error::Disconnected
+            | Error::ServerExited { .. }
+    )
+}
+
 /// The one `listen` the proxy keeps on the server for its list changes,
 /// on a thread of its own: each change lists again and publishes; so does
 /// a restart of the server, which sends the listen again (`Resubscribed`)
@@ -267,7 +285,10 @@ const FIRST_RETRY: Duration = Duration::from_millis(100);
 /// way) is not the end of the change it was for: the lists it was for
 /// stay to be listed, and are listed again after [`FIRST_RETRY`], twice
 /// that, and so on, at most [`RETRIES`] times, or at once when the next
-/// change comes; once the retries run out, with the next change. A change
+/// change comes; once the retries run out, with the next change. A
+/// listing that cannot pass by trying again ([`may_pass`]: a list whose
+/// pages never end, or whose cursor repeats) is not tried again before
+/// the next change: a change costs one such listing, not six. A change
 /// the server announced is published once its list is mirrored, and only
 /// once: a list mirrored before another failed (tools listed, prompts
 /// failing; the resources listed, their templates failing) is not listed
@@ -358,7 +379,7 @@ pub(super) fn follow_list_changes(
                         match listed {
                             Ok(()) => failures = 0,
                             // Kept for the next change.
-                            Err(_) if failures == RETRIES => failures = 0,
+                            Err(e) if failures == RETRIES || !may_pass(&e) => failures = 0,
                             Err(_) => failures += 1,
                         }
                     }

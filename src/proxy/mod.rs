@@ -26,7 +26,8 @@
 //!   longer declares is emptied. Once that listen is acknowledged the lists
 //!   are listed again (a change before it was heard by nobody); a listing
 //!   that fails is tried again a few times, with a growing wait, its
-//!   change published once; a listen that overflowed (a flood of changes)
+//!   change published once (one that cannot pass, a list whose pages
+//!   never end, only with the next change); a listen that overflowed (a flood of changes)
 //!   is sent again (`lists::follow_list_changes`). That listen is how a restart is heard: behind a first
 //!   server that declared no list changes, the lists stay the first's
 //!   after a restart.
