@@ -1166,9 +1166,13 @@ fn a_burst_of_list_changes_behind_costs_the_proxy_a_few_listings() {
 }
 
 /// A transport to `behind` that holds the first `subscriptions/listen` on
-/// its way until `release` says (or `WAIT` passes); every other line
-/// passes at once.
-fn listen_held(behind: Server, release: crossbeam_channel::Receiver<()>) -> Transport {
+/// its way until `release` says (or `WAIT` passes), and says on
+/// `holding` that it holds it; every other line passes at once.
+fn listen_held(
+    behind: Server,
+    holding: crossbeam_channel::Sender<()>,
+    release: crossbeam_channel::Receiver<()>,
+) -> Transport {
     use std::io::{BufRead, Write};
     let (ours, relay_front) = Transport::memory();
     let (relay_back, theirs) = Transport::memory();
@@ -1184,6 +1188,7 @@ fn listen_held(behind: Server, release: crossbeam_channel::Receiver<()>) -> Tran
                 held = true;
                 let (listen, back_out) = (line.clone(), Arc::clone(&back_out));
                 let release = release.clone();
+                let _ = holding.send(());
                 thread::spawn(move || {
                     let _ = release.recv_timeout(WAIT);
                     let mut back_out = back_out.lock().unwrap();
@@ -1231,23 +1236,28 @@ fn offers_within_wait(caller: &Client, name: &str) -> bool {
 /// then offers the old list until the next change. This is how
 /// `a_burst_of_list_changes_behind_costs_the_proxy_a_few_listings` failed
 /// under load: its lists thread had not sent the listen yet when the
-/// burst, and the tool it adds, went by.
+/// burst, and the tool it adds, went by. (Since review proxy14 the lists
+/// are listed once, after the ack: `serve_as` waits for it, and the tool
+/// comes while it waits.)
 #[test]
 fn a_change_behind_before_the_proxys_listen_is_acknowledged_is_mirrored() {
     let behind = crate::everything::build();
-    let (release, held) = crossbeam_channel::bounded(1);
-    let client = Client::connect(listen_held(behind.clone(), held)).unwrap();
-    let proxy = mcp_stdio::proxy::serve_as(client).unwrap();
-    let (ours, theirs) = Transport::memory();
-    let serving = proxy.clone();
-    thread::spawn(move || serving.serve(theirs));
-    let caller = Client::connect(ours).unwrap();
-    // Listed, the listen not yet acknowledged: a tool comes behind.
+    let (held_tx, held) = crossbeam_channel::bounded(1);
+    let (release, release_rx) = crossbeam_channel::bounded(1);
+    let client = Client::connect(listen_held(behind.clone(), held_tx, release_rx)).unwrap();
+    let starting = thread::spawn(move || mcp_stdio::proxy::serve_as(client).unwrap());
+    held.recv_timeout(WAIT).expect("the proxy sent no listen");
+    // The listen not yet acknowledged: a tool comes behind.
     behind.add_tool(
         Tool::new("late", "Added before the listen."),
         |_ctx, _: Value| Ok::<_, mcp_stdio::ErrorObject>(CallToolResult::text("late")),
     );
     release.send(()).unwrap();
+    let proxy = starting.join().unwrap();
+    let (ours, theirs) = Transport::memory();
+    let serving = proxy.clone();
+    thread::spawn(move || serving.serve(theirs));
+    let caller = Client::connect(ours).unwrap();
     assert!(
         offers_within_wait(&caller, "late"),
         "the proxy never offered `late`, added behind before its listen was acknowledged"
