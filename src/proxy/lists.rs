@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::client::{Client, SubscriptionEnd, SubscriptionEvent};
+use crate::client::{Client, Subscription, SubscriptionEnd, SubscriptionEvent};
 use crate::error::Error;
 use crate::outcome::PromptArguments;
 use crate::server::Server;
@@ -24,14 +24,14 @@ use super::{forward, lock, read_through, tasks_of};
 
 /// Which lists to mirror again.
 #[derive(Clone, Copy)]
-pub(super) struct Lists {
+struct Lists {
     tools: bool,
     resources: bool,
     prompts: bool,
 }
 
 impl Lists {
-    pub(super) fn all() -> Lists {
+    fn all() -> Lists {
         Lists {
             tools: true,
             resources: true,
@@ -132,7 +132,7 @@ pub(super) fn sync<T: serde::Serialize>(
 /// the server does not declare, any more: a restarted server may declare
 /// less, is emptied); which of `lists` changed (each change is announced
 /// by the change itself).
-pub(super) fn mirror(
+fn mirror(
     server: &Server,
     client: &Arc<Client>,
     updates: &Arc<Updates>,
@@ -248,6 +248,24 @@ fn mirror_each(
 const RETRIES: u32 = 5;
 const FIRST_RETRY: Duration = Duration::from_millis(100);
 
+/// Whether a listing that failed with `e` may pass if tried again: an
+/// error answer, a timeout, a connection that failed or a restart under
+/// way may be over by then. Not a list whose pages never end (the
+/// client's page cap), whose cursor repeats, or whose page the client
+/// could not read (`Error::Protocol`, `Error::Json`, a line too long):
+/// the same server lists the same way, and each try may cost a thousand
+/// pages.
+fn may_pass(e: &Error) -> bool {
+    matches!(
+        e,
+        Error::Rpc(_)
+            | Error::Io(_)
+            | Error::Timeout
+            | Error::Disconnected
+            | Error::ServerExited { .. }
+    )
+}
+
 /// The one `listen` the proxy keeps on the server for its list changes,
 /// on a thread of its own: each change lists again and publishes; so does
 /// a restart of the server, which sends the listen again (`Resubscribed`)
@@ -255,19 +273,30 @@ const FIRST_RETRY: Duration = Duration::from_millis(100);
 /// with every change waiting behind it, for one listing: a burst of them
 /// costs a listing or two, not one each.
 ///
-/// Once the listen is acknowledged, every list is listed again: a change
-/// the server made after [`serve_as`](super::serve_as) listed it and
-/// before the listen was in place was announced to no listen (a restart
-/// meanwhile is one such change). A restart may also come before the
-/// listen is acknowledged: a server that dies with the listen unanswered
-/// fails it (`Disconnected`), and it is sent again once the server is
-/// restarted.
+/// The lists are listed once the listen is acknowledged, the first time
+/// for [`serve_as`](super::serve_as) (which waits for it, and returns its
+/// error): a change the server made before the listen was in place was
+/// announced to no listen, one made after the ack is heard, so each list
+/// is listed once as the proxy starts (listed before the listen, a change
+/// in between was lost; listed on both sides of the ack, twice). So too
+/// after a listen sent again (a restart, an overflow). A restart may also
+/// come before the listen is acknowledged: a server that dies with the
+/// listen unanswered fails it (`Disconnected`), and it is sent again once
+/// the server is restarted; when that is the first listen, `serve_as`
+/// returns at once with nothing mirrored yet (it used to mirror the
+/// server that died), and the lists come once the restarted server
+/// acknowledges the listen. A first listen refused (or not answered
+/// within the client's request timeout) leaves the lists listed once,
+/// their changes unheard.
 ///
 /// A listing that fails (an error answer, a timeout, a restart under
 /// way) is not the end of the change it was for: the lists it was for
 /// stay to be listed, and are listed again after [`FIRST_RETRY`], twice
 /// that, and so on, at most [`RETRIES`] times, or at once when the next
-/// change comes; once the retries run out, with the next change. A change
+/// change comes; once the retries run out, with the next change. A
+/// listing that cannot pass by trying again ([`may_pass`]: a list whose
+/// pages never end, or whose cursor repeats) is not tried again before
+/// the next change: a change costs one such listing, not six. A change
 /// the server announced is published once its list is mirrored, and only
 /// once: a list mirrored before another failed (tools listed, prompts
 /// failing; the resources listed, their templates failing) is not listed
@@ -284,7 +313,7 @@ pub(super) fn follow_list_changes(
     client: &Arc<Client>,
     updates: Arc<Updates>,
     mirrored: Arc<Mutex<Mirrored>>,
-) {
+) -> Result<(), Error> {
     let capabilities = client.server_capabilities();
     let changes = |c: Option<bool>| c.filter(|on| *on);
     let filter = SubscriptionFilter {
@@ -296,7 +325,7 @@ pub(super) fn follow_list_changes(
         ..SubscriptionFilter::default()
     };
     if filter == SubscriptionFilter::default() {
-        return;
+        return mirror(server, client, &updates, &mirrored, Lists::all()).map(drop);
     }
     // The lists whose changes the listen asks for.
     let followed = Lists {
@@ -304,30 +333,61 @@ pub(super) fn follow_list_changes(
         resources: filter.resources_list_changed.is_some(),
         prompts: filter.prompts_list_changed.is_some(),
     };
-    let (server, client) = (server.clone(), Arc::clone(client));
-    let _ = thread::Builder::new()
+    // The first listing's outcome, for `serve_as`.
+    let (listed_tx, listed) = crossbeam_channel::bounded(1);
+    // The thread's own handles (the originals list here if it cannot start).
+    let following = (
+        server.clone(),
+        Arc::clone(client),
+        Arc::clone(&updates),
+        Arc::clone(&mirrored),
+    );
+    let spawned = thread::Builder::new()
         .name("mcp-proxy-lists".into())
         .spawn(move || {
+            let (server, client, updates, mirrored) = following;
+            // The listen first, then the listing (the docs above).
+            let link = client.link();
+            let mut first = match client.listen(filter.clone()) {
+                Ok(subscription) => {
+                    let first = mirror(&server, &client, &updates, &mirrored, Lists::all());
+                    let failed = first.is_err();
+                    let _ = listed_tx.send(first.map(drop));
+                    if failed {
+                        return;
+                    }
+                    Some(subscription)
+                }
+                // Refused, or never answered: listed once, changes unheard.
+                Err(_) if link.is_alive() => {
+                    let first = mirror(&server, &client, &updates, &mirrored, Lists::all());
+                    let _ = listed_tx.send(first.map(drop));
+                    return;
+                }
+                // The server died with the listen unanswered: nothing
+                // listed yet, the listen sent again below.
+                Err(_) => {
+                    let _ = listed_tx.send(Ok(()));
+                    None
+                }
+            };
             // Which lists the server announced a change of (not yet
             // published), and which of those changed since (announced by
             // the change itself), kept till their lists are listed.
             let (mut announced, mut changed) = (Lists::none(), Lists::none());
             'listen: loop {
-                let listened = loop {
-                    let link = client.link();
-                    match client.listen(filter.clone()) {
-                        Err(_) if client.wait_restarted(&link) => continue,
-                        listened => break listened,
-                    }
+                // What is still to be listed: nothing after the first
+                // listen (listed since its ack), every list after another
+                // (the docs above).
+                let (mut subscription, mut pending) = match first.take() {
+                    Some(subscription) => (subscription, Lists::none()),
+                    None => match listen(&client, &filter) {
+                        Ok(subscription) => (subscription, Lists::all()),
+                        // Refused, or no restart followed: listed once
+                        // more, as below.
+                        Err(_) => break,
+                    },
                 };
-                let Ok(mut subscription) = listened else {
-                    // Refused, or no restart followed: listed once more,
-                    // as below.
-                    break;
-                };
-                // What is still to be listed: every list first (the docs
-                // above).
-                let mut pending = Lists::all();
                 let mut failures = 0;
                 loop {
                     if pending.any() {
@@ -358,7 +418,7 @@ pub(super) fn follow_list_changes(
                         match listed {
                             Ok(()) => failures = 0,
                             // Kept for the next change.
-                            Err(_) if failures == RETRIES => failures = 0,
+                            Err(e) if failures == RETRIES || !may_pass(&e) => failures = 0,
                             Err(_) => failures += 1,
                         }
                     }
@@ -404,4 +464,22 @@ pub(super) fn follow_list_changes(
             // for the first: a list change after it goes unheard.
             let _ = mirror(&server, &client, &updates, &mirrored, Lists::all());
         });
+    match spawned {
+        // Sent before the thread ends, unless it panicked.
+        Ok(_) => listed.recv().unwrap_or(Err(Error::Disconnected)),
+        // No thread to follow the changes: listed once.
+        Err(_) => mirror(server, client, &updates, &mirrored, Lists::all()).map(drop),
+    }
+}
+
+/// Sends the listen for `filter`, and again once the server is restarted
+/// if it failed meanwhile (a server that died with it unanswered).
+fn listen(client: &Client, filter: &SubscriptionFilter) -> Result<Subscription, Error> {
+    loop {
+        let link = client.link();
+        match client.listen(filter.clone()) {
+            Err(_) if client.wait_restarted(&link) => continue,
+            listened => return listened,
+        }
+    }
 }

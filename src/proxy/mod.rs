@@ -23,10 +23,11 @@
 //!   a restart of the server (the listen sent again, or refused by the
 //!   restarted server; one that died before it acknowledged the listen
 //!   gets it again once restarted), after which a list the server no
-//!   longer declares is emptied. Once that listen is acknowledged the lists
-//!   are listed again (a change before it was heard by nobody); a listing
+//!   longer declares is emptied. The lists are listed once that listen is
+//!   acknowledged (a change before it was heard by nobody); a listing
 //!   that fails is tried again a few times, with a growing wait, its
-//!   change published once; a listen that overflowed (a flood of changes)
+//!   change published once (one that cannot pass, a list whose pages
+//!   never end, only with the next change); a listen that overflowed (a flood of changes)
 //!   is sent again (`lists::follow_list_changes`). That listen is how a restart is heard: behind a first
 //!   server that declared no list changes, the lists stay the first's
 //!   after a restart.
@@ -116,7 +117,7 @@ use crate::types::{
     ServerCapabilities, TASKS_EXTENSION, Task, TaskStatus, meta_key, method,
 };
 
-use lists::{Lists, Mirrored, follow_list_changes, mirror};
+use lists::{Mirrored, follow_list_changes};
 use updates::{Updates, subscribe};
 /// Builds a server that serves what `client`'s server offers (module
 /// docs): named and described as that server, with its lists mirrored,
@@ -124,6 +125,11 @@ use updates::{Updates, subscribe};
 /// `Server::serve_http` (feature `http`), [`Server::serve`]. `client` is a
 /// [`Client`], or an `Arc<Client>` of which you keep a clone (to close it
 /// once serving is over).
+///
+/// It returns once every list is listed, after the server acknowledged
+/// the proxy's listen for its list changes (when it declares any): a
+/// server that does not answer that listen holds it up to the client's
+/// request timeout (its lists are then listed, and not followed).
 ///
 /// ```no_run
 /// # #[cfg(feature = "http")] fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -208,10 +214,9 @@ pub fn serve_as(client: impl Into<Arc<Client>>) -> Result<Server, Error> {
     let server = builder.build();
     *lock(&server_slot) = Some(server.clone());
     let mirrored = Arc::new(Mutex::new(Mirrored::default()));
-    // Listed again once the listen that follows the lists is
-    // acknowledged: a change (or a restart) in between was heard by none.
-    mirror(&server, &client, &updates, &mirrored, Lists::all())?;
-    follow_list_changes(&server, &client, updates, mirrored);
+    // Listed once the listen that follows the lists is acknowledged: a
+    // change after the listing is heard.
+    follow_list_changes(&server, &client, updates, mirrored)?;
     Ok(server)
 }
 

@@ -1166,9 +1166,13 @@ fn a_burst_of_list_changes_behind_costs_the_proxy_a_few_listings() {
 }
 
 /// A transport to `behind` that holds the first `subscriptions/listen` on
-/// its way until `release` says (or `WAIT` passes); every other line
-/// passes at once.
-fn listen_held(behind: Server, release: crossbeam_channel::Receiver<()>) -> Transport {
+/// its way until `release` says (or `WAIT` passes), and says on
+/// `holding` that it holds it; every other line passes at once.
+fn listen_held(
+    behind: Server,
+    holding: crossbeam_channel::Sender<()>,
+    release: crossbeam_channel::Receiver<()>,
+) -> Transport {
     use std::io::{BufRead, Write};
     let (ours, relay_front) = Transport::memory();
     let (relay_back, theirs) = Transport::memory();
@@ -1184,6 +1188,7 @@ fn listen_held(behind: Server, release: crossbeam_channel::Receiver<()>) -> Tran
                 held = true;
                 let (listen, back_out) = (line.clone(), Arc::clone(&back_out));
                 let release = release.clone();
+                let _ = holding.send(());
                 thread::spawn(move || {
                     let _ = release.recv_timeout(WAIT);
                     let mut back_out = back_out.lock().unwrap();
@@ -1231,23 +1236,28 @@ fn offers_within_wait(caller: &Client, name: &str) -> bool {
 /// then offers the old list until the next change. This is how
 /// `a_burst_of_list_changes_behind_costs_the_proxy_a_few_listings` failed
 /// under load: its lists thread had not sent the listen yet when the
-/// burst, and the tool it adds, went by.
+/// burst, and the tool it adds, went by. (Since review proxy14 the lists
+/// are listed once, after the ack: `serve_as` waits for it, and the tool
+/// comes while it waits.)
 #[test]
 fn a_change_behind_before_the_proxys_listen_is_acknowledged_is_mirrored() {
     let behind = crate::everything::build();
-    let (release, held) = crossbeam_channel::bounded(1);
-    let client = Client::connect(listen_held(behind.clone(), held)).unwrap();
-    let proxy = mcp_stdio::proxy::serve_as(client).unwrap();
-    let (ours, theirs) = Transport::memory();
-    let serving = proxy.clone();
-    thread::spawn(move || serving.serve(theirs));
-    let caller = Client::connect(ours).unwrap();
-    // Listed, the listen not yet acknowledged: a tool comes behind.
+    let (held_tx, held) = crossbeam_channel::bounded(1);
+    let (release, release_rx) = crossbeam_channel::bounded(1);
+    let client = Client::connect(listen_held(behind.clone(), held_tx, release_rx)).unwrap();
+    let starting = thread::spawn(move || mcp_stdio::proxy::serve_as(client).unwrap());
+    held.recv_timeout(WAIT).expect("the proxy sent no listen");
+    // The listen not yet acknowledged: a tool comes behind.
     behind.add_tool(
         Tool::new("late", "Added before the listen."),
         |_ctx, _: Value| Ok::<_, mcp_stdio::ErrorObject>(CallToolResult::text("late")),
     );
     release.send(()).unwrap();
+    let proxy = starting.join().unwrap();
+    let (ours, theirs) = Transport::memory();
+    let serving = proxy.clone();
+    thread::spawn(move || serving.serve(theirs));
+    let caller = Client::connect(ours).unwrap();
     assert!(
         offers_within_wait(&caller, "late"),
         "the proxy never offered `late`, added behind before its listen was acknowledged"
@@ -2084,5 +2094,255 @@ fn a_proxy_that_stops_during_a_listing_retry_stops_at_once() {
         started.elapsed() < Duration::from_secs(1),
         "the stop took {:?}",
         started.elapsed()
+    );
+}
+
+/// `count` once it stays the same for `settle` (what a thread the test
+/// cannot join still does: a late addition can only hide, never fail).
+fn settled(count: &AtomicUsize, settle: Duration) -> usize {
+    let mut last = count.load(Ordering::SeqCst);
+    loop {
+        thread::sleep(settle);
+        let now = count.load(Ordering::SeqCst);
+        if now == last {
+            return now;
+        }
+        last = now;
+    }
+}
+
+/// How many `tools/list` pages the proxy asks of a server behind for one
+/// change of its tools, once no more come, when every page the server
+/// answers names a next one: `cursor(n)` on its `n`th page. (The server
+/// behind is asked for its first page each time: the relay takes the
+/// cursor out of the request, and puts one in the answer.)
+fn pages_asked_for_one_change(cursor: fn(usize) -> String) -> usize {
+    use std::io::{BufRead, Write};
+    let behind = Server::builder("paging", "1").enable_tools().build();
+    let (ours, relay_front) = Transport::memory();
+    let (relay_back, theirs) = Transport::memory();
+    let serving = behind.clone();
+    thread::spawn(move || serving.serve(theirs));
+    let (mut front_in, mut front_out) = relay_front.into_parts();
+    let (mut back_in, mut back_out) = relay_back.into_parts();
+    let endless = Arc::new(AtomicBool::new(false));
+    let pages = Arc::new(AtomicUsize::new(0));
+    let (paging, asked) = (Arc::clone(&endless), Arc::clone(&pages));
+    thread::spawn(move || {
+        let mut line = String::new();
+        while front_in.read_line(&mut line).is_ok_and(|n| n > 0) {
+            let mut message: Value = serde_json::from_str(&line).unwrap_or(Value::Null);
+            if message["method"] == "tools/list" {
+                asked.fetch_add(1, Ordering::SeqCst);
+                if let Some(params) = message["params"].as_object_mut() {
+                    params.remove("cursor");
+                }
+                line = format!("{message}\n");
+            }
+            if back_out.write_all(line.as_bytes()).is_err() || back_out.flush().is_err() {
+                break;
+            }
+            line.clear();
+        }
+    });
+    thread::spawn(move || {
+        let mut line = String::new();
+        let mut n = 0;
+        while back_in.read_line(&mut line).is_ok_and(|n| n > 0) {
+            let mut message: Value = serde_json::from_str(&line).unwrap_or(Value::Null);
+            if paging.load(Ordering::SeqCst) && message["result"]["tools"].is_array() {
+                message["result"]["nextCursor"] = json!(cursor(n));
+                n += 1;
+                line = format!("{message}\n");
+            }
+            if front_out.write_all(line.as_bytes()).is_err() || front_out.flush().is_err() {
+                break;
+            }
+            line.clear();
+        }
+    });
+    let proxy = mcp_stdio::proxy::serve_as(Client::connect(ours).unwrap()).unwrap();
+    // The listings of the proxy's start are over.
+    let before = settled(&pages, Duration::from_millis(300));
+    endless.store(true, Ordering::SeqCst);
+    behind.notifier().tools_list_changed();
+    let deadline = Instant::now() + WAIT;
+    while pages.load(Ordering::SeqCst) == before {
+        assert!(Instant::now() < deadline, "the change was not listed");
+        thread::sleep(Duration::from_millis(5));
+    }
+    // Longer than the first waits between two retries (0.1 s, 0.2 s).
+    let asked = settled(&pages, Duration::from_millis(500)) - before;
+    proxy.stop_handle().stop();
+    asked
+}
+
+/// Claim (review proxy14): a server behind whose tools never end (a new
+/// `nextCursor` on every page) fails each listing at the client's page
+/// cap (1,000 pages, `Error::Protocol`), and `follow_list_changes` tries
+/// that listing again five times: 6,000 page requests for one change,
+/// none of which could pass. A listing that cannot pass is not retried
+/// until the next change.
+#[test]
+fn a_list_behind_whose_pages_never_end_costs_one_listing_per_change() {
+    let pages = pages_asked_for_one_change(|n| format!("page-{n}"));
+    assert!(
+        pages <= 1_000,
+        "{pages} tools/list pages asked behind the proxy for one change"
+    );
+}
+
+/// Claim (review proxy14): as above, for a server whose cursor repeats
+/// (the client ends the listing at the second page, a cycle).
+#[test]
+fn a_list_behind_whose_cursor_repeats_costs_one_listing_per_change() {
+    let pages = pages_asked_for_one_change(|_| "again".to_owned());
+    assert!(
+        pages <= 2,
+        "{pages} tools/list pages asked behind the proxy for one change"
+    );
+}
+
+/// Claim (review proxy14): every list behind is listed twice as the proxy
+/// starts: once by `serve_as`, once more by `follow_list_changes` when
+/// its listen is acknowledged. Once is enough when the listen comes
+/// first (a change before it is still mirrored:
+/// `a_change_behind_before_the_proxys_listen_is_acknowledged_is_mirrored`).
+#[test]
+fn the_proxy_lists_each_list_behind_once_as_it_starts() {
+    let listed = Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let acknowledged = Arc::new(AtomicBool::new(false));
+    let listings = Arc::new(AtomicUsize::new(0));
+    let (noted, counted, heard) = (
+        Arc::clone(&listed),
+        Arc::clone(&listings),
+        Arc::clone(&acknowledged),
+    );
+    let transport = relay(
+        crate::everything::build(),
+        move |line| {
+            let message: Value = serde_json::from_str(line).unwrap_or(Value::Null);
+            if let Some(method) = message["method"].as_str().filter(|m| m.ends_with("/list")) {
+                noted.lock().unwrap().push(method.to_owned());
+                counted.fetch_add(1, Ordering::SeqCst);
+            }
+            None
+        },
+        move |line| {
+            if line.contains("notifications/subscriptions/acknowledged") {
+                heard.store(true, Ordering::SeqCst);
+            }
+            line
+        },
+    );
+    let proxy = mcp_stdio::proxy::serve_as(Client::connect(transport).unwrap()).unwrap();
+    let deadline = Instant::now() + WAIT;
+    while !acknowledged.load(Ordering::SeqCst) {
+        assert!(
+            Instant::now() < deadline,
+            "the proxy's listen was never acknowledged"
+        );
+        thread::sleep(Duration::from_millis(5));
+    }
+    // Whatever the proxy lists once its listen is acknowledged.
+    settled(&listings, Duration::from_millis(300));
+    proxy.stop_handle().stop();
+    let mut listed = listed.lock().unwrap().clone();
+    listed.sort();
+    assert_eq!(
+        listed,
+        [
+            "prompts/list",
+            "resources/list",
+            "resources/templates/list",
+            "tools/list"
+        ],
+        "the lists asked behind the proxy as it started"
+    );
+}
+
+/// Claim (review proxy14): a server behind that floods list changes
+/// again and again overflows the proxy's listen each time (more changes
+/// wait than the client holds for it), and each overflow writes a note
+/// to stderr: a flood that never ends fills the proxy's log. Found
+/// false: the note goes through the reader's `NoteLimiter` (at most 10 a
+/// second, with a count of the rest); kept as a guard.
+#[test]
+fn a_listen_behind_that_overflows_again_and_again_is_noted_at_most_ten_times_a_second() {
+    const SPELLS: usize = 60;
+    let behind = Server::builder("flooding", "1").enable_tools().build();
+    let (held_tx, held) = crossbeam_channel::unbounded::<()>();
+    let (release, release_rx) = crossbeam_channel::unbounded::<()>();
+    let holding = Arc::new(AtomicBool::new(false));
+    let listens = Arc::new(AtomicUsize::new(0));
+    let (holds, listened) = (Arc::clone(&holding), Arc::clone(&listens));
+    let transport = relay(
+        behind.clone(),
+        move |line| {
+            if line.contains(r#""method":"subscriptions/listen""#) {
+                listened.fetch_add(1, Ordering::SeqCst);
+            }
+            let hold = line.contains(r#""method":"tools/list""#) && holds.load(Ordering::SeqCst);
+            hold.then(|| {
+                let _ = held_tx.send(());
+                release_rx.clone()
+            })
+        },
+        |line| line,
+    );
+    let notes = Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let noted = Arc::clone(&notes);
+    let client = Client::builder()
+        .max_line_bytes(2048)
+        .trace_problems(move |note| noted.lock().unwrap().push(note.to_owned()))
+        .connect(transport)
+        .unwrap();
+    let client = Arc::new(client);
+    let proxy = mcp_stdio::proxy::serve_as(Arc::clone(&client)).unwrap();
+    // Every tools/list held from here on, till the test lets it go.
+    holding.store(true, Ordering::SeqCst);
+    behind.notifier().tools_list_changed();
+    let started = Instant::now();
+    for spell in 0..SPELLS {
+        // A listing held; a flood past the client's hold for the listen,
+        // taken by the client's reader once this answer behind it is.
+        held.recv_timeout(WAIT)
+            .unwrap_or_else(|_| panic!("no listing held in spell {spell}"));
+        for _ in 0..100 {
+            behind.notifier().tools_list_changed();
+        }
+        client.discover().unwrap();
+        // The held listing answered, then the one for the changes taken
+        // before the overflow; the listen is sent again, and its listing
+        // of every list is the next spell's held one.
+        release.send(()).unwrap();
+        held.recv_timeout(WAIT)
+            .unwrap_or_else(|_| panic!("no second listing held in spell {spell}"));
+        release.send(()).unwrap();
+    }
+    let elapsed = started.elapsed();
+    holding.store(false, Ordering::SeqCst);
+    release.send(()).unwrap();
+    proxy.stop_handle().stop();
+    assert!(
+        listens.load(Ordering::SeqCst) >= SPELLS,
+        "the listen behind was sent {} times",
+        listens.load(Ordering::SeqCst)
+    );
+    let overflows = || {
+        (notes.lock().unwrap().iter())
+            .filter(|n| n.contains("ended subscription"))
+            .count()
+    };
+    let deadline = Instant::now() + WAIT;
+    while overflows() == 0 {
+        assert!(Instant::now() < deadline, "no overflow was noted");
+        thread::sleep(Duration::from_millis(5));
+    }
+    let windows = elapsed.as_secs() as usize + 1;
+    let noted = overflows();
+    assert!(
+        noted <= 10 * windows,
+        "{noted} overflow notes in {elapsed:?} for {SPELLS} overflows"
     );
 }
