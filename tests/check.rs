@@ -329,6 +329,11 @@ fn main() {
             "each_check_that_calls_a_tool_takes_the_first_call_that_fits_it",
             each_check_that_calls_a_tool_takes_the_first_call_that_fits_it,
         ),
+        // review of check14: each fails on main as it was.
+        (
+            "review_a_malformed_handshake_answer_beside_a_good_one_fails_a_check",
+            review_a_malformed_handshake_answer_beside_a_good_one_fails_a_check,
+        ),
     ];
     for &(name, test) in review {
         tests.push((name.into(), Box::new(test)));
@@ -1724,6 +1729,37 @@ fn a_malformed_answer_is_named_not_taken_for_silence() -> Result<(), String> {
     Ok(())
 }
 
+/// A server that speaks both eras and answers one handshake malformed
+/// (`result` twice) and the other well: the malformed answer was taken
+/// for "this era is not spoken" (`no_modern`, `no_legacy`), the other
+/// era checked, and every check that would have met it skipped ("the
+/// server is not modern"): the run passed (status 0), where the same
+/// answer to `tools/list` fails `tools.list`, and a server that speaks
+/// only the malformed era is status 1 (review of check14).
+fn review_a_malformed_handshake_answer_beside_a_good_one_fails_a_check() -> Result<(), String> {
+    for fault in ["discover-result-twice", "initialize-result-twice"] {
+        let run = check(
+            &["--format", "json", "--wait", "2", "--", &this_exe()],
+            Some(fault),
+        );
+        let named = outcomes(&run).into_iter().find(|o| {
+            o["status"] == "fail" && o["reason"].as_str().is_some_and(|r| r.contains("malformed"))
+        });
+        if run.status != Some(1) || named.is_none() {
+            let skipped: Vec<String> = outcomes(&run)
+                .iter()
+                .filter(|o| o["reason"].as_str().is_some_and(|r| r.contains("malformed")))
+                .map(|o| format!("{} {}", o["id"], o["status"]))
+                .collect();
+            return Err(format!(
+                "{fault}: status {:?}, no check fails naming it (those that name it: {skipped:?})",
+                run.status
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// `--call ask --call slow`: `tools.call-result` took the first, which
 /// needs elicitation (error -32021 to a client that does not declare it),
 /// and failed; `cancel.no-reply-after-cancel` took the first too, which
@@ -2885,6 +2921,18 @@ fn unreadable_answer(fault: &str, v: &Value) -> Option<Vec<u8>> {
 /// (`result-twice`, and beside `1e400`: `result-twice`, `id-twice`,
 /// `null-result`).
 fn malformed_answer(fault: &str, v: &Value) -> Option<Vec<u8>> {
+    // `discover-result-twice`, `initialize-result-twice`: that handshake's
+    // answer with `result` twice (review of check14).
+    let handshake = match fault {
+        "discover-result-twice" => v.pointer("/result/supportedVersions"),
+        "initialize-result-twice" => v.pointer("/result/protocolVersion"),
+        _ => None,
+    };
+    if handshake.is_some() {
+        let (id, result) = (&v["id"], &v["result"]);
+        let line = format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{result},"result":{result}}}"#);
+        return Some(line.into_bytes());
+    }
     let kind = fault.strip_prefix("tools-list-")?;
     v.pointer("/result/tools")?;
     let (id, result) = (&v["id"], &v["result"]);
