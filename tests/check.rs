@@ -24,7 +24,7 @@ mod fixtures;
 #[path = "harness/selection.rs"]
 mod selection;
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufReader, Read, Write};
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -330,6 +330,10 @@ fn main() {
             each_check_that_calls_a_tool_takes_the_first_call_that_fits_it,
         ),
         // review of check14: each fails on main as it was.
+        (
+            "review_no_tool_named_with_call_is_called_more_often_than_the_catalogue_says",
+            review_no_tool_named_with_call_is_called_more_often_than_the_catalogue_says,
+        ),
         (
             "review_a_malformed_handshake_answer_beside_a_good_one_fails_a_check",
             review_a_malformed_handshake_answer_beside_a_good_one_fails_a_check,
@@ -1743,12 +1747,19 @@ fn review_a_malformed_handshake_answer_beside_a_good_one_fails_a_check() -> Resu
             Some(fault),
         );
         let named = outcomes(&run).into_iter().find(|o| {
-            o["status"] == "fail" && o["reason"].as_str().is_some_and(|r| r.contains("malformed"))
+            o["status"] == "fail"
+                && o["reason"]
+                    .as_str()
+                    .is_some_and(|r| r.contains("malformed"))
         });
         if run.status != Some(1) || named.is_none() {
             let skipped: Vec<String> = outcomes(&run)
                 .iter()
-                .filter(|o| o["reason"].as_str().is_some_and(|r| r.contains("malformed")))
+                .filter(|o| {
+                    o["reason"]
+                        .as_str()
+                        .is_some_and(|r| r.contains("malformed"))
+                })
                 .map(|o| format!("{} {}", o["id"], o["status"]))
                 .collect();
             return Err(format!(
@@ -1756,6 +1767,73 @@ fn review_a_malformed_handshake_answer_beside_a_good_one_fails_a_check() -> Resu
                 run.status
             ));
         }
+    }
+    Ok(())
+}
+
+/// CONFORMANCE.md (and `--help`): "a tool named with `--call` may be
+/// called up to six times in a run". Each check that looks for the first
+/// `--call` that fits it calls every tool named before that one too
+/// (check14 made `tools.call-result` and `cancel.no-reply-after-cancel`
+/// such checks), and the two mrtr and the two tasks checks each look on
+/// their own: `ask`, named first, was called seven times (review of
+/// check14). The bound is read from CONFORMANCE.md.
+fn review_no_tool_named_with_call_is_called_more_often_than_the_catalogue_says()
+-> Result<(), String> {
+    let catalogue =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("CONFORMANCE.md"))
+            .map_err(|e| e.to_string())?;
+    let said = catalogue
+        .split("may be called up to ")
+        .nth(1)
+        .and_then(|rest| rest.split(' ').next())
+        .ok_or("CONFORMANCE.md names no bound")?;
+    let words = [
+        "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
+    ];
+    let bound = words
+        .iter()
+        .position(|w| *w == said)
+        .ok_or(format!("a bound in words: {said}"))?
+        + 1;
+    let dir = std::env::temp_dir().join(format!("mcp-check-calls-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    let log = dir.join("calls");
+    let _ = std::fs::remove_file(&log);
+    let fault = format!("count-calls:{}", log.display());
+    let run = check(
+        &[
+            "--format",
+            "json",
+            "--call",
+            ASKS,
+            "--call",
+            "echo={\"text\":\"x\"}",
+            "--call",
+            SLOW,
+            "--",
+            &this_exe(),
+        ],
+        Some(&fault),
+    );
+    let calls = std::fs::read_to_string(&log).unwrap_or_default();
+    let _ = std::fs::remove_dir_all(&dir);
+    // The calls with the arguments given (not `tools.wrong-arguments`'
+    // refused ones).
+    let given = [
+        "ask {}".to_owned(),
+        r#"echo {"text":"x"}"#.to_owned(),
+        format!("slow {}", SLOW.trim_start_matches("slow=")),
+    ];
+    let mut counts = BTreeMap::new();
+    for call in calls.lines().filter(|c| given.iter().any(|g| g == c)) {
+        *counts.entry(call.to_owned()).or_insert(0) += 1;
+    }
+    if counts.values().any(|n| *n > bound) || run.status.is_none() {
+        return Err(format!(
+            "status {:?}; calls by tool: {counts:?}; CONFORMANCE.md says up to {bound}",
+            run.status
+        ));
     }
     Ok(())
 }
@@ -2720,6 +2798,22 @@ fn filter_in(shared: &mut Shared, line: Vec<u8>) -> Option<Vec<u8>> {
         }
     }
     let parsed: Option<Value> = serde_json::from_slice(&line).ok();
+    if let (Some(path), Some(v)) = (shared.fault.strip_prefix("count-calls:"), &parsed)
+        && v["method"] == "tools/call"
+    {
+        // Every tool called, one a line, whichever server process it is.
+        let mut file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .unwrap();
+        let _ = writeln!(
+            file,
+            "{} {}",
+            v["params"]["name"].as_str().unwrap_or("?"),
+            v["params"]["arguments"]
+        );
+    }
     match (shared.fault.as_str(), &parsed) {
         ("no-parse-error", None) if !blank => None,
         ("reply-after-cancel", Some(v)) if v["method"] == "notifications/cancelled" => None,
