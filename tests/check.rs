@@ -331,6 +331,10 @@ fn main() {
         ),
         // review of check14: each fails on main as it was.
         (
+            "review_the_lists_of_a_legacy_checked_server_are_its_legacy_lists",
+            review_the_lists_of_a_legacy_checked_server_are_its_legacy_lists,
+        ),
+        (
             "review_no_tool_named_with_call_is_called_more_often_than_the_catalogue_says",
             review_no_tool_named_with_call_is_called_more_often_than_the_catalogue_says,
         ),
@@ -1689,6 +1693,40 @@ fn an_unreadable_discover_beside_a_readable_initialize_is_checked_in_the_legacy_
     Ok(())
 }
 
+/// A server that speaks both eras, whose `server/discover` answer the
+/// checker cannot read (`1e400`), and whose modern era lists no tools
+/// while its legacy era lists them all. The legacy era is checked (its
+/// handshake was read), but `Facts::gather` read the lists on the modern
+/// session it kept from the probe: `--call echo` was refused as naming a
+/// tool the server does not list (status 2), though the era checked
+/// lists it (review of check14).
+fn review_the_lists_of_a_legacy_checked_server_are_its_legacy_lists() -> Result<(), String> {
+    let run = check(
+        &[
+            "--format",
+            "json",
+            "--wait",
+            "2",
+            "--call",
+            "echo={\"text\":\"x\"}",
+            "--only",
+            "tools.call-result",
+            "--",
+            &this_exe(),
+        ],
+        Some("unreadable-discover+modern-lists-nothing+past-a-double"),
+    );
+    let checked = outcome(&run, "tools.call-result");
+    match checked {
+        Ok(c) if run.status == Some(0) && c["status"] == "pass" => Ok(()),
+        _ => Err(format!(
+            "status {:?}; {checked:?}; stderr {}",
+            run.status,
+            run.stderr.trim()
+        )),
+    }
+}
+
 /// A server whose `tools/list` answer is malformed: `result` twice
 /// (RFC 8259: an object's names SHOULD be unique; readers differ on which
 /// they keep), `id` twice, or `"result": null` (a result is an object),
@@ -2813,6 +2851,18 @@ fn filter_in(shared: &mut Shared, line: Vec<u8>) -> Option<Vec<u8>> {
             v["params"]["name"].as_str().unwrap_or("?"),
             v["params"]["arguments"]
         );
+    }
+    if let Some(v) = &parsed
+        && shared.fault.contains("+modern-lists-nothing+")
+        && v["method"] == "tools/list"
+        && v.pointer("/params/_meta/io.modelcontextprotocol~1protocolVersion")
+            .is_some()
+    {
+        // A modern `tools/list`: no tools (the legacy era lists them).
+        let empty = json!({ "jsonrpc": "2.0", "id": v["id"],
+            "result": { "resultType": "complete", "tools": [] } });
+        shared.write_now(empty.to_string().as_bytes());
+        return None;
     }
     match (shared.fault.as_str(), &parsed) {
         ("no-parse-error", None) if !blank => None,
