@@ -270,7 +270,10 @@ impl Facts {
                 });
             }
         };
-        let mut session = match modern_session {
+        // The lists of the primary era: the probe's session only when
+        // that is the modern era (not when its answer was unread and the
+        // legacy era is checked).
+        let mut session = match modern_session.filter(|_| facts.primary == Some(Era::Modern)) {
             Some(session) => session,
             None => {
                 Session::start(target, Era::Legacy, &transcript, wait).map_err(Unreached::Not)?
