@@ -24,7 +24,8 @@ struct TokenState {
     /// `StoredTask::expires`); `None` for a request's.
     expires: Option<SystemTime>,
     // The mutex guards nothing but the condition variable's wait; the flag
-    // itself is the atomic, so `is_cancelled` never takes the lock.
+    // itself is the atomic, so `is_cancelled` never takes the lock (but
+    // once, to trip a token past its expiry and wake its waiters).
     lock: Mutex<()>,
     wake: Condvar,
 }
