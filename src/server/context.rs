@@ -271,38 +271,20 @@ impl RequestContext {
     /// it is forgotten, and nobody could cancel it any more). Poll it
     /// between units of work.
     pub fn is_cancelled(&self) -> bool {
-        self.token.is_cancelled() || self.expired()
-    }
-
-    /// Whether this is a task's handler whose TTL ran out; the token is
-    /// tripped then, for the clones of [`RequestContext::cancel_token`].
-    fn expired(&self) -> bool {
-        let Sink::Task(link) = &self.sink else {
-            return false;
-        };
-        let expired = link.left().is_some_and(|left| left.is_zero());
-        if expired {
-            self.token.cancel();
-        }
-        expired
+        self.token.is_cancelled()
     }
 
     /// A clone of the request's cancel token, for helpers and scoped
-    /// threads. A task's TTL trips it when the handler next asks
-    /// [`RequestContext::is_cancelled`] or waits in
-    /// [`RequestContext::wait_cancelled`].
+    /// threads. A task's token trips by itself at the task's TTL: a
+    /// helper polling or waiting on its clone sees it as the handler does.
     pub fn cancel_token(&self) -> CancelToken {
         self.token.clone()
     }
 
-    /// Sleeps for up to `timeout`, waking early on cancellation. Returns
-    /// whether the request is cancelled.
+    /// Sleeps for up to `timeout`, waking early on cancellation (a task's
+    /// TTL included). Returns whether the request is cancelled.
     pub fn wait_cancelled(&self, timeout: Duration) -> bool {
-        let timeout = match &self.sink {
-            Sink::Task(link) => link.left().map_or(timeout, |left| left.min(timeout)),
-            Sink::Conn { .. } => timeout,
-        };
-        self.token.wait_timeout(timeout) || self.expired()
+        self.token.wait_timeout(timeout)
     }
 
     /// Runs `wait`, a wait for something outside the server (another

@@ -798,6 +798,53 @@ fn a_task_past_its_ttl_is_cancelled_and_gives_its_place_back() {
     served.unwrap();
 }
 
+/// Claim (review of seal14): the TTL trips the token only when the
+/// handler itself asks (`is_cancelled`, `wait_cancelled`). A handler that
+/// hands its work to a scoped thread with `cancel_token()` (what the
+/// method's doc offers it for) and waits for that thread never asks: the
+/// helper sleeping on its clone of the token is never woken, and the
+/// task keeps its place among the running ones past its TTL, forgotten
+/// and so beyond `tasks/cancel`, as before the fix for the handler that
+/// waits itself.
+#[test]
+fn a_helper_waiting_on_the_cancel_token_is_woken_by_the_ttl() {
+    let server = Server::builder("t", "1")
+        .task_tool(
+            Tool::new("helped", "Waits on a helper thread."),
+            TaskMode::Required,
+            |ctx, _args: Value| {
+                let token = ctx.cancel_token();
+                std::thread::scope(|s| {
+                    s.spawn(|| while !token.wait_timeout(Duration::from_secs(60)) {})
+                        .join()
+                        .unwrap();
+                });
+                Ok(CallToolResult::text("released"))
+            },
+        )
+        .max_running_tasks(1)
+        .task_ttl(Some(Duration::from_millis(300)))
+        .build();
+    let mut peer = Peer::start(&server);
+    let first = start(&mut peer, "helped", json!({}));
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let resp = reply(
+            &mut peer,
+            &task_request("tools/call", json!({ "name": "helped", "arguments": {} })),
+        );
+        if resp["result"]["resultType"] == "task" {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{first}: the place is still taken past the TTL: {resp}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    peer.finish_quietly();
+}
+
 /// Claim (review seal14), not fixed: one client evicts another's
 /// finished tasks long before their TTL. The `MemoryTaskStore`, full,
 /// drops the task that finished longest ago, whoever made it: a client

@@ -127,16 +127,6 @@ impl TaskLink {
         Ok(answers)
     }
 
-    /// How long until the task's TTL runs out: `None` without one, zero
-    /// once it has.
-    pub fn left(&self) -> Option<Duration> {
-        let at = self.expires?;
-        Some(
-            at.duration_since(SystemTime::now())
-                .unwrap_or(Duration::ZERO),
-        )
-    }
-
     /// A progress message becomes the task's `statusMessage`.
     pub fn status_message(&self, message: &str) {
         let message = message.to_owned();

@@ -32,9 +32,11 @@ impl Tasks {
         // needed: the handler's next look reads the store, which says
         // everything a signal would (answers, or that the task ended).
         let (signals, inbox) = crossbeam_channel::bounded(SIGNALS_WAITING);
-        let token = CancelToken::new();
         let now = SystemTime::now();
         let expires = self.config.ttl.and_then(|t| now.checked_add(t));
+        // Trips by itself at the TTL, when the task is forgotten: nobody
+        // could cancel it then (for its handler and its helpers alike).
+        let token = CancelToken::expiring(expires);
         {
             // The slot is taken before the store is called (never under
             // this lock), so that the bound holds under a burst.

@@ -61,8 +61,9 @@ the first --call still running after 300 ms, slow enough to cancel:
 requests (mrtr.*: the first --call that answers input_required) and tasks
 (tasks.created-resolves, tasks.no-task-undeclared: the first --call that
 answers with a task when the client declares the Tasks extension). Each of
-these checks calls the tool afresh: a tool named with --call may be called up
-to six times in a run (--only keeps the checks you want it called by).
+these checks calls the tool afresh, and every --call named before it too (in
+the order given): a tool named with --call may be called up to eight times in
+a run (--only keeps the checks you want it called by).
 
 exit status: 0 no MUST failed, 1 a MUST failed, 2 the server could not be
 started or reached (or the command line was wrong).

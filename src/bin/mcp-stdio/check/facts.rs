@@ -131,6 +131,17 @@ impl Facts {
         }
     }
 
+    /// The failure of the check of an era's handshake when the server
+    /// answered it with a malformed response (`Missing::Malformed`): the
+    /// era was taken for not spoken, and every other check of it skips,
+    /// so the handshake's own check is where the broken rule shows.
+    pub fn malformed_handshake(why: Option<&str>) -> Result<(), Verdict> {
+        match why {
+            Some(why) if why.contains(MALFORMED) => Err(Verdict::Fail(why.to_owned())),
+            _ => Ok(()),
+        }
+    }
+
     /// A check that needs the modern era: why it is skipped, if it is.
     pub fn need_modern(&self) -> Result<(), Verdict> {
         match &self.no_modern {
@@ -259,7 +270,10 @@ impl Facts {
                 });
             }
         };
-        let mut session = match modern_session {
+        // The lists of the primary era: the probe's session only when
+        // that is the modern era (not when its answer was unread and the
+        // legacy era is checked).
+        let mut session = match modern_session.filter(|_| facts.primary == Some(Era::Modern)) {
             Some(session) => session,
             None => {
                 Session::start(target, Era::Legacy, &transcript, wait).map_err(Unreached::Not)?

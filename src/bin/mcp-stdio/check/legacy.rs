@@ -45,6 +45,9 @@ pub const CHECKS: &[Check] = &[
 ];
 
 fn initialize(ctx: &mut Ctx) -> Verdict {
+    if let Err(v) = super::Facts::malformed_handshake(ctx.facts.no_legacy.as_deref()) {
+        return v;
+    }
     if let Err(v) = ctx.facts.need_legacy() {
         return v;
     }

@@ -73,6 +73,9 @@ fn modern(ctx: &mut Ctx) -> Result<(), Verdict> {
 }
 
 fn discover(ctx: &mut Ctx) -> Verdict {
+    if let Err(v) = super::Facts::malformed_handshake(ctx.facts.no_modern.as_deref()) {
+        return v;
+    }
     if let Err(v) = modern(ctx) {
         return v;
     }

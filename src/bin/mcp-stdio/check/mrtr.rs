@@ -62,8 +62,8 @@ fn asking_tool(ctx: &mut Ctx) -> Result<(Call, Value), Verdict> {
     let calls = ctx.calls.to_vec();
     let mut tried = Vec::new();
     for call in &calls {
-        // A call not answered in time is not this rule's business (and
-        // tools.call-result says so): the next tool is tried.
+        // A call not answered in time is not this rule's business: the
+        // next tool is tried.
         match call_with(ctx, call, every_capability()) {
             Ok(reply) => match input_required(&reply) {
                 Some(result) => return Ok((call.clone(), result.clone())),

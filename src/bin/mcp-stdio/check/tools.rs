@@ -5,7 +5,7 @@
 
 use serde_json::{Value, json};
 
-use super::driver::Era;
+use super::driver::{Era, Missing};
 use super::results::validate;
 use super::schema::{Document, Found};
 use super::tool_schema::{refused_arguments, shape_errors};
@@ -297,7 +297,8 @@ const MISSING_CAPABILITY: i64 = -32021;
 /// The result of the first tool named with `--call` that answers with a
 /// complete result: a tool that answers `input_required` or a task, or
 /// needs a capability the check does not declare (`-32021`), is not this
-/// check's (the mrtr and tasks checks take those), and the next is tried.
+/// check's (the mrtr and tasks checks take those), nor one not answered
+/// within the wait or answered unreadably, and the next is tried.
 fn call_result(ctx: &mut Ctx) -> Verdict {
     let tools = match listed_tools(ctx) {
         Ok(t) => t,
@@ -319,12 +320,22 @@ fn call_result(ctx: &mut Ctx) -> Verdict {
             tried.push(format!("{}: the server lists no such tool", call.tool));
             continue;
         };
-        let reply = match ctx.ask(
-            "tools/call",
-            json!({ "name": call.tool, "arguments": call.arguments }),
-        ) {
-            Ok(r) => r,
+        let wait = ctx.wait;
+        let session = match ctx.session() {
+            Ok(s) => s,
             Err(v) => return v,
+        };
+        let params = json!({ "name": call.tool, "arguments": call.arguments });
+        let reply = match session.call("tools/call", params, wait) {
+            Ok(r) => r,
+            // Not answered in time, or not readable whole: no result to
+            // check (a slow tool breaks no rule of the result's); the next
+            // is tried, and the skip names it if none fits.
+            Err(e @ (Missing::Timeout(_) | Missing::Unreadable { .. })) => {
+                tried.push(format!("{}: {e}", call.tool));
+                continue;
+            }
+            Err(e) => return e.verdict("tools/call"),
         };
         if error_code(&reply) == Some(MISSING_CAPABILITY) {
             tried.push(format!("{}: {}", call.tool, said(&reply)));

@@ -97,3 +97,29 @@ fn a_well_formed_answer_is_not_malformed() {
         assert_eq!(malformed(text), None, "{text}");
     }
 }
+
+/// Review of check14, claims that were false (guards): a name twice
+/// inside `result` is the result's own business (only the top level
+/// is read: the value `Value` keeps is the one every reader keeps for
+/// `result` itself); `"error": null` beside a result is both members
+/// (JSON-RPC 2.0: `error` "MUST NOT exist if there was no error"), and a
+/// result that is an array or a string is no MCP result (every result
+/// of the schema is an object).
+#[test]
+fn only_the_top_level_is_read_for_names_twice() {
+    let nested = r#"{"jsonrpc":"2.0","id":1,"result":{"a":1,"a":2,"b":{"c":1,"c":2}}}"#;
+    assert_eq!(malformed(nested), None);
+}
+
+#[test]
+fn a_null_error_beside_a_result_and_a_result_that_is_no_object_are_malformed() {
+    let null_error = r#"{"jsonrpc":"2.0","id":1,"result":{},"error":null}"#;
+    assert!(malformed(null_error).is_some_and(|why| why.contains("both")));
+    for result in [r#"[]"#, r#""ok""#, "true"] {
+        let text = format!(r#"{{"jsonrpc":"2.0","id":1,"result":{result}}}"#);
+        assert!(
+            malformed(&text).is_some_and(|why| why.contains("not an object")),
+            "{text}"
+        );
+    }
+}
