@@ -1393,3 +1393,111 @@ fn many_tiny_header_fields_cost_memory_in_proportion_to_their_bytes() {
         "the server's peak RSS grew by {grew} KiB for 64 heads of 16 KiB (1 MiB sent)"
     );
 }
+
+/// Review http14 (`HttpRequest::keep_alive`): RFC 9112 section 6.1, a
+/// server that receives an HTTP/1.0 message with `Transfer-Encoding`
+/// "MUST treat the message as if the framing is faulty ... and close the
+/// connection after processing the message". Here an HTTP/1.0 chunked
+/// notification asks for keep-alive, and a second request follows on the
+/// same connection: an HTTP/1.0 intermediary in front, which knows no
+/// chunked, would have taken the chunks for that request (a desync).
+/// The server must answer the first and close, not serve the second.
+#[test]
+fn an_http10_request_with_a_transfer_coding_closes_its_connection() {
+    let http = crate::http::everything();
+    let addr = http.addr;
+    let note = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+    let list = body(70, "tools/list", json!({}));
+    let mut second = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Length: {}\r\n",
+        list.len()
+    );
+    for (name, value) in mirrored("tools/list", None) {
+        second.push_str(&format!("{name}: {value}\r\n"));
+    }
+    second.push_str("\r\n");
+    second.push_str(&list);
+    let first = format!(
+        "POST /mcp HTTP/1.0\r\nHost: {addr}\r\nConnection: keep-alive\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n{:x}\r\n{note}\r\n0\r\n\r\n",
+        note.len()
+    );
+    let out = crate::http::raw(addr, format!("{first}{second}").as_bytes());
+    assert_eq!(status(&out), 202, "{out}");
+    assert_eq!(
+        out.matches("HTTP/1.1 ").count(),
+        1,
+        "the request after an HTTP/1.0 chunked one was served on its connection:\n{out}"
+    );
+}
+
+/// A socket whose receive buffer is as small as the kernel allows: what
+/// the server sends it waits in the server's buffers, not here.
+fn small_window(addr: std::net::SocketAddr) -> TcpStream {
+    let socket = TcpStream::connect(addr).unwrap();
+    nix::sys::socket::setsockopt(&socket, nix::sys::socket::sockopt::RcvBuf, &4096).unwrap();
+    socket.set_read_timeout(Some(WAIT)).unwrap();
+    socket
+}
+
+/// Review http14 (`exchange::watch`, `Body`): a modern POST whose client
+/// keeps its connection open and reads nothing. Its handler reports
+/// progress until cancelled; once the socket's buffers are full its
+/// writes wait, and past the write timeout the client is taken for gone:
+/// the request must be cancelled then (spec 2026-07-28: the stream's end
+/// is the cancellation), not go on working for nobody.
+#[test]
+fn a_handler_whose_client_reads_nothing_is_cancelled_after_the_write_timeout() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+    let ended = Arc::new(AtomicBool::new(false));
+    let steps = Arc::new(AtomicU64::new(0));
+    let (ended_in, steps_in) = (Arc::clone(&ended), Arc::clone(&steps));
+    let tool = Tool::new("forever", "Reports progress until cancelled.")
+        .input_schema(json!({ "type": "object" }));
+    let server = crate::everything::build_with(move |builder| {
+        builder.tool(tool, move |ctx, _: Value| {
+            let text = "p".repeat(4096);
+            while !ctx.is_cancelled() {
+                let n = steps_in.fetch_add(1, Ordering::Relaxed);
+                ctx.progress(n as f64, None, Some(&text));
+            }
+            ended_in.store(true, Ordering::Release);
+            Ok(CallToolResult::text("cancelled"))
+        })
+    });
+    let http = start(
+        server,
+        HttpOptions::new().write_timeout(Duration::from_millis(300)),
+    );
+    let mut call: Value = serde_json::from_str(&body(
+        71,
+        "tools/call",
+        json!({ "name": "forever", "arguments": {} }),
+    ))
+    .unwrap();
+    call["params"]["_meta"]["progressToken"] = json!("f");
+    let call = call.to_string();
+    let mut request = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {}\r\nContent-Length: {}\r\n",
+        http.addr,
+        call.len()
+    );
+    for (name, value) in mirrored("tools/call", Some("forever")) {
+        request.push_str(&format!("{name}: {value}\r\n"));
+    }
+    request.push_str("\r\n");
+    request.push_str(&call);
+    let mut socket = small_window(http.addr);
+    std::io::Write::write_all(&mut socket, request.as_bytes()).unwrap();
+    // The client reads nothing from here on, and keeps its socket open.
+    let deadline = Instant::now() + 4 * WAIT;
+    while !ended.load(Ordering::Acquire) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(
+        ended.load(Ordering::Acquire),
+        "the handler still runs for a client that read nothing, {} progress notifications later",
+        steps.load(Ordering::Relaxed)
+    );
+    drop(socket);
+}
