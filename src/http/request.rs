@@ -71,9 +71,15 @@ impl HttpRequest {
     }
 
     /// Whether the connection stays open after the response (RFC 9112
-    /// section 9.3).
+    /// section 9.3). Never after an HTTP/1.0 request with a transfer
+    /// coding (section 6.1: its framing is taken as faulty, "and close the
+    /// connection after processing the message"): an HTTP/1.0
+    /// intermediary in front knows no chunked, and may have taken the
+    /// chunks for the next request.
     pub fn keep_alive(&self) -> bool {
-        if self.headers.lists("connection", "close") {
+        if self.headers.lists("connection", "close")
+            || (self.http10 && self.framing == Framing::Chunked)
+        {
             return false;
         }
         !self.http10 || self.headers.lists("connection", "keep-alive")
