@@ -1501,3 +1501,37 @@ fn a_handler_whose_client_reads_nothing_is_cancelled_after_the_write_timeout() {
     );
     drop(socket);
 }
+
+/// Review http14 (`tcp::refused`): RFC 9110 section 9.3.2, a server
+/// "MUST NOT send content in the response" to `HEAD`, and a client or
+/// proxy reads none, whatever `Content-Length` says. `HEAD` is `405`
+/// with the connection kept alive, as `GET` is; its JSON-RPC error body
+/// then stayed on the connection, where the client reads it as the
+/// start of its next response (the next response it is given is junk,
+/// and a proxy that pools the connection hands that junk to another of
+/// its clients). After the head of the `405` must come the next response.
+#[test]
+fn a_head_request_is_answered_without_content() {
+    let http = crate::http::everything();
+    let addr = http.addr;
+    let list = body(74, "tools/list", json!({}));
+    let mut second = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Length: {}\r\n",
+        list.len()
+    );
+    for (name, value) in mirrored("tools/list", None) {
+        second.push_str(&format!("{name}: {value}\r\n"));
+    }
+    second.push_str("\r\n");
+    second.push_str(&list);
+    let paths = [("/mcp", "the endpoint"), ("/elsewhere", "another path")];
+    for (path, what) in paths {
+        let head = format!("HEAD {path} HTTP/1.1\r\nHost: {addr}\r\n\r\n");
+        let out = crate::http::raw(addr, format!("{head}{second}").as_bytes());
+        let (first, rest) = out.split_once("\r\n\r\n").unwrap();
+        assert!(
+            rest.is_empty() || rest.starts_with("HTTP/1.1 "),
+            "HEAD of {what} answered with content:\n{first}\n\n{rest}"
+        );
+    }
+}
