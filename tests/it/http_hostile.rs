@@ -1535,3 +1535,62 @@ fn a_head_request_is_answered_without_content() {
         );
     }
 }
+
+/// Review http14 (`exchange::watch`): a modern request is cancelled when
+/// its client closes the connection (spec 2026-07-28 basic/transports,
+/// "Cancellation"). The watch looks for the close with a `peek`, which
+/// sees the first byte of anything the client sent after the request:
+/// one byte more, then the close, and the close is never seen. Here a
+/// call that waits ten minutes unless cancelled, sent with a trailing
+/// byte on a connection the client then closes: it must be cancelled,
+/// not hold a handler thread for nobody (a client that does this 64
+/// times fills a pool of handlers with work nobody waits for).
+#[test]
+fn a_request_whose_client_closes_after_a_stray_byte_is_cancelled() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let cancelled = Arc::new(AtomicBool::new(false));
+    let started = Arc::new(AtomicBool::new(false));
+    let (cancelled_in, started_in) = (Arc::clone(&cancelled), Arc::clone(&started));
+    let tool = Tool::new("wait", "Waits ten minutes unless cancelled.")
+        .input_schema(json!({ "type": "object" }));
+    let server = crate::everything::build_with(move |builder| {
+        builder.tool(tool, move |ctx, _: Value| {
+            started_in.store(true, Ordering::Release);
+            if ctx.wait_cancelled(Duration::from_secs(600)) {
+                cancelled_in.store(true, Ordering::Release);
+            }
+            Ok(CallToolResult::text("done"))
+        })
+    });
+    let http = start(server, HttpOptions::new());
+    let call = body(75, "tools/call", json!({ "name": "wait", "arguments": {} }));
+    let mut request = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {}\r\nContent-Length: {}\r\n",
+        http.addr,
+        call.len()
+    );
+    for (name, value) in mirrored("tools/call", Some("wait")) {
+        request.push_str(&format!("{name}: {value}\r\n"));
+    }
+    request.push_str("\r\n");
+    request.push_str(&call);
+    let mut socket = TcpStream::connect(http.addr).unwrap();
+    std::io::Write::write_all(&mut socket, request.as_bytes()).unwrap();
+    let deadline = Instant::now() + WAIT;
+    while !started.load(Ordering::Acquire) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(started.load(Ordering::Acquire), "the call never started");
+    std::io::Write::write_all(&mut socket, b"G").unwrap();
+    drop(socket);
+    // The close is looked for every 50 ms.
+    let deadline = Instant::now() + Duration::from_secs(3);
+    while !cancelled.load(Ordering::Acquire) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(
+        cancelled.load(Ordering::Acquire),
+        "the call still runs 3 s after its client closed its connection"
+    );
+}
