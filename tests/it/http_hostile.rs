@@ -1594,3 +1594,66 @@ fn a_request_whose_client_closes_after_a_stray_byte_is_cancelled() {
         "the call still runs 3 s after its client closed its connection"
     );
 }
+
+/// Review http14 (`guard::host`, `guard::origin`), a guard: names that
+/// begin or end like a loopback one but that DNS can rebind to any
+/// address are refused `403` at a loopback listener, as `Host` and as
+/// `Origin`, each with a JSON-RPC error body without id; a loopback name
+/// on another port passes (a rebinding page cannot send one).
+#[test]
+fn names_that_only_look_loopback_are_refused_as_host_and_origin() {
+    let http = crate::http::everything();
+    let addr = http.addr;
+    let list = body(76, "tools/list", json!({}));
+    let request = |host: &str, origin: Option<&str>| {
+        let mut request = format!(
+            "POST /mcp HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\nContent-Length: {}\r\n",
+            list.len()
+        );
+        if let Some(origin) = origin {
+            request.push_str(&format!("Origin: {origin}\r\n"));
+        }
+        for (name, value) in mirrored("tools/list", None) {
+            request.push_str(&format!("{name}: {value}\r\n"));
+        }
+        request + "\r\n" + &list
+    };
+    let port = addr.port();
+    let mut wrong = Vec::new();
+    for (host, origin, expected) in [
+        (format!("localhost.evil.example:{port}"), None, 403),
+        (format!("127.0.0.1.nip.io:{port}"), None, 403),
+        (format!("evil-localhost:{port}"), None, 403),
+        ("localhost:1".to_owned(), None, 200),
+        (format!("[::1]:{port}"), None, 200),
+        (
+            format!("localhost:{port}"),
+            Some("http://localhost.evil.example".to_owned()),
+            403,
+        ),
+        (
+            format!("localhost:{port}"),
+            Some("http://127.0.0.1.nip.io".to_owned()),
+            403,
+        ),
+        (
+            format!("localhost:{port}"),
+            Some("file://localhost".to_owned()),
+            403,
+        ),
+        (
+            format!("localhost:{port}"),
+            Some("http://[::1]:9".to_owned()),
+            200,
+        ),
+    ] {
+        let out = crate::http::raw(addr, request(&host, origin.as_deref()).as_bytes());
+        if status(&out) != expected || (expected == 403 && json_body(&out)["id"] != Value::Null) {
+            wrong.push(format!(
+                "Host {host}, Origin {origin:?}: {}",
+                out.lines().next().unwrap_or("")
+            ));
+        }
+    }
+    assert!(wrong.is_empty(), "{wrong:#?}");
+}
