@@ -1657,3 +1657,29 @@ fn names_that_only_look_loopback_are_refused_as_host_and_origin() {
     }
     assert!(wrong.is_empty(), "{wrong:#?}");
 }
+
+/// Review http14 (`server::http::busy`): every refusal is a JSON-RPC
+/// error without id, so that a client reads each the same way (a client
+/// falling back on a `4xx`/`5xx` inspects the body: spec 2026-07-28
+/// "Backward Compatibility"). The `503` of a connection turned away at
+/// the cap was the one `text/plain`, while the `503` of one that gave
+/// way at the cap was JSON.
+#[test]
+fn a_connection_turned_away_at_the_cap_is_told_why_in_json_rpc() {
+    let http = start(
+        crate::everything::build(),
+        HttpOptions::new().max_connections(1),
+    );
+    let _busy = crate::http::hold_serving(http.addr);
+    let list = body(77, "tools/list", json!({}));
+    let refused = post(http.addr, &mirrored("tools/list", None), &list);
+    assert_eq!(status(&refused), 503, "{refused}");
+    assert_eq!(
+        crate::http::header(&refused, "content-type"),
+        Some("application/json"),
+        "{refused}"
+    );
+    let error = json_body(&refused);
+    assert_eq!(error["id"], Value::Null, "{refused}");
+    assert_eq!(error["error"]["code"], -32600, "{refused}");
+}
