@@ -7,10 +7,12 @@
 //!
 //! Strict where RFC 9112 allows a choice: obsolete line folding, a space
 //! before a field's colon, control characters in a value, `Content-Length`
-//! and `Transfer-Encoding` together, and a transfer coding other than
-//! `chunked` are all refused. Bare LF line endings are accepted in the
-//! head, as RFC 9112 section 2.2 allows, not in a chunked body's framing
-//! or trailer (section 7.1: CRLF).
+//! and `Transfer-Encoding` together, a transfer coding other than
+//! `chunked`, and whitespace around a chunk size (but before an
+//! extension's `;`) are all refused; an HTTP/1.0 request with a transfer
+//! coding is answered, then its connection closed. Bare LF line endings
+//! are accepted in the head, as RFC 9112 section 2.2 allows, not in a
+//! chunked body's framing or trailer (section 7.1: CRLF).
 
 use std::io::{self, BufRead};
 
@@ -71,9 +73,15 @@ impl HttpRequest {
     }
 
     /// Whether the connection stays open after the response (RFC 9112
-    /// section 9.3).
+    /// section 9.3). Never after an HTTP/1.0 request with a transfer
+    /// coding (section 6.1: its framing is taken as faulty, "and close the
+    /// connection after processing the message"): an HTTP/1.0
+    /// intermediary in front knows no chunked, and may have taken the
+    /// chunks for the next request.
     pub fn keep_alive(&self) -> bool {
-        if self.headers.lists("connection", "close") {
+        if self.headers.lists("connection", "close")
+            || (self.http10 && self.framing == Framing::Chunked)
+        {
             return false;
         }
         !self.http10 || self.headers.lists("connection", "keep-alive")
@@ -258,13 +266,20 @@ fn field(line: &[u8]) -> Result<(String, String), HttpError> {
     ))
 }
 
+/// Whether `b` is optional whitespace: a space or a horizontal tab.
+fn is_ows(b: u8) -> bool {
+    b == b' ' || b == b'\t'
+}
+
 /// `bytes` without the spaces and horizontal tabs at either end.
 fn trim_ows(bytes: &[u8]) -> &[u8] {
-    let ows = |b: &u8| *b == b' ' || *b == b'\t';
-    let start = bytes.iter().position(|b| !ows(b)).unwrap_or(bytes.len());
+    let start = bytes
+        .iter()
+        .position(|b| !is_ows(*b))
+        .unwrap_or(bytes.len());
     let end = bytes
         .iter()
-        .rposition(|b| !ows(b))
+        .rposition(|b| !is_ows(*b))
         .map_or(start, |at| at + 1);
     &bytes[start..end]
 }
@@ -454,7 +469,21 @@ fn read_chunked(
         if chunk_line(input, &mut line, &mut framing, limits)? == 0 {
             return Err(HttpError::Io(io::ErrorKind::UnexpectedEof.into()));
         }
-        let size = trim_ows(line.split(|&b| b == b';').next().unwrap_or(&[]));
+        // `1*HEXDIG`, whitespace only before an extension's `;` (BWS): a
+        // size with whitespace before it, or after it with no extension,
+        // is read differently by different parsers (" 2" as 2, as 0, or
+        // refused), so a proxy in front could end the body elsewhere.
+        let mut parts = line.splitn(2, |&b| b == b';');
+        let size = parts.next().unwrap_or(&[]);
+        let size = match parts.next() {
+            Some(_) => {
+                &size[..size
+                    .iter()
+                    .rposition(|b| !is_ows(*b))
+                    .map_or(0, |at| at + 1)]
+            }
+            None => size,
+        };
         let size = std::str::from_utf8(size)
             .ok()
             .filter(|s| !s.is_empty() && s.bytes().all(|b| b.is_ascii_hexdigit()))

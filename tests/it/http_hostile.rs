@@ -1393,3 +1393,293 @@ fn many_tiny_header_fields_cost_memory_in_proportion_to_their_bytes() {
         "the server's peak RSS grew by {grew} KiB for 64 heads of 16 KiB (1 MiB sent)"
     );
 }
+
+/// Review http14 (`HttpRequest::keep_alive`): RFC 9112 section 6.1, a
+/// server that receives an HTTP/1.0 message with `Transfer-Encoding`
+/// "MUST treat the message as if the framing is faulty ... and close the
+/// connection after processing the message". Here an HTTP/1.0 chunked
+/// notification asks for keep-alive, and a second request follows on the
+/// same connection: an HTTP/1.0 intermediary in front, which knows no
+/// chunked, would have taken the chunks for that request (a desync).
+/// The server must answer the first and close, not serve the second.
+#[test]
+fn an_http10_request_with_a_transfer_coding_closes_its_connection() {
+    let http = crate::http::everything();
+    let addr = http.addr;
+    let note = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+    let list = body(70, "tools/list", json!({}));
+    let mut second = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Length: {}\r\n",
+        list.len()
+    );
+    for (name, value) in mirrored("tools/list", None) {
+        second.push_str(&format!("{name}: {value}\r\n"));
+    }
+    second.push_str("\r\n");
+    second.push_str(&list);
+    let first = format!(
+        "POST /mcp HTTP/1.0\r\nHost: {addr}\r\nConnection: keep-alive\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n{:x}\r\n{note}\r\n0\r\n\r\n",
+        note.len()
+    );
+    let out = crate::http::raw(addr, format!("{first}{second}").as_bytes());
+    assert_eq!(status(&out), 202, "{out}");
+    assert_eq!(
+        out.matches("HTTP/1.1 ").count(),
+        1,
+        "the request after an HTTP/1.0 chunked one was served on its connection:\n{out}"
+    );
+}
+
+/// A socket whose receive buffer is as small as the kernel allows: what
+/// the server sends it waits in the server's buffers, not here.
+fn small_window(addr: std::net::SocketAddr) -> TcpStream {
+    let socket = TcpStream::connect(addr).unwrap();
+    nix::sys::socket::setsockopt(&socket, nix::sys::socket::sockopt::RcvBuf, &4096).unwrap();
+    socket.set_read_timeout(Some(WAIT)).unwrap();
+    socket
+}
+
+/// Review http14 (`exchange::watch`, `Body`): a modern POST whose client
+/// keeps its connection open and reads nothing. Its handler reports
+/// progress until cancelled; once the socket's buffers are full its
+/// writes wait, and past the write timeout the client is taken for gone:
+/// the request must be cancelled then (spec 2026-07-28: the stream's end
+/// is the cancellation), not go on working for nobody.
+#[test]
+fn a_handler_whose_client_reads_nothing_is_cancelled_after_the_write_timeout() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+    let ended = Arc::new(AtomicBool::new(false));
+    let steps = Arc::new(AtomicU64::new(0));
+    let (ended_in, steps_in) = (Arc::clone(&ended), Arc::clone(&steps));
+    let tool = Tool::new("forever", "Reports progress until cancelled.")
+        .input_schema(json!({ "type": "object" }));
+    let server = crate::everything::build_with(move |builder| {
+        builder.tool(tool, move |ctx, _: Value| {
+            let text = "p".repeat(4096);
+            while !ctx.is_cancelled() {
+                let n = steps_in.fetch_add(1, Ordering::Relaxed);
+                ctx.progress(n as f64, None, Some(&text));
+            }
+            ended_in.store(true, Ordering::Release);
+            Ok(CallToolResult::text("cancelled"))
+        })
+    });
+    let http = start(
+        server,
+        HttpOptions::new().write_timeout(Duration::from_millis(300)),
+    );
+    let mut call: Value = serde_json::from_str(&body(
+        71,
+        "tools/call",
+        json!({ "name": "forever", "arguments": {} }),
+    ))
+    .unwrap();
+    call["params"]["_meta"]["progressToken"] = json!("f");
+    let call = call.to_string();
+    let mut request = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {}\r\nContent-Length: {}\r\n",
+        http.addr,
+        call.len()
+    );
+    for (name, value) in mirrored("tools/call", Some("forever")) {
+        request.push_str(&format!("{name}: {value}\r\n"));
+    }
+    request.push_str("\r\n");
+    request.push_str(&call);
+    let mut socket = small_window(http.addr);
+    std::io::Write::write_all(&mut socket, request.as_bytes()).unwrap();
+    // The client reads nothing from here on, and keeps its socket open.
+    let deadline = Instant::now() + 4 * WAIT;
+    while !ended.load(Ordering::Acquire) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(
+        ended.load(Ordering::Acquire),
+        "the handler still runs for a client that read nothing, {} progress notifications later",
+        steps.load(Ordering::Relaxed)
+    );
+    drop(socket);
+}
+
+/// Review http14 (`tcp::refused`): RFC 9110 section 9.3.2, a server
+/// "MUST NOT send content in the response" to `HEAD`, and a client or
+/// proxy reads none, whatever `Content-Length` says. `HEAD` is `405`
+/// with the connection kept alive, as `GET` is; its JSON-RPC error body
+/// then stayed on the connection, where the client reads it as the
+/// start of its next response (the next response it is given is junk,
+/// and a proxy that pools the connection hands that junk to another of
+/// its clients). After the head of the `405` must come the next response.
+#[test]
+fn a_head_request_is_answered_without_content() {
+    let http = crate::http::everything();
+    let addr = http.addr;
+    let list = body(74, "tools/list", json!({}));
+    let mut second = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Length: {}\r\n",
+        list.len()
+    );
+    for (name, value) in mirrored("tools/list", None) {
+        second.push_str(&format!("{name}: {value}\r\n"));
+    }
+    second.push_str("\r\n");
+    second.push_str(&list);
+    let paths = [("/mcp", "the endpoint"), ("/elsewhere", "another path")];
+    for (path, what) in paths {
+        let head = format!("HEAD {path} HTTP/1.1\r\nHost: {addr}\r\n\r\n");
+        let out = crate::http::raw(addr, format!("{head}{second}").as_bytes());
+        let (first, rest) = out.split_once("\r\n\r\n").unwrap();
+        assert!(
+            rest.is_empty() || rest.starts_with("HTTP/1.1 "),
+            "HEAD of {what} answered with content:\n{first}\n\n{rest}"
+        );
+    }
+}
+
+/// Review http14 (`exchange::watch`): a modern request is cancelled when
+/// its client closes the connection (spec 2026-07-28 basic/transports,
+/// "Cancellation"). The watch looks for the close with a `peek`, which
+/// sees the first byte of anything the client sent after the request:
+/// one byte more, then the close, and the close is never seen. Here a
+/// call that waits ten minutes unless cancelled, sent with a trailing
+/// byte on a connection the client then closes: it must be cancelled,
+/// not hold a handler thread for nobody (a client that does this 64
+/// times fills a pool of handlers with work nobody waits for).
+#[test]
+fn a_request_whose_client_closes_after_a_stray_byte_is_cancelled() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let cancelled = Arc::new(AtomicBool::new(false));
+    let started = Arc::new(AtomicBool::new(false));
+    let (cancelled_in, started_in) = (Arc::clone(&cancelled), Arc::clone(&started));
+    let tool = Tool::new("wait", "Waits ten minutes unless cancelled.")
+        .input_schema(json!({ "type": "object" }));
+    let server = crate::everything::build_with(move |builder| {
+        builder.tool(tool, move |ctx, _: Value| {
+            started_in.store(true, Ordering::Release);
+            if ctx.wait_cancelled(Duration::from_secs(600)) {
+                cancelled_in.store(true, Ordering::Release);
+            }
+            Ok(CallToolResult::text("done"))
+        })
+    });
+    let http = start(server, HttpOptions::new());
+    let call = body(75, "tools/call", json!({ "name": "wait", "arguments": {} }));
+    let mut request = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {}\r\nContent-Length: {}\r\n",
+        http.addr,
+        call.len()
+    );
+    for (name, value) in mirrored("tools/call", Some("wait")) {
+        request.push_str(&format!("{name}: {value}\r\n"));
+    }
+    request.push_str("\r\n");
+    request.push_str(&call);
+    let mut socket = TcpStream::connect(http.addr).unwrap();
+    std::io::Write::write_all(&mut socket, request.as_bytes()).unwrap();
+    let deadline = Instant::now() + WAIT;
+    while !started.load(Ordering::Acquire) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(started.load(Ordering::Acquire), "the call never started");
+    std::io::Write::write_all(&mut socket, b"G").unwrap();
+    drop(socket);
+    // The close is looked for every 50 ms.
+    let deadline = Instant::now() + Duration::from_secs(3);
+    while !cancelled.load(Ordering::Acquire) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(
+        cancelled.load(Ordering::Acquire),
+        "the call still runs 3 s after its client closed its connection"
+    );
+}
+
+/// Review http14 (`guard::host`, `guard::origin`), a guard: names that
+/// begin or end like a loopback one but that DNS can rebind to any
+/// address are refused `403` at a loopback listener, as `Host` and as
+/// `Origin`, each with a JSON-RPC error body without id; a loopback name
+/// on another port passes (a rebinding page cannot send one).
+#[test]
+fn names_that_only_look_loopback_are_refused_as_host_and_origin() {
+    let http = crate::http::everything();
+    let addr = http.addr;
+    let list = body(76, "tools/list", json!({}));
+    let request = |host: &str, origin: Option<&str>| {
+        let mut request = format!(
+            "POST /mcp HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\nContent-Length: {}\r\n",
+            list.len()
+        );
+        if let Some(origin) = origin {
+            request.push_str(&format!("Origin: {origin}\r\n"));
+        }
+        for (name, value) in mirrored("tools/list", None) {
+            request.push_str(&format!("{name}: {value}\r\n"));
+        }
+        request + "\r\n" + &list
+    };
+    let port = addr.port();
+    let mut wrong = Vec::new();
+    for (host, origin, expected) in [
+        (format!("localhost.evil.example:{port}"), None, 403),
+        (format!("127.0.0.1.nip.io:{port}"), None, 403),
+        (format!("evil-localhost:{port}"), None, 403),
+        ("localhost:1".to_owned(), None, 200),
+        (format!("[::1]:{port}"), None, 200),
+        (
+            format!("localhost:{port}"),
+            Some("http://localhost.evil.example".to_owned()),
+            403,
+        ),
+        (
+            format!("localhost:{port}"),
+            Some("http://127.0.0.1.nip.io".to_owned()),
+            403,
+        ),
+        (
+            format!("localhost:{port}"),
+            Some("file://localhost".to_owned()),
+            403,
+        ),
+        (
+            format!("localhost:{port}"),
+            Some("http://[::1]:9".to_owned()),
+            200,
+        ),
+    ] {
+        let out = crate::http::raw(addr, request(&host, origin.as_deref()).as_bytes());
+        if status(&out) != expected || (expected == 403 && json_body(&out)["id"] != Value::Null) {
+            wrong.push(format!(
+                "Host {host}, Origin {origin:?}: {}",
+                out.lines().next().unwrap_or("")
+            ));
+        }
+    }
+    assert!(wrong.is_empty(), "{wrong:#?}");
+}
+
+/// Review http14 (`server::http::busy`): every refusal is a JSON-RPC
+/// error without id, so that a client reads each the same way (a client
+/// falling back on a `4xx`/`5xx` inspects the body: spec 2026-07-28
+/// "Backward Compatibility"). The `503` of a connection turned away at
+/// the cap was the one `text/plain`, while the `503` of one that gave
+/// way at the cap was JSON.
+#[test]
+fn a_connection_turned_away_at_the_cap_is_told_why_in_json_rpc() {
+    let http = start(
+        crate::everything::build(),
+        HttpOptions::new().max_connections(1),
+    );
+    let _busy = crate::http::hold_serving(http.addr);
+    let list = body(77, "tools/list", json!({}));
+    let refused = post(http.addr, &mirrored("tools/list", None), &list);
+    assert_eq!(status(&refused), 503, "{refused}");
+    assert_eq!(
+        crate::http::header(&refused, "content-type"),
+        Some("application/json"),
+        "{refused}"
+    );
+    let error = json_body(&refused);
+    assert_eq!(error["id"], Value::Null, "{refused}");
+    assert_eq!(error["error"]["code"], -32600, "{refused}");
+}

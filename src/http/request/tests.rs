@@ -144,3 +144,65 @@ fn bad_http_gets_a_status_that_says_what_was_wrong() {
         400
     );
 }
+
+/// Review http14: RFC 9112 section 6.1: a server that receives an
+/// HTTP/1.0 message with `Transfer-Encoding` "MUST treat the message as if
+/// the framing is faulty ... and close the connection after processing
+/// the message". An HTTP/1.0 intermediary in front does not know chunked:
+/// the bytes this server reads as the body it may take for the next
+/// request, and the two then disagree where each request begins.
+#[test]
+fn an_http10_request_with_a_transfer_coding_does_not_keep_its_connection() {
+    let chunked = read(
+        "POST /mcp HTTP/1.0\r\nConnection: keep-alive\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nhe\r\n0\r\n\r\n",
+    )
+    .unwrap()
+    .unwrap();
+    assert_eq!(chunked.body, b"he");
+    assert!(
+        !chunked.keep_alive(),
+        "an HTTP/1.0 chunked request kept alive"
+    );
+    let plain = read("POST /mcp HTTP/1.0\r\nConnection: keep-alive\r\nContent-Length: 2\r\n\r\nhe")
+        .unwrap()
+        .unwrap();
+    assert!(plain.keep_alive(), "HTTP/1.0 keep-alive as asked");
+}
+
+/// Review http14: RFC 9112 section 7.1: `chunk-size [ chunk-ext ] CRLF`,
+/// the size `1*HEXDIG`; whitespace is allowed only before a chunk
+/// extension's `;` (`BWS`). A size with whitespace before it, or after it
+/// with no extension, is read differently by different parsers (one takes
+/// " 2" for 2, another refuses it, a third stops at the space): refused.
+#[test]
+fn a_chunk_size_with_stray_whitespace_is_refused() {
+    let head = "POST /mcp HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n";
+    let mut read_whole = Vec::new();
+    for framing in [
+        " 2\r\nhe\r\n0\r\n\r\n",
+        "\t2\r\nhe\r\n0\r\n\r\n",
+        "2 \r\nhe\r\n0\r\n\r\n",
+        "2\r\nhe\r\n 0\r\n\r\n",
+    ] {
+        if let Ok(Some(_)) = read(&format!("{head}{framing}")) {
+            read_whole.push(framing.escape_debug().to_string());
+        }
+    }
+    assert!(
+        read_whole.is_empty(),
+        "chunk sizes with stray whitespace were read: {read_whole:?}"
+    );
+    let ext = read(&format!("{head}2 ;a=b\r\nhe\r\n0\r\n\r\n"));
+    assert_eq!(
+        ext.unwrap().unwrap().body,
+        b"he",
+        "BWS before ';' is allowed"
+    );
+    let zeros = read(&format!("{head}0002\r\nhe\r\n000\r\n\r\n"));
+    assert_eq!(zeros.unwrap().unwrap().body, b"he", "leading zeros");
+    let overflow = format!("{head}1{}\r\n", "0".repeat(40));
+    assert!(
+        matches!(status(&overflow), 400 | 413),
+        "a size past usize is refused"
+    );
+}

@@ -88,6 +88,9 @@ pub(crate) struct Exchange<'a> {
     /// (`guard::cors`; none unless a browser on an allowed origin sent
     /// it), set before each request: every answer carries them.
     pub cors: RefCell<Vec<(&'static str, String)>>,
+    /// The request being served is a `HEAD`: its answers carry no content
+    /// (RFC 9110 section 9.3.2), set before each request as `cors` is.
+    pub head: std::cell::Cell<bool>,
     /// What the request's access token allows (`auth::authenticate`),
     /// set before each request when the server validates tokens: its
     /// handlers read it.
@@ -240,6 +243,7 @@ impl Exchange<'_> {
         let cors = self.cors.borrow();
         let mut all = headers.to_vec();
         all.extend(cors.iter().map(|(n, v)| (*n, v.as_str())));
+        let body = if self.head.get() { b"" } else { body };
         let mut socket = self.socket;
         write_response(&mut socket, status, &all, body, keep_alive).is_ok() && keep_alive
     }

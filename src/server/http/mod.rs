@@ -44,6 +44,7 @@ use tcp::{Site, serve_connection};
 
 use crate::error::Error;
 use crate::http::write_response;
+use crate::jsonrpc::{ErrorObject, encode_error};
 use crate::server::Server;
 use crate::server::connections::Connection;
 use crate::server::event::ServerEvent;
@@ -188,12 +189,17 @@ fn busy(socket: TcpStream) {
     if socket.set_nonblocking(true).is_err() {
         return;
     }
+    // A JSON-RPC error without id, as every other refusal is (the same as
+    // `tcp::gave_way`'s).
+    let mut body = Vec::with_capacity(128);
+    let error = ErrorObject::invalid_request("too many connections: retry in a moment");
+    encode_error(&mut body, None, &error);
     let mut out = &socket;
     let _ = write_response(
         &mut out,
         503,
-        &[("Retry-After", "1"), ("Content-Type", "text/plain")],
-        b"too many connections: retry in a moment\n",
+        &[("Retry-After", "1"), ("Content-Type", "application/json")],
+        &body,
         false,
     );
     let _ = socket.shutdown(std::net::Shutdown::Write);

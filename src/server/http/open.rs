@@ -378,7 +378,7 @@ fn request_waits(socket: &TcpStream) -> bool {
 /// shutdown of its sending side), or a reset. Looked at without waiting
 /// and without reading: the socket's reads are its connection thread's.
 #[cfg(unix)]
-fn peer_gone(socket: &TcpStream) -> bool {
+pub(crate) fn peer_gone(socket: &TcpStream) -> bool {
     use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
     use std::os::fd::AsFd;
     #[cfg(any(target_os = "linux", target_os = "android"))]
@@ -395,7 +395,7 @@ fn peer_gone(socket: &TcpStream) -> bool {
 
 /// Without `poll(2)`: no peer is known to have gone.
 #[cfg(not(unix))]
-fn peer_gone(_socket: &TcpStream) -> bool {
+pub(crate) fn peer_gone(_socket: &TcpStream) -> bool {
     false
 }
 

@@ -86,6 +86,7 @@ pub(crate) fn serve_connection(site: &Site, socket: TcpStream, open: u64) {
         #[cfg(feature = "legacy")]
         sessions: &site.sessions,
         cors: Default::default(),
+        head: Default::default(),
         token: Default::default(),
         open: &site.open,
         key: open,
@@ -281,6 +282,7 @@ fn serve_request(
 ) -> bool {
     let socket = exchange.socket;
     *exchange.cors.borrow_mut() = guard::cors(&request, &site.options);
+    exchange.head.set(request.method == "HEAD");
     // No request is served with the last one's token.
     *exchange.token.borrow_mut() = None;
     if let Some(protection) = &site.options.protection
@@ -378,7 +380,8 @@ fn refused(exchange: &Exchange<'_>, request: &HttpRequest, refusal: Refusal) -> 
     }
     // The body is not read (or, read, is refused for an expired token):
     // the connection does not carry another request.
-    refuse_with(exchange.socket, refusal.status, &error, &headers);
+    let content = request.method != "HEAD";
+    refuse_with(exchange.socket, refusal.status, &error, &headers, content);
     false
 }
 
@@ -531,13 +534,23 @@ fn refuse(socket: &TcpStream, status: u16, message: &str, headers: &[(&str, &str
         status,
         &ErrorObject::invalid_request(message),
         headers,
+        true,
     );
 }
 
-/// [`refuse`] with `error` as the body.
-fn refuse_with(socket: &TcpStream, status: u16, error: &ErrorObject, headers: &[(&str, &str)]) {
+/// [`refuse`] with `error` as the body; without it when the answer may
+/// carry no `content` (one to a `HEAD`, RFC 9110 section 9.3.2).
+fn refuse_with(
+    socket: &TcpStream,
+    status: u16,
+    error: &ErrorObject,
+    headers: &[(&str, &str)],
+    content: bool,
+) {
     let mut body = Vec::with_capacity(128);
-    encode_error(&mut body, None, error);
+    if content {
+        encode_error(&mut body, None, error);
+    }
     let mut all = headers.to_vec();
     all.push(("Content-Type", "application/json"));
     let mut out = socket;

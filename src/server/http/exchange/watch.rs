@@ -7,6 +7,7 @@ use crate::jsonrpc::RequestId;
 use crate::server::conn::End;
 use crate::server::conn::handle::{ConnHandle, Sending};
 use crate::server::http::body::Body;
+use crate::server::http::open::peer_gone;
 
 impl Exchange<'_> {
     /// Waits for the response to be complete (woken by it, so a client
@@ -80,7 +81,15 @@ impl Exchange<'_> {
             // rounds up to a clock tick (4-16 ms here). Only a response
             // that takes longer than `WATCH` can complete during one.
             let _ = self.socket.set_read_timeout(Some(Duration::from_micros(1)));
-            match self.socket.peek(&mut peek) {
+            let looked = match self.socket.peek(&mut peek) {
+                // Bytes after the request (the next one, pipelined, or
+                // anything): a peek sees them, not a close behind them,
+                // which `peer_gone` does (a client that sent one byte
+                // more and left would otherwise keep its request running).
+                Ok(1..) if peer_gone(self.socket) => Ok(0),
+                looked => looked,
+            };
+            match looked {
                 Ok(0) if id.is_some() && body.outlives_client() => {
                     // A legacy request goes on; nothing more is written.
                     body.detach();
