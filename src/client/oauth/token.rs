@@ -208,3 +208,69 @@ pub(super) fn now() -> u64 {
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Claim (review-fixes14b): an `expires_in` of an odd shape (negative,
+    /// zero, huge, a string with blanks, `NaN`-like text, a number too
+    /// large for a double) refuses the whole token answer, or overflows
+    /// when added to the clock. False for all but one, which this shows:
+    /// each is read as a number of seconds or as no expiry, the sum
+    /// saturates, and the answer is taken.
+    #[test]
+    fn every_shape_of_expires_in_is_read_or_taken_as_no_expiry() {
+        let read = |member: &str| -> Result<Option<u64>, String> {
+            let text = format!(r#"{{"access_token": "a", "expires_in": {member}}}"#);
+            serde_json::from_str::<TokenAnswer>(&text)
+                .map(|answer| answer.expires_in)
+                .map_err(|e| format!("expires_in {member}: {e}"))
+        };
+        for (member, seconds) in [
+            ("3600", Some(3600)),
+            (r#""3600""#, Some(3600)),
+            (r#""3600 ""#, Some(3600)),
+            (r#"" 3600""#, Some(3600)),
+            (r#""+3600""#, Some(3600)),
+            ("3599.9", Some(3599)),
+            (r#""3599.9""#, Some(3599)),
+            ("0", Some(0)),
+            (r#""-0""#, Some(0)),
+            ("-1", None),
+            (r#""-1""#, None),
+            ("-0.5", None),
+            (r#""NaN""#, None),
+            (r#""nan""#, None),
+            (r#""inf""#, None),
+            (r#""-infinity""#, None),
+            (r#""1e30""#, Some(u64::MAX)),
+            ("1e30", Some(u64::MAX)),
+            ("18446744073709551616", Some(u64::MAX)),
+            ("1e308", Some(u64::MAX)),
+            (r#""0x10""#, None),
+            (r#""3600s""#, None),
+            (r#""""#, None),
+            ("true", None),
+            ("null", None),
+            ("[3600]", None),
+            (r#"{"s": 3600}"#, None),
+        ] {
+            assert_eq!(read(member), Ok(seconds), "expires_in {member}");
+        }
+        assert_eq!(expires_at(Some(u64::MAX)), Some(u64::MAX));
+    }
+
+    /// A number too large for a double (`1e400`) is a number all the
+    /// same: read as a far expiry, as `1e30` is, not a reason to refuse
+    /// the token answer. On main serde_json refuses it before `seconds`
+    /// sees it ("number out of range"), and the token the user just
+    /// authorized for is thrown away: "the token endpoint ... answered
+    /// something that is not a token".
+    #[test]
+    fn an_expires_in_too_large_for_a_double_is_a_far_expiry() {
+        let text = r#"{"access_token": "a", "expires_in": 1e400}"#;
+        let answer = serde_json::from_str::<TokenAnswer>(text).map(|a| a.expires_in);
+        assert_eq!(answer.map_err(|e| e.to_string()), Ok(Some(u64::MAX)));
+    }
+}
