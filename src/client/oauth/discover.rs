@@ -163,8 +163,8 @@ pub(crate) fn resource_metadata(
         // error (spec: clients MUST fall back to them in order).
         let metadata: ResourceMetadata = match serde_json::from_slice(&answer.body) {
             Ok(metadata) => metadata,
-            Err(_) => {
-                tried.push(format!("{url} (200, not metadata)"));
+            Err(e) => {
+                tried.push(format!("{url} (200, {})", not_metadata(&answer.body, &e)));
                 continue;
             }
         };
@@ -182,7 +182,7 @@ pub(crate) fn resource_metadata(
         return Ok(metadata);
     }
     Err(format!(
-        "the server asked for authorization but publishes no protected resource metadata (tried {})",
+        "the server asked for authorization, and no usable protected resource metadata was found (tried {})",
         tried.join(", ")
     ))
 }
@@ -244,8 +244,11 @@ pub(crate) fn server_metadata(
         // error (spec: clients MUST attempt them in order).
         let metadata: ServerMetadata = match serde_json::from_slice(&answer.body) {
             Ok(metadata) => metadata,
-            Err(_) => {
-                tried.push(format!("{candidate} (200, not metadata)"));
+            Err(e) => {
+                tried.push(format!(
+                    "{candidate} (200, {})",
+                    not_metadata(&answer.body, &e)
+                ));
                 continue;
             }
         };
@@ -275,9 +278,21 @@ pub(crate) fn server_metadata(
         return Ok(metadata);
     }
     Err(format!(
-        "no authorization server metadata found for {issuer} (tried {})",
+        "no usable authorization server metadata found for {issuer} (tried {})",
         tried.join(", ")
     ))
+}
+
+/// Why a `200`'s `body` is not the metadata looked for (`error`, serde's):
+/// "not metadata" for something else (a web page), or, for a JSON object
+/// (metadata, but not valid: a member left out, one of the wrong type),
+/// what is wrong with it, which the user needs to hear of when no other
+/// URI answers.
+fn not_metadata(body: &[u8], error: &serde_json::Error) -> String {
+    match serde_json::from_slice::<serde_json::Value>(body) {
+        Ok(serde_json::Value::Object(_)) => format!("metadata not valid: {error}"),
+        _ => "not metadata".to_owned(),
+    }
 }
 
 /// `url`'s well-known `suffix` URL: its path inserted after the suffix
