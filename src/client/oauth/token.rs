@@ -34,20 +34,25 @@ pub(super) struct TokenAnswer {
 /// 5.1), or one written as a string (`"3599"`: Azure AD's v1 endpoint
 /// and others send it so); a fraction is cut, anything else read as no
 /// expiry. The member only says when the token runs out: an answer is not
-/// refused for it.
+/// refused for it. Read from its raw text: a number too large for a
+/// double (`1e400`), which serde_json refuses as a value, is a far expiry.
 fn seconds<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
-    let value = serde_json::Value::deserialize(d)?;
-    let number = match &value {
-        serde_json::Value::String(text) => text.trim().parse::<f64>().ok(),
-        other => match other.as_u64() {
-            Some(exact) => return Ok(Some(exact)),
-            None => other.as_f64(),
-        },
+    let raw = Box::<serde_json::value::RawValue>::deserialize(d)?;
+    let (text, quoted) = match serde_json::from_str::<String>(raw.get()) {
+        Ok(text) => (text, true),
+        Err(_) => (raw.get().to_owned(), false),
     };
+    let text = text.trim();
+    if let Ok(exact) = text.parse::<u64>() {
+        return Ok(Some(exact));
+    }
     // `as` saturates: a huge one is a far expiry (`expires_at` adds it
-    // saturating too).
-    Ok(number
-        .filter(|n| n.is_finite() && *n >= 0.0)
+    // saturating too). An infinity is a number's too large only: a
+    // string's `"inf"` is no number of seconds.
+    Ok(text
+        .parse::<f64>()
+        .ok()
+        .filter(|n| *n >= 0.0 && (n.is_finite() || !quoted))
         .map(|n| n as u64))
 }
 
