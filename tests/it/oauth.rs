@@ -49,6 +49,9 @@ struct Script {
     /// Its refreshes answer a new token each, `at-SECRET-r1`, `-r2`...,
     /// that expires in a second.
     numbered_refreshes: bool,
+    /// Its refreshes answer a new token each, as `numbered_refreshes`,
+    /// that has run out as it comes (`expires_in` 0).
+    refreshes_run_out_at_once: bool,
     /// Its `oauth-authorization-server` document is a web page answered
     /// `200` (a single-page application's catch-all), its metadata at
     /// `openid-configuration` only.
@@ -136,14 +139,19 @@ impl Authority {
                         (401, json!({ "error": "invalid_client" }))
                     }
                     "/token"
-                        if script.numbered_refreshes
+                        if (script.numbered_refreshes || script.refreshes_run_out_at_once)
                             && seen.body.contains("grant_type=refresh_token") =>
                     {
                         refreshes += 1;
                         let token = format!("at-SECRET-r{refreshes}");
+                        let expires_in = if script.refreshes_run_out_at_once {
+                            0
+                        } else {
+                            1
+                        };
                         (
                             200,
-                            json!({ "access_token": token, "token_type": "Bearer", "expires_in": 1 }),
+                            json!({ "access_token": token, "token_type": "Bearer", "expires_in": expires_in }),
                         )
                     }
                     "/token" if seen.body.contains("grant_type=refresh_token") => (
@@ -1884,4 +1892,104 @@ fn a_token_of_another_type_is_never_sent() {
             }
         }
     }
+}
+
+// Review review-fixes14b: claims about the review-oauth14 fixes.
+
+/// Claim (review-fixes14b): now that a refreshed token refused once it
+/// has run out is refreshed again, a server that refuses every token at
+/// once, and whose refreshes bring tokens that have run out as they come
+/// (`expires_in` 0, or a clock ahead), is refreshed for without end:
+/// refresh, refused, refresh... False: each call recovers once (one
+/// refresh, or one flow), and the count of tokens refused at once
+/// (`MAX_REFUSED_AT_ONCE`) stops it after three, as for any token.
+#[test]
+fn a_server_that_refuses_every_refreshed_token_is_not_refreshed_without_end() {
+    let (server, authority) = setup(Script {
+        refreshes_run_out_at_once: true,
+        ..Script::default()
+    });
+    let visits = Visits::default();
+    let client = Client::builder()
+        .oauth(approving(&visits, None))
+        .connect_url(&server.url)
+        .unwrap();
+    *server.accepted.lock().unwrap() = "none".into();
+    let mut last = String::new();
+    for _ in 0..8 {
+        last = client
+            .call("echo", json!({ "text": "x" }))
+            .unwrap_err()
+            .to_string();
+    }
+    assert!(last.contains("not authorizing again"), "{last}");
+    let refreshes = (authority.token_requests().iter())
+        .filter(|t| t.body.contains("grant_type=refresh_token"))
+        .count();
+    // The first token, then two refreshes; the user asked once.
+    assert_eq!(
+        (
+            authority.token_requests().len(),
+            refreshes,
+            visits.lock().unwrap().len()
+        ),
+        (3, 2, 1),
+        "(token requests, refreshes, authorizations)"
+    );
+    client.close().unwrap();
+}
+
+/// Claim (review-fixes14b): refusing pre-registered credentials with an
+/// authorization server other than the kept tokens' breaks an honest
+/// migration for good. What the application sees, and does: the error
+/// names both servers in one line, and holds (a new client on the same
+/// store too) while the same client ID is given; the credentials for the
+/// new server (another client ID) work at once, the store as it is; the
+/// same client ID works once the old tokens are forgotten. The old
+/// server gets nothing after the migration. On main the error asked for
+/// both ("give the credentials for it, and a token store without the old
+/// tokens"), where either will do.
+#[test]
+fn a_migration_with_pre_registered_credentials_says_what_to_do_and_can_be_done() {
+    const SECRET: &str = "cs-SECRET-9e1d";
+    let (server, first) = setup(Script::default());
+    let store = Kept::default();
+    let connect = |id: &str| {
+        Client::builder()
+            .oauth(OAuth::client_credentials(id, SECRET).token_store(store.clone()))
+            .connect_url(&server.url)
+    };
+    let client = connect("machine-1").unwrap();
+    let second = Authority::start(&server.url, Script::default());
+    *server.metadata.lock().unwrap() =
+        format!("{}/.well-known/oauth-protected-resource/mcp", second.url);
+    *server.accepted.lock().unwrap() = "another".into();
+    let err = client
+        .call("echo", json!({ "text": "x" }))
+        .unwrap_err()
+        .to_string();
+    client.close().unwrap();
+    assert!(
+        err.contains(&second.url) && err.contains(&first.url) && !err.contains('\n'),
+        "{err}"
+    );
+    assert!(err.contains(", or "), "{err}");
+    // A new run with the same credentials: the same error.
+    *server.accepted.lock().unwrap() = TOKEN.into();
+    let again = connect("machine-1").unwrap_err().to_string();
+    assert!(again.contains(&second.url), "{again}");
+    assert!(second.token_requests().is_empty());
+    // The credentials for the new server: taken, the store unchanged.
+    let client = connect("machine-2").unwrap_or_else(|e| panic!("{e}"));
+    client.close().unwrap();
+    let sent = second.token_requests();
+    assert_eq!(sent.len(), 1);
+    assert!(sent[0].body.contains("client_id=machine-2"), "{sent:?}");
+    assert_eq!(store.load().unwrap().client_id, "machine-2");
+    // The first credentials, valid at the new server too: once the old
+    // tokens are forgotten.
+    store.save(None);
+    let client = connect("machine-1").unwrap_or_else(|e| panic!("{e}"));
+    client.close().unwrap();
+    assert_eq!(first.token_requests().len(), 1);
 }

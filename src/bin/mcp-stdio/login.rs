@@ -101,6 +101,17 @@ impl FileTokenStore {
         #[cfg(unix)]
         std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
         builder.create(dir)?;
+        // One found there, made by something else, open to others: made
+        // the owner's (they could list the servers logged in to, or, with
+        // write access, put a file or a link in the tokens' place). When
+        // it is not ours to change, nothing is written there.
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            if fs::metadata(dir)?.permissions().mode() & 0o077 != 0 {
+                fs::set_permissions(dir, fs::Permissions::from_mode(0o700))?;
+            }
+        }
         let temporary = self
             .path
             .with_extension(format!("tmp{}", std::process::id()));

@@ -163,8 +163,8 @@ pub(crate) fn resource_metadata(
         // error (spec: clients MUST fall back to them in order).
         let metadata: ResourceMetadata = match serde_json::from_slice(&answer.body) {
             Ok(metadata) => metadata,
-            Err(_) => {
-                tried.push(format!("{url} (200, not metadata)"));
+            Err(e) => {
+                tried.push(format!("{url} (200, {})", not_metadata(&answer.body, &e)));
                 continue;
             }
         };
@@ -182,7 +182,7 @@ pub(crate) fn resource_metadata(
         return Ok(metadata);
     }
     Err(format!(
-        "the server asked for authorization but publishes no protected resource metadata (tried {})",
+        "the server asked for authorization, and no usable protected resource metadata was found (tried {})",
         tried.join(", ")
     ))
 }
@@ -244,8 +244,11 @@ pub(crate) fn server_metadata(
         // error (spec: clients MUST attempt them in order).
         let metadata: ServerMetadata = match serde_json::from_slice(&answer.body) {
             Ok(metadata) => metadata,
-            Err(_) => {
-                tried.push(format!("{candidate} (200, not metadata)"));
+            Err(e) => {
+                tried.push(format!(
+                    "{candidate} (200, {})",
+                    not_metadata(&answer.body, &e)
+                ));
                 continue;
             }
         };
@@ -275,9 +278,21 @@ pub(crate) fn server_metadata(
         return Ok(metadata);
     }
     Err(format!(
-        "no authorization server metadata found for {issuer} (tried {})",
+        "no usable authorization server metadata found for {issuer} (tried {})",
         tried.join(", ")
     ))
+}
+
+/// Why a `200`'s `body` is not the metadata looked for (`error`, serde's):
+/// "not metadata" for something else (a web page), or, for a JSON object
+/// (metadata, but not valid: a member left out, one of the wrong type),
+/// what is wrong with it, which the user needs to hear of when no other
+/// URI answers.
+fn not_metadata(body: &[u8], error: &serde_json::Error) -> String {
+    match serde_json::from_slice::<serde_json::Value>(body) {
+        Ok(serde_json::Value::Object(_)) => format!("metadata not valid: {error}"),
+        _ => "not metadata".to_owned(),
+    }
 }
 
 /// `url`'s well-known `suffix` URL: its path inserted after the suffix
@@ -583,5 +598,200 @@ mod tests {
         let paths = thread.join().unwrap();
         let found = found.unwrap_or_else(|e| panic!("{e} (asked {paths:?})"));
         assert_eq!(found.authorization_servers, ["https://as.example"]);
+    }
+
+    /// Claim (review-fixes14b): the refusal of a server in clear text
+    /// judges "this machine" otherwise than the rest of the discovery
+    /// (`require_secure`, `host::is_local`): `localhost` names, any
+    /// `127.x`, `[::1]`, `0.0.0.0` and the other spellings of this machine
+    /// are allowed plain http; a private network's address (a reverse
+    /// proxy on `10.x`, `192.168.x`, a link-local one) is not, and the
+    /// error says what to do. False: `Url::is_loopback` is what
+    /// `require_secure` asks too (spelling, else every address the name
+    /// resolves to).
+    #[test]
+    fn plain_http_is_allowed_on_this_machine_only_however_it_is_spelled() {
+        let refusal = |server: &str| {
+            let url = Url::parse(server).unwrap();
+            let challenge = Challenge {
+                // Refused by `require_secure` for a remote server, and
+                // answered by no one for a local one: the refusal in clear
+                // text, if any, comes first.
+                resource_metadata: Some("http://127.0.0.1:1/prm".into()),
+                ..Challenge::default()
+            };
+            resource_metadata(&Trust::default(), &url, &challenge).unwrap_err()
+        };
+        for local in [
+            "http://localhost:1/mcp",
+            "http://LOCALHOST:1/mcp",
+            "http://mcp.localhost:1/mcp",
+            "http://127.0.0.2:1/mcp",
+            "http://127.1:1/mcp",
+            "http://[::1]:1/mcp",
+            "http://[::ffff:127.0.0.1]:1/mcp",
+            "http://0.0.0.0:1/mcp",
+        ] {
+            let err = refusal(local);
+            assert!(!err.contains("clear text"), "{local}: {err}");
+            assert_eq!(
+                Url::parse(local).unwrap().is_loopback(),
+                require_secure(
+                    &Url::parse("http://127.0.0.1:1/x").unwrap(),
+                    &Url::parse(local).unwrap(),
+                    "x"
+                )
+                .is_ok(),
+                "{local}"
+            );
+        }
+        for remote in [
+            "http://10.0.0.5/mcp",
+            "http://192.168.1.20:8080/mcp",
+            "http://[fe80::1]/mcp",
+            "http://192.0.2.1/mcp?key=QUERY-SECRET",
+        ] {
+            let err = refusal(remote);
+            assert!(
+                err.contains("clear text") && err.contains("use its https:// URL"),
+                "{remote}: {err}"
+            );
+            assert!(!err.contains("QUERY-SECRET"), "{err}");
+            assert!(!err.contains('\n'), "{err}");
+        }
+    }
+
+    /// Serves `bodies` answered `200`, one connection each, in order;
+    /// gives back the paths asked.
+    fn serving_json(bodies: Vec<String>) -> (String, std::thread::JoinHandle<Vec<String>>) {
+        use std::io::{BufRead, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let origin = format!("http://{}", listener.local_addr().unwrap());
+        let thread = std::thread::spawn(move || {
+            let mut paths = Vec::new();
+            for body in bodies {
+                let (mut conn, _) = listener.accept().unwrap();
+                let mut reader = std::io::BufReader::new(conn.try_clone().unwrap());
+                let mut line = String::new();
+                reader.read_line(&mut line).unwrap();
+                paths.push(line.split(' ').nth(1).unwrap_or("").to_owned());
+                let mut field = String::new();
+                while reader.read_line(&mut field).is_ok_and(|n| n > 2) {
+                    field.clear();
+                }
+                let _ = write!(
+                    conn,
+                    "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+            }
+            paths
+        });
+        (origin, thread)
+    }
+
+    /// Metadata that is JSON but not valid (a member the client needs
+    /// left out, one of the wrong type) at every well-known URI is not
+    /// reported as no metadata at all: the error says what is wrong with
+    /// it, as it did before a `200` not metadata was passed over. On main:
+    /// "no authorization server metadata found for http://127.0.0.1:PORT
+    /// (tried .../oauth-authorization-server (200, not metadata),
+    /// .../openid-configuration (200, not metadata))", and for the
+    /// protected resource "the server asked for authorization but
+    /// publishes no protected resource metadata (tried ...)", though it
+    /// publishes it.
+    #[test]
+    fn metadata_that_is_json_but_not_valid_is_reported_as_such() {
+        // The metadata names its own origin as issuer: known once bound.
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let origin = format!("http://{}", listener.local_addr().unwrap());
+        let body = serde_json::json!({
+            "issuer": origin,
+            "authorization_endpoint": format!("{origin}/authorize"),
+        })
+        .to_string();
+        let thread = std::thread::spawn(move || {
+            use std::io::{BufRead, Write};
+            for _ in 0..2 {
+                let (mut conn, _) = listener.accept().unwrap();
+                let mut reader = std::io::BufReader::new(conn.try_clone().unwrap());
+                let mut field = String::new();
+                while reader.read_line(&mut field).is_ok_and(|n| n > 2) {
+                    field.clear();
+                }
+                let _ = write!(
+                    conn,
+                    "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+            }
+        });
+        let server = Url::parse("http://127.0.0.1:1/mcp").unwrap();
+        let err = server_metadata(&Trust::default(), &origin, &server).unwrap_err();
+        thread.join().unwrap();
+        assert!(err.contains("token_endpoint"), "{err}");
+        // The protected resource's: no `resource`.
+        let prm = serde_json::json!({ "authorization_servers": ["https://as.example"] });
+        let (origin, thread) = serving_json(vec![prm.to_string(), prm.to_string()]);
+        let server = Url::parse(&format!("{origin}/mcp")).unwrap();
+        let err = resource_metadata(&Trust::default(), &server, &Challenge::default()).unwrap_err();
+        thread.join().unwrap();
+        assert!(err.contains("resource"), "{err}");
+        assert!(!err.contains("publishes no"), "{err}");
+    }
+
+    /// Claim (review-fixes14b): passing over a `200` that is not metadata
+    /// lets metadata naming another issuer be passed over too, for a
+    /// later URI's. False: a document that is metadata and names another
+    /// issuer ends the discovery, refused, though the next URI would
+    /// answer well (it is never asked).
+    #[test]
+    fn metadata_naming_another_issuer_is_refused_not_passed_over() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let origin = format!("http://{}", listener.local_addr().unwrap());
+        let (own, other) = (
+            serde_json::json!({ "issuer": origin, "token_endpoint": format!("{origin}/token") }),
+            serde_json::json!({ "issuer": "https://evil.example", "token_endpoint": format!("{origin}/token") }),
+        );
+        let thread = std::thread::spawn(move || {
+            use std::io::{BufRead, Write};
+            let mut paths = Vec::new();
+            for body in [other.to_string(), own.to_string()] {
+                listener.set_nonblocking(false).unwrap();
+                let Ok((mut conn, _)) = listener.accept() else {
+                    break;
+                };
+                let mut reader = std::io::BufReader::new(conn.try_clone().unwrap());
+                let mut line = String::new();
+                reader.read_line(&mut line).unwrap();
+                let path = line.split(' ').nth(1).unwrap_or("").to_owned();
+                if path == "/stop" {
+                    break;
+                }
+                paths.push(path);
+                let mut field = String::new();
+                while reader.read_line(&mut field).is_ok_and(|n| n > 2) {
+                    field.clear();
+                }
+                let _ = write!(
+                    conn,
+                    "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+            }
+            paths
+        });
+        let server = Url::parse("http://127.0.0.1:1/mcp").unwrap();
+        let err = server_metadata(&Trust::default(), &origin, &server).unwrap_err();
+        if let Ok(mut stop) = std::net::TcpStream::connect(origin.trim_start_matches("http://")) {
+            use std::io::Write;
+            let _ = stop.write_all(b"GET /stop HTTP/1.1\r\n\r\n");
+        }
+        let paths = thread.join().unwrap();
+        assert!(
+            err.contains("evil.example") && err.contains("refused"),
+            "{err}"
+        );
+        assert_eq!(paths, ["/.well-known/oauth-authorization-server"]);
     }
 }

@@ -85,8 +85,13 @@ impl Authorizer {
     /// requests trusting what the client's do (`trust`).
     pub fn new(config: OAuth, server: &str, trust: Trust) -> Result<Authorizer, String> {
         let server = Url::parse(server)?;
-        let kept =
-            (config.store.load()).filter(|t| discover::resource_matches(&t.resource, &server));
+        // A token kept for a server in clear text off this machine (kept
+        // before such servers were refused, or by the application's
+        // store) is not sent there either (RFC 6750 section 5.3; the
+        // flow obtains none for it, `discover::resource_metadata`).
+        let in_clear = server.scheme != "https" && !server.is_loopback();
+        let kept = (config.store.load())
+            .filter(|t| !in_clear && discover::resource_matches(&t.resource, &server));
         Ok(Authorizer {
             config,
             server,

@@ -34,20 +34,25 @@ pub(super) struct TokenAnswer {
 /// 5.1), or one written as a string (`"3599"`: Azure AD's v1 endpoint
 /// and others send it so); a fraction is cut, anything else read as no
 /// expiry. The member only says when the token runs out: an answer is not
-/// refused for it.
+/// refused for it. Read from its raw text: a number too large for a
+/// double (`1e400`), which serde_json refuses as a value, is a far expiry.
 fn seconds<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
-    let value = serde_json::Value::deserialize(d)?;
-    let number = match &value {
-        serde_json::Value::String(text) => text.trim().parse::<f64>().ok(),
-        other => match other.as_u64() {
-            Some(exact) => return Ok(Some(exact)),
-            None => other.as_f64(),
-        },
+    let raw = Box::<serde_json::value::RawValue>::deserialize(d)?;
+    let (text, quoted) = match serde_json::from_str::<String>(raw.get()) {
+        Ok(text) => (text, true),
+        Err(_) => (raw.get().to_owned(), false),
     };
+    let text = text.trim();
+    if let Ok(exact) = text.parse::<u64>() {
+        return Ok(Some(exact));
+    }
     // `as` saturates: a huge one is a far expiry (`expires_at` adds it
-    // saturating too).
-    Ok(number
-        .filter(|n| n.is_finite() && *n >= 0.0)
+    // saturating too). An infinity is a number's too large only: a
+    // string's `"inf"` is no number of seconds.
+    Ok(text
+        .parse::<f64>()
+        .ok()
+        .filter(|n| *n >= 0.0 && (n.is_finite() || !quoted))
         .map(|n| n as u64))
 }
 
@@ -207,4 +212,70 @@ pub(super) fn now() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Claim (review-fixes14b): an `expires_in` of an odd shape (negative,
+    /// zero, huge, a string with blanks, `NaN`-like text, a number too
+    /// large for a double) refuses the whole token answer, or overflows
+    /// when added to the clock. False for all but one, which this shows:
+    /// each is read as a number of seconds or as no expiry, the sum
+    /// saturates, and the answer is taken.
+    #[test]
+    fn every_shape_of_expires_in_is_read_or_taken_as_no_expiry() {
+        let read = |member: &str| -> Result<Option<u64>, String> {
+            let text = format!(r#"{{"access_token": "a", "expires_in": {member}}}"#);
+            serde_json::from_str::<TokenAnswer>(&text)
+                .map(|answer| answer.expires_in)
+                .map_err(|e| format!("expires_in {member}: {e}"))
+        };
+        for (member, seconds) in [
+            ("3600", Some(3600)),
+            (r#""3600""#, Some(3600)),
+            (r#""3600 ""#, Some(3600)),
+            (r#"" 3600""#, Some(3600)),
+            (r#""+3600""#, Some(3600)),
+            ("3599.9", Some(3599)),
+            (r#""3599.9""#, Some(3599)),
+            ("0", Some(0)),
+            (r#""-0""#, Some(0)),
+            ("-1", None),
+            (r#""-1""#, None),
+            ("-0.5", None),
+            (r#""NaN""#, None),
+            (r#""nan""#, None),
+            (r#""inf""#, None),
+            (r#""-infinity""#, None),
+            (r#""1e30""#, Some(u64::MAX)),
+            ("1e30", Some(u64::MAX)),
+            ("18446744073709551616", Some(u64::MAX)),
+            ("1e308", Some(u64::MAX)),
+            (r#""0x10""#, None),
+            (r#""3600s""#, None),
+            (r#""""#, None),
+            ("true", None),
+            ("null", None),
+            ("[3600]", None),
+            (r#"{"s": 3600}"#, None),
+        ] {
+            assert_eq!(read(member), Ok(seconds), "expires_in {member}");
+        }
+        assert_eq!(expires_at(Some(u64::MAX)), Some(u64::MAX));
+    }
+
+    /// A number too large for a double (`1e400`) is a number all the
+    /// same: read as a far expiry, as `1e30` is, not a reason to refuse
+    /// the token answer. On main serde_json refuses it before `seconds`
+    /// sees it ("number out of range"), and the token the user just
+    /// authorized for is thrown away: "the token endpoint ... answered
+    /// something that is not a token".
+    #[test]
+    fn an_expires_in_too_large_for_a_double_is_a_far_expiry() {
+        let text = r#"{"access_token": "a", "expires_in": 1e400}"#;
+        let answer = serde_json::from_str::<TokenAnswer>(text).map(|a| a.expires_in);
+        assert_eq!(answer.map_err(|e| e.to_string()), Ok(Some(u64::MAX)));
+    }
 }

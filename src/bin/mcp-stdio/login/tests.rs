@@ -373,3 +373,95 @@ fn a_temporary_file_a_dead_run_left_does_not_stop_the_saves() {
     let _ = fs::remove_dir_all(&dir);
     assert_eq!(kept, Some(tokens), "the tokens were not saved");
 }
+
+/// Claim (review-fixes14b): now that a stale temporary is removed before
+/// the exclusive create, a link planted at the temporary's path (by
+/// another user, to a file of the victim's or the planter's) is followed
+/// by the write. False: the link itself is removed, never its target,
+/// and `create_new` (`O_EXCL`) would not follow one planted after it.
+#[cfg(unix)]
+#[test]
+fn a_link_at_the_temporary_path_is_not_followed() {
+    let dir = std::env::temp_dir().join(format!("mcp-stdio-login-link-{}", std::process::id()));
+    fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("t.json");
+    let target = dir.join("target");
+    fs::write(&target, b"untouched").unwrap();
+    let temporary = file.with_extension(format!("tmp{}", std::process::id()));
+    std::os::unix::fs::symlink(&target, &temporary).unwrap();
+    let tokens = Tokens {
+        access_token: "t".into(),
+        ..Tokens::default()
+    };
+    let store = FileTokenStore::new(file.clone());
+    store.save(Some(&tokens));
+    let (kept, target_now, link_left, file_is_link) = (
+        store.load(),
+        fs::read(&target).unwrap(),
+        fs::symlink_metadata(&temporary).is_ok(),
+        fs::symlink_metadata(&file)
+            .unwrap()
+            .file_type()
+            .is_symlink(),
+    );
+    let _ = fs::remove_dir_all(&dir);
+    assert_eq!(kept, Some(tokens));
+    assert_eq!(target_now, b"untouched");
+    assert!(!link_left && !file_is_link);
+}
+
+/// Claim (review-fixes14b): writes in one process taking turns, saves
+/// from many threads at once all end with a whole file. True: each save
+/// writes its own temporary in turn; the file is always one of them.
+#[test]
+fn saves_from_many_threads_at_once_leave_a_whole_file() {
+    let dir = std::env::temp_dir().join(format!("mcp-stdio-login-many-{}", std::process::id()));
+    let file = dir.join("t.json");
+    let store = FileTokenStore::new(file.clone());
+    std::thread::scope(|s| {
+        for n in 0..8 {
+            let store = &store;
+            s.spawn(move || {
+                for k in 0..20 {
+                    store.save(Some(&Tokens {
+                        access_token: format!("t{n}-{k}"),
+                        ..Tokens::default()
+                    }));
+                    assert!(store.load().is_some(), "a half-written file was read");
+                }
+            });
+        }
+    });
+    let kept = store.load();
+    let left: Vec<_> = fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    let _ = fs::remove_dir_all(&dir);
+    assert!(kept.is_some_and(|t| t.access_token.ends_with("-19")));
+    assert_eq!(left, [std::ffi::OsString::from("t.json")]);
+}
+
+/// The token files' directory is the owner's alone (`0700`) when it was
+/// there already, made by something else (a `mkdir -p` under a umask of
+/// `000`, a directory shared in a container's volume), as when a save
+/// creates it: others could otherwise list which servers the user logs
+/// in to, and, when they may write there, put their own file (or a link)
+/// in the token file's place. On main a directory found `0777` stayed
+/// `0777` ("mode 777").
+#[cfg(unix)]
+#[test]
+fn a_token_directory_found_open_to_others_is_made_the_owners() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = std::env::temp_dir().join(format!("mcp-stdio-login-open-{}", std::process::id()));
+    fs::create_dir_all(&dir).unwrap();
+    fs::set_permissions(&dir, fs::Permissions::from_mode(0o777)).unwrap();
+    let store = FileTokenStore::new(dir.join("t.json"));
+    store.save(Some(&Tokens {
+        access_token: "t".into(),
+        ..Tokens::default()
+    }));
+    let mode = fs::metadata(&dir).unwrap().permissions().mode() & 0o777;
+    let _ = fs::remove_dir_all(&dir);
+    assert_eq!(mode, 0o700, "mode {mode:o}");
+}

@@ -30,7 +30,7 @@ impl Authorizer {
             && kept.issuer != metadata.issuer
         {
             return Err(format!(
-                "the server now names the authorization server {}, not {}, where this client's credentials were used: not using them there (give the credentials for it, and a token store without the old tokens)",
+                "the server now names the authorization server {}, not {}, where this client's credentials were used: not using them there (give this client's credentials for the new one, or forget the tokens kept for the old one if these are valid there too)",
                 metadata.issuer, kept.issuer
             ));
         }

@@ -61,3 +61,31 @@ fn scopes_follow_the_spec_order_and_a_step_up_keeps_the_old_ones() {
     );
     assert_eq!(choose_scope(&none, None, None, &offline), None);
 }
+
+/// A token kept for a server reached over plain `http://` off this
+/// machine (kept before the refusal of such servers, or by the
+/// application's own store) is not sent to it: the refusal's reason (RFC
+/// 6750 section 5.3, a bearer token over TLS only) holds for a kept token
+/// as for one obtained. On main `header` gave it, and every request
+/// carried it in clear text until the server refused it.
+#[test]
+fn a_kept_token_is_not_sent_in_clear_text_off_this_machine() {
+    use crate::client::oauth::TokenStore as _;
+    let kept = |server: &str| {
+        let store = crate::client::oauth::MemoryTokenStore::default();
+        store.save(Some(&Tokens {
+            access_token: "at-SECRET".into(),
+            resource: server.into(),
+            ..Tokens::default()
+        }));
+        let oauth = OAuth::client_credentials("id", "secret").token_store(store);
+        Authorizer::new(oauth, server, Trust::default())
+            .unwrap()
+            .header()
+    };
+    assert_eq!(kept("http://10.0.0.5/mcp"), None);
+    assert_eq!(kept("http://192.0.2.1:8080/mcp"), None);
+    let bearer = Some(("Authorization".to_owned(), "Bearer at-SECRET".to_owned()));
+    assert_eq!(kept("http://127.0.0.1:9/mcp"), bearer);
+    assert_eq!(kept("https://192.0.2.1/mcp"), bearer);
+}
