@@ -1797,6 +1797,46 @@ fn pre_registered_credentials_are_not_sent_to_another_authorization_server() {
     client.close().unwrap();
 }
 
+/// Pre-registered credentials bound to their authorization server
+/// (`OAuth::issuer`) go to no other, even on the first run, with no kept
+/// tokens to say where they were used (review-oauth14: the binding above
+/// holds only as far as the token store remembers). A server whose
+/// resource names another authorization server gets an error naming
+/// both, and that server no request for a token; the one they are bound to
+/// gives a token as before.
+#[test]
+fn pre_registered_credentials_bound_to_an_issuer_go_to_no_other_even_on_a_first_run() {
+    const SECRET: &str = "cs-SECRET-77aa";
+    let (server, authority) = setup(Script::default());
+    let elsewhere = "https://login.example.com";
+    let oauth = OAuth::client_credentials("machine-1", SECRET).issuer(elsewhere);
+    let err = Client::builder()
+        .oauth(oauth)
+        .connect_url(&server.url)
+        .and_then(|client| client.call("echo", json!({ "text": "x" })).map(|_| client))
+        .map(|_| ())
+        .unwrap_err();
+    assert!(
+        authority.token_requests().is_empty(),
+        "the other authorization server got a token request"
+    );
+    let err = err.to_string();
+    assert!(
+        err.contains(elsewhere) && err.contains(&authority.url),
+        "{err}"
+    );
+    assert!(!err.contains(SECRET), "{err}");
+    // Bound to the one the resource names: a token as before.
+    let oauth = OAuth::client_credentials("machine-1", SECRET).issuer(&authority.url);
+    let client = Client::builder()
+        .oauth(oauth)
+        .connect_url(&server.url)
+        .unwrap();
+    client.call("echo", json!({ "text": "x" })).unwrap();
+    assert_eq!(authority.token_requests().len(), 1);
+    client.close().unwrap();
+}
+
 /// A token answer whose `expires_in` is a string (`"3599"`, as Azure AD's
 /// v1 token endpoint and others send it) gives a token all the same: the
 /// member only says when the token runs out. Before the fix the whole

@@ -62,6 +62,9 @@ pub struct OAuth {
     pub(crate) grant: Grant,
     pub(crate) client_name: String,
     pub(crate) pre_registered: Option<(String, Option<String>)>,
+    /// The authorization server the pre-registered credentials belong to
+    /// ([`OAuth::issuer`]).
+    pub(crate) issuer: Option<String>,
     pub(crate) metadata_url: Option<String>,
     pub(crate) store: Arc<dyn TokenStore>,
 }
@@ -89,6 +92,7 @@ impl fmt::Debug for OAuth {
             .field("grant", &grant)
             .field("client_name", &self.client_name)
             .field("client_id", &self.pre_registered.as_ref().map(|(id, _)| id))
+            .field("issuer", &self.issuer)
             .field("metadata_url", &self.metadata_url)
             .finish_non_exhaustive()
     }
@@ -128,6 +132,7 @@ impl OAuth {
             grant,
             client_name: "mcp-stdio".to_owned(),
             pre_registered: None,
+            issuer: None,
             metadata_url: None,
             store: Arc::new(MemoryTokenStore::default()),
         }
@@ -148,6 +153,19 @@ impl OAuth {
     /// without, it is a public client.
     pub fn pre_registered(mut self, client_id: &str, client_secret: Option<&str>) -> Self {
         self.pre_registered = Some((client_id.to_owned(), client_secret.map(str::to_owned)));
+        self
+    }
+
+    /// The authorization server the pre-registered credentials
+    /// ([`OAuth::pre_registered`], [`OAuth::client_credentials`]) were
+    /// issued by, as its metadata's `issuer` says it: they are used with no
+    /// other (spec 2026-07-28 client-registration, "Authorization Server
+    /// Binding"). A server whose resource names another gets an error that
+    /// names both, and the secret never goes there. Without it, the
+    /// credentials are bound to the authorization server they were first
+    /// used with, as far as the token store remembers.
+    pub fn issuer(mut self, issuer: &str) -> Self {
+        self.issuer = Some(issuer.to_owned());
         self
     }
 

@@ -24,6 +24,14 @@ impl Authorizer {
         // server's they were used with (the kept tokens' issuer); when
         // the resource names another, an error (SHOULD), and the secret
         // never goes there.
+        if let (Some(_), Some(bound)) = (&self.config.pre_registered, &self.config.issuer)
+            && *bound != metadata.issuer
+        {
+            return Err(format!(
+                "the server names the authorization server {}, and this client's credentials are {}'s: not using them there (OAuth::issuer)",
+                metadata.issuer, bound
+            ));
+        }
         if let (Some((id, _)), Some(kept)) = (&self.config.pre_registered, previous)
             && kept.client_id == *id
             && !kept.issuer.is_empty()
