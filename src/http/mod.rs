@@ -24,4 +24,6 @@ pub(crate) use base64::decode_sentinel;
 pub(crate) use base64::{encode as base64_encode, encode_sentinel};
 pub use headers::HttpHeaders;
 pub(crate) use request::{Framing, HttpError, HttpRequest, Limits, read_body, read_head};
-pub(crate) use response::{write_chunk, write_last_chunk, write_response, write_stream_head};
+pub(crate) use response::{
+    write_chunk, write_head_answer, write_last_chunk, write_response, write_stream_head,
+};

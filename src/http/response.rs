@@ -50,12 +50,40 @@ pub(crate) fn write_response(
     body: &[u8],
     keep_alive: bool,
 ) -> io::Result<()> {
-    let mut out = Vec::with_capacity(128 + body.len());
+    write_whole(w, status, headers, Some(body), keep_alive)
+}
+
+/// Writes the answer to a `HEAD`: its head alone, without content (RFC
+/// 9110 section 9.3.2) and without `Content-Length`, which section 8.6
+/// lets it leave out and forbids unless it is the length of the `GET`'s
+/// content (`0` was not).
+pub(crate) fn write_head_answer(
+    w: &mut dyn Write,
+    status: u16,
+    headers: &[(&str, &str)],
+    keep_alive: bool,
+) -> io::Result<()> {
+    write_whole(w, status, headers, None, keep_alive)
+}
+
+/// [`write_response`], or with `body` `None` [`write_head_answer`].
+fn write_whole(
+    w: &mut dyn Write,
+    status: u16,
+    headers: &[(&str, &str)],
+    body: Option<&[u8]>,
+    keep_alive: bool,
+) -> io::Result<()> {
+    let mut out = Vec::with_capacity(128 + body.map_or(0, <[u8]>::len));
     head(&mut out, status, headers, keep_alive);
-    // RFC 9110 section 8.6: none with a 1xx or a 204.
-    if status != 100 && status != 204 {
+    // RFC 9110 section 8.6: none with a 1xx or a 204, nor to a HEAD.
+    if let Some(body) = body
+        && status != 100
+        && status != 204
+    {
         let _ = write!(out, "Content-Length: {}\r\n", body.len());
     }
+    let body = body.unwrap_or_default();
     out.extend_from_slice(b"\r\n");
     out.extend_from_slice(body);
     w.write_all(&out)?;
@@ -110,6 +138,12 @@ mod tests {
         assert_eq!(
             String::from_utf8(whole).unwrap(),
             "HTTP/1.1 202 Accepted\r\nA: b\r\nConnection: close\r\nContent-Length: 0\r\n\r\n"
+        );
+        let mut head_only = Vec::new();
+        write_head_answer(&mut head_only, 405, &[("Allow", "POST")], true).unwrap();
+        assert_eq!(
+            String::from_utf8(head_only).unwrap(),
+            "HTTP/1.1 405 Method Not Allowed\r\nAllow: POST\r\n\r\n"
         );
         let mut streamed = Vec::new();
         write_stream_head(

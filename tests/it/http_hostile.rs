@@ -1683,3 +1683,246 @@ fn a_connection_turned_away_at_the_cap_is_told_why_in_json_rpc() {
     assert_eq!(error["id"], Value::Null, "{refused}");
     assert_eq!(error["error"]["code"], -32600, "{refused}");
 }
+
+/// A POST of `call` to `addr`'s endpoint, its headers mirrored, as bytes
+/// to send (`close`: with `Connection: close`).
+fn post_bytes(
+    addr: std::net::SocketAddr,
+    call: &str,
+    method: &str,
+    name: Option<&str>,
+    close: bool,
+) -> String {
+    let mut request = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Length: {}\r\n",
+        call.len()
+    );
+    if close {
+        request.push_str("Connection: close\r\n");
+    }
+    for (field, value) in mirrored(method, name) {
+        request.push_str(&format!("{field}: {value}\r\n"));
+    }
+    request.push_str("\r\n");
+    request.push_str(call);
+    request
+}
+
+/// Review fixes14d (`read_chunked`): a chunk size with stray whitespace is
+/// refused as every bad framing is, `400` with a JSON-RPC error without
+/// id that names the line, and the connection closed; the whitespace RFC
+/// 9112 section 7.1.1 allows (BWS before an extension's `;`) is served.
+#[test]
+fn a_chunk_size_with_stray_whitespace_is_a_json_rpc_400_and_bws_before_an_extension_is_served() {
+    let http = crate::http::everything();
+    let addr = http.addr;
+    let list = body(80, "tools/list", json!({}));
+    let chunked = |size_line: &str| {
+        let mut request = format!(
+            "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nTransfer-Encoding: chunked\r\n"
+        );
+        for (name, value) in mirrored("tools/list", None) {
+            request.push_str(&format!("{name}: {value}\r\n"));
+        }
+        format!("{request}\r\n{size_line}\r\n{list}\r\n0\r\n\r\n")
+    };
+    let size = format!("{:x}", list.len());
+    let refused = crate::http::raw(addr, chunked(&format!("{size} ")).as_bytes());
+    assert_eq!(status(&refused), 400, "{refused}");
+    assert_eq!(
+        crate::http::header(&refused, "content-type"),
+        Some("application/json"),
+        "{refused}"
+    );
+    assert_eq!(crate::http::header(&refused, "connection"), Some("close"));
+    let error = json_body(&refused);
+    assert_eq!(error["id"], Value::Null, "{refused}");
+    assert_eq!(error["error"]["code"], -32600, "{refused}");
+    assert!(
+        error["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("chunk size")),
+        "{refused}"
+    );
+    for honest in [
+        format!("{size} ;a=b"),
+        format!("{size}\t; a = \"b\""),
+        format!("{size};a"),
+    ] {
+        let served = crate::http::raw(addr, chunked(&honest).as_bytes());
+        assert_eq!(status(&served), 200, "{honest:?}: {served}");
+    }
+}
+
+/// Review fixes14d (`Exchange::respond`, `tcp::refuse_with`): RFC 9110
+/// section 8.6, "a server MUST NOT send Content-Length in such a response
+/// [to HEAD] unless its field value equals the decimal number of octets
+/// that would have been sent in the content of a response if the same
+/// request had used the GET method". The answers to a HEAD carry no
+/// content now, but said `Content-Length: 0`, where the GET's answer has
+/// a JSON-RPC error: a cache that updates a stored response from a HEAD
+/// (section 9.3.2) takes the wrong length. Each HEAD's connection state
+/// is the GET's: the 405 keeps it, the 404 closes it.
+#[test]
+fn a_head_request_is_not_told_a_content_length_its_get_would_not_have() {
+    let http = crate::http::everything();
+    let addr = http.addr;
+    let mut wrong = Vec::new();
+    for path in ["/mcp", "/elsewhere"] {
+        let get = crate::http::raw(
+            addr,
+            format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").as_bytes(),
+        );
+        let get_length = crate::http::header(&get, "content-length").map(str::to_owned);
+        let mut socket = TcpStream::connect(addr).unwrap();
+        socket.set_read_timeout(Some(WAIT)).unwrap();
+        let head = format!("HEAD {path} HTTP/1.1\r\nHost: {addr}\r\n\r\n");
+        std::io::Write::write_all(&mut socket, head.as_bytes()).unwrap();
+        let mut answer = Vec::new();
+        let mut byte = [0u8; 1];
+        while !answer.ends_with(b"\r\n\r\n") && socket.read(&mut byte).unwrap() == 1 {
+            answer.push(byte[0]);
+        }
+        let answer = String::from_utf8(answer).unwrap();
+        assert_eq!(status(&answer), status(&get), "{path}");
+        assert_eq!(
+            crate::http::header(&answer, "connection"),
+            crate::http::header(&get, "connection").filter(|_| path != "/mcp"),
+            "HEAD {path}: the connection state differs from the GET's:\n{answer}"
+        );
+        let length = crate::http::header(&answer, "content-length");
+        if length.is_some() && length != get_length.as_deref() {
+            wrong.push(format!(
+                "HEAD {path}: Content-Length {length:?}, the GET's {get_length:?}"
+            ));
+        }
+    }
+    assert!(wrong.is_empty(), "{wrong:#?}");
+}
+
+/// Whether a call started, and whether it was cancelled.
+type Flags = [std::sync::Arc<std::sync::atomic::AtomicBool>; 2];
+
+/// A server with a tool `gate` that waits `ms` unless cancelled, then
+/// answers "cancelled" or "done"; and its [`Flags`].
+fn with_gate() -> (crate::http::Http, Flags) {
+    use std::sync::atomic::Ordering;
+    let flags: Flags = Default::default();
+    let [started_in, cancelled_in] = flags.clone();
+    let tool =
+        Tool::new("gate", "Waits ms unless cancelled.").input_schema(json!({ "type": "object" }));
+    let server = crate::everything::build_with(move |builder| {
+        builder.tool(tool, move |ctx, args: Value| {
+            started_in.store(true, Ordering::Release);
+            let ms = args["ms"].as_u64().unwrap_or(0);
+            let text = if ctx.wait_cancelled(Duration::from_millis(ms)) {
+                cancelled_in.store(true, Ordering::Release);
+                "cancelled"
+            } else {
+                "done"
+            };
+            Ok(CallToolResult::text(text))
+        })
+    });
+    (start(server, HttpOptions::new()), flags)
+}
+
+/// Whether `flag` is set within `within`.
+fn set_within(flag: &std::sync::atomic::AtomicBool, within: Duration) -> bool {
+    let deadline = Instant::now() + within;
+    while !flag.load(std::sync::atomic::Ordering::Acquire) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    flag.load(std::sync::atomic::Ordering::Acquire)
+}
+
+/// Review fixes14d (`Exchange::watch`, `open::peer_gone`): an honest
+/// client that pipelines (its second request sent on the kept-alive
+/// connection while the first runs) is not taken for gone: the bytes wait
+/// and no end is behind them, so the first call runs to its end (400 ms,
+/// eight looks of the watch with bytes waiting) and both are answered.
+#[test]
+fn a_pipelined_request_does_not_cancel_the_one_running_before_it() {
+    let (http, [started, _]) = with_gate();
+    let addr = http.addr;
+    let call = body(
+        81,
+        "tools/call",
+        json!({ "name": "gate", "arguments": { "ms": 400 } }),
+    );
+    let mut socket = TcpStream::connect(addr).unwrap();
+    socket.set_read_timeout(Some(WAIT)).unwrap();
+    let first = post_bytes(addr, &call, "tools/call", Some("gate"), false);
+    std::io::Write::write_all(&mut socket, first.as_bytes()).unwrap();
+    assert!(set_within(&started, WAIT), "the call never started");
+    let list = body(82, "tools/list", json!({}));
+    let second = post_bytes(addr, &list, "tools/list", None, true);
+    std::io::Write::write_all(&mut socket, second.as_bytes()).unwrap();
+    let one = crate::http::read_one(&mut socket);
+    assert_eq!(
+        json_body(&one)["result"]["content"][0]["text"],
+        "done",
+        "the first request was cancelled: {one}"
+    );
+    let two = crate::http::read_one(&mut socket);
+    assert_eq!(json_body(&two)["id"], 82, "{two}");
+}
+
+/// Review fixes14d (`Exchange::watch`), a guard: a client that shuts its
+/// sending side after its request (some HTTP/1.0 tools do; our client
+/// does so on purpose when it gives up, `client::http::late`) is taken
+/// for gone, its request cancelled: so it was before `peer_gone` (a
+/// `peek` reads the end as 0 bytes), with or without bytes after the
+/// request now.
+#[test]
+fn a_client_that_shuts_its_sending_side_after_its_request_cancels_it() {
+    for stray in ["", "\r\n"] {
+        let (http, [started, cancelled]) = with_gate();
+        let addr = http.addr;
+        let call = body(
+            83,
+            "tools/call",
+            json!({ "name": "gate", "arguments": { "ms": 60_000 } }),
+        );
+        let mut socket = TcpStream::connect(addr).unwrap();
+        socket.set_read_timeout(Some(WAIT)).unwrap();
+        let request = post_bytes(addr, &call, "tools/call", Some("gate"), false);
+        std::io::Write::write_all(&mut socket, request.as_bytes()).unwrap();
+        assert!(set_within(&started, WAIT), "the call never started");
+        std::io::Write::write_all(&mut socket, stray.as_bytes()).unwrap();
+        socket.shutdown(std::net::Shutdown::Write).unwrap();
+        assert!(
+            set_within(&cancelled, Duration::from_secs(3)),
+            "stray {stray:?}: the call still runs 3 s after its client shut its sending side"
+        );
+    }
+}
+
+/// Review fixes14d (`server::http::busy`): the `503` of a connection
+/// turned away at the cap says when to retry, is a JSON-RPC error without
+/// id whose length is its `Content-Length`, and closes the connection.
+#[test]
+fn the_503_at_the_cap_says_retry_after_and_closes_its_connection() {
+    let http = start(
+        crate::everything::build(),
+        HttpOptions::new().max_connections(1),
+    );
+    let _busy = crate::http::hold_serving(http.addr);
+    let list = body(84, "tools/list", json!({}));
+    // `raw` reads to the end: the connection must close.
+    let refused = crate::http::raw(
+        http.addr,
+        post_bytes(http.addr, &list, "tools/list", None, false).as_bytes(),
+    );
+    assert_eq!(status(&refused), 503, "{refused}");
+    assert_eq!(crate::http::header(&refused, "retry-after"), Some("1"));
+    assert_eq!(crate::http::header(&refused, "connection"), Some("close"));
+    let (_, content) = refused.split_once("\r\n\r\n").unwrap();
+    assert_eq!(
+        crate::http::header(&refused, "content-length"),
+        Some(content.len().to_string().as_str())
+    );
+    let error = json_body(&refused);
+    assert_eq!(error["jsonrpc"], "2.0", "{refused}");
+    assert_eq!(error["id"], Value::Null, "{refused}");
+}

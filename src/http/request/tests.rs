@@ -206,3 +206,41 @@ fn a_chunk_size_with_stray_whitespace_is_refused() {
         "a size past usize is refused"
     );
 }
+
+/// Review fixes14d: the HTTP/1.0 rule reads `Transfer-Encoding` as every
+/// other field is read, its name and `chunked` in any case; several
+/// fields are refused before it matters (`501`), and an HTTP/1.1 chunked
+/// request keeps its connection as before (our client, httpx and Node's
+/// fetch all speak 1.1).
+#[test]
+fn the_http10_transfer_coding_rule_reads_the_field_in_any_case_and_spares_http11() {
+    let odd = read(
+        "POST /mcp HTTP/1.0\r\nconnection: Keep-Alive\r\ntransfer-ENCODING: ChUnKeD\r\n\r\n2\r\nhe\r\n0\r\n\r\n",
+    )
+    .unwrap()
+    .unwrap();
+    assert_eq!(odd.framing, Framing::Chunked);
+    assert!(
+        !odd.keep_alive(),
+        "odd case kept an HTTP/1.0 chunked request alive"
+    );
+    for twice in [
+        "Transfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n",
+        "Transfer-Encoding: chunked\r\ntransfer-encoding: \r\n",
+        "Transfer-Encoding: chunked, chunked\r\n",
+    ] {
+        let text = format!("POST /mcp HTTP/1.0\r\n{twice}\r\n0\r\n\r\n");
+        assert_eq!(status(&text), 501, "{twice:?}");
+    }
+    let modern =
+        read("POST /mcp HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nhe\r\n0\r\n\r\n")
+            .unwrap()
+            .unwrap();
+    assert!(modern.keep_alive(), "an HTTP/1.1 chunked request closed");
+    let closing = read(
+        "POST /mcp HTTP/1.1\r\nConnection: close\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nhe\r\n0\r\n\r\n",
+    )
+    .unwrap()
+    .unwrap();
+    assert!(!closing.keep_alive());
+}

@@ -41,7 +41,7 @@ use super::open::OpenConnections;
 use super::options::HttpOptions;
 #[cfg(feature = "legacy")]
 use super::sessions::Sessions;
-use crate::http::{HttpRequest, write_response};
+use crate::http::{HttpRequest, write_head_answer, write_response};
 #[cfg(feature = "legacy")]
 use crate::incoming::Reply;
 use crate::incoming::{Incoming, classify};
@@ -89,7 +89,8 @@ pub(crate) struct Exchange<'a> {
     /// it), set before each request: every answer carries them.
     pub cors: RefCell<Vec<(&'static str, String)>>,
     /// The request being served is a `HEAD`: its answers carry no content
-    /// (RFC 9110 section 9.3.2), set before each request as `cors` is.
+    /// (RFC 9110 section 9.3.2) and no `Content-Length`
+    /// (`write_head_answer`), set before each request as `cors` is.
     pub head: std::cell::Cell<bool>,
     /// What the request's access token allows (`auth::authenticate`),
     /// set before each request when the server validates tokens: its
@@ -243,9 +244,13 @@ impl Exchange<'_> {
         let cors = self.cors.borrow();
         let mut all = headers.to_vec();
         all.extend(cors.iter().map(|(n, v)| (*n, v.as_str())));
-        let body = if self.head.get() { b"" } else { body };
         let mut socket = self.socket;
-        write_response(&mut socket, status, &all, body, keep_alive).is_ok() && keep_alive
+        let written = if self.head.get() {
+            write_head_answer(&mut socket, status, &all, keep_alive)
+        } else {
+            write_response(&mut socket, status, &all, body, keep_alive)
+        };
+        written.is_ok() && keep_alive
     }
 
     /// The body of a response to `request` on `socket` (an event stream

@@ -17,7 +17,9 @@ use super::options::HttpOptions;
 use super::refusal::Refusal;
 #[cfg(feature = "legacy")]
 use super::sessions::Sessions;
-use crate::http::{HttpError, HttpRequest, Limits, read_body, read_head, write_response};
+use crate::http::{
+    HttpError, HttpRequest, Limits, read_body, read_head, write_head_answer, write_response,
+};
 use crate::jsonrpc::{ErrorObject, encode_error};
 use crate::server::Inner;
 use crate::server::request_meta::TokenInfo;
@@ -538,8 +540,9 @@ fn refuse(socket: &TcpStream, status: u16, message: &str, headers: &[(&str, &str
     );
 }
 
-/// [`refuse`] with `error` as the body; without it when the answer may
-/// carry no `content` (one to a `HEAD`, RFC 9110 section 9.3.2).
+/// [`refuse`] with `error` as the body; without it, nor a
+/// `Content-Length`, when the answer may carry no `content` (one to a
+/// `HEAD`: `write_head_answer`).
 fn refuse_with(
     socket: &TcpStream,
     status: u16,
@@ -547,14 +550,16 @@ fn refuse_with(
     headers: &[(&str, &str)],
     content: bool,
 ) {
-    let mut body = Vec::with_capacity(128);
-    if content {
-        encode_error(&mut body, None, error);
-    }
     let mut all = headers.to_vec();
     all.push(("Content-Type", "application/json"));
     let mut out = socket;
-    let _ = write_response(&mut out, status, &all, &body, false);
+    if content {
+        let mut body = Vec::with_capacity(128);
+        encode_error(&mut body, None, error);
+        let _ = write_response(&mut out, status, &all, &body, false);
+    } else {
+        let _ = write_head_answer(&mut out, status, &all, false);
+    }
     close_gently(socket, Duration::from_millis(200));
 }
 
