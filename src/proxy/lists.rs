@@ -355,7 +355,8 @@ fn may_pass(e: &Error) -> bool {
 /// the server is restarted; when that is the first listen, `serve_as`
 /// returns at once with nothing mirrored yet (it used to mirror the
 /// server that died), and the lists come once the restarted server
-/// acknowledges the listen. A first listen refused (or not answered
+/// acknowledges the listen (when no restart follows, `serve_as` returns
+/// the listen's error). A first listen refused (or not answered
 /// within the client's request timeout) leaves the lists listed once,
 /// their changes unheard.
 ///
@@ -435,6 +436,13 @@ pub(super) fn follow_list_changes(
                 Err(_) if link.is_alive() => {
                     let first = mirror(&server, &client, &updates, &mirrored, Lists::all());
                     let _ = listed_tx.send(first.map(drop));
+                    return;
+                }
+                // The server died, and no restart follows (a client that
+                // does not restart its server, or closed): nothing to
+                // mirror, now or later.
+                Err(e) if client.restarted(&link) == Some(false) => {
+                    let _ = listed_tx.send(Err(e));
                     return;
                 }
                 // The server died with the listen unanswered: nothing
