@@ -209,8 +209,9 @@ impl<T: TaskStore + ?Sized> TaskStore for Arc<T> {
 /// JSON (their results, mostly; [`MemoryTaskStore::max_bytes`]). Past
 /// either, expired tasks are dropped first; then the tasks that finished
 /// longest ago go (a finished task may thus be forgotten before its TTL
-/// under pressure, whoever made it); when only running tasks are left,
-/// `create` is refused. A task that ends with its result may take the
+/// under pressure, whoever made it); when letting every finished task go
+/// would not be enough (the running tasks fill it), `create` is refused,
+/// and lets none go. A task that ends with its result may take the
 /// store past its budget by that result alone, when nothing finished is
 /// left to drop. Tasks do not survive the process.
 pub struct MemoryTaskStore {
@@ -297,8 +298,10 @@ impl Held {
 
     /// Lets tasks go until at most `count` are held and `bytes` of them:
     /// the expired first, then the finished, the oldest first, never
-    /// `keep`. Returns whether that was enough.
-    fn make_room(&mut self, count: usize, bytes: usize, keep: &str) -> bool {
+    /// `keep`. Returns whether that was enough. With `or_none`, no
+    /// finished task goes when letting them all go would not be enough
+    /// (a `create` refused drops nothing for it).
+    fn make_room(&mut self, count: usize, bytes: usize, keep: &str, or_none: bool) -> bool {
         let fits = |held: &Held| held.tasks.len() <= count && held.bytes <= bytes;
         if fits(self) {
             return true;
@@ -317,6 +320,18 @@ impl Held {
             .filter(|(id, (t, _))| *id != keep && t.task.task.status.is_terminal())
             .map(|(id, (t, _))| (t.task.task.last_updated_at.clone(), id.clone()))
             .collect();
+        if or_none {
+            let finished_bytes: usize = (finished.iter())
+                .filter_map(|(_, id)| self.tasks.get(id).map(|(_, size)| *size))
+                .sum();
+            let left = (
+                self.tasks.len() - finished.len(),
+                self.bytes - finished_bytes,
+            );
+            if left.0 > count || left.1 > bytes {
+                return false;
+            }
+        }
         finished.sort_unstable();
         for (_, id) in finished {
             if fits(self) {
@@ -333,7 +348,7 @@ impl TaskStore for MemoryTaskStore {
         let mut held = self.lock();
         let size = size_of(&task);
         let room = self.max_bytes.saturating_sub(size);
-        if !held.make_room(self.capacity - 1, room, "") {
+        if !held.make_room(self.capacity - 1, room, "", true) {
             let (what, limit) = if held.tasks.len() >= self.capacity {
                 (
                     format!("{} unfinished tasks", held.tasks.len()),
@@ -381,7 +396,7 @@ impl TaskStore for MemoryTaskStore {
         held.insert(task_id.to_owned(), task.clone());
         // The change stands (a result within `max_task_result_bytes`);
         // others finished before it make room.
-        held.make_room(self.capacity, self.max_bytes, task_id);
+        held.make_room(self.capacity, self.max_bytes, task_id, false);
         Ok(Some(task))
     }
 }
