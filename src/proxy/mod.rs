@@ -133,8 +133,8 @@ use updates::{Updates, subscribe};
 /// server that dies before it acknowledges the listen lets it return at
 /// once, with nothing mirrored yet when the client restarts it (the lists
 /// come once the restarted server acknowledges the listen), and with the
-/// listen's error when no restart follows. A list that fails to list is
-/// its error (the others are mirrored all the same).
+/// listen's error when no restart follows. A list that fails to list
+/// (its pages never end, the server answers an error) is its error.
 ///
 /// ```no_run
 /// # #[cfg(feature = "http")] fn main() -> Result<(), Box<dyn std::error::Error>> {

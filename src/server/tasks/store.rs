@@ -647,4 +647,26 @@ mod tests {
             );
         }
     }
+
+    /// Claim (review store14c): `update` takes the task out of the map
+    /// before it calls `change`, and puts it back after: a `change` that
+    /// panics (a bug in a closure) loses the task for good, where it was
+    /// changed in place before store14 (and kept).
+    #[test]
+    fn a_change_that_panics_loses_no_task() {
+        let store = MemoryTaskStore::default();
+        store
+            .create(stored("t", TaskStatus::Working, "1", None))
+            .unwrap();
+        let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let _ = store.update("t", &mut |_| panic!("a bug in a closure"));
+        }));
+        assert!(panicked.is_err());
+        assert!(
+            store.get("t").unwrap().is_some(),
+            "the task is gone after a change that panicked"
+        );
+        let (counted, held) = counted_and_held(&store);
+        assert_eq!(counted, held);
+    }
 }
