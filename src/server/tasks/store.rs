@@ -386,18 +386,25 @@ impl TaskStore for MemoryTaskStore {
         change: &mut dyn FnMut(&mut StoredTask),
     ) -> Result<Option<StoredTask>, ErrorObject> {
         let mut held = self.lock();
-        let Some(mut task) = held.remove(task_id) else {
+        let Held { tasks, bytes } = &mut *held;
+        let Some((task, size)) = tasks.get_mut(task_id) else {
             return Ok(None);
         };
         if task.is_expired(SystemTime::now()) {
+            let _ = held.remove(task_id);
             return Ok(None);
         }
-        change(&mut task);
-        held.insert(task_id.to_owned(), task.clone());
+        // Changed in place: a `change` that panics leaves the task held
+        // (counted at its size before).
+        change(task);
+        let resized = size_of(task);
+        *bytes = *bytes - *size + resized;
+        *size = resized;
+        let after = task.clone();
         // The change stands (a result within `max_task_result_bytes`);
         // others finished before it make room.
         held.make_room(self.capacity, self.max_bytes, task_id, false);
-        Ok(Some(task))
+        Ok(Some(after))
     }
 }
 
