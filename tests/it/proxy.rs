@@ -2558,3 +2558,54 @@ fn tools_offered(proxy: &Server) -> usize {
     let caller = Client::connect(ours).unwrap();
     caller.tools().filter_map(Result::ok).count()
 }
+
+/// Claim (review proxy14c): a change the server behind makes after it
+/// acknowledged the proxy's listen, while the first listing is under way
+/// (its answer already made, without the change), is not mirrored: the
+/// lists thread enters its loop with nothing pending. Found false: the
+/// change reaches the listen, which holds it till the loop takes it, and
+/// the tools are listed again (kept as a guard).
+#[test]
+fn a_change_behind_during_the_first_listing_is_mirrored() {
+    let behind = crate::everything::build();
+    let (held_tx, held) = crossbeam_channel::bounded(1);
+    let (release, release_rx) = crossbeam_channel::bounded::<()>(1);
+    let acknowledged = Arc::new(AtomicBool::new(false));
+    let heard = Arc::clone(&acknowledged);
+    let mut holding = true;
+    let transport = relay(
+        behind.clone(),
+        |_| None,
+        move |line| {
+            if line.contains("notifications/subscriptions/acknowledged") {
+                heard.store(true, Ordering::SeqCst);
+            }
+            let listing = line.contains(r#""tools":["#);
+            if holding && listing && heard.load(Ordering::SeqCst) {
+                // The first listing's answer, made: held till the change.
+                holding = false;
+                let _ = held_tx.send(());
+                let _ = release_rx.recv_timeout(WAIT);
+            }
+            line
+        },
+    );
+    let client = Client::connect(transport).unwrap();
+    let starting = thread::spawn(move || mcp_stdio::proxy::serve_as(client).unwrap());
+    held.recv_timeout(WAIT).expect("no listing after the ack");
+    behind.add_tool(
+        Tool::new("during", "Added during the first listing."),
+        |_ctx, _: Value| Ok::<_, mcp_stdio::ErrorObject>(CallToolResult::text("during")),
+    );
+    release.send(()).unwrap();
+    let proxy = starting.join().unwrap();
+    let (ours, theirs) = Transport::memory();
+    let serving = proxy.clone();
+    thread::spawn(move || serving.serve(theirs));
+    let caller = Client::connect(ours).unwrap();
+    assert!(
+        offers_within_wait(&caller, "during"),
+        "the proxy never offered `during`, added behind during its first listing"
+    );
+    proxy.stop_handle().stop();
+}
