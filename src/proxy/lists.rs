@@ -131,7 +131,8 @@ pub(super) fn sync<T: serde::Serialize>(
 /// Lists what the server offers and makes `server` offer the same (a list
 /// the server does not declare, any more: a restarted server may declare
 /// less, is emptied); which of `lists` changed (each change is announced
-/// by the change itself).
+/// by the change itself). Each list is mirrored on its own: one that
+/// fails leaves the others mirrored, and its error is the answer.
 fn mirror(
     server: &Server,
     client: &Arc<Client>,
@@ -147,15 +148,46 @@ fn mirror(
         mirrored,
         &mut { lists },
         &mut changed,
-    )?;
+    )
+    .map_err(|failed| failed.first)?;
     Ok(changed)
+}
+
+/// What a listing of several lists that failed left: the first error,
+/// whether any of the failures may pass if tried again ([`may_pass`]),
+/// and the lists whose failure cannot.
+struct Failed {
+    first: Error,
+    may_pass: bool,
+    stuck: Lists,
+}
+
+impl Failed {
+    /// `failed` with `list`'s failure, `e`, added.
+    fn add(failed: Option<Failed>, list: Lists, e: Error) -> Option<Failed> {
+        let passes = may_pass(&e);
+        let stuck = if passes { Lists::none() } else { list };
+        Some(match failed {
+            None => Failed {
+                first: e,
+                may_pass: passes,
+                stuck,
+            },
+            Some(failed) => Failed {
+                may_pass: failed.may_pass || passes,
+                stuck: failed.stuck.with(stuck),
+                ..failed
+            },
+        })
+    }
 }
 
 /// [`mirror`], one list at a time: each list of `pending` mirrored is
 /// taken out of it, and marked in `changed` if it changed (and so was
-/// announced); a list that fails stops the rest, left in `pending`. (A
-/// list mirrored before one that failed is mirrored for good, and its
-/// change announced: a retry must not announce it again.)
+/// announced); a list that fails is left in `pending`, and the others are
+/// mirrored all the same (a list whose pages never end costs only that
+/// list). (A list mirrored while another failed is mirrored for good, and
+/// its change announced: a retry must not announce it again.)
 fn mirror_each(
     server: &Server,
     client: &Arc<Client>,
@@ -163,83 +195,121 @@ fn mirror_each(
     mirrored: &Mutex<Mirrored>,
     pending: &mut Lists,
     changed: &mut Lists,
-) -> Result<(), Error> {
+) -> Result<(), Failed> {
     let capabilities = client.server_capabilities();
     let mut mirrored = lock(mirrored);
     let lists = *pending;
-    if lists.tools {
-        let tools = match capabilities.tools {
-            Some(_) => client.tools().collect::<Result<Vec<_>, _>>()?,
-            None => Vec::new(),
-        };
-        let tasks = tasks_of(&capabilities).is_some();
-        let add = |tool: Tool| {
-            let (client, updates) = (Arc::clone(client), Arc::clone(updates));
-            let name = tool.name.clone();
-            let call = move |ctx: &RequestContext, arguments: Value| {
-                let params = json!({ "name": name, "arguments": arguments });
-                forward::<CallToolResult>(&client, &updates, ctx, method::TOOLS_CALL, params)
+    let mut failed = None;
+    let tools_list = Lists {
+        tools: true,
+        ..Lists::none()
+    };
+    let listed = match (lists.tools, &capabilities.tools) {
+        (false, _) => None,
+        (true, Some(_)) => Some(client.tools().collect::<Result<Vec<_>, _>>()),
+        (true, None) => Some(Ok(Vec::new())),
+    };
+    match listed {
+        None => {}
+        Some(Err(e)) => failed = Failed::add(failed, tools_list, e),
+        Some(Ok(tools)) => {
+            let tasks = tasks_of(&capabilities).is_some();
+            let add = |tool: Tool| {
+                let (client, updates) = (Arc::clone(client), Arc::clone(updates));
+                let name = tool.name.clone();
+                let call = move |ctx: &RequestContext, arguments: Value| {
+                    let params = json!({ "name": name, "arguments": arguments });
+                    forward::<CallToolResult>(&client, &updates, ctx, method::TOOLS_CALL, params)
+                };
+                // A task of the proxy's, for a caller that declares the
+                // extension, when the server has it (the module's docs).
+                match tasks {
+                    true => server.add_task_tool(tool, TaskMode::Optional, call),
+                    false => server.add_tool(tool, call),
+                }
             };
-            // A task of the proxy's, for a caller that declares the
-            // extension, when the server has it (the module's docs).
-            match tasks {
-                true => server.add_task_tool(tool, TaskMode::Optional, call),
-                false => server.add_tool(tool, call),
-            }
-        };
-        let remove = |name: &str| server.remove_tool(name);
-        changed.tools |= sync(&mut mirrored.tools, tools, |t| t.name.clone(), add, remove);
-        pending.tools = false;
+            let remove = |name: &str| server.remove_tool(name);
+            changed.tools |= sync(&mut mirrored.tools, tools, |t| t.name.clone(), add, remove);
+            pending.tools = false;
+        }
     }
     let resources_declared = capabilities.resources.is_some();
-    if lists.resources {
-        let resources = match resources_declared {
-            true => client.resources().collect::<Result<Vec<_>, _>>()?,
-            false => Vec::new(),
-        };
-        let add = |resource| server.add_resource(resource, read_through(client, updates));
-        let remove = |uri: &str| server.remove_resource(uri);
-        changed.resources |= sync(
-            &mut mirrored.resources,
-            resources,
-            |r| r.uri.clone(),
-            add,
-            remove,
-        );
-        let templates = match resources_declared {
-            true => client.resource_templates().collect::<Result<Vec<_>, _>>()?,
-            false => Vec::new(),
-        };
-        let add = |template| server.add_resource_template(template, read_through(client, updates));
-        let remove = |pattern: &str| server.remove_resource_template(pattern);
-        let key = |t: &ResourceTemplate| t.uri_template.clone();
-        changed.resources |= sync(&mut mirrored.templates, templates, key, add, remove);
-        pending.resources = false;
+    let resources_list = Lists {
+        resources: true,
+        ..Lists::none()
+    };
+    let listed = match (lists.resources, resources_declared) {
+        (false, _) => None,
+        (true, true) => Some(client.resources().collect::<Result<Vec<_>, _>>()),
+        (true, false) => Some(Ok(Vec::new())),
+    };
+    match listed {
+        None => {}
+        Some(Err(e)) => failed = Failed::add(failed, resources_list, e),
+        Some(Ok(resources)) => {
+            let add = |resource| server.add_resource(resource, read_through(client, updates));
+            let remove = |uri: &str| server.remove_resource(uri);
+            changed.resources |= sync(
+                &mut mirrored.resources,
+                resources,
+                |r| r.uri.clone(),
+                add,
+                remove,
+            );
+            let templates = match resources_declared {
+                true => client.resource_templates().collect::<Result<Vec<_>, _>>(),
+                false => Ok(Vec::new()),
+            };
+            match templates {
+                Err(e) => failed = Failed::add(failed, resources_list, e),
+                Ok(templates) => {
+                    let add = |template| {
+                        server.add_resource_template(template, read_through(client, updates))
+                    };
+                    let remove = |pattern: &str| server.remove_resource_template(pattern);
+                    let key = |t: &ResourceTemplate| t.uri_template.clone();
+                    changed.resources |= sync(&mut mirrored.templates, templates, key, add, remove);
+                    pending.resources = false;
+                }
+            }
+        }
     }
-    if lists.prompts {
-        let prompts = match capabilities.prompts {
-            Some(_) => client.prompts().collect::<Result<Vec<_>, _>>()?,
-            None => Vec::new(),
-        };
-        let add = |prompt: Prompt| {
-            let (client, updates) = (Arc::clone(client), Arc::clone(updates));
-            let name = prompt.name.clone();
-            server.add_prompt(prompt, move |ctx, arguments: PromptArguments| {
-                let params = json!({ "name": name, "arguments": arguments });
-                forward::<GetPromptResult>(&client, &updates, ctx, method::PROMPTS_GET, params)
-            });
-        };
-        let remove = |name: &str| server.remove_prompt(name);
-        changed.prompts |= sync(
-            &mut mirrored.prompts,
-            prompts,
-            |p| p.name.clone(),
-            add,
-            remove,
-        );
-        pending.prompts = false;
+    let prompts_list = Lists {
+        prompts: true,
+        ..Lists::none()
+    };
+    let listed = match (lists.prompts, &capabilities.prompts) {
+        (false, _) => None,
+        (true, Some(_)) => Some(client.prompts().collect::<Result<Vec<_>, _>>()),
+        (true, None) => Some(Ok(Vec::new())),
+    };
+    match listed {
+        None => {}
+        Some(Err(e)) => failed = Failed::add(failed, prompts_list, e),
+        Some(Ok(prompts)) => {
+            let add = |prompt: Prompt| {
+                let (client, updates) = (Arc::clone(client), Arc::clone(updates));
+                let name = prompt.name.clone();
+                server.add_prompt(prompt, move |ctx, arguments: PromptArguments| {
+                    let params = json!({ "name": name, "arguments": arguments });
+                    forward::<GetPromptResult>(&client, &updates, ctx, method::PROMPTS_GET, params)
+                });
+            };
+            let remove = |name: &str| server.remove_prompt(name);
+            changed.prompts |= sync(
+                &mut mirrored.prompts,
+                prompts,
+                |p| p.name.clone(),
+                add,
+                remove,
+            );
+            pending.prompts = false;
+        }
     }
-    Ok(())
+    match failed {
+        Some(failed) => Err(failed),
+        None => Ok(()),
+    }
 }
 
 /// How many times a listing behind that failed is tried again before
@@ -285,7 +355,8 @@ fn may_pass(e: &Error) -> bool {
 /// the server is restarted; when that is the first listen, `serve_as`
 /// returns at once with nothing mirrored yet (it used to mirror the
 /// server that died), and the lists come once the restarted server
-/// acknowledges the listen. A first listen refused (or not answered
+/// acknowledges the listen (when no restart follows, `serve_as` returns
+/// the listen's error). A first listen refused (or not answered
 /// within the client's request timeout) leaves the lists listed once,
 /// their changes unheard.
 ///
@@ -296,12 +367,15 @@ fn may_pass(e: &Error) -> bool {
 /// change comes; once the retries run out, with the next change. A
 /// listing that cannot pass by trying again ([`may_pass`]: a list whose
 /// pages never end, or whose cursor repeats) is not tried again before
-/// the next change: a change costs one such listing, not six. A change
-/// the server announced is published once its list is mirrored, and only
-/// once: a list mirrored before another failed (tools listed, prompts
-/// failing; the resources listed, their templates failing) is not listed
-/// again, and one whose change was announced by the mirroring itself is
-/// not announced again by the retry.
+/// the next change: a change costs one such listing, not six. Each list
+/// is listed on its own: one that fails (its pages never end) holds up no
+/// other, and the retries are for the lists whose failure may pass. A
+/// change the server announced is published once its list is mirrored,
+/// and only once: a list mirrored while another failed (tools listed,
+/// prompts failing) is not listed again, and one whose change was
+/// announced by the mirroring itself is not announced again by the retry
+/// (the resources listed, their templates failing: listed again, not
+/// announced again).
 ///
 /// A listen that overflowed (more changes waited than the client holds
 /// for a subscription: a server that floods them while a listing is
@@ -364,6 +438,13 @@ pub(super) fn follow_list_changes(
                     let _ = listed_tx.send(first.map(drop));
                     return;
                 }
+                // The server died, and no restart follows (a client that
+                // does not restart its server, or closed): nothing to
+                // mirror, now or later.
+                Err(e) if client.restarted(&link) == Some(false) => {
+                    let _ = listed_tx.send(Err(e));
+                    return;
+                }
                 // The server died with the listen unanswered: nothing
                 // listed yet, the listen sent again below.
                 Err(_) => {
@@ -389,16 +470,27 @@ pub(super) fn follow_list_changes(
                     },
                 };
                 let mut failures = 0;
+                // The lists whose last listing failed in a way that cannot
+                // pass by trying again: not tried again before the next
+                // change (the retries are for the others).
+                let mut stuck = Lists::none();
                 loop {
-                    if pending.any() {
+                    let trying = pending.without(stuck);
+                    if trying.any() {
+                        let mut listing = trying;
                         let listed = mirror_each(
                             &server,
                             &client,
                             &updates,
                             &mirrored,
-                            &mut pending,
+                            &mut listing,
                             &mut changed,
                         );
+                        pending = listing.with(pending.without(trying));
+                        stuck = stuck.within(pending);
+                        if let Err(failed) = &listed {
+                            stuck = stuck.with(failed.stuck);
+                        }
                         // A change the server announced is passed on once
                         // its list is mirrored, even when that list looks
                         // the same (nothing added or removed, so nothing
@@ -418,7 +510,7 @@ pub(super) fn follow_list_changes(
                         match listed {
                             Ok(()) => failures = 0,
                             // Kept for the next change.
-                            Err(e) if failures == RETRIES || !may_pass(&e) => failures = 0,
+                            Err(f) if failures == RETRIES || !f.may_pass => failures = 0,
                             Err(_) => failures += 1,
                         }
                     }
@@ -441,7 +533,11 @@ pub(super) fn follow_list_changes(
                     };
                     // With every change already waiting: one listing
                     // answers them all. (An end met here is met again by
-                    // the next `recv`, once they are listed.)
+                    // the next `recv`, once they are listed.) A change
+                    // lists again what was stuck too.
+                    if next.is_some() {
+                        stuck = Lists::none();
+                    }
                     while let Some(event) = next {
                         match event {
                             // A restarted server may offer other things.

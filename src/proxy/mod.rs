@@ -129,7 +129,12 @@ use updates::{Updates, subscribe};
 /// It returns once every list is listed, after the server acknowledged
 /// the proxy's listen for its list changes (when it declares any): a
 /// server that does not answer that listen holds it up to the client's
-/// request timeout (its lists are then listed, and not followed).
+/// request timeout (its lists are then listed, and not followed). A
+/// server that dies before it acknowledges the listen lets it return at
+/// once, with nothing mirrored yet when the client restarts it (the lists
+/// come once the restarted server acknowledges the listen), and with the
+/// listen's error when no restart follows. A list that fails to list
+/// (its pages never end, the server answers an error) is its error.
 ///
 /// ```no_run
 /// # #[cfg(feature = "http")] fn main() -> Result<(), Box<dyn std::error::Error>> {

@@ -2346,3 +2346,266 @@ fn a_listen_behind_that_overflows_again_and_again_is_noted_at_most_ten_times_a_s
         "{noted} overflow notes in {elapsed:?} for {SPELLS} overflows"
     );
 }
+
+/// Claim (review proxy14c): `lists::mirror_each` stops at the first list
+/// that fails. A `tools/list` behind whose pages never end fails at the
+/// client's page cap (`Error::Protocol`, which `may_pass` keeps for the
+/// next change), and the tools stay to be listed: on every later change
+/// they are listed first, fail again, and the list that did change (the
+/// prompts here) is never mirrored. One list's failure must cost only
+/// that list.
+#[test]
+fn a_list_behind_whose_pages_never_end_holds_up_no_other_list() {
+    let behind = Server::builder("paging", "1")
+        .enable_tools()
+        .enable_prompts()
+        .build();
+    let endless = Arc::new(AtomicBool::new(false));
+    let pages = Arc::new(AtomicUsize::new(0));
+    // The ids of the tools/list requests, answered with one more page.
+    let ids = Arc::new(std::sync::Mutex::new(
+        std::collections::HashSet::<String>::new(),
+    ));
+    let (asked, noted, paging, answered) = (
+        Arc::clone(&pages),
+        Arc::clone(&ids),
+        Arc::clone(&endless),
+        Arc::clone(&ids),
+    );
+    let transport = relay(
+        behind.clone(),
+        move |line| {
+            let message: Value = serde_json::from_str(line).unwrap_or(Value::Null);
+            if message["method"] == "tools/list" {
+                asked.fetch_add(1, Ordering::SeqCst);
+                noted.lock().unwrap().insert(message["id"].to_string());
+            }
+            None
+        },
+        move |line| {
+            let message: Value = serde_json::from_str(&line).unwrap_or(Value::Null);
+            let id = message["id"].to_string();
+            if paging.load(Ordering::SeqCst) && answered.lock().unwrap().remove(&id) {
+                let page = json!({"jsonrpc": "2.0", "id": message["id"],
+                    "result": {"tools": [], "nextCursor": format!("page-{id}")}});
+                return format!("{page}\n");
+            }
+            line
+        },
+    );
+    let proxy = mcp_stdio::proxy::serve_as(Client::connect(transport).unwrap()).unwrap();
+    let (ours, theirs) = Transport::memory();
+    let serving = proxy.clone();
+    thread::spawn(move || serving.serve(theirs));
+    let caller = Client::connect(ours).unwrap();
+    let before = settled(&pages, Duration::from_millis(300));
+    endless.store(true, Ordering::SeqCst);
+    behind.notifier().tools_list_changed();
+    let deadline = Instant::now() + WAIT;
+    while pages.load(Ordering::SeqCst) == before {
+        assert!(Instant::now() < deadline, "the change was not listed");
+        thread::sleep(Duration::from_millis(5));
+    }
+    // The endless listing over (failed at the page cap).
+    settled(&pages, Duration::from_millis(500));
+    behind.add_prompt(Prompt::new("later", "Added after."), |_, _| {
+        Ok(GetPromptResult::new(vec![PromptMessage::text(
+            Role::User,
+            "later",
+        )]))
+    });
+    let deadline = Instant::now() + WAIT;
+    while !(caller.prompts().filter_map(Result::ok)).any(|p| p.name == "later") {
+        assert!(
+            Instant::now() < deadline,
+            "the proxy never offered the prompt `later`: the endless tools/list held it up"
+        );
+        thread::sleep(Duration::from_millis(20));
+    }
+    proxy.stop_handle().stop();
+}
+
+/// Claim (review proxy14c): since proxy14 the lists thread sends the
+/// listen first, and a listen that fails with the link dead is taken for
+/// a restart to come: `serve_as` answers `Ok` at once, with nothing
+/// mirrored. On a client that does not restart its server (one connected
+/// over a transport) no restart ever comes: `serve_as` of a server that
+/// died answers `Ok` with a proxy whose lists stay empty for good (before
+/// proxy14 its first listing failed, and so did `serve_as`).
+#[test]
+fn serve_as_a_dead_server_that_no_restart_follows_is_an_error() {
+    let behind = crate::everything::build();
+    let (ours, theirs) = Transport::memory();
+    let stop = behind.stop_handle();
+    let serving = thread::spawn(move || behind.serve(theirs));
+    let client = Client::connect(ours).unwrap();
+    stop.stop();
+    let _ = serving.join();
+    let deadline = Instant::now() + WAIT;
+    while client.discover().is_ok() {
+        assert!(Instant::now() < deadline, "the server behind never died");
+        thread::sleep(Duration::from_millis(10));
+    }
+    match mcp_stdio::proxy::serve_as(client) {
+        Err(_) => {}
+        Ok(proxy) => panic!(
+            "serve_as answered Ok for a dead server no restart follows ({} tools mirrored)",
+            tools_offered(&proxy)
+        ),
+    }
+}
+
+/// Claim (review proxy14c): `serve_as` waits for the ack of its listen;
+/// a server behind that never answers it holds `serve_as` up to the
+/// client's request timeout, and no longer (its docs), the lists then
+/// listed. Found false (kept as a guard).
+#[test]
+fn serve_as_a_server_that_never_acknowledges_the_listen_returns_after_the_request_timeout() {
+    let (_never, swallowed) = crossbeam_channel::bounded::<()>(1);
+    let transport = relay(
+        crate::everything::build(),
+        move |line| {
+            (line.contains(r#""method":"subscriptions/listen""#)).then(|| swallowed.clone())
+        },
+        |line| line,
+    );
+    let client = Client::builder()
+        .request_timeout(Duration::from_millis(500))
+        .connect(transport)
+        .unwrap();
+    let started = Instant::now();
+    let proxy = mcp_stdio::proxy::serve_as(client).unwrap();
+    let took = started.elapsed();
+    assert!(took < WAIT / 2, "serve_as took {took:?}");
+    assert!(tools_offered(&proxy) > 0, "the lists were not listed");
+    proxy.stop_handle().stop();
+}
+
+/// Claim (review proxy14c): a server behind that answers the proxy's
+/// listen with an error (one that has no `subscriptions/listen`) leaves
+/// `serve_as` waiting. Found false: the error is the listen's answer, and
+/// the lists are listed at once (kept as a guard).
+#[test]
+fn serve_as_a_server_that_refuses_the_listen_returns_with_its_lists() {
+    let listen_id = Arc::new(std::sync::Mutex::new(None::<Value>));
+    let (noted, refused) = (Arc::clone(&listen_id), Arc::clone(&listen_id));
+    let transport = relay(
+        crate::everything::build(),
+        move |line| {
+            let message: Value = serde_json::from_str(line).unwrap_or(Value::Null);
+            if message["method"] == "subscriptions/listen" {
+                *noted.lock().unwrap() = Some(message["id"].clone());
+            }
+            None
+        },
+        move |line| {
+            if !line.contains("notifications/subscriptions/acknowledged") {
+                return line;
+            }
+            let id = refused.lock().unwrap().clone().unwrap_or(Value::Null);
+            let error = json!({"jsonrpc": "2.0", "id": id,
+                "error": {"code": -32601, "message": "Method not found"}});
+            format!("{error}\n")
+        },
+    );
+    let started = Instant::now();
+    let proxy = mcp_stdio::proxy::serve_as(Client::connect(transport).unwrap()).unwrap();
+    let took = started.elapsed();
+    assert!(took < Duration::from_secs(10), "serve_as took {took:?}");
+    assert!(tools_offered(&proxy) > 0, "the lists were not listed");
+    proxy.stop_handle().stop();
+}
+
+/// Claim (review proxy14c): an application that closes its client while
+/// `serve_as` waits for the listen's ack leaves `serve_as` waiting the
+/// request timeout (60 s by default). Found false: the close fails the
+/// listen at once (kept as a guard).
+#[test]
+fn closing_the_client_while_serve_as_waits_for_the_ack_ends_the_wait() {
+    let (held_tx, held) = crossbeam_channel::bounded(1);
+    let (_never, swallowed) = crossbeam_channel::bounded::<()>(1);
+    let transport = relay(
+        crate::everything::build(),
+        move |line| {
+            let listen = line.contains(r#""method":"subscriptions/listen""#);
+            if listen {
+                let _ = held_tx.try_send(());
+            }
+            listen.then(|| swallowed.clone())
+        },
+        |line| line,
+    );
+    let client = Arc::new(Client::connect(transport).unwrap());
+    let (done_tx, done) = crossbeam_channel::bounded(1);
+    let starting = Arc::clone(&client);
+    thread::spawn(move || {
+        let _ = done_tx.send(mcp_stdio::proxy::serve_as(starting).map(drop));
+    });
+    held.recv_timeout(WAIT).expect("the proxy sent no listen");
+    let _ = client.close_shared();
+    let ended = done.recv_timeout(Duration::from_secs(10));
+    assert!(
+        ended.is_ok(),
+        "serve_as still waits after the client was closed"
+    );
+}
+
+/// How many tools `proxy` offers a caller.
+fn tools_offered(proxy: &Server) -> usize {
+    let (ours, theirs) = Transport::memory();
+    let serving = proxy.clone();
+    thread::spawn(move || serving.serve(theirs));
+    let caller = Client::connect(ours).unwrap();
+    caller.tools().filter_map(Result::ok).count()
+}
+
+/// Claim (review proxy14c): a change the server behind makes after it
+/// acknowledged the proxy's listen, while the first listing is under way
+/// (its answer already made, without the change), is not mirrored: the
+/// lists thread enters its loop with nothing pending. Found false: the
+/// change reaches the listen, which holds it till the loop takes it, and
+/// the tools are listed again (kept as a guard).
+#[test]
+fn a_change_behind_during_the_first_listing_is_mirrored() {
+    let behind = crate::everything::build();
+    let (held_tx, held) = crossbeam_channel::bounded(1);
+    let (release, release_rx) = crossbeam_channel::bounded::<()>(1);
+    let acknowledged = Arc::new(AtomicBool::new(false));
+    let heard = Arc::clone(&acknowledged);
+    let mut holding = true;
+    let transport = relay(
+        behind.clone(),
+        |_| None,
+        move |line| {
+            if line.contains("notifications/subscriptions/acknowledged") {
+                heard.store(true, Ordering::SeqCst);
+            }
+            let listing = line.contains(r#""tools":["#);
+            if holding && listing && heard.load(Ordering::SeqCst) {
+                // The first listing's answer, made: held till the change.
+                holding = false;
+                let _ = held_tx.send(());
+                let _ = release_rx.recv_timeout(WAIT);
+            }
+            line
+        },
+    );
+    let client = Client::connect(transport).unwrap();
+    let starting = thread::spawn(move || mcp_stdio::proxy::serve_as(client).unwrap());
+    held.recv_timeout(WAIT).expect("no listing after the ack");
+    behind.add_tool(
+        Tool::new("during", "Added during the first listing."),
+        |_ctx, _: Value| Ok::<_, mcp_stdio::ErrorObject>(CallToolResult::text("during")),
+    );
+    release.send(()).unwrap();
+    let proxy = starting.join().unwrap();
+    let (ours, theirs) = Transport::memory();
+    let serving = proxy.clone();
+    thread::spawn(move || serving.serve(theirs));
+    let caller = Client::connect(ours).unwrap();
+    assert!(
+        offers_within_wait(&caller, "during"),
+        "the proxy never offered `during`, added behind during its first listing"
+    );
+    proxy.stop_handle().stop();
+}
