@@ -131,10 +131,10 @@ impl ServerBuilder {
     }
 
     /// The largest result a task keeps, as JSON (default 4 MiB): a larger
-    /// one fails the task with `-32603`. The default store holds 64 MiB of
-    /// tasks ([`MemoryTaskStore::max_bytes`](crate::MemoryTaskStore::max_bytes)). The same bound holds for the
+    /// one fails the task with `-32603`. The same bound holds for the
     /// error a failed task keeps: a larger one is replaced by that
-    /// `-32603`.
+    /// `-32603`. The default store holds 64 MiB of results and errors
+    /// ([`MemoryTaskStore::max_bytes`](crate::MemoryTaskStore::max_bytes)).
     pub fn max_task_result_bytes(mut self, n: usize) -> Self {
         self.task_config.max_result_bytes = n;
         self
