@@ -381,10 +381,15 @@ impl TaskStore for MemoryTaskStore {
         }
         // Changed in place: a `change` that panics leaves the task held
         // (counted at its size before).
+        let was_finished = task.task.task.status.is_terminal();
         change(task);
-        let resized = size_of(task);
-        *bytes = *bytes - *size + resized;
-        *size = resized;
+        // Measured once, as it finishes (a terminal status is final: a
+        // later `tasks/cancel` of a finished task encodes nothing again).
+        if !was_finished {
+            let resized = size_of(task);
+            *bytes = *bytes - *size + resized;
+            *size = resized;
+        }
         let after = task.clone();
         // The change stands (a result within `max_task_result_bytes`);
         // others finished before it make room.
