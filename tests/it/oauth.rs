@@ -1837,6 +1837,72 @@ fn pre_registered_credentials_bound_to_an_issuer_go_to_no_other_even_on_a_first_
     client.close().unwrap();
 }
 
+/// A redirect URI that is neither this machine over `http://` nor
+/// `https://` is refused before the user is sent anywhere (spec
+/// 2026-07-28 security-considerations: "All redirect URIs MUST be either
+/// `localhost` or use HTTPS"; review-oauth14: the library took any). The
+/// error names the URI and what it must be; nothing is registered and the
+/// application's `authorize` is never called.
+#[test]
+fn a_redirect_uri_neither_on_this_machine_nor_https_is_refused_before_any_request() {
+    for redirect in [
+        "http://callback.example.com/cb",
+        "http://192.168.1.5:8080/cb",
+        "ftp://127.0.0.1/cb",
+        "not a url",
+    ] {
+        let (server, authority) = setup(Script::default());
+        let asked = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let oauth = {
+            let asked = Arc::clone(&asked);
+            OAuth::authorization_code(redirect, move |_| {
+                asked.store(true, std::sync::atomic::Ordering::SeqCst);
+                Err("no".into())
+            })
+        };
+        let err = Client::builder()
+            .oauth(oauth)
+            .connect_url(&server.url)
+            .and_then(|client| client.call("echo", json!({ "text": "x" })).map(|_| ()))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("redirect URI"), "{redirect}: {err}");
+        assert!(
+            !asked.load(std::sync::atomic::Ordering::SeqCst),
+            "{redirect}"
+        );
+        assert!(
+            authority.lines().is_empty(),
+            "{redirect}: {:?}",
+            authority.lines()
+        );
+    }
+    // This machine however spelled, or https: as before.
+    for redirect in [
+        "http://localhost:9/cb",
+        "http://[::1]:9/cb",
+        "https://app.example.com/cb",
+    ] {
+        let (server, _authority) = setup(Script::default());
+        let visits = Visits::default();
+        let oauth = {
+            let visits = Arc::clone(&visits);
+            OAuth::authorization_code(redirect, move |url| {
+                let q = query(url);
+                let state = param(&q, "state").to_owned();
+                visits.lock().unwrap().push(q);
+                Ok(format!("{redirect}?code=the-code&state={state}"))
+            })
+        };
+        let client = Client::builder()
+            .oauth(oauth)
+            .connect_url(&server.url)
+            .unwrap_or_else(|e| panic!("{redirect}: {e}"));
+        client.call("echo", json!({ "text": "x" })).unwrap();
+        client.close().unwrap();
+    }
+}
+
 /// A token answer whose `expires_in` is a string (`"3599"`, as Azure AD's
 /// v1 token endpoint and others send it) gives a token all the same: the
 /// member only says when the token runs out. Before the fix the whole

@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 use super::discover::{self, Challenge, ServerMetadata};
 use super::token::{self, NoToken};
 use super::web::{Trust, Url};
-use super::{OAuth, Tokens};
+use super::{Grant, OAuth, Tokens};
 use crate::sync::lock;
 
 /// A token refused within this long of being obtained was refused "at
@@ -85,6 +85,9 @@ impl Authorizer {
     /// requests trusting what the client's do (`trust`).
     pub fn new(config: OAuth, server: &str, trust: Trust) -> Result<Authorizer, String> {
         let server = Url::parse(server)?;
+        if let Grant::Code { redirect_uri, .. } = &config.grant {
+            check_redirect_uri(redirect_uri)?;
+        }
         // A token kept for a server in clear text off this machine (kept
         // before such servers were refused, or by the application's
         // store) is not sent there either (RFC 6750 section 5.3; the
@@ -322,6 +325,21 @@ fn choose_scope(
     let mut seen = BTreeSet::new();
     wanted.retain(|scope| !scope.is_empty() && seen.insert(*scope));
     (!wanted.is_empty()).then(|| wanted.join(" "))
+}
+
+/// Spec 2026-07-28 security-considerations: "All redirect URIs MUST be
+/// either `localhost` or use HTTPS": an `http://` URI must name this
+/// machine by its spelling (`localhost`, a loopback address: the browser
+/// resolves it, not this process).
+fn check_redirect_uri(redirect_uri: &str) -> Result<(), String> {
+    let fits =
+        Url::parse(redirect_uri).is_ok_and(|url| url.scheme == "https" || url.spelled_local());
+    if fits {
+        return Ok(());
+    }
+    Err(format!(
+        "the redirect URI {redirect_uri} is neither https:// nor http:// on this machine (localhost, 127.0.0.1, [::1]): give one that is (OAuth::authorization_code)"
+    ))
 }
 
 #[cfg(test)]

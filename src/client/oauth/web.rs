@@ -119,7 +119,7 @@ impl Url {
     }
 
     /// Whether the host is spelled as this machine (`host::is_local`).
-    fn spelled_local(&self) -> bool {
+    pub fn spelled_local(&self) -> bool {
         let host_port = self.host_port();
         let host = host_port.rsplit_once(':').map_or(&*host_port, |(h, _)| h);
         host::is_local(host)

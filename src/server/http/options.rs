@@ -330,10 +330,16 @@ impl HttpOptions {
     ///
     /// ```
     /// use mcp_stdio::{HttpOptions, Unauthorized};
-    /// let options = HttpOptions::new().authorize(|headers| {
-    ///     match headers.get("authorization") {
-    ///         Some("Bearer s3cret") => Ok(()),
-    ///         _ => Err(Unauthorized::new(r#"Bearer realm="mcp""#)),
+    /// let expected = b"Bearer s3cret";
+    /// let options = HttpOptions::new().authorize(move |headers| {
+    ///     let sent = headers.get("authorization").unwrap_or("").as_bytes();
+    ///     // Every byte compared, wherever the first difference is: how
+    ///     // long the answer takes says nothing of the secret.
+    ///     let differs = (sent.iter().zip(expected)).fold(0, |d, (a, b)| d | (a ^ b));
+    ///     if sent.len() == expected.len() && differs == 0 {
+    ///         Ok(())
+    ///     } else {
+    ///         Err(Unauthorized::new(r#"Bearer realm="mcp""#))
     ///     }
     /// });
     /// # drop(options);
