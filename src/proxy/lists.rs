@@ -367,7 +367,8 @@ fn may_pass(e: &Error) -> bool {
 /// change comes; once the retries run out, with the next change. A
 /// listing that cannot pass by trying again ([`may_pass`]: a list whose
 /// pages never end, or whose cursor repeats) is not tried again before
-/// the next change: a change costs one such listing, not six. Each list
+/// the next change of that list: a change costs one such listing, not
+/// six, and a change of another list none. Each list
 /// is listed on its own: one that fails (its pages never end) holds up no
 /// other, and the retries are for the lists whose failure may pass. A
 /// change the server announced is published once its list is mirrored,
@@ -533,15 +534,17 @@ pub(super) fn follow_list_changes(
                     };
                     // With every change already waiting: one listing
                     // answers them all. (An end met here is met again by
-                    // the next `recv`, once they are listed.) A change
-                    // lists again what was stuck too.
-                    if next.is_some() {
-                        stuck = Lists::none();
-                    }
+                    // the next `recv`, once they are listed.) A change of
+                    // a list that was stuck lists it again; a change of
+                    // another does not (the prompts' change waits behind
+                    // no endless tools listing).
                     while let Some(event) = next {
                         match event {
                             // A restarted server may offer other things.
-                            SubscriptionEvent::Resubscribed { .. } => pending = Lists::all(),
+                            SubscriptionEvent::Resubscribed { .. } => {
+                                pending = Lists::all();
+                                stuck = Lists::none();
+                            }
                             event => {
                                 // A change after a listing that changed
                                 // the list is announced again.
@@ -549,6 +552,7 @@ pub(super) fn follow_list_changes(
                                 pending = pending.with(lists);
                                 announced = announced.with(lists);
                                 changed = changed.without(lists);
+                                stuck = stuck.without(lists);
                             }
                         }
                         next = subscription.try_recv().ok().flatten();

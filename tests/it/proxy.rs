@@ -2407,7 +2407,7 @@ fn a_list_behind_whose_pages_never_end_holds_up_no_other_list() {
         thread::sleep(Duration::from_millis(5));
     }
     // The endless listing over (failed at the page cap).
-    settled(&pages, Duration::from_millis(500));
+    let stuck = settled(&pages, Duration::from_millis(500));
     behind.add_prompt(Prompt::new("later", "Added after."), |_, _| {
         Ok(GetPromptResult::new(vec![PromptMessage::text(
             Role::User,
@@ -2422,6 +2422,14 @@ fn a_list_behind_whose_pages_never_end_holds_up_no_other_list() {
         );
         thread::sleep(Duration::from_millis(20));
     }
+    // The prompts' change listed the prompts only: the tools, stuck, wait
+    // for a change of theirs (before, any change listed them again, and
+    // under load the prompt waited behind another 1,000 pages).
+    let more = settled(&pages, Duration::from_millis(300)) - stuck;
+    assert!(
+        more < 10,
+        "{more} tools/list pages asked for a prompts change"
+    );
     proxy.stop_handle().stop();
 }
 
