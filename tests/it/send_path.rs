@@ -1290,6 +1290,11 @@ fn a_client_that_takes_16_kib_just_before_each_write_timeout_holds_up_no_other_c
 /// to give a client up), and all goes on once the client reads again.
 #[test]
 fn a_write_timeout_of_duration_max_holds_a_publisher_until_the_client_reads_and_panics_nowhere() {
+    // About 5 MiB of events (131 bytes each): past the backlog (1 MiB)
+    // even when the first send, starting late on a loaded machine, took
+    // a megabyte out with it before its write(2) stalled (16,000 events,
+    // 2 MiB, all went through once so, in CI run 49).
+    const EVENTS: usize = 40_000;
     let server = Server::builder("publish", "1.0.0")
         .enable_tools()
         .write_timeout(Duration::MAX)
@@ -1310,7 +1315,7 @@ fn a_write_timeout_of_duration_max_holds_a_publisher_until_the_client_reads_and_
     let ticker = {
         let notifier = server.notifier();
         std::thread::spawn(move || {
-            for _ in 0..16_000 {
+            for _ in 0..EVENTS {
                 notifier.tools_list_changed();
                 let _ = ticked.send(());
             }
@@ -1320,7 +1325,7 @@ fn a_write_timeout_of_duration_max_holds_a_publisher_until_the_client_reads_and_
     while ticks.recv_timeout(Duration::from_millis(500)).is_ok() {
         published += 1;
     }
-    assert!(published < 16_000, "the publisher never waited");
+    assert!(published < EVENTS, "the publisher never waited");
     server.stop_handle().stop();
     // Past the grace period and more, the client is still not given up.
     let early = ticks.recv_timeout(Duration::from_secs(1));
@@ -1330,9 +1335,9 @@ fn a_write_timeout_of_duration_max_holds_a_publisher_until_the_client_reads_and_
     );
     drop(not_reading);
     let rest = std::iter::from_fn(|| ticks.recv_timeout(WAIT).ok())
-        .take(16_000 - published)
+        .take(EVENTS - published)
         .count();
-    assert_eq!(published + rest, 16_000, "the publisher still waits");
+    assert_eq!(published + rest, EVENTS, "the publisher still waits");
     ticker.join().expect("the publisher panicked");
     let (_, res) = stalled.finish();
     res.expect("serve gave the client up");
