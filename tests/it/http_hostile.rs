@@ -1754,7 +1754,7 @@ fn a_chunk_size_with_stray_whitespace_is_a_json_rpc_400_and_bws_before_an_extens
     }
 }
 
-/// Review fixes14d (`Exchange::respond`, `tcp::refuse_with`): RFC 9110
+/// Review fixes14d (`Exchange::respond`, `refusal::refuse_with`): RFC 9110
 /// section 8.6, "a server MUST NOT send Content-Length in such a response
 /// [to HEAD] unless its field value equals the decimal number of octets
 /// that would have been sent in the content of a response if the same

@@ -7,20 +7,18 @@
 use std::io::{self, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use super::auth;
 use super::exchange::Exchange;
 use super::guard;
 use super::open::{OpenConnections, would_wait};
 use super::options::HttpOptions;
-use super::refusal::Refusal;
+use super::refusal::{Refusal, refuse, refuse_with};
 #[cfg(feature = "legacy")]
 use super::sessions::Sessions;
-use crate::http::{
-    HttpError, HttpRequest, Limits, read_body, read_head, write_head_answer, write_response,
-};
-use crate::jsonrpc::{ErrorObject, encode_error};
+use crate::http::{HttpError, HttpRequest, Limits, read_body, read_head, write_response};
+use crate::jsonrpc::ErrorObject;
 use crate::server::Inner;
 use crate::server::request_meta::TokenInfo;
 use crate::server::subscriptions::Followers;
@@ -526,62 +524,5 @@ fn delete(site: &Site, exchange: &Exchange<'_>, request: &HttpRequest) -> bool {
     } else {
         let error = ErrorObject::invalid_request(format!("session '{id}' is not known"));
         exchange.error_with(404, None, &error, &[], keep_alive)
-    }
-}
-
-/// Answers `status` with a JSON-RPC error without id, and closes.
-fn refuse(socket: &TcpStream, status: u16, message: &str, headers: &[(&str, &str)]) {
-    refuse_with(
-        socket,
-        status,
-        &ErrorObject::invalid_request(message),
-        headers,
-        true,
-    );
-}
-
-/// [`refuse`] with `error` as the body; without it, nor a
-/// `Content-Length`, when the answer may carry no `content` (one to a
-/// `HEAD`: `write_head_answer`).
-fn refuse_with(
-    socket: &TcpStream,
-    status: u16,
-    error: &ErrorObject,
-    headers: &[(&str, &str)],
-    content: bool,
-) {
-    let mut all = headers.to_vec();
-    all.push(("Content-Type", "application/json"));
-    let mut out = socket;
-    if content {
-        let mut body = Vec::with_capacity(128);
-        encode_error(&mut body, None, error);
-        let _ = write_response(&mut out, status, &all, &body, false);
-    } else {
-        let _ = write_head_answer(&mut out, status, &all, false);
-    }
-    close_gently(socket, Duration::from_millis(200));
-}
-
-/// Closes after an answer. Closing with unread input would reset the
-/// connection, and the client might lose the answer: what it still sends
-/// is read and dropped, for at most `linger` in all and 1 MiB. In all, not
-/// between reads: a client that trickles would otherwise hold its
-/// connection's thread for as long as it likes.
-fn close_gently(socket: &TcpStream, linger: Duration) {
-    let _ = socket.shutdown(std::net::Shutdown::Write);
-    let until = crate::deadline::from_now(linger);
-    let mut sink = [0u8; 8192];
-    let mut left: usize = 1024 * 1024;
-    let mut input = socket;
-    loop {
-        let wait = until.saturating_duration_since(Instant::now());
-        if wait.is_zero() || socket.set_read_timeout(Some(wait)).is_err() {
-            return;
-        }
-        match input.read(&mut sink) {
-            Ok(n @ 1..) if n <= left => left -= n,
-            _ => return,
-        }
     }
 }
