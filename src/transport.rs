@@ -64,9 +64,11 @@ impl Transport {
     ///
     /// A server writes what it publishes into every connection's output
     /// before the publisher goes on, and the server's worker threads send
-    /// it: a peer that stops reading holds up no publisher until more than
-    /// a megabyte waits for it; then publishers wait for it (what waits
-    /// stays bounded). A peer that takes less than 16 KiB of a send in the
+    /// it: a peer that stops reading holds up no publisher. Once more than
+    /// a megabyte waits for it, each of its subscriptions keeps the latest
+    /// event about each thing (a list, a resource, a task), and only once
+    /// more than a megabyte is held so do publishers wait for it (what
+    /// waits stays bounded). A peer that takes less than 16 KiB of a send in the
     /// write timeout (`ServerBuilder::write_timeout`, 10 s), whether a
     /// publisher waits or not, is let go (its `serve` returns `TimedOut`).
     /// For a server of many

@@ -9,8 +9,10 @@
 //! The publisher does not send what it wrote: the pool does
 //! (`conn::handle`, `Shared::send_in_background`), so a client that stops
 //! reading holds up neither the other connections' events nor the handler
-//! that published; only once more than a megabyte waits for that client
-//! does a publisher wait for it, and a client that takes less than 16 KiB
+//! that published. Once more than a megabyte waits for that client, each
+//! of its subscriptions keeps the latest event about each thing
+//! (`Conn::publish`); only once more than a megabyte is held so does a
+//! publisher wait for it, and a client that takes less than 16 KiB
 //! of it in the write timeout (`ServerBuilder::write_timeout`, 10 s) is let go
 //! (`Conn::let_go`; over HTTP a client that does not
 //! keep up with its events is let go at once, `server::http::body`).

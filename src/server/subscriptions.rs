@@ -22,6 +22,10 @@ use crate::jsonrpc::{IdMap, RequestId};
 use crate::server::event::ServerEvent;
 use crate::types::{SubscriptionFilter, meta_key, method};
 
+mod held;
+
+use held::Held;
+
 /// The notification types one subscription gets: what it asked for, less
 /// what the server does not offer.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -170,6 +174,9 @@ pub(crate) struct SubscriptionTable {
     /// How many open subscriptions follow each task: this connection's
     /// own, unless it shares a count ([`SubscriptionTable::share_followers`]).
     followers: Followers,
+    /// The events held back for a client that is behind
+    /// ([`SubscriptionTable::deliver`]).
+    held: Held,
 }
 
 /// An open subscription.
@@ -223,16 +230,20 @@ impl SubscriptionTable {
     }
 
     /// Forgets a subscription (its places on tasks given back); whether it
-    /// was open.
+    /// was open. What it held is dropped.
     pub fn remove(&mut self, id: &RequestId) -> bool {
-        (self.by_id.remove(id))
-            .and_then(|seq| self.by_seq.remove(&seq))
-            .is_some()
+        let Some(seq) = self.by_id.remove(id) else {
+            return false;
+        };
+        self.held.forget(seq);
+        self.by_seq.remove(&seq).is_some()
     }
 
-    /// Removes and returns every subscription, oldest first.
+    /// Removes and returns every subscription, oldest first. What they
+    /// held is dropped.
     pub fn drain(&mut self) -> Vec<RequestId> {
         self.by_id.clear();
+        self.held = Held::default();
         std::mem::take(&mut self.by_seq)
             .into_values()
             .map(|open| open.id)
@@ -241,30 +252,45 @@ impl SubscriptionTable {
 
     /// The lines that deliver a change event, one per subscription that
     /// wants it (oldest first), each tagged with its id: written to
-    /// `write`. Nothing for the close events.
-    pub fn deliver(&self, event: &ServerEvent, mut write: impl FnMut(&[u8])) {
+    /// `write`, or held back when `hold` (a client that is behind:
+    /// `Conn::publish`), each in place of the one its subscription held
+    /// about the same thing ([`held`]) until [`SubscriptionTable::take_held`].
+    /// Nothing for the close events.
+    pub fn deliver(&mut self, event: &ServerEvent, hold: bool, mut write: impl FnMut(&[u8])) {
         let Some(template) = Template::for_event(event) else {
             return;
         };
         let mut line = Vec::with_capacity(template.head.len() + template.tail.len() + 24);
-        self.each_wanting(event, |id| {
+        for (seq, open) in &self.by_seq {
+            if !open.accepted.wants(event) {
+                continue;
+            }
             line.clear();
             line.extend_from_slice(&template.head);
             // An id into a Vec: encoding cannot fail.
-            let _ = serde_json::to_writer(&mut line, id);
+            let _ = serde_json::to_writer(&mut line, &open.id);
             line.extend_from_slice(&template.tail);
-            write(&line);
-        });
-    }
-
-    /// Calls `deliver` with the id of every subscription that wants
-    /// `event`, oldest first.
-    pub fn each_wanting(&self, event: &ServerEvent, mut deliver: impl FnMut(&RequestId)) {
-        for open in self.by_seq.values() {
-            if open.accepted.wants(event) {
-                deliver(&open.id);
+            match hold {
+                true => self.held.hold(*seq, event, &line),
+                false => write(&line),
             }
         }
+    }
+
+    /// Takes the lines held back, in the order they are to be written.
+    pub fn take_held(&mut self) -> impl Iterator<Item = Vec<u8>> + use<> {
+        self.held.take()
+    }
+
+    /// Whether lines are held back: an event published meanwhile is held
+    /// too, to go out after them.
+    pub fn holds(&self) -> bool {
+        !self.held.is_empty()
+    }
+
+    /// How many bytes the lines held back are.
+    pub fn held_bytes(&self) -> usize {
+        self.held.bytes()
     }
 }
 
@@ -462,13 +488,18 @@ mod tests {
             assert!(table.open(id, accepted).is_ok());
         }
         let mut seen = Vec::new();
-        table.each_wanting(&ServerEvent::ToolsListChanged, |id| seen.push(id.clone()));
-        assert_eq!(seen, [RequestId::from(2), RequestId::from(1)]);
-        seen.clear();
-        table.each_wanting(&ServerEvent::ResourceUpdated("u".into()), |id| {
-            seen.push(id.clone())
+        table.deliver(&ServerEvent::ToolsListChanged, false, |line| {
+            seen.push(String::from_utf8(line.to_vec()).unwrap())
         });
-        assert_eq!(seen, [RequestId::from("1")]);
+        assert_eq!(seen.len(), 2, "{seen:?}");
+        assert!(seen[0].contains(r#"subscriptionId":2}"#), "{seen:?}");
+        assert!(seen[1].contains(r#"subscriptionId":1}"#), "{seen:?}");
+        seen.clear();
+        table.deliver(&ServerEvent::ResourceUpdated("u".into()), false, |line| {
+            seen.push(String::from_utf8(line.to_vec()).unwrap())
+        });
+        assert_eq!(seen.len(), 1, "{seen:?}");
+        assert!(seen[0].contains(r#"subscriptionId":"1"}"#), "{seen:?}");
         assert!(table.remove(&RequestId::from(2)));
         assert!(!table.remove(&RequestId::from(2)));
         assert_eq!(table.drain(), [RequestId::from("1"), RequestId::from(1)]);

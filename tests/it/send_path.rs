@@ -625,9 +625,14 @@ fn a_client_that_never_reads_holds_up_no_other_connections_publish() {
 /// output for the write timeout (10 s, here [`LET_GO`]) while more than a
 /// megabyte waits is let go
 /// (`Conn::let_go`): its `serve` returns `TimedOut`, saying why, and the
-/// publishers go on.
+/// publishers go on. (Since events about the same things are held back,
+/// the latest each, behind a client that is behind, a publisher waits for
+/// it only once more than a megabyte is held: here its 9,000
+/// subscriptions each hold a change of the tools list,
+/// `Peer::listen_past_the_backlog`.)
 #[test]
 fn a_client_that_never_reads_holds_up_no_other_connections_publish_after_a_megabyte_of_events() {
+    const EVENTS: usize = 40;
     let server = Server::builder("publish", "1.0.0")
         .write_timeout(LET_GO)
         .tool(
@@ -646,11 +651,7 @@ fn a_client_that_never_reads_holds_up_no_other_connections_publish_after_a_megab
         )
     };
     let (mut stalled, held) = Peer::start_stalling(&server);
-    stalled.send(&listen("x"));
-    assert_eq!(
-        stalled.recv()["method"],
-        json!("notifications/subscriptions/acknowledged")
-    );
+    stalled.listen_past_the_backlog();
     let mut other = Peer::start(&server);
     other.send(&listen("y"));
     assert_eq!(
@@ -658,13 +659,13 @@ fn a_client_that_never_reads_holds_up_no_other_connections_publish_after_a_megab
         json!("notifications/subscriptions/acknowledged")
     );
     let not_reading = held.lock().unwrap();
-    // The application's own publisher: 1.5 MiB of events (about 100 bytes
-    // each), more than the backlog, while the first client reads nothing.
+    // The application's own publisher: 40 changes, each more than the
+    // backlog for the first client, which reads nothing.
     let (ticked, ticks) = crossbeam_channel::unbounded();
     let ticker = {
         let notifier = server.notifier();
         std::thread::spawn(move || {
-            for _ in 0..16_000 {
+            for _ in 0..EVENTS {
                 notifier.tools_list_changed();
                 let _ = ticked.send(());
             }
@@ -675,7 +676,7 @@ fn a_client_that_never_reads_holds_up_no_other_connections_publish_after_a_megab
     // began to wait).
     let deadline = Instant::now() + 3 * WAIT;
     let mut events = 0;
-    while events < 16_000
+    while events < EVENTS
         && other
             .try_recv(deadline.saturating_duration_since(Instant::now()))
             .is_some()
@@ -689,9 +690,9 @@ fn a_client_that_never_reads_holds_up_no_other_connections_publish_after_a_megab
     ticker.join().unwrap();
     assert!(
         reply.is_some(),
-        "the other connection got {events} of 16000 events (the application's thread published {published}) and no reply to its call within 40 s"
+        "the other connection got {events} of {EVENTS} events (the application's thread published {published}) and no reply to its call within 40 s"
     );
-    assert_eq!(events, 16_000, "the other connection missed events");
+    assert_eq!(events, EVENTS, "the other connection missed events");
     let (_, res) = other.finish();
     res.unwrap();
     drop(not_reading);
@@ -709,7 +710,10 @@ fn a_client_that_never_reads_holds_up_no_other_connections_publish_after_a_megab
 /// timeout to take its last output (3 s here, from the last 16 KiB it
 /// took), closes the output, and the waiting publisher is woken and finds
 /// nothing waiting (`Shared::send_in_background` waits on the
-/// connection's condvar, which `ConnHandle::shut_down` signals).
+/// connection's condvar, which `ConnHandle::shut_down` signals). The
+/// client's 9,000 subscriptions make one change more than a megabyte
+/// (`Peer::listen_past_the_backlog`): changes of the same things are
+/// otherwise held back, the latest each, and never make a publisher wait.
 #[test]
 fn a_publisher_waiting_for_a_client_that_never_reads_goes_on_once_a_stop_ends_it() {
     let server = Server::builder("publish", "1.0.0")
@@ -718,21 +722,13 @@ fn a_publisher_waiting_for_a_client_that_never_reads_goes_on_once_a_stop_ends_it
         .write_timeout(Duration::from_secs(3))
         .build();
     let (mut stalled, held) = Peer::start_stalling(&server);
-    stalled.send(&request(
-        "x",
-        "subscriptions/listen",
-        json!({ "notifications": { "toolsListChanged": true } }),
-    ));
-    assert_eq!(
-        stalled.recv()["method"],
-        json!("notifications/subscriptions/acknowledged")
-    );
+    stalled.listen_past_the_backlog();
     let not_reading = held.lock().unwrap();
-    // About 5 MiB of events: at most about 2 MiB pile up before the
-    // publisher waits (the backlog, and a send that began late under load
-    // with a megabyte in it; 16,000 events, about 2 MiB, were published
-    // whole once in CI with three lanes building).
-    const EVENTS: usize = 40_000;
+    // Each change is more than a megabyte for the 9,000 subscriptions: the
+    // first is written, the second held, the third waits (at most about 2
+    // MiB are written before the publisher waits: the backlog, and a send
+    // that began late under load with a megabyte in it).
+    const EVENTS: usize = 10;
     let (ticked, ticks) = crossbeam_channel::unbounded();
     let ticker = {
         let notifier = server.notifier();
@@ -760,8 +756,16 @@ fn a_publisher_waiting_for_a_client_that_never_reads_goes_on_once_a_stop_ends_it
     );
     ticker.join().unwrap();
     drop(not_reading);
+    // The stop wrote what was held (`Conn::close_subscriptions`), and the
+    // publisher went on at once, before the client was given up (the
+    // write timeout after the stop): the client, reading again now, may
+    // still get all of it.
     let (_, res) = stalled.finish();
-    assert!(res.is_err(), "serve gave the client up: {res:?}");
+    match res {
+        Ok(()) => {}
+        Err(mcp_stdio::Error::Io(e)) if e.kind() == std::io::ErrorKind::TimedOut => {}
+        Err(e) => panic!("serve returned {e}"),
+    }
 }
 
 /// Claim (review of the publisher's send, b8e4e83): a publisher's send,
@@ -983,9 +987,13 @@ fn events_beside_a_slow_subscriber<W: Write + Send + 'static>(
 /// client that took not a byte for 10 s; one that took a page every 5 s
 /// (800 bytes a second) was never let go, and past its first megabyte
 /// every publisher of the server went at its pace: another connection
-/// that read everything got 8,348 of 20,000 events in 30 s. Now the
-/// let-go's clock moves only once a client took 16 KiB (`Took::add`):
-/// here, a page a second against a write timeout of 3 s.
+/// that read everything got 8,348 of 20,000 events in 30 s. Then the
+/// let-go's clock moved only once a client took 16 KiB (`Took::add`),
+/// and such a client was let go the write timeout after the publisher
+/// began to wait on it (`slow_client::a_client_on_a_real_pipe_that_reads_a_page_a_second_is_let_go_while_events_are_published`
+/// keeps that). Now no publisher waits on it: behind a client that is
+/// behind, the changes of the tools list are held back, the latest
+/// (`Conn::publish`). Here a page a second against a write timeout of 3 s.
 #[test]
 fn a_client_that_reads_a_page_every_few_seconds_holds_up_no_other_connections_events() {
     let server = Server::builder("publish", "1.0.0")
@@ -1001,9 +1009,9 @@ fn a_client_that_reads_a_page_every_few_seconds_holds_up_no_other_connections_ev
         events, 20_000,
         "the other connection got {events} of 20000 events within 30 s"
     );
-    let (_, res) = loris.finish();
-    let error = res.expect_err("the slow client was let go").to_string();
-    assert!(error.contains("less than 16 KiB"), "{error}");
+    // Let go or not: whether 3 s passed while it read nothing of a send
+    // is the machine's doing.
+    let _ = loris.finish();
 }
 
 /// A server's output that takes everything until `stall` is set, then
@@ -1146,9 +1154,12 @@ fn a_client_that_stops_reading_is_let_go_in_the_write_timeout_though_nobody_wait
 /// publisher comes to wait on it: three clients that stopped reading
 /// together hold every publisher of the server for 30 s, and a client
 /// that opens connections that subscribe and read nothing holds them for
-/// 10 s a connection. (Here the write timeout is [`LET_GO`].)
+/// 10 s a connection. (Here the write timeout is [`LET_GO`]; each client
+/// has 9,000 subscriptions, `Peer::listen_past_the_backlog`, so that
+/// changes of the tools list held back for it make a publisher wait.)
 #[test]
 fn clients_that_stopped_reading_together_hold_a_publisher_the_let_go_once() {
+    const EVENTS: usize = 20;
     let server = Server::builder("publish", "1.0.0")
         .write_timeout(LET_GO)
         .tool(
@@ -1169,11 +1180,7 @@ fn clients_that_stopped_reading_together_hold_a_publisher_the_let_go_once() {
     let mut stalled = Vec::new();
     for _ in 0..3 {
         let (mut peer, held) = Peer::start_stalling(&server);
-        peer.send(&listen("x"));
-        assert_eq!(
-            peer.recv()["method"],
-            json!("notifications/subscriptions/acknowledged")
-        );
+        peer.listen_past_the_backlog();
         stalled.push((peer, held));
     }
     let mut other = Peer::start(&server);
@@ -1189,7 +1196,7 @@ fn clients_that_stopped_reading_together_hold_a_publisher_the_let_go_once() {
     let ticker = {
         let notifier = server.notifier();
         std::thread::spawn(move || {
-            for _ in 0..16_000 {
+            for _ in 0..EVENTS {
                 notifier.tools_list_changed();
             }
         })
@@ -1199,7 +1206,7 @@ fn clients_that_stopped_reading_together_hold_a_publisher_the_let_go_once() {
     // other client has every event.
     let deadline = Instant::now() + 2 * LET_GO + Duration::from_secs(1);
     let mut events = 0;
-    while events < 16_000
+    while events < EVENTS
         && other
             .try_recv(deadline.saturating_duration_since(Instant::now()))
             .is_some()
@@ -1209,8 +1216,8 @@ fn clients_that_stopped_reading_together_hold_a_publisher_the_let_go_once() {
     ticker.join().unwrap();
     drop(not_reading);
     assert_eq!(
-        events, 16_000,
-        "the other connection got {events} of 16000 events within 7 s"
+        events, EVENTS,
+        "the other connection got {events} of {EVENTS} events within 7 s"
     );
     let (_, res) = other.finish();
     res.unwrap();
@@ -1255,9 +1262,11 @@ impl Write for JustInTime {
 /// server goes at its pace, as one that took a page every 5 s did before.
 /// Another connection that reads everything gets its events at 1.8 KiB a
 /// second too, for as long as the slow client likes: 16,397 of 40,000
-/// events in 30 s on main (b242734).
+/// events in 30 s on main (b242734), and on 88454ed. Fixed (fifteenth
+/// session): behind a client that is behind, each subscription keeps the
+/// latest event about each thing (`Conn::publish`), and a publisher waits
+/// only once more than a megabyte is held; all 40,000 in 2 s.
 #[test]
-#[ignore = "open finding of review s9: a client that takes 16 KiB in each write timeout holds every publisher of the server at its pace"]
 fn a_client_that_takes_16_kib_just_before_each_write_timeout_holds_up_no_other_connections_events()
 {
     const EVENTS: usize = 40_000;
@@ -1290,26 +1299,17 @@ fn a_client_that_takes_16_kib_just_before_each_write_timeout_holds_up_no_other_c
 /// to give a client up), and all goes on once the client reads again.
 #[test]
 fn a_write_timeout_of_duration_max_holds_a_publisher_until_the_client_reads_and_panics_nowhere() {
-    // About 5 MiB of events (131 bytes each): past the backlog (1 MiB)
-    // even when the first send, starting late on a loaded machine, took
-    // a megabyte out with it before its write(2) stalled (16,000 events,
-    // 2 MiB, all went through once so, in CI run 49).
-    const EVENTS: usize = 40_000;
+    // Each change more than a megabyte for the client's 9,000
+    // subscriptions (`Peer::listen_past_the_backlog`): the first is
+    // written, the second held, the third waits.
+    const EVENTS: usize = 10;
     let server = Server::builder("publish", "1.0.0")
         .enable_tools()
         .write_timeout(Duration::MAX)
         .shutdown_grace(Duration::from_millis(100))
         .build();
     let (mut stalled, held) = Peer::start_stalling(&server);
-    stalled.send(&request(
-        "x",
-        "subscriptions/listen",
-        json!({ "notifications": { "toolsListChanged": true } }),
-    ));
-    assert_eq!(
-        stalled.recv()["method"],
-        json!("notifications/subscriptions/acknowledged")
-    );
+    stalled.listen_past_the_backlog();
     let not_reading = held.lock().unwrap();
     let (ticked, ticks) = crossbeam_channel::unbounded();
     let ticker = {
@@ -1327,12 +1327,10 @@ fn a_write_timeout_of_duration_max_holds_a_publisher_until_the_client_reads_and_
     }
     assert!(published < EVENTS, "the publisher never waited");
     server.stop_handle().stop();
-    // Past the grace period and more, the client is still not given up.
-    let early = ticks.recv_timeout(Duration::from_secs(1));
-    assert!(
-        early.is_err(),
-        "the publisher went on while the client read nothing"
-    );
+    // The stop wrote what was held, and the publisher goes on: nothing
+    // more is published to a connection that stopped. Past the grace
+    // period and more, the client is still not given up.
+    std::thread::sleep(Duration::from_secs(1));
     drop(not_reading);
     let rest = std::iter::from_fn(|| ticks.recv_timeout(WAIT).ok())
         .take(EVENTS - published)

@@ -329,7 +329,7 @@ fn a_stop_answers_each_request_once_to_a_slow_reader_with_one_worker() {
 /// megabyte of a send at 64 KiB/s, and 10 s into it the client was let go
 /// (`Trickle` above returns after each chunk; a pipe does not).
 #[test]
-fn a_steady_slow_reader_on_a_pipe_is_not_let_go_while_a_publisher_waits() {
+fn a_steady_slow_reader_on_a_pipe_is_not_let_go_while_events_are_published() {
     use std::io::Read as _;
     use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
@@ -426,7 +426,7 @@ fn a_steady_slow_reader_on_a_pipe_is_not_let_go_while_a_publisher_waits() {
 /// not let go while a publisher waits on it: its clock (`Output::idle`)
 /// moves with each `write(2)` of at most 16 KiB the socket takes.
 #[test]
-fn a_steady_reader_on_a_unix_socket_is_not_let_go_while_a_publisher_waits() {
+fn a_steady_reader_on_a_unix_socket_is_not_let_go_while_events_are_published() {
     use std::io::Read as _;
     use std::os::unix::net::UnixStream;
     use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -652,7 +652,7 @@ fn a_page_reader_on_a_pipe(
 /// send_path.rs) held the publishers so. Here a page a second against a
 /// write timeout of 3 s.
 #[test]
-fn a_client_on_a_real_pipe_that_reads_a_page_a_second_is_let_go_while_a_publisher_waits() {
+fn a_client_on_a_real_pipe_that_reads_a_page_a_second_is_let_go_while_events_are_published() {
     let server = Server::builder("slow-client", "1.0.0")
         .write_timeout(LET_GO)
         .tool(

@@ -10,6 +10,7 @@
 use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
 
+use crossbeam_channel::{Receiver, Sender};
 use mcp_stdio::types::{
     CallToolResult, GetPromptResult, Prompt, PromptMessage, ReadResourceResult, Resource,
     ResourceContents, ResourceTemplate, Role, SubscriptionFilter, Tool,
@@ -1584,12 +1585,15 @@ fn what_an_inline_handler_publishes_takes_effect_before_the_next_line_is_read() 
 // req: subscriptions:publish-backpressure
 // A publisher does not write to a client itself (core review 8: one that
 // stopped reading held up every later connection's events and the
-// publishing handler's reply, `send_path::a_client_that_never_reads_holds_up_no_other_connections_publish`):
-// it returns at once while a little waits, and waits once more than a
-// megabyte waits to be sent. What piles up behind a client that reads
-// nothing is bounded.
+// publishing handler's reply, `send_path::a_client_that_never_reads_holds_up_no_other_connections_publish`),
+// and behind a client that is behind it waits for nothing while the same
+// things change: once more than a megabyte waits to be sent, each
+// subscription keeps the latest event about each thing (review s9: a
+// client that took 16 KiB in each write timeout held every publisher at
+// its pace). What piles up behind a client that reads nothing is bounded,
+// and once it reads it gets every event written and then the latest.
 #[test]
-fn a_publisher_waits_once_a_megabyte_waits_for_a_client_that_stopped_reading() {
+fn a_publisher_of_the_same_change_never_waits_for_a_client_that_stopped_reading() {
     let server = Server::builder("backpressure", "1.0.0")
         .enable_tools()
         .build();
@@ -1603,52 +1607,218 @@ fn a_publisher_waits_once_a_megabyte_waits_for_a_client_that_stopped_reading() {
     let line = serde_json::to_vec(&changed("s", TOOLS)).unwrap().len() + 1;
     // Four megabytes of events.
     let events = 4 * 1024 * 1024 / line;
+    let reading = held.lock().unwrap();
+    let publisher = {
+        let notifier = server.notifier();
+        std::thread::spawn(move || {
+            for _ in 0..events {
+                notifier.tools_list_changed();
+            }
+        })
+    };
+    let deadline = Instant::now() + WAIT;
+    while !publisher.is_finished() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(
+        publisher.is_finished(),
+        "the publisher waited for a client that reads nothing"
+    );
+    drop(reading);
+    // A megabyte waits, the event that went past it, and what the send in
+    // progress took: the events published before the pool's thread took
+    // the send (on a loaded machine up to a megabyte more), then the one
+    // held. So at most two megabytes, and one more.
+    let meta = peer.server_meta.clone();
+    let (rest, res) = peer.finish();
+    res.unwrap();
+    let (last, got) = rest.split_last().unwrap();
+    assert_eq!(*last, closed(&meta, "s"));
+    assert!(
+        got.len() * line <= 2 * 1024 * 1024 + 64 * 1024 + line,
+        "{} events of {line} bytes waited behind a client that reads nothing",
+        got.len()
+    );
+    assert!(got.len() < events, "every event waited for the client");
+    assert!(got.iter().all(|event| *event == changed("s", TOOLS)));
+}
+
+// req: subscriptions:publish-backpressure
+// What is held back for a client that is behind is bounded too: a
+// publisher of events about more things than a megabyte holds waits for
+// the client (and lets go of one too slow to keep:
+// `send_path::a_client_that_never_reads_holds_up_no_other_connections_publish_after_a_megabyte_of_events`).
+// Here 9,000 subscriptions hear each change of the tools list: one
+// change writes more than a megabyte, the next is held, the one after
+// waits.
+#[test]
+fn a_publisher_waits_once_a_megabyte_of_events_is_held_for_a_client_that_stopped_reading() {
+    const LISTENS: usize = crate::support::LISTENS_PAST_THE_BACKLOG;
+    let server = Server::builder("backpressure", "1.0.0")
+        .enable_tools()
+        .build();
+    let (mut peer, held) = Peer::start_stalling(&server);
+    peer.listen_past_the_backlog();
     let (published_tx, published) = crossbeam_channel::unbounded();
     let reading = held.lock().unwrap();
     let publisher = {
         let notifier = server.notifier();
         std::thread::spawn(move || {
-            for n in 0..events {
+            for n in 0..4 {
                 notifier.tools_list_changed();
                 published_tx.send(n).unwrap();
             }
         })
     };
-    assert_eq!(
-        published.recv_timeout(WAIT),
-        Ok(0),
-        "the first publish waited for a client that reads nothing"
-    );
     // Until it stops: nothing published for half a second.
-    let mut through = 1;
+    let mut through = 0;
     while published.recv_timeout(Duration::from_millis(500)).is_ok() {
         through += 1;
     }
     assert!(
-        through < events,
-        "all {events} events piled up behind a client that reads nothing"
-    );
-    // A megabyte waits, the event that went past it, and what the send in
-    // progress took: the events published before the pool's thread took
-    // the send. A few on an idle machine; on a loaded one the pool's
-    // thread takes it late, and the publisher, which waits only once more
-    // than a megabyte waits, may have written up to a megabyte by then
-    // (under four busy loops on two CPUs it took 600 to 5,000 events of
-    // 128 bytes: 9,000 to 13,400 in all). So at most two megabytes.
-    assert!(
-        through * line <= 2 * 1024 * 1024 + 64 * 1024,
-        "{through} events of {line} bytes waited behind a client that reads nothing"
+        through < 4,
+        "four changes for 9,000 subscriptions piled up behind a client that reads nothing"
     );
     drop(reading);
     publisher.join().unwrap();
-    assert_eq!(published.iter().count(), events - through);
-    for _ in 0..events {
-        assert_eq!(peer.recv(), changed("s", TOOLS));
-    }
-    let meta = peer.server_meta.clone();
+    assert_eq!(published.iter().count(), 4 - through);
     let (rest, res) = peer.finish();
     res.unwrap();
-    assert_eq!(rest, [closed(&meta, "s")]);
+    // Each subscription heard the first change, and the last (the held
+    // ones in between, the latest each): then its final result.
+    let events = rest
+        .iter()
+        .filter(|line| line["method"] == json!(TOOLS))
+        .count();
+    assert!(
+        (2 * LISTENS..=4 * LISTENS).contains(&events),
+        "{events} events for {LISTENS} subscriptions"
+    );
+    assert_eq!(rest.len(), events + LISTENS);
+}
+
+/// Serves a client of `server` that subscribed to the tools, prompts and
+/// resources lists (`"s"`) and then did what `before` sends (read before
+/// the next step: a barrier follows it); the client stops reading, and
+/// more than a megabyte of tool list changes waits behind it, so that
+/// what is published now is held back (`Conn::publish`). Then `meanwhile`
+/// runs, and the client reads again. Returns everything it got after the
+/// barrier's reply.
+fn behind_a_client_that_is_behind(
+    server: &Server,
+    before: impl FnOnce(&mut Peer),
+    meanwhile: impl FnOnce(&mut Peer),
+) -> Vec<Value> {
+    let (mut peer, held, told) = Peer::start_stalling_told(server);
+    let lists = json!({
+        "toolsListChanged": true,
+        "promptsListChanged": true,
+        "resourcesListChanged": true
+    });
+    open(&mut peer, "s", lists.clone(), lists);
+    before(&mut peer);
+    barrier(&mut peer, "b");
+    let line = serde_json::to_vec(&changed("s", TOOLS)).unwrap().len() + 1;
+    let not_reading = held.lock().unwrap();
+    // A change, whose send stalls; then more than a megabyte of changes,
+    // which wait behind it.
+    while told.try_recv().is_ok() {}
+    server.notifier().tools_list_changed();
+    told.recv_timeout(WAIT).expect("the change's send began");
+    for _ in 0..2 * 1024 * 1024 / line {
+        server.notifier().tools_list_changed();
+    }
+    meanwhile(&mut peer);
+    drop(not_reading);
+    let (rest, res) = peer.finish();
+    res.unwrap();
+    rest
+}
+
+/// A server with a tool, a prompt and a resource, so that each list may
+/// change; its tool `publish` waits until `go`, then publishes a change of
+/// the prompts list, says so on `published`, and returns; its inline tool
+/// `mark` says on `marked` that the reader came to it (every line before
+/// it took effect).
+fn lists_server(go: Receiver<()>, published: Sender<()>, marked: Sender<()>) -> Server {
+    Server::builder("held", "1.0.0")
+        .inline_tool(
+            Tool::new("mark", "Says the reader came to it."),
+            move |_ctx, _: Value| {
+                let _ = marked.send(());
+                Ok(CallToolResult::text("marked"))
+            },
+        )
+        .tool(
+            Tool::new("publish", "Waits, then publishes a prompts list change."),
+            move |ctx, _: Value| {
+                go.recv().unwrap();
+                ctx.notifier().prompts_list_changed();
+                published.send(()).unwrap();
+                Ok(CallToolResult::text("published"))
+            },
+        )
+        .prompt(Prompt::new("p", "A prompt."), |_ctx, _| Ok(hello_prompt()))
+        .inline_resource(Resource::new("mem://x", "x"), |_ctx, req| {
+            Ok(text_resource(&req.uri))
+        })
+        .build()
+}
+
+// req: subscriptions:held-events-cancelled
+// Rule: a cancelled request gets nothing more, what was held back for it
+// included (`SubscriptionTable::remove` drops it).
+#[test]
+fn a_cancelled_subscription_gets_nothing_that_was_held_back_for_it() {
+    let (_, go) = crossbeam_channel::bounded(1);
+    let (published, _) = crossbeam_channel::bounded(1);
+    let (marked, was_marked) = crossbeam_channel::unbounded();
+    let server = lists_server(go, published, marked);
+    let rest = behind_a_client_that_is_behind(
+        &server,
+        |_| {},
+        |peer| {
+            server.notifier().resources_list_changed();
+            peer.send(&cancel("s"));
+            // The cancellation took effect while the client is behind:
+            // else a send that ended meanwhile may have written the change.
+            peer.send(&call(2, "mark", json!({})));
+            was_marked.recv_timeout(WAIT).unwrap();
+        },
+    );
+    assert!(
+        !rest.iter().any(|line| *line == changed("s", RESOURCES)),
+        "a change held back for a cancelled subscription went out"
+    );
+    assert!(rest.iter().any(|line| *line == changed("s", TOOLS)));
+}
+
+// req: subscriptions:held-events-order
+// Rule: lines go out in the order of the changes that wrote them: what a
+// handler publishes precedes its reply, held back or not (`Conn::write_reply`
+// writes what is held first).
+#[test]
+fn what_a_handler_publishes_behind_a_client_that_is_behind_precedes_its_reply() {
+    let (go_tx, go) = crossbeam_channel::bounded(1);
+    let (published, was_published) = crossbeam_channel::bounded(1);
+    let (marked, _) = crossbeam_channel::unbounded();
+    let server = lists_server(go, published, marked);
+    let rest = behind_a_client_that_is_behind(
+        &server,
+        // The call runs before the backlog, and waits.
+        |peer| peer.send(&call(1, "publish", json!({}))),
+        |_| {
+            go_tx.send(()).unwrap();
+            was_published.recv_timeout(WAIT).unwrap();
+        },
+    );
+    let event = rest.iter().position(|line| *line == changed("s", PROMPTS));
+    let reply = rest.iter().position(|line| line["id"] == json!(1));
+    assert!(
+        matches!((event, reply), (Some(event), Some(reply)) if event < reply),
+        "the change at {event:?}, the reply at {reply:?} of {} lines",
+        rest.len()
+    );
 }
 
 // The gap the core review found (section 2j): what a pooled handler

@@ -445,14 +445,17 @@ impl Connection for Shared {
     /// sends to it itself, as before: the event is on the listener's
     /// socket before the publisher's reply is on its call's
     /// (`http::what_a_tool_publishes_is_on_the_listeners_socket_before_its_reply_is`).
+    /// An event held back for a client that is behind writes nothing, and
+    /// waits once too much is held (`Conn::publisher_waits`).
     fn publish(&self, event: &ServerEvent) {
-        let (stream, written) = self.act_unsent(|conn| {
+        let ((stream, waits), written) = self.act_unsent(|conn| {
             conn.publish(event);
-            conn.output.is_stream()
+            (conn.output.is_stream(), conn.publisher_waits())
         });
         match written {
             Some(written) if !stream => self.send_written(written),
             Some(_) => self.send_in_background(),
+            None if waits => self.send_in_background(),
             None => {}
         }
     }

@@ -224,18 +224,26 @@ impl Conn {
 
     /// Delivers a published event to every subscription that asked for it
     /// (spec 2026-07-28 basic/patterns/subscriptions: nothing a client did
-    /// not ask for), tagged with its id, or closes subscriptions.
+    /// not ask for), tagged with its id, or closes subscriptions. While more
+    /// than [`BACKLOG`] waits to be sent, events are held back instead, the
+    /// latest about each thing (`SubscriptionTable::deliver`), and go out
+    /// before the next line written or at the end of the send that leaves
+    /// no more than that waiting ([`Conn::write_held`]): a publisher waits
+    /// for a client that is behind only while more than [`BACKLOG`] is held
+    /// ([`Conn::publisher_waits`]).
     pub fn publish(&mut self, event: &ServerEvent) {
         match event {
             ServerEvent::CloseAll => self.close_subscriptions(),
             ServerEvent::Close(id) => {
+                self.write_held();
                 if self.subscriptions.remove(id) {
                     self.write_final(id);
                 }
             }
             _ => {
+                let hold = self.output.waiting() > BACKLOG || self.subscriptions.holds();
                 let output = &mut self.output;
-                (self.subscriptions).deliver(event, |line| {
+                (self.subscriptions).deliver(event, hold, |line| {
                     output.write_line(LineKind::Event, |out| {
                         out.push(line);
                         Ok(())
@@ -243,6 +251,23 @@ impl Conn {
                 });
             }
         }
+    }
+
+    /// Writes the events held back for a client that was behind (see
+    /// [`Conn::publish`]), before any other line.
+    fn write_held(&mut self) {
+        if !self.subscriptions.holds() {
+            return;
+        }
+        for line in self.subscriptions.take_held() {
+            self.output.push_line(LineKind::Event, line);
+        }
+    }
+
+    /// Whether a publisher waits for the client: more than [`BACKLOG`] of
+    /// events is held back for it (`Shared::send_in_background`).
+    pub fn publisher_waits(&self) -> bool {
+        self.subscriptions.held_bytes() > BACKLOG && !self.failed && !self.closed
     }
 
     /// Ends every open subscription with its final result, oldest first.
@@ -256,6 +281,7 @@ impl Conn {
     /// its final result is written. So a graceful end sends the final
     /// result alone, as the official Python SDK and rmcp do.
     fn close_subscriptions(&mut self) {
+        self.write_held();
         for id in self.subscriptions.drain() {
             self.write_final(&id);
         }
@@ -329,6 +355,7 @@ impl Conn {
     /// no request in flight: an error for a line that is not one, a front
     /// end's own answers and notifications.
     pub fn write_line(&mut self, line: Vec<u8>, kind: LineKind) {
+        self.write_held();
         if !self.closed {
             self.output.push_line(kind, line);
         }
@@ -340,6 +367,7 @@ impl Conn {
         if self.closed {
             return;
         }
+        self.write_held();
         let kind = LineKind::Response {
             error: reply.error_code(),
         };
@@ -389,14 +417,18 @@ impl Conn {
     }
 
     /// A send of what was written is over (`handle`): the output takes its
-    /// writer back, a failed send ends serving, and queued requests may
-    /// start. Returns whether more waits to be sent, and the writer of an
+    /// writer back, a failed send ends serving, and once no more than
+    /// [`BACKLOG`] waits, the events held back go out and queued requests
+    /// may start. Returns whether more waits to be sent, and the writer of an
     /// output closed meanwhile, to be dropped without the lock
     /// ([`Output::attach`]).
     fn sent(&mut self, detached: Detached, sent: std::io::Result<()>) -> (bool, Option<Writer>) {
         let (failed, orphan) = self.output.attach(detached, sent);
         if failed {
             self.fail();
+        }
+        if self.output.waiting() <= BACKLOG {
+            self.write_held();
         }
         self.start_queued();
         (self.output.waiting() > 0, orphan)

@@ -189,7 +189,7 @@ pub(super) struct Detached {
 /// ([`Output::idle`]) moves only as each returns: a send of a megabyte in
 /// one `write(2)` to a client that read 32 KiB a second did not move it
 /// for 30 s, and the client was let go while it read (`Conn::let_go`;
-/// `slow_client::a_steady_slow_reader_on_a_pipe_is_not_let_go_while_a_publisher_waits`).
+/// `slow_client::a_steady_slow_reader_on_a_pipe_is_not_let_go_while_events_are_published`).
 /// In pieces of 16 KiB it moves for a client that takes 16 KiB in each
 /// write timeout (`ServerBuilder::write_timeout`, the let-go's and the
 /// shutdown's: 1.6 KiB a second at the default 10 s, 16 KiB a second at

@@ -30,10 +30,14 @@
 //! every connection in turn, and one whose client stopped reading must not
 //! hold up the events of the others, nor the reply of the handler that
 //! published. It hands the send to the pool
-//! (`Shared::send_in_background`), and waits only while more than the
-//! backlog waits on that connection, for a client that takes some of it:
-//! one that took less than 16 KiB of a send in progress in the write
-//! timeout (`ServerBuilder::write_timeout`, 10 s) is let go. (To a writer of lines, which never
+//! (`Shared::send_in_background`). Behind a client that is behind (more
+//! than the backlog waits), each subscription keeps the latest event about
+//! each thing instead (`Conn::publish`), so a publisher of the same changes
+//! never waits; it waits only while more than the backlog of events is
+//! held for that connection (`Conn::publisher_waits`), for a client that
+//! takes some of its output: one that took less than 16 KiB of a send in
+//! progress in the write timeout (`ServerBuilder::write_timeout`, 10 s) is
+//! let go. (To a writer of lines, which never
 //! waits for its client, it sends itself: over HTTP the event is then on
 //! the listener's socket before the publisher's reply is on its call's.)
 //! (Over HTTP a send never waits for the client: a request's notifications
@@ -58,7 +62,7 @@ use std::time::Duration;
 
 use super::{Sending, Shared};
 use crate::server::conn::Conn;
-use crate::server::conn::output::{BACKLOG, BUFFER, Detached};
+use crate::server::conn::output::{BUFFER, Detached};
 use crate::server::pool::Blocking;
 
 impl Shared {
@@ -220,10 +224,12 @@ impl Shared {
 
     /// Sees what waits sent without this thread's writing it: hands it to
     /// the pool as a send ([`Shared::queue_send`]) unless a send is in
-    /// progress or queued (its end sees to it). Then, while more than
-    /// [`BACKLOG`] waits to be sent (a client slow to read), it waits, and
-    /// what piles up behind such a client is bounded: a publisher's
-    /// backpressure, as the backlog is the reader's (`Conn::backed_up`).
+    /// progress or queued (its end sees to it). Then, while more than the
+    /// backlog of events is held back for a client slow to read
+    /// ([`Conn::publisher_waits`]: events about the same things take the
+    /// place of each other), it waits, and what piles up behind such a
+    /// client is bounded: a publisher's backpressure, as the backlog is the
+    /// reader's (`Conn::backed_up`).
     /// A client too slow to keep is let go meanwhile
     /// ([`Shared::let_go_if_stalled`]): else one that stopped reading for
     /// good, or reads a page now and then, would hold every publisher of
@@ -239,7 +245,7 @@ impl Shared {
             if queued {
                 continue;
             }
-            if state.output.waiting() <= BACKLOG {
+            if !state.publisher_waits() {
                 return;
             }
             let Some((locked, left)) = self.let_go_if_stalled(state) else {

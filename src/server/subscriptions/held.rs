@@ -1,0 +1,145 @@
+//! The events held back for a client that is behind ([`Held`]): what a
+//! subscription is told is that something changed (a list, a resource, a
+//! task's status), and a later event about the same thing says all that
+//! an earlier one did, so each subscription keeps the latest event about
+//! each thing, in the order the first of them came. A publisher then
+//! waits for no client that stopped reading while the same things change
+//! (review s9: one that took 16 KiB in each write timeout held every
+//! publisher of the server at its pace), and what is held stays bounded
+//! by what the subscriptions follow, not by how often it changes.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use crate::server::event::ServerEvent;
+
+/// What an event is about.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+enum Subject {
+    Tools,
+    Prompts,
+    Resources,
+    Resource(Arc<str>),
+    Task(String),
+}
+
+impl Subject {
+    fn of(event: &ServerEvent) -> Option<Subject> {
+        Some(match event {
+            ServerEvent::ToolsListChanged => Subject::Tools,
+            ServerEvent::PromptsListChanged => Subject::Prompts,
+            ServerEvent::ResourcesListChanged => Subject::Resources,
+            ServerEvent::ResourceUpdated(uri) => Subject::Resource(Arc::clone(uri)),
+            ServerEvent::TaskStatus(update) => Subject::Task(update.task_id.clone()),
+            ServerEvent::CloseAll | ServerEvent::Close(_) => return None,
+        })
+    }
+}
+
+/// The held lines of a connection's subscriptions (each by its sequence
+/// number in the table), the latest about each subject, in the order the
+/// first about it was held.
+#[derive(Debug, Default)]
+pub(crate) struct Held {
+    /// Where each subscription's line about each subject is in `lines`.
+    places: HashMap<(u64, Subject), u64>,
+    /// The lines by place, each with its subscription.
+    lines: BTreeMap<u64, (u64, Vec<u8>)>,
+    next: u64,
+    bytes: usize,
+}
+
+impl Held {
+    /// Holds `line`, subscription `seq`'s delivery of `event`, in place of
+    /// the one it held about the same subject.
+    pub fn hold(&mut self, seq: u64, event: &ServerEvent, line: &[u8]) {
+        let Some(subject) = Subject::of(event) else {
+            return;
+        };
+        let place = *self.places.entry((seq, subject)).or_insert_with(|| {
+            self.next += 1;
+            self.next
+        });
+        let held = &mut self.lines.entry(place).or_insert((seq, Vec::new())).1;
+        self.bytes = self.bytes - held.len() + line.len();
+        held.clear();
+        held.extend_from_slice(line);
+    }
+
+    /// Drops what subscription `seq` holds: it ended.
+    pub fn forget(&mut self, seq: u64) {
+        self.places.retain(|(held, _), _| *held != seq);
+        let bytes = &mut self.bytes;
+        self.lines.retain(|_, (held, line)| {
+            let keep = *held != seq;
+            if !keep {
+                *bytes -= line.len();
+            }
+            keep
+        });
+    }
+
+    /// Takes every held line, in order.
+    pub fn take(&mut self) -> impl Iterator<Item = Vec<u8>> + use<> {
+        self.places.clear();
+        self.bytes = 0;
+        std::mem::take(&mut self.lines)
+            .into_values()
+            .map(|(_, line)| line)
+    }
+
+    /// Whether nothing is held.
+    pub fn is_empty(&self) -> bool {
+        self.lines.is_empty()
+    }
+
+    /// How many bytes the held lines are.
+    pub fn bytes(&self) -> usize {
+        self.bytes
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::server::event::TaskUpdate;
+
+    fn task(id: &str, status: &str) -> ServerEvent {
+        ServerEvent::TaskStatus(Arc::new(TaskUpdate {
+            task_id: id.into(),
+            members: status.as_bytes().to_vec(),
+        }))
+    }
+
+    #[test]
+    fn the_latest_about_each_subject_is_kept_in_the_order_the_first_came() {
+        let mut held = Held::default();
+        held.hold(1, &ServerEvent::ToolsListChanged, b"tools");
+        held.hold(1, &task("a", "working"), b"a working");
+        held.hold(2, &ServerEvent::ToolsListChanged, b"tools for 2");
+        held.hold(1, &ServerEvent::ToolsListChanged, b"tools again");
+        held.hold(1, &task("a", "completed"), b"a completed");
+        held.hold(1, &ServerEvent::ResourceUpdated("u".into()), b"u");
+        held.hold(1, &ServerEvent::CloseAll, b"never");
+        assert_eq!(held.bytes(), 11 + 11 + 11 + 1);
+        let lines: Vec<Vec<u8>> = held.take().collect();
+        assert_eq!(
+            lines,
+            [&b"tools again"[..], b"a completed", b"tools for 2", b"u"]
+        );
+        assert!(held.is_empty());
+        assert_eq!(held.bytes(), 0);
+    }
+
+    #[test]
+    fn an_ended_subscription_holds_nothing() {
+        let mut held = Held::default();
+        held.hold(1, &ServerEvent::ToolsListChanged, b"one");
+        held.hold(2, &ServerEvent::ToolsListChanged, b"two");
+        held.forget(1);
+        assert_eq!(held.bytes(), 3);
+        held.hold(1, &ServerEvent::ToolsListChanged, b"one again");
+        let lines: Vec<Vec<u8>> = held.take().collect();
+        assert_eq!(lines, [&b"two"[..], b"one again"]);
+    }
+}
