@@ -116,3 +116,44 @@ fn a_legacy_subscription_left_unread_overflows_and_is_unsubscribed() {
         crate::client::link::Forgotten::Nothing
     ));
 }
+
+/// Review client15: a legacy subscription is the client's own, under an id
+/// that never goes on the wire (`legacy_listen`), and a legacy server has
+/// no response that ends it. A response the server sends with that id (a
+/// careless server's stray or doubled answer, or one that guesses the
+/// ids, which the client numbers 1, 2, 3, ...) ends nothing: the
+/// subscription still gets the updates that follow.
+#[test]
+fn a_legacy_servers_response_with_a_subscriptions_id_ends_no_subscription() {
+    use crate::client::link::{SubscriptionDelivery, SubscriptionSink};
+    use crate::types::SubscriptionFilter;
+    let options = ClientBuilder::default().trace(|_| {});
+    let (link, mut server, written) = over_pipes(&options);
+    link.answer_server_requests(InputHandlers::default());
+    let (sink, events) = SubscriptionSink::channel();
+    let filter = SubscriptionFilter {
+        resource_subscriptions: Some(vec!["a://1".into()]),
+        ..SubscriptionFilter::default()
+    };
+    let id = link.next_id();
+    link.adopt_legacy_subscription(&id, filter, sink);
+    let mut say = |line: String| writeln!(server, "{line}").unwrap();
+    say(format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{}}}}"#));
+    say(
+        r#"{"jsonrpc":"2.0","method":"notifications/resources/updated","params":{"uri":"a://1"}}"#
+            .into(),
+    );
+    say(r#"{"jsonrpc":"2.0","id":"after","method":"ping"}"#.into());
+    // The ping's answer: every line before it was routed.
+    let pong = written.recv_timeout(WAIT).unwrap();
+    assert_eq!(pong["id"], "after", "{pong}");
+    let got: Vec<SubscriptionDelivery> = events.try_iter().collect();
+    assert!(
+        matches!(
+            got.as_slice(),
+            [SubscriptionDelivery::Notification { method, .. }]
+                if method == "notifications/resources/updated"
+        ),
+        "the subscription got {got:?}"
+    );
+}
