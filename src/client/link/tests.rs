@@ -157,3 +157,44 @@ fn a_legacy_servers_response_with_a_subscriptions_id_ends_no_subscription() {
         "the subscription got {got:?}"
     );
 }
+
+/// Review client15: every request of a legacy server the client cannot
+/// read (a form with a field no form may have) is answered `-32602`, and
+/// noted as a problem, which goes to the application's stderr when it set
+/// no trace. A server that sends hundreds of them must not make hundreds
+/// of notes: they are rate-limited, as every note a server's output
+/// causes (`NoteLimiter`, at most 10 a second).
+#[test]
+fn a_flood_of_unreadable_legacy_requests_is_noted_at_a_bounded_rate() {
+    const FLOOD: usize = 300;
+    let notes = Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let kept = Arc::clone(&notes);
+    let options =
+        ClientBuilder::default().trace(move |note| kept.lock().unwrap().push(note.to_owned()));
+    let (link, mut server, written) = over_pipes(&options);
+    link.answer_server_requests(InputHandlers {
+        elicitation: Some(Arc::new(|_| Ok(crate::types::ElicitResult::decline()))),
+        ..InputHandlers::default()
+    });
+    let started = Instant::now();
+    for n in 0..FLOOD {
+        writeln!(
+            server,
+            r#"{{"jsonrpc":"2.0","id":{n},"method":"elicitation/create","params":{{"message":"m","requestedSchema":{{"type":"object","properties":{{"a":{{"type":"object"}}}}}}}}}}"#
+        )
+        .unwrap();
+    }
+    for _ in 0..FLOOD {
+        let answer = written.recv_timeout(WAIT).unwrap();
+        assert!(answer["error"].is_object(), "{answer}");
+    }
+    let seconds = started.elapsed().as_secs() as usize + 1;
+    options.notes.flush(WAIT);
+    let unreadable = (notes.lock().unwrap().iter())
+        .filter(|note| note.contains("could not read the server's request"))
+        .count();
+    assert!(
+        unreadable <= 11 * (seconds + 1),
+        "{unreadable} notes for {FLOOD} unreadable requests in about {seconds} s"
+    );
+}
