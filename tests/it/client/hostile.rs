@@ -8,7 +8,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use mcp_stdio::types::SubscriptionFilter;
-use mcp_stdio::{Client, Error, RequestOptions};
+use mcp_stdio::{Client, Error, RequestOptions, SubscriptionEvent};
 use serde_json::{Value, json};
 
 use super::{Script, discover_result, pair};
@@ -231,6 +231,43 @@ fn a_call_times_out_while_the_server_writes_progress_for_it() {
         "{:?}",
         started.elapsed()
     );
+    client.close().unwrap();
+    peer.join().unwrap();
+}
+
+/// [`SubscriptionEvent::Resubscribed`] says the server was restarted and
+/// the subscription sent again. A server that acknowledges the same listen
+/// twice (careless, or widening what it claims to deliver) restarted
+/// nothing: the second ack is no event, and changes no `accepted`.
+#[test]
+fn a_second_acknowledgment_of_the_same_listen_is_no_resubscription() {
+    let (client, _notes, peer) = connected(|mut server| {
+        let listen = server.recv();
+        let tagged = json!({ "_meta": { "io.modelcontextprotocol/subscriptionId": listen["id"] } });
+        let ack = |notifications: Value| {
+            let mut params = tagged.clone();
+            params["notifications"] = notifications;
+            json!({ "jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged", "params": params })
+        };
+        server.send(ack(json!({ "toolsListChanged": true })));
+        server.send(ack(
+            json!({ "toolsListChanged": true, "promptsListChanged": true }),
+        ));
+        server.send(json!({ "jsonrpc": "2.0", "method": "notifications/tools/list_changed", "params": tagged }));
+        let _ = server.recv_raw();
+    });
+    let filter = SubscriptionFilter {
+        tools_list_changed: Some(true),
+        ..SubscriptionFilter::default()
+    };
+    let mut subscription = client.listen(filter.clone()).expect("acknowledged");
+    let first = subscription.recv_timeout(Duration::from_secs(10));
+    assert!(
+        matches!(first, Ok(Some(SubscriptionEvent::ToolsListChanged))),
+        "the first event: {first:?}"
+    );
+    assert_eq!(subscription.accepted(), &filter);
+    drop(subscription);
     client.close().unwrap();
     peer.join().unwrap();
 }
