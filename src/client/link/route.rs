@@ -347,13 +347,30 @@ impl Link {
         notes: &mut NoteLimiter,
     ) {
         let mut subs = lock(&self.subscriptions);
-        let Some(sink) = subs.get(&sub_id) else {
+        let Some(sink) = subs.get_mut(&sub_id) else {
             // A notification sent before the server read the
             // cancellation of its subscription: routine.
             return self.notes.info(&format!(
                 "dropped {method} for unknown subscription {sub_id}"
             ));
         };
+        // A listen is acknowledged once on a connection (spec 2026-07-28
+        // basic/patterns/subscriptions: the ack is the first message that
+        // carries its id). A second restarted nothing: delivered, it would
+        // read as `Resubscribed` (a restart sent the listen again, on a
+        // new connection) and replace what was accepted.
+        if method == method::NOTIFICATION_SUBSCRIPTIONS_ACKNOWLEDGED {
+            if sink.acknowledged {
+                drop(subs);
+                return notes.problem(
+                    &self.notes,
+                    &format!(
+                        "skipped a second acknowledgment of subscription {sub_id} from the server"
+                    ),
+                );
+            }
+            sink.acknowledged = true;
+        }
         if sink.notify(method, params, bytes, self.max_line) {
             return;
         }
