@@ -150,6 +150,9 @@ fn run_server(mode: &str) -> ! {
         "asks-when-told" => closing::run_asks_when_told(),
         // Not a server: this process as a client with every default.
         "quiet-client" => quiet::run_quiet_client(),
+        "writes-escapes" => quiet::fake_writes_escapes(),
+        // Not a server: this process as a default client of `writes-escapes`.
+        "client-hears-escapes" => quiet::run_client_hearing_escapes(),
         // Not servers: this process as a client whose stderr is stuck.
         "client-stderr-locked" => quiet::run_client_with_stalled_stderr(true),
         "client-stderr-full" => quiet::run_client_with_stalled_stderr(false),
@@ -963,6 +966,10 @@ const CHECKS: &[(&str, Check)] = &[
     (
         "default_client_is_quiet_on_stderr",
         quiet::default_client_is_quiet_on_stderr,
+    ),
+    (
+        "default_notes_carry_no_control_characters_of_the_server",
+        quiet::default_notes_carry_no_control_characters_of_the_server,
     ),
     (
         "client_example_prints_what_it_can",
