@@ -74,7 +74,7 @@ impl NoteQueue {
     }
 
     /// A queue whose hook writes each note to stderr as one line, after
-    /// `prefix`.
+    /// `prefix`, its control characters escaped ([`for_terminal`]).
     pub fn stderr(thread_name: &'static str, prefix: &'static str) -> NoteQueue {
         NoteQueue::new(
             thread_name,
@@ -82,7 +82,7 @@ impl NoteQueue {
             // inherits the capture of the thread that started it). Should
             // stderr fail, its panic is caught (`note_loop`) and the note
             // lost: it had nowhere to go.
-            Arc::new(move |line: &str| eprintln!("{prefix}{line}")),
+            Arc::new(move |line: &str| eprintln!("{prefix}{}", for_terminal(line))),
         )
     }
 
@@ -144,6 +144,27 @@ impl Drop for NoteQueue {
 
 /// `text`, or its first [`NOTE_BYTES`] (at a character boundary) and how
 /// long it was.
+/// `text` with its control characters escaped (`\u{1b}`), tabs but
+/// kept: a note quotes what a peer wrote (a method name, a server's last
+/// stderr lines), and stderr is often a terminal, where a peer's escape
+/// sequences would retitle the window, clear the screen or forge lines
+/// (review client15).
+fn for_terminal(text: &str) -> std::borrow::Cow<'_, str> {
+    let escaped = |c: char| c.is_control() && c != '\t';
+    if !text.chars().any(escaped) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        if escaped(c) {
+            out.extend(c.escape_unicode());
+        } else {
+            out.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
 fn cut(text: &str) -> String {
     if text.len() <= NOTE_BYTES {
         return text.to_owned();
