@@ -198,3 +198,36 @@ fn a_flood_of_unreadable_legacy_requests_is_noted_at_a_bounded_rate() {
         "{unreadable} notes for {FLOOD} unreadable requests in about {seconds} s"
     );
 }
+
+/// Review client15, a doc that said otherwise (`RequestOptions::log`): a
+/// client whose requests are many callers' (a proxy's) gives a server's
+/// log message to no request, not even to the only one in flight, which
+/// asked for logs (`route::route_log`, review-47h): the message goes to
+/// the client's own log (the trace here).
+#[cfg(feature = "server")]
+#[test]
+fn a_client_of_many_callers_gives_a_log_message_to_no_request() {
+    use crate::client::link::Delivery;
+    let notes = Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let kept = Arc::clone(&notes);
+    let options =
+        ClientBuilder::default().trace(move |note| kept.lock().unwrap().push(note.to_owned()));
+    options.notes.serve_many_callers();
+    let (link, mut server, _written) = over_pipes(&options);
+    let id = link.next_id();
+    let rx = link.register(&id, None, true);
+    writeln!(
+        server,
+        r#"{{"jsonrpc":"2.0","method":"notifications/message","params":{{"level":"info","data":"whose?"}}}}"#
+    )
+    .unwrap();
+    writeln!(server, r#"{{"jsonrpc":"2.0","id":{id},"result":{{}}}}"#).unwrap();
+    let first = rx.recv_timeout(WAIT).unwrap();
+    assert!(matches!(first, Delivery::Reply(Ok(_))), "{first:?}");
+    options.notes.flush(WAIT);
+    assert!(
+        notes.lock().unwrap().iter().any(|n| n.contains("whose?")),
+        "{:?}",
+        notes.lock().unwrap()
+    );
+}
