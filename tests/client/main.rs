@@ -139,6 +139,7 @@ fn run_server(mode: &str) -> ! {
         "writes-stderr" => closing::run_writes_stderr(),
         "last-words" => closing::fake_last_words(),
         "big-logs" => bounds::fake_big_logs(),
+        "endless-pages" => bounds::fake_endless_pages(),
         "recorded-dies-mid-request" => closing::fake_recorded_dies_mid_request(),
         "floods-subscription" => bounds::fake_floods_subscription(),
         "floods-progress" => bounds::fake_floods_progress(),
@@ -966,6 +967,10 @@ const CHECKS: &[(&str, Check)] = &[
     (
         "default_client_is_quiet_on_stderr",
         quiet::default_client_is_quiet_on_stderr,
+    ),
+    (
+        "a_list_of_endless_huge_cursors_holds_a_bounded_size",
+        bounds::a_list_of_endless_huge_cursors_holds_a_bounded_size,
     ),
     (
         "default_notes_carry_no_control_characters_of_the_server",
