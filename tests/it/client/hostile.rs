@@ -271,3 +271,33 @@ fn a_second_acknowledgment_of_the_same_listen_is_no_resubscription() {
     client.close().unwrap();
     peer.join().unwrap();
 }
+
+/// Claim found false (kept as a guard): a client dropped while another
+/// thread waits on one of its calls (a server that never answers, the
+/// wait's timeout far off) ends that wait with [`Error::Disconnected`]
+/// within the close, not at the timeout.
+#[test]
+fn dropping_the_client_ends_a_wait_on_another_thread() {
+    let (client, _notes, peer) = connected(|mut server| {
+        let _call = server.recv();
+        // Never answered; open until the client's input ends.
+        while server.recv_raw().is_some() {}
+    });
+    let call = client
+        .start_request(
+            "tools/call",
+            json!({ "name": "never", "arguments": {} }),
+            RequestOptions::new().timeout(Duration::from_secs(60)),
+        )
+        .unwrap();
+    let waiting = thread::spawn(move || {
+        let started = Instant::now();
+        (call.wait(), started.elapsed())
+    });
+    thread::sleep(Duration::from_millis(50));
+    drop(client);
+    let (outcome, waited) = waiting.join().unwrap();
+    assert!(matches!(outcome, Err(Error::Disconnected)), "{outcome:?}");
+    assert!(waited < Duration::from_secs(10), "waited {waited:?}");
+    peer.join().unwrap();
+}
