@@ -74,7 +74,7 @@ impl NoteQueue {
     }
 
     /// A queue whose hook writes each note to stderr as one line, after
-    /// `prefix`.
+    /// `prefix`, its control characters escaped ([`for_terminal`]).
     pub fn stderr(thread_name: &'static str, prefix: &'static str) -> NoteQueue {
         NoteQueue::new(
             thread_name,
@@ -82,7 +82,7 @@ impl NoteQueue {
             // inherits the capture of the thread that started it). Should
             // stderr fail, its panic is caught (`note_loop`) and the note
             // lost: it had nowhere to go.
-            Arc::new(move |line: &str| eprintln!("{prefix}{line}")),
+            Arc::new(move |line: &str| eprintln!("{prefix}{}", for_terminal(line))),
         )
     }
 
@@ -144,6 +144,41 @@ impl Drop for NoteQueue {
 
 /// `text`, or its first [`NOTE_BYTES`] (at a character boundary) and how
 /// long it was.
+/// `text` with its control characters escaped (`\u{1b}`), tabs but
+/// kept, and the bidirectional controls and line separators too, as the
+/// command line escapes a server's text (`src/bin/mcp-stdio/escape.rs`):
+/// a note quotes what a peer wrote (a method name, a server's last stderr
+/// lines), and stderr is often a terminal, where a peer's escape sequences
+/// would retitle the window, clear the screen or forge lines (review
+/// client15).
+fn for_terminal(text: &str) -> std::borrow::Cow<'_, str> {
+    let escaped = |c: char| {
+        (c.is_control() && c != '\t')
+            || matches!(
+                c,
+                '\u{61c}'
+                    | '\u{200e}'
+                    | '\u{200f}'
+                    | '\u{2028}'
+                    | '\u{2029}'
+                    | '\u{202a}'..='\u{202e}'
+                    | '\u{2066}'..='\u{2069}'
+            )
+    };
+    if !text.chars().any(escaped) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        if escaped(c) {
+            out.extend(c.escape_unicode());
+        } else {
+            out.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
 fn cut(text: &str) -> String {
     if text.len() <= NOTE_BYTES {
         return text.to_owned();
@@ -196,6 +231,19 @@ fn note_loop(rx: &Receiver<Item>, hook: &NoteFn, dropped: &AtomicU64) {
 
 #[cfg(test)]
 mod tests {
+    /// Review client15: what the default stderr hook writes keeps a
+    /// peer's tabs and printable text, and escapes its controls, bidi
+    /// overrides and line breaks.
+    #[test]
+    fn a_note_for_the_terminal_has_its_controls_escaped() {
+        use super::for_terminal;
+        assert_eq!(for_terminal("plain\ttext é"), "plain\ttext é");
+        assert_eq!(
+            for_terminal("a\x1b]0;t\x07b\nc\u{9b}d\u{202e}e\u{2028}"),
+            "a\\u{1b}]0;t\\u{7}b\\u{a}c\\u{9b}d\\u{202e}e\\u{2028}"
+        );
+    }
+
     use super::*;
     use std::sync::Mutex;
 

@@ -95,10 +95,11 @@ impl RequestOptions {
     /// Only the messages the spec ties to this request arrive here: on a
     /// modern server, those that come while it is the only request in
     /// flight that asked for logs (stdio gives log messages no request
-    /// id; a proxy's client, whose requests are many callers', takes them
-    /// only while this request has been the only one in flight since it
-    /// was sent). The rest, and every message of a legacy server, whose
-    /// logging is session-wide, go to
+    /// id). A proxy's client, whose requests are many callers', gives
+    /// them to no request: a server may log late, after the answer to the
+    /// call that caused it, and no timing tells that from the lone
+    /// request's own. The rest, and every message of a legacy server,
+    /// whose logging is session-wide, go to
     /// [`ClientBuilder::on_log`](crate::ClientBuilder::on_log).
     pub fn log(
         mut self,

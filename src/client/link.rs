@@ -226,6 +226,10 @@ pub(crate) struct Link {
     max_line: usize,
     /// Limits the notes of lines refused by a full queue (`send`).
     unsent: Mutex<NoteLimiter>,
+    /// Limits the notes of a legacy server's requests the client could
+    /// not read (`answer_request`).
+    #[cfg(feature = "legacy")]
+    unreadable: Mutex<NoteLimiter>,
     notes: Notes,
     /// Sees every line read (`ClientBuilder::wire`); `input` holds its own
     /// clone for the lines written.
@@ -305,6 +309,8 @@ impl Link {
             next_id: AtomicU64::new(1),
             max_line,
             unsent: Mutex::default(),
+            #[cfg(feature = "legacy")]
+            unreadable: Mutex::default(),
             notes,
             wire,
         }

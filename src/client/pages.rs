@@ -10,6 +10,7 @@
 
 use std::collections::{HashSet, VecDeque};
 use std::fmt;
+use std::hash::{BuildHasher, RandomState};
 
 use crate::client::Client;
 use crate::error::Error;
@@ -25,8 +26,14 @@ pub struct Pages<'c, T> {
     method: &'static str,
     fetch: FetchPage<T>,
     cursor: Option<String>,
-    /// Every cursor followed so far, to tell a cycle.
-    seen: HashSet<String>,
+    /// A hash of every cursor followed so far, to tell a cycle: a cursor
+    /// is the server's, up to the line limit long, and the cursors
+    /// themselves, kept until `max_pages`, would cost that many times it.
+    /// The hasher's keys are random: a server cannot choose cursors that
+    /// collide, and two that do by chance (about one in 2^64 for a pair)
+    /// end the list early with an error, never a hang.
+    seen: HashSet<u64>,
+    hasher: RandomState,
     pages: usize,
     buffer: VecDeque<T>,
     done: bool,
@@ -50,6 +57,7 @@ impl<'c, T> Pages<'c, T> {
             fetch,
             cursor: None,
             seen: HashSet::new(),
+            hasher: RandomState::new(),
             pages: 0,
             buffer: VecDeque::new(),
             done: false,
@@ -72,7 +80,7 @@ impl<'c, T> Pages<'c, T> {
         // ends the list; an empty string is a cursor.
         match next {
             None => self.done = true,
-            Some(next) if !self.seen.insert(next.clone()) => {
+            Some(next) if !self.seen.insert(self.hasher.hash_one(&next)) => {
                 return Err(Error::Protocol(format!(
                     "{} returned a cursor it had returned before ({next:?}): the pages form a cycle",
                     self.method

@@ -379,6 +379,9 @@ impl crate::client::Client {
         // Spec 2026-07-28 basic/patterns/subscriptions: the ack is the first
         // message carrying this subscription's id.
         let deadline = crate::deadline::from_now(self.inner.options.request_timeout);
+        // A server may send any number of events before the ack: their
+        // notes are rate-limited, as every note a server's output causes.
+        let mut early = crate::note_limiter::NoteLimiter::default();
         let accepted = loop {
             match rx.recv_deadline(deadline) {
                 Ok(SubscriptionDelivery::Notification {
@@ -390,9 +393,12 @@ impl crate::client::Client {
                         .unwrap_or_default();
                 }
                 Ok(SubscriptionDelivery::Notification { method: m, .. }) => {
-                    self.inner.options.notes.problem(&format!(
-                        "the server sent {m} for subscription {id} before acknowledging it"
-                    ));
+                    early.problem(
+                        &self.inner.options.notes,
+                        &format!(
+                            "the server sent {m} for subscription {id} before acknowledging it"
+                        ),
+                    );
                 }
                 Ok(SubscriptionDelivery::Reply(Err(error))) => return Err(error),
                 Ok(SubscriptionDelivery::Reply(Ok(_))) => {

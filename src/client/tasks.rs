@@ -99,8 +99,9 @@ pub struct TaskHandle {
     created: Option<Task>,
     /// The last `pollIntervalMs` the server gave for this task.
     poll_interval_ms: Option<u64>,
-    /// The `inputRequests` keys answered so far: never answered twice
-    /// (spec extensions/tasks, "Task Update Requests").
+    /// The `inputRequests` keys answered and still listed by the server:
+    /// never answered twice (spec extensions/tasks, "Task Update
+    /// Requests"); a key the server no longer lists took its answer.
     answered: BTreeSet<String>,
 }
 
@@ -331,6 +332,13 @@ impl TaskHandle {
             if task.task.poll_interval_ms.is_some() {
                 self.poll_interval_ms = task.task.poll_interval_ms;
             }
+            // Spec extensions/tasks: a key is listed until the server has
+            // taken its answer, and keys are unique within the task, so
+            // one no longer listed is never asked again: only the listed
+            // ones are kept, and a server that asks under a new key at
+            // every poll costs no more than its latest question.
+            let listed = task.input_requests.as_ref();
+            (self.answered).retain(|key| listed.is_some_and(|asked| asked.contains_key(key)));
             match task.task.status {
                 TaskStatus::Completed => {
                     return Ok(Ending::Completed(task.result.unwrap_or_default()));

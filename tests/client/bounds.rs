@@ -503,3 +503,63 @@ pub fn a_cancellation_the_full_queue_refuses_is_noted() -> Result<String, String
     );
     Ok(noted[0].clone())
 }
+
+/// `endless-pages`: answers `tools/list` with one tool and a `nextCursor`
+/// of 1 MiB, another at every page, without end.
+pub fn fake_endless_pages() -> ! {
+    let mut page = 0u64;
+    each_request(|out, id, method, _msg| match method {
+        "server/discover" => send(out, &reply(id, fake_discover("endless-pages", "Pages."))),
+        "tools/list" => {
+            page += 1;
+            let cursor = format!("{page}-{}", "c".repeat(1024 * 1024));
+            let tools = json!([{ "name": "t", "inputSchema": { "type": "object" } }]);
+            send(
+                out,
+                &reply(id, json!({ "tools": tools, "nextCursor": cursor })),
+            );
+        }
+        _ => send(out, &error_reply(id, -32601, "Method not found", None)),
+    });
+    std::process::exit(0);
+}
+
+/// Review client15: a list iterator keeps the cursors it followed, to tell
+/// a cycle; a server whose every page names a new cursor of a megabyte
+/// (the line limit allows 16) must not make the client hold each of them
+/// until `max_pages`: 64 pages of such cursors cost the client no more
+/// than a few of them.
+pub fn a_list_of_endless_huge_cursors_holds_a_bounded_size() -> Result<String, String> {
+    let client = builder()
+        .request_timeout(Duration::from_secs(60))
+        .max_pages(64)
+        .trace(|_| {})
+        .spawn(server_command("endless-pages", None))
+        .map_err(|e| format!("connecting failed: {e}"))?;
+    let _ = std::fs::write("/proc/self/clear_refs", "5");
+    let before = vm_hwm_kib()?;
+    let mut tools = client.tools();
+    let (mut items, mut end) = (0, None);
+    for tool in tools.by_ref() {
+        match tool {
+            Ok(_) => items += 1,
+            Err(e) => end = Some(e),
+        }
+    }
+    let after = vm_hwm_kib()?;
+    drop(tools);
+    close_ok(client)?;
+    ensure!(
+        items == 64
+            && end
+                .as_ref()
+                .is_some_and(|e| e.to_string().contains("64 pages")),
+        "{items} tools, then {end:?}"
+    );
+    let growth = after.saturating_sub(before);
+    ensure!(
+        growth < 24 * 1024,
+        "peak RSS grew by {growth} kB for 64 pages with cursors of 1 MiB"
+    );
+    Ok(format!("VmHWM +{growth} kB"))
+}

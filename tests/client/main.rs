@@ -139,6 +139,7 @@ fn run_server(mode: &str) -> ! {
         "writes-stderr" => closing::run_writes_stderr(),
         "last-words" => closing::fake_last_words(),
         "big-logs" => bounds::fake_big_logs(),
+        "endless-pages" => bounds::fake_endless_pages(),
         "recorded-dies-mid-request" => closing::fake_recorded_dies_mid_request(),
         "floods-subscription" => bounds::fake_floods_subscription(),
         "floods-progress" => bounds::fake_floods_progress(),
@@ -150,6 +151,9 @@ fn run_server(mode: &str) -> ! {
         "asks-when-told" => closing::run_asks_when_told(),
         // Not a server: this process as a client with every default.
         "quiet-client" => quiet::run_quiet_client(),
+        "writes-escapes" => quiet::fake_writes_escapes(),
+        // Not a server: this process as a default client of `writes-escapes`.
+        "client-hears-escapes" => quiet::run_client_hearing_escapes(),
         // Not servers: this process as a client whose stderr is stuck.
         "client-stderr-locked" => quiet::run_client_with_stalled_stderr(true),
         "client-stderr-full" => quiet::run_client_with_stalled_stderr(false),
@@ -963,6 +967,14 @@ const CHECKS: &[(&str, Check)] = &[
     (
         "default_client_is_quiet_on_stderr",
         quiet::default_client_is_quiet_on_stderr,
+    ),
+    (
+        "a_list_of_endless_huge_cursors_holds_a_bounded_size",
+        bounds::a_list_of_endless_huge_cursors_holds_a_bounded_size,
+    ),
+    (
+        "default_notes_carry_no_control_characters_of_the_server",
+        quiet::default_notes_carry_no_control_characters_of_the_server,
     ),
     (
         "client_example_prints_what_it_can",

@@ -508,3 +508,72 @@ server exited: exit status: 0
     );
     Ok(String::new())
 }
+
+/// Terminal control sequences a hostile server writes where the client
+/// repeats it: a window title, and a clear screen.
+const ESCAPES: &str = "\u{1b}]0;owned\u{7}\u{1b}[2J";
+
+/// `writes-escapes`: answers the probe; at the first `tools/call` sends
+/// the client a request whose method is [`ESCAPES`] (a modern server
+/// sends none: the client notes it as a problem, method and all), writes
+/// them to its stderr, and exits (the client's note of the death quotes
+/// the last lines of its stderr).
+pub fn fake_writes_escapes() -> ! {
+    each_request(|out, id, method, _msg| match method {
+        "server/discover" => send(out, &reply(id, fake_discover("writes-escapes", "Escapes."))),
+        "tools/call" => {
+            send(
+                out,
+                &json!({ "jsonrpc": "2.0", "id": 1, "method": ESCAPES }),
+            );
+            eprintln!("{ESCAPES}");
+            // The note of the request comes before the death's.
+            thread::sleep(Duration::from_millis(200));
+            std::process::exit(5);
+        }
+        _ => send(out, &error_reply(id, -32601, "Method not found", None)),
+    });
+    std::process::exit(0);
+}
+
+/// `client-hears-escapes`: this process as a client with every default
+/// against `writes-escapes`; prints `done`.
+pub fn run_client_hearing_escapes() -> ! {
+    let outcome = (|| -> Result<(), Error> {
+        let client = Client::spawn(server_command("writes-escapes", None))?;
+        let _ = client.call_tool("x", json!({}));
+        let _ = client.close();
+        Ok(())
+    })();
+    match outcome {
+        Ok(()) => println!("done"),
+        Err(e) => println!("failed: {e}"),
+    }
+    std::process::exit(0);
+}
+
+/// Review client15: the default client writes its problem notes to the
+/// application's stderr, a terminal as often as not, and some quote what
+/// the server wrote (a method name, the last lines of its stderr). A
+/// server's control characters must not reach that terminal as they are:
+/// they could retitle the window, clear the screen, or forge lines.
+pub fn default_notes_carry_no_control_characters_of_the_server() -> Result<String, String> {
+    let output = server_command("client-hears-escapes", None)
+        .output()
+        .map_err(|e| format!("running the client failed: {e}"))?;
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    ensure!(
+        stdout == "done\n",
+        "the client: {stdout:?} (stderr {stderr:?})"
+    );
+    ensure!(
+        stderr.contains("owned"),
+        "the notes quote the server's method and stderr: {stderr:?}"
+    );
+    ensure!(
+        !stderr.chars().any(|c| c.is_control() && c != '\n'),
+        "the client's stderr carries control characters: {stderr:?}"
+    );
+    Ok(String::new())
+}

@@ -25,6 +25,21 @@ impl Script {
         writeln!(self.writer, "{msg}").unwrap();
         self.writer.flush().unwrap();
     }
+
+    /// Writes `line` as it is, with a newline.
+    fn send_raw(&mut self, line: &str) {
+        writeln!(self.writer, "{line}").unwrap();
+        self.writer.flush().unwrap();
+    }
+
+    /// The next line as it came; `None` at the end of the client's output.
+    fn recv_raw(&mut self) -> Option<String> {
+        let mut line = String::new();
+        match self.reader.read_line(&mut line) {
+            Ok(0) | Err(_) => None,
+            Ok(_) => Some(line),
+        }
+    }
 }
 
 fn pair() -> (Transport, Script) {
@@ -347,3 +362,5 @@ fn a_client_with_every_timeout_at_its_longest_neither_panics_nor_hangs() {
     assert_eq!(client.close().unwrap(), None);
     serving.join().unwrap().unwrap();
 }
+
+mod hostile;

@@ -81,10 +81,14 @@ impl Link {
                     // never saw it, so its trace is told, before the
                     // server has the answer and can answer the request it
                     // asked for (the note thread is waited for, briefly).
-                    link.notes.problem(&format!(
-                        "{UNREADABLE_REQUEST} {request} ({}), answered {}: {}",
-                        id, error.code, error.message
-                    ));
+                    // At most 10 a second: a server may send any number.
+                    lock(&link.unreadable).problem(
+                        &link.notes,
+                        &format!(
+                            "{UNREADABLE_REQUEST} {request} ({}), answered {}: {}",
+                            id, error.code, error.message
+                        ),
+                    );
                     link.notes.flush(NOTE_WAIT);
                 }
                 let mut line = Vec::new();

@@ -91,10 +91,25 @@ impl Drop for Held {
 /// The sending end of a subscription's channel, with its backlog: kept by
 /// the link that routes to it, and by the client's live subscriptions,
 /// which a restart adopts on the new link.
-#[derive(Clone)]
 pub(crate) struct SubscriptionSink {
     tx: Sender<SubscriptionDelivery>,
     backlog: Arc<Backlog>,
+    /// Whether the link that holds this sink delivered its listen's
+    /// acknowledgment (`route::deliver_tagged`): a listen is acknowledged
+    /// once on a connection.
+    pub acknowledged: bool,
+}
+
+/// A clone is for another connection (a restart's, or the link's own
+/// copy): its listen is not acknowledged there yet.
+impl Clone for SubscriptionSink {
+    fn clone(&self) -> SubscriptionSink {
+        SubscriptionSink {
+            tx: self.tx.clone(),
+            backlog: Arc::clone(&self.backlog),
+            acknowledged: false,
+        }
+    }
 }
 
 impl SubscriptionSink {
@@ -105,6 +120,7 @@ impl SubscriptionSink {
         let sink = SubscriptionSink {
             tx,
             backlog: Arc::default(),
+            acknowledged: false,
         };
         (sink, rx)
     }

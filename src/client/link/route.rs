@@ -18,7 +18,7 @@ use serde::Deserialize;
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-use super::{Delivery, Held, Link, Pending, SubscriptionDelivery};
+use super::{Delivery, Held, Link, Pending, SubscriptionDelivery, SubscriptionSink};
 #[cfg(feature = "legacy")]
 use crate::client::legacy_listen;
 use crate::client::wire::WireDirection;
@@ -248,7 +248,7 @@ impl Link {
                     self.send(line);
                 }
             }
-        } else if let Some(sink) = lock(&self.subscriptions).remove(&id) {
+        } else if let Some(sink) = self.listen_answered(&id) {
             sink.send(SubscriptionDelivery::Reply(reply));
         } else if !self.sent(&id) {
             notes.problem(
@@ -258,6 +258,22 @@ impl Link {
                 ),
             );
         }
+    }
+
+    /// The subscription a response with `id` ends: a `subscriptions/listen`
+    /// still open, taken out. Never a legacy subscription: its id is the
+    /// client's own and never went on the wire, and a legacy server has no
+    /// response that ends it (a stray one under that id, or a guess at the
+    /// client's numbering, is dropped as any answer to no request is).
+    fn listen_answered(&self, id: &RequestId) -> Option<SubscriptionSink> {
+        // The order `deliver_untagged` takes them in.
+        #[cfg(feature = "legacy")]
+        let legacy = lock(&self.legacy);
+        #[cfg(feature = "legacy")]
+        if legacy.contains_key(id) {
+            return None;
+        }
+        lock(&self.subscriptions).remove(id)
     }
 
     /// Routes a notification from the server: a subscription's tear-down,
@@ -331,13 +347,30 @@ impl Link {
         notes: &mut NoteLimiter,
     ) {
         let mut subs = lock(&self.subscriptions);
-        let Some(sink) = subs.get(&sub_id) else {
+        let Some(sink) = subs.get_mut(&sub_id) else {
             // A notification sent before the server read the
             // cancellation of its subscription: routine.
             return self.notes.info(&format!(
                 "dropped {method} for unknown subscription {sub_id}"
             ));
         };
+        // A listen is acknowledged once on a connection (spec 2026-07-28
+        // basic/patterns/subscriptions: the ack is the first message that
+        // carries its id). A second restarted nothing: delivered, it would
+        // read as `Resubscribed` (a restart sent the listen again, on a
+        // new connection) and replace what was accepted.
+        if method == method::NOTIFICATION_SUBSCRIPTIONS_ACKNOWLEDGED {
+            if sink.acknowledged {
+                drop(subs);
+                return notes.problem(
+                    &self.notes,
+                    &format!(
+                        "skipped a second acknowledgment of subscription {sub_id} from the server"
+                    ),
+                );
+            }
+            sink.acknowledged = true;
+        }
         if sink.notify(method, params, bytes, self.max_line) {
             return;
         }

@@ -116,3 +116,118 @@ fn a_legacy_subscription_left_unread_overflows_and_is_unsubscribed() {
         crate::client::link::Forgotten::Nothing
     ));
 }
+
+/// Review client15: a legacy subscription is the client's own, under an id
+/// that never goes on the wire (`legacy_listen`), and a legacy server has
+/// no response that ends it. A response the server sends with that id (a
+/// careless server's stray or doubled answer, or one that guesses the
+/// ids, which the client numbers 1, 2, 3, ...) ends nothing: the
+/// subscription still gets the updates that follow.
+#[test]
+fn a_legacy_servers_response_with_a_subscriptions_id_ends_no_subscription() {
+    use crate::client::link::{SubscriptionDelivery, SubscriptionSink};
+    use crate::types::SubscriptionFilter;
+    let options = ClientBuilder::default().trace(|_| {});
+    let (link, mut server, written) = over_pipes(&options);
+    link.answer_server_requests(InputHandlers::default());
+    let (sink, events) = SubscriptionSink::channel();
+    let filter = SubscriptionFilter {
+        resource_subscriptions: Some(vec!["a://1".into()]),
+        ..SubscriptionFilter::default()
+    };
+    let id = link.next_id();
+    link.adopt_legacy_subscription(&id, filter, sink);
+    let mut say = |line: String| writeln!(server, "{line}").unwrap();
+    say(format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{}}}}"#));
+    say(
+        r#"{"jsonrpc":"2.0","method":"notifications/resources/updated","params":{"uri":"a://1"}}"#
+            .into(),
+    );
+    say(r#"{"jsonrpc":"2.0","id":"after","method":"ping"}"#.into());
+    // The ping's answer: every line before it was routed.
+    let pong = written.recv_timeout(WAIT).unwrap();
+    assert_eq!(pong["id"], "after", "{pong}");
+    let got: Vec<SubscriptionDelivery> = events.try_iter().collect();
+    assert!(
+        matches!(
+            got.as_slice(),
+            [SubscriptionDelivery::Notification { method, .. }]
+                if method == "notifications/resources/updated"
+        ),
+        "the subscription got {got:?}"
+    );
+}
+
+/// Review client15: every request of a legacy server the client cannot
+/// read (a form with a field no form may have) is answered `-32602`, and
+/// noted as a problem, which goes to the application's stderr when it set
+/// no trace. A server that sends hundreds of them must not make hundreds
+/// of notes: they are rate-limited, as every note a server's output
+/// causes (`NoteLimiter`, at most 10 a second).
+#[test]
+fn a_flood_of_unreadable_legacy_requests_is_noted_at_a_bounded_rate() {
+    const FLOOD: usize = 300;
+    let notes = Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let kept = Arc::clone(&notes);
+    let options =
+        ClientBuilder::default().trace(move |note| kept.lock().unwrap().push(note.to_owned()));
+    let (link, mut server, written) = over_pipes(&options);
+    link.answer_server_requests(InputHandlers {
+        elicitation: Some(Arc::new(|_| Ok(crate::types::ElicitResult::decline()))),
+        ..InputHandlers::default()
+    });
+    let started = Instant::now();
+    for n in 0..FLOOD {
+        writeln!(
+            server,
+            r#"{{"jsonrpc":"2.0","id":{n},"method":"elicitation/create","params":{{"message":"m","requestedSchema":{{"type":"object","properties":{{"a":{{"type":"object"}}}}}}}}}}"#
+        )
+        .unwrap();
+    }
+    for _ in 0..FLOOD {
+        let answer = written.recv_timeout(WAIT).unwrap();
+        assert!(answer["error"].is_object(), "{answer}");
+    }
+    let seconds = started.elapsed().as_secs() as usize + 1;
+    options.notes.flush(WAIT);
+    let unreadable = (notes.lock().unwrap().iter())
+        .filter(|note| note.contains("could not read the server's request"))
+        .count();
+    assert!(
+        unreadable <= 11 * (seconds + 1),
+        "{unreadable} notes for {FLOOD} unreadable requests in about {seconds} s"
+    );
+}
+
+/// Review client15, a doc that said otherwise (`RequestOptions::log`): a
+/// client whose requests are many callers' (a proxy's) gives a server's
+/// log message to no request, not even to the only one in flight, which
+/// asked for logs (`route::route_log`, review-47h): the message goes to
+/// the client's own log (the trace here).
+#[cfg(feature = "server")]
+#[test]
+fn a_client_of_many_callers_gives_a_log_message_to_no_request() {
+    use crate::client::link::Delivery;
+    let notes = Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let kept = Arc::clone(&notes);
+    let options =
+        ClientBuilder::default().trace(move |note| kept.lock().unwrap().push(note.to_owned()));
+    options.notes.serve_many_callers();
+    let (link, mut server, _written) = over_pipes(&options);
+    let id = link.next_id();
+    let rx = link.register(&id, None, true);
+    writeln!(
+        server,
+        r#"{{"jsonrpc":"2.0","method":"notifications/message","params":{{"level":"info","data":"whose?"}}}}"#
+    )
+    .unwrap();
+    writeln!(server, r#"{{"jsonrpc":"2.0","id":{id},"result":{{}}}}"#).unwrap();
+    let first = rx.recv_timeout(WAIT).unwrap();
+    assert!(matches!(first, Delivery::Reply(Ok(_))), "{first:?}");
+    options.notes.flush(WAIT);
+    assert!(
+        notes.lock().unwrap().iter().any(|n| n.contains("whose?")),
+        "{:?}",
+        notes.lock().unwrap()
+    );
+}

@@ -12,3 +12,80 @@ fn the_poll_interval_is_the_servers_within_bounds() {
 fn a_huge_timeout_still_makes_a_deadline() {
     assert!(deadline_after(Duration::MAX) > Instant::now());
 }
+
+/// Review client15: a task that asks for input under a new key at every
+/// poll (keys are the server's, each up to the line limit long) leaves the
+/// handle holding only the keys still outstanding, not every key it ever
+/// answered: the server, which takes an answer and then lists its key no
+/// more (spec extensions/tasks), cannot make the client's memory grow for
+/// as long as the wait lasts.
+#[test]
+fn the_keys_a_task_no_longer_lists_are_not_kept() {
+    use std::io::{BufRead, Write};
+    let (ours, theirs) = crate::transport::Transport::memory();
+    let (mut reader, mut writer) = theirs.into_parts();
+    const ROUNDS: usize = 20;
+    let server = std::thread::spawn(move || {
+        let mut recv = || {
+            let mut line = String::new();
+            reader.read_line(&mut line).unwrap();
+            serde_json::from_str::<Value>(&line).unwrap()
+        };
+        let mut send = |msg: Value| {
+            writeln!(writer, "{msg}").unwrap();
+            writer.flush().unwrap();
+        };
+        let probe = recv();
+        send(json!({ "jsonrpc": "2.0", "id": probe["id"], "result": {
+            "resultType": "complete",
+            "supportedVersions": ["2026-07-28"],
+            "capabilities": { "extensions": { "io.modelcontextprotocol/tasks": {} } }
+        }}));
+        let task = |status: &str| {
+            json!({
+                "taskId": "t", "status": status, "createdAt": "2026-01-01T00:00:00Z",
+                "lastUpdatedAt": "2026-01-01T00:00:00Z", "ttlMs": null
+            })
+        };
+        let mut round = 0;
+        loop {
+            let msg = recv();
+            let id = msg["id"].clone();
+            match msg["method"].as_str().unwrap() {
+                "tasks/get" if round == ROUNDS => {
+                    let mut done = task("completed");
+                    done["result"] = json!({ "content": [] });
+                    send(json!({ "jsonrpc": "2.0", "id": id, "result": done }));
+                    return;
+                }
+                "tasks/get" => {
+                    round += 1;
+                    let mut asking = task("input_required");
+                    asking["inputRequests"] = json!({ format!("key-{round}-{}", "k".repeat(1000)): { "method": "roots/list" } });
+                    send(json!({ "jsonrpc": "2.0", "id": id, "result": asking }));
+                }
+                _ => send(json!({ "jsonrpc": "2.0", "id": id, "result": {} })),
+            }
+        }
+    });
+    let client = crate::client::ClientBuilder::default()
+        .trace(|_| {})
+        .tasks(true)
+        .on_roots(|| Ok(crate::types::ListRootsResult::default()))
+        .connect(ours)
+        .unwrap();
+    let mut handle = client.task("t");
+    let mut deadline = deadline_after(Duration::from_secs(30));
+    let ending = handle.follow(&mut deadline);
+    assert!(
+        matches!(ending, Ok(Ending::Completed(_))),
+        "{:?}",
+        ending.err()
+    );
+    server.join().unwrap();
+    assert!(
+        handle.answered.len() <= 1,
+        "the handle keeps {} answered keys of {ROUNDS}",
+        handle.answered.len()
+    );
+}
