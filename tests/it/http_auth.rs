@@ -1382,3 +1382,80 @@ fn another_subjects_listens_take_no_place_on_a_task() {
         &cancel.to_string(),
     );
 }
+
+/// A server with a `quick` task tool (done at once) keeping its tasks in
+/// `store`, whose validator takes `sub.NAME` for the subject `NAME`.
+fn quick_tasks(store: mcp_stdio::MemoryTaskStore) -> Http {
+    let server = Server::builder("t", "1")
+        .task_tool(
+            Tool::new("quick", "Done at once."),
+            mcp_stdio::TaskMode::Required,
+            |_ctx, _args: Value| Ok(CallToolResult::text("quick")),
+        )
+        .task_store(store)
+        .build();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let resource = ProtectedResource::new(&resource_id(listener.local_addr().unwrap()))
+        .authorization_server("https://auth.example.com");
+    let options = HttpOptions::new().protected_resource(resource, |token, _| {
+        match token.split('.').collect::<Vec<_>>().as_slice() {
+            ["sub", name] => Ok(TokenInfo::new().subject(name)),
+            _ => Err(Unauthorized::invalid_token("unknown")),
+        }
+    });
+    start_with(server, listener, options)
+}
+
+/// `method` on task `task_id` with `token`: the JSON-RPC answer.
+fn task_method(addr: SocketAddr, method: &str, task_id: &str, token: &str) -> Value {
+    let request = crate::tasks::task_request(method, json!({ "taskId": task_id }));
+    let headers = with_token(mirrored(method, Some(task_id)), token);
+    let answer = post(addr, &headers, &request.to_string());
+    crate::http::events(&answer)
+        .pop()
+        .unwrap_or_else(|| json_body(&answer))
+}
+
+/// Starts a `quick` task with `token` and waits until it completed: its id.
+fn quick_task(addr: SocketAddr, token: &str) -> String {
+    let call =
+        crate::tasks::task_request("tools/call", json!({ "name": "quick", "arguments": {} }));
+    let headers = with_token(mirrored("tools/call", Some("quick")), token);
+    let created = post(addr, &headers, &call.to_string());
+    let created = crate::http::events(&created)
+        .pop()
+        .unwrap_or_else(|| json_body(&created));
+    let id = created["result"]["taskId"]
+        .as_str()
+        .expect("a task")
+        .to_owned();
+    let deadline = std::time::Instant::now() + crate::support::WAIT;
+    loop {
+        let task = task_method(addr, "tasks/get", &id, token);
+        if task["result"]["status"] == "completed" {
+            return id;
+        }
+        assert!(std::time::Instant::now() < deadline, "still {task}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Claim (review seal14): one client evicts another's finished tasks
+/// long before their TTL. The `MemoryTaskStore`, full, dropped the task
+/// that finished longest ago, whoever made it: a client that makes
+/// `capacity` quick tasks (1024 by default) wiped out every other
+/// client's results, which `tasks/get` then called unknown, within a
+/// `ttlMs` of an hour (the Tasks extension: "The server may discard the
+/// task after the TTL elapses"). Now the owner who holds the most gives
+/// its own oldest finished task first. (Moved from `tasks.rs`, where
+/// both clients were anonymous: one owner, nobody to be fair between.)
+#[test]
+fn one_client_does_not_evict_another_clients_finished_task_before_its_ttl() {
+    let http = quick_tasks(mcp_stdio::MemoryTaskStore::new(4));
+    let mine = quick_task(http.addr, "sub.victim");
+    for _ in 0..8 {
+        quick_task(http.addr, "sub.attacker");
+    }
+    let resp = task_method(http.addr, "tasks/get", &mine, "sub.victim");
+    assert_eq!(resp["result"]["status"], "completed", "{resp}");
+}

@@ -845,41 +845,6 @@ fn a_helper_waiting_on_the_cancel_token_is_woken_by_the_ttl() {
     peer.finish_quietly();
 }
 
-/// Claim (review seal14), not fixed: one client evicts another's
-/// finished tasks long before their TTL. The `MemoryTaskStore`, full,
-/// drops the task that finished longest ago, whoever made it: a client
-/// that makes `capacity` quick tasks (1024 by default) wipes out every
-/// other client's results, which `tasks/get` then calls unknown, within a
-/// `ttlMs` of an hour (the Tasks extension: "The server may discard the
-/// task after the TTL elapses"). Over HTTP with authorization each owner
-/// could be bounded on its own; that is a design change (a quota per
-/// owner), left to the maintainers.
-#[test]
-#[ignore = "finding (review seal14), not fixed: a full MemoryTaskStore evicts another client's finished task before its TTL"]
-fn one_client_does_not_evict_another_clients_finished_task_before_its_ttl() {
-    let server = Server::builder("t", "1")
-        .task_tool(
-            Tool::new("quick", "Done at once."),
-            TaskMode::Required,
-            |_ctx, _args: Value| Ok(CallToolResult::text("quick")),
-        )
-        .task_store(MemoryTaskStore::new(4))
-        .build();
-    let mut victim = Peer::start(&server);
-    let mut attacker = Peer::start(&server);
-    let mine = start(&mut victim, "quick", json!({}));
-    poll(&mut victim, &mine, &["completed"]);
-    for _ in 0..4 {
-        let theirs = start(&mut attacker, "quick", json!({}));
-        poll(&mut attacker, &theirs, &["completed"]);
-    }
-    let req = task_request("tasks/get", json!({ "taskId": mine }));
-    let resp = reply(&mut victim, &req);
-    assert_eq!(resp["result"]["status"], "completed", "{resp}");
-    victim.finish_quietly();
-    attacker.finish_quietly();
-}
-
 #[test]
 fn a_result_larger_than_the_cap_fails_the_task() {
     let server = Server::builder("t", "1")
