@@ -469,6 +469,7 @@ fn protected_everything() -> (Http, mcp_stdio::Notifier) {
                 ["cid", name] => Ok(info.client_id(name)),
                 ["both", sub, cid] => Ok(info.subject(sub).client_id(cid)),
                 ["nobody"] => Ok(info),
+                ["iss", issuer, name] => Ok(info.issuer(issuer).subject(name)),
                 ["exp", at, name] => Ok(info
                     .subject(name)
                     .expires_at(SystemTime::UNIX_EPOCH + Duration::from_secs(at.parse().unwrap()))),
@@ -1400,6 +1401,8 @@ fn quick_tasks(store: mcp_stdio::MemoryTaskStore) -> Http {
     let options = HttpOptions::new().protected_resource(resource, |token, _| {
         match token.split('.').collect::<Vec<_>>().as_slice() {
             ["sub", name] => Ok(TokenInfo::new().subject(name)),
+            ["iss", issuer, name] => Ok(TokenInfo::new().issuer(issuer).subject(name)),
+            ["cid", issuer, name] => Ok(TokenInfo::new().issuer(issuer).client_id(name)),
             _ => Err(Unauthorized::invalid_token("unknown")),
         }
     });
@@ -1458,4 +1461,72 @@ fn one_client_does_not_evict_another_clients_finished_task_before_its_ttl() {
     }
     let resp = task_method(http.addr, "tasks/get", &mine, "sub.victim");
     assert_eq!(resp["result"]["status"], "completed", "{resp}");
+}
+
+/// Claim (review tasks15): a task's owner was the token's `sub` (else its
+/// `client_id`) without its issuer, so a validator that trusts several
+/// authorization servers let the user `alice` of one reach the tasks of
+/// `alice` of another. Now an owner is the issuer and the subject (or
+/// client) when the validator says the issuer (`TokenInfo::issuer`).
+#[test]
+fn a_task_is_not_reached_by_the_same_subject_of_another_issuer() {
+    let http = quick_tasks(mcp_stdio::MemoryTaskStore::default());
+    for (creator, strangers) in [
+        ("iss.a.alice", ["iss.b.alice", "sub.alice", "cid.a.alice"]),
+        ("cid.a.app", ["cid.b.app", "iss.a.app", "sub.app"]),
+    ] {
+        let task = quick_task(http.addr, creator);
+        for method in ["tasks/get", "tasks/cancel"] {
+            for stranger in strangers {
+                let taken = task_method(http.addr, method, &task, stranger);
+                assert_eq!(
+                    taken["error"]["code"], -32602,
+                    "{method} by {stranger} reached {creator}'s task: {taken}"
+                );
+            }
+        }
+        let own = task_method(http.addr, "tasks/get", &task, creator);
+        assert_eq!(own["result"]["status"], "completed", "{own}");
+    }
+}
+
+/// Claim (review tasks15): the principal a request state is sealed with
+/// (`mrtr.rs: principal`) was the owner without its issuer, so `alice`
+/// of another authorization server could present alice's state.
+#[test]
+fn a_request_state_is_refused_when_the_same_subject_of_another_issuer_presents_it() {
+    let (http, _notifier) = protected_everything();
+    let tool = "test_input_required_result_elicitation";
+    let call = |token: &str, extra: Value| -> Value {
+        let mut params = json!({ "name": tool, "arguments": {} });
+        for (key, value) in extra.as_object().unwrap() {
+            params[key] = value.clone();
+        }
+        params["_meta"] = crate::support::meta();
+        params["_meta"]["io.modelcontextprotocol/clientCapabilities"] =
+            json!({ "elicitation": {} });
+        let request =
+            json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params });
+        let headers = with_token(mirrored("tools/call", Some(tool)), token);
+        let answer = post(http.addr, &headers, &request.to_string());
+        crate::http::events(&answer)
+            .pop()
+            .unwrap_or_else(|| json_body(&answer))
+    };
+    let first = call("iss.a.alice", json!({}));
+    let state = first["result"]["requestState"].as_str().unwrap().to_owned();
+    let answer = json!({ "user_name": { "action": "accept", "content": { "name": "Alice" } } });
+    let retry = json!({ "requestState": state, "inputResponses": answer });
+    for stranger in ["iss.b.alice", "sub.alice"] {
+        let taken = call(stranger, retry.clone());
+        assert_eq!(
+            taken["error"]["code"], -32602,
+            "{stranger} used alice's state: {taken}"
+        );
+    }
+    let own = call("iss.a.alice", retry);
+    assert_eq!(
+        own["result"]["content"][0]["text"], "Hello, Alice!",
+        "{own}"
+    );
 }
