@@ -238,7 +238,7 @@ fn a_change_that_panics_loses_no_task() {
 
 /// `task` bound to the subject `name`.
 fn owned_by(mut task: StoredTask, name: &str) -> StoredTask {
-    task.owner = Some(Owner::Subject(name.into()));
+    task.owner = Some(Owner::subject(None, name));
     task
 }
 
