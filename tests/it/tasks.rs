@@ -1787,3 +1787,54 @@ fn the_trace_names_the_status_of_a_task_that_ended_under_its_handler() {
     );
     peer.finish_quietly();
 }
+
+/// Claim (review tasks15): with `task_ttl(None)` a client holds every
+/// running slot for good by never answering: a task waiting for input
+/// has no end but an answer or `tasks/cancel`, and keeps its place among
+/// the running ones (`max_running_tasks`) meanwhile. Now a wait for
+/// input ends after `task_input_timeout`, failing the task, and the
+/// place comes back.
+#[test]
+fn a_task_nobody_answers_gives_its_running_place_back_without_a_ttl() {
+    let server = Server::builder("t", "1")
+        .task_tool(
+            Tool::new("asks", "Asks for a name."),
+            TaskMode::Required,
+            |ctx, _args: Value| {
+                let answers =
+                    ctx.ask(InputRequests::from([("name".to_owned(), ask_name("Who?"))]))?;
+                Ok(CallToolResult::text(answers["name"].as_value().to_string()))
+            },
+        )
+        .max_running_tasks(1)
+        .task_ttl(None)
+        .task_input_timeout(Some(Duration::from_millis(300)))
+        .build();
+    let mut peer = Peer::start(&server);
+    let first = start(&mut peer, "asks", json!({}));
+    poll(&mut peer, &first, &["input_required"]);
+    let call = task_request("tools/call", json!({ "name": "asks", "arguments": {} }));
+    let refused = reply(&mut peer, &call);
+    assert_eq!(refused["error"]["data"]["limit"], 1, "{refused}");
+    let failed = poll(&mut peer, &first, &["failed"]);
+    assert!(
+        failed["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("no answer")),
+        "{failed}"
+    );
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let call = task_request("tools/call", json!({ "name": "asks", "arguments": {} }));
+        let resp = reply(&mut peer, &call);
+        if resp["result"]["resultType"] == "task" {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the place is still taken: {resp}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    peer.finish_quietly();
+}
