@@ -1811,7 +1811,10 @@ fn a_task_nobody_answers_gives_its_running_place_back_without_a_ttl() {
         .task_input_timeout(Some(Duration::from_millis(300)))
         .build();
     let mut peer = Peer::start(&server);
-    let first = start(&mut peer, "asks", json!({}));
+    let call = task_request("tools/call", json!({ "name": "asks", "arguments": {} }));
+    let created = reply(&mut peer, &call);
+    assert_eq!(created["result"]["ttlMs"], Value::Null, "{created}");
+    let first = created["result"]["taskId"].as_str().unwrap().to_owned();
     poll(&mut peer, &first, &["input_required"]);
     let call = task_request("tools/call", json!({ "name": "asks", "arguments": {} }));
     let refused = reply(&mut peer, &call);
