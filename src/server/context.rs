@@ -362,7 +362,10 @@ impl RequestContext {
     /// Only a task can wait like this: the task shows `input_required`
     /// with these requests until the client answers them with
     /// `tasks/update`. It fails (`-32603`) when the task is cancelled or
-    /// expires meanwhile, and outside a task, where the way to ask is to
+    /// expires meanwhile, when no answer comes within
+    /// [`ServerBuilder::task_input_timeout`](crate::ServerBuilder::task_input_timeout)
+    /// (default one hour: the questions are taken back, and the task is
+    /// `working` until the handler returns), and outside a task, where the way to ask is to
     /// return [`Outcome::InputRequired`](crate::Outcome::InputRequired)
     /// (which works inside a task too: the handler then runs again with
     /// the answers, as on a retry).

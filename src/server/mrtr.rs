@@ -104,13 +104,21 @@ struct Payload {
 }
 
 /// Whom a request's token stands for, as sealed: `s:` and its subject,
-/// `c:` and its client id (two namespaces, as [`Owner`] keeps them);
-/// `None` without a token or with one that names nobody.
+/// `c:` and its client id (two namespaces, as [`Owner`] keeps them), each
+/// after its issuer's length, `:` and the issuer when the validator said
+/// it (`12:https://a.exs:alice`; the length keeps an issuer from running
+/// into the name); `None` without a token or with one that names nobody.
+/// Without an issuer the form is the one before issuers, so a state
+/// sealed before an upgrade still opens after it.
 fn principal(meta: &RequestMeta) -> Option<String> {
-    match meta.token_info().and_then(TokenInfo::owner)? {
-        Owner::Subject(subject) => Some(format!("s:{subject}")),
-        Owner::Client(client) => Some(format!("c:{client}")),
-    }
+    let (issuer, kind, name) = match meta.token_info().and_then(TokenInfo::owner)? {
+        Owner::Subject { issuer, subject } => (issuer, "s", subject),
+        Owner::Client { issuer, client_id } => (issuer, "c", client_id),
+    };
+    Some(match issuer {
+        None => format!("{kind}:{name}"),
+        Some(issuer) => format!("{}:{issuer}{kind}:{name}", issuer.len()),
+    })
 }
 
 /// A verified retry: what the handler sealed, and the kinds it asked for.

@@ -49,6 +49,13 @@ pub struct TokenInfo {
     pub subject: Option<String>,
     /// The client it was issued to (`client_id`).
     pub client_id: Option<String>,
+    /// The authorization server that issued it (a JWT's or an
+    /// introspection's `iss`). Set it when the validator trusts more than
+    /// one: a subject (or client) is then someone only with its issuer
+    /// ([`TokenInfo::owner`]), so the user `alice` of one is not `alice` of
+    /// another. `None`: the subject alone names the owner, as it did
+    /// before this field.
+    pub issuer: Option<String>,
     /// The scopes it grants.
     pub scopes: Vec<String>,
     /// When it expires: past it the server answers `401` without asking
@@ -78,6 +85,12 @@ impl TokenInfo {
         self
     }
 
+    /// Sets [`TokenInfo::issuer`].
+    pub fn issuer(mut self, issuer: &str) -> Self {
+        self.issuer = Some(issuer.to_owned());
+        self
+    }
+
     /// Sets [`TokenInfo::scopes`].
     pub fn scopes<S: Into<String>>(mut self, scopes: impl IntoIterator<Item = S>) -> Self {
         self.scopes = scopes.into_iter().map(Into::into).collect();
@@ -104,45 +117,88 @@ impl TokenInfo {
     }
 
     /// Whom the token stands for: its subject, else the client it was
-    /// issued to; `None` when it names neither. An empty subject or client
-    /// id names no one (a `sub` of `""` would otherwise be one owner
-    /// shared by every token that carries it).
+    /// issued to, each with the token's issuer when the validator gave one
+    /// ([`TokenInfo::issuer`]); `None` when it names neither. An empty
+    /// subject, client id or issuer names no one (a `sub` of `""` would
+    /// otherwise be one owner shared by every token that carries it).
     ///
     /// ```
     /// use mcp_stdio::{Owner, TokenInfo};
     /// let user = TokenInfo::new().subject("alice").client_id("app");
-    /// assert_eq!(user.owner(), Some(Owner::Subject("alice".into())));
+    /// assert_eq!(user.owner(), Some(Owner::subject(None, "alice")));
     /// let machine = TokenInfo::new().client_id("alice");
-    /// assert_eq!(machine.owner(), Some(Owner::Client("alice".into())));
+    /// assert_eq!(machine.owner(), Some(Owner::client(None, "alice")));
     /// let unnamed = TokenInfo::new().subject("").client_id("app");
-    /// assert_eq!(unnamed.owner(), Some(Owner::Client("app".into())));
+    /// assert_eq!(unnamed.owner(), Some(Owner::client(None, "app")));
     /// assert_eq!(TokenInfo::new().subject("").client_id("").owner(), None);
+    /// // Two authorization servers' `alice` are two owners.
+    /// let a = TokenInfo::new().issuer("https://a.example").subject("alice");
+    /// let b = TokenInfo::new().issuer("https://b.example").subject("alice");
+    /// assert_ne!(a.owner(), b.owner());
+    /// assert_eq!(a.owner(), Some(Owner::subject(Some("https://a.example"), "alice")));
     /// ```
     pub fn owner(&self) -> Option<Owner> {
         let named = |name: &Option<String>| name.clone().filter(|n| !n.is_empty());
-        (named(&self.subject).map(Owner::Subject))
-            .or_else(|| named(&self.client_id).map(Owner::Client))
+        let issuer = named(&self.issuer);
+        match (named(&self.subject), named(&self.client_id)) {
+            (Some(subject), _) => Some(Owner::Subject { issuer, subject }),
+            (None, Some(client_id)) => Some(Owner::Client { issuer, client_id }),
+            (None, None) => None,
+        }
     }
 }
 
 /// Whom a validated token stands for ([`TokenInfo::owner`]): its subject
-/// (a user), else the client it was issued to. What a request with a token
+/// (a user), else the client it was issued to, each with the
+/// authorization server that issued the token when the validator says
+/// which ([`TokenInfo::issuer`]: a subject is unique only within its
+/// issuer, OpenID Connect Core 1.0 section 2). What a request with a token
 /// creates is bound to it: a task ([`StoredTask::owner`](crate::StoredTask::owner))
-/// and, over HTTP, a legacy session. The two are different namespaces (a
-/// client may register the name of a user, and some authorization servers
-/// take a client's chosen name as its id): a client-credentials token of
-/// a client named `alice` is not the user `alice`.
+/// and, over HTTP, a legacy session. Subjects and clients are different
+/// namespaces (a client may register the name of a user, and some
+/// authorization servers take a client's chosen name as its id): a
+/// client-credentials token of a client named `alice` is not the user
+/// `alice`. An owner without an issuer is not one with an issuer: a
+/// validator that begins to set [`TokenInfo::issuer`] makes new owners,
+/// and what was bound before to the subject alone is not reached by them.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Owner {
     /// The token's `sub`.
-    Subject(String),
+    Subject {
+        /// The token's issuer, when the validator gave it.
+        issuer: Option<String>,
+        /// The token's `sub`.
+        subject: String,
+    },
     /// The token's `client_id`, when it names no subject.
-    Client(String),
+    Client {
+        /// The token's issuer, when the validator gave it.
+        issuer: Option<String>,
+        /// The token's `client_id`.
+        client_id: String,
+    },
 }
 
 impl Owner {
+    /// The subject `subject` of `issuer` (or of no issuer said).
+    pub fn subject(issuer: Option<&str>, subject: &str) -> Owner {
+        Owner::Subject {
+            issuer: issuer.map(str::to_owned),
+            subject: subject.to_owned(),
+        }
+    }
+
+    /// The client `client_id` of `issuer` (or of no issuer said).
+    pub fn client(issuer: Option<&str>, client_id: &str) -> Owner {
+        Owner::Client {
+            issuer: issuer.map(str::to_owned),
+            client_id: client_id.to_owned(),
+        }
+    }
+
     /// Whether a request whose token stands for `caller` may reach what is
-    /// bound to `bound` (a task, a legacy session): the same owner only.
+    /// bound to `bound` (a task, a legacy session): the same owner only
+    /// (the same issuer too: one said and one not are two owners).
     /// What is bound to nobody (made without a token, or with one that
     /// names nobody) is reached by requests of nobody: on a server without
     /// authorization every request, as it always was; with authorization,

@@ -469,6 +469,7 @@ fn protected_everything() -> (Http, mcp_stdio::Notifier) {
                 ["cid", name] => Ok(info.client_id(name)),
                 ["both", sub, cid] => Ok(info.subject(sub).client_id(cid)),
                 ["nobody"] => Ok(info),
+                ["iss", issuer, name] => Ok(info.issuer(issuer).subject(name)),
                 ["exp", at, name] => Ok(info
                     .subject(name)
                     .expires_at(SystemTime::UNIX_EPOCH + Duration::from_secs(at.parse().unwrap()))),
@@ -1380,5 +1381,152 @@ fn another_subjects_listens_take_no_place_on_a_task() {
         http.addr,
         &with_token(mirrored("tasks/cancel", Some(&task_id)), "sub.alice"),
         &cancel.to_string(),
+    );
+}
+
+/// A server with a `quick` task tool (done at once) keeping its tasks in
+/// `store`, whose validator takes `sub.NAME` for the subject `NAME`.
+fn quick_tasks(store: mcp_stdio::MemoryTaskStore) -> Http {
+    let server = Server::builder("t", "1")
+        .task_tool(
+            Tool::new("quick", "Done at once."),
+            mcp_stdio::TaskMode::Required,
+            |_ctx, _args: Value| Ok(CallToolResult::text("quick")),
+        )
+        .task_store(store)
+        .build();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let resource = ProtectedResource::new(&resource_id(listener.local_addr().unwrap()))
+        .authorization_server("https://auth.example.com");
+    let options = HttpOptions::new().protected_resource(resource, |token, _| {
+        match token.split('.').collect::<Vec<_>>().as_slice() {
+            ["sub", name] => Ok(TokenInfo::new().subject(name)),
+            ["iss", issuer, name] => Ok(TokenInfo::new().issuer(issuer).subject(name)),
+            ["cid", issuer, name] => Ok(TokenInfo::new().issuer(issuer).client_id(name)),
+            _ => Err(Unauthorized::invalid_token("unknown")),
+        }
+    });
+    start_with(server, listener, options)
+}
+
+/// `method` on task `task_id` with `token`: the JSON-RPC answer.
+fn task_method(addr: SocketAddr, method: &str, task_id: &str, token: &str) -> Value {
+    let request = crate::tasks::task_request(method, json!({ "taskId": task_id }));
+    let headers = with_token(mirrored(method, Some(task_id)), token);
+    let answer = post(addr, &headers, &request.to_string());
+    crate::http::events(&answer)
+        .pop()
+        .unwrap_or_else(|| json_body(&answer))
+}
+
+/// Starts a `quick` task with `token` and waits until it completed: its id.
+fn quick_task(addr: SocketAddr, token: &str) -> String {
+    let call =
+        crate::tasks::task_request("tools/call", json!({ "name": "quick", "arguments": {} }));
+    let headers = with_token(mirrored("tools/call", Some("quick")), token);
+    let created = post(addr, &headers, &call.to_string());
+    let created = crate::http::events(&created)
+        .pop()
+        .unwrap_or_else(|| json_body(&created));
+    let id = created["result"]["taskId"]
+        .as_str()
+        .expect("a task")
+        .to_owned();
+    let deadline = std::time::Instant::now() + crate::support::WAIT;
+    loop {
+        let task = task_method(addr, "tasks/get", &id, token);
+        if task["result"]["status"] == "completed" {
+            return id;
+        }
+        assert!(std::time::Instant::now() < deadline, "still {task}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Claim (review seal14): one client evicts another's finished tasks
+/// long before their TTL. The `MemoryTaskStore`, full, dropped the task
+/// that finished longest ago, whoever made it: a client that makes
+/// `capacity` quick tasks (1024 by default) wiped out every other
+/// client's results, which `tasks/get` then called unknown, within a
+/// `ttlMs` of an hour (the Tasks extension: "The server may discard the
+/// task after the TTL elapses"). Now the owner who holds the most gives
+/// its own oldest finished task first. (Moved from `tasks.rs`, where
+/// both clients were anonymous: one owner, nobody to be fair between.)
+#[test]
+fn one_client_does_not_evict_another_clients_finished_task_before_its_ttl() {
+    let http = quick_tasks(mcp_stdio::MemoryTaskStore::new(4));
+    let mine = quick_task(http.addr, "sub.victim");
+    for _ in 0..8 {
+        quick_task(http.addr, "sub.attacker");
+    }
+    let resp = task_method(http.addr, "tasks/get", &mine, "sub.victim");
+    assert_eq!(resp["result"]["status"], "completed", "{resp}");
+}
+
+/// Claim (review tasks15): a task's owner was the token's `sub` (else its
+/// `client_id`) without its issuer, so a validator that trusts several
+/// authorization servers let the user `alice` of one reach the tasks of
+/// `alice` of another. Now an owner is the issuer and the subject (or
+/// client) when the validator says the issuer (`TokenInfo::issuer`).
+#[test]
+fn a_task_is_not_reached_by_the_same_subject_of_another_issuer() {
+    let http = quick_tasks(mcp_stdio::MemoryTaskStore::default());
+    for (creator, strangers) in [
+        ("iss.a.alice", ["iss.b.alice", "sub.alice", "cid.a.alice"]),
+        ("cid.a.app", ["cid.b.app", "iss.a.app", "sub.app"]),
+    ] {
+        let task = quick_task(http.addr, creator);
+        for method in ["tasks/get", "tasks/cancel"] {
+            for stranger in strangers {
+                let taken = task_method(http.addr, method, &task, stranger);
+                assert_eq!(
+                    taken["error"]["code"], -32602,
+                    "{method} by {stranger} reached {creator}'s task: {taken}"
+                );
+            }
+        }
+        let own = task_method(http.addr, "tasks/get", &task, creator);
+        assert_eq!(own["result"]["status"], "completed", "{own}");
+    }
+}
+
+/// Claim (review tasks15): the principal a request state is sealed with
+/// (`mrtr.rs: principal`) was the owner without its issuer, so `alice`
+/// of another authorization server could present alice's state.
+#[test]
+fn a_request_state_is_refused_when_the_same_subject_of_another_issuer_presents_it() {
+    let (http, _notifier) = protected_everything();
+    let tool = "test_input_required_result_elicitation";
+    let call = |token: &str, extra: Value| -> Value {
+        let mut params = json!({ "name": tool, "arguments": {} });
+        for (key, value) in extra.as_object().unwrap() {
+            params[key] = value.clone();
+        }
+        params["_meta"] = crate::support::meta();
+        params["_meta"]["io.modelcontextprotocol/clientCapabilities"] =
+            json!({ "elicitation": {} });
+        let request =
+            json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params });
+        let headers = with_token(mirrored("tools/call", Some(tool)), token);
+        let answer = post(http.addr, &headers, &request.to_string());
+        crate::http::events(&answer)
+            .pop()
+            .unwrap_or_else(|| json_body(&answer))
+    };
+    let first = call("iss.a.alice", json!({}));
+    let state = first["result"]["requestState"].as_str().unwrap().to_owned();
+    let answer = json!({ "user_name": { "action": "accept", "content": { "name": "Alice" } } });
+    let retry = json!({ "requestState": state, "inputResponses": answer });
+    for stranger in ["iss.b.alice", "sub.alice"] {
+        let taken = call(stranger, retry.clone());
+        assert_eq!(
+            taken["error"]["code"], -32602,
+            "{stranger} used alice's state: {taken}"
+        );
+    }
+    let own = call("iss.a.alice", retry);
+    assert_eq!(
+        own["result"]["content"][0]["text"], "Hello, Alice!",
+        "{own}"
     );
 }

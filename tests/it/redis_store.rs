@@ -132,7 +132,7 @@ fn two_replicas_see_each_others_tasks() {
     let seen = a.get("from-a").unwrap().unwrap();
     assert_eq!(seen.task.task.status, TaskStatus::Cancelled);
     // A task's owner (`StoredTask::owner`) is kept through every write.
-    let alice = Some(Owner::Subject("alice".into()));
+    let alice = Some(Owner::subject(None, "alice"));
     a.create(StoredTask {
         owner: alice.clone(),
         ..working("alices", None)

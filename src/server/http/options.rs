@@ -275,7 +275,9 @@ impl HttpOptions {
     /// context.
     ///
     /// What a request creates is bound to whom its token stands for
-    /// ([`TokenInfo::owner`]: its subject, else its client): a task, and a
+    /// ([`TokenInfo::owner`]: its subject, else its client, with its
+    /// issuer when the validator says it, [`TokenInfo::issuer`], which a
+    /// validator that trusts several authorization servers must): a task, and a
     /// legacy session; to a request whose token stands for anyone else
     /// they are unknown. A stream (a `subscriptions/listen`, a legacy
     /// session's GET stream) ends when the token it was opened with

@@ -111,8 +111,28 @@ impl ServerBuilder {
     /// A task still running when it expires is forgotten: `tasks/get`
     /// answers `-32602`, a handler waiting for input gets an error, and
     /// one at work is cancelled ([`RequestContext::is_cancelled`]).
+    /// Without a TTL, a task waiting for input still ends when nobody
+    /// answers ([`ServerBuilder::task_input_timeout`]).
     pub fn task_ttl(mut self, ttl: Option<Duration>) -> Self {
         self.task_config.ttl = ttl.map(|t| t.max(Duration::from_millis(1)));
+        self
+    }
+
+    /// How long a task waits for the answers to its input requests (one
+    /// round: an [`Outcome::InputRequired`] or a [`RequestContext::ask`])
+    /// before it gives up (default one hour, the default TTL): the wait
+    /// fails with `-32603` saying no answer came, which fails the task
+    /// unless the handler does otherwise with it. `None`: until the task's
+    /// TTL, and without a TTL until answered or cancelled.
+    ///
+    /// A task waiting for input keeps its place among the running ones
+    /// ([`ServerBuilder::max_running_tasks`]: its thread waits): this is
+    /// what ends the wait of a client that never answers, so that with
+    /// [`task_ttl(None)`](ServerBuilder::task_ttl) such a client does not
+    /// hold every place for good. Within it, a client that does not answer
+    /// holds a place each for that long.
+    pub fn task_input_timeout(mut self, timeout: Option<Duration>) -> Self {
+        self.task_config.input_timeout = timeout.map(|t| t.max(Duration::from_millis(1)));
         self
     }
 
@@ -124,7 +144,8 @@ impl ServerBuilder {
 
     /// How many tasks may run at once (default 64): past it, a request
     /// that would create a task gets `-32603` saying so, with
-    /// `data.limit`.
+    /// `data.limit`. A task waiting for input counts: its wait ends with
+    /// its answers, its TTL or [`ServerBuilder::task_input_timeout`].
     pub fn max_running_tasks(mut self, n: usize) -> Self {
         self.task_config.max_running = n.max(1);
         self

@@ -152,7 +152,7 @@ impl Tasks {
     /// [`Tasks::transition`] as one try of the change named `write`, then
     /// the task's new state published, in order with every other status
     /// change (see `order`).
-    fn change(
+    pub(super) fn change(
         &self,
         task_id: &str,
         write: Option<&str>,

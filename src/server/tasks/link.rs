@@ -97,15 +97,27 @@ impl TaskLink {
         // when to look, and for a shared store the handler looks every
         // interval too, in case the message that announced them was lost.
         let look_every = self.tasks.store.watch_interval().unwrap_or(WAKE);
+        // Nobody answering ends the wait too (`task_input_timeout`): a
+        // client that never answers does not hold a running place for
+        // good, TTL or not.
+        let timeout = self.tasks.config.input_timeout;
+        let give_up = timeout.and_then(|t| SystemTime::now().checked_add(t));
         let mut answers = InputResponses::new();
         while !outstanding.is_empty() {
+            let now = SystemTime::now();
+            if let (Some(at), Some(timeout)) = (give_up, timeout)
+                && at <= now
+            {
+                self.withdraw();
+                return Err(no_answer(timeout));
+            }
+            let left = |at: SystemTime| at.duration_since(now).unwrap_or(Duration::ZERO);
             let wait = match self.expires {
-                Some(at) => match at.duration_since(SystemTime::now()) {
-                    Ok(left) => left.min(look_every),
-                    Err(_) => return Err(expired()),
-                },
+                Some(at) if at <= now => return Err(expired()),
+                Some(at) => left(at).min(look_every),
                 None => look_every,
             };
+            let wait = give_up.map_or(wait, |at| wait.min(left(at)));
             match self.signals.recv_timeout(wait) {
                 Ok(Signal::Look) | Err(RecvTimeoutError::Timeout) => {}
                 Ok(Signal::Stop) | Err(RecvTimeoutError::Disconnected) => return Err(stopped()),
@@ -127,6 +139,19 @@ impl TaskLink {
         Ok(answers)
     }
 
+    /// Takes back the questions nobody answered: the task is `working`
+    /// again without them (unless it ended), and published. Best effort:
+    /// the task fails once its handler returns the error anyway. An
+    /// answer that came in between stays unread (keys are never reused).
+    fn withdraw(&self) {
+        let _ = self.tasks.change(&self.task_id, None, &mut |task| {
+            if task.task.status == TaskStatus::InputRequired {
+                task.input_requests = None;
+                set_status(task, TaskStatus::Working, None);
+            }
+        });
+    }
+
     /// A progress message becomes the task's `statusMessage`.
     pub fn status_message(&self, message: &str) {
         let message = message.to_owned();
@@ -141,6 +166,13 @@ impl TaskLink {
 
 fn stopped() -> ErrorObject {
     ErrorObject::internal_error("the task was cancelled (or ended elsewhere)")
+}
+
+fn no_answer(timeout: Duration) -> ErrorObject {
+    ErrorObject::internal_error(format!(
+        "no answer to the task's input requests within {} ms (the server's task_input_timeout)",
+        timeout.as_millis()
+    ))
 }
 
 fn expired() -> ErrorObject {

@@ -95,6 +95,10 @@ pub(crate) struct TaskConfig {
     pub poll_interval: Duration,
     /// Tasks whose worker runs at once; past it, creation is refused.
     pub max_running: usize,
+    /// How long a task waits for the answers to one round of its input
+    /// requests before it fails (`None`: until its TTL, and without one
+    /// until answered or cancelled).
+    pub input_timeout: Option<Duration>,
     /// The largest result (as JSON) a task keeps; a larger one fails the
     /// task with `-32603`. A larger error is replaced by that `-32603`.
     pub max_result_bytes: usize,
@@ -106,6 +110,7 @@ impl Default for TaskConfig {
             ttl: Some(Duration::from_secs(3600)),
             poll_interval: Duration::from_millis(200),
             max_running: 64,
+            input_timeout: Some(Duration::from_secs(3600)),
             max_result_bytes: 4 << 20,
         }
     }

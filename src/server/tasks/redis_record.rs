@@ -50,19 +50,46 @@ struct Record {
 }
 
 /// An [`Owner`] as a record keeps it: `{"subject":"alice"}` or
-/// `{"client":"app"}`.
+/// `{"client":"app"}` without an issuer, as before issuers
+/// ([`TokenInfo::issuer`](crate::TokenInfo::issuer)), and
+/// `{"issuedSubject":{"issuer":"https://a.example","subject":"alice"}}` or
+/// `{"issuedClient":{"issuer":...,"client":"app"}}` with one. A replica of
+/// a version before issuers cannot read a record with an issued owner
+/// (an externally tagged variant it does not know): it answers `-32603`
+/// for that task and writes nothing to it, never taking it for the
+/// subject's of another issuer; so set `TokenInfo::issuer` once every
+/// replica runs a version that knows it.
 #[derive(Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 enum RecordOwner {
     Subject(String),
     Client(String),
+    IssuedSubject { issuer: String, subject: String },
+    IssuedClient { issuer: String, client: String },
 }
 
 impl From<&Owner> for RecordOwner {
     fn from(owner: &Owner) -> RecordOwner {
-        match owner {
-            Owner::Subject(subject) => RecordOwner::Subject(subject.clone()),
-            Owner::Client(client) => RecordOwner::Client(client.clone()),
+        match owner.clone() {
+            Owner::Subject {
+                issuer: None,
+                subject,
+            } => RecordOwner::Subject(subject),
+            Owner::Client {
+                issuer: None,
+                client_id,
+            } => RecordOwner::Client(client_id),
+            Owner::Subject {
+                issuer: Some(issuer),
+                subject,
+            } => RecordOwner::IssuedSubject { issuer, subject },
+            Owner::Client {
+                issuer: Some(issuer),
+                client_id,
+            } => RecordOwner::IssuedClient {
+                issuer,
+                client: client_id,
+            },
         }
     }
 }
@@ -70,8 +97,22 @@ impl From<&Owner> for RecordOwner {
 impl From<RecordOwner> for Owner {
     fn from(owner: RecordOwner) -> Owner {
         match owner {
-            RecordOwner::Subject(subject) => Owner::Subject(subject),
-            RecordOwner::Client(client) => Owner::Client(client),
+            RecordOwner::Subject(subject) => Owner::Subject {
+                issuer: None,
+                subject,
+            },
+            RecordOwner::Client(client_id) => Owner::Client {
+                issuer: None,
+                client_id,
+            },
+            RecordOwner::IssuedSubject { issuer, subject } => Owner::Subject {
+                issuer: Some(issuer),
+                subject,
+            },
+            RecordOwner::IssuedClient { issuer, client } => Owner::Client {
+                issuer: Some(issuer),
+                client_id: client,
+            },
         }
     }
 }
@@ -272,7 +313,7 @@ mod tests {
     #[test]
     fn the_owner_is_kept_through_every_write_and_an_old_record_has_none() {
         let mut owned = task(TaskStatus::Working, None);
-        owned.owner = Some(Owner::Client("app".into()));
+        owned.owner = Some(Owner::client(None, "app"));
         let json = encode(&owned).unwrap();
         assert!(json.starts_with("{\"version\":1,"), "{json}");
         assert!(json.contains("\"owner\":{\"client\":\"app\"}"), "{json}");
@@ -296,6 +337,46 @@ mod tests {
         }
         let before: Before = serde_json::from_str(&json).unwrap();
         assert_eq!(before.version, 2);
+    }
+
+    /// An owner without an issuer is stored as before issuers (a replica
+    /// of the version before reads it as it wrote it); one with an issuer
+    /// in a form that version cannot read, never as the bare subject.
+    #[test]
+    fn an_owner_without_an_issuer_is_stored_as_before_and_one_with_an_issuer_apart() {
+        let mut plain = task(TaskStatus::Working, None);
+        plain.owner = Some(Owner::subject(None, "alice"));
+        let json = encode(&plain).unwrap();
+        assert!(json.contains("\"owner\":{\"subject\":\"alice\"}"), "{json}");
+        assert_eq!(decode_read(&json).unwrap().task, plain);
+        for owner in [
+            Owner::subject(Some("https://a.example"), "alice"),
+            Owner::client(Some("https://a.example"), "app"),
+        ] {
+            let mut issued = task(TaskStatus::Working, None);
+            issued.owner = Some(owner);
+            let json = encode(&issued).unwrap();
+            assert!(json.contains("\"issuer\":\"https://a.example\""), "{json}");
+            let read = decode_read(&json).unwrap();
+            assert_eq!(read.task, issued);
+            let json = encode_write(&read.task, &read, Writer::Update("w")).unwrap();
+            assert_eq!(decode_read(&json).unwrap().task.owner, issued.owner);
+            // The version before: its owner had these two forms only, and
+            // the record does not parse (nothing taken for the bare name).
+            #[derive(Deserialize)]
+            #[serde(rename_all = "camelCase")]
+            #[allow(dead_code)] // Read only to show it does not parse.
+            enum OwnerBefore {
+                Subject(String),
+                Client(String),
+            }
+            #[derive(Deserialize)]
+            #[allow(dead_code)]
+            struct Before {
+                owner: Option<OwnerBefore>,
+            }
+            assert!(serde_json::from_str::<Before>(&json).is_err(), "{json}");
+        }
     }
 
     #[test]

@@ -120,7 +120,15 @@ const UNANSWERED_WRITES: usize = 2;
 ///   Redis's clock (a replica's clock ahead of it does not make a live
 ///   task look gone). A task without a TTL
 ///   ([`task_ttl(None)`](crate::ServerBuilder::task_ttl)) is kept until
-///   someone deletes its key; give tasks a TTL in production.
+///   someone deletes its key; give tasks a TTL in production. The store
+///   lets no task go before its TTL (unlike `MemoryTaskStore`, it has no
+///   count to make room in: what bounds it is Redis's `maxmemory`), so no
+///   client's tasks push out another's; but a Redis whose
+///   `maxmemory-policy` evicts keys drops whichever it picks, anyone's
+///   finished tasks and the leases of running ones (which then fail).
+///   Use `noeviction`: a full Redis then refuses writes (a new task, a
+///   change to one it holds: `-32603`, "try again"; a worker's end is
+///   tried again until the task's TTL) and drops no task.
 /// - **Atomic updates**: `update` reads the task and its lease (one
 ///   script), calls `change`, and writes with a script that compares the
 ///   record's version with the one read (keeping the key's expiry); when

@@ -208,12 +208,24 @@ impl<T: TaskStore + ?Sized> TaskStore for Arc<T> {
 /// It holds at most `capacity` tasks, and at most `max_bytes` of results
 /// and errors as JSON ([`MemoryTaskStore::max_bytes`]; a running task has
 /// neither, and is bounded by `ServerBuilder::max_running_tasks`). Past
-/// either, expired tasks are dropped first; then the tasks that finished
-/// longest ago go (a finished task may thus be forgotten before its TTL
-/// under pressure, whoever made it); when every task held runs, `create` is
-/// refused. A task that ends with its result may take the store past its
-/// budget by that result alone, when nothing finished is left to drop.
-/// Tasks do not survive the process.
+/// either, expired tasks are dropped first; then **the finished task let
+/// go is the oldest finished task of the owner who holds the most** (the
+/// most tasks when the store is past its count, the most bytes when past
+/// its budget; a task being created counts as its owner's already), so a
+/// client that fills the store lets its own results go first, and
+/// another's only once it holds no more than they do. A finished task may
+/// thus be forgotten before its TTL under pressure. When every task held
+/// runs, `create` is refused. A task that ends with its result may take
+/// the store past its budget by that result alone, when nothing finished
+/// is left to drop. Tasks do not survive the process.
+///
+/// The owner is [`StoredTask::owner`], whom the creating request's token
+/// stood for: owners are told apart only over HTTP with authorization
+/// (`HttpOptions::protected_resource`). Every task made without a token
+/// is nobody's, one owner: over stdio that is the one client, with nobody
+/// to be fair to; over HTTP without authorization (or a socket serving
+/// several clients) nothing tells the clients apart, and the oldest
+/// finished task goes, whoever made it.
 pub struct MemoryTaskStore {
     held: Mutex<Held>,
     capacity: usize,
@@ -304,11 +316,21 @@ impl Held {
     }
 
     /// Lets tasks go until at most `count` are held and `bytes` of them:
-    /// the expired first, then the finished, the oldest first, never
-    /// `keep`. Returns whether that was enough (when it was not, every
-    /// task held runs: a running task counts no bytes, so only the count
-    /// can be past, and no finished task was there to let go).
-    fn make_room(&mut self, count: usize, bytes: usize, keep: &str) -> bool {
+    /// the expired first, then the finished, never `keep`, each time the
+    /// oldest finished task of the owner who holds the most (tasks while
+    /// past `count`, else bytes; `newcomer`, the owner and size of a task
+    /// being created, counted as its owner's; between owners who hold as
+    /// much, the one whose oldest finished task is older). Returns whether
+    /// that was enough (when it was not, every task held runs: a running
+    /// task counts no bytes, so only the count can be past, and no
+    /// finished task was there to let go).
+    fn make_room(
+        &mut self,
+        count: usize,
+        bytes: usize,
+        keep: &str,
+        newcomer: Option<(&Option<Owner>, usize)>,
+    ) -> bool {
         let fits = |held: &Held| held.tasks.len() <= count && held.bytes <= bytes;
         if fits(self) {
             return true;
@@ -321,21 +343,61 @@ impl Held {
         for id in expired {
             let _ = self.remove(&id);
         }
-        // The finished, the oldest first (timestamps of one format sort
-        // as strings).
-        let mut finished: Vec<(String, String)> = (self.tasks.iter())
-            .filter(|(id, (t, _))| *id != keep && t.task.task.status.is_terminal())
-            .map(|(id, (t, _))| (t.task.task.last_updated_at.clone(), id.clone()))
-            .collect();
-        finished.sort_unstable();
-        for (_, id) in finished {
-            if fits(self) {
-                break;
+        if fits(self) {
+            return true;
+        }
+        let mut shares: HashMap<Option<Owner>, Share> = HashMap::new();
+        for (id, (t, size)) in &self.tasks {
+            let share = shares.entry(t.owner.clone()).or_default();
+            share.count += 1;
+            share.bytes += size;
+            if id != keep && t.task.task.status.is_terminal() {
+                // Timestamps of one format sort as strings.
+                let at = t.task.task.last_updated_at.clone();
+                share.finished.push((at, id.clone()));
             }
-            let _ = self.remove(&id);
+        }
+        if let Some((owner, size)) = newcomer {
+            let share = shares.entry(owner.clone()).or_default();
+            share.count += 1;
+            share.bytes += size;
+        }
+        for share in shares.values_mut() {
+            // The oldest last, taken first.
+            share.finished.sort_unstable_by(|a, b| b.cmp(a));
+        }
+        while !fits(self) {
+            let by_count = self.tasks.len() > count;
+            let most = (shares.values_mut())
+                .filter(|share| !share.finished.is_empty())
+                .max_by(|a, b| {
+                    let held = |s: &Share| if by_count { s.count } else { s.bytes };
+                    (held(a).cmp(&held(b))).then_with(|| b.finished.last().cmp(&a.finished.last()))
+                });
+            let Some(share) = most else {
+                break;
+            };
+            let Some((_, id)) = share.finished.pop() else {
+                break;
+            };
+            let size = self.tasks.get(&id).map_or(0, |(_, size)| *size);
+            if self.remove(&id).is_some() {
+                share.count -= 1;
+                share.bytes -= size;
+            }
         }
         fits(self)
     }
+}
+
+/// What one owner holds, while a store makes room (`Held::make_room`).
+#[derive(Default)]
+struct Share {
+    count: usize,
+    bytes: usize,
+    /// Its finished tasks that may go, `(lastUpdatedAt, id)`, the oldest
+    /// last.
+    finished: Vec<(String, String)>,
 }
 
 impl TaskStore for MemoryTaskStore {
@@ -343,7 +405,8 @@ impl TaskStore for MemoryTaskStore {
         let mut held = self.lock();
         let size = size_of(&task);
         let room = self.max_bytes.saturating_sub(size);
-        if !held.make_room(self.capacity - 1, room, "") {
+        let newcomer = Some((&task.owner, size));
+        if !held.make_room(self.capacity - 1, room, "", newcomer) {
             return Err(ErrorObject::internal_error(format!(
                 "the task store is full ({} unfinished tasks): try again later",
                 self.capacity
@@ -393,7 +456,7 @@ impl TaskStore for MemoryTaskStore {
         let after = task.clone();
         // The change stands (a result within `max_task_result_bytes`);
         // others finished before it make room.
-        held.make_room(self.capacity, self.max_bytes, task_id);
+        held.make_room(self.capacity, self.max_bytes, task_id, None);
         Ok(Some(after))
     }
 }

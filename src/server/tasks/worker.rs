@@ -3,7 +3,9 @@
 //!
 //! A handler asks in one of two ways, both of which block this thread
 //! (never the owner, never a pool worker) until `tasks/update` delivers
-//! every answer, the task is cancelled, or its TTL runs out:
+//! every answer, the task is cancelled, its TTL runs out, or nobody
+//! answered within `task_input_timeout` (so that a client that never
+//! answers does not hold a running place for good, TTL or not):
 //!
 //! - it returns `Outcome::InputRequired`, as for a multi round-trip
 //!   request: the task shows those requests, and once they are answered

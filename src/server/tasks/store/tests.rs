@@ -235,3 +235,50 @@ fn a_change_that_panics_loses_no_task() {
     let (counted, held) = counted_and_held(&store);
     assert_eq!(counted, held);
 }
+
+/// `task` bound to the subject `name`.
+fn owned_by(mut task: StoredTask, name: &str) -> StoredTask {
+    task.owner = Some(Owner::subject(None, name));
+    task
+}
+
+/// Claim (review seal14): a full store drops the task that finished
+/// longest ago, whoever made it, so one owner that makes `capacity` quick
+/// tasks wipes out every other owner's results before their TTL. Now the
+/// owner who holds the most gives its own oldest finished task.
+#[test]
+fn a_full_store_lets_the_owner_who_holds_the_most_give_its_own_oldest_first() {
+    let store = MemoryTaskStore::new(4);
+    let victim = owned_by(stored("v", TaskStatus::Completed, "00", None), "victim");
+    store.create(victim).unwrap();
+    for i in 1..10 {
+        let id = format!("a{i}");
+        let task = stored(&id, TaskStatus::Completed, &format!("{i:02}"), None);
+        store.create(owned_by(task, "attacker")).unwrap();
+    }
+    assert!(
+        store.get("v").unwrap().is_some(),
+        "the victim's task was evicted by another owner's"
+    );
+    assert!(store.get("a9").unwrap().is_some(), "the newest kept");
+    assert!(
+        store.get("a1").unwrap().is_none(),
+        "the attacker's oldest let go"
+    );
+    // Past the byte budget, the owner with the most bytes gives first,
+    // even when another holds more tasks.
+    let store = MemoryTaskStore::new(100).max_bytes(10_000);
+    for i in 0..4 {
+        let task = finished(&format!("s{i}"), &format!("0{i}"), 100);
+        store.create(owned_by(task, "small")).unwrap();
+    }
+    for i in 0..4 {
+        let task = finished(&format!("b{i}"), &format!("1{i}"), 3_000);
+        store.create(owned_by(task, "big")).unwrap();
+    }
+    for i in 0..4 {
+        assert!(store.get(&format!("s{i}")).unwrap().is_some(), "s{i}");
+    }
+    assert!(store.get("b0").unwrap().is_none());
+    assert!(store.get("b3").unwrap().is_some());
+}
