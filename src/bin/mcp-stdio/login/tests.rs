@@ -374,6 +374,41 @@ fn a_temporary_file_a_dead_run_left_does_not_stop_the_saves() {
     assert_eq!(kept, Some(tokens), "the tokens were not saved");
 }
 
+/// Two processes with one process id (containers sharing one token
+/// directory, the command pid 1 in each) saving at once: neither removes
+/// nor writes over the other's temporary file. Before the fix the
+/// temporary was `NAME.tmpPID`, and a save removed one found there as a
+/// dead run's: the other's write went to a file no longer there, and its
+/// rename found nothing ("No such file or directory"), or, a moment
+/// sooner, moved this save's half-written file into place.
+#[test]
+fn a_save_leaves_another_process_with_the_same_id_its_temporary_file() {
+    let dir = std::env::temp_dir().join(format!("mcp-stdio-login-pid-{}", std::process::id()));
+    fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("t.json");
+    // The other process, halfway through its write, under the name a
+    // temporary of this process id had.
+    let theirs = file.with_extension(format!("tmp{}", std::process::id()));
+    let mut other = fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&theirs)
+        .unwrap();
+    other.write_all(b"{\"access_token\": \"theirs\"").unwrap();
+    let store = FileTokenStore::new(file.clone());
+    store.save(Some(&Tokens {
+        access_token: "ours".into(),
+        ..Tokens::default()
+    }));
+    other.write_all(b"}").unwrap();
+    drop(other);
+    let renamed = fs::rename(&theirs, &file);
+    let kept = store.load();
+    let _ = fs::remove_dir_all(&dir);
+    renamed.expect("the other process's rename");
+    assert_eq!(kept.map(|t| t.access_token), Some("theirs".to_owned()));
+}
+
 /// Claim (review-fixes14b): now that a stale temporary is removed before
 /// the exclusive create, a link planted at the temporary's path (by
 /// another user, to a file of the victim's or the planter's) is followed
