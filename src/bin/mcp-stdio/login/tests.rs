@@ -355,14 +355,25 @@ fn a_long_urls_tokens_are_kept() {
 /// container's command has the same one each time: 1, or another small
 /// number), does not keep the tokens from being saved. Before the fix
 /// `create_new` failed on it at every save, silently: nothing was kept,
-/// ever again, and every command asked for a login.
+/// ever again, and every command asked for a login. Now each write has a
+/// name of its own; a temporary older than a write takes (of any process
+/// id, the old names' and the new) is removed at the next save, and a
+/// younger one is left (another process's, under way: the test above).
 #[test]
 fn a_temporary_file_a_dead_run_left_does_not_stop_the_saves() {
     let dir = std::env::temp_dir().join(format!("mcp-stdio-login-stale-{}", std::process::id()));
     let file = dir.join("t.json");
     fs::create_dir_all(&dir).unwrap();
-    let stale = file.with_extension(format!("tmp{}", std::process::id()));
-    fs::write(&stale, b"{\"access_token\": \"half-writ").unwrap();
+    let hour_ago = std::time::SystemTime::now() - Duration::from_secs(3600);
+    let stale = [
+        file.with_extension(format!("tmp{}", std::process::id())),
+        file.with_extension("tmp1-0-00000000deadbeef"),
+    ];
+    for stale in &stale {
+        fs::write(stale, b"{\"access_token\": \"half-writ").unwrap();
+        let opened = fs::OpenOptions::new().write(true).open(stale).unwrap();
+        opened.set_modified(hour_ago).unwrap();
+    }
     let store = FileTokenStore::new(file.clone());
     let tokens = Tokens {
         access_token: "t".into(),
@@ -370,8 +381,13 @@ fn a_temporary_file_a_dead_run_left_does_not_stop_the_saves() {
     };
     store.save(Some(&tokens));
     let kept = store.load();
+    let left: Vec<_> = fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
     let _ = fs::remove_dir_all(&dir);
     assert_eq!(kept, Some(tokens), "the tokens were not saved");
+    assert_eq!(left, [std::ffi::OsString::from("t.json")]);
 }
 
 /// Two processes with one process id (containers sharing one token
@@ -412,8 +428,10 @@ fn a_save_leaves_another_process_with_the_same_id_its_temporary_file() {
 /// Claim (review-fixes14b): now that a stale temporary is removed before
 /// the exclusive create, a link planted at the temporary's path (by
 /// another user, to a file of the victim's or the planter's) is followed
-/// by the write. False: the link itself is removed, never its target,
-/// and `create_new` (`O_EXCL`) would not follow one planted after it.
+/// by the write. False: a link is removed (when stale), never its
+/// target, and `create_new` (`O_EXCL`) would not follow one anyway. (The
+/// path was `NAME.tmpPID`; each write now has a name of its own, and a
+/// link found young at an old name is left there.)
 #[cfg(unix)]
 #[test]
 fn a_link_at_the_temporary_path_is_not_followed() {
@@ -430,10 +448,9 @@ fn a_link_at_the_temporary_path_is_not_followed() {
     };
     let store = FileTokenStore::new(file.clone());
     store.save(Some(&tokens));
-    let (kept, target_now, link_left, file_is_link) = (
+    let (kept, target_now, file_is_link) = (
         store.load(),
         fs::read(&target).unwrap(),
-        fs::symlink_metadata(&temporary).is_ok(),
         fs::symlink_metadata(&file)
             .unwrap()
             .file_type()
@@ -442,7 +459,7 @@ fn a_link_at_the_temporary_path_is_not_followed() {
     let _ = fs::remove_dir_all(&dir);
     assert_eq!(kept, Some(tokens));
     assert_eq!(target_now, b"untouched");
-    assert!(!link_left && !file_is_link);
+    assert!(!file_is_link);
 }
 
 /// Claim (review-fixes14b): writes in one process taking turns, saves
