@@ -1,4 +1,7 @@
 use super::*;
+use mcp_stdio::{TokenStore, Tokens};
+use std::fs;
+use std::io::Write;
 
 /// `login` says "logged in" only for a file that keeps an access
 /// token: since a registration is kept before its authorization ends,
