@@ -337,4 +337,6 @@ pub(crate) fn require_secure(url: &Url, server: &Url, what: &str) -> Result<(), 
 }
 
 #[cfg(test)]
+mod resource_tests;
+#[cfg(test)]
 mod tests;
