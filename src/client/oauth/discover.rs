@@ -5,6 +5,20 @@
 //! order) with its `resource` checked against the server, and the
 //! authorization server's metadata (RFC 8414, with OpenID Connect
 //! Discovery's URIs in the spec's order) with its `issuer` checked.
+//!
+//! Which `resource` names the server (`names_server`): RFC 9728 section
+//! 3.3 wants it identical to the resource whose well-known URI the
+//! document was fetched from, or, for a document the challenge named, to
+//! the URL of the request; the TypeScript SDK takes any resource of the
+//! server's origin whose path is a prefix of the server's. This client
+//! takes the server's own URL from any document, and a resource broader
+//! than the server (its origin, a path the server's is beneath, at a
+//! `/`) only from that resource's own well-known URI: the servers that
+//! publish their origin at the root well-known URI (which the spec lets
+//! a server at a path use, and the conformance suite's
+//! `auth/metadata-var2` does) keep working, and a server cannot, from its
+//! own document, have the client ask for a token for more than itself
+//! (the resource indicator sent is the document's `resource`).
 
 use serde::Deserialize;
 
@@ -168,7 +182,7 @@ pub(crate) fn resource_metadata(
                 continue;
             }
         };
-        if !resource_matches(&metadata.resource, server) {
+        if !names_server(&metadata.resource, server, &url) {
             return Err(format!(
                 "the protected resource metadata at {url} is for '{}', not for {server}: refused (RFC 9728 section 3.3)",
                 metadata.resource
@@ -187,10 +201,61 @@ pub(crate) fn resource_metadata(
     ))
 }
 
-/// Whether `resource` (a metadata document's) names the server at
-/// `server`: the same scheme, host and port, and a path that is the
-/// server's or a segment-wise prefix of it (a resource at the root covers
-/// the server's endpoints beneath it).
+/// Whether `resource`, the `resource` of the metadata document fetched
+/// from `document`, names the server at `server` (RFC 9728 section 3.3):
+/// it is the server's URL ([`identical`]), wherever the document is; or
+/// a segment-wise prefix of it ([`resource_matches`]: the server's
+/// origin, or a path the server's is beneath) whose own well-known URI
+/// `document` is (section 3.3's first rule, the document at the URI
+/// built from a resource names that resource). So a resource broader
+/// than the server is taken only from whoever serves that resource's
+/// well-known URI (for the origin, the root one: the spec's second
+/// well-known URI, and the conformance suite's auth/metadata-var2), never
+/// from the server's own path-inserted document nor from one its
+/// challenge names (section 3.3's second rule: identical to the URL of
+/// the request). The TypeScript SDK takes any prefix from anywhere: a
+/// server at `https://host/tenant-a/mcp` could then have the client ask
+/// for a token for all of `https://host` (the resource indicator sent is
+/// this `resource`) and use it at its neighbours. A stricter client (the
+/// URL of the request only) would refuse the servers that publish their
+/// origin at the root well-known URI, as section 3.3 lets them and the
+/// conformance suite does.
+fn names_server(resource: &str, server: &Url, document: &Url) -> bool {
+    if identical(resource, server) {
+        return true;
+    }
+    let Ok(parsed) = Url::parse(resource) else {
+        return false;
+    };
+    let own = well_known(&parsed, "oauth-protected-resource", true);
+    resource_matches(resource, server)
+        && document.scheme == own.scheme
+        && document.host_port() == own.host_port()
+        && document.path == own.path.trim_end_matches('/')
+        && document.query.is_none()
+}
+
+/// Whether `resource` is the URL `server`: the same scheme and host (in
+/// any case: spec 2026-07-28 basic/authorization, "Canonical Server
+/// URI"), port (the scheme's default written or not), path (a `/` at its
+/// end or not) and query, if the resource has one (a server reached with
+/// a query, a key or a tenant, names its endpoint without it: RFC 8707
+/// section 2, a resource SHOULD NOT have one).
+fn identical(resource: &str, server: &Url) -> bool {
+    let Ok(resource) = Url::parse(resource) else {
+        return false;
+    };
+    resource.scheme == server.scheme
+        && resource.host_port() == server.host_port()
+        && resource.path.trim_end_matches('/') == server.path.trim_end_matches('/')
+        && (resource.query.is_none() || resource.query == server.query)
+}
+
+/// Whether `resource` (a kept token's, or a metadata document's) covers
+/// the server at `server`: the same scheme, host and port, and a path
+/// that is the server's or a segment-wise prefix of it (a resource at the
+/// root covers the server's endpoints beneath it). A document's is taken
+/// only as [`names_server`] says.
 pub(crate) fn resource_matches(resource: &str, server: &Url) -> bool {
     let Ok(resource) = Url::parse(resource) else {
         return false;

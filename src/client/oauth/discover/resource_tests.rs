@@ -120,6 +120,13 @@ fn a_resource_identical_to_the_server_is_taken_wherever_its_document_is() {
         }
     }
     assert!(discover("{o}/mcp", "/prm", "{O}/mcp", true).is_ok());
+    // A server reached with a query (a key, a tenant) names its endpoint
+    // without it, or with it.
+    for resource in ["{o}/mcp", "{o}/mcp?tenant=a"] {
+        assert!(discover("{o}/mcp?tenant=a", "/prm", resource, true).is_ok());
+    }
+    let refusal = discover("{o}/mcp?tenant=a", "/prm", "{o}/mcp?tenant=b", true).unwrap_err();
+    assert!(refusal.contains("RFC 9728 section 3.3"), "{refusal}");
 }
 
 /// A resource whose path is a segment-wise prefix of the server's (the
