@@ -356,7 +356,11 @@ fn may_pass(e: &Error) -> bool {
 /// returns at once with nothing mirrored yet (it used to mirror the
 /// server that died), and the lists come once the restarted server
 /// acknowledges the listen (when no restart follows, `serve_as` returns
-/// the listen's error). A first listen refused (or not answered
+/// the listen's error). So too for a server that dies after it
+/// acknowledged the first listen, during the first listing: `serve_as`
+/// returns at once, and the restarted server, which acknowledges the
+/// listen again (`Resubscribed`), is listed (when no restart follows,
+/// `serve_as` returns the listing's error). A first listen refused (or not answered
 /// within the client's request timeout) leaves the lists listed once,
 /// their changes unheard.
 ///
@@ -425,11 +429,21 @@ pub(super) fn follow_list_changes(
             let link = client.link();
             let mut first = match client.listen(filter.clone()) {
                 Ok(subscription) => {
-                    let first = mirror(&server, &client, &updates, &mirrored, Lists::all());
-                    let failed = first.is_err();
-                    let _ = listed_tx.send(first.map(drop));
-                    if failed {
-                        return;
+                    match mirror(&server, &client, &updates, &mirrored, Lists::all()) {
+                        Ok(_) => {
+                            let _ = listed_tx.send(Ok(()));
+                        }
+                        // The server died during the listing, and a
+                        // restart follows (or came): listed once the
+                        // restarted server acknowledges the listen again
+                        // (`Resubscribed`), as often as the restarts go.
+                        Err(_) if client.restarted(&link) != Some(false) => {
+                            let _ = listed_tx.send(Ok(()));
+                        }
+                        Err(e) => {
+                            let _ = listed_tx.send(Err(e));
+                            return;
+                        }
                     }
                     Some(subscription)
                 }
