@@ -5,10 +5,13 @@
 
 use super::*;
 
+/// The body of the answer to an unknown method, given the request's id.
+type Unknown = fn(&Value) -> String;
+
 /// A modern Streamable HTTP server on loopback that answers
 /// `server/discover`, accepts notifications, and answers anything else
 /// HTTP 404 with `unknown(id)` as its body: its URL.
-fn modern_http_server(unknown: fn(&Value) -> String) -> Result<String, String> {
+fn modern_http_server(unknown: Unknown) -> Result<String, String> {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
     let url = format!("http://{}/mcp", listener.local_addr().unwrap());
     std::thread::spawn(move || {
@@ -21,7 +24,7 @@ fn modern_http_server(unknown: fn(&Value) -> String) -> Result<String, String> {
 }
 
 /// One request to the server above.
-fn answer(stream: std::net::TcpStream, unknown: fn(&Value) -> String) {
+fn answer(stream: std::net::TcpStream, unknown: Unknown) {
     use std::io::BufRead;
     let mut reader = BufReader::new(&stream);
     let mut length = 0;
@@ -78,7 +81,7 @@ fn answer(stream: std::net::TcpStream, unknown: fn(&Value) -> String) {
 /// keeps the last of a member twice: it passed the first two ("404 and
 /// -32601") and failed the third without saying why.
 pub fn an_http_check_judges_a_malformed_answer_as_the_session_does() -> Result<(), String> {
-    let servers: [(&str, fn(&Value) -> String); 3] = [
+    let servers: [(&str, Unknown); 3] = [
         ("`error` twice", |id| {
             format!(
                 r#"{{"jsonrpc":"2.0","id":{id},"error":{{"code":-32000,"message":"x"}},"error":{{"code":-32601,"message":"Method not found"}}}}"#

@@ -318,6 +318,16 @@ impl Head {
     }
 }
 
+/// Why the response `text` is not one well-formed response
+/// ([`Head::malformed`]: a member twice, both `result` and `error`, a
+/// `result` or `error` that is not an object), readable or not; `None`
+/// for a well-formed one, and for what is no response. The one judgement
+/// of every answer: the session's (`answer_with`) and the `http.*`
+/// checks' that read a body themselves (`http_link::exchange`).
+pub fn malformed(text: &str) -> Option<String> {
+    Head::of(text)?.malformed
+}
+
 /// What `Missing::OtherId` says: a server that was reached and broke a
 /// MUST (the run's status is 1, not 2).
 pub const OTHER_ID: &str = "a response came back with the id";
