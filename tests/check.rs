@@ -21,6 +21,8 @@ mod conformance;
 mod everything;
 #[path = "../examples/everything/fixtures.rs"]
 mod fixtures;
+#[path = "check/http_answers.rs"]
+mod http_answers;
 #[path = "harness/selection.rs"]
 mod selection;
 
@@ -299,6 +301,10 @@ fn main() {
         (
             "review_an_unreadable_error_over_http_is_a_skip_as_over_stdio",
             review_an_unreadable_error_over_http_is_a_skip_as_over_stdio,
+        ),
+        (
+            "an_http_check_judges_a_malformed_answer_as_the_session_does",
+            http_answers::an_http_check_judges_a_malformed_answer_as_the_session_does,
         ),
         (
             "review_an_unreadable_error_where_a_result_is_due_fails",

@@ -22,7 +22,8 @@
 //!   an item's handler, or what it returns, may be what changed); so does
 //!   a restart of the server (the listen sent again, or refused by the
 //!   restarted server; one that died before it acknowledged the listen
-//!   gets it again once restarted), after which a list the server no
+//!   gets it again once restarted, and one that died during the first
+//!   listing is listed once restarted), after which a list the server no
 //!   longer declares is emptied. The lists are listed once that listen is
 //!   acknowledged (a change before it was heard by nobody); a listing
 //!   that fails is tried again a few times, with a growing wait, its
@@ -130,11 +131,13 @@ use updates::{Updates, subscribe};
 /// the proxy's listen for its list changes (when it declares any): a
 /// server that does not answer that listen holds it up to the client's
 /// request timeout (its lists are then listed, and not followed). A
-/// server that dies before it acknowledges the listen lets it return at
-/// once, with nothing mirrored yet when the client restarts it (the lists
-/// come once the restarted server acknowledges the listen), and with the
-/// listen's error when no restart follows. A list that fails to list
-/// (its pages never end, the server answers an error) is its error.
+/// server that dies before it acknowledges the listen, or during the
+/// first listing after it, lets it return at once, with nothing mirrored
+/// yet when the client restarts it (the lists come once the restarted
+/// server acknowledges the listen, as often as the restart policy starts
+/// one), and with the listen's or the listing's error when no restart
+/// follows. A list that fails to list (its pages never end, the server
+/// answers an error) is its error.
 ///
 /// ```no_run
 /// # #[cfg(feature = "http")] fn main() -> Result<(), Box<dyn std::error::Error>> {

@@ -129,6 +129,8 @@ fn run_server(mode: &str) -> ! {
         "restarts-silent" => closing::fake_restarts_silent(),
         "exits-at-every-listen" => proxy_restarts::fake_exits_at_listen(true),
         "exits-at-first-listen" => proxy_restarts::fake_exits_at_listen(false),
+        "exits-at-first-listing" => proxy_listing::fake_exits_at_listing(false),
+        "exits-at-every-listing" => proxy_listing::fake_exits_at_listing(true),
         "exits-after-first-poll" => proxy_restarts::fake_exits_after_first_poll(),
         "exits-after-input-required" => proxy_restarts::fake_exits_after_input_required(),
         "grandchild-holds-stdout" => closing::fake_grandchild_holds_stdout(),
@@ -912,6 +914,14 @@ const CHECKS: &[(&str, Check)] = &[
         proxy_restarts::restarts_that_never_spawn_end_the_proxy_thread,
     ),
     (
+        "a_server_that_dies_during_the_first_listing_is_restarted_and_listed",
+        proxy_listing::a_server_that_dies_during_the_first_listing_is_restarted_and_listed,
+    ),
+    (
+        "a_server_that_dies_during_every_listing_is_restarted_as_the_policy_says",
+        proxy_listing::a_server_that_dies_during_every_listing_is_restarted_as_the_policy_says,
+    ),
+    (
         "a_task_behind_a_restarted_server_fails_and_its_id_never_reaches_the_new_one",
         proxy_restarts::a_task_behind_a_restarted_server_fails_and_its_id_never_reaches_the_new_one,
     ),
@@ -1373,6 +1383,7 @@ mod closing;
 mod framing;
 mod hooks;
 mod legacy_bounds;
+mod proxy_listing;
 mod proxy_restarts;
 mod quiet;
 mod seed_rules;

@@ -11,7 +11,6 @@
 //! directory). No message repeats the URL's user information or query
 //! (`url_for_people`).
 
-use std::fs;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
 use std::path::PathBuf;
@@ -19,11 +18,14 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use mcp_stdio::{OAuth, TokenStore, Tokens};
+use mcp_stdio::OAuth;
 use sha2::{Digest, Sha256};
 
 use crate::stderr::Stderr;
 use crate::url_for_people::{split_url, url_for_people};
+
+mod store;
+pub(crate) use store::{FileTokenStore, holds_a_token};
 
 /// How long `login` waits for the browser to come back.
 const WAIT_FOR_BROWSER: Duration = Duration::from_secs(300);
@@ -79,93 +81,6 @@ pub(crate) fn token_file(url: &str) -> Option<PathBuf> {
         })
         .collect();
     Some(token_dir()?.join(format!("{readable}-{hash}.json")))
-}
-
-/// A [`TokenStore`] in one file, owner-only.
-pub(crate) struct FileTokenStore {
-    path: PathBuf,
-}
-
-impl FileTokenStore {
-    pub(crate) fn new(path: PathBuf) -> FileTokenStore {
-        FileTokenStore { path }
-    }
-
-    /// Writes `tokens` to a new file beside the old (created `0600`), then
-    /// puts it in the old one's place: never a moment with a half-written
-    /// file or one others can read.
-    fn write(&self, tokens: &Tokens) -> std::io::Result<()> {
-        let dir = self.path.parent().unwrap_or(std::path::Path::new("."));
-        let mut builder = fs::DirBuilder::new();
-        builder.recursive(true);
-        #[cfg(unix)]
-        std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
-        builder.create(dir)?;
-        // One found there, made by something else, open to others: made
-        // the owner's (they could list the servers logged in to, or, with
-        // write access, put a file or a link in the tokens' place). When
-        // it is not ours to change, nothing is written there.
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::PermissionsExt;
-            if fs::metadata(dir)?.permissions().mode() & 0o077 != 0 {
-                fs::set_permissions(dir, fs::Permissions::from_mode(0o700))?;
-            }
-        }
-        let temporary = self
-            .path
-            .with_extension(format!("tmp{}", std::process::id()));
-        // One write at a time in this process: the temporary's name is
-        // the process's.
-        static WRITING: Mutex<()> = Mutex::new(());
-        let _writing = lock(&WRITING);
-        // One a run that died while writing left under this process id
-        // (a container's command has the same one each run) would refuse
-        // every save: it is no one's now. (Still `create_new` below: a
-        // link put in its place is not followed.)
-        let _ = fs::remove_file(&temporary);
-        let mut options = fs::OpenOptions::new();
-        options.write(true).create_new(true);
-        #[cfg(unix)]
-        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-        let written = options.open(&temporary).and_then(|mut file| {
-            let text = serde_json::to_vec_pretty(tokens).map_err(std::io::Error::other)?;
-            file.write_all(&text)?;
-            file.sync_all()
-        });
-        match written.and_then(|()| fs::rename(&temporary, &self.path)) {
-            Ok(()) => Ok(()),
-            Err(e) => {
-                let _ = fs::remove_file(&temporary);
-                Err(e)
-            }
-        }
-    }
-}
-
-impl TokenStore for FileTokenStore {
-    fn load(&self) -> Option<Tokens> {
-        let text = fs::read(&self.path).ok()?;
-        serde_json::from_slice(&text).ok()
-    }
-
-    fn save(&self, tokens: Option<&Tokens>) {
-        // A store that cannot write loses the tokens at the end of the
-        // run, nothing else: the next run authorizes again.
-        let _ = match tokens {
-            Some(tokens) => self.write(tokens),
-            None => fs::remove_file(&self.path),
-        };
-    }
-}
-
-/// Whether the file at `path` keeps an access token: a registration is
-/// kept before its authorization ends (`Tokens` with an empty
-/// `access_token`), and an authorization never finished is no login.
-pub(crate) fn holds_a_token(path: &std::path::Path) -> bool {
-    FileTokenStore::new(path.to_owned())
-        .load()
-        .is_some_and(|tokens| !tokens.access_token.is_empty())
 }
 
 /// The OAuth of a command on `url`: the tokens kept in its file; a person

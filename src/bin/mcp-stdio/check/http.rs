@@ -6,7 +6,7 @@
 
 use serde_json::{Value, json};
 
-use super::driver::{Era, MODERN};
+use super::driver::{Era, MALFORMED, MODERN};
 use super::http_link::{Exchange, LegacyState, Url, exchange, message_headers};
 use super::{Check, Ctx, Level, Verdict, error_code, said, short};
 
@@ -136,6 +136,24 @@ fn send(
     Ok(ex)
 }
 
+/// A failure when the response is malformed (a member twice, both
+/// `result` and `error`, a `result` or `error` not an object), judged as
+/// the session judges an answer (`driver::malformed`).
+fn well_formed(ex: &Exchange) -> Result<(), Verdict> {
+    match &ex.malformed {
+        Some(why) if ex.body.is_empty() => Err(Verdict::Fail(format!(
+            "HTTP {}: {MALFORMED} ({why})",
+            ex.status
+        ))),
+        Some(why) => Err(Verdict::Fail(format!(
+            "HTTP {}: {MALFORMED} ({why}): {}",
+            ex.status,
+            short(&ex.body, 120)
+        ))),
+        None => Ok(()),
+    }
+}
+
 /// A modern server over HTTP, or a skip.
 fn modern(ctx: &Ctx) -> Result<(Url, Vec<(String, String)>), Verdict> {
     let target = url(ctx)?;
@@ -232,6 +250,9 @@ fn expect(
         Ok(ex) => ex,
         Err(v) => return v,
     };
+    if let Err(v) = well_formed(&ex) {
+        return v;
+    }
     if ex.status == status
         && ex.reply().is_none()
         && let Some(why) = &ex.unreadable
@@ -302,6 +323,9 @@ fn legacy_unknown_session(ctx: &mut Ctx) -> Verdict {
     };
     if ex.header("mcp-session-id").is_none() {
         return Verdict::Skip("the server gives no session ids".into());
+    }
+    if let Err(v) = well_formed(&ex) {
+        return v;
     }
     let version = ex
         .reply()

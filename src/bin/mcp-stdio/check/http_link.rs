@@ -88,6 +88,10 @@ pub struct Exchange {
     /// kind as the session reads it): the reader's reason. It is not
     /// among `messages`.
     pub unreadable: Option<String>,
+    /// Why the response (the first, readable or not) is not one
+    /// well-formed response, when it is not: as the session judges an
+    /// answer (`driver::malformed`).
+    pub malformed: Option<String>,
 }
 
 /// The reader's reason when `text` is a response the checker cannot read
@@ -398,10 +402,16 @@ pub fn exchange(
             {
                 // An answer all the same: the stream's end.
                 ex.unreadable = Some(why);
+                ex.malformed = super::driver::malformed(&data);
                 return false;
             }
-            let value: Value = serde_json::from_str(&data).unwrap_or(Value::String(data));
-            let done = value.get("result").is_some() || value.get("error").is_some();
+            let parsed = serde_json::from_str::<Value>(&data);
+            let done = (parsed.as_ref())
+                .is_ok_and(|v| v.get("result").is_some() || v.get("error").is_some());
+            if done {
+                ex.malformed = super::driver::malformed(&data);
+            }
+            let value = parsed.unwrap_or(Value::String(data));
             ex.messages.push(value);
             // A stream that never answers stops being read at 10,000
             // events, or as much data as a JSON body.
@@ -411,6 +421,7 @@ pub fn exchange(
         let mut text = Vec::new();
         let _ = body.take(16 << 20).read_to_end(&mut text);
         ex.body = String::from_utf8_lossy(&text).into_owned();
+        ex.malformed = super::driver::malformed(ex.body.trim());
         if let Ok(value) = serde_json::from_slice::<Value>(&text) {
             ex.messages.push(value);
         } else if std::str::from_utf8(&text).is_ok() {

@@ -1,4 +1,7 @@
 use super::*;
+use mcp_stdio::{TokenStore, Tokens};
+use std::fs;
+use std::io::Write;
 
 /// `login` says "logged in" only for a file that keeps an access
 /// token: since a registration is kept before its authorization ends,
@@ -355,14 +358,25 @@ fn a_long_urls_tokens_are_kept() {
 /// container's command has the same one each time: 1, or another small
 /// number), does not keep the tokens from being saved. Before the fix
 /// `create_new` failed on it at every save, silently: nothing was kept,
-/// ever again, and every command asked for a login.
+/// ever again, and every command asked for a login. Now each write has a
+/// name of its own; a temporary older than a write takes (of any process
+/// id, the old names' and the new) is removed at the next save, and a
+/// younger one is left (another process's, under way: the test above).
 #[test]
 fn a_temporary_file_a_dead_run_left_does_not_stop_the_saves() {
     let dir = std::env::temp_dir().join(format!("mcp-stdio-login-stale-{}", std::process::id()));
     let file = dir.join("t.json");
     fs::create_dir_all(&dir).unwrap();
-    let stale = file.with_extension(format!("tmp{}", std::process::id()));
-    fs::write(&stale, b"{\"access_token\": \"half-writ").unwrap();
+    let hour_ago = std::time::SystemTime::now() - Duration::from_secs(3600);
+    let stale = [
+        file.with_extension(format!("tmp{}", std::process::id())),
+        file.with_extension("tmp1-0-00000000deadbeef"),
+    ];
+    for stale in &stale {
+        fs::write(stale, b"{\"access_token\": \"half-writ").unwrap();
+        let opened = fs::OpenOptions::new().write(true).open(stale).unwrap();
+        opened.set_modified(hour_ago).unwrap();
+    }
     let store = FileTokenStore::new(file.clone());
     let tokens = Tokens {
         access_token: "t".into(),
@@ -370,15 +384,57 @@ fn a_temporary_file_a_dead_run_left_does_not_stop_the_saves() {
     };
     store.save(Some(&tokens));
     let kept = store.load();
+    let left: Vec<_> = fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
     let _ = fs::remove_dir_all(&dir);
     assert_eq!(kept, Some(tokens), "the tokens were not saved");
+    assert_eq!(left, [std::ffi::OsString::from("t.json")]);
+}
+
+/// Two processes with one process id (containers sharing one token
+/// directory, the command pid 1 in each) saving at once: neither removes
+/// nor writes over the other's temporary file. Before the fix the
+/// temporary was `NAME.tmpPID`, and a save removed one found there as a
+/// dead run's: the other's write went to a file no longer there, and its
+/// rename found nothing ("No such file or directory"), or, a moment
+/// sooner, moved this save's half-written file into place.
+#[test]
+fn a_save_leaves_another_process_with_the_same_id_its_temporary_file() {
+    let dir = std::env::temp_dir().join(format!("mcp-stdio-login-pid-{}", std::process::id()));
+    fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("t.json");
+    // The other process, halfway through its write, under the name a
+    // temporary of this process id had.
+    let theirs = file.with_extension(format!("tmp{}", std::process::id()));
+    let mut other = fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&theirs)
+        .unwrap();
+    other.write_all(b"{\"access_token\": \"theirs\"").unwrap();
+    let store = FileTokenStore::new(file.clone());
+    store.save(Some(&Tokens {
+        access_token: "ours".into(),
+        ..Tokens::default()
+    }));
+    other.write_all(b"}").unwrap();
+    drop(other);
+    let renamed = fs::rename(&theirs, &file);
+    let kept = store.load();
+    let _ = fs::remove_dir_all(&dir);
+    renamed.expect("the other process's rename");
+    assert_eq!(kept.map(|t| t.access_token), Some("theirs".to_owned()));
 }
 
 /// Claim (review-fixes14b): now that a stale temporary is removed before
 /// the exclusive create, a link planted at the temporary's path (by
 /// another user, to a file of the victim's or the planter's) is followed
-/// by the write. False: the link itself is removed, never its target,
-/// and `create_new` (`O_EXCL`) would not follow one planted after it.
+/// by the write. False: a link is removed (when stale), never its
+/// target, and `create_new` (`O_EXCL`) would not follow one anyway. (The
+/// path was `NAME.tmpPID`; each write now has a name of its own, and a
+/// link found young at an old name is left there.)
 #[cfg(unix)]
 #[test]
 fn a_link_at_the_temporary_path_is_not_followed() {
@@ -395,10 +451,9 @@ fn a_link_at_the_temporary_path_is_not_followed() {
     };
     let store = FileTokenStore::new(file.clone());
     store.save(Some(&tokens));
-    let (kept, target_now, link_left, file_is_link) = (
+    let (kept, target_now, file_is_link) = (
         store.load(),
         fs::read(&target).unwrap(),
-        fs::symlink_metadata(&temporary).is_ok(),
         fs::symlink_metadata(&file)
             .unwrap()
             .file_type()
@@ -407,7 +462,7 @@ fn a_link_at_the_temporary_path_is_not_followed() {
     let _ = fs::remove_dir_all(&dir);
     assert_eq!(kept, Some(tokens));
     assert_eq!(target_now, b"untouched");
-    assert!(!link_left && !file_is_link);
+    assert!(!file_is_link);
 }
 
 /// Claim (review-fixes14b): writes in one process taking turns, saves

@@ -4,7 +4,8 @@ use crossbeam_channel::RecvTimeoutError;
 use serde_json::Value;
 
 use super::{
-    Answer, Head, Incoming, KEEP_BEFORE, MAX_LINE, Missing, Msg, READ_AHEAD_LINES, STARTUP, Session,
+    Answer, Incoming, KEEP_BEFORE, MAX_LINE, Missing, Msg, READ_AHEAD_LINES, STARTUP, Session,
+    malformed,
 };
 use crate::check::short;
 
@@ -179,7 +180,7 @@ impl Session {
                     if response_id.as_ref() == Some(id) {
                         // Read again for what `Value` hides: a member
                         // twice (it keeps the last).
-                        if let Some(why) = Head::of(msg.text()).and_then(|h| h.malformed) {
+                        if let Some(why) = malformed(msg.text()) {
                             return Ok((Answer::Malformed { why, msg }, before));
                         }
                         let error = msg.unreadable_response().is_some_and(|(_, error)| error);

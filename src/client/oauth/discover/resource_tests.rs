@@ -1,0 +1,231 @@
+//! Which protected resource metadata names the server (RFC 9728 section
+//! 3.3), end to end: documents served on loopback, found from the
+//! challenge or at the well-known URIs.
+
+use std::io::{BufRead, Write};
+use std::net::TcpListener;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use super::*;
+
+/// A web server on loopback answering `GET PATH` with the document
+/// `documents` gives for the path, given the origin (`404` for none);
+/// stopped when dropped.
+struct Documents {
+    origin: String,
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Documents {
+    fn serve(documents: impl Fn(&str, &str) -> Option<String> + Send + 'static) -> Documents {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let origin = format!("http://{}", listener.local_addr().unwrap());
+        let stop = Arc::new(AtomicBool::new(false));
+        let (stopped, at) = (Arc::clone(&stop), origin.clone());
+        let thread = std::thread::spawn(move || {
+            for conn in listener.incoming() {
+                if stopped.load(Ordering::SeqCst) {
+                    return;
+                }
+                let Ok(mut conn) = conn else { continue };
+                let mut reader = std::io::BufReader::new(conn.try_clone().unwrap());
+                let mut line = String::new();
+                let _ = reader.read_line(&mut line);
+                let path = line.split(' ').nth(1).unwrap_or("").to_owned();
+                let mut field = String::new();
+                while reader.read_line(&mut field).is_ok_and(|n| n > 2) {
+                    field.clear();
+                }
+                let (status, body) = match documents(&at, &path) {
+                    Some(body) => ("200 OK", body),
+                    None => ("404 Not Found", String::new()),
+                };
+                let _ = write!(
+                    conn,
+                    "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+            }
+        });
+        Documents {
+            origin,
+            stop,
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Drop for Documents {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        let _ = std::net::TcpStream::connect(self.origin.trim_start_matches("http://"));
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// What discovery makes of the document `resource` (`{o}` the origin)
+/// served at the path `at` alone, for the server at `server` (`{o}` too),
+/// found through the challenge when `challenged`, else at the well-known
+/// URIs: `Ok` with the resource taken, or the refusal. (`{O}`: the
+/// origin with its scheme in capitals.)
+fn discover(server: &str, at: &str, resource: &str, challenged: bool) -> Result<String, String> {
+    let (served_at, resource) = (at.to_owned(), resource.to_owned());
+    let documents = Documents::serve(move |origin, path| {
+        (path == served_at).then(|| {
+            serde_json::json!({
+                "resource": resource
+                    .replace("{o}", origin)
+                    .replace("{O}", &origin.replacen("http", "HTTP", 1)),
+                "authorization_servers": ["https://as.example"],
+            })
+            .to_string()
+        })
+    });
+    let o = &documents.origin;
+    let server = Url::parse(&server.replace("{o}", o)).unwrap();
+    let challenge = Challenge {
+        resource_metadata: challenged.then(|| format!("{o}{at}")),
+        ..Challenge::default()
+    };
+    resource_metadata(&Trust::default(), &server, &challenge)
+        .map(|found| found.resource.replace(o.as_str(), "{o}"))
+}
+
+const WELL_KNOWN: &str = "/.well-known/oauth-protected-resource";
+
+/// A resource identical to the server's URL is taken wherever its
+/// document is: at the server's path-inserted well-known URI, at the
+/// root one (the spec lets a server at a path publish there), or where
+/// the challenge says. (The case of the scheme and host and a slash at
+/// the end do not count: spec 2026-07-28 basic/authorization, "Canonical
+/// Server URI".)
+#[test]
+fn a_resource_identical_to_the_server_is_taken_wherever_its_document_is() {
+    for (at, challenged) in [
+        ("/.well-known/oauth-protected-resource/mcp", false),
+        (WELL_KNOWN, false),
+        ("/prm", true),
+        ("/.well-known/oauth-protected-resource/mcp", true),
+    ] {
+        for resource in ["{o}/mcp", "{o}/mcp/"] {
+            assert_eq!(
+                discover("{o}/mcp", at, resource, challenged).as_deref(),
+                Ok(resource),
+                "{resource} at {at}"
+            );
+        }
+    }
+    assert!(discover("{o}/mcp", "/prm", "{O}/mcp", true).is_ok());
+    // A server reached with a query (a key, a tenant) names its endpoint
+    // without it, or with it.
+    for resource in ["{o}/mcp", "{o}/mcp?tenant=a"] {
+        assert!(discover("{o}/mcp?tenant=a", "/prm", resource, true).is_ok());
+    }
+    let refusal = discover("{o}/mcp?tenant=a", "/prm", "{o}/mcp?tenant=b", true).unwrap_err();
+    assert!(refusal.contains("RFC 9728 section 3.3"), "{refusal}");
+}
+
+/// A resource whose path is a segment-wise prefix of the server's (the
+/// server at `/mcp/x`, the resource `/mcp`; the server at `/mcp`, the
+/// resource the origin) is taken only from the document at its own
+/// well-known URI (RFC 9728 section 3.3's first rule: the document at
+/// the URI built from a resource names that resource), which the owner
+/// of that prefix serves, not the server beneath it. Found at the
+/// server's own well-known URI, or at a URI the server's challenge names
+/// (section 3.3's second rule: identical to the URL of the request), it
+/// is refused: a server at `https://host/tenant-a/mcp` would otherwise
+/// have the client ask for a token for all of `https://host` (the
+/// resource indicator sent is the document's `resource`), and could use
+/// it at its neighbours. Before the fix both were taken, as the
+/// TypeScript SDK takes them.
+#[test]
+fn a_prefix_of_the_server_is_taken_only_from_its_own_well_known_document() {
+    // Its own well-known URI: the root's for the origin (the conformance
+    // suite's auth/metadata-var2), the path-inserted one for a path, found
+    // there or named by the challenge.
+    assert_eq!(
+        discover("{o}/mcp", WELL_KNOWN, "{o}", false).as_deref(),
+        Ok("{o}")
+    );
+    assert_eq!(
+        discover("{o}/mcp", WELL_KNOWN, "{o}/", true).as_deref(),
+        Ok("{o}/")
+    );
+    assert_eq!(
+        discover(
+            "{o}/mcp/x",
+            "/.well-known/oauth-protected-resource/mcp",
+            "{o}/mcp",
+            true
+        )
+        .as_deref(),
+        Ok("{o}/mcp")
+    );
+    // Another document: the server's own well-known one, or one its
+    // challenge names.
+    for (at, challenged) in [
+        ("/.well-known/oauth-protected-resource/mcp/x", false),
+        ("/mcp/x/prm", true),
+        ("/.well-known/oauth-protected-resource/mcp/x", true),
+    ] {
+        let refusal = discover("{o}/mcp/x", at, "{o}/mcp", challenged).unwrap_err();
+        assert!(refusal.contains("RFC 9728 section 3.3"), "{at}: {refusal}");
+    }
+    let refusal = discover("{o}/mcp", "/prm", "{o}", true).unwrap_err();
+    assert!(refusal.contains("RFC 9728 section 3.3"), "{refusal}");
+}
+
+/// A resource whose path is a prefix of the server's, but not at a `/`
+/// (`/mc` for `/mcp`), or that names a path beneath it, is another
+/// resource, refused wherever its document is, its own well-known URI
+/// included. (Taken on main neither.)
+#[test]
+fn a_prefix_that_is_not_a_segment_of_the_path_is_refused() {
+    for (server, resource) in [
+        ("{o}/mcp", "{o}/mc"),
+        ("{o}/mcp", "{o}/mcp/x"),
+        ("{o}/mcp", "{o}/mcp?x"),
+    ] {
+        for (at, challenged) in [
+            ("/.well-known/oauth-protected-resource/mcp", false),
+            (WELL_KNOWN, false),
+            ("/.well-known/oauth-protected-resource/mc", true),
+            ("/.well-known/oauth-protected-resource/mcp/x", true),
+        ] {
+            let refusal = discover(server, at, resource, challenged).unwrap_err();
+            assert!(
+                refusal.contains("RFC 9728 section 3.3"),
+                "{resource} at {at}: {refusal}"
+            );
+        }
+    }
+}
+
+/// A resource of another origin (scheme, host or port) is refused
+/// wherever its document is. (Refused on main too.)
+#[test]
+fn a_resource_of_another_origin_is_refused() {
+    for resource in [
+        "https://evil.example/mcp",
+        "https://127.0.0.1/mcp",
+        "http://127.0.0.1:1/mcp",
+        "http://localhost/mcp",
+        "https://evil.example",
+    ] {
+        for (at, challenged) in [
+            ("/.well-known/oauth-protected-resource/mcp", false),
+            (WELL_KNOWN, false),
+            ("/prm", true),
+        ] {
+            let refusal = discover("{o}/mcp", at, resource, challenged).unwrap_err();
+            assert!(
+                refusal.contains("RFC 9728 section 3.3"),
+                "{resource} at {at}: {refusal}"
+            );
+        }
+    }
+}

@@ -1,0 +1,130 @@
+//! The `http.*` checks that read an answer's body themselves judge it as
+//! the session does (`driver::Head`): a member twice, both `result` and
+//! `error`, an `error` that is not an object is a malformed answer, a
+//! failure that says so, over HTTP as over stdio.
+
+use super::*;
+
+/// The body of the answer to an unknown method, given the request's id.
+type Unknown = fn(&Value) -> String;
+
+/// A modern Streamable HTTP server on loopback that answers
+/// `server/discover`, accepts notifications, and answers anything else
+/// HTTP 404 with `unknown(id)` as its body: its URL.
+fn modern_http_server(unknown: Unknown) -> Result<String, String> {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(stream) = stream else { return };
+            std::thread::spawn(move || answer(stream, unknown));
+        }
+    });
+    Ok(url)
+}
+
+/// One request to the server above.
+fn answer(stream: std::net::TcpStream, unknown: Unknown) {
+    use std::io::BufRead;
+    let mut reader = BufReader::new(&stream);
+    let mut length = 0;
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line).unwrap_or(0) == 0 {
+            return;
+        }
+        let line = line.trim_end();
+        if line.is_empty() {
+            break;
+        }
+        if let Some((name, value)) = line.split_once(':')
+            && name.trim().eq_ignore_ascii_case("content-length")
+        {
+            length = value.trim().parse().unwrap_or(0);
+        }
+    }
+    let mut body = vec![0; length];
+    if reader.read_exact(&mut body).is_err() {
+        return;
+    }
+    let message: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    let (status, text) = if message["method"] == "server/discover" {
+        let result = json!({ "resultType": "complete", "supportedVersions": ["2026-07-28"],
+            "capabilities": {},
+            "_meta": { "io.modelcontextprotocol/serverInfo": { "name": "malformed-errors", "version": "1" } } });
+        let answer = json!({ "jsonrpc": "2.0", "id": message["id"], "result": result });
+        ("200 OK", answer.to_string())
+    } else if message.get("id").is_none() {
+        ("202 Accepted", String::new())
+    } else {
+        ("404 Not Found", unknown(&message["id"]))
+    };
+    let kind = if text.is_empty() {
+        ""
+    } else {
+        "Content-Type: application/json\r\n"
+    };
+    let _ = (&stream).write_all(
+        format!(
+            "HTTP/1.1 {status}\r\n{kind}Content-Length: {}\r\nConnection: close\r\n\r\n{text}",
+            text.len()
+        )
+        .as_bytes(),
+    );
+}
+
+/// A modern HTTP server whose unknown-method answer (HTTP 404) is
+/// malformed: `error` twice (the last -32601), both `result` and
+/// `error` (-32601), an `error` that is a string. Over the session
+/// (`jsonrpc.method-not-found`) each is "a malformed response", a
+/// failure at its level; `http.unknown-method-404` read the body with `Value`, which
+/// keeps the last of a member twice: it passed the first two ("404 and
+/// -32601") and failed the third without saying why.
+pub fn an_http_check_judges_a_malformed_answer_as_the_session_does() -> Result<(), String> {
+    let servers: [(&str, Unknown); 3] = [
+        ("`error` twice", |id| {
+            format!(
+                r#"{{"jsonrpc":"2.0","id":{id},"error":{{"code":-32000,"message":"x"}},"error":{{"code":-32601,"message":"Method not found"}}}}"#
+            )
+        }),
+        ("both", |id| {
+            format!(
+                r#"{{"jsonrpc":"2.0","id":{id},"result":{{}},"error":{{"code":-32601,"message":"Method not found"}}}}"#
+            )
+        }),
+        ("`error` is \"-32601\"", |id| {
+            format!(r#"{{"jsonrpc":"2.0","id":{id},"error":"-32601"}}"#)
+        }),
+    ];
+    let mut wrong = Vec::new();
+    for (why, unknown) in servers {
+        let url = modern_http_server(unknown)?;
+        let run = check(
+            &[
+                "--format",
+                "json",
+                "--wait",
+                "2",
+                "--only",
+                "http.unknown-method-404,jsonrpc.method-not-found",
+                "--url",
+                &url,
+            ],
+            None,
+        );
+        for id in ["http.unknown-method-404", "jsonrpc.method-not-found"] {
+            let checked = outcome(&run, id)?;
+            let reason = checked["reason"].as_str().unwrap_or_default();
+            // Failed at the check's level: `fail` for a MUST, `warn` for
+            // a SHOULD (`jsonrpc.method-not-found`).
+            let failed = checked["status"] == "fail" || checked["status"] == "warn";
+            if !failed || !reason.contains("malformed") || !reason.contains(why) {
+                wrong.push(format!("{why}: {id} {} ({reason})", checked["status"]));
+            }
+        }
+    }
+    match wrong.is_empty() {
+        true => Ok(()),
+        false => Err(wrong.join("; ")),
+    }
+}
