@@ -265,9 +265,15 @@ impl Conn {
     }
 
     /// Whether a publisher waits for the client: more than [`BACKLOG`] of
-    /// events is held back for it (`Shared::send_in_background`).
+    /// events is held back for it, or more than twice that waits to be
+    /// sent (`Shared::send_in_background`). What is held is written before
+    /// any other line, whatever waits ([`Conn::write_held`]): without the
+    /// second bound each pooled reply to a client that reads nothing let a
+    /// publisher of events about many things add another megabyte
+    /// (`subscriptions::replies_that_write_what_was_held_let_no_publisher_pile_events_behind_a_client_that_reads_nothing`).
     pub fn publisher_waits(&self) -> bool {
-        self.subscriptions.held_bytes() > BACKLOG && !self.failed && !self.closed
+        let held = self.subscriptions.held_bytes() > BACKLOG;
+        (held || self.output.waiting() > 2 * BACKLOG) && !self.failed && !self.closed
     }
 
     /// Ends every open subscription with its final result, oldest first.
