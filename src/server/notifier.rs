@@ -22,8 +22,8 @@ use crate::server::event::ServerEvent;
 /// precedes its reply. The server's worker threads send it (over HTTP the
 /// call sends it: a response body never waits). A call returns at once
 /// unless more than a megabyte of changes about different things is held
-/// for a client slow to read, or more than two megabytes wait to be sent
-/// to it: then it waits for that client, for as long as it reads at least
+/// back (or was, and waits to be sent) for a client slow to read: then
+/// it waits for that client, for as long as it reads at least
 /// 16 KiB in each write timeout (`ServerBuilder::write_timeout`, 10 s):
 /// one that reads less is let go.
 ///
