@@ -1930,6 +1930,58 @@ fn replies_that_write_what_was_held_let_no_publisher_pile_events_behind_a_client
     res.unwrap();
 }
 
+// req: subscriptions:publish-backpressure
+// What a publisher counts is events (`Conn::publisher_waits`): a reply
+// of megabytes waiting for a client that reads nothing holds up no
+// publisher of the same change (a rule that counted all that waits, as a
+// first fix of the finding above did, made it wait for good here).
+#[test]
+fn a_large_reply_waiting_for_a_client_that_stopped_reading_holds_up_no_publisher_of_the_same_change()
+ {
+    let (returning_tx, returning) = crossbeam_channel::unbounded::<()>();
+    let server = Server::builder("held", "1.0.0")
+        // Not let go while the test holds it: a publisher that waits
+        // waits past the test's deadline.
+        .write_timeout(Duration::from_secs(60))
+        .tool(Tool::new("big", "Answers 3 MiB."), move |_ctx, _: Value| {
+            let _ = returning_tx.send(());
+            Ok(CallToolResult::text("x".repeat(3 * 1024 * 1024)))
+        })
+        .build();
+    let (mut peer, held, told) = Peer::start_stalling_told(&server);
+    let tools = json!({ "toolsListChanged": true });
+    open(&mut peer, "s", tools.clone(), tools);
+    let not_reading = held.lock().unwrap();
+    // A change, whose send stalls: what follows waits behind it.
+    while told.try_recv().is_ok() {}
+    server.notifier().tools_list_changed();
+    told.recv_timeout(WAIT).expect("the change's send began");
+    peer.send(&call(1, "big", json!({})));
+    returning.recv_timeout(WAIT).expect("the call ran");
+    let publisher = {
+        let notifier = server.notifier();
+        std::thread::spawn(move || {
+            for _ in 0..40_000 {
+                notifier.tools_list_changed();
+            }
+        })
+    };
+    let deadline = Instant::now() + WAIT;
+    while !publisher.is_finished() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let finished = publisher.is_finished();
+    drop(not_reading);
+    assert!(
+        finished,
+        "the publisher waited behind a reply for a client that reads nothing"
+    );
+    publisher.join().unwrap();
+    let (rest, res) = peer.finish();
+    res.unwrap();
+    assert!(rest.iter().any(|line| line["id"] == json!(1)));
+}
+
 // The gap the core review found (section 2j): what a pooled handler
 // publishes from a thread of its own reaches the client before the
 // handler's reply, as it does from the handler's thread.
