@@ -1982,6 +1982,38 @@ fn a_large_reply_waiting_for_a_client_that_stopped_reading_holds_up_no_publisher
     assert!(rest.iter().any(|line| line["id"] == json!(1)));
 }
 
+// req: subscriptions:held-events-order
+// Claim (review of 4dfeb6b, found wrong, kept as a guard): a
+// subscription the server closes while events are held back for it gets
+// its final result before them, or never gets them. `Conn::publish`
+// writes what is held before the final result (`ServerEvent::Close`).
+#[test]
+fn a_subscription_closed_while_events_are_held_for_it_gets_them_before_its_final_result() {
+    let (_, go) = crossbeam_channel::bounded(1);
+    let (published, _) = crossbeam_channel::bounded(1);
+    let (marked, _) = crossbeam_channel::unbounded();
+    let server = lists_server(go, published, marked);
+    let rest = behind_a_client_that_is_behind(
+        &server,
+        |_| {},
+        |_| {
+            server.notifier().resources_list_changed();
+            server.notifier().close_subscription(&RequestId::from("s"));
+        },
+    );
+    let meta = server_meta(&server);
+    let event = rest
+        .iter()
+        .position(|line| *line == changed("s", RESOURCES));
+    let last = rest.iter().position(|line| *line == closed(&meta, "s"));
+    assert!(
+        matches!((event, last), (Some(event), Some(last)) if event < last),
+        "the change at {event:?}, the final result at {last:?} of {} lines",
+        rest.len()
+    );
+    assert_eq!(last, Some(rest.len() - 1), "nothing after the final result");
+}
+
 // The gap the core review found (section 2j): what a pooled handler
 // publishes from a thread of its own reaches the client before the
 // handler's reply, as it does from the handler's thread.
