@@ -15,13 +15,17 @@ use crate::server::event::ServerEvent;
 /// clone; use it from any thread.
 ///
 /// Each call writes the change into every connection's output before it
-/// returns (so what a handler publishes precedes its reply), and the
-/// server's worker threads send it (over HTTP the call sends it: a
-/// response body never waits). A call returns at once unless more
-/// than a megabyte waits for a client slow to read: then it waits for
-/// that client, for as long as it reads at least 16 KiB in each write
-/// timeout (`ServerBuilder::write_timeout`, 10 s): one that reads less is
-/// let go.
+/// returns, or, for a stdio or socket client that is behind (more than a
+/// megabyte waits to be sent to it), holds it back in place of the last
+/// change about the same thing (a list, a resource, a task), to be written
+/// before any other line to that client: so what a handler publishes
+/// precedes its reply. The server's worker threads send it (over HTTP the
+/// call sends it: a response body never waits). A call returns at once
+/// unless more than a megabyte of changes about different things is held
+/// back (or was, and waits to be sent) for a client slow to read: then
+/// it waits for that client, for as long as it reads at least
+/// 16 KiB in each write timeout (`ServerBuilder::write_timeout`, 10 s):
+/// one that reads less is let go.
 ///
 /// ```
 /// # use mcp_stdio::Server;

@@ -137,9 +137,12 @@ impl ServerBuilder {
     /// client has taken 16 KiB: a client that reads 1.6 KiB a second or
     /// more (at the default) is not let go by this, and that is the floor
     /// of the pace one client may hold the publishers of every connection
-    /// to (a client that reads just that fast holds them so for as long as
-    /// it likes; a server of many untrusted connections lowers this to
-    /// raise the floor). On a Unix socket, whose writer sees the client's
+    /// to, when they publish changes about more things than a megabyte of
+    /// notifications holds (a client that reads just that fast holds them
+    /// so for as long as it likes; a server of many untrusted connections
+    /// lowers this to raise the floor). Changes about the same things hold
+    /// no publisher: behind a client that is behind, each subscription
+    /// keeps the latest change about each thing. On a Unix socket, whose writer sees the client's
     /// reads in batches of about 160 KiB, the least rate kept is ten times
     /// higher: 16 KiB a second at the default. At least 1 ms (zero is 1
     /// ms, not "never"; `Duration::MAX` is never).

@@ -260,14 +260,23 @@ impl Conn {
             return;
         }
         for line in self.subscriptions.take_held() {
-            self.output.push_line(LineKind::Event, line);
+            self.output.push_released(line);
         }
     }
 
     /// Whether a publisher waits for the client: more than [`BACKLOG`] of
-    /// events is held back for it (`Shared::send_in_background`).
+    /// events is held back for it, or was and is written and not yet taken
+    /// by a send (`Shared::send_in_background`). What is held is written
+    /// before any other line, whatever waits ([`Conn::write_held`]):
+    /// counted held alone, each pooled reply to a client that reads
+    /// nothing let a publisher of events about many things add another
+    /// megabyte
+    /// (`subscriptions::replies_that_write_what_was_held_let_no_publisher_pile_events_behind_a_client_that_reads_nothing`).
+    /// Other lines waiting do not count: a large reply to a client slow
+    /// to read holds up no publisher of the same changes.
     pub fn publisher_waits(&self) -> bool {
-        self.subscriptions.held_bytes() > BACKLOG && !self.failed && !self.closed
+        let events = self.subscriptions.held_bytes() + self.output.released();
+        events > BACKLOG && !self.failed && !self.closed
     }
 
     /// Ends every open subscription with its final result, oldest first.

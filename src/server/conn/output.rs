@@ -95,6 +95,9 @@ pub(super) struct Output {
     lines: Out,
     /// The bytes in `queued` and `lines`.
     waiting: usize,
+    /// Of `waiting`, the bytes of events that were held back for a client
+    /// that is behind and written since ([`Output::push_released`]).
+    released: usize,
     /// The kind and length (newline included) of each line in `queued`
     /// and `lines`, in order: only for a writer of lines (`None` for a
     /// byte stream, which is not told).
@@ -278,6 +281,7 @@ impl Output {
             queued: Vec::new(),
             lines: Out::with_capacity(BUFFER),
             waiting: 0,
+            released: 0,
             kinds,
             written: 0,
             taken: 0,
@@ -350,6 +354,21 @@ impl Output {
         self.waiting
     }
 
+    /// Writes an event that was held back for a client that is behind
+    /// (`Conn::write_held`), counted apart until a send takes it
+    /// ([`Output::released`]).
+    pub fn push_released(&mut self, line: Vec<u8>) {
+        let before = self.waiting;
+        self.push_line(LineKind::Event, line);
+        self.released += self.waiting - before;
+    }
+
+    /// How many bytes of what waits are events held back and written
+    /// since ([`Output::push_released`]).
+    pub fn released(&self) -> usize {
+        self.released
+    }
+
     /// Whether the writer is a byte stream (stdio, a socket), where each
     /// send is a `write(2)` that wakes the client: worth gathering a
     /// burst's replies into one.
@@ -402,6 +421,7 @@ impl Output {
         // Taken: one send at a time.
         let writer = self.writer.take()?;
         self.waiting = 0;
+        self.released = 0;
         self.taken = self.written;
         self.sent.began();
         Some(Detached {
@@ -490,6 +510,7 @@ impl Output {
     /// Drops what waits to be sent: nobody will send it.
     fn drop_waiting(&mut self) {
         (self.queued, self.lines, self.waiting) = (Vec::new(), Out::default(), 0);
+        self.released = 0;
         if let Some(kinds) = &mut self.kinds {
             kinds.clear();
         }

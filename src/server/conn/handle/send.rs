@@ -34,7 +34,8 @@
 //! than the backlog waits), each subscription keeps the latest event about
 //! each thing instead (`Conn::publish`), so a publisher of the same changes
 //! never waits; it waits only while more than the backlog of events is
-//! held for that connection (`Conn::publisher_waits`), for a client that
+//! held for that connection, or was and waits to be sent to it
+//! (`Conn::publisher_waits`), for a client that
 //! takes some of its output: one that took less than 16 KiB of a send in
 //! progress in the write timeout (`ServerBuilder::write_timeout`, 10 s) is
 //! let go. (To a writer of lines, which never
@@ -225,8 +226,8 @@ impl Shared {
     /// Sees what waits sent without this thread's writing it: hands it to
     /// the pool as a send ([`Shared::queue_send`]) unless a send is in
     /// progress or queued (its end sees to it). Then, while more than the
-    /// backlog of events is held back for a client slow to read
-    /// ([`Conn::publisher_waits`]: events about the same things take the
+    /// backlog of events is held back for a client slow to read, or was
+    /// and waits to be sent to it ([`Conn::publisher_waits`]: events about the same things take the
     /// place of each other), it waits, and what piles up behind such a
     /// client is bounded: a publisher's backpressure, as the backlog is the
     /// reader's (`Conn::backed_up`).
