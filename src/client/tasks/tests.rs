@@ -135,7 +135,8 @@ fn a_key_answered_before_is_not_answered_again_when_a_lagging_poll_lists_it_agai
                         // lagging replica's snapshot of the first poll.
                         1 | 3 => {
                             let mut asking = task("input_required");
-                            asking["inputRequests"] = json!({ "roots": { "method": "roots/list" } });
+                            asking["inputRequests"] =
+                                json!({ "roots": { "method": "roots/list" } });
                             asking
                         }
                         2 => task("working"),
