@@ -142,8 +142,6 @@ impl Drop for NoteQueue {
     }
 }
 
-/// `text`, or its first [`NOTE_BYTES`] (at a character boundary) and how
-/// long it was.
 /// `text` with its control characters escaped (`\u{1b}`), tabs but
 /// kept, and the bidirectional controls and line separators too, as the
 /// command line escapes a server's text (`src/bin/mcp-stdio/escape.rs`):
@@ -179,6 +177,8 @@ fn for_terminal(text: &str) -> std::borrow::Cow<'_, str> {
     std::borrow::Cow::Owned(out)
 }
 
+/// `text`, or its first [`NOTE_BYTES`] (at a character boundary) and how
+/// long it was.
 fn cut(text: &str) -> String {
     if text.len() <= NOTE_BYTES {
         return text.to_owned();

@@ -195,6 +195,13 @@ impl ClientBuilder {
     /// everything works, the client prints nothing. `.trace(|_| {})`
     /// silences it completely.
     ///
+    /// A note quotes what the server sent (a method name, its last stderr
+    /// lines, a log message's data) as it came, control characters and
+    /// all. The default writes them escaped (`\u{1b}`), tabs kept, since
+    /// stderr is often a terminal, which would obey a server's escape
+    /// sequences; `hook` gets the note as it is, and one that writes to a
+    /// terminal should escape them too.
+    ///
     /// The hook runs on a note thread of its own, never on the thread that
     /// reads the server's output: while it is slow or blocked (say it
     /// writes to a stderr the application holds locked, or to a full pipe

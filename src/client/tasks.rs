@@ -18,8 +18,9 @@
 //! the requests of a task that are abandoned are forgotten without one, and
 //! the task gets its `tasks/cancel`.
 
-use std::collections::BTreeSet;
+use std::collections::HashSet;
 use std::fmt;
+use std::hash::{BuildHasher, RandomState};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -99,10 +100,19 @@ pub struct TaskHandle {
     created: Option<Task>,
     /// The last `pollIntervalMs` the server gave for this task.
     poll_interval_ms: Option<u64>,
-    /// The `inputRequests` keys answered and still listed by the server:
-    /// never answered twice (spec extensions/tasks, "Task Update
-    /// Requests"); a key the server no longer lists took its answer.
-    answered: BTreeSet<String>,
+    /// A hash of each `inputRequests` key answered: never answered twice
+    /// (spec extensions/tasks, "Task Update Requests": keys are unique
+    /// over the task's lifetime, and the client tracks them, since the
+    /// acknowledgment of an answer is eventually consistent and a later
+    /// poll may still list its key). A key is the server's, up to the
+    /// line limit long: its hash costs 8 bytes however long it is, so a
+    /// server that asks under a new key at every poll costs the client
+    /// no more than the answers it got. The hasher's keys are random: a
+    /// server cannot choose keys that collide (two do by chance about
+    /// one in 2^64 for a pair; the second is then never answered and
+    /// the task waits for it).
+    answered: HashSet<u64>,
+    hasher: RandomState,
 }
 
 impl fmt::Debug for TaskHandle {
@@ -110,7 +120,7 @@ impl fmt::Debug for TaskHandle {
         f.debug_struct("TaskHandle")
             .field("id", &self.id)
             .field("timeout", &self.timeout)
-            .field("answered", &self.answered)
+            .field("answered", &self.answered.len())
             .finish_non_exhaustive()
     }
 }
@@ -207,7 +217,8 @@ impl TaskHandle {
             timeout,
             created: None,
             poll_interval_ms: None,
-            answered: BTreeSet::new(),
+            answered: HashSet::new(),
+            hasher: RandomState::new(),
         }
     }
 
@@ -332,13 +343,6 @@ impl TaskHandle {
             if task.task.poll_interval_ms.is_some() {
                 self.poll_interval_ms = task.task.poll_interval_ms;
             }
-            // Spec extensions/tasks: a key is listed until the server has
-            // taken its answer, and keys are unique within the task, so
-            // one no longer listed is never asked again: only the listed
-            // ones are kept, and a server that asks under a new key at
-            // every poll costs no more than its latest question.
-            let listed = task.input_requests.as_ref();
-            (self.answered).retain(|key| listed.is_some_and(|asked| asked.contains_key(key)));
             match task.task.status {
                 TaskStatus::Completed => {
                     return Ok(Ending::Completed(task.result.unwrap_or_default()));
@@ -359,7 +363,7 @@ impl TaskHandle {
                         .input_requests
                         .into_iter()
                         .flatten()
-                        .filter(|(key, _)| !self.answered.contains(key))
+                        .filter(|(key, _)| !self.answered.contains(&self.hasher.hash_one(key)))
                         .collect();
                     if !asked.is_empty() {
                         let started = Instant::now();
@@ -418,7 +422,7 @@ impl TaskHandle {
     /// Sends `tasks/update` with these answers and waits for the
     /// acknowledgement; their keys count as answered from now on.
     fn send_update(&mut self, responses: InputResponses, deadline: Instant) -> Result<(), Error> {
-        self.answered.extend(responses.keys().cloned());
+        (self.answered).extend(responses.keys().map(|key| self.hasher.hash_one(key)));
         let params = json!({ "taskId": self.id, "inputResponses": responses });
         self.request(method::TASKS_UPDATE, params, deadline)
             .map(drop)

@@ -294,7 +294,14 @@ impl Link {
         if method == method::NOTIFICATION_CANCELLED {
             return self.tear_down(&value);
         }
-        if let Some(sub_id) = subscription_id(&value) {
+        // A legacy server tags nothing (2025-11-25 has no subscription
+        // ids): its subscriptions are the client's own, under ids that
+        // never went on the wire, and a tag that names one (a guess at the
+        // client's numbering) must not reach it past its filter, nor
+        // acknowledge it. Its notifications are all taken untagged.
+        if !self.is_legacy()
+            && let Some(sub_id) = subscription_id(&value)
+        {
             return self.deliver_tagged(method, sub_id, value, bytes, notes);
         }
         #[cfg(feature = "legacy")]

@@ -231,3 +231,44 @@ fn a_client_of_many_callers_gives_a_log_message_to_no_request() {
         notes.lock().unwrap()
     );
 }
+
+/// Review fixes15a: a legacy subscription's id is the client's own and
+/// never goes on the wire (`legacy_listen`), and a legacy server tags
+/// nothing with a subscription id (2025-11-25 has none): its changes come
+/// untagged and are filtered (`deliver_untagged`). A notification a
+/// legacy server tags with that id (a guess at the client's numbering,
+/// 1, 2, 3, ...) reaches no subscription: not a change the subscription
+/// did not ask for, nor an acknowledgment that would read as
+/// `Resubscribed` and widen what it accepted.
+#[test]
+fn a_legacy_servers_notification_tagged_with_a_subscriptions_id_reaches_no_subscription() {
+    use crate::client::link::{SubscriptionDelivery, SubscriptionSink};
+    use crate::types::SubscriptionFilter;
+    let options = ClientBuilder::default().trace(|_| {});
+    let (link, mut server, written) = over_pipes(&options);
+    link.answer_server_requests(InputHandlers::default());
+    let (sink, events) = SubscriptionSink::channel();
+    let filter = SubscriptionFilter {
+        resource_subscriptions: Some(vec!["a://1".into()]),
+        ..SubscriptionFilter::default()
+    };
+    let id = link.next_id();
+    link.adopt_legacy_subscription(&id, filter, sink);
+    let mut say = |line: String| writeln!(server, "{line}").unwrap();
+    let tag = format!(r#""_meta":{{"io.modelcontextprotocol/subscriptionId":{id}}}"#);
+    say(format!(
+        r#"{{"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged","params":{{"notifications":{{"toolsListChanged":true}},{tag}}}}}"#
+    ));
+    say(format!(
+        r#"{{"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":{{{tag}}}}}"#
+    ));
+    say(format!(
+        r#"{{"jsonrpc":"2.0","method":"notifications/resources/updated","params":{{"uri":"b://not-asked",{tag}}}}}"#
+    ));
+    say(r#"{"jsonrpc":"2.0","id":"after","method":"ping"}"#.into());
+    // The ping's answer: every line before it was routed.
+    let pong = written.recv_timeout(WAIT).unwrap();
+    assert_eq!(pong["id"], "after", "{pong}");
+    let got: Vec<SubscriptionDelivery> = events.try_iter().collect();
+    assert!(got.is_empty(), "the legacy subscription got {got:?}");
+}

@@ -15,12 +15,12 @@ fn a_huge_timeout_still_makes_a_deadline() {
 
 /// Review client15: a task that asks for input under a new key at every
 /// poll (keys are the server's, each up to the line limit long) leaves the
-/// handle holding only the keys still outstanding, not every key it ever
-/// answered: the server, which takes an answer and then lists its key no
-/// more (spec extensions/tasks), cannot make the client's memory grow for
-/// as long as the wait lasts.
+/// handle holding a hash of each key it answered (8 bytes), not the key:
+/// the server cannot make the client's memory grow by a line a poll for
+/// as long as the wait lasts. (Review fixes15a: not by forgetting the keys
+/// no longer listed, which a lagging poll may list again.)
 #[test]
-fn the_keys_a_task_no_longer_lists_are_not_kept() {
+fn the_keys_a_task_answered_are_kept_as_hashes() {
     use std::io::{BufRead, Write};
     let (ours, theirs) = crate::transport::Transport::memory();
     let (mut reader, mut writer) = theirs.into_parts();
@@ -83,9 +83,99 @@ fn the_keys_a_task_no_longer_lists_are_not_kept() {
         ending.err()
     );
     server.join().unwrap();
+    // A `u64` each, however long the key.
+    let _: &std::collections::HashSet<u64> = &handle.answered;
+    assert_eq!(handle.answered.len(), ROUNDS);
+}
+
+/// Review fixes15a: spec extensions/tasks, "Task Update Requests": the
+/// acknowledgment of `tasks/update` is eventually consistent, keys are
+/// unique over the task's lifetime, and clients SHOULD track the keys
+/// they answered so as not to respond to a request more than once. A
+/// server whose polls are served by replicas that lag (one answers
+/// `working` once it took the answer, a later one still lists the key)
+/// shows the same request again: the user must not be asked it twice.
+#[test]
+fn a_key_answered_before_is_not_answered_again_when_a_lagging_poll_lists_it_again() {
+    use std::io::{BufRead, Write};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let (ours, theirs) = crate::transport::Transport::memory();
+    let (mut reader, mut writer) = theirs.into_parts();
+    let server = std::thread::spawn(move || {
+        let mut recv = || {
+            let mut line = String::new();
+            reader.read_line(&mut line).unwrap();
+            serde_json::from_str::<Value>(&line).unwrap()
+        };
+        let mut send = |msg: Value| {
+            writeln!(writer, "{msg}").unwrap();
+            writer.flush().unwrap();
+        };
+        let probe = recv();
+        send(json!({ "jsonrpc": "2.0", "id": probe["id"], "result": {
+            "resultType": "complete",
+            "supportedVersions": ["2026-07-28"],
+            "capabilities": { "extensions": { "io.modelcontextprotocol/tasks": {} } }
+        }}));
+        let task = |status: &str| {
+            json!({
+                "taskId": "t", "status": status, "createdAt": "2026-01-01T00:00:00Z",
+                "lastUpdatedAt": "2026-01-01T00:00:00Z", "ttlMs": null, "pollIntervalMs": 0
+            })
+        };
+        let mut polls = 0;
+        loop {
+            let msg = recv();
+            let id = msg["id"].clone();
+            let result = match msg["method"].as_str().unwrap() {
+                "tasks/get" => {
+                    polls += 1;
+                    match polls {
+                        // Asked, then (its answer taken) working, then a
+                        // lagging replica's snapshot of the first poll.
+                        1 | 3 => {
+                            let mut asking = task("input_required");
+                            asking["inputRequests"] =
+                                json!({ "roots": { "method": "roots/list" } });
+                            asking
+                        }
+                        2 => task("working"),
+                        _ => {
+                            let mut done = task("completed");
+                            done["result"] = json!({ "content": [] });
+                            send(json!({ "jsonrpc": "2.0", "id": id, "result": done }));
+                            return;
+                        }
+                    }
+                }
+                _ => json!({}),
+            };
+            send(json!({ "jsonrpc": "2.0", "id": id, "result": result }));
+        }
+    });
+    let asked = Arc::new(AtomicUsize::new(0));
+    let counted = Arc::clone(&asked);
+    let client = crate::client::ClientBuilder::default()
+        .trace(|_| {})
+        .tasks(true)
+        .on_roots(move || {
+            counted.fetch_add(1, Ordering::SeqCst);
+            Ok(crate::types::ListRootsResult::default())
+        })
+        .connect(ours)
+        .unwrap();
+    let mut handle = client.task("t");
+    let mut deadline = deadline_after(Duration::from_secs(30));
+    let ending = handle.follow(&mut deadline);
     assert!(
-        handle.answered.len() <= 1,
-        "the handle keeps {} answered keys of {ROUNDS}",
-        handle.answered.len()
+        matches!(ending, Ok(Ending::Completed(_))),
+        "{:?}",
+        ending.err()
+    );
+    server.join().unwrap();
+    assert_eq!(
+        asked.load(Ordering::SeqCst),
+        1,
+        "the roots handler ran for each time the key was listed"
     );
 }

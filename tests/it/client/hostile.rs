@@ -301,3 +301,40 @@ fn dropping_the_client_ends_a_wait_on_another_thread() {
     assert!(waited < Duration::from_secs(10), "waited {waited:?}");
     peer.join().unwrap();
 }
+
+/// Claim found false (review fixes15a, kept as a guard): the list
+/// iterators keep a keyed hash of each cursor they followed, to tell a
+/// cycle. A server that names the same cursor text in two listings (a
+/// stateless cursor, `"page2"` each time) makes no cycle: each listing is
+/// an iterator of its own, and both reach their end.
+#[test]
+fn the_same_cursor_in_two_listings_is_no_cycle() {
+    let (client, _notes, peer) = connected(|mut server| {
+        for _ in 0..2 {
+            for page in ["first", "second"] {
+                let list = server.recv();
+                assert_eq!(list["method"], "tools/list", "{list}");
+                let tool = json!({ "name": page, "inputSchema": { "type": "object" } });
+                let mut result = json!({ "tools": [tool] });
+                if page == "first" {
+                    result["nextCursor"] = json!("page2");
+                } else {
+                    assert_eq!(list["params"]["cursor"], "page2", "{list}");
+                }
+                server.send(json!({ "jsonrpc": "2.0", "id": list["id"], "result": result }));
+            }
+        }
+        let _ = server.recv_raw();
+    });
+    for listing in 0..2 {
+        let names: Result<Vec<String>, Error> =
+            client.tools().map(|tool| tool.map(|t| t.name)).collect();
+        assert_eq!(
+            names.as_deref().map_err(ToString::to_string),
+            Ok(&["first".to_owned(), "second".to_owned()][..]),
+            "listing {listing}"
+        );
+    }
+    client.close().unwrap();
+    peer.join().unwrap();
+}
