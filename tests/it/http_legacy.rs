@@ -1213,6 +1213,11 @@ fn legacy_requests_whose_clients_went_away_leave_room_for_new_clients() {
 /// cost a quadratic amount of the server's CPU. On main, in a debug
 /// build, the subscribes 5,001 to 6,000 of one session took 8 times as
 /// long as its first 1,000 (5.0 s against 0.62 s; 9,000 took 40 s).
+///
+/// Each batch's cost is its quickest subscribe, not its sum: what the
+/// server must do for one is in every one of them, and a loaded machine
+/// only adds to some (summed, a batch that met a busier moment than the
+/// other failed the test with the server as it should be).
 #[test]
 fn a_sessions_subscribes_cost_the_same_however_many_it_has() {
     use std::io::BufRead;
@@ -1254,17 +1259,22 @@ fn a_sessions_subscribes_cost_the_same_however_many_it_has() {
         reader.read_exact(&mut answer).unwrap();
         assert!(status.contains("200"), "{status}");
     };
-    let timed = |from: usize, subscribe: &mut dyn FnMut(usize)| {
-        let started = std::time::Instant::now();
-        (from..from + 1000).for_each(&mut *subscribe);
-        started.elapsed()
+    let quickest = |from: usize, subscribe: &mut dyn FnMut(usize)| {
+        (from..from + 1000)
+            .map(|i| {
+                let started = std::time::Instant::now();
+                subscribe(i);
+                started.elapsed()
+            })
+            .min()
+            .unwrap()
     };
-    let first = timed(0, &mut subscribe);
+    let first = quickest(0, &mut subscribe);
     (1000..5000).for_each(&mut subscribe);
-    let last = timed(5000, &mut subscribe);
+    let last = quickest(5000, &mut subscribe);
     assert!(
         last < 3 * first,
-        "subscribes 5,001 to 6,000 took {last:?}, the first 1,000 {first:?}"
+        "the quickest of subscribes 5,001 to 6,000 took {last:?}, of the first 1,000 {first:?}"
     );
 }
 

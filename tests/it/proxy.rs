@@ -2111,11 +2111,20 @@ fn settled(count: &AtomicUsize, settle: Duration) -> usize {
     }
 }
 
+/// The page cap of the proxy's client in the tests of lists whose pages
+/// never end (`ClientBuilder::max_pages`; 1,000 by default): a listing
+/// fails at the cap all the same, in 50 pages rather than 1,000 (2.5 s
+/// of a debug build alone, 22 s on a loaded machine, each test). A
+/// listing tried again costs another 50: what they count stays apart
+/// from one listing.
+const PAGE_CAP: usize = 50;
+
 /// How many `tools/list` pages the proxy asks of a server behind for one
 /// change of its tools, once no more come, when every page the server
 /// answers names a next one: `cursor(n)` on its `n`th page. (The server
 /// behind is asked for its first page each time: the relay takes the
-/// cursor out of the request, and puts one in the answer.)
+/// cursor out of the request, and puts one in the answer.) The proxy's
+/// client stops a listing at [`PAGE_CAP`] pages.
 fn pages_asked_for_one_change(cursor: fn(usize) -> String) -> usize {
     use std::io::{BufRead, Write};
     let behind = Server::builder("paging", "1").enable_tools().build();
@@ -2161,7 +2170,8 @@ fn pages_asked_for_one_change(cursor: fn(usize) -> String) -> usize {
             line.clear();
         }
     });
-    let proxy = mcp_stdio::proxy::serve_as(Client::connect(ours).unwrap()).unwrap();
+    let client = Client::builder().max_pages(PAGE_CAP).connect(ours).unwrap();
+    let proxy = mcp_stdio::proxy::serve_as(client).unwrap();
     // The listings of the proxy's start are over.
     let before = settled(&pages, Duration::from_millis(300));
     endless.store(true, Ordering::SeqCst);
@@ -2179,15 +2189,15 @@ fn pages_asked_for_one_change(cursor: fn(usize) -> String) -> usize {
 
 /// Claim (review proxy14): a server behind whose tools never end (a new
 /// `nextCursor` on every page) fails each listing at the client's page
-/// cap (1,000 pages, `Error::Protocol`), and `follow_list_changes` tries
-/// that listing again five times: 6,000 page requests for one change,
-/// none of which could pass. A listing that cannot pass is not retried
-/// until the next change.
+/// cap (1,000 pages by default, `Error::Protocol`; [`PAGE_CAP`] here),
+/// and `follow_list_changes` tries that listing again five times: 6,000
+/// page requests for one change, none of which could pass. A listing
+/// that cannot pass is not retried until the next change.
 #[test]
 fn a_list_behind_whose_pages_never_end_costs_one_listing_per_change() {
     let pages = pages_asked_for_one_change(|n| format!("page-{n}"));
     assert!(
-        pages <= 1_000,
+        pages <= PAGE_CAP,
         "{pages} tools/list pages asked behind the proxy for one change"
     );
 }
@@ -2350,10 +2360,10 @@ fn a_listen_behind_that_overflows_again_and_again_is_noted_at_most_ten_times_a_s
 /// Claim (review proxy14c): `lists::mirror_each` stops at the first list
 /// that fails. A `tools/list` behind whose pages never end fails at the
 /// client's page cap (`Error::Protocol`, which `may_pass` keeps for the
-/// next change), and the tools stay to be listed: on every later change
-/// they are listed first, fail again, and the list that did change (the
-/// prompts here) is never mirrored. One list's failure must cost only
-/// that list.
+/// next change; [`PAGE_CAP`] pages here), and the tools stay to be
+/// listed: on every later change they are listed first, fail again, and
+/// the list that did change (the prompts here) is never mirrored. One
+/// list's failure must cost only that list.
 #[test]
 fn a_list_behind_whose_pages_never_end_holds_up_no_other_list() {
     let behind = Server::builder("paging", "1")
@@ -2393,7 +2403,10 @@ fn a_list_behind_whose_pages_never_end_holds_up_no_other_list() {
             line
         },
     );
-    let proxy = mcp_stdio::proxy::serve_as(Client::connect(transport).unwrap()).unwrap();
+    let client = (Client::builder().max_pages(PAGE_CAP))
+        .connect(transport)
+        .unwrap();
+    let proxy = mcp_stdio::proxy::serve_as(client).unwrap();
     let (ours, theirs) = Transport::memory();
     let serving = proxy.clone();
     thread::spawn(move || serving.serve(theirs));
@@ -2424,7 +2437,8 @@ fn a_list_behind_whose_pages_never_end_holds_up_no_other_list() {
     }
     // The prompts' change listed the prompts only: the tools, stuck, wait
     // for a change of theirs (before, any change listed them again, and
-    // under load the prompt waited behind another 1,000 pages).
+    // under load the prompt waited behind another 1,000 pages: another
+    // PAGE_CAP here).
     let more = settled(&pages, Duration::from_millis(300)) - stuck;
     assert!(
         more < 10,

@@ -523,6 +523,13 @@ fn a_steady_reader_on_a_unix_socket_is_not_let_go_while_events_are_published() {
 /// had not run by the end of the grace period (a loaded machine: the
 /// backlog holds the last ones back), with `-32603`: a CI run read half
 /// of it that way.
+///
+/// The client reads on a clock (a read every 100 ms from its start),
+/// not 100 ms after each read: on a loaded machine every sleep and read
+/// comes late, and a client that sleeps after each read falls below
+/// 40 KiB/s, towards the 16 KiB per write timeout it may not fall
+/// under. A read that comes late is followed by the next at once, one
+/// at most (never more than 4 KiB ahead of the clock).
 #[test]
 fn a_steady_reader_on_a_pipe_gets_every_reply_with_a_short_write_timeout() {
     use std::io::Read as _;
@@ -532,13 +539,21 @@ fn a_steady_reader_on_a_pipe_gets_every_reply_with_a_short_write_timeout() {
         let read = Arc::clone(&read);
         std::thread::spawn(move || {
             let mut buf = vec![0; 4096];
+            let tick = Duration::from_millis(100);
+            let mut next = Instant::now();
             loop {
                 let n = from_server.read(&mut buf).unwrap_or(0);
                 if n == 0 {
                     return;
                 }
                 read.lock().unwrap().extend_from_slice(&buf[..n]);
-                std::thread::sleep(Duration::from_millis(100));
+                next += tick;
+                let now = Instant::now();
+                if next > now {
+                    std::thread::sleep(next - now);
+                } else if now - next > tick {
+                    next = now - tick;
+                }
             }
         })
     };

@@ -252,6 +252,13 @@ fn a_late_error_a_garbled_late_reply_and_a_repeated_one_send_nothing() {
 /// would hang and no reply would be read again (a deadlock with a
 /// server that writes before it reads). Found false: the send queues,
 /// and past 16 MiB refuses, never blocks.
+///
+/// A reader that blocks stops for good at the second late reply (the
+/// first request's 64 KiB fill the pipe); a slow one (each late reply
+/// encodes 64 KiB, about 1 s of CPU in all for the 400 in a debug build)
+/// goes on. So the bound is on a stall, 10 s with no late reply run, not
+/// on the 400 together (which took over 10 s with eight busy loops
+/// beside it).
 #[cfg(feature = "server")]
 #[test]
 fn late_replies_from_a_server_that_does_not_read_never_block_the_reader() {
@@ -270,12 +277,17 @@ fn late_replies_from_a_server_that_does_not_read_never_block_the_reader() {
     .unwrap();
     let big = "x".repeat(64 * 1024);
     let mut ids = Vec::new();
+    // The late replies the reader ran.
+    let ran = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     for _ in 0..400 {
-        let big = big.clone();
+        let (big, ran) = (big.clone(), Arc::clone(&ran));
         let call = registered(&link, RequestOptions::new(), Duration::from_secs(60));
         ids.push(call.id().clone());
-        call.on_late_reply(move |_| Some(("tasks/cancel", serde_json::json!({ "pad": big }))))
-            .detach();
+        call.on_late_reply(move |_| {
+            ran.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            Some(("tasks/cancel", serde_json::json!({ "pad": big })))
+        })
+        .detach();
     }
     let next = registered(&link, RequestOptions::new(), Duration::from_secs(60));
     let next_id = next.id().clone();
@@ -286,6 +298,22 @@ fn late_replies_from_a_server_that_does_not_read_never_block_the_reader() {
         }
         server_writes
     });
+    let mut last = (0, Instant::now());
+    loop {
+        let now = ran.load(std::sync::atomic::Ordering::SeqCst);
+        if now == 400 {
+            break;
+        }
+        if now > last.0 {
+            last = (now, Instant::now());
+        }
+        assert!(
+            last.1.elapsed() < Duration::from_secs(10),
+            "the reader hung after {now} late replies"
+        );
+        thread::sleep(Duration::from_millis(10));
+    }
+    // The last reply is the next line the reader reads.
     let answered = next.wait_timeout(Duration::from_secs(10));
     assert!(answered.is_ok(), "the reader hung: {answered:?}");
     drop(writer.join().unwrap());
