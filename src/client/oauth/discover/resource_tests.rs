@@ -229,3 +229,39 @@ fn a_resource_of_another_origin_is_refused() {
         }
     }
 }
+
+/// Review review-fixes15c. A server that publishes one document, its
+/// origin as the `resource`, at every protected resource well-known URI
+/// (a catch-all route, or "the same document at both" for older
+/// clients) and names none in its challenge: the path-inserted document
+/// is refused (it names more than the server, and is not the origin's
+/// own well-known URI), and the root one, which is the origin's own and
+/// would be taken, is then asked. On left15 the refusal ended the
+/// discovery ("is for 'http://127.0.0.1:PORT', not for ...: refused"),
+/// where main took the origin from the first document.
+#[test]
+fn a_refused_path_inserted_document_leaves_the_root_one_to_be_asked() {
+    let documents = Documents::serve(|origin, path| {
+        path.starts_with(WELL_KNOWN).then(|| {
+            serde_json::json!({
+                "resource": origin,
+                "authorization_servers": ["https://as.example"],
+            })
+            .to_string()
+        })
+    });
+    let o = &documents.origin;
+    let server = Url::parse(&format!("{o}/mcp")).unwrap();
+    let found = resource_metadata(&Trust::default(), &server, &Challenge::default());
+    assert_eq!(found.map(|m| m.resource), Ok(o.clone()));
+    // Where the root document is not the origin's (another prefix, or
+    // none), the refusal is what the discovery ends with.
+    let refusal = discover(
+        "{o}/mcp/x",
+        "/.well-known/oauth-protected-resource/mcp/x",
+        "{o}/mcp",
+        false,
+    )
+    .unwrap_err();
+    assert!(refusal.contains("RFC 9728 section 3.3"), "{refusal}");
+}
