@@ -241,7 +241,7 @@ fn names_server(resource: &str, server: &Url, document: &Url) -> bool {
 /// end or not) and query, if the resource has one (a server reached with
 /// a query, a key or a tenant, names its endpoint without it: RFC 8707
 /// section 2, a resource SHOULD NOT have one).
-fn identical(resource: &str, server: &Url) -> bool {
+pub(crate) fn identical(resource: &str, server: &Url) -> bool {
     let Ok(resource) = Url::parse(resource) else {
         return false;
     };
@@ -251,11 +251,12 @@ fn identical(resource: &str, server: &Url) -> bool {
         && (resource.query.is_none() || resource.query == server.query)
 }
 
-/// Whether `resource` (a kept token's, or a metadata document's) covers
-/// the server at `server`: the same scheme, host and port, and a path
-/// that is the server's or a segment-wise prefix of it (a resource at the
+/// Whether `resource` (a metadata document's) covers the server at
+/// `server`: the same scheme, host and port, no query, and a path that
+/// is the server's or a segment-wise prefix of it (a resource at the
 /// root covers the server's endpoints beneath it). A document's is taken
-/// only as [`names_server`] says.
+/// only as [`names_server`] says; a kept token's when this or
+/// [`identical`] says (the resources the discovery takes).
 pub(crate) fn resource_matches(resource: &str, server: &Url) -> bool {
     let Ok(resource) = Url::parse(resource) else {
         return false;
