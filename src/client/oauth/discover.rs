@@ -138,7 +138,11 @@ pub(crate) struct ServerMetadata {
 /// well-known URIs (spec: "MUST fall back to constructing and requesting
 /// the well-known URIs in the order listed": the endpoint's path
 /// inserted, then the root). Its `resource` must name this server
-/// (`resource_matches`), or it is refused.
+/// ([`names_server`]), or it is refused: a document the challenge named
+/// ends the discovery so; one at the path-inserted well-known URI leaves
+/// the root one to be asked (a server that publishes its origin at both,
+/// which only the root's own document may name), and the refusal is the
+/// error when that one is no better.
 pub(crate) fn resource_metadata(
     trust: &Trust,
     server: &Url,
@@ -165,6 +169,7 @@ pub(crate) fn resource_metadata(
         }
     };
     let mut tried = Vec::new();
+    let mut refused = None;
     for url in candidates {
         require_secure(&url, server, "the protected resource metadata")?;
         let answer = fetch(trust, "GET", &url, &accept_json(), b"")?;
@@ -183,10 +188,18 @@ pub(crate) fn resource_metadata(
             }
         };
         if !names_server(&metadata.resource, server, &url) {
-            return Err(format!(
+            let refusal = format!(
                 "the protected resource metadata at {url} is for '{}', not for {server}: refused (RFC 9728 section 3.3)",
                 metadata.resource
-            ));
+            );
+            // Not used (section 3.3), as an error answer is not: the next
+            // well-known URI is asked, whose document names its own
+            // resource. The one a challenge named is the one to use.
+            if challenge.resource_metadata.is_some() {
+                return Err(refusal);
+            }
+            refused.get_or_insert(refusal);
+            continue;
         }
         if metadata.authorization_servers.is_empty() {
             return Err(format!(
@@ -194,6 +207,9 @@ pub(crate) fn resource_metadata(
             ));
         }
         return Ok(metadata);
+    }
+    if let Some(refusal) = refused {
+        return Err(refusal);
     }
     Err(format!(
         "the server asked for authorization, and no usable protected resource metadata was found (tried {})",
