@@ -227,9 +227,10 @@ pub(crate) fn resource_metadata(
 /// than the server is taken only from whoever serves that resource's
 /// well-known URI (for the origin, the root one: the spec's second
 /// well-known URI, and the conformance suite's auth/metadata-var2), never
-/// from the server's own path-inserted document nor from one its
-/// challenge names (section 3.3's second rule: identical to the URL of
-/// the request). The TypeScript SDK takes any prefix from anywhere: a
+/// from the server's own path-inserted document nor from another one
+/// its challenge names (section 3.3's second rule: identical to the URL
+/// of the request; a challenge that names the resource's own well-known
+/// URI is taken at its word). The TypeScript SDK takes any prefix from anywhere: a
 /// server at `https://host/tenant-a/mcp` could then have the client ask
 /// for a token for all of `https://host` (the resource indicator sent is
 /// this `resource`) and use it at its neighbours. A stricter client (the
