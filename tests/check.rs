@@ -307,6 +307,10 @@ fn main() {
             http_answers::an_http_check_judges_a_malformed_answer_as_the_session_does,
         ),
         (
+            "an_http_check_judges_a_malformed_answer_in_an_event_stream_too",
+            http_answers::an_http_check_judges_a_malformed_answer_in_an_event_stream_too,
+        ),
+        (
             "review_an_unreadable_error_where_a_result_is_due_fails",
             review_an_unreadable_error_where_a_result_is_due_fails,
         ),

@@ -61,6 +61,8 @@ fn answer(stream: std::net::TcpStream, unknown: Unknown) {
     };
     let kind = if text.is_empty() {
         ""
+    } else if text.starts_with("event:") {
+        "Content-Type: text/event-stream\r\n"
     } else {
         "Content-Type: application/json\r\n"
     };
@@ -126,5 +128,36 @@ pub fn an_http_check_judges_a_malformed_answer_as_the_session_does() -> Result<(
     match wrong.is_empty() {
         true => Ok(()),
         false => Err(wrong.join("; ")),
+    }
+}
+
+/// Review review-fixes15c. Claim: an answer in an event stream (a
+/// `text/event-stream` 404, its one event the answer) is not judged:
+/// `error` twice passes as "404 and -32601". False: the event that ends
+/// the stream is judged as a JSON body is (`http_link::exchange`).
+pub fn an_http_check_judges_a_malformed_answer_in_an_event_stream_too() -> Result<(), String> {
+    let url = modern_http_server(|id| {
+        format!(
+            "event: message\ndata: {{\"jsonrpc\":\"2.0\",\"id\":{id},\"error\":{{\"code\":-32000,\"message\":\"x\"}},\"error\":{{\"code\":-32601,\"message\":\"Method not found\"}}}}\n\n"
+        )
+    })?;
+    let run = check(
+        &[
+            "--format",
+            "json",
+            "--wait",
+            "2",
+            "--only",
+            "http.unknown-method-404",
+            "--url",
+            &url,
+        ],
+        None,
+    );
+    let checked = outcome(&run, "http.unknown-method-404")?;
+    let reason = checked["reason"].as_str().unwrap_or_default();
+    match checked["status"] == "fail" && reason.contains("malformed") {
+        true => Ok(()),
+        false => Err(format!("{} ({reason})", checked["status"])),
     }
 }

@@ -922,6 +922,10 @@ const CHECKS: &[(&str, Check)] = &[
         proxy_listing::a_server_that_dies_during_every_listing_is_restarted_as_the_policy_says,
     ),
     (
+        "without_a_restart_policy_a_death_during_the_first_listing_is_serve_as_error",
+        proxy_listing::without_a_restart_policy_a_death_during_the_first_listing_is_serve_as_error,
+    ),
+    (
         "a_task_behind_a_restarted_server_fails_and_its_id_never_reaches_the_new_one",
         proxy_restarts::a_task_behind_a_restarted_server_fails_and_its_id_never_reaches_the_new_one,
     ),

@@ -168,3 +168,33 @@ pub fn a_server_that_dies_during_every_listing_is_restarted_as_the_policy_says()
     );
     Ok(String::new())
 }
+
+/// Review review-fixes15c. Claim: without a restart policy, a server
+/// that dies during the first listing (after the listen's
+/// acknowledgment) holds `serve_as` (it waits for a `Resubscribed` no
+/// restart sends), or returns `Ok` with nothing mirrored. False:
+/// `serve_as` returns the listing's error at once, and the server is
+/// started once.
+pub fn without_a_restart_policy_a_death_during_the_first_listing_is_serve_as_error()
+-> Result<String, String> {
+    let wire = Wire::new("proxy-listing-norestart");
+    let command = server_command("exits-at-every-listing", Some(&wire));
+    let client = Arc::new(
+        builder()
+            .trace(|_| {})
+            .spawn(command)
+            .map_err(|e| format!("connecting failed: {e}"))?,
+    );
+    let started = Instant::now();
+    let proxy = mcp_stdio::proxy::serve_as(Arc::clone(&client));
+    let took = started.elapsed();
+    let starts = events(&wire, "started");
+    let _ = client.close_shared();
+    ensure!(
+        proxy.is_err(),
+        "serve_as returned Ok without a restart policy ({starts} starts)"
+    );
+    ensure!(took < WAIT, "serve_as took {took:?}");
+    ensure!(starts == 1, "{starts} starts, want 1");
+    Ok(String::new())
+}

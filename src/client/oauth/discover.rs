@@ -138,7 +138,11 @@ pub(crate) struct ServerMetadata {
 /// well-known URIs (spec: "MUST fall back to constructing and requesting
 /// the well-known URIs in the order listed": the endpoint's path
 /// inserted, then the root). Its `resource` must name this server
-/// (`resource_matches`), or it is refused.
+/// ([`names_server`]), or it is refused: a document the challenge named
+/// ends the discovery so; one at the path-inserted well-known URI leaves
+/// the root one to be asked (a server that publishes its origin at both,
+/// which only the root's own document may name), and the refusal is the
+/// error when that one is no better.
 pub(crate) fn resource_metadata(
     trust: &Trust,
     server: &Url,
@@ -165,6 +169,7 @@ pub(crate) fn resource_metadata(
         }
     };
     let mut tried = Vec::new();
+    let mut refused = None;
     for url in candidates {
         require_secure(&url, server, "the protected resource metadata")?;
         let answer = fetch(trust, "GET", &url, &accept_json(), b"")?;
@@ -183,10 +188,18 @@ pub(crate) fn resource_metadata(
             }
         };
         if !names_server(&metadata.resource, server, &url) {
-            return Err(format!(
+            let refusal = format!(
                 "the protected resource metadata at {url} is for '{}', not for {server}: refused (RFC 9728 section 3.3)",
                 metadata.resource
-            ));
+            );
+            // Not used (section 3.3), as an error answer is not: the next
+            // well-known URI is asked, whose document names its own
+            // resource. The one a challenge named is the one to use.
+            if challenge.resource_metadata.is_some() {
+                return Err(refusal);
+            }
+            refused.get_or_insert(refusal);
+            continue;
         }
         if metadata.authorization_servers.is_empty() {
             return Err(format!(
@@ -194,6 +207,9 @@ pub(crate) fn resource_metadata(
             ));
         }
         return Ok(metadata);
+    }
+    if let Some(refusal) = refused {
+        return Err(refusal);
     }
     Err(format!(
         "the server asked for authorization, and no usable protected resource metadata was found (tried {})",
@@ -211,9 +227,10 @@ pub(crate) fn resource_metadata(
 /// than the server is taken only from whoever serves that resource's
 /// well-known URI (for the origin, the root one: the spec's second
 /// well-known URI, and the conformance suite's auth/metadata-var2), never
-/// from the server's own path-inserted document nor from one its
-/// challenge names (section 3.3's second rule: identical to the URL of
-/// the request). The TypeScript SDK takes any prefix from anywhere: a
+/// from the server's own path-inserted document nor from another one
+/// its challenge names (section 3.3's second rule: identical to the URL
+/// of the request; a challenge that names the resource's own well-known
+/// URI is taken at its word). The TypeScript SDK takes any prefix from anywhere: a
 /// server at `https://host/tenant-a/mcp` could then have the client ask
 /// for a token for all of `https://host` (the resource indicator sent is
 /// this `resource`) and use it at its neighbours. A stricter client (the
@@ -241,7 +258,7 @@ fn names_server(resource: &str, server: &Url, document: &Url) -> bool {
 /// end or not) and query, if the resource has one (a server reached with
 /// a query, a key or a tenant, names its endpoint without it: RFC 8707
 /// section 2, a resource SHOULD NOT have one).
-fn identical(resource: &str, server: &Url) -> bool {
+pub(crate) fn identical(resource: &str, server: &Url) -> bool {
     let Ok(resource) = Url::parse(resource) else {
         return false;
     };
@@ -251,11 +268,12 @@ fn identical(resource: &str, server: &Url) -> bool {
         && (resource.query.is_none() || resource.query == server.query)
 }
 
-/// Whether `resource` (a kept token's, or a metadata document's) covers
-/// the server at `server`: the same scheme, host and port, and a path
-/// that is the server's or a segment-wise prefix of it (a resource at the
+/// Whether `resource` (a metadata document's) covers the server at
+/// `server`: the same scheme, host and port, no query, and a path that
+/// is the server's or a segment-wise prefix of it (a resource at the
 /// root covers the server's endpoints beneath it). A document's is taken
-/// only as [`names_server`] says.
+/// only as [`names_server`] says; a kept token's when this or
+/// [`identical`] says (the resources the discovery takes).
 pub(crate) fn resource_matches(resource: &str, server: &Url) -> bool {
     let Ok(resource) = Url::parse(resource) else {
         return false;

@@ -92,9 +92,15 @@ impl Authorizer {
         // before such servers were refused, or by the application's
         // store) is not sent there either (RFC 6750 section 5.3; the
         // flow obtains none for it, `discover::resource_metadata`).
+        // A token is kept for the `resource` the discovery took
+        // (`names_server`): one identical to the server's URL (with its
+        // query, as the server's), or a segment-wise prefix of it.
         let in_clear = server.scheme != "https" && !server.is_loopback();
-        let kept = (config.store.load())
-            .filter(|t| !in_clear && discover::resource_matches(&t.resource, &server));
+        let kept = (config.store.load()).filter(|t| {
+            !in_clear
+                && (discover::identical(&t.resource, &server)
+                    || discover::resource_matches(&t.resource, &server))
+        });
         Ok(Authorizer {
             config,
             server,

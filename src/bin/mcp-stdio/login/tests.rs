@@ -520,3 +520,27 @@ fn a_token_directory_found_open_to_others_is_made_the_owners() {
     let _ = fs::remove_dir_all(&dir);
     assert_eq!(mode, 0o700, "mode {mode:o}");
 }
+
+/// Review review-fixes15c. Claim: a save that fails after its temporary
+/// was made (the rename refused: a directory where the token file goes)
+/// leaves its temporary behind, one more at every save, till ten minutes
+/// pass. False: a failed write or rename removes its temporary.
+#[test]
+fn a_save_whose_rename_fails_leaves_no_temporary() {
+    let dir = std::env::temp_dir().join(format!("mcp-stdio-login-norename-{}", std::process::id()));
+    let file = dir.join("t.json");
+    fs::create_dir_all(file.join("occupied")).unwrap();
+    let store = FileTokenStore::new(file.clone());
+    for _ in 0..3 {
+        store.save(Some(&Tokens {
+            access_token: "t".into(),
+            ..Tokens::default()
+        }));
+    }
+    let left: Vec<_> = fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    let _ = fs::remove_dir_all(&dir);
+    assert_eq!(left, [std::ffi::OsString::from("t.json")]);
+}

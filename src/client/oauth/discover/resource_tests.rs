@@ -229,3 +229,125 @@ fn a_resource_of_another_origin_is_refused() {
         }
     }
 }
+
+/// Review review-fixes15c. A server that publishes one document, its
+/// origin as the `resource`, at every protected resource well-known URI
+/// (a catch-all route, or "the same document at both" for older
+/// clients) and names none in its challenge: the path-inserted document
+/// is refused (it names more than the server, and is not the origin's
+/// own well-known URI), and the root one, which is the origin's own and
+/// would be taken, is then asked. On left15 the refusal ended the
+/// discovery ("is for 'http://127.0.0.1:PORT', not for ...: refused"),
+/// where main took the origin from the first document.
+#[test]
+fn a_refused_path_inserted_document_leaves_the_root_one_to_be_asked() {
+    let documents = Documents::serve(|origin, path| {
+        path.starts_with(WELL_KNOWN).then(|| {
+            serde_json::json!({
+                "resource": origin,
+                "authorization_servers": ["https://as.example"],
+            })
+            .to_string()
+        })
+    });
+    let o = &documents.origin;
+    let server = Url::parse(&format!("{o}/mcp")).unwrap();
+    let found = resource_metadata(&Trust::default(), &server, &Challenge::default());
+    assert_eq!(found.map(|m| m.resource), Ok(o.clone()));
+    // Where the root document is not the origin's (another prefix, or
+    // none), the refusal is what the discovery ends with.
+    let refusal = discover(
+        "{o}/mcp/x",
+        "/.well-known/oauth-protected-resource/mcp/x",
+        "{o}/mcp",
+        false,
+    )
+    .unwrap_err();
+    assert!(refusal.contains("RFC 9728 section 3.3"), "{refusal}");
+}
+
+/// Review review-fixes15c. Claim: a spelling trick has a document name
+/// more than the server, or another server: a default port written or
+/// not, a percent-encoded or dot-segment path, a prefix with a `/` at
+/// its end short of a segment, a query, a document URL spelled another
+/// way than the resource's own well-known URI. False: the default port
+/// and the case of the scheme and host are the same server; every other
+/// spelling is another resource, refused (a server that spells its own
+/// URL so is refused too: strict, never broader).
+#[test]
+fn spelling_tricks_name_no_more_than_the_server() {
+    let url = |u: &str| Url::parse(u).unwrap();
+    let server = url("https://h.example/a/mcp");
+    let path_inserted = url("https://h.example/.well-known/oauth-protected-resource/a/mcp");
+    let root = url("https://h.example/.well-known/oauth-protected-resource");
+    let of_a = url("https://h.example/.well-known/oauth-protected-resource/a");
+    for resource in [
+        "https://h.example:443/a/mcp",
+        "HTTPS://H.EXAMPLE/a/mcp/",
+        "https://h.example/a/mcp",
+    ] {
+        assert!(
+            names_server(resource, &server, &path_inserted),
+            "{resource}"
+        );
+    }
+    let with_query = url("https://h.example/a/mcp?x=1");
+    assert!(names_server(
+        "https://h.example/a/mcp?x=1",
+        &with_query,
+        &path_inserted
+    ));
+    assert!(!names_server(
+        "https://h.example/a/mcp?x=2",
+        &with_query,
+        &path_inserted
+    ));
+    assert!(names_server("https://h.example:443", &server, &root));
+    assert!(names_server("https://h.example/a/", &server, &of_a));
+    for (resource, document) in [
+        ("https://h.example/a/%6Dcp", &path_inserted),
+        ("https://h.example/a/./mcp", &path_inserted),
+        ("https://h.example/b/../a/mcp", &path_inserted),
+        ("https://h.example:8443/a/mcp", &path_inserted),
+        ("http://h.example/a/mcp", &path_inserted),
+        ("https://user@h.example/a/mcp", &path_inserted),
+        ("https://h.example/a/mcp#f", &path_inserted),
+        ("https://h.example/a/mcp?x=1", &path_inserted),
+        ("https://h.example/a/mc/", &path_inserted),
+        (
+            "https://h.example/%61",
+            &url("https://h.example/.well-known/oauth-protected-resource/%61"),
+        ),
+        ("https://h.example/a", &path_inserted),
+        ("https://h.example/a", &root),
+        ("https://h.example", &path_inserted),
+        ("https://h.example", &of_a),
+        (
+            "https://h.example/a",
+            &url("https://h.example/.well-known/oauth-protected-resource/a/"),
+        ),
+        (
+            "https://h.example/a",
+            &url("https://h.example/.well-known/oauth-protected-resource/a?x"),
+        ),
+        (
+            "https://h.example/a",
+            &url("https://h.example/.well-known/oauth-protected-resource/b/../a"),
+        ),
+        (
+            "https://h.example/a",
+            &url("https://h.example:444/.well-known/oauth-protected-resource/a"),
+        ),
+        (
+            "https://h.example/",
+            &url("https://h.example:444/.well-known/oauth-protected-resource"),
+        ),
+        ("https://h.example./a/mcp", &path_inserted),
+        ("https://xn--h-1ga.example/a/mcp", &path_inserted),
+    ] {
+        assert!(
+            !names_server(resource, &server, document),
+            "{resource} at {document}"
+        );
+    }
+}

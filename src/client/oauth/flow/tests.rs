@@ -89,3 +89,32 @@ fn a_kept_token_is_not_sent_in_clear_text_off_this_machine() {
     assert_eq!(kept("http://127.0.0.1:9/mcp"), bearer);
     assert_eq!(kept("https://192.0.2.1/mcp"), bearer);
 }
+
+/// Review review-fixes15c. A server reached with a query (a tenant, a
+/// key) whose metadata names it with that query (`identical`, taken by
+/// the discovery since left15) has its tokens kept with that `resource`;
+/// the next run must find them. On left15 the kept token's check
+/// (`resource_matches`) refused any resource with a query: the token
+/// obtained was dropped at every start, and `mcp-stdio login` was asked
+/// for again at every command.
+#[test]
+fn a_kept_token_for_a_resource_with_the_servers_query_is_used() {
+    use crate::client::oauth::TokenStore as _;
+    let server = "https://192.0.2.1/mcp?tenant=a";
+    let kept = |resource: &str| {
+        let store = crate::client::oauth::MemoryTokenStore::default();
+        store.save(Some(&Tokens {
+            access_token: "at-SECRET".into(),
+            resource: resource.into(),
+            ..Tokens::default()
+        }));
+        let oauth = OAuth::client_credentials("id", "secret").token_store(store);
+        Authorizer::new(oauth, server, Trust::default())
+            .unwrap()
+            .header()
+    };
+    let bearer = Some(("Authorization".to_owned(), "Bearer at-SECRET".to_owned()));
+    assert_eq!(kept("https://192.0.2.1/mcp"), bearer);
+    assert_eq!(kept("https://192.0.2.1/mcp?tenant=a"), bearer);
+    assert_eq!(kept("https://192.0.2.1/mcp?tenant=b"), None);
+}
