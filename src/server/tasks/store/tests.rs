@@ -282,3 +282,110 @@ fn a_full_store_lets_the_owner_who_holds_the_most_give_its_own_oldest_first() {
     assert!(store.get("b0").unwrap().is_none());
     assert!(store.get("b3").unwrap().is_some());
 }
+
+/// Claim (review-fixes15b): an owner whose tasks are all running counts
+/// them but has nothing to give, so its new task takes another owner's
+/// finished one, though that owner holds fewer: "another's only once it
+/// holds no more than they do" is not so. Now the new task is refused
+/// (its owner's tasks end, and then it gives its own).
+#[test]
+fn an_owner_whose_tasks_all_run_does_not_take_the_place_of_one_who_holds_fewer() {
+    let store = MemoryTaskStore::new(4);
+    let victim = owned_by(stored("v", TaskStatus::Completed, "00", None), "victim");
+    store.create(victim).unwrap();
+    for i in 1..4 {
+        let task = stored(
+            &format!("r{i}"),
+            TaskStatus::Working,
+            &format!("0{i}"),
+            None,
+        );
+        store.create(owned_by(task, "attacker")).unwrap();
+    }
+    let more = owned_by(stored("r4", TaskStatus::Working, "04", None), "attacker");
+    let refused = store.create(more);
+    assert!(
+        store.get("v").unwrap().is_some(),
+        "the victim's only task went for the attacker's fourth running one"
+    );
+    assert!(refused.unwrap_err().message.contains("full"));
+    // Once one of its own has ended, it gives that one.
+    store
+        .update("r1", &mut |t| t.task.task.status = TaskStatus::Completed)
+        .unwrap();
+    let more = owned_by(stored("r5", TaskStatus::Working, "05", None), "attacker");
+    store.create(more).unwrap();
+    assert!(store.get("r1").unwrap().is_none());
+    assert!(store.get("v").unwrap().is_some());
+    // Between owners who hold as much, another's may go: the victim,
+    // with a second task, holds as much as a newcomer of its own.
+}
+
+/// Claim (review-fixes15b): a task that ends with a large result, its
+/// owner holding nothing else finished, makes room by taking the results
+/// of owners who hold fewer bytes than it does: one huge result wipes
+/// out several small owners.
+#[test]
+fn one_huge_result_does_not_push_out_owners_who_hold_fewer_bytes() {
+    let store = MemoryTaskStore::new(100).max_bytes(10_000);
+    for i in 0..4 {
+        let task = finished(&format!("s{i}"), &format!("0{i}"), 2_000);
+        store.create(owned_by(task, &format!("small{i}"))).unwrap();
+    }
+    let big = owned_by(stored("b", TaskStatus::Working, "10", None), "big");
+    store.create(big).unwrap();
+    store
+        .update("b", &mut |t| {
+            let owner = t.owner.clone();
+            *t = finished("b", "11", 4_000);
+            t.owner = owner;
+        })
+        .unwrap();
+    for i in 0..4 {
+        assert!(
+            store.get(&format!("s{i}")).unwrap().is_some(),
+            "s{i}, 2,000 bytes, went for a result of 4,000"
+        );
+    }
+    // Past its budget by that result alone (documented), until the next
+    // change lets it go: its owner holds the most.
+    let other = owned_by(stored("o", TaskStatus::Working, "12", None), "small0");
+    store.create(other).unwrap();
+    store
+        .update("o", &mut |t| t.task.task.status_message = Some("x".into()))
+        .unwrap();
+    assert!(store.get("b").unwrap().is_none());
+    assert!(store.lock().bytes <= 10_000);
+}
+
+/// Measures what a create costs a full store (review-fixes15b: every
+/// create past the count scans and sorts every task held).
+#[test]
+#[ignore = "a measurement: cargo test --release --lib create_in_a_full_store -- --ignored --nocapture"]
+fn create_in_a_full_store_costs() {
+    for (capacity, owners) in [(1024, 1), (1024, 1024), (10_240, 10_240)] {
+        let store = MemoryTaskStore::new(capacity);
+        for i in 0..capacity {
+            let task = stored(
+                &format!("f{i}"),
+                TaskStatus::Completed,
+                &format!("{i:08}"),
+                None,
+            );
+            store
+                .create(owned_by(task, &format!("o{}", i % owners)))
+                .unwrap();
+        }
+        let n = 2_000;
+        let started = std::time::Instant::now();
+        for i in 0..n {
+            let at = format!("{:08}", capacity + i);
+            let task = stored(&format!("n{i}"), TaskStatus::Completed, &at, None);
+            store
+                .create(owned_by(task, &format!("o{}", i % owners)))
+                .unwrap();
+        }
+        let each = started.elapsed() / n as u32;
+        eprintln!("capacity {capacity}, {owners} owners: {each:?} a create");
+    }
+}
