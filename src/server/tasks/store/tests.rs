@@ -317,8 +317,6 @@ fn an_owner_whose_tasks_all_run_does_not_take_the_place_of_one_who_holds_fewer()
     store.create(more).unwrap();
     assert!(store.get("r1").unwrap().is_none());
     assert!(store.get("v").unwrap().is_some());
-    // Between owners who hold as much, another's may go: the victim,
-    // with a second task, holds as much as a newcomer of its own.
 }
 
 /// Claim (review-fixes15b): a task that ends with a large result, its
@@ -359,7 +357,8 @@ fn one_huge_result_does_not_push_out_owners_who_hold_fewer_bytes() {
 }
 
 /// Measures what a create costs a full store (review-fixes15b: every
-/// create past the count scans and sorts every task held).
+/// create past the count scans every task held: 0.5 ms at 1,024 with
+/// a sort of them all, 0.14 ms without, release build, loaded machine).
 #[test]
 #[ignore = "a measurement: cargo test --release --lib create_in_a_full_store -- --ignored --nocapture"]
 fn create_in_a_full_store_costs() {
@@ -387,5 +386,42 @@ fn create_in_a_full_store_costs() {
         }
         let each = started.elapsed() / n as u32;
         eprintln!("capacity {capacity}, {owners} owners: {each:?} a create");
+    }
+}
+
+/// Claim (review-fixes15b), found false: two owners who take turns, or
+/// tie, let each other's tasks go. Each new task counts as its owner's,
+/// so the one who creates holds the most and gives its own (kept as a
+/// guard).
+#[test]
+fn owners_who_take_turns_in_a_full_store_give_their_own() {
+    let store = MemoryTaskStore::new(4);
+    for (i, owner) in ["a", "b", "a", "b"].into_iter().enumerate() {
+        let task = stored(
+            &format!("{owner}{i}"),
+            TaskStatus::Completed,
+            &format!("0{i}"),
+            None,
+        );
+        store.create(owned_by(task, owner)).unwrap();
+    }
+    for i in 4..40 {
+        let owner = ["a", "b"][i % 2];
+        let task = stored(
+            &format!("{owner}{i}"),
+            TaskStatus::Completed,
+            &format!("{i:02}"),
+            None,
+        );
+        store.create(owned_by(task, owner)).unwrap();
+        let held = store.lock();
+        let of = |name: &str| {
+            let owner = Some(Owner::subject(None, name));
+            held.tasks
+                .values()
+                .filter(|(t, _)| t.owner == owner)
+                .count()
+        };
+        assert_eq!((of("a"), of("b")), (2, 2), "after {owner}{i}");
     }
 }
