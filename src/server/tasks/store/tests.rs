@@ -425,3 +425,33 @@ fn owners_who_take_turns_in_a_full_store_give_their_own() {
         assert_eq!((of("a"), of("b")), (2, 2), "after {owner}{i}");
     }
 }
+
+/// A result let past the budget by itself (its owner holds the most)
+/// takes the store past it by that one result at most: owners whose
+/// results grow one after another do not pile up past it.
+#[test]
+fn results_of_many_owners_that_grow_exceed_the_budget_by_one_at_most() {
+    let store = MemoryTaskStore::new(100).max_bytes(10_000);
+    for i in 0..5 {
+        let task = finished(&format!("s{i}"), &format!("0{i}"), 1_500);
+        store.create(owned_by(task, &format!("small{i}"))).unwrap();
+    }
+    for i in 0..30 {
+        let id = format!("t{i}");
+        let owner = format!("big{i}");
+        store
+            .create(owned_by(
+                stored(&id, TaskStatus::Working, "10", None),
+                &owner,
+            ))
+            .unwrap();
+        let size = 3_000 + 100 * i;
+        store
+            .update(&id, &mut |t| {
+                *t = owned_by(finished(&id, &format!("{:02}", 20 + i), size), &owner);
+            })
+            .unwrap();
+        let held = store.lock().bytes;
+        assert!(held <= 10_000 + size + 100, "{held} bytes held after {id}");
+    }
+}
