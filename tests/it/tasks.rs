@@ -1841,3 +1841,92 @@ fn a_task_nobody_answers_gives_its_running_place_back_without_a_ttl() {
     }
     peer.finish_quietly();
 }
+
+/// A store that, once, holds the task's handler inside the read with
+/// which it looks for answers after its questions went out (the read
+/// returns what it read before the hold): what the handler sees when an
+/// answer lands just after it looked.
+struct HoldsTheHandlersLook {
+    inner: MemoryTaskStore,
+    handler: Mutex<Option<std::thread::ThreadId>>,
+    held: std::sync::atomic::AtomicBool,
+    holding: crossbeam_channel::Sender<()>,
+    release: crossbeam_channel::Receiver<()>,
+}
+
+impl TaskStore for HoldsTheHandlersLook {
+    fn create(&self, task: StoredTask) -> Result<(), ErrorObject> {
+        self.inner.create(task)
+    }
+
+    fn get(&self, task_id: &str) -> Result<Option<StoredTask>, ErrorObject> {
+        let read = self.inner.get(task_id)?;
+        let asking = (read.as_ref())
+            .is_some_and(|t| t.task.task.status == mcp_stdio::types::TaskStatus::InputRequired);
+        let on_handler = *self.handler.lock().unwrap() == Some(std::thread::current().id());
+        if asking && on_handler && !self.held.swap(true, Ordering::SeqCst) {
+            self.holding.send(()).unwrap();
+            let _ = self.release.recv_timeout(WAIT);
+        }
+        Ok(read)
+    }
+
+    fn update(
+        &self,
+        task_id: &str,
+        change: &mut dyn FnMut(&mut StoredTask),
+    ) -> Result<Option<StoredTask>, ErrorObject> {
+        self.inner.update(task_id, change)
+    }
+}
+
+/// Claim (review-fixes15b): an answer that lands as the input timeout
+/// runs out is taken (`tasks/update` succeeds, the task is `working`
+/// again) and then thrown away: the handler looked just before, finds
+/// the deadline past, and fails the task with "no answer" although the
+/// client's answer was accepted.
+#[test]
+fn an_answer_accepted_as_the_input_timeout_runs_out_is_not_thrown_away() {
+    let (holding_tx, holding) = crossbeam_channel::bounded(1);
+    let (release, release_rx) = crossbeam_channel::bounded(1);
+    let store = Arc::new(HoldsTheHandlersLook {
+        inner: MemoryTaskStore::new(8),
+        handler: Mutex::new(None),
+        held: std::sync::atomic::AtomicBool::new(false),
+        holding: holding_tx,
+        release: release_rx,
+    });
+    let seen = Arc::clone(&store);
+    let server = Server::builder("t", "1")
+        .task_tool(
+            Tool::new("asks", "Asks for a name."),
+            TaskMode::Required,
+            move |ctx, _args: Value| {
+                *seen.handler.lock().unwrap() = Some(std::thread::current().id());
+                let answers =
+                    ctx.ask(InputRequests::from([("name".to_owned(), ask_name("Who?"))]))?;
+                Ok(CallToolResult::text(answers["name"].as_value().to_string()))
+            },
+        )
+        .task_store(Arc::clone(&store))
+        .task_input_timeout(Some(Duration::from_millis(200)))
+        .build();
+    let mut peer = Peer::start(&server);
+    let task = start(&mut peer, "asks", json!({}));
+    poll(&mut peer, &task, &["input_required"]);
+    // The handler's look at the deadline, held.
+    holding.recv_timeout(WAIT).expect("the handler looked");
+    update(
+        &mut peer,
+        &task,
+        json!({ "name": accept(json!({ "name": "Ada" })) }),
+    );
+    assert_eq!(get(&mut peer, &task)["status"], "working");
+    release.send(()).unwrap();
+    let done = poll(&mut peer, &task, &["completed", "failed"]);
+    assert_eq!(
+        done["status"], "completed",
+        "the accepted answer was thrown away: {done}"
+    );
+    peer.finish_quietly();
+}

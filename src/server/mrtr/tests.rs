@@ -275,3 +275,41 @@ fn answers_without_a_state_reach_the_handler_unchecked() {
         .unwrap();
     assert_eq!(retry.responses["other"].0, serde_json::json!({ "x": 1 }));
 }
+
+/// Claim (review-fixes15b), found false: an issuer holding a separator
+/// (`|`, `:`, `s:`) runs into its subject in the sealed principal, so
+/// that one issuer's subject opens another's state. The issuer's length
+/// comes first: no two owners seal alike, nor one with an issuer and
+/// one without (kept as a guard).
+#[test]
+fn no_issuer_runs_into_its_subject_in_the_sealed_principal() {
+    let of = |issuer: Option<&str>, subject: Option<&str>, client: Option<&str>| {
+        let mut info = TokenInfo::new();
+        info.issuer = issuer.map(str::to_owned);
+        info.subject = subject.map(str::to_owned);
+        info.client_id = client.map(str::to_owned);
+        let mut meta = RequestMeta::for_tests(serde_json::json!({}));
+        meta.token = Some(std::sync::Arc::new(info));
+        principal(&meta)
+    };
+    let owners = [
+        of(Some("a|b"), Some("c"), None),
+        of(Some("a"), Some("b|c"), None),
+        of(Some("as:b"), Some("c"), None),
+        of(Some("a"), Some("b"), None),
+        of(Some("1:as"), Some("b"), None),
+        of(None, Some("1:as:b"), None),
+        of(None, Some("b"), None),
+        of(None, None, Some("b")),
+        of(Some("a"), None, Some("b")),
+        of(Some("as:b"), None, Some("c")),
+        of(Some("10:a"), Some("b"), None),
+        of(Some("1"), Some("0:a"), None),
+    ];
+    for (i, a) in owners.iter().enumerate() {
+        assert!(a.is_some());
+        for b in &owners[i + 1..] {
+            assert_ne!(a, b);
+        }
+    }
+}

@@ -108,7 +108,23 @@ impl TaskLink {
             if let (Some(at), Some(timeout)) = (give_up, timeout)
                 && at <= now
             {
-                self.withdraw();
+                if self.withdraw() {
+                    return Err(no_answer(timeout));
+                }
+                // Answered since the last look: `tasks/update` took the
+                // last answers and resumed the task (the client was told
+                // so), and they wait in the store.
+                let wanted = |wire: &str| outstanding.contains_key(wire);
+                if let Ok(Some(got)) = self.tasks.take_answers(&self.task_id, &wanted) {
+                    for (wire, answer) in got {
+                        if let Some(key) = outstanding.remove(&wire) {
+                            answers.insert(key, answer);
+                        }
+                    }
+                }
+                if outstanding.is_empty() {
+                    break;
+                }
                 return Err(no_answer(timeout));
             }
             let left = |at: SystemTime| at.duration_since(now).unwrap_or(Duration::ZERO);
@@ -142,14 +158,22 @@ impl TaskLink {
     /// Takes back the questions nobody answered: the task is `working`
     /// again without them (unless it ended), and published. Best effort:
     /// the task fails once its handler returns the error anyway. An
-    /// answer that came in between stays unread (keys are never reused).
-    fn withdraw(&self) {
-        let _ = self.tasks.change(&self.task_id, None, &mut |task| {
-            if task.task.status == TaskStatus::InputRequired {
+    /// answer to some that came in between stays unread (keys are never
+    /// reused). Returns `false` only when the store says the task still
+    /// runs and no longer asks: `tasks/update` took every answer since the
+    /// last look (in one step with taking the questions back, so that one
+    /// of the two comes first: an answer the client was told was taken is
+    /// never thrown away).
+    fn withdraw(&self) -> bool {
+        let mut answered = false;
+        let changed = self.tasks.change(&self.task_id, None, &mut |task| {
+            answered = task.task.status != TaskStatus::InputRequired;
+            if !answered {
                 task.input_requests = None;
                 set_status(task, TaskStatus::Working, None);
             }
         });
+        !(answered && matches!(changed, Ok(Some(_))))
     }
 
     /// A progress message becomes the task's `statusMessage`.

@@ -282,3 +282,176 @@ fn a_full_store_lets_the_owner_who_holds_the_most_give_its_own_oldest_first() {
     assert!(store.get("b0").unwrap().is_none());
     assert!(store.get("b3").unwrap().is_some());
 }
+
+/// Claim (review-fixes15b): an owner whose tasks are all running counts
+/// them but has nothing to give, so its new task takes another owner's
+/// finished one, though that owner holds fewer: "another's only once it
+/// holds no more than they do" is not so. Now the new task is refused
+/// (its owner's tasks end, and then it gives its own).
+#[test]
+fn an_owner_whose_tasks_all_run_does_not_take_the_place_of_one_who_holds_fewer() {
+    let store = MemoryTaskStore::new(4);
+    let victim = owned_by(stored("v", TaskStatus::Completed, "00", None), "victim");
+    store.create(victim).unwrap();
+    for i in 1..4 {
+        let task = stored(
+            &format!("r{i}"),
+            TaskStatus::Working,
+            &format!("0{i}"),
+            None,
+        );
+        store.create(owned_by(task, "attacker")).unwrap();
+    }
+    let more = owned_by(stored("r4", TaskStatus::Working, "04", None), "attacker");
+    let refused = store.create(more);
+    assert!(
+        store.get("v").unwrap().is_some(),
+        "the victim's only task went for the attacker's fourth running one"
+    );
+    assert!(refused.unwrap_err().message.contains("full"));
+    // Once one of its own has ended, it gives that one.
+    store
+        .update("r1", &mut |t| t.task.task.status = TaskStatus::Completed)
+        .unwrap();
+    let more = owned_by(stored("r5", TaskStatus::Working, "05", None), "attacker");
+    store.create(more).unwrap();
+    assert!(store.get("r1").unwrap().is_none());
+    assert!(store.get("v").unwrap().is_some());
+}
+
+/// Claim (review-fixes15b): a task that ends with a large result, its
+/// owner holding nothing else finished, makes room by taking the results
+/// of owners who hold fewer bytes than it does: one huge result wipes
+/// out several small owners.
+#[test]
+fn one_huge_result_does_not_push_out_owners_who_hold_fewer_bytes() {
+    let store = MemoryTaskStore::new(100).max_bytes(10_000);
+    for i in 0..4 {
+        let task = finished(&format!("s{i}"), &format!("0{i}"), 2_000);
+        store.create(owned_by(task, &format!("small{i}"))).unwrap();
+    }
+    let big = owned_by(stored("b", TaskStatus::Working, "10", None), "big");
+    store.create(big).unwrap();
+    store
+        .update("b", &mut |t| {
+            let owner = t.owner.clone();
+            *t = finished("b", "11", 4_000);
+            t.owner = owner;
+        })
+        .unwrap();
+    for i in 0..4 {
+        assert!(
+            store.get(&format!("s{i}")).unwrap().is_some(),
+            "s{i}, 2,000 bytes, went for a result of 4,000"
+        );
+    }
+    // Past its budget by that result alone (documented), until the next
+    // change lets it go: its owner holds the most.
+    let other = owned_by(stored("o", TaskStatus::Working, "12", None), "small0");
+    store.create(other).unwrap();
+    store
+        .update("o", &mut |t| t.task.task.status_message = Some("x".into()))
+        .unwrap();
+    assert!(store.get("b").unwrap().is_none());
+    assert!(store.lock().bytes <= 10_000);
+}
+
+/// Measures what a create costs a full store (review-fixes15b: every
+/// create past the count scans every task held: 0.5 ms at 1,024 with
+/// a sort of them all, 0.14 ms without, release build, loaded machine).
+#[test]
+#[ignore = "a measurement: cargo test --release --lib create_in_a_full_store -- --ignored --nocapture"]
+fn create_in_a_full_store_costs() {
+    for (capacity, owners) in [(1024, 1), (1024, 1024), (10_240, 10_240)] {
+        let store = MemoryTaskStore::new(capacity);
+        for i in 0..capacity {
+            let task = stored(
+                &format!("f{i}"),
+                TaskStatus::Completed,
+                &format!("{i:08}"),
+                None,
+            );
+            store
+                .create(owned_by(task, &format!("o{}", i % owners)))
+                .unwrap();
+        }
+        let n = 2_000;
+        let started = std::time::Instant::now();
+        for i in 0..n {
+            let at = format!("{:08}", capacity + i);
+            let task = stored(&format!("n{i}"), TaskStatus::Completed, &at, None);
+            store
+                .create(owned_by(task, &format!("o{}", i % owners)))
+                .unwrap();
+        }
+        let each = started.elapsed() / n as u32;
+        eprintln!("capacity {capacity}, {owners} owners: {each:?} a create");
+    }
+}
+
+/// Claim (review-fixes15b), found false: two owners who take turns, or
+/// tie, let each other's tasks go. Each new task counts as its owner's,
+/// so the one who creates holds the most and gives its own (kept as a
+/// guard).
+#[test]
+fn owners_who_take_turns_in_a_full_store_give_their_own() {
+    let store = MemoryTaskStore::new(4);
+    for (i, owner) in ["a", "b", "a", "b"].into_iter().enumerate() {
+        let task = stored(
+            &format!("{owner}{i}"),
+            TaskStatus::Completed,
+            &format!("0{i}"),
+            None,
+        );
+        store.create(owned_by(task, owner)).unwrap();
+    }
+    for i in 4..40 {
+        let owner = ["a", "b"][i % 2];
+        let task = stored(
+            &format!("{owner}{i}"),
+            TaskStatus::Completed,
+            &format!("{i:02}"),
+            None,
+        );
+        store.create(owned_by(task, owner)).unwrap();
+        let held = store.lock();
+        let of = |name: &str| {
+            let owner = Some(Owner::subject(None, name));
+            held.tasks
+                .values()
+                .filter(|(t, _)| t.owner == owner)
+                .count()
+        };
+        assert_eq!((of("a"), of("b")), (2, 2), "after {owner}{i}");
+    }
+}
+
+/// A result let past the budget by itself (its owner holds the most)
+/// takes the store past it by that one result at most: owners whose
+/// results grow one after another do not pile up past it.
+#[test]
+fn results_of_many_owners_that_grow_exceed_the_budget_by_one_at_most() {
+    let store = MemoryTaskStore::new(100).max_bytes(10_000);
+    for i in 0..5 {
+        let task = finished(&format!("s{i}"), &format!("0{i}"), 1_500);
+        store.create(owned_by(task, &format!("small{i}"))).unwrap();
+    }
+    for i in 0..30 {
+        let id = format!("t{i}");
+        let owner = format!("big{i}");
+        store
+            .create(owned_by(
+                stored(&id, TaskStatus::Working, "10", None),
+                &owner,
+            ))
+            .unwrap();
+        let size = 3_000 + 100 * i;
+        store
+            .update(&id, &mut |t| {
+                *t = owned_by(finished(&id, &format!("{:02}", 20 + i), size), &owner);
+            })
+            .unwrap();
+        let held = store.lock().bytes;
+        assert!(held <= 10_000 + size + 100, "{held} bytes held after {id}");
+    }
+}
