@@ -628,7 +628,7 @@ fn a_client_that_never_reads_holds_up_no_other_connections_publish() {
 /// (`Conn::let_go`): its `serve` returns `TimedOut`, saying why, and the
 /// publishers go on. (Since events about the same things are held back,
 /// the latest each, behind a client that is behind, a publisher waits for
-/// it only once more than a megabyte is held: here its 9,000
+/// it only once more than a megabyte is held: here its 1,000
 /// subscriptions each hold a change of the tools list,
 /// `Peer::listen_past_the_backlog`.)
 #[test]
@@ -712,7 +712,7 @@ fn a_client_that_never_reads_holds_up_no_other_connections_publish_after_a_megab
 /// took), closes the output, and the waiting publisher is woken and finds
 /// nothing waiting (`Shared::send_in_background` waits on the
 /// connection's condvar, which `ConnHandle::shut_down` signals). The
-/// client's 9,000 subscriptions make one change more than a megabyte
+/// client's 1,000 subscriptions make one change more than a megabyte
 /// (`Peer::listen_past_the_backlog`): changes of the same things are
 /// otherwise held back, the latest each, and never make a publisher wait.
 #[test]
@@ -725,7 +725,7 @@ fn a_publisher_waiting_for_a_client_that_never_reads_goes_on_once_a_stop_ends_it
     let (mut stalled, held) = Peer::start_stalling(&server);
     stalled.listen_past_the_backlog();
     let not_reading = held.lock().unwrap();
-    // Each change is more than a megabyte for the 9,000 subscriptions: the
+    // Each change is more than a megabyte for the 1,000 subscriptions: the
     // first is written, the second held, the third waits (at most about 2
     // MiB are written before the publisher waits: the backlog, and a send
     // that began late under load with a megabyte in it).
@@ -1156,7 +1156,7 @@ fn a_client_that_stops_reading_is_let_go_in_the_write_timeout_though_nobody_wait
 /// together hold every publisher of the server for 30 s, and a client
 /// that opens connections that subscribe and read nothing holds them for
 /// 10 s a connection. (Here the write timeout is [`LET_GO`]; each client
-/// has 9,000 subscriptions, `Peer::listen_past_the_backlog`, so that
+/// has 1,000 subscriptions, `Peer::listen_past_the_backlog`, so that
 /// changes of the tools list held back for it make a publisher wait.)
 #[test]
 fn clients_that_stopped_reading_together_hold_a_publisher_the_let_go_once() {
@@ -1300,7 +1300,7 @@ fn a_client_that_takes_16_kib_just_before_each_write_timeout_holds_up_no_other_c
 /// to give a client up), and all goes on once the client reads again.
 #[test]
 fn a_write_timeout_of_duration_max_holds_a_publisher_until_the_client_reads_and_panics_nowhere() {
-    // Each change more than a megabyte for the client's 9,000
+    // Each change more than a megabyte for the client's 1,000
     // subscriptions (`Peer::listen_past_the_backlog`): the first is
     // written, the second held, the third waits.
     const EVENTS: usize = 10;

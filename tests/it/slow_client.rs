@@ -321,6 +321,15 @@ fn a_stop_answers_each_request_once_to_a_slow_reader_with_one_worker() {
     a_stop_answers_each_request_once_to_a_slow_reader(&server);
 }
 
+/// The pause of a publisher that publishes as long as a test runs:
+/// 5,000 changes a second (about 500 KB/s), far more than the slow
+/// clients here read. A publisher of the same change never waits behind
+/// a client that is behind (each subscription keeps the latest), so one
+/// that did not pause spun a CPU for the whole test (12 s of CPU in one).
+fn pace() {
+    std::thread::sleep(Duration::from_micros(200));
+}
+
 /// Claim (review of c66b5f8, the let-go of a client that takes none of
 /// its output while a publisher waits): a client that reads steadily, if
 /// slowly, is never let go. On a real pipe it was: a blocking `write(2)`
@@ -385,14 +394,16 @@ fn a_steady_slow_reader_on_a_pipe_is_not_let_go_while_events_are_published() {
         .write_all(format!("{listen}\n").as_bytes())
         .unwrap();
     ack.recv_timeout(WAIT).expect("the listen's acknowledgment");
-    // The application publishes (about 100 bytes an event) as fast as the
-    // server lets it: past the first megabyte, as fast as the client reads.
+    // The application publishes (about 100 bytes an event) far faster than
+    // the client reads (`pace`): past the first megabyte each change is
+    // held back, the latest.
     let publishing = Arc::new(AtomicBool::new(true));
     let publisher = {
         let (notifier, publishing) = (server.notifier(), Arc::clone(&publishing));
         std::thread::spawn(move || {
             while publishing.load(Ordering::SeqCst) {
                 notifier.tools_list_changed();
+                pace();
             }
         })
     };
@@ -487,6 +498,7 @@ fn a_steady_reader_on_a_unix_socket_is_not_let_go_while_events_are_published() {
         std::thread::spawn(move || {
             while publishing.load(Ordering::SeqCst) {
                 notifier.tools_list_changed();
+                pace();
             }
         })
     };
@@ -582,7 +594,7 @@ fn a_steady_reader_on_a_pipe_gets_every_reply_with_a_short_write_timeout() {
 }
 
 /// Serves a client on a real pipe that reads a page (4 KiB) every `every`
-/// while the application publishes as fast as the server lets it; returns
+/// while the application publishes far faster than it reads (`pace`); returns
 /// what `serve` returned, within `within`, and what the client read.
 fn a_page_reader_on_a_pipe(
     server: &Server,
@@ -637,6 +649,7 @@ fn a_page_reader_on_a_pipe(
         std::thread::spawn(move || {
             while publishing.load(Ordering::SeqCst) {
                 notifier.tools_list_changed();
+                pace();
             }
         })
     };

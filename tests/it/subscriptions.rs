@@ -1648,7 +1648,7 @@ fn a_publisher_of_the_same_change_never_waits_for_a_client_that_stopped_reading(
 // publisher of events about more things than a megabyte holds waits for
 // the client (and lets go of one too slow to keep:
 // `send_path::a_client_that_never_reads_holds_up_no_other_connections_publish_after_a_megabyte_of_events`).
-// Here 9,000 subscriptions hear each change of the tools list: one
+// Here 1,000 subscriptions hear each change of the tools list: one
 // change writes more than a megabyte, the next is held, the one after
 // waits.
 #[test]
@@ -1677,7 +1677,7 @@ fn a_publisher_waits_once_a_megabyte_of_events_is_held_for_a_client_that_stopped
     }
     assert!(
         through < 4,
-        "four changes for 9,000 subscriptions piled up behind a client that reads nothing"
+        "four changes for 1,000 subscriptions piled up behind a client that reads nothing"
     );
     drop(reading);
     publisher.join().unwrap();
@@ -1865,7 +1865,7 @@ fn what_was_held_back_reaches_a_client_that_reads_again_with_nothing_written_aft
 // other line (`Conn::write_held`), whatever waits already, and then a
 // publisher that waited for it goes on: each pooled reply to a client
 // that reads nothing let a publisher of events about many things (here
-// 9,000 subscriptions, a megabyte a change) write another megabyte into
+// 1,000 subscriptions, a megabyte a change) write another megabyte into
 // memory, so that 64 replies (`max_running`) made 64 MiB of what the
 // backlog bounded at about two. A publisher waits while more than the
 // backlog is held, or more than twice the backlog waits to be sent.

@@ -269,23 +269,26 @@ pub fn code(resp: &Value) -> i64 {
 
 /// How many subscriptions to the tools list's changes make a publisher
 /// wait for a client that stopped reading (see [`Peer::listen_past_the_backlog`]).
-pub const LISTENS_PAST_THE_BACKLOG: usize = 9_000;
+pub const LISTENS_PAST_THE_BACKLOG: usize = 1_000;
 
 impl Peer {
     /// Opens [`LISTENS_PAST_THE_BACKLOG`] subscriptions to the tools list's
-    /// changes (ids `"past-the-backlog-000000"` on, long enough that each
-    /// event is more than 130 bytes) and reads their acknowledgments: one change
-    /// then writes more than the backlog (a megabyte) for this client, and
-    /// once it stopped reading, the latest change held back for each
-    /// subscription is more than a megabyte too, past which a publisher
-    /// waits for it (`Conn::publisher_waits`). Events about the same
-    /// things never make a publisher wait otherwise: each subscription
-    /// keeps the latest.
+    /// changes, each id about a kilobyte long (`"past-the-backlog-000000-xxx…"`),
+    /// so that each event is more than 1,100 bytes, and reads their
+    /// acknowledgments: one change then writes more than the backlog (a
+    /// megabyte) for this client, and once it stopped reading, the latest
+    /// change held back for each subscription is more than a megabyte too,
+    /// past which a publisher waits for it (`Conn::publisher_waits`).
+    /// Events about the same things never make a publisher wait otherwise:
+    /// each subscription keeps the latest. (Long ids, not many
+    /// subscriptions: 9,000 of them cost the tests that use this about 18
+    /// s of CPU, in two CI lanes.)
     pub fn listen_past_the_backlog(&mut self) {
         let notifications = json!({ "toolsListChanged": true });
+        let long = "x".repeat(1_000);
         for n in 0..LISTENS_PAST_THE_BACKLOG {
             let params = json!({ "notifications": notifications });
-            let id = format!("past-the-backlog-{n:06}");
+            let id = format!("past-the-backlog-{n:06}-{long}");
             self.send(&request(id, "subscriptions/listen", params));
         }
         for _ in 0..LISTENS_PAST_THE_BACKLOG {
