@@ -100,43 +100,36 @@ impl TaskLink {
         // Nobody answering ends the wait too (`task_input_timeout`): a
         // client that never answers does not hold a running place for
         // good, TTL or not.
-        let timeout = self.tasks.config.input_timeout;
-        let give_up = timeout.and_then(|t| SystemTime::now().checked_add(t));
+        let give_up = (self.tasks.config.input_timeout)
+            .and_then(|timeout| Some((SystemTime::now().checked_add(timeout)?, timeout)));
         let mut answers = InputResponses::new();
         while !outstanding.is_empty() {
             let now = SystemTime::now();
-            if let (Some(at), Some(timeout)) = (give_up, timeout)
-                && at <= now
-            {
+            // Past the input timeout the questions are taken back, unless
+            // `tasks/update` took the last answers since the last look and
+            // resumed the task (the client was told so): then one more
+            // look takes them from the store.
+            let timed_out = give_up
+                .filter(|(at, _)| *at <= now)
+                .map(|(_, timeout)| timeout);
+            if let Some(timeout) = timed_out {
                 if self.withdraw() {
                     return Err(no_answer(timeout));
                 }
-                // Answered since the last look: `tasks/update` took the
-                // last answers and resumed the task (the client was told
-                // so), and they wait in the store.
-                let wanted = |wire: &str| outstanding.contains_key(wire);
-                if let Ok(Some(got)) = self.tasks.take_answers(&self.task_id, &wanted) {
-                    for (wire, answer) in got {
-                        if let Some(key) = outstanding.remove(&wire) {
-                            answers.insert(key, answer);
-                        }
+            } else {
+                let left = |at: SystemTime| at.duration_since(now).unwrap_or(Duration::ZERO);
+                let wait = match self.expires {
+                    Some(at) if at <= now => return Err(expired()),
+                    Some(at) => left(at).min(look_every),
+                    None => look_every,
+                };
+                let wait = give_up.map_or(wait, |(at, _)| wait.min(left(at)));
+                match self.signals.recv_timeout(wait) {
+                    Ok(Signal::Look) | Err(RecvTimeoutError::Timeout) => {}
+                    Ok(Signal::Stop) | Err(RecvTimeoutError::Disconnected) => {
+                        return Err(stopped());
                     }
                 }
-                if outstanding.is_empty() {
-                    break;
-                }
-                return Err(no_answer(timeout));
-            }
-            let left = |at: SystemTime| at.duration_since(now).unwrap_or(Duration::ZERO);
-            let wait = match self.expires {
-                Some(at) if at <= now => return Err(expired()),
-                Some(at) => left(at).min(look_every),
-                None => look_every,
-            };
-            let wait = give_up.map_or(wait, |at| wait.min(left(at)));
-            match self.signals.recv_timeout(wait) {
-                Ok(Signal::Look) | Err(RecvTimeoutError::Timeout) => {}
-                Ok(Signal::Stop) | Err(RecvTimeoutError::Disconnected) => return Err(stopped()),
             }
             let wanted = |wire: &str| outstanding.contains_key(wire);
             match self.tasks.take_answers(&self.task_id, &wanted) {
@@ -150,6 +143,11 @@ impl TaskLink {
                 Ok(None) => return Err(stopped()),
                 // The store out of reach: the next look tries again.
                 Err(_) => {}
+            }
+            if let Some(timeout) = timed_out
+                && !outstanding.is_empty()
+            {
+                return Err(no_answer(timeout));
             }
         }
         Ok(answers)
