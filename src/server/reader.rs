@@ -103,10 +103,10 @@ pub(crate) fn read_loop(
 }
 
 /// The reader's input: every read of it is preceded by the send of what
-/// waits to be sent ([`ConnHandle::send_held`]). The reader holds back
-/// what it writes while it has lines in hand (`Sending::BeforeRead`), and
+/// waits to be sent ([`ConnHandle::send_deferred`]). The reader defers the
+/// send of what it writes while it has lines in hand (`Sending::BeforeRead`), and
 /// `read_loop` reads only through this, after its buffer of lines ran out:
-/// so a read that blocks never holds back a reply, an error or an
+/// so a read that blocks never keeps back a reply, an error or an
 /// acknowledgment, whatever came before it on the input.
 struct SendFirst<'a> {
     input: Box<dyn BufRead + Send>,
@@ -115,15 +115,15 @@ struct SendFirst<'a> {
 
 impl Read for SendFirst<'_> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        self.conn.send_held();
+        self.conn.send_deferred();
         self.input.read(buf)
     }
 }
 
 /// Acts on one message of `bytes` bytes: the whole of the server's
 /// reaction to it is done, or begun, when this returns. What it writes is
-/// held back until the caller reads or waits (`Sending::BeforeRead`); a
-/// caller that reads no next line sends it ([`ConnHandle::send_held`]).
+/// sent when the caller reads or waits (`Sending::BeforeRead`); a
+/// caller that reads no next line sends it ([`ConnHandle::send_deferred`]).
 pub(crate) fn dispatch(
     inner: &Arc<Inner>,
     conn: &ConnHandle,

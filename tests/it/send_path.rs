@@ -71,7 +71,7 @@ impl Write for SlowClient {
 /// sender of every line the others write while it sends
 /// (`Shared::send` loops "until nothing is left"), however long they go
 /// on writing. When that thread is the reader (`SendFirst::read` calls
-/// `send_held`) and a handler streams progress faster than the client
+/// `send_deferred`) and a handler streams progress faster than the client
 /// reads, the reader never comes back to its input: the client's
 /// `notifications/cancelled` is never read, and the stream never ends.
 #[test]

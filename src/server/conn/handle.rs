@@ -122,15 +122,15 @@ impl ConnHandle {
         read(&self.0.lock_state())
     }
 
-    /// Sends what was held back ([`Sending::BeforeRead`],
+    /// Sends what was left to the reader or the shutdown ([`Sending::BeforeRead`],
     /// [`Sending::AtShutdown`]), and what was written before it; lines
     /// other threads wrote after it are theirs to send. The reader calls it
     /// before every read of its input (`reader::SendFirst`); over HTTP a
     /// POST, which has no next line, calls it once its request is
     /// dispatched, and the thread serving it on a stop.
-    pub fn send_held(&self) {
-        let held = self.0.lock_state().held;
-        self.0.send_written(held);
+    pub fn send_deferred(&self) {
+        let deferred = self.0.lock_state().deferred;
+        self.0.send_written(deferred);
     }
 
     /// Waits until `done` holds or `deadline` (`None`: none) passes, and

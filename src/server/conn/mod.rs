@@ -61,10 +61,11 @@ pub(crate) struct Conn {
     subscriptions: SubscriptionTable,
     /// The output: what the methods write goes into its buffer.
     output: Output,
-    /// The lines written up to the last one held back for the reader or
-    /// the shutdown (`handle::Sending`): `ConnHandle::send_held` sends
-    /// those.
-    held: u64,
+    /// The lines written up to the last one whose send was left to the
+    /// reader or the shutdown (`handle::Sending`):
+    /// `ConnHandle::send_deferred` sends those. (Not the events held back
+    /// for a client that is behind: those are `SubscriptionTable`'s.)
+    deferred: u64,
     /// Where the end of serving is announced, to the thread in `serve`.
     end: Sender<End>,
     /// Pooled jobs that may start: `ConnHandle::act` hands them to the
@@ -96,7 +97,7 @@ impl Conn {
             in_flight: InFlight::default(),
             subscriptions: SubscriptionTable::default(),
             output: Output::new(output),
-            held: 0,
+            deferred: 0,
             end,
             ready: Vec::new(),
             stopping: false,

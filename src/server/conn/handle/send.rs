@@ -48,9 +48,9 @@
 //!
 //! Two more changes leave their send to someone else, each to an event
 //! that is never a blocking read (ARCHITECTURE.md, "Who sends, and when"):
-//! the reader holds back what it writes while it has lines in hand
+//! the reader defers the send of what it writes while it has lines in hand
 //! ([`Sending::BeforeRead`](super::Sending::BeforeRead): one `write(2)` for a pipelined burst), and
-//! sends it before it reads ([`ConnHandle::send_held`](super::ConnHandle::send_held), called by the
+//! sends it before it reads ([`ConnHandle::send_deferred`](super::ConnHandle::send_deferred), called by the
 //! reader's input before every read: `reader::SendFirst`) or sleeps
 //! ([`ConnHandle::wait_until`](super::ConnHandle::wait_until) sends first); between the two it only
 //! dispatches the lines it holds and runs inline handlers, which promise
@@ -71,13 +71,13 @@ impl Shared {
     pub(super) fn send_as(&self, sending: Sending, written: u64) {
         match sending {
             Sending::Now => self.send_written(written),
-            held => {
+            deferred => {
                 let waiting = {
                     let mut state = self.lock_state();
-                    state.held = state.held.max(written);
+                    state.deferred = state.deferred.max(written);
                     state.output.waiting()
                 };
-                if held == Sending::BeforeRead && waiting >= BUFFER {
+                if deferred == Sending::BeforeRead && waiting >= BUFFER {
                     self.send_written(written);
                 }
             }

@@ -150,7 +150,7 @@ impl Exchange<'_> {
         }
         // A POST has no next line to read: what the dispatch held back for
         // the reader's next read goes out now (`reader::dispatch`).
-        conn.send_held();
+        conn.send_deferred();
         let watched = self.watch(&conn, &body, &end, Some(&id));
         if listen {
             self.open.streaming(self.key, false);

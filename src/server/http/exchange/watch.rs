@@ -47,7 +47,7 @@ impl Exchange<'_> {
                 Ok(End::Stop) if grace_until.is_none() => {
                     // What the stop wrote (a listen's final result) is
                     // this thread's to send (`Sending::AtShutdown`).
-                    conn.send_held();
+                    conn.send_deferred();
                     grace_until = Some(crate::deadline::from_now(self.inner.config.shutdown_grace));
                 }
                 Ok(End::OutputFailed) => break,
