@@ -16,8 +16,9 @@ use crate::server::context::RequestContext;
 use crate::server::tasks::TaskMode;
 use crate::types::{CallToolResult, GetPromptResult, Prompt, ResourceTemplate, Tool, method};
 
+use super::forward::{forward, read_through};
 use super::updates::Updates;
-use super::{forward, lock, read_through, tasks_of};
+use super::{lock, tasks_of};
 
 mod follow;
 pub(super) use follow::follow_list_changes;

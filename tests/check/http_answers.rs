@@ -1,9 +1,21 @@
 //! The `http.*` checks that read an answer's body themselves judge it as
 //! the session does (`driver::Head`): a member twice, both `result` and
 //! `error`, an `error` that is not an object is a malformed answer, a
-//! failure that says so, over HTTP as over stdio.
+//! failure that says so; an error holding what the checker cannot read
+//! is a skip; over HTTP as over stdio.
 
-use super::*;
+use std::io::{BufReader, Read, Write};
+
+use serde_json::{Value, json};
+
+use crate::Tests;
+use crate::support::{check, loopback, outcome};
+
+pub const TESTS: Tests = named![
+    review_an_unreadable_error_over_http_is_a_skip_as_over_stdio,
+    an_http_check_judges_a_malformed_answer_as_the_session_does,
+    an_http_check_judges_a_malformed_answer_in_an_event_stream_too,
+];
 
 /// The body of the answer to an unknown method, given the request's id.
 type Unknown = fn(&Value) -> String;
@@ -12,15 +24,7 @@ type Unknown = fn(&Value) -> String;
 /// `server/discover`, accepts notifications, and answers anything else
 /// HTTP 404 with `unknown(id)` as its body: its URL.
 fn modern_http_server(unknown: Unknown) -> Result<String, String> {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
-    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
-    std::thread::spawn(move || {
-        for stream in listener.incoming() {
-            let Ok(stream) = stream else { return };
-            std::thread::spawn(move || answer(stream, unknown));
-        }
-    });
-    Ok(url)
+    loopback(move |stream| answer(stream, unknown))
 }
 
 /// One request to the server above.
@@ -51,7 +55,7 @@ fn answer(stream: std::net::TcpStream, unknown: Unknown) {
     let (status, text) = if message["method"] == "server/discover" {
         let result = json!({ "resultType": "complete", "supportedVersions": ["2026-07-28"],
             "capabilities": {},
-            "_meta": { "io.modelcontextprotocol/serverInfo": { "name": "malformed-errors", "version": "1" } } });
+            "_meta": { "io.modelcontextprotocol/serverInfo": { "name": "http-answers", "version": "1" } } });
         let answer = json!({ "jsonrpc": "2.0", "id": message["id"], "result": result });
         ("200 OK", answer.to_string())
     } else if message.get("id").is_none() {
@@ -75,6 +79,44 @@ fn answer(stream: std::net::TcpStream, unknown: Unknown) {
     );
 }
 
+/// A modern Streamable HTTP server whose errors hold `1e400` in `data`
+/// (its unknown-method answer: HTTP 404 and that error). Over the
+/// session (`jsonrpc.method-not-found`) the answer is read for its id and
+/// kind, and the check skips, as over stdio; but `http.unknown-method-404`
+/// reads the body with `Value` only (`http_link::exchange`): "no JSON-RPC
+/// response", a MUST failed for the checker's limit (review of check13).
+fn review_an_unreadable_error_over_http_is_a_skip_as_over_stdio() -> Result<(), String> {
+    let url = modern_http_server(|id| {
+        format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"error":{{"code":-32601,"message":"Method not found","data":1e400}}}}"#
+        )
+    })?;
+    let run = check(
+        &[
+            "--format",
+            "json",
+            "--wait",
+            "2",
+            "--only",
+            "http.unknown-method-404,jsonrpc.method-not-found",
+            "--url",
+            &url,
+        ],
+        None,
+    );
+    for id in ["http.unknown-method-404", "jsonrpc.method-not-found"] {
+        let checked = outcome(&run, id)?;
+        let reason = checked["reason"].as_str().unwrap_or_default();
+        if checked["status"] != "skip" || !reason.contains("number out of range") {
+            return Err(format!(
+                "status {:?}; {id} {} ({reason})",
+                run.status, checked["status"]
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// A modern HTTP server whose unknown-method answer (HTTP 404) is
 /// malformed: `error` twice (the last -32601), both `result` and
 /// `error` (-32601), an `error` that is a string. Over the session
@@ -82,7 +124,7 @@ fn answer(stream: std::net::TcpStream, unknown: Unknown) {
 /// failure at its level; `http.unknown-method-404` read the body with `Value`, which
 /// keeps the last of a member twice: it passed the first two ("404 and
 /// -32601") and failed the third without saying why.
-pub fn an_http_check_judges_a_malformed_answer_as_the_session_does() -> Result<(), String> {
+fn an_http_check_judges_a_malformed_answer_as_the_session_does() -> Result<(), String> {
     let servers: [(&str, Unknown); 3] = [
         ("`error` twice", |id| {
             format!(
@@ -135,7 +177,7 @@ pub fn an_http_check_judges_a_malformed_answer_as_the_session_does() -> Result<(
 /// `text/event-stream` 404, its one event the answer) is not judged:
 /// `error` twice passes as "404 and -32601". False: the event that ends
 /// the stream is judged as a JSON body is (`http_link::exchange`).
-pub fn an_http_check_judges_a_malformed_answer_in_an_event_stream_too() -> Result<(), String> {
+fn an_http_check_judges_a_malformed_answer_in_an_event_stream_too() -> Result<(), String> {
     let url = modern_http_server(|id| {
         format!(
             "event: message\ndata: {{\"jsonrpc\":\"2.0\",\"id\":{id},\"error\":{{\"code\":-32000,\"message\":\"x\"}},\"error\":{{\"code\":-32601,\"message\":\"Method not found\"}}}}\n\n"

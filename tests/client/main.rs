@@ -1389,6 +1389,7 @@ mod hooks;
 mod legacy_bounds;
 mod proxy_listing;
 mod proxy_restarts;
+mod proxy_setup;
 mod quiet;
 mod seed_rules;
 mod start;

@@ -3,8 +3,11 @@
 //! restart policy the server is started again and listed, as often as
 //! the policy says.
 
+use super::proxy_setup::{
+    LineByLine, caller_of, client_behind, events, proxy_in_front, record, restarting, start_noted,
+};
 use super::*;
-use std::io::{BufReader, Read};
+use std::io::BufReader;
 
 /// The everything server, its input read a line at a time; each start
 /// appends `{"event":"started"}` to the wire file, each listen it reads
@@ -15,71 +18,25 @@ use std::io::{BufReader, Read};
 /// `exits-at-first-listing` on its first start only, `exits-at-every-
 /// listing` on every start.
 pub fn fake_exits_at_listing(every_time: bool) -> ! {
-    let path = std::env::var_os(WIRE_ENV).expect("the wire file");
-    let first = std::fs::read_to_string(&path)
-        .unwrap_or_default()
-        .lines()
-        .all(|l| !l.contains("started"));
-    record(&path, "started");
-    let reader = AtListing {
-        exit: every_time || first,
-        listened: false,
-        path: path.into(),
-        line: Vec::new(),
-        at: 0,
-    };
+    let (path, first) = start_noted();
+    let exit = every_time || first;
+    let mut listened = false;
+    let reader = LineByLine::new(move |line: &mut Vec<u8>| {
+        let text = String::from_utf8_lossy(line);
+        if text.contains("\"subscriptions/listen\"") {
+            record(&path, "listen");
+            listened = true;
+        } else if text.contains("/list\"") && listened {
+            record(&path, "listing");
+            if exit {
+                std::process::exit(9);
+            }
+        }
+        Ok(())
+    });
     let server = everything::build();
     let _ = server.serve(Transport::new(BufReader::new(reader), std::io::stdout()));
     std::process::exit(0)
-}
-
-fn record(path: &std::ffi::OsStr, event: &str) {
-    let mut file = OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)
-        .expect("the wire file opens");
-    let _ = file.write_all(format!("{{\"event\":\"{event}\"}}\n").as_bytes());
-}
-
-struct AtListing {
-    exit: bool,
-    listened: bool,
-    path: PathBuf,
-    line: Vec<u8>,
-    at: usize,
-}
-
-impl Read for AtListing {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        if self.at == self.line.len() {
-            self.line.clear();
-            self.at = 0;
-            std::io::stdin().lock().read_until(b'\n', &mut self.line)?;
-            let text = String::from_utf8_lossy(&self.line);
-            if text.contains("\"subscriptions/listen\"") {
-                record(self.path.as_os_str(), "listen");
-                self.listened = true;
-            } else if text.contains("/list\"") && self.listened {
-                record(self.path.as_os_str(), "listing");
-                if self.exit {
-                    std::process::exit(9);
-                }
-            }
-        }
-        let n = buf.len().min(self.line.len() - self.at);
-        buf[..n].copy_from_slice(&self.line[self.at..self.at + n]);
-        self.at += n;
-        Ok(n)
-    }
-}
-
-/// How many of the wire file's lines are `{"event": event}`.
-fn events(wire: &Wire, event: &str) -> usize {
-    wire.lines()
-        .iter()
-        .filter(|l| l["event"] == json!(event))
-        .count()
 }
 
 /// A server that acknowledges the proxy's listen and dies as the
@@ -90,24 +47,10 @@ fn events(wire: &Wire, event: &str) -> usize {
 pub fn a_server_that_dies_during_the_first_listing_is_restarted_and_listed()
 -> Result<String, String> {
     let wire = Wire::new("proxy-listing");
-    let client = builder().trace(|_| {}).restart(RestartPolicy {
-        max_restarts: 2,
-        backoff: Duration::from_millis(10),
-    });
     let command = server_command("exits-at-first-listing", Some(&wire));
-    let client = Arc::new(
-        client
-            .spawn(command)
-            .map_err(|e| format!("connecting failed: {e}"))?,
-    );
-    let proxy = mcp_stdio::proxy::serve_as(Arc::clone(&client))
-        .map_err(|e| format!("serve_as failed: {e} (the wire: {:?})", wire.lines()))?;
-    let (ours, theirs) = Transport::memory();
-    let serving = proxy.clone();
-    thread::spawn(move || serving.serve(theirs));
-    let caller = builder()
-        .connect(ours)
-        .map_err(|e| format!("the caller could not connect: {e}"))?;
+    let (client, proxy) = proxy_in_front(restarting(2), command)
+        .map_err(|e| format!("{e} (the wire: {:?})", wire.lines()))?;
+    let caller = caller_of(&proxy, builder())?;
     let deadline = Instant::now() + WAIT;
     let tools = loop {
         let tools = caller
@@ -137,16 +80,8 @@ pub fn a_server_that_dies_during_the_first_listing_is_restarted_and_listed()
 pub fn a_server_that_dies_during_every_listing_is_restarted_as_the_policy_says()
 -> Result<String, String> {
     let wire = Wire::new("proxy-listings");
-    let client = builder().trace(|_| {}).restart(RestartPolicy {
-        max_restarts: 2,
-        backoff: Duration::from_millis(10),
-    });
     let command = server_command("exits-at-every-listing", Some(&wire));
-    let client = Arc::new(
-        client
-            .spawn(command)
-            .map_err(|e| format!("connecting failed: {e}"))?,
-    );
+    let client = client_behind(restarting(2), command)?;
     let proxy = mcp_stdio::proxy::serve_as(Arc::clone(&client));
     // Every start listened to and listed, the last one's death noted: no
     // fourth start follows (the restarts' backoff is 10 ms).
@@ -179,12 +114,7 @@ pub fn without_a_restart_policy_a_death_during_the_first_listing_is_serve_as_err
 -> Result<String, String> {
     let wire = Wire::new("proxy-listing-norestart");
     let command = server_command("exits-at-every-listing", Some(&wire));
-    let client = Arc::new(
-        builder()
-            .trace(|_| {})
-            .spawn(command)
-            .map_err(|e| format!("connecting failed: {e}"))?,
-    );
+    let client = client_behind(builder().trace(|_| {}), command)?;
     let started = Instant::now();
     let proxy = mcp_stdio::proxy::serve_as(Arc::clone(&client));
     let took = started.elapsed();

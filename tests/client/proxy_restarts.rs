@@ -4,8 +4,11 @@
 //! wait ends with the restarts or the client, and the listen is not sent
 //! without end.
 
+use super::proxy_setup::{
+    LineByLine, caller_of, events, proxy_in_front, record, restarting, start_noted,
+};
 use super::*;
-use std::io::{BufReader, Read};
+use std::io::BufReader;
 
 /// The everything server, its input read a line at a time; each start
 /// appends `{"event":"started"}` to the wire file, and each listen it
@@ -15,69 +18,24 @@ use std::io::{BufReader, Read};
 /// later start refuses the listen (`-32601`: it reaches the server as a
 /// method it does not know).
 pub fn fake_exits_at_listen(every_time: bool) -> ! {
-    let path = std::env::var_os(WIRE_ENV).expect("the wire file");
-    let first = std::fs::read_to_string(&path)
-        .unwrap_or_default()
-        .lines()
-        .all(|l| !l.contains("started"));
-    record(&path, "started");
-    let reader = AtListen {
-        exit: every_time || first,
-        path: path.into(),
-        line: Vec::new(),
-        at: 0,
-    };
+    let (path, first) = start_noted();
+    let exit = every_time || first;
+    let reader = LineByLine::new(move |line: &mut Vec<u8>| {
+        let text = String::from_utf8_lossy(line).into_owned();
+        if text.contains("\"subscriptions/listen\"") {
+            record(&path, "listen");
+            if exit {
+                std::process::exit(9);
+            }
+            *line = text
+                .replace("\"subscriptions/listen\"", "\"subscriptions/unknown\"")
+                .into_bytes();
+        }
+        Ok(())
+    });
     let server = everything::build();
     let _ = server.serve(Transport::new(BufReader::new(reader), std::io::stdout()));
     std::process::exit(0)
-}
-
-fn record(path: &std::ffi::OsStr, event: &str) {
-    let mut file = OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)
-        .expect("the wire file opens");
-    let _ = file.write_all(format!("{{\"event\":\"{event}\"}}\n").as_bytes());
-}
-
-struct AtListen {
-    exit: bool,
-    path: PathBuf,
-    line: Vec<u8>,
-    at: usize,
-}
-
-impl Read for AtListen {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        if self.at == self.line.len() {
-            self.line.clear();
-            self.at = 0;
-            std::io::stdin().lock().read_until(b'\n', &mut self.line)?;
-            let text = String::from_utf8_lossy(&self.line).into_owned();
-            if text.contains("\"subscriptions/listen\"") {
-                record(self.path.as_os_str(), "listen");
-                if self.exit {
-                    std::process::exit(9);
-                }
-                self.line = text
-                    .replace("\"subscriptions/listen\"", "\"subscriptions/unknown\"")
-                    .into_bytes();
-            }
-        }
-        let n = buf.len().min(self.line.len() - self.at);
-        buf[..n].copy_from_slice(&self.line[self.at..self.at + n]);
-        self.at += n;
-        Ok(n)
-    }
-}
-
-/// How many of the wire file's lines are `{"event": event}`.
-fn events(wire: &Wire, event: &str) -> usize {
-    wire.lines()
-        .iter()
-        .filter(|l| l["event"] == json!(event))
-        .count()
 }
 
 /// The threads of this process whose name starts with `prefix`.
@@ -99,32 +57,6 @@ fn noting() -> (ClientBuilder, Receiver<String>) {
         let _ = note_tx.send(note.to_owned());
     });
     (client, notes)
-}
-
-/// The child behind the proxy: the server `command` spawns, on a client
-/// built by `client` (its notes and restarts), and the proxy
-/// (`proxy::serve_as`) in front of that client.
-fn proxy_in_front(
-    client: ClientBuilder,
-    command: Command,
-) -> Result<(Arc<Client>, mcp_stdio::Server), String> {
-    let client = client
-        .spawn(command)
-        .map_err(|e| format!("connecting failed: {e}"))?;
-    let client = Arc::new(client);
-    let proxy = mcp_stdio::proxy::serve_as(Arc::clone(&client))
-        .map_err(|e| format!("serve_as failed: {e}"))?;
-    Ok((client, proxy))
-}
-
-/// A caller of `proxy`'s, over memory, built by `caller`.
-fn caller_of(proxy: &mcp_stdio::Server, caller: ClientBuilder) -> Result<Client, String> {
-    let (ours, theirs) = Transport::memory();
-    let serving = proxy.clone();
-    thread::spawn(move || serving.serve(theirs));
-    caller
-        .connect(ours)
-        .map_err(|e| format!("the caller could not connect: {e}"))
 }
 
 /// This binary as the server `mode`, run by a script that removes itself
@@ -228,10 +160,7 @@ pub fn close_while_the_proxy_waits_for_a_restart_returns_and_ends_its_thread()
 pub fn a_server_that_dies_at_every_listen_ends_the_proxy_thread_with_the_restarts()
 -> Result<String, String> {
     let wire = Wire::new("proxy-dies");
-    let client = builder().trace(|_| {}).restart(RestartPolicy {
-        max_restarts: 2,
-        backoff: Duration::from_millis(10),
-    });
+    let client = restarting(2);
     let command = server_command("exits-at-every-listen", Some(&wire));
     let (client, proxy) = proxy_in_front(client, command)?;
     lists_thread_ends(&wire, Duration::from_secs(30))?;
@@ -250,10 +179,7 @@ pub fn a_server_that_dies_at_every_listen_ends_the_proxy_thread_with_the_restart
 /// the listen over and over.
 pub fn a_restarted_server_that_refuses_the_listen_is_asked_once() -> Result<String, String> {
     let wire = Wire::new("proxy-refuses");
-    let client = builder().trace(|_| {}).restart(RestartPolicy {
-        max_restarts: 3,
-        backoff: Duration::from_millis(10),
-    });
+    let client = restarting(3);
     let command = server_command("exits-at-first-listen", Some(&wire));
     let (client, proxy) = proxy_in_front(client, command)?;
     lists_thread_ends(&wire, Duration::from_secs(30))?;
@@ -309,18 +235,12 @@ pub fn restarts_that_never_spawn_end_the_proxy_thread() -> Result<String, String
 /// `tasks/get`, an answer whose `pollIntervalMs` it makes 2 s: the client
 /// behind the proxy restarts it while the proxy waits to poll again.
 pub fn fake_exits_after_first_poll() -> ! {
-    let path = std::env::var_os(WIRE_ENV).expect("the wire file");
-    let first = !std::fs::read_to_string(&path)
-        .unwrap_or_default()
-        .contains("started");
-    record(&path, "started");
+    let (path, first) = start_noted();
     let watched = Arc::new(Mutex::new(None::<Value>));
-    let reader = Noting {
-        path: path.into(),
-        watched: first.then(|| Arc::clone(&watched)),
-        line: Vec::new(),
-        at: 0,
-    };
+    let reader = LineByLine::new(noting_lines(
+        path.into(),
+        first.then(|| Arc::clone(&watched)),
+    ));
     // `pollIntervalMs` of the watched answer: 2 s unless the check says.
     let poll_ms = (std::env::var("MCP_STDIO_CLIENT_TEST_POLL_MS").ok())
         .and_then(|ms| ms.parse().ok())
@@ -335,38 +255,23 @@ pub fn fake_exits_after_first_poll() -> ! {
     std::process::exit(0)
 }
 
-/// Reads stdin a line at a time, appends each to the wire file, and
-/// notes the id of the first `tasks/get` in `watched`.
-struct Noting {
+/// A hook for `LineByLine` that appends each line to the wire file at
+/// `path`, and notes the id of the first `tasks/get` in `watched`.
+fn noting_lines(
     path: PathBuf,
     watched: Option<Arc<Mutex<Option<Value>>>>,
-    line: Vec<u8>,
-    at: usize,
-}
-
-impl Read for Noting {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        if self.at == self.line.len() {
-            self.line.clear();
-            self.at = 0;
-            std::io::stdin().lock().read_until(b'\n', &mut self.line)?;
-            let mut file = OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(&self.path)?;
-            file.write_all(&self.line)?;
-            if let Some(watched) = &self.watched {
-                let msg: Value = serde_json::from_slice(&self.line).unwrap_or_default();
-                let mut watched = watched.lock().unwrap();
-                if method_of(&msg) == Some("tasks/get") && watched.is_none() {
-                    *watched = Some(msg["id"].clone());
-                }
+) -> impl FnMut(&mut Vec<u8>) -> std::io::Result<()> {
+    move |line: &mut Vec<u8>| {
+        let mut file = OpenOptions::new().create(true).append(true).open(&path)?;
+        file.write_all(line)?;
+        if let Some(watched) = &watched {
+            let msg: Value = serde_json::from_slice(line).unwrap_or_default();
+            let mut watched = watched.lock().unwrap();
+            if method_of(&msg) == Some("tasks/get") && watched.is_none() {
+                *watched = Some(msg["id"].clone());
             }
         }
-        let n = buf.len().min(self.line.len() - self.at);
-        buf[..n].copy_from_slice(&self.line[self.at..self.at + n]);
-        self.at += n;
-        Ok(n)
+        Ok(())
     }
 }
 
@@ -418,10 +323,7 @@ pub fn a_task_behind_a_restarted_server_fails_and_its_id_never_reaches_the_new_o
     use mcp_stdio::ToolCallStart;
     use mcp_stdio::types::TaskStatus;
     let wire = Wire::new("proxy-task-restart");
-    let client = builder().trace(|_| {}).restart(RestartPolicy {
-        max_restarts: 2,
-        backoff: Duration::from_millis(10),
-    });
+    let client = restarting(2);
     let command = server_command("exits-after-first-poll", Some(&wire));
     let (client, proxy) = proxy_in_front(client, command)?;
     let caller = caller_of(&proxy, builder().request_timeout(WAIT).tasks(true))?;
@@ -529,10 +431,7 @@ pub fn a_task_behind_a_server_whose_restarts_fail_does_not_say_it_restarted()
     use mcp_stdio::ToolCallStart;
     let wire = Wire::new("proxy-task-no-restart");
     let command = vanishing_server("exits-after-first-poll", &wire)?;
-    let client = builder().trace(|_| {}).restart(RestartPolicy {
-        max_restarts: 2,
-        backoff: Duration::from_millis(10),
-    });
+    let client = restarting(2);
     let (client, proxy) = proxy_in_front(client, command)?;
     let caller = caller_of(&proxy, builder().request_timeout(WAIT).tasks(true))?;
     let args = json!({ "seconds": 60, "label": "no-restart" });

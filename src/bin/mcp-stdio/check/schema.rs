@@ -15,7 +15,7 @@
 //! `Unknown` rather than a guess.
 //!
 //! The schemas are the spec's `schema.json` files with their descriptions
-//! taken out (`schema/*.json`; `tests/check.rs` compares them with
+//! taken out (`schema/*.json`; `tests/check/` compares them with
 //! `tests/spec/`): 107 KB in the binary instead of 455 KB.
 //!
 //! The walk of a value through a schema is here; the keywords that look
