@@ -419,6 +419,8 @@ mod http;
 mod incoming;
 pub mod jsonrpc;
 #[cfg(any(feature = "server", feature = "client"))]
+mod key_hashes;
+#[cfg(any(feature = "server", feature = "client"))]
 mod note_limiter;
 #[cfg(any(feature = "server", feature = "client"))]
 mod note_queue;

@@ -18,9 +18,7 @@
 //! the requests of a task that are abandoned are forgotten without one, and
 //! the task gets its `tasks/cancel`.
 
-use std::collections::HashSet;
 use std::fmt;
-use std::hash::{BuildHasher, RandomState};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -33,6 +31,7 @@ use crate::client::reply::Reply;
 use crate::client::shared::ClientInner;
 use crate::error::Error;
 use crate::jsonrpc::ErrorObject;
+use crate::key_hashes::KeyHashes;
 use crate::outcome::Outcome;
 use crate::types::{
     CallToolResult, DetailedTask, GetTaskResult, InputRequest, InputResponse, InputResponses,
@@ -100,19 +99,14 @@ pub struct TaskHandle {
     created: Option<Task>,
     /// The last `pollIntervalMs` the server gave for this task.
     poll_interval_ms: Option<u64>,
-    /// A hash of each `inputRequests` key answered: never answered twice
-    /// (spec extensions/tasks, "Task Update Requests": keys are unique
-    /// over the task's lifetime, and the client tracks them, since the
-    /// acknowledgment of an answer is eventually consistent and a later
-    /// poll may still list its key). A key is the server's, up to the
-    /// line limit long: its hash costs 8 bytes however long it is, so a
-    /// server that asks under a new key at every poll costs the client
-    /// no more than the answers it got. The hasher's keys are random: a
-    /// server cannot choose keys that collide (two do by chance about
-    /// one in 2^64 for a pair; the second is then never answered and
-    /// the task waits for it).
-    answered: HashSet<u64>,
-    hasher: RandomState,
+    /// Each `inputRequests` key answered, as a hash (`KeyHashes`):
+    /// never answered twice (spec extensions/tasks, "Task Update
+    /// Requests": keys are unique over the task's lifetime, and the
+    /// client tracks them, since the acknowledgment of an answer is
+    /// eventually consistent and a later poll may still list its key),
+    /// and a server that asks under a new long key at every poll costs
+    /// the client 8 bytes an answer.
+    answered: KeyHashes,
 }
 
 impl fmt::Debug for TaskHandle {
@@ -217,8 +211,7 @@ impl TaskHandle {
             timeout,
             created: None,
             poll_interval_ms: None,
-            answered: HashSet::new(),
-            hasher: RandomState::new(),
+            answered: KeyHashes::default(),
         }
     }
 
@@ -363,7 +356,7 @@ impl TaskHandle {
                         .input_requests
                         .into_iter()
                         .flatten()
-                        .filter(|(key, _)| !self.answered.contains(&self.hasher.hash_one(key)))
+                        .filter(|(key, _)| !self.answered.contains(key))
                         .collect();
                     if !asked.is_empty() {
                         let started = Instant::now();
@@ -422,7 +415,9 @@ impl TaskHandle {
     /// Sends `tasks/update` with these answers and waits for the
     /// acknowledgement; their keys count as answered from now on.
     fn send_update(&mut self, responses: InputResponses, deadline: Instant) -> Result<(), Error> {
-        (self.answered).extend(responses.keys().map(|key| self.hasher.hash_one(key)));
+        for key in responses.keys() {
+            self.answered.insert(key);
+        }
         let params = json!({ "taskId": self.id, "inputResponses": responses });
         self.request(method::TASKS_UPDATE, params, deadline)
             .map(drop)

@@ -99,7 +99,6 @@ mod forward;
 mod lists;
 mod updates;
 
-use std::collections::HashSet;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -108,6 +107,7 @@ use serde_json::{Map, Value, json};
 use crate::client::{Client, Link, RequestOptions};
 use crate::error::Error;
 use crate::jsonrpc::ErrorObject;
+use crate::key_hashes::KeyHashes;
 use crate::outcome::Outcome;
 use crate::server::Server;
 use crate::server::context::RequestContext;
@@ -333,7 +333,9 @@ fn follow_task(
         why
     };
     let mut poll = task.poll_interval_ms;
-    let mut answered: HashSet<String> = HashSet::new();
+    // Each key answered, as a hash (`KeyHashes`): a server behind that
+    // asks under a new long key at each poll costs the proxy 8 bytes a key.
+    let mut answered = KeyHashes::default();
     let followed = (|| loop {
         if ctx.is_cancelled() {
             return Err(cancel(ErrorObject::internal_error(
@@ -376,7 +378,9 @@ fn follow_task(
                     .collect();
                 if !asked.is_empty() {
                     let answers = ctx.ask(asked).map_err(cancel)?;
-                    answered.extend(answers.keys().cloned());
+                    for key in answers.keys() {
+                        answered.insert(key);
+                    }
                     let update = json!({ "taskId": id, "inputResponses": answers });
                     request(method::TASKS_UPDATE, update).map_err(cancel)?;
                     continue;

@@ -6,7 +6,7 @@
 
 use std::process::Command;
 
-use crate::fakes::{CLIPBOARD, RED, TITLE};
+use crate::fakes::{CLEAR, CLIPBOARD, RED, TITLE};
 use crate::{BIN, Once, Run, SERVER_ENV, Setup, cli, me, run, run_command};
 
 pub const CHECKS: &[(&str, Once)] = &[
@@ -20,11 +20,20 @@ pub const CHECKS: &[(&str, Once)] = &[
     ),
     ("failure_line_escapes_the_servers_error", error_escaped),
     ("a_name_with_a_newline_stays_on_its_line", newline_name),
+    (
+        "every_line_quoting_a_servers_error_escapes_it_wherever_it_goes",
+        error_escaped_in_every_line,
+    ),
 ];
 
 const EVIL: Setup = Setup {
     mode: "fake:evil",
     era: "auto",
+};
+
+const EVIL_LEGACY: Setup = Setup {
+    mode: "fake:evil-legacy",
+    era: "legacy",
 };
 
 /// What the first command sends: a title change, then red.
@@ -150,5 +159,47 @@ fn newline_name() -> Result<(), String> {
             "paint\\u{{1b}}[31m  Paints {}the title.\ntwo\\nlines       A name with a newline.\n",
             TITLE.escape_debug()
         ))?;
+    Ok(())
+}
+
+/// Left16, item 3: every line of the command line's own on stderr that
+/// quotes a server's error is escaped, wherever stderr goes (here a pipe):
+/// a tool's JSON-RPC error that clears the screen (ESC [ 2 J), returns
+/// over the line (a lone CR) and writes the clipboard (OSC 52), as the
+/// error line and with `--json`; and the note on a legacy server's failed
+/// `logging/setLevel`, which main wrote as the server sent it unless
+/// stderr was a terminal (the client's notes, which the library's own
+/// stderr hook escapes wherever they go, likewise).
+fn error_escaped_in_every_line() -> Result<(), String> {
+    let clean = |run: &Run, what: &str| {
+        if run.stderr.contains(['\x1b', '\r', '\x07']) {
+            return Err(format!(
+                "{what}: raw control bytes on stderr: {:?}",
+                run.stderr
+            ));
+        }
+        Ok(())
+    };
+    let paint = format!("paint{RED}");
+    let call = cli(EVIL, &["call", &paint, "fail=clear"], "")?;
+    call.expect_code(1)?.one_error_line(&format!(
+        "with an error: {}{} over (-32603)",
+        CLEAR.escape_debug(),
+        CLIPBOARD.escape_debug()
+    ))?;
+    clean(&call, "call")?;
+    let json = cli(EVIL, &["--json", "call", &paint, "fail=clear"], "")?;
+    json.expect_code(1)?;
+    clean(&json, "--json call")?;
+    let legacy = cli(EVIL_LEGACY, &["--log-level", "debug", "call", "form"], "")?;
+    legacy.expect_code(0)?.stderr_has("logging/setLevel")?;
+    clean(&legacy, "--log-level on a legacy server")?;
+    let json = cli(
+        EVIL_LEGACY,
+        &["--json", "--log-level", "debug", "call", "form"],
+        "",
+    )?;
+    json.expect_code(0)?.stderr_has("logging/setLevel")?;
+    clean(&json, "--json --log-level on a legacy server")?;
     Ok(())
 }

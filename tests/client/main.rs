@@ -133,6 +133,7 @@ fn run_server(mode: &str) -> ! {
         "exits-at-every-listing" => proxy_listing::fake_exits_at_listing(true),
         "exits-after-first-poll" => proxy_restarts::fake_exits_after_first_poll(),
         "exits-after-input-required" => proxy_restarts::fake_exits_after_input_required(),
+        "new-key-every-poll" => proxy_keys::fake_new_key_every_poll(),
         "grandchild-holds-stdout" => closing::fake_grandchild_holds_stdout(),
         // Not a server: a grandchild that holds its parent's stdout.
         "holds-stdout" => closing::run_holds_stdout(),
@@ -941,6 +942,10 @@ const CHECKS: &[(&str, Check)] = &[
         "a_task_behind_a_server_that_died_while_its_caller_answered_says_the_server_exited",
         proxy_restarts::a_task_behind_a_server_that_died_while_its_caller_answered_says_the_server_exited,
     ),
+    (
+        "a_server_behind_the_proxy_asking_under_a_new_long_key_at_each_poll_costs_it_no_key",
+        proxy_keys::a_server_behind_the_proxy_asking_under_a_new_long_key_at_each_poll_costs_it_no_key,
+    ),
     // 5. Close escalation.
     ("close_escalates_to_sigterm", close_escalates_to_sigterm),
     ("close_escalates_to_sigkill", close_escalates_to_sigkill),
@@ -1387,6 +1392,7 @@ mod closing;
 mod framing;
 mod hooks;
 mod legacy_bounds;
+mod proxy_keys;
 mod proxy_listing;
 mod proxy_restarts;
 mod proxy_setup;

@@ -20,7 +20,12 @@
 //! printed one a line (a name, a URI, a completion, the first line of a
 //! description), whose line break (`\n`, a lone `\r`, U+2028, U+2029, or
 //! the C0 and C1 separators Python's `str.splitlines` splits at) would make
-//! two items of one, and the error line, which is one line of text.
+//! two items of one, and the error line, which is one line of text. A
+//! note of the command line's own or of the client's (`Stderr::note`,
+//! `Stderr::client_note`) is text too, whatever of the server's it quotes
+//! (an error message, a method name): its control characters are escaped
+//! wherever it goes, its lines kept ([`text`]), as the library's own
+//! stderr hook escapes the client's notes.
 
 use std::borrow::Cow;
 use std::fmt::Write as _;

@@ -79,7 +79,9 @@ impl Stderr {
 
     /// The line of a failure: `mcp-stdio: MESSAGE`, or with `--json`
     /// `{"error": MESSAGE, "status": STATUS}` and the server's error as it
-    /// sent it (`rpcError`) when that is what failed.
+    /// sent it (`rpcError`) when that is what failed. `MESSAGE` is one
+    /// line, its control characters escaped by the caller (`one_line`, in
+    /// `main`).
     pub fn error(&self, message: &str, status: u8, rpc: Option<&ErrorObject>) {
         if !self.json {
             return self.write(&format!("mcp-stdio: {message}"));
@@ -91,16 +93,22 @@ impl Stderr {
         self.write(&line.to_string());
     }
 
-    /// A note of the command line's own: `mcp-stdio: note: TEXT`.
+    /// A note of the command line's own: `mcp-stdio: note: TEXT`, its
+    /// control characters escaped wherever it goes (`escape::text`:
+    /// it may quote a server's error).
     pub fn note(&self, text: &str) {
+        let text = &crate::escape::text(text);
         if self.json {
             return self.write(&json!({ "note": text }).to_string());
         }
         self.write(&format!("mcp-stdio: note: {text}"));
     }
 
-    /// A note of the client's (`--wire`): `· TEXT`.
+    /// A note of the client's (`--wire`): `· TEXT`, its control
+    /// characters escaped wherever it goes (`escape::text`: it may quote
+    /// what the server sent).
     pub fn client_note(&self, text: &str) {
+        let text = &crate::escape::text(text);
         if self.json {
             return self.write(&json!({ "clientNote": text }).to_string());
         }

@@ -136,8 +136,8 @@ pub(crate) struct ServerMetadata {
 /// The protected resource metadata of the server at `server`: from the
 /// challenge's `resource_metadata` if it names one, else from the
 /// well-known URIs (spec: "MUST fall back to constructing and requesting
-/// the well-known URIs in the order listed": the endpoint's path
-/// inserted, then the root). Its `resource` must name this server
+/// the well-known URIs in the order listed": the endpoint's path and
+/// query inserted, then the root). Its `resource` must name this server
 /// ([`names_server`]), or it is refused: a document the challenge named
 /// ends the discovery so; one at the path-inserted well-known URI leaves
 /// the root one to be asked (a server that publishes its origin at both,
@@ -161,7 +161,7 @@ pub(crate) fn resource_metadata(
         Some(url) => vec![Url::parse(url)?],
         None => {
             let mut urls = Vec::new();
-            if !server.path.is_empty() {
+            if !server.path.is_empty() || server.query.is_some() {
                 urls.push(well_known(server, "oauth-protected-resource", true));
             }
             urls.push(well_known(server, "oauth-protected-resource", false));
@@ -303,6 +303,15 @@ pub(crate) fn server_metadata(
     server: &Url,
 ) -> Result<ServerMetadata, String> {
     let url = Url::parse(issuer)?;
+    // RFC 8414 section 2: an issuer is a URL "that uses the https scheme
+    // and has no query or fragment components" (a fragment `Url::parse`
+    // refuses); section 3.1 builds the well-known URI from its path alone.
+    // Its query is not shown: it may be a key.
+    if url.query.is_some() {
+        return Err(format!(
+            "the authorization server {url} is named with a query, which an issuer identifier may not have (RFC 8414 section 2): its metadata cannot be looked for"
+        ));
+    }
     require_secure(&url, server, "the authorization server")?;
     let mut candidates = vec![
         well_known(&url, "oauth-authorization-server", true),
@@ -378,15 +387,22 @@ fn not_metadata(body: &[u8], error: &serde_json::Error) -> String {
     }
 }
 
-/// `url`'s well-known `suffix` URL: its path inserted after the suffix
-/// (`inserted`), or the root's.
+/// `url`'s well-known `suffix` URL: the suffix inserted between its
+/// host and its path and query, which it keeps (`inserted`: RFC 9728
+/// section 3.1, "between the host component and the path and/or query
+/// components", a `/` that ends the host removed, as `Url::parse` does;
+/// RFC 8414 section 3.1 the same for an issuer, which has no query), or
+/// the root's, which has neither (the origin's document).
 fn well_known(url: &Url, suffix: &str, inserted: bool) -> Url {
-    let path = if inserted { url.path.as_str() } else { "" };
+    let (path, query) = match inserted {
+        true => (url.path.as_str(), url.query.clone()),
+        false => ("", None),
+    };
     Url {
         scheme: url.scheme.clone(),
         authority: url.authority.clone(),
         path: format!("/.well-known/{suffix}{path}"),
-        query: None,
+        query,
     }
 }
 

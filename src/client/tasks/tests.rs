@@ -84,7 +84,7 @@ fn the_keys_a_task_answered_are_kept_as_hashes() {
     );
     server.join().unwrap();
     // A `u64` each, however long the key.
-    let _: &std::collections::HashSet<u64> = &handle.answered;
+    let _: &crate::key_hashes::KeyHashes = &handle.answered;
     assert_eq!(handle.answered.len(), ROUNDS);
 }
 

@@ -6,13 +6,14 @@
 //! that asks again under a key it used before gets it renamed on the wire
 //! (`confirm~2`) and answered under its own name.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 use crossbeam_channel::{Receiver, RecvTimeoutError};
 
 use crate::jsonrpc::ErrorObject;
+use crate::key_hashes::KeyHashes;
 use crate::server::mrtr;
 use crate::server::request_meta::RequestMeta;
 use crate::server::tasks::{Signal, Tasks, set_status, touch};
@@ -29,8 +30,10 @@ pub(crate) struct TaskLink {
     pub task_id: String,
     signals: Receiver<Signal>,
     expires: Option<SystemTime>,
-    /// Every key this task has put on the wire.
-    used: Mutex<HashSet<String>>,
+    /// Every key this task has put on the wire, as a hash
+    /// (`KeyHashes`): a key is the handler's, and behind the proxy the
+    /// server's, which may ask under a new long key at every poll.
+    used: Mutex<KeyHashes>,
     /// One ask at a time: answers come through one channel.
     asking: Mutex<()>,
 }
@@ -47,7 +50,7 @@ impl TaskLink {
             task_id,
             signals,
             expires,
-            used: Mutex::new(HashSet::new()),
+            used: Mutex::new(KeyHashes::default()),
             asking: Mutex::new(()),
         }
     }
@@ -79,7 +82,7 @@ impl TaskLink {
                     n += 1;
                     wire = format!("{key}~{n}");
                 }
-                used.insert(wire.clone());
+                used.insert(&wire);
                 outstanding.insert(wire.clone(), key);
                 on_wire.insert(wire, request);
             }

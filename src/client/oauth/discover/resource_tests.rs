@@ -351,3 +351,39 @@ fn spelling_tricks_name_no_more_than_the_server() {
         );
     }
 }
+
+/// Left16: RFC 9728 section 3.1 inserts the well-known string "between
+/// the host component and the path and/or query components": a server
+/// reached with a query (a tenant, a key) publishes its document at the
+/// well-known URI with that query, which is asked first; the root
+/// well-known URI, the origin's document, has none. On main the query was
+/// dropped: the document of the server without its query was asked for
+/// (a 404 here, so "no usable protected resource metadata was found").
+#[test]
+fn a_server_with_a_query_is_asked_for_its_document_at_the_well_known_uri_with_that_query() {
+    for (server, at) in [
+        (
+            "{o}/mcp?tenant=a",
+            "/.well-known/oauth-protected-resource/mcp?tenant=a",
+        ),
+        (
+            "{o}/?tenant=a",
+            "/.well-known/oauth-protected-resource?tenant=a",
+        ),
+        (
+            "{o}?tenant=a",
+            "/.well-known/oauth-protected-resource?tenant=a",
+        ),
+    ] {
+        assert_eq!(
+            discover(server, at, server, false).as_deref(),
+            Ok(server),
+            "{server}"
+        );
+    }
+    // The root one is still asked after it, without the query.
+    assert_eq!(
+        discover("{o}/mcp?tenant=a", WELL_KNOWN, "{o}/mcp?tenant=a", false).as_deref(),
+        Ok("{o}/mcp?tenant=a")
+    );
+}

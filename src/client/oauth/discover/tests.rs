@@ -454,3 +454,18 @@ fn metadata_naming_another_issuer_is_refused_not_passed_over() {
     );
     assert_eq!(paths, ["/.well-known/oauth-authorization-server"]);
 }
+
+/// Left16: RFC 8414 section 2, an issuer identifier is a URL "that uses
+/// the https scheme and has no query or fragment components", and section
+/// 3.1 inserts the well-known string before its path alone: an
+/// authorization server named with a query is refused, saying why, and
+/// nothing is fetched. On main the query was dropped and the metadata of
+/// the issuer without it asked for (here: a refused connection).
+#[test]
+fn an_issuer_with_a_query_is_refused_before_anything_is_fetched() {
+    let server = Url::parse("http://127.0.0.1:1/mcp").unwrap();
+    let err =
+        server_metadata(&Trust::default(), "http://127.0.0.1:1/as?tenant=a", &server).unwrap_err();
+    assert!(err.contains("RFC 8414 section 2"), "{err}");
+    assert!(!err.contains("tenant=a"), "{err}");
+}
