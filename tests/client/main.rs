@@ -1097,6 +1097,10 @@ const CHECKS: &[(&str, Check)] = &[
         tree::a_failed_start_ends_the_server_a_wrapper_started,
     ),
     (
+        "a_spawned_server_leads_a_process_group_of_its_own_unless_told_not_to",
+        tree::a_spawned_server_leads_a_process_group_of_its_own_unless_told_not_to,
+    ),
+    (
         "close_waits_for_the_servers_last_stderr_line",
         closing::close_waits_for_the_servers_last_stderr_line,
     ),

@@ -137,3 +137,45 @@ pub fn a_failed_start_ends_the_server_a_wrapper_started() -> Result<String, Stri
     gone(pid, "the server under the wrapper", "the start failed")?;
     Ok(String::new())
 }
+
+/// The process group of `pid` (`/proc/PID/stat`, Linux).
+fn process_group(pid: &str) -> Result<u32, String> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).map_err(|e| e.to_string())?;
+    // "pid (comm) state ppid pgrp ...": comm may hold spaces and parentheses.
+    let fields = stat
+        .rsplit_once(')')
+        .map(|(_, rest)| rest)
+        .unwrap_or_default();
+    fields
+        .split_whitespace()
+        .nth(2)
+        .and_then(|pgrp| pgrp.parse().ok())
+        .ok_or_else(|| format!("no process group in {stat:?}"))
+}
+
+/// Guard: a spawned server leads a process group of its own by default,
+/// and stays in the application's with `own_process_group(false)` (whose
+/// `close` then signals it alone).
+pub fn a_spawned_server_leads_a_process_group_of_its_own_unless_told_not_to()
+-> Result<String, String> {
+    let ours = process_group("self")?;
+    for own in [true, false] {
+        let client = builder()
+            .trace(|_| {})
+            .close_grace(Duration::from_millis(200))
+            .own_process_group(own)
+            .spawn(server_command("ignores-eof", None))
+            .map_err(|e| format!("connecting failed: {e}"))?;
+        let pid = fake_pid(&client)?;
+        let group = process_group(&pid.to_string());
+        let closed = client.close();
+        let want = if own { pid } else { ours };
+        ensure!(
+            group == Ok(want),
+            "own_process_group({own}): the server (pid {pid}) is in group {group:?}, want {want} (this process's: {ours})"
+        );
+        ensure!(closed.is_ok(), "close failed: {closed:?}");
+        no_zombie(pid)?;
+    }
+    Ok(String::new())
+}
