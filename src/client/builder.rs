@@ -40,6 +40,7 @@ pub struct ClientBuilder {
     pub(crate) request_timeout: Duration,
     pub(crate) start_timeout: Option<Duration>,
     pub(crate) close_grace: Duration,
+    pub(crate) own_process_group: bool,
     pub(crate) max_line_bytes: usize,
     pub(crate) stderr: Arc<process::StderrSink>,
     pub(crate) notes: notes::Notes,
@@ -72,6 +73,7 @@ impl Default for ClientBuilder {
             request_timeout: Duration::from_secs(60),
             start_timeout: None,
             close_grace: Duration::from_secs(2),
+            own_process_group: true,
             max_line_bytes: DEFAULT_MAX_LINE_BYTES,
             stderr: Arc::new(|_: &str| {}),
             notes: notes::Notes::default(),
@@ -141,6 +143,45 @@ impl ClientBuilder {
     /// and again after SIGTERM, before it escalates (default 2 s).
     pub fn close_grace(mut self, grace: Duration) -> Self {
         self.close_grace = grace;
+        self
+    }
+
+    /// Whether a spawned server runs in a process group of its own
+    /// (default yes; on Unix, elsewhere this does nothing), so that
+    /// [`Client::close`] ends everything it started, not the spawned
+    /// process alone.
+    ///
+    /// Servers are often started through a wrapper (`npx pkg`, `uvx pkg`,
+    /// `sh -c '...'`, `docker run`), and the process the client spawns is
+    /// then the server's parent. In a group of its own, the shutdown
+    /// (of `close`, of a restart, of a start that fails) is the group's:
+    /// after the server's input closes, the group is given the close
+    /// grace to exit, then SIGTERM goes to the group, and after the grace
+    /// again SIGKILL. Without it only the spawned process is signalled:
+    /// the wrapper dies, and a server under it that ignores the end of
+    /// its input runs on, orphaned. A process that leaves the group
+    /// itself (a daemon's `setsid`) is out of reach either way. The
+    /// Python SDK's `stdio_client` starts its servers in a session of
+    /// their own for the same reason.
+    ///
+    /// What a group of its own costs: the terminal's Ctrl-C goes to the
+    /// foreground process group, which the server is not in, so it
+    /// reaches the application alone, and the server ends when the
+    /// application ends it (`close`, or the end of the server's input
+    /// once the application exits: an application that dies of Ctrl-C
+    /// without closing leaves a server that ignores its input's end
+    /// running). That is what an application that handles Ctrl-C wants
+    /// (the server is not killed under a request it is finishing, and is
+    /// closed with what it started); one that does not, and wants the
+    /// terminal's signals to reach the server, turns this off. A server
+    /// that opens the terminal (`/dev/tty`) to read from it is stopped,
+    /// as a background job is; its standard streams are pipes. Turned
+    /// on, it replaces a process group set on the command
+    /// (`std::os::unix::process::CommandExt::process_group`); turned off,
+    /// the command's own setting holds and `close` signals the spawned
+    /// process alone.
+    pub fn own_process_group(mut self, own: bool) -> Self {
+        self.own_process_group = own;
         self
     }
 

@@ -67,7 +67,12 @@ fn start_server(
     options: &ClientBuilder,
     command: &mut Command,
 ) -> Result<(Arc<Link>, Spawned), Error> {
-    let spawned = process::spawn(command, Arc::clone(&options.stderr), options.notes.clone())?;
+    let spawned = process::spawn(
+        command,
+        options.own_process_group,
+        Arc::clone(&options.stderr),
+        options.notes.clone(),
+    )?;
     let link = Link::start(
         Box::new(std::io::BufReader::new(spawned.stdout)),
         link::ServerInput::pipe(spawned.stdin),
@@ -122,11 +127,13 @@ fn settle(
     let reading = !link.read_nothing().unwrap_or(false);
     link.close_input();
     // One that exited was reaped by `try_wait`: no signal for its pid,
-    // which may be another process's now.
+    // which may be another process's now (its group's, while it has a
+    // member, is not: `process` says why).
+    let group = options.own_process_group;
     let status = if reading || exited {
-        process::shut_down(&mut child, options.close_grace)
+        process::shut_down(&mut child, options.close_grace, group)
     } else {
-        process::terminate_then_kill(&mut child, options.close_grace)
+        process::terminate_then_kill(&mut child, options.close_grace, group)
     }
     .ok();
     #[cfg(feature = "legacy")]
@@ -279,9 +286,12 @@ impl Client {
 
     /// Shuts the server down the way the spec says: closes its input, waits
     /// for it to exit, then SIGTERM, then SIGKILL (each step waits the
-    /// close grace). Returns the exit status of a spawned server (`None`
-    /// for a connection, or when `close` came during a restart, whose
-    /// server it stopped).
+    /// close grace). On Unix a spawned server's whole process group is
+    /// waited for and signalled (what a wrapper such as `npx` or `sh -c`
+    /// started, what the server left running when it exited; see
+    /// [`ClientBuilder::own_process_group`]). Returns the exit status of
+    /// a spawned server (`None` for a connection, or when `close` came
+    /// during a restart, whose server it stopped).
     ///
     /// Once it returns, nothing waits and nothing it started runs: a
     /// restart under way is ended first (its server stopped the same way),
@@ -403,7 +413,9 @@ impl ClientInner {
         }
         let child = lock(&self.child).take();
         let res = match child {
-            Some(mut child) => process::shut_down(&mut child, grace).map(Some),
+            Some(mut child) => {
+                process::shut_down(&mut child, grace, self.options.own_process_group).map(Some)
+            }
             None => Ok(None),
         };
         // What the server wrote before it exited reaches its requests and

@@ -2,6 +2,28 @@
 //! forwarding its stderr, and shutting it down the way the spec says
 //! (spec 2026-07-28 basic/transports/stdio, "Shutdown"): close its input,
 //! wait, then SIGTERM, wait, then SIGKILL.
+//!
+//! Why a process group: a server is often started through a wrapper
+//! (`npx pkg`, `uvx pkg`, `sh -c '...'`, `docker run`), and the process
+//! the client spawns is then not the server but its parent. Signalled
+//! alone, the wrapper dies and the real server, which may ignore the end
+//! of its input, runs on, orphaned. On Unix the server is spawned in a
+//! process group of its own (unless `ClientBuilder::own_process_group`
+//! says no), and the shutdown is the group's: after its input closes the
+//! whole group is given the grace to exit, then the group gets SIGTERM,
+//! the grace again, then SIGKILL (the Python SDK's `stdio_client` does
+//! the same with a session of its own and `killpg`). A process that
+//! leaves the group (a daemon's `setsid`) is out of reach, by design. A
+//! member that died but is not reaped yet keeps the group alive: where
+//! orphans go to a process that does not reap them (a container without
+//! an init), the waits run out their grace.
+//!
+//! The group's id is its leader's pid, the server's, which the client
+//! reaps: POSIX keeps a process group's id from being reused while the
+//! group has a member, and the group is signalled only while a look just
+//! before found one (`group_lives`), so a signal meant for a group that
+//! has emptied reaches no other process unless the id was taken again
+//! within those milliseconds, which needs the system's pids to wrap.
 
 use std::collections::VecDeque;
 use std::io::{BufRead, BufReader};
@@ -119,11 +141,33 @@ impl StderrTail {
 /// each stderr line to `sink` and keeps the last few, each cut at
 /// [`STDERR_LINE_BYTES`]. A panic in `sink` is noted and caught: the thread
 /// goes on reading, or the server would block on a full pipe.
+///
+/// With `own_group`, on Unix, the server leads a process group of its own
+/// (`CommandExt::process_group(0)`, which replaces a group set on
+/// `command`), and [`shut_down`] and [`terminate_then_kill`] end the
+/// group: everything the server started that stayed in it. What that
+/// costs: the terminal's Ctrl-C (and Ctrl-\, Ctrl-Z) goes to the
+/// foreground process group, which the server is no longer in, so it
+/// reaches the application alone, which ends the server (by `close`, or
+/// by the end of the server's input when the application exits); and a
+/// server that opens the terminal (`/dev/tty`) to read from it is stopped
+/// as a background job is (SIGTTIN). Its standard streams are pipes, so
+/// no server that speaks MCP on them reads the terminal through them.
 pub(crate) fn spawn(
     command: &mut Command,
+    own_group: bool,
     sink: Arc<StderrSink>,
     notes: Notes,
 ) -> std::io::Result<Spawned> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::CommandExt;
+        if own_group {
+            command.process_group(0);
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = own_group;
     let mut child = command
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -212,61 +256,171 @@ fn read_bounded_line(reader: &mut impl BufRead, buf: &mut Vec<u8>, max: usize) -
 
 /// Waits for `child` to exit, up to `timeout`.
 pub(crate) fn wait_timeout(child: &mut Child, timeout: Duration) -> Option<ExitStatus> {
-    let deadline = crate::deadline::from_now(timeout);
+    let mut status = None;
+    wait_gone(child, &mut status, None, crate::deadline::from_now(timeout));
+    status
+}
+
+/// After the child's stdin was closed: waits `grace` for it to exit (with
+/// `group`, for its whole process group: what a wrapper's server does at
+/// the end of its input, or what a server left running when it exited),
+/// then SIGTERM and waits `grace` again, then SIGKILL. Always reaps the
+/// child.
+pub(crate) fn shut_down(
+    child: &mut Child,
+    grace: Duration,
+    group: bool,
+) -> std::io::Result<ExitStatus> {
+    let pgid = group_id(child, group);
+    let mut status = None;
+    let deadline = crate::deadline::from_now(grace);
+    match (wait_gone(child, &mut status, pgid, deadline), status) {
+        (true, Some(status)) => Ok(status),
+        _ => escalate(child, status, pgid, grace),
+    }
+}
+
+/// SIGTERM, waits `grace`, then SIGKILL (to the child's process group
+/// with `group`): for a child that will not see its input close (it never
+/// read it). Always reaps the child.
+pub(crate) fn terminate_then_kill(
+    child: &mut Child,
+    grace: Duration,
+    group: bool,
+) -> std::io::Result<ExitStatus> {
+    let pgid = group_id(child, group);
+    escalate(child, None, pgid, grace)
+}
+
+/// SIGTERM to the group `pgid` (else to the child, unless it exited:
+/// `status`), waits `grace` for them, then SIGKILL.
+fn escalate(
+    child: &mut Child,
+    mut status: Option<ExitStatus>,
+    pgid: Option<i32>,
+    grace: Duration,
+) -> std::io::Result<ExitStatus> {
+    terminate(child, status.is_none(), pgid);
+    let deadline = crate::deadline::from_now(grace);
+    if !wait_gone(child, &mut status, pgid, deadline)
+        && let Some(pgid) = pgid
+    {
+        // Before the leader is reaped, when it still runs: its pid holds
+        // the group's id.
+        kill_group(pgid);
+    }
+    match status {
+        Some(status) => Ok(status),
+        None => {
+            let _ = child.kill();
+            child.wait()
+        }
+    }
+}
+
+/// Polls until `deadline` for `child` to exit (its status kept in
+/// `status`, which may hold it already) and, with `pgid`, for its process
+/// group to be empty too; says whether both came. std has no blocking
+/// wait with a timeout: the poll backs off to 20 ms, which bounds how
+/// late an exit is seen.
+fn wait_gone(
+    child: &mut Child,
+    status: &mut Option<ExitStatus>,
+    pgid: Option<i32>,
+    deadline: Instant,
+) -> bool {
     let mut pause = Duration::from_millis(1);
     loop {
-        match child.try_wait() {
-            Ok(Some(status)) => return Some(status),
-            Ok(None) => {}
-            Err(_) => return None,
+        if status.is_none() {
+            match child.try_wait() {
+                Ok(found) => *status = found,
+                Err(_) => return false,
+            }
+        }
+        if status.is_some() && !pgid.is_some_and(group_lives) {
+            return true;
         }
         let now = Instant::now();
         if now >= deadline {
-            return None;
+            return false;
         }
-        // std has no blocking wait with a timeout: poll, backing off to
-        // 20 ms, which bounds how late an exit is seen.
         thread::sleep(pause.min(deadline - now));
         pause = (pause * 2).min(Duration::from_millis(20));
     }
 }
 
-/// After the child's stdin was closed: waits `grace`, then SIGTERM and
-/// waits `grace` again, then SIGKILL. Always reaps the child.
-pub(crate) fn shut_down(child: &mut Child, grace: Duration) -> std::io::Result<ExitStatus> {
-    if let Some(status) = wait_timeout(child, grace) {
-        return Ok(status);
+/// The process group `child` leads, when it was spawned with one of its
+/// own (on Unix).
+fn group_id(child: &Child, group: bool) -> Option<i32> {
+    #[cfg(unix)]
+    {
+        // A group id of 1 or less means something else to killpg(2).
+        (i32::try_from(child.id()).ok()).filter(|&pgid| group && pgid > 1)
     }
-    terminate_then_kill(child, grace)
+    #[cfg(not(unix))]
+    {
+        let _ = (child, group);
+        None
+    }
 }
 
-/// SIGTERM, waits `grace`, then SIGKILL: for a child that will not see its
-/// input close (it never read it). Always reaps the child.
-pub(crate) fn terminate_then_kill(
-    child: &mut Child,
-    grace: Duration,
-) -> std::io::Result<ExitStatus> {
-    terminate(child);
-    if let Some(status) = wait_timeout(child, grace) {
-        return Ok(status);
-    }
-    let _ = child.kill();
-    child.wait()
-}
-
+/// SIGTERM to the group `pgid`, or, without a group or when it has no
+/// member left (the server moved itself out of it), to the child, unless
+/// it exited (`runs`): its pid may be another process's then.
 #[cfg(unix)]
-fn terminate(child: &Child) {
+fn terminate(child: &Child, runs: bool, pgid: Option<i32>) {
     use nix::sys::signal::{Signal, kill};
     use nix::unistd::Pid;
-    if let Ok(pid) = i32::try_from(child.id()) {
+    if pgid.is_some_and(|pgid| signal_group(pgid, Signal::SIGTERM)) {
+        return;
+    }
+    if let (true, Ok(pid)) = (runs, i32::try_from(child.id())) {
         // The child may have exited in between; then there is nothing to do.
         let _ = kill(Pid::from_raw(pid), Signal::SIGTERM);
     }
 }
 
 #[cfg(not(unix))]
-fn terminate(_child: &Child) {
+fn terminate(_child: &Child, _runs: bool, _pgid: Option<i32>) {
     // No SIGTERM outside Unix: the escalation goes straight to kill.
+}
+
+/// SIGKILL to the process group `pgid`.
+#[cfg(unix)]
+fn kill_group(pgid: i32) {
+    // A group that emptied meanwhile has nothing to kill.
+    let _ = signal_group(pgid, nix::sys::signal::Signal::SIGKILL);
+}
+
+#[cfg(not(unix))]
+fn kill_group(_pgid: i32) {}
+
+/// Sends `signal` to the process group `pgid`; says whether it had a
+/// member to send it to.
+#[cfg(unix)]
+fn signal_group(pgid: i32, signal: nix::sys::signal::Signal) -> bool {
+    use nix::errno::Errno;
+    use nix::sys::signal::killpg;
+    use nix::unistd::Pid;
+    // EPERM: members this process may not signal (another user's, after a
+    // setuid program), which still live.
+    !matches!(killpg(Pid::from_raw(pgid), signal), Err(Errno::ESRCH))
+}
+
+/// Whether the process group `pgid` has a member left (a zombie not yet
+/// reaped counts). Only ESRCH says it has none; EPERM is members this
+/// process may not signal.
+#[cfg(unix)]
+fn group_lives(pgid: i32) -> bool {
+    use nix::errno::Errno;
+    use nix::sys::signal::killpg;
+    use nix::unistd::Pid;
+    !matches!(killpg(Pid::from_raw(pgid), None), Err(Errno::ESRCH))
+}
+
+#[cfg(not(unix))]
+fn group_lives(_pgid: i32) -> bool {
+    false
 }
 
 #[cfg(test)]

@@ -129,7 +129,9 @@ fn restart(inner: &Arc<ClientInner>) {
         };
         // Reap the dead server.
         if let Some(mut child) = lock(&inner.child).take() {
-            let _ = process::shut_down(&mut child, Duration::from_millis(100));
+            // What it left running in its process group goes with it.
+            let group = inner.options.own_process_group;
+            let _ = process::shut_down(&mut child, Duration::from_millis(100), group);
         }
         // The backoff, cut short by a close (`close` sets `closing`, then
         // takes this lock and wakes it): no server is started just to be
@@ -186,7 +188,8 @@ fn start_again(inner: &Arc<ClientInner>) -> Result<(), crate::Error> {
     *lock(&inner.stderr_tail) = Some(spawned.stderr_tail);
     let stop = |mut child: std::process::Child| {
         link.close_input();
-        let _ = process::shut_down(&mut child, inner.options.close_grace);
+        let options = &inner.options;
+        let _ = process::shut_down(&mut child, options.close_grace, options.own_process_group);
     };
     {
         let mut restarting = lock(&inner.restart);

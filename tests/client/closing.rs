@@ -37,10 +37,17 @@ pub fn fake_restarts_silent() -> ! {
 /// own stdout, which the grandchild keeps open after this server exits;
 /// answers `server/discover` (instructions `grandchild <pid>`),
 /// acknowledges `subscriptions/listen` and never ends it, never answers
-/// `tools/call`, and exits at the end of its input.
-pub fn fake_grandchild_holds_stdout() -> ! {
+/// `tools/call`, and exits at the end of its input. With `escapes` the
+/// grandchild leaves the server's process group, as a daemon does: what
+/// `close` ends is the group, and these checks need a grandchild that
+/// outlives it (`grandchild-in-group` is one that stays).
+pub fn fake_grandchild_holds_stdout(escapes: bool) -> ! {
     let exe = std::env::current_exe().expect("the test knows its own path");
-    let grandchild = Command::new(exe)
+    let mut command = Command::new(exe);
+    if escapes {
+        escape_group(&mut command);
+    }
+    let grandchild = command
         .env(SERVER_ENV, "holds-stdout")
         .stdin(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
@@ -66,6 +73,13 @@ pub fn fake_grandchild_holds_stdout() -> ! {
         _ => {}
     });
     std::process::exit(0);
+}
+
+/// Starts a grandchild in a process group of its own: out of reach of
+/// `close`, which ends the server's group.
+fn escape_group(command: &mut Command) {
+    use std::os::unix::process::CommandExt;
+    command.process_group(0);
 }
 
 /// `holds-stdout`: not a server; sleeps a minute, holding the stdout it
@@ -218,7 +232,10 @@ const TOLD_ENV: &str = "MCP_STDIO_CLIENT_TEST_TOLD";
 /// are `grandchild <pid>`. Exits at the end of its input.
 pub fn fake_legacy_grandchild_asks_late() -> ! {
     let exe = std::env::current_exe().expect("the test knows its own path");
-    let grandchild = Command::new(exe)
+    let mut command = Command::new(exe);
+    // Out of the server's group: it outlives `close`.
+    escape_group(&mut command);
+    let grandchild = command
         .env(SERVER_ENV, "asks-when-told")
         .stdin(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
@@ -591,7 +608,10 @@ pub fn close_waits_for_the_servers_last_stderr_line() -> Result<String, String> 
 /// end of its input.
 pub fn fake_grandchild_writes_stderr() -> ! {
     let exe = std::env::current_exe().expect("the test knows its own path");
-    let grandchild = Command::new(exe)
+    let mut command = Command::new(exe);
+    // Out of the server's group: it outlives `close`.
+    escape_group(&mut command);
+    let grandchild = command
         .env(SERVER_ENV, "writes-stderr")
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())

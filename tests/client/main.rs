@@ -134,7 +134,9 @@ fn run_server(mode: &str) -> ! {
         "exits-after-first-poll" => proxy_restarts::fake_exits_after_first_poll(),
         "exits-after-input-required" => proxy_restarts::fake_exits_after_input_required(),
         "new-key-every-poll" => proxy_keys::fake_new_key_every_poll(),
-        "grandchild-holds-stdout" => closing::fake_grandchild_holds_stdout(),
+        "grandchild-holds-stdout" => closing::fake_grandchild_holds_stdout(true),
+        // The same, its grandchild left in its process group.
+        "grandchild-in-group" => closing::fake_grandchild_holds_stdout(false),
         // Not a server: a grandchild that holds its parent's stdout.
         "holds-stdout" => closing::run_holds_stdout(),
         "grandchild-writes-stderr" => closing::fake_grandchild_writes_stderr(),
@@ -1084,6 +1086,26 @@ const CHECKS: &[(&str, Check)] = &[
         closing::close_fails_every_waiter_though_a_grandchild_holds_stdout,
     ),
     (
+        "close_ends_the_server_a_wrapper_started",
+        tree::close_ends_the_server_a_wrapper_started,
+    ),
+    (
+        "close_kills_the_server_a_wrapper_started_that_ignores_sigterm",
+        tree::close_kills_the_server_a_wrapper_started_that_ignores_sigterm,
+    ),
+    (
+        "close_ends_what_the_server_left_running_when_it_exited",
+        tree::close_ends_what_the_server_left_running_when_it_exited,
+    ),
+    (
+        "a_failed_start_ends_the_server_a_wrapper_started",
+        tree::a_failed_start_ends_the_server_a_wrapper_started,
+    ),
+    (
+        "a_spawned_server_leads_a_process_group_of_its_own_unless_told_not_to",
+        tree::a_spawned_server_leads_a_process_group_of_its_own_unless_told_not_to,
+    ),
+    (
         "close_waits_for_the_servers_last_stderr_line",
         closing::close_waits_for_the_servers_last_stderr_line,
     ),
@@ -1400,6 +1422,7 @@ mod quiet;
 mod seed_rules;
 mod start;
 mod tasks;
+mod tree;
 
 // ---------------------------------------------------------------------------
 // Client-side helpers

@@ -24,14 +24,15 @@ pub(crate) fn start(
     notes: crossbeam_channel::Sender<String>,
     said: &crossbeam_channel::Receiver<String>,
 ) -> Result<Started, Failure> {
-    let mut server = server(opts)?;
+    let server = server(opts)?;
     let signals = match opts.command {
         Command::Listen(_) => interrupt::catch(),
         _ => None,
     };
-    if let (Some(_), Target::Spawn(command)) = (&signals, &mut server.target) {
-        interrupt::own_group(command);
-    }
+    // The server in a process group of its own only when this process
+    // takes the signals (see `interrupt`): otherwise the terminal's Ctrl-C
+    // ends both at once, as it ends every other command.
+    let own_group = signals.is_some();
     let roots = ask::roots(&opts.roots).map_err(Failure::usage)?;
     let asker = Arc::new(Asker::new(
         opts.answers.clone(),
@@ -41,7 +42,7 @@ pub(crate) fn start(
         roots,
         Arc::clone(stderr),
     ));
-    let client = connect(opts, server, stderr, &asker, notes)
+    let client = connect(opts, server, own_group, stderr, &asker, notes)
         .map_err(|(e, program)| start_failure(e, &program, opts, &notes_while_starting(said)))?;
     if let Some(reason) = client
         .legacy_reason()
@@ -136,6 +137,7 @@ const STILL_STARTING: &str = "the server has not read server/discover";
 fn connect(
     opts: &Options,
     server: ServerTarget,
+    own_group: bool,
     stderr: &Arc<Stderr>,
     asker: &Arc<Asker>,
     notes: crossbeam_channel::Sender<String>,
@@ -144,6 +146,7 @@ fn connect(
     let mut builder = Client::builder()
         .client_info("mcp-stdio", env!("CARGO_PKG_VERSION"))
         .era(opts.era)
+        .own_process_group(own_group)
         .on_elicitation(move |params| elicit.elicit(params));
     // `--timeout` bounds the whole command: starting is part of it; a
     // login waits for a person (5 minutes at most) as well.

@@ -6,11 +6,14 @@
 //!
 //! With the crate's `signals` feature (on by default) through `ctrlc`, the
 //! crate's one signal dependency. The server is then started in a process
-//! group of its own, so that the terminal's Ctrl-C reaches this process
-//! alone and the server is ended by the protocol, not by the signal racing
-//! it. Without the feature (a `--no-default-features --features client`
-//! build) Ctrl-C keeps its default and ends both at once; `listen` still
-//! ends cleanly when the server sends its final result.
+//! group of its own (`ClientBuilder::own_process_group`, set by the
+//! callers), so that the terminal's Ctrl-C reaches this process alone and
+//! the server is ended by the protocol, not by the signal racing it (and
+//! with it whatever it started, a wrapper's server). Without the feature
+//! (a `--no-default-features --features client` build), and for every
+//! other command, the server stays in this process's group: Ctrl-C keeps
+//! its default and ends both at once; `listen` still ends cleanly when the
+//! server sends its final result.
 //!
 //! Why not block the signals and take them with `sigwait`, which needs no
 //! handler at all: a blocked mask is inherited by the server through
@@ -40,16 +43,4 @@ pub fn catch() -> Option<Receiver<()>> {
 #[cfg(not(feature = "signals"))]
 pub fn catch() -> Option<Receiver<()>> {
     None
-}
-
-/// Puts the server in a process group of its own when this process takes
-/// the signals (see the module docs).
-pub fn own_group(command: &mut std::process::Command) {
-    #[cfg(unix)]
-    {
-        use std::os::unix::process::CommandExt;
-        command.process_group(0);
-    }
-    #[cfg(not(unix))]
-    let _ = command;
 }

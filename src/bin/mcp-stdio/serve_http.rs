@@ -35,12 +35,10 @@ pub fn run(opts: &Options, serve: &ServeHttp, stderr: &Arc<Stderr>) -> Result<u8
     if let Some(warning) = &serve.token_file_warning {
         stderr.note(warning);
     }
-    // The child in a group of its own: the terminal's Ctrl-C reaches this
-    // process alone, which ends the child when it is done with it.
+    // The child in a group of its own when this process takes the
+    // signals: the terminal's Ctrl-C reaches this process alone, which
+    // ends the child (and what it started) when it is done with it.
     let signals = crate::interrupt::catch();
-    if let (Some(_), crate::connect::Target::Spawn(command)) = (&signals, &mut target.target) {
-        crate::interrupt::own_group(command);
-    }
     // The token is for the HTTP callers, not for the child, which would
     // otherwise inherit it with the rest of the environment.
     if let crate::connect::Target::Spawn(command) = &mut target.target {
@@ -49,7 +47,8 @@ pub fn run(opts: &Options, serve: &ServeHttp, stderr: &Arc<Stderr>) -> Result<u8
     }
     let mut builder = Client::builder()
         .client_info("mcp-stdio serve-http", env!("CARGO_PKG_VERSION"))
-        .era(opts.era);
+        .era(opts.era)
+        .own_process_group(signals.is_some());
     builder = builder.start_timeout(opts.timeout.unwrap_or(crate::connect::DEFAULT_START));
     if let Some(timeout) = opts.timeout {
         builder = builder.request_timeout(timeout);
