@@ -1101,6 +1101,14 @@ const CHECKS: &[(&str, Check)] = &[
         tree::a_spawned_server_leads_a_process_group_of_its_own_unless_told_not_to,
     ),
     (
+        "close_of_a_dead_server_spares_the_group_that_took_its_pid",
+        tree::close_of_a_dead_server_spares_the_group_that_took_its_pid,
+    ),
+    (
+        "a_command_that_calls_setsid_before_exec_still_spawns",
+        tree::a_command_that_calls_setsid_before_exec_still_spawns,
+    ),
+    (
         "close_waits_for_the_servers_last_stderr_line",
         closing::close_waits_for_the_servers_last_stderr_line,
     ),
