@@ -177,9 +177,12 @@ impl ClientBuilder {
     /// that opens the terminal (`/dev/tty`) to read from it is stopped,
     /// as a background job is; its standard streams are pipes. Turned
     /// on, it replaces a process group set on the command
-    /// (`std::os::unix::process::CommandExt::process_group`); turned off,
-    /// the command's own setting holds and `close` signals the spawned
-    /// process alone.
+    /// (`std::os::unix::process::CommandExt::process_group`), and a
+    /// command whose `pre_exec` hook calls `setsid` (a session of its
+    /// own, as Python's `start_new_session`) fails to start with EPERM:
+    /// std makes the process a group leader before it runs the hook, and
+    /// a group leader may not start a session. Turned off, the command's
+    /// own setting holds and `close` signals the spawned process alone.
     pub fn own_process_group(mut self, own: bool) -> Self {
         self.own_process_group = own;
         self

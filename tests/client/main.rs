@@ -1105,10 +1105,6 @@ const CHECKS: &[(&str, Check)] = &[
         tree::close_of_a_dead_server_spares_the_group_that_took_its_pid,
     ),
     (
-        "a_command_that_calls_setsid_before_exec_still_spawns",
-        tree::a_command_that_calls_setsid_before_exec_still_spawns,
-    ),
-    (
         "close_waits_for_the_servers_last_stderr_line",
         closing::close_waits_for_the_servers_last_stderr_line,
     ),
@@ -1269,7 +1265,13 @@ use selection::Selection;
 /// Checks of claims a hostile review showed and no fix has made true
 /// yet: run only with `--ignored` (or `--include-ignored`), as libtest
 /// runs its `#[ignore]`d tests.
-const IGNORED: &[(&str, Check)] = &[];
+const IGNORED: &[(&str, Check)] = &[
+    // review client16: not fixed (documented on `own_process_group`).
+    (
+        "a_command_that_calls_setsid_before_exec_still_spawns",
+        tree::a_command_that_calls_setsid_before_exec_still_spawns,
+    ),
+];
 
 /// Runs the selected checks and returns the exit status.
 fn run_checks() -> i32 {
