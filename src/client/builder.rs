@@ -160,7 +160,12 @@ impl ClientBuilder {
     /// again SIGKILL. Without it only the spawned process is signalled:
     /// the wrapper dies, and a server under it that ignores the end of
     /// its input runs on, orphaned. A process that leaves the group
-    /// itself (a daemon's `setsid`) is out of reach either way. The
+    /// itself (a daemon's `setsid`) is out of reach either way. A member
+    /// that died is waited for till it is reaped: where orphans go to a
+    /// process that reaps them late or never (an application that is a
+    /// container's pid 1, a slow init), a server that dies with its
+    /// wrapper is a zombie for that long, and `close` waits out the
+    /// grace after SIGTERM too. The
     /// Python SDK's `stdio_client` starts its servers in a session of
     /// their own for the same reason.
     ///

@@ -1266,6 +1266,11 @@ use selection::Selection;
 /// yet: run only with `--ignored` (or `--include-ignored`), as libtest
 /// runs its `#[ignore]`d tests.
 const IGNORED: &[(&str, Check)] = &[
+    // review client16: not fixed (a cost the process module's docs name).
+    (
+        "close_does_not_wait_a_second_grace_for_a_zombie_in_the_group",
+        tree::close_does_not_wait_a_second_grace_for_a_zombie_in_the_group,
+    ),
     // review client16: not fixed (documented on `own_process_group`).
     (
         "a_command_that_calls_setsid_before_exec_still_spawns",
