@@ -160,7 +160,12 @@ impl ClientBuilder {
     /// again SIGKILL. Without it only the spawned process is signalled:
     /// the wrapper dies, and a server under it that ignores the end of
     /// its input runs on, orphaned. A process that leaves the group
-    /// itself (a daemon's `setsid`) is out of reach either way. The
+    /// itself (a daemon's `setsid`) is out of reach either way. A member
+    /// that died is waited for till it is reaped: where orphans go to a
+    /// process that reaps them late or never (an application that is a
+    /// container's pid 1, a slow init), a server that dies with its
+    /// wrapper is a zombie for that long, and `close` waits out the
+    /// grace after SIGTERM too. The
     /// Python SDK's `stdio_client` starts its servers in a session of
     /// their own for the same reason.
     ///
@@ -177,9 +182,12 @@ impl ClientBuilder {
     /// that opens the terminal (`/dev/tty`) to read from it is stopped,
     /// as a background job is; its standard streams are pipes. Turned
     /// on, it replaces a process group set on the command
-    /// (`std::os::unix::process::CommandExt::process_group`); turned off,
-    /// the command's own setting holds and `close` signals the spawned
-    /// process alone.
+    /// (`std::os::unix::process::CommandExt::process_group`), and a
+    /// command whose `pre_exec` hook calls `setsid` (a session of its
+    /// own, as Python's `start_new_session`) fails to start with EPERM:
+    /// std makes the process a group leader before it runs the hook, and
+    /// a group leader may not start a session. Turned off, the command's
+    /// own setting holds and `close` signals the spawned process alone.
     pub fn own_process_group(mut self, own: bool) -> Self {
         self.own_process_group = own;
         self

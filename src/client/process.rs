@@ -23,7 +23,11 @@
 //! group has a member, and the group is signalled only while a look just
 //! before found one (`group_lives`), so a signal meant for a group that
 //! has emptied reaches no other process unless the id was taken again
-//! within those milliseconds, which needs the system's pids to wrap.
+//! within those milliseconds, which needs the system's pids to wrap. So
+//! the leader is reaped by the shutdown alone: a server whose death is
+//! noted before it is left a zombie, which holds the group's id (Linux;
+//! elsewhere it is reaped then, and a group it left behind that empties
+//! later frees the id before `close` signals it).
 
 use std::collections::VecDeque;
 use std::io::{BufRead, BufReader};
@@ -254,11 +258,63 @@ fn read_bounded_line(reader: &mut impl BufRead, buf: &mut Vec<u8>, max: usize) -
     }
 }
 
-/// Waits for `child` to exit, up to `timeout`.
+/// Waits for `child` to exit, up to `timeout`, without reaping it where
+/// the system can (Linux: `waitid` with `WNOWAIT`): a dead server is
+/// reaped by the shutdown that ends its process group, and until then
+/// its zombie holds the group's id. Reaped when its death was noted, its
+/// pid was free for any process to take while the client stayed open,
+/// and `close` signalled the group of whatever took it (review client16;
+/// `tests/client`
+/// `tree::close_of_a_dead_server_spares_the_group_that_took_its_pid`).
 pub(crate) fn wait_timeout(child: &mut Child, timeout: Duration) -> Option<ExitStatus> {
-    let mut status = None;
-    wait_gone(child, &mut status, None, crate::deadline::from_now(timeout));
-    status
+    let deadline = crate::deadline::from_now(timeout);
+    let mut pause = Duration::from_millis(1);
+    loop {
+        match peek(child) {
+            Ok(Some(status)) => return Some(status),
+            Ok(None) => {}
+            Err(_) => return None,
+        }
+        let now = Instant::now();
+        if now >= deadline {
+            return None;
+        }
+        thread::sleep(pause.min(deadline - now));
+        pause = (pause * 2).min(Duration::from_millis(20));
+    }
+}
+
+/// Whether `child` exited, and how, leaving it unreaped.
+#[cfg(any(
+    target_os = "android",
+    all(target_os = "linux", not(target_env = "uclibc"))
+))]
+fn peek(child: &mut Child) -> std::io::Result<Option<ExitStatus>> {
+    use nix::sys::wait::{Id, WaitPidFlag, WaitStatus, waitid};
+    use nix::unistd::Pid;
+    use std::os::unix::process::ExitStatusExt;
+    let Ok(pid) = i32::try_from(child.id()) else {
+        return child.try_wait();
+    };
+    let flags = WaitPidFlag::WEXITED | WaitPidFlag::WNOHANG | WaitPidFlag::WNOWAIT;
+    match waitid(Id::Pid(Pid::from_raw(pid)), flags) {
+        Ok(WaitStatus::Exited(_, code)) => Ok(Some(ExitStatus::from_raw((code & 0xff) << 8))),
+        Ok(WaitStatus::Signaled(_, signal, core)) => Ok(Some(ExitStatus::from_raw(
+            signal as i32 | if core { 0x80 } else { 0 },
+        ))),
+        Ok(_) => Ok(None),
+        // Reaped already (ECHILD): std keeps its status.
+        Err(_) => child.try_wait(),
+    }
+}
+
+/// Elsewhere the child is reaped.
+#[cfg(not(any(
+    target_os = "android",
+    all(target_os = "linux", not(target_env = "uclibc"))
+)))]
+fn peek(child: &mut Child) -> std::io::Result<Option<ExitStatus>> {
+    child.try_wait()
 }
 
 /// After the child's stdin was closed: waits `grace` for it to exit (with

@@ -1106,6 +1106,10 @@ const CHECKS: &[(&str, Check)] = &[
         tree::a_spawned_server_leads_a_process_group_of_its_own_unless_told_not_to,
     ),
     (
+        "close_of_a_dead_server_spares_the_group_that_took_its_pid",
+        tree::close_of_a_dead_server_spares_the_group_that_took_its_pid,
+    ),
+    (
         "close_waits_for_the_servers_last_stderr_line",
         closing::close_waits_for_the_servers_last_stderr_line,
     ),
@@ -1266,7 +1270,18 @@ use selection::Selection;
 /// Checks of claims a hostile review showed and no fix has made true
 /// yet: run only with `--ignored` (or `--include-ignored`), as libtest
 /// runs its `#[ignore]`d tests.
-const IGNORED: &[(&str, Check)] = &[];
+const IGNORED: &[(&str, Check)] = &[
+    // review client16: not fixed (a cost the process module's docs name).
+    (
+        "close_does_not_wait_a_second_grace_for_a_zombie_in_the_group",
+        tree::close_does_not_wait_a_second_grace_for_a_zombie_in_the_group,
+    ),
+    // review client16: not fixed (documented on `own_process_group`).
+    (
+        "a_command_that_calls_setsid_before_exec_still_spawns",
+        tree::a_command_that_calls_setsid_before_exec_still_spawns,
+    ),
+];
 
 /// Runs the selected checks and returns the exit status.
 fn run_checks() -> i32 {
