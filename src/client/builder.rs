@@ -186,7 +186,8 @@ impl ClientBuilder {
     /// command whose `pre_exec` hook calls `setsid` (a session of its
     /// own, as Python's `start_new_session`) fails to start with EPERM:
     /// std makes the process a group leader before it runs the hook, and
-    /// a group leader may not start a session. Turned off, the command's
+    /// a group leader may not start a session (the error says to turn
+    /// this off). Turned off, the command's
     /// own setting holds and `close` signals the spawned process alone.
     pub fn own_process_group(mut self, own: bool) -> Self {
         self.own_process_group = own;

@@ -179,7 +179,14 @@ pub(crate) fn spawn(
         .spawn()
         .map_err(|e| {
             let program = command.get_program().to_string_lossy();
-            std::io::Error::new(e.kind(), format!("could not start {program:?}: {e}"))
+            // A `pre_exec` hook that calls `setsid` fails in a group
+            // leader (the group of its own, set before the hook runs): EPERM.
+            let hint = if own_group && e.raw_os_error() == Some(1) {
+                " (if the command's pre_exec calls setsid, turn ClientBuilder::own_process_group off)"
+            } else {
+                ""
+            };
+            std::io::Error::new(e.kind(), format!("could not start {program:?}: {e}{hint}"))
         })?;
     let (Some(stdin), Some(stdout), Some(stderr)) =
         (child.stdin.take(), child.stdout.take(), child.stderr.take())

@@ -1106,6 +1106,10 @@ const CHECKS: &[(&str, Check)] = &[
         tree::a_spawned_server_leads_a_process_group_of_its_own_unless_told_not_to,
     ),
     (
+        "a_command_that_calls_setsid_before_exec_is_told_how_to_start",
+        tree::a_command_that_calls_setsid_before_exec_is_told_how_to_start,
+    ),
+    (
         "close_of_a_dead_server_spares_the_group_that_took_its_pid",
         tree::close_of_a_dead_server_spares_the_group_that_took_its_pid,
     ),

@@ -306,6 +306,44 @@ pub fn a_command_that_calls_setsid_before_exec_still_spawns() -> Result<String, 
     Ok(String::new())
 }
 
+/// Until that is so (see the ignored check above), the failure says what
+/// to do: turn `own_process_group` off; and with it off, the command
+/// starts and closes.
+pub fn a_command_that_calls_setsid_before_exec_is_told_how_to_start() -> Result<String, String> {
+    use std::os::unix::process::CommandExt;
+    for own in [true, false] {
+        let mut command = server_command("ignores-eof", None);
+        // SAFETY: setsid is async-signal-safe.
+        unsafe {
+            command.pre_exec(|| {
+                if setsid() == -1 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        let spawned = builder()
+            .trace(|_| {})
+            .own_process_group(own)
+            .close_grace(Duration::from_millis(200))
+            .spawn(command);
+        match (own, spawned) {
+            (true, Ok(_)) => return Err("a group leader's setsid succeeded".into()),
+            (true, Err(e)) => ensure!(
+                e.to_string()
+                    .contains("turn ClientBuilder::own_process_group off"),
+                "the failure names no way out: {e}"
+            ),
+            (false, Err(e)) => return Err(format!("connecting failed: {e}")),
+            (false, Ok(client)) => {
+                let closed = client.close();
+                ensure!(closed.is_ok(), "close failed: {closed:?}");
+            }
+        }
+    }
+    Ok(String::new())
+}
+
 /// `close` of a server under a wrapper that SIGTERM ends (both die at
 /// once) takes about one grace after the first, not two: the server,
 /// orphaned as the wrapper died, is a zombie till whatever adopts orphans
