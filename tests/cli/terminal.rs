@@ -24,6 +24,10 @@ pub const CHECKS: &[(&str, Once)] = &[
         "every_line_quoting_a_servers_error_escapes_it_wherever_it_goes",
         error_escaped_in_every_line,
     ),
+    (
+        "the_line_declining_a_form_escapes_its_message_wherever_it_goes",
+        declined_form_escaped_in_a_pipe,
+    ),
 ];
 
 const EVIL: Setup = Setup {
@@ -201,5 +205,24 @@ fn error_escaped_in_every_line() -> Result<(), String> {
     )?;
     json.expect_code(0)?.stderr_has("logging/setLevel")?;
     clean(&json, "--json --log-level on a legacy server")?;
+    Ok(())
+}
+
+/// Review left16: the line the command line writes on declining a form
+/// (`--decline`, a flag for scripts, whose stderr is a pipe or a log)
+/// quotes the server's message: escaped wherever stderr goes, as the
+/// notes now are. On left16 it goes through `Stderr::line`, escaped only
+/// on a terminal: the message's ESC [ 2 J, lone CR and OSC 52 reach the
+/// log as the server sent them.
+fn declined_form_escaped_in_a_pipe() -> Result<(), String> {
+    let setup = Setup {
+        mode: "fake:evil-form",
+        era: "auto",
+    };
+    let run = cli(setup, &["--decline", "call", "form"], "")?;
+    run.expect_code(0)?.stderr_has("declined (--decline)")?;
+    if run.stderr.contains(['\x1b', '\r', '\x07']) {
+        return Err(format!("raw control bytes on stderr: {:?}", run.stderr));
+    }
     Ok(())
 }

@@ -129,6 +129,9 @@ impl Asker {
             ElicitRequestParams::Url(url) => &url.message,
         };
         if self.decline {
+            // A line for a script's log (`--decline`): the server's
+            // message escaped wherever stderr goes, as a note is.
+            let message = crate::escape::text(message);
             self.stderr
                 .line(&format!("declined (--decline): {message}"));
             return Ok(ElicitResult::decline());

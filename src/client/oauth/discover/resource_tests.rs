@@ -387,3 +387,43 @@ fn a_server_with_a_query_is_asked_for_its_document_at_the_well_known_uri_with_th
         Ok("{o}/mcp?tenant=a")
     );
 }
+
+/// Review left16: the query is kept byte for byte (percent-encodings, a
+/// `/` or `?` inside it, an empty one), beside a path that ends with `/`,
+/// and a document at the query-inserted URI that names a resource
+/// broader than the server (its origin) is still refused there: only the
+/// resource's own well-known URI, which has no query, may name it.
+#[test]
+fn the_query_is_inserted_as_written_and_names_no_broader_resource() {
+    for (server, at) in [
+        (
+            "{o}/mcp/?t=a%26b&next=/x?y",
+            "/.well-known/oauth-protected-resource/mcp/?t=a%26b&next=/x?y",
+        ),
+        (
+            "{o}/a/b?k=%E2%82%AC",
+            "/.well-known/oauth-protected-resource/a/b?k=%E2%82%AC",
+        ),
+        ("{o}/mcp?", "/.well-known/oauth-protected-resource/mcp?"),
+    ] {
+        assert_eq!(
+            discover(server, at, server, false).as_deref(),
+            Ok(server),
+            "{server}"
+        );
+    }
+    let refused = discover(
+        "{o}/mcp?tenant=a",
+        "/.well-known/oauth-protected-resource/mcp?tenant=a",
+        "{o}",
+        false,
+    );
+    assert!(
+        refused.as_ref().is_err_and(|e| e.contains("refused")),
+        "{refused:?}"
+    );
+    assert!(
+        refused.as_ref().is_err_and(|e| !e.contains("tenant=a")),
+        "{refused:?}"
+    );
+}

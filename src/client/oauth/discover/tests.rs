@@ -469,3 +469,22 @@ fn an_issuer_with_a_query_is_refused_before_anything_is_fetched() {
     assert!(err.contains("RFC 8414 section 2"), "{err}");
     assert!(!err.contains("tenant=a"), "{err}");
 }
+
+/// Review left16: an issuer with an empty query (`?` alone), or with a
+/// path and a query, is refused as RFC 8414 section 2 says, its query
+/// not shown; one with a fragment is refused by `Url::parse`.
+#[test]
+fn an_issuer_with_an_empty_query_or_a_fragment_is_refused() {
+    let server = Url::parse("http://127.0.0.1:1/mcp").unwrap();
+    for issuer in [
+        "http://127.0.0.1:1/as?",
+        "http://127.0.0.1:1?key=secret",
+        "http://127.0.0.1:1/a/b?key=secret",
+    ] {
+        let err = server_metadata(&Trust::default(), issuer, &server).unwrap_err();
+        assert!(err.contains("RFC 8414 section 2"), "{issuer}: {err}");
+        assert!(!err.contains("secret"), "{issuer}: {err}");
+    }
+    let err = server_metadata(&Trust::default(), "http://127.0.0.1:1/as#f", &server).unwrap_err();
+    assert!(err.contains("fragment"), "{err}");
+}
