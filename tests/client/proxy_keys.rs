@@ -15,7 +15,7 @@ use super::*;
 /// How many polls behind ask under a new key.
 const ROUNDS: usize = 100;
 /// How long each key is.
-const KEY_BYTES: usize = 100 * 1024;
+const KEY_BYTES: usize = 50 * 1024;
 /// The rounds before the measure starts: the memory the proxy's threads
 /// take for one round, once.
 const WARM_UP: usize = 5;
@@ -109,11 +109,11 @@ pub fn fake_new_key_every_poll() -> ! {
     std::process::exit(0);
 }
 
-/// The server behind asks under a new key of 100 KiB at each of 100 polls
+/// The server behind asks under a new key of 50 KiB at each of 100 polls
 /// (and lists the key before it again): the proxy in front keeps a hash
 /// of each key answered, not the key, so the rounds past the first few
 /// grow this process by less than the keys are long; each key is
-/// answered once. On main the proxy kept every key it answered whole,
+/// answered once. Before, the proxy kept every key it answered whole,
 /// twice (`follow_task`'s set, and the `TaskLink::ask` of its own task,
 /// which the keys of the server behind are asked through).
 pub fn a_server_behind_the_proxy_asking_under_a_new_long_key_at_each_poll_costs_it_no_key()
