@@ -1,7 +1,9 @@
 //! The published package carries what its documents link to: every
 //! relative link in README.md, ARCHITECTURE.md and CHANGELOG.md names a
 //! file that exists and that Cargo.toml's `include` list puts in the
-//! package (docs.rs and crates.io readers follow those links).
+//! package (docs.rs and crates.io readers follow those links). And the
+//! package builds its own tests: every file a test target compiles as a
+//! module is in the `include` list.
 
 use std::path::Path;
 
@@ -86,5 +88,114 @@ fn the_globs_match_as_cargo_does() {
     assert_eq!(
         relative_links("see [a](A.md#x), [b](https://x.y/z) and [c](tests/c.md)"),
         ["A.md", "tests/c.md"]
+    );
+}
+
+/// The module files of the crate rooted at `root` (a path relative to
+/// `dir`, the package), as cargo's `include` globs see them: each
+/// `mod name;`, with its `#[path = "..."]` if it has one (relative to the
+/// directory of the file that declares it), else `name.rs` or
+/// `name/mod.rs` beside a `main.rs`, `mod.rs`, crate root or file named by
+/// `#[path]`, and under `stem/` beside any other file. A module that is not found is named
+/// with `(missing)`.
+fn module_files(dir: &Path, root: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut todo = vec![(root.to_owned(), true)];
+    while let Some((file, mod_rs)) = todo.pop() {
+        let Ok(text) = std::fs::read_to_string(dir.join(&file)) else {
+            found.push(format!("{file} (missing)"));
+            continue;
+        };
+        found.push(file.clone());
+        let (parent, stem) = match file.rsplit_once('/') {
+            Some((parent, name)) => (parent.to_owned(), name.trim_end_matches(".rs").to_owned()),
+            None => (String::new(), file.trim_end_matches(".rs").to_owned()),
+        };
+        let mut path_attr = None;
+        for line in text.lines().map(str::trim) {
+            if let Some(rest) = line.strip_prefix("#[path = \"") {
+                path_attr = rest.split('"').next().map(str::to_owned);
+                continue;
+            }
+            if line.starts_with("#[") || line.starts_with("//") {
+                continue;
+            }
+            let decl = line.strip_prefix("pub ").unwrap_or(line);
+            let name = decl.strip_prefix("mod ").and_then(|d| d.strip_suffix(';'));
+            match (name, path_attr.take()) {
+                (Some(_), Some(path)) => todo.push((normalize(&format!("{parent}/{path}")), true)),
+                (Some(name), None) => {
+                    let base = if mod_rs {
+                        parent.clone()
+                    } else {
+                        format!("{parent}/{stem}")
+                    };
+                    let flat = format!("{base}/{name}.rs");
+                    if dir.join(&flat).exists() {
+                        todo.push((flat, false));
+                    } else {
+                        todo.push((format!("{base}/{name}/mod.rs"), true));
+                    }
+                }
+                (None, _) => {}
+            }
+        }
+    }
+    found
+}
+
+/// `a/b/../c` as `a/c`.
+fn normalize(path: &str) -> String {
+    let mut parts: Vec<&str> = Vec::new();
+    for part in path.split('/') {
+        match part {
+            ".." => {
+                parts.pop();
+            }
+            "." | "" => {}
+            part => parts.push(part),
+        }
+    }
+    parts.join("/")
+}
+
+/// The packaged crate's tests build from the package: every module file
+/// of every test target is in the `include` list. (split16's review:
+/// `tests/check.rs` took `tests/check/http_answers.rs` as a module, which
+/// the include list left out, so the packaged `check` test did not build.)
+#[test]
+fn every_module_file_of_a_test_target_is_packaged() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let manifest = std::fs::read_to_string(root.join("Cargo.toml")).unwrap();
+    let patterns = include_patterns(&manifest);
+    let mut targets = Vec::new();
+    for entry in std::fs::read_dir(root.join("tests")).unwrap() {
+        let name = entry.unwrap().file_name().to_string_lossy().into_owned();
+        if name.ends_with(".rs") {
+            targets.push(format!("tests/{name}"));
+        } else if root.join("tests").join(&name).join("main.rs").exists() {
+            targets.push(format!("tests/{name}/main.rs"));
+        }
+    }
+    assert!(
+        targets.iter().any(|t| t == "tests/it/main.rs"),
+        "{targets:?}"
+    );
+    let mut left_out = Vec::new();
+    for target in &targets {
+        let files = module_files(root, target);
+        assert!(
+            files.len() > 1 || !target.ends_with("main.rs"),
+            "{target}: {files:?}"
+        );
+        for file in files {
+            if file.ends_with("(missing)") || !patterns.iter().any(|p| matches(p, &file)) {
+                left_out.push(format!("{file} (of {target})"));
+            }
+        }
+    }
+    assert!(
+        left_out.is_empty(),
+        "the package leaves out what its tests compile: {left_out:?}"
     );
 }
