@@ -1,3 +1,5 @@
+use std::io::{BufRead, Write};
+
 use super::*;
 
 #[test]
@@ -21,50 +23,29 @@ fn a_huge_timeout_still_makes_a_deadline() {
 /// no longer listed, which a lagging poll may list again.)
 #[test]
 fn the_keys_a_task_answered_are_kept_as_hashes() {
-    use std::io::{BufRead, Write};
     let (ours, theirs) = crate::transport::Transport::memory();
-    let (mut reader, mut writer) = theirs.into_parts();
     const ROUNDS: usize = 20;
     let server = std::thread::spawn(move || {
-        let mut recv = || {
-            let mut line = String::new();
-            reader.read_line(&mut line).unwrap();
-            serde_json::from_str::<Value>(&line).unwrap()
-        };
-        let mut send = |msg: Value| {
-            writeln!(writer, "{msg}").unwrap();
-            writer.flush().unwrap();
-        };
-        let probe = recv();
-        send(json!({ "jsonrpc": "2.0", "id": probe["id"], "result": {
-            "resultType": "complete",
-            "supportedVersions": ["2026-07-28"],
-            "capabilities": { "extensions": { "io.modelcontextprotocol/tasks": {} } }
-        }}));
-        let task = |status: &str| {
-            json!({
-                "taskId": "t", "status": status, "createdAt": "2026-01-01T00:00:00Z",
-                "lastUpdatedAt": "2026-01-01T00:00:00Z", "ttlMs": null
-            })
-        };
+        let mut server = FakeTaskServer::discovered(theirs);
+        let task = task_json;
         let mut round = 0;
         loop {
-            let msg = recv();
+            let msg = server.recv();
             let id = msg["id"].clone();
             match msg["method"].as_str().unwrap() {
                 "tasks/get" if round == ROUNDS => {
                     let mut done = task("completed");
                     done["result"] = json!({ "content": [] });
-                    send(json!({ "jsonrpc": "2.0", "id": id, "result": done }));
+                    server.send(json!({ "jsonrpc": "2.0", "id": id, "result": done }));
                     return;
                 }
                 "tasks/get" => {
                     round += 1;
                     let mut asking = task("input_required");
                     asking["inputRequests"] = json!({ format!("key-{round}-{}", "k".repeat(1000)): { "method": "roots/list" } });
-                    send(json!({ "jsonrpc": "2.0", "id": id, "result": asking }));
+                    server.send(json!({ "jsonrpc": "2.0", "id": id, "result": asking }));
                 }
-                _ => send(json!({ "jsonrpc": "2.0", "id": id, "result": {} })),
+                _ => server.send(json!({ "jsonrpc": "2.0", "id": id, "result": {} })),
             }
         }
     });
@@ -97,35 +78,18 @@ fn the_keys_a_task_answered_are_kept_as_hashes() {
 /// shows the same request again: the user must not be asked it twice.
 #[test]
 fn a_key_answered_before_is_not_answered_again_when_a_lagging_poll_lists_it_again() {
-    use std::io::{BufRead, Write};
     use std::sync::atomic::{AtomicUsize, Ordering};
     let (ours, theirs) = crate::transport::Transport::memory();
-    let (mut reader, mut writer) = theirs.into_parts();
     let server = std::thread::spawn(move || {
-        let mut recv = || {
-            let mut line = String::new();
-            reader.read_line(&mut line).unwrap();
-            serde_json::from_str::<Value>(&line).unwrap()
-        };
-        let mut send = |msg: Value| {
-            writeln!(writer, "{msg}").unwrap();
-            writer.flush().unwrap();
-        };
-        let probe = recv();
-        send(json!({ "jsonrpc": "2.0", "id": probe["id"], "result": {
-            "resultType": "complete",
-            "supportedVersions": ["2026-07-28"],
-            "capabilities": { "extensions": { "io.modelcontextprotocol/tasks": {} } }
-        }}));
+        let mut server = FakeTaskServer::discovered(theirs);
         let task = |status: &str| {
-            json!({
-                "taskId": "t", "status": status, "createdAt": "2026-01-01T00:00:00Z",
-                "lastUpdatedAt": "2026-01-01T00:00:00Z", "ttlMs": null, "pollIntervalMs": 0
-            })
+            let mut task = task_json(status);
+            task["pollIntervalMs"] = json!(0);
+            task
         };
         let mut polls = 0;
         loop {
-            let msg = recv();
+            let msg = server.recv();
             let id = msg["id"].clone();
             let result = match msg["method"].as_str().unwrap() {
                 "tasks/get" => {
@@ -143,14 +107,14 @@ fn a_key_answered_before_is_not_answered_again_when_a_lagging_poll_lists_it_agai
                         _ => {
                             let mut done = task("completed");
                             done["result"] = json!({ "content": [] });
-                            send(json!({ "jsonrpc": "2.0", "id": id, "result": done }));
+                            server.send(json!({ "jsonrpc": "2.0", "id": id, "result": done }));
                             return;
                         }
                     }
                 }
                 _ => json!({}),
             };
-            send(json!({ "jsonrpc": "2.0", "id": id, "result": result }));
+            server.send(json!({ "jsonrpc": "2.0", "id": id, "result": result }));
         }
     });
     let asked = Arc::new(AtomicUsize::new(0));
@@ -178,4 +142,44 @@ fn a_key_answered_before_is_not_answered_again_when_a_lagging_poll_lists_it_agai
         1,
         "the roots handler ran for each time the key was listed"
     );
+}
+
+/// The server end of a memory transport, its discovery answered with the
+/// Tasks extension: the two tests above play a tasks server through it.
+struct FakeTaskServer {
+    reader: Box<dyn BufRead + Send>,
+    writer: Box<dyn Write + Send>,
+}
+
+impl FakeTaskServer {
+    fn discovered(theirs: crate::transport::Transport) -> FakeTaskServer {
+        let (reader, writer) = theirs.into_parts();
+        let mut server = FakeTaskServer { reader, writer };
+        let probe = server.recv();
+        server.send(json!({ "jsonrpc": "2.0", "id": probe["id"], "result": {
+            "resultType": "complete",
+            "supportedVersions": ["2026-07-28"],
+            "capabilities": { "extensions": { "io.modelcontextprotocol/tasks": {} } }
+        }}));
+        server
+    }
+
+    fn recv(&mut self) -> Value {
+        let mut line = String::new();
+        self.reader.read_line(&mut line).unwrap();
+        serde_json::from_str(&line).unwrap()
+    }
+
+    fn send(&mut self, msg: Value) {
+        writeln!(self.writer, "{msg}").unwrap();
+        self.writer.flush().unwrap();
+    }
+}
+
+/// Task `t` with `status`.
+fn task_json(status: &str) -> Value {
+    json!({
+        "taskId": "t", "status": status, "createdAt": "2026-01-01T00:00:00Z",
+        "lastUpdatedAt": "2026-01-01T00:00:00Z", "ttlMs": null
+    })
 }
